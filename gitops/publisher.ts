@@ -1,0 +1,42 @@
+// The seam every output implements: a directory, a Git repository (commit or pull request), an OCI
+// artifact. A publisher receives the whole rendered tree and makes the target hold exactly that.
+
+/** Relative POSIX path -> file content. Paths are sorted when iterated by publishers. */
+export type RenderedTree = Map<string, string>;
+
+/** What changed, for commit messages, PR bodies and reports. */
+export interface ChangeSummary {
+  /** One line: what this render changed. */
+  title: string;
+  /** Markdown or plain text body. */
+  body: string;
+  /** Git trailers, e.g. { 'Clusterstack-Input-Digest': 'sha256:...' }. */
+  trailers: Record<string, string>;
+}
+
+export interface PublishResult {
+  /** False when the target already held exactly this tree: nothing was written, committed or pushed. */
+  changed: boolean;
+  written: string[];
+  removed: string[];
+  /** The commit sha (Git) or manifest digest (OCI) now holding the tree; the old one when unchanged. */
+  revision: string | null;
+  /** Pull request URL, in pull-request mode. */
+  pullRequest?: string;
+}
+
+export interface Publisher {
+  /** Printable target (no credentials). */
+  readonly target: string;
+  /** The tree the target holds now (empty when new): previous output is reused for unchanged units. */
+  readPrevious(): Promise<RenderedTree>;
+  /** Makes the target hold exactly `tree`. Writes nothing when it already does. */
+  publish(tree: RenderedTree, change: ChangeSummary): Promise<PublishResult>;
+}
+
+/** Files added or changed and files removed between two trees, sorted. */
+export function diffTrees(previous: RenderedTree, next: RenderedTree): { written: string[]; removed: string[] } {
+  const written = [...next.keys()].filter((file) => previous.get(file) !== next.get(file)).sort();
+  const removed = [...previous.keys()].filter((file) => !next.has(file)).sort();
+  return { written, removed };
+}

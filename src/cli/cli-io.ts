@@ -1,0 +1,24 @@
+// What a command may touch of the outside world; tests pass their own.
+export interface CliIo {
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+  /** Whether stderr is a terminal (progress lines are shown only then). */
+  isTty: boolean;
+}
+
+export const EXIT_OK = 0;
+/** The inputs have problems the user must fix. */
+export const EXIT_PROBLEMS = 1;
+/** The command line itself is wrong. */
+export const EXIT_USAGE = 2;
+/** Something outside failed (a remote, helm, git); retrying may help. */
+export const EXIT_FAILURE = 3;
+
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}

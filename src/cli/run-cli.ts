@@ -1,0 +1,55 @@
+// Dispatches `clusterstack <command>` and maps every error to a message and an exit code.
+import { formatProblem, InputError } from '../core/problem.js';
+import { ReleaseSourceError } from '../release/release-source.js';
+import { type CliIo, EXIT_FAILURE, EXIT_PROBLEMS, EXIT_USAGE, UsageError } from './cli-io.js';
+import { PLAN_USAGE, planCommand } from './plan-command.js';
+
+type Command = (args: string[], io: CliIo) => Promise<number>;
+
+const COMMANDS: Record<string, { run: Command; usage: string; summary: string }> = {
+  plan: { run: planCommand, usage: PLAN_USAGE, summary: 'resolve which releases each stack keeps and which each cluster uses' },
+};
+
+function usage(): string {
+  const lines = Object.entries(COMMANDS).map(([name, command]) => `  ${name.padEnd(16)}${command.summary}`);
+  return `Usage: clusterstack <command> [options]\n\nCommands:\n${lines.join('\n')}\n\nRun clusterstack <command> --help for its options.\n`;
+}
+
+export async function runCli(argv: string[], io: CliIo): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    io.stdout(usage());
+    return name ? 0 : EXIT_USAGE;
+  }
+  const command = COMMANDS[name];
+  if (!command) {
+    io.stderr(`error: unknown command "${name}"\n\n${usage()}`);
+    return EXIT_USAGE;
+  }
+  if (rest.includes('--help') || rest.includes('-h')) {
+    io.stdout(`${command.usage}\n`);
+    return 0;
+  }
+  try {
+    return await command.run(rest, io);
+  } catch (error) {
+    return reportError(error, io, command.usage);
+  }
+}
+
+function reportError(error: unknown, io: CliIo, commandUsage: string): number {
+  if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    io.stderr(`error: ${(error as Error).message}\n\n${commandUsage}\n`);
+    return EXIT_USAGE;
+  }
+  if (error instanceof InputError) {
+    io.stderr(`error: ${error.problems.length === 1 ? '' : `${error.problems.length} problems:\n  `}${error.problems.map(formatProblem).join('\n  ')}\n`);
+    return EXIT_PROBLEMS;
+  }
+  if (error instanceof ReleaseSourceError) {
+    io.stderr(`error: ${error.message}\n`);
+    return error.retryable ? EXIT_FAILURE : EXIT_PROBLEMS;
+  }
+  io.stderr(`error: ${error instanceof Error ? error.message : String(error)}\n`);
+  return EXIT_FAILURE;
+}

@@ -1,0 +1,288 @@
+// Which releases each ClusterStack keeps and why, and which release each Cluster uses. Pure: the
+// callers have already listed releases and read the objects.
+import { type CapiCluster, type ClusterStack, type ClusterStackReleaseSummary, type KubeObject, withSpecDefaults } from '../api/types.js';
+import type { Problem } from './problem.js';
+import { clusterClassName, formatReleaseTag, kubernetesMinorOf, parseClusterClassName, type ReleaseTag } from './release-tag.js';
+import { channelOf, compareStackVersions, formatDotVersion, parseStackVersion, sameVersion } from './stack-version.js';
+
+export interface AvailableRelease {
+  tag: string;
+  parsed: ReleaseTag;
+  publishedAt?: string;
+}
+
+export interface StackInput {
+  stack: ClusterStack;
+  /** Every release the stack's source offers (other stacks' releases are ignored here). */
+  releases: AvailableRelease[];
+}
+
+export interface ResolveInput {
+  stacks: StackInput[];
+  clusters: CapiCluster[];
+  /** <Provider>ClusterStackRelease objects: their `status.ready` gates releases of provider stacks. */
+  providerReleases?: KubeObject[];
+}
+
+export type KeepReason = 'listed in spec.versions' | 'newest release (autoSubscribe)' | 'newest ready release' | `used by Cluster ${string}`;
+
+export interface ReleaseDecision {
+  name: string;
+  /** The ClusterClass the release's chart produces. */
+  className: string;
+  version: string;
+  kept: boolean;
+  reasons: string[];
+  /** Provider work done (always true for noProvider stacks). */
+  ready: boolean;
+  readyMessage?: string;
+  /** Clusters (`namespace/name`) whose topology.class names this release. */
+  usedBy: string[];
+}
+
+export interface StackResolution {
+  namespace: string;
+  name: string;
+  stack: ClusterStack;
+  /** Releases matching the stack, oldest first; hash builds by publish time. */
+  releases: ReleaseDecision[];
+  latestRelease?: string;
+  usableVersions: string;
+  summary: ClusterStackReleaseSummary[];
+  problems: Problem[];
+  notes: string[];
+}
+
+export interface ClusterResolution {
+  namespace: string;
+  name: string;
+  cluster: CapiCluster;
+  /** False when the Cluster's class is not a cluster stack ClusterClass: not ours to render. */
+  managed: boolean;
+  className?: string;
+  release?: string;
+  stack?: { namespace: string; name: string };
+  problems: Problem[];
+}
+
+export interface Resolution {
+  clusterStacks: StackResolution[];
+  clusters: ClusterResolution[];
+}
+
+export const DEFAULT_NAMESPACE = 'default';
+
+export function namespaceOf(object: { metadata: { namespace?: string } }): string {
+  return object.metadata.namespace ?? DEFAULT_NAMESPACE;
+}
+
+function objectKey(object: { metadata: { namespace?: string; name: string } }): string {
+  return `${namespaceOf(object)}/${object.metadata.name}`;
+}
+
+/** Whether a release belongs to a stack: same provider, name, Kubernetes minor and channel. */
+export function releaseMatchesStack(tag: ReleaseTag, stack: ClusterStack): boolean {
+  const spec = withSpecDefaults(stack.spec);
+  return (
+    tag.provider === spec.provider &&
+    tag.name === spec.name &&
+    kubernetesMinorOf(tag) === spec.kubernetesVersion &&
+    channelOf(tag.version) === spec.channel
+  );
+}
+
+/**
+ * Orders releases of one channel oldest first: by version; hash builds (no order of their own) by
+ * publish time, then by tag so the order is at least stable.
+ */
+export function compareReleases(a: AvailableRelease, b: AvailableRelease): number {
+  const byVersion = compareStackVersions(a.parsed.version, b.parsed.version);
+  if (byVersion !== undefined && byVersion !== 0) return byVersion;
+  if (byVersion === undefined) {
+    const byTime = (a.publishedAt ?? '').localeCompare(b.publishedAt ?? '');
+    if (byTime !== 0) return byTime;
+  }
+  return a.tag.localeCompare(b.tag);
+}
+
+function providerReadiness(stack: ClusterStack, tag: string, providerReleases: KubeObject[]): { ready: boolean; message?: string } {
+  const spec = withSpecDefaults(stack.spec);
+  if (spec.noProvider) return { ready: true };
+  const kind = spec.providerRef?.kind?.replace(/Template$/, '') ?? '<Provider>ClusterStackRelease';
+  const object = providerReleases.find(
+    (candidate) => candidate.metadata.name === tag && namespaceOf(candidate) === namespaceOf(stack) && candidate.kind === kind,
+  );
+  if (!object) return { ready: false, message: `waiting for ${kind} ${namespaceOf(stack)}/${tag}: the provider has not prepared this release yet` };
+  const status = (object as { status?: { ready?: unknown } }).status;
+  if (status?.ready === true) return { ready: true };
+  return { ready: false, message: `waiting for ${kind} ${namespaceOf(stack)}/${tag} to report status.ready: true (node images may still be building)` };
+}
+
+function findStackForClass(tag: ReleaseTag, namespace: string, stacks: StackInput[]): StackInput | undefined {
+  return stacks.find((input) => namespaceOf(input.stack) === namespace && releaseMatchesStack(tag, input.stack));
+}
+
+/** Which release each Cluster's `spec.topology.class` names, or why that does not work. */
+function resolveCluster(cluster: CapiCluster, stacks: StackInput[]): ClusterResolution {
+  const base = { namespace: namespaceOf(cluster), name: cluster.metadata.name, cluster, problems: [] as Problem[] };
+  const className = cluster.spec?.topology?.class;
+  if (typeof className !== 'string' || className === '') return { ...base, managed: false };
+  let tag: ReleaseTag;
+  try {
+    tag = parseClusterClassName(className);
+  } catch {
+    return { ...base, managed: false, className };
+  }
+  const release = formatReleaseTag(tag);
+  const resolution: ClusterResolution = { ...base, managed: true, className, release };
+  const object = `Cluster ${objectKey(cluster)}`;
+  const classNamespace = cluster.spec?.topology?.classNamespace ?? base.namespace;
+  const topologyVersion = cluster.spec?.topology?.version;
+  const versionMatch = typeof topologyVersion === 'string' ? /^v?(\d+)\.(\d+)/.exec(topologyVersion) : null;
+  if (versionMatch && `${versionMatch[1]}.${versionMatch[2]}` !== kubernetesMinorOf(tag)) {
+    resolution.problems.push({
+      object,
+      path: 'spec.topology.version',
+      message: `is ${topologyVersion} but class ${className} is for Kubernetes ${kubernetesMinorOf(tag)}; use a class of the same minor version`,
+    });
+  }
+  const stackInput = findStackForClass(tag, classNamespace, stacks);
+  if (!stackInput) {
+    resolution.problems.push({
+      object,
+      path: 'spec.topology.class',
+      message: `names ${className}, but no ClusterStack in namespace ${classNamespace} has provider ${tag.provider}, name ${tag.name}, Kubernetes ${kubernetesMinorOf(tag)} and channel ${channelOf(tag.version)}; create one or fix the class`,
+    });
+    return resolution;
+  }
+  resolution.stack = { namespace: namespaceOf(stackInput.stack), name: stackInput.stack.metadata.name };
+  if (!stackInput.releases.some((candidate) => candidate.tag === release)) {
+    resolution.problems.push({
+      object,
+      path: 'spec.topology.class',
+      message: `names ${className}, but the release source has no release ${release}; pick a class of an existing release`,
+    });
+  }
+  return resolution;
+}
+
+function resolveStack(input: StackInput, clusters: ClusterResolution[], providerReleases: KubeObject[]): StackResolution {
+  const { stack } = input;
+  const spec = withSpecDefaults(stack.spec);
+  const namespace = namespaceOf(stack);
+  const problems: Problem[] = [];
+  const notes: string[] = [];
+  const object = `ClusterStack ${objectKey(stack)}`;
+  const matching = input.releases.filter((release) => releaseMatchesStack(release.parsed, stack)).sort(compareReleases);
+  if (matching.some((release) => release.parsed.version.label === 'sha') && matching.length > 1) {
+    notes.push(
+      matching.every((release) => release.publishedAt)
+        ? 'hash builds carry no version order; "newest" means most recently published'
+        : 'hash builds carry no version order and the source gives no publish times; "newest" is the last by tag name, so list the wanted versions in spec.versions',
+    );
+  }
+
+  const reasons = new Map<string, string[]>(matching.map((release) => [release.tag, []]));
+  const addReason = (tag: string, reason: string): void => {
+    reasons.get(tag)?.push(reason);
+  };
+
+  spec.versions.forEach((version, index) => {
+    let parsed;
+    try {
+      parsed = parseStackVersion(version);
+    } catch {
+      return; // the validator reports it
+    }
+    const release = matching.find((candidate) => sameVersion(candidate.parsed.version, parsed));
+    if (release) addReason(release.tag, 'listed in spec.versions');
+    else {
+      const [major, minor] = spec.kubernetesVersion.split('.').map(Number);
+      const expected = formatReleaseTag({ provider: spec.provider, name: spec.name, kubernetesMajor: major ?? 0, kubernetesMinor: minor ?? 0, version: parsed });
+      problems.push({ object, path: `spec.versions[${index}]`, message: `${version} is not in the release source (no release ${expected}); remove it or publish that release` });
+    }
+  });
+
+  const readiness = new Map(matching.map((release) => [release.tag, providerReadiness(stack, release.tag, providerReleases)]));
+  const newest = matching.at(-1);
+  if (spec.autoSubscribe && newest) addReason(newest.tag, 'newest release (autoSubscribe)');
+  // With autoSubscribe, the newest ready release stays too, so a failing newer one never removes
+  // the working one. Without it, spec.versions already names everything the user wants.
+  const newestReady = [...matching].reverse().find((release) => readiness.get(release.tag)?.ready);
+  if (spec.autoSubscribe && newestReady) addReason(newestReady.tag, 'newest ready release');
+
+  const usedBy = new Map<string, string[]>();
+  for (const cluster of clusters) {
+    if (!cluster.release || !cluster.stack || cluster.stack.namespace !== namespace || cluster.stack.name !== stack.metadata.name) continue;
+    const key = `${cluster.namespace}/${cluster.name}`;
+    usedBy.set(cluster.release, [...(usedBy.get(cluster.release) ?? []), key]);
+    addReason(cluster.release, `used by Cluster ${key}`);
+  }
+
+  if (matching.length === 0) {
+    problems.push({ object, message: `the release source has no release for provider ${spec.provider}, name ${spec.name}, Kubernetes ${spec.kubernetesVersion}, channel ${spec.channel}` });
+  } else if (!spec.autoSubscribe && spec.versions.length === 0 && usedBy.size === 0) {
+    notes.push('autoSubscribe is false and spec.versions is empty: no release is kept');
+  }
+
+  const releases: ReleaseDecision[] = matching.map((release) => {
+    const why = reasons.get(release.tag) ?? [];
+    const ready = readiness.get(release.tag) ?? { ready: false };
+    const decision: ReleaseDecision = {
+      name: release.tag,
+      className: clusterClassName(release.parsed),
+      version: formatDotVersion(release.parsed.version),
+      kept: why.length > 0,
+      reasons: why.length > 0 ? why : ['not listed in spec.versions, not the newest (ready) release, and no Cluster uses it'],
+      ready: ready.ready,
+      usedBy: usedBy.get(release.tag) ?? [],
+    };
+    if (ready.message) decision.readyMessage = ready.message;
+    return decision;
+  });
+
+  const keptReady = releases.filter((release) => release.kept && release.ready);
+  const summary: ClusterStackReleaseSummary[] = releases
+    .filter((release) => release.kept)
+    .map((release) => {
+      const entry: ClusterStackReleaseSummary = { name: release.name, ready: release.ready, phase: release.ready ? 'done' : 'provider-specific work' };
+      if (release.readyMessage) entry.message = release.readyMessage;
+      return entry;
+    });
+  const resolution: StackResolution = {
+    namespace,
+    name: stack.metadata.name,
+    stack,
+    releases,
+    usableVersions: keptReady.map((release) => release.version).join(', '),
+    summary,
+    problems,
+    notes,
+  };
+  const latest = keptReady.at(-1);
+  if (latest) resolution.latestRelease = latest.name;
+  return resolution;
+}
+
+/** Resolves every ClusterStack and Cluster. A problem with one never hides the results for the others. */
+export function resolveReleases(input: ResolveInput): Resolution {
+  const clusters = [...input.clusters]
+    .sort((a, b) => objectKey(a).localeCompare(objectKey(b)))
+    .map((cluster) => resolveCluster(cluster, input.stacks));
+  const clusterStacks = [...input.stacks]
+    .sort((a, b) => objectKey(a.stack).localeCompare(objectKey(b.stack)))
+    .map((stackInput) => resolveStack(stackInput, clusters, input.providerReleases ?? []));
+  for (const cluster of clusters) {
+    if (!cluster.release || !cluster.stack) continue;
+    const stack = clusterStacks.find((candidate) => candidate.namespace === cluster.stack?.namespace && candidate.name === cluster.stack?.name);
+    const decision = stack?.releases.find((release) => release.name === cluster.release);
+    if (decision && !decision.ready) {
+      cluster.problems.push({
+        object: `Cluster ${cluster.namespace}/${cluster.name}`,
+        path: 'spec.topology.class',
+        message: `names ${cluster.className}, whose release is not ready: ${decision.readyMessage ?? 'provider work pending'}`,
+      });
+    }
+  }
+  return { clusterStacks, clusters };
+}

@@ -1,0 +1,62 @@
+// Sorts parsed objects into what the pipeline reads: ClusterStacks (validated), Clusters, provider
+// release objects, and everything else (looked up by the Clusters' refs for values templates).
+import { API_GROUP, CAPI_API_GROUP, type CapiCluster, type ClusterStack, type KubeObject } from '../api/types.js';
+import { findDuplicateStacks, validateClusterAddon, validateClusterStack, validateClusterStackRelease } from '../api/validate.js';
+import type { Problem } from '../core/problem.js';
+import type { SourcedObject } from './parse-manifests.js';
+
+export interface Inputs {
+  clusterStacks: SourcedObject<ClusterStack>[];
+  clusters: SourcedObject<CapiCluster>[];
+  /** <Provider>ClusterStackRelease objects (any group but ours). */
+  providerReleases: SourcedObject[];
+  /** Everything else: control planes, infrastructure clusters, provider templates, ... */
+  others: SourcedObject[];
+  /** Problems that make an object unusable; other objects are still resolved. */
+  problems: Problem[];
+}
+
+export function groupOf(apiVersion: string): string {
+  return apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.indexOf('/')) : '';
+}
+
+export function describeObject(object: KubeObject): string {
+  return `${object.kind} ${object.metadata.namespace ?? 'default'}/${object.metadata.name}`;
+}
+
+/** Classifies and validates objects; an invalid ClusterStack is left out and its problems listed. */
+export function classifyInputs(objects: SourcedObject[]): Inputs {
+  const inputs: Inputs = { clusterStacks: [], clusters: [], providerReleases: [], others: [], problems: [] };
+  for (const sourced of objects) {
+    const { object, source } = sourced;
+    const group = groupOf(object.apiVersion);
+    if (group === API_GROUP) {
+      const validator =
+        object.kind === 'ClusterStack' ? validateClusterStack : object.kind === 'ClusterStackRelease' ? validateClusterStackRelease : object.kind === 'ClusterAddon' ? validateClusterAddon : undefined;
+      if (!validator) {
+        inputs.problems.push({ source, message: `kind ${object.kind} is not part of ${API_GROUP}; known kinds are ClusterStack, ClusterStackRelease and ClusterAddon` });
+        continue;
+      }
+      const problems = validator(object).map((problem) => ({ ...problem, source, object: describeObject(object) }));
+      if (problems.length > 0) {
+        inputs.problems.push(...problems);
+        continue;
+      }
+      // ClusterStackReleases and ClusterAddons are ours to write; as inputs they carry nothing we need.
+      if (object.kind === 'ClusterStack') inputs.clusterStacks.push(sourced as unknown as SourcedObject<ClusterStack>);
+    } else if (group === CAPI_API_GROUP && object.kind === 'Cluster') {
+      inputs.clusters.push(sourced as SourcedObject<CapiCluster>);
+    } else if (object.kind.endsWith('ClusterStackRelease')) {
+      inputs.providerReleases.push(sourced);
+    } else {
+      inputs.others.push(sourced);
+    }
+  }
+  const duplicates = findDuplicateStacks(inputs.clusterStacks.map((s) => s.object));
+  if (duplicates.length > 0) {
+    inputs.problems.push(...duplicates);
+    const duplicated = new Set(duplicates.map((problem) => problem.object));
+    inputs.clusterStacks = inputs.clusterStacks.filter((s) => !duplicated.has(`ClusterStack ${s.object.metadata.namespace ?? 'default'}/${s.object.metadata.name}`));
+  }
+  return inputs;
+}

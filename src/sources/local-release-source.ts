@@ -1,0 +1,55 @@
+// A directory with one sub-directory per release, named by its tag: the layout the
+// cluster-stack-operator's local mode reads, and what an air-gapped copy holds.
+import { readdir, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { parseReleaseTag } from '../core/release-tag.js';
+import { treeDigest } from '../release/content-digest.js';
+import {
+  type FetchedRelease,
+  type ReleaseListing,
+  type ReleaseRef,
+  type ReleaseSource,
+  ReleaseSourceError,
+  type SkippedRelease,
+} from '../release/release-source.js';
+
+export class LocalReleaseSource implements ReleaseSource {
+  readonly location: string;
+
+  constructor(private readonly root: string) {
+    this.location = root;
+  }
+
+  async list(): Promise<ReleaseListing> {
+    let entries;
+    try {
+      const stats = await stat(this.root);
+      if (!stats.isDirectory()) throw new ReleaseSourceError('not-found', `release source ${this.root} is a file; give a directory with one sub-directory per release tag`);
+      entries = await readdir(this.root, { withFileTypes: true });
+    } catch (error) {
+      if (error instanceof ReleaseSourceError) throw error;
+      throw new ReleaseSourceError('not-found', `release source ${this.root} does not exist or cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); give a directory with one sub-directory per release tag, e.g. docker-ferrol-1-30-v1/`);
+    }
+    const releases: ReleaseRef[] = [];
+    const skipped: SkippedRelease[] = [];
+    for (const entry of entries.filter((e) => e.isDirectory()).sort((a, b) => a.name.localeCompare(b.name))) {
+      if (entry.name.startsWith('.')) continue;
+      try {
+        releases.push({ tag: entry.name, parsed: parseReleaseTag(entry.name) });
+      } catch (error) {
+        skipped.push({ name: entry.name, reason: (error as Error).message });
+      }
+    }
+    return { releases, skipped };
+  }
+
+  async fetch(tag: string): Promise<FetchedRelease> {
+    const dir = path.join(this.root, tag);
+    try {
+      if (!(await stat(dir)).isDirectory()) throw new Error('not a directory');
+    } catch {
+      throw new ReleaseSourceError('not-found', `release ${tag} is not in ${this.root}`);
+    }
+    return { tag, dir, digest: await treeDigest(dir) };
+  }
+}
