@@ -1,0 +1,4 @@
+{{- define "cni.labels" -}}
+app.kubernetes.io/name: kindnet
+app.kubernetes.io/component: cni
+{{- end -}}

@@ -1,0 +1,4 @@
+{{- define "metrics-server.labels" -}}
+app.kubernetes.io/name: metrics-server
+app.kubernetes.io/component: metrics
+{{- end -}}
