@@ -1,0 +1,111 @@
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { copyExampleReleases, EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, runClusterstack, tempDir, writeTree } from './support/cli.js';
+
+const STACK = `apiVersion: clusterstack.x-k8s.io/v1alpha1
+kind: ClusterStack
+metadata: {name: docker-ferrol-1-30, namespace: cluster-stacks}
+spec: {provider: docker, name: ferrol, kubernetesVersion: "1.30", noProvider: true, versions: [v2]}
+`;
+
+describe('clusterstack plan', () => {
+  it('resolves the bundled example', async () => {
+    const result = await runClusterstack(['plan', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--json']);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    const report = JSON.parse(result.stdout);
+    expect(report.clusterStacks[0]).toMatchObject({ namespace: 'cluster-stacks', name: 'docker-ferrol-1-30', latestRelease: 'docker-ferrol-1-30-v3', usableVersions: 'v1, v2, v3' });
+    expect(report.clusterStacks[0].releases.map((r: { name: string; kept: boolean }) => [r.name, r.kept])).toEqual([
+      ['docker-ferrol-1-30-v1', true],
+      ['docker-ferrol-1-30-v2', true],
+      ['docker-ferrol-1-30-v3', true],
+    ]);
+    expect(report.clusters.map((c: { name: string; release: string; addonVersion: string }) => [c.name, c.release, c.addonVersion])).toEqual([
+      ['alpha', 'docker-ferrol-1-30-v1', 'v1'],
+      ['bravo', 'docker-ferrol-1-30-v2', 'v2'],
+      ['charlie', 'docker-ferrol-1-30-v3', 'v2'],
+      ['delta', 'docker-ferrol-1-30-v3', 'v2'],
+    ]);
+  });
+
+  it('prints a readable table', async () => {
+    const result = await runClusterstack(['plan', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES]);
+    expect(result.stdout).toMatch(/ClusterStack cluster-stacks\/docker-ferrol-1-30 {2}latest: docker-ferrol-1-30-v3/);
+    expect(result.stdout).toMatch(/docker-ferrol-1-30-v2 +v2 +yes +yes +listed in spec.versions; used by Cluster cluster-stacks\/bravo/);
+    expect(result.stdout).toMatch(/cluster-stacks\/charlie +docker-ferrol-1-30-v3 +v2/);
+  });
+
+  it('names file and line of YAML that does not parse, and still resolves the rest', async () => {
+    const dir = await writeTree({ 'stack.yaml': STACK, 'broken.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n---\nkind: [unclosed\n' });
+    const result = await runClusterstack(['plan', dir, '--release-source', EXAMPLE_RELEASES, '--json']);
+    expect(result.code).toBe(1);
+    const report = JSON.parse(result.stdout);
+    expect(report.problems[0]).toMatch(/broken\.yaml:7: is not valid YAML/);
+    expect(report.clusterStacks[0].latestRelease).toBe('docker-ferrol-1-30-v3');
+  });
+
+  it('rejects documents without kind or apiVersion', async () => {
+    const dir = await writeTree({ 'a.yaml': 'metadata:\n  name: x\n' });
+    const result = await runClusterstack(['plan', dir, '--release-source', EXAMPLE_RELEASES, '--json']);
+    expect(result.code).toBe(1);
+    expect(JSON.parse(result.stdout).problems).toEqual([expect.stringMatching(/a\.yaml:1: has no apiVersion and kind/)]);
+  });
+
+  it('lists every problem of an invalid ClusterStack, including unknown fields', async () => {
+    const bad = STACK.replace('provider: docker', 'provider: do-cker').replace('noProvider: true', 'noProvider: true, autoSubcribe: true');
+    const dir = await writeTree({ 'stack.yaml': bad });
+    const result = await runClusterstack(['plan', dir, '--release-source', EXAMPLE_RELEASES]);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(/stack\.yaml:1 ClusterStack cluster-stacks\/docker-ferrol-1-30 spec\.provider: "do-cker" contains "-"/);
+    expect(result.stdout).toMatch(/spec\.autoSubcribe: is not a field/);
+  });
+
+  it('flags duplicate ClusterStacks and keeps the first', async () => {
+    const dir = await writeTree({ 'a.yaml': STACK, 'b.yaml': STACK.replace('name: docker-ferrol-1-30,', 'name: copy,') });
+    const report = JSON.parse((await runClusterstack(['plan', dir, '--release-source', EXAMPLE_RELEASES, '--json'])).stdout);
+    expect(report.problems).toEqual([expect.stringMatching(/ClusterStack cluster-stacks\/copy: duplicates ClusterStack docker-ferrol-1-30/)]);
+    expect(report.clusterStacks.map((s: { name: string }) => s.name)).toEqual(['docker-ferrol-1-30']);
+  });
+
+  it('reports a release directory without metadata.yaml against that release only', async () => {
+    const releases = await copyExampleReleases();
+    await rm(path.join(releases, 'docker-ferrol-1-30-v2', 'metadata.yaml'));
+    const dir = await writeTree({ 'stack.yaml': STACK });
+    const result = await runClusterstack(['plan', dir, '--release-source', releases, '--json']);
+    expect(result.code).toBe(1);
+    const release = JSON.parse(result.stdout).clusterStacks[0].releases.find((r: { name: string }) => r.name === 'docker-ferrol-1-30-v2');
+    expect(release.problems).toEqual([expect.stringMatching(/docker-ferrol-1-30-v2: has no metadata\.yaml/)]);
+  });
+
+  it('reports metadata.yaml that contradicts its tag', async () => {
+    const releases = await copyExampleReleases();
+    const file = path.join(releases, 'docker-ferrol-1-30-v2', 'metadata.yaml');
+    await writeFile(file, (await readFile(file, 'utf8')).replace('clusterStack: v2', 'clusterStack: v5'));
+    const result = await runClusterstack(['plan', await writeTree({ 's.yaml': STACK }), '--release-source', releases, '--json']);
+    const release = JSON.parse(result.stdout).clusterStacks[0].releases.find((r: { name: string }) => r.name === 'docker-ferrol-1-30-v2');
+    expect(release.problems[0]).toMatch(/versions\.clusterStack: says v5 but the release tag says v2/);
+  });
+
+  it('skips a release directory whose name is not a tag, with a warning naming it', async () => {
+    const releases = await copyExampleReleases();
+    await mkdir(path.join(releases, 'not-a-release'));
+    const result = await runClusterstack(['plan', await writeTree({ 's.yaml': STACK }), '--release-source', releases]);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toMatch(/warning: release source .* skipped "not-a-release": "not-a-release" is not a cluster stack release tag/);
+  });
+
+  it('fails clearly when the release source does not exist', async () => {
+    const missing = path.join(await tempDir(), 'nope');
+    const result = await runClusterstack(['plan', EXAMPLE_MANIFESTS, '--release-source', missing]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/release source .*nope does not exist/);
+  });
+
+  it('fails clearly on a missing input path and on a missing --release-source', async () => {
+    expect((await runClusterstack(['plan', '/does/not/exist', '--release-source', EXAMPLE_RELEASES])).stderr).toMatch(/\/does\/not\/exist: does not exist/);
+    const usage = await runClusterstack(['plan', EXAMPLE_MANIFESTS]);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toMatch(/plan needs --release-source/);
+  });
+});

@@ -1,0 +1,48 @@
+// Runs the CLI in-process and captures what it prints.
+import { mkdtemp, writeFile, mkdir, cp } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { runCli } from '../../src/cli/run-cli.js';
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export async function runClusterstack(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<CliResult> {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(args, {
+    stdout: (text) => (stdout += text),
+    stderr: (text) => (stderr += text),
+    env: { CLUSTERSTACK_CACHE_DIR: path.join(os.tmpdir(), 'csk-test-cache'), ...options.env },
+    cwd: options.cwd ?? process.cwd(),
+    isTty: false,
+  });
+  return { code, stdout, stderr };
+}
+
+export async function tempDir(prefix = 'csk-'): Promise<string> {
+  return mkdtemp(path.join(os.tmpdir(), prefix));
+}
+
+/** Writes files (relative path -> content) under a new temp dir and returns it. */
+export async function writeTree(files: Record<string, string>, root?: string): Promise<string> {
+  const dir = root ?? (await tempDir());
+  for (const [file, content] of Object.entries(files)) {
+    await mkdir(path.dirname(path.join(dir, file)), { recursive: true });
+    await writeFile(path.join(dir, file), content);
+  }
+  return dir;
+}
+
+/** A private copy of the quickstart release source, for tests that damage it. */
+export async function copyExampleReleases(): Promise<string> {
+  const dir = await tempDir('csk-releases-');
+  await cp(path.resolve('examples/quickstart/releases'), dir, { recursive: true });
+  return dir;
+}
+
+export const EXAMPLE_MANIFESTS = path.resolve('examples/quickstart/manifests');
+export const EXAMPLE_RELEASES = path.resolve('examples/quickstart/releases');

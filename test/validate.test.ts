@@ -1,0 +1,76 @@
+import { describe, expect, it } from 'vitest';
+import { findDuplicateStacks, validateClusterAddon, validateClusterStack } from '../src/api/validate.js';
+import { aClusterStack } from './support/builders.js';
+
+function pathsOf(problems: { path?: string }[]): (string | undefined)[] {
+  return problems.map((problem) => problem.path);
+}
+
+describe('validateClusterStack', () => {
+  it('accepts a CSO-style spec unchanged', () => {
+    const cso = {
+      apiVersion: 'clusterstack.x-k8s.io/v1alpha1',
+      kind: 'ClusterStack',
+      metadata: { name: 'clusterstack', namespace: 'cluster' },
+      spec: {
+        provider: 'docker',
+        name: 'ferrol',
+        kubernetesVersion: '1.27',
+        channel: 'stable',
+        autoSubscribe: false,
+        noProvider: false,
+        providerRef: { apiVersion: 'infrastructure.clusterstack.x-k8s.io/v1alpha1', kind: 'DockerClusterStackReleaseTemplate', name: 'cspotemplate' },
+        versions: ['v1', 'v2'],
+      },
+    };
+    expect(validateClusterStack(cso)).toEqual([]);
+  });
+
+  it('returns every problem at once, each with its path and a way out', () => {
+    const bad = aClusterStack().withSpec({ provider: 'do-cker', kubernetesVersion: '1.30.1', versions: ['v1-alpha.5', '3'], noProvider: false }).build();
+    const problems = validateClusterStack(bad);
+    expect(pathsOf(problems)).toEqual(['spec.provider', 'spec.kubernetesVersion', 'spec.versions[0]', 'spec.versions[1]', 'spec.providerRef']);
+    expect(problems[0]!.message).toMatch(/contains "-".*use letters and digits only \(e\.g\. docker\)/);
+    expect(problems[1]!.message).toMatch(/major\.minor in quotes such as "1\.30", found "1\.30\.1"/);
+    expect(problems[2]!.message).toMatch(/belongs to the alpha channel, but this ClusterStack follows stable/);
+    expect(problems[3]!.message).toMatch(/not a cluster stack version/);
+    expect(problems[4]!.message).toMatch(/required unless spec.noProvider is true/);
+  });
+
+  it('rejects a kubernetesVersion written as a number (1.3 instead of "1.30")', () => {
+    const bad = aClusterStack().withSpec({ kubernetesVersion: 1.3 as unknown as string }).build();
+    expect(validateClusterStack(bad)[0]!.message).toMatch(/found 1\.3$/);
+  });
+
+  it('names unknown fields so typos do not silently do nothing', () => {
+    const bad = aClusterStack().build() as unknown as { spec: Record<string, unknown> };
+    bad.spec.autoSubcribe = true;
+    expect(validateClusterStack(bad)).toEqual([{ path: 'spec.autoSubcribe', message: expect.stringMatching(/not a field.*check the spelling/) }]);
+  });
+
+  it('accepts hash versions in the custom channel', () => {
+    expect(validateClusterStack(aClusterStack().withChannel('custom').withVersions('v0-sha.hipstsw').build())).toEqual([]);
+  });
+
+  it('checks our optional additions', () => {
+    const bad = aClusterStack().withSpec({ addonValues: [] as unknown as Record<string, unknown>, addonStageValues: { cni: 'x' } as unknown as Record<string, Record<string, unknown>>, releaseSource: '' }).build();
+    expect(pathsOf(validateClusterStack(bad))).toEqual(['spec.releaseSource', 'spec.addonValues', 'spec.addonStageValues.cni']);
+  });
+});
+
+describe('validateClusterAddon', () => {
+  it('requires a spec and known fields', () => {
+    expect(pathsOf(validateClusterAddon({ apiVersion: 'clusterstack.x-k8s.io/v1alpha1', kind: 'ClusterAddon', metadata: { name: 'a' } }))).toEqual(['spec']);
+  });
+});
+
+describe('findDuplicateStacks', () => {
+  it('flags two stacks for the same provider, name, Kubernetes and channel in one namespace', () => {
+    const first = aClusterStack().named('one').build();
+    const second = aClusterStack().named('two').build();
+    const elsewhere = aClusterStack().named('three', 'other').build();
+    const problems = findDuplicateStacks([first, second, elsewhere]);
+    expect(problems).toHaveLength(1);
+    expect(problems[0]!.message).toMatch(/duplicates ClusterStack one/);
+  });
+});
