@@ -1,0 +1,567 @@
+// Reads our CustomResourceDefinitions and checks objects against them the way the API server
+// would: structural-schema rules, defaulting, pruning of unknown fields, OpenAPI validation (with
+// ajv), and where CEL rules and printer columns point. No API server needed; the CEL rules
+// themselves are not evaluated here (see crds.test.ts).
+import { readFileSync } from 'node:fs';
+import * as yaml from 'js-yaml';
+import { Ajv, type ErrorObject, type SchemaObject } from 'ajv';
+import ts from 'typescript';
+
+/** One node of an openAPIV3Schema (apiextensions.k8s.io/v1 JSONSchemaProps), loosely typed. */
+export interface SchemaProps {
+  type?: string;
+  description?: string;
+  properties?: Record<string, SchemaProps>;
+  additionalProperties?: SchemaProps | boolean;
+  items?: SchemaProps;
+  required?: string[];
+  default?: unknown;
+  enum?: unknown[];
+  pattern?: string;
+  format?: string;
+  nullable?: boolean;
+  'x-kubernetes-preserve-unknown-fields'?: boolean;
+  'x-kubernetes-int-or-string'?: boolean;
+  'x-kubernetes-embedded-resource'?: boolean;
+  'x-kubernetes-list-type'?: string;
+  'x-kubernetes-list-map-keys'?: string[];
+  'x-kubernetes-map-type'?: string;
+  'x-kubernetes-validations'?: ValidationRule[];
+  [key: string]: unknown;
+}
+
+export interface ValidationRule {
+  rule: string;
+  message?: string;
+  messageExpression?: string;
+  reason?: string;
+  fieldPath?: string;
+  optionalOldSelf?: boolean;
+}
+
+export interface PrinterColumn {
+  name: string;
+  type: string;
+  jsonPath: string;
+  description?: string;
+  format?: string;
+  priority?: number;
+}
+
+export interface CrdVersion {
+  name: string;
+  served: boolean;
+  storage: boolean;
+  subresources?: { status?: object; scale?: object };
+  additionalPrinterColumns?: PrinterColumn[];
+  schema: { openAPIV3Schema: SchemaProps };
+}
+
+export interface CustomResourceDefinition {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  spec: {
+    group: string;
+    scope: string;
+    names: { kind: string; listKind: string; plural: string; singular: string; shortNames?: string[]; categories?: string[] };
+    versions: CrdVersion[];
+  };
+}
+
+/** Loads one CRD file; throws if it is not exactly one CustomResourceDefinition. */
+export function loadCrd(file: string): CustomResourceDefinition {
+  const docs = yaml.loadAll(readFileSync(file, 'utf8')).filter((doc) => doc != null);
+  if (docs.length !== 1) throw new Error(`${file}: expected one document, found ${docs.length}`);
+  const crd = docs[0] as CustomResourceDefinition;
+  if (crd.kind !== 'CustomResourceDefinition') throw new Error(`${file}: kind is ${String(crd.kind)}, not CustomResourceDefinition`);
+  return crd;
+}
+
+/** The openAPIV3Schema of the named version; throws if the CRD has no such version. */
+export function versionSchema(crd: CustomResourceDefinition, version: string): SchemaProps {
+  const found = crd.spec.versions.find((v) => v.name === version);
+  if (!found) throw new Error(`${crd.metadata.name} has no version ${version}`);
+  return found.schema.openAPIV3Schema;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Walking
+
+export interface SchemaNode {
+  /** `.spec.versions[*]` style: `[*]` for array items, `{*}` for additionalProperties values. */
+  path: string;
+  schema: SchemaProps;
+  /** From the root down to the parent, each with how this node hangs off it. */
+  ancestors: Array<{ node: SchemaNode; via: 'property' | 'items' | 'additionalProperties'; key?: string }>;
+}
+
+/** Visits every node of a schema, depth first, the root first. */
+export function walkSchema(root: SchemaProps, visit: (node: SchemaNode) => void): void {
+  const go = (node: SchemaNode): void => {
+    visit(node);
+    const step = (schema: SchemaProps, path: string, via: 'property' | 'items' | 'additionalProperties', key?: string): void => {
+      go({ path, schema, ancestors: [...node.ancestors, { node, via, ...(key === undefined ? {} : { key }) }] });
+    };
+    for (const [key, child] of Object.entries(node.schema.properties ?? {})) step(child, `${node.path}.${key}`, 'property', key);
+    if (node.schema.items && typeof node.schema.items === 'object') step(node.schema.items, `${node.path}[*]`, 'items');
+    if (node.schema.additionalProperties && typeof node.schema.additionalProperties === 'object') {
+      step(node.schema.additionalProperties, `${node.path}{*}`, 'additionalProperties');
+    }
+  };
+  go({ path: '', schema: root, ancestors: [] });
+}
+
+/** The node at a walk path such as `.spec.provider` or `.status.conditions[*]`, if any. */
+export function schemaAt(root: SchemaProps, path: string): SchemaProps | undefined {
+  let found: SchemaProps | undefined;
+  walkSchema(root, (node) => {
+    if (node.path === path) found = node.schema;
+  });
+  return found;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Structural schema rules (apiextensions.k8s.io/v1)
+
+// Keys the API server refuses anywhere in a v1 CRD schema.
+const FORBIDDEN_KEYS = ['$ref', '$schema', 'definitions', 'dependencies', 'deprecated', 'discriminator', 'id', 'patternProperties', 'readOnly', 'writeOnly', 'xml'];
+const RULE_KEYS = new Set(['rule', 'message', 'messageExpression', 'reason', 'fieldPath', 'optionalOldSelf']);
+const RULE_REASONS = new Set(['FieldValueInvalid', 'FieldValueForbidden', 'FieldValueRequired', 'FieldValueDuplicate']);
+const JSON_TYPES = new Set(['object', 'array', 'string', 'integer', 'number', 'boolean']);
+
+/**
+ * What makes a schema non-structural or otherwise refused (or silently useless) in a v1 CRD.
+ * Empty means fine. Every message names the offending path.
+ */
+export function structuralProblems(root: SchemaProps): string[] {
+  const problems: string[] = [];
+  if (root.type !== 'object') problems.push('(root): type must be object');
+  walkSchema(root, ({ path, schema, ancestors }) => {
+    const at = path || '(root)';
+    const untyped = schema['x-kubernetes-int-or-string'] === true || schema['x-kubernetes-preserve-unknown-fields'] === true;
+    if (schema.type === undefined && !untyped) problems.push(`${at}: has no type`);
+    if (schema.type !== undefined && !JSON_TYPES.has(schema.type)) problems.push(`${at}: unknown type ${schema.type}`);
+    for (const key of FORBIDDEN_KEYS) if (key in schema) problems.push(`${at}: ${key} is not allowed in a CRD schema`);
+    if (schema.uniqueItems === true) problems.push(`${at}: uniqueItems: true is not allowed; use x-kubernetes-list-type: set`);
+    if (schema.additionalProperties === false) problems.push(`${at}: additionalProperties: false is not allowed; unknown fields are pruned anyway`);
+    if (schema.properties && schema.additionalProperties !== undefined) problems.push(`${at}: properties and additionalProperties are mutually exclusive`);
+    if (schema.type === 'array' && !schema.items) problems.push(`${at}: an array needs items`);
+    if (Array.isArray(schema.items)) problems.push(`${at}: items must be one schema, not a tuple`);
+    const isMetadata = ancestors.length === 1 && path === '.metadata';
+    if (
+      schema.type === 'object' && !isMetadata && !schema.properties && schema.additionalProperties === undefined &&
+      schema['x-kubernetes-preserve-unknown-fields'] !== true && schema['x-kubernetes-embedded-resource'] !== true
+    ) {
+      problems.push(`${at}: an object without properties, additionalProperties or x-kubernetes-preserve-unknown-fields loses all its content to pruning`);
+    }
+    if (isMetadata) {
+      const extra = Object.keys(schema).filter((key) => !['type', 'description', 'properties'].includes(key));
+      if (extra.length > 0) problems.push(`.metadata: only name and generateName may be constrained, found ${extra.join(', ')}`);
+      const fields = Object.keys(schema.properties ?? {}).filter((key) => key !== 'name' && key !== 'generateName');
+      if (fields.length > 0) problems.push(`.metadata: only name and generateName may be constrained, found ${fields.join(', ')}`);
+    }
+    for (const value of schema.enum ?? []) {
+      if (!matchesType(value, schema.type)) problems.push(`${at}: enum value ${JSON.stringify(value)} is not a ${schema.type}`);
+    }
+    for (const key of schema.required ?? []) {
+      if (!schema.properties?.[key]) problems.push(`${at}: requires ${key}, which is not a property`);
+    }
+    const listType = schema['x-kubernetes-list-type'];
+    if (listType !== undefined && !['atomic', 'set', 'map'].includes(listType)) problems.push(`${at}: unknown x-kubernetes-list-type ${listType}`);
+    if (listType !== undefined && schema.type !== 'array') problems.push(`${at}: x-kubernetes-list-type on a non-array`);
+    const mapKeys = schema['x-kubernetes-list-map-keys'];
+    if ((mapKeys !== undefined) !== (listType === 'map')) problems.push(`${at}: x-kubernetes-list-map-keys goes with x-kubernetes-list-type: map, and only with it`);
+    for (const key of mapKeys ?? []) {
+      const item = schema.items;
+      if (!item?.properties?.[key]) problems.push(`${at}: list map key ${key} is not an item property`);
+      else if (!item.required?.includes(key) && item.properties[key]?.default === undefined) {
+        problems.push(`${at}: list map key ${key} must be required or defaulted in the items`);
+      }
+    }
+    for (const [index, rule] of (schema['x-kubernetes-validations'] ?? []).entries()) {
+      const where = `${at}: x-kubernetes-validations[${index}]`;
+      if (typeof rule.rule !== 'string' || rule.rule.trim() === '') problems.push(`${where} has no rule`);
+      const unknown = Object.keys(rule).filter((key) => !RULE_KEYS.has(key));
+      if (unknown.length > 0) problems.push(`${where} has unknown keys ${unknown.join(', ')}`);
+      if (rule.reason !== undefined && !RULE_REASONS.has(rule.reason)) problems.push(`${where} has unknown reason ${rule.reason}`);
+      if (!rule.message && !rule.messageExpression) problems.push(`${where} has no message; users would see the bare rule`);
+      if (rule.message?.includes('\n')) problems.push(`${where}: a message must not contain line breaks`);
+      if (rule.fieldPath !== undefined && !fieldPathExists(schema, rule.fieldPath)) problems.push(`${where}: fieldPath ${rule.fieldPath} is not a field here`);
+    }
+  });
+  return problems;
+}
+
+// fieldPath is relative to the node carrying the rule, child steps only (`.a.b`).
+function fieldPathExists(schema: SchemaProps, fieldPath: string): boolean {
+  const steps = /^(\.[A-Za-z0-9_]+)+$/.test(fieldPath) ? fieldPath.slice(1).split('.') : undefined;
+  if (!steps) return false;
+  let node: SchemaProps | undefined = schema;
+  for (const step of steps) node = node?.properties?.[step];
+  return node !== undefined;
+}
+
+function matchesType(value: unknown, type: string | undefined): boolean {
+  switch (type) {
+    case 'string': return typeof value === 'string';
+    case 'boolean': return typeof value === 'boolean';
+    case 'integer': return Number.isInteger(value);
+    case 'number': return typeof value === 'number';
+    case 'array': return Array.isArray(value);
+    case 'object': return typeof value === 'object' && value !== null && !Array.isArray(value);
+    default: return true;
+  }
+}
+
+/** Defaults that do not validate against their own node (the API server refuses such CRDs). */
+export function defaultProblems(root: SchemaProps): string[] {
+  const problems: string[] = [];
+  walkSchema(root, ({ path, schema }) => {
+    if (schema.default === undefined) return;
+    // Defaults must be pruned already, so unknown fields in a default are an error too.
+    const errors = schemaValidator(schema, { rejectUnknownFields: true })(structuredClone(schema.default));
+    for (const error of errors) problems.push(`${path}: default ${JSON.stringify(schema.default)}: ${error}`);
+  });
+  return problems;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation with ajv
+
+export interface ValidatorOptions {
+  /**
+   * The API server prunes unknown fields silently; with this, they are reported instead (what a
+   * linter for user specs should do: a typo such as `autosubscribe` would otherwise vanish).
+   */
+  rejectUnknownFields?: boolean;
+}
+
+/** The openAPIV3Schema as plain JSON Schema for ajv: Kubernetes extensions dropped. */
+export function toJsonSchema(schema: SchemaProps, options: ValidatorOptions = {}): SchemaObject {
+  const convert = (node: SchemaProps, isRoot: boolean): SchemaObject => {
+    const out: SchemaObject = {};
+    for (const [key, value] of Object.entries(node)) {
+      if (key.startsWith('x-kubernetes-')) continue;
+      if (key === 'properties') {
+        out.properties = Object.fromEntries(Object.entries(value as Record<string, SchemaProps>).map(([name, child]) => [name, convert(child, false)]));
+      } else if (key === 'items' || (key === 'additionalProperties' && typeof value === 'object')) {
+        out[key] = convert(value as SchemaProps, false);
+      } else {
+        out[key] = value;
+      }
+    }
+    // ajv's nullable keyword needs a type next to it; Kubernetes allows nullable on untyped nodes.
+    if (out.nullable === true && out.type === undefined) delete out.nullable;
+    const preserves = node['x-kubernetes-preserve-unknown-fields'] === true || node['x-kubernetes-embedded-resource'] === true;
+    if (options.rejectUnknownFields && node.properties && !preserves) out.additionalProperties = false;
+    if (isRoot && node.properties?.metadata) {
+      // apiVersion, kind and metadata are always present on stored objects.
+      out.required = [...new Set([...(node.required ?? []), 'apiVersion', 'kind', 'metadata'])];
+    }
+    return out;
+  };
+  return convert(schema, true);
+}
+
+const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+
+function newAjv(): Ajv {
+  // strict: false because the schemas carry OpenAPI keywords (nullable, description of enums...).
+  const ajv = new Ajv({ allErrors: true, strict: false, useDefaults: true });
+  ajv.addFormat('date-time', RFC3339);
+  ajv.addFormat('int32', { type: 'number', validate: (n: number) => Number.isInteger(n) && Math.abs(n) <= 2 ** 31 });
+  ajv.addFormat('int64', { type: 'number', validate: (n: number) => Number.isInteger(n) });
+  return ajv;
+}
+
+function formatErrors(errors: ErrorObject[] | null | undefined): string[] {
+  return (errors ?? []).map((error) => {
+    const at = error.instancePath || '(root)';
+    if (error.keyword === 'additionalProperties') {
+      return `${at}/${String((error.params as { additionalProperty: string }).additionalProperty)} is not a known field`;
+    }
+    return `${at} ${error.message ?? error.keyword}`;
+  });
+}
+
+/**
+ * A validator for one schema node: returns the problems (empty when valid). It applies the
+ * schema's defaults to the value it is given, as the API server does before validating.
+ */
+export function schemaValidator(schema: SchemaProps, options: ValidatorOptions = {}): (value: unknown) => string[] {
+  const validate = newAjv().compile(toJsonSchema(schema, options));
+  return (value) => (validate(value) ? [] : formatErrors(validate.errors));
+}
+
+export interface AdmissionResult {
+  /** The object after pruning and defaulting, as it would be stored. */
+  stored: Record<string, unknown>;
+  /** Paths of unknown fields the API server would drop. */
+  pruned: string[];
+  /** Schema violations; empty when the object would be admitted (CEL rules aside). */
+  errors: string[];
+}
+
+/**
+ * Admits an object roughly as the API server does for a CRD: checks apiVersion and kind, prunes
+ * unknown fields, applies defaults, validates. CEL rules are not evaluated.
+ */
+export function crdAdmission(crd: CustomResourceDefinition, version: string, options: ValidatorOptions = {}): (object: unknown) => AdmissionResult {
+  const schema = versionSchema(crd, version);
+  const validate = schemaValidator(schema, options);
+  const apiVersion = `${crd.spec.group}/${version}`;
+  return (object) => {
+    const errors: string[] = [];
+    const input = structuredClone(object) as Record<string, unknown>;
+    if (input.apiVersion !== apiVersion) errors.push(`apiVersion is ${JSON.stringify(input.apiVersion)}, expected ${apiVersion}`);
+    if (input.kind !== crd.spec.names.kind) errors.push(`kind is ${JSON.stringify(input.kind)}, expected ${crd.spec.names.kind}`);
+    const { value: stored, pruned } = pruneUnknownFields(input, schema);
+    // Validating the pruned value also applies the defaults to it.
+    const storedErrors = validate(stored);
+    errors.push(...(options.rejectUnknownFields ? validate(input) : storedErrors));
+    return { stored: stored as Record<string, unknown>, pruned, errors };
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pruning
+
+/**
+ * Drops the fields the schema does not specify, as the API server does for structural schemas,
+ * and returns the value with the paths it dropped. apiVersion, kind and metadata at the root are
+ * kept (the server prunes metadata to ObjectMeta separately).
+ */
+export function pruneUnknownFields(value: unknown, root: SchemaProps): { value: unknown; pruned: string[] } {
+  const pruned: string[] = [];
+  const prune = (node: unknown, schema: SchemaProps | undefined, path: string, isRoot: boolean): unknown => {
+    if (schema === undefined) return node;
+    if (Array.isArray(node)) return node.map((item, index) => prune(item, schema.items, `${path}[${index}]`, false));
+    if (typeof node !== 'object' || node === null) return node;
+    const preserve = schema['x-kubernetes-preserve-unknown-fields'] === true || schema['x-kubernetes-embedded-resource'] === true;
+    const out: Record<string, unknown> = {};
+    for (const [key, child] of Object.entries(node)) {
+      const childPath = `${path}.${key}`;
+      const known = schema.properties?.[key];
+      if (isRoot && (key === 'apiVersion' || key === 'kind' || key === 'metadata')) {
+        out[key] = child;
+      } else if (known) {
+        out[key] = prune(child, known, childPath, false);
+      } else if (typeof schema.additionalProperties === 'object') {
+        out[key] = prune(child, schema.additionalProperties, childPath, false);
+      } else if (preserve || schema.additionalProperties === true) {
+        out[key] = child;
+      } else {
+        pruned.push(childPath);
+      }
+    }
+    return out;
+  };
+  return { value: prune(value, root, '', true), pruned };
+}
+
+// ---------------------------------------------------------------------------------------------
+// CEL rules
+
+export interface PlacedRule extends ValidationRule {
+  /** The walk path of the node carrying the rule. */
+  path: string;
+  node: SchemaNode;
+}
+
+/** Every x-kubernetes-validations rule with the path of the node it sits on. */
+export function celRules(root: SchemaProps): PlacedRule[] {
+  const rules: PlacedRule[] = [];
+  walkSchema(root, (node) => {
+    for (const rule of node.schema['x-kubernetes-validations'] ?? []) rules.push({ ...rule, path: node.path, node });
+  });
+  return rules;
+}
+
+/** A transition rule compares with the old object; the server only runs it when both exist. */
+export function isTransitionRule(rule: ValidationRule): boolean {
+  return /\boldSelf\b/.test(rule.rule) && rule.optionalOldSelf !== true;
+}
+
+/**
+ * Why a transition rule at this node could be skipped: the node, or a parent on the way from the
+ * root, is neither required nor defaulted (so an update can remove it and the rule never runs), or
+ * it sits in a list whose old and new items cannot be correlated. Undefined when it always runs.
+ */
+export function transitionRuleGap(node: SchemaNode): string | undefined {
+  const chain = [...node.ancestors, { node, via: undefined, key: undefined }];
+  for (let i = 1; i < chain.length; i += 1) {
+    const parent = chain[i - 1]!;
+    const child = chain[i]!.node;
+    if (parent.via === 'property') {
+      const key = parent.key!;
+      const required = parent.node.schema.required?.includes(key) ?? false;
+      if (!required && child.schema.default === undefined) return `${child.path} is optional and has no default`;
+    } else if (parent.via === 'items') {
+      const listType = parent.node.schema['x-kubernetes-list-type'];
+      if (listType !== 'map' && listType !== 'set') return `${child.path} is in a ${listType ?? 'atomic'} list, whose items are not correlated`;
+    }
+  }
+  return undefined;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Printer columns
+
+const OBJECT_META_FIELDS: Record<string, string> = {
+  name: 'string', generateName: 'string', namespace: 'string', uid: 'string', resourceVersion: 'string',
+  generation: 'integer', creationTimestamp: 'date-time', deletionTimestamp: 'date-time', labels: 'object',
+  annotations: 'object', ownerReferences: 'array', finalizers: 'array',
+};
+
+/**
+ * Resolves a printer column jsonPath (`.spec.x`, `.status.conditions[?(@.type=='Ready')].reason`,
+ * `.metadata.creationTimestamp`) against the schema and returns the schema type it ends at
+ * (`date-time` for date-time strings), or a problem.
+ */
+export function resolveColumnPath(root: SchemaProps, jsonPath: string): { type: string } | { problem: string } {
+  const tokens = jsonPath.match(/\.[A-Za-z0-9_-]+|\[[^\]]*\]/g);
+  if (!jsonPath.startsWith('.') || !tokens || tokens.join('') !== jsonPath) return { problem: `cannot parse ${jsonPath}` };
+  let node: SchemaProps = root;
+  for (const [index, token] of tokens.entries()) {
+    if (token.startsWith('.')) {
+      const key = token.slice(1);
+      if (index === 0 && key === 'metadata') {
+        const field = tokens[1]?.slice(1);
+        const type = field === undefined ? 'object' : OBJECT_META_FIELDS[field];
+        if (type === undefined || tokens.length > 2) return { problem: `${jsonPath}: ${field ?? ''} is not an ObjectMeta field this check knows` };
+        return { type };
+      }
+      const next = node.properties?.[key] ?? (typeof node.additionalProperties === 'object' ? node.additionalProperties : undefined);
+      if (!next) return { problem: `${jsonPath}: ${key} is not in the schema` };
+      node = next;
+    } else {
+      if (node.type !== 'array' || !node.items) return { problem: `${jsonPath}: ${token} indexes a non-array` };
+      const filter = /^\[\?\(@\.([A-Za-z0-9_]+)\s*==\s*(['"])[^'"]*\2\)\]$/.exec(token);
+      if (filter && !node.items.properties?.[filter[1]!]) return { problem: `${jsonPath}: filter field ${filter[1]} is not an item property` };
+      if (!filter && !/^\[(\*|\d+)\]$/.test(token)) return { problem: `${jsonPath}: unsupported ${token}` };
+      node = node.items;
+    }
+  }
+  return { type: node.format === 'date-time' ? 'date-time' : (node.type ?? 'any') };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The TypeScript API types, read from source
+
+export interface TypeField {
+  name: string;
+  optional: boolean;
+  /** The schema type the field's TypeScript type maps to; undefined when it cannot tell. */
+  schemaTypes?: string[];
+  /** For unions of string literals (directly or through an alias): the allowed values. */
+  literals?: string[];
+}
+
+/**
+ * Reads interfaces from a TypeScript source file (src/api/types.ts) so the CRD schemas can be
+ * checked against the types the code uses. Only what the API types need is understood.
+ */
+export class TypeSource {
+  private readonly interfaces = new Map<string, ts.InterfaceDeclaration>();
+  private readonly aliases = new Map<string, ts.TypeAliasDeclaration>();
+
+  constructor(file: string) {
+    const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.ES2022, true);
+    for (const statement of source.statements) {
+      if (ts.isInterfaceDeclaration(statement)) this.interfaces.set(statement.name.text, statement);
+      if (ts.isTypeAliasDeclaration(statement)) this.aliases.set(statement.name.text, statement);
+    }
+  }
+
+  /** The fields of an interface; throws if there is no such interface. */
+  fields(name: string): TypeField[] {
+    const declaration = this.interfaces.get(name);
+    if (!declaration) throw new Error(`no interface ${name}`);
+    const fields: TypeField[] = [];
+    for (const member of declaration.members) {
+      if (!ts.isPropertySignature(member) || !member.type) continue;
+      const literals = this.stringLiterals(member.type);
+      const schemaTypes = literals ? ['string'] : this.schemaTypes(member.type);
+      fields.push({
+        name: member.name.getText(),
+        optional: member.questionToken !== undefined,
+        ...(schemaTypes ? { schemaTypes } : {}),
+        ...(literals ? { literals } : {}),
+      });
+    }
+    return fields;
+  }
+
+  private stringLiterals(type: ts.TypeNode): string[] | undefined {
+    if (ts.isLiteralTypeNode(type) && ts.isStringLiteral(type.literal)) return [type.literal.text];
+    if (ts.isUnionTypeNode(type)) {
+      const parts = type.types.map((part) => this.stringLiterals(part));
+      return parts.every((part) => part !== undefined) ? parts.flat() : undefined;
+    }
+    if (ts.isTypeReferenceNode(type) && ts.isIdentifier(type.typeName)) {
+      const alias = this.aliases.get(type.typeName.text);
+      return alias ? this.stringLiterals(alias.type) : undefined;
+    }
+    return undefined;
+  }
+
+  private schemaTypes(type: ts.TypeNode): string[] | undefined {
+    switch (type.kind) {
+      case ts.SyntaxKind.StringKeyword: return ['string'];
+      case ts.SyntaxKind.BooleanKeyword: return ['boolean'];
+      case ts.SyntaxKind.NumberKeyword: return ['integer', 'number'];
+      case ts.SyntaxKind.ArrayType: return ['array'];
+      case ts.SyntaxKind.TypeLiteral: return ['object'];
+      case ts.SyntaxKind.TypeQuery: return ['string'];
+      default: break;
+    }
+    if (ts.isTypeReferenceNode(type) && ts.isIdentifier(type.typeName)) {
+      const name = type.typeName.text;
+      if (name === 'Record' || this.interfaces.has(name)) return ['object'];
+      if (name === 'Array') return ['array'];
+      const alias = this.aliases.get(name);
+      if (alias) return this.schemaTypes(alias.type);
+    }
+    return undefined;
+  }
+}
+
+export interface CompareOptions {
+  /** Fields the API server always sets, so the schema need not require them (apiVersion, kind, metadata). */
+  serverSet?: string[];
+}
+
+/**
+ * Differences between a schema object node and a TypeScript interface: fields only on one side,
+ * required-ness that disagrees, mismatching types and enums. Empty when they agree.
+ */
+export function compareWithType(node: SchemaProps, fields: TypeField[], path: string, options: CompareOptions = {}): string[] {
+  const problems: string[] = [];
+  const properties = node.properties ?? {};
+  const required = new Set(node.required ?? []);
+  for (const field of fields) {
+    const at = `${path}.${field.name}`;
+    const property = properties[field.name];
+    if (!property) {
+      problems.push(`${at} is in the type but not in the schema`);
+      continue;
+    }
+    const serverSet = options.serverSet?.includes(field.name) ?? false;
+    if (!field.optional && !serverSet && !required.has(field.name)) problems.push(`${at} is required in the type but not in the schema`);
+    if (field.optional && required.has(field.name)) problems.push(`${at} is optional in the type but required in the schema`);
+    if (field.schemaTypes && property.type !== undefined && !field.schemaTypes.includes(property.type)) {
+      problems.push(`${at} is ${field.schemaTypes.join('/')} in the type but ${property.type} in the schema`);
+    }
+    if (field.literals && !serverSet) {
+      const schemaEnum = (property.enum ?? []).map(String).sort();
+      const literals = [...field.literals].sort();
+      if (JSON.stringify(schemaEnum) !== JSON.stringify(literals)) {
+        problems.push(`${at} allows ${JSON.stringify(literals)} in the type but ${JSON.stringify(schemaEnum)} in the schema`);
+      }
+    }
+  }
+  const known = new Set(fields.map((field) => field.name));
+  for (const key of Object.keys(properties)) if (!known.has(key)) problems.push(`${path}.${key} is in the schema but not in the type`);
+  return problems;
+}
