@@ -1,0 +1,85 @@
+// Commit messages come from a Handlebars template (the default one in templates/, or a user's),
+// rendered in a sandbox: a private Handlebars instance, no prototype access, no helpers beyond the
+// built-in block helpers, plain text (no HTML escaping), and unknown variables are errors.
+import { readFileSync } from 'node:fs';
+import Handlebars from 'handlebars';
+import type { ChangeSummary } from './publisher.js';
+import { PublishError } from './publish-error.js';
+
+/** What a commit message template sees. */
+export interface CommitMessageContext {
+  title: string;
+  body: string;
+  /** The trailers in order; they are appended after the template's text in any case. */
+  trailers: { key: string; value: string }[];
+}
+
+export type CommitMessageRenderer = (change: ChangeSummary) => string;
+
+const TRAILER_KEY = /^[A-Za-z0-9][A-Za-z0-9-]*$/;
+const TEMPLATE_FILE = 'commit-message.hbs';
+
+/** The default template: next to this module in the source tree, or under gitops/templates in the package. */
+function readDefaultTemplate(): string {
+  const candidates = [new URL(`./templates/${TEMPLATE_FILE}`, import.meta.url), new URL(`../../gitops/templates/${TEMPLATE_FILE}`, import.meta.url)];
+  for (const candidate of candidates) {
+    try {
+      return readFileSync(candidate, 'utf8');
+    } catch {
+      // try the next location
+    }
+  }
+  throw new Error(`internal error: ${TEMPLATE_FILE} is missing from the installation (looked in ${candidates.map(String).join(', ')})`);
+}
+
+function trailerLines(trailers: Record<string, string>): { key: string; value: string }[] {
+  return Object.entries(trailers).map(([key, value]) => {
+    if (!TRAILER_KEY.test(key)) throw new PublishError('invalid-input', `commit trailer "${key}": keys may only contain letters, digits and "-"`);
+    const trimmed = value.trim();
+    if (trimmed === '' || /[\r\n]/.test(trimmed)) throw new PublishError('invalid-input', `commit trailer "${key}": the value must be one non-empty line`);
+    return { key, value: trimmed };
+  });
+}
+
+/**
+ * Compiles a commit message template (Handlebars source; the default when undefined) into a
+ * renderer that returns the message with the change's trailers as the last paragraph. Throws
+ * PublishError('invalid-input') now for syntax errors and unknown variables, not at the first commit.
+ */
+export function compileCommitMessage(template?: string): CommitMessageRenderer {
+  const source = template ?? readDefaultTemplate();
+  const handlebars = Handlebars.create();
+  // Only the block helpers (if, unless, each, with) stay: lookup and log are not needed in a message.
+  handlebars.unregisterHelper('lookup');
+  handlebars.unregisterHelper('log');
+  let compiled: Handlebars.TemplateDelegate<CommitMessageContext>;
+  try {
+    compiled = handlebars.compile<CommitMessageContext>(source, {
+      noEscape: true,
+      strict: true,
+      knownHelpers: { lookup: false, log: false },
+      knownHelpersOnly: true,
+    });
+  } catch (error) {
+    throw new PublishError('invalid-input', `commit message template: ${(error as Error).message}`, { cause: error });
+  }
+  const render = (change: ChangeSummary): string => {
+    const trailers = trailerLines(change.trailers);
+    let text: string;
+    try {
+      text = compiled(
+        { title: change.title, body: change.body, trailers },
+        { allowProtoPropertiesByDefault: false, allowProtoMethodsByDefault: false, allowCallsToHelperMissing: false },
+      );
+    } catch (error) {
+      throw new PublishError('invalid-input', `commit message template: ${(error as Error).message}`, { cause: error });
+    }
+    const message = text.replace(/\r\n/g, '\n').replace(/[ \t]+$/gm, '').replace(/\n{3,}/g, '\n\n').trim();
+    if (message === '') throw new PublishError('invalid-input', 'commit message template rendered an empty message');
+    if (trailers.length === 0) return `${message}\n`;
+    return `${message}\n\n${trailers.map(({ key, value }) => `${key}: ${value}`).join('\n')}\n`;
+  };
+  // A template naming an unknown variable fails here, before anything is cloned or written.
+  render({ title: 'Check the commit message template', body: 'A body.', trailers: { 'Check-Trailer': 'value' } });
+  return render;
+}

@@ -1,0 +1,115 @@
+// Runs git in one directory through simple-git with a controlled environment: our identity, no
+// prompts, English messages we can classify, literal pathspecs, the token (if any) as config passed
+// through the environment, and every failure turned into a PublishError with the token scrubbed.
+import { simpleGit, type SimpleGit } from 'simple-git';
+import { ENVIRONMENT } from '../src/config.js';
+import { PublishError, type PublishErrorKind } from './publish-error.js';
+import { scrubSecret, tokenConfig } from './git-remote.js';
+
+export interface GitIdentity {
+  name: string;
+  email: string;
+}
+
+export interface GitCommandOptions {
+  author: GitIdentity;
+  /** Sent as an HTTP Authorization header; only give it for HTTP(S) remotes. */
+  token?: string;
+  /** The environment git starts from (proxies, CA bundles, HOME); empty when not given. */
+  env?: Readonly<Record<string, string | undefined>>;
+}
+
+// git variables from the caller's environment that configure transport, not repository state.
+// Everything else named GIT_* (GIT_DIR from a hook, GIT_AUTHOR_*, GIT_CONFIG_*) would redirect or
+// override what we do, so it is dropped.
+const TRANSPORT_GIT_VARIABLES = new Set(['GIT_SSL_CAINFO', 'GIT_SSL_CAPATH', 'GIT_SSL_NO_VERIFY', 'GIT_SSH', 'GIT_SSH_COMMAND', 'GIT_SSH_VARIANT', 'GIT_HTTP_USER_AGENT']);
+// We never open an editor or pager, and simple-git refuses to run with these set.
+const DROPPED_VARIABLES = new Set(['EDITOR', 'VISUAL', 'PAGER', 'PREFIX', 'SSH_ASKPASS']);
+
+function gitEnvironment(options: GitCommandOptions): { env: Record<string, string>; usesSsh: boolean } {
+  const env: Record<string, string> = {};
+  let usesSsh = false;
+  for (const [name, value] of Object.entries(options.env ?? {})) {
+    if (value === undefined) continue;
+    const upper = name.toUpperCase();
+    if (DROPPED_VARIABLES.has(upper)) continue;
+    if (upper.startsWith('GIT_') && !TRANSPORT_GIT_VARIABLES.has(upper)) continue;
+    if (upper === 'GIT_SSH' || upper === 'GIT_SSH_COMMAND') usesSsh = true;
+    env[name] = value;
+  }
+  Object.assign(env, { GIT_TERMINAL_PROMPT: '0', LC_ALL: 'C', LANGUAGE: 'C', GIT_LITERAL_PATHSPECS: '1' });
+  // Config through the environment (git >= 2.31) stays out of argv, where other users could read it.
+  const entries = Object.entries(options.token === undefined ? {} : tokenConfig(options.token));
+  if (entries.length > 0) {
+    env.GIT_CONFIG_COUNT = String(entries.length);
+    entries.forEach(([key, value], index) => {
+      env[`GIT_CONFIG_KEY_${index}`] = key;
+      env[`GIT_CONFIG_VALUE_${index}`] = value;
+    });
+  }
+  return { env, usesSsh };
+}
+
+// A push that raced another one: refused as non-fast-forward, or (when both reached the server at
+// once) the ref moved between the advertisement and the update.
+const CONFLICT = /\[rejected\][^\n]*\((fetch first|non-fast-forward)\)|cannot lock ref '[^']*': is at [0-9a-f]+ but expected/;
+const AUTH = /Authentication failed|could not read (Username|Password)|terminal prompts disabled|requested URL returned error: 40[13]|Permission denied \(publickey|Permission to \S+ denied|Access denied|not authorized/i;
+const REMOTE_REJECTED = /\[remote rejected\]|protected branch|pre-receive hook declined/i;
+const UNAVAILABLE = /Could not resolve host|Failed to connect|Connection refused|Connection timed out|Operation timed out|unable to access|early EOF|remote end hung up|requested URL returned error: 5\d\d|Could not read from remote repository/i;
+
+/** Decides from git's (English) output what kind of failure this is. */
+export function classifyGitFailure(output: string): PublishErrorKind {
+  if (CONFLICT.test(output)) return 'conflict';
+  if (AUTH.test(output)) return 'auth';
+  if (REMOTE_REJECTED.test(output)) return 'rejected';
+  if (UNAVAILABLE.test(output)) return 'unavailable';
+  return 'rejected';
+}
+
+const HINTS: Partial<Record<PublishErrorKind, string>> = {
+  auth: `; check that the Git token (${ENVIRONMENT.gitToken}) is set and may push to this repository`,
+};
+
+/** A git invocation bound to one directory. */
+export class GitCommand {
+  private readonly git: SimpleGit;
+  private readonly token: string | undefined;
+
+  constructor(baseDir: string, options: GitCommandOptions) {
+    const { env, usesSsh } = gitEnvironment(options);
+    this.token = options.token;
+    this.git = simpleGit({
+      baseDir,
+      maxConcurrentProcesses: 1,
+      // simple-git passes these as `-c` before the command; identity never comes from the environment.
+      config: [`user.name=${options.author.name}`, `user.email=${options.author.email}`, 'core.autocrlf=false', 'core.quotePath=false'],
+      unsafe: { allowUnsafeConfigEnvCount: true, allowUnsafeSshCommand: usesSsh },
+    }).env(env);
+  }
+
+  /** Runs git and returns its standard output; `action` names the step in error messages. */
+  async run(args: string[], action: string): Promise<string> {
+    try {
+      return await this.git.raw(args);
+    } catch (error) {
+      throw this.failure(error, action);
+    }
+  }
+
+  /** Runs `git show` and returns the raw bytes (blob contents are not text until we say so). */
+  async showBytes(args: string[], action: string): Promise<Buffer> {
+    try {
+      return await this.git.showBuffer(args);
+    } catch (error) {
+      throw this.failure(error, action);
+    }
+  }
+
+  private failure(error: unknown, action: string): PublishError {
+    // git pads `remote:` lines with spaces; keep the text, drop the padding.
+    const text = String((error as Error | undefined)?.message ?? error).split('\n').map((line) => line.trimEnd()).join('\n').trim();
+    const output = scrubSecret(text, this.token);
+    const kind = classifyGitFailure(output);
+    return new PublishError(kind, `${action} failed: ${output}${HINTS[kind] ?? ''}`);
+  }
+}

@@ -1,0 +1,361 @@
+// `--git <path or URL> --branch <b> --path <subdir>`: the subdirectory of the branch ends up holding
+// exactly the rendered tree, in one commit, or in none when it already did.
+//
+// Two ways of working, chosen from what `--git` names:
+// - a local path that is missing, an empty directory, or a work tree with the branch checked out:
+//   commit straight into it (no push), so people can look at the files (the quick start's
+//   ./out/gitops-repo);
+// - anything else (a bare repository, a work tree on another branch, file://, http(s)://, ssh):
+//   a clone in `workDir` kept in step with the remote (fetch + hard reset), commit, push; when the
+//   push loses a race (non-fast-forward), start again from the new remote head.
+import { lstat, mkdir, readdir, realpath, rm, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { ChangeSummary, Publisher, PublishResult, RenderedTree } from './publisher.js';
+import { PublishError } from './publish-error.js';
+import { checkTreePaths, normalizeSubdir } from './tree-paths.js';
+import { compileCommitMessage, type CommitMessageRenderer } from './commit-message.js';
+import { GitCommand, type GitIdentity } from './git-command.js';
+import { parseGitRemote, type GitRemote } from './git-remote.js';
+
+/** The slice of a pino logger the publisher uses. */
+export interface PublishLogger {
+  info(fields: Record<string, unknown>, message: string): void;
+  warn(fields: Record<string, unknown>, message: string): void;
+}
+
+export interface GitPublisherOptions {
+  /** A local path (bare repository, work tree, or missing: created) or a URL (file, http(s), ssh). */
+  repository: string;
+  branch: string;
+  /** The subdirectory the tree goes to; '' is the repository root. */
+  path: string;
+  /** Where the clone of a remote repository lives between runs. Unused when committing in place. */
+  workDir: string;
+  author: GitIdentity;
+  /** For HTTP(S) remotes; sent as a Basic auth header, never stored. */
+  token?: string;
+  /** Handlebars source of the commit message template; the bundled default when undefined. */
+  messageTemplate?: string;
+  /** Pushes tried before giving up on a branch others keep moving (default 5). */
+  maxPushAttempts?: number;
+  logger?: PublishLogger;
+  /**
+   * The environment git runs with (proxies, CA bundles, HOME for ~/.gitconfig and SSH keys); the
+   * CLI passes its own. GIT_* variables other than transport settings are dropped. Default: empty.
+   */
+  env?: Readonly<Record<string, string | undefined>>;
+}
+
+type Workspace =
+  | { mode: 'in-place'; dir: string; git: GitCommand }
+  | { mode: 'clone'; dir: string; git: GitCommand; url: string };
+
+interface StagedChanges {
+  written: string[];
+  removed: string[];
+}
+
+const CHUNK = 500;
+
+/** Publishes to a branch of a Git repository; `revision` is the commit holding the tree. */
+export class GitPublisher implements Publisher {
+  readonly target: string;
+  private readonly remote: GitRemote;
+  private readonly branch: string;
+  private readonly subdir: string;
+  private readonly workDir: string;
+  private readonly maxPushAttempts: number;
+  private readonly renderMessage: CommitMessageRenderer;
+  private workspace: Promise<Workspace> | undefined;
+
+  constructor(private readonly options: GitPublisherOptions) {
+    this.remote = parseGitRemote(options.repository);
+    this.branch = options.branch;
+    if (!isValidBranchName(this.branch)) throw new PublishError('invalid-input', `--branch "${this.branch}" is not a valid Git branch name`);
+    this.subdir = normalizeSubdir(options.path);
+    this.workDir = path.resolve(options.workDir);
+    this.maxPushAttempts = options.maxPushAttempts ?? 5;
+    if (!Number.isInteger(this.maxPushAttempts) || this.maxPushAttempts < 1) {
+      throw new PublishError('invalid-input', `maxPushAttempts must be a whole number of at least 1, got ${options.maxPushAttempts}`);
+    }
+    this.renderMessage = compileCommitMessage(options.messageTemplate);
+    this.target = `${this.remote.display} (branch ${this.branch}${this.subdir === '' ? '' : `, path ${this.subdir}`})`;
+  }
+
+  /** The files under the path at the branch head (empty when the branch does not exist yet). */
+  async readPrevious(): Promise<RenderedTree> {
+    const workspace = await this.open();
+    const head = workspace.mode === 'clone' ? await this.resetToRemote(workspace) : await this.localHead(workspace);
+    return head === null ? new Map() : this.readCommit(workspace, head);
+  }
+
+  /** Commits (and pushes) `tree` under the path; no commit and no push when nothing changed. */
+  async publish(tree: RenderedTree, change: ChangeSummary): Promise<PublishResult> {
+    checkTreePaths(tree);
+    const message = this.renderMessage(change);
+    const workspace = await this.open();
+    return workspace.mode === 'in-place' ? this.commitInPlace(workspace, tree, message) : this.commitAndPush(workspace, tree, message);
+  }
+
+  private open(): Promise<Workspace> {
+    this.workspace ??= this.prepare().catch((error: unknown) => {
+      this.workspace = undefined;
+      throw error;
+    });
+    return this.workspace;
+  }
+
+  private command(dir: string, withToken: boolean): GitCommand {
+    const { author, env, token } = this.options;
+    return new GitCommand(dir, { author, env, token: withToken ? token : undefined });
+  }
+
+  private async prepare(): Promise<Workspace> {
+    if (this.remote.kind === 'url') return this.prepareClone(this.remote.url, this.remote.http);
+    const dir = this.remote.path;
+    const kind = await localRepositoryKind(dir);
+    if (kind === 'missing' || kind === 'empty') {
+      await mkdir(dir, { recursive: true });
+      const git = this.command(dir, false);
+      await git.run(['init', '--quiet', `--initial-branch=${this.branch}`], `git init ${dir}`);
+      return { mode: 'in-place', dir, git };
+    }
+    if (kind === 'work-tree') {
+      const git = this.command(dir, false);
+      const toplevel = (await git.run(['rev-parse', '--show-toplevel'], `git rev-parse in ${dir}`)).trim();
+      if ((await realpath(toplevel)) !== (await realpath(dir))) {
+        throw new PublishError('invalid-target', `--git ${dir} is a directory inside the repository ${toplevel}; give the repository's top directory`);
+      }
+      const current = (await git.run(['symbolic-ref', '--quiet', 'HEAD'], `git symbolic-ref in ${dir}`)).trim();
+      const hasCommits = (await git.run(['rev-parse', '--verify', '--quiet', 'HEAD'], `git rev-parse in ${dir}`)).trim() !== '';
+      if (current === `refs/heads/${this.branch}`) return { mode: 'in-place', dir, git };
+      if (!hasCommits) {
+        await git.run(['symbolic-ref', 'HEAD', `refs/heads/${this.branch}`], `git symbolic-ref in ${dir}`);
+        return { mode: 'in-place', dir, git };
+      }
+      // The branch is not checked out there, so pushing to it is allowed.
+      return this.prepareClone(dir, false);
+    }
+    if (kind === 'bare') return this.prepareClone(dir, false);
+    throw new PublishError('invalid-target', `--git ${dir} is not a Git repository; give a repository, an empty directory or a path that does not exist yet`);
+  }
+
+  private async prepareClone(url: string, http: boolean): Promise<Workspace> {
+    const dir = this.workDir;
+    await mkdir(dir, { recursive: true });
+    const git = this.command(dir, http);
+    if (!(await exists(path.join(dir, '.git')))) {
+      if ((await readdir(dir)).length > 0) {
+        throw new PublishError('invalid-target', `work directory ${dir} is neither empty nor a clone made by clusterstack; remove it or choose another`);
+      }
+      await git.run(['init', '--quiet'], `git init ${dir}`);
+      await git.run(['remote', 'add', 'origin', url], `git remote add in ${dir}`);
+    } else {
+      const current = (await git.run(['config', '--get', 'remote.origin.url'], `git config in ${dir}`)).trim();
+      if (current === '') await git.run(['remote', 'add', 'origin', url], `git remote add in ${dir}`);
+      else if (current !== url) await git.run(['remote', 'set-url', 'origin', url], `git remote set-url in ${dir}`);
+    }
+    return { mode: 'clone', dir, git, url };
+  }
+
+  /** Makes the clone's branch, index and files equal the remote branch; returns its head (null: no branch yet). */
+  private async resetToRemote(workspace: Workspace): Promise<string | null> {
+    const { git } = workspace;
+    const branchRef = `refs/heads/${this.branch}`;
+    const listing = await git.run(['ls-remote', 'origin', branchRef], `git ls-remote ${this.remote.display}`);
+    const exists = listing.split('\n').some((line) => line.split('\t')[1] === branchRef);
+    const trackingRef = `refs/remotes/origin/${this.branch}`;
+    await git.run(['symbolic-ref', 'HEAD', branchRef], 'git symbolic-ref');
+    let head: string | null = null;
+    if (exists) {
+      await git.run(['fetch', '--quiet', '--no-tags', 'origin', `+${branchRef}:${trackingRef}`], `git fetch from ${this.remote.display}`);
+      await git.run(['reset', '--quiet', '--hard', trackingRef], 'git reset');
+      head = (await git.run(['rev-parse', trackingRef], 'git rev-parse')).trim();
+    } else {
+      // An empty remote or a new branch: start an orphan branch with nothing in it.
+      await git.run(['update-ref', '-d', branchRef], 'git update-ref');
+      await git.run(['read-tree', '--empty'], 'git read-tree');
+    }
+    await git.run(['clean', '-ffdxq'], 'git clean');
+    return head;
+  }
+
+  private async localHead(workspace: Workspace): Promise<string | null> {
+    const head = (await workspace.git.run(['rev-parse', '--verify', '--quiet', 'HEAD'], 'git rev-parse')).trim();
+    return head === '' ? null : head;
+  }
+
+  private async readCommit(workspace: Workspace, commit: string): Promise<RenderedTree> {
+    const args = ['ls-tree', '-r', '-z', '-l', commit];
+    if (this.subdir !== '') args.push('--', `${this.subdir}/`);
+    const listing = await workspace.git.run(args, 'git ls-tree');
+    const blobs: { file: string; sha: string; size: number }[] = [];
+    for (const entry of listing.split('\0')) {
+      const tab = entry.indexOf('\t');
+      if (tab < 0) continue;
+      const [mode, type, sha, size] = entry.slice(0, tab).split(/\s+/);
+      // Regular files only: symbolic links and submodules are not part of a rendered tree.
+      if (type !== 'blob' || (mode !== '100644' && mode !== '100755') || sha === undefined) continue;
+      const file = entry.slice(tab + 1);
+      blobs.push({ file: this.subdir === '' ? file : file.slice(this.subdir.length + 1), sha, size: Number(size) });
+    }
+    const tree: RenderedTree = new Map();
+    for (let start = 0; start < blobs.length; start += CHUNK) {
+      const chunk = blobs.slice(start, start + CHUNK);
+      // `git show` of several blobs prints their bytes back to back; ls-tree gave each size.
+      const bytes = await workspace.git.showBytes(['--no-textconv', ...chunk.map((blob) => blob.sha)], 'git show');
+      let offset = 0;
+      for (const blob of chunk) {
+        tree.set(blob.file, bytes.subarray(offset, offset + blob.size).toString('utf8'));
+        offset += blob.size;
+      }
+    }
+    return tree;
+  }
+
+  /** Replaces everything under the path with `tree` and stages it; returns what changed. */
+  private async stageTree(workspace: Workspace, tree: RenderedTree): Promise<StagedChanges> {
+    const root = await this.clearPath(workspace.dir);
+    for (const file of [...tree.keys()].sort()) {
+      const target = path.join(root, ...file.split('/'));
+      await mkdir(path.dirname(target), { recursive: true });
+      await writeFile(target, tree.get(file) ?? '', 'utf8');
+    }
+    const pathspec = this.subdir === '' ? '.' : this.subdir;
+    // --force: a .gitignore in the repository must not silently keep a rendered file out.
+    await workspace.git.run(['add', '--all', '--force', '--', pathspec], 'git add');
+    const status = await workspace.git.run(['diff', '--cached', '--name-status', '--no-renames', '-z', '--', pathspec], 'git diff');
+    const fields = status.split('\0');
+    const written: string[] = [];
+    const removed: string[] = [];
+    for (let index = 0; index + 1 < fields.length; index += 2) {
+      const code = fields[index] ?? '';
+      const file = fields[index + 1] ?? '';
+      const relative = this.subdir === '' ? file : file.slice(this.subdir.length + 1);
+      (code.startsWith('D') ? removed : written).push(relative);
+    }
+    return { written: written.sort(), removed: removed.sort() };
+  }
+
+  /** Removes the path's directory (the whole work tree but .git for the root); returns it, recreated. */
+  private async clearPath(dir: string): Promise<string> {
+    if (this.subdir === '') {
+      for (const entry of await readdir(dir)) if (entry !== '.git') await rm(path.join(dir, entry), { recursive: true, force: true });
+      return dir;
+    }
+    // A symbolic link on the way would send the removal (and the writes) outside the repository.
+    const segments = this.subdir.split('/');
+    for (let end = 1; end <= segments.length; end++) {
+      const prefix = path.join(dir, ...segments.slice(0, end));
+      const info = await lstat(prefix).catch(() => undefined);
+      if (info === undefined) break;
+      if (info.isSymbolicLink()) {
+        throw new PublishError('invalid-target', `--path ${this.subdir}: ${segments.slice(0, end).join('/')} is a symbolic link in the repository; give a real directory`);
+      }
+    }
+    const root = path.join(dir, ...segments);
+    await rm(root, { recursive: true, force: true });
+    await mkdir(root, { recursive: true });
+    return root;
+  }
+
+  private async commit(workspace: Workspace, message: string): Promise<string> {
+    const { git } = workspace;
+    const gitDir = (await git.run(['rev-parse', '--absolute-git-dir'], 'git rev-parse')).trim();
+    const messageFile = path.join(gitDir, 'CLUSTERSTACK_COMMIT_MSG');
+    await writeFile(messageFile, message, 'utf8');
+    try {
+      await git.run(['commit', '--quiet', '--cleanup=whitespace', '--file', messageFile], 'git commit');
+    } finally {
+      await rm(messageFile, { force: true });
+    }
+    return (await git.run(['rev-parse', 'HEAD'], 'git rev-parse')).trim();
+  }
+
+  private async commitInPlace(workspace: Workspace, tree: RenderedTree, message: string): Promise<PublishResult> {
+    const { git, dir } = workspace;
+    const current = (await git.run(['symbolic-ref', '--quiet', 'HEAD'], 'git symbolic-ref')).trim();
+    if (current !== `refs/heads/${this.branch}`) {
+      throw new PublishError('invalid-target', `--git ${dir} has ${current === '' ? 'a detached HEAD' : current.replace('refs/heads/', 'branch ')} checked out, not ${this.branch}; check out ${this.branch} there`);
+    }
+    // Someone's staged work outside the path would otherwise end up in our commit.
+    const staged = (await git.run(['diff', '--cached', '--name-only', '-z'], 'git diff')).split('\0').filter((file) => file !== '');
+    const outside = staged.filter((file) => this.subdir !== '' && file !== this.subdir && !file.startsWith(`${this.subdir}/`));
+    if (outside.length > 0) {
+      throw new PublishError('invalid-target', `--git ${dir} has staged changes outside ${this.subdir} (${outside.slice(0, 3).join(', ')}); commit or unstage them first`);
+    }
+    const changes = await this.stageTree(workspace, tree);
+    if (changes.written.length === 0 && changes.removed.length === 0) {
+      return { changed: false, written: [], removed: [], revision: await this.localHead(workspace) };
+    }
+    const revision = await this.commit(workspace, message);
+    this.options.logger?.info({ target: this.target, revision, written: changes.written.length, removed: changes.removed.length }, 'Committed rendered tree');
+    return { changed: true, ...changes, revision };
+  }
+
+  private async commitAndPush(workspace: Workspace, tree: RenderedTree, message: string): Promise<PublishResult> {
+    const branchRef = `refs/heads/${this.branch}`;
+    for (let attempt = 1; attempt <= this.maxPushAttempts; attempt++) {
+      const base = await this.resetToRemote(workspace);
+      const changes = await this.stageTree(workspace, tree);
+      if (changes.written.length === 0 && changes.removed.length === 0) {
+        return { changed: false, written: [], removed: [], revision: base };
+      }
+      const revision = await this.commit(workspace, message);
+      try {
+        await workspace.git.run(['push', 'origin', `${branchRef}:${branchRef}`], `git push to ${this.remote.display}`);
+      } catch (error) {
+        if (error instanceof PublishError && error.kind === 'conflict') {
+          this.options.logger?.warn({ target: this.target, attempt, maxAttempts: this.maxPushAttempts }, 'Push lost a race with another writer, rebuilding on the new remote head');
+          continue;
+        }
+        await this.recover(workspace);
+        throw error;
+      }
+      this.options.logger?.info({ target: this.target, revision, attempt, written: changes.written.length, removed: changes.removed.length }, 'Pushed rendered tree');
+      return { changed: true, ...changes, revision };
+    }
+    await this.recover(workspace);
+    throw new PublishError('conflict', `git push to ${this.remote.display}: branch ${this.branch} moved on during each of ${this.maxPushAttempts} attempts (non-fast-forward); try again later`);
+  }
+
+  /** After a failed push the clone holds a commit the remote does not: drop it. */
+  private async recover(workspace: Workspace): Promise<void> {
+    try {
+      await this.resetToRemote(workspace);
+    } catch (error) {
+      // Cannot even reach the remote: forget the clone; the next run fetches afresh.
+      this.options.logger?.warn({ target: this.target, error: error instanceof Error ? error.message : String(error) }, 'Could not reset the clone after a failed push, removing it');
+      await rm(workspace.dir, { recursive: true, force: true });
+      this.workspace = undefined;
+    }
+  }
+}
+
+/** git check-ref-format's rules for a branch name. */
+function isValidBranchName(name: string): boolean {
+  if (name === '' || name === '@' || name === 'HEAD' || name.startsWith('-') || name.startsWith('/') || name.endsWith('/') || name.endsWith('.')) return false;
+  if (name.includes('..') || name.includes('//') || name.includes('@{') || /[\x00-\x20\x7f~^:?*[\\]/.test(name)) return false;
+  return name.split('/').every((component) => !component.startsWith('.') && !component.endsWith('.lock'));
+}
+
+type LocalRepositoryKind = 'missing' | 'empty' | 'work-tree' | 'bare' | 'other';
+
+async function exists(file: string): Promise<boolean> {
+  return lstat(file).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** Looks at the files only: asking git inside a plain directory would find an enclosing repository. */
+async function localRepositoryKind(dir: string): Promise<LocalRepositoryKind> {
+  const info = await stat(dir).catch(() => undefined);
+  if (info === undefined) return 'missing';
+  if (!info.isDirectory()) return 'other';
+  const entries = await readdir(dir);
+  if (entries.length === 0) return 'empty';
+  if (entries.includes('.git')) return 'work-tree';
+  if (entries.includes('HEAD') && entries.includes('objects') && entries.includes('refs')) return 'bare';
+  return 'other';
+}

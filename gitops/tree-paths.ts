@@ -1,0 +1,38 @@
+// Rendered trees name files by relative POSIX paths; a path that could escape the target, land in
+// Git's own directory, or collide with another file is refused before anything is written.
+import type { RenderedTree } from './publisher.js';
+import { PublishError } from './publish-error.js';
+
+function invalid(file: string, reason: string): PublishError {
+  return new PublishError('invalid-input', `rendered tree: file "${file}" ${reason}`);
+}
+
+/** Throws unless every path is relative, normalized, outside `.git`, and no file is another's directory. */
+export function checkTreePaths(tree: RenderedTree): void {
+  const files = new Set(tree.keys());
+  for (const file of files) {
+    if (file === '' || file.includes('\0')) throw invalid(file, 'has an empty name or a NUL byte');
+    if (file.startsWith('/')) throw invalid(file, 'has an absolute path; give paths relative to the output root');
+    if (file.includes('\\')) throw invalid(file, 'contains a backslash; use "/" between directories');
+    const segments = file.split('/');
+    if (segments.some((segment) => segment === '' || segment === '.' || segment === '..')) {
+      throw invalid(file, 'is not a normalized relative path (empty, "." or ".." segment)');
+    }
+    if (segments.some((segment) => segment.toLowerCase() === '.git')) throw invalid(file, 'would be written inside a .git directory');
+    for (let end = 1; end < segments.length; end++) {
+      const directory = segments.slice(0, end).join('/');
+      if (files.has(directory)) throw invalid(file, `needs "${directory}" to be a directory, but the tree also has a file "${directory}"`);
+    }
+  }
+}
+
+/** Normalizes a subdirectory option: '' (or '.', '/') is the root; refuses escapes and `.git`. */
+export function normalizeSubdir(subdir: string): string {
+  const trimmed = subdir.replace(/^\/+|\/+$/g, '');
+  if (trimmed === '' || trimmed === '.') return '';
+  const segments = trimmed.split('/');
+  if (segments.some((segment) => segment === '' || segment === '.' || segment === '..' || segment.toLowerCase() === '.git') || trimmed.includes('\\') || trimmed.includes('\0')) {
+    throw new PublishError('invalid-input', `--path "${subdir}" must be a relative directory inside the repository (no "..", "." or ".git" segments)`);
+  }
+  return trimmed;
+}

@@ -1,0 +1,122 @@
+/** Real Git repositories for tests: bare remotes, a second clone pushing in between, hooks. */
+import { execFileSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+/** An environment that ignores the developer's git config and any GIT_* variables of a hook. */
+export function hermeticGitEnv(home: string): Record<string, string> {
+  return {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: home,
+    GIT_CONFIG_NOSYSTEM: '1',
+    GIT_AUTHOR_NAME: 'Other Writer',
+    GIT_AUTHOR_EMAIL: 'other@example.com',
+    GIT_COMMITTER_NAME: 'Other Writer',
+    GIT_COMMITTER_EMAIL: 'other@example.com',
+    LC_ALL: 'C',
+  };
+}
+
+export class GitSandbox {
+  readonly root: string;
+  private readonly env: Record<string, string>;
+
+  constructor() {
+    this.root = mkdtempSync(path.join(os.tmpdir(), 'clusterstack-git-'));
+    mkdirSync(path.join(this.root, 'home'));
+    this.env = hermeticGitEnv(path.join(this.root, 'home'));
+  }
+
+  /** Runs git and returns trimmed stdout; throws with stderr on failure. */
+  git(cwd: string, ...args: string[]): string {
+    return execFileSync('git', args, { cwd, env: this.env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+  }
+
+  /** A bare repository at `<root>/<name>.git`, optionally seeded with files on `branch`. */
+  bareRepo(name: string, seed?: { branch: string; files: Record<string, string> }): string {
+    const bare = path.join(this.root, `${name}.git`);
+    this.git(this.root, 'init', '--quiet', '--bare', `--initial-branch=${seed?.branch ?? 'main'}`, bare);
+    if (seed !== undefined) this.commitFiles(bare, seed.branch, seed.files, 'Seed');
+    return bare;
+  }
+
+  /** Clones `remote`, writes `files` on `branch` (creating it when missing), commits and pushes. */
+  commitFiles(remote: string, branch: string, files: Record<string, string>, message: string): string {
+    const clone = mkdtempSync(path.join(this.root, 'writer-'));
+    this.git(this.root, 'clone', '--quiet', remote, clone);
+    const hasBranch = this.git(clone, 'ls-remote', 'origin', `refs/heads/${branch}`) !== '';
+    this.git(clone, 'checkout', '--quiet', ...(hasBranch ? [branch] : ['--orphan', branch]));
+    for (const [file, content] of Object.entries(files)) {
+      mkdirSync(path.dirname(path.join(clone, file)), { recursive: true });
+      writeFileSync(path.join(clone, file), content);
+    }
+    this.git(clone, 'add', '--all');
+    this.git(clone, 'commit', '--quiet', '-m', message);
+    this.git(clone, 'push', '--quiet', 'origin', `HEAD:refs/heads/${branch}`);
+    const sha = this.git(clone, 'rev-parse', 'HEAD');
+    rmSync(clone, { recursive: true, force: true });
+    return sha;
+  }
+
+  /** The sha of `branch` in `repo`, or '' when it does not exist. */
+  head(repo: string, branch: string): string {
+    try {
+      return this.git(repo, 'rev-parse', '--verify', '--quiet', `refs/heads/${branch}`);
+    } catch {
+      return '';
+    }
+  }
+
+  /** Every file at the tip of `branch`, path -> content. */
+  files(repo: string, branch: string): Record<string, string> {
+    const listing = this.git(repo, 'ls-tree', '-r', '--name-only', '-z', `refs/heads/${branch}`);
+    const files: Record<string, string> = {};
+    for (const file of listing.split('\0').filter(Boolean)) files[file] = execFileSync('git', ['show', `refs/heads/${branch}:${file}`], { cwd: repo, env: this.env, encoding: 'utf8' });
+    return files;
+  }
+
+  /** Number of commits reachable from `branch`. */
+  commitCount(repo: string, branch: string): number {
+    return Number(this.git(repo, 'rev-list', '--count', `refs/heads/${branch}`));
+  }
+
+  /** Installs a pre-receive hook that prints `message` and declines every push. */
+  declinePushes(bare: string, message: string): void {
+    const hook = path.join(bare, 'hooks', 'pre-receive');
+    writeFileSync(hook, `#!/bin/sh\necho "${message}" >&2\nexit 1\n`);
+    chmodSync(hook, 0o755);
+  }
+
+  /**
+   * Makes another writer win the race: a post-commit hook in `clone` (it runs between the
+   * publisher's commit and its push) pushes a commit changing `file` on `branch` of `remote` from a
+   * separate clone, once or after every commit.
+   */
+  pushForeignCommitAfterCommit(clone: string, remote: string, branch: string, file: string, mode: 'once' | 'always'): void {
+    const marker = path.join(this.root, `foreign-pushed-${path.basename(clone)}`);
+    const env = Object.entries(this.env).map(([name, value]) => `${name}='${value}'`).join(' ');
+    const script = [
+      mode === 'once' ? `[ -e '${marker}' ] && exit 0` : ':',
+      `echo x >> '${marker}'`,
+      `tmp=$(mktemp -d '${this.root}/foreign-XXXXXX')`,
+      `git clone --quiet '${remote}' "$tmp" && cd "$tmp" && git checkout --quiet '${branch}'`,
+      `mkdir -p "$(dirname '${file}')" && echo "foreign $(wc -l < '${marker}')" >> '${file}'`,
+      `git add --all && git commit --quiet -m 'Foreign commit' && git push --quiet origin 'HEAD:refs/heads/${branch}'`,
+    ].join('\n');
+    const hook = path.join(clone, '.git', 'hooks', 'post-commit');
+    // env -i: the hook inherits GIT_DIR, GIT_INDEX_FILE and friends from the outer commit.
+    writeFileSync(hook, `#!/bin/sh\nexec env -i ${env} sh -e -c '${script.replaceAll("'", "'\\''")}'\n`);
+    chmodSync(hook, 0o755);
+  }
+
+  /** How many foreign commits the post-commit hook made. */
+  foreignPushes(clone: string): number {
+    const marker = path.join(this.root, `foreign-pushed-${path.basename(clone)}`);
+    return existsSync(marker) ? readFileSync(marker, 'utf8').split('\n').filter(Boolean).length : 0;
+  }
+
+  cleanup(): void {
+    rmSync(this.root, { recursive: true, force: true });
+  }
+}
