@@ -1,24 +1,71 @@
 // Turns a source string (a directory, `github:owner/repo`, `oci://registry/repo`) into a ReleaseSource.
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { InputError } from '../core/problem.js';
+import type { RegistryCredentials } from '../oci/registry-client.js';
 import type { ReleaseSource } from '../release/release-source.js';
+import { GitHubReleaseSource } from './github-release-source.js';
+import type { SourceLogger } from './http-retry.js';
 import { LocalReleaseSource } from './local-release-source.js';
+import { OCI_LAYOUT_FILE, OciLayoutSource } from './oci-layout-source.js';
+import { OciReleaseSource } from './oci-release-source.js';
+import { ReleaseCache } from './release-cache.js';
 
 export interface SourceOptions {
   /** Where downloaded releases are cached. */
   cacheDir: string;
+  /** GitHub token for `github:` sources; sent to the GitHub API only, never logged. */
+  githubToken?: string;
+  /** GitHub API base URL (GitHub Enterprise: https://host/api/v3). */
+  githubApiUrl?: string;
+  fetch?: typeof fetch;
+  logger?: SourceLogger;
+  onWarning?: (message: string) => void;
+  /** Talk plain HTTP to `oci://` registries (`--plain-http`). */
+  plainHttp?: boolean;
+  /** Credentials for `oci://` registries; never logged. */
+  registryCredentials?: RegistryCredentials;
 }
+
+const GITHUB_LOCATION = /^github:([A-Za-z0-9_.-]+)\/([A-Za-z0-9_.-]+)$/;
 
 /** Opens a release source; the same string always yields the same (shared) source object. */
 export type SourceOpener = (location: string) => ReleaseSource;
 
-export function createSourceOpener(_options: SourceOptions): SourceOpener {
+export function createSourceOpener(options: SourceOptions): SourceOpener {
   const opened = new Map<string, ReleaseSource>();
+  let cache: ReleaseCache | undefined;
   return (location) => {
     const existing = opened.get(location);
     if (existing) return existing;
     let source: ReleaseSource;
-    if (location.startsWith('github:') || location.startsWith('oci://')) {
-      throw new InputError([{ message: `release source ${location}: remote sources are not available in this build; use a local directory` }]);
+    if (location.startsWith('github:')) {
+      const match = GITHUB_LOCATION.exec(location);
+      if (!match) throw new InputError([{ message: `release source ${location}: expected github:<owner>/<repo>, e.g. github:SovereignCloudStack/cluster-stacks` }]);
+      cache ??= new ReleaseCache(options.cacheDir);
+      source = new GitHubReleaseSource({
+        owner: match[1]!,
+        repo: match[2]!,
+        cache,
+        ...(options.githubApiUrl ? { baseUrl: options.githubApiUrl } : {}),
+        ...(options.githubToken ? { token: options.githubToken } : {}),
+        ...(options.fetch ? { fetch: options.fetch } : {}),
+        ...(options.logger ? { logger: options.logger } : {}),
+        ...(options.onWarning ? { onWarning: options.onWarning } : {}),
+      });
+    } else if (location.startsWith('oci://')) {
+      cache ??= new ReleaseCache(options.cacheDir);
+      source = new OciReleaseSource({
+        reference: location,
+        plainHttp: options.plainHttp ?? false,
+        cache,
+        ...(options.registryCredentials ? { credentials: options.registryCredentials } : {}),
+        ...(options.fetch ? { fetch: options.fetch } : {}),
+        ...(options.logger ? { logger: options.logger } : {}),
+      });
+    } else if (existsSync(path.join(location, OCI_LAYOUT_FILE))) {
+      cache ??= new ReleaseCache(options.cacheDir);
+      source = new OciLayoutSource(location, { cache });
     } else {
       source = new LocalReleaseSource(location);
     }

@@ -1,0 +1,83 @@
+// Releases as OCI artifacts in a registry: one repository, one tag per release (csctl's and the
+// cluster-stack-operator's layout). Downloads are verified blob by blob and stored in the release
+// cache atomically; tags are treated as immutable, so a cached release is served without a request.
+import path from 'node:path';
+import { parseReleaseTag } from '../core/release-tag.js';
+import { OciError } from '../oci/oci-error.js';
+import { formatOciRepository, type OciRepositoryRef, parseOciRepository } from '../oci/oci-reference.js';
+import { RegistryClient, type RegistryCredentials } from '../oci/registry-client.js';
+import { releaseLayers } from '../oci/release-artifact.js';
+import type { FetchedRelease, ReleaseListing, ReleaseRef, ReleaseSource, SkippedRelease } from '../release/release-source.js';
+import type { RetryPolicy, Sleep, SourceLogger } from './http-retry.js';
+import type { ReleaseCache } from './release-cache.js';
+
+export interface OciReleaseSourceOptions {
+  /** `oci://registry[:port]/repository` */
+  reference: string;
+  /** Talk plain HTTP to the registry (`--plain-http`). */
+  plainHttp?: boolean;
+  credentials?: RegistryCredentials;
+  cache: ReleaseCache;
+  fetch?: typeof fetch;
+  sleep?: Sleep;
+  logger?: SourceLogger;
+  timeoutMs?: number;
+  retry?: RetryPolicy;
+}
+
+export class OciReleaseSource implements ReleaseSource {
+  /** `oci://registry/repository`, never with credentials. */
+  readonly location: string;
+  private readonly ref: OciRepositoryRef;
+  private readonly client: RegistryClient;
+  private readonly cache: ReleaseCache;
+
+  constructor(options: OciReleaseSourceOptions) {
+    this.ref = parseOciRepository(options.reference);
+    this.location = formatOciRepository(this.ref);
+    this.cache = options.cache;
+    this.client = new RegistryClient({
+      registry: this.ref.apiHost,
+      plainHttp: options.plainHttp ?? false,
+      ...(options.credentials ? { credentials: options.credentials } : {}),
+      ...(options.fetch ? { fetch: options.fetch } : {}),
+      ...(options.sleep ? { sleep: options.sleep } : {}),
+      ...(options.logger ? { logger: options.logger } : {}),
+      ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+      ...(options.retry ? { retry: options.retry } : {}),
+    });
+  }
+
+  /** The repository's tags that parse as release tags; other tags are skipped with the reason. */
+  async list(): Promise<ReleaseListing> {
+    const releases: ReleaseRef[] = [];
+    const skipped: SkippedRelease[] = [];
+    for (const tag of (await this.client.listTags(this.ref.repository)).sort()) {
+      try {
+        releases.push({ tag, parsed: parseReleaseTag(tag) });
+      } catch (error) {
+        skipped.push({ name: tag, reason: (error as Error).message });
+      }
+    }
+    return { releases, skipped };
+  }
+
+  /** The release's files from the cache, or downloaded, verified and cached. */
+  async fetch(tag: string): Promise<FetchedRelease> {
+    const cached = await this.cache.get(this.location, tag);
+    if (cached) return cached;
+    const { manifest } = await this.client.getManifest(this.ref.repository, tag);
+    const where = `${this.location}:${tag}`;
+    const layers = releaseLayers(manifest, where);
+    return this.cache.put(this.location, tag, async (dir) => {
+      for (const layer of layers) {
+        try {
+          await this.client.fetchBlob(this.ref.repository, layer.digest, path.join(dir, layer.file), layer.size);
+        } catch (error) {
+          if (error instanceof OciError) throw new OciError(error.kind, `${where} file ${layer.file}: ${error.message}`, { cause: error });
+          throw error;
+        }
+      }
+    });
+  }
+}
