@@ -19,6 +19,10 @@ export interface Config {
   gitToken?: string;
   gitAuthorName: string;
   gitAuthorEmail: string;
+  /** PATH for child processes (helm, git). */
+  pathEnv: string;
+  /** The environment child processes (git) inherit: HOME, proxies, CA bundles. */
+  childEnv: Readonly<Record<string, string>>;
 }
 
 export const ENVIRONMENT = {
@@ -45,6 +49,8 @@ export function resolveConfig(env: NodeJS.ProcessEnv, flags: ConfigFlags = {}): 
     cacheDir: path.resolve(flags.cacheDir ?? nonEmpty(env[ENVIRONMENT.cacheDir]) ?? path.join(env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'clusterstack-gitops')),
     gitAuthorName: nonEmpty(env[ENVIRONMENT.gitAuthorName]) ?? 'clusterstack-gitops',
     gitAuthorEmail: nonEmpty(env[ENVIRONMENT.gitAuthorEmail]) ?? 'clusterstack-gitops@localhost',
+    pathEnv: env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+    childEnv: Object.freeze(Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined))),
   };
   const optional: [keyof Config, string | undefined][] = [
     ['helmBinary', flags.helmBinary ?? nonEmpty(env[ENVIRONMENT.helmBinary])],

@@ -1,13 +1,17 @@
 // Dispatches `clusterstack <command>` and maps every error to a message and an exit code.
-import { formatProblem, InputError } from '../core/problem.js';
-import { ReleaseSourceError } from '../release/release-source.js';
+import { InputError } from '../core/problem.js';
 import { type CliIo, EXIT_FAILURE, EXIT_PROBLEMS, EXIT_USAGE, UsageError } from './cli-io.js';
 import { PLAN_USAGE, planCommand } from './plan-command.js';
+import { RENDER_USAGE, renderCommand } from './render-command.js';
+
+/** Errors a person fixes by changing inputs, charts or configuration (exit 1, not 3). */
+const USER_FIXABLE = new Set(['SecretRefusedError', 'HelmRenderError', 'HelmNotFoundError', 'TemplateError', 'UnsafeArchiveError', 'ManifestParseError', 'ValuesTemplateError']);
 
 type Command = (args: string[], io: CliIo) => Promise<number>;
 
 const COMMANDS: Record<string, { run: Command; usage: string; summary: string }> = {
   plan: { run: planCommand, usage: PLAN_USAGE, summary: 'resolve which releases each stack keeps and which each cluster uses' },
+  render: { run: renderCommand, usage: RENDER_USAGE, summary: 'render ClusterClasses and cluster addons into a directory or Git repository' },
 };
 
 function usage(): string {
@@ -42,13 +46,19 @@ function reportError(error: unknown, io: CliIo, commandUsage: string): number {
     io.stderr(`error: ${(error as Error).message}\n\n${commandUsage}\n`);
     return EXIT_USAGE;
   }
-  if (error instanceof InputError) {
-    io.stderr(`error: ${error.problems.length === 1 ? '' : `${error.problems.length} problems:\n  `}${error.problems.map(formatProblem).join('\n  ')}\n`);
+  if (error instanceof InputError && error.message) {
+    io.stderr(`error: ${error.message}\n`);
     return EXIT_PROBLEMS;
   }
-  if (error instanceof ReleaseSourceError) {
+  // Errors that say whether retrying can help (sources, publishers) decide the exit code themselves.
+  const retryable = (error as { retryable?: unknown }).retryable;
+  if (typeof retryable === 'boolean') {
+    io.stderr(`error: ${(error as Error).message}\n`);
+    return retryable ? EXIT_FAILURE : EXIT_PROBLEMS;
+  }
+  if (error instanceof Error && USER_FIXABLE.has(error.name)) {
     io.stderr(`error: ${error.message}\n`);
-    return error.retryable ? EXIT_FAILURE : EXIT_PROBLEMS;
+    return EXIT_PROBLEMS;
   }
   io.stderr(`error: ${error instanceof Error ? error.message : String(error)}\n`);
   return EXIT_FAILURE;

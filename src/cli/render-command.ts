@@ -1,0 +1,167 @@
+// `clusterstack render <files or dirs...> --release-source <src> (--output <dir> | --git <repo>)`
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { DirectoryPublisher } from '../../gitops/directory-publisher.js';
+import { GitPublisher } from '../../gitops/git-publisher.js';
+import type { Publisher } from '../../gitops/publisher.js';
+import { createHelmDependencies } from '../../renderers/helm-dependencies.js';
+import type { Config } from '../config.js';
+import { InputError } from '../core/problem.js';
+import { readInputFiles } from '../inputs/read-input-files.js';
+import { buildPlan } from '../plan/build-plan.js';
+import { planReport, reportHasProblems } from '../plan/plan-report.js';
+import { sha256Hex } from '../release/content-digest.js';
+import { compareTrees, summarizeChanges } from '../render/change-summary.js';
+import { type RenderProgress, renderOutput, type WithheldEntry } from '../render/render-output.js';
+import { SECRET_POLICIES, type SecretPolicy } from '../render/secret-policy.js';
+import { type CliIo, EXIT_OK, UsageError } from './cli-io.js';
+import { configFromFlags, isRemoteLocation, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, sourceOpenerFrom } from './common-options.js';
+
+export const RENDER_USAGE = `Usage: clusterstack render <files or dirs...> --release-source <source> (--output <dir> | --git <repo>) [options]
+
+Renders the ClusterClass side of every kept release and the addons of every Cluster into plain
+manifests, and writes them to a directory or commits them to a Git repository (only when they
+changed). Argo CD or Flux apply them.
+
+Output (one of):
+  --output <dir>           write the tree into a directory (swapped in atomically)
+  --git <path or URL>      commit the tree to a Git repository; a local path that does not exist is
+                           created. HTTPS remotes take their token from CLUSTERSTACK_GIT_TOKEN
+  --branch <name>          branch to commit to (default: main)
+  --path <subdir>          directory inside the repository for the tree (default: the root)
+
+Options:
+${SOURCE_HELP}
+  --secrets <policy>       refuse (default) | drop | allow rendered Secrets and private keys
+  --helm <path>            the helm binary (CLUSTERSTACK_HELM; default: bundled, then PATH)
+  --readme-template <file> Handlebars template for the tree's README.md
+  --commit-template <file> Handlebars template for the commit message
+  --json                   print a JSON report (files written/removed, withheld, commit)`;
+
+export interface RenderReport {
+  target: string;
+  changed: boolean;
+  commit: string | null;
+  files: { written: string[]; removed: string[] };
+  withheld: { kind: 'release' | 'cluster'; namespace: string; name: string; reason: string; previousOutputKept: boolean }[];
+  summary: string;
+  units: { rendered: number; reused: number };
+  helmProcesses: number;
+  warnings: string[];
+}
+
+export async function renderCommand(args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      ...SOURCE_OPTIONS,
+      output: { type: 'string' },
+      git: { type: 'string' },
+      branch: { type: 'string', default: 'main' },
+      path: { type: 'string', default: '' },
+      secrets: { type: 'string', default: 'refuse' },
+      helm: { type: 'string' },
+      'readme-template': { type: 'string' },
+      'commit-template': { type: 'string' },
+      json: { type: 'boolean', default: false },
+    },
+  });
+  if (positionals.length === 0) throw new UsageError('render needs at least one input file or directory');
+  if (!values['release-source']) throw new UsageError('render needs --release-source (a directory, github:owner/repo or oci://registry/repo)');
+  if (Boolean(values.output) === Boolean(values.git)) throw new UsageError('render needs exactly one of --output <dir> or --git <repo>');
+  if (!SECRET_POLICIES.includes(values.secrets as SecretPolicy)) throw new UsageError(`--secrets must be one of ${SECRET_POLICIES.join(', ')}, not "${values.secrets}"`);
+
+  const config = configFromFlags(values, io);
+  const location = resolveLocation(values['release-source'], io.cwd);
+  const warnings: string[] = [];
+  const warn = (message: string): void => {
+    warnings.push(message);
+    if (!values.json) io.stderr(`warning: ${message}\n`);
+  };
+  const readmeTemplate = values['readme-template'] ? await readTemplate(values['readme-template'], io.cwd, '--readme-template') : undefined;
+  const commitTemplate = values['commit-template'] ? await readTemplate(values['commit-template'], io.cwd, '--commit-template') : undefined;
+
+  // Observe and decide; any problem with the inputs stops here, before anything is written.
+  const manifests = await readInputFiles(positionals.map((input) => path.resolve(io.cwd, input)), isRemoteLocation(location) ? [] : [location]);
+  const plan = await buildPlan({ manifests, defaultSource: location, openSource: sourceOpenerFrom(config, values, warn), workDir: config.cacheDir, onWarning: warn });
+  const problems = planReport(plan);
+  if (reportHasProblems(problems)) {
+    const all = [...problems.problems, ...problems.clusterStacks.flatMap((s) => [...s.problems, ...s.releases.flatMap((r) => r.problems)]), ...problems.clusters.flatMap((c) => c.problems)];
+    throw new InputError(all.map((message) => ({ message })), `nothing was rendered or written:\n  ${all.join('\n  ')}`);
+  }
+
+  const publisher = createPublisher(values, config, io, commitTemplate);
+  const helm = createHelmDependencies({ ...(config.helmBinary ? { configured: config.helmBinary } : {}), pathEnv: config.pathEnv, workDir: path.join(config.cacheDir, 'helm') });
+  const previous = await publisher.readPrevious();
+  const showProgress = io.isTty && !values.json;
+  const outcome = await renderOutput(plan, helm, {
+    secrets: values.secrets as SecretPolicy,
+    previous,
+    ...(readmeTemplate !== undefined ? { readmeTemplate } : {}),
+    ...(showProgress ? { onProgress: (progress: RenderProgress) => io.stderr(`\rrendering: releases ${progress.releasesDone}/${progress.releasesTotal}, clusters ${progress.clustersDone}/${progress.clustersTotal}   `) } : {}),
+  });
+  if (showProgress) io.stderr('\n');
+  const change = summarizeChanges(compareTrees(previous, outcome.tree), outcome.provenance.inputDigest);
+  const result = await publisher.publish(outcome.tree, change);
+
+  const report: RenderReport = {
+    target: publisher.target,
+    changed: result.changed,
+    commit: result.changed ? result.revision : null,
+    files: { written: result.written, removed: result.removed },
+    withheld: outcome.withheld.map(toReportEntry),
+    summary: result.changed ? change.title : 'nothing changed',
+    units: { rendered: outcome.stats.unitsRendered, reused: outcome.stats.unitsReused },
+    helmProcesses: helm.processesSpawned(),
+    warnings,
+  };
+  io.stdout(values.json ? `${JSON.stringify(report, null, 2)}\n` : formatRenderReport(report, change.body));
+  return EXIT_OK;
+}
+
+function toReportEntry(entry: WithheldEntry): RenderReport['withheld'][number] {
+  return { kind: entry.kind, namespace: entry.namespace, name: entry.name, reason: entry.reason, previousOutputKept: entry.previousKept };
+}
+
+function createPublisher(values: { output?: string | undefined; git?: string | undefined; branch: string; path: string }, config: Readonly<Config>, io: CliIo, messageTemplate: string | undefined): Publisher {
+  if (values.output) return new DirectoryPublisher(path.resolve(io.cwd, values.output));
+  const repository = isUrl(values.git!) ? values.git! : path.resolve(io.cwd, values.git!);
+  return new GitPublisher({
+    repository,
+    branch: values.branch,
+    path: values.path,
+    workDir: path.join(config.cacheDir, 'git', sha256Hex(`${repository}\n${values.branch}`).slice(0, 16)),
+    author: { name: config.gitAuthorName, email: config.gitAuthorEmail },
+    env: config.childEnv,
+    ...(config.gitToken ? { token: config.gitToken } : {}),
+    ...(messageTemplate !== undefined ? { messageTemplate } : {}),
+  });
+}
+
+function isUrl(value: string): boolean {
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(value) || /^[^/]+@[^/]+:/.test(value);
+}
+
+async function readTemplate(file: string, cwd: string, flag: string): Promise<string> {
+  try {
+    return await readFile(path.resolve(cwd, file), 'utf8');
+  } catch (error) {
+    throw new UsageError(`${flag} ${file} cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+  }
+}
+
+function formatRenderReport(report: RenderReport, body: string): string {
+  const lines: string[] = [];
+  if (report.changed) {
+    lines.push(`${report.summary}`);
+    if (body) lines.push(body);
+    lines.push(`${report.files.written.length} files written, ${report.files.removed.length} removed in ${report.target}${report.commit ? ` (commit ${report.commit.slice(0, 12)})` : ''}`);
+  } else {
+    lines.push(`Nothing changed: ${report.target} already holds this render.`);
+    for (const entry of report.withheld) lines.push(`- Withheld ${entry.kind} ${entry.namespace}/${entry.name}: ${entry.reason}${entry.previousOutputKept ? ' (previous output kept)' : ''}`);
+  }
+  lines.push(`Units: ${report.units.rendered} rendered, ${report.units.reused} unchanged; helm processes: ${report.helmProcesses}.`);
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,134 @@
+// What a render changed compared with the target's previous tree, per release and per cluster:
+// the data behind commit messages, pull request bodies and reports.
+import type { ChangeSummary, RenderedTree } from '../../gitops/publisher.js';
+import { PROVENANCE_FILE, type Provenance, type UnitRecord, type WithheldEntry } from './render-output.js';
+
+export type ChangeKind = 'added' | 'removed' | 'updated';
+
+export interface ReleaseChange {
+  namespace: string;
+  release: string;
+  change: ChangeKind;
+}
+
+export interface ClusterChange {
+  namespace: string;
+  cluster: string;
+  change: ChangeKind;
+  releaseBefore?: string;
+  releaseAfter?: string;
+  addonVersionBefore?: string;
+  addonVersionAfter?: string;
+  /** Stage directories whose files changed. */
+  stages: string[];
+}
+
+export interface TreeChanges {
+  releases: ReleaseChange[];
+  clusters: ClusterChange[];
+  withheld: WithheldEntry[];
+  /** Files outside units (README, provenance, kustomizations) changed too. */
+  otherFiles: string[];
+}
+
+export const INPUT_DIGEST_TRAILER = 'Clusterstack-Input-Digest';
+
+export function readProvenance(tree: RenderedTree): Provenance | undefined {
+  const text = tree.get(PROVENANCE_FILE);
+  if (!text) return undefined;
+  try {
+    return JSON.parse(text) as Provenance;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Which unit directory (`management/ns/release` or `clusters/ns/cluster/stage`) a file belongs to. */
+function unitOf(file: string): { owner: string; kind: 'release' | 'cluster'; stage?: string } | undefined {
+  const parts = file.split('/');
+  if (parts[0] === 'management' && parts.length >= 4) return { owner: parts.slice(0, 3).join('/'), kind: 'release' };
+  if (parts[0] === 'clusters' && parts.length >= 5) return { owner: parts.slice(0, 3).join('/'), kind: 'cluster', stage: parts[3]! };
+  return undefined;
+}
+
+function ownersOf(tree: RenderedTree): Set<string> {
+  const owners = new Set<string>();
+  for (const file of tree.keys()) {
+    const unit = unitOf(file);
+    if (unit) owners.add(unit.owner);
+  }
+  return owners;
+}
+
+function clusterUnits(provenance: Provenance | undefined, owner: string): UnitRecord[] {
+  return (provenance?.units ?? []).filter((unit) => unit.kind === 'cluster-stage' && `clusters/${unit.namespace}/${unit.name}` === owner);
+}
+
+/** Compares two trees unit by unit. */
+export function compareTrees(previous: RenderedTree, next: RenderedTree): TreeChanges {
+  const before = readProvenance(previous);
+  const after = readProvenance(next);
+  const changedFiles = new Set<string>();
+  for (const file of new Set([...previous.keys(), ...next.keys()])) if (previous.get(file) !== next.get(file)) changedFiles.add(file);
+  const ownersBefore = ownersOf(previous);
+  const ownersAfter = ownersOf(next);
+  const changes: TreeChanges = { releases: [], clusters: [], withheld: after?.withheld ?? [], otherFiles: [] };
+  const changedStages = new Map<string, Set<string>>();
+  for (const file of changedFiles) {
+    const unit = unitOf(file);
+    if (!unit) {
+      changes.otherFiles.push(file);
+      continue;
+    }
+    if (!changedStages.has(unit.owner)) changedStages.set(unit.owner, new Set());
+    if (unit.stage && !file.endsWith('/kustomization.yaml')) changedStages.get(unit.owner)!.add(unit.stage);
+    else if (unit.stage === undefined) changedStages.get(unit.owner)!.add('');
+  }
+  for (const owner of [...changedStages.keys()].sort()) {
+    const [root, namespace, name] = owner.split('/') as [string, string, string];
+    const change: ChangeKind = !ownersBefore.has(owner) ? 'added' : !ownersAfter.has(owner) ? 'removed' : 'updated';
+    if (root === 'management') {
+      changes.releases.push({ namespace, release: name, change });
+      continue;
+    }
+    const unitsBefore = clusterUnits(before, owner);
+    const unitsAfter = clusterUnits(after, owner);
+    const entry: ClusterChange = { namespace, cluster: name, change, stages: [...(changedStages.get(owner) ?? [])].filter(Boolean).sort() };
+    if (unitsBefore[0]) {
+      entry.releaseBefore = unitsBefore[0].release;
+      if (unitsBefore[0].addonVersion) entry.addonVersionBefore = unitsBefore[0].addonVersion;
+    }
+    if (unitsAfter[0]) {
+      entry.releaseAfter = unitsAfter[0].release;
+      if (unitsAfter[0].addonVersion) entry.addonVersionAfter = unitsAfter[0].addonVersion;
+    }
+    changes.clusters.push(entry);
+  }
+  changes.otherFiles.sort();
+  return changes;
+}
+
+function describeCluster(change: ClusterChange): string {
+  const subject = `Cluster ${change.namespace}/${change.cluster}`;
+  if (change.change === 'added') return `${subject}: addons ${change.addonVersionAfter ?? ''} from ${change.releaseAfter ?? '?'} added`;
+  if (change.change === 'removed') return `${subject}: addons removed (was ${change.releaseBefore ?? '?'})`;
+  const addon = change.addonVersionBefore !== change.addonVersionAfter ? `addons ${change.addonVersionBefore} -> ${change.addonVersionAfter}` : `addons ${change.addonVersionAfter} updated`;
+  const stages = change.stages.length > 0 ? ` (${change.stages.join(', ')})` : '';
+  return `${subject}: ${addon}${stages}`;
+}
+
+/** A commit-sized summary: a title line, a body per release and cluster, and trailers. */
+export function summarizeChanges(changes: TreeChanges, inputDigest: string): ChangeSummary {
+  const count = (kind: ChangeKind, list: { change: ChangeKind }[]): number => list.filter((entry) => entry.change === kind).length;
+  const parts: string[] = [];
+  const releaseParts = (['added', 'removed', 'updated'] as const).map((kind) => [kind, count(kind, changes.releases)] as const).filter(([, n]) => n > 0);
+  for (const [kind, n] of releaseParts) parts.push(`${n} release${n === 1 ? '' : 's'} ${kind}`);
+  const clusterParts = (['added', 'removed', 'updated'] as const).map((kind) => [kind, count(kind, changes.clusters)] as const).filter(([, n]) => n > 0);
+  for (const [kind, n] of clusterParts) parts.push(`${n} cluster${n === 1 ? '' : 's'} ${kind}`);
+  const title = `Render cluster stacks: ${parts.length > 0 ? parts.join(', ') : 'README and provenance updated'}`;
+  const lines: string[] = [];
+  for (const release of changes.releases) lines.push(`- ClusterClass release ${release.namespace}/${release.release} ${release.change}`);
+  for (const cluster of changes.clusters) lines.push(`- ${describeCluster(cluster)}`);
+  for (const entry of changes.withheld) lines.push(`- Withheld ${entry.kind} ${entry.namespace}/${entry.name}: ${entry.reason}${entry.previousKept ? ' (previous output kept)' : ''}`);
+  return { title, body: lines.join('\n'), trailers: { [INPUT_DIGEST_TRAILER]: inputDigest } };
+}

@@ -1,0 +1,56 @@
+// Rendered Secrets and key material are never committed silently.
+import type { KubeObject } from '../api/types.js';
+
+export type SecretPolicy = 'refuse' | 'drop' | 'allow';
+export const SECRET_POLICIES: SecretPolicy[] = ['refuse', 'drop', 'allow'];
+
+const PRIVATE_KEY = /-----BEGIN ((RSA|EC|DSA|OPENSSH|ENCRYPTED) )?PRIVATE KEY-----/;
+
+export interface SecretFinding {
+  object: KubeObject;
+  why: string;
+}
+
+function containsKeyMaterial(value: unknown): boolean {
+  if (typeof value === 'string') return PRIVATE_KEY.test(value) || (value.length > 40 && isBase64PrivateKey(value));
+  if (Array.isArray(value)) return value.some(containsKeyMaterial);
+  if (value !== null && typeof value === 'object') return Object.values(value).some(containsKeyMaterial);
+  return false;
+}
+
+function isBase64PrivateKey(value: string): boolean {
+  if (!/^[A-Za-z0-9+/=\s]+$/.test(value)) return false;
+  return PRIVATE_KEY.test(Buffer.from(value.slice(0, 200), 'base64').toString('latin1'));
+}
+
+/** Objects that are Secrets or carry private keys, with why each was flagged. */
+export function findSecrets(objects: KubeObject[]): SecretFinding[] {
+  const findings: SecretFinding[] = [];
+  for (const object of objects) {
+    if (object.kind === 'Secret' && (object.apiVersion === 'v1' || object.apiVersion === '')) findings.push({ object, why: 'is a Secret' });
+    else if (containsKeyMaterial(object)) findings.push({ object, why: 'contains a private key' });
+  }
+  return findings;
+}
+
+export class SecretRefusedError extends Error {
+  constructor(readonly unit: string, readonly findings: SecretFinding[]) {
+    const names = findings.map((f) => `${f.object.kind} ${f.object.metadata.namespace ? `${f.object.metadata.namespace}/` : ''}${f.object.metadata.name} (${f.why})`).join(', ');
+    super(
+      `${unit} renders ${names}; secrets are not committed to Git by default. ` +
+        'Ways out: override the chart values so it does not render the secret (e.g. point it at an existing Secret), ' +
+        'pass --secrets drop to leave such objects out of the output, or --secrets allow if the target repository is meant to hold them.',
+    );
+    this.name = 'SecretRefusedError';
+  }
+}
+
+/** Applies the policy to one unit's objects: throws (refuse), filters (drop) or keeps (allow). */
+export function applySecretPolicy(objects: KubeObject[], policy: SecretPolicy, unit: string): { objects: KubeObject[]; dropped: SecretFinding[] } {
+  if (policy === 'allow') return { objects, dropped: [] };
+  const findings = findSecrets(objects);
+  if (findings.length === 0) return { objects, dropped: [] };
+  if (policy === 'refuse') throw new SecretRefusedError(unit, findings);
+  const flagged = new Set(findings.map((f) => f.object));
+  return { objects: objects.filter((object) => !flagged.has(object)), dropped: findings };
+}
