@@ -1,10 +1,10 @@
-// Commit messages come from a Handlebars template (the default one in templates/, or a user's),
+// Commit messages come from a Handlebars template (templates/commit-message.ts, or a user's),
 // rendered in a sandbox: a private Handlebars instance, no prototype access, no helpers beyond the
 // built-in block helpers, plain text (no HTML escaping), and unknown variables are errors.
-import { readFileSync } from 'node:fs';
 import Handlebars from 'handlebars';
 import type { ChangeSummary } from './publisher.js';
 import { PublishError } from './publish-error.js';
+import { COMMIT_MESSAGE_TEMPLATE } from './templates/commit-message.js';
 
 /** What a commit message template sees. */
 export interface CommitMessageContext {
@@ -17,21 +17,6 @@ export interface CommitMessageContext {
 export type CommitMessageRenderer = (change: ChangeSummary) => string;
 
 const TRAILER_KEY = /^[A-Za-z0-9][A-Za-z0-9-]*$/;
-const TEMPLATE_FILE = 'commit-message.hbs';
-
-/** The default template: next to this module in the source tree, or under gitops/templates in the package. */
-function readDefaultTemplate(): string {
-  const candidates = [new URL(`./templates/${TEMPLATE_FILE}`, import.meta.url), new URL(`../../gitops/templates/${TEMPLATE_FILE}`, import.meta.url)];
-  for (const candidate of candidates) {
-    try {
-      return readFileSync(candidate, 'utf8');
-    } catch {
-      // try the next location
-    }
-  }
-  throw new Error(`internal error: ${TEMPLATE_FILE} is missing from the installation (looked in ${candidates.map(String).join(', ')})`);
-}
-
 function trailerLines(trailers: Record<string, string>): { key: string; value: string }[] {
   return Object.entries(trailers).map(([key, value]) => {
     if (!TRAILER_KEY.test(key)) throw new PublishError('invalid-input', `commit trailer "${key}": keys may only contain letters, digits and "-"`);
@@ -47,7 +32,7 @@ function trailerLines(trailers: Record<string, string>): { key: string; value: s
  * PublishError('invalid-input') now for syntax errors and unknown variables, not at the first commit.
  */
 export function compileCommitMessage(template?: string): CommitMessageRenderer {
-  const source = template ?? readDefaultTemplate();
+  const source = template ?? COMMIT_MESSAGE_TEMPLATE;
   const handlebars = Handlebars.create();
   // Only the block helpers (if, unless, each, with) stay: lookup and log are not needed in a message.
   handlebars.unregisterHelper('lookup');

@@ -2,7 +2,7 @@
 // every Cluster, one object per file, plus kustomizations, a README and a provenance record.
 // Helm comes in through two narrow functions; this module does no I/O of its own.
 import type { CapiCluster, KubeObject, ObjectReference } from '../api/types.js';
-import { formatProblem } from '../core/problem.js';
+import { formatProblem, InputError, type Problem } from '../core/problem.js';
 import { stackPrefix } from '../core/release-tag.js';
 import type { ClusterResolution, StackResolution } from '../core/resolve-releases.js';
 import { groupOf } from '../inputs/classify-inputs.js';
@@ -237,6 +237,7 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
     if (known !== undefined && !failedClusters.has(clusterKey(unit))) failedClusters.set(clusterKey(unit), known);
   }
   const toEvaluate = needValues.filter((unit) => !failedClusters.has(clusterKey(unit)));
+  const brokenTemplates: Problem[] = [];
   for (const [kubeVersion, batch] of groupBy(toEvaluate, (unit) => unit.kubeVersion)) {
     const results = await deps.evaluateValues(
       batch.map((unit) => ({ id: unit.record.dir, origin: unit.template!.origin, template: unit.template!.text, context: unit.template!.context })),
@@ -246,9 +247,13 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
     for (const unit of batch) {
       const result = byId.get(unit.record.dir);
       if (result?.ok) unit.values = [result.values];
+      else if (result && !result.missingField) brokenTemplates.push({ source: unit.template!.origin, object: `Cluster ${clusterKey(unit)}`, message: result.message });
       else if (!failedClusters.has(clusterKey(unit))) failedClusters.set(clusterKey(unit), result ? describeValuesFailure(result) : 'values template was not evaluated');
     }
   }
+  // A template that is wrong (syntax, a result that is not YAML) is the release's fault, not a
+  // state to wait out: stop before anything is written.
+  if (brokenTemplates.length > 0) throw new InputError(brokenTemplates, `addon values templates failed:\n  ${brokenTemplates.map(formatProblem).join('\n  ')}`);
   const valuesFailures: Provenance['valuesFailures'] = units
     .filter((unit) => unit.record.kind === 'cluster-stage' && failedClusters.has(clusterKey(unit)))
     .map((unit) => ({ dir: unit.record.dir, inputDigest: unit.record.inputDigest, reason: failedClusters.get(clusterKey(unit))! }));
@@ -403,8 +408,8 @@ function addonUnits(cluster: ClusterResolution, stack: StackResolution, content:
 /** One unit's helm output as files; throws SecretRefusedError when the policy refuses an object. */
 function objectFiles(output: string, unit: PendingUnit, policy: SecretPolicy): Map<string, string> {
   const subject = unit.record.kind === 'release' ? `release ${unit.record.release}` : `Cluster ${unit.record.namespace}/${unit.record.name} (stage ${unit.record.stage}, release ${unit.record.release})`;
-  const parsed = parseRenderedObjects(output, `${unit.chart.origin} for ${subject}`);
-  const objects = normalizeObjects(applySecretPolicy(parsed, policy, subject).objects, unit.defaultNamespace, unit.labels);
+  const parsed = normalizeObjects(parseRenderedObjects(output, `${unit.chart.origin} for ${subject}`), unit.defaultNamespace, unit.labels);
+  const objects = applySecretPolicy(parsed, policy, subject).objects;
   const names = fileNamesFor(objects, unit.defaultNamespace);
   return new Map(objects.map((object, index) => [names[index]!, serializeObject(object)]));
 }

@@ -16,7 +16,7 @@ export async function runClusterstack(args: string[], options: { cwd?: string; e
   const code = await runCli(args, {
     stdout: (text) => (stdout += text),
     stderr: (text) => (stderr += text),
-    env: { CLUSTERSTACK_CACHE_DIR: path.join(os.tmpdir(), 'csk-test-cache'), ...options.env },
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, CLUSTERSTACK_CACHE_DIR: path.join(os.tmpdir(), 'csk-test-cache'), ...options.env },
     cwd: options.cwd ?? process.cwd(),
     isTty: false,
   });

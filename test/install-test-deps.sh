@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the tests run for real: an OCI registry (docker-registry), skopeo to
+# read artifacts back, Lua for the Argo CD health checks, and git (git http-backend ships with it).
+# Needs root (or sudo); does nothing when everything is installed.
+set -euo pipefail
+packages=(docker-registry skopeo lua5.4 git)
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+[ "${#missing[@]}" -eq 0 ] && exit 0
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# The package starts a registry on :5000 where systemd runs; the tests start their own on 127.0.0.1.
+if command -v systemctl >/dev/null 2>&1; then $sudo systemctl disable --now docker-registry >/dev/null 2>&1 || true; fi

@@ -1,0 +1,289 @@
+import { chmod, cp, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import * as yaml from 'js-yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GitSandbox } from './support/git-repos.js';
+import { copyExampleReleases, EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, runClusterstack, tempDir, writeTree } from './support/cli.js';
+
+const sandbox = new GitSandbox();
+afterAll(() => sandbox.cleanup());
+
+async function readTree(dir: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  async function walk(relative: string): Promise<void> {
+    for (const entry of await readdir(path.join(dir, relative), { withFileTypes: true })) {
+      const child = relative ? `${relative}/${entry.name}` : entry.name;
+      if (entry.isDirectory()) await walk(child);
+      else out[child] = await readFile(path.join(dir, child), 'utf8');
+    }
+  }
+  await walk('');
+  return out;
+}
+
+async function render(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stderr: string; report: Record<string, any> }> {
+  const result = await runClusterstack(['render', ...args, '--json'], { env });
+  return { code: result.code, stderr: result.stderr, report: result.stdout ? JSON.parse(result.stdout) : {} };
+}
+
+const STACK = `apiVersion: clusterstack.x-k8s.io/v1alpha1
+kind: ClusterStack
+metadata: {name: docker-ferrol-1-30, namespace: cluster-stacks}
+spec: {provider: docker, name: ferrol, kubernetesVersion: "1.30", noProvider: true, autoSubscribe: false, versions: [v1]}
+`;
+
+function cluster(name: string, className: string, host = `${name}.example.test`): string {
+  return `---
+apiVersion: cluster.x-k8s.io/v1beta1
+kind: Cluster
+metadata: {name: ${name}, namespace: cluster-stacks}
+spec:
+  clusterNetwork: {pods: {cidrBlocks: [10.1.0.0/16]}}
+  controlPlaneEndpoint: {host: ${host}, port: 6443}
+  topology: {class: ${className}, version: v1.30.4}
+`;
+}
+
+/** A release source whose v1 addon is the given chart directory (legacy format, unpacked). */
+async function releasesWithAddonChart(chart: string, valuesTemplate = 'values: |\n  caCommonName: {{ .Cluster.metadata.name }}\n'): Promise<string> {
+  const releases = await copyExampleReleases();
+  const v1 = path.join(releases, 'docker-ferrol-1-30-v1');
+  await rm(path.join(v1, 'docker-ferrol-1-30-cluster-addon-v1.tgz'));
+  await cp(chart, path.join(v1, 'docker-ferrol-1-30-cluster-addon-v1'), { recursive: true });
+  await writeFile(path.join(v1, 'cluster-addon-values.yaml'), valuesTemplate);
+  return releases;
+}
+
+describe('clusterstack render (quick start, real helm and git)', () => {
+  let remote: string;
+  let first: Awaited<ReturnType<typeof render>>;
+
+  beforeAll(async () => {
+    remote = sandbox.bareRepo('quickstart');
+    first = await render([EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--git', remote]);
+  });
+
+  it('commits the ClusterClass side and every cluster’s addons once', () => {
+    expect(first.code).toBe(0);
+    expect(first.report.changed).toBe(true);
+    expect(first.report.commit).toMatch(/^[0-9a-f]{40}$/);
+    expect(sandbox.commitCount(remote, 'main')).toBe(1);
+    const files = Object.keys(sandbox.files(remote, 'main'));
+    expect(files).toContain('management/cluster-stacks/docker-ferrol-1-30-v1/clusterclass-docker-ferrol-1-30-v1.yaml');
+    expect(files).toContain('clusters/cluster-stacks/alpha/cluster-addon/daemonset-kindnet.yaml');
+    expect(files).toContain('clusters/cluster-stacks/bravo/cni/daemonset-kindnet.yaml');
+    expect(files).toContain('clusters/cluster-stacks/charlie/metrics-server/deployment-metrics-server.yaml');
+    expect(files.some((file) => file.startsWith('clusters/cluster-stacks/delta/'))).toBe(false);
+  });
+
+  it('withholds delta’s addons and names the missing field', () => {
+    expect(first.report.withheld).toEqual([
+      expect.objectContaining({ kind: 'cluster', namespace: 'cluster-stacks', name: 'delta', reason: expect.stringContaining('.Cluster.spec.controlPlaneEndpoint.host'), previousOutputKept: false }),
+    ]);
+    expect(sandbox.files(remote, 'main')['README.md']).toMatch(/cluster cluster-stacks\/delta: addon values need \.Cluster\.spec\.controlPlaneEndpoint\.host/);
+  });
+
+  it('keeps CAPI’s escaped braces and puts namespaced objects in a namespace', () => {
+    const files = sandbox.files(remote, 'main');
+    expect(files['management/cluster-stacks/docker-ferrol-1-30-v1/kubeadmconfigtemplate-docker-ferrol-1-30-v1-worker.yaml']).toContain('echo {{ ds.meta_data.hostname }} > /etc/hostname');
+    const daemonset = yaml.load(files['clusters/cluster-stacks/alpha/cluster-addon/daemonset-kindnet.yaml']!) as { metadata: { namespace: string; labels: Record<string, string> } };
+    expect(daemonset.metadata.namespace).toBe('kube-system');
+    expect(daemonset.metadata.labels).toMatchObject({ 'app.kubernetes.io/managed-by': 'clusterstack-gitops', 'app.kubernetes.io/part-of': 'docker-ferrol-1-30', 'app.kubernetes.io/version': 'v1' });
+    const clusterRole = yaml.load(files['clusters/cluster-stacks/alpha/cluster-addon/clusterrole-kindnet.yaml']!) as { metadata: Record<string, unknown> };
+    expect(clusterRole.metadata.namespace).toBeUndefined();
+  });
+
+  it('writes a kustomization per directory listing exactly its entries, and the input digest as a trailer', () => {
+    const files = sandbox.files(remote, 'main');
+    const kustomization = yaml.load(files['clusters/cluster-stacks/bravo/kustomization.yaml']!) as { resources: string[] };
+    expect(kustomization.resources).toEqual(['cni', 'metrics-server']);
+    const stage = yaml.load(files['clusters/cluster-stacks/bravo/cni/kustomization.yaml']!) as { resources: string[] };
+    const stageFiles = Object.keys(files).filter((f) => f.startsWith('clusters/cluster-stacks/bravo/cni/') && !f.endsWith('kustomization.yaml')).map((f) => path.basename(f));
+    expect(stage.resources).toEqual(stageFiles.sort());
+    expect(sandbox.git(remote, 'log', '-1', '--format=%(trailers:key=Clusterstack-Input-Digest,valueonly)', 'main')).toMatch(/^sha256:[0-9a-f]{64}$/);
+  });
+
+  it('does nothing on a second run: no commit, no helm process', async () => {
+    const again = await render([EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--git', remote]);
+    expect(again.report).toMatchObject({ changed: false, commit: null, helmProcesses: 0 });
+    expect(sandbox.commitCount(remote, 'main')).toBe(1);
+  });
+});
+
+describe('clusterstack render (determinism and changes)', () => {
+  it('keeps the output of a chart that generates random data byte-identical while its inputs do not change', async () => {
+    const releases = await releasesWithAddonChart(path.resolve('test/fixtures/charts/random-secret'));
+    const inputs = await writeTree({ 'stack.yaml': STACK, 'clusters.yaml': cluster('one', 'docker-ferrol-1-30-v1') });
+    const out = path.join(await tempDir(), 'out');
+    expect((await render([inputs, '--release-source', releases, '--output', out])).code).toBe(0);
+    const before = await readTree(out);
+    expect(Object.keys(before)).toContain('clusters/cluster-stacks/one/cluster-addon/configmap-cluster-addon-random.yaml');
+    const second = await render([inputs, '--release-source', releases, '--output', out]);
+    expect(second.report).toMatchObject({ changed: false, helmProcesses: 0 });
+    expect(await readTree(out)).toEqual(before);
+    // Same inputs rendered into a fresh target: the random parts differ, which is why reuse matters.
+    const fresh = path.join(await tempDir(), 'out');
+    await render([inputs, '--release-source', releases, '--output', fresh]);
+    expect((await readTree(fresh))['clusters/cluster-stacks/one/cluster-addon/configmap-cluster-addon-random.yaml']).not.toBe(before['clusters/cluster-stacks/one/cluster-addon/configmap-cluster-addon-random.yaml']);
+  });
+
+  it('changes nothing in a cluster’s addon files when it moves between releases sharing an addon version', async () => {
+    const stack = STACK.replace('versions: [v1]', 'versions: [v2, v3]');
+    const out = path.join(await tempDir(), 'out');
+    const onV3 = await writeTree({ 'stack.yaml': stack, 'c.yaml': cluster('charlie', 'docker-ferrol-1-30-v3') });
+    await render([onV3, '--release-source', EXAMPLE_RELEASES, '--output', out]);
+    const before = await readTree(out);
+    const onV2 = await writeTree({ 'stack.yaml': stack, 'c.yaml': cluster('charlie', 'docker-ferrol-1-30-v2') });
+    const moved = await render([onV2, '--release-source', EXAMPLE_RELEASES, '--output', out]);
+    expect(moved.report.units.rendered).toBe(0); // values evaluated again, no chart rendered
+    const changed = [...moved.report.files.written, ...moved.report.files.removed];
+    expect(changed.filter((file: string) => file.startsWith('clusters/'))).toEqual([]);
+    const after = await readTree(out);
+    for (const file of Object.keys(before).filter((f) => f.startsWith('clusters/'))) expect(after[file]).toBe(before[file]);
+  });
+
+  it('removes the files of a cluster that is gone, and of a release that is no longer kept', async () => {
+    const out = path.join(await tempDir(), 'out');
+    const two = await writeTree({ 'stack.yaml': STACK.replace('versions: [v1]', 'versions: [v1, v2]'), 'c.yaml': cluster('alpha', 'docker-ferrol-1-30-v1') + cluster('bravo', 'docker-ferrol-1-30-v2') });
+    await render([two, '--release-source', EXAMPLE_RELEASES, '--output', out]);
+    const one = await writeTree({ 'stack.yaml': STACK, 'c.yaml': cluster('alpha', 'docker-ferrol-1-30-v1') });
+    const result = await render([one, '--release-source', EXAMPLE_RELEASES, '--output', out]);
+    expect(result.report.files.removed).toEqual(expect.arrayContaining(['clusters/cluster-stacks/bravo/cni/daemonset-kindnet.yaml', 'management/cluster-stacks/docker-ferrol-1-30-v2/clusterclass-docker-ferrol-1-30-v2.yaml']));
+    const files = Object.keys(await readTree(out));
+    expect(files.some((f) => f.includes('/bravo/') || f.includes('docker-ferrol-1-30-v2'))).toBe(false);
+  });
+
+  it('adds user values from the ClusterStack on top of the release’s values', async () => {
+    const stack = STACK.replace('versions: [v1]', 'versions: [v1], addonValues: {cni: {mtu: 1400}}');
+    const out = path.join(await tempDir(), 'out');
+    const inputs = await writeTree({ 'stack.yaml': stack, 'c.yaml': cluster('alpha', 'docker-ferrol-1-30-v1') });
+    expect((await render([inputs, '--release-source', EXAMPLE_RELEASES, '--output', out])).code).toBe(0);
+    expect((await readTree(out))['clusters/cluster-stacks/alpha/cluster-addon/configmap-kindnet-cfg.yaml']).toMatch(/"mtu": 1400/);
+  });
+
+  it('withholds a provider release until its provider object is ready, and keeps it once published', async () => {
+    const providerStack = STACK.replace('noProvider: true', 'noProvider: false, providerRef: {apiVersion: infrastructure.clusterstack.x-k8s.io/v1alpha1, kind: DockerClusterStackReleaseTemplate, name: t}');
+    const providerRelease = (ready: boolean): string =>
+      `---\napiVersion: infrastructure.clusterstack.x-k8s.io/v1alpha1\nkind: DockerClusterStackRelease\nmetadata: {name: docker-ferrol-1-30-v1, namespace: cluster-stacks}\nstatus: {ready: ${ready}}\n`;
+    const out = path.join(await tempDir(), 'out');
+    const pending = await render([await writeTree({ 's.yaml': providerStack + providerRelease(false) }), '--release-source', EXAMPLE_RELEASES, '--output', out]);
+    expect(pending.report.withheld).toEqual([expect.objectContaining({ kind: 'release', name: 'docker-ferrol-1-30-v1', reason: expect.stringMatching(/status.ready: true/) })]);
+    expect(Object.keys(await readTree(out)).some((f) => f.startsWith('management/'))).toBe(false);
+    await render([await writeTree({ 's.yaml': providerStack + providerRelease(true) }), '--release-source', EXAMPLE_RELEASES, '--output', out]);
+    expect(Object.keys(await readTree(out))).toContain('management/cluster-stacks/docker-ferrol-1-30-v1/clusterclass-docker-ferrol-1-30-v1.yaml');
+    const regressed = await render([await writeTree({ 's.yaml': providerStack + providerRelease(false) }), '--release-source', EXAMPLE_RELEASES, '--output', out]);
+    expect(regressed.report.withheld[0]).toMatchObject({ previousOutputKept: true });
+    expect(Object.keys(await readTree(out))).toContain('management/cluster-stacks/docker-ferrol-1-30-v1/clusterclass-docker-ferrol-1-30-v1.yaml');
+  });
+});
+
+describe('clusterstack render (secrets)', () => {
+  let releases: string;
+  let inputs: string;
+  beforeAll(async () => {
+    releases = await releasesWithAddonChart(path.resolve('test/fixtures/charts/random-secret'), 'values: |\n  withSecret: true\n');
+    inputs = await writeTree({ 'stack.yaml': STACK, 'c.yaml': cluster('one', 'docker-ferrol-1-30-v1') });
+  });
+
+  it('refuses a rendered Secret by default, naming the cluster, the object and the ways out, and writes nothing', async () => {
+    const out = path.join(await tempDir(), 'out');
+    const result = await render([inputs, '--release-source', releases, '--output', out]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/Cluster cluster-stacks\/one .* renders Secret kube-system\/cluster-addon-ca \(is a Secret\)/);
+    expect(result.stderr).toMatch(/--secrets drop/);
+    expect(result.stderr).toMatch(/--secrets allow/);
+    await expect(readdir(out)).rejects.toThrow();
+  });
+
+  it('drops or allows it when asked', async () => {
+    const dropped = path.join(await tempDir(), 'out');
+    expect((await render([inputs, '--release-source', releases, '--output', dropped, '--secrets', 'drop'])).code).toBe(0);
+    expect(Object.keys(await readTree(dropped)).some((f) => f.includes('secret-'))).toBe(false);
+    const allowed = path.join(await tempDir(), 'out');
+    await render([inputs, '--release-source', releases, '--output', allowed, '--secrets', 'allow']);
+    expect(Object.keys(await readTree(allowed))).toContain('clusters/cluster-stacks/one/cluster-addon/secret-cluster-addon-ca.yaml');
+  });
+
+  it('also refuses a private key outside a Secret', async () => {
+    const keyReleases = await releasesWithAddonChart(path.resolve('test/fixtures/charts/random-secret'), 'values: |\n  keyInConfigMap: true\n');
+    const result = await render([inputs, '--release-source', keyReleases, '--output', path.join(await tempDir(), 'out')]);
+    expect(result.stderr).toMatch(/ConfigMap kube-system\/cluster-addon-ca-key \(contains a private key\)/);
+  });
+});
+
+describe('clusterstack render (bad input: clear message, nothing written)', () => {
+  async function expectNothingWritten(args: string[], message: RegExp, env: NodeJS.ProcessEnv = {}): Promise<void> {
+    const out = path.join(await tempDir(), 'out');
+    const result = await render([...args, '--output', out], env);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toMatch(message);
+    await expect(readdir(out)).rejects.toThrow();
+  }
+  const inputs = (): Promise<string> => writeTree({ 'stack.yaml': STACK, 'c.yaml': cluster('one', 'docker-ferrol-1-30-v1') });
+
+  it('shows helm’s own error for a chart that fails to render', async () => {
+    const releases = await releasesWithAddonChart(path.resolve('test/fixtures/charts/broken'), 'values: |\n  breakWith: fail\n');
+    await expectNothingWritten([await inputs(), '--release-source', releases], /helm template failed for cluster-addon .*broken on purpose/s);
+  });
+
+  it('names the origin of a values template with a syntax error', async () => {
+    const releases = await copyExampleReleases();
+    await writeFile(path.join(releases, 'docker-ferrol-1-30-v1', 'cluster-addon-values.yaml'), 'values: |\n  x: {{ .Cluster.metadata.name \n');
+    await expectNothingWritten([await inputs(), '--release-source', releases], /docker-ferrol-1-30-v1\/cluster-addon-values\.yaml/);
+  });
+
+  it('rejects a .tgz that is not a chart', async () => {
+    const releases = await copyExampleReleases();
+    await writeFile(path.join(releases, 'docker-ferrol-1-30-v1', 'docker-ferrol-1-30-cluster-addon-v1.tgz'), 'not a tarball');
+    await expectNothingWritten([await inputs(), '--release-source', releases], /docker-ferrol-1-30-cluster-addon-v1\.tgz.*cannot be read as a tar archive/);
+  });
+
+  it('rejects an archive entry escaping its directory', async () => {
+    const releases = await copyExampleReleases();
+    const staging = await tempDir();
+    await mkdir(path.join(staging, 'evil'));
+    await writeFile(path.join(staging, 'evil', 'Chart.yaml'), 'apiVersion: v2\nname: evil\nversion: v1\n');
+    const tar = await import('tar');
+    await tar.c({ gzip: true, file: path.join(releases, 'docker-ferrol-1-30-v1', 'docker-ferrol-1-30-cluster-addon-v1.tgz'), cwd: staging, preservePaths: true }, ['evil/Chart.yaml', '../../../etc/passwd-not-really'].slice(0, 1));
+    // Append an entry whose name climbs out of the extraction directory.
+    const { execFileSync } = await import('node:child_process');
+    await writeFile(path.join(staging, 'x'), 'x');
+    execFileSync('tar', ['-czf', path.join(releases, 'docker-ferrol-1-30-v1', 'docker-ferrol-1-30-cluster-addon-v1.tgz'), '-C', staging, '--transform', 's,^x$,../escape,', 'evil/Chart.yaml', 'x']);
+    await expectNothingWritten([await inputs(), '--release-source', releases], /entry "\.\.\/escape"/);
+  });
+
+  it('refuses a Cluster whose class names no kept release', async () => {
+    const bad = await writeTree({ 'stack.yaml': STACK, 'c.yaml': cluster('ghost', 'docker-ferrol-1-30-v9') });
+    await expectNothingWritten([bad, '--release-source', EXAMPLE_RELEASES], /Cluster cluster-stacks\/ghost spec.topology.class: names docker-ferrol-1-30-v9, but the release source has no release/);
+  });
+
+  it('refuses an output path that is a file', async () => {
+    const file = path.join(await tempDir(), 'file');
+    await writeFile(file, 'keep me');
+    const result = await render([await inputs(), '--release-source', EXAMPLE_RELEASES, '--output', file]);
+    expect(result.stderr).toMatch(/is a file; give a directory/);
+    expect(await readFile(file, 'utf8')).toBe('keep me');
+  });
+
+  it('reports a Git remote that rejects the push, and pushes nothing', async () => {
+    const remote = sandbox.bareRepo('declining');
+    sandbox.declinePushes(remote, 'pushes are frozen for the release');
+    const result = await render([await inputs(), '--release-source', EXAMPLE_RELEASES, '--git', remote]);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toMatch(/pushes are frozen for the release/);
+    expect(sandbox.git(remote, 'rev-list', '--all')).toBe('');
+  });
+
+  it('says how to provide helm when the configured one is missing or not executable', async () => {
+    await expectNothingWritten([await inputs(), '--release-source', EXAMPLE_RELEASES, '--cache-dir', await tempDir()], /helm not found at \/nonexistent\/helm.*CLUSTERSTACK_HELM/s, { CLUSTERSTACK_HELM: '/nonexistent/helm' });
+    const notExecutable = path.join(await tempDir(), 'helm');
+    await writeFile(notExecutable, '#!/bin/sh\n');
+    await chmod(notExecutable, 0o644);
+    await expectNothingWritten([await inputs(), '--release-source', EXAMPLE_RELEASES, '--helm', notExecutable, '--cache-dir', await tempDir()], /chmod \+x/);
+  });
+
+  it('rejects an unknown --secrets policy and a missing output', async () => {
+    expect((await runClusterstack(['render', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--output', 'x', '--secrets', 'maybe'])).stderr).toMatch(/--secrets must be one of refuse, drop, allow/);
+    expect((await runClusterstack(['render', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES])).stderr).toMatch(/exactly one of --output <dir> or --git <repo>/);
+  });
+});
