@@ -8,6 +8,7 @@ import type { ChangeSummary, Publisher, PublishResult, RenderedTree } from './pu
 import { diffTrees } from './publisher.js';
 import { PublishError } from './publish-error.js';
 import { checkTreePaths } from './tree-paths.js';
+import { FILE_CONCURRENCY, mapBounded } from '../src/bounded-parallel.js';
 
 interface DirectoryScan {
   files: RenderedTree;
@@ -20,20 +21,24 @@ function errorCode(error: unknown): string | undefined {
 }
 
 async function scanDirectory(root: string): Promise<DirectoryScan> {
-  const files: RenderedTree = new Map();
+  const paths: string[] = [];
   let hasOtherEntries = false;
   const walk = async (relative: string): Promise<void> => {
     const entries = await readdir(path.join(root, relative), { withFileTypes: true });
     if (entries.length === 0 && relative !== '') hasOtherEntries = true;
-    for (const entry of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+    const directories: string[] = [];
+    for (const entry of entries) {
       const child = relative === '' ? entry.name : `${relative}/${entry.name}`;
-      if (entry.isDirectory()) await walk(child);
-      else if (entry.isFile()) files.set(child, await readFile(path.join(root, child), 'utf8'));
+      if (entry.isDirectory()) directories.push(child);
+      else if (entry.isFile()) paths.push(child);
       else hasOtherEntries = true;
     }
+    await Promise.all(directories.map(walk));
   };
   await walk('');
-  return { files, hasOtherEntries };
+  paths.sort();
+  const contents = await mapBounded(paths, FILE_CONCURRENCY, (file) => readFile(path.join(root, file), 'utf8'));
+  return { files: new Map(paths.map((file, index) => [file, contents[index]!])), hasOtherEntries };
 }
 
 function sameTree(a: RenderedTree, b: RenderedTree): boolean {
@@ -46,6 +51,7 @@ function sameTree(a: RenderedTree, b: RenderedTree): boolean {
 export class DirectoryPublisher implements Publisher {
   readonly target: string;
   private readonly dir: string;
+  private lastScan: DirectoryScan | undefined;
 
   constructor(dir: string) {
     this.dir = path.resolve(dir);
@@ -55,14 +61,19 @@ export class DirectoryPublisher implements Publisher {
   /** The files under the directory now (empty when it does not exist yet). */
   async readPrevious(): Promise<RenderedTree> {
     const dir = await this.existingDirectory();
-    return dir === undefined ? new Map() : (await scanDirectory(dir)).files;
+    this.lastScan = dir === undefined ? undefined : await scanDirectory(dir);
+    return this.lastScan?.files ?? new Map();
   }
 
   /** Swaps the directory for one holding exactly `tree`; writes nothing when it already does. */
   async publish(tree: RenderedTree, _change?: ChangeSummary): Promise<PublishResult> {
     checkTreePaths(tree);
     const dir = await this.existingDirectory();
-    const previous = dir === undefined ? { files: new Map<string, string>(), hasOtherEntries: false } : await scanDirectory(dir);
+    // The scan readPrevious just took is reused: rendering sits between the two, and reading
+    // thousands of files twice would double a no-op render. It is used once.
+    const scanned = this.lastScan;
+    this.lastScan = undefined;
+    const previous = dir === undefined ? { files: new Map<string, string>(), hasOtherEntries: false } : (scanned ?? (await scanDirectory(dir)));
     const { written, removed } = diffTrees(previous.files, tree);
     if (dir !== undefined && sameTree(previous.files, tree) && !previous.hasOtherEntries) {
       return { changed: false, written: [], removed: [], revision: null };
@@ -107,11 +118,10 @@ export class DirectoryPublisher implements Publisher {
     try {
       // mkdir applied the umask; keep the mode a user gave the existing directory.
       if (exists) await chmod(staging, (await stat(dir)).mode & 0o7777);
-      for (const file of [...tree.keys()].sort()) {
-        const target = path.join(staging, ...file.split('/'));
-        await mkdir(path.dirname(target), { recursive: true });
-        await writeFile(target, tree.get(file) ?? '', 'utf8');
-      }
+      const files = [...tree.keys()].sort();
+      const directories = [...new Set(files.map((file) => path.dirname(path.join(staging, ...file.split('/')))))];
+      for (const directory of directories) await mkdir(directory, { recursive: true });
+      await mapBounded(files, FILE_CONCURRENCY, (file) => writeFile(path.join(staging, ...file.split('/')), tree.get(file) ?? '', 'utf8'));
     } catch (error) {
       await rm(staging, { recursive: true, force: true });
       throw new PublishError('unavailable', `cannot write --output ${dir}: ${(error as Error).message}; the previous contents are unchanged`, { cause: error });

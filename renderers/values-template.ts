@@ -173,6 +173,11 @@ function planBatches(units: Unit[]): Unit[][] {
 
 async function evaluateBatch(runner: HelmRunner, units: Unit[], kubeVersion: string | undefined): Promise<Map<Unit, Outcome>> {
   return runner.withTempDir('values', async (dir) => {
+    // Optimistic pass: usually every item succeeds, and one `helm template` is all it takes.
+    // Only when something fails do lint (which attributes every failure at once) and a second
+    // template pass run: three processes at most, however many items fail.
+    const optimistic = await renderUnits(runner, units, path.join(dir, 'optimistic'), kubeVersion, { stopAtFirstFailure: true });
+    if (optimistic) return optimistic;
     const outcomes = new Map<Unit, Outcome>();
     for (const [unit, outcome] of await lintUnits(runner, units, path.join(dir, 'lint'))) outcomes.set(unit, outcome);
     const passed = units.filter((unit) => !outcomes.has(unit));
@@ -243,7 +248,9 @@ async function lintUnits(runner: HelmRunner, units: Unit[], dir: string): Promis
 }
 
 /** Step 3: one template process over the units lint passed; returns every unit's outcome. */
-async function renderUnits(runner: HelmRunner, units: Unit[], dir: string, kubeVersion: string | undefined): Promise<Map<Unit, Outcome>> {
+async function renderUnits(runner: HelmRunner, units: Unit[], dir: string, kubeVersion: string | undefined): Promise<Map<Unit, Outcome>>;
+async function renderUnits(runner: HelmRunner, units: Unit[], dir: string, kubeVersion: string | undefined, options: { stopAtFirstFailure: true }): Promise<Map<Unit, Outcome> | undefined>;
+async function renderUnits(runner: HelmRunner, units: Unit[], dir: string, kubeVersion: string | undefined, options: { stopAtFirstFailure?: boolean } = {}): Promise<Map<Unit, Outcome> | undefined> {
   const outcomes = new Map<Unit, Outcome>();
   if (units.length === 0) return outcomes;
   const templatesDir = path.join(dir, 'templates');
@@ -277,6 +284,7 @@ async function renderUnits(runner: HelmRunner, units: Unit[], dir: string, kubeV
       }
       return outcomes;
     }
+    if (options.stopAtFirstFailure) return undefined;
     const culprits = culpritsOf(result.stderr, units, pending);
     if (culprits.length === 0) {
       throw new HelmRenderError('addon values templates', 'the generated values-template chart', cleanHelmStderr(result.stderr, [[dir, '<values templates>']]));

@@ -1,0 +1,176 @@
+// `npm run bench`: speed and cost targets as ratios against baselines measured in the same run.
+// Not a test: it prints numbers and whether each target holds (exit code 0 either way).
+//
+//   npm run bench                     all benchmarks, 200 clusters
+//   npm run bench -- --clusters 50    fewer clusters
+//   npm run bench -- --only render    one benchmark (render | github | controller)
+import { spawn } from 'node:child_process';
+import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { DirectoryPublisher } from '../../gitops/directory-publisher.js';
+import { createHelmDependencies } from '../../renderers/helm-dependencies.js';
+import { resolveHelmBinary } from '../../renderers/helm-binary.js';
+import { readInputFiles } from '../../src/inputs/read-input-files.js';
+import type { ParsedManifests, SourcedObject } from '../../src/inputs/parse-manifests.js';
+import { buildPlan, type Plan } from '../../src/plan/build-plan.js';
+import { compareTrees, summarizeChanges } from '../../src/render/change-summary.js';
+import { renderOutput } from '../../src/render/render-output.js';
+import { createSourceOpener } from '../../src/sources/open-release-source.js';
+import { startFakeGitHub } from '../support/fake-github/index.js';
+
+const { values } = parseArgs({ options: { clusters: { type: 'string', default: '200' }, only: { type: 'string' } } });
+const CLUSTERS = Number(values.clusters);
+const EXAMPLE = path.resolve('examples/quickstart');
+const RELEASES = ['docker-ferrol-1-30-v1', 'docker-ferrol-1-30-v2', 'docker-ferrol-1-30-v3'];
+
+function seconds(ms: number): string {
+  return `${(ms / 1000).toFixed(2)} s`;
+}
+
+function verdict(name: string, ratio: number, target: number, better: 'below' = 'below'): string {
+  const holds = better === 'below' ? ratio <= target : ratio >= target;
+  return `  ${holds ? 'PASS' : 'FAIL'}  ${name}: ${ratio.toFixed(3)} (target <= ${target})`;
+}
+
+async function timed<T>(work: () => Promise<T>): Promise<{ result: T; ms: number }> {
+  const start = performance.now();
+  const result = await work();
+  return { result, ms: performance.now() - start };
+}
+
+/** The example's ClusterStack and `count` Clusters spread over its three releases. */
+async function syntheticManifests(count: number, changedHost?: { index: number; host: string }): Promise<ParsedManifests> {
+  const base = await readInputFiles([path.join(EXAMPLE, 'manifests', 'clusterstack.yaml')]);
+  const objects: SourcedObject[] = [...base.objects];
+  for (let index = 0; index < count; index += 1) {
+    const host = changedHost?.index === index ? changedHost.host : `10.0.${Math.floor(index / 250)}.${index % 250}`;
+    objects.push({
+      source: `synthetic:${index}`,
+      object: {
+        apiVersion: 'cluster.x-k8s.io/v1beta1',
+        kind: 'Cluster',
+        metadata: { name: `cluster-${String(index).padStart(4, '0')}`, namespace: 'cluster-stacks' },
+        spec: {
+          clusterNetwork: { pods: { cidrBlocks: ['192.168.0.0/16'] }, services: { cidrBlocks: ['10.128.0.0/12'] } },
+          controlPlaneEndpoint: { host, port: 6443 },
+          topology: { class: RELEASES[index % RELEASES.length], version: 'v1.30.4' },
+        },
+      },
+    });
+  }
+  return { objects, problems: [] };
+}
+
+async function planFor(manifests: ParsedManifests, workDir: string): Promise<Plan> {
+  return buildPlan({ manifests, defaultSource: path.join(EXAMPLE, 'releases'), openSource: createSourceOpener({ cacheDir: workDir }), workDir });
+}
+
+async function renderOnce(manifests: ParsedManifests, publisher: DirectoryPublisher, workDir: string, helm: ReturnType<typeof createHelmDependencies>): Promise<{ ms: number; helm: number; rendered: number }> {
+  const before = helm.processesSpawned();
+  const { ms, result } = await timed(async () => {
+    const plan = await planFor(manifests, workDir);
+    const previous = await publisher.readPrevious();
+    const outcome = await renderOutput(plan, helm, { secrets: 'refuse', previous });
+    await publisher.publish(outcome.tree, summarizeChanges(compareTrees(previous, outcome.tree), outcome.provenance.inputDigest));
+    return outcome;
+  });
+  return { ms, helm: helm.processesSpawned() - before, rendered: result.stats.unitsRendered };
+}
+
+/** One `helm template` per cluster per chart, one after another, each writing its output: what a script would do. */
+async function naiveBaseline(plan: Plan, outDir: string, helmBinary: string): Promise<{ ms: number; processes: number }> {
+  let processes = 0;
+  const helmHome = await mkdtemp(path.join(os.tmpdir(), 'csk-naive-helm-'));
+  const env = { PATH: process.env.PATH ?? '', HOME: helmHome, HELM_CACHE_HOME: helmHome, HELM_CONFIG_HOME: helmHome, HELM_DATA_HOME: helmHome };
+  const run = (args: string[], file: string): Promise<void> =>
+    new Promise((resolve, reject) => {
+      processes += 1;
+      const child = spawn(helmBinary, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      const chunks: Buffer[] = [];
+      child.stdout.on('data', (chunk: Buffer) => chunks.push(chunk));
+      child.on('error', reject);
+      child.on('close', (code) => (code === 0 ? writeFile(file, Buffer.concat(chunks)).then(resolve, reject) : reject(new Error(`helm exited ${code}`))));
+    });
+  const { ms } = await timed(async () => {
+    for (const cluster of plan.resolution.clusters.filter((c) => c.managed && c.release)) {
+      const content = plan.releases.get(cluster.release!)!.content!;
+      const host = (cluster.cluster.spec?.controlPlaneEndpoint as { host?: string } | undefined)?.host ?? '';
+      const dir = path.join(outDir, cluster.name);
+      await mkdir(dir, { recursive: true });
+      // The baseline gets its values for free (no template evaluation): it is a lower bound.
+      const valuesFile = path.join(dir, 'values.yaml');
+      const charts = content.addons.format === 'legacy' ? [{ name: 'cluster-addon', dir: content.addons.chart.dir }] : content.addons.stages.filter((s) => s.chart).map((s) => ({ name: s.name, dir: s.chart!.dir }));
+      await writeFile(valuesFile, JSON.stringify({ clusterName: cluster.name, apiServerHost: host, cni: { clusterName: cluster.name }, 'metrics-server': { apiServerHost: host } }));
+      for (const chart of charts) {
+        await run(['template', 'cluster-addon', chart.dir, '--namespace', 'kube-system', '--include-crds', '--kube-version', `v${content.metadata.kubernetesVersion}`, '-f', valuesFile], path.join(dir, `${chart.name}.yaml`));
+      }
+    }
+  });
+  return { ms, processes };
+}
+
+async function benchRender(): Promise<void> {
+  console.log(`\n== render: ${CLUSTERS} clusters over ${RELEASES.length} releases (${os.availableParallelism()} cores) ==`);
+  const workDir = await mkdtemp(path.join(os.tmpdir(), 'csk-bench-'));
+  const helm = createHelmDependencies({ workDir: path.join(workDir, 'helm') });
+  const publisher = new DirectoryPublisher(path.join(workDir, 'out'));
+  const manifests = await syntheticManifests(CLUSTERS);
+
+  const full = await renderOnce(manifests, publisher, workDir, helm);
+  const noop = await renderOnce(manifests, publisher, workDir, helm);
+  const changed = await renderOnce(await syntheticManifests(CLUSTERS, { index: 7, host: '10.99.99.99' }), publisher, workDir, helm);
+  const maxRssMiB = process.resourceUsage().maxRSS / 1024;
+  const binary = await resolveHelmBinary({});
+  const naive = await naiveBaseline(await planFor(manifests, workDir), path.join(workDir, 'naive'), binary.path);
+
+  console.log(`  full render:          ${seconds(full.ms)}, ${full.helm} helm processes, ${full.rendered} units rendered`);
+  console.log(`  no-op re-render:      ${seconds(noop.ms)}, ${noop.helm} helm processes`);
+  console.log(`  one cluster changed:  ${seconds(changed.ms)}, ${changed.helm} helm processes, ${changed.rendered} units rendered`);
+  console.log(`  naive baseline:       ${seconds(naive.ms)}, ${naive.processes} helm processes (sequential, values given for free)`);
+  console.log(`  peak memory (node):   ${maxRssMiB.toFixed(0)} MiB`);
+  console.log(verdict('no-op re-render / full render', noop.ms / full.ms, 0.05));
+  console.log(`  ${noop.helm === 0 ? 'PASS' : 'FAIL'}  no-op re-render spawns zero helm processes: ${noop.helm}`);
+  console.log(verdict('one changed cluster / full render', changed.ms / full.ms, 0.1));
+  console.log(verdict('full render / naive baseline', full.ms / naive.ms, 0.7));
+}
+
+async function benchGitHub(): Promise<void> {
+  const stacks = 20;
+  const releases = 100;
+  console.log(`\n== GitHub polling: ${stacks} ClusterStacks on one repository with ${releases} releases ==`);
+  const github = await startFakeGitHub();
+  try {
+    const metadata = (version: string): string => `apiVersion: metadata.clusterstack.x-k8s.io/v1alpha1\nversions:\n  clusterStack: ${version}\n  kubernetes: v1.30.4\n  components:\n    clusterAddon: v1\n`;
+    for (let index = 1; index <= releases; index += 1) {
+      const minor = 11 + (index % stacks);
+      github.addRelease('org', 'stacks', { tag: `docker-ferrol-1-${minor}-v${index}`, assets: [{ name: 'metadata.yaml', content: metadata(`v${index}`).replace('v1.30.4', `v1.${minor}.4`) }] });
+    }
+    const opener = createSourceOpener({ cacheDir: await mkdtemp(path.join(os.tmpdir(), 'csk-bench-gh-')), githubApiUrl: github.apiUrl });
+    const cycle = async (): Promise<{ requests: number; counted: number }> => {
+      github.clearRequests();
+      // A poll cycle: every stack asks for the releases of its (shared) source.
+      const source = opener('github:org/stacks');
+      const listings = new Map<string, Promise<unknown>>();
+      for (let stack = 0; stack < stacks; stack += 1) {
+        if (!listings.has('github:org/stacks')) listings.set('github:org/stacks', source.list());
+        await listings.get('github:org/stacks');
+      }
+      return { requests: github.requests.length, counted: github.requests.filter((r) => r.counted).length };
+    };
+    const first = await cycle();
+    const second = await cycle();
+    console.log(`  first cycle:   ${first.requests} HTTP requests, ${first.counted} counted against the rate limit`);
+    console.log(`  second cycle:  ${second.requests} HTTP requests, ${second.counted} counted against the rate limit`);
+    console.log(`  ${second.requests === 1 && second.counted === 0 ? 'PASS' : 'FAIL'}  second cycle of an unchanged repository: one conditional request, zero rate limit`);
+  } finally {
+    await github.close();
+  }
+}
+
+const benchmarks: Record<string, () => Promise<void>> = { render: benchRender, github: benchGitHub };
+for (const [name, run] of Object.entries(benchmarks)) {
+  if (values.only && values.only !== name) continue;
+  await run();
+}
