@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests run for real: an OCI registry (docker-registry), skopeo to
-# read artifacts back, Lua for the Argo CD health checks, and git (git http-backend ships with it).
+# read artifacts back, Lua for the Argo CD health checks, git (git http-backend ships with it) and
+# kubectl for kustomize builds, htpasswd (apache2-utils) and openssl for the registries with auth.
 # Needs root (or sudo); does nothing when everything is installed.
 set -euo pipefail
-packages=(docker-registry skopeo lua5.4 git)
+packages=(docker-registry skopeo lua5.4 git apache2-utils openssl)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
 done
+# kubectl (its built-in kustomize builds the generated wiring in tests); Debian's package is a fallback.
+command -v kubectl >/dev/null 2>&1 || missing+=(kubernetes-client)
 [ "${#missing[@]}" -eq 0 ] && exit 0
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
