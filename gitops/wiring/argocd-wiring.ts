@@ -1,0 +1,169 @@
+// Argo CD wiring for the rendered tree: Applications (argoproj.io/v1alpha1), all in the wiring
+// namespace (argocd).
+//
+// Layout (under `argocd/`):
+//   root.yaml                                      Application <name>: applies argocd/ (this directory)
+//   management/<ns>/<release>.yaml                 Application <ns>-<release>          -> in-cluster, namespace <ns>
+//   clusters/<ns>/<cluster>.yaml                   Application <ns>-<cluster>          -> in-cluster: the cluster's app of apps
+//   cluster-addons/<ns>/<cluster>/<stage>.yaml     Application <ns>-<cluster>-<stage>  -> workload cluster <ns>-<cluster>
+// argocd/, management/ and clusters/ aggregate through their kustomization.yaml; cluster-addons/
+// does not: each cluster's directory there is read only by that cluster's parent Application, and
+// listing it higher up would make the root Application own (and fight over) the children too.
+// Bootstrap once with `kubectl apply -k <path>/argocd`; the root Application keeps the wiring in
+// step with the tree afterwards. It carries no deletion finalizer: deleting it never cascades.
+//
+// Why an app of apps per cluster rather than an ApplicationSet: the stages of a cluster must apply
+// in order (CNI before CSI before the rest). Between Applications, Argo CD orders only through sync
+// waves of a parent Application; an ApplicationSet can order its Applications only with the
+// Progressive Syncs feature, which is off by default and has to switch off automated sync of the
+// Applications it generates. The stage list and order are also known only at render time (from
+// each release's clusteraddon.yaml), so a generator would only restate what is written here, and
+// the explicit Applications are what a reviewer sees in the pull request.
+// Sync waves between child Applications hold only if Argo CD assesses Application health, which it
+// stopped doing by default in 1.8: gitops/health/argocd-cm-health-patch.yaml restores it
+// (resource.customizations.health.argoproj.io_Application) beside the checks for our own kinds.
+//
+// Deleting an Application deletes what it applied (resources-finalizer.argocd.argoproj.io): when a
+// release or a Cluster leaves the tree, the root prunes its Application and Argo CD prunes its
+// objects. On the management side that means a dropped release's ClusterClass is deleted, which is
+// only safe because resolution never drops a release some Cluster still uses (DESIGN §5): the
+// caller must never pass units that leave out a used release. For a deleted workload cluster whose
+// Argo CD cluster Secret is already gone, Argo CD removes the finalizer without pruning.
+import type { KubeObject } from '../../src/api/types.js';
+import type { UnitRecord } from '../../src/render/render-output.js';
+import { ARGOCD_SYNC_WAVE_ANNOTATION } from './argocd-sync-waves.js';
+import { checkWiringOptions, sourcePath, type WiringOptions } from './wiring-options.js';
+import { groupUnits, wiringFiles, wiringLabels } from './wiring-layout.js';
+import {
+  argoClusterApplicationName,
+  argoReleaseApplicationName,
+  argoStageApplicationName,
+  assertUniqueNames,
+  LABEL_CLUSTER,
+  LABEL_NAMESPACE,
+  LABEL_RELEASE,
+  LABEL_STAGE,
+} from './wiring-names.js';
+
+export { ARGOCD_SYNC_WAVE_ANNOTATION, syncWaveFor, withSyncWave } from './argocd-sync-waves.js';
+
+export const ARGOCD_DIR = 'argocd';
+export const ARGOCD_APPLICATION_API = 'argoproj.io/v1alpha1';
+export const ARGOCD_IN_CLUSTER = 'https://kubernetes.default.svc';
+export const ARGOCD_RESOURCES_FINALIZER = 'resources-finalizer.argocd.argoproj.io';
+const DEFAULT_PROJECT = 'default';
+const CLUSTER_ADDONS_DIR = `${ARGOCD_DIR}/cluster-addons`;
+
+/**
+ * The name of the Argo CD cluster (the `name` in its cluster Secret, used as `destination.name`) of
+ * a CAPI workload cluster: `<namespace>-<cluster>`. The controller creates that Secret in the Argo
+ * CD namespace from CAPI's `<cluster>-kubeconfig` Secret, in the cluster, never in Git; both sides
+ * call this function so the names cannot drift.
+ */
+export function argoClusterName(namespace: string, cluster: string): string {
+  return `${namespace}-${cluster}`;
+}
+
+// ServerSideApply: a ClusterClass is too large for the last-applied annotation of client-side apply.
+// CreateNamespace=false: release namespaces are the ClusterStacks' own; addons bring their namespaces.
+const SYNC_POLICY = {
+  automated: { prune: true, selfHeal: true },
+  syncOptions: ['ServerSideApply=true', 'CreateNamespace=false'],
+  // A workload cluster comes up after its Application: retry failed syncs instead of waiting for
+  // the next commit.
+  retry: { limit: 10, backoff: { duration: '30s', factor: 2, maxDuration: '5m' } },
+};
+
+function applicationSource(options: WiringOptions, treeDir: string): Record<string, string> {
+  const path = sourcePath(options.source, treeDir);
+  if (options.source.kind === 'git') return { repoURL: options.source.url, targetRevision: options.source.branch, path };
+  // Argo CD 3.1+ OCI sources: the artifact is extracted and `path` selects a directory in it.
+  return { repoURL: options.source.url, targetRevision: options.source.tag, path: path === '' ? '.' : path };
+}
+
+interface ApplicationParts {
+  name: string;
+  labels: Record<string, string>;
+  treeDir: string;
+  destination: Record<string, string>;
+  finalizer: boolean;
+  wave?: number;
+}
+
+function application(options: WiringOptions, parts: ApplicationParts): KubeObject {
+  const metadata: KubeObject['metadata'] = { name: parts.name, namespace: options.namespace, labels: parts.labels };
+  if (parts.finalizer) metadata.finalizers = [ARGOCD_RESOURCES_FINALIZER];
+  if (parts.wave !== undefined) metadata.annotations = { [ARGOCD_SYNC_WAVE_ANNOTATION]: String(parts.wave) };
+  return {
+    apiVersion: ARGOCD_APPLICATION_API,
+    kind: 'Application',
+    metadata,
+    spec: { project: options.project ?? DEFAULT_PROJECT, source: applicationSource(options, parts.treeDir), destination: parts.destination, syncPolicy: structuredClone(SYNC_POLICY) },
+  };
+}
+
+/** Argo CD wiring files (paths under `argocd/`) for the rendered units. Pure; throws InputError on bad options. */
+export function renderArgoWiring(units: UnitRecord[], options: WiringOptions): Map<string, string> {
+  checkWiringOptions({ ...options, engine: 'argocd' });
+  const { releases, clusters } = groupUnits(units);
+  const objects = new Map<string, KubeObject>();
+  const names: { namespace: string; name: string; what: string }[] = [{ namespace: options.namespace, name: options.name, what: 'the root Application' }];
+
+  objects.set(
+    `${ARGOCD_DIR}/root.yaml`,
+    application(options, { name: options.name, labels: wiringLabels(options.name, 'root'), treeDir: ARGOCD_DIR, destination: { server: ARGOCD_IN_CLUSTER, namespace: options.namespace }, finalizer: false }),
+  );
+
+  for (const release of releases) {
+    const name = argoReleaseApplicationName(release.namespace, release.release);
+    names.push({ namespace: options.namespace, name, what: `release ${release.namespace}/${release.release}` });
+    objects.set(
+      `${ARGOCD_DIR}/${release.dir}.yaml`,
+      application(options, {
+        name,
+        labels: wiringLabels(options.name, 'release', { [LABEL_NAMESPACE]: release.namespace, [LABEL_RELEASE]: release.release }),
+        treeDir: release.dir,
+        destination: { server: ARGOCD_IN_CLUSTER, namespace: release.namespace },
+        finalizer: true,
+      }),
+    );
+  }
+
+  for (const cluster of clusters) {
+    const clusterLabels = { [LABEL_NAMESPACE]: cluster.namespace, [LABEL_CLUSTER]: cluster.name };
+    const childrenDir = `${CLUSTER_ADDONS_DIR}/${cluster.namespace}/${cluster.name}`;
+    const parent = argoClusterApplicationName(cluster.namespace, cluster.name);
+    names.push({ namespace: options.namespace, name: parent, what: `Cluster ${cluster.namespace}/${cluster.name}` });
+    objects.set(
+      `${ARGOCD_DIR}/clusters/${cluster.namespace}/${cluster.name}.yaml`,
+      application(options, {
+        name: parent,
+        labels: wiringLabels(options.name, 'cluster', clusterLabels),
+        treeDir: childrenDir,
+        destination: { server: ARGOCD_IN_CLUSTER, namespace: options.namespace },
+        finalizer: true,
+      }),
+    );
+    cluster.groups.forEach((group, wave) => {
+      for (const stage of group) {
+        const name = argoStageApplicationName(cluster.namespace, cluster.name, stage.stage);
+        names.push({ namespace: options.namespace, name, what: `stage ${stage.stage} of Cluster ${cluster.namespace}/${cluster.name}` });
+        objects.set(
+          `${childrenDir}/${stage.dir.split('/').at(-1)}.yaml`,
+          application(options, {
+            name,
+            labels: wiringLabels(options.name, 'cluster-stage', { ...clusterLabels, [LABEL_STAGE]: stage.stage }),
+            treeDir: stage.dir,
+            // No destination namespace: every addon object carries its own (kube-system by default).
+            destination: { name: argoClusterName(cluster.namespace, cluster.name) },
+            finalizer: true,
+            wave,
+          }),
+        );
+      }
+    });
+  }
+
+  assertUniqueNames('Argo CD Application', names);
+  return wiringFiles(objects, (dir) => dir !== CLUSTER_ADDONS_DIR && !dir.startsWith(`${CLUSTER_ADDONS_DIR}/`));
+}

@@ -1,0 +1,153 @@
+// Flux wiring for the rendered tree: a source (GitRepository or OCIRepository), a root Kustomization
+// that applies the wiring directory itself, one Kustomization per management release directory, and
+// per workload cluster one Kustomization per addon stage, applied through CAPI's kubeconfig Secret.
+//
+// Layout (under `flux/`, every directory with a kustomization.yaml listing exactly its entries):
+//   source.yaml                                   GitRepository | OCIRepository <name>
+//   root.yaml                                     Kustomization <name>: applies flux/ (this directory)
+//   management/<ns>/<release>.yaml                Kustomization <ns>-<release>   (namespace: wiring namespace)
+//   clusters/<ns>/<cluster>/<stage>.yaml          Kustomization <cluster>-<stage> (namespace: <ns>)
+// Bootstrap once with `kubectl apply -k <path>/flux`; from then on the root Kustomization keeps the
+// wiring in step with the tree (new clusters, dropped releases).
+//
+// Needs Flux 2.6+ (OCIRepository source.toolkit.fluxcd.io/v1; healthCheckExprs came in 2.5), and
+// kustomize-controller without --no-cross-namespace-refs: stage Kustomizations live in the cluster's
+// namespace, because Flux reads kubeConfig.secretRef from the Kustomization's own namespace and CAPI
+// writes `<cluster>-kubeconfig` into the Cluster's namespace, so they reach the source across
+// namespaces. The kubeconfig is only ever referenced by name; nothing here carries a credential.
+import type { KubeObject } from '../../src/api/types.js';
+import type { UnitRecord } from '../../src/render/render-output.js';
+import { checkWiringOptions, sourcePath, type WiringOptions } from './wiring-options.js';
+import { groupUnits, wiringFiles, wiringLabels } from './wiring-layout.js';
+import {
+  assertUniqueNames,
+  fluxReleaseKustomizationName,
+  fluxStageKustomizationName,
+  LABEL_CLUSTER,
+  LABEL_NAMESPACE,
+  LABEL_RELEASE,
+  LABEL_STAGE,
+} from './wiring-names.js';
+
+export const FLUX_DIR = 'flux';
+export const FLUX_KUSTOMIZATION_API = 'kustomize.toolkit.fluxcd.io/v1';
+export const FLUX_SOURCE_API = 'source.toolkit.fluxcd.io/v1';
+/** CAPI's kubeconfig Secret for a Cluster: `<cluster>-kubeconfig` in its namespace, kubeconfig under `value`. */
+export const CAPI_KUBECONFIG_KEY = 'value';
+
+export function capiKubeconfigSecretName(cluster: string): string {
+  return `${cluster}-kubeconfig`;
+}
+
+const SOURCE_INTERVAL = '1m';
+const INTERVAL = '10m';
+// Until a workload cluster answers, stage Kustomizations fail; retry sooner than the interval.
+const RETRY_INTERVAL = '2m';
+const TIMEOUT = '5m';
+
+/**
+ * ClusterClass health for `wait: true`: kstatus alone calls a class Current as soon as its
+ * generation is observed, even when its variables could not be reconciled, and Clusters using it
+ * would then fail. CAPI v1beta1 reports that as VariablesReconciled, v1beta2 as VariablesReady.
+ */
+const CLUSTER_CLASS_HEALTH = [
+  { apiVersion: 'cluster.x-k8s.io/v1beta1', condition: 'VariablesReconciled' },
+  { apiVersion: 'cluster.x-k8s.io/v1beta2', condition: 'VariablesReady' },
+].map(({ apiVersion, condition }) => ({
+  apiVersion,
+  kind: 'ClusterClass',
+  inProgress: 'status.?observedGeneration.orValue(-1) != metadata.generation',
+  failed: `status.?conditions.orValue([]).exists(c, c.type == '${condition}' && c.status == 'False')`,
+  current: `status.?observedGeneration.orValue(-1) == metadata.generation && status.?conditions.orValue([]).exists(c, c.type == '${condition}' && c.status == 'True')`,
+}));
+
+function path(options: WiringOptions, treeDir: string): string {
+  return `./${sourcePath(options.source, treeDir)}`;
+}
+
+function sourceObject(options: WiringOptions): KubeObject {
+  const metadata = { name: options.name, namespace: options.namespace, labels: wiringLabels(options.name, 'source') };
+  const secretRef = options.source.secretName ? { secretRef: { name: options.source.secretName } } : {};
+  if (options.source.kind === 'git') {
+    return { apiVersion: FLUX_SOURCE_API, kind: 'GitRepository', metadata, spec: { interval: SOURCE_INTERVAL, url: options.source.url, ref: { branch: options.source.branch }, ...secretRef } };
+  }
+  return { apiVersion: FLUX_SOURCE_API, kind: 'OCIRepository', metadata, spec: { interval: SOURCE_INTERVAL, url: options.source.url, ref: { tag: options.source.tag }, ...secretRef } };
+}
+
+/** Flux wiring files (paths under `flux/`) for the rendered units. Pure; throws InputError on bad options. */
+export function renderFluxWiring(units: UnitRecord[], options: WiringOptions): Map<string, string> {
+  checkWiringOptions({ ...options, engine: 'flux' });
+  const { releases, clusters } = groupUnits(units);
+  const sourceKind = options.source.kind === 'git' ? 'GitRepository' : 'OCIRepository';
+  const localSource = { kind: sourceKind, name: options.name };
+  const objects = new Map<string, KubeObject>();
+  const names: { namespace: string; name: string; what: string }[] = [{ namespace: options.namespace, name: options.name, what: 'the root Kustomization' }];
+
+  objects.set(`${FLUX_DIR}/source.yaml`, sourceObject(options));
+  objects.set(`${FLUX_DIR}/root.yaml`, {
+    apiVersion: FLUX_KUSTOMIZATION_API,
+    kind: 'Kustomization',
+    metadata: { name: options.name, namespace: options.namespace, labels: wiringLabels(options.name, 'root') },
+    // No wait: the root only applies Kustomizations; each reports its own readiness.
+    spec: { interval: INTERVAL, retryInterval: RETRY_INTERVAL, timeout: TIMEOUT, path: path(options, FLUX_DIR), prune: true, sourceRef: localSource },
+  });
+
+  for (const release of releases) {
+    const name = fluxReleaseKustomizationName(release.namespace, release.release);
+    names.push({ namespace: options.namespace, name, what: `release ${release.namespace}/${release.release}` });
+    objects.set(`${FLUX_DIR}/${release.dir}.yaml`, {
+      apiVersion: FLUX_KUSTOMIZATION_API,
+      kind: 'Kustomization',
+      metadata: { name, namespace: options.namespace, labels: wiringLabels(options.name, 'release', { [LABEL_NAMESPACE]: release.namespace, [LABEL_RELEASE]: release.release }) },
+      // No targetNamespace: every object carries its namespace. Flux applies kinds ending in
+      // "Class" before the rest, so the ClusterClass needs no ordering of its own.
+      spec: {
+        interval: INTERVAL,
+        retryInterval: RETRY_INTERVAL,
+        timeout: TIMEOUT,
+        path: path(options, release.dir),
+        prune: true,
+        wait: true,
+        sourceRef: localSource,
+        healthCheckExprs: structuredClone(CLUSTER_CLASS_HEALTH),
+      },
+    });
+  }
+
+  for (const cluster of clusters) {
+    // A stage waits for every stage of the group before it, and for nothing in any other cluster.
+    let previous: { name: string; namespace: string }[] = [];
+    for (const group of cluster.groups) {
+      const current: { name: string; namespace: string }[] = [];
+      for (const stage of group) {
+        const name = fluxStageKustomizationName(cluster.name, stage.stage);
+        names.push({ namespace: cluster.namespace, name, what: `stage ${stage.stage} of Cluster ${cluster.namespace}/${cluster.name}` });
+        current.push({ name, namespace: cluster.namespace });
+        objects.set(`${FLUX_DIR}/${stage.dir}.yaml`, {
+          apiVersion: FLUX_KUSTOMIZATION_API,
+          kind: 'Kustomization',
+          metadata: {
+            name,
+            namespace: cluster.namespace,
+            labels: wiringLabels(options.name, 'cluster-stage', { [LABEL_NAMESPACE]: cluster.namespace, [LABEL_CLUSTER]: cluster.name, [LABEL_STAGE]: stage.stage }),
+          },
+          spec: {
+            interval: INTERVAL,
+            retryInterval: RETRY_INTERVAL,
+            timeout: TIMEOUT,
+            path: path(options, stage.dir),
+            prune: true,
+            wait: true,
+            sourceRef: { ...localSource, namespace: options.namespace },
+            kubeConfig: { secretRef: { name: capiKubeconfigSecretName(cluster.name), key: CAPI_KUBECONFIG_KEY } },
+            ...(previous.length > 0 ? { dependsOn: previous } : {}),
+          },
+        });
+      }
+      previous = current;
+    }
+  }
+
+  assertUniqueNames('Flux Kustomization', names);
+  return wiringFiles(objects, () => true);
+}
