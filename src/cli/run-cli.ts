@@ -3,6 +3,8 @@ import { InputError } from '../core/problem.js';
 import { type CliIo, EXIT_FAILURE, EXIT_PROBLEMS, EXIT_USAGE, UsageError } from './cli-io.js';
 import { PLAN_USAGE, planCommand } from './plan-command.js';
 import { RENDER_USAGE, renderCommand } from './render-command.js';
+import { RELEASES_USAGE, releasesCommand } from './releases-command.js';
+import { CACHE_USAGE, cacheCommand } from './cache-command.js';
 
 /** Errors a person fixes by changing inputs, charts or configuration (exit 1, not 3). */
 const USER_FIXABLE = new Set(['SecretRefusedError', 'HelmRenderError', 'HelmNotFoundError', 'TemplateError', 'UnsafeArchiveError', 'ManifestParseError', 'ValuesTemplateError']);
@@ -12,6 +14,8 @@ type Command = (args: string[], io: CliIo) => Promise<number>;
 const COMMANDS: Record<string, { run: Command; usage: string; summary: string }> = {
   plan: { run: planCommand, usage: PLAN_USAGE, summary: 'resolve which releases each stack keeps and which each cluster uses' },
   render: { run: renderCommand, usage: RENDER_USAGE, summary: 'render ClusterClasses and cluster addons into a directory or Git repository' },
+  releases: { run: releasesCommand, usage: RELEASES_USAGE, summary: 'list the releases a source offers (releases list --source ...)' },
+  cache: { run: cacheCommand, usage: CACHE_USAGE, summary: 'show the release cache size, or prune releases no stack keeps' },
 };
 
 function usage(): string {

@@ -1,0 +1,80 @@
+// `clusterstack cache size` and `clusterstack cache prune <inputs...> --release-source <src>`
+import { readdir, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { readInputFiles } from '../inputs/read-input-files.js';
+import { buildPlan } from '../plan/build-plan.js';
+import { ReleaseCache } from '../sources/release-cache.js';
+import { type CliIo, EXIT_OK, UsageError } from './cli-io.js';
+import { configFromFlags, isRemoteLocation, resolveLocation, SOURCE_OPTIONS, sourceOpenerFrom } from './common-options.js';
+
+export const CACHE_USAGE = `Usage: clusterstack cache size [--cache-dir <dir>] [--json]
+       clusterstack cache prune <files or dirs...> --release-source <source> [--cache-dir <dir>] [--json]
+
+size:  how many downloaded releases and extracted charts the cache holds, and their bytes.
+prune: removes downloaded releases and extracted charts that no ClusterStack in the inputs keeps.`;
+
+async function directoryBytes(dir: string): Promise<number> {
+  let total = 0;
+  let entries;
+  try {
+    entries = await readdir(dir, { withFileTypes: true });
+  } catch {
+    return 0;
+  }
+  for (const entry of entries) {
+    const full = path.join(dir, entry.name);
+    total += entry.isDirectory() ? await directoryBytes(full) : (await stat(full)).size;
+  }
+  return total;
+}
+
+async function chartDirs(cacheDir: string): Promise<string[]> {
+  try {
+    return (await readdir(path.join(cacheDir, 'charts'), { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => path.join(cacheDir, 'charts', e.name));
+  } catch {
+    return [];
+  }
+}
+
+function mebibytes(bytes: number): string {
+  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+export async function cacheCommand(args: string[], io: CliIo): Promise<number> {
+  const [action, ...rest] = args;
+  if (action !== 'size' && action !== 'prune') throw new UsageError(`cache needs a subcommand: size or prune${action ? ` (not "${action}")` : ''}`);
+  const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: { ...SOURCE_OPTIONS, json: { type: 'boolean', default: false } } });
+  const config = configFromFlags(values, io);
+  const cache = new ReleaseCache(config.cacheDir);
+
+  if (action === 'size') {
+    const releases = await cache.size();
+    const charts = await chartDirs(config.cacheDir);
+    const chartBytes = (await Promise.all(charts.map(directoryBytes))).reduce((a, b) => a + b, 0);
+    const report = { cacheDir: config.cacheDir, releases, charts: { entries: charts.length, bytes: chartBytes } };
+    io.stdout(values.json ? `${JSON.stringify(report, null, 2)}\n` : `${config.cacheDir}: ${releases.entries} releases (${mebibytes(releases.bytes)}), ${charts.length} extracted charts (${mebibytes(chartBytes)})\n`);
+    return EXIT_OK;
+  }
+
+  if (positionals.length === 0 || !values['release-source']) throw new UsageError('cache prune needs the inputs (ClusterStacks and Clusters) and --release-source, to know which releases are still kept');
+  const location = resolveLocation(values['release-source'], io.cwd);
+  const manifests = await readInputFiles(positionals.map((input) => path.resolve(io.cwd, input)), isRemoteLocation(location) ? [] : [location]);
+  const plan = await buildPlan({ manifests, defaultSource: location, openSource: sourceOpenerFrom(config, values), workDir: config.cacheDir });
+  if (plan.problems.length > 0) throw new UsageError(`cache prune reads the inputs to know what is kept, and they have problems; fix them first (run clusterstack plan)`);
+  const keptTags = new Set(plan.resolution.clusterStacks.flatMap((stack) => stack.releases.filter((r) => r.kept).map((r) => r.name)));
+  const removed = await cache.prune((entry) => keptTags.has(entry.tag));
+  const keptCharts = new Set<string>();
+  for (const release of plan.releases.values()) {
+    const content = release.content;
+    if (!content) continue;
+    for (const dir of [content.clusterClassChart.dir, content.addons.format === 'legacy' ? content.addons.chart.dir : content.addons.stages[0]?.chart?.dir]) {
+      if (dir?.startsWith(path.join(config.cacheDir, 'charts') + path.sep)) keptCharts.add(dir.slice(0, path.join(config.cacheDir, 'charts').length + 65));
+    }
+  }
+  const staleCharts = (await chartDirs(config.cacheDir)).filter((dir) => !keptCharts.has(dir));
+  for (const dir of staleCharts) await rm(dir, { recursive: true, force: true });
+  const report = { removedReleases: removed.map((entry) => ({ source: entry.sourceKey, tag: entry.tag, bytes: entry.bytes })), removedCharts: staleCharts.length, keptReleases: [...keptTags].sort() };
+  io.stdout(values.json ? `${JSON.stringify(report, null, 2)}\n` : `Removed ${removed.length} releases and ${staleCharts.length} extracted charts no ClusterStack keeps; ${keptTags.size} releases are kept.\n`);
+  return EXIT_OK;
+}

@@ -1,0 +1,72 @@
+// `clusterstack releases list --source <src> [--provider --name --kubernetes-version --channel] [--json]`
+import { parseArgs } from 'node:util';
+import { kubernetesMinorOf } from '../core/release-tag.js';
+import { compareReleases } from '../core/resolve-releases.js';
+import { channelOf, formatDotVersion } from '../core/stack-version.js';
+import { type CliIo, EXIT_OK, UsageError } from './cli-io.js';
+import { configFromFlags, resolveLocation, SOURCE_OPTIONS, sourceOpenerFrom } from './common-options.js';
+
+export const RELEASES_USAGE = `Usage: clusterstack releases list --source <source> [filters] [--json]
+
+Lists the releases a source offers, oldest first within each stack and channel.
+
+Options:
+  --source <src>               a directory, github:<owner>/<repo> or oci://<registry>/<repo>
+  --provider <p>, --name <n>   only releases of this provider / stack name
+  --kubernetes-version <1.30>  only releases for this Kubernetes minor
+  --channel <c>                only releases of this channel (stable, custom, alpha, ...)
+  --cache-dir, --plain-http, --github-api-url   as for render
+  --json                       print a JSON array`;
+
+export async function releasesCommand(args: string[], io: CliIo): Promise<number> {
+  const [action, ...rest] = args;
+  if (action !== 'list') throw new UsageError(`releases needs a subcommand: list${action ? ` (not "${action}")` : ''}`);
+  const { values } = parseArgs({
+    args: rest,
+    options: {
+      ...SOURCE_OPTIONS,
+      source: { type: 'string' },
+      provider: { type: 'string' },
+      name: { type: 'string' },
+      'kubernetes-version': { type: 'string' },
+      channel: { type: 'string' },
+      json: { type: 'boolean', default: false },
+    },
+  });
+  const location = values.source ?? values['release-source'];
+  if (!location) throw new UsageError('releases list needs --source (a directory, github:owner/repo or oci://registry/repo)');
+  const config = configFromFlags(values, io);
+  const warn = (message: string): void => io.stderr(`warning: ${message}\n`);
+  const source = sourceOpenerFrom(config, values, warn)(resolveLocation(location, io.cwd));
+  const listing = await source.list();
+  for (const skipped of listing.skipped) warn(`skipped "${skipped.name}": ${skipped.reason}`);
+  const matching = listing.releases
+    .filter((release) => (values.provider === undefined || release.parsed.provider === values.provider) && (values.name === undefined || release.parsed.name === values.name))
+    .filter((release) => values['kubernetes-version'] === undefined || kubernetesMinorOf(release.parsed) === values['kubernetes-version'])
+    .filter((release) => values.channel === undefined || channelOf(release.parsed.version) === values.channel);
+  // Group by stack and channel (versions only compare within one), oldest first inside each group.
+  const groupKey = (release: (typeof matching)[number]): string => `${release.tag.split('-').slice(0, 4).join('-')} ${channelOf(release.parsed.version)}`;
+  matching.sort((a, b) => groupKey(a).localeCompare(groupKey(b)) || compareReleases(a, b));
+  const rows = matching.map((release) => ({
+    tag: release.tag,
+    provider: release.parsed.provider,
+    name: release.parsed.name,
+    kubernetesVersion: kubernetesMinorOf(release.parsed),
+    channel: channelOf(release.parsed.version),
+    version: formatDotVersion(release.parsed.version),
+    publishedAt: release.publishedAt ?? null,
+  }));
+  if (values.json) {
+    io.stdout(`${JSON.stringify(rows, null, 2)}\n`);
+    return EXIT_OK;
+  }
+  if (rows.length === 0) {
+    io.stdout(`No matching releases in ${source.location}.\n`);
+    return EXIT_OK;
+  }
+  const header = ['TAG', 'K8S', 'CHANNEL', 'VERSION', 'PUBLISHED'];
+  const table = [header, ...rows.map((row) => [row.tag, row.kubernetesVersion, row.channel, row.version, row.publishedAt ?? '-'])];
+  const widths = header.map((_, column) => Math.max(...table.map((row) => row[column]!.length)));
+  io.stdout(`${table.map((row) => row.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd()).join('\n')}\n`);
+  return EXIT_OK;
+}
