@@ -287,3 +287,39 @@ describe('clusterstack render (bad input: clear message, nothing written)', () =
     expect((await runClusterstack(['render', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES])).stderr).toMatch(/exactly one of --output <dir> or --git <repo>/);
   });
 });
+
+describe('clusterstack render --gitops', () => {
+  it('writes Flux wiring that follows the units, and removes it with them', async () => {
+    const out = path.join(await tempDir(), 'out');
+    const flags = ['--gitops', 'flux', '--gitops-url', 'https://git.example.com/fleet.git'];
+    const two = await writeTree({ 'stack.yaml': STACK.replace('versions: [v1]', 'versions: [v1, v2]'), 'c.yaml': cluster('alpha', 'docker-ferrol-1-30-v1') + cluster('bravo', 'docker-ferrol-1-30-v2') });
+    expect((await render([two, '--release-source', EXAMPLE_RELEASES, '--output', out, ...flags])).code).toBe(0);
+    const files = await readTree(out);
+    expect(Object.keys(files)).toEqual(expect.arrayContaining(['flux/source.yaml', 'flux/clusters/cluster-stacks/bravo/cni.yaml', 'flux/management/cluster-stacks/docker-ferrol-1-30-v2.yaml']));
+    expect(Object.values(files).join('\n')).not.toMatch(/^kind: Secret$/m);
+    const one = await writeTree({ 'stack.yaml': STACK, 'c.yaml': cluster('alpha', 'docker-ferrol-1-30-v1') });
+    await render([one, '--release-source', EXAMPLE_RELEASES, '--output', out, ...flags]);
+    const after = Object.keys(await readTree(out));
+    expect(after.some((file) => file.startsWith('flux/clusters/cluster-stacks/bravo') || file.includes('docker-ferrol-1-30-v2'))).toBe(false);
+    expect(after).toContain('flux/clusters/cluster-stacks/alpha/cluster-addon.yaml');
+  });
+
+  it('puts CAPI templates before the ClusterClass with Argo CD sync waves', async () => {
+    const out = path.join(await tempDir(), 'out');
+    const inputs = await writeTree({ 'stack.yaml': STACK, 'c.yaml': cluster('alpha', 'docker-ferrol-1-30-v1') });
+    expect((await render([inputs, '--release-source', EXAMPLE_RELEASES, '--output', out, '--gitops', 'argocd', '--gitops-url', 'https://git.example.com/fleet.git'])).code).toBe(0);
+    const files = await readTree(out);
+    const wave = (file: string): string | undefined => (yaml.load(files[file]!) as { metadata: { annotations?: Record<string, string> } }).metadata.annotations?.['argocd.argoproj.io/sync-wave'];
+    expect(wave('management/cluster-stacks/docker-ferrol-1-30-v1/clusterclass-docker-ferrol-1-30-v1.yaml')).toBe('0');
+    expect(wave('management/cluster-stacks/docker-ferrol-1-30-v1/kubeadmconfigtemplate-docker-ferrol-1-30-v1-worker.yaml')).toBe('-1');
+    expect(Object.keys(files)).toContain('argocd/management/cluster-stacks/docker-ferrol-1-30-v1.yaml');
+  });
+
+  it('rejects an engine that does not exist, and wiring without a URL', async () => {
+    const unknown = await runClusterstack(['render', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--output', path.join(await tempDir(), 'o'), '--gitops', 'jenkins']);
+    expect(unknown.code).not.toBe(0);
+    expect(unknown.stderr).toMatch(/unknown GitOps engine "jenkins": use one of none, flux, argocd/);
+    const noUrl = await runClusterstack(['render', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--output', path.join(await tempDir(), 'o'), '--gitops', 'flux']);
+    expect(noUrl.stderr).toMatch(/--gitops flux needs --gitops-url/);
+  });
+});

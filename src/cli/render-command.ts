@@ -6,6 +6,7 @@ import { DirectoryPublisher } from '../../gitops/directory-publisher.js';
 import { GitPublisher } from '../../gitops/git-publisher.js';
 import type { Publisher } from '../../gitops/publisher.js';
 import { createHelmDependencies } from '../../renderers/helm-dependencies.js';
+import { parseGitOpsEngine, type WiringOptions } from '../../gitops/wiring/render-wiring.js';
 import type { Config } from '../config.js';
 import { InputError } from '../core/problem.js';
 import { readInputFiles } from '../inputs/read-input-files.js';
@@ -37,7 +38,14 @@ ${SOURCE_HELP}
   --helm <path>            the helm binary (CLUSTERSTACK_HELM; default: bundled, then PATH)
   --readme-template <file> Handlebars template for the tree's README.md
   --commit-template <file> Handlebars template for the commit message
-  --json                   print a JSON report (files written/removed, withheld, commit)`;
+  --json                   print a JSON report (files written/removed, withheld, commit)
+
+GitOps wiring (written under flux/ or argocd/ in the tree):
+  --gitops <engine>        none (default) | flux | argocd
+  --gitops-url <url>       the URL Flux or Argo CD fetches the tree from (default: the --git URL)
+  --gitops-namespace <ns>  where the wiring objects live (default: flux-system, or argocd)
+  --gitops-name <name>     base name of the source and root objects (default: clusterstacks)
+  --gitops-secret <name>   Flux: the Secret with clone or pull credentials (its name only)`;
 
 export interface RenderReport {
   target: string;
@@ -65,6 +73,11 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
       helm: { type: 'string' },
       'readme-template': { type: 'string' },
       'commit-template': { type: 'string' },
+      gitops: { type: 'string', default: 'none' },
+      'gitops-url': { type: 'string' },
+      'gitops-namespace': { type: 'string' },
+      'gitops-name': { type: 'string', default: 'clusterstacks' },
+      'gitops-secret': { type: 'string' },
       json: { type: 'boolean', default: false },
     },
   });
@@ -73,6 +86,7 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   if (Boolean(values.output) === Boolean(values.git)) throw new UsageError('render needs exactly one of --output <dir> or --git <repo>');
   if (!SECRET_POLICIES.includes(values.secrets as SecretPolicy)) throw new UsageError(`--secrets must be one of ${SECRET_POLICIES.join(', ')}, not "${values.secrets}"`);
 
+  const gitops = wiringFromFlags(values);
   const config = configFromFlags(values, io);
   const location = resolveLocation(values['release-source'], io.cwd);
   const warnings: string[] = [];
@@ -99,6 +113,7 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   const outcome = await renderOutput(plan, helm, {
     secrets: values.secrets as SecretPolicy,
     previous,
+    ...(gitops ? { gitops } : {}),
     ...(readmeTemplate !== undefined ? { readmeTemplate } : {}),
     ...(showProgress ? { onProgress: (progress: RenderProgress) => io.stderr(`\rrendering: releases ${progress.releasesDone}/${progress.releasesTotal}, clusters ${progress.clustersDone}/${progress.clustersTotal}   `) } : {}),
   });
@@ -119,6 +134,20 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   };
   io.stdout(values.json ? `${JSON.stringify(report, null, 2)}\n` : formatRenderReport(report, change.body));
   return EXIT_OK;
+}
+
+/** The wiring options from the flags; undefined for --gitops none. Checked again (fully) before rendering. */
+function wiringFromFlags(values: { gitops: string; 'gitops-url'?: string | undefined; 'gitops-namespace'?: string | undefined; 'gitops-name': string; 'gitops-secret'?: string | undefined; git?: string | undefined; branch: string; path: string }): WiringOptions | undefined {
+  const engine = parseGitOpsEngine(values.gitops);
+  if (engine === 'none') return undefined;
+  const url = values['gitops-url'] ?? (values.git && isUrl(values.git) ? values.git : undefined);
+  if (!url) throw new UsageError(`--gitops ${engine} needs --gitops-url: the URL ${engine === 'flux' ? 'Flux' : 'Argo CD'} fetches the rendered tree from`);
+  return {
+    engine,
+    name: values['gitops-name'],
+    namespace: values['gitops-namespace'] ?? (engine === 'flux' ? 'flux-system' : 'argocd'),
+    source: { kind: 'git', url, branch: values.branch, path: values.path, ...(values['gitops-secret'] ? { secretName: values['gitops-secret'] } : {}) },
+  };
 }
 
 function toReportEntry(entry: WithheldEntry): RenderReport['withheld'][number] {

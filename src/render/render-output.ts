@@ -13,7 +13,10 @@ import type { ValuesTemplateItem, ValuesTemplateResult } from '../../renderers/v
 import { sha256Digest } from '../release/content-digest.js';
 import type { RenderedTree } from '../../gitops/publisher.js';
 import { OUTPUT_README_TEMPLATE } from '../../gitops/templates/output-readme.js';
-import { canonicalJson } from './canonical-json.js';
+import { withSyncWave } from '../../gitops/wiring/argocd-sync-waves.js';
+import { renderWiring, type WiringOptions } from '../../gitops/wiring/render-wiring.js';
+import { checkWiringOptions } from '../../gitops/wiring/wiring-options.js';
+import { canonicalJson, sortKeysDeep } from './canonical-json.js';
 import { fileNamesFor, normalizeObjects, parseRenderedObjects, serializeObject } from './manifest-objects.js';
 import { compileTemplate } from './sandboxed-template.js';
 import { applySecretPolicy, type SecretPolicy, SecretRefusedError } from './secret-policy.js';
@@ -41,6 +44,8 @@ export interface RenderProgress {
 
 export interface RenderOptions {
   secrets: SecretPolicy;
+  /** Flux or Argo CD wiring to generate beside the tree (under flux/ or argocd/); none when absent. */
+  gitops?: WiringOptions;
   /** The tree the target holds now; units whose inputs did not change keep their files from it. */
   previous: RenderedTree;
   readmeTemplate?: string;
@@ -116,6 +121,8 @@ interface PendingUnit {
   kubeVersion: string;
   includeCrds: boolean;
   labels: { partOf: string; version: string };
+  /** Argo CD sync-wave annotations on the objects (management side, when Argo CD applies the tree). */
+  syncWaves: boolean;
   /** Values layered on top of the evaluated template (user values from the ClusterStack). */
   extraValues?: Record<string, unknown>;
   template?: { text: string; origin: string; context: ValuesTemplateItem['context'] };
@@ -177,6 +184,9 @@ function clusterDir(cluster: ClusterResolution): string {
 }
 
 export async function renderOutput(plan: Plan, deps: RenderDependencies, options: RenderOptions): Promise<RenderOutcome> {
+  // Bad wiring options are a user error: say so before any helm process runs.
+  if (options.gitops) checkWiringOptions(options.gitops);
+  const syncWaves = options.gitops?.engine === 'argocd';
   const { units: before, failures: failedBefore } = previousProvenance(options.previous);
   const withheld: WithheldEntry[] = [];
   const units: PendingUnit[] = [];
@@ -192,7 +202,7 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
         withheld.push({ kind: 'release', namespace: stack.namespace, name: decision.name, reason: reason ?? 'release could not be loaded', previousKept: false });
         continue;
       }
-      units.push(releaseUnit(stack, loaded.content));
+      units.push(releaseUnit(stack, loaded.content, syncWaves));
     }
   }
 
@@ -281,7 +291,7 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
   await Promise.all(
     active.map(async (unit) => {
       const values = [...unit.values, ...(unit.extraValues ? [unit.extraValues] : [])];
-      let renderDigest = sha256Digest(canonicalJson({ chart: unit.chart.digest, values, kubeVersion: unit.kubeVersion, releaseName: unit.releaseName, namespace: unit.renderNamespace, labels: unit.labels, includeCrds: unit.includeCrds, secrets: options.secrets }));
+      let renderDigest = sha256Digest(canonicalJson({ chart: unit.chart.digest, values, kubeVersion: unit.kubeVersion, releaseName: unit.releaseName, namespace: unit.renderNamespace, labels: unit.labels, includeCrds: unit.includeCrds, secrets: options.secrets, syncWaves: unit.syncWaves }));
       let files = reused.get(unit.record.dir);
       const old = before.get(unit.record.dir);
       // Reused by input digest: values were not evaluated, so the old render digest still holds.
@@ -337,7 +347,9 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
   const provenance = buildProvenance(plan, records, withheld, valuesFailures);
   const summary = buildSummary(plan, records, withheld, provenance.inputDigest, clusterUnits);
   const tree = assembleTree(rendered, records, provenance, summary, options.readmeTemplate);
-  return { tree, provenance, summary, withheld, stats: { unitsRendered, unitsReused: records.length - unitsRendered } };
+  // The wiring follows the units: a release or cluster that leaves the tree leaves the wiring too.
+  if (options.gitops) for (const [file, content] of renderWiring(records, options.gitops)) tree.set(file, content);
+  return { tree: new Map([...tree.entries()].sort(([a], [b]) => a.localeCompare(b))), provenance, summary, withheld, stats: { unitsRendered, unitsReused: records.length - unitsRendered } };
 }
 
 function releaseWithheldReason(decision: StackResolution['releases'][number], loaded: LoadedRelease | undefined): string | undefined {
@@ -351,11 +363,11 @@ function describeValuesFailure(result: Extract<ValuesTemplateResult, { ok: false
   return result.message;
 }
 
-function releaseUnit(stack: StackResolution, content: ReleaseContent): PendingUnit {
+function releaseUnit(stack: StackResolution, content: ReleaseContent, syncWaves: boolean): PendingUnit {
   const releaseName = stackPrefix(content.parsed);
   const namespace = stack.namespace;
   const kubeVersion = content.metadata.kubernetesVersion;
-  const inputDigest = sha256Digest(canonicalJson({ chart: content.clusterClassChart.digest, releaseName, namespace, kubeVersion }));
+  const inputDigest = sha256Digest(canonicalJson({ chart: content.clusterClassChart.digest, releaseName, namespace, kubeVersion, syncWaves }));
   return {
     record: { dir: releaseDir(namespace, content.tag), kind: 'release', namespace, name: content.tag, release: content.tag, inputDigest },
     chart: content.clusterClassChart,
@@ -365,6 +377,7 @@ function releaseUnit(stack: StackResolution, content: ReleaseContent): PendingUn
     kubeVersion,
     includeCrds: false,
     labels: { partOf: releaseName, version: content.tag.slice(releaseName.length + 1) },
+    syncWaves,
     values: [],
   };
 }
@@ -397,6 +410,7 @@ function addonUnits(cluster: ClusterResolution, stack: StackResolution, content:
       kubeVersion,
       includeCrds: true,
       labels: { partOf, version: addonVersion },
+      syncWaves: false,
       values: [],
     };
     if (stage.extra) unit.extraValues = stage.extra;
@@ -408,7 +422,8 @@ function addonUnits(cluster: ClusterResolution, stack: StackResolution, content:
 /** One unit's helm output as files; throws SecretRefusedError when the policy refuses an object. */
 function objectFiles(output: string, unit: PendingUnit, policy: SecretPolicy): Map<string, string> {
   const subject = unit.record.kind === 'release' ? `release ${unit.record.release}` : `Cluster ${unit.record.namespace}/${unit.record.name} (stage ${unit.record.stage}, release ${unit.record.release})`;
-  const parsed = normalizeObjects(parseRenderedObjects(output, `${unit.chart.origin} for ${subject}`), unit.defaultNamespace, unit.labels);
+  const normalized = normalizeObjects(parseRenderedObjects(output, `${unit.chart.origin} for ${subject}`), unit.defaultNamespace, unit.labels);
+  const parsed = unit.syncWaves ? normalized.map((object) => sortKeysDeep(withSyncWave(object))) : normalized;
   const objects = applySecretPolicy(parsed, policy, subject).objects;
   const names = fileNamesFor(objects, unit.defaultNamespace);
   return new Map(objects.map((object, index) => [names[index]!, serializeObject(object)]));
