@@ -96,6 +96,9 @@ export interface RenderSummary {
   stacks: {
     namespace: string;
     name: string;
+    /** `<provider>-<name>-<maj>-<min>` and channel: which release tags belong to the stack. */
+    prefix: string;
+    channel: string;
     latestRelease: string | null;
     usableVersions: string;
     releases: { name: string; version: string; status: string; reasons: string[] }[];
@@ -461,6 +464,8 @@ function buildSummary(plan: Plan, records: UnitRecord[], withheld: WithheldEntry
     stacks: plan.resolution.clusterStacks.map((stack) => ({
       namespace: stack.namespace,
       name: stack.name,
+      prefix: `${stack.stack.spec.provider}-${stack.stack.spec.name}-${stack.stack.spec.kubernetesVersion.replace('.', '-')}`,
+      channel: stack.stack.spec.channel ?? 'stable',
       latestRelease: stack.latestRelease ?? null,
       usableVersions: stack.usableVersions,
       releases: stack.releases

@@ -1,0 +1,47 @@
+// The default pull request body (Handlebars, GitHub Markdown). Override with --pr-template <file>;
+// the data it receives is PullRequestData (src/render/pull-request-body.ts).
+export const PULL_REQUEST_BODY_TEMPLATE = `Rendered by clusterstack-gitops from ClusterStack and Cluster specs. Merging applies it through
+Argo CD or Flux; closing it changes nothing.
+
+{{#if stacks.length}}
+## ClusterStacks
+
+{{#each stacks}}
+### {{namespace}}/{{name}}
+
+{{#if added.length}}- Releases appearing: {{#each added}}\`{{this}}\`{{#unless @last}}, {{/unless}}{{/each}}
+{{/if}}
+{{#if removed.length}}- Releases disappearing (Argo CD or Flux prunes them): {{#each removed}}\`{{this}}\`{{#unless @last}}, {{/unless}}{{/each}}
+{{/if}}
+{{#if updated.length}}- Releases re-rendered: {{#each updated}}\`{{this}}\`{{#unless @last}}, {{/unless}}{{/each}}
+{{/if}}
+- Latest release: {{#if latestRelease}}\`{{latestRelease}}\`{{else}}none{{/if}}; usable versions: {{#if usableVersions}}{{usableVersions}}{{else}}none{{/if}}
+
+{{/each}}
+{{/if}}
+{{#if clusters.length}}
+## Clusters
+
+| Cluster | Change | Release | Addons | Stages |
+| --- | --- | --- | --- | --- |
+{{#each clusters}}
+| {{namespace}}/{{cluster}} | {{change}} | {{release}} | {{addons}} | {{stages}} |
+{{/each}}
+
+{{/if}}
+{{#if withheld.length}}
+## Withheld
+
+{{#each withheld}}
+- {{kind}} {{namespace}}/{{name}}: {{reason}}{{#if previousKept}} (previous output kept){{/if}}
+{{/each}}
+
+{{/if}}
+## Stacks, releases and clusters
+
+\`\`\`mermaid
+{{mermaid}}
+\`\`\`
+
+Input digest: \`{{inputDigest}}\`
+`;

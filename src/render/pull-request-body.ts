@@ -1,0 +1,72 @@
+// The pull request a render proposes: what appears and disappears per ClusterStack, what changes per
+// Cluster, what is withheld and why, and a Mermaid diagram of stacks -> releases -> clusters.
+import { PULL_REQUEST_BODY_TEMPLATE } from '../../gitops/templates/pull-request-body.js';
+import { stackPrefix, tryParseReleaseTag } from '../core/release-tag.js';
+import { channelOf } from '../core/stack-version.js';
+import type { ChangeKind, TreeChanges } from './change-summary.js';
+import type { RenderSummary, WithheldEntry } from './render-output.js';
+import { compileTemplate } from './sandboxed-template.js';
+
+export interface PullRequestData {
+  inputDigest: string;
+  stacks: { namespace: string; name: string; latestRelease: string | null; usableVersions: string; added: string[]; removed: string[]; updated: string[] }[];
+  clusters: { namespace: string; cluster: string; change: ChangeKind; release: string; addons: string; stages: string }[];
+  withheld: WithheldEntry[];
+  mermaid: string;
+}
+
+/** Mermaid labels: quotes and markup characters would end the label or be read as syntax. */
+function label(text: string): string {
+  return `"${text.replace(/[&"<>#]/g, (c) => `#${c.charCodeAt(0)};`)}"`;
+}
+
+/** A flowchart: each ClusterStack, its kept releases, and the clusters using each release. */
+export function mermaidDiagram(summary: RenderSummary): string {
+  const lines = ['flowchart LR'];
+  summary.stacks.forEach((stack, s) => {
+    lines.push(`  s${s}[${label(`ClusterStack ${stack.namespace}/${stack.name}`)}]`);
+    stack.releases.forEach((release, r) => {
+      const id = `s${s}r${r}`;
+      const status = release.status === 'yes' ? '' : ` (${release.status})`;
+      lines.push(`  ${id}(${label(`${release.name}${status}`)})`, `  s${s} --> ${id}`);
+      summary.clusters
+        .filter((cluster) => cluster.release === release.name && cluster.namespace === stack.namespace)
+        .forEach((cluster, c) => lines.push(`  ${id}c${c}[/${label(`${cluster.name}${cluster.status === 'rendered' ? '' : ` (${cluster.status})`}`)}/]`, `  ${id} --> ${id}c${c}`));
+    });
+  });
+  return lines.join('\n');
+}
+
+/** The stack a release tag belongs to (also for releases it no longer keeps). */
+function stackOf(release: string, summary: RenderSummary, namespace: string): RenderSummary['stacks'][number] | undefined {
+  const tag = tryParseReleaseTag(release);
+  return summary.stacks.find((stack) => stack.namespace === namespace && tag !== undefined && stackPrefix(tag) === stack.prefix && channelOf(tag.version) === stack.channel);
+}
+
+export function pullRequestData(changes: TreeChanges, summary: RenderSummary): PullRequestData {
+  const stacks = summary.stacks.map((stack) => ({ namespace: stack.namespace, name: stack.name, latestRelease: stack.latestRelease, usableVersions: stack.usableVersions, added: [] as string[], removed: [] as string[], updated: [] as string[] }));
+  for (const change of changes.releases) {
+    const owner = stackOf(change.release, summary, change.namespace);
+    const entry = stacks.find((stack) => stack.namespace === owner?.namespace && stack.name === owner?.name);
+    if (entry) entry[change.change].push(change.release);
+  }
+  return {
+    inputDigest: summary.inputDigest,
+    stacks: stacks.filter((stack) => stack.added.length + stack.removed.length + stack.updated.length > 0),
+    clusters: changes.clusters.map((change) => ({
+      namespace: change.namespace,
+      cluster: change.cluster,
+      change: change.change,
+      release: change.releaseBefore && change.releaseAfter && change.releaseBefore !== change.releaseAfter ? `${change.releaseBefore} → ${change.releaseAfter}` : (change.releaseAfter ?? change.releaseBefore ?? '-'),
+      addons: change.addonVersionBefore && change.addonVersionAfter && change.addonVersionBefore !== change.addonVersionAfter ? `${change.addonVersionBefore} → ${change.addonVersionAfter}` : (change.addonVersionAfter ?? change.addonVersionBefore ?? '-'),
+      stages: change.stages.join(', ') || '-',
+    })),
+    withheld: changes.withheld,
+    mermaid: mermaidDiagram(summary),
+  };
+}
+
+/** The pull request's body, from the default template or the user's. */
+export function renderPullRequestBody(changes: TreeChanges, summary: RenderSummary, template?: string): string {
+  return compileTemplate(template ?? PULL_REQUEST_BODY_TEMPLATE, template ? 'pull request template' : 'default pull request template')(pullRequestData(changes, summary));
+}

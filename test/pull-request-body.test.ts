@@ -1,0 +1,63 @@
+import { describe, expect, it } from 'vitest';
+import type { TreeChanges } from '../src/render/change-summary.js';
+import { mermaidDiagram, renderPullRequestBody } from '../src/render/pull-request-body.js';
+import type { RenderSummary } from '../src/render/render-output.js';
+
+const SUMMARY: RenderSummary = {
+  inputDigest: 'sha256:abc',
+  stacks: [
+    {
+      namespace: 'cs',
+      name: 'docker-ferrol-1-30',
+      prefix: 'docker-ferrol-1-30',
+      channel: 'stable',
+      latestRelease: 'docker-ferrol-1-30-v3',
+      usableVersions: 'v2, v3',
+      releases: [
+        { name: 'docker-ferrol-1-30-v2', version: 'v2', status: 'yes', reasons: ['used by Cluster cs/a'] },
+        { name: 'docker-ferrol-1-30-v3', version: 'v3', status: 'withheld', reasons: ['newest release (autoSubscribe)'] },
+      ],
+    },
+  ],
+  clusters: [
+    { namespace: 'cs', name: 'a', release: 'docker-ferrol-1-30-v2', addonVersion: 'v2', stages: ['cni'], status: 'rendered' },
+    { namespace: 'cs', name: 'b"<x>', release: 'docker-ferrol-1-30-v2', addonVersion: 'v2', stages: ['cni'], status: 'withheld' },
+  ],
+  withheld: [{ kind: 'release', namespace: 'cs', name: 'docker-ferrol-1-30-v3', reason: 'waiting for the provider', previousKept: false }],
+};
+
+const CHANGES: TreeChanges = {
+  releases: [
+    { namespace: 'cs', release: 'docker-ferrol-1-30-v1', change: 'removed' },
+    { namespace: 'cs', release: 'docker-ferrol-1-30-v2', change: 'added' },
+  ],
+  clusters: [{ namespace: 'cs', cluster: 'a', change: 'updated', releaseBefore: 'docker-ferrol-1-30-v1', releaseAfter: 'docker-ferrol-1-30-v2', addonVersionBefore: 'v1', addonVersionAfter: 'v2', stages: ['cni'] }],
+  withheld: SUMMARY.withheld,
+  otherFiles: [],
+};
+
+describe('renderPullRequestBody', () => {
+  it('lists releases appearing and disappearing per ClusterStack, cluster changes and what is withheld', () => {
+    const body = renderPullRequestBody(CHANGES, SUMMARY);
+    expect(body).toContain('### cs/docker-ferrol-1-30');
+    expect(body).toContain('- Releases appearing: `docker-ferrol-1-30-v2`');
+    expect(body).toContain('- Releases disappearing (Argo CD or Flux prunes them): `docker-ferrol-1-30-v1`');
+    expect(body).toContain('| cs/a | updated | docker-ferrol-1-30-v1 → docker-ferrol-1-30-v2 | v1 → v2 | cni |');
+    expect(body).toContain('- release cs/docker-ferrol-1-30-v3: waiting for the provider');
+    expect(body).toContain('```mermaid\nflowchart LR');
+  });
+
+  it('draws stacks, releases and the clusters using them, escaping labels', () => {
+    const diagram = mermaidDiagram(SUMMARY);
+    expect(diagram).toContain('s0["ClusterStack cs/docker-ferrol-1-30"]');
+    expect(diagram).toContain('s0r1("docker-ferrol-1-30-v3 (withheld)")');
+    expect(diagram).toContain('s0 --> s0r0');
+    expect(diagram).toContain('s0r0 --> s0r0c0');
+    expect(diagram).toContain('s0r0c1[/"b#34;#60;x#62; (withheld)"/]');
+  });
+
+  it('takes a user template, sandboxed', () => {
+    expect(renderPullRequestBody(CHANGES, SUMMARY, '{{#each clusters}}{{cluster}}{{/each}}')).toBe('a');
+    expect(renderPullRequestBody(CHANGES, SUMMARY, '{{constructor.name}}{{__proto__}}')).toBe('');
+  });
+});
