@@ -1,7 +1,7 @@
 // Commit messages come from a Handlebars template (templates/commit-message.ts, or a user's),
 // rendered in a sandbox: a private Handlebars instance, no prototype access, no helpers beyond the
 // built-in block helpers, plain text (no HTML escaping), and unknown variables are errors.
-import Handlebars from 'handlebars';
+import { compileTemplate, TemplateError } from '../src/render/sandboxed-template.js';
 import type { ChangeSummary } from './publisher.js';
 import { PublishError } from './publish-error.js';
 import { COMMIT_MESSAGE_TEMPLATE } from './templates/commit-message.js';
@@ -33,31 +33,19 @@ function trailerLines(trailers: Record<string, string>): { key: string; value: s
  */
 export function compileCommitMessage(template?: string): CommitMessageRenderer {
   const source = template ?? COMMIT_MESSAGE_TEMPLATE;
-  const handlebars = Handlebars.create();
-  // Only the block helpers (if, unless, each, with) stay: lookup and log are not needed in a message.
-  handlebars.unregisterHelper('lookup');
-  handlebars.unregisterHelper('log');
-  let compiled: Handlebars.TemplateDelegate<CommitMessageContext>;
+  let compiled: (data: object) => string;
   try {
-    compiled = handlebars.compile<CommitMessageContext>(source, {
-      noEscape: true,
-      strict: true,
-      knownHelpers: { lookup: false, log: false },
-      knownHelpersOnly: true,
-    });
+    compiled = compileTemplate(source, 'commit message', { strict: true });
   } catch (error) {
-    throw new PublishError('invalid-input', `commit message template: ${(error as Error).message}`, { cause: error });
+    throw new PublishError('invalid-input', `commit message template: ${error instanceof TemplateError ? error.reason : (error as Error).message}`, { cause: error });
   }
   const render = (change: ChangeSummary): string => {
     const trailers = trailerLines(change.trailers);
     let text: string;
     try {
-      text = compiled(
-        { title: change.title, body: change.body, trailers },
-        { allowProtoPropertiesByDefault: false, allowProtoMethodsByDefault: false, allowCallsToHelperMissing: false },
-      );
+      text = compiled({ title: change.title, body: change.body, trailers });
     } catch (error) {
-      throw new PublishError('invalid-input', `commit message template: ${(error as Error).message}`, { cause: error });
+      throw new PublishError('invalid-input', `commit message template: ${error instanceof TemplateError ? error.reason : (error as Error).message}`, { cause: error });
     }
     const message = text.replace(/\r\n/g, '\n').replace(/[ \t]+$/gm, '').replace(/\n{3,}/g, '\n\n').trim();
     if (message === '') throw new PublishError('invalid-input', 'commit message template rendered an empty message');

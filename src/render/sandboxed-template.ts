@@ -2,7 +2,7 @@
 import Handlebars from 'handlebars';
 
 export class TemplateError extends Error {
-  constructor(readonly templateName: string, reason: string) {
+  constructor(readonly templateName: string, readonly reason: string) {
     super(`template ${templateName}: ${reason}`);
     this.name = 'TemplateError';
   }
@@ -10,6 +10,9 @@ export class TemplateError extends Error {
 
 function createEnvironment(): typeof Handlebars {
   const environment = Handlebars.create();
+  // Only the block helpers (if, unless, each, with) and ours below: lookup and log are not needed.
+  environment.unregisterHelper('lookup');
+  environment.unregisterHelper('log');
   environment.registerHelper('join', (list: unknown, separator: unknown) => (Array.isArray(list) ? list.join(typeof separator === 'string' ? separator : ', ') : ''));
   environment.registerHelper('eq', (a: unknown, b: unknown) => a === b);
   environment.registerHelper('length', (list: unknown) => (Array.isArray(list) ? list.length : 0));
@@ -19,11 +22,16 @@ function createEnvironment(): typeof Handlebars {
 
 const environment = createEnvironment();
 
-/** Compiles a template once; `noEscape` because we write Markdown and commit messages, not HTML. */
-export function compileTemplate(source: string, name: string): (data: object) => string {
+const HELPERS = { join: true, eq: true, length: true, plural: true, lookup: false, log: false };
+
+/**
+ * Compiles a template once; `noEscape` because we write Markdown and commit messages, not HTML.
+ * Only our helpers exist; with `strict`, naming a variable the data does not have is an error.
+ */
+export function compileTemplate(source: string, name: string, options: { strict?: boolean } = {}): (data: object) => string {
   let compiled: Handlebars.TemplateDelegate;
   try {
-    compiled = environment.compile(source, { noEscape: true, strict: false, knownHelpersOnly: false });
+    compiled = environment.compile(source, { noEscape: true, strict: options.strict ?? false, knownHelpers: HELPERS, knownHelpersOnly: true });
   } catch (error) {
     throw new TemplateError(name, (error as Error).message);
   }
