@@ -102,6 +102,7 @@ export type ClusterStackReleasePhase =
   | ''
   | 'downloading release assets'
   | 'provider-specific work'
+  | 'applying objects'
   | 'rendering manifests'
   | 'publishing manifests'
   | 'done';
