@@ -1,0 +1,79 @@
+// Operator logs: pino JSON lines on stdout, with credentials redacted wherever a caller nests them.
+import { pino, type DestinationStream, type Level, type Logger } from 'pino';
+
+/** What runtime modules need from a logger: fields first, then a fixed message. A pino Logger fits. */
+export interface RuntimeLogger {
+  debug(fields: Record<string, unknown>, message: string): void;
+  info(fields: Record<string, unknown>, message: string): void;
+  warn(fields: Record<string, unknown>, message: string): void;
+  error(fields: Record<string, unknown>, message: string): void;
+}
+
+export interface LoggerOptions {
+  level?: Level | 'silent';
+  /** One readable line per entry instead of JSON, for a terminal. */
+  pretty?: boolean;
+  /** Where lines go; stdout by default (tests pass a collecting stream). */
+  destination?: DestinationStream;
+}
+
+const SECRET_KEYS = ['token', 'password', 'authorization', 'cookie', 'githubToken', 'gitToken', 'registryPassword', 'bearerToken', 'clientKey', 'client-key-data'];
+
+/**
+ * Paths pino censors. pino's `*` matches exactly one level, so each secret key is listed at the top
+ * level and up to three levels down (e.g. `err.request.headers.authorization` from an HTTP client error).
+ */
+export const REDACT_PATHS: readonly string[] = Object.freeze(
+  SECRET_KEYS.flatMap((key) => {
+    const k = /^[A-Za-z_$][\w$]*$/.test(key) ? key : `["${key}"]`;
+    const join = (prefix: string) => (k.startsWith('[') ? `${prefix}${k}` : `${prefix}.${k}`);
+    return [k, join('*'), join('*.*'), join('*.*.*')];
+  }).concat(['headers["set-cookie"]', '*.headers["set-cookie"]', '*.*.headers["set-cookie"]', 'headers["proxy-authorization"]', '*.headers["proxy-authorization"]']),
+);
+
+const LEVEL_NAMES: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
+
+/** A destination that turns pino's JSON lines into `time LEVEL message key=value ...` (after redaction). */
+function prettyDestination(target: DestinationStream): DestinationStream {
+  return {
+    write(line: string) {
+      let entry: Record<string, unknown>;
+      try {
+        entry = JSON.parse(line) as Record<string, unknown>;
+      } catch {
+        target.write(line);
+        return;
+      }
+      const { level, time, msg, pid: _pid, hostname: _hostname, ...fields } = entry;
+      const rest = Object.entries(fields).map(([key, value]) => `${key}=${typeof value === 'string' ? value : JSON.stringify(value)}`);
+      const stamp = typeof time === 'number' ? new Date(time).toISOString() : '';
+      target.write(`${stamp} ${LEVEL_NAMES[level as number] ?? String(level)} ${String(msg ?? '')}${rest.length ? ` ${rest.join(' ')}` : ''}\n`);
+    },
+  };
+}
+
+/** A pino logger writing JSON lines (or pretty lines) to stdout, with credentials redacted. */
+export function createLogger(options: LoggerOptions = {}): Logger {
+  const destination = options.destination ?? pino.destination({ dest: 1, sync: true });
+  return pino(
+    {
+      level: options.level ?? 'info',
+      redact: { paths: [...REDACT_PATHS], censor: '[Redacted]' },
+    },
+    options.pretty ? prettyDestination(destination) : destination,
+  );
+}
+
+/** The object a reconcile works on, as log fields. */
+export interface ObjectRefFields {
+  kind: string;
+  namespace?: string;
+  name: string;
+}
+
+/** A child logger that stamps every line with the object being reconciled. */
+export function reconcileLogger(base: Logger, ref: ObjectRefFields, extra: Record<string, unknown> = {}): Logger {
+  const fields: Record<string, unknown> = { kind: ref.kind, name: ref.name, ...extra };
+  if (ref.namespace !== undefined) fields['namespace'] = ref.namespace;
+  return base.child(fields);
+}

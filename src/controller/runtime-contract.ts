@@ -1,0 +1,66 @@
+// The contract between the controller's runtime (watching, queueing, leading, serving health) and
+// its reconcilers. The runtime knows nothing about cluster stacks; reconcilers know nothing about
+// informers or HTTP.
+import type { KubeObject } from '../api/types.js';
+
+/** A kind the controller watches. `namespace` undefined = all namespaces. */
+export interface WatchedKind {
+  group: string;
+  version: string;
+  kind: string;
+  plural: string;
+  namespaced: boolean;
+  /** Kinds that may not be installed (Flux, Argo CD, a provider): absent ones are skipped, rechecked later. */
+  optional?: boolean;
+}
+
+export type WatchEventType = 'add' | 'update' | 'delete';
+
+/** What watch callbacks receive; they only turn it into queue keys. */
+export interface WatchEvent {
+  type: WatchEventType;
+  kind: WatchedKind;
+  object: KubeObject;
+}
+
+/** Read access to the watched objects (the informers' caches). */
+export interface ObjectCache {
+  list(kind: WatchedKind): KubeObject[];
+  get(kind: WatchedKind, namespace: string | undefined, name: string): KubeObject | undefined;
+  /** True once every required kind has listed at least once. */
+  synced(): boolean;
+}
+
+/** A keyed work queue: deduplicates keys, bounded concurrency, exponential backoff with jitter. */
+export interface WorkQueue {
+  add(key: string): void;
+  addAfter(key: string, delayMs: number): void;
+  /** Keys waiting (for the queue-depth metric). */
+  readonly depth: number;
+}
+
+/** Metrics the reconcilers record; the runtime exposes them at /metrics in Prometheus format. */
+export interface ControllerMetrics {
+  reconcileTotal(result: 'success' | 'error' | 'requeue'): void;
+  renderDuration(seconds: number): void;
+  publishDuration(seconds: number): void;
+  helmProcesses(count: number): void;
+  remoteRequest(kind: 'github' | 'oci' | 'git', outcome: 'ok' | 'error'): void;
+}
+
+/** Timer handle of a Clock (opaque). */
+export type ClockTimer = unknown;
+
+/** Time and timers, injected so tests can move time without sleeping. */
+export interface Clock {
+  now(): number;
+  setTimeout(callback: () => void, ms: number): ClockTimer;
+  clearTimeout(timer: ClockTimer): void;
+}
+
+/** The real clock. */
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  setTimeout: (callback, ms) => setTimeout(callback, ms),
+  clearTimeout: (timer) => clearTimeout(timer as ReturnType<typeof setTimeout>),
+};

@@ -1,0 +1,155 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { LeaderElector, type LeaderElectorOptions } from '../../src/controller/leader-election.js';
+import type { RuntimeLogger } from '../../src/controller/logger.js';
+import { systemClock, type Clock } from '../../src/controller/runtime-contract.js';
+import { startFakeKubeApi, type FakeKubeApi, type KubeObject } from '../support/fake-kube-api/index.js';
+
+const NS = 'kube-system';
+const LEASE = 'clusterstack-gitops-controller';
+
+const quietLogger: RuntimeLogger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
+
+async function waitFor(condition: () => boolean, what: string, timeoutMs = 3000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/** Real timers, with a wall clock the test can move ahead (as if this replica's time ran later). */
+function skewedClock(): Clock & { skewMs: number } {
+  const clock = { ...systemClock, skewMs: 0, now: () => Date.now() + clock.skewMs };
+  return clock;
+}
+
+interface Candidate {
+  elector: LeaderElector;
+  log: string[];
+  run: Promise<void>;
+}
+
+describe('LeaderElector', () => {
+  let api: FakeKubeApi;
+  const electors: LeaderElector[] = [];
+
+  beforeEach(async () => {
+    api = await startFakeKubeApi();
+  });
+
+  afterEach(async () => {
+    for (const elector of electors.splice(0)) await elector.stop();
+    await api.close();
+  });
+
+  const lease = () => api.get('coordination.k8s.io/v1', 'Lease', NS, LEASE) as (KubeObject & { spec?: Record<string, unknown> }) | undefined;
+
+  function candidate(identity: string, options: Partial<LeaderElectorOptions> = {}): Candidate {
+    const elector = new LeaderElector({
+      kubeConfig: api.kubeConfig(),
+      namespace: NS,
+      name: LEASE,
+      identity,
+      leaseDurationMs: 1000,
+      renewDeadlineMs: 400,
+      retryPeriodMs: 50,
+      logger: quietLogger,
+      ...options,
+    });
+    electors.push(elector);
+    const log: string[] = [];
+    const run = elector.run({
+      onStartedLeading: () => void log.push('started'),
+      onStoppedLeading: () => void log.push('stopped'),
+      onNewLeader: (holder) => void log.push(`leader:${holder ?? ''}`),
+    });
+    return { elector, log, run };
+  }
+
+  it('lets exactly one of two candidates lead, and hands over when the leader stops', async () => {
+    const a = candidate('pod-a');
+    const b = candidate('pod-b');
+    await waitFor(() => a.elector.isLeader() || b.elector.isLeader(), 'a leader');
+    // Both keep polling for a while: still only one leader.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect([a.elector.isLeader(), b.elector.isLeader()].filter(Boolean)).toHaveLength(1);
+    const [leader, standby] = a.elector.isLeader() ? [a, b] : [b, a];
+    const leaderName = leader === a ? 'pod-a' : 'pod-b';
+    expect(lease()?.spec).toMatchObject({ holderIdentity: leaderName, leaseDurationSeconds: 1, leaseTransitions: 0 });
+    expect(standby.log).toEqual([`leader:${leaderName}`]);
+    // renewTime is a MicroTime on the wire: six fractional digits, as a real API server demands.
+    expect(lease()?.spec?.['renewTime']).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
+
+    await leader.elector.stop();
+    await leader.run;
+    expect(leader.log).toEqual([`leader:${leaderName}`, 'started', 'stopped']);
+    expect(leader.elector.isLeader()).toBe(false);
+
+    // Released, not expired: the standby takes over within a retry period or two.
+    await waitFor(() => standby.elector.isLeader(), 'the standby to take over', 500);
+    const standbyName = leaderName === 'pod-a' ? 'pod-b' : 'pod-a';
+    expect(lease()?.spec).toMatchObject({ holderIdentity: standbyName, leaseTransitions: 1 });
+    expect(standby.log).toEqual([`leader:${leaderName}`, 'leader:', `leader:${standbyName}`, 'started']);
+  });
+
+  it('keeps renewing while leading', async () => {
+    const a = candidate('pod-a');
+    await waitFor(() => a.elector.isLeader(), 'leadership');
+    const first = String(lease()?.spec?.['renewTime']);
+    await waitFor(() => String(lease()?.spec?.['renewTime']) !== first, 'a renewal');
+    expect(lease()?.spec).toMatchObject({ holderIdentity: 'pod-a', leaseTransitions: 0 });
+  });
+
+  it('waits for a lease held by someone else to expire, then takes it over', async () => {
+    const now = new Date();
+    api.seed({
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { name: LEASE, namespace: NS },
+      spec: { holderIdentity: 'crashed-pod', leaseDurationSeconds: 15, acquireTime: now.toISOString(), renewTime: now.toISOString(), leaseTransitions: 4 },
+    });
+    const clock = skewedClock();
+    const b = candidate('pod-b', { clock });
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(b.elector.isLeader()).toBe(false);
+    expect(lease()?.spec?.['holderIdentity']).toBe('crashed-pod');
+
+    clock.skewMs = 16_000;
+    await waitFor(() => b.elector.isLeader(), 'the takeover after expiry');
+    expect(lease()?.spec).toMatchObject({ holderIdentity: 'pod-b', leaseTransitions: 5 });
+  });
+
+  it('gives up leadership when it cannot renew before the deadline', async () => {
+    const a = candidate('pod-a');
+    await waitFor(() => a.elector.isLeader(), 'leadership');
+    api.failNext({ pathIncludes: `/leases/${LEASE}`, status: 500, times: 1000 });
+    await a.run;
+    expect(a.elector.isLeader()).toBe(false);
+    expect(a.log.slice(-2)).toEqual(['started', 'stopped']);
+  });
+
+  it('passes a signal that aborts when leadership ends, and ends leadership when onStartedLeading fails', async () => {
+    const elector = new LeaderElector({ kubeConfig: api.kubeConfig(), namespace: NS, name: LEASE, identity: 'pod-a', leaseDurationMs: 1000, renewDeadlineMs: 400, retryPeriodMs: 50, logger: quietLogger });
+    electors.push(elector);
+    let signal: AbortSignal | undefined;
+    const stopped: string[] = [];
+    const run = elector.run({
+      onStartedLeading: async (s) => {
+        signal = s;
+        throw new Error('controller failed to start');
+      },
+      onStoppedLeading: () => void stopped.push('stopped'),
+    });
+    await expect(run).rejects.toThrow('controller failed to start');
+    expect(signal?.aborted).toBe(true);
+    expect(stopped).toEqual(['stopped']);
+    // It released the lease on the way out.
+    expect(lease()?.spec?.['holderIdentity']).toBeUndefined();
+  });
+
+  it('refuses timings that cannot work', () => {
+    const base = { kubeConfig: api.kubeConfig(), namespace: NS, name: LEASE, identity: 'x', logger: quietLogger };
+    expect(() => new LeaderElector({ ...base, leaseDurationMs: 1000, renewDeadlineMs: 1000, retryPeriodMs: 100 })).toThrow(/leaseDurationMs must be greater/);
+    expect(() => new LeaderElector({ ...base, leaseDurationMs: 1000, renewDeadlineMs: 100, retryPeriodMs: 100 })).toThrow(/renewDeadlineMs must be greater/);
+  });
+});
