@@ -12,6 +12,8 @@ export interface ChangeSummary {
   body: string;
   /** Git trailers, e.g. { 'Clusterstack-Input-Digest': 'sha256:...' }. */
   trailers: Record<string, string>;
+  /** Pull-request mode: the PR's title and (Markdown) body; `title` and `body` when absent. */
+  pullRequest?: { title: string; body: string };
 }
 
 export interface PublishResult {

@@ -25,6 +25,8 @@ export interface FakeGitHub {
   /** One release per sub-directory of `dir`, named by its tag; its files become the assets. */
   addReleasesFromDirectory(owner: string, name: string, dir: string): Promise<FakeRelease[]>;
   pulls(owner: string, name: string): FakePullRequest[];
+  /** Opens a pull request as someone else would (no request logged); `head` is `branch` or `owner:branch`. */
+  addPull(owner: string, name: string, spec: { title: string; head: string; base: string; body?: string }): FakePullRequest;
 
   /** Makes the next matching request(s) fail: an HTTP status, a hang, or a truncated download. */
   addFault(spec: FaultSpec): void;
@@ -53,6 +55,11 @@ export async function startFakeGitHub(options: FakeGitHubOptions = {}): Promise<
     addRelease: (owner, name, spec) => store.addRelease(owner, name, spec),
     addReleasesFromDirectory: (owner, name, dir) => store.addReleasesFromDirectory(owner, name, dir),
     pulls: (owner, name) => store.repo(owner, name)?.pulls ?? [],
+    addPull: (owner, name, spec) => {
+      const created = store.createPull(store.addRepo(owner, name), spec, options.now?.() ?? new Date());
+      if (created === 'duplicate') throw new Error(`an open pull request for ${spec.head} into ${spec.base} exists already`);
+      return created;
+    },
     addFault: (spec) => server.addFault(spec),
     clearFaults: () => server.clearFaults(),
     exhaustRateLimit: (seconds) => server.exhaustRateLimit(seconds),

@@ -13,6 +13,11 @@ export interface FakeGitHubOptions {
   pathPrefix?: string;
   /** Tokens the server accepts. A request with any other token gets 401 "Bad credentials". */
   tokens?: string[];
+  /**
+   * Accepted tokens that may read but not write: the repository reports `permissions.push: false`
+   * and pull-request writes answer 403 "Resource not accessible by personal access token".
+   */
+  readOnlyTokens?: string[];
   /** Requests per rate-limit window (GitHub: 60 unauthenticated). Default 5000. */
   rateLimit?: number;
   /** Length of a rate-limit window in seconds. Default 3600. */
@@ -40,7 +45,8 @@ export interface GitHubRequestRecord {
 }
 
 export type FaultKind =
-  | { status: number; message?: string; headers?: Record<string, string> }
+  /** Answers with this status and `{message}`, or with `body` as JSON when given (e.g. `[]` for a stale list). */
+  | { status: number; message?: string; headers?: Record<string, string>; body?: unknown }
   | { hang: true }
   /** Sends the full Content-Length, half the body, then closes the connection. */
   | { closeEarly: true }
@@ -194,7 +200,8 @@ export class FakeGitHubServer {
       return; // Never answers; close() destroys the socket.
     }
     if (fault && 'status' in fault) {
-      send(fault.status, { 'content-type': 'application/json; charset=utf-8', ...fault.headers }, JSON.stringify({ message: fault.message ?? `injected ${fault.status}` }));
+      const body = fault.body !== undefined ? fault.body : { message: fault.message ?? `injected ${fault.status}` };
+      send(fault.status, { 'content-type': 'application/json; charset=utf-8', ...fault.headers }, JSON.stringify(body));
       return;
     }
     try {
@@ -246,14 +253,17 @@ export class FakeGitHubServer {
     return createHash('sha256').update(`${this.downloadSecret}:${assetId}`).digest('hex').slice(0, 16);
   }
 
-  /** Checks the token and the rate limit; returns whether the caller is authenticated. */
-  private admit(req: IncomingMessage, record: GitHubRequestRecord): boolean {
+  /** Checks the token and the rate limit; returns whether the caller is authenticated and may write. */
+  private admit(req: IncomingMessage, record: GitHubRequestRecord): { authenticated: boolean; canWrite: boolean } {
     const authorization = req.headers.authorization;
     let authenticated = false;
+    let canWrite = false;
     if (authorization !== undefined) {
       const token = authorization.replace(/^(token|bearer)\s+/i, '');
-      if (!(this.options.tokens ?? []).includes(token)) throw new HttpError(401, 'Bad credentials');
+      const readOnly = (this.options.readOnlyTokens ?? []).includes(token);
+      if (!(this.options.tokens ?? []).includes(token) && !readOnly) throw new HttpError(401, 'Bad credentials');
       authenticated = true;
+      canWrite = !readOnly;
     }
     if (this.epochSeconds() >= this.rate.reset) {
       this.rate.remaining = this.rate.limit;
@@ -264,7 +274,7 @@ export class FakeGitHubServer {
       record.rateLimited = true;
       throw new HttpError(403, `API rate limit exceeded for 127.0.0.1. (But here's the good news: Authenticated requests get a higher rate limit. Check out the documentation for more details.)`);
     }
-    return authenticated;
+    return { authenticated, canWrite };
   }
 
   private count(record: GitHubRequestRecord): void {
@@ -287,7 +297,7 @@ export class FakeGitHubServer {
       send(200, { 'content-type': 'application/json; charset=utf-8', ...this.rateHeaders() }, JSON.stringify({ resources: { core: this.rate }, rate: this.rate }));
       return;
     }
-    const authenticated = this.admit(req, record);
+    const { authenticated, canWrite } = this.admit(req, record);
     const json = (status: number, data: unknown, headers: Record<string, string> = {}): void => {
       send(status, { 'content-type': 'application/json; charset=utf-8', ...this.rateHeaders(), ...headers }, JSON.stringify(data));
     };
@@ -320,7 +330,16 @@ export class FakeGitHubServer {
     const base = `${this.apiUrl}/repos/${repo.owner}/${repo.name}`;
 
     if (method === 'GET' && rest === '') {
-      conditional({ id: 1, name: repo.name, full_name: `${repo.owner}/${repo.name}`, private: repo.private, default_branch: repo.defaultBranch, owner: { login: repo.owner } });
+      conditional({
+        id: 1,
+        name: repo.name,
+        full_name: `${repo.owner}/${repo.name}`,
+        private: repo.private,
+        default_branch: repo.defaultBranch,
+        owner: { login: repo.owner },
+        // As on GitHub: only authenticated callers see what their token may do.
+        ...(authenticated ? { permissions: { admin: false, maintain: false, push: canWrite, triage: canWrite, pull: true } } : {}),
+      });
       return;
     }
     if (method === 'GET' && rest === '/releases') {
@@ -357,8 +376,9 @@ export class FakeGitHubServer {
       }
       return;
     }
-    if (rest === '/pulls' || /^\/pulls\/\d+$/.test(rest)) {
+    if (rest === '/pulls' || /^\/pulls\/\d+$/.test(rest) || /^\/issues\/\d+\/comments$/.test(rest)) {
       this.count(record);
+      if (method !== 'GET' && authenticated && !canWrite) throw new HttpError(403, 'Resource not accessible by personal access token');
       await this.servePulls(req, url, repo, rest, json);
       return;
     }
@@ -388,6 +408,17 @@ export class FakeGitHubServer {
         throw new HttpError(422, 'Validation Failed', { errors: [{ resource: 'PullRequest', code: 'custom', message: `A pull request already exists for ${label}.` }] });
       }
       json(201, this.pullJson(repo, created));
+      return;
+    }
+    const comment = /^\/issues\/(\d+)\/comments$/.exec(rest);
+    if (comment && method === 'POST') {
+      // Pull requests are issues too: GitHub comments on both through the issues API.
+      const target = repo.pulls.find((candidate) => candidate.number === Number(comment[1]));
+      if (!target) throw new HttpError(404, 'Not Found');
+      const input = JSON.parse((await readBody(req)) || '{}') as { body?: string };
+      if (!input.body) throw new HttpError(422, 'Validation Failed', { errors: [{ resource: 'IssueComment', code: 'missing_field', field: 'body' }] });
+      target.comments.push(input.body);
+      json(201, { id: 900_000 + target.comments.length, body: input.body, html_url: `https://github.example/${repo.owner}/${repo.name}/pull/${target.number}#issuecomment-${target.comments.length}` });
       return;
     }
     const number = Number(rest.slice('/pulls/'.length));

@@ -35,6 +35,8 @@ export interface FakePullRequest {
   draft: boolean;
   createdAt: string;
   updatedAt: string;
+  /** Bodies of the comments posted on it, oldest first. */
+  comments: string[];
 }
 
 export interface FakeRepo {
@@ -153,6 +155,7 @@ export class FakeGitHubStore {
       draft: spec.draft ?? false,
       createdAt: now.toISOString(),
       updatedAt: now.toISOString(),
+      comments: [],
     };
     repo.pulls.push(pull);
     return pull;
