@@ -4,6 +4,8 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { DirectoryPublisher } from '../../gitops/directory-publisher.js';
 import { GitPublisher } from '../../gitops/git-publisher.js';
+import { OciArtifactPublisher, parseOciArtifactReference } from '../../gitops/oci-artifact-publisher.js';
+import { PullRequestPublisher } from '../../gitops/pull-request-publisher.js';
 import type { Publisher } from '../../gitops/publisher.js';
 import { createHelmDependencies } from '../../renderers/helm-dependencies.js';
 import { parseGitOpsEngine, type WiringOptions } from '../../gitops/wiring/render-wiring.js';
@@ -14,12 +16,13 @@ import { buildPlan } from '../plan/build-plan.js';
 import { planReport, reportHasProblems } from '../plan/plan-report.js';
 import { sha256Hex } from '../release/content-digest.js';
 import { compareTrees, summarizeChanges } from '../render/change-summary.js';
+import { renderPullRequestBody } from '../render/pull-request-body.js';
 import { type RenderProgress, renderOutput, type WithheldEntry } from '../render/render-output.js';
 import { SECRET_POLICIES, type SecretPolicy } from '../render/secret-policy.js';
 import { type CliIo, EXIT_OK, UsageError } from './cli-io.js';
 import { configFromFlags, isRemoteLocation, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, sourceOpenerFrom } from './common-options.js';
 
-export const RENDER_USAGE = `Usage: clusterstack render <files or dirs...> --release-source <source> (--output <dir> | --git <repo>) [options]
+export const RENDER_USAGE = `Usage: clusterstack render <files or dirs...> --release-source <source> (--output <dir> | --git <repo> | --oci <ref>) [options]
 
 Renders the ClusterClass side of every kept release and the addons of every Cluster into plain
 manifests, and writes them to a directory or commits them to a Git repository (only when they
@@ -31,6 +34,15 @@ Output (one of):
                            created. HTTPS remotes take their token from CLUSTERSTACK_GIT_TOKEN
   --branch <name>          branch to commit to (default: main)
   --path <subdir>          directory inside the repository for the tree (default: the root)
+  --pull-request           with --git <GitHub URL>: propose the change as a pull request from its
+                           own branch (GITHUB_TOKEN) instead of committing to --branch
+  --pr-branch <name>       the pull request's branch (default: clusterstack/render-<branch>-<hash>)
+  --pr-when-unnecessary <close|leave>  what to do with the open pull request when a later render
+                           matches the base branch again (default: close)
+  --pr-template <file>     Handlebars template for the pull request body
+  --github-repo <owner/repo>  the GitHub repository of --git, when its URL does not say (mirrors)
+  --oci <oci://registry/repo:tag>  push the tree as one OCI artifact (a reproducible gzip tar layer)
+  --oci-source <url>       the org.opencontainers.image.source annotation (e.g. the inputs' Git URL)
 
 Options:
 ${SOURCE_HELP}
@@ -50,7 +62,9 @@ GitOps wiring (written under flux/ or argocd/ in the tree):
 export interface RenderReport {
   target: string;
   changed: boolean;
+  /** Commit sha (Git, pull request) or manifest digest (OCI); null when nothing changed. */
   commit: string | null;
+  pullRequest?: string;
   files: { written: string[]; removed: string[] };
   withheld: { kind: 'release' | 'cluster'; namespace: string; name: string; reason: string; previousOutputKept: boolean }[];
   summary: string;
@@ -67,6 +81,13 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
       ...SOURCE_OPTIONS,
       output: { type: 'string' },
       git: { type: 'string' },
+      oci: { type: 'string' },
+      'oci-source': { type: 'string' },
+      'pull-request': { type: 'boolean', default: false },
+      'pr-branch': { type: 'string' },
+      'pr-when-unnecessary': { type: 'string', default: 'close' },
+      'pr-template': { type: 'string' },
+      'github-repo': { type: 'string' },
       branch: { type: 'string', default: 'main' },
       path: { type: 'string', default: '' },
       secrets: { type: 'string', default: 'refuse' },
@@ -83,7 +104,9 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   });
   if (positionals.length === 0) throw new UsageError('render needs at least one input file or directory');
   if (!values['release-source']) throw new UsageError('render needs --release-source (a directory, github:owner/repo or oci://registry/repo)');
-  if (Boolean(values.output) === Boolean(values.git)) throw new UsageError('render needs exactly one of --output <dir> or --git <repo>');
+  if ([values.output, values.git, values.oci].filter(Boolean).length !== 1) throw new UsageError('render needs exactly one of --output <dir>, --git <repo> or --oci <oci://registry/repo:tag>');
+  if (values['pull-request'] && !values.git) throw new UsageError('--pull-request needs --git <GitHub repository URL>');
+  if (values['pr-when-unnecessary'] !== 'close' && values['pr-when-unnecessary'] !== 'leave') throw new UsageError(`--pr-when-unnecessary must be close or leave, not "${values['pr-when-unnecessary']}"`);
   if (!SECRET_POLICIES.includes(values.secrets as SecretPolicy)) throw new UsageError(`--secrets must be one of ${SECRET_POLICIES.join(', ')}, not "${values.secrets}"`);
 
   const gitops = wiringFromFlags(values);
@@ -96,6 +119,7 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   };
   const readmeTemplate = values['readme-template'] ? await readTemplate(values['readme-template'], io.cwd, '--readme-template') : undefined;
   const commitTemplate = values['commit-template'] ? await readTemplate(values['commit-template'], io.cwd, '--commit-template') : undefined;
+  const prTemplate = values['pr-template'] ? await readTemplate(values['pr-template'], io.cwd, '--pr-template') : undefined;
 
   // Observe and decide; any problem with the inputs stops here, before anything is written.
   const manifests = await readInputFiles(positionals.map((input) => path.resolve(io.cwd, input)), isRemoteLocation(location) ? [] : [location]);
@@ -118,13 +142,16 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
     ...(showProgress ? { onProgress: (progress: RenderProgress) => io.stderr(`\rrendering: releases ${progress.releasesDone}/${progress.releasesTotal}, clusters ${progress.clustersDone}/${progress.clustersTotal}   `) } : {}),
   });
   if (showProgress) io.stderr('\n');
-  const change = summarizeChanges(compareTrees(previous, outcome.tree), outcome.provenance.inputDigest);
+  const changes = compareTrees(previous, outcome.tree);
+  const change = summarizeChanges(changes, outcome.provenance.inputDigest);
+  if (values['pull-request']) change.pullRequest = { title: change.title, body: renderPullRequestBody(changes, outcome.summary, prTemplate) };
   const result = await publisher.publish(outcome.tree, change);
 
   const report: RenderReport = {
     target: publisher.target,
     changed: result.changed,
     commit: result.changed ? result.revision : null,
+    ...(result.pullRequest ? { pullRequest: result.pullRequest } : {}),
     files: { written: result.written, removed: result.removed },
     withheld: outcome.withheld.map(toReportEntry),
     summary: result.changed ? change.title : 'nothing changed',
@@ -137,26 +164,67 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
 }
 
 /** The wiring options from the flags; undefined for --gitops none. Checked again (fully) before rendering. */
-function wiringFromFlags(values: { gitops: string; 'gitops-url'?: string | undefined; 'gitops-namespace'?: string | undefined; 'gitops-name': string; 'gitops-secret'?: string | undefined; git?: string | undefined; branch: string; path: string }): WiringOptions | undefined {
+function wiringFromFlags(values: { gitops: string; 'gitops-url'?: string | undefined; 'gitops-namespace'?: string | undefined; 'gitops-name': string; 'gitops-secret'?: string | undefined; git?: string | undefined; oci?: string | undefined; branch: string; path: string }): WiringOptions | undefined {
   const engine = parseGitOpsEngine(values.gitops);
   if (engine === 'none') return undefined;
+  const secret = values['gitops-secret'] ? { secretName: values['gitops-secret'] } : {};
+  const base = { engine, name: values['gitops-name'], namespace: values['gitops-namespace'] ?? (engine === 'flux' ? 'flux-system' : 'argocd') };
+  if (values.oci) {
+    const reference = parseOciArtifactReference(values.oci);
+    return { ...base, source: { kind: 'oci', url: `oci://${reference.registry}/${reference.repository}`, tag: reference.tag, ...secret } };
+  }
   const url = values['gitops-url'] ?? (values.git && isUrl(values.git) ? values.git : undefined);
   if (!url) throw new UsageError(`--gitops ${engine} needs --gitops-url: the URL ${engine === 'flux' ? 'Flux' : 'Argo CD'} fetches the rendered tree from`);
-  return {
-    engine,
-    name: values['gitops-name'],
-    namespace: values['gitops-namespace'] ?? (engine === 'flux' ? 'flux-system' : 'argocd'),
-    source: { kind: 'git', url, branch: values.branch, path: values.path, ...(values['gitops-secret'] ? { secretName: values['gitops-secret'] } : {}) },
-  };
+  return { ...base, source: { kind: 'git', url, branch: values.branch, path: values.path, ...secret } };
 }
 
 function toReportEntry(entry: WithheldEntry): RenderReport['withheld'][number] {
   return { kind: entry.kind, namespace: entry.namespace, name: entry.name, reason: entry.reason, previousOutputKept: entry.previousKept };
 }
 
-function createPublisher(values: { output?: string | undefined; git?: string | undefined; branch: string; path: string }, config: Readonly<Config>, io: CliIo, messageTemplate: string | undefined): Publisher {
+interface OutputFlags {
+  output?: string | undefined;
+  git?: string | undefined;
+  oci?: string | undefined;
+  'oci-source'?: string | undefined;
+  'plain-http'?: boolean | undefined;
+  'pull-request': boolean;
+  'pr-branch'?: string | undefined;
+  'pr-when-unnecessary': string;
+  'github-repo'?: string | undefined;
+  branch: string;
+  path: string;
+}
+
+function createPublisher(values: OutputFlags, config: Readonly<Config>, io: CliIo, messageTemplate: string | undefined): Publisher {
   if (values.output) return new DirectoryPublisher(path.resolve(io.cwd, values.output));
+  if (values.oci) {
+    return new OciArtifactPublisher({
+      reference: values.oci,
+      plainHttp: values['plain-http'] ?? false,
+      tempDir: config.cacheDir,
+      ...(values['oci-source'] ? { source: values['oci-source'] } : {}),
+      ...(config.registryUsername && config.registryPassword ? { credentials: { username: config.registryUsername, password: config.registryPassword } } : {}),
+    });
+  }
   const repository = isUrl(values.git!) ? values.git! : path.resolve(io.cwd, values.git!);
+  if (values['pull-request']) {
+    return new PullRequestPublisher({
+      git: {
+        repository,
+        baseBranch: values.branch,
+        path: values.path,
+        workDir: path.join(config.cacheDir, 'git-pr', sha256Hex(`${repository}\n${values.branch}\n${values.path}`).slice(0, 16)),
+        author: { name: config.gitAuthorName, email: config.gitAuthorEmail },
+        env: config.childEnv,
+        ...(config.gitToken ? { token: config.gitToken } : {}),
+        ...(messageTemplate !== undefined ? { messageTemplate } : {}),
+      },
+      github: { ...(config.githubApiUrl ? { baseUrl: config.githubApiUrl } : {}), ...(config.githubToken ? { token: config.githubToken } : {}), ...githubRepository(values['github-repo']) },
+      whenUnnecessary: values['pr-when-unnecessary'] as 'close' | 'leave',
+      ...(values['pr-branch'] ? { branch: values['pr-branch'] } : {}),
+    });
+  }
   return new GitPublisher({
     repository,
     branch: values.branch,
@@ -167,6 +235,13 @@ function createPublisher(values: { output?: string | undefined; git?: string | u
     ...(config.gitToken ? { token: config.gitToken } : {}),
     ...(messageTemplate !== undefined ? { messageTemplate } : {}),
   });
+}
+
+function githubRepository(value: string | undefined): { owner?: string; repo?: string } {
+  if (value === undefined) return {};
+  const match = /^([A-Za-z0-9_.-]+)\/([A-Za-z0-9_.-]+)$/.exec(value);
+  if (!match) throw new UsageError(`--github-repo must be <owner>/<repo>, not "${value}"`);
+  return { owner: match[1]!, repo: match[2]! };
 }
 
 function isUrl(value: string): boolean {
@@ -186,7 +261,8 @@ function formatRenderReport(report: RenderReport, body: string): string {
   if (report.changed) {
     lines.push(`${report.summary}`);
     if (body) lines.push(body);
-    lines.push(`${report.files.written.length} files written, ${report.files.removed.length} removed in ${report.target}${report.commit ? ` (commit ${report.commit.slice(0, 12)})` : ''}`);
+    lines.push(`${report.files.written.length} files written, ${report.files.removed.length} removed in ${report.target}${report.commit ? ` (${report.commit.startsWith('sha256:') ? report.commit : `commit ${report.commit.slice(0, 12)}`})` : ''}`);
+    if (report.pullRequest) lines.push(`Pull request: ${report.pullRequest}`);
   } else {
     lines.push(`Nothing changed: ${report.target} already holds this render.`);
     for (const entry of report.withheld) lines.push(`- Withheld ${entry.kind} ${entry.namespace}/${entry.name}: ${entry.reason}${entry.previousOutputKept ? ' (previous output kept)' : ''}`);
