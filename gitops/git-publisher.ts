@@ -13,6 +13,7 @@ import path from 'node:path';
 import type { ChangeSummary, Publisher, PublishResult, RenderedTree } from './publisher.js';
 import { PublishError } from './publish-error.js';
 import { checkTreePaths, normalizeSubdir } from './tree-paths.js';
+import { syncWorkTree } from './sync-work-tree.js';
 import { compileCommitMessage, type CommitMessageRenderer } from './commit-message.js';
 import { GitCommand, type GitIdentity } from './git-command.js';
 import { parseGitRemote, type GitRemote } from './git-remote.js';
@@ -215,12 +216,7 @@ export class GitPublisher implements Publisher {
 
   /** Replaces everything under the path with `tree` and stages it; returns what changed. */
   private async stageTree(workspace: Workspace, tree: RenderedTree): Promise<StagedChanges> {
-    const root = await this.clearPath(workspace.dir);
-    for (const file of [...tree.keys()].sort()) {
-      const target = path.join(root, ...file.split('/'));
-      await mkdir(path.dirname(target), { recursive: true });
-      await writeFile(target, tree.get(file) ?? '', 'utf8');
-    }
+    await syncWorkTree(workspace.dir, this.subdir, tree);
     const pathspec = this.subdir === '' ? '.' : this.subdir;
     // --force: a .gitignore in the repository must not silently keep a rendered file out.
     await workspace.git.run(['add', '--all', '--force', '--', pathspec], 'git add');
@@ -235,28 +231,6 @@ export class GitPublisher implements Publisher {
       (code.startsWith('D') ? removed : written).push(relative);
     }
     return { written: written.sort(), removed: removed.sort() };
-  }
-
-  /** Removes the path's directory (the whole work tree but .git for the root); returns it, recreated. */
-  private async clearPath(dir: string): Promise<string> {
-    if (this.subdir === '') {
-      for (const entry of await readdir(dir)) if (entry !== '.git') await rm(path.join(dir, entry), { recursive: true, force: true });
-      return dir;
-    }
-    // A symbolic link on the way would send the removal (and the writes) outside the repository.
-    const segments = this.subdir.split('/');
-    for (let end = 1; end <= segments.length; end++) {
-      const prefix = path.join(dir, ...segments.slice(0, end));
-      const info = await lstat(prefix).catch(() => undefined);
-      if (info === undefined) break;
-      if (info.isSymbolicLink()) {
-        throw new PublishError('invalid-target', `--path ${this.subdir}: ${segments.slice(0, end).join('/')} is a symbolic link in the repository; give a real directory`);
-      }
-    }
-    const root = path.join(dir, ...segments);
-    await rm(root, { recursive: true, force: true });
-    await mkdir(root, { recursive: true });
-    return root;
   }
 
   private async commit(workspace: Workspace, message: string): Promise<string> {

@@ -29,6 +29,7 @@ import { parseGitRemote, type GitRemote } from './git-remote.js';
 import type { ChangeSummary, Publisher, PublishResult, RenderedTree } from './publisher.js';
 import { PublishError } from './publish-error.js';
 import { checkTreePaths, normalizeSubdir } from './tree-paths.js';
+import { syncWorkTree } from './sync-work-tree.js';
 
 export const GITHUB_API_URL = 'https://api.github.com';
 /** The trailer that marks a commit as made by a render (with our identity): such commits may be replaced. */
@@ -395,17 +396,7 @@ export class PullRequestPublisher implements Publisher {
   private async stage(git: GitCommand, commit: string, tree: RenderedTree): Promise<string> {
     await git.run(['checkout', '--quiet', '--force', '--detach', commit], 'git checkout');
     await git.run(['clean', '-ffdxq'], 'git clean');
-    const root = this.subdir === '' ? this.workDir : path.join(this.workDir, ...this.subdir.split('/'));
-    if (this.subdir === '') {
-      for (const entry of await readdir(root)) if (entry !== '.git') await rm(path.join(root, entry), { recursive: true, force: true });
-    } else {
-      await rm(root, { recursive: true, force: true });
-    }
-    for (const file of [...tree.keys()].sort()) {
-      const target = path.join(root, ...file.split('/'));
-      await mkdir(path.dirname(target), { recursive: true });
-      await writeFile(target, tree.get(file) ?? '', 'utf8');
-    }
+    await syncWorkTree(this.workDir, this.subdir, tree);
     // --force: a .gitignore in the repository must not silently keep a rendered file out.
     await git.run(['add', '--all', '--force', '--', this.subdir === '' ? '.' : this.subdir], 'git add');
     return (await git.run(['write-tree'], 'git write-tree')).trim();

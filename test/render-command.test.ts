@@ -284,7 +284,7 @@ describe('clusterstack render (bad input: clear message, nothing written)', () =
 
   it('rejects an unknown --secrets policy and a missing output', async () => {
     expect((await runClusterstack(['render', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--output', 'x', '--secrets', 'maybe'])).stderr).toMatch(/--secrets must be one of refuse, drop, allow/);
-    expect((await runClusterstack(['render', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES])).stderr).toMatch(/exactly one of --output <dir> or --git <repo>/);
+    expect((await runClusterstack(['render', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES])).stderr).toMatch(/exactly one of --output <dir>, --git <repo> or --oci/);
   });
 });
 

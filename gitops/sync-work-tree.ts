@@ -1,0 +1,48 @@
+// Makes a directory of a Git work tree hold exactly a rendered tree, shared by the Git and
+// pull-request publishers.
+import { lstat, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { FILE_CONCURRENCY, mapBounded } from '../src/bounded-parallel.js';
+import type { RenderedTree } from './publisher.js';
+import { PublishError } from './publish-error.js';
+
+/**
+ * Makes `<dir>/<subdir>` hold exactly `tree`, touching only files that differ: rewriting unchanged
+ * files would change their mtimes and make git hash every one of them again (seconds for thousands
+ * of files). Files outside `subdir` and `.git` are never touched; symbolic links inside are replaced,
+ * never written through, and one on the way to `subdir` is refused.
+ */
+export async function syncWorkTree(dir: string, subdir: string, tree: RenderedTree): Promise<void> {
+  const segments = subdir === '' ? [] : subdir.split('/');
+  for (let end = 1; end <= segments.length; end++) {
+    const info = await lstat(path.join(dir, ...segments.slice(0, end))).catch(() => undefined);
+    if (info === undefined) break;
+    if (info.isSymbolicLink()) {
+      throw new PublishError('invalid-target', `--path ${subdir}: ${segments.slice(0, end).join('/')} is a symbolic link in the repository; give a real directory`);
+    }
+  }
+  const root = path.join(dir, ...segments);
+  const existing = new Map<string, 'file' | 'other'>();
+  const walk = async (relative: string): Promise<void> => {
+    const entries = await readdir(path.join(root, relative), { withFileTypes: true }).catch(() => []);
+    await Promise.all(
+      entries.map(async (entry) => {
+        if (relative === '' && segments.length === 0 && entry.name === '.git') return;
+        const child = relative === '' ? entry.name : `${relative}/${entry.name}`;
+        if (entry.isDirectory()) await walk(child);
+        else existing.set(child, entry.isFile() ? 'file' : 'other');
+      }),
+    );
+  };
+  await walk('');
+  const stale = [...existing].filter(([file, kind]) => kind !== 'file' || !tree.has(file)).map(([file]) => file);
+  await mapBounded(stale, FILE_CONCURRENCY, (file) => rm(path.join(root, ...file.split('/')), { force: true }));
+  const files = [...tree.keys()].sort();
+  for (const directory of new Set(files.map((file) => path.dirname(path.join(root, ...file.split('/')))))) await mkdir(directory, { recursive: true });
+  await mapBounded(files, FILE_CONCURRENCY, async (file) => {
+    const target = path.join(root, ...file.split('/'));
+    const content = tree.get(file) ?? '';
+    if (existing.get(file) === 'file' && (await readFile(target, 'utf8').catch(() => undefined)) === content) return;
+    await writeFile(target, content, 'utf8');
+  });
+}
