@@ -63,3 +63,126 @@ export function resolveConfig(env: NodeJS.ProcessEnv, flags: ConfigFlags = {}): 
   for (const [key, value] of optional) if (value !== undefined) (config as unknown as Record<string, string>)[key] = value;
   return Object.freeze(config);
 }
+
+/** `clusterstack controller` settings: flags win over the environment, which wins over defaults. */
+export interface ControllerSettings {
+  /** Release source for stacks that name none (a directory, github:owner/repo, oci://registry/repo). */
+  releaseSource: string;
+  /** Output: a Git repository (path or URL) or a directory; exactly one is set. */
+  git?: string;
+  output?: string;
+  branch: string;
+  /** Directory inside the repository for the tree ('' = root). */
+  path: string;
+  secrets: string;
+  /** none | flux | argocd (checked by the command). */
+  gitops: string;
+  /** Where Flux or Argo CD fetch the tree from, for the generated wiring (default: the --git URL). */
+  gitopsUrl?: string;
+  gitopsNamespace?: string;
+  gitopsName: string;
+  gitopsSecret?: string;
+  /** Watch only this namespace; undefined = all. */
+  namespace?: string;
+  /** `[host]:port` of /healthz, /readyz and /metrics; '0' disables the server. */
+  metricsAddr: string;
+  leaderElect: boolean;
+  leaseNamespace: string;
+  leaseName: string;
+  /** This replica's name in the Lease and in Events: the pod name. */
+  identity: string;
+  /** Where Argo CD cluster Secrets are kept. */
+  argocdNamespace: string;
+  /** A kubeconfig file; undefined = the in-cluster service account. */
+  kubeconfig?: string;
+  logLevel: string;
+  /** Changes within this window go out in one publish. */
+  batchWindowMs: number;
+  /** Sources are listed again and the target compared at least this often. */
+  resyncMs: number;
+}
+
+export const CONTROLLER_ENVIRONMENT = {
+  releaseSource: 'CLUSTERSTACK_RELEASE_SOURCE',
+  git: 'CLUSTERSTACK_GIT',
+  output: 'CLUSTERSTACK_OUTPUT',
+  branch: 'CLUSTERSTACK_BRANCH',
+  path: 'CLUSTERSTACK_PATH',
+  secrets: 'CLUSTERSTACK_SECRETS',
+  gitops: 'CLUSTERSTACK_GITOPS',
+  gitopsUrl: 'CLUSTERSTACK_GITOPS_URL',
+  gitopsNamespace: 'CLUSTERSTACK_GITOPS_NAMESPACE',
+  gitopsName: 'CLUSTERSTACK_GITOPS_NAME',
+  gitopsSecret: 'CLUSTERSTACK_GITOPS_SECRET',
+  namespace: 'CLUSTERSTACK_WATCH_NAMESPACE',
+  metricsAddr: 'CLUSTERSTACK_METRICS_ADDR',
+  leaderElect: 'CLUSTERSTACK_LEADER_ELECT',
+  leaseNamespace: 'CLUSTERSTACK_LEASE_NAMESPACE',
+  argocdNamespace: 'CLUSTERSTACK_ARGOCD_NAMESPACE',
+  logLevel: 'CLUSTERSTACK_LOG_LEVEL',
+  batchWindow: 'CLUSTERSTACK_BATCH_WINDOW',
+  resync: 'CLUSTERSTACK_RESYNC',
+  /** Set from the downward API in deploy/: the pod's name and namespace. */
+  podName: 'POD_NAME',
+  podNamespace: 'POD_NAMESPACE',
+  kubeconfig: 'KUBECONFIG',
+} as const;
+
+export type ControllerFlags = Partial<Record<keyof Omit<ControllerSettings, 'leaderElect' | 'batchWindowMs' | 'resyncMs'>, string>> & {
+  leaderElect?: boolean;
+  batchWindow?: string;
+  resync?: string;
+};
+
+/** `500ms`, `2s`, `5m`, `1h` or plain milliseconds; throws on anything else. */
+export function parseDuration(value: string, what: string): number {
+  const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(value.trim());
+  if (!match) throw new Error(`${what} must be a duration such as 500ms, 2s or 5m, not "${value}"`);
+  const factor = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(match[2] ?? 'ms') as 'ms' | 's' | 'm' | 'h'];
+  return Math.round(Number(match[1]) * factor);
+}
+
+function booleanSetting(value: string | undefined, what: string): boolean | undefined {
+  if (value === undefined) return undefined;
+  if (/^(true|1|yes)$/i.test(value.trim())) return true;
+  if (/^(false|0|no)$/i.test(value.trim())) return false;
+  throw new Error(`${what} must be true or false, not "${value}"`);
+}
+
+/** Resolves the controller's settings once; throws an Error naming the flag or variable that is wrong. */
+export function resolveControllerSettings(env: NodeJS.ProcessEnv, flags: ControllerFlags = {}): Readonly<ControllerSettings> {
+  const E = CONTROLLER_ENVIRONMENT;
+  const pick = (flag: string | undefined, variable: string): string | undefined => nonEmpty(flag) ?? nonEmpty(env[variable]);
+  const releaseSource = pick(flags.releaseSource, E.releaseSource);
+  if (!releaseSource) throw new Error(`controller needs --release-source (or ${E.releaseSource}): a directory, github:owner/repo or oci://registry/repo`);
+  const podNamespace = nonEmpty(env[E.podNamespace]);
+  const settings: ControllerSettings = {
+    releaseSource,
+    branch: pick(flags.branch, E.branch) ?? 'main',
+    path: pick(flags.path, E.path) ?? '',
+    secrets: pick(flags.secrets, E.secrets) ?? 'refuse',
+    gitops: pick(flags.gitops, E.gitops) ?? 'none',
+    gitopsName: pick(flags.gitopsName, E.gitopsName) ?? 'clusterstacks',
+    metricsAddr: pick(flags.metricsAddr, E.metricsAddr) ?? ':8080',
+    leaderElect: flags.leaderElect ?? booleanSetting(nonEmpty(env[E.leaderElect]), E.leaderElect) ?? false,
+    leaseNamespace: pick(flags.leaseNamespace, E.leaseNamespace) ?? podNamespace ?? 'clusterstack-system',
+    leaseName: pick(flags.leaseName, 'CLUSTERSTACK_LEASE_NAME') ?? 'clusterstack-gitops-controller',
+    identity: pick(flags.identity, E.podName) ?? `${os.hostname()}-${process.pid}`,
+    argocdNamespace: pick(flags.argocdNamespace, E.argocdNamespace) ?? 'argocd',
+    logLevel: pick(flags.logLevel, E.logLevel) ?? 'info',
+    batchWindowMs: parseDuration(pick(flags.batchWindow, E.batchWindow) ?? '1s', `--batch-window / ${E.batchWindow}`),
+    resyncMs: parseDuration(pick(flags.resync, E.resync) ?? '5m', `--resync / ${E.resync}`),
+  };
+  const optional: [keyof ControllerSettings, string | undefined][] = [
+    ['git', pick(flags.git, E.git)],
+    ['output', pick(flags.output, E.output)],
+    ['gitopsUrl', pick(flags.gitopsUrl, E.gitopsUrl)],
+    ['gitopsNamespace', pick(flags.gitopsNamespace, E.gitopsNamespace)],
+    ['gitopsSecret', pick(flags.gitopsSecret, E.gitopsSecret)],
+    ['namespace', pick(flags.namespace, E.namespace)],
+    ['kubeconfig', pick(flags.kubeconfig, E.kubeconfig)],
+  ];
+  for (const [key, value] of optional) if (value !== undefined) (settings as unknown as Record<string, string>)[key] = value;
+  if (Boolean(settings.git) === Boolean(settings.output)) throw new Error(`controller needs exactly one of --git <repo> (${E.git}) or --output <dir> (${E.output})`);
+  return Object.freeze(settings);
+}

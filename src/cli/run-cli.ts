@@ -5,6 +5,7 @@ import { PLAN_USAGE, planCommand } from './plan-command.js';
 import { RENDER_USAGE, renderCommand } from './render-command.js';
 import { RELEASES_USAGE, releasesCommand } from './releases-command.js';
 import { CACHE_USAGE, cacheCommand } from './cache-command.js';
+import { CONTROLLER_USAGE, controllerCommand } from './controller-command.js';
 
 /** Errors a person fixes by changing inputs, charts or configuration (exit 1, not 3). */
 const USER_FIXABLE = new Set(['SecretRefusedError', 'HelmRenderError', 'HelmNotFoundError', 'TemplateError', 'UnsafeArchiveError', 'ManifestParseError', 'ValuesTemplateError']);
@@ -16,6 +17,7 @@ const COMMANDS: Record<string, { run: Command; usage: string; summary: string }>
   render: { run: renderCommand, usage: RENDER_USAGE, summary: 'render ClusterClasses and cluster addons into a directory or Git repository' },
   releases: { run: releasesCommand, usage: RELEASES_USAGE, summary: 'list the releases a source offers (releases list --source ...)' },
   cache: { run: cacheCommand, usage: CACHE_USAGE, summary: 'show the release cache size, or prune releases no stack keeps' },
+  controller: { run: controllerCommand, usage: CONTROLLER_USAGE, summary: 'run in the management cluster: watch, render and publish on every change, report status' },
 };
 
 function usage(): string {

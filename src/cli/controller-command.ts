@@ -1,0 +1,204 @@
+// `clusterstack controller --release-source <src> (--git <repo> | --output <dir>) [options]`
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { KubeConfig } from '@kubernetes/client-node';
+import { DirectoryPublisher } from '../../gitops/directory-publisher.js';
+import { GitPublisher } from '../../gitops/git-publisher.js';
+import type { Publisher } from '../../gitops/publisher.js';
+import { parseGitOpsEngine, type WiringOptions } from '../../gitops/wiring/render-wiring.js';
+import { createHelmDependencies } from '../../renderers/helm-dependencies.js';
+import { type Config, type ControllerSettings, resolveControllerSettings } from '../config.js';
+import { runController } from '../controller/controller.js';
+import { createKubeClient } from '../controller/kube-client.js';
+import { createLogger } from '../controller/logger.js';
+import { onShutdownSignals } from '../controller/shutdown.js';
+import { sha256Hex } from '../release/content-digest.js';
+import { SECRET_POLICIES, type SecretPolicy } from '../render/secret-policy.js';
+import { type CliIo, EXIT_FAILURE, EXIT_OK, UsageError } from './cli-io.js';
+import { configFromFlags, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, sourceOpenerFrom } from './common-options.js';
+
+export const CONTROLLER_USAGE = `Usage: clusterstack controller --release-source <source> (--git <repo> | --output <dir>) [options]
+
+Runs in the management cluster: watches ClusterStacks, Clusters and what it owns, renders and
+publishes on every change (one commit per burst of changes), and writes ClusterStackReleases,
+ClusterAddons, status conditions and Events back. Every flag has an environment variable.
+
+Output (one of):
+  --git <path or URL>        commit to this repository (CLUSTERSTACK_GIT); HTTPS token from CLUSTERSTACK_GIT_TOKEN
+  --output <dir>             write into a directory (CLUSTERSTACK_OUTPUT)
+  --branch <name>            branch (CLUSTERSTACK_BRANCH, default main)
+  --path <subdir>            directory inside the repository (CLUSTERSTACK_PATH, default the root)
+
+Rendering:
+${SOURCE_HELP}
+  --secrets <policy>         refuse (default) | drop | allow (CLUSTERSTACK_SECRETS)
+  --helm <path>              the helm binary (CLUSTERSTACK_HELM)
+
+GitOps (sync state read back into ManifestsSynced conditions):
+  --gitops <engine>          none (default) | flux | argocd (CLUSTERSTACK_GITOPS)
+  --gitops-url <url>         URL the engine fetches the tree from; with it, the wiring is generated
+                             under flux/ or argocd/ (CLUSTERSTACK_GITOPS_URL; default the --git URL)
+  --gitops-namespace <ns>    namespace of the wiring objects (default flux-system, or argocd)
+  --gitops-name <name>       base name of the wiring objects (default clusterstacks)
+  --gitops-secret <name>     Flux: Secret with the clone credentials (its name only)
+  --argocd-namespace <ns>    where Argo CD cluster Secrets are kept (CLUSTERSTACK_ARGOCD_NAMESPACE, default argocd)
+
+Running:
+  --namespace <ns>           watch only this namespace (CLUSTERSTACK_WATCH_NAMESPACE; default all)
+  --metrics-addr <addr>      /healthz, /readyz, /metrics on [host]:port (CLUSTERSTACK_METRICS_ADDR, default :8080; 0 = off)
+  --leader-elect             only the holder of a Lease publishes and writes (CLUSTERSTACK_LEADER_ELECT)
+  --lease-namespace <ns>     the Lease's namespace (CLUSTERSTACK_LEASE_NAMESPACE, default POD_NAMESPACE)
+  --kubeconfig <file>        default: KUBECONFIG, else the in-cluster service account
+  --log-level <level>        debug | info | warn | error (CLUSTERSTACK_LOG_LEVEL, default info)
+  --batch-window <duration>  changes within this window share one publish (CLUSTERSTACK_BATCH_WINDOW, default 1s)
+  --resync <duration>        list sources and compare the target at least this often (CLUSTERSTACK_RESYNC, default 5m)`;
+
+/** `[host]:port` -> host and port; `0` or empty disables the server. */
+export function parseListenAddress(value: string): { host?: string; port: number } | undefined {
+  if (value === '0' || value === '') return undefined;
+  const match = /^(?:\[?([^\]]*?)\]?)?:(\d+)$/.exec(value) ?? /^()(\d+)$/.exec(value);
+  if (!match || Number(match[2]) > 65535) throw new UsageError(`--metrics-addr must be [host]:port such as :8080, not "${value}"`);
+  return match[1] ? { host: match[1], port: Number(match[2]) } : { port: Number(match[2]) };
+}
+
+function isUrl(value: string): boolean {
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(value) || /^[^/]+@[^/]+:/.test(value);
+}
+
+function createPublisher(settings: ControllerSettings, config: Readonly<Config>, cwd: string): Publisher {
+  if (settings.output) return new DirectoryPublisher(path.resolve(cwd, settings.output));
+  const repository = isUrl(settings.git!) ? settings.git! : path.resolve(cwd, settings.git!);
+  return new GitPublisher({
+    repository,
+    branch: settings.branch,
+    path: settings.path,
+    workDir: path.join(config.cacheDir, 'git', sha256Hex(`${repository}\n${settings.branch}`).slice(0, 16)),
+    author: { name: config.gitAuthorName, email: config.gitAuthorEmail },
+    env: config.childEnv,
+    ...(config.gitToken ? { token: config.gitToken } : {}),
+  });
+}
+
+function wiringOf(settings: ControllerSettings, engine: WiringOptions['engine']): WiringOptions | undefined {
+  if (engine === 'none') return undefined;
+  const url = settings.gitopsUrl ?? (settings.git && isUrl(settings.git) ? settings.git : undefined);
+  if (!url) return undefined;
+  return {
+    engine,
+    name: settings.gitopsName,
+    namespace: settings.gitopsNamespace ?? (engine === 'flux' ? 'flux-system' : 'argocd'),
+    source: { kind: 'git', url, branch: settings.branch, path: settings.path, ...(settings.gitopsSecret ? { secretName: settings.gitopsSecret } : {}) },
+  };
+}
+
+export async function controllerCommand(args: string[], io: CliIo): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      ...SOURCE_OPTIONS,
+      git: { type: 'string' },
+      output: { type: 'string' },
+      branch: { type: 'string' },
+      path: { type: 'string' },
+      secrets: { type: 'string' },
+      helm: { type: 'string' },
+      gitops: { type: 'string' },
+      'gitops-url': { type: 'string' },
+      'gitops-namespace': { type: 'string' },
+      'gitops-name': { type: 'string' },
+      'gitops-secret': { type: 'string' },
+      'argocd-namespace': { type: 'string' },
+      namespace: { type: 'string' },
+      'metrics-addr': { type: 'string' },
+      'leader-elect': { type: 'boolean' },
+      'lease-namespace': { type: 'string' },
+      kubeconfig: { type: 'string' },
+      'log-level': { type: 'string' },
+      'batch-window': { type: 'string' },
+      resync: { type: 'string' },
+    },
+  });
+  let settings: Readonly<ControllerSettings>;
+  try {
+    settings = resolveControllerSettings(io.env, {
+      releaseSource: values['release-source'],
+      git: values.git,
+      output: values.output,
+      branch: values.branch,
+      path: values.path,
+      secrets: values.secrets,
+      gitops: values.gitops,
+      gitopsUrl: values['gitops-url'],
+      gitopsNamespace: values['gitops-namespace'],
+      gitopsName: values['gitops-name'],
+      gitopsSecret: values['gitops-secret'],
+      argocdNamespace: values['argocd-namespace'],
+      namespace: values.namespace,
+      metricsAddr: values['metrics-addr'],
+      ...(values['leader-elect'] !== undefined ? { leaderElect: values['leader-elect'] } : {}),
+      leaseNamespace: values['lease-namespace'],
+      kubeconfig: values.kubeconfig,
+      logLevel: values['log-level'],
+      batchWindow: values['batch-window'],
+      resync: values.resync,
+    });
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  if (!SECRET_POLICIES.includes(settings.secrets as SecretPolicy)) throw new UsageError(`--secrets must be one of ${SECRET_POLICIES.join(', ')}, not "${settings.secrets}"`);
+  let engine: WiringOptions['engine'];
+  try {
+    engine = parseGitOpsEngine(settings.gitops);
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  if (!['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'].includes(settings.logLevel)) throw new UsageError(`--log-level must be debug, info, warn or error, not "${settings.logLevel}"`);
+  const listen = parseListenAddress(settings.metricsAddr);
+
+  const config = configFromFlags(values, io);
+  const logger = createLogger({ level: settings.logLevel as 'info' });
+  const kubeConfig = new KubeConfig();
+  try {
+    if (settings.kubeconfig) kubeConfig.loadFromFile(path.resolve(io.cwd, settings.kubeconfig));
+    else kubeConfig.loadFromCluster();
+  } catch (error) {
+    throw new UsageError(`cannot load the Kubernetes configuration (${(error as Error).message}); run in a pod or give --kubeconfig`);
+  }
+  const wiring = wiringOf(settings, engine);
+  if (engine !== 'none' && !wiring) logger.info({ engine }, 'No --gitops-url: wiring is not generated; sync state is read from existing objects');
+
+  const runtime = await runController({
+    kubeConfig,
+    kube: createKubeClient({ kubeConfig, identity: settings.identity }),
+    publisher: createPublisher(settings, config, io.cwd),
+    revisionKind: settings.git ? 'commit' : 'none',
+    defaultSource: resolveLocation(settings.releaseSource, io.cwd),
+    openSource: sourceOpenerFrom(config, values, (message) => logger.warn({ warning: message }, 'Release source warning')),
+    workDir: config.cacheDir,
+    helm: createHelmDependencies({ ...(config.helmBinary ? { configured: config.helmBinary } : {}), pathEnv: config.pathEnv, workDir: path.join(config.cacheDir, 'helm') }),
+    secrets: settings.secrets as SecretPolicy,
+    engine,
+    ...(wiring ? { wiring } : {}),
+    outputPath: settings.path,
+    argocdNamespace: settings.argocdNamespace,
+    ...(settings.namespace ? { watchNamespace: settings.namespace } : {}),
+    logger,
+    resyncMs: settings.resyncMs,
+    batchWindowMs: settings.batchWindowMs,
+    ...(settings.leaderElect ? { leaderElection: { namespace: settings.leaseNamespace, name: settings.leaseName, identity: settings.identity } } : {}),
+    ...(listen ? { health: listen } : {}),
+  });
+  logger.info(
+    { target: settings.git ?? settings.output, gitops: engine, namespace: settings.namespace ?? 'all', leaderElect: settings.leaderElect, identity: settings.identity, health: runtime.healthUrl ?? 'off' },
+    'Controller started',
+  );
+  const removeSignals = onShutdownSignals(() => runtime.stop(), { timeoutMs: 30_000, logger });
+  const { reason } = await runtime.done;
+  removeSignals();
+  logger.info({ reason }, 'Controller stopped');
+  if (reason !== 'stopped') {
+    io.stderr(`error: controller stopped: ${reason}\n`);
+    return EXIT_FAILURE;
+  }
+  return EXIT_OK;
+}

@@ -1,0 +1,228 @@
+// The few Kubernetes API calls the reconcilers make, over client-node: read one object, create,
+// merge-patch (object or status subresource), delete, the Argo CD cluster Secrets, and Events.
+// Reconcilers receive the narrow slice they call (`StatusWriter`, `ObjectWriter`, ...), never the client.
+import { createHash } from 'node:crypto';
+import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
+import type { KubeObject } from '../api/types.js';
+import { describeKubeError, httpStatusOf } from './informer-set.js';
+import type { EventIntent } from './status/event-intents.js';
+
+/** A kind as the REST API addresses it. */
+export interface ResourceKind {
+  group: string;
+  version: string;
+  plural: string;
+}
+
+/** A failed API call: the HTTP status and the Status message, never headers or bodies with credentials. */
+export class KubeRequestError extends Error {
+  constructor(readonly status: number | undefined, readonly operation: string, message: string) {
+    super(`${operation}: ${status ? `HTTP ${status}: ` : ''}${message}`);
+    this.name = 'KubeRequestError';
+  }
+
+  get conflict(): boolean {
+    return this.status === 409;
+  }
+
+  get notFound(): boolean {
+    return this.status === 404;
+  }
+}
+
+function wrap(error: unknown, operation: string): KubeRequestError {
+  if (error instanceof KubeRequestError) return error;
+  const summary = describeKubeError(error);
+  return new KubeRequestError(httpStatusOf(error), operation, String(summary['message'] ?? 'request failed'));
+}
+
+/** The Secret fields the controller reads. */
+export interface SecretData {
+  metadata: { name: string; namespace?: string; labels?: Record<string, string>; resourceVersion?: string };
+  data?: Record<string, string>;
+}
+
+export interface ObjectReader {
+  get(kind: ResourceKind, namespace: string, name: string): Promise<KubeObject | undefined>;
+}
+
+export interface StatusWriter extends ObjectReader {
+  /** Merge-patches the status subresource; a `metadata.resourceVersion` in the patch makes it conditional (409). */
+  patchStatus(kind: ResourceKind, namespace: string, name: string, patch: Record<string, unknown>): Promise<KubeObject>;
+}
+
+export interface ObjectWriter extends StatusWriter {
+  create(kind: ResourceKind, namespace: string, object: KubeObject): Promise<KubeObject>;
+  /** Merge-patches the object (metadata, spec). */
+  patch(kind: ResourceKind, namespace: string, name: string, patch: Record<string, unknown>): Promise<KubeObject>;
+  /** Replaces `.spec` as a whole (a JSON patch), so fields the template dropped disappear. */
+  replaceSpec(kind: ResourceKind, namespace: string, name: string, spec: unknown, resourceVersion?: string): Promise<KubeObject>;
+  /** Deletes; a missing object is fine. `uid` guards against deleting a recreated namesake. */
+  remove(kind: ResourceKind, namespace: string, name: string, uid?: string): Promise<void>;
+}
+
+export interface SecretStore {
+  readSecret(namespace: string, name: string): Promise<SecretData | undefined>;
+  listSecrets(namespace: string, labelSelector: string): Promise<SecretData[]>;
+  /** Creates or replaces (when `resourceVersion` is given) a Secret from `stringData`. */
+  writeSecret(secret: { metadata: { name: string; namespace: string; labels: Record<string, string> }; stringData: Record<string, string> }, resourceVersion?: string): Promise<void>;
+  deleteSecret(namespace: string, name: string): Promise<void>;
+}
+
+export interface EventSink {
+  recordEvent(intent: EventIntent): Promise<void>;
+}
+
+export type KubeClient = ObjectWriter & SecretStore & EventSink;
+
+export interface KubeClientOptions {
+  kubeConfig: KubeConfig;
+  /** `reportingInstance` of Events: the pod name. */
+  identity: string;
+  now?: () => Date;
+}
+
+const MERGE_PATCH = () => setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+const JSON_PATCH = () => setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
+export const EVENT_COMPONENT = 'clusterstack-gitops-controller';
+const MAX_EVENT_MESSAGE = 1024;
+
+/** Events are named by what they say, so the same event twice bumps a count instead of adding one. */
+export function eventName(intent: EventIntent): string {
+  const digest = createHash('sha256').update(`${intent.regarding.kind}\n${intent.regarding.uid ?? intent.regarding.name}\n${intent.reason}\n${intent.message}`).digest('hex');
+  const base = intent.regarding.name.slice(0, 200);
+  return `${base}.${digest.slice(0, 16)}`;
+}
+
+/** The controller's client-node based KubeClient. */
+export function createKubeClient(options: KubeClientOptions): KubeClient {
+  const custom = options.kubeConfig.makeApiClient(CustomObjectsApi);
+  const core = options.kubeConfig.makeApiClient(CoreV1Api);
+  const now = options.now ?? (() => new Date());
+  const describe = (kind: ResourceKind, namespace: string, name?: string) => `${kind.plural}.${kind.group || 'core'} ${namespace}/${name ?? ''}`;
+
+  return {
+    async get(kind, namespace, name) {
+      try {
+        return (await custom.getNamespacedCustomObject({ ...kind, namespace, name })) as KubeObject;
+      } catch (error) {
+        if (httpStatusOf(error) === 404) return undefined;
+        throw wrap(error, `get ${describe(kind, namespace, name)}`);
+      }
+    },
+    async create(kind, namespace, object) {
+      try {
+        return (await custom.createNamespacedCustomObject({ ...kind, namespace, body: object })) as KubeObject;
+      } catch (error) {
+        throw wrap(error, `create ${describe(kind, namespace, object.metadata.name)}`);
+      }
+    },
+    async patch(kind, namespace, name, patch) {
+      try {
+        return (await custom.patchNamespacedCustomObject({ ...kind, namespace, name, body: patch }, MERGE_PATCH())) as KubeObject;
+      } catch (error) {
+        throw wrap(error, `patch ${describe(kind, namespace, name)}`);
+      }
+    },
+    async replaceSpec(kind, namespace, name, spec, resourceVersion) {
+      const ops: unknown[] = [];
+      if (resourceVersion) ops.push({ op: 'test', path: '/metadata/resourceVersion', value: resourceVersion });
+      ops.push({ op: 'add', path: '/spec', value: spec });
+      try {
+        return (await custom.patchNamespacedCustomObject({ ...kind, namespace, name, body: ops }, JSON_PATCH())) as KubeObject;
+      } catch (error) {
+        throw wrap(error, `patch spec of ${describe(kind, namespace, name)}`);
+      }
+    },
+    async patchStatus(kind, namespace, name, patch) {
+      try {
+        return (await custom.patchNamespacedCustomObjectStatus({ ...kind, namespace, name, body: patch }, MERGE_PATCH())) as KubeObject;
+      } catch (error) {
+        throw wrap(error, `patch status of ${describe(kind, namespace, name)}`);
+      }
+    },
+    async remove(kind, namespace, name, uid) {
+      try {
+        await custom.deleteNamespacedCustomObject({ ...kind, namespace, name, ...(uid ? { body: { preconditions: { uid } } } : {}) });
+      } catch (error) {
+        if (httpStatusOf(error) === 404) return;
+        throw wrap(error, `delete ${describe(kind, namespace, name)}`);
+      }
+    },
+
+    async readSecret(namespace, name) {
+      try {
+        return toSecretData(await core.readNamespacedSecret({ namespace, name }));
+      } catch (error) {
+        if (httpStatusOf(error) === 404) return undefined;
+        throw wrap(error, `get secret ${namespace}/${name}`);
+      }
+    },
+    async listSecrets(namespace, labelSelector) {
+      try {
+        return (await core.listNamespacedSecret({ namespace, labelSelector })).items.map(toSecretData);
+      } catch (error) {
+        throw wrap(error, `list secrets in ${namespace}`);
+      }
+    },
+    async writeSecret(secret, resourceVersion) {
+      const body: V1Secret = { apiVersion: 'v1', kind: 'Secret', type: 'Opaque', metadata: { ...secret.metadata, ...(resourceVersion ? { resourceVersion } : {}) }, stringData: secret.stringData };
+      try {
+        if (resourceVersion) await core.replaceNamespacedSecret({ namespace: secret.metadata.namespace, name: secret.metadata.name, body });
+        else await core.createNamespacedSecret({ namespace: secret.metadata.namespace, body });
+      } catch (error) {
+        throw wrap(error, `${resourceVersion ? 'replace' : 'create'} secret ${secret.metadata.namespace}/${secret.metadata.name}`);
+      }
+    },
+    async deleteSecret(namespace, name) {
+      try {
+        await core.deleteNamespacedSecret({ namespace, name });
+      } catch (error) {
+        if (httpStatusOf(error) === 404) return;
+        throw wrap(error, `delete secret ${namespace}/${name}`);
+      }
+    },
+
+    async recordEvent(intent) {
+      const namespace = intent.regarding.namespace;
+      const name = eventName(intent);
+      const stamp = now();
+      const involvedObject = { apiVersion: intent.regarding.apiVersion, kind: intent.regarding.kind, name: intent.regarding.name, namespace, ...(intent.regarding.uid ? { uid: intent.regarding.uid } : {}) };
+      try {
+        await core.createNamespacedEvent({
+          namespace,
+          body: {
+            metadata: { name, namespace },
+            involvedObject,
+            reason: intent.reason,
+            message: intent.message.slice(0, MAX_EVENT_MESSAGE),
+            type: intent.type,
+            count: 1,
+            firstTimestamp: stamp,
+            lastTimestamp: stamp,
+            source: { component: EVENT_COMPONENT },
+            reportingComponent: EVENT_COMPONENT,
+            reportingInstance: options.identity,
+          },
+        });
+      } catch (error) {
+        if (httpStatusOf(error) !== 409) throw wrap(error, `create event ${namespace}/${name}`);
+        // The same event again: count it on the existing one.
+        try {
+          const existing = await core.readNamespacedEvent({ namespace, name });
+          await core.patchNamespacedEvent({ namespace, name, body: { count: (existing.count ?? 1) + 1, lastTimestamp: stamp.toISOString() } }, MERGE_PATCH());
+        } catch (patchError) {
+          throw wrap(patchError, `update event ${namespace}/${name}`);
+        }
+      }
+    },
+  };
+}
+
+function toSecretData(secret: V1Secret): SecretData {
+  const metadata: SecretData['metadata'] = { name: secret.metadata?.name ?? '' };
+  if (secret.metadata?.namespace) metadata.namespace = secret.metadata.namespace;
+  if (secret.metadata?.labels) metadata.labels = secret.metadata.labels;
+  if (secret.metadata?.resourceVersion) metadata.resourceVersion = secret.metadata.resourceVersion;
+  return secret.data ? { metadata, data: secret.data } : { metadata };
+}

@@ -1,0 +1,100 @@
+// Live objects as the render pipeline reads them: copies without server bookkeeping (status,
+// resourceVersion, managed fields, finalizers), so that status writes, ours or CAPI's, never change
+// the rendered output or its provenance. Invalid ClusterStacks fall back to their last valid spec.
+import { validateClusterStack } from '../api/validate.js';
+import type { CapiCluster, ClusterStack, KubeObject, ObjectMeta } from '../api/types.js';
+import type { ParsedManifests } from '../inputs/parse-manifests.js';
+import { groupOf } from '../inputs/classify-inputs.js';
+import { namespaceOf } from '../core/resolve-releases.js';
+import type { StackIssue } from './status/status-inputs.js';
+import { keyOf } from './status/owned-objects.js';
+
+const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
+/** The `source` live objects carry in problems (files have `file:line`). */
+export const LIVE_SOURCE = 'cluster';
+
+/** Name, namespace, labels and annotations: what a values template or a release source may read. */
+function stableMetadata(metadata: ObjectMeta): ObjectMeta {
+  const out: ObjectMeta = { name: metadata.name };
+  if (metadata.namespace) out.namespace = metadata.namespace;
+  if (metadata.labels && Object.keys(metadata.labels).length > 0) out.labels = { ...metadata.labels };
+  const annotations = Object.fromEntries(Object.entries(metadata.annotations ?? {}).filter(([key]) => key !== LAST_APPLIED));
+  if (Object.keys(annotations).length > 0) out.annotations = annotations;
+  return out;
+}
+
+/** The object without status and server-set metadata. */
+export function specOnly<T extends { apiVersion: string; kind: string; metadata: ObjectMeta }>(object: T): T {
+  const copy = structuredClone(object) as unknown as Record<string, unknown>;
+  delete copy['status'];
+  copy['metadata'] = stableMetadata(object.metadata);
+  return copy as unknown as T;
+}
+
+/** A provider release as resolution reads it: only whether it is ready. */
+function providerReadiness(object: KubeObject): KubeObject {
+  const ready = (object as { status?: { ready?: unknown } }).status?.ready === true;
+  return { apiVersion: object.apiVersion, kind: object.kind, metadata: stableMetadata(object.metadata), status: { ready } };
+}
+
+/** Objects a Cluster points at (control plane, infrastructure cluster): values templates read them. */
+export function referencedObjectKeys(cluster: CapiCluster): { apiVersion: string; kind: string; namespace: string; name: string }[] {
+  const refs = [cluster.spec?.controlPlaneRef, cluster.spec?.infrastructureRef];
+  return refs
+    .filter((ref): ref is NonNullable<typeof ref> => Boolean(ref?.kind && ref.name && ref.apiVersion))
+    .map((ref) => ({ apiVersion: ref.apiVersion!, kind: ref.kind!, namespace: ref.namespace ?? namespaceOf(cluster), name: ref.name! }));
+}
+
+export interface InputSnapshot {
+  stacks: ClusterStack[];
+  clusters: CapiCluster[];
+  providerReleases: KubeObject[];
+  /** Control planes and infrastructure clusters the Clusters reference. */
+  referenced: KubeObject[];
+}
+
+/** Remembers each ClusterStack's last valid spec across reconciles. */
+export class StackSpecMemory {
+  private readonly lastValid = new Map<string, ClusterStack>();
+
+  /**
+   * The stacks to render: valid ones as they are, invalid ones as their last valid version (when
+   * known). Every invalid one gets an InvalidSpec issue listing all its problems.
+   */
+  select(stacks: ClusterStack[], issues: Map<string, StackIssue>): ClusterStack[] {
+    const selected: ClusterStack[] = [];
+    const present = new Set<string>();
+    for (const live of stacks) {
+      const key = keyOf(live);
+      present.add(key);
+      const stack = specOnly(live);
+      const problems = validateClusterStack(stack);
+      if (problems.length === 0) {
+        this.lastValid.set(key, stack);
+        selected.push(stack);
+        continue;
+      }
+      const fallback = this.lastValid.get(key);
+      issues.set(key, { reason: 'InvalidSpec', problems: problems.map((problem) => `${problem.path ? `${problem.path} ` : ''}${problem.message}`), fallback: fallback !== undefined });
+      if (fallback) selected.push(fallback);
+    }
+    for (const key of [...this.lastValid.keys()]) if (!present.has(key)) this.lastValid.delete(key);
+    return selected;
+  }
+}
+
+/** The render pipeline's input, from live objects. */
+export function manifestsFrom(snapshot: InputSnapshot): ParsedManifests {
+  const objects: KubeObject[] = [
+    ...snapshot.stacks.map((stack) => stack as unknown as KubeObject),
+    ...snapshot.clusters.map((cluster) => specOnly(cluster) as KubeObject),
+    ...snapshot.providerReleases.map(providerReadiness),
+    ...snapshot.referenced.map((object) => specOnly(object)),
+  ];
+  return { objects: objects.map((object) => ({ object, source: LIVE_SOURCE })), problems: [] };
+}
+
+/** Whether `object` is one of `keys` (apiVersion group, kind, namespace, name). */
+export function isReferenced(object: KubeObject, keys: { apiVersion: string; kind: string; namespace: string; name: string }[]): boolean {
+  return keys.some((key) => key.kind === object.kind && key.name === object.metadata.name && key.namespace === namespaceOf(object) && groupOf(key.apiVersion) === groupOf(object.apiVersion));
+}

@@ -1,0 +1,134 @@
+// Publishing from the controller: the target's tree is read once at start and kept in memory; a
+// render equal to it publishes nothing; otherwise one publish (one commit) carries the whole change.
+// It also remembers in which revision each unit directory last changed, for status and sync checks.
+import type { Publisher, RenderedTree } from '../../gitops/publisher.js';
+import { compareTrees, summarizeChanges } from '../render/change-summary.js';
+import type { PublishState } from './status/status-inputs.js';
+
+const HISTORY_LIMIT = 1000;
+
+/** The unit directory a file belongs to (`management/<ns>/<release>`, `clusters/<ns>/<cluster>/<stage>`). */
+export function unitDirOf(file: string): string | undefined {
+  const parts = file.split('/');
+  if (parts[0] === 'management' && parts.length >= 4) return parts.slice(0, 3).join('/');
+  if (parts[0] === 'clusters' && parts.length >= 5) return parts.slice(0, 4).join('/');
+  return undefined;
+}
+
+/** Unit directories whose files differ between two trees. */
+export function dirtyUnitDirs(before: RenderedTree, after: RenderedTree): Set<string> {
+  const dirs = new Set<string>();
+  for (const file of new Set([...before.keys(), ...after.keys()])) {
+    if (before.get(file) === after.get(file) || file.endsWith('/kustomization.yaml')) continue;
+    const dir = unitDirOf(file);
+    if (dir) dirs.add(dir);
+  }
+  return dirs;
+}
+
+function sameTree(a: RenderedTree, b: RenderedTree): boolean {
+  if (a.size !== b.size) return false;
+  for (const [file, content] of a) if (b.get(file) !== content) return false;
+  return true;
+}
+
+export interface PublishAttempt {
+  state: PublishState;
+  /** Set when the publish failed in a way retrying may fix. */
+  retryable?: boolean;
+  durationSeconds?: number;
+}
+
+/** The controller's view of its publish target across reconciles. */
+export class PublishTracker {
+  private previous: RenderedTree | undefined;
+  private revision: string | null = null;
+  private published = false;
+  private lastFailed = false;
+  private lastCall = 0;
+  private readonly history: string[] = [];
+  private readonly unitRevisions = new Map<string, string>();
+
+  constructor(
+    private readonly publisher: Publisher,
+    private readonly options: { revisionKind: PublishState['revisionKind']; resyncMs: number; now?: () => number },
+  ) {}
+
+  get target(): string {
+    return this.publisher.target;
+  }
+
+  /** The tree the target holds, read on first use (throws when the target cannot be read). */
+  async previousTree(): Promise<RenderedTree> {
+    this.previous ??= await this.publisher.readPrevious();
+    return this.previous;
+  }
+
+  private baseState(outcome: PublishState['outcome'], dirty: Set<string>, message?: string): PublishState {
+    const state: PublishState = {
+      target: this.publisher.target,
+      revisionKind: this.options.revisionKind,
+      revision: this.revision,
+      outcome,
+      dirtyDirs: dirty,
+      order: { history: [...this.history], unitRevisions: new Map(this.unitRevisions) },
+    };
+    if (message !== undefined) state.message = message;
+    return state;
+  }
+
+  /** The state when nothing could be rendered or publishing is held back. */
+  skipped(message: string, tree?: RenderedTree): PublishState {
+    const dirty = tree && this.previous ? dirtyUnitDirs(this.previous, tree) : new Set<string>();
+    return this.baseState('skipped', dirty, message);
+  }
+
+  /** Publishes `tree` unless the target already holds it; never throws. */
+  async publish(tree: RenderedTree, inputDigest: string): Promise<PublishAttempt> {
+    const now = this.options.now ?? Date.now;
+    let previous: RenderedTree;
+    try {
+      previous = await this.previousTree();
+    } catch (error) {
+      return { state: this.baseState('failed', new Set(), errorText(error)), retryable: true };
+    }
+    const dirty = dirtyUnitDirs(previous, tree);
+    // Nothing rendered yet and nothing there: a README-only first commit would be noise.
+    if (previous.size === 0 && ![...tree.keys()].some((file) => unitDirOf(file) !== undefined)) return { state: this.baseState('unchanged', dirty) };
+    const resyncDue = now() - this.lastCall >= this.options.resyncMs;
+    if (this.published && !this.lastFailed && !resyncDue && sameTree(previous, tree)) return { state: this.baseState('unchanged', dirty) };
+    const started = now();
+    try {
+      const change = summarizeChanges(compareTrees(previous, tree), inputDigest);
+      const result = await this.publisher.publish(tree, change);
+      this.lastCall = now();
+      this.previous = tree;
+      this.published = true;
+      this.lastFailed = false;
+      this.revision = result.revision;
+      if (result.revision) this.record(result.revision, tree, dirty);
+      return { state: this.baseState(result.changed ? 'published' : 'unchanged', dirty), durationSeconds: (now() - started) / 1000 };
+    } catch (error) {
+      this.lastFailed = true;
+      this.lastCall = now();
+      const retryable = (error as { retryable?: unknown }).retryable;
+      return { state: this.baseState('failed', dirty, errorText(error)), retryable: retryable !== false, durationSeconds: (now() - started) / 1000 };
+    }
+  }
+
+  private record(revision: string, tree: RenderedTree, dirty: Set<string>): void {
+    if (this.history.at(-1) !== revision) this.history.push(revision);
+    if (this.history.length > HISTORY_LIMIT) this.history.splice(0, this.history.length - HISTORY_LIMIT);
+    const present = new Set<string>();
+    for (const file of tree.keys()) {
+      const dir = unitDirOf(file);
+      if (dir) present.add(dir);
+    }
+    for (const dir of present) if (dirty.has(dir) || !this.unitRevisions.has(dir)) this.unitRevisions.set(dir, revision);
+    for (const dir of [...this.unitRevisions.keys()]) if (!present.has(dir)) this.unitRevisions.delete(dir);
+  }
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,185 @@
+// One ClusterAddon per Cluster that uses a cluster stack class, owned by the Cluster: which class
+// and addon version were last rendered for it, its stages and objects, and whether they are in Git
+// and applied.
+import {
+  API_VERSION,
+  type CapiCluster,
+  type ClusterAddon,
+  type ClusterAddonStageStatus,
+  type ClusterAddonStatus,
+  type Condition,
+} from '../../api/types.js';
+import { clusterClassName, tryParseReleaseTag } from '../../core/release-tag.js';
+import { type ClusterResolution, namespaceOf, releaseMatchesStack } from '../../core/resolve-releases.js';
+import type { UnitRecord } from '../../render/render-output.js';
+import { falseCondition, mergeConditions, readySummary, trueCondition, unknownCondition, type DesiredCondition } from './conditions.js';
+import { eventOnFailure, regarding, type EventIntent } from './event-intents.js';
+import { controllerReference, isManagedByUs, keyOf, LABEL_CLUSTER_NAME, managedLabels, ownerOfKind } from './owned-objects.js';
+import type { StatusInputs } from './status-inputs.js';
+import { countsForReady, MANIFESTS_RENDERED, MANIFESTS_SYNCED, publishedCondition, syncedCondition } from './unit-conditions.js';
+import { resourceStatuses } from './unit-resources.js';
+
+export const CLUSTER_CLASS_AVAILABLE = 'ClusterClassAvailable';
+
+export interface DesiredAddon {
+  object: ClusterAddon;
+  status: ClusterAddonStatus;
+  live?: ClusterAddon;
+}
+
+export interface AddonChanges {
+  addons: DesiredAddon[];
+  /** ClusterAddons of ours whose Cluster is gone (normally garbage collected through the owner reference). */
+  toDelete: ClusterAddon[];
+  events: EventIntent[];
+}
+
+function classCondition(input: StatusInputs, cluster: ClusterResolution): DesiredCondition {
+  const versionProblem = cluster.problems.find((problem) => problem.path === 'spec.topology.version');
+  if (versionProblem) return falseCondition(CLUSTER_CLASS_AVAILABLE, 'KubernetesVersionMismatch', `spec.topology.version ${versionProblem.message}`, 'Error');
+  const tag = cluster.release ? tryParseReleaseTag(cluster.release) : undefined;
+  if (!cluster.stack) {
+    // A stack may exist but be unusable right now (invalid spec, source down): say so instead of "unknown".
+    const classNamespace = cluster.cluster.spec?.topology?.classNamespace ?? cluster.namespace;
+    const troubled = tag && input.live.stacks.find((stack) => namespaceOf(stack) === classNamespace && releaseMatchesStack(tag, stack) && input.stackIssues.has(keyOf(stack)));
+    if (troubled) {
+      return falseCondition(CLUSTER_CLASS_AVAILABLE, 'ClusterStackNotReady', `class ${cluster.className} belongs to ClusterStack ${keyOf(troubled)}, which cannot be resolved now (see its conditions); the previous addons stay in place`, 'Warning');
+    }
+    const message = cluster.problems.map((problem) => problem.message).join('; ') || `class ${cluster.className} belongs to no ClusterStack`;
+    return falseCondition(CLUSTER_CLASS_AVAILABLE, 'ClusterClassUnknown', `spec.topology.class ${message}`, 'Error');
+  }
+  const resolution = input.plan?.resolution.clusterStacks.find((stack) => stack.namespace === cluster.stack?.namespace && stack.name === cluster.stack?.name);
+  const decision = resolution?.releases.find((release) => release.name === cluster.release);
+  if (!decision) {
+    const message = cluster.problems.map((problem) => problem.message).join('; ') || `names ${cluster.className}, which is not a release of ClusterStack ${cluster.stack.namespace}/${cluster.stack.name}`;
+    return falseCondition(CLUSTER_CLASS_AVAILABLE, 'ClusterClassUnknown', `spec.topology.class ${message}`, 'Error');
+  }
+  if (!decision.ready) return falseCondition(CLUSTER_CLASS_AVAILABLE, 'ReleaseNotReady', `release ${decision.name} is not ready: ${decision.readyMessage ?? 'provider work pending'}`, 'Info');
+  const loaded = input.plan?.releases.get(decision.name);
+  if (loaded && !loaded.content) {
+    return falseCondition(CLUSTER_CLASS_AVAILABLE, 'ReleaseAssetsUnavailable', `release ${decision.name} could not be loaded (see ClusterStackRelease ${cluster.stack.namespace}/${decision.name})`, 'Warning');
+  }
+  return trueCondition(CLUSTER_CLASS_AVAILABLE, 'ClusterClassAvailable', `class ${cluster.className} is release ${decision.name} of ClusterStack ${cluster.stack.namespace}/${cluster.stack.name}`);
+}
+
+function stagePhase(dir: string, input: StatusInputs): { phase: string; synced: boolean } {
+  const verdict = input.sync.get(dir);
+  if (input.publish.dirtyDirs.has(dir) && input.publish.outcome !== 'published') return { phase: 'publishing manifests', synced: false };
+  if (input.engine === 'none') return { phase: 'published', synced: false };
+  if (!verdict) return { phase: 'waiting for GitOps', synced: false };
+  return { phase: verdict.state, synced: verdict.state === 'synced' };
+}
+
+function addonStatus(input: StatusInputs, cluster: ClusterResolution, units: UnitRecord[], live: ClusterAddon | undefined): ClusterAddonStatus {
+  const dirs = units.map((unit) => unit.dir);
+  const subject = `Cluster ${cluster.namespace}/${cluster.name}`;
+  const withheld = input.render?.withheld.find((entry) => entry.kind === 'cluster' && entry.namespace === cluster.namespace && entry.name === cluster.name);
+  const clusterClass = classCondition(input, cluster);
+  let rendered: DesiredCondition;
+  if (input.renderError) rendered = falseCondition(MANIFESTS_RENDERED, 'RenderFailed', `rendering failed: ${input.renderError}`, 'Error');
+  else if (withheld) {
+    rendered = falseCondition(
+      MANIFESTS_RENDERED,
+      'AddonsWithheld',
+      `the addons of ${subject} are withheld: ${withheld.reason}${withheld.previousKept ? '; the previously published addons stay in place' : ''}`,
+      'Warning',
+    );
+  } else if (units.length > 0) {
+    const first = units[0]!;
+    rendered = trueCondition(MANIFESTS_RENDERED, 'ManifestsRendered', `stages ${units.map((unit) => unit.stage).join(', ')} rendered from release ${first.release} (cluster addon ${first.addonVersion ?? '-'})`);
+  } else rendered = unknownCondition(MANIFESTS_RENDERED, 'RenderPending', 'the addons have not been rendered yet');
+  const published = publishedCondition(dirs, input.publish, subject);
+  const synced = syncedCondition(dirs, input.engine, input.sync);
+  const parts = [clusterClass, rendered, published, ...(countsForReady(input.engine) ? [synced] : [])];
+  const conditions = [clusterClass, rendered, published, synced, readySummary(parts, `the addons of ${subject} are ${countsForReady(input.engine) ? 'published and applied' : 'published'}`)];
+  const generation = live?.metadata.generation ?? 1;
+  const stages: ClusterAddonStageStatus[] = [...units]
+    .sort((a, b) => (a.order ?? 0) - (b.order ?? 0))
+    .map((unit) => ({ name: unit.stage ?? unit.dir, action: 'apply', ...stagePhase(unit.dir, input) }));
+  return {
+    ready: conditions.at(-1)?.status === 'True',
+    stages,
+    resources: units.length > 0 ? units.flatMap((unit) => resourceStatuses(input.unitObjects(unit), input.sync.get(unit.dir))) : (live?.status?.resources ?? []),
+    conditions: mergeConditions(live?.status?.conditions, conditions, input.now, generation),
+    observedGeneration: generation,
+  };
+}
+
+function desiredAddonObject(cluster: CapiCluster, units: UnitRecord[], live: ClusterAddon | undefined): ClusterAddon {
+  const spec: ClusterAddon['spec'] = {
+    clusterRef: { apiVersion: cluster.apiVersion, kind: 'Cluster', name: cluster.metadata.name, namespace: namespaceOf(cluster), ...(cluster.metadata.uid ? { uid: cluster.metadata.uid } : {}) },
+  };
+  // What was last rendered: the units in the output (including kept previous ones), else what the object says.
+  const tag = units[0] ? tryParseReleaseTag(units[0].release) : undefined;
+  const clusterStack = tag ? clusterClassName(tag) : live?.spec.clusterStack;
+  const version = units[0]?.addonVersion ?? live?.spec.version;
+  if (clusterStack) spec.clusterStack = clusterStack;
+  if (version) spec.version = version;
+  if (live?.spec.hook) spec.hook = live.spec.hook;
+  return {
+    apiVersion: API_VERSION,
+    kind: 'ClusterAddon',
+    metadata: {
+      name: cluster.metadata.name,
+      namespace: namespaceOf(cluster),
+      labels: managedLabels({ [LABEL_CLUSTER_NAME]: cluster.metadata.name }),
+      ownerReferences: [controllerReference(cluster)],
+    },
+    spec,
+  };
+}
+
+function addonEvents(input: StatusInputs, desired: DesiredAddon, dirs: string[]): EventIntent[] {
+  const events: EventIntent[] = [];
+  const subject = desired.live ?? desired.object;
+  const before: Condition[] | undefined = desired.live?.status?.conditions;
+  const after = desired.status.conditions ?? [];
+  for (const type of [CLUSTER_CLASS_AVAILABLE, MANIFESTS_RENDERED, MANIFESTS_SYNCED]) {
+    const condition = after.find((candidate) => candidate.type === type);
+    if (!condition || condition.reason === 'RenderFailed') continue;
+    const event = eventOnFailure(subject, before, condition);
+    if (event) events.push(event);
+  }
+  const changed = dirs.filter((dir) => input.publish.dirtyDirs.has(dir));
+  if (input.publish.outcome === 'published' && changed.length > 0) {
+    events.push({ regarding: regarding(subject), type: 'Normal', reason: 'ManifestsPublished', message: `${changed.join(', ')} published to ${input.publish.target}${input.publish.revision ? ` (${input.publish.revisionKind} ${input.publish.revision})` : ''}` });
+  }
+  return events;
+}
+
+/** Desired ClusterAddons of every Cluster that uses a cluster stack class. */
+export function desiredAddons(input: StatusInputs): AddonChanges {
+  const changes: AddonChanges = { addons: [], toDelete: [], events: [] };
+  if (!input.plan) return changes;
+  const liveByKey = new Map(input.live.addons.map((addon) => [keyOf(addon), addon]));
+  const liveClusters = new Map(input.live.clusters.map((cluster) => [keyOf(cluster), cluster]));
+  const units = new Map<string, UnitRecord[]>();
+  for (const unit of input.render?.provenance.units ?? []) {
+    if (unit.kind !== 'cluster-stage') continue;
+    const key = `${unit.namespace}/${unit.name}`;
+    units.set(key, [...(units.get(key) ?? []), unit]);
+  }
+  for (const cluster of input.plan.resolution.clusters) {
+    if (!cluster.managed) continue;
+    const key = `${cluster.namespace}/${cluster.name}`;
+    const liveCluster = liveClusters.get(key) ?? cluster.cluster;
+    const live = liveByKey.get(key);
+    if (!live && liveCluster.metadata.deletionTimestamp) continue;
+    if (live && ownerOfKind(live, 'Cluster') === undefined && !isManagedByUs(live)) continue; // someone else's
+    const clusterUnits = units.get(key) ?? [];
+    const desired: DesiredAddon = {
+      object: desiredAddonObject(liveCluster, clusterUnits, live),
+      status: addonStatus(input, cluster, clusterUnits, live),
+    };
+    if (live) desired.live = live;
+    changes.addons.push(desired);
+    changes.events.push(...addonEvents(input, desired, clusterUnits.map((unit) => unit.dir)));
+  }
+  // Ours, and its Cluster is gone or no longer uses a cluster stack class.
+  const managed = new Set(input.plan.resolution.clusters.filter((cluster) => cluster.managed).map((cluster) => `${cluster.namespace}/${cluster.name}`));
+  for (const addon of input.live.addons) {
+    if (!isManagedByUs(addon) || addon.metadata.deletionTimestamp || managed.has(keyOf(addon))) continue;
+    changes.toDelete.push(addon);
+  }
+  return changes;
+}

@@ -1,0 +1,37 @@
+// Kubernetes Events the controller records: decided from what changed between the status an object
+// has and the one it gets, so a steady state records nothing.
+import type { Condition, KubeObject } from '../../api/types.js';
+import { findCondition, type DesiredCondition } from './conditions.js';
+
+export interface EventRegarding {
+  apiVersion: string;
+  kind: string;
+  namespace: string;
+  name: string;
+  uid?: string;
+}
+
+export interface EventIntent {
+  regarding: EventRegarding;
+  type: 'Normal' | 'Warning';
+  /** PascalCase. */
+  reason: string;
+  message: string;
+}
+
+export function regarding(object: KubeObject | { apiVersion: string; kind: string; metadata: { namespace?: string; name: string; uid?: string } }): EventRegarding {
+  const ref: EventRegarding = { apiVersion: object.apiVersion, kind: object.kind, namespace: object.metadata.namespace ?? 'default', name: object.metadata.name };
+  if (object.metadata.uid) ref.uid = object.metadata.uid;
+  return ref;
+}
+
+/**
+ * A Warning event when a condition turns False (or changes reason while False), naming `reason`
+ * (defaults to the condition's reason).
+ */
+export function eventOnFailure(object: Parameters<typeof regarding>[0], before: Condition[] | undefined, after: DesiredCondition | Condition, reason?: string): EventIntent | undefined {
+  if (after.status !== 'False') return undefined;
+  const previous = findCondition(before, after.type);
+  if (previous && previous.status === 'False' && previous.reason === after.reason) return undefined;
+  return { regarding: regarding(object), type: 'Warning', reason: reason ?? after.reason ?? 'Failed', message: after.message ?? '' };
+}

@@ -1,0 +1,64 @@
+// Everything one reconcile observed and did, as the pure status computation reads it.
+import type { CapiCluster, ClusterAddon, ClusterStack, ClusterStackRelease, KubeObject } from '../../api/types.js';
+import type { Plan } from '../../plan/build-plan.js';
+import type { RenderOutcome, UnitRecord } from '../../render/render-output.js';
+import type { RevisionOrder, UnitSync } from './sync-state.js';
+import type { UnitObject } from './unit-resources.js';
+
+export type GitOpsEngineName = 'none' | 'flux' | 'argocd';
+
+/** The objects as the informer caches hold them. */
+export interface LiveObjects {
+  stacks: ClusterStack[];
+  clusters: CapiCluster[];
+  releases: ClusterStackRelease[];
+  addons: ClusterAddon[];
+  /** <Provider>ClusterStackRelease objects of the kinds the stacks reference. */
+  providerReleases: KubeObject[];
+  /** <Provider>ClusterStackReleaseTemplate objects the stacks reference. */
+  providerTemplates: KubeObject[];
+}
+
+/** Why a ClusterStack could not be resolved from its current spec or source. */
+export interface StackIssue {
+  reason: 'InvalidSpec' | 'ReleaseSourceUnavailable';
+  problems: string[];
+  /** The stack was still rendered: from its last valid spec, or from the last listing of its source. */
+  fallback: boolean;
+}
+
+export interface PublishState {
+  /** Printable target, no credentials. */
+  target: string;
+  revisionKind: 'commit' | 'digest' | 'none';
+  /** The revision the target holds now (after this round, or from before when it failed). */
+  revision: string | null;
+  /** What happened to this round's tree. */
+  outcome: 'published' | 'unchanged' | 'failed' | 'skipped';
+  /** The error (failed) or why nothing was published (skipped). */
+  message?: string;
+  /** Unit directories whose files differ between the target's previous tree and this round's. */
+  dirtyDirs: Set<string>;
+  order: RevisionOrder;
+}
+
+export interface StatusInputs {
+  /** ISO timestamp for new lastTransitionTimes. */
+  now: string;
+  engine: GitOpsEngineName;
+  live: LiveObjects;
+  /** Undefined when no plan could be built at all (the default release source failed). */
+  plan?: Plan;
+  /** Per ClusterStack key (`ns/name`). */
+  stackIssues: Map<string, StackIssue>;
+  render?: RenderOutcome;
+  renderError?: string;
+  publish: PublishState;
+  sync: Map<string, UnitSync>;
+  /** The objects of a rendered unit (memoised by the caller). */
+  unitObjects: (unit: UnitRecord) => UnitObject[];
+}
+
+export function releaseDir(namespace: string, release: string): string {
+  return `management/${namespace}/${release}`;
+}

@@ -1,0 +1,26 @@
+// The kinds the controller watches and writes, as the REST API and the informers address them.
+import { API_GROUP, API_VERSION_NAME, CAPI_API_GROUP } from '../../api/types.js';
+import type { WatchedKind } from '../runtime-contract.js';
+import { ARGO_APPLICATION, FLUX_KUSTOMIZATION } from './sync-state.js';
+
+export const CLUSTER_STACKS: WatchedKind = { group: API_GROUP, version: API_VERSION_NAME, kind: 'ClusterStack', plural: 'clusterstacks', namespaced: true };
+export const CLUSTER_STACK_RELEASES: WatchedKind = { group: API_GROUP, version: API_VERSION_NAME, kind: 'ClusterStackRelease', plural: 'clusterstackreleases', namespaced: true };
+export const CLUSTER_ADDONS: WatchedKind = { group: API_GROUP, version: API_VERSION_NAME, kind: 'ClusterAddon', plural: 'clusteraddons', namespaced: true };
+export const CAPI_CLUSTERS: WatchedKind = { group: CAPI_API_GROUP, version: 'v1beta1', kind: 'Cluster', plural: 'clusters', namespaced: true };
+export const FLUX_KUSTOMIZATIONS: WatchedKind = { ...FLUX_KUSTOMIZATION, namespaced: true, optional: true };
+export const ARGO_APPLICATIONS: WatchedKind = { ...ARGO_APPLICATION, namespaced: true, optional: true };
+
+/**
+ * A kind named by an object reference (a provider template, a control plane). The plural follows
+ * the CRD convention (lowercase kind + "s"), which every Cluster API provider kind uses.
+ */
+export function watchedKindOf(apiVersion: string, kind: string): WatchedKind {
+  const slash = apiVersion.indexOf('/');
+  const group = slash < 0 ? '' : apiVersion.slice(0, slash);
+  const version = slash < 0 ? apiVersion : apiVersion.slice(slash + 1);
+  return { group, version, kind, plural: `${kind.toLowerCase()}s`, namespaced: true, optional: true };
+}
+
+export function kindId(kind: Pick<WatchedKind, 'group' | 'version' | 'plural'>): string {
+  return `${kind.group}/${kind.version}/${kind.plural}`;
+}
