@@ -68,6 +68,8 @@ export class GitPublisher implements Publisher {
   private readonly maxPushAttempts: number;
   private readonly renderMessage: CommitMessageRenderer;
   private workspace: Promise<Workspace> | undefined;
+  /** The commit we last pushed and the tree under the path in it: exactly what syncWorkTree wrote. */
+  private committed: { revision: string; tree: RenderedTree } | undefined;
 
   constructor(private readonly options: GitPublisherOptions) {
     this.remote = parseGitRemote(options.repository);
@@ -215,8 +217,10 @@ export class GitPublisher implements Publisher {
   }
 
   /** Replaces everything under the path with `tree` and stages it; returns what changed. */
-  private async stageTree(workspace: Workspace, tree: RenderedTree): Promise<StagedChanges> {
-    await syncWorkTree(workspace.dir, this.subdir, tree);
+  private async stageTree(workspace: Workspace, tree: RenderedTree, base?: string | null): Promise<StagedChanges> {
+    // When the clone was reset to the commit we last pushed, its files are known: compare in memory.
+    const known = base && this.committed?.revision === base ? this.committed.tree : undefined;
+    await syncWorkTree(workspace.dir, this.subdir, tree, known);
     const pathspec = this.subdir === '' ? '.' : this.subdir;
     // --force: a .gitignore in the repository must not silently keep a rendered file out.
     await workspace.git.run(['add', '--all', '--force', '--', pathspec], 'git add');
@@ -271,7 +275,7 @@ export class GitPublisher implements Publisher {
     const branchRef = `refs/heads/${this.branch}`;
     for (let attempt = 1; attempt <= this.maxPushAttempts; attempt++) {
       const base = await this.resetToRemote(workspace);
-      const changes = await this.stageTree(workspace, tree);
+      const changes = await this.stageTree(workspace, tree, base);
       if (changes.written.length === 0 && changes.removed.length === 0) {
         return { changed: false, written: [], removed: [], revision: base };
       }
@@ -286,6 +290,7 @@ export class GitPublisher implements Publisher {
         await this.recover(workspace);
         throw error;
       }
+      this.committed = { revision, tree };
       this.options.logger?.info({ target: this.target, revision, attempt, written: changes.written.length, removed: changes.removed.length }, 'Pushed rendered tree');
       return { changed: true, ...changes, revision };
     }

@@ -10,9 +10,10 @@ import { PublishError } from './publish-error.js';
  * Makes `<dir>/<subdir>` hold exactly `tree`, touching only files that differ: rewriting unchanged
  * files would change their mtimes and make git hash every one of them again (seconds for thousands
  * of files). Files outside `subdir` and `.git` are never touched; symbolic links inside are replaced,
- * never written through, and one on the way to `subdir` is refused.
+ * never written through, and one on the way to `subdir` is refused. `known`, when given, is what the
+ * directory is known to hold (the tree last committed there): then nothing is read back from disk.
  */
-export async function syncWorkTree(dir: string, subdir: string, tree: RenderedTree): Promise<void> {
+export async function syncWorkTree(dir: string, subdir: string, tree: RenderedTree, known?: RenderedTree): Promise<void> {
   const segments = subdir === '' ? [] : subdir.split('/');
   for (let end = 1; end <= segments.length; end++) {
     const info = await lstat(path.join(dir, ...segments.slice(0, end))).catch(() => undefined);
@@ -22,6 +23,14 @@ export async function syncWorkTree(dir: string, subdir: string, tree: RenderedTr
     }
   }
   const root = path.join(dir, ...segments);
+  if (known) {
+    const stale = [...known.keys()].filter((file) => !tree.has(file));
+    await mapBounded(stale, FILE_CONCURRENCY, (file) => rm(path.join(root, ...file.split('/')), { force: true }));
+    const changed = [...tree.keys()].filter((file) => known.get(file) !== tree.get(file)).sort();
+    for (const directory of new Set(changed.map((file) => path.dirname(path.join(root, ...file.split('/')))))) await mkdir(directory, { recursive: true });
+    await mapBounded(changed, FILE_CONCURRENCY, (file) => writeFile(path.join(root, ...file.split('/')), tree.get(file) ?? '', 'utf8'));
+    return;
+  }
   const existing = new Map<string, 'file' | 'other'>();
   const walk = async (relative: string): Promise<void> => {
     const entries = await readdir(path.join(root, relative), { withFileTypes: true }).catch(() => []);

@@ -169,7 +169,98 @@ async function benchGitHub(): Promise<void> {
   }
 }
 
-const benchmarks: Record<string, () => Promise<void>> = { render: benchRender, github: benchGitHub };
+/** Polls until `check` holds; returns the time it took. */
+async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 300_000): Promise<number> {
+  const start = performance.now();
+  while (!(await check())) {
+    if (performance.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  return performance.now() - start;
+}
+
+async function benchController(): Promise<void> {
+  const stacks = 5;
+  const clusters = values.clusters === '200' ? 500 : CLUSTERS;
+  console.log(`\n== controller: ${clusters} Clusters and ${stacks} ClusterStacks in the (fake) API ==`);
+  const { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } = await import('@kubernetes/client-node');
+  const { pino } = await import('pino');
+  const { runController } = await import('../../src/controller/controller.js');
+  const { createKubeClient } = await import('../../src/controller/kube-client.js');
+  const { GitPublisher } = await import('../../gitops/git-publisher.js');
+  const { startFakeKubeApi } = await import('../support/fake-kube-api/index.js');
+  const { GitSandbox } = await import('../support/git-repos.js');
+  const api = await startFakeKubeApi();
+  const git = new GitSandbox();
+  const work = await mkdtemp(path.join(os.tmpdir(), 'csk-bench-controller-'));
+  const remote = git.bareRepo('gitops');
+  const kubeConfig = api.kubeConfig();
+  const core = kubeConfig.makeApiClient(CoreV1Api);
+  const custom = kubeConfig.makeApiClient(CustomObjectsApi);
+  for (let s = 0; s < stacks; s += 1) {
+    const namespace = `fleet-${s}`;
+    await core.createNamespace({ body: { metadata: { name: namespace } } });
+    api.seed({ apiVersion: 'clusterstack.x-k8s.io/v1alpha1', kind: 'ClusterStack', metadata: { name: 'ferrol', namespace }, spec: { provider: 'docker', name: 'ferrol', kubernetesVersion: '1.30', versions: ['v2'], noProvider: true } });
+  }
+  for (let index = 0; index < clusters; index += 1) {
+    api.seed({
+      apiVersion: 'cluster.x-k8s.io/v1beta1',
+      kind: 'Cluster',
+      metadata: { name: `cluster-${index}`, namespace: `fleet-${index % stacks}` },
+      spec: { clusterNetwork: { pods: { cidrBlocks: ['192.168.0.0/16'] } }, controlPlaneEndpoint: { host: `10.1.${Math.floor(index / 250)}.${index % 250}`, port: 6443 }, topology: { class: RELEASES[index % RELEASES.length], version: 'v1.30.4' } },
+    });
+  }
+  const commits = (): number => git.commitCount(remote, 'main');
+  const hasBranch = (): boolean => git.git(remote, 'branch', '--list', 'main') !== '';
+  const started = performance.now();
+  const controller = await runController({
+    kubeConfig,
+    kube: createKubeClient({ kubeConfig, identity: 'bench' }),
+    publisher: new GitPublisher({ repository: remote, branch: 'main', path: '', workDir: path.join(work, 'clone'), author: { name: 'clusterstack', email: 'clusterstack@example.test' }, env: { PATH: process.env.PATH ?? '', HOME: work } }),
+    revisionKind: 'commit',
+    defaultSource: path.join(EXAMPLE, 'releases'),
+    openSource: createSourceOpener({ cacheDir: path.join(work, 'cache') }),
+    workDir: path.join(work, 'cache'),
+    helm: createHelmDependencies({ pathEnv: process.env.PATH ?? '', workDir: path.join(work, 'helm') }),
+    secrets: 'refuse',
+    engine: 'none',
+    outputPath: '',
+    argocdNamespace: 'argocd',
+    logger: pino({ level: 'silent' }),
+    batchWindowMs: 1000,
+    health: { port: 0, host: '127.0.0.1' },
+  });
+  try {
+    await until(() => hasBranch() && commits() >= 1, 'the first publish');
+    const firstPublishMs = performance.now() - started;
+    const before = commits();
+    // One Cluster's endpoint changes: the time until its commit lands.
+    const { ms: ownRenderMs } = await timed(async () => {
+      const single = await syntheticManifests(1);
+      const helm = createHelmDependencies({ workDir: path.join(work, 'solo-helm') });
+      await renderOutput(await planFor(single, path.join(work, 'solo')), helm, { secrets: 'refuse', previous: new Map() });
+    });
+    const changeStarted = performance.now();
+    await custom.patchNamespacedCustomObject(
+      { group: 'cluster.x-k8s.io', version: 'v1beta1', namespace: 'fleet-1', plural: 'clusters', name: 'cluster-1', body: { spec: { controlPlaneEndpoint: { host: '10.99.0.1', port: 6443 } } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    await until(() => commits() > before, 'the commit of the changed cluster');
+    const changeMs = performance.now() - changeStarted;
+    const maxRssMiB = process.resourceUsage().maxRSS / 1024;
+    console.log(`  start to first complete publish: ${seconds(firstPublishMs)}`);
+    console.log(`  one Cluster's change to its commit: ${seconds(changeMs)} (that cluster's own render, measured alone: ${seconds(ownRenderMs)})`);
+    console.log(`  peak memory: ${maxRssMiB.toFixed(0)} MiB (this process also runs the fake API server and the benchmarks before)`);
+    console.log(`  ${changeMs <= 2000 + ownRenderMs ? 'PASS' : 'FAIL'}  change published within 2 s plus its own render: ${seconds(changeMs)} <= ${seconds(2000 + ownRenderMs)}`);
+    console.log(`  ${maxRssMiB < 300 ? 'PASS' : 'FAIL'}  memory below 300 MiB: ${maxRssMiB.toFixed(0)} MiB`);
+  } finally {
+    await controller.stop();
+    await api.close();
+    git.cleanup();
+  }
+}
+
+const benchmarks: Record<string, () => Promise<void>> = { render: benchRender, github: benchGitHub, controller: benchController };
 for (const [name, run] of Object.entries(benchmarks)) {
   if (values.only && values.only !== name) continue;
   await run();
