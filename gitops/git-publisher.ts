@@ -13,6 +13,7 @@ import path from 'node:path';
 import type { ChangeSummary, Publisher, PublishResult, RenderedTree } from './publisher.js';
 import { PublishError } from './publish-error.js';
 import { checkTreePaths, normalizeSubdir } from './tree-paths.js';
+import { readTreeAtCommit } from './read-git-tree.js';
 import { syncWorkTree } from './sync-work-tree.js';
 import { compileCommitMessage, type CommitMessageRenderer } from './commit-message.js';
 import { GitCommand, type GitIdentity } from './git-command.js';
@@ -55,8 +56,6 @@ interface StagedChanges {
   written: string[];
   removed: string[];
 }
-
-const CHUNK = 500;
 
 /** Publishes to a branch of a Git repository; `revision` is the commit holding the tree. */
 export class GitPublisher implements Publisher {
@@ -188,32 +187,8 @@ export class GitPublisher implements Publisher {
     return head === '' ? null : head;
   }
 
-  private async readCommit(workspace: Workspace, commit: string): Promise<RenderedTree> {
-    const args = ['ls-tree', '-r', '-z', '-l', commit];
-    if (this.subdir !== '') args.push('--', `${this.subdir}/`);
-    const listing = await workspace.git.run(args, 'git ls-tree');
-    const blobs: { file: string; sha: string; size: number }[] = [];
-    for (const entry of listing.split('\0')) {
-      const tab = entry.indexOf('\t');
-      if (tab < 0) continue;
-      const [mode, type, sha, size] = entry.slice(0, tab).split(/\s+/);
-      // Regular files only: symbolic links and submodules are not part of a rendered tree.
-      if (type !== 'blob' || (mode !== '100644' && mode !== '100755') || sha === undefined) continue;
-      const file = entry.slice(tab + 1);
-      blobs.push({ file: this.subdir === '' ? file : file.slice(this.subdir.length + 1), sha, size: Number(size) });
-    }
-    const tree: RenderedTree = new Map();
-    for (let start = 0; start < blobs.length; start += CHUNK) {
-      const chunk = blobs.slice(start, start + CHUNK);
-      // `git show` of several blobs prints their bytes back to back; ls-tree gave each size.
-      const bytes = await workspace.git.showBytes(['--no-textconv', ...chunk.map((blob) => blob.sha)], 'git show');
-      let offset = 0;
-      for (const blob of chunk) {
-        tree.set(blob.file, bytes.subarray(offset, offset + blob.size).toString('utf8'));
-        offset += blob.size;
-      }
-    }
-    return tree;
+  private readCommit(workspace: Workspace, commit: string): Promise<RenderedTree> {
+    return readTreeAtCommit(workspace.git, commit, this.subdir);
   }
 
   /** Replaces everything under the path with `tree` and stages it; returns what changed. */

@@ -29,6 +29,7 @@ import { parseGitRemote, type GitRemote } from './git-remote.js';
 import type { ChangeSummary, Publisher, PublishResult, RenderedTree } from './publisher.js';
 import { PublishError } from './publish-error.js';
 import { checkTreePaths, normalizeSubdir } from './tree-paths.js';
+import { readTreeAtCommit } from './read-git-tree.js';
 import { syncWorkTree } from './sync-work-tree.js';
 
 export const GITHUB_API_URL = 'https://api.github.com';
@@ -115,8 +116,6 @@ export function parseGitHubRepository(repository: string, apiBaseUrl: string = G
   }
   return { owner: decodeURIComponent(segments[0]!), repo: decodeURIComponent(segments[1]!) };
 }
-
-const CHUNK = 500;
 
 /** Publishes through a pull request on GitHub; `revision` is the branch commit (the base head when unnecessary). */
 export class PullRequestPublisher implements Publisher {
@@ -453,32 +452,8 @@ export class PullRequestPublisher implements Publisher {
     }
   }
 
-  private async readCommit(git: GitCommand, commit: string): Promise<RenderedTree> {
-    const args = ['ls-tree', '-r', '-z', '-l', commit];
-    if (this.subdir !== '') args.push('--', `${this.subdir}/`);
-    const listing = await git.run(args, 'git ls-tree');
-    const blobs: { file: string; sha: string; size: number }[] = [];
-    for (const entry of listing.split('\0')) {
-      const tab = entry.indexOf('\t');
-      if (tab < 0) continue;
-      const [mode, type, sha, size] = entry.slice(0, tab).split(/\s+/);
-      // Regular files only: symbolic links and submodules are not part of a rendered tree.
-      if (type !== 'blob' || (mode !== '100644' && mode !== '100755') || sha === undefined) continue;
-      const file = entry.slice(tab + 1);
-      blobs.push({ file: this.subdir === '' ? file : file.slice(this.subdir.length + 1), sha, size: Number(size) });
-    }
-    const tree: RenderedTree = new Map();
-    for (let start = 0; start < blobs.length; start += CHUNK) {
-      const chunk = blobs.slice(start, start + CHUNK);
-      // `git show` of several blobs prints their bytes back to back; ls-tree gave each size.
-      const bytes = await git.showBytes(['--no-textconv', ...chunk.map((blob) => blob.sha)], 'git show');
-      let offset = 0;
-      for (const blob of chunk) {
-        tree.set(blob.file, bytes.subarray(offset, offset + blob.size).toString('utf8'));
-        offset += blob.size;
-      }
-    }
-    return tree;
+  private readCommit(git: GitCommand, commit: string): Promise<RenderedTree> {
+    return readTreeAtCommit(git, commit, this.subdir);
   }
 }
 
