@@ -323,3 +323,16 @@ describe('clusterstack render --gitops', () => {
     expect(noUrl.stderr).toMatch(/--gitops flux needs --gitops-url/);
   });
 });
+
+describe('clusterstack render (secret policy and reuse)', () => {
+  it('does not reuse output rendered with --secrets allow when a later run refuses secrets', async () => {
+    const releases = await releasesWithAddonChart(path.resolve('test/fixtures/charts/random-secret'), 'values: |\n  withSecret: true\n');
+    const inputs = await writeTree({ 'stack.yaml': STACK, 'c.yaml': cluster('one', 'docker-ferrol-1-30-v1') });
+    const out = path.join(await tempDir(), 'out');
+    expect((await render([inputs, '--release-source', releases, '--output', out, '--secrets', 'allow'])).code).toBe(0);
+    const refused = await render([inputs, '--release-source', releases, '--output', out]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/renders Secret kube-system\/cluster-addon-ca/);
+    expect(Object.keys(await readTree(out))).toContain('clusters/cluster-stacks/one/cluster-addon/secret-cluster-addon-ca.yaml');
+  });
+});

@@ -196,7 +196,6 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
   const others = plan.inputs.others.map((sourced) => sourced.object);
 
   // ClusterClass side: every kept release of every resolved stack.
-  const releaseStatus = new Map<string, string>();
   for (const stack of plan.resolution.clusterStacks) {
     for (const decision of stack.releases.filter((release) => release.kept)) {
       const loaded = plan.releases.get(decision.name);
@@ -205,7 +204,7 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
         withheld.push({ kind: 'release', namespace: stack.namespace, name: decision.name, reason: reason ?? 'release could not be loaded', previousKept: false });
         continue;
       }
-      units.push(releaseUnit(stack, loaded.content, syncWaves));
+      units.push(releaseUnit(stack, loaded.content, syncWaves, options.secrets));
     }
   }
 
@@ -224,7 +223,7 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
       continue;
     }
     const stack = plan.resolution.clusterStacks.find((s) => s.namespace === cluster.stack?.namespace && s.name === cluster.stack?.name)!;
-    const pending = addonUnits(cluster, stack, loaded.content, others);
+    const pending = addonUnits(cluster, stack, loaded.content, others, options.secrets);
     clusterUnits.set(`${cluster.namespace}/${cluster.name}`, pending);
     units.push(...pending);
   }
@@ -366,11 +365,13 @@ function describeValuesFailure(result: Extract<ValuesTemplateResult, { ok: false
   return result.message;
 }
 
-function releaseUnit(stack: StackResolution, content: ReleaseContent, syncWaves: boolean): PendingUnit {
+// The secret policy is part of every input digest: output reused from a run that allowed
+// Secrets must not slip past a run that refuses them.
+function releaseUnit(stack: StackResolution, content: ReleaseContent, syncWaves: boolean, secrets: SecretPolicy): PendingUnit {
   const releaseName = stackPrefix(content.parsed);
   const namespace = stack.namespace;
   const kubeVersion = content.metadata.kubernetesVersion;
-  const inputDigest = sha256Digest(canonicalJson({ chart: content.clusterClassChart.digest, releaseName, namespace, kubeVersion, syncWaves }));
+  const inputDigest = sha256Digest(canonicalJson({ chart: content.clusterClassChart.digest, releaseName, namespace, kubeVersion, syncWaves, secrets }));
   return {
     record: { dir: releaseDir(namespace, content.tag), kind: 'release', namespace, name: content.tag, release: content.tag, inputDigest },
     chart: content.clusterClassChart,
@@ -385,7 +386,7 @@ function releaseUnit(stack: StackResolution, content: ReleaseContent, syncWaves:
   };
 }
 
-function addonUnits(cluster: ClusterResolution, stack: StackResolution, content: ReleaseContent, others: KubeObject[]): PendingUnit[] {
+function addonUnits(cluster: ClusterResolution, stack: StackResolution, content: ReleaseContent, others: KubeObject[], secrets: SecretPolicy): PendingUnit[] {
   const context: ValuesTemplateItem['context'] = { Cluster: stableContext(cluster.cluster) };
   const controlPlane = findReferenced(cluster.cluster.spec?.controlPlaneRef, cluster.cluster, others);
   const infraCluster = findReferenced(cluster.cluster.spec?.infrastructureRef, cluster.cluster, others);
@@ -403,7 +404,7 @@ function addonUnits(cluster: ClusterResolution, stack: StackResolution, content:
           .filter((stage) => stage.action === 'apply' && stage.chart)
           .map((stage) => ({ name: stage.name, order: stage.order, chart: stage.chart!, valuesTemplate: stage.valuesTemplate, extra: spec.addonStageValues?.[stage.name], origin: `${content.tag}/${stage.name}/overwrite.yaml` }));
   return stages.map((stage) => {
-    const inputDigest = sha256Digest(canonicalJson({ chart: stage.chart.digest, template: stage.valuesTemplate, context, extra: stage.extra ?? null, kubeVersion, stage: stage.name, partOf, addonVersion }));
+    const inputDigest = sha256Digest(canonicalJson({ chart: stage.chart.digest, template: stage.valuesTemplate, context, extra: stage.extra ?? null, kubeVersion, stage: stage.name, partOf, addonVersion, secrets }));
     const unit: PendingUnit = {
       record: { ...base, dir: `${clusterDir(cluster)}/${stage.name}`, kind: 'cluster-stage', stage: stage.name, order: stage.order, inputDigest },
       chart: stage.chart,
