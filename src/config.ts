@@ -71,6 +71,14 @@ export interface ControllerSettings {
   /** Output: a Git repository (path or URL) or a directory; exactly one is set. */
   git?: string;
   output?: string;
+  /** An OCI artifact reference `oci://registry/repo:tag` to push the tree to instead. */
+  oci?: string;
+  ociSource?: string;
+  /** With a GitHub --git URL: publish through a pull request. */
+  pullRequest: boolean;
+  prBranch?: string;
+  prWhenUnnecessary: string;
+  githubRepo?: string;
   branch: string;
   /** Directory inside the repository for the tree ('' = root). */
   path: string;
@@ -106,6 +114,12 @@ export const CONTROLLER_ENVIRONMENT = {
   releaseSource: 'CLUSTERSTACK_RELEASE_SOURCE',
   git: 'CLUSTERSTACK_GIT',
   output: 'CLUSTERSTACK_OUTPUT',
+  oci: 'CLUSTERSTACK_OCI',
+  ociSource: 'CLUSTERSTACK_OCI_SOURCE',
+  pullRequest: 'CLUSTERSTACK_PULL_REQUEST',
+  prBranch: 'CLUSTERSTACK_PR_BRANCH',
+  prWhenUnnecessary: 'CLUSTERSTACK_PR_WHEN_UNNECESSARY',
+  githubRepo: 'CLUSTERSTACK_GITHUB_REPO',
   branch: 'CLUSTERSTACK_BRANCH',
   path: 'CLUSTERSTACK_PATH',
   secrets: 'CLUSTERSTACK_SECRETS',
@@ -128,8 +142,9 @@ export const CONTROLLER_ENVIRONMENT = {
   kubeconfig: 'KUBECONFIG',
 } as const;
 
-export type ControllerFlags = Partial<Record<keyof Omit<ControllerSettings, 'leaderElect' | 'batchWindowMs' | 'resyncMs'>, string>> & {
+export type ControllerFlags = Partial<Record<keyof Omit<ControllerSettings, 'leaderElect' | 'pullRequest' | 'batchWindowMs' | 'resyncMs'>, string>> & {
   leaderElect?: boolean;
+  pullRequest?: boolean;
   batchWindow?: string;
   resync?: string;
 };
@@ -165,6 +180,8 @@ export function resolveControllerSettings(env: NodeJS.ProcessEnv, flags: Control
     gitopsName: pick(flags.gitopsName, E.gitopsName) ?? 'clusterstacks',
     metricsAddr: pick(flags.metricsAddr, E.metricsAddr) ?? ':8080',
     leaderElect: flags.leaderElect ?? booleanSetting(nonEmpty(env[E.leaderElect]), E.leaderElect) ?? false,
+    pullRequest: flags.pullRequest ?? booleanSetting(nonEmpty(env[E.pullRequest]), E.pullRequest) ?? false,
+    prWhenUnnecessary: pick(flags.prWhenUnnecessary, E.prWhenUnnecessary) ?? 'close',
     leaseNamespace: pick(flags.leaseNamespace, E.leaseNamespace) ?? podNamespace ?? 'clusterstack-system',
     leaseName: pick(flags.leaseName, 'CLUSTERSTACK_LEASE_NAME') ?? 'clusterstack-gitops-controller',
     identity: pick(flags.identity, E.podName) ?? `${os.hostname()}-${process.pid}`,
@@ -176,6 +193,10 @@ export function resolveControllerSettings(env: NodeJS.ProcessEnv, flags: Control
   const optional: [keyof ControllerSettings, string | undefined][] = [
     ['git', pick(flags.git, E.git)],
     ['output', pick(flags.output, E.output)],
+    ['oci', pick(flags.oci, E.oci)],
+    ['ociSource', pick(flags.ociSource, E.ociSource)],
+    ['prBranch', pick(flags.prBranch, E.prBranch)],
+    ['githubRepo', pick(flags.githubRepo, E.githubRepo)],
     ['gitopsUrl', pick(flags.gitopsUrl, E.gitopsUrl)],
     ['gitopsNamespace', pick(flags.gitopsNamespace, E.gitopsNamespace)],
     ['gitopsSecret', pick(flags.gitopsSecret, E.gitopsSecret)],
@@ -183,6 +204,6 @@ export function resolveControllerSettings(env: NodeJS.ProcessEnv, flags: Control
     ['kubeconfig', pick(flags.kubeconfig, E.kubeconfig)],
   ];
   for (const [key, value] of optional) if (value !== undefined) (settings as unknown as Record<string, string>)[key] = value;
-  if (Boolean(settings.git) === Boolean(settings.output)) throw new Error(`controller needs exactly one of --git <repo> (${E.git}) or --output <dir> (${E.output})`);
+  if ([settings.git, settings.output, settings.oci].filter(Boolean).length !== 1) throw new Error(`controller needs exactly one of --git <repo> (${E.git}), --output <dir> (${E.output}) or --oci <oci://registry/repo:tag> (${E.oci})`);
   return Object.freeze(settings);
 }

@@ -1,23 +1,20 @@
-// `clusterstack controller --release-source <src> (--git <repo> | --output <dir>) [options]`
+// `clusterstack controller --release-source <src> (--git <repo> | --output <dir> | --oci <ref>) [options]`
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
-import { DirectoryPublisher } from '../../gitops/directory-publisher.js';
-import { GitPublisher } from '../../gitops/git-publisher.js';
-import type { Publisher } from '../../gitops/publisher.js';
+import { checkOutputSettings, createOutputPublisher, type OutputSettings, revisionKindOf, wiringOptionsFor } from './output-publisher.js';
 import { parseGitOpsEngine, type WiringOptions } from '../../gitops/wiring/render-wiring.js';
 import { createHelmDependencies } from '../../renderers/helm-dependencies.js';
-import { type Config, type ControllerSettings, resolveControllerSettings } from '../config.js';
+import { type ControllerSettings, resolveControllerSettings } from '../config.js';
 import { runController } from '../controller/controller.js';
 import { createKubeClient } from '../controller/kube-client.js';
 import { createLogger } from '../controller/logger.js';
 import { onShutdownSignals } from '../controller/shutdown.js';
-import { sha256Hex } from '../release/content-digest.js';
 import { SECRET_POLICIES, type SecretPolicy } from '../render/secret-policy.js';
 import { type CliIo, EXIT_FAILURE, EXIT_OK, UsageError } from './cli-io.js';
 import { configFromFlags, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, sourceOpenerFrom } from './common-options.js';
 
-export const CONTROLLER_USAGE = `Usage: clusterstack controller --release-source <source> (--git <repo> | --output <dir>) [options]
+export const CONTROLLER_USAGE = `Usage: clusterstack controller --release-source <source> (--git <repo> | --output <dir> | --oci <ref>) [options]
 
 Runs in the management cluster: watches ClusterStacks, Clusters and what it owns, renders and
 publishes on every change (one commit per burst of changes), and writes ClusterStackReleases,
@@ -26,6 +23,10 @@ ClusterAddons, status conditions and Events back. Every flag has an environment 
 Output (one of):
   --git <path or URL>        commit to this repository (CLUSTERSTACK_GIT); HTTPS token from CLUSTERSTACK_GIT_TOKEN
   --output <dir>             write into a directory (CLUSTERSTACK_OUTPUT)
+  --oci <oci://reg/repo:tag> push the tree as an OCI artifact (CLUSTERSTACK_OCI; --oci-source)
+  --pull-request             with a GitHub --git URL: publish through a pull request
+                             (CLUSTERSTACK_PULL_REQUEST; --pr-branch, --pr-when-unnecessary,
+                             --github-repo as for render; GITHUB_TOKEN)
   --branch <name>            branch (CLUSTERSTACK_BRANCH, default main)
   --path <subdir>            directory inside the repository (CLUSTERSTACK_PATH, default the root)
 
@@ -61,35 +62,8 @@ export function parseListenAddress(value: string): { host?: string; port: number
   return match[1] ? { host: match[1], port: Number(match[2]) } : { port: Number(match[2]) };
 }
 
-function isUrl(value: string): boolean {
-  return /^[a-z][a-z0-9+.-]*:\/\//i.test(value) || /^[^/]+@[^/]+:/.test(value);
-}
 
-function createPublisher(settings: ControllerSettings, config: Readonly<Config>, cwd: string): Publisher {
-  if (settings.output) return new DirectoryPublisher(path.resolve(cwd, settings.output));
-  const repository = isUrl(settings.git!) ? settings.git! : path.resolve(cwd, settings.git!);
-  return new GitPublisher({
-    repository,
-    branch: settings.branch,
-    path: settings.path,
-    workDir: path.join(config.cacheDir, 'git', sha256Hex(`${repository}\n${settings.branch}`).slice(0, 16)),
-    author: { name: config.gitAuthorName, email: config.gitAuthorEmail },
-    env: config.childEnv,
-    ...(config.gitToken ? { token: config.gitToken } : {}),
-  });
-}
 
-function wiringOf(settings: ControllerSettings, engine: WiringOptions['engine']): WiringOptions | undefined {
-  if (engine === 'none') return undefined;
-  const url = settings.gitopsUrl ?? (settings.git && isUrl(settings.git) ? settings.git : undefined);
-  if (!url) return undefined;
-  return {
-    engine,
-    name: settings.gitopsName,
-    namespace: settings.gitopsNamespace ?? (engine === 'flux' ? 'flux-system' : 'argocd'),
-    source: { kind: 'git', url, branch: settings.branch, path: settings.path, ...(settings.gitopsSecret ? { secretName: settings.gitopsSecret } : {}) },
-  };
-}
 
 export async function controllerCommand(args: string[], io: CliIo): Promise<number> {
   const { values } = parseArgs({
@@ -98,6 +72,12 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
       ...SOURCE_OPTIONS,
       git: { type: 'string' },
       output: { type: 'string' },
+      oci: { type: 'string' },
+      'oci-source': { type: 'string' },
+      'pull-request': { type: 'boolean' },
+      'pr-branch': { type: 'string' },
+      'pr-when-unnecessary': { type: 'string' },
+      'github-repo': { type: 'string' },
       branch: { type: 'string' },
       path: { type: 'string' },
       secrets: { type: 'string' },
@@ -124,6 +104,12 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
       releaseSource: values['release-source'],
       git: values.git,
       output: values.output,
+      oci: values.oci,
+      ociSource: values['oci-source'],
+      ...(values['pull-request'] !== undefined ? { pullRequest: values['pull-request'] } : {}),
+      prBranch: values['pr-branch'],
+      prWhenUnnecessary: values['pr-when-unnecessary'],
+      githubRepo: values['github-repo'],
       branch: values.branch,
       path: values.path,
       secrets: values.secrets,
@@ -164,14 +150,16 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
   } catch (error) {
     throw new UsageError(`cannot load the Kubernetes configuration (${(error as Error).message}); run in a pod or give --kubeconfig`);
   }
-  const wiring = wiringOf(settings, engine);
+  const output: OutputSettings = { ...settings, plainHttp: values['plain-http'] };
+  checkOutputSettings(output);
+  const wiring = wiringOptionsFor(output, settings, false);
   if (engine !== 'none' && !wiring) logger.info({ engine }, 'No --gitops-url: wiring is not generated; sync state is read from existing objects');
 
   const runtime = await runController({
     kubeConfig,
     kube: createKubeClient({ kubeConfig, identity: settings.identity }),
-    publisher: createPublisher(settings, config, io.cwd),
-    revisionKind: settings.git ? 'commit' : 'none',
+    publisher: createOutputPublisher(output, config, io.cwd),
+    revisionKind: revisionKindOf(output),
     defaultSource: resolveLocation(settings.releaseSource, io.cwd),
     openSource: sourceOpenerFrom(config, values, (message) => logger.warn({ warning: message }, 'Release source warning')),
     workDir: config.cacheDir,

@@ -2,24 +2,17 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { DirectoryPublisher } from '../../gitops/directory-publisher.js';
-import { GitPublisher } from '../../gitops/git-publisher.js';
-import { OciArtifactPublisher, parseOciArtifactReference } from '../../gitops/oci-artifact-publisher.js';
-import { PullRequestPublisher } from '../../gitops/pull-request-publisher.js';
-import type { Publisher } from '../../gitops/publisher.js';
 import { createHelmDependencies } from '../../renderers/helm-dependencies.js';
-import { parseGitOpsEngine, type WiringOptions } from '../../gitops/wiring/render-wiring.js';
-import type { Config } from '../config.js';
 import { InputError } from '../core/problem.js';
 import { readInputFiles } from '../inputs/read-input-files.js';
 import { buildPlan } from '../plan/build-plan.js';
 import { planReport, reportHasProblems } from '../plan/plan-report.js';
-import { sha256Hex } from '../release/content-digest.js';
 import { compareTrees, summarizeChanges } from '../render/change-summary.js';
 import { renderPullRequestBody } from '../render/pull-request-body.js';
 import { type RenderProgress, renderOutput, type WithheldEntry } from '../render/render-output.js';
 import { SECRET_POLICIES, type SecretPolicy } from '../render/secret-policy.js';
 import { type CliIo, EXIT_OK, UsageError } from './cli-io.js';
+import { checkOutputSettings, createOutputPublisher, type OutputSettings, wiringOptionsFor } from './output-publisher.js';
 import { configFromFlags, isRemoteLocation, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, sourceOpenerFrom } from './common-options.js';
 
 export const RENDER_USAGE = `Usage: clusterstack render <files or dirs...> --release-source <source> (--output <dir> | --git <repo> | --oci <ref>) [options]
@@ -104,12 +97,23 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   });
   if (positionals.length === 0) throw new UsageError('render needs at least one input file or directory');
   if (!values['release-source']) throw new UsageError('render needs --release-source (a directory, github:owner/repo or oci://registry/repo)');
-  if ([values.output, values.git, values.oci].filter(Boolean).length !== 1) throw new UsageError('render needs exactly one of --output <dir>, --git <repo> or --oci <oci://registry/repo:tag>');
-  if (values['pull-request'] && !values.git) throw new UsageError('--pull-request needs --git <GitHub repository URL>');
-  if (values['pr-when-unnecessary'] !== 'close' && values['pr-when-unnecessary'] !== 'leave') throw new UsageError(`--pr-when-unnecessary must be close or leave, not "${values['pr-when-unnecessary']}"`);
+  const output: OutputSettings = {
+    output: values.output,
+    git: values.git,
+    oci: values.oci,
+    ociSource: values['oci-source'],
+    plainHttp: values['plain-http'],
+    pullRequest: values['pull-request'],
+    prBranch: values['pr-branch'],
+    prWhenUnnecessary: values['pr-when-unnecessary'],
+    githubRepo: values['github-repo'],
+    branch: values.branch,
+    path: values.path,
+  };
+  checkOutputSettings(output);
   if (!SECRET_POLICIES.includes(values.secrets as SecretPolicy)) throw new UsageError(`--secrets must be one of ${SECRET_POLICIES.join(', ')}, not "${values.secrets}"`);
 
-  const gitops = wiringFromFlags(values);
+  const gitops = wiringOptionsFor(output, { gitops: values.gitops, gitopsUrl: values['gitops-url'], gitopsNamespace: values['gitops-namespace'], gitopsName: values['gitops-name'], gitopsSecret: values['gitops-secret'] }, true);
   const config = configFromFlags(values, io);
   const location = resolveLocation(values['release-source'], io.cwd);
   const warnings: string[] = [];
@@ -130,7 +134,7 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
     throw new InputError(all.map((message) => ({ message })), `nothing was rendered or written:\n  ${all.join('\n  ')}`);
   }
 
-  const publisher = createPublisher(values, config, io, commitTemplate);
+  const publisher = createOutputPublisher(output, config, io.cwd, commitTemplate);
   const helm = createHelmDependencies({ ...(config.helmBinary ? { configured: config.helmBinary } : {}), pathEnv: config.pathEnv, workDir: path.join(config.cacheDir, 'helm') });
   const previous = await publisher.readPrevious();
   const showProgress = io.isTty && !values.json;
@@ -163,90 +167,14 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   return EXIT_OK;
 }
 
-/** The wiring options from the flags; undefined for --gitops none. Checked again (fully) before rendering. */
-function wiringFromFlags(values: { gitops: string; 'gitops-url'?: string | undefined; 'gitops-namespace'?: string | undefined; 'gitops-name': string; 'gitops-secret'?: string | undefined; git?: string | undefined; oci?: string | undefined; branch: string; path: string }): WiringOptions | undefined {
-  const engine = parseGitOpsEngine(values.gitops);
-  if (engine === 'none') return undefined;
-  const secret = values['gitops-secret'] ? { secretName: values['gitops-secret'] } : {};
-  const base = { engine, name: values['gitops-name'], namespace: values['gitops-namespace'] ?? (engine === 'flux' ? 'flux-system' : 'argocd') };
-  if (values.oci) {
-    const reference = parseOciArtifactReference(values.oci);
-    return { ...base, source: { kind: 'oci', url: `oci://${reference.registry}/${reference.repository}`, tag: reference.tag, ...secret } };
-  }
-  const url = values['gitops-url'] ?? (values.git && isUrl(values.git) ? values.git : undefined);
-  if (!url) throw new UsageError(`--gitops ${engine} needs --gitops-url: the URL ${engine === 'flux' ? 'Flux' : 'Argo CD'} fetches the rendered tree from`);
-  return { ...base, source: { kind: 'git', url, branch: values.branch, path: values.path, ...secret } };
-}
 
 function toReportEntry(entry: WithheldEntry): RenderReport['withheld'][number] {
   return { kind: entry.kind, namespace: entry.namespace, name: entry.name, reason: entry.reason, previousOutputKept: entry.previousKept };
 }
 
-interface OutputFlags {
-  output?: string | undefined;
-  git?: string | undefined;
-  oci?: string | undefined;
-  'oci-source'?: string | undefined;
-  'plain-http'?: boolean | undefined;
-  'pull-request': boolean;
-  'pr-branch'?: string | undefined;
-  'pr-when-unnecessary': string;
-  'github-repo'?: string | undefined;
-  branch: string;
-  path: string;
-}
 
-function createPublisher(values: OutputFlags, config: Readonly<Config>, io: CliIo, messageTemplate: string | undefined): Publisher {
-  if (values.output) return new DirectoryPublisher(path.resolve(io.cwd, values.output));
-  if (values.oci) {
-    return new OciArtifactPublisher({
-      reference: values.oci,
-      plainHttp: values['plain-http'] ?? false,
-      tempDir: config.cacheDir,
-      ...(values['oci-source'] ? { source: values['oci-source'] } : {}),
-      ...(config.registryUsername && config.registryPassword ? { credentials: { username: config.registryUsername, password: config.registryPassword } } : {}),
-    });
-  }
-  const repository = isUrl(values.git!) ? values.git! : path.resolve(io.cwd, values.git!);
-  if (values['pull-request']) {
-    return new PullRequestPublisher({
-      git: {
-        repository,
-        baseBranch: values.branch,
-        path: values.path,
-        workDir: path.join(config.cacheDir, 'git-pr', sha256Hex(`${repository}\n${values.branch}\n${values.path}`).slice(0, 16)),
-        author: { name: config.gitAuthorName, email: config.gitAuthorEmail },
-        env: config.childEnv,
-        ...(config.gitToken ? { token: config.gitToken } : {}),
-        ...(messageTemplate !== undefined ? { messageTemplate } : {}),
-      },
-      github: { ...(config.githubApiUrl ? { baseUrl: config.githubApiUrl } : {}), ...(config.githubToken ? { token: config.githubToken } : {}), ...githubRepository(values['github-repo']) },
-      whenUnnecessary: values['pr-when-unnecessary'] as 'close' | 'leave',
-      ...(values['pr-branch'] ? { branch: values['pr-branch'] } : {}),
-    });
-  }
-  return new GitPublisher({
-    repository,
-    branch: values.branch,
-    path: values.path,
-    workDir: path.join(config.cacheDir, 'git', sha256Hex(`${repository}\n${values.branch}`).slice(0, 16)),
-    author: { name: config.gitAuthorName, email: config.gitAuthorEmail },
-    env: config.childEnv,
-    ...(config.gitToken ? { token: config.gitToken } : {}),
-    ...(messageTemplate !== undefined ? { messageTemplate } : {}),
-  });
-}
 
-function githubRepository(value: string | undefined): { owner?: string; repo?: string } {
-  if (value === undefined) return {};
-  const match = /^([A-Za-z0-9_.-]+)\/([A-Za-z0-9_.-]+)$/.exec(value);
-  if (!match) throw new UsageError(`--github-repo must be <owner>/<repo>, not "${value}"`);
-  return { owner: match[1]!, repo: match[2]! };
-}
 
-function isUrl(value: string): boolean {
-  return /^[a-z][a-z0-9+.-]*:\/\//i.test(value) || /^[^/]+@[^/]+:/.test(value);
-}
 
 async function readTemplate(file: string, cwd: string, flag: string): Promise<string> {
   try {

@@ -31,3 +31,14 @@ describe('resolveControllerSettings', () => {
     expect(result.stderr).toContain('exactly one of --git');
   });
 });
+
+describe('controller outputs', () => {
+  it('takes an OCI artifact or a pull request as its output, like render', () => {
+    const oci = resolveControllerSettings({ CLUSTERSTACK_RELEASE_SOURCE: 'x', CLUSTERSTACK_OCI: 'oci://registry.example/fleet:main' });
+    expect(oci.oci).toBe('oci://registry.example/fleet:main');
+    const pr = resolveControllerSettings({ CLUSTERSTACK_RELEASE_SOURCE: 'x', CLUSTERSTACK_GIT: 'https://github.com/o/r.git', CLUSTERSTACK_PULL_REQUEST: 'true' });
+    expect(pr).toMatchObject({ pullRequest: true, prWhenUnnecessary: 'close' });
+    expect(() => resolveControllerSettings({ CLUSTERSTACK_RELEASE_SOURCE: 'x', CLUSTERSTACK_GIT: 'g', CLUSTERSTACK_OCI: 'oci://r/f:t' })).toThrow(/exactly one of --git/);
+    expect(() => resolveControllerSettings({ CLUSTERSTACK_RELEASE_SOURCE: 'x', CLUSTERSTACK_GIT: 'g', CLUSTERSTACK_PULL_REQUEST: 'maybe' })).toThrow(/CLUSTERSTACK_PULL_REQUEST must be true or false/);
+  });
+});
