@@ -1,5 +1,5 @@
 // The seam every release backend implements: a local directory, GitHub releases, an OCI registry.
-import type { ReleaseTag } from '../core/release-tag.js';
+import { parseReleaseTag, type ReleaseTag } from '../core/release-tag.js';
 
 export interface ReleaseRef {
   tag: string;
@@ -17,6 +17,24 @@ export interface ReleaseListing {
   releases: ReleaseRef[];
   /** Tags or directories that do not parse as releases: reported as warnings, never fatal. */
   skipped: SkippedRelease[];
+}
+
+/**
+ * The listing for tags as a backend found them, in the order given: tags that parse become
+ * releases, the others are skipped with the reason (a warning, never fatal).
+ */
+export function listingFromTags(tags: readonly { tag: string; publishedAt?: string | null | undefined }[]): ReleaseListing {
+  const listing: ReleaseListing = { releases: [], skipped: [] };
+  for (const { tag, publishedAt } of tags) {
+    try {
+      const ref: ReleaseRef = { tag, parsed: parseReleaseTag(tag) };
+      if (publishedAt) ref.publishedAt = publishedAt;
+      listing.releases.push(ref);
+    } catch (error) {
+      listing.skipped.push({ name: tag, reason: (error as Error).message });
+    }
+  }
+  return listing;
 }
 
 /** A release's files, present in a local directory (the source's own, or a verified cache entry). */

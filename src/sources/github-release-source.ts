@@ -5,14 +5,12 @@
 import { open } from 'node:fs/promises';
 import path from 'node:path';
 import { Octokit, RequestError } from 'octokit';
-import { parseReleaseTag } from '../core/release-tag.js';
 import {
   type FetchedRelease,
+  listingFromTags,
   type ReleaseListing,
-  type ReleaseRef,
   type ReleaseSource,
   ReleaseSourceError,
-  type SkippedRelease,
 } from '../release/release-source.js';
 import {
   backoffDelay,
@@ -227,23 +225,9 @@ export class GitHubReleaseSource implements ReleaseSource {
       url = page.next;
     }
     const byTag = new Map<string, GitHubRelease>();
-    const releases: ReleaseRef[] = [];
-    const skipped: SkippedRelease[] = [];
-    for (const release of all) {
-      if (release.draft || byTag.has(release.tag)) continue;
-      byTag.set(release.tag, release);
-      try {
-        const ref: ReleaseRef = { tag: release.tag, parsed: parseReleaseTag(release.tag) };
-        if (release.publishedAt) ref.publishedAt = release.publishedAt;
-        releases.push(ref);
-      } catch (error) {
-        skipped.push({ name: release.tag, reason: (error as Error).message });
-      }
-    }
-    releases.sort((a, b) => (a.tag < b.tag ? -1 : a.tag > b.tag ? 1 : 0));
-    skipped.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    for (const release of all) if (!release.draft && !byTag.has(release.tag)) byTag.set(release.tag, release);
     this.releasesByTag = byTag;
-    const listing = { releases, skipped };
+    const listing = listingFromTags([...byTag.values()].sort((a, b) => (a.tag < b.tag ? -1 : a.tag > b.tag ? 1 : 0)));
     this.lastListing = { at: this.clock().getTime(), listing };
     return listing;
   }

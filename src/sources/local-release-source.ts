@@ -2,15 +2,13 @@
 // cluster-stack-operator's local mode reads, and what an air-gapped copy holds.
 import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { parseReleaseTag } from '../core/release-tag.js';
 import { treeDigest } from '../release/content-digest.js';
 import {
   type FetchedRelease,
+  listingFromTags,
   type ReleaseListing,
-  type ReleaseRef,
   type ReleaseSource,
   ReleaseSourceError,
-  type SkippedRelease,
 } from '../release/release-source.js';
 
 export class LocalReleaseSource implements ReleaseSource {
@@ -30,17 +28,8 @@ export class LocalReleaseSource implements ReleaseSource {
       if (error instanceof ReleaseSourceError) throw error;
       throw new ReleaseSourceError('not-found', `release source ${this.root} does not exist or cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); give a directory with one sub-directory per release tag, e.g. docker-ferrol-1-30-v1/`);
     }
-    const releases: ReleaseRef[] = [];
-    const skipped: SkippedRelease[] = [];
-    for (const entry of entries.filter((e) => e.isDirectory()).sort((a, b) => a.name.localeCompare(b.name))) {
-      if (entry.name.startsWith('.')) continue;
-      try {
-        releases.push({ tag: entry.name, parsed: parseReleaseTag(entry.name) });
-      } catch (error) {
-        skipped.push({ name: entry.name, reason: (error as Error).message });
-      }
-    }
-    return { releases, skipped };
+    const directories = entries.filter((e) => e.isDirectory() && !e.name.startsWith('.')).map((e) => e.name);
+    return listingFromTags(directories.sort((a, b) => a.localeCompare(b)).map((tag) => ({ tag })));
   }
 
   async fetch(tag: string): Promise<FetchedRelease> {

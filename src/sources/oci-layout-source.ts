@@ -9,12 +9,11 @@ import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { parseReleaseTag } from '../core/release-tag.js';
 import { OciError } from '../oci/oci-error.js';
 import { assertSha256Digest, type Descriptor, parseOciManifest, REF_NAME_ANNOTATION } from '../oci/oci-manifest.js';
 import { releaseLayers } from '../oci/release-artifact.js';
 import { sha256Digest } from '../release/content-digest.js';
-import type { FetchedRelease, ReleaseListing, ReleaseRef, ReleaseSource, SkippedRelease } from '../release/release-source.js';
+import { type FetchedRelease, listingFromTags, type ReleaseListing, type ReleaseSource } from '../release/release-source.js';
 import type { ReleaseCache } from './release-cache.js';
 
 export const OCI_LAYOUT_FILE = 'oci-layout';
@@ -37,16 +36,7 @@ export class OciLayoutSource implements ReleaseSource {
 
   /** The tags in `index.json` that parse as release tags; other names are skipped with the reason. */
   async list(): Promise<ReleaseListing> {
-    const releases: ReleaseRef[] = [];
-    const skipped: SkippedRelease[] = [];
-    for (const tag of [...(await this.readIndex()).keys()].sort()) {
-      try {
-        releases.push({ tag, parsed: parseReleaseTag(tag) });
-      } catch (error) {
-        skipped.push({ name: tag, reason: (error as Error).message });
-      }
-    }
-    return { releases, skipped };
+    return listingFromTags([...(await this.readIndex()).keys()].sort().map((tag) => ({ tag })));
   }
 
   /** The release's files, copied out of the layout with every blob verified, via the cache. */

@@ -2,12 +2,11 @@
 // cluster-stack-operator's layout). Downloads are verified blob by blob and stored in the release
 // cache atomically; tags are treated as immutable, so a cached release is served without a request.
 import path from 'node:path';
-import { parseReleaseTag } from '../core/release-tag.js';
 import { OciError } from '../oci/oci-error.js';
 import { formatOciRepository, type OciRepositoryRef, parseOciRepository } from '../oci/oci-reference.js';
 import { RegistryClient, type RegistryCredentials } from '../oci/registry-client.js';
 import { releaseLayers } from '../oci/release-artifact.js';
-import type { FetchedRelease, ReleaseListing, ReleaseRef, ReleaseSource, SkippedRelease } from '../release/release-source.js';
+import { type FetchedRelease, listingFromTags, type ReleaseListing, type ReleaseSource } from '../release/release-source.js';
 import type { RetryPolicy, Sleep, SourceLogger } from './http-retry.js';
 import type { ReleaseCache } from './release-cache.js';
 
@@ -50,16 +49,7 @@ export class OciReleaseSource implements ReleaseSource {
 
   /** The repository's tags that parse as release tags; other tags are skipped with the reason. */
   async list(): Promise<ReleaseListing> {
-    const releases: ReleaseRef[] = [];
-    const skipped: SkippedRelease[] = [];
-    for (const tag of (await this.client.listTags(this.ref.repository)).sort()) {
-      try {
-        releases.push({ tag, parsed: parseReleaseTag(tag) });
-      } catch (error) {
-        skipped.push({ name: tag, reason: (error as Error).message });
-      }
-    }
-    return { releases, skipped };
+    return listingFromTags((await this.client.listTags(this.ref.repository)).sort().map((tag) => ({ tag })));
   }
 
   /** The release's files from the cache, or downloaded, verified and cached. */
