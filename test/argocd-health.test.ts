@@ -15,7 +15,7 @@ import {
   type ArgoHealthScript,
 } from '../gitops/health/argocd-health-patch.js';
 import { CORE_SCHEMAS } from './support/engine-schemas/kubernetes-schemas.js';
-import { hasKubectl, kustomizeBuild } from './support/engine-schemas/kustomize-build.js';
+import { kustomizeBuild } from './support/engine-schemas/kustomize-build.js';
 import { checkObject } from './support/engine-schemas/schema-facts.js';
 import { parseObject } from './support/engine-schemas/wiring-checks.js';
 

@@ -3,7 +3,7 @@ import { argoClusterName, syncWaveFor, withSyncWave } from '../gitops/wiring/arg
 import { renderWiring, type WiringOptions } from '../gitops/wiring/render-wiring.js';
 import { ARGOCD_SCHEMAS } from './support/engine-schemas/argocd-schemas.js';
 import { KUSTOMIZE_SCHEMAS } from './support/engine-schemas/kubernetes-schemas.js';
-import { hasKubectl, kustomizeBuild } from './support/engine-schemas/kustomize-build.js';
+import { kustomizeBuild } from './support/engine-schemas/kustomize-build.js';
 import { checkObject } from './support/engine-schemas/schema-facts.js';
 import {
   credentialProblems,

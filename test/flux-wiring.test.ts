@@ -3,7 +3,7 @@ import { InputError } from '../src/core/problem.js';
 import { parseGitOpsEngine, renderWiring, type WiringOptions } from '../gitops/wiring/render-wiring.js';
 import { FLUX_SCHEMAS } from './support/engine-schemas/flux-schemas.js';
 import { KUSTOMIZE_SCHEMAS } from './support/engine-schemas/kubernetes-schemas.js';
-import { hasKubectl, kustomizeBuild } from './support/engine-schemas/kustomize-build.js';
+import { kustomizeBuild } from './support/engine-schemas/kustomize-build.js';
 import { checkObject } from './support/engine-schemas/schema-facts.js';
 import {
   credentialProblems,

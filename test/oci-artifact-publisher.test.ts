@@ -1,6 +1,6 @@
 // The OCI output against real registries (Debian docker-registry: anonymous, htpasswd, read-only),
 // read back with skopeo; and the reproducible tar it is built from.
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -26,7 +26,7 @@ import { readTarTree, reproducibleTar, reproducibleTarGzip } from '../gitops/rep
 import { InputError } from '../src/core/problem.js';
 import { EMPTY_CONFIG, OCI_IMAGE_CONFIG, OCI_MANIFEST } from '../src/oci/oci-manifest.js';
 import { RegistryClient } from '../src/oci/registry-client.js';
-import { freePort, REGISTRY_BINARY, startRegistry, type TestRegistry } from './support/registry/index.js';
+import { startRegistry, type TestRegistry } from './support/registry/index.js';
 
 const run = promisify(execFile);
 const SOURCE = 'https://github.com/example/fleet';
@@ -71,60 +71,14 @@ function recordingFetch(): { fetch: typeof fetch; requests: string[] } {
   };
 }
 
-/** docker-registry with `storage.maintenance.readonly` on: reads work, every upload is refused. */
-async function startReadOnlyRegistry(): Promise<{ host: string; stop: () => Promise<void> }> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'clusterstack-readonly-registry-'));
-  const host = `127.0.0.1:${await freePort()}`;
-  const config = path.join(dir, 'config.yml');
-  await writeFile(
-    config,
-    [
-      'version: 0.1',
-      'log:',
-      '  level: error',
-      '  accesslog:',
-      '    disabled: true',
-      'storage:',
-      '  filesystem:',
-      `    rootdirectory: ${path.join(dir, 'data')}`,
-      '  maintenance:',
-      '    readonly:',
-      '      enabled: true',
-      'http:',
-      `  addr: ${host}`,
-      '  secret: read-only-test',
-      '',
-    ].join('\n'),
-  );
-  const child = spawn(REGISTRY_BINARY, ['serve', config], { stdio: 'ignore' });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const stop = async (): Promise<void> => {
-    if (child.exitCode === null) child.kill('SIGTERM');
-    await exited;
-    await rm(dir, { recursive: true, force: true });
-  };
-  for (const deadline = Date.now() + 10_000; ; ) {
-    try {
-      await fetch(`http://${host}/v2/`);
-      return { host, stop };
-    } catch {
-      if (Date.now() > deadline || child.exitCode !== null) {
-        await stop();
-        throw new Error(`read-only registry on ${host} did not start`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
-  }
-}
-
 let anonymous: TestRegistry;
 let basic: TestRegistry;
-let readOnly: { host: string; stop: () => Promise<void> };
+let readOnly: TestRegistry;
 let scratch: string;
 let repositories = 0;
 
 beforeAll(async () => {
-  [anonymous, basic, readOnly] = await Promise.all([startRegistry(), startRegistry({ auth: 'basic' }), startReadOnlyRegistry()]);
+  [anonymous, basic, readOnly] = await Promise.all([startRegistry(), startRegistry({ auth: 'basic' }), startRegistry({ readOnly: true })]);
   scratch = await mkdtemp(path.join(os.tmpdir(), 'oci-artifact-publisher-'));
 });
 

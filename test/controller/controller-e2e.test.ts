@@ -66,7 +66,6 @@ describe('controller, end to end', () => {
   let makeController: (clone: string) => Controller;
 
   const stored = <T>(kind: string, name: string): T | undefined => api.get('clusterstack.x-k8s.io/v1alpha1', kind, NS, name) as T | undefined;
-  const cached = (kind: WatchedKind, name: string) => cache.get(kind, NS, name);
   /** Waits until the caches hold what the API server holds now, then reconciles once. */
   async function reconcile() {
     const kinds: [WatchedKind, string, string][] = [
@@ -75,7 +74,8 @@ describe('controller, end to end', () => {
       [CLUSTER_ADDONS, 'clusterstack.x-k8s.io/v1alpha1', 'ClusterAddon'],
       [CAPI_CLUSTERS, 'cluster.x-k8s.io/v1beta1', 'Cluster'],
     ];
-    const fingerprint = (objects: KubeObject[]) => objects.map((o) => `${o.metadata.namespace}/${o.metadata.name}@${o.metadata.resourceVersion}`).sort().join(',');
+    // The cache's objects and the fake API's own object type share only their metadata.
+    const fingerprint = (objects: { metadata?: { namespace?: string; name?: string; resourceVersion?: string } }[]) => objects.map((o) => `${o.metadata?.namespace}/${o.metadata?.name}@${o.metadata?.resourceVersion}`).sort().join(',');
     await waitFor(() => kinds.every(([kind, apiVersion, name]) => fingerprint(cache.list(kind)) === fingerprint(api.list(apiVersion, name))), 'the caches to catch up');
     try {
       return await controller.reconcileOnce();

@@ -8,8 +8,6 @@ import * as yaml from 'js-yaml';
 
 const KUBECTL = process.env.KUBECTL ?? 'kubectl';
 
-export const hasKubectl = spawnSync(KUBECTL, ['version', '--client'], { encoding: 'utf8' }).status === 0;
-
 /** The objects `kubectl kustomize <dir>` builds from `files` (paths relative to one root). */
 export function kustomizeBuild(files: Map<string, string>, dir: string): Record<string, any>[] {
   const root = mkdtempSync(path.join(tmpdir(), 'kustomize-'));

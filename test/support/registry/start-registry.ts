@@ -33,7 +33,8 @@ export async function freePort(): Promise<number> {
 }
 
 /** Starts a registry and waits until `/v2/` answers. */
-export async function startRegistry(options: { auth?: RegistryAuth } = {}): Promise<TestRegistry> {
+/** `readOnly`: storage maintenance mode, where reads work and every upload is refused. */
+export async function startRegistry(options: { auth?: RegistryAuth; readOnly?: boolean } = {}): Promise<TestRegistry> {
   const auth = options.auth ?? 'none';
   const dir = await mkdtemp(path.join(os.tmpdir(), 'clusterstack-registry-'));
   const username = 'stack-publisher';
@@ -70,8 +71,7 @@ export async function startRegistry(options: { auth?: RegistryAuth } = {}): Prom
       'storage:',
       '  filesystem:',
       `    rootdirectory: ${path.join(dir, 'data')}`,
-      '  delete:',
-      '    enabled: true',
+      ...(options.readOnly ? ['  maintenance:', '    readonly:', '      enabled: true'] : ['  delete:', '    enabled: true']),
       'http:',
       `  addr: ${host}`,
       `  secret: ${password}-http-secret`,
