@@ -7,6 +7,10 @@ import { kustomizeBuild } from './support/engine-schemas/kustomize-build.js';
 import { checkObject } from './support/engine-schemas/schema-facts.js';
 import {
   credentialProblems,
+  fleet,
+  object,
+  OLD_RELEASE,
+  RELEASE,
   kustomizationProblems,
   parseObject,
   releaseUnit,
@@ -15,8 +19,6 @@ import {
   wiringObjects,
 } from './support/engine-schemas/wiring-checks.js';
 
-const RELEASE = 'docker-ferrol-1-30-v2';
-const OLD_RELEASE = 'docker-ferrol-1-30-v1';
 
 const gitOptions: WiringOptions = {
   engine: 'argocd',
@@ -27,23 +29,7 @@ const gitOptions: WiringOptions = {
 
 const ociOptions: WiringOptions = { ...gitOptions, source: { kind: 'oci', url: 'oci://registry.example.com/platform/fleet', tag: 'latest' } };
 
-function fleet() {
-  return [
-    releaseUnit('cluster-stacks', OLD_RELEASE),
-    releaseUnit('cluster-stacks', RELEASE),
-    stageUnit('dev', 'alpha', RELEASE, 'cni', 0),
-    stageUnit('dev', 'alpha', RELEASE, 'csi', 1),
-    stageUnit('dev', 'alpha', RELEASE, 'metrics-server', 1),
-    stageUnit('dev', 'alpha', RELEASE, 'ccm', 2),
-    stageUnit('prod', 'beta', OLD_RELEASE, 'cluster-addon', 0),
-  ];
-}
 
-function object(files: Map<string, string>, path: string): Record<string, any> {
-  const text = files.get(path);
-  if (text === undefined) throw new Error(`no ${path} in [${[...files.keys()].join(', ')}]`);
-  return parseObject(text);
-}
 
 const SYNC_POLICY = {
   automated: { prune: true, selfHeal: true },

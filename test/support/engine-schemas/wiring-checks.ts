@@ -27,6 +27,29 @@ export function stageUnit(namespace: string, cluster: string, release: string, s
 }
 
 /** The single object in a YAML file. */
+export const RELEASE = 'docker-ferrol-1-30-v2';
+export const OLD_RELEASE = 'docker-ferrol-1-30-v1';
+
+/** Two releases in one namespace; cluster dev/alpha with three stages (two sharing an order), cluster prod/beta with one. */
+export function fleet(): UnitRecord[] {
+  return [
+    releaseUnit('cluster-stacks', OLD_RELEASE),
+    releaseUnit('cluster-stacks', RELEASE),
+    stageUnit('dev', 'alpha', RELEASE, 'cni', 0),
+    stageUnit('dev', 'alpha', RELEASE, 'csi', 1),
+    stageUnit('dev', 'alpha', RELEASE, 'metrics-server', 1),
+    stageUnit('dev', 'alpha', RELEASE, 'ccm', 2),
+    stageUnit('prod', 'beta', OLD_RELEASE, 'cluster-addon', 0),
+  ];
+}
+
+/** The parsed object at `path` in the wiring, or an error listing what is there. */
+export function object(files: Map<string, string>, path: string): Record<string, any> {
+  const text = files.get(path);
+  if (text === undefined) throw new Error(`no ${path} in [${[...files.keys()].join(', ')}]`);
+  return parseObject(text);
+}
+
 export function parseObject(text: string): Record<string, any> {
   const documents = yaml.loadAll(text).filter((d) => d !== null && d !== undefined);
   if (documents.length !== 1) throw new Error(`expected one object per file, found ${documents.length}`);
