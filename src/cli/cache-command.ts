@@ -2,11 +2,9 @@
 import { readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { readInputFiles } from '../inputs/read-input-files.js';
-import { buildPlan } from '../plan/build-plan.js';
 import { ReleaseCache } from '../sources/release-cache.js';
 import { type CliIo, EXIT_OK, UsageError } from './cli-io.js';
-import { configFromFlags, isRemoteLocation, resolveLocation, SOURCE_OPTIONS, sourceOpenerFrom } from './common-options.js';
+import { configFromFlags, resolveLocation, SOURCE_OPTIONS, planFromInputs } from './common-options.js';
 
 export const CACHE_USAGE = `Usage: clusterstack cache size [--cache-dir <dir>] [--json]
        clusterstack cache prune <files or dirs...> --release-source <source> [--cache-dir <dir>] [--json]
@@ -59,8 +57,7 @@ export async function cacheCommand(args: string[], io: CliIo): Promise<number> {
 
   if (positionals.length === 0 || !values['release-source']) throw new UsageError('cache prune needs the inputs (ClusterStacks and Clusters) and --release-source, to know which releases are still kept');
   const location = resolveLocation(values['release-source'], io.cwd);
-  const manifests = await readInputFiles(positionals.map((input) => path.resolve(io.cwd, input)), isRemoteLocation(location) ? [] : [location]);
-  const plan = await buildPlan({ manifests, defaultSource: location, openSource: sourceOpenerFrom(config, values), workDir: config.cacheDir });
+  const plan = await planFromInputs(positionals, location, config, values, io);
   if (plan.problems.length > 0) throw new UsageError(`cache prune reads the inputs to know what is kept, and they have problems; fix them first (run clusterstack plan)`);
   const keptTags = new Set(plan.resolution.clusterStacks.flatMap((stack) => stack.releases.filter((r) => r.kept).map((r) => r.name)));
   const removed = await cache.prune((entry) => keptTags.has(entry.tag));

@@ -1,6 +1,8 @@
 // Options several commands share (release sources, cache, helm) and turning them into objects.
 import path from 'node:path';
 import { type Config, resolveConfig } from '../config.js';
+import { readInputFiles } from '../inputs/read-input-files.js';
+import { buildPlan, type Plan } from '../plan/build-plan.js';
 import { createSourceOpener, type SourceOpener } from '../sources/open-release-source.js';
 import type { CliIo } from './cli-io.js';
 
@@ -51,4 +53,13 @@ export function sourceOpenerFrom(config: Readonly<Config>, flags: SourceFlags, o
     ...(config.registryUsername && config.registryPassword ? { registryCredentials: { username: config.registryUsername, password: config.registryPassword } } : {}),
     ...(onWarning ? { onWarning } : {}),
   });
+}
+
+/**
+ * Reads the input files and plans against the release source, as plan, render and cache prune do.
+ * A local release source inside an input directory is not read as input.
+ */
+export async function planFromInputs(inputs: string[], location: string, config: Readonly<Config>, flags: SourceFlags, io: CliIo, onWarning?: (message: string) => void): Promise<Plan> {
+  const manifests = await readInputFiles(inputs.map((input) => path.resolve(io.cwd, input)), isRemoteLocation(location) ? [] : [location]);
+  return buildPlan({ manifests, defaultSource: location, openSource: sourceOpenerFrom(config, flags, onWarning), workDir: config.cacheDir, ...(onWarning ? { onWarning } : {}) });
 }

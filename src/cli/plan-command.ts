@@ -1,11 +1,8 @@
 // `clusterstack plan <files or dirs...> --release-source <source> [--json]`
-import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { readInputFiles } from '../inputs/read-input-files.js';
-import { buildPlan } from '../plan/build-plan.js';
 import { formatPlanReport, planReport, reportHasProblems } from '../plan/plan-report.js';
 import { type CliIo, EXIT_OK, EXIT_PROBLEMS, UsageError } from './cli-io.js';
-import { configFromFlags, isRemoteLocation, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, sourceOpenerFrom } from './common-options.js';
+import { configFromFlags, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, planFromInputs } from './common-options.js';
 
 export const PLAN_USAGE = `Usage: clusterstack plan <files or dirs...> --release-source <source> [--json]
 
@@ -24,8 +21,7 @@ export async function planCommand(args: string[], io: CliIo): Promise<number> {
   const config = configFromFlags(values, io);
   const location = resolveLocation(releaseSource, io.cwd);
   const warn = values.json ? undefined : (message: string): void => io.stderr(`warning: ${message}\n`);
-  const manifests = await readInputFiles(positionals.map((input) => path.resolve(io.cwd, input)), isRemoteLocation(location) ? [] : [location]);
-  const plan = await buildPlan({ manifests, defaultSource: location, openSource: sourceOpenerFrom(config, values, warn), workDir: config.cacheDir, ...(warn ? { onWarning: warn } : {}) });
+  const plan = await planFromInputs(positionals, location, config, values, io, warn);
   const report = planReport(plan);
   if (values.json) io.stdout(`${JSON.stringify(report, null, 2)}\n`);
   else io.stdout(formatPlanReport({ ...report, warnings: [] }));

@@ -4,8 +4,6 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { createHelmDependencies } from '../../renderers/helm-dependencies.js';
 import { InputError } from '../core/problem.js';
-import { readInputFiles } from '../inputs/read-input-files.js';
-import { buildPlan } from '../plan/build-plan.js';
 import { planReport, reportHasProblems } from '../plan/plan-report.js';
 import { compareTrees, summarizeChanges } from '../render/change-summary.js';
 import { renderPullRequestBody } from '../render/pull-request-body.js';
@@ -13,7 +11,7 @@ import { type RenderProgress, renderOutput, type WithheldEntry } from '../render
 import { SECRET_POLICIES, type SecretPolicy } from '../render/secret-policy.js';
 import { type CliIo, EXIT_OK, UsageError } from './cli-io.js';
 import { checkOutputSettings, createOutputPublisher, type OutputSettings, wiringOptionsFor } from './output-publisher.js';
-import { configFromFlags, isRemoteLocation, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, sourceOpenerFrom } from './common-options.js';
+import { configFromFlags, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, planFromInputs } from './common-options.js';
 
 export const RENDER_USAGE = `Usage: clusterstack render <files or dirs...> --release-source <source> (--output <dir> | --git <repo> | --oci <ref>) [options]
 
@@ -126,8 +124,7 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   const prTemplate = values['pr-template'] ? await readTemplate(values['pr-template'], io.cwd, '--pr-template') : undefined;
 
   // Observe and decide; any problem with the inputs stops here, before anything is written.
-  const manifests = await readInputFiles(positionals.map((input) => path.resolve(io.cwd, input)), isRemoteLocation(location) ? [] : [location]);
-  const plan = await buildPlan({ manifests, defaultSource: location, openSource: sourceOpenerFrom(config, values, warn), workDir: config.cacheDir, onWarning: warn });
+  const plan = await planFromInputs(positionals, location, config, values, io, warn);
   const problems = planReport(plan);
   if (reportHasProblems(problems)) {
     const all = [...problems.problems, ...problems.clusterStacks.flatMap((s) => [...s.problems, ...s.releases.flatMap((r) => r.problems)]), ...problems.clusters.flatMap((c) => c.problems)];
