@@ -1,0 +1,270 @@
+// The one YAML module: reads and writes YAML with the meaning Kubernetes gives it (sigs.k8s.io/yaml
+// over go-yaml v2, as kubectl, Argo CD, Flux and helm do), never js-yaml's YAML 1.2 defaults.
+//
+// - Scalars resolve as go-yaml v2 resolves them (go-yaml-scalars.ts): `0400` is 256, `on` is true.
+// - Duplicate mapping keys: the last one wins, and each is reported (Kubernetes accepts them).
+// - Unknown tags are ignored (`!foo 12` is the string "12"); `!!binary` decodes to its text.
+// - Aliases are bounded like go-yaml bounds them, so an alias bomb is an error, not an OOM.
+// - `.inf`/`.nan` values are refused: JSON cannot carry them, so Kubernetes refuses the document.
+// Known difference, never seen in manifests: mapping keys that go-yaml reads as null, as a float or
+// as an integer beyond int64 are stringified the JavaScript way (Kubernetes refuses null and uint64
+// keys and formats float keys with 32-bit precision).
+// - Writing quotes every string that go-yaml would otherwise read as something else.
+import * as jsYaml from 'js-yaml';
+import { formatPlainScalar, MERGE_KEY, resolvePlainScalar, type PlainScalar } from './go-yaml-scalars.js';
+
+const CORE = 'tag:yaml.org,2002:';
+
+const isPlainValue = (value: unknown): value is Exclude<PlainScalar, string> =>
+  value === null || typeof value === 'boolean' || typeof value === 'number' || typeof value === 'bigint';
+
+/** Every untagged plain scalar, resolved as go-yaml v2 resolves it. */
+const plainScalar = new jsYaml.Type('tag:clusterstack.x-k8s.io,2024:plain', {
+  kind: 'scalar',
+  resolve: (data: unknown) => typeof data === 'string' && data !== MERGE_KEY && typeof resolvePlainScalar(data) !== 'string',
+  construct: (data: string) => resolvePlainScalar(data),
+  predicate: isPlainValue,
+  represent: (value: object) => formatPlainScalar(value as unknown as Exclude<PlainScalar, string>),
+});
+
+/** `!!int`, `!!float`, `!!bool`, `!!null`: the scalar must resolve to that type (go-yaml fails otherwise). */
+function explicitScalar(name: 'int' | 'float' | 'bool' | 'null', accepts: (value: PlainScalar) => boolean): jsYaml.Type {
+  return new jsYaml.Type(`${CORE}${name}`, {
+    kind: 'scalar',
+    resolve: (data: unknown) => typeof data === 'string' && accepts(resolvePlainScalar(data)),
+    construct: (data: string) => {
+      const value = resolvePlainScalar(data);
+      return name === 'float' && typeof value === 'bigint' ? Number(value) : value;
+    },
+  });
+}
+
+const isInteger = (value: PlainScalar): boolean => typeof value === 'bigint' || (typeof value === 'number' && Number.isInteger(value));
+const explicitTypes = [
+  explicitScalar('int', (value) => isInteger(value)),
+  explicitScalar('float', (value) => typeof value === 'number' || typeof value === 'bigint'),
+  explicitScalar('bool', (value) => typeof value === 'boolean'),
+  explicitScalar('null', (value) => value === null),
+  new jsYaml.Type(`${CORE}binary`, {
+    kind: 'scalar',
+    resolve: (data: unknown) => typeof data === 'string' && /^[A-Za-z0-9+/=\s]*$/.test(data),
+    // go-yaml gives the raw bytes as a Go string; JSON encoding then replaces invalid UTF-8.
+    construct: (data: string) => Buffer.from(data.replace(/\s+/g, ''), 'base64').toString('utf8'),
+  }),
+  new jsYaml.Type(`${CORE}timestamp`, { kind: 'scalar', construct: (data: string) => data }),
+  // Any other tag (local `!foo`, `!!set`, `!!omap`, ...) is ignored: the node keeps its plain meaning
+  // as a string, list or map, as go-yaml does for tags it cannot resolve.
+  new jsYaml.Type('', { kind: 'scalar', multi: true, construct: (data: string | null) => data ?? '' }),
+  new jsYaml.Type('', { kind: 'sequence', multi: true, construct: (data: unknown[] | null) => data ?? [] }),
+  new jsYaml.Type('', { kind: 'mapping', multi: true, construct: (data: Record<string, unknown> | null) => data ?? {} }),
+];
+
+const mergeType = (jsYaml as unknown as { types: Record<string, jsYaml.Type> }).types['merge']!;
+
+/** go-yaml v2 semantics for reading and writing; the only schema any Kubernetes YAML goes through. */
+export const KUBE_YAML_SCHEMA = jsYaml.FAILSAFE_SCHEMA.extend({ implicit: [mergeType, plainScalar], explicit: explicitTypes });
+
+/** A YAML text that cannot be read; `line` is 1-based within the text given. */
+export class YamlDecodeError extends Error {
+  constructor(
+    readonly reason: string,
+    readonly line?: number,
+    readonly column?: number,
+  ) {
+    super(`${reason}${line !== undefined ? ` (line ${line}${column !== undefined ? `, column ${column}` : ''})` : ''}`);
+    this.name = 'YamlDecodeError';
+  }
+}
+
+export interface DecodedDocument {
+  value: unknown;
+  /** Duplicate keys, each with its 1-based line: Kubernetes keeps the last value, so do we. */
+  duplicateKeys: { key: string; line: number }[];
+}
+
+/** At most this many duplicate keys are listed per document (each costs a parse). */
+const DUPLICATES_LISTED = 20;
+const DUPLICATE_KEY = 'duplicated mapping key';
+
+/** Reads one YAML document (an empty text is null); throws YamlDecodeError. */
+export function decodeYamlDocument(text: string): DecodedDocument {
+  let value: unknown;
+  let duplicateKeys: DecodedDocument['duplicateKeys'] = [];
+  try {
+    value = jsYaml.load(text, { schema: KUBE_YAML_SCHEMA });
+  } catch (error) {
+    if (!(error instanceof jsYaml.YAMLException) || error.reason !== DUPLICATE_KEY) throw toDecodeError(error);
+    // Rare: list the duplicates, then read with last-wins semantics (json mode).
+    duplicateKeys = findDuplicateKeys(text);
+    try {
+      value = jsYaml.load(text, { schema: KUBE_YAML_SCHEMA, json: true });
+    } catch (inner) {
+      throw toDecodeError(inner);
+    }
+  }
+  checkAliasExpansion(value);
+  return { value: value === undefined ? null : value, duplicateKeys };
+}
+
+function toDecodeError(error: unknown): YamlDecodeError {
+  if (error instanceof jsYaml.YAMLException) {
+    const mark = error.mark as { line?: number; column?: number } | undefined;
+    return new YamlDecodeError(error.reason, mark?.line !== undefined ? mark.line + 1 : undefined, mark?.column !== undefined ? mark.column + 1 : undefined);
+  }
+  if (error instanceof RangeError) return new YamlDecodeError('is nested too deeply to read');
+  return new YamlDecodeError(error instanceof Error ? error.message : String(error));
+}
+
+/**
+ * Duplicate keys of a document. js-yaml stops at the first one in strict mode; each found key is
+ * renamed in a scratch copy so the next parse finds the next. Only documents that have duplicates
+ * pay for more than one parse.
+ */
+function findDuplicateKeys(text: string): { key: string; line: number }[] {
+  const found: { key: string; line: number }[] = [];
+  let scratch = text;
+  let shift = 0; // characters inserted before later positions of the original text
+  for (let round = 0; round < DUPLICATES_LISTED; round += 1) {
+    try {
+      jsYaml.load(scratch, { schema: KUBE_YAML_SCHEMA });
+      break;
+    } catch (error) {
+      if (!(error instanceof jsYaml.YAMLException) || error.reason !== DUPLICATE_KEY) break;
+      const position = (error.mark as { position: number }).position;
+      const key = /^(?:"(?:[^"\\]|\\.)*"|'(?:[^']|'')*'|[^:\n]*?)(?=\s*:(?:\s|$))/.exec(scratch.slice(position))?.[0] ?? '';
+      const original = position - shift;
+      found.push({ key: key.replace(/^["']|["']$/g, ''), line: text.slice(0, Math.max(0, original)).split('\n').length });
+      const marker = `cs-duplicate-${round}-`;
+      scratch = `${scratch.slice(0, position)}${marker}${scratch.slice(position)}`;
+      shift += marker.length;
+    }
+  }
+  return found;
+}
+
+// go-yaml v2's bounds on aliasing (decode.go): beyond them a document is "excessive aliasing".
+const ALIAS_RATIO_LOW = 400_000;
+const ALIAS_RATIO_HIGH = 4_000_000;
+/** Expanded scalar text a document may reach through aliases, whatever its size on disk. */
+const EXPANDED_TEXT_LIMIT = 64 * 1024 * 1024;
+
+function allowedAliasRatio(decoded: number): number {
+  if (decoded <= ALIAS_RATIO_LOW) return 0.99;
+  if (decoded >= ALIAS_RATIO_HIGH) return 0.1;
+  return 0.99 - 0.89 * ((decoded - ALIAS_RATIO_LOW) / (ALIAS_RATIO_HIGH - ALIAS_RATIO_LOW));
+}
+
+/**
+ * js-yaml shares one object for every alias of an anchor, so reading a "billion laughs" document is
+ * cheap, but anything walking it later (digests, JSON, helm values) would expand it. Counts the
+ * expanded size with memoization (linear in distinct nodes) and refuses what go-yaml would refuse.
+ */
+function checkAliasExpansion(root: unknown): void {
+  const sizes = new Map<object, { nodes: number; text: number }>();
+  const visiting = new Set<object>();
+  let distinct = 0;
+  const measure = (value: unknown): { nodes: number; text: number } => {
+    if (value === null || typeof value !== 'object') {
+      if (typeof value === 'number' && !Number.isFinite(value)) throw new YamlDecodeError('holds .inf or .nan, which JSON (and so Kubernetes) cannot carry');
+      distinct += 1; // a scalar is never shared: js-yaml aliases share containers only
+      return { nodes: 1, text: typeof value === 'string' ? value.length : 8 };
+    }
+    const known = sizes.get(value);
+    if (known) return known;
+    if (visiting.has(value)) throw new YamlDecodeError('an anchor contains an alias of itself');
+    visiting.add(value);
+    distinct += 1;
+    const total = { nodes: 1, text: 0 };
+    for (const child of Array.isArray(value) ? value : Object.values(value)) {
+      const size = measure(child);
+      total.nodes += size.nodes;
+      total.text += size.text;
+    }
+    visiting.delete(value);
+    sizes.set(value, total);
+    return total;
+  };
+  const { nodes, text } = measure(root);
+  const aliased = nodes - distinct;
+  if ((aliased > 100 && nodes > 1000 && aliased / nodes > allowedAliasRatio(nodes)) || text > EXPANDED_TEXT_LIMIT) {
+    throw new YamlDecodeError(`contains excessive aliasing (its anchors expand to ${nodes} nodes); Kubernetes refuses such documents too`);
+  }
+}
+
+export interface SplitDocument {
+  text: string;
+  /** 1-based line of the document's first line in the whole stream. */
+  startLine: number;
+}
+
+/**
+ * Splits a YAML stream where apimachinery's YAMLReader does (kubectl, Argo CD and Flux read helm
+ * output this way): at a line that starts with `---` followed by nothing but spaces or a comment.
+ * Documents that hold only whitespace are dropped.
+ */
+export function splitYamlDocuments(stream: string): SplitDocument[] {
+  const documents: SplitDocument[] = [];
+  const lines = stream.split('\n');
+  let start = 0;
+  const flush = (end: number): void => {
+    const text = lines.slice(start, end).join('\n');
+    if (text.trim() !== '') documents.push({ text: end < lines.length ? `${text}\n` : text, startLine: start + 1 });
+  };
+  lines.forEach((line, index) => {
+    if (line.startsWith('---')) {
+      const rest = line.slice(3).trim();
+      if (rest === '' || rest.startsWith('#')) {
+        flush(index);
+        start = index + 1;
+      }
+    }
+  });
+  flush(lines.length);
+  return documents;
+}
+
+/** Every document of a stream, decoded; throws YamlDecodeError with the line in the whole stream. */
+export function decodeYamlDocuments(stream: string): (DecodedDocument & SplitDocument)[] {
+  return splitYamlDocuments(stream).map((document) => {
+    try {
+      const decoded = decodeYamlDocument(document.text);
+      return { ...document, ...decoded, duplicateKeys: decoded.duplicateKeys.map((d) => ({ ...d, line: d.line + document.startLine - 1 })) };
+    } catch (error) {
+      if (error instanceof YamlDecodeError) throw new YamlDecodeError(error.reason, error.line !== undefined ? error.line + document.startLine - 1 : document.startLine, error.column);
+      throw error;
+    }
+  });
+}
+
+export interface EncodeOptions {
+  /** Sort mapping keys (for objects we generate); helm-derived objects keep their order. */
+  sortKeys?: boolean;
+}
+
+/**
+ * YAML that go-yaml v2 reads back as exactly `value`: strings it would read as anything else are
+ * quoted, integers beyond 2^53 (bigint) are written in full, no anchors, no line folding.
+ */
+export function encodeYaml(value: unknown, options: EncodeOptions = {}): string {
+  return jsYaml.dump(value, { schema: KUBE_YAML_SCHEMA, lineWidth: -1, noRefs: true, sortKeys: options.sortKeys ?? false, quotingType: '"' });
+}
+
+/** One scalar as go-yaml v2 reads it back (for text inserted into a document). */
+export function encodeScalar(value: string | number | boolean): string {
+  return encodeYaml(value).trimEnd();
+}
+
+/** Deep equality of decoded values (bigint, NaN and key order handled as Kubernetes sees them). */
+export function sameYamlValue(a: unknown, b: unknown): boolean {
+  if (typeof a === 'number' && typeof b === 'number') return a === b || (Number.isNaN(a) && Number.isNaN(b));
+  if (typeof a === 'bigint' || typeof b === 'bigint') {
+    const integer = (v: unknown): v is bigint | number => typeof v === 'bigint' || (typeof v === 'number' && Number.isInteger(v));
+    return integer(a) && integer(b) && BigInt(a) === BigInt(b);
+  }
+  if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return a === b;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a)) return a.length === (b as unknown[]).length && a.every((item, index) => sameYamlValue(item, (b as unknown[])[index]));
+  const keysA = Object.keys(a);
+  const keysB = Object.keys(b);
+  return keysA.length === keysB.length && keysA.every((key) => Object.hasOwn(b, key) && sameYamlValue((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key]));
+}
