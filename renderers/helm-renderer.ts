@@ -2,6 +2,7 @@
 // version always given, values layered through files written with sorted keys.
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { encodeYaml } from '../src/yaml/kube-yaml.js';
 import { cleanHelmStderr, HelmRenderError } from './helm-errors.js';
 import type { HelmRunner } from './helm-runner.js';
 import type { ChartRenderRequest, Renderer } from './renderer.js';
@@ -17,9 +18,10 @@ export class HelmRenderer implements Renderer {
     return this.runner.withTempDir('render', async (dir) => {
       const valueFiles: string[] = [];
       for (const [index, values] of (request.values ?? []).entries()) {
-        const file = path.join(dir, `values-${index}.json`);
-        // JSON is YAML; sorted keys make the file (and anything derived from it) deterministic.
-        await writeFile(file, `${JSON.stringify(sortKeys(values), null, 2)}\n`);
+        const file = path.join(dir, `values-${index}.yaml`);
+        // Written as helm reads it back (go-yaml v2, integers beyond 2^53 in full); sorted keys make
+        // the file, and anything derived from it, deterministic.
+        await writeFile(file, encodeYaml(values, { sortKeys: true }));
         valueFiles.push(file);
       }
       const args = ['template', request.releaseName, request.chart.dir, '--namespace', request.namespace, '--kube-version', kubeVersion];

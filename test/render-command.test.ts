@@ -88,7 +88,9 @@ describe('clusterstack render (quick start, real helm and git)', () => {
     expect(files['management/cluster-stacks/docker-ferrol-1-30-v1/kubeadmconfigtemplate-docker-ferrol-1-30-v1-worker.yaml']).toContain('echo {{ ds.meta_data.hostname }} > /etc/hostname');
     const daemonset = yaml.load(files['clusters/cluster-stacks/alpha/cluster-addon/daemonset-kindnet.yaml']!) as { metadata: { namespace: string; labels: Record<string, string> } };
     expect(daemonset.metadata.namespace).toBe('kube-system');
-    expect(daemonset.metadata.labels).toMatchObject({ 'app.kubernetes.io/managed-by': 'clusterstack-gitops', 'app.kubernetes.io/part-of': 'docker-ferrol-1-30', 'app.kubernetes.io/version': 'v1' });
+    // The chart's labels are its own: nothing of ours is added or overwritten.
+    expect(Object.values(daemonset.metadata.labels ?? {})).not.toContain('clusterstack-gitops');
+    expect(daemonset.metadata.labels?.['app.kubernetes.io/part-of']).toBeUndefined();
     const clusterRole = yaml.load(files['clusters/cluster-stacks/alpha/cluster-addon/clusterrole-kindnet.yaml']!) as { metadata: Record<string, unknown> };
     expect(clusterRole.metadata.namespace).toBeUndefined();
   });
@@ -211,6 +213,35 @@ describe('clusterstack render (secrets)', () => {
   });
 });
 
+describe('clusterstack render (one broken unit is withheld alone)', () => {
+  const twoClusters = (): Promise<string> =>
+    writeTree({ 'stack.yaml': STACK.replace('versions: [v1]', 'versions: [v1, v2]'), 'c.yaml': cluster('one', 'docker-ferrol-1-30-v1') + cluster('two', 'docker-ferrol-1-30-v2') });
+
+  async function expectOnlyOneWithheld(releases: string, reason: RegExp): Promise<Record<string, string>> {
+    const out = path.join(await tempDir(), 'out');
+    const result = await render([await twoClusters(), '--release-source', releases, '--output', out]);
+    expect(result.code).toBe(0);
+    expect(result.report.withheld).toEqual([expect.objectContaining({ kind: 'cluster', namespace: 'cluster-stacks', name: 'one', reason: expect.stringMatching(reason) })]);
+    const files = await readTree(out);
+    expect(Object.keys(files).some((file) => file.startsWith('clusters/cluster-stacks/one/'))).toBe(false);
+    expect(Object.keys(files).some((file) => file.startsWith('clusters/cluster-stacks/two/'))).toBe(true);
+    expect(Object.keys(files)).toContain('management/cluster-stacks/docker-ferrol-1-30-v1/clusterclass-docker-ferrol-1-30-v1.yaml');
+    expect(files['README.md']).toMatch(/cluster cluster-stacks\/one: /);
+    return files;
+  }
+
+  it('shows helm’s own error for a chart that fails to render, and publishes everything else', async () => {
+    const releases = await releasesWithAddonChart(path.resolve('test/fixtures/charts/broken'), 'values: |\n  breakWith: fail\n');
+    await expectOnlyOneWithheld(releases, /helm template failed for cluster-addon .*broken on purpose/s);
+  });
+
+  it('names the origin of a values template with a syntax error, and publishes everything else', async () => {
+    const releases = await copyExampleReleases();
+    await writeFile(path.join(releases, 'docker-ferrol-1-30-v1', 'cluster-addon-values.yaml'), 'values: |\n  x: {{ .Cluster.metadata.name \n');
+    await expectOnlyOneWithheld(releases, /docker-ferrol-1-30-v1\/cluster-addon-values\.yaml/);
+  });
+});
+
 describe('clusterstack render (bad input: clear message, nothing written)', () => {
   async function expectNothingWritten(args: string[], message: RegExp, env: NodeJS.ProcessEnv = {}): Promise<void> {
     const out = path.join(await tempDir(), 'out');
@@ -220,17 +251,6 @@ describe('clusterstack render (bad input: clear message, nothing written)', () =
     await expect(readdir(out)).rejects.toThrow();
   }
   const inputs = (): Promise<string> => writeTree({ 'stack.yaml': STACK, 'c.yaml': cluster('one', 'docker-ferrol-1-30-v1') });
-
-  it('shows helm’s own error for a chart that fails to render', async () => {
-    const releases = await releasesWithAddonChart(path.resolve('test/fixtures/charts/broken'), 'values: |\n  breakWith: fail\n');
-    await expectNothingWritten([await inputs(), '--release-source', releases], /helm template failed for cluster-addon .*broken on purpose/s);
-  });
-
-  it('names the origin of a values template with a syntax error', async () => {
-    const releases = await copyExampleReleases();
-    await writeFile(path.join(releases, 'docker-ferrol-1-30-v1', 'cluster-addon-values.yaml'), 'values: |\n  x: {{ .Cluster.metadata.name \n');
-    await expectNothingWritten([await inputs(), '--release-source', releases], /docker-ferrol-1-30-v1\/cluster-addon-values\.yaml/);
-  });
 
   it('rejects a .tgz that is not a chart', async () => {
     const releases = await copyExampleReleases();

@@ -47,4 +47,14 @@ No Cluster uses a cluster stack class.
 - {{kind}} {{namespace}}/{{name}}: {{reason}}
 {{/each}}
 {{/if}}
+{{#if notes.length}}
+
+## Notes
+
+Published, but worth a look:
+
+{{#each notes}}
+- {{this}}
+{{/each}}
+{{/if}}
 `;

@@ -9,7 +9,6 @@ export const CAPI_API_GROUP = 'cluster.x-k8s.io';
 /** Labels and annotations this project reads or writes. */
 export const LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by';
 export const LABEL_PART_OF = 'app.kubernetes.io/part-of';
-export const LABEL_VERSION = 'app.kubernetes.io/version';
 export const MANAGED_BY_VALUE = 'clusterstack-gitops';
 /** Per-stack release source as an annotation, for specs that must stay byte-identical to CSO's. */
 export const ANNOTATION_RELEASE_SOURCE = 'clusterstack.x-k8s.io/release-source';

@@ -143,6 +143,7 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
     ...(showProgress ? { onProgress: (progress: RenderProgress) => io.stderr(`\rrendering: releases ${progress.releasesDone}/${progress.releasesTotal}, clusters ${progress.clustersDone}/${progress.clustersTotal}   `) } : {}),
   });
   if (showProgress) io.stderr('\n');
+  for (const note of outcome.notes) warn(note);
   const changes = compareTrees(previous, outcome.tree);
   const change = summarizeChanges(changes, outcome.provenance.inputDigest);
   if (values['pull-request']) change.pullRequest = { title: change.title, body: renderPullRequestBody(changes, outcome.summary, prTemplate) };

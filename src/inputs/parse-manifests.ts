@@ -1,8 +1,9 @@
 // Splits multi-document YAML into Kubernetes objects, remembering the file and line of each, and
-// reports every document that is not one.
-import * as yaml from 'js-yaml';
+// reports every document that is not one. Reads with Kubernetes' meaning (src/yaml/kube-yaml.ts),
+// so a Cluster's `port: 6443` is an integer and `0400` is 256, as the API server would store them.
 import type { KubeObject, TypedObject } from '../api/types.js';
 import type { Problem } from '../core/problem.js';
+import { decodeYamlDocument, splitYamlDocuments, YamlDecodeError } from '../yaml/kube-yaml.js';
 
 export interface SourcedObject<T extends TypedObject = KubeObject> {
   object: T;
@@ -13,40 +14,30 @@ export interface SourcedObject<T extends TypedObject = KubeObject> {
 export interface ParsedManifests {
   objects: SourcedObject[];
   problems: Problem[];
+  /** Accepted as Kubernetes accepts them, but worth fixing (duplicate keys). */
+  warnings?: Problem[];
 }
-
-const SEPARATOR = /^---(?:\s.*)?$/;
 
 /** Parses every document in `text`; `file` names it in sources and messages. */
 export function parseManifests(text: string, file: string): ParsedManifests {
-  const objects: SourcedObject[] = [];
-  const problems: Problem[] = [];
-  const lines = text.split('\n');
-  let start = 0;
-  const flush = (end: number): void => {
-    const chunk = lines.slice(start, end).join('\n');
-    const firstLine = start + 1;
-    if (chunk.trim() !== '') parseDocument(chunk, file, firstLine, objects, problems);
-  };
-  lines.forEach((line, index) => {
-    if (SEPARATOR.test(line)) {
-      flush(index);
-      start = index + 1;
-    }
-  });
-  flush(lines.length);
-  return { objects, problems };
+  const parsed: ParsedManifests = { objects: [], problems: [], warnings: [] };
+  for (const document of splitYamlDocuments(text)) parseDocument(document.text, file, document.startLine, parsed);
+  return parsed;
 }
 
-function parseDocument(chunk: string, file: string, firstLine: number, objects: SourcedObject[], problems: Problem[]): void {
+function parseDocument(chunk: string, file: string, firstLine: number, parsed: ParsedManifests): void {
+  const { objects, problems } = parsed;
   let document: unknown;
   try {
-    document = yaml.load(chunk, { filename: file });
+    const decoded = decodeYamlDocument(chunk);
+    document = decoded.value;
+    for (const duplicate of decoded.duplicateKeys) {
+      parsed.warnings!.push({ source: `${file}:${firstLine + duplicate.line - 1}`, message: `key "${duplicate.key}" appears more than once; Kubernetes keeps the last value, and so do we` });
+    }
   } catch (error) {
-    const mark = (error as { mark?: { line: number; column: number } }).mark;
-    const line = mark ? firstLine + mark.line : firstLine;
-    const reason = (error as { reason?: string }).reason ?? (error as Error).message;
-    problems.push({ source: `${file}:${line}`, message: `is not valid YAML: ${reason}${mark ? ` (column ${mark.column + 1})` : ''}` });
+    if (!(error instanceof YamlDecodeError)) throw error;
+    const line = error.line !== undefined ? firstLine + error.line - 1 : firstLine;
+    problems.push({ source: `${file}:${line}`, message: `is not valid YAML: ${error.reason}${error.column !== undefined ? ` (column ${error.column})` : ''}` });
     return;
   }
   if (document === null || document === undefined) return;

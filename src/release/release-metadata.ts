@@ -1,5 +1,5 @@
 // metadata.yaml of a release: which stack version, Kubernetes patch and component versions it carries.
-import * as yaml from 'js-yaml';
+import { decodeYamlDocument } from '../yaml/kube-yaml.js';
 import type { Problem } from '../core/problem.js';
 import { formatReleaseTag, type ReleaseTag } from '../core/release-tag.js';
 import { formatDotVersion, parseAnyVersion, sameVersion, type StackVersion } from '../core/stack-version.js';
@@ -25,7 +25,7 @@ export function parseReleaseMetadata(text: string, tag: ReleaseTag): MetadataRes
   const source = `${formatReleaseTag(tag)}/${METADATA_FILE}`;
   let document: unknown;
   try {
-    document = yaml.load(text);
+    document = decodeYamlDocument(text).value;
   } catch (error) {
     return { problems: [{ source, message: `is not valid YAML: ${(error as Error).message}` }] };
   }

@@ -1,7 +1,8 @@
 // JSON with sorted keys: the basis of every digest, so equal inputs always hash equal.
 
+/** JSON of `value` with sorted keys; integers beyond 2^53 (bigint, from YAML) keep every digit. */
 export function canonicalJson(value: unknown): string {
-  return JSON.stringify(sortKeysDeep(value));
+  return JSON.stringify(sortKeysDeep(value), (_key, inner: unknown) => (typeof inner === 'bigint' ? { $int: inner.toString() } : inner));
 }
 
 export function sortKeysDeep<T>(value: T): T {

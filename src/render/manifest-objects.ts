@@ -1,121 +1,174 @@
-// Turns helm's output into the objects we write: one per file, namespaced where Kubernetes expects
-// a namespace, labelled, with stable key order and file names.
-import * as yaml from 'js-yaml';
-import { LABEL_MANAGED_BY, LABEL_PART_OF, LABEL_VERSION, MANAGED_BY_VALUE, type KubeObject } from '../api/types.js';
-import { sortKeysDeep } from './canonical-json.js';
+// Turns helm's output into the files we write: one object per file, keeping helm's own bytes for each
+// document so that what lands in Git means exactly what helm rendered (Kubernetes' YAML, not a
+// re-serialization). Our only additions are a namespace on namespaced objects that have none and,
+// for Argo CD, a sync-wave annotation; they are inserted as lines and checked by decoding the result.
+// A document Kubernetes would accept never fails the unit; one it would refuse is a problem.
+import type { KubeObject } from '../api/types.js';
+import { decodeYamlDocument, encodeScalar, encodeYaml, sameYamlValue, splitYamlDocuments, YamlDecodeError } from '../yaml/kube-yaml.js';
+import { apiGroup, type ObjectScope, scopeResolver } from './object-scope.js';
 
-/** Kinds that live outside namespaces, among those charts commonly render. */
-const CLUSTER_SCOPED_KINDS = new Set([
-  'APIService',
-  'CertificateSigningRequest',
-  'ClusterIssuer',
-  'ClusterRole',
-  'ClusterRoleBinding',
-  'ComponentStatus',
-  'CSIDriver',
-  'CSINode',
-  'CustomResourceDefinition',
-  'FlowSchema',
-  'GatewayClass',
-  'IngressClass',
-  'MutatingAdmissionPolicy',
-  'MutatingAdmissionPolicyBinding',
-  'MutatingWebhookConfiguration',
-  'Namespace',
-  'Node',
-  'PersistentVolume',
-  'PodSecurityPolicy',
-  'PriorityClass',
-  'PriorityLevelConfiguration',
-  'RuntimeClass',
-  'StorageClass',
-  'ValidatingAdmissionPolicy',
-  'ValidatingAdmissionPolicyBinding',
-  'ValidatingWebhookConfiguration',
-  'VolumeAttachment',
-  'VolumeSnapshotClass',
-  'CiliumClusterwideNetworkPolicy',
-  'ClusterClass', // not cluster-scoped: listed below as exception
-]);
-CLUSTER_SCOPED_KINDS.delete('ClusterClass');
-
-export interface ManifestLabels {
-  /** app.kubernetes.io/part-of: the stack (`docker-ferrol-1-30`). */
-  partOf: string;
-  /** app.kubernetes.io/version: the stack or addon version. */
-  version: string;
+/** One object as decoded (its Kubernetes meaning) and the YAML text that is written for it. */
+export interface ManifestObject {
+  object: KubeObject;
+  text: string;
 }
 
-export class ManifestParseError extends Error {
-  constructor(readonly origin: string, reason: string) {
-    super(`output of ${origin} is not valid YAML: ${reason}`);
-    this.name = 'ManifestParseError';
-  }
+export interface ManifestReading {
+  objects: ManifestObject[];
+  /** Documents Kubernetes would refuse (or that cannot be applied from Git): the unit cannot be published. */
+  problems: string[];
+  /** Accepted, but worth a look (duplicate keys, ignored tags). */
+  warnings: string[];
 }
 
-/** Splits helm's multi-document output into objects; empty documents and lists are flattened away. */
-export function parseRenderedObjects(text: string, origin: string): KubeObject[] {
-  let documents: unknown[];
-  try {
-    documents = yaml.loadAll(text);
-  } catch (error) {
-    throw new ManifestParseError(origin, (error as { reason?: string }).reason ?? (error as Error).message);
-  }
-  const objects: KubeObject[] = [];
-  const add = (document: unknown): void => {
-    if (document === null || document === undefined) return;
-    if (typeof document !== 'object' || Array.isArray(document)) throw new ManifestParseError(origin, 'a document is not a Kubernetes object');
-    const record = document as Record<string, unknown>;
-    if (typeof record.kind === 'string' && record.kind.endsWith('List') && Array.isArray(record.items)) {
-      record.items.forEach(add);
-      return;
+const SOURCE_COMMENT = /^# Source: (.+)$/m;
+
+/** Reads every document of helm's output; `origin` names the chart and unit in messages. */
+export function readManifests(output: string, origin: string): ManifestReading {
+  const reading: ManifestReading = { objects: [], problems: [], warnings: [] };
+  for (const document of splitYamlDocuments(output)) {
+    const template = SOURCE_COMMENT.exec(document.text)?.[1]?.trim();
+    const where = template ? `${origin}, template ${template}` : `${origin}, document at line ${document.startLine}`;
+    let decoded;
+    try {
+      decoded = decodeYamlDocument(document.text);
+    } catch (error) {
+      if (!(error instanceof YamlDecodeError)) throw error;
+      reading.problems.push(`${where}: is not valid YAML: ${error.reason}${error.line !== undefined ? ` (line ${error.line} of that document)` : ''}`);
+      continue;
     }
-    const metadata = record.metadata as Record<string, unknown> | undefined;
-    if (typeof record.apiVersion !== 'string' || typeof record.kind !== 'string' || typeof metadata?.name !== 'string') {
-      throw new ManifestParseError(origin, `an object lacks apiVersion, kind or metadata.name: ${JSON.stringify(record).slice(0, 120)}`);
+    const { value, duplicateKeys, ignoredTags, yaml11Only } = decoded;
+    if (value === null) continue; // an empty document, or comments only
+    for (const duplicate of duplicateKeys) {
+      reading.warnings.push(`${where}: key "${duplicate.key}" appears more than once (line ${duplicate.line} of that document); Kubernetes keeps the last value, and so does the output`);
     }
-    objects.push(record as KubeObject);
-  };
-  documents.forEach(add);
-  return objects;
-}
-
-/** Kinds the same render defines as cluster-scoped through a CustomResourceDefinition. */
-export function clusterScopedKindsFrom(objects: KubeObject[]): Set<string> {
-  const kinds = new Set<string>();
-  for (const object of objects) {
-    const spec = (object as { spec?: { scope?: string; names?: { kind?: string } } }).spec;
-    if (object.kind === 'CustomResourceDefinition' && spec?.scope === 'Cluster' && spec.names?.kind) kinds.add(spec.names.kind);
+    // Kustomize (which Flux and Argo CD run over the output) is a YAML 1.2 tool: it refuses duplicate
+    // keys, reads `yes`/`on` as strings and `2001-12-14` as a timestamp, and tags other than the
+    // standard ones are not its to interpret. Those documents are written as they decode, in a form
+    // both read alike; every other document keeps helm's bytes.
+    const rewrite = duplicateKeys.length > 0 || ignoredTags.length > 0 || yaml11Only;
+    const header = template ? `# Source: ${template}\n` : '';
+    const add = (item: unknown, text: string | undefined, label: string): void => {
+      const problem = objectProblem(item);
+      if (problem) {
+        reading.problems.push(`${label}: ${problem}`);
+        return;
+      }
+      reading.objects.push({ object: item as KubeObject, text: text ?? `${header}${encodeYaml(item)}` });
+    };
+    const record = value as Record<string, unknown>;
+    if (typeof value === 'object' && !Array.isArray(value) && typeof record.kind === 'string' && record.kind.endsWith('List') && Array.isArray(record.items)) {
+      // kubectl and Argo CD apply the items of a List, never the List itself.
+      record.items.forEach((item, index) => add(item, undefined, `${where}: ${record.kind} item ${index + 1}`));
+      continue;
+    }
+    add(value, rewrite ? undefined : `${document.text.trimEnd()}\n`, where);
   }
-  return kinds;
+  return reading;
 }
 
-export function isNamespaced(kind: string, extraClusterScoped: Set<string>): boolean {
-  return !CLUSTER_SCOPED_KINDS.has(kind) && !extraClusterScoped.has(kind);
+/** Why a decoded document cannot be applied from Git, or undefined when it can. */
+function objectProblem(value: unknown): string | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return `is not a Kubernetes object (it is ${Array.isArray(value) ? 'a list' : `a ${typeof value}`}, not a mapping with apiVersion, kind and metadata)`;
+  }
+  const record = value as Record<string, unknown>;
+  const missing = ['apiVersion', 'kind'].filter((key) => typeof record[key] !== 'string' || record[key] === '');
+  if (missing.length > 0) return `has no ${missing.join(' and ')}; every document must be a Kubernetes object`;
+  const metadata = record.metadata as Record<string, unknown> | undefined;
+  if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) return `${record.kind} has no metadata`;
+  if (typeof metadata.name !== 'string' || metadata.name === '') {
+    if (typeof metadata.generateName === 'string') {
+      return `${record.kind} has only metadata.generateName "${metadata.generateName}": Kubernetes makes up its name at creation, so Argo CD and Flux could never find it again to update or prune it; give it a fixed name in the chart values`;
+    }
+    return `${record.kind} has no metadata.name`;
+  }
+  return undefined;
+}
+
+export interface Placement {
+  /** Namespace for namespaced objects that have none (helm's `--namespace`, as CSO applies them). */
+  defaultNamespace: string;
+  /** Annotations to add where the chart did not set them, per object (e.g. Argo CD sync waves). */
+  annotationsFor?: (object: KubeObject) => Record<string, string> | undefined;
 }
 
 /**
- * Sets the namespace where Kubernetes needs one and the chart left it out (published stacks rely on
- * this), adds our labels, and sorts keys. Never adds Argo CD or Flux tracking labels.
+ * Adds the namespace to namespaced objects that have none, and the requested annotations where
+ * the chart did not set them. Never touches what the chart wrote. Returns the placed objects and,
+ * per kind of unknown scope left without a namespace, a note for the report.
  */
-export function normalizeObjects(objects: KubeObject[], defaultNamespace: string, labels: ManifestLabels): KubeObject[] {
-  const clusterScoped = clusterScopedKindsFrom(objects);
-  return objects.map((original) => {
-    const object = structuredClone(original);
-    const metadata = object.metadata;
-    if (isNamespaced(object.kind, clusterScoped)) {
-      if (!metadata.namespace) metadata.namespace = defaultNamespace;
-    } else {
-      delete metadata.namespace;
-    }
-    metadata.labels = {
-      ...metadata.labels,
-      [LABEL_MANAGED_BY]: MANAGED_BY_VALUE,
-      [LABEL_PART_OF]: labels.partOf,
-      [LABEL_VERSION]: labels.version,
-    };
-    return sortKeysDeep(object);
+export function placeObjects(objects: ManifestObject[], placement: Placement): { objects: ManifestObject[]; notes: string[] } {
+  const scopeOf = scopeResolver(objects.map((entry) => entry.object));
+  const unknownKinds = new Set<string>();
+  const placed = objects.map((entry) => {
+    const { object } = entry;
+    const namespace = object.metadata.namespace;
+    const scope: ObjectScope = scopeOf(object);
+    const needsNamespace = scope === 'Namespaced' && (typeof namespace !== 'string' || namespace === '');
+    if (scope === 'Unknown' && !namespace) unknownKinds.add(`${object.kind} (${apiGroup(object.apiVersion) || 'core'})`);
+    const wanted = placement.annotationsFor?.(object) ?? {};
+    const existing = object.metadata.annotations ?? {};
+    const annotations = Object.fromEntries(Object.entries(wanted).filter(([key]) => !Object.hasOwn(existing, key)));
+    if (!needsNamespace && Object.keys(annotations).length === 0) return entry;
+    return withMetadata(entry, needsNamespace ? placement.defaultNamespace : undefined, annotations);
   });
+  const notes = [...unknownKinds].sort().map((kind) => `${kind}: scope unknown (no CustomResourceDefinition in this render), left without a namespace as the chart wrote it`);
+  return { objects: placed, notes };
+}
+
+/** The object with the additions, written by inserting lines into its text when that provably keeps the rest; re-encoded otherwise. */
+function withMetadata(entry: ManifestObject, namespace: string | undefined, annotations: Record<string, string>): ManifestObject {
+  const object = structuredClone(entry.object);
+  if (namespace !== undefined) object.metadata.namespace = namespace;
+  if (Object.keys(annotations).length > 0) object.metadata.annotations = { ...object.metadata.annotations, ...annotations };
+  const inserted = insertMetadataLines(entry.text, namespace, annotations);
+  if (inserted !== undefined) {
+    try {
+      if (sameYamlValue(decodeYamlDocument(inserted).value, object)) return { object, text: inserted };
+    } catch {
+      // fall through: re-encode
+    }
+  }
+  const header = SOURCE_COMMENT.exec(entry.text)?.[0];
+  return { object, text: `${header ? `${header}\n` : ''}${encodeYaml(object)}` };
+}
+
+const BLANK_OR_COMMENT = /^\s*(#.*)?$/;
+const indentOf = (line: string): number => line.length - line.trimStart().length;
+
+/**
+ * Inserts `namespace:` and annotation lines into a block-style `metadata:` mapping; undefined when
+ * the document is not laid out that way (flow style, JSON, empty annotations), so the caller
+ * re-encodes it instead.
+ */
+function insertMetadataLines(text: string, namespace: string | undefined, annotations: Record<string, string>): string | undefined {
+  const lines = text.split('\n');
+  const metadataLine = lines.findIndex((line) => /^metadata:[ \t]*(#.*)?$/.test(line));
+  if (metadataLine < 0) return undefined;
+  const firstChild = lines.findIndex((line, index) => index > metadataLine && !BLANK_OR_COMMENT.test(line));
+  const indent = firstChild < 0 ? 0 : indentOf(lines[firstChild]!);
+  if (indent === 0) return undefined;
+  const pad = ' '.repeat(indent);
+  let end = lines.findIndex((line, index) => index > metadataLine && !BLANK_OR_COMMENT.test(line) && indentOf(line) === 0);
+  if (end < 0) end = lines.length;
+  const entries = Object.entries(annotations).map(([key, value]) => `${encodeScalar(key)}: ${encodeScalar(value)}`);
+  const after = new Map<number, string[]>(); // line index → lines to insert after it
+  const insertAfter = (index: number, added: string[]): void => void after.set(index, [...(after.get(index) ?? []), ...added]);
+  if (namespace !== undefined) insertAfter(metadataLine, [`${pad}namespace: ${encodeScalar(namespace)}`]);
+  if (entries.length > 0) {
+    const annotationsLine = lines.findIndex((line, index) => index > metadataLine && index < end && line.startsWith(`${pad}annotations:`) && indentOf(line) === indent);
+    if (annotationsLine < 0) {
+      insertAfter(metadataLine, [`${pad}annotations:`, ...entries.map((entry) => `${pad}${pad}${entry}`)]);
+    } else {
+      if (!/^\s*annotations:[ \t]*(#.*)?$/.test(lines[annotationsLine]!)) return undefined; // flow style or null
+      const child = lines.findIndex((line, index) => index > annotationsLine && !BLANK_OR_COMMENT.test(line));
+      const childIndent = child < 0 ? 0 : indentOf(lines[child]!);
+      if (childIndent <= indent) return undefined; // empty annotations
+      insertAfter(annotationsLine, entries.map((entry) => `${' '.repeat(childIndent)}${entry}`));
+    }
+  }
+  return lines.flatMap((line, index) => [line, ...(after.get(index) ?? [])]).join('\n');
 }
 
 function slug(text: string): string {
@@ -135,8 +188,7 @@ export function fileNamesFor(objects: KubeObject[], defaultNamespace: string): s
   for (const name of base) counts.set(name, (counts.get(name) ?? 0) + 1);
   const withGroup = base.map((name, index) => {
     if ((counts.get(name) ?? 0) < 2) return name;
-    const group = objects[index]!.apiVersion.includes('/') ? objects[index]!.apiVersion.split('/')[0]! : 'core';
-    return `${name}.${slug(group)}`;
+    return `${name}.${slug(apiGroup(objects[index]!.apiVersion) || 'core')}`;
   });
   const seen = new Map<string, number>();
   return withGroup.map((name) => {
@@ -146,7 +198,7 @@ export function fileNamesFor(objects: KubeObject[], defaultNamespace: string): s
   });
 }
 
-/** YAML for one object: keys already sorted, no line folding, no anchors. */
-export function serializeObject(object: KubeObject): string {
-  return yaml.dump(object, { lineWidth: -1, noRefs: true, sortKeys: true, quotingType: '"' });
+/** YAML for an object we generate ourselves (kustomizations, wiring): sorted keys, Kubernetes-safe quoting. */
+export function serializeObject(object: object): string {
+  return encodeYaml(object, { sortKeys: true });
 }

@@ -2,7 +2,7 @@
 // every Cluster, one object per file, plus kustomizations, a README and a provenance record.
 // Helm comes in through two narrow functions; this module does no I/O of its own.
 import type { CapiCluster, KubeObject, ObjectReference } from '../api/types.js';
-import { formatProblem, InputError, type Problem } from '../core/problem.js';
+import { formatProblem } from '../core/problem.js';
 import { stackPrefix } from '../core/release-tag.js';
 import type { ClusterResolution, StackResolution } from '../core/resolve-releases.js';
 import { groupOf } from '../inputs/classify-inputs.js';
@@ -13,11 +13,12 @@ import type { ValuesTemplateItem, ValuesTemplateResult } from '../../renderers/v
 import { sha256Digest } from '../release/content-digest.js';
 import type { RenderedTree } from '../../gitops/publisher.js';
 import { OUTPUT_README_TEMPLATE } from '../../gitops/templates/output-readme.js';
-import { withSyncWave } from '../../gitops/wiring/argocd-sync-waves.js';
+import { ARGOCD_SYNC_WAVE_ANNOTATION, syncWaveFor } from '../../gitops/wiring/argocd-sync-waves.js';
 import { renderWiring, type WiringOptions } from '../../gitops/wiring/render-wiring.js';
 import { checkWiringOptions } from '../../gitops/wiring/wiring-options.js';
 import { canonicalJson, sortKeysDeep } from './canonical-json.js';
-import { fileNamesFor, normalizeObjects, parseRenderedObjects, serializeObject } from './manifest-objects.js';
+import { fileNamesFor, placeObjects, readManifests, serializeObject } from './manifest-objects.js';
+import { HelmRenderError } from '../../renderers/helm-errors.js';
 import { compileTemplate } from './sandboxed-template.js';
 import { applySecretPolicy, type SecretPolicy, SecretRefusedError } from './secret-policy.js';
 
@@ -28,6 +29,11 @@ export const LEGACY_STAGE = 'cluster-addon';
 export const PROVENANCE_FILE = 'provenance.json';
 export const README_FILE = 'README.md';
 export const KUSTOMIZATION_FILE = 'kustomization.yaml';
+/**
+ * Version of how objects are written. Part of every digest, so a tree written by an older version
+ * (format 1 re-serialized helm's output and changed its meaning) is rendered again, never reused.
+ */
+export const OUTPUT_FORMAT = 2;
 
 /** What rendering needs from the outside: helm, through two functions. */
 export interface RenderDependencies {
@@ -77,11 +83,13 @@ export interface UnitRecord {
   /** Digest of chart, evaluated values and Kubernetes version. */
   renderDigest: string;
   files: string[];
+  /** What the render of this unit is worth a look for (duplicate keys, unknown scopes, dropped Secrets). */
+  notes?: string[];
 }
 
 export interface Provenance {
   generator: 'clusterstack-gitops';
-  format: 1;
+  format: typeof OUTPUT_FORMAT;
   inputDigest: string;
   inputs: { kind: string; namespace: string; name: string; digest: string }[];
   releases: { name: string; source: string; digest: string }[];
@@ -105,6 +113,8 @@ export interface RenderSummary {
   }[];
   clusters: { namespace: string; name: string; release: string; addonVersion: string; stages: string[]; status: string }[];
   withheld: WithheldEntry[];
+  /** Notes of every published unit, prefixed with its directory. */
+  notes: string[];
 }
 
 export interface RenderOutcome {
@@ -112,6 +122,8 @@ export interface RenderOutcome {
   provenance: Provenance;
   summary: RenderSummary;
   withheld: WithheldEntry[];
+  /** Notes of the published units (also in summary and README): worth a look, never a failure. */
+  notes: string[];
   stats: { unitsRendered: number; unitsReused: number };
 }
 
@@ -123,7 +135,6 @@ interface PendingUnit {
   defaultNamespace: string;
   kubeVersion: string;
   includeCrds: boolean;
-  labels: { partOf: string; version: string };
   /** Argo CD sync-wave annotations on the objects (management side, when Argo CD applies the tree). */
   syncWaves: boolean;
   /** Values layered on top of the evaluated template (user values from the ClusterStack). */
@@ -249,7 +260,6 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
     if (known !== undefined && !failedClusters.has(clusterKey(unit))) failedClusters.set(clusterKey(unit), known);
   }
   const toEvaluate = needValues.filter((unit) => !failedClusters.has(clusterKey(unit)));
-  const brokenTemplates: Problem[] = [];
   for (const [kubeVersion, batch] of groupBy(toEvaluate, (unit) => unit.kubeVersion)) {
     const results = await deps.evaluateValues(
       batch.map((unit) => ({ id: unit.record.dir, origin: unit.template!.origin, template: unit.template!.text, context: unit.template!.context })),
@@ -259,13 +269,11 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
     for (const unit of batch) {
       const result = byId.get(unit.record.dir);
       if (result?.ok) unit.values = [result.values];
-      else if (result && !result.missingField) brokenTemplates.push({ source: unit.template!.origin, object: `Cluster ${clusterKey(unit)}`, message: result.message });
+      // A missing field is a state to wait out, a broken template the release's fault: either way
+      // only this cluster is withheld, and the same inputs fail again without helm next time.
       else if (!failedClusters.has(clusterKey(unit))) failedClusters.set(clusterKey(unit), result ? describeValuesFailure(result) : 'values template was not evaluated');
     }
   }
-  // A template that is wrong (syntax, a result that is not YAML) is the release's fault, not a
-  // state to wait out: stop before anything is written.
-  if (brokenTemplates.length > 0) throw new InputError(brokenTemplates, `addon values templates failed:\n  ${brokenTemplates.map(formatProblem).join('\n  ')}`);
   const valuesFailures: Provenance['valuesFailures'] = units
     .filter((unit) => unit.record.kind === 'cluster-stage' && failedClusters.has(clusterKey(unit)))
     .map((unit) => ({ dir: unit.record.dir, inputDigest: unit.record.inputDigest, reason: failedClusters.get(clusterKey(unit))! }));
@@ -281,6 +289,7 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
   const rendered = new Map<string, Map<string, string>>();
   const records: UnitRecord[] = [];
   const refusals: SecretRefusedError[] = [];
+  const unitFailures = new Map<PendingUnit, string>();
   const progress: RenderProgress = {
     releasesDone: 0,
     releasesTotal: active.filter((u) => u.record.kind === 'release').length,
@@ -293,17 +302,27 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
   await Promise.all(
     active.map(async (unit) => {
       const values = [...unit.values, ...(unit.extraValues ? [unit.extraValues] : [])];
-      let renderDigest = sha256Digest(canonicalJson({ chart: unit.chart.digest, values, kubeVersion: unit.kubeVersion, releaseName: unit.releaseName, namespace: unit.renderNamespace, labels: unit.labels, includeCrds: unit.includeCrds, secrets: options.secrets, syncWaves: unit.syncWaves }));
+      let renderDigest = sha256Digest(canonicalJson({ format: OUTPUT_FORMAT, chart: unit.chart.digest, values, kubeVersion: unit.kubeVersion, releaseName: unit.releaseName, namespace: unit.renderNamespace, includeCrds: unit.includeCrds, secrets: options.secrets, syncWaves: unit.syncWaves }));
       let files = reused.get(unit.record.dir);
       const old = before.get(unit.record.dir);
+      let notes = old?.notes;
       // Reused by input digest: values were not evaluated, so the old render digest still holds.
       if (files && old) renderDigest = old.renderDigest;
       else if (old && old.renderDigest === renderDigest) files = previousFiles(old, options.previous);
       if (!files) {
-        const output = await deps.renderChart({ releaseName: unit.releaseName, chart: unit.chart, namespace: unit.renderNamespace, kubeVersion: unit.kubeVersion, values, includeCrds: unit.includeCrds });
-        unitsRendered += 1;
+        let output: string;
         try {
-          files = objectFiles(output, unit, options.secrets);
+          output = await deps.renderChart({ releaseName: unit.releaseName, chart: unit.chart, namespace: unit.renderNamespace, kubeVersion: unit.kubeVersion, values, includeCrds: unit.includeCrds });
+        } catch (error) {
+          // The chart failed for this unit (a template error, a `fail`): withhold the unit alone.
+          if (!(error instanceof HelmRenderError)) throw error;
+          unitFailures.set(unit, error.message);
+          return;
+        }
+        unitsRendered += 1;
+        let result: UnitFiles;
+        try {
+          result = objectFiles(output, unit, options.secrets);
         } catch (error) {
           if (error instanceof SecretRefusedError) {
             refusals.push(error);
@@ -311,9 +330,15 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
           }
           throw error;
         }
+        if (result.problems.length > 0) {
+          unitFailures.set(unit, result.problems.join('; '));
+          return;
+        }
+        files = result.files;
+        notes = result.notes.length > 0 ? result.notes : undefined;
       }
       rendered.set(unit.record.dir, files);
-      records.push({ ...unit.record, renderDigest, files: [...files.keys()].sort() });
+      records.push({ ...unit.record, renderDigest, files: [...files.keys()].sort(), ...(notes ? { notes } : {}) });
       if (unit.record.kind === 'release') progress.releasesDone += 1;
       else {
         const key = `${unit.record.namespace}/${unit.record.name}`;
@@ -327,6 +352,7 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
   if (refusals.length > 0) {
     throw refusals.length === 1 ? refusals[0]! : new SecretRefusedError(refusals.map((r) => r.unit).join(', '), refusals.flatMap((r) => r.findings));
   }
+  withholdFailedUnits(unitFailures, rendered, records, withheld);
 
   // Withheld units that were published before keep their previous output: withholding never prunes.
   for (const entry of withheld) {
@@ -348,10 +374,11 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
   valuesFailures.sort((a, b) => a.dir.localeCompare(b.dir));
   const provenance = buildProvenance(plan, records, withheld, valuesFailures);
   const summary = buildSummary(plan, records, withheld, provenance.inputDigest, clusterUnits);
+  const notes = summary.notes;
   const tree = assembleTree(rendered, records, provenance, summary, options.readmeTemplate);
   // The wiring follows the units: a release or cluster that leaves the tree leaves the wiring too.
   if (options.gitops) for (const [file, content] of renderWiring(records, options.gitops)) tree.set(file, content);
-  return { tree: new Map([...tree.entries()].sort(([a], [b]) => a.localeCompare(b))), provenance, summary, withheld, stats: { unitsRendered, unitsReused: records.length - unitsRendered } };
+  return { tree: new Map([...tree.entries()].sort(([a], [b]) => a.localeCompare(b))), provenance, summary, withheld, notes, stats: { unitsRendered, unitsReused: records.length - unitsRendered } };
 }
 
 function releaseWithheldReason(decision: StackResolution['releases'][number], loaded: LoadedRelease | undefined): string | undefined {
@@ -371,7 +398,7 @@ function releaseUnit(stack: StackResolution, content: ReleaseContent, syncWaves:
   const releaseName = stackPrefix(content.parsed);
   const namespace = stack.namespace;
   const kubeVersion = content.metadata.kubernetesVersion;
-  const inputDigest = sha256Digest(canonicalJson({ chart: content.clusterClassChart.digest, releaseName, namespace, kubeVersion, syncWaves, secrets }));
+  const inputDigest = sha256Digest(canonicalJson({ format: OUTPUT_FORMAT, chart: content.clusterClassChart.digest, releaseName, namespace, kubeVersion, syncWaves, secrets }));
   return {
     record: { dir: releaseDir(namespace, content.tag), kind: 'release', namespace, name: content.tag, release: content.tag, inputDigest },
     chart: content.clusterClassChart,
@@ -380,7 +407,6 @@ function releaseUnit(stack: StackResolution, content: ReleaseContent, syncWaves:
     defaultNamespace: namespace,
     kubeVersion,
     includeCrds: false,
-    labels: { partOf: releaseName, version: content.tag.slice(releaseName.length + 1) },
     syncWaves,
     values: [],
   };
@@ -396,7 +422,6 @@ function addonUnits(cluster: ClusterResolution, stack: StackResolution, content:
   const addonVersion = content.metadata.clusterAddonVersion;
   const spec = stack.stack.spec;
   const base = { namespace: cluster.namespace, name: cluster.name, release: content.tag, addonVersion };
-  const partOf = stackPrefix(content.parsed);
   const stages =
     content.addons.format === 'legacy'
       ? [{ name: LEGACY_STAGE, order: 0, chart: content.addons.chart, valuesTemplate: content.addons.valuesTemplate, extra: spec.addonValues, origin: `${content.tag}/cluster-addon-values.yaml` }]
@@ -404,7 +429,9 @@ function addonUnits(cluster: ClusterResolution, stack: StackResolution, content:
           .filter((stage) => stage.action === 'apply' && stage.chart)
           .map((stage) => ({ name: stage.name, order: stage.order, chart: stage.chart!, valuesTemplate: stage.valuesTemplate, extra: spec.addonStageValues?.[stage.name], origin: `${content.tag}/${stage.name}/overwrite.yaml` }));
   return stages.map((stage) => {
-    const inputDigest = sha256Digest(canonicalJson({ chart: stage.chart.digest, template: stage.valuesTemplate, context, extra: stage.extra ?? null, kubeVersion, stage: stage.name, partOf, addonVersion, secrets }));
+    // Nothing release-specific beyond the addon content: a Cluster moving between releases that
+    // share an addon version keeps its output byte for byte.
+    const inputDigest = sha256Digest(canonicalJson({ format: OUTPUT_FORMAT, chart: stage.chart.digest, template: stage.valuesTemplate, context, extra: stage.extra ?? null, kubeVersion, stage: stage.name, addonVersion, secrets }));
     const unit: PendingUnit = {
       record: { ...base, dir: `${clusterDir(cluster)}/${stage.name}`, kind: 'cluster-stage', stage: stage.name, order: stage.order, inputDigest },
       chart: stage.chart,
@@ -413,7 +440,6 @@ function addonUnits(cluster: ClusterResolution, stack: StackResolution, content:
       defaultNamespace: ADDON_NAMESPACE,
       kubeVersion,
       includeCrds: true,
-      labels: { partOf, version: addonVersion },
       syncWaves: false,
       values: [],
     };
@@ -423,14 +449,61 @@ function addonUnits(cluster: ClusterResolution, stack: StackResolution, content:
   });
 }
 
+interface UnitFiles {
+  files: Map<string, string>;
+  /** Why the unit cannot be published (documents Kubernetes would refuse). */
+  problems: string[];
+  notes: string[];
+}
+
 /** One unit's helm output as files; throws SecretRefusedError when the policy refuses an object. */
-function objectFiles(output: string, unit: PendingUnit, policy: SecretPolicy): Map<string, string> {
+function objectFiles(output: string, unit: PendingUnit, policy: SecretPolicy): UnitFiles {
   const subject = unit.record.kind === 'release' ? `release ${unit.record.release}` : `Cluster ${unit.record.namespace}/${unit.record.name} (stage ${unit.record.stage}, release ${unit.record.release})`;
-  const normalized = normalizeObjects(parseRenderedObjects(output, `${unit.chart.origin} for ${subject}`), unit.defaultNamespace, unit.labels);
-  const parsed = unit.syncWaves ? normalized.map((object) => sortKeysDeep(withSyncWave(object))) : normalized;
-  const objects = applySecretPolicy(parsed, policy, subject).objects;
-  const names = fileNamesFor(objects, unit.defaultNamespace);
-  return new Map(objects.map((object, index) => [names[index]!, serializeObject(object)]));
+  const reading = readManifests(output, `${unit.chart.origin} for ${subject}`);
+  if (reading.problems.length > 0) return { files: new Map(), problems: reading.problems, notes: [] };
+  const placed = placeObjects(reading.objects, {
+    defaultNamespace: unit.defaultNamespace,
+    ...(unit.syncWaves ? { annotationsFor: (object: KubeObject) => syncWaveAnnotation(object.kind) } : {}),
+  });
+  const kept = applySecretPolicy(placed.objects, policy, subject);
+  const dropped = kept.dropped.map((finding) => `${finding.object.kind} ${finding.object.metadata.namespace ? `${finding.object.metadata.namespace}/` : ''}${finding.object.metadata.name} left out (--secrets drop): it ${finding.why}`);
+  const names = fileNamesFor(kept.objects.map((entry) => entry.object), unit.defaultNamespace);
+  return {
+    files: new Map(kept.objects.map((entry, index) => [names[index]!, entry.text])),
+    problems: [],
+    notes: [...reading.warnings, ...placed.notes, ...dropped],
+  };
+}
+
+function syncWaveAnnotation(kind: string): Record<string, string> | undefined {
+  const wave = syncWaveFor(kind);
+  return wave === undefined ? undefined : { [ARGOCD_SYNC_WAVE_ANNOTATION]: wave };
+}
+
+/**
+ * Takes failed units out of the output and records them as withheld: a release alone, a cluster
+ * whole (half an addon set is worse than the old one). Their previous output is kept later.
+ */
+function withholdFailedUnits(failures: Map<PendingUnit, string>, rendered: Map<string, Map<string, string>>, records: UnitRecord[], withheld: WithheldEntry[]): void {
+  const reasons = new Map<string, { kind: WithheldEntry['kind']; namespace: string; name: string; reasons: string[] }>();
+  for (const [unit, reason] of failures) {
+    const kind = unit.record.kind === 'release' ? 'release' : 'cluster';
+    const key = `${kind}/${unit.record.namespace}/${unit.record.name}`;
+    const entry = reasons.get(key) ?? { kind, namespace: unit.record.namespace, name: unit.record.name, reasons: [] };
+    entry.reasons.push(unit.record.kind === 'release' ? reason : `stage ${unit.record.stage}: ${reason}`);
+    reasons.set(key, entry);
+  }
+  for (const entry of reasons.values()) {
+    const prefix = entry.kind === 'release' ? undefined : `clusters/${entry.namespace}/${entry.name}/`;
+    for (let index = records.length - 1; index >= 0; index -= 1) {
+      const record = records[index]!;
+      const matches = prefix ? record.dir.startsWith(prefix) : record.kind === 'release' && record.namespace === entry.namespace && record.name === entry.name;
+      if (!matches) continue;
+      rendered.delete(record.dir);
+      records.splice(index, 1);
+    }
+    withheld.push({ kind: entry.kind, namespace: entry.namespace, name: entry.name, reason: entry.reasons.sort().join('; '), previousKept: false });
+  }
 }
 
 function groupBy<T>(items: T[], key: (item: T) => string): Map<string, T[]> {
@@ -454,7 +527,7 @@ function buildProvenance(plan: Plan, units: UnitRecord[], withheld: WithheldEntr
     .map((release) => ({ name: release.tag, source: release.source.location.startsWith('/') ? 'local directory' : release.source.location, digest: release.content!.digest }))
     .sort((a, b) => a.name.localeCompare(b.name));
   const inputDigest = sha256Digest(canonicalJson({ inputs, releases, units: units.map((u) => [u.dir, u.renderDigest]) }));
-  return { generator: 'clusterstack-gitops', format: 1, inputDigest, inputs, releases, units, withheld, valuesFailures };
+  return { generator: 'clusterstack-gitops', format: OUTPUT_FORMAT, inputDigest, inputs, releases, units, withheld, valuesFailures };
 }
 
 function buildSummary(plan: Plan, records: UnitRecord[], withheld: WithheldEntry[], inputDigest: string, clusterUnits: Map<string, PendingUnit[]>): RenderSummary {
@@ -492,6 +565,7 @@ function buildSummary(plan: Plan, records: UnitRecord[], withheld: WithheldEntry
         };
       }),
     withheld,
+    notes: records.flatMap((record) => (record.notes ?? []).map((note) => `${record.dir}: ${note}`)),
   };
 }
 

@@ -46,11 +46,11 @@ export class SecretRefusedError extends Error {
 }
 
 /** Applies the policy to one unit's objects: throws (refuse), filters (drop) or keeps (allow). */
-export function applySecretPolicy(objects: KubeObject[], policy: SecretPolicy, unit: string): { objects: KubeObject[]; dropped: SecretFinding[] } {
-  if (policy === 'allow') return { objects, dropped: [] };
-  const findings = findSecrets(objects);
-  if (findings.length === 0) return { objects, dropped: [] };
+export function applySecretPolicy<T extends { object: KubeObject }>(entries: T[], policy: SecretPolicy, unit: string): { objects: T[]; dropped: SecretFinding[] } {
+  if (policy === 'allow') return { objects: entries, dropped: [] };
+  const findings = findSecrets(entries.map((entry) => entry.object));
+  if (findings.length === 0) return { objects: entries, dropped: [] };
   if (policy === 'refuse') throw new SecretRefusedError(unit, findings);
   const flagged = new Set(findings.map((f) => f.object));
-  return { objects: objects.filter((object) => !flagged.has(object)), dropped: findings };
+  return { objects: entries.filter((entry) => !flagged.has(entry.object)), dropped: findings };
 }

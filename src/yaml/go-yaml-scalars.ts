@@ -18,6 +18,19 @@ for (const text of ['.nan', '.NaN', '.NAN']) FIXED.set(text, Number.NaN);
 for (const text of ['.inf', '.Inf', '.INF', '+.inf', '+.Inf', '+.INF']) FIXED.set(text, Number.POSITIVE_INFINITY);
 for (const text of ['-.inf', '-.Inf', '-.INF']) FIXED.set(text, Number.NEGATIVE_INFINITY);
 
+/** Booleans only in YAML 1.1: go-yaml v2 (Kubernetes) reads them as booleans, YAML 1.2 tools as strings. */
+const YAML11_BOOLEANS = new Set(['y', 'Y', 'yes', 'Yes', 'YES', 'on', 'On', 'ON', 'n', 'N', 'no', 'No', 'NO', 'off', 'Off', 'OFF']);
+/** Plain scalars go-yaml v3 (kustomize) reads as timestamps and rewrites; v2 keeps them as strings. */
+const TIMESTAMP_LIKE = /^[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt ]|$)/;
+
+/**
+ * True when a YAML 1.2 tool reads this plain scalar differently from Kubernetes: kustomize (which
+ * Flux and Argo CD run over the output) turns `yes` into "yes" and `2001-12-14` into a timestamp.
+ */
+export function isYaml11Only(text: string): boolean {
+  return YAML11_BOOLEANS.has(text) || TIMESTAMP_LIKE.test(text);
+}
+
 /** go-yaml v2's float syntax, applied after its integer attempts fail. */
 const YAML_STYLE_FLOAT = /^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$/;
 

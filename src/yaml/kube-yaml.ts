@@ -11,20 +11,39 @@
 // keys and formats float keys with 32-bit precision).
 // - Writing quotes every string that go-yaml would otherwise read as something else.
 import * as jsYaml from 'js-yaml';
-import { formatPlainScalar, MERGE_KEY, resolvePlainScalar, type PlainScalar } from './go-yaml-scalars.js';
+import { formatPlainScalar, isYaml11Only, MERGE_KEY, resolvePlainScalar, type PlainScalar } from './go-yaml-scalars.js';
 
 const CORE = 'tag:yaml.org,2002:';
 
 const isPlainValue = (value: unknown): value is Exclude<PlainScalar, string> =>
   value === null || typeof value === 'boolean' || typeof value === 'number' || typeof value === 'bigint';
 
+/** What reading the current document noticed (loading is synchronous, so one record serves). */
+const noticed = { ignoredTags: [] as string[], yaml11Only: false };
+
 /** Every untagged plain scalar, resolved as go-yaml v2 resolves it. */
 const plainScalar = new jsYaml.Type('tag:clusterstack.x-k8s.io,2024:plain', {
   kind: 'scalar',
   resolve: (data: unknown) => typeof data === 'string' && data !== MERGE_KEY && typeof resolvePlainScalar(data) !== 'string',
-  construct: (data: string) => resolvePlainScalar(data),
+  construct: (data: string) => {
+    if (isYaml11Only(data)) noticed.yaml11Only = true;
+    return resolvePlainScalar(data);
+  },
   predicate: isPlainValue,
   represent: (value: object) => formatPlainScalar(value as unknown as Exclude<PlainScalar, string>),
+});
+
+/**
+ * Plain scalars that stay strings for Kubernetes but that YAML 1.2 tools read as timestamps. Listed
+ * as their own type so reading notices them and writing quotes them.
+ */
+const timestampLike = new jsYaml.Type('tag:clusterstack.x-k8s.io,2024:timestamp-like', {
+  kind: 'scalar',
+  resolve: (data: unknown) => typeof data === 'string' && isYaml11Only(data) && typeof resolvePlainScalar(data) === 'string',
+  construct: (data: string) => {
+    noticed.yaml11Only = true;
+    return data;
+  },
 });
 
 /** `!!int`, `!!float`, `!!bool`, `!!null`: the scalar must resolve to that type (go-yaml fails otherwise). */
@@ -54,15 +73,26 @@ const explicitTypes = [
   new jsYaml.Type(`${CORE}timestamp`, { kind: 'scalar', construct: (data: string) => data }),
   // Any other tag (local `!foo`, `!!set`, `!!omap`, ...) is ignored: the node keeps its plain meaning
   // as a string, list or map, as go-yaml does for tags it cannot resolve.
-  new jsYaml.Type('', { kind: 'scalar', multi: true, construct: (data: string | null) => data ?? '' }),
-  new jsYaml.Type('', { kind: 'sequence', multi: true, construct: (data: unknown[] | null) => data ?? [] }),
-  new jsYaml.Type('', { kind: 'mapping', multi: true, construct: (data: Record<string, unknown> | null) => data ?? {} }),
+  ignoredTag('scalar', (data) => (data as string | null) ?? ''),
+  ignoredTag('sequence', (data) => (data as unknown[] | null) ?? []),
+  ignoredTag('mapping', (data) => (data as Record<string, unknown> | null) ?? {}),
 ];
+
+function ignoredTag(kind: 'scalar' | 'sequence' | 'mapping', construct: (data: unknown) => unknown): jsYaml.Type {
+  return new jsYaml.Type('', {
+    kind,
+    multi: true,
+    construct: (data: unknown, tag?: string) => {
+      noticed.ignoredTags.push(tag ?? '');
+      return construct(data);
+    },
+  });
+}
 
 const mergeType = (jsYaml as unknown as { types: Record<string, jsYaml.Type> }).types['merge']!;
 
 /** go-yaml v2 semantics for reading and writing; the only schema any Kubernetes YAML goes through. */
-export const KUBE_YAML_SCHEMA = jsYaml.FAILSAFE_SCHEMA.extend({ implicit: [mergeType, plainScalar], explicit: explicitTypes });
+export const KUBE_YAML_SCHEMA = jsYaml.FAILSAFE_SCHEMA.extend({ implicit: [mergeType, timestampLike, plainScalar], explicit: explicitTypes });
 
 /** A YAML text that cannot be read; `line` is 1-based within the text given. */
 export class YamlDecodeError extends Error {
@@ -80,6 +110,13 @@ export interface DecodedDocument {
   value: unknown;
   /** Duplicate keys, each with its 1-based line: Kubernetes keeps the last value, so do we. */
   duplicateKeys: { key: string; line: number }[];
+  /** Tags Kubernetes ignores (`!foo`, `!!set`): their nodes were read as plain strings, lists or maps. */
+  ignoredTags: string[];
+  /**
+   * The text holds plain scalars that YAML 1.2 tools read differently (`yes`, `on`, `2001-12-14`):
+   * kustomize would change their meaning, so such a document is written re-encoded (encodeYaml).
+   */
+  yaml11Only: boolean;
 }
 
 /** At most this many duplicate keys are listed per document (each costs a parse). */
@@ -90,6 +127,8 @@ const DUPLICATE_KEY = 'duplicated mapping key';
 export function decodeYamlDocument(text: string): DecodedDocument {
   let value: unknown;
   let duplicateKeys: DecodedDocument['duplicateKeys'] = [];
+  noticed.ignoredTags = [];
+  noticed.yaml11Only = false;
   try {
     value = jsYaml.load(text, { schema: KUBE_YAML_SCHEMA });
   } catch (error) {
@@ -103,7 +142,7 @@ export function decodeYamlDocument(text: string): DecodedDocument {
     }
   }
   checkAliasExpansion(value);
-  return { value: value === undefined ? null : value, duplicateKeys };
+  return { value: value === undefined ? null : value, duplicateKeys, ignoredTags: [...new Set(noticed.ignoredTags)], yaml11Only: noticed.yaml11Only };
 }
 
 function toDecodeError(error: unknown): YamlDecodeError {
@@ -242,8 +281,9 @@ export interface EncodeOptions {
 }
 
 /**
- * YAML that go-yaml v2 reads back as exactly `value`: strings it would read as anything else are
- * quoted, integers beyond 2^53 (bigint) are written in full, no anchors, no line folding.
+ * YAML that go-yaml v2 reads back as exactly `value`, and that YAML 1.2 tools (kustomize) read the
+ * same way: strings either would read as anything else are quoted (`"on"`, `"0400"`, `"2001-12-14"`),
+ * booleans are `true`/`false`, integers beyond 2^53 (bigint) are written in full, no anchors.
  */
 export function encodeYaml(value: unknown, options: EncodeOptions = {}): string {
   return jsYaml.dump(value, { schema: KUBE_YAML_SCHEMA, lineWidth: -1, noRefs: true, sortKeys: options.sortKeys ?? false, quotingType: '"' });
