@@ -235,6 +235,14 @@ describe('clusterstack render (one broken unit is withheld alone)', () => {
     await expectOnlyOneWithheld(releases, /helm template failed for cluster-addon .*broken on purpose/s);
   });
 
+  it('withholds a cluster whose addons hold an object that cannot be applied from Git, naming it', async () => {
+    const chart = await writeTree({
+      'Chart.yaml': 'apiVersion: v2\nname: jobs\nversion: 1.0.0\n',
+      'templates/job.yaml': 'apiVersion: batch/v1\nkind: Job\nmetadata:\n  generateName: migrate-\nspec: {template: {spec: {restartPolicy: Never, containers: [{name: m, image: busybox}]}}}\n',
+    });
+    await expectOnlyOneWithheld(await releasesWithAddonChart(chart, ''), /jobs\/templates\/job\.yaml: Job has only metadata\.generateName "migrate-"/);
+  });
+
   it('names the origin of a values template with a syntax error, and publishes everything else', async () => {
     const releases = await copyExampleReleases();
     await writeFile(path.join(releases, 'docker-ferrol-1-30-v1', 'cluster-addon-values.yaml'), 'values: |\n  x: {{ .Cluster.metadata.name \n');
