@@ -199,8 +199,12 @@ describe('clusterstack render (secrets)', () => {
 
   it('drops or allows it when asked', async () => {
     const dropped = path.join(await tempDir(), 'out');
-    expect((await render([inputs, '--release-source', releases, '--output', dropped, '--secrets', 'drop'])).code).toBe(0);
+    const dropRun = await render([inputs, '--release-source', releases, '--output', dropped, '--secrets', 'drop']);
+    expect(dropRun.code).toBe(0);
     expect(Object.keys(await readTree(dropped)).some((f) => f.includes('secret-'))).toBe(false);
+    // Every dropped object is named: in the report's warnings and in the tree's README.
+    expect(dropRun.report.warnings).toContainEqual(expect.stringMatching(/clusters\/cluster-stacks\/one\/cluster-addon: Secret kube-system\/cluster-addon-ca left out \(--secrets drop\): it is a Secret/));
+    expect((await readTree(dropped))['README.md']).toMatch(/Secret kube-system\/cluster-addon-ca left out \(--secrets drop\)/);
     const allowed = path.join(await tempDir(), 'out');
     await render([inputs, '--release-source', releases, '--output', allowed, '--secrets', 'allow']);
     expect(Object.keys(await readTree(allowed))).toContain('clusters/cluster-stacks/one/cluster-addon/secret-cluster-addon-ca.yaml');
