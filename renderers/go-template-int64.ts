@@ -8,16 +8,22 @@
 // error, and integers above 2^53 lose digits.
 //
 // How: on the JS side every integer leaf is written as its exact decimal string and its position
-// recorded in a side tree of the same shape (`true` at an integer leaf, a map from key, or from
-// list index, to subtree above it; branches without integers are left out). In helm, the recursive
-// partial below walks that tree alongside the context before the user's template runs and replaces
-// each marked leaf by `int64 <decimal string>` (sprig's int64 parses it with strconv.ParseInt: exact
-// over the whole int64 range). Maps are changed in place with `set`; a list cannot be, so a list
-// holding a marked leaf is rebuilt and set into its parent. Because the positions travel beside the
+// recorded (a tree of the same shape: `true` at an integer leaf, a subtree per map key or list index
+// above it; branches without integers are left out). From the positions, restoreInt64s writes the
+// Go template actions that, run before the user's template, replace each such string by
+// `int64 <decimal string>` (sprig's int64 parses it with strconv.ParseInt: exact over the whole
+// int64 range). A map is changed in place with `set`; a list cannot be (Go templates cannot assign
+// to an element), so a list holding an integer directly is rebuilt with `list` and set into its
+// parent; maps inside lists are still changed in place. Because the positions travel beside the
 // context instead of inside its strings, no string needs escaping: "6443", "0400" and "1e3" stay
-// strings, whatever they look like. Only the integer branches are walked, so the cost is a few
-// includes per context. (Helm limits include recursion by depth, not by count; verified against
-// helm 3.10.1 with thousands of includes in one render.)
+// strings, whatever they look like.
+//
+// Why generated actions and not a sentinel prefix on the strings walked by one recursive partial
+// (helm allows recursive `include`): measured against helm 3.10.1 on 400 Cluster contexts, the
+// partial cost about 20 µs per include, 150 ms per batch, and every genuine string starting with
+// the sentinel would need escaping; straight-line actions touch only the integers, one `set` each.
+// Parsing is their cost (Go 1.18's template lexer, about 20 µs an action), so the caller defines
+// them once per distinct set of positions, which a fleet of Clusters shares, and includes that.
 //
 // Which numbers are integers: a JS safe integer, or a bigint within int64 (the input reader decodes
 // integers beyond 2^53 as bigint). Everything else is a float64, as apimachinery decodes an integer
@@ -26,30 +32,63 @@
 /** Where a context holds integers: `true` at an integer leaf, else a subtree per map key or list index. */
 export type Int64Positions = true | { [keyOrIndex: string]: Int64Positions };
 
-/** The name of the partial that turns the marked leaves of a context into int64. */
-export const INT64_TEMPLATE = 'cs-int64';
-
 /**
- * Defines INT64_TEMPLATE: called with `(dict "p" parent "k" key "t" positions)`, converts the value
- * at parent[key] in place. One line, so that it can precede a user template without shifting its
- * line numbers.
+ * Go template actions (one line, so that they can precede a user template without shifting its line
+ * numbers) that turn the integer strings at `positions` into int64 in place, where the Go expression
+ * `root` evaluates to the map `encoded` (encodeInt64s's value) in helm; '' without positions.
  */
-export const INT64_DEFINITION = [
-  `{{- define "${INT64_TEMPLATE}" -}}`,
-  '{{- $v := index .p .k -}}',
-  '{{- if kindIs "bool" .t -}}{{- $_ := set .p .k (int64 $v) -}}',
-  `{{- else if kindIs "map" $v -}}{{- range $k, $t := .t -}}{{- include "${INT64_TEMPLATE}" (dict "p" $v "k" $k "t" $t) -}}{{- end -}}`,
-  // A list: rebuilt, as Go templates cannot assign to a list element. An element is boxed in a map
-  // so that the same partial can convert it.
-  '{{- else -}}{{- $out := list -}}{{- range $i, $e := $v -}}{{- $n := toString $i -}}',
-  `{{- if hasKey $.t $n -}}{{- $box := dict "e" $e -}}{{- include "${INT64_TEMPLATE}" (dict "p" $box "k" "e" "t" (index $.t $n)) -}}{{- $e = $box.e -}}{{- end -}}`,
-  '{{- $out = append $out $e -}}{{- end -}}{{- $_ := set .p .k $out -}}',
-  '{{- end -}}{{- end -}}',
-].join('');
+export function restoreInt64s(root: string, encoded: Record<string, unknown>, positions: Int64Positions | undefined): string {
+  if (positions === undefined || positions === true) return '';
+  const actions: string[] = [];
+  restoreInMap(root, [], encoded, positions, actions);
+  return actions.join('');
+}
 
-/** The action converting the context held by the Go expression `context` in place (a map), or '' without integers. */
-export function restoreInt64s(context: string, positions: string | undefined): string {
-  return positions === undefined ? '' : `{{- include "${INT64_TEMPLATE}" (dict "p" (dict "v" ${context}) "k" "v" "t" ${positions}) }}`;
+type Step = string | number;
+
+/** `(index root "a" 0 "b")`: one lookup however deep, and any key, whatever characters it holds. */
+function at(root: string, path: Step[]): string {
+  return path.length === 0 ? root : `(index ${root} ${path.map((step) => (typeof step === 'number' ? String(step) : JSON.stringify(step))).join(' ')})`;
+}
+
+function restoreInMap(root: string, path: Step[], map: Record<string, unknown>, positions: { [key: string]: Int64Positions }, actions: string[]): void {
+  for (const key of Object.keys(positions)) {
+    const inner = positions[key]!;
+    const value = map[key];
+    const child = [...path, key];
+    if (inner === true) actions.push(`{{- $_ := set ${at(root, path)} ${JSON.stringify(key)} (int64 ${at(root, child)}) }}`);
+    else if (!Array.isArray(value)) restoreInMap(root, child, value as Record<string, unknown>, inner, actions);
+    else if (holdsIntegersDirectly(value, inner)) actions.push(`{{- $_ := set ${at(root, path)} ${JSON.stringify(key)} ${rebuiltList(root, child, value, inner, actions)} }}`);
+    // A list whose integers all sit in maps (machineDeployments) stays: its maps change in place.
+    else {
+      for (const [index, element] of value.entries()) {
+        const elementPositions = inner[String(index)];
+        if (elementPositions !== undefined) restoreInMap(root, [...child, index], element as Record<string, unknown>, elementPositions as { [key: string]: Int64Positions }, actions);
+      }
+    }
+  }
+}
+
+/** Whether an integer is an element of the list itself, or of a list in it: only then must it be rebuilt. */
+function holdsIntegersDirectly(list: unknown[], positions: { [index: string]: Int64Positions }): boolean {
+  return list.some((element, index) => {
+    const inner = positions[String(index)];
+    return inner === true || (inner !== undefined && Array.isArray(element));
+  });
+}
+
+/** The expression of a copy of the list at `path` with its integers converted; maps in it are converted in place first. */
+function rebuiltList(root: string, path: Step[], list: unknown[], positions: { [index: string]: Int64Positions }, actions: string[]): string {
+  const elements = list.map((element, index) => {
+    const inner = positions[String(index)];
+    const child = [...path, index];
+    if (inner === undefined) return at(root, child);
+    if (inner === true) return `(int64 ${at(root, child)})`;
+    if (Array.isArray(element)) return rebuiltList(root, child, element, inner, actions);
+    restoreInMap(root, child, element as Record<string, unknown>, inner, actions);
+    return at(root, child);
+  });
+  return `(list ${elements.join(' ')})`;
 }
 
 export interface EncodedInt64s {

@@ -6,9 +6,9 @@
 // 1. Every field chain is rewritten to fail on a missing key (go-template-strict.ts explains why the
 //    helm CLI cannot be asked for that, and how the rewrite works).
 // 2. The context reaches helm as JSON (a `fromJson` literal in lint, values.yaml in template), which
-//    Go decodes with float64 numbers. So integers travel as decimal strings with their positions
-//    beside them, and a partial run before each item turns them into int64 (go-template-int64.ts):
-//    the template sees what the cluster-stack-operator's unstructured objects hold, int64 integers
+//    Go decodes with float64 numbers. So integers travel as decimal strings, and actions generated
+//    from their positions turn them into int64 before each item runs (go-template-int64.ts): the
+//    template sees what the cluster-stack-operator's unstructured objects hold, int64 integers
 //    (exact beyond 2^53), float64 floats, strings as strings.
 // 3. Optimistic pass: `helm template` of ONE chart holding every item, each template a partial
 //    included once per context. The output of each item is base64 encoded, so a template that
@@ -33,7 +33,7 @@ import { cleanHelmStderr, HelmRenderError } from './helm-errors.js';
 import type { HelmRunner } from './helm-runner.js';
 import { helmKubeVersion, sortKeys } from './helm-renderer.js';
 import { loadHelmYamlAll } from './helm-yaml.js';
-import { encodeInt64s, INT64_DEFINITION, restoreInt64s, type Int64Positions } from './go-template-int64.js';
+import { encodeInt64s, restoreInt64s, type Int64Positions } from './go-template-int64.js';
 import { parseMissingMarker, PRESENT_DEFINITION, strictFieldAccess, type StrictTemplate } from './go-template-strict.js';
 
 export interface ValuesTemplateItem {
@@ -68,6 +68,8 @@ export class ValuesTemplateError extends Error {
 const BATCH_LIMIT = 400;
 const CHART = 'cs-values';
 const LINT_DEFINE = 'cs-values-template';
+/** Names of the defines converting a context's integers (one per distinct set of positions). */
+const INT64_PREFIX = 'cs-int64-';
 
 /**
  * Evaluates every item's template against its context; one result per item, in order. An item
@@ -221,9 +223,8 @@ async function lintUnits(runner: HelmRunner, units: Unit[], dir: string): Promis
       // and get a misleading parse error: those go in a partial file of their own.
       const separate = strict.defines.length > 0 || !strict.balanced;
       const name = separate ? `${CHART}/templates/${partialName(unit.template)}` : LINT_DEFINE;
-      const positions = unit.positions === undefined ? undefined : `(fromJson ${JSON.stringify(JSON.stringify(unit.positions))})`;
       // `required` only logs in lint mode: this line tags the log lines that follow with the unit.
-      const head = `{{- $_ := required "cs-begin:${n}" nil }}${PRESENT_DEFINITION}${INT64_DEFINITION}{{- $ctx := fromJson ${JSON.stringify(JSON.stringify(unit.context))} }}${restoreInt64s('$ctx', positions)}`;
+      const head = `{{- $_ := required "cs-begin:${n}" nil }}${PRESENT_DEFINITION}{{- $ctx := fromJson ${JSON.stringify(JSON.stringify(unit.context))} }}${restoreInt64s('$ctx', unit.context, unit.positions)}`;
       // .txt: rendered, but not checked as a Kubernetes manifest. The user template starts on line 1.
       const item = separate ? `${head}{{ include "${name}" $ctx }}` : `${head}{{ define "${LINT_DEFINE}" }}${strict.text}{{ end }}{{ include "${name}" $ctx }}`;
       await Promise.all([
@@ -271,16 +272,23 @@ async function renderUnits(runner: HelmRunner, units: Unit[], dir: string, kubeV
   await mkdir(templatesDir, { recursive: true });
   const values: Record<string, unknown> = {};
   const partials = new Set<CompiledTemplate>(units.map((unit) => unit.template));
+  // Contexts of one fleet hold their integers in the same places: one define per distinct set of
+  // conversions, so helm parses each once (parsing, not running, dominates the cost of actions).
+  const conversions = new Map<string, string>();
+  const unitFiles = units.map((unit, n) => {
+    values[`u${n}`] = unit.context;
+    const actions = restoreInt64s('.', unit.context, unit.positions);
+    let name = conversions.get(actions);
+    if (actions !== '' && name === undefined) conversions.set(actions, (name = `${INT64_PREFIX}${conversions.size}`));
+    const restore = name === undefined ? '' : `{{- include "${name}" .Values.u${n} }}`;
+    return writeFile(path.join(templatesDir, `u${n}.yaml`), `${restore}out: {{ ${includeOf(unit.template, `.Values.u${n}`)} | b64enc | quote }}\n`);
+  });
+  const defines = [...conversions].map(([actions, name]) => `{{- define "${name}" }}${actions}{{- end }}\n`).join('');
   await Promise.all([
     writeFile(path.join(dir, 'Chart.yaml'), chartYaml),
-    writeFile(path.join(templatesDir, '_cs.tpl'), PRESENT_DEFINITION + INT64_DEFINITION),
+    writeFile(path.join(templatesDir, '_cs.tpl'), `${PRESENT_DEFINITION}\n${defines}`),
     ...[...partials].map((template) => writeFile(path.join(templatesDir, partialName(template)), template.strict.text)),
-    ...units.map((unit, n) => {
-      values[`u${n}`] = unit.context;
-      if (unit.positions !== undefined) values[`i${n}`] = unit.positions;
-      const restore = restoreInt64s(`.Values.u${n}`, unit.positions === undefined ? undefined : `.Values.i${n}`);
-      return writeFile(path.join(templatesDir, `u${n}.yaml`), `${restore}out: {{ ${includeOf(unit.template, `.Values.u${n}`)} | b64enc | quote }}\n`);
-    }),
+    ...unitFiles,
   ]);
   await writeFile(path.join(dir, 'values.yaml'), JSON.stringify(values));
 

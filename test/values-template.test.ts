@@ -240,7 +240,8 @@ describe('evaluateValuesTemplates: numbers keep their Go types', () => {
   // alike) if any value arrives with another kind, and `eq` with a float64 would be an error.
   const template = [
     '{{- $e := .Cluster.spec.controlPlaneEndpoint }}',
-    '{{- $kinds := list (kindOf $e.port) (kindOf .Cluster.metadata.generation) (kindOf .InfraCluster.spec.big) (kindOf (index .Cluster.spec.ports 1)) (kindOf (index (index .Cluster.spec.matrix 0) 1)) }}',
+    '{{- $md := index .Cluster.spec.topology.workers.machineDeployments 1 }}',
+    '{{- $kinds := list (kindOf $e.port) (kindOf .Cluster.metadata.generation) (kindOf .InfraCluster.spec.big) (kindOf (index .Cluster.spec.ports 1)) (kindOf (index (index .Cluster.spec.matrix 0) 1)) (kindOf $md.replicas) (kindOf (index .Cluster.spec.mixed 0)) (kindOf (index .Cluster.spec.mixed 1).a) (kindOf (index .Cluster.metadata.annotations "example.com/weight")) }}',
     '{{- if not (eq (uniq $kinds | join ",") "int64") }}{{ fail (printf "integers arrived as %s" ($kinds | join ",")) }}{{ end }}',
     'url: {{ printf "https://%s:%d" $e.host $e.port | quote }}',
     'isDefaultPort: {{ eq $e.port 6443 }}',
@@ -259,6 +260,7 @@ describe('evaluateValuesTemplates: numbers keep their Go types', () => {
     'inList: {{ printf "%d" (index .Cluster.spec.ports 1) | quote }}',
     'inListOfLists: {{ printf "%d/%s" (index (index .Cluster.spec.matrix 0) 1) (kindOf (index (index .Cluster.spec.matrix 1) 0)) | quote }}',
     'json: {{ toJson .Cluster.spec.matrix | quote }}',
+    'replicas: {{ mul $md.replicas 2 }}',
   ].join('\n');
 
   function typedContext(name: string): ValuesTemplateItem['context'] {
@@ -267,6 +269,10 @@ describe('evaluateValuesTemplates: numbers keep their Go types', () => {
     cluster.metadata['labels'] = { port: '6443', mode: '0400', exp: '1e3' };
     cluster.spec['ports'] = [80, 443];
     cluster.spec['matrix'] = [[1, 2], ['3', 4.5]];
+    // An integer in a map in a list, in a map beside an integer in a list, under a key that is no identifier.
+    cluster.spec['mixed'] = [1, { a: 2 }];
+    cluster.metadata['annotations'] = { 'example.com/weight': 10 };
+    (cluster.spec['topology'] as { workers: { machineDeployments: Record<string, unknown>[] } }).workers.machineDeployments[1]!['replicas'] = 5;
     return {
       Cluster: cluster,
       InfraCluster: { spec: { big: 9007199254740993n, largest: 9223372036854775807n, negative: -9007199254740993n, beyondInt64: 9223372036854775808n, ratio: 1.5 } },
@@ -291,6 +297,7 @@ describe('evaluateValuesTemplates: numbers keep their Go types', () => {
     inList: '443',
     inListOfLists: '2/string',
     json: '[[1,2],["3",4.5]]',
+    replicas: 10,
   };
 
   it('gives the template int64 integers (also beyond 2^53, from bigint), float64 floats and strings, in one helm process', async () => {
