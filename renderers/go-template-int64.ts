@@ -23,7 +23,8 @@
 // partial cost about 20 µs per include, 150 ms per batch, and every genuine string starting with
 // the sentinel would need escaping; straight-line actions touch only the integers, one `set` each.
 // Parsing is their cost (Go 1.18's template lexer, about 20 µs an action), so the caller defines
-// them once per distinct set of positions, which a fleet of Clusters shares, and includes that.
+// them once per distinct set of positions, which a fleet of Clusters shares, and includes that:
+// about 40 ms of helm CPU per 400 contexts of 7 integers each, against 150 ms for the partial.
 //
 // Which numbers are integers: a JS safe integer, or a bigint within int64 (the input reader decodes
 // integers beyond 2^53 as bigint). Everything else is a float64, as apimachinery decodes an integer
