@@ -5,20 +5,26 @@
 //
 // 1. Every field chain is rewritten to fail on a missing key (go-template-strict.ts explains why the
 //    helm CLI cannot be asked for that, and how the rewrite works).
-// 2. `helm lint` over one throwaway chart per (template, context) pair, all in ONE process. Lint
-//    renders each chart on its own and reports every chart's first error, where `helm template`
-//    would stop the whole batch at the first failing item. Lint mode turns `required` and `fail`
-//    into log lines instead of errors; a `required "cs-begin:<n>" nil` in front of each item tags
-//    those lines with the item they belong to, so they withhold it as helm template would. The
-//    context reaches lint through `fromJson` and template through values.yaml: both give Go the
-//    same map[string]interface{} with float64 numbers.
-// 3. `helm template` of ONE chart holding every item that lint passed, each template a partial
+// 2. The context reaches helm as JSON (a `fromJson` literal in lint, values.yaml in template), which
+//    Go decodes with float64 numbers. So integers travel as decimal strings, and actions generated
+//    from their positions turn them into int64 before each item runs (go-template-int64.ts): the
+//    template sees what the cluster-stack-operator's unstructured objects hold, int64 integers
+//    (exact beyond 2^53), float64 floats, strings as strings.
+// 3. Optimistic pass: `helm template` of ONE chart holding every item, each template a partial
 //    included once per context. The output of each item is base64 encoded, so a template that
-//    prints `---`, `# Source:` or YAML helm would choke on cannot disturb the split.
+//    prints `---`, `# Source:` or YAML helm would choke on cannot disturb the split. Usually every
+//    item succeeds and this is the batch's only helm process.
+// 4. Only when it fails: `helm lint` over one throwaway chart per (template, context) pair, all in
+//    ONE process. Lint renders each chart on its own and reports every chart's first error, where
+//    `helm template` stops the whole batch at the first failing item. Lint mode turns `required`
+//    and `fail` into log lines instead of errors; a `required "cs-begin:<n>" nil` in front of each
+//    item tags those lines with the item they belong to, so they withhold it as helm template would.
+//    Then `helm template` again over the items lint passed.
 //
-// So a batch costs two helm processes whatever fails in it. If helm template still stops (lint and
-// template disagree on something unforeseen), the item named in the error is withheld and the rest
-// re-rendered: bounded by the number of items, and in practice never taken.
+// So a batch costs one helm process when nothing fails and three at most whatever fails in it. If
+// the last template pass still stops (lint and template disagree on something unforeseen), the item
+// named in the error is withheld and the rest re-rendered: bounded by the number of items, and in
+// practice never taken.
 import { createHash } from 'node:crypto';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -27,6 +33,7 @@ import { cleanHelmStderr, HelmRenderError } from './helm-errors.js';
 import type { HelmRunner } from './helm-runner.js';
 import { helmKubeVersion, sortKeys } from './helm-renderer.js';
 import { loadHelmYamlAll } from './helm-yaml.js';
+import { encodeInt64s, restoreInt64s, type Int64Positions } from './go-template-int64.js';
 import { parseMissingMarker, PRESENT_DEFINITION, strictFieldAccess, type StrictTemplate } from './go-template-strict.js';
 
 export interface ValuesTemplateItem {
@@ -61,6 +68,8 @@ export class ValuesTemplateError extends Error {
 const BATCH_LIMIT = 400;
 const CHART = 'cs-values';
 const LINT_DEFINE = 'cs-values-template';
+/** Names of the defines converting a context's integers (one per distinct set of positions). */
+const INT64_PREFIX = 'cs-int64-';
 
 /**
  * Evaluates every item's template against its context; one result per item, in order. An item
@@ -82,11 +91,12 @@ export async function evaluateValuesTemplates(runner: HelmRunner, items: ValuesT
       compiled = { index: templates.size, strict: strictFieldAccess(item.template) };
       templates.set(item.template, compiled);
     }
-    const context = templateContext(item.context);
-    const key = `${compiled.index}:${sha256(JSON.stringify(context))}`;
+    const { context, positions } = templateContext(item.context);
+    // Both halves: the same digits are an integer in one context and a string in another.
+    const key = `${compiled.index}:${sha256(JSON.stringify([context, positions ?? null]))}`;
     let unit = units.get(key);
     if (!unit) {
-      unit = { template: compiled, context, items: [] };
+      unit = { template: compiled, context, positions, items: [] };
       units.set(key, unit);
     }
     unit.items.push(index);
@@ -116,7 +126,9 @@ interface CompiledTemplate {
 
 interface Unit {
   template: CompiledTemplate;
+  /** The context with integers as decimal strings (plain JSON); `positions` says which. */
   context: Record<string, unknown>;
+  positions?: Int64Positions;
   /** Indexes of the items this (template, context) pair stands for. */
   items: number[];
 }
@@ -128,14 +140,17 @@ type Outcome = { ok: true; output: string } | { ok: false; reason: ValuesTemplat
  * The context as helm will see it: sorted keys (stable dedup keys and files), no null-valued keys
  * (helm's values handling deletes them, so they are absent in every pass alike), absent objects
  * left out (so reading them is a missing field), and `.Template` so that `tpl "..." .` works.
+ * Integers (number or bigint) become decimal strings plus their positions (go-template-int64.ts),
+ * so the result serializes with JSON.stringify and helm turns them back into int64.
  */
-function templateContext(context: ValuesTemplateItem['context']): Record<string, unknown> {
+function templateContext(context: ValuesTemplateItem['context']): { context: Record<string, unknown>; positions?: Int64Positions } {
   const result: Record<string, unknown> = {};
   for (const key of ['Cluster', 'ControlPlane', 'InfraCluster'] as const) {
     if (context[key] !== undefined && context[key] !== null) result[key] = withoutNullKeys(sortKeys(context[key]));
   }
   result['Template'] = { BasePath: `${CHART}/templates`, Name: `${CHART}/templates/values-template` };
-  return result;
+  const encoded = encodeInt64s(result);
+  return { context: encoded.value as Record<string, unknown>, ...(encoded.positions !== undefined ? { positions: encoded.positions } : {}) };
 }
 
 function withoutNullKeys(value: unknown): unknown {
@@ -191,9 +206,9 @@ const partialName = (template: CompiledTemplate) => `_t${template.index}.tpl`;
 const includeOf = (template: CompiledTemplate, values: string) => `include "${CHART}/templates/${partialName(template)}" ${values}`;
 
 /**
- * Step 2: one lint process, one chart per unit; returns the units that failed. Each chart is two
+ * Step 4: one lint process, one chart per unit; returns the units that failed. Each chart is two
  * files (creating files dominates the cost of a batch): Chart.yaml and one template holding the
- * context as a JSON literal and the user template as a define (or, when the user template has
+ * context as a JSON literal (its integers restored to int64 before use) and the user template as a define (or, when the user template has
  * defines of its own, which cannot nest, as a partial beside it).
  */
 async function lintUnits(runner: HelmRunner, units: Unit[], dir: string): Promise<Map<Unit, Outcome>> {
@@ -209,7 +224,7 @@ async function lintUnits(runner: HelmRunner, units: Unit[], dir: string): Promis
       const separate = strict.defines.length > 0 || !strict.balanced;
       const name = separate ? `${CHART}/templates/${partialName(unit.template)}` : LINT_DEFINE;
       // `required` only logs in lint mode: this line tags the log lines that follow with the unit.
-      const head = `{{- $_ := required "cs-begin:${n}" nil }}${PRESENT_DEFINITION}{{- $ctx := fromJson ${JSON.stringify(JSON.stringify(unit.context))} }}`;
+      const head = `{{- $_ := required "cs-begin:${n}" nil }}${PRESENT_DEFINITION}{{- $ctx := fromJson ${JSON.stringify(JSON.stringify(unit.context))} }}${restoreInt64s('$ctx', unit.context, unit.positions)}`;
       // .txt: rendered, but not checked as a Kubernetes manifest. The user template starts on line 1.
       const item = separate ? `${head}{{ include "${name}" $ctx }}` : `${head}{{ define "${LINT_DEFINE}" }}${strict.text}{{ end }}{{ include "${name}" $ctx }}`;
       await Promise.all([
@@ -247,7 +262,7 @@ async function lintUnits(runner: HelmRunner, units: Unit[], dir: string): Promis
   return failures;
 }
 
-/** Step 3: one template process over the units lint passed; returns every unit's outcome. */
+/** Steps 3 and 4: one template process over the units (all, or those lint passed); returns every unit's outcome. */
 async function renderUnits(runner: HelmRunner, units: Unit[], dir: string, kubeVersion: string | undefined): Promise<Map<Unit, Outcome>>;
 async function renderUnits(runner: HelmRunner, units: Unit[], dir: string, kubeVersion: string | undefined, options: { stopAtFirstFailure: true }): Promise<Map<Unit, Outcome> | undefined>;
 async function renderUnits(runner: HelmRunner, units: Unit[], dir: string, kubeVersion: string | undefined, options: { stopAtFirstFailure?: boolean } = {}): Promise<Map<Unit, Outcome> | undefined> {
@@ -257,14 +272,23 @@ async function renderUnits(runner: HelmRunner, units: Unit[], dir: string, kubeV
   await mkdir(templatesDir, { recursive: true });
   const values: Record<string, unknown> = {};
   const partials = new Set<CompiledTemplate>(units.map((unit) => unit.template));
+  // Contexts of one fleet hold their integers in the same places: one define per distinct set of
+  // conversions, so helm parses each once (parsing, not running, dominates the cost of actions).
+  const conversions = new Map<string, string>();
+  const unitFiles = units.map((unit, n) => {
+    values[`u${n}`] = unit.context;
+    const actions = restoreInt64s('.', unit.context, unit.positions);
+    let name = conversions.get(actions);
+    if (actions !== '' && name === undefined) conversions.set(actions, (name = `${INT64_PREFIX}${conversions.size}`));
+    const restore = name === undefined ? '' : `{{- include "${name}" .Values.u${n} }}`;
+    return writeFile(path.join(templatesDir, `u${n}.yaml`), `${restore}out: {{ ${includeOf(unit.template, `.Values.u${n}`)} | b64enc | quote }}\n`);
+  });
+  const defines = [...conversions].map(([actions, name]) => `{{- define "${name}" }}${actions}{{- end }}\n`).join('');
   await Promise.all([
     writeFile(path.join(dir, 'Chart.yaml'), chartYaml),
-    writeFile(path.join(templatesDir, '_cs.tpl'), PRESENT_DEFINITION),
+    writeFile(path.join(templatesDir, '_cs.tpl'), `${PRESENT_DEFINITION}\n${defines}`),
     ...[...partials].map((template) => writeFile(path.join(templatesDir, partialName(template)), template.strict.text)),
-    ...units.map((unit, n) => {
-      values[`u${n}`] = unit.context;
-      return writeFile(path.join(templatesDir, `u${n}.yaml`), `out: {{ ${includeOf(unit.template, `.Values.u${n}`)} | b64enc | quote }}\n`);
-    }),
+    ...unitFiles,
   ]);
   await writeFile(path.join(dir, 'values.yaml'), JSON.stringify(values));
 

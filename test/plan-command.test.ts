@@ -95,6 +95,26 @@ describe('clusterstack plan', () => {
     expect(result.stderr).toMatch(/warning: release source .* skipped "not-a-release": "not-a-release" is not a cluster stack release tag/);
   });
 
+  it('keeps a release whose clusteraddon.yaml lists AfterClusterUpgrade and an unknown hook, warning about the unknown one', async () => {
+    const releases = await copyExampleReleases();
+    const file = path.join(releases, 'docker-ferrol-1-30-v2', 'clusteraddon.yaml');
+    await writeFile(file, `${await readFile(file, 'utf8')}  AfterClusterUpgrade:\n    - name: metrics-server\n      action: apply\n  AfterClusterUpgrad:\n    - name: cni\n      action: delete\n`);
+    const inputs = await writeTree({ 's.yaml': STACK });
+    const warning = 'docker-ferrol-1-30-v2/clusteraddon.yaml addonStages.AfterClusterUpgrad: is not a hook the cluster-stack-operator runs (AfterControlPlaneInitialized, BeforeClusterUpgrade, AfterClusterUpgrade); its stages are ignored. Check the spelling if they should be rendered';
+
+    const text = await runClusterstack(['plan', inputs, '--release-source', releases]);
+    const json = await runClusterstack(['plan', inputs, '--release-source', releases, '--json']);
+
+    expect(text.code).toBe(0);
+    expect(text.stderr).toBe(`warning: ${warning}\n`);
+    expect(text.stdout).toMatch(/docker-ferrol-1-30-v2 +v2 +yes +yes/);
+    expect(text.stdout).not.toMatch(/problem:/);
+    expect(json.code).toBe(0);
+    const report = JSON.parse(json.stdout);
+    expect(report.warnings).toEqual([warning]);
+    expect(report.clusterStacks[0].releases.find((r: { name: string }) => r.name === 'docker-ferrol-1-30-v2')).toMatchObject({ kept: true, problems: [] });
+  });
+
   it('fails clearly when the release source does not exist', async () => {
     const missing = path.join(await tempDir(), 'nope');
     const result = await runClusterstack(['plan', EXAMPLE_MANIFESTS, '--release-source', missing]);

@@ -46,9 +46,87 @@ describe('parseClusterAddonConfig', () => {
     ]);
   });
 
-  it('reports unknown hooks, bad actions and conditions', () => {
-    const { problems } = parseClusterAddonConfig('addonStages:\n  AfterSomething: []\n  BeforeClusterUpgrade:\n  - {name: cni, action: install}\n  - {name: csi, action: apply, waitForPostCondition: {objects: x}}\n', 'r/clusteraddon.yaml');
-    expect(problems.map((p) => p.path)).toEqual(['addonStages.AfterSomething', 'addonStages.BeforeClusterUpgrade[0].action', 'addonStages.BeforeClusterUpgrade[1].waitForPostCondition']);
+  it('accepts every hook the operator registers and keeps the steady state after the newest one', () => {
+    const { config, problems, warnings } = parseClusterAddonConfig(
+      [
+        'addonStages:',
+        '  AfterControlPlaneInitialized:',
+        '  - {name: cni, action: apply}',
+        '  - {name: old-csi, action: apply}',
+        '  BeforeClusterUpgrade:',
+        '  - {name: cni, action: apply}',
+        '  - {name: csi, action: apply}',
+        '  AfterClusterUpgrade:',
+        '  - {name: old-csi, action: delete}',
+        '  - {name: post-upgrade-check, action: apply}',
+        '',
+      ].join('\n'),
+      'x',
+    );
+
+    expect(problems).toEqual([]);
+    expect(warnings).toEqual([]);
+    expect(Object.keys(config!.addonStages)).toEqual(['AfterControlPlaneInitialized', 'BeforeClusterUpgrade', 'AfterClusterUpgrade']);
+    expect(effectiveStages(config!)).toEqual([
+      { name: 'cni', action: 'apply', order: 0 },
+      { name: 'old-csi', action: 'delete', order: 1 },
+      { name: 'csi', action: 'apply', order: 2 },
+      { name: 'post-upgrade-check', action: 'apply', order: 3 },
+    ]);
+  });
+
+  it('reads the hooks in lifecycle order, however the file orders its keys', () => {
+    const { config } = parseClusterAddonConfig('addonStages:\n  AfterClusterUpgrade:\n  - {name: cni, action: delete}\n  AfterControlPlaneInitialized:\n  - {name: cni, action: apply}\n  - {name: csi, action: apply}\n', 'x');
+
+    expect(effectiveStages(config!)).toEqual([
+      { name: 'cni', action: 'delete', order: 0 },
+      { name: 'csi', action: 'apply', order: 1 },
+    ]);
+  });
+
+  it('warns about a hook it does not know and ignores its stages, without refusing the file', () => {
+    const { config, problems, warnings } = parseClusterAddonConfig(
+      'addonStages:\n  AfterControlPlaneInitialized:\n  - {name: cni, action: apply}\n  BeforeClusterDelete:\n  - {name: cleanup, action: apply}\n  - {bogus: entry}\n',
+      'docker-ferrol-1-30-v4/clusteraddon.yaml',
+    );
+
+    expect(problems).toEqual([]);
+    expect(warnings).toEqual([
+      {
+        source: 'docker-ferrol-1-30-v4/clusteraddon.yaml',
+        path: 'addonStages.BeforeClusterDelete',
+        message: 'is not a hook the cluster-stack-operator runs (AfterControlPlaneInitialized, BeforeClusterUpgrade, AfterClusterUpgrade); its stages are ignored. Check the spelling if they should be rendered',
+      },
+    ]);
+    expect(effectiveStages(config!)).toEqual([{ name: 'cni', action: 'apply', order: 0 }]);
+  });
+
+  it('reads a hook without stages as an empty list, as the operator does', () => {
+    const { config, problems } = parseClusterAddonConfig('addonStages:\n  AfterControlPlaneInitialized:\n  - {name: cni, action: apply}\n  AfterClusterUpgrade:\n', 'x');
+
+    expect(problems).toEqual([]);
+    expect(config!.addonStages.AfterClusterUpgrade).toEqual([]);
+    expect(effectiveStages(config!)).toEqual([{ name: 'cni', action: 'apply', order: 0 }]);
+  });
+
+  it('reports bad stage lists, actions and conditions, all at once, with their paths', () => {
+    const { config, problems } = parseClusterAddonConfig(
+      'addonStages:\n  AfterSomething: []\n  AfterClusterUpgrade: {name: cni}\n  BeforeClusterUpgrade:\n  - {name: cni, action: install}\n  - {name: csi, action: apply, waitForPostCondition: {objects: x}}\n',
+      'r/clusteraddon.yaml',
+    );
+
+    expect(config).toBeUndefined();
+    expect(problems.map((p) => [p.path, p.message])).toEqual([
+      ['addonStages.AfterClusterUpgrade', 'must be a list of stages'],
+      ['addonStages.BeforeClusterUpgrade[0].action', 'must be apply or delete, found "install"'],
+      ['addonStages.BeforeClusterUpgrade[1].waitForPostCondition', expect.stringMatching(/^must have objects/)],
+    ]);
+  });
+
+  it('names every hook when addonStages is missing', () => {
+    expect(parseClusterAddonConfig('apiVersion: x\n', 'r/clusteraddon.yaml').problems).toEqual([
+      { source: 'r/clusteraddon.yaml', path: 'addonStages', message: 'is required: a map from hook (AfterControlPlaneInitialized, BeforeClusterUpgrade, AfterClusterUpgrade) to a list of stages' },
+    ]);
   });
 });
 

@@ -163,6 +163,23 @@ describe('clusterstack render (determinism and changes)', () => {
     expect((await readTree(out))['clusters/cluster-stacks/alpha/cluster-addon/configmap-kindnet-cfg.yaml']).toMatch(/"mtu": 1400/);
   });
 
+  it('renders the steady state after AfterClusterUpgrade and publishes despite an unknown hook', async () => {
+    const releases = await copyExampleReleases();
+    const file = path.join(releases, 'docker-ferrol-1-30-v2', 'clusteraddon.yaml');
+    await writeFile(file, `${await readFile(file, 'utf8')}  AfterClusterUpgrade:\n    - name: metrics-server\n      action: delete\n  BeforeClusterDelete:\n    - name: cni\n      action: delete\n`);
+    const out = path.join(await tempDir(), 'out');
+    const inputs = await writeTree({ 'stack.yaml': STACK.replace('versions: [v1]', 'versions: [v2]'), 'c.yaml': cluster('bravo', 'docker-ferrol-1-30-v2') });
+
+    const result = await render([inputs, '--release-source', releases, '--output', out]);
+
+    expect(result.code).toBe(0);
+    expect(result.report.warnings).toEqual([expect.stringMatching(/^docker-ferrol-1-30-v2\/clusteraddon\.yaml addonStages\.BeforeClusterDelete: is not a hook the cluster-stack-operator runs/)]);
+    const files = Object.keys(await readTree(out));
+    expect(files).toContain('clusters/cluster-stacks/bravo/cni/daemonset-kindnet.yaml');
+    expect(files).toContain('management/cluster-stacks/docker-ferrol-1-30-v2/clusterclass-docker-ferrol-1-30-v2.yaml');
+    expect(files.filter((f) => f.startsWith('clusters/cluster-stacks/bravo/metrics-server/'))).toEqual([]);
+  });
+
   it('withholds a provider release until its provider object is ready, and keeps it once published', async () => {
     const providerStack = STACK.replace('noProvider: true', 'noProvider: false, providerRef: {apiVersion: infrastructure.clusterstack.x-k8s.io/v1alpha1, kind: DockerClusterStackReleaseTemplate, name: t}');
     const providerRelease = (ready: boolean): string =>

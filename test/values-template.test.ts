@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { encodeInt64s } from '../renderers/go-template-int64.js';
 import { strictFieldAccess } from '../renderers/go-template-strict.js';
 import type { HelmRunner } from '../renderers/helm-runner.js';
 import { evaluateValuesTemplates, ValuesTemplateError, type ValuesTemplateItem, type ValuesTemplateResult } from '../renderers/values-template.js';
@@ -230,6 +231,130 @@ describe('evaluateValuesTemplates', () => {
     expect(results.filter((r) => !r.ok).map((r) => r.id)).toEqual(['c17']);
     expect(ok(results[42])).toEqual({ cilium: { k8sServiceHost: 'cluster-42.example.com', cluster: { name: 'cluster-42' } } });
     expect(ok(results[50])).toEqual(ok(results[3]));
+  });
+});
+
+describe('evaluateValuesTemplates: numbers keep their Go types', () => {
+  // What the cluster-stack-operator's unstructured objects hold: int64 integers, float64 floats,
+  // strings as strings however numeric they look. The guard fails the item (in lint and template
+  // alike) if any value arrives with another kind, and `eq` with a float64 would be an error.
+  const template = [
+    '{{- $e := .Cluster.spec.controlPlaneEndpoint }}',
+    '{{- $md := index .Cluster.spec.topology.workers.machineDeployments 1 }}',
+    '{{- $kinds := list (kindOf $e.port) (kindOf .Cluster.metadata.generation) (kindOf .InfraCluster.spec.big) (kindOf (index .Cluster.spec.ports 1)) (kindOf (index (index .Cluster.spec.matrix 0) 1)) (kindOf $md.replicas) (kindOf (index .Cluster.spec.mixed 0)) (kindOf (index .Cluster.spec.mixed 1).a) (kindOf (index .Cluster.metadata.annotations "example.com/weight")) }}',
+    '{{- if not (eq (uniq $kinds | join ",") "int64") }}{{ fail (printf "integers arrived as %s" ($kinds | join ",")) }}{{ end }}',
+    'url: {{ printf "https://%s:%d" $e.host $e.port | quote }}',
+    'isDefaultPort: {{ eq $e.port 6443 }}',
+    'asInt: {{ printf "%d" (int $e.port) | quote }}',
+    'next: {{ add $e.port 1 }}',
+    'doubled: {{ mul (int $e.port) 2 }}',
+    'generation: {{ .Cluster.metadata.generation | quote }}',
+    'big: {{ .InfraCluster.spec.big | quote }}',
+    'bigPlusOne: {{ add .InfraCluster.spec.big 1 | quote }}',
+    'largest: {{ .InfraCluster.spec.largest | quote }}',
+    'negative: {{ printf "%d" .InfraCluster.spec.negative | quote }}',
+    'beyondInt64: {{ kindOf .InfraCluster.spec.beyondInt64 }}',
+    'ratio: {{ kindOf .InfraCluster.spec.ratio }} {{ .InfraCluster.spec.ratio }}',
+    'strings: {{ list (kindIs "string" .Cluster.metadata.labels.port) (kindIs "string" .Cluster.metadata.labels.mode) (kindIs "string" .Cluster.metadata.labels.exp) | toJson | quote }}',
+    'labels: {{ list .Cluster.metadata.labels.port .Cluster.metadata.labels.mode .Cluster.metadata.labels.exp | join "," | quote }}',
+    'inList: {{ printf "%d" (index .Cluster.spec.ports 1) | quote }}',
+    'inListOfLists: {{ printf "%d/%s" (index (index .Cluster.spec.matrix 0) 1) (kindOf (index (index .Cluster.spec.matrix 1) 0)) | quote }}',
+    'json: {{ toJson .Cluster.spec.matrix | quote }}',
+    'replicas: {{ mul $md.replicas 2 }}',
+  ].join('\n');
+
+  function typedContext(name: string): ValuesTemplateItem['context'] {
+    const cluster = aCluster(name) as { metadata: Record<string, unknown>; spec: Record<string, unknown> };
+    cluster.metadata['generation'] = 12345678;
+    cluster.metadata['labels'] = { port: '6443', mode: '0400', exp: '1e3' };
+    cluster.spec['ports'] = [80, 443];
+    cluster.spec['matrix'] = [[1, 2], ['3', 4.5]];
+    // An integer in a map in a list, in a map beside an integer in a list, under a key that is no identifier.
+    cluster.spec['mixed'] = [1, { a: 2 }];
+    cluster.metadata['annotations'] = { 'example.com/weight': 10 };
+    (cluster.spec['topology'] as { workers: { machineDeployments: Record<string, unknown>[] } }).workers.machineDeployments[1]!['replicas'] = 5;
+    return {
+      Cluster: cluster,
+      InfraCluster: { spec: { big: 9007199254740993n, largest: 9223372036854775807n, negative: -9007199254740993n, beyondInt64: 9223372036854775808n, ratio: 1.5 } },
+    };
+  }
+
+  const expected = {
+    url: 'https://typed.example.com:6443',
+    isDefaultPort: true,
+    asInt: '6443',
+    next: 6444,
+    doubled: 12886,
+    generation: '12345678',
+    big: '9007199254740993',
+    bigPlusOne: '9007199254740994',
+    largest: '9223372036854775807',
+    negative: '-9007199254740993',
+    beyondInt64: 'float64',
+    ratio: 'float64 1.5',
+    strings: '[true,true,true]',
+    labels: '6443,0400,1e3',
+    inList: '443',
+    inListOfLists: '2/string',
+    json: '[[1,2],["3",4.5]]',
+    replicas: 10,
+  };
+
+  it('gives the template int64 integers (also beyond 2^53, from bigint), float64 floats and strings, in one helm process', async () => {
+    const { results, processes } = await evaluate([item('typed', template, typedContext('typed'))]);
+
+    expect(ok(results[0])).toEqual(expected);
+    expect(processes).toBe(1);
+  });
+
+  it('keeps the types in lint and the re-render when another item of the batch fails', async () => {
+    const { results, processes } = await evaluate([
+      item('not-ready', 'host: {{ .Cluster.spec.controlPlaneEndpoint.host }}', { Cluster: aCluster('new', { endpoint: false }) }),
+      item('typed', template, typedContext('typed')),
+    ]);
+
+    expect(failure(results[0]).missingField).toBe('.Cluster.spec.controlPlaneEndpoint.host');
+    expect(ok(results[1])).toEqual(expected);
+    // Optimistic template, lint, template: so lint evaluated the guard and `eq` with int64 too.
+    expect(processes).toBe(3);
+  });
+
+  it('withholds an item whose template finds a float where it wants an integer, with its message', async () => {
+    const { results } = await evaluate([item('float', 'x: {{ if not (kindIs "int64" .Cluster.spec.ratio) }}{{ fail (printf "ratio is %s" (kindOf .Cluster.spec.ratio)) }}{{ end }}', { Cluster: { spec: { ratio: 0.5 } } })]);
+
+    expect(failure(results[0]).message).toBe(`${ORIGIN}: ratio is float64`);
+  });
+
+  it('does not merge contexts that differ only in an integer being a string', async () => {
+    const template = 'kind: {{ kindOf .Cluster.spec.controlPlaneEndpoint.port }}';
+    const { results } = await evaluate([
+      item('int', template, { Cluster: aCluster('a', { endpoint: { host: 'a', port: 6443 } }) }),
+      item('string', template, { Cluster: { ...aCluster('a'), spec: { controlPlaneEndpoint: { host: 'a', port: '6443' } } } }),
+    ]);
+
+    expect(ok(results[0])).toEqual({ kind: 'int64' });
+    expect(ok(results[1])).toEqual({ kind: 'string' });
+  });
+});
+
+describe('encodeInt64s', () => {
+  it('writes integers as decimal strings and records where they were, leaving strings and floats alone', () => {
+    const encoded = encodeInt64s({ port: 6443, port2: '6443', big: 9007199254740993n, ratio: 0.25, huge: 2n ** 64n, unsafe: 2 ** 60, list: [1, 'x', [2n]], empty: {}, none: null });
+
+    expect(encoded.value).toEqual({ port: '6443', port2: '6443', big: '9007199254740993', ratio: 0.25, huge: 18446744073709552000, unsafe: 2 ** 60, list: ['1', 'x', ['2']], empty: {}, none: null });
+    expect(encoded.positions).toEqual({ port: true, big: true, list: { 0: true, 2: { 0: true } } });
+    expect(() => JSON.stringify(encoded.value)).not.toThrow();
+  });
+
+  it('gives no positions for a value without integers', () => {
+    expect(encodeInt64s({ a: ['x', 1.5], b: { c: 'd' } })).toEqual({ value: { a: ['x', 1.5], b: { c: 'd' } } });
+  });
+
+  it('treats a key named __proto__ as data', () => {
+    const encoded = encodeInt64s(JSON.parse('{"__proto__": {"port": 1}}'));
+
+    expect(JSON.stringify(encoded.value)).toBe('{"__proto__":{"port":"1"}}');
+    expect(JSON.stringify(encoded.positions)).toBe('{"__proto__":{"port":true}}');
   });
 });
 

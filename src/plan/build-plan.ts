@@ -100,6 +100,8 @@ export async function buildPlan(options: PlanOptions): Promise<Plan> {
       const loaded: LoadedRelease = { tag: decision.name, source, problems: [] };
       try {
         loaded.content = await loadRelease(await source.fetch(decision.name), options.workDir);
+        // Reported (plan and render print them, the controller logs them), never withholding the release.
+        for (const warning of loaded.content.warnings) warn(formatProblem(warning));
       } catch (error) {
         loaded.problems.push(...problemsOf(error, decision.name));
       }

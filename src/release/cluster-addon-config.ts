@@ -1,11 +1,29 @@
 // clusteraddon.yaml: the stages of a multi-stage addon release and the hooks that run them.
+//
+// Read as the cluster-stack-operator reads it: `addonStages` is a map from hook name to a list of
+// stages (Go `map[string][]*Stage`), and the operator registers three Cluster API lifecycle hooks
+// (cmd/main.go): AfterControlPlaneInitialized, BeforeClusterUpgrade and AfterClusterUpgrade. It
+// runs the stages of whichever hook fired, in list order; a key it has no hook for is simply never
+// looked up. So every registered hook is accepted, and an unknown key is a warning (its stages are
+// ignored, as the operator ignores them), never a reason to refuse the release. An empty key
+// (`AfterClusterUpgrade:` with nothing under it) is a hook without stages, as in Go.
+//
+// A GitOps tree holds one steady state, not the steps towards it (see effectiveStages). The
+// operator's AfterClusterUpgrade handler (as of its main branch) only answers success and does not
+// start the hook's stages; a stack that lists stages there still states what a cluster should hold
+// once an upgrade is complete, so they take part in that steady state as the newest hook.
 import * as yaml from 'js-yaml';
 import type { Problem } from '../core/problem.js';
 import { isRecord } from './release-metadata.js';
 
 export const CLUSTER_ADDON_CONFIG_FILE = 'clusteraddon.yaml';
-/** The hooks in the order a cluster's life runs them; later hooks describe the newer state. */
-export const ADDON_HOOKS = ['AfterControlPlaneInitialized', 'BeforeClusterUpgrade'] as const;
+/**
+ * The hooks the operator registers, in the order a cluster's life runs them (Cluster API runtime
+ * hooks): AfterControlPlaneInitialized once the first control plane is up, BeforeClusterUpgrade
+ * when spec.version changed and before anything is upgraded, AfterClusterUpgrade once the whole
+ * cluster runs the new version. A later hook describes the newer state.
+ */
+export const ADDON_HOOKS = ['AfterControlPlaneInitialized', 'BeforeClusterUpgrade', 'AfterClusterUpgrade'] as const;
 export type AddonHook = (typeof ADDON_HOOKS)[number];
 
 export interface WaitCondition {
@@ -35,23 +53,37 @@ export interface EffectiveStage {
 
 const STAGE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
-/** Parses and validates clusteraddon.yaml; reports every problem with its path. */
-export function parseClusterAddonConfig(text: string, source: string): { config?: ClusterAddonConfig; problems: Problem[] } {
+export interface ParsedClusterAddonConfig {
+  /** Absent when there are problems. */
+  config?: ClusterAddonConfig;
+  /** What makes the file unusable; the release is withheld. */
+  problems: Problem[];
+  /** What is ignored but does not stop the release (an unknown hook). */
+  warnings: Problem[];
+}
+
+/** Parses and validates clusteraddon.yaml; reports every problem and every warning with its path. */
+export function parseClusterAddonConfig(text: string, source: string): ParsedClusterAddonConfig {
   let document: unknown;
   try {
     document = yaml.load(text);
   } catch (error) {
-    return { problems: [{ source, message: `is not valid YAML: ${(error as Error).message}` }] };
+    return { problems: [{ source, message: `is not valid YAML: ${(error as Error).message}` }], warnings: [] };
   }
   const problems: Problem[] = [];
+  const warnings: Problem[] = [];
   if (!isRecord(document) || !isRecord(document.addonStages)) {
-    return { problems: [{ source, path: 'addonStages', message: 'is required: a map from hook (AfterControlPlaneInitialized, BeforeClusterUpgrade) to a list of stages' }] };
+    return { problems: [{ source, path: 'addonStages', message: `is required: a map from hook (${ADDON_HOOKS.join(', ')}) to a list of stages` }], warnings };
   }
   const addonStages: ClusterAddonConfig['addonStages'] = {};
   for (const [hook, entries] of Object.entries(document.addonStages)) {
     const hookPath = `addonStages.${hook}`;
     if (!(ADDON_HOOKS as readonly string[]).includes(hook)) {
-      problems.push({ source, path: hookPath, message: `is not a known hook; use one of ${ADDON_HOOKS.join(', ')}` });
+      warnings.push({ source, path: hookPath, message: `is not a hook the cluster-stack-operator runs (${ADDON_HOOKS.join(', ')}); its stages are ignored. Check the spelling if they should be rendered` });
+      continue;
+    }
+    if (entries === null) {
+      addonStages[hook as AddonHook] = [];
       continue;
     }
     if (!Array.isArray(entries)) {
@@ -84,10 +116,10 @@ export function parseClusterAddonConfig(text: string, source: string): { config?
     });
     addonStages[hook as AddonHook] = stages;
   }
-  if (problems.length > 0) return { problems };
+  if (problems.length > 0) return { problems, warnings };
   const config: ClusterAddonConfig = { addonStages };
   if (typeof document.apiVersion === 'string') config.apiVersion = document.apiVersion;
-  return { config, problems };
+  return { config, problems, warnings };
 }
 
 function parseWaitCondition(value: unknown, path: string, source: string, problems: Problem[]): WaitCondition | undefined {
@@ -109,9 +141,11 @@ function parseWaitCondition(value: unknown, path: string, source: string, proble
 }
 
 /**
- * The stages to render, in order of first appearance across hooks (AfterControlPlaneInitialized
- * first). A stage's action is the one of the last hook that lists it: that hook describes the
- * newest state, and a GitOps tree holds the steady state, not the steps towards it.
+ * The stages to render: the steady state after the newest hook that mentions each stage. Hooks are
+ * read in lifecycle order (ADDON_HOOKS: AfterControlPlaneInitialized, BeforeClusterUpgrade,
+ * AfterClusterUpgrade); stages are ordered by first appearance, and a stage's action is the one of
+ * the last hook that lists it. So a stage an upgrade hook deletes is not rendered, and one only an
+ * upgrade hook applies is, since a GitOps tree holds the state, not the steps towards it.
  */
 export function effectiveStages(config: ClusterAddonConfig): EffectiveStage[] {
   const byName = new Map<string, EffectiveStage>();

@@ -54,6 +54,8 @@ export interface ReleaseContent {
   metadata: ReleaseMetadata;
   clusterClassChart: ChartSource;
   addons: LegacyAddons | MultiStageAddons;
+  /** What was ignored without withholding the release (an unknown hook in clusteraddon.yaml), for the report. */
+  warnings: Problem[];
 }
 
 /**
@@ -87,6 +89,7 @@ export async function loadRelease(fetched: FetchedRelease, workDir: string): Pro
   const clusterClassChart = await prepareChart(fetched.dir, classEntry, workDir, source);
   const configText = await readOptional(path.join(fetched.dir, CLUSTER_ADDON_CONFIG_FILE));
   let addons: LegacyAddons | MultiStageAddons;
+  const warnings: Problem[] = [];
   if (configText === undefined) {
     addons = {
       format: 'legacy',
@@ -94,9 +97,9 @@ export async function loadRelease(fetched: FetchedRelease, workDir: string): Pro
       valuesTemplate: (await readOptional(path.join(fetched.dir, LEGACY_VALUES_FILE))) ?? '',
     };
   } else {
-    addons = await prepareStages(fetched.dir, addonEntry, configText, workDir, source);
+    addons = await prepareStages(fetched.dir, addonEntry, configText, workDir, source, warnings);
   }
-  return { tag: fetched.tag, parsed, digest: fetched.digest, metadata: metadataResult.metadata, clusterClassChart, addons };
+  return { tag: fetched.tag, parsed, digest: fetched.digest, metadata: metadataResult.metadata, clusterClassChart, addons, warnings };
 }
 
 /** The release file for a chart: `<name>-<version>.tgz`, that directory, or the one entry starting with `<name>-`. */
@@ -136,9 +139,10 @@ async function chartRoot(dir: string, origin: string): Promise<string> {
   throw new InputError([{ source: origin, message: 'is not a Helm chart: it has no Chart.yaml at its top (or in its one top-level folder)' }]);
 }
 
-async function prepareStages(releaseDir: string, entry: string, configText: string, workDir: string, source: string): Promise<MultiStageAddons> {
+async function prepareStages(releaseDir: string, entry: string, configText: string, workDir: string, source: string, warnings: Problem[]): Promise<MultiStageAddons> {
   const parsedConfig = parseClusterAddonConfig(configText, `${source}/${CLUSTER_ADDON_CONFIG_FILE}`);
   if (!parsedConfig.config) throw new InputError(parsedConfig.problems);
+  warnings.push(...parsedConfig.warnings);
   const unpacked = await unpack(releaseDir, entry, workDir, source);
   const base = await stageBase(unpacked.dir, effectiveStages(parsedConfig.config).map((s) => s.name));
   const stages: AddonStage[] = [];
