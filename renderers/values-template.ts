@@ -28,11 +28,10 @@
 import { createHash } from 'node:crypto';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import * as yaml from 'js-yaml';
 import { cleanHelmStderr, HelmRenderError } from './helm-errors.js';
 import type { HelmRunner } from './helm-runner.js';
 import { helmKubeVersion, sortKeys } from './helm-renderer.js';
-import { loadHelmYamlAll } from './helm-yaml.js';
+import { decodeYamlDocuments, YamlDecodeError } from '../src/yaml/kube-yaml.js';
 import { encodeInt64s, restoreInt64s, type Int64Positions } from './go-template-int64.js';
 import { parseMissingMarker, PRESENT_DEFINITION, strictFieldAccess, type StrictTemplate } from './go-template-strict.js';
 
@@ -391,9 +390,13 @@ function failed(item: ValuesTemplateItem, error: ValuesTemplateError): ValuesTem
 function singleMapping(text: string, what: string): { mapping: Record<string, unknown> } | { problem: string } {
   let documents: unknown[];
   try {
-    documents = loadHelmYamlAll(text).filter((document) => document !== null && document !== undefined);
+    // Helm reads values files with Kubernetes' YAML (go-yaml v2): `on` is true, `0644` is 420.
+    documents = decodeYamlDocuments(text)
+      .map((document) => document.value)
+      .filter((document) => document !== null && document !== undefined);
   } catch (error) {
-    const reason = error instanceof yaml.YAMLException ? `${error.reason} (line ${error.mark.line + 1}, column ${error.mark.column + 1})` : String(error);
+    if (!(error instanceof YamlDecodeError)) throw error;
+    const reason = error.message;
     return { problem: `${what} is not valid YAML: ${reason}` };
   }
   if (documents.length === 0) return { mapping: {} };

@@ -31,6 +31,6 @@ describe('renderOutput', () => {
     const outcome = await renderOutput(plan, createHelmDependencies({ workDir }), { secrets: 'refuse', previous: new Map() });
 
     expect(outcome.withheld).toEqual([]);
-    expect(outcome.tree.get('clusters/cluster-stacks/big/cluster-addon/configmap-kindnet-cfg.yaml')).toMatch(/cluster-name: big-9007199254740993\n/);
+    expect(outcome.tree.get('clusters/cluster-stacks/big/cluster-addon/configmap-kindnet-cfg.yaml')).toMatch(/cluster-name: "big-9007199254740993"\n/);
   });
 });

@@ -12,7 +12,7 @@
 // operator's AfterClusterUpgrade handler (as of its main branch) only answers success and does not
 // start the hook's stages; a stack that lists stages there still states what a cluster should hold
 // once an upgrade is complete, so they take part in that steady state as the newest hook.
-import * as yaml from 'js-yaml';
+import { decodeYamlDocument } from '../yaml/kube-yaml.js';
 import type { Problem } from '../core/problem.js';
 import { isRecord } from './release-metadata.js';
 
@@ -66,7 +66,7 @@ export interface ParsedClusterAddonConfig {
 export function parseClusterAddonConfig(text: string, source: string): ParsedClusterAddonConfig {
   let document: unknown;
   try {
-    document = yaml.load(text);
+    document = decodeYamlDocument(text).value;
   } catch (error) {
     return { problems: [{ source, message: `is not valid YAML: ${(error as Error).message}` }], warnings: [] };
   }
