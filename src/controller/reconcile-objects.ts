@@ -69,9 +69,10 @@ async function applyOwned(client: ObjectWriter, kind: ResourceKind, desired: Kub
   let current = live;
   const drift = ownedObjectDrift(live, desired);
   const wantsFinalizer = (desired.metadata.finalizers ?? []).includes(FINALIZER) && !(live.metadata.finalizers ?? []).includes(FINALIZER);
-  if (drift?.labels || drift?.ownerReferences || wantsFinalizer) {
+  if (drift?.labels || drift?.annotations || drift?.ownerReferences || wantsFinalizer) {
     const metadata: Record<string, unknown> = { resourceVersion: current.metadata.resourceVersion };
     if (drift?.labels) metadata['labels'] = drift.labels;
+    if (drift?.annotations) metadata['annotations'] = drift.annotations;
     if (drift?.ownerReferences) metadata['ownerReferences'] = drift.ownerReferences;
     if (wantsFinalizer) metadata['finalizers'] = [...(live.metadata.finalizers ?? []), FINALIZER];
     current = await client.patch(kind, namespace, live.metadata.name, { metadata });

@@ -12,6 +12,7 @@ import { mergeConditions, rebaseConditions } from '../../src/controller/status/c
 import { desiredState } from '../../src/controller/status/desired-state.js';
 import type { PublishState, StatusInputs } from '../../src/controller/status/status-inputs.js';
 import { pathSpecificity, syncStateOf } from '../../src/controller/status/sync-state.js';
+import { labelValue, nameLabels } from '../../src/controller/status/owned-objects.js';
 import { aCluster, aClusterStack, aProviderRelease, releases } from '../support/builders.js';
 
 const NS = 'cluster-stacks';
@@ -266,5 +267,22 @@ contexts:
 describe('statusMergePatch', () => {
   it('sets the desired fields and nulls the ones that went away', () => {
     expect(statusMergePatch({ ready: true, latestRelease: 'x', conditions: [] }, { ready: false, conditions: [] })).toEqual({ latestRelease: null, ready: false, conditions: [] });
+  });
+});
+
+describe('labelValue', () => {
+  it('keeps names that fit and shortens longer ones with a hash, distinct and valid', () => {
+    expect(labelValue('ferrol')).toBe('ferrol');
+    const long = `${'a'.repeat(60)}-stack-one`;
+    const other = `${'a'.repeat(60)}-stack-two`;
+    expect(labelValue(long)).toHaveLength(63);
+    expect(labelValue(long)).toMatch(/^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/);
+    expect(labelValue(long)).not.toBe(labelValue(other));
+    // A cut that would end in a dash loses the dash, so the value still ends alphanumeric before the hash.
+    expect(labelValue(`${'b'.repeat(51)}-${'c'.repeat(20)}`)).toMatch(/^b{51}-[0-9a-f]{10}$/);
+    expect(nameLabels({ 'clusterstack.x-k8s.io/cluster-stack': long })).toEqual({
+      labels: { 'clusterstack.x-k8s.io/cluster-stack': labelValue(long) },
+      annotations: { 'clusterstack.x-k8s.io/full-cluster-stack': long },
+    });
   });
 });

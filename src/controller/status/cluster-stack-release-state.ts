@@ -2,6 +2,7 @@
 // with a status that follows the release from download through render and publish to sync.
 import {
   API_VERSION,
+  LABEL_PART_OF,
   type ClusterStack,
   type ClusterStackRelease,
   type ClusterStackReleaseStatus,
@@ -22,6 +23,7 @@ import {
   keyOf,
   LABEL_CLUSTER_STACK,
   managedLabels,
+  nameLabels,
   ownerOfKind,
 } from './owned-objects.js';
 import { providerReleaseKind, providerTemplateOf } from './provider-release-state.js';
@@ -60,13 +62,15 @@ function providerRefFor(stack: ClusterStack, release: string): ObjectReference |
 
 function desiredObject(stack: ClusterStack, release: string): ClusterStackRelease {
   const tag = tryParseReleaseTag(release);
+  const named = nameLabels({ [LABEL_CLUSTER_STACK]: stack.metadata.name, ...(tag ? { [LABEL_PART_OF]: stackPrefix(tag) } : {}) });
   const object: ClusterStackRelease = {
     apiVersion: API_VERSION,
     kind: 'ClusterStackRelease',
     metadata: {
       name: release,
       namespace: namespaceOf(stack),
-      labels: managedLabels({ [LABEL_CLUSTER_STACK]: stack.metadata.name, ...(tag ? { 'app.kubernetes.io/part-of': stackPrefix(tag) } : {}) }),
+      labels: managedLabels(named.labels),
+      ...(Object.keys(named.annotations).length > 0 ? { annotations: named.annotations } : {}),
       ownerReferences: [controllerReference(stack as never)],
       finalizers: [FINALIZER],
     },

@@ -5,7 +5,7 @@ import { type ClusterStack, type KubeObject, withSpecDefaults } from '../../api/
 import { groupOf } from '../../inputs/classify-inputs.js';
 import { namespaceOf } from '../../core/resolve-releases.js';
 import { clustersUsingRelease } from './deletion.js';
-import { controllerReference, isManagedByUs, keyOf, LABEL_CLUSTER_STACK, managedLabels, ownerOfKind } from './owned-objects.js';
+import { controllerReference, isManagedByUs, keyOf, LABEL_CLUSTER_STACK, managedLabels, nameLabels, ownerOfKind } from './owned-objects.js';
 import type { StatusInputs } from './status-inputs.js';
 
 export interface DesiredProviderRelease {
@@ -58,13 +58,15 @@ export function desiredProviderReleases(input: StatusInputs): ProviderReleaseCha
     if (template && !stack.metadata.deletionTimestamp) {
       for (const name of kept) {
         const live = ours.find((object) => object.metadata.name === name);
+        const named = nameLabels({ [LABEL_CLUSTER_STACK]: resolution.name });
         const object: KubeObject = {
           apiVersion,
           kind,
           metadata: {
             name,
             namespace: resolution.namespace,
-            labels: managedLabels({ [LABEL_CLUSTER_STACK]: resolution.name }),
+            labels: managedLabels(named.labels),
+            ...(Object.keys(named.annotations).length > 0 ? { annotations: named.annotations } : {}),
             ownerReferences: [controllerReference(stack as never)],
           },
           spec: templateSpec(template),
