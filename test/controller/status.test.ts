@@ -230,6 +230,30 @@ describe('syncStateOf', () => {
     expect(drifted).toMatchObject({ state: 'out-of-sync', message: expect.stringContaining('DaemonSet/kube-system/cni') });
     expect(drifted.resources?.get('apps/DaemonSet/kube-system/cni')).toMatchObject({ synced: false });
   });
+
+  it("reports an Application's first sync (OutOfSync at the published revision, Progressing, operation Running) as progress, not drift", () => {
+    const stack = live(aClusterStack().named('ferrol', NS).withVersions('v2').build(), 'uid-stack');
+    const unit = releaseUnit(V2);
+    const firstSync: KubeObject = {
+      apiVersion: 'argoproj.io/v1alpha1',
+      kind: 'Application',
+      metadata: { name: 'release-v2', namespace: 'argocd' },
+      spec: { source: { path: unit.dir } },
+      status: {
+        sync: { status: 'OutOfSync', revision: HEAD },
+        health: { status: 'Progressing' },
+        operationState: { phase: 'Running', message: 'waiting for healthy state of cluster.x-k8s.io/ClusterClass/ferrol', operation: { sync: { revision: HEAD } } },
+        resources: [{ group: 'cluster.x-k8s.io', version: 'v1beta1', kind: 'ClusterClass', namespace: NS, name: V2, status: 'OutOfSync' }],
+      },
+    };
+    const sync = syncStateOf('argocd', [firstSync], [unit.dir], { history: [HEAD], unitRevisions: new Map([[unit.dir, HEAD]]) });
+    expect(sync.get(unit.dir)).toMatchObject({ state: 'progressing', message: expect.stringContaining(`is syncing ${HEAD}`) });
+    const release = live<ClusterStackRelease>({ apiVersion: 'clusterstack.x-k8s.io/v1alpha1', kind: 'ClusterStackRelease', metadata: { name: V2, namespace: NS, ownerReferences: [{ apiVersion: stack.apiVersion, kind: 'ClusterStack', name: 'ferrol', uid: 'uid-stack', controller: true }] } }, 'uid-release');
+    const state = desiredState(inputsFor({ stacks: [stack], tags: [V2], units: [unit], releases: [release], engine: 'argocd', sync, publish: { outcome: 'unchanged', dirtyDirs: new Set() } }));
+    const conditions = state.releases[0]!.status.conditions;
+    expect(condition(conditions, 'ManifestsSynced')).toMatchObject({ status: 'False', reason: 'Progressing', severity: 'Info' });
+    expect(state.events.filter((event) => event.type === 'Warning')).toEqual([]);
+  });
 });
 
 describe('Argo CD cluster secret', () => {
