@@ -26,7 +26,7 @@ import {
   nameLabels,
   ownerOfKind,
 } from './owned-objects.js';
-import { providerReleaseKind, providerTemplateOf } from './provider-release-state.js';
+import { providerReleaseKind, providerTemplateOf, unservedProviderKind } from './provider-release-state.js';
 import { releaseDir, type StatusInputs } from './status-inputs.js';
 import { countsForReady, MANIFESTS_RENDERED, publishedCondition, syncedCondition } from './unit-conditions.js';
 import { resourceStatuses } from './unit-resources.js';
@@ -98,7 +98,9 @@ function releaseConditions(input: StatusInputs, resolution: StackResolution, dec
 
   const spec = withSpecDefaults(stack.spec);
   let provider: DesiredCondition;
+  const unserved = unservedProviderKind(stack, input.unservedKinds);
   if (spec.noProvider) provider = trueCondition(PROVIDER_RELEASE_READY, 'ProviderNotRequired', 'the ClusterStack has noProvider: true, so no provider release is needed');
+  else if (unserved) provider = falseCondition(PROVIDER_RELEASE_READY, 'ProviderKindNotServed', unserved, 'Error');
   else if (!providerTemplateOf(stack, input.live.providerTemplates)) {
     const ref = spec.providerRef;
     provider = falseCondition(

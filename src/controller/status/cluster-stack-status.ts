@@ -7,7 +7,7 @@ import { falseCondition, mergeConditions, trueCondition, type DesiredCondition }
 import { clustersUsingStack, deletionBlockedMessage } from './deletion.js';
 import { eventOnFailure, type EventIntent } from './event-intents.js';
 import { FINALIZER, keyOf } from './owned-objects.js';
-import { providerTemplateOf } from './provider-release-state.js';
+import { providerTemplateOf, unservedProviderKind } from './provider-release-state.js';
 import { releaseDir, type StatusInputs } from './status-inputs.js';
 
 export const RELEASES_RESOLVED = 'ReleasesResolved';
@@ -30,7 +30,7 @@ function resolvedCondition(input: StatusInputs, stack: ClusterStack, resolution:
     return falseCondition(
       RELEASES_RESOLVED,
       'InvalidSpec',
-      `the spec has ${issue.problems.length} problem${issue.problems.length === 1 ? '' : 's'}: ${issue.problems.join('; ')}. Fix the ClusterStack; ${issue.fallback ? 'until then its last valid spec is rendered' : 'nothing is rendered for it until then'}`,
+      `the spec has ${issue.problems.length} problem${issue.problems.length === 1 ? '' : 's'}: ${issue.problems.join('; ')}. Fix the ClusterStack; ${issue.fallback ? 'until then its last valid spec is rendered' : issue.keptPublished ? 'until then its published manifests stay in place, withheld' : 'nothing is rendered for it until then'}`,
       'Error',
     );
   }
@@ -38,7 +38,7 @@ function resolvedCondition(input: StatusInputs, stack: ClusterStack, resolution:
     return falseCondition(
       RELEASES_RESOLVED,
       'ReleaseSourceUnavailable',
-      `${issue.problems.join('; ')}; ${issue.fallback ? 'the last listing is used meanwhile' : 'nothing is published until it answers (the previous output stays in place)'}; the controller retries with backoff`,
+      `${issue.problems.join('; ')}; ${issue.fallback ? 'the last listing is used meanwhile' : 'the releases published before stay in place, withheld, until it answers'}; everything else is published as usual, and the controller retries this source with backoff`,
       'Warning',
     );
   }
@@ -76,6 +76,8 @@ function readyCondition(input: StatusInputs, stack: ClusterStack, resolved: Desi
   if (blocked) return falseCondition('Ready', 'DeletionBlocked', blocked, 'Warning');
   if (resolved.status !== 'True') return { ...resolved, type: 'Ready' };
   const spec = withSpecDefaults(stack.spec);
+  const unserved = unservedProviderKind(stack, input.unservedKinds);
+  if (unserved) return falseCondition('Ready', 'ProviderKindNotServed', unserved, 'Error');
   if (!spec.noProvider && !providerTemplateOf(stack, input.live.providerTemplates)) {
     const ref = spec.providerRef;
     return falseCondition('Ready', 'ProviderTemplateNotFound', `spec.providerRef ${ref?.kind ?? '<kind>'} ${ref?.namespace ?? stack.metadata.namespace ?? 'default'}/${ref?.name ?? '<name>'} does not exist; create it or fix spec.providerRef`, 'Error');

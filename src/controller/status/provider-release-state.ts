@@ -23,6 +23,21 @@ export function providerReleaseKind(templateKind: string): string {
   return templateKind.replace(/Template$/, '');
 }
 
+/**
+ * Why the API server cannot serve a provider-mode stack's template or release kind, if it cannot:
+ * the provider's CRDs are missing, or spec.providerRef names a wrong apiVersion or kind.
+ */
+export function unservedProviderKind(stack: ClusterStack, unserved: Map<string, string> | undefined): string | undefined {
+  const spec = withSpecDefaults(stack.spec);
+  const ref = spec.providerRef;
+  if (spec.noProvider || !ref?.apiVersion || !ref.kind || !unserved) return undefined;
+  for (const kind of [ref.kind, providerReleaseKind(ref.kind)]) {
+    const reason = unserved.get(`${ref.apiVersion}/${kind}`);
+    if (reason !== undefined) return `${kind} (${ref.apiVersion}) is not served: ${reason}; install the provider's CustomResourceDefinitions or fix spec.providerRef.apiVersion and kind`;
+  }
+  return undefined;
+}
+
 /** The template a provider-mode stack references, if it exists. */
 export function providerTemplateOf(stack: ClusterStack, templates: KubeObject[]): KubeObject | undefined {
   const ref = withSpecDefaults(stack.spec).providerRef;

@@ -1,0 +1,164 @@
+// Release listings for a long-running controller, kept apart from publishing. Each ClusterStack's
+// own queue key lists its source (`refresh`), with its own failure backoff; the publish reconcile
+// only reads what is known (`roundOpener`) and never waits on a source that is down. A source that
+// fails keeps serving its last good listing or, after a restart, the releases the target already
+// holds; their downloads fail fast, so render withholds them and keeps their published output.
+import { ReleaseSourceError, listingFromTags, type FetchedRelease, type ReleaseListing, type ReleaseSource } from '../../release/release-source.js';
+import type { SourceOpener } from '../../sources/open-release-source.js';
+
+/** Why a stack's listing is not a fresh one, for its ReleasesResolved condition. */
+export interface SourceFailure {
+  message: string;
+  /** A previous listing was used instead; false: only the releases published before are known. */
+  fallback: boolean;
+}
+
+interface LocationState {
+  listing?: ReleaseListing;
+  listedAt?: number;
+  /** The last attempt failed (cleared by the next success). */
+  failure?: string;
+  inFlight?: Promise<void>;
+  /** Successful downloads of this location, by tag: content-addressed, valid while the process runs. */
+  fetched: Map<string, FetchedRelease>;
+}
+
+export interface SourceListingsOptions {
+  /** How long a publish waits for the very first listing of a location before going on without it. Default 15 s. */
+  firstListingWaitMs?: number;
+  now?: () => number;
+}
+
+/** What a render round found out about its sources. */
+export interface RoundSources {
+  opener: SourceOpener;
+  /** The failure a location had in this round, if its listing was not fresh. */
+  failureOf(location: string): SourceFailure | undefined;
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function sameListing(a: ReleaseListing | undefined, b: ReleaseListing): boolean {
+  if (!a) return false;
+  const key = (listing: ReleaseListing) => JSON.stringify([listing.releases.map((release) => [release.tag, release.publishedAt ?? '']), listing.skipped.map((skipped) => skipped.name)]);
+  return key(a) === key(b);
+}
+
+/** The known listing and failure of every release source location, shared by all queue keys. */
+export class SourceListings {
+  private readonly states = new Map<string, LocationState>();
+  private readonly firstListingWaitMs: number;
+  private readonly now: () => number;
+
+  constructor(private readonly open: SourceOpener, options: SourceListingsOptions = {}) {
+    this.firstListingWaitMs = options.firstListingWaitMs ?? 15_000;
+    this.now = options.now ?? Date.now;
+  }
+
+  private stateOf(location: string): LocationState {
+    let state = this.states.get(location);
+    if (!state) {
+      state = { fetched: new Map() };
+      this.states.set(location, state);
+    }
+    return state;
+  }
+
+  /**
+   * Lists `location` now and records the outcome. Resolves to whether what is known changed (a new
+   * listing, or a failure appearing or ending); rejects with the source's error after recording it.
+   * While a listing of the location is under way, another caller does not wait for it (a source
+   * that hangs must not hold a second worker): it resolves at once, unchanged.
+   */
+  async refresh(location: string): Promise<{ changed: boolean }> {
+    const state = this.stateOf(location);
+    if (state.inFlight) return { changed: false };
+    let changed = false;
+    let failure: unknown;
+    state.inFlight = (async () => {
+      try {
+        const listing = await this.open(location).list();
+        changed = !sameListing(state.listing, listing) || state.failure !== undefined;
+        state.listing = listing;
+        state.listedAt = this.now();
+        delete state.failure;
+      } catch (error) {
+        failure = error;
+        const message = `listing releases from ${location} failed: ${describe(error)}`;
+        changed = state.failure !== message;
+        state.failure = message;
+      }
+    })();
+    try {
+      await state.inFlight;
+    } finally {
+      delete state.inFlight;
+    }
+    if (failure !== undefined) throw failure;
+    return { changed };
+  }
+
+  /** Whether the location ever answered or failed (so a render need not wait for it). */
+  private attempted(location: string): boolean {
+    const state = this.states.get(location);
+    return state?.listing !== undefined || state?.failure !== undefined;
+  }
+
+  /**
+   * The sources one render round reads. `list()` answers from what is known: the last listing, or
+   * when there is none and the source failed, `fallbackTags(location)` (the releases the target
+   * already holds), so a stack whose source is down is never dropped from the output. A location
+   * nobody listed yet is listed once, waiting at most `firstListingWaitMs`. `fetch()` of a location
+   * whose last listing failed answers from this process's earlier downloads or fails at once.
+   */
+  roundOpener(fallbackTags: () => string[]): RoundSources {
+    const failures = new Map<string, SourceFailure>();
+    const fail = (location: string, message: string, fallback: boolean) => failures.set(location, { message, fallback });
+    const sources = new Map<string, ReleaseSource>();
+    const opener: SourceOpener = (location) => {
+      const existing = sources.get(location);
+      if (existing) return existing;
+      const inner = this.open(location);
+      const source: ReleaseSource = {
+        location: inner.location,
+        list: async () => {
+          if (!this.attempted(location)) await this.firstListing(location);
+          const state = this.stateOf(location);
+          if (state.failure !== undefined) fail(location, state.failure, state.listing !== undefined);
+          else if (!state.listing) fail(location, `listing releases from ${location} has not answered within ${Math.round(this.firstListingWaitMs / 1000)} s`, false);
+          return state.listing ?? listingFromTags(fallbackTags().map((tag) => ({ tag })));
+        },
+        fetch: async (tag) => {
+          const state = this.stateOf(location);
+          const known = state.fetched.get(tag);
+          if (known) return known;
+          if (state.failure !== undefined || !state.listing) {
+            // No error text here: it ends up in the published README, which must not change with every retry.
+            throw new ReleaseSourceError('unavailable', `release source ${location} is unavailable (see the ClusterStack's ReleasesResolved condition); the release is downloaded once it answers`);
+          }
+          const fetched = await inner.fetch(tag);
+          state.fetched.set(tag, fetched);
+          return fetched;
+        },
+      };
+      sources.set(location, source);
+      return source;
+    };
+    return { opener, failureOf: (location) => failures.get(location) };
+  }
+
+  private async firstListing(location: string): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, this.firstListingWaitMs);
+    });
+    try {
+      const state = this.stateOf(location);
+      await Promise.race([state.inFlight ?? this.refresh(location).catch(() => undefined), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
