@@ -84,8 +84,8 @@ export interface ControllerOptions {
   now?: () => Date;
   /** Sources are listed and the target compared at least this often, even without events. Default 5 min. */
   resyncMs?: number;
-  /** How long a publish waits for a source's very first listing. Default 15 s. */
-  firstListingWaitMs?: number;
+  /** How long a source's listing may take before it counts as hanging (the stack is then withheld). Default 15 s. */
+  listingWaitMs?: number;
 }
 /** A reconcile that did its job but found something worth retrying with backoff (source, Git, API). */
 export class RetryLaterError extends Error {
@@ -130,7 +130,7 @@ export class Controller {
   private reconciles = 0;
 
   constructor(private readonly options: ControllerOptions) {
-    this.listings = new SourceListings(options.openSource, options.firstListingWaitMs !== undefined ? { firstListingWaitMs: options.firstListingWaitMs } : {});
+    this.listings = new SourceListings(options.openSource, options.listingWaitMs !== undefined ? { listingWaitMs: options.listingWaitMs } : {});
     this.tracker = new PublishTracker(options.publisher, {
       revisionKind: options.revisionKind,
       resyncMs: options.resyncMs ?? 300_000,

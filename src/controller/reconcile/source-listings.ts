@@ -19,13 +19,17 @@ interface LocationState {
   /** The last attempt failed (cleared by the next success). */
   failure?: string;
   inFlight?: Promise<void>;
+  inFlightSince?: number;
   /** Successful downloads of this location, by tag: content-addressed, valid while the process runs. */
   fetched: Map<string, FetchedRelease>;
 }
 
 export interface SourceListingsOptions {
-  /** How long a publish waits for the very first listing of a location before going on without it. Default 15 s. */
-  firstListingWaitMs?: number;
+  /**
+   * How long a listing may take before the source counts as hanging: a stack key stops waiting
+   * for it (and backs off), a publish goes on without it. Default 15 s.
+   */
+  listingWaitMs?: number;
   now?: () => number;
 }
 
@@ -34,6 +38,10 @@ export interface RoundSources {
   opener: SourceOpener;
   /** The failure a location had in this round, if its listing was not fresh. */
   failureOf(location: string): SourceFailure | undefined;
+}
+
+function duration(ms: number): string {
+  return ms < 1000 ? `${ms} ms` : `${Math.round(ms / 1000)} s`;
 }
 
 function describe(error: unknown): string {
@@ -49,11 +57,11 @@ function sameListing(a: ReleaseListing | undefined, b: ReleaseListing): boolean 
 /** The known listing and failure of every release source location, shared by all queue keys. */
 export class SourceListings {
   private readonly states = new Map<string, LocationState>();
-  private readonly firstListingWaitMs: number;
+  private readonly listingWaitMs: number;
   private readonly now: () => number;
 
   constructor(private readonly open: SourceOpener, options: SourceListingsOptions = {}) {
-    this.firstListingWaitMs = options.firstListingWaitMs ?? 15_000;
+    this.listingWaitMs = options.listingWaitMs ?? 15_000;
     this.now = options.now ?? Date.now;
   }
 
@@ -77,7 +85,9 @@ export class SourceListings {
     if (state.inFlight) return { changed: false };
     let changed = false;
     let failure: unknown;
-    state.inFlight = (async () => {
+    state.inFlightSince = this.now();
+    // Started on the next tick, so that it is recorded as in flight before it can finish.
+    const inFlight = Promise.resolve().then(async () => {
       try {
         const listing = await this.open(location).list();
         changed = !sameListing(state.listing, listing) || state.failure !== undefined;
@@ -89,15 +99,31 @@ export class SourceListings {
         const message = `listing releases from ${location} failed: ${describe(error)}`;
         changed = state.failure !== message;
         state.failure = message;
+      } finally {
+        delete state.inFlight;
+        delete state.inFlightSince;
       }
-    })();
-    try {
-      await state.inFlight;
-    } finally {
-      delete state.inFlight;
+    });
+    state.inFlight = inFlight;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = await Promise.race([
+      inFlight.then(() => false),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(true), this.listingWaitMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (timedOut) {
+      // The request goes on and records its answer when it comes; this key backs off meanwhile.
+      throw new ReleaseSourceError('unavailable', `listing releases from ${location} has not answered within ${duration(this.listingWaitMs)}`);
     }
     if (failure !== undefined) throw failure;
     return { changed };
+  }
+
+  /** A listing has been under way for longer than a first listing may take: the source hangs. */
+  private hanging(state: LocationState): boolean {
+    return state.inFlightSince !== undefined && this.now() - state.inFlightSince >= this.listingWaitMs;
   }
 
   /** Whether the location ever answered or failed (so a render need not wait for it). */
@@ -110,7 +136,7 @@ export class SourceListings {
    * The sources one render round reads. `list()` answers from what is known: the last listing, or
    * when there is none and the source failed, `fallbackTags(location)` (the releases the target
    * already holds), so a stack whose source is down is never dropped from the output. A location
-   * nobody listed yet is listed once, waiting at most `firstListingWaitMs`. `fetch()` of a location
+   * nobody listed yet is listed once, waiting at most `listingWaitMs`. `fetch()` of a location
    * whose last listing failed answers from this process's earlier downloads or fails at once.
    */
   roundOpener(fallbackTags: () => string[]): RoundSources {
@@ -126,15 +152,18 @@ export class SourceListings {
         list: async () => {
           if (!this.attempted(location)) await this.firstListing(location);
           const state = this.stateOf(location);
+          const silent = `listing releases from ${location} has not answered within ${duration(this.listingWaitMs)}`;
           if (state.failure !== undefined) fail(location, state.failure, state.listing !== undefined);
-          else if (!state.listing) fail(location, `listing releases from ${location} has not answered within ${Math.round(this.firstListingWaitMs / 1000)} s`, false);
+          else if (!state.listing || this.hanging(state)) fail(location, silent, state.listing !== undefined);
           return state.listing ?? listingFromTags(fallbackTags().map((tag) => ({ tag })));
         },
         fetch: async (tag) => {
           const state = this.stateOf(location);
           const known = state.fetched.get(tag);
           if (known) return known;
-          if (state.failure !== undefined || !state.listing) {
+          // A source that fails, or hangs on listing, would hang the download too: only what this
+          // process already has is used until it answers again.
+          if (state.failure !== undefined || !state.listing || this.hanging(state)) {
             // No error text here: it ends up in the published README, which must not change with every retry.
             throw new ReleaseSourceError('unavailable', `release source ${location} is unavailable (see the ClusterStack's ReleasesResolved condition); the release is downloaded once it answers`);
           }
@@ -152,7 +181,7 @@ export class SourceListings {
   private async firstListing(location: string): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, this.firstListingWaitMs);
+      timer = setTimeout(resolve, this.listingWaitMs);
     });
     try {
       const state = this.stateOf(location);
