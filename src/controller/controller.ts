@@ -324,12 +324,16 @@ export class Controller {
     // The target's tree first: a stack that cannot be resolved now keeps what it holds.
     let previous: Map<string, string> | undefined;
     let targetError: string | undefined;
+    const readStarted = Date.now();
     try {
       previous = await this.tracker.previousTree();
+      logger.debug({ phase: 'read target', ms: Date.now() - readStarted }, 'Reconcile phase done');
     } catch (error) {
       targetError = `the publish target ${this.tracker.target} could not be read: ${errorMessage(error)}`;
     }
     const fallbackTags = () => fallbackReleaseTags(previous, live.releases);
+    const phase = (name: string, since: number) => logger.debug({ phase: name, ms: Date.now() - since }, 'Reconcile phase done');
+    const observedAt = Date.now();
 
     // Decide: plan from the live objects (invalid stacks from their last valid spec, or withheld).
     const stackIssues = new Map<string, StackIssue>();
@@ -352,6 +356,7 @@ export class Controller {
     } catch (error) {
       planError = errorMessage(error);
     }
+    phase('plan', observedAt);
     for (const stack of stacks) {
       const key = keyOf(stack);
       if (stackIssues.has(key)) continue;
@@ -384,13 +389,16 @@ export class Controller {
           logger.error({ error: renderError }, 'Render failed');
         }
         this.options.metrics?.renderDuration((Date.now() - started) / 1000);
+        phase('render', started);
         this.options.metrics?.helmProcesses(this.options.helm.processesSpawned() - helmBefore);
       }
       if (!render) publish = this.tracker.skipped(renderError ?? 'nothing rendered');
       else if (signal?.aborted) {
         publish = this.tracker.skipped('the controller is shutting down', render.tree);
       } else {
+        const publishStarted = Date.now();
         const attempt = await this.tracker.publish(render.tree, render.provenance.inputDigest);
+        phase('publish', publishStarted);
         publish = attempt.state;
         if (attempt.durationSeconds !== undefined) this.options.metrics?.publishDuration(attempt.durationSeconds);
         if (attempt.durationSeconds !== undefined && this.options.revisionKind === 'commit') this.options.metrics?.remoteRequest('git', publish.outcome === 'failed' ? 'error' : 'ok');
@@ -420,7 +428,9 @@ export class Controller {
       ...(renderError ? { renderError } : {}),
     };
     const desired = desiredState(inputs);
+    const applyStarted = Date.now();
     const apply = await applyDesiredState(this.options.kube, desired, { now: inputs.now, logger, kindOf: restKind });
+    phase('apply', applyStarted);
     this.ownWrites.record(apply.written);
     await this.events.record(eventsWithSubjects(desired.events, apply));
     if (this.options.engine === 'argocd' && plan) {

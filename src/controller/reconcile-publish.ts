@@ -86,6 +86,11 @@ export class PublishTracker {
       this.unitRevisions.clear();
       for (const [dir, revision] of read.unitRevisions) this.unitRevisions.set(dir, revision);
       this.revision = read.head;
+      // The tree was just read at that head: until the resync, an equal render needs no publish.
+      if (read.head !== null) {
+        this.published = true;
+        this.lastCall = (this.options.now ?? Date.now)();
+      }
     } catch (error) {
       this.options.onHistoryError?.(error);
     }

@@ -114,8 +114,11 @@ export class SourceListings {
     ]);
     clearTimeout(timer);
     if (timedOut) {
-      // The request goes on and records its answer when it comes; this key backs off meanwhile.
-      throw new ReleaseSourceError('unavailable', `listing releases from ${location} has not answered within ${duration(this.listingWaitMs)}`);
+      // The request goes on and records its answer when it comes; until then the source counts
+      // as failing (publishes do not wait for it), and this key backs off.
+      const message = `listing releases from ${location} has not answered within ${duration(this.listingWaitMs)}`;
+      if (state.inFlight === inFlight) state.failure = message;
+      throw new ReleaseSourceError('unavailable', message);
     }
     if (failure !== undefined) throw failure;
     return { changed };
