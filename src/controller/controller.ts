@@ -496,8 +496,8 @@ export interface ControllerRuntimeOptions extends Omit<ControllerOptions, 'cache
   engineNamespaces?: string[];
   /** Stack keys handled at the same time (sources listed in parallel). Default 4. */
   sourceConcurrency?: number;
-  /** Failure backoff of every key: first cap and largest delay. Defaults 1 s and 2 min. */
-  backoff?: { baseDelayMs: number; maxDelayMs: number };
+  /** Failure backoff of every key: first cap and largest delay (defaults 1 s and 2 min); `random` pins the jitter in tests. */
+  backoff?: { baseDelayMs: number; maxDelayMs: number; random?: () => number };
 }
 
 export interface ControllerRuntime {

@@ -12,7 +12,8 @@ import { aCluster, aStack, CAPI, condition, GROUP, MERGE, startControllerFixture
 
 const A = 'cluster-stacks';
 const B = 'team-b';
-const SLOW_BACKOFF = { baseDelayMs: 20_000, maxDelayMs: 60_000 };
+// Jitter pinned high: a first retry comes after about 20 s, never early by chance.
+const SLOW_BACKOFF = { baseDelayMs: 20_000, maxDelayMs: 60_000, random: () => 0.99 };
 
 describe('controller failure isolation', () => {
   let fx: ControllerFixture;
@@ -73,8 +74,8 @@ describe('controller failure isolation', () => {
     const fixed = await copyExampleReleases();
     const started = Date.now();
     await fx.custom.patchNamespacedCustomObject({ ...GROUP, plural: 'clusterstacks', namespace: B, name: 'ferrol', body: { spec: { releaseSource: fixed } } }, MERGE());
-    await waitFor(() => condition(fx.get('ClusterStack', B, 'ferrol'), 'ReleasesResolved')?.status === 'True', 'team B resolved from its new source', 8000);
-    await waitFor(() => condition(fx.get('ClusterStackRelease', B, 'docker-ferrol-1-30-v3'), 'ManifestsRendered')?.status === 'True', "team B's release rendered again", 8000);
+    await waitFor(() => condition(fx.get('ClusterStack', B, 'ferrol'), 'ReleasesResolved')?.status === 'True', 'team B resolved from its new source', 15_000);
+    await waitFor(() => condition(fx.get('ClusterStackRelease', B, 'docker-ferrol-1-30-v3'), 'ManifestsRendered')?.status === 'True', "team B's release rendered again", 15_000);
     expect(Date.now() - started).toBeLessThan(SLOW_BACKOFF.baseDelayMs);
   });
 
@@ -86,7 +87,7 @@ describe('controller failure isolation', () => {
     await unlink(path.join(fx.remote, 'hooks', 'pre-receive'));
     const started = Date.now();
     await patchCluster(A, 'alpha', 'alpha-thawed.test');
-    await waitFor(() => alphaFiles().includes('alpha-thawed.test') , 'the change in Git', 8000);
+    await waitFor(() => alphaFiles().includes('alpha-thawed.test'), 'the change in Git', 15_000);
     expect(Date.now() - started).toBeLessThan(SLOW_BACKOFF.baseDelayMs);
   });
 });
