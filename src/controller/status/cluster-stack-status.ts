@@ -74,10 +74,11 @@ function summaryOf(input: StatusInputs, resolution: StackResolution): ClusterSta
 
 function readyCondition(input: StatusInputs, stack: ClusterStack, resolved: DesiredCondition, summary: ClusterStackReleaseSummary[], blocked: string | undefined): DesiredCondition {
   if (blocked) return falseCondition('Ready', 'DeletionBlocked', blocked, 'Warning');
-  if (resolved.status !== 'True') return { ...resolved, type: 'Ready' };
-  const spec = withSpecDefaults(stack.spec);
+  // A provider kind the API server does not serve is a setup problem that explains the rest.
   const unserved = unservedProviderKind(stack, input.unservedKinds);
   if (unserved) return falseCondition('Ready', 'ProviderKindNotServed', unserved, 'Error');
+  if (resolved.status !== 'True') return { ...resolved, type: 'Ready' };
+  const spec = withSpecDefaults(stack.spec);
   if (!spec.noProvider && !providerTemplateOf(stack, input.live.providerTemplates)) {
     const ref = spec.providerRef;
     return falseCondition('Ready', 'ProviderTemplateNotFound', `spec.providerRef ${ref?.kind ?? '<kind>'} ${ref?.namespace ?? stack.metadata.namespace ?? 'default'}/${ref?.name ?? '<name>'} does not exist; create it or fix spec.providerRef`, 'Error');
