@@ -128,6 +128,7 @@ export class Controller {
   private readonly stackSources = new Map<string, string>();
   private readonly unitObjectCache = new Map<string, { digest: string; objects: UnitObject[] }>();
   private reconciles = 0;
+  private finished = 0;
 
   constructor(private readonly options: ControllerOptions) {
     this.listings = new SourceListings(options.openSource, options.listingWaitMs !== undefined ? { listingWaitMs: options.listingWaitMs } : {});
@@ -257,6 +258,11 @@ export class Controller {
     }
     const { requeueAfterMs } = await this.reconcileOnce(signal);
     return { requeueAfterMs };
+  }
+
+  /** How many reconciles got as far as writing to the API server (with or without errors), e.g. to wait for one in tests. */
+  get completedReconciles(): number {
+    return this.finished;
   }
 
   /**
@@ -433,6 +439,7 @@ export class Controller {
     phase('apply', applyStarted);
     this.ownWrites.record(apply.written);
     await this.events.record(eventsWithSubjects(desired.events, apply));
+    this.finished += 1;
     if (this.options.engine === 'argocd' && plan) {
       const workload = plan.resolution.clusters.filter((cluster) => cluster.managed).map((cluster) => ({ namespace: cluster.namespace, name: cluster.name }));
       try {

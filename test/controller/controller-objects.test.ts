@@ -87,10 +87,7 @@ describe('controller objects, events and statuses', () => {
     const commits = fx.git.commitCount(fx.remote, 'main');
 
     const restarted = await fx.start('restarted');
-    // Done once every stack key and at least one publish reconcile (which renders) have finished.
-    const stackCount = fx.api.list('clusterstack.x-k8s.io/v1alpha1', 'ClusterStack', NS).length;
-    const renders = () => Number(/_count (\d+)/.exec(restarted.metrics.renderSeconds.render())?.[1] ?? 0);
-    await waitFor(() => renders() >= 1 && restarted.metrics.reconciles.value({ result: 'requeue' }) >= stackCount + 1, 'the restarted controller to reconcile', 20_000);
+    await waitFor(() => restarted.controller.completedReconciles >= 1, 'the restarted controller to reconcile', 20_000);
     expect(versions(fx)).toEqual(before);
     expect(fx.git.commitCount(fx.remote, 'main')).toBe(commits);
     expect(condition(fx.get('ClusterAddon', NS, 'alpha'), 'ManifestsPublished')?.message).toBe(alphaCommit);
