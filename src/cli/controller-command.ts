@@ -9,6 +9,7 @@ import { parseGitOpsEngine, type WiringOptions } from '../../gitops/wiring/rende
 import { createHelmDependencies } from '../../renderers/helm-dependencies.js';
 import { type ControllerSettings, resolveControllerSettings } from '../config.js';
 import { runController } from '../controller/controller.js';
+import { CacheDirBusyError, claimCacheDir } from '../controller/runtime/cache-dir-lock.js';
 import { createKubeClient } from '../controller/kube-client.js';
 import { createLogger } from '../controller/logger.js';
 import { onShutdownSignals } from '../controller/shutdown.js';
@@ -175,6 +176,14 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
   const wiring = wiringOptionsFor(output, settings, false);
   if (engine !== 'none' && !wiring) logger.info({ engine }, 'No --gitops-url: wiring is not generated; sync state is read from existing objects');
 
+  // Ours alone from here on; a controller killed before us may have left git locks in its clones.
+  try {
+    const repaired = await claimCacheDir(config.cacheDir);
+    if (repaired.length > 0) logger.warn({ cacheDir: config.cacheDir, files: repaired }, 'Removed git lock files a killed controller left in its clones');
+  } catch (error) {
+    if (error instanceof CacheDirBusyError) throw new UsageError(error.message);
+    throw error;
+  }
   const repository = settings.git !== undefined && !settings.pullRequest ? (isUrl(settings.git) ? settings.git : path.resolve(io.cwd, settings.git)) : undefined;
   const history = repository
     ? new GitHistoryReader({ repository, branch: settings.branch, path: settings.path, workDir: historyMirrorDir(config.cacheDir, sha256Hex(`${repository}\n${settings.branch}`).slice(0, 16)), author: { name: config.gitAuthorName, email: config.gitAuthorEmail }, env: config.childEnv, ...(config.gitToken ? { token: config.gitToken } : {}) })
