@@ -54,12 +54,12 @@ describe('controller in one namespace', () => {
     });
     await waitFor(() => condition(fx.get('ClusterAddon', WATCHED, 'alpha'), 'ManifestsPublished')?.status === 'True', 'the addons published', 30_000);
     expect(runtime.isLeader()).toBe(true);
-    expect(condition(fx.get('ClusterStack', WATCHED, 'ferrol'), 'Ready')?.status).toBe('True');
+    // Stack statuses come after those of the objects it owns, events after all statuses.
+    await waitFor(() => condition(fx.get('ClusterStack', WATCHED, 'ferrol'), 'Ready')?.status === 'True', 'the stack Ready');
+    await waitFor(() => fx.api.list('v1', 'Event', WATCHED).some((event) => event['reason'] === 'ReleaseAppeared'), 'the events');
     expect(fx.get('ClusterStack', 'elsewhere', 'ferrol')?.['status']).toBeUndefined();
     expect(Object.keys(fx.published()).some((file) => file.startsWith(`management/${WATCHED}/docker-ferrol-1-30-v2/`))).toBe(true);
     expect(Object.keys(fx.published()).some((file) => file.includes('elsewhere'))).toBe(false);
-    const events = fx.api.list('v1', 'Event', WATCHED) as Record<string, any>[];
-    expect(events.some((event) => event['reason'] === 'ReleaseAppeared')).toBe(true);
 
     const forbidden = fx.api.requests.filter((request) => request.status === 403).map((request) => `${request.method} ${request.path}`);
     expect(forbidden).toEqual([]);
