@@ -249,12 +249,13 @@ export class Controller {
    */
   async handle(key: string, signal?: AbortSignal, onSourcesChanged?: () => void): Promise<{ requeueAfterMs: number }> {
     if (key.startsWith(STACK_KEY_PREFIX)) {
-      const { changed } = await this.refreshStackSource(key).catch((error: unknown) => {
+      const { changed, gone } = await this.refreshStackSource(key).catch((error: unknown) => {
         onSourcesChanged?.();
         throw error;
       });
       if (changed) onSourcesChanged?.();
-      return { requeueAfterMs: this.options.resyncMs ?? 300_000 };
+      // A deleted stack's key is done for good.
+      return { requeueAfterMs: gone ? 0 : (this.options.resyncMs ?? 300_000) };
     }
     const { requeueAfterMs } = await this.reconcileOnce(signal);
     return { requeueAfterMs };
@@ -270,10 +271,10 @@ export class Controller {
    * publish. Rejects with a RetryLaterError when the source fails; resolves `changed` when what
    * the source offers (or its failure) changed.
    */
-  async refreshStackSource(key: string): Promise<{ changed: boolean }> {
+  async refreshStackSource(key: string): Promise<{ changed: boolean; gone?: boolean }> {
     const [namespace, name] = key.slice(STACK_KEY_PREFIX.length).split('/') as [string, string];
     const stack = this.options.cache.get(CLUSTER_STACKS, namespace, name) as ClusterStack | undefined;
-    if (!stack || !this.inScope(stack)) return { changed: false };
+    if (!stack || !this.inScope(stack)) return { changed: false, gone: true };
     const location = sourceLocationOf(specOnly(stack), this.options.defaultSource);
     try {
       return await this.listings.refresh(location);
