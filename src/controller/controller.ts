@@ -129,6 +129,8 @@ export class Controller {
   private readonly unitObjectCache = new Map<string, { digest: string; objects: UnitObject[] }>();
   private reconciles = 0;
   private finished = 0;
+  /** The objects of each stack the last reconcile could not write: the next one reports them. */
+  private ownedObjectErrors = new Map<string, string[]>();
 
   constructor(private readonly options: ControllerOptions) {
     this.listings = new SourceListings(options.openSource, options.listingWaitMs !== undefined ? { listingWaitMs: options.listingWaitMs } : {});
@@ -430,6 +432,7 @@ export class Controller {
       sync,
       unitObjects: this.unitObjectsOf(render?.tree ?? new Map(), render?.provenance.units ?? []),
       unservedKinds,
+      ownedObjectErrors: this.ownedObjectErrors,
       ...(statusPlan ? { plan: statusPlan } : {}),
       ...(render ? { render } : {}),
       ...(renderError ? { renderError } : {}),
@@ -439,6 +442,14 @@ export class Controller {
     const apply = await applyDesiredState(this.options.kube, desired, { now: inputs.now, logger, kindOf: restKind });
     phase('apply', applyStarted);
     this.ownWrites.record(apply.written);
+    const reportedErrors = this.ownedObjectErrors;
+    this.ownedObjectErrors = new Map();
+    for (const failure of apply.errors) {
+      if (!failure.stack) continue;
+      this.ownedObjectErrors.set(failure.stack, [...(this.ownedObjectErrors.get(failure.stack) ?? []), `${failure.object}: ${errorMessage(failure.error)}`]);
+    }
+    // The statuses just written reported the previous round's failures: look again soon if that changed.
+    const reportAgain = JSON.stringify([...reportedErrors]) !== JSON.stringify([...this.ownedObjectErrors]);
     await this.events.record(eventsWithSubjects(desired.events, apply));
     this.finished += 1;
     if (this.options.engine === 'argocd' && plan) {
@@ -464,7 +475,7 @@ export class Controller {
     );
     if (apply.errors.length > 0) retry ??= `${apply.errors.length} object(s) could not be written`;
     if (retry !== undefined) throw new RetryLaterError(retry);
-    return { requeueAfterMs: this.options.resyncMs ?? 300_000, summary };
+    return { requeueAfterMs: reportAgain ? 1000 : (this.options.resyncMs ?? 300_000), summary };
   }
 
   private syncState(render: RenderOutcome | undefined, publish: PublishState): Map<string, UnitSync> {

@@ -35,7 +35,8 @@ export interface ApplyReport {
   updated: string[];
   deleted: string[];
   statusesWritten: number;
-  errors: { object: string; error: unknown }[];
+  /** What could not be written; `stack` is the ClusterStack (`ns/name`) owning the object, if one does. */
+  errors: { object: string; error: unknown; stack?: string }[];
   /** The latest copy of every object written, by `objectKey`: newer than the informer cache for a moment. */
   written: Map<string, OwnWrite>;
 }
@@ -130,11 +131,18 @@ async function applyOwned(client: ObjectWriter, kind: ResourceKind, desired: Kub
   return undefined;
 }
 
-async function attempt(report: ApplyReport, logger: RuntimeLogger, object: string, action: string, run: () => Promise<void>): Promise<void> {
+/** The ClusterStack (`ns/name`) that owns `object` through its controller reference, if any. */
+function owningStack(object: KubeObject | undefined): string | undefined {
+  const owner = (object?.metadata.ownerReferences ?? []).find((ref) => ref.kind === 'ClusterStack' && ref.controller);
+  return owner ? `${object!.metadata.namespace ?? 'default'}/${owner.name}` : undefined;
+}
+
+async function attempt(report: ApplyReport, logger: RuntimeLogger, object: string, action: string, run: () => Promise<void>, owner?: KubeObject): Promise<void> {
   try {
     await run();
   } catch (error) {
-    report.errors.push({ object, error });
+    const stack = owningStack(owner);
+    report.errors.push({ object, error, ...(stack ? { stack } : {}) });
     logger.warn({ object, action, error: error instanceof Error ? error.message : String(error) }, 'could not apply a change; the reconcile will be retried');
   }
 }
@@ -172,14 +180,14 @@ export async function applyDesiredState(client: ObjectWriter, state: DesiredStat
       }
       const applied = await applyOwned(client, CLUSTER_STACK_RELEASES, release.object as unknown as KubeObject, release.live as unknown as KubeObject | undefined, report, writes, maxAttempts);
       if (applied) await status(CLUSTER_STACK_RELEASES, applied, release.status as Record<string, unknown>);
-    });
+    }, release.object as unknown as KubeObject);
   }
   for (const provider of state.providerReleases) {
     await attempt(report, logger, describe(provider.object), 'apply', async () => {
       const kind = options.kindOf(provider.object.apiVersion, provider.object.kind);
       if (!kind) return; // not served: the stack's condition says so
       await applyOwned(client, kind, provider.object, provider.live, report, writes, maxAttempts);
-    });
+    }, provider.object);
   }
   for (const addon of state.addons) {
     await attempt(report, logger, describe(addon.object), 'apply', async () => {

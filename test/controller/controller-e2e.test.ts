@@ -227,6 +227,20 @@ describe('controller, end to end', () => {
     expect(log).toEqual(['PATCH status 409', 'GET object 200', 'PATCH status 200']);
   });
 
+  it('says on the stack when an object it owns is refused, and clears it once written', async () => {
+    // Drop v3's ClusterStackRelease (and our finalizer) so that it must be created again, and refuse that create.
+    await custom.deleteNamespacedCustomObject({ ...GROUP, plural: 'clusterstackreleases', namespace: NS, name: 'docker-ferrol-1-30-v3' });
+    await custom.patchNamespacedCustomObject({ ...GROUP, plural: 'clusterstackreleases', namespace: NS, name: 'docker-ferrol-1-30-v3', body: { metadata: { finalizers: null } } }, MERGE());
+    api.failNext({ method: 'POST', pathIncludes: '/clusterstackreleases', status: 422, message: 'ClusterStackRelease.clusterstack.x-k8s.io "docker-ferrol-1-30-v3" is invalid: refused by a webhook', times: 1 });
+    expect((await reconcile()).error).toBeInstanceOf(Error);
+    // The next round reports it on the stack (and creates the object this time).
+    await reconcile();
+    expect(condition(stored<ClusterStack>('ClusterStack', 'ferrol'), 'Ready')).toMatchObject({ status: 'False', reason: 'OwnedObjectsNotWritten', message: expect.stringContaining('refused by a webhook') });
+    expect(stored<ClusterStackRelease>('ClusterStackRelease', 'docker-ferrol-1-30-v3')).toBeDefined();
+    await reconcile();
+    expect(condition(stored<ClusterStack>('ClusterStack', 'ferrol'), 'Ready')?.status).toBe('True');
+  });
+
   it('keeps the last good output and says why when the Git remote or the release source fails', async () => {
     const commits = git.commitCount(remote, 'main');
     git.declinePushes(remote, 'pushes are frozen');

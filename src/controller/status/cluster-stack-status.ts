@@ -77,6 +77,10 @@ function readyCondition(input: StatusInputs, stack: ClusterStack, resolved: Desi
   // A provider kind the API server does not serve is a setup problem that explains the rest.
   const unserved = unservedProviderKind(stack, input.unservedKinds);
   if (unserved) return falseCondition('Ready', 'ProviderKindNotServed', unserved, 'Error');
+  const unwritten = input.ownedObjectErrors?.get(keyOf(stack));
+  if (unwritten && unwritten.length > 0) {
+    return falseCondition('Ready', 'OwnedObjectsNotWritten', `the API server refused objects this stack owns: ${unwritten.join('; ')}; the controller retries with backoff (check its RBAC and the admission webhooks)`, 'Error');
+  }
   if (resolved.status !== 'True') return { ...resolved, type: 'Ready' };
   const spec = withSpecDefaults(stack.spec);
   if (!spec.noProvider && !providerTemplateOf(stack, input.live.providerTemplates)) {

@@ -61,6 +61,8 @@ export interface StatusInputs {
   unitObjects: (unit: UnitRecord) => UnitObject[];
   /** Provider kinds (`apiVersion/Kind`) the API server does not serve, with the reason. */
   unservedKinds?: Map<string, string>;
+  /** Per ClusterStack (`ns/name`), the objects it owns that the last reconcile could not write, and why. */
+  ownedObjectErrors?: Map<string, string[]>;
 }
 
 export function releaseDir(namespace: string, release: string): string {
