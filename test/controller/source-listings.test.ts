@@ -32,8 +32,10 @@ describe('SourceListings', () => {
     const { source, control } = aSource('github:org/stacks');
     const listings = new SourceListings(() => source, { listingWaitMs: 200 });
     expect(await listings.refresh('github:org/stacks')).toEqual({ changed: true });
-    expect(await listings.refresh('github:org/stacks')).toEqual({ changed: false });
     const healthy = listings.roundOpener(() => []);
+    await healthy.opener('github:org/stacks').list();
+    // A render round has read it: the same answer again is no news.
+    expect(await listings.refresh('github:org/stacks')).toEqual({ changed: false });
     await healthy.opener('github:org/stacks').fetch(V1);
 
     control.mode = 'fail';
@@ -66,6 +68,28 @@ describe('SourceListings', () => {
     await expect(opened.fetch(V1)).rejects.toThrow(/unavailable/);
     expect(Date.now() - started).toBeLessThan(1000);
     expect(control.fetches).toEqual([]);
+  });
+
+  it('reports an answer that a hanging request recorded late as news for the next refresh', async () => {
+    let answer!: (listing: ReleaseListing) => void;
+    let calls = 0;
+    const source: ReleaseSource = {
+      location: 'github:org/slow',
+      list: () => {
+        calls += 1;
+        return calls === 1 ? new Promise<ReleaseListing>((resolve) => (answer = resolve)) : Promise.resolve(listingFromTags([{ tag: V1 }]));
+      },
+      fetch: async (tag) => ({ tag, dir: `/releases/${tag}`, digest: `sha256:${tag}` }),
+    };
+    const listings = new SourceListings(() => source, { listingWaitMs: 30 });
+    await expect(listings.refresh('github:org/slow')).rejects.toThrow('has not answered');
+    const round = listings.roundOpener(() => []);
+    expect(tagsOf(await round.opener('github:org/slow').list())).toEqual([]);
+    answer(listingFromTags([{ tag: V1 }]));
+    await new Promise((resolve) => setImmediate(resolve));
+    // The late answer is in; the next refresh says a render should look (its stack key asks for a publish).
+    expect(await listings.refresh('github:org/slow')).toEqual({ changed: true });
+    expect(tagsOf(await listings.roundOpener(() => []).opener('github:org/slow').list())).toEqual([V1]);
   });
 
   it('lists a source nobody listed yet once, for the first round that needs it', async () => {

@@ -22,6 +22,9 @@ interface LocationState {
   inFlightSince?: number;
   /** Successful downloads of this location, by tag: content-addressed, valid while the process runs. */
   fetched: Map<string, FetchedRelease>;
+  /** Counts changes of the listing or failure; `seen` is the count the last render round read. */
+  version: number;
+  seen: number;
 }
 
 export interface SourceListingsOptions {
@@ -68,36 +71,36 @@ export class SourceListings {
   private stateOf(location: string): LocationState {
     let state = this.states.get(location);
     if (!state) {
-      state = { fetched: new Map() };
+      state = { fetched: new Map(), version: 0, seen: 0 };
       this.states.set(location, state);
     }
     return state;
   }
 
   /**
-   * Lists `location` now and records the outcome. Resolves to whether what is known changed (a new
-   * listing, or a failure appearing or ending); rejects with the source's error after recording it.
+   * Lists `location` now and records the outcome. Resolves to whether what is known differs from
+   * what the last render round read (a new listing, a failure appearing or ending, also one that
+   * an earlier, slow request recorded late); rejects with the source's error after recording it.
    * While a listing of the location is under way, another caller does not wait for it (a source
    * that hangs must not hold a second worker): it resolves at once, unchanged.
    */
   async refresh(location: string): Promise<{ changed: boolean }> {
     const state = this.stateOf(location);
     if (state.inFlight) return { changed: false };
-    let changed = false;
     let failure: unknown;
     state.inFlightSince = this.now();
     // Started on the next tick, so that it is recorded as in flight before it can finish.
     const inFlight = Promise.resolve().then(async () => {
       try {
         const listing = await this.open(location).list();
-        changed = !sameListing(state.listing, listing) || state.failure !== undefined;
+        if (!sameListing(state.listing, listing) || state.failure !== undefined) state.version += 1;
         state.listing = listing;
         state.listedAt = this.now();
         delete state.failure;
       } catch (error) {
         failure = error;
         const message = `listing releases from ${location} failed: ${describe(error)}`;
-        changed = state.failure !== message;
+        if (state.failure !== message) state.version += 1;
         state.failure = message;
       } finally {
         delete state.inFlight;
@@ -117,11 +120,14 @@ export class SourceListings {
       // The request goes on and records its answer when it comes; until then the source counts
       // as failing (publishes do not wait for it), and this key backs off.
       const message = `listing releases from ${location} has not answered within ${duration(this.listingWaitMs)}`;
-      if (state.inFlight === inFlight) state.failure = message;
+      if (state.inFlight === inFlight && state.failure !== message) {
+        state.failure = message;
+        state.version += 1;
+      }
       throw new ReleaseSourceError('unavailable', message);
     }
     if (failure !== undefined) throw failure;
-    return { changed };
+    return { changed: state.version !== state.seen };
   }
 
   /** A listing has been under way for longer than a first listing may take: the source hangs. */
@@ -155,6 +161,7 @@ export class SourceListings {
         list: async () => {
           if (!this.attempted(location)) await this.firstListing(location);
           const state = this.stateOf(location);
+          state.seen = state.version;
           const silent = `listing releases from ${location} has not answered within ${duration(this.listingWaitMs)}`;
           if (state.failure !== undefined) fail(location, state.failure, state.listing !== undefined);
           else if (!state.listing || this.hanging(state)) fail(location, silent, state.listing !== undefined);
