@@ -103,6 +103,8 @@ export interface ControllerSettings {
   argocdNamespace: string;
   /** A kubeconfig file; undefined = the in-cluster service account. */
   kubeconfig?: string;
+  /** Running in a pod: the API server's service address is in the environment (KUBERNETES_SERVICE_HOST/PORT). */
+  inCluster: boolean;
   logLevel: string;
   /** Changes within this window go out in one publish. */
   batchWindowMs: number;
@@ -142,7 +144,7 @@ export const CONTROLLER_ENVIRONMENT = {
   kubeconfig: 'KUBECONFIG',
 } as const;
 
-export type ControllerFlags = Partial<Record<keyof Omit<ControllerSettings, 'leaderElect' | 'pullRequest' | 'batchWindowMs' | 'resyncMs'>, string>> & {
+export type ControllerFlags = Partial<Record<keyof Omit<ControllerSettings, 'leaderElect' | 'pullRequest' | 'batchWindowMs' | 'resyncMs' | 'inCluster'>, string>> & {
   leaderElect?: boolean;
   pullRequest?: boolean;
   batchWindow?: string;
@@ -189,6 +191,7 @@ export function resolveControllerSettings(env: NodeJS.ProcessEnv, flags: Control
     logLevel: pick(flags.logLevel, E.logLevel) ?? 'info',
     batchWindowMs: parseDuration(pick(flags.batchWindow, E.batchWindow) ?? '1s', `--batch-window / ${E.batchWindow}`),
     resyncMs: parseDuration(pick(flags.resync, E.resync) ?? '5m', `--resync / ${E.resync}`),
+    inCluster: nonEmpty(env['KUBERNETES_SERVICE_HOST']) !== undefined && nonEmpty(env['KUBERNETES_SERVICE_PORT']) !== undefined,
   };
   const optional: [keyof ControllerSettings, string | undefined][] = [
     ['git', pick(flags.git, E.git)],

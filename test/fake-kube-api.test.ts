@@ -29,7 +29,7 @@ import {
   type ObjectCache,
 } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startFakeKubeApi, type FakeKubeApi, type KubeObject, type Status } from './support/fake-kube-api/index.js';
+import { serviceAccountUser, startFakeKubeApi, type FakeKubeApi, type KubeObject, type Status } from './support/fake-kube-api/index.js';
 
 const GROUP = 'clusterstack.x-k8s.io';
 const VERSION = 'v1alpha1';
@@ -610,6 +610,46 @@ describe('fake kube api through @kubernetes/client-node', () => {
         const wrong = new KubeConfig();
         wrong.loadFromString(secured.kubeConfigYaml().replace('s3cret', 'nope'));
         expect((await failure(wrong.makeApiClient(CoreV1Api).listNamespace())).code).toBe(401);
+      } finally {
+        await secured.close();
+      }
+    });
+  });
+
+  describe('RBAC and validation', () => {
+    it('refuses label values longer than 63 characters, as apimachinery does', async () => {
+      const custom = api.kubeConfig().makeApiClient(CustomObjectsApi);
+      const long = 'a'.repeat(64);
+      const stack = { ...aClusterStack('labelled'), metadata: { name: 'labelled', namespace: NS, labels: { 'clusterstack.x-k8s.io/cluster-stack': long } } };
+      const refused = await failure(custom.createNamespacedCustomObject({ ...STACKS, namespace: NS, body: stack }));
+      expect(refused.code).toBe(422);
+      expect(refused.status.message).toContain(`metadata.labels: Invalid value: "${long}": must be no more than 63 characters`);
+      stack.metadata.labels['clusterstack.x-k8s.io/cluster-stack'] = 'a'.repeat(63);
+      await custom.createNamespacedCustomObject({ ...STACKS, namespace: NS, body: stack });
+    });
+
+    it('authorizes user tokens through Roles and bindings, answering 403 with the real Status otherwise', async () => {
+      const secured = await startFakeKubeApi({ users: { 'sa-token': serviceAccountUser('ops', 'robot') } });
+      try {
+        secured.seed({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'ops' } });
+        secured.seed({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'stacks', namespace: NS }, rules: [{ apiGroups: [GROUP], resources: ['clusterstacks'], verbs: ['list', 'watch'] }, { apiGroups: [GROUP], resources: ['clusterstacks/status'], verbs: ['patch'] }] } as never);
+        secured.seed({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'stacks', namespace: NS }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'stacks' }, subjects: [{ kind: 'ServiceAccount', name: 'robot', namespace: 'ops' }] } as never);
+        const robot = secured.kubeConfig('sa-token').makeApiClient(CustomObjectsApi);
+        expect((await robot.listNamespacedCustomObject({ ...STACKS, namespace: NS })).items).toEqual([]);
+        const clusterWide = await failure(robot.listClusterCustomObject(STACKS));
+        expect(clusterWide.code).toBe(403);
+        expect(clusterWide.status).toMatchObject({
+          kind: 'Status',
+          reason: 'Forbidden',
+          message: 'clusterstacks.clusterstack.x-k8s.io is forbidden: User "system:serviceaccount:ops:robot" cannot list resource "clusterstacks" in API group "clusterstack.x-k8s.io" at the cluster scope',
+          details: { group: GROUP, kind: 'clusterstacks' },
+        });
+        const named = await failure(robot.getNamespacedCustomObject({ ...STACKS, namespace: NS, name: 'x' }));
+        expect(named.status.message).toBe('clusterstacks.clusterstack.x-k8s.io "x" is forbidden: User "system:serviceaccount:ops:robot" cannot get resource "clusterstacks" in API group "clusterstack.x-k8s.io" in the namespace "default"');
+        // The admin token is still allowed everything; discovery is open to every user.
+        expect((await secured.kubeConfig().makeApiClient(CustomObjectsApi).listClusterCustomObject(STACKS)).items).toEqual([]);
+        expect((await secured.kubeConfig('sa-token').makeApiClient(ApisApi).getAPIVersions()).groups.length).toBeGreaterThan(0);
+        expect((await failure(secured.kubeConfig('nope').makeApiClient(CoreV1Api).listNamespace())).code).toBe(401);
       } finally {
         await secured.close();
       }

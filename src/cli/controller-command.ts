@@ -2,11 +2,14 @@
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
-import { checkOutputSettings, createOutputPublisher, type OutputSettings, revisionKindOf, wiringOptionsFor } from './output-publisher.js';
+import { checkOutputSettings, createOutputPublisher, isUrl, type OutputSettings, revisionKindOf, wiringOptionsFor } from './output-publisher.js';
+import { GitHistoryReader, historyMirrorDir } from '../../gitops/git-history.js';
+import { sha256Hex } from '../release/content-digest.js';
 import { parseGitOpsEngine, type WiringOptions } from '../../gitops/wiring/render-wiring.js';
 import { createHelmDependencies } from '../../renderers/helm-dependencies.js';
 import { type ControllerSettings, resolveControllerSettings } from '../config.js';
 import { runController } from '../controller/controller.js';
+import { CacheDirBusyError, claimCacheDir } from '../controller/runtime/cache-dir-lock.js';
 import { createKubeClient } from '../controller/kube-client.js';
 import { createLogger } from '../controller/logger.js';
 import { onShutdownSignals } from '../controller/shutdown.js';
@@ -53,6 +56,30 @@ Running:
   --log-level <level>        debug | info | warn | error (CLUSTERSTACK_LOG_LEVEL, default info)
   --batch-window <duration>  changes within this window share one publish (CLUSTERSTACK_BATCH_WINDOW, default 1s)
   --resync <duration>        list sources and compare the target at least this often (CLUSTERSTACK_RESYNC, default 5m)`;
+
+/**
+ * The Kubernetes configuration: the --kubeconfig / KUBECONFIG file, else the pod's service account.
+ * Outside a pod without a kubeconfig there is nothing to connect to: say so and stop, rather than
+ * retry an API server URL made of undefined parts forever.
+ */
+export function loadKubeConfig(settings: Pick<ControllerSettings, 'kubeconfig' | 'inCluster'>, cwd: string): KubeConfig {
+  const kubeConfig = new KubeConfig();
+  if (!settings.kubeconfig && !settings.inCluster) {
+    throw new UsageError('no Kubernetes configuration: this is not a pod (KUBERNETES_SERVICE_HOST is not set) and neither --kubeconfig nor KUBECONFIG names a kubeconfig file; run the controller in the management cluster (deploy/) or give --kubeconfig <file>');
+  }
+  try {
+    if (settings.kubeconfig) kubeConfig.loadFromFile(path.resolve(cwd, settings.kubeconfig));
+    else kubeConfig.loadFromCluster();
+  } catch (error) {
+    throw new UsageError(`cannot load the Kubernetes configuration (${(error as Error).message}); run in a pod or give --kubeconfig`);
+  }
+  const server = kubeConfig.getCurrentCluster()?.server;
+  if (!server || !URL.canParse(server)) {
+    const where = settings.kubeconfig ? `the kubeconfig ${settings.kubeconfig}` : 'the in-cluster configuration';
+    throw new UsageError(`${where} names no usable API server (${server ? `"${server}" is not a URL` : 'no current cluster'}); check its current-context and clusters[].cluster.server`);
+  }
+  return kubeConfig;
+}
 
 /** `[host]:port` -> host and port; `0` or empty disables the server. */
 export function parseListenAddress(value: string): { host?: string; port: number } | undefined {
@@ -143,20 +170,27 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
 
   const config = configFromFlags(values, io);
   const logger = createLogger({ level: settings.logLevel as 'info' });
-  const kubeConfig = new KubeConfig();
-  try {
-    if (settings.kubeconfig) kubeConfig.loadFromFile(path.resolve(io.cwd, settings.kubeconfig));
-    else kubeConfig.loadFromCluster();
-  } catch (error) {
-    throw new UsageError(`cannot load the Kubernetes configuration (${(error as Error).message}); run in a pod or give --kubeconfig`);
-  }
+  const kubeConfig = loadKubeConfig(settings, io.cwd);
   const output: OutputSettings = { ...settings, plainHttp: values['plain-http'] };
   checkOutputSettings(output);
   const wiring = wiringOptionsFor(output, settings, false);
   if (engine !== 'none' && !wiring) logger.info({ engine }, 'No --gitops-url: wiring is not generated; sync state is read from existing objects');
 
+  // Ours alone from here on; a controller killed before us may have left git locks in its clones.
+  try {
+    const repaired = await claimCacheDir(config.cacheDir);
+    if (repaired.length > 0) logger.warn({ cacheDir: config.cacheDir, files: repaired }, 'Removed git lock files a killed controller left in its clones');
+  } catch (error) {
+    if (error instanceof CacheDirBusyError) throw new UsageError(error.message);
+    throw error;
+  }
+  const repository = settings.git !== undefined && !settings.pullRequest ? (isUrl(settings.git) ? settings.git : path.resolve(io.cwd, settings.git)) : undefined;
+  const history = repository
+    ? new GitHistoryReader({ repository, branch: settings.branch, path: settings.path, workDir: historyMirrorDir(config.cacheDir, sha256Hex(`${repository}\n${settings.branch}`).slice(0, 16)), author: { name: config.gitAuthorName, email: config.gitAuthorEmail }, env: config.childEnv, ...(config.gitToken ? { token: config.gitToken } : {}) })
+    : undefined;
   const runtime = await runController({
     kubeConfig,
+    ...(history ? { history } : {}),
     kube: createKubeClient({ kubeConfig, identity: settings.identity }),
     publisher: createOutputPublisher(output, config, io.cwd),
     revisionKind: revisionKindOf(output),
@@ -169,7 +203,7 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
     ...(wiring ? { wiring } : {}),
     outputPath: settings.path,
     argocdNamespace: settings.argocdNamespace,
-    ...(settings.namespace ? { watchNamespace: settings.namespace } : {}),
+    ...(settings.namespace ? { watchNamespace: settings.namespace, engineNamespaces: [settings.gitopsNamespace ?? (engine === 'flux' ? 'flux-system' : 'argocd')] } : {}),
     logger,
     resyncMs: settings.resyncMs,
     batchWindowMs: settings.batchWindowMs,

@@ -1,9 +1,14 @@
-// Controller mode: what `render` does, continuously, from live objects. Watch events only enqueue
-// one key; one reconcile reads everything from the informer caches, plans, renders, publishes once,
-// then writes owned objects, statuses and events. `runController` wires it to the runtime: informers,
-// the work queue, leader election, the health server and graceful shutdown.
+// Controller mode: what `render` does, continuously, from live objects. Two kinds of queue keys:
+// one per ClusterStack (`ClusterStack/<ns>/<name>`), which lists that stack's release source with
+// its own failure backoff, and one `publish` key, whose reconcile reads everything from the informer
+// caches and what the sources answered last, plans, renders, publishes once, then writes owned
+// objects, statuses and events. A stack whose source is down or whose spec is invalid is withheld
+// (its published output kept); it never holds publishing for the others.
+// `runController` wires it to the runtime: informers, the queues, leader election, the health
+// server and graceful shutdown.
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import type { PublishedHistory, UnitDirOf } from '../../gitops/git-history.js';
 import type { Publisher } from '../../gitops/publisher.js';
 import type { GitOpsEngine, WiringOptions } from '../../gitops/wiring/render-wiring.js';
 import type { HelmDependencies } from '../../renderers/helm-dependencies.js';
@@ -11,38 +16,42 @@ import type { CapiCluster, ClusterAddon, ClusterStack, ClusterStackRelease, Kube
 import { withSpecDefaults } from '../api/types.js';
 import { namespaceOf } from '../core/resolve-releases.js';
 import { buildPlan, errorMessage, sourceLocationOf, type Plan } from '../plan/build-plan.js';
-import { readProvenance } from '../render/change-summary.js';
 import { renderOutput, type RenderOutcome, type UnitRecord } from '../render/render-output.js';
 import type { SecretPolicy } from '../render/secret-policy.js';
 import type { SourceOpener } from '../sources/open-release-source.js';
 import { HealthServer, startHealthServer } from './health-server.js';
-import { InformerSet } from './informer-set.js';
-import type { KubeClient } from './kube-client.js';
+import type { KubeClient, ResourceKind } from './kube-client.js';
 import { LeaderElector } from './leader-election.js';
 import { PrometheusMetrics } from './metrics.js';
 import { ArgoClusterSecrets } from './reconcile-argocd-secrets.js';
 import { EventRecorder } from './reconcile-events.js';
-import { isReferenced, manifestsFrom, referencedObjectKeys, StackSpecMemory } from './reconcile-inputs.js';
-import { applyDesiredState, type ApplyReport } from './reconcile-objects.js';
-import { PublishTracker } from './reconcile-publish.js';
-import { ResilientSources } from './reconcile-sources.js';
-import type { ControllerMetrics, ObjectCache, WatchedKind, WatchEvent } from './runtime-contract.js';
+import { isReferenced, manifestsFrom, referencedObjectKeys, specOnly, StackSpecMemory } from './reconcile-inputs.js';
+import { applyDesiredState, eventsWithSubjects, type ApplyReport } from './reconcile-objects.js';
+import { PublishTracker, unitDirOf } from './reconcile-publish.js';
+import { OwnWrites } from './reconcile/own-writes.js';
+import { SourceListings } from './reconcile/source-listings.js';
+import { fallbackReleaseTags, standInStack, WITHHELD_SOURCE_PREFIX, withheldSource } from './reconcile/withheld-stacks.js';
+import { InformerCache, type KindCache } from './runtime/informer-cache.js';
+import { kindRefKey, type KindRef } from './runtime/kind-discovery.js';
+import type { ControllerMetrics, WatchedKind, WatchEvent } from './runtime-contract.js';
 import { desiredState } from './status/desired-state.js';
 import { keyOf } from './status/owned-objects.js';
 import { providerReleaseKind } from './status/provider-release-state.js';
 import type { PublishState, StackIssue, StatusInputs } from './status/status-inputs.js';
 import { syncStateOf, type UnitSync } from './status/sync-state.js';
 import { unitObjects, type UnitObject } from './status/unit-resources.js';
-import { ARGO_APPLICATIONS, CAPI_CLUSTERS, CLUSTER_ADDONS, CLUSTER_STACK_RELEASES, CLUSTER_STACKS, FLUX_KUSTOMIZATIONS, kindId, watchedKindOf } from './status/watched-kinds.js';
+import { ARGO_APPLICATIONS, CAPI_CLUSTERS, CLUSTER_ADDONS, CLUSTER_STACK_RELEASES, CLUSTER_STACKS, FLUX_KUSTOMIZATIONS, kindId } from './status/watched-kinds.js';
 import { KeyedWorkQueue } from './work-queue.js';
 
-/** The one queue key: every change leads to the same level-based reconcile. */
-export const RECONCILE_KEY = 'clusterstacks';
+export { InformerCache, type KindCache } from './runtime/informer-cache.js';
 
-/** An informer cache that can take on kinds found at run time (provider kinds, control planes). */
-export interface KindCache extends ObjectCache {
-  /** Watches these kinds too (idempotent); true once each has listed or is known not to be served. */
-  ensureWatched(kinds: WatchedKind[]): boolean;
+/** The key of the reconcile that renders, publishes and reports: every change leads to it. */
+export const PUBLISH_KEY = 'publish';
+const STACK_KEY_PREFIX = 'ClusterStack/';
+
+/** The queue key of a ClusterStack's own work: listing its release source. */
+export function stackKey(namespace: string, name: string): string {
+  return `${STACK_KEY_PREFIX}${namespace}/${name}`;
 }
 
 export interface ControllerOptions {
@@ -51,6 +60,8 @@ export interface ControllerOptions {
   publisher: Publisher;
   /** What the publisher's revision is: a Git commit, an OCI digest, or nothing (a directory). */
   revisionKind: PublishState['revisionKind'];
+  /** For Git targets: the branch's history, so conditions name the same commits after a restart. */
+  history?: { read(unitDirOf: UnitDirOf): Promise<PublishedHistory> };
   /** Release source for stacks that name none. */
   defaultSource: string;
   openSource: SourceOpener;
@@ -73,8 +84,9 @@ export interface ControllerOptions {
   now?: () => Date;
   /** Sources are listed and the target compared at least this often, even without events. Default 5 min. */
   resyncMs?: number;
+  /** How long a source's listing may take before it counts as hanging (the stack is then withheld). Default 15 s. */
+  listingWaitMs?: number;
 }
-
 /** A reconcile that did its job but found something worth retrying with backoff (source, Git, API). */
 export class RetryLaterError extends Error {
   constructor(message: string) {
@@ -106,27 +118,45 @@ function fingerprint(kind: WatchedKind, object: KubeObject): string {
 
 /** Renders and publishes the cluster stacks of a management cluster, and reports back through the API. */
 export class Controller {
-  private readonly sources: ResilientSources;
+  private readonly listings: SourceListings;
   private readonly stackSpecs = new StackSpecMemory();
   private readonly tracker: PublishTracker;
   private readonly events: EventRecorder;
   private readonly argoSecrets: ArgoClusterSecrets;
+  private readonly ownWrites = new OwnWrites();
   private readonly seen = new Map<string, string>();
+  private readonly stackSources = new Map<string, string>();
   private readonly unitObjectCache = new Map<string, { digest: string; objects: UnitObject[] }>();
   private reconciles = 0;
+  private finished = 0;
+  /** The objects of each stack the last reconcile could not write: the next one reports them. */
+  private ownedObjectErrors = new Map<string, string[]>();
 
   constructor(private readonly options: ControllerOptions) {
-    this.sources = new ResilientSources(options.openSource);
-    this.tracker = new PublishTracker(options.publisher, { revisionKind: options.revisionKind, resyncMs: options.resyncMs ?? 300_000 });
+    this.listings = new SourceListings(options.openSource, options.listingWaitMs !== undefined ? { listingWaitMs: options.listingWaitMs } : {});
+    this.tracker = new PublishTracker(options.publisher, {
+      revisionKind: options.revisionKind,
+      resyncMs: options.resyncMs ?? 300_000,
+      ...(options.history ? { history: options.history } : {}),
+      onHistoryError: (error) => options.logger.warn({ target: options.publisher.target, error: errorMessage(error) }, 'Could not read the published history; conditions name the head commit until the next publish'),
+    });
     this.events = new EventRecorder({ sink: options.kube, logger: options.logger });
     this.argoSecrets = new ArgoClusterSecrets({ store: options.kube, namespace: options.argocdNamespace, logger: options.logger });
   }
 
-  /** The kinds watched from the start; provider and referenced kinds are added as stacks and Clusters name them. */
-  static watchedKinds(engine: GitOpsEngine): WatchedKind[] {
-    const kinds = [CLUSTER_STACKS, CLUSTER_STACK_RELEASES, CLUSTER_ADDONS, CAPI_CLUSTERS];
-    if (engine === 'flux') kinds.push(FLUX_KUSTOMIZATIONS);
-    if (engine === 'argocd') kinds.push(ARGO_APPLICATIONS);
+  /**
+   * The kinds watched from the start; provider and referenced kinds are added as stacks and
+   * Clusters name them. With `namespace`, every kind is watched in that namespace only, and the
+   * engine's objects also in `engineNamespaces` (where the generated wiring puts them).
+   */
+  static watchedKinds(engine: GitOpsEngine, scope: { namespace?: string; engineNamespaces?: string[] } = {}): WatchedKind[] {
+    const inScope = (kind: WatchedKind, namespace = scope.namespace): WatchedKind => (namespace === undefined ? kind : { ...kind, namespace });
+    const kinds = [CLUSTER_STACKS, CLUSTER_STACK_RELEASES, CLUSTER_ADDONS, CAPI_CLUSTERS].map((kind) => inScope(kind));
+    const engineKind = engine === 'flux' ? FLUX_KUSTOMIZATIONS : engine === 'argocd' ? ARGO_APPLICATIONS : undefined;
+    if (engineKind) {
+      const namespaces = scope.namespace === undefined ? [undefined] : [...new Set([scope.namespace, ...(scope.engineNamespaces ?? [])])];
+      for (const namespace of namespaces) kinds.push(inScope(engineKind, namespace));
+    }
     return kinds;
   }
 
@@ -138,12 +168,35 @@ export class Controller {
     const key = `${kindId(event.kind)}/${event.object.metadata.namespace ?? ''}/${event.object.metadata.name}`;
     if (event.type === 'delete') {
       this.seen.delete(key);
+      this.ownWrites.forget(event.object);
       return true;
     }
     const print = fingerprint(event.kind, event.object);
     if (this.seen.get(key) === print) return false;
     this.seen.set(key, print);
     return true;
+  }
+
+  /**
+   * The stack key to run for a watch event, when the event may change which releases the stack's
+   * source offers it (a new stack, another source, a new generation), else undefined.
+   */
+  stackKeyFor(event: WatchEvent): string | undefined {
+    if (kindId(event.kind) !== kindId(CLUSTER_STACKS) || !this.inScope(event.object)) return undefined;
+    const key = stackKey(namespaceOf(event.object), event.object.metadata.name);
+    if (event.type === 'delete') {
+      this.stackSources.delete(key);
+      return undefined;
+    }
+    const print = `${event.object.metadata.generation ?? ''}|${sourceLocationOf(event.object as unknown as ClusterStack, this.options.defaultSource)}`;
+    if (this.stackSources.get(key) === print) return undefined;
+    this.stackSources.set(key, print);
+    return key;
+  }
+
+  /** The stack keys of every stack in the cache (when a new leader starts its queues). */
+  stackKeys(): string[] {
+    return this.listLive(CLUSTER_STACKS).map((stack) => stackKey(namespaceOf(stack), stack.metadata.name));
   }
 
   private inScope(object: { metadata: { namespace?: string } }): boolean {
@@ -154,25 +207,27 @@ export class Controller {
     return this.options.cache.list(kind).filter((object) => this.inScope(object));
   }
 
+  /** Live objects of one of our kinds, with our own writes the cache has not caught up with. */
+  private listOwn(kind: WatchedKind): KubeObject[] {
+    return this.ownWrites.overlay(`${kind.group}/${kind.version}`, kind.kind, this.listLive(kind));
+  }
+
   /** Provider template and release kinds the stacks name, and the kinds Clusters reference. */
-  private dynamicKinds(stacks: ClusterStack[], clusters: CapiCluster[]): { templates: WatchedKind[]; releases: WatchedKind[]; referenced: WatchedKind[] } {
-    const templates = new Map<string, WatchedKind>();
-    const releases = new Map<string, WatchedKind>();
+  private kindRefs(stacks: ClusterStack[], clusters: CapiCluster[]): { templates: KindRef[]; releases: KindRef[]; referenced: KindRef[] } {
+    const templates = new Map<string, KindRef>();
+    const releases = new Map<string, KindRef>();
     for (const stack of stacks) {
       const spec = withSpecDefaults(stack.spec ?? ({} as ClusterStack['spec']));
       const ref = spec.providerRef;
       if (spec.noProvider || !ref?.apiVersion || !ref.kind) continue;
-      const template = watchedKindOf(ref.apiVersion, ref.kind);
-      const release = watchedKindOf(ref.apiVersion, providerReleaseKind(ref.kind));
-      templates.set(kindId(template), template);
-      releases.set(kindId(release), release);
+      const template = { apiVersion: ref.apiVersion, kind: ref.kind };
+      const release = { apiVersion: ref.apiVersion, kind: providerReleaseKind(ref.kind) };
+      templates.set(kindRefKey(template), template);
+      releases.set(kindRefKey(release), release);
     }
-    const referenced = new Map<string, WatchedKind>();
+    const referenced = new Map<string, KindRef>();
     for (const cluster of clusters) {
-      for (const ref of referencedObjectKeys(cluster)) {
-        const kind = watchedKindOf(ref.apiVersion, ref.kind);
-        referenced.set(kindId(kind), kind);
-      }
+      for (const ref of referencedObjectKeys(cluster)) referenced.set(kindRefKey(ref), { apiVersion: ref.apiVersion, kind: ref.kind });
     }
     return { templates: [...templates.values()], releases: [...releases.values()], referenced: [...referenced.values()] };
   }
@@ -189,10 +244,46 @@ export class Controller {
     };
   }
 
-  /** The work queue's handler: a reconcile, requeued for the next resync (failures throw, and back off). */
-  async handle(signal?: AbortSignal): Promise<{ requeueAfterMs: number }> {
+  /**
+   * The work queues' handler. A stack key lists the stack's source (and fails, to back off on its
+   * own, when the source does); `onSourcesChanged` is called when what its source offers changed,
+   * so the runtime can schedule a publish. The publish key is a full reconcile.
+   */
+  async handle(key: string, signal?: AbortSignal, onSourcesChanged?: () => void): Promise<{ requeueAfterMs: number }> {
+    if (key.startsWith(STACK_KEY_PREFIX)) {
+      const { changed, gone } = await this.refreshStackSource(key).catch((error: unknown) => {
+        onSourcesChanged?.();
+        throw error;
+      });
+      if (changed) onSourcesChanged?.();
+      // A deleted stack's key is done for good.
+      return { requeueAfterMs: gone ? 0 : (this.options.resyncMs ?? 300_000) };
+    }
     const { requeueAfterMs } = await this.reconcileOnce(signal);
     return { requeueAfterMs };
+  }
+
+  /** How many reconciles got as far as writing to the API server (with or without errors), e.g. to wait for one in tests. */
+  get completedReconciles(): number {
+    return this.finished;
+  }
+
+  /**
+   * Lists the release source of the stack behind `key` and records the answer for the next
+   * publish. Rejects with a RetryLaterError when the source fails; resolves `changed` when what
+   * the source offers (or its failure) changed.
+   */
+  async refreshStackSource(key: string): Promise<{ changed: boolean; gone?: boolean }> {
+    const [namespace, name] = key.slice(STACK_KEY_PREFIX.length).split('/') as [string, string];
+    const stack = this.options.cache.get(CLUSTER_STACKS, namespace, name) as ClusterStack | undefined;
+    if (!stack || !this.inScope(stack)) return { changed: false, gone: true };
+    const location = sourceLocationOf(specOnly(stack), this.options.defaultSource);
+    try {
+      return await this.listings.refresh(location);
+    } catch (error) {
+      this.options.logger.warn({ stack: `${namespace}/${name}`, source: location, error: errorMessage(error) }, 'Release source failed; the stack is withheld and retried with backoff');
+      throw new RetryLaterError(`ClusterStack ${namespace}/${name}: listing releases from ${location} failed: ${errorMessage(error)}`);
+    }
   }
 
   /**
@@ -207,71 +298,96 @@ export class Controller {
     const now = (this.options.now ?? (() => new Date()))();
 
     // Observe.
-    const stacks = this.listLive(CLUSTER_STACKS) as unknown as ClusterStack[];
+    const stacks = this.listOwn(CLUSTER_STACKS) as unknown as ClusterStack[];
     const clusters = this.listLive(CAPI_CLUSTERS) as CapiCluster[];
-    const dynamic = this.dynamicKinds(stacks, clusters);
+    const refs = this.kindRefs(stacks, clusters);
+    const lookups = await cache.resolveKinds([...refs.templates, ...refs.releases, ...refs.referenced]);
+    const served = (list: KindRef[]): WatchedKind[] => list.flatMap((ref) => {
+      const lookup = lookups.get(kindRefKey(ref));
+      return lookup?.served ? [lookup.kind] : [];
+    });
+    const unservedKinds = new Map<string, string>();
+    for (const [key, lookup] of lookups) if (!lookup.served) unservedKinds.set(key, lookup.reason);
+    const dynamic = { templates: served(refs.templates), releases: served(refs.releases), referenced: served(refs.referenced) };
     if (!cache.ensureWatched([...dynamic.templates, ...dynamic.releases, ...dynamic.referenced])) {
       logger.debug({ kinds: [...dynamic.templates, ...dynamic.releases, ...dynamic.referenced].map((kind) => kind.kind) }, 'Waiting for newly watched kinds to list');
       return { requeueAfterMs: 250 };
     }
     const providerTemplates = dynamic.templates.flatMap((kind) => this.listLive(kind));
-    const providerReleases = dynamic.releases.flatMap((kind) => this.listLive(kind));
+    const providerReleases = dynamic.releases.flatMap((kind) => this.listOwn(kind));
     const referencedKeys = clusters.flatMap(referencedObjectKeys);
     const referenced = dynamic.referenced.flatMap((kind) => this.listLive(kind)).filter((object) => isReferenced(object, referencedKeys));
     const live: StatusInputs['live'] = {
       stacks,
       clusters,
-      releases: this.listLive(CLUSTER_STACK_RELEASES) as unknown as ClusterStackRelease[],
-      addons: this.listLive(CLUSTER_ADDONS) as unknown as ClusterAddon[],
+      releases: this.listOwn(CLUSTER_STACK_RELEASES) as unknown as ClusterStackRelease[],
+      addons: this.listOwn(CLUSTER_ADDONS) as unknown as ClusterAddon[],
       providerReleases,
       providerTemplates,
     };
+    const restKind = (apiVersion: string, kind: string): ResourceKind | undefined => {
+      const lookup = lookups.get(kindRefKey({ apiVersion, kind }));
+      return lookup?.served ? lookup.kind : undefined;
+    };
 
-    // Decide: plan from the live objects (invalid stacks from their last valid spec).
+    // The target's tree first: a stack that cannot be resolved now keeps what it holds.
+    let previous: Map<string, string> | undefined;
+    let targetError: string | undefined;
+    const readStarted = Date.now();
+    try {
+      previous = await this.tracker.previousTree();
+      logger.debug({ phase: 'read target', ms: Date.now() - readStarted }, 'Reconcile phase done');
+    } catch (error) {
+      targetError = `the publish target ${this.tracker.target} could not be read: ${errorMessage(error)}`;
+    }
+    const fallbackTags = () => fallbackReleaseTags(previous, live.releases);
+    const phase = (name: string, since: number) => logger.debug({ phase: name, ms: Date.now() - since }, 'Reconcile phase done');
+    const observedAt = Date.now();
+
+    // Decide: plan from the live objects (invalid stacks from their last valid spec, or withheld).
     const stackIssues = new Map<string, StackIssue>();
-    const selected = this.stackSpecs.select(stacks, stackIssues);
-    this.sources.beginRound();
+    const { selected, standIns } = this.stackSpecs.select(stacks, stackIssues, (stack, problems) => standInStack(stack, problems, fallbackTags()));
+    const sources = this.listings.roundOpener(fallbackTags);
+    const opener: SourceOpener = (location) =>
+      location.startsWith(WITHHELD_SOURCE_PREFIX)
+        ? withheldSource(location, fallbackTags(), `ClusterStack ${location.slice(WITHHELD_SOURCE_PREFIX.length)} has an invalid spec (see its ReleasesResolved condition); its published manifests stay in place until it is fixed`)
+        : sources.opener(location);
     let plan: Plan | undefined;
     let planError: string | undefined;
     try {
       plan = await buildPlan({
         manifests: manifestsFrom({ stacks: selected, clusters, providerReleases, referenced }),
         defaultSource: this.options.defaultSource,
-        openSource: this.sources.opener,
+        openSource: opener,
         workDir: this.options.workDir,
         onWarning: (message) => logger.warn({ warning: message }, 'Release source warning'),
       });
     } catch (error) {
       planError = errorMessage(error);
     }
+    phase('plan', observedAt);
     for (const stack of stacks) {
       const key = keyOf(stack);
-      const failure = this.sources.failureOf(sourceLocationOf(stack, this.options.defaultSource));
-      if (failure && !stackIssues.has(key)) stackIssues.set(key, { reason: 'ReleaseSourceUnavailable', problems: [failure.message], fallback: failure.fallback });
-      else if (planError && !stackIssues.has(key)) stackIssues.set(key, { reason: 'ReleaseSourceUnavailable', problems: [planError], fallback: false });
+      if (stackIssues.has(key)) continue;
+      const failure = sources.failureOf(sourceLocationOf(specOnly(stack), this.options.defaultSource));
+      if (failure) stackIssues.set(key, { reason: 'ReleaseSourceUnavailable', problems: [failure.message], fallback: failure.fallback, keptPublished: !failure.fallback });
+      else if (planError) stackIssues.set(key, { reason: 'ReleaseSourceUnavailable', problems: [planError], fallback: false });
       const planProblems = (plan?.problems ?? []).filter((problem) => problem.object === `ClusterStack ${key}`);
       if (planProblems.length > 0 && !stackIssues.has(key)) {
         stackIssues.set(key, { reason: 'InvalidSpec', problems: planProblems.map((problem) => `${problem.path ? `${problem.path} ` : ''}${problem.message}`), fallback: false });
       }
     }
 
-    // Render and publish, once.
+    // Render and publish, once. Withheld stacks are part of the render (their output kept).
     let render: RenderOutcome | undefined;
-    let renderError: string | undefined;
+    let renderError: string | undefined = targetError;
     let publish: PublishState;
     // Set when something a retry may fix went wrong: the reconcile then fails, after writing status, and backs off.
-    let retry: string | undefined;
+    let retry: string | undefined = targetError;
     if (!plan) {
-      publish = this.tracker.skipped(`the release source failed: ${planError ?? 'unknown error'}`);
+      publish = this.tracker.skipped(`no plan: ${planError ?? 'unknown error'}`);
       retry = planError ?? 'no plan';
     } else {
-      let previous: Map<string, string> | undefined;
-      try {
-        previous = await this.tracker.previousTree();
-      } catch (error) {
-        renderError = `the publish target ${this.tracker.target} could not be read: ${errorMessage(error)}`;
-        retry = renderError;
-      }
       if (previous) {
         const started = Date.now();
         const helmBefore = this.options.helm.processesSpawned();
@@ -282,17 +398,16 @@ export class Controller {
           logger.error({ error: renderError }, 'Render failed');
         }
         this.options.metrics?.renderDuration((Date.now() - started) / 1000);
+        phase('render', started);
         this.options.metrics?.helmProcesses(this.options.helm.processesSpawned() - helmBefore);
       }
-      const held = render ? this.publishHold(previous, stackIssues, stacks) : undefined;
       if (!render) publish = this.tracker.skipped(renderError ?? 'nothing rendered');
-      else if (held) {
-        publish = this.tracker.skipped(held, render.tree);
-        retry = held;
-      } else if (signal?.aborted) {
+      else if (signal?.aborted) {
         publish = this.tracker.skipped('the controller is shutting down', render.tree);
       } else {
+        const publishStarted = Date.now();
         const attempt = await this.tracker.publish(render.tree, render.provenance.inputDigest);
+        phase('publish', publishStarted);
         publish = attempt.state;
         if (attempt.durationSeconds !== undefined) this.options.metrics?.publishDuration(attempt.durationSeconds);
         if (attempt.durationSeconds !== undefined && this.options.revisionKind === 'commit') this.options.metrics?.remoteRequest('git', publish.outcome === 'failed' ? 'error' : 'ok');
@@ -304,7 +419,9 @@ export class Controller {
       }
     }
 
-    // Report back: owned objects, statuses, events, Argo CD cluster Secrets.
+    // Report back: owned objects, statuses, events, Argo CD cluster Secrets. A stand-in is no
+    // resolution of its own: its stack reports the invalid spec, its objects stay as they are.
+    const statusPlan = plan && standIns.size > 0 ? withoutStandIns(plan, standIns) : plan;
     const sync = this.syncState(render, publish);
     const inputs: StatusInputs = {
       now: now.toISOString(),
@@ -314,13 +431,27 @@ export class Controller {
       publish,
       sync,
       unitObjects: this.unitObjectsOf(render?.tree ?? new Map(), render?.provenance.units ?? []),
-      ...(plan ? { plan } : {}),
+      unservedKinds,
+      ownedObjectErrors: this.ownedObjectErrors,
+      ...(statusPlan ? { plan: statusPlan } : {}),
       ...(render ? { render } : {}),
       ...(renderError ? { renderError } : {}),
     };
     const desired = desiredState(inputs);
-    const apply = await applyDesiredState(this.options.kube, desired, { now: inputs.now, logger });
-    await this.events.record(desired.events);
+    const applyStarted = Date.now();
+    const apply = await applyDesiredState(this.options.kube, desired, { now: inputs.now, logger, kindOf: restKind });
+    phase('apply', applyStarted);
+    this.ownWrites.record(apply.written);
+    const reportedErrors = this.ownedObjectErrors;
+    this.ownedObjectErrors = new Map();
+    for (const failure of apply.errors) {
+      if (!failure.stack) continue;
+      this.ownedObjectErrors.set(failure.stack, [...(this.ownedObjectErrors.get(failure.stack) ?? []), `${failure.object}: ${errorMessage(failure.error)}`]);
+    }
+    // The statuses just written reported the previous round's failures: look again soon if that changed.
+    const reportAgain = JSON.stringify([...reportedErrors]) !== JSON.stringify([...this.ownedObjectErrors]);
+    await this.events.record(eventsWithSubjects(desired.events, apply));
+    this.finished += 1;
     if (this.options.engine === 'argocd' && plan) {
       const workload = plan.resolution.clusters.filter((cluster) => cluster.managed).map((cluster) => ({ namespace: cluster.namespace, name: cluster.name }));
       try {
@@ -343,25 +474,8 @@ export class Controller {
       'Reconciled',
     );
     if (apply.errors.length > 0) retry ??= `${apply.errors.length} object(s) could not be written`;
-    if (retry === undefined && this.sources.failed) retry = 'a release source failed; its last listing was used';
     if (retry !== undefined) throw new RetryLaterError(retry);
-    return { requeueAfterMs: this.options.resyncMs ?? 300_000, summary };
-  }
-
-  /**
-   * Why publishing must wait, if it must: a stack that was published before but cannot be resolved
-   * now (source down with no earlier listing, or invalid with no earlier valid spec) would otherwise
-   * vanish from the output, and the GitOps engine would prune its ClusterClasses.
-   */
-  private publishHold(previous: Map<string, string> | undefined, issues: Map<string, StackIssue>, stacks: ClusterStack[]): string | undefined {
-    const before = previous ? readProvenance(previous) : undefined;
-    const publishedStacks = new Set((before?.inputs ?? []).filter((input) => input.kind.endsWith('/ClusterStack')).map((input) => `${input.namespace}/${input.name}`));
-    const stranded = stacks.filter((stack) => {
-      const issue = issues.get(keyOf(stack));
-      return issue && !issue.fallback && publishedStacks.has(keyOf(stack));
-    });
-    if (stranded.length === 0) return undefined;
-    return `ClusterStack ${stranded.map(keyOf).join(', ')} cannot be resolved now and was published before; publishing waits so its ClusterClasses are not pruned`;
+    return { requeueAfterMs: reportAgain ? 1000 : (this.options.resyncMs ?? 300_000), summary };
   }
 
   private syncState(render: RenderOutcome | undefined, publish: PublishState): Map<string, UnitSync> {
@@ -372,81 +486,19 @@ export class Controller {
   }
 }
 
-/** The runtime's informers, plus sets started on demand for kinds found at run time. */
-export class InformerCache implements KindCache {
-  private readonly core: InformerSet;
-  private readonly coreKinds: Set<string>;
-  private readonly dynamic = new Map<string, InformerSet>();
-  private readonly since = new Map<string, number>();
-  private readonly givenUp = new Set<string>();
-  private readonly listGraceMs: number;
-  private running = false;
-
-  constructor(private readonly options: { kubeConfig: KubeConfig; kinds: WatchedKind[]; onEvent: (event: WatchEvent) => void; logger: Logger; onRestart?: (kind: WatchedKind) => void; listGraceMs?: number }) {
-    this.coreKinds = new Set(options.kinds.map(kindId));
-    this.listGraceMs = options.listGraceMs ?? 10_000;
-    this.core = this.makeSet(options.kinds);
-  }
-
-  private makeSet(kinds: WatchedKind[]): InformerSet {
-    return new InformerSet({ kubeConfig: this.options.kubeConfig, kinds, onEvent: this.options.onEvent, logger: this.options.logger, ...(this.options.onRestart ? { onRestart: this.options.onRestart } : {}) });
-  }
-
-  async start(): Promise<void> {
-    this.running = true;
-    await this.core.start();
-    await Promise.all([...this.dynamic.values()].map((set) => set.start()));
-  }
-
-  async stop(): Promise<void> {
-    this.running = false;
-    await Promise.all([this.core.stop(), ...[...this.dynamic.values()].map((set) => set.stop())]);
-  }
-
-  whenSynced(signal?: AbortSignal): Promise<void> {
-    return this.core.whenSynced(signal);
-  }
-
-  synced(): boolean {
-    return this.core.synced();
-  }
-
-  private setOf(kind: WatchedKind): InformerSet | undefined {
-    if (this.coreKinds.has(kindId(kind))) return this.core;
-    return this.dynamic.get(kindId(kind));
-  }
-
-  list(kind: WatchedKind): KubeObject[] {
-    return this.setOf(kind)?.list(kind) ?? [];
-  }
-
-  get(kind: WatchedKind, namespace: string | undefined, name: string): KubeObject | undefined {
-    return this.setOf(kind)?.get(kind, namespace, name);
-  }
-
-  ensureWatched(kinds: WatchedKind[]): boolean {
-    let ready = true;
-    for (const kind of kinds) {
-      let set = this.setOf(kind);
-      if (!set) {
-        set = this.makeSet([kind]);
-        this.dynamic.set(kindId(kind), set);
-        this.since.set(kindId(kind), Date.now());
-        this.options.logger.info({ kind: kind.kind, apiVersion: `${kind.group}/${kind.version}` }, 'Watching a kind named by a ClusterStack or Cluster');
-        if (this.running) void set.start();
-      }
-      if (set === this.core || set.isServed(kind) !== undefined) continue;
-      // A kind that keeps failing (no RBAC rule for it, say) must not hold every reconcile back:
-      // after a grace period the controller goes on without it, and the informer keeps retrying.
-      const waited = Date.now() - (this.since.get(kindId(kind)) ?? 0);
-      if (waited < this.listGraceMs) ready = false;
-      else if (!this.givenUp.has(kindId(kind))) {
-        this.givenUp.add(kindId(kind));
-        this.options.logger.warn({ kind: kind.kind, apiVersion: `${kind.group}/${kind.version}`, waitedMs: waited }, 'A watched kind has not listed; going on without it (check the RBAC rules for it)');
-      }
-    }
-    return ready;
-  }
+/**
+ * The plan as status reads it: stand-in stacks (rendered only to keep their published output) are
+ * not resolutions of their own, and their Clusters belong to no resolved stack.
+ */
+function withoutStandIns(plan: Plan, standIns: Set<string>): Plan {
+  const isStandIn = (stack: { namespace: string; name: string } | undefined) => stack !== undefined && standIns.has(`${stack.namespace}/${stack.name}`);
+  const clusterStacks = plan.resolution.clusterStacks.filter((stack) => !isStandIn(stack));
+  const clusters = plan.resolution.clusters.map((cluster) => {
+    if (!isStandIn(cluster.stack)) return cluster;
+    const { stack: _stack, ...rest } = cluster;
+    return rest;
+  });
+  return { ...plan, resolution: { ...plan.resolution, clusterStacks, clusters } };
 }
 
 export interface ControllerRuntimeOptions extends Omit<ControllerOptions, 'cache' | 'metrics'> {
@@ -459,6 +511,12 @@ export interface ControllerRuntimeOptions extends Omit<ControllerOptions, 'cache
   batchWindowMs?: number;
   /** Abandon a reconcile (publish) still running this long after shutdown starts. Default 20 s. */
   shutdownTimeoutMs?: number;
+  /** Namespaced mode: where the GitOps engine's objects live besides the watched namespace. */
+  engineNamespaces?: string[];
+  /** Stack keys handled at the same time (sources listed in parallel). Default 4. */
+  sourceConcurrency?: number;
+  /** Failure backoff of every key: first cap and largest delay (defaults 1 s and 2 min); `random` pins the jitter in tests. */
+  backoff?: { baseDelayMs: number; maxDelayMs: number; random?: () => number };
 }
 
 export interface ControllerRuntime {
@@ -467,7 +525,7 @@ export interface ControllerRuntime {
   readonly cache: InformerCache;
   readonly healthUrl?: string;
   isLeader(): boolean;
-  /** Stops in order: informers, queue (the reconcile in flight finishes or is abandoned), lease, health server. */
+  /** Stops in order: informers, queues (the reconcile in flight finishes or is abandoned), lease, health server. */
   stop(): Promise<void>;
   /** Resolves when the runtime stopped by itself (leadership lost); the process should then exit. */
   readonly done: Promise<{ reason: string }>;
@@ -478,22 +536,37 @@ export async function runController(options: ControllerRuntimeOptions): Promise<
   const { logger } = options;
   const metrics = new PrometheusMetrics();
   const batchWindowMs = options.batchWindowMs ?? 1000;
-  let queue: KeyedWorkQueue | undefined;
+  const backoff = options.backoff ?? { baseDelayMs: 1000, maxDelayMs: 120_000 };
+  // Two queues: the publish key never waits behind a stack whose source hangs, and a stack key
+  // never waits behind a long publish.
+  let publishQueue: KeyedWorkQueue | undefined;
+  let stackQueue: KeyedWorkQueue | undefined;
   let leading = options.leaderElection === undefined;
   let controller: Controller | undefined;
+  const requestPublish = () => publishQueue?.addBatched(PUBLISH_KEY, batchWindowMs, undefined, { inputsChanged: true });
   const onEvent = (event: WatchEvent) => {
-    if (controller?.isRelevant(event)) queue?.addBatched(RECONCILE_KEY, batchWindowMs);
+    if (!controller?.isRelevant(event)) return;
+    const key = controller.stackKeyFor(event);
+    if (key) stackQueue?.add(key, { inputsChanged: true });
+    requestPublish();
   };
-  const cache = new InformerCache({ kubeConfig: options.kubeConfig, kinds: Controller.watchedKinds(options.engine), onEvent, logger, onRestart: (kind) => metrics.informerRestart(kind.kind) });
+  const scope = options.watchNamespace !== undefined ? { namespace: options.watchNamespace, engineNamespaces: options.engineNamespaces ?? [] } : {};
+  const cache = new InformerCache({
+    kubeConfig: options.kubeConfig,
+    kinds: Controller.watchedKinds(options.engine, scope),
+    onEvent,
+    logger,
+    onRestart: (kind) => metrics.informerRestart(kind.kind),
+    ...(options.watchNamespace !== undefined ? { namespace: options.watchNamespace } : {}),
+  });
   controller = new Controller({ ...options, cache, metrics });
   const ctl = controller;
-  const newQueue = () =>
+  const newQueue = (concurrency: number) =>
     new KeyedWorkQueue({
-      concurrency: 1,
-      handler: (_key, signal) => ctl.handle(signal),
+      concurrency,
+      handler: (key, signal) => ctl.handle(key, signal, requestPublish),
       logger,
-      baseDelayMs: 1000,
-      maxDelayMs: 120_000,
+      ...backoff,
       onResult: (_key, outcome) => metrics.reconcileTotal(outcome),
     });
 
@@ -507,16 +580,20 @@ export async function runController(options: ControllerRuntimeOptions): Promise<
   const done = new Promise<{ reason: string }>((resolve) => {
     resolveDone = resolve;
   });
-  const startQueue = () => {
-    queue = newQueue();
-    metrics.observeQueueDepth(() => queue?.depth ?? 0);
-    queue.start();
-    queue.add(RECONCILE_KEY);
+  const startQueues = () => {
+    publishQueue = newQueue(1);
+    stackQueue = newQueue(options.sourceConcurrency ?? 4);
+    metrics.observeQueueDepth(() => (publishQueue?.depth ?? 0) + (stackQueue?.depth ?? 0));
+    publishQueue.start();
+    stackQueue.start();
+    for (const key of ctl.stackKeys()) stackQueue.add(key);
+    publishQueue.add(PUBLISH_KEY);
   };
-  const stopQueue = async () => {
-    const current = queue;
-    queue = undefined;
-    if (current) await current.shutdown({ drain: false, timeoutMs: options.shutdownTimeoutMs ?? 20_000 });
+  const stopQueues = async () => {
+    const queues = [publishQueue, stackQueue];
+    publishQueue = undefined;
+    stackQueue = undefined;
+    await Promise.all(queues.map((queue) => queue?.shutdown({ drain: false, timeoutMs: options.shutdownTimeoutMs ?? 20_000 })));
   };
 
   let elector: LeaderElector | undefined;
@@ -538,11 +615,11 @@ export async function runController(options: ControllerRuntimeOptions): Promise<
         onStartedLeading: async (signal) => {
           leading = true;
           await cache.whenSynced(signal).catch(() => undefined);
-          if (!signal.aborted) startQueue();
+          if (!signal.aborted) startQueues();
         },
         onStoppedLeading: () => {
           leading = false;
-          void stopQueue();
+          void stopQueues();
         },
       })
       .then(
@@ -550,7 +627,7 @@ export async function runController(options: ControllerRuntimeOptions): Promise<
         (error: unknown) => resolveDone({ reason: `leader election failed: ${errorMessage(error)}` }),
       );
   } else {
-    startQueue();
+    startQueues();
   }
 
   let stopped = false;
@@ -565,7 +642,7 @@ export async function runController(options: ControllerRuntimeOptions): Promise<
       if (stopped) return;
       stopped = true;
       await cache.stop();
-      await stopQueue();
+      await stopQueues();
       await elector?.stop();
       await health?.close();
       resolveDone({ reason: 'stopped' });

@@ -41,18 +41,23 @@ export interface InformerSetOptions {
   onRestart?: (kind: WatchedKind) => void;
 }
 
-/** The API path of a kind across all namespaces: `/apis/<group>/<version>/<plural>`, `/api/v1/<plural>` for the core group. */
-export function collectionPath(kind: Pick<WatchedKind, 'group' | 'version' | 'plural'>): string {
-  return kind.group === '' ? `/api/${kind.version}/${kind.plural}` : `/apis/${kind.group}/${kind.version}/${kind.plural}`;
+/**
+ * The API path of a kind: `/apis/<group>/<version>/<plural>` across all namespaces, or
+ * `.../namespaces/<ns>/<plural>` when the kind is watched in one namespace (a Role there is enough);
+ * `/api/v1/...` for the core group.
+ */
+export function collectionPath(kind: Pick<WatchedKind, 'group' | 'version' | 'plural'> & { namespace?: string | undefined }): string {
+  const base = kind.group === '' ? `/api/${kind.version}` : `/apis/${kind.group}/${kind.version}`;
+  return kind.namespace !== undefined ? `${base}/namespaces/${kind.namespace}/${kind.plural}` : `${base}/${kind.plural}`;
 }
 
-/** `group/version/plural`, the identity of a kind in this set. */
-function kindKey(kind: Pick<WatchedKind, 'group' | 'version' | 'plural'>): string {
-  return `${kind.group}/${kind.version}/${kind.plural}`;
+/** `group/version/plural[@namespace]`, the identity of a watched kind in this set. */
+function kindKey(kind: Pick<WatchedKind, 'group' | 'version' | 'plural'> & { namespace?: string | undefined }): string {
+  return `${kind.group}/${kind.version}/${kind.plural}${kind.namespace !== undefined ? `@${kind.namespace}` : ''}`;
 }
 
 function kindFields(kind: WatchedKind): Record<string, unknown> {
-  return { kind: kind.kind, apiVersion: kind.group ? `${kind.group}/${kind.version}` : kind.version };
+  return { kind: kind.kind, apiVersion: kind.group ? `${kind.group}/${kind.version}` : kind.version, ...(kind.namespace !== undefined ? { namespace: kind.namespace } : {}) };
 }
 
 /** The HTTP status of a client-node failure: ApiException `code`, Watch `statusCode`. */
@@ -176,10 +181,12 @@ export class InformerSet implements ObjectCache {
       const list = async (): Promise<KubernetesListObject<KubernetesObject>> => {
         // A list finishing after stop() would open a watch nobody closes; failing it ends the attempt.
         if (this.stopped) throw new StoppedError();
-        const result = (await custom.listClusterCustomObject(
-          { group: kind.group, version: kind.version, plural: kind.plural },
-          kind.group === '' ? CORE_GROUP_PATH : undefined,
-        )) as KubernetesListObject<KubernetesObject>;
+        const coreGroup = kind.group === '' ? CORE_GROUP_PATH : undefined;
+        const result = (
+          kind.namespace !== undefined
+            ? await custom.listNamespacedCustomObject({ group: kind.group, version: kind.version, plural: kind.plural, namespace: kind.namespace }, coreGroup)
+            : await custom.listClusterCustomObject({ group: kind.group, version: kind.version, plural: kind.plural }, coreGroup)
+        ) as KubernetesListObject<KubernetesObject>;
         if (this.stopped) throw new StoppedError();
         this.listed(key);
         return result;

@@ -21,8 +21,13 @@ export class KubeRequestError extends Error {
     this.name = 'KubeRequestError';
   }
 
+  /**
+   * 409, or a JSON patch whose `test` of the resourceVersion failed: the API server answers that
+   * with 422 ("testing value /metadata/resourceVersion failed: test failed"), but it means the same
+   * as a 409: the copy we patched from is stale; read again and retry.
+   */
   get conflict(): boolean {
-    return this.status === 409;
+    return this.status === 409 || (this.status === 422 && /testing value \/metadata\/resourceVersion failed/.test(this.message));
   }
 
   get notFound(): boolean {

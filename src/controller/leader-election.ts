@@ -1,6 +1,11 @@
 // Leader election on a coordination.k8s.io/v1 Lease, as client-go does it: one replica holds the
 // lease and renews it; the others poll and take it over once it has expired or was released.
 // Writes are optimistic (resourceVersion), so two candidates racing for one lease cannot both win.
+//
+// Expiry is judged on this replica's own clock only, never from the times in the Lease: a
+// candidate remembers when it last saw the lease record change ("observed time") and takes over
+// only when it has seen no change for the lease duration. Clock skew between replicas (a leader
+// whose renewTime runs 30 s behind, or ahead) does not matter; only the rate of the clocks does.
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease, type V1LeaseSpec } from '@kubernetes/client-node';
 import { describeKubeError, httpStatusOf } from './informer-set.js';
 import type { RuntimeLogger } from './logger.js';
@@ -35,11 +40,10 @@ export interface LeaderCallbacks {
   onNewLeader?: (identity: string | undefined) => void;
 }
 
-/** The time a MicroTime field holds, whether client-node gave a Date or (as 1.4 does) the wire string. */
-function timeOf(value: Date | string | undefined): number | undefined {
-  if (value === undefined || value === null) return undefined;
-  const ms = value instanceof Date ? value.getTime() : Date.parse(value);
-  return Number.isNaN(ms) ? undefined : ms;
+/** The lease record as compared between polls: any change means its holder is alive (or changed). */
+function recordOf(spec: V1LeaseSpec | undefined): string {
+  const time = (value: unknown) => (value instanceof Date ? value.toISOString() : value === undefined || value === null ? null : String(value));
+  return JSON.stringify([spec?.holderIdentity ?? '', spec?.leaseDurationSeconds ?? null, time(spec?.acquireTime), time(spec?.renewTime), spec?.leaseTransitions ?? null]);
 }
 
 /** Campaigns for a Lease and keeps it while leading. */
@@ -51,8 +55,10 @@ export class LeaderElector {
   private stopping = false;
   private running: Promise<void> | undefined;
   private wake: (() => void) | undefined;
-  /** The last holder seen; null before the first observation. */
-  private observedHolder: string | undefined | null = null;
+  /** The last holder reported to onNewLeader; null before the first observation. */
+  private reportedHolder: string | undefined | null = null;
+  /** The lease as last read or written, its record, and when (on our clock) that record was first seen. */
+  private observed: { lease: V1Lease; record: string; at: number } | undefined;
 
   constructor(private readonly options: LeaderElectorOptions) {
     const { leaseDurationMs, renewDeadlineMs, retryPeriodMs } = options;
@@ -134,22 +140,56 @@ export class LeaderElector {
     if (failure !== undefined) throw failure;
   }
 
-  /** One attempt: true when this replica holds the lease afterwards. */
+  /** Whether we hold the lease by the record we saw last. */
+  private holdsObserved(): boolean {
+    return this.observed?.lease.spec?.holderIdentity === this.options.identity;
+  }
+
+  /** The observed record is still valid: it changed less than its lease duration ago, by our clock. */
+  private observedValid(now: number): boolean {
+    if (!this.observed) return false;
+    const seconds = this.observed.lease.spec?.leaseDurationSeconds ?? this.leaseDurationSeconds;
+    return this.observed.at + seconds * 1000 > now;
+  }
+
+  /** Remembers a lease as read or written; the observed time moves only when its record changed. */
+  private setObserved(lease: V1Lease, now: number, callbacks: LeaderCallbacks): void {
+    const record = recordOf(lease.spec);
+    if (!this.observed || this.observed.record !== record) this.observed = { lease, record, at: now };
+    else this.observed = { ...this.observed, lease };
+    this.report(lease.spec?.holderIdentity || undefined, callbacks);
+  }
+
+  /** One attempt (client-go's tryAcquireOrRenew): true when this replica holds the lease afterwards. */
   private async tryAcquireOrRenew(callbacks: LeaderCallbacks): Promise<boolean> {
     const { namespace, name, identity } = this.options;
     const now = this.clock.now();
     const stamp = new V1MicroTime(now);
+
+    // 1. The leader renews straight from the lease it last wrote; a conflict falls back to reading it.
+    if (this.holdsObserved() && this.observedValid(now)) {
+      const known = this.observed!.lease;
+      const renewed: V1Lease = { ...known, spec: { ...known.spec, holderIdentity: identity, leaseDurationSeconds: this.leaseDurationSeconds, renewTime: stamp } };
+      try {
+        this.setObserved(await this.api.replaceNamespacedLease({ name, namespace, body: renewed }), this.clock.now(), callbacks);
+        return true;
+      } catch (error) {
+        if (httpStatusOf(error) !== 409) this.attemptFailed(error);
+      }
+    }
+
+    // 2. Read the lease, or create it.
     let lease: V1Lease;
     try {
       lease = await this.api.readNamespacedLease({ name, namespace });
     } catch (error) {
       if (httpStatusOf(error) !== 404) return this.attemptFailed(error);
       try {
-        await this.api.createNamespacedLease({
+        const created = await this.api.createNamespacedLease({
           namespace,
           body: { metadata: { name, namespace }, spec: { holderIdentity: identity, leaseDurationSeconds: this.leaseDurationSeconds, acquireTime: stamp, renewTime: stamp, leaseTransitions: 0 } },
         });
-        this.observe(identity, callbacks);
+        this.setObserved(created, this.clock.now(), callbacks);
         return true;
       } catch (createError) {
         // 409: another replica created it first.
@@ -157,16 +197,13 @@ export class LeaderElector {
       }
     }
 
+    // 3. A record we have not seen before restarts the lease duration, whatever times it carries.
+    this.setObserved(lease, this.clock.now(), callbacks);
     const spec: V1LeaseSpec = lease.spec ?? {};
     const holder = spec.holderIdentity || undefined;
-    const renewedAt = timeOf(spec.renewTime as Date | string | undefined);
-    const durationMs = (spec.leaseDurationSeconds ?? this.leaseDurationSeconds) * 1000;
-    const expired = renewedAt === undefined || renewedAt + durationMs < now;
-    if (holder !== identity) {
-      this.observe(holder, callbacks);
-      if (holder !== undefined && !expired) return false;
-    }
+    if (holder !== undefined && holder !== identity && this.observedValid(this.clock.now())) return false;
 
+    // 4. Take it (expired or released) or renew it.
     const next: V1LeaseSpec = { ...spec, holderIdentity: identity, leaseDurationSeconds: this.leaseDurationSeconds, renewTime: stamp };
     if (holder !== identity) {
       next.acquireTime = stamp;
@@ -174,11 +211,10 @@ export class LeaderElector {
     }
     try {
       // metadata.resourceVersion makes this conditional: a 409 means someone else wrote first.
-      await this.api.replaceNamespacedLease({ name, namespace, body: { ...lease, spec: next } });
+      this.setObserved(await this.api.replaceNamespacedLease({ name, namespace, body: { ...lease, spec: next } }), this.clock.now(), callbacks);
     } catch (error) {
       return httpStatusOf(error) === 409 ? false : this.attemptFailed(error);
     }
-    this.observe(identity, callbacks);
     return true;
   }
 
@@ -204,9 +240,9 @@ export class LeaderElector {
     return false;
   }
 
-  private observe(holder: string | undefined, callbacks: LeaderCallbacks): void {
-    if (holder === this.observedHolder) return;
-    this.observedHolder = holder;
+  private report(holder: string | undefined, callbacks: LeaderCallbacks): void {
+    if (holder === this.reportedHolder) return;
+    this.reportedHolder = holder;
     try {
       callbacks.onNewLeader?.(holder);
     } catch (error) {

@@ -3,6 +3,7 @@
 // the rendered output or its provenance. Invalid ClusterStacks fall back to their last valid spec.
 import { validateClusterStack } from '../api/validate.js';
 import type { CapiCluster, ClusterStack, KubeObject, ObjectMeta } from '../api/types.js';
+import type { Problem } from '../core/problem.js';
 import type { ParsedManifests } from '../inputs/parse-manifests.js';
 import { groupOf } from '../inputs/classify-inputs.js';
 import { namespaceOf } from '../core/resolve-releases.js';
@@ -59,10 +60,12 @@ export class StackSpecMemory {
 
   /**
    * The stacks to render: valid ones as they are, invalid ones as their last valid version (when
-   * known). Every invalid one gets an InvalidSpec issue listing all its problems.
+   * known), else as `standIn` makes them (published output kept, see withheld-stacks.ts). Every
+   * invalid one gets an InvalidSpec issue listing all its problems.
    */
-  select(stacks: ClusterStack[], issues: Map<string, StackIssue>): ClusterStack[] {
+  select(stacks: ClusterStack[], issues: Map<string, StackIssue>, standIn?: (stack: ClusterStack, problems: Problem[]) => ClusterStack | undefined): { selected: ClusterStack[]; standIns: Set<string> } {
     const selected: ClusterStack[] = [];
+    const standIns = new Set<string>();
     const present = new Set<string>();
     for (const live of stacks) {
       const key = keyOf(live);
@@ -75,11 +78,18 @@ export class StackSpecMemory {
         continue;
       }
       const fallback = this.lastValid.get(key);
-      issues.set(key, { reason: 'InvalidSpec', problems: problems.map((problem) => `${problem.path ? `${problem.path} ` : ''}${problem.message}`), fallback: fallback !== undefined });
+      const substitute = fallback ? undefined : standIn?.(stack, problems);
+      const issue: StackIssue = { reason: 'InvalidSpec', problems: problems.map((problem) => `${problem.path ? `${problem.path} ` : ''}${problem.message}`), fallback: fallback !== undefined };
+      if (substitute) issue.keptPublished = true;
+      issues.set(key, issue);
       if (fallback) selected.push(fallback);
+      else if (substitute) {
+        selected.push(substitute);
+        standIns.add(key);
+      }
     }
     for (const key of [...this.lastValid.keys()]) if (!present.has(key)) this.lastValid.delete(key);
-    return selected;
+    return { selected, standIns };
   }
 }
 

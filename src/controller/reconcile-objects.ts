@@ -1,17 +1,33 @@
 // Applies a DesiredState: finalizers, owned objects (create, update, delete), statuses and events.
 // Each object is applied on its own; a failure is logged, the rest still applied, and the reconcile
-// then fails as a whole so the queue retries it with backoff.
-import type { ClusterStack, KubeObject } from '../api/types.js';
+// then reports it so that it is retried with backoff.
+//
+// Every write continues from the object the previous write returned (finalizer, then status, then
+// the finalizer's removal), so the controller never conflicts with itself; a conflict with someone
+// else (409, or a failed JSON-patch `test` of the resourceVersion) is retried on a fresh read.
+import type { KubeObject } from '../api/types.js';
 import type { RuntimeLogger } from './logger.js';
 import { KubeRequestError, type ObjectWriter, type ResourceKind } from './kube-client.js';
 import { writeStatus } from './reconcile-status.js';
 import { ownedObjectDrift, type DesiredState } from './status/desired-state.js';
+import type { EventIntent } from './status/event-intents.js';
 import { FINALIZER } from './status/owned-objects.js';
-import { CLUSTER_ADDONS, CLUSTER_STACK_RELEASES, CLUSTER_STACKS, watchedKindOf } from './status/watched-kinds.js';
+import { CLUSTER_ADDONS, CLUSTER_STACK_RELEASES, CLUSTER_STACKS } from './status/watched-kinds.js';
 
 export interface ApplyOptions {
   now: string;
   logger: RuntimeLogger;
+  /** The REST kind of a provider object (from discovery); undefined: not served, the object is skipped. */
+  kindOf: (apiVersion: string, kind: string) => ResourceKind | undefined;
+  maxConflictRetries?: number;
+}
+
+/** Our writes to one object in one apply: the versions it went through before, and the object the server returned last. */
+export interface OwnWrite {
+  before: string[];
+  /** The first write created it. */
+  created: boolean;
+  object: KubeObject;
 }
 
 export interface ApplyReport {
@@ -19,120 +35,174 @@ export interface ApplyReport {
   updated: string[];
   deleted: string[];
   statusesWritten: number;
-  errors: { object: string; error: unknown }[];
+  /** What could not be written; `stack` is the ClusterStack (`ns/name`) owning the object, if one does. */
+  errors: { object: string; error: unknown; stack?: string }[];
+  /** The latest copy of every object written, by `objectKey`: newer than the informer cache for a moment. */
+  written: Map<string, OwnWrite>;
+}
+
+/** `<apiVersion>/<kind>/<namespace>/<name>`: how applied objects and event subjects are matched. */
+export function objectKey(object: { apiVersion: string; kind: string; metadata: { namespace?: string; name: string } }): string {
+  return `${object.apiVersion}/${object.kind}/${object.metadata.namespace ?? 'default'}/${object.metadata.name}`;
 }
 
 function describe(object: { kind: string; metadata: { namespace?: string; name: string } }): string {
   return `${object.kind} ${object.metadata.namespace ?? 'default'}/${object.metadata.name}`;
 }
 
-function kindOf(object: KubeObject): ResourceKind {
-  return watchedKindOf(object.apiVersion, object.kind);
+class Writes {
+  constructor(private readonly report: ApplyReport) {}
+
+  /** The freshest copy we know of `object`: our last write to it, else the given one. */
+  latest<T extends KubeObject>(object: T): T {
+    return (this.report.written.get(objectKey(object))?.object as T | undefined) ?? object;
+  }
+
+  record(before: KubeObject | undefined, after: KubeObject): KubeObject {
+    const key = objectKey(after);
+    const earlier = this.report.written.get(key);
+    const versions = [...(earlier?.before ?? []), ...(earlier ? [earlier.object.metadata.resourceVersion ?? ''] : []), ...(before?.metadata.resourceVersion ? [before.metadata.resourceVersion] : [])];
+    this.report.written.set(key, { before: [...new Set(versions)].filter((version) => version !== after.metadata.resourceVersion), created: earlier?.created ?? before === undefined, object: after });
+    return after;
+  }
 }
 
-/** Sets metadata.finalizers conditionally on the resourceVersion; on a conflict re-reads and tries again. */
-async function setFinalizers(client: ObjectWriter, kind: ResourceKind, live: KubeObject, change: (finalizers: string[]) => string[] | undefined): Promise<boolean> {
+/** Sets metadata.finalizers conditionally on the resourceVersion; on a conflict re-reads and tries again. Returns the updated object. */
+async function setFinalizers(client: ObjectWriter, kind: ResourceKind, live: KubeObject, change: (finalizers: string[]) => string[] | undefined, maxAttempts: number): Promise<KubeObject | undefined> {
   let current: KubeObject | undefined = live;
   for (let attempt = 1; current; attempt++) {
     const next = change(current.metadata.finalizers ?? []);
-    if (!next) return false;
+    if (!next) return undefined;
     try {
-      await client.patch(kind, current.metadata.namespace ?? 'default', current.metadata.name, { metadata: { finalizers: next, resourceVersion: current.metadata.resourceVersion } });
-      return true;
+      return await client.patch(kind, current.metadata.namespace ?? 'default', current.metadata.name, { metadata: { finalizers: next, resourceVersion: current.metadata.resourceVersion } });
     } catch (error) {
-      if (error instanceof KubeRequestError && error.notFound) return false;
-      if (!(error instanceof KubeRequestError && error.conflict) || attempt >= 5) throw error;
+      if (error instanceof KubeRequestError && error.notFound) return undefined;
+      if (!(error instanceof KubeRequestError && error.conflict) || attempt >= maxAttempts) throw error;
     }
     current = await client.get(kind, current.metadata.namespace ?? 'default', current.metadata.name);
   }
-  return false;
+  return undefined;
 }
 
 const addFinalizer = (finalizers: string[]) => (finalizers.includes(FINALIZER) ? undefined : [...finalizers, FINALIZER]);
 const dropFinalizer = (finalizers: string[]) => (finalizers.includes(FINALIZER) ? finalizers.filter((finalizer) => finalizer !== FINALIZER) : undefined);
 
-/** Creates the object, or brings a live one's labels, owner references, finalizer and spec in line. */
-async function applyOwned(client: ObjectWriter, kind: ResourceKind, desired: KubeObject, live: KubeObject | undefined, report: ApplyReport): Promise<KubeObject | undefined> {
+/**
+ * Creates the object, or brings a live one's labels, annotations, owner references, finalizer and
+ * spec in line; a conflict (the cache was stale) is retried on a fresh read.
+ */
+async function applyOwned(client: ObjectWriter, kind: ResourceKind, desired: KubeObject, live: KubeObject | undefined, report: ApplyReport, writes: Writes, maxAttempts: number): Promise<KubeObject | undefined> {
   const namespace = desired.metadata.namespace ?? 'default';
   if (!live) {
     try {
       const created = await client.create(kind, namespace, desired);
       report.created.push(describe(desired));
-      return created;
+      return writes.record(undefined, created);
     } catch (error) {
       // Created meanwhile (a stale cache): the next reconcile sees it.
       if (error instanceof KubeRequestError && error.conflict) return undefined;
       throw error;
     }
   }
-  if (live.metadata.deletionTimestamp) return live;
-  let current = live;
-  const drift = ownedObjectDrift(live, desired);
-  const wantsFinalizer = (desired.metadata.finalizers ?? []).includes(FINALIZER) && !(live.metadata.finalizers ?? []).includes(FINALIZER);
-  if (drift?.labels || drift?.ownerReferences || wantsFinalizer) {
-    const metadata: Record<string, unknown> = { resourceVersion: current.metadata.resourceVersion };
-    if (drift?.labels) metadata['labels'] = drift.labels;
-    if (drift?.ownerReferences) metadata['ownerReferences'] = drift.ownerReferences;
-    if (wantsFinalizer) metadata['finalizers'] = [...(live.metadata.finalizers ?? []), FINALIZER];
-    current = await client.patch(kind, namespace, live.metadata.name, { metadata });
+  let base: KubeObject | undefined = writes.latest(live);
+  for (let attempt = 1; base; attempt++) {
+    if (base.metadata.deletionTimestamp) return base;
+    let current = base;
+    const drift = ownedObjectDrift(base, desired);
+    const wantsFinalizer = (desired.metadata.finalizers ?? []).includes(FINALIZER) && !(base.metadata.finalizers ?? []).includes(FINALIZER);
+    try {
+      if (drift?.labels || drift?.annotations || drift?.ownerReferences || wantsFinalizer) {
+        const metadata: Record<string, unknown> = { resourceVersion: current.metadata.resourceVersion };
+        if (drift?.labels) metadata['labels'] = drift.labels;
+        if (drift?.annotations) metadata['annotations'] = drift.annotations;
+        if (drift?.ownerReferences) metadata['ownerReferences'] = drift.ownerReferences;
+        if (wantsFinalizer) metadata['finalizers'] = [...(base.metadata.finalizers ?? []), FINALIZER];
+        current = writes.record(current, await client.patch(kind, namespace, base.metadata.name, { metadata }));
+      }
+      if (drift && 'spec' in drift) current = writes.record(current, await client.replaceSpec(kind, namespace, base.metadata.name, drift.spec, current.metadata.resourceVersion));
+      if (current !== base) report.updated.push(describe(desired));
+      return current;
+    } catch (error) {
+      if (error instanceof KubeRequestError && error.notFound) return undefined;
+      if (!(error instanceof KubeRequestError && error.conflict) || attempt >= maxAttempts) throw error;
+    }
+    base = await client.get(kind, namespace, live.metadata.name);
   }
-  if (drift && 'spec' in drift) current = await client.replaceSpec(kind, namespace, live.metadata.name, drift.spec, current.metadata.resourceVersion);
-  if (current !== live) report.updated.push(describe(desired));
-  return current;
+  return undefined;
 }
 
-async function attempt(report: ApplyReport, logger: RuntimeLogger, object: string, action: string, run: () => Promise<void>): Promise<void> {
+/** The ClusterStack (`ns/name`) that owns `object` through its controller reference, if any. */
+function owningStack(object: KubeObject | undefined): string | undefined {
+  const owner = (object?.metadata.ownerReferences ?? []).find((ref) => ref.kind === 'ClusterStack' && ref.controller);
+  return owner ? `${object!.metadata.namespace ?? 'default'}/${owner.name}` : undefined;
+}
+
+async function attempt(report: ApplyReport, logger: RuntimeLogger, object: string, action: string, run: () => Promise<void>, owner?: KubeObject): Promise<void> {
   try {
     await run();
   } catch (error) {
-    report.errors.push({ object, error });
+    const stack = owningStack(owner);
+    report.errors.push({ object, error, ...(stack ? { stack } : {}) });
     logger.warn({ object, action, error: error instanceof Error ? error.message : String(error) }, 'could not apply a change; the reconcile will be retried');
   }
 }
 
-/** Applies the desired state to the API server; returns what it did and what failed. */
+/** Applies the desired state to the API server; returns what it did, what failed, and the objects as written. */
 export async function applyDesiredState(client: ObjectWriter, state: DesiredState, options: ApplyOptions): Promise<ApplyReport> {
-  const report: ApplyReport = { created: [], updated: [], deleted: [], statusesWritten: 0, errors: [] };
+  const report: ApplyReport = { created: [], updated: [], deleted: [], statusesWritten: 0, errors: [], written: new Map() };
+  const writes = new Writes(report);
   const { logger, now } = options;
+  const maxAttempts = options.maxConflictRetries ?? 5;
   const status = async (kind: ResourceKind, live: KubeObject, desired: Record<string, unknown>) => {
-    if ((await writeStatus(client, kind, live, desired, { now })) === 'written') report.statusesWritten += 1;
+    const base = writes.latest(live);
+    const result = await writeStatus(client, kind, base, desired, { now, maxAttempts });
+    if (result.object) writes.record(base, result.object);
+    if (result.outcome === 'written') report.statusesWritten += 1;
+  };
+  const finalizers = async (kind: ResourceKind, live: KubeObject, change: (finalizers: string[]) => string[] | undefined) => {
+    const base = writes.latest(live);
+    const updated = await setFinalizers(client, kind, base, change, maxAttempts);
+    if (!updated) return;
+    writes.record(base, updated);
+    report.updated.push(describe(live));
   };
 
   // Finalizers first: a stack must carry ours before anything it owns can outlive a deletion.
   for (const stack of state.stacks.filter((entry) => entry.finalizer === 'ensure')) {
-    await attempt(report, logger, describe(stack.live), 'add finalizer', async () => {
-      if (await setFinalizers(client, CLUSTER_STACKS, stack.live as unknown as KubeObject, addFinalizer)) report.updated.push(describe(stack.live));
-    });
+    await attempt(report, logger, describe(stack.live), 'add finalizer', () => finalizers(CLUSTER_STACKS, stack.live as unknown as KubeObject, addFinalizer));
   }
 
   for (const release of state.releases) {
     await attempt(report, logger, describe(release.object), 'apply', async () => {
       if (release.removeFinalizer && release.live) {
-        if (await setFinalizers(client, CLUSTER_STACK_RELEASES, release.live as unknown as KubeObject, dropFinalizer)) report.updated.push(describe(release.live));
+        await finalizers(CLUSTER_STACK_RELEASES, release.live as unknown as KubeObject, dropFinalizer);
         return;
       }
-      const applied = await applyOwned(client, CLUSTER_STACK_RELEASES, release.object as unknown as KubeObject, release.live as unknown as KubeObject | undefined, report);
+      const applied = await applyOwned(client, CLUSTER_STACK_RELEASES, release.object as unknown as KubeObject, release.live as unknown as KubeObject | undefined, report, writes, maxAttempts);
       if (applied) await status(CLUSTER_STACK_RELEASES, applied, release.status as Record<string, unknown>);
-    });
+    }, release.object as unknown as KubeObject);
   }
   for (const provider of state.providerReleases) {
     await attempt(report, logger, describe(provider.object), 'apply', async () => {
-      await applyOwned(client, kindOf(provider.object), provider.object, provider.live, report);
-    });
+      const kind = options.kindOf(provider.object.apiVersion, provider.object.kind);
+      if (!kind) return; // not served: the stack's condition says so
+      await applyOwned(client, kind, provider.object, provider.live, report, writes, maxAttempts);
+    }, provider.object);
   }
   for (const addon of state.addons) {
     await attempt(report, logger, describe(addon.object), 'apply', async () => {
-      const applied = await applyOwned(client, CLUSTER_ADDONS, addon.object as unknown as KubeObject, addon.live as unknown as KubeObject | undefined, report);
+      const applied = await applyOwned(client, CLUSTER_ADDONS, addon.object as unknown as KubeObject, addon.live as unknown as KubeObject | undefined, report, writes, maxAttempts);
       if (applied) await status(CLUSTER_ADDONS, applied, addon.status as Record<string, unknown>);
     });
   }
 
-  const deletions: [ResourceKind, KubeObject][] = [
+  const deletions: [ResourceKind | undefined, KubeObject][] = [
     ...state.releasesToDelete.map((object) => [CLUSTER_STACK_RELEASES, object as unknown as KubeObject] as [ResourceKind, KubeObject]),
-    ...state.providerReleasesToDelete.map((object) => [kindOf(object), object] as [ResourceKind, KubeObject]),
+    ...state.providerReleasesToDelete.map((object) => [options.kindOf(object.apiVersion, object.kind), object] as [ResourceKind | undefined, KubeObject]),
     ...state.addonsToDelete.map((object) => [CLUSTER_ADDONS, object as unknown as KubeObject] as [ResourceKind, KubeObject]),
   ];
   for (const [kind, object] of deletions) {
+    if (!kind) continue;
     await attempt(report, logger, describe(object), 'delete', async () => {
       await client.remove(kind, object.metadata.namespace ?? 'default', object.metadata.name, object.metadata.uid);
       report.deleted.push(describe(object));
@@ -140,15 +210,32 @@ export async function applyDesiredState(client: ObjectWriter, state: DesiredStat
   }
 
   for (const stack of state.stacks) {
-    await attempt(report, logger, describe(stack.live), 'write status', async () => {
-      await status(CLUSTER_STACKS, stack.live as unknown as KubeObject, stack.status as Record<string, unknown>);
-    });
+    await attempt(report, logger, describe(stack.live), 'write status', () => status(CLUSTER_STACKS, stack.live as unknown as KubeObject, stack.status as Record<string, unknown>));
   }
   // Last: a stack whose deletion may proceed lets go only after its status said so.
   for (const stack of state.stacks.filter((entry) => entry.finalizer === 'remove')) {
-    await attempt(report, logger, describe(stack.live), 'remove finalizer', async () => {
-      if (await setFinalizers(client, CLUSTER_STACKS, stack.live as unknown as KubeObject, dropFinalizer)) report.updated.push(describe(stack.live as ClusterStack));
-    });
+    await attempt(report, logger, describe(stack.live), 'remove finalizer', () => finalizers(CLUSTER_STACKS, stack.live as unknown as KubeObject, dropFinalizer));
   }
   return report;
+}
+
+/**
+ * The events worth recording once the objects exist: each gets the uid of its subject (an object
+ * created in this round has one only now), and events about objects that could not be created are
+ * dropped, since `kubectl describe` could never show them.
+ */
+export function eventsWithSubjects(events: EventIntent[], report: ApplyReport): EventIntent[] {
+  const uids = new Map<string, string>();
+  for (const [key, write] of report.written) if (write.object.metadata.uid) uids.set(key, write.object.metadata.uid);
+  const out: EventIntent[] = [];
+  for (const event of events) {
+    if (event.regarding.uid) {
+      out.push(event);
+      continue;
+    }
+    const { apiVersion, kind, namespace, name } = event.regarding;
+    const uid = uids.get(objectKey({ apiVersion, kind, metadata: { namespace, name } }));
+    if (uid) out.push({ ...event, regarding: { ...event.regarding, uid } });
+  }
+  return out;
 }

@@ -1,6 +1,9 @@
 // Publishing from the controller: the target's tree is read once at start and kept in memory; a
 // render equal to it publishes nothing; otherwise one publish (one commit) carries the whole change.
-// It also remembers in which revision each unit directory last changed, for status and sync checks.
+// It also knows in which revision each unit directory last changed, for status and sync checks:
+// read from Git at start (so a restarted controller or a new leader names the same commits as the
+// one before it) and whenever the branch moved without us, then kept up to date in memory.
+import type { PublishedHistory, UnitDirOf } from '../../gitops/git-history.js';
 import type { Publisher, RenderedTree } from '../../gitops/publisher.js';
 import { compareTrees, summarizeChanges } from '../render/change-summary.js';
 import type { PublishState } from './status/status-inputs.js';
@@ -51,7 +54,14 @@ export class PublishTracker {
 
   constructor(
     private readonly publisher: Publisher,
-    private readonly options: { revisionKind: PublishState['revisionKind']; resyncMs: number; now?: () => number },
+    private readonly options: {
+      revisionKind: PublishState['revisionKind'];
+      resyncMs: number;
+      now?: () => number;
+      /** Where the per-directory revisions come from after a restart (Git targets). */
+      history?: { read(unitDirOf: UnitDirOf): Promise<PublishedHistory> };
+      onHistoryError?: (error: unknown) => void;
+    },
   ) {}
 
   get target(): string {
@@ -60,8 +70,30 @@ export class PublishTracker {
 
   /** The tree the target holds, read on first use (throws when the target cannot be read). */
   async previousTree(): Promise<RenderedTree> {
-    this.previous ??= await this.publisher.readPrevious();
+    if (!this.previous) {
+      this.previous = await this.publisher.readPrevious();
+      await this.loadHistory();
+    }
     return this.previous;
+  }
+
+  /** Replaces what is known about revisions with what Git says; a failure keeps the memory. */
+  private async loadHistory(): Promise<void> {
+    if (!this.options.history) return;
+    try {
+      const read = await this.options.history.read(unitDirOf);
+      this.history.splice(0, this.history.length, ...read.history.slice(-HISTORY_LIMIT));
+      this.unitRevisions.clear();
+      for (const [dir, revision] of read.unitRevisions) this.unitRevisions.set(dir, revision);
+      this.revision = read.head;
+      // The tree was just read at that head: until the resync, an equal render needs no publish.
+      if (read.head !== null) {
+        this.published = true;
+        this.lastCall = (this.options.now ?? Date.now)();
+      }
+    } catch (error) {
+      this.options.onHistoryError?.(error);
+    }
   }
 
   private baseState(outcome: PublishState['outcome'], dirty: Set<string>, message?: string): PublishState {
@@ -105,7 +137,10 @@ export class PublishTracker {
       this.previous = tree;
       this.published = true;
       this.lastFailed = false;
+      // The branch moved without us (a person's commit, another writer): learn its history again.
+      const movedWithoutUs = !result.changed && result.revision !== null && this.revision !== null && result.revision !== this.revision;
       this.revision = result.revision;
+      if (movedWithoutUs) await this.loadHistory();
       if (result.revision) this.record(result.revision, tree, dirty);
       return { state: this.baseState(result.changed ? 'published' : 'unchanged', dirty), durationSeconds: (now() - started) / 1000 };
     } catch (error) {

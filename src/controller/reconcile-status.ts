@@ -6,7 +6,13 @@ import { KubeRequestError } from './kube-client.js';
 import { rebaseConditions } from './status/conditions.js';
 import { sameStatus } from './status/desired-state.js';
 
-export type StatusWriteResult = 'unchanged' | 'written' | 'gone';
+export type StatusWriteOutcome = 'unchanged' | 'written' | 'gone';
+
+export interface StatusWriteResult {
+  outcome: StatusWriteOutcome;
+  /** The object as the server holds it after the write (absent when gone, or unchanged). */
+  object?: KubeObject;
+}
 
 /** An RFC 7386 merge patch turning `current` into `desired` at the top level (removed keys become null). */
 export function statusMergePatch(current: Record<string, unknown> | undefined, desired: Record<string, unknown>): Record<string, unknown> {
@@ -42,18 +48,18 @@ export async function writeStatus(
   const maxAttempts = options.maxAttempts ?? 5;
   for (let attempt = 1; ; attempt++) {
     const status = current['status'] as Record<string, unknown> | undefined;
-    if (sameStatus(status, wanted)) return attempt === 1 ? 'unchanged' : 'written';
+    // After a conflict the fresh copy may already say it (another replica, or our own earlier write).
+    if (sameStatus(status, wanted)) return attempt === 1 ? { outcome: 'unchanged' } : { outcome: 'unchanged', object: current };
     const patch: Record<string, unknown> = { status: statusMergePatch(status, wanted) };
     if (current.metadata.resourceVersion) patch['metadata'] = { resourceVersion: current.metadata.resourceVersion };
     try {
-      await client.patchStatus(kind, namespace, name, patch);
-      return 'written';
+      return { outcome: 'written', object: await client.patchStatus(kind, namespace, name, patch) };
     } catch (error) {
-      if (error instanceof KubeRequestError && error.notFound) return 'gone';
+      if (error instanceof KubeRequestError && error.notFound) return { outcome: 'gone' };
       if (!(error instanceof KubeRequestError && error.conflict) || attempt >= maxAttempts) throw error;
     }
     const fresh = await client.get(kind, namespace, name);
-    if (!fresh) return 'gone';
+    if (!fresh) return { outcome: 'gone' };
     current = fresh;
     wanted = rebase(desired, fresh, options.now);
   }

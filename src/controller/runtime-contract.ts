@@ -3,13 +3,15 @@
 // informers or HTTP.
 import type { KubeObject } from '../api/types.js';
 
-/** A kind the controller watches. `namespace` undefined = all namespaces. */
+/** A kind the controller watches. */
 export interface WatchedKind {
   group: string;
   version: string;
   kind: string;
   plural: string;
   namespaced: boolean;
+  /** Watch only this namespace (a namespaced kind); undefined: all namespaces. */
+  namespace?: string;
   /** Kinds that may not be installed (Flux, Argo CD, a provider): absent ones are skipped, rechecked later. */
   optional?: boolean;
 }

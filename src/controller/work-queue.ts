@@ -60,6 +60,12 @@ interface Delayed {
 interface Batch {
   firstAt: number;
   timer: ClockTimer;
+  inputsChanged: boolean;
+}
+
+export interface AddOptions {
+  /** What the key reads really changed (a watch event, not our own write): skip a pending failure backoff. */
+  inputsChanged?: boolean;
 }
 
 /**
@@ -76,7 +82,8 @@ export class KeyedWorkQueue implements WorkQueue {
   private readonly ready: string[] = [];
   private readonly readySet = new Set<string>();
   private readonly active = new Map<string, AbortController>();
-  private readonly dirty = new Set<string>();
+  /** Keys added while running, and whether any of those adds was an input change. */
+  private readonly dirty = new Map<string, boolean>();
   private readonly delayed = new Map<string, Delayed>();
   private readonly batches = new Map<string, Batch>();
   private readonly failures = new Map<string, number>();
@@ -119,17 +126,19 @@ export class KeyedWorkQueue implements WorkQueue {
 
   /**
    * Queues a key to run as soon as a worker is free. A key already waiting is not queued twice; a
-   * key running now runs once more afterwards. A key waiting out a failure backoff keeps waiting:
-   * the retry reads the latest state anyway, and a reconciler whose failure writes status would
-   * otherwise retrigger itself without pause.
+   * key running now runs once more afterwards. A key waiting out a failure backoff keeps waiting
+   * (the retry reads the latest state anyway, and a reconciler whose failure writes status would
+   * otherwise retrigger itself without pause), unless `inputsChanged`: a real change of what the
+   * key reads is worth a look now, and the failure count stays, so the next failure still backs
+   * off further.
    */
-  add(key: string): void {
+  add(key: string, options: AddOptions = {}): void {
     if (this.state === 'stopping' || this.state === 'stopped') return;
     const delayed = this.delayed.get(key);
-    if (delayed?.backoff) return;
+    if (delayed?.backoff && !options.inputsChanged) return;
     if (delayed) this.cancelDelayed(key);
     if (this.active.has(key)) {
-      this.dirty.add(key);
+      this.dirty.set(key, Boolean(this.dirty.get(key) || options.inputsChanged));
       return;
     }
     if (this.readySet.has(key)) return;
@@ -146,20 +155,22 @@ export class KeyedWorkQueue implements WorkQueue {
   /**
    * Collects adds of `key` and runs it once when no add came for `windowMs`, or at the latest
    * `maxWaitMs` after the first add of the burst (so a steady trickle cannot postpone it forever).
+   * The batch counts as `inputsChanged` when any of its adds did.
    */
-  addBatched(key: string, windowMs: number, maxWaitMs = windowMs * 10): void {
+  addBatched(key: string, windowMs: number, maxWaitMs = windowMs * 10, options: AddOptions = {}): void {
     if (this.state === 'stopping' || this.state === 'stopped') return;
-    if (this.state === 'draining') return this.add(key);
+    if (this.state === 'draining') return this.add(key, options);
     const now = this.clock.now();
     const open = this.batches.get(key);
     if (open) this.clock.clearTimeout(open.timer);
     const firstAt = open?.firstAt ?? now;
+    const inputsChanged = Boolean(open?.inputsChanged || options.inputsChanged);
     const due = Math.min(now + windowMs, firstAt + maxWaitMs);
     const timer = this.clock.setTimeout(() => {
       this.batches.delete(key);
-      this.add(key);
+      this.add(key, { inputsChanged });
     }, Math.max(0, due - now));
-    this.batches.set(key, { firstAt, timer });
+    this.batches.set(key, { firstAt, timer, inputsChanged });
   }
 
   /** Stops taking work; resolves when runs in flight are done (or abandoned after the timeout). */
@@ -248,7 +259,9 @@ export class KeyedWorkQueue implements WorkQueue {
   private finished(key: string, startedAt: number, result: { requeueAfterMs: number } | undefined, error: unknown): void {
     const durationMs = this.clock.now() - startedAt;
     this.active.delete(key);
-    const wasDirty = this.dirty.delete(key);
+    const wasDirty = this.dirty.has(key);
+    const changedMeanwhile = this.dirty.get(key) === true;
+    this.dirty.delete(key);
     let outcome: ReconcileOutcome;
     if (error !== undefined) {
       outcome = 'error';
@@ -256,8 +269,10 @@ export class KeyedWorkQueue implements WorkQueue {
       this.failures.set(key, failures);
       const delayMs = failureBackoffMs(failures, this.baseDelayMs, this.maxDelayMs, this.random);
       this.options.logger?.warn({ key, failures, retryInMs: delayMs, err: error }, 'reconcile failed; retrying after backoff');
-      // The retry also covers adds that arrived during the run (the dirty mark).
+      // The retry also covers adds that arrived during the run (the dirty mark), unless one of them
+      // changed the inputs: the failed run may not have seen that change.
       this.schedule(key, delayMs, true);
+      if (changedMeanwhile) this.add(key, { inputsChanged: true });
     } else {
       this.failures.delete(key);
       if (result && result.requeueAfterMs > 0) {

@@ -119,6 +119,39 @@ describe('LeaderElector', () => {
     expect(lease()?.spec).toMatchObject({ holderIdentity: 'pod-b', leaseTransitions: 5 });
   });
 
+  it('never takes over a live leader whose clock runs 30 s behind: expiry is judged on its own clock', async () => {
+    const slow = skewedClock();
+    slow.skewMs = -30_000;
+    const a = candidate('pod-a', { clock: slow });
+    await waitFor(() => a.elector.isLeader(), 'pod-a leading');
+    // Its renewTime is 30 s in the past for everyone else, on every renewal.
+    expect(Date.parse(String(lease()?.spec?.['renewTime']))).toBeLessThan(Date.now() - 25_000);
+    const b = candidate('pod-b');
+    // Longer than a lease duration (1 s) of polling: pod-b keeps seeing the record change, so it
+    // waits. Judged by renewTime, it would have taken over at its first poll.
+    await new Promise((resolve) => setTimeout(resolve, 1300));
+    expect(b.elector.isLeader()).toBe(false);
+    expect(a.elector.isLeader()).toBe(true);
+    expect(lease()?.spec).toMatchObject({ holderIdentity: 'pod-a', leaseTransitions: 0 });
+    expect(b.log).toEqual(['leader:pod-a']);
+  });
+
+  it('takes over a dead leader whose renewTime lies in the future once it saw no change for the lease duration', async () => {
+    const future = new Date(Date.now() + 3_600_000).toISOString().replace('Z', '000Z');
+    api.seed({
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { name: LEASE, namespace: NS },
+      spec: { holderIdentity: 'crashed-pod', leaseDurationSeconds: 1, acquireTime: future, renewTime: future, leaseTransitions: 2 },
+    });
+    const started = Date.now();
+    const b = candidate('pod-b');
+    await waitFor(() => b.elector.isLeader(), 'the takeover of the dead leader', 3000);
+    // Not before a whole lease duration of its own observation, not an hour later.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
+    expect(lease()?.spec).toMatchObject({ holderIdentity: 'pod-b', leaseTransitions: 3 });
+  });
+
   it('gives up leadership when it cannot renew before the deadline', async () => {
     const a = candidate('pod-a');
     await waitFor(() => a.elector.isLeader(), 'leadership');

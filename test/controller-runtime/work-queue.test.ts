@@ -192,6 +192,51 @@ describe('KeyedWorkQueue', () => {
     expect(runs).toBe(2);
   });
 
+  it('runs a key in backoff at once when its inputs changed, and keeps counting its failures', async () => {
+    const runs: number[] = [];
+    const { queue, clock } = aQueue(async () => {
+      runs.push(clock.now());
+      throw new Error('broken');
+    });
+    queue.start();
+    queue.add('a');
+    await settle();
+    await clock.advance(10);
+    queue.add('a', { inputsChanged: true });
+    await settle();
+    expect(runs).toEqual([0, 10]);
+    expect(queue.failureCount('a')).toBe(2);
+    // Still backing off for adds that are not input changes (its own status writes, resyncs).
+    expect(clock.pending()).toEqual([100]);
+    queue.add('a');
+    await settle();
+    expect(runs).toEqual([0, 10]);
+    // A batched change skips the backoff too, once its window closes.
+    queue.addBatched('a', 20, undefined, { inputsChanged: true });
+    await clock.advance(20);
+    expect(runs).toEqual([0, 10, 30]);
+  });
+
+  it('reruns a failed key at once when its inputs changed while it ran', async () => {
+    const gate = deferred();
+    const runs: number[] = [];
+    const { queue, clock } = aQueue(async () => {
+      runs.push(clock.now());
+      if (runs.length === 1) {
+        await gate.promise;
+        throw new Error('broken');
+      }
+    });
+    queue.start();
+    queue.add('a');
+    await settle();
+    queue.add('a', { inputsChanged: true });
+    gate.resolve();
+    await settle();
+    await settle();
+    expect(runs).toEqual([0, 0]);
+  });
+
   it('requeues after the delay a handler asks for, and an add runs the key sooner', async () => {
     const runs: number[] = [];
     const { queue, clock } = aQueue(async (): Promise<HandlerResult> => {

@@ -2,7 +2,9 @@
 import { describe, expect, it } from 'vitest';
 import { parseDuration, resolveControllerSettings } from '../../src/config.js';
 import { parseListenAddress } from '../../src/cli/controller-command.js';
-import { runClusterstack } from '../support/cli.js';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { EXAMPLE_RELEASES, runClusterstack, tempDir } from '../support/cli.js';
 
 describe('resolveControllerSettings', () => {
   it('takes flags over the environment over defaults', () => {
@@ -29,6 +31,24 @@ describe('resolveControllerSettings', () => {
     const result = await runClusterstack(['controller', '--release-source', 'x'], { env: {} });
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('exactly one of --git');
+  });
+});
+
+describe('controller without a cluster', () => {
+  it('exits at once with a clear message outside a pod without a kubeconfig, or with a kubeconfig naming no server', async () => {
+    const out = await tempDir('csk-ctl-out-');
+    const started = Date.now();
+    const result = await runClusterstack(['controller', '--release-source', EXAMPLE_RELEASES, '--output', out, '--metrics-addr', '0'], { env: {} });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('no Kubernetes configuration: this is not a pod (KUBERNETES_SERVICE_HOST is not set)');
+    expect(result.stderr).toContain('--kubeconfig');
+    expect(Date.now() - started).toBeLessThan(5000);
+
+    const kubeconfig = path.join(out, 'kubeconfig');
+    await writeFile(kubeconfig, 'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "https://"}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n');
+    const broken = await runClusterstack(['controller', '--release-source', EXAMPLE_RELEASES, '--output', out, '--metrics-addr', '0', '--kubeconfig', kubeconfig], { env: {} });
+    expect(broken.code).toBe(2);
+    expect(broken.stderr).toContain('names no usable API server');
   });
 });
 

@@ -66,8 +66,11 @@ describe('controller, end to end', () => {
   let makeController: (clone: string) => Controller;
 
   const stored = <T>(kind: string, name: string): T | undefined => api.get('clusterstack.x-k8s.io/v1alpha1', kind, NS, name) as T | undefined;
-  /** Waits until the caches hold what the API server holds now, then reconciles once. */
-  async function reconcile() {
+  /**
+   * Waits until the caches hold what the API server holds now, then does what the runtime does
+   * after a change: each stack's key lists its source, then one publish reconcile.
+   */
+  async function reconcile(): Promise<{ requeueAfterMs: number; error?: unknown; stackErrors: unknown[]; summary?: unknown }> {
     const kinds: [WatchedKind, string, string][] = [
       [CLUSTER_STACKS, 'clusterstack.x-k8s.io/v1alpha1', 'ClusterStack'],
       [CLUSTER_STACK_RELEASES, 'clusterstack.x-k8s.io/v1alpha1', 'ClusterStackRelease'],
@@ -77,10 +80,12 @@ describe('controller, end to end', () => {
     // The cache's objects and the fake API's own object type share only their metadata.
     const fingerprint = (objects: { metadata?: { namespace?: string; name?: string; resourceVersion?: string } }[]) => objects.map((o) => `${o.metadata?.namespace}/${o.metadata?.name}@${o.metadata?.resourceVersion}`).sort().join(',');
     await waitFor(() => kinds.every(([kind, apiVersion, name]) => fingerprint(cache.list(kind)) === fingerprint(api.list(apiVersion, name))), 'the caches to catch up');
+    const stackErrors: unknown[] = [];
+    for (const key of controller.stackKeys()) await controller.handle(key).catch((error: unknown) => stackErrors.push(error));
     try {
-      return await controller.reconcileOnce();
+      return { ...(await controller.reconcileOnce()), stackErrors };
     } catch (error) {
-      return { requeueAfterMs: -1, error };
+      return { requeueAfterMs: -1, error, stackErrors };
     }
   }
   const changedFiles = () => git.git(remote, 'diff', '--name-only', 'HEAD~1', 'HEAD').split('\n').filter(Boolean);
@@ -222,6 +227,20 @@ describe('controller, end to end', () => {
     expect(log).toEqual(['PATCH status 409', 'GET object 200', 'PATCH status 200']);
   });
 
+  it('says on the stack when an object it owns is refused, and clears it once written', async () => {
+    // Drop v3's ClusterStackRelease (and our finalizer) so that it must be created again, and refuse that create.
+    await custom.deleteNamespacedCustomObject({ ...GROUP, plural: 'clusterstackreleases', namespace: NS, name: 'docker-ferrol-1-30-v3' });
+    await custom.patchNamespacedCustomObject({ ...GROUP, plural: 'clusterstackreleases', namespace: NS, name: 'docker-ferrol-1-30-v3', body: { metadata: { finalizers: null } } }, MERGE());
+    api.failNext({ method: 'POST', pathIncludes: '/clusterstackreleases', status: 422, message: 'ClusterStackRelease.clusterstack.x-k8s.io "docker-ferrol-1-30-v3" is invalid: refused by a webhook', times: 1 });
+    expect((await reconcile()).error).toBeInstanceOf(Error);
+    // The next round reports it on the stack (and creates the object this time).
+    await reconcile();
+    expect(condition(stored<ClusterStack>('ClusterStack', 'ferrol'), 'Ready')).toMatchObject({ status: 'False', reason: 'OwnedObjectsNotWritten', message: expect.stringContaining('refused by a webhook') });
+    expect(stored<ClusterStackRelease>('ClusterStackRelease', 'docker-ferrol-1-30-v3')).toBeDefined();
+    await reconcile();
+    expect(condition(stored<ClusterStack>('ClusterStack', 'ferrol'), 'Ready')?.status).toBe('True');
+  });
+
   it('keeps the last good output and says why when the Git remote or the release source fails', async () => {
     const commits = git.commitCount(remote, 'main');
     git.declinePushes(remote, 'pushes are frozen');
@@ -243,7 +262,9 @@ describe('controller, end to end', () => {
     sourceDown = true;
     try {
       const result = await reconcile();
-      expect((result as { error?: Error }).error?.name).toBe('RetryLaterError');
+      // The stack's own key fails and backs off; the publish reconcile itself does not.
+      expect((result.stackErrors[0] as Error | undefined)?.name).toBe('RetryLaterError');
+      expect(result).not.toHaveProperty('error');
     } finally {
       sourceDown = false;
     }
@@ -254,22 +275,28 @@ describe('controller, end to end', () => {
     expect(condition(stored<ClusterStack>('ClusterStack', 'ferrol'), 'ReleasesResolved')?.status).toBe('True');
 
     // A restarted controller whose source is down from the start has no listing to fall back on:
-    // it publishes nothing rather than prune the stack's ClusterClasses, and says so.
+    // the stack is withheld with the releases the target holds, their files stay, and it says so.
+    const published = () => Object.fromEntries(Object.entries(git.files(remote, 'main')).filter(([file]) => file.startsWith('management/') || file.startsWith('clusters/')));
+    const before = published();
     const running = controller;
     controller = makeController('clone-after-restart');
     sourceDown = true;
     try {
-      expect(((await reconcile()) as { error?: Error }).error?.name).toBe('RetryLaterError');
+      const result = await reconcile();
+      expect((result.stackErrors[0] as Error | undefined)?.name).toBe('RetryLaterError');
+      expect(result).not.toHaveProperty('error');
     } finally {
       sourceDown = false;
-      controller = running;
     }
-    expect(git.commitCount(remote, 'main')).toBe(commits + 1);
-    expect(condition(stored<ClusterStack>('ClusterStack', 'ferrol'), 'ReleasesResolved')?.message).toContain('nothing is published until it answers');
-    expect(condition(stored<ClusterAddon>('ClusterAddon', 'alpha'), 'ClusterClassAvailable')).toMatchObject({ status: 'False', reason: 'ClusterStackNotReady' });
+    expect(published()).toEqual(before);
+    expect(condition(stored<ClusterStack>('ClusterStack', 'ferrol'), 'ReleasesResolved')?.message).toContain('the releases published before stay in place, withheld, until it answers');
+    expect(condition(stored<ClusterStackRelease>('ClusterStackRelease', 'docker-ferrol-1-30-v3'), 'ManifestsRendered')).toMatchObject({ status: 'False', reason: 'ManifestsWithheld', message: expect.stringContaining('previously published manifests stay in place') });
+    expect(condition(stored<ClusterAddon>('ClusterAddon', 'alpha'), 'ManifestsRendered')).toMatchObject({ status: 'False', reason: 'AddonsWithheld' });
     await reconcile();
     expect(condition(stored<ClusterStack>('ClusterStack', 'ferrol'), 'ReleasesResolved')?.status).toBe('True');
-    expect(git.commitCount(remote, 'main')).toBe(commits + 1);
+    expect(condition(stored<ClusterStackRelease>('ClusterStackRelease', 'docker-ferrol-1-30-v3'), 'ManifestsRendered')?.status).toBe('True');
+    expect(published()).toEqual(before);
+    controller = running;
   });
 
   it('lists every problem of an invalid ClusterStack in its condition while the other stack works', async () => {

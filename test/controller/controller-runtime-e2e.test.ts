@@ -94,6 +94,8 @@ describe('controller runtime', () => {
     const releasesNow = api.list('clusterstack.x-k8s.io/v1alpha1', 'ClusterStackRelease', NS) as unknown as ClusterStackRelease[];
     expect(releasesNow.map((release) => release.metadata.name)).toEqual(['docker-ferrol-1-30-v2', 'docker-ferrol-1-30-v3']);
     expect(git.commitCount(remote, 'main')).toBe(1);
+    // It never conflicted with its own writes (finalizer, then status, then the next reconcile on a lagging cache).
+    expect(api.requests.filter((request) => request.status === 409 && !request.path.includes('/leases')).map((request) => `${request.method} ${request.path}`)).toEqual([]);
 
     // Only the leader reconciled.
     const [leader, follower] = replicas[0]!.isLeader() ? [replicas[0]!, replicas[1]!] : [replicas[1]!, replicas[0]!];

@@ -33,6 +33,13 @@ describe('deploy/', () => {
     expect(argoSecrets).toMatchObject({ kind: 'Role', metadata: { namespace: 'argocd' } });
   });
 
+  it('grants the namespaced variant the same rules, as a Role in the watched namespace', () => {
+    const [role, binding] = docs('namespaced/role.yaml');
+    expect(role).toMatchObject({ kind: 'Role', metadata: { namespace: 'cluster-stacks' } });
+    expect(role!['rules']).toEqual(rules);
+    expect(binding).toMatchObject({ kind: 'RoleBinding', metadata: { namespace: 'cluster-stacks' }, roleRef: { kind: 'Role', name: role!.metadata.name } });
+  });
+
   it('runs two non-root replicas with a read-only root filesystem, probes and resource requests', () => {
     const [deployment] = docs('base/deployment.yaml') as unknown as [{ spec: { replicas: number; template: { spec: Record<string, any> } } }];
     const pod = deployment.spec.template.spec;

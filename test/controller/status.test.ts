@@ -12,6 +12,7 @@ import { mergeConditions, rebaseConditions } from '../../src/controller/status/c
 import { desiredState } from '../../src/controller/status/desired-state.js';
 import type { PublishState, StatusInputs } from '../../src/controller/status/status-inputs.js';
 import { pathSpecificity, syncStateOf } from '../../src/controller/status/sync-state.js';
+import { labelValue, nameLabels } from '../../src/controller/status/owned-objects.js';
 import { aCluster, aClusterStack, aProviderRelease, releases } from '../support/builders.js';
 
 const NS = 'cluster-stacks';
@@ -229,6 +230,30 @@ describe('syncStateOf', () => {
     expect(drifted).toMatchObject({ state: 'out-of-sync', message: expect.stringContaining('DaemonSet/kube-system/cni') });
     expect(drifted.resources?.get('apps/DaemonSet/kube-system/cni')).toMatchObject({ synced: false });
   });
+
+  it("reports an Application's first sync (OutOfSync at the published revision, Progressing, operation Running) as progress, not drift", () => {
+    const stack = live(aClusterStack().named('ferrol', NS).withVersions('v2').build(), 'uid-stack');
+    const unit = releaseUnit(V2);
+    const firstSync: KubeObject = {
+      apiVersion: 'argoproj.io/v1alpha1',
+      kind: 'Application',
+      metadata: { name: 'release-v2', namespace: 'argocd' },
+      spec: { source: { path: unit.dir } },
+      status: {
+        sync: { status: 'OutOfSync', revision: HEAD },
+        health: { status: 'Progressing' },
+        operationState: { phase: 'Running', message: 'waiting for healthy state of cluster.x-k8s.io/ClusterClass/ferrol', operation: { sync: { revision: HEAD } } },
+        resources: [{ group: 'cluster.x-k8s.io', version: 'v1beta1', kind: 'ClusterClass', namespace: NS, name: V2, status: 'OutOfSync' }],
+      },
+    };
+    const sync = syncStateOf('argocd', [firstSync], [unit.dir], { history: [HEAD], unitRevisions: new Map([[unit.dir, HEAD]]) });
+    expect(sync.get(unit.dir)).toMatchObject({ state: 'progressing', message: expect.stringContaining(`is syncing ${HEAD}`) });
+    const release = live<ClusterStackRelease>({ apiVersion: 'clusterstack.x-k8s.io/v1alpha1', kind: 'ClusterStackRelease', metadata: { name: V2, namespace: NS, ownerReferences: [{ apiVersion: stack.apiVersion, kind: 'ClusterStack', name: 'ferrol', uid: 'uid-stack', controller: true }] } }, 'uid-release');
+    const state = desiredState(inputsFor({ stacks: [stack], tags: [V2], units: [unit], releases: [release], engine: 'argocd', sync, publish: { outcome: 'unchanged', dirtyDirs: new Set() } }));
+    const conditions = state.releases[0]!.status.conditions;
+    expect(condition(conditions, 'ManifestsSynced')).toMatchObject({ status: 'False', reason: 'Progressing', severity: 'Info' });
+    expect(state.events.filter((event) => event.type === 'Warning')).toEqual([]);
+  });
 });
 
 describe('Argo CD cluster secret', () => {
@@ -266,5 +291,22 @@ contexts:
 describe('statusMergePatch', () => {
   it('sets the desired fields and nulls the ones that went away', () => {
     expect(statusMergePatch({ ready: true, latestRelease: 'x', conditions: [] }, { ready: false, conditions: [] })).toEqual({ latestRelease: null, ready: false, conditions: [] });
+  });
+});
+
+describe('labelValue', () => {
+  it('keeps names that fit and shortens longer ones with a hash, distinct and valid', () => {
+    expect(labelValue('ferrol')).toBe('ferrol');
+    const long = `${'a'.repeat(60)}-stack-one`;
+    const other = `${'a'.repeat(60)}-stack-two`;
+    expect(labelValue(long)).toHaveLength(63);
+    expect(labelValue(long)).toMatch(/^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/);
+    expect(labelValue(long)).not.toBe(labelValue(other));
+    // A cut that would end in a dash loses the dash, so the value still ends alphanumeric before the hash.
+    expect(labelValue(`${'b'.repeat(51)}-${'c'.repeat(20)}`)).toMatch(/^b{51}-[0-9a-f]{10}$/);
+    expect(nameLabels({ 'clusterstack.x-k8s.io/cluster-stack': long })).toEqual({
+      labels: { 'clusterstack.x-k8s.io/cluster-stack': labelValue(long) },
+      annotations: { 'clusterstack.x-k8s.io/full-cluster-stack': long },
+    });
   });
 });

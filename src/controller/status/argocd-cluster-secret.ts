@@ -2,7 +2,7 @@
 // from CAPI's `<cluster>-kubeconfig` Secret, in the cluster only (never in Git). Pure: the caller
 // reads and writes the Secrets; nothing here logs or returns credentials in messages.
 import * as yaml from 'js-yaml';
-import { LABEL_CLUSTER_NAME, LABEL_CLUSTER_NAMESPACE, managedLabels } from './owned-objects.js';
+import { LABEL_CLUSTER_NAME, LABEL_CLUSTER_NAMESPACE, labelValue, managedLabels } from './owned-objects.js';
 
 export const ARGOCD_SECRET_TYPE_LABEL = 'argocd.argoproj.io/secret-type';
 /** CAPI's kubeconfig Secret key. */
@@ -94,7 +94,7 @@ export function desiredArgoClusterSecret(cluster: { namespace: string; name: str
     metadata: {
       name: argoClusterSecretName(cluster.namespace, cluster.name),
       namespace: argoNamespace,
-      labels: managedLabels({ [ARGOCD_SECRET_TYPE_LABEL]: 'cluster', [LABEL_CLUSTER_NAMESPACE]: cluster.namespace, [LABEL_CLUSTER_NAME]: cluster.name }),
+      labels: managedLabels({ [ARGOCD_SECRET_TYPE_LABEL]: 'cluster', [LABEL_CLUSTER_NAMESPACE]: cluster.namespace, [LABEL_CLUSTER_NAME]: labelValue(cluster.name) }),
     },
     type: 'Opaque',
     stringData: { name: `${cluster.namespace}-${cluster.name}`, server: credentials.server, config: JSON.stringify(config) },

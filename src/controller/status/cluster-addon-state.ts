@@ -14,7 +14,7 @@ import { type ClusterResolution, namespaceOf, releaseMatchesStack } from '../../
 import type { UnitRecord } from '../../render/render-output.js';
 import { falseCondition, mergeConditions, readySummary, trueCondition, unknownCondition, type DesiredCondition } from './conditions.js';
 import { eventOnFailure, regarding, type EventIntent } from './event-intents.js';
-import { controllerReference, isManagedByUs, keyOf, LABEL_CLUSTER_NAME, managedLabels, ownerOfKind } from './owned-objects.js';
+import { controllerReference, isManagedByUs, keyOf, LABEL_CLUSTER_NAME, managedLabels, nameLabels, ownerOfKind } from './owned-objects.js';
 import type { StatusInputs } from './status-inputs.js';
 import { countsForReady, MANIFESTS_RENDERED, MANIFESTS_SYNCED, publishedCondition, syncedCondition } from './unit-conditions.js';
 import { resourceStatuses } from './unit-resources.js';
@@ -116,13 +116,15 @@ function desiredAddonObject(cluster: CapiCluster, units: UnitRecord[], live: Clu
   if (clusterStack) spec.clusterStack = clusterStack;
   if (version) spec.version = version;
   if (live?.spec.hook) spec.hook = live.spec.hook;
+  const named = nameLabels({ [LABEL_CLUSTER_NAME]: cluster.metadata.name });
   return {
     apiVersion: API_VERSION,
     kind: 'ClusterAddon',
     metadata: {
       name: cluster.metadata.name,
       namespace: namespaceOf(cluster),
-      labels: managedLabels({ [LABEL_CLUSTER_NAME]: cluster.metadata.name }),
+      labels: managedLabels(named.labels),
+      ...(Object.keys(named.annotations).length > 0 ? { annotations: named.annotations } : {}),
       ownerReferences: [controllerReference(cluster)],
     },
     spec,

@@ -2,6 +2,7 @@
 // with a status that follows the release from download through render and publish to sync.
 import {
   API_VERSION,
+  LABEL_PART_OF,
   type ClusterStack,
   type ClusterStackRelease,
   type ClusterStackReleaseStatus,
@@ -22,9 +23,10 @@ import {
   keyOf,
   LABEL_CLUSTER_STACK,
   managedLabels,
+  nameLabels,
   ownerOfKind,
 } from './owned-objects.js';
-import { providerReleaseKind, providerTemplateOf } from './provider-release-state.js';
+import { providerReleaseKind, providerTemplateOf, unservedProviderKind } from './provider-release-state.js';
 import { releaseDir, type StatusInputs } from './status-inputs.js';
 import { countsForReady, MANIFESTS_RENDERED, publishedCondition, syncedCondition } from './unit-conditions.js';
 import { resourceStatuses } from './unit-resources.js';
@@ -60,13 +62,15 @@ function providerRefFor(stack: ClusterStack, release: string): ObjectReference |
 
 function desiredObject(stack: ClusterStack, release: string): ClusterStackRelease {
   const tag = tryParseReleaseTag(release);
+  const named = nameLabels({ [LABEL_CLUSTER_STACK]: stack.metadata.name, ...(tag ? { [LABEL_PART_OF]: stackPrefix(tag) } : {}) });
   const object: ClusterStackRelease = {
     apiVersion: API_VERSION,
     kind: 'ClusterStackRelease',
     metadata: {
       name: release,
       namespace: namespaceOf(stack),
-      labels: managedLabels({ [LABEL_CLUSTER_STACK]: stack.metadata.name, ...(tag ? { 'app.kubernetes.io/part-of': stackPrefix(tag) } : {}) }),
+      labels: managedLabels(named.labels),
+      ...(Object.keys(named.annotations).length > 0 ? { annotations: named.annotations } : {}),
       ownerReferences: [controllerReference(stack as never)],
       finalizers: [FINALIZER],
     },
@@ -94,7 +98,9 @@ function releaseConditions(input: StatusInputs, resolution: StackResolution, dec
 
   const spec = withSpecDefaults(stack.spec);
   let provider: DesiredCondition;
+  const unserved = unservedProviderKind(stack, input.unservedKinds);
   if (spec.noProvider) provider = trueCondition(PROVIDER_RELEASE_READY, 'ProviderNotRequired', 'the ClusterStack has noProvider: true, so no provider release is needed');
+  else if (unserved) provider = falseCondition(PROVIDER_RELEASE_READY, 'ProviderKindNotServed', unserved, 'Error');
   else if (!providerTemplateOf(stack, input.live.providerTemplates)) {
     const ref = spec.providerRef;
     provider = falseCondition(

@@ -7,7 +7,7 @@ import { falseCondition, mergeConditions, trueCondition, type DesiredCondition }
 import { clustersUsingStack, deletionBlockedMessage } from './deletion.js';
 import { eventOnFailure, type EventIntent } from './event-intents.js';
 import { FINALIZER, keyOf } from './owned-objects.js';
-import { providerTemplateOf } from './provider-release-state.js';
+import { providerTemplateOf, unservedProviderKind } from './provider-release-state.js';
 import { releaseDir, type StatusInputs } from './status-inputs.js';
 
 export const RELEASES_RESOLVED = 'ReleasesResolved';
@@ -30,7 +30,7 @@ function resolvedCondition(input: StatusInputs, stack: ClusterStack, resolution:
     return falseCondition(
       RELEASES_RESOLVED,
       'InvalidSpec',
-      `the spec has ${issue.problems.length} problem${issue.problems.length === 1 ? '' : 's'}: ${issue.problems.join('; ')}. Fix the ClusterStack; ${issue.fallback ? 'until then its last valid spec is rendered' : 'nothing is rendered for it until then'}`,
+      `the spec has ${issue.problems.length} problem${issue.problems.length === 1 ? '' : 's'}: ${issue.problems.join('; ')}. Fix the ClusterStack; ${issue.fallback ? 'until then its last valid spec is rendered' : issue.keptPublished ? 'until then its published manifests stay in place, withheld' : 'nothing is rendered for it until then'}`,
       'Error',
     );
   }
@@ -38,7 +38,7 @@ function resolvedCondition(input: StatusInputs, stack: ClusterStack, resolution:
     return falseCondition(
       RELEASES_RESOLVED,
       'ReleaseSourceUnavailable',
-      `${issue.problems.join('; ')}; ${issue.fallback ? 'the last listing is used meanwhile' : 'nothing is published until it answers (the previous output stays in place)'}; the controller retries with backoff`,
+      `${issue.problems.join('; ')}; ${issue.fallback ? 'the last listing is used meanwhile' : 'the releases published before stay in place, withheld, until it answers'}; everything else is published as usual, and the controller retries this source with backoff`,
       'Warning',
     );
   }
@@ -74,6 +74,13 @@ function summaryOf(input: StatusInputs, resolution: StackResolution): ClusterSta
 
 function readyCondition(input: StatusInputs, stack: ClusterStack, resolved: DesiredCondition, summary: ClusterStackReleaseSummary[], blocked: string | undefined): DesiredCondition {
   if (blocked) return falseCondition('Ready', 'DeletionBlocked', blocked, 'Warning');
+  // A provider kind the API server does not serve is a setup problem that explains the rest.
+  const unserved = unservedProviderKind(stack, input.unservedKinds);
+  if (unserved) return falseCondition('Ready', 'ProviderKindNotServed', unserved, 'Error');
+  const unwritten = input.ownedObjectErrors?.get(keyOf(stack));
+  if (unwritten && unwritten.length > 0) {
+    return falseCondition('Ready', 'OwnedObjectsNotWritten', `the API server refused objects this stack owns: ${unwritten.join('; ')}; the controller retries with backoff (check its RBAC and the admission webhooks)`, 'Error');
+  }
   if (resolved.status !== 'True') return { ...resolved, type: 'Ready' };
   const spec = withSpecDefaults(stack.spec);
   if (!spec.noProvider && !providerTemplateOf(stack, input.live.providerTemplates)) {

@@ -50,15 +50,25 @@ function contains(actual: unknown, wanted: unknown): boolean {
   return Object.entries(wanted as Record<string, unknown>).every(([key, value]) => value === undefined || contains((actual as Record<string, unknown>)[key], value));
 }
 
+export interface OwnedObjectDrift {
+  labels?: Record<string, string>;
+  /** Only the annotations we set (a merge patch leaves others alone). */
+  annotations?: Record<string, string>;
+  ownerReferences?: unknown[];
+  spec?: unknown;
+}
+
 /**
  * The metadata and spec fields of `desired` that `live` does not match: labels and owner
  * references we set (others' labels are kept), and the spec when it lacks or differs in a field we
  * set (then replaced as a whole). Undefined when nothing differs.
  */
-export function ownedObjectDrift(live: KubeObject, desired: KubeObject): { labels?: Record<string, string>; ownerReferences?: unknown[]; spec?: unknown } | undefined {
-  const drift: { labels?: Record<string, string>; ownerReferences?: unknown[]; spec?: unknown } = {};
+export function ownedObjectDrift(live: KubeObject, desired: KubeObject): OwnedObjectDrift | undefined {
+  const drift: OwnedObjectDrift = {};
   const labels = desired.metadata.labels ?? {};
   if (Object.entries(labels).some(([key, value]) => live.metadata.labels?.[key] !== value)) drift.labels = { ...live.metadata.labels, ...labels };
+  const annotations = desired.metadata.annotations ?? {};
+  if (Object.entries(annotations).some(([key, value]) => live.metadata.annotations?.[key] !== value)) drift.annotations = annotations;
   const wanted = desired.metadata.ownerReferences ?? [];
   const have = live.metadata.ownerReferences ?? [];
   const missing = wanted.filter((ref) => !have.some((existing) => existing.uid === ref.uid && existing.kind === ref.kind));

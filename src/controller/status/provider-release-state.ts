@@ -5,7 +5,7 @@ import { type ClusterStack, type KubeObject, withSpecDefaults } from '../../api/
 import { groupOf } from '../../inputs/classify-inputs.js';
 import { namespaceOf } from '../../core/resolve-releases.js';
 import { clustersUsingRelease } from './deletion.js';
-import { controllerReference, isManagedByUs, keyOf, LABEL_CLUSTER_STACK, managedLabels, ownerOfKind } from './owned-objects.js';
+import { controllerReference, isManagedByUs, keyOf, LABEL_CLUSTER_STACK, managedLabels, nameLabels, ownerOfKind } from './owned-objects.js';
 import type { StatusInputs } from './status-inputs.js';
 
 export interface DesiredProviderRelease {
@@ -21,6 +21,21 @@ export interface ProviderReleaseChanges {
 /** `OpenStackClusterStackReleaseTemplate` -> `OpenStackClusterStackRelease`. */
 export function providerReleaseKind(templateKind: string): string {
   return templateKind.replace(/Template$/, '');
+}
+
+/**
+ * Why the API server cannot serve a provider-mode stack's template or release kind, if it cannot:
+ * the provider's CRDs are missing, or spec.providerRef names a wrong apiVersion or kind.
+ */
+export function unservedProviderKind(stack: ClusterStack, unserved: Map<string, string> | undefined): string | undefined {
+  const spec = withSpecDefaults(stack.spec);
+  const ref = spec.providerRef;
+  if (spec.noProvider || !ref?.apiVersion || !ref.kind || !unserved) return undefined;
+  for (const kind of [ref.kind, providerReleaseKind(ref.kind)]) {
+    const reason = unserved.get(`${ref.apiVersion}/${kind}`);
+    if (reason !== undefined) return `${kind} (${ref.apiVersion}) is not served: ${reason}; install the provider's CustomResourceDefinitions or fix spec.providerRef.apiVersion and kind`;
+  }
+  return undefined;
 }
 
 /** The template a provider-mode stack references, if it exists. */
@@ -58,13 +73,15 @@ export function desiredProviderReleases(input: StatusInputs): ProviderReleaseCha
     if (template && !stack.metadata.deletionTimestamp) {
       for (const name of kept) {
         const live = ours.find((object) => object.metadata.name === name);
+        const named = nameLabels({ [LABEL_CLUSTER_STACK]: resolution.name });
         const object: KubeObject = {
           apiVersion,
           kind,
           metadata: {
             name,
             namespace: resolution.namespace,
-            labels: managedLabels({ [LABEL_CLUSTER_STACK]: resolution.name }),
+            labels: managedLabels(named.labels),
+            ...(Object.keys(named.annotations).length > 0 ? { annotations: named.annotations } : {}),
             ownerReferences: [controllerReference(stack as never)],
           },
           spec: templateSpec(template),

@@ -25,6 +25,8 @@ export interface StackIssue {
   problems: string[];
   /** The stack was still rendered: from its last valid spec, or from the last listing of its source. */
   fallback: boolean;
+  /** Not resolvable at all now: its published releases are kept, withheld, until it is (see withheld-stacks.ts). */
+  keptPublished?: boolean;
 }
 
 export interface PublishState {
@@ -57,6 +59,10 @@ export interface StatusInputs {
   sync: Map<string, UnitSync>;
   /** The objects of a rendered unit (memoised by the caller). */
   unitObjects: (unit: UnitRecord) => UnitObject[];
+  /** Provider kinds (`apiVersion/Kind`) the API server does not serve, with the reason. */
+  unservedKinds?: Map<string, string>;
+  /** Per ClusterStack (`ns/name`), the objects it owns that the last reconcile could not write, and why. */
+  ownedObjectErrors?: Map<string, string[]>;
 }
 
 export function releaseDir(namespace: string, release: string): string {

@@ -143,6 +143,12 @@ function argoVerdict(object: KubeObject, dir: string, order: RevisionOrder): Uni
   if (phase === 'Failed' || phase === 'Error') {
     return { ...base, state: 'failed', message: `${source}: sync ${phase.toLowerCase()}: ${text(operation['message']) ?? 'no message'}` };
   }
+  // A sync under way (the first sync of a new Application, or of a new revision) is progress: the
+  // live objects differ from Git until it finishes, which is not drift.
+  if (phase === 'Running' || phase === 'Terminating') {
+    const target = text(record(record(operation['operation'])['sync'])['revision']) ?? revision;
+    return { ...base, state: 'progressing', message: `${source} is syncing${target ? ` ${target}` : ''} (${syncStatus}, ${healthStatus})${text(operation['message']) ? `: ${text(operation['message'])}` : ''}` };
+  }
   if (syncStatus === 'OutOfSync') {
     const drifted = [...resources.entries()].filter(([, entry]) => !entry.synced).map(([key]) => key.split('/').slice(1).filter(Boolean).join('/'));
     const which = drifted.length > 0 ? ` (${drifted.slice(0, 5).join(', ')}${drifted.length > 5 ? `, ${drifted.length - 5} more` : ''})` : '';

@@ -10,17 +10,7 @@ export const CAPI_CLUSTERS: WatchedKind = { group: CAPI_API_GROUP, version: 'v1b
 export const FLUX_KUSTOMIZATIONS: WatchedKind = { ...FLUX_KUSTOMIZATION, namespaced: true, optional: true };
 export const ARGO_APPLICATIONS: WatchedKind = { ...ARGO_APPLICATION, namespaced: true, optional: true };
 
-/**
- * A kind named by an object reference (a provider template, a control plane). The plural follows
- * the CRD convention (lowercase kind + "s"), which every Cluster API provider kind uses.
- */
-export function watchedKindOf(apiVersion: string, kind: string): WatchedKind {
-  const slash = apiVersion.indexOf('/');
-  const group = slash < 0 ? '' : apiVersion.slice(0, slash);
-  const version = slash < 0 ? apiVersion : apiVersion.slice(slash + 1);
-  return { group, version, kind, plural: `${kind.toLowerCase()}s`, namespaced: true, optional: true };
-}
-
+/** `group/version/plural`: the identity of a kind, whatever namespace it is watched in. */
 export function kindId(kind: Pick<WatchedKind, 'group' | 'version' | 'plural'>): string {
   return `${kind.group}/${kind.version}/${kind.plural}`;
 }

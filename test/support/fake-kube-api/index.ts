@@ -13,6 +13,7 @@ import { FakeKubeApiServer, type FakeKubeApiOptions, type FaultSpec, type Reques
 export type { KubeObject, ObjectMeta, OwnerReference } from './kube-object.js';
 export type { ResourceDefinition } from './resources.js';
 export type { FakeKubeApiOptions, FaultSpec, RequestRecord } from './server.js';
+export { serviceAccountUser, type FakeUser } from './rbac.js';
 export type { Status } from './status.js';
 
 /** Anything shaped like a Kubernetes object: a plain object or a client-node model. */
@@ -25,10 +26,13 @@ export interface SeedObject {
 export interface FakeKubeApi {
   /** `http://127.0.0.1:<port>`; stays the same across stop() and restart(). */
   readonly url: string;
-  /** A fresh KubeConfig for this server (http with skipTLSVerify, a bearer token, namespace `default`). */
-  kubeConfig(): KubeConfig;
+  /**
+   * A fresh KubeConfig for this server (http with skipTLSVerify, a bearer token, namespace
+   * `default`); `token` picks one of the `users` tokens instead of the admin's.
+   */
+  kubeConfig(token?: string): KubeConfig;
   /** The same configuration as kubeconfig YAML, for code that loads a file. */
-  kubeConfigYaml(): string;
+  kubeConfigYaml(token?: string): string;
   /** Stops the server for good. */
   close(): Promise<void>;
 
@@ -80,11 +84,11 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions = {}): Promis
     server.objects.create(typeOf('v1', 'Namespace'), undefined, { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
   }
 
-  const kubeConfig = (): KubeConfig => {
+  const kubeConfig = (as: string = token): KubeConfig => {
     const kc = new KubeConfig();
     kc.loadFromOptions({
       clusters: [{ name: 'fake', server: server.url, skipTLSVerify: true }],
-      users: [{ name: 'fake', token }],
+      users: [{ name: 'fake', token: as }],
       contexts: [{ name: 'fake', cluster: 'fake', user: 'fake', namespace: 'default' }],
       currentContext: 'fake',
     });
@@ -96,7 +100,7 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions = {}): Promis
       return server.url;
     },
     kubeConfig,
-    kubeConfigYaml: () => yaml.dump(JSON.parse(kubeConfig().exportConfig())),
+    kubeConfigYaml: (as?: string) => yaml.dump(JSON.parse(kubeConfig(as).exportConfig())),
     close: () => server.stop(),
     registerResource: (definition) => void server.registry.register(definition),
     seed: (input) => {

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { clone, isPlainObject, jsonEqual, specPart, type KubeObject } from './kube-object.js';
 import { parseFieldSelector, parseLabelSelector } from './label-selector.js';
 import { applyJsonPatch, applyMergePatch, PatchError, PatchFormatError } from './patch.js';
-import { validateName, type ResourceRegistry, type ResourceType } from './resources.js';
+import { validateLabels, validateName, type ResourceRegistry, type ResourceType } from './resources.js';
 import {
   alreadyExists,
   ApiError,
@@ -291,7 +291,7 @@ export class ObjectApi {
 
   private prepareAndValidate(type: ResourceType, obj: KubeObject): void {
     type.prepare?.(obj);
-    const causes: StatusCause[] = [...validateName(obj.metadata.name ?? ''), ...(type.validate?.(obj) ?? [])];
+    const causes: StatusCause[] = [...validateName(obj.metadata.name ?? ''), ...validateLabels(obj.metadata.labels), ...(type.validate?.(obj) ?? [])];
     if (causes.length > 0) throw invalid(type, obj.metadata.name ?? '', causes);
   }
 

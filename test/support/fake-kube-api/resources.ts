@@ -1,5 +1,6 @@
 /** The resource types the fake serves, and the discovery documents that describe them. */
 import type { KubeObject } from './kube-object.js';
+import { RBAC_RESOURCES } from './rbac.js';
 import { fieldInvalid, fieldRequired, badRequest, type StatusCause } from './status.js';
 
 /** What a test (or a CRD) declares to make a kind servable. */
@@ -114,6 +115,7 @@ const CORE: ResourceType[] = [
   toResourceType({ group: '', version: 'v1', kind: 'Event', plural: 'events', namespaced: true, shortNames: ['ev'] }, true, { validate: validateCoreEvent }),
   toResourceType({ group: 'coordination.k8s.io', version: 'v1', kind: 'Lease', plural: 'leases', namespaced: true }, true),
   toResourceType({ group: 'events.k8s.io', version: 'v1', kind: 'Event', plural: 'events', namespaced: true, shortNames: ['ev'] }, true, { validate: validateEventsV1 }),
+  ...RBAC_RESOURCES.map((definition) => toResourceType(definition, true)),
 ];
 
 /** The CRDs a clusterstack controller meets in a management cluster. */
@@ -146,6 +148,35 @@ export function validateName(name: string): StatusCause[] {
     ];
   }
   return [];
+}
+
+const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
+const LABEL_NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/**
+ * metadata.labels rules of the real server (apimachinery's ValidateLabels): a value of at most 63
+ * characters, alphanumeric at both ends; a key `[prefix/]name` with a name of at most 63 characters.
+ */
+export function validateLabels(labels: Record<string, unknown> | undefined): StatusCause[] {
+  const causes: StatusCause[] = [];
+  for (const [key, value] of Object.entries(labels ?? {})) {
+    const slash = key.lastIndexOf('/');
+    const prefix = slash < 0 ? undefined : key.slice(0, slash);
+    const name = slash < 0 ? key : key.slice(slash + 1);
+    if (name.length > 63 || !LABEL_NAME.test(name) || (prefix !== undefined && (prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix)))) {
+      causes.push(fieldInvalid('metadata.labels', key, "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"));
+    }
+    if (typeof value !== 'string') {
+      causes.push(fieldInvalid(`metadata.labels`, value, 'label values must be strings'));
+      continue;
+    }
+    if (value.length > 63) causes.push(fieldInvalid('metadata.labels', value, 'must be no more than 63 characters'));
+    else if (!LABEL_VALUE.test(value)) {
+      causes.push(fieldInvalid('metadata.labels', value, "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"));
+    }
+  }
+  return causes;
 }
 
 /** The set of servable resources, looked up by URL segments or by apiVersion and kind. */

@@ -12,6 +12,7 @@ import {
   type ResourceDefinition,
   type ResourceType,
 } from './resources.js';
+import { authorize, type FakeUser, type RequestAttributes } from './rbac.js';
 import { ApiError, badRequest, failureStatus } from './status.js';
 import { ObjectStore } from './store.js';
 import { WatchHub, type WatchEvent } from './watch.js';
@@ -27,6 +28,12 @@ export interface FakeKubeApiOptions {
   now?: () => Date;
   /** Create missing namespaces on the fly instead of answering 404 like a real server. Default false. */
   autoCreateNamespaces?: boolean;
+  /**
+   * Further bearer tokens and whose they are. Requests with one of them are authorized by RBAC
+   * (Roles, ClusterRoles and their bindings in the store; 403 Forbidden otherwise); the admin token
+   * (`token`, default `fake-token`) stays `system:masters` and may do anything.
+   */
+  users?: Record<string, FakeUser>;
 }
 
 /** One request as the server saw it. */
@@ -161,9 +168,7 @@ export class FakeKubeApiServer {
       res.end(JSON.stringify(body));
     };
     try {
-      if (this.options.token !== undefined && req.headers.authorization !== `Bearer ${this.options.token}`) {
-        throw new ApiError(failureStatus(401, 'Unauthorized', 'Unauthorized'));
-      }
+      const user = this.authenticate(req.headers.authorization);
       const fault = this.takeFault(method, url.pathname + url.search);
       if (fault) {
         const details = fault.retryAfterSeconds !== undefined ? { retryAfterSeconds: fault.retryAfterSeconds } : undefined;
@@ -178,6 +183,7 @@ export class FakeKubeApiServer {
       }
       const body = await readBody(req);
       const watch = url.searchParams.get('watch');
+      if (user) this.authorizeRequest(user, method, url);
       if (method === 'GET' && (watch === 'true' || watch === '1')) {
         this.serveWatch(res, url, record);
         return;
@@ -188,6 +194,31 @@ export class FakeKubeApiServer {
       if (err instanceof ApiError) reply(err.code, err.status);
       else reply(500, failureStatus(500, `Internal error occurred: ${err instanceof Error ? err.message : String(err)}`, 'InternalError'));
     }
+  }
+
+  /** The user behind a bearer token: undefined for the admin (no RBAC check); 401 for an unknown token. */
+  private authenticate(authorization: string | undefined): FakeUser | undefined {
+    const token = authorization?.startsWith('Bearer ') ? authorization.slice('Bearer '.length) : undefined;
+    const user = token !== undefined ? this.options.users?.[token] : undefined;
+    if (user) return user;
+    const strict = this.options.token !== undefined || this.options.users !== undefined;
+    if (strict && token !== (this.options.token ?? 'fake-token')) throw new ApiError(failureStatus(401, 'Unauthorized', 'Unauthorized'));
+    return undefined;
+  }
+
+  /** RBAC for resource requests; discovery is open to every authenticated user (system:discovery). */
+  private authorizeRequest(user: FakeUser, method: string, url: URL): void {
+    const segments = url.pathname.split('/').filter(Boolean).map(decodeURIComponent);
+    if (this.discovery(segments) !== undefined) return;
+    const target = this.resolve(segments);
+    const watch = url.searchParams.get('watch') === 'true' || url.searchParams.get('watch') === '1';
+    const collection = target.name === undefined;
+    const verbs: Record<string, string> = { GET: watch ? 'watch' : collection ? 'list' : 'get', POST: 'create', PUT: 'update', PATCH: 'patch', DELETE: collection ? 'deletecollection' : 'delete' };
+    const attributes: RequestAttributes = { verb: verbs[method] ?? method.toLowerCase(), group: target.type.group, resource: target.type.plural };
+    if (target.subresource) attributes.subresource = target.subresource;
+    if (target.namespace !== undefined) attributes.namespace = target.namespace;
+    if (target.name !== undefined) attributes.name = target.name;
+    authorize(this.store, user, attributes);
   }
 
   private route(method: string, url: URL, body: unknown, contentType: string | undefined): [number, unknown] {

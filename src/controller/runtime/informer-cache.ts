@@ -1,0 +1,145 @@
+// The controller's view of the cluster: informers for the kinds watched from the start, plus sets
+// started on demand for kinds found at run time (provider kinds, control planes), found through
+// discovery. In namespaced mode every namespaced kind is listed and watched in that namespace
+// only, so a Role there is all the controller needs.
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import type { KubeObject } from '../../api/types.js';
+import { InformerSet } from '../informer-set.js';
+import type { ObjectCache, WatchedKind, WatchEvent } from '../runtime-contract.js';
+import { kindId } from '../status/watched-kinds.js';
+import { discoverWithClient, KindDiscovery, kindRefKey, type KindLookup, type KindRef } from './kind-discovery.js';
+
+/** An informer cache that can take on kinds found at run time (provider kinds, control planes). */
+export interface KindCache extends ObjectCache {
+  /** How the API server serves these kinds (plural, scope), or why it does not. */
+  resolveKinds(refs: KindRef[]): Promise<Map<string, KindLookup>>;
+  /** Watches these kinds too (idempotent); true once each has listed or is known not to be served. */
+  ensureWatched(kinds: WatchedKind[]): boolean;
+}
+
+export interface InformerCacheOptions {
+  kubeConfig: KubeConfig;
+  /** Kinds watched from the start (with their namespace, if only one). */
+  kinds: WatchedKind[];
+  onEvent: (event: WatchEvent) => void;
+  logger: Logger;
+  onRestart?: (kind: WatchedKind) => void;
+  /** How long a newly watched kind may take to list before reconciles go on without it. Default 10 s. */
+  listGraceMs?: number;
+  /** Namespaced kinds found at run time are watched in this namespace only (namespaced mode). */
+  namespace?: string;
+  discovery?: KindDiscovery;
+}
+
+/** The runtime's informers, plus sets started on demand for kinds found at run time. */
+export class InformerCache implements KindCache {
+  private readonly core: InformerSet;
+  private readonly watched: WatchedKind[];
+  private readonly dynamic = new Map<string, InformerSet>();
+  private readonly since = new Map<string, number>();
+  private readonly givenUp = new Set<string>();
+  private readonly listGraceMs: number;
+  private readonly discovery: KindDiscovery;
+  private running = false;
+
+  constructor(private readonly options: InformerCacheOptions) {
+    this.watched = [...options.kinds];
+    this.listGraceMs = options.listGraceMs ?? 10_000;
+    this.discovery = options.discovery ?? new KindDiscovery(discoverWithClient(options.kubeConfig));
+    this.core = this.makeSet(options.kinds);
+  }
+
+  private makeSet(kinds: WatchedKind[]): InformerSet {
+    return new InformerSet({ kubeConfig: this.options.kubeConfig, kinds, onEvent: this.options.onEvent, logger: this.options.logger, ...(this.options.onRestart ? { onRestart: this.options.onRestart } : {}) });
+  }
+
+  async start(): Promise<void> {
+    this.running = true;
+    await this.core.start();
+    await Promise.all([...this.dynamic.values()].map((set) => set.start()));
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    await Promise.all([this.core.stop(), ...[...this.dynamic.values()].map((set) => set.stop())]);
+  }
+
+  whenSynced(signal?: AbortSignal): Promise<void> {
+    return this.core.whenSynced(signal);
+  }
+
+  synced(): boolean {
+    return this.core.synced();
+  }
+
+  /** Every watched entry of a kind (one per namespace it is watched in) and the set holding it. */
+  private entriesOf(kind: Pick<WatchedKind, 'group' | 'version' | 'plural'>): [WatchedKind, InformerSet][] {
+    const id = kindId(kind);
+    const entries: [WatchedKind, InformerSet][] = [];
+    for (const watched of this.watched) {
+      if (kindId(watched) !== id) continue;
+      const set = this.dynamic.get(this.entryId(watched)) ?? this.core;
+      entries.push([watched, set]);
+    }
+    return entries;
+  }
+
+  private entryId(kind: WatchedKind): string {
+    return `${kindId(kind)}@${kind.namespace ?? '*'}`;
+  }
+
+  list(kind: WatchedKind): KubeObject[] {
+    const entries = this.entriesOf(kind);
+    const objects = entries.flatMap(([watched, set]) => set.list(watched));
+    if (entries.length <= 1) return objects;
+    const order = (o: KubeObject) => `${o.metadata.namespace ?? ''}\u0000${o.metadata.name}`;
+    return objects.sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0));
+  }
+
+  get(kind: WatchedKind, namespace: string | undefined, name: string): KubeObject | undefined {
+    for (const [watched, set] of this.entriesOf(kind)) {
+      const found = set.get(watched, namespace, name);
+      if (found) return found;
+    }
+    return undefined;
+  }
+
+  async resolveKinds(refs: KindRef[]): Promise<Map<string, KindLookup>> {
+    const result = new Map<string, KindLookup>();
+    for (const ref of refs) {
+      const key = kindRefKey(ref);
+      if (result.has(key)) continue;
+      const lookup = await this.discovery.lookup(ref);
+      if (lookup.served && lookup.kind.namespaced && this.options.namespace !== undefined) result.set(key, { served: true, kind: { ...lookup.kind, namespace: this.options.namespace } });
+      else result.set(key, lookup);
+    }
+    return result;
+  }
+
+  ensureWatched(kinds: WatchedKind[]): boolean {
+    let ready = true;
+    for (const kind of kinds) {
+      const id = this.entryId(kind);
+      let set = this.entriesOf(kind).find(([watched]) => (watched.namespace ?? '*') === (kind.namespace ?? '*'))?.[1];
+      if (!set) {
+        set = this.makeSet([kind]);
+        this.watched.push(kind);
+        this.dynamic.set(id, set);
+        this.since.set(id, Date.now());
+        this.options.logger.info({ kind: kind.kind, apiVersion: `${kind.group}/${kind.version}`, plural: kind.plural, namespace: kind.namespace ?? 'all' }, 'Watching a kind named by a ClusterStack or Cluster');
+        if (this.running) void set.start();
+      }
+      if (set === this.core || set.isServed(kind) !== undefined) continue;
+      // A kind that keeps failing (no RBAC rule for it, say) must not hold every reconcile back:
+      // after a grace period the controller goes on without it, and the informer keeps retrying.
+      const waited = Date.now() - (this.since.get(id) ?? 0);
+      if (waited < this.listGraceMs) ready = false;
+      else if (!this.givenUp.has(id)) {
+        this.givenUp.add(id);
+        this.options.logger.warn({ kind: kind.kind, apiVersion: `${kind.group}/${kind.version}`, waitedMs: waited }, 'A watched kind has not listed; going on without it (check the RBAC rules for it)');
+      }
+    }
+    return ready;
+  }
+}

@@ -1,0 +1,157 @@
+// A management cluster for controller tests: the fake API server, a bare Git remote, copies of the
+// quickstart releases, and a function that starts the controller runtime against them with a
+// release source that the test can make fail or hang.
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { pino } from 'pino';
+import { GitPublisher } from '../../gitops/git-publisher.js';
+import { GitHistoryReader } from '../../gitops/git-history.js';
+import { createHelmDependencies } from '../../renderers/helm-dependencies.js';
+import type { Condition, KubeObject } from '../../src/api/types.js';
+import { runController, type ControllerRuntime, type ControllerRuntimeOptions } from '../../src/controller/controller.js';
+import { createKubeClient } from '../../src/controller/kube-client.js';
+import { ReleaseSourceError } from '../../src/release/release-source.js';
+import { createSourceOpener, type SourceOpener } from '../../src/sources/open-release-source.js';
+import { copyExampleReleases } from './cli.js';
+import { startFakeKubeApi, type FakeKubeApi, type FakeKubeApiOptions } from './fake-kube-api/index.js';
+import { GitSandbox } from './git-repos.js';
+
+export const GROUP = { group: 'clusterstack.x-k8s.io', version: 'v1alpha1' } as const;
+export const CAPI = { group: 'cluster.x-k8s.io', version: 'v1beta1' } as const;
+export const MERGE = () => setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+/** Polls `check` every 20 ms (the controller works on its own; tests only look). */
+export async function waitFor(check: () => boolean, what: string, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+export function condition(object: KubeObject | undefined, type: string): Condition | undefined {
+  return ((object as { status?: { conditions?: Condition[] } } | undefined)?.status?.conditions ?? []).find((c) => c.type === type);
+}
+
+export function aStack(name: string, namespace: string, spec: Record<string, unknown> = {}): KubeObject {
+  return { apiVersion: 'clusterstack.x-k8s.io/v1alpha1', kind: 'ClusterStack', metadata: { name, namespace }, spec: { provider: 'docker', name: 'ferrol', kubernetesVersion: '1.30', versions: ['v2'], noProvider: true, ...spec } };
+}
+
+export function aCluster(name: string, namespace: string, className: string): KubeObject {
+  return {
+    apiVersion: 'cluster.x-k8s.io/v1beta1',
+    kind: 'Cluster',
+    metadata: { name, namespace },
+    spec: { controlPlaneEndpoint: { host: `${name}.test`, port: 6443 }, clusterNetwork: { pods: { cidrBlocks: ['10.0.0.0/16'] } }, topology: { class: className, version: 'v1.30.4' } },
+  };
+}
+
+export interface ControllerFixture {
+  api: FakeKubeApi;
+  git: GitSandbox;
+  remote: string;
+  work: string;
+  /** A private copy of the quickstart releases (the default release source). */
+  releases: string;
+  custom: CustomObjectsApi;
+  /** Release source locations that fail (reject) or hang (never answer), for listing and download. */
+  down: Map<string, 'fail' | 'hang'>;
+  /** Starts a controller runtime; `name` keeps its clone and caches apart from other runs. */
+  start(name: string, overrides?: Partial<ControllerRuntimeOptions>): Promise<ControllerRuntime>;
+  createNamespace(name: string): Promise<void>;
+  create(object: KubeObject): Promise<void>;
+  get(kind: string, namespace: string, name: string): KubeObject | undefined;
+  /** Files under management/ and clusters/ on the branch. */
+  published(): Record<string, string>;
+  cleanup(): Promise<void>;
+}
+
+export async function startControllerFixture(options: { api?: FakeKubeApiOptions } = {}): Promise<ControllerFixture> {
+  const api = await startFakeKubeApi(options.api);
+  const git = new GitSandbox();
+  const remote = git.bareRepo('gitops');
+  const work = await mkdtemp(path.join(os.tmpdir(), 'csk-fixture-'));
+  const releases = await copyExampleReleases();
+  const kubeConfig = api.kubeConfig();
+  const custom = kubeConfig.makeApiClient(CustomObjectsApi);
+  const down = new Map<string, 'fail' | 'hang'>();
+  const runtimes: ControllerRuntime[] = [];
+  const unreachable = (location: string) => {
+    const mode = down.get(location);
+    if (mode === 'hang') return new Promise<never>(() => undefined);
+    return Promise.reject(new ReleaseSourceError('unavailable', `${location} answered 503 Service Unavailable`));
+  };
+  const openerFor = (cacheDir: string): SourceOpener => {
+    const open = createSourceOpener({ cacheDir });
+    return (location) => {
+      const inner = open(location);
+      return {
+        location: inner.location,
+        list: () => (down.has(location) ? unreachable(location) : inner.list()),
+        fetch: (tag) => (down.has(location) ? unreachable(location) : inner.fetch(tag)),
+      };
+    };
+  };
+  const author = { name: 'clusterstack', email: 'clusterstack@example.test' };
+  const env = { PATH: process.env.PATH ?? '', HOME: work };
+
+  const fixture: ControllerFixture = {
+    api,
+    git,
+    remote,
+    work,
+    releases,
+    custom,
+    down,
+    async start(name, overrides = {}) {
+      const dir = path.join(work, name);
+      const runtimeKubeConfig = overrides.kubeConfig ?? kubeConfig;
+      const runtime = await runController({
+        kubeConfig: runtimeKubeConfig,
+        kube: createKubeClient({ kubeConfig: runtimeKubeConfig, identity: name }),
+        publisher: new GitPublisher({ repository: remote, branch: 'main', path: '', workDir: path.join(dir, 'clone'), author, env }),
+        history: new GitHistoryReader({ repository: remote, branch: 'main', path: '', workDir: path.join(dir, 'history'), author, env }),
+        revisionKind: 'commit',
+        defaultSource: releases,
+        openSource: openerFor(path.join(dir, 'cache')),
+        workDir: path.join(dir, 'cache'),
+        helm: createHelmDependencies({ pathEnv: process.env.PATH ?? '', workDir: path.join(dir, 'helm') }),
+        secrets: 'refuse',
+        engine: 'none',
+        outputPath: '',
+        argocdNamespace: 'argocd',
+        logger: process.env.CSK_TEST_LOG ? pino({ level: 'debug' }, pino.destination(process.env.CSK_TEST_LOG)) : pino({ level: 'silent' }),
+        batchWindowMs: 100,
+        listingWaitMs: 300,
+        ...overrides,
+      });
+      runtimes.push(runtime);
+      return runtime;
+    },
+    async createNamespace(name) {
+      await kubeConfig.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name } } });
+    },
+    async create(object) {
+      const plural = object.kind === 'Cluster' ? 'clusters' : `${object.kind.toLowerCase()}s`;
+      const group = object.kind === 'Cluster' ? CAPI : GROUP;
+      await custom.createNamespacedCustomObject({ ...group, plural, namespace: object.metadata.namespace ?? 'default', body: object });
+    },
+    get(kind, namespace, name) {
+      const apiVersion = kind === 'Cluster' ? 'cluster.x-k8s.io/v1beta1' : 'clusterstack.x-k8s.io/v1alpha1';
+      return api.get(apiVersion, kind, namespace, name) as KubeObject | undefined;
+    },
+    published() {
+      return Object.fromEntries(Object.entries(git.files(remote, 'main')).filter(([file]) => file.startsWith('management/') || file.startsWith('clusters/')));
+    },
+    async cleanup() {
+      for (const runtime of runtimes.reverse()) await runtime.stop();
+      await api.close();
+      git.cleanup();
+      await rm(work, { recursive: true, force: true });
+      await rm(releases, { recursive: true, force: true });
+    },
+  };
+  return fixture;
+}

@@ -1,0 +1,102 @@
+// The controller as a real process, for fault tests that kill it: the CLI bundled once with esbuild
+// (tsx's compiler, already installed; dependencies stay in node_modules) so that a process starts
+// in about a second, spawned in its own process group so that a kill takes its git and helm
+// children with it, as a pod's death does.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+
+const BUNDLE_DIR = path.resolve('node_modules/.cache/clusterstack-test');
+
+/** Bundles src/cli/main.ts into node_modules/.cache (so package imports resolve) and returns its path. */
+export function bundleCli(): string {
+  const esbuild = path.resolve('node_modules/.bin/esbuild');
+  if (!existsSync(esbuild)) throw new Error('node_modules/.bin/esbuild is missing (it comes with tsx): run npm ci');
+  mkdirSync(BUNDLE_DIR, { recursive: true });
+  const outfile = path.join(BUNDLE_DIR, `main-${process.pid}.mjs`);
+  const run = spawnSync(esbuild, ['src/cli/main.ts', '--bundle', '--platform=node', '--format=esm', '--packages=external', '--log-level=warning', `--outfile=${outfile}`], { encoding: 'utf8' });
+  if (run.status !== 0) throw new Error(`esbuild failed: ${run.stderr}`);
+  return outfile;
+}
+
+export interface ControllerProcess {
+  readonly child: ChildProcess;
+  /** Log lines (pino JSON) so far. */
+  readonly lines: Record<string, unknown>[];
+  readonly stderr: string[];
+  /** Resolves with the first log line matching, or rejects after `timeoutMs` or when the process ends. */
+  waitForLine(match: (line: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
+  /** SIGKILL to the whole process group; resolves once the process is gone. */
+  killHard(): Promise<void>;
+  /** SIGTERM; resolves with the exit code. */
+  terminate(): Promise<number | null>;
+  readonly exited: Promise<number | null>;
+}
+
+/** Starts `node <bundle> controller <args>` with exactly `env`. */
+export function spawnController(bundle: string, args: string[], env: Record<string, string>): ControllerProcess {
+  const child = spawn(process.execPath, [bundle, 'controller', ...args], { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const lines: Record<string, unknown>[] = [];
+  const stderr: string[] = [];
+  const waiters: { match: (line: Record<string, unknown>) => boolean; resolve: (line: Record<string, unknown>) => void }[] = [];
+  let buffer = '';
+  child.stdout!.on('data', (chunk: Buffer) => {
+    buffer += chunk.toString('utf8');
+    let newline: number;
+    while ((newline = buffer.indexOf('\n')) >= 0) {
+      const text = buffer.slice(0, newline);
+      buffer = buffer.slice(newline + 1);
+      let line: Record<string, unknown>;
+      try {
+        line = JSON.parse(text) as Record<string, unknown>;
+      } catch {
+        continue;
+      }
+      lines.push(line);
+      for (const waiter of [...waiters]) {
+        if (!waiter.match(line)) continue;
+        waiters.splice(waiters.indexOf(waiter), 1);
+        waiter.resolve(line);
+      }
+    }
+  });
+  child.stderr!.on('data', (chunk: Buffer) => stderr.push(chunk.toString('utf8')));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return {
+    child,
+    lines,
+    stderr,
+    exited,
+    waitForLine(match, timeoutMs = 20_000) {
+      const seen = lines.find(match);
+      if (seen) return Promise.resolve(seen);
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no matching log line within ${timeoutMs} ms; stderr: ${stderr.join('').slice(-2000)}`)), timeoutMs);
+        const waiter = {
+          match,
+          resolve: (line: Record<string, unknown>) => {
+            clearTimeout(timer);
+            resolve(line);
+          },
+        };
+        waiters.push(waiter);
+        void exited.then((code) => {
+          clearTimeout(timer);
+          reject(new Error(`the controller exited (${code}) before the log line; stderr: ${stderr.join('').slice(-2000)}`));
+        });
+      });
+    },
+    async killHard() {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+      await exited;
+    },
+    async terminate() {
+      child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
