@@ -5,6 +5,7 @@ import type { RenderSummary } from '../src/render/render-output.js';
 
 const SUMMARY: RenderSummary = {
   inputDigest: 'sha256:abc',
+  notes: [],
   stacks: [
     {
       namespace: 'cs',

@@ -45,7 +45,7 @@ function stageUnit(cluster: string, tag: string, stage: string, order: number): 
 }
 
 function renderOf(units: UnitRecord[], withheld: WithheldEntry[] = []): RenderOutcome {
-  return { tree: new Map(), provenance: { units, withheld } as unknown as RenderOutcome['provenance'], summary: {} as RenderOutcome['summary'], withheld, stats: { unitsRendered: 0, unitsReused: 0 } };
+  return { tree: new Map(), provenance: { units, withheld } as unknown as RenderOutcome['provenance'], summary: {} as RenderOutcome['summary'], withheld, notes: [], stats: { unitsRendered: 0, unitsReused: 0 } };
 }
 
 function published(units: UnitRecord[], overrides: Partial<PublishState> = {}): PublishState {
