@@ -1,7 +1,7 @@
 // Argo CD reaches workload clusters through cluster Secrets. The controller makes one per Cluster
 // from CAPI's `<cluster>-kubeconfig` Secret, in the cluster only (never in Git). Pure: the caller
 // reads and writes the Secrets; nothing here logs or returns credentials in messages.
-import * as yaml from 'js-yaml';
+import { decodeYamlDocument } from '../../yaml/kube-yaml.js';
 import { LABEL_CLUSTER_NAME, LABEL_CLUSTER_NAMESPACE, labelValue, managedLabels } from './owned-objects.js';
 
 export const ARGOCD_SECRET_TYPE_LABEL = 'argocd.argoproj.io/secret-type';
@@ -51,7 +51,7 @@ function str(value: unknown): string | undefined {
 export function credentialsFromKubeconfig(text: string, what: string): ClusterCredentials {
   let document: unknown;
   try {
-    document = yaml.load(text);
+    document = decodeYamlDocument(text).value;
   } catch {
     throw new KubeconfigError(`${what} does not hold a readable kubeconfig (invalid YAML)`);
   }

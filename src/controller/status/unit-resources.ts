@@ -1,6 +1,6 @@
 // The objects a rendered unit holds, as ResourceStatus entries, with their sync state from the
 // GitOps engine. Pure: reads the rendered tree already in memory.
-import * as yaml from 'js-yaml';
+import { decodeYamlDocument } from '../../yaml/kube-yaml.js';
 import type { ResourceStatus } from '../../api/types.js';
 import type { RenderedTree } from '../../../gitops/publisher.js';
 import type { UnitRecord } from '../../render/render-output.js';
@@ -22,7 +22,7 @@ export function unitObjects(tree: RenderedTree, unit: Pick<UnitRecord, 'dir' | '
     if (content === undefined) continue;
     let document: unknown;
     try {
-      document = yaml.load(content);
+      document = decodeYamlDocument(content).value;
     } catch {
       continue; // we wrote these files; a damaged one shows up in the render, not here
     }
