@@ -1,0 +1,78 @@
+// Failures are typed by what happens next, and one table says what each kind does everywhere: the
+// controller's requeue, the condition reasons and event types it writes, the health Argo CD shows
+// for our objects (the Lua scripts are generated from this table), and the CLI's exit code.
+//
+//   fix-input  a person must change an input, a chart or the configuration: stalled, no retry
+//              until the inputs change (a refused Secret, a chart that fails, an invalid spec)
+//   retry      something outside failed and may work later: backoff with jitter, bounded
+//              (a registry down, a rate limit, a rejected push, a helm timeout)
+//   wait       a dependency is not ready yet: requeue when its signal comes (a provider release
+//              not ready, a Cluster without its control-plane endpoint)
+//   internal   a bug of ours: reported as such, retried with backoff
+
+export type FailureKind = 'fix-input' | 'retry' | 'wait' | 'internal';
+
+export interface FailureReaction {
+  /** When the controller looks again. */
+  requeue: 'when-inputs-change' | 'backoff' | 'on-signal';
+  /** Kubernetes event type. */
+  eventType: 'Warning' | 'Normal';
+  /** What Argo CD shows for an object whose Ready condition is False with a reason of this kind. */
+  argoHealth: 'Degraded' | 'Progressing';
+  /** `clusterstack` exit code when a command ends with this kind of failure. */
+  exitCode: number;
+  /**
+   * Condition reasons of this kind end with one of these: PascalCase words a reason is built from
+   * (`PublishRetrying`, `ChartRenderFailed`), so anyone reading a reason, and the health scripts,
+   * can tell the kind without our code.
+   */
+  reasonSuffixes: readonly string[];
+}
+
+export const FAILURE_REACTIONS: Readonly<Record<FailureKind, FailureReaction>> = {
+  'fix-input': { requeue: 'when-inputs-change', eventType: 'Warning', argoHealth: 'Degraded', exitCode: 1, reasonSuffixes: ['Invalid', 'Failed', 'NotFound', 'Refused'] },
+  retry: { requeue: 'backoff', eventType: 'Warning', argoHealth: 'Progressing', exitCode: 3, reasonSuffixes: ['Retrying', 'Unavailable'] },
+  wait: { requeue: 'on-signal', eventType: 'Normal', argoHealth: 'Progressing', exitCode: 0, reasonSuffixes: ['Waiting', 'Pending', 'NotReady'] },
+  internal: { requeue: 'backoff', eventType: 'Warning', argoHealth: 'Degraded', exitCode: 4, reasonSuffixes: ['InternalError'] },
+};
+
+/** The CLI's exit codes, for help texts and the README. */
+export const EXIT_CODES: readonly { code: number; meaning: string }[] = [
+  { code: 0, meaning: 'done (units that must wait, e.g. for a provider, are withheld and listed)' },
+  { code: 1, meaning: 'an input, chart or setting needs a fix (the message says which); retrying alone will not help' },
+  { code: 2, meaning: 'the command line is wrong' },
+  { code: 3, meaning: 'something outside failed (a registry, GitHub, a Git remote, a helm timeout); retrying later may help' },
+  { code: 4, meaning: 'an internal error: a bug, please report it with the message' },
+];
+
+/** An error that says what should happen next. */
+export class Failure extends Error {
+  constructor(
+    readonly failureKind: FailureKind,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'Failure';
+  }
+}
+
+/**
+ * The kind of any error: its own `failureKind` when it declares one, else its `retryable` flag
+ * (sources and publishers set it), else internal.
+ */
+export function failureKindOf(error: unknown): FailureKind {
+  const declared = (error as { failureKind?: unknown } | null)?.failureKind;
+  if (declared === 'fix-input' || declared === 'retry' || declared === 'wait' || declared === 'internal') return declared;
+  const retryable = (error as { retryable?: unknown } | null)?.retryable;
+  if (typeof retryable === 'boolean') return retryable ? 'retry' : 'fix-input';
+  return 'internal';
+}
+
+/** The kind a condition reason stands for, by its suffix; undefined for success reasons. */
+export function failureKindOfReason(reason: string): FailureKind | undefined {
+  for (const [kind, reaction] of Object.entries(FAILURE_REACTIONS) as [FailureKind, FailureReaction][]) {
+    if (reaction.reasonSuffixes.some((suffix) => reason.endsWith(suffix))) return kind;
+  }
+  return undefined;
+}
