@@ -10,6 +10,8 @@ import { PullRequestPublisher } from '../../gitops/pull-request-publisher.js';
 import { parseGitOpsEngine, type WiringOptions } from '../../gitops/wiring/render-wiring.js';
 import type { Config } from '../config.js';
 import { sha256Hex } from '../release/content-digest.js';
+import { fetchWithTimeout } from '../sources/http-retry.js';
+import { createConnectingFetch } from '../sources/remote-fetch.js';
 import { UsageError } from './cli-io.js';
 
 export interface OutputSettings {
@@ -66,6 +68,9 @@ export function createOutputPublisher(settings: OutputSettings, config: Readonly
       reference: settings.oci,
       plainHttp: settings.plainHttp ?? false,
       tempDir: config.cacheDir,
+      fetch: createConnectingFetch(config.timeouts.connectMs),
+      timeoutMs: config.timeouts.readMs,
+      totalTimeoutMs: config.timeouts.totalMs,
       ...(settings.ociSource ? { source: settings.ociSource } : {}),
       ...(config.registryUsername && config.registryPassword ? { credentials: { username: config.registryUsername, password: config.registryPassword } } : {}),
     });
@@ -76,7 +81,7 @@ export function createOutputPublisher(settings: OutputSettings, config: Readonly
   if (settings.pullRequest) {
     return new PullRequestPublisher({
       git: { repository, baseBranch: settings.branch, path: settings.path, workDir: path.join(config.cacheDir, 'git-pr', sha256Hex(`${repository}\n${settings.branch}\n${settings.path}`).slice(0, 16)), author, ...common },
-      github: { ...(config.githubApiUrl ? { baseUrl: config.githubApiUrl } : {}), ...(config.githubToken ? { token: config.githubToken } : {}), ...githubRepository(settings.githubRepo) },
+      github: { fetch: fetchWithTimeout(createConnectingFetch(config.timeouts.connectMs), config.timeouts.readMs), ...(config.githubApiUrl ? { baseUrl: config.githubApiUrl } : {}), ...(config.githubToken ? { token: config.githubToken } : {}), ...githubRepository(settings.githubRepo) },
       whenUnnecessary: (settings.prWhenUnnecessary ?? 'close') as 'close' | 'leave',
       ...(settings.prBranch ? { branch: settings.prBranch } : {}),
     });
