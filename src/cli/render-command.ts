@@ -3,13 +3,13 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { createHelmDependencies } from '../../renderers/helm-dependencies.js';
-import { InputError } from '../core/problem.js';
-import { planReport, reportHasProblems } from '../plan/plan-report.js';
+import { formatProblem, InputError } from '../core/problem.js';
+import { planReport, reportHasProblems, retryableProblems } from '../plan/plan-report.js';
 import { compareTrees, summarizeChanges } from '../render/change-summary.js';
 import { renderPullRequestBody } from '../render/pull-request-body.js';
 import { type RenderProgress, renderOutput, type WithheldEntry } from '../render/render-output.js';
 import { SECRET_POLICIES, type SecretPolicy } from '../render/secret-policy.js';
-import { type CliIo, EXIT_OK, UsageError } from './cli-io.js';
+import { type CliIo, EXIT_OK, RemoteFailureError, UsageError } from './cli-io.js';
 import { checkOutputSettings, createOutputPublisher, type OutputSettings, wiringOptionsFor } from './output-publisher.js';
 import { configFromFlags, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, planFromInputs } from './common-options.js';
 
@@ -125,6 +125,8 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
 
   // Observe and decide; any problem with the inputs stops here, before anything is written.
   const plan = await planFromInputs(positionals, location, config, values, io, warn);
+  const remote = retryableProblems(plan);
+  if (remote.length > 0) throw new RemoteFailureError(`nothing was rendered or written: a release source failed; retry later:\n  ${remote.map(formatProblem).join('\n  ')}`);
   const problems = planReport(plan);
   if (reportHasProblems(problems)) {
     const all = [...problems.problems, ...problems.clusterStacks.flatMap((s) => [...s.problems, ...s.releases.flatMap((r) => r.problems)]), ...problems.clusters.flatMap((c) => c.problems)];
