@@ -7,7 +7,8 @@ import { formatProblem, InputError } from '../core/problem.js';
 import { planReport, reportHasProblems, retryableProblems } from '../plan/plan-report.js';
 import { compareTrees, summarizeChanges } from '../render/change-summary.js';
 import { renderPullRequestBody } from '../render/pull-request-body.js';
-import { type RenderProgress, renderOutput, type WithheldEntry } from '../render/render-output.js';
+import { PROVENANCE_FILE, type RenderProgress, renderOutput, type WithheldEntry } from '../render/render-output.js';
+import { checkMassDeletion, unitsOfProvenance } from '../core/mass-deletion-guard.js';
 import { SECRET_POLICIES, type SecretPolicy } from '../render/secret-policy.js';
 import { type CliIo, EXIT_OK, RemoteFailureError, UsageError } from './cli-io.js';
 import { checkOutputSettings, createOutputPublisher, type OutputSettings, wiringOptionsFor } from './output-publisher.js';
@@ -42,6 +43,13 @@ ${SOURCE_HELP}
   --readme-template <file> Handlebars template for the tree's README.md
   --commit-template <file> Handlebars template for the commit message
   --json                   print a JSON report (files written/removed, withheld, commit)
+  --allow-mass-delete      publish even when the render removes all, or more than --max-delete-share,
+                           of the published releases or clusters (refused by default)
+  --max-delete-share <s>   the share one render may remove (default 50%; CLUSTERSTACK_MAX_DELETE_SHARE)
+  --lock-timeout <d>       how long to wait for another run on the same output (default 60s; 0 fails
+                           at once; CLUSTERSTACK_LOCK_TIMEOUT)
+  --adopt-output           let --output take over a directory holding files it did not write (they are
+                           left in place; the tree goes to <dir>/current)
 
 GitOps wiring (written under flux/ or argocd/ in the tree):
   --gitops <engine>        none (default) | flux | argocd
@@ -91,6 +99,10 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
       'gitops-name': { type: 'string', default: 'clusterstacks' },
       'gitops-secret': { type: 'string' },
       json: { type: 'boolean', default: false },
+      'allow-mass-delete': { type: 'boolean', default: false },
+      'max-delete-share': { type: 'string' },
+      'lock-timeout': { type: 'string' },
+      'adopt-output': { type: 'boolean', default: false },
     },
   });
   if (positionals.length === 0) throw new UsageError('render needs at least one input file or directory');
@@ -145,6 +157,10 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
     ...(showProgress ? { onProgress: (progress: RenderProgress) => io.stderr(`\rrendering: releases ${progress.releasesDone}/${progress.releasesTotal}, clusters ${progress.clustersDone}/${progress.clustersTotal}   `) } : {}),
   });
   if (showProgress) io.stderr('\n');
+  // Argo CD and Flux prune what leaves the output: a render that would take most of it away is
+  // far more often a wrong input than a wish.
+  const verdict = checkMassDeletion(unitsOfProvenance(previous.get(PROVENANCE_FILE)), outcome.provenance.units, { allow: values['allow-mass-delete'], maxShare: config.maxDeleteShare });
+  if (verdict.refused) throw new InputError([{ message: verdict.message ?? 'mass deletion refused' }], verdict.message);
   const changes = compareTrees(previous, outcome.tree);
   const change = summarizeChanges(changes, outcome.provenance.inputDigest);
   if (values['pull-request']) change.pullRequest = { title: change.title, body: renderPullRequestBody(changes, outcome.summary, prTemplate) };
