@@ -77,9 +77,11 @@ export function sourceOpenerFrom(config: Readonly<Config>, flags: SourceFlags, o
 
 /**
  * Reads the input files and plans against the release source, as plan, render and cache prune do.
- * A local release source inside an input directory is not read as input.
+ * A local release source (and `exclude`, e.g. the output directory) inside an input directory is
+ * not read as input.
  */
-export async function planFromInputs(inputs: string[], location: string, config: Readonly<Config>, flags: SourceFlags, io: CliIo, onWarning?: (message: string) => void): Promise<Plan> {
-  const manifests = await readInputFiles(inputs.map((input) => path.resolve(io.cwd, input)), isRemoteLocation(location) ? [] : [location]);
+export async function planFromInputs(inputs: string[], location: string, config: Readonly<Config>, flags: SourceFlags, io: CliIo, onWarning?: (message: string) => void, exclude: readonly string[] = []): Promise<Plan> {
+  // The release source and the output (when they sit inside an input directory) are not inputs.
+  const manifests = await readInputFiles(inputs.map((input) => path.resolve(io.cwd, input)), [...(isRemoteLocation(location) ? [] : [location]), ...exclude]);
   return buildPlan({ manifests, defaultSource: location, openSource: sourceOpenerFrom(config, flags, onWarning), workDir: config.cacheDir, ...(onWarning ? { onWarning } : {}) });
 }

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { DirectoryPublisher } from '../../gitops/directory-publisher.js';
 import { GitPublisher } from '../../gitops/git-publisher.js';
 import { OciArtifactPublisher, parseOciArtifactReference } from '../../gitops/oci-artifact-publisher.js';
+import type { ProtectedPath } from '../../gitops/protected-paths.js';
 import type { Publisher } from '../../gitops/publisher.js';
 import { PullRequestPublisher } from '../../gitops/pull-request-publisher.js';
 import { parseGitOpsEngine, type WiringOptions } from '../../gitops/wiring/render-wiring.js';
@@ -60,9 +61,25 @@ export function revisionKindOf(settings: OutputSettings): 'commit' | 'digest' | 
   return settings.oci ? 'digest' : settings.git ? 'commit' : 'none';
 }
 
-export function createOutputPublisher(settings: OutputSettings, config: Readonly<Config>, cwd: string, messageTemplate?: string): Publisher {
+/** What a render adds to the shared output settings: what the output must keep clear of, and whether it may adopt a directory. */
+export interface PublisherGuards {
+  /** Inputs and the release source: an output directory (or in-place --path) may not be or hold them. */
+  protectedPaths?: readonly ProtectedPath[];
+  /** `--adopt-output`: publish into a directory holding files clusterstack did not write. */
+  adoptOutput?: boolean;
+}
+
+/** The local directory `--output` or a local `--git` path names (to leave out of the inputs); none for URLs and OCI. */
+export function localOutputDirectory(settings: OutputSettings, cwd: string): string | undefined {
+  if (settings.output) return path.resolve(cwd, settings.output);
+  if (settings.git && !isUrl(settings.git)) return path.resolve(cwd, settings.git);
+  return undefined;
+}
+
+export function createOutputPublisher(settings: OutputSettings, config: Readonly<Config>, cwd: string, messageTemplate?: string, guards: PublisherGuards = {}): Publisher {
   checkOutputSettings(settings);
-  if (settings.output) return new DirectoryPublisher(path.resolve(cwd, settings.output));
+  const protectedPaths = guards.protectedPaths ?? [];
+  if (settings.output) return new DirectoryPublisher(path.resolve(cwd, settings.output), { adopt: guards.adoptOutput ?? false, protectedPaths });
   if (settings.oci) {
     return new OciArtifactPublisher({
       reference: settings.oci,
@@ -86,7 +103,7 @@ export function createOutputPublisher(settings: OutputSettings, config: Readonly
       ...(settings.prBranch ? { branch: settings.prBranch } : {}),
     });
   }
-  return new GitPublisher({ repository, branch: settings.branch, path: settings.path, workDir: path.join(config.cacheDir, 'git', sha256Hex(`${repository}\n${settings.branch}`).slice(0, 16)), author, ...common });
+  return new GitPublisher({ repository, branch: settings.branch, path: settings.path, workDir: path.join(config.cacheDir, 'git', sha256Hex(`${repository}\n${settings.branch}`).slice(0, 16)), author, protectedPaths, ...common });
 }
 
 /**

@@ -11,8 +11,9 @@ import { PROVENANCE_FILE, type RenderProgress, renderOutput, type WithheldEntry 
 import { checkMassDeletion, unitsOfProvenance } from '../core/mass-deletion-guard.js';
 import { SECRET_POLICIES, type SecretPolicy } from '../render/secret-policy.js';
 import { type CliIo, EXIT_OK, RemoteFailureError, UsageError } from './cli-io.js';
-import { checkOutputSettings, createOutputPublisher, type OutputSettings, wiringOptionsFor } from './output-publisher.js';
-import { configFromFlags, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, planFromInputs } from './common-options.js';
+import type { ProtectedPath } from '../../gitops/protected-paths.js';
+import { checkOutputSettings, createOutputPublisher, localOutputDirectory, type OutputSettings, wiringOptionsFor } from './output-publisher.js';
+import { configFromFlags, isRemoteLocation, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, planFromInputs } from './common-options.js';
 
 export const RENDER_USAGE = `Usage: clusterstack render <files or dirs...> --release-source <source> (--output <dir> | --git <repo> | --oci <ref>) [options]
 
@@ -135,8 +136,15 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   const commitTemplate = values['commit-template'] ? await readTemplate(values['commit-template'], io.cwd, '--commit-template') : undefined;
   const prTemplate = values['pr-template'] ? await readTemplate(values['pr-template'], io.cwd, '--pr-template') : undefined;
 
+  const protectedPaths: ProtectedPath[] = [
+    ...positionals.map((input) => ({ label: 'input', path: path.resolve(io.cwd, input) })),
+    ...(isRemoteLocation(location) ? [] : [{ label: 'release source', path: location }]),
+  ];
+  const publisher = createOutputPublisher(output, config, io.cwd, commitTemplate, { protectedPaths, adoptOutput: values['adopt-output'] });
+  const outputDir = localOutputDirectory(output, io.cwd);
+
   // Observe and decide; any problem with the inputs stops here, before anything is written.
-  const plan = await planFromInputs(positionals, location, config, values, io, warn);
+  const plan = await planFromInputs(positionals, location, config, values, io, warn, outputDir ? [outputDir] : []);
   const remote = retryableProblems(plan);
   if (remote.length > 0) throw new RemoteFailureError(`nothing was rendered or written: a release source failed; retry later:\n  ${remote.map(formatProblem).join('\n  ')}`);
   const problems = planReport(plan);
@@ -145,41 +153,50 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
     throw new InputError(all.map((message) => ({ message })), `nothing was rendered or written:\n  ${all.join('\n  ')}`);
   }
 
-  const publisher = createOutputPublisher(output, config, io.cwd, commitTemplate);
   const helm = createHelmDependencies({ ...(config.helmBinary ? { configured: config.helmBinary } : {}), pathEnv: config.pathEnv, workDir: path.join(config.cacheDir, 'helm') });
-  const previous = await publisher.readPrevious();
-  const showProgress = io.isTty && !values.json;
-  const outcome = await renderOutput(plan, helm, {
-    secrets: values.secrets as SecretPolicy,
-    previous,
-    ...(gitops ? { gitops } : {}),
-    ...(readmeTemplate !== undefined ? { readmeTemplate } : {}),
-    ...(showProgress ? { onProgress: (progress: RenderProgress) => io.stderr(`\rrendering: releases ${progress.releasesDone}/${progress.releasesTotal}, clusters ${progress.clustersDone}/${progress.clustersTotal}   `) } : {}),
-  });
-  if (showProgress) io.stderr('\n');
-  // Argo CD and Flux prune what leaves the output: a render that would take most of it away is
-  // far more often a wrong input than a wish.
-  const verdict = checkMassDeletion(unitsOfProvenance(previous.get(PROVENANCE_FILE)), outcome.provenance.units, { allow: values['allow-mass-delete'], maxShare: config.maxDeleteShare });
-  if (verdict.refused) throw new InputError([{ message: verdict.message ?? 'mass deletion refused' }], verdict.message);
-  const changes = compareTrees(previous, outcome.tree);
-  const change = summarizeChanges(changes, outcome.provenance.inputDigest);
-  if (values['pull-request']) change.pullRequest = { title: change.title, body: renderPullRequestBody(changes, outcome.summary, prTemplate) };
-  const result = await publisher.publish(outcome.tree, change);
+  // One run at a time per target, from reading what is there to replacing it.
+  const lock = await publisher.lock?.({ timeoutMs: config.lockTimeoutMs, command: 'clusterstack render' });
+  try {
+    return await renderAndPublish();
+  } finally {
+    await lock?.release();
+  }
 
-  const report: RenderReport = {
-    target: publisher.target,
-    changed: result.changed,
-    commit: result.changed ? result.revision : null,
-    ...(result.pullRequest ? { pullRequest: result.pullRequest } : {}),
-    files: { written: result.written, removed: result.removed },
-    withheld: outcome.withheld.map(toReportEntry),
-    summary: result.changed ? change.title : 'nothing changed',
-    units: { rendered: outcome.stats.unitsRendered, reused: outcome.stats.unitsReused },
-    helmProcesses: helm.processesSpawned(),
-    warnings,
-  };
-  io.stdout(values.json ? `${JSON.stringify(report, null, 2)}\n` : formatRenderReport(report, change.body));
-  return EXIT_OK;
+  async function renderAndPublish(): Promise<number> {
+    const previous = await publisher.readPrevious();
+    const showProgress = io.isTty && !values.json;
+    const outcome = await renderOutput(plan, helm, {
+      secrets: values.secrets as SecretPolicy,
+      previous,
+      ...(gitops ? { gitops } : {}),
+      ...(readmeTemplate !== undefined ? { readmeTemplate } : {}),
+      ...(showProgress ? { onProgress: (progress: RenderProgress) => io.stderr(`\rrendering: releases ${progress.releasesDone}/${progress.releasesTotal}, clusters ${progress.clustersDone}/${progress.clustersTotal}   `) } : {}),
+    });
+    if (showProgress) io.stderr('\n');
+    // Argo CD and Flux prune what leaves the output: a render that would take most of it away is
+    // far more often a wrong input than a wish.
+    const verdict = checkMassDeletion(unitsOfProvenance(previous.get(PROVENANCE_FILE)), outcome.provenance.units, { allow: values['allow-mass-delete'], maxShare: config.maxDeleteShare });
+    if (verdict.refused) throw new InputError([{ message: verdict.message ?? 'mass deletion refused' }], verdict.message);
+    const changes = compareTrees(previous, outcome.tree);
+    const change = summarizeChanges(changes, outcome.provenance.inputDigest);
+    if (values['pull-request']) change.pullRequest = { title: change.title, body: renderPullRequestBody(changes, outcome.summary, prTemplate) };
+    const result = await publisher.publish(outcome.tree, change);
+
+    const report: RenderReport = {
+      target: publisher.target,
+      changed: result.changed,
+      commit: result.changed ? result.revision : null,
+      ...(result.pullRequest ? { pullRequest: result.pullRequest } : {}),
+      files: { written: result.written, removed: result.removed },
+      withheld: outcome.withheld.map(toReportEntry),
+      summary: result.changed ? change.title : 'nothing changed',
+      units: { rendered: outcome.stats.unitsRendered, reused: outcome.stats.unitsReused },
+      helmProcesses: helm.processesSpawned(),
+      warnings,
+    };
+    io.stdout(values.json ? `${JSON.stringify(report, null, 2)}\n` : formatRenderReport(report, change.body));
+    return EXIT_OK;
+  }
 }
 
 
