@@ -40,7 +40,8 @@ export async function findInputFileEntries(paths: string[], exclude: string[] = 
   async function walk(dir: string, input: string): Promise<void> {
     const real = await realpath(dir);
     // A directory reached again (a link back up the tree, or the same mount twice) is read once.
-    if (excluded.has(real) || visitedDirs.has(real)) return;
+    // An excluded directory given as the input itself is still read: the caller refuses that case.
+    if ((excluded.has(real) && dir !== input) || visitedDirs.has(real)) return;
     visitedDirs.add(real);
     const names = (await readdir(dir)).sort();
     if (names.includes('Chart.yaml') || names.includes('metadata.yaml')) return;
