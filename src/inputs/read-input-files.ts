@@ -9,7 +9,7 @@ const YAML_FILE = /\.ya?ml$/;
 /** Largest input file read: far above any real manifest file, far below what exhausts memory. */
 export const MAX_INPUT_FILE_BYTES = 8 * 1024 * 1024;
 /** Largest sum of all input files. */
-export const MAX_INPUT_TOTAL_BYTES = 32 * 1024 * 1024;
+export const MAX_INPUT_TOTAL_BYTES = 16 * 1024 * 1024;
 
 export interface FoundInputFile {
   /** The path as found (through any symbolic links), for messages. */

@@ -291,7 +291,7 @@ export class RegistryClient {
       });
     } catch (error) {
       const deadline = deadlineErrorOf(error) ?? (currentDeadline()?.expired ? currentDeadline()?.error : undefined);
-      if (deadline) throw new OciError('unavailable', `registry ${this.registry}, repository ${repository}: ${deadline.message}`, { cause: error });
+      if (deadline) throw new OciError('unavailable', `registry ${this.registry}, repository ${repository}: ${deadline.message}; retry later`, { cause: error });
       if (error instanceof TransientFailure) {
         throw new OciError(error.kind, `${error.message} (gave up after ${this.retry.attempts} attempts)`, { cause: error.cause });
       }

@@ -96,6 +96,9 @@ export async function buildPlan(options: PlanOptions): Promise<Plan> {
   // pinned in spec.versions or used by a Cluster is never skipped: its problem is reported.
   const skipped = new Map<ClusterStack, Map<string, string>>();
   const attempts = new Map<string, LoadAttempt>();
+  // A source that failed in a way retrying later may fix (down, timed out) is not asked again in
+  // this run: every further release would wait out the same deadline.
+  const unavailable = new Map<ReleaseSource, string>();
   let resolution: Resolution;
   for (;;) {
     resolution = resolveReleases({
@@ -111,8 +114,11 @@ export async function buildPlan(options: PlanOptions): Promise<Plan> {
         const key = `${source.location}\n${decision.name}`;
         let loaded = attempts.get(key);
         if (!loaded) {
-          loaded = await loadKeptRelease(source, decision.name, options.workDir);
+          const down = unavailable.get(source);
+          loaded = down === undefined ? await loadKeptRelease(source, decision.name, options.workDir) : notTried(source, decision.name, down);
           attempts.set(key, loaded);
+          const failure = loaded.problems.find((problem) => problem.retryable);
+          if (failure && !unavailable.has(source)) unavailable.set(source, `${decision.name}: ${failure.message}`);
         }
         if (loaded.content || !keptOnlyAsNewest(decision) || !loaded.skippable) continue;
         const reason = loaded.problems.map(formatProblem).join('; ');
@@ -152,6 +158,10 @@ async function loadKeptRelease(source: ReleaseSource, tag: string, workDir: stri
     loaded.skippable = isReleaseFault(error);
   }
   return loaded;
+}
+
+function notTried(source: ReleaseSource, tag: string, because: string): LoadAttempt {
+  return { tag, source, skippable: false, problems: [{ source: tag, message: `not fetched: ${source.location} failed earlier in this run (${because})`, retryable: true }] };
 }
 
 /** Broken content or a release that is not (fully) there; not a remote that is down or refuses us. */

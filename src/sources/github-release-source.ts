@@ -391,14 +391,19 @@ export class GitHubReleaseSource implements ReleaseSource {
    */
   private async call<T>(what: string, operation: () => Promise<T>): Promise<T> {
     let waitedForRateLimit = false;
+    let lastFailure: string | undefined;
     for (let attempt = 1; ; attempt++) {
       try {
-        return await operation();
+        const result = await operation();
+        // octokit swallows a body cut short by the deadline: what it returns then is not an answer.
+        const expired = currentDeadline()?.expired ? currentDeadline()!.error : undefined;
+        if (expired) throw expired;
+        return result;
       } catch (error) {
         if (error instanceof ReleaseSourceError) throw error;
         if (isRequestError(error) && error.status === 304) throw error;
         const deadline = deadlineErrorOf(error) ?? (currentDeadline()?.expired ? currentDeadline()?.error : undefined);
-        if (deadline) throw this.toSourceError(what, deadline, attempt);
+        if (deadline) throw this.toSourceError(what, lastFailure === undefined ? deadline : deadline.after(lastFailure), attempt);
         const waitMs = this.rateLimitWait(error);
         if (waitMs !== undefined) {
           const until = new Date(this.clock().getTime() + (Number.isFinite(waitMs) ? waitMs : 0));
@@ -417,9 +422,16 @@ export class GitHubReleaseSource implements ReleaseSource {
           continue;
         }
         if (isTransient(error) && attempt < this.retryPolicy.attempts) {
+          lastFailure = describeFailure(error);
           const delay = backoffDelay(attempt - 1, this.retryPolicy, this.random);
           this.options.logger?.warn({ repository: this.name, attempt, delayMs: delay, failure: describeFailure(error) }, 'GitHub request failed; retrying');
-          await this.sleep(delay);
+          try {
+            await this.sleep(delay);
+          } catch (sleepError) {
+            const deadline = deadlineErrorOf(sleepError);
+            // Out of time while waiting to retry: say what kept failing (printable, no URL queries).
+            throw deadline ? this.toSourceError(what, deadline.after(describeFailure(error)), attempt) : sleepError;
+          }
           continue;
         }
         throw this.toSourceError(what, error, attempt);

@@ -1,6 +1,6 @@
 // Retry with exponential backoff and jitter, rate-limit waits and request timeouts for the remote
 // release sources (GitHub, OCI). The sources own retrying: client libraries' own retry is disabled.
-import { currentDeadline, sleepWithinDeadline } from './remote-deadline.js';
+import { currentDeadline, DeadlineExceededError, deadlineErrorOf, sleepWithinDeadline } from './remote-deadline.js';
 
 /** How often and how patiently to retry a transient failure. */
 export interface RetryPolicy {
@@ -48,14 +48,23 @@ export async function withRetry<T>(operation: (context: RetryContext) => Promise
   const policy = options.policy ?? DEFAULT_RETRY_POLICY;
   // Backoff never outlasts the operation's total deadline.
   const sleep = sleepWithinDeadline(options.sleep ?? realSleep);
+  // When the deadline ends an attempt, the message says what failed before it.
+  let lastFailure: unknown;
   for (let attempt = 1; ; attempt++) {
     try {
       return await operation({ attempt });
     } catch (error) {
+      const deadline = deadlineErrorOf(error);
+      if (deadline && lastFailure !== undefined) throw deadline.after(lastFailure);
       if (attempt >= policy.attempts || !options.isTransient(error) || currentDeadline()?.expired) throw error;
+      lastFailure = error;
       const delay = backoffDelay(attempt - 1, policy, options.random);
       options.onRetry?.(error, delay, { attempt });
-      await sleep(delay);
+      try {
+        await sleep(delay);
+      } catch (sleepError) {
+        throw sleepError instanceof DeadlineExceededError ? sleepError.after(error) : sleepError;
+      }
     }
   }
 }

@@ -9,9 +9,19 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 
 /** A remote operation that ran out of its total time; retrying later may work (exit code 3). */
 export class DeadlineExceededError extends Error {
-  constructor(readonly what: string, readonly totalMs: number) {
-    super(`${what} did not finish within ${formatDuration(totalMs)} (the total time allowed for one remote operation; raise it with --remote-timeout or CLUSTERSTACK_REMOTE_TIMEOUT)`);
+  readonly retryable = true;
+
+  constructor(readonly what: string, readonly totalMs: number, lastFailure?: string, options?: { cause?: unknown }) {
+    super(
+      `${what} did not finish within ${formatDuration(totalMs)}${lastFailure ? ` (last failure: ${lastFailure})` : ''}; that is the total time allowed for one remote operation (--remote-timeout or CLUSTERSTACK_REMOTE_TIMEOUT)`,
+      options,
+    );
     this.name = 'DeadlineExceededError';
+  }
+
+  /** The same deadline, reached while waiting to retry `failure`: the message says what kept failing. */
+  after(failure: unknown): DeadlineExceededError {
+    return new DeadlineExceededError(this.what, this.totalMs, failure instanceof Error ? failure.message : String(failure), { cause: failure });
   }
 }
 

@@ -25,9 +25,18 @@ export function cliEnvironment(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv
   };
 }
 
-/** The command line that starts the CLI: `prefix` wraps it (e.g. /usr/bin/time, unshare). */
-export function cliCommand(args: string[], prefix: string[] = []): { command: string; args: string[] } {
-  const node = [process.execPath, '--import', 'tsx', MAIN, ...args];
+export interface CliProcessOptions {
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  /** A command the CLI runs under (unshare, a shell). */
+  prefix?: string[];
+  /** Flags for node itself, before the CLI's. */
+  nodeArgs?: string[];
+}
+
+/** The command line that starts the CLI: `prefix` wraps it (e.g. unshare), `nodeArgs` go to node. */
+export function cliCommand(args: string[], prefix: string[] = [], nodeArgs: string[] = []): { command: string; args: string[] } {
+  const node = [process.execPath, ...nodeArgs, '--import', 'tsx', MAIN, ...args];
   return prefix.length > 0 ? { command: prefix[0]!, args: [...prefix.slice(1), ...node] } : { command: node[0]!, args: node.slice(1) };
 }
 
@@ -37,8 +46,8 @@ export interface StartedCli {
 }
 
 /** Starts the CLI; `done` resolves when it exits (by itself or by a signal). */
-export function startCli(args: string[], options: { env?: NodeJS.ProcessEnv; cwd?: string; prefix?: string[] } = {}): StartedCli {
-  const { command, args: argv } = cliCommand(args, options.prefix);
+export function startCli(args: string[], options: CliProcessOptions = {}): StartedCli {
+  const { command, args: argv } = cliCommand(args, options.prefix, options.nodeArgs);
   const child = spawn(command, argv, { cwd: options.cwd ?? REPO_ROOT, env: cliEnvironment(options.env), stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
@@ -52,6 +61,6 @@ export function startCli(args: string[], options: { env?: NodeJS.ProcessEnv; cwd
 }
 
 /** Runs the CLI to its end. */
-export function runCliProcess(args: string[], options: { env?: NodeJS.ProcessEnv; cwd?: string; prefix?: string[] } = {}): Promise<ProcessResult> {
+export function runCliProcess(args: string[], options: CliProcessOptions = {}): Promise<ProcessResult> {
   return startCli(args, options).done;
 }
