@@ -258,13 +258,16 @@ export class DirectoryPublisher implements Publisher {
     try {
       await mkdir(trees, { recursive: true });
       await this.writeMarker(stateDir);
-      const files = [...tree.keys()].sort();
-      await mkdir(staging);
-      for (const directory of new Set(files.map((file) => path.dirname(path.join(staging, ...file.split('/')))))) await mkdir(directory, { recursive: true });
-      await mapBounded(files, FILE_CONCURRENCY, (file) => writeFile(path.join(staging, ...file.split('/')), tree.get(file) ?? '', 'utf8'));
-      // A tree of this content left by a crashed run is replaced, never trusted.
-      if (id !== replaced) await rm(path.join(trees, id), { recursive: true, force: true });
-      await rename(staging, path.join(trees, id));
+      // A tree directory only ever appears by renaming a complete staging directory, so one of this
+      // content that exists already (the tree before last, or a crashed run's) is whole: reuse it,
+      // and a reader still in it keeps reading.
+      if (!(await exists(path.join(trees, id)))) {
+        const files = [...tree.keys()].sort();
+        await mkdir(staging);
+        for (const directory of new Set(files.map((file) => path.dirname(path.join(staging, ...file.split('/')))))) await mkdir(directory, { recursive: true });
+        await mapBounded(files, FILE_CONCURRENCY, (file) => writeFile(path.join(staging, ...file.split('/')), tree.get(file) ?? '', 'utf8'));
+        await rename(staging, path.join(trees, id));
+      }
       // The link's target is relative to <dir>, where it ends up.
       await symlink(`${STATE_DIR}/${TREES_DIR}/${id}`, link);
       await rename(link, path.join(dir, CURRENT_LINK));

@@ -194,12 +194,26 @@ export class GitPublisher implements Publisher {
       this.options.protectedPaths ?? [],
       'Give a --path inside the repository that holds neither, or another repository',
     );
-    if (decision.setup === 'init') await mkdir(dir, { recursive: true });
+    if (decision.setup === 'init') await this.initRepository(dir);
     const git = this.command(dir, false);
-    if (decision.setup === 'init') await git.run(['init', '--quiet', `--initial-branch=${this.branch}`], `git init ${dir}`);
     if (decision.setup === 'set-head') await git.run(['symbolic-ref', 'HEAD', `refs/heads/${this.branch}`], `git symbolic-ref in ${dir}`);
     const gitDir = (await git.run(['rev-parse', '--absolute-git-dir'], `git rev-parse in ${dir}`)).trim();
     return { mode: 'in-place', dir, git, gitDir };
+  }
+
+  /**
+   * Creates the repository for a path that does not hold one yet. Two runs doing so at once would
+   * trip over each other's `git init`; a short-lived lock beside the directory serializes them.
+   */
+  private async initRepository(dir: string): Promise<void> {
+    const lock = await acquirePublishLock(path.join(path.dirname(dir), `.${path.basename(dir)}.clusterstack-init.lock`), { timeoutMs: 60_000, target: `--git ${dir}`, command: 'clusterstack: git init' });
+    try {
+      await mkdir(dir, { recursive: true });
+      if (await exists(path.join(dir, '.git'))) return;
+      await this.command(dir, false).run(['init', '--quiet', `--initial-branch=${this.branch}`], `git init ${dir}`);
+    } finally {
+      await lock.release();
+    }
   }
 
   private async gitDirOf(workspace: Workspace): Promise<string> {

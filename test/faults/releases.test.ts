@@ -8,7 +8,7 @@ import { gzipSync } from 'node:zlib';
 import * as tar from 'tar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { copyExampleReleases, EXAMPLE_MANIFESTS, runClusterstack, tempDir } from '../support/cli.js';
-import { runCliProcess } from '../support/cli-process.js';
+import { removeCliBundle, runCliProcess } from '../support/cli-process.js';
 import { type FakeGitHub, startFakeGitHub } from '../support/fake-github/index.js';
 
 const V3 = 'docker-ferrol-1-30-v3';
@@ -151,6 +151,7 @@ describe('local chart directories', () => {
 });
 
 describe('memory', () => {
+  afterAll(() => removeCliBundle());
   // The CLI process's own peak (helm runs in processes of its own), read from inside it at exit.
   const PEAK = `data:text/javascript,process.on('exit',()=>process.stderr.write('\\npeak-rss-kib='+process.resourceUsage().maxRSS+'\\n'))`;
   function peakMiB(stderr: string): number {
