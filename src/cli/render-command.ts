@@ -22,7 +22,8 @@ manifests, and writes them to a directory or commits them to a Git repository (o
 changed). Argo CD or Flux apply them.
 
 Output (one of):
-  --output <dir>           write the tree into a directory (swapped in atomically)
+  --output <dir>           write the tree into a directory that is empty, new or clusterstack's;
+                           readers find it in <dir>/current (swapped in atomically)
   --git <path or URL>      commit the tree to a Git repository; a local path that does not exist is
                            created. HTTPS remotes take their token from CLUSTERSTACK_GIT_TOKEN
   --branch <name>          branch to commit to (default: main)
