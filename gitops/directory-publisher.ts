@@ -126,8 +126,14 @@ export class DirectoryPublisher implements Publisher {
     await mkdir(stateDir, { recursive: true });
     const lock = await acquirePublishLock(path.join(stateDir, LOCK_FILE), { timeoutMs: request.timeoutMs, target: `--output ${this.dir}`, command: request.command });
     this.held = lock;
-    // Another run may have published between our check and the lock: look again.
-    this.refuseForeign(await this.ownership());
+    try {
+      // Another run may have published between our check and the lock: look again.
+      this.refuseForeign(await this.ownership());
+    } catch (error) {
+      this.held = undefined;
+      await lock.release();
+      throw error;
+    }
     return {
       file: lock.file,
       release: async () => {
