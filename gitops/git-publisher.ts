@@ -109,7 +109,8 @@ export class GitPublisher implements Publisher {
    */
   async lock(request: LockRequest): Promise<PublishLock> {
     const decision = await this.decide();
-    // A new repository is created first (a benign race: `git init` twice is the same repository).
+    // In place, a repository that does not exist yet is created first (initRepository serializes
+    // that): the lock lives in its git directory.
     const file = decision.mode === 'in-place' ? path.join(await this.gitDirOf(await this.open()), LOCK_FILE) : `${this.workDir}.lock`;
     const lock = await acquirePublishLock(file, { timeoutMs: request.timeoutMs, target: `--git ${this.remote.display}`, command: request.command });
     this.held = lock;
