@@ -14,29 +14,25 @@ export const MAX_INPUT_TOTAL_BYTES = 16 * 1024 * 1024;
 export interface FoundInputFile {
   /** The path as found (through any symbolic links), for messages. */
   file: string;
-  /** The input path (as given) it was found under. */
-  input: string;
+  /** The input paths (as given) it was found under: overlapping inputs share files. */
+  inputs: string[];
   size: number;
 }
 
 /**
- * Every YAML file under the given paths, sorted. Directories are walked, but Helm charts (a
- * Chart.yaml) and release directories (a metadata.yaml) are skipped: they are not input objects.
- * Symbolic links are followed (a Kubernetes ConfigMap volume links each `file.yaml` to
- * `..data/file.yaml`, and `..data` to a timestamped directory); entries starting with "." are not
- * walked, and a file reached twice is read once.
+ * Every YAML file under the given paths, sorted, with the input paths it was found under. Directories
+ * are walked, but Helm charts (a Chart.yaml) and release directories (a metadata.yaml) are skipped:
+ * they are not input objects. Symbolic links are followed (a Kubernetes ConfigMap volume links each
+ * `file.yaml` to `..data/file.yaml`, and `..data` to a timestamped directory); entries starting
+ * with "." are not walked, and a file or directory reached twice is read once.
  */
-export async function findInputFiles(paths: string[], exclude: string[] = []): Promise<string[]> {
-  return (await findInputFileEntries(paths, exclude)).map((entry) => entry.file);
-}
-
-/** Like findInputFiles, with the input each file came from and its size. */
-export async function findInputFileEntries(paths: string[], exclude: string[] = []): Promise<FoundInputFile[]> {
+export async function findInputFiles(paths: string[], exclude: string[] = []): Promise<FoundInputFile[]> {
   const excluded = new Set(await Promise.all(exclude.map((entry) => realpath(path.resolve(entry)).catch(() => path.resolve(entry)))));
   const found = new Map<string, FoundInputFile>();
   const problems: Problem[] = [];
   const missing: string[] = [];
-  const visitedDirs = new Set<string>();
+  // Per input: inputs may overlap (a directory and a file in it), and each must be seen whole.
+  let visitedDirs = new Set<string>();
   async function walk(dir: string, input: string): Promise<void> {
     const real = await realpath(dir);
     // A directory reached again (a link back up the tree, or the same mount twice) is read once.
@@ -61,14 +57,20 @@ export async function findInputFileEntries(paths: string[], exclude: string[] = 
       return;
     }
     const real = await realpath(file);
-    if (excluded.has(real) || found.has(real)) return;
+    if (excluded.has(real)) return;
+    const known = found.get(real);
+    if (known) {
+      if (!known.inputs.includes(input)) known.inputs.push(input);
+      return;
+    }
     if (info.size > MAX_INPUT_FILE_BYTES) {
       problems.push({ source: file, message: `is ${info.size} bytes; input files may hold at most ${MAX_INPUT_FILE_BYTES} bytes (split it, or leave non-manifest files out of the inputs)` });
       return;
     }
-    found.set(real, { file, input, size: Number(info.size) });
+    found.set(real, { file, inputs: [input], size: Number(info.size) });
   }
   for (const input of paths) {
+    visitedDirs = new Set();
     const info = await stat(input).catch(() => undefined);
     if (info === undefined) {
       missing.push(input);
@@ -96,19 +98,19 @@ export async function findInputFileEntries(paths: string[], exclude: string[] = 
  */
 export async function readInputFiles(paths: string[], exclude: string[] = []): Promise<ParsedManifests> {
   const result: ParsedManifests = { objects: [], problems: [] };
-  const entries = await findInputFileEntries(paths, exclude);
+  const entries = await findInputFiles(paths, exclude);
   const yielded = new Map<string, number>(paths.map((input) => [input, 0]));
-  for (const { file, input } of entries) {
+  for (const { file, inputs } of entries) {
     const parsed = parseManifests(await readFile(file, 'utf8'), path.relative(process.cwd(), file) || file);
     result.objects.push(...parsed.objects);
     result.problems.push(...parsed.problems);
-    yielded.set(input, (yielded.get(input) ?? 0) + parsed.objects.length + parsed.problems.length);
+    for (const input of inputs) yielded.set(input, (yielded.get(input) ?? 0) + parsed.objects.length + parsed.problems.length);
   }
   const empty = paths.filter((input) => yielded.get(input) === 0);
   if (empty.length > 0) {
     throw new InputError(
       empty.map((input) => {
-        const files = entries.filter((entry) => entry.input === input).length;
+        const files = entries.filter((entry) => entry.inputs.includes(input)).length;
         const found = files === 0 ? 'holds no YAML files' : `holds ${files} YAML file${files === 1 ? '' : 's'} but no Kubernetes object`;
         return { source: input, message: `${found}; nothing was rendered or written. An empty input would remove every release and cluster from the output: check the path (or that the volume is mounted)` };
       }),

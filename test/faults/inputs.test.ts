@@ -43,6 +43,14 @@ describe('inputs through symbolic links', () => {
     expect(viaLinks.report.files.written).toEqual(plain.report.files.written);
     expect(viaLinks.report.files.written).toContain('clusters/cluster-stacks/alpha/cluster-addon/daemonset-kindnet.yaml');
   });
+
+  it('reads overlapping inputs (a directory, a file in it, a link to it) once, without calling any of them empty', async () => {
+    const link = path.join(await tempDir('csk-link-'), 'manifests');
+    symlinkSync(EXAMPLE_MANIFESTS, link);
+    const result = await render([EXAMPLE_MANIFESTS, path.join(EXAMPLE_MANIFESTS, 'clusters.yaml'), link, '--release-source', EXAMPLE_RELEASES, '--output', path.join(await tempDir(), 'out')]);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+  });
 });
 
 describe('an input that yields nothing is an error, never an empty fleet', () => {
