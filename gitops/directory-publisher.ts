@@ -158,7 +158,10 @@ export class DirectoryPublisher implements Publisher {
     }
     const dir = await this.resolvedDir();
     // Leftovers of a crashed run are cleared only under the lock: another run may be writing them.
-    if (this.held) await this.removeLeftovers(dir, { keepReplaced: false });
+    if (this.held) {
+      await this.removeLeftovers(dir, { keepReplaced: false });
+      await this.removeSiblingLeftovers();
+    }
     if (ownership.kind === 'legacy') this.lastScan = await scanFiles(dir);
     else this.lastScan = (await this.currentTreeId(dir)) === undefined ? new Map() : await scanFiles(path.join(dir, CURRENT_LINK));
     return this.lastScan;
@@ -289,6 +292,18 @@ export class DirectoryPublisher implements Publisher {
       if (entry !== STATE_DIR && entry !== CURRENT_LINK) await rm(path.join(dir, entry), { recursive: true, force: true });
     }
     await this.removeLeftovers(dir, { keepReplaced: true, replaced });
+  }
+
+  /**
+   * Earlier versions swapped by renaming the directory itself through `.<name>.new-<hex>` and
+   * `.<name>.old-<hex>` beside it, and a crash left those behind for good. They are never complete
+   * outputs of ours any more (the directory exists and is ours), so they go.
+   */
+  private async removeSiblingLeftovers(): Promise<void> {
+    const parent = path.dirname(this.dir);
+    const pattern = new RegExp(`^\\.${path.basename(this.dir).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\.(new|old)-[0-9a-f]{12}$`);
+    const entries = await readdir(parent).catch(() => [] as string[]);
+    for (const entry of entries.filter((name) => pattern.test(name))) await rm(path.join(parent, entry), { recursive: true, force: true }).catch(() => {});
   }
 
   private async writeMarker(stateDir: string): Promise<void> {

@@ -220,6 +220,17 @@ describe('DirectoryPublisher ownership', () => {
     expect(readdirSync(path.join(state, 'trees'))).toEqual([path.basename(readlinkSync(path.join(out, 'current')))]);
   });
 
+  it('removes the .new/.old directories an earlier version’s interrupted swap left beside it', async () => {
+    const out = path.join(root, 'out');
+    await new DirectoryPublisher(out).publish(tree({ 'a.yaml': 'a\n' }), CHANGE);
+    for (const leftover of ['.out.new-0123456789ab', '.out.old-ba9876543210', '.other.new-0123456789ab']) mkdirSync(path.join(root, leftover, 'x'), { recursive: true });
+    const publisher = new DirectoryPublisher(out);
+    const lock = await publisher.lock(LOCK);
+    await publisher.readPrevious();
+    await lock.release();
+    expect(readdirSync(root).sort()).toEqual(['.other.new-0123456789ab', 'out']);
+  });
+
   it('refuses to be an input directory or hold one', async () => {
     const inputs = path.join(root, 'fleet', 'manifests');
     mkdirSync(inputs, { recursive: true });
