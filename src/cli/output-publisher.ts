@@ -76,6 +76,7 @@ export function localOutputDirectory(settings: OutputSettings, cwd: string): str
   return undefined;
 }
 
+/** The publisher for the chosen output, with the remote timeouts of `config` and the guards a render sets. */
 export function createOutputPublisher(settings: OutputSettings, config: Readonly<Config>, cwd: string, messageTemplate?: string, guards: PublisherGuards = {}): Publisher {
   checkOutputSettings(settings);
   const protectedPaths = guards.protectedPaths ?? [];
