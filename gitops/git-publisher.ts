@@ -68,6 +68,8 @@ type Decision = { mode: 'in-place'; dir: string; setup: 'init' | 'set-head' | 'n
 /** In the git directory of an in-place work tree: what a run is about to create, until it has committed. */
 const JOURNAL_FILE = 'clusterstack-publish.json';
 export const LOCK_FILE = 'clusterstack.lock';
+/** Inside a directory a run is turning into a repository, while it does. */
+const INIT_LOCK_FILE = '.clusterstack-init.lock';
 
 interface StagedChanges {
   written: string[];
@@ -204,12 +206,14 @@ export class GitPublisher implements Publisher {
 
   /**
    * Creates the repository for a path that does not hold one yet. Two runs doing so at once would
-   * trip over each other's `git init`; a short-lived lock beside the directory serializes them.
+   * trip over each other's `git init`, and one would find the other's half-made `.git`; a
+   * short-lived lock inside the directory serializes them (localRepositoryKind reads a directory
+   * holding it as not initialized yet).
    */
   private async initRepository(dir: string): Promise<void> {
-    const lock = await acquirePublishLock(path.join(path.dirname(dir), `.${path.basename(dir)}.clusterstack-init.lock`), { timeoutMs: 60_000, target: `--git ${dir}`, command: 'clusterstack: git init' });
+    await mkdir(dir, { recursive: true });
+    const lock = await acquirePublishLock(path.join(dir, INIT_LOCK_FILE), { timeoutMs: 60_000, target: `--git ${dir}`, command: 'clusterstack: git init' });
     try {
-      await mkdir(dir, { recursive: true });
       if (await exists(path.join(dir, '.git'))) return;
       await this.command(dir, false).run(['init', '--quiet', `--initial-branch=${this.branch}`], `git init ${dir}`);
     } finally {
@@ -471,7 +475,8 @@ async function localRepositoryKind(dir: string): Promise<LocalRepositoryKind> {
   if (info === undefined) return 'missing';
   if (!info.isDirectory()) return 'other';
   const entries = await readdir(dir);
-  if (entries.length === 0) return 'empty';
+  // Another run is creating the repository: it is not one yet (initRepository waits for that run).
+  if (entries.length === 0 || entries.includes(INIT_LOCK_FILE)) return 'empty';
   if (entries.includes('.git')) return 'work-tree';
   if (entries.includes('HEAD') && entries.includes('objects') && entries.includes('refs')) return 'bare';
   return 'other';
