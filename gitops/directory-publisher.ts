@@ -1,44 +1,77 @@
-// `--output <dir>`: the directory ends up holding exactly the rendered tree. The new tree is written
-// in full to a sibling directory and swapped in with renames, so readers (and a crash) see either
-// the old tree or the new one, never a mix.
-import { randomBytes } from 'node:crypto';
-import { chmod, lstat, mkdir, readdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
+// `--output <dir>`: the rendered tree, published into a directory that is ours alone.
+//
+// Layout (everything happens inside <dir>, which is never renamed: it may be a mount point):
+//   <dir>/current -> .clusterstack/trees/<id>   the tree; readers use <dir>/current/...
+//   <dir>/.clusterstack/output.json              marker: this directory is clusterstack's
+//   <dir>/.clusterstack/lock                     held by the run publishing (publish-lock.ts)
+//   <dir>/.clusterstack/trees/<id>/              complete trees: the current one, and the one it
+//                                                replaced until the next run starts
+//   <dir>/.clusterstack/staging-*, current-*     a run in progress (or a crashed run's leftovers)
+//
+// A new tree is written in full under staging-*, renamed to trees/<id>, and made current by
+// renaming a new symbolic link over `current`: one atomic step, so a reader that resolves
+// `current` sees the whole old tree or the whole new one, and a crash at any point leaves
+// `current` pointing at a complete tree. Leftovers are removed by the next run holding the lock.
+//
+// The directory must be empty, absent, or ours (our marker, or the provenance.json of an earlier
+// version that wrote the tree at the top); anything else is refused unless adopted explicitly.
+import { createHash, randomBytes } from 'node:crypto';
+import { lstat, mkdir, readdir, readFile, readlink, realpath, rename, rm, rmdir, stat, symlink, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { ChangeSummary, Publisher, PublishResult, RenderedTree } from './publisher.js';
+import { FILE_CONCURRENCY, mapBounded } from '../src/bounded-parallel.js';
+import { acquirePublishLock, type PublishLock } from './publish-lock.js';
+import type { ChangeSummary, LockRequest, Publisher, PublishResult, RenderedTree } from './publisher.js';
 import { diffTrees } from './publisher.js';
 import { PublishError } from './publish-error.js';
+import { assertOutsideProtected, type ProtectedPath } from './protected-paths.js';
 import { checkTreePaths } from './tree-paths.js';
-import { FILE_CONCURRENCY, mapBounded } from '../src/bounded-parallel.js';
 
-interface DirectoryScan {
-  files: RenderedTree;
-  /** Something other than the files: empty directories, symbolic links, sockets. */
-  hasOtherEntries: boolean;
+export const CURRENT_LINK = 'current';
+export const STATE_DIR = '.clusterstack';
+const MARKER_FILE = 'output.json';
+const TREES_DIR = 'trees';
+const LOCK_FILE = 'lock';
+const MARKER = { generator: 'clusterstack-gitops', layout: 'current-link' } as const;
+// What an earlier version wrote at the top of the directory, with the tree itself.
+const LEGACY_PROVENANCE = 'provenance.json';
+
+export interface DirectoryPublisherOptions {
+  /** Take over a directory holding files we did not write: they stay where they are, untouched. */
+  adopt?: boolean;
+  /** Inputs and release sources: the directory may be neither of them nor hold them. */
+  protectedPaths?: readonly ProtectedPath[];
 }
+
+/** Whose the directory is, as far as its entries tell. */
+type Ownership =
+  | { kind: 'absent' }
+  | { kind: 'empty' }
+  | { kind: 'ours' }
+  /** A tree an earlier version wrote straight into the directory (provenance.json at the top). */
+  | { kind: 'legacy' }
+  | { kind: 'foreign'; entries: string[] };
 
 function errorCode(error: unknown): string | undefined {
   return (error as NodeJS.ErrnoException | undefined)?.code;
 }
 
-async function scanDirectory(root: string): Promise<DirectoryScan> {
+async function scanFiles(root: string): Promise<RenderedTree> {
   const paths: string[] = [];
-  let hasOtherEntries = false;
   const walk = async (relative: string): Promise<void> => {
     const entries = await readdir(path.join(root, relative), { withFileTypes: true });
-    if (entries.length === 0 && relative !== '') hasOtherEntries = true;
     const directories: string[] = [];
     for (const entry of entries) {
+      if (relative === '' && (entry.name === STATE_DIR || entry.name === CURRENT_LINK)) continue;
       const child = relative === '' ? entry.name : `${relative}/${entry.name}`;
       if (entry.isDirectory()) directories.push(child);
       else if (entry.isFile()) paths.push(child);
-      else hasOtherEntries = true;
     }
     await Promise.all(directories.map(walk));
   };
   await walk('');
   paths.sort();
   const contents = await mapBounded(paths, FILE_CONCURRENCY, (file) => readFile(path.join(root, file), 'utf8'));
-  return { files: new Map(paths.map((file, index) => [file, contents[index]!])), hasOtherEntries };
+  return new Map(paths.map((file, index) => [file, contents[index]!]));
 }
 
 function sameTree(a: RenderedTree, b: RenderedTree): boolean {
@@ -47,100 +80,273 @@ function sameTree(a: RenderedTree, b: RenderedTree): boolean {
   return true;
 }
 
+/** A stable name for a tree: the same content always lands in the same directory. */
+function treeId(tree: RenderedTree): string {
+  const hash = createHash('sha256');
+  for (const file of [...tree.keys()].sort()) hash.update(`${file}\0${tree.get(file)}\0`);
+  return hash.digest('hex').slice(0, 16);
+}
+
+function listed(entries: string[]): string {
+  const shown = entries.slice(0, 5).join(', ');
+  return entries.length > 5 ? `${shown} and ${entries.length - 5} more` : shown;
+}
+
 /** Publishes to a local directory; `revision` is always null. */
 export class DirectoryPublisher implements Publisher {
   readonly target: string;
   private readonly dir: string;
-  private lastScan: DirectoryScan | undefined;
+  private readonly adopt: boolean;
+  private readonly protectedPaths: readonly ProtectedPath[];
+  private lastScan: RenderedTree | undefined;
+  private held: PublishLock | undefined;
 
-  constructor(dir: string) {
+  constructor(dir: string, options: DirectoryPublisherOptions = {}) {
     this.dir = path.resolve(dir);
+    this.adopt = options.adopt ?? false;
+    this.protectedPaths = options.protectedPaths ?? [];
     this.target = this.dir;
   }
 
-  /** The files under the directory now (empty when it does not exist yet). */
-  async readPrevious(): Promise<RenderedTree> {
-    const dir = await this.existingDirectory();
-    this.lastScan = dir === undefined ? undefined : await scanDirectory(dir);
-    return this.lastScan?.files ?? new Map();
+  /** The directory readers look in: `<dir>/current`. */
+  get currentDir(): string {
+    return path.join(this.dir, CURRENT_LINK);
   }
 
-  /** Swaps the directory for one holding exactly `tree`; writes nothing when it already does. */
+  /**
+   * Checks the directory is ours to write (refusing before anything is created), then takes its
+   * lock. A run that publishes nothing removes what it created for the lock again.
+   */
+  async lock(request: LockRequest): Promise<PublishLock> {
+    const before = await this.ownership();
+    this.refuseForeign(before);
+    const dir = await this.ensureDirectory();
+    const stateDir = path.join(dir, STATE_DIR);
+    const createdState = !(await exists(stateDir));
+    await mkdir(stateDir, { recursive: true });
+    const lock = await acquirePublishLock(path.join(stateDir, LOCK_FILE), { timeoutMs: request.timeoutMs, target: `--output ${this.dir}`, command: request.command });
+    this.held = lock;
+    try {
+      // Another run may have published between our check and the lock: look again.
+      this.refuseForeign(await this.ownership());
+    } catch (error) {
+      this.held = undefined;
+      await lock.release();
+      throw error;
+    }
+    return {
+      file: lock.file,
+      release: async () => {
+        this.held = undefined;
+        await lock.release();
+        // A failed first render leaves nothing behind: not the lock, not the directory it created.
+        if (createdState && !(await exists(path.join(stateDir, MARKER_FILE)))) {
+          await rmdir(stateDir).catch(() => {});
+          if (before.kind === 'absent') await rmdir(dir).catch(() => {});
+        }
+      },
+    };
+  }
+
+  /** The files of the current tree (empty when there is none yet). */
+  async readPrevious(): Promise<RenderedTree> {
+    const ownership = await this.ownership();
+    this.refuseForeign(ownership);
+    if (ownership.kind === 'absent' || ownership.kind === 'empty') {
+      this.lastScan = new Map();
+      return this.lastScan;
+    }
+    const dir = await this.resolvedDir();
+    // Leftovers of a crashed run are cleared only under the lock: another run may be writing them.
+    if (this.held) {
+      await this.removeLeftovers(dir, { keepReplaced: false });
+      await this.removeSiblingLeftovers();
+    }
+    if (ownership.kind === 'legacy') this.lastScan = await scanFiles(dir);
+    else this.lastScan = (await this.currentTreeId(dir)) === undefined ? new Map() : await scanFiles(path.join(dir, CURRENT_LINK));
+    return this.lastScan;
+  }
+
+  /** Makes `<dir>/current` hold exactly `tree`; writes nothing when it already does. */
   async publish(tree: RenderedTree, _change?: ChangeSummary): Promise<PublishResult> {
     checkTreePaths(tree);
-    const dir = await this.existingDirectory();
+    const ownership = await this.ownership();
+    this.refuseForeign(ownership);
     // The scan readPrevious just took is reused: rendering sits between the two, and reading
     // thousands of files twice would double a no-op render. It is used once.
-    const scanned = this.lastScan;
+    const previous = this.lastScan ?? (ownership.kind === 'absent' || ownership.kind === 'empty' ? new Map<string, string>() : await this.readPrevious());
     this.lastScan = undefined;
-    const previous = dir === undefined ? { files: new Map<string, string>(), hasOtherEntries: false } : (scanned ?? (await scanDirectory(dir)));
-    const { written, removed } = diffTrees(previous.files, tree);
-    if (dir !== undefined && sameTree(previous.files, tree) && !previous.hasOtherEntries) {
+    const { written, removed } = diffTrees(previous, tree);
+    if (ownership.kind === 'ours' && sameTree(previous, tree) && (await this.currentTreeId(await this.resolvedDir())) !== undefined) {
       return { changed: false, written: [], removed: [], revision: null };
     }
-    await this.swapIn(dir ?? this.dir, dir !== undefined, tree);
+    const dir = await this.ensureDirectory();
+    await this.swapIn(dir, tree, ownership.kind === 'legacy' ? [...new Set([...previous.keys()].map((file) => file.split('/')[0]!))] : []);
     return { changed: true, written, removed, revision: null };
   }
 
-  /** The real directory path when the output exists (following a symbolic link), undefined when it does not. */
-  private async existingDirectory(): Promise<string | undefined> {
-    let info;
+  private refuseForeign(ownership: Ownership): void {
+    if (ownership.kind !== 'foreign' || this.adopt) return;
+    throw new PublishError(
+      'invalid-target',
+      `--output ${this.dir} holds files clusterstack did not write (${listed(ownership.entries)}); nothing was written. ` +
+        `Give an empty or new directory, or pass --adopt-output to publish into it anyway (its files stay untouched; the render goes to ${this.currentDir})`,
+    );
+  }
+
+  private async ownership(): Promise<Ownership> {
+    await assertOutsideProtected(`--output ${this.dir}`, this.dir, this.protectedPaths, 'Give an output directory outside your inputs and release source');
+    let entries: string[];
     try {
-      info = await stat(this.dir);
+      const info = await stat(this.dir);
+      if (!info.isDirectory()) throw new PublishError('invalid-target', `--output ${this.dir} is a file; give a directory`);
+      entries = (await readdir(this.dir)).sort();
     } catch (error) {
-      if (errorCode(error) === 'ENOENT') return undefined;
+      if (error instanceof PublishError) throw error;
+      if (errorCode(error) === 'ENOENT') return { kind: 'absent' };
       if (errorCode(error) === 'ENOTDIR') throw new PublishError('invalid-target', `cannot write --output ${this.dir}: a parent of it is a file, not a directory`);
       throw new PublishError('unavailable', `cannot read --output ${this.dir}: ${(error as Error).message}`, { cause: error });
     }
-    if (!info.isDirectory()) throw new PublishError('invalid-target', `--output ${this.dir} is a file; give a directory`);
+    if (entries.length === 0) return { kind: 'empty' };
+    const current = entries.includes(CURRENT_LINK) ? await lstat(path.join(this.dir, CURRENT_LINK)) : undefined;
+    if (current && !current.isSymbolicLink()) {
+      // Even an adopted directory cannot give us `current`: it would be replaced.
+      throw new PublishError('invalid-target', `--output ${this.dir} holds a "${CURRENT_LINK}" that is not clusterstack's link to the rendered tree; move it away (clusterstack publishes there)`);
+    }
+    if (entries.includes(STATE_DIR)) {
+      const marker = await readFile(path.join(this.dir, STATE_DIR, MARKER_FILE), 'utf8').catch(() => undefined);
+      if (marker !== undefined && isMarker(marker)) return { kind: 'ours' };
+      // A first run in progress (or one that died before its first publish) has only these.
+      if (entries.every((entry) => entry === STATE_DIR || entry === CURRENT_LINK)) return { kind: 'ours' };
+    }
+    const provenance = entries.includes(LEGACY_PROVENANCE) ? await readFile(path.join(this.dir, LEGACY_PROVENANCE), 'utf8').catch(() => undefined) : undefined;
+    if (provenance !== undefined && isMarker(provenance)) return { kind: 'legacy' };
+    return { kind: 'foreign', entries: entries.filter((entry) => entry !== STATE_DIR) };
+  }
+
+  /** The real directory (following a symbolic link given as --output). */
+  private async resolvedDir(): Promise<string> {
     return (await lstat(this.dir)).isSymbolicLink() ? realpath(this.dir) : this.dir;
   }
 
-  private async swapIn(dir: string, exists: boolean, tree: RenderedTree): Promise<void> {
-    const parent = path.dirname(dir);
-    const base = path.basename(dir);
-    const suffix = randomBytes(6).toString('hex');
-    const staging = path.join(parent, `.${base}.new-${suffix}`);
-    const retired = path.join(parent, `.${base}.old-${suffix}`);
+  private async ensureDirectory(): Promise<string> {
     try {
-      await mkdir(parent, { recursive: true });
-      await mkdir(staging);
+      await mkdir(this.dir, { recursive: true });
     } catch (error) {
       const code = errorCode(error);
-      if (code === 'ENOTDIR' || code === 'EEXIST') {
-        throw new PublishError('invalid-target', `cannot write --output ${dir}: a parent of it is a file, not a directory`, { cause: error });
-      }
+      if (code === 'ENOTDIR' || code === 'EEXIST') throw new PublishError('invalid-target', `cannot write --output ${this.dir}: a parent of it is a file, not a directory`, { cause: error });
       if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
-        throw new PublishError('invalid-target', `cannot write --output ${dir}: ${parent} is not writable (${code}); choose another directory or fix its permissions`, { cause: error });
+        throw new PublishError('invalid-target', `cannot write --output ${this.dir}: ${path.dirname(this.dir)} is not writable (${code}); choose another directory or fix its permissions`, { cause: error });
       }
-      throw new PublishError('unavailable', `cannot write --output ${dir}: ${(error as Error).message}`, { cause: error });
+      throw new PublishError('unavailable', `cannot write --output ${this.dir}: ${(error as Error).message}`, { cause: error });
     }
-    try {
-      // mkdir applied the umask; keep the mode a user gave the existing directory.
-      if (exists) await chmod(staging, (await stat(dir)).mode & 0o7777);
-      const files = [...tree.keys()].sort();
-      const directories = [...new Set(files.map((file) => path.dirname(path.join(staging, ...file.split('/')))))];
-      for (const directory of directories) await mkdir(directory, { recursive: true });
-      await mapBounded(files, FILE_CONCURRENCY, (file) => writeFile(path.join(staging, ...file.split('/')), tree.get(file) ?? '', 'utf8'));
-    } catch (error) {
-      await rm(staging, { recursive: true, force: true });
-      throw new PublishError('unavailable', `cannot write --output ${dir}: ${(error as Error).message}; the previous contents are unchanged`, { cause: error });
-    }
-    if (exists) {
-      try {
-        await rename(dir, retired);
-      } catch (error) {
-        await rm(staging, { recursive: true, force: true });
-        throw new PublishError('unavailable', `cannot replace --output ${dir}: ${(error as Error).message}; the previous contents are unchanged`, { cause: error });
-      }
-    }
-    try {
-      await rename(staging, dir);
-    } catch (error) {
-      if (exists) await rename(retired, dir);
-      await rm(staging, { recursive: true, force: true });
-      throw new PublishError('unavailable', `cannot replace --output ${dir}: ${(error as Error).message}; the previous contents are unchanged`, { cause: error });
-    }
-    if (exists) await rm(retired, { recursive: true, force: true });
+    return this.resolvedDir();
   }
+
+  /** The id of the tree `current` points at, when it points at one of ours that exists. */
+  private async currentTreeId(dir: string): Promise<string | undefined> {
+    let target: string;
+    try {
+      target = await readlink(path.join(dir, CURRENT_LINK));
+    } catch {
+      return undefined;
+    }
+    const segments = target.split('/');
+    if (segments.length !== 3 || segments[0] !== STATE_DIR || segments[1] !== TREES_DIR) return undefined;
+    return (await exists(path.join(dir, target))) ? segments[2] : undefined;
+  }
+
+  private async swapIn(dir: string, tree: RenderedTree, legacyEntries: string[]): Promise<void> {
+    const stateDir = path.join(dir, STATE_DIR);
+    const trees = path.join(stateDir, TREES_DIR);
+    const id = treeId(tree);
+    const replaced = await this.currentTreeId(dir);
+    const suffix = randomBytes(6).toString('hex');
+    const staging = path.join(stateDir, `staging-${suffix}`);
+    const link = path.join(stateDir, `${CURRENT_LINK}-${suffix}`);
+    try {
+      await mkdir(trees, { recursive: true });
+      await this.writeMarker(stateDir);
+      // A tree directory only ever appears by renaming a complete staging directory, so one of this
+      // content that exists already (the tree before last, or a crashed run's) is whole: reuse it,
+      // and a reader still in it keeps reading.
+      if (!(await exists(path.join(trees, id)))) {
+        const files = [...tree.keys()].sort();
+        await mkdir(staging);
+        for (const directory of new Set(files.map((file) => path.dirname(path.join(staging, ...file.split('/')))))) await mkdir(directory, { recursive: true });
+        await mapBounded(files, FILE_CONCURRENCY, (file) => writeFile(path.join(staging, ...file.split('/')), tree.get(file) ?? '', 'utf8'));
+        await rename(staging, path.join(trees, id));
+      }
+      // The link's target is relative to <dir>, where it ends up.
+      await symlink(`${STATE_DIR}/${TREES_DIR}/${id}`, link);
+      await rename(link, path.join(dir, CURRENT_LINK));
+    } catch (error) {
+      await rm(staging, { recursive: true, force: true });
+      await unlink(link).catch(() => {});
+      const code = errorCode(error);
+      const kind = code === 'EACCES' || code === 'EPERM' || code === 'EROFS' ? 'invalid-target' : 'unavailable';
+      throw new PublishError(kind, `cannot write --output ${this.dir}: ${(error as Error).message}; the previous contents are unchanged`, { cause: error });
+    }
+    // An earlier version's tree at the top goes once the new one is current.
+    for (const entry of legacyEntries) {
+      if (entry !== STATE_DIR && entry !== CURRENT_LINK) await rm(path.join(dir, entry), { recursive: true, force: true });
+    }
+    await this.removeLeftovers(dir, { keepReplaced: true, replaced });
+  }
+
+  /**
+   * Earlier versions swapped by renaming the directory itself through `.<name>.new-<hex>` and
+   * `.<name>.old-<hex>` beside it, and a crash left those behind for good. They are never complete
+   * outputs of ours any more (the directory exists and is ours), so they go.
+   */
+  private async removeSiblingLeftovers(): Promise<void> {
+    const parent = path.dirname(this.dir);
+    const pattern = new RegExp(`^\\.${path.basename(this.dir).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\.(new|old)-[0-9a-f]{12}$`);
+    const entries = await readdir(parent).catch(() => [] as string[]);
+    for (const entry of entries.filter((name) => pattern.test(name))) await rm(path.join(parent, entry), { recursive: true, force: true }).catch(() => {});
+  }
+
+  private async writeMarker(stateDir: string): Promise<void> {
+    const marker = path.join(stateDir, MARKER_FILE);
+    if (await exists(marker)) return;
+    const temp = `${marker}.${randomBytes(6).toString('hex')}`;
+    await writeFile(temp, `${JSON.stringify(MARKER)}\n`);
+    await rename(temp, marker);
+  }
+
+  /**
+   * Removes staging directories, temporary links and trees other than the current one; with
+   * `keepReplaced`, the tree just replaced stays for readers that resolved `current` before the swap.
+   */
+  private async removeLeftovers(dir: string, options: { keepReplaced: boolean; replaced?: string | undefined }): Promise<void> {
+    const stateDir = path.join(dir, STATE_DIR);
+    const current = await this.currentTreeId(dir);
+    const entries = await readdir(stateDir).catch(() => [] as string[]);
+    for (const entry of entries) {
+      if (entry.startsWith('staging-') || entry.startsWith(`${CURRENT_LINK}-`) || entry.startsWith(`${MARKER_FILE}.`)) {
+        await rm(path.join(stateDir, entry), { recursive: true, force: true });
+      }
+    }
+    const trees = await readdir(path.join(stateDir, TREES_DIR)).catch(() => [] as string[]);
+    for (const tree of trees) {
+      if (tree === current || (options.keepReplaced && tree === options.replaced)) continue;
+      await rm(path.join(stateDir, TREES_DIR, tree), { recursive: true, force: true });
+    }
+  }
+}
+
+/** Our marker, or the provenance record an earlier version wrote: both name us as generator. */
+function isMarker(text: string): boolean {
+  try {
+    return (JSON.parse(text) as { generator?: unknown }).generator === MARKER.generator;
+  } catch {
+    return false;
+  }
+}
+
+async function exists(file: string): Promise<boolean> {
+  return lstat(file).then(
+    () => true,
+    () => false,
+  );
 }

@@ -4,20 +4,28 @@
 // Two ways of working, chosen from what `--git` names:
 // - a local path that is missing, an empty directory, or a work tree with the branch checked out:
 //   commit straight into it (no push), so people can look at the files (the quick start's
-//   ./out/gitops-repo);
+//   ./out/gitops-repo). Only files tracked under --path are ours: untracked files are left alone
+//   (never deleted, never committed), and one where the render would write is refused. A journal in
+//   the git directory lets the next run undo what a killed run left half-written in the work tree;
 // - anything else (a bare repository, a work tree on another branch, file://, http(s)://, ssh):
 //   a clone in `workDir` kept in step with the remote (fetch + hard reset), commit, push; when the
 //   push loses a race (non-fast-forward), start again from the new remote head.
-import { lstat, mkdir, readdir, realpath, rm, stat, writeFile } from 'node:fs/promises';
+// Runs on one work tree, or one clone, take turns through a lock (lock(), publish-lock.ts).
+import { lstat, mkdir, readdir, readFile, realpath, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ChangeSummary, Publisher, PublishResult, RenderedTree } from './publisher.js';
 import { PublishError } from './publish-error.js';
 import { checkTreePaths, normalizeSubdir } from './tree-paths.js';
 import { readTreeAtCommit } from './read-git-tree.js';
 import { syncWorkTree } from './sync-work-tree.js';
+import { acquirePublishLock, type PublishLock } from './publish-lock.js';
+import type { LockRequest } from './publisher.js';
 import { compileCommitMessage, type CommitMessageRenderer } from './commit-message.js';
 import { GitCommand, type GitIdentity } from './git-command.js';
 import { parseGitRemote, type GitRemote } from './git-remote.js';
+import { FILE_CONCURRENCY, mapBounded } from '../src/bounded-parallel.js';
+import { assertOutsideProtected, type ProtectedPath } from './protected-paths.js';
+import { removeStaleGitLocks } from './stale-git-locks.js';
 
 /** The slice of a pino logger the publisher uses. */
 export interface PublishLogger {
@@ -46,11 +54,22 @@ export interface GitPublisherOptions {
    * CLI passes its own. GIT_* variables other than transport settings are dropped. Default: empty.
    */
   env?: Readonly<Record<string, string | undefined>>;
+  /** Inputs and release sources: an in-place work tree's --path may be neither of them nor hold them. */
+  protectedPaths?: readonly ProtectedPath[];
 }
 
 type Workspace =
-  | { mode: 'in-place'; dir: string; git: GitCommand }
+  | { mode: 'in-place'; dir: string; git: GitCommand; gitDir: string }
   | { mode: 'clone'; dir: string; git: GitCommand; url: string };
+
+/** What `--git` names, decided without writing anything. */
+type Decision = { mode: 'in-place'; dir: string; setup: 'init' | 'set-head' | 'none' } | { mode: 'clone'; url: string; http: boolean };
+
+/** In the git directory of an in-place work tree: what a run is about to create, until it has committed. */
+const JOURNAL_FILE = 'clusterstack-publish.json';
+export const LOCK_FILE = 'clusterstack.lock';
+/** Inside a directory a run is turning into a repository, while it does. */
+const INIT_LOCK_FILE = '.clusterstack-init.lock';
 
 interface StagedChanges {
   written: string[];
@@ -67,6 +86,8 @@ export class GitPublisher implements Publisher {
   private readonly maxPushAttempts: number;
   private readonly renderMessage: CommitMessageRenderer;
   private workspace: Promise<Workspace> | undefined;
+  private decision: Promise<Decision> | undefined;
+  private held: PublishLock | undefined;
   /** The commit we last pushed and the tree under the path in it: exactly what syncWorkTree wrote. */
   private committed: { revision: string; tree: RenderedTree } | undefined;
 
@@ -84,9 +105,31 @@ export class GitPublisher implements Publisher {
     this.target = `${this.remote.display} (branch ${this.branch}${this.subdir === '' ? '' : `, path ${this.subdir}`})`;
   }
 
+  /**
+   * Takes the lock of the work tree (in its git directory) or of the clone (beside it in the
+   * cache), so two runs never interleave their reads, writes and commits.
+   */
+  async lock(request: LockRequest): Promise<PublishLock> {
+    const decision = await this.decide();
+    // In place, a repository that does not exist yet is created first (initRepository serializes
+    // that): the lock lives in its git directory.
+    const file = decision.mode === 'in-place' ? path.join(await this.gitDirOf(await this.open()), LOCK_FILE) : `${this.workDir}.lock`;
+    const lock = await acquirePublishLock(file, { timeoutMs: request.timeoutMs, target: `--git ${this.remote.display}`, command: request.command });
+    this.held = lock;
+    return {
+      file,
+      release: async () => {
+        this.held = undefined;
+        await lock.release();
+      },
+    };
+  }
+
   /** The files under the path at the branch head (empty when the branch does not exist yet). */
   async readPrevious(): Promise<RenderedTree> {
     const workspace = await this.open();
+    if (workspace.mode === 'in-place') await this.repairInPlace(workspace);
+    else if (this.held) await removeStaleGitLocks(path.join(workspace.dir, '.git'));
     const head = workspace.mode === 'clone' ? await this.resetToRemote(workspace) : await this.localHead(workspace);
     return head === null ? new Map() : this.readCommit(workspace, head);
   }
@@ -96,7 +139,8 @@ export class GitPublisher implements Publisher {
     checkTreePaths(tree);
     const message = this.renderMessage(change);
     const workspace = await this.open();
-    return workspace.mode === 'in-place' ? this.commitInPlace(workspace, tree, message) : this.commitAndPush(workspace, tree, message);
+    if (workspace.mode === 'in-place') return this.commitInPlace(workspace, tree, message);
+    return this.commitAndPush(workspace, tree, message);
   }
 
   private open(): Promise<Workspace> {
@@ -112,16 +156,19 @@ export class GitPublisher implements Publisher {
     return new GitCommand(dir, { author, env, token: withToken ? token : undefined });
   }
 
-  private async prepare(): Promise<Workspace> {
-    if (this.remote.kind === 'url') return this.prepareClone(this.remote.url, this.remote.http);
+  private decide(): Promise<Decision> {
+    this.decision ??= this.decideOnce().catch((error: unknown) => {
+      this.decision = undefined;
+      throw error;
+    });
+    return this.decision;
+  }
+
+  private async decideOnce(): Promise<Decision> {
+    if (this.remote.kind === 'url') return { mode: 'clone', url: this.remote.url, http: this.remote.http };
     const dir = this.remote.path;
     const kind = await localRepositoryKind(dir);
-    if (kind === 'missing' || kind === 'empty') {
-      await mkdir(dir, { recursive: true });
-      const git = this.command(dir, false);
-      await git.run(['init', '--quiet', `--initial-branch=${this.branch}`], `git init ${dir}`);
-      return { mode: 'in-place', dir, git };
-    }
+    if (kind === 'missing' || kind === 'empty') return { mode: 'in-place', dir, setup: 'init' };
     if (kind === 'work-tree') {
       const git = this.command(dir, false);
       const toplevel = (await git.run(['rev-parse', '--show-toplevel'], `git rev-parse in ${dir}`)).trim();
@@ -130,19 +177,68 @@ export class GitPublisher implements Publisher {
       }
       const current = (await git.run(['symbolic-ref', '--quiet', 'HEAD'], `git symbolic-ref in ${dir}`)).trim();
       const hasCommits = (await git.run(['rev-parse', '--verify', '--quiet', 'HEAD'], `git rev-parse in ${dir}`)).trim() !== '';
-      if (current === `refs/heads/${this.branch}`) return { mode: 'in-place', dir, git };
-      if (!hasCommits) {
-        await git.run(['symbolic-ref', 'HEAD', `refs/heads/${this.branch}`], `git symbolic-ref in ${dir}`);
-        return { mode: 'in-place', dir, git };
-      }
+      if (current === `refs/heads/${this.branch}`) return { mode: 'in-place', dir, setup: 'none' };
+      if (!hasCommits) return { mode: 'in-place', dir, setup: 'set-head' };
       // The branch is not checked out there, so pushing to it is allowed.
-      return this.prepareClone(dir, false);
+      return { mode: 'clone', url: dir, http: false };
     }
-    if (kind === 'bare') return this.prepareClone(dir, false);
+    if (kind === 'bare') return { mode: 'clone', url: dir, http: false };
     throw new PublishError('invalid-target', `--git ${dir} is not a Git repository; give a repository, an empty directory or a path that does not exist yet`);
   }
 
+  private async prepare(): Promise<Workspace> {
+    const decision = await this.decide();
+    if (decision.mode === 'clone') return this.prepareClone(decision.url, decision.http);
+    const { dir } = decision;
+    // In place, the path is ours to replace: it must not hold what the render is made from.
+    await assertOutsideProtected(
+      `--git ${dir}${this.subdir === '' ? '' : ` --path ${this.subdir}`}`,
+      path.join(dir, this.subdir),
+      this.options.protectedPaths ?? [],
+      'Give a --path inside the repository that holds neither, or another repository',
+    );
+    if (decision.setup === 'init') await this.initRepository(dir);
+    const git = this.command(dir, false);
+    if (decision.setup === 'set-head') await git.run(['symbolic-ref', 'HEAD', `refs/heads/${this.branch}`], `git symbolic-ref in ${dir}`);
+    const gitDir = (await git.run(['rev-parse', '--absolute-git-dir'], `git rev-parse in ${dir}`)).trim();
+    return { mode: 'in-place', dir, git, gitDir };
+  }
+
+  /**
+   * Creates the repository for a path that does not hold one yet. Two runs doing so at once would
+   * trip over each other's `git init`, and one would find the other's half-made `.git`; a
+   * short-lived lock inside the directory serializes them (localRepositoryKind reads a directory
+   * holding it as not initialized yet).
+   */
+  private async initRepository(dir: string): Promise<void> {
+    await mkdir(dir, { recursive: true });
+    const lock = await acquirePublishLock(path.join(dir, INIT_LOCK_FILE), { timeoutMs: 60_000, target: `--git ${dir}`, command: 'clusterstack: git init' });
+    try {
+      if (await exists(path.join(dir, '.git'))) return;
+      await this.command(dir, false).run(['init', '--quiet', `--initial-branch=${this.branch}`], `git init ${dir}`);
+    } finally {
+      await lock.release();
+    }
+  }
+
+  private async gitDirOf(workspace: Workspace): Promise<string> {
+    return workspace.mode === 'in-place' ? workspace.gitDir : path.join(workspace.dir, '.git');
+  }
+
   private async prepareClone(url: string, http: boolean): Promise<Workspace> {
+    try {
+      return await this.setUpClone(url, http);
+    } catch (error) {
+      if (error instanceof PublishError && error.kind === 'invalid-target') throw error;
+      // The clone is ours alone and holds nothing the remote does not: one damaged by a killed run
+      // is started afresh.
+      this.options.logger?.warn({ target: this.target, error: error instanceof Error ? error.message : String(error) }, 'The clone in the cache is damaged, starting it afresh');
+      await rm(this.workDir, { recursive: true, force: true });
+      return this.setUpClone(url, http);
+    }
+  }
+
+  private async setUpClone(url: string, http: boolean): Promise<Workspace> {
     const dir = this.workDir;
     await mkdir(dir, { recursive: true });
     const git = this.command(dir, http);
@@ -153,7 +249,7 @@ export class GitPublisher implements Publisher {
       await git.run(['init', '--quiet'], `git init ${dir}`);
       await git.run(['remote', 'add', 'origin', url], `git remote add in ${dir}`);
     } else {
-      const current = (await git.run(['config', '--get', 'remote.origin.url'], `git config in ${dir}`)).trim();
+      const current = (await git.run(['config', '--get', 'remote.origin.url'], `git config in ${dir}`).catch(() => '')).trim();
       if (current === '') await git.run(['remote', 'add', 'origin', url], `git remote add in ${dir}`);
       else if (current !== url) await git.run(['remote', 'set-url', 'origin', url], `git remote set-url in ${dir}`);
     }
@@ -199,17 +295,7 @@ export class GitPublisher implements Publisher {
     const pathspec = this.subdir === '' ? '.' : this.subdir;
     // --force: a .gitignore in the repository must not silently keep a rendered file out.
     await workspace.git.run(['add', '--all', '--force', '--', pathspec], 'git add');
-    const status = await workspace.git.run(['diff', '--cached', '--name-status', '--no-renames', '-z', '--', pathspec], 'git diff');
-    const fields = status.split('\0');
-    const written: string[] = [];
-    const removed: string[] = [];
-    for (let index = 0; index + 1 < fields.length; index += 2) {
-      const code = fields[index] ?? '';
-      const file = fields[index + 1] ?? '';
-      const relative = this.subdir === '' ? file : file.slice(this.subdir.length + 1);
-      (code.startsWith('D') ? removed : written).push(relative);
-    }
-    return { written: written.sort(), removed: removed.sort() };
+    return this.stagedChanges(workspace, pathspec);
   }
 
   private async commit(workspace: Workspace, message: string): Promise<string> {
@@ -225,25 +311,106 @@ export class GitPublisher implements Publisher {
     return (await git.run(['rev-parse', 'HEAD'], 'git rev-parse')).trim();
   }
 
-  private async commitInPlace(workspace: Workspace, tree: RenderedTree, message: string): Promise<PublishResult> {
+  private async commitInPlace(workspace: Extract<Workspace, { mode: 'in-place' }>, tree: RenderedTree, message: string): Promise<PublishResult> {
     const { git, dir } = workspace;
     const current = (await git.run(['symbolic-ref', '--quiet', 'HEAD'], 'git symbolic-ref')).trim();
     if (current !== `refs/heads/${this.branch}`) {
       throw new PublishError('invalid-target', `--git ${dir} has ${current === '' ? 'a detached HEAD' : current.replace('refs/heads/', 'branch ')} checked out, not ${this.branch}; check out ${this.branch} there`);
     }
-    // Someone's staged work outside the path would otherwise end up in our commit.
+    // Someone's staged work would otherwise end up in our commit.
     const staged = (await git.run(['diff', '--cached', '--name-only', '-z'], 'git diff')).split('\0').filter((file) => file !== '');
-    const outside = staged.filter((file) => this.subdir !== '' && file !== this.subdir && !file.startsWith(`${this.subdir}/`));
-    if (outside.length > 0) {
-      throw new PublishError('invalid-target', `--git ${dir} has staged changes outside ${this.subdir} (${outside.slice(0, 3).join(', ')}); commit or unstage them first`);
+    if (staged.length > 0) {
+      throw new PublishError('invalid-target', `--git ${dir} has staged changes (${staged.slice(0, 3).join(', ')}${staged.length > 3 ? ', ...' : ''}); commit or unstage them first`);
     }
-    const changes = await this.stageTree(workspace, tree);
+    const prefix = this.subdir === '' ? '' : `${this.subdir}/`;
+    const pathspec = this.subdir === '' ? '.' : this.subdir;
+    // What is ours under the path: the files committed there, i.e. the previous render.
+    const tracked = new Set(
+      (await git.run(['ls-files', '-z', '--', pathspec], 'git ls-files'))
+        .split('\0')
+        .filter((file) => file !== '')
+        .map((file) => file.slice(prefix.length)),
+    );
+    // A file the render would write over, that git does not know, is someone's: never overwrite it.
+    const created = [...tree.keys()].filter((file) => !tracked.has(file));
+    const occupied = (await mapBounded(created, FILE_CONCURRENCY, async (file) => ((await exists(path.join(dir, prefix, file))) ? file : undefined))).filter((file): file is string => file !== undefined);
+    if (occupied.length > 0) {
+      throw new PublishError('invalid-target', `--git ${dir} has untracked files where the render writes (${occupied.slice(0, 5).map((file) => `${prefix}${file}`).join(', ')}${occupied.length > 5 ? ` and ${occupied.length - 5} more` : ''}); move them away or commit them elsewhere, then run again. Nothing was written`);
+    }
+    const journal = path.join(workspace.gitDir, JOURNAL_FILE);
+    await writeFile(journal, `${JSON.stringify({ pid: process.pid, created: created.map((file) => `${prefix}${file}`) })}\n`);
+    await syncWorkTree(dir, this.subdir, tree, undefined, tracked);
+    const removed = [...tracked].filter((file) => !tree.has(file));
+    const paths = [...tree.keys(), ...removed].map((file) => `${prefix}${file}`);
+    // Exactly the render's paths: untracked files beside them are not ours to commit.
+    const list = path.join(workspace.gitDir, 'CLUSTERSTACK_PATHS');
+    await writeFile(list, paths.join('\0'));
+    try {
+      // --force: a .gitignore in the repository must not silently keep a rendered file out.
+      if (paths.length > 0) await git.run(['add', '--all', '--force', `--pathspec-from-file=${list}`, '--pathspec-file-nul'], 'git add');
+    } finally {
+      await rm(list, { force: true });
+    }
+    const changes = await this.stagedChanges(workspace, pathspec);
     if (changes.written.length === 0 && changes.removed.length === 0) {
+      await unlink(journal).catch(() => {});
       return { changed: false, written: [], removed: [], revision: await this.localHead(workspace) };
     }
     const revision = await this.commit(workspace, message);
+    await unlink(journal).catch(() => {});
     this.options.logger?.info({ target: this.target, revision, written: changes.written.length, removed: changes.removed.length }, 'Committed rendered tree');
     return { changed: true, ...changes, revision };
+  }
+
+  /**
+   * A run killed while writing the work tree leaves files of a render that was never committed, a
+   * half-staged index and maybe git's own lock files. Its journal says so: then the path is put
+   * back to HEAD (and the files it created removed) before anything is read or written.
+   */
+  private async repairInPlace(workspace: Extract<Workspace, { mode: 'in-place' }>): Promise<void> {
+    const journal = path.join(workspace.gitDir, JOURNAL_FILE);
+    const text = await readFile(journal, 'utf8').catch(() => undefined);
+    if (text === undefined) return;
+    // Another run may be at work right now; only an unlocked target or our own lock lets us repair.
+    if (!this.held && (await exists(path.join(workspace.gitDir, LOCK_FILE)))) return;
+    let created: string[] = [];
+    try {
+      const parsed = JSON.parse(text) as { created?: unknown };
+      if (Array.isArray(parsed.created)) created = parsed.created.filter((file): file is string => typeof file === 'string');
+    } catch {
+      // An unreadable journal still means: restore the tracked files.
+    }
+    const { git, dir } = workspace;
+    await removeStaleGitLocks(workspace.gitDir);
+    const pathspec = this.subdir === '' ? '.' : this.subdir;
+    const head = await this.localHead(workspace);
+    const atHead = new Set(head === null ? [] : (await git.run(['ls-tree', '-r', '-z', '--name-only', head, '--', pathspec], 'git ls-tree')).split('\0').filter((file) => file !== ''));
+    if (head !== null) {
+      await git.run(['reset', '--quiet', head, '--', pathspec], 'git reset');
+      if (atHead.size > 0) await git.run(['checkout', '--quiet', head, '--', pathspec], 'git checkout');
+    } else {
+      await git.run(['rm', '-r', '--cached', '--quiet', '--ignore-unmatch', '--', pathspec], 'git rm');
+    }
+    for (const file of created) {
+      if (!atHead.has(file) && !file.split('/').includes('..') && !path.isAbsolute(file)) await rm(path.join(dir, file), { force: true });
+    }
+    await unlink(journal).catch(() => {});
+    this.options.logger?.warn({ target: this.target }, 'Repaired the work tree after an interrupted run');
+  }
+
+  /** Files staged under `pathspec`, relative to the path: what a commit now would change. */
+  private async stagedChanges(workspace: Workspace, pathspec: string): Promise<StagedChanges> {
+    const status = await workspace.git.run(['diff', '--cached', '--name-status', '--no-renames', '-z', '--', pathspec], 'git diff');
+    const fields = status.split('\0');
+    const written: string[] = [];
+    const removed: string[] = [];
+    for (let index = 0; index + 1 < fields.length; index += 2) {
+      const code = fields[index] ?? '';
+      const file = fields[index + 1] ?? '';
+      const relative = this.subdir === '' ? file : file.slice(this.subdir.length + 1);
+      (code.startsWith('D') ? removed : written).push(relative);
+    }
+    return { written: written.sort(), removed: removed.sort() };
   }
 
   private async commitAndPush(workspace: Workspace, tree: RenderedTree, message: string): Promise<PublishResult> {
@@ -308,8 +475,10 @@ async function localRepositoryKind(dir: string): Promise<LocalRepositoryKind> {
   if (info === undefined) return 'missing';
   if (!info.isDirectory()) return 'other';
   const entries = await readdir(dir);
-  if (entries.length === 0) return 'empty';
+  // Another run is creating the repository: it is not one yet (initRepository waits for that run).
+  if (entries.length === 0 || entries.includes(INIT_LOCK_FILE)) return 'empty';
   if (entries.includes('.git')) return 'work-tree';
   if (entries.includes('HEAD') && entries.includes('objects') && entries.includes('refs')) return 'bare';
   return 'other';
 }
+

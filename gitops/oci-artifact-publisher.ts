@@ -93,6 +93,8 @@ export interface OciArtifactPublisherOptions {
   retry?: RetryPolicy;
   sleep?: Sleep;
   timeoutMs?: number;
+  /** One registry call in total, retries included (default 5 minutes). */
+  totalTimeoutMs?: number;
   /** Where a downloaded layer is held while it is read (default: the OS temp directory). */
   tempDir?: string;
   logger?: PublishLogger;
@@ -129,6 +131,7 @@ export class OciArtifactPublisher implements Publisher {
       ...(options.retry ? { retry: options.retry } : {}),
       ...(options.sleep ? { sleep: options.sleep } : {}),
       ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+      ...(options.totalTimeoutMs !== undefined ? { totalTimeoutMs: options.totalTimeoutMs } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
     });
   }

@@ -1,5 +1,6 @@
 // The seam every output implements: a directory, a Git repository (commit or pull request), an OCI
 // artifact. A publisher receives the whole rendered tree and makes the target hold exactly that.
+import type { PublishLock } from './publish-lock.js';
 
 /** Relative POSIX path -> file content. Paths are sorted when iterated by publishers. */
 export type RenderedTree = Map<string, string>;
@@ -27,9 +28,23 @@ export interface PublishResult {
   pullRequest?: string;
 }
 
+/** How a run takes its turn on a target that other runs may publish to at the same time. */
+export interface LockRequest {
+  /** How long to wait for another run holding the target; 0 fails at once. */
+  timeoutMs: number;
+  /** What this run is, recorded in the lock for whoever finds it. */
+  command: string;
+}
+
 export interface Publisher {
   /** Printable target (no credentials). */
   readonly target: string;
+  /**
+   * Takes the target's lock, for targets on this machine (a directory, a work tree, a clone): hold
+   * it from readPrevious() to publish(), so what was read is what is replaced. Absent where the
+   * target itself arbitrates (a registry).
+   */
+  lock?(request: LockRequest): Promise<PublishLock>;
   /** The tree the target holds now (empty when new): previous output is reused for unchanged units. */
   readPrevious(): Promise<RenderedTree>;
   /** Makes the target hold exactly `tree`. Writes nothing when it already does. */

@@ -26,11 +26,13 @@ import { compileCommitMessage, type CommitMessageRenderer } from './commit-messa
 import { GitCommand, type GitIdentity } from './git-command.js';
 import type { PublishLogger } from './git-publisher.js';
 import { parseGitRemote, type GitRemote } from './git-remote.js';
-import type { ChangeSummary, Publisher, PublishResult, RenderedTree } from './publisher.js';
+import type { ChangeSummary, LockRequest, Publisher, PublishResult, RenderedTree } from './publisher.js';
 import { PublishError } from './publish-error.js';
 import { checkTreePaths, normalizeSubdir } from './tree-paths.js';
 import { readTreeAtCommit } from './read-git-tree.js';
 import { syncWorkTree } from './sync-work-tree.js';
+import { acquirePublishLock, type PublishLock } from './publish-lock.js';
+import { removeStaleGitLocks } from './stale-git-locks.js';
 
 export const GITHUB_API_URL = 'https://api.github.com';
 /** The trailer that marks a commit as made by a render (with our identity): such commits may be replaced. */
@@ -127,6 +129,7 @@ export class PullRequestPublisher implements Publisher {
   private readonly branch: string;
   private readonly subdir: string;
   private readonly workDir: string;
+  private held = false;
   private readonly owner: string;
   private readonly repo: string;
   private readonly gitToken: string;
@@ -175,8 +178,23 @@ export class PullRequestPublisher implements Publisher {
     this.target = `${this.remote.display} (pull request ${this.branch} -> ${this.base}${this.subdir === '' ? '' : `, path ${this.subdir}`})`;
   }
 
+  /** Takes the lock of the clone in the cache: runs for one target take turns. */
+  async lock(request: LockRequest): Promise<PublishLock> {
+    const lock = await acquirePublishLock(`${this.workDir}.lock`, { timeoutMs: request.timeoutMs, target: this.target, command: request.command });
+    this.held = true;
+    return {
+      file: lock.file,
+      release: async () => {
+        this.held = false;
+        await lock.release();
+      },
+    };
+  }
+
   /** The files under the path on the base branch (empty when the base branch does not exist). */
   async readPrevious(): Promise<RenderedTree> {
+    // Under the lock nobody else uses the clone: git lock files in it are a killed run's.
+    if (this.held) await removeStaleGitLocks(path.join(this.workDir, '.git'));
     const git = await this.open();
     const heads = await this.remoteHeads(git);
     if (heads.base === undefined) return new Map();

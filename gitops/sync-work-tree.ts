@@ -12,8 +12,10 @@ import { PublishError } from './publish-error.js';
  * of files). Files outside `subdir` and `.git` are never touched; symbolic links inside are replaced,
  * never written through, and one on the way to `subdir` is refused. `known`, when given, is what the
  * directory is known to hold (the tree last committed there): then nothing is read back from disk.
+ * `owned`, when given, lists the only files under `subdir` that may be removed (those git tracks
+ * there); anything else that is not part of the tree is left alone.
  */
-export async function syncWorkTree(dir: string, subdir: string, tree: RenderedTree, known?: RenderedTree): Promise<void> {
+export async function syncWorkTree(dir: string, subdir: string, tree: RenderedTree, known?: RenderedTree, owned?: ReadonlySet<string>): Promise<void> {
   const segments = subdir === '' ? [] : subdir.split('/');
   for (let end = 1; end <= segments.length; end++) {
     const info = await lstat(path.join(dir, ...segments.slice(0, end))).catch(() => undefined);
@@ -44,7 +46,7 @@ export async function syncWorkTree(dir: string, subdir: string, tree: RenderedTr
     );
   };
   await walk('');
-  const stale = [...existing].filter(([file, kind]) => kind !== 'file' || !tree.has(file)).map(([file]) => file);
+  const stale = [...existing].filter(([file, kind]) => (kind !== 'file' && tree.has(file)) || (!tree.has(file) && (owned === undefined || owned.has(file)))).map(([file]) => file);
   await mapBounded(stale, FILE_CONCURRENCY, (file) => rm(path.join(root, ...file.split('/')), { force: true }));
   const files = [...tree.keys()].sort();
   for (const directory of new Set(files.map((file) => path.dirname(path.join(root, ...file.split('/')))))) await mkdir(directory, { recursive: true });

@@ -23,7 +23,27 @@ export interface Config {
   pathEnv: string;
   /** The environment child processes (git) inherit: HOME, proxies, CA bundles. */
   childEnv: Readonly<Record<string, string>>;
+  /** Remote reads (GitHub, downloads, OCI registries): how long they may take. */
+  timeouts: Readonly<RemoteTimeouts>;
+  /** How long a run waits for another run holding the output's lock; 0 fails at once. */
+  lockTimeoutMs: number;
+  /** A render removing more than this share (0..1) of the published releases or clusters is refused. */
+  maxDeleteShare: number;
 }
+
+/** The limits every remote read runs under. */
+export interface RemoteTimeouts {
+  /** Opening the connection (TCP and TLS). */
+  connectMs: number;
+  /** No response headers, or no body bytes, for this long fails the attempt (it may be retried). */
+  readMs: number;
+  /** One remote operation (listing a source, fetching a release, pushing an artifact) in total: headers, bodies, retries and waits. */
+  totalMs: number;
+}
+
+export const DEFAULT_TIMEOUTS: Readonly<RemoteTimeouts> = Object.freeze({ connectMs: 10_000, readMs: 30_000, totalMs: 5 * 60_000 });
+export const DEFAULT_LOCK_TIMEOUT_MS = 60_000;
+export const DEFAULT_MAX_DELETE_SHARE = 0.5;
 
 export const ENVIRONMENT = {
   cacheDir: 'CLUSTERSTACK_CACHE_DIR',
@@ -35,9 +55,50 @@ export const ENVIRONMENT = {
   gitToken: 'CLUSTERSTACK_GIT_TOKEN',
   gitAuthorName: 'CLUSTERSTACK_GIT_AUTHOR_NAME',
   gitAuthorEmail: 'CLUSTERSTACK_GIT_AUTHOR_EMAIL',
+  connectTimeout: 'CLUSTERSTACK_CONNECT_TIMEOUT',
+  readTimeout: 'CLUSTERSTACK_READ_TIMEOUT',
+  remoteTimeout: 'CLUSTERSTACK_REMOTE_TIMEOUT',
+  lockTimeout: 'CLUSTERSTACK_LOCK_TIMEOUT',
+  maxDeleteShare: 'CLUSTERSTACK_MAX_DELETE_SHARE',
 } as const;
 
-export type ConfigFlags = Partial<Pick<Config, 'cacheDir' | 'helmBinary' | 'githubApiUrl'>>;
+export type ConfigFlags = Partial<Pick<Config, 'cacheDir' | 'helmBinary' | 'githubApiUrl'>> & {
+  /** Durations and shares as the user typed them; checked here. */
+  connectTimeout?: string;
+  readTimeout?: string;
+  remoteTimeout?: string;
+  lockTimeout?: string;
+  maxDeleteShare?: string;
+};
+
+/** `50%`, `0.5` or `1` (everything may go); throws naming `what` on anything else. */
+export function parseShare(value: string, what: string): number {
+  const match = /^(\d+(?:\.\d+)?)(%)?$/.exec(value.trim());
+  const share = match ? Number(match[1]) / (match[2] ? 100 : 1) : Number.NaN;
+  if (!(share >= 0 && share <= 1)) throw new ConfigError(`${what} must be a share between 0 and 1 or a percentage (e.g. 0.5 or 50%), not "${value}"`);
+  return share;
+}
+
+/** A flag or environment variable with a value that cannot work; the CLI reports it as a usage error. */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+function durationSetting(flag: string | undefined, env: NodeJS.ProcessEnv, variable: string, flagName: string, fallback: number, minimum: number): number {
+  const value = nonEmpty(flag) ?? nonEmpty(env[variable]);
+  if (value === undefined) return fallback;
+  let ms: number;
+  try {
+    ms = parseDuration(value, `${flagName} / ${variable}`);
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
+  }
+  if (ms < minimum) throw new ConfigError(`${flagName} / ${variable} must be at least ${minimum} ms, not "${value}"`);
+  return ms;
+}
 
 function nonEmpty(value: string | undefined): string | undefined {
   return value === undefined || value.trim() === '' ? undefined : value;
@@ -51,6 +112,13 @@ export function resolveConfig(env: NodeJS.ProcessEnv, flags: ConfigFlags = {}): 
     gitAuthorEmail: nonEmpty(env[ENVIRONMENT.gitAuthorEmail]) ?? 'clusterstack-gitops@localhost',
     pathEnv: env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
     childEnv: Object.freeze(Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined))),
+    timeouts: Object.freeze({
+      connectMs: durationSetting(flags.connectTimeout, env, ENVIRONMENT.connectTimeout, '--connect-timeout', DEFAULT_TIMEOUTS.connectMs, 1),
+      readMs: durationSetting(flags.readTimeout, env, ENVIRONMENT.readTimeout, '--read-timeout', DEFAULT_TIMEOUTS.readMs, 1),
+      totalMs: durationSetting(flags.remoteTimeout, env, ENVIRONMENT.remoteTimeout, '--remote-timeout', DEFAULT_TIMEOUTS.totalMs, 1),
+    }),
+    lockTimeoutMs: durationSetting(flags.lockTimeout, env, ENVIRONMENT.lockTimeout, '--lock-timeout', DEFAULT_LOCK_TIMEOUT_MS, 0),
+    maxDeleteShare: parseShare(nonEmpty(flags.maxDeleteShare) ?? nonEmpty(env[ENVIRONMENT.maxDeleteShare]) ?? String(DEFAULT_MAX_DELETE_SHARE), '--max-delete-share / CLUSTERSTACK_MAX_DELETE_SHARE'),
   };
   const optional: [keyof Config, string | undefined][] = [
     ['helmBinary', flags.helmBinary ?? nonEmpty(env[ENVIRONMENT.helmBinary])],

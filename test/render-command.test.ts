@@ -8,7 +8,9 @@ import { copyExampleReleases, EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, runClustersta
 const sandbox = new GitSandbox();
 afterAll(() => sandbox.cleanup());
 
-async function readTree(dir: string): Promise<Record<string, string>> {
+/** What a reader of an --output directory sees: the files behind `<dir>/current`. */
+async function readTree(output: string): Promise<Record<string, string>> {
+  const dir = path.join(output, 'current');
   const out: Record<string, string> = {};
   async function walk(relative: string): Promise<void> {
     for (const entry of await readdir(path.join(dir, relative), { withFileTypes: true })) {

@@ -105,6 +105,7 @@ describe('render fidelity (what Kubernetes reads equals what helm rendered)', ()
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     report = JSON.parse(result.stdout);
+    out = path.join(out, 'current'); // --output keeps the tree behind a 'current' link
 
     // helm's own output for the same charts, arguments and values.
     const helm = (await resolveHelmBinary({ pathEnv: process.env.PATH ?? '' })).path;

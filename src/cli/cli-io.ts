@@ -22,3 +22,13 @@ export class UsageError extends Error {
     this.name = 'UsageError';
   }
 }
+
+/** Something outside (a release source, a registry, a Git remote) failed; retrying later may help (exit 3). */
+export class RemoteFailureError extends Error {
+  readonly retryable = true;
+
+  constructor(message: string) {
+    super(message);
+    this.name = 'RemoteFailureError';
+  }
+}

@@ -4,6 +4,7 @@ import { type Config, resolveConfig } from '../config.js';
 import { readInputFiles } from '../inputs/read-input-files.js';
 import { buildPlan, type Plan } from '../plan/build-plan.js';
 import { createSourceOpener, type SourceOpener } from '../sources/open-release-source.js';
+import { createConnectingFetch } from '../sources/remote-fetch.js';
 import type { CliIo } from './cli-io.js';
 
 export const SOURCE_OPTIONS = {
@@ -11,19 +12,31 @@ export const SOURCE_OPTIONS = {
   'cache-dir': { type: 'string' },
   'plain-http': { type: 'boolean', default: false },
   'github-api-url': { type: 'string' },
+  'connect-timeout': { type: 'string' },
+  'read-timeout': { type: 'string' },
+  'remote-timeout': { type: 'string' },
 } as const;
 
 export const SOURCE_HELP = `  --release-source <src>   a directory (one sub-directory per release tag, or an OCI image layout),
                            github:<owner>/<repo>, or oci://<registry>/<repo>
   --cache-dir <dir>        where downloaded releases are cached (CLUSTERSTACK_CACHE_DIR)
   --plain-http             talk plain HTTP to OCI registries (local registries only)
-  --github-api-url <url>   GitHub Enterprise API, e.g. https://github.example.com/api/v3 (GITHUB_API_URL)`;
+  --github-api-url <url>   GitHub Enterprise API, e.g. https://github.example.com/api/v3 (GITHUB_API_URL)
+  --connect-timeout <d>    opening a connection to GitHub or a registry (default 10s; CLUSTERSTACK_CONNECT_TIMEOUT)
+  --read-timeout <d>       no answer, or no bytes, for this long fails an attempt (default 30s; CLUSTERSTACK_READ_TIMEOUT)
+  --remote-timeout <d>     total time for one listing or one release download, retries included
+                           (default 5m; CLUSTERSTACK_REMOTE_TIMEOUT)`;
 
 export interface SourceFlags {
   'release-source'?: string | undefined;
   'cache-dir'?: string | undefined;
   'plain-http'?: boolean | undefined;
   'github-api-url'?: string | undefined;
+  'connect-timeout'?: string | undefined;
+  'read-timeout'?: string | undefined;
+  'remote-timeout'?: string | undefined;
+  'lock-timeout'?: string | undefined;
+  'max-delete-share'?: string | undefined;
   helm?: string | undefined;
 }
 
@@ -41,6 +54,11 @@ export function configFromFlags(flags: SourceFlags, io: CliIo): Readonly<Config>
     ...(flags['cache-dir'] ? { cacheDir: path.resolve(io.cwd, flags['cache-dir']) } : {}),
     ...(flags['github-api-url'] ? { githubApiUrl: flags['github-api-url'] } : {}),
     ...(flags.helm ? { helmBinary: path.resolve(io.cwd, flags.helm) } : {}),
+    ...(flags['connect-timeout'] ? { connectTimeout: flags['connect-timeout'] } : {}),
+    ...(flags['read-timeout'] ? { readTimeout: flags['read-timeout'] } : {}),
+    ...(flags['remote-timeout'] ? { remoteTimeout: flags['remote-timeout'] } : {}),
+    ...(flags['lock-timeout'] ? { lockTimeout: flags['lock-timeout'] } : {}),
+    ...(flags['max-delete-share'] ? { maxDeleteShare: flags['max-delete-share'] } : {}),
   });
 }
 
@@ -48,6 +66,8 @@ export function sourceOpenerFrom(config: Readonly<Config>, flags: SourceFlags, o
   return createSourceOpener({
     cacheDir: config.cacheDir,
     plainHttp: flags['plain-http'] ?? false,
+    fetch: createConnectingFetch(config.timeouts.connectMs),
+    timeouts: config.timeouts,
     ...(config.githubToken ? { githubToken: config.githubToken } : {}),
     ...(config.githubApiUrl ? { githubApiUrl: config.githubApiUrl } : {}),
     ...(config.registryUsername && config.registryPassword ? { registryCredentials: { username: config.registryUsername, password: config.registryPassword } } : {}),
@@ -57,9 +77,11 @@ export function sourceOpenerFrom(config: Readonly<Config>, flags: SourceFlags, o
 
 /**
  * Reads the input files and plans against the release source, as plan, render and cache prune do.
- * A local release source inside an input directory is not read as input.
+ * A local release source (and `exclude`, e.g. the output directory) inside an input directory is
+ * not read as input.
  */
-export async function planFromInputs(inputs: string[], location: string, config: Readonly<Config>, flags: SourceFlags, io: CliIo, onWarning?: (message: string) => void): Promise<Plan> {
-  const manifests = await readInputFiles(inputs.map((input) => path.resolve(io.cwd, input)), isRemoteLocation(location) ? [] : [location]);
+export async function planFromInputs(inputs: string[], location: string, config: Readonly<Config>, flags: SourceFlags, io: CliIo, onWarning?: (message: string) => void, exclude: readonly string[] = []): Promise<Plan> {
+  // The release source and the output (when they sit inside an input directory) are not inputs.
+  const manifests = await readInputFiles(inputs.map((input) => path.resolve(io.cwd, input)), [...(isRemoteLocation(location) ? [] : [location]), ...exclude]);
   return buildPlan({ manifests, defaultSource: location, openSource: sourceOpenerFrom(config, flags, onWarning), workDir: config.cacheDir, ...(onWarning ? { onWarning } : {}) });
 }

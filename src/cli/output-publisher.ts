@@ -5,11 +5,14 @@ import path from 'node:path';
 import { DirectoryPublisher } from '../../gitops/directory-publisher.js';
 import { GitPublisher } from '../../gitops/git-publisher.js';
 import { OciArtifactPublisher, parseOciArtifactReference } from '../../gitops/oci-artifact-publisher.js';
+import type { ProtectedPath } from '../../gitops/protected-paths.js';
 import type { Publisher } from '../../gitops/publisher.js';
 import { PullRequestPublisher } from '../../gitops/pull-request-publisher.js';
 import { parseGitOpsEngine, type WiringOptions } from '../../gitops/wiring/render-wiring.js';
 import type { Config } from '../config.js';
 import { sha256Hex } from '../release/content-digest.js';
+import { fetchWithTimeout } from '../sources/http-retry.js';
+import { createConnectingFetch } from '../sources/remote-fetch.js';
 import { UsageError } from './cli-io.js';
 
 export interface OutputSettings {
@@ -58,14 +61,34 @@ export function revisionKindOf(settings: OutputSettings): 'commit' | 'digest' | 
   return settings.oci ? 'digest' : settings.git ? 'commit' : 'none';
 }
 
-export function createOutputPublisher(settings: OutputSettings, config: Readonly<Config>, cwd: string, messageTemplate?: string): Publisher {
+/** What a render adds to the shared output settings: what the output must keep clear of, and whether it may adopt a directory. */
+export interface PublisherGuards {
+  /** Inputs and the release source: an output directory (or in-place --path) may not be or hold them. */
+  protectedPaths?: readonly ProtectedPath[];
+  /** `--adopt-output`: publish into a directory holding files clusterstack did not write. */
+  adoptOutput?: boolean;
+}
+
+/** The local directory `--output` or a local `--git` path names (to leave out of the inputs); none for URLs and OCI. */
+export function localOutputDirectory(settings: OutputSettings, cwd: string): string | undefined {
+  if (settings.output) return path.resolve(cwd, settings.output);
+  if (settings.git && !isUrl(settings.git)) return path.resolve(cwd, settings.git);
+  return undefined;
+}
+
+/** The publisher for the chosen output, with the remote timeouts of `config` and the guards a render sets. */
+export function createOutputPublisher(settings: OutputSettings, config: Readonly<Config>, cwd: string, messageTemplate?: string, guards: PublisherGuards = {}): Publisher {
   checkOutputSettings(settings);
-  if (settings.output) return new DirectoryPublisher(path.resolve(cwd, settings.output));
+  const protectedPaths = guards.protectedPaths ?? [];
+  if (settings.output) return new DirectoryPublisher(path.resolve(cwd, settings.output), { adopt: guards.adoptOutput ?? false, protectedPaths });
   if (settings.oci) {
     return new OciArtifactPublisher({
       reference: settings.oci,
       plainHttp: settings.plainHttp ?? false,
       tempDir: config.cacheDir,
+      fetch: createConnectingFetch(config.timeouts.connectMs),
+      timeoutMs: config.timeouts.readMs,
+      totalTimeoutMs: config.timeouts.totalMs,
       ...(settings.ociSource ? { source: settings.ociSource } : {}),
       ...(config.registryUsername && config.registryPassword ? { credentials: { username: config.registryUsername, password: config.registryPassword } } : {}),
     });
@@ -76,12 +99,12 @@ export function createOutputPublisher(settings: OutputSettings, config: Readonly
   if (settings.pullRequest) {
     return new PullRequestPublisher({
       git: { repository, baseBranch: settings.branch, path: settings.path, workDir: path.join(config.cacheDir, 'git-pr', sha256Hex(`${repository}\n${settings.branch}\n${settings.path}`).slice(0, 16)), author, ...common },
-      github: { ...(config.githubApiUrl ? { baseUrl: config.githubApiUrl } : {}), ...(config.githubToken ? { token: config.githubToken } : {}), ...githubRepository(settings.githubRepo) },
+      github: { fetch: fetchWithTimeout(createConnectingFetch(config.timeouts.connectMs), config.timeouts.readMs), ...(config.githubApiUrl ? { baseUrl: config.githubApiUrl } : {}), ...(config.githubToken ? { token: config.githubToken } : {}), ...githubRepository(settings.githubRepo) },
       whenUnnecessary: (settings.prWhenUnnecessary ?? 'close') as 'close' | 'leave',
       ...(settings.prBranch ? { branch: settings.prBranch } : {}),
     });
   }
-  return new GitPublisher({ repository, branch: settings.branch, path: settings.path, workDir: path.join(config.cacheDir, 'git', sha256Hex(`${repository}\n${settings.branch}`).slice(0, 16)), author, ...common });
+  return new GitPublisher({ repository, branch: settings.branch, path: settings.path, workDir: path.join(config.cacheDir, 'git', sha256Hex(`${repository}\n${settings.branch}`).slice(0, 16)), author, protectedPaths, ...common });
 }
 
 /**

@@ -1,7 +1,7 @@
 // `clusterstack plan <files or dirs...> --release-source <source> [--json]`
 import { parseArgs } from 'node:util';
-import { formatPlanReport, planReport, reportHasProblems } from '../plan/plan-report.js';
-import { type CliIo, EXIT_OK, EXIT_PROBLEMS, UsageError } from './cli-io.js';
+import { formatPlanReport, planReport, reportHasProblems, retryableProblems } from '../plan/plan-report.js';
+import { type CliIo, EXIT_FAILURE, EXIT_OK, EXIT_PROBLEMS, UsageError } from './cli-io.js';
 import { configFromFlags, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, planFromInputs } from './common-options.js';
 
 export const PLAN_USAGE = `Usage: clusterstack plan <files or dirs...> --release-source <source> [--json]
@@ -25,5 +25,7 @@ export async function planCommand(args: string[], io: CliIo): Promise<number> {
   const report = planReport(plan);
   if (values.json) io.stdout(`${JSON.stringify(report, null, 2)}\n`);
   else io.stdout(formatPlanReport({ ...report, warnings: [] }));
+  // A remote that failed is not the inputs' fault: exit 3, so CI retries rather than blames the change.
+  if (retryableProblems(plan).length > 0) return EXIT_FAILURE;
   return reportHasProblems(report) ? EXIT_PROBLEMS : EXIT_OK;
 }

@@ -3,15 +3,17 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { createHelmDependencies } from '../../renderers/helm-dependencies.js';
-import { InputError } from '../core/problem.js';
-import { planReport, reportHasProblems } from '../plan/plan-report.js';
+import { formatProblem, InputError } from '../core/problem.js';
+import { planReport, reportHasProblems, retryableProblems } from '../plan/plan-report.js';
 import { compareTrees, summarizeChanges } from '../render/change-summary.js';
 import { renderPullRequestBody } from '../render/pull-request-body.js';
-import { type RenderProgress, renderOutput, type WithheldEntry } from '../render/render-output.js';
+import { PROVENANCE_FILE, type RenderProgress, renderOutput, type WithheldEntry } from '../render/render-output.js';
+import { checkMassDeletion, unitsOfProvenance } from '../core/mass-deletion-guard.js';
 import { SECRET_POLICIES, type SecretPolicy } from '../render/secret-policy.js';
-import { type CliIo, EXIT_OK, UsageError } from './cli-io.js';
-import { checkOutputSettings, createOutputPublisher, type OutputSettings, wiringOptionsFor } from './output-publisher.js';
-import { configFromFlags, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, planFromInputs } from './common-options.js';
+import { type CliIo, EXIT_OK, RemoteFailureError, UsageError } from './cli-io.js';
+import type { ProtectedPath } from '../../gitops/protected-paths.js';
+import { checkOutputSettings, createOutputPublisher, localOutputDirectory, type OutputSettings, wiringOptionsFor } from './output-publisher.js';
+import { configFromFlags, isRemoteLocation, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, planFromInputs } from './common-options.js';
 
 export const RENDER_USAGE = `Usage: clusterstack render <files or dirs...> --release-source <source> (--output <dir> | --git <repo> | --oci <ref>) [options]
 
@@ -20,7 +22,8 @@ manifests, and writes them to a directory or commits them to a Git repository (o
 changed). Argo CD or Flux apply them.
 
 Output (one of):
-  --output <dir>           write the tree into a directory (swapped in atomically)
+  --output <dir>           write the tree into a directory that is empty, new or clusterstack's;
+                           readers find it in <dir>/current (swapped in atomically)
   --git <path or URL>      commit the tree to a Git repository; a local path that does not exist is
                            created. HTTPS remotes take their token from CLUSTERSTACK_GIT_TOKEN
   --branch <name>          branch to commit to (default: main)
@@ -42,6 +45,13 @@ ${SOURCE_HELP}
   --readme-template <file> Handlebars template for the tree's README.md
   --commit-template <file> Handlebars template for the commit message
   --json                   print a JSON report (files written/removed, withheld, commit)
+  --allow-mass-delete      publish even when the render removes all, or more than --max-delete-share,
+                           of the published releases or clusters (refused by default)
+  --max-delete-share <s>   the share one render may remove (default 50%; CLUSTERSTACK_MAX_DELETE_SHARE)
+  --lock-timeout <d>       how long to wait for another run on the same output (default 60s; 0 fails
+                           at once; CLUSTERSTACK_LOCK_TIMEOUT)
+  --adopt-output           let --output take over a directory holding files it did not write (they are
+                           left in place; the tree goes to <dir>/current)
 
 GitOps wiring (written under flux/ or argocd/ in the tree):
   --gitops <engine>        none (default) | flux | argocd
@@ -91,6 +101,10 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
       'gitops-name': { type: 'string', default: 'clusterstacks' },
       'gitops-secret': { type: 'string' },
       json: { type: 'boolean', default: false },
+      'allow-mass-delete': { type: 'boolean', default: false },
+      'max-delete-share': { type: 'string' },
+      'lock-timeout': { type: 'string' },
+      'adopt-output': { type: 'boolean', default: false },
     },
   });
   if (positionals.length === 0) throw new UsageError('render needs at least one input file or directory');
@@ -123,46 +137,68 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   const commitTemplate = values['commit-template'] ? await readTemplate(values['commit-template'], io.cwd, '--commit-template') : undefined;
   const prTemplate = values['pr-template'] ? await readTemplate(values['pr-template'], io.cwd, '--pr-template') : undefined;
 
+  const protectedPaths: ProtectedPath[] = [
+    ...positionals.map((input) => ({ label: 'input', path: path.resolve(io.cwd, input) })),
+    ...(isRemoteLocation(location) ? [] : [{ label: 'release source', path: location }]),
+  ];
+  const publisher = createOutputPublisher(output, config, io.cwd, commitTemplate, { protectedPaths, adoptOutput: values['adopt-output'] });
+  const outputDir = localOutputDirectory(output, io.cwd);
+
   // Observe and decide; any problem with the inputs stops here, before anything is written.
-  const plan = await planFromInputs(positionals, location, config, values, io, warn);
+  const plan = await planFromInputs(positionals, location, config, values, io, warn, outputDir ? [outputDir] : []);
+  const remote = retryableProblems(plan);
+  if (remote.length > 0) throw new RemoteFailureError(`nothing was rendered or written: a release source failed; retry later:\n  ${remote.map(formatProblem).join('\n  ')}`);
   const problems = planReport(plan);
   if (reportHasProblems(problems)) {
     const all = [...problems.problems, ...problems.clusterStacks.flatMap((s) => [...s.problems, ...s.releases.flatMap((r) => r.problems)]), ...problems.clusters.flatMap((c) => c.problems)];
     throw new InputError(all.map((message) => ({ message })), `nothing was rendered or written:\n  ${all.join('\n  ')}`);
   }
 
-  const publisher = createOutputPublisher(output, config, io.cwd, commitTemplate);
   const helm = createHelmDependencies({ ...(config.helmBinary ? { configured: config.helmBinary } : {}), pathEnv: config.pathEnv, workDir: path.join(config.cacheDir, 'helm') });
-  const previous = await publisher.readPrevious();
-  const showProgress = io.isTty && !values.json;
-  const outcome = await renderOutput(plan, helm, {
-    secrets: values.secrets as SecretPolicy,
-    previous,
-    ...(gitops ? { gitops } : {}),
-    ...(readmeTemplate !== undefined ? { readmeTemplate } : {}),
-    ...(showProgress ? { onProgress: (progress: RenderProgress) => io.stderr(`\rrendering: releases ${progress.releasesDone}/${progress.releasesTotal}, clusters ${progress.clustersDone}/${progress.clustersTotal}   `) } : {}),
-  });
-  if (showProgress) io.stderr('\n');
-  for (const note of outcome.notes) warn(note);
-  const changes = compareTrees(previous, outcome.tree);
-  const change = summarizeChanges(changes, outcome.provenance.inputDigest);
-  if (values['pull-request']) change.pullRequest = { title: change.title, body: renderPullRequestBody(changes, outcome.summary, prTemplate) };
-  const result = await publisher.publish(outcome.tree, change);
+  // One run at a time per target, from reading what is there to replacing it.
+  const lock = await publisher.lock?.({ timeoutMs: config.lockTimeoutMs, command: 'clusterstack render' });
+  try {
+    return await renderAndPublish();
+  } finally {
+    await lock?.release();
+  }
 
-  const report: RenderReport = {
-    target: publisher.target,
-    changed: result.changed,
-    commit: result.changed ? result.revision : null,
-    ...(result.pullRequest ? { pullRequest: result.pullRequest } : {}),
-    files: { written: result.written, removed: result.removed },
-    withheld: outcome.withheld.map(toReportEntry),
-    summary: result.changed ? change.title : 'nothing changed',
-    units: { rendered: outcome.stats.unitsRendered, reused: outcome.stats.unitsReused },
-    helmProcesses: helm.processesSpawned(),
-    warnings,
-  };
-  io.stdout(values.json ? `${JSON.stringify(report, null, 2)}\n` : formatRenderReport(report, change.body));
-  return EXIT_OK;
+  async function renderAndPublish(): Promise<number> {
+    const previous = await publisher.readPrevious();
+    const showProgress = io.isTty && !values.json;
+    const outcome = await renderOutput(plan, helm, {
+      secrets: values.secrets as SecretPolicy,
+      previous,
+      ...(gitops ? { gitops } : {}),
+      ...(readmeTemplate !== undefined ? { readmeTemplate } : {}),
+      ...(showProgress ? { onProgress: (progress: RenderProgress) => io.stderr(`\rrendering: releases ${progress.releasesDone}/${progress.releasesTotal}, clusters ${progress.clustersDone}/${progress.clustersTotal}   `) } : {}),
+    });
+    if (showProgress) io.stderr('\n');
+    for (const note of outcome.notes) warn(note);
+    // Argo CD and Flux prune what leaves the output: a render that would take most of it away is
+    // far more often a wrong input than a wish.
+    const verdict = checkMassDeletion(unitsOfProvenance(previous.get(PROVENANCE_FILE)), outcome.provenance.units, { allow: values['allow-mass-delete'], maxShare: config.maxDeleteShare });
+    if (verdict.refused) throw new InputError([{ message: verdict.message ?? 'mass deletion refused' }], verdict.message);
+    const changes = compareTrees(previous, outcome.tree);
+    const change = summarizeChanges(changes, outcome.provenance.inputDigest);
+    if (values['pull-request']) change.pullRequest = { title: change.title, body: renderPullRequestBody(changes, outcome.summary, prTemplate) };
+    const result = await publisher.publish(outcome.tree, change);
+
+    const report: RenderReport = {
+      target: publisher.target,
+      changed: result.changed,
+      commit: result.changed ? result.revision : null,
+      ...(result.pullRequest ? { pullRequest: result.pullRequest } : {}),
+      files: { written: result.written, removed: result.removed },
+      withheld: outcome.withheld.map(toReportEntry),
+      summary: result.changed ? change.title : 'nothing changed',
+      units: { rendered: outcome.stats.unitsRendered, reused: outcome.stats.unitsReused },
+      helmProcesses: helm.processesSpawned(),
+      warnings,
+    };
+    io.stdout(values.json ? `${JSON.stringify(report, null, 2)}\n` : formatRenderReport(report, change.body));
+    return EXIT_OK;
+  }
 }
 
 

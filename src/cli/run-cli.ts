@@ -1,23 +1,19 @@
 // Dispatches `clusterstack <command>` and maps every error to a message and an exit code.
 import { InputError } from '../core/problem.js';
 import { type CliIo, EXIT_FAILURE, EXIT_PROBLEMS, EXIT_USAGE, UsageError } from './cli-io.js';
-import { PLAN_USAGE, planCommand } from './plan-command.js';
-import { RENDER_USAGE, renderCommand } from './render-command.js';
-import { RELEASES_USAGE, releasesCommand } from './releases-command.js';
-import { CACHE_USAGE, cacheCommand } from './cache-command.js';
-import { CONTROLLER_USAGE, controllerCommand } from './controller-command.js';
 
 /** Errors a person fixes by changing inputs, charts or configuration (exit 1, not 3). */
 const USER_FIXABLE = new Set(['SecretRefusedError', 'HelmRenderError', 'HelmNotFoundError', 'TemplateError', 'UnsafeArchiveError', 'ManifestParseError', 'ValuesTemplateError']);
 
 type Command = (args: string[], io: CliIo) => Promise<number>;
 
-const COMMANDS: Record<string, { run: Command; usage: string; summary: string }> = {
-  plan: { run: planCommand, usage: PLAN_USAGE, summary: 'resolve which releases each stack keeps and which each cluster uses' },
-  render: { run: renderCommand, usage: RENDER_USAGE, summary: 'render ClusterClasses and cluster addons into a directory or Git repository' },
-  releases: { run: releasesCommand, usage: RELEASES_USAGE, summary: 'list the releases a source offers (releases list --source ...)' },
-  cache: { run: cacheCommand, usage: CACHE_USAGE, summary: 'show the release cache size, or prune releases no stack keeps' },
-  controller: { run: controllerCommand, usage: CONTROLLER_USAGE, summary: 'run in the management cluster: watch, render and publish on every change, report status' },
+// Commands load on demand: `render` need not pay for the controller's Kubernetes client at start-up.
+const COMMANDS: Record<string, { load: () => Promise<{ run: Command; usage: string }>; summary: string }> = {
+  plan: { load: async () => import('./plan-command.js').then((m) => ({ run: m.planCommand, usage: m.PLAN_USAGE })), summary: 'resolve which releases each stack keeps and which each cluster uses' },
+  render: { load: async () => import('./render-command.js').then((m) => ({ run: m.renderCommand, usage: m.RENDER_USAGE })), summary: 'render ClusterClasses and cluster addons into a directory or Git repository' },
+  releases: { load: async () => import('./releases-command.js').then((m) => ({ run: m.releasesCommand, usage: m.RELEASES_USAGE })), summary: 'list the releases a source offers (releases list --source ...)' },
+  cache: { load: async () => import('./cache-command.js').then((m) => ({ run: m.cacheCommand, usage: m.CACHE_USAGE })), summary: 'show the release cache size, or prune releases no stack keeps' },
+  controller: { load: async () => import('./controller-command.js').then((m) => ({ run: m.controllerCommand, usage: m.CONTROLLER_USAGE })), summary: 'run in the management cluster: watch, render and publish on every change, report status' },
 };
 
 function usage(): string {
@@ -31,11 +27,12 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     io.stdout(usage());
     return name ? 0 : EXIT_USAGE;
   }
-  const command = COMMANDS[name];
-  if (!command) {
+  const entry = COMMANDS[name];
+  if (!entry) {
     io.stderr(`error: unknown command "${name}"\n\n${usage()}`);
     return EXIT_USAGE;
   }
+  const command = await entry.load();
   if (rest.includes('--help') || rest.includes('-h')) {
     io.stdout(`${command.usage}\n`);
     return 0;
@@ -48,7 +45,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
 }
 
 function reportError(error: unknown, io: CliIo, commandUsage: string): number {
-  if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+  if (error instanceof UsageError || (error as Error | undefined)?.name === 'ConfigError' || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
     io.stderr(`error: ${(error as Error).message}\n\n${commandUsage}\n`);
     return EXIT_USAGE;
   }

@@ -8,6 +8,8 @@ export interface Problem {
   /** The object, as `Kind namespace/name`, when known. */
   object?: string;
   message: string;
+  /** Set when the cause is outside (a remote that did not answer): retrying later may help. */
+  retryable?: boolean;
 }
 
 export function formatProblem(problem: Problem): string {

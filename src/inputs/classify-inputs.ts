@@ -3,6 +3,7 @@
 import { API_GROUP, CAPI_API_GROUP, type CapiCluster, type ClusterStack, type KubeObject } from '../api/types.js';
 import { findDuplicateStacks, validateClusterAddon, validateClusterStack, validateClusterStackRelease } from '../api/validate.js';
 import type { Problem } from '../core/problem.js';
+import { findDuplicateObjects, objectIdentity } from './duplicate-objects.js';
 import type { SourcedObject } from './parse-manifests.js';
 
 export interface Inputs {
@@ -27,7 +28,15 @@ export function describeObject(object: KubeObject): string {
 /** Classifies and validates objects; an invalid ClusterStack is left out and its problems listed. */
 export function classifyInputs(objects: SourcedObject[]): Inputs {
   const inputs: Inputs = { clusterStacks: [], clusters: [], providerReleases: [], others: [], problems: [] };
+  // An object defined twice is left out altogether (which copy Kubernetes would keep depends on
+  // file order); the problem names every place, and the render stops on it.
+  const duplicates = findDuplicateObjects(objects);
+  inputs.problems.push(...duplicates);
+  const counts = new Map<string, number>();
+  for (const sourced of objects) counts.set(objectIdentity(sourced.object), (counts.get(objectIdentity(sourced.object)) ?? 0) + 1);
+  const duplicated = new Set([...counts].filter(([, count]) => count > 1).map(([identity]) => identity));
   for (const sourced of objects) {
+    if (duplicated.has(objectIdentity(sourced.object))) continue;
     const { object, source } = sourced;
     const group = groupOf(object.apiVersion);
     if (group === API_GROUP) {
@@ -52,11 +61,11 @@ export function classifyInputs(objects: SourcedObject[]): Inputs {
       inputs.others.push(sourced);
     }
   }
-  const duplicates = findDuplicateStacks(inputs.clusterStacks.map((s) => s.object));
-  if (duplicates.length > 0) {
-    inputs.problems.push(...duplicates);
-    const duplicated = new Set(duplicates.map((problem) => problem.object));
-    inputs.clusterStacks = inputs.clusterStacks.filter((s) => !duplicated.has(`ClusterStack ${s.object.metadata.namespace ?? 'default'}/${s.object.metadata.name}`));
+  const sameStacks = findDuplicateStacks(inputs.clusterStacks.map((s) => s.object));
+  if (sameStacks.length > 0) {
+    inputs.problems.push(...sameStacks);
+    const stacks = new Set(sameStacks.map((problem) => problem.object));
+    inputs.clusterStacks = inputs.clusterStacks.filter((s) => !stacks.has(`ClusterStack ${s.object.metadata.namespace ?? 'default'}/${s.object.metadata.name}`));
   }
   return inputs;
 }

@@ -20,6 +20,8 @@ import {
   type SourceLogger,
   withRetry,
 } from '../sources/http-retry.js';
+import { currentDeadline, deadlineErrorOf, sleepWithinDeadline, withDeadline } from '../sources/remote-deadline.js';
+import { CONNECT_TIMEOUT_CODE } from '../sources/remote-fetch.js';
 import { OciError } from './oci-error.js';
 import { assertSha256Digest, DOCKER_MANIFEST_V2, isDigest, OCI_INDEX, OCI_MANIFEST, type OciManifest, parseOciManifest } from './oci-manifest.js';
 import { nextLink, parseAuthChallenge } from './www-authenticate.js';
@@ -41,6 +43,8 @@ export interface RegistryClientOptions {
   logger?: SourceLogger;
   /** No headers (or no body bytes) for this long fails the attempt. Default 30 s. */
   timeoutMs?: number;
+  /** One call (a tag list, a manifest, a blob) in total, retries included, unless the caller's operation set a sooner deadline. Default 5 minutes. */
+  totalTimeoutMs?: number;
   retry?: RetryPolicy;
   /** Tags asked for per page of the tag list. Default 1000. */
   tagPageSize?: number;
@@ -106,6 +110,7 @@ export class RegistryClient {
   private readonly retry: RetryPolicy;
   private readonly plainHttp: boolean;
   private readonly timeoutMs: number;
+  private readonly totalTimeoutMs: number;
   private readonly tagPageSize: number;
   private basicAuth = false;
   private readonly tokens = new Map<string, string>();
@@ -117,7 +122,8 @@ export class RegistryClient {
     this.credentials = options.credentials;
     this.timeoutMs = options.timeoutMs ?? 30_000;
     this.fetchImpl = fetchWithTimeout(options.fetch ?? globalThis.fetch, this.timeoutMs);
-    this.sleep = options.sleep ?? realSleep;
+    this.sleep = sleepWithinDeadline(options.sleep ?? realSleep);
+    this.totalTimeoutMs = options.totalTimeoutMs ?? 5 * 60 * 1000;
     this.logger = options.logger;
     this.retry = options.retry ?? DEFAULT_RETRY_POLICY;
     this.tagPageSize = options.tagPageSize ?? 1000;
@@ -271,6 +277,10 @@ export class RegistryClient {
   }
 
   private async retrying<T>(repository: string, operation: () => Promise<T>): Promise<T> {
+    return withDeadline(`a request to registry ${this.registry} for ${repository}`, this.totalTimeoutMs, () => this.retryingWithinDeadline(repository, operation));
+  }
+
+  private async retryingWithinDeadline<T>(repository: string, operation: () => Promise<T>): Promise<T> {
     try {
       return await withRetry(operation, {
         policy: this.retry,
@@ -280,6 +290,8 @@ export class RegistryClient {
           this.logger?.warn({ registry: this.registry, repository, attempt, delayMs, reason: (error as Error).message }, 'registry request failed, retrying'),
       });
     } catch (error) {
+      const deadline = deadlineErrorOf(error) ?? (currentDeadline()?.expired ? currentDeadline()?.error : undefined);
+      if (deadline) throw new OciError('unavailable', `registry ${this.registry}, repository ${repository}: ${deadline.message}; retry later`, { cause: error });
       if (error instanceof TransientFailure) {
         throw new OciError(error.kind, `${error.message} (gave up after ${this.retry.attempts} attempts)`, { cause: error.cause });
       }
@@ -373,6 +385,8 @@ export class RegistryClient {
   /** Classifies a thrown network error: wrong scheme and untrusted certificates need a fix; the rest may pass. */
   private networkFailure(error: unknown, doing: string): Error {
     if (error instanceof OciError || error instanceof TransientFailure) return error;
+    const deadline = deadlineErrorOf(error);
+    if (deadline) return deadline;
     if (error instanceof RequestTimeoutError) {
       return new TransientFailure('unavailable', `registry ${this.registry} did not answer within ${this.timeoutMs} ms while ${doing}`, { cause: error });
     }
@@ -383,6 +397,9 @@ export class RegistryClient {
     }
     if (code !== undefined && UNTRUSTED_CERT.has(code)) {
       return new OciError('unavailable', `the TLS certificate of registry ${this.registry} is not trusted (${code}); add its CA with NODE_EXTRA_CA_CERTS`, { cause: error });
+    }
+    if (code === CONNECT_TIMEOUT_CODE) {
+      return new TransientFailure('unavailable', `registry ${this.registry} did not accept a connection in time (${code}; --connect-timeout / CLUSTERSTACK_CONNECT_TIMEOUT) while ${doing}; check the address and that the registry is running`, { cause: error });
     }
     const reason = code ?? (error instanceof Error ? error.message : String(error));
     return new TransientFailure('unavailable', `registry ${this.registry} is unreachable (${reason}) while ${doing}; check the address and that the registry is running`, { cause: error });

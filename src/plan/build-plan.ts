@@ -2,11 +2,14 @@
 // releases that are kept. Everything rendering and reporting needs comes out of here.
 import { ANNOTATION_RELEASE_SOURCE, type ClusterStack } from '../api/types.js';
 import { formatProblem, InputError, type Problem } from '../core/problem.js';
-import { type AvailableRelease, type Resolution, resolveReleases, type StackInput } from '../core/resolve-releases.js';
+import { clusterClassName } from '../core/release-tag.js';
+import { type AvailableRelease, type ReleaseDecision, type Resolution, resolveReleases, type StackInput } from '../core/resolve-releases.js';
+import { formatDotVersion } from '../core/stack-version.js';
 import { classifyInputs, type Inputs } from '../inputs/classify-inputs.js';
 import type { ParsedManifests } from '../inputs/parse-manifests.js';
 import { loadRelease, type ReleaseContent } from '../release/load-release.js';
 import { type ReleaseListing, type ReleaseSource, ReleaseSourceError } from '../release/release-source.js';
+import { UnsafeArchiveError } from '../release/safe-extract.js';
 import type { SourceOpener } from '../sources/open-release-source.js';
 
 export interface PlanOptions {
@@ -70,7 +73,7 @@ export async function buildPlan(options: PlanOptions): Promise<Plan> {
       listing = await listings.get(location)!;
     } catch (error) {
       if (error instanceof ReleaseSourceError && location === options.defaultSource && error.kind === 'not-found') throw new InputError([{ message: error.message }]);
-      problems.push({ source: origin, object: `ClusterStack ${stack.metadata.namespace ?? 'default'}/${stack.metadata.name}`, message: errorMessage(error) });
+      problems.push({ source: origin, object: `ClusterStack ${stack.metadata.namespace ?? 'default'}/${stack.metadata.name}`, message: errorMessage(error), ...retryableOf(error) });
       continue;
     }
     const releases: AvailableRelease[] = listing.releases.map((release) => {
@@ -85,11 +88,50 @@ export async function buildPlan(options: PlanOptions): Promise<Plan> {
     for (const skipped of result?.skipped ?? []) warn(`release source ${location}: skipped "${skipped.name}": ${skipped.reason}`);
   }
 
-  const resolution = resolveReleases({
-    stacks: stackInputs,
-    clusters: inputs.clusters.map((c) => c.object),
-    providerReleases: inputs.providerReleases.map((p) => p.object),
-  });
+  const clusters = inputs.clusters.map((c) => c.object);
+  const providerReleases = inputs.providerReleases.map((p) => p.object);
+  // A release kept only as the newest (ready) one that cannot be loaded (an empty directory, a
+  // truncated archive, a half-uploaded GitHub release) is skipped for its stack, and the next newest
+  // takes its place: a broken new upload nobody asked for must not stop every other stack. A release
+  // pinned in spec.versions or used by a Cluster is never skipped: its problem is reported.
+  const skipped = new Map<ClusterStack, Map<string, string>>();
+  const attempts = new Map<string, LoadAttempt>();
+  // A source that failed in a way retrying later may fix (down, timed out) is not asked again in
+  // this run: every further release would wait out the same deadline.
+  const unavailable = new Map<ReleaseSource, string>();
+  let resolution: Resolution;
+  for (;;) {
+    resolution = resolveReleases({
+      stacks: stackInputs.map((input) => ({ ...input, releases: input.releases.filter((release) => !skipped.get(input.stack)?.has(release.tag)) })),
+      clusters,
+      providerReleases,
+    });
+    let skippedMore = false;
+    for (const stack of resolution.clusterStacks) {
+      const source = stackSources.get(stack.stack);
+      if (!source) continue;
+      for (const decision of stack.releases.filter((release) => release.kept)) {
+        const key = `${source.location}\n${decision.name}`;
+        let loaded = attempts.get(key);
+        if (!loaded) {
+          const down = unavailable.get(source);
+          loaded = down === undefined ? await loadKeptRelease(source, decision.name, options.workDir) : notTried(source, decision.name, down);
+          attempts.set(key, loaded);
+          // Reported (plan and render print them, the controller logs them), never withholding the release.
+          for (const warning of loaded.content?.warnings ?? []) warn(formatProblem(warning));
+          const failure = loaded.problems.find((problem) => problem.retryable);
+          if (failure && !unavailable.has(source)) unavailable.set(source, `${decision.name}: ${failure.message}`);
+        }
+        if (loaded.content || !keptOnlyAsNewest(decision) || !loaded.skippable) continue;
+        const reason = loaded.problems.map(formatProblem).join('; ');
+        if (!skipped.has(stack.stack)) skipped.set(stack.stack, new Map());
+        skipped.get(stack.stack)!.set(decision.name, reason);
+        warn(`ClusterStack ${stack.namespace}/${stack.name}: release ${decision.name} cannot be loaded and is skipped (${reason}); no spec.versions entry or Cluster needs it, so the newest release that loads is used instead`);
+        skippedMore = true;
+      }
+    }
+    if (!skippedMore) break;
+  }
 
   const releases = new Map<string, LoadedRelease>();
   for (const stack of resolution.clusterStacks) {
@@ -97,23 +139,65 @@ export async function buildPlan(options: PlanOptions): Promise<Plan> {
     if (!source) continue;
     for (const decision of stack.releases.filter((release) => release.kept)) {
       if (releases.has(decision.name)) continue;
-      const loaded: LoadedRelease = { tag: decision.name, source, problems: [] };
-      try {
-        loaded.content = await loadRelease(await source.fetch(decision.name), options.workDir);
-        // Reported (plan and render print them, the controller logs them), never withholding the release.
-        for (const warning of loaded.content.warnings) warn(formatProblem(warning));
-      } catch (error) {
-        loaded.problems.push(...problemsOf(error, decision.name));
-      }
+      const { skippable: _skippable, ...loaded } = attempts.get(`${source.location}\n${decision.name}`)!;
       releases.set(decision.name, loaded);
     }
+    // Skipped releases stay visible in plans and reports, with the reason.
+    for (const [tag, reason] of skipped.get(stack.stack) ?? []) stack.releases.push(skippedDecision(tag, reason, stackInputs.find((input) => input.stack === stack.stack)));
   }
   return { inputs, resolution, releases, problems, warnings };
 }
 
+/** A loading attempt, and whether its failure is the release's own (so it may be skipped). */
+type LoadAttempt = LoadedRelease & { skippable: boolean };
+
+async function loadKeptRelease(source: ReleaseSource, tag: string, workDir: string): Promise<LoadAttempt> {
+  const loaded: LoadAttempt = { tag, source, problems: [], skippable: false };
+  try {
+    loaded.content = await loadRelease(await source.fetch(tag), workDir);
+  } catch (error) {
+    loaded.problems.push(...problemsOf(error, tag));
+    loaded.skippable = isReleaseFault(error);
+  }
+  return loaded;
+}
+
+function notTried(source: ReleaseSource, tag: string, because: string): LoadAttempt {
+  return { tag, source, skippable: false, problems: [{ source: tag, message: `not fetched: ${source.location} failed earlier in this run (${because})`, retryable: true }] };
+}
+
+/** Broken content or a release that is not (fully) there; not a remote that is down or refuses us. */
+function isReleaseFault(error: unknown): boolean {
+  if (error instanceof ReleaseSourceError) return error.kind === 'invalid-release' || error.kind === 'not-found';
+  return error instanceof InputError || error instanceof UnsafeArchiveError;
+}
+
+const NEWEST_REASONS = new Set(['newest release (autoSubscribe)', 'newest ready release']);
+
+function keptOnlyAsNewest(decision: ReleaseDecision): boolean {
+  return decision.reasons.every((reason) => NEWEST_REASONS.has(reason));
+}
+
+function skippedDecision(tag: string, reason: string, input: StackInput | undefined): ReleaseDecision {
+  const parsed = input?.releases.find((release) => release.tag === tag)?.parsed;
+  return {
+    name: tag,
+    className: parsed ? clusterClassName(parsed) : tag,
+    version: parsed ? formatDotVersion(parsed.version) : '',
+    kept: false,
+    reasons: [`skipped: cannot be loaded (${reason})`],
+    ready: false,
+    usedBy: [],
+  };
+}
+
+function retryableOf(error: unknown): { retryable?: true } {
+  return (error as { retryable?: unknown } | undefined)?.retryable === true ? { retryable: true } : {};
+}
+
 function problemsOf(error: unknown, release: string): Problem[] {
   if (error instanceof InputError) return error.problems.map((problem) => ({ ...problem, source: problem.source ?? release }));
-  return [{ source: release, message: errorMessage(error) }];
+  return [{ source: release, message: errorMessage(error), ...retryableOf(error) }];
 }
 
 export function errorMessage(error: unknown): string {

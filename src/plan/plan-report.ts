@@ -1,5 +1,5 @@
 // What `clusterstack plan` prints: a JSON report and a readable table, both from one Plan.
-import { formatProblem } from '../core/problem.js';
+import { formatProblem, type Problem } from '../core/problem.js';
 import type { Plan } from './build-plan.js';
 
 export interface PlanReport {
@@ -56,6 +56,12 @@ export function planReport(plan: Plan): PlanReport {
     problems: plan.problems.map(formatProblem),
     warnings: plan.warnings,
   };
+}
+
+/** Problems caused by a remote that failed (retrying later may help), not by the inputs. */
+export function retryableProblems(plan: Plan): Problem[] {
+  const all = [...plan.problems, ...[...plan.releases.values()].flatMap((release) => release.problems), ...plan.resolution.clusterStacks.flatMap((stack) => stack.problems)];
+  return all.filter((problem) => problem.retryable === true);
 }
 
 /** Whether anything in the report needs the user's attention (the command then exits non-zero). */

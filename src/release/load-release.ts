@@ -1,6 +1,6 @@
 // Reads a fetched release directory into what rendering needs: metadata, the cluster-class chart,
 // and the addons in their legacy (umbrella chart) or multi-stage (one chart per stage) format.
-import { access, readdir, readFile, stat } from 'node:fs/promises';
+import { access, lstat, readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { InputError, type Problem } from '../core/problem.js';
 import { clusterAddonChartName, clusterClassChartName, parseReleaseTag, type ReleaseTag } from '../core/release-tag.js';
@@ -9,10 +9,13 @@ import { CLUSTER_ADDON_CONFIG_FILE, type ClusterAddonConfig, effectiveStages, pa
 import { fileDigest, treeDigest } from './content-digest.js';
 import { METADATA_FILE, parseReleaseMetadata, type ReleaseMetadata } from './release-metadata.js';
 import type { FetchedRelease } from './release-source.js';
+import { assertInsideRelease } from './release-containment.js';
 import { extractArchive } from './safe-extract.js';
 
 export const LEGACY_VALUES_FILE = 'cluster-addon-values.yaml';
 export const STAGE_VALUES_FILE = 'overwrite.yaml';
+/** Largest metadata, addon configuration or values file read from a release. */
+export const MAX_RELEASE_TEXT_BYTES = 4 * 1024 * 1024;
 
 /** A chart ready for helm: an unpacked directory and the digest of what it came from. */
 export interface ChartSource {
@@ -66,7 +69,7 @@ export async function loadRelease(fetched: FetchedRelease, workDir: string): Pro
   const parsed = parseReleaseTag(fetched.tag);
   const problems: Problem[] = [];
   const source = fetched.tag;
-  const metadataText = await readOptional(path.join(fetched.dir, METADATA_FILE));
+  const metadataText = await readOptional(path.join(fetched.dir, METADATA_FILE), fetched.dir, source);
   if (metadataText === undefined) {
     throw new InputError([{ source, message: `has no ${METADATA_FILE}; every release must carry one (versions.clusterStack, versions.kubernetes, versions.components.clusterAddon)` }]);
   }
@@ -87,14 +90,14 @@ export async function loadRelease(fetched: FetchedRelease, workDir: string): Pro
   if (problems.length > 0 || !metadataResult.metadata || !classEntry || !addonEntry) throw new InputError(problems);
 
   const clusterClassChart = await prepareChart(fetched.dir, classEntry, workDir, source);
-  const configText = await readOptional(path.join(fetched.dir, CLUSTER_ADDON_CONFIG_FILE));
+  const configText = await readOptional(path.join(fetched.dir, CLUSTER_ADDON_CONFIG_FILE), fetched.dir, source);
   let addons: LegacyAddons | MultiStageAddons;
   const warnings: Problem[] = [];
   if (configText === undefined) {
     addons = {
       format: 'legacy',
       chart: await prepareChart(fetched.dir, addonEntry, workDir, source),
-      valuesTemplate: (await readOptional(path.join(fetched.dir, LEGACY_VALUES_FILE))) ?? '',
+      valuesTemplate: (await readOptional(path.join(fetched.dir, LEGACY_VALUES_FILE), fetched.dir, source)) ?? '',
     };
   } else {
     addons = await prepareStages(fetched.dir, addonEntry, configText, workDir, source, warnings);
@@ -122,6 +125,8 @@ async function prepareChart(releaseDir: string, entry: string, workDir: string, 
 /** A directory entry is used in place; a .tgz is extracted once per digest. */
 async function unpack(releaseDir: string, entry: string, workDir: string, source: string): Promise<{ dir: string; digest: string }> {
   const full = path.join(releaseDir, entry);
+  // Helm follows links in a chart directory: none may lead out of the release.
+  await assertInsideRelease(full, releaseDir, `${source}/${entry}`);
   if ((await stat(full)).isDirectory()) return { dir: full, digest: await treeDigest(full) };
   const digest = await fileDigest(full);
   const destination = path.join(workDir, 'charts', digest.replace('sha256:', ''));
@@ -158,7 +163,7 @@ async function prepareStages(releaseDir: string, entry: string, configText: stri
     stages.push({
       ...stage,
       chart: { dir: stageDir, digest: await treeDigest(stageDir), origin: `${source}/${entry}:${stage.name}` },
-      valuesTemplate: (await readOptional(path.join(stageDir, STAGE_VALUES_FILE))) ?? '',
+      valuesTemplate: (await readOptional(path.join(stageDir, STAGE_VALUES_FILE), unpacked.dir, `${source}/${entry}`)) ?? '',
     });
   }
   if (problems.length > 0) throw new InputError(problems);
@@ -172,13 +177,19 @@ async function stageBase(dir: string, names: string[]): Promise<string> {
   return path.join(dir, entries[0]);
 }
 
-async function readOptional(file: string): Promise<string | undefined> {
+/** A text file of the release, or undefined when absent; it must stay inside `root` and be of sane size. */
+async function readOptional(file: string, root: string, source: string): Promise<string | undefined> {
+  const label = `${source}/${path.relative(root, file)}`;
   try {
-    return await readFile(file, 'utf8');
+    await lstat(file);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
   }
+  await assertInsideRelease(file, root, label);
+  const { size } = await stat(file);
+  if (size > MAX_RELEASE_TEXT_BYTES) throw new InputError([{ source: label, message: `is ${size} bytes; release text files may hold at most ${MAX_RELEASE_TEXT_BYTES}` }]);
+  return readFile(file, 'utf8');
 }
 
 async function exists(file: string): Promise<boolean> {

@@ -1,8 +1,15 @@
 // Extracts tar and tar.gz archives from releases without trusting them: every entry is checked
 // before anything is written, and the result appears atomically (a temp directory renamed).
+//
+// Reading is bounded, not just the output: the archive file's size, the bytes decompressed, and the
+// bytes after the tar archive's end are all limited, and decompression is ours (node-tar is fed
+// plain tar). A gzip stream that goes on with gigabytes of zeros after the end of the tar archive
+// is refused after the first MiB of them, instead of being inflated (and buffered) in full.
 import { randomBytes } from 'node:crypto';
-import { lstat, mkdir, rename, rm } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
+import { lstat, mkdir, open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { createGunzip } from 'node:zlib';
 import * as tar from 'tar';
 
 export interface ExtractLimits {
@@ -11,13 +18,25 @@ export interface ExtractLimits {
   /** Sum of all file sizes, in bytes. */
   maxTotalBytes: number;
   maxEntries: number;
+  /** Largest archive file (compressed bytes read). */
+  maxArchiveBytes: number;
+  /** Bytes after the tar archive's end: tar pads its last record with up to 10 KiB of zeros; more is not a chart. */
+  maxTrailingBytes: number;
 }
 
 export const DEFAULT_EXTRACT_LIMITS: ExtractLimits = {
   maxFileBytes: 64 * 1024 * 1024,
   maxTotalBytes: 512 * 1024 * 1024,
   maxEntries: 20_000,
+  maxArchiveBytes: 512 * 1024 * 1024,
+  maxTrailingBytes: 1024 * 1024,
 };
+
+const GZIP_MAGIC = [0x1f, 0x8b];
+const ZSTD_MAGIC = [0x28, 0xb5, 0x2f, 0xfd];
+const CHUNK_BYTES = 64 * 1024;
+// Headers, pax records and padding around each entry's data.
+const ENTRY_OVERHEAD_BYTES = 3 * 512;
 
 /** An archive that must not be extracted; names the archive (and release) and the entry. */
 export class UnsafeArchiveError extends Error {
@@ -69,18 +88,111 @@ function resolvePhysical(parts: readonly string[], links: ReadonlyMap<string, st
   return out;
 }
 
+function startsWith(bytes: Uint8Array, magic: number[]): boolean {
+  return magic.every((byte, index) => bytes[index] === byte);
+}
+
+/**
+ * Feeds the archive's plain tar bytes to `parser`, bounded: the file's size, the bytes decompressed
+ * and the bytes after the tar end (`parser` emitting 'eof') are limited, and feeding stops at the
+ * tar end. With `stopAfter`, feeding stops after that many tar bytes (what a first pass found).
+ * Returns how many tar bytes were fed up to and including the chunk holding the tar end.
+ */
+async function feedTar(file: string, label: string, limits: ExtractLimits, parser: tar.Parser, stopAfter?: number, failed: () => boolean = () => false): Promise<number> {
+  const handle = await open(file, 'r');
+  let head: Uint8Array;
+  let size: number;
+  try {
+    size = (await handle.stat()).size;
+    head = new Uint8Array(4);
+    await handle.read(head, 0, 4, 0);
+  } finally {
+    await handle.close();
+  }
+  if (size > limits.maxArchiveBytes) throw new UnsafeArchiveError(label, undefined, `is ${size} bytes, over the archive size limit of ${limits.maxArchiveBytes}`);
+  const gzipped = startsWith(head, GZIP_MAGIC);
+  if (startsWith(head, ZSTD_MAGIC)) throw new UnsafeArchiveError(label, undefined, 'is zstd-compressed; release archives must be tar or tar.gz (helm package writes tar.gz)');
+  const maxTarBytes = limits.maxTotalBytes + (limits.maxEntries + 2) * ENTRY_OVERHEAD_BYTES;
+  const raw = createReadStream(file, { highWaterMark: CHUNK_BYTES });
+  const stream = gzipped ? raw.pipe(createGunzip({ chunkSize: CHUNK_BYTES })) : raw;
+  raw.on('error', (error) => stream.destroy(error));
+  let ended = false;
+  let broken = false;
+  const onEof = (): void => {
+    ended = true;
+  };
+  const onError = (): void => {
+    broken = true;
+  };
+  parser.on('eof', onEof);
+  parser.on('error', onError);
+  let fed = 0;
+  let endOffset = -1;
+  let trailing = 0;
+  let first = true;
+  try {
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      if (first && gzipped && (startsWith(chunk, GZIP_MAGIC) || startsWith(chunk, ZSTD_MAGIC))) {
+        // node-tar would inflate an inner layer itself, past every limit here.
+        throw new UnsafeArchiveError(label, undefined, 'is compressed twice; release archives must be tar or tar.gz');
+      }
+      first = false;
+      // The archive is refused already: reading on would only cost time.
+      if (broken || failed()) break;
+      if (ended || (stopAfter !== undefined && fed >= stopAfter)) {
+        if (endOffset < 0) endOffset = fed;
+        trailing += chunk.length;
+        if (trailing > limits.maxTrailingBytes) {
+          throw new UnsafeArchiveError(label, undefined, `goes on with more than ${limits.maxTrailingBytes} bytes after the end of its tar archive; it is damaged or a decompression bomb, so it was not read further`);
+        }
+        if (stopAfter !== undefined) break;
+        continue;
+      }
+      fed += chunk.length;
+      if (fed > maxTarBytes) throw new UnsafeArchiveError(label, undefined, `decompresses to more than ${maxTarBytes} bytes, over the total size limit of ${limits.maxTotalBytes} bytes of files`);
+      if (!parser.write(chunk)) await new Promise<void>((resolve) => parser.once('drain', resolve));
+    }
+  } finally {
+    parser.off('eof', onEof);
+    parser.off('error', onError);
+    raw.destroy();
+    stream.destroy();
+  }
+  return endOffset < 0 ? fed : endOffset;
+}
+
+/** Ends `parser` and waits until it has processed everything; strict-mode warnings reject. */
+function finish(parser: tar.Parser, done: Promise<void>): Promise<void> {
+  parser.end();
+  return done;
+}
+
+/** Resolves when `parser` is done; rejects on its first error. */
+function parserDone(parser: tar.Parser, event: 'end' | 'close'): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    parser.on('error', reject);
+    parser.on(event, () => resolve());
+  });
+}
+
 /** Checks every entry of the archive against the limits and the escape rules, writing nothing. */
-export async function inspectArchive(file: string, label: string, limits: ExtractLimits = DEFAULT_EXTRACT_LIMITS): Promise<string[]> {
+export async function inspectArchive(file: string, label: string, limits: Partial<ExtractLimits> = {}): Promise<string[]> {
+  return (await inspect(file, label, { ...DEFAULT_EXTRACT_LIMITS, ...limits })).entries;
+}
+
+async function inspect(file: string, label: string, limits: ExtractLimits): Promise<{ entries: string[]; tarBytes: number }> {
   const entries: string[] = [];
   // Symlinks declared so far, by normalized path, with their targets relative to the root.
   const links = new Map<string, string>();
   let total = 0;
   let failure: Error | undefined;
+  let tarBytes = 0;
   try {
-    await tar.t({
-      file,
+    const parser = new tar.Parser({
       strict: true,
       onReadEntry: (entry) => {
+        // The data of an entry is never needed here: drop it as it streams past.
+        entry.resume();
         if (failure) return;
         try {
           const type = String(entry.type);
@@ -123,13 +235,19 @@ export async function inspectArchive(file: string, label: string, limits: Extrac
         }
       },
     });
+    const done = parserDone(parser, 'end');
+    // A failure in feeding must not leave `done` rejecting unobserved.
+    done.catch(() => {});
+    tarBytes = await feedTar(file, label, limits, parser, undefined, () => failure !== undefined);
+    await finish(parser, done);
   } catch (error) {
     if (failure) throw failure;
+    if (error instanceof UnsafeArchiveError) throw error;
     throw new UnsafeArchiveError(label, undefined, `cannot be read as a tar archive (${(error as Error).message}); the file is truncated or not a .tgz`);
   }
   if (failure) throw failure;
   if (entries.length === 0) throw new UnsafeArchiveError(label, undefined, 'is empty or not a tar archive');
-  return entries;
+  return { entries, tarBytes };
 }
 
 /**
@@ -138,14 +256,14 @@ export async function inspectArchive(file: string, label: string, limits: Extrac
  * first; extracts into a sibling temp directory and renames it, so `destination` either is complete
  * or does not exist.
  */
-export async function extractArchive(file: string, destination: string, label: string, limits: ExtractLimits = DEFAULT_EXTRACT_LIMITS): Promise<void> {
-  await inspectArchive(file, label, limits);
+export async function extractArchive(file: string, destination: string, label: string, partialLimits: Partial<ExtractLimits> = {}): Promise<void> {
+  const limits = { ...DEFAULT_EXTRACT_LIMITS, ...partialLimits };
+  const { tarBytes } = await inspect(file, label, limits);
   // Random, not a timestamp: two extractions in the same millisecond must not share a directory.
   const temp = `${destination}.partial-${process.pid}-${randomBytes(6).toString('hex')}`;
   await mkdir(temp, { recursive: true });
   try {
-    await tar.x({
-      file,
+    const unpack = new tar.Unpack({
       cwd: temp,
       strict: true,
       preservePaths: false,
@@ -159,6 +277,11 @@ export async function extractArchive(file: string, destination: string, label: s
         return true;
       },
     });
+    const done = parserDone(unpack, 'close');
+    done.catch(() => {});
+    // The same bounded reading as the inspection, and no further than the tar end it found.
+    await feedTar(file, label, limits, unpack, tarBytes);
+    await finish(unpack, done);
     await mkdir(path.dirname(destination), { recursive: true });
     try {
       await rename(temp, destination);

@@ -25,6 +25,7 @@ import {
   type SourceLogger,
 } from './http-retry.js';
 import type { ReleaseCache } from './release-cache.js';
+import { currentDeadline, deadlineErrorOf, sleepWithinDeadline, withDeadline } from './remote-deadline.js';
 
 export const GITHUB_API_URL = 'https://api.github.com';
 const METADATA_ASSET = 'metadata.yaml';
@@ -47,6 +48,8 @@ export interface GitHubReleaseSourceOptions {
   maxRateLimitWaitMs?: number;
   /** Per request: no headers, or no body bytes, for this long is a timeout. Default 30 s. */
   requestTimeoutMs?: number;
+  /** One listing, or one release's download, in total (requests, retries and waits). Default 5 minutes. */
+  totalTimeoutMs?: number;
   /** Retries of server errors, network errors and timeouts. Default 4 attempts. */
   retry?: Partial<RetryPolicy>;
   /** Reuse a listing younger than this without asking GitHub at all. Default 0 (always ask, conditionally). */
@@ -100,6 +103,7 @@ function timeoutOf(error: unknown): RequestTimeoutError | undefined {
 }
 
 function isTransient(error: unknown): boolean {
+  if (deadlineErrorOf(error) || currentDeadline()?.expired) return false;
   if (error instanceof TransferError) return error.transient;
   if (timeoutOf(error)) return true;
   if (isRequestError(error)) return isNetworkFailure(error) || error.status >= 500 || error.status === 408;
@@ -108,6 +112,8 @@ function isTransient(error: unknown): boolean {
 
 /** Why the last attempt failed, printable (no URL queries, no credentials). */
 function describeFailure(error: unknown): string {
+  const deadline = deadlineErrorOf(error);
+  if (deadline) return deadline.message;
   const timeout = timeoutOf(error);
   if (timeout) return `timed out after ${timeout.timeoutMs} ms`;
   if (error instanceof TransferError) return error.message;
@@ -161,6 +167,7 @@ export class GitHubReleaseSource implements ReleaseSource {
   private readonly sleep: Sleep;
   private readonly random: () => number;
   private readonly maxRateLimitWaitMs: number;
+  private readonly totalTimeoutMs: number;
   private readonly retryPolicy: RetryPolicy;
   private readonly minListIntervalMs: number;
   private readonly pages = new Map<string, RememberedPage>();
@@ -179,7 +186,8 @@ export class GitHubReleaseSource implements ReleaseSource {
     this.location = isPublic ? `github:${this.owner}/${this.repo}` : `github:${this.owner}/${this.repo}@${printableBase}`;
     this.sourceKey = `github:${this.owner.toLowerCase()}/${this.repo.toLowerCase()}@${printableBase}`;
     this.clock = options.clock ?? (() => new Date());
-    this.sleep = options.sleep ?? realSleep;
+    this.sleep = sleepWithinDeadline(options.sleep ?? realSleep);
+    this.totalTimeoutMs = options.totalTimeoutMs ?? 5 * 60 * 1000;
     this.random = options.random ?? Math.random;
     this.maxRateLimitWaitMs = options.maxRateLimitWaitMs ?? 15 * 60 * 1000;
     this.retryPolicy = { ...DEFAULT_RETRY_POLICY, ...options.retry };
@@ -207,7 +215,7 @@ export class GitHubReleaseSource implements ReleaseSource {
     const now = this.clock().getTime();
     if (this.lastListing && this.minListIntervalMs > 0 && now - this.lastListing.at < this.minListIntervalMs) return Promise.resolve(this.lastListing.listing);
     // Concurrent callers share one walk over the pages.
-    this.listing ??= this.listFresh().finally(() => {
+    this.listing ??= withDeadline(`listing the releases of ${this.name} at ${this.printableBase}`, this.totalTimeoutMs, () => this.listFresh()).finally(() => {
       this.listing = undefined;
     });
     return this.listing;
@@ -260,7 +268,7 @@ export class GitHubReleaseSource implements ReleaseSource {
   fetch(tag: string): Promise<FetchedRelease> {
     let pending = this.fetching.get(tag);
     if (!pending) {
-      pending = this.fetchUncoalesced(tag).finally(() => this.fetching.delete(tag));
+      pending = withDeadline(`downloading release ${tag} of ${this.name} from ${this.printableBase}`, this.totalTimeoutMs, () => this.fetchUncoalesced(tag)).finally(() => this.fetching.delete(tag));
       this.fetching.set(tag, pending);
     }
     return pending;
@@ -383,16 +391,24 @@ export class GitHubReleaseSource implements ReleaseSource {
    */
   private async call<T>(what: string, operation: () => Promise<T>): Promise<T> {
     let waitedForRateLimit = false;
+    let lastFailure: string | undefined;
     for (let attempt = 1; ; attempt++) {
       try {
-        return await operation();
+        const result = await operation();
+        // octokit swallows a body cut short by the deadline: what it returns then is not an answer.
+        const expired = currentDeadline()?.expired ? currentDeadline()!.error : undefined;
+        if (expired) throw expired;
+        return result;
       } catch (error) {
         if (error instanceof ReleaseSourceError) throw error;
         if (isRequestError(error) && error.status === 304) throw error;
+        const deadline = deadlineErrorOf(error) ?? (currentDeadline()?.expired ? currentDeadline()?.error : undefined);
+        if (deadline) throw this.toSourceError(what, lastFailure === undefined ? deadline : deadline.after(lastFailure), attempt);
         const waitMs = this.rateLimitWait(error);
         if (waitMs !== undefined) {
           const until = new Date(this.clock().getTime() + (Number.isFinite(waitMs) ? waitMs : 0));
-          if (waitedForRateLimit || waitMs > this.maxRateLimitWaitMs) {
+          // A reset after the operation's deadline cannot be waited for either.
+          if (waitedForRateLimit || waitMs > this.maxRateLimitWaitMs || waitMs >= (currentDeadline()?.remainingMs() ?? Number.POSITIVE_INFINITY)) {
             throw new ReleaseSourceError(
               'rate-limited',
               `GitHub rate limit for ${this.name} is exhausted until ${Number.isFinite(waitMs) ? until.toISOString() : 'an unknown time'}; ${this.options.token ? 'wait, or use a token with a higher limit' : 'set GITHUB_TOKEN for a higher limit or wait'}`,
@@ -406,9 +422,16 @@ export class GitHubReleaseSource implements ReleaseSource {
           continue;
         }
         if (isTransient(error) && attempt < this.retryPolicy.attempts) {
+          lastFailure = describeFailure(error);
           const delay = backoffDelay(attempt - 1, this.retryPolicy, this.random);
           this.options.logger?.warn({ repository: this.name, attempt, delayMs: delay, failure: describeFailure(error) }, 'GitHub request failed; retrying');
-          await this.sleep(delay);
+          try {
+            await this.sleep(delay);
+          } catch (sleepError) {
+            const deadline = deadlineErrorOf(sleepError);
+            // Out of time while waiting to retry: say what kept failing (printable, no URL queries).
+            throw deadline ? this.toSourceError(what, deadline.after(describeFailure(error)), attempt) : sleepError;
+          }
           continue;
         }
         throw this.toSourceError(what, error, attempt);
@@ -430,6 +453,8 @@ export class GitHubReleaseSource implements ReleaseSource {
   }
 
   private toSourceError(what: string, error: unknown, attempts: number): ReleaseSourceError {
+    const deadline = deadlineErrorOf(error);
+    if (deadline) return new ReleaseSourceError('unavailable', `GitHub at ${this.printableBase}: ${deadline.message}; retry later`, { cause: error });
     if (error instanceof TransferError && !error.transient) return new ReleaseSourceError(error.kind, error.message, { cause: error });
     if (error instanceof TransferError && error.kind === 'invalid-release') return new ReleaseSourceError('invalid-release', `${error.message} (after ${attempts} attempts)`, { cause: error });
     if (isRequestError(error) && !isNetworkFailure(error) && !timeoutOf(error)) {

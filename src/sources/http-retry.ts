@@ -1,5 +1,6 @@
 // Retry with exponential backoff and jitter, rate-limit waits and request timeouts for the remote
 // release sources (GitHub, OCI). The sources own retrying: client libraries' own retry is disabled.
+import { currentDeadline, DeadlineExceededError, deadlineErrorOf, sleepWithinDeadline } from './remote-deadline.js';
 
 /** How often and how patiently to retry a transient failure. */
 export interface RetryPolicy {
@@ -45,15 +46,25 @@ export interface RetryOptions {
 /** Runs `operation` until it succeeds, a non-transient error occurs, or the attempts run out (then the last error is thrown). */
 export async function withRetry<T>(operation: (context: RetryContext) => Promise<T>, options: RetryOptions): Promise<T> {
   const policy = options.policy ?? DEFAULT_RETRY_POLICY;
-  const sleep = options.sleep ?? realSleep;
+  // Backoff never outlasts the operation's total deadline.
+  const sleep = sleepWithinDeadline(options.sleep ?? realSleep);
+  // When the deadline ends an attempt, the message says what failed before it.
+  let lastFailure: unknown;
   for (let attempt = 1; ; attempt++) {
     try {
       return await operation({ attempt });
     } catch (error) {
-      if (attempt >= policy.attempts || !options.isTransient(error)) throw error;
+      const deadline = deadlineErrorOf(error);
+      if (deadline && lastFailure !== undefined) throw deadline.after(lastFailure);
+      if (attempt >= policy.attempts || !options.isTransient(error) || currentDeadline()?.expired) throw error;
+      lastFailure = error;
       const delay = backoffDelay(attempt - 1, policy, options.random);
       options.onRetry?.(error, delay, { attempt });
-      await sleep(delay);
+      try {
+        await sleep(delay);
+      } catch (sleepError) {
+        throw sleepError instanceof DeadlineExceededError ? sleepError.after(error) : sleepError;
+      }
     }
   }
 }
@@ -114,44 +125,65 @@ export function printableUrl(input: string | URL): string {
 
 /**
  * Wraps `fetch` so that a request fails with RequestTimeoutError when the headers do not arrive
- * within `timeoutMs`, or the body stalls (no bytes) for `timeoutMs`. Idle rather than total time, so
- * large downloads on a slow but live connection still complete.
+ * within `timeoutMs`, or the body stalls (no bytes) for `timeoutMs`: idle time, so a slow but live
+ * download is not cut off by it. What bounds the total (a server trickling one byte a second) is the
+ * deadline of the operation the request runs in (remote-deadline.ts): it aborts headers and body
+ * alike with a DeadlineExceededError.
  */
 export function fetchWithTimeout(fetchImpl: typeof fetch, timeoutMs: number): typeof fetch {
   return async (input, init = {}) => {
     const url = printableUrl(input instanceof Request ? input.url : input);
     const controller = new AbortController();
-    const outer = init.signal;
-    if (outer) {
-      if (outer.aborted) controller.abort(outer.reason);
-      else outer.addEventListener('abort', () => controller.abort(outer.reason), { once: true });
+    // Listeners on the caller's signal and the deadline are removed when the request is over: one
+    // deadline outlives hundreds of requests (every page of a listing, every asset).
+    const detachers: (() => void)[] = [];
+    for (const outer of [init.signal, currentDeadline()?.signal]) {
+      if (!outer) continue;
+      if (outer.aborted) {
+        controller.abort(outer.reason);
+        continue;
+      }
+      const forward = (): void => controller.abort(outer.reason);
+      outer.addEventListener('abort', forward, { once: true });
+      detachers.push(() => outer.removeEventListener('abort', forward));
     }
+    const detach = (): void => {
+      for (const remove of detachers.splice(0)) remove();
+    };
     const timeout = (): void => controller.abort(new RequestTimeoutError(url, timeoutMs));
     let timer = setTimeout(timeout, timeoutMs);
     let response: Response;
     try {
       response = await fetchImpl(input, { ...init, signal: controller.signal });
     } catch (error) {
-      throw controller.signal.reason instanceof RequestTimeoutError ? controller.signal.reason : error;
+      detach();
+      throw controller.signal.aborted && controller.signal.reason instanceof Error ? controller.signal.reason : error;
     } finally {
       clearTimeout(timer);
     }
-    if (!response.body || NULL_BODY_STATUSES.has(response.status)) return response;
+    if (!response.body || NULL_BODY_STATUSES.has(response.status)) {
+      detach();
+      return response;
+    }
     const reader = response.body.getReader();
     const body = new ReadableStream<Uint8Array>({
       async pull(stream) {
         timer = setTimeout(timeout, timeoutMs);
         try {
           const { done, value } = await reader.read();
-          if (done) stream.close();
-          else stream.enqueue(value);
+          if (done) {
+            detach();
+            stream.close();
+          } else stream.enqueue(value);
         } catch (error) {
-          stream.error(controller.signal.reason instanceof RequestTimeoutError ? controller.signal.reason : error);
+          detach();
+          stream.error(controller.signal.aborted && controller.signal.reason instanceof Error ? controller.signal.reason : error);
         } finally {
           clearTimeout(timer);
         }
       },
       cancel(reason) {
+        detach();
         return reader.cancel(reason);
       },
     });

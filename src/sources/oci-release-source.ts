@@ -9,6 +9,7 @@ import { releaseLayers } from '../oci/release-artifact.js';
 import { type FetchedRelease, listingFromTags, type ReleaseListing, type ReleaseSource } from '../release/release-source.js';
 import type { RetryPolicy, Sleep, SourceLogger } from './http-retry.js';
 import type { ReleaseCache } from './release-cache.js';
+import { withDeadline } from './remote-deadline.js';
 
 export interface OciReleaseSourceOptions {
   /** `oci://registry[:port]/repository` */
@@ -21,6 +22,8 @@ export interface OciReleaseSourceOptions {
   sleep?: Sleep;
   logger?: SourceLogger;
   timeoutMs?: number;
+  /** Listing the tags, or fetching one release (manifest and every blob), in total. Default 5 minutes. */
+  totalTimeoutMs?: number;
   retry?: RetryPolicy;
 }
 
@@ -30,8 +33,10 @@ export class OciReleaseSource implements ReleaseSource {
   private readonly ref: OciRepositoryRef;
   private readonly client: RegistryClient;
   private readonly cache: ReleaseCache;
+  private readonly totalTimeoutMs: number;
 
   constructor(options: OciReleaseSourceOptions) {
+    this.totalTimeoutMs = options.totalTimeoutMs ?? 5 * 60 * 1000;
     this.ref = parseOciRepository(options.reference);
     this.location = formatOciRepository(this.ref);
     this.cache = options.cache;
@@ -43,19 +48,25 @@ export class OciReleaseSource implements ReleaseSource {
       ...(options.sleep ? { sleep: options.sleep } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
       ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+      totalTimeoutMs: this.totalTimeoutMs,
       ...(options.retry ? { retry: options.retry } : {}),
     });
   }
 
   /** The repository's tags that parse as release tags; other tags are skipped with the reason. */
   async list(): Promise<ReleaseListing> {
-    return listingFromTags((await this.client.listTags(this.ref.repository)).sort().map((tag) => ({ tag })));
+    const tags = await withDeadline(`listing the tags of ${this.location}`, this.totalTimeoutMs, () => this.client.listTags(this.ref.repository));
+    return listingFromTags(tags.sort().map((tag) => ({ tag })));
   }
 
   /** The release's files from the cache, or downloaded, verified and cached. */
   async fetch(tag: string): Promise<FetchedRelease> {
     const cached = await this.cache.get(this.location, tag);
     if (cached) return cached;
+    return withDeadline(`downloading release ${tag} from ${this.location}`, this.totalTimeoutMs, () => this.download(tag));
+  }
+
+  private async download(tag: string): Promise<FetchedRelease> {
     const { manifest } = await this.client.getManifest(this.ref.repository, tag);
     const where = `${this.location}:${tag}`;
     const layers = releaseLayers(manifest, where);

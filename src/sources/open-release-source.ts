@@ -2,6 +2,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { InputError } from '../core/problem.js';
+import type { RemoteTimeouts } from '../config.js';
 import type { RegistryCredentials } from '../oci/registry-client.js';
 import type { ReleaseSource } from '../release/release-source.js';
 import { GitHubReleaseSource } from './github-release-source.js';
@@ -25,6 +26,8 @@ export interface SourceOptions {
   plainHttp?: boolean;
   /** Credentials for `oci://` registries; never logged. */
   registryCredentials?: RegistryCredentials;
+  /** Idle and total limits for GitHub and registry requests; the sources' defaults when absent. */
+  timeouts?: Pick<RemoteTimeouts, 'readMs' | 'totalMs'>;
 }
 
 const GITHUB_LOCATION = /^github:([A-Za-z0-9_.-]+)\/([A-Za-z0-9_.-]+)$/;
@@ -52,6 +55,7 @@ export function createSourceOpener(options: SourceOptions): SourceOpener {
         ...(options.fetch ? { fetch: options.fetch } : {}),
         ...(options.logger ? { logger: options.logger } : {}),
         ...(options.onWarning ? { onWarning: options.onWarning } : {}),
+        ...(options.timeouts ? { requestTimeoutMs: options.timeouts.readMs, totalTimeoutMs: options.timeouts.totalMs } : {}),
       });
     } else if (location.startsWith('oci://')) {
       cache ??= new ReleaseCache(options.cacheDir);
@@ -62,6 +66,7 @@ export function createSourceOpener(options: SourceOptions): SourceOpener {
         ...(options.registryCredentials ? { credentials: options.registryCredentials } : {}),
         ...(options.fetch ? { fetch: options.fetch } : {}),
         ...(options.logger ? { logger: options.logger } : {}),
+        ...(options.timeouts ? { timeoutMs: options.timeouts.readMs, totalTimeoutMs: options.timeouts.totalMs } : {}),
       });
     } else if (existsSync(path.join(location, OCI_LAYOUT_FILE))) {
       cache ??= new ReleaseCache(options.cacheDir);

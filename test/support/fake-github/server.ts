@@ -51,7 +51,9 @@ export type FaultKind =
   /** Sends the full Content-Length, half the body, then closes the connection. */
   | { closeEarly: true }
   /** Sends half the body with a matching Content-Length: a cleanly ended, short download. */
-  | { shortBody: true };
+  | { shortBody: true }
+  /** Sends the headers at once, then the body one byte every `intervalMs` (default 1000): alive, but never done. */
+  | { trickle: true; intervalMs?: number };
 
 export interface FaultSpec {
   server?: 'api' | 'download';
@@ -71,6 +73,23 @@ class HttpError extends Error {
   constructor(readonly status: number, message: string, readonly extra: Record<string, unknown> = {}) {
     super(message);
   }
+}
+
+/** Headers now, then one byte per interval until the body is out or the client goes away. */
+function trickle(res: ServerResponse, status: number, headers: Record<string, string>, body: Buffer, intervalMs: number): void {
+  res.writeHead(status, { ...headers, 'content-length': String(body.length) });
+  res.flushHeaders();
+  let sent = 0;
+  const timer = setInterval(() => {
+    if (sent >= body.length || res.destroyed) {
+      clearInterval(timer);
+      if (!res.destroyed) res.end();
+      return;
+    }
+    res.write(body.subarray(sent, sent + 1));
+    sent += 1;
+  }, intervalMs);
+  res.on('close', () => clearInterval(timer));
 }
 
 function listen(server: Server): Promise<number> {
@@ -189,12 +208,16 @@ export class FakeGitHubServer {
     if (req.headers.accept) record.accept = req.headers.accept;
     if (req.headers['if-none-match']) record.ifNoneMatch = String(req.headers['if-none-match']);
     this.requests.push(record);
+    const fault = this.takeFault(server, record.method, `${url.pathname}${url.search}`);
     const send = (status: number, headers: Record<string, string>, body?: string | Buffer): void => {
       record.status = status;
+      if (fault && 'trickle' in fault) {
+        trickle(res, status, headers, Buffer.from(body ?? ''), fault.intervalMs ?? 1000);
+        return;
+      }
       res.writeHead(status, headers);
       res.end(body);
     };
-    const fault = this.takeFault(server, record.method, `${url.pathname}${url.search}`);
     if (fault && 'hang' in fault) {
       record.status = 0;
       return; // Never answers; close() destroys the socket.
@@ -233,6 +256,11 @@ export class FakeGitHubServer {
       record.status = 200;
       res.writeHead(200, { 'content-type': asset.contentType, 'content-length': String(asset.content.length) });
       res.write(half, () => res.destroy());
+      return;
+    }
+    if (fault && 'trickle' in fault) {
+      record.status = 200;
+      trickle(res, 200, { 'content-type': asset.contentType, 'content-length': String(asset.content.length) }, asset.content, fault.intervalMs ?? 1000);
       return;
     }
     const body = fault && 'shortBody' in fault ? half : asset.content;

@@ -1,0 +1,46 @@
+// A local release is a directory someone else wrote. Helm follows symbolic links in a chart
+// directory, and so would our digests and readers: a link in a release must never lead out of it
+// (to /etc, to the user's home, to /dev/zero) nor to anything but files and directories.
+import { lstat, readdir, realpath, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { InputError } from '../core/problem.js';
+
+function isInside(child: string, root: string): boolean {
+  const relative = path.relative(root, child);
+  return relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative));
+}
+
+function refuse(label: string, message: string): InputError {
+  return new InputError([{ source: label, message }]);
+}
+
+/**
+ * Checks `entry` (a file or directory of the release at `root`) and, for a directory, everything
+ * under it: every symbolic link must resolve inside the release, and only regular files and
+ * directories may be reached. `label` names the entry in messages (`<release>/<entry>`).
+ */
+export async function assertInsideRelease(entry: string, root: string, label: string): Promise<void> {
+  const realRoot = await realpath(root);
+  const visited = new Set<string>();
+  const check = async (file: string, shown: string): Promise<void> => {
+    const own = await lstat(file);
+    let target = file;
+    if (own.isSymbolicLink()) {
+      try {
+        target = await realpath(file);
+      } catch {
+        throw refuse(shown, 'is a symbolic link to something that does not exist');
+      }
+      if (!isInside(target, realRoot)) throw refuse(shown, `is a symbolic link to ${target}, outside the release; releases may only link within themselves`);
+    }
+    const info = own.isSymbolicLink() ? await stat(file) : own;
+    if (info.isFile()) return;
+    if (!info.isDirectory()) throw refuse(shown, 'is not a regular file or directory (a device, pipe or socket); releases hold files only');
+    const real = await realpath(target);
+    // A directory reached twice (two links to it, or a link back up) is checked once.
+    if (visited.has(real)) return;
+    visited.add(real);
+    for (const name of (await readdir(file)).sort()) await check(path.join(file, name), `${shown}/${name}`);
+  };
+  await check(entry, label);
+}

@@ -1,0 +1,166 @@
+// Inputs that must never wipe the fleet: ConfigMap volumes (symbolic links) are read, an input that
+// yields nothing is an error, duplicate objects are an error, and a render that would remove most
+// of what is published is refused (the mass-deletion guard).
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cp } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, runClusterstack, tempDir } from '../support/cli.js';
+import { GitSandbox } from '../support/git-repos.js';
+
+const sandbox = new GitSandbox();
+afterAll(() => sandbox.cleanup());
+
+const STACK = readFileSync(path.join(EXAMPLE_MANIFESTS, 'clusterstack.yaml'), 'utf8');
+const CLUSTERS = readFileSync(path.join(EXAMPLE_MANIFESTS, 'clusters.yaml'), 'utf8');
+
+async function render(args: string[]): Promise<{ code: number; stderr: string; report: Record<string, any> }> {
+  const result = await runClusterstack(['render', ...args, '--json']);
+  return { code: result.code, stderr: result.stderr, report: result.stdout ? JSON.parse(result.stdout) : {} };
+}
+
+/** A directory laid out as Kubernetes mounts a ConfigMap: every file a link through `..data`. */
+async function configMapVolume(files: Record<string, string>): Promise<string> {
+  const volume = await tempDir('csk-configmap-');
+  const timestamped = path.join(volume, '..2026_11_23_10_00_00.123456789');
+  mkdirSync(timestamped);
+  for (const [name, content] of Object.entries(files)) {
+    writeFileSync(path.join(timestamped, name), content);
+    symlinkSync(`..data/${name}`, path.join(volume, name));
+  }
+  symlinkSync(path.basename(timestamped), path.join(volume, '..data'));
+  return volume;
+}
+
+describe('inputs through symbolic links', () => {
+  it('reads a ConfigMap volume like plain files, each file once', async () => {
+    const volume = await configMapVolume({ 'clusterstack.yaml': STACK, 'clusters.yaml': CLUSTERS });
+    const fromVolume = path.join(await tempDir(), 'out');
+    const fromFiles = path.join(await tempDir(), 'out');
+    const viaLinks = await render([volume, '--release-source', EXAMPLE_RELEASES, '--output', fromVolume]);
+    const plain = await render([EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--output', fromFiles]);
+    expect(viaLinks.code).toBe(0);
+    expect(viaLinks.report.files.written).toEqual(plain.report.files.written);
+    expect(viaLinks.report.files.written).toContain('clusters/cluster-stacks/alpha/cluster-addon/daemonset-kindnet.yaml');
+  });
+
+  it('reads overlapping inputs (a directory, a file in it, a link to it) once, without calling any of them empty', async () => {
+    const link = path.join(await tempDir('csk-link-'), 'manifests');
+    symlinkSync(EXAMPLE_MANIFESTS, link);
+    const result = await render([EXAMPLE_MANIFESTS, path.join(EXAMPLE_MANIFESTS, 'clusters.yaml'), link, '--release-source', EXAMPLE_RELEASES, '--output', path.join(await tempDir(), 'out')]);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+  });
+});
+
+describe('an input that yields nothing is an error, never an empty fleet', () => {
+  let remote: string;
+  let head: string;
+  beforeAll(async () => {
+    remote = sandbox.bareRepo('fleet');
+    expect((await render([EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--git', remote])).code).toBe(0);
+    head = sandbox.head(remote, 'main');
+  });
+
+  it.each([
+    ['an empty directory', async () => tempDir('csk-empty-'), /holds no YAML files; nothing was rendered or written/],
+    ['a directory with only empty files', async () => {
+      const dir = await tempDir('csk-blank-');
+      writeFileSync(path.join(dir, 'clusters.yaml'), '');
+      writeFileSync(path.join(dir, 'stack.yaml'), '---\n# nothing yet\n');
+      return dir;
+    }, /holds 2 YAML files but no Kubernetes object; nothing was rendered or written/],
+    ['a ConfigMap volume whose data is not there', async () => {
+      const volume = await tempDir('csk-configmap-');
+      symlinkSync('..data/clusters.yaml', path.join(volume, 'clusters.yaml'));
+      return volume;
+    }, /holds no YAML files/],
+  ])('refuses %s and commits nothing', async (_name, make, message) => {
+    const result = await render([await make(), '--release-source', EXAMPLE_RELEASES, '--git', remote]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(message);
+    expect(result.stderr).toMatch(/check the path \(or that the volume is mounted\)/);
+    expect(sandbox.head(remote, 'main')).toBe(head);
+  });
+
+  it('refuses a wrong path', async () => {
+    const result = await render([path.join(EXAMPLE_MANIFESTS, 'nope'), '--release-source', EXAMPLE_RELEASES, '--git', remote]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/nope: does not exist/);
+    expect(sandbox.head(remote, 'main')).toBe(head);
+  });
+
+  it('refuses a second input path that is empty even when the first one is fine', async () => {
+    const result = await render([EXAMPLE_MANIFESTS, await tempDir('csk-empty-'), '--release-source', EXAMPLE_RELEASES, '--git', remote]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/csk-empty-\w+: holds no YAML files/);
+    expect(sandbox.head(remote, 'main')).toBe(head);
+  });
+});
+
+describe('the mass-deletion guard', () => {
+  let remote: string;
+  let head: string;
+  beforeAll(async () => {
+    remote = sandbox.bareRepo('guarded');
+    expect((await render([EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--git', remote])).code).toBe(0);
+    head = sandbox.head(remote, 'main');
+  });
+
+  it('refuses a render that removes every published cluster, naming them, and commits nothing', async () => {
+    const onlyStack = await tempDir('csk-stack-');
+    writeFileSync(path.join(onlyStack, 'clusterstack.yaml'), STACK);
+    const result = await render([onlyStack, '--release-source', EXAMPLE_RELEASES, '--git', remote]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('this render would remove 3 of 3 published clusters (cluster-stacks/alpha, cluster-stacks/bravo, cluster-stacks/charlie)');
+    expect(result.stderr).toContain('--allow-mass-delete');
+    expect(sandbox.head(remote, 'main')).toBe(head);
+  });
+
+  it('refuses a render that removes a whole stack’s releases', async () => {
+    const otherNamespace = await tempDir('csk-moved-');
+    writeFileSync(path.join(otherNamespace, 'all.yaml'), `${STACK}\n---\n${CLUSTERS}`.replaceAll('namespace: cluster-stacks', 'namespace: elsewhere'));
+    const result = await render([otherNamespace, '--release-source', EXAMPLE_RELEASES, '--git', remote]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/remove 3 of 3 published releases \(cluster-stacks\/docker-ferrol-1-30-v1, cluster-stacks\/docker-ferrol-1-30-v2, cluster-stacks\/docker-ferrol-1-30-v3\), leaving their stacks without any release and 3 of 3 published clusters/);
+    expect(sandbox.head(remote, 'main')).toBe(head);
+  });
+
+  it('refuses more than 50% by default, and lets it through with a higher --max-delete-share', async () => {
+    const manifests = await tempDir('csk-two-');
+    await cp(EXAMPLE_MANIFESTS, manifests, { recursive: true });
+    // alpha and bravo go: two of three published clusters, over the default 50%.
+    writeFileSync(path.join(manifests, 'clusters.yaml'), CLUSTERS.split(/^---$/m).filter((doc) => !/name: (alpha|bravo)\n/.test(doc)).join('---'));
+    const refused = await render([manifests, '--release-source', EXAMPLE_RELEASES, '--git', remote]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('2 of 3 published clusters (cluster-stacks/alpha, cluster-stacks/bravo)');
+    expect(refused.stderr).toContain('more than the 50% one render may remove');
+    const allowed = await render([manifests, '--release-source', EXAMPLE_RELEASES, '--git', remote, '--max-delete-share', '70%']);
+    expect(allowed.code).toBe(0);
+    expect(allowed.report.files.removed).toContain('clusters/cluster-stacks/alpha/cluster-addon/daemonset-kindnet.yaml');
+  });
+
+  it('publishes the removal of everything with --allow-mass-delete', async () => {
+    const onlyStack = await tempDir('csk-stack-');
+    writeFileSync(path.join(onlyStack, 'clusterstack.yaml'), STACK);
+    const result = await render([onlyStack, '--release-source', EXAMPLE_RELEASES, '--git', remote, '--allow-mass-delete']);
+    expect(result.code).toBe(0);
+    expect(result.report.changed).toBe(true);
+    expect(Object.keys(sandbox.files(remote, 'main')).some((file) => file.startsWith('clusters/'))).toBe(false);
+  });
+});
+
+describe('duplicate objects', () => {
+  it('refuses two Clusters with one namespace and name, naming both files and lines, and writes nothing', async () => {
+    const dir = await tempDir('csk-dup-');
+    writeFileSync(path.join(dir, 'a-stack.yaml'), STACK);
+    writeFileSync(path.join(dir, 'b-clusters.yaml'), CLUSTERS);
+    const alpha = CLUSTERS.split(/^---$/m).find((doc) => /name: alpha\n/.test(doc))!;
+    writeFileSync(path.join(dir, 'c-more.yaml'), `# another team's copy\n---${alpha}`);
+    const out = path.join(await tempDir(), 'out');
+    const result = await render([dir, '--release-source', EXAMPLE_RELEASES, '--output', out]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/b-clusters\.yaml:\d+ Cluster\.cluster\.x-k8s\.io cluster-stacks\/alpha: is defined again at .*c-more\.yaml:3; every object may appear once in the inputs/);
+    expect(() => readFileSync(path.join(out, 'current', 'README.md'))).toThrow();
+  });
+});
