@@ -86,7 +86,8 @@ describe('controller killed while publishing', () => {
 
   const moveAlpha = (namespace: string, host: string) => custom.patchNamespacedCustomObject({ ...CAPI, plural: 'clusters', namespace, name: 'alpha', body: { spec: { controlPlaneEndpoint: { host } } } }, MERGE());
   const alphaPublished = (namespace: string) => ((api.get('clusterstack.x-k8s.io/v1alpha1', 'ClusterAddon', namespace, 'alpha') as { status?: { conditions?: Condition[] } } | undefined)?.status?.conditions ?? []).find((c) => c.type === 'ManifestsPublished');
-  const onBranch = (bare: string, branch: string, namespace: string) => Object.entries(git.files(bare, branch)).filter(([file]) => file.startsWith(`clusters/${namespace}/alpha/`)).map(([, content]) => content).join('\n');
+  // Under load every kill may land before the first push: then the branch does not exist yet.
+  const onBranch = (bare: string, branch: string, namespace: string) => Object.entries(git.head(bare, branch) === '' ? {} : git.files(bare, branch)).filter(([file]) => file.startsWith(`clusters/${namespace}/alpha/`)).map(([, content]) => content).join('\n');
 
   /**
    * Kills `count` controllers, each at a random point: a quarter of them while starting (clone,
