@@ -2,7 +2,7 @@
 // rendered in a sandbox: a private Handlebars instance, no prototype access, no helpers beyond the
 // built-in block helpers, plain text (no HTML escaping), and unknown variables are errors.
 import { compileTemplate, TemplateError } from '../src/render/sandboxed-template.js';
-import type { ChangeSummary } from './publisher.js';
+import type { ChangeSummary } from '../src/output/tree-changes.js';
 import { PublishError } from './publish-error.js';
 import { COMMIT_MESSAGE_TEMPLATE } from './templates/commit-message.js';
 

@@ -20,8 +20,10 @@ import { lstat, mkdir, readdir, readFile, readlink, realpath, rename, rm, rmdir,
 import path from 'node:path';
 import { FILE_CONCURRENCY, mapBounded } from '../src/bounded-parallel.js';
 import { acquirePublishLock, type PublishLock } from './publish-lock.js';
-import type { ChangeSummary, LockRequest, Publisher, PublishResult, RenderedTree } from './publisher.js';
-import { diffTrees } from './publisher.js';
+import type { ChangeSummary } from '../src/output/tree-changes.js';
+import type { LockRequest, Publisher, PublishResult } from './publisher.js';
+import type { RenderedTree } from '../src/output/rendered-tree.js';
+import { diffTrees } from '../src/output/rendered-tree.js';
 import { PublishError } from './publish-error.js';
 import { assertOutsideProtected, type ProtectedPath } from './protected-paths.js';
 import { checkTreePaths } from './tree-paths.js';

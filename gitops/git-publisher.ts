@@ -13,7 +13,9 @@
 // Runs on one work tree, or one clone, take turns through a lock (lock(), publish-lock.ts).
 import { lstat, mkdir, readdir, readFile, realpath, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { ChangeSummary, Publisher, PublishResult, RenderedTree } from './publisher.js';
+import type { ChangeSummary } from '../src/output/tree-changes.js';
+import type { Publisher, PublishResult } from './publisher.js';
+import type { RenderedTree } from '../src/output/rendered-tree.js';
 import { PublishError } from './publish-error.js';
 import { checkTreePaths, normalizeSubdir } from './tree-paths.js';
 import { readTreeAtCommit } from './read-git-tree.js';

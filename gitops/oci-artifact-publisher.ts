@@ -31,7 +31,9 @@ import { type ManifestResult, RegistryClient, type RegistryCredentials } from '.
 import { sha256Digest } from '../src/release/content-digest.js';
 import type { RetryPolicy, Sleep } from '../src/sources/http-retry.js';
 import type { PublishLogger } from './git-publisher.js';
-import { diffTrees, type ChangeSummary, type Publisher, type PublishResult, type RenderedTree } from './publisher.js';
+import { diffTrees, type RenderedTree } from '../src/output/rendered-tree.js';
+import { type ChangeSummary } from '../src/output/tree-changes.js';
+import { type Publisher, type PublishResult } from './publisher.js';
 import { PublishError, type PublishErrorKind } from './publish-error.js';
 import { readTarTree, reproducibleTarGzip } from './reproducible-tar.js';
 

@@ -1,21 +1,8 @@
 // The seam every output implements: a directory, a Git repository (commit or pull request), an OCI
 // artifact. A publisher receives the whole rendered tree and makes the target hold exactly that.
+import type { ChangeSummary } from '../src/output/tree-changes.js';
+import type { RenderedTree } from '../src/output/rendered-tree.js';
 import type { PublishLock } from './publish-lock.js';
-
-/** Relative POSIX path -> file content. Paths are sorted when iterated by publishers. */
-export type RenderedTree = Map<string, string>;
-
-/** What changed, for commit messages, PR bodies and reports. */
-export interface ChangeSummary {
-  /** One line: what this render changed. */
-  title: string;
-  /** Markdown or plain text body. */
-  body: string;
-  /** Git trailers, e.g. { 'Clusterstack-Input-Digest': 'sha256:...' }. */
-  trailers: Record<string, string>;
-  /** Pull-request mode: the PR's title and (Markdown) body; `title` and `body` when absent. */
-  pullRequest?: { title: string; body: string };
-}
 
 export interface PublishResult {
   /** False when the target already held exactly this tree: nothing was written, committed or pushed. */
@@ -49,11 +36,4 @@ export interface Publisher {
   readPrevious(): Promise<RenderedTree>;
   /** Makes the target hold exactly `tree`. Writes nothing when it already does. */
   publish(tree: RenderedTree, change: ChangeSummary): Promise<PublishResult>;
-}
-
-/** Files added or changed and files removed between two trees, sorted. */
-export function diffTrees(previous: RenderedTree, next: RenderedTree): { written: string[]; removed: string[] } {
-  const written = [...next.keys()].filter((file) => previous.get(file) !== next.get(file)).sort();
-  const removed = [...previous.keys()].filter((file) => !next.has(file)).sort();
-  return { written, removed };
 }

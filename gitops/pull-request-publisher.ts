@@ -26,7 +26,9 @@ import { compileCommitMessage, type CommitMessageRenderer } from './commit-messa
 import { GitCommand, type GitIdentity } from './git-command.js';
 import type { PublishLogger } from './git-publisher.js';
 import { parseGitRemote, type GitRemote } from './git-remote.js';
-import type { ChangeSummary, LockRequest, Publisher, PublishResult, RenderedTree } from './publisher.js';
+import type { ChangeSummary } from '../src/output/tree-changes.js';
+import type { LockRequest, Publisher, PublishResult } from './publisher.js';
+import type { RenderedTree } from '../src/output/rendered-tree.js';
 import { PublishError } from './publish-error.js';
 import { checkTreePaths, normalizeSubdir } from './tree-paths.js';
 import { readTreeAtCommit } from './read-git-tree.js';

@@ -1,6 +1,6 @@
 // Reads the rendered tree under a path at a commit, for both Git publishers.
 import type { GitCommand } from './git-command.js';
-import type { RenderedTree } from './publisher.js';
+import type { RenderedTree } from '../src/output/rendered-tree.js';
 
 /** Blobs per `git show`: far below any argument-list limit. */
 const CHUNK = 500;

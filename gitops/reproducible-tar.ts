@@ -4,7 +4,7 @@
 // way back: a small in-memory reader that refuses anything a rendered tree cannot contain.
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { DEFAULT_EXTRACT_LIMITS, type ExtractLimits } from '../src/release/safe-extract.js';
-import type { RenderedTree } from './publisher.js';
+import type { RenderedTree } from '../src/output/rendered-tree.js';
 import { PublishError } from './publish-error.js';
 import { checkTreePaths } from './tree-paths.js';
 

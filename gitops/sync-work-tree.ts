@@ -3,7 +3,7 @@
 import { lstat, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { FILE_CONCURRENCY, mapBounded } from '../src/bounded-parallel.js';
-import type { RenderedTree } from './publisher.js';
+import type { RenderedTree } from '../src/output/rendered-tree.js';
 import { PublishError } from './publish-error.js';
 
 /**

@@ -1,6 +1,6 @@
 // Rendered trees name files by relative POSIX paths; a path that could escape the target, land in
 // Git's own directory, or collide with another file is refused before anything is written.
-import type { RenderedTree } from './publisher.js';
+import type { RenderedTree } from '../src/output/rendered-tree.js';
 import { PublishError } from './publish-error.js';
 
 function invalid(file: string, reason: string): PublishError {

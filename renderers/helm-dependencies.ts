@@ -1,7 +1,7 @@
 // Wires the helm seam into what the render pipeline asks for: render a chart, evaluate values
 // templates. One runner (one process budget and counter) serves both.
 import os from 'node:os';
-import type { RenderDependencies } from '../src/render/render-output.js';
+import type { RenderDependencies } from '../src/render/render-dependencies.js';
 import { resolveHelmBinary } from './helm-binary.js';
 import { HelmRenderer } from './helm-renderer.js';
 import { HelmRunner } from './helm-runner.js';

@@ -13,6 +13,9 @@ export class HelmNotFoundError extends Error {
 
 /** `helm template` (or another render step) failed: the chart, its values or the cluster input needs a fix. */
 export class HelmRenderError extends Error {
+  /** The chart, its values or the cluster input needs a fix: the unit is withheld until it changes. */
+  readonly failureKind = 'fix-input';
+
   constructor(
     readonly release: string,
     readonly chart: string,

@@ -5,11 +5,11 @@ import path from 'node:path';
 import { encodeYaml } from '../src/yaml/kube-yaml.js';
 import { cleanHelmStderr, HelmRenderError } from './helm-errors.js';
 import type { HelmRunner } from './helm-runner.js';
-import type { ChartRenderRequest, Renderer } from './renderer.js';
+import type { ChartRenderRequest, RenderDependencies } from '../src/render/render-dependencies.js';
 
 export { HelmRenderError } from './helm-errors.js';
 
-export class HelmRenderer implements Renderer {
+export class HelmRenderer implements Pick<RenderDependencies, 'renderChart'> {
   constructor(private readonly runner: HelmRunner) {}
 
   /** Runs `helm template` for the request; rejects with HelmRenderError carrying helm's message. */

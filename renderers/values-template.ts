@@ -25,6 +25,7 @@
 // the last template pass still stops (lint and template disagree on something unforeseen), the item
 // named in the error is withheld and the rest re-rendered: bounded by the number of items, and in
 // practice never taken.
+import type { ValuesTemplateItem } from '../src/render/render-dependencies.js';
 import { createHash } from 'node:crypto';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -35,14 +36,7 @@ import { decodeYamlDocuments, YamlDecodeError } from '../src/yaml/kube-yaml.js';
 import { encodeInt64s, restoreInt64s, type Int64Positions } from './go-template-int64.js';
 import { parseMissingMarker, PRESENT_DEFINITION, strictFieldAccess, type StrictTemplate } from './go-template-strict.js';
 
-export interface ValuesTemplateItem {
-  id: string;
-  /** Where the template comes from, for messages: `docker-ferrol-1-30-v1/cluster-addon-values.yaml`. */
-  origin: string;
-  template: string;
-  context: { Cluster: object; ControlPlane?: object; InfraCluster?: object };
-}
-
+/** The core's ValuesTemplateResult, with helm's own error type on failures. */
 export type ValuesTemplateResult =
   | { id: string; ok: true; values: Record<string, unknown> }
   | { id: string; ok: false; missingField?: string; message: string; error: ValuesTemplateError };

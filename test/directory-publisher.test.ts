@@ -4,7 +4,8 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DirectoryPublisher } from '../gitops/directory-publisher.js';
 import { PublishError } from '../gitops/publish-error.js';
-import type { ChangeSummary, RenderedTree } from '../gitops/publisher.js';
+import type { ChangeSummary } from '../src/output/tree-changes.js';
+import type { RenderedTree } from '../src/output/rendered-tree.js';
 
 const CHANGE: ChangeSummary = { title: 'Render', body: '', trailers: {} };
 const LOCK = { timeoutMs: 0, command: 'test' };

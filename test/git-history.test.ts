@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { GitHistoryReader } from '../gitops/git-history.js';
-import { unitDirOf } from '../src/controller/reconcile-publish.js';
+import { unitDirOf } from '../src/output/tree-layout.js';
 import { GitSandbox, hermeticGitEnv } from './support/git-repos.js';
 
 describe('GitHistoryReader', () => {

@@ -3,7 +3,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GitPublisher, type GitPublisherOptions } from '../gitops/git-publisher.js';
 import { PublishError } from '../gitops/publish-error.js';
-import type { ChangeSummary, RenderedTree } from '../gitops/publisher.js';
+import type { ChangeSummary } from '../src/output/tree-changes.js';
+import type { RenderedTree } from '../src/output/rendered-tree.js';
 import { startGitHttpServer, type GitHttpServer } from './support/git-http-server.js';
 import { GitSandbox } from './support/git-repos.js';
 

@@ -6,7 +6,7 @@ import { HELM_HOW_TO, HelmNotFoundError, HelmRenderError, HelmTimeoutError } fro
 import { resolveHelmBinary } from '../renderers/helm-binary.js';
 import { HelmRenderer } from '../renderers/helm-renderer.js';
 import { HelmRunner } from '../renderers/helm-runner.js';
-import type { ChartRenderRequest } from '../renderers/renderer.js';
+import type { ChartRenderRequest } from '../src/render/render-dependencies.js';
 import { aHelmRunner, helmTempDir, packChart, writeChart, writeScript } from './support/helm-fixtures.js';
 
 interface Manifest {

@@ -21,7 +21,8 @@ import {
   SOURCE_ANNOTATION,
 } from '../gitops/oci-artifact-publisher.js';
 import { PublishError } from '../gitops/publish-error.js';
-import type { ChangeSummary, RenderedTree } from '../gitops/publisher.js';
+import type { ChangeSummary } from '../src/output/tree-changes.js';
+import type { RenderedTree } from '../src/output/rendered-tree.js';
 import { readTarTree, reproducibleTar, reproducibleTarGzip } from '../gitops/reproducible-tar.js';
 import { InputError } from '../src/core/problem.js';
 import { EMPTY_CONFIG, OCI_IMAGE_CONFIG, OCI_MANIFEST } from '../src/oci/oci-manifest.js';

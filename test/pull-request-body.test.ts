@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { TreeChanges } from '../src/render/change-summary.js';
-import { mermaidDiagram, renderPullRequestBody } from '../src/render/pull-request-body.js';
-import type { RenderSummary } from '../src/render/render-output.js';
+import type { TreeChanges } from '../src/output/tree-changes.js';
+import { mermaidDiagram, renderPullRequestBody } from '../gitops/pull-request-body.js';
+import type { RenderSummary } from '../src/output/render-summary.js';
 
 const SUMMARY: RenderSummary = {
   inputDigest: 'sha256:abc',

@@ -3,7 +3,8 @@
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PublishError } from '../gitops/publish-error.js';
-import type { ChangeSummary, RenderedTree } from '../gitops/publisher.js';
+import type { ChangeSummary } from '../src/output/tree-changes.js';
+import type { RenderedTree } from '../src/output/rendered-tree.js';
 import { defaultPullRequestBranch, parseGitHubRepository, PullRequestPublisher, type PullRequestPublisherOptions } from '../gitops/pull-request-publisher.js';
 import { startFakeGitHub, type FakeGitHub } from './support/fake-github/index.js';
 import { startGitHttpServer, type GitHttpServer } from './support/git-http-server.js';

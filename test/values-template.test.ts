@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeInt64s } from '../renderers/go-template-int64.js';
 import { strictFieldAccess } from '../renderers/go-template-strict.js';
 import type { HelmRunner } from '../renderers/helm-runner.js';
-import { evaluateValuesTemplates, ValuesTemplateError, type ValuesTemplateItem, type ValuesTemplateResult } from '../renderers/values-template.js';
+import { evaluateValuesTemplates, ValuesTemplateError, type ValuesTemplateResult } from '../renderers/values-template.js';
+import type { ValuesTemplateItem } from '../src/render/render-dependencies.js';
 import { aHelmRunner, helmTempDir, writeChart } from './support/helm-fixtures.js';
 
 const ORIGIN = 'docker-ferrol-1-30-v1/cluster-addon-values.yaml';

@@ -30,7 +30,7 @@
 // caller must never pass units that leave out a used release. For a deleted workload cluster whose
 // Argo CD cluster Secret is already gone, Argo CD removes the finalizer without pruning.
 import type { KubeObject } from '../../src/api/types.js';
-import type { UnitRecord } from '../../src/render/render-output.js';
+import type { UnitRecord } from '../../src/output/provenance.js';
 import { ARGOCD_SYNC_WAVE_ANNOTATION } from './argocd-sync-waves.js';
 import { checkWiringOptions, sourcePath, type WiringOptions } from './wiring-options.js';
 import { groupUnits, wiringFiles, wiringLabels } from './wiring-layout.js';

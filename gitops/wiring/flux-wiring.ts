@@ -16,7 +16,7 @@
 // writes `<cluster>-kubeconfig` into the Cluster's namespace, so they reach the source across
 // namespaces. The kubeconfig is only ever referenced by name; nothing here carries a credential.
 import type { KubeObject } from '../../src/api/types.js';
-import type { UnitRecord } from '../../src/render/render-output.js';
+import type { UnitRecord } from '../../src/output/provenance.js';
 import { checkWiringOptions, sourcePath, type WiringOptions } from './wiring-options.js';
 import { groupUnits, wiringFiles, wiringLabels } from './wiring-layout.js';
 import {

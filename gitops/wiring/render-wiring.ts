@@ -1,7 +1,7 @@
 // The generated GitOps wiring for a rendered tree, for whichever engine the user chose: the files
 // to add to the tree beside management/ and clusters/ (under flux/ or argocd/). Pure: it sees only
 // the unit records, so a release or cluster that leaves the tree leaves the wiring with it.
-import type { UnitRecord } from '../../src/render/render-output.js';
+import type { UnitRecord } from '../../src/output/provenance.js';
 import { renderArgoWiring } from './argocd-wiring.js';
 import { renderFluxWiring } from './flux-wiring.js';
 import type { WiringOptions } from './wiring-options.js';

@@ -3,7 +3,7 @@
 // holds files, listing exactly its files and the subdirectories that are kustomizations themselves.
 import { LABEL_MANAGED_BY, LABEL_PART_OF, MANAGED_BY_VALUE, type KubeObject } from '../../src/api/types.js';
 import { serializeObject } from '../../src/render/manifest-objects.js';
-import type { UnitRecord } from '../../src/render/render-output.js';
+import type { UnitRecord } from '../../src/output/provenance.js';
 import { LABEL_WIRING, labelValue, type WiringRole } from './wiring-names.js';
 
 /** The name kustomize reads (render-output's KUSTOMIZATION_FILE; kept here so wiring imports no render code). */

@@ -201,6 +201,7 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
     secrets: settings.secrets as SecretPolicy,
     engine,
     ...(wiring ? { wiring } : {}),
+    ...(settings.pullRequest ? { pullRequest: true } : {}),
     outputPath: settings.path,
     argocdNamespace: settings.argocdNamespace,
     ...(settings.namespace ? { watchNamespace: settings.namespace, engineNamespaces: [settings.gitopsNamespace ?? (engine === 'flux' ? 'flux-system' : 'argocd')] } : {}),

@@ -5,10 +5,9 @@ import { parseArgs } from 'node:util';
 import { createHelmDependencies } from '../../renderers/helm-dependencies.js';
 import { formatProblem, InputError } from '../core/problem.js';
 import { planReport, reportHasProblems, retryableProblems } from '../plan/plan-report.js';
-import { compareTrees, summarizeChanges } from '../render/change-summary.js';
-import { renderPullRequestBody } from '../render/pull-request-body.js';
-import { PROVENANCE_FILE, type RenderProgress, renderOutput, type WithheldEntry } from '../render/render-output.js';
-import { checkMassDeletion, unitsOfProvenance } from '../core/mass-deletion-guard.js';
+import { type WithheldEntry } from '../output/provenance.js';
+import { renderAndPublish as renderAndPublishTree } from '../pipeline/render-and-publish.js';
+import type { RenderProgress } from '../render/render-output.js';
 import { SECRET_POLICIES, type SecretPolicy } from '../render/secret-policy.js';
 import { type CliIo, EXIT_OK, RemoteFailureError, UsageError } from './cli-io.js';
 import type { ProtectedPath } from '../../gitops/protected-paths.js';
@@ -166,23 +165,22 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   async function renderAndPublish(): Promise<number> {
     const previous = await publisher.readPrevious();
     const showProgress = io.isTty && !values.json;
-    const outcome = await renderOutput(plan, helm, {
+    const run = await renderAndPublishTree(plan, previous, {
+      renderer: helm,
+      publish: (tree, change) => publisher.publish(tree, change),
+      // The CLI tells people through its report: notes become warnings there.
+      logger: { info: () => undefined, warn: (fields, message) => warn(typeof fields['note'] === 'string' ? fields['note'] : message) },
+    }, {
       secrets: values.secrets as SecretPolicy,
-      previous,
       ...(gitops ? { gitops } : {}),
       ...(readmeTemplate !== undefined ? { readmeTemplate } : {}),
+      ...(values['pull-request'] ? { pullRequest: prTemplate !== undefined ? { template: prTemplate } : {} } : {}),
+      massDeletion: { allow: values['allow-mass-delete'], maxShare: config.maxDeleteShare },
       ...(showProgress ? { onProgress: (progress: RenderProgress) => io.stderr(`\rrendering: releases ${progress.releasesDone}/${progress.releasesTotal}, clusters ${progress.clustersDone}/${progress.clustersTotal}   `) } : {}),
     });
     if (showProgress) io.stderr('\n');
-    for (const note of outcome.notes) warn(note);
-    // Argo CD and Flux prune what leaves the output: a render that would take most of it away is
-    // far more often a wrong input than a wish.
-    const verdict = checkMassDeletion(unitsOfProvenance(previous.get(PROVENANCE_FILE)), outcome.provenance.units, { allow: values['allow-mass-delete'], maxShare: config.maxDeleteShare });
-    if (verdict.refused) throw new InputError([{ message: verdict.message ?? 'mass deletion refused' }], verdict.message);
-    const changes = compareTrees(previous, outcome.tree);
-    const change = summarizeChanges(changes, outcome.provenance.inputDigest);
-    if (values['pull-request']) change.pullRequest = { title: change.title, body: renderPullRequestBody(changes, outcome.summary, prTemplate) };
-    const result = await publisher.publish(outcome.tree, change);
+    if (run.status !== 'published') throw new Error('internal error: a CLI render was aborted');
+    const { outcome, change, published: result } = run;
 
     const report: RenderReport = {
       target: publisher.target,

@@ -1,4 +1,5 @@
 // Dispatches `clusterstack <command>` and maps every error to a message and an exit code.
+import { failureKindOf } from '../core/failure.js';
 import { InputError } from '../core/problem.js';
 import { type CliIo, EXIT_FAILURE, EXIT_PROBLEMS, EXIT_USAGE, UsageError } from './cli-io.js';
 
@@ -59,7 +60,7 @@ function reportError(error: unknown, io: CliIo, commandUsage: string): number {
     io.stderr(`error: ${(error as Error).message}\n`);
     return retryable ? EXIT_FAILURE : EXIT_PROBLEMS;
   }
-  if (error instanceof Error && USER_FIXABLE.has(error.name)) {
+  if (error instanceof Error && (USER_FIXABLE.has(error.name) || failureKindOf(error) === 'fix-input')) {
     io.stderr(`error: ${error.message}\n`);
     return EXIT_PROBLEMS;
   }

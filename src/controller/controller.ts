@@ -16,7 +16,11 @@ import type { CapiCluster, ClusterAddon, ClusterStack, ClusterStackRelease, Kube
 import { withSpecDefaults } from '../api/types.js';
 import { namespaceOf } from '../core/resolve-releases.js';
 import { buildPlan, errorMessage, sourceLocationOf, type Plan } from '../plan/build-plan.js';
-import { renderOutput, type RenderOutcome, type UnitRecord } from '../render/render-output.js';
+import type { RenderOutcome } from '../render/render-output.js';
+import { failureKindOf } from '../core/failure.js';
+import type { MassDeletionPolicy } from '../core/mass-deletion-guard.js';
+import { renderAndPublish } from '../pipeline/render-and-publish.js';
+import { type UnitRecord } from '../output/provenance.js';
 import type { SecretPolicy } from '../render/secret-policy.js';
 import type { SourceOpener } from '../sources/open-release-source.js';
 import { HealthServer, startHealthServer } from './health-server.js';
@@ -27,7 +31,8 @@ import { ArgoClusterSecrets } from './reconcile-argocd-secrets.js';
 import { EventRecorder } from './reconcile-events.js';
 import { isReferenced, manifestsFrom, referencedObjectKeys, specOnly, StackSpecMemory } from './reconcile-inputs.js';
 import { applyDesiredState, eventsWithSubjects, type ApplyReport } from './reconcile-objects.js';
-import { PublishTracker, unitDirOf } from './reconcile-publish.js';
+import { type PublishAttempt, PublishTracker } from './reconcile-publish.js';
+import { unitDirOf } from '../output/tree-layout.js';
 import { OwnWrites } from './reconcile/own-writes.js';
 import { SourceListings } from './reconcile/source-listings.js';
 import { fallbackReleaseTags, standInStack, WITHHELD_SOURCE_PREFIX, withheldSource } from './reconcile/withheld-stacks.js';
@@ -73,6 +78,10 @@ export interface ControllerOptions {
   engine: GitOpsEngine;
   /** Generated Flux or Argo CD wiring beside the tree, as `render --gitops` writes it. */
   wiring?: WiringOptions;
+  /** The publisher proposes pull requests: their body is generated as `render --pull-request` does. */
+  pullRequest?: boolean;
+  /** The mass-deletion guard; off by default: the controller's inputs are live objects, deleted deliberately. */
+  massDeletion?: MassDeletionPolicy;
   /** The output's `--path` inside the repository, for matching GitOps objects' paths. */
   outputPath: string;
   /** Where Argo CD cluster Secrets go. */
@@ -388,34 +397,54 @@ export class Controller {
       publish = this.tracker.skipped(`no plan: ${planError ?? 'unknown error'}`);
       retry = planError ?? 'no plan';
     } else {
-      if (previous) {
+      if (!previous) publish = this.tracker.skipped(renderError ?? 'nothing rendered');
+      else {
+        // The same path the CLI takes: render, wire, guard, summarize, publish through the tracker.
         const started = Date.now();
         const helmBefore = this.options.helm.processesSpawned();
+        let attempt: PublishAttempt | undefined;
+        let abortedTree: Map<string, string> | undefined;
         try {
-          render = await renderOutput(plan, this.options.helm, { secrets: this.options.secrets, previous, ...(this.options.wiring ? { gitops: this.options.wiring } : {}) });
+          const run = await renderAndPublish(plan, previous, {
+            renderer: this.options.helm,
+            publish: (tree, change) => this.tracker.publish(tree, change),
+            logger,
+            // Phases are logged as they end (tests and operators follow them in the debug log).
+            metrics: {
+              renderDuration: (seconds) => {
+                this.options.metrics?.renderDuration(seconds);
+                logger.debug({ phase: 'render', ms: Math.round(seconds * 1000) }, 'Reconcile phase done');
+              },
+              publishDuration: (seconds) => logger.debug({ phase: 'publish', ms: Math.round(seconds * 1000) }, 'Reconcile phase done'),
+            },
+          }, {
+            secrets: this.options.secrets,
+            ...(this.options.wiring ? { gitops: this.options.wiring } : {}),
+            ...(this.options.pullRequest ? { pullRequest: {} } : {}),
+            massDeletion: this.options.massDeletion ?? { allow: true, maxShare: 1 },
+            ...(signal ? { signal } : {}),
+          });
+          render = run.outcome;
+          if (run.status === 'aborted') abortedTree = run.tree;
+          else attempt = run.published;
         } catch (error) {
           renderError = errorMessage(error);
           logger.error({ error: renderError }, 'Render failed');
+          // A refused mass deletion waits for a person (or --allow-mass-delete), like any input to fix.
+          if (failureKindOf(error) !== 'fix-input') retry = renderError;
         }
-        this.options.metrics?.renderDuration((Date.now() - started) / 1000);
-        phase('render', started);
         this.options.metrics?.helmProcesses(this.options.helm.processesSpawned() - helmBefore);
-      }
-      if (!render) publish = this.tracker.skipped(renderError ?? 'nothing rendered');
-      else if (signal?.aborted) {
-        publish = this.tracker.skipped('the controller is shutting down', render.tree);
-      } else {
-        const publishStarted = Date.now();
-        const attempt = await this.tracker.publish(render.tree, render.provenance.inputDigest);
-        phase('publish', publishStarted);
-        publish = attempt.state;
-        if (attempt.durationSeconds !== undefined) this.options.metrics?.publishDuration(attempt.durationSeconds);
-        if (attempt.durationSeconds !== undefined && this.options.revisionKind === 'commit') this.options.metrics?.remoteRequest('git', publish.outcome === 'failed' ? 'error' : 'ok');
-        if (publish.outcome === 'failed') {
-          // A refused push (auth, protected branch) waits for the resync or the next change instead.
-          if (attempt.retryable !== false) retry = publish.message ?? 'publish failed';
-          logger.warn({ target: publish.target, error: publish.message }, 'Publish failed; the previous output stays in place');
-        } else if (publish.outcome === 'published') logger.info({ target: publish.target, revision: publish.revision, units: publish.dirtyDirs.size }, 'Published rendered manifests');
+        if (!attempt) publish = this.tracker.skipped(abortedTree ? 'the controller is shutting down' : (renderError ?? 'nothing rendered'), abortedTree);
+        else {
+          publish = attempt.state;
+          if (attempt.durationSeconds !== undefined) this.options.metrics?.publishDuration(attempt.durationSeconds);
+          if (attempt.durationSeconds !== undefined && this.options.revisionKind === 'commit') this.options.metrics?.remoteRequest('git', publish.outcome === 'failed' ? 'error' : 'ok');
+          if (publish.outcome === 'failed') {
+            // A refused push (auth, protected branch) waits for the resync or the next change instead.
+            if (attempt.retryable !== false) retry = publish.message ?? 'publish failed';
+            logger.warn({ target: publish.target, error: publish.message }, 'Publish failed; the previous output stays in place');
+          } else if (publish.outcome === 'published') logger.info({ target: publish.target, revision: publish.revision, units: publish.dirtyDirs.size }, 'Published rendered manifests');
+        }
       }
     }
 

@@ -4,19 +4,13 @@
 // read from Git at start (so a restarted controller or a new leader names the same commits as the
 // one before it) and whenever the branch moved without us, then kept up to date in memory.
 import type { PublishedHistory, UnitDirOf } from '../../gitops/git-history.js';
-import type { Publisher, RenderedTree } from '../../gitops/publisher.js';
-import { compareTrees, summarizeChanges } from '../render/change-summary.js';
+import type { Publisher } from '../../gitops/publisher.js';
+import { type RenderedTree, sameTree } from '../output/rendered-tree.js';
+import type { ChangeSummary } from '../output/tree-changes.js';
+import { unitDirOf } from '../output/tree-layout.js';
 import type { PublishState } from './status/status-inputs.js';
 
 const HISTORY_LIMIT = 1000;
-
-/** The unit directory a file belongs to (`management/<ns>/<release>`, `clusters/<ns>/<cluster>/<stage>`). */
-export function unitDirOf(file: string): string | undefined {
-  const parts = file.split('/');
-  if (parts[0] === 'management' && parts.length >= 4) return parts.slice(0, 3).join('/');
-  if (parts[0] === 'clusters' && parts.length >= 5) return parts.slice(0, 4).join('/');
-  return undefined;
-}
 
 /** Unit directories whose files differ between two trees. */
 export function dirtyUnitDirs(before: RenderedTree, after: RenderedTree): Set<string> {
@@ -27,12 +21,6 @@ export function dirtyUnitDirs(before: RenderedTree, after: RenderedTree): Set<st
     if (dir) dirs.add(dir);
   }
   return dirs;
-}
-
-function sameTree(a: RenderedTree, b: RenderedTree): boolean {
-  if (a.size !== b.size) return false;
-  for (const [file, content] of a) if (b.get(file) !== content) return false;
-  return true;
 }
 
 export interface PublishAttempt {
@@ -116,7 +104,7 @@ export class PublishTracker {
   }
 
   /** Publishes `tree` unless the target already holds it; never throws. */
-  async publish(tree: RenderedTree, inputDigest: string): Promise<PublishAttempt> {
+  async publish(tree: RenderedTree, change: ChangeSummary): Promise<PublishAttempt> {
     const now = this.options.now ?? Date.now;
     let previous: RenderedTree;
     try {
@@ -131,7 +119,6 @@ export class PublishTracker {
     if (this.published && !this.lastFailed && !resyncDue && sameTree(previous, tree)) return { state: this.baseState('unchanged', dirty) };
     const started = now();
     try {
-      const change = summarizeChanges(compareTrees(previous, tree), inputDigest);
       const result = await this.publisher.publish(tree, change);
       this.lastCall = now();
       this.previous = tree;

@@ -15,7 +15,7 @@ import { resolveHelmBinary } from '../../renderers/helm-binary.js';
 import { readInputFiles } from '../../src/inputs/read-input-files.js';
 import type { ParsedManifests, SourcedObject } from '../../src/inputs/parse-manifests.js';
 import { buildPlan, type Plan } from '../../src/plan/build-plan.js';
-import { compareTrees, summarizeChanges } from '../../src/render/change-summary.js';
+import { compareTrees, summarizeChanges } from '../../src/output/tree-changes.js';
 import { renderOutput } from '../../src/render/render-output.js';
 import { createSourceOpener } from '../../src/sources/open-release-source.js';
 import { startFakeGitHub } from '../support/fake-github/index.js';

@@ -31,7 +31,8 @@ function randomFrom(seed: number): () => number {
   };
 }
 
-describe('controller killed while publishing', () => {
+// Tens of real process starts and kills: far longer than a unit test, so its own time limit.
+describe('controller killed while publishing', { timeout: 240_000 }, () => {
   let api: FakeKubeApi;
   let git: GitSandbox;
   let server: GitHttpServer;

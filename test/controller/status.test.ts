@@ -5,7 +5,8 @@ import type { CapiCluster, ClusterStack, ClusterStackRelease, Condition, KubeObj
 import { resolveReleases } from '../../src/core/resolve-releases.js';
 import { classifyInputs } from '../../src/inputs/classify-inputs.js';
 import type { Plan } from '../../src/plan/build-plan.js';
-import type { RenderOutcome, UnitRecord, WithheldEntry } from '../../src/render/render-output.js';
+import type { RenderOutcome } from '../../src/render/render-output.js';
+import type { UnitRecord, WithheldEntry } from '../../src/output/provenance.js';
 import { statusMergePatch } from '../../src/controller/reconcile-status.js';
 import { credentialsFromKubeconfig, desiredArgoClusterSecret, KubeconfigError, secretMatches } from '../../src/controller/status/argocd-cluster-secret.js';
 import { mergeConditions, rebaseConditions } from '../../src/controller/status/conditions.js';

@@ -6,7 +6,7 @@ import { mkdir, readdir, readFile, realpath, writeFile } from 'node:fs/promises'
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DirectoryPublisher } from '../../gitops/directory-publisher.js';
-import type { RenderedTree } from '../../gitops/publisher.js';
+import type { RenderedTree } from '../../src/output/rendered-tree.js';
 import { EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, runClusterstack, tempDir } from '../support/cli.js';
 import { cliCommand, cliEnvironment, REPO_ROOT, removeCliBundle, startCli } from '../support/cli-process.js';
 import { GitSandbox } from '../support/git-repos.js';

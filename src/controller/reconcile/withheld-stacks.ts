@@ -4,13 +4,13 @@
 // (after a restart), it is rendered as a stand-in that keeps exactly its published releases, from
 // a source whose downloads always fail, so render withholds them and keeps their published files.
 // Everything else renders and publishes as usual.
-import type { RenderedTree } from '../../../gitops/publisher.js';
+import type { RenderedTree } from '../../output/rendered-tree.js';
 import type { ClusterStack, ClusterStackRelease } from '../../api/types.js';
 import type { Problem } from '../../core/problem.js';
 import { tryParseReleaseTag } from '../../core/release-tag.js';
 import { namespaceOf, releaseMatchesStack } from '../../core/resolve-releases.js';
 import { formatDotVersion } from '../../core/stack-version.js';
-import { readProvenance } from '../../render/change-summary.js';
+import { readProvenance } from '../../output/provenance.js';
 import { listingFromTags, ReleaseSourceError, type ReleaseSource } from '../../release/release-source.js';
 
 /** The source location of stand-in stacks: `clusterstack-withheld:<namespace>/<name>`. */

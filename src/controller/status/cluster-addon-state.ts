@@ -11,7 +11,7 @@ import {
 } from '../../api/types.js';
 import { clusterClassName, tryParseReleaseTag } from '../../core/release-tag.js';
 import { type ClusterResolution, namespaceOf, releaseMatchesStack } from '../../core/resolve-releases.js';
-import type { UnitRecord } from '../../render/render-output.js';
+import type { UnitRecord } from '../../output/provenance.js';
 import { falseCondition, mergeConditions, readySummary, trueCondition, unknownCondition, type DesiredCondition } from './conditions.js';
 import { eventOnFailure, regarding, type EventIntent } from './event-intents.js';
 import { controllerReference, isManagedByUs, keyOf, LABEL_CLUSTER_NAME, managedLabels, nameLabels, ownerOfKind } from './owned-objects.js';

@@ -1,7 +1,8 @@
 // Everything one reconcile observed and did, as the pure status computation reads it.
 import type { CapiCluster, ClusterAddon, ClusterStack, ClusterStackRelease, KubeObject } from '../../api/types.js';
 import type { Plan } from '../../plan/build-plan.js';
-import type { RenderOutcome, UnitRecord } from '../../render/render-output.js';
+import type { RenderOutcome } from '../../render/render-output.js';
+import type { UnitRecord } from '../../output/provenance.js';
 import type { RevisionOrder, UnitSync } from './sync-state.js';
 import type { UnitObject } from './unit-resources.js';
 

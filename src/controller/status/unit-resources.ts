@@ -2,8 +2,8 @@
 // GitOps engine. Pure: reads the rendered tree already in memory.
 import { decodeYamlDocument } from '../../yaml/kube-yaml.js';
 import type { ResourceStatus } from '../../api/types.js';
-import type { RenderedTree } from '../../../gitops/publisher.js';
-import type { UnitRecord } from '../../render/render-output.js';
+import type { RenderedTree } from '../../output/rendered-tree.js';
+import type { UnitRecord } from '../../output/provenance.js';
 import { resourceKey, type UnitSync } from './sync-state.js';
 
 export interface UnitObject {

@@ -2,7 +2,7 @@
 // conforms to the schema facts, kustomization.yaml files that list exactly their directory, and
 // nothing that is or carries a credential.
 import * as yaml from 'js-yaml';
-import type { UnitRecord } from '../../../src/render/render-output.js';
+import type { UnitRecord } from '../../../src/output/provenance.js';
 import { checkObject, type KindFacts } from './schema-facts.js';
 
 /** A rendered unit record, as render-output writes it into provenance. */

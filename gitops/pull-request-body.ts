@@ -1,11 +1,12 @@
 // The pull request a render proposes: what appears and disappears per ClusterStack, what changes per
 // Cluster, what is withheld and why, and a Mermaid diagram of stacks -> releases -> clusters.
-import { PULL_REQUEST_BODY_TEMPLATE } from '../../gitops/templates/pull-request-body.js';
-import { stackPrefix, tryParseReleaseTag } from '../core/release-tag.js';
-import { channelOf } from '../core/stack-version.js';
-import type { ChangeKind, TreeChanges } from './change-summary.js';
-import type { RenderSummary, WithheldEntry } from './render-output.js';
-import { compileTemplate } from './sandboxed-template.js';
+import { PULL_REQUEST_BODY_TEMPLATE } from './templates/pull-request-body.js';
+import { stackPrefix, tryParseReleaseTag } from '../src/core/release-tag.js';
+import { channelOf } from '../src/core/stack-version.js';
+import type { ChangeKind, TreeChanges } from '../src/output/tree-changes.js';
+import type { RenderSummary } from '../src/output/render-summary.js';
+import type { WithheldEntry } from '../src/output/provenance.js';
+import { compileTemplate } from '../src/render/sandboxed-template.js';
 
 export interface PullRequestData {
   inputDigest: string;

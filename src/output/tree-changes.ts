@@ -1,7 +1,8 @@
 // What a render changed compared with the target's previous tree, per release and per cluster:
 // the data behind commit messages, pull request bodies and reports.
-import type { ChangeSummary, RenderedTree } from '../../gitops/publisher.js';
-import { PROVENANCE_FILE, type Provenance, type UnitRecord, type WithheldEntry } from './render-output.js';
+import { readProvenance, type Provenance, type UnitRecord, type WithheldEntry } from './provenance.js';
+import type { RenderedTree } from './rendered-tree.js';
+import { clusterDir, MANAGEMENT_DIR, unitDirOf, unitOfPath } from './tree-layout.js';
 
 export type ChangeKind = 'added' | 'removed' | 'updated';
 
@@ -31,23 +32,26 @@ export interface TreeChanges {
   otherFiles: string[];
 }
 
-export const INPUT_DIGEST_TRAILER = 'Clusterstack-Input-Digest';
-
-export function readProvenance(tree: RenderedTree): Provenance | undefined {
-  const text = tree.get(PROVENANCE_FILE);
-  if (!text) return undefined;
-  try {
-    return JSON.parse(text) as Provenance;
-  } catch {
-    return undefined;
-  }
+/** What changed, for commit messages, PR bodies and reports. */
+export interface ChangeSummary {
+  /** One line: what this render changed. */
+  title: string;
+  /** Markdown or plain text body. */
+  body: string;
+  /** Git trailers, e.g. { 'Clusterstack-Input-Digest': 'sha256:...' }. */
+  trailers: Record<string, string>;
+  /** Pull-request mode: the PR's title and (Markdown) body; `title` and `body` when absent. */
+  pullRequest?: { title: string; body: string };
 }
 
-/** Which unit directory (`management/ns/release` or `clusters/ns/cluster/stage`) a file belongs to. */
+export const INPUT_DIGEST_TRAILER = 'Clusterstack-Input-Digest';
+
+/** The owner a file's changes are reported under: a release directory, or a cluster (stages below it). */
 function unitOf(file: string): { owner: string; kind: 'release' | 'cluster'; stage?: string } | undefined {
-  const parts = file.split('/');
-  if (parts[0] === 'management' && parts.length >= 4) return { owner: parts.slice(0, 3).join('/'), kind: 'release' };
-  if (parts[0] === 'clusters' && parts.length >= 5) return { owner: parts.slice(0, 3).join('/'), kind: 'cluster', stage: parts[3]! };
+  if (unitDirOf(file) === undefined) return undefined;
+  const unit = unitOfPath(file);
+  if (unit?.kind === 'release') return { owner: unit.dir, kind: 'release' };
+  if (unit?.kind === 'cluster-stage') return { owner: unit.clusterDir, kind: 'cluster', stage: unit.stage };
   return undefined;
 }
 
@@ -61,7 +65,7 @@ function ownersOf(tree: RenderedTree): Set<string> {
 }
 
 function clusterUnits(provenance: Provenance | undefined, owner: string): UnitRecord[] {
-  return (provenance?.units ?? []).filter((unit) => unit.kind === 'cluster-stage' && `clusters/${unit.namespace}/${unit.name}` === owner);
+  return (provenance?.units ?? []).filter((unit) => unit.kind === 'cluster-stage' && clusterDir(unit.namespace, unit.name) === owner);
 }
 
 /** Compares two trees unit by unit. */
@@ -87,7 +91,7 @@ export function compareTrees(previous: RenderedTree, next: RenderedTree): TreeCh
   for (const owner of [...changedStages.keys()].sort()) {
     const [root, namespace, name] = owner.split('/') as [string, string, string];
     const change: ChangeKind = !ownersBefore.has(owner) ? 'added' : !ownersAfter.has(owner) ? 'removed' : 'updated';
-    if (root === 'management') {
+    if (root === MANAGEMENT_DIR) {
       changes.releases.push({ namespace, release: name, change });
       continue;
     }

@@ -1,0 +1,22 @@
+// What a render decided, per stack, release and cluster: the data behind the tree's README, pull
+// request bodies and reports.
+import type { WithheldEntry } from './provenance.js';
+
+export interface RenderSummary {
+  inputDigest: string;
+  stacks: {
+    namespace: string;
+    name: string;
+    /** `<provider>-<name>-<maj>-<min>` and channel: which release tags belong to the stack. */
+    prefix: string;
+    channel: string;
+    latestRelease: string | null;
+    usableVersions: string;
+    releases: { name: string; version: string; status: string; reasons: string[] }[];
+  }[];
+  clusters: { namespace: string; name: string; release: string; addonVersion: string; stages: string[]; status: string }[];
+  withheld: WithheldEntry[];
+  /** Notes of every published unit, prefixed with its directory. */
+  notes: string[];
+}
+

@@ -1,0 +1,67 @@
+// Where things live in the rendered tree: the one place that knows the layout. Everything that
+// reads or writes paths (render, change summaries, wiring, the controller's status and sync
+// feedback, the mass-deletion guard, Git history) asks here.
+//
+//   README.md, provenance.json
+//   management/<namespace>/<release>/...           one unit per kept release (ClusterClass side)
+//   clusters/<namespace>/<cluster>/<stage>/...     one unit per addon stage of a workload cluster
+
+export const PROVENANCE_FILE = 'provenance.json';
+export const README_FILE = 'README.md';
+export const KUSTOMIZATION_FILE = 'kustomization.yaml';
+export const MANAGEMENT_DIR = 'management';
+export const CLUSTERS_DIR = 'clusters';
+
+/** The unit directory of a release's ClusterClass side. */
+export function releaseDir(namespace: string, release: string): string {
+  return `${MANAGEMENT_DIR}/${namespace}/${release}`;
+}
+
+/** The directory of a workload cluster (its stages below it). */
+export function clusterDir(namespace: string, cluster: string): string {
+  return `${CLUSTERS_DIR}/${namespace}/${cluster}`;
+}
+
+/** The unit directory of one addon stage of a cluster. */
+export function stageDir(namespace: string, cluster: string, stage: string): string {
+  return `${clusterDir(namespace, cluster)}/${stage}`;
+}
+
+/** What a path of the tree belongs to: a release unit or a cluster stage unit; undefined outside units. */
+export type TreeUnitPath =
+  | { kind: 'release'; dir: string; namespace: string; release: string }
+  | { kind: 'cluster-stage'; dir: string; namespace: string; cluster: string; stage: string; clusterDir: string };
+
+/** The unit a file (or a unit directory) belongs to. */
+export function unitOfPath(file: string): TreeUnitPath | undefined {
+  const parts = file.split('/');
+  if (parts[0] === MANAGEMENT_DIR && parts.length >= 3) {
+    return { kind: 'release', dir: parts.slice(0, 3).join('/'), namespace: parts[1]!, release: parts[2]! };
+  }
+  if (parts[0] === CLUSTERS_DIR && parts.length >= 4) {
+    return { kind: 'cluster-stage', dir: parts.slice(0, 4).join('/'), namespace: parts[1]!, cluster: parts[2]!, stage: parts[3]!, clusterDir: parts.slice(0, 3).join('/') };
+  }
+  return undefined;
+}
+
+/** The unit directory a file belongs to (`management/<ns>/<release>`, `clusters/<ns>/<cluster>/<stage>`); undefined for other files. */
+export function unitDirOf(file: string): string | undefined {
+  const parts = file.split('/');
+  // A file, not the directory itself: one level below the unit directory at least.
+  if (parts[0] === MANAGEMENT_DIR && parts.length >= 4) return parts.slice(0, 3).join('/');
+  if (parts[0] === CLUSTERS_DIR && parts.length >= 5) return parts.slice(0, 4).join('/');
+  return undefined;
+}
+
+/**
+ * The directories whose kustomization aggregates `dir`'s: `management/` and `management/<ns>/`
+ * (all of it goes to one cluster); under `clusters/` only a cluster's own directory aggregates its
+ * stages (different clusters are different targets).
+ */
+export function aggregatingDirs(dir: string): string[] {
+  const parts = dir.split('/');
+  const from = parts[0] === MANAGEMENT_DIR ? 1 : parts[0] === CLUSTERS_DIR ? 3 : parts.length;
+  const dirs: string[] = [];
+  for (let depth = parts.length - 1; depth >= from; depth -= 1) dirs.push(parts.slice(0, depth).join('/'));
+  return dirs;
+}

@@ -1,0 +1,116 @@
+// The one path from a plan to a published tree, taken by the CLI (`render`) and the controller
+// alike: render → wire → guard → summarize → publish. Everything it touches outside comes in as a
+// dependency (helm, the publisher, a logger, a metrics sink), so both drivers get the same tree, the
+// same commit message and the same pull request body for the same inputs.
+import { renderPullRequestBody } from '../../gitops/pull-request-body.js';
+import { ARGOCD_SYNC_WAVE_ANNOTATION, syncWaveFor } from '../../gitops/wiring/argocd-sync-waves.js';
+import { renderWiring, type WiringOptions } from '../../gitops/wiring/render-wiring.js';
+import { checkWiringOptions } from '../../gitops/wiring/wiring-options.js';
+import { Failure } from '../core/failure.js';
+import { checkMassDeletion, type MassDeletionPolicy, unitsOfProvenance } from '../core/mass-deletion-guard.js';
+import type { RenderedTree } from '../output/rendered-tree.js';
+import { type ChangeSummary, compareTrees, summarizeChanges, type TreeChanges } from '../output/tree-changes.js';
+import { PROVENANCE_FILE } from '../output/tree-layout.js';
+import type { Plan } from '../plan/build-plan.js';
+import type { RenderDependencies } from '../render/render-dependencies.js';
+import { type RenderOutcome, type RenderProgress, renderOutput } from '../render/render-output.js';
+import type { SecretPolicy } from '../render/secret-policy.js';
+
+/** The few things a run needs to say to operators (pino's signature; the CLI's prints warnings). */
+export interface PipelineLogger {
+  info(fields: Record<string, unknown>, message: string): void;
+  warn(fields: Record<string, unknown>, message: string): void;
+}
+
+/** Where a run's measurements go (the controller's /metrics); optional. */
+export interface PipelineMetrics {
+  renderDuration(seconds: number): void;
+  publishDuration(seconds: number): void;
+}
+
+export interface PipelineDependencies<Published> {
+  renderer: RenderDependencies;
+  /** Makes the target hold the tree (a Publisher, or the controller's tracker around one). */
+  publish(tree: RenderedTree, change: ChangeSummary): Promise<Published>;
+  logger: PipelineLogger;
+  metrics?: PipelineMetrics;
+  now?: () => number;
+}
+
+export interface PipelineOptions {
+  secrets: SecretPolicy;
+  /** Flux or Argo CD wiring beside the tree (under flux/ or argocd/); none when absent. */
+  gitops?: WiringOptions;
+  readmeTemplate?: string;
+  /** Propose the change as a pull request: its body is generated (from `template` when given). */
+  pullRequest?: { template?: string };
+  massDeletion: MassDeletionPolicy;
+  onProgress?: (progress: RenderProgress) => void;
+  /** Checked between rendering and publishing: an aborted run publishes nothing. */
+  signal?: AbortSignal;
+}
+
+export type PipelineResult<Published> =
+  | { status: 'published'; outcome: RenderOutcome; tree: RenderedTree; changes: TreeChanges; change: ChangeSummary; published: Published }
+  | { status: 'aborted'; outcome: RenderOutcome; tree: RenderedTree };
+
+/** Refused because the render would remove most of what is published (a user must confirm). */
+export class MassDeletionRefusedError extends Failure {
+  constructor(message: string) {
+    super('fix-input', message);
+    this.name = 'MassDeletionRefusedError';
+  }
+}
+
+/** The annotations the wiring wants on management-side objects: Argo CD sync waves, or none. */
+export function managementAnnotationsFor(gitops: WiringOptions | undefined): { id: string; annotationsFor: (object: { kind: string }) => Record<string, string> | undefined } | undefined {
+  if (gitops?.engine !== 'argocd') return undefined;
+  return {
+    id: 'argocd-sync-waves',
+    annotationsFor: (object) => {
+      const wave = syncWaveFor(object.kind);
+      return wave === undefined ? undefined : { [ARGOCD_SYNC_WAVE_ANNOTATION]: wave };
+    },
+  };
+}
+
+/**
+ * Renders `plan` against `previous` (what the target holds), adds the GitOps wiring, refuses a mass
+ * deletion, summarizes the change and publishes it. Throws for failures that are not one unit's
+ * own (a refused Secret, a refused mass deletion, helm missing, a publisher that throws).
+ */
+export async function renderAndPublish<Published>(plan: Plan, previous: RenderedTree, deps: PipelineDependencies<Published>, options: PipelineOptions): Promise<PipelineResult<Published>> {
+  const now = deps.now ?? Date.now;
+  // Bad wiring options are a user error: say so before any helm process runs.
+  if (options.gitops) checkWiringOptions(options.gitops);
+  const annotations = managementAnnotationsFor(options.gitops);
+  const renderStarted = now();
+  const outcome = await renderOutput(plan, deps.renderer, {
+    secrets: options.secrets,
+    previous,
+    ...(annotations ? { managementAnnotations: annotations } : {}),
+    ...(options.readmeTemplate !== undefined ? { readmeTemplate: options.readmeTemplate } : {}),
+    ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+  });
+  deps.metrics?.renderDuration((now() - renderStarted) / 1000);
+  for (const note of outcome.notes) deps.logger.warn({ note }, 'Rendered with a note');
+
+  // The wiring follows the units: a release or cluster that leaves the tree leaves the wiring too.
+  const tree = new Map(outcome.tree);
+  if (options.gitops) for (const [file, content] of renderWiring(outcome.provenance.units, options.gitops)) tree.set(file, content);
+  const sorted: RenderedTree = new Map([...tree.entries()].sort(([a], [b]) => a.localeCompare(b)));
+  if (options.signal?.aborted) return { status: 'aborted', outcome, tree: sorted };
+
+  // Argo CD and Flux prune what leaves the output: a render that would take most of it away is far
+  // more often a wrong input than a wish.
+  const verdict = checkMassDeletion(unitsOfProvenance(previous.get(PROVENANCE_FILE)), outcome.provenance.units, options.massDeletion);
+  if (verdict.refused) throw new MassDeletionRefusedError(verdict.message ?? 'the render would remove most of what is published');
+
+  const changes = compareTrees(previous, sorted);
+  const change = summarizeChanges(changes, outcome.provenance.inputDigest);
+  if (options.pullRequest) change.pullRequest = { title: change.title, body: renderPullRequestBody(changes, outcome.summary, options.pullRequest.template) };
+  const publishStarted = now();
+  const published = await deps.publish(sorted, change);
+  deps.metrics?.publishDuration((now() - publishStarted) / 1000);
+  return { status: 'published', outcome, tree: sorted, changes, change, published };
+}

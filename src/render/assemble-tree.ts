@@ -1,0 +1,45 @@
+// The tree from the rendered units: their files, a kustomization per directory (so Argo CD, Flux and
+// `kubectl apply -k` all read it), provenance.json and the README.
+import type { KubeObject } from '../api/types.js';
+import { OUTPUT_README_TEMPLATE } from '../output/output-readme-template.js';
+import type { Provenance, UnitRecord } from '../output/provenance.js';
+import type { RenderSummary } from '../output/render-summary.js';
+import type { RenderedTree } from '../output/rendered-tree.js';
+import { aggregatingDirs, KUSTOMIZATION_FILE, MANAGEMENT_DIR, CLUSTERS_DIR, PROVENANCE_FILE, README_FILE } from '../output/tree-layout.js';
+import { serializeObject } from './manifest-objects.js';
+import { compileTemplate } from './sandboxed-template.js';
+
+/** A kustomization per directory: each object directory, and the directories that aggregate it (tree-layout.ts). */
+function kustomizations(tree: Map<string, string>): Map<string, string> {
+  const children = new Map<string, Set<string>>();
+  const add = (dir: string, entry: string): void => {
+    if (!children.has(dir)) children.set(dir, new Set());
+    children.get(dir)!.add(entry);
+  };
+  for (const file of tree.keys()) {
+    const parts = file.split('/');
+    if (parts[0] !== MANAGEMENT_DIR && parts[0] !== CLUSTERS_DIR) continue;
+    const dir = parts.slice(0, -1).join('/');
+    add(dir, parts.at(-1)!);
+    for (const parent of aggregatingDirs(dir)) add(parent, dir.slice(parent.length + 1).split('/')[0]!);
+  }
+  const out = new Map<string, string>();
+  for (const [dir, entries] of children) {
+    const resources = [...entries].sort();
+    out.set(`${dir}/${KUSTOMIZATION_FILE}`, serializeObject({ apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', resources } as unknown as KubeObject));
+  }
+  return out;
+}
+
+/** The whole tree of a render, sorted by path. */
+export function assembleTree(rendered: Map<string, Map<string, string>>, records: UnitRecord[], provenance: Provenance, summary: RenderSummary, readmeTemplate?: string): RenderedTree {
+  const files = new Map<string, string>();
+  for (const record of records) {
+    for (const [file, content] of rendered.get(record.dir) ?? []) files.set(`${record.dir}/${file}`, content);
+  }
+  for (const [file, content] of kustomizations(files)) files.set(file, content);
+  files.set(PROVENANCE_FILE, `${JSON.stringify(provenance, null, 2)}\n`);
+  files.set(README_FILE, compileTemplate(readmeTemplate ?? OUTPUT_README_TEMPLATE, readmeTemplate ? 'readme template' : 'default README template')(summary));
+  return new Map([...files.entries()].sort(([a], [b]) => a.localeCompare(b)));
+}
+

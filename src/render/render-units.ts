@@ -1,0 +1,176 @@
+// The units a plan asks for: the ClusterClass side of every kept release and one unit per addon
+// stage of every Cluster, each with the digest of everything that goes into it.
+import type { CapiCluster, KubeObject, ObjectReference } from '../api/types.js';
+import { formatProblem } from '../core/problem.js';
+import { stackPrefix } from '../core/release-tag.js';
+import type { ClusterResolution, StackResolution } from '../core/resolve-releases.js';
+import { groupOf } from '../inputs/classify-inputs.js';
+import { OUTPUT_FORMAT, type UnitRecord, type WithheldEntry } from '../output/provenance.js';
+import { releaseDir, stageDir } from '../output/tree-layout.js';
+import type { LoadedRelease, Plan } from '../plan/build-plan.js';
+import { sha256Digest } from '../release/content-digest.js';
+import type { ChartSource, ReleaseContent } from '../release/load-release.js';
+import { canonicalJson } from './canonical-json.js';
+import type { ValuesTemplateItem } from './render-dependencies.js';
+import type { SecretPolicy } from './secret-policy.js';
+
+export const ADDON_RELEASE_NAME = 'cluster-addon';
+export const ADDON_NAMESPACE = 'kube-system';
+/** The stage directory of a legacy (single umbrella chart) addon release. */
+export const LEGACY_STAGE = 'cluster-addon';
+
+/** A unit before it is rendered. */
+export interface PendingUnit {
+  record: Omit<UnitRecord, 'renderDigest' | 'files'>;
+  chart: ChartSource;
+  releaseName: string;
+  renderNamespace: string;
+  defaultNamespace: string;
+  kubeVersion: string;
+  includeCrds: boolean;
+  /** Whether the management-side annotations are added to its objects (see UnitSettings). */
+  annotated: boolean;
+  /** Values layered on top of the evaluated template (user values from the ClusterStack). */
+  extraValues?: Record<string, unknown>;
+  template?: { text: string; origin: string; context: ValuesTemplateItem['context'] };
+  values: Record<string, unknown>[];
+}
+
+
+/** What every unit's digest depends on beyond its own inputs. */
+export interface UnitSettings {
+  secrets: SecretPolicy;
+  /** Names the annotations added to management-side objects (e.g. Argo CD sync waves), or undefined. */
+  managementAnnotations?: string;
+}
+
+/** The units of a plan, per cluster too, and what is withheld before anything renders. */
+export function planUnits(plan: Plan, settings: UnitSettings): { units: PendingUnit[]; clusterUnits: Map<string, PendingUnit[]>; withheld: WithheldEntry[] } {
+  const withheld: WithheldEntry[] = [];
+  const units: PendingUnit[] = [];
+  const others = plan.inputs.others.map((sourced) => sourced.object);
+
+  // ClusterClass side: every kept release of every resolved stack.
+  for (const stack of plan.resolution.clusterStacks) {
+    for (const decision of stack.releases.filter((release) => release.kept)) {
+      const loaded = plan.releases.get(decision.name);
+      const reason = releaseWithheldReason(decision, loaded);
+      if (reason || !loaded?.content) {
+        withheld.push({ kind: 'release', namespace: stack.namespace, name: decision.name, reason: reason ?? 'release could not be loaded', previousKept: false });
+        continue;
+      }
+      units.push(releaseUnit(stack, loaded.content, settings));
+    }
+  }
+
+  // Addon side: every Cluster whose class resolved, one unit per stage.
+  const clusterUnits = new Map<string, PendingUnit[]>();
+  for (const cluster of plan.resolution.clusters.filter((c) => c.managed)) {
+    const loaded = cluster.release ? plan.releases.get(cluster.release) : undefined;
+    const reason =
+      cluster.problems.length > 0
+        ? cluster.problems.map((problem) => problem.message).join('; ')
+        : !loaded?.content
+          ? `release ${cluster.release} could not be loaded: ${(loaded?.problems ?? []).map(formatProblem).join('; ') || 'it is not kept by its ClusterStack'}`
+          : undefined;
+    if (reason || !loaded?.content) {
+      withheld.push({ kind: 'cluster', namespace: cluster.namespace, name: cluster.name, reason: reason ?? 'release missing', previousKept: false });
+      continue;
+    }
+    const stack = plan.resolution.clusterStacks.find((s) => s.namespace === cluster.stack?.namespace && s.name === cluster.stack?.name)!;
+    const pending = addonUnits(cluster, stack, loaded.content, others, settings.secrets);
+    clusterUnits.set(`${cluster.namespace}/${cluster.name}`, pending);
+    units.push(...pending);
+  }
+  return { units, clusterUnits, withheld };
+}
+
+/** The `namespace/name` of a unit's cluster (or release). */
+export function ownerKey(unit: PendingUnit): string {
+  return `${unit.record.namespace}/${unit.record.name}`;
+}
+
+/** Removes fields that change on every write but say nothing about the object's content. */
+export function stableContext(object: KubeObject): KubeObject {
+  const copy = structuredClone(object);
+  const metadata = copy.metadata as unknown as Record<string, unknown>;
+  delete metadata.managedFields;
+  delete metadata.resourceVersion;
+  return copy;
+}
+
+function findReferenced(ref: ObjectReference | undefined, cluster: CapiCluster, others: KubeObject[]): KubeObject | undefined {
+  if (!ref?.kind || !ref.name) return undefined;
+  const namespace = ref.namespace ?? cluster.metadata.namespace ?? 'default';
+  return others.find(
+    (object) =>
+      object.kind === ref.kind &&
+      object.metadata.name === ref.name &&
+      (object.metadata.namespace ?? 'default') === namespace &&
+      (!ref.apiVersion || groupOf(object.apiVersion) === groupOf(ref.apiVersion)),
+  );
+}
+
+function releaseWithheldReason(decision: StackResolution['releases'][number], loaded: LoadedRelease | undefined): string | undefined {
+  if (!loaded?.content) return `release could not be loaded: ${(loaded?.problems ?? []).map(formatProblem).join('; ') || 'unknown error'}`;
+  if (!decision.ready) return decision.readyMessage ?? 'provider release is not ready';
+  return undefined;
+}
+
+// The secret policy is part of every input digest: output reused from a run that allowed
+// Secrets must not slip past a run that refuses them.
+function releaseUnit(stack: StackResolution, content: ReleaseContent, settings: UnitSettings): PendingUnit {
+  const releaseName = stackPrefix(content.parsed);
+  const namespace = stack.namespace;
+  const kubeVersion = content.metadata.kubernetesVersion;
+  const inputDigest = sha256Digest(canonicalJson({ format: OUTPUT_FORMAT, chart: content.clusterClassChart.digest, releaseName, namespace, kubeVersion, annotations: settings.managementAnnotations ?? null, secrets: settings.secrets }));
+  return {
+    record: { dir: releaseDir(namespace, content.tag), kind: 'release', namespace, name: content.tag, release: content.tag, inputDigest },
+    chart: content.clusterClassChart,
+    releaseName,
+    renderNamespace: namespace,
+    defaultNamespace: namespace,
+    kubeVersion,
+    includeCrds: false,
+    annotated: settings.managementAnnotations !== undefined,
+    values: [],
+  };
+}
+
+function addonUnits(cluster: ClusterResolution, stack: StackResolution, content: ReleaseContent, others: KubeObject[], secrets: SecretPolicy): PendingUnit[] {
+  const context: ValuesTemplateItem['context'] = { Cluster: stableContext(cluster.cluster) };
+  const controlPlane = findReferenced(cluster.cluster.spec?.controlPlaneRef, cluster.cluster, others);
+  const infraCluster = findReferenced(cluster.cluster.spec?.infrastructureRef, cluster.cluster, others);
+  if (controlPlane) context.ControlPlane = stableContext(controlPlane);
+  if (infraCluster) context.InfraCluster = stableContext(infraCluster);
+  const kubeVersion = content.metadata.kubernetesVersion;
+  const addonVersion = content.metadata.clusterAddonVersion;
+  const spec = stack.stack.spec;
+  const base = { namespace: cluster.namespace, name: cluster.name, release: content.tag, addonVersion };
+  const stages =
+    content.addons.format === 'legacy'
+      ? [{ name: LEGACY_STAGE, order: 0, chart: content.addons.chart, valuesTemplate: content.addons.valuesTemplate, extra: spec.addonValues, origin: `${content.tag}/cluster-addon-values.yaml` }]
+      : content.addons.stages
+          .filter((stage) => stage.action === 'apply' && stage.chart)
+          .map((stage) => ({ name: stage.name, order: stage.order, chart: stage.chart!, valuesTemplate: stage.valuesTemplate, extra: spec.addonStageValues?.[stage.name], origin: `${content.tag}/${stage.name}/overwrite.yaml` }));
+  return stages.map((stage) => {
+    // Nothing release-specific beyond the addon content: a Cluster moving between releases that
+    // share an addon version keeps its output byte for byte.
+    const inputDigest = sha256Digest(canonicalJson({ format: OUTPUT_FORMAT, chart: stage.chart.digest, template: stage.valuesTemplate, context, extra: stage.extra ?? null, kubeVersion, stage: stage.name, addonVersion, secrets }));
+    const unit: PendingUnit = {
+      record: { ...base, dir: stageDir(cluster.namespace, cluster.name, stage.name), kind: 'cluster-stage', stage: stage.name, order: stage.order, inputDigest },
+      chart: stage.chart,
+      releaseName: ADDON_RELEASE_NAME,
+      renderNamespace: ADDON_NAMESPACE,
+      defaultNamespace: ADDON_NAMESPACE,
+      kubeVersion,
+      includeCrds: true,
+      annotated: false,
+      values: [],
+    };
+    if (stage.extra) unit.extraValues = stage.extra;
+    if (stage.valuesTemplate.trim() !== '') unit.template = { text: stage.valuesTemplate, origin: stage.origin, context };
+    return unit;
+  });
+}
+

@@ -1,0 +1,71 @@
+// The records a rendered tree carries: provenance.json (inputs, releases, units and their digests)
+// and the summary behind its README, pull request bodies and reports.
+import type { KubeObject } from '../api/types.js';
+import { groupOf } from '../inputs/classify-inputs.js';
+import { OUTPUT_FORMAT, type Provenance, type UnitRecord, type WithheldEntry } from '../output/provenance.js';
+import type { RenderSummary } from '../output/render-summary.js';
+import { releaseDir } from '../output/tree-layout.js';
+import type { Plan } from '../plan/build-plan.js';
+import { sha256Digest } from '../release/content-digest.js';
+import { canonicalJson } from './canonical-json.js';
+import { type PendingUnit, stableContext } from './render-units.js';
+
+/** The provenance record of a render. */
+export function buildProvenance(plan: Plan, units: UnitRecord[], withheld: WithheldEntry[], valuesFailures: Provenance['valuesFailures']): Provenance {
+  const objects = [
+    ...plan.inputs.clusterStacks.map((s) => s.object as unknown as KubeObject),
+    ...plan.inputs.clusters.map((c) => c.object as KubeObject),
+    ...plan.inputs.providerReleases.map((p) => p.object),
+    ...plan.inputs.others.map((o) => o.object),
+  ];
+  const inputs = objects
+    .map((object) => ({ kind: `${groupOf(object.apiVersion) || 'core'}/${object.kind}`, namespace: object.metadata.namespace ?? 'default', name: object.metadata.name, digest: sha256Digest(canonicalJson(stableContext(object))) }))
+    .sort((a, b) => `${a.kind}/${a.namespace}/${a.name}`.localeCompare(`${b.kind}/${b.namespace}/${b.name}`));
+  const releases = [...plan.releases.values()]
+    .filter((release) => release.content)
+    .map((release) => ({ name: release.tag, source: release.source.location.startsWith('/') ? 'local directory' : release.source.location, digest: release.content!.digest }))
+    .sort((a, b) => a.name.localeCompare(b.name));
+  const inputDigest = sha256Digest(canonicalJson({ inputs, releases, units: units.map((u) => [u.dir, u.renderDigest]) }));
+  return { generator: 'clusterstack-gitops', format: OUTPUT_FORMAT, inputDigest, inputs, releases, units, withheld, valuesFailures };
+}
+
+/** The summary of a render, per stack, release and cluster. */
+export function buildSummary(plan: Plan, records: UnitRecord[], withheld: WithheldEntry[], inputDigest: string, clusterUnits: Map<string, PendingUnit[]>): RenderSummary {
+  const published = new Set(records.map((record) => record.dir));
+  const withheldKeys = new Map(withheld.map((entry) => [`${entry.kind}/${entry.namespace}/${entry.name}`, entry]));
+  return {
+    inputDigest,
+    stacks: plan.resolution.clusterStacks.map((stack) => ({
+      namespace: stack.namespace,
+      name: stack.name,
+      prefix: `${stack.stack.spec.provider}-${stack.stack.spec.name}-${stack.stack.spec.kubernetesVersion.replace('.', '-')}`,
+      channel: stack.stack.spec.channel ?? 'stable',
+      latestRelease: stack.latestRelease ?? null,
+      usableVersions: stack.usableVersions,
+      releases: stack.releases
+        .filter((release) => release.kept)
+        .map((release) => {
+          const entry = withheldKeys.get(`release/${stack.namespace}/${release.name}`);
+          const status = entry ? (entry.previousKept ? 'previous output kept' : 'withheld') : published.has(releaseDir(stack.namespace, release.name)) ? 'yes' : 'no';
+          return { name: release.name, version: release.version, status, reasons: release.reasons };
+        }),
+    })),
+    clusters: plan.resolution.clusters
+      .filter((cluster) => cluster.managed)
+      .map((cluster) => {
+        const entry = withheldKeys.get(`cluster/${cluster.namespace}/${cluster.name}`);
+        const stages = (clusterUnits.get(`${cluster.namespace}/${cluster.name}`) ?? []).map((unit) => unit.record.stage!);
+        return {
+          namespace: cluster.namespace,
+          name: cluster.name,
+          release: cluster.release ?? '',
+          addonVersion: (cluster.release && plan.releases.get(cluster.release)?.content?.metadata.clusterAddonVersion) || '-',
+          stages,
+          status: entry ? (entry.previousKept ? 'withheld, previous output kept' : 'withheld') : 'rendered',
+        };
+      }),
+    withheld,
+    notes: records.flatMap((record) => (record.notes ?? []).map((note) => `${record.dir}: ${note}`)),
+  };
+}
+

@@ -1,0 +1,36 @@
+// One unit's helm output as the files of its directory: objects read with Kubernetes' meaning,
+// placed (namespace, annotations), filtered by the secret policy, named one per file.
+import type { KubeObject } from '../api/types.js';
+import { fileNamesFor, placeObjects, readManifests } from './manifest-objects.js';
+import type { PendingUnit } from './render-units.js';
+import { applySecretPolicy, type SecretPolicy } from './secret-policy.js';
+
+/** Annotations for management-side objects, by object (e.g. Argo CD sync waves); undefined adds none. */
+export type AnnotationsFor = (object: KubeObject) => Record<string, string> | undefined;
+
+export interface UnitFiles {
+  files: Map<string, string>;
+  /** Why the unit cannot be published (documents Kubernetes would refuse). */
+  problems: string[];
+  notes: string[];
+}
+
+/** One unit's helm output as files; throws SecretRefusedError when the policy refuses an object. */
+export function unitFiles(output: string, unit: PendingUnit, policy: SecretPolicy, annotationsFor?: AnnotationsFor): UnitFiles {
+  const subject = unit.record.kind === 'release' ? `release ${unit.record.release}` : `Cluster ${unit.record.namespace}/${unit.record.name} (stage ${unit.record.stage}, release ${unit.record.release})`;
+  const reading = readManifests(output, `${unit.chart.origin} for ${subject}`);
+  if (reading.problems.length > 0) return { files: new Map(), problems: reading.problems, notes: [] };
+  const placed = placeObjects(reading.objects, {
+    defaultNamespace: unit.defaultNamespace,
+    ...(unit.annotated && annotationsFor ? { annotationsFor } : {}),
+  });
+  const kept = applySecretPolicy(placed.objects, policy, subject);
+  const dropped = kept.dropped.map((finding) => `${finding.object.kind} ${finding.object.metadata.namespace ? `${finding.object.metadata.namespace}/` : ''}${finding.object.metadata.name} left out (--secrets drop): it ${finding.why}`);
+  const names = fileNamesFor(kept.objects.map((entry) => entry.object), unit.defaultNamespace);
+  return {
+    files: new Map(kept.objects.map((entry, index) => [names[index]!, entry.text])),
+    problems: [],
+    notes: [...reading.warnings, ...placed.notes, ...dropped],
+  };
+}
+
