@@ -1,0 +1,111 @@
+// The layer rules of ARCHITECTURE.md, checked on the import graph of the source tree: no import
+// cycle anywhere; the core imports no renderer, publisher, pipeline, controller or CLI; the output
+// model imports nothing but itself; renderers import no publisher; publishers no controller or CLI.
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const ROOTS = ['src', 'renderers', 'gitops'];
+
+function sourceFiles(): string[] {
+  return ROOTS.flatMap((root) =>
+    readdirSync(root, { recursive: true, withFileTypes: true })
+      .filter((entry) => entry.isFile() && entry.name.endsWith('.ts'))
+      .map((entry) => path.join(entry.parentPath, entry.name)),
+  );
+}
+
+/** file -> the project files it imports (static and dynamic, type-only included). */
+function importGraph(): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  for (const file of sourceFiles()) {
+    const text = readFileSync(file, 'utf8');
+    const specs = [...text.matchAll(/(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+'(\.[^']+)'/g), ...text.matchAll(/import\(\s*'(\.[^']+)'\s*\)/g)].map((match) => match[1]!);
+    graph.set(file, specs.map((spec) => path.normalize(path.join(path.dirname(file), spec)).replace(/\.js$/, '.ts')));
+  }
+  return graph;
+}
+
+type Layer = 'output' | 'core' | 'renderers' | 'gitops' | 'pipeline' | 'controller' | 'cli';
+
+function layerOf(file: string): Layer {
+  if (file.startsWith('src/output/')) return 'output';
+  if (file.startsWith('src/pipeline/')) return 'pipeline';
+  if (file.startsWith('src/controller/')) return 'controller';
+  if (file.startsWith('src/cli/')) return 'cli';
+  if (file.startsWith('renderers/')) return 'renderers';
+  if (file.startsWith('gitops/')) return 'gitops';
+  return 'core';
+}
+
+/** What each layer may import besides itself. */
+const ALLOWED: Record<Layer, Layer[]> = {
+  output: [],
+  core: ['output'],
+  renderers: ['core', 'output'],
+  gitops: ['core', 'output'],
+  pipeline: ['core', 'output', 'renderers', 'gitops'],
+  controller: ['core', 'output', 'renderers', 'gitops', 'pipeline'],
+  cli: ['core', 'output', 'renderers', 'gitops', 'pipeline', 'controller'],
+};
+
+/** Strongly connected components with more than one file (Tarjan). */
+function cycles(graph: Map<string, string[]>): string[][] {
+  let counter = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[][] = [];
+  const visit = (file: string): void => {
+    index.set(file, counter);
+    low.set(file, counter);
+    counter += 1;
+    stack.push(file);
+    onStack.add(file);
+    for (const next of graph.get(file) ?? []) {
+      if (!graph.has(next)) continue;
+      if (!index.has(next)) {
+        visit(next);
+        low.set(file, Math.min(low.get(file)!, low.get(next)!));
+      } else if (onStack.has(next)) low.set(file, Math.min(low.get(file)!, index.get(next)!));
+    }
+    if (low.get(file) === index.get(file)) {
+      const component: string[] = [];
+      let member: string;
+      do {
+        member = stack.pop()!;
+        onStack.delete(member);
+        component.push(member);
+      } while (member !== file);
+      if (component.length > 1) found.push(component.sort());
+    }
+  };
+  for (const file of graph.keys()) if (!index.has(file)) visit(file);
+  return found;
+}
+
+describe('architecture', () => {
+  const graph = importGraph();
+
+  it('reads the whole source tree', () => {
+    expect(graph.size).toBeGreaterThan(100);
+    expect(graph.get(path.normalize('src/pipeline/render-and-publish.ts'))).toContain(path.normalize('src/render/render-output.ts'));
+  });
+
+  it('has no import cycle', () => {
+    expect(cycles(graph)).toEqual([]);
+  });
+
+  it('keeps every layer to what it may import', () => {
+    const violations: string[] = [];
+    for (const [file, imports] of graph) {
+      const from = layerOf(file);
+      for (const target of imports) {
+        const to = layerOf(target);
+        if (to !== from && !ALLOWED[from].includes(to)) violations.push(`${file} (${from}) imports ${target} (${to})`);
+      }
+    }
+    expect(violations).toEqual([]);
+  });
+});
