@@ -14,6 +14,9 @@ import {
   renderArgoHealthPatch,
   type ArgoHealthScript,
 } from '../gitops/health/argocd-health-patch.js';
+import { clusterStackHealthScript, degradedReasonSuffixes, HEALTH_SCRIPT_KINDS } from '../gitops/health/clusterstack-health-script.js';
+import { generateHealthFiles } from '../gitops/health/generate-health.js';
+import { FAILURE_REACTIONS, failureKindOfReason, type FailureKind } from '../src/core/failure.js';
 import { CORE_SCHEMAS } from './support/engine-schemas/kubernetes-schemas.js';
 import { kustomizeBuild } from './support/engine-schemas/kustomize-build.js';
 import { checkObject } from './support/engine-schemas/schema-facts.js';
@@ -104,6 +107,24 @@ describe.each(OUR_KINDS)('Argo CD health of a %s', (kind) => {
     expect(health(script, ours(kind, 3, { observedGeneration: 3, ready: false, conditions: [ready('False', reason, 'do something')] }))).toEqual({ status: 'Degraded', message: `${reason}: do something` });
   });
 
+  it.each(['PublishRetrying', 'ReleaseSourceUnavailable'])('is Progressing when Ready is False with the retry reason %s: the controller retries by itself', (reason) => {
+    expect(health(script, ours(kind, 3, { observedGeneration: 3, ...extra, conditions: [ready('False', reason, 'retrying in 4s')] }))).toEqual({ status: 'Progressing', message: `${reason}: retrying in 4s` });
+  });
+
+  it('is Degraded when Ready is False with an InternalError reason', () => {
+    expect(health(script, ours(kind, 3, { observedGeneration: 3, ...extra, conditions: [ready('False', 'RenderInternalError', 'a bug')] }))).toEqual({ status: 'Degraded', message: 'RenderInternalError: a bug' });
+  });
+
+  it('shows every reason suffix of the failure table with the health the table gives its kind', () => {
+    for (const [failureKind, reaction] of Object.entries(FAILURE_REACTIONS) as [FailureKind, (typeof FAILURE_REACTIONS)[FailureKind]][]) {
+      for (const suffix of reaction.reasonSuffixes) {
+        const reason = `Some${suffix}`;
+        expect(failureKindOfReason(reason), reason).toBe(failureKind);
+        expect(health(script, ours(kind, 1, { observedGeneration: 1, conditions: [ready('False', reason, 'x')] })).status, reason).toBe(reaction.argoHealth);
+      }
+    }
+  });
+
   it('is Progressing before the controller wrote any status', () => {
     expect(health(script, ours(kind, 1))).toEqual({ status: 'Progressing', message: 'Waiting for the controller to report status' });
   });
@@ -164,6 +185,29 @@ describe('the health scripts', () => {
       const code = text.replace(/--.*$/gm, '').replace(/"(?:[^"\\]|\\.)*"/g, '""');
       expect(code, script).not.toMatch(/\/\/|<<|>>|\bgoto\b|::|&|\||~(?!=)|\butf8\./);
     }
+  });
+});
+
+describe('generate:health', () => {
+  it('changes nothing when run again: the committed scripts and patch are its output, byte for byte', () => {
+    const files = generateHealthFiles(HEALTH_DIR);
+    expect([...files.keys()].sort()).toEqual([ARGOCD_HEALTH_PATCH_FILE, ...OUR_KINDS.map((kind) => `${scriptOf(kind)}.lua`)].sort());
+    for (const [name, text] of files) expect(readFileSync(path.join(HEALTH_DIR, name), 'utf8'), `${name} is stale: run npm run generate:health`).toBe(text);
+  });
+
+  it('takes the Degraded reason suffixes from the failure table', () => {
+    expect(degradedReasonSuffixes()).toEqual({
+      kinds: ['fix-input', 'internal'],
+      suffixes: [...FAILURE_REACTIONS['fix-input'].reasonSuffixes, ...FAILURE_REACTIONS.internal.reasonSuffixes],
+      progressingKinds: ['retry', 'wait'],
+    });
+    const changed = { ...FAILURE_REACTIONS, wait: { ...FAILURE_REACTIONS.wait, argoHealth: 'Degraded' as const } };
+    for (const spec of HEALTH_SCRIPT_KINDS) expect(clusterStackHealthScript(spec, changed)).toContain('{ "Invalid", "Failed", "NotFound", "Refused", "Waiting", "Pending", "NotReady", "InternalError" }');
+  });
+
+  it('refuses a failure table where a Progressing suffix ends with a Degraded one', () => {
+    const overlapping = { ...FAILURE_REACTIONS, retry: { ...FAILURE_REACTIONS.retry, reasonSuffixes: ['RetryFailed'] } };
+    expect(() => degradedReasonSuffixes(overlapping)).toThrow(/"Failed" \(fix-input, Degraded\) and "RetryFailed" \(retry, Progressing\) overlap/);
   });
 });
 

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { type Config, resolveConfig } from '../config.js';
 import { readInputFiles } from '../inputs/read-input-files.js';
 import { buildPlan, type Plan } from '../plan/build-plan.js';
-import { createSourceOpener, type SourceOpener } from '../sources/open-release-source.js';
+import { createSourceOpener, type SourceOpener, type SourceOptions } from '../sources/open-release-source.js';
 import { createConnectingFetch } from '../sources/remote-fetch.js';
 import type { CliIo } from './cli-io.js';
 
@@ -62,8 +62,9 @@ export function configFromFlags(flags: SourceFlags, io: CliIo): Readonly<Config>
   });
 }
 
-export function sourceOpenerFrom(config: Readonly<Config>, flags: SourceFlags, onWarning?: (message: string) => void): SourceOpener {
+export function sourceOpenerFrom(config: Readonly<Config>, flags: SourceFlags, onWarning?: (message: string) => void, onRequest?: SourceOptions['onRequest']): SourceOpener {
   return createSourceOpener({
+    ...(onRequest ? { onRequest } : {}),
     cacheDir: config.cacheDir,
     plainHttp: flags['plain-http'] ?? false,
     fetch: createConnectingFetch(config.timeouts.connectMs),

@@ -12,6 +12,7 @@ import { runController } from '../controller/controller.js';
 import { CacheDirBusyError, claimCacheDir } from '../controller/runtime/cache-dir-lock.js';
 import { createKubeClient } from '../controller/kube-client.js';
 import { createLogger } from '../controller/logger.js';
+import { PrometheusMetrics } from '../controller/metrics.js';
 import { onShutdownSignals } from '../controller/shutdown.js';
 import { SECRET_POLICIES, type SecretPolicy } from '../render/secret-policy.js';
 import { type CliIo, EXIT_FAILURE, EXIT_OK, UsageError } from './cli-io.js';
@@ -188,14 +189,22 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
   const history = repository
     ? new GitHistoryReader({ repository, branch: settings.branch, path: settings.path, workDir: historyMirrorDir(config.cacheDir, sha256Hex(`${repository}\n${settings.branch}`).slice(0, 16)), author: { name: config.gitAuthorName, email: config.gitAuthorEmail }, env: config.childEnv, ...(config.gitToken ? { token: config.gitToken } : {}) })
     : undefined;
+  // Created here so the release sources, opened before the runtime, count their requests into it.
+  const metrics = new PrometheusMetrics();
   const runtime = await runController({
+    metrics,
     kubeConfig,
     ...(history ? { history } : {}),
     kube: createKubeClient({ kubeConfig, identity: settings.identity }),
     publisher: createOutputPublisher(output, config, io.cwd),
     revisionKind: revisionKindOf(output),
     defaultSource: resolveLocation(settings.releaseSource, io.cwd),
-    openSource: sourceOpenerFrom(config, values, (message) => logger.warn({ warning: message }, 'Release source warning')),
+    openSource: sourceOpenerFrom(
+      config,
+      values,
+      (message) => logger.warn({ warning: message }, 'Release source warning'),
+      (kind, outcome) => metrics.remoteRequest(kind, outcome),
+    ),
     workDir: config.cacheDir,
     helm: createHelmDependencies({ ...(config.helmBinary ? { configured: config.helmBinary } : {}), pathEnv: config.pathEnv, workDir: path.join(config.cacheDir, 'helm') }),
     secrets: settings.secrets as SecretPolicy,

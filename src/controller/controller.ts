@@ -546,6 +546,8 @@ export interface ControllerRuntimeOptions extends Omit<ControllerOptions, 'cache
   sourceConcurrency?: number;
   /** Failure backoff of every key: first cap and largest delay (defaults 1 s and 2 min); `random` pins the jitter in tests. */
   backoff?: { baseDelayMs: number; maxDelayMs: number; random?: () => number };
+  /** Given when something created before the runtime (the release sources) counts into it too; else a new one. */
+  metrics?: PrometheusMetrics;
 }
 
 export interface ControllerRuntime {
@@ -563,7 +565,7 @@ export interface ControllerRuntime {
 /** Starts the controller with its runtime. Only the leader reconciles (and so publishes and writes). */
 export async function runController(options: ControllerRuntimeOptions): Promise<ControllerRuntime> {
   const { logger } = options;
-  const metrics = new PrometheusMetrics();
+  const metrics = options.metrics ?? new PrometheusMetrics();
   const batchWindowMs = options.batchWindowMs ?? 1000;
   const backoff = options.backoff ?? { baseDelayMs: 1000, maxDelayMs: 120_000 };
   // Two queues: the publish key never waits behind a stack whose source hangs, and a stack key

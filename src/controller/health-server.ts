@@ -8,7 +8,8 @@ export interface HealthServerOptions {
   port: number;
   /** Defaults to all interfaces: kubelet probes the pod IP. */
   host?: string;
-  metrics: { render(): string };
+  /** What /metrics serves, in the Prometheus text format (prom-client renders asynchronously). */
+  metrics: { render(): string | Promise<string> };
   /**
    * /readyz: true once the informers have synced. Leadership is not part of it: a standby replica
    * with warm caches is ready (it can take over at once), and gating on leadership would take the
@@ -54,19 +55,21 @@ function handle(options: HealthServerOptions, req: IncomingMessage, res: ServerR
       return probe(res, safely(options.healthy), head);
     case '/readyz':
       return probe(res, safely(options.ready), head);
-    case '/metrics': {
-      let body: string;
-      try {
-        body = options.metrics.render();
-      } catch (error) {
-        res.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' });
-        res.end(`metrics failed: ${(error as Error).message}\n`);
-        return;
-      }
-      res.writeHead(200, { 'Content-Type': PROMETHEUS_CONTENT_TYPE, 'Cache-Control': 'no-store' });
-      res.end(head ? undefined : body);
+    case '/metrics':
+      // A render that fails (or throws at once) is a 500 for this scrape, never a crashed server.
+      Promise.resolve()
+        .then(() => options.metrics.render())
+        .then(
+          (body) => {
+            res.writeHead(200, { 'Content-Type': PROMETHEUS_CONTENT_TYPE, 'Cache-Control': 'no-store' });
+            res.end(head ? undefined : body);
+          },
+          (error: unknown) => {
+            res.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' });
+            res.end(`metrics failed: ${(error as Error).message}\n`);
+          },
+        );
       return;
-    }
     default:
       res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8' });
       res.end('not found\n');

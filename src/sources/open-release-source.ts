@@ -8,6 +8,7 @@ import type { ReleaseSource } from '../release/release-source.js';
 import { GitHubReleaseSource } from './github-release-source.js';
 import type { SourceLogger } from './http-retry.js';
 import { LocalReleaseSource } from './local-release-source.js';
+import { countingFetch, type RequestOutcome } from './counting-fetch.js';
 import { OCI_LAYOUT_FILE, OciLayoutSource } from './oci-layout-source.js';
 import { OciReleaseSource } from './oci-release-source.js';
 import { ReleaseCache } from './release-cache.js';
@@ -28,6 +29,8 @@ export interface SourceOptions {
   registryCredentials?: RegistryCredentials;
   /** Idle and total limits for GitHub and registry requests; the sources' defaults when absent. */
   timeouts?: Pick<RemoteTimeouts, 'readMs' | 'totalMs'>;
+  /** Called once per HTTP request of a `github:` or `oci://` source, with its outcome (the controller's metrics). */
+  onRequest?: (kind: 'github' | 'oci', outcome: RequestOutcome) => void;
 }
 
 const GITHUB_LOCATION = /^github:([A-Za-z0-9_.-]+)\/([A-Za-z0-9_.-]+)$/;
@@ -38,6 +41,9 @@ export type SourceOpener = (location: string) => ReleaseSource;
 export function createSourceOpener(options: SourceOptions): SourceOpener {
   const opened = new Map<string, ReleaseSource>();
   let cache: ReleaseCache | undefined;
+  const { onRequest } = options;
+  const fetchFor = (kind: 'github' | 'oci'): typeof fetch | undefined =>
+    onRequest ? countingFetch(() => options.fetch ?? globalThis.fetch, (outcome) => onRequest(kind, outcome)) : options.fetch;
   return (location) => {
     const existing = opened.get(location);
     if (existing) return existing;
@@ -46,25 +52,27 @@ export function createSourceOpener(options: SourceOptions): SourceOpener {
       const match = GITHUB_LOCATION.exec(location);
       if (!match) throw new InputError([{ message: `release source ${location}: expected github:<owner>/<repo>, e.g. github:SovereignCloudStack/cluster-stacks` }]);
       cache ??= new ReleaseCache(options.cacheDir);
+      const fetchImpl = fetchFor('github');
       source = new GitHubReleaseSource({
         owner: match[1]!,
         repo: match[2]!,
         cache,
         ...(options.githubApiUrl ? { baseUrl: options.githubApiUrl } : {}),
         ...(options.githubToken ? { token: options.githubToken } : {}),
-        ...(options.fetch ? { fetch: options.fetch } : {}),
+        ...(fetchImpl ? { fetch: fetchImpl } : {}),
         ...(options.logger ? { logger: options.logger } : {}),
         ...(options.onWarning ? { onWarning: options.onWarning } : {}),
         ...(options.timeouts ? { requestTimeoutMs: options.timeouts.readMs, totalTimeoutMs: options.timeouts.totalMs } : {}),
       });
     } else if (location.startsWith('oci://')) {
       cache ??= new ReleaseCache(options.cacheDir);
+      const fetchImpl = fetchFor('oci');
       source = new OciReleaseSource({
         reference: location,
         plainHttp: options.plainHttp ?? false,
         cache,
         ...(options.registryCredentials ? { credentials: options.registryCredentials } : {}),
-        ...(options.fetch ? { fetch: options.fetch } : {}),
+        ...(fetchImpl ? { fetch: fetchImpl } : {}),
         ...(options.logger ? { logger: options.logger } : {}),
         ...(options.timeouts ? { timeoutMs: options.timeouts.readMs, totalTimeoutMs: options.timeouts.totalMs } : {}),
       });

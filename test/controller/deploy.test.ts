@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import * as yaml from 'js-yaml';
 import { describe, expect, it } from 'vitest';
 import { Controller } from '../../src/controller/controller.js';
+import { kustomizeBuild } from '../support/engine-schemas/kustomize-build.js';
 
 type Doc = { kind: string; metadata: { name: string; namespace?: string }; [key: string]: unknown };
 const docs = (file: string): Doc[] => yaml.loadAll(readFileSync(`deploy/${file}`, 'utf8')) as Doc[];
@@ -54,7 +55,15 @@ describe('deploy/', () => {
     expect(container.volumeMounts.map((mount: { mountPath: string }) => mount.mountPath)).toEqual(['/var/cache/clusterstack', '/tmp']);
   });
 
-  it('ships the Argo CD health checks exactly as gitops/health generates them', () => {
-    expect(readFileSync('deploy/argocd/health/argocd-cm-health-patch.yaml', 'utf8')).toBe(readFileSync('gitops/health/argocd-cm-health-patch.yaml', 'utf8'));
+  it('ships the Argo CD health checks by including gitops/health, which kustomize loads without flags', () => {
+    // Same relative layout as the repository, so the Component's ../../../gitops/health resolves.
+    const files = new Map(
+      ['deploy/argocd/health/kustomization.yaml', 'gitops/health/kustomization.yaml', 'gitops/health/argocd-cm-health-patch.yaml'].map((file) => [`repo/${file}`, readFileSync(file, 'utf8')]),
+    );
+    files.set('install/install.yaml', 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: argocd-cm\n  namespace: argocd\n');
+    files.set('install/kustomization.yaml', 'resources: [install.yaml]\ncomponents: [../repo/deploy/argocd/health]\n');
+    const [configMap] = kustomizeBuild(files, 'install');
+    const patch = yaml.load(readFileSync('gitops/health/argocd-cm-health-patch.yaml', 'utf8')) as { data: Record<string, string> };
+    expect(configMap!.data).toEqual(patch.data);
   });
 });
