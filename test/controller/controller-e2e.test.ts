@@ -250,7 +250,7 @@ describe('controller, end to end', () => {
     );
     await reconcile();
     expect(git.commitCount(remote, 'main')).toBe(commits);
-    expect(condition(stored<ClusterAddon>('ClusterAddon', 'bravo'), 'ManifestsPublished')).toMatchObject({ status: 'False', reason: 'PublishFailed', message: expect.stringContaining('previous output stays') });
+    expect(condition(stored<ClusterAddon>('ClusterAddon', 'bravo'), 'ManifestsPublished')).toMatchObject({ status: 'False', reason: 'PublishRetrying', message: expect.stringContaining('previous output stays') });
     expect(condition(stored<ClusterAddon>('ClusterAddon', 'alpha'), 'ManifestsPublished')?.status).toBe('True');
 
     await unlink(path.join(remote, 'hooks', 'pre-receive'));

@@ -82,7 +82,7 @@ describe('controller failure isolation', () => {
   it('runs a publish that keeps failing again as soon as something changes, not after its backoff', async () => {
     fx.git.declinePushes(fx.remote, 'pushes are frozen');
     await patchCluster(A, 'alpha', 'alpha-frozen.test');
-    await waitFor(() => condition(fx.get('ClusterAddon', A, 'alpha'), 'ManifestsPublished')?.reason === 'PublishFailed', 'the failed publish in the status', 10_000);
+    await waitFor(() => condition(fx.get('ClusterAddon', A, 'alpha'), 'ManifestsPublished')?.reason === 'PublishRetrying', 'the failed publish in the status', 10_000);
     // The publish key now backs off for 20 s or more; the remote recovers and a Cluster changes.
     await unlink(path.join(fx.remote, 'hooks', 'pre-receive'));
     const started = Date.now();

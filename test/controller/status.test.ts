@@ -76,7 +76,7 @@ describe('mergeConditions', () => {
   it('keeps lastTransitionTime while the status stays, and moves it when the status changes', () => {
     const before: Condition[] = [{ type: 'Ready', status: 'True', reason: 'Ready', message: 'old', lastTransitionTime: '2020-01-01T00:00:00Z' }];
     expect(mergeConditions(before, [{ type: 'Ready', status: 'True', reason: 'Ready', message: 'new' }], NOW, 3)).toEqual([{ type: 'Ready', status: 'True', reason: 'Ready', message: 'new', lastTransitionTime: '2020-01-01T00:00:00Z', observedGeneration: 3 }]);
-    expect(mergeConditions(before, [{ type: 'Ready', status: 'False', reason: 'PublishFailed', message: 'm', severity: 'Warning' }], NOW)[0]).toMatchObject({ status: 'False', severity: 'Warning', lastTransitionTime: NOW });
+    expect(mergeConditions(before, [{ type: 'Ready', status: 'False', reason: 'PublishRetrying', message: 'm', severity: 'Warning' }], NOW)[0]).toMatchObject({ status: 'False', severity: 'Warning', lastTransitionTime: NOW });
     expect(rebaseConditions([{ type: 'Ready', status: 'True', lastTransitionTime: NOW }], before, NOW)[0]?.lastTransitionTime).toBe('2020-01-01T00:00:00Z');
   });
 });
@@ -173,7 +173,7 @@ describe('desiredState', () => {
     const units = [releaseUnit(V2), stageUnit('alpha', V2, 'cni', 0)];
     const clusters = [live(aCluster('alpha', 'docker-ferrol-1-30-v2'), 'c1')];
     const state = desiredState(inputsFor({ stacks: [stack], clusters, tags: [V2], units, publish: { outcome: 'failed', message: 'git push declined', dirtyDirs: new Set([`clusters/${NS}/alpha/cni`]) } }));
-    expect(condition(state.addons[0]!.status.conditions, 'ManifestsPublished')).toMatchObject({ status: 'False', reason: 'PublishFailed' });
+    expect(condition(state.addons[0]!.status.conditions, 'ManifestsPublished')).toMatchObject({ status: 'False', reason: 'PublishRetrying' });
     expect(condition(state.releases[0]!.status.conditions, 'ManifestsPublished')?.status).toBe('True');
   });
 

@@ -95,7 +95,7 @@ function readyCondition(input: StatusInputs, stack: ClusterStack, resolved: Desi
   if (byPhase('rendering manifests').length > 0) return falseCondition('Ready', input.renderError ? 'RenderFailed' : 'ReleasesWithheld', describe(byPhase('rendering manifests')), 'Warning');
   if (byPhase('publishing manifests').length > 0) {
     return input.publish.outcome === 'failed'
-      ? falseCondition('Ready', 'PublishFailed', `publishing to ${input.publish.target} failed: ${input.publish.message ?? 'unknown error'}; the previous output stays in place and the controller retries with backoff`, 'Warning')
+      ? falseCondition('Ready', 'PublishRetrying', `publishing to ${input.publish.target} failed: ${input.publish.message ?? 'unknown error'}; the previous output stays in place and the controller retries with backoff`, 'Warning')
       : falseCondition('Ready', 'PublishPending', describe(byPhase('publishing manifests')), 'Info');
   }
   if (summary.length === 0) return trueCondition('Ready', 'NoReleasesKept', 'no release is kept, so nothing is published for this stack');
@@ -134,7 +134,7 @@ export function desiredStacks(input: StatusInputs): StackChanges {
     const before: Condition[] | undefined = stack.status?.conditions;
     const resolvedEvent = eventOnFailure(stack, before, resolved);
     if (resolvedEvent) changes.events.push(resolvedEvent);
-    if (ready.reason === 'DeletionBlocked' || ready.reason === 'PublishFailed' || ready.reason === 'ReleasesWithheld') {
+    if (ready.reason === 'DeletionBlocked' || ready.reason === 'PublishRetrying' || ready.reason === 'ReleasesWithheld') {
       const readyEvent = eventOnFailure(stack, before, ready);
       if (readyEvent) changes.events.push(readyEvent);
     }

@@ -27,7 +27,7 @@ export function publishedCondition(dirs: string[], publish: PublishState, subjec
   if (pending && publish.outcome === 'failed') {
     return falseCondition(
       MANIFESTS_PUBLISHED,
-      'PublishFailed',
+      'PublishRetrying',
       `publishing to ${publish.target} failed: ${publish.message ?? 'unknown error'}; the previous output stays in place and the controller retries with backoff (check the Git remote, its credentials and the branch protection)`,
     );
   }
