@@ -18,7 +18,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { lstat, mkdir, readdir, readFile, readlink, realpath, rename, rm, rmdir, stat, symlink, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { FILE_CONCURRENCY, mapBounded } from '../src/bounded-parallel.js';
+import pLimit from 'p-limit';
+import { FILE_CONCURRENCY } from './file-concurrency.js';
 import { acquirePublishLock, type PublishLock } from './publish-lock.js';
 import type { ChangeSummary, LockRequest, Publisher, PublishResult, RenderedTree } from './publisher.js';
 import { diffTrees } from './publisher.js';
@@ -70,7 +71,7 @@ async function scanFiles(root: string): Promise<RenderedTree> {
   };
   await walk('');
   paths.sort();
-  const contents = await mapBounded(paths, FILE_CONCURRENCY, (file) => readFile(path.join(root, file), 'utf8'));
+  const contents = await pLimit(FILE_CONCURRENCY).map(paths, (file) => readFile(path.join(root, file), 'utf8'));
   return new Map(paths.map((file, index) => [file, contents[index]!]));
 }
 
@@ -274,7 +275,7 @@ export class DirectoryPublisher implements Publisher {
         const files = [...tree.keys()].sort();
         await mkdir(staging);
         for (const directory of new Set(files.map((file) => path.dirname(path.join(staging, ...file.split('/')))))) await mkdir(directory, { recursive: true });
-        await mapBounded(files, FILE_CONCURRENCY, (file) => writeFile(path.join(staging, ...file.split('/')), tree.get(file) ?? '', 'utf8'));
+        await pLimit(FILE_CONCURRENCY).map(files, (file) => writeFile(path.join(staging, ...file.split('/')), tree.get(file) ?? '', 'utf8'));
         await rename(staging, path.join(trees, id));
       }
       // The link's target is relative to <dir>, where it ends up.

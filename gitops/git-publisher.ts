@@ -13,6 +13,8 @@
 // Runs on one work tree, or one clone, take turns through a lock (lock(), publish-lock.ts).
 import { lstat, mkdir, readdir, readFile, realpath, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import pLimit from 'p-limit';
+import { FILE_CONCURRENCY } from './file-concurrency.js';
 import type { ChangeSummary, Publisher, PublishResult, RenderedTree } from './publisher.js';
 import { PublishError } from './publish-error.js';
 import { checkTreePaths, normalizeSubdir } from './tree-paths.js';
@@ -23,7 +25,6 @@ import type { LockRequest } from './publisher.js';
 import { compileCommitMessage, type CommitMessageRenderer } from './commit-message.js';
 import { GitCommand, type GitIdentity } from './git-command.js';
 import { parseGitRemote, type GitRemote } from './git-remote.js';
-import { FILE_CONCURRENCY, mapBounded } from '../src/bounded-parallel.js';
 import { assertOutsideProtected, type ProtectedPath } from './protected-paths.js';
 import { removeStaleGitLocks } from './stale-git-locks.js';
 
@@ -333,7 +334,7 @@ export class GitPublisher implements Publisher {
     );
     // A file the render would write over, that git does not know, is someone's: never overwrite it.
     const created = [...tree.keys()].filter((file) => !tracked.has(file));
-    const occupied = (await mapBounded(created, FILE_CONCURRENCY, async (file) => ((await exists(path.join(dir, prefix, file))) ? file : undefined))).filter((file): file is string => file !== undefined);
+    const occupied = (await pLimit(FILE_CONCURRENCY).map(created, async (file) => ((await exists(path.join(dir, prefix, file))) ? file : undefined))).filter((file): file is string => file !== undefined);
     if (occupied.length > 0) {
       throw new PublishError('invalid-target', `--git ${dir} has untracked files where the render writes (${occupied.slice(0, 5).map((file) => `${prefix}${file}`).join(', ')}${occupied.length > 5 ? ` and ${occupied.length - 5} more` : ''}); move them away or commit them elsewhere, then run again. Nothing was written`);
     }
