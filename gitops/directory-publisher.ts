@@ -24,6 +24,7 @@ import { acquirePublishLock, type PublishLock } from './publish-lock.js';
 import type { ChangeSummary, LockRequest, Publisher, PublishResult, RenderedTree } from './publisher.js';
 import { diffTrees } from './publisher.js';
 import { PublishError } from './publish-error.js';
+import { sameTree } from '../src/core/same-tree.js';
 import { assertOutsideProtected, type ProtectedPath } from './protected-paths.js';
 import { checkTreePaths } from './tree-paths.js';
 
@@ -73,12 +74,6 @@ async function scanFiles(root: string): Promise<RenderedTree> {
   paths.sort();
   const contents = await pLimit(FILE_CONCURRENCY).map(paths, (file) => readFile(path.join(root, file), 'utf8'));
   return new Map(paths.map((file, index) => [file, contents[index]!]));
-}
-
-function sameTree(a: RenderedTree, b: RenderedTree): boolean {
-  if (a.size !== b.size) return false;
-  for (const [file, content] of a) if (b.get(file) !== content) return false;
-  return true;
 }
 
 /** A stable name for a tree: the same content always lands in the same directory. */

@@ -46,14 +46,3 @@ export function helmKubeVersion(version: string): string {
   }
   return trimmed.startsWith('v') ? trimmed : `v${trimmed}`;
 }
-
-/** A copy with every object's keys in code-point order (arrays keep their order). */
-export function sortKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(sortKeys);
-  if (value !== null && typeof value === 'object' && !(value instanceof Date)) {
-    const sorted: Record<string, unknown> = {};
-    for (const key of Object.keys(value).sort()) sorted[key] = sortKeys((value as Record<string, unknown>)[key]);
-    return sorted;
-  }
-  return value;
-}

@@ -2,6 +2,7 @@
 // the shape oras and csctl produce: used for cluster stack releases and for the OCI output.
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
+import { sortKeysDeep } from '../core/sort-keys.js';
 import { OciError } from './oci-error.js';
 import { EMPTY_CONFIG, type Descriptor, OCI_FILE_LAYER, OCI_MANIFEST, TITLE_ANNOTATION } from './oci-manifest.js';
 import type { BlobContent, RegistryClient } from './registry-client.js';
@@ -36,9 +37,9 @@ export function buildArtifactManifest(artifactType: string, layers: Descriptor[]
     mediaType: OCI_MANIFEST,
     artifactType,
     config: { mediaType: EMPTY_CONFIG.mediaType, digest: EMPTY_CONFIG.digest, size: EMPTY_CONFIG.size, data: EMPTY_CONFIG.data },
-    layers: layers.map((layer) => ({ mediaType: layer.mediaType, digest: layer.digest, size: layer.size, ...(layer.annotations ? { annotations: sortKeys(layer.annotations) } : {}) })),
+    layers: layers.map((layer) => ({ mediaType: layer.mediaType, digest: layer.digest, size: layer.size, ...(layer.annotations ? { annotations: sortKeysDeep(layer.annotations) } : {}) })),
   };
-  if (Object.keys(annotations).length > 0) manifest.annotations = sortKeys(annotations);
+  if (Object.keys(annotations).length > 0) manifest.annotations = sortKeysDeep(annotations);
   return Buffer.from(JSON.stringify(manifest));
 }
 
@@ -71,8 +72,4 @@ export async function pushReleaseDirectory(client: RegistryClient, repository: s
     files.push({ name: entry.name, content: { file: path.join(dir, entry.name) } });
   }
   return pushArtifact(client, { repository, tag, artifactType: CLUSTER_STACK_ARTIFACT_TYPE, files });
-}
-
-function sortKeys(record: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.entries(record).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
