@@ -27,12 +27,8 @@ import { GitCommand, type GitIdentity } from './git-command.js';
 import { parseGitRemote, type GitRemote } from './git-remote.js';
 import { assertOutsideProtected, type ProtectedPath } from './protected-paths.js';
 import { removeStaleGitLocks } from './stale-git-locks.js';
+import type { Logger } from '../src/core/logger.js';
 
-/** The slice of a pino logger the publisher uses. */
-export interface PublishLogger {
-  info(fields: Record<string, unknown>, message: string): void;
-  warn(fields: Record<string, unknown>, message: string): void;
-}
 
 export interface GitPublisherOptions {
   /** A local path (bare repository, work tree, or missing: created) or a URL (file, http(s), ssh). */
@@ -49,7 +45,7 @@ export interface GitPublisherOptions {
   messageTemplate?: string;
   /** Pushes tried before giving up on a branch others keep moving (default 5). */
   maxPushAttempts?: number;
-  logger?: PublishLogger;
+  logger?: Logger;
   /**
    * The environment git runs with (proxies, CA bundles, HOME for ~/.gitconfig and SSH keys); the
    * CLI passes its own. GIT_* variables other than transport settings are dropped. Default: empty.

@@ -30,7 +30,7 @@ import { buildArtifactManifest } from '../src/oci/push-artifact.js';
 import { type ManifestResult, RegistryClient, type RegistryCredentials } from '../src/oci/registry-client.js';
 import { sha256Digest } from '../src/release/content-digest.js';
 import type { RetryPolicy, Sleep } from '../src/sources/http-retry.js';
-import type { PublishLogger } from './git-publisher.js';
+import type { Logger } from '../src/core/logger.js';
 import { diffTrees, type ChangeSummary, type Publisher, type PublishResult, type RenderedTree } from './publisher.js';
 import { PublishError, type PublishErrorKind } from './publish-error.js';
 import { readTarTree, reproducibleTarGzip } from './reproducible-tar.js';
@@ -97,7 +97,7 @@ export interface OciArtifactPublisherOptions {
   totalTimeoutMs?: number;
   /** Where a downloaded layer is held while it is read (default: the OS temp directory). */
   tempDir?: string;
-  logger?: PublishLogger;
+  logger?: Logger;
 }
 
 /** What the tag holds now: its manifest and the tree layer in it. */

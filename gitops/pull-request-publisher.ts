@@ -24,7 +24,7 @@ import { ENVIRONMENT } from '../src/config.js';
 import { sha256Hex } from '../src/release/content-digest.js';
 import { compileCommitMessage, type CommitMessageRenderer } from './commit-message.js';
 import { GitCommand, type GitIdentity } from './git-command.js';
-import type { PublishLogger } from './git-publisher.js';
+import type { Logger } from '../src/core/logger.js';
 import { parseGitRemote, type GitRemote } from './git-remote.js';
 import type { ChangeSummary, LockRequest, Publisher, PublishResult, RenderedTree } from './publisher.js';
 import { PublishError } from './publish-error.js';
@@ -76,7 +76,7 @@ export interface PullRequestPublisherOptions {
   branch?: string;
   /** What happens to the open pull request when the base already holds the tree (default close). */
   whenUnnecessary?: 'close' | 'leave';
-  logger?: PublishLogger;
+  logger?: Logger;
 }
 
 interface PullRequest {

@@ -15,7 +15,7 @@ import {
 } from '@kubernetes/client-node';
 import type { KubeObject } from '../api/types.js';
 import { backoffDelay } from '../sources/http-retry.js';
-import type { RuntimeLogger } from './logger.js';
+import type { Logger } from '../core/logger.js';
 import { systemClock, type Clock, type ClockTimer, type ObjectCache, type WatchedKind, type WatchEvent, type WatchEventType } from './runtime-contract.js';
 
 export interface InformerSetOptions {
@@ -23,7 +23,7 @@ export interface InformerSetOptions {
   kinds: WatchedKind[];
   /** Called for every add, update and delete; must only turn the event into queue keys. */
   onEvent: (event: WatchEvent) => void;
-  logger: RuntimeLogger;
+  logger: Logger;
   /** Backoff between restarts of a failed watch (equal jitter, doubling). Default 500 ms to 30 s. */
   restartDelay?: { baseMs: number; maxMs: number };
   /** How often an optional kind that is not served (404) is looked for again. Default 60 s. */

@@ -8,7 +8,7 @@
 // whose renewTime runs 30 s behind, or ahead) does not matter; only the rate of the clocks does.
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease, type V1LeaseSpec } from '@kubernetes/client-node';
 import { describeKubeError, httpStatusOf } from './informer-set.js';
-import type { RuntimeLogger } from './logger.js';
+import type { Logger } from '../core/logger.js';
 import { systemClock, type Clock, type ClockTimer } from './runtime-contract.js';
 
 export interface LeaderElectorOptions {
@@ -25,7 +25,7 @@ export interface LeaderElectorOptions {
   /** Pause between attempts to acquire or renew, e.g. 2 s. */
   retryPeriodMs: number;
   clock?: Clock;
-  logger: RuntimeLogger;
+  logger: Logger;
 }
 
 export interface LeaderCallbacks {

@@ -1,14 +1,6 @@
 // Operator logs: pino JSON lines on stdout, with credentials redacted wherever a caller nests them.
 import { pino, type DestinationStream, type Level, type Logger } from 'pino';
 
-/** What runtime modules need from a logger: fields first, then a fixed message. A pino Logger fits. */
-export interface RuntimeLogger {
-  debug(fields: Record<string, unknown>, message: string): void;
-  info(fields: Record<string, unknown>, message: string): void;
-  warn(fields: Record<string, unknown>, message: string): void;
-  error(fields: Record<string, unknown>, message: string): void;
-}
-
 export interface LoggerOptions {
   level?: Level | 'silent';
   /** One readable line per entry instead of JSON, for a terminal. */

@@ -4,7 +4,7 @@
 // (`ClusterStack/ns/name`); a reconcile of an object that changes what is published feeds ONE
 // publish key through `addBatched('publish', windowMs)`, so a burst of changes (a Git sync that
 // touches ten stacks) ends in one render-and-commit instead of ten.
-import type { RuntimeLogger } from './logger.js';
+import type { Logger } from '../core/logger.js';
 import { systemClock, type Clock, type ClockTimer, type WorkQueue } from './runtime-contract.js';
 
 /** What a handler may return: nothing (done) or a request to look again later. */
@@ -24,7 +24,7 @@ export interface KeyedWorkQueueOptions {
   /** [0, 1); injected by tests to pin jitter. */
   random?: () => number;
   clock?: Clock;
-  logger?: RuntimeLogger;
+  logger?: Logger;
   /** Called after every handler run, e.g. to count reconciles in metrics. */
   onResult?: (key: string, outcome: ReconcileOutcome, durationMs: number) => void;
 }

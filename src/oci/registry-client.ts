@@ -17,7 +17,6 @@ import {
   RequestTimeoutError,
   type RetryPolicy,
   type Sleep,
-  type SourceLogger,
   withRetry,
 } from '../sources/http-retry.js';
 import { currentDeadline, deadlineErrorOf, sleepWithinDeadline, withDeadline } from '../sources/remote-deadline.js';
@@ -25,6 +24,7 @@ import { CONNECT_TIMEOUT_CODE } from '../sources/remote-fetch.js';
 import { OciError } from './oci-error.js';
 import { assertSha256Digest, DOCKER_MANIFEST_V2, isDigest, OCI_INDEX, OCI_MANIFEST, type OciManifest, parseOciManifest } from './oci-manifest.js';
 import { nextLink, parseAuthChallenge } from './www-authenticate.js';
+import type { Logger } from '../core/logger.js';
 
 export interface RegistryCredentials {
   username: string;
@@ -40,7 +40,7 @@ export interface RegistryClientOptions {
   credentials?: RegistryCredentials;
   fetch?: typeof fetch;
   sleep?: Sleep;
-  logger?: SourceLogger;
+  logger?: Logger;
   /** No headers (or no body bytes) for this long fails the attempt. Default 30 s. */
   timeoutMs?: number;
   /** One call (a tag list, a manifest, a blob) in total, retries included, unless the caller's operation set a sooner deadline. Default 5 minutes. */
@@ -106,7 +106,7 @@ export class RegistryClient {
   private readonly credentials: RegistryCredentials | undefined;
   private readonly fetchImpl: typeof fetch;
   private readonly sleep: Sleep;
-  private readonly logger: SourceLogger | undefined;
+  private readonly logger: Logger | undefined;
   private readonly retry: RetryPolicy;
   private readonly plainHttp: boolean;
   private readonly timeoutMs: number;

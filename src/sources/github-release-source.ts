@@ -22,10 +22,10 @@ import {
   RequestTimeoutError,
   type RetryPolicy,
   type Sleep,
-  type SourceLogger,
 } from './http-retry.js';
 import type { ReleaseCache } from './release-cache.js';
 import { currentDeadline, deadlineErrorOf, sleepWithinDeadline, withDeadline } from './remote-deadline.js';
+import type { Logger } from '../core/logger.js';
 
 export const GITHUB_API_URL = 'https://api.github.com';
 const METADATA_ASSET = 'metadata.yaml';
@@ -54,7 +54,7 @@ export interface GitHubReleaseSourceOptions {
   retry?: Partial<RetryPolicy>;
   /** Reuse a listing younger than this without asking GitHub at all. Default 0 (always ask, conditionally). */
   minListIntervalMs?: number;
-  logger?: SourceLogger;
+  logger?: Logger;
   /** Messages for the person running the tool (rate-limit waits). */
   onWarning?: (message: string) => void;
 }

@@ -192,8 +192,3 @@ export function fetchWithTimeout(fetchImpl: typeof fetch, timeoutMs: number): ty
     return wrapped;
   };
 }
-
-/** The part of a pino logger the sources use: fields first, then a fixed message. */
-export interface SourceLogger {
-  warn(fields: Record<string, unknown>, message: string): void;
-}
