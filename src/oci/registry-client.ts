@@ -20,10 +20,11 @@ import {
   withRetry,
 } from '../sources/http-retry.js';
 import { currentDeadline, deadlineErrorOf, sleepWithinDeadline, withDeadline } from '../sources/remote-deadline.js';
+import { nextLink } from '../sources/link-header.js';
 import { CONNECT_TIMEOUT_CODE } from '../sources/remote-fetch.js';
 import { OciError } from './oci-error.js';
 import { assertSha256Digest, DOCKER_MANIFEST_V2, isDigest, OCI_INDEX, OCI_MANIFEST, type OciManifest, parseOciManifest } from './oci-manifest.js';
-import { nextLink, parseAuthChallenge } from './www-authenticate.js';
+import { parseAuthChallenge } from './www-authenticate.js';
 import type { Logger } from '../core/logger.js';
 
 export interface RegistryCredentials {

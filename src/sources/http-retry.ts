@@ -39,32 +39,53 @@ export interface RetryOptions {
   random?: () => number;
   /** True when the error is worth another attempt (server errors, network errors, timeouts). */
   isTransient: (error: unknown) => boolean;
+  /**
+   * How long the server asked us to wait before asking again (a rate limit), or undefined when
+   * `error` is no such answer. Waiting it out is not a failed attempt. Throw to give up instead
+   * (a wait too long, or a second one).
+   */
+  serverWaitMs?: (error: unknown) => number | undefined;
+  /** The failure in printable words, for the deadline's "last failure" (default: the error's message). */
+  describe?: (error: unknown) => string;
   /** Called before each backoff sleep, e.g. to log. */
   onRetry?: (error: unknown, delayMs: number, context: RetryContext) => void;
 }
 
-/** Runs `operation` until it succeeds, a non-transient error occurs, or the attempts run out (then the last error is thrown). */
+/**
+ * Runs `operation` until it succeeds, a non-transient error occurs, or the attempts run out (then
+ * the last error is thrown). Waits never outlast the current deadline (remote-deadline.ts); when
+ * it ends the operation, the DeadlineExceededError says what failed before it.
+ */
 export async function withRetry<T>(operation: (context: RetryContext) => Promise<T>, options: RetryOptions): Promise<T> {
   const policy = options.policy ?? DEFAULT_RETRY_POLICY;
-  // Backoff never outlasts the operation's total deadline.
   const sleep = sleepWithinDeadline(options.sleep ?? realSleep);
-  // When the deadline ends an attempt, the message says what failed before it.
+  const describe = options.describe ?? ((error: unknown) => error);
+  const sleepBefore = async (ms: number, failure: unknown): Promise<void> => {
+    try {
+      await sleep(ms);
+    } catch (sleepError) {
+      throw sleepError instanceof DeadlineExceededError ? sleepError.after(describe(failure)) : sleepError;
+    }
+  };
   let lastFailure: unknown;
   for (let attempt = 1; ; attempt++) {
     try {
       return await operation({ attempt });
     } catch (error) {
-      const deadline = deadlineErrorOf(error);
-      if (deadline && lastFailure !== undefined) throw deadline.after(lastFailure);
-      if (attempt >= policy.attempts || !options.isTransient(error) || currentDeadline()?.expired) throw error;
-      lastFailure = error;
+      const current = currentDeadline();
+      const deadline = deadlineErrorOf(error) ?? (current?.expired ? current.error : undefined);
+      if (deadline) throw lastFailure === undefined ? error : deadline.after(lastFailure);
+      const waitMs = options.serverWaitMs?.(error);
+      if (waitMs !== undefined) {
+        await sleepBefore(waitMs, error);
+        attempt -= 1;
+        continue;
+      }
+      if (attempt >= policy.attempts || !options.isTransient(error)) throw error;
+      lastFailure = describe(error);
       const delay = backoffDelay(attempt - 1, policy, options.random);
       options.onRetry?.(error, delay, { attempt });
-      try {
-        await sleep(delay);
-      } catch (sleepError) {
-        throw sleepError instanceof DeadlineExceededError ? sleepError.after(error) : sleepError;
-      }
+      await sleepBefore(delay, error);
     }
   }
 }
