@@ -14,7 +14,7 @@ import {
   type ObservableMiddleware,
 } from '@kubernetes/client-node';
 import type { KubeObject } from '../api/types.js';
-import { backoffDelay } from '../sources/http-retry.js';
+import { type BackoffSteps, equalJitterDelay } from '../core/backoff.js';
 import type { Logger } from '../core/logger.js';
 import { systemClock, type Clock, type ClockTimer, type ObjectCache, type WatchedKind, type WatchEvent, type WatchEventType } from './runtime-contract.js';
 
@@ -163,7 +163,7 @@ export class InformerSet implements ObjectCache {
   private readonly states = new Map<string, KindState>();
   private readonly clock: Clock;
   private readonly random: () => number;
-  private readonly restartPolicy: { attempts: number; baseDelayMs: number; maxDelayMs: number };
+  private readonly restartPolicy: BackoffSteps;
   private readonly absentRecheckMs: number;
   private readonly syncWaiters: Array<() => void> = [];
   private stopped = true;
@@ -172,7 +172,7 @@ export class InformerSet implements ObjectCache {
     this.clock = options.clock ?? systemClock;
     this.random = options.random ?? Math.random;
     const delay = options.restartDelay ?? { baseMs: 500, maxMs: 30_000 };
-    this.restartPolicy = { attempts: Infinity, baseDelayMs: delay.baseMs, maxDelayMs: delay.maxMs };
+    this.restartPolicy = { baseDelayMs: delay.baseMs, maxDelayMs: delay.maxMs };
     this.absentRecheckMs = options.absentRecheckMs ?? 60_000;
     const custom = options.kubeConfig.makeApiClient(CustomObjectsApi);
     for (const kind of options.kinds) {
@@ -301,7 +301,7 @@ export class InformerSet implements ObjectCache {
       delayMs = this.absentRecheckMs;
     } else {
       state.failures += 1;
-      delayMs = backoffDelay(state.failures - 1, this.restartPolicy, this.random);
+      delayMs = equalJitterDelay(state.failures - 1, this.restartPolicy, this.random);
       const hint = httpStatusOf(error) === 404 ? { hint: 'the API server does not serve this kind: install its CustomResourceDefinition' } : {};
       this.options.logger.warn({ ...fields, attempt: state.failures, retryInMs: delayMs, error: describeKubeError(error), ...hint }, 'watch failed; restarting after backoff');
       try {

@@ -4,6 +4,7 @@
 // (`ClusterStack/ns/name`); a reconcile of an object that changes what is published feeds ONE
 // publish key through `addBatched('publish', windowMs)`, so a burst of changes (a Git sync that
 // touches ten stacks) ends in one render-and-commit instead of ten.
+import { fullJitterDelay } from '../core/backoff.js';
 import type { Logger } from '../core/logger.js';
 import { systemClock, type Clock, type ClockTimer, type WorkQueue } from './runtime-contract.js';
 
@@ -73,8 +74,7 @@ export interface AddOptions {
  * point in [0, min(max, base * 2^(failures-1))).
  */
 export function failureBackoffMs(failures: number, baseDelayMs: number, maxDelayMs: number, random: () => number): number {
-  const cap = Math.min(maxDelayMs, baseDelayMs * 2 ** Math.max(0, failures - 1));
-  return Math.floor(random() * cap);
+  return fullJitterDelay(failures - 1, { baseDelayMs, maxDelayMs }, random);
 }
 
 /** A deduplicating keyed queue with bounded concurrency, failure backoff with jitter and batching. */

@@ -1,15 +1,12 @@
 // Retry with exponential backoff and jitter, rate-limit waits and request timeouts for the remote
 // release sources (GitHub, OCI). The sources own retrying: client libraries' own retry is disabled.
+import { type BackoffSteps, equalJitterDelay } from '../core/backoff.js';
 import { currentDeadline, DeadlineExceededError, deadlineErrorOf, sleepWithinDeadline } from './remote-deadline.js';
 
 /** How often and how patiently to retry a transient failure. */
-export interface RetryPolicy {
+export interface RetryPolicy extends BackoffSteps {
   /** Total attempts, the first included. */
   attempts: number;
-  /** Delay before the first retry (before jitter); doubles for every further retry. */
-  baseDelayMs: number;
-  /** Upper bound of one delay. */
-  maxDelayMs: number;
 }
 
 export const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = Object.freeze({ attempts: 4, baseDelayMs: 500, maxDelayMs: 10_000 });
@@ -17,16 +14,6 @@ export const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = Object.freeze({ attem
 export type Sleep = (ms: number) => Promise<void>;
 
 export const realSleep: Sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/**
- * The delay before retry number `retry` (0 for the first retry): "equal jitter", a random point in
- * the upper half of the exponential step, so delays grow from one retry to the next yet spread
- * clients apart.
- */
-export function backoffDelay(retry: number, policy: RetryPolicy, random: () => number = Math.random): number {
-  const step = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** retry);
-  return Math.round(step / 2 + random() * (step / 2));
-}
 
 export interface RetryContext {
   /** 1 for the first attempt. */
@@ -83,7 +70,7 @@ export async function withRetry<T>(operation: (context: RetryContext) => Promise
       }
       if (attempt >= policy.attempts || !options.isTransient(error)) throw error;
       lastFailure = describe(error);
-      const delay = backoffDelay(attempt - 1, policy, options.random);
+      const delay = equalJitterDelay(attempt - 1, policy, options.random);
       options.onRetry?.(error, delay, { attempt });
       await sleepBefore(delay, error);
     }
