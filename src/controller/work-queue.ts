@@ -1,9 +1,11 @@
 // A keyed work queue, as controllers use: watch callbacks add keys, workers reconcile by level.
 //
-// How the controller is meant to use it: watch events enqueue one key per object
-// (`ClusterStack/ns/name`); a reconcile of an object that changes what is published feeds ONE
-// publish key through `addBatched('publish', windowMs)`, so a burst of changes (a Git sync that
-// touches ten stacks) ends in one render-and-commit instead of ten.
+// How the controller uses it (runController in controller.ts): two queues. The stack queue holds
+// one key per ClusterStack (`ClusterStack/<ns>/<name>`), added only when a stack's generation or
+// release source changes, and its reconcile lists that stack's source. The publish queue holds the
+// single `publish` key: every relevant watch event (of any watched kind) calls
+// `addBatched('publish', windowMs)` directly, so a burst of changes (a Git sync that touches ten
+// stacks) ends in one render-and-commit instead of ten. Other objects get no keys of their own.
 import { fullJitterDelay } from '../core/backoff.js';
 import type { Logger } from '../core/logger.js';
 import { systemClock, type Clock, type ClockTimer, type WorkQueue } from './runtime-contract.js';
