@@ -28,8 +28,8 @@ import { sameTree } from '../src/core/same-tree.js';
 import { assertOutsideProtected, type ProtectedPath } from './protected-paths.js';
 import { checkTreePaths } from './tree-paths.js';
 
-export const CURRENT_LINK = 'current';
-export const STATE_DIR = '.clusterstack';
+const CURRENT_LINK = 'current';
+const STATE_DIR = '.clusterstack';
 const MARKER_FILE = 'output.json';
 const TREES_DIR = 'trees';
 const LOCK_FILE = 'lock';

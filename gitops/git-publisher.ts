@@ -64,7 +64,7 @@ type Decision = { mode: 'in-place'; dir: string; setup: 'init' | 'set-head' | 'n
 
 /** In the git directory of an in-place work tree: what a run is about to create, until it has committed. */
 const JOURNAL_FILE = 'clusterstack-publish.json';
-export const LOCK_FILE = 'clusterstack.lock';
+const LOCK_FILE = 'clusterstack.lock';
 /** Inside a directory a run is turning into a repository, while it does. */
 const INIT_LOCK_FILE = '.clusterstack-init.lock';
 

@@ -35,9 +35,9 @@ import { acquirePublishLock, type PublishLock } from './publish-lock.js';
 import { removeStaleGitLocks } from './stale-git-locks.js';
 
 /** The trailer that marks a commit as made by a render (with our identity): such commits may be replaced. */
-export const INPUT_DIGEST_TRAILER = 'Clusterstack-Input-Digest';
+const INPUT_DIGEST_TRAILER = 'Clusterstack-Input-Digest';
 
-export interface PullRequestGitOptions {
+interface PullRequestGitOptions {
   /** The repository to push the branch to: an https GitHub URL (any URL git can push to works). */
   repository: string;
   /** The branch the pull request targets. */
@@ -57,7 +57,7 @@ export interface PullRequestGitOptions {
   maxPushAttempts?: number;
 }
 
-export interface PullRequestGitHubOptions {
+interface PullRequestGitHubOptions {
   /** Default: read from `git.repository` (https://github.com/<owner>/<repo>(.git), or the GitHub Enterprise host of `baseUrl`). */
   owner?: string;
   repo?: string;

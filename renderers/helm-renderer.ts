@@ -7,8 +7,6 @@ import { cleanHelmStderr, HelmRenderError } from './helm-errors.js';
 import type { HelmRunner } from './helm-runner.js';
 import type { ChartRenderRequest, Renderer } from './renderer.js';
 
-export { HelmRenderError } from './helm-errors.js';
-
 export class HelmRenderer implements Renderer {
   constructor(private readonly runner: HelmRunner) {}
 

@@ -7,8 +7,6 @@ import path from 'node:path';
 import pLimit, { type LimitFunction } from 'p-limit';
 import { HelmNotFoundError, HelmTimeoutError, HELM_HOW_TO } from './helm-errors.js';
 
-export { HelmNotFoundError, HelmRenderError, HelmTimeoutError, cleanHelmStderr } from './helm-errors.js';
-
 export interface HelmProcessResult {
   exitCode: number;
   stdout: string;
@@ -25,7 +23,7 @@ export interface SpawnHelmOptions {
 }
 
 export const DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin';
-export const DEFAULT_HELM_TIMEOUT_MS = 120_000;
+const DEFAULT_HELM_TIMEOUT_MS = 120_000;
 
 /**
  * Runs helm once and collects its output. Resolves with the exit code whatever it is (lint exits 1

@@ -46,7 +46,7 @@ export interface InformerSetOptions {
  * `.../namespaces/<ns>/<plural>` when the kind is watched in one namespace (a Role there is enough);
  * `/api/v1/...` for the core group.
  */
-export function collectionPath(kind: Pick<WatchedKind, 'group' | 'version' | 'plural'> & { namespace?: string | undefined }): string {
+function collectionPath(kind: Pick<WatchedKind, 'group' | 'version' | 'plural'> & { namespace?: string | undefined }): string {
   const base = kind.group === '' ? `/api/${kind.version}` : `/apis/${kind.group}/${kind.version}`;
   return kind.namespace !== undefined ? `${base}/namespaces/${kind.namespace}/${kind.plural}` : `${base}/${kind.plural}`;
 }

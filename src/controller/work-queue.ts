@@ -13,7 +13,7 @@ import { systemClock, type Clock, type ClockTimer, type WorkQueue } from './runt
 /** What a handler may return: nothing (done) or a request to look again later. */
 export type HandlerResult = void | { requeueAfterMs: number };
 
-export type ReconcileOutcome = 'success' | 'error' | 'requeue';
+type ReconcileOutcome = 'success' | 'error' | 'requeue';
 
 export interface KeyedWorkQueueOptions {
   /** Keys handled at the same time (a key never runs concurrently with itself). */

@@ -5,7 +5,7 @@ import { formatReleaseTag, type ReleaseTag } from '../core/release-tag.js';
 import { formatDotVersion, parseAnyVersion, sameVersion, type StackVersion } from '../core/stack-version.js';
 
 export const METADATA_FILE = 'metadata.yaml';
-export const METADATA_API_VERSION = 'metadata.clusterstack.x-k8s.io/v1alpha1';
+const METADATA_API_VERSION = 'metadata.clusterstack.x-k8s.io/v1alpha1';
 
 export interface ReleaseMetadata {
   clusterStack: StackVersion;

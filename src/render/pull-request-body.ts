@@ -7,7 +7,7 @@ import type { ChangeKind, TreeChanges } from './change-summary.js';
 import type { RenderSummary, WithheldEntry } from './render-output.js';
 import { compileTemplate } from './sandboxed-template.js';
 
-export interface PullRequestData {
+interface PullRequestData {
   inputDigest: string;
   stacks: { namespace: string; name: string; latestRelease: string | null; usableVersions: string; added: string[]; removed: string[]; updated: string[] }[];
   clusters: { namespace: string; cluster: string; change: ChangeKind; release: string; addons: string; stages: string }[];
@@ -43,7 +43,7 @@ function stackOf(release: string, summary: RenderSummary, namespace: string): Re
   return summary.stacks.find((stack) => stack.namespace === namespace && tag !== undefined && stackPrefix(tag) === stack.prefix && channelOf(tag.version) === stack.channel);
 }
 
-export function pullRequestData(changes: TreeChanges, summary: RenderSummary): PullRequestData {
+function pullRequestData(changes: TreeChanges, summary: RenderSummary): PullRequestData {
   const stacks = summary.stacks.map((stack) => ({ namespace: stack.namespace, name: stack.name, latestRelease: stack.latestRelease, usableVersions: stack.usableVersions, added: [] as string[], removed: [] as string[], updated: [] as string[] }));
   for (const change of changes.releases) {
     const owner = stackOf(change.release, summary, change.namespace);

@@ -77,11 +77,6 @@ export async function withRetry<T>(operation: (context: RetryContext) => Promise
   }
 }
 
-/** HTTP statuses that say "try again later" rather than "your request is wrong". */
-export function isTransientStatus(status: number): boolean {
-  return status >= 500 || status === 408;
-}
-
 type HeaderBag = Headers | Record<string, string | number | undefined>;
 
 function header(headers: HeaderBag, name: string): string | undefined {
