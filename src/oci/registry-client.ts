@@ -1,5 +1,10 @@
 // A small client for the OCI distribution HTTP API: tags, manifests and blobs, with anonymous, Basic
 // and Bearer-token auth, retries for transient failures, and digest checks on everything it reads.
+//
+// Hand-written on purpose: no maintained Node.js registry client fits. The npm ones (docker-registry-
+// client, oci-registry-client) are little used and unmaintained, none streams blobs to disk while
+// checking their digest, and none takes an injected fetch, our remote deadline or the retry helper.
+// The distribution API we need is small: tags, manifests, blobs, and the token dance.
 import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { rm, stat } from 'node:fs/promises';
