@@ -7,7 +7,7 @@ import { PublishError } from './publish-error.js';
 import { COMMIT_MESSAGE_TEMPLATE } from './templates/commit-message.js';
 
 /** What a commit message template sees. */
-export interface CommitMessageContext {
+interface CommitMessageContext {
   title: string;
   body: string;
   /** The trailers in order; they are appended after the template's text in any case. */
@@ -43,7 +43,8 @@ export function compileCommitMessage(template?: string): CommitMessageRenderer {
     const trailers = trailerLines(change.trailers);
     let text: string;
     try {
-      text = compiled({ title: change.title, body: change.body, trailers });
+      const context: CommitMessageContext = { title: change.title, body: change.body, trailers };
+      text = compiled(context);
     } catch (error) {
       throw new PublishError('invalid-input', `commit message template: ${error instanceof TemplateError ? error.reason : (error as Error).message}`, { cause: error });
     }

@@ -18,18 +18,20 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { lstat, mkdir, readdir, readFile, readlink, realpath, rename, rm, rmdir, stat, symlink, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { FILE_CONCURRENCY, mapBounded } from '../src/bounded-parallel.js';
+import pLimit from 'p-limit';
+import { FILE_CONCURRENCY } from './file-concurrency.js';
 import { acquirePublishLock, type PublishLock } from './publish-lock.js';
 import type { ChangeSummary } from '../src/output/tree-changes.js';
 import type { LockRequest, Publisher, PublishResult } from './publisher.js';
 import type { RenderedTree } from '../src/output/rendered-tree.js';
 import { diffTrees } from '../src/output/rendered-tree.js';
 import { PublishError } from './publish-error.js';
+import { sameTree } from '../src/output/rendered-tree.js';
 import { assertOutsideProtected, type ProtectedPath } from './protected-paths.js';
 import { checkTreePaths } from './tree-paths.js';
 
-export const CURRENT_LINK = 'current';
-export const STATE_DIR = '.clusterstack';
+const CURRENT_LINK = 'current';
+const STATE_DIR = '.clusterstack';
 const MARKER_FILE = 'output.json';
 const TREES_DIR = 'trees';
 const LOCK_FILE = 'lock';
@@ -72,14 +74,8 @@ async function scanFiles(root: string): Promise<RenderedTree> {
   };
   await walk('');
   paths.sort();
-  const contents = await mapBounded(paths, FILE_CONCURRENCY, (file) => readFile(path.join(root, file), 'utf8'));
+  const contents = await pLimit(FILE_CONCURRENCY).map(paths, (file) => readFile(path.join(root, file), 'utf8'));
   return new Map(paths.map((file, index) => [file, contents[index]!]));
-}
-
-function sameTree(a: RenderedTree, b: RenderedTree): boolean {
-  if (a.size !== b.size) return false;
-  for (const [file, content] of a) if (b.get(file) !== content) return false;
-  return true;
 }
 
 /** A stable name for a tree: the same content always lands in the same directory. */
@@ -276,7 +272,7 @@ export class DirectoryPublisher implements Publisher {
         const files = [...tree.keys()].sort();
         await mkdir(staging);
         for (const directory of new Set(files.map((file) => path.dirname(path.join(staging, ...file.split('/')))))) await mkdir(directory, { recursive: true });
-        await mapBounded(files, FILE_CONCURRENCY, (file) => writeFile(path.join(staging, ...file.split('/')), tree.get(file) ?? '', 'utf8'));
+        await pLimit(FILE_CONCURRENCY).map(files, (file) => writeFile(path.join(staging, ...file.split('/')), tree.get(file) ?? '', 'utf8'));
         await rename(staging, path.join(trees, id));
       }
       // The link's target is relative to <dir>, where it ends up.

@@ -58,7 +58,7 @@ const REMOTE_REJECTED = /\[remote rejected\]|protected branch|pre-receive hook d
 const UNAVAILABLE = /Could not resolve host|Failed to connect|Connection refused|Connection timed out|Operation timed out|unable to access|early EOF|remote end hung up|requested URL returned error: 5\d\d|Could not read from remote repository/i;
 
 /** Decides from git's (English) output what kind of failure this is. */
-export function classifyGitFailure(output: string): PublishErrorKind {
+function classifyGitFailure(output: string): PublishErrorKind {
   if (CONFLICT.test(output)) return 'conflict';
   if (AUTH.test(output)) return 'auth';
   if (REMOTE_REJECTED.test(output)) return 'rejected';

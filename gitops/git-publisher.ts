@@ -13,6 +13,8 @@
 // Runs on one work tree, or one clone, take turns through a lock (lock(), publish-lock.ts).
 import { lstat, mkdir, readdir, readFile, realpath, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import pLimit from 'p-limit';
+import { FILE_CONCURRENCY } from './file-concurrency.js';
 import type { ChangeSummary } from '../src/output/tree-changes.js';
 import type { Publisher, PublishResult } from './publisher.js';
 import type { RenderedTree } from '../src/output/rendered-tree.js';
@@ -25,15 +27,10 @@ import type { LockRequest } from './publisher.js';
 import { compileCommitMessage, type CommitMessageRenderer } from './commit-message.js';
 import { GitCommand, type GitIdentity } from './git-command.js';
 import { parseGitRemote, type GitRemote } from './git-remote.js';
-import { FILE_CONCURRENCY, mapBounded } from '../src/bounded-parallel.js';
 import { assertOutsideProtected, type ProtectedPath } from './protected-paths.js';
 import { removeStaleGitLocks } from './stale-git-locks.js';
+import type { Logger } from '../src/core/logger.js';
 
-/** The slice of a pino logger the publisher uses. */
-export interface PublishLogger {
-  info(fields: Record<string, unknown>, message: string): void;
-  warn(fields: Record<string, unknown>, message: string): void;
-}
 
 export interface GitPublisherOptions {
   /** A local path (bare repository, work tree, or missing: created) or a URL (file, http(s), ssh). */
@@ -50,7 +47,7 @@ export interface GitPublisherOptions {
   messageTemplate?: string;
   /** Pushes tried before giving up on a branch others keep moving (default 5). */
   maxPushAttempts?: number;
-  logger?: PublishLogger;
+  logger?: Logger;
   /**
    * The environment git runs with (proxies, CA bundles, HOME for ~/.gitconfig and SSH keys); the
    * CLI passes its own. GIT_* variables other than transport settings are dropped. Default: empty.
@@ -69,7 +66,7 @@ type Decision = { mode: 'in-place'; dir: string; setup: 'init' | 'set-head' | 'n
 
 /** In the git directory of an in-place work tree: what a run is about to create, until it has committed. */
 const JOURNAL_FILE = 'clusterstack-publish.json';
-export const LOCK_FILE = 'clusterstack.lock';
+const LOCK_FILE = 'clusterstack.lock';
 /** Inside a directory a run is turning into a repository, while it does. */
 const INIT_LOCK_FILE = '.clusterstack-init.lock';
 
@@ -335,7 +332,7 @@ export class GitPublisher implements Publisher {
     );
     // A file the render would write over, that git does not know, is someone's: never overwrite it.
     const created = [...tree.keys()].filter((file) => !tracked.has(file));
-    const occupied = (await mapBounded(created, FILE_CONCURRENCY, async (file) => ((await exists(path.join(dir, prefix, file))) ? file : undefined))).filter((file): file is string => file !== undefined);
+    const occupied = (await pLimit(FILE_CONCURRENCY).map(created, async (file) => ((await exists(path.join(dir, prefix, file))) ? file : undefined))).filter((file): file is string => file !== undefined);
     if (occupied.length > 0) {
       throw new PublishError('invalid-target', `--git ${dir} has untracked files where the render writes (${occupied.slice(0, 5).map((file) => `${prefix}${file}`).join(', ')}${occupied.length > 5 ? ` and ${occupied.length - 5} more` : ''}); move them away or commit them elsewhere, then run again. Nothing was written`);
     }

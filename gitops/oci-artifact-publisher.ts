@@ -26,20 +26,20 @@ import { InputError } from '../src/core/problem.js';
 import { OciError } from '../src/oci/oci-error.js';
 import { EMPTY_CONFIG, type OciManifest, OCI_IMAGE_CONFIG, OCI_MANIFEST, TITLE_ANNOTATION } from '../src/oci/oci-manifest.js';
 import { parseOciRepository } from '../src/oci/oci-reference.js';
-import { buildArtifactManifest } from '../src/oci/push-artifact.js';
+import { buildArtifactManifest } from '../src/oci/artifact-manifest.js';
 import { type ManifestResult, RegistryClient, type RegistryCredentials } from '../src/oci/registry-client.js';
 import { sha256Digest } from '../src/release/content-digest.js';
 import type { RetryPolicy, Sleep } from '../src/sources/http-retry.js';
-import type { PublishLogger } from './git-publisher.js';
+import type { Logger } from '../src/core/logger.js';
 import { diffTrees, type RenderedTree } from '../src/output/rendered-tree.js';
-import { type ChangeSummary } from '../src/output/tree-changes.js';
-import { type Publisher, type PublishResult } from './publisher.js';
+import type { ChangeSummary } from '../src/output/tree-changes.js';
+import type { Publisher, PublishResult } from './publisher.js';
 import { PublishError, type PublishErrorKind } from './publish-error.js';
 import { readTarTree, reproducibleTarGzip } from './reproducible-tar.js';
 
 export const RENDERED_TREE_ARTIFACT_TYPE = 'application/vnd.clusterstack-gitops.rendered-tree.v1';
 export const RENDERED_TREE_LAYER = 'application/vnd.oci.image.layer.v1.tar+gzip';
-export const RENDERED_TREE_FILE = 'rendered-tree.tar.gz';
+const RENDERED_TREE_FILE = 'rendered-tree.tar.gz';
 export const SOURCE_ANNOTATION = 'org.opencontainers.image.source';
 export const REVISION_ANNOTATION = 'org.opencontainers.image.revision';
 export const CREATED_ANNOTATION = 'org.opencontainers.image.created';
@@ -99,7 +99,7 @@ export interface OciArtifactPublisherOptions {
   totalTimeoutMs?: number;
   /** Where a downloaded layer is held while it is read (default: the OS temp directory). */
   tempDir?: string;
-  logger?: PublishLogger;
+  logger?: Logger;
 }
 
 /** What the tag holds now: its manifest and the tree layer in it. */

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { PublishError } from './publish-error.js';
 
 /** What a lock file says about the run holding it. */
-export interface LockHolder {
+interface LockHolder {
   pid: number;
   hostname: string;
   /** The process's start time as the kernel counts it (Linux), so a reused pid is not mistaken for the holder. */
@@ -40,7 +40,7 @@ export interface LockOptions {
 }
 
 /** Another live run holds the target; trying again later works (exit code 3). */
-export class LockHeldError extends PublishError {
+class LockHeldError extends PublishError {
   constructor(message: string) {
     super('conflict', message);
     this.name = 'LockHeldError';
@@ -58,7 +58,7 @@ function errorCode(error: unknown): string | undefined {
 }
 
 /** The start time of a process (field 22 of /proc/<pid>/stat), or undefined where there is no /proc. */
-export function processStartTime(pid: number): string | undefined {
+function processStartTime(pid: number): string | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // The command name (field 2) may hold spaces and parentheses: count fields after its last ')'.

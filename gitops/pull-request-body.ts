@@ -8,7 +8,7 @@ import type { RenderSummary } from '../src/output/render-summary.js';
 import type { WithheldEntry } from '../src/output/provenance.js';
 import { compileTemplate } from '../src/render/sandboxed-template.js';
 
-export interface PullRequestData {
+interface PullRequestData {
   inputDigest: string;
   stacks: { namespace: string; name: string; latestRelease: string | null; usableVersions: string; added: string[]; removed: string[]; updated: string[] }[];
   clusters: { namespace: string; cluster: string; change: ChangeKind; release: string; addons: string; stages: string }[];
@@ -44,7 +44,7 @@ function stackOf(release: string, summary: RenderSummary, namespace: string): Re
   return summary.stacks.find((stack) => stack.namespace === namespace && tag !== undefined && stackPrefix(tag) === stack.prefix && channelOf(tag.version) === stack.channel);
 }
 
-export function pullRequestData(changes: TreeChanges, summary: RenderSummary): PullRequestData {
+function pullRequestData(changes: TreeChanges, summary: RenderSummary): PullRequestData {
   const stacks = summary.stacks.map((stack) => ({ namespace: stack.namespace, name: stack.name, latestRelease: stack.latestRelease, usableVersions: stack.usableVersions, added: [] as string[], removed: [] as string[], updated: [] as string[] }));
   for (const change of changes.releases) {
     const owner = stackOf(change.release, summary, change.namespace);

@@ -19,12 +19,12 @@
 //    (a 422 "already exists" means another run opened it meanwhile: find it and update it).
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { Octokit, RequestError } from 'octokit';
 import { ENVIRONMENT } from '../src/config.js';
+import { createGitHubClient, type GitHubClient, GITHUB_API_URL, isRequestError } from '../src/github/github-client.js';
 import { sha256Hex } from '../src/release/content-digest.js';
 import { compileCommitMessage, type CommitMessageRenderer } from './commit-message.js';
 import { GitCommand, type GitIdentity } from './git-command.js';
-import type { PublishLogger } from './git-publisher.js';
+import type { Logger } from '../src/core/logger.js';
 import { parseGitRemote, type GitRemote } from './git-remote.js';
 import type { ChangeSummary } from '../src/output/tree-changes.js';
 import type { LockRequest, Publisher, PublishResult } from './publisher.js';
@@ -36,11 +36,10 @@ import { syncWorkTree } from './sync-work-tree.js';
 import { acquirePublishLock, type PublishLock } from './publish-lock.js';
 import { removeStaleGitLocks } from './stale-git-locks.js';
 
-export const GITHUB_API_URL = 'https://api.github.com';
 /** The trailer that marks a commit as made by a render (with our identity): such commits may be replaced. */
-export const INPUT_DIGEST_TRAILER = 'Clusterstack-Input-Digest';
+const INPUT_DIGEST_TRAILER = 'Clusterstack-Input-Digest';
 
-export interface PullRequestGitOptions {
+interface PullRequestGitOptions {
   /** The repository to push the branch to: an https GitHub URL (any URL git can push to works). */
   repository: string;
   /** The branch the pull request targets. */
@@ -60,7 +59,7 @@ export interface PullRequestGitOptions {
   maxPushAttempts?: number;
 }
 
-export interface PullRequestGitHubOptions {
+interface PullRequestGitHubOptions {
   /** Default: read from `git.repository` (https://github.com/<owner>/<repo>(.git), or the GitHub Enterprise host of `baseUrl`). */
   owner?: string;
   repo?: string;
@@ -78,7 +77,7 @@ export interface PullRequestPublisherOptions {
   branch?: string;
   /** What happens to the open pull request when the base already holds the tree (default close). */
   whenUnnecessary?: 'close' | 'leave';
-  logger?: PublishLogger;
+  logger?: Logger;
 }
 
 interface PullRequest {
@@ -138,7 +137,7 @@ export class PullRequestPublisher implements Publisher {
   private readonly whenUnnecessary: 'close' | 'leave';
   private readonly maxPushAttempts: number;
   private readonly renderMessage: CommitMessageRenderer;
-  private readonly octokit: InstanceType<typeof Octokit>;
+  private readonly octokit: GitHubClient;
   private workspace: Promise<GitCommand> | undefined;
 
   constructor(private readonly options: PullRequestPublisherOptions) {
@@ -166,17 +165,8 @@ export class PullRequestPublisher implements Publisher {
       throw new PublishError('invalid-input', `maxPushAttempts must be a whole number of at least 1, got ${git.maxPushAttempts}`);
     }
     this.renderMessage = compileCommitMessage(git.messageTemplate);
-    const quiet = (): void => {};
-    this.octokit = new Octokit({
-      baseUrl,
-      userAgent: 'clusterstack-gitops',
-      auth: token,
-      // Failures surface at once as classified errors; the caller decides about retrying.
-      request: { fetch: github.fetch ?? globalThis.fetch, retries: 0 },
-      throttle: { enabled: false },
-      retry: { enabled: false },
-      log: { debug: quiet, info: quiet, warn: quiet, error: quiet },
-    });
+    // Failures surface at once as classified errors (apiFailure); the caller decides about retrying.
+    this.octokit = createGitHubClient({ baseUrl, token, ...(github.fetch !== undefined ? { fetch: github.fetch } : {}) }).octokit;
     this.target = `${this.remote.display} (pull request ${this.branch} -> ${this.base}${this.subdir === '' ? '' : `, path ${this.subdir}`})`;
   }
 
@@ -475,8 +465,4 @@ export class PullRequestPublisher implements Publisher {
   private readCommit(git: GitCommand, commit: string): Promise<RenderedTree> {
     return readTreeAtCommit(git, commit, this.subdir);
   }
-}
-
-function isRequestError(error: unknown): error is RequestError {
-  return error instanceof RequestError || (error instanceof Error && error.name === 'HttpError' && typeof (error as { status?: unknown }).status === 'number');
 }

@@ -37,7 +37,7 @@ async function gitDirOf(dir: string): Promise<string | undefined> {
  * mirror); returns the files removed, relative to `dir`. Only call it when no git process can be
  * running there.
  */
-export async function removeStaleGitLocks(dir: string): Promise<string[]> {
+async function removeStaleGitLocks(dir: string): Promise<string[]> {
   const gitDir = await gitDirOf(dir);
   if (!gitDir) return [];
   const locks = [...TOP_LEVEL_LOCKS.map((name) => path.join(gitDir, name)), ...(await lockFilesUnder(path.join(gitDir, 'refs')))];

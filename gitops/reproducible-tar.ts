@@ -2,6 +2,16 @@
 // (sorted entries, parent directories before their contents, modes 0644/0755, uid/gid 0, empty
 // owner names, mtime 0, no pax records), and a gzip member without file name or time. And the
 // way back: a small in-memory reader that refuses anything a rendered tree cannot contain.
+//
+// Why ustar is written here and not by the `tar` package (or tar-stream): the bytes of this archive
+// are published identity (the OCI layer digest, the content tag `sha-<digest>` and the revision
+// annotation), so they must never change for an unchanged tree. Both libraries can be made
+// reproducible, but neither writes these bytes: node-tar's Header pads numbers as "000644 \0"
+// where ours are "0000644\0", lays out the checksum differently and splits prefixes by its own
+// rule; tar-stream pads the same way and splits at the first "/"; both switch to pax records for
+// non-ASCII names. Adopting either would re-push every unchanged tree once with a new revision,
+// and their byte layout is not part of their API, so a dependency update could do it again.
+// The writer is ~60 lines of the ustar format; test/reproducible-tar.test.ts pins its digest.
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { DEFAULT_EXTRACT_LIMITS, type ExtractLimits } from '../src/release/safe-extract.js';
 import type { RenderedTree } from '../src/output/rendered-tree.js';

@@ -2,7 +2,8 @@
 // pull-request publishers.
 import { lstat, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { FILE_CONCURRENCY, mapBounded } from '../src/bounded-parallel.js';
+import pLimit from 'p-limit';
+import { FILE_CONCURRENCY } from './file-concurrency.js';
 import type { RenderedTree } from '../src/output/rendered-tree.js';
 import { PublishError } from './publish-error.js';
 
@@ -27,10 +28,10 @@ export async function syncWorkTree(dir: string, subdir: string, tree: RenderedTr
   const root = path.join(dir, ...segments);
   if (known) {
     const stale = [...known.keys()].filter((file) => !tree.has(file));
-    await mapBounded(stale, FILE_CONCURRENCY, (file) => rm(path.join(root, ...file.split('/')), { force: true }));
+    await pLimit(FILE_CONCURRENCY).map(stale, (file) => rm(path.join(root, ...file.split('/')), { force: true }));
     const changed = [...tree.keys()].filter((file) => known.get(file) !== tree.get(file)).sort();
     for (const directory of new Set(changed.map((file) => path.dirname(path.join(root, ...file.split('/')))))) await mkdir(directory, { recursive: true });
-    await mapBounded(changed, FILE_CONCURRENCY, (file) => writeFile(path.join(root, ...file.split('/')), tree.get(file) ?? '', 'utf8'));
+    await pLimit(FILE_CONCURRENCY).map(changed, (file) => writeFile(path.join(root, ...file.split('/')), tree.get(file) ?? '', 'utf8'));
     return;
   }
   const existing = new Map<string, 'file' | 'other'>();
@@ -47,10 +48,10 @@ export async function syncWorkTree(dir: string, subdir: string, tree: RenderedTr
   };
   await walk('');
   const stale = [...existing].filter(([file, kind]) => (kind !== 'file' && tree.has(file)) || (!tree.has(file) && (owned === undefined || owned.has(file)))).map(([file]) => file);
-  await mapBounded(stale, FILE_CONCURRENCY, (file) => rm(path.join(root, ...file.split('/')), { force: true }));
+  await pLimit(FILE_CONCURRENCY).map(stale, (file) => rm(path.join(root, ...file.split('/')), { force: true }));
   const files = [...tree.keys()].sort();
   for (const directory of new Set(files.map((file) => path.dirname(path.join(root, ...file.split('/')))))) await mkdir(directory, { recursive: true });
-  await mapBounded(files, FILE_CONCURRENCY, async (file) => {
+  await pLimit(FILE_CONCURRENCY).map(files, async (file) => {
     const target = path.join(root, ...file.split('/'));
     const content = tree.get(file) ?? '';
     if (existing.get(file) === 'file' && (await readFile(target, 'utf8').catch(() => undefined)) === content) return;

@@ -23,7 +23,7 @@
 // `{{ dig "spec" "x" "fallback" .Cluster }}`. Strings evaluated at run time by `tpl` are not rewritten.
 
 /** The template every check includes when the key is there; the chart must define it (empty). */
-export const PRESENT_TEMPLATE = 'cs-present';
+const PRESENT_TEMPLATE = 'cs-present';
 export const PRESENT_DEFINITION = `{{- define "${PRESENT_TEMPLATE}" }}{{- end }}`;
 const MARKER_PREFIX = 'cs-missing';
 

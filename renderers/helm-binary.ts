@@ -8,8 +8,6 @@ import path from 'node:path';
 import { HelmNotFoundError, HELM_HOW_TO } from './helm-errors.js';
 import { DEFAULT_PATH, spawnHelm } from './helm-runner.js';
 
-export { HelmNotFoundError } from './helm-errors.js';
-
 export interface ResolveHelmOptions {
   /** From `--helm` or CLUSTERSTACK_HELM, as the config module resolved it. */
   configured?: string;

@@ -21,7 +21,7 @@ export interface HelmDependencies extends RenderDependencies {
  * chart, so twice the cores keeps the CPUs busy (measured: 40 renders on 2 cores took 1.47 s with
  * 2 in flight, 1.11 s with 4).
  */
-export const DEFAULT_HELM_CONCURRENCY = Math.max(4, 2 * os.availableParallelism());
+const DEFAULT_HELM_CONCURRENCY = Math.max(4, 2 * os.availableParallelism());
 
 export function createHelmDependencies(options: { configured?: string; pathEnv?: string; workDir: string; concurrency?: number }): HelmDependencies {
   let started: Promise<{ runner: HelmRunner; renderer: HelmRenderer }> | undefined;

@@ -7,8 +7,6 @@ import { cleanHelmStderr, HelmRenderError } from './helm-errors.js';
 import type { HelmRunner } from './helm-runner.js';
 import type { ChartRenderRequest, RenderDependencies } from '../src/render/render-dependencies.js';
 
-export { HelmRenderError } from './helm-errors.js';
-
 export class HelmRenderer implements Pick<RenderDependencies, 'renderChart'> {
   constructor(private readonly runner: HelmRunner) {}
 
@@ -45,15 +43,4 @@ export function helmKubeVersion(version: string): string {
     throw new TypeError(`kubeVersion "${version}" is not a Kubernetes version such as 1.30.4`);
   }
   return trimmed.startsWith('v') ? trimmed : `v${trimmed}`;
-}
-
-/** A copy with every object's keys in code-point order (arrays keep their order). */
-export function sortKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(sortKeys);
-  if (value !== null && typeof value === 'object' && !(value instanceof Date)) {
-    const sorted: Record<string, unknown> = {};
-    for (const key of Object.keys(value).sort()) sorted[key] = sortKeys((value as Record<string, unknown>)[key]);
-    return sorted;
-  }
-  return value;
 }

@@ -4,9 +4,8 @@ import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import pLimit, { type LimitFunction } from 'p-limit';
 import { HelmNotFoundError, HelmTimeoutError, HELM_HOW_TO } from './helm-errors.js';
-
-export { HelmNotFoundError, HelmRenderError, HelmTimeoutError, cleanHelmStderr } from './helm-errors.js';
 
 export interface HelmProcessResult {
   exitCode: number;
@@ -24,7 +23,7 @@ export interface SpawnHelmOptions {
 }
 
 export const DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin';
-export const DEFAULT_HELM_TIMEOUT_MS = 120_000;
+const DEFAULT_HELM_TIMEOUT_MS = 120_000;
 
 /**
  * Runs helm once and collects its output. Resolves with the exit code whatever it is (lint exits 1
@@ -101,7 +100,7 @@ export class HelmRunner {
   readonly concurrency: number;
   readonly timeoutMs: number;
   readonly #pathEnv: string;
-  readonly #slots: Semaphore;
+  readonly #slots: LimitFunction;
   #prepared: Promise<Record<string, string>> | undefined;
   #spawned = 0;
   #inFlight = 0;
@@ -113,7 +112,7 @@ export class HelmRunner {
     this.concurrency = Math.max(1, Math.floor(options.concurrency ?? os.availableParallelism()));
     this.timeoutMs = options.timeoutMs ?? DEFAULT_HELM_TIMEOUT_MS;
     this.#pathEnv = options.pathEnv ?? DEFAULT_PATH;
-    this.#slots = new Semaphore(this.concurrency);
+    this.#slots = pLimit(this.concurrency);
   }
 
   /** Helm processes started so far (for metrics and benchmarks). */
@@ -134,16 +133,16 @@ export class HelmRunner {
   /** Runs `helm <args>` once a slot is free; see spawnHelm for what resolves and what rejects. */
   async run(args: readonly string[], options: HelmRunOptions): Promise<HelmProcessResult> {
     const env = await this.#environment();
-    await this.#slots.acquire();
-    this.#spawned += 1;
-    this.#inFlight += 1;
-    this.#maxInFlight = Math.max(this.#maxInFlight, this.#inFlight);
-    try {
-      return await spawnHelm(this.binary, args, { env, cwd: options.cwd, timeoutMs: options.timeoutMs ?? this.timeoutMs, purpose: options.purpose });
-    } finally {
-      this.#inFlight -= 1;
-      this.#slots.release();
-    }
+    return this.#slots(async () => {
+      this.#spawned += 1;
+      this.#inFlight += 1;
+      this.#maxInFlight = Math.max(this.#maxInFlight, this.#inFlight);
+      try {
+        return await spawnHelm(this.binary, args, { env, cwd: options.cwd, timeoutMs: options.timeoutMs ?? this.timeoutMs, purpose: options.purpose });
+      } finally {
+        this.#inFlight -= 1;
+      }
+    });
   }
 
   /** Gives `fn` a fresh directory under the runner's work dir and removes it afterwards, whatever happens. */
@@ -174,29 +173,5 @@ export class HelmRunner {
     })();
     this.#prepared.catch(() => (this.#prepared = undefined));
     return this.#prepared;
-  }
-}
-
-/** A counting semaphore with a FIFO queue. */
-class Semaphore {
-  #available: number;
-  readonly #waiting: (() => void)[] = [];
-
-  constructor(size: number) {
-    this.#available = size;
-  }
-
-  acquire(): Promise<void> {
-    if (this.#available > 0) {
-      this.#available -= 1;
-      return Promise.resolve();
-    }
-    return new Promise((resolve) => this.#waiting.push(resolve));
-  }
-
-  release(): void {
-    const next = this.#waiting.shift();
-    if (next) next();
-    else this.#available += 1;
   }
 }

@@ -31,7 +31,8 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { cleanHelmStderr, HelmRenderError } from './helm-errors.js';
 import type { HelmRunner } from './helm-runner.js';
-import { helmKubeVersion, sortKeys } from './helm-renderer.js';
+import { helmKubeVersion } from './helm-renderer.js';
+import { sortKeysDeep } from '../src/core/sort-keys.js';
 import { decodeYamlDocuments, YamlDecodeError } from '../src/yaml/kube-yaml.js';
 import { encodeInt64s, restoreInt64s, type Int64Positions } from './go-template-int64.js';
 import { parseMissingMarker, PRESENT_DEFINITION, strictFieldAccess, type StrictTemplate } from './go-template-strict.js';
@@ -139,7 +140,7 @@ type Outcome = { ok: true; output: string } | { ok: false; reason: ValuesTemplat
 function templateContext(context: ValuesTemplateItem['context']): { context: Record<string, unknown>; positions?: Int64Positions } {
   const result: Record<string, unknown> = {};
   for (const key of ['Cluster', 'ControlPlane', 'InfraCluster'] as const) {
-    if (context[key] !== undefined && context[key] !== null) result[key] = withoutNullKeys(sortKeys(context[key]));
+    if (context[key] !== undefined && context[key] !== null) result[key] = withoutNullKeys(sortKeysDeep(context[key]));
   }
   result['Template'] = { BasePath: `${CHART}/templates`, Name: `${CHART}/templates/values-template` };
   const encoded = encodeInt64s(result);

@@ -41,9 +41,9 @@ export interface RemoteTimeouts {
   totalMs: number;
 }
 
-export const DEFAULT_TIMEOUTS: Readonly<RemoteTimeouts> = Object.freeze({ connectMs: 10_000, readMs: 30_000, totalMs: 5 * 60_000 });
-export const DEFAULT_LOCK_TIMEOUT_MS = 60_000;
-export const DEFAULT_MAX_DELETE_SHARE = 0.5;
+const DEFAULT_TIMEOUTS: Readonly<RemoteTimeouts> = Object.freeze({ connectMs: 10_000, readMs: 30_000, totalMs: 5 * 60_000 });
+const DEFAULT_LOCK_TIMEOUT_MS = 60_000;
+const DEFAULT_MAX_DELETE_SHARE = 0.5;
 
 export const ENVIRONMENT = {
   cacheDir: 'CLUSTERSTACK_CACHE_DIR',
@@ -72,7 +72,7 @@ export type ConfigFlags = Partial<Pick<Config, 'cacheDir' | 'helmBinary' | 'gith
 };
 
 /** `50%`, `0.5` or `1` (everything may go); throws naming `what` on anything else. */
-export function parseShare(value: string, what: string): number {
+function parseShare(value: string, what: string): number {
   const match = /^(\d+(?:\.\d+)?)(%)?$/.exec(value.trim());
   const share = match ? Number(match[1]) / (match[2] ? 100 : 1) : Number.NaN;
   if (!(share >= 0 && share <= 1)) throw new ConfigError(`${what} must be a share between 0 and 1 or a percentage (e.g. 0.5 or 50%), not "${value}"`);
@@ -80,7 +80,7 @@ export function parseShare(value: string, what: string): number {
 }
 
 /** A flag or environment variable with a value that cannot work; the CLI reports it as a usage error. */
-export class ConfigError extends Error {
+class ConfigError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'ConfigError';
@@ -180,7 +180,7 @@ export interface ControllerSettings {
   resyncMs: number;
 }
 
-export const CONTROLLER_ENVIRONMENT = {
+const CONTROLLER_ENVIRONMENT = {
   releaseSource: 'CLUSTERSTACK_RELEASE_SOURCE',
   git: 'CLUSTERSTACK_GIT',
   output: 'CLUSTERSTACK_OUTPUT',

@@ -37,7 +37,9 @@ export type { RenderSummary } from './output/render-summary.js';
 /** What renderOutput does with rendered Secrets: `refuse`, `drop` or `allow`. */
 export type { SecretPolicy } from './render/secret-policy.js';
 /** Flux or Argo CD wiring options for PipelineOptions.gitops. */
-export type { GitOpsEngine, WiringOptions, WiringSource } from '../gitops/wiring/render-wiring.js';
+export type { GitOpsEngine, WiringOptions } from '../gitops/wiring/render-wiring.js';
+/** Where Flux or Argo CD fetch the tree from. */
+export type { WiringSource } from '../gitops/wiring/wiring-options.js';
 /** The RenderDependencies backed by the helm binary (bundled, configured, or on PATH). */
 export { createHelmDependencies } from '../renderers/helm-dependencies.js';
 /** createHelmDependencies' result: RenderDependencies plus a count of helm processes started. */

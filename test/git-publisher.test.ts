@@ -7,6 +7,7 @@ import type { ChangeSummary } from '../src/output/tree-changes.js';
 import type { RenderedTree } from '../src/output/rendered-tree.js';
 import { startGitHttpServer, type GitHttpServer } from './support/git-http-server.js';
 import { GitSandbox } from './support/git-repos.js';
+import { recordingLogger } from './support/test-logger.js';
 
 const AUTHOR = { name: 'Clusterstack Bot', email: 'bot@example.com' };
 const DIGEST = 'sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef';
@@ -90,15 +91,14 @@ describe('GitPublisher with a bare repository', () => {
   it('rebuilds on top of a commit another writer pushed in between, keeping it', async () => {
     const bare = sandbox.bareRepo('race', { branch: 'main', files: { 'README.md': 'v0\n' } });
     const workDir = path.join(sandbox.root, 'race-work');
-    const warnings: string[] = [];
-    const logger = { info: () => undefined, warn: (_fields: Record<string, unknown>, message: string) => void warnings.push(message) };
+    const { logger, entries } = recordingLogger();
     const git = publisher(bare, { workDir, logger });
     await git.publish(tree({ 'a.yaml': '1\n' }), change());
     sandbox.pushForeignCommitAfterCommit(workDir, bare, 'main', 'README.md', 'once');
 
     const result = await git.publish(tree({ 'a.yaml': '2\n' }), change('Render v2'));
     expect(sandbox.foreignPushes(workDir)).toBe(1);
-    expect(warnings).toEqual(['Push lost a race with another writer, rebuilding on the new remote head']);
+    expect(entries.filter((entry) => entry.level === 'warn').map((entry) => entry.message)).toEqual(['Push lost a race with another writer, rebuilding on the new remote head']);
     expect(result.changed).toBe(true);
     expect(result.revision).toBe(sandbox.head(bare, 'main'));
     expect(sandbox.files(bare, 'main')).toEqual({ 'README.md': 'v0\nforeign 1\n', 'clusters/a.yaml': '2\n' });

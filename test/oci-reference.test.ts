@@ -2,10 +2,11 @@
 import { describe, expect, it } from 'vitest';
 import { InputError } from '../src/core/problem.js';
 import { OciError } from '../src/oci/oci-error.js';
-import { buildArtifactManifest } from '../src/oci/push-artifact.js';
+import { buildArtifactManifest } from '../src/oci/artifact-manifest.js';
 import { DOCKER_MANIFEST_V2, OCI_INDEX, parseOciManifest } from '../src/oci/oci-manifest.js';
 import { parseOciRepository } from '../src/oci/oci-reference.js';
-import { nextLink, parseAuthChallenge } from '../src/oci/www-authenticate.js';
+import { parseAuthChallenge } from '../src/oci/www-authenticate.js';
+import { nextLink } from '../src/sources/link-header.js';
 
 function thrown(action: () => unknown): Error {
   try {

@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { OciError } from '../src/oci/oci-error.js';
 import { DOCKER_MANIFEST_V2, EMPTY_CONFIG, OCI_FILE_LAYER, OCI_MANIFEST, TITLE_ANNOTATION } from '../src/oci/oci-manifest.js';
-import { buildArtifactManifest, pushArtifact, pushReleaseDirectory } from '../src/oci/push-artifact.js';
+import { buildArtifactManifest } from '../src/oci/artifact-manifest.js';
 import { RegistryClient } from '../src/oci/registry-client.js';
 import { CLUSTER_STACK_ARTIFACT_TYPE } from '../src/oci/release-artifact.js';
 import { fileDigest } from '../src/release/content-digest.js';
@@ -19,6 +19,7 @@ import { OciReleaseSource, type OciReleaseSourceOptions } from '../src/sources/o
 import { createSourceOpener } from '../src/sources/open-release-source.js';
 import { ReleaseCache } from '../src/sources/release-cache.js';
 import { freePort, startCorruptingProxy, startRegistry, type TestRegistry } from './support/registry/index.js';
+import { pushArtifact, pushReleaseDirectory } from './support/registry/push-artifact.js';
 
 const run = promisify(execFile);
 const RELEASES = path.resolve('examples/quickstart/releases');

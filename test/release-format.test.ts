@@ -20,6 +20,15 @@ describe('parseReleaseMetadata', () => {
     expect(result.metadata).toEqual({ clusterStack: { major: 3 }, kubernetesVersion: '1.30.4', clusterAddonVersion: 'v2', nodeImageVersion: 'v1' });
   });
 
+  it('reads the Kubernetes version as a semver release with patch, with or without the v', () => {
+    const kubernetes = (version: string) => parseReleaseMetadata(`versions:\n  clusterStack: v3\n  kubernetes: "${version}"\n  components:\n    clusterAddon: v2\n`, TAG);
+    expect(kubernetes('1.30.4').metadata?.kubernetesVersion).toBe('1.30.4');
+    expect(kubernetes('v1.30.10').metadata?.kubernetesVersion).toBe('1.30.10');
+    for (const refused of ['v1.30', 'v1.30.4-rc.1', 'v1.30.4+k3s1', ' v1.30.4', 'V1.30.4']) {
+      expect(kubernetes(refused).problems.map((p) => p.message)).toEqual([expect.stringMatching(/must be a Kubernetes version with patch such as v1.30.4/)]);
+    }
+  });
+
   it('reports versions that do not parse or contradict the tag, all at once', () => {
     const result = parseReleaseMetadata('versions:\n  clusterStack: v4\n  kubernetes: v1.29.1\n  components: {}\n', TAG);
     expect(result.problems.map((p) => p.path)).toEqual(['versions.clusterStack', 'versions.kubernetes', 'versions.components.clusterAddon']);

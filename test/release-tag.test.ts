@@ -4,7 +4,6 @@ import {
   formatReleaseTag,
   parseClusterClassName,
   parseReleaseTag,
-  releaseNameForClass,
   stackPrefix,
   TagSyntaxError,
   tryParseReleaseTag,
@@ -43,8 +42,8 @@ describe('ClusterClass names', () => {
   });
 
   it('maps a class name back to its release by replacing the one dot', () => {
-    expect(releaseNameForClass('openstack-scs-1-32-v0-sha.abc1234')).toBe('openstack-scs-1-32-v0-sha-abc1234');
-    expect(releaseNameForClass('docker-ferrol-1-27-v3')).toBe('docker-ferrol-1-27-v3');
+    expect(formatReleaseTag(parseClusterClassName('openstack-scs-1-32-v0-sha.abc1234'))).toBe('openstack-scs-1-32-v0-sha-abc1234');
+    expect(formatReleaseTag(parseClusterClassName('docker-ferrol-1-27-v3'))).toBe('docker-ferrol-1-27-v3');
     expect(() => parseClusterClassName('a-b-1-2-v1-alpha.1.2')).toThrow(/at most one/);
   });
 

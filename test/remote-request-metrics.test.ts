@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PrometheusMetrics } from '../src/controller/metrics.js';
-import { pushReleaseDirectory } from '../src/oci/push-artifact.js';
+import { pushReleaseDirectory } from './support/registry/push-artifact.js';
 import { RegistryClient } from '../src/oci/registry-client.js';
 import { countingFetch, type RequestOutcome } from '../src/sources/counting-fetch.js';
 import { createSourceOpener } from '../src/sources/open-release-source.js';

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import * as tar from 'tar';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { extractArchive, inspectArchive, UnsafeArchiveError } from '../src/release/safe-extract.js';
+import { extractArchive, UnsafeArchiveError } from '../src/release/safe-extract.js';
 
 /** One tar entry, written as a raw ustar header so archives can say things `tar` would refuse to. */
 interface RawEntry {
@@ -91,7 +91,6 @@ describe('extractArchive', () => {
     await writeFile(path.join(source, 'mychart', 'templates', 'configmap.yaml'), 'kind: ConfigMap\n');
     await tar.c({ gzip: true, file: archive, cwd: source, portable: true }, ['mychart']);
 
-    expect((await inspectArchive(archive, 'chart.tgz')).sort()).toEqual(['mychart', 'mychart/Chart.yaml', 'mychart/templates', 'mychart/templates/configmap.yaml', 'mychart/values.yaml']);
     await extractArchive(archive, destination, 'chart.tgz');
     expect(await readFile(path.join(destination, 'mychart', 'Chart.yaml'), 'utf8')).toContain('name: mychart');
     expect(await readFile(path.join(destination, 'mychart', 'templates', 'configmap.yaml'), 'utf8')).toBe('kind: ConfigMap\n');

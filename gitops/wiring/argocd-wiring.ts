@@ -45,12 +45,12 @@ import {
   LABEL_STAGE,
 } from './wiring-names.js';
 
-export { ARGOCD_SYNC_WAVE_ANNOTATION, syncWaveFor, withSyncWave } from './argocd-sync-waves.js';
+export { syncWaveFor, withSyncWave } from './argocd-sync-waves.js';
 
-export const ARGOCD_DIR = 'argocd';
-export const ARGOCD_APPLICATION_API = 'argoproj.io/v1alpha1';
-export const ARGOCD_IN_CLUSTER = 'https://kubernetes.default.svc';
-export const ARGOCD_RESOURCES_FINALIZER = 'resources-finalizer.argocd.argoproj.io';
+const ARGOCD_DIR = 'argocd';
+const ARGOCD_APPLICATION_API = 'argoproj.io/v1alpha1';
+const ARGOCD_IN_CLUSTER = 'https://kubernetes.default.svc';
+const ARGOCD_RESOURCES_FINALIZER = 'resources-finalizer.argocd.argoproj.io';
 const DEFAULT_PROJECT = 'default';
 const CLUSTER_ADDONS_DIR = `${ARGOCD_DIR}/cluster-addons`;
 

@@ -29,13 +29,13 @@ import {
   LABEL_STAGE,
 } from './wiring-names.js';
 
-export const FLUX_DIR = 'flux';
-export const FLUX_KUSTOMIZATION_API = 'kustomize.toolkit.fluxcd.io/v1';
-export const FLUX_SOURCE_API = 'source.toolkit.fluxcd.io/v1';
+const FLUX_DIR = 'flux';
+const FLUX_KUSTOMIZATION_API = 'kustomize.toolkit.fluxcd.io/v1';
+const FLUX_SOURCE_API = 'source.toolkit.fluxcd.io/v1';
 /** CAPI's kubeconfig Secret for a Cluster: `<cluster>-kubeconfig` in its namespace, kubeconfig under `value`. */
-export const CAPI_KUBECONFIG_KEY = 'value';
+const CAPI_KUBECONFIG_KEY = 'value';
 
-export function capiKubeconfigSecretName(cluster: string): string {
+function capiKubeconfigSecretName(cluster: string): string {
   return `${cluster}-kubeconfig`;
 }
 

@@ -2,7 +2,7 @@
 // Flux, or Argo CD.
 import { InputError } from '../../src/core/problem.js';
 
-export const GITOPS_ENGINES = ['none', 'flux', 'argocd'] as const;
+const GITOPS_ENGINES = ['none', 'flux', 'argocd'] as const;
 
 export type GitOpsEngine = (typeof GITOPS_ENGINES)[number];
 

@@ -7,8 +7,8 @@ import { renderFluxWiring } from './flux-wiring.js';
 import type { WiringOptions } from './wiring-options.js';
 
 export type { GitOpsEngine } from './gitops-engine.js';
-export { GITOPS_ENGINES, parseGitOpsEngine } from './gitops-engine.js';
-export type { WiringOptions, WiringSource } from './wiring-options.js';
+export { parseGitOpsEngine } from './gitops-engine.js';
+export type { WiringOptions } from './wiring-options.js';
 
 /**
  * Wiring files by path relative to the tree's root (all under `flux/` or `argocd/`, sorted), each

@@ -7,22 +7,22 @@ import type { UnitRecord } from '../../src/output/provenance.js';
 import { LABEL_WIRING, labelValue, type WiringRole } from './wiring-names.js';
 
 /** The name kustomize reads (render-output's KUSTOMIZATION_FILE; kept here so wiring imports no render code). */
-export const WIRING_KUSTOMIZATION_FILE = 'kustomization.yaml';
+const WIRING_KUSTOMIZATION_FILE = 'kustomization.yaml';
 
-export interface ReleaseUnit {
+interface ReleaseUnit {
   namespace: string;
   release: string;
   /** The unit's directory in the rendered tree, e.g. `management/<ns>/<release>`. */
   dir: string;
 }
 
-export interface StageUnit {
+interface StageUnit {
   stage: string;
   order: number;
   dir: string;
 }
 
-export interface ClusterUnits {
+interface ClusterUnits {
   namespace: string;
   name: string;
   /**

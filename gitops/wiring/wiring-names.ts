@@ -27,7 +27,7 @@ function shortHash(text: string): string {
  * when longer than 63 cut short and ended with a hash of the whole, so it stays unique and stable.
  * Flux and Argo CD copy these names into label values on what they apply, hence 63, not 253.
  */
-export function dnsLabel(...parts: string[]): string {
+function dnsLabel(...parts: string[]): string {
   const joined = parts.join('-');
   const slug = joined.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '');
   if (slug.length <= MAX_LABEL && slug !== '') return slug;

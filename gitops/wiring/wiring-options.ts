@@ -63,7 +63,7 @@ function urlCarriesCredentials(url: string): boolean {
 }
 
 /** Every problem with the options, for the given engine; empty when they are usable. */
-export function wiringOptionProblems(options: WiringOptions): Problem[] {
+function wiringOptionProblems(options: WiringOptions): Problem[] {
   const problems: Problem[] = [];
   const add = (path: string, message: string): void => {
     problems.push({ path, message });

@@ -97,7 +97,7 @@ export interface ClusterStackSpec {
   addonStageValues?: Record<string, Record<string, unknown>>;
 }
 
-export type ClusterStackReleasePhase =
+type ClusterStackReleasePhase =
   | ''
   | 'downloading release assets'
   | 'provider-specific work'
@@ -141,7 +141,7 @@ export interface ResourceStatus {
   error?: string;
 }
 
-export interface ClusterStackReleaseSpec {
+interface ClusterStackReleaseSpec {
   providerRef?: ObjectReference;
 }
 
@@ -162,7 +162,7 @@ export interface ClusterStackRelease {
   status?: ClusterStackReleaseStatus;
 }
 
-export interface ClusterAddonSpec {
+interface ClusterAddonSpec {
   /** The ClusterClass (release) last rendered for the Cluster. */
   clusterStack?: string;
   /** The clusterAddon version last rendered. */
@@ -207,21 +207,7 @@ export interface CapiCluster extends KubeObject {
   };
 }
 
-/**
- * A <Provider>ClusterStackReleaseTemplate (unstructured: any provider kind). Its
- * `spec.template.spec` is copied into each <Provider>ClusterStackRelease.
- */
-export interface ProviderClusterStackReleaseTemplate extends KubeObject {
-  spec?: { template?: { spec?: Record<string, unknown> } };
-}
-
-/** A <Provider>ClusterStackRelease (unstructured); `status.ready` says provider work is done. */
-export interface ProviderClusterStackRelease extends KubeObject {
-  spec?: Record<string, unknown>;
-  status?: { ready?: boolean; [key: string]: unknown };
-}
-
-export const DEFAULT_CHANNEL = 'stable';
+const DEFAULT_CHANNEL = 'stable';
 
 /** The spec with CSO's defaults applied (channel stable, autoSubscribe true, noProvider false). */
 export function withSpecDefaults(spec: ClusterStackSpec): Required<Pick<ClusterStackSpec, 'channel' | 'autoSubscribe' | 'noProvider' | 'versions'>> & ClusterStackSpec {

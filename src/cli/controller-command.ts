@@ -63,7 +63,7 @@ Running:
  * Outside a pod without a kubeconfig there is nothing to connect to: say so and stop, rather than
  * retry an API server URL made of undefined parts forever.
  */
-export function loadKubeConfig(settings: Pick<ControllerSettings, 'kubeconfig' | 'inCluster'>, cwd: string): KubeConfig {
+function loadKubeConfig(settings: Pick<ControllerSettings, 'kubeconfig' | 'inCluster'>, cwd: string): KubeConfig {
   const kubeConfig = new KubeConfig();
   if (!settings.kubeconfig && !settings.inCluster) {
     throw new UsageError('no Kubernetes configuration: this is not a pod (KUBERNETES_SERVICE_HOST is not set) and neither --kubeconfig nor KUBECONFIG names a kubeconfig file; run the controller in the management cluster (deploy/) or give --kubeconfig <file>');

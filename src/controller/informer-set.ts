@@ -14,8 +14,8 @@ import {
   type ObservableMiddleware,
 } from '@kubernetes/client-node';
 import type { KubeObject } from '../api/types.js';
-import { backoffDelay } from '../sources/http-retry.js';
-import type { RuntimeLogger } from './logger.js';
+import { type BackoffSteps, equalJitterDelay } from '../core/backoff.js';
+import type { Logger } from '../core/logger.js';
 import { systemClock, type Clock, type ClockTimer, type ObjectCache, type WatchedKind, type WatchEvent, type WatchEventType } from './runtime-contract.js';
 
 export interface InformerSetOptions {
@@ -23,7 +23,7 @@ export interface InformerSetOptions {
   kinds: WatchedKind[];
   /** Called for every add, update and delete; must only turn the event into queue keys. */
   onEvent: (event: WatchEvent) => void;
-  logger: RuntimeLogger;
+  logger: Logger;
   /** Backoff between restarts of a failed watch (equal jitter, doubling). Default 500 ms to 30 s. */
   restartDelay?: { baseMs: number; maxMs: number };
   /** How often an optional kind that is not served (404) is looked for again. Default 60 s. */
@@ -46,7 +46,7 @@ export interface InformerSetOptions {
  * `.../namespaces/<ns>/<plural>` when the kind is watched in one namespace (a Role there is enough);
  * `/api/v1/...` for the core group.
  */
-export function collectionPath(kind: Pick<WatchedKind, 'group' | 'version' | 'plural'> & { namespace?: string | undefined }): string {
+function collectionPath(kind: Pick<WatchedKind, 'group' | 'version' | 'plural'> & { namespace?: string | undefined }): string {
   const base = kind.group === '' ? `/api/${kind.version}` : `/apis/${kind.group}/${kind.version}`;
   return kind.namespace !== undefined ? `${base}/namespaces/${kind.namespace}/${kind.plural}` : `${base}/${kind.plural}`;
 }
@@ -163,7 +163,7 @@ export class InformerSet implements ObjectCache {
   private readonly states = new Map<string, KindState>();
   private readonly clock: Clock;
   private readonly random: () => number;
-  private readonly restartPolicy: { attempts: number; baseDelayMs: number; maxDelayMs: number };
+  private readonly restartPolicy: BackoffSteps;
   private readonly absentRecheckMs: number;
   private readonly syncWaiters: Array<() => void> = [];
   private stopped = true;
@@ -172,7 +172,7 @@ export class InformerSet implements ObjectCache {
     this.clock = options.clock ?? systemClock;
     this.random = options.random ?? Math.random;
     const delay = options.restartDelay ?? { baseMs: 500, maxMs: 30_000 };
-    this.restartPolicy = { attempts: Infinity, baseDelayMs: delay.baseMs, maxDelayMs: delay.maxMs };
+    this.restartPolicy = { baseDelayMs: delay.baseMs, maxDelayMs: delay.maxMs };
     this.absentRecheckMs = options.absentRecheckMs ?? 60_000;
     const custom = options.kubeConfig.makeApiClient(CustomObjectsApi);
     for (const kind of options.kinds) {
@@ -301,7 +301,7 @@ export class InformerSet implements ObjectCache {
       delayMs = this.absentRecheckMs;
     } else {
       state.failures += 1;
-      delayMs = backoffDelay(state.failures - 1, this.restartPolicy, this.random);
+      delayMs = equalJitterDelay(state.failures - 1, this.restartPolicy, this.random);
       const hint = httpStatusOf(error) === 404 ? { hint: 'the API server does not serve this kind: install its CustomResourceDefinition' } : {};
       this.options.logger.warn({ ...fields, attempt: state.failures, retryInMs: delayMs, error: describeKubeError(error), ...hint }, 'watch failed; restarting after backoff');
       try {

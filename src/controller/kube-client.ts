@@ -42,12 +42,12 @@ function wrap(error: unknown, operation: string): KubeRequestError {
 }
 
 /** The Secret fields the controller reads. */
-export interface SecretData {
+interface SecretData {
   metadata: { name: string; namespace?: string; labels?: Record<string, string>; resourceVersion?: string };
   data?: Record<string, string>;
 }
 
-export interface ObjectReader {
+interface ObjectReader {
   get(kind: ResourceKind, namespace: string, name: string): Promise<KubeObject | undefined>;
 }
 
@@ -89,11 +89,11 @@ export interface KubeClientOptions {
 
 const MERGE_PATCH = () => setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const JSON_PATCH = () => setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
-export const EVENT_COMPONENT = 'clusterstack-gitops-controller';
+const EVENT_COMPONENT = 'clusterstack-gitops-controller';
 const MAX_EVENT_MESSAGE = 1024;
 
 /** Events are named by what they say, so the same event twice bumps a count instead of adding one. */
-export function eventName(intent: EventIntent): string {
+function eventName(intent: EventIntent): string {
   const digest = createHash('sha256').update(`${intent.regarding.kind}\n${intent.regarding.uid ?? intent.regarding.name}\n${intent.reason}\n${intent.message}`).digest('hex');
   const base = intent.regarding.name.slice(0, 200);
   return `${base}.${digest.slice(0, 16)}`;

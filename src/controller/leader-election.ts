@@ -6,9 +6,13 @@
 // candidate remembers when it last saw the lease record change ("observed time") and takes over
 // only when it has seen no change for the lease duration. Clock skew between replicas (a leader
 // whose renewTime runs 30 s behind, or ahead) does not matter; only the rate of the clocks does.
+//
+// Hand-written on purpose: @kubernetes/client-node ships no leader election, and the npm packages
+// that offer one are small single-author projects that judge expiry from the Lease's timestamps
+// (so clock skew between replicas decides who leads). No maintained library fits.
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease, type V1LeaseSpec } from '@kubernetes/client-node';
 import { describeKubeError, httpStatusOf } from './informer-set.js';
-import type { RuntimeLogger } from './logger.js';
+import type { Logger } from '../core/logger.js';
 import { systemClock, type Clock, type ClockTimer } from './runtime-contract.js';
 
 export interface LeaderElectorOptions {
@@ -25,7 +29,7 @@ export interface LeaderElectorOptions {
   /** Pause between attempts to acquire or renew, e.g. 2 s. */
   retryPeriodMs: number;
   clock?: Clock;
-  logger: RuntimeLogger;
+  logger: Logger;
 }
 
 export interface LeaderCallbacks {

@@ -1,14 +1,6 @@
 // Operator logs: pino JSON lines on stdout, with credentials redacted wherever a caller nests them.
 import { pino, type DestinationStream, type Level, type Logger } from 'pino';
 
-/** What runtime modules need from a logger: fields first, then a fixed message. A pino Logger fits. */
-export interface RuntimeLogger {
-  debug(fields: Record<string, unknown>, message: string): void;
-  info(fields: Record<string, unknown>, message: string): void;
-  warn(fields: Record<string, unknown>, message: string): void;
-  error(fields: Record<string, unknown>, message: string): void;
-}
-
 export interface LoggerOptions {
   level?: Level | 'silent';
   /** One readable line per entry instead of JSON, for a terminal. */
@@ -23,7 +15,7 @@ const SECRET_KEYS = ['token', 'password', 'authorization', 'cookie', 'githubToke
  * Paths pino censors. pino's `*` matches exactly one level, so each secret key is listed at the top
  * level and up to three levels down (e.g. `err.request.headers.authorization` from an HTTP client error).
  */
-export const REDACT_PATHS: readonly string[] = Object.freeze(
+const REDACT_PATHS: readonly string[] = Object.freeze(
   SECRET_KEYS.flatMap((key) => {
     const k = /^[A-Za-z_$][\w$]*$/.test(key) ? key : `["${key}"]`;
     const join = (prefix: string) => (k.startsWith('[') ? `${prefix}${k}` : `${prefix}.${k}`);
@@ -62,18 +54,4 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     },
     options.pretty ? prettyDestination(destination) : destination,
   );
-}
-
-/** The object a reconcile works on, as log fields. */
-export interface ObjectRefFields {
-  kind: string;
-  namespace?: string;
-  name: string;
-}
-
-/** A child logger that stamps every line with the object being reconciled. */
-export function reconcileLogger(base: Logger, ref: ObjectRefFields, extra: Record<string, unknown> = {}): Logger {
-  const fields: Record<string, unknown> = { kind: ref.kind, name: ref.name, ...extra };
-  if (ref.namespace !== undefined) fields['namespace'] = ref.namespace;
-  return base.child(fields);
 }

@@ -2,7 +2,7 @@
 // Secret, and removes it when the Cluster goes away. The Secrets live in the cluster only. Nothing
 // here logs a Secret's content: only names and error classes.
 import { LABEL_MANAGED_BY, MANAGED_BY_VALUE } from '../api/types.js';
-import type { RuntimeLogger } from './logger.js';
+import type { Logger } from '../core/logger.js';
 import type { SecretStore } from './kube-client.js';
 import {
   ARGOCD_SECRET_TYPE_LABEL,
@@ -19,7 +19,7 @@ export interface ArgoSecretsOptions {
   store: SecretStore;
   /** Where Argo CD looks for cluster Secrets (usually `argocd`). */
   namespace: string;
-  logger: RuntimeLogger;
+  logger: Logger;
   /** How often a cluster's kubeconfig is read again to catch rotations. Default 5 minutes. */
   refreshMs?: number;
   now?: () => number;

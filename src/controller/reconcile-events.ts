@@ -1,12 +1,12 @@
 // Records the events a reconcile decided on, at most once per object, reason and message within a
 // window: events are history for people, and the same line each reconcile would bury it.
-import type { RuntimeLogger } from './logger.js';
+import type { Logger } from '../core/logger.js';
 import type { EventSink } from './kube-client.js';
 import type { EventIntent } from './status/event-intents.js';
 
 export interface EventRecorderOptions {
   sink: EventSink;
-  logger: RuntimeLogger;
+  logger: Logger;
   /** An identical event is not recorded again within this window. Default 1 hour. */
   windowMs?: number;
   now?: () => number;

@@ -12,7 +12,7 @@ import { keyOf } from './status/owned-objects.js';
 
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
 /** The `source` live objects carry in problems (files have `file:line`). */
-export const LIVE_SOURCE = 'cluster';
+const LIVE_SOURCE = 'cluster';
 
 /** Name, namespace, labels and annotations: what a values template or a release source may read. */
 function stableMetadata(metadata: ObjectMeta): ObjectMeta {

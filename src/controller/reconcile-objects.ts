@@ -6,7 +6,7 @@
 // the finalizer's removal), so the controller never conflicts with itself; a conflict with someone
 // else (409, or a failed JSON-patch `test` of the resourceVersion) is retried on a fresh read.
 import type { KubeObject } from '../api/types.js';
-import type { RuntimeLogger } from './logger.js';
+import type { Logger } from '../core/logger.js';
 import { KubeRequestError, type ObjectWriter, type ResourceKind } from './kube-client.js';
 import { writeStatus } from './reconcile-status.js';
 import { ownedObjectDrift, type DesiredState } from './status/desired-state.js';
@@ -16,7 +16,7 @@ import { CLUSTER_ADDONS, CLUSTER_STACK_RELEASES, CLUSTER_STACKS } from './status
 
 export interface ApplyOptions {
   now: string;
-  logger: RuntimeLogger;
+  logger: Logger;
   /** The REST kind of a provider object (from discovery); undefined: not served, the object is skipped. */
   kindOf: (apiVersion: string, kind: string) => ResourceKind | undefined;
   maxConflictRetries?: number;
@@ -137,7 +137,7 @@ function owningStack(object: KubeObject | undefined): string | undefined {
   return owner ? `${object!.metadata.namespace ?? 'default'}/${owner.name}` : undefined;
 }
 
-async function attempt(report: ApplyReport, logger: RuntimeLogger, object: string, action: string, run: () => Promise<void>, owner?: KubeObject): Promise<void> {
+async function attempt(report: ApplyReport, logger: Logger, object: string, action: string, run: () => Promise<void>, owner?: KubeObject): Promise<void> {
   try {
     await run();
   } catch (error) {

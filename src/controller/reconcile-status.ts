@@ -6,7 +6,7 @@ import { KubeRequestError } from './kube-client.js';
 import { rebaseConditions } from './status/conditions.js';
 import { sameStatus } from './status/desired-state.js';
 
-export type StatusWriteOutcome = 'unchanged' | 'written' | 'gone';
+type StatusWriteOutcome = 'unchanged' | 'written' | 'gone';
 
 export interface StatusWriteResult {
   outcome: StatusWriteOutcome;

@@ -1,16 +1,19 @@
 // A keyed work queue, as controllers use: watch callbacks add keys, workers reconcile by level.
 //
-// How the controller is meant to use it: watch events enqueue one key per object
-// (`ClusterStack/ns/name`); a reconcile of an object that changes what is published feeds ONE
-// publish key through `addBatched('publish', windowMs)`, so a burst of changes (a Git sync that
-// touches ten stacks) ends in one render-and-commit instead of ten.
-import type { RuntimeLogger } from './logger.js';
+// How the controller uses it (runController in controller.ts): two queues. The stack queue holds
+// one key per ClusterStack (`ClusterStack/<ns>/<name>`), added only when a stack's generation or
+// release source changes, and its reconcile lists that stack's source. The publish queue holds the
+// single `publish` key: every relevant watch event (of any watched kind) calls
+// `addBatched('publish', windowMs)` directly, so a burst of changes (a Git sync that touches ten
+// stacks) ends in one render-and-commit instead of ten. Other objects get no keys of their own.
+import { fullJitterDelay } from '../core/backoff.js';
+import type { Logger } from '../core/logger.js';
 import { systemClock, type Clock, type ClockTimer, type WorkQueue } from './runtime-contract.js';
 
 /** What a handler may return: nothing (done) or a request to look again later. */
 export type HandlerResult = void | { requeueAfterMs: number };
 
-export type ReconcileOutcome = 'success' | 'error' | 'requeue';
+type ReconcileOutcome = 'success' | 'error' | 'requeue';
 
 export interface KeyedWorkQueueOptions {
   /** Keys handled at the same time (a key never runs concurrently with itself). */
@@ -24,7 +27,7 @@ export interface KeyedWorkQueueOptions {
   /** [0, 1); injected by tests to pin jitter. */
   random?: () => number;
   clock?: Clock;
-  logger?: RuntimeLogger;
+  logger?: Logger;
   /** Called after every handler run, e.g. to count reconciles in metrics. */
   onResult?: (key: string, outcome: ReconcileOutcome, durationMs: number) => void;
 }
@@ -73,8 +76,7 @@ export interface AddOptions {
  * point in [0, min(max, base * 2^(failures-1))).
  */
 export function failureBackoffMs(failures: number, baseDelayMs: number, maxDelayMs: number, random: () => number): number {
-  const cap = Math.min(maxDelayMs, baseDelayMs * 2 ** Math.max(0, failures - 1));
-  return Math.floor(random() * cap);
+  return fullJitterDelay(failures - 1, { baseDelayMs, maxDelayMs }, random);
 }
 
 /** A deduplicating keyed queue with bounded concurrency, failure backoff with jitter and batching. */

@@ -23,7 +23,7 @@ export interface MassDeletionPolicy {
   maxShare: number;
 }
 
-export interface DeletionCount {
+interface DeletionCount {
   /** How many were published before. */
   published: number;
   /** `namespace/name` of those that would go, sorted. */

@@ -78,11 +78,6 @@ export function parseClusterClassName(className: string): ReleaseTag {
   return parseReleaseTag(className.replace('.', '-'));
 }
 
-/** The release (ClusterStackRelease) name for a ClusterClass name: the one `.` becomes `-`. */
-export function releaseNameForClass(className: string): string {
-  return formatReleaseTag(parseClusterClassName(className));
-}
-
 export function kubernetesMinorOf(tag: ReleaseTag): string {
   return `${tag.kubernetesMajor}.${tag.kubernetesMinor}`;
 }

@@ -3,7 +3,7 @@
 import { type CapiCluster, type ClusterStack, type ClusterStackReleaseSummary, type KubeObject, withSpecDefaults } from '../api/types.js';
 import type { Problem } from './problem.js';
 import { clusterClassName, formatReleaseTag, kubernetesMinorOf, parseClusterClassName, type ReleaseTag } from './release-tag.js';
-import { channelOf, compareStackVersions, formatDotVersion, parseStackVersion, sameVersion } from './stack-version.js';
+import { channelOf, compareStackVersions, formatDotVersion, isHashBuild, parseStackVersion, sameVersion } from './stack-version.js';
 
 export interface AvailableRelease {
   tag: string;
@@ -24,7 +24,8 @@ export interface ResolveInput {
   providerReleases?: KubeObject[];
 }
 
-export type KeepReason = 'listed in spec.versions' | 'newest release (autoSubscribe)' | 'newest ready release' | `used by Cluster ${string}`;
+/** Why a release stays in the output; anything else is dropped (and pruned by the GitOps engine). */
+type KeepReason = 'listed in spec.versions' | 'newest release (autoSubscribe)' | 'newest ready release' | `used by Cluster ${string}`;
 
 export interface ReleaseDecision {
   name: string;
@@ -70,7 +71,7 @@ export interface Resolution {
   clusters: ClusterResolution[];
 }
 
-export const DEFAULT_NAMESPACE = 'default';
+const DEFAULT_NAMESPACE = 'default';
 
 export function namespaceOf(object: { metadata: { namespace?: string } }): string {
   return object.metadata.namespace ?? DEFAULT_NAMESPACE;
@@ -174,7 +175,7 @@ function resolveStack(input: StackInput, clusters: ClusterResolution[], provider
   const notes: string[] = [];
   const object = `ClusterStack ${objectKey(stack)}`;
   const matching = input.releases.filter((release) => releaseMatchesStack(release.parsed, stack)).sort(compareReleases);
-  if (matching.some((release) => release.parsed.version.label === 'sha') && matching.length > 1) {
+  if (matching.some((release) => isHashBuild(release.parsed.version)) && matching.length > 1) {
     notes.push(
       matching.every((release) => release.publishedAt)
         ? 'hash builds carry no version order; "newest" means most recently published'
@@ -183,7 +184,7 @@ function resolveStack(input: StackInput, clusters: ClusterResolution[], provider
   }
 
   const reasons = new Map<string, string[]>(matching.map((release) => [release.tag, []]));
-  const addReason = (tag: string, reason: string): void => {
+  const addReason = (tag: string, reason: KeepReason): void => {
     reasons.get(tag)?.push(reason);
   };
 

@@ -2,10 +2,10 @@
 // (hash build, custom channel). Dot form is used in specs, metadata and ClusterClass names; dash
 // form (`v1-alpha-5`) in release tags and object names.
 
-export const STABLE_CHANNEL = 'stable';
-export const CUSTOM_CHANNEL = 'custom';
+const STABLE_CHANNEL = 'stable';
+const CUSTOM_CHANNEL = 'custom';
 /** The pre-release label hash builds carry; such versions belong to the `custom` channel. */
-export const HASH_LABEL = 'sha';
+const HASH_LABEL = 'sha';
 
 export interface StackVersion {
   major: number;
@@ -75,10 +75,11 @@ export function formatDashVersion(version: StackVersion): string {
 /** The ClusterStack channel a version belongs to: stable, custom (hash builds) or its label. */
 export function channelOf(version: StackVersion): string {
   if (version.label === undefined) return STABLE_CHANNEL;
-  if (version.label === HASH_LABEL) return CUSTOM_CHANNEL;
+  if (isHashBuild(version)) return CUSTOM_CHANNEL;
   return version.label;
 }
 
+/** True for a hash build (`v0-sha.abc1234`): no version order, channel `custom`. */
 export function isHashBuild(version: StackVersion): boolean {
   return version.label === HASH_LABEL;
 }

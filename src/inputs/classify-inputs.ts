@@ -21,7 +21,7 @@ export function groupOf(apiVersion: string): string {
   return apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.indexOf('/')) : '';
 }
 
-export function describeObject(object: KubeObject): string {
+function describeObject(object: KubeObject): string {
   return `${object.kind} ${object.metadata.namespace ?? 'default'}/${object.metadata.name}`;
 }
 

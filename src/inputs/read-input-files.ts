@@ -7,11 +7,11 @@ import { type ParsedManifests, parseManifests } from './parse-manifests.js';
 const YAML_FILE = /\.ya?ml$/;
 
 /** Largest input file read: far above any real manifest file, far below what exhausts memory. */
-export const MAX_INPUT_FILE_BYTES = 8 * 1024 * 1024;
+const MAX_INPUT_FILE_BYTES = 8 * 1024 * 1024;
 /** Largest sum of all input files. */
-export const MAX_INPUT_TOTAL_BYTES = 16 * 1024 * 1024;
+const MAX_INPUT_TOTAL_BYTES = 16 * 1024 * 1024;
 
-export interface FoundInputFile {
+interface FoundInputFile {
   /** The path as found (through any symbolic links), for messages. */
   file: string;
   /** The input paths (as given) it was found under: overlapping inputs share files. */
@@ -26,7 +26,7 @@ export interface FoundInputFile {
  * `file.yaml` to `..data/file.yaml`, and `..data` to a timestamped directory); entries starting
  * with "." are not walked, and a file or directory reached twice is read once.
  */
-export async function findInputFiles(paths: string[], exclude: string[] = []): Promise<FoundInputFile[]> {
+async function findInputFiles(paths: string[], exclude: string[] = []): Promise<FoundInputFile[]> {
   const excluded = new Set(await Promise.all(exclude.map((entry) => realpath(path.resolve(entry)).catch(() => path.resolve(entry)))));
   const found = new Map<string, FoundInputFile>();
   const problems: Problem[] = [];

@@ -4,9 +4,9 @@ import { OciError } from './oci-error.js';
 export const OCI_MANIFEST = 'application/vnd.oci.image.manifest.v1+json';
 export const OCI_INDEX = 'application/vnd.oci.image.index.v1+json';
 export const DOCKER_MANIFEST_V2 = 'application/vnd.docker.distribution.manifest.v2+json';
-export const DOCKER_MANIFEST_LIST = 'application/vnd.docker.distribution.manifest.list.v2+json';
+const DOCKER_MANIFEST_LIST = 'application/vnd.docker.distribution.manifest.list.v2+json';
 export const OCI_IMAGE_CONFIG = 'application/vnd.oci.image.config.v1+json';
-export const OCI_EMPTY = 'application/vnd.oci.empty.v1+json';
+const OCI_EMPTY = 'application/vnd.oci.empty.v1+json';
 /** What oras uses for a plain file layer; any layer media type is accepted on read. */
 export const OCI_FILE_LAYER = 'application/vnd.oci.image.layer.v1.tar';
 export const TITLE_ANNOTATION = 'org.opencontainers.image.title';

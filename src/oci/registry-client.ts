@@ -1,5 +1,10 @@
 // A small client for the OCI distribution HTTP API: tags, manifests and blobs, with anonymous, Basic
 // and Bearer-token auth, retries for transient failures, and digest checks on everything it reads.
+//
+// Hand-written on purpose: no maintained Node.js registry client fits. The npm ones (docker-registry-
+// client, oci-registry-client) are little used and unmaintained, none streams blobs to disk while
+// checking their digest, and none takes an injected fetch, our remote deadline or the retry helper.
+// The distribution API we need is small: tags, manifests, blobs, and the token dance.
 import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { rm, stat } from 'node:fs/promises';
@@ -17,14 +22,15 @@ import {
   RequestTimeoutError,
   type RetryPolicy,
   type Sleep,
-  type SourceLogger,
   withRetry,
 } from '../sources/http-retry.js';
 import { currentDeadline, deadlineErrorOf, sleepWithinDeadline, withDeadline } from '../sources/remote-deadline.js';
+import { nextLink } from '../sources/link-header.js';
 import { CONNECT_TIMEOUT_CODE } from '../sources/remote-fetch.js';
 import { OciError } from './oci-error.js';
 import { assertSha256Digest, DOCKER_MANIFEST_V2, isDigest, OCI_INDEX, OCI_MANIFEST, type OciManifest, parseOciManifest } from './oci-manifest.js';
-import { nextLink, parseAuthChallenge } from './www-authenticate.js';
+import { parseAuthChallenge } from './www-authenticate.js';
+import type { Logger } from '../core/logger.js';
 
 export interface RegistryCredentials {
   username: string;
@@ -40,7 +46,7 @@ export interface RegistryClientOptions {
   credentials?: RegistryCredentials;
   fetch?: typeof fetch;
   sleep?: Sleep;
-  logger?: SourceLogger;
+  logger?: Logger;
   /** No headers (or no body bytes) for this long fails the attempt. Default 30 s. */
   timeoutMs?: number;
   /** One call (a tag list, a manifest, a blob) in total, retries included, unless the caller's operation set a sooner deadline. Default 5 minutes. */
@@ -106,7 +112,7 @@ export class RegistryClient {
   private readonly credentials: RegistryCredentials | undefined;
   private readonly fetchImpl: typeof fetch;
   private readonly sleep: Sleep;
-  private readonly logger: SourceLogger | undefined;
+  private readonly logger: Logger | undefined;
   private readonly retry: RetryPolicy;
   private readonly plainHttp: boolean;
   private readonly timeoutMs: number;

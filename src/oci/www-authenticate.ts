@@ -1,4 +1,4 @@
-// `WWW-Authenticate` challenges and `Link` pagination headers of the distribution API.
+// `WWW-Authenticate` challenges of the distribution API (Basic, or Bearer with a token realm).
 
 export interface AuthChallenge {
   /** Lowercase: `basic`, `bearer`, or whatever else the registry sent. */
@@ -23,14 +23,4 @@ export function parseAuthChallenge(header: string | null | undefined): AuthChall
     if (param.lastIndex >= rest.length) break;
   }
   return { scheme: (match[1] ?? '').toLowerCase(), params };
-}
-
-/** The `rel="next"` target of a `Link` header, if any. */
-export function nextLink(header: string | null | undefined): string | undefined {
-  if (!header) return undefined;
-  for (const part of header.split(/,(?=\s*<)/)) {
-    const match = /^\s*<([^>]*)>\s*;(.*)$/.exec(part);
-    if (match && /(?:^|;)\s*rel\s*=\s*"?next"?\s*(?:;|$)/i.test(match[2] ?? '')) return match[1];
-  }
-  return undefined;
 }

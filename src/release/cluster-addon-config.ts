@@ -23,15 +23,15 @@ export const CLUSTER_ADDON_CONFIG_FILE = 'clusteraddon.yaml';
  * when spec.version changed and before anything is upgraded, AfterClusterUpgrade once the whole
  * cluster runs the new version. A later hook describes the newer state.
  */
-export const ADDON_HOOKS = ['AfterControlPlaneInitialized', 'BeforeClusterUpgrade', 'AfterClusterUpgrade'] as const;
-export type AddonHook = (typeof ADDON_HOOKS)[number];
+const ADDON_HOOKS = ['AfterControlPlaneInitialized', 'BeforeClusterUpgrade', 'AfterClusterUpgrade'] as const;
+type AddonHook = (typeof ADDON_HOOKS)[number];
 
-export interface WaitCondition {
+interface WaitCondition {
   objects: { key: string; apiVersion: string; kind: string; name: string; namespace?: string }[];
   conditions: string;
 }
 
-export interface AddonStageEntry {
+interface AddonStageEntry {
   name: string;
   action: 'apply' | 'delete';
   waitForPreCondition?: WaitCondition;

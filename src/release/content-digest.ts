@@ -19,7 +19,7 @@ export async function fileDigest(file: string): Promise<string> {
 }
 
 /** Every regular file and symlink under `root`, as sorted POSIX paths relative to it. */
-export async function listTree(root: string): Promise<string[]> {
+async function listTree(root: string): Promise<string[]> {
   const out: string[] = [];
   async function walk(dir: string, prefix: string): Promise<void> {
     const entries = await readdir(dir, { withFileTypes: true });

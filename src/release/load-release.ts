@@ -12,10 +12,10 @@ import type { FetchedRelease } from './release-source.js';
 import { assertInsideRelease } from './release-containment.js';
 import { extractArchive } from './safe-extract.js';
 
-export const LEGACY_VALUES_FILE = 'cluster-addon-values.yaml';
-export const STAGE_VALUES_FILE = 'overwrite.yaml';
+const LEGACY_VALUES_FILE = 'cluster-addon-values.yaml';
+const STAGE_VALUES_FILE = 'overwrite.yaml';
 /** Largest metadata, addon configuration or values file read from a release. */
-export const MAX_RELEASE_TEXT_BYTES = 4 * 1024 * 1024;
+const MAX_RELEASE_TEXT_BYTES = 4 * 1024 * 1024;
 
 /** A chart ready for helm: an unpacked directory and the digest of what it came from. */
 export interface ChartSource {
@@ -25,14 +25,14 @@ export interface ChartSource {
   origin: string;
 }
 
-export interface LegacyAddons {
+interface LegacyAddons {
   format: 'legacy';
   chart: ChartSource;
   /** cluster-addon-values.yaml: a Go template over .Cluster, .ControlPlane, .InfraCluster. */
   valuesTemplate: string;
 }
 
-export interface AddonStage {
+interface AddonStage {
   name: string;
   action: 'apply' | 'delete';
   order: number;
@@ -42,7 +42,7 @@ export interface AddonStage {
   valuesTemplate: string;
 }
 
-export interface MultiStageAddons {
+interface MultiStageAddons {
   format: 'multi-stage';
   config: ClusterAddonConfig;
   /** Digest of the addon archive (or directory): equal between releases sharing an addon version. */

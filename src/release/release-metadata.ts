@@ -1,11 +1,12 @@
 // metadata.yaml of a release: which stack version, Kubernetes patch and component versions it carries.
+import semver from 'semver';
 import { decodeYamlDocument } from '../yaml/kube-yaml.js';
 import type { Problem } from '../core/problem.js';
 import { formatReleaseTag, type ReleaseTag } from '../core/release-tag.js';
 import { formatDotVersion, parseAnyVersion, sameVersion, type StackVersion } from '../core/stack-version.js';
 
 export const METADATA_FILE = 'metadata.yaml';
-export const METADATA_API_VERSION = 'metadata.clusterstack.x-k8s.io/v1alpha1';
+const METADATA_API_VERSION = 'metadata.clusterstack.x-k8s.io/v1alpha1';
 
 export interface ReleaseMetadata {
   clusterStack: StackVersion;
@@ -18,7 +19,15 @@ export interface ReleaseMetadata {
 
 export type MetadataResult = { metadata: ReleaseMetadata; problems: [] } | { metadata?: undefined; problems: Problem[] };
 
-const KUBERNETES_PATCH = /^v?(\d+)\.(\d+)\.(\d+)$/;
+/**
+ * A Kubernetes release version with patch (`v1.30.4` or `1.30.4`): Kubernetes versions are semver,
+ * so semver's parser reads them; pre-releases, build metadata and padding are not release versions.
+ */
+function kubernetesPatchVersion(value: unknown): semver.SemVer | undefined {
+  if (typeof value !== 'string' || value !== value.trim()) return undefined;
+  const parsed = semver.parse(value);
+  return parsed && parsed.prerelease.length === 0 && parsed.build.length === 0 ? parsed : undefined;
+}
 
 /** Parses and validates metadata.yaml against the release tag it came with; reports every problem. */
 export function parseReleaseMetadata(text: string, tag: ReleaseTag): MetadataResult {
@@ -58,12 +67,12 @@ export function parseReleaseMetadata(text: string, tag: ReleaseTag): MetadataRes
 
   let kubernetesVersion: string | undefined;
   const kubernetes = versions.kubernetes;
-  const match = typeof kubernetes === 'string' ? KUBERNETES_PATCH.exec(kubernetes) : null;
-  if (!match) {
+  const parsed = kubernetesPatchVersion(kubernetes);
+  if (!parsed) {
     problems.push({ source, path: 'versions.kubernetes', message: `must be a Kubernetes version with patch such as v1.30.4, found ${JSON.stringify(kubernetes ?? null)}` });
   } else {
-    kubernetesVersion = `${match[1]}.${match[2]}.${match[3]}`;
-    if (Number(match[1]) !== tag.kubernetesMajor || Number(match[2]) !== tag.kubernetesMinor) {
+    kubernetesVersion = parsed.version;
+    if (parsed.major !== tag.kubernetesMajor || parsed.minor !== tag.kubernetesMinor) {
       problems.push({
         source,
         path: 'versions.kubernetes',

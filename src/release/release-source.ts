@@ -1,14 +1,14 @@
 // The seam every release backend implements: a local directory, GitHub releases, an OCI registry.
 import { parseReleaseTag, type ReleaseTag } from '../core/release-tag.js';
 
-export interface ReleaseRef {
+interface ReleaseRef {
   tag: string;
   parsed: ReleaseTag;
   /** When the release was published (ISO 8601), if the backend knows; orders hash builds. */
   publishedAt?: string;
 }
 
-export interface SkippedRelease {
+interface SkippedRelease {
   name: string;
   reason: string;
 }

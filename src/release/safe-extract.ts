@@ -175,11 +175,7 @@ function parserDone(parser: tar.Parser, event: 'end' | 'close'): Promise<void> {
   });
 }
 
-/** Checks every entry of the archive against the limits and the escape rules, writing nothing. */
-export async function inspectArchive(file: string, label: string, limits: Partial<ExtractLimits> = {}): Promise<string[]> {
-  return (await inspect(file, label, { ...DEFAULT_EXTRACT_LIMITS, ...limits })).entries;
-}
-
+/** Checks every entry of the archive against the limits and the escape rules, writing nothing; returns the entries. */
 async function inspect(file: string, label: string, limits: ExtractLimits): Promise<{ entries: string[]; tarBytes: number }> {
   const entries: string[] = [];
   // Symlinks declared so far, by normalized path, with their targets relative to the root.

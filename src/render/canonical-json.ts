@@ -1,4 +1,5 @@
 // JSON with sorted keys: the basis of every digest, so equal inputs always hash equal.
+import { sortKeysDeep } from '../core/sort-keys.js';
 
 /**
  * Sorted-key JSON of `value`, byte for byte what JSON.stringify gives for plain JSON data; a bigint
@@ -7,20 +8,6 @@
  */
 export function canonicalJson(value: unknown): string {
   return writeJson(sortKeysDeep(value)) ?? 'null';
-}
-
-/** A copy of `value` with every object's keys sorted and undefined-valued keys dropped. */
-export function sortKeysDeep<T>(value: T): T {
-  if (Array.isArray(value)) return value.map(sortKeysDeep) as T;
-  if (value !== null && typeof value === 'object') {
-    const sorted: Record<string, unknown> = {};
-    for (const key of Object.keys(value as Record<string, unknown>).sort()) {
-      const child = (value as Record<string, unknown>)[key];
-      if (child !== undefined) sorted[key] = sortKeysDeep(child);
-    }
-    return sorted as T;
-  }
-  return value;
 }
 
 // JSON.stringify's rules (undefined, functions and symbols: left out of objects, null in arrays),

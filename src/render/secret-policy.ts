@@ -24,7 +24,7 @@ function isBase64PrivateKey(value: string): boolean {
 }
 
 /** Objects that are Secrets or carry private keys, with why each was flagged. */
-export function findSecrets(objects: KubeObject[]): SecretFinding[] {
+function findSecrets(objects: KubeObject[]): SecretFinding[] {
   const findings: SecretFinding[] = [];
   for (const object of objects) {
     if (object.kind === 'Secret' && (object.apiVersion === 'v1' || object.apiVersion === '')) findings.push({ object, why: 'is a Secret' });

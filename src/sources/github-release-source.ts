@@ -1,10 +1,10 @@
 // Releases published as GitHub releases (github.com or GitHub Enterprise), through octokit.
 // Listings use conditional requests (ETag / If-None-Match; a 304 costs no rate limit), downloads go
-// into the verified ReleaseCache, and this module owns retrying: octokit's retry and throttling
-// plugins are disabled so that rate-limit waits are bounded, reported and never a tight loop.
+// into the verified ReleaseCache, and this module owns retrying (withRetry, with one rate-limit wait
+// that is bounded and reported): the GitHub client has octokit's own plugins off (github-client.ts).
 import { open } from 'node:fs/promises';
 import path from 'node:path';
-import { Octokit, RequestError } from 'octokit';
+import { createGitHubClient, type GitHubClient, GITHUB_API_URL, isRequestError } from '../github/github-client.js';
 import {
   type FetchedRelease,
   listingFromTags,
@@ -13,21 +13,20 @@ import {
   ReleaseSourceError,
 } from '../release/release-source.js';
 import {
-  backoffDelay,
   DEFAULT_RETRY_POLICY,
-  fetchWithTimeout,
   printableUrl,
   rateLimitWaitMs,
   realSleep,
   RequestTimeoutError,
   type RetryPolicy,
   type Sleep,
-  type SourceLogger,
+  withRetry,
 } from './http-retry.js';
 import type { ReleaseCache } from './release-cache.js';
-import { currentDeadline, deadlineErrorOf, sleepWithinDeadline, withDeadline } from './remote-deadline.js';
+import { currentDeadline, deadlineErrorOf, withDeadline } from './remote-deadline.js';
+import { nextLink } from './link-header.js';
+import type { Logger } from '../core/logger.js';
 
-export const GITHUB_API_URL = 'https://api.github.com';
 const METADATA_ASSET = 'metadata.yaml';
 const MAX_REDIRECTS = 5;
 
@@ -54,7 +53,7 @@ export interface GitHubReleaseSourceOptions {
   retry?: Partial<RetryPolicy>;
   /** Reuse a listing younger than this without asking GitHub at all. Default 0 (always ask, conditionally). */
   minListIntervalMs?: number;
-  logger?: SourceLogger;
+  logger?: Logger;
   /** Messages for the person running the tool (rate-limit waits). */
   onWarning?: (message: string) => void;
 }
@@ -86,12 +85,8 @@ class TransferError extends Error {
   }
 }
 
-function isRequestError(error: unknown): error is RequestError {
-  return error instanceof RequestError || (error instanceof Error && error.name === 'HttpError' && typeof (error as { status?: unknown }).status === 'number');
-}
-
 /** octokit reports network failures as status 500 without a response. */
-function isNetworkFailure(error: RequestError): boolean {
+function isNetworkFailure(error: { response?: unknown }): boolean {
   return error.response === undefined;
 }
 
@@ -124,15 +119,6 @@ function describeFailure(error: unknown): string {
   return (error as Error).message;
 }
 
-function parseNextLink(link: string | undefined): string | undefined {
-  if (!link) return undefined;
-  for (const part of link.split(',')) {
-    const match = /<([^>]+)>\s*;\s*rel="?next"?/.exec(part);
-    if (match) return match[1];
-  }
-  return undefined;
-}
-
 function toRelease(raw: unknown): GitHubRelease | undefined {
   if (typeof raw !== 'object' || raw === null) return undefined;
   const item = raw as { tag_name?: unknown; draft?: unknown; published_at?: unknown; assets?: unknown };
@@ -161,7 +147,7 @@ export class GitHubReleaseSource implements ReleaseSource {
   private readonly baseUrl: string;
   /** The base URL as printed in messages: no credentials, no query. */
   private readonly printableBase: string;
-  private readonly octokit: InstanceType<typeof Octokit>;
+  private readonly octokit: GitHubClient;
   private readonly fetchImpl: typeof fetch;
   private readonly clock: () => Date;
   private readonly sleep: Sleep;
@@ -179,31 +165,27 @@ export class GitHubReleaseSource implements ReleaseSource {
   constructor(private readonly options: GitHubReleaseSourceOptions) {
     this.owner = options.owner;
     this.repo = options.repo;
-    this.baseUrl = (options.baseUrl ?? GITHUB_API_URL).replace(/\/+$/, '');
+    const github = createGitHubClient({
+      ...(options.baseUrl !== undefined ? { baseUrl: options.baseUrl } : {}),
+      ...(options.token !== undefined ? { token: options.token } : {}),
+      ...(options.fetch !== undefined ? { fetch: options.fetch } : {}),
+      requestTimeoutMs: options.requestTimeoutMs ?? 30_000,
+    });
+    this.octokit = github.octokit;
+    this.fetchImpl = github.fetch;
+    this.baseUrl = github.baseUrl;
     const printableBase = printableUrl(this.baseUrl).replace(/\/+$/, '');
     this.printableBase = printableBase;
     const isPublic = printableBase === GITHUB_API_URL;
     this.location = isPublic ? `github:${this.owner}/${this.repo}` : `github:${this.owner}/${this.repo}@${printableBase}`;
     this.sourceKey = `github:${this.owner.toLowerCase()}/${this.repo.toLowerCase()}@${printableBase}`;
     this.clock = options.clock ?? (() => new Date());
-    this.sleep = sleepWithinDeadline(options.sleep ?? realSleep);
+    this.sleep = options.sleep ?? realSleep;
     this.totalTimeoutMs = options.totalTimeoutMs ?? 5 * 60 * 1000;
     this.random = options.random ?? Math.random;
     this.maxRateLimitWaitMs = options.maxRateLimitWaitMs ?? 15 * 60 * 1000;
     this.retryPolicy = { ...DEFAULT_RETRY_POLICY, ...options.retry };
     this.minListIntervalMs = options.minListIntervalMs ?? 0;
-    this.fetchImpl = fetchWithTimeout(options.fetch ?? globalThis.fetch, options.requestTimeoutMs ?? 30_000);
-    const quiet = (): void => {};
-    this.octokit = new Octokit({
-      baseUrl: this.baseUrl,
-      userAgent: 'clusterstack-gitops',
-      ...(options.token ? { auth: options.token } : {}),
-      // We own retrying and rate-limit waits: both bundled plugins off, no retries at request level.
-      request: { fetch: this.fetchImpl, retries: 0 },
-      throttle: { enabled: false },
-      retry: { enabled: false },
-      log: { debug: quiet, info: quiet, warn: quiet, error: quiet },
-    });
   }
 
   private get name(): string {
@@ -253,7 +235,7 @@ export class GitHubReleaseSource implements ReleaseSource {
       if (!Array.isArray(data)) throw new ReleaseSourceError('unavailable', `GitHub at ${this.printableBase} answered the release list of ${this.name} with something that is not a list`);
       const headers = response.headers as Record<string, string | undefined>;
       const page: RememberedPage = { etag: headers.etag ?? '', releases: data.flatMap((raw) => toRelease(raw) ?? []) };
-      const next = parseNextLink(headers.link);
+      const next = nextLink(headers.link);
       if (next) page.next = next;
       if (page.etag) this.pages.set(url, page);
       else this.pages.delete(url);
@@ -391,51 +373,48 @@ export class GitHubReleaseSource implements ReleaseSource {
    */
   private async call<T>(what: string, operation: () => Promise<T>): Promise<T> {
     let waitedForRateLimit = false;
-    let lastFailure: string | undefined;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const result = await operation();
-        // octokit swallows a body cut short by the deadline: what it returns then is not an answer.
-        const expired = currentDeadline()?.expired ? currentDeadline()!.error : undefined;
-        if (expired) throw expired;
-        return result;
-      } catch (error) {
-        if (error instanceof ReleaseSourceError) throw error;
-        if (isRequestError(error) && error.status === 304) throw error;
-        const deadline = deadlineErrorOf(error) ?? (currentDeadline()?.expired ? currentDeadline()?.error : undefined);
-        if (deadline) throw this.toSourceError(what, lastFailure === undefined ? deadline : deadline.after(lastFailure), attempt);
-        const waitMs = this.rateLimitWait(error);
-        if (waitMs !== undefined) {
-          const until = new Date(this.clock().getTime() + (Number.isFinite(waitMs) ? waitMs : 0));
-          // A reset after the operation's deadline cannot be waited for either.
-          if (waitedForRateLimit || waitMs > this.maxRateLimitWaitMs || waitMs >= (currentDeadline()?.remainingMs() ?? Number.POSITIVE_INFINITY)) {
-            throw new ReleaseSourceError(
-              'rate-limited',
-              `GitHub rate limit for ${this.name} is exhausted until ${Number.isFinite(waitMs) ? until.toISOString() : 'an unknown time'}; ${this.options.token ? 'wait, or use a token with a higher limit' : 'set GITHUB_TOKEN for a higher limit or wait'}`,
-              { cause: error },
-            );
-          }
-          waitedForRateLimit = true;
-          this.warn({ repository: this.name, waitMs, resetAt: until.toISOString() }, `GitHub rate limit for ${this.name} is exhausted; waiting ${Math.ceil(waitMs / 1000)} s until ${until.toISOString()} before ${what}`);
-          await this.sleep(waitMs);
-          attempt -= 1; // A rate-limit wait is not a failed attempt.
-          continue;
-        }
-        if (isTransient(error) && attempt < this.retryPolicy.attempts) {
-          lastFailure = describeFailure(error);
-          const delay = backoffDelay(attempt - 1, this.retryPolicy, this.random);
-          this.options.logger?.warn({ repository: this.name, attempt, delayMs: delay, failure: describeFailure(error) }, 'GitHub request failed; retrying');
-          try {
-            await this.sleep(delay);
-          } catch (sleepError) {
-            const deadline = deadlineErrorOf(sleepError);
-            // Out of time while waiting to retry: say what kept failing (printable, no URL queries).
-            throw deadline ? this.toSourceError(what, deadline.after(describeFailure(error)), attempt) : sleepError;
-          }
-          continue;
-        }
-        throw this.toSourceError(what, error, attempt);
-      }
+    let attempts = 0;
+    try {
+      return await withRetry(
+        async ({ attempt }) => {
+          attempts = attempt;
+          const result = await operation();
+          // octokit swallows a body cut short by the deadline: what it returns then is not an answer.
+          const deadline = currentDeadline();
+          if (deadline?.expired) throw deadline.error;
+          return result;
+        },
+        {
+          policy: this.retryPolicy,
+          sleep: this.sleep,
+          random: this.random,
+          isTransient,
+          describe: describeFailure,
+          serverWaitMs: (error) => {
+            const waitMs = this.rateLimitWait(error);
+            if (waitMs === undefined) return undefined;
+            const until = new Date(this.clock().getTime() + (Number.isFinite(waitMs) ? waitMs : 0));
+            // A reset after the operation's deadline cannot be waited for either.
+            if (waitedForRateLimit || waitMs > this.maxRateLimitWaitMs || waitMs >= (currentDeadline()?.remainingMs() ?? Number.POSITIVE_INFINITY)) {
+              throw new ReleaseSourceError(
+                'rate-limited',
+                `GitHub rate limit for ${this.name} is exhausted until ${Number.isFinite(waitMs) ? until.toISOString() : 'an unknown time'}; ${this.options.token ? 'wait, or use a token with a higher limit' : 'set GITHUB_TOKEN for a higher limit or wait'}`,
+                { cause: error },
+              );
+            }
+            waitedForRateLimit = true;
+            this.warn({ repository: this.name, waitMs, resetAt: until.toISOString() }, `GitHub rate limit for ${this.name} is exhausted; waiting ${Math.ceil(waitMs / 1000)} s until ${until.toISOString()} before ${what}`);
+            return waitMs;
+          },
+          onRetry: (error, delayMs, { attempt }) => this.options.logger?.warn({ repository: this.name, attempt, delayMs, failure: describeFailure(error) }, 'GitHub request failed; retrying'),
+        },
+      );
+    } catch (error) {
+      if (error instanceof ReleaseSourceError) throw error;
+      if (isRequestError(error) && error.status === 304) throw error;
+      const current = currentDeadline();
+      const deadline = deadlineErrorOf(error) ?? (current?.expired ? current.error : undefined);
+      throw this.toSourceError(what, deadline ?? error, attempts);
     }
   }
 

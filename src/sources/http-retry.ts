@@ -1,15 +1,12 @@
 // Retry with exponential backoff and jitter, rate-limit waits and request timeouts for the remote
 // release sources (GitHub, OCI). The sources own retrying: client libraries' own retry is disabled.
+import { type BackoffSteps, equalJitterDelay } from '../core/backoff.js';
 import { currentDeadline, DeadlineExceededError, deadlineErrorOf, sleepWithinDeadline } from './remote-deadline.js';
 
 /** How often and how patiently to retry a transient failure. */
-export interface RetryPolicy {
+export interface RetryPolicy extends BackoffSteps {
   /** Total attempts, the first included. */
   attempts: number;
-  /** Delay before the first retry (before jitter); doubles for every further retry. */
-  baseDelayMs: number;
-  /** Upper bound of one delay. */
-  maxDelayMs: number;
 }
 
 export const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = Object.freeze({ attempts: 4, baseDelayMs: 500, maxDelayMs: 10_000 });
@@ -17,16 +14,6 @@ export const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = Object.freeze({ attem
 export type Sleep = (ms: number) => Promise<void>;
 
 export const realSleep: Sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/**
- * The delay before retry number `retry` (0 for the first retry): "equal jitter", a random point in
- * the upper half of the exponential step, so delays grow from one retry to the next yet spread
- * clients apart.
- */
-export function backoffDelay(retry: number, policy: RetryPolicy, random: () => number = Math.random): number {
-  const step = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** retry);
-  return Math.round(step / 2 + random() * (step / 2));
-}
 
 export interface RetryContext {
   /** 1 for the first attempt. */
@@ -39,39 +26,55 @@ export interface RetryOptions {
   random?: () => number;
   /** True when the error is worth another attempt (server errors, network errors, timeouts). */
   isTransient: (error: unknown) => boolean;
+  /**
+   * How long the server asked us to wait before asking again (a rate limit), or undefined when
+   * `error` is no such answer. Waiting it out is not a failed attempt. Throw to give up instead
+   * (a wait too long, or a second one).
+   */
+  serverWaitMs?: (error: unknown) => number | undefined;
+  /** The failure in printable words, for the deadline's "last failure" (default: the error's message). */
+  describe?: (error: unknown) => string;
   /** Called before each backoff sleep, e.g. to log. */
   onRetry?: (error: unknown, delayMs: number, context: RetryContext) => void;
 }
 
-/** Runs `operation` until it succeeds, a non-transient error occurs, or the attempts run out (then the last error is thrown). */
+/**
+ * Runs `operation` until it succeeds, a non-transient error occurs, or the attempts run out (then
+ * the last error is thrown). Waits never outlast the current deadline (remote-deadline.ts); when
+ * it ends the operation, the DeadlineExceededError says what failed before it.
+ */
 export async function withRetry<T>(operation: (context: RetryContext) => Promise<T>, options: RetryOptions): Promise<T> {
   const policy = options.policy ?? DEFAULT_RETRY_POLICY;
-  // Backoff never outlasts the operation's total deadline.
   const sleep = sleepWithinDeadline(options.sleep ?? realSleep);
-  // When the deadline ends an attempt, the message says what failed before it.
+  const describe = options.describe ?? ((error: unknown) => error);
+  const sleepBefore = async (ms: number, failure: unknown): Promise<void> => {
+    try {
+      await sleep(ms);
+    } catch (sleepError) {
+      throw sleepError instanceof DeadlineExceededError ? sleepError.after(describe(failure)) : sleepError;
+    }
+  };
   let lastFailure: unknown;
   for (let attempt = 1; ; attempt++) {
     try {
       return await operation({ attempt });
     } catch (error) {
-      const deadline = deadlineErrorOf(error);
-      if (deadline && lastFailure !== undefined) throw deadline.after(lastFailure);
-      if (attempt >= policy.attempts || !options.isTransient(error) || currentDeadline()?.expired) throw error;
-      lastFailure = error;
-      const delay = backoffDelay(attempt - 1, policy, options.random);
-      options.onRetry?.(error, delay, { attempt });
-      try {
-        await sleep(delay);
-      } catch (sleepError) {
-        throw sleepError instanceof DeadlineExceededError ? sleepError.after(error) : sleepError;
+      const current = currentDeadline();
+      const deadline = deadlineErrorOf(error) ?? (current?.expired ? current.error : undefined);
+      if (deadline) throw lastFailure === undefined ? error : deadline.after(lastFailure);
+      const waitMs = options.serverWaitMs?.(error);
+      if (waitMs !== undefined) {
+        await sleepBefore(waitMs, error);
+        attempt -= 1;
+        continue;
       }
+      if (attempt >= policy.attempts || !options.isTransient(error)) throw error;
+      lastFailure = describe(error);
+      const delay = equalJitterDelay(attempt - 1, policy, options.random);
+      options.onRetry?.(error, delay, { attempt });
+      await sleepBefore(delay, error);
     }
   }
-}
-
-/** HTTP statuses that say "try again later" rather than "your request is wrong". */
-export function isTransientStatus(status: number): boolean {
-  return status >= 500 || status === 408;
 }
 
 type HeaderBag = Headers | Record<string, string | number | undefined>;
@@ -191,9 +194,4 @@ export function fetchWithTimeout(fetchImpl: typeof fetch, timeoutMs: number): ty
     Object.defineProperty(wrapped, 'url', { value: response.url });
     return wrapped;
   };
-}
-
-/** The part of a pino logger the sources use: fields first, then a fixed message. */
-export interface SourceLogger {
-  warn(fields: Record<string, unknown>, message: string): void;
 }

@@ -7,9 +7,10 @@ import { formatOciRepository, type OciRepositoryRef, parseOciRepository } from '
 import { RegistryClient, type RegistryCredentials } from '../oci/registry-client.js';
 import { releaseLayers } from '../oci/release-artifact.js';
 import { type FetchedRelease, listingFromTags, type ReleaseListing, type ReleaseSource } from '../release/release-source.js';
-import type { RetryPolicy, Sleep, SourceLogger } from './http-retry.js';
+import type { RetryPolicy, Sleep } from './http-retry.js';
 import type { ReleaseCache } from './release-cache.js';
 import { withDeadline } from './remote-deadline.js';
+import type { Logger } from '../core/logger.js';
 
 export interface OciReleaseSourceOptions {
   /** `oci://registry[:port]/repository` */
@@ -20,7 +21,7 @@ export interface OciReleaseSourceOptions {
   cache: ReleaseCache;
   fetch?: typeof fetch;
   sleep?: Sleep;
-  logger?: SourceLogger;
+  logger?: Logger;
   timeoutMs?: number;
   /** Listing the tags, or fetching one release (manifest and every blob), in total. Default 5 minutes. */
   totalTimeoutMs?: number;

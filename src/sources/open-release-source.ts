@@ -6,7 +6,7 @@ import type { RemoteTimeouts } from '../config.js';
 import type { RegistryCredentials } from '../oci/registry-client.js';
 import type { ReleaseSource } from '../release/release-source.js';
 import { GitHubReleaseSource } from './github-release-source.js';
-import type { SourceLogger } from './http-retry.js';
+import type { Logger } from '../core/logger.js';
 import { LocalReleaseSource } from './local-release-source.js';
 import { countingFetch, type RequestOutcome } from './counting-fetch.js';
 import { OCI_LAYOUT_FILE, OciLayoutSource } from './oci-layout-source.js';
@@ -21,7 +21,7 @@ export interface SourceOptions {
   /** GitHub API base URL (GitHub Enterprise: https://host/api/v3). */
   githubApiUrl?: string;
   fetch?: typeof fetch;
-  logger?: SourceLogger;
+  logger?: Logger;
   onWarning?: (message: string) => void;
   /** Talk plain HTTP to `oci://` registries (`--plain-http`). */
   plainHttp?: boolean;

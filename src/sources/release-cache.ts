@@ -25,7 +25,7 @@ export interface CacheEntryInfo {
   storedAt: string;
 }
 
-export interface CachedFile {
+interface CachedFile {
   /** POSIX path relative to the entry's files directory. */
   path: string;
   /** `sha256:<hex>` of the content. */
@@ -47,7 +47,7 @@ export interface ReleaseCacheOptions {
 }
 
 /** The cache could not store an entry: the write callback failed or wrote something unusable. */
-export class ReleaseCacheError extends Error {
+class ReleaseCacheError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'ReleaseCacheError';
@@ -60,7 +60,7 @@ const FILES = 'files';
 const STALE_TEMP_MS = 60 * 60 * 1000;
 
 /** The digest `treeDigest` computes for a tree of regular files, from their recorded hashes. */
-export function digestOfFiles(files: readonly CachedFile[]): string {
+function digestOfFiles(files: readonly CachedFile[]): string {
   const sorted = [...files].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   return sha256Digest(sorted.map((file) => `${file.path}\0${file.sha256}\n`).join(''));
 }

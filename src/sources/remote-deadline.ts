@@ -26,7 +26,7 @@ export class DeadlineExceededError extends Error {
 }
 
 /** `1500 ms`, `30 s`, `5 min`: short and exact enough for messages. */
-export function formatDuration(ms: number): string {
+function formatDuration(ms: number): string {
   if (ms < 1000) return `${ms} ms`;
   if (ms < 120_000 || ms % 60_000 !== 0) return `${Math.round(ms / 100) / 10} s`;
   return `${ms / 60_000} min`;

@@ -92,7 +92,7 @@ function ignoredTag(kind: 'scalar' | 'sequence' | 'mapping', construct: (data: u
 const mergeType = (jsYaml as unknown as { types: Record<string, jsYaml.Type> }).types['merge']!;
 
 /** go-yaml v2 semantics for reading and writing; the only schema any Kubernetes YAML goes through. */
-export const KUBE_YAML_SCHEMA = jsYaml.FAILSAFE_SCHEMA.extend({ implicit: [mergeType, timestampLike, plainScalar], explicit: explicitTypes });
+const KUBE_YAML_SCHEMA = jsYaml.FAILSAFE_SCHEMA.extend({ implicit: [mergeType, timestampLike, plainScalar], explicit: explicitTypes });
 
 /** A YAML text that cannot be read; `line` is 1-based within the text given. */
 export class YamlDecodeError extends Error {

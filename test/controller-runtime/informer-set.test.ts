@@ -1,7 +1,7 @@
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { InformerSet, type InformerSetOptions } from '../../src/controller/informer-set.js';
-import type { RuntimeLogger } from '../../src/controller/logger.js';
+import { recordingLogger } from '../support/test-logger.js';
 import type { WatchedKind, WatchEvent } from '../../src/controller/runtime-contract.js';
 import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api/index.js';
 
@@ -16,18 +16,6 @@ const aStack = (name: string, namespace = 'default') => ({
   metadata: { name, namespace },
   spec: { provider: 'docker', name: 'ferrol', kubernetesVersion: '1.30' },
 });
-
-interface LogEntry {
-  level: string;
-  fields: Record<string, unknown>;
-  message: string;
-}
-
-function recordingLogger(): { logger: RuntimeLogger; entries: LogEntry[] } {
-  const entries: LogEntry[] = [];
-  const at = (level: string) => (fields: Record<string, unknown>, message: string) => void entries.push({ level, fields, message });
-  return { logger: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') }, entries };
-}
 
 async function waitFor(condition: () => boolean, what: string, timeoutMs = 3000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -1,13 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LeaderElector, type LeaderElectorOptions } from '../../src/controller/leader-election.js';
-import type { RuntimeLogger } from '../../src/controller/logger.js';
+import { silentLogger } from '../support/test-logger.js';
 import { systemClock, type Clock } from '../../src/controller/runtime-contract.js';
 import { startFakeKubeApi, type FakeKubeApi, type KubeObject } from '../support/fake-kube-api/index.js';
 
 const NS = 'kube-system';
 const LEASE = 'clusterstack-gitops-controller';
 
-const quietLogger: RuntimeLogger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
 
 async function waitFor(condition: () => boolean, what: string, timeoutMs = 3000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -53,7 +52,7 @@ describe('LeaderElector', () => {
       leaseDurationMs: 1000,
       renewDeadlineMs: 400,
       retryPeriodMs: 50,
-      logger: quietLogger,
+      logger: silentLogger,
       ...options,
     });
     electors.push(elector);
@@ -162,7 +161,7 @@ describe('LeaderElector', () => {
   });
 
   it('passes a signal that aborts when leadership ends, and ends leadership when onStartedLeading fails', async () => {
-    const elector = new LeaderElector({ kubeConfig: api.kubeConfig(), namespace: NS, name: LEASE, identity: 'pod-a', leaseDurationMs: 1000, renewDeadlineMs: 400, retryPeriodMs: 50, logger: quietLogger });
+    const elector = new LeaderElector({ kubeConfig: api.kubeConfig(), namespace: NS, name: LEASE, identity: 'pod-a', leaseDurationMs: 1000, renewDeadlineMs: 400, retryPeriodMs: 50, logger: silentLogger });
     electors.push(elector);
     let signal: AbortSignal | undefined;
     const stopped: string[] = [];
@@ -181,7 +180,7 @@ describe('LeaderElector', () => {
   });
 
   it('refuses timings that cannot work', () => {
-    const base = { kubeConfig: api.kubeConfig(), namespace: NS, name: LEASE, identity: 'x', logger: quietLogger };
+    const base = { kubeConfig: api.kubeConfig(), namespace: NS, name: LEASE, identity: 'x', logger: silentLogger };
     expect(() => new LeaderElector({ ...base, leaseDurationMs: 1000, renewDeadlineMs: 1000, retryPeriodMs: 100 })).toThrow(/leaseDurationMs must be greater/);
     expect(() => new LeaderElector({ ...base, leaseDurationMs: 1000, renewDeadlineMs: 100, retryPeriodMs: 100 })).toThrow(/renewDeadlineMs must be greater/);
   });

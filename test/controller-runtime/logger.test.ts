@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createLogger, reconcileLogger } from '../../src/controller/logger.js';
+import { createLogger } from '../../src/controller/logger.js';
 
 function capture() {
   const lines: string[] = [];
@@ -42,7 +42,7 @@ describe('createLogger', () => {
 
   it('stamps a reconcile child logger with the object', () => {
     const { lines, destination } = capture();
-    reconcileLogger(createLogger({ destination }), { kind: 'ClusterStack', namespace: 'default', name: 'ferrol' }).info({ release: 'docker-ferrol-1-30-v1', token: 't' }, 'rendered release');
+    createLogger({ destination }).child({ kind: 'ClusterStack', namespace: 'default', name: 'ferrol' }).info({ release: 'docker-ferrol-1-30-v1', token: 't' }, 'rendered release');
     expect(JSON.parse(lines[0] as string)).toMatchObject({ kind: 'ClusterStack', namespace: 'default', name: 'ferrol', release: 'docker-ferrol-1-30-v1', token: '[Redacted]', msg: 'rendered release' });
   });
 

@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import type { Clock, ClockTimer } from '../../src/controller/runtime-contract.js';
 import { onShutdownSignals, signalExitCode, type SignalTarget } from '../../src/controller/shutdown.js';
+import { recordingLogger } from '../support/test-logger.js';
 
 /** Stands in for `process`: signals are emitted by the test, exit codes recorded. */
 class FakeProcess extends EventEmitter implements SignalTarget {
@@ -107,18 +108,18 @@ describe('onShutdownSignals', () => {
 
   it('exits 1 when the handler fails, and removes its listeners when disposed', async () => {
     const proc = new FakeProcess();
-    const errors: string[] = [];
+    const { logger, entries } = recordingLogger();
     const dispose = onShutdownSignals(
       async () => {
         throw new Error('queue did not stop');
       },
-      { timeoutMs: 10_000, process: proc, clock: new HeldClock(), logger: { debug: () => undefined, info: () => undefined, warn: () => undefined, error: (_f, m) => void errors.push(m) } },
+      { timeoutMs: 10_000, process: proc, clock: new HeldClock(), logger },
     );
     expect(proc.listenerCount('SIGTERM')).toBe(1);
     proc.emit('SIGTERM', 'SIGTERM');
     await settle();
     expect(proc.exits).toEqual([1]);
-    expect(errors).toEqual(['shutdown failed; exiting']);
+    expect(entries.filter((entry) => entry.level === 'error').map((entry) => entry.message)).toEqual(['shutdown failed; exiting']);
     dispose();
     expect(proc.listenerCount('SIGTERM') + proc.listenerCount('SIGINT')).toBe(0);
   });

@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createKubeClient } from '../../src/controller/kube-client.js';
 import { ArgoClusterSecrets } from '../../src/controller/reconcile-argocd-secrets.js';
 import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api/index.js';
+import { recordingLogger } from '../support/test-logger.js';
 
 const KUBECONFIG = `apiVersion: v1
 kind: Config
@@ -27,10 +28,9 @@ describe('ArgoClusterSecrets', () => {
     const core = kubeConfig.makeApiClient(CoreV1Api);
     for (const name of ['argocd', 'workloads']) await core.createNamespace({ body: { metadata: { name } } });
     await core.createNamespacedSecret({ namespace: 'workloads', body: { metadata: { name: 'alpha-kubeconfig' }, stringData: { value: KUBECONFIG } } });
-    const lines: string[] = [];
-    const log = (fields: Record<string, unknown>, message: string) => void lines.push(`${message} ${JSON.stringify(fields)}`);
+    const { logger, entries } = recordingLogger();
     let now = 0;
-    const secrets = new ArgoClusterSecrets({ store: createKubeClient({ kubeConfig, identity: 'test' }), namespace: 'argocd', logger: { debug: log, info: log, warn: log, error: log }, now: () => now });
+    const secrets = new ArgoClusterSecrets({ store: createKubeClient({ kubeConfig, identity: 'test' }), namespace: 'argocd', logger, now: () => now });
 
     const first = await secrets.reconcile([{ namespace: 'workloads', name: 'alpha' }, { namespace: 'workloads', name: 'bravo' }]);
     expect(first).toMatchObject({ written: ['argocd/cluster-workloads-alpha'], waiting: ['workloads/bravo'], errors: [] });
@@ -47,6 +47,6 @@ describe('ArgoClusterSecrets', () => {
 
     expect((await secrets.reconcile([])).deleted).toEqual(['argocd/cluster-workloads-alpha']);
     expect(api.get('v1', 'Secret', 'argocd', 'cluster-workloads-alpha')).toBeUndefined();
-    expect(lines.join('\n')).not.toContain('s3cret');
+    expect(entries.map((entry) => `${entry.message} ${JSON.stringify(entry.fields)}`).join('\n')).not.toContain('s3cret');
   });
 });

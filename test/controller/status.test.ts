@@ -12,7 +12,7 @@ import { credentialsFromKubeconfig, desiredArgoClusterSecret, KubeconfigError, s
 import { mergeConditions, rebaseConditions } from '../../src/controller/status/conditions.js';
 import { desiredState } from '../../src/controller/status/desired-state.js';
 import type { PublishState, StatusInputs } from '../../src/controller/status/status-inputs.js';
-import { pathSpecificity, syncStateOf } from '../../src/controller/status/sync-state.js';
+import { syncStateOf } from '../../src/controller/status/sync-state.js';
 import { labelValue, nameLabels } from '../../src/controller/status/owned-objects.js';
 import { aCluster, aClusterStack, aProviderRelease, releases } from '../support/builders.js';
 
@@ -204,10 +204,19 @@ describe('syncStateOf', () => {
   });
 
   it('matches paths ending in a unit directory, the most specific first, under the output path', () => {
-    expect(pathSpecificity(`./gitops/management/${NS}/${V2}`, `management/${NS}/${V2}`, 'gitops')).toBeGreaterThan(pathSpecificity('./gitops/management', `management/${NS}/${V2}`, 'gitops'));
-    expect(pathSpecificity(`./clusters/${NS}/alpha`, `clusters/${NS}/alpha/cni`)).toBeGreaterThan(0);
-    expect(pathSpecificity(`./clusters/${NS}/bravo`, `clusters/${NS}/alpha/cni`)).toBe(0);
-    expect(pathSpecificity('./flux', `management/${NS}/${V2}`)).toBe(0);
+    const release = `management/${NS}/${V2}`;
+    const stage = `clusters/${NS}/alpha/cni`;
+    const objects = [
+      flux('management', './gitops/management', 'False', HEAD),
+      flux('release', `./gitops/management/${NS}/${V2}`, 'True', HEAD),
+      flux('bravo', `./gitops/clusters/${NS}/bravo`, 'True', HEAD),
+      flux('wiring', './gitops/flux', 'True', HEAD),
+    ];
+    const states = syncStateOf('flux', objects, [release, stage], order, 'gitops');
+    expect(states.get(release)?.source).toBe('Flux Kustomization flux-system/release');
+    expect(states.has(stage)).toBe(false);
+    const alpha = syncStateOf('flux', [...objects, flux('alpha', `./gitops/clusters/${NS}/alpha`, 'True', HEAD)], [stage], order, 'gitops');
+    expect(alpha.get(stage)?.source).toBe('Flux Kustomization flux-system/alpha');
   });
 
   it('reads Flux Ready and the applied revision, waiting for the unit revision', () => {

@@ -7,7 +7,7 @@ import { ReleaseSourceError, listingFromTags, type FetchedRelease, type ReleaseL
 import type { SourceOpener } from '../../sources/open-release-source.js';
 
 /** Why a stack's listing is not a fresh one, for its ReleasesResolved condition. */
-export interface SourceFailure {
+interface SourceFailure {
   message: string;
   /** A previous listing was used instead; false: only the releases published before are known. */
   fallback: boolean;

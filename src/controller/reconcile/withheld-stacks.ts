@@ -18,7 +18,7 @@ export const WITHHELD_SOURCE_PREFIX = 'clusterstack-withheld:';
 const IDENTITY_PATHS = ['spec.provider', 'spec.name', 'spec.kubernetesVersion', 'spec.channel'];
 
 /** The release tags whose ClusterClass side the target holds (from its provenance record). */
-export function publishedReleaseTags(previous: RenderedTree): string[] {
+function publishedReleaseTags(previous: RenderedTree): string[] {
   const provenance = readProvenance(previous);
   const tags = new Set<string>();
   for (const unit of provenance?.units ?? []) if (unit.kind === 'release') tags.add(unit.release);

@@ -8,9 +8,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { removeStaleGitLocksUnder } from '../../../gitops/recover-clone.js';
 
-export const CACHE_LOCK_FILE = 'controller.pid';
+const CACHE_LOCK_FILE = 'controller.pid';
 /** Where the controller keeps clones: the Git publisher's, the pull-request publisher's, the history mirror's. */
-export const CLONE_PARENTS = ['git', 'git-pr', 'git-history'];
+const CLONE_PARENTS = ['git', 'git-pr', 'git-history'];
 
 export class CacheDirBusyError extends Error {
   constructor(readonly dir: string, readonly pid: number) {

@@ -19,7 +19,7 @@ import type { StatusInputs } from './status-inputs.js';
 import { countsForReady, MANIFESTS_RENDERED, MANIFESTS_SYNCED, publishedCondition, syncedCondition } from './unit-conditions.js';
 import { resourceStatuses } from './unit-resources.js';
 
-export const CLUSTER_CLASS_AVAILABLE = 'ClusterClassAvailable';
+const CLUSTER_CLASS_AVAILABLE = 'ClusterClassAvailable';
 
 export interface DesiredAddon {
   object: ClusterAddon;

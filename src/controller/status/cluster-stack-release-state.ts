@@ -31,8 +31,8 @@ import { releaseDir, type StatusInputs } from './status-inputs.js';
 import { countsForReady, MANIFESTS_RENDERED, publishedCondition, syncedCondition } from './unit-conditions.js';
 import { resourceStatuses } from './unit-resources.js';
 
-export const RELEASE_ASSETS_DOWNLOADED = 'ReleaseAssetsDownloaded';
-export const PROVIDER_RELEASE_READY = 'ProviderClusterStackReleaseReady';
+const RELEASE_ASSETS_DOWNLOADED = 'ReleaseAssetsDownloaded';
+const PROVIDER_RELEASE_READY = 'ProviderClusterStackReleaseReady';
 
 export interface DesiredRelease {
   /** Metadata and spec as they should be. */

@@ -10,7 +10,7 @@ import { FINALIZER, keyOf } from './owned-objects.js';
 import { providerTemplateOf, unservedProviderKind } from './provider-release-state.js';
 import { releaseDir, type StatusInputs } from './status-inputs.js';
 
-export const RELEASES_RESOLVED = 'ReleasesResolved';
+const RELEASES_RESOLVED = 'ReleasesResolved';
 
 export interface DesiredStack {
   live: ClusterStack;

@@ -2,7 +2,7 @@
 // object says now so that lastTransitionTime moves only when a condition's status moves.
 import type { Condition } from '../../api/types.js';
 
-export type ConditionStatus = Condition['status'];
+type ConditionStatus = Condition['status'];
 
 /** A condition as the status computation decides it, before timestamps. */
 export interface DesiredCondition {

@@ -1,6 +1,6 @@
 // Names, labels, finalizers and owner references of the objects the controller writes.
 import { createHash } from 'node:crypto';
-import { API_GROUP, API_VERSION, type KubeObject, LABEL_MANAGED_BY, MANAGED_BY_VALUE, type OwnerReference } from '../../api/types.js';
+import { API_GROUP, type KubeObject, LABEL_MANAGED_BY, MANAGED_BY_VALUE, type OwnerReference } from '../../api/types.js';
 
 /** Held on ClusterStacks and ClusterStackReleases until no Cluster uses their releases. */
 export const FINALIZER = `${API_GROUP}/finalizer`;
@@ -10,10 +10,10 @@ export const LABEL_CLUSTER_STACK = `${API_GROUP}/cluster-stack`;
 export const LABEL_CLUSTER_NAME = `${API_GROUP}/cluster-name`;
 export const LABEL_CLUSTER_NAMESPACE = `${API_GROUP}/cluster-namespace`;
 /** The full name behind a label value that had to be shortened (`<label key>-name` would not be a valid key; one annotation per label). */
-export const ANNOTATION_FULL_NAME_PREFIX = `${API_GROUP}/full-`;
+const ANNOTATION_FULL_NAME_PREFIX = `${API_GROUP}/full-`;
 
 /** Label values are at most 63 characters (apimachinery's IsValidLabelValue). */
-export const MAX_LABEL_VALUE = 63;
+const MAX_LABEL_VALUE = 63;
 const HASH_LENGTH = 10;
 
 /**
@@ -42,9 +42,6 @@ export function nameLabels(names: Record<string, string>): { labels: Record<stri
   return { labels, annotations };
 }
 
-export const CLUSTER_STACK_RELEASE_KIND = 'ClusterStackRelease';
-export const CLUSTER_ADDON_KIND = 'ClusterAddon';
-
 export function keyOf(object: { metadata: { namespace?: string; name: string } }): string {
   return `${object.metadata.namespace ?? 'default'}/${object.metadata.name}`;
 }
@@ -52,10 +49,6 @@ export function keyOf(object: { metadata: { namespace?: string; name: string } }
 /** A controller owner reference to `owner` (which must have a uid: it came from the API server). */
 export function controllerReference(owner: KubeObject | { apiVersion: string; kind: string; metadata: { name: string; uid?: string } }): OwnerReference {
   return { apiVersion: owner.apiVersion, kind: owner.kind, name: owner.metadata.name, uid: owner.metadata.uid ?? '', controller: true, blockOwnerDeletion: true };
-}
-
-export function isOwnedBy(object: { metadata: { ownerReferences?: OwnerReference[] } }, owner: { kind: string; metadata: { uid?: string; name: string } }): boolean {
-  return (object.metadata.ownerReferences ?? []).some((ref) => ref.kind === owner.kind && (owner.metadata.uid ? ref.uid === owner.metadata.uid : ref.name === owner.metadata.name));
 }
 
 /** The owner reference of a given kind, if any. */
@@ -71,4 +64,3 @@ export function isManagedByUs(object: { metadata: { labels?: Record<string, stri
   return object.metadata.labels?.[LABEL_MANAGED_BY] === MANAGED_BY_VALUE;
 }
 
-export { API_VERSION };

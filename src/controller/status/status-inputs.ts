@@ -9,7 +9,7 @@ import type { UnitObject } from './unit-resources.js';
 export type GitOpsEngineName = 'none' | 'flux' | 'argocd';
 
 /** The objects as the informer caches hold them. */
-export interface LiveObjects {
+interface LiveObjects {
   stacks: ClusterStack[];
   clusters: CapiCluster[];
   releases: ClusterStackRelease[];

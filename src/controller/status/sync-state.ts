@@ -5,7 +5,7 @@ import type { KubeObject } from '../../api/types.js';
 import { findCondition } from './conditions.js';
 
 export type SyncEngine = 'flux' | 'argocd';
-export type UnitSyncState = 'synced' | 'out-of-sync' | 'failed' | 'progressing';
+type UnitSyncState = 'synced' | 'out-of-sync' | 'failed' | 'progressing';
 
 export interface UnitSync {
   engine: SyncEngine;
@@ -54,23 +54,8 @@ function coveringPaths(dir: string): string[] {
   return paths;
 }
 
-/**
- * How specifically `enginePath` points at `dir` (higher is more specific), or 0 when it does not:
- * the path, relative to the output's `--path` when it starts with it, must equal the directory or
- * one of its aggregating parents; otherwise it must end with one of them.
- */
-export function pathSpecificity(enginePath: string, dir: string, outputPath = ''): number {
-  const full = normalizePath(enginePath);
-  const prefix = normalizePath(outputPath);
-  const relative = prefix === '' ? full : full.startsWith(`${prefix}/`) ? full.slice(prefix.length + 1) : undefined;
-  for (const candidate of coveringPaths(dir)) {
-    if (relative === candidate || full === candidate || full.endsWith(`/${candidate}`)) return candidate.length;
-  }
-  return 0;
-}
-
 /** The 40-hex commit sha inside a Flux revision (`main@sha1:<sha>`) or an Argo CD revision. */
-export function commitOf(revision: string | undefined): string | undefined {
+function commitOf(revision: string | undefined): string | undefined {
   if (!revision) return undefined;
   const match = /([0-9a-f]{40}|sha256:[0-9a-f]{64})/.exec(revision);
   return match ? match[1] : revision;

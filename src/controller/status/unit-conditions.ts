@@ -4,12 +4,12 @@ import { falseCondition, trueCondition, unknownCondition, type DesiredCondition 
 import type { GitOpsEngineName, PublishState } from './status-inputs.js';
 import type { UnitSync } from './sync-state.js';
 
-export const MANIFESTS_PUBLISHED = 'ManifestsPublished';
+const MANIFESTS_PUBLISHED = 'ManifestsPublished';
 export const MANIFESTS_SYNCED = 'ManifestsSynced';
 export const MANIFESTS_RENDERED = 'ManifestsRendered';
 
 /** The newest of the revisions in which these directories last changed (by publish order). */
-export function latestRevision(dirs: string[], publish: PublishState): string | undefined {
+function latestRevision(dirs: string[], publish: PublishState): string | undefined {
   const known = dirs.map((dir) => publish.order.unitRevisions.get(dir)).filter((revision): revision is string => revision !== undefined);
   if (known.length === 0) return publish.revision ?? undefined;
   return known.sort((a, b) => publish.order.history.indexOf(a) - publish.order.history.indexOf(b)).at(-1);

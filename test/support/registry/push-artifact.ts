@@ -1,11 +1,13 @@
-// Pushes files as one OCI artifact (empty config, one layer per file named by its title annotation),
-// the shape oras and csctl produce: used for cluster stack releases and for the OCI output.
+// Pushes files as one OCI artifact, as oras and csctl publish cluster stack releases: the tests'
+// way to put releases into a real registry (the product only reads them, and pushes its own output
+// through gitops/oci-artifact-publisher.ts).
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { OciError } from './oci-error.js';
-import { EMPTY_CONFIG, type Descriptor, OCI_FILE_LAYER, OCI_MANIFEST, TITLE_ANNOTATION } from './oci-manifest.js';
-import type { BlobContent, RegistryClient } from './registry-client.js';
-import { CLUSTER_STACK_ARTIFACT_TYPE, isPlainFileName } from './release-artifact.js';
+import { buildArtifactManifest } from '../../../src/oci/artifact-manifest.js';
+import { OciError } from '../../../src/oci/oci-error.js';
+import { EMPTY_CONFIG, type Descriptor, OCI_FILE_LAYER, OCI_MANIFEST, TITLE_ANNOTATION } from '../../../src/oci/oci-manifest.js';
+import type { BlobContent, RegistryClient } from '../../../src/oci/registry-client.js';
+import { CLUSTER_STACK_ARTIFACT_TYPE, isPlainFileName } from '../../../src/oci/release-artifact.js';
 
 export interface ArtifactFile {
   /** The layer's title annotation: a plain file name. */
@@ -27,19 +29,6 @@ export interface PushArtifactOptions {
 export interface PushedArtifact {
   digest: string;
   manifest: Uint8Array;
-}
-
-/** The manifest bytes for an artifact: same inputs, same bytes (hence the same digest). */
-export function buildArtifactManifest(artifactType: string, layers: Descriptor[], annotations: Record<string, string> = {}): Uint8Array {
-  const manifest: Record<string, unknown> = {
-    schemaVersion: 2,
-    mediaType: OCI_MANIFEST,
-    artifactType,
-    config: { mediaType: EMPTY_CONFIG.mediaType, digest: EMPTY_CONFIG.digest, size: EMPTY_CONFIG.size, data: EMPTY_CONFIG.data },
-    layers: layers.map((layer) => ({ mediaType: layer.mediaType, digest: layer.digest, size: layer.size, ...(layer.annotations ? { annotations: sortKeys(layer.annotations) } : {}) })),
-  };
-  if (Object.keys(annotations).length > 0) manifest.annotations = sortKeys(annotations);
-  return Buffer.from(JSON.stringify(manifest));
 }
 
 /** Pushes the files (blobs the registry has already are skipped) and then the manifest under `tag`; returns the manifest digest. */
@@ -71,8 +60,4 @@ export async function pushReleaseDirectory(client: RegistryClient, repository: s
     files.push({ name: entry.name, content: { file: path.join(dir, entry.name) } });
   }
   return pushArtifact(client, { repository, tag, artifactType: CLUSTER_STACK_ARTIFACT_TYPE, files });
-}
-
-function sortKeys(record: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.entries(record).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
