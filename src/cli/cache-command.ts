@@ -1,9 +1,10 @@
 // `clusterstack cache size` and `clusterstack cache prune <inputs...> --release-source <src>`
 import { readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { ReleaseCache } from '../sources/release-cache.js';
 import { type CliIo, EXIT_OK, UsageError } from './cli-io.js';
+import { didYouMean } from './did-you-mean.js';
+import { parseCommandLine } from './parse-command-line.js';
 import { configFromFlags, resolveLocation, SOURCE_OPTIONS, planFromInputs } from './common-options.js';
 
 export const CACHE_USAGE = `Usage: clusterstack cache size [--cache-dir <dir>] [--json]
@@ -41,8 +42,8 @@ function mebibytes(bytes: number): string {
 
 export async function cacheCommand(args: string[], io: CliIo): Promise<number> {
   const [action, ...rest] = args;
-  if (action !== 'size' && action !== 'prune') throw new UsageError(`cache needs a subcommand: size or prune${action ? ` (not "${action}")` : ''}`);
-  const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: { ...SOURCE_OPTIONS, json: { type: 'boolean', default: false } } });
+  if (action !== 'size' && action !== 'prune') throw new UsageError(`cache needs a subcommand: size or prune${action ? ` (not "${action}"${didYouMean(action, ['size', 'prune'])})` : ''}`);
+  const { values, positionals } = parseCommandLine(`cache ${action}`, { args: rest, allowPositionals: action === 'prune', options: { ...SOURCE_OPTIONS, json: { type: 'boolean', default: false } } });
   const config = configFromFlags(values, io);
   const cache = new ReleaseCache(config.cacheDir);
 

@@ -1,6 +1,5 @@
 // `clusterstack controller --release-source <src> (--git <repo> | --output <dir> | --oci <ref>) [options]`
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import { checkOutputSettings, createOutputPublisher, isUrl, type OutputSettings, revisionKindOf, wiringOptionsFor } from './output-publisher.js';
 import { GitHistoryReader, historyMirrorDir } from '../../gitops/git-history.js';
@@ -15,6 +14,7 @@ import { createLogger } from '../controller/logger.js';
 import { onShutdownSignals } from '../controller/shutdown.js';
 import { SECRET_POLICIES, type SecretPolicy } from '../render/secret-policy.js';
 import { type CliIo, EXIT_FAILURE, EXIT_OK, UsageError } from './cli-io.js';
+import { parseCommandLine } from './parse-command-line.js';
 import { configFromFlags, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, sourceOpenerFrom } from './common-options.js';
 
 export const CONTROLLER_USAGE = `Usage: clusterstack controller --release-source <source> (--git <repo> | --output <dir> | --oci <ref>) [options]
@@ -93,7 +93,7 @@ export function parseListenAddress(value: string): { host?: string; port: number
 
 
 export async function controllerCommand(args: string[], io: CliIo): Promise<number> {
-  const { values } = parseArgs({
+  const { values } = parseCommandLine('controller', {
     args,
     options: {
       ...SOURCE_OPTIONS,

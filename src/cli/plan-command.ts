@@ -1,7 +1,7 @@
 // `clusterstack plan <files or dirs...> --release-source <source> [--json]`
-import { parseArgs } from 'node:util';
 import { formatPlanReport, planReport, reportHasProblems, retryableProblems } from '../plan/plan-report.js';
 import { type CliIo, EXIT_FAILURE, EXIT_OK, EXIT_PROBLEMS, UsageError } from './cli-io.js';
+import { parseCommandLine } from './parse-command-line.js';
 import { configFromFlags, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, planFromInputs } from './common-options.js';
 
 export const PLAN_USAGE = `Usage: clusterstack plan <files or dirs...> --release-source <source> [--json]
@@ -14,7 +14,7 @@ ${SOURCE_HELP}
   --json                   print one JSON report instead of tables`;
 
 export async function planCommand(args: string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { ...SOURCE_OPTIONS, json: { type: 'boolean', default: false } } });
+  const { values, positionals } = parseCommandLine('plan', { args, allowPositionals: true, options: { ...SOURCE_OPTIONS, json: { type: 'boolean', default: false } } });
   if (positionals.length === 0) throw new UsageError('plan needs at least one input file or directory');
   const releaseSource = values['release-source'];
   if (!releaseSource) throw new UsageError('plan needs --release-source (a directory, github:owner/repo or oci://registry/repo)');

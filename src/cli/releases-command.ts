@@ -1,9 +1,10 @@
 // `clusterstack releases list --source <src> [--provider --name --kubernetes-version --channel] [--json]`
-import { parseArgs } from 'node:util';
 import { kubernetesMinorOf } from '../core/release-tag.js';
 import { compareReleases } from '../core/resolve-releases.js';
 import { channelOf, formatDotVersion } from '../core/stack-version.js';
 import { type CliIo, EXIT_OK, UsageError } from './cli-io.js';
+import { didYouMean } from './did-you-mean.js';
+import { parseCommandLine } from './parse-command-line.js';
 import { configFromFlags, resolveLocation, SOURCE_OPTIONS, sourceOpenerFrom } from './common-options.js';
 
 export const RELEASES_USAGE = `Usage: clusterstack releases list --source <source> [filters] [--json]
@@ -20,8 +21,8 @@ Options:
 
 export async function releasesCommand(args: string[], io: CliIo): Promise<number> {
   const [action, ...rest] = args;
-  if (action !== 'list') throw new UsageError(`releases needs a subcommand: list${action ? ` (not "${action}")` : ''}`);
-  const { values } = parseArgs({
+  if (action !== 'list') throw new UsageError(`releases needs a subcommand: list${action ? ` (not "${action}"${didYouMean(action, ['list'])})` : ''}`);
+  const { values } = parseCommandLine('releases list', {
     args: rest,
     options: {
       ...SOURCE_OPTIONS,

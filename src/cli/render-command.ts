@@ -1,7 +1,6 @@
 // `clusterstack render <files or dirs...> --release-source <src> (--output <dir> | --git <repo>)`
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { createHelmDependencies } from '../../renderers/helm-dependencies.js';
 import { formatProblem, InputError } from '../core/problem.js';
 import { planReport, reportHasProblems, retryableProblems } from '../plan/plan-report.js';
@@ -11,6 +10,7 @@ import { PROVENANCE_FILE, type RenderProgress, renderOutput, type WithheldEntry 
 import { checkMassDeletion, unitsOfProvenance } from '../core/mass-deletion-guard.js';
 import { SECRET_POLICIES, type SecretPolicy } from '../render/secret-policy.js';
 import { type CliIo, EXIT_OK, RemoteFailureError, UsageError } from './cli-io.js';
+import { parseCommandLine } from './parse-command-line.js';
 import type { ProtectedPath } from '../../gitops/protected-paths.js';
 import { checkOutputSettings, createOutputPublisher, localOutputDirectory, type OutputSettings, wiringOptionsFor } from './output-publisher.js';
 import { configFromFlags, isRemoteLocation, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, planFromInputs } from './common-options.js';
@@ -75,7 +75,7 @@ export interface RenderReport {
 }
 
 export async function renderCommand(args: string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseCommandLine('render', {
     args,
     allowPositionals: true,
     options: {
