@@ -55,7 +55,23 @@ Running:
   --kubeconfig <file>        default: KUBECONFIG, else the in-cluster service account
   --log-level <level>        debug | info | warn | error (CLUSTERSTACK_LOG_LEVEL, default info)
   --batch-window <duration>  changes within this window share one publish (CLUSTERSTACK_BATCH_WINDOW, default 1s)
-  --resync <duration>        list sources and compare the target at least this often (CLUSTERSTACK_RESYNC, default 5m)`;
+  --resync <duration>        list sources and compare the target at least this often (CLUSTERSTACK_RESYNC, default 5m)
+
+Examples:
+  # In the management cluster, as deploy/ runs it (settings in deploy/base/config.yaml; or deploy/argocd)
+  kubectl apply -k deploy/flux
+
+  # From a workstation against a kind cluster, into a local directory, no metrics server
+  clusterstack controller --kubeconfig ~/.kube/config --release-source examples/quickstart/releases \\
+    --output out/controller --metrics-addr 0
+
+  # Commit to Git with the Flux wiring, reading sync state back from Flux (CLUSTERSTACK_GIT_TOKEN)
+  clusterstack controller --release-source github:SovereignCloudStack/cluster-stacks --leader-elect \\
+    --git https://github.com/example/management-gitops.git --path rendered --gitops flux
+
+  # Pull requests instead of commits, releases from an OCI registry, Argo CD health read back
+  clusterstack controller --release-source oci://registry.scs.community/kaas/cluster-stacks \\
+    --git https://github.com/example/management-gitops.git --pull-request --gitops argocd`;
 
 /**
  * The Kubernetes configuration: the --kubeconfig / KUBECONFIG file, else the pod's service account.

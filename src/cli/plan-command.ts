@@ -11,7 +11,17 @@ resolves which releases each ClusterStack keeps and which release each Cluster u
 
 Options:
 ${SOURCE_HELP}
-  --json                   print one JSON report instead of tables`;
+  --json                   print one JSON report instead of tables
+
+Examples:
+  # The quick start: what the bundled example keeps and uses, from its local release source
+  clusterstack plan examples/quickstart/manifests --release-source examples/quickstart/releases
+
+  # Your ClusterStacks and Clusters (exported to fleet/) against the releases on GitHub
+  clusterstack plan fleet/ --release-source github:SovereignCloudStack/cluster-stacks
+
+  # Against an OCI registry, as JSON for a script
+  clusterstack plan fleet/ --release-source oci://registry.scs.community/kaas/cluster-stacks --json`;
 
 export async function planCommand(args: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseCommandLine('plan', { args, allowPositionals: true, options: { ...SOURCE_OPTIONS, json: { type: 'boolean', default: false } } });

@@ -17,7 +17,17 @@ Options:
   --kubernetes-version <1.30>  only releases for this Kubernetes minor
   --channel <c>                only releases of this channel (stable, custom, alpha, ...)
   --cache-dir, --plain-http, --github-api-url   as for render
-  --json                       print a JSON array`;
+  --json                       print a JSON array
+
+Examples:
+  # The quick start's local releases
+  clusterstack releases list --source examples/quickstart/releases
+
+  # Stable releases for Kubernetes 1.30 on GitHub (GITHUB_TOKEN raises the rate limit)
+  clusterstack releases list --source github:SovereignCloudStack/cluster-stacks --kubernetes-version 1.30 --channel stable
+
+  # One provider's releases in an OCI registry, as JSON
+  clusterstack releases list --source oci://registry.scs.community/kaas/cluster-stacks --provider openstack --json`;
 
 export async function releasesCommand(args: string[], io: CliIo): Promise<number> {
   const [action, ...rest] = args;

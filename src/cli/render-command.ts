@@ -58,7 +58,26 @@ GitOps wiring (written under flux/ or argocd/ in the tree):
   --gitops-url <url>       the URL Flux or Argo CD fetches the tree from (default: the --git URL)
   --gitops-namespace <ns>  where the wiring objects live (default: flux-system, or argocd)
   --gitops-name <name>     base name of the source and root objects (default: clusterstacks)
-  --gitops-secret <name>   Flux: the Secret with clone or pull credentials (its name only)`;
+  --gitops-secret <name>   Flux: the Secret with clone or pull credentials (its name only)
+
+Examples:
+  # The quick start: the bundled example into a new local Git repository, one commit
+  clusterstack render examples/quickstart/manifests --release-source examples/quickstart/releases --git out/gitops-repo
+
+  # The same into a plain directory; readers find the tree in out/rendered/current
+  clusterstack render examples/quickstart/manifests --release-source examples/quickstart/releases --output out/rendered
+
+  # Releases from GitHub, committed to a remote repository with the Flux wiring (CLUSTERSTACK_GIT_TOKEN)
+  clusterstack render fleet/ --release-source github:SovereignCloudStack/cluster-stacks \\
+    --git https://github.com/example/management-gitops.git --path rendered --gitops flux
+
+  # Releases from an OCI registry, proposed as a pull request instead of a commit (GITHUB_TOKEN)
+  clusterstack render fleet/ --release-source oci://registry.scs.community/kaas/cluster-stacks \\
+    --git https://github.com/example/management-gitops.git --pull-request --gitops argocd
+
+  # The tree as an OCI artifact, for Flux's OCIRepository or an Argo CD OCI source
+  clusterstack render fleet/ --release-source oci://registry.scs.community/kaas/cluster-stacks \\
+    --oci oci://ghcr.io/example/management-manifests:main --gitops flux`;
 
 export interface RenderReport {
   target: string;
