@@ -147,6 +147,7 @@ describe('help', () => {
     expect(result.stdout).toContain('--version');
     expect(result.stdout).toContain('Examples:');
     expectExitCodes(result.stdout);
+    for (const args of [['help'], ['help', 'help']]) expect((await runClusterstack(args)).stdout).toBe(result.stdout);
   });
 
   it('shows Examples and the exit codes in every command help, by --help or help <command>', async () => {

@@ -56,7 +56,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   }
   // `help <command>` is what git and helm users type; `--version` is what everyone types.
   const name = first === '--version' ? 'version' : first === 'help' ? (rest[0] ?? '--help') : first;
-  if (name === '--help') {
+  if (name === '--help' || name === 'help') {
     io.stdout(usage());
     return EXIT_OK;
   }
