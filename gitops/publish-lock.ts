@@ -40,7 +40,7 @@ export interface LockOptions {
 }
 
 /** Another live run holds the target; trying again later works (exit code 3). */
-class LockHeldError extends PublishError {
+export class LockHeldError extends PublishError {
   constructor(message: string) {
     super('conflict', message);
     this.name = 'LockHeldError';

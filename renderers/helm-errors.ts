@@ -5,6 +5,7 @@ export const HELM_HOW_TO =
 
 /** No usable helm binary: a user fix (install one or point the config at one). */
 export class HelmNotFoundError extends Error {
+  readonly failureKind = 'fix-input' as const;
   constructor(message: string, readonly path?: string) {
     super(message);
     this.name = 'HelmNotFoundError';
@@ -14,7 +15,7 @@ export class HelmNotFoundError extends Error {
 /** `helm template` (or another render step) failed: the chart, its values or the cluster input needs a fix. */
 export class HelmRenderError extends Error {
   /** The chart, its values or the cluster input needs a fix: the unit is withheld until it changes. */
-  readonly failureKind = 'fix-input';
+  readonly failureKind = 'fix-input' as const;
 
   constructor(
     readonly release: string,
@@ -28,6 +29,7 @@ export class HelmRenderError extends Error {
 
 /** A helm process ran past its time limit and was killed. */
 export class HelmTimeoutError extends Error {
+  readonly failureKind = 'retry' as const;
   constructor(
     readonly purpose: string,
     readonly timeoutMs: number,

@@ -46,6 +46,7 @@ export type ValuesTemplateFailure = 'MissingField' | 'TemplateError' | 'InvalidR
 
 /** One item's template could not give values: the cluster lacks a field, or the template is wrong. */
 export class ValuesTemplateError extends Error {
+  readonly failureKind = 'fix-input' as const;
   constructor(
     readonly origin: string,
     readonly reason: ValuesTemplateFailure,

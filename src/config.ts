@@ -80,7 +80,7 @@ function parseShare(value: string, what: string): number {
 }
 
 /** A flag or environment variable with a value that cannot work; the CLI reports it as a usage error. */
-class ConfigError extends Error {
+export class ConfigError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'ConfigError';

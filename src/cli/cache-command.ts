@@ -1,16 +1,29 @@
 // `clusterstack cache size` and `clusterstack cache prune <inputs...> --release-source <src>`
 import { readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { ReleaseCache } from '../sources/release-cache.js';
-import { type CliIo, EXIT_OK, UsageError } from './cli-io.js';
+import { formatProblem, InputError } from '../core/problem.js';
+import { retryableProblems } from '../plan/plan-report.js';
+import { type CliIo, EXIT_OK, RemoteFailureError, UsageError } from './cli-io.js';
+import { didYouMean } from './did-you-mean.js';
+import { parseCommandLine } from './parse-command-line.js';
 import { configFromFlags, resolveLocation, SOURCE_OPTIONS, planFromInputs } from './common-options.js';
 
 export const CACHE_USAGE = `Usage: clusterstack cache size [--cache-dir <dir>] [--json]
        clusterstack cache prune <files or dirs...> --release-source <source> [--cache-dir <dir>] [--json]
 
 size:  how many downloaded releases and extracted charts the cache holds, and their bytes.
-prune: removes downloaded releases and extracted charts that no ClusterStack in the inputs keeps.`;
+prune: removes downloaded releases and extracted charts that no ClusterStack in the inputs keeps.
+
+Examples:
+  # How much the cache holds
+  clusterstack cache size
+
+  # Remove what the quick start's ClusterStack no longer keeps
+  clusterstack cache prune examples/quickstart/manifests --release-source examples/quickstart/releases
+
+  # Remove releases downloaded from GitHub that no ClusterStack in fleet/ keeps, in a custom cache
+  clusterstack cache prune fleet/ --release-source github:SovereignCloudStack/cluster-stacks --cache-dir /var/cache/clusterstack`;
 
 async function directoryBytes(dir: string): Promise<number> {
   let total = 0;
@@ -41,8 +54,8 @@ function mebibytes(bytes: number): string {
 
 export async function cacheCommand(args: string[], io: CliIo): Promise<number> {
   const [action, ...rest] = args;
-  if (action !== 'size' && action !== 'prune') throw new UsageError(`cache needs a subcommand: size or prune${action ? ` (not "${action}")` : ''}`);
-  const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: { ...SOURCE_OPTIONS, json: { type: 'boolean', default: false } } });
+  if (action !== 'size' && action !== 'prune') throw new UsageError(`cache needs a subcommand: size or prune${action ? ` (not "${action}"${didYouMean(action, ['size', 'prune'])})` : ''}`);
+  const { values, positionals } = parseCommandLine(`cache ${action}`, { args: rest, allowPositionals: action === 'prune', options: { ...SOURCE_OPTIONS, json: { type: 'boolean', default: false } } });
   const config = configFromFlags(values, io);
   const cache = new ReleaseCache(config.cacheDir);
 
@@ -58,7 +71,10 @@ export async function cacheCommand(args: string[], io: CliIo): Promise<number> {
   if (positionals.length === 0 || !values['release-source']) throw new UsageError('cache prune needs the inputs (ClusterStacks and Clusters) and --release-source, to know which releases are still kept');
   const location = resolveLocation(values['release-source'], io.cwd);
   const plan = await planFromInputs(positionals, location, config, values, io);
-  if (plan.problems.length > 0) throw new UsageError(`cache prune reads the inputs to know what is kept, and they have problems; fix them first (run clusterstack plan)`);
+  // What is kept is not known unless the inputs and their sources could all be read: remove nothing.
+  const remote = retryableProblems(plan);
+  if (remote.length > 0) throw new RemoteFailureError(`cache prune removed nothing: a release source failed, so what is kept is not known; retry later:\n  ${remote.map(formatProblem).join('\n  ')}`);
+  if (plan.problems.length > 0) throw new InputError(plan.problems, `cache prune removed nothing: it reads the inputs to know what is kept, and they have problems; fix them first (clusterstack plan shows them):\n  ${plan.problems.map(formatProblem).join('\n  ')}`);
   const keptTags = new Set(plan.resolution.clusterStacks.flatMap((stack) => stack.releases.filter((r) => r.kept).map((r) => r.name)));
   const removed = await cache.prune((entry) => keptTags.has(entry.tag));
   const keptCharts = new Set<string>();

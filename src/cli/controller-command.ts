@@ -1,6 +1,5 @@
 // `clusterstack controller --release-source <src> (--git <repo> | --output <dir> | --oci <ref>) [options]`
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import { checkOutputSettings, createOutputPublisher, isUrl, type OutputSettings, revisionKindOf, wiringOptionsFor } from './output-publisher.js';
 import { GitHistoryReader, historyMirrorDir } from '../../gitops/git-history.js';
@@ -16,6 +15,7 @@ import { PrometheusMetrics } from '../controller/metrics.js';
 import { onShutdownSignals } from '../controller/shutdown.js';
 import { SECRET_POLICIES, type SecretPolicy } from '../render/secret-policy.js';
 import { type CliIo, EXIT_FAILURE, EXIT_OK, UsageError } from './cli-io.js';
+import { parseCommandLine } from './parse-command-line.js';
 import { configFromFlags, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, sourceOpenerFrom } from './common-options.js';
 
 export const CONTROLLER_USAGE = `Usage: clusterstack controller --release-source <source> (--git <repo> | --output <dir> | --oci <ref>) [options]
@@ -56,7 +56,23 @@ Running:
   --kubeconfig <file>        default: KUBECONFIG, else the in-cluster service account
   --log-level <level>        debug | info | warn | error (CLUSTERSTACK_LOG_LEVEL, default info)
   --batch-window <duration>  changes within this window share one publish (CLUSTERSTACK_BATCH_WINDOW, default 1s)
-  --resync <duration>        list sources and compare the target at least this often (CLUSTERSTACK_RESYNC, default 5m)`;
+  --resync <duration>        list sources and compare the target at least this often (CLUSTERSTACK_RESYNC, default 5m)
+
+Examples:
+  # In the management cluster, as deploy/ runs it (settings in deploy/base/config.yaml; or deploy/argocd)
+  kubectl apply -k deploy/flux
+
+  # From a workstation against a kind cluster, into a local directory, no metrics server
+  clusterstack controller --kubeconfig ~/.kube/config --release-source examples/quickstart/releases \\
+    --output out/controller --metrics-addr 0
+
+  # Commit to Git with the Flux wiring, reading sync state back from Flux (CLUSTERSTACK_GIT_TOKEN)
+  clusterstack controller --release-source github:SovereignCloudStack/cluster-stacks --leader-elect \\
+    --git https://github.com/example/management-gitops.git --path rendered --gitops flux
+
+  # Pull requests instead of commits, releases from an OCI registry, Argo CD health read back
+  clusterstack controller --release-source oci://registry.scs.community/kaas/cluster-stacks \\
+    --git https://github.com/example/management-gitops.git --pull-request --gitops argocd`;
 
 /**
  * The Kubernetes configuration: the --kubeconfig / KUBECONFIG file, else the pod's service account.
@@ -94,7 +110,7 @@ export function parseListenAddress(value: string): { host?: string; port: number
 
 
 export async function controllerCommand(args: string[], io: CliIo): Promise<number> {
-  const { values } = parseArgs({
+  const { values } = parseCommandLine('controller', {
     args,
     options: {
       ...SOURCE_OPTIONS,

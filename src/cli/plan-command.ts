@@ -1,7 +1,7 @@
 // `clusterstack plan <files or dirs...> --release-source <source> [--json]`
-import { parseArgs } from 'node:util';
 import { formatPlanReport, planReport, reportHasProblems, retryableProblems } from '../plan/plan-report.js';
 import { type CliIo, EXIT_FAILURE, EXIT_OK, EXIT_PROBLEMS, UsageError } from './cli-io.js';
+import { parseCommandLine } from './parse-command-line.js';
 import { configFromFlags, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, planFromInputs } from './common-options.js';
 
 export const PLAN_USAGE = `Usage: clusterstack plan <files or dirs...> --release-source <source> [--json]
@@ -11,10 +11,20 @@ resolves which releases each ClusterStack keeps and which release each Cluster u
 
 Options:
 ${SOURCE_HELP}
-  --json                   print one JSON report instead of tables`;
+  --json                   print one JSON report instead of tables
+
+Examples:
+  # The quick start: what the bundled example keeps and uses, from its local release source
+  clusterstack plan examples/quickstart/manifests --release-source examples/quickstart/releases
+
+  # Your ClusterStacks and Clusters (exported to fleet/) against the releases on GitHub
+  clusterstack plan fleet/ --release-source github:SovereignCloudStack/cluster-stacks
+
+  # Against an OCI registry, as JSON for a script
+  clusterstack plan fleet/ --release-source oci://registry.scs.community/kaas/cluster-stacks --json`;
 
 export async function planCommand(args: string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { ...SOURCE_OPTIONS, json: { type: 'boolean', default: false } } });
+  const { values, positionals } = parseCommandLine('plan', { args, allowPositionals: true, options: { ...SOURCE_OPTIONS, json: { type: 'boolean', default: false } } });
   if (positionals.length === 0) throw new UsageError('plan needs at least one input file or directory');
   const releaseSource = values['release-source'];
   if (!releaseSource) throw new UsageError('plan needs --release-source (a directory, github:owner/repo or oci://registry/repo)');

@@ -1,9 +1,10 @@
 // `clusterstack releases list --source <src> [--provider --name --kubernetes-version --channel] [--json]`
-import { parseArgs } from 'node:util';
 import { kubernetesMinorOf } from '../core/release-tag.js';
 import { compareReleases } from '../core/resolve-releases.js';
 import { channelOf, formatDotVersion } from '../core/stack-version.js';
 import { type CliIo, EXIT_OK, UsageError } from './cli-io.js';
+import { didYouMean } from './did-you-mean.js';
+import { parseCommandLine } from './parse-command-line.js';
 import { configFromFlags, resolveLocation, SOURCE_OPTIONS, sourceOpenerFrom } from './common-options.js';
 
 export const RELEASES_USAGE = `Usage: clusterstack releases list --source <source> [filters] [--json]
@@ -16,12 +17,22 @@ Options:
   --kubernetes-version <1.30>  only releases for this Kubernetes minor
   --channel <c>                only releases of this channel (stable, custom, alpha, ...)
   --cache-dir, --plain-http, --github-api-url   as for render
-  --json                       print a JSON array`;
+  --json                       print a JSON array
+
+Examples:
+  # The quick start's local releases
+  clusterstack releases list --source examples/quickstart/releases
+
+  # Stable releases for Kubernetes 1.30 on GitHub (GITHUB_TOKEN raises the rate limit)
+  clusterstack releases list --source github:SovereignCloudStack/cluster-stacks --kubernetes-version 1.30 --channel stable
+
+  # One provider's releases in an OCI registry, as JSON
+  clusterstack releases list --source oci://registry.scs.community/kaas/cluster-stacks --provider openstack --json`;
 
 export async function releasesCommand(args: string[], io: CliIo): Promise<number> {
   const [action, ...rest] = args;
-  if (action !== 'list') throw new UsageError(`releases needs a subcommand: list${action ? ` (not "${action}")` : ''}`);
-  const { values } = parseArgs({
+  if (action !== 'list') throw new UsageError(`releases needs a subcommand: list${action ? ` (not "${action}"${didYouMean(action, ['list'])})` : ''}`);
+  const { values } = parseCommandLine('releases list', {
     args: rest,
     options: {
       ...SOURCE_OPTIONS,

@@ -1,7 +1,6 @@
 // `clusterstack render <files or dirs...> --release-source <src> (--output <dir> | --git <repo>)`
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { createHelmDependencies } from '../../renderers/helm-dependencies.js';
 import { formatProblem, InputError } from '../core/problem.js';
 import { planReport, reportHasProblems, retryableProblems } from '../plan/plan-report.js';
@@ -10,6 +9,7 @@ import { renderAndPublish as renderAndPublishTree } from '../pipeline/render-and
 import type { RenderProgress } from '../render/render-output.js';
 import { SECRET_POLICIES, type SecretPolicy } from '../render/secret-policy.js';
 import { type CliIo, EXIT_OK, RemoteFailureError, UsageError } from './cli-io.js';
+import { parseCommandLine } from './parse-command-line.js';
 import type { ProtectedPath } from '../../gitops/protected-paths.js';
 import { checkOutputSettings, createOutputPublisher, localOutputDirectory, type OutputSettings, wiringOptionsFor } from './output-publisher.js';
 import { configFromFlags, isRemoteLocation, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, planFromInputs } from './common-options.js';
@@ -57,7 +57,26 @@ GitOps wiring (written under flux/ or argocd/ in the tree):
   --gitops-url <url>       the URL Flux or Argo CD fetches the tree from (default: the --git URL)
   --gitops-namespace <ns>  where the wiring objects live (default: flux-system, or argocd)
   --gitops-name <name>     base name of the source and root objects (default: clusterstacks)
-  --gitops-secret <name>   Flux: the Secret with clone or pull credentials (its name only)`;
+  --gitops-secret <name>   Flux: the Secret with clone or pull credentials (its name only)
+
+Examples:
+  # The quick start: the bundled example into a new local Git repository, one commit
+  clusterstack render examples/quickstart/manifests --release-source examples/quickstart/releases --git out/gitops-repo
+
+  # The same into a plain directory; readers find the tree in out/rendered/current
+  clusterstack render examples/quickstart/manifests --release-source examples/quickstart/releases --output out/rendered
+
+  # Releases from GitHub, committed to a remote repository with the Flux wiring (CLUSTERSTACK_GIT_TOKEN)
+  clusterstack render fleet/ --release-source github:SovereignCloudStack/cluster-stacks \\
+    --git https://github.com/example/management-gitops.git --path rendered --gitops flux
+
+  # Releases from an OCI registry, proposed as a pull request instead of a commit (GITHUB_TOKEN)
+  clusterstack render fleet/ --release-source oci://registry.scs.community/kaas/cluster-stacks \\
+    --git https://github.com/example/management-gitops.git --pull-request --gitops argocd
+
+  # The tree as an OCI artifact, for Flux's OCIRepository or an Argo CD OCI source
+  clusterstack render fleet/ --release-source oci://registry.scs.community/kaas/cluster-stacks \\
+    --oci oci://ghcr.io/example/management-manifests:main --gitops flux`;
 
 export interface RenderReport {
   target: string;
@@ -74,7 +93,7 @@ export interface RenderReport {
 }
 
 export async function renderCommand(args: string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseCommandLine('render', {
     args,
     allowPositionals: true,
     options: {

@@ -1,10 +1,9 @@
 // Dispatches `clusterstack <command>` and maps every error to a message and an exit code.
-import { failureKindOf } from '../core/failure.js';
-import { InputError } from '../core/problem.js';
-import { type CliIo, EXIT_FAILURE, EXIT_PROBLEMS, EXIT_USAGE, UsageError } from './cli-io.js';
-
-/** Errors a person fixes by changing inputs, charts or configuration (exit 1, not 3). */
-const USER_FIXABLE = new Set(['SecretRefusedError', 'HelmRenderError', 'HelmNotFoundError', 'TemplateError', 'UnsafeArchiveError', 'ManifestParseError', 'ValuesTemplateError']);
+import { ConfigError } from '../config.js';
+import { FAILURE_REACTIONS, failureKindOf } from '../core/failure.js';
+import { type CliIo, EXIT_OK, EXIT_USAGE, UsageError } from './cli-io.js';
+import { didYouMean } from './did-you-mean.js';
+import { exitCodesHelp } from './exit-codes-help.js';
 
 type Command = (args: string[], io: CliIo) => Promise<number>;
 
@@ -15,55 +14,90 @@ const COMMANDS: Record<string, { load: () => Promise<{ run: Command; usage: stri
   releases: { load: async () => import('./releases-command.js').then((m) => ({ run: m.releasesCommand, usage: m.RELEASES_USAGE })), summary: 'list the releases a source offers (releases list --source ...)' },
   cache: { load: async () => import('./cache-command.js').then((m) => ({ run: m.cacheCommand, usage: m.CACHE_USAGE })), summary: 'show the release cache size, or prune releases no stack keeps' },
   controller: { load: async () => import('./controller-command.js').then((m) => ({ run: m.controllerCommand, usage: m.CONTROLLER_USAGE })), summary: 'run in the management cluster: watch, render and publish on every change, report status' },
+  version: { load: async () => import('./version-command.js').then((m) => ({ run: m.versionCommand, usage: m.VERSION_USAGE })), summary: 'print the versions of clusterstack, helm and Node.js (also --version)' },
 };
+
+const HELP_FLAGS = new Set(['--help', '-h']);
 
 function usage(): string {
   const lines = Object.entries(COMMANDS).map(([name, command]) => `  ${name.padEnd(16)}${command.summary}`);
-  return `Usage: clusterstack <command> [options]\n\nCommands:\n${lines.join('\n')}\n\nRun clusterstack <command> --help for its options.\n`;
+  return `Usage: clusterstack <command> [options]
+
+Commands:
+${lines.join('\n')}
+
+Flags:
+  -h, --help      show help (clusterstack <command> --help, or clusterstack help <command>)
+  --version       print the versions, as clusterstack version does
+
+Examples:
+  # Render the quick start's example into a new local Git repository (no cluster, no network)
+  clusterstack render examples/quickstart/manifests --release-source examples/quickstart/releases --git out/gitops-repo
+
+  # See which releases each ClusterStack keeps and which release each Cluster uses
+  clusterstack plan examples/quickstart/manifests --release-source examples/quickstart/releases
+
+${exitCodesHelp()}
+
+Run clusterstack <command> --help for its options and examples.
+`;
 }
 
+function commandHelp(commandUsage: string): string {
+  return `${commandUsage}\n\n${exitCodesHelp()}\n`;
+}
+
+/** Runs one command line to its end and returns the exit code; nothing it raises escapes. */
 export async function runCli(argv: string[], io: CliIo): Promise<number> {
-  const [name, ...rest] = argv;
-  if (!name || name === '--help' || name === '-h' || name === 'help') {
+  const [first, ...rest] = argv;
+  if (!first || HELP_FLAGS.has(first)) {
     io.stdout(usage());
-    return name ? 0 : EXIT_USAGE;
+    return first ? EXIT_OK : EXIT_USAGE;
   }
-  const entry = COMMANDS[name];
+  // `help <command>` is what git and helm users type; `--version` is what everyone types.
+  const name = first === '--version' ? 'version' : first === 'help' ? (rest[0] ?? '--help') : first;
+  if (name === '--help' || name === 'help') {
+    io.stdout(usage());
+    return EXIT_OK;
+  }
+  const entry = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   if (!entry) {
-    io.stderr(`error: unknown command "${name}"\n\n${usage()}`);
+    // A mistyped flag here can only be one of the two flags that stand in for a command.
+    const suggestion = name.startsWith('-') ? didYouMean(name, ['--help', '--version']) : didYouMean(name, [...Object.keys(COMMANDS), 'help']);
+    io.stderr(`error: ${name.startsWith('-') ? `unknown flag ${name}` : `unknown command "${name}"`}${suggestion}\nRun 'clusterstack --help' for the commands.\n`);
     return EXIT_USAGE;
   }
   const command = await entry.load();
-  if (rest.includes('--help') || rest.includes('-h')) {
-    io.stdout(`${command.usage}\n`);
-    return 0;
+  if (first === 'help' || rest.some((arg) => HELP_FLAGS.has(arg))) {
+    io.stdout(commandHelp(command.usage));
+    return EXIT_OK;
   }
   try {
     return await command.run(rest, io);
   } catch (error) {
-    return reportError(error, io, command.usage);
+    return reportError(error, io, name);
   }
 }
 
-function reportError(error: unknown, io: CliIo, commandUsage: string): number {
-  if (error instanceof UsageError || (error as Error | undefined)?.name === 'ConfigError' || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-    io.stderr(`error: ${(error as Error).message}\n\n${commandUsage}\n`);
+/**
+ * One place turns a failure into what the user sees and the exit code: the command line (2),
+ * else the kind of failure by the table in core/failure.ts (fix the input 1, retry 3, a bug 4).
+ */
+function reportError(error: unknown, io: CliIo, command: string): number {
+  const message = error instanceof Error ? error.message : String(error);
+  if (error instanceof UsageError || error instanceof ConfigError) {
+    io.stderr(`error: ${message}\nRun 'clusterstack ${command} --help' for its options and examples.\n`);
     return EXIT_USAGE;
   }
-  if (error instanceof InputError && error.message) {
-    io.stderr(`error: ${error.message}\n`);
-    return EXIT_PROBLEMS;
+  const kind = failureKindOf(error);
+  const { exitCode } = FAILURE_REACTIONS[kind];
+  if (kind === 'internal') {
+    // Nothing declared what should happen next: we did not foresee it, so it is ours to fix.
+    const stack = error instanceof Error && error.stack ? `\n${error.stack.split('\n').slice(1).join('\n')}` : '';
+    io.stderr(`error: ${message}\nThis is a bug in clusterstack (an error of a kind it does not know): please report it with this output and the command line.${stack}\n`);
+    return exitCode;
   }
-  // Errors that say whether retrying can help (sources, publishers) decide the exit code themselves.
-  const retryable = (error as { retryable?: unknown }).retryable;
-  if (typeof retryable === 'boolean') {
-    io.stderr(`error: ${(error as Error).message}\n`);
-    return retryable ? EXIT_FAILURE : EXIT_PROBLEMS;
-  }
-  if (error instanceof Error && (USER_FIXABLE.has(error.name) || failureKindOf(error) === 'fix-input')) {
-    io.stderr(`error: ${error.message}\n`);
-    return EXIT_PROBLEMS;
-  }
-  io.stderr(`error: ${error instanceof Error ? error.message : String(error)}\n`);
-  return EXIT_FAILURE;
+  // A wait ends a run as done (the table's exit code): what waits is left for a later run.
+  io.stderr(`${kind === 'wait' ? 'waiting' : 'error'}: ${message}\n`);
+  return exitCode;
 }

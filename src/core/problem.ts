@@ -19,6 +19,7 @@ export function formatProblem(problem: Problem): string {
 
 /** Raised when input is wrong; carries every problem found so the user can fix them in one go. */
 export class InputError extends Error {
+  readonly failureKind = 'fix-input' as const;
   constructor(readonly problems: Problem[], summary?: string) {
     super(summary ?? problems.map(formatProblem).join('\n'));
     this.name = 'InputError';

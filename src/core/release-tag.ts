@@ -17,6 +17,7 @@ export interface ReleaseTag {
 }
 
 export class TagSyntaxError extends Error {
+  readonly failureKind = 'fix-input' as const;
   constructor(readonly input: string, reason: string) {
     super(`"${input}" is not a cluster stack release tag: ${reason}`);
     this.name = 'TagSyntaxError';

@@ -16,6 +16,7 @@ export interface StackVersion {
 }
 
 export class VersionSyntaxError extends Error {
+  readonly failureKind = 'fix-input' as const;
   constructor(readonly input: string, reason: string) {
     super(`"${input}" is not a cluster stack version: ${reason}`);
     this.name = 'VersionSyntaxError';

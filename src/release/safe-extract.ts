@@ -40,6 +40,7 @@ const ENTRY_OVERHEAD_BYTES = 3 * 512;
 
 /** An archive that must not be extracted; names the archive (and release) and the entry. */
 export class UnsafeArchiveError extends Error {
+  readonly failureKind = 'fix-input' as const;
   constructor(readonly archive: string, readonly entry: string | undefined, reason: string) {
     super(entry === undefined ? `archive ${archive}: ${reason}` : `archive ${archive}: entry "${entry}" ${reason}`);
     this.name = 'UnsafeArchiveError';

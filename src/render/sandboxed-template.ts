@@ -2,6 +2,7 @@
 import Handlebars from 'handlebars';
 
 export class TemplateError extends Error {
+  readonly failureKind = 'fix-input' as const;
   constructor(readonly templateName: string, readonly reason: string) {
     super(`template ${templateName}: ${reason}`);
     this.name = 'TemplateError';

@@ -34,6 +34,7 @@ function findSecrets(objects: KubeObject[]): SecretFinding[] {
 }
 
 export class SecretRefusedError extends Error {
+  readonly failureKind = 'fix-input' as const;
   constructor(readonly unit: string, readonly findings: SecretFinding[]) {
     const names = findings.map((f) => `${f.object.kind} ${f.object.metadata.namespace ? `${f.object.metadata.namespace}/` : ''}${f.object.metadata.name} (${f.why})`).join(', ');
     super(

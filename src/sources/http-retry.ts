@@ -108,6 +108,7 @@ export function rateLimitWaitMs(headers: HeaderBag, now: Date): number | undefin
 
 /** A request that got no answer in time (no headers, or no body bytes for the whole timeout). */
 export class RequestTimeoutError extends Error {
+  readonly failureKind = 'retry' as const;
   constructor(readonly url: string, readonly timeoutMs: number) {
     super(`no response from ${url} within ${timeoutMs} ms`);
     this.name = 'RequestTimeoutError';

@@ -96,6 +96,7 @@ const KUBE_YAML_SCHEMA = jsYaml.FAILSAFE_SCHEMA.extend({ implicit: [mergeType, t
 
 /** A YAML text that cannot be read; `line` is 1-based within the text given. */
 export class YamlDecodeError extends Error {
+  readonly failureKind = 'fix-input' as const;
   constructor(
     readonly reason: string,
     readonly line?: number,
