@@ -3,25 +3,13 @@ import path from 'node:path';
 import * as yaml from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GitSandbox } from './support/git-repos.js';
-import { copyExampleReleases, EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, runClusterstack, tempDir, writeTree } from './support/cli.js';
+import { copyExampleReleases, EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, readTree, runClusterstack, tempDir, writeTree } from './support/cli.js';
 
 const sandbox = new GitSandbox();
 afterAll(() => sandbox.cleanup());
 
 /** What a reader of an --output directory sees: the files behind `<dir>/current`. */
-async function readTree(output: string): Promise<Record<string, string>> {
-  const dir = path.join(output, 'current');
-  const out: Record<string, string> = {};
-  async function walk(relative: string): Promise<void> {
-    for (const entry of await readdir(path.join(dir, relative), { withFileTypes: true })) {
-      const child = relative ? `${relative}/${entry.name}` : entry.name;
-      if (entry.isDirectory()) await walk(child);
-      else out[child] = await readFile(path.join(dir, child), 'utf8');
-    }
-  }
-  await walk('');
-  return out;
-}
+const readOutput = (output: string): Promise<Record<string, string>> => readTree(path.join(output, 'current'));
 
 async function render(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stderr: string; report: Record<string, any> }> {
   const result = await runClusterstack(['render', ...args, '--json'], { env });
@@ -120,15 +108,15 @@ describe('clusterstack render (determinism and changes)', () => {
     const inputs = await writeTree({ 'stack.yaml': STACK, 'clusters.yaml': cluster('one', 'docker-ferrol-1-30-v1') });
     const out = path.join(await tempDir(), 'out');
     expect((await render([inputs, '--release-source', releases, '--output', out])).code).toBe(0);
-    const before = await readTree(out);
+    const before = await readOutput(out);
     expect(Object.keys(before)).toContain('clusters/cluster-stacks/one/cluster-addon/configmap-cluster-addon-random.yaml');
     const second = await render([inputs, '--release-source', releases, '--output', out]);
     expect(second.report).toMatchObject({ changed: false, helmProcesses: 0 });
-    expect(await readTree(out)).toEqual(before);
+    expect(await readOutput(out)).toEqual(before);
     // Same inputs rendered into a fresh target: the random parts differ, which is why reuse matters.
     const fresh = path.join(await tempDir(), 'out');
     await render([inputs, '--release-source', releases, '--output', fresh]);
-    expect((await readTree(fresh))['clusters/cluster-stacks/one/cluster-addon/configmap-cluster-addon-random.yaml']).not.toBe(before['clusters/cluster-stacks/one/cluster-addon/configmap-cluster-addon-random.yaml']);
+    expect((await readOutput(fresh))['clusters/cluster-stacks/one/cluster-addon/configmap-cluster-addon-random.yaml']).not.toBe(before['clusters/cluster-stacks/one/cluster-addon/configmap-cluster-addon-random.yaml']);
   });
 
   it('changes nothing in a cluster’s addon files when it moves between releases sharing an addon version', async () => {
@@ -136,13 +124,13 @@ describe('clusterstack render (determinism and changes)', () => {
     const out = path.join(await tempDir(), 'out');
     const onV3 = await writeTree({ 'stack.yaml': stack, 'c.yaml': cluster('charlie', 'docker-ferrol-1-30-v3') });
     await render([onV3, '--release-source', EXAMPLE_RELEASES, '--output', out]);
-    const before = await readTree(out);
+    const before = await readOutput(out);
     const onV2 = await writeTree({ 'stack.yaml': stack, 'c.yaml': cluster('charlie', 'docker-ferrol-1-30-v2') });
     const moved = await render([onV2, '--release-source', EXAMPLE_RELEASES, '--output', out]);
     expect(moved.report.units.rendered).toBe(0); // values evaluated again, no chart rendered
     const changed = [...moved.report.files.written, ...moved.report.files.removed];
     expect(changed.filter((file: string) => file.startsWith('clusters/'))).toEqual([]);
-    const after = await readTree(out);
+    const after = await readOutput(out);
     for (const file of Object.keys(before).filter((f) => f.startsWith('clusters/'))) expect(after[file]).toBe(before[file]);
   });
 
@@ -153,7 +141,7 @@ describe('clusterstack render (determinism and changes)', () => {
     const one = await writeTree({ 'stack.yaml': STACK, 'c.yaml': cluster('alpha', 'docker-ferrol-1-30-v1') });
     const result = await render([one, '--release-source', EXAMPLE_RELEASES, '--output', out]);
     expect(result.report.files.removed).toEqual(expect.arrayContaining(['clusters/cluster-stacks/bravo/cni/daemonset-kindnet.yaml', 'management/cluster-stacks/docker-ferrol-1-30-v2/clusterclass-docker-ferrol-1-30-v2.yaml']));
-    const files = Object.keys(await readTree(out));
+    const files = Object.keys(await readOutput(out));
     expect(files.some((f) => f.includes('/bravo/') || f.includes('docker-ferrol-1-30-v2'))).toBe(false);
   });
 
@@ -162,7 +150,7 @@ describe('clusterstack render (determinism and changes)', () => {
     const out = path.join(await tempDir(), 'out');
     const inputs = await writeTree({ 'stack.yaml': stack, 'c.yaml': cluster('alpha', 'docker-ferrol-1-30-v1') });
     expect((await render([inputs, '--release-source', EXAMPLE_RELEASES, '--output', out])).code).toBe(0);
-    expect((await readTree(out))['clusters/cluster-stacks/alpha/cluster-addon/configmap-kindnet-cfg.yaml']).toMatch(/"mtu": 1400/);
+    expect((await readOutput(out))['clusters/cluster-stacks/alpha/cluster-addon/configmap-kindnet-cfg.yaml']).toMatch(/"mtu": 1400/);
   });
 
   it('renders the steady state after AfterClusterUpgrade and publishes despite an unknown hook', async () => {
@@ -176,7 +164,7 @@ describe('clusterstack render (determinism and changes)', () => {
 
     expect(result.code).toBe(0);
     expect(result.report.warnings).toEqual([expect.stringMatching(/^docker-ferrol-1-30-v2\/clusteraddon\.yaml addonStages\.BeforeClusterDelete: is not a hook the cluster-stack-operator runs/)]);
-    const files = Object.keys(await readTree(out));
+    const files = Object.keys(await readOutput(out));
     expect(files).toContain('clusters/cluster-stacks/bravo/cni/daemonset-kindnet.yaml');
     expect(files).toContain('management/cluster-stacks/docker-ferrol-1-30-v2/clusterclass-docker-ferrol-1-30-v2.yaml');
     expect(files.filter((f) => f.startsWith('clusters/cluster-stacks/bravo/metrics-server/'))).toEqual([]);
@@ -189,12 +177,12 @@ describe('clusterstack render (determinism and changes)', () => {
     const out = path.join(await tempDir(), 'out');
     const pending = await render([await writeTree({ 's.yaml': providerStack + providerRelease(false) }), '--release-source', EXAMPLE_RELEASES, '--output', out]);
     expect(pending.report.withheld).toEqual([expect.objectContaining({ kind: 'release', name: 'docker-ferrol-1-30-v1', reason: expect.stringMatching(/status.ready: true/) })]);
-    expect(Object.keys(await readTree(out)).some((f) => f.startsWith('management/'))).toBe(false);
+    expect(Object.keys(await readOutput(out)).some((f) => f.startsWith('management/'))).toBe(false);
     await render([await writeTree({ 's.yaml': providerStack + providerRelease(true) }), '--release-source', EXAMPLE_RELEASES, '--output', out]);
-    expect(Object.keys(await readTree(out))).toContain('management/cluster-stacks/docker-ferrol-1-30-v1/clusterclass-docker-ferrol-1-30-v1.yaml');
+    expect(Object.keys(await readOutput(out))).toContain('management/cluster-stacks/docker-ferrol-1-30-v1/clusterclass-docker-ferrol-1-30-v1.yaml');
     const regressed = await render([await writeTree({ 's.yaml': providerStack + providerRelease(false) }), '--release-source', EXAMPLE_RELEASES, '--output', out]);
     expect(regressed.report.withheld[0]).toMatchObject({ previousOutputKept: true });
-    expect(Object.keys(await readTree(out))).toContain('management/cluster-stacks/docker-ferrol-1-30-v1/clusterclass-docker-ferrol-1-30-v1.yaml');
+    expect(Object.keys(await readOutput(out))).toContain('management/cluster-stacks/docker-ferrol-1-30-v1/clusterclass-docker-ferrol-1-30-v1.yaml');
   });
 });
 
@@ -220,13 +208,13 @@ describe('clusterstack render (secrets)', () => {
     const dropped = path.join(await tempDir(), 'out');
     const dropRun = await render([inputs, '--release-source', releases, '--output', dropped, '--secrets', 'drop']);
     expect(dropRun.code).toBe(0);
-    expect(Object.keys(await readTree(dropped)).some((f) => f.includes('secret-'))).toBe(false);
+    expect(Object.keys(await readOutput(dropped)).some((f) => f.includes('secret-'))).toBe(false);
     // Every dropped object is named: in the report's warnings and in the tree's README.
     expect(dropRun.report.warnings).toContainEqual(expect.stringMatching(/clusters\/cluster-stacks\/one\/cluster-addon: Secret kube-system\/cluster-addon-ca left out \(--secrets drop\): it is a Secret/));
-    expect((await readTree(dropped))['README.md']).toMatch(/Secret kube-system\/cluster-addon-ca left out \(--secrets drop\)/);
+    expect((await readOutput(dropped))['README.md']).toMatch(/Secret kube-system\/cluster-addon-ca left out \(--secrets drop\)/);
     const allowed = path.join(await tempDir(), 'out');
     await render([inputs, '--release-source', releases, '--output', allowed, '--secrets', 'allow']);
-    expect(Object.keys(await readTree(allowed))).toContain('clusters/cluster-stacks/one/cluster-addon/secret-cluster-addon-ca.yaml');
+    expect(Object.keys(await readOutput(allowed))).toContain('clusters/cluster-stacks/one/cluster-addon/secret-cluster-addon-ca.yaml');
   });
 
   it('also refuses a private key outside a Secret', async () => {
@@ -245,7 +233,7 @@ describe('clusterstack render (one broken unit is withheld alone)', () => {
     const result = await render([await twoClusters(), '--release-source', releases, '--output', out]);
     expect(result.code).toBe(0);
     expect(result.report.withheld).toEqual([expect.objectContaining({ kind: 'cluster', namespace: 'cluster-stacks', name: 'one', reason: expect.stringMatching(reason) })]);
-    const files = await readTree(out);
+    const files = await readOutput(out);
     expect(Object.keys(files).some((file) => file.startsWith('clusters/cluster-stacks/one/'))).toBe(false);
     expect(Object.keys(files).some((file) => file.startsWith('clusters/cluster-stacks/two/'))).toBe(true);
     expect(Object.keys(files)).toContain('management/cluster-stacks/docker-ferrol-1-30-v1/clusterclass-docker-ferrol-1-30-v1.yaml');
@@ -345,12 +333,12 @@ describe('clusterstack render --gitops', () => {
     const flags = ['--gitops', 'flux', '--gitops-url', 'https://git.example.com/fleet.git'];
     const two = await writeTree({ 'stack.yaml': STACK.replace('versions: [v1]', 'versions: [v1, v2]'), 'c.yaml': cluster('alpha', 'docker-ferrol-1-30-v1') + cluster('bravo', 'docker-ferrol-1-30-v2') });
     expect((await render([two, '--release-source', EXAMPLE_RELEASES, '--output', out, ...flags])).code).toBe(0);
-    const files = await readTree(out);
+    const files = await readOutput(out);
     expect(Object.keys(files)).toEqual(expect.arrayContaining(['flux/source.yaml', 'flux/clusters/cluster-stacks/bravo/cni.yaml', 'flux/management/cluster-stacks/docker-ferrol-1-30-v2.yaml']));
     expect(Object.values(files).join('\n')).not.toMatch(/^kind: Secret$/m);
     const one = await writeTree({ 'stack.yaml': STACK, 'c.yaml': cluster('alpha', 'docker-ferrol-1-30-v1') });
     await render([one, '--release-source', EXAMPLE_RELEASES, '--output', out, ...flags]);
-    const after = Object.keys(await readTree(out));
+    const after = Object.keys(await readOutput(out));
     expect(after.some((file) => file.startsWith('flux/clusters/cluster-stacks/bravo') || file.includes('docker-ferrol-1-30-v2'))).toBe(false);
     expect(after).toContain('flux/clusters/cluster-stacks/alpha/cluster-addon.yaml');
   });
@@ -359,7 +347,7 @@ describe('clusterstack render --gitops', () => {
     const out = path.join(await tempDir(), 'out');
     const inputs = await writeTree({ 'stack.yaml': STACK, 'c.yaml': cluster('alpha', 'docker-ferrol-1-30-v1') });
     expect((await render([inputs, '--release-source', EXAMPLE_RELEASES, '--output', out, '--gitops', 'argocd', '--gitops-url', 'https://git.example.com/fleet.git'])).code).toBe(0);
-    const files = await readTree(out);
+    const files = await readOutput(out);
     const wave = (file: string): string | undefined => (yaml.load(files[file]!) as { metadata: { annotations?: Record<string, string> } }).metadata.annotations?.['argocd.argoproj.io/sync-wave'];
     expect(wave('management/cluster-stacks/docker-ferrol-1-30-v1/clusterclass-docker-ferrol-1-30-v1.yaml')).toBe('0');
     expect(wave('management/cluster-stacks/docker-ferrol-1-30-v1/kubeadmconfigtemplate-docker-ferrol-1-30-v1-worker.yaml')).toBe('-1');
@@ -384,6 +372,6 @@ describe('clusterstack render (secret policy and reuse)', () => {
     const refused = await render([inputs, '--release-source', releases, '--output', out]);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/renders Secret kube-system\/cluster-addon-ca/);
-    expect(Object.keys(await readTree(out))).toContain('clusters/cluster-stacks/one/cluster-addon/secret-cluster-addon-ca.yaml');
+    expect(Object.keys(await readOutput(out))).toContain('clusters/cluster-stacks/one/cluster-addon/secret-cluster-addon-ca.yaml');
   });
 });

@@ -3,10 +3,9 @@
 // kill the target holds wholly the old or wholly the new render and git fsck finds nothing wrong;
 // afterwards a normal run converges and the run after it changes nothing.
 import { existsSync, readdirSync } from 'node:fs';
-import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, runClusterstack, tempDir } from '../support/cli.js';
+import { EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, readTree, runClusterstack, tempDir } from '../support/cli.js';
 import { removeCliBundle, startCli } from '../support/cli-process.js';
 import { GitSandbox } from '../support/git-repos.js';
 
@@ -19,18 +18,6 @@ afterAll(async () => {
 
 type Tree = Record<string, string>;
 
-async function readAll(dir: string): Promise<Tree> {
-  const files: Tree = {};
-  const walk = async (relative: string): Promise<void> => {
-    for (const entry of await readdir(path.join(dir, relative), { withFileTypes: true })) {
-      const child = relative ? `${relative}/${entry.name}` : entry.name;
-      if (entry.isDirectory()) await walk(child);
-      else files[child] = await readFile(path.join(dir, child), 'utf8');
-    }
-  };
-  await walk('');
-  return files;
-}
 
 /**
  * The two renders the runs alternate between: the quick start, and the quick start with Flux wiring
@@ -44,7 +31,7 @@ beforeAll(async () => {
   const reference = async (flags: string[]): Promise<Tree> => {
     const out = path.join(await tempDir('csk-kill-ref-'), 'out');
     expect((await runClusterstack(['render', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--output', out, ...flags])).code).toBe(0);
-    return readAll(path.join(out, 'current'));
+    return readTree(path.join(out, 'current'));
   };
   trees = { a: await reference(RENDERS.a), b: await reference(RENDERS.b) };
   expect(Object.keys(trees.b).length - Object.keys(trees.a).length).toBeGreaterThan(10);
@@ -136,7 +123,7 @@ describe.concurrent('kill -9 while publishing', { timeout: 240_000 }, () => {
       flags: ['--output', out],
       lockFile: () => (existsSync(path.join(out, '.clusterstack', 'lock')) ? path.join(out, '.clusterstack', 'lock') : undefined),
       writing: () => readdirSync(path.join(out, '.clusterstack')).some((entry) => entry.startsWith('staging-') || entry.startsWith('current-')),
-      published: async () => (existsSync(path.join(out, 'current')) ? readAll(path.join(out, 'current')) : undefined),
+      published: async () => (existsSync(path.join(out, 'current')) ? readTree(path.join(out, 'current')) : undefined),
       consistent: () => expect(readdirSync(out).filter((entry) => entry !== '.clusterstack')).toEqual(['current']),
     };
     expect((await runClusterstack(['render', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, ...target.flags, '--cache-dir', cache])).code).toBe(0);

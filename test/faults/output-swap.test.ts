@@ -2,12 +2,12 @@
 // point works), and a work tree left mixed by kill -9 is repaired before the next run reads it.
 import { execFile } from 'node:child_process';
 import { watch } from 'node:fs';
-import { mkdir, readdir, readFile, realpath, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, realpath, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DirectoryPublisher } from '../../gitops/directory-publisher.js';
 import type { RenderedTree } from '../../src/output/rendered-tree.js';
-import { EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, runClusterstack, tempDir } from '../support/cli.js';
+import { EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, readTree, runClusterstack, tempDir } from '../support/cli.js';
 import { cliCommand, cliEnvironment, REPO_ROOT, removeCliBundle, startCli } from '../support/cli-process.js';
 import { GitSandbox } from '../support/git-repos.js';
 
@@ -17,18 +17,6 @@ afterAll(async () => {
   await removeCliBundle();
 });
 
-async function readAll(dir: string): Promise<Record<string, string>> {
-  const files: Record<string, string> = {};
-  const walk = async (relative: string): Promise<void> => {
-    for (const entry of await readdir(path.join(dir, relative), { withFileTypes: true })) {
-      const child = relative ? `${relative}/${entry.name}` : entry.name;
-      if (entry.isDirectory()) await walk(child);
-      else files[child] = await readFile(path.join(dir, child), 'utf8');
-    }
-  };
-  await walk('');
-  return files;
-}
 
 function aTree(label: string, files: number): RenderedTree {
   return new Map(Array.from({ length: files }, (_, index) => [`clusters/c${index}/cm.yaml`, `${label} ${index}\n`]));
@@ -52,7 +40,7 @@ describe('readers of --output', () => {
     let reads = 0;
     while (publishing) {
       // A reader resolves `current` once and reads from what it resolved.
-      const tree = await readAll(await realpath(path.join(out, 'current')));
+      const tree = await readTree(await realpath(path.join(out, 'current')));
       expect(expected).toContainEqual(tree);
       reads += 1;
     }

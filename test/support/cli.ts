@@ -1,5 +1,5 @@
 // Runs the CLI in-process and captures what it prints.
-import { mkdtemp, writeFile, mkdir, cp } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { runCli } from '../../src/cli/run-cli.js';
@@ -46,3 +46,17 @@ export async function copyExampleReleases(): Promise<string> {
 
 export const EXAMPLE_MANIFESTS = path.resolve('examples/quickstart/manifests');
 export const EXAMPLE_RELEASES = path.resolve('examples/quickstart/releases');
+
+/** Every file under `dir`, relative POSIX path -> content (a link to a file reads as that file). */
+export async function readTree(dir: string): Promise<Record<string, string>> {
+  const files: Record<string, string> = {};
+  const walk = async (relative: string): Promise<void> => {
+    for (const entry of await readdir(path.join(dir, relative), { withFileTypes: true })) {
+      const child = relative ? `${relative}/${entry.name}` : entry.name;
+      if (entry.isDirectory()) await walk(child);
+      else files[child] = await readFile(path.join(dir, child), 'utf8');
+    }
+  };
+  await walk('');
+  return files;
+}
