@@ -17,7 +17,12 @@ export interface GitCommandOptions {
   token?: string;
   /** The environment git starts from (proxies, CA bundles, HOME); empty when not given. */
   env?: Readonly<Record<string, string | undefined>>;
+  /** A git process that prints nothing for this long is killed (a remote that hangs or trickles). Default 5 min. */
+  idleTimeoutMs?: number;
 }
+
+/** How long a git process may go without output before it counts as hung (fetch and push print nothing while they wait). */
+export const DEFAULT_GIT_IDLE_TIMEOUT_MS = 5 * 60_000;
 
 // git variables from the caller's environment that configure transport, not repository state.
 // Everything else named GIT_* (GIT_DIR from a hook, GIT_AUTHOR_*, GIT_CONFIG_*) would redirect or
@@ -74,8 +79,10 @@ const HINTS: Partial<Record<PublishErrorKind, string>> = {
 export class GitCommand {
   private readonly git: SimpleGit;
   private readonly token: string | undefined;
+  private readonly idleTimeoutMs: number;
 
   constructor(baseDir: string, options: GitCommandOptions) {
+    this.idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_GIT_IDLE_TIMEOUT_MS;
     const { env, usesSsh } = gitEnvironment(options);
     this.token = options.token;
     this.git = simpleGit({
@@ -84,6 +91,9 @@ export class GitCommand {
       // simple-git passes these as `-c` before the command; identity never comes from the environment.
       config: [`user.name=${options.author.name}`, `user.email=${options.author.email}`, 'core.autocrlf=false', 'core.quotePath=false'],
       unsafe: { allowUnsafeConfigEnvCount: true, allowUnsafeSshCommand: usesSsh },
+      // simple-git kills the process when it has been silent this long: a remote that accepts the
+      // connection and then hangs or trickles fails the run instead of holding it (and its lock).
+      timeout: { block: this.idleTimeoutMs },
     }).env(env);
   }
 
@@ -109,6 +119,10 @@ export class GitCommand {
     // git pads `remote:` lines with spaces; keep the text, drop the padding.
     const text = String((error as Error | undefined)?.message ?? error).split('\n').map((line) => line.trimEnd()).join('\n').trim();
     const output = scrubSecret(text, this.token);
+    // simple-git's silence limit: the remote hung; trying again later may work.
+    if (/^block timeout reached/i.test(text)) {
+      return new PublishError('unavailable', `${action} failed: git printed nothing for ${Math.round(this.idleTimeoutMs / 1000)} s and was stopped; the remote does not answer`);
+    }
     const kind = classifyGitFailure(output);
     return new PublishError(kind, `${action} failed: ${output}${HINTS[kind] ?? ''}`);
   }
