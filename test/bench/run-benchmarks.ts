@@ -226,7 +226,8 @@ async function benchController(): Promise<void> {
     engine: 'none',
     outputPath: '',
     argocdNamespace: 'argocd',
-    logger: pino({ level: 'silent' }),
+    // CSK_BENCH_LOG=<file> writes the controller's debug log (reconcile phases with their times) there.
+    logger: process.env.CSK_BENCH_LOG ? pino({ level: 'debug' }, pino.destination({ dest: process.env.CSK_BENCH_LOG, sync: true })) : pino({ level: 'silent' }),
     batchWindowMs: 1000,
     health: { port: 0, host: '127.0.0.1' },
   });
