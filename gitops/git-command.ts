@@ -21,6 +21,25 @@ export interface GitCommandOptions {
   idleTimeoutMs?: number;
 }
 
+/** Where a Git target is and how it is reached: what the publisher and the history reader share. */
+export interface GitTargetOptions {
+  /** A local path or a URL (file, http(s), ssh), as `--git` takes it. */
+  repository: string;
+  branch: string;
+  /** The subdirectory the tree lives in; '' is the repository root. */
+  path: string;
+  /** This reader's or writer's own clone or mirror (created on first use). */
+  workDir: string;
+  author: GitIdentity;
+  /** For HTTP(S) remotes; sent as a Basic auth header, never stored. */
+  token?: string;
+  /**
+   * The environment git runs with (proxies, CA bundles, HOME for ~/.gitconfig and SSH keys); the
+   * CLI passes its own. GIT_* variables other than transport settings are dropped. Default: empty.
+   */
+  env?: Readonly<Record<string, string | undefined>>;
+}
+
 /** How long a git process may go without output before it counts as hung (fetch and push print nothing while they wait). */
 export const DEFAULT_GIT_IDLE_TIMEOUT_MS = 5 * 60_000;
 

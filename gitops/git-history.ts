@@ -4,7 +4,7 @@
 // It keeps its own bare mirror of the branch, so it never touches the publisher's clone.
 import { mkdir, readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { GitCommand, type GitIdentity } from './git-command.js';
+import { GitCommand, type GitTargetOptions } from './git-command.js';
 import { parseGitRemote } from './git-remote.js';
 import { normalizeSubdir } from './tree-paths.js';
 
@@ -17,19 +17,8 @@ export interface PublishedHistory {
   unitRevisions: Map<string, string>;
 }
 
-export interface GitHistoryOptions {
-  /** A local path or a URL, as `--git` takes it. */
-  repository: string;
-  branch: string;
-  /** The subdirectory the tree lives in; '' is the root. */
-  path: string;
-  /** The mirror's directory (created on first use; used by this reader only). */
-  workDir: string;
-  author: GitIdentity;
-  /** For HTTP(S) remotes; sent as a header, never stored. */
-  token?: string;
-  env?: Readonly<Record<string, string | undefined>>;
-}
+/** The published branch to read; `workDir` holds this reader's own mirror. */
+export type GitHistoryOptions = GitTargetOptions;
 
 /** The unit directory a file (relative to the tree root) belongs to, as the controller counts them. */
 export type UnitDirOf = (file: string) => string | undefined;

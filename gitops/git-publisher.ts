@@ -25,34 +25,23 @@ import { syncWorkTree } from './sync-work-tree.js';
 import { acquirePublishLock, type PublishLock } from './publish-lock.js';
 import type { LockRequest } from './publisher.js';
 import { compileCommitMessage, type CommitMessageRenderer } from './commit-message.js';
-import { GitCommand, type GitIdentity } from './git-command.js';
+import { GitCommand, type GitTargetOptions } from './git-command.js';
 import { parseGitRemote, type GitRemote } from './git-remote.js';
 import { assertOutsideProtected, type ProtectedPath } from './protected-paths.js';
 import { removeStaleGitLocks } from './stale-git-locks.js';
 import type { Logger } from '../src/core/logger.js';
 
 
-export interface GitPublisherOptions {
-  /** A local path (bare repository, work tree, or missing: created) or a URL (file, http(s), ssh). */
-  repository: string;
-  branch: string;
-  /** The subdirectory the tree goes to; '' is the repository root. */
-  path: string;
-  /** Where the clone of a remote repository lives between runs. Unused when committing in place. */
-  workDir: string;
-  author: GitIdentity;
-  /** For HTTP(S) remotes; sent as a Basic auth header, never stored. */
-  token?: string;
+/**
+ * `repository` may also be a local work tree (committed in place, `workDir` unused) or a missing
+ * path (a repository is created there).
+ */
+export interface GitPublisherOptions extends GitTargetOptions {
   /** Handlebars source of the commit message template; the bundled default when undefined. */
   messageTemplate?: string;
   /** Pushes tried before giving up on a branch others keep moving (default 5). */
   maxPushAttempts?: number;
   logger?: Logger;
-  /**
-   * The environment git runs with (proxies, CA bundles, HOME for ~/.gitconfig and SSH keys); the
-   * CLI passes its own. GIT_* variables other than transport settings are dropped. Default: empty.
-   */
-  env?: Readonly<Record<string, string | undefined>>;
   /** Inputs and release sources: an in-place work tree's --path may be neither of them nor hold them. */
   protectedPaths?: readonly ProtectedPath[];
 }

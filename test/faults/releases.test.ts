@@ -7,7 +7,7 @@ import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import * as tar from 'tar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { copyExampleReleases, EXAMPLE_MANIFESTS, runClusterstack, tempDir } from '../support/cli.js';
+import { copyExampleReleases, copyExampleReleasesAsArchives, EXAMPLE_MANIFESTS, runClusterstack, tempDir } from '../support/cli.js';
 import { removeCliBundle, runCliProcess } from '../support/cli-process.js';
 import { type FakeGitHub, startFakeGitHub } from '../support/fake-github/index.js';
 
@@ -113,12 +113,7 @@ describe('a half-uploaded GitHub release', () => {
   let github: FakeGitHub;
   beforeAll(async () => {
     github = await startFakeGitHub();
-    // GitHub releases carry archives only: v2's unpacked chart directory is packed as helm would.
-    const releases = await copyExampleReleases();
-    const v2 = path.join(releases, 'docker-ferrol-1-30-v2');
-    await tar.c({ gzip: true, portable: true, cwd: v2, file: path.join(v2, 'docker-ferrol-1-30-cluster-class-v2.tgz') }, ['docker-ferrol-1-30-cluster-class-v2']);
-    await rm(path.join(v2, 'docker-ferrol-1-30-cluster-class-v2'), { recursive: true });
-    await github.addReleasesFromDirectory('example', 'stacks', releases);
+    await github.addReleasesFromDirectory('example', 'stacks', await copyExampleReleasesAsArchives());
     // Only some of its assets made it: no metadata.yaml.
     github.addRelease('example', 'stacks', { tag: V4, assets: [{ name: 'docker-ferrol-1-30-cluster-class-v4.tgz', content: Buffer.from('partial') }] });
   });

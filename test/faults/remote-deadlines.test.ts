@@ -7,9 +7,7 @@ import { createServer as createTcpServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import * as tar from 'tar';
-import { rm } from 'node:fs/promises';
-import { copyExampleReleases, EXAMPLE_MANIFESTS, runClusterstack, tempDir } from '../support/cli.js';
+import { copyExampleReleasesAsArchives, EXAMPLE_MANIFESTS, runClusterstack, tempDir } from '../support/cli.js';
 import { type FakeGitHub, startFakeGitHub } from '../support/fake-github/index.js';
 
 const LIMITS = ['--remote-timeout', '2s', '--read-timeout', '1500ms', '--connect-timeout', '500ms'];
@@ -46,11 +44,7 @@ describe('GitHub that trickles', () => {
   let github: FakeGitHub;
   beforeAll(async () => {
     github = await startFakeGitHub();
-    const releases = await copyExampleReleases();
-    const v2 = path.join(releases, 'docker-ferrol-1-30-v2');
-    await tar.c({ gzip: true, portable: true, cwd: v2, file: path.join(v2, 'docker-ferrol-1-30-cluster-class-v2.tgz') }, ['docker-ferrol-1-30-cluster-class-v2']);
-    await rm(path.join(v2, 'docker-ferrol-1-30-cluster-class-v2'), { recursive: true });
-    await github.addReleasesFromDirectory('example', 'stacks', releases);
+    await github.addReleasesFromDirectory('example', 'stacks', await copyExampleReleasesAsArchives());
   });
   afterAll(() => github.close());
 

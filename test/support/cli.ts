@@ -1,7 +1,8 @@
 // Runs the CLI in-process and captures what it prints.
-import { cp, mkdir, mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import * as tar from 'tar';
 import { runCli } from '../../src/cli/run-cli.js';
 
 export interface CliResult {
@@ -42,6 +43,18 @@ export async function copyExampleReleases(): Promise<string> {
   const dir = await tempDir('csk-releases-');
   await cp(path.resolve('examples/quickstart/releases'), dir, { recursive: true });
   return dir;
+}
+
+/**
+ * A private copy of the quickstart releases as GitHub releases carry them: archives only, so v2's
+ * unpacked cluster-class chart is packed as helm would.
+ */
+export async function copyExampleReleasesAsArchives(): Promise<string> {
+  const releases = await copyExampleReleases();
+  const v2 = path.join(releases, 'docker-ferrol-1-30-v2');
+  await tar.c({ gzip: true, portable: true, cwd: v2, file: path.join(v2, 'docker-ferrol-1-30-cluster-class-v2.tgz') }, ['docker-ferrol-1-30-cluster-class-v2']);
+  await rm(path.join(v2, 'docker-ferrol-1-30-cluster-class-v2'), { recursive: true });
+  return releases;
 }
 
 export const EXAMPLE_MANIFESTS = path.resolve('examples/quickstart/manifests');
