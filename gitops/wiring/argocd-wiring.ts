@@ -30,7 +30,8 @@
 // caller must never pass units that leave out a used release. For a deleted workload cluster whose
 // Argo CD cluster Secret is already gone, Argo CD removes the finalizer without pruning.
 import type { KubeObject } from '../../src/api/types.js';
-import type { UnitRecord } from '../../src/output/provenance.js';
+import type { ProviderRecord, UnitRecord } from '../../src/output/provenance.js';
+import { argoProviderApplications } from './provider-wiring.js';
 import { ARGOCD_SYNC_WAVE_ANNOTATION } from './argocd-sync-waves.js';
 import { checkWiringOptions, sourcePath, type WiringOptions } from './wiring-options.js';
 import { groupUnits, wiringFiles, wiringLabels } from './wiring-layout.js';
@@ -103,7 +104,7 @@ function application(options: WiringOptions, parts: ApplicationParts): KubeObjec
 }
 
 /** Argo CD wiring files (paths under `argocd/`) for the rendered units. Pure; throws InputError on bad options. */
-export function renderArgoWiring(units: UnitRecord[], options: WiringOptions): Map<string, string> {
+export function renderArgoWiring(units: UnitRecord[], options: WiringOptions, providers: ProviderRecord[] = []): Map<string, string> {
   checkWiringOptions({ ...options, engine: 'argocd' });
   const { releases, clusters } = groupUnits(units);
   const objects = new Map<string, KubeObject>();
@@ -113,6 +114,17 @@ export function renderArgoWiring(units: UnitRecord[], options: WiringOptions): M
     `${ARGOCD_DIR}/root.yaml`,
     application(options, { name: options.name, labels: wiringLabels(options.name, 'root'), treeDir: ARGOCD_DIR, destination: { server: ARGOCD_IN_CLUSTER, namespace: options.namespace }, finalizer: false }),
   );
+
+  // Cluster API providers in earlier sync waves of the root (core first); releases need their CRDs.
+  const providerApps = argoProviderApplications(
+    providers,
+    (parts) => application(options, { name: parts.name, labels: parts.labels, treeDir: parts.treeDir, destination: { server: ARGOCD_IN_CLUSTER, namespace: parts.namespace }, finalizer: true }),
+    options,
+  );
+  for (const [file, object] of providerApps) {
+    objects.set(file, object);
+    names.push({ namespace: options.namespace, name: object.metadata.name, what: `provider ${file}` });
+  }
 
   for (const release of releases) {
     const name = argoReleaseApplicationName(release.namespace, release.release);

@@ -16,7 +16,8 @@
 // writes `<cluster>-kubeconfig` into the Cluster's namespace, so they reach the source across
 // namespaces. The kubeconfig is only ever referenced by name; nothing here carries a credential.
 import type { KubeObject } from '../../src/api/types.js';
-import type { UnitRecord } from '../../src/output/provenance.js';
+import type { ProviderRecord, UnitRecord } from '../../src/output/provenance.js';
+import { fluxProviderKustomizations } from './provider-wiring.js';
 import { checkWiringOptions, sourcePath, type WiringOptions } from './wiring-options.js';
 import { groupUnits, wiringFiles, wiringLabels } from './wiring-layout.js';
 import {
@@ -75,7 +76,7 @@ function sourceObject(options: WiringOptions): KubeObject {
 }
 
 /** Flux wiring files (paths under `flux/`) for the rendered units. Pure; throws InputError on bad options. */
-export function renderFluxWiring(units: UnitRecord[], options: WiringOptions): Map<string, string> {
+export function renderFluxWiring(units: UnitRecord[], options: WiringOptions, providers: ProviderRecord[] = []): Map<string, string> {
   checkWiringOptions({ ...options, engine: 'flux' });
   const { releases, clusters } = groupUnits(units);
   const sourceKind = options.source.kind === 'git' ? 'GitRepository' : 'OCIRepository';
@@ -91,6 +92,13 @@ export function renderFluxWiring(units: UnitRecord[], options: WiringOptions): M
     // No wait: the root only applies Kustomizations; each reports its own readiness.
     spec: { interval: INTERVAL, retryInterval: RETRY_INTERVAL, timeout: TIMEOUT, path: path(options, FLUX_DIR), prune: true, sourceRef: localSource },
   });
+
+  // Cluster API providers first (core, then the others); releases need their CRDs.
+  const providerWiring = fluxProviderKustomizations(providers, options, { interval: INTERVAL, retryInterval: RETRY_INTERVAL, timeout: TIMEOUT, sourceRef: localSource });
+  for (const [file, object] of providerWiring.objects) {
+    objects.set(file, object);
+    names.push({ namespace: options.namespace, name: object.metadata.name, what: `provider ${file}` });
+  }
 
   for (const release of releases) {
     const name = fluxReleaseKustomizationName(release.namespace, release.release);
@@ -110,6 +118,7 @@ export function renderFluxWiring(units: UnitRecord[], options: WiringOptions): M
         wait: true,
         sourceRef: localSource,
         healthCheckExprs: structuredClone(CLUSTER_CLASS_HEALTH),
+        ...(providerWiring.dependsOn.length > 0 ? { dependsOn: providerWiring.dependsOn } : {}),
       },
     });
   }

@@ -5,12 +5,20 @@
 //   README.md, provenance.json
 //   management/<namespace>/<release>/...           one unit per kept release (ClusterClass side)
 //   clusters/<namespace>/<cluster>/<stage>/...     one unit per addon stage of a workload cluster
+//   management/providers/<kind>-<name>/...         one Cluster API provider's components
 
 export const PROVENANCE_FILE = 'provenance.json';
 export const README_FILE = 'README.md';
 export const KUSTOMIZATION_FILE = 'kustomization.yaml';
 export const MANAGEMENT_DIR = 'management';
 export const CLUSTERS_DIR = 'clusters';
+/** Cluster API providers, beside the stacks' namespaces (a ClusterStack may not live in a namespace of this name). */
+export const PROVIDERS_DIR = `${MANAGEMENT_DIR}/providers`;
+
+/** The directory of a Cluster API provider's components: `management/providers/<kind>-<name>`. */
+export function providerDir(kind: string, name: string): string {
+  return `${PROVIDERS_DIR}/${kind.toLowerCase()}-${name}`;
+}
 
 /** The unit directory of a release's ClusterClass side. */
 export function releaseDir(namespace: string, release: string): string {
@@ -35,6 +43,7 @@ export type TreeUnitPath =
 /** The unit a file (or a unit directory) belongs to. */
 export function unitOfPath(file: string): TreeUnitPath | undefined {
   const parts = file.split('/');
+  if (file.startsWith(`${PROVIDERS_DIR}/`)) return undefined;
   if (parts[0] === MANAGEMENT_DIR && parts.length >= 3) {
     return { kind: 'release', dir: parts.slice(0, 3).join('/'), namespace: parts[1]!, release: parts[2]! };
   }
@@ -48,6 +57,7 @@ export function unitOfPath(file: string): TreeUnitPath | undefined {
 export function unitDirOf(file: string): string | undefined {
   const parts = file.split('/');
   // A file, not the directory itself: one level below the unit directory at least.
+  if (file.startsWith(`${PROVIDERS_DIR}/`)) return undefined;
   if (parts[0] === MANAGEMENT_DIR && parts.length >= 4) return parts.slice(0, 3).join('/');
   if (parts[0] === CLUSTERS_DIR && parts.length >= 5) return parts.slice(0, 4).join('/');
   return undefined;

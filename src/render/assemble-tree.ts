@@ -32,7 +32,7 @@ function kustomizations(tree: Map<string, string>): Map<string, string> {
 }
 
 /** The whole tree of a render, sorted by path. */
-export function assembleTree(rendered: Map<string, Map<string, string>>, records: UnitRecord[], provenance: Provenance, summary: RenderSummary, readmeTemplate?: string): RenderedTree {
+export function assembleTree(rendered: Map<string, Map<string, string>>, records: Pick<UnitRecord, 'dir'>[], provenance: Provenance, summary: RenderSummary, readmeTemplate?: string): RenderedTree {
   const files = new Map<string, string>();
   for (const record of records) {
     for (const [file, content] of rendered.get(record.dir) ?? []) files.set(`${record.dir}/${file}`, content);

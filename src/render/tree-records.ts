@@ -2,7 +2,7 @@
 // and the summary behind its README, pull request bodies and reports.
 import type { KubeObject } from '../api/types.js';
 import { groupOf } from '../inputs/classify-inputs.js';
-import { OUTPUT_FORMAT, type Provenance, type UnitRecord, type WithheldEntry } from '../output/provenance.js';
+import { OUTPUT_FORMAT, type Provenance, type ProviderRecord, type UnitRecord, type WithheldEntry } from '../output/provenance.js';
 import type { RenderSummary } from '../output/render-summary.js';
 import { releaseDir } from '../output/tree-layout.js';
 import type { Plan } from '../plan/build-plan.js';
@@ -11,11 +11,12 @@ import { canonicalJson } from './canonical-json.js';
 import { type PendingUnit, stableContext } from './render-units.js';
 
 /** The provenance record of a render. */
-export function buildProvenance(plan: Plan, units: UnitRecord[], withheld: WithheldEntry[], valuesFailures: Provenance['valuesFailures']): Provenance {
+export function buildProvenance(plan: Plan, units: UnitRecord[], withheld: WithheldEntry[], valuesFailures: Provenance['valuesFailures'], providers: ProviderRecord[] = []): Provenance {
   const objects = [
     ...plan.inputs.clusterStacks.map((s) => s.object as unknown as KubeObject),
     ...plan.inputs.clusters.map((c) => c.object as KubeObject),
     ...plan.inputs.providerReleases.map((p) => p.object),
+    ...plan.inputs.providers.map((p) => p.object as KubeObject),
     ...plan.inputs.others.map((o) => o.object),
   ];
   const inputs = objects
@@ -25,8 +26,10 @@ export function buildProvenance(plan: Plan, units: UnitRecord[], withheld: Withh
     .filter((release) => release.content)
     .map((release) => ({ name: release.tag, source: release.source.location.startsWith('/') ? 'local directory' : release.source.location, digest: release.content!.digest }))
     .sort((a, b) => a.name.localeCompare(b.name));
-  const inputDigest = sha256Digest(canonicalJson({ inputs, releases, units: units.map((u) => [u.dir, u.renderDigest]) }));
-  return { generator: 'clusterstack-gitops', format: OUTPUT_FORMAT, inputDigest, inputs, releases, units, withheld, valuesFailures };
+  // Providers join the digest only when there are any, so trees without them keep their digests.
+  const providerDigests = providers.map((p) => [p.dir, p.version, p.inputDigest]);
+  const inputDigest = sha256Digest(canonicalJson({ inputs, releases, units: units.map((u) => [u.dir, u.renderDigest]), ...(providers.length > 0 ? { providers: providerDigests } : {}) }));
+  return { generator: 'clusterstack-gitops', format: OUTPUT_FORMAT, inputDigest, inputs, releases, units, withheld, valuesFailures, ...(providers.length > 0 ? { providers } : {}) };
 }
 
 /** The summary of a render, per stack, release and cluster. */
