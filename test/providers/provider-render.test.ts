@@ -144,6 +144,7 @@ describe('clusterstack render with Cluster API providers', () => {
     expect((await render(await at('v1.8.0'), out)).code).toBe(0);
     const upgraded = await render(await at('v1.9.0'), out);
     expect(upgraded.report.changed).toBe(true);
+    expect(upgraded.report.summary).toBe('Render cluster stacks: 1 provider changed');
     const published = await readTree(path.join(out, 'current'));
     expect(published['management/providers/infrastructureprovider-docker/deployment-capd-controller-manager.yaml']).toContain('capd-manager:v1.9.0');
 
@@ -173,6 +174,18 @@ describe('clusterstack render with Cluster API providers', () => {
     const notYaml = await render(await at('v1.9.2'), out);
     expect(notYaml.code).toBe(0);
     expect(notYaml.report.withheld[0].reason).toContain('infrastructure-components.yaml is not valid YAML');
+  });
+
+  it('plan lists each provider with its version, contract and source', async () => {
+    const dir = await inputs({ 'p.yaml': `${core('')}---\n${docker('  version: v1.8.0\n')}---\n${VARIABLES}` });
+    const json = await runClusterstack(['plan', dir, '--release-source', EXAMPLE_RELEASES, '--json'], { env });
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout).providers).toEqual([
+      { kind: 'CoreProvider', namespace: 'capi-system', name: 'cluster-api', version: 'v1.9.0', pinned: false, contract: 'v1beta1', source: 'github:kubernetes-sigs/cluster-api', problems: [] },
+      { kind: 'InfrastructureProvider', namespace: 'capd-system', name: 'docker', version: 'v1.8.0', pinned: true, contract: 'v1beta1', source: 'github:kubernetes-sigs/cluster-api-provider-docker', problems: [] },
+    ]);
+    const text = await runClusterstack(['plan', dir, '--release-source', EXAMPLE_RELEASES], { env });
+    expect(text.stdout).toMatch(/CoreProvider capi-system\/cluster-api\s+v1\.9\.0 \(newest; kept once published\)\s+v1beta1\s+github:kubernetes-sigs\/cluster-api/);
   });
 
   it('refuses bad provider specs before anything is fetched or written', async () => {
