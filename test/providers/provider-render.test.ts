@@ -245,6 +245,20 @@ describe('clusterstack render with Cluster API providers', () => {
     expect(release.spec.dependsOn).toEqual([{ name: 'provider-coreprovider-cluster-api' }, { name: 'provider-infrastructureprovider-docker' }]);
   });
 
+  it('wires providers for Argo CD: sync waves of the root put core first, the others next, releases last', async () => {
+    const out = await tempDir();
+    const dir = await inputs({ 'stack.yaml': await readFile(path.join(EXAMPLE_MANIFESTS, 'clusterstack.yaml'), 'utf8'), 'p.yaml': `${core('  version: v1.8.0\n')}---\n${docker('  version: v1.8.0\n')}---\n${VARIABLES}` });
+    expect((await render(dir, out, '--gitops', 'argocd', '--gitops-url', 'https://git.example.com/fleet.git')).code).toBe(0);
+    const files = new Map(Object.entries(await readTree(path.join(out, 'current'))));
+    const apps = new Map(kustomizeBuild(files, 'argocd').map((o) => [o.metadata.name, o]));
+    const wave = (name: string): string | undefined => apps.get(name)?.metadata.annotations?.['argocd.argoproj.io/sync-wave'];
+    expect(wave('provider-coreprovider-cluster-api')).toBe('-20');
+    expect(wave('provider-infrastructureprovider-docker')).toBe('-10');
+    expect(apps.get('provider-infrastructureprovider-docker')!.spec).toMatchObject({ source: { path: 'management/providers/infrastructureprovider-docker' }, destination: { namespace: 'capd-system' }, syncPolicy: { automated: { prune: true } } });
+    const release = [...apps.values()].find((o) => o.spec.source.path.startsWith('management/cluster-stacks/'))!;
+    expect(release.metadata.annotations?.['argocd.argoproj.io/sync-wave']).toBeUndefined();
+  });
+
   it('reads selector ConfigMaps from the inputs, version from their label, gzip-compressed components as annotated', async () => {
     const out = await tempDir();
     const components = gzipSync(fixture('core', 'v1.9.0', 'core-components.yaml')).toString('base64');
