@@ -40,7 +40,7 @@ export interface ProviderFetcher {
   fetch(provider: CapiProvider, version: string, inputs: KubeObject[]): Promise<ProviderRelease>;
 }
 
-const GITHUB_URL = /^https?:\/\/github\.com\/([A-Za-z0-9_.-]+)\/([A-Za-z0-9_.-]+)(\/|$)/;
+const GITHUB_URL = /^https?:\/\/([^/]+)\/([A-Za-z0-9_.-]+)\/([A-Za-z0-9_.-]+)(\/|$)/;
 const METADATA_FILE = 'metadata.yaml';
 
 function releaseOf(version: string, metadata: string, components: string, source: string): ProviderRelease {
@@ -122,8 +122,12 @@ export function createProviderFetcher(options: SourceOptions, openSource: Source
   const githubOf = (provider: CapiProvider): string => {
     const url = provider.spec?.fetchConfig?.url ?? '';
     const match = GITHUB_URL.exec(url);
-    if (!match) throw new ReleaseSourceError('not-found', `fetchConfig.url ${JSON.stringify(url)} is not a GitHub repository URL (https://github.com/<owner>/<repo>/releases); other hosts are not supported`);
-    return `github:${match[1]}/${match[2]!.replace(/\.git$/, '')}`;
+    // github.com, or the GitHub Enterprise host --github-api-url names.
+    const enterpriseHost = options.githubApiUrl ? new URL(options.githubApiUrl).host : undefined;
+    if (!match || (match[1] !== 'github.com' && match[1] !== enterpriseHost)) {
+      throw new ReleaseSourceError('not-found', `fetchConfig.url ${JSON.stringify(url)} is not a GitHub repository URL (https://github.com/<owner>/<repo>/releases, or on the GitHub Enterprise host --github-api-url names); other hosts are not supported`);
+    }
+    return `github:${match[2]}/${match[3]!.replace(/\.git$/, '')}`;
   };
   const noSource = (provider: CapiProvider): never => {
     throw new ReleaseSourceError('not-found', `${provider.kind} ${provider.metadata.namespace ?? 'default'}/${provider.metadata.name} has no spec.fetchConfig; clusterctl's built-in provider list is not bundled, so name the release with fetchConfig.url (e.g. https://github.com/kubernetes-sigs/cluster-api/releases), oci or selector`);
