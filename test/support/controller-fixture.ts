@@ -10,7 +10,7 @@ import { GitPublisher } from '../../gitops/git-publisher.js';
 import { GitHistoryReader } from '../../gitops/git-history.js';
 import { createHelmDependencies } from '../../renderers/helm-dependencies.js';
 import type { Condition, KubeObject } from '../../src/api/types.js';
-import { runController, type ControllerRuntime, type ControllerRuntimeOptions } from '../../src/controller/controller.js';
+import { runController, type ControllerRuntime, type ControllerRuntimeOptions } from '../../src/controller/run-controller.js';
 import { createKubeClient } from '../../src/controller/runtime/kube-client.js';
 import { ReleaseSourceError } from '../../src/release/release-source.js';
 import { createSourceOpener, type SourceOpener } from '../../src/sources/open-release-source.js';
