@@ -4,7 +4,7 @@ import { type Config, resolveConfig } from '../config.js';
 import { readInputFiles } from '../inputs/read-input-files.js';
 import { buildPlan, type Plan } from '../plan/build-plan.js';
 import { createSourceOpener, type SourceOpener, type SourceOptions } from '../sources/open-release-source.js';
-import { createProviderFetcher } from '../providers/provider-fetcher.js';
+import { createProviderFetcher, type ProviderFetcher } from '../providers/provider-fetcher.js';
 import { createConnectingFetch } from '../sources/remote-fetch.js';
 import type { CliIo } from './cli-io.js';
 
@@ -65,6 +65,11 @@ export function configFromFlags(flags: SourceFlags, io: CliIo): Readonly<Config>
 
 export function sourceOpenerFrom(config: Readonly<Config>, flags: SourceFlags, onWarning?: (message: string) => void, onRequest?: SourceOptions['onRequest']): SourceOpener {
   return createSourceOpener(sourceOptionsFrom(config, flags, onWarning, onRequest));
+}
+
+/** Fetches Cluster API provider releases with the options release sources use, through `openSource`. */
+export function providerFetcherFrom(config: Readonly<Config>, flags: SourceFlags, openSource: SourceOpener): ProviderFetcher {
+  return createProviderFetcher(sourceOptionsFrom(config, flags), openSource);
 }
 
 /** The options release sources (and Cluster API provider fetches) are opened with. */
