@@ -346,6 +346,8 @@ export class Controller {
           ...(this.options.wiring ? { gitops: this.options.wiring } : {}),
           ...(this.options.pullRequest ? { pullRequest: {} } : {}),
           massDeletion: this.options.massDeletion ?? { allow: true, maxShare: 1 },
+          // A provider downgrade or contract mismatch holds back that provider, not the whole publish.
+          providerGuards: 'withhold',
           ...(signal ? { signal } : {}),
         });
         render = run.outcome;

@@ -50,6 +50,8 @@ export interface PipelineOptions {
   onProgress?: (progress: RenderProgress) => void;
   /** Checked between rendering and publishing: an aborted run publishes nothing. */
   signal?: AbortSignal;
+  /** A provider downgrade or contract mismatch: refuse the run (default) or withhold that provider alone. */
+  providerGuards?: 'refuse' | 'withhold';
 }
 
 export type PipelineResult<Published> =
@@ -88,7 +90,7 @@ export async function renderAndPublish<Published>(plan: Plan, previous: Rendered
   const annotations = managementAnnotationsFor(options.gitops);
   // Cluster API providers: the version lock, downgrades and contracts need what is published.
   const previousProviders = readProvenance(previous)?.providers ?? [];
-  if (plan.providers) await guardProviderVersions(plan.providers, previousProviders);
+  if (plan.providers) await guardProviderVersions(plan.providers, previousProviders, options.providerGuards);
   const renderStarted = now();
   const outcome = await renderOutput(plan, deps.renderer, {
     secrets: options.secrets,

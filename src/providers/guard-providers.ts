@@ -17,9 +17,11 @@ import { contractProblems, type ProviderPlan, readContract } from './plan-provid
 
 /**
  * Applies the version lock and refuses downgrades and contract mismatches. Fetches a locked
- * version that is not the newest. Throws InputError (nothing is rendered) naming every problem.
+ * version that is not the newest. `refuse` (the CLI) throws InputError naming every problem, so
+ * nothing is written; `withhold` (the controller) adds each problem to its provider, which is then
+ * withheld alone with its published output kept.
  */
-export async function guardProviderVersions(plan: ProviderPlan, previous: ProviderRecord[]): Promise<void> {
+export async function guardProviderVersions(plan: ProviderPlan, previous: ProviderRecord[], mode: 'refuse' | 'withhold' = 'refuse'): Promise<void> {
   const problems: Problem[] = [];
   await Promise.all(
     plan.providers.map(async (planned) => {
@@ -49,6 +51,10 @@ export async function guardProviderVersions(plan: ProviderPlan, previous: Provid
     }),
   );
   problems.push(...contractProblems(plan));
+  if (mode === 'withhold') {
+    for (const problem of problems) plan.providers.find((planned) => describeProvider(planned.provider) === problem.object)?.problems.push(problem);
+    return;
+  }
   if (problems.length > 0) throw new InputError(problems, `nothing was rendered or written:\n  ${problems.map((p) => `${p.object ? `${p.object}${p.path ? ` ${p.path}` : ''}: ` : ''}${p.message}`).join('\n  ')}`);
 }
 
