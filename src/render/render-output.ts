@@ -129,6 +129,7 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
   withheld.sort((a, b) => `${a.kind}/${a.namespace}/${a.name}`.localeCompare(`${b.kind}/${b.namespace}/${b.name}`));
   const provenance = buildProvenance(plan, records, withheld, valuesFailures, providers.records);
   const summary = buildSummary(plan, records, withheld, provenance.inputDigest, clusterUnits);
+  if (providers.records.length > 0) summary.providers = providers.records.map(({ kind, namespace, name, version, contract, source, dir }) => ({ kind, namespace, name, version, contract, source, dir }));
   const tree = assembleTree(rendered, [...records, ...providers.records], provenance, summary, options.readmeTemplate);
   return { tree, provenance, summary, withheld, notes: summary.notes, stats: { unitsRendered, unitsReused: records.length - unitsRendered } };
 }

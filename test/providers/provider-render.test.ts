@@ -115,6 +115,7 @@ describe('clusterstack render with Cluster API providers', () => {
       [infra, 'v1.8.0', 'v1beta1', 'github:kubernetes-sigs/cluster-api-provider-docker'],
     ]);
     expect(provenance.providers[1].kinds).toEqual(['infrastructure.cluster.x-k8s.io/DockerClusterTemplate']);
+    expect(tree['README.md']).toContain('| InfrastructureProvider capd-system/docker | v1.8.0 | v1beta1 | github:kubernetes-sigs/cluster-api-provider-docker | `management/providers/infrastructureprovider-docker/` |');
     // The secret's value is in the rendered ConfigMap (the components ask for it) but never in the report.
     expect(first.stdout).not.toContain('docker.sock');
 
