@@ -179,7 +179,7 @@ export function renderProviders(plan: ProviderPlan | undefined, previous: Render
         contract: planned.contract ?? '',
         source: planned.release.source,
         digest: planned.release.digest,
-        inputDigest: sha256Digest(canonicalJson({ release: planned.release.digest, spec: provider.spec ?? {}, namespace, variables: sha256Digest(canonicalJson([...planned.variables].sort())), additional: planned.additionalManifests ?? null, secrets })),
+        inputDigest: sha256Digest(canonicalJson({ release: planned.release.digest, spec: provider.spec ?? {}, namespace, variables: [...planned.variables.keys()].sort(), additional: planned.additionalManifests ?? null, secrets })),
         kinds,
         files: [...files.keys()].sort(),
         ...(notes.length > 0 ? { notes } : {}),

@@ -10,6 +10,16 @@ import { sha256Digest } from '../release/content-digest.js';
 import { canonicalJson } from './canonical-json.js';
 import { type PendingUnit, stableContext } from './render-units.js';
 
+/**
+ * A Secret as provenance.json may record it: without its data. A digest of secret values committed to
+ * Git could be brute-forced when they are short; what they change shows in the rendered files anyway.
+ */
+function withoutSecretData(object: KubeObject): KubeObject {
+  if (object.kind !== 'Secret' || groupOf(object.apiVersion) !== '') return object;
+  const { data: _data, stringData: _stringData, ...rest } = object as KubeObject & { data?: unknown; stringData?: unknown };
+  return { ...rest, ...(_data !== undefined || _stringData !== undefined ? { keys: Object.keys({ ...(_data as object), ...(_stringData as object) }).sort() } : {}) } as KubeObject;
+}
+
 /** The provenance record of a render. */
 export function buildProvenance(plan: Plan, units: UnitRecord[], withheld: WithheldEntry[], valuesFailures: Provenance['valuesFailures'], providers: ProviderRecord[] = []): Provenance {
   const objects = [
@@ -20,7 +30,7 @@ export function buildProvenance(plan: Plan, units: UnitRecord[], withheld: Withh
     ...plan.inputs.others.map((o) => o.object),
   ];
   const inputs = objects
-    .map((object) => ({ kind: `${groupOf(object.apiVersion) || 'core'}/${object.kind}`, namespace: object.metadata.namespace ?? 'default', name: object.metadata.name, digest: sha256Digest(canonicalJson(stableContext(object))) }))
+    .map((object) => ({ kind: `${groupOf(object.apiVersion) || 'core'}/${object.kind}`, namespace: object.metadata.namespace ?? 'default', name: object.metadata.name, digest: sha256Digest(canonicalJson(withoutSecretData(stableContext(object)))) }))
     .sort((a, b) => `${a.kind}/${a.namespace}/${a.name}`.localeCompare(`${b.kind}/${b.namespace}/${b.name}`));
   const releases = [...plan.releases.values()]
     .filter((release) => release.content)

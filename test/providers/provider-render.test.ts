@@ -123,6 +123,18 @@ describe('clusterstack render with Cluster API providers', () => {
     expect(again.report.changed).toBe(false);
   });
 
+  it('records no digest of Secret values in provenance.json: two renders differing only in a secret value record the same', async () => {
+    const provenanceWith = async (value: string): Promise<string> => {
+      const out = await tempDir();
+      const dir = await inputs({ 'p.yaml': `${core('  version: v1.8.0\n')}---\n${docker('  version: v1.8.0\n')}---\n${VARIABLES}  UNUSED_TOKEN: ${value}\n` });
+      expect((await render(dir, out)).code).toBe(0);
+      return (await readTree(path.join(out, 'current')))['provenance.json']!;
+    };
+    const first = await provenanceWith('hunter2');
+    expect(first).toContain('"name": "docker-variables"');
+    expect(await provenanceWith('correct-horse')).toBe(first);
+  });
+
   it('withholds a provider whose variable has no value and no default, naming it; the others render and its previous output stays', async () => {
     const out = await tempDir();
     const good = await inputs({ 'p.yaml': `${core('  version: v1.8.0\n')}---\n${docker('  version: v1.8.0\n')}---\n${VARIABLES}` });
