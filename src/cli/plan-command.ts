@@ -1,4 +1,5 @@
 // `clusterstack plan <files or dirs...> --release-source <source> [--json]`
+import path from 'node:path';
 import { formatPlanReport, planReport, reportHasProblems, retryableProblems } from '../plan/plan-report.js';
 import { type CliIo, EXIT_FAILURE, EXIT_OK, EXIT_PROBLEMS, UsageError } from './cli-io.js';
 import { parseCommandLine } from './parse-command-line.js';
@@ -37,7 +38,8 @@ export async function planCommand(args: string[], io: CliIo): Promise<number> {
   const location = resolveLocation(releaseSource, io.cwd);
   const warn = values.json ? undefined : (message: string): void => io.stderr(`warning: ${message}\n`);
   const scheduler = await readSchedulerConfigOption(values['scheduler-config'], io.cwd);
-  const plan = await planFromInputs(positionals, location, config, values, io, warn);
+  // The scheduler configuration is no input object, even inside an input directory.
+  const plan = await planFromInputs(positionals, location, config, values, io, warn, values['scheduler-config'] ? [path.resolve(io.cwd, values['scheduler-config'])] : []);
   const report = planReport(plan);
   const requests = scheduler ? clusterRequestsReport(planClusterRequests(plan, scheduler, new Map())) : undefined;
   if (values.json) io.stdout(`${JSON.stringify({ ...report, ...requests }, null, 2)}\n`);

@@ -167,7 +167,9 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   const outputDir = localOutputDirectory(output, io.cwd);
 
   // Observe and decide; any problem with the inputs stops here, before anything is written.
-  const plan = await planFromInputs(positionals, location, config, values, io, warn, outputDir ? [outputDir] : []);
+  // The scheduler configuration is no input object, even inside an input directory.
+  const schedulerFile = values['scheduler-config'] ? [path.resolve(io.cwd, values['scheduler-config'])] : [];
+  const plan = await planFromInputs(positionals, location, config, values, io, warn, [...(outputDir ? [outputDir] : []), ...schedulerFile]);
   const remote = retryableProblems(plan);
   if (remote.length > 0) throw new RemoteFailureError(`nothing was rendered or written: a release source failed; retry later:\n  ${remote.map(formatProblem).join('\n  ')}`);
   const problems = planReport(plan);
