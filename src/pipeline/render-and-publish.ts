@@ -106,7 +106,7 @@ export async function renderAndPublish<Published>(plan: Plan, previous: Rendered
 
   // The wiring follows the units: a release or cluster that leaves the tree leaves the wiring too.
   const tree = new Map(outcome.tree);
-  if (options.gitops) for (const [file, content] of renderWiring(outcome.provenance.units, options.gitops)) tree.set(file, content);
+  if (options.gitops) for (const [file, content] of renderWiring(outcome.provenance.units, options.gitops, { clusterRequests: requests !== undefined })) tree.set(file, content);
   const sorted: RenderedTree = new Map([...tree.entries()].sort(([a], [b]) => a.localeCompare(b)));
   if (options.signal?.aborted) return { status: 'aborted', outcome, tree: sorted };
 
