@@ -207,6 +207,27 @@ describe('clusterstack render --scheduler-config', () => {
       expect(clusterOf(now, 'r0')).not.toEqual(clusterOf(now, 'r1'));
     });
 
+    it('renders a generated Cluster’s addons once its live copy (with the endpoint CAPI filled in) is among the inputs', async () => {
+      const now = JSON.parse(after['provenance.json']!).clusterRequests;
+      const target = now.assignments.find((a: { name: string }) => a.name === 'r1').cluster;
+      const generated = load(after[`management/_cluster-requests/clusters/${target.namespace}/cluster-${target.name}.yaml`]!);
+      // What `kubectl get cluster -o yaml` shows after Flux applied it and CAPI ran: ours plus the runtime fields.
+      const live = { ...generated, spec: { ...generated.spec, clusterNetwork: { pods: { cidrBlocks: ['10.9.0.0/16'] } }, controlPlaneEndpoint: { host: 'r1.example.test', port: 6443 } } };
+      const inputs = await writeTree({
+        'stacks.yaml': STACKS.replace('autoSubscribe: false, versions: [v1]', 'autoSubscribe: false, versions: [v3]'),
+        'clusters.yaml': CLUSTERS + `---\n${yaml.dump(live)}`,
+        'requests.yaml': [request('r0', 'workload'), request('r1', 'workload'), request('r2', 'workload'), request('p2', 'platform'), request('x1', 'gaming')].join(''),
+      });
+      const third = await render([inputs], remote, scheduler);
+      expect(third.code).toBe(0);
+      const files = sandbox.files(remote, 'main');
+      expect(Object.keys(files).filter((file) => file.startsWith(`clusters/${target.namespace}/${target.name}/`)).length).toBeGreaterThan(1);
+      expect(third.report.withheld.map((entry: { name: string }) => entry.name)).not.toContain(target.name);
+      // The tree keeps our manifest (no runtime fields), and the assignment holds.
+      expect(files[`management/_cluster-requests/clusters/${target.namespace}/cluster-${target.name}.yaml`]).toBe(after[`management/_cluster-requests/clusters/${target.namespace}/cluster-${target.name}.yaml`]);
+      after = files;
+    });
+
     it('never touches the Clusters people wrote', () => {
       expect(Object.keys(after).some((file) => file.includes('cluster-alpha') || file.includes('cluster-legacy'))).toBe(false);
       expect(Object.keys(after).some((file) => file.startsWith('clusters/cluster-stacks/alpha/'))).toBe(true);
