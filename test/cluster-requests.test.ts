@@ -202,6 +202,7 @@ describe('clusterstack render --scheduler-config', () => {
       const { written, removed } = second.report.files;
       expect(removed).toEqual(expect.arrayContaining(gone.map((c: any) => `management/_cluster-requests/clusters/${c.namespace}/cluster-${c.name}.yaml`)));
       expect(written.length).toBeGreaterThan(0);
+      expect(second.report.summary).toMatch(/2 requested Clusters removed/);
       expect(sandbox.commitCount(remote, 'main')).toBe(2);
       // r0 is new and r1's cluster is full: a cluster of its own.
       expect(clusterOf(now, 'r0')).not.toEqual(clusterOf(now, 'r1'));

@@ -29,6 +29,12 @@ export function requestedClusterFile(namespace: string, cluster: string): string
   return `${CLUSTER_REQUESTS_DIR}/clusters/${namespace}/cluster-${cluster}.yaml`;
 }
 
+/** The Cluster a file of `management/_cluster-requests/clusters/` holds; undefined for other files. */
+export function requestedClusterOfPath(file: string): { namespace: string; name: string } | undefined {
+  const match = new RegExp(`^${CLUSTER_REQUESTS_DIR}/clusters/([^/]+)/cluster-([^/]+)\\.yaml$`).exec(file);
+  return match ? { namespace: match[1]!, name: match[2]! } : undefined;
+}
+
 function inClusterRequestsDir(file: string): boolean {
   return file === CLUSTER_REQUESTS_DIR || file.startsWith(`${CLUSTER_REQUESTS_DIR}/`);
 }
