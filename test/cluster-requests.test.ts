@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkObject } from './support/engine-schemas/schema-facts.js';
 import { CLUSTER_API_SCHEMAS, OPENMCP_SCHEMAS } from './support/engine-schemas/cluster-request-schemas.js';
 import { kustomizeBuild } from './support/engine-schemas/kustomize-build.js';
-import { EXAMPLE_RELEASES, runClusterstack, tempDir, writeTree } from './support/cli.js';
+import { EXAMPLE_RELEASES, readTree, runClusterstack, tempDir, writeTree } from './support/cli.js';
 import { GitSandbox } from './support/git-repos.js';
 
 const sandbox = new GitSandbox();
@@ -278,5 +278,18 @@ describe('clusterstack render --scheduler-config', () => {
     expect(report.clusterRequests.find((r: { name: string }) => r.name === 'x1')).toMatchObject({ phase: 'Pending', reason: 'UnknownPurpose', cluster: null });
     expect(report.clusterRequests.find((r: { name: string }) => r.name === 'p1')).toMatchObject({ phase: 'Granted', cluster: expect.stringMatching(/^team-a\/platform-/) });
     expect(report.clusterProfiles.map((p: { name: string }) => p.name)).toEqual(['cluster-stacks.docker.ferrol-1-30', 'team-stacks.docker.ferrol-1-30']);
+  });
+});
+
+describe('the cluster requests example', () => {
+  it('renders the quick start with its requests into profiles and three Clusters', async () => {
+    const output = path.join(await tempDir(), 'out');
+    const result = await runClusterstack(['render', 'examples/quickstart/manifests', 'examples/cluster-requests/requests.yaml', '--release-source', EXAMPLE_RELEASES, '--scheduler-config', 'examples/cluster-requests/scheduler.yaml', '--output', output, '--json']);
+    expect(result.code).toBe(0);
+    const files = await readTree(path.join(output, 'current'));
+    expect(Object.keys(files)).toContain('management/_cluster-requests/profiles/clusterprofile-cluster-stacks.docker.ferrol-1-30.yaml');
+    const clusters = clusterFiles(files).map((file) => load(files[file]!));
+    expect(clusters.map((c) => c.metadata.annotations['clusterstack.x-k8s.io/cluster-requests']).sort()).toEqual(['team-a/batch,team-a/web', 'team-b/ci', 'team-b/control']);
+    for (const cluster of clusters) expect(cluster.spec.topology).toMatchObject({ class: 'docker-ferrol-1-30-v3', version: 'v1.30.4' });
   });
 });
