@@ -186,7 +186,7 @@ async function benchController(): Promise<void> {
   const { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } = await import('@kubernetes/client-node');
   const { pino } = await import('pino');
   const { runController } = await import('../../src/controller/controller.js');
-  const { createKubeClient } = await import('../../src/controller/kube-client.js');
+  const { createKubeClient } = await import('../../src/controller/runtime/kube-client.js');
   const { GitPublisher } = await import('../../gitops/git-publisher.js');
   const { startFakeKubeApi } = await import('../support/fake-kube-api/index.js');
   const { GitSandbox } = await import('../support/git-repos.js');

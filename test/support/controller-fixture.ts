@@ -11,7 +11,7 @@ import { GitHistoryReader } from '../../gitops/git-history.js';
 import { createHelmDependencies } from '../../renderers/helm-dependencies.js';
 import type { Condition, KubeObject } from '../../src/api/types.js';
 import { runController, type ControllerRuntime, type ControllerRuntimeOptions } from '../../src/controller/controller.js';
-import { createKubeClient } from '../../src/controller/kube-client.js';
+import { createKubeClient } from '../../src/controller/runtime/kube-client.js';
 import { ReleaseSourceError } from '../../src/release/release-source.js';
 import { createSourceOpener, type SourceOpener } from '../../src/sources/open-release-source.js';
 import { copyExampleReleases } from './cli.js';

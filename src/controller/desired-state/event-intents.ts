@@ -1,23 +1,11 @@
 // Kubernetes Events the controller records: decided from what changed between the status an object
 // has and the one it gets, so a steady state records nothing.
 import type { Condition, KubeObject } from '../../api/types.js';
+import type { EventIntent, EventRegarding } from '../runtime/runtime-contract.js';
 import { findCondition, type DesiredCondition } from './conditions.js';
 
-export interface EventRegarding {
-  apiVersion: string;
-  kind: string;
-  namespace: string;
-  name: string;
-  uid?: string;
-}
+export type { EventIntent, EventRegarding } from '../runtime/runtime-contract.js';
 
-export interface EventIntent {
-  regarding: EventRegarding;
-  type: 'Normal' | 'Warning';
-  /** PascalCase. */
-  reason: string;
-  message: string;
-}
 
 export function regarding(object: KubeObject | { apiVersion: string; kind: string; metadata: { namespace?: string; name: string; uid?: string } }): EventRegarding {
   const ref: EventRegarding = { apiVersion: object.apiVersion, kind: object.kind, namespace: object.metadata.namespace ?? 'default', name: object.metadata.name };
