@@ -96,6 +96,7 @@ export function planClusterRequests(plan: Plan, config: SchedulerConfig | undefi
           name: request.name,
           purpose: request.purpose,
           phase: request.phase,
+          reason: request.reason,
           cluster: request.cluster ? key(request.cluster.namespace, request.cluster.name) : '-',
           message: request.message,
         })),

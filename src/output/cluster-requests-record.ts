@@ -39,5 +39,5 @@ export interface ClusterRequestsOutput {
 
 export interface ClusterRequestsSummary {
   profiles: { name: string; stack: string; versions: string }[];
-  requests: { namespace: string; name: string; purpose: string; phase: string; cluster: string; message: string }[];
+  requests: { namespace: string; name: string; purpose: string; phase: string; reason: string; cluster: string; message: string }[];
 }
