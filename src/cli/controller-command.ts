@@ -7,7 +7,7 @@ import { sha256Hex } from '../release/content-digest.js';
 import { parseGitOpsEngine, type WiringOptions } from '../../gitops/wiring/render-wiring.js';
 import { createHelmDependencies } from '../../renderers/helm-dependencies.js';
 import { type ControllerSettings, resolveControllerSettings } from '../config.js';
-import { runController } from '../controller/controller.js';
+import { runController } from '../controller/run-controller.js';
 import { CacheDirBusyError, claimCacheDir } from '../controller/runtime/cache-dir-lock.js';
 import { createKubeClient } from '../controller/runtime/kube-client.js';
 import { createLogger } from '../controller/runtime/logger.js';

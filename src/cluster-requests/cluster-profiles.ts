@@ -38,12 +38,12 @@ export function profileNameOf(stack: StackResolution): string {
 }
 
 /** Every ClusterStack's profile, sorted by name; `kubernetesVersionOf` reads a loaded release's metadata.yaml. */
-export function clusterProfiles(resolution: Resolution, kubernetesVersionOf: (release: string) => string | undefined): ClusterProfileInfo[] {
+export function clusterProfiles(resolution: Resolution, kubernetesVersionOf: (namespace: string, release: string) => string | undefined): ClusterProfileInfo[] {
   return resolution.clusterStacks
     .map((stack) => {
       const releases: ProfileRelease[] = [];
       for (const decision of stack.releases) {
-        const kubernetesVersion = kubernetesVersionOf(decision.name);
+        const kubernetesVersion = kubernetesVersionOf(stack.namespace, decision.name);
         if (!decision.kept || !decision.ready || !kubernetesVersion) continue;
         releases.push({
           release: decision.name,

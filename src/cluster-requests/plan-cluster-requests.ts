@@ -9,7 +9,7 @@ import type { ClusterRequestsOutput, ClusterRequestsRecord } from '../output/clu
 import { readProvenance } from '../output/provenance.js';
 import type { RenderedTree } from '../output/rendered-tree.js';
 import { clusterProfileFile, requestedClusterFile } from '../output/tree-layout.js';
-import type { Plan } from '../plan/build-plan.js';
+import { loadedRelease, type Plan } from '../plan/build-plan.js';
 import { serializeObject } from '../render/manifest-objects.js';
 import { type ClusterProfileInfo, clusterProfileObject, clusterProfiles, OPENMCP_CLUSTERS_API } from './cluster-profiles.js';
 import { REQUESTED_PURPOSE_LABEL, requestedClusterObject } from './requested-clusters.js';
@@ -65,7 +65,7 @@ export function previousRequestsRecord(previous: RenderedTree): ClusterRequestsR
  */
 export function planClusterRequests(plan: Plan, config: SchedulerConfig | undefined, previous: RenderedTree): PlannedClusterRequests {
   const requests = clusterRequestsOf(plan);
-  const profiles = clusterProfiles(plan.resolution, (release) => plan.releases.get(release)?.content?.metadata.kubernetesVersion);
+  const profiles = clusterProfiles(plan.resolution, (namespace, release) => loadedRelease(plan, namespace, release)?.content?.metadata.kubernetesVersion);
   // A Cluster in the inputs carrying our purpose label is the live copy of one we generated (the
   // controller sees it once Argo CD or Flux applied it); any other is a person's, never touched.
   const observed = new Map(plan.inputs.clusters.filter((c) => c.object.metadata.labels?.[REQUESTED_PURPOSE_LABEL] !== undefined).map((c) => [key(c.object.metadata.namespace ?? 'default', c.object.metadata.name), c.object]));

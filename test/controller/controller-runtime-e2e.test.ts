@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { GitPublisher } from '../../gitops/git-publisher.js';
 import { createHelmDependencies } from '../../renderers/helm-dependencies.js';
 import type { ClusterAddon, ClusterStackRelease } from '../../src/api/types.js';
-import { runController, type ControllerRuntime } from '../../src/controller/controller.js';
+import { runController, type ControllerRuntime } from '../../src/controller/run-controller.js';
 import { createKubeClient } from '../../src/controller/runtime/kube-client.js';
 import { createSourceOpener } from '../../src/sources/open-release-source.js';
 import { copyExampleReleases } from '../support/cli.js';
