@@ -57,17 +57,19 @@ describe('parseSchedulerConfig', () => {
     expect(problemsOf(twice)).toMatch(/key "workload" is given more than once; keep one \(for a purpose: one mapping per purpose\)/);
   });
 
-  it('refuses a missing profile or tenancy, an unknown tenancy, and a tenancyCount on an Exclusive template', () => {
+  it('refuses a missing profile or tenancy, an unknown tenancy, a tenancyCount on an Exclusive template and a name prefix no Cluster can have', () => {
     const message = problemsOf(`purposeMappings:
   a: {template: {spec: {tenancy: Shared}}}
   b: {template: {spec: {profile: p}}}
   c: {template: {spec: {profile: p, tenancy: Dedicated}}}
   d: {tenancyCount: 2, template: {spec: {profile: p, tenancy: Exclusive}}}
+  e: {template: {metadata: {generateName: Big_Cluster-}, spec: {profile: p, tenancy: Exclusive}}}
 `);
     expect(message).toMatch(/purposeMappings\.a\.template\.spec\.profile: is required/);
     expect(message).toMatch(/purposeMappings\.b\.template\.spec\.tenancy: is required: one of Exclusive, Shared/);
     expect(message).toMatch(/purposeMappings\.c\.template\.spec\.tenancy: must be one of Exclusive, Shared, not "Dedicated"/);
     expect(message).toMatch(/purposeMappings\.d\.tenancyCount: must be 0 \(or left out\) when the template's tenancy is Exclusive/);
+    expect(message).toMatch(/purposeMappings\.e\.template\.metadata\.generateName: "Big_Cluster-" is not a valid name prefix/);
   });
 
   it('refuses selectors (not supported) and unknown fields rather than ignoring them', () => {

@@ -139,6 +139,9 @@ function parseDefinition(value: unknown, path: string, fail: (path: string, mess
       else parsed.metadata[key] = item;
     }
     if (parsed.metadata.namespace !== undefined && !NAMESPACE.test(parsed.metadata.namespace)) fail(`${path}.template.metadata.namespace`, `"${parsed.metadata.namespace}" is not a namespace name`);
+    // Cluster names are DNS labels; a suffix is added to generateName.
+    if (parsed.metadata.name !== undefined && !NAMESPACE.test(parsed.metadata.name)) fail(`${path}.template.metadata.name`, `"${parsed.metadata.name}" is not a valid Cluster name (lowercase letters, digits, "-", at most 63)`);
+    if (parsed.metadata.generateName !== undefined && !/^[a-z0-9][-a-z0-9]{0,51}$/.test(parsed.metadata.generateName)) fail(`${path}.template.metadata.generateName`, `"${parsed.metadata.generateName}" is not a valid name prefix (lowercase letters, digits, "-", at most 52: a suffix follows)`);
     parsed.metadata.labels = stringMap(metadata.labels, `${path}.template.metadata.labels`, fail, true);
     parsed.metadata.annotations = stringMap(metadata.annotations, `${path}.template.metadata.annotations`, fail, false);
   }
