@@ -139,6 +139,7 @@ describe('clusterstack render --scheduler-config', () => {
     const provenance = JSON.parse(files['provenance.json']!);
     expect(provenance.clusterRequests.assignments.map((a: { name: string }) => a.name)).toEqual(['p1', 'r1', 'r2', 'r3']);
     expect(provenance.clusterRequests.clusters).toHaveLength(3);
+    expect(provenance.clusterRequests.schedulerConfig).toMatch(/^sha256:[0-9a-f]{64}$/);
   });
 
   it('sends generated Clusters through the addon pipeline: withheld until CAPI fills their fields', () => {

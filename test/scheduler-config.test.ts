@@ -42,6 +42,13 @@ describe('parseSchedulerConfig', () => {
     expect(bare).toMatchObject({ scope: 'Cluster', strategy: 'Balanced' });
   });
 
+  it('digests what the configuration says, not how it is written', () => {
+    const config = parseSchedulerConfig(VALID, 'a.yaml');
+    const reformatted = parseSchedulerConfig(`# same meaning\n${VALID.replace('strategy: Simple', 'strategy: "Simple"')}`, 'b.yaml');
+    expect(reformatted.digest).toBe(config.digest);
+    expect(parseSchedulerConfig(VALID.replace('tenancyCount: 20', 'tenancyCount: 21'), 'c.yaml').digest).not.toBe(config.digest);
+  });
+
   it('refuses a file that does not parse', () => {
     expect(problemsOf('scheduler:\n  strategy: [Balanced\n')).toMatch(/scheduler\.yaml: is not valid YAML/);
   });

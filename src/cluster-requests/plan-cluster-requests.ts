@@ -84,7 +84,7 @@ export function planClusterRequests(plan: Plan, config: SchedulerConfig | undefi
     plan: { ...plan, resolution: withGeneratedClusters(plan.resolution, objects, observed) },
     output: {
       files,
-      record: scheduled.record,
+      record: { ...(config ? { schedulerConfig: config.digest } : {}), ...scheduled.record },
       summary: {
         profiles: profiles.map((profile) => ({
           name: profile.name,

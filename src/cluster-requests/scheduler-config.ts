@@ -4,6 +4,8 @@
 // Read with Kubernetes' YAML; every problem is reported at once, and nothing is guessed: an unknown
 // field, strategy or tenancy, or a purpose given twice, is refused.
 import { InputError, type Problem } from '../core/problem.js';
+import { sha256Digest } from '../release/content-digest.js';
+import { canonicalJson } from '../render/canonical-json.js';
 import { decodeYamlDocuments, YamlDecodeError } from '../yaml/kube-yaml.js';
 
 export const SCHEDULER_SCOPES = ['Cluster', 'Namespaced'] as const;
@@ -27,6 +29,8 @@ export interface ClusterDefinition {
 export interface SchedulerConfig {
   /** Where the configuration came from, for messages. */
   origin: string;
+  /** Digest of what it says (recorded in provenance.json): same meaning, same digest. */
+  digest: string;
   scope: SchedulerScope;
   strategy: SchedulerStrategy;
   /** Sorted by purpose. */
@@ -89,7 +93,8 @@ export function parseSchedulerConfig(text: string, origin: string): SchedulerCon
     }
   }
   if (problems.length > 0) throw new InputError(problems, `scheduler configuration ${origin} is not valid; nothing was rendered or written:\n  ${problems.map((p) => `${p.path ? `${p.path}: ` : ''}${p.message}`).join('\n  ')}`);
-  return { origin, scope: scope as SchedulerScope, strategy: strategy as SchedulerStrategy, purposeMappings };
+  const digest = sha256Digest(canonicalJson({ scope, strategy, purposeMappings: Object.fromEntries(purposeMappings) }));
+  return { origin, digest, scope: scope as SchedulerScope, strategy: strategy as SchedulerStrategy, purposeMappings };
 }
 
 function unknown(value: Record<string, unknown>, known: string[], path: string, fail: (path: string, message: string) => void): void {

@@ -25,6 +25,8 @@ export interface RequestedClusterRecord {
 }
 
 export interface ClusterRequestsRecord {
+  /** Digest of the scheduler configuration as read (its meaning, not its bytes). */
+  schedulerConfig?: string;
   assignments: RequestAssignmentRecord[];
   clusters: RequestedClusterRecord[];
 }
