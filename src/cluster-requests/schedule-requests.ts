@@ -111,6 +111,22 @@ export function scheduleRequests(input: ScheduleInput): ScheduleResult {
   const outcomes: RequestOutcome[] = [];
   // Clusters made for requests earlier, by namespace/name; they keep their names and requests.
   const clusters = new Map<string, ScheduledCluster>();
+  // The clusters of each purpose in namespace/name order, kept sorted as clusters are added.
+  const pools = new Map<string, { id: string; cluster: ScheduledCluster }[]>();
+  const addToPool = (created: ScheduledCluster): void => {
+    const pool = pools.get(created.purpose) ?? [];
+    const id = key(created.namespace, created.name);
+    let low = 0;
+    let high = pool.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (pool[middle]!.id.localeCompare(id) < 0) low = middle + 1;
+      else high = middle;
+    }
+    pool.splice(low, 0, { id, cluster: created });
+    pools.set(created.purpose, pool);
+  };
+  const sortedPool = (purpose: string): ScheduledCluster[] => (pools.get(purpose) ?? []).map((entry) => entry.cluster);
   const previousClusters = new Map((input.previous?.clusters ?? []).map((c) => [key(c.namespace, c.name), c]));
   const previousAssignments = new Map((input.previous?.assignments ?? []).map((a) => [key(a.namespace, a.name), a]));
 
@@ -142,6 +158,7 @@ export function scheduleRequests(input: ScheduleInput): ScheduleResult {
       requests: [],
     };
     clusters.set(key(record.namespace, record.name), created);
+    addToPool(created);
     return created;
   };
   const grant = (request: ClusterRequestInput, target: ScheduledCluster): void => {
@@ -174,10 +191,9 @@ export function scheduleRequests(input: ScheduleInput): ScheduleResult {
     const namespace = fit.definition.template.metadata.namespace ?? request.namespace;
     const shared = fit.definition.template.spec.tenancy === 'Shared';
     const candidates = shared
-      ? [...clusters.values()]
-          .filter((c) => c.purpose === request.purpose && (config!.scope === 'Cluster' || c.namespace === namespace))
+      ? sortedPool(request.purpose)
+          .filter((c) => config!.scope === 'Cluster' || c.namespace === namespace)
           .filter((c) => fit.definition.tenancyCount === 0 || c.requests.length < fit.definition.tenancyCount)
-          .sort(byKey)
       : [];
     const chosen = candidates.length > 0 ? pick(candidates, config!.strategy, request) : undefined;
     if (chosen) {
