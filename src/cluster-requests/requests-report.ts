@@ -32,7 +32,7 @@ export function clusterRequestsReport(planned: PlannedClusterRequests): ClusterR
 export function formatClusterRequestsReport(report: ClusterRequestsReport): string {
   const out: string[] = [];
   for (const profile of report.clusterProfiles) {
-    const versions = profile.versions.map((v) => `${v.version}${v.deprecated ? ' (deprecated)' : ''}`).join(', ') || 'none';
+    const versions = profile.versions.map((v) => `${v.version} (${v.release}${v.deprecated ? ', deprecated' : ''})`).join(', ') || 'none';
     out.push(`ClusterProfile ${profile.name}  (ClusterStack ${profile.stack})  versions: ${versions}  new clusters: ${profile.newClusters ?? '-'}`);
   }
   for (const request of report.clusterRequests) {
