@@ -279,6 +279,9 @@ describe('clusterstack render --scheduler-config', () => {
     expect(report.clusterRequests.find((r: { name: string }) => r.name === 'x1')).toMatchObject({ phase: 'Pending', reason: 'UnknownPurpose', cluster: null });
     expect(report.clusterRequests.find((r: { name: string }) => r.name === 'p1')).toMatchObject({ phase: 'Granted', cluster: expect.stringMatching(/^team-a\/platform-/) });
     expect(report.clusterProfiles.map((p: { name: string }) => p.name)).toEqual(['cluster-stacks.docker.ferrol-1-30', 'team-stacks.docker.ferrol-1-30']);
+    const text = await runClusterstack(['plan', inputs, '--release-source', EXAMPLE_RELEASES, '--scheduler-config', path.join(inputs, 'scheduler.yaml')]);
+    expect(text.stdout).toContain('ClusterProfile cluster-stacks.docker.ferrol-1-30  (ClusterStack cluster-stacks/docker-ferrol-1-30)  versions: 1.30.2 (docker-ferrol-1-30-v1, deprecated), 1.30.4 (docker-ferrol-1-30-v2), 1.30.4 (docker-ferrol-1-30-v3)  new clusters: docker-ferrol-1-30-v3');
+    expect(text.stdout).toMatch(/ClusterRequest team-a\/x1  purpose: gaming  Pending  \(UnknownPurpose: purpose "gaming" is not in/);
   });
 });
 

@@ -10,7 +10,7 @@ export const OPENMCP_CLUSTERS_API = 'clusters.openmcp.cloud/v1alpha1';
 const USED_BY_PREFIX = 'used by Cluster ';
 
 export interface ProfileRelease {
-  /** Release tag, ClusterClass name and its Kubernetes version (`v1.30.2`, from metadata.yaml). */
+  /** Release tag, ClusterClass name and its Kubernetes version (from metadata.yaml, e.g. `1.30.2`). */
   release: string;
   className: string;
   kubernetesVersion: string;
@@ -60,7 +60,7 @@ export function clusterProfiles(resolution: Resolution, kubernetesVersionOf: (na
     .sort((a, b) => a.name.localeCompare(b.name));
 }
 
-/** `v1.30.2` -> `1.30.2`: openMCP lists plain versions. */
+/** `1.30.2` (a leading `v` dropped): openMCP lists plain versions. */
 function plainVersion(version: string): string {
   return version.replace(/^v/, '');
 }
