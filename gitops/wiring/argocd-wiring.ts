@@ -30,10 +30,11 @@
 // caller must never pass units that leave out a used release. For a deleted workload cluster whose
 // Argo CD cluster Secret is already gone, Argo CD removes the finalizer without pruning.
 import type { KubeObject } from '../../src/api/types.js';
-import type { ProviderRecord, UnitRecord } from '../../src/output/provenance.js';
+import type { UnitRecord } from '../../src/output/provenance.js';
 import { argoProviderApplications } from './provider-wiring.js';
 import { ARGOCD_SYNC_WAVE_ANNOTATION } from './argocd-sync-waves.js';
-import { checkWiringOptions, sourcePath, type WiringOptions } from './wiring-options.js';
+import { CLUSTER_REQUESTS_DIR } from '../../src/output/tree-layout.js';
+import { checkWiringOptions, sourcePath, type WiringExtras, type WiringOptions } from './wiring-options.js';
 import { groupUnits, wiringFiles, wiringLabels } from './wiring-layout.js';
 import {
   argoClusterApplicationName,
@@ -104,7 +105,7 @@ function application(options: WiringOptions, parts: ApplicationParts): KubeObjec
 }
 
 /** Argo CD wiring files (paths under `argocd/`) for the rendered units. Pure; throws InputError on bad options. */
-export function renderArgoWiring(units: UnitRecord[], options: WiringOptions, providers: ProviderRecord[] = []): Map<string, string> {
+export function renderArgoWiring(units: UnitRecord[], options: WiringOptions, extras: WiringExtras = {}): Map<string, string> {
   checkWiringOptions({ ...options, engine: 'argocd' });
   const { releases, clusters } = groupUnits(units);
   const objects = new Map<string, KubeObject>();
@@ -117,7 +118,7 @@ export function renderArgoWiring(units: UnitRecord[], options: WiringOptions, pr
 
   // Cluster API providers in earlier sync waves of the root (core first); releases need their CRDs.
   const providerApps = argoProviderApplications(
-    providers,
+    extras.providers ?? [],
     (parts) => application(options, { name: parts.name, labels: parts.labels, treeDir: parts.treeDir, destination: { server: ARGOCD_IN_CLUSTER, namespace: parts.namespace }, finalizer: true }),
     options,
   );
@@ -138,6 +139,17 @@ export function renderArgoWiring(units: UnitRecord[], options: WiringOptions, pr
         destination: { server: ARGOCD_IN_CLUSTER, namespace: release.namespace },
         finalizer: true,
       }),
+    );
+  }
+
+  if (extras.clusterRequests) {
+    // ClusterProfiles and requested Clusters, a wave after the releases' Applications. No deletion
+    // finalizer: removing this Application never deletes workload clusters.
+    const name = `${options.name}-cluster-requests`;
+    names.push({ namespace: options.namespace, name, what: 'the cluster requests' });
+    objects.set(
+      `${ARGOCD_DIR}/${CLUSTER_REQUESTS_DIR}.yaml`,
+      application(options, { name, labels: wiringLabels(options.name, 'cluster-requests'), treeDir: CLUSTER_REQUESTS_DIR, destination: { server: ARGOCD_IN_CLUSTER }, finalizer: false, wave: 1 }),
     );
   }
 

@@ -1,6 +1,7 @@
 // The record a rendered tree carries of itself (provenance.json): its units with their digests, what
 // was withheld and why. It is how the next render knows what it may reuse, how change summaries and
 // the controller's status know what is where, and how the mass-deletion guard counts what would go.
+import type { ClusterRequestsRecord } from './cluster-requests-record.js';
 import type { RenderedTree } from './rendered-tree.js';
 import { PROVENANCE_FILE } from './tree-layout.js';
 
@@ -74,6 +75,8 @@ export interface Provenance {
   valuesFailures: { dir: string; inputDigest: string; reason: string }[];
   /** Cluster API providers (present only when the inputs hold provider objects, or held them before). */
   providers?: ProviderRecord[];
+  /** With a scheduler configuration: which ClusterRequest holds which generated Cluster. */
+  clusterRequests?: ClusterRequestsRecord;
 }
 
 /** The provenance record of a tree, if it has a readable one (a damaged record reads as none). */

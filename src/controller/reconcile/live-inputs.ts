@@ -54,6 +54,8 @@ export interface InputSnapshot {
   referenced: KubeObject[];
   /** Cluster API provider objects (spec only is read). */
   capiProviders?: KubeObject[];
+  /** openMCP ClusterRequests (with a scheduler configuration). */
+  requests?: KubeObject[];
 }
 
 /** Remembers each ClusterStack's last valid spec across reconciles. */
@@ -103,6 +105,7 @@ export function manifestsFrom(snapshot: InputSnapshot): ParsedManifests {
     ...snapshot.providerReleases.map(providerReadiness),
     ...snapshot.referenced.map((object) => specOnly(object)),
     ...(snapshot.capiProviders ?? []).map((object) => specOnly(object)),
+    ...(snapshot.requests ?? []).map((object) => specOnly(object)),
   ];
   return { objects: objects.map((object) => ({ object, source: LIVE_SOURCE })), problems: [] };
 }
