@@ -17,6 +17,7 @@
 // namespaces. The kubeconfig is only ever referenced by name; nothing here carries a credential.
 import type { KubeObject } from '../../src/api/types.js';
 import type { UnitRecord } from '../../src/output/provenance.js';
+import { fluxDecryptionFor } from './sops-decryption.js';
 import { checkWiringOptions, sourcePath, type WiringOptions } from './wiring-options.js';
 import { groupUnits, wiringFiles, wiringLabels } from './wiring-layout.js';
 import {
@@ -110,6 +111,7 @@ export function renderFluxWiring(units: UnitRecord[], options: WiringOptions): M
         wait: true,
         sourceRef: localSource,
         healthCheckExprs: structuredClone(CLUSTER_CLASS_HEALTH),
+        ...fluxDecryptionFor(units, release.dir, options.sopsSecret),
       },
     });
   }
@@ -141,6 +143,7 @@ export function renderFluxWiring(units: UnitRecord[], options: WiringOptions): M
             sourceRef: { ...localSource, namespace: options.namespace },
             kubeConfig: { secretRef: { name: capiKubeconfigSecretName(cluster.name), key: CAPI_KUBECONFIG_KEY } },
             ...(previous.length > 0 ? { dependsOn: previous } : {}),
+            ...fluxDecryptionFor(units, stage.dir, options.sopsSecret),
           },
         });
       }

@@ -39,6 +39,20 @@ Latest release: {{#if latestRelease}}\`{{latestRelease}}\`{{else}}none{{/if}}. U
 
 No Cluster uses a cluster stack class.
 {{/if}}
+{{#if encryptedSecrets.length}}
+
+## Encrypted Secrets
+
+These Secrets are committed encrypted with [SOPS](https://github.com/getsops/sops) for age recipients:
+their \`data\` and \`stringData\` values are encrypted, the rest stays readable. Whoever applies them
+needs the matching age identity (\`sops --decrypt <file>\` shows one locally).
+
+| Secret | File | Decrypted with |
+| --- | --- | --- |
+{{#each encryptedSecrets}}
+| {{namespace}}/{{name}} | \`{{file}}\` | {{decryptedWith}} |
+{{/each}}
+{{/if}}
 {{#if withheld.length}}
 
 ## Withheld

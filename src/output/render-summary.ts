@@ -18,5 +18,7 @@ export interface RenderSummary {
   withheld: WithheldEntry[];
   /** Notes of every published unit, prefixed with its directory. */
   notes: string[];
+  /** Secrets written SOPS-encrypted (--secrets encrypt), by file, with what decrypts them. */
+  encryptedSecrets?: { file: string; namespace: string; name: string; decryptedWith: string }[];
 }
 

@@ -11,6 +11,8 @@ export const README_FILE = 'README.md';
 export const KUSTOMIZATION_FILE = 'kustomization.yaml';
 export const MANAGEMENT_DIR = 'management';
 export const CLUSTERS_DIR = 'clusters';
+/** sops' configuration at the root of the tree: a user's file, read for --secrets encrypt and kept in every render. */
+export const SOPS_CONFIG_FILE = '.sops.yaml';
 
 /** The unit directory of a release's ClusterClass side. */
 export function releaseDir(namespace: string, release: string): string {
