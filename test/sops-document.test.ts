@@ -71,3 +71,17 @@ describe('encryptAsSopsDocument', () => {
     await expect(decryptWithSopsDecoder(document.replace('namespace: "kube-system"', 'namespace: "default"'), dataKey)).rejects.toThrow(/Hash mismatch/);
   });
 });
+
+describe('encryptAsSopsDocument key order', () => {
+  it('writes keys sorted at every level, the order Flux hands the object to sops in (JSON from a Go map)', async () => {
+    const document = await encryptAsSopsDocument(secret, { recipients: [alice.recipient], lastModified: '2026-11-23T10:00:00Z' });
+    const body = document.slice(0, document.indexOf('\nsops:'));
+    const topLevel = body.split('\n').filter((line) => /^[A-Za-z"]/.test(line)).map((line) => line.split(':')[0]);
+    expect(topLevel).toEqual(['apiVersion', 'data', 'kind', 'metadata', 'stringData', 'type']);
+    expect(body.indexOf('  ca.crt:')).toBeLessThan(body.indexOf('  ca.key:'));
+    expect(body.indexOf('  creationTimestamp:')).toBeLessThan(body.indexOf('  labels:'));
+    // The MAC still verifies over the document as written (and so over sorted JSON).
+    const dataKey = await unwrapDataKeyWithAgeCli(document, alice.identityFile, alice.recipient);
+    expect(await decryptWithSopsDecoder(document, dataKey)).toEqual(secret);
+  });
+});

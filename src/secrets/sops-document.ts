@@ -18,6 +18,9 @@
 // v3 and Kubernetes with go-yaml v2, so every string is double-quoted and every other scalar is a
 // plain `true`, `false`, `null` or number, which both read alike; the MAC is computed over exactly
 // those values in exactly that order. Comments are left out (sops would encrypt those under `data`).
+// Mapping keys are written sorted (byte order, at every level): Flux's kustomize-controller hands
+// sops the object re-marshalled as JSON from a Go map, which sorts keys, so only a document already
+// in that order gives the same MAC to the sops CLI (file order) and to Flux (sorted order).
 import { createCipheriv, createHash, randomBytes } from 'node:crypto';
 import { Encrypter, armor } from 'age-encryption';
 
@@ -83,7 +86,7 @@ function createMacHex(parts: Buffer[]): string {
 
 function emitMapping(map: Record<string, unknown>, path: string[], indent: number, lines: string[], state: WalkState): void {
   const pad = ' '.repeat(indent);
-  for (const [key, value] of Object.entries(map)) {
+  for (const [key, value] of sortedEntries(map)) {
     const keyText = yamlKey(key);
     const childPath = [...path, key];
     if (isMap(value)) {
@@ -158,6 +161,11 @@ async function wrapDataKey(dataKey: Buffer, recipient: string): Promise<string> 
   const encrypter = new Encrypter();
   encrypter.addRecipient(recipient);
   return armor.encode(await encrypter.encrypt(new Uint8Array(dataKey)));
+}
+
+/** Entries in the order Go's encoding/json writes a map: keys compared as UTF-8 bytes. */
+function sortedEntries(map: Record<string, unknown>): [string, unknown][] {
+  return Object.entries(map).sort(([a], [b]) => Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8')));
 }
 
 function isMap(value: unknown): value is Record<string, unknown> {
