@@ -185,8 +185,8 @@ async function benchController(): Promise<void> {
   console.log(`\n== controller: ${clusters} Clusters and ${stacks} ClusterStacks in the (fake) API ==`);
   const { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } = await import('@kubernetes/client-node');
   const { pino } = await import('pino');
-  const { runController } = await import('../../src/controller/controller.js');
-  const { createKubeClient } = await import('../../src/controller/kube-client.js');
+  const { runController } = await import('../../src/controller/run-controller.js');
+  const { createKubeClient } = await import('../../src/controller/runtime/kube-client.js');
   const { GitPublisher } = await import('../../gitops/git-publisher.js');
   const { startFakeKubeApi } = await import('../support/fake-kube-api/index.js');
   const { GitSandbox } = await import('../support/git-repos.js');

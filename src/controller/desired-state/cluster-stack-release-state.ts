@@ -28,7 +28,7 @@ import {
 } from './owned-objects.js';
 import { providerReleaseKind, providerTemplateOf, unservedProviderKind } from './provider-release-state.js';
 import { releaseDir, type StatusInputs } from './status-inputs.js';
-import { countsForReady, MANIFESTS_RENDERED, publishedCondition, syncedCondition } from './unit-conditions.js';
+import { countsForReady, MANIFESTS_RENDERED, publishedCondition, renderFailedCondition, syncedCondition } from './unit-conditions.js';
 import { resourceStatuses } from './unit-resources.js';
 
 const RELEASE_ASSETS_DOWNLOADED = 'ReleaseAssetsDownloaded';
@@ -115,7 +115,7 @@ function releaseConditions(input: StatusInputs, resolution: StackResolution, dec
   const unit = render?.provenance.units.find((candidate) => candidate.dir === dir);
   const withheld = render?.withheld.find((entry) => entry.kind === 'release' && entry.namespace === resolution.namespace && entry.name === decision.name);
   let rendered: DesiredCondition;
-  if (input.renderError) rendered = falseCondition(MANIFESTS_RENDERED, 'RenderFailed', `rendering failed: ${input.renderError}`, 'Error');
+  if (input.renderFailure) rendered = renderFailedCondition(input.renderFailure);
   else if (withheld) {
     rendered = falseCondition(
       MANIFESTS_RENDERED,

@@ -16,7 +16,7 @@ import { falseCondition, mergeConditions, readySummary, trueCondition, unknownCo
 import { eventOnFailure, regarding, type EventIntent } from './event-intents.js';
 import { controllerReference, isManagedByUs, keyOf, LABEL_CLUSTER_NAME, managedLabels, nameLabels, ownerOfKind } from './owned-objects.js';
 import type { StatusInputs } from './status-inputs.js';
-import { countsForReady, MANIFESTS_RENDERED, MANIFESTS_SYNCED, publishedCondition, syncedCondition } from './unit-conditions.js';
+import { countsForReady, MANIFESTS_RENDERED, MANIFESTS_SYNCED, publishedCondition, renderFailedCondition, syncedCondition } from './unit-conditions.js';
 import { resourceStatuses } from './unit-resources.js';
 
 const CLUSTER_CLASS_AVAILABLE = 'ClusterClassAvailable';
@@ -76,7 +76,7 @@ function addonStatus(input: StatusInputs, cluster: ClusterResolution, units: Uni
   const withheld = input.render?.withheld.find((entry) => entry.kind === 'cluster' && entry.namespace === cluster.namespace && entry.name === cluster.name);
   const clusterClass = classCondition(input, cluster);
   let rendered: DesiredCondition;
-  if (input.renderError) rendered = falseCondition(MANIFESTS_RENDERED, 'RenderFailed', `rendering failed: ${input.renderError}`, 'Error');
+  if (input.renderFailure) rendered = renderFailedCondition(input.renderFailure);
   else if (withheld) {
     rendered = falseCondition(
       MANIFESTS_RENDERED,
@@ -138,7 +138,8 @@ function addonEvents(input: StatusInputs, desired: DesiredAddon, dirs: string[])
   const after = desired.status.conditions ?? [];
   for (const type of [CLUSTER_CLASS_AVAILABLE, MANIFESTS_RENDERED, MANIFESTS_SYNCED]) {
     const condition = after.find((candidate) => candidate.type === type);
-    if (!condition || condition.reason === 'RenderFailed') continue;
+    // A render that failed as a whole is reported once, on the ClusterStacks, not per Cluster.
+    if (!condition || (type === MANIFESTS_RENDERED && input.renderFailure)) continue;
     const event = eventOnFailure(subject, before, condition);
     if (event) events.push(event);
   }
