@@ -5,7 +5,8 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { splitRecipientList } from '../secrets/age-recipients.js';
-import type { EncryptionInput } from '../secrets/secret-encryption.js';
+import { checkEncryptionEngine } from '../secrets/encryption-engine.js';
+import { type EncryptionInput, resolveSecretEncryption } from '../secrets/secret-encryption.js';
 import { UsageError } from './cli-io.js';
 
 export const AGE_RECIPIENTS_VARIABLE = 'CLUSTERSTACK_AGE_RECIPIENTS';
@@ -48,4 +49,34 @@ export async function secretSettingsFrom(
     }
   }
   return { encryption, ...(flags['sops-secret'] ? { sopsSecret: flags['sops-secret'] } : {}) };
+}
+
+/**
+ * The controller's encrypt settings (flags, else CLUSTERSTACK_* variables), checked at start: a
+ * bad recipient, an unreadable or invalid .sops.yaml, or Argo CD wiring stops it with a usage error
+ * rather than failing every publish. A target's own .sops.yaml is read on every publish.
+ */
+export async function controllerSecretSettings(
+  policy: string,
+  engine: string,
+  flags: { 'age-recipient'?: string[]; 'sops-config'?: string; 'sops-secret'?: string },
+  io: { env: NodeJS.ProcessEnv; cwd: string },
+): Promise<SecretSettings> {
+  // The variables count only with encrypt (a shared environment may set them for other runs); flags always.
+  const fromEnv = (name: string): string | undefined => (policy === 'encrypt' ? nonEmpty(io.env[name]) : undefined);
+  const sopsConfig = flags['sops-config'] ?? fromEnv('CLUSTERSTACK_SOPS_CONFIG');
+  const sopsSecret = flags['sops-secret'] ?? fromEnv('CLUSTERSTACK_SOPS_SECRET');
+  const settings = await secretSettingsFrom(policy, { ...flags, ...(sopsConfig ? { 'sops-config': sopsConfig } : {}), ...(sopsSecret ? { 'sops-secret': sopsSecret } : {}) }, io.env, io.cwd);
+  if (!settings.encryption) return settings;
+  try {
+    checkEncryptionEngine(engine);
+    if (settings.encryption.recipients.length > 0 || settings.encryption.sopsConfig) resolveSecretEncryption(settings.encryption, undefined);
+  } catch (error) {
+    throw new UsageError((error as Error).message.replace(/; nothing was rendered or written$|\. Nothing was rendered or written$/i, ''));
+  }
+  return settings;
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value.trim() === '' ? undefined : value;
 }
