@@ -14,7 +14,7 @@ import { createHelmDependencies } from '../../renderers/helm-dependencies.js';
 import { resolveHelmBinary } from '../../renderers/helm-binary.js';
 import { readInputFiles } from '../../src/inputs/read-input-files.js';
 import type { ParsedManifests, SourcedObject } from '../../src/inputs/parse-manifests.js';
-import { buildPlan, type Plan } from '../../src/plan/build-plan.js';
+import { buildPlan, loadedRelease, type Plan } from '../../src/plan/build-plan.js';
 import { compareTrees, summarizeChanges } from '../../src/output/tree-changes.js';
 import { renderOutput } from '../../src/render/render-output.js';
 import { createSourceOpener } from '../../src/sources/open-release-source.js';
@@ -95,7 +95,7 @@ async function naiveBaseline(plan: Plan, outDir: string, helmBinary: string): Pr
     });
   const { ms } = await timed(async () => {
     for (const cluster of plan.resolution.clusters.filter((c) => c.managed && c.release)) {
-      const content = plan.releases.get(cluster.release!)!.content!;
+      const content = loadedRelease(plan, cluster.namespace, cluster.release)!.content!;
       const host = (cluster.cluster.spec?.controlPlaneEndpoint as { host?: string } | undefined)?.host ?? '';
       const dir = path.join(outDir, cluster.name);
       await mkdir(dir, { recursive: true });

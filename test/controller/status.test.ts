@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import type { CapiCluster, ClusterStack, ClusterStackRelease, Condition, KubeObject } from '../../src/api/types.js';
 import { resolveReleases } from '../../src/core/resolve-releases.js';
 import { classifyInputs } from '../../src/inputs/classify-inputs.js';
-import type { Plan } from '../../src/plan/build-plan.js';
+import { releaseKey, type Plan } from '../../src/plan/build-plan.js';
 import type { RenderOutcome } from '../../src/render/render-output.js';
 import type { UnitRecord, WithheldEntry } from '../../src/output/provenance.js';
 import { statusMergePatch } from '../../src/controller/reconcile/write-status.js';
@@ -28,11 +28,12 @@ function planOf(stacks: ClusterStack[], clusters: CapiCluster[], tags: string[],
   const objects = [...stacks, ...clusters, ...providerReleases].map((object) => ({ object: object as unknown as KubeObject, source: 'cluster' }));
   const inputs = classifyInputs(objects);
   const resolution = resolveReleases({ stacks: stacks.map((stack) => ({ stack, releases: releases(...tags) })), clusters, providerReleases });
+  const namespaces = [...new Set(stacks.map((stack) => stack.metadata.namespace ?? 'default'))];
   const loaded = new Map(
-    tags.map((tag) => [
-      tag,
+    namespaces.flatMap((namespace) => tags.map((tag) => [
+      releaseKey(namespace, tag),
       { tag, source: { location: '/releases', list: async () => ({ releases: [], skipped: [] }), fetch: async () => ({ tag, dir: '', digest: '' }) }, content: { tag, digest: `sha256:${tag}`, metadata: { kubernetesVersion: '1.30.4', clusterAddonVersion: 'v2' } }, problems: [] },
-    ]),
+    ])),
   ) as unknown as Plan['releases'];
   return { inputs, resolution, releases: loaded, problems: inputs.problems, warnings: [] };
 }

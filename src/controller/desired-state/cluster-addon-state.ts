@@ -1,6 +1,7 @@
 // One ClusterAddon per Cluster that uses a cluster stack class, owned by the Cluster: which class
 // and addon version were last rendered for it, its stages and objects, and whether they are in Git
 // and applied.
+import { loadedRelease } from '../../plan/build-plan.js';
 import {
   API_VERSION,
   type CapiCluster,
@@ -55,7 +56,7 @@ function classCondition(input: StatusInputs, cluster: ClusterResolution): Desire
     return falseCondition(CLUSTER_CLASS_AVAILABLE, 'ClusterClassUnknown', `spec.topology.class ${message}`, 'Error');
   }
   if (!decision.ready) return falseCondition(CLUSTER_CLASS_AVAILABLE, 'ReleaseNotReady', `release ${decision.name} is not ready: ${decision.readyMessage ?? 'provider work pending'}`, 'Info');
-  const loaded = input.plan?.releases.get(decision.name);
+  const loaded = input.plan ? loadedRelease(input.plan, cluster.stack.namespace, decision.name) : undefined;
   if (loaded && !loaded.content) {
     return falseCondition(CLUSTER_CLASS_AVAILABLE, 'ReleaseAssetsUnavailable', `release ${decision.name} could not be loaded (see ClusterStackRelease ${cluster.stack.namespace}/${decision.name})`, 'Warning');
   }

@@ -1,5 +1,6 @@
 // The ClusterStackReleases the controller wants: one per kept release, owned by its ClusterStack,
 // with a status that follows the release from download through render and publish to sync.
+import { loadedRelease } from '../../plan/build-plan.js';
 import {
   API_VERSION,
   LABEL_PART_OF,
@@ -84,7 +85,7 @@ function desiredObject(stack: ClusterStack, release: string): ClusterStackReleas
 function releaseConditions(input: StatusInputs, resolution: StackResolution, decision: ReleaseDecision): DesiredCondition[] {
   const { plan, render, publish } = input;
   const stack = resolution.stack;
-  const loaded = plan?.releases.get(decision.name);
+  const loaded = plan ? loadedRelease(plan, resolution.namespace, decision.name) : undefined;
   const dir = releaseDir(resolution.namespace, decision.name);
   const subject = `release ${decision.name}`;
 
@@ -144,7 +145,7 @@ function releaseStatus(input: StatusInputs, resolution: StackResolution, decisio
     conditions: mergeConditions(live?.status?.conditions, conditions, input.now, generation),
     observedGeneration: generation,
   };
-  const kubernetesVersion = input.plan?.releases.get(decision.name)?.content?.metadata.kubernetesVersion ?? live?.status?.kubernetesVersion;
+  const kubernetesVersion = (input.plan ? loadedRelease(input.plan, resolution.namespace, decision.name) : undefined)?.content?.metadata.kubernetesVersion ?? live?.status?.kubernetesVersion;
   if (kubernetesVersion) status.kubernetesVersion = kubernetesVersion.replace(/^v/, '');
   return status;
 }

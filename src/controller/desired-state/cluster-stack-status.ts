@@ -1,6 +1,7 @@
 // A ClusterStack's status: which releases it keeps and why, which are usable, the newest, and two
 // conditions (ReleasesResolved, Ready) that say what is wrong and what to do.
 import { type ClusterStack, type ClusterStackReleaseSummary, type ClusterStackStatus, type Condition, withSpecDefaults } from '../../api/types.js';
+import { loadedRelease } from '../../plan/build-plan.js';
 import { reasonFor } from '../../core/failure.js';
 import { formatProblem } from '../../core/problem.js';
 import type { StackResolution } from '../../core/resolve-releases.js';
@@ -65,7 +66,7 @@ function summaryOf(input: StatusInputs, resolution: StackResolution): ClusterSta
   return resolution.releases
     .filter((release) => release.kept)
     .map((release) => {
-      const loaded = input.plan?.releases.get(release.name);
+      const loaded = input.plan ? loadedRelease(input.plan, resolution.namespace, release.name) : undefined;
       const dir = releaseDir(resolution.namespace, release.name);
       const withheld = input.render?.withheld.find((entry) => entry.kind === 'release' && entry.namespace === resolution.namespace && entry.name === release.name);
       const rendered = input.render?.provenance.units.some((unit) => unit.dir === dir) ?? false;
