@@ -19,6 +19,7 @@ import type { KubeObject } from '../../src/api/types.js';
 import type { UnitRecord } from '../../src/output/provenance.js';
 import { CLUSTER_REQUESTS_DIR } from '../../src/output/tree-layout.js';
 import { fluxProviderKustomizations } from './provider-wiring.js';
+import { fluxDecryptionFor } from './sops-decryption.js';
 import { checkWiringOptions, sourcePath, type WiringExtras, type WiringOptions } from './wiring-options.js';
 import { groupUnits, wiringFiles, wiringLabels } from './wiring-layout.js';
 import {
@@ -120,6 +121,7 @@ export function renderFluxWiring(units: UnitRecord[], options: WiringOptions, ex
         sourceRef: localSource,
         healthCheckExprs: structuredClone(CLUSTER_CLASS_HEALTH),
         ...(providerWiring.dependsOn.length > 0 ? { dependsOn: providerWiring.dependsOn } : {}),
+        ...fluxDecryptionFor(units, release.dir, options.sopsSecret),
       },
     });
   }
@@ -173,6 +175,7 @@ export function renderFluxWiring(units: UnitRecord[], options: WiringOptions, ex
             sourceRef: { ...localSource, namespace: options.namespace },
             kubeConfig: { secretRef: { name: capiKubeconfigSecretName(cluster.name), key: CAPI_KUBECONFIG_KEY } },
             ...(previous.length > 0 ? { dependsOn: previous } : {}),
+            ...fluxDecryptionFor(units, stage.dir, options.sopsSecret),
           },
         });
       }

@@ -20,6 +20,7 @@ import type { MassDeletionPolicy } from '../core/mass-deletion-guard.js';
 import { renderAndPublish } from '../pipeline/render-and-publish.js';
 import { type UnitRecord } from '../output/provenance.js';
 import type { SecretPolicy } from '../render/secret-policy.js';
+import type { EncryptionInput } from '../secrets/secret-encryption.js';
 import type { SourceOpener } from '../sources/open-release-source.js';
 import type { KubeClient } from './runtime/kube-client.js';
 import { ArgoClusterSecrets } from './reconcile/argocd-cluster-secrets.js';
@@ -71,6 +72,8 @@ export interface ControllerOptions {
   workDir: string;
   helm: HelmDependencies;
   secrets: SecretPolicy;
+  /** With `secrets: 'encrypt'`: the recipients given (else the target's `.sops.yaml` decides, on every publish). */
+  encryption?: EncryptionInput;
   /** Whose sync state is read back (and, with `wiring`, for which engine the wiring is generated). */
   engine: GitOpsEngine;
   /** Generated Flux or Argo CD wiring beside the tree, as `render --gitops` writes it. */
@@ -349,6 +352,7 @@ export class Controller {
           },
         }, {
           secrets: this.options.secrets,
+          ...(this.options.encryption ? { encryption: this.options.encryption } : {}),
           ...(this.options.wiring ? { gitops: this.options.wiring } : {}),
           ...(this.options.pullRequest ? { pullRequest: {} } : {}),
           massDeletion: this.options.massDeletion ?? { allow: true, maxShare: 1 },

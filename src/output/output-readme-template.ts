@@ -72,6 +72,20 @@ ClusterProfiles (\`management/_cluster-requests/profiles/\`): one per ClusterSta
 {{/each}}
 {{/if}}
 {{/if}}
+{{#if encryptedSecrets.length}}
+
+## Encrypted Secrets
+
+These Secrets are committed encrypted with [SOPS](https://github.com/getsops/sops) for age recipients:
+their \`data\` and \`stringData\` values are encrypted, the rest stays readable. Whoever applies them
+needs the matching age identity (\`sops --decrypt <file>\` shows one locally).
+
+| Secret | File | Decrypted with |
+| --- | --- | --- |
+{{#each encryptedSecrets}}
+| {{namespace}}/{{name}} | \`{{file}}\` | {{decryptedWith}} |
+{{/each}}
+{{/if}}
 {{#if withheld.length}}
 
 ## Withheld

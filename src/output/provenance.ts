@@ -39,6 +39,18 @@ export interface UnitRecord {
   files: string[];
   /** What the render of this unit is worth a look for (duplicate keys, unknown scopes, dropped Secrets). */
   notes?: string[];
+  /** Secrets written SOPS-encrypted (--secrets encrypt), with the digest of each file as written, so a hand edit is noticed. */
+  secrets?: EncryptedSecretRecord[];
+}
+
+/** One SOPS-encrypted Secret of a unit: its file, its object, the digest of what was written, who can decrypt it. */
+export interface EncryptedSecretRecord {
+  file: string;
+  namespace: string;
+  name: string;
+  /** sha256 of the encrypted file as written. */
+  digest: string;
+  recipients: string[];
 }
 
 /** One Cluster API provider's directory (management/providers/<kind>-<name>): what was rendered, from where. */

@@ -23,5 +23,7 @@ export interface RenderSummary {
   notes: string[];
   /** With a scheduler configuration: the ClusterProfiles and every ClusterRequest's phase. */
   clusterRequests?: ClusterRequestsSummary;
+  /** Secrets written SOPS-encrypted (--secrets encrypt), by file, with what decrypts them. */
+  encryptedSecrets?: { file: string; namespace: string; name: string; decryptedWith: string }[];
 }
 

@@ -47,6 +47,8 @@ export function requestedClusterOfPath(file: string): { namespace: string; name:
 function inClusterRequestsDir(file: string): boolean {
   return file === CLUSTER_REQUESTS_DIR || file.startsWith(`${CLUSTER_REQUESTS_DIR}/`);
 }
+/** sops' configuration at the root of the tree: a user's file, read for --secrets encrypt and kept in every render. */
+export const SOPS_CONFIG_FILE = '.sops.yaml';
 
 /** The unit directory of a release's ClusterClass side. */
 export function releaseDir(namespace: string, release: string): string {
