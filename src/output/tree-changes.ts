@@ -2,7 +2,7 @@
 // the data behind commit messages, pull request bodies and reports.
 import { readProvenance, type Provenance, type UnitRecord, type WithheldEntry } from './provenance.js';
 import type { RenderedTree } from './rendered-tree.js';
-import { clusterDir, MANAGEMENT_DIR, unitDirOf, unitOfPath } from './tree-layout.js';
+import { clusterDir, isSharedPath, KUSTOMIZATION_FILE, MANAGEMENT_DIR, unitDirOf, unitOfPath } from './tree-layout.js';
 
 export type ChangeKind = 'added' | 'removed' | 'updated';
 
@@ -28,6 +28,8 @@ export interface TreeChanges {
   releases: ReleaseChange[];
   clusters: ClusterChange[];
   withheld: WithheldEntry[];
+  /** Objects in shared directories (`management/<ns>/shared/`) that were added, removed or changed. */
+  shared?: { path: string; change: ChangeKind }[];
   /** Files outside units (README, provenance, kustomizations) changed too. */
   otherFiles: string[];
 }
@@ -48,7 +50,7 @@ export const INPUT_DIGEST_TRAILER = 'Clusterstack-Input-Digest';
 
 /** The owner a file's changes are reported under: a release directory, or a cluster (stages below it). */
 function unitOf(file: string): { owner: string; kind: 'release' | 'cluster'; stage?: string } | undefined {
-  if (unitDirOf(file) === undefined) return undefined;
+  if (unitDirOf(file) === undefined || isSharedPath(file)) return undefined;
   const unit = unitOfPath(file);
   if (unit?.kind === 'release') return { owner: unit.dir, kind: 'release' };
   if (unit?.kind === 'cluster-stage') return { owner: unit.clusterDir, kind: 'cluster', stage: unit.stage };
@@ -76,12 +78,13 @@ export function compareTrees(previous: RenderedTree, next: RenderedTree): TreeCh
   for (const file of new Set([...previous.keys(), ...next.keys()])) if (previous.get(file) !== next.get(file)) changedFiles.add(file);
   const ownersBefore = ownersOf(previous);
   const ownersAfter = ownersOf(next);
-  const changes: TreeChanges = { releases: [], clusters: [], withheld: after?.withheld ?? [], otherFiles: [] };
+  const changes: TreeChanges = { releases: [], clusters: [], withheld: after?.withheld ?? [], shared: [], otherFiles: [] };
   const changedStages = new Map<string, Set<string>>();
   for (const file of changedFiles) {
     const unit = unitOf(file);
     if (!unit) {
-      changes.otherFiles.push(file);
+      if (isSharedPath(file) && !file.endsWith(`/${KUSTOMIZATION_FILE}`)) changes.shared!.push({ path: file, change: !previous.has(file) ? 'added' : !next.has(file) ? 'removed' : 'updated' });
+      else changes.otherFiles.push(file);
       continue;
     }
     if (!changedStages.has(unit.owner)) changedStages.set(unit.owner, new Set());
@@ -109,6 +112,7 @@ export function compareTrees(previous: RenderedTree, next: RenderedTree): TreeCh
     changes.clusters.push(entry);
   }
   changes.otherFiles.sort();
+  changes.shared!.sort((a, b) => a.path.localeCompare(b.path));
   return changes;
 }
 
@@ -129,10 +133,13 @@ export function summarizeChanges(changes: TreeChanges, inputDigest: string): Cha
   for (const [kind, n] of releaseParts) parts.push(`${n} release${n === 1 ? '' : 's'} ${kind}`);
   const clusterParts = (['added', 'removed', 'updated'] as const).map((kind) => [kind, count(kind, changes.clusters)] as const).filter(([, n]) => n > 0);
   for (const [kind, n] of clusterParts) parts.push(`${n} cluster${n === 1 ? '' : 's'} ${kind}`);
+  const sharedCount = changes.shared?.length ?? 0;
+  if (sharedCount > 0) parts.push(`${sharedCount} shared object${sharedCount === 1 ? '' : 's'} changed`);
   const title = `Render cluster stacks: ${parts.length > 0 ? parts.join(', ') : 'README and provenance updated'}`;
   const lines: string[] = [];
   for (const release of changes.releases) lines.push(`- ClusterClass release ${release.namespace}/${release.release} ${release.change}`);
   for (const cluster of changes.clusters) lines.push(`- ${describeCluster(cluster)}`);
+  for (const shared of changes.shared ?? []) lines.push(`- Shared object ${shared.path} ${shared.change}`);
   for (const entry of changes.withheld) lines.push(`- Withheld ${entry.kind} ${entry.namespace}/${entry.name}: ${entry.reason}${entry.previousKept ? ' (previous output kept)' : ''}`);
   return { title, body: lines.join('\n'), trailers: { [INPUT_DIGEST_TRAILER]: inputDigest } };
 }

@@ -17,9 +17,10 @@ import { previousFiles, previousRecords } from './previous-output.js';
 import type { RenderDependencies } from './render-dependencies.js';
 import { ownerKey, type PendingUnit, planUnits } from './render-units.js';
 import { type SecretPolicy, SecretRefusedError } from './secret-policy.js';
+import { findReleaseConflicts, findStageConflicts, placeSharedObjects } from './shared-objects.js';
 import { buildProvenance, buildSummary } from './tree-records.js';
 import { type AnnotationsFor, unitFiles, type UnitFiles } from './unit-files.js';
-import { keepPreviousOutput, withholdFailedUnits } from './withhold-units.js';
+import { keepPreviousOutput, withholdConflicts, withholdFailedUnits } from './withhold-units.js';
 
 export interface RenderProgress {
   releasesDone: number;
@@ -116,14 +117,21 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
     throw refusals.length === 1 ? refusals[0]! : new SecretRefusedError(refusals.map((r) => r.unit).join(', '), refusals.flatMap((r) => r.findings));
   }
   withholdFailedUnits(unitFailures, rendered, records, withheld);
+  // One object, one content: a release (or a cluster) rendering an object another kept release
+  // (or another stage) renders differently is withheld; what it published before comes back only
+  // if that does not bring the conflict back with it.
+  const conflicts = (): ReturnType<typeof findReleaseConflicts> => [...findReleaseConflicts(records, rendered), ...findStageConflicts(records, rendered)];
+  withholdConflicts(conflicts(), rendered, records, withheld);
   keepPreviousOutput(withheld, before, options.previous, rendered, records);
+  withholdConflicts(conflicts(), rendered, records, withheld);
 
-  records.sort((a, b) => a.dir.localeCompare(b.dir));
+  const placement = placeSharedObjects(records, rendered);
+  const placed = placement.records.sort((a, b) => a.dir.localeCompare(b.dir));
   withheld.sort((a, b) => `${a.kind}/${a.namespace}/${a.name}`.localeCompare(`${b.kind}/${b.namespace}/${b.name}`));
-  const provenance = buildProvenance(plan, records, withheld, valuesFailures);
-  const summary = buildSummary(plan, records, withheld, provenance.inputDigest, clusterUnits);
-  const tree = assembleTree(rendered, records, provenance, summary, options.readmeTemplate);
-  return { tree, provenance, summary, withheld, notes: summary.notes, stats: { unitsRendered, unitsReused: records.length - unitsRendered } };
+  const provenance = buildProvenance(plan, placed, withheld, valuesFailures, placement.sharedObjects);
+  const summary = buildSummary(plan, placed, withheld, provenance.inputDigest, clusterUnits, placement.sharedObjects);
+  const tree = assembleTree(placement.rendered, placed, provenance, summary, options.readmeTemplate, { files: placement.sharedFiles, dirs: placement.sharedDirs });
+  return { tree, provenance, summary, withheld, notes: summary.notes, stats: { unitsRendered, unitsReused: placed.length - unitsRendered } };
 }
 
 /** Counts finished releases and clusters (a cluster when its last stage is done) for onProgress. */

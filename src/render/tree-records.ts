@@ -2,16 +2,17 @@
 // and the summary behind its README, pull request bodies and reports.
 import type { KubeObject } from '../api/types.js';
 import { groupOf } from '../inputs/classify-inputs.js';
-import { OUTPUT_FORMAT, type Provenance, type UnitRecord, type WithheldEntry } from '../output/provenance.js';
+import { OUTPUT_FORMAT, type Provenance, type SharedObjectRecord, type UnitRecord, type WithheldEntry } from '../output/provenance.js';
 import type { RenderSummary } from '../output/render-summary.js';
 import { releaseDir } from '../output/tree-layout.js';
 import type { Plan } from '../plan/build-plan.js';
 import { sha256Digest } from '../release/content-digest.js';
 import { canonicalJson } from './canonical-json.js';
 import { type PendingUnit, stableContext } from './render-units.js';
+import { describeIdentity } from './shared-objects.js';
 
 /** The provenance record of a render. */
-export function buildProvenance(plan: Plan, units: UnitRecord[], withheld: WithheldEntry[], valuesFailures: Provenance['valuesFailures']): Provenance {
+export function buildProvenance(plan: Plan, units: UnitRecord[], withheld: WithheldEntry[], valuesFailures: Provenance['valuesFailures'], sharedObjects: SharedObjectRecord[] = []): Provenance {
   const objects = [
     ...plan.inputs.clusterStacks.map((s) => s.object as unknown as KubeObject),
     ...plan.inputs.clusters.map((c) => c.object as KubeObject),
@@ -26,11 +27,11 @@ export function buildProvenance(plan: Plan, units: UnitRecord[], withheld: Withh
     .map((release) => ({ name: release.tag, source: release.source.location.startsWith('/') ? 'local directory' : release.source.location, digest: release.content!.digest }))
     .sort((a, b) => a.name.localeCompare(b.name));
   const inputDigest = sha256Digest(canonicalJson({ inputs, releases, units: units.map((u) => [u.dir, u.renderDigest]) }));
-  return { generator: 'clusterstack-gitops', format: OUTPUT_FORMAT, inputDigest, inputs, releases, units, withheld, valuesFailures };
+  return { generator: 'clusterstack-gitops', format: OUTPUT_FORMAT, inputDigest, inputs, releases, units, withheld, ...(sharedObjects.length > 0 ? { sharedObjects } : {}), valuesFailures };
 }
 
 /** The summary of a render, per stack, release and cluster. */
-export function buildSummary(plan: Plan, records: UnitRecord[], withheld: WithheldEntry[], inputDigest: string, clusterUnits: Map<string, PendingUnit[]>): RenderSummary {
+export function buildSummary(plan: Plan, records: UnitRecord[], withheld: WithheldEntry[], inputDigest: string, clusterUnits: Map<string, PendingUnit[]>, sharedObjects: SharedObjectRecord[] = []): RenderSummary {
   const published = new Set(records.map((record) => record.dir));
   const withheldKeys = new Map(withheld.map((entry) => [`${entry.kind}/${entry.namespace}/${entry.name}`, entry]));
   return {
@@ -65,6 +66,7 @@ export function buildSummary(plan: Plan, records: UnitRecord[], withheld: Withhe
         };
       }),
     withheld,
+    sharedObjects: sharedObjects.map((shared) => ({ path: shared.path, object: describeIdentity(shared), renderedBy: shared.renderedBy })),
     notes: records.flatMap((record) => (record.notes ?? []).map((note) => `${record.dir}: ${note}`)),
   };
 }

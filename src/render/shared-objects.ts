@@ -1,0 +1,232 @@
+// Objects more than one unit renders. On the management side every kept release renders its own
+// cluster-class chart, and charts shaped like openstack/scs render the node image (an ORC `Image`
+// named after the Kubernetes patch version) in every release of that patch: written per release it
+// would be one object with two owners (kustomize refuses the duplicate; Flux Kustomizations and
+// Argo CD Applications fight over it, and dropping one release would prune what the other still
+// uses). So an object is identified as Kubernetes does (API group, kind, namespace after our
+// placement, name), and
+//   - rendered alike by several releases, it is written once, in `management/<ns>/shared/`, with the
+//     releases that render it recorded (reference counting: it leaves the tree with the last one);
+//   - rendered differently, it is a conflict: the newer release is withheld, naming the older one;
+//   - on the addon side, two stages of one cluster rendering it alike keep it in the earlier stage
+//     only, differently withhold the cluster.
+// Pure: works on the files of the rendered units (read with Kubernetes' YAML), writes nothing.
+import { tryParseReleaseTag } from '../core/release-tag.js';
+import { compareStackVersions } from '../core/stack-version.js';
+import type { SharedObjectRecord, UnitRecord } from '../output/provenance.js';
+import { clusterDir, sharedDir } from '../output/tree-layout.js';
+import { decodeYamlDocument, sameYamlValue } from '../yaml/kube-yaml.js';
+import { fileNamesFor } from './manifest-objects.js';
+import { apiGroup } from './object-scope.js';
+import type { KubeObject } from '../api/types.js';
+
+/** What Kubernetes tells objects apart by; `group` '' is the core group, `namespace` '' cluster-scoped. */
+export interface ObjectIdentity {
+  group: string;
+  kind: string;
+  namespace: string;
+  name: string;
+}
+
+interface UnitObject {
+  record: UnitRecord;
+  file: string;
+  text: string;
+  value: KubeObject;
+  identity: ObjectIdentity;
+  key: string;
+}
+
+/** `Image.openstack.k-orc.cloud fleet/ubuntu-capi-image-v1.32.5` (kind.group namespace/name). */
+export function describeIdentity(identity: ObjectIdentity): string {
+  const kind = identity.group === '' ? identity.kind : `${identity.kind}.${identity.group}`;
+  return `${kind} ${identity.namespace === '' ? '' : `${identity.namespace}/`}${identity.name}`;
+}
+
+function identityKey(identity: ObjectIdentity): string {
+  return `${identity.group}\u0000${identity.kind}\u0000${identity.namespace}\u0000${identity.name}`;
+}
+
+/** The objects of one unit's files; files that do not decode to an object are left where they are. */
+function unitObjects(record: UnitRecord, files: Map<string, string>): UnitObject[] {
+  const objects: UnitObject[] = [];
+  for (const [file, text] of files) {
+    let value: unknown;
+    try {
+      value = decodeYamlDocument(text).value;
+    } catch {
+      continue; // written by us from a decoded document; nothing to identify
+    }
+    const object = value as KubeObject | null;
+    if (!object || typeof object.kind !== 'string' || typeof object.apiVersion !== 'string' || typeof object.metadata?.name !== 'string') continue;
+    const identity = { group: apiGroup(object.apiVersion), kind: object.kind, namespace: object.metadata.namespace ?? '', name: object.metadata.name };
+    objects.push({ record, file, text, value: object, identity, key: identityKey(identity) });
+  }
+  return objects;
+}
+
+const byText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * Orders release units oldest first: by stack version when both releases are of one stack and
+ * channel (numerically, `v1-alpha.9` before `v1-alpha.10`), otherwise by tag; then by directory.
+ */
+export function olderReleaseFirst(a: UnitRecord, b: UnitRecord): number {
+  const tagA = tryParseReleaseTag(a.release);
+  const tagB = tryParseReleaseTag(b.release);
+  if (tagA && tagB && tagA.provider === tagB.provider && tagA.name === tagB.name && tagA.kubernetesMajor === tagB.kubernetesMajor && tagA.kubernetesMinor === tagB.kubernetesMinor) {
+    const order = compareStackVersions(tagA.version, tagB.version);
+    if (order !== undefined && order !== 0) return order;
+  }
+  return byText(a.release, b.release) || byText(a.dir, b.dir);
+}
+
+/** Stages of one cluster in apply order: by stage order, then name. */
+function earlierStageFirst(a: UnitRecord, b: UnitRecord): number {
+  return (a.order ?? 0) - (b.order ?? 0) || byText(a.stage ?? '', b.stage ?? '') || byText(a.dir, b.dir);
+}
+
+/** Objects by identity, each list in the given unit order. */
+function groupByIdentity(units: UnitRecord[], rendered: Map<string, Map<string, string>>, order: (a: UnitRecord, b: UnitRecord) => number): Map<string, UnitObject[]> {
+  const groups = new Map<string, UnitObject[]>();
+  for (const record of [...units].sort(order)) {
+    for (const object of unitObjects(record, rendered.get(record.dir) ?? new Map())) {
+      const list = groups.get(object.key) ?? [];
+      list.push(object);
+      groups.set(object.key, list);
+    }
+  }
+  return groups;
+}
+
+/** A unit that renders an object another unit renders differently: why, and which units are involved. */
+export interface ObjectConflict {
+  /** The unit to withhold: the newer release, or any stage of the cluster. */
+  record: UnitRecord;
+  reason: string;
+}
+
+/**
+ * Release units rendering an object some older kept release renders differently. Each is reported
+ * once, against the oldest release rendering that object; withholding them leaves no conflict
+ * among the rest (the check is repeated on what remains until none is left).
+ */
+export function findReleaseConflicts(records: UnitRecord[], rendered: Map<string, Map<string, string>>): ObjectConflict[] {
+  const conflicts: ObjectConflict[] = [];
+  let remaining = records.filter((record) => record.kind === 'release');
+  for (;;) {
+    const found = new Map<string, ObjectConflict>();
+    for (const objects of groupByIdentity(remaining, rendered, olderReleaseFirst).values()) {
+      const [first, ...others] = objects;
+      for (const other of others) {
+        if (sameYamlValue(first!.value, other.value) || found.has(other.record.dir)) continue;
+        found.set(other.record.dir, {
+          record: other.record,
+          reason: `renders ${describeIdentity(other.identity)} unlike the older release ${first!.record.release} (same API group, kind, namespace and name, different content): one object cannot have two contents, so ${other.record.release} is withheld while both are kept; give the object another name in one release, or drop one of them`,
+        });
+      }
+    }
+    if (found.size === 0) return conflicts;
+    conflicts.push(...found.values());
+    remaining = remaining.filter((record) => !found.has(record.dir));
+  }
+}
+
+/** Clusters two of whose stages render one object with different content: one conflict per cluster. */
+export function findStageConflicts(records: UnitRecord[], rendered: Map<string, Map<string, string>>): ObjectConflict[] {
+  const conflicts: ObjectConflict[] = [];
+  for (const stages of clusterStages(records).values()) {
+    for (const objects of groupByIdentity(stages, rendered, earlierStageFirst).values()) {
+      const [first, ...others] = objects;
+      const other = others.find((candidate) => !sameYamlValue(first!.value, candidate.value));
+      if (!other) continue;
+      conflicts.push({
+        record: other.record,
+        reason: `stages ${first!.record.stage} and ${other.record.stage} both render ${describeIdentity(other.identity)} with different content; one object cannot have two contents: render it in one stage only`,
+      });
+      break;
+    }
+  }
+  return conflicts;
+}
+
+function clusterStages(records: UnitRecord[]): Map<string, UnitRecord[]> {
+  const clusters = new Map<string, UnitRecord[]>();
+  for (const record of records) {
+    if (record.kind !== 'cluster-stage') continue;
+    const key = clusterDir(record.namespace, record.name);
+    clusters.set(key, [...(clusters.get(key) ?? []), record]);
+  }
+  return clusters;
+}
+
+export interface SharedPlacement {
+  /** Each unit's files that stay in its directory (the rest live where `record.shared` says). */
+  rendered: Map<string, Map<string, string>>;
+  /** The records with `files` and `shared` set to match. */
+  records: UnitRecord[];
+  /** Files of the shared directories, by tree path (objects only; kustomizations come with the tree). */
+  sharedFiles: Map<string, string>;
+  /** Every shared directory of the tree, also those left empty (the wiring's owner for them exists always). */
+  sharedDirs: string[];
+  sharedObjects: SharedObjectRecord[];
+}
+
+/**
+ * Places every object once. `rendered` holds each unit's complete files (as rendered or reused);
+ * call it after conflicts are withheld, so objects rendered more than once are alike. Management:
+ * an object of more than one release goes to `management/<ns>/shared/` (the namespace of its
+ * oldest release), written as that release rendered it. Addons: an object two stages of a cluster
+ * render stays in the earlier stage. Every namespace with a release gets its shared directory.
+ */
+export function placeSharedObjects(records: UnitRecord[], rendered: Map<string, Map<string, string>>): SharedPlacement {
+  const placed = new Map<string, Map<string, string>>([...rendered].map(([dir, files]) => [dir, new Map(files)]));
+  const shared = new Map<string, Record<string, string>>(); // dir -> unit file -> tree path
+  const sharedObjects: SharedObjectRecord[] = [];
+  const sharedFiles = new Map<string, string>();
+  const moveOut = (object: UnitObject, path: string): void => {
+    placed.get(object.record.dir)?.delete(object.file);
+    shared.set(object.record.dir, { ...shared.get(object.record.dir), [object.file]: path });
+  };
+
+  // Management side: per shared directory, the objects it receives, then their file names.
+  const releases = records.filter((record) => record.kind === 'release');
+  const byDir = new Map<string, UnitObject[][]>();
+  for (const objects of groupByIdentity(releases, rendered, olderReleaseFirst).values()) {
+    if (new Set(objects.map((object) => object.record.dir)).size < 2) continue;
+    const dir = sharedDir([...new Set(objects.map((object) => object.record.namespace))].sort(byText)[0]!);
+    byDir.set(dir, [...(byDir.get(dir) ?? []), objects]);
+  }
+  for (const [dir, groups] of [...byDir].sort(([a], [b]) => byText(a, b))) {
+    const namespace = dir.split('/')[1]!;
+    groups.sort((a, b) => byText(a[0]!.key, b[0]!.key));
+    const names = fileNamesFor(groups.map((objects) => objects[0]!.value), namespace);
+    groups.forEach((objects, index) => {
+      const path = `${dir}/${names[index]!}`;
+      sharedFiles.set(path, objects[0]!.text);
+      for (const object of objects) moveOut(object, path);
+      sharedObjects.push({ path, ...objects[0]!.identity, renderedBy: [...new Set(objects.map((object) => object.record.release))].sort(byText) });
+    });
+  }
+
+  // Addon side: within one cluster, the earlier stage keeps the object.
+  for (const stages of clusterStages(records).values()) {
+    for (const objects of groupByIdentity(stages, rendered, earlierStageFirst).values()) {
+      if (objects.length < 2) continue;
+      const [first, ...later] = objects;
+      const path = `${first!.record.dir}/${first!.file}`;
+      for (const object of later) moveOut(object, path);
+      sharedObjects.push({ path, ...first!.identity, renderedBy: objects.map((object) => object.record.dir).sort(byText) });
+    }
+  }
+
+  const placedRecords = records.map((record) => {
+    const { shared: _previous, ...rest } = record;
+    const moved = shared.get(record.dir);
+    const files = [...(placed.get(record.dir)?.keys() ?? [])].sort(byText);
+    return moved ? { ...rest, files, shared: Object.fromEntries(Object.entries(moved).sort(([a], [b]) => byText(a, b))) } : { ...rest, files };
+  });
+  const sharedDirs = [...new Set(releases.map((record) => sharedDir(record.namespace)).concat([...byDir.keys()]))].sort(byText);
+  sharedObjects.sort((a, b) => byText(a.path, b.path));
+  return { rendered: placed, records: placedRecords, sharedFiles, sharedDirs, sharedObjects };
+}
