@@ -8,7 +8,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { UnitRecord } from '../src/output/provenance.js';
-import { findReleaseConflicts, findStageConflicts, placeSharedObjects } from '../src/render/shared-objects.js';
+import { findReleaseConflicts, findStageConflicts, handoverNotes, placeSharedObjects } from '../src/render/shared-objects.js';
 import { decodeYamlDocument } from '../src/yaml/kube-yaml.js';
 import { readTree, runClusterstack, tempDir, writeTree } from './support/cli.js';
 import { kustomizeBuild } from './support/engine-schemas/kustomize-build.js';
@@ -86,6 +86,31 @@ describe('placeSharedObjects', () => {
     const conflicts = findStageConflicts(records, different);
     expect(conflicts).toHaveLength(1);
     expect(conflicts[0]!.reason).toBe(`stages cni and csi both render Image.openstack.k-orc.cloud fleet/${ORC_IMAGE_NAME} with different content; one object cannot have two contents: render it in one stage only`);
+  });
+});
+
+describe('handoverNotes', () => {
+  const v1 = `management/fleet/${orcRelease('v1')}`;
+  const v2 = `management/fleet/${orcRelease('v2')}`;
+  const shared = 'management/fleet/shared';
+  const at = (dir: string): [string, string][] => [[`${dir}/image-${ORC_IMAGE_NAME}.yaml`, image('https://x/a.qcow2')]];
+
+  it('says nothing for the safe moves: into shared/ while the release stays, and out of it to a kept release', () => {
+    expect(handoverNotes(at(v1), at(shared), new Set([v1, v2]))).toEqual([]);
+    expect(handoverNotes(at(shared), at(v2), new Set([v2]))).toEqual([]);
+    expect(handoverNotes(at(v1), at(v1), new Set([v1]))).toEqual([]);
+  });
+
+  it('names an object that left the tree from shared/, which no engine prunes, with the command to delete it', () => {
+    expect(handoverNotes(at(shared), [], new Set())).toEqual([
+      `Image.openstack.k-orc.cloud fleet/${ORC_IMAGE_NAME} left management/fleet/shared/ with the last release rendering it; shared objects are never pruned by Flux or Argo CD (so that moving between releases never deletes them): once nothing uses it, delete it with \`kubectl delete image.openstack.k-orc.cloud -n fleet ${ORC_IMAGE_NAME}\``,
+    ]);
+  });
+
+  it('warns when an object moves from a dropped release straight to another release, and says how to move it safely', () => {
+    const [note] = handoverNotes(at(v1), at(v2), new Set([v2]));
+    expect(note).toContain(`moves from the dropped release directory ${v1}/ straight to ${v2}/ in one commit`);
+    expect(note).toContain('keeping the old release one render longer (in spec.versions) moves it through the shared directory instead');
   });
 });
 

@@ -17,7 +17,7 @@ import { previousFiles, previousRecords } from './previous-output.js';
 import type { RenderDependencies } from './render-dependencies.js';
 import { ownerKey, type PendingUnit, planUnits } from './render-units.js';
 import { type SecretPolicy, SecretRefusedError } from './secret-policy.js';
-import { findReleaseConflicts, findStageConflicts, placeSharedObjects } from './shared-objects.js';
+import { findReleaseConflicts, findStageConflicts, handoverNotes, placeSharedObjects } from './shared-objects.js';
 import { buildProvenance, buildSummary } from './tree-records.js';
 import { type AnnotationsFor, unitFiles, type UnitFiles } from './unit-files.js';
 import { keepPreviousOutput, withholdConflicts, withholdFailedUnits } from './withhold-units.js';
@@ -130,6 +130,8 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
   withheld.sort((a, b) => `${a.kind}/${a.namespace}/${a.name}`.localeCompare(`${b.kind}/${b.namespace}/${b.name}`));
   const provenance = buildProvenance(plan, placed, withheld, valuesFailures, placement.sharedObjects);
   const summary = buildSummary(plan, placed, withheld, provenance.inputDigest, clusterUnits, placement.sharedObjects);
+  const placedFiles = [...placed.filter((record) => record.kind === 'release').flatMap((record) => [...(placement.rendered.get(record.dir) ?? [])].map(([file, text]): [string, string] => [`${record.dir}/${file}`, text])), ...placement.sharedFiles];
+  summary.notes.push(...handoverNotes(options.previous, placedFiles, new Set(placed.filter((record) => record.kind === 'release').map((record) => record.dir))));
   const tree = assembleTree(placement.rendered, placed, provenance, summary, options.readmeTemplate, { files: placement.sharedFiles, dirs: placement.sharedDirs });
   return { tree, provenance, summary, withheld, notes: summary.notes, stats: { unitsRendered, unitsReused: placed.length - unitsRendered } };
 }

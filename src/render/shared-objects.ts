@@ -14,7 +14,7 @@
 import { tryParseReleaseTag } from '../core/release-tag.js';
 import { compareStackVersions } from '../core/stack-version.js';
 import type { SharedObjectRecord, UnitRecord } from '../output/provenance.js';
-import { clusterDir, sharedDir } from '../output/tree-layout.js';
+import { clusterDir, SHARED_DIR_NAME as SHARED, sharedDir } from '../output/tree-layout.js';
 import { decodeYamlDocument, sameYamlValue } from '../yaml/kube-yaml.js';
 import { fileNamesFor } from './manifest-objects.js';
 import { apiGroup } from './object-scope.js';
@@ -229,4 +229,51 @@ export function placeSharedObjects(records: UnitRecord[], rendered: Map<string, 
   const sharedDirs = [...new Set(releases.map((record) => sharedDir(record.namespace)).concat([...byDir.keys()]))].sort(byText);
   sharedObjects.sort((a, b) => byText(a.path, b.path));
   return { rendered: placed, records: placedRecords, sharedFiles, sharedDirs, sharedObjects };
+}
+
+/** Where each management object of a tree lives: identity key -> its directory, with the identity. */
+function managementHomes(files: Iterable<[string, string]>): Map<string, { dir: string; identity: ObjectIdentity }> {
+  const homes = new Map<string, { dir: string; identity: ObjectIdentity }>();
+  for (const [path, text] of files) {
+    const parts = path.split('/');
+    if (parts[0] !== 'management' || parts.length < 4 || parts.at(-1) === 'kustomization.yaml') continue;
+    let object: KubeObject | null;
+    try {
+      object = decodeYamlDocument(text).value as KubeObject | null;
+    } catch {
+      continue;
+    }
+    if (!object || typeof object.kind !== 'string' || typeof object.apiVersion !== 'string' || typeof object.metadata?.name !== 'string') continue;
+    const identity = { group: apiGroup(object.apiVersion), kind: object.kind, namespace: object.metadata.namespace ?? '', name: object.metadata.name };
+    homes.set(identityKey(identity), { dir: parts.slice(0, 3).join('/'), identity });
+  }
+  return homes;
+}
+
+function kubectlDelete(identity: ObjectIdentity): string {
+  const resource = identity.group === '' ? identity.kind.toLowerCase() : `${identity.kind.toLowerCase()}.${identity.group}`;
+  return `kubectl delete ${resource}${identity.namespace === '' ? '' : ` -n ${identity.namespace}`} ${identity.name}`;
+}
+
+/**
+ * What the move of management objects from the previous tree to this one asks of a person, as
+ * notes: an object leaving the tree straight from a shared directory (its owner never prunes, so
+ * it stays in the cluster until deleted by hand), and an object moving from a dropped release
+ * straight to another release (two owners in one revision with no order between them: the
+ * engine may delete it before the new owner applies it; moving through shared/ is safe).
+ */
+export function handoverNotes(previous: Iterable<[string, string]>, next: Iterable<[string, string]>, keptReleaseDirs: ReadonlySet<string>): string[] {
+  const before = managementHomes(previous);
+  const after = managementHomes(next);
+  const notes: string[] = [];
+  for (const [key, { dir, identity }] of before) {
+    const now = after.get(key);
+    const subject = describeIdentity(identity);
+    if (dir.endsWith(`/${SHARED}`) && !now) {
+      notes.push(`${subject} left ${dir}/ with the last release rendering it; shared objects are never pruned by Flux or Argo CD (so that moving between releases never deletes them): once nothing uses it, delete it with \`${kubectlDelete(identity)}\``);
+    } else if (now && !dir.endsWith(`/${SHARED}`) && !now.dir.endsWith(`/${SHARED}`) && now.dir !== dir && !keptReleaseDirs.has(dir)) {
+      notes.push(`${subject} moves from the dropped release directory ${dir}/ straight to ${now.dir}/ in one commit: Flux or Argo CD may delete it with the old release before the new one applies it; keeping the old release one render longer (in spec.versions) moves it through the shared directory instead, which is safe`);
+    }
+  }
+  return notes.sort(byText);
 }
