@@ -244,6 +244,20 @@ describe('shared objects through the release lifecycle, in a real Git repository
     expect(handoverProblems(pruning, trees[2]!)).toHaveLength(1);
   });
 
+  it('shows in plan which release a render would withhold for the conflict, and why', async () => {
+    const inputs = await writeTree({ 'stack.yaml': orcClusterStack(['v1', 'v3']) });
+    const result = await runClusterstack(['plan', inputs, '--release-source', releases, '--json'], { env: { CLUSTERSTACK_CACHE_DIR: await tempDir('csk-shared-cache-') } });
+    expect(result.code).toBe(0);
+    const notes: string[] = JSON.parse(result.stdout).clusterStacks[0].notes;
+    expect(notes.filter((note) => note.includes('will be withheld'))).toEqual([
+      expect.stringContaining(`release ${orcRelease('v3')} will be withheld: it renders Image.openstack.k-orc.cloud fleet/${ORC_IMAGE_NAME} unlike the older release ${orcRelease('v1')}`),
+    ]);
+    const text = await runClusterstack(['plan', inputs, '--release-source', releases], { env: { CLUSTERSTACK_CACHE_DIR: await tempDir('csk-shared-cache-') } });
+    expect(text.stdout).toContain(`note: release ${orcRelease('v3')} will be withheld`);
+    const agreeing = await runClusterstack(['plan', await writeTree({ 'stack.yaml': orcClusterStack(['v1', 'v2']) }), '--release-source', releases, '--json']);
+    expect(JSON.parse(agreeing.stdout).clusterStacks[0].notes.filter((note: string) => note.includes('will be withheld'))).toEqual([]);
+  });
+
   it('withholds the newer release rendering the image with other content, naming the older one, and publishes the rest', async () => {
     const bare = sandbox.bareRepo('fleet-conflict');
     const inputs = await writeTree({ 'stack.yaml': orcClusterStack(['v1', 'v3']) });
