@@ -40,7 +40,7 @@ describe('placeSharedObjects', () => {
     const sharedPath = `management/fleet/shared/image-${ORC_IMAGE_NAME}.yaml`;
     expect([...placed.sharedFiles.keys()]).toEqual([sharedPath]);
     expect(placed.sharedFiles.get(sharedPath)).toContain('# Source: v1');
-    expect(placed.sharedObjects).toEqual([{ path: sharedPath, group: 'openstack.k-orc.cloud', kind: 'Image', namespace: 'fleet', name: ORC_IMAGE_NAME, renderedBy: [orcRelease('v1'), orcRelease('v2')] }]);
+    expect(placed.sharedObjects).toEqual([{ path: sharedPath, group: 'openstack.k-orc.cloud', version: 'v1alpha1', kind: 'Image', namespace: 'fleet', name: ORC_IMAGE_NAME, renderedBy: [orcRelease('v1'), orcRelease('v2')] }]);
     for (const record of placed.records) {
       expect(record.files).toEqual(['clusterclass.yaml']);
       expect(record.shared).toEqual({ 'image.yaml': sharedPath });
@@ -233,7 +233,7 @@ describe('shared objects through the release lifecycle, in a real Git repository
 
     // Reference counting, in provenance and README.
     const shared = JSON.parse(trees[1]!['provenance.json']!).sharedObjects;
-    expect(shared).toEqual([{ path: `management/fleet/shared/image-${ORC_IMAGE_NAME}.yaml`, group: 'openstack.k-orc.cloud', kind: 'Image', namespace: 'fleet', name: ORC_IMAGE_NAME, renderedBy: [orcRelease('v1'), orcRelease('v2')] }]);
+    expect(shared).toEqual([{ path: `management/fleet/shared/image-${ORC_IMAGE_NAME}.yaml`, group: 'openstack.k-orc.cloud', version: 'v1alpha1', kind: 'Image', namespace: 'fleet', name: ORC_IMAGE_NAME, renderedBy: [orcRelease('v1'), orcRelease('v2')] }]);
     expect(trees[1]!['README.md']).toContain(`| Image.openstack.k-orc.cloud fleet/${ORC_IMAGE_NAME} | \`management/fleet/shared/image-${ORC_IMAGE_NAME}.yaml\` | ${orcRelease('v1')}, ${orcRelease('v2')} |`);
     expect(JSON.parse(trees[2]!['provenance.json']!).sharedObjects).toBeUndefined();
     // Each move is safe by the engine's own pruning rules.

@@ -52,6 +52,8 @@ export interface SharedObjectRecord {
   path: string;
   /** Identity after namespace placement; `group` is '' for the core group, `namespace` '' when cluster-scoped. */
   group: string;
+  /** API version of the written copy (`v1alpha1`), for status entries. */
+  version: string;
   kind: string;
   namespace: string;
   name: string;

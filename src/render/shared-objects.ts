@@ -67,6 +67,11 @@ function unitObjects(record: UnitRecord, files: Map<string, string>): UnitObject
 
 const byText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
+/** The version part of an object's apiVersion (`openstack.k-orc.cloud/v1alpha1` -> `v1alpha1`). */
+function versionOf(object: KubeObject): string {
+  return object.apiVersion.slice(object.apiVersion.indexOf('/') + 1);
+}
+
 /**
  * Orders release units oldest first: by stack version when both releases are of one stack and
  * channel (numerically, `v1-alpha.9` before `v1-alpha.10`), otherwise by tag; then by directory.
@@ -205,7 +210,7 @@ export function placeSharedObjects(records: UnitRecord[], rendered: Map<string, 
       const path = `${dir}/${names[index]!}`;
       sharedFiles.set(path, objects[0]!.text);
       for (const object of objects) moveOut(object, path);
-      sharedObjects.push({ path, ...objects[0]!.identity, renderedBy: [...new Set(objects.map((object) => object.record.release))].sort(byText) });
+      sharedObjects.push({ path, ...objects[0]!.identity, version: versionOf(objects[0]!.value), renderedBy: [...new Set(objects.map((object) => object.record.release))].sort(byText) });
     });
   }
 
@@ -216,7 +221,7 @@ export function placeSharedObjects(records: UnitRecord[], rendered: Map<string, 
       const [first, ...later] = objects;
       const path = `${first!.record.dir}/${first!.file}`;
       for (const object of later) moveOut(object, path);
-      sharedObjects.push({ path, ...first!.identity, renderedBy: objects.map((object) => object.record.dir).sort(byText) });
+      sharedObjects.push({ path, ...first!.identity, version: versionOf(first!.value), renderedBy: objects.map((object) => object.record.dir).sort(byText) });
     }
   }
 
