@@ -9,6 +9,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { UnitRecord } from '../src/output/provenance.js';
 import { findReleaseConflicts, findStageConflicts, handoverNotes, placeSharedObjects } from '../src/render/shared-objects.js';
+import { withholdConflicts } from '../src/render/withhold-units.js';
+import type { WithheldEntry } from '../src/output/provenance.js';
 import { decodeYamlDocument } from '../src/yaml/kube-yaml.js';
 import { readTree, runClusterstack, tempDir, writeTree } from './support/cli.js';
 import { kustomizeBuild } from './support/engine-schemas/kustomize-build.js';
@@ -86,6 +88,33 @@ describe('placeSharedObjects', () => {
     const conflicts = findStageConflicts(records, different);
     expect(conflicts).toHaveLength(1);
     expect(conflicts[0]!.reason).toBe(`stages cni and csi both render Image.openstack.k-orc.cloud fleet/${ORC_IMAGE_NAME} with different content; one object cannot have two contents: render it in one stage only`);
+  });
+});
+
+describe('withholdConflicts', () => {
+  it('takes a conflicting cluster out whole, and a release alone, recording why', () => {
+    const stages = [stageRecord('cni', 0, ['a.yaml']), stageRecord('csi', 1, ['a.yaml'])];
+    const releasesKept = [releaseRecord('v1', ['i.yaml']), releaseRecord('v3', ['i.yaml'])];
+    const records = [...stages, ...releasesKept];
+    const rendered = new Map(records.map((record) => [record.dir, new Map([['x.yaml', 'x']])]));
+    const withheld: WithheldEntry[] = [];
+    withholdConflicts([{ record: stages[1]!, reason: 'stages differ' }, { record: releasesKept[1]!, reason: 'image differs' }], rendered, records, withheld);
+    expect(records.map((record) => record.dir)).toEqual([releasesKept[0]!.dir]);
+    expect([...rendered.keys()]).toEqual([releasesKept[0]!.dir]);
+    expect(withheld).toEqual([
+      { kind: 'cluster', namespace: 'fleet', name: 'alpha', reason: 'stages differ', previousKept: false },
+      { kind: 'release', namespace: 'fleet', name: orcRelease('v3'), reason: 'image differs', previousKept: false },
+    ]);
+  });
+
+  it('takes back previous output that brings the conflict with it', () => {
+    const record = releaseRecord('v3', ['i.yaml']);
+    const records = [record];
+    const rendered = new Map([[record.dir, new Map([['i.yaml', 'x']])]]);
+    const withheld: WithheldEntry[] = [{ kind: 'release', namespace: 'fleet', name: orcRelease('v3'), reason: 'image differs', previousKept: true }];
+    withholdConflicts([{ record, reason: 'image differs' }], rendered, records, withheld);
+    expect(records).toEqual([]);
+    expect(withheld).toEqual([{ kind: 'release', namespace: 'fleet', name: orcRelease('v3'), reason: 'image differs', previousKept: false }]);
   });
 });
 
@@ -204,7 +233,7 @@ describe('shared objects through the release lifecycle, in a real Git repository
   it.each(['flux', 'argocd'])('moves the node image v1 -> shared -> v2 in one commit each, never in two places, never pruned (%s)', async (engine) => {
     const bare = sandbox.bareRepo(`fleet-${engine}`);
     const cache = await tempDir('csk-shared-cache-');
-    const render = async (versions: string[]): Promise<{ changed: boolean }> => {
+    const render = async (versions: string[]): Promise<{ changed: boolean; helmProcesses: number }> => {
       const inputs = await writeTree({ 'stack.yaml': orcClusterStack(versions) });
       const result = await runClusterstack(['render', inputs, '--release-source', releases, '--git', bare, '--gitops', engine, '--gitops-url', 'https://git.example.test/fleet.git', '--json'], { env: { CLUSTERSTACK_CACHE_DIR: cache } });
       expect(result.stderr).toBe('');
@@ -226,6 +255,11 @@ describe('shared objects through the release lifecycle, in a real Git repository
       expect(kustomizeEveryDirectory(tree), versions.join('+')).toEqual([]);
       expect(kustomizeBuild(new Map(Object.entries(tree)), 'management').filter((o) => o.kind === 'Image')).toHaveLength(1);
       trees.push(tree);
+      if (versions.length === 2) {
+        // The same inputs again: shared objects are reused with their units, nothing is rendered or committed.
+        const again = await render(versions);
+        expect(again).toMatchObject({ changed: false, helmProcesses: 0 });
+      }
     }
     // One commit per step, and an unchanged render commits nothing.
     expect(sandbox.commitCount(bare, 'main')).toBe(3);
