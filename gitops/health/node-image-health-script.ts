@@ -6,6 +6,7 @@
 // shared one would go on while the image is still uploading. The rules match the Flux
 // healthCheckExprs in gitops/wiring/node-image-health.ts. `npm run generate:health` writes the file.
 import { ORC_IMAGE_API_VERSION, ORC_IMAGE_KIND } from '../wiring/node-image-health.js';
+import { LUA_DESCRIBE_CONDITION } from './clusterstack-health-script.js';
 
 /** The argocd-cm key suffix (and file name without `.lua`): `openstack.k-orc.cloud_Image`. */
 export const ORC_IMAGE_HEALTH_SCRIPT = `${ORC_IMAGE_API_VERSION.split('/')[0]}_${ORC_IMAGE_KIND}` as 'openstack.k-orc.cloud_Image';
@@ -22,23 +23,7 @@ export function orcImageHealthScript(): string {
 --   anything else (downloading, uploading, waiting for OpenStack)       -> Progressing
 local hs = {}
 
-local function describe(condition, fallback)
-  if condition == nil then
-    return fallback
-  end
-  local reason = condition.reason
-  local text = condition.message
-  if type(reason) ~= "string" or reason == "" then
-    reason = nil
-  end
-  if type(text) ~= "string" or text == "" then
-    return reason or fallback
-  end
-  if reason ~= nil then
-    return reason .. ": " .. text
-  end
-  return text
-end
+${LUA_DESCRIBE_CONDITION}
 
 local generation = nil
 if obj.metadata ~= nil then
@@ -76,11 +61,15 @@ if available ~= nil and available.status == "True" then
 end
 if progressing ~= nil and progressing.status == "False" then
   hs.status = "Degraded"
-  hs.message = describe(progressing, describe(available, "Not available and no longer progressing"))
+  hs.message = describe(progressing, "Not available and no longer progressing")
   return hs
 end
 hs.status = "Progressing"
-hs.message = describe(progressing, describe(available, "Not available yet"))
+if progressing ~= nil then
+  hs.message = describe(progressing, "Not available yet")
+else
+  hs.message = describe(available, "Not available yet")
+end
 return hs
 `;
 }

@@ -8,10 +8,8 @@
 --   anything else (downloading, uploading, waiting for OpenStack)       -> Progressing
 local hs = {}
 
+-- "<reason>: <message>", or whichever of the two is set, or the fallback.
 local function describe(condition, fallback)
-  if condition == nil then
-    return fallback
-  end
   local reason = condition.reason
   local text = condition.message
   if type(reason) ~= "string" or reason == "" then
@@ -62,9 +60,13 @@ if available ~= nil and available.status == "True" then
 end
 if progressing ~= nil and progressing.status == "False" then
   hs.status = "Degraded"
-  hs.message = describe(progressing, describe(available, "Not available and no longer progressing"))
+  hs.message = describe(progressing, "Not available and no longer progressing")
   return hs
 end
 hs.status = "Progressing"
-hs.message = describe(progressing, describe(available, "Not available yet"))
+if progressing ~= nil then
+  hs.message = describe(progressing, "Not available yet")
+else
+  hs.message = describe(available, "Not available yet")
+end
 return hs
