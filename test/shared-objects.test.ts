@@ -51,6 +51,21 @@ describe('placeSharedObjects', () => {
     expect(placed.sharedDirs).toEqual(['management/fleet/shared']);
   });
 
+  it("recognizes one object however its metadata is written (quoted, flow style, JSON, with comments), by Kubernetes' reading", () => {
+    const layouts = [
+      `# Source: x\napiVersion: openstack.k-orc.cloud/v1alpha1\nkind: Image\nmetadata:\n\n  name: "${ORC_IMAGE_NAME}" # the image\n  namespace: 'fleet'\nspec: {}\n`,
+      `apiVersion: openstack.k-orc.cloud/v1alpha1\nkind: Image\nmetadata: {name: ${ORC_IMAGE_NAME}, namespace: fleet}\nspec: {}\n`,
+      `{"apiVersion": "openstack.k-orc.cloud/v1alpha1", "kind": "Image", "metadata": {"namespace": "fleet", "name": "${ORC_IMAGE_NAME}"}, "spec": {}}\n`,
+    ];
+    const records = layouts.map((_, index) => releaseRecord(`v${index + 1}`, ['image.yaml']));
+    const rendered = new Map(records.map((record, index) => [record.dir, new Map([['image.yaml', layouts[index]!]])]));
+    expect(findReleaseConflicts(records, rendered)).toEqual([]);
+    expect(placeSharedObjects(records, rendered).sharedObjects.map((shared) => [shared.name, shared.renderedBy.length])).toEqual([[ORC_IMAGE_NAME, 3]]);
+    // A differently named object is another object.
+    const other = new Map([...rendered, [records[0]!.dir, new Map([['image.yaml', layouts[0]!.replace(`"${ORC_IMAGE_NAME}"`, 'other-image')]])]]);
+    expect(placeSharedObjects(records, other).sharedObjects[0]!.renderedBy).toEqual([orcRelease('v2'), orcRelease('v3')]);
+  });
+
   it('leaves an object one release renders in that release, and still names the (empty) shared directory', () => {
     const records = [releaseRecord('v1', ['image.yaml'])];
     const placed = placeSharedObjects(records, new Map([[records[0]!.dir, new Map([['image.yaml', image('https://x/a.qcow2')]])]]));

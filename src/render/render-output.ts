@@ -123,7 +123,7 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
   const conflicts = (): ReturnType<typeof findReleaseConflicts> => [...findReleaseConflicts(records, rendered), ...findStageConflicts(records, rendered)];
   withholdConflicts(conflicts(), rendered, records, withheld);
   keepPreviousOutput(withheld, before, options.previous, rendered, records);
-  withholdConflicts(conflicts(), rendered, records, withheld);
+  if (withheld.some((entry) => entry.previousKept)) withholdConflicts(conflicts(), rendered, records, withheld);
 
   const placement = placeSharedObjects(records, rendered);
   const placed = placement.records.sort((a, b) => a.dir.localeCompare(b.dir));

@@ -32,7 +32,8 @@ interface UnitObject {
   record: UnitRecord;
   file: string;
   text: string;
-  value: KubeObject;
+  /** The decoded object; decoded on first use (only objects rendered more than once need it). */
+  readonly value: KubeObject;
   identity: ObjectIdentity;
   key: string;
 }
@@ -47,22 +48,120 @@ function identityKey(identity: ObjectIdentity): string {
   return `${identity.group}\u0000${identity.kind}\u0000${identity.namespace}\u0000${identity.name}`;
 }
 
+const SIMPLE_NAME = /^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$/;
+const YAML11_WORD = /^(y|yes|n|no|true|false|on|off|null)$/i;
+
+/** A scalar that reads as the same string in go-yaml v2 and in this pattern, or undefined. */
+function plainString(raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  const value = raw.replace(/\s+#.*$/, '').trim().replace(/^"(.*)"$|^'(.*)'$/, '$1$2');
+  if (!SIMPLE_NAME.test(value) || YAML11_WORD.test(value) || /^[-+.\d]/.test(value) && !/[A-Za-z]/.test(value)) return undefined;
+  return value;
+}
+
+/** The rest of the top-level line `key:` (first occurrence), or undefined. */
+function topLevel(text: string, key: string): string | undefined {
+  const at = text.startsWith(`${key}:`) ? 0 : text.indexOf(`\n${key}:`) + 1;
+  if (at <= 0 && !text.startsWith(`${key}:`)) return undefined;
+  const from = at + key.length + 1;
+  const end = text.indexOf('\n', from);
+  return text.slice(from, end < 0 ? text.length : end);
+}
+
+/**
+ * The identity of a block-style document read from its top-level lines, without decoding it:
+ * every object of every unit needs one on every render, and decoding them all would be the bulk of
+ * the cost. The files read here are ours: documents with duplicate keys or YAML 1.1-only scalars
+ * were re-encoded when written (manifest-objects.ts), so the first `kind:` is the kind. Undefined
+ * whenever the layout is anything but plain; the document is then decoded.
+ */
+function quickIdentity(text: string): ObjectIdentity | undefined {
+  const [group, version, ...rest] = (topLevel(text, 'apiVersion') ?? '').trim().split('/');
+  const apiVersion = rest.length > 0 || !plainString(group) || (version !== undefined && !plainString(version)) ? undefined : `${group}${version === undefined ? '' : `/${version}`}`;
+  const kind = plainString(topLevel(text, 'kind'));
+  const metadataAt = text.startsWith('metadata:') ? 0 : text.indexOf('\nmetadata:') + 1;
+  if (!apiVersion || !kind || metadataAt <= 0 && !text.startsWith('metadata:')) return undefined;
+  let line = text.indexOf('\n', metadataAt);
+  if (text.slice(metadataAt + 'metadata:'.length, line < 0 ? undefined : line).replace(/#.*/, '').trim() !== '') return undefined; // flow style
+  let indent: string | undefined;
+  const fields = new Map<string, string>();
+  while (line >= 0) {
+    const next = text.indexOf('\n', line + 1);
+    const content = text.slice(line + 1, next < 0 ? text.length : next);
+    line = next;
+    if (/^[ \t]*(#.*)?$/.test(content)) continue;
+    const lead = /^[ \t]*/.exec(content)![0];
+    if (lead === '') break; // the next top-level key
+    indent ??= lead;
+    if (lead !== indent) continue; // deeper: labels, annotations
+    const colon = content.indexOf(':');
+    if (colon < 0) return undefined;
+    const key = content.slice(lead.length, colon);
+    if (fields.has(key)) return undefined;
+    fields.set(key, content.slice(colon + 1));
+  }
+  if (fields.has('generateName') || fields.has('<<')) return undefined;
+  const name = plainString(fields.get('name'));
+  const namespace = fields.has('namespace') ? plainString(fields.get('namespace')) : '';
+  if (!name || namespace === undefined) return undefined;
+  return { group: apiGroup(apiVersion), kind, namespace, name };
+}
+
+function decodeObject(text: string): KubeObject | undefined {
+  let value: unknown;
+  try {
+    value = decodeYamlDocument(text).value;
+  } catch {
+    return undefined; // written by us from a decoded document; nothing to identify
+  }
+  const object = value as KubeObject | null;
+  if (!object || typeof object.kind !== 'string' || typeof object.apiVersion !== 'string' || typeof object.metadata?.name !== 'string') return undefined;
+  return object;
+}
+
+interface FileObject {
+  file: string;
+  text: string;
+  identity: ObjectIdentity;
+  key: string;
+  decoded?: KubeObject;
+}
+
+// Identities per unit file set, for the passes of one render (conflicts, placement): keyed by the
+// files' Map, so nothing outlives the render that holds it.
+const IDENTITIES = new WeakMap<Map<string, string>, FileObject[]>();
+
+function fileObjects(files: Map<string, string>): FileObject[] {
+  const cached = IDENTITIES.get(files);
+  if (cached) return cached;
+  const objects: FileObject[] = [];
+  for (const [file, text] of files) {
+    let decoded: KubeObject | undefined;
+    let identity = quickIdentity(text);
+    if (!identity) {
+      decoded = decodeObject(text);
+      if (!decoded) continue;
+      identity = { group: apiGroup(decoded.apiVersion), kind: decoded.kind, namespace: decoded.metadata.namespace ?? '', name: decoded.metadata.name };
+    }
+    objects.push({ file, text, identity, key: identityKey(identity), ...(decoded ? { decoded } : {}) });
+  }
+  IDENTITIES.set(files, objects);
+  return objects;
+}
+
 /** The objects of one unit's files; files that do not decode to an object are left where they are. */
 function unitObjects(record: UnitRecord, files: Map<string, string>): UnitObject[] {
-  const objects: UnitObject[] = [];
-  for (const [file, text] of files) {
-    let value: unknown;
-    try {
-      value = decodeYamlDocument(text).value;
-    } catch {
-      continue; // written by us from a decoded document; nothing to identify
-    }
-    const object = value as KubeObject | null;
-    if (!object || typeof object.kind !== 'string' || typeof object.apiVersion !== 'string' || typeof object.metadata?.name !== 'string') continue;
-    const identity = { group: apiGroup(object.apiVersion), kind: object.kind, namespace: object.metadata.namespace ?? '', name: object.metadata.name };
-    objects.push({ record, file, text, value: object, identity, key: identityKey(identity) });
-  }
-  return objects;
+  return fileObjects(files).map((entry) => ({
+    record,
+    file: entry.file,
+    text: entry.text,
+    identity: entry.identity,
+    key: entry.key,
+    get value(): KubeObject {
+      entry.decoded ??= decodeObject(entry.text);
+      return entry.decoded!;
+    },
+  }));
 }
 
 const byText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
@@ -155,13 +254,17 @@ export function findStageConflicts(records: UnitRecord[], rendered: Map<string, 
   return conflicts;
 }
 
+/** The stage units of each cluster that has more than one (one stage cannot collide with itself). */
 function clusterStages(records: UnitRecord[]): Map<string, UnitRecord[]> {
   const clusters = new Map<string, UnitRecord[]>();
   for (const record of records) {
     if (record.kind !== 'cluster-stage') continue;
     const key = clusterDir(record.namespace, record.name);
-    clusters.set(key, [...(clusters.get(key) ?? []), record]);
+    const stages = clusters.get(key);
+    if (stages) stages.push(record);
+    else clusters.set(key, [record]);
   }
+  for (const [key, stages] of clusters) if (stages.length < 2) clusters.delete(key);
   return clusters;
 }
 
@@ -242,14 +345,12 @@ function managementHomes(files: Iterable<[string, string]>): Map<string, { dir: 
   for (const [path, text] of files) {
     const parts = path.split('/');
     if (parts[0] !== 'management' || parts.length < 4 || parts.at(-1) === 'kustomization.yaml') continue;
-    let object: KubeObject | null;
-    try {
-      object = decodeYamlDocument(text).value as KubeObject | null;
-    } catch {
-      continue;
+    let identity = quickIdentity(text);
+    if (!identity) {
+      const object = decodeObject(text);
+      if (!object) continue;
+      identity = { group: apiGroup(object.apiVersion), kind: object.kind, namespace: object.metadata.namespace ?? '', name: object.metadata.name };
     }
-    if (!object || typeof object.kind !== 'string' || typeof object.apiVersion !== 'string' || typeof object.metadata?.name !== 'string') continue;
-    const identity = { group: apiGroup(object.apiVersion), kind: object.kind, namespace: object.metadata.namespace ?? '', name: object.metadata.name };
     homes.set(identityKey(identity), { dir: parts.slice(0, 3).join('/'), identity });
   }
   return homes;
