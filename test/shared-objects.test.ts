@@ -10,6 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { UnitRecord } from '../src/output/provenance.js';
 import { findReleaseConflicts, findStageConflicts, handoverNotes, placeSharedObjects } from '../src/render/shared-objects.js';
 import { withholdConflicts } from '../src/render/withhold-units.js';
+import { compareTrees, summarizeChanges } from '../src/output/tree-changes.js';
+import { renderPullRequestBody } from '../gitops/pull-request-body.js';
 import type { WithheldEntry } from '../src/output/provenance.js';
 import { decodeYamlDocument } from '../src/yaml/kube-yaml.js';
 import { readTree, runClusterstack, tempDir, writeTree } from './support/cli.js';
@@ -285,6 +287,13 @@ describe('shared objects through the release lifecycle, in a real Git repository
     expect(shared).toEqual([{ path: `management/fleet/shared/image-${ORC_IMAGE_NAME}.yaml`, group: 'openstack.k-orc.cloud', version: 'v1alpha1', kind: 'Image', namespace: 'fleet', name: ORC_IMAGE_NAME, renderedBy: [orcRelease('v1'), orcRelease('v2')] }]);
     expect(trees[1]!['README.md']).toContain(`| Image.openstack.k-orc.cloud fleet/${ORC_IMAGE_NAME} | \`management/fleet/shared/image-${ORC_IMAGE_NAME}.yaml\` | ${orcRelease('v1')}, ${orcRelease('v2')} |`);
     expect(JSON.parse(trees[2]!['provenance.json']!).sharedObjects).toBeUndefined();
+    // The commit message and a pull request name the shared object's move.
+    const sharedPath = `management/fleet/shared/image-${ORC_IMAGE_NAME}.yaml`;
+    const changes = compareTrees(new Map(Object.entries(trees[0]!)), new Map(Object.entries(trees[1]!)));
+    expect(changes.shared).toEqual([{ path: sharedPath, change: 'added' }]);
+    expect(summarizeChanges(changes, 'sha256:x').body).toContain(`- Shared object ${sharedPath} added`);
+    const body = renderPullRequestBody(changes, { inputDigest: 'x', stacks: [], clusters: [], withheld: [], notes: [], sharedObjects: [{ path: sharedPath, object: 'Image', renderedBy: [orcRelease('v1'), orcRelease('v2')] }] });
+    expect(body).toContain(`| \`${sharedPath}\` | added | ${orcRelease('v1')}, ${orcRelease('v2')} |`);
     // Each move is safe by the engine's own pruning rules.
     expect(handoverProblems(trees[0]!, trees[1]!)).toEqual([]);
     expect(handoverProblems(trees[1]!, trees[2]!)).toEqual([]);
