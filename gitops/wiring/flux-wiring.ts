@@ -18,9 +18,9 @@
 // namespaces. The kubeconfig is only ever referenced by name; nothing here carries a credential.
 import type { KubeObject } from '../../src/api/types.js';
 import type { UnitRecord } from '../../src/output/provenance.js';
-import { sharedDir } from '../../src/output/tree-layout.js';
+import { CLUSTER_REQUESTS_DIR, sharedDir } from '../../src/output/tree-layout.js';
 import { NODE_IMAGE_HEALTH } from './node-image-health.js';
-import { checkWiringOptions, sourcePath, type WiringOptions } from './wiring-options.js';
+import { checkWiringOptions, sourcePath, type WiringExtras, type WiringOptions } from './wiring-options.js';
 import { groupUnits, wiringFiles, wiringLabels } from './wiring-layout.js';
 import {
   assertUniqueNames,
@@ -79,7 +79,7 @@ function sourceObject(options: WiringOptions): KubeObject {
 }
 
 /** Flux wiring files (paths under `flux/`) for the rendered units. Pure; throws InputError on bad options. */
-export function renderFluxWiring(units: UnitRecord[], options: WiringOptions): Map<string, string> {
+export function renderFluxWiring(units: UnitRecord[], options: WiringOptions, extras: WiringExtras = {}): Map<string, string> {
   checkWiringOptions({ ...options, engine: 'flux' });
   const { releases, clusters } = groupUnits(units);
   const sourceKind = options.source.kind === 'git' ? 'GitRepository' : 'OCIRepository';
@@ -149,6 +149,28 @@ export function renderFluxWiring(units: UnitRecord[], options: WiringOptions): M
         // The shared node images are ready before this release's ClusterClass is applied.
         dependsOn: [{ name: sharedNames.get(release.namespace)! }],
         healthCheckExprs: [...structuredClone(CLUSTER_CLASS_HEALTH), ...structuredClone(NODE_IMAGE_HEALTH)],
+      },
+    });
+  }
+
+  if (extras.clusterRequests) {
+    // ClusterProfiles and requested Clusters, after every ClusterClass. No wait (a Cluster takes
+    // minutes); Orphan: removing this Kustomization never deletes workload clusters.
+    const name = `${options.name}-cluster-requests`;
+    names.push({ namespace: options.namespace, name, what: 'the cluster requests' });
+    objects.set(`${FLUX_DIR}/${CLUSTER_REQUESTS_DIR}.yaml`, {
+      apiVersion: FLUX_KUSTOMIZATION_API,
+      kind: 'Kustomization',
+      metadata: { name, namespace: options.namespace, labels: wiringLabels(options.name, 'cluster-requests') },
+      spec: {
+        interval: INTERVAL,
+        retryInterval: RETRY_INTERVAL,
+        timeout: TIMEOUT,
+        path: path(options, CLUSTER_REQUESTS_DIR),
+        prune: true,
+        deletionPolicy: 'Orphan',
+        sourceRef: localSource,
+        ...(releases.length > 0 ? { dependsOn: releases.map((release) => ({ name: fluxReleaseKustomizationName(release.namespace, release.release) })) } : {}),
       },
     });
   }

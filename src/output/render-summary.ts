@@ -1,5 +1,6 @@
 // What a render decided, per stack, release and cluster: the data behind the tree's README, pull
 // request bodies and reports.
+import type { ClusterRequestsSummary } from './cluster-requests-record.js';
 import type { WithheldEntry } from './provenance.js';
 
 export interface RenderSummary {
@@ -24,5 +25,7 @@ export interface RenderSummary {
   sharedObjects?: { path: string; object: string; renderedBy: string[] }[];
   /** Notes of every published unit, prefixed with its directory. */
   notes: string[];
+  /** With a scheduler configuration: the ClusterProfiles and every ClusterRequest's phase. */
+  clusterRequests?: ClusterRequestsSummary;
 }
 

@@ -37,16 +37,21 @@ function kustomizations(tree: Map<string, string>, emptyDirs: readonly string[])
   return out;
 }
 
-/** The whole tree of a render, sorted by path; `shared` adds the shared directories (placeSharedObjects). */
+/**
+ * The whole tree of a render, sorted by path. `extraFiles` are files that are no unit's
+ * (ClusterProfiles, generated Clusters); `shared` adds the shared directories (placeSharedObjects).
+ */
 export function assembleTree(
   rendered: Map<string, Map<string, string>>,
   records: UnitRecord[],
   provenance: Provenance,
   summary: RenderSummary,
   readmeTemplate?: string,
+  extraFiles?: Map<string, string>,
   shared: { files: Map<string, string>; dirs: readonly string[] } = { files: new Map(), dirs: [] },
 ): RenderedTree {
-  const files = new Map<string, string>();
+  // Files that are no unit's first: kustomizations list them too.
+  const files = new Map<string, string>(extraFiles ?? []);
   for (const record of records) {
     for (const [file, content] of rendered.get(record.dir) ?? []) files.set(`${record.dir}/${file}`, content);
   }

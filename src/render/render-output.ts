@@ -3,6 +3,7 @@
 // Helm comes in through RenderDependencies; this module does no I/O of its own. The steps live in
 // their own modules: units (render-units), values (evaluate-values), files (unit-files),
 // withholding (withhold-units), records (tree-records) and the tree (assemble-tree).
+import type { ClusterRequestsOutput } from '../output/cluster-requests-record.js';
 import type { Provenance, UnitRecord, WithheldEntry } from '../output/provenance.js';
 import { OUTPUT_FORMAT } from '../output/provenance.js';
 import type { RenderSummary } from '../output/render-summary.js';
@@ -40,6 +41,8 @@ export interface RenderOptions {
   managementAnnotations?: { id: string; annotationsFor: AnnotationsFor };
   readmeTemplate?: string;
   onProgress?: (progress: RenderProgress) => void;
+  /** ClusterProfiles and generated Clusters (src/cluster-requests): written beside the units. */
+  clusterRequests?: ClusterRequestsOutput;
 }
 
 export interface RenderOutcome {
@@ -130,9 +133,13 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
   withheld.sort((a, b) => `${a.kind}/${a.namespace}/${a.name}`.localeCompare(`${b.kind}/${b.namespace}/${b.name}`));
   const provenance = buildProvenance(plan, placed, withheld, valuesFailures, placement.sharedObjects);
   const summary = buildSummary(plan, placed, withheld, provenance.inputDigest, clusterUnits, placement.sharedObjects);
+  if (options.clusterRequests) {
+    provenance.clusterRequests = options.clusterRequests.record;
+    summary.clusterRequests = options.clusterRequests.summary;
+  }
   const placedFiles = [...placed.filter((record) => record.kind === 'release').flatMap((record) => [...(placement.rendered.get(record.dir) ?? [])].map(([file, text]): [string, string] => [`${record.dir}/${file}`, text])), ...placement.sharedFiles];
   summary.notes.push(...handoverNotes(options.previous, placedFiles, new Set(placed.filter((record) => record.kind === 'release').map((record) => record.dir))));
-  const tree = assembleTree(placement.rendered, placed, provenance, summary, options.readmeTemplate, { files: placement.sharedFiles, dirs: placement.sharedDirs });
+  const tree = assembleTree(placement.rendered, placed, provenance, summary, options.readmeTemplate, options.clusterRequests?.files, { files: placement.sharedFiles, dirs: placement.sharedDirs });
   return { tree, provenance, summary, withheld, notes: summary.notes, stats: { unitsRendered, unitsReused: placed.length - unitsRendered } };
 }
 
