@@ -41,6 +41,14 @@ Written once in \`management/<namespace>/shared/\` while more than one kept rele
 {{/each}}
 
 {{/if}}
+{{#if providers.length}}
+## Cluster API providers
+
+{{#each providers}}
+- {{this}}
+{{/each}}
+
+{{/if}}
 {{#if withheld.length}}
 ## Withheld
 

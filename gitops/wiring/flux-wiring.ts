@@ -20,6 +20,7 @@ import type { KubeObject } from '../../src/api/types.js';
 import type { UnitRecord } from '../../src/output/provenance.js';
 import { CLUSTER_REQUESTS_DIR, sharedDir } from '../../src/output/tree-layout.js';
 import { NODE_IMAGE_HEALTH } from './node-image-health.js';
+import { fluxProviderKustomizations } from './provider-wiring.js';
 import { checkWiringOptions, sourcePath, type WiringExtras, type WiringOptions } from './wiring-options.js';
 import { groupUnits, wiringFiles, wiringLabels } from './wiring-layout.js';
 import {
@@ -129,6 +130,13 @@ export function renderFluxWiring(units: UnitRecord[], options: WiringOptions, ex
     });
   }
 
+  // Cluster API providers first (core, then the others); releases need their CRDs.
+  const providerWiring = fluxProviderKustomizations(extras.providers ?? [], options, { interval: INTERVAL, retryInterval: RETRY_INTERVAL, timeout: TIMEOUT, sourceRef: localSource });
+  for (const [file, object] of providerWiring.objects) {
+    objects.set(file, object);
+    names.push({ namespace: options.namespace, name: object.metadata.name, what: `provider ${file}` });
+  }
+
   for (const release of releases) {
     const name = fluxReleaseKustomizationName(release.namespace, release.release);
     names.push({ namespace: options.namespace, name, what: `release ${release.namespace}/${release.release}` });
@@ -146,8 +154,8 @@ export function renderFluxWiring(units: UnitRecord[], options: WiringOptions, ex
         prune: true,
         wait: true,
         sourceRef: localSource,
-        // The shared node images are ready before this release's ClusterClass is applied.
-        dependsOn: [{ name: sharedNames.get(release.namespace)! }],
+        // The shared node images (and the providers) are ready before this release's ClusterClass is applied.
+        dependsOn: [{ name: sharedNames.get(release.namespace)! }, ...providerWiring.dependsOn],
         healthCheckExprs: [...structuredClone(CLUSTER_CLASS_HEALTH), ...structuredClone(NODE_IMAGE_HEALTH)],
       },
     });

@@ -9,6 +9,9 @@ specs. Do not edit it by hand: the next render overwrites it. Argo CD or Flux ap
   management cluster.
 - \`management/<namespace>/shared/\`: objects several kept releases render (node images), written
   once; each leaves with the last release rendering it (see Shared objects).
+{{#if providers.length}}
+- \`management/providers/<kind>-<name>/\`: components of each Cluster API provider.
+{{/if}}
 - \`clusters/<namespace>/<cluster>/<stage>/\`: addons of each workload cluster, to be applied to that
   cluster (stages in order).
 - \`provenance.json\`: the inputs and digests this tree was rendered from.
@@ -51,6 +54,16 @@ Written once, rendered by each of:
 | --- | --- | --- |
 {{#each sharedObjects}}
 | {{object}} | \`{{path}}\` | {{join renderedBy ", "}} |
+{{/each}}
+{{/if}}
+{{#if providers.length}}
+
+## Cluster API providers
+
+| Provider | Version | Contract | Source | Directory |
+| --- | --- | --- | --- | --- |
+{{#each providers}}
+| {{kind}} {{namespace}}/{{name}} | {{version}} | {{contract}} | {{source}} | \`{{dir}}/\` |
 {{/each}}
 {{/if}}
 {{#if clusterRequests}}

@@ -23,6 +23,8 @@ export interface RenderSummary {
    * built before shared objects existed.
    */
   sharedObjects?: { path: string; object: string; renderedBy: string[] }[];
+  /** Cluster API providers in the tree (management/providers/), when there are any. */
+  providers?: { kind: string; namespace: string; name: string; version: string; contract: string; source: string; dir: string }[];
   /** Notes of every published unit, prefixed with its directory. */
   notes: string[];
   /** With a scheduler configuration: the ClusterProfiles and every ClusterRequest's phase. */

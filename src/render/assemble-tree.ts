@@ -43,7 +43,7 @@ function kustomizations(tree: Map<string, string>, emptyDirs: readonly string[])
  */
 export function assembleTree(
   rendered: Map<string, Map<string, string>>,
-  records: UnitRecord[],
+  records: Pick<UnitRecord, 'dir'>[],
   provenance: Provenance,
   summary: RenderSummary,
   readmeTemplate?: string,

@@ -22,6 +22,8 @@ import { findReleaseConflicts, findStageConflicts, handoverNotes, placeSharedObj
 import { buildProvenance, buildSummary } from './tree-records.js';
 import { type AnnotationsFor, unitFiles, type UnitFiles } from './unit-files.js';
 import { keepPreviousOutput, withholdConflicts, withholdFailedUnits } from './withhold-units.js';
+import { readProvenance } from '../output/provenance.js';
+import { renderProviders } from '../providers/render-providers.js';
 
 export interface RenderProgress {
   releasesDone: number;
@@ -130,16 +132,22 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
 
   const placement = placeSharedObjects(records, rendered);
   const placed = placement.records.sort((a, b) => a.dir.localeCompare(b.dir));
+  // Cluster API providers (management/providers/): no helm, rendered every time, same bytes.
+  const providers = renderProviders(plan.providers, options.previous, readProvenance(options.previous)?.providers ?? [], options.secrets);
+  for (const [dir, files] of providers.rendered) placement.rendered.set(dir, files);
+  withheld.push(...providers.withheld);
+
   withheld.sort((a, b) => `${a.kind}/${a.namespace}/${a.name}`.localeCompare(`${b.kind}/${b.namespace}/${b.name}`));
-  const provenance = buildProvenance(plan, placed, withheld, valuesFailures, placement.sharedObjects);
+  const provenance = buildProvenance(plan, placed, withheld, valuesFailures, providers.records, placement.sharedObjects);
   const summary = buildSummary(plan, placed, withheld, provenance.inputDigest, clusterUnits, placement.sharedObjects);
+  if (providers.records.length > 0) summary.providers = providers.records.map(({ kind, namespace, name, version, contract, source, dir }) => ({ kind, namespace, name, version, contract, source, dir }));
   if (options.clusterRequests) {
     provenance.clusterRequests = options.clusterRequests.record;
     summary.clusterRequests = options.clusterRequests.summary;
   }
   const placedFiles = [...placed.filter((record) => record.kind === 'release').flatMap((record) => [...(placement.rendered.get(record.dir) ?? [])].map(([file, text]): [string, string] => [`${record.dir}/${file}`, text])), ...placement.sharedFiles];
   summary.notes.push(...handoverNotes(options.previous, placedFiles, new Set(placed.filter((record) => record.kind === 'release').map((record) => record.dir))));
-  const tree = assembleTree(placement.rendered, placed, provenance, summary, options.readmeTemplate, options.clusterRequests?.files, { files: placement.sharedFiles, dirs: placement.sharedDirs });
+  const tree = assembleTree(placement.rendered, [...placed, ...providers.records], provenance, summary, options.readmeTemplate, options.clusterRequests?.files, { files: placement.sharedFiles, dirs: placement.sharedDirs });
   return { tree, provenance, summary, withheld, notes: summary.notes, stats: { unitsRendered, unitsReused: placed.length - unitsRendered } };
 }
 
