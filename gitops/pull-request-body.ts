@@ -14,6 +14,8 @@ interface PullRequestData {
   stacks: { namespace: string; name: string; latestRelease: string | null; usableVersions: string; added: string[]; removed: string[]; updated: string[] }[];
   clusters: { namespace: string; cluster: string; change: ChangeKind; release: string; addons: string; stages: string }[];
   withheld: WithheldEntry[];
+  /** Objects in shared directories this change adds, removes or updates, with the releases rendering them now. */
+  shared: { path: string; change: ChangeKind; renderedBy: string }[];
   /** One line per Cluster API provider added, removed, upgraded or downgraded. */
   providers: string[];
   mermaid: string;
@@ -66,6 +68,7 @@ function pullRequestData(changes: TreeChanges, summary: RenderSummary): PullRequ
       stages: change.stages.join(', ') || '-',
     })),
     withheld: changes.withheld,
+    shared: (changes.shared ?? []).map((entry) => ({ ...entry, renderedBy: summary.sharedObjects?.find((shared) => shared.path === entry.path)?.renderedBy.join(', ') || '-' })),
     providers: (changes.providers ?? []).map(describeProviderChange),
     mermaid: mermaidDiagram(summary),
   };

@@ -40,6 +40,7 @@ import type { ControllerMetrics, WatchedKind, WatchEvent } from './runtime/runti
 import { desiredState } from './desired-state/desired-state.js';
 import { keyOf } from './desired-state/owned-objects.js';
 import type { PublishState, StackIssue, StatusInputs } from './desired-state/status-inputs.js';
+import { sharedDirOf } from './desired-state/shared-object-state.js';
 import { syncStateOf, type UnitSync } from './desired-state/sync-state.js';
 import { unitObjects, type UnitObject } from './desired-state/unit-resources.js';
 import { createProviderFetcher, type ProviderFetcher } from '../providers/provider-fetcher.js';
@@ -450,7 +451,9 @@ export class Controller {
     if (!render || this.options.engine === 'none') return new Map();
     const kind = this.options.engine === 'flux' ? FLUX_KUSTOMIZATIONS : ARGO_APPLICATIONS;
     const objects = this.options.cache.list(kind);
-    return syncStateOf(this.options.engine, objects, render.provenance.units.map((unit) => unit.dir), publish.order, this.options.outputPath);
+    // Shared directories (objects several releases render) have their own Kustomization / Application.
+    const sharedDirs = new Set((render.provenance.sharedObjects ?? []).filter((shared) => shared.path.startsWith('management/')).map(sharedDirOf));
+    return syncStateOf(this.options.engine, objects, [...render.provenance.units.map((unit) => unit.dir), ...sharedDirs], publish.order, this.options.outputPath);
   }
 }
 

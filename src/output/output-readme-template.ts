@@ -7,6 +7,8 @@ specs. Do not edit it by hand: the next render overwrites it. Argo CD or Flux ap
 
 - \`management/<namespace>/<release>/\`: ClusterClass and templates of each kept release, for the
   management cluster.
+- \`management/<namespace>/shared/\`: objects several kept releases render (node images), written
+  once; each leaves with the last release rendering it (see Shared objects).
 {{#if providers.length}}
 - \`management/providers/<kind>-<name>/\`: components of each Cluster API provider.
 {{/if}}
@@ -41,6 +43,18 @@ Latest release: {{#if latestRelease}}\`{{latestRelease}}\`{{else}}none{{/if}}. U
 {{else}}
 
 No Cluster uses a cluster stack class.
+{{/if}}
+{{#if sharedObjects.length}}
+
+## Shared objects
+
+Written once, rendered by each of:
+
+| Object | Path | Rendered by |
+| --- | --- | --- |
+{{#each sharedObjects}}
+| {{object}} | \`{{path}}\` | {{join renderedBy ", "}} |
+{{/each}}
 {{/if}}
 {{#if providers.length}}
 

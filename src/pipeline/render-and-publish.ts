@@ -76,12 +76,13 @@ export class MassDeletionRefusedError extends Failure {
 }
 
 /** The annotations the wiring wants on management-side objects: Argo CD sync waves, or none. */
-export function managementAnnotationsFor(gitops: WiringOptions | undefined): { id: string; annotationsFor: (object: { kind: string }) => Record<string, string> | undefined } | undefined {
+export function managementAnnotationsFor(gitops: WiringOptions | undefined): { id: string; annotationsFor: (object: { kind: string; apiVersion?: string }) => Record<string, string> | undefined } | undefined {
   if (gitops?.engine !== 'argocd') return undefined;
   return {
-    id: 'argocd-sync-waves',
+    // The id is in every unit digest: v2 added the node image wave, so older trees render again.
+    id: 'argocd-sync-waves/v2',
     annotationsFor: (object) => {
-      const wave = syncWaveFor(object.kind);
+      const wave = syncWaveFor(object.kind, object.apiVersion);
       return wave === undefined ? undefined : { [ARGOCD_SYNC_WAVE_ANNOTATION]: wave };
     },
   };

@@ -20,9 +20,10 @@ import { previousFiles, previousRecords } from './previous-output.js';
 import type { RenderDependencies } from './render-dependencies.js';
 import { ownerKey, type PendingUnit, planUnits } from './render-units.js';
 import { type SecretPolicy, SecretRefusedError } from './secret-policy.js';
+import { findReleaseConflicts, findStageConflicts, handoverNotes, placeSharedObjects } from './shared-objects.js';
 import { buildProvenance, buildSummary } from './tree-records.js';
 import { type AnnotationsFor, unitFiles, type UnitFiles } from './unit-files.js';
-import { keepPreviousOutput, withholdFailedUnits } from './withhold-units.js';
+import { keepPreviousOutput, withholdConflicts, withholdFailedUnits } from './withhold-units.js';
 import { readProvenance } from '../output/provenance.js';
 import { renderProviders } from '../providers/render-providers.js';
 
@@ -136,32 +137,41 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
     throw refusals.length === 1 ? refusals[0]! : new SecretRefusedError(refusals.map((r) => r.unit).join(', '), refusals.flatMap((r) => r.findings));
   }
   withholdFailedUnits(unitFailures, rendered, records, withheld);
+  // One object, one content: a release (or a cluster) rendering an object another kept release
+  // (or another stage) renders differently is withheld; what it published before comes back only
+  // if that does not bring the conflict back with it.
+  const conflicts = (): ReturnType<typeof findReleaseConflicts> => [...findReleaseConflicts(records, rendered), ...findStageConflicts(records, rendered)];
+  withholdConflicts(conflicts(), rendered, records, withheld);
   keepPreviousOutput(withheld, before, options.previous, rendered, records);
+  if (withheld.some((entry) => entry.previousKept)) withholdConflicts(conflicts(), rendered, records, withheld);
 
+  const placement = placeSharedObjects(records, rendered);
+  const placed = placement.records.sort((a, b) => a.dir.localeCompare(b.dir));
   // Cluster API providers (management/providers/): no helm, rendered every time, same bytes.
   const providers = renderProviders(plan.providers, options.previous, readProvenance(options.previous)?.providers ?? [], options.secrets);
-  for (const [dir, files] of providers.rendered) rendered.set(dir, files);
+  for (const [dir, files] of providers.rendered) placement.rendered.set(dir, files);
   withheld.push(...providers.withheld);
 
-  records.sort((a, b) => a.dir.localeCompare(b.dir));
   withheld.sort((a, b) => `${a.kind}/${a.namespace}/${a.name}`.localeCompare(`${b.kind}/${b.namespace}/${b.name}`));
-  const provenance = buildProvenance(plan, records, withheld, valuesFailures, providers.records);
-  const summary = buildSummary(plan, records, withheld, provenance.inputDigest, clusterUnits);
+  const provenance = buildProvenance(plan, placed, withheld, valuesFailures, providers.records, placement.sharedObjects);
+  const summary = buildSummary(plan, placed, withheld, provenance.inputDigest, clusterUnits, placement.sharedObjects);
   if (providers.records.length > 0) summary.providers = providers.records.map(({ kind, namespace, name, version, contract, source, dir }) => ({ kind, namespace, name, version, contract, source, dir }));
   if (options.clusterRequests) {
     provenance.clusterRequests = options.clusterRequests.record;
     summary.clusterRequests = options.clusterRequests.summary;
   }
-  if (records.some((record) => record.secrets)) summary.encryptedSecrets = describeEncryptedSecrets(records, options.decryptionKey);
-  const tree = assembleTree(rendered, [...records, ...providers.records], provenance, summary, options.readmeTemplate, options.clusterRequests?.files);
+  if (placed.some((record) => record.secrets)) summary.encryptedSecrets = describeEncryptedSecrets(placed, options.decryptionKey);
+  const placedFiles = [...placed.filter((record) => record.kind === 'release').flatMap((record) => [...(placement.rendered.get(record.dir) ?? [])].map(([file, text]): [string, string] => [`${record.dir}/${file}`, text])), ...placement.sharedFiles];
+  summary.notes.push(...handoverNotes(options.previous, placedFiles, new Set(placed.filter((record) => record.kind === 'release').map((record) => record.dir))));
+  const tree = assembleTree(placement.rendered, [...placed, ...providers.records], provenance, summary, options.readmeTemplate, options.clusterRequests?.files, { files: placement.sharedFiles, dirs: placement.sharedDirs });
   // Said once, for this run (not kept in the unit's notes): the hand edit is gone with this render,
   // or, when the unit is withheld, stays until it renders again.
-  const recordOf = new Map(records.map((record) => [record.dir, record]));
+  const recordOf = new Map(placed.map((record) => [record.dir, record]));
   const editWarnings = [...handEdited].flatMap(([dir, files]) => {
     const renderedAgain = recordOf.has(dir) && recordOf.get(dir)!.secrets !== before.get(dir)?.secrets;
     return files.map((file) => `${file} was changed since clusterstack encrypted it (edited by hand?); ${renderedAgain ? 'it was encrypted again from the render' : 'it is kept as it is while its unit is withheld'}`);
   });
-  return { tree, provenance, summary, withheld, notes: [...summary.notes, ...editWarnings], stats: { unitsRendered, unitsReused: records.length - unitsRendered } };
+  return { tree, provenance, summary, withheld, notes: [...summary.notes, ...editWarnings], stats: { unitsRendered, unitsReused: placed.length - unitsRendered } };
 }
 
 /** Counts finished releases and clusters (a cluster when its last stage is done) for onProgress. */
