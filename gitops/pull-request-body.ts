@@ -12,6 +12,8 @@ interface PullRequestData {
   inputDigest: string;
   stacks: { namespace: string; name: string; latestRelease: string | null; usableVersions: string; added: string[]; removed: string[]; updated: string[] }[];
   clusters: { namespace: string; cluster: string; change: ChangeKind; release: string; addons: string; stages: string }[];
+  /** Addon layers per cluster, when there are AddonsLayers. */
+  layers: NonNullable<RenderSummary['layers']>;
   withheld: WithheldEntry[];
   mermaid: string;
 }
@@ -62,6 +64,7 @@ function pullRequestData(changes: TreeChanges, summary: RenderSummary): PullRequ
       addons: change.addonVersionBefore && change.addonVersionAfter && change.addonVersionBefore !== change.addonVersionAfter ? `${change.addonVersionBefore} → ${change.addonVersionAfter}` : (change.addonVersionAfter ?? change.addonVersionBefore ?? '-'),
       stages: change.stages.join(', ') || '-',
     })),
+    layers: summary.layers ?? [],
     withheld: changes.withheld,
     mermaid: mermaidDiagram(summary),
   };

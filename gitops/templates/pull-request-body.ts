@@ -29,11 +29,21 @@ Argo CD or Flux; closing it changes nothing.
 {{/each}}
 
 {{/if}}
+{{#if layers.length}}
+## Addon layers
+
+| Cluster | Layer | Version | Status | After | Why / waiting on |
+| --- | --- | --- | --- | --- | --- |
+{{#each layers}}
+| {{namespace}}/{{cluster}} | {{layer}} | {{version}} | {{status}} | {{#if after.length}}{{join after ", "}}{{else}}-{{/if}} | {{#if reason}}{{reason}}{{else}}{{#if waitingOn.length}}{{join waitingOn ", "}}{{else}}-{{/if}}{{/if}} |
+{{/each}}
+
+{{/if}}
 {{#if withheld.length}}
 ## Withheld
 
 {{#each withheld}}
-- {{kind}} {{namespace}}/{{name}}: {{reason}}{{#if previousKept}} (previous output kept){{/if}}
+- {{kind}} {{namespace}}/{{name}}{{#if layer}} layer {{layer}}{{/if}}: {{reason}}{{#if previousKept}} (previous output kept){{/if}}
 {{/each}}
 
 {{/if}}

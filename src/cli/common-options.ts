@@ -15,6 +15,7 @@ export const SOURCE_OPTIONS = {
   'connect-timeout': { type: 'string' },
   'read-timeout': { type: 'string' },
   'remote-timeout': { type: 'string' },
+  'layer-root': { type: 'string' },
 } as const;
 
 export const SOURCE_HELP = `  --release-source <src>   a directory (one sub-directory per release tag, or an OCI image layout),
@@ -25,7 +26,9 @@ export const SOURCE_HELP = `  --release-source <src>   a directory (one sub-dire
   --connect-timeout <d>    opening a connection to GitHub or a registry (default 10s; CLUSTERSTACK_CONNECT_TIMEOUT)
   --read-timeout <d>       no answer, or no bytes, for this long fails an attempt (default 30s; CLUSTERSTACK_READ_TIMEOUT)
   --remote-timeout <d>     total time for one listing or one release download, retries included
-                           (default 5m; CLUSTERSTACK_REMOTE_TIMEOUT)`;
+                           (default 5m; CLUSTERSTACK_REMOTE_TIMEOUT)
+  --layer-root <dir>       the repository AddonsLayer source paths (./addons/...) are relative to
+                           (default: the Git work tree holding the layer's file)`;
 
 export interface SourceFlags {
   'release-source'?: string | undefined;
@@ -35,6 +38,7 @@ export interface SourceFlags {
   'connect-timeout'?: string | undefined;
   'read-timeout'?: string | undefined;
   'remote-timeout'?: string | undefined;
+  'layer-root'?: string | undefined;
   'lock-timeout'?: string | undefined;
   'max-delete-share'?: string | undefined;
   helm?: string | undefined;
@@ -84,5 +88,5 @@ export function sourceOpenerFrom(config: Readonly<Config>, flags: SourceFlags, o
 export async function planFromInputs(inputs: string[], location: string, config: Readonly<Config>, flags: SourceFlags, io: CliIo, onWarning?: (message: string) => void, exclude: readonly string[] = []): Promise<Plan> {
   // The release source and the output (when they sit inside an input directory) are not inputs.
   const manifests = await readInputFiles(inputs.map((input) => path.resolve(io.cwd, input)), [...(isRemoteLocation(location) ? [] : [location]), ...exclude]);
-  return buildPlan({ manifests, defaultSource: location, openSource: sourceOpenerFrom(config, flags, onWarning), workDir: config.cacheDir, ...(onWarning ? { onWarning } : {}) });
+  return buildPlan({ manifests, defaultSource: location, openSource: sourceOpenerFrom(config, flags, onWarning), workDir: config.cacheDir, ...(onWarning ? { onWarning } : {}), ...(flags['layer-root'] ? { layerRoot: path.resolve(io.cwd, flags['layer-root']) } : {}) });
 }

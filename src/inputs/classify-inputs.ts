@@ -1,5 +1,6 @@
 // Sorts parsed objects into what the pipeline reads: ClusterStacks (validated), Clusters, provider
 // release objects, and everything else (looked up by the Clusters' refs for values templates).
+import { ADDONS_LAYER_KIND, type AddonsLayer, KRAAN_GROUP, validateAddonsLayer } from '../api/addons-layer.js';
 import { API_GROUP, CAPI_API_GROUP, type CapiCluster, type ClusterStack, type KubeObject } from '../api/types.js';
 import { findDuplicateStacks, validateClusterAddon, validateClusterStack, validateClusterStackRelease } from '../api/validate.js';
 import type { Problem } from '../core/problem.js';
@@ -11,6 +12,8 @@ export interface Inputs {
   clusters: SourcedObject<CapiCluster>[];
   /** <Provider>ClusterStackRelease objects (any group but ours). */
   providerReleases: SourcedObject[];
+  /** Addon layers (kraan.io AddonsLayer), validated. */
+  addonsLayers: SourcedObject<AddonsLayer>[];
   /** Everything else: control planes, infrastructure clusters, provider templates, ... */
   others: SourcedObject[];
   /** Problems that make an object unusable; other objects are still resolved. */
@@ -27,7 +30,7 @@ function describeObject(object: KubeObject): string {
 
 /** Classifies and validates objects; an invalid ClusterStack is left out and its problems listed. */
 export function classifyInputs(objects: SourcedObject[]): Inputs {
-  const inputs: Inputs = { clusterStacks: [], clusters: [], providerReleases: [], others: [], problems: [] };
+  const inputs: Inputs = { clusterStacks: [], clusters: [], providerReleases: [], addonsLayers: [], others: [], problems: [] };
   // An object defined twice is left out altogether (which copy Kubernetes would keep depends on
   // file order); the problem names every place, and the render stops on it.
   const duplicates = findDuplicateObjects(objects);
@@ -53,6 +56,10 @@ export function classifyInputs(objects: SourcedObject[]): Inputs {
       }
       // ClusterStackReleases and ClusterAddons are ours to write; as inputs they carry nothing we need.
       if (object.kind === 'ClusterStack') inputs.clusterStacks.push(sourced as unknown as SourcedObject<ClusterStack>);
+    } else if (group === KRAAN_GROUP && object.kind === ADDONS_LAYER_KIND) {
+      const problems = validateAddonsLayer(object).map((problem) => ({ ...problem, source, object: `AddonsLayer ${object.metadata.name}` }));
+      if (problems.length > 0) inputs.problems.push(...problems);
+      else inputs.addonsLayers.push(sourced as unknown as SourcedObject<AddonsLayer>);
     } else if (group === CAPI_API_GROUP && object.kind === 'Cluster') {
       inputs.clusters.push(sourced as SourcedObject<CapiCluster>);
     } else if (object.kind.endsWith('ClusterStackRelease')) {

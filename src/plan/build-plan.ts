@@ -7,6 +7,7 @@ import { type AvailableRelease, type ReleaseDecision, type Resolution, resolveRe
 import { formatDotVersion } from '../core/stack-version.js';
 import { classifyInputs, type Inputs } from '../inputs/classify-inputs.js';
 import type { ParsedManifests } from '../inputs/parse-manifests.js';
+import { type LayerPlan, planLayers } from '../layers/plan-layers.js';
 import { loadRelease, type ReleaseContent } from '../release/load-release.js';
 import { type ReleaseListing, type ReleaseSource, ReleaseSourceError } from '../release/release-source.js';
 import { UnsafeArchiveError } from '../release/safe-extract.js';
@@ -20,6 +21,8 @@ export interface PlanOptions {
   /** Where archives are extracted (content-addressed). */
   workDir: string;
   onWarning?: (message: string) => void;
+  /** The repository AddonsLayer `spec.source.path`s are relative to (default: the Git work tree holding each layer's file). */
+  layerRoot?: string;
 }
 
 export interface LoadedRelease {
@@ -37,6 +40,8 @@ export interface Plan {
   /** Problems with the inputs (invalid or duplicate objects), each also stopping that object. */
   problems: Problem[];
   warnings: string[];
+  /** Addon layers, when the inputs have AddonsLayers. */
+  layers?: LayerPlan;
 }
 
 /** The release source location of a stack: spec.releaseSource, then the annotation, then the default. */
@@ -145,7 +150,9 @@ export async function buildPlan(options: PlanOptions): Promise<Plan> {
     // Skipped releases stay visible in plans and reports, with the reason.
     for (const [tag, reason] of skipped.get(stack.stack) ?? []) stack.releases.push(skippedDecision(tag, reason, stackInputs.find((input) => input.stack === stack.stack)));
   }
-  return { inputs, resolution, releases, problems, warnings };
+  const layers = await planLayers(inputs.addonsLayers, resolution.clusters, releases, options.layerRoot);
+  if (layers) problems.push(...layers.problems);
+  return { inputs, resolution, releases, problems, warnings, ...(layers ? { layers } : {}) };
 }
 
 /** A loading attempt, and whether its failure is the release's own (so it may be skipped). */

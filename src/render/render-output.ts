@@ -19,7 +19,8 @@ import { ownerKey, type PendingUnit, planUnits } from './render-units.js';
 import { type SecretPolicy, SecretRefusedError } from './secret-policy.js';
 import { buildProvenance, buildSummary } from './tree-records.js';
 import { type AnnotationsFor, unitFiles, type UnitFiles } from './unit-files.js';
-import { keepPreviousOutput, withholdFailedUnits } from './withhold-units.js';
+import { layerUnits } from './layer-units.js';
+import { keepPreviousOutput, withholdFailedUnits, withholdStrandedLayers } from './withhold-units.js';
 
 export interface RenderProgress {
   releasesDone: number;
@@ -55,13 +56,17 @@ export interface RenderOutcome {
 export async function renderOutput(plan: Plan, deps: RenderDependencies, options: RenderOptions): Promise<RenderOutcome> {
   const { units: before, failures: failedBefore } = previousRecords(options.previous);
   const { units, clusterUnits, withheld } = planUnits(plan, { secrets: options.secrets, ...(options.managementAnnotations ? { managementAnnotations: options.managementAnnotations.id } : {}) });
+  const layers = layerUnits(plan, options.secrets);
+  units.push(...layers.units);
+  withheld.push(...layers.withheld);
 
   const { reused, failedClusters, valuesFailures } = await evaluateUnitValues(units, before, failedBefore, options.previous, deps);
   // A cluster with any failing stage is withheld whole: half an addon set is worse than the old one.
-  const active = units.filter((unit) => unit.record.kind !== 'cluster-stage' || !failedClusters.has(ownerKey(unit)));
+  // A layer's values fail for that layer alone (its key is namespace/cluster/layers/<layer>).
+  const active = units.filter((unit) => unit.record.kind === 'release' || !failedClusters.has(ownerKey(unit)));
   for (const [key, reason] of failedClusters) {
-    const [namespace, name] = key.split('/') as [string, string];
-    withheld.push({ kind: 'cluster', namespace, name, reason, previousKept: false });
+    const [namespace, name, , layer] = key.split('/') as [string, string, string?, string?];
+    withheld.push(layer ? { kind: 'layer', namespace, name, layer, reason, previousKept: false } : { kind: 'cluster', namespace, name, reason, previousKept: false });
   }
 
   // Render what changed; reuse what did not (including charts that generate random data).
@@ -84,7 +89,7 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
       if (!files) {
         let output: string;
         try {
-          output = await deps.renderChart({ releaseName: unit.releaseName, chart: unit.chart, namespace: unit.renderNamespace, kubeVersion: unit.kubeVersion, values, includeCrds: unit.includeCrds });
+          output = unit.manifests ?? (await deps.renderChart({ releaseName: unit.releaseName, chart: unit.chart, namespace: unit.renderNamespace, kubeVersion: unit.kubeVersion, values, includeCrds: unit.includeCrds }));
         } catch (error) {
           // The chart failed for this unit (a template error, a `fail`): withhold the unit alone.
           if (failureKindOf(error) !== 'fix-input') throw error;
@@ -117,9 +122,11 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
   }
   withholdFailedUnits(unitFailures, rendered, records, withheld);
   keepPreviousOutput(withheld, before, options.previous, rendered, records);
+  // A layer whose dependency (or the stack's addons) ended up with nothing in the tree waits too.
+  if (withholdStrandedLayers(rendered, records, withheld)) keepPreviousOutput(withheld, before, options.previous, rendered, records);
 
   records.sort((a, b) => a.dir.localeCompare(b.dir));
-  withheld.sort((a, b) => `${a.kind}/${a.namespace}/${a.name}`.localeCompare(`${b.kind}/${b.namespace}/${b.name}`));
+  withheld.sort((a, b) => `${a.kind}/${a.namespace}/${a.name}/${a.layer ?? ''}`.localeCompare(`${b.kind}/${b.namespace}/${b.name}/${b.layer ?? ''}`));
   const provenance = buildProvenance(plan, records, withheld, valuesFailures);
   const summary = buildSummary(plan, records, withheld, provenance.inputDigest, clusterUnits);
   const tree = assembleTree(rendered, records, provenance, summary, options.readmeTemplate);
@@ -138,7 +145,7 @@ function progressTracker(active: PendingUnit[], onProgress: RenderOptions['onPro
   for (const unit of active) if (unit.record.kind === 'cluster-stage') stagesLeft.set(ownerKey(unit), (stagesLeft.get(ownerKey(unit)) ?? 0) + 1);
   return (unit) => {
     if (unit.record.kind === 'release') progress.releasesDone += 1;
-    else {
+    else if (unit.record.kind === 'cluster-stage') {
       const left = (stagesLeft.get(ownerKey(unit)) ?? 1) - 1;
       stagesLeft.set(ownerKey(unit), left);
       if (left === 0) progress.clustersDone += 1;
