@@ -51,7 +51,7 @@ export async function planLayers(
       sources.set(sourced.object.metadata.name, await loadLayerSource(sourced.object, layerRootOf(sourced, root)));
     } catch (error) {
       if (!(error instanceof InputError)) throw error;
-      problems.push(...error.problems.map((problem) => ({ ...problem, source: sourced.source })));
+      problems.push(...error.problems.map((problem) => ({ ...problem, source: problem.source ? `${sourced.source}: ${problem.source}` : sourced.source })));
     }
   }
   const inputs: LayerClusterInput[] = clusters

@@ -143,16 +143,6 @@ function decide(
 ): ClusterLayerDecision {
   const name = layer.metadata.name;
   const decision: ClusterLayerDecision = { layer: name, version: layer.spec.version, hold: layer.spec.hold === true, dependsOn: [], afterStack: false, depth: 0, waitingOn: [] };
-  const gate = layer.spec.prereqs?.k8sVersion;
-  if (gate) {
-    const version = cluster.cluster.spec?.topology?.version;
-    const met = typeof version === 'string' ? meetsKubernetesGate(version, gate) : undefined;
-    if (met !== true) {
-      const at = typeof version !== 'string' ? 'the Cluster has no spec.topology.version' : met === undefined ? `the Cluster's spec.topology.version "${version}" is not a version` : `the Cluster is at ${version}`;
-      decision.withheld = { state: 'K8sVersion', reason: `${name}@${layer.spec.version} needs Kubernetes ${normalizeVersion(gate)} or newer; ${at}` };
-      return decision;
-    }
-  }
   const pending: string[] = [];
   for (const dependency of dependenciesOf(layer)) {
     if (dependency.layer === CLUSTER_STACK_LAYER) {
@@ -188,7 +178,14 @@ function decide(
     if (before.hold) decision.waitingOn.push(`${wanted} (on hold)`);
     decision.waitingOn.push(...before.waitingOn.filter((entry) => !decision.waitingOn.includes(entry)));
   }
-  if (pending.length > 0) decision.withheld = { state: 'ApplyPending', reason: pending.join('; ') };
+  // The gate comes first, as in Kraan: a layer below its Kubernetes version waits for the upgrade.
+  const gate = layer.spec.prereqs?.k8sVersion;
+  const version = cluster.cluster.spec?.topology?.version;
+  const met = gate ? (typeof version === 'string' ? meetsKubernetesGate(version, gate) : undefined) : true;
+  if (gate && met !== true) {
+    const at = typeof version !== 'string' ? 'the Cluster has no spec.topology.version' : met === undefined ? `the Cluster's spec.topology.version "${version}" is not a version` : `the Cluster is at ${version}`;
+    decision.withheld = { state: 'K8sVersion', reason: `${name}@${layer.spec.version} needs Kubernetes ${normalizeVersion(gate)} or newer; ${at}` };
+  } else if (pending.length > 0) decision.withheld = { state: 'ApplyPending', reason: pending.join('; ') };
   decision.dependsOn.sort((a, b) => a.layer.localeCompare(b.layer));
   return decision;
 }
