@@ -292,3 +292,30 @@ describe('bad layer input stops the render before anything is written', () => {
     expect(sandbox.head(remote, 'main')).toBe('');
   });
 });
+
+describe('layers go through the same secret policy and strict values as stack addons', () => {
+  it('refuses a Secret in a layer by default, naming it, and writes nothing', async () => {
+    const repo = await inputRepository({ 'addons/base/token.yaml': 'apiVersion: v1\nkind: Secret\nmetadata: {name: api-token}\nstringData: {token: abc}\n' });
+    const remote = sandbox.bareRepo('layer-secret');
+    const result = await render(repo, await fleetReleases(), remote);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('layer base@1.2.0');
+    expect(result.stderr).toContain('Secret');
+    expect(result.stderr).not.toContain('abc');
+    expect(sandbox.head(remote, 'main')).toBe('');
+  });
+
+  it('withholds only the layer whose values template reads a field the Cluster does not have', async () => {
+    const repo = await inputRepository({ 'manifests/layers.yaml': layers().replace('endpoint: {{ .Cluster.spec.controlPlaneEndpoint.host }}', 'endpoint: {{ .Cluster.metadata.annotations.region }}') });
+    const remote = sandbox.bareRepo('layer-missing-field');
+    const result = await render(repo, await fleetReleases(), remote);
+    expect(result.code).toBe(0);
+    expect(result.report.withheld).toEqual([
+      { kind: 'layer', namespace: 'fleet', name: 'one', layer: 'apps', reason: 'apps@2.0.0 needs Kubernetes 1.30.0 or newer; the Cluster is at v1.29.8', previousOutputKept: false },
+      expect.objectContaining({ kind: 'layer', namespace: 'fleet', name: 'two', layer: 'apps', reason: expect.stringContaining('addon values need .Cluster.metadata.annotations.region') }),
+    ]);
+    const files = sandbox.files(remote, 'main');
+    expect(files['clusters/fleet/two/cluster-addon/kustomization.yaml']).toBeDefined();
+    expect(files['clusters/fleet/two/layers/base/kustomization.yaml']).toBeDefined();
+  });
+});
