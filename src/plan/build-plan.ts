@@ -152,6 +152,7 @@ export async function buildPlan(options: PlanOptions): Promise<Plan> {
   }
   const layers = await planLayers(inputs.addonsLayers, resolution.clusters, releases, options.layerRoot);
   if (layers) problems.push(...layers.problems);
+  for (const note of layers?.resolution.notes ?? []) warn(note);
   return { inputs, resolution, releases, problems, warnings, ...(layers ? { layers } : {}) };
 }
 

@@ -84,7 +84,7 @@ export function planReport(plan: Plan): PlanReport {
       })),
     ...(plan.layers ? { layers: planLayers(plan) } : {}),
     problems: plan.problems.map(formatProblem),
-    warnings: [...plan.warnings, ...(plan.layers?.resolution.notes ?? [])],
+    warnings: plan.warnings,
   };
 }
 
