@@ -40,7 +40,8 @@ export function layerRootOf(layer: SourcedObject<AddonsLayer>, root: string | un
 export async function planLayers(
   layers: SourcedObject<AddonsLayer>[],
   clusters: ClusterResolution[],
-  releases: Map<string, { content?: ReleaseContent }>,
+  /** The loaded release a Cluster uses, if any. */
+  contentOf: (cluster: ClusterResolution) => ReleaseContent | undefined,
   root: string | undefined,
 ): Promise<LayerPlan | undefined> {
   if (layers.length === 0) return undefined;
@@ -57,7 +58,7 @@ export async function planLayers(
   const inputs: LayerClusterInput[] = clusters
     .filter((cluster) => cluster.managed)
     .map((cluster) => {
-      const content = cluster.release ? releases.get(cluster.release)?.content : undefined;
+      const content = contentOf(cluster);
       const input: LayerClusterInput = { namespace: cluster.namespace, name: cluster.name, cluster: cluster.cluster, stages: addonStagesOf(content) };
       const withheld = cluster.problems.length > 0 ? cluster.problems.map((problem) => problem.message).join('; ') : !content ? `release ${cluster.release ?? '?'} could not be loaded` : undefined;
       if (withheld) input.stackWithheld = withheld;

@@ -165,7 +165,8 @@ export async function buildPlan(options: PlanOptions): Promise<Plan> {
     // Skipped releases stay visible in plans and reports, with the reason.
     for (const [tag, reason] of skipped.get(stack.stack) ?? []) stack.releases.push(skippedDecision(tag, reason, stackInputs.find((input) => input.stack === stack.stack)));
   }
-  const layers = await planLayers(inputs.addonsLayers, resolution.clusters, releases, options.layerRoot);
+  const contentOf = (cluster: { stack?: { namespace: string }; namespace: string; release?: string }) => loadedRelease({ releases }, cluster.stack?.namespace ?? cluster.namespace, cluster.release)?.content;
+  const layers = await planLayers(inputs.addonsLayers, resolution.clusters, contentOf, options.layerRoot);
   if (layers) problems.push(...layers.problems);
   for (const note of layers?.resolution.notes ?? []) warn(note);
   return { inputs, resolution, releases, problems, warnings, ...(layers ? { layers } : {}) };

@@ -7,7 +7,7 @@ import type { KubeObject } from '../api/types.js';
 import type { ClusterLayerDecision } from '../layers/resolve-layers.js';
 import { type LayerRecord, OUTPUT_FORMAT, type WithheldEntry } from '../output/provenance.js';
 import { layerDir } from '../output/tree-layout.js';
-import type { Plan } from '../plan/build-plan.js';
+import { loadedRelease, type Plan } from '../plan/build-plan.js';
 import { sha256Digest } from '../release/content-digest.js';
 import { canonicalJson } from './canonical-json.js';
 import { clusterContext, type PendingUnit } from './render-units.js';
@@ -33,7 +33,7 @@ export function layerUnits(plan: Plan, secrets: SecretPolicy): { units: PendingU
       }
       const layer = byName.get(decision.layer)!;
       const source = plan.layers.sources.get(decision.layer);
-      const content = resolved.release ? plan.releases.get(resolved.release)?.content : undefined;
+      const content = loadedRelease(plan, resolved.stack?.namespace ?? resolved.namespace, resolved.release)?.content;
       // helm needs a Kubernetes version: the Cluster's own, else its release's.
       const kubeVersion = resolved.cluster.spec?.topology?.version ?? content?.metadata.kubernetesVersion;
       if (!source || typeof kubeVersion !== 'string') {
