@@ -169,6 +169,8 @@ export interface ControllerSettings {
   identity: string;
   /** Where Argo CD cluster Secrets are kept. */
   argocdNamespace: string;
+  /** Render AddonsLayers; their source paths are relative to this directory. */
+  layerRoot?: string;
   /** A kubeconfig file; undefined = the in-cluster service account. */
   kubeconfig?: string;
   /** Running in a pod: the API server's service address is in the environment (KUBERNETES_SERVICE_HOST/PORT). */
@@ -203,6 +205,7 @@ const CONTROLLER_ENVIRONMENT = {
   leaderElect: 'CLUSTERSTACK_LEADER_ELECT',
   leaseNamespace: 'CLUSTERSTACK_LEASE_NAMESPACE',
   argocdNamespace: 'CLUSTERSTACK_ARGOCD_NAMESPACE',
+  layerRoot: 'CLUSTERSTACK_LAYER_ROOT',
   logLevel: 'CLUSTERSTACK_LOG_LEVEL',
   batchWindow: 'CLUSTERSTACK_BATCH_WINDOW',
   resync: 'CLUSTERSTACK_RESYNC',
@@ -273,6 +276,7 @@ export function resolveControllerSettings(env: NodeJS.ProcessEnv, flags: Control
     ['gitopsSecret', pick(flags.gitopsSecret, E.gitopsSecret)],
     ['namespace', pick(flags.namespace, E.namespace)],
     ['kubeconfig', pick(flags.kubeconfig, E.kubeconfig)],
+    ['layerRoot', pick(flags.layerRoot, E.layerRoot)],
   ];
   for (const [key, value] of optional) if (value !== undefined) (settings as unknown as Record<string, string>)[key] = value;
   if ([settings.git, settings.output, settings.oci].filter(Boolean).length !== 1) throw new Error(`controller needs exactly one of --git <repo> (${E.git}), --output <dir> (${E.output}) or --oci <oci://registry/repo:tag> (${E.oci})`);

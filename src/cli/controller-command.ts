@@ -47,6 +47,8 @@ GitOps (sync state read back into ManifestsSynced conditions):
   --gitops-name <name>       base name of the wiring objects (default clusterstacks)
   --gitops-secret <name>     Flux: Secret with the clone credentials (its name only)
   --argocd-namespace <ns>    where Argo CD cluster Secrets are kept (CLUSTERSTACK_ARGOCD_NAMESPACE, default argocd)
+  --layer-root <dir>         render AddonsLayers (kraan.io), their source paths relative to this checkout
+                             (CLUSTERSTACK_LAYER_ROOT; default: layers are not watched)
 
 Running:
   --namespace <ns>           watch only this namespace (CLUSTERSTACK_WATCH_NAMESPACE; default all)
@@ -132,6 +134,7 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
       'gitops-name': { type: 'string' },
       'gitops-secret': { type: 'string' },
       'argocd-namespace': { type: 'string' },
+      'layer-root': { type: 'string' },
       namespace: { type: 'string' },
       'metrics-addr': { type: 'string' },
       'leader-elect': { type: 'boolean' },
@@ -163,6 +166,7 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
       gitopsName: values['gitops-name'],
       gitopsSecret: values['gitops-secret'],
       argocdNamespace: values['argocd-namespace'],
+      layerRoot: values['layer-root'],
       namespace: values.namespace,
       metricsAddr: values['metrics-addr'],
       ...(values['leader-elect'] !== undefined ? { leaderElect: values['leader-elect'] } : {}),
@@ -229,6 +233,7 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
     ...(settings.pullRequest ? { pullRequest: true } : {}),
     outputPath: settings.path,
     argocdNamespace: settings.argocdNamespace,
+    ...(settings.layerRoot ? { layerRoot: path.resolve(io.cwd, settings.layerRoot) } : {}),
     ...(settings.namespace ? { watchNamespace: settings.namespace, engineNamespaces: [settings.gitopsNamespace ?? (engine === 'flux' ? 'flux-system' : 'argocd')] } : {}),
     logger,
     resyncMs: settings.resyncMs,
