@@ -6,7 +6,7 @@ import { OciError } from '../oci/oci-error.js';
 import { formatOciRepository, type OciRepositoryRef, parseOciRepository } from '../oci/oci-reference.js';
 import { RegistryClient, type RegistryCredentials } from '../oci/registry-client.js';
 import { releaseLayers } from '../oci/release-artifact.js';
-import { type FetchedRelease, listingFromTags, type ReleaseListing, type ReleaseSource } from '../release/release-source.js';
+import { type FetchedRelease, listingFromTags, type ReleaseListing, type ReleaseSource } from './release-source.js';
 import type { RetryPolicy, Sleep } from './http-retry.js';
 import type { ReleaseCache } from './release-cache.js';
 import { withDeadline } from './remote-deadline.js';
