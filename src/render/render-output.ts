@@ -76,6 +76,8 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
   const unitFailures = new Map<PendingUnit, string>();
   const progress = progressTracker(active, options.onProgress);
   let unitsRendered = 0;
+  // Units rendered in this run; one withheld afterwards (its cluster or a dependency failed) is neither published nor reused.
+  const fresh = new Set<string>();
   await Promise.all(
     active.map(async (unit) => {
       const values = [...unit.values, ...(unit.extraValues ? [unit.extraValues] : [])];
@@ -97,6 +99,7 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
           return;
         }
         unitsRendered += 1;
+        fresh.add(unit.record.dir);
         let result: UnitFiles;
         try {
           result = unitFiles(output, unit, options.secrets, options.managementAnnotations?.annotationsFor);
@@ -130,7 +133,7 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
   const provenance = buildProvenance(plan, records, withheld, valuesFailures);
   const summary = buildSummary(plan, records, withheld, provenance.inputDigest, clusterUnits);
   const tree = assembleTree(rendered, records, provenance, summary, options.readmeTemplate);
-  return { tree, provenance, summary, withheld, notes: summary.notes, stats: { unitsRendered, unitsReused: records.length - unitsRendered } };
+  return { tree, provenance, summary, withheld, notes: summary.notes, stats: { unitsRendered, unitsReused: records.filter((record) => !fresh.has(record.dir)).length } };
 }
 
 /** Counts finished releases and clusters (a cluster when its last stage is done) for onProgress. */
