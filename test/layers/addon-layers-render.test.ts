@@ -319,3 +319,17 @@ describe('layers go through the same secret policy and strict values as stack ad
     expect(files['clusters/fleet/two/layers/base/kustomization.yaml']).toBeDefined();
   });
 });
+
+describe('examples/layers', () => {
+  it('plans as its comment says: policy waits for alpha\'s upgrade, everything else renders', async () => {
+    const result = await runClusterstack(['plan', 'examples/quickstart/manifests', 'examples/layers/layers.yaml', '--release-source', 'examples/quickstart/releases', '--layer-root', 'examples/layers', '--json']);
+    expect(result.code).toBe(0);
+    const layers = JSON.parse(result.stdout).layers as { cluster: string; layer: string; state: string }[];
+    expect(layers.map((l) => `${l.cluster}/${l.layer}: ${l.state}`)).toEqual([
+      'alpha/monitoring: render', 'alpha/policy: K8sVersion',
+      'bravo/monitoring: render', 'bravo/policy: render',
+      'charlie/monitoring: render', 'charlie/policy: render',
+      'delta/monitoring: render', 'delta/policy: render',
+    ]);
+  });
+});
