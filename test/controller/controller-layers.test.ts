@@ -43,9 +43,8 @@ describe('controller with addon layers', () => {
     expect(layer('apps')!.status!.conditions![0]).toMatchObject({ type: 'K8sVersion', message: 'cluster-stacks/alpha: apps@2.0.0 needs Kubernetes 1.31.0 or newer; the Cluster is at v1.30.4' });
     // Events about cluster-scoped objects go to `default`.
     const events = () => fx.api.list('v1', 'Event', 'default') as Record<string, any>[];
-    await waitFor(() => events().some((event) => event['reason'] === 'LayerK8sVersion'), 'the layer events', 10_000);
+    await waitFor(() => ['LayerK8sVersion', 'LayerDeployed'].every((reason) => events().some((event) => event['reason'] === reason)), 'the layer events', 20_000);
     expect(events().find((event) => event['reason'] === 'LayerK8sVersion')?.['message']).toBe('AddonsLayer apps@2.0.0 is K8sVersion: cluster-stacks/alpha: apps@2.0.0 needs Kubernetes 1.31.0 or newer; the Cluster is at v1.30.4');
-    expect(events().some((event) => event['reason'] === 'LayerDeployed')).toBe(true);
   });
 
   it('says Hold once the layer is put on hold', async () => {
