@@ -6,6 +6,7 @@ import { channelOf } from '../src/core/stack-version.js';
 import type { ChangeKind, TreeChanges } from '../src/output/tree-changes.js';
 import type { RenderSummary } from '../src/output/render-summary.js';
 import type { WithheldEntry } from '../src/output/provenance.js';
+import { describeProviderChange } from '../src/output/provider-changes.js';
 import { compileTemplate } from '../src/render/sandboxed-template.js';
 
 interface PullRequestData {
@@ -15,6 +16,8 @@ interface PullRequestData {
   /** Addon layers per cluster, when there are AddonsLayers. */
   layers: NonNullable<RenderSummary['layers']>;
   withheld: WithheldEntry[];
+  /** One line per Cluster API provider added, removed, upgraded or downgraded. */
+  providers: string[];
   mermaid: string;
 }
 
@@ -66,6 +69,7 @@ function pullRequestData(changes: TreeChanges, summary: RenderSummary): PullRequ
     })),
     layers: summary.layers ?? [],
     withheld: changes.withheld,
+    providers: (changes.providers ?? []).map(describeProviderChange),
     mermaid: mermaidDiagram(summary),
   };
 }

@@ -171,6 +171,8 @@ export interface ControllerSettings {
   argocdNamespace: string;
   /** Render AddonsLayers; their source paths are relative to this directory. */
   layerRoot?: string;
+  /** openMCP scheduler configuration file: ClusterProfiles and ClusterRequests. */
+  schedulerConfig?: string;
   /** A kubeconfig file; undefined = the in-cluster service account. */
   kubeconfig?: string;
   /** Running in a pod: the API server's service address is in the environment (KUBERNETES_SERVICE_HOST/PORT). */
@@ -206,6 +208,7 @@ const CONTROLLER_ENVIRONMENT = {
   leaseNamespace: 'CLUSTERSTACK_LEASE_NAMESPACE',
   argocdNamespace: 'CLUSTERSTACK_ARGOCD_NAMESPACE',
   layerRoot: 'CLUSTERSTACK_LAYER_ROOT',
+  schedulerConfig: 'CLUSTERSTACK_SCHEDULER_CONFIG',
   logLevel: 'CLUSTERSTACK_LOG_LEVEL',
   batchWindow: 'CLUSTERSTACK_BATCH_WINDOW',
   resync: 'CLUSTERSTACK_RESYNC',
@@ -275,6 +278,7 @@ export function resolveControllerSettings(env: NodeJS.ProcessEnv, flags: Control
     ['gitopsNamespace', pick(flags.gitopsNamespace, E.gitopsNamespace)],
     ['gitopsSecret', pick(flags.gitopsSecret, E.gitopsSecret)],
     ['namespace', pick(flags.namespace, E.namespace)],
+    ['schedulerConfig', pick(flags.schedulerConfig, E.schedulerConfig)],
     ['kubeconfig', pick(flags.kubeconfig, E.kubeconfig)],
     ['layerRoot', pick(flags.layerRoot, E.layerRoot)],
   ];

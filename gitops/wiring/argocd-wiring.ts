@@ -32,8 +32,10 @@
 // Argo CD cluster Secret is already gone, Argo CD removes the finalizer without pruning.
 import type { KubeObject } from '../../src/api/types.js';
 import type { UnitRecord } from '../../src/output/provenance.js';
+import { argoProviderApplications } from './provider-wiring.js';
 import { ARGOCD_SYNC_WAVE_ANNOTATION } from './argocd-sync-waves.js';
-import { checkWiringOptions, sourcePath, type WiringOptions } from './wiring-options.js';
+import { CLUSTER_REQUESTS_DIR } from '../../src/output/tree-layout.js';
+import { checkWiringOptions, sourcePath, type WiringExtras, type WiringOptions } from './wiring-options.js';
 import { groupUnits, type LayerUnit, wiringFiles, wiringLabels } from './wiring-layout.js';
 import {
   argoClusterApplicationName,
@@ -132,7 +134,7 @@ function application(options: WiringOptions, parts: ApplicationParts): KubeObjec
 }
 
 /** Argo CD wiring files (paths under `argocd/`) for the rendered units. Pure; throws InputError on bad options. */
-export function renderArgoWiring(units: UnitRecord[], options: WiringOptions): Map<string, string> {
+export function renderArgoWiring(units: UnitRecord[], options: WiringOptions, extras: WiringExtras = {}): Map<string, string> {
   checkWiringOptions({ ...options, engine: 'argocd' });
   const { releases, clusters } = groupUnits(units);
   const objects = new Map<string, KubeObject>();
@@ -142,6 +144,17 @@ export function renderArgoWiring(units: UnitRecord[], options: WiringOptions): M
     `${ARGOCD_DIR}/root.yaml`,
     application(options, { name: options.name, labels: wiringLabels(options.name, 'root'), treeDir: ARGOCD_DIR, destination: { server: ARGOCD_IN_CLUSTER, namespace: options.namespace }, finalizer: false }),
   );
+
+  // Cluster API providers in earlier sync waves of the root (core first); releases need their CRDs.
+  const providerApps = argoProviderApplications(
+    extras.providers ?? [],
+    (parts) => application(options, { name: parts.name, labels: parts.labels, treeDir: parts.treeDir, destination: { server: ARGOCD_IN_CLUSTER, namespace: parts.namespace }, finalizer: true }),
+    options,
+  );
+  for (const [file, object] of providerApps) {
+    objects.set(file, object);
+    names.push({ namespace: options.namespace, name: object.metadata.name, what: `provider ${file}` });
+  }
 
   for (const release of releases) {
     const name = argoReleaseApplicationName(release.namespace, release.release);
@@ -155,6 +168,17 @@ export function renderArgoWiring(units: UnitRecord[], options: WiringOptions): M
         destination: { server: ARGOCD_IN_CLUSTER, namespace: release.namespace },
         finalizer: true,
       }),
+    );
+  }
+
+  if (extras.clusterRequests) {
+    // ClusterProfiles and requested Clusters, a wave after the releases' Applications. No deletion
+    // finalizer: removing this Application never deletes workload clusters.
+    const name = `${options.name}-cluster-requests`;
+    names.push({ namespace: options.namespace, name, what: 'the cluster requests' });
+    objects.set(
+      `${ARGOCD_DIR}/${CLUSTER_REQUESTS_DIR}.yaml`,
+      application(options, { name, labels: wiringLabels(options.name, 'cluster-requests'), treeDir: CLUSTER_REQUESTS_DIR, destination: { server: ARGOCD_IN_CLUSTER }, finalizer: false, wave: 1 }),
     );
   }
 

@@ -14,7 +14,7 @@ export const LABEL_LAYER = 'clusterstack.x-k8s.io/layer';
 export const LABEL_LAYER_VERSION = 'clusterstack.x-k8s.io/layer-version';
 
 /** What a wiring object applies: the value of LABEL_WIRING. */
-export type WiringRole = 'source' | 'root' | 'release' | 'cluster' | 'cluster-stage' | 'cluster-layer';
+export type WiringRole = 'source' | 'root' | 'release' | 'cluster' | 'cluster-stage' | 'cluster-layer' | 'cluster-requests';
 
 const MAX_LABEL = 63;
 const HASH_LENGTH = 8;

@@ -16,7 +16,8 @@ import { onShutdownSignals } from '../controller/runtime/shutdown.js';
 import { SECRET_POLICIES, type SecretPolicy } from '../render/secret-policy.js';
 import { type CliIo, EXIT_FAILURE, EXIT_OK, UsageError } from './cli-io.js';
 import { parseCommandLine } from './parse-command-line.js';
-import { configFromFlags, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, sourceOpenerFrom } from './common-options.js';
+import { readSchedulerConfigOption } from './scheduler-config-option.js';
+import { configFromFlags, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, providerFetcherFrom, sourceOpenerFrom } from './common-options.js';
 
 export const CONTROLLER_USAGE = `Usage: clusterstack controller --release-source <source> (--git <repo> | --output <dir> | --oci <ref>) [options]
 
@@ -49,6 +50,8 @@ GitOps (sync state read back into ManifestsSynced conditions):
   --argocd-namespace <ns>    where Argo CD cluster Secrets are kept (CLUSTERSTACK_ARGOCD_NAMESPACE, default argocd)
   --layer-root <dir>         render AddonsLayers (kraan.io), their source paths relative to this checkout
                              (CLUSTERSTACK_LAYER_ROOT; default: layers are not watched)
+  --scheduler-config <file>  openMCP scheduler configuration: publish ClusterProfiles, schedule ClusterRequests
+                             and write their status (CLUSTERSTACK_SCHEDULER_CONFIG)
 
 Running:
   --namespace <ns>           watch only this namespace (CLUSTERSTACK_WATCH_NAMESPACE; default all)
@@ -135,6 +138,7 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
       'gitops-secret': { type: 'string' },
       'argocd-namespace': { type: 'string' },
       'layer-root': { type: 'string' },
+      'scheduler-config': { type: 'string' },
       namespace: { type: 'string' },
       'metrics-addr': { type: 'string' },
       'leader-elect': { type: 'boolean' },
@@ -167,6 +171,7 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
       gitopsSecret: values['gitops-secret'],
       argocdNamespace: values['argocd-namespace'],
       layerRoot: values['layer-root'],
+      schedulerConfig: values['scheduler-config'],
       namespace: values.namespace,
       metricsAddr: values['metrics-addr'],
       ...(values['leader-elect'] !== undefined ? { leaderElect: values['leader-elect'] } : {}),
@@ -188,6 +193,8 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
   }
   if (!['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'].includes(settings.logLevel)) throw new UsageError(`--log-level must be debug, info, warn or error, not "${settings.logLevel}"`);
   const listen = parseListenAddress(settings.metricsAddr);
+  // Read once at start: a configuration that does not parse stops the controller with its problems.
+  const scheduler = await readSchedulerConfigOption(settings.schedulerConfig, io.cwd);
 
   const config = configFromFlags(values, io);
   const logger = createLogger({ level: settings.logLevel as 'info' });
@@ -211,6 +218,12 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
     : undefined;
   // Created here so the release sources, opened before the runtime, count their requests into it.
   const metrics = new PrometheusMetrics();
+  const openSource = sourceOpenerFrom(
+    config,
+    values,
+    (message) => logger.warn({ warning: message }, 'Release source warning'),
+    (kind, outcome) => metrics.remoteRequest(kind, outcome),
+  );
   const runtime = await runController({
     metrics,
     kubeConfig,
@@ -219,12 +232,8 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
     publisher: createOutputPublisher(output, config, io.cwd),
     revisionKind: revisionKindOf(output),
     defaultSource: resolveLocation(settings.releaseSource, io.cwd),
-    openSource: sourceOpenerFrom(
-      config,
-      values,
-      (message) => logger.warn({ warning: message }, 'Release source warning'),
-      (kind, outcome) => metrics.remoteRequest(kind, outcome),
-    ),
+    openSource,
+    providerFetcher: providerFetcherFrom(config, values, openSource),
     workDir: config.cacheDir,
     helm: createHelmDependencies({ ...(config.helmBinary ? { configured: config.helmBinary } : {}), pathEnv: config.pathEnv, workDir: path.join(config.cacheDir, 'helm') }),
     secrets: settings.secrets as SecretPolicy,
@@ -234,6 +243,7 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
     outputPath: settings.path,
     argocdNamespace: settings.argocdNamespace,
     ...(settings.layerRoot ? { layerRoot: path.resolve(io.cwd, settings.layerRoot) } : {}),
+    ...(scheduler ? { scheduler } : {}),
     ...(settings.namespace ? { watchNamespace: settings.namespace, engineNamespaces: [settings.gitopsNamespace ?? (engine === 'flux' ? 'flux-system' : 'argocd')] } : {}),
     logger,
     resyncMs: settings.resyncMs,

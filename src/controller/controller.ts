@@ -44,7 +44,11 @@ import { unitObjects, type UnitObject } from './desired-state/unit-resources.js'
 import { desiredLayerStatuses, type LayerStatusInputs } from './desired-state/addons-layer-status.js';
 import type { EventIntent } from './desired-state/event-intents.js';
 import { writeStatus } from './reconcile/write-status.js';
-import { ADDONS_LAYERS, ARGO_APPLICATIONS, CAPI_CLUSTERS, CLUSTER_ADDONS, CLUSTER_STACK_RELEASES, CLUSTER_STACKS, FLUX_KUSTOMIZATIONS } from './desired-state/watched-kinds.js';
+import { createProviderFetcher, type ProviderFetcher } from '../providers/provider-fetcher.js';
+import { ADDONS_LAYERS, ARGO_APPLICATIONS, CAPI_CLUSTERS, CAPI_PROVIDER_KINDS, CLUSTER_ADDONS, CLUSTER_REQUESTS, CLUSTER_STACK_RELEASES, CLUSTER_STACKS, FLUX_KUSTOMIZATIONS } from './desired-state/watched-kinds.js';
+import type { SchedulerConfig } from '../cluster-requests/scheduler-config.js';
+import { desiredRequestStatuses } from './desired-state/cluster-request-state.js';
+import { writeRequestStatuses } from './reconcile/cluster-request-statuses.js';
 
 export { InformerCache, type KindCache } from './runtime/informer-cache.js';
 export { RetryLaterError } from './reconcile/next-reconcile.js';
@@ -64,6 +68,8 @@ export interface ControllerOptions {
   /** Release source for stacks that name none. */
   defaultSource: string;
   openSource: SourceOpener;
+  /** Fetches Cluster API provider releases (default: through `openSource`, cached in `workDir`). */
+  providerFetcher?: ProviderFetcher;
   /** Extracted releases (content-addressed). */
   workDir: string;
   helm: HelmDependencies;
@@ -91,6 +97,8 @@ export interface ControllerOptions {
   listingWaitMs?: number;
   /** Render AddonsLayers (watched cluster-wide) whose `spec.source.path`s are relative to this directory (a checkout). */
   layerRoot?: string;
+  /** Publish ClusterProfiles and schedule ClusterRequests (watched, their statuses written). */
+  scheduler?: SchedulerConfig;
 }
 export interface ReconcileSummary {
   published: PublishState['outcome'];
@@ -114,8 +122,10 @@ export class Controller {
   private finished = 0;
   /** The objects of each stack the last reconcile could not write: the next one reports them. */
   private ownedObjectErrors = new Map<string, string[]>();
+  private readonly providerFetcher: ProviderFetcher;
 
   constructor(private readonly options: ControllerOptions) {
+    this.providerFetcher = options.providerFetcher ?? createProviderFetcher({ cacheDir: options.workDir }, options.openSource);
     this.listings = new SourceListings(options.openSource, options.listingWaitMs !== undefined ? { listingWaitMs: options.listingWaitMs } : {});
     this.tracker = new PublishTracker(options.publisher, {
       revisionKind: options.revisionKind,
@@ -133,9 +143,9 @@ export class Controller {
    * Clusters name them. With `namespace`, every kind is watched in that namespace only, and the
    * engine's objects also in `engineNamespaces` (where the generated wiring puts them).
    */
-  static watchedKinds(engine: GitOpsEngine, scope: { namespace?: string; engineNamespaces?: string[]; layers?: boolean } = {}): WatchedKind[] {
+  static watchedKinds(engine: GitOpsEngine, scope: { namespace?: string; engineNamespaces?: string[]; layers?: boolean } = {}, clusterRequests = false): WatchedKind[] {
     const inScope = (kind: WatchedKind, namespace = scope.namespace): WatchedKind => (namespace === undefined ? kind : { ...kind, namespace });
-    const kinds = [CLUSTER_STACKS, CLUSTER_STACK_RELEASES, CLUSTER_ADDONS, CAPI_CLUSTERS].map((kind) => inScope(kind));
+    const kinds = [CLUSTER_STACKS, CLUSTER_STACK_RELEASES, CLUSTER_ADDONS, CAPI_CLUSTERS, ...CAPI_PROVIDER_KINDS, ...(clusterRequests ? [CLUSTER_REQUESTS] : [])].map((kind) => inScope(kind));
     const engineKind = engine === 'flux' ? FLUX_KUSTOMIZATIONS : engine === 'argocd' ? ARGO_APPLICATIONS : undefined;
     if (engineKind) {
       const namespaces = scope.namespace === undefined ? [undefined] : [...new Set([scope.namespace, ...(scope.engineNamespaces ?? [])])];
@@ -263,6 +273,7 @@ export class Controller {
       return { requeueAfterMs: 250 };
     }
     const { live, referenced, unservedKinds, restKind } = observation;
+    const requests = this.options.scheduler ? this.listLive(CLUSTER_REQUESTS) : [];
     // What went wrong on the way, typed by what happens next.
     const failures: TypedFailure[] = [];
 
@@ -293,10 +304,12 @@ export class Controller {
     let planFailure: TypedFailure | undefined;
     try {
       plan = await buildPlan({
-        manifests: manifestsFrom({ stacks: selected, clusters: live.clusters, providerReleases: live.providerReleases, referenced, layers: this.liveLayers() }),
+        manifests: manifestsFrom({ stacks: selected, clusters: live.clusters, providerReleases: live.providerReleases, referenced, requests, capiProviders: live.capiProviders ?? [], layers: this.liveLayers() }),
         ...(this.options.layerRoot !== undefined ? { layerRoot: this.options.layerRoot } : {}),
         defaultSource: this.options.defaultSource,
         openSource: opener,
+        // Provider releases are not stack listings: fetched straight through the sources (cached).
+        providerFetcher: this.providerFetcher,
         workDir: this.options.workDir,
         onWarning: (message) => logger.warn({ warning: message }, 'Release source warning'),
       });
@@ -347,6 +360,9 @@ export class Controller {
           ...(this.options.wiring ? { gitops: this.options.wiring } : {}),
           ...(this.options.pullRequest ? { pullRequest: {} } : {}),
           massDeletion: this.options.massDeletion ?? { allow: true, maxShare: 1 },
+          // A provider downgrade or contract mismatch holds back that provider, not the whole publish.
+          providerGuards: 'withhold',
+          ...(this.options.scheduler ? { scheduler: this.options.scheduler } : {}),
           ...(signal ? { signal } : {}),
         });
         render = run.outcome;
@@ -395,6 +411,10 @@ export class Controller {
     const apply = await applyDesiredState(this.options.kube, desired, { now: inputs.now, logger, kindOf: restKind });
     const layerEvents = await this.writeLayerStatuses({ now: inputs.now, layers: this.liveLayers(), sync, engine: this.options.engine, ...(statusPlan ? { plan: statusPlan } : {}), ...(render ? { render } : {}) }, apply, logger);
     desired.events.push(...layerEvents);
+    // ClusterRequests hear what the render decided: Granted with their cluster, or Pending and why.
+    const requestStatuses = await writeRequestStatuses(this.options.kube, desiredRequestStatuses(requests, render?.summary.clusterRequests, inputs.now), { now: inputs.now, logger });
+    apply.statusesWritten += requestStatuses.written;
+    if (requestStatuses.failed > 0) failures.push({ kind: 'retry', message: `${requestStatuses.failed} ClusterRequest status(es) could not be written` });
     phase('apply', applyStarted);
     this.ownWrites.record(apply.written);
     const reportedErrors = this.ownedObjectErrors;

@@ -7,6 +7,9 @@ specs. Do not edit it by hand: the next render overwrites it. Argo CD or Flux ap
 
 - \`management/<namespace>/<release>/\`: ClusterClass and templates of each kept release, for the
   management cluster.
+{{#if providers.length}}
+- \`management/providers/<kind>-<name>/\`: components of each Cluster API provider.
+{{/if}}
 - \`clusters/<namespace>/<cluster>/<stage>/\`: addons of each workload cluster, to be applied to that
   cluster (stages in order).
 - \`clusters/<namespace>/<cluster>/layers/<layer>/\`: addon layers (AddonsLayers) of each workload
@@ -50,6 +53,36 @@ No Cluster uses a cluster stack class.
 {{#each layers}}
 | {{namespace}}/{{cluster}} | {{layer}} | {{version}} | {{status}} | {{#if after.length}}{{join after ", "}}{{else}}-{{/if}} | {{#if reason}}{{reason}}{{else}}{{#if waitingOn.length}}waits for {{join waitingOn ", "}}{{else}}-{{/if}}{{/if}} |
 {{/each}}
+{{/if}}
+{{#if providers.length}}
+
+## Cluster API providers
+
+| Provider | Version | Contract | Source | Directory |
+| --- | --- | --- | --- | --- |
+{{#each providers}}
+| {{kind}} {{namespace}}/{{name}} | {{version}} | {{contract}} | {{source}} | \`{{dir}}/\` |
+{{/each}}
+{{/if}}
+{{#if clusterRequests}}
+
+## Cluster profiles and requests
+
+ClusterProfiles (\`management/_cluster-requests/profiles/\`): one per ClusterStack.
+
+| Profile | ClusterStack | Kubernetes versions (release) |
+| --- | --- | --- |
+{{#each clusterRequests.profiles}}
+| \`{{name}}\` | {{stack}} | {{versions}} |
+{{/each}}
+{{#if clusterRequests.requests.length}}
+
+| ClusterRequest | Purpose | Phase | Cluster | Why |
+| --- | --- | --- | --- | --- |
+{{#each clusterRequests.requests}}
+| {{namespace}}/{{name}} | {{purpose}} | {{phase}} | {{cluster}} | {{message}} |
+{{/each}}
+{{/if}}
 {{/if}}
 {{#if withheld.length}}
 

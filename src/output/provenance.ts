@@ -1,6 +1,7 @@
 // The record a rendered tree carries of itself (provenance.json): its units with their digests, what
 // was withheld and why. It is how the next render knows what it may reuse, how change summaries and
 // the controller's status know what is where, and how the mass-deletion guard counts what would go.
+import type { ClusterRequestsRecord } from './cluster-requests-record.js';
 import type { RenderedTree } from './rendered-tree.js';
 import { PROVENANCE_FILE } from './tree-layout.js';
 
@@ -11,7 +12,8 @@ import { PROVENANCE_FILE } from './tree-layout.js';
 export const OUTPUT_FORMAT = 2;
 
 export interface WithheldEntry {
-  kind: 'release' | 'cluster' | 'layer';
+  /** A provider's name is `<Kind>/<name>` (e.g. `InfrastructureProvider/docker`); a layer's is its cluster. */
+  kind: 'release' | 'cluster' | 'provider' | 'layer';
   namespace: string;
   /** The release, or the cluster (also for a layer). */
   name: string;
@@ -60,6 +62,28 @@ export interface LayerRecord {
   timeout?: string;
 }
 
+/** One Cluster API provider's directory (management/providers/<kind>-<name>): what was rendered, from where. */
+export interface ProviderRecord {
+  dir: string;
+  /** CoreProvider, InfrastructureProvider, ... */
+  kind: string;
+  namespace: string;
+  name: string;
+  /** The version rendered; when `pinned` is false it was the newest, and later renders keep it (the lock). */
+  version: string;
+  pinned: boolean;
+  /** The Cluster API contract of that version (its metadata.yaml release series). */
+  contract: string;
+  source: string;
+  /** Digest of the release's metadata.yaml and components. */
+  digest: string;
+  inputDigest: string;
+  /** `group/Kind` of the CRDs it installs: what a removal would orphan. */
+  kinds: string[];
+  files: string[];
+  notes?: string[];
+}
+
 export interface Provenance {
   generator: 'clusterstack-gitops';
   format: typeof OUTPUT_FORMAT;
@@ -70,6 +94,10 @@ export interface Provenance {
   withheld: WithheldEntry[];
   /** Values templates that failed, by unit and input digest: unchanged inputs fail again without helm. */
   valuesFailures: { dir: string; inputDigest: string; reason: string }[];
+  /** Cluster API providers (present only when the inputs hold provider objects, or held them before). */
+  providers?: ProviderRecord[];
+  /** With a scheduler configuration: which ClusterRequest holds which generated Cluster. */
+  clusterRequests?: ClusterRequestsRecord;
 }
 
 /** The provenance record of a tree, if it has a readable one (a damaged record reads as none). */

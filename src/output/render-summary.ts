@@ -1,5 +1,6 @@
 // What a render decided, per stack, release and cluster: the data behind the tree's README, pull
 // request bodies and reports.
+import type { ClusterRequestsSummary } from './cluster-requests-record.js';
 import type { WithheldEntry } from './provenance.js';
 
 export interface RenderSummary {
@@ -18,8 +19,12 @@ export interface RenderSummary {
   /** Addon layers per cluster (absent without AddonsLayers): rendered, on hold, or withheld and why. */
   layers?: LayerSummary[];
   withheld: WithheldEntry[];
+  /** Cluster API providers in the tree (management/providers/), when there are any. */
+  providers?: { kind: string; namespace: string; name: string; version: string; contract: string; source: string; dir: string }[];
   /** Notes of every published unit, prefixed with its directory. */
   notes: string[];
+  /** With a scheduler configuration: the ClusterProfiles and every ClusterRequest's phase. */
+  clusterRequests?: ClusterRequestsSummary;
 }
 
 

@@ -6,6 +6,9 @@
 //   management/<namespace>/<release>/...           one unit per kept release (ClusterClass side)
 //   clusters/<namespace>/<cluster>/<stage>/...     one unit per addon stage of a workload cluster
 //   clusters/<namespace>/<cluster>/layers/<layer>/ one unit per addon layer (AddonsLayer) of a cluster
+//   management/providers/<kind>-<name>/...         one Cluster API provider's components
+//   management/_cluster-requests/profiles/...      ClusterProfiles (with --scheduler-config)
+//   management/_cluster-requests/clusters/<ns>/... Clusters created for ClusterRequests
 
 export const PROVENANCE_FILE = 'provenance.json';
 export const README_FILE = 'README.md';
@@ -14,6 +17,39 @@ export const MANAGEMENT_DIR = 'management';
 export const CLUSTERS_DIR = 'clusters';
 /** Below a cluster's directory: its addon layers, one directory each. */
 export const LAYERS_DIR = 'layers';
+/** Cluster API providers, beside the stacks' namespaces (a ClusterStack may not live in a namespace of this name). */
+export const PROVIDERS_DIR = `${MANAGEMENT_DIR}/providers`;
+
+/** The directory of a Cluster API provider's components: `management/providers/<kind>-<name>`. */
+export function providerDir(kind: string, name: string): string {
+  return `${PROVIDERS_DIR}/${kind.toLowerCase()}-${name}`;
+}
+
+/**
+ * ClusterProfiles and the Clusters made for ClusterRequests: management side, but no release unit.
+ * A `_` cannot start a namespace name, so this never meets `management/<namespace>`.
+ */
+export const CLUSTER_REQUESTS_DIR = `${MANAGEMENT_DIR}/_cluster-requests`;
+
+/** The file of a ClusterProfile (cluster-scoped, one per ClusterStack). */
+export function clusterProfileFile(profile: string): string {
+  return `${CLUSTER_REQUESTS_DIR}/profiles/clusterprofile-${profile}.yaml`;
+}
+
+/** The file of a CAPI Cluster created for ClusterRequests. */
+export function requestedClusterFile(namespace: string, cluster: string): string {
+  return `${CLUSTER_REQUESTS_DIR}/clusters/${namespace}/cluster-${cluster}.yaml`;
+}
+
+/** The Cluster a file of `management/_cluster-requests/clusters/` holds; undefined for other files. */
+export function requestedClusterOfPath(file: string): { namespace: string; name: string } | undefined {
+  const match = new RegExp(`^${CLUSTER_REQUESTS_DIR}/clusters/([^/]+)/cluster-([^/]+)\\.yaml$`).exec(file);
+  return match ? { namespace: match[1]!, name: match[2]! } : undefined;
+}
+
+function inClusterRequestsDir(file: string): boolean {
+  return file === CLUSTER_REQUESTS_DIR || file.startsWith(`${CLUSTER_REQUESTS_DIR}/`);
+}
 
 /** The unit directory of a release's ClusterClass side. */
 export function releaseDir(namespace: string, release: string): string {
@@ -49,7 +85,9 @@ export type TreeUnitPath =
 
 /** The unit a file (or a unit directory) belongs to. */
 export function unitOfPath(file: string): TreeUnitPath | undefined {
+  if (inClusterRequestsDir(file)) return undefined;
   const parts = file.split('/');
+  if (file.startsWith(`${PROVIDERS_DIR}/`)) return undefined;
   if (parts[0] === MANAGEMENT_DIR && parts.length >= 3) {
     return { kind: 'release', dir: parts.slice(0, 3).join('/'), namespace: parts[1]!, release: parts[2]! };
   }
@@ -64,9 +102,11 @@ export function unitOfPath(file: string): TreeUnitPath | undefined {
 
 /** The unit directory a file belongs to (`management/<ns>/<release>`, `clusters/<ns>/<cluster>/<stage>`, `.../layers/<layer>`); undefined for other files. */
 export function unitDirOf(file: string): string | undefined {
+  if (inClusterRequestsDir(file)) return undefined;
   const parts = file.split('/');
   if (isLayerPath(file)) return parts.length >= 6 ? parts.slice(0, 5).join('/') : undefined;
   // A file, not the directory itself: one level below the unit directory at least.
+  if (file.startsWith(`${PROVIDERS_DIR}/`)) return undefined;
   if (parts[0] === MANAGEMENT_DIR && parts.length >= 4) return parts.slice(0, 3).join('/');
   if (parts[0] === CLUSTERS_DIR && parts.length >= 5) return parts.slice(0, 4).join('/');
   return undefined;

@@ -24,6 +24,8 @@ export interface PlanReport {
   layers?: PlanLayer[];
   problems: string[];
   warnings: string[];
+  /** Cluster API providers, when the inputs hold any. */
+  providers?: { kind: string; namespace: string; name: string; version: string; pinned: boolean; contract: string | null; source: string | null; problems: string[] }[];
 }
 
 export interface PlanLayer {
@@ -54,7 +56,7 @@ function planLayers(plan: Plan): PlanLayer[] {
 }
 
 export function planReport(plan: Plan): PlanReport {
-  return {
+  const report: PlanReport = {
     clusterStacks: plan.resolution.clusterStacks.map((stack) => ({
       namespace: stack.namespace,
       name: stack.name,
@@ -79,13 +81,26 @@ export function planReport(plan: Plan): PlanReport {
         name: cluster.name,
         class: cluster.className ?? null,
         release: cluster.release ?? null,
-        addonVersion: (cluster.release && loadedRelease(plan, cluster.namespace, cluster.release)?.content?.metadata.clusterAddonVersion) || null,
+        addonVersion: (cluster.release && loadedRelease(plan, cluster.stack?.namespace ?? cluster.namespace, cluster.release)?.content?.metadata.clusterAddonVersion) || null,
         problems: cluster.problems.map(formatProblem),
       })),
     ...(plan.layers ? { layers: planLayers(plan) } : {}),
     problems: plan.problems.map(formatProblem),
     warnings: plan.warnings,
   };
+  if (plan.providers) {
+    report.providers = plan.providers.providers.map((planned) => ({
+      kind: planned.provider.kind,
+      namespace: planned.provider.metadata.namespace ?? 'default',
+      name: planned.provider.metadata.name,
+      version: planned.version,
+      pinned: planned.pinned,
+      contract: planned.contract ?? null,
+      source: planned.release?.source ?? null,
+      problems: planned.problems.map(formatProblem),
+    }));
+  }
+  return report;
 }
 
 /** Problems caused by a remote that failed (retrying later may help), not by the inputs. */
@@ -135,6 +150,13 @@ export function formatPlanReport(report: PlanReport): string {
     const rows = [['CLUSTER', 'LAYER', 'VERSION', 'STATE', 'AFTER', 'WHY / WAITING ON']];
     for (const layer of report.layers) {
       rows.push([`${layer.namespace}/${layer.cluster}`, layer.layer, layer.version, layer.state, layer.after.join(', ') || '-', layer.reason ?? (layer.waitingOn.length > 0 ? layer.waitingOn.join(', ') : '-')]);
+    }
+    out.push(table(rows), '');
+  }
+  if (report.providers && report.providers.length > 0) {
+    const rows = [['PROVIDER', 'VERSION', 'CONTRACT', 'SOURCE']];
+    for (const provider of report.providers) {
+      rows.push([`${provider.kind} ${provider.namespace}/${provider.name}`, `${provider.version || '-'}${provider.pinned ? '' : ' (newest; kept once published)'}`, provider.contract ?? '-', provider.source ?? '-']);
     }
     out.push(table(rows), '');
   }

@@ -3,6 +3,7 @@
 // Helm comes in through RenderDependencies; this module does no I/O of its own. The steps live in
 // their own modules: units (render-units), values (evaluate-values), files (unit-files),
 // withholding (withhold-units), records (tree-records) and the tree (assemble-tree).
+import type { ClusterRequestsOutput } from '../output/cluster-requests-record.js';
 import type { Provenance, UnitRecord, WithheldEntry } from '../output/provenance.js';
 import { OUTPUT_FORMAT } from '../output/provenance.js';
 import type { RenderSummary } from '../output/render-summary.js';
@@ -21,6 +22,8 @@ import { buildProvenance, buildSummary } from './tree-records.js';
 import { type AnnotationsFor, unitFiles, type UnitFiles } from './unit-files.js';
 import { layerUnits } from './layer-units.js';
 import { keepPreviousOutput, withholdFailedUnits, withholdStrandedLayers } from './withhold-units.js';
+import { readProvenance } from '../output/provenance.js';
+import { renderProviders } from '../providers/render-providers.js';
 
 export interface RenderProgress {
   releasesDone: number;
@@ -40,6 +43,8 @@ export interface RenderOptions {
   managementAnnotations?: { id: string; annotationsFor: AnnotationsFor };
   readmeTemplate?: string;
   onProgress?: (progress: RenderProgress) => void;
+  /** ClusterProfiles and generated Clusters (src/cluster-requests): written beside the units. */
+  clusterRequests?: ClusterRequestsOutput;
 }
 
 export interface RenderOutcome {
@@ -128,11 +133,21 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
   // A layer whose dependency (or the stack's addons) ended up with nothing in the tree waits too.
   if (withholdStrandedLayers(rendered, records, withheld)) keepPreviousOutput(withheld, before, options.previous, rendered, records);
 
+  // Cluster API providers (management/providers/): no helm, rendered every time, same bytes.
+  const providers = renderProviders(plan.providers, options.previous, readProvenance(options.previous)?.providers ?? [], options.secrets);
+  for (const [dir, files] of providers.rendered) rendered.set(dir, files);
+  withheld.push(...providers.withheld);
+
   records.sort((a, b) => a.dir.localeCompare(b.dir));
   withheld.sort((a, b) => `${a.kind}/${a.namespace}/${a.name}/${a.layer ?? ''}`.localeCompare(`${b.kind}/${b.namespace}/${b.name}/${b.layer ?? ''}`));
-  const provenance = buildProvenance(plan, records, withheld, valuesFailures);
+  const provenance = buildProvenance(plan, records, withheld, valuesFailures, providers.records);
   const summary = buildSummary(plan, records, withheld, provenance.inputDigest, clusterUnits);
-  const tree = assembleTree(rendered, records, provenance, summary, options.readmeTemplate);
+  if (providers.records.length > 0) summary.providers = providers.records.map(({ kind, namespace, name, version, contract, source, dir }) => ({ kind, namespace, name, version, contract, source, dir }));
+  if (options.clusterRequests) {
+    provenance.clusterRequests = options.clusterRequests.record;
+    summary.clusterRequests = options.clusterRequests.summary;
+  }
+  const tree = assembleTree(rendered, [...records, ...providers.records], provenance, summary, options.readmeTemplate, options.clusterRequests?.files);
   return { tree, provenance, summary, withheld, notes: summary.notes, stats: { unitsRendered, unitsReused: records.filter((record) => !fresh.has(record.dir)).length } };
 }
 

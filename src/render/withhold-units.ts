@@ -37,6 +37,7 @@ export function withholdFailedUnits(failures: Map<PendingUnit, string>, rendered
 function ownDirs(entry: { kind: WithheldEntry['kind']; namespace: string; name: string; layer?: string }, dirs: Iterable<string>): string[] {
   if (entry.kind === 'release') return [releaseDir(entry.namespace, entry.name)];
   if (entry.kind === 'layer') return [layerDir(entry.namespace, entry.name, entry.layer ?? '')];
+  if (entry.kind !== 'cluster') return [];
   const prefix = `${clusterDir(entry.namespace, entry.name)}/`;
   return [...dirs].filter((dir) => dir.startsWith(prefix) && !isLayerPath(dir));
 }

@@ -54,6 +54,10 @@ export interface InputSnapshot {
   referenced: KubeObject[];
   /** AddonsLayers (when the controller renders layers). */
   layers?: KubeObject[];
+  /** Cluster API provider objects (spec only is read). */
+  capiProviders?: KubeObject[];
+  /** openMCP ClusterRequests (with a scheduler configuration). */
+  requests?: KubeObject[];
 }
 
 /** Remembers each ClusterStack's last valid spec across reconciles. */
@@ -103,6 +107,8 @@ export function manifestsFrom(snapshot: InputSnapshot): ParsedManifests {
     ...snapshot.providerReleases.map(providerReadiness),
     ...snapshot.referenced.map((object) => specOnly(object)),
     ...(snapshot.layers ?? []).map((object) => specOnly(object)),
+    ...(snapshot.capiProviders ?? []).map((object) => specOnly(object)),
+    ...(snapshot.requests ?? []).map((object) => specOnly(object)),
   ];
   return { objects: objects.map((object) => ({ object, source: LIVE_SOURCE })), problems: [] };
 }
