@@ -13,6 +13,8 @@ interface PullRequestData {
   inputDigest: string;
   stacks: { namespace: string; name: string; latestRelease: string | null; usableVersions: string; added: string[]; removed: string[]; updated: string[] }[];
   clusters: { namespace: string; cluster: string; change: ChangeKind; release: string; addons: string; stages: string }[];
+  /** Addon layers per cluster, when there are AddonsLayers. */
+  layers: NonNullable<RenderSummary['layers']>;
   withheld: WithheldEntry[];
   /** Objects in shared directories this change adds, removes or updates, with the releases rendering them now. */
   shared: { path: string; change: ChangeKind; renderedBy: string }[];
@@ -67,6 +69,7 @@ function pullRequestData(changes: TreeChanges, summary: RenderSummary): PullRequ
       addons: change.addonVersionBefore && change.addonVersionAfter && change.addonVersionBefore !== change.addonVersionAfter ? `${change.addonVersionBefore} → ${change.addonVersionAfter}` : (change.addonVersionAfter ?? change.addonVersionBefore ?? '-'),
       stages: change.stages.join(', ') || '-',
     })),
+    layers: summary.layers ?? [],
     withheld: changes.withheld,
     shared: (changes.shared ?? []).map((entry) => ({ ...entry, renderedBy: summary.sharedObjects?.find((shared) => shared.path === entry.path)?.renderedBy.join(', ') || '-' })),
     providers: (changes.providers ?? []).map(describeProviderChange),

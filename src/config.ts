@@ -169,6 +169,8 @@ export interface ControllerSettings {
   identity: string;
   /** Where Argo CD cluster Secrets are kept. */
   argocdNamespace: string;
+  /** Render AddonsLayers; their source paths are relative to this directory. */
+  layerRoot?: string;
   /** openMCP scheduler configuration file: ClusterProfiles and ClusterRequests. */
   schedulerConfig?: string;
   /** A kubeconfig file; undefined = the in-cluster service account. */
@@ -205,6 +207,7 @@ const CONTROLLER_ENVIRONMENT = {
   leaderElect: 'CLUSTERSTACK_LEADER_ELECT',
   leaseNamespace: 'CLUSTERSTACK_LEASE_NAMESPACE',
   argocdNamespace: 'CLUSTERSTACK_ARGOCD_NAMESPACE',
+  layerRoot: 'CLUSTERSTACK_LAYER_ROOT',
   schedulerConfig: 'CLUSTERSTACK_SCHEDULER_CONFIG',
   logLevel: 'CLUSTERSTACK_LOG_LEVEL',
   batchWindow: 'CLUSTERSTACK_BATCH_WINDOW',
@@ -277,6 +280,7 @@ export function resolveControllerSettings(env: NodeJS.ProcessEnv, flags: Control
     ['namespace', pick(flags.namespace, E.namespace)],
     ['schedulerConfig', pick(flags.schedulerConfig, E.schedulerConfig)],
     ['kubeconfig', pick(flags.kubeconfig, E.kubeconfig)],
+    ['layerRoot', pick(flags.layerRoot, E.layerRoot)],
   ];
   for (const [key, value] of optional) if (value !== undefined) (settings as unknown as Record<string, string>)[key] = value;
   if ([settings.git, settings.output, settings.oci].filter(Boolean).length !== 1) throw new Error(`controller needs exactly one of --git <repo> (${E.git}), --output <dir> (${E.output}) or --oci <oci://registry/repo:tag> (${E.oci})`);

@@ -62,3 +62,34 @@ describe('renderPullRequestBody', () => {
     expect(renderPullRequestBody(CHANGES, SUMMARY, '{{constructor.name}}{{__proto__}}')).toBe('');
   });
 });
+
+describe('renderPullRequestBody with addon layers', () => {
+  it('shows per cluster each layer: applied, on hold, withheld and why, and what it waits on', () => {
+    const summary: RenderSummary = {
+      ...SUMMARY,
+      layers: [
+        { namespace: 'cs', cluster: 'a', layer: 'base', version: '1.1.0', status: 'on hold', after: ['cluster-stack'], waitingOn: [] },
+        { namespace: 'cs', cluster: 'a', layer: 'ingress', version: '1.0.0', status: 'rendered', after: ['base@1.1.0'], waitingOn: ['base@1.1.0 (on hold)'] },
+        { namespace: 'cs', cluster: 'a', layer: 'apps', version: '2.0.0', status: 'withheld', reason: 'base is at 1.1.0, apps needs base@1.2.0', after: [], waitingOn: [] },
+      ],
+    };
+    const withheld = [{ kind: 'layer' as const, namespace: 'cs', name: 'a', layer: 'apps', reason: 'base is at 1.1.0, apps needs base@1.2.0', previousKept: true }];
+    const body = renderPullRequestBody({ ...CHANGES, withheld }, summary);
+    expect(body).toContain(
+      [
+        '## Addon layers',
+        '',
+        '| Cluster | Layer | Version | Status | After | Why / waiting on |',
+        '| --- | --- | --- | --- | --- | --- |',
+        '| cs/a | base | 1.1.0 | on hold | cluster-stack | - |',
+        '| cs/a | ingress | 1.0.0 | rendered | base@1.1.0 | base@1.1.0 (on hold) |',
+        '| cs/a | apps | 2.0.0 | withheld | - | base is at 1.1.0, apps needs base@1.2.0 |',
+      ].join('\n'),
+    );
+    expect(body).toContain('- layer cs/a layer apps: base is at 1.1.0, apps needs base@1.2.0 (previous output kept)');
+  });
+
+  it('has no layer section without AddonsLayers', () => {
+    expect(renderPullRequestBody(CHANGES, SUMMARY)).not.toContain('Addon layers');
+  });
+});

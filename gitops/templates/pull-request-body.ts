@@ -41,6 +41,16 @@ Written once in \`management/<namespace>/shared/\` while more than one kept rele
 {{/each}}
 
 {{/if}}
+{{#if layers.length}}
+## Addon layers
+
+| Cluster | Layer | Version | Status | After | Why / waiting on |
+| --- | --- | --- | --- | --- | --- |
+{{#each layers}}
+| {{namespace}}/{{cluster}} | {{layer}} | {{version}} | {{status}} | {{#if after.length}}{{join after ", "}}{{else}}-{{/if}} | {{#if reason}}{{reason}}{{else}}{{#if waitingOn.length}}{{join waitingOn ", "}}{{else}}-{{/if}}{{/if}} |
+{{/each}}
+
+{{/if}}
 {{#if providers.length}}
 ## Cluster API providers
 
@@ -53,7 +63,7 @@ Written once in \`management/<namespace>/shared/\` while more than one kept rele
 ## Withheld
 
 {{#each withheld}}
-- {{kind}} {{namespace}}/{{name}}: {{reason}}{{#if previousKept}} (previous output kept){{/if}}
+- {{kind}} {{namespace}}/{{name}}{{#if layer}} layer {{layer}}{{/if}}: {{reason}}{{#if previousKept}} (previous output kept){{/if}}
 {{/each}}
 
 {{/if}}

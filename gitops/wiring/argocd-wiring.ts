@@ -7,6 +7,7 @@
 //   management/<ns>/<release>.yaml                 Application <ns>-<release>          -> in-cluster, namespace <ns>
 //   clusters/<ns>/<cluster>.yaml                   Application <ns>-<cluster>          -> in-cluster: the cluster's app of apps
 //   cluster-addons/<ns>/<cluster>/<stage>.yaml     Application <ns>-<cluster>-<stage>  -> workload cluster <ns>-<cluster>
+//   cluster-addons/<ns>/<cluster>/layer-<layer>.yaml  Application <ns>-<cluster>-layer-<layer> (addon layers, see layerWaves)
 // argocd/, management/ and clusters/ aggregate through their kustomization.yaml; cluster-addons/
 // does not: each cluster's directory there is read only by that cluster's parent Application, and
 // listing it higher up would make the root Application own (and fight over) the children too.
@@ -37,14 +38,17 @@ import { argoProviderApplications } from './provider-wiring.js';
 import { ARGOCD_SYNC_WAVE_ANNOTATION } from './argocd-sync-waves.js';
 import { CLUSTER_REQUESTS_DIR } from '../../src/output/tree-layout.js';
 import { checkWiringOptions, sourcePath, type WiringExtras, type WiringOptions } from './wiring-options.js';
-import { groupUnits, wiringFiles, wiringLabels } from './wiring-layout.js';
+import { groupUnits, type LayerUnit, wiringFiles, wiringLabels } from './wiring-layout.js';
 import {
   argoClusterApplicationName,
+  argoLayerApplicationName,
   argoReleaseApplicationName,
   argoSharedApplicationName,
   argoStageApplicationName,
   assertUniqueNames,
   LABEL_CLUSTER,
+  LABEL_LAYER,
+  LABEL_LAYER_VERSION,
   LABEL_NAMESPACE,
   LABEL_RELEASE,
   LABEL_STAGE,
@@ -79,6 +83,30 @@ const SYNC_POLICY = {
   retry: { limit: 10, backoff: { duration: '30s', factor: 2, maxDuration: '5m' } },
 };
 
+/** Automated sync with selfHeal, pruning unless `prune: false`; none for a layer on hold (`manual`). */
+function syncPolicy(parts: Pick<ApplicationParts, 'prune' | 'manual'>): Record<string, unknown> {
+  const policy: Record<string, unknown> = { ...structuredClone(SYNC_POLICY), automated: { prune: parts.prune ?? true, selfHeal: true } };
+  if (parts.manual === true) delete policy.automated;
+  return policy;
+}
+
+/**
+ * Sync waves of a cluster's layers inside its app of apps: after the stage waves (0..stages-1) when
+ * the layer comes after the stack's addons, and one wave after each layer it depends on. The parent
+ * moves to the next wave only when every Application of the wave is Healthy (the Application health
+ * check in gitops/health), which is how a layer waits for its dependencies to be applied and ready.
+ */
+function layerWaves(stageWaves: number, layers: LayerUnit[]): Map<string, number> {
+  const waves = new Map<string, number>();
+  // Layers come sorted by depth: every dependency's wave is known before its dependents'.
+  for (const { layer } of layers) {
+    let wave = layer.afterStack ? stageWaves : 0;
+    for (const dependency of layer.dependsOn) wave = Math.max(wave, (waves.get(dependency.layer) ?? 0) + 1);
+    waves.set(layer.name, wave);
+  }
+  return waves;
+}
+
 function applicationSource(options: WiringOptions, treeDir: string): Record<string, string> {
   const path = sourcePath(options.source, treeDir);
   if (options.source.kind === 'git') return { repoURL: options.source.url, targetRevision: options.source.branch, path };
@@ -95,6 +123,8 @@ interface ApplicationParts {
   wave?: number;
   /** Automated prune; true unless the Application must never delete what leaves it (see renderArgoWiring). */
   prune?: boolean;
+  /** An addon layer on hold: no automated sync (a person may still sync it by hand). */
+  manual?: boolean;
 }
 
 function application(options: WiringOptions, parts: ApplicationParts): KubeObject {
@@ -105,7 +135,7 @@ function application(options: WiringOptions, parts: ApplicationParts): KubeObjec
     apiVersion: ARGOCD_APPLICATION_API,
     kind: 'Application',
     metadata,
-    spec: { project: options.project ?? DEFAULT_PROJECT, source: applicationSource(options, parts.treeDir), destination: parts.destination, syncPolicy: { ...structuredClone(SYNC_POLICY), automated: { prune: parts.prune ?? true, selfHeal: true } } },
+    spec: { project: options.project ?? DEFAULT_PROJECT, source: applicationSource(options, parts.treeDir), destination: parts.destination, syncPolicy: syncPolicy(parts) },
   };
 }
 
@@ -223,6 +253,23 @@ export function renderArgoWiring(units: UnitRecord[], options: WiringOptions, ex
         );
       }
     });
+    const waves = layerWaves(cluster.groups.length, cluster.layers);
+    for (const layer of cluster.layers) {
+      const name = argoLayerApplicationName(cluster.namespace, cluster.name, layer.layer.name);
+      names.push({ namespace: options.namespace, name, what: `layer ${layer.layer.name} of Cluster ${cluster.namespace}/${cluster.name}` });
+      objects.set(
+        `${childrenDir}/layer-${layer.layer.name}.yaml`,
+        application(options, {
+          name,
+          labels: wiringLabels(options.name, 'cluster-layer', { ...clusterLabels, [LABEL_LAYER]: layer.layer.name, [LABEL_LAYER_VERSION]: layer.layer.version }),
+          treeDir: layer.dir,
+          destination: { name: argoClusterName(cluster.namespace, cluster.name) },
+          finalizer: true,
+          wave: waves.get(layer.layer.name)!,
+          manual: layer.layer.hold,
+        }),
+      );
+    }
   }
 
   assertUniqueNames('Argo CD Application', names);

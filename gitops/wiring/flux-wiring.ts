@@ -8,6 +8,7 @@
 //   management/<ns>/shared.yaml                   Kustomization <ns>-shared      (namespace: wiring namespace)
 //   management/<ns>/<release>.yaml                Kustomization <ns>-<release>   (namespace: wiring namespace)
 //   clusters/<ns>/<cluster>/<stage>.yaml          Kustomization <cluster>-<stage> (namespace: <ns>)
+//   clusters/<ns>/<cluster>/layers/<layer>.yaml   Kustomization <cluster>-<layer>-v<version> (see layerKustomization)
 // Bootstrap once with `kubectl apply -k <path>/flux`; from then on the root Kustomization keeps the
 // wiring in step with the tree (new clusters, dropped releases).
 //
@@ -23,13 +24,16 @@ import { NODE_IMAGE_HEALTH } from './node-image-health.js';
 import { fluxProviderKustomizations } from './provider-wiring.js';
 import { fluxDecryptionFor } from './sops-decryption.js';
 import { checkWiringOptions, sourcePath, type WiringExtras, type WiringOptions } from './wiring-options.js';
-import { groupUnits, wiringFiles, wiringLabels } from './wiring-layout.js';
+import { groupUnits, type LayerUnit, wiringFiles, wiringLabels } from './wiring-layout.js';
 import {
   assertUniqueNames,
   fluxReleaseKustomizationName,
   fluxSharedKustomizationName,
+  fluxLayerKustomizationName,
   fluxStageKustomizationName,
   LABEL_CLUSTER,
+  LABEL_LAYER,
+  LABEL_LAYER_VERSION,
   LABEL_NAMESPACE,
   LABEL_RELEASE,
   LABEL_STAGE,
@@ -218,8 +222,59 @@ export function renderFluxWiring(units: UnitRecord[], options: WiringOptions, ex
       }
       previous = current;
     }
+    for (const layer of cluster.layers) {
+      const name = fluxLayerKustomizationName(cluster.name, layer.layer.name, layer.layer.version);
+      names.push({ namespace: cluster.namespace, name, what: `layer ${layer.layer.name} of Cluster ${cluster.namespace}/${cluster.name}` });
+      // After the stack's last stage group (when it says cluster-stack) and the layers it names.
+      const after = [
+        ...(layer.layer.afterStack ? previous : []),
+        ...layer.layer.dependsOn.map((dependency) => ({ name: fluxLayerKustomizationName(cluster.name, dependency.layer, dependency.version), namespace: cluster.namespace })),
+      ];
+      objects.set(`${FLUX_DIR}/${layer.dir}.yaml`, layerKustomization(options, cluster, layer, name, after, { ...localSource, namespace: options.namespace }));
+    }
   }
 
   assertUniqueNames('Flux Kustomization', names);
   return wiringFiles(objects, () => true);
+}
+
+/**
+ * One addon layer on one workload cluster. Kraan's interval and timeout carry over; `hold` becomes
+ * `suspend: true` (lifting it resumes). The name carries the layer's version (dependents name that
+ * version), so a new version is a new Kustomization and the old one is deleted: with
+ * `deletionPolicy: Orphan` deleting it leaves the objects in place for the new one to take over,
+ * instead of pruning them and applying them again. The cost: a layer taken off a cluster leaves its
+ * objects there (empty its directory first to have them pruned).
+ */
+function layerKustomization(
+  options: WiringOptions,
+  cluster: { namespace: string; name: string },
+  unit: LayerUnit,
+  name: string,
+  after: { name: string; namespace: string }[],
+  sourceRef: Record<string, string>,
+): KubeObject {
+  const { layer } = unit;
+  return {
+    apiVersion: FLUX_KUSTOMIZATION_API,
+    kind: 'Kustomization',
+    metadata: {
+      name,
+      namespace: cluster.namespace,
+      labels: wiringLabels(options.name, 'cluster-layer', { [LABEL_NAMESPACE]: cluster.namespace, [LABEL_CLUSTER]: cluster.name, [LABEL_LAYER]: layer.name, [LABEL_LAYER_VERSION]: layer.version }),
+    },
+    spec: {
+      interval: layer.interval ?? INTERVAL,
+      retryInterval: RETRY_INTERVAL,
+      timeout: layer.timeout ?? layer.interval ?? TIMEOUT,
+      path: path(options, unit.dir),
+      prune: true,
+      wait: true,
+      deletionPolicy: 'Orphan',
+      sourceRef,
+      kubeConfig: { secretRef: { name: capiKubeconfigSecretName(cluster.name), key: CAPI_KUBECONFIG_KEY } },
+      ...(after.length > 0 ? { dependsOn: after } : {}),
+      ...(layer.hold ? { suspend: true } : {}),
+    },
+  };
 }

@@ -3,7 +3,7 @@
 // holds files, listing exactly its files and the subdirectories that are kustomizations themselves.
 import { LABEL_MANAGED_BY, LABEL_PART_OF, MANAGED_BY_VALUE, type KubeObject } from '../../src/api/types.js';
 import { serializeObject } from '../../src/render/manifest-objects.js';
-import type { UnitRecord } from '../../src/output/provenance.js';
+import type { LayerRecord, UnitRecord } from '../../src/output/provenance.js';
 import { LABEL_WIRING, labelValue, type WiringRole } from './wiring-names.js';
 
 /** The name kustomize reads (render-output's KUSTOMIZATION_FILE; kept here so wiring imports no render code). */
@@ -22,9 +22,17 @@ interface StageUnit {
   dir: string;
 }
 
+/** An addon layer of a cluster, with what it comes after. */
+export interface LayerUnit {
+  layer: LayerRecord;
+  dir: string;
+}
+
 interface ClusterUnits {
   namespace: string;
   name: string;
+  /** The cluster's addon layers, in dependency order (by depth, then name). */
+  layers: LayerUnit[];
   /**
    * The stages in apply order, grouped by their `order`: stages of one group are independent of each
    * other, and each group waits for the whole group before it.
@@ -42,7 +50,7 @@ const byText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 /** The units sorted and grouped: releases by namespace and name, clusters likewise, stages by order then name. */
 export function groupUnits(units: UnitRecord[]): WiringUnits {
   const releases: ReleaseUnit[] = [];
-  const clusters = new Map<string, { namespace: string; name: string; stages: StageUnit[] }>();
+  const clusters = new Map<string, { namespace: string; name: string; stages: StageUnit[]; layers: LayerUnit[] }>();
   const dirs = new Set<string>();
   for (const unit of units) {
     if (dirs.has(unit.dir)) throw new Error(`internal error: two rendered units share the directory ${unit.dir}`);
@@ -51,18 +59,23 @@ export function groupUnits(units: UnitRecord[]): WiringUnits {
       releases.push({ namespace: unit.namespace, release: unit.name, dir: unit.dir });
       continue;
     }
-    if (unit.stage === undefined) throw new Error(`internal error: addon unit ${unit.dir} has no stage`);
     const key = `${unit.namespace}/${unit.name}`;
-    if (!clusters.has(key)) clusters.set(key, { namespace: unit.namespace, name: unit.name, stages: [] });
+    if (!clusters.has(key)) clusters.set(key, { namespace: unit.namespace, name: unit.name, stages: [], layers: [] });
+    if (unit.layer) {
+      clusters.get(key)!.layers.push({ layer: unit.layer, dir: unit.dir });
+      continue;
+    }
+    if (unit.stage === undefined) throw new Error(`internal error: addon unit ${unit.dir} has no stage`);
     clusters.get(key)!.stages.push({ stage: unit.stage, order: unit.order ?? 0, dir: unit.dir });
   }
   releases.sort((a, b) => byText(a.namespace, b.namespace) || byText(a.release, b.release));
   const grouped = [...clusters.values()]
     .sort((a, b) => byText(a.namespace, b.namespace) || byText(a.name, b.name))
-    .map(({ namespace, name, stages }) => {
+    .map(({ namespace, name, stages, layers }) => {
       const orders = [...new Set(stages.map((s) => s.order))].sort((a, b) => a - b);
       const groups = orders.map((order) => stages.filter((s) => s.order === order).sort((a, b) => byText(a.stage, b.stage)));
-      return { namespace, name, groups };
+      layers.sort((a, b) => a.layer.depth - b.layer.depth || byText(a.layer.name, b.layer.name));
+      return { namespace, name, groups, layers };
     });
   return { releases, clusters: grouped };
 }

@@ -10,9 +10,11 @@ export const LABEL_NAMESPACE = 'clusterstack.x-k8s.io/namespace';
 export const LABEL_RELEASE = 'clusterstack.x-k8s.io/release';
 export const LABEL_CLUSTER = 'clusterstack.x-k8s.io/cluster';
 export const LABEL_STAGE = 'clusterstack.x-k8s.io/stage';
+export const LABEL_LAYER = 'clusterstack.x-k8s.io/layer';
+export const LABEL_LAYER_VERSION = 'clusterstack.x-k8s.io/layer-version';
 
 /** What a wiring object applies: the value of LABEL_WIRING. */
-export type WiringRole = 'source' | 'root' | 'shared' | 'release' | 'cluster' | 'cluster-stage' | 'cluster-requests';
+export type WiringRole = 'source' | 'root' | 'shared' | 'release' | 'cluster' | 'cluster-stage' | 'cluster-layer' | 'cluster-requests';
 
 const MAX_LABEL = 63;
 const HASH_LENGTH = 8;
@@ -62,6 +64,21 @@ export function argoSharedApplicationName(namespace: string): string {
 /** The Flux Kustomization (in the cluster's namespace) applying one addon stage to a workload cluster. */
 export function fluxStageKustomizationName(cluster: string, stage: string): string {
   return dnsLabel(cluster, stage);
+}
+
+/**
+ * The Flux Kustomization (in the cluster's namespace) applying one addon layer at one version:
+ * `<cluster>-<layer>-v<version>`. The version is in the name so that a layer depending on
+ * `base@1.2.0` depends on exactly that Kustomization: while base is at another version, the name
+ * does not exist and Flux shows the dependency as missing.
+ */
+export function fluxLayerKustomizationName(cluster: string, layer: string, version: string): string {
+  return dnsLabel(cluster, layer, `v${version.replace(/^v/, '')}`);
+}
+
+/** The Argo CD Application applying one addon layer to a workload cluster (no version: renaming it would delete what it applied). */
+export function argoLayerApplicationName(namespace: string, cluster: string, layer: string): string {
+  return dnsLabel(namespace, cluster, 'layer', layer);
 }
 
 /** The Argo CD Application applying a release's management directory. */

@@ -16,6 +16,7 @@ export const SOURCE_OPTIONS = {
   'connect-timeout': { type: 'string' },
   'read-timeout': { type: 'string' },
   'remote-timeout': { type: 'string' },
+  'layer-root': { type: 'string' },
 } as const;
 
 export const SOURCE_HELP = `  --release-source <src>   a directory (one sub-directory per release tag, or an OCI image layout),
@@ -26,7 +27,9 @@ export const SOURCE_HELP = `  --release-source <src>   a directory (one sub-dire
   --connect-timeout <d>    opening a connection to GitHub or a registry (default 10s; CLUSTERSTACK_CONNECT_TIMEOUT)
   --read-timeout <d>       no answer, or no bytes, for this long fails an attempt (default 30s; CLUSTERSTACK_READ_TIMEOUT)
   --remote-timeout <d>     total time for one listing or one release download, retries included
-                           (default 5m; CLUSTERSTACK_REMOTE_TIMEOUT)`;
+                           (default 5m; CLUSTERSTACK_REMOTE_TIMEOUT)
+  --layer-root <dir>       the repository AddonsLayer source paths (./addons/...) are relative to
+                           (default: the Git work tree holding the layer's file)`;
 
 export interface SourceFlags {
   'release-source'?: string | undefined;
@@ -36,6 +39,7 @@ export interface SourceFlags {
   'connect-timeout'?: string | undefined;
   'read-timeout'?: string | undefined;
   'remote-timeout'?: string | undefined;
+  'layer-root'?: string | undefined;
   'lock-timeout'?: string | undefined;
   'max-delete-share'?: string | undefined;
   helm?: string | undefined;
@@ -99,5 +103,5 @@ export async function planFromInputs(inputs: string[], location: string, config:
   const openSource = createSourceOpener(sourceOptions);
   // Provider releases go through the same sources, cache, tokens, timeouts and registry credentials.
   const providerFetcher = createProviderFetcher(sourceOptions, openSource);
-  return buildPlan({ manifests, defaultSource: location, openSource, providerFetcher, workDir: config.cacheDir, ...(onWarning ? { onWarning } : {}) });
+  return buildPlan({ manifests, defaultSource: location, openSource, providerFetcher, workDir: config.cacheDir, ...(onWarning ? { onWarning } : {}), ...(flags['layer-root'] ? { layerRoot: path.resolve(io.cwd, flags['layer-root']) } : {}) });
 }

@@ -54,6 +54,8 @@ GitOps (sync state read back into ManifestsSynced conditions):
   --gitops-name <name>       base name of the wiring objects (default clusterstacks)
   --gitops-secret <name>     Flux: Secret with the clone credentials (its name only)
   --argocd-namespace <ns>    where Argo CD cluster Secrets are kept (CLUSTERSTACK_ARGOCD_NAMESPACE, default argocd)
+  --layer-root <dir>         render AddonsLayers (kraan.io), their source paths relative to this checkout
+                             (CLUSTERSTACK_LAYER_ROOT; default: layers are not watched)
   --scheduler-config <file>  openMCP scheduler configuration: publish ClusterProfiles, schedule ClusterRequests
                              and write their status (CLUSTERSTACK_SCHEDULER_CONFIG)
 
@@ -144,6 +146,7 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
       'gitops-name': { type: 'string' },
       'gitops-secret': { type: 'string' },
       'argocd-namespace': { type: 'string' },
+      'layer-root': { type: 'string' },
       'scheduler-config': { type: 'string' },
       namespace: { type: 'string' },
       'metrics-addr': { type: 'string' },
@@ -176,6 +179,7 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
       gitopsName: values['gitops-name'],
       gitopsSecret: values['gitops-secret'],
       argocdNamespace: values['argocd-namespace'],
+      layerRoot: values['layer-root'],
       schedulerConfig: values['scheduler-config'],
       namespace: values.namespace,
       metricsAddr: values['metrics-addr'],
@@ -250,6 +254,7 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
     ...(settings.pullRequest ? { pullRequest: true } : {}),
     outputPath: settings.path,
     argocdNamespace: settings.argocdNamespace,
+    ...(settings.layerRoot ? { layerRoot: path.resolve(io.cwd, settings.layerRoot) } : {}),
     ...(scheduler ? { scheduler } : {}),
     ...(settings.namespace ? { watchNamespace: settings.namespace, engineNamespaces: [settings.gitopsNamespace ?? (engine === 'flux' ? 'flux-system' : 'argocd')] } : {}),
     logger,

@@ -89,7 +89,7 @@ export interface RenderReport {
   commit: string | null;
   pullRequest?: string;
   files: { written: string[]; removed: string[] };
-  withheld: { kind: 'release' | 'cluster' | 'provider'; namespace: string; name: string; reason: string; previousOutputKept: boolean }[];
+  withheld: { kind: 'release' | 'cluster' | 'provider' | 'layer'; namespace: string; name: string; layer?: string; reason: string; previousOutputKept: boolean }[];
   summary: string;
   units: { rendered: number; reused: number };
   /** With --secrets encrypt: the encrypted Secrets per unit (names only) and what this run encrypted. */
@@ -239,7 +239,7 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
 
 
 function toReportEntry(entry: WithheldEntry): RenderReport['withheld'][number] {
-  return { kind: entry.kind, namespace: entry.namespace, name: entry.name, reason: entry.reason, previousOutputKept: entry.previousKept };
+  return { kind: entry.kind, namespace: entry.namespace, name: entry.name, ...(entry.layer ? { layer: entry.layer } : {}), reason: entry.reason, previousOutputKept: entry.previousKept };
 }
 
 
@@ -263,7 +263,7 @@ function formatRenderReport(report: RenderReport, body: string): string {
     if (report.pullRequest) lines.push(`Pull request: ${report.pullRequest}`);
   } else {
     lines.push(`Nothing changed: ${report.target} already holds this render.`);
-    for (const entry of report.withheld) lines.push(`- Withheld ${entry.kind} ${entry.namespace}/${entry.name}: ${entry.reason}${entry.previousOutputKept ? ' (previous output kept)' : ''}`);
+    for (const entry of report.withheld) lines.push(`- Withheld ${entry.kind} ${entry.namespace}/${entry.name}${entry.layer ? `/${entry.layer}` : ''}: ${entry.reason}${entry.previousOutputKept ? ' (previous output kept)' : ''}`);
   }
   lines.push(`Units: ${report.units.rendered} rendered, ${report.units.reused} unchanged; helm processes: ${report.helmProcesses}.`);
   if (report.secrets) lines.push(describeEncryptedSecrets(report.secrets));

@@ -43,8 +43,11 @@ import type { PublishState, StackIssue, StatusInputs } from './desired-state/sta
 import { sharedDirOf } from './desired-state/shared-object-state.js';
 import { syncStateOf, type UnitSync } from './desired-state/sync-state.js';
 import { unitObjects, type UnitObject } from './desired-state/unit-resources.js';
+import { desiredLayerStatuses, type LayerStatusInputs } from './desired-state/addons-layer-status.js';
+import type { EventIntent } from './desired-state/event-intents.js';
+import { writeStatus } from './reconcile/write-status.js';
 import { createProviderFetcher, type ProviderFetcher } from '../providers/provider-fetcher.js';
-import { ARGO_APPLICATIONS, CAPI_CLUSTERS, CAPI_PROVIDER_KINDS, CLUSTER_ADDONS, CLUSTER_REQUESTS, CLUSTER_STACK_RELEASES, CLUSTER_STACKS, FLUX_KUSTOMIZATIONS } from './desired-state/watched-kinds.js';
+import { ADDONS_LAYERS, ARGO_APPLICATIONS, CAPI_CLUSTERS, CAPI_PROVIDER_KINDS, CLUSTER_ADDONS, CLUSTER_REQUESTS, CLUSTER_STACK_RELEASES, CLUSTER_STACKS, FLUX_KUSTOMIZATIONS } from './desired-state/watched-kinds.js';
 import type { SchedulerConfig } from '../cluster-requests/scheduler-config.js';
 import { desiredRequestStatuses } from './desired-state/cluster-request-state.js';
 import { writeRequestStatuses } from './reconcile/cluster-request-statuses.js';
@@ -96,6 +99,8 @@ export interface ControllerOptions {
   resyncMs?: number;
   /** How long a source's listing may take before it counts as hanging (the stack is then withheld). Default 15 s. */
   listingWaitMs?: number;
+  /** Render AddonsLayers (watched cluster-wide) whose `spec.source.path`s are relative to this directory (a checkout). */
+  layerRoot?: string;
   /** Publish ClusterProfiles and schedule ClusterRequests (watched, their statuses written). */
   scheduler?: SchedulerConfig;
 }
@@ -142,7 +147,7 @@ export class Controller {
    * Clusters name them. With `namespace`, every kind is watched in that namespace only, and the
    * engine's objects also in `engineNamespaces` (where the generated wiring puts them).
    */
-  static watchedKinds(engine: GitOpsEngine, scope: { namespace?: string; engineNamespaces?: string[] } = {}, clusterRequests = false): WatchedKind[] {
+  static watchedKinds(engine: GitOpsEngine, scope: { namespace?: string; engineNamespaces?: string[]; layers?: boolean } = {}, clusterRequests = false): WatchedKind[] {
     const inScope = (kind: WatchedKind, namespace = scope.namespace): WatchedKind => (namespace === undefined ? kind : { ...kind, namespace });
     const kinds = [CLUSTER_STACKS, CLUSTER_STACK_RELEASES, CLUSTER_ADDONS, CAPI_CLUSTERS, ...CAPI_PROVIDER_KINDS, ...(clusterRequests ? [CLUSTER_REQUESTS] : [])].map((kind) => inScope(kind));
     const engineKind = engine === 'flux' ? FLUX_KUSTOMIZATIONS : engine === 'argocd' ? ARGO_APPLICATIONS : undefined;
@@ -150,6 +155,8 @@ export class Controller {
       const namespaces = scope.namespace === undefined ? [undefined] : [...new Set([scope.namespace, ...(scope.engineNamespaces ?? [])])];
       for (const namespace of namespaces) kinds.push(inScope(engineKind, namespace));
     }
+    // AddonsLayers are cluster-scoped (as in Kraan): watched cluster-wide even in namespaced mode.
+    if (scope.layers) kinds.push(ADDONS_LAYERS);
     return kinds;
   }
 
@@ -301,7 +308,8 @@ export class Controller {
     let planFailure: TypedFailure | undefined;
     try {
       plan = await buildPlan({
-        manifests: manifestsFrom({ stacks: selected, clusters: live.clusters, providerReleases: live.providerReleases, referenced, requests, capiProviders: live.capiProviders ?? [] }),
+        manifests: manifestsFrom({ stacks: selected, clusters: live.clusters, providerReleases: live.providerReleases, referenced, requests, capiProviders: live.capiProviders ?? [], layers: this.liveLayers() }),
+        ...(this.options.layerRoot !== undefined ? { layerRoot: this.options.layerRoot } : {}),
         defaultSource: this.options.defaultSource,
         openSource: opener,
         // Provider releases are not stack listings: fetched straight through the sources (cached).
@@ -406,6 +414,8 @@ export class Controller {
     const desired = desiredState(inputs);
     const applyStarted = Date.now();
     const apply = await applyDesiredState(this.options.kube, desired, { now: inputs.now, logger, kindOf: restKind });
+    const layerEvents = await this.writeLayerStatuses({ now: inputs.now, layers: this.liveLayers(), sync, engine: this.options.engine, ...(statusPlan ? { plan: statusPlan } : {}), ...(render ? { render } : {}) }, apply, logger);
+    desired.events.push(...layerEvents);
     // ClusterRequests hear what the render decided: Granted with their cluster, or Pending and why.
     const requestStatuses = await writeRequestStatuses(this.options.kube, desiredRequestStatuses(requests, render?.summary.clusterRequests, inputs.now), { now: inputs.now, logger });
     apply.statusesWritten += requestStatuses.written;
@@ -445,6 +455,27 @@ export class Controller {
     );
     if (apply.errors.length > 0) failures.push({ kind: 'retry', message: `${apply.errors.length} object(s) could not be written` });
     return { ...nextReconcile(failures, { resyncMs: this.resyncMs, ...(reportAgain ? { soonMs: 1000 } : {}) }), summary };
+  }
+
+  /** The AddonsLayers to render (none unless a layer root is configured). */
+  private liveLayers(): KubeObject[] {
+    return this.options.layerRoot === undefined ? [] : this.options.cache.list(ADDONS_LAYERS);
+  }
+
+  /** Writes each AddonsLayer's Kraan-shaped status (when it changed); returns the events of state changes. */
+  private async writeLayerStatuses(input: LayerStatusInputs, apply: ApplyReport, logger: Logger): Promise<EventIntent[]> {
+    if (input.layers.length === 0) return [];
+    const { layers, events } = desiredLayerStatuses(input);
+    for (const { live, status } of layers) {
+      try {
+        const result = await writeStatus(this.options.kube, ADDONS_LAYERS, live, status as unknown as Record<string, unknown>, { now: input.now });
+        if (result.outcome === 'written') apply.statusesWritten += 1;
+      } catch (error) {
+        apply.errors.push({ object: `AddonsLayer ${live.metadata.name}`, error });
+        logger.warn({ object: `AddonsLayer ${live.metadata.name}`, error: errorMessage(error) }, 'could not write a status; the reconcile will be retried');
+      }
+    }
+    return events;
   }
 
   private syncState(render: RenderOutcome | undefined, publish: PublishState): Map<string, UnitSync> {

@@ -63,7 +63,7 @@ export async function runController(options: ControllerRuntimeOptions): Promise<
     if (key) stackQueue?.add(key, { inputsChanged: true });
     requestPublish();
   };
-  const scope = options.watchNamespace !== undefined ? { namespace: options.watchNamespace, engineNamespaces: options.engineNamespaces ?? [] } : {};
+  const scope = { ...(options.watchNamespace !== undefined ? { namespace: options.watchNamespace, engineNamespaces: options.engineNamespaces ?? [] } : {}), layers: options.layerRoot !== undefined };
   const cache = new InformerCache({
     kubeConfig: options.kubeConfig,
     kinds: Controller.watchedKinds(options.engine, scope, options.scheduler !== undefined),

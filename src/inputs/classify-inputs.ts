@@ -1,5 +1,6 @@
 // Sorts parsed objects into what the pipeline reads: ClusterStacks (validated), Clusters, provider
 // release objects, and everything else (looked up by the Clusters' refs for values templates).
+import { ADDONS_LAYER_KIND, type AddonsLayer, KRAAN_GROUP, validateAddonsLayer } from '../api/addons-layer.js';
 import { API_GROUP, CAPI_API_GROUP, type CapiCluster, type ClusterStack, type KubeObject } from '../api/types.js';
 import { findDuplicateStacks, validateClusterAddon, validateClusterStack, validateClusterStackRelease } from '../api/validate.js';
 import { type CapiProvider, OPERATOR_API_GROUP } from '../api/provider-types.js';
@@ -13,6 +14,8 @@ export interface Inputs {
   clusters: SourcedObject<CapiCluster>[];
   /** <Provider>ClusterStackRelease objects (any group but ours). */
   providerReleases: SourcedObject[];
+  /** Addon layers (kraan.io AddonsLayer), validated. */
+  addonsLayers: SourcedObject<AddonsLayer>[];
   /** Cluster API provider objects (operator.cluster.x-k8s.io), validated: rendered under management/providers/. */
   providers: SourcedObject<CapiProvider>[];
   /** Everything else: control planes, infrastructure clusters, provider templates, ... */
@@ -31,7 +34,7 @@ function describeObject(object: KubeObject): string {
 
 /** Classifies and validates objects; an invalid ClusterStack is left out and its problems listed. */
 export function classifyInputs(objects: SourcedObject[]): Inputs {
-  const inputs: Inputs = { clusterStacks: [], clusters: [], providerReleases: [], providers: [], others: [], problems: [] };
+  const inputs: Inputs = { clusterStacks: [], clusters: [], providerReleases: [], providers: [], addonsLayers: [], others: [], problems: [] };
   // An object defined twice is left out altogether (which copy Kubernetes would keep depends on
   // file order); the problem names every place, and the render stops on it.
   const duplicates = findDuplicateObjects(objects);
@@ -57,6 +60,10 @@ export function classifyInputs(objects: SourcedObject[]): Inputs {
       }
       // ClusterStackReleases and ClusterAddons are ours to write; as inputs they carry nothing we need.
       if (object.kind === 'ClusterStack') inputs.clusterStacks.push(sourced as unknown as SourcedObject<ClusterStack>);
+    } else if (group === KRAAN_GROUP && object.kind === ADDONS_LAYER_KIND) {
+      const problems = validateAddonsLayer(object).map((problem) => ({ ...problem, source, object: `AddonsLayer ${object.metadata.name}` }));
+      if (problems.length > 0) inputs.problems.push(...problems);
+      else inputs.addonsLayers.push(sourced as unknown as SourcedObject<AddonsLayer>);
     } else if (group === OPERATOR_API_GROUP) {
       const problems = validateProvider(object).map((problem) => ({ ...problem, source, object: describeObject(object) }));
       if (problems.length > 0) inputs.problems.push(...problems);

@@ -14,6 +14,8 @@ specs. Do not edit it by hand: the next render overwrites it. Argo CD or Flux ap
 {{/if}}
 - \`clusters/<namespace>/<cluster>/<stage>/\`: addons of each workload cluster, to be applied to that
   cluster (stages in order).
+- \`clusters/<namespace>/<cluster>/layers/<layer>/\`: addon layers (AddonsLayers) of each workload
+  cluster, each applied on its own after the layers it depends on.
 - \`provenance.json\`: the inputs and digests this tree was rendered from.
 
 Input digest: \`{{inputDigest}}\`
@@ -54,6 +56,16 @@ Written once, rendered by each of:
 | --- | --- | --- |
 {{#each sharedObjects}}
 | {{object}} | \`{{path}}\` | {{join renderedBy ", "}} |
+{{/each}}
+{{/if}}
+{{#if layers.length}}
+
+## Addon layers
+
+| Cluster | Layer | Version | Status | After | Why |
+| --- | --- | --- | --- | --- | --- |
+{{#each layers}}
+| {{namespace}}/{{cluster}} | {{layer}} | {{version}} | {{status}} | {{#if after.length}}{{join after ", "}}{{else}}-{{/if}} | {{#if reason}}{{reason}}{{else}}{{#if waitingOn.length}}waits for {{join waitingOn ", "}}{{else}}-{{/if}}{{/if}} |
 {{/each}}
 {{/if}}
 {{#if providers.length}}
@@ -105,7 +117,7 @@ needs the matching age identity (\`sops --decrypt <file>\` shows one locally).
 ## Withheld
 
 {{#each withheld}}
-- {{kind}} {{namespace}}/{{name}}: {{reason}}
+- {{kind}} {{namespace}}/{{name}}{{#if layer}} layer {{layer}}{{/if}}: {{reason}}
 {{/each}}
 {{/if}}
 {{#if notes.length}}

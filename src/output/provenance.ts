@@ -12,10 +12,13 @@ import { PROVENANCE_FILE } from './tree-layout.js';
 export const OUTPUT_FORMAT = 2;
 
 export interface WithheldEntry {
-  /** A provider's name is `<Kind>/<name>` (e.g. `InfrastructureProvider/docker`). */
-  kind: 'release' | 'cluster' | 'provider';
+  /** A provider's name is `<Kind>/<name>` (e.g. `InfrastructureProvider/docker`); a layer's is its cluster. */
+  kind: 'release' | 'cluster' | 'provider' | 'layer';
   namespace: string;
+  /** The release, or the cluster (also for a layer). */
   name: string;
+  /** The layer (kind `layer`): withheld for this cluster only. */
+  layer?: string;
   reason: string;
   /** True when the previous output was kept in place of a new one. */
   previousKept: boolean;
@@ -24,7 +27,7 @@ export interface WithheldEntry {
 /** One directory of output and the digests that decide whether it must be rendered again. */
 export interface UnitRecord {
   dir: string;
-  kind: 'release' | 'cluster-stage';
+  kind: 'release' | 'cluster-stage' | 'cluster-layer';
   namespace: string;
   /** The release name, or the cluster name. */
   name: string;
@@ -32,6 +35,8 @@ export interface UnitRecord {
   stage?: string;
   order?: number;
   addonVersion?: string;
+  /** An addon layer unit: what the wiring needs to order, gate and hold it. */
+  layer?: LayerRecord;
   /** Digest of everything that goes into the values template and the chart. */
   inputDigest: string;
   /** Digest of chart, evaluated values and Kubernetes version. */
@@ -73,6 +78,22 @@ export interface SharedObjectRecord {
   name: string;
   /** The releases (management side) or stages (addon side, as `<cluster dir>/<stage>`) rendering it, sorted. */
   renderedBy: string[];
+}
+
+/** An addon layer as rendered for one cluster. */
+export interface LayerRecord {
+  name: string;
+  version: string;
+  hold: boolean;
+  /** Layers applied and ready before this one, on the same cluster. */
+  dependsOn: { layer: string; version: string }[];
+  /** Applied after the cluster stack's own addon stages. */
+  afterStack: boolean;
+  /** Longest chain of layers before it (Argo CD sync waves). */
+  depth: number;
+  /** From the AddonsLayer (Kraan's interval and timeout), when set. */
+  interval?: string;
+  timeout?: string;
 }
 
 /** One Cluster API provider's directory (management/providers/<kind>-<name>): what was rendered, from where. */

@@ -16,6 +16,8 @@ export interface RenderSummary {
     releases: { name: string; version: string; status: string; reasons: string[] }[];
   }[];
   clusters: { namespace: string; name: string; release: string; addonVersion: string; stages: string[]; status: string }[];
+  /** Addon layers per cluster (absent without AddonsLayers): rendered, on hold, or withheld and why. */
+  layers?: LayerSummary[];
   withheld: WithheldEntry[];
   /**
    * Objects several units render, written once (provenance.json's sharedObjects): the path of the
@@ -33,3 +35,19 @@ export interface RenderSummary {
   encryptedSecrets?: { file: string; namespace: string; name: string; decryptedWith: string }[];
 }
 
+
+/** One addon layer on one cluster. */
+export interface LayerSummary {
+  namespace: string;
+  cluster: string;
+  layer: string;
+  version: string;
+  /** `rendered`, `on hold`, `withheld` or `withheld, previous output kept`. */
+  status: string;
+  /** Why it is withheld. */
+  reason?: string;
+  /** What the engine waits for first: `base@1.2.0`, `cluster-stack`. */
+  after: string[];
+  /** Dependencies on hold: applying waits for them. */
+  waitingOn: string[];
+}

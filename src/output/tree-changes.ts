@@ -21,7 +21,7 @@ export interface ClusterChange {
   releaseAfter?: string;
   addonVersionBefore?: string;
   addonVersionAfter?: string;
-  /** Stage directories whose files changed. */
+  /** Stage directories whose files changed (a layer's as `layers/<layer>`). */
   stages: string[];
 }
 
@@ -59,6 +59,7 @@ function unitOf(file: string): { owner: string; kind: 'release' | 'cluster'; sta
   const unit = unitOfPath(file);
   if (unit?.kind === 'release') return { owner: unit.dir, kind: 'release' };
   if (unit?.kind === 'cluster-stage') return { owner: unit.clusterDir, kind: 'cluster', stage: unit.stage };
+  if (unit?.kind === 'cluster-layer') return { owner: unit.clusterDir, kind: 'cluster', stage: `layers/${unit.layer}` };
   return undefined;
 }
 
@@ -165,6 +166,6 @@ export function summarizeChanges(changes: TreeChanges, inputDigest: string): Cha
   for (const shared of changes.shared ?? []) lines.push(`- Shared object ${shared.path} ${shared.change}`);
   for (const provider of changes.providers ?? []) lines.push(`- ${describeProviderChange(provider)}`);
   for (const cluster of requested) lines.push(`- Cluster ${cluster.namespace}/${cluster.name} for ClusterRequests ${cluster.change}`);
-  for (const entry of changes.withheld) lines.push(`- Withheld ${entry.kind} ${entry.namespace}/${entry.name}: ${entry.reason}${entry.previousKept ? ' (previous output kept)' : ''}`);
+  for (const entry of changes.withheld) lines.push(`- Withheld ${entry.kind} ${entry.namespace}/${entry.name}${entry.layer ? ` layer ${entry.layer}` : ''}: ${entry.reason}${entry.previousKept ? ' (previous output kept)' : ''}`);
   return { title, body: lines.join('\n'), trailers: { [INPUT_DIGEST_TRAILER]: inputDigest } };
 }

@@ -6,6 +6,7 @@
 //   management/<namespace>/<release>/...           one unit per kept release (ClusterClass side)
 //   management/<namespace>/shared/...              objects several kept releases render, written once
 //   clusters/<namespace>/<cluster>/<stage>/...     one unit per addon stage of a workload cluster
+//   clusters/<namespace>/<cluster>/layers/<layer>/ one unit per addon layer (AddonsLayer) of a cluster
 //   management/providers/<kind>-<name>/...         one Cluster API provider's components
 //   management/_cluster-requests/profiles/...      ClusterProfiles (with --scheduler-config)
 //   management/_cluster-requests/clusters/<ns>/... Clusters created for ClusterRequests
@@ -15,6 +16,8 @@ export const README_FILE = 'README.md';
 export const KUSTOMIZATION_FILE = 'kustomization.yaml';
 export const MANAGEMENT_DIR = 'management';
 export const CLUSTERS_DIR = 'clusters';
+/** Below a cluster's directory: its addon layers, one directory each. */
+export const LAYERS_DIR = 'layers';
 /** Cluster API providers, beside the stacks' namespaces (a ClusterStack may not live in a namespace of this name). */
 export const PROVIDERS_DIR = `${MANAGEMENT_DIR}/providers`;
 
@@ -83,10 +86,22 @@ export function stageDir(namespace: string, cluster: string, stage: string): str
   return `${clusterDir(namespace, cluster)}/${stage}`;
 }
 
+/** The unit directory of one addon layer of a cluster. */
+export function layerDir(namespace: string, cluster: string, layer: string): string {
+  return `${clusterDir(namespace, cluster)}/${LAYERS_DIR}/${layer}`;
+}
+
+/** Whether a path lies in a cluster's layers (`clusters/<ns>/<cluster>/layers/...`). */
+export function isLayerPath(file: string): boolean {
+  const parts = file.split('/');
+  return parts[0] === CLUSTERS_DIR && parts[3] === LAYERS_DIR && parts.length >= 5;
+}
+
 /** What a path of the tree belongs to: a release unit or a cluster stage unit; undefined outside units. */
 export type TreeUnitPath =
   | { kind: 'release'; dir: string; namespace: string; release: string }
-  | { kind: 'cluster-stage'; dir: string; namespace: string; cluster: string; stage: string; clusterDir: string };
+  | { kind: 'cluster-stage'; dir: string; namespace: string; cluster: string; stage: string; clusterDir: string }
+  | { kind: 'cluster-layer'; dir: string; namespace: string; cluster: string; layer: string; clusterDir: string };
 
 /** The unit a file (or a unit directory) belongs to. */
 export function unitOfPath(file: string): TreeUnitPath | undefined {
@@ -96,16 +111,20 @@ export function unitOfPath(file: string): TreeUnitPath | undefined {
   if (parts[0] === MANAGEMENT_DIR && parts.length >= 3) {
     return { kind: 'release', dir: parts.slice(0, 3).join('/'), namespace: parts[1]!, release: parts[2]! };
   }
-  if (parts[0] === CLUSTERS_DIR && parts.length >= 4) {
+  if (isLayerPath(file)) {
+    return { kind: 'cluster-layer', dir: parts.slice(0, 5).join('/'), namespace: parts[1]!, cluster: parts[2]!, layer: parts[4]!, clusterDir: parts.slice(0, 3).join('/') };
+  }
+  if (parts[0] === CLUSTERS_DIR && parts.length >= 4 && parts[3] !== LAYERS_DIR) {
     return { kind: 'cluster-stage', dir: parts.slice(0, 4).join('/'), namespace: parts[1]!, cluster: parts[2]!, stage: parts[3]!, clusterDir: parts.slice(0, 3).join('/') };
   }
   return undefined;
 }
 
-/** The unit directory a file belongs to (`management/<ns>/<release>`, `clusters/<ns>/<cluster>/<stage>`); undefined for other files. */
+/** The unit directory a file belongs to (`management/<ns>/<release>`, `clusters/<ns>/<cluster>/<stage>`, `.../layers/<layer>`); undefined for other files. */
 export function unitDirOf(file: string): string | undefined {
   if (inClusterRequestsDir(file)) return undefined;
   const parts = file.split('/');
+  if (isLayerPath(file)) return parts.length >= 6 ? parts.slice(0, 5).join('/') : undefined;
   // A file, not the directory itself: one level below the unit directory at least.
   if (file.startsWith(`${PROVIDERS_DIR}/`)) return undefined;
   if (parts[0] === MANAGEMENT_DIR && parts.length >= 4) return parts.slice(0, 3).join('/');
@@ -116,10 +135,12 @@ export function unitDirOf(file: string): string | undefined {
 /**
  * The directories whose kustomization aggregates `dir`'s: `management/` and `management/<ns>/`
  * (all of it goes to one cluster); under `clusters/` only a cluster's own directory aggregates its
- * stages (different clusters are different targets).
+ * stages (different clusters are different targets), and nothing aggregates a layer.
  */
 export function aggregatingDirs(dir: string): string[] {
   const parts = dir.split('/');
+  // A layer is applied on its own (after its dependencies, unless on hold): nothing aggregates it.
+  if (isLayerPath(dir)) return [];
   const from = parts[0] === MANAGEMENT_DIR ? 1 : parts[0] === CLUSTERS_DIR ? 3 : parts.length;
   const dirs: string[] = [];
   for (let depth = parts.length - 1; depth >= from; depth -= 1) dirs.push(parts.slice(0, depth).join('/'));

@@ -7,6 +7,7 @@ import { type AvailableRelease, type ReleaseDecision, type Resolution, resolveRe
 import { formatDotVersion } from '../core/stack-version.js';
 import { classifyInputs, type Inputs } from '../inputs/classify-inputs.js';
 import type { ParsedManifests } from '../inputs/parse-manifests.js';
+import { type LayerPlan, planLayers } from '../layers/plan-layers.js';
 import { loadRelease, type ReleaseContent } from '../release/load-release.js';
 import { type ReleaseListing, type ReleaseSource, ReleaseSourceError } from '../sources/release-source.js';
 import { UnsafeArchiveError } from '../release/safe-extract.js';
@@ -23,6 +24,8 @@ export interface PlanOptions {
   /** Where archives are extracted (content-addressed). */
   workDir: string;
   onWarning?: (message: string) => void;
+  /** The repository AddonsLayer `spec.source.path`s are relative to (default: the Git work tree holding each layer's file). */
+  layerRoot?: string;
   /** Fetches Cluster API provider releases; by default through `openSource` and a cache in `workDir`. */
   providerFetcher?: ProviderFetcher;
 }
@@ -46,6 +49,8 @@ export interface Plan {
   /** Problems with the inputs (invalid or duplicate objects), each also stopping that object. */
   problems: Problem[];
   warnings: string[];
+  /** Addon layers, when the inputs have AddonsLayers. */
+  layers?: LayerPlan;
   /** Cluster API providers (operator.cluster.x-k8s.io objects), when the inputs hold any. */
   providers?: ProviderPlan;
 }
@@ -176,6 +181,13 @@ export async function buildPlan(options: PlanOptions): Promise<Plan> {
     for (const { object: stack, source } of inputs.clusterStacks.filter((sourced) => sourced.object.metadata.namespace === providersNamespace)) {
       problems.push({ source, object: `ClusterStack ${providersNamespace}/${stack.metadata.name}`, message: `lives in namespace "${providersNamespace}", whose output directory (${PROVIDERS_DIR}/) holds the Cluster API providers; move the ClusterStack to another namespace` });
     }
+  }
+  const contentOf = (cluster: { stack?: { namespace: string }; namespace: string; release?: string }) => loadedRelease({ releases }, cluster.stack?.namespace ?? cluster.namespace, cluster.release)?.content;
+  const layers = await planLayers(inputs.addonsLayers, resolution.clusters, contentOf, options.layerRoot);
+  if (layers) {
+    plan.layers = layers;
+    problems.push(...layers.problems);
+    for (const note of layers.resolution.notes) warn(note);
   }
   return plan;
 }

@@ -20,10 +20,39 @@ export interface PlanReport {
     addonVersion: string | null;
     problems: string[];
   }[];
+  /** Addon layers per cluster (only when the inputs have AddonsLayers). */
+  layers?: PlanLayer[];
   problems: string[];
   warnings: string[];
   /** Cluster API providers, when the inputs hold any. */
   providers?: { kind: string; namespace: string; name: string; version: string; pinned: boolean; contract: string | null; source: string | null; problems: string[] }[];
+}
+
+export interface PlanLayer {
+  namespace: string;
+  cluster: string;
+  layer: string;
+  version: string;
+  /** `render`, `hold` (rendered suspended), or why not: `K8sVersion`, `ApplyPending` (Kraan's state names). */
+  state: 'render' | 'hold' | 'K8sVersion' | 'ApplyPending';
+  reason?: string;
+  after: string[];
+  waitingOn: string[];
+}
+
+function planLayers(plan: Plan): PlanLayer[] {
+  return (plan.layers?.resolution.clusters ?? []).flatMap((cluster) =>
+    cluster.layers.map((decision) => ({
+      namespace: cluster.namespace,
+      cluster: cluster.name,
+      layer: decision.layer,
+      version: decision.version,
+      state: decision.withheld?.state ?? (decision.hold ? 'hold' : 'render'),
+      ...(decision.withheld ? { reason: decision.withheld.reason } : {}),
+      after: [...(decision.afterStack ? ['cluster-stack'] : []), ...decision.dependsOn.map((d) => `${d.layer}@${d.version}`)],
+      waitingOn: decision.waitingOn,
+    })),
+  );
 }
 
 export function planReport(plan: Plan): PlanReport {
@@ -55,6 +84,7 @@ export function planReport(plan: Plan): PlanReport {
         addonVersion: (cluster.release && loadedRelease(plan, cluster.stack?.namespace ?? cluster.namespace, cluster.release)?.content?.metadata.clusterAddonVersion) || null,
         problems: cluster.problems.map(formatProblem),
       })),
+    ...(plan.layers ? { layers: planLayers(plan) } : {}),
     problems: plan.problems.map(formatProblem),
     warnings: plan.warnings,
   };
@@ -113,6 +143,13 @@ export function formatPlanReport(report: PlanReport): string {
     const rows = [['CLUSTER', 'RELEASE', 'ADDONS', 'PROBLEMS']];
     for (const cluster of report.clusters) {
       rows.push([`${cluster.namespace}/${cluster.name}`, cluster.release ?? '-', cluster.addonVersion ?? '-', cluster.problems.length > 0 ? cluster.problems.join('; ') : '-']);
+    }
+    out.push(table(rows), '');
+  }
+  if (report.layers && report.layers.length > 0) {
+    const rows = [['CLUSTER', 'LAYER', 'VERSION', 'STATE', 'AFTER', 'WHY / WAITING ON']];
+    for (const layer of report.layers) {
+      rows.push([`${layer.namespace}/${layer.cluster}`, layer.layer, layer.version, layer.state, layer.after.join(', ') || '-', layer.reason ?? (layer.waitingOn.length > 0 ? layer.waitingOn.join(', ') : '-')]);
     }
     out.push(table(rows), '');
   }

@@ -19,7 +19,7 @@ function refuse(label: string, message: string): InputError {
  * under it: every symbolic link must resolve inside the release, and only regular files and
  * directories may be reached. `label` names the entry in messages (`<release>/<entry>`).
  */
-export async function assertInsideRelease(entry: string, root: string, label: string): Promise<void> {
+export async function assertInsideRelease(entry: string, root: string, label: string, what: 'release' | 'repository' = 'release'): Promise<void> {
   const realRoot = await realpath(root);
   const visited = new Set<string>();
   const check = async (file: string, shown: string): Promise<void> => {
@@ -31,11 +31,11 @@ export async function assertInsideRelease(entry: string, root: string, label: st
       } catch {
         throw refuse(shown, 'is a symbolic link to something that does not exist');
       }
-      if (!isInside(target, realRoot)) throw refuse(shown, `is a symbolic link to ${target}, outside the release; releases may only link within themselves`);
+      if (!isInside(target, realRoot)) throw refuse(shown, `is a symbolic link to ${target}, outside the ${what}; ${what === 'release' ? 'releases may only link within themselves' : 'copy the file into the repository instead of linking to it'}`);
     }
     const info = own.isSymbolicLink() ? await stat(file) : own;
     if (info.isFile()) return;
-    if (!info.isDirectory()) throw refuse(shown, 'is not a regular file or directory (a device, pipe or socket); releases hold files only');
+    if (!info.isDirectory()) throw refuse(shown, 'is not a regular file or directory (a device, pipe or socket); only files and directories are read');
     const real = await realpath(target);
     // A directory reached twice (two links to it, or a link back up) is checked once.
     if (visited.has(real)) return;

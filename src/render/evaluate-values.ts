@@ -51,7 +51,7 @@ export async function evaluateUnitValues(units: PendingUnit[], before: Map<strin
     }
   }
   const valuesFailures: Provenance['valuesFailures'] = units
-    .filter((unit) => unit.record.kind === 'cluster-stage' && failedClusters.has(ownerKey(unit)))
+    .filter((unit) => unit.record.kind !== 'release' && failedClusters.has(ownerKey(unit)))
     .map((unit) => ({ dir: unit.record.dir, inputDigest: unit.record.inputDigest, reason: failedClusters.get(ownerKey(unit))! }))
     .sort((a, b) => a.dir.localeCompare(b.dir));
   return { reused, failedClusters, valuesFailures };

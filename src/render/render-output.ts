@@ -23,7 +23,8 @@ import { type SecretPolicy, SecretRefusedError } from './secret-policy.js';
 import { findReleaseConflicts, findStageConflicts, handoverNotes, placeSharedObjects } from './shared-objects.js';
 import { buildProvenance, buildSummary } from './tree-records.js';
 import { type AnnotationsFor, unitFiles, type UnitFiles } from './unit-files.js';
-import { keepPreviousOutput, withholdConflicts, withholdFailedUnits } from './withhold-units.js';
+import { layerUnits } from './layer-units.js';
+import { keepPreviousOutput, withholdConflicts, withholdFailedUnits, withholdStrandedLayers } from './withhold-units.js';
 import { readProvenance } from '../output/provenance.js';
 import { renderProviders } from '../providers/render-providers.js';
 
@@ -72,15 +73,19 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
   const secretsPart = secretsDigestPart(options.secrets, options.encryption);
   const lastModified = sopsTimestamp(options.renderTime ?? 0);
   const { units, clusterUnits, withheld } = planUnits(plan, { secrets: options.secrets, ...(options.encryption ? { encryption: options.encryption } : {}), ...(options.managementAnnotations ? { managementAnnotations: options.managementAnnotations.id } : {}) });
+  const layers = layerUnits(plan, secretsPart);
+  units.push(...layers.units);
+  withheld.push(...layers.withheld);
 
   // Encrypted files edited by hand since we wrote them are not reused: they are encrypted again from the render.
   const handEdited = new Map(units.map((unit) => [unit.record.dir, handEditedSecrets(before.get(unit.record.dir), options.previous)] as const).filter(([, files]) => files.length > 0));
   const { reused, failedClusters, valuesFailures } = await evaluateUnitValues(units, before, failedBefore, options.previous, deps, new Set(handEdited.keys()));
   // A cluster with any failing stage is withheld whole: half an addon set is worse than the old one.
-  const active = units.filter((unit) => unit.record.kind !== 'cluster-stage' || !failedClusters.has(ownerKey(unit)));
+  // A layer's values fail for that layer alone (its key is namespace/cluster/layers/<layer>).
+  const active = units.filter((unit) => unit.record.kind === 'release' || !failedClusters.has(ownerKey(unit)));
   for (const [key, reason] of failedClusters) {
-    const [namespace, name] = key.split('/') as [string, string];
-    withheld.push({ kind: 'cluster', namespace, name, reason, previousKept: false });
+    const [namespace, name, , layer] = key.split('/') as [string, string, string?, string?];
+    withheld.push(layer ? { kind: 'layer', namespace, name, layer, reason, previousKept: false } : { kind: 'cluster', namespace, name, reason, previousKept: false });
   }
 
   // Render what changed; reuse what did not (including charts that generate random data).
@@ -90,6 +95,8 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
   const unitFailures = new Map<PendingUnit, string>();
   const progress = progressTracker(active, options.onProgress);
   let unitsRendered = 0;
+  // Units rendered in this run; one withheld afterwards (its cluster or a dependency failed) is neither published nor reused.
+  const fresh = new Set<string>();
   await Promise.all(
     active.map(async (unit) => {
       const values = [...unit.values, ...(unit.extraValues ? [unit.extraValues] : [])];
@@ -104,7 +111,7 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
       if (!files) {
         let output: string;
         try {
-          output = await deps.renderChart({ releaseName: unit.releaseName, chart: unit.chart, namespace: unit.renderNamespace, kubeVersion: unit.kubeVersion, values, includeCrds: unit.includeCrds });
+          output = unit.manifests ?? (await deps.renderChart({ releaseName: unit.releaseName, chart: unit.chart, namespace: unit.renderNamespace, kubeVersion: unit.kubeVersion, values, includeCrds: unit.includeCrds }));
         } catch (error) {
           // The chart failed for this unit (a template error, a `fail`): withhold the unit alone.
           if (failureKindOf(error) !== 'fix-input') throw error;
@@ -112,6 +119,7 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
           return;
         }
         unitsRendered += 1;
+        fresh.add(unit.record.dir);
         let result: UnitFiles;
         try {
           result = unitFiles(output, unit, options.secrets, options.managementAnnotations?.annotationsFor);
@@ -144,6 +152,8 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
   withholdConflicts(conflicts(), rendered, records, withheld);
   keepPreviousOutput(withheld, before, options.previous, rendered, records);
   if (withheld.some((entry) => entry.previousKept)) withholdConflicts(conflicts(), rendered, records, withheld);
+  // A layer whose dependency (or the stack's addons) ended up with nothing in the tree waits too.
+  if (withholdStrandedLayers(rendered, records, withheld)) keepPreviousOutput(withheld, before, options.previous, rendered, records);
 
   const placement = placeSharedObjects(records, rendered);
   const placed = placement.records.sort((a, b) => a.dir.localeCompare(b.dir));
@@ -152,7 +162,7 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
   for (const [dir, files] of providers.rendered) placement.rendered.set(dir, files);
   withheld.push(...providers.withheld);
 
-  withheld.sort((a, b) => `${a.kind}/${a.namespace}/${a.name}`.localeCompare(`${b.kind}/${b.namespace}/${b.name}`));
+  withheld.sort((a, b) => `${a.kind}/${a.namespace}/${a.name}/${a.layer ?? ''}`.localeCompare(`${b.kind}/${b.namespace}/${b.name}/${b.layer ?? ''}`));
   const provenance = buildProvenance(plan, placed, withheld, valuesFailures, providers.records, placement.sharedObjects);
   const summary = buildSummary(plan, placed, withheld, provenance.inputDigest, clusterUnits, placement.sharedObjects);
   if (providers.records.length > 0) summary.providers = providers.records.map(({ kind, namespace, name, version, contract, source, dir }) => ({ kind, namespace, name, version, contract, source, dir }));
@@ -171,7 +181,7 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
     const renderedAgain = recordOf.has(dir) && recordOf.get(dir)!.secrets !== before.get(dir)?.secrets;
     return files.map((file) => `${file} was changed since clusterstack encrypted it (edited by hand?); ${renderedAgain ? 'it was encrypted again from the render' : 'it is kept as it is while its unit is withheld'}`);
   });
-  return { tree, provenance, summary, withheld, notes: [...summary.notes, ...editWarnings], stats: { unitsRendered, unitsReused: placed.length - unitsRendered } };
+  return { tree, provenance, summary, withheld, notes: [...summary.notes, ...editWarnings], stats: { unitsRendered, unitsReused: placed.filter((record) => !fresh.has(record.dir)).length } };
 }
 
 /** Counts finished releases and clusters (a cluster when its last stage is done) for onProgress. */
@@ -186,7 +196,7 @@ function progressTracker(active: PendingUnit[], onProgress: RenderOptions['onPro
   for (const unit of active) if (unit.record.kind === 'cluster-stage') stagesLeft.set(ownerKey(unit), (stagesLeft.get(ownerKey(unit)) ?? 0) + 1);
   return (unit) => {
     if (unit.record.kind === 'release') progress.releasesDone += 1;
-    else {
+    else if (unit.record.kind === 'cluster-stage') {
       const left = (stagesLeft.get(ownerKey(unit)) ?? 1) - 1;
       stagesLeft.set(ownerKey(unit), left);
       if (left === 0) progress.clustersDone += 1;

@@ -35,6 +35,8 @@ export interface PendingUnit {
   extraValues?: Record<string, unknown>;
   template?: { text: string; origin: string; context: ValuesTemplateItem['context'] };
   values: Record<string, unknown>[];
+  /** Plain manifests (an addon layer's directory): used as they are, instead of rendering `chart`. */
+  manifests?: string;
 }
 
 
@@ -88,9 +90,10 @@ export function planUnits(plan: Plan, settings: UnitSettings): { units: PendingU
   return { units, clusterUnits, withheld };
 }
 
-/** The `namespace/name` of a unit's cluster (or release). */
+/** The `namespace/name` of a unit's cluster (or release); a layer's is `namespace/cluster/layers/<layer>` (it fails alone). */
 export function ownerKey(unit: PendingUnit): string {
-  return `${unit.record.namespace}/${unit.record.name}`;
+  const key = `${unit.record.namespace}/${unit.record.name}`;
+  return unit.record.layer ? `${key}/layers/${unit.record.layer.name}` : key;
 }
 
 /** Removes fields that change on every write but say nothing about the object's content. */
@@ -140,12 +143,18 @@ function releaseUnit(stack: StackResolution, content: ReleaseContent, settings: 
   };
 }
 
-function addonUnits(cluster: ClusterResolution, stack: StackResolution, content: ReleaseContent, others: KubeObject[], secrets: unknown): PendingUnit[] {
-  const context: ValuesTemplateItem['context'] = { Cluster: stableContext(cluster.cluster) };
-  const controlPlane = findReferenced(cluster.cluster.spec?.controlPlaneRef, cluster.cluster, others);
-  const infraCluster = findReferenced(cluster.cluster.spec?.infrastructureRef, cluster.cluster, others);
+/** What a Cluster's values templates see: .Cluster, .ControlPlane and .InfraCluster (when given). */
+export function clusterContext(cluster: CapiCluster, others: KubeObject[]): ValuesTemplateItem['context'] {
+  const context: ValuesTemplateItem['context'] = { Cluster: stableContext(cluster) };
+  const controlPlane = findReferenced(cluster.spec?.controlPlaneRef, cluster, others);
+  const infraCluster = findReferenced(cluster.spec?.infrastructureRef, cluster, others);
   if (controlPlane) context.ControlPlane = stableContext(controlPlane);
   if (infraCluster) context.InfraCluster = stableContext(infraCluster);
+  return context;
+}
+
+function addonUnits(cluster: ClusterResolution, stack: StackResolution, content: ReleaseContent, others: KubeObject[], secrets: unknown): PendingUnit[] {
+  const context = clusterContext(cluster.cluster, others);
   const kubeVersion = content.metadata.kubernetesVersion;
   const addonVersion = content.metadata.clusterAddonVersion;
   const spec = stack.stack.spec;

@@ -8,6 +8,7 @@ import { releaseDir } from '../output/tree-layout.js';
 import { loadedRelease, type Plan } from '../plan/build-plan.js';
 import { sha256Digest } from '../release/content-digest.js';
 import { canonicalJson } from './canonical-json.js';
+import { summarizeLayers } from './layer-summary.js';
 import { type PendingUnit, stableContext } from './render-units.js';
 import { describeIdentity } from './shared-objects.js';
 
@@ -29,6 +30,7 @@ export function buildProvenance(plan: Plan, units: UnitRecord[], withheld: Withh
     ...plan.inputs.providerReleases.map((p) => p.object),
     ...plan.inputs.providers.map((p) => p.object as KubeObject),
     ...plan.inputs.others.map((o) => o.object),
+    ...plan.inputs.addonsLayers.map((l) => l.object as unknown as KubeObject),
   ];
   const inputs = objects
     .map((object) => ({ kind: `${groupOf(object.apiVersion) || 'core'}/${object.kind}`, namespace: object.metadata.namespace ?? 'default', name: object.metadata.name, digest: sha256Digest(canonicalJson(withoutSecretData(stableContext(object)))) }))
@@ -47,6 +49,7 @@ export function buildProvenance(plan: Plan, units: UnitRecord[], withheld: Withh
 export function buildSummary(plan: Plan, records: UnitRecord[], withheld: WithheldEntry[], inputDigest: string, clusterUnits: Map<string, PendingUnit[]>, sharedObjects: SharedObjectRecord[] = []): RenderSummary {
   const published = new Set(records.map((record) => record.dir));
   const withheldKeys = new Map(withheld.map((entry) => [`${entry.kind}/${entry.namespace}/${entry.name}`, entry]));
+  const layers = summarizeLayers(plan, records, withheld);
   return {
     inputDigest,
     stacks: plan.resolution.clusterStacks.map((stack) => ({
@@ -78,6 +81,7 @@ export function buildSummary(plan: Plan, records: UnitRecord[], withheld: Withhe
           status: entry ? (entry.previousKept ? 'withheld, previous output kept' : 'withheld') : 'rendered',
         };
       }),
+    ...(layers ? { layers } : {}),
     withheld,
     sharedObjects: sharedObjects.map((shared) => ({ path: shared.path, object: describeIdentity(shared), renderedBy: shared.renderedBy })),
     notes: records.flatMap((record) => (record.notes ?? []).map((note) => `${record.dir}: ${note}`)),

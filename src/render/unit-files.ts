@@ -19,7 +19,12 @@ export interface UnitFiles {
 
 /** One unit's helm output as files; throws SecretRefusedError when the policy refuses an object. */
 export function unitFiles(output: string, unit: PendingUnit, policy: SecretPolicy, annotationsFor?: AnnotationsFor): UnitFiles {
-  const subject = unit.record.kind === 'release' ? `release ${unit.record.release}` : `Cluster ${unit.record.namespace}/${unit.record.name} (stage ${unit.record.stage}, release ${unit.record.release})`;
+  const subject =
+    unit.record.kind === 'release'
+      ? `release ${unit.record.release}`
+      : unit.record.layer
+        ? `Cluster ${unit.record.namespace}/${unit.record.name} (layer ${unit.record.layer.name}@${unit.record.layer.version})`
+        : `Cluster ${unit.record.namespace}/${unit.record.name} (stage ${unit.record.stage}, release ${unit.record.release})`;
   const reading = readManifests(output, `${unit.chart.origin} for ${subject}`);
   if (reading.problems.length > 0) return { files: new Map(), problems: reading.problems, notes: [], secrets: [] };
   const placed = placeObjects(reading.objects, {

@@ -3,7 +3,7 @@
 // for it stays. Withholding never prunes.
 import type { UnitRecord, WithheldEntry } from '../output/provenance.js';
 import type { RenderedTree } from '../output/rendered-tree.js';
-import { clusterDir, releaseDir } from '../output/tree-layout.js';
+import { clusterDir, isLayerPath, layerDir, releaseDir } from '../output/tree-layout.js';
 import { previousFiles } from './previous-output.js';
 import type { PendingUnit } from './render-units.js';
 import type { ObjectConflict } from './shared-objects.js';
@@ -13,31 +13,65 @@ import type { ObjectConflict } from './shared-objects.js';
  * whole (half an addon set is worse than the old one). Their previous output is kept later.
  */
 export function withholdFailedUnits(failures: Map<PendingUnit, string>, rendered: Map<string, Map<string, string>>, records: UnitRecord[], withheld: WithheldEntry[]): void {
-  const reasons = new Map<string, { kind: WithheldEntry['kind']; namespace: string; name: string; reasons: string[] }>();
+  const reasons = new Map<string, { kind: WithheldEntry['kind']; namespace: string; name: string; layer?: string; reasons: string[] }>();
   for (const [unit, reason] of failures) {
-    const kind = unit.record.kind === 'release' ? 'release' : 'cluster';
-    const key = `${kind}/${unit.record.namespace}/${unit.record.name}`;
-    const entry = reasons.get(key) ?? { kind, namespace: unit.record.namespace, name: unit.record.name, reasons: [] };
-    entry.reasons.push(unit.record.kind === 'release' ? reason : `stage ${unit.record.stage}: ${reason}`);
+    const layer = unit.record.layer?.name;
+    const kind = unit.record.kind === 'release' ? 'release' : layer ? 'layer' : 'cluster';
+    const key = `${kind}/${unit.record.namespace}/${unit.record.name}/${layer ?? ''}`;
+    const entry = reasons.get(key) ?? { kind, namespace: unit.record.namespace, name: unit.record.name, ...(layer ? { layer } : {}), reasons: [] };
+    entry.reasons.push(kind === 'cluster' ? `stage ${unit.record.stage}: ${reason}` : reason);
     reasons.set(key, entry);
   }
   for (const entry of reasons.values()) {
-    const prefix = entry.kind === 'release' ? undefined : `${clusterDir(entry.namespace, entry.name)}/`;
+    const dirs = ownDirs(entry, records.map((record) => record.dir));
     for (let index = records.length - 1; index >= 0; index -= 1) {
       const record = records[index]!;
-      const matches = prefix ? record.dir.startsWith(prefix) : record.kind === 'release' && record.namespace === entry.namespace && record.name === entry.name;
-      if (!matches) continue;
+      if (!dirs.includes(record.dir)) continue;
       rendered.delete(record.dir);
       records.splice(index, 1);
     }
-    withheld.push({ kind: entry.kind, namespace: entry.namespace, name: entry.name, reason: entry.reasons.sort().join('; '), previousKept: false });
+    withheld.push({ kind: entry.kind, namespace: entry.namespace, name: entry.name, ...(entry.layer ? { layer: entry.layer } : {}), reason: entry.reasons.sort().join('; '), previousKept: false });
   }
+}
+
+/** The unit directories a withheld entry stands for: a release's, a cluster's stages (not its layers), or one layer's. */
+function ownDirs(entry: { kind: WithheldEntry['kind']; namespace: string; name: string; layer?: string }, dirs: Iterable<string>): string[] {
+  if (entry.kind === 'release') return [releaseDir(entry.namespace, entry.name)];
+  if (entry.kind === 'layer') return [layerDir(entry.namespace, entry.name, entry.layer ?? '')];
+  if (entry.kind !== 'cluster') return [];
+  const prefix = `${clusterDir(entry.namespace, entry.name)}/`;
+  return [...dirs].filter((dir) => dir.startsWith(prefix) && !isLayerPath(dir));
+}
+
+/**
+ * Withholds layers whose dependencies have nothing in the tree after rendering (a dependency that
+ * failed, or the stack's addons withheld with no previous output): the engine would wait for them
+ * forever. Returns whether it withheld any.
+ */
+export function withholdStrandedLayers(rendered: Map<string, Map<string, string>>, records: UnitRecord[], withheld: WithheldEntry[]): boolean {
+  let changed = false;
+  const layers = records.filter((record) => record.layer).sort((a, b) => a.layer!.depth - b.layer!.depth);
+  for (const record of layers) {
+    const { layer } = record;
+    const missing: string[] = [];
+    for (const dependency of layer!.dependsOn) {
+      if (!rendered.has(layerDir(record.namespace, record.name, dependency.layer))) missing.push(`${dependency.layer}@${dependency.version} is withheld on this Cluster`);
+    }
+    const stackPrefix = `${clusterDir(record.namespace, record.name)}/`;
+    if (layer!.afterStack && ![...rendered.keys()].some((dir) => dir.startsWith(stackPrefix) && !isLayerPath(dir))) missing.push("the cluster stack's addons are withheld on this Cluster");
+    if (missing.length === 0) continue;
+    rendered.delete(record.dir);
+    records.splice(records.indexOf(record), 1);
+    withheld.push({ kind: 'layer', namespace: record.namespace, name: record.name, layer: layer!.name, reason: `${layer!.name} waits: ${missing.join('; ')}`, previousKept: false });
+    changed = true;
+  }
+  return changed;
 }
 
 /** Puts back the previous output of withheld units that were published before, marking them so. */
 export function keepPreviousOutput(withheld: WithheldEntry[], before: Map<string, UnitRecord>, previous: RenderedTree, rendered: Map<string, Map<string, string>>, records: UnitRecord[]): void {
   for (const entry of withheld) {
-    const dirs = entry.kind === 'release' ? [releaseDir(entry.namespace, entry.name)] : [...before.keys()].filter((dir) => dir.startsWith(`${clusterDir(entry.namespace, entry.name)}/`));
+    const dirs = ownDirs(entry, before.keys());
     for (const dir of dirs) {
       const old = before.get(dir);
       const files = previousFiles(old, previous);

@@ -40,6 +40,17 @@ describe('deploy/', () => {
     expect(argoSecrets).toMatchObject({ kind: 'Role', metadata: { namespace: 'argocd' } });
   });
 
+  it('grants a controller with --layer-root what it reads and writes of AddonsLayers, cluster-wide (deploy/layers)', () => {
+    const [layerRole, binding] = docs('layers/rbac.yaml');
+    const layerRules = layerRole!['rules'] as Rule[];
+    for (const kind of Controller.watchedKinds('flux', { layers: true }).filter((k) => k.group === 'kraan.io')) {
+      for (const verb of ['list', 'watch', 'get']) expect(allows(layerRules, kind.group, kind.plural, verb)).toBe(true);
+      expect(allows(layerRules, kind.group, `${kind.plural}/status`, 'patch')).toBe(true);
+      expect(allows(rules, kind.group, kind.plural, 'list')).toBe(false);
+    }
+    expect(binding).toMatchObject({ kind: 'ClusterRoleBinding', roleRef: { kind: 'ClusterRole', name: layerRole!.metadata.name }, subjects: [{ name: 'clusterstack-gitops-controller', namespace: 'clusterstack-system' }] });
+  });
+
   it('grants the namespaced variant the same rules, as a Role in the watched namespace', () => {
     const [role, binding] = docs('namespaced/role.yaml');
     expect(role).toMatchObject({ kind: 'Role', metadata: { namespace: 'cluster-stacks' } });

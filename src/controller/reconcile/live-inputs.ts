@@ -52,6 +52,8 @@ export interface InputSnapshot {
   providerReleases: KubeObject[];
   /** Control planes and infrastructure clusters the Clusters reference. */
   referenced: KubeObject[];
+  /** AddonsLayers (when the controller renders layers). */
+  layers?: KubeObject[];
   /** Cluster API provider objects (spec only is read). */
   capiProviders?: KubeObject[];
   /** openMCP ClusterRequests (with a scheduler configuration). */
@@ -104,6 +106,7 @@ export function manifestsFrom(snapshot: InputSnapshot): ParsedManifests {
     ...snapshot.clusters.map((cluster) => specOnly(cluster) as KubeObject),
     ...snapshot.providerReleases.map(providerReadiness),
     ...snapshot.referenced.map((object) => specOnly(object)),
+    ...(snapshot.layers ?? []).map((object) => specOnly(object)),
     ...(snapshot.capiProviders ?? []).map((object) => specOnly(object)),
     ...(snapshot.requests ?? []).map((object) => specOnly(object)),
   ];

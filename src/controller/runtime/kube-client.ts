@@ -12,6 +12,8 @@ export interface ResourceKind {
   group: string;
   version: string;
   plural: string;
+  /** False for cluster-scoped kinds (their namespace argument is ignored); default namespaced. */
+  namespaced?: boolean;
 }
 
 /** A failed API call: the HTTP status and the Status message, never headers or bodies with credentials. */
@@ -109,6 +111,7 @@ export function createKubeClient(options: KubeClientOptions): KubeClient {
   return {
     async get(kind, namespace, name) {
       try {
+        if (kind.namespaced === false) return (await custom.getClusterCustomObject({ group: kind.group, version: kind.version, plural: kind.plural, name })) as KubeObject;
         return (await custom.getNamespacedCustomObject({ ...kind, namespace, name })) as KubeObject;
       } catch (error) {
         if (httpStatusOf(error) === 404) return undefined;
@@ -141,6 +144,7 @@ export function createKubeClient(options: KubeClientOptions): KubeClient {
     },
     async patchStatus(kind, namespace, name, patch) {
       try {
+        if (kind.namespaced === false) return (await custom.patchClusterCustomObjectStatus({ group: kind.group, version: kind.version, plural: kind.plural, name, body: patch }, MERGE_PATCH())) as KubeObject;
         return (await custom.patchNamespacedCustomObjectStatus({ ...kind, namespace, name, body: patch }, MERGE_PATCH())) as KubeObject;
       } catch (error) {
         throw wrap(error, `patch status of ${describe(kind, namespace, name)}`);
