@@ -4,7 +4,8 @@
 // that is bounded and reported): the GitHub client has octokit's own plugins off (github-client.ts).
 import { open } from 'node:fs/promises';
 import path from 'node:path';
-import { createGitHubClient, type GitHubClient, GITHUB_API_URL, isRequestError } from '../github/github-client.js';
+import { createGitHubClient, type GitHubClient, isRequestError } from '../github/github-client.js';
+import { githubLocation } from '../github/github-location.js';
 import {
   type FetchedRelease,
   listingFromTags,
@@ -174,11 +175,10 @@ export class GitHubReleaseSource implements ReleaseSource {
     this.octokit = github.octokit;
     this.fetchImpl = github.fetch;
     this.baseUrl = github.baseUrl;
-    const printableBase = printableUrl(this.baseUrl).replace(/\/+$/, '');
-    this.printableBase = printableBase;
-    const isPublic = printableBase === GITHUB_API_URL;
-    this.location = isPublic ? `github:${this.owner}/${this.repo}` : `github:${this.owner}/${this.repo}@${printableBase}`;
-    this.sourceKey = `github:${this.owner.toLowerCase()}/${this.repo.toLowerCase()}@${printableBase}`;
+    const named = githubLocation(this.owner, this.repo, this.baseUrl);
+    this.printableBase = named.printableBase;
+    this.location = named.location;
+    this.sourceKey = named.sourceKey;
     this.clock = options.clock ?? (() => new Date());
     this.sleep = options.sleep ?? realSleep;
     this.totalTimeoutMs = options.totalTimeoutMs ?? 5 * 60 * 1000;
