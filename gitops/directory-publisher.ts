@@ -16,6 +16,7 @@
 // The directory must be empty, absent, or ours (our marker, or the provenance.json of an earlier
 // version that wrote the tree at the top); anything else is refused unless adopted explicitly.
 import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { lstat, mkdir, readdir, readFile, readlink, realpath, rename, rm, rmdir, stat, symlink, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import pLimit from 'p-limit';
@@ -74,9 +75,20 @@ async function scanFiles(root: string): Promise<RenderedTree> {
   };
   await walk('');
   paths.sort();
-  const contents = await pLimit(FILE_CONCURRENCY).map(paths, (file) => readFile(path.join(root, file), 'utf8'));
-  return new Map(paths.map((file, index) => [file, contents[index]!]));
+  // Read synchronously, a batch at a time with a yield between batches: a promise read costs four
+  // thread-pool round trips per file, and at tens of thousands of small files (a no-op render of a
+  // large fleet) that was most of the run (measured: 3,500 files in 0.22-0.36 s this way, 0.57-1.6 s
+  // with 32 promise reads in flight).
+  const tree: RenderedTree = new Map();
+  for (let start = 0; start < paths.length; start += SCAN_BATCH) {
+    for (const file of paths.slice(start, start + SCAN_BATCH)) tree.set(file, readFileSync(path.join(root, file), 'utf8'));
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  return tree;
 }
+
+/** Files read between two yields to the event loop (the controller keeps serving its watches). */
+const SCAN_BATCH = 256;
 
 /** A stable name for a tree: the same content always lands in the same directory. */
 function treeId(tree: RenderedTree): string {
