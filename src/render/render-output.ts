@@ -12,7 +12,7 @@ import { sha256Digest } from '../release/content-digest.js';
 import { failureKindOf } from '../core/failure.js';
 import { assembleTree } from './assemble-tree.js';
 import { canonicalJson } from './canonical-json.js';
-import { evaluateUnitValues } from './evaluate-values.js';
+import { evaluateUnitValues, valuesFailureRecords } from './evaluate-values.js';
 import { previousFiles, previousRecords } from './previous-output.js';
 import type { RenderDependencies } from './render-dependencies.js';
 import { ownerKey, type PendingUnit, planUnits } from './render-units.js';
@@ -56,23 +56,25 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
   const { units: before, failures: failedBefore } = previousRecords(options.previous);
   const { units, clusterUnits, withheld } = planUnits(plan, { secrets: options.secrets, ...(options.managementAnnotations ? { managementAnnotations: options.managementAnnotations.id } : {}) });
 
-  const { reused, failedClusters, valuesFailures } = await evaluateUnitValues(units, before, failedBefore, options.previous, deps);
-  // A cluster with any failing stage is withheld whole: half an addon set is worse than the old one.
-  const active = units.filter((unit) => unit.record.kind !== 'cluster-stage' || !failedClusters.has(ownerKey(unit)));
-  for (const [key, reason] of failedClusters) {
-    const [namespace, name] = key.split('/') as [string, string];
-    withheld.push({ kind: 'cluster', namespace, name, reason, previousKept: false });
-  }
+  // Values are evaluated in chunks while the charts of earlier chunks (and every release) render.
+  const { reused, failedClusters, ready } = evaluateUnitValues(units, before, failedBefore, options.previous, deps);
 
   // Render what changed; reuse what did not (including charts that generate random data).
   const rendered = new Map<string, Map<string, string>>();
   const records: UnitRecord[] = [];
   const refusals: SecretRefusedError[] = [];
   const unitFailures = new Map<PendingUnit, string>();
-  const progress = progressTracker(active, options.onProgress);
+  const progress = progressTracker(units, options.onProgress);
   let unitsRendered = 0;
   await Promise.all(
-    active.map(async (unit) => {
+    units.map(async (unit) => {
+      await ready.get(unit);
+      // A cluster with any failing stage is withheld whole: half an addon set is worse than the old
+      // one. Its stages share one values chunk, so none of them has rendered.
+      if (unit.record.kind === 'cluster-stage' && failedClusters.has(ownerKey(unit))) {
+        progress(unit);
+        return;
+      }
       const values = [...unit.values, ...(unit.extraValues ? [unit.extraValues] : [])];
       let renderDigest = sha256Digest(canonicalJson({ format: OUTPUT_FORMAT, chart: unit.chart.digest, values, kubeVersion: unit.kubeVersion, releaseName: unit.releaseName, namespace: unit.renderNamespace, includeCrds: unit.includeCrds, secrets: options.secrets, annotations: unit.annotated ? (options.managementAnnotations?.id ?? null) : null }));
       let files = reused.get(unit.record.dir);
@@ -112,6 +114,11 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
       progress(unit);
     }),
   );
+  for (const [key, reason] of failedClusters) {
+    const [namespace, name] = key.split('/') as [string, string];
+    withheld.push({ kind: 'cluster', namespace, name, reason, previousKept: false });
+  }
+  const valuesFailures = valuesFailureRecords(units, failedClusters);
   if (refusals.length > 0) {
     throw refusals.length === 1 ? refusals[0]! : new SecretRefusedError(refusals.map((r) => r.unit).join(', '), refusals.flatMap((r) => r.findings));
   }
