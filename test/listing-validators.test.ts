@@ -1,13 +1,18 @@
 // GitHub listings stay conditional across runs: the CLI, run twice as separate processes against the
 // fake GitHub, reads every page in full once; the second run asks with If-None-Match, is answered
 // 304 on every page and costs no rate limit. Stored validators are verified before use.
+import { createHash } from 'node:crypto';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { RegistryClient } from '../src/oci/registry-client.js';
 import { ListingValidators } from '../src/sources/listing-validators.js';
+import { createSourceOpener } from '../src/sources/open-release-source.js';
 import { removeCliBundle, runCliProcess } from './support/cli-process.js';
 import { tempDir } from './support/cli.js';
 import { type FakeGitHub, startFakeGitHub } from './support/fake-github/index.js';
+import { pushReleaseDirectory } from './support/registry/push-artifact.js';
+import { startRegistry } from './support/registry/index.js';
 
 const OWNER = 'org';
 const REPO = 'stacks';
@@ -111,5 +116,48 @@ describe('ListingValidators', () => {
     await writeFile(path.join(root, 'listings', file!), '{"schema":1,');
     expect(await store.get('https://registry.example.test/v2/stacks/tags/list')).toBeUndefined();
     expect(await readdir(path.join(root, 'listings'))).toEqual([]);
+  });
+});
+
+describe('OCI tag lists across runs', () => {
+  // Debian's docker-registry sends no ETag on tag lists; registries (and the caches in front of
+  // them) that do are modelled by a fetch that adds a content ETag and answers If-None-Match.
+  function etagFetch(log: { status: number; conditional: boolean }[]): typeof fetch {
+    return async (input, init) => {
+      const url = String(input instanceof Request ? input.url : input);
+      const response = await fetch(input, init);
+      if (!url.includes('/tags/list') || response.status !== 200) return response;
+      const body = await response.text();
+      const etag = `"${createHash('sha256').update(body).digest('hex').slice(0, 16)}"`;
+      const ifNoneMatch = new Headers(init?.headers).get('if-none-match');
+      const status = ifNoneMatch === etag ? 304 : 200;
+      log.push({ status, conditional: ifNoneMatch !== null });
+      const headers = new Headers(response.headers);
+      headers.set('etag', etag);
+      return status === 304 ? new Response(null, { status, headers }) : new Response(body, { status, headers });
+    };
+  }
+
+  it('asks for an unchanged tag list with If-None-Match in a later run and reuses the stored page on 304', async () => {
+    const registry = await startRegistry();
+    try {
+      const client = new RegistryClient({ registry: registry.host, plainHttp: true });
+      await pushReleaseDirectory(client, 'scs/stacks', 'docker-ferrol-1-30-v1', path.resolve('examples/quickstart/releases/docker-ferrol-1-30-v1'));
+      const cacheDir = await tempDir();
+      const log: { status: number; conditional: boolean }[] = [];
+      // Two openers on one cache directory: two runs.
+      const list = async (): Promise<string[]> => (await createSourceOpener({ cacheDir, plainHttp: true, fetch: etagFetch(log) })(`oci://${registry.host}/scs/stacks`).list()).releases.map((release) => release.tag);
+      expect(await list()).toEqual(['docker-ferrol-1-30-v1']);
+      expect(await list()).toEqual(['docker-ferrol-1-30-v1']);
+      expect(log).toEqual([
+        { status: 200, conditional: false },
+        { status: 304, conditional: true },
+      ]);
+      await pushReleaseDirectory(client, 'scs/stacks', 'docker-ferrol-1-30-v3', path.resolve('examples/quickstart/releases/docker-ferrol-1-30-v3'));
+      expect(await list()).toEqual(['docker-ferrol-1-30-v1', 'docker-ferrol-1-30-v3']);
+      expect(log.at(-1)).toEqual({ status: 200, conditional: true });
+    } finally {
+      await registry.stop();
+    }
   });
 });
