@@ -6,7 +6,7 @@ import { formatProblem, InputError } from '../core/problem.js';
 import { planReport, reportHasProblems, retryableProblems } from '../plan/plan-report.js';
 import { type WithheldEntry } from '../output/provenance.js';
 import { renderAndPublish as renderAndPublishTree } from '../pipeline/render-and-publish.js';
-import type { RenderProgress } from '../render/render-output.js';
+import { terminalProgress } from './render-progress.js';
 import { SECRET_POLICIES, type SecretPolicy } from '../render/secret-policy.js';
 import { type CliIo, EXIT_OK, RemoteFailureError, UsageError } from './cli-io.js';
 import { parseCommandLine } from './parse-command-line.js';
@@ -183,7 +183,8 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
 
   async function renderAndPublish(): Promise<number> {
     const previous = await publisher.readPrevious();
-    const showProgress = io.isTty && !values.json;
+    // Progress only for a person at a terminal: --json output is read by programs.
+    const progress = io.isTty && !values.json ? terminalProgress(io.stderr) : undefined;
     const run = await renderAndPublishTree(plan, previous, {
       renderer: helm,
       publish: (tree, change) => publisher.publish(tree, change),
@@ -195,9 +196,9 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
       ...(readmeTemplate !== undefined ? { readmeTemplate } : {}),
       ...(values['pull-request'] ? { pullRequest: prTemplate !== undefined ? { template: prTemplate } : {} } : {}),
       massDeletion: { allow: values['allow-mass-delete'], maxShare: config.maxDeleteShare },
-      ...(showProgress ? { onProgress: (progress: RenderProgress) => io.stderr(`\rrendering: releases ${progress.releasesDone}/${progress.releasesTotal}, clusters ${progress.clustersDone}/${progress.clustersTotal}   `) } : {}),
+      ...(progress ? { onProgress: progress.onProgress } : {}),
     });
-    if (showProgress) io.stderr('\n');
+    progress?.finish();
     if (run.status !== 'published') throw new Error('internal error: a CLI render was aborted');
     const { outcome, change, published: result } = run;
 

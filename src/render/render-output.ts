@@ -26,6 +26,11 @@ export interface RenderProgress {
   releasesTotal: number;
   clustersDone: number;
   clustersTotal: number;
+  /** Units finished (rendered, reused or withheld) of all units. */
+  unitsDone: number;
+  unitsTotal: number;
+  /** Of the finished units, those that went through helm: the ones whose pace predicts the rest. */
+  unitsRendered: number;
 }
 
 export interface RenderOptions {
@@ -80,6 +85,7 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
       let files = reused.get(unit.record.dir);
       const old = before.get(unit.record.dir);
       let notes = old?.notes;
+      let fresh = false;
       // Reused by input digest: values were not evaluated, so the old render digest still holds.
       if (files && old) renderDigest = old.renderDigest;
       else if (old && old.renderDigest === renderDigest) files = previousFiles(old, options.previous);
@@ -91,6 +97,7 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
           // The chart failed for this unit (a template error, a `fail`): withhold the unit alone.
           if (failureKindOf(error) !== 'fix-input') throw error;
           unitFailures.set(unit, (error as Error).message);
+          progress(unit, true);
           return;
         }
         unitsRendered += 1;
@@ -100,18 +107,21 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
         } catch (error) {
           if (!(error instanceof SecretRefusedError)) throw error;
           refusals.push(error);
+          progress(unit, true);
           return;
         }
         if (result.problems.length > 0) {
           unitFailures.set(unit, result.problems.join('; '));
+          progress(unit, true);
           return;
         }
         files = result.files;
         notes = result.notes.length > 0 ? result.notes : undefined;
+        fresh = true;
       }
       rendered.set(unit.record.dir, files);
       records.push({ ...unit.record, renderDigest, files: [...files.keys()].sort(), ...(notes ? { notes } : {}) });
-      progress(unit);
+      progress(unit, fresh);
     }),
   );
   for (const [key, reason] of failedClusters) {
@@ -134,16 +144,21 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
 }
 
 /** Counts finished releases and clusters (a cluster when its last stage is done) for onProgress. */
-function progressTracker(active: PendingUnit[], onProgress: RenderOptions['onProgress']): (unit: PendingUnit) => void {
+function progressTracker(active: PendingUnit[], onProgress: RenderOptions['onProgress']): (unit: PendingUnit, rendered?: boolean) => void {
   const progress: RenderProgress = {
     releasesDone: 0,
     releasesTotal: active.filter((u) => u.record.kind === 'release').length,
     clustersDone: 0,
     clustersTotal: new Set(active.filter((u) => u.record.kind === 'cluster-stage').map(ownerKey)).size,
+    unitsDone: 0,
+    unitsTotal: active.length,
+    unitsRendered: 0,
   };
   const stagesLeft = new Map<string, number>();
   for (const unit of active) if (unit.record.kind === 'cluster-stage') stagesLeft.set(ownerKey(unit), (stagesLeft.get(ownerKey(unit)) ?? 0) + 1);
-  return (unit) => {
+  return (unit, rendered = false) => {
+    progress.unitsDone += 1;
+    if (rendered) progress.unitsRendered += 1;
     if (unit.record.kind === 'release') progress.releasesDone += 1;
     else {
       const left = (stagesLeft.get(ownerKey(unit)) ?? 1) - 1;
