@@ -1,6 +1,8 @@
 // The layer rules of ARCHITECTURE.md, checked on the import graph of the source tree: no import
 // cycle anywhere; the core imports no renderer, publisher, pipeline, controller or CLI; the output
 // model imports nothing but itself; renderers import no publisher; publishers no controller or CLI.
+// Inside the controller: the runtime knows nothing about reconciling, and the desired state is
+// computed without the runtime's clients or the reconcilers.
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -50,6 +52,22 @@ const ALLOWED: Record<Layer, Layer[]> = {
   cli: ['core', 'output', 'renderers', 'gitops', 'pipeline', 'controller'],
   // The package entry (src/index.ts) re-exports the library API from every layer but the drivers.
   entry: ['core', 'output', 'renderers', 'gitops', 'pipeline'],
+};
+
+/** The controller's parts, by folder; `controller.ts` (the orchestration) may import them all. */
+type ControllerPart = 'runtime' | 'desired-state' | 'reconcile';
+
+function controllerPartOf(file: string): ControllerPart | undefined {
+  const match = /^src\/controller\/(runtime|desired-state|reconcile)\//.exec(file.split(path.sep).join('/'));
+  return match?.[1] as ControllerPart | undefined;
+}
+
+/** What each controller part may import from the others (the runtime contract is the runtime's). */
+const CONTROLLER_ALLOWED: Record<ControllerPart, (target: string) => boolean> = {
+  runtime: () => false,
+  // Desired state is a pure function of observed objects: only the runtime's contract types.
+  'desired-state': (target) => target === path.normalize('src/controller/runtime/runtime-contract.ts'),
+  reconcile: () => true,
 };
 
 /** Strongly connected components with more than one file (Tarjan). */
@@ -107,6 +125,20 @@ describe('architecture', () => {
       for (const target of imports) {
         const to = layerOf(target);
         if (to !== from && !ALLOWED[from].includes(to)) violations.push(`${file} (${from}) imports ${target} (${to})`);
+      }
+    }
+    expect(violations).toEqual([]);
+  });
+
+  it('keeps the controller runtime apart from reconciling, and desired state pure', () => {
+    const violations: string[] = [];
+    for (const [file, imports] of graph) {
+      const from = controllerPartOf(file);
+      if (!from) continue;
+      for (const target of imports) {
+        const to = controllerPartOf(target);
+        if (target === path.normalize('src/controller/controller.ts')) violations.push(`${file} (${from}) imports the controller`);
+        else if (to && to !== from && !CONTROLLER_ALLOWED[from](target)) violations.push(`${file} (${from}) imports ${target} (${to})`);
       }
     }
     expect(violations).toEqual([]);

@@ -202,7 +202,7 @@ describe('generate:health', () => {
       progressingKinds: ['retry', 'wait'],
     });
     const changed = { ...FAILURE_REACTIONS, wait: { ...FAILURE_REACTIONS.wait, argoHealth: 'Degraded' as const } };
-    for (const spec of HEALTH_SCRIPT_KINDS) expect(clusterStackHealthScript(spec, changed)).toContain('{ "Invalid", "Failed", "NotFound", "Refused", "Waiting", "Pending", "NotReady", "InternalError" }');
+    for (const spec of HEALTH_SCRIPT_KINDS) expect(clusterStackHealthScript(spec, changed)).toContain('{ "Failed", "Invalid", "NotFound", "Refused", "Waiting", "Pending", "NotReady", "InternalError" }');
   });
 
   it('refuses a failure table where a Progressing suffix ends with a Degraded one', () => {

@@ -6,7 +6,7 @@ import * as jsYaml from 'js-yaml';
 import type { Publisher, PublishResult } from '../gitops/publisher.js';
 import type { RenderedTree } from '../src/output/rendered-tree.js';
 import type { ChangeSummary } from '../src/output/tree-changes.js';
-import type { ControllerRuntime } from '../src/controller/controller.js';
+import type { ControllerRuntime } from '../src/controller/run-controller.js';
 import { runClusterstack, writeTree } from './support/cli.js';
 import { aCluster, aStack, type ControllerFixture, startControllerFixture, waitFor } from './support/controller-fixture.js';
 

@@ -5,7 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PrometheusMetrics } from '../src/controller/metrics.js';
+import { PrometheusMetrics } from '../src/controller/runtime/metrics.js';
 import { pushReleaseDirectory } from './support/registry/push-artifact.js';
 import { RegistryClient } from '../src/oci/registry-client.js';
 import { countingFetch, type RequestOutcome } from '../src/sources/counting-fetch.js';

@@ -14,7 +14,7 @@ local hs = {}
 
 -- The reason suffixes of the failure kinds Argo CD shows as Degraded (fix-input, internal), from
 -- FAILURE_REACTIONS; reasons of the other kinds (retry, wait) are Progressing.
-local DEGRADED_SUFFIXES = { "Invalid", "Failed", "NotFound", "Refused", "InternalError" }
+local DEGRADED_SUFFIXES = { "Failed", "Invalid", "NotFound", "Refused", "InternalError" }
 
 local function needsUserFix(reason)
   if type(reason) ~= "string" then

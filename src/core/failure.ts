@@ -30,11 +30,36 @@ export interface FailureReaction {
 }
 
 export const FAILURE_REACTIONS: Readonly<Record<FailureKind, FailureReaction>> = {
-  'fix-input': { requeue: 'when-inputs-change', eventType: 'Warning', argoHealth: 'Degraded', exitCode: 1, reasonSuffixes: ['Invalid', 'Failed', 'NotFound', 'Refused'] },
+  'fix-input': { requeue: 'when-inputs-change', eventType: 'Warning', argoHealth: 'Degraded', exitCode: 1, reasonSuffixes: ['Failed', 'Invalid', 'NotFound', 'Refused'] },
   retry: { requeue: 'backoff', eventType: 'Warning', argoHealth: 'Progressing', exitCode: 3, reasonSuffixes: ['Retrying', 'Unavailable'] },
   wait: { requeue: 'on-signal', eventType: 'Normal', argoHealth: 'Progressing', exitCode: 3, reasonSuffixes: ['Waiting', 'Pending', 'NotReady'] },
   internal: { requeue: 'backoff', eventType: 'Warning', argoHealth: 'Degraded', exitCode: 4, reasonSuffixes: ['InternalError'] },
 };
+
+/** A failure as decisions see it: what happens next, and what to tell a person. */
+export interface TypedFailure {
+  kind: FailureKind;
+  message: string;
+}
+
+/** Any error as a TypedFailure (its kind by failureKindOf). */
+export function typedFailure(error: unknown): TypedFailure {
+  return { kind: failureKindOf(error), message: error instanceof Error ? error.message : String(error) };
+}
+
+/**
+ * The condition reason for a failure of `kind` in the step `stem` names, built from the kind's
+ * first suffix: `Render` gives RenderFailed, RenderRetrying, RenderWaiting, RenderInternalError.
+ */
+export function reasonFor(stem: string, kind: FailureKind): string {
+  return `${stem}${FAILURE_REACTIONS[kind].reasonSuffixes[0]}`;
+}
+
+/** The Kubernetes event type for a False condition's reason: by its kind in the table, else Warning. */
+export function eventTypeOfReason(reason: string): FailureReaction['eventType'] {
+  const kind = failureKindOfReason(reason);
+  return kind ? FAILURE_REACTIONS[kind].eventType : 'Warning';
+}
 
 /** The CLI's exit codes, for help texts and the README. */
 export const EXIT_CODES: readonly { code: number; meaning: string }[] = [

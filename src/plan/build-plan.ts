@@ -32,11 +32,25 @@ export interface LoadedRelease {
 export interface Plan {
   inputs: Inputs;
   resolution: Resolution;
-  /** Kept releases, loaded (or with the problems that stopped them loading), by tag. */
+  /**
+   * Kept releases, loaded (or with the problems that stopped them loading), by namespace and tag
+   * (`releaseKey`): stacks in two namespaces may name the same tag from different sources. Read
+   * them with `loadedRelease`.
+   */
   releases: Map<string, LoadedRelease>;
   /** Problems with the inputs (invalid or duplicate objects), each also stopping that object. */
   problems: Problem[];
   warnings: string[];
+}
+
+/** The key of a kept release in `Plan.releases`: its stack's namespace and its tag. */
+export function releaseKey(namespace: string, tag: string): string {
+  return `${namespace}/${tag}`;
+}
+
+/** The kept release `tag` of the stacks in `namespace`, as the plan loaded it. */
+export function loadedRelease(plan: Pick<Plan, 'releases'>, namespace: string, tag: string | undefined): LoadedRelease | undefined {
+  return tag === undefined ? undefined : plan.releases.get(releaseKey(namespace, tag));
 }
 
 /** The release source location of a stack: spec.releaseSource, then the annotation, then the default. */
@@ -138,9 +152,10 @@ export async function buildPlan(options: PlanOptions): Promise<Plan> {
     const source = stackSources.get(stack.stack);
     if (!source) continue;
     for (const decision of stack.releases.filter((release) => release.kept)) {
-      if (releases.has(decision.name)) continue;
+      const key = releaseKey(stack.namespace, decision.name);
+      if (releases.has(key)) continue;
       const { skippable: _skippable, ...loaded } = attempts.get(`${source.location}\n${decision.name}`)!;
-      releases.set(decision.name, loaded);
+      releases.set(key, loaded);
     }
     // Skipped releases stay visible in plans and reports, with the reason.
     for (const [tag, reason] of skipped.get(stack.stack) ?? []) stack.releases.push(skippedDecision(tag, reason, stackInputs.find((input) => input.stack === stack.stack)));

@@ -1,6 +1,6 @@
 // What `clusterstack plan` prints: a JSON report and a readable table, both from one Plan.
 import { formatProblem, type Problem } from '../core/problem.js';
-import type { Plan } from './build-plan.js';
+import { loadedRelease, type Plan } from './build-plan.js';
 
 export interface PlanReport {
   clusterStacks: {
@@ -38,7 +38,7 @@ export function planReport(plan: Plan): PlanReport {
         ready: release.ready,
         reasons: release.reasons,
         usedBy: release.usedBy,
-        problems: (plan.releases.get(release.name)?.problems ?? []).map(formatProblem),
+        problems: (loadedRelease(plan, stack.namespace, release.name)?.problems ?? []).map(formatProblem),
       })),
       problems: stack.problems.map(formatProblem),
       notes: stack.notes,
@@ -50,7 +50,7 @@ export function planReport(plan: Plan): PlanReport {
         name: cluster.name,
         class: cluster.className ?? null,
         release: cluster.release ?? null,
-        addonVersion: (cluster.release && plan.releases.get(cluster.release)?.content?.metadata.clusterAddonVersion) || null,
+        addonVersion: (cluster.release && loadedRelease(plan, cluster.namespace, cluster.release)?.content?.metadata.clusterAddonVersion) || null,
         problems: cluster.problems.map(formatProblem),
       })),
     problems: plan.problems.map(formatProblem),

@@ -7,7 +7,7 @@ import type { ClusterResolution, StackResolution } from '../core/resolve-release
 import { groupOf } from '../inputs/classify-inputs.js';
 import { OUTPUT_FORMAT, type UnitRecord, type WithheldEntry } from '../output/provenance.js';
 import { releaseDir, stageDir } from '../output/tree-layout.js';
-import type { LoadedRelease, Plan } from '../plan/build-plan.js';
+import { loadedRelease, type LoadedRelease, type Plan } from '../plan/build-plan.js';
 import { sha256Digest } from '../release/content-digest.js';
 import type { ChartSource, ReleaseContent } from '../release/load-release.js';
 import { canonicalJson } from './canonical-json.js';
@@ -53,7 +53,7 @@ export function planUnits(plan: Plan, settings: UnitSettings): { units: PendingU
   // ClusterClass side: every kept release of every resolved stack.
   for (const stack of plan.resolution.clusterStacks) {
     for (const decision of stack.releases.filter((release) => release.kept)) {
-      const loaded = plan.releases.get(decision.name);
+      const loaded = loadedRelease(plan, stack.namespace, decision.name);
       const reason = releaseWithheldReason(decision, loaded);
       if (reason || !loaded?.content) {
         withheld.push({ kind: 'release', namespace: stack.namespace, name: decision.name, reason: reason ?? 'release could not be loaded', previousKept: false });
@@ -66,7 +66,7 @@ export function planUnits(plan: Plan, settings: UnitSettings): { units: PendingU
   // Addon side: every Cluster whose class resolved, one unit per stage.
   const clusterUnits = new Map<string, PendingUnit[]>();
   for (const cluster of plan.resolution.clusters.filter((c) => c.managed)) {
-    const loaded = cluster.release ? plan.releases.get(cluster.release) : undefined;
+    const loaded = loadedRelease(plan, cluster.namespace, cluster.release);
     const reason =
       cluster.problems.length > 0
         ? cluster.problems.map((problem) => problem.message).join('; ')

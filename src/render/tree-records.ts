@@ -5,7 +5,7 @@ import { groupOf } from '../inputs/classify-inputs.js';
 import { OUTPUT_FORMAT, type Provenance, type UnitRecord, type WithheldEntry } from '../output/provenance.js';
 import type { RenderSummary } from '../output/render-summary.js';
 import { releaseDir } from '../output/tree-layout.js';
-import type { Plan } from '../plan/build-plan.js';
+import { loadedRelease, type Plan } from '../plan/build-plan.js';
 import { sha256Digest } from '../release/content-digest.js';
 import { canonicalJson } from './canonical-json.js';
 import { type PendingUnit, stableContext } from './render-units.js';
@@ -59,7 +59,7 @@ export function buildSummary(plan: Plan, records: UnitRecord[], withheld: Withhe
           namespace: cluster.namespace,
           name: cluster.name,
           release: cluster.release ?? '',
-          addonVersion: (cluster.release && plan.releases.get(cluster.release)?.content?.metadata.clusterAddonVersion) || '-',
+          addonVersion: (cluster.release && loadedRelease(plan, cluster.namespace, cluster.release)?.content?.metadata.clusterAddonVersion) || '-',
           stages,
           status: entry ? (entry.previousKept ? 'withheld, previous output kept' : 'withheld') : 'rendered',
         };

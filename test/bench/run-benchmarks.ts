@@ -17,7 +17,7 @@ import { createHelmDependencies } from '../../renderers/helm-dependencies.js';
 import { resolveHelmBinary } from '../../renderers/helm-binary.js';
 import { readInputFiles } from '../../src/inputs/read-input-files.js';
 import type { ParsedManifests, SourcedObject } from '../../src/inputs/parse-manifests.js';
-import { buildPlan, type Plan } from '../../src/plan/build-plan.js';
+import { buildPlan, loadedRelease, type Plan } from '../../src/plan/build-plan.js';
 import { compareTrees, summarizeChanges } from '../../src/output/tree-changes.js';
 import { renderOutput } from '../../src/render/render-output.js';
 import { createSourceOpener } from '../../src/sources/open-release-source.js';
@@ -101,7 +101,7 @@ async function naiveBaseline(plan: Plan, outDir: string, helmBinary: string): Pr
     });
   const { ms } = await timed(async () => {
     for (const cluster of plan.resolution.clusters.filter((c) => c.managed && c.release)) {
-      const content = plan.releases.get(cluster.release!)!.content!;
+      const content = loadedRelease(plan, cluster.namespace, cluster.release)!.content!;
       const host = (cluster.cluster.spec?.controlPlaneEndpoint as { host?: string } | undefined)?.host ?? '';
       const dir = path.join(outDir, cluster.name);
       await mkdir(dir, { recursive: true });
@@ -191,8 +191,8 @@ async function benchController(): Promise<void> {
   console.log(`\n== controller: ${clusters} Clusters and ${stacks} ClusterStacks in the (fake) API ==`);
   const { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } = await import('@kubernetes/client-node');
   const { pino } = await import('pino');
-  const { runController } = await import('../../src/controller/controller.js');
-  const { createKubeClient } = await import('../../src/controller/kube-client.js');
+  const { runController } = await import('../../src/controller/run-controller.js');
+  const { createKubeClient } = await import('../../src/controller/runtime/kube-client.js');
   const { GitPublisher } = await import('../../gitops/git-publisher.js');
   const { startFakeKubeApi } = await import('../support/fake-kube-api/index.js');
   const { GitSandbox } = await import('../support/git-repos.js');

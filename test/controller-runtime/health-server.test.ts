@@ -1,7 +1,7 @@
 import { register as globalRegistry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startHealthServer, type HealthServer } from '../../src/controller/health-server.js';
-import { PrometheusMetrics } from '../../src/controller/metrics.js';
+import { startHealthServer, type HealthServer } from '../../src/controller/runtime/health-server.js';
+import { PrometheusMetrics } from '../../src/controller/runtime/metrics.js';
 
 /** Sample lines of a Prometheus text exposition as `name{labels}` -> value. */
 function samples(text: string): Map<string, number> {

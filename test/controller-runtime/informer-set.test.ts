@@ -1,8 +1,8 @@
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { InformerSet, type InformerSetOptions } from '../../src/controller/informer-set.js';
+import { InformerSet, type InformerSetOptions } from '../../src/controller/runtime/informer-set.js';
 import { recordingLogger } from '../support/test-logger.js';
-import type { WatchedKind, WatchEvent } from '../../src/controller/runtime-contract.js';
+import type { WatchedKind, WatchEvent } from '../../src/controller/runtime/runtime-contract.js';
 import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api/index.js';
 
 const STACKS: WatchedKind = { group: 'clusterstack.x-k8s.io', version: 'v1alpha1', kind: 'ClusterStack', plural: 'clusterstacks', namespaced: true };

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { LeaderElector, type LeaderElectorOptions } from '../../src/controller/leader-election.js';
+import { LeaderElector, type LeaderElectorOptions } from '../../src/controller/runtime/leader-election.js';
 import { silentLogger } from '../support/test-logger.js';
-import { systemClock, type Clock } from '../../src/controller/runtime-contract.js';
+import { systemClock, type Clock } from '../../src/controller/runtime/runtime-contract.js';
 import { startFakeKubeApi, type FakeKubeApi, type KubeObject } from '../support/fake-kube-api/index.js';
 
 const NS = 'kube-system';

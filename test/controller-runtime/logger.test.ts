@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/controller/logger.js';
+import { createLogger } from '../../src/controller/runtime/logger.js';
 
 function capture() {
   const lines: string[] = [];

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import type { Clock, ClockTimer } from '../../src/controller/runtime-contract.js';
-import { onShutdownSignals, signalExitCode, type SignalTarget } from '../../src/controller/shutdown.js';
+import type { Clock, ClockTimer } from '../../src/controller/runtime/runtime-contract.js';
+import { onShutdownSignals, signalExitCode, type SignalTarget } from '../../src/controller/runtime/shutdown.js';
 import { recordingLogger } from '../support/test-logger.js';
 
 /** Stands in for `process`: signals are emitted by the test, exit codes recorded. */

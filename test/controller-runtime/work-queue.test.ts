@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { Clock, ClockTimer } from '../../src/controller/runtime-contract.js';
-import { KeyedWorkQueue, failureBackoffMs, type HandlerResult, type KeyedWorkQueueOptions } from '../../src/controller/work-queue.js';
+import type { Clock, ClockTimer } from '../../src/controller/runtime/runtime-contract.js';
+import { KeyedWorkQueue, failureBackoffMs, type HandlerResult, type KeyedWorkQueueOptions } from '../../src/controller/runtime/work-queue.js';
 
 /** A clock whose time only moves when the test says so; timers fire in due order. */
 class ManualClock implements Clock {

@@ -1,8 +1,8 @@
 // Argo CD cluster Secrets kept from CAPI's kubeconfig Secrets, through the fake API server.
 import { CoreV1Api } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createKubeClient } from '../../src/controller/kube-client.js';
-import { ArgoClusterSecrets } from '../../src/controller/reconcile-argocd-secrets.js';
+import { createKubeClient } from '../../src/controller/runtime/kube-client.js';
+import { ArgoClusterSecrets } from '../../src/controller/reconcile/argocd-cluster-secrets.js';
 import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api/index.js';
 import { recordingLogger } from '../support/test-logger.js';
 

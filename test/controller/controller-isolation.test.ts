@@ -6,7 +6,7 @@
 import { unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ControllerRuntime } from '../../src/controller/controller.js';
+import type { ControllerRuntime } from '../../src/controller/run-controller.js';
 import { copyExampleReleases } from '../support/cli.js';
 import { aCluster, aStack, CAPI, condition, GROUP, MERGE, startControllerFixture, waitFor, type ControllerFixture } from '../support/controller-fixture.js';
 

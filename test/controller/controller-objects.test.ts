@@ -3,7 +3,7 @@
 // they are across a restart (the commits they name come from Git, not from memory).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../src/api/types.js';
-import type { ControllerRuntime } from '../../src/controller/controller.js';
+import type { ControllerRuntime } from '../../src/controller/run-controller.js';
 import { aCluster, aStack, condition, startControllerFixture, waitFor, type ControllerFixture } from '../support/controller-fixture.js';
 
 const NS = 'cluster-stacks';

@@ -9,11 +9,12 @@ const V2 = 'docker-ferrol-1-30-v2';
 
 /** A source whose listing answers, fails or hangs as the test says; downloads are counted. */
 function aSource(location: string) {
-  const control = { mode: 'up' as 'up' | 'fail' | 'hang', tags: [V1], fetches: [] as string[] };
+  const control = { mode: 'up' as 'up' | 'fail' | 'refuse' | 'hang', tags: [V1], fetches: [] as string[] };
   const source: ReleaseSource = {
     location,
     list: (): Promise<ReleaseListing> => {
       if (control.mode === 'fail') return Promise.reject(new ReleaseSourceError('unavailable', 'GitHub answered 503'));
+      if (control.mode === 'refuse') return Promise.reject(new ReleaseSourceError('not-found', 'repository org/stacks not found'));
       if (control.mode === 'hang') return new Promise(() => undefined);
       return Promise.resolve(listingFromTags(control.tags.map((tag) => ({ tag }))));
     },
@@ -43,7 +44,7 @@ describe('SourceListings', () => {
     const round = listings.roundOpener(() => [V2]);
     const opened = round.opener('github:org/stacks');
     expect(tagsOf(await opened.list())).toEqual([V1]);
-    expect(round.failureOf('github:org/stacks')).toEqual({ message: 'listing releases from github:org/stacks failed: GitHub answered 503', fallback: true });
+    expect(round.failureOf('github:org/stacks')).toEqual({ message: 'listing releases from github:org/stacks failed: GitHub answered 503', fallback: true, kind: 'retry' });
     expect((await opened.fetch(V1)).tag).toBe(V1);
     await expect(opened.fetch(V2)).rejects.toThrow(/github:org\/stacks is unavailable/);
     expect(control.fetches).toEqual([V1]);
@@ -51,6 +52,22 @@ describe('SourceListings', () => {
     control.mode = 'up';
     expect(await listings.refresh('github:org/stacks')).toEqual({ changed: true });
     expect(listings.roundOpener(() => []).failureOf('github:org/stacks')).toBeUndefined();
+  });
+
+  it('records what happens next: a refusing source (not found, credentials) is fix-input, a hanging one retry', async () => {
+    const { source, control } = aSource('github:org/stacks');
+    const listings = new SourceListings(() => source, { listingWaitMs: 50 });
+    control.mode = 'refuse';
+    await expect(listings.refresh('github:org/stacks')).rejects.toThrow('not found');
+    const refused = listings.roundOpener(() => [V1]);
+    await refused.opener('github:org/stacks').list();
+    expect(refused.failureOf('github:org/stacks')).toMatchObject({ kind: 'fix-input', fallback: false });
+
+    control.mode = 'hang';
+    await expect(listings.refresh('github:org/stacks')).rejects.toThrow(/has not answered/);
+    const hanging = listings.roundOpener(() => [V1]);
+    await hanging.opener('github:org/stacks').list();
+    expect(hanging.failureOf('github:org/stacks')).toMatchObject({ kind: 'retry' });
   });
 
   it('falls back on the published releases when a source never answered, and stops waiting for one that hangs', async () => {

@@ -4,16 +4,16 @@ import { describe, expect, it } from 'vitest';
 import type { CapiCluster, ClusterStack, ClusterStackRelease, Condition, KubeObject } from '../../src/api/types.js';
 import { resolveReleases } from '../../src/core/resolve-releases.js';
 import { classifyInputs } from '../../src/inputs/classify-inputs.js';
-import type { Plan } from '../../src/plan/build-plan.js';
+import { releaseKey, type Plan } from '../../src/plan/build-plan.js';
 import type { RenderOutcome } from '../../src/render/render-output.js';
 import type { UnitRecord, WithheldEntry } from '../../src/output/provenance.js';
-import { statusMergePatch } from '../../src/controller/reconcile-status.js';
-import { credentialsFromKubeconfig, desiredArgoClusterSecret, KubeconfigError, secretMatches } from '../../src/controller/status/argocd-cluster-secret.js';
-import { mergeConditions, rebaseConditions } from '../../src/controller/status/conditions.js';
-import { desiredState } from '../../src/controller/status/desired-state.js';
-import type { PublishState, StatusInputs } from '../../src/controller/status/status-inputs.js';
-import { syncStateOf } from '../../src/controller/status/sync-state.js';
-import { labelValue, nameLabels } from '../../src/controller/status/owned-objects.js';
+import { statusMergePatch } from '../../src/controller/reconcile/write-status.js';
+import { credentialsFromKubeconfig, desiredArgoClusterSecret, KubeconfigError, secretMatches } from '../../src/controller/desired-state/argocd-cluster-secret.js';
+import { mergeConditions, rebaseConditions } from '../../src/controller/desired-state/conditions.js';
+import { desiredState } from '../../src/controller/desired-state/desired-state.js';
+import type { PublishState, StatusInputs } from '../../src/controller/desired-state/status-inputs.js';
+import { syncStateOf } from '../../src/controller/desired-state/sync-state.js';
+import { labelValue, nameLabels } from '../../src/controller/desired-state/owned-objects.js';
 import { aCluster, aClusterStack, aProviderRelease, releases } from '../support/builders.js';
 
 const NS = 'cluster-stacks';
@@ -28,11 +28,12 @@ function planOf(stacks: ClusterStack[], clusters: CapiCluster[], tags: string[],
   const objects = [...stacks, ...clusters, ...providerReleases].map((object) => ({ object: object as unknown as KubeObject, source: 'cluster' }));
   const inputs = classifyInputs(objects);
   const resolution = resolveReleases({ stacks: stacks.map((stack) => ({ stack, releases: releases(...tags) })), clusters, providerReleases });
+  const namespaces = [...new Set(stacks.map((stack) => stack.metadata.namespace ?? 'default'))];
   const loaded = new Map(
-    tags.map((tag) => [
-      tag,
+    namespaces.flatMap((namespace) => tags.map((tag) => [
+      releaseKey(namespace, tag),
       { tag, source: { location: '/releases', list: async () => ({ releases: [], skipped: [] }), fetch: async () => ({ tag, dir: '', digest: '' }) }, content: { tag, digest: `sha256:${tag}`, metadata: { kubernetesVersion: '1.30.4', clusterAddonVersion: 'v2' } }, problems: [] },
-    ]),
+    ])),
   ) as unknown as Plan['releases'];
   return { inputs, resolution, releases: loaded, problems: inputs.problems, warnings: [] };
 }

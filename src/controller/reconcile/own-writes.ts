@@ -4,7 +4,7 @@
 // we wrote and serves them until the cache has caught up, someone else wrote after us, or a short
 // time has passed (the cache is never far behind; after that it wins).
 import type { KubeObject } from '../../api/types.js';
-import { objectKey, type OwnWrite } from '../reconcile-objects.js';
+import { objectKey, type OwnWrite } from './apply-desired-state.js';
 
 interface Remembered {
   /** Every resourceVersion the object went through before our last write. */

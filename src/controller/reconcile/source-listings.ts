@@ -5,10 +5,13 @@
 // holds; their downloads fail fast, so render withholds them and keeps their published output.
 import { ReleaseSourceError, listingFromTags, type FetchedRelease, type ReleaseListing, type ReleaseSource } from '../../release/release-source.js';
 import type { SourceOpener } from '../../sources/open-release-source.js';
+import { failureKindOf, type FailureKind } from '../../core/failure.js';
 
 /** Why a stack's listing is not a fresh one, for its ReleasesResolved condition. */
 interface SourceFailure {
   message: string;
+  /** What happens next: retry (down, rate-limited, hanging) or fix-input (not found, refused credentials). */
+  kind: FailureKind;
   /** A previous listing was used instead; false: only the releases published before are known. */
   fallback: boolean;
 }
@@ -18,6 +21,7 @@ interface LocationState {
   listedAt?: number;
   /** The last attempt failed (cleared by the next success). */
   failure?: string;
+  failureKind?: FailureKind;
   inFlight?: Promise<void>;
   inFlightSince?: number;
   /** Successful downloads of this location, by tag: content-addressed, valid while the process runs. */
@@ -97,11 +101,13 @@ export class SourceListings {
         state.listing = listing;
         state.listedAt = this.now();
         delete state.failure;
+        delete state.failureKind;
       } catch (error) {
         failure = error;
         const message = `listing releases from ${location} failed: ${describe(error)}`;
         if (state.failure !== message) state.version += 1;
         state.failure = message;
+        state.failureKind = failureKindOf(error);
       } finally {
         delete state.inFlight;
         delete state.inFlightSince;
@@ -122,6 +128,7 @@ export class SourceListings {
       const message = `listing releases from ${location} has not answered within ${duration(this.listingWaitMs)}`;
       if (state.inFlight === inFlight && state.failure !== message) {
         state.failure = message;
+        state.failureKind = 'retry';
         state.version += 1;
       }
       throw new ReleaseSourceError('unavailable', message);
@@ -150,7 +157,7 @@ export class SourceListings {
    */
   roundOpener(fallbackTags: () => string[]): RoundSources {
     const failures = new Map<string, SourceFailure>();
-    const fail = (location: string, message: string, fallback: boolean) => failures.set(location, { message, fallback });
+    const fail = (location: string, message: string, fallback: boolean, kind: FailureKind = 'retry') => failures.set(location, { message, fallback, kind });
     const sources = new Map<string, ReleaseSource>();
     const opener: SourceOpener = (location) => {
       const existing = sources.get(location);
@@ -163,7 +170,7 @@ export class SourceListings {
           const state = this.stateOf(location);
           state.seen = state.version;
           const silent = `listing releases from ${location} has not answered within ${duration(this.listingWaitMs)}`;
-          if (state.failure !== undefined) fail(location, state.failure, state.listing !== undefined);
+          if (state.failure !== undefined) fail(location, state.failure, state.listing !== undefined, state.failureKind);
           else if (!state.listing || this.hanging(state)) fail(location, silent, state.listing !== undefined);
           return state.listing ?? listingFromTags(fallbackTags().map((tag) => ({ tag })));
         },

@@ -5,9 +5,9 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { KubeObject } from '../../api/types.js';
-import { InformerSet } from '../informer-set.js';
-import type { ObjectCache, WatchedKind, WatchEvent } from '../runtime-contract.js';
-import { kindId } from '../status/watched-kinds.js';
+import { InformerSet } from './informer-set.js';
+import type { ObjectCache, WatchedKind, WatchEvent } from './runtime-contract.js';
+import { kindId } from './runtime-contract.js';
 import { discoverWithClient, KindDiscovery, kindRefKey, type KindLookup, type KindRef } from './kind-discovery.js';
 
 /** An informer cache that can take on kinds found at run time (provider kinds, control planes). */

@@ -3,8 +3,8 @@
 // guess ("lowercase kind + s") would watch or write the wrong path. A kind that is not served is
 // looked up again after a while, so installing its CRD later is noticed.
 import { KubernetesObjectApi, type KubeConfig } from '@kubernetes/client-node';
-import { describeKubeError, httpStatusOf } from '../informer-set.js';
-import type { WatchedKind } from '../runtime-contract.js';
+import { describeKubeError, httpStatusOf } from './informer-set.js';
+import type { WatchedKind } from './runtime-contract.js';
 
 /** A kind a reference names: apiVersion and kind. */
 export interface KindRef {

@@ -6,8 +6,8 @@
 // single `publish` key: every relevant watch event (of any watched kind) calls
 // `addBatched('publish', windowMs)` directly, so a burst of changes (a Git sync that touches ten
 // stacks) ends in one render-and-commit instead of ten. Other objects get no keys of their own.
-import { fullJitterDelay } from '../core/backoff.js';
-import type { Logger } from '../core/logger.js';
+import { fullJitterDelay } from '../../core/backoff.js';
+import type { Logger } from '../../core/logger.js';
 import { systemClock, type Clock, type ClockTimer, type WorkQueue } from './runtime-contract.js';
 
 /** What a handler may return: nothing (done) or a request to look again later. */

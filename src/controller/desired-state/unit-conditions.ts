@@ -1,5 +1,6 @@
 // Conditions shared by ClusterStackReleases and ClusterAddons, about one or more unit directories:
 // were they published, and has the GitOps engine applied them.
+import { reasonFor, type TypedFailure } from '../../core/failure.js';
 import { falseCondition, trueCondition, unknownCondition, type DesiredCondition } from './conditions.js';
 import type { GitOpsEngineName, PublishState } from './status-inputs.js';
 import type { UnitSync } from './sync-state.js';
@@ -7,6 +8,15 @@ import type { UnitSync } from './sync-state.js';
 const MANIFESTS_PUBLISHED = 'ManifestsPublished';
 export const MANIFESTS_SYNCED = 'ManifestsSynced';
 export const MANIFESTS_RENDERED = 'ManifestsRendered';
+
+/**
+ * ManifestsRendered when the render failed as a whole (reading the target, a refused mass deletion,
+ * a helm that cannot run): the reason and the message say what happens next, from the failure table.
+ */
+export function renderFailedCondition(failure: TypedFailure): DesiredCondition {
+  const next = { 'fix-input': '; the controller renders again when the inputs change', retry: '; the controller retries with backoff', wait: '; the controller renders again when it is ready', internal: '; this is a bug, the controller retries with backoff' }[failure.kind];
+  return falseCondition(MANIFESTS_RENDERED, reasonFor('Render', failure.kind), `rendering failed: ${failure.message}${next}`, failure.kind === 'wait' ? 'Info' : failure.kind === 'retry' ? 'Warning' : 'Error');
+}
 
 /** The newest of the revisions in which these directories last changed (by publish order). */
 function latestRevision(dirs: string[], publish: PublishState): string | undefined {

@@ -3,12 +3,12 @@
 // It also knows in which revision each unit directory last changed, for status and sync checks:
 // read from Git at start (so a restarted controller or a new leader names the same commits as the
 // one before it) and whenever the branch moved without us, then kept up to date in memory.
-import type { PublishedHistory, UnitDirOf } from '../../gitops/git-history.js';
-import type { Publisher } from '../../gitops/publisher.js';
-import { type RenderedTree, sameTree } from '../output/rendered-tree.js';
-import type { ChangeSummary } from '../output/tree-changes.js';
-import { unitDirOf } from '../output/tree-layout.js';
-import type { PublishState } from './status/status-inputs.js';
+import type { PublishedHistory, UnitDirOf } from '../../../gitops/git-history.js';
+import type { Publisher } from '../../../gitops/publisher.js';
+import { type RenderedTree, sameTree } from '../../output/rendered-tree.js';
+import type { ChangeSummary } from '../../output/tree-changes.js';
+import { unitDirOf } from '../../output/tree-layout.js';
+import type { PublishState } from '../desired-state/status-inputs.js';
 
 const HISTORY_LIMIT = 1000;
 

@@ -1,6 +1,7 @@
 // One ClusterAddon per Cluster that uses a cluster stack class, owned by the Cluster: which class
 // and addon version were last rendered for it, its stages and objects, and whether they are in Git
 // and applied.
+import { loadedRelease } from '../../plan/build-plan.js';
 import {
   API_VERSION,
   type CapiCluster,
@@ -16,7 +17,7 @@ import { falseCondition, mergeConditions, readySummary, trueCondition, unknownCo
 import { eventOnFailure, regarding, type EventIntent } from './event-intents.js';
 import { controllerReference, isManagedByUs, keyOf, LABEL_CLUSTER_NAME, managedLabels, nameLabels, ownerOfKind } from './owned-objects.js';
 import type { StatusInputs } from './status-inputs.js';
-import { countsForReady, MANIFESTS_RENDERED, MANIFESTS_SYNCED, publishedCondition, syncedCondition } from './unit-conditions.js';
+import { countsForReady, MANIFESTS_RENDERED, MANIFESTS_SYNCED, publishedCondition, renderFailedCondition, syncedCondition } from './unit-conditions.js';
 import { resourceStatuses } from './unit-resources.js';
 
 const CLUSTER_CLASS_AVAILABLE = 'ClusterClassAvailable';
@@ -55,7 +56,7 @@ function classCondition(input: StatusInputs, cluster: ClusterResolution): Desire
     return falseCondition(CLUSTER_CLASS_AVAILABLE, 'ClusterClassUnknown', `spec.topology.class ${message}`, 'Error');
   }
   if (!decision.ready) return falseCondition(CLUSTER_CLASS_AVAILABLE, 'ReleaseNotReady', `release ${decision.name} is not ready: ${decision.readyMessage ?? 'provider work pending'}`, 'Info');
-  const loaded = input.plan?.releases.get(decision.name);
+  const loaded = input.plan ? loadedRelease(input.plan, cluster.stack.namespace, decision.name) : undefined;
   if (loaded && !loaded.content) {
     return falseCondition(CLUSTER_CLASS_AVAILABLE, 'ReleaseAssetsUnavailable', `release ${decision.name} could not be loaded (see ClusterStackRelease ${cluster.stack.namespace}/${decision.name})`, 'Warning');
   }
@@ -76,7 +77,7 @@ function addonStatus(input: StatusInputs, cluster: ClusterResolution, units: Uni
   const withheld = input.render?.withheld.find((entry) => entry.kind === 'cluster' && entry.namespace === cluster.namespace && entry.name === cluster.name);
   const clusterClass = classCondition(input, cluster);
   let rendered: DesiredCondition;
-  if (input.renderError) rendered = falseCondition(MANIFESTS_RENDERED, 'RenderFailed', `rendering failed: ${input.renderError}`, 'Error');
+  if (input.renderFailure) rendered = renderFailedCondition(input.renderFailure);
   else if (withheld) {
     rendered = falseCondition(
       MANIFESTS_RENDERED,
@@ -138,7 +139,8 @@ function addonEvents(input: StatusInputs, desired: DesiredAddon, dirs: string[])
   const after = desired.status.conditions ?? [];
   for (const type of [CLUSTER_CLASS_AVAILABLE, MANIFESTS_RENDERED, MANIFESTS_SYNCED]) {
     const condition = after.find((candidate) => candidate.type === type);
-    if (!condition || condition.reason === 'RenderFailed') continue;
+    // A render that failed as a whole is reported once, on the ClusterStacks, not per Cluster.
+    if (!condition || (type === MANIFESTS_RENDERED && input.renderFailure)) continue;
     const event = eventOnFailure(subject, before, condition);
     if (event) events.push(event);
   }

@@ -13,9 +13,9 @@ import {
   Observable,
   type ObservableMiddleware,
 } from '@kubernetes/client-node';
-import type { KubeObject } from '../api/types.js';
-import { type BackoffSteps, equalJitterDelay } from '../core/backoff.js';
-import type { Logger } from '../core/logger.js';
+import type { KubeObject } from '../../api/types.js';
+import { type BackoffSteps, equalJitterDelay } from '../../core/backoff.js';
+import type { Logger } from '../../core/logger.js';
 import { systemClock, type Clock, type ClockTimer, type ObjectCache, type WatchedKind, type WatchEvent, type WatchEventType } from './runtime-contract.js';
 
 export interface InformerSetOptions {

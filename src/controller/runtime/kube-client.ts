@@ -3,9 +3,9 @@
 // Reconcilers receive the narrow slice they call (`StatusWriter`, `ObjectWriter`, ...), never the client.
 import { createHash } from 'node:crypto';
 import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
-import type { KubeObject } from '../api/types.js';
+import type { KubeObject } from '../../api/types.js';
 import { describeKubeError, httpStatusOf } from './informer-set.js';
-import type { EventIntent } from './status/event-intents.js';
+import type { EventIntent } from './runtime-contract.js';
 
 /** A kind as the REST API addresses it. */
 export interface ResourceKind {

@@ -1,9 +1,9 @@
 // Keeps one Argo CD cluster Secret per workload cluster, made from CAPI's `<cluster>-kubeconfig`
 // Secret, and removes it when the Cluster goes away. The Secrets live in the cluster only. Nothing
 // here logs a Secret's content: only names and error classes.
-import { LABEL_MANAGED_BY, MANAGED_BY_VALUE } from '../api/types.js';
-import type { Logger } from '../core/logger.js';
-import type { SecretStore } from './kube-client.js';
+import { LABEL_MANAGED_BY, MANAGED_BY_VALUE } from '../../api/types.js';
+import type { Logger } from '../../core/logger.js';
+import type { SecretStore } from '../runtime/kube-client.js';
 import {
   ARGOCD_SECRET_TYPE_LABEL,
   argoClusterSecretName,
@@ -12,8 +12,8 @@ import {
   KUBECONFIG_KEY,
   KubeconfigError,
   secretMatches,
-} from './status/argocd-cluster-secret.js';
-import { LABEL_CLUSTER_NAME, LABEL_CLUSTER_NAMESPACE } from './status/owned-objects.js';
+} from '../desired-state/argocd-cluster-secret.js';
+import { LABEL_CLUSTER_NAME, LABEL_CLUSTER_NAMESPACE } from '../desired-state/owned-objects.js';
 
 export interface ArgoSecretsOptions {
   store: SecretStore;

@@ -1,6 +1,8 @@
 // A ClusterStack's status: which releases it keeps and why, which are usable, the newest, and two
 // conditions (ReleasesResolved, Ready) that say what is wrong and what to do.
 import { type ClusterStack, type ClusterStackReleaseSummary, type ClusterStackStatus, type Condition, withSpecDefaults } from '../../api/types.js';
+import { loadedRelease } from '../../plan/build-plan.js';
+import { reasonFor } from '../../core/failure.js';
 import { formatProblem } from '../../core/problem.js';
 import type { StackResolution } from '../../core/resolve-releases.js';
 import { falseCondition, mergeConditions, trueCondition, type DesiredCondition } from './conditions.js';
@@ -42,6 +44,14 @@ function resolvedCondition(input: StatusInputs, stack: ClusterStack, resolution:
       'Warning',
     );
   }
+  if (issue?.reason === 'ReleaseSourceFailed') {
+    return falseCondition(
+      RELEASES_RESOLVED,
+      'ReleaseSourceFailed',
+      `${issue.problems.join('; ')}; ${issue.fallback ? 'the last listing is used meanwhile' : 'the releases published before stay in place, withheld'}; retrying alone will not help: fix spec.source (or the controller's credentials), the controller lists it again when the ClusterStack changes and at every resync`,
+      'Error',
+    );
+  }
   if (!resolution) return falseCondition(RELEASES_RESOLVED, 'ReleaseSourceUnavailable', 'the releases could not be listed yet; the controller retries with backoff', 'Warning');
   if (resolution.problems.length > 0) {
     return falseCondition(RELEASES_RESOLVED, 'ReleasesNotFound', resolution.problems.map((problem) => `${problem.path ? `${problem.path} ` : ''}${problem.message}`).join('; '), 'Error');
@@ -56,7 +66,7 @@ function summaryOf(input: StatusInputs, resolution: StackResolution): ClusterSta
   return resolution.releases
     .filter((release) => release.kept)
     .map((release) => {
-      const loaded = input.plan?.releases.get(release.name);
+      const loaded = input.plan ? loadedRelease(input.plan, resolution.namespace, release.name) : undefined;
       const dir = releaseDir(resolution.namespace, release.name);
       const withheld = input.render?.withheld.find((entry) => entry.kind === 'release' && entry.namespace === resolution.namespace && entry.name === release.name);
       const rendered = input.render?.provenance.units.some((unit) => unit.dir === dir) ?? false;
@@ -65,7 +75,7 @@ function summaryOf(input: StatusInputs, resolution: StackResolution): ClusterSta
       if (!loaded?.content) entry = { name: release.name, ready: false, phase: 'downloading release assets', message: (loaded?.problems ?? []).map(formatProblem).join('; ') || 'not loaded yet' };
       else if (!release.ready) entry = { name: release.name, ready: false, phase: 'provider-specific work', message: release.readyMessage ?? 'provider work pending' };
       else if (withheld && !withheld.previousKept) entry = { name: release.name, ready: false, phase: 'rendering manifests', message: withheld.reason };
-      else if (!rendered && !withheld) entry = { name: release.name, ready: false, phase: 'rendering manifests', message: input.renderError ?? 'not rendered yet' };
+      else if (!rendered && !withheld) entry = { name: release.name, ready: false, phase: 'rendering manifests', message: input.renderFailure?.message ?? 'not rendered yet' };
       else if (pending) entry = { name: release.name, ready: false, phase: 'publishing manifests', message: input.publish.message ?? 'not published yet' };
       else entry = { name: release.name, ready: true, phase: 'done' };
       return entry;
@@ -92,7 +102,7 @@ function readyCondition(input: StatusInputs, stack: ClusterStack, resolved: Desi
   const describe = (entries: ClusterStackReleaseSummary[]) => entries.map((entry) => `${entry.name}: ${entry.message ?? entry.phase}`).join('; ');
   if (byPhase('downloading release assets').length > 0) return falseCondition('Ready', 'ReleaseAssetsUnavailable', `${describe(byPhase('downloading release assets'))}; check the release source, the controller retries`, 'Warning');
   if (byPhase('provider-specific work').length > 0) return falseCondition('Ready', 'ReleasesNotReady', describe(byPhase('provider-specific work')), 'Info');
-  if (byPhase('rendering manifests').length > 0) return falseCondition('Ready', input.renderError ? 'RenderFailed' : 'ReleasesWithheld', describe(byPhase('rendering manifests')), 'Warning');
+  if (byPhase('rendering manifests').length > 0) return falseCondition('Ready', input.renderFailure ? reasonFor('Render', input.renderFailure.kind) : 'ReleasesWithheld', describe(byPhase('rendering manifests')), 'Warning');
   if (byPhase('publishing manifests').length > 0) {
     return input.publish.outcome === 'failed'
       ? falseCondition('Ready', 'PublishRetrying', `publishing to ${input.publish.target} failed: ${input.publish.message ?? 'unknown error'}; the previous output stays in place and the controller retries with backoff`, 'Warning')
@@ -134,7 +144,7 @@ export function desiredStacks(input: StatusInputs): StackChanges {
     const before: Condition[] | undefined = stack.status?.conditions;
     const resolvedEvent = eventOnFailure(stack, before, resolved);
     if (resolvedEvent) changes.events.push(resolvedEvent);
-    if (ready.reason === 'DeletionBlocked' || ready.reason === 'PublishRetrying' || ready.reason === 'ReleasesWithheld') {
+    if (ready.reason === 'DeletionBlocked' || ready.reason === 'PublishRetrying' || ready.reason === 'ReleasesWithheld' || (input.renderFailure && ready.reason === reasonFor('Render', input.renderFailure.kind))) {
       const readyEvent = eventOnFailure(stack, before, ready);
       if (readyEvent) changes.events.push(readyEvent);
     }

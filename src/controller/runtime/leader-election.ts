@@ -12,7 +12,7 @@
 // (so clock skew between replicas decides who leads). No maintained library fits.
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease, type V1LeaseSpec } from '@kubernetes/client-node';
 import { describeKubeError, httpStatusOf } from './informer-set.js';
-import type { Logger } from '../core/logger.js';
+import type { Logger } from '../../core/logger.js';
 import { systemClock, type Clock, type ClockTimer } from './runtime-contract.js';
 
 export interface LeaderElectorOptions {

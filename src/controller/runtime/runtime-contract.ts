@@ -1,7 +1,7 @@
 // The contract between the controller's runtime (watching, queueing, leading, serving health) and
 // its reconcilers. The runtime knows nothing about cluster stacks; reconcilers know nothing about
 // informers or HTTP.
-import type { KubeObject } from '../api/types.js';
+import type { KubeObject } from '../../api/types.js';
 
 /** A kind the controller watches. */
 export interface WatchedKind {
@@ -14,6 +14,29 @@ export interface WatchedKind {
   namespace?: string;
   /** Kinds that may not be installed (Flux, Argo CD, a provider): absent ones are skipped, rechecked later. */
   optional?: boolean;
+}
+
+/** `group/version/plural`: the identity of a kind, whatever namespace it is watched in. */
+export function kindId(kind: Pick<WatchedKind, 'group' | 'version' | 'plural'>): string {
+  return `${kind.group}/${kind.version}/${kind.plural}`;
+}
+
+/** The object a Kubernetes Event is about. */
+export interface EventRegarding {
+  apiVersion: string;
+  kind: string;
+  namespace: string;
+  name: string;
+  uid?: string;
+}
+
+/** A Kubernetes Event to record. */
+export interface EventIntent {
+  regarding: EventRegarding;
+  type: 'Normal' | 'Warning';
+  /** PascalCase. */
+  reason: string;
+  message: string;
 }
 
 export type WatchEventType = 'add' | 'update' | 'delete';

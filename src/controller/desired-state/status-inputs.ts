@@ -1,5 +1,6 @@
 // Everything one reconcile observed and did, as the pure status computation reads it.
 import type { CapiCluster, ClusterAddon, ClusterStack, ClusterStackRelease, KubeObject } from '../../api/types.js';
+import type { TypedFailure } from '../../core/failure.js';
 import type { Plan } from '../../plan/build-plan.js';
 import type { RenderOutcome } from '../../render/render-output.js';
 import type { UnitRecord } from '../../output/provenance.js';
@@ -9,7 +10,7 @@ import type { UnitObject } from './unit-resources.js';
 export type GitOpsEngineName = 'none' | 'flux' | 'argocd';
 
 /** The objects as the informer caches hold them. */
-interface LiveObjects {
+export interface LiveObjects {
   stacks: ClusterStack[];
   clusters: CapiCluster[];
   releases: ClusterStackRelease[];
@@ -22,7 +23,8 @@ interface LiveObjects {
 
 /** Why a ClusterStack could not be resolved from its current spec or source. */
 export interface StackIssue {
-  reason: 'InvalidSpec' | 'ReleaseSourceUnavailable';
+  /** ReleaseSourceUnavailable: retried with backoff; ReleaseSourceFailed: refused (not found, credentials), looked at again on change or resync. */
+  reason: 'InvalidSpec' | 'ReleaseSourceUnavailable' | 'ReleaseSourceFailed';
   problems: string[];
   /** The stack was still rendered: from its last valid spec, or from the last listing of its source. */
   fallback: boolean;
@@ -55,7 +57,8 @@ export interface StatusInputs {
   /** Per ClusterStack key (`ns/name`). */
   stackIssues: Map<string, StackIssue>;
   render?: RenderOutcome;
-  renderError?: string;
+  /** The render as a whole failed (units that failed alone are in `render.withheld`). */
+  renderFailure?: TypedFailure;
   publish: PublishState;
   sync: Map<string, UnitSync>;
   /** The objects of a rendered unit (memoised by the caller). */

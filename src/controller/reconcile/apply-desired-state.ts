@@ -5,14 +5,14 @@
 // Every write continues from the object the previous write returned (finalizer, then status, then
 // the finalizer's removal), so the controller never conflicts with itself; a conflict with someone
 // else (409, or a failed JSON-patch `test` of the resourceVersion) is retried on a fresh read.
-import type { KubeObject } from '../api/types.js';
-import type { Logger } from '../core/logger.js';
-import { KubeRequestError, type ObjectWriter, type ResourceKind } from './kube-client.js';
-import { writeStatus } from './reconcile-status.js';
-import { ownedObjectDrift, type DesiredState } from './status/desired-state.js';
-import type { EventIntent } from './status/event-intents.js';
-import { FINALIZER } from './status/owned-objects.js';
-import { CLUSTER_ADDONS, CLUSTER_STACK_RELEASES, CLUSTER_STACKS } from './status/watched-kinds.js';
+import type { KubeObject } from '../../api/types.js';
+import type { Logger } from '../../core/logger.js';
+import { KubeRequestError, type ObjectWriter, type ResourceKind } from '../runtime/kube-client.js';
+import { writeStatus } from './write-status.js';
+import { ownedObjectDrift, type DesiredState } from '../desired-state/desired-state.js';
+import type { EventIntent } from '../desired-state/event-intents.js';
+import { FINALIZER } from '../desired-state/owned-objects.js';
+import { CLUSTER_ADDONS, CLUSTER_STACK_RELEASES, CLUSTER_STACKS } from '../desired-state/watched-kinds.js';
 
 export interface ApplyOptions {
   now: string;

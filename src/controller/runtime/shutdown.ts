@@ -1,7 +1,7 @@
 // Graceful shutdown on SIGTERM (kubelet) and SIGINT (a terminal): the first signal stops the
 // controller in order and exits; a second signal, or the timeout, exits at once.
 import { constants } from 'node:os';
-import type { Logger } from '../core/logger.js';
+import type { Logger } from '../../core/logger.js';
 import { systemClock, type Clock } from './runtime-contract.js';
 
 /** The part of `process` this module uses; tests pass an EventEmitter with an `exit` spy. */

@@ -1,5 +1,6 @@
 // The ClusterStackReleases the controller wants: one per kept release, owned by its ClusterStack,
 // with a status that follows the release from download through render and publish to sync.
+import { loadedRelease } from '../../plan/build-plan.js';
 import {
   API_VERSION,
   LABEL_PART_OF,
@@ -28,7 +29,7 @@ import {
 } from './owned-objects.js';
 import { providerReleaseKind, providerTemplateOf, unservedProviderKind } from './provider-release-state.js';
 import { releaseDir, type StatusInputs } from './status-inputs.js';
-import { countsForReady, MANIFESTS_RENDERED, publishedCondition, syncedCondition } from './unit-conditions.js';
+import { countsForReady, MANIFESTS_RENDERED, publishedCondition, renderFailedCondition, syncedCondition } from './unit-conditions.js';
 import { resourceStatuses } from './unit-resources.js';
 
 const RELEASE_ASSETS_DOWNLOADED = 'ReleaseAssetsDownloaded';
@@ -84,7 +85,7 @@ function desiredObject(stack: ClusterStack, release: string): ClusterStackReleas
 function releaseConditions(input: StatusInputs, resolution: StackResolution, decision: ReleaseDecision): DesiredCondition[] {
   const { plan, render, publish } = input;
   const stack = resolution.stack;
-  const loaded = plan?.releases.get(decision.name);
+  const loaded = plan ? loadedRelease(plan, resolution.namespace, decision.name) : undefined;
   const dir = releaseDir(resolution.namespace, decision.name);
   const subject = `release ${decision.name}`;
 
@@ -115,7 +116,7 @@ function releaseConditions(input: StatusInputs, resolution: StackResolution, dec
   const unit = render?.provenance.units.find((candidate) => candidate.dir === dir);
   const withheld = render?.withheld.find((entry) => entry.kind === 'release' && entry.namespace === resolution.namespace && entry.name === decision.name);
   let rendered: DesiredCondition;
-  if (input.renderError) rendered = falseCondition(MANIFESTS_RENDERED, 'RenderFailed', `rendering failed: ${input.renderError}`, 'Error');
+  if (input.renderFailure) rendered = renderFailedCondition(input.renderFailure);
   else if (withheld) {
     rendered = falseCondition(
       MANIFESTS_RENDERED,
@@ -144,7 +145,7 @@ function releaseStatus(input: StatusInputs, resolution: StackResolution, decisio
     conditions: mergeConditions(live?.status?.conditions, conditions, input.now, generation),
     observedGeneration: generation,
   };
-  const kubernetesVersion = input.plan?.releases.get(decision.name)?.content?.metadata.kubernetesVersion ?? live?.status?.kubernetesVersion;
+  const kubernetesVersion = (input.plan ? loadedRelease(input.plan, resolution.namespace, decision.name) : undefined)?.content?.metadata.kubernetesVersion ?? live?.status?.kubernetesVersion;
   if (kubernetesVersion) status.kubernetesVersion = kubernetesVersion.replace(/^v/, '');
   return status;
 }

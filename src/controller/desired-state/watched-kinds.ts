@@ -1,6 +1,6 @@
 // The kinds the controller watches and writes, as the REST API and the informers address them.
 import { API_GROUP, API_VERSION_NAME, CAPI_API_GROUP } from '../../api/types.js';
-import type { WatchedKind } from '../runtime-contract.js';
+import type { WatchedKind } from '../runtime/runtime-contract.js';
 import { ARGO_APPLICATION, FLUX_KUSTOMIZATION } from './sync-state.js';
 
 export const CLUSTER_STACKS: WatchedKind = { group: API_GROUP, version: API_VERSION_NAME, kind: 'ClusterStack', plural: 'clusterstacks', namespaced: true };
@@ -10,7 +10,4 @@ export const CAPI_CLUSTERS: WatchedKind = { group: CAPI_API_GROUP, version: 'v1b
 export const FLUX_KUSTOMIZATIONS: WatchedKind = { ...FLUX_KUSTOMIZATION, namespaced: true, optional: true };
 export const ARGO_APPLICATIONS: WatchedKind = { ...ARGO_APPLICATION, namespaced: true, optional: true };
 
-/** `group/version/plural`: the identity of a kind, whatever namespace it is watched in. */
-export function kindId(kind: Pick<WatchedKind, 'group' | 'version' | 'plural'>): string {
-  return `${kind.group}/${kind.version}/${kind.plural}`;
-}
+export { kindId } from '../runtime/runtime-contract.js';

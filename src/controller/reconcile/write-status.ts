@@ -1,10 +1,10 @@
 // Writes a status through the status subresource, only when it changed, as a merge patch that is
 // conditional on the resourceVersion it was computed from; a 409 is retried on a fresh read.
-import type { Condition, KubeObject } from '../api/types.js';
-import type { ResourceKind, StatusWriter } from './kube-client.js';
-import { KubeRequestError } from './kube-client.js';
-import { rebaseConditions } from './status/conditions.js';
-import { sameStatus } from './status/desired-state.js';
+import type { Condition, KubeObject } from '../../api/types.js';
+import type { ResourceKind, StatusWriter } from '../runtime/kube-client.js';
+import { KubeRequestError } from '../runtime/kube-client.js';
+import { rebaseConditions } from '../desired-state/conditions.js';
+import { sameStatus } from '../desired-state/desired-state.js';
 
 type StatusWriteOutcome = 'unchanged' | 'written' | 'gone';
 

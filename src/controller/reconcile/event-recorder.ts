@@ -1,8 +1,8 @@
 // Records the events a reconcile decided on, at most once per object, reason and message within a
 // window: events are history for people, and the same line each reconcile would bury it.
-import type { Logger } from '../core/logger.js';
-import type { EventSink } from './kube-client.js';
-import type { EventIntent } from './status/event-intents.js';
+import type { Logger } from '../../core/logger.js';
+import type { EventSink } from '../runtime/kube-client.js';
+import type { EventIntent } from '../desired-state/event-intents.js';
 
 export interface EventRecorderOptions {
   sink: EventSink;

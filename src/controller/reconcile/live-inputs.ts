@@ -1,14 +1,14 @@
 // Live objects as the render pipeline reads them: copies without server bookkeeping (status,
 // resourceVersion, managed fields, finalizers), so that status writes, ours or CAPI's, never change
 // the rendered output or its provenance. Invalid ClusterStacks fall back to their last valid spec.
-import { validateClusterStack } from '../api/validate.js';
-import type { CapiCluster, ClusterStack, KubeObject, ObjectMeta } from '../api/types.js';
-import type { Problem } from '../core/problem.js';
-import type { ParsedManifests } from '../inputs/parse-manifests.js';
-import { groupOf } from '../inputs/classify-inputs.js';
-import { namespaceOf } from '../core/resolve-releases.js';
-import type { StackIssue } from './status/status-inputs.js';
-import { keyOf } from './status/owned-objects.js';
+import { validateClusterStack } from '../../api/validate.js';
+import type { CapiCluster, ClusterStack, KubeObject, ObjectMeta } from '../../api/types.js';
+import type { Problem } from '../../core/problem.js';
+import type { ParsedManifests } from '../../inputs/parse-manifests.js';
+import { groupOf } from '../../inputs/classify-inputs.js';
+import { namespaceOf } from '../../core/resolve-releases.js';
+import type { StackIssue } from '../desired-state/status-inputs.js';
+import { keyOf } from '../desired-state/owned-objects.js';
 
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
 /** The `source` live objects carry in problems (files have `file:line`). */

@@ -1,0 +1,164 @@
+// The controller's runtime wiring: informers feed watch events to two work queues (one key per
+// ClusterStack for its release source, one `publish` key for the render-and-publish reconcile),
+// leader election decides who runs them, and the health server exposes readiness and /metrics.
+// The runtime pieces know nothing about cluster stacks; the Controller knows nothing about them.
+import type { KubeConfig } from '@kubernetes/client-node';
+import { errorMessage } from '../plan/build-plan.js';
+import { Controller, PUBLISH_KEY, type ControllerOptions } from './controller.js';
+import { HealthServer, startHealthServer } from './runtime/health-server.js';
+import { InformerCache } from './runtime/informer-cache.js';
+import { LeaderElector } from './runtime/leader-election.js';
+import { PrometheusMetrics } from './runtime/metrics.js';
+import type { WatchEvent } from './runtime/runtime-contract.js';
+import { KeyedWorkQueue } from './runtime/work-queue.js';
+
+export interface ControllerRuntimeOptions extends Omit<ControllerOptions, 'cache' | 'metrics'> {
+  kubeConfig: KubeConfig;
+  /** Undefined: no leader election (a single replica). */
+  leaderElection?: { namespace: string; name: string; identity: string; leaseDurationMs?: number; renewDeadlineMs?: number; retryPeriodMs?: number };
+  /** Undefined: no health/metrics server. */
+  health?: { port: number; host?: string };
+  /** Changes within this window are published together. Default 1 s. */
+  batchWindowMs?: number;
+  /** Abandon a reconcile (publish) still running this long after shutdown starts. Default 20 s. */
+  shutdownTimeoutMs?: number;
+  /** Namespaced mode: where the GitOps engine's objects live besides the watched namespace. */
+  engineNamespaces?: string[];
+  /** Stack keys handled at the same time (sources listed in parallel). Default 4. */
+  sourceConcurrency?: number;
+  /** Failure backoff of every key: first cap and largest delay (defaults 1 s and 2 min); `random` pins the jitter in tests. */
+  backoff?: { baseDelayMs: number; maxDelayMs: number; random?: () => number };
+  /** Given when something created before the runtime (the release sources) counts into it too; else a new one. */
+  metrics?: PrometheusMetrics;
+}
+
+export interface ControllerRuntime {
+  readonly controller: Controller;
+  readonly metrics: PrometheusMetrics;
+  readonly cache: InformerCache;
+  readonly healthUrl?: string;
+  isLeader(): boolean;
+  /** Stops in order: informers, queues (the reconcile in flight finishes or is abandoned), lease, health server. */
+  stop(): Promise<void>;
+  /** Resolves when the runtime stopped by itself (leadership lost); the process should then exit. */
+  readonly done: Promise<{ reason: string }>;
+}
+
+/** Starts the controller with its runtime. Only the leader reconciles (and so publishes and writes). */
+export async function runController(options: ControllerRuntimeOptions): Promise<ControllerRuntime> {
+  const { logger } = options;
+  const metrics = options.metrics ?? new PrometheusMetrics();
+  const batchWindowMs = options.batchWindowMs ?? 1000;
+  const backoff = options.backoff ?? { baseDelayMs: 1000, maxDelayMs: 120_000 };
+  // Two queues: the publish key never waits behind a stack whose source hangs, and a stack key
+  // never waits behind a long publish.
+  let publishQueue: KeyedWorkQueue | undefined;
+  let stackQueue: KeyedWorkQueue | undefined;
+  let leading = options.leaderElection === undefined;
+  let controller: Controller | undefined;
+  const requestPublish = () => publishQueue?.addBatched(PUBLISH_KEY, batchWindowMs, undefined, { inputsChanged: true });
+  const onEvent = (event: WatchEvent) => {
+    if (!controller?.isRelevant(event)) return;
+    const key = controller.stackKeyFor(event);
+    if (key) stackQueue?.add(key, { inputsChanged: true });
+    requestPublish();
+  };
+  const scope = options.watchNamespace !== undefined ? { namespace: options.watchNamespace, engineNamespaces: options.engineNamespaces ?? [] } : {};
+  const cache = new InformerCache({
+    kubeConfig: options.kubeConfig,
+    kinds: Controller.watchedKinds(options.engine, scope),
+    onEvent,
+    logger,
+    onRestart: (kind) => metrics.informerRestart(kind.kind),
+    ...(options.watchNamespace !== undefined ? { namespace: options.watchNamespace } : {}),
+  });
+  controller = new Controller({ ...options, cache, metrics });
+  const ctl = controller;
+  const newQueue = (concurrency: number) =>
+    new KeyedWorkQueue({
+      concurrency,
+      handler: (key, signal) => ctl.handle(key, signal, requestPublish),
+      logger,
+      ...backoff,
+      onResult: (_key, outcome) => metrics.reconcileTotal(outcome),
+    });
+
+  let health: HealthServer | undefined;
+  if (options.health) {
+    health = await startHealthServer({ port: options.health.port, ...(options.health.host ? { host: options.health.host } : {}), metrics, ready: () => cache.synced(), healthy: () => true });
+  }
+  await cache.start();
+
+  let resolveDone!: (value: { reason: string }) => void;
+  const done = new Promise<{ reason: string }>((resolve) => {
+    resolveDone = resolve;
+  });
+  const startQueues = () => {
+    publishQueue = newQueue(1);
+    stackQueue = newQueue(options.sourceConcurrency ?? 4);
+    metrics.observeQueueDepth(() => (publishQueue?.depth ?? 0) + (stackQueue?.depth ?? 0));
+    publishQueue.start();
+    stackQueue.start();
+    for (const key of ctl.stackKeys()) stackQueue.add(key);
+    publishQueue.add(PUBLISH_KEY);
+  };
+  const stopQueues = async () => {
+    const queues = [publishQueue, stackQueue];
+    publishQueue = undefined;
+    stackQueue = undefined;
+    await Promise.all(queues.map((queue) => queue?.shutdown({ drain: false, timeoutMs: options.shutdownTimeoutMs ?? 20_000 })));
+  };
+
+  let elector: LeaderElector | undefined;
+  metrics.observeLeader(() => leading);
+  if (options.leaderElection) {
+    const election = options.leaderElection;
+    elector = new LeaderElector({
+      kubeConfig: options.kubeConfig,
+      namespace: election.namespace,
+      name: election.name,
+      identity: election.identity,
+      leaseDurationMs: election.leaseDurationMs ?? 15_000,
+      renewDeadlineMs: election.renewDeadlineMs ?? 10_000,
+      retryPeriodMs: election.retryPeriodMs ?? 2_000,
+      logger,
+    });
+    void elector
+      .run({
+        onStartedLeading: async (signal) => {
+          leading = true;
+          await cache.whenSynced(signal).catch(() => undefined);
+          if (!signal.aborted) startQueues();
+        },
+        onStoppedLeading: () => {
+          leading = false;
+          void stopQueues();
+        },
+      })
+      .then(
+        () => resolveDone({ reason: 'leadership ended' }),
+        (error: unknown) => resolveDone({ reason: `leader election failed: ${errorMessage(error)}` }),
+      );
+  } else {
+    startQueues();
+  }
+
+  let stopped = false;
+  return {
+    controller: ctl,
+    metrics,
+    cache,
+    ...(health ? { healthUrl: health.url } : {}),
+    isLeader: () => leading,
+    done,
+    stop: async () => {
+      if (stopped) return;
+      stopped = true;
+      await cache.stop();
+      await stopQueues();
+      await elector?.stop();
+      await health?.close();
+      resolveDone({ reason: 'stopped' });
+    },
+  };
+}
