@@ -62,7 +62,7 @@ describe('applyDesiredState', () => {
     const { writer, log, maxInFlight } = recordingWriter();
     const state: DesiredState = { stacks: [], releases: [], releasesToDelete: [], addons: Array.from({ length: 60 }, (_, i) => addon(i)), addonsToDelete: [], providerReleases: [], providerReleasesToDelete: [], events: [] };
     const logged: unknown[] = [];
-    const report = await applyDesiredState(writer, state, { now: '2026-11-23T00:00:00Z', logger: { info: () => undefined, warn: (fields) => logged.push(fields), debug: () => undefined, error: () => undefined } as never, kindOf: () => undefined });
+    const report = await applyDesiredState(writer, state, { now: '2026-11-23T00:00:00Z', logger: { info: () => undefined, warn: (fields: unknown) => logged.push(fields), debug: () => undefined, error: () => undefined } as never, kindOf: () => undefined });
 
     expect(logged).toEqual([]);
     expect(report.errors).toEqual([]);
