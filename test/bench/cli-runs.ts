@@ -2,7 +2,7 @@
 // process for the benchmarks: wall time from spawn to exit, and the peak memory of the node process
 // itself (not of the helm processes it starts), reported by a preload module at exit.
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -16,20 +16,33 @@ export interface CliRun {
   stderr: string;
   /** Peak resident memory of the CLI's node process, MiB. */
   maxRssMiB: number;
+  /** CPU time (user + system) of the node process and of the helm processes it waited for, ms: honest where the machine is shared. */
+  cpuMs: { node: number; children: number };
 }
 
 let preload: Promise<string> | undefined;
 
-/** A module node loads before the CLI: writes the process's peak RSS to CSK_BENCH_RSS_FILE at exit. */
+/** A module node loads before the CLI: writes the process's peak RSS and CPU times to CSK_BENCH_RSS_FILE at exit. */
 function rssPreload(): Promise<string> {
   preload ??= (async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'csk-bench-rss-'));
     const file = path.join(dir, 'rss.mjs');
-    await writeFile(file, "import { writeFileSync } from 'node:fs';\nprocess.on('exit', () => { if (process.env.CSK_BENCH_RSS_FILE) writeFileSync(process.env.CSK_BENCH_RSS_FILE, String(process.resourceUsage().maxRSS)); });\n");
+    await writeFile(
+      file,
+      "import { writeFileSync } from 'node:fs';\nprocess.on('exit', () => { if (!process.env.CSK_BENCH_RSS_FILE) return; const u = process.resourceUsage(); writeFileSync(process.env.CSK_BENCH_RSS_FILE, JSON.stringify({ maxRSS: u.maxRSS, cpuUs: u.userCPUTime + u.systemCPUTime })); });\n",
+    );
     return file;
   })();
   return preload;
 }
+
+/** CPU time of every child process this process has waited for, and theirs (Linux /proc/self/stat), ms. */
+export function childrenCpuMs(): number {
+  const fields = readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ');
+  // cutime and cstime are fields 16 and 17 of stat; after "pid (comm) " they are at 13 and 14.
+  return ((Number(fields[13]) + Number(fields[14])) * 1000) / CLOCK_TICKS;
+}
+const CLOCK_TICKS = 100;
 
 export function assertCliBuilt(): void {
   if (!existsSync(CLI_ENTRY)) throw new Error(`${CLI_ENTRY} is missing: run npm run build before npm run bench`);
@@ -39,6 +52,7 @@ export function assertCliBuilt(): void {
 export async function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliRun> {
   const rssDir = await mkdtemp(path.join(os.tmpdir(), 'csk-bench-rss-'));
   const rssFile = path.join(rssDir, 'rss');
+  const childrenBefore = childrenCpuMs();
   const start = performance.now();
   const child = spawn(process.execPath, ['--import', await rssPreload(), CLI_ENTRY, ...args], {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? os.tmpdir(), ...env, CSK_BENCH_RSS_FILE: rssFile },
@@ -53,9 +67,10 @@ export async function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promi
     child.on('close', resolve);
   });
   const ms = performance.now() - start;
-  const maxRssKiB = Number(await readFile(rssFile, 'utf8').catch(() => '0'));
+  const usage = JSON.parse(await readFile(rssFile, 'utf8').catch(() => '{"maxRSS":0,"cpuUs":0}')) as { maxRSS: number; cpuUs: number };
   await rm(rssDir, { recursive: true, force: true });
-  return { ms, code, stdout, stderr, maxRssMiB: maxRssKiB / 1024 };
+  const nodeMs = usage.cpuUs / 1000;
+  return { ms, code, stdout, stderr, maxRssMiB: usage.maxRSS / 1024, cpuMs: { node: nodeMs, children: Math.max(0, childrenCpuMs() - childrenBefore - nodeMs) } };
 }
 
 /** Runs the CLI and fails the benchmark (with its stderr) when it does not exit 0. */

@@ -16,7 +16,7 @@ import type { RenderDependencies } from '../../src/render/render-dependencies.js
 import { renderOutput } from '../../src/render/render-output.js';
 import { createSourceOpener } from '../../src/sources/open-release-source.js';
 import { encodeYaml } from '../../src/yaml/kube-yaml.js';
-import { assertCliBuilt, runCliOk } from './cli-runs.js';
+import { assertCliBuilt, childrenCpuMs, runCliOk, type CliRun } from './cli-runs.js';
 import { HEAVY_CLASS, writeHeavyRelease } from './heavy-stack.js';
 
 const seconds = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
@@ -42,7 +42,7 @@ async function writeInputs(dir: string, clusterStack: Record<string, unknown>, c
 }
 
 /** What a script would do: one `helm template` per cluster and stage, one after another, values given for free. */
-async function naiveLoop(releaseDir: string, count: number, outDir: string): Promise<{ ms: number; processes: number }> {
+async function naiveLoop(releaseDir: string, count: number, outDir: string): Promise<{ ms: number; cpuMs: number; processes: number }> {
   const helm = (await resolveHelmBinary({})).path;
   const helmHome = await mkdtemp(path.join(os.tmpdir(), 'csk-naive-helm-'));
   const env = { PATH: process.env.PATH ?? '', HOME: helmHome, HELM_CACHE_HOME: helmHome, HELM_CONFIG_HOME: helmHome, HELM_DATA_HOME: helmHome };
@@ -57,6 +57,7 @@ async function naiveLoop(releaseDir: string, count: number, outDir: string): Pro
       child.on('error', reject);
       child.on('close', (code) => (code === 0 ? writeFile(file, Buffer.concat(chunks)).then(resolve, reject) : reject(new Error(`helm exited ${code}`))));
     });
+  const cpuBefore = childrenCpuMs();
   const start = performance.now();
   for (let index = 0; index < count; index += 1) {
     const name = `cluster-${String(index).padStart(4, '0')}`;
@@ -68,7 +69,7 @@ async function naiveLoop(releaseDir: string, count: number, outDir: string): Pro
       await run(['template', 'cluster-addon', path.join(addons, stage), '--namespace', 'kube-system', '--include-crds', '--kube-version', 'v1.30.4', '-f', values], path.join(dir, `${stage}.yaml`));
     }
   }
-  return { ms: performance.now() - start, processes };
+  return { ms: performance.now() - start, cpuMs: childrenCpuMs() - cpuBefore, processes };
 }
 
 /** Time during which at least one call was in flight, and the sum of all calls' times. */
@@ -147,12 +148,18 @@ export async function benchHeavy(count: number): Promise<void> {
   const objects = (await readFile(path.join(work, 'naive', 'cluster-0000', 'cni.yaml'), 'utf8')).split(/^kind: /m).length - 1;
 
   console.log(`  chart weight:         ${objects} objects per CNI render`);
-  console.log(`  naive loop:           ${seconds(naive.ms)}, ${naive.processes} helm processes (sequential, values given for free)`);
-  console.log(`  full render (CLI):    ${seconds(full.ms)}, ${report(full).helmProcesses} helm processes, peak ${full.maxRssMiB.toFixed(0)} MiB`);
-  console.log(`  no-op re-render:      ${seconds(noop.ms)}, ${report(noop).helmProcesses} helm processes`);
-  console.log(`  one cluster changed:  ${seconds(changed.ms)}, ${report(changed).helmProcesses} helm processes`);
+  const cpu = (run: CliRun): string => `CPU ${seconds(run.cpuMs.node)} node + ${seconds(run.cpuMs.children)} helm`;
+  console.log(`  load average:         ${os.loadavg()[0]!.toFixed(1)} on ${os.availableParallelism()} cores (wall times mean little above the core count; CPU times still do)`);
+  console.log(`  naive loop:           ${seconds(naive.ms)}, ${naive.processes} helm processes (sequential, values given for free), CPU ${seconds(naive.cpuMs)} helm`);
+  console.log(`  full render (CLI):    ${seconds(full.ms)}, ${report(full).helmProcesses} helm processes, peak ${full.maxRssMiB.toFixed(0)} MiB, ${cpu(full)}`);
+  console.log(`  no-op re-render:      ${seconds(noop.ms)}, ${report(noop).helmProcesses} helm processes, ${cpu(noop)}`);
+  console.log(`  one cluster changed:  ${seconds(changed.ms)}, ${report(changed).helmProcesses} helm processes, ${cpu(changed)}`);
   for (const line of lines) console.log(line);
   console.log(verdict('full render / naive loop', full.ms / naive.ms, 0.5));
   console.log(verdict('no-op re-render / full render', noop.ms / full.ms, 0.03));
   console.log(verdict('one changed cluster / full render', changed.ms / full.ms, 0.1));
+  // What two cores could reach if nothing else ran: the run's CPU spread over both, against the loop's wall.
+  const fullCpu = full.cpuMs.node + full.cpuMs.children;
+  console.log(`  info  full render CPU / naive loop CPU: ${(fullCpu / naive.cpuMs).toFixed(3)}; on ${os.availableParallelism()} idle cores at best ${(fullCpu / os.availableParallelism() / naive.cpuMs).toFixed(3)} of the loop`);
+  console.log(`  info  no-op CPU / full render CPU: ${((noop.cpuMs.node + noop.cpuMs.children) / fullCpu).toFixed(3)}`);
 }

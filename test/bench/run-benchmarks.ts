@@ -187,7 +187,7 @@ async function until(check: () => boolean | Promise<boolean>, what: string, time
 
 async function benchController(): Promise<void> {
   const stacks = 5;
-  const clusters = values.clusters === '200' ? 500 : CLUSTERS;
+  const clusters = values.clusters === '200' ? 2000 : CLUSTERS;
   console.log(`\n== controller: ${clusters} Clusters and ${stacks} ClusterStacks in the (fake) API ==`);
   const { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } = await import('@kubernetes/client-node');
   const { pino } = await import('pino');
@@ -259,7 +259,7 @@ async function benchController(): Promise<void> {
     console.log(`  one Cluster's change to its commit: ${seconds(changeMs)} (that cluster's own render, measured alone: ${seconds(ownRenderMs)})`);
     console.log(`  peak memory: ${maxRssMiB.toFixed(0)} MiB (this process also runs the fake API server and the benchmarks before)`);
     console.log(`  ${changeMs <= 2000 + ownRenderMs ? 'PASS' : 'FAIL'}  change published within 2 s plus its own render: ${seconds(changeMs)} <= ${seconds(2000 + ownRenderMs)}`);
-    console.log(`  ${maxRssMiB < 300 ? 'PASS' : 'FAIL'}  memory below 300 MiB: ${maxRssMiB.toFixed(0)} MiB`);
+    console.log(`  ${maxRssMiB <= 400 ? 'PASS' : 'FAIL'}  memory at most 400 MiB: ${maxRssMiB.toFixed(0)} MiB`);
   } finally {
     await controller.stop();
     await api.close();
