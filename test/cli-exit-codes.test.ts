@@ -11,7 +11,7 @@ import { ValuesTemplateError } from '../renderers/values-template.js';
 import { SecretRefusedError } from '../src/render/secret-policy.js';
 import { TemplateError } from '../src/render/sandboxed-template.js';
 import { UnsafeArchiveError } from '../src/release/safe-extract.js';
-import { ReleaseSourceError } from '../src/release/release-source.js';
+import { ReleaseSourceError } from '../src/sources/release-source.js';
 import { DeadlineExceededError } from '../src/sources/remote-deadline.js';
 import { RequestTimeoutError } from '../src/sources/http-retry.js';
 import { YamlDecodeError } from '../src/yaml/kube-yaml.js';

@@ -13,7 +13,7 @@ import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { ENVIRONMENT } from '../config.js';
 import { fileDigest, sha256Digest } from '../release/content-digest.js';
-import type { ReleaseSourceErrorKind } from '../release/release-source.js';
+import type { ReleaseSourceErrorKind } from '../sources/release-source.js';
 import {
   DEFAULT_RETRY_POLICY,
   fetchWithTimeout,

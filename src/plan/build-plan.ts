@@ -8,7 +8,7 @@ import { formatDotVersion } from '../core/stack-version.js';
 import { classifyInputs, type Inputs } from '../inputs/classify-inputs.js';
 import type { ParsedManifests } from '../inputs/parse-manifests.js';
 import { loadRelease, type ReleaseContent } from '../release/load-release.js';
-import { type ReleaseListing, type ReleaseSource, ReleaseSourceError } from '../release/release-source.js';
+import { type ReleaseListing, type ReleaseSource, ReleaseSourceError } from '../sources/release-source.js';
 import { UnsafeArchiveError } from '../release/safe-extract.js';
 import type { SourceOpener } from '../sources/open-release-source.js';
 

@@ -12,7 +12,7 @@ import {
   type ReleaseListing,
   type ReleaseSource,
   ReleaseSourceError,
-} from '../release/release-source.js';
+} from './release-source.js';
 import {
   DEFAULT_RETRY_POLICY,
   printableUrl,

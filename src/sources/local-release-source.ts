@@ -9,7 +9,7 @@ import {
   type ReleaseListing,
   type ReleaseSource,
   ReleaseSourceError,
-} from '../release/release-source.js';
+} from './release-source.js';
 
 export class LocalReleaseSource implements ReleaseSource {
   readonly location: string;

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { InputError } from '../core/problem.js';
 import type { RemoteTimeouts } from '../config.js';
 import type { RegistryCredentials } from '../oci/registry-client.js';
-import type { ReleaseSource } from '../release/release-source.js';
+import type { ReleaseSource } from './release-source.js';
 import { githubLocation } from '../github/github-location.js';
 import { formatOciRepository, parseOciRepository } from '../oci/oci-reference.js';
 import type { Logger } from '../core/logger.js';

@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { lstat, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileDigest, sha256Digest, sha256Hex } from '../release/content-digest.js';
-import type { FetchedRelease } from '../release/release-source.js';
+import type { FetchedRelease } from './release-source.js';
 
 export interface CacheEntryInfo {
   sourceKey: string;

@@ -11,7 +11,7 @@ import { tryParseReleaseTag } from '../../core/release-tag.js';
 import { namespaceOf, releaseMatchesStack } from '../../core/resolve-releases.js';
 import { formatDotVersion } from '../../core/stack-version.js';
 import { readProvenance } from '../../output/provenance.js';
-import { listingFromTags, ReleaseSourceError, type ReleaseSource } from '../../release/release-source.js';
+import { listingFromTags, ReleaseSourceError, type ReleaseSource } from '../../sources/release-source.js';
 
 /** The source location of stand-in stacks: `clusterstack-withheld:<namespace>/<name>`. */
 export const WITHHELD_SOURCE_PREFIX = 'clusterstack-withheld:';
