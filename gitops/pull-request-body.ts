@@ -6,6 +6,7 @@ import { channelOf } from '../src/core/stack-version.js';
 import type { ChangeKind, TreeChanges } from '../src/output/tree-changes.js';
 import type { RenderSummary } from '../src/output/render-summary.js';
 import type { WithheldEntry } from '../src/output/provenance.js';
+import { describeProviderChange } from '../src/output/provider-changes.js';
 import { compileTemplate } from '../src/render/sandboxed-template.js';
 
 interface PullRequestData {
@@ -13,6 +14,10 @@ interface PullRequestData {
   stacks: { namespace: string; name: string; latestRelease: string | null; usableVersions: string; added: string[]; removed: string[]; updated: string[] }[];
   clusters: { namespace: string; cluster: string; change: ChangeKind; release: string; addons: string; stages: string }[];
   withheld: WithheldEntry[];
+  /** Objects in shared directories this change adds, removes or updates, with the releases rendering them now. */
+  shared: { path: string; change: ChangeKind; renderedBy: string }[];
+  /** One line per Cluster API provider added, removed, upgraded or downgraded. */
+  providers: string[];
   mermaid: string;
 }
 
@@ -63,6 +68,8 @@ function pullRequestData(changes: TreeChanges, summary: RenderSummary): PullRequ
       stages: change.stages.join(', ') || '-',
     })),
     withheld: changes.withheld,
+    shared: (changes.shared ?? []).map((entry) => ({ ...entry, renderedBy: summary.sharedObjects?.find((shared) => shared.path === entry.path)?.renderedBy.join(', ') || '-' })),
+    providers: (changes.providers ?? []).map(describeProviderChange),
     mermaid: mermaidDiagram(summary),
   };
 }

@@ -20,6 +20,7 @@ import type { MassDeletionPolicy } from '../core/mass-deletion-guard.js';
 import { renderAndPublish } from '../pipeline/render-and-publish.js';
 import { type UnitRecord } from '../output/provenance.js';
 import type { SecretPolicy } from '../render/secret-policy.js';
+import type { EncryptionInput } from '../secrets/secret-encryption.js';
 import type { SourceOpener } from '../sources/open-release-source.js';
 import type { KubeClient } from './runtime/kube-client.js';
 import { ArgoClusterSecrets } from './reconcile/argocd-cluster-secrets.js';
@@ -39,9 +40,11 @@ import type { ControllerMetrics, WatchedKind, WatchEvent } from './runtime/runti
 import { desiredState } from './desired-state/desired-state.js';
 import { keyOf } from './desired-state/owned-objects.js';
 import type { PublishState, StackIssue, StatusInputs } from './desired-state/status-inputs.js';
+import { sharedDirOf } from './desired-state/shared-object-state.js';
 import { syncStateOf, type UnitSync } from './desired-state/sync-state.js';
 import { unitObjects, type UnitObject } from './desired-state/unit-resources.js';
-import { ARGO_APPLICATIONS, CAPI_CLUSTERS, CLUSTER_ADDONS, CLUSTER_REQUESTS, CLUSTER_STACK_RELEASES, CLUSTER_STACKS, FLUX_KUSTOMIZATIONS } from './desired-state/watched-kinds.js';
+import { createProviderFetcher, type ProviderFetcher } from '../providers/provider-fetcher.js';
+import { ARGO_APPLICATIONS, CAPI_CLUSTERS, CAPI_PROVIDER_KINDS, CLUSTER_ADDONS, CLUSTER_REQUESTS, CLUSTER_STACK_RELEASES, CLUSTER_STACKS, FLUX_KUSTOMIZATIONS } from './desired-state/watched-kinds.js';
 import type { SchedulerConfig } from '../cluster-requests/scheduler-config.js';
 import { desiredRequestStatuses } from './desired-state/cluster-request-state.js';
 import { writeRequestStatuses } from './reconcile/cluster-request-statuses.js';
@@ -64,10 +67,14 @@ export interface ControllerOptions {
   /** Release source for stacks that name none. */
   defaultSource: string;
   openSource: SourceOpener;
+  /** Fetches Cluster API provider releases (default: through `openSource`, cached in `workDir`). */
+  providerFetcher?: ProviderFetcher;
   /** Extracted releases (content-addressed). */
   workDir: string;
   helm: HelmDependencies;
   secrets: SecretPolicy;
+  /** With `secrets: 'encrypt'`: the recipients given (else the target's `.sops.yaml` decides, on every publish). */
+  encryption?: EncryptionInput;
   /** Whose sync state is read back (and, with `wiring`, for which engine the wiring is generated). */
   engine: GitOpsEngine;
   /** Generated Flux or Argo CD wiring beside the tree, as `render --gitops` writes it. */
@@ -114,8 +121,10 @@ export class Controller {
   private finished = 0;
   /** The objects of each stack the last reconcile could not write: the next one reports them. */
   private ownedObjectErrors = new Map<string, string[]>();
+  private readonly providerFetcher: ProviderFetcher;
 
   constructor(private readonly options: ControllerOptions) {
+    this.providerFetcher = options.providerFetcher ?? createProviderFetcher({ cacheDir: options.workDir }, options.openSource);
     this.listings = new SourceListings(options.openSource, options.listingWaitMs !== undefined ? { listingWaitMs: options.listingWaitMs } : {});
     this.tracker = new PublishTracker(options.publisher, {
       revisionKind: options.revisionKind,
@@ -135,7 +144,7 @@ export class Controller {
    */
   static watchedKinds(engine: GitOpsEngine, scope: { namespace?: string; engineNamespaces?: string[] } = {}, clusterRequests = false): WatchedKind[] {
     const inScope = (kind: WatchedKind, namespace = scope.namespace): WatchedKind => (namespace === undefined ? kind : { ...kind, namespace });
-    const kinds = [CLUSTER_STACKS, CLUSTER_STACK_RELEASES, CLUSTER_ADDONS, CAPI_CLUSTERS, ...(clusterRequests ? [CLUSTER_REQUESTS] : [])].map((kind) => inScope(kind));
+    const kinds = [CLUSTER_STACKS, CLUSTER_STACK_RELEASES, CLUSTER_ADDONS, CAPI_CLUSTERS, ...CAPI_PROVIDER_KINDS, ...(clusterRequests ? [CLUSTER_REQUESTS] : [])].map((kind) => inScope(kind));
     const engineKind = engine === 'flux' ? FLUX_KUSTOMIZATIONS : engine === 'argocd' ? ARGO_APPLICATIONS : undefined;
     if (engineKind) {
       const namespaces = scope.namespace === undefined ? [undefined] : [...new Set([scope.namespace, ...(scope.engineNamespaces ?? [])])];
@@ -292,9 +301,11 @@ export class Controller {
     let planFailure: TypedFailure | undefined;
     try {
       plan = await buildPlan({
-        manifests: manifestsFrom({ stacks: selected, clusters: live.clusters, providerReleases: live.providerReleases, referenced, requests }),
+        manifests: manifestsFrom({ stacks: selected, clusters: live.clusters, providerReleases: live.providerReleases, referenced, requests, capiProviders: live.capiProviders ?? [] }),
         defaultSource: this.options.defaultSource,
         openSource: opener,
+        // Provider releases are not stack listings: fetched straight through the sources (cached).
+        providerFetcher: this.providerFetcher,
         workDir: this.options.workDir,
         onWarning: (message) => logger.warn({ warning: message }, 'Release source warning'),
       });
@@ -342,9 +353,12 @@ export class Controller {
           },
         }, {
           secrets: this.options.secrets,
+          ...(this.options.encryption ? { encryption: this.options.encryption } : {}),
           ...(this.options.wiring ? { gitops: this.options.wiring } : {}),
           ...(this.options.pullRequest ? { pullRequest: {} } : {}),
           massDeletion: this.options.massDeletion ?? { allow: true, maxShare: 1 },
+          // A provider downgrade or contract mismatch holds back that provider, not the whole publish.
+          providerGuards: 'withhold',
           ...(this.options.scheduler ? { scheduler: this.options.scheduler } : {}),
           ...(signal ? { signal } : {}),
         });
@@ -437,7 +451,9 @@ export class Controller {
     if (!render || this.options.engine === 'none') return new Map();
     const kind = this.options.engine === 'flux' ? FLUX_KUSTOMIZATIONS : ARGO_APPLICATIONS;
     const objects = this.options.cache.list(kind);
-    return syncStateOf(this.options.engine, objects, render.provenance.units.map((unit) => unit.dir), publish.order, this.options.outputPath);
+    // Shared directories (objects several releases render) have their own Kustomization / Application.
+    const sharedDirs = new Set((render.provenance.sharedObjects ?? []).filter((shared) => shared.path.startsWith('management/')).map(sharedDirOf));
+    return syncStateOf(this.options.engine, objects, [...render.provenance.units.map((unit) => unit.dir), ...sharedDirs], publish.order, this.options.outputPath);
   }
 }
 

@@ -24,12 +24,15 @@ export interface ValuesOutcome {
 const FIRST_CHUNK_CLUSTERS = 2;
 const MAX_CHUNK_CLUSTERS = 64;
 
-/** Starts evaluating the values of every unit that needs it; returns at once, before helm answers. */
-export function evaluateUnitValues(units: PendingUnit[], before: Map<string, UnitRecord>, failedBefore: Map<string, string>, previous: RenderedTree, deps: RenderDependencies): ValuesOutcome {
+/**
+ * Starts evaluating the values of every unit that needs it (all but those reused; `notReusable`
+ * never are); returns at once, before helm answers.
+ */
+export function evaluateUnitValues(units: PendingUnit[], before: Map<string, UnitRecord>, failedBefore: Map<string, string>, previous: RenderedTree, deps: RenderDependencies, notReusable: ReadonlySet<string> = new Set()): ValuesOutcome {
   const reused = new Map<string, Map<string, string>>();
   const needValues = units.filter((unit) => {
     const old = before.get(unit.record.dir);
-    if (old && old.inputDigest === unit.record.inputDigest) {
+    if (old && old.inputDigest === unit.record.inputDigest && !notReusable.has(unit.record.dir)) {
       const files = previousFiles(old, previous);
       if (files) {
         reused.set(unit.record.dir, files);

@@ -60,7 +60,7 @@ function addon(index: number): DesiredState['addons'][number] {
 describe('applyDesiredState', () => {
   it('writes many objects of a kind at once, at most APPLY_CONCURRENCY, each created before its status is written', async () => {
     const { writer, log, maxInFlight } = recordingWriter();
-    const state: DesiredState = { stacks: [], releases: [], releasesToDelete: [], addons: Array.from({ length: 60 }, (_, i) => addon(i)), addonsToDelete: [], providerReleases: [], providerReleasesToDelete: [], events: [] };
+    const state: DesiredState = { stacks: [], releases: [], releasesToDelete: [], addons: Array.from({ length: 60 }, (_, i) => addon(i)), addonsToDelete: [], providerReleases: [], providerReleasesToDelete: [], capiProviders: [], events: [] };
     const logged: unknown[] = [];
     const report = await applyDesiredState(writer, state, { now: '2026-11-23T00:00:00Z', logger: { info: () => undefined, warn: (fields: unknown) => logged.push(fields), debug: () => undefined, error: () => undefined } as never, kindOf: () => undefined });
 
