@@ -38,7 +38,9 @@ function recordingDeps(failing: Set<string> = new Set()): { deps: RenderDependen
     renderChart: async (request) => {
       const values = request.values?.[0] as { cluster?: string } | undefined;
       events.push(`render ${values?.cluster ?? request.releaseName}`);
-      return `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${request.releaseName}\ndata:\n  from: ${JSON.stringify(values?.cluster ?? request.releaseName)}\n`;
+      // One name per chart: two stages rendering one object differently would be a conflict.
+      const name = request.chart.origin.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '');
+      return `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\ndata:\n  from: ${JSON.stringify(values?.cluster ?? request.releaseName)}\n`;
     },
   };
   return { deps, events, batches };
