@@ -257,11 +257,14 @@ describe('OciLayoutSource', () => {
     expect((await rejection(source.fetch('docker-ferrol-1-30-v9'))).kind).toBe('not-found');
   });
 
-  it('is what the opener picks for a directory with an oci-layout file', () => {
-    const open = createSourceOpener({ cacheDir: path.join(scratch, 'opener-cache') });
+  it('is what the opener picks for a directory with an oci-layout file', async () => {
+    const open = createSourceOpener({ cacheDir: path.join(scratch, 'opener-cache'), plainHttp: true });
     expect(open(layout)).toBeInstanceOf(OciLayoutSource);
     expect(open(RELEASES)).toBeInstanceOf(LocalReleaseSource);
-    expect(open(`oci://${anonymous.host}/${REPO}`)).toBeInstanceOf(OciReleaseSource);
+    // The registry client loads on first use: a stand-in named as OciReleaseSource names the repository.
+    const registry = open(`oci://${anonymous.host}/${REPO}`);
+    expect(registry.location).toBe(sourceFor(anonymous).location);
+    expect((await registry.list()).releases.map((release) => release.tag).sort()).toEqual([V1, V3]);
   });
 
   it('refuses a corrupted blob and stores nothing', async () => {

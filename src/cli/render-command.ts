@@ -7,7 +7,7 @@ import { planReport, reportHasProblems, retryableProblems } from '../plan/plan-r
 import { describeEncryptedSecrets, type EncryptedSecretsReport, reportEncryptedSecrets } from '../output/encrypted-secrets-report.js';
 import { readProvenance, type WithheldEntry } from '../output/provenance.js';
 import { renderAndPublish as renderAndPublishTree } from '../pipeline/render-and-publish.js';
-import type { RenderProgress } from '../render/render-output.js';
+import { terminalProgress } from './render-progress.js';
 import { SECRET_POLICIES, type SecretPolicy } from '../render/secret-policy.js';
 import { type CliIo, EXIT_OK, RemoteFailureError, UsageError } from './cli-io.js';
 import { parseCommandLine } from './parse-command-line.js';
@@ -198,7 +198,8 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
 
   async function renderAndPublish(): Promise<number> {
     const previous = await publisher.readPrevious();
-    const showProgress = io.isTty && !values.json;
+    // Progress only for a person at a terminal: --json output is read by programs.
+    const progress = io.isTty && !values.json ? terminalProgress(io.stderr) : undefined;
     const run = await renderAndPublishTree(plan, previous, {
       renderer: helm,
       publish: (tree, change) => publisher.publish(tree, change),
@@ -212,9 +213,9 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
       ...(values['pull-request'] ? { pullRequest: prTemplate !== undefined ? { template: prTemplate } : {} } : {}),
       massDeletion: { allow: values['allow-mass-delete'], maxShare: config.maxDeleteShare },
       ...(scheduler ? { scheduler } : {}),
-      ...(showProgress ? { onProgress: (progress: RenderProgress) => io.stderr(`\rrendering: releases ${progress.releasesDone}/${progress.releasesTotal}, clusters ${progress.clustersDone}/${progress.clustersTotal}   `) } : {}),
+      ...(progress ? { onProgress: progress.onProgress } : {}),
     });
-    if (showProgress) io.stderr('\n');
+    progress?.finish();
     if (run.status !== 'published') throw new Error('internal error: a CLI render was aborted');
     const { outcome, change, published: result } = run;
     const secrets = reportEncryptedSecrets(readProvenance(previous)?.units ?? [], outcome.provenance.units);

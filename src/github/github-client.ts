@@ -9,9 +9,9 @@
 // controller's queue retries it with backoff.
 import { Octokit, RequestError } from 'octokit';
 import { fetchWithTimeout } from '../sources/http-retry.js';
+import { githubBaseUrl } from './github-location.js';
 
-/** github.com's API; GitHub Enterprise Server's is `https://<host>/api/v3`. */
-export const GITHUB_API_URL = 'https://api.github.com';
+export { GITHUB_API_URL } from './github-location.js';
 
 export type GitHubClient = InstanceType<typeof Octokit>;
 
@@ -36,7 +36,7 @@ export interface GitHubConnection {
 
 /** An Octokit for `baseUrl` that makes exactly one HTTP request per call: no retries, no throttling, no log output. */
 export function createGitHubClient(options: GitHubClientOptions = {}): GitHubConnection {
-  const baseUrl = (options.baseUrl ?? GITHUB_API_URL).replace(/\/+$/, '');
+  const baseUrl = githubBaseUrl(options.baseUrl);
   const plainFetch = options.fetch ?? globalThis.fetch;
   const fetchImpl = options.requestTimeoutMs === undefined ? plainFetch : fetchWithTimeout(plainFetch, options.requestTimeoutMs);
   const quiet = (): void => {};

@@ -32,6 +32,25 @@ import { assertSha256Digest, DOCKER_MANIFEST_V2, isDigest, OCI_INDEX, OCI_MANIFE
 import { parseAuthChallenge } from './www-authenticate.js';
 import type { Logger } from '../core/logger.js';
 
+
+/** A tag-list page as stored across runs (listing-validators.ts). */
+export interface StoredTagPage {
+  tags: string[];
+  next: string | null;
+}
+
+/** Where listTags keeps the ETags of tag-list pages; the OCI source passes a ListingValidators. */
+export interface TagPageValidators {
+  get(url: string): Promise<{ etag: string; page: StoredTagPage } | undefined>;
+  put(url: string, stored: { etag: string; page: StoredTagPage }): Promise<void>;
+  remove(url: string): Promise<void>;
+}
+
+function isTagPage(page: unknown): page is StoredTagPage {
+  const candidate = page as Partial<StoredTagPage> | undefined;
+  return Array.isArray(candidate?.tags) && candidate.tags.every((tag) => typeof tag === 'string') && (candidate.next === null || typeof candidate.next === 'string');
+}
+
 export interface RegistryCredentials {
   username: string;
   password: string;
@@ -136,14 +155,21 @@ export class RegistryClient {
   }
 
   /** Every tag of `repository`, following `Link` pagination. */
-  async listTags(repository: string): Promise<string[]> {
+  async listTags(repository: string, validators?: TagPageValidators): Promise<string[]> {
     const tags: string[] = [];
     const seen = new Set<string>();
     let url: string | undefined = `${this.base}/v2/${repository}/tags/list?n=${this.tagPageSize}`;
     while (url !== undefined && !seen.has(url)) {
       seen.add(url);
+      const pageUrl: string = url;
+      // A page a registry once answered with an ETag is asked for conditionally (a 304 reuses it).
+      const stored = await validators?.get(pageUrl);
       const page: { tags: string[]; next: string | undefined } = await this.retrying(repository, async () => {
-        const response = await this.send({ method: 'GET', url: url as string, repository, actions: 'pull' });
+        const response = await this.send({ method: 'GET', url: pageUrl, repository, actions: 'pull', ...(stored ? { headers: { 'if-none-match': stored.etag } } : {}) });
+        if (response.status === 304 && stored && isTagPage(stored.page)) {
+          await response.body?.cancel();
+          return { tags: stored.page.tags, next: stored.page.next ?? undefined };
+        }
         if (response.status !== 200) throw await this.failure(response, repository, `the tag list of ${repository}`);
         const body = (await readJson(response)) as { tags?: unknown } | undefined;
         const list = body?.tags ?? [];
@@ -151,7 +177,11 @@ export class RegistryClient {
           throw new OciError('unavailable', `registry ${this.registry} sent a malformed tag list for ${repository}`);
         }
         const link = nextLink(response.headers.get('link'));
-        return { tags: list as string[], next: link === undefined ? undefined : new URL(link, this.base).href };
+        const read = { tags: list as string[], next: link === undefined ? undefined : new URL(link, this.base).href };
+        const etag = response.headers.get('etag');
+        if (etag) await validators?.put(pageUrl, { etag, page: { tags: read.tags, next: read.next ?? null } });
+        else if (stored) await validators?.remove(pageUrl);
+        return read;
       });
       tags.push(...page.tags);
       url = page.next;

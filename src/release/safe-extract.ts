@@ -10,7 +10,10 @@ import { createReadStream } from 'node:fs';
 import { lstat, mkdir, open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { createGunzip } from 'node:zlib';
-import * as tar from 'tar';
+import type * as tar from 'tar';
+
+// node-tar is loaded when an archive is first opened: plans over unpacked releases never pay for it.
+const loadTar = (): Promise<typeof tar> => import('tar');
 
 export interface ExtractLimits {
   /** Largest single file, in bytes. */
@@ -184,8 +187,9 @@ async function inspect(file: string, label: string, limits: ExtractLimits): Prom
   let total = 0;
   let failure: Error | undefined;
   let tarBytes = 0;
+  const { Parser } = await loadTar();
   try {
-    const parser = new tar.Parser({
+    const parser = new Parser({
       strict: true,
       onReadEntry: (entry) => {
         // The data of an entry is never needed here: drop it as it streams past.
@@ -260,7 +264,8 @@ export async function extractArchive(file: string, destination: string, label: s
   const temp = `${destination}.partial-${process.pid}-${randomBytes(6).toString('hex')}`;
   await mkdir(temp, { recursive: true });
   try {
-    const unpack = new tar.Unpack({
+    const { Unpack } = await loadTar();
+    const unpack = new Unpack({
       cwd: temp,
       strict: true,
       preservePaths: false,

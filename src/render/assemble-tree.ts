@@ -1,12 +1,11 @@
 // The tree from the rendered units: their files, a kustomization per directory (so Argo CD, Flux and
 // `kubectl apply -k` all read it), provenance.json and the README.
-import type { KubeObject } from '../api/types.js';
 import { OUTPUT_README_TEMPLATE } from '../output/output-readme-template.js';
 import type { Provenance, UnitRecord } from '../output/provenance.js';
 import type { RenderSummary } from '../output/render-summary.js';
 import type { RenderedTree } from '../output/rendered-tree.js';
 import { aggregatingDirs, KUSTOMIZATION_FILE, MANAGEMENT_DIR, CLUSTERS_DIR, PROVENANCE_FILE, README_FILE } from '../output/tree-layout.js';
-import { serializeObject } from './manifest-objects.js';
+import { kustomizationEncoder } from './kustomization-yaml.js';
 import { compileTemplate } from './sandboxed-template.js';
 
 /** A kustomization per directory: each object directory, and the directories that aggregate it (tree-layout.ts). */
@@ -30,10 +29,8 @@ function kustomizations(tree: Map<string, string>, emptyDirs: readonly string[])
     for (const parent of aggregatingDirs(dir)) add(parent, dir.slice(parent.length + 1).split('/')[0]!);
   }
   const out = new Map<string, string>();
-  for (const [dir, entries] of children) {
-    const resources = [...entries].sort();
-    out.set(`${dir}/${KUSTOMIZATION_FILE}`, serializeObject({ apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', resources } as unknown as KubeObject));
-  }
+  const encode = kustomizationEncoder();
+  for (const [dir, entries] of children) out.set(`${dir}/${KUSTOMIZATION_FILE}`, encode([...entries].sort()));
   return out;
 }
 

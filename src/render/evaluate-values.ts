@@ -1,6 +1,10 @@
-// The values step of rendering: every unit whose inputs changed gets its values template evaluated,
-// in one batch per Kubernetes version; a cluster whose template fails (a missing field to wait out,
-// or a broken template) is withheld whole, and the same inputs fail again next time without helm.
+// The values step of rendering: every unit whose inputs changed gets its values template evaluated;
+// a cluster whose template fails (a missing field to wait out, or a broken template) is withheld
+// whole, and the same inputs fail again next time without helm.
+//
+// Evaluation is streamed, not a phase: the clusters are split into chunks (all stages of a cluster
+// in one chunk, one Kubernetes version per chunk), the first ones small, so the first charts render
+// while later chunks are still being evaluated and helm keeps every core busy from the start.
 import type { Provenance, UnitRecord } from '../output/provenance.js';
 import type { RenderedTree } from '../output/rendered-tree.js';
 import { previousFiles } from './previous-output.js';
@@ -10,14 +14,21 @@ import { ownerKey, type PendingUnit } from './render-units.js';
 export interface ValuesOutcome {
   /** Units reused whole by input digest: directory -> files. */
   reused: Map<string, Map<string, string>>;
-  /** Clusters (`namespace/name`) whose values failed, with the reason. */
+  /** Clusters (`namespace/name`) whose values failed, with the reason; complete once every `ready` promise settled. */
   failedClusters: Map<string, string>;
-  /** The record for provenance, sorted by directory. */
-  valuesFailures: Provenance['valuesFailures'];
+  /** Per unit that needs values evaluated: settles when they are set (`unit.values`) or its cluster failed. */
+  ready: Map<PendingUnit, Promise<void>>;
 }
 
-/** Evaluates the values of every unit that needs it (all but those reused; `notReusable` never are); sets `unit.values` on success. */
-export async function evaluateUnitValues(units: PendingUnit[], before: Map<string, UnitRecord>, failedBefore: Map<string, string>, previous: RenderedTree, deps: RenderDependencies, notReusable: ReadonlySet<string> = new Set()): Promise<ValuesOutcome> {
+/** Clusters in the first chunk; each next chunk doubles, up to MAX_CHUNK_CLUSTERS. */
+const FIRST_CHUNK_CLUSTERS = 2;
+const MAX_CHUNK_CLUSTERS = 64;
+
+/**
+ * Starts evaluating the values of every unit that needs it (all but those reused; `notReusable`
+ * never are); returns at once, before helm answers.
+ */
+export function evaluateUnitValues(units: PendingUnit[], before: Map<string, UnitRecord>, failedBefore: Map<string, string>, previous: RenderedTree, deps: RenderDependencies, notReusable: ReadonlySet<string> = new Set()): ValuesOutcome {
   const reused = new Map<string, Map<string, string>>();
   const needValues = units.filter((unit) => {
     const old = before.get(unit.record.dir);
@@ -35,26 +46,49 @@ export async function evaluateUnitValues(units: PendingUnit[], before: Map<strin
     const known = failedBefore.get(`${unit.record.dir} ${unit.record.inputDigest}`);
     if (known !== undefined && !failedClusters.has(ownerKey(unit))) failedClusters.set(ownerKey(unit), known);
   }
+  const ready = new Map<PendingUnit, Promise<void>>();
   const toEvaluate = needValues.filter((unit) => !failedClusters.has(ownerKey(unit)));
-  for (const [kubeVersion, batch] of groupBy(toEvaluate, (unit) => unit.kubeVersion)) {
-    const results = await deps.evaluateValues(
-      batch.map((unit) => ({ id: unit.record.dir, origin: unit.template!.origin, template: unit.template!.text, context: unit.template!.context })),
-      kubeVersion,
-    );
-    const byId = new Map(results.map((result) => [result.id, result]));
-    for (const unit of batch) {
-      const result = byId.get(unit.record.dir);
-      if (result?.ok) unit.values = [result.values];
-      // A missing field is a state to wait out, a broken template the release's fault: either way
-      // only this cluster is withheld, and the same inputs fail again without helm next time.
-      else if (!failedClusters.has(ownerKey(unit))) failedClusters.set(ownerKey(unit), result ? describeValuesFailure(result) : 'values template was not evaluated');
-    }
+  for (const chunk of chunksOf(toEvaluate)) {
+    const done = evaluateChunk(chunk, deps, failedClusters);
+    for (const unit of chunk) ready.set(unit, done);
   }
-  const valuesFailures: Provenance['valuesFailures'] = units
+  return { reused, failedClusters, ready };
+}
+
+/** The provenance record of the clusters whose values failed, sorted by directory. */
+export function valuesFailureRecords(units: PendingUnit[], failedClusters: Map<string, string>): Provenance['valuesFailures'] {
+  return units
     .filter((unit) => unit.record.kind !== 'release' && failedClusters.has(ownerKey(unit)))
     .map((unit) => ({ dir: unit.record.dir, inputDigest: unit.record.inputDigest, reason: failedClusters.get(ownerKey(unit))! }))
     .sort((a, b) => a.dir.localeCompare(b.dir));
-  return { reused, failedClusters, valuesFailures };
+}
+
+async function evaluateChunk(chunk: PendingUnit[], deps: RenderDependencies, failedClusters: Map<string, string>): Promise<void> {
+  const results = await deps.evaluateValues(
+    chunk.map((unit) => ({ id: unit.record.dir, origin: unit.template!.origin, template: unit.template!.text, context: unit.template!.context })),
+    chunk[0]!.kubeVersion,
+  );
+  const byId = new Map(results.map((result) => [result.id, result]));
+  for (const unit of chunk) {
+    const result = byId.get(unit.record.dir);
+    if (result?.ok) unit.values = [result.values];
+    // A missing field is a state to wait out, a broken template the release's fault: either way
+    // only this cluster is withheld, and the same inputs fail again without helm next time.
+    else if (!failedClusters.has(ownerKey(unit))) failedClusters.set(ownerKey(unit), result ? describeValuesFailure(result) : 'values template was not evaluated');
+  }
+}
+
+/** Chunks of whole clusters, one Kubernetes version each, growing from FIRST_CHUNK_CLUSTERS. */
+function chunksOf(units: PendingUnit[]): PendingUnit[][] {
+  const chunks: PendingUnit[][] = [];
+  for (const sameVersion of groupBy(units, (unit) => unit.kubeVersion).values()) {
+    const clusters = [...groupBy(sameVersion, ownerKey).values()];
+    let size = FIRST_CHUNK_CLUSTERS;
+    for (let start = 0; start < clusters.length; start += size, size = Math.min(MAX_CHUNK_CLUSTERS, size * 2)) {
+      chunks.push(clusters.slice(start, start + size).flat());
+    }
+  }
+  return chunks;
 }
 
 function describeValuesFailure(result: Extract<ValuesTemplateResult, { ok: false }>): string {
@@ -64,7 +98,10 @@ function describeValuesFailure(result: Extract<ValuesTemplateResult, { ok: false
 
 function groupBy<T>(items: T[], key: (item: T) => string): Map<string, T[]> {
   const groups = new Map<string, T[]>();
-  for (const item of items) groups.set(key(item), [...(groups.get(key(item)) ?? []), item]);
+  for (const item of items) {
+    const group = groups.get(key(item));
+    if (group) group.push(item);
+    else groups.set(key(item), [item]);
+  }
   return groups;
 }
-

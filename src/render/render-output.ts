@@ -15,7 +15,7 @@ import { assembleTree } from './assemble-tree.js';
 import { canonicalJson } from './canonical-json.js';
 import { type SecretEncryption, secretsDigestPart } from '../secrets/secret-encryption.js';
 import { type DecryptionKeyRef, describeEncryptedSecrets, encryptUnitSecrets, handEditedSecrets, sopsTimestamp } from './encrypted-secrets.js';
-import { evaluateUnitValues } from './evaluate-values.js';
+import { evaluateUnitValues, valuesFailureRecords } from './evaluate-values.js';
 import { previousFiles, previousRecords } from './previous-output.js';
 import type { RenderDependencies } from './render-dependencies.js';
 import { ownerKey, type PendingUnit, planUnits } from './render-units.js';
@@ -33,6 +33,11 @@ export interface RenderProgress {
   releasesTotal: number;
   clustersDone: number;
   clustersTotal: number;
+  /** Units finished (rendered, reused or withheld) of all units. */
+  unitsDone: number;
+  unitsTotal: number;
+  /** Of the finished units, those that went through helm: the ones whose pace predicts the rest. */
+  unitsRendered: number;
 }
 
 export interface RenderOptions {
@@ -79,31 +84,34 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
 
   // Encrypted files edited by hand since we wrote them are not reused: they are encrypted again from the render.
   const handEdited = new Map(units.map((unit) => [unit.record.dir, handEditedSecrets(before.get(unit.record.dir), options.previous)] as const).filter(([, files]) => files.length > 0));
-  const { reused, failedClusters, valuesFailures } = await evaluateUnitValues(units, before, failedBefore, options.previous, deps, new Set(handEdited.keys()));
-  // A cluster with any failing stage is withheld whole: half an addon set is worse than the old one.
-  // A layer's values fail for that layer alone (its key is namespace/cluster/layers/<layer>).
-  const active = units.filter((unit) => unit.record.kind === 'release' || !failedClusters.has(ownerKey(unit)));
-  for (const [key, reason] of failedClusters) {
-    const [namespace, name, , layer] = key.split('/') as [string, string, string?, string?];
-    withheld.push(layer ? { kind: 'layer', namespace, name, layer, reason, previousKept: false } : { kind: 'cluster', namespace, name, reason, previousKept: false });
-  }
+  // Values are evaluated in chunks while the charts of earlier chunks (and every release) render.
+  const { reused, failedClusters, ready } = evaluateUnitValues(units, before, failedBefore, options.previous, deps, new Set(handEdited.keys()));
 
   // Render what changed; reuse what did not (including charts that generate random data).
   const rendered = new Map<string, Map<string, string>>();
   const records: UnitRecord[] = [];
   const refusals: SecretRefusedError[] = [];
   const unitFailures = new Map<PendingUnit, string>();
-  const progress = progressTracker(active, options.onProgress);
+  const progress = progressTracker(units, options.onProgress);
   let unitsRendered = 0;
   // Units rendered in this run; one withheld afterwards (its cluster or a dependency failed) is neither published nor reused.
-  const fresh = new Set<string>();
+  const renderedNow = new Set<string>();
   await Promise.all(
-    active.map(async (unit) => {
+    units.map(async (unit) => {
+      await ready.get(unit);
+      // A cluster with any failing stage is withheld whole: half an addon set is worse than the old
+      // one. Its stages share one values chunk, so none of them has rendered. A layer's values fail
+      // for that layer alone (its key is namespace/cluster/layers/<layer>).
+      if (unit.record.kind !== 'release' && failedClusters.has(ownerKey(unit))) {
+        progress(unit);
+        return;
+      }
       const values = [...unit.values, ...(unit.extraValues ? [unit.extraValues] : [])];
       let renderDigest = sha256Digest(canonicalJson({ format: OUTPUT_FORMAT, chart: unit.chart.digest, values, kubeVersion: unit.kubeVersion, releaseName: unit.releaseName, namespace: unit.renderNamespace, includeCrds: unit.includeCrds, secrets: secretsPart, annotations: unit.annotated ? (options.managementAnnotations?.id ?? null) : null }));
       let files = reused.get(unit.record.dir);
       const old = before.get(unit.record.dir);
       let notes = old?.notes;
+      let fresh = false;
       // Reused by input digest: values were not evaluated, so the old render digest still holds.
       if (files && old) renderDigest = old.renderDigest;
       else if (old && old.renderDigest === renderDigest && !handEdited.has(unit.record.dir)) files = previousFiles(old, options.previous);
@@ -116,31 +124,40 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
           // The chart failed for this unit (a template error, a `fail`): withhold the unit alone.
           if (failureKindOf(error) !== 'fix-input') throw error;
           unitFailures.set(unit, (error as Error).message);
+          progress(unit, true);
           return;
         }
         unitsRendered += 1;
-        fresh.add(unit.record.dir);
+        renderedNow.add(unit.record.dir);
         let result: UnitFiles;
         try {
           result = unitFiles(output, unit, options.secrets, options.managementAnnotations?.annotationsFor);
         } catch (error) {
           if (!(error instanceof SecretRefusedError)) throw error;
           refusals.push(error);
+          progress(unit, true);
           return;
         }
         if (result.problems.length > 0) {
           unitFailures.set(unit, result.problems.join('; '));
+          progress(unit, true);
           return;
         }
         secrets = result.secrets.length > 0 ? await encryptUnitSecrets(unit.record.dir, result, options.encryption!, lastModified) : undefined;
         files = result.files;
         notes = result.notes.length > 0 ? result.notes : undefined;
+        fresh = true;
       }
       rendered.set(unit.record.dir, files);
       records.push({ ...unit.record, renderDigest, files: [...files.keys()].sort(), ...(notes ? { notes } : {}), ...(secrets ? { secrets } : {}) });
-      progress(unit);
+      progress(unit, fresh);
     }),
   );
+  for (const [key, reason] of failedClusters) {
+    const [namespace, name, , layer] = key.split('/') as [string, string, string?, string?];
+    withheld.push(layer ? { kind: 'layer', namespace, name, layer, reason, previousKept: false } : { kind: 'cluster', namespace, name, reason, previousKept: false });
+  }
+  const valuesFailures = valuesFailureRecords(units, failedClusters);
   if (refusals.length > 0) {
     throw refusals.length === 1 ? refusals[0]! : new SecretRefusedError(refusals.map((r) => r.unit).join(', '), refusals.flatMap((r) => r.findings));
   }
@@ -181,20 +198,25 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
     const renderedAgain = recordOf.has(dir) && recordOf.get(dir)!.secrets !== before.get(dir)?.secrets;
     return files.map((file) => `${file} was changed since clusterstack encrypted it (edited by hand?); ${renderedAgain ? 'it was encrypted again from the render' : 'it is kept as it is while its unit is withheld'}`);
   });
-  return { tree, provenance, summary, withheld, notes: [...summary.notes, ...editWarnings], stats: { unitsRendered, unitsReused: placed.filter((record) => !fresh.has(record.dir)).length } };
+  return { tree, provenance, summary, withheld, notes: [...summary.notes, ...editWarnings], stats: { unitsRendered, unitsReused: placed.filter((record) => !renderedNow.has(record.dir)).length } };
 }
 
 /** Counts finished releases and clusters (a cluster when its last stage is done) for onProgress. */
-function progressTracker(active: PendingUnit[], onProgress: RenderOptions['onProgress']): (unit: PendingUnit) => void {
+function progressTracker(active: PendingUnit[], onProgress: RenderOptions['onProgress']): (unit: PendingUnit, rendered?: boolean) => void {
   const progress: RenderProgress = {
     releasesDone: 0,
     releasesTotal: active.filter((u) => u.record.kind === 'release').length,
     clustersDone: 0,
     clustersTotal: new Set(active.filter((u) => u.record.kind === 'cluster-stage').map(ownerKey)).size,
+    unitsDone: 0,
+    unitsTotal: active.length,
+    unitsRendered: 0,
   };
   const stagesLeft = new Map<string, number>();
   for (const unit of active) if (unit.record.kind === 'cluster-stage') stagesLeft.set(ownerKey(unit), (stagesLeft.get(ownerKey(unit)) ?? 0) + 1);
-  return (unit) => {
+  return (unit, rendered = false) => {
+    progress.unitsDone += 1;
+    if (rendered) progress.unitsRendered += 1;
     if (unit.record.kind === 'release') progress.releasesDone += 1;
     else if (unit.record.kind === 'cluster-stage') {
       const left = (stagesLeft.get(ownerKey(unit)) ?? 1) - 1;

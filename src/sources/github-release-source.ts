@@ -4,7 +4,8 @@
 // that is bounded and reported): the GitHub client has octokit's own plugins off (github-client.ts).
 import { open } from 'node:fs/promises';
 import path from 'node:path';
-import { createGitHubClient, type GitHubClient, GITHUB_API_URL, isRequestError } from '../github/github-client.js';
+import { createGitHubClient, type GitHubClient, isRequestError } from '../github/github-client.js';
+import { githubLocation } from '../github/github-location.js';
 import {
   type FetchedRelease,
   listingFromTags,
@@ -23,6 +24,7 @@ import {
   withRetry,
 } from './http-retry.js';
 import type { ReleaseCache } from './release-cache.js';
+import { ListingValidators } from './listing-validators.js';
 import { currentDeadline, deadlineErrorOf, withDeadline } from './remote-deadline.js';
 import { nextLink } from './link-header.js';
 import type { Logger } from '../core/logger.js';
@@ -75,6 +77,26 @@ interface RememberedPage {
   etag: string;
   releases: GitHubRelease[];
   next?: string;
+}
+
+/** A page as stored across runs: releases in the API's own shape, read back through toRelease like a response. */
+interface StoredListingPage {
+  releases: unknown[];
+  next?: string;
+}
+
+function toStoredPage(page: RememberedPage): StoredListingPage {
+  return {
+    releases: page.releases.map((release) => ({ tag_name: release.tag, draft: release.draft, ...(release.publishedAt ? { published_at: release.publishedAt } : {}), assets: release.assets })),
+    ...(page.next ? { next: page.next } : {}),
+  };
+}
+
+function fromStoredPage(etag: string, stored: StoredListingPage): RememberedPage | undefined {
+  if (!Array.isArray(stored?.releases) || (stored.next !== undefined && typeof stored.next !== 'string')) return undefined;
+  const page: RememberedPage = { etag, releases: stored.releases.flatMap((raw) => toRelease(raw) ?? []) };
+  if (stored.next) page.next = stored.next;
+  return page;
 }
 
 /** A download that failed in a way the asset API does not describe by a RequestError. */
@@ -157,6 +179,8 @@ export class GitHubReleaseSource implements ReleaseSource {
   private readonly retryPolicy: RetryPolicy;
   private readonly minListIntervalMs: number;
   private readonly pages = new Map<string, RememberedPage>();
+  /** The pages' validators across runs, under the cache directory. */
+  private readonly storedPages: ListingValidators<StoredListingPage>;
   private releasesByTag = new Map<string, GitHubRelease>();
   private lastListing?: { at: number; listing: ReleaseListing };
   private listing?: Promise<ReleaseListing>;
@@ -174,11 +198,11 @@ export class GitHubReleaseSource implements ReleaseSource {
     this.octokit = github.octokit;
     this.fetchImpl = github.fetch;
     this.baseUrl = github.baseUrl;
-    const printableBase = printableUrl(this.baseUrl).replace(/\/+$/, '');
-    this.printableBase = printableBase;
-    const isPublic = printableBase === GITHUB_API_URL;
-    this.location = isPublic ? `github:${this.owner}/${this.repo}` : `github:${this.owner}/${this.repo}@${printableBase}`;
-    this.sourceKey = `github:${this.owner.toLowerCase()}/${this.repo.toLowerCase()}@${printableBase}`;
+    const named = githubLocation(this.owner, this.repo, this.baseUrl);
+    this.printableBase = named.printableBase;
+    this.location = named.location;
+    this.sourceKey = named.sourceKey;
+    this.storedPages = new ListingValidators(options.cache.root, 'github-releases', this.sourceKey);
     this.clock = options.clock ?? (() => new Date());
     this.sleep = options.sleep ?? realSleep;
     this.totalTimeoutMs = options.totalTimeoutMs ?? 5 * 60 * 1000;
@@ -226,7 +250,7 @@ export class GitHubReleaseSource implements ReleaseSource {
     if (new URL(url).origin !== new URL(this.baseUrl).origin) {
       throw new ReleaseSourceError('unavailable', `GitHub at ${this.printableBase} sent a pagination link to another host (${printableUrl(url)}) while listing releases of ${this.name}; not following it`);
     }
-    const remembered = this.pages.get(url);
+    const remembered = this.pages.get(url) ?? (await this.storedPage(url));
     try {
       const response = await this.call('listing releases', () =>
         this.octokit.request({ method: 'GET', url, headers: remembered ? { 'if-none-match': remembered.etag } : {} }),
@@ -237,13 +261,27 @@ export class GitHubReleaseSource implements ReleaseSource {
       const page: RememberedPage = { etag: headers.etag ?? '', releases: data.flatMap((raw) => toRelease(raw) ?? []) };
       const next = nextLink(headers.link);
       if (next) page.next = next;
-      if (page.etag) this.pages.set(url, page);
-      else this.pages.delete(url);
+      if (page.etag) {
+        this.pages.set(url, page);
+        await this.storedPages.put(url, { etag: page.etag, page: toStoredPage(page) });
+      } else {
+        this.pages.delete(url);
+        if (remembered) await this.storedPages.remove(url);
+      }
       return page;
     } catch (error) {
-      if (remembered && isRequestError(error) && error.status === 304) return remembered;
+      if (remembered && isRequestError(error) && error.status === 304) {
+        this.pages.set(url, remembered);
+        return remembered;
+      }
       throw error;
     }
+  }
+
+  /** The page an earlier run stored for `url`, when it verifies. */
+  private async storedPage(url: string): Promise<RememberedPage | undefined> {
+    const stored = await this.storedPages.get(url);
+    return stored ? fromStoredPage(stored.etag, stored.page) : undefined;
   }
 
   /** The release's files from the verified cache, downloading them first when needed. */

@@ -4,7 +4,8 @@
 import path from 'node:path';
 import { OciError } from '../oci/oci-error.js';
 import { formatOciRepository, type OciRepositoryRef, parseOciRepository } from '../oci/oci-reference.js';
-import { RegistryClient, type RegistryCredentials } from '../oci/registry-client.js';
+import { RegistryClient, type RegistryCredentials, type StoredTagPage } from '../oci/registry-client.js';
+import { ListingValidators } from './listing-validators.js';
 import { releaseLayers } from '../oci/release-artifact.js';
 import { type FetchedRelease, listingFromTags, type ReleaseListing, type ReleaseSource } from './release-source.js';
 import type { RetryPolicy, Sleep } from './http-retry.js';
@@ -35,12 +36,15 @@ export class OciReleaseSource implements ReleaseSource {
   private readonly client: RegistryClient;
   private readonly cache: ReleaseCache;
   private readonly totalTimeoutMs: number;
+  /** ETags of the tag-list pages across runs, where the registry sends them. */
+  private readonly tagPages: ListingValidators<StoredTagPage>;
 
   constructor(options: OciReleaseSourceOptions) {
     this.totalTimeoutMs = options.totalTimeoutMs ?? 5 * 60 * 1000;
     this.ref = parseOciRepository(options.reference);
     this.location = formatOciRepository(this.ref);
     this.cache = options.cache;
+    this.tagPages = new ListingValidators(options.cache.root, 'oci-tags', this.location);
     this.client = new RegistryClient({
       registry: this.ref.apiHost,
       plainHttp: options.plainHttp ?? false,
@@ -56,7 +60,7 @@ export class OciReleaseSource implements ReleaseSource {
 
   /** The repository's tags that parse as release tags; other tags are skipped with the reason. */
   async list(): Promise<ReleaseListing> {
-    const tags = await withDeadline(`listing the tags of ${this.location}`, this.totalTimeoutMs, () => this.client.listTags(this.ref.repository));
+    const tags = await withDeadline(`listing the tags of ${this.location}`, this.totalTimeoutMs, () => this.client.listTags(this.ref.repository, this.tagPages));
     return listingFromTags(tags.sort().map((tag) => ({ tag })));
   }
 

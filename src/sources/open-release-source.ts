@@ -5,12 +5,13 @@ import { InputError } from '../core/problem.js';
 import type { RemoteTimeouts } from '../config.js';
 import type { RegistryCredentials } from '../oci/registry-client.js';
 import type { ReleaseSource } from './release-source.js';
-import { GitHubReleaseSource } from './github-release-source.js';
+import { githubLocation } from '../github/github-location.js';
+import { formatOciRepository, parseOciRepository } from '../oci/oci-reference.js';
 import type { Logger } from '../core/logger.js';
 import { LocalReleaseSource } from './local-release-source.js';
 import { countingFetch, type RequestOutcome } from './counting-fetch.js';
+import { lazyReleaseSource } from './lazy-release-source.js';
 import { OCI_LAYOUT_FILE, OciLayoutSource } from './oci-layout-source.js';
-import { OciReleaseSource } from './oci-release-source.js';
 import { ReleaseCache } from './release-cache.js';
 
 export interface SourceOptions {
@@ -51,31 +52,33 @@ export function createSourceOpener(options: SourceOptions): SourceOpener {
     if (location.startsWith('github:')) {
       const match = GITHUB_LOCATION.exec(location);
       if (!match) throw new InputError([{ message: `release source ${location}: expected github:<owner>/<repo>, e.g. github:SovereignCloudStack/cluster-stacks` }]);
-      cache ??= new ReleaseCache(options.cacheDir);
+      const releaseCache = (cache ??= new ReleaseCache(options.cacheDir));
       const fetchImpl = fetchFor('github');
-      source = new GitHubReleaseSource({
+      // Octokit is loaded when the source is first listed or fetched, not when it is named.
+      source = lazyReleaseSource(githubLocation(match[1]!, match[2]!, options.githubApiUrl).location, async () => new (await import('./github-release-source.js')).GitHubReleaseSource({
         owner: match[1]!,
         repo: match[2]!,
-        cache,
+        cache: releaseCache,
         ...(options.githubApiUrl ? { baseUrl: options.githubApiUrl } : {}),
         ...(options.githubToken ? { token: options.githubToken } : {}),
         ...(fetchImpl ? { fetch: fetchImpl } : {}),
         ...(options.logger ? { logger: options.logger } : {}),
         ...(options.onWarning ? { onWarning: options.onWarning } : {}),
         ...(options.timeouts ? { requestTimeoutMs: options.timeouts.readMs, totalTimeoutMs: options.timeouts.totalMs } : {}),
-      });
+      }));
     } else if (location.startsWith('oci://')) {
-      cache ??= new ReleaseCache(options.cacheDir);
+      const releaseCache = (cache ??= new ReleaseCache(options.cacheDir));
       const fetchImpl = fetchFor('oci');
-      source = new OciReleaseSource({
+      // A malformed reference is refused here, as before; the registry client loads on first use.
+      source = lazyReleaseSource(formatOciRepository(parseOciRepository(location)), async () => new (await import('./oci-release-source.js')).OciReleaseSource({
         reference: location,
         plainHttp: options.plainHttp ?? false,
-        cache,
+        cache: releaseCache,
         ...(options.registryCredentials ? { credentials: options.registryCredentials } : {}),
         ...(fetchImpl ? { fetch: fetchImpl } : {}),
         ...(options.logger ? { logger: options.logger } : {}),
         ...(options.timeouts ? { timeoutMs: options.timeouts.readMs, totalTimeoutMs: options.timeouts.totalMs } : {}),
-      });
+      }));
     } else if (existsSync(path.join(location, OCI_LAYOUT_FILE))) {
       cache ??= new ReleaseCache(options.cacheDir);
       source = new OciLayoutSource(location, { cache });

@@ -11,7 +11,7 @@ export interface CliResult {
   stderr: string;
 }
 
-export async function runClusterstack(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<CliResult> {
+export async function runClusterstack(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; isTty?: boolean } = {}): Promise<CliResult> {
   let stdout = '';
   let stderr = '';
   const code = await runCli(args, {
@@ -19,7 +19,7 @@ export async function runClusterstack(args: string[], options: { cwd?: string; e
     stderr: (text) => (stderr += text),
     env: { PATH: process.env.PATH, HOME: process.env.HOME, CLUSTERSTACK_CACHE_DIR: path.join(os.tmpdir(), 'csk-test-cache'), ...options.env },
     cwd: options.cwd ?? process.cwd(),
-    isTty: false,
+    isTty: options.isTty ?? false,
   });
   return { code, stdout, stderr };
 }

@@ -1,0 +1,89 @@
+// Runs the built CLI (`dist/src/cli/main.js`, what a user runs after `npm run build`) as a separate
+// process for the benchmarks: wall time from spawn to exit, and the peak memory of the node process
+// itself (not of the helm processes it starts), reported by a preload module at exit.
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+
+export const CLI_ENTRY = path.resolve('dist/src/cli/main.js');
+
+export interface CliRun {
+  ms: number;
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  /** Peak resident memory of the CLI's node process, MiB. */
+  maxRssMiB: number;
+  /** CPU time (user + system) of the node process and of the helm processes it waited for, ms: honest where the machine is shared. */
+  cpuMs: { node: number; children: number };
+}
+
+let preload: Promise<string> | undefined;
+
+/** A module node loads before the CLI: writes the process's peak RSS and CPU times to CSK_BENCH_RSS_FILE at exit. */
+function rssPreload(): Promise<string> {
+  preload ??= (async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'csk-bench-rss-'));
+    const file = path.join(dir, 'rss.mjs');
+    await writeFile(
+      file,
+      "import { writeFileSync } from 'node:fs';\nprocess.on('exit', () => { if (!process.env.CSK_BENCH_RSS_FILE) return; const u = process.resourceUsage(); writeFileSync(process.env.CSK_BENCH_RSS_FILE, JSON.stringify({ maxRSS: u.maxRSS, cpuUs: u.userCPUTime + u.systemCPUTime })); });\n",
+    );
+    return file;
+  })();
+  return preload;
+}
+
+/** CPU time of every child process this process has waited for, and theirs (Linux /proc/self/stat), ms. */
+export function childrenCpuMs(): number {
+  const fields = readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ');
+  // cutime and cstime are fields 16 and 17 of stat; after "pid (comm) " they are at 13 and 14.
+  return ((Number(fields[13]) + Number(fields[14])) * 1000) / CLOCK_TICKS;
+}
+const CLOCK_TICKS = 100;
+
+export function assertCliBuilt(): void {
+  if (!existsSync(CLI_ENTRY)) throw new Error(`${CLI_ENTRY} is missing: run npm run build before npm run bench`);
+}
+
+/** Runs `clusterstack <args>` to its end. */
+export async function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliRun> {
+  const rssDir = await mkdtemp(path.join(os.tmpdir(), 'csk-bench-rss-'));
+  const rssFile = path.join(rssDir, 'rss');
+  const childrenBefore = childrenCpuMs();
+  const start = performance.now();
+  const child = spawn(process.execPath, ['--import', await rssPreload(), CLI_ENTRY, ...args], {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? os.tmpdir(), ...env, CSK_BENCH_RSS_FILE: rssFile },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', resolve);
+  });
+  const ms = performance.now() - start;
+  const usage = JSON.parse(await readFile(rssFile, 'utf8').catch(() => '{"maxRSS":0,"cpuUs":0}')) as { maxRSS: number; cpuUs: number };
+  await rm(rssDir, { recursive: true, force: true });
+  const nodeMs = usage.cpuUs / 1000;
+  return { ms, code, stdout, stderr, maxRssMiB: usage.maxRSS / 1024, cpuMs: { node: nodeMs, children: Math.max(0, childrenCpuMs() - childrenBefore - nodeMs) } };
+}
+
+/** Runs the CLI and fails the benchmark (with its stderr) when it does not exit 0. */
+export async function runCliOk(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliRun> {
+  const run = await runCli(args, env);
+  if (run.code !== 0) throw new Error(`clusterstack ${args.join(' ')} exited ${run.code}:\n${run.stderr}`);
+  return run;
+}
+
+/** The median of `times` runs' wall time. */
+export async function medianMs(times: number, args: string[], env: NodeJS.ProcessEnv = {}): Promise<number> {
+  const runs: number[] = [];
+  for (let index = 0; index < times; index += 1) runs.push((await runCliOk(args, env)).ms);
+  runs.sort((a, b) => a - b);
+  return runs[Math.floor(runs.length / 2)]!;
+}

@@ -1,0 +1,165 @@
+// The real-weight render benchmark: N clusters on a generated release with a CNI-sized chart
+// (heavy-stack.ts), rendered by the CLI process a user runs (full, no-op, one cluster changed) and
+// by a naive sequential `helm template` loop over the same charts, in one run. An in-process full
+// render, instrumented at the RenderDependencies seam, shows where the time goes.
+import { spawn } from 'node:child_process';
+import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { DirectoryPublisher } from '../../gitops/directory-publisher.js';
+import { resolveHelmBinary } from '../../renderers/helm-binary.js';
+import { createHelmDependencies } from '../../renderers/helm-dependencies.js';
+import { readInputFiles } from '../../src/inputs/read-input-files.js';
+import { buildPlan } from '../../src/plan/build-plan.js';
+import { compareTrees, summarizeChanges } from '../../src/output/tree-changes.js';
+import type { RenderDependencies } from '../../src/render/render-dependencies.js';
+import { renderOutput } from '../../src/render/render-output.js';
+import { createSourceOpener } from '../../src/sources/open-release-source.js';
+import { encodeYaml } from '../../src/yaml/kube-yaml.js';
+import { assertCliBuilt, childrenCpuMs, runCliOk, type CliRun } from './cli-runs.js';
+import { HEAVY_CLASS, writeHeavyRelease } from './heavy-stack.js';
+
+const seconds = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
+const verdict = (name: string, value: number, target: number): string => `  ${value <= target ? 'PASS' : 'FAIL'}  ${name}: ${value.toFixed(3)} (target <= ${target})`;
+
+function clusterObject(index: number, host: string): Record<string, unknown> {
+  return {
+    apiVersion: 'cluster.x-k8s.io/v1beta1',
+    kind: 'Cluster',
+    metadata: { name: `cluster-${String(index).padStart(4, '0')}`, namespace: 'cluster-stacks' },
+    spec: {
+      clusterNetwork: { pods: { cidrBlocks: [`10.${index % 250}.0.0/16`] }, services: { cidrBlocks: ['10.128.0.0/12'] } },
+      controlPlaneEndpoint: { host, port: 6443 },
+      topology: { class: HEAVY_CLASS, version: 'v1.30.4' },
+    },
+  };
+}
+
+async function writeInputs(dir: string, clusterStack: Record<string, unknown>, count: number, changed?: number): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  const docs = [clusterStack, ...Array.from({ length: count }, (_, i) => clusterObject(i, i === changed ? '10.99.99.99' : `10.0.${Math.floor(i / 250)}.${i % 250}`))];
+  await writeFile(path.join(dir, 'fleet.yaml'), docs.map((doc) => encodeYaml(doc)).join('---\n'));
+}
+
+/** What a script would do: one `helm template` per cluster and stage, one after another, values given for free. */
+async function naiveLoop(releaseDir: string, count: number, outDir: string): Promise<{ ms: number; cpuMs: number; processes: number }> {
+  const helm = (await resolveHelmBinary({})).path;
+  const helmHome = await mkdtemp(path.join(os.tmpdir(), 'csk-naive-helm-'));
+  const env = { PATH: process.env.PATH ?? '', HOME: helmHome, HELM_CACHE_HOME: helmHome, HELM_CONFIG_HOME: helmHome, HELM_DATA_HOME: helmHome };
+  const addons = path.join(releaseDir, 'docker-heavy-1-30-cluster-addon-v1');
+  let processes = 0;
+  const run = (args: string[], file: string): Promise<void> =>
+    new Promise((resolve, reject) => {
+      processes += 1;
+      const child = spawn(helm, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      const chunks: Buffer[] = [];
+      child.stdout.on('data', (chunk: Buffer) => chunks.push(chunk));
+      child.on('error', reject);
+      child.on('close', (code) => (code === 0 ? writeFile(file, Buffer.concat(chunks)).then(resolve, reject) : reject(new Error(`helm exited ${code}`))));
+    });
+  const cpuBefore = childrenCpuMs();
+  const start = performance.now();
+  for (let index = 0; index < count; index += 1) {
+    const name = `cluster-${String(index).padStart(4, '0')}`;
+    const dir = path.join(outDir, name);
+    await mkdir(dir, { recursive: true });
+    const values = path.join(dir, 'values.yaml');
+    await writeFile(values, JSON.stringify({ clusterName: name, podCIDR: `10.${index % 250}.0.0/16`, hubble: { clusterName: name }, operator: { clusterName: name }, apiServerHost: `10.0.${Math.floor(index / 250)}.${index % 250}` }));
+    for (const stage of ['cni', 'metrics-server']) {
+      await run(['template', 'cluster-addon', path.join(addons, stage), '--namespace', 'kube-system', '--include-crds', '--kube-version', 'v1.30.4', '-f', values], path.join(dir, `${stage}.yaml`));
+    }
+  }
+  return { ms: performance.now() - start, cpuMs: childrenCpuMs() - cpuBefore, processes };
+}
+
+/** Time during which at least one call was in flight, and the sum of all calls' times. */
+class Span {
+  private inFlight = 0;
+  private since = 0;
+  wallMs = 0;
+  busyMs = 0;
+  calls = 0;
+  async track<T>(work: () => Promise<T>): Promise<T> {
+    const start = performance.now();
+    if (this.inFlight++ === 0) this.since = start;
+    try {
+      return await work();
+    } finally {
+      const end = performance.now();
+      this.busyMs += end - start;
+      this.calls += 1;
+      if (--this.inFlight === 0) this.wallMs += end - this.since;
+    }
+  }
+}
+
+/** A full render in this process with the seam instrumented: plan, values, helm and write times. */
+async function breakdown(inputs: string, releases: string, work: string): Promise<string[]> {
+  const helm = createHelmDependencies({ workDir: path.join(work, 'helm') });
+  const values = new Span();
+  const charts = new Span();
+  const deps: RenderDependencies = {
+    evaluateValues: (items, kubeVersion) => values.track(() => helm.evaluateValues(items, kubeVersion)),
+    renderChart: (request) => charts.track(() => helm.renderChart(request)),
+  };
+  const publisher = new DirectoryPublisher(path.join(work, 'out'));
+  const start = performance.now();
+  const manifests = await readInputFiles([inputs]);
+  const plan = await buildPlan({ manifests, defaultSource: releases, openSource: createSourceOpener({ cacheDir: path.join(work, 'cache') }), workDir: path.join(work, 'cache') });
+  const planned = performance.now();
+  const previous = await publisher.readPrevious();
+  const outcome = await renderOutput(plan, deps, { secrets: 'refuse', previous });
+  const rendered = performance.now();
+  await publisher.publish(outcome.tree, summarizeChanges(compareTrees(previous, outcome.tree), outcome.provenance.inputDigest));
+  const end = performance.now();
+  const renderMs = rendered - planned;
+  const cores = os.availableParallelism();
+  return [
+    `  where the time goes (in-process full render, ${seconds(end - start)}):`,
+    `    plan (inputs, releases):   ${seconds(planned - start)}`,
+    `    render:                    ${seconds(renderMs)}`,
+    `      values (helm):           ${values.calls} processes, ${seconds(values.busyMs)} busy, ${seconds(values.wallMs)} wall with one or more in flight`,
+    `      charts (helm):           ${charts.calls} processes, ${seconds(charts.busyMs)} busy, ${seconds(charts.wallMs)} wall with one or more in flight`,
+    `      render outside helm:     ${seconds(renderMs - charts.wallMs)} with no chart in flight (values before the first chart, parsing after the last)`,
+    `    write (publish):           ${seconds(end - rendered)}`,
+    `    helm processes at once:    ${(charts.busyMs / Math.max(1, charts.wallMs)).toFixed(2)} on average while charts render (${cores} cores)`,
+  ];
+}
+
+/** `npm run bench -- --only heavy [--heavy-clusters 48]`. */
+export async function benchHeavy(count: number): Promise<void> {
+  assertCliBuilt();
+  console.log(`\n== real-weight render: ${count} clusters on a generated CNI-sized release (${os.availableParallelism()} cores) ==`);
+  const work = await mkdtemp(path.join(os.tmpdir(), 'csk-bench-heavy-'));
+  const { releases, clusterStack } = await writeHeavyRelease(path.join(work, 'releases'));
+  const inputs = path.join(work, 'inputs');
+  await writeInputs(inputs, clusterStack, count);
+  const env = { CLUSTERSTACK_CACHE_DIR: path.join(work, 'cache') };
+  const args = ['render', inputs, '--release-source', releases, '--output', path.join(work, 'out'), '--json'];
+
+  const naive = await naiveLoop(path.join(releases, 'docker-heavy-1-30-v1'), count, path.join(work, 'naive'));
+  const full = await runCliOk(args, env);
+  const noop = await runCliOk(args, env);
+  await writeInputs(inputs, clusterStack, count, 7);
+  const changed = await runCliOk(args, env);
+  const report = (run: { stdout: string }): { helmProcesses: number; units: unknown } => JSON.parse(run.stdout) as { helmProcesses: number; units: unknown };
+  await writeInputs(inputs, clusterStack, count);
+  const lines = await breakdown(inputs, releases, path.join(work, 'in-process'));
+  const objects = (await readFile(path.join(work, 'naive', 'cluster-0000', 'cni.yaml'), 'utf8')).split(/^kind: /m).length - 1;
+
+  console.log(`  chart weight:         ${objects} objects per CNI render`);
+  const cpu = (run: CliRun): string => `CPU ${seconds(run.cpuMs.node)} node + ${seconds(run.cpuMs.children)} helm`;
+  console.log(`  load average:         ${os.loadavg()[0]!.toFixed(1)} on ${os.availableParallelism()} cores (wall times mean little above the core count; CPU times still do)`);
+  console.log(`  naive loop:           ${seconds(naive.ms)}, ${naive.processes} helm processes (sequential, values given for free), CPU ${seconds(naive.cpuMs)} helm`);
+  console.log(`  full render (CLI):    ${seconds(full.ms)}, ${report(full).helmProcesses} helm processes, peak ${full.maxRssMiB.toFixed(0)} MiB, ${cpu(full)}`);
+  console.log(`  no-op re-render:      ${seconds(noop.ms)}, ${report(noop).helmProcesses} helm processes, ${cpu(noop)}`);
+  console.log(`  one cluster changed:  ${seconds(changed.ms)}, ${report(changed).helmProcesses} helm processes, ${cpu(changed)}`);
+  for (const line of lines) console.log(line);
+  console.log(verdict('full render / naive loop', full.ms / naive.ms, 0.5));
+  console.log(verdict('no-op re-render / full render', noop.ms / full.ms, 0.03));
+  console.log(verdict('one changed cluster / full render', changed.ms / full.ms, 0.1));
+  // What two cores could reach if nothing else ran: the run's CPU spread over both, against the loop's wall.
+  const fullCpu = full.cpuMs.node + full.cpuMs.children;
+  console.log(`  info  full render CPU / naive loop CPU: ${(fullCpu / naive.cpuMs).toFixed(3)}; on ${os.availableParallelism()} idle cores at best ${(fullCpu / os.availableParallelism() / naive.cpuMs).toFixed(3)} of the loop`);
+  console.log(`  info  no-op CPU / full render CPU: ${((noop.cpuMs.node + noop.cpuMs.children) / fullCpu).toFixed(3)}`);
+}

@@ -1,0 +1,266 @@
+// A generated cluster stack release with the weight of a published one, for `npm run bench`: a
+// CNI-sized addon chart (a few hundred templates, a helpers file that templates lean on, two
+// subcharts, a large values.yaml) taking about half a second of `helm template` per render, and a
+// small metrics-server-sized chart, as the two stages of one multi-stage release. Written from
+// scratch by `writeHeavyRelease`; nothing here is copied from a real chart. No `tpl`: helm 3.10
+// parses every template of the chart again on each `tpl` call, which a chart this size turns into
+// minutes per render.
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+
+export const HEAVY_TAG = 'docker-heavy-1-30-v1';
+export const HEAVY_CLASS = 'docker-heavy-1-30-v1';
+const KUBERNETES = 'v1.30.4';
+
+export interface HeavyShape {
+  /** Templates in the CNI chart itself (each renders one or two objects). */
+  cniTemplates: number;
+  /** Templates in each of its two subcharts. */
+  subchartTemplates: number;
+  /** Entries in the per-template option lists that every template loops over. */
+  listLength: number;
+}
+
+/** Calibrated on an idle core of the development machine to about 0.5 s per `helm template` of the CNI stage. */
+export const DEFAULT_HEAVY_SHAPE: HeavyShape = { cniTemplates: 260, subchartTemplates: 40, listLength: 24 };
+
+async function write(file: string, text: string): Promise<void> {
+  await mkdir(path.dirname(file), { recursive: true });
+  await writeFile(file, text);
+}
+
+function chartYaml(name: string, description: string, dependencies: string[] = []): string {
+  const deps = dependencies.length === 0 ? '' : `dependencies:\n${dependencies.map((dep) => `  - name: ${dep}\n    version: 0.1.0\n`).join('')}`;
+  return `apiVersion: v2\nname: ${name}\ndescription: ${description}\ntype: application\nversion: 0.1.0\nappVersion: "1.0.0"\n${deps}`;
+}
+
+/** Helpers the templates include many times over, as real CNI charts do (labels, images, names, probes). */
+function helpers(chart: string): string {
+  return `{{- define "${chart}.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "${chart}.fullname" -}}
+{{- printf "%s-%s" (include "${chart}.name" .) .Values.clusterName | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "${chart}.labels" -}}
+app.kubernetes.io/name: {{ include "${chart}.name" . }}
+app.kubernetes.io/part-of: {{ .Values.clusterName | quote }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- range $key, $value := .Values.commonLabels }}
+{{ $key }}: {{ $value | quote }}
+{{- end }}
+{{- end -}}
+
+{{- define "${chart}.image" -}}
+{{- $image := .image -}}
+{{- printf "%s/%s:%s" $image.registry $image.repository $image.tag -}}
+{{- if $image.digest }}{{ printf "@%s" $image.digest }}{{ end -}}
+{{- end -}}
+
+{{- define "${chart}.probe" -}}
+httpGet:
+  path: {{ .path }}
+  port: {{ .port }}
+initialDelaySeconds: {{ .delay | default 5 }}
+periodSeconds: {{ .period | default 10 }}
+failureThreshold: {{ .failures | default 3 }}
+{{- end -}}
+
+{{- define "${chart}.options" -}}
+{{- range $index, $option := .options }}
+{{ $option.name }}: {{ printf "%s-%s" $.root.Values.clusterName $option.value | quote }}
+{{- end }}
+{{- end -}}
+`;
+}
+
+function valuesYaml(chart: string, shape: HeavyShape, count: number): string {
+  const options = Array.from({ length: shape.listLength }, (_, i) => `    - name: option-${i}\n      value: "${chart}-${i}"\n`).join('');
+  const components = Array.from({ length: count }, (_, i) => `  c${i}:\n    enabled: ${i % 17 !== 16}\n    replicas: ${1 + (i % 3)}\n    port: ${9000 + i}\n`).join('');
+  return `clusterName: unset
+podCIDR: 10.0.0.0/16
+nameOverride: ""
+commonLabels:
+  team: platform
+  tier: network
+image:
+  registry: registry.example.test
+  repository: ${chart}/agent
+  tag: v1.0.0
+  digest: ""
+resources:
+  requests:
+    cpu: 100m
+    memory: 128Mi
+  limits:
+    memory: 512Mi
+shared:
+  options:
+${options}components:
+${components}`;
+}
+
+/** One component: a ConfigMap of options and, for every third one, a Deployment. */
+function componentTemplate(chart: string, index: number): string {
+  const deployment =
+    index % 3 === 0
+      ? `---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ include "${chart}.fullname" . }}-c${index}
+  labels:
+    {{- include "${chart}.labels" . | nindent 4 }}
+spec:
+  replicas: {{ $c.replicas }}
+  selector:
+    matchLabels:
+      app.kubernetes.io/component: c${index}
+  template:
+    metadata:
+      labels:
+        app.kubernetes.io/component: c${index}
+        {{- include "${chart}.labels" . | nindent 8 }}
+      annotations:
+        checksum/options: {{ include "${chart}.options" (dict "options" .Values.shared.options "root" .) | sha256sum }}
+    spec:
+      containers:
+        - name: c${index}
+          image: {{ include "${chart}.image" (dict "image" .Values.image) | quote }}
+          args:
+            {{- range .Values.shared.options }}
+            - --{{ .name }}={{ $.Values.clusterName }}-{{ .value }}
+            {{- end }}
+          ports:
+            - containerPort: {{ $c.port }}
+          livenessProbe:
+            {{- include "${chart}.probe" (dict "path" "/healthz" "port" $c.port) | nindent 12 }}
+          readinessProbe:
+            {{- include "${chart}.probe" (dict "path" "/readyz" "port" $c.port "delay" 2) | nindent 12 }}
+          resources:
+            {{- toYaml .Values.resources | nindent 12 }}
+`
+      : '';
+  return `{{- $c := .Values.components.c${index} }}
+{{- if $c.enabled }}
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ include "${chart}.fullname" . }}-c${index}
+  labels:
+    {{- include "${chart}.labels" . | nindent 4 }}
+data:
+  pod-cidr: {{ .Values.podCIDR | quote }}
+  {{- include "${chart}.options" (dict "options" .Values.shared.options "root" .) | nindent 2 }}
+${deployment}{{- end }}
+`;
+}
+
+async function writeChart(dir: string, chart: string, description: string, templates: number, shape: HeavyShape, subcharts: string[] = []): Promise<void> {
+  await write(path.join(dir, 'Chart.yaml'), chartYaml(chart, description, subcharts));
+  await write(path.join(dir, 'values.yaml'), valuesYaml(chart, shape, templates));
+  await write(path.join(dir, 'templates', '_helpers.tpl'), helpers(chart));
+  for (let index = 0; index < templates; index += 1) {
+    // Spread over folders, as large charts organise theirs.
+    await write(path.join(dir, 'templates', `part-${index % 8}`, `component-${index}.yaml`), componentTemplate(chart, index));
+  }
+  for (const sub of subcharts) {
+    await writeChart(path.join(dir, 'charts', sub), sub, `the ${sub} part of ${chart}`, shape.subchartTemplates, shape);
+  }
+}
+
+/** A small addon: a Deployment, a Service and a ServiceAccount. */
+async function writeSmallChart(dir: string): Promise<void> {
+  await write(path.join(dir, 'Chart.yaml'), chartYaml('metrics-server', 'a small metrics-server-like addon'));
+  await write(path.join(dir, 'values.yaml'), 'apiServerHost: unset\nreplicas: 1\n');
+  await write(
+    path.join(dir, 'templates', 'metrics-server.yaml'),
+    `apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: metrics-server
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: metrics-server
+spec:
+  selector:
+    app: metrics-server
+  ports:
+    - port: 443
+      targetPort: 10250
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: metrics-server
+spec:
+  replicas: {{ .Values.replicas }}
+  selector:
+    matchLabels:
+      app: metrics-server
+  template:
+    metadata:
+      labels:
+        app: metrics-server
+    spec:
+      serviceAccountName: metrics-server
+      containers:
+        - name: metrics-server
+          image: registry.example.test/metrics-server:v0.7.0
+          args:
+            - --kubelet-preferred-address-types=InternalIP
+            - --apiserver-host={{ .Values.apiServerHost }}
+`,
+  );
+}
+
+/** A small cluster-class chart: a ClusterClass naming its release. */
+async function writeClusterClassChart(dir: string): Promise<void> {
+  await write(path.join(dir, 'Chart.yaml'), chartYaml('docker-heavy-1-30-cluster-class', 'ClusterClass of the generated heavy stack').replace('version: 0.1.0', 'version: v1'));
+  await write(path.join(dir, 'values.yaml'), 'workers: 3\n');
+  await write(
+    path.join(dir, 'templates', 'cluster-class.yaml'),
+    `apiVersion: cluster.x-k8s.io/v1beta1
+kind: ClusterClass
+metadata:
+  name: {{ .Release.Name }}-{{ .Chart.Version }}
+spec:
+  controlPlane:
+    ref:
+      apiVersion: controlplane.cluster.x-k8s.io/v1beta1
+      kind: KubeadmControlPlaneTemplate
+      name: {{ .Release.Name }}-{{ .Chart.Version }}
+`,
+  );
+}
+
+/**
+ * Writes a local release source holding the heavy release into `root` (one sub-directory per tag)
+ * and returns the ClusterStack that keeps it.
+ */
+export async function writeHeavyRelease(root: string, shape: HeavyShape = DEFAULT_HEAVY_SHAPE): Promise<{ releases: string; clusterStack: Record<string, unknown> }> {
+  const release = path.join(root, HEAVY_TAG);
+  await write(path.join(release, 'metadata.yaml'), `apiVersion: metadata.clusterstack.x-k8s.io/v1alpha1\nversions:\n  clusterStack: v1\n  kubernetes: ${KUBERNETES}\n  components:\n    clusterAddon: v1\n`);
+  await write(
+    path.join(release, 'clusteraddon.yaml'),
+    `apiVersion: clusteraddonconfig.x-k8s.io/v1alpha1\naddonStages:\n  AfterControlPlaneInitialized:\n    - name: cni\n      action: apply\n    - name: metrics-server\n      action: apply\n`,
+  );
+  await writeClusterClassChart(path.join(release, 'docker-heavy-1-30-cluster-class-v1'));
+  const addons = path.join(release, 'docker-heavy-1-30-cluster-addon-v1');
+  await writeChart(path.join(addons, 'cni'), 'cni', 'a generated CNI-sized chart', shape.cniTemplates, shape, ['hubble', 'operator']);
+  await write(path.join(addons, 'cni', 'overwrite.yaml'), 'values: |\n  clusterName: {{ .Cluster.metadata.name }}\n  podCIDR: {{ index .Cluster.spec.clusterNetwork.pods.cidrBlocks 0 }}\n  hubble:\n    clusterName: {{ .Cluster.metadata.name }}\n  operator:\n    clusterName: {{ .Cluster.metadata.name }}\n');
+  await writeSmallChart(path.join(addons, 'metrics-server'));
+  await write(path.join(addons, 'metrics-server', 'overwrite.yaml'), 'values: |\n  apiServerHost: {{ .Cluster.spec.controlPlaneEndpoint.host }}\n');
+  const clusterStack = {
+    apiVersion: 'clusterstack.x-k8s.io/v1alpha1',
+    kind: 'ClusterStack',
+    metadata: { name: 'heavy', namespace: 'cluster-stacks' },
+    spec: { provider: 'docker', name: 'heavy', kubernetesVersion: '1.30', channel: 'stable', versions: ['v1'], autoSubscribe: false, noProvider: true },
+  };
+  return { releases: root, clusterStack };
+}
