@@ -31,6 +31,7 @@ import { applyDesiredState, eventsWithSubjects, type ApplyReport } from './recon
 import { type PublishAttempt, PublishTracker } from './reconcile/publish-tracker.js';
 import { unitDirOf } from '../output/tree-layout.js';
 import { OwnWrites } from './reconcile/own-writes.js';
+import { addonSnapshot, type AddonSnapshot } from './reconcile/lifecycle-hooks.js';
 import { SourceListings } from './reconcile/source-listings.js';
 import { stackKey, stackOfKey, WatchFilter } from './reconcile/watch-filter.js';
 import { fallbackReleaseTags, standInStack, WITHHELD_SOURCE_PREFIX, withheldSource } from './reconcile/withheld-stacks.js';
@@ -86,6 +87,8 @@ export interface ControllerOptions {
   resyncMs?: number;
   /** How long a source's listing may take before it counts as hanging (the stack is then withheld). Default 15 s. */
   listingWaitMs?: number;
+  /** The runtime extension's lifecycle hook progress per Cluster, shown on its ClusterAddon. */
+  hookProgress?: StatusInputs['hookProgress'];
 }
 export interface ReconcileSummary {
   published: PublishState['outcome'];
@@ -109,6 +112,8 @@ export class Controller {
   private finished = 0;
   /** The objects of each stack the last reconcile could not write: the next one reports them. */
   private ownedObjectErrors = new Map<string, string[]>();
+  /** What the last reconcile rendered and published per Cluster, for the lifecycle hook handlers. */
+  private snapshot: AddonSnapshot | undefined;
 
   constructor(private readonly options: ControllerOptions) {
     this.listings = new SourceListings(options.openSource, options.listingWaitMs !== undefined ? { listingWaitMs: options.listingWaitMs } : {});
@@ -202,6 +207,11 @@ export class Controller {
     }
     const { requeueAfterMs } = await this.reconcileOnce(signal);
     return { requeueAfterMs };
+  }
+
+  /** What the last reconcile rendered and published per Cluster (undefined before the first plan). */
+  addonSnapshot(): AddonSnapshot | undefined {
+    return this.snapshot;
   }
 
   private get resyncMs(): number {
@@ -368,6 +378,7 @@ export class Controller {
     // resolution of its own: its stack reports the invalid spec, its objects stay as they are.
     const statusPlan = plan && standIns.size > 0 ? withoutStandIns(plan, standIns) : plan;
     const sync = this.syncState(render, publish);
+    if (plan) this.snapshot = addonSnapshot(statusPlan, render, publish);
     const inputs: StatusInputs = {
       now: now.toISOString(),
       engine: this.options.engine,
@@ -378,6 +389,7 @@ export class Controller {
       unitObjects: this.unitObjectsOf(render?.tree ?? new Map(), render?.provenance.units ?? []),
       unservedKinds,
       ownedObjectErrors: this.ownedObjectErrors,
+      ...(this.options.hookProgress ? { hookProgress: this.options.hookProgress } : {}),
       ...(statusPlan ? { plan: statusPlan } : {}),
       ...(render ? { render } : {}),
       ...(renderFailure ? { renderFailure } : {}),

@@ -52,6 +52,13 @@ export class PrometheusMetrics implements ControllerMetrics {
     registers: [this.registry],
   });
   private readonly leader = new Gauge({ name: 'clusterstack_leader', help: '1 while this replica holds the leader lease.', registers: [this.registry], collect: atScrape(() => this.readLeader()) });
+  private readonly hookResponses = new Counter({
+    name: 'clusterstack_lifecycle_hook_responses_total',
+    help: 'Cluster API lifecycle hook calls answered, by hook and outcome (ready, waiting, timed-out, not-ours).',
+    labelNames: ['hook', 'outcome'],
+    registers: [this.registry],
+  });
+  private readonly hookSeconds = new Histogram({ name: 'clusterstack_lifecycle_hook_duration_seconds', help: 'Time to answer a Cluster API lifecycle hook call, by hook.', labelNames: ['hook'], buckets: DURATION_BUCKETS, registers: [this.registry] });
   private readonly informerRestarts = new Counter({ name: 'clusterstack_informer_restarts_total', help: 'Watches restarted after an error, by kind.', labelNames: ['kind'], registers: [this.registry] });
 
   // prom-client reads values asynchronously; the runtime and its tests need the reconcile counts
@@ -104,6 +111,12 @@ export class PrometheusMetrics implements ControllerMetrics {
   /** Reads leadership at scrape time. */
   observeLeader(read: () => boolean): void {
     this.readLeader = () => (read() ? 1 : 0);
+  }
+
+  /** Counts one lifecycle hook answer and how long it took. */
+  hookResponse(hook: string, outcome: string, seconds: number): void {
+    this.hookResponses.inc({ hook, outcome });
+    if (Number.isFinite(seconds)) this.hookSeconds.observe({ hook }, seconds);
   }
 
   /** Counts one watch restarted after an error. */
