@@ -54,6 +54,8 @@ export interface RuntimeExtensionOptions {
   failurePolicy?: 'Fail' | 'Ignore';
   /** How often the certificate files are checked for rotation. Default 60 s. */
   reloadIntervalMs?: number;
+  /** The clock of the hook waits (tests move it to reach the timeout). */
+  now?: () => number;
 }
 
 export interface ControllerRuntime {
@@ -131,6 +133,7 @@ export async function runController(options: ControllerRuntimeOptions): Promise<
       ...(settings.timeoutMs !== undefined ? { timeoutMs: settings.timeoutMs } : {}),
       ...(settings.retryAfterSeconds !== undefined ? { retryAfterSeconds: settings.retryAfterSeconds } : {}),
       ...(settings.failurePolicy ? { failurePolicy: settings.failurePolicy } : {}),
+      ...(settings.now ? { now: settings.now } : {}),
     });
     extension = await startExtensionServer({
       port: settings.port,
