@@ -12,6 +12,9 @@ const DURATION_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300]
 const RECONCILE_RESULTS = ['success', 'error', 'requeue'] as const;
 const REMOTE_KINDS = ['github', 'oci', 'git'] as const;
 const REMOTE_OUTCOMES = ['ok', 'error'] as const;
+/** The lifecycle hooks a runtime extension serves, and what an answer can be. */
+const HOOKS = ['BeforeClusterUpgrade', 'AfterControlPlaneInitialized', 'AfterClusterUpgrade'] as const;
+const HOOK_OUTCOMES = ['ready', 'waiting', 'timed-out', 'not-ours'] as const;
 
 type ReconcileResult = (typeof RECONCILE_RESULTS)[number];
 
@@ -73,6 +76,7 @@ export class PrometheusMetrics implements ControllerMetrics {
     // alerts see a series before the first event.
     for (const result of RECONCILE_RESULTS) this.reconcileCounter.inc({ result }, 0);
     for (const kind of REMOTE_KINDS) for (const outcome of REMOTE_OUTCOMES) this.remoteRequests.inc({ kind, outcome }, 0);
+    for (const hook of HOOKS) for (const outcome of HOOK_OUTCOMES) this.hookResponses.inc({ hook, outcome }, 0);
     if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
   }
 
