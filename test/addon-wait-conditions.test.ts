@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { conditionSyntaxError, evaluateWaitCondition, type WaitCondition } from '../src/core/addon-wait-conditions.js';
+import { parseClusterAddonConfig } from '../src/release/cluster-addon-config.js';
 
 const kindnetReady: WaitCondition = {
   objects: [{ key: 'kindnet', apiVersion: 'apps/v1', kind: 'DaemonSet', name: 'kindnet', namespace: 'kube-system' }],
@@ -42,5 +43,24 @@ describe('evaluateWaitCondition', () => {
     const notBool = evaluateWaitCondition({ ...kindnetReady, conditions: 'kindnet.status.numberReady' }, new Map([['kindnet', daemonSet(1, 1)]]));
     expect(notBool.holds).toBe(false);
     expect(notBool.message).toContain('not a bool');
+  });
+});
+
+describe('parseClusterAddonConfig and CEL', () => {
+  it('warns at load about a condition that is not valid CEL, naming its path, and keeps the release', () => {
+    const text = [
+      'addonStages:',
+      '  BeforeClusterUpgrade:',
+      '    - name: cni',
+      '      action: apply',
+      '      waitForPostCondition:',
+      '        objects: [{key: ds, apiVersion: apps/v1, kind: DaemonSet, name: kindnet, namespace: kube-system}]',
+      '        conditions: "ds.status.numberReady >"',
+      '',
+    ].join('\n');
+    const parsed = parseClusterAddonConfig(text, 'r/clusteraddon.yaml');
+    expect(parsed.problems).toEqual([]);
+    expect(parsed.config?.addonStages.BeforeClusterUpgrade?.[0]?.waitForPostCondition?.conditions).toBe('ds.status.numberReady >');
+    expect(parsed.warnings).toEqual([{ source: 'r/clusteraddon.yaml', path: 'addonStages.BeforeClusterUpgrade[0].waitForPostCondition.conditions', message: expect.stringMatching(/^is not valid CEL \(Unexpected token: EOF\): a lifecycle hook waiting on it can only time out/) }]);
   });
 });

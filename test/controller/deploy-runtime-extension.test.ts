@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { resolveRuntimeExtensionSettings } from '../../src/runtime-extension-settings.js';
 import { kustomizeBuild } from '../support/engine-schemas/kustomize-build.js';
 import { makeSelfSignedCert } from '../support/self-signed-cert.js';
+import { EXAMPLE_RELEASES, runClusterstack, tempDir } from '../support/cli.js';
 
 function filesUnder(dir: string, into: Map<string, string>): Map<string, string> {
   for (const entry of readdirSync(dir)) {
@@ -80,5 +81,20 @@ describe('resolveRuntimeExtensionSettings', () => {
     } finally {
       rmSync(cert.dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('clusterstack controller --runtime-extension-addr', () => {
+  it('lists the runtime extension flags in its usage', async () => {
+    const { stdout } = await runClusterstack(['controller', '--help']);
+    for (const flag of ['--runtime-extension-addr', '--runtime-extension-cert-dir', '--hook-timeout', '--hook-retry-after', '--hook-failure-policy']) expect(stdout).toContain(flag);
+  });
+
+  it('refuses to start without the serving certificate, saying where it looked, before touching anything', async () => {
+    const out = await tempDir('csk-ext-out-');
+    const result = await runClusterstack(['controller', '--release-source', EXAMPLE_RELEASES, '--output', out, '--runtime-extension-addr', ':9443', '--runtime-extension-cert-dir', `${out}/tls`], { env: {} });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(`the runtime extension needs ${out}/tls/tls.crt`);
+    expect(readdirSync(out)).toEqual([]);
   });
 });
