@@ -12,6 +12,8 @@ interface PullRequestData {
   inputDigest: string;
   stacks: { namespace: string; name: string; latestRelease: string | null; usableVersions: string; added: string[]; removed: string[]; updated: string[] }[];
   clusters: { namespace: string; cluster: string; change: ChangeKind; release: string; addons: string; stages: string }[];
+  /** Clusters moving to a release with other addons: the order the upgrade takes. */
+  upgrades: { namespace: string; cluster: string; from: string; to: string; addonsFrom: string; addonsTo: string; stages: string }[];
   withheld: WithheldEntry[];
   mermaid: string;
 }
@@ -62,6 +64,9 @@ function pullRequestData(changes: TreeChanges, summary: RenderSummary): PullRequ
       addons: change.addonVersionBefore && change.addonVersionAfter && change.addonVersionBefore !== change.addonVersionAfter ? `${change.addonVersionBefore} → ${change.addonVersionAfter}` : (change.addonVersionAfter ?? change.addonVersionBefore ?? '-'),
       stages: change.stages.join(', ') || '-',
     })),
+    upgrades: changes.clusters
+      .filter((change) => change.releaseBefore && change.releaseAfter && change.releaseBefore !== change.releaseAfter && change.addonVersionBefore !== change.addonVersionAfter)
+      .map((change) => ({ namespace: change.namespace, cluster: change.cluster, from: change.releaseBefore!, to: change.releaseAfter!, addonsFrom: change.addonVersionBefore ?? '-', addonsTo: change.addonVersionAfter ?? '-', stages: change.stages.join(', ') || '-' })),
     withheld: changes.withheld,
     mermaid: mermaidDiagram(summary),
   };
