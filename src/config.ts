@@ -169,6 +169,8 @@ export interface ControllerSettings {
   identity: string;
   /** Where Argo CD cluster Secrets are kept. */
   argocdNamespace: string;
+  /** openMCP scheduler configuration file: ClusterProfiles and ClusterRequests. */
+  schedulerConfig?: string;
   /** A kubeconfig file; undefined = the in-cluster service account. */
   kubeconfig?: string;
   /** Running in a pod: the API server's service address is in the environment (KUBERNETES_SERVICE_HOST/PORT). */
@@ -203,6 +205,7 @@ const CONTROLLER_ENVIRONMENT = {
   leaderElect: 'CLUSTERSTACK_LEADER_ELECT',
   leaseNamespace: 'CLUSTERSTACK_LEASE_NAMESPACE',
   argocdNamespace: 'CLUSTERSTACK_ARGOCD_NAMESPACE',
+  schedulerConfig: 'CLUSTERSTACK_SCHEDULER_CONFIG',
   logLevel: 'CLUSTERSTACK_LOG_LEVEL',
   batchWindow: 'CLUSTERSTACK_BATCH_WINDOW',
   resync: 'CLUSTERSTACK_RESYNC',
@@ -272,6 +275,7 @@ export function resolveControllerSettings(env: NodeJS.ProcessEnv, flags: Control
     ['gitopsNamespace', pick(flags.gitopsNamespace, E.gitopsNamespace)],
     ['gitopsSecret', pick(flags.gitopsSecret, E.gitopsSecret)],
     ['namespace', pick(flags.namespace, E.namespace)],
+    ['schedulerConfig', pick(flags.schedulerConfig, E.schedulerConfig)],
     ['kubeconfig', pick(flags.kubeconfig, E.kubeconfig)],
   ];
   for (const [key, value] of optional) if (value !== undefined) (settings as unknown as Record<string, string>)[key] = value;

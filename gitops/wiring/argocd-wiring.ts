@@ -32,7 +32,8 @@
 import type { KubeObject } from '../../src/api/types.js';
 import type { UnitRecord } from '../../src/output/provenance.js';
 import { ARGOCD_SYNC_WAVE_ANNOTATION } from './argocd-sync-waves.js';
-import { checkWiringOptions, sourcePath, type WiringOptions } from './wiring-options.js';
+import { CLUSTER_REQUESTS_DIR } from '../../src/output/tree-layout.js';
+import { checkWiringOptions, sourcePath, type WiringExtras, type WiringOptions } from './wiring-options.js';
 import { groupUnits, wiringFiles, wiringLabels } from './wiring-layout.js';
 import {
   argoClusterApplicationName,
@@ -103,7 +104,7 @@ function application(options: WiringOptions, parts: ApplicationParts): KubeObjec
 }
 
 /** Argo CD wiring files (paths under `argocd/`) for the rendered units. Pure; throws InputError on bad options. */
-export function renderArgoWiring(units: UnitRecord[], options: WiringOptions): Map<string, string> {
+export function renderArgoWiring(units: UnitRecord[], options: WiringOptions, extras: WiringExtras = {}): Map<string, string> {
   checkWiringOptions({ ...options, engine: 'argocd' });
   const { releases, clusters } = groupUnits(units);
   const objects = new Map<string, KubeObject>();
@@ -126,6 +127,17 @@ export function renderArgoWiring(units: UnitRecord[], options: WiringOptions): M
         destination: { server: ARGOCD_IN_CLUSTER, namespace: release.namespace },
         finalizer: true,
       }),
+    );
+  }
+
+  if (extras.clusterRequests) {
+    // ClusterProfiles and requested Clusters, a wave after the releases' Applications. No deletion
+    // finalizer: removing this Application never deletes workload clusters.
+    const name = `${options.name}-cluster-requests`;
+    names.push({ namespace: options.namespace, name, what: 'the cluster requests' });
+    objects.set(
+      `${ARGOCD_DIR}/${CLUSTER_REQUESTS_DIR}.yaml`,
+      application(options, { name, labels: wiringLabels(options.name, 'cluster-requests'), treeDir: CLUSTER_REQUESTS_DIR, destination: { server: ARGOCD_IN_CLUSTER }, finalizer: false, wave: 1 }),
     );
   }
 

@@ -17,7 +17,8 @@
 // namespaces. The kubeconfig is only ever referenced by name; nothing here carries a credential.
 import type { KubeObject } from '../../src/api/types.js';
 import type { UnitRecord } from '../../src/output/provenance.js';
-import { checkWiringOptions, sourcePath, type WiringOptions } from './wiring-options.js';
+import { CLUSTER_REQUESTS_DIR } from '../../src/output/tree-layout.js';
+import { checkWiringOptions, sourcePath, type WiringExtras, type WiringOptions } from './wiring-options.js';
 import { groupUnits, wiringFiles, wiringLabels } from './wiring-layout.js';
 import {
   assertUniqueNames,
@@ -75,7 +76,7 @@ function sourceObject(options: WiringOptions): KubeObject {
 }
 
 /** Flux wiring files (paths under `flux/`) for the rendered units. Pure; throws InputError on bad options. */
-export function renderFluxWiring(units: UnitRecord[], options: WiringOptions): Map<string, string> {
+export function renderFluxWiring(units: UnitRecord[], options: WiringOptions, extras: WiringExtras = {}): Map<string, string> {
   checkWiringOptions({ ...options, engine: 'flux' });
   const { releases, clusters } = groupUnits(units);
   const sourceKind = options.source.kind === 'git' ? 'GitRepository' : 'OCIRepository';
@@ -110,6 +111,28 @@ export function renderFluxWiring(units: UnitRecord[], options: WiringOptions): M
         wait: true,
         sourceRef: localSource,
         healthCheckExprs: structuredClone(CLUSTER_CLASS_HEALTH),
+      },
+    });
+  }
+
+  if (extras.clusterRequests) {
+    // ClusterProfiles and requested Clusters, after every ClusterClass. No wait (a Cluster takes
+    // minutes); Orphan: removing this Kustomization never deletes workload clusters.
+    const name = `${options.name}-cluster-requests`;
+    names.push({ namespace: options.namespace, name, what: 'the cluster requests' });
+    objects.set(`${FLUX_DIR}/${CLUSTER_REQUESTS_DIR}.yaml`, {
+      apiVersion: FLUX_KUSTOMIZATION_API,
+      kind: 'Kustomization',
+      metadata: { name, namespace: options.namespace, labels: wiringLabels(options.name, 'cluster-requests') },
+      spec: {
+        interval: INTERVAL,
+        retryInterval: RETRY_INTERVAL,
+        timeout: TIMEOUT,
+        path: path(options, CLUSTER_REQUESTS_DIR),
+        prune: true,
+        deletionPolicy: 'Orphan',
+        sourceRef: localSource,
+        ...(releases.length > 0 ? { dependsOn: releases.map((release) => ({ name: fluxReleaseKustomizationName(release.namespace, release.release) })) } : {}),
       },
     });
   }

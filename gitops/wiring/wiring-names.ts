@@ -12,7 +12,7 @@ export const LABEL_CLUSTER = 'clusterstack.x-k8s.io/cluster';
 export const LABEL_STAGE = 'clusterstack.x-k8s.io/stage';
 
 /** What a wiring object applies: the value of LABEL_WIRING. */
-export type WiringRole = 'source' | 'root' | 'release' | 'cluster' | 'cluster-stage';
+export type WiringRole = 'source' | 'root' | 'release' | 'cluster' | 'cluster-stage' | 'cluster-requests';
 
 const MAX_LABEL = 63;
 const HASH_LENGTH = 8;

@@ -112,3 +112,9 @@ export function sourcePath(source: WiringSource, treeDir: string): string {
   const prefix = source.kind === 'git' ? (normalizePath(source.path) ?? '') : '';
   return [prefix, treeDir].filter((part) => part !== '').join('/');
 }
+
+/** What the tree holds beside its units. */
+export interface WiringExtras {
+  /** management/_cluster-requests/ (ClusterProfiles and Clusters made for ClusterRequests). */
+  clusterRequests?: boolean;
+}

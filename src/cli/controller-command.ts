@@ -17,6 +17,7 @@ import { onShutdownSignals } from '../controller/runtime/shutdown.js';
 import { SECRET_POLICIES, type SecretPolicy } from '../render/secret-policy.js';
 import { type CliIo, EXIT_FAILURE, EXIT_OK, UsageError } from './cli-io.js';
 import { parseCommandLine } from './parse-command-line.js';
+import { readSchedulerConfigOption } from './scheduler-config-option.js';
 import { configFromFlags, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, sourceOpenerFrom } from './common-options.js';
 
 export const CONTROLLER_USAGE = `Usage: clusterstack controller --release-source <source> (--git <repo> | --output <dir> | --oci <ref>) [options]
@@ -48,6 +49,8 @@ GitOps (sync state read back into ManifestsSynced conditions):
   --gitops-name <name>       base name of the wiring objects (default clusterstacks)
   --gitops-secret <name>     Flux: Secret with the clone credentials (its name only)
   --argocd-namespace <ns>    where Argo CD cluster Secrets are kept (CLUSTERSTACK_ARGOCD_NAMESPACE, default argocd)
+  --scheduler-config <file>  openMCP scheduler configuration: publish ClusterProfiles, schedule ClusterRequests
+                             and write their status (CLUSTERSTACK_SCHEDULER_CONFIG)
 
 Running:
   --namespace <ns>           watch only this namespace (CLUSTERSTACK_WATCH_NAMESPACE; default all)
@@ -144,6 +147,7 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
       'gitops-name': { type: 'string' },
       'gitops-secret': { type: 'string' },
       'argocd-namespace': { type: 'string' },
+      'scheduler-config': { type: 'string' },
       namespace: { type: 'string' },
       'metrics-addr': { type: 'string' },
       'leader-elect': { type: 'boolean' },
@@ -180,6 +184,7 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
       gitopsName: values['gitops-name'],
       gitopsSecret: values['gitops-secret'],
       argocdNamespace: values['argocd-namespace'],
+      schedulerConfig: values['scheduler-config'],
       namespace: values.namespace,
       metricsAddr: values['metrics-addr'],
       ...(values['leader-elect'] !== undefined ? { leaderElect: values['leader-elect'] } : {}),
@@ -213,6 +218,8 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
+  // Read once at start: a configuration that does not parse stops the controller with its problems.
+  const scheduler = await readSchedulerConfigOption(settings.schedulerConfig, io.cwd);
 
   const config = configFromFlags(values, io);
   const logger = createLogger({ level: settings.logLevel as 'info' });
@@ -258,6 +265,7 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
     ...(settings.pullRequest ? { pullRequest: true } : {}),
     outputPath: settings.path,
     argocdNamespace: settings.argocdNamespace,
+    ...(scheduler ? { scheduler } : {}),
     ...(settings.namespace ? { watchNamespace: settings.namespace, engineNamespaces: [settings.gitopsNamespace ?? (engine === 'flux' ? 'flux-system' : 'argocd')] } : {}),
     logger,
     resyncMs: settings.resyncMs,

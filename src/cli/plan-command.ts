@@ -1,8 +1,12 @@
 // `clusterstack plan <files or dirs...> --release-source <source> [--json]`
+import path from 'node:path';
 import { formatPlanReport, planReport, reportHasProblems, retryableProblems } from '../plan/plan-report.js';
 import { type CliIo, EXIT_FAILURE, EXIT_OK, EXIT_PROBLEMS, UsageError } from './cli-io.js';
 import { parseCommandLine } from './parse-command-line.js';
 import { configFromFlags, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, planFromInputs } from './common-options.js';
+import { planClusterRequests } from '../cluster-requests/plan-cluster-requests.js';
+import { clusterRequestsReport, formatClusterRequestsReport } from '../cluster-requests/requests-report.js';
+import { readSchedulerConfigOption, SCHEDULER_CONFIG_HELP } from './scheduler-config-option.js';
 
 export const PLAN_USAGE = `Usage: clusterstack plan <files or dirs...> --release-source <source> [--json]
 
@@ -12,6 +16,8 @@ resolves which releases each ClusterStack keeps and which release each Cluster u
 Options:
 ${SOURCE_HELP}
   --json                   print one JSON report instead of tables
+${SCHEDULER_CONFIG_HELP}
+                           (plan schedules as a first render would: it does not read a target)
 
 Examples:
   # The quick start: what the bundled example keeps and uses, from its local release source
@@ -24,17 +30,20 @@ Examples:
   clusterstack plan fleet/ --release-source oci://registry.scs.community/kaas/cluster-stacks --json`;
 
 export async function planCommand(args: string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseCommandLine('plan', { args, allowPositionals: true, options: { ...SOURCE_OPTIONS, json: { type: 'boolean', default: false } } });
+  const { values, positionals } = parseCommandLine('plan', { args, allowPositionals: true, options: { ...SOURCE_OPTIONS, json: { type: 'boolean', default: false }, 'scheduler-config': { type: 'string' } } });
   if (positionals.length === 0) throw new UsageError('plan needs at least one input file or directory');
   const releaseSource = values['release-source'];
   if (!releaseSource) throw new UsageError('plan needs --release-source (a directory, github:owner/repo or oci://registry/repo)');
   const config = configFromFlags(values, io);
   const location = resolveLocation(releaseSource, io.cwd);
   const warn = values.json ? undefined : (message: string): void => io.stderr(`warning: ${message}\n`);
-  const plan = await planFromInputs(positionals, location, config, values, io, warn);
+  const scheduler = await readSchedulerConfigOption(values['scheduler-config'], io.cwd);
+  // The scheduler configuration is no input object, even inside an input directory.
+  const plan = await planFromInputs(positionals, location, config, values, io, warn, values['scheduler-config'] ? [path.resolve(io.cwd, values['scheduler-config'])] : []);
   const report = planReport(plan);
-  if (values.json) io.stdout(`${JSON.stringify(report, null, 2)}\n`);
-  else io.stdout(formatPlanReport({ ...report, warnings: [] }));
+  const requests = scheduler ? clusterRequestsReport(planClusterRequests(plan, scheduler, new Map())) : undefined;
+  if (values.json) io.stdout(`${JSON.stringify({ ...report, ...requests }, null, 2)}\n`);
+  else io.stdout(formatPlanReport({ ...report, warnings: [] }) + (requests ? formatClusterRequestsReport(requests) : ''));
   // A remote that failed is not the inputs' fault: exit 3, so CI retries rather than blames the change.
   if (retryableProblems(plan).length > 0) return EXIT_FAILURE;
   return reportHasProblems(report) ? EXIT_PROBLEMS : EXIT_OK;

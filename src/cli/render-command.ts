@@ -13,6 +13,7 @@ import { parseCommandLine } from './parse-command-line.js';
 import type { ProtectedPath } from '../../gitops/protected-paths.js';
 import { checkOutputSettings, createOutputPublisher, localOutputDirectory, type OutputSettings, wiringOptionsFor } from './output-publisher.js';
 import { configFromFlags, isRemoteLocation, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, planFromInputs } from './common-options.js';
+import { readSchedulerConfigOption, SCHEDULER_CONFIG_HELP } from './scheduler-config-option.js';
 
 export const RENDER_USAGE = `Usage: clusterstack render <files or dirs...> --release-source <source> (--output <dir> | --git <repo> | --oci <ref>) [options]
 
@@ -51,6 +52,7 @@ ${SOURCE_HELP}
                            at once; CLUSTERSTACK_LOCK_TIMEOUT)
   --adopt-output           let --output take over a directory holding files it did not write (they are
                            left in place; the tree goes to <dir>/current)
+${SCHEDULER_CONFIG_HELP}
 
 GitOps wiring (written under flux/ or argocd/ in the tree):
   --gitops <engine>        none (default) | flux | argocd
@@ -123,6 +125,7 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
       'max-delete-share': { type: 'string' },
       'lock-timeout': { type: 'string' },
       'adopt-output': { type: 'boolean', default: false },
+      'scheduler-config': { type: 'string' },
     },
   });
   if (positionals.length === 0) throw new UsageError('render needs at least one input file or directory');
@@ -154,6 +157,7 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   const readmeTemplate = values['readme-template'] ? await readTemplate(values['readme-template'], io.cwd, '--readme-template') : undefined;
   const commitTemplate = values['commit-template'] ? await readTemplate(values['commit-template'], io.cwd, '--commit-template') : undefined;
   const prTemplate = values['pr-template'] ? await readTemplate(values['pr-template'], io.cwd, '--pr-template') : undefined;
+  const scheduler = await readSchedulerConfigOption(values['scheduler-config'], io.cwd);
 
   const protectedPaths: ProtectedPath[] = [
     ...positionals.map((input) => ({ label: 'input', path: path.resolve(io.cwd, input) })),
@@ -163,7 +167,9 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   const outputDir = localOutputDirectory(output, io.cwd);
 
   // Observe and decide; any problem with the inputs stops here, before anything is written.
-  const plan = await planFromInputs(positionals, location, config, values, io, warn, outputDir ? [outputDir] : []);
+  // The scheduler configuration is no input object, even inside an input directory.
+  const schedulerFile = values['scheduler-config'] ? [path.resolve(io.cwd, values['scheduler-config'])] : [];
+  const plan = await planFromInputs(positionals, location, config, values, io, warn, [...(outputDir ? [outputDir] : []), ...schedulerFile]);
   const remote = retryableProblems(plan);
   if (remote.length > 0) throw new RemoteFailureError(`nothing was rendered or written: a release source failed; retry later:\n  ${remote.map(formatProblem).join('\n  ')}`);
   const problems = planReport(plan);
@@ -195,6 +201,7 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
       ...(readmeTemplate !== undefined ? { readmeTemplate } : {}),
       ...(values['pull-request'] ? { pullRequest: prTemplate !== undefined ? { template: prTemplate } : {} } : {}),
       massDeletion: { allow: values['allow-mass-delete'], maxShare: config.maxDeleteShare },
+      ...(scheduler ? { scheduler } : {}),
       ...(showProgress ? { onProgress: (progress: RenderProgress) => io.stderr(`\rrendering: releases ${progress.releasesDone}/${progress.releasesTotal}, clusters ${progress.clustersDone}/${progress.clustersTotal}   `) } : {}),
     });
     if (showProgress) io.stderr('\n');

@@ -42,7 +42,10 @@ import { keyOf } from './desired-state/owned-objects.js';
 import type { PublishState, StackIssue, StatusInputs } from './desired-state/status-inputs.js';
 import { syncStateOf, type UnitSync } from './desired-state/sync-state.js';
 import { unitObjects, type UnitObject } from './desired-state/unit-resources.js';
-import { ARGO_APPLICATIONS, CAPI_CLUSTERS, CLUSTER_ADDONS, CLUSTER_STACK_RELEASES, CLUSTER_STACKS, FLUX_KUSTOMIZATIONS } from './desired-state/watched-kinds.js';
+import { ARGO_APPLICATIONS, CAPI_CLUSTERS, CLUSTER_ADDONS, CLUSTER_REQUESTS, CLUSTER_STACK_RELEASES, CLUSTER_STACKS, FLUX_KUSTOMIZATIONS } from './desired-state/watched-kinds.js';
+import type { SchedulerConfig } from '../cluster-requests/scheduler-config.js';
+import { desiredRequestStatuses } from './desired-state/cluster-request-state.js';
+import { writeRequestStatuses } from './reconcile/cluster-request-statuses.js';
 
 export { InformerCache, type KindCache } from './runtime/informer-cache.js';
 export { RetryLaterError } from './reconcile/next-reconcile.js';
@@ -89,6 +92,8 @@ export interface ControllerOptions {
   listingWaitMs?: number;
   /** The runtime extension's lifecycle hook progress per Cluster, shown on its ClusterAddon. */
   hookProgress?: StatusInputs['hookProgress'];
+  /** Publish ClusterProfiles and schedule ClusterRequests (watched, their statuses written). */
+  scheduler?: SchedulerConfig;
 }
 export interface ReconcileSummary {
   published: PublishState['outcome'];
@@ -133,9 +138,9 @@ export class Controller {
    * Clusters name them. With `namespace`, every kind is watched in that namespace only, and the
    * engine's objects also in `engineNamespaces` (where the generated wiring puts them).
    */
-  static watchedKinds(engine: GitOpsEngine, scope: { namespace?: string; engineNamespaces?: string[] } = {}): WatchedKind[] {
+  static watchedKinds(engine: GitOpsEngine, scope: { namespace?: string; engineNamespaces?: string[] } = {}, clusterRequests = false): WatchedKind[] {
     const inScope = (kind: WatchedKind, namespace = scope.namespace): WatchedKind => (namespace === undefined ? kind : { ...kind, namespace });
-    const kinds = [CLUSTER_STACKS, CLUSTER_STACK_RELEASES, CLUSTER_ADDONS, CAPI_CLUSTERS].map((kind) => inScope(kind));
+    const kinds = [CLUSTER_STACKS, CLUSTER_STACK_RELEASES, CLUSTER_ADDONS, CAPI_CLUSTERS, ...(clusterRequests ? [CLUSTER_REQUESTS] : [])].map((kind) => inScope(kind));
     const engineKind = engine === 'flux' ? FLUX_KUSTOMIZATIONS : engine === 'argocd' ? ARGO_APPLICATIONS : undefined;
     if (engineKind) {
       const namespaces = scope.namespace === undefined ? [undefined] : [...new Set([scope.namespace, ...(scope.engineNamespaces ?? [])])];
@@ -266,6 +271,7 @@ export class Controller {
       return { requeueAfterMs: 250 };
     }
     const { live, referenced, unservedKinds, restKind } = observation;
+    const requests = this.options.scheduler ? this.listLive(CLUSTER_REQUESTS) : [];
     // What went wrong on the way, typed by what happens next.
     const failures: TypedFailure[] = [];
 
@@ -296,7 +302,7 @@ export class Controller {
     let planFailure: TypedFailure | undefined;
     try {
       plan = await buildPlan({
-        manifests: manifestsFrom({ stacks: selected, clusters: live.clusters, providerReleases: live.providerReleases, referenced }),
+        manifests: manifestsFrom({ stacks: selected, clusters: live.clusters, providerReleases: live.providerReleases, referenced, requests }),
         defaultSource: this.options.defaultSource,
         openSource: opener,
         workDir: this.options.workDir,
@@ -349,6 +355,7 @@ export class Controller {
           ...(this.options.wiring ? { gitops: this.options.wiring } : {}),
           ...(this.options.pullRequest ? { pullRequest: {} } : {}),
           massDeletion: this.options.massDeletion ?? { allow: true, maxShare: 1 },
+          ...(this.options.scheduler ? { scheduler: this.options.scheduler } : {}),
           ...(signal ? { signal } : {}),
         });
         render = run.outcome;
@@ -397,6 +404,10 @@ export class Controller {
     const desired = desiredState(inputs);
     const applyStarted = Date.now();
     const apply = await applyDesiredState(this.options.kube, desired, { now: inputs.now, logger, kindOf: restKind });
+    // ClusterRequests hear what the render decided: Granted with their cluster, or Pending and why.
+    const requestStatuses = await writeRequestStatuses(this.options.kube, desiredRequestStatuses(requests, render?.summary.clusterRequests, inputs.now), { now: inputs.now, logger });
+    apply.statusesWritten += requestStatuses.written;
+    if (requestStatuses.failed > 0) failures.push({ kind: 'retry', message: `${requestStatuses.failed} ClusterRequest status(es) could not be written` });
     phase('apply', applyStarted);
     this.ownWrites.record(apply.written);
     const reportedErrors = this.ownedObjectErrors;

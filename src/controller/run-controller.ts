@@ -94,7 +94,7 @@ export async function runController(options: ControllerRuntimeOptions): Promise<
   const scope = options.watchNamespace !== undefined ? { namespace: options.watchNamespace, engineNamespaces: options.engineNamespaces ?? [] } : {};
   const cache = new InformerCache({
     kubeConfig: options.kubeConfig,
-    kinds: Controller.watchedKinds(options.engine, scope),
+    kinds: Controller.watchedKinds(options.engine, scope, options.scheduler !== undefined),
     onEvent,
     logger,
     onRestart: (kind) => metrics.informerRestart(kind.kind),

@@ -39,6 +39,26 @@ Latest release: {{#if latestRelease}}\`{{latestRelease}}\`{{else}}none{{/if}}. U
 
 No Cluster uses a cluster stack class.
 {{/if}}
+{{#if clusterRequests}}
+
+## Cluster profiles and requests
+
+ClusterProfiles (\`management/_cluster-requests/profiles/\`): one per ClusterStack.
+
+| Profile | ClusterStack | Kubernetes versions (release) |
+| --- | --- | --- |
+{{#each clusterRequests.profiles}}
+| \`{{name}}\` | {{stack}} | {{versions}} |
+{{/each}}
+{{#if clusterRequests.requests.length}}
+
+| ClusterRequest | Purpose | Phase | Cluster | Why |
+| --- | --- | --- | --- | --- |
+{{#each clusterRequests.requests}}
+| {{namespace}}/{{name}} | {{purpose}} | {{phase}} | {{cluster}} | {{message}} |
+{{/each}}
+{{/if}}
+{{/if}}
 {{#if withheld.length}}
 
 ## Withheld

@@ -1,6 +1,7 @@
 // The record a rendered tree carries of itself (provenance.json): its units with their digests, what
 // was withheld and why. It is how the next render knows what it may reuse, how change summaries and
 // the controller's status know what is where, and how the mass-deletion guard counts what would go.
+import type { ClusterRequestsRecord } from './cluster-requests-record.js';
 import type { RenderedTree } from './rendered-tree.js';
 import { PROVENANCE_FILE } from './tree-layout.js';
 
@@ -49,6 +50,8 @@ export interface Provenance {
   withheld: WithheldEntry[];
   /** Values templates that failed, by unit and input digest: unchanged inputs fail again without helm. */
   valuesFailures: { dir: string; inputDigest: string; reason: string }[];
+  /** With a scheduler configuration: which ClusterRequest holds which generated Cluster. */
+  clusterRequests?: ClusterRequestsRecord;
 }
 
 /** The provenance record of a tree, if it has a readable one (a damaged record reads as none). */

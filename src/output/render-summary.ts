@@ -1,5 +1,6 @@
 // What a render decided, per stack, release and cluster: the data behind the tree's README, pull
 // request bodies and reports.
+import type { ClusterRequestsSummary } from './cluster-requests-record.js';
 import type { WithheldEntry } from './provenance.js';
 
 export interface RenderSummary {
@@ -18,5 +19,7 @@ export interface RenderSummary {
   withheld: WithheldEntry[];
   /** Notes of every published unit, prefixed with its directory. */
   notes: string[];
+  /** With a scheduler configuration: the ClusterProfiles and every ClusterRequest's phase. */
+  clusterRequests?: ClusterRequestsSummary;
 }
 

@@ -2,7 +2,7 @@
 // the data behind commit messages, pull request bodies and reports.
 import { readProvenance, type Provenance, type UnitRecord, type WithheldEntry } from './provenance.js';
 import type { RenderedTree } from './rendered-tree.js';
-import { clusterDir, MANAGEMENT_DIR, unitDirOf, unitOfPath } from './tree-layout.js';
+import { clusterDir, MANAGEMENT_DIR, requestedClusterOfPath, unitDirOf, unitOfPath } from './tree-layout.js';
 
 export type ChangeKind = 'added' | 'removed' | 'updated';
 
@@ -28,6 +28,8 @@ export interface TreeChanges {
   releases: ReleaseChange[];
   clusters: ClusterChange[];
   withheld: WithheldEntry[];
+  /** Clusters made for ClusterRequests (management/_cluster-requests/clusters/) that changed. */
+  requestedClusters?: { namespace: string; name: string; change: ChangeKind }[];
   /** Files outside units (README, provenance, kustomizations) changed too. */
   otherFiles: string[];
 }
@@ -80,6 +82,11 @@ export function compareTrees(previous: RenderedTree, next: RenderedTree): TreeCh
   const changedStages = new Map<string, Set<string>>();
   for (const file of changedFiles) {
     const unit = unitOf(file);
+    const requested = requestedClusterOfPath(file);
+    if (requested) {
+      const change: ChangeKind = !previous.has(file) ? 'added' : !next.has(file) ? 'removed' : 'updated';
+      (changes.requestedClusters ??= []).push({ ...requested, change });
+    }
     if (!unit) {
       changes.otherFiles.push(file);
       continue;
@@ -129,10 +136,16 @@ export function summarizeChanges(changes: TreeChanges, inputDigest: string): Cha
   for (const [kind, n] of releaseParts) parts.push(`${n} release${n === 1 ? '' : 's'} ${kind}`);
   const clusterParts = (['added', 'removed', 'updated'] as const).map((kind) => [kind, count(kind, changes.clusters)] as const).filter(([, n]) => n > 0);
   for (const [kind, n] of clusterParts) parts.push(`${n} cluster${n === 1 ? '' : 's'} ${kind}`);
+  const requested = changes.requestedClusters ?? [];
+  for (const kind of ['added', 'removed', 'updated'] as const) {
+    const n = count(kind, requested);
+    if (n > 0) parts.push(`${n} requested Cluster${n === 1 ? '' : 's'} ${kind}`);
+  }
   const title = `Render cluster stacks: ${parts.length > 0 ? parts.join(', ') : 'README and provenance updated'}`;
   const lines: string[] = [];
   for (const release of changes.releases) lines.push(`- ClusterClass release ${release.namespace}/${release.release} ${release.change}`);
   for (const cluster of changes.clusters) lines.push(`- ${describeCluster(cluster)}`);
+  for (const cluster of requested) lines.push(`- Cluster ${cluster.namespace}/${cluster.name} for ClusterRequests ${cluster.change}`);
   for (const entry of changes.withheld) lines.push(`- Withheld ${entry.kind} ${entry.namespace}/${entry.name}: ${entry.reason}${entry.previousKept ? ' (previous output kept)' : ''}`);
   return { title, body: lines.join('\n'), trailers: { [INPUT_DIGEST_TRAILER]: inputDigest } };
 }

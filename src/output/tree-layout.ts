@@ -5,12 +5,39 @@
 //   README.md, provenance.json
 //   management/<namespace>/<release>/...           one unit per kept release (ClusterClass side)
 //   clusters/<namespace>/<cluster>/<stage>/...     one unit per addon stage of a workload cluster
+//   management/_cluster-requests/profiles/...      ClusterProfiles (with --scheduler-config)
+//   management/_cluster-requests/clusters/<ns>/... Clusters created for ClusterRequests
 
 export const PROVENANCE_FILE = 'provenance.json';
 export const README_FILE = 'README.md';
 export const KUSTOMIZATION_FILE = 'kustomization.yaml';
 export const MANAGEMENT_DIR = 'management';
 export const CLUSTERS_DIR = 'clusters';
+/**
+ * ClusterProfiles and the Clusters made for ClusterRequests: management side, but no release unit.
+ * A `_` cannot start a namespace name, so this never meets `management/<namespace>`.
+ */
+export const CLUSTER_REQUESTS_DIR = `${MANAGEMENT_DIR}/_cluster-requests`;
+
+/** The file of a ClusterProfile (cluster-scoped, one per ClusterStack). */
+export function clusterProfileFile(profile: string): string {
+  return `${CLUSTER_REQUESTS_DIR}/profiles/clusterprofile-${profile}.yaml`;
+}
+
+/** The file of a CAPI Cluster created for ClusterRequests. */
+export function requestedClusterFile(namespace: string, cluster: string): string {
+  return `${CLUSTER_REQUESTS_DIR}/clusters/${namespace}/cluster-${cluster}.yaml`;
+}
+
+/** The Cluster a file of `management/_cluster-requests/clusters/` holds; undefined for other files. */
+export function requestedClusterOfPath(file: string): { namespace: string; name: string } | undefined {
+  const match = new RegExp(`^${CLUSTER_REQUESTS_DIR}/clusters/([^/]+)/cluster-([^/]+)\\.yaml$`).exec(file);
+  return match ? { namespace: match[1]!, name: match[2]! } : undefined;
+}
+
+function inClusterRequestsDir(file: string): boolean {
+  return file === CLUSTER_REQUESTS_DIR || file.startsWith(`${CLUSTER_REQUESTS_DIR}/`);
+}
 
 /** The unit directory of a release's ClusterClass side. */
 export function releaseDir(namespace: string, release: string): string {
@@ -34,6 +61,7 @@ export type TreeUnitPath =
 
 /** The unit a file (or a unit directory) belongs to. */
 export function unitOfPath(file: string): TreeUnitPath | undefined {
+  if (inClusterRequestsDir(file)) return undefined;
   const parts = file.split('/');
   if (parts[0] === MANAGEMENT_DIR && parts.length >= 3) {
     return { kind: 'release', dir: parts.slice(0, 3).join('/'), namespace: parts[1]!, release: parts[2]! };
@@ -46,6 +74,7 @@ export function unitOfPath(file: string): TreeUnitPath | undefined {
 
 /** The unit directory a file belongs to (`management/<ns>/<release>`, `clusters/<ns>/<cluster>/<stage>`); undefined for other files. */
 export function unitDirOf(file: string): string | undefined {
+  if (inClusterRequestsDir(file)) return undefined;
   const parts = file.split('/');
   // A file, not the directory itself: one level below the unit directory at least.
   if (parts[0] === MANAGEMENT_DIR && parts.length >= 4) return parts.slice(0, 3).join('/');

@@ -11,6 +11,8 @@ import { checkMassDeletion, type MassDeletionPolicy, unitsOfProvenance } from '.
 import type { RenderedTree } from '../output/rendered-tree.js';
 import { type ChangeSummary, compareTrees, summarizeChanges, type TreeChanges } from '../output/tree-changes.js';
 import { PROVENANCE_FILE } from '../output/tree-layout.js';
+import { countClusterRequests, planClusterRequests } from '../cluster-requests/plan-cluster-requests.js';
+import type { SchedulerConfig } from '../cluster-requests/scheduler-config.js';
 import type { Plan } from '../plan/build-plan.js';
 import type { RenderDependencies } from '../render/render-dependencies.js';
 import { type RenderOutcome, type RenderProgress, renderOutput } from '../render/render-output.js';
@@ -45,6 +47,8 @@ export interface PipelineOptions {
   /** Propose the change as a pull request: its body is generated (from `template` when given). */
   pullRequest?: { template?: string };
   massDeletion: MassDeletionPolicy;
+  /** Publish ClusterProfiles and schedule ClusterRequests into Clusters (src/cluster-requests). */
+  scheduler?: SchedulerConfig;
   onProgress?: (progress: RenderProgress) => void;
   /** Checked between rendering and publishing: an aborted run publishes nothing. */
   signal?: AbortSignal;
@@ -84,8 +88,13 @@ export async function renderAndPublish<Published>(plan: Plan, previous: Rendered
   // Bad wiring options are a user error: say so before any helm process runs.
   if (options.gitops) checkWiringOptions(options.gitops);
   const annotations = managementAnnotationsFor(options.gitops);
+  // Requests become Clusters before rendering, so their addons are rendered like anyone's.
+  const requests = options.scheduler ? planClusterRequests(plan, options.scheduler, previous) : undefined;
+  const unscheduled = options.scheduler ? 0 : countClusterRequests(plan);
+  if (unscheduled > 0) deps.logger.warn({ note: `${unscheduled} ClusterRequest(s) in the inputs are not scheduled: no scheduler configuration was given (--scheduler-config)` }, 'ClusterRequests not scheduled');
   const renderStarted = now();
-  const outcome = await renderOutput(plan, deps.renderer, {
+  const outcome = await renderOutput(requests?.plan ?? plan, deps.renderer, {
+    ...(requests ? { clusterRequests: requests.output } : {}),
     secrets: options.secrets,
     previous,
     ...(annotations ? { managementAnnotations: annotations } : {}),
@@ -97,7 +106,7 @@ export async function renderAndPublish<Published>(plan: Plan, previous: Rendered
 
   // The wiring follows the units: a release or cluster that leaves the tree leaves the wiring too.
   const tree = new Map(outcome.tree);
-  if (options.gitops) for (const [file, content] of renderWiring(outcome.provenance.units, options.gitops)) tree.set(file, content);
+  if (options.gitops) for (const [file, content] of renderWiring(outcome.provenance.units, options.gitops, { clusterRequests: requests !== undefined })) tree.set(file, content);
   const sorted: RenderedTree = new Map([...tree.entries()].sort(([a], [b]) => a.localeCompare(b)));
   if (options.signal?.aborted) return { status: 'aborted', outcome, tree: sorted };
 

@@ -50,7 +50,7 @@ export function planReport(plan: Plan): PlanReport {
         name: cluster.name,
         class: cluster.className ?? null,
         release: cluster.release ?? null,
-        addonVersion: (cluster.release && loadedRelease(plan, cluster.namespace, cluster.release)?.content?.metadata.clusterAddonVersion) || null,
+        addonVersion: (cluster.release && loadedRelease(plan, cluster.stack?.namespace ?? cluster.namespace, cluster.release)?.content?.metadata.clusterAddonVersion) || null,
         problems: cluster.problems.map(formatProblem),
       })),
     problems: plan.problems.map(formatProblem),

@@ -3,6 +3,7 @@
 // Helm comes in through RenderDependencies; this module does no I/O of its own. The steps live in
 // their own modules: units (render-units), values (evaluate-values), files (unit-files),
 // withholding (withhold-units), records (tree-records) and the tree (assemble-tree).
+import type { ClusterRequestsOutput } from '../output/cluster-requests-record.js';
 import type { Provenance, UnitRecord, WithheldEntry } from '../output/provenance.js';
 import { OUTPUT_FORMAT } from '../output/provenance.js';
 import type { RenderSummary } from '../output/render-summary.js';
@@ -39,6 +40,8 @@ export interface RenderOptions {
   managementAnnotations?: { id: string; annotationsFor: AnnotationsFor };
   readmeTemplate?: string;
   onProgress?: (progress: RenderProgress) => void;
+  /** ClusterProfiles and generated Clusters (src/cluster-requests): written beside the units. */
+  clusterRequests?: ClusterRequestsOutput;
 }
 
 export interface RenderOutcome {
@@ -122,7 +125,11 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
   withheld.sort((a, b) => `${a.kind}/${a.namespace}/${a.name}`.localeCompare(`${b.kind}/${b.namespace}/${b.name}`));
   const provenance = buildProvenance(plan, records, withheld, valuesFailures);
   const summary = buildSummary(plan, records, withheld, provenance.inputDigest, clusterUnits);
-  const tree = assembleTree(rendered, records, provenance, summary, options.readmeTemplate);
+  if (options.clusterRequests) {
+    provenance.clusterRequests = options.clusterRequests.record;
+    summary.clusterRequests = options.clusterRequests.summary;
+  }
+  const tree = assembleTree(rendered, records, provenance, summary, options.readmeTemplate, options.clusterRequests?.files);
   return { tree, provenance, summary, withheld, notes: summary.notes, stats: { unitsRendered, unitsReused: records.length - unitsRendered } };
 }
 

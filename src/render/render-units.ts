@@ -66,7 +66,7 @@ export function planUnits(plan: Plan, settings: UnitSettings): { units: PendingU
   // Addon side: every Cluster whose class resolved, one unit per stage.
   const clusterUnits = new Map<string, PendingUnit[]>();
   for (const cluster of plan.resolution.clusters.filter((c) => c.managed)) {
-    const loaded = loadedRelease(plan, cluster.namespace, cluster.release);
+    const loaded = loadedRelease(plan, cluster.stack?.namespace ?? cluster.namespace, cluster.release);
     const reason =
       cluster.problems.length > 0
         ? cluster.problems.map((problem) => problem.message).join('; ')

@@ -59,7 +59,7 @@ export function buildSummary(plan: Plan, records: UnitRecord[], withheld: Withhe
           namespace: cluster.namespace,
           name: cluster.name,
           release: cluster.release ?? '',
-          addonVersion: (cluster.release && loadedRelease(plan, cluster.namespace, cluster.release)?.content?.metadata.clusterAddonVersion) || '-',
+          addonVersion: (cluster.release && loadedRelease(plan, cluster.stack?.namespace ?? cluster.namespace, cluster.release)?.content?.metadata.clusterAddonVersion) || '-',
           stages,
           status: entry ? (entry.previousKept ? 'withheld, previous output kept' : 'withheld') : 'rendered',
         };

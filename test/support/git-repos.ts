@@ -68,11 +68,12 @@ export class GitSandbox {
     }
   }
 
-  /** Every file at the tip of `branch`, path -> content. */
+  /** Every file at the tip of `branch`, path -> content, read from one commit (the branch may move meanwhile). */
   files(repo: string, branch: string): Record<string, string> {
-    const listing = this.git(repo, 'ls-tree', '-r', '--name-only', '-z', `refs/heads/${branch}`);
+    const commit = this.git(repo, 'rev-parse', '--verify', `refs/heads/${branch}^{commit}`).trim();
+    const listing = this.git(repo, 'ls-tree', '-r', '--name-only', '-z', commit);
     const files: Record<string, string> = {};
-    for (const file of listing.split('\0').filter(Boolean)) files[file] = execFileSync('git', ['show', `refs/heads/${branch}:${file}`], { cwd: repo, env: this.env, encoding: 'utf8' });
+    for (const file of listing.split('\0').filter(Boolean)) files[file] = execFileSync('git', ['show', `${commit}:${file}`], { cwd: repo, env: this.env, encoding: 'utf8' });
     return files;
   }
 

@@ -9,5 +9,7 @@ export const CLUSTER_ADDONS: WatchedKind = { group: API_GROUP, version: API_VERS
 export const CAPI_CLUSTERS: WatchedKind = { group: CAPI_API_GROUP, version: 'v1beta1', kind: 'Cluster', plural: 'clusters', namespaced: true };
 export const FLUX_KUSTOMIZATIONS: WatchedKind = { ...FLUX_KUSTOMIZATION, namespaced: true, optional: true };
 export const ARGO_APPLICATIONS: WatchedKind = { ...ARGO_APPLICATION, namespaced: true, optional: true };
+/** openMCP's ClusterRequests, watched with a scheduler configuration (optional: its CRD may be missing). */
+export const CLUSTER_REQUESTS: WatchedKind = { group: 'clusters.openmcp.cloud', version: 'v1alpha1', kind: 'ClusterRequest', plural: 'clusterrequests', namespaced: true, optional: true };
 
 export { kindId } from '../runtime/runtime-contract.js';

@@ -1,0 +1,48 @@
+// The CAPI Cluster written for ClusterRequests: the mapped stack's ClusterClass and exactly its
+// Kubernetes version (CAPI's webhook refuses a version the class's release does not carry), the
+// template's namespace, labels and annotations, openMCP's delete-without-requests label, and labels
+// naming the purpose and every request the cluster serves.
+import { API_GROUP, type CapiCluster } from '../api/types.js';
+import { sha256Hex } from '../release/content-digest.js';
+import { DELETE_WITHOUT_REQUESTS_LABEL, type ScheduledCluster } from './schedule-requests.js';
+
+/** Marks a Cluster as created for requests (value: the purpose); Clusters without it are people's. */
+export const REQUESTED_PURPOSE_LABEL = `${API_GROUP}/requested-purpose`;
+/** One label per request served: `request.clusterstack.x-k8s.io/<namespace>.<name>: "true"`. */
+export const REQUEST_LABEL_PREFIX = `request.${API_GROUP}/`;
+/** Every request served, `namespace/name`, comma-separated (labels may be shortened; this is not). */
+export const REQUESTS_ANNOTATION = `${API_GROUP}/cluster-requests`;
+export const PROFILE_ANNOTATION = `${API_GROUP}/cluster-profile`;
+
+const MAX_LABEL_NAME = 63;
+
+/** The label name of a request: `<namespace>.<name>`, shortened with a hash beyond 63 characters. */
+export function requestLabelName(request: string): string {
+  const name = request.replace('/', '.');
+  if (name.length <= MAX_LABEL_NAME) return name;
+  return `${name.slice(0, 52).replace(/[^A-Za-z0-9]+$/, '')}-${sha256Hex(name).slice(0, 10)}`;
+}
+
+/** The Cluster object for a scheduled cluster. */
+export function requestedClusterObject(cluster: ScheduledCluster): CapiCluster {
+  const { labels, annotations } = cluster.template.template.metadata;
+  const version = cluster.release.kubernetesVersion.startsWith('v') ? cluster.release.kubernetesVersion : `v${cluster.release.kubernetesVersion}`;
+  const topology: NonNullable<NonNullable<CapiCluster['spec']>['topology']> = { class: cluster.release.className, version };
+  if (cluster.stackNamespace !== cluster.namespace) topology.classNamespace = cluster.stackNamespace;
+  return {
+    apiVersion: 'cluster.x-k8s.io/v1beta1',
+    kind: 'Cluster',
+    metadata: {
+      name: cluster.name,
+      namespace: cluster.namespace,
+      labels: {
+        ...labels,
+        [DELETE_WITHOUT_REQUESTS_LABEL]: labels[DELETE_WITHOUT_REQUESTS_LABEL] ?? 'true',
+        [REQUESTED_PURPOSE_LABEL]: cluster.purpose,
+        ...Object.fromEntries(cluster.requests.map((request) => [`${REQUEST_LABEL_PREFIX}${requestLabelName(request)}`, 'true'])),
+      },
+      annotations: { ...annotations, [PROFILE_ANNOTATION]: cluster.profile, [REQUESTS_ANNOTATION]: cluster.requests.join(',') },
+    },
+    spec: { topology },
+  };
+}

@@ -1,0 +1,272 @@
+// openMCP's cluster scheduler as a pure function over Git state: each ClusterRequest is given a
+// Cluster created for its purpose, an existing shared one or a new one. Differences from the
+// operator, because the output must be deterministic and reviewable:
+// - the previous assignments come from the tree's provenance, so a request never moves once given a
+//   cluster (the operator keeps this in a finalizer on the Cluster);
+// - requests not yet assigned are scheduled in order of namespace/name, whatever order the inputs
+//   list them in;
+// - `Random` picks by a hash of the request's namespace/name, not a random number: the same
+//   inputs always give the same tree;
+// - new cluster names take a suffix hashed from the first request they were created for, where
+//   the operator lets the API server generate one.
+import { InputError, type Problem } from '../core/problem.js';
+import type { ClusterRequestsRecord, RequestAssignmentRecord, RequestedClusterRecord } from '../output/cluster-requests-record.js';
+import { sha256Hex } from '../release/content-digest.js';
+import type { ClusterProfileInfo, ProfileRelease } from './cluster-profiles.js';
+import type { ClusterDefinition, SchedulerConfig } from './scheduler-config.js';
+
+export interface ClusterRequestInput {
+  namespace: string;
+  name: string;
+  purpose: string;
+  source?: string;
+}
+
+export type RequestPhase = 'Granted' | 'Pending';
+
+export interface RequestOutcome {
+  namespace: string;
+  name: string;
+  purpose: string;
+  phase: RequestPhase;
+  cluster?: { namespace: string; name: string };
+  /** Why it is Pending (PascalCase reason and a sentence), or which cluster it was given. */
+  reason: 'Scheduled' | 'UnknownPurpose' | 'NoReadyRelease' | 'NameConflict' | 'NoSchedulerConfig';
+  message: string;
+}
+
+export interface ScheduledCluster extends RequestedClusterRecord {
+  /** Requests it serves, `namespace/name`, sorted. */
+  requests: string[];
+  release: ProfileRelease;
+  /** Where the profile's stack lives (for topology.classNamespace). */
+  stackNamespace: string;
+  template: ClusterDefinition;
+}
+
+/** What a request with a known purpose and a ready release is scheduled with. */
+interface Fit {
+  definition: ClusterDefinition;
+  profile: ClusterProfileInfo;
+  release: ProfileRelease;
+}
+
+export interface ScheduleInput {
+  requests: ClusterRequestInput[];
+  /** Undefined: no scheduler configuration was given, every request stays Pending. */
+  config?: SchedulerConfig;
+  profiles: ClusterProfileInfo[];
+  previous?: ClusterRequestsRecord;
+  /** `namespace/name` of Clusters written by people: a generated Cluster never takes their name. */
+  peopleClusters: Set<string>;
+}
+
+export interface ScheduleResult {
+  requests: RequestOutcome[];
+  clusters: ScheduledCluster[];
+  record: ClusterRequestsRecord;
+}
+
+const key = (namespace: string, name: string): string => `${namespace}/${name}`;
+const byKey = <T extends { namespace: string; name: string }>(a: T, b: T): number => key(a.namespace, a.name).localeCompare(key(b.namespace, b.name));
+/** openMCP's label: only Clusters carrying it with "true" are removed with their last request. */
+export const DELETE_WITHOUT_REQUESTS_LABEL = 'clusters.openmcp.cloud/delete-without-requests';
+
+/**
+ * Refuses what cannot be scheduled at all: a request whose purpose changed (immutable in openMCP),
+ * and a purpose mapped to a profile no ClusterStack makes. Throws InputError listing every problem.
+ */
+export function checkScheduleInput(input: ScheduleInput): void {
+  const problems: Problem[] = [];
+  const previous = new Map((input.previous?.assignments ?? []).map((a) => [key(a.namespace, a.name), a]));
+  for (const request of input.requests) {
+    const before = previous.get(key(request.namespace, request.name));
+    if (before && before.purpose !== request.purpose) {
+      problems.push({
+        ...(request.source ? { source: request.source } : {}),
+        object: `ClusterRequest ${key(request.namespace, request.name)}`,
+        path: 'spec.purpose',
+        message: `was "${before.purpose}" and is now "${request.purpose}", but a request's purpose is immutable (it holds Cluster ${key(before.cluster.namespace, before.cluster.name)}); put the purpose back, or create a new request with its own name and delete this one`,
+      });
+    }
+  }
+  const profiles = new Set(input.profiles.map((profile) => profile.name));
+  for (const [purpose, definition] of input.config?.purposeMappings ?? []) {
+    if (!profiles.has(definition.template.spec.profile)) {
+      problems.push({
+        source: input.config!.origin,
+        path: `purposeMappings.${purpose}.template.spec.profile`,
+        message: `names ClusterProfile "${definition.template.spec.profile}", but no ClusterStack makes it; profiles: ${[...profiles].join(', ') || 'none (no ClusterStack in the inputs)'}`,
+      });
+    }
+  }
+  if (problems.length > 0) throw new InputError(problems);
+}
+
+/** Schedules every request; pure and deterministic. Call checkScheduleInput first. */
+export function scheduleRequests(input: ScheduleInput): ScheduleResult {
+  const { config } = input;
+  const profiles = new Map(input.profiles.map((profile) => [profile.name, profile]));
+  const requests = [...input.requests].sort(byKey);
+  const outcomes: RequestOutcome[] = [];
+  // Clusters made for requests earlier, by namespace/name; they keep their names and requests.
+  const clusters = new Map<string, ScheduledCluster>();
+  // The clusters of each purpose in namespace/name order, kept sorted as clusters are added.
+  const pools = new Map<string, { id: string; cluster: ScheduledCluster }[]>();
+  const addToPool = (created: ScheduledCluster): void => {
+    const pool = pools.get(created.purpose) ?? [];
+    const id = key(created.namespace, created.name);
+    let low = 0;
+    let high = pool.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (pool[middle]!.id.localeCompare(id) < 0) low = middle + 1;
+      else high = middle;
+    }
+    pool.splice(low, 0, { id, cluster: created });
+    pools.set(created.purpose, pool);
+  };
+  const sortedPool = (purpose: string): ScheduledCluster[] => (pools.get(purpose) ?? []).map((entry) => entry.cluster);
+  const previousClusters = new Map((input.previous?.clusters ?? []).map((c) => [key(c.namespace, c.name), c]));
+  const previousAssignments = new Map((input.previous?.assignments ?? []).map((a) => [key(a.namespace, a.name), a]));
+
+  const usable = (request: ClusterRequestInput): Fit | RequestOutcome => {
+    const pending = (reason: RequestOutcome['reason'], message: string): RequestOutcome => ({ namespace: request.namespace, name: request.name, purpose: request.purpose, phase: 'Pending', reason, message });
+    if (!config) return pending('NoSchedulerConfig', 'no scheduler configuration was given (--scheduler-config); nothing is scheduled');
+    const definition = config.purposeMappings.get(request.purpose);
+    if (!definition) {
+      return pending('UnknownPurpose', `purpose "${request.purpose}" is not in the scheduler configuration's purposeMappings (known: ${[...config.purposeMappings.keys()].join(', ') || 'none'}); add a mapping for it`);
+    }
+    const profile = profiles.get(definition.template.spec.profile)!;
+    if (!profile.newClusterRelease) {
+      return pending('NoReadyRelease', `ClusterProfile ${profile.name} (ClusterStack ${key(profile.stack.namespace, profile.stack.name)}) has no kept, ready release yet; the request is scheduled once one is ready`);
+    }
+    return { definition, profile, release: profile.newClusterRelease };
+  };
+
+  const cluster = (record: RequestedClusterRecord, fit: Fit): ScheduledCluster => {
+    const existing = clusters.get(key(record.namespace, record.name));
+    if (existing) return existing;
+    const created: ScheduledCluster = {
+      ...record,
+      profile: fit.profile.name,
+      release: fit.release,
+      class: fit.release.className,
+      version: fit.release.kubernetesVersion,
+      stackNamespace: fit.profile.stack.namespace,
+      template: fit.definition,
+      requests: [],
+    };
+    clusters.set(key(record.namespace, record.name), created);
+    addToPool(created);
+    return created;
+  };
+  const grant = (request: ClusterRequestInput, target: ScheduledCluster): void => {
+    target.requests.push(key(request.namespace, request.name));
+    outcomes.push({ namespace: request.namespace, name: request.name, purpose: request.purpose, phase: 'Granted', cluster: { namespace: target.namespace, name: target.name }, reason: 'Scheduled', message: `scheduled to Cluster ${key(target.namespace, target.name)}` });
+  };
+
+  // First the requests that have a cluster already: they keep it, whatever else changed.
+  const unassigned: { request: ClusterRequestInput; fit: Fit }[] = [];
+  for (const request of requests) {
+    const fit = usable(request);
+    if ('phase' in fit) {
+      outcomes.push(fit);
+      continue;
+    }
+    const before = previousAssignments.get(key(request.namespace, request.name));
+    const held = before ? previousClusters.get(key(before.cluster.namespace, before.cluster.name)) : undefined;
+    if (held && held.purpose === request.purpose) grant(request, cluster(held, fit));
+    else unassigned.push({ request, fit });
+  }
+  // Clusters kept without requests (their template said delete-without-requests is not "true").
+  for (const held of previousClusters.values()) {
+    if (held.deleteWithoutRequests || clusters.has(key(held.namespace, held.name))) continue;
+    const definition = config?.purposeMappings.get(held.purpose);
+    const profile = definition ? profiles.get(definition.template.spec.profile) : undefined;
+    if (definition && profile?.newClusterRelease) cluster(held, { definition, profile, release: profile.newClusterRelease });
+  }
+
+  for (const { request, fit } of unassigned) {
+    const namespace = fit.definition.template.metadata.namespace ?? request.namespace;
+    const shared = fit.definition.template.spec.tenancy === 'Shared';
+    const candidates = shared
+      ? sortedPool(request.purpose)
+          .filter((c) => config!.scope === 'Cluster' || c.namespace === namespace)
+          .filter((c) => fit.definition.tenancyCount === 0 || c.requests.length < fit.definition.tenancyCount)
+      : [];
+    const chosen = candidates.length > 0 ? pick(candidates, config!.strategy, request) : undefined;
+    if (chosen) {
+      grant(request, chosen);
+      continue;
+    }
+    const name = newClusterName(request, fit.definition, namespace, clusters, input.peopleClusters);
+    if (input.peopleClusters.has(key(namespace, name))) {
+      outcomes.push({
+        namespace: request.namespace,
+        name: request.name,
+        purpose: request.purpose,
+        phase: 'Pending',
+        reason: 'NameConflict',
+        message: `a new Cluster for it would be ${key(namespace, name)}, but a Cluster of that name is in the inputs and is not one created for requests; rename that Cluster or set template.metadata.generateName for purpose ${request.purpose}`,
+      });
+      continue;
+    }
+    const labels = fit.definition.template.metadata.labels;
+    const record: RequestedClusterRecord = {
+      namespace,
+      name,
+      purpose: request.purpose,
+      profile: fit.profile.name,
+      tenancy: fit.definition.template.spec.tenancy,
+      deleteWithoutRequests: (labels[DELETE_WITHOUT_REQUESTS_LABEL] ?? 'true') === 'true',
+      class: fit.release.className,
+      version: fit.release.kubernetesVersion,
+    };
+    grant(request, cluster(record, fit));
+  }
+
+  // A cluster created for requests leaves with its last request, when its label says so.
+  const kept = [...clusters.values()].filter((c) => c.requests.length > 0 || !c.deleteWithoutRequests).sort(byKey);
+  for (const c of kept) c.requests.sort();
+  outcomes.sort(byKey);
+  const assignments: RequestAssignmentRecord[] = outcomes
+    .filter((outcome) => outcome.cluster)
+    .map((outcome) => ({ namespace: outcome.namespace, name: outcome.name, purpose: outcome.purpose, cluster: outcome.cluster! }));
+  const record: ClusterRequestsRecord = {
+    assignments,
+    clusters: kept.map(({ namespace, name, purpose, profile, tenancy, deleteWithoutRequests, class: className, version }) => ({ namespace, name, purpose, profile, tenancy, deleteWithoutRequests, class: className, version })),
+  };
+  return { requests: outcomes, clusters: kept, record };
+}
+
+function pick(candidates: ScheduledCluster[], strategy: SchedulerConfig['strategy'], request: ClusterRequestInput): ScheduledCluster {
+  switch (strategy) {
+    case 'Simple':
+      return candidates[0]!;
+    case 'Random':
+      // Deterministic: the request's identity is the seed, so a render is repeatable.
+      return candidates[Number.parseInt(sha256Hex(key(request.namespace, request.name)).slice(0, 8), 16) % candidates.length]!;
+    case 'Balanced':
+      // The fewest requests; ties go to the first by namespace/name.
+      return candidates.reduce((best, candidate) => (candidate.requests.length < best.requests.length ? candidate : best));
+  }
+}
+
+/**
+ * A new cluster's name, after openMCP: unlimited shared clusters are `template.metadata.name` or
+ * the purpose itself; others `<generateName or purpose->` plus a suffix, here hashed from the
+ * request's namespace/name (and lengthened until it is free).
+ */
+function newClusterName(request: ClusterRequestInput, definition: ClusterDefinition, namespace: string, clusters: Map<string, ScheduledCluster>, people: Set<string>): string {
+  const { metadata } = definition.template;
+  const unlimited = definition.template.spec.tenancy === 'Shared' && definition.tenancyCount === 0;
+  if (unlimited && !metadata.generateName) return metadata.name ?? request.purpose;
+  const prefix = metadata.generateName ?? `${request.purpose}-`;
+  const hash = sha256Hex(key(request.namespace, request.name));
+  for (let length = 5; length <= hash.length; length += 1) {
+    const name = `${prefix}${hash.slice(0, length)}`.slice(0, 63).replace(/-+$/, '');
+    if (!clusters.has(key(namespace, name)) && !people.has(key(namespace, name))) return name;
+  }
+  return `${prefix}${hash}`;
+}

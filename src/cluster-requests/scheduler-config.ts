@@ -1,0 +1,164 @@
+// The scheduler configuration, in openMCP's format (the `scheduler:` section of the openmcp-operator
+// config, or that section alone): scope, strategy and purposeMappings, each purpose mapped to a
+// Cluster template whose `spec.profile` names a ClusterProfile we publish (one per ClusterStack).
+// Read with Kubernetes' YAML; every problem is reported at once, and nothing is guessed: an unknown
+// field, strategy or tenancy, or a purpose given twice, is refused.
+import { InputError, type Problem } from '../core/problem.js';
+import { sha256Digest } from '../release/content-digest.js';
+import { canonicalJson } from '../render/canonical-json.js';
+import { decodeYamlDocuments, YamlDecodeError } from '../yaml/kube-yaml.js';
+
+export const SCHEDULER_SCOPES = ['Cluster', 'Namespaced'] as const;
+export const SCHEDULER_STRATEGIES = ['Balanced', 'Random', 'Simple'] as const;
+export const TENANCIES = ['Exclusive', 'Shared'] as const;
+
+export type SchedulerScope = (typeof SCHEDULER_SCOPES)[number];
+export type SchedulerStrategy = (typeof SCHEDULER_STRATEGIES)[number];
+export type Tenancy = (typeof TENANCIES)[number];
+
+/** What a purpose maps to (openMCP's ClusterDefinition). */
+export interface ClusterDefinition {
+  /** Requests per shared cluster; 0 is unlimited (and always 0 for Exclusive). */
+  tenancyCount: number;
+  template: {
+    metadata: { name?: string; generateName?: string; namespace?: string; labels: Record<string, string>; annotations: Record<string, string> };
+    spec: { profile: string; tenancy: Tenancy };
+  };
+}
+
+export interface SchedulerConfig {
+  /** Where the configuration came from, for messages. */
+  origin: string;
+  /** Digest of what it says (recorded in provenance.json): same meaning, same digest. */
+  digest: string;
+  scope: SchedulerScope;
+  strategy: SchedulerStrategy;
+  /** Sorted by purpose. */
+  purposeMappings: Map<string, ClusterDefinition>;
+}
+
+const TOP_FIELDS = ['scope', 'strategy', 'purposeMappings', 'selectors'];
+const DEFINITION_FIELDS = ['tenancyCount', 'template', 'selector'];
+const TEMPLATE_FIELDS = ['metadata', 'spec'];
+const METADATA_FIELDS = ['name', 'generateName', 'namespace', 'labels', 'annotations'];
+// openMCP's Cluster spec: `purposes` and `kubernetes` are accepted (the profile's release decides the
+// version), `config` (a provider-specific ClusterConfig) has no meaning for a ClusterClass.
+const SPEC_FIELDS = ['profile', 'tenancy', 'purposes', 'kubernetes'];
+/** A purpose becomes a label value and part of cluster names. */
+const PURPOSE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const NAMESPACE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$/;
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Parses and validates a scheduler configuration; throws InputError naming every problem. */
+export function parseSchedulerConfig(text: string, origin: string): SchedulerConfig {
+  const problems: Problem[] = [];
+  const fail = (path: string | undefined, message: string): void => {
+    problems.push({ source: origin, ...(path ? { path } : {}), message });
+  };
+  let value: unknown;
+  try {
+    const documents = decodeYamlDocuments(text).filter((document) => document.value !== null && document.value !== undefined);
+    if (documents.length !== 1) throw new InputError([{ source: origin, message: `must hold exactly one YAML document with the scheduler configuration, found ${documents.length}` }]);
+    const [document] = documents;
+    // Two entries for one purpose (or any key given twice) would silently keep the last: refused.
+    for (const duplicate of document!.duplicateKeys) fail(undefined, `line ${duplicate.line}: key "${duplicate.key}" is given more than once; keep one (for a purpose: one mapping per purpose)`);
+    value = document!.value;
+  } catch (error) {
+    if (error instanceof YamlDecodeError) throw new InputError([{ source: origin, message: `is not valid YAML: ${error.message}` }]);
+    throw error;
+  }
+  // The openmcp-operator's config file holds it under `scheduler:`; the section alone works too.
+  if (isRecord(value) && isRecord(value.scheduler)) value = value.scheduler;
+  if (!isRecord(value)) throw new InputError([{ source: origin, message: 'must be a mapping with scope, strategy and purposeMappings (or a `scheduler:` section holding them)' }]);
+  unknown(value, TOP_FIELDS, '', fail);
+  if (value.selectors !== undefined) fail('selectors', 'label selectors are not supported: every ClusterRequest in the inputs is scheduled, and only Clusters created for requests are shared; remove it');
+
+  const scope = value.scope ?? 'Cluster';
+  if (!SCHEDULER_SCOPES.includes(scope as SchedulerScope)) fail('scope', `must be one of ${SCHEDULER_SCOPES.join(', ')}, not ${JSON.stringify(scope)}`);
+  const strategy = value.strategy ?? 'Balanced';
+  if (!SCHEDULER_STRATEGIES.includes(strategy as SchedulerStrategy)) fail('strategy', `must be one of ${SCHEDULER_STRATEGIES.join(', ')}, not ${JSON.stringify(strategy)}`);
+
+  const purposeMappings = new Map<string, ClusterDefinition>();
+  const mappings = value.purposeMappings ?? {};
+  if (!isRecord(mappings)) fail('purposeMappings', 'must be a mapping from purpose to {template, tenancyCount}');
+  else {
+    for (const purpose of Object.keys(mappings).sort()) {
+      const definition = parseDefinition(mappings[purpose], `purposeMappings.${purpose}`, fail);
+      if (!PURPOSE.test(purpose)) fail(`purposeMappings.${purpose}`, 'a purpose must be a lowercase DNS label (letters, digits, "-", at most 63): it becomes a label value and part of cluster names');
+      if (definition) purposeMappings.set(purpose, definition);
+    }
+  }
+  if (problems.length > 0) throw new InputError(problems, `scheduler configuration ${origin} is not valid; nothing was rendered or written:\n  ${problems.map((p) => `${p.path ? `${p.path}: ` : ''}${p.message}`).join('\n  ')}`);
+  const digest = sha256Digest(canonicalJson({ scope, strategy, purposeMappings: Object.fromEntries(purposeMappings) }));
+  return { origin, digest, scope: scope as SchedulerScope, strategy: strategy as SchedulerStrategy, purposeMappings };
+}
+
+function unknown(value: Record<string, unknown>, known: string[], path: string, fail: (path: string, message: string) => void): void {
+  for (const key of Object.keys(value)) if (!known.includes(key)) fail(path ? `${path}.${key}` : key, `is not a field here; known fields are ${known.join(', ')}`);
+}
+
+function stringMap(value: unknown, path: string, fail: (path: string, message: string) => void, label: boolean): Record<string, string> {
+  if (value === undefined) return {};
+  if (!isRecord(value)) {
+    fail(path, 'must be a mapping of strings');
+    return {};
+  }
+  const out: Record<string, string> = {};
+  for (const [key, item] of Object.entries(value)) {
+    if (typeof item !== 'string') fail(`${path}.${key}`, `must be a string (quote it: "${String(item)}")`);
+    else if (label && !LABEL_VALUE.test(item)) fail(`${path}.${key}`, `"${item}" is not a valid label value`);
+    else out[key] = item;
+  }
+  return out;
+}
+
+function parseDefinition(value: unknown, path: string, fail: (path: string, message: string) => void): ClusterDefinition | undefined {
+  if (!isRecord(value)) {
+    fail(path, 'must be a mapping with template (and tenancyCount)');
+    return undefined;
+  }
+  unknown(value, DEFINITION_FIELDS, path, fail);
+  if (value.selector !== undefined) fail(`${path}.selector`, 'label selectors are not supported: only Clusters created for this purpose are shared; remove it');
+  const tenancyCount = value.tenancyCount ?? 0;
+  if (typeof tenancyCount !== 'number' || !Number.isInteger(tenancyCount) || tenancyCount < 0) fail(`${path}.tenancyCount`, `must be an integer of 0 or more (0: unlimited), not ${JSON.stringify(tenancyCount)}`);
+  const template = value.template;
+  if (!isRecord(template)) {
+    fail(`${path}.template`, 'is required: {metadata?, spec: {profile, tenancy}}');
+    return undefined;
+  }
+  unknown(template, TEMPLATE_FIELDS, `${path}.template`, fail);
+  const metadata = template.metadata ?? {};
+  const spec = template.spec;
+  const parsed: ClusterDefinition['template'] = { metadata: { labels: {}, annotations: {} }, spec: { profile: '', tenancy: 'Shared' } };
+  if (!isRecord(metadata)) fail(`${path}.template.metadata`, 'must be a mapping');
+  else {
+    unknown(metadata, METADATA_FIELDS, `${path}.template.metadata`, fail);
+    for (const key of ['name', 'generateName', 'namespace'] as const) {
+      const item = metadata[key];
+      if (item === undefined) continue;
+      if (typeof item !== 'string' || item === '') fail(`${path}.template.metadata.${key}`, 'must be a non-empty string');
+      else parsed.metadata[key] = item;
+    }
+    if (parsed.metadata.namespace !== undefined && !NAMESPACE.test(parsed.metadata.namespace)) fail(`${path}.template.metadata.namespace`, `"${parsed.metadata.namespace}" is not a namespace name`);
+    // Cluster names are DNS labels; a suffix is added to generateName.
+    if (parsed.metadata.name !== undefined && !NAMESPACE.test(parsed.metadata.name)) fail(`${path}.template.metadata.name`, `"${parsed.metadata.name}" is not a valid Cluster name (lowercase letters, digits, "-", at most 63)`);
+    if (parsed.metadata.generateName !== undefined && !/^[a-z0-9][-a-z0-9]{0,51}$/.test(parsed.metadata.generateName)) fail(`${path}.template.metadata.generateName`, `"${parsed.metadata.generateName}" is not a valid name prefix (lowercase letters, digits, "-", at most 52: a suffix follows)`);
+    parsed.metadata.labels = stringMap(metadata.labels, `${path}.template.metadata.labels`, fail, true);
+    parsed.metadata.annotations = stringMap(metadata.annotations, `${path}.template.metadata.annotations`, fail, false);
+  }
+  if (!isRecord(spec)) fail(`${path}.template.spec`, 'is required: {profile, tenancy}');
+  else {
+    unknown(spec, SPEC_FIELDS, `${path}.template.spec`, fail);
+    if (typeof spec.profile !== 'string' || spec.profile === '') fail(`${path}.template.spec.profile`, 'is required: the name of a ClusterProfile (one per ClusterStack, see the README)');
+    else parsed.spec.profile = spec.profile;
+    if (spec.tenancy === undefined) fail(`${path}.template.spec.tenancy`, `is required: one of ${TENANCIES.join(', ')}`);
+    else if (!TENANCIES.includes(spec.tenancy as Tenancy)) fail(`${path}.template.spec.tenancy`, `must be one of ${TENANCIES.join(', ')}, not ${JSON.stringify(spec.tenancy)}`);
+    else parsed.spec.tenancy = spec.tenancy as Tenancy;
+  }
+  if (parsed.spec.tenancy === 'Exclusive' && tenancyCount !== 0) fail(`${path}.tenancyCount`, 'must be 0 (or left out) when the template\'s tenancy is Exclusive');
+  return { tenancyCount: typeof tenancyCount === 'number' ? tenancyCount : 0, template: parsed };
+}

@@ -1,0 +1,299 @@
+// ClusterProfiles and ClusterRequests end to end: the CLI with real helm, real git and real
+// `kubectl kustomize`, two stacks, three purposes (one unknown), five requests.
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import * as yaml from 'js-yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkObject } from './support/engine-schemas/schema-facts.js';
+import { CLUSTER_API_SCHEMAS, OPENMCP_SCHEMAS } from './support/engine-schemas/cluster-request-schemas.js';
+import { kustomizeBuild } from './support/engine-schemas/kustomize-build.js';
+import { EXAMPLE_RELEASES, readTree, runClusterstack, tempDir, writeTree } from './support/cli.js';
+import { GitSandbox } from './support/git-repos.js';
+
+const sandbox = new GitSandbox();
+afterAll(() => sandbox.cleanup());
+
+// cluster-stacks: autoSubscribe, v2 pinned; v1 kept only for the Cluster alpha (people's).
+// team-stacks: pinned to v1 alone, and the Cluster legacy (people's) uses v1 too.
+const STACKS = `apiVersion: clusterstack.x-k8s.io/v1alpha1
+kind: ClusterStack
+metadata: {name: docker-ferrol-1-30, namespace: cluster-stacks}
+spec: {provider: docker, name: ferrol, kubernetesVersion: "1.30", noProvider: true, versions: [v2]}
+---
+apiVersion: clusterstack.x-k8s.io/v1alpha1
+kind: ClusterStack
+metadata: {name: docker-ferrol-1-30, namespace: team-stacks}
+spec: {provider: docker, name: ferrol, kubernetesVersion: "1.30", noProvider: true, autoSubscribe: false, versions: [v1]}
+`;
+
+function peopleCluster(name: string, namespace: string, className: string): string {
+  return `---
+apiVersion: cluster.x-k8s.io/v1beta1
+kind: Cluster
+metadata: {name: ${name}, namespace: ${namespace}}
+spec:
+  clusterNetwork: {pods: {cidrBlocks: [10.1.0.0/16]}}
+  controlPlaneEndpoint: {host: ${name}.example.test, port: 6443}
+  topology: {class: ${className}, version: v1.30.2}
+`;
+}
+
+const CLUSTERS = peopleCluster('alpha', 'cluster-stacks', 'docker-ferrol-1-30-v1') + peopleCluster('legacy', 'team-stacks', 'docker-ferrol-1-30-v1');
+
+function request(name: string, purpose: string, namespace = 'team-a'): string {
+  return `---
+apiVersion: clusters.openmcp.cloud/v1alpha1
+kind: ClusterRequest
+metadata: {name: ${name}, namespace: ${namespace}}
+spec: {purpose: ${purpose}}
+`;
+}
+
+const FIVE_REQUESTS = [request('r1', 'workload'), request('r2', 'workload'), request('r3', 'workload'), request('p1', 'platform'), request('x1', 'gaming')];
+
+const SCHEDULER = `scheduler:
+  scope: Cluster
+  strategy: Balanced
+  purposeMappings:
+    workload:
+      tenancyCount: 2
+      template:
+        metadata: {namespace: workload-clusters, labels: {tier: shared}}
+        spec: {profile: cluster-stacks.docker.ferrol-1-30, tenancy: Shared}
+    platform:
+      template:
+        spec: {profile: team-stacks.docker.ferrol-1-30, tenancy: Exclusive}
+`;
+
+interface Run {
+  code: number;
+  stderr: string;
+  report: Record<string, any>;
+}
+
+async function render(inputs: string[], remote: string, scheduler: string): Promise<Run> {
+  const result = await runClusterstack(['render', ...inputs, '--release-source', EXAMPLE_RELEASES, '--git', remote, '--scheduler-config', scheduler, '--json']);
+  return { code: result.code, stderr: result.stderr, report: result.stdout ? JSON.parse(result.stdout) : {} };
+}
+
+const clusterFiles = (files: Record<string, string>): string[] => Object.keys(files).filter((file) => file.startsWith('management/_cluster-requests/clusters/') && !file.endsWith('kustomization.yaml'));
+const load = (text: string): Record<string, any> => yaml.load(text) as Record<string, any>;
+
+describe('clusterstack render --scheduler-config', () => {
+  let dir: string;
+  let scheduler: string;
+  let remote: string;
+  let first: Run;
+  let files: Record<string, string>;
+
+  beforeAll(async () => {
+    dir = await writeTree({ 'stacks.yaml': STACKS, 'clusters.yaml': CLUSTERS, 'requests.yaml': FIVE_REQUESTS.join('') });
+    scheduler = path.join(await tempDir(), 'scheduler.yaml');
+    await writeFile(scheduler, SCHEDULER);
+    remote = sandbox.bareRepo('requests');
+    first = await render([path.join(dir, 'stacks.yaml'), path.join(dir, 'clusters.yaml'), path.join(dir, 'requests.yaml')], remote, scheduler);
+    files = sandbox.files(remote, 'main');
+  });
+
+  it('publishes one ClusterProfile per ClusterStack, a version deprecated when only Clusters keep it', () => {
+    expect(first.code).toBe(0);
+    const profile = load(files['management/_cluster-requests/profiles/clusterprofile-cluster-stacks.docker.ferrol-1-30.yaml']!);
+    expect(profile).toEqual({
+      apiVersion: 'clusters.openmcp.cloud/v1alpha1',
+      kind: 'ClusterProfile',
+      metadata: { name: 'cluster-stacks.docker.ferrol-1-30' },
+      spec: {
+        providerRef: { name: 'docker' },
+        providerConfigRef: { name: 'docker-ferrol-1-30' },
+        // v1 (Kubernetes 1.30.2) is kept only because alpha uses it; v2 and v3 carry 1.30.4.
+        supportedVersions: [{ version: '1.30.2', deprecated: true }, { version: '1.30.4' }],
+      },
+    });
+    const team = load(files['management/_cluster-requests/profiles/clusterprofile-team-stacks.docker.ferrol-1-30.yaml']!);
+    expect(team.spec.supportedVersions).toEqual([{ version: '1.30.2' }]);
+    for (const file of Object.keys(files).filter((f) => f.includes('/profiles/clusterprofile-'))) expect(checkObject(load(files[file]!), OPENMCP_SCHEMAS, file)).toEqual([]);
+  });
+
+  it('writes a Cluster per shared pair and per exclusive request, valid against CAPI’s Cluster schema', () => {
+    const clusters = clusterFiles(files).map((file) => ({ file, object: load(files[file]!) }));
+    expect(clusters).toHaveLength(3);
+    for (const { file, object } of clusters) expect(checkObject(object, CLUSTER_API_SCHEMAS, file)).toEqual([]);
+    const shared = clusters.filter(({ object }) => object.metadata.namespace === 'workload-clusters');
+    expect(shared).toHaveLength(2);
+    for (const { object } of shared) {
+      // The newest non-deprecated release of cluster-stacks, and exactly its Kubernetes version.
+      expect(object.spec.topology).toEqual({ class: 'docker-ferrol-1-30-v3', classNamespace: 'cluster-stacks', version: 'v1.30.4' });
+      expect(object.metadata.labels).toMatchObject({ tier: 'shared', 'clusters.openmcp.cloud/delete-without-requests': 'true', 'clusterstack.x-k8s.io/requested-purpose': 'workload' });
+    }
+    const served = shared.map(({ object }) => object.metadata.annotations['clusterstack.x-k8s.io/cluster-requests']).sort();
+    expect(served).toEqual(['team-a/r1,team-a/r2', 'team-a/r3']);
+    const pair = shared.find(({ object }) => object.metadata.annotations['clusterstack.x-k8s.io/cluster-requests'] === 'team-a/r1,team-a/r2')!;
+    expect(pair.object.metadata.labels).toMatchObject({ 'request.clusterstack.x-k8s.io/team-a.r1': 'true', 'request.clusterstack.x-k8s.io/team-a.r2': 'true' });
+    const exclusive = clusters.find(({ object }) => object.metadata.namespace === 'team-a')!;
+    expect(exclusive.object.metadata.name).toMatch(/^platform-[0-9a-f]{5}$/);
+    expect(exclusive.object.spec.topology).toEqual({ class: 'docker-ferrol-1-30-v1', classNamespace: 'team-stacks', version: 'v1.30.2' });
+  });
+
+  it('leaves the unknown purpose Pending with the reason, in the README and provenance', () => {
+    expect(files['README.md']).toMatch(/\| team-a\/x1 \| gaming \| Pending \| - \| purpose "gaming" is not in the scheduler configuration's purposeMappings/);
+    const provenance = JSON.parse(files['provenance.json']!);
+    expect(provenance.clusterRequests.assignments.map((a: { name: string }) => a.name)).toEqual(['p1', 'r1', 'r2', 'r3']);
+    expect(provenance.clusterRequests.clusters).toHaveLength(3);
+    expect(provenance.clusterRequests.schedulerConfig).toMatch(/^sha256:[0-9a-f]{64}$/);
+  });
+
+  it('sends generated Clusters through the addon pipeline: withheld until CAPI fills their fields', () => {
+    const generated = first.report.withheld.filter((entry: { name: string }) => entry.name.startsWith('workload-') || entry.name.startsWith('platform-'));
+    expect(generated).toHaveLength(3);
+    for (const entry of generated) expect(entry.reason).toMatch(/addon values need \.Cluster\.spec\./);
+    // People's Clusters render as before.
+    expect(Object.keys(files).some((file) => file.startsWith('clusters/cluster-stacks/alpha/'))).toBe(true);
+  });
+
+  it('builds with kubectl kustomize: the management side includes profiles and Clusters', () => {
+    const objects = kustomizeBuild(new Map(Object.entries(files)), 'management');
+    const kinds = objects.map((object) => `${object.kind}/${object.metadata.name}`);
+    expect(kinds).toContain('ClusterProfile/cluster-stacks.docker.ferrol-1-30');
+    expect(kinds.filter((kind) => kind.startsWith('Cluster/'))).toHaveLength(3);
+    expect(kinds).toContain('ClusterClass/docker-ferrol-1-30-v3');
+  });
+
+  it('commits nothing when the same requests come in another order', async () => {
+    const reordered = await writeTree({ 'a.yaml': [...FIVE_REQUESTS].reverse().join(''), 'b.yaml': CLUSTERS, 'c.yaml': STACKS });
+    const again = await render([path.join(reordered, 'a.yaml'), path.join(reordered, 'c.yaml'), path.join(reordered, 'b.yaml')], remote, scheduler);
+    expect(again.code).toBe(0);
+    expect(again.report.changed).toBe(false);
+    expect(sandbox.commitCount(remote, 'main')).toBe(1);
+  });
+
+  describe('later renders', () => {
+    let second: Run;
+    let after: Record<string, string>;
+
+    beforeAll(async () => {
+      // team-stacks moves to v3 (legacy still uses v1); p1 and r3 are deleted; r0 is new.
+      const next = await writeTree({
+        'stacks.yaml': STACKS.replace('autoSubscribe: false, versions: [v1]', 'autoSubscribe: false, versions: [v3]'),
+        'clusters.yaml': CLUSTERS,
+        'requests.yaml': [request('r0', 'workload'), request('r1', 'workload'), request('r2', 'workload'), request('p2', 'platform'), request('x1', 'gaming')].join(''),
+      });
+      second = await render([next], remote, scheduler);
+      after = sandbox.files(remote, 'main');
+    });
+
+    it('marks a version deprecated once only Clusters keep it, and new clusters take the newest other one', () => {
+      expect(second.code).toBe(0);
+      const team = load(after['management/_cluster-requests/profiles/clusterprofile-team-stacks.docker.ferrol-1-30.yaml']!);
+      expect(team.spec.supportedVersions).toEqual([{ version: '1.30.2', deprecated: true }, { version: '1.30.4' }]);
+      const exclusive = clusterFiles(after).map((file) => load(after[file]!)).filter((object) => object.metadata.namespace === 'team-a');
+      expect(exclusive).toHaveLength(1);
+      expect(exclusive[0]!.spec.topology).toMatchObject({ class: 'docker-ferrol-1-30-v3', version: 'v1.30.4' });
+      expect(exclusive[0]!.metadata.annotations['clusterstack.x-k8s.io/cluster-requests']).toBe('team-a/p2');
+    });
+
+    it('removes a cluster in the commit where its last request is gone, and keeps the others’ assignments', () => {
+      const before = JSON.parse(files['provenance.json']!).clusterRequests;
+      const now = JSON.parse(after['provenance.json']!).clusterRequests;
+      const clusterOf = (record: any, name: string) => record.assignments.find((a: { name: string }) => a.name === name)?.cluster;
+      expect(clusterOf(now, 'r1')).toEqual(clusterOf(before, 'r1'));
+      expect(clusterOf(now, 'r2')).toEqual(clusterOf(before, 'r2'));
+      // r3's cluster had only r3, p1's only p1: both gone with them, in this one commit.
+      const gone = [clusterOf(before, 'r3'), clusterOf(before, 'p1')];
+      for (const cluster of gone) expect(Object.keys(after)).not.toContain(`management/_cluster-requests/clusters/${cluster.namespace}/cluster-${cluster.name}.yaml`);
+      const { written, removed } = second.report.files;
+      expect(removed).toEqual(expect.arrayContaining(gone.map((c: any) => `management/_cluster-requests/clusters/${c.namespace}/cluster-${c.name}.yaml`)));
+      expect(written.length).toBeGreaterThan(0);
+      expect(second.report.summary).toMatch(/2 requested Clusters removed/);
+      expect(sandbox.commitCount(remote, 'main')).toBe(2);
+      // r0 is new and r1's cluster is full: a cluster of its own.
+      expect(clusterOf(now, 'r0')).not.toEqual(clusterOf(now, 'r1'));
+    });
+
+    it('renders a generated Cluster’s addons once its live copy (with the endpoint CAPI filled in) is among the inputs', async () => {
+      const now = JSON.parse(after['provenance.json']!).clusterRequests;
+      const target = now.assignments.find((a: { name: string }) => a.name === 'r1').cluster;
+      const generated = load(after[`management/_cluster-requests/clusters/${target.namespace}/cluster-${target.name}.yaml`]!);
+      // What `kubectl get cluster -o yaml` shows after Flux applied it and CAPI ran: ours plus the runtime fields.
+      const live = { ...generated, spec: { ...generated.spec, clusterNetwork: { pods: { cidrBlocks: ['10.9.0.0/16'] } }, controlPlaneEndpoint: { host: 'r1.example.test', port: 6443 } } };
+      const inputs = await writeTree({
+        'stacks.yaml': STACKS.replace('autoSubscribe: false, versions: [v1]', 'autoSubscribe: false, versions: [v3]'),
+        'clusters.yaml': CLUSTERS + `---\n${yaml.dump(live)}`,
+        'requests.yaml': [request('r0', 'workload'), request('r1', 'workload'), request('r2', 'workload'), request('p2', 'platform'), request('x1', 'gaming')].join(''),
+      });
+      const third = await render([inputs], remote, scheduler);
+      expect(third.code).toBe(0);
+      const files = sandbox.files(remote, 'main');
+      expect(Object.keys(files).filter((file) => file.startsWith(`clusters/${target.namespace}/${target.name}/`)).length).toBeGreaterThan(1);
+      expect(third.report.withheld.map((entry: { name: string }) => entry.name)).not.toContain(target.name);
+      // The tree keeps our manifest (no runtime fields), and the assignment holds.
+      expect(files[`management/_cluster-requests/clusters/${target.namespace}/cluster-${target.name}.yaml`]).toBe(after[`management/_cluster-requests/clusters/${target.namespace}/cluster-${target.name}.yaml`]);
+      after = files;
+    });
+
+    it('never touches the Clusters people wrote', () => {
+      expect(Object.keys(after).some((file) => file.includes('cluster-alpha') || file.includes('cluster-legacy'))).toBe(false);
+      expect(Object.keys(after).some((file) => file.startsWith('clusters/cluster-stacks/alpha/'))).toBe(true);
+    });
+  });
+
+  describe('bad input: nothing is committed', () => {
+    it('refuses a request whose purpose changed', async () => {
+      const commits = sandbox.commitCount(remote, 'main');
+      const changed = await writeTree({ 'stacks.yaml': STACKS, 'clusters.yaml': CLUSTERS, 'requests.yaml': [request('r1', 'platform'), request('r2', 'workload')].join('') });
+      const run = await render([changed], remote, scheduler);
+      expect(run.code).toBe(1);
+      expect(run.stderr).toMatch(/ClusterRequest team-a\/r1 spec\.purpose: was "workload" and is now "platform", but a request's purpose is immutable/);
+      expect(sandbox.commitCount(remote, 'main')).toBe(commits);
+    });
+
+    it('refuses a scheduler config with an unknown strategy, or that does not parse', async () => {
+      const commits = sandbox.commitCount(remote, 'main');
+      const bad = path.join(await tempDir(), 'scheduler.yaml');
+      await writeFile(bad, SCHEDULER.replace('strategy: Balanced', 'strategy: RoundRobin'));
+      const run = await render([dir], remote, bad);
+      expect(run.code).toBe(1);
+      expect(run.stderr).toMatch(/strategy: must be one of Balanced, Random, Simple, not "RoundRobin"/);
+      await writeFile(bad, 'scheduler: {purposeMappings: [\n');
+      const broken = await render([dir], remote, bad);
+      expect(broken.code).toBe(1);
+      expect(broken.stderr).toMatch(/is not valid YAML/);
+      expect(sandbox.commitCount(remote, 'main')).toBe(commits);
+    });
+
+    it('refuses a purpose mapped to a stack that does not exist', async () => {
+      const commits = sandbox.commitCount(remote, 'main');
+      const bad = path.join(await tempDir(), 'scheduler.yaml');
+      await writeFile(bad, SCHEDULER.replace('profile: team-stacks.docker.ferrol-1-30', 'profile: team-stacks.docker.ferrol-1-31'));
+      const run = await render([dir], remote, bad);
+      expect(run.code).toBe(1);
+      expect(run.stderr).toMatch(/purposeMappings\.platform\.template\.spec\.profile: names ClusterProfile "team-stacks\.docker\.ferrol-1-31", but no ClusterStack makes it/);
+      expect(sandbox.commitCount(remote, 'main')).toBe(commits);
+    });
+  });
+
+  it('plan shows each request’s phase and profile versions (the configuration may sit among the inputs)', async () => {
+    const inputs = await writeTree({ 'stacks.yaml': STACKS, 'clusters.yaml': CLUSTERS, 'requests.yaml': FIVE_REQUESTS.join(''), 'scheduler.yaml': SCHEDULER });
+    const result = await runClusterstack(['plan', inputs, '--release-source', EXAMPLE_RELEASES, '--scheduler-config', path.join(inputs, 'scheduler.yaml'), '--json']);
+    expect(result.code).toBe(0);
+    const report = JSON.parse(result.stdout);
+    expect(report.clusterRequests.find((r: { name: string }) => r.name === 'x1')).toMatchObject({ phase: 'Pending', reason: 'UnknownPurpose', cluster: null });
+    expect(report.clusterRequests.find((r: { name: string }) => r.name === 'p1')).toMatchObject({ phase: 'Granted', cluster: expect.stringMatching(/^team-a\/platform-/) });
+    expect(report.clusterProfiles.map((p: { name: string }) => p.name)).toEqual(['cluster-stacks.docker.ferrol-1-30', 'team-stacks.docker.ferrol-1-30']);
+    const text = await runClusterstack(['plan', inputs, '--release-source', EXAMPLE_RELEASES, '--scheduler-config', path.join(inputs, 'scheduler.yaml')]);
+    expect(text.stdout).toContain('ClusterProfile cluster-stacks.docker.ferrol-1-30  (ClusterStack cluster-stacks/docker-ferrol-1-30)  versions: 1.30.2 (docker-ferrol-1-30-v1, deprecated), 1.30.4 (docker-ferrol-1-30-v2), 1.30.4 (docker-ferrol-1-30-v3)  new clusters: docker-ferrol-1-30-v3');
+    expect(text.stdout).toMatch(/ClusterRequest team-a\/x1  purpose: gaming  Pending  \(UnknownPurpose: purpose "gaming" is not in/);
+  });
+});
+
+describe('the cluster requests example', () => {
+  it('renders the quick start with its requests into profiles and three Clusters', async () => {
+    const output = path.join(await tempDir(), 'out');
+    const result = await runClusterstack(['render', 'examples/quickstart/manifests', 'examples/cluster-requests/requests.yaml', '--release-source', EXAMPLE_RELEASES, '--scheduler-config', 'examples/cluster-requests/scheduler.yaml', '--output', output, '--json']);
+    expect(result.code).toBe(0);
+    const files = await readTree(path.join(output, 'current'));
+    expect(Object.keys(files)).toContain('management/_cluster-requests/profiles/clusterprofile-cluster-stacks.docker.ferrol-1-30.yaml');
+    const clusters = clusterFiles(files).map((file) => load(files[file]!));
+    expect(clusters.map((c) => c.metadata.annotations['clusterstack.x-k8s.io/cluster-requests']).sort()).toEqual(['team-a/batch,team-a/web', 'team-b/ci', 'team-b/control']);
+    for (const cluster of clusters) expect(cluster.spec.topology).toMatchObject({ class: 'docker-ferrol-1-30-v3', version: 'v1.30.4' });
+  });
+});

@@ -1,0 +1,154 @@
+import { describe, expect, it } from 'vitest';
+import type { ClusterProfileInfo } from '../src/cluster-requests/cluster-profiles.js';
+import { checkScheduleInput, type ClusterRequestInput, type ScheduleInput, scheduleRequests } from '../src/cluster-requests/schedule-requests.js';
+import { parseSchedulerConfig } from '../src/cluster-requests/scheduler-config.js';
+import { InputError } from '../src/core/problem.js';
+
+function profile(name: string, stackName: string, releases: { release: string; className: string; kubernetesVersion: string; deprecated?: boolean }[]): ClusterProfileInfo {
+  const list = releases.map((r) => ({ ...r, deprecated: r.deprecated ?? false }));
+  const info: ClusterProfileInfo = { name, stack: { namespace: 'cluster-stacks', name: stackName, provider: 'docker' }, releases: list };
+  const chosen = list.filter((r) => !r.deprecated).at(-1) ?? list.at(-1);
+  if (chosen) info.newClusterRelease = chosen;
+  return info;
+}
+
+const FERROL = profile('cluster-stacks.docker.ferrol-1-30', 'docker-ferrol-1-30', [{ release: 'docker-ferrol-1-30-v3', className: 'docker-ferrol-1-30-v3', kubernetesVersion: 'v1.30.5' }]);
+const SCS = profile('cluster-stacks.docker.scs-1-31', 'docker-scs-1-31', [{ release: 'docker-scs-1-31-v1', className: 'docker-scs-1-31-v1', kubernetesVersion: 'v1.31.2' }]);
+
+const CONFIG = parseSchedulerConfig(
+  `scheduler:
+  strategy: Balanced
+  purposeMappings:
+    workload:
+      tenancyCount: 2
+      template:
+        metadata: {namespace: workload-clusters}
+        spec: {profile: cluster-stacks.docker.ferrol-1-30, tenancy: Shared}
+    platform:
+      template:
+        spec: {profile: cluster-stacks.docker.scs-1-31, tenancy: Exclusive}
+`,
+  'scheduler.yaml',
+);
+
+const request = (name: string, purpose: string, namespace = 'team-a'): ClusterRequestInput => ({ namespace, name, purpose });
+
+function schedule(requests: ClusterRequestInput[], extra: Partial<ScheduleInput> = {}): ReturnType<typeof scheduleRequests> {
+  const input: ScheduleInput = { requests, config: CONFIG, profiles: [FERROL, SCS], peopleClusters: new Set(), ...extra };
+  checkScheduleInput(input);
+  return scheduleRequests(input);
+}
+
+const FIVE = [request('r1', 'workload'), request('r2', 'workload'), request('r3', 'workload'), request('p1', 'platform'), request('x1', 'gaming')];
+
+describe('scheduleRequests', () => {
+  it('packs shared requests up to tenancyCount, gives Exclusive requests a cluster each, and leaves an unknown purpose Pending', () => {
+    const result = schedule(FIVE);
+    const byName = Object.fromEntries(result.requests.map((r) => [r.name, r]));
+    expect(byName.x1).toMatchObject({ phase: 'Pending', reason: 'UnknownPurpose', message: expect.stringContaining('purpose "gaming" is not in the scheduler configuration') });
+    expect(byName.x1!.cluster).toBeUndefined();
+    // r1 and r2 fill the first workload cluster (tenancyCount 2), r3 opens a second one.
+    expect(byName.r1!.cluster).toEqual(byName.r2!.cluster);
+    expect(byName.r3!.cluster).not.toEqual(byName.r1!.cluster);
+    expect(byName.r1!.cluster!.namespace).toBe('workload-clusters');
+    // Exclusive: in the request's namespace, named <purpose>-<hash>.
+    expect(byName.p1!.cluster).toEqual({ namespace: 'team-a', name: expect.stringMatching(/^platform-[0-9a-f]{5}$/) });
+    expect(result.clusters.map((c) => [c.namespace, c.purpose, c.requests.length, c.class, c.version])).toEqual(
+      expect.arrayContaining([
+        ['workload-clusters', 'workload', 2, 'docker-ferrol-1-30-v3', 'v1.30.5'],
+        ['workload-clusters', 'workload', 1, 'docker-ferrol-1-30-v3', 'v1.30.5'],
+        ['team-a', 'platform', 1, 'docker-scs-1-31-v1', 'v1.31.2'],
+      ]),
+    );
+    expect(result.clusters).toHaveLength(3);
+    expect(result.record.assignments.map((a) => a.name)).toEqual(['p1', 'r1', 'r2', 'r3']);
+  });
+
+  it('assigns the same way whatever order the requests come in', () => {
+    const forward = schedule(FIVE);
+    const backward = schedule([...FIVE].reverse());
+    expect(backward).toEqual(forward);
+  });
+
+  it('never moves a request once assigned, even when a new request sorts before it', () => {
+    const first = schedule([request('r2', 'workload'), request('r3', 'workload')]);
+    const second = schedule([request('r0', 'workload'), request('r2', 'workload'), request('r3', 'workload')], { previous: first.record });
+    const where = (result: typeof first, name: string) => result.requests.find((r) => r.name === name)!.cluster;
+    expect(where(second, 'r2')).toEqual(where(first, 'r2'));
+    expect(where(second, 'r3')).toEqual(where(first, 'r3'));
+    // The full cluster stays full; r0 opens a new one.
+    expect(where(second, 'r0')).not.toEqual(where(first, 'r2'));
+    expect(second.clusters).toHaveLength(2);
+  });
+
+  it('Balanced puts a new request on the least loaded cluster that has room', () => {
+    const config = { ...CONFIG, purposeMappings: new Map(CONFIG.purposeMappings) };
+    config.purposeMappings.set('workload', { ...config.purposeMappings.get('workload')!, tenancyCount: 3 });
+    const first = schedule([request('a', 'workload'), request('b', 'workload'), request('c', 'workload'), request('d', 'workload')], { config });
+    // a, b, c fill cluster 1; d opens cluster 2. Then e goes to cluster 2 (1 request) rather than 1 (full).
+    const second = schedule([request('a', 'workload'), request('b', 'workload'), request('c', 'workload'), request('d', 'workload'), request('e', 'workload')], { config, previous: first.record });
+    const cluster = (name: string) => second.requests.find((r) => r.name === name)!.cluster;
+    expect(cluster('e')).toEqual(cluster('d'));
+  });
+
+  it('removes a cluster created for requests with its last request, and keeps one whose label says not to', () => {
+    const first = schedule([request('p1', 'platform')]);
+    const gone = schedule([], { previous: first.record });
+    expect(gone.clusters).toEqual([]);
+    expect(gone.record).toEqual({ assignments: [], clusters: [] });
+
+    const config = { ...CONFIG, purposeMappings: new Map(CONFIG.purposeMappings) };
+    const platform = config.purposeMappings.get('platform')!;
+    config.purposeMappings.set('platform', { ...platform, template: { ...platform.template, metadata: { ...platform.template.metadata, labels: { 'clusters.openmcp.cloud/delete-without-requests': 'false' } } } });
+    const kept = schedule([request('p1', 'platform')], { config });
+    const after = schedule([], { config, previous: kept.record });
+    expect(after.clusters.map((c) => c.name)).toEqual(kept.clusters.map((c) => c.name));
+    expect(after.clusters[0]!.requests).toEqual([]);
+  });
+
+  it('Random picks by the request’s identity: the same inputs give the same cluster', () => {
+    const config = { ...CONFIG, strategy: 'Random' as const, purposeMappings: new Map(CONFIG.purposeMappings) };
+    config.purposeMappings.set('workload', { ...config.purposeMappings.get('workload')!, tenancyCount: 5 });
+    // Two shared clusters with room, as an earlier render left them.
+    const previous = {
+      assignments: [
+        { namespace: 'team-a', name: 'r1', purpose: 'workload', cluster: { namespace: 'workload-clusters', name: 'workload-one' } },
+        { namespace: 'team-a', name: 'r2', purpose: 'workload', cluster: { namespace: 'workload-clusters', name: 'workload-two' } },
+      ],
+      clusters: ['workload-one', 'workload-two'].map((name) => ({ namespace: 'workload-clusters', name, purpose: 'workload', profile: FERROL.name, tenancy: 'Shared' as const, deleteWithoutRequests: true, class: 'docker-ferrol-1-30-v3', version: 'v1.30.5' })),
+    };
+    const requests = [request('r1', 'workload'), request('r2', 'workload'), ...['n1', 'n2', 'n3', 'n4', 'n5', 'n6'].map((n) => request(n, 'workload'))];
+    const once = schedule(requests, { config, previous });
+    const again = schedule([...requests].reverse(), { config, previous });
+    expect(again.requests).toEqual(once.requests);
+    // Not simply the first cluster with room: Simple fills workload-one first.
+    const simple = schedule(requests, { config: { ...config, strategy: 'Simple' }, previous });
+    expect(simple.requests.filter((r) => r.cluster!.name === 'workload-one')).toHaveLength(5);
+    expect(once.requests).not.toEqual(simple.requests);
+  });
+
+  it('leaves a request Pending when its stack has no ready release', () => {
+    const notReady = profile(FERROL.name, 'docker-ferrol-1-30', []);
+    const result = schedule([request('r1', 'workload')], { profiles: [notReady, SCS] });
+    expect(result.requests[0]).toMatchObject({ phase: 'Pending', reason: 'NoReadyRelease', message: expect.stringContaining('has no kept, ready release yet') });
+    expect(result.clusters).toEqual([]);
+  });
+
+  it('never takes the name of a Cluster people wrote', () => {
+    const config = { ...CONFIG, purposeMappings: new Map(CONFIG.purposeMappings) };
+    config.purposeMappings.set('workload', { ...config.purposeMappings.get('workload')!, tenancyCount: 0 });
+    const result = schedule([request('r1', 'workload')], { config, peopleClusters: new Set(['workload-clusters/workload']) });
+    expect(result.requests[0]).toMatchObject({ phase: 'Pending', reason: 'NameConflict', message: expect.stringContaining('workload-clusters/workload') });
+  });
+
+  it('refuses a request whose purpose changed', () => {
+    const first = schedule([request('p1', 'platform')]);
+    const attempt = () => schedule([request('p1', 'workload')], { previous: first.record });
+    expect(attempt).toThrow(InputError);
+    expect(attempt).toThrow(/ClusterRequest team-a\/p1 spec\.purpose: was "platform" and is now "workload", but a request's purpose is immutable/);
+  });
+
+  it('refuses a purpose mapped to a profile no ClusterStack makes', () => {
+    expect(() => schedule([], { profiles: [FERROL] })).toThrow(/purposeMappings\.platform\.template\.spec\.profile: names ClusterProfile "cluster-stacks\.docker\.scs-1-31", but no ClusterStack makes it/);
+  });
+});
