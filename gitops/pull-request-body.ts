@@ -6,6 +6,7 @@ import { channelOf } from '../src/core/stack-version.js';
 import type { ChangeKind, TreeChanges } from '../src/output/tree-changes.js';
 import type { RenderSummary } from '../src/output/render-summary.js';
 import type { WithheldEntry } from '../src/output/provenance.js';
+import { describeProviderChange } from '../src/output/provider-changes.js';
 import { compileTemplate } from '../src/render/sandboxed-template.js';
 
 interface PullRequestData {
@@ -15,6 +16,8 @@ interface PullRequestData {
   /** Clusters moving to a release with other addons: the order the upgrade takes. */
   upgrades: { namespace: string; cluster: string; from: string; to: string; addonsFrom: string; addonsTo: string; stages: string }[];
   withheld: WithheldEntry[];
+  /** One line per Cluster API provider added, removed, upgraded or downgraded. */
+  providers: string[];
   mermaid: string;
 }
 
@@ -68,6 +71,7 @@ function pullRequestData(changes: TreeChanges, summary: RenderSummary): PullRequ
       .filter((change) => change.releaseBefore && change.releaseAfter && change.releaseBefore !== change.releaseAfter && change.addonVersionBefore !== change.addonVersionAfter)
       .map((change) => ({ namespace: change.namespace, cluster: change.cluster, from: change.releaseBefore!, to: change.releaseAfter!, addonsFrom: change.addonVersionBefore ?? '-', addonsTo: change.addonVersionAfter ?? '-', stages: change.stages.join(', ') || '-' })),
     withheld: changes.withheld,
+    providers: (changes.providers ?? []).map(describeProviderChange),
     mermaid: mermaidDiagram(summary),
   };
 }

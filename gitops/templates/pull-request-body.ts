@@ -37,6 +37,14 @@ Argo CD or Flux; closing it changes nothing.
 {{/each}}
 
 {{/if}}
+{{#if providers.length}}
+## Cluster API providers
+
+{{#each providers}}
+- {{this}}
+{{/each}}
+
+{{/if}}
 {{#if withheld.length}}
 ## Withheld
 

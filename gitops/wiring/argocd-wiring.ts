@@ -31,6 +31,7 @@
 // Argo CD cluster Secret is already gone, Argo CD removes the finalizer without pruning.
 import type { KubeObject } from '../../src/api/types.js';
 import type { UnitRecord } from '../../src/output/provenance.js';
+import { argoProviderApplications } from './provider-wiring.js';
 import { ARGOCD_SYNC_WAVE_ANNOTATION } from './argocd-sync-waves.js';
 import { CLUSTER_REQUESTS_DIR } from '../../src/output/tree-layout.js';
 import { checkWiringOptions, sourcePath, type WiringExtras, type WiringOptions } from './wiring-options.js';
@@ -114,6 +115,17 @@ export function renderArgoWiring(units: UnitRecord[], options: WiringOptions, ex
     `${ARGOCD_DIR}/root.yaml`,
     application(options, { name: options.name, labels: wiringLabels(options.name, 'root'), treeDir: ARGOCD_DIR, destination: { server: ARGOCD_IN_CLUSTER, namespace: options.namespace }, finalizer: false }),
   );
+
+  // Cluster API providers in earlier sync waves of the root (core first); releases need their CRDs.
+  const providerApps = argoProviderApplications(
+    extras.providers ?? [],
+    (parts) => application(options, { name: parts.name, labels: parts.labels, treeDir: parts.treeDir, destination: { server: ARGOCD_IN_CLUSTER, namespace: parts.namespace }, finalizer: true }),
+    options,
+  );
+  for (const [file, object] of providerApps) {
+    objects.set(file, object);
+    names.push({ namespace: options.namespace, name: object.metadata.name, what: `provider ${file}` });
+  }
 
   for (const release of releases) {
     const name = argoReleaseApplicationName(release.namespace, release.release);

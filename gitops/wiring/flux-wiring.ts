@@ -18,6 +18,7 @@
 import type { KubeObject } from '../../src/api/types.js';
 import type { UnitRecord } from '../../src/output/provenance.js';
 import { CLUSTER_REQUESTS_DIR } from '../../src/output/tree-layout.js';
+import { fluxProviderKustomizations } from './provider-wiring.js';
 import { checkWiringOptions, sourcePath, type WiringExtras, type WiringOptions } from './wiring-options.js';
 import { groupUnits, wiringFiles, wiringLabels } from './wiring-layout.js';
 import {
@@ -93,6 +94,13 @@ export function renderFluxWiring(units: UnitRecord[], options: WiringOptions, ex
     spec: { interval: INTERVAL, retryInterval: RETRY_INTERVAL, timeout: TIMEOUT, path: path(options, FLUX_DIR), prune: true, sourceRef: localSource },
   });
 
+  // Cluster API providers first (core, then the others); releases need their CRDs.
+  const providerWiring = fluxProviderKustomizations(extras.providers ?? [], options, { interval: INTERVAL, retryInterval: RETRY_INTERVAL, timeout: TIMEOUT, sourceRef: localSource });
+  for (const [file, object] of providerWiring.objects) {
+    objects.set(file, object);
+    names.push({ namespace: options.namespace, name: object.metadata.name, what: `provider ${file}` });
+  }
+
   for (const release of releases) {
     const name = fluxReleaseKustomizationName(release.namespace, release.release);
     names.push({ namespace: options.namespace, name, what: `release ${release.namespace}/${release.release}` });
@@ -111,6 +119,7 @@ export function renderFluxWiring(units: UnitRecord[], options: WiringOptions, ex
         wait: true,
         sourceRef: localSource,
         healthCheckExprs: structuredClone(CLUSTER_CLASS_HEALTH),
+        ...(providerWiring.dependsOn.length > 0 ? { dependsOn: providerWiring.dependsOn } : {}),
       },
     });
   }

@@ -2,6 +2,7 @@
 // front: a bad option is a user error with a message saying what to change, and nothing is rendered.
 import { InputError, type Problem } from '../../src/core/problem.js';
 import { parseOciRepository } from '../../src/oci/oci-reference.js';
+import type { ProviderRecord } from '../../src/output/provenance.js';
 import type { GitOpsEngine } from './gitops-engine.js';
 
 export type WiringSource =
@@ -117,4 +118,6 @@ export function sourcePath(source: WiringSource, treeDir: string): string {
 export interface WiringExtras {
   /** management/_cluster-requests/ (ClusterProfiles and Clusters made for ClusterRequests). */
   clusterRequests?: boolean;
+  /** Cluster API providers under management/providers/ (core first, then the others, then releases). */
+  providers?: ProviderRecord[];
 }

@@ -76,6 +76,8 @@ export async function cacheCommand(args: string[], io: CliIo): Promise<number> {
   if (remote.length > 0) throw new RemoteFailureError(`cache prune removed nothing: a release source failed, so what is kept is not known; retry later:\n  ${remote.map(formatProblem).join('\n  ')}`);
   if (plan.problems.length > 0) throw new InputError(plan.problems, `cache prune removed nothing: it reads the inputs to know what is kept, and they have problems; fix them first (clusterstack plan shows them):\n  ${plan.problems.map(formatProblem).join('\n  ')}`);
   const keptTags = new Set(plan.resolution.clusterStacks.flatMap((stack) => stack.releases.filter((r) => r.kept).map((r) => r.name)));
+  // Cluster API provider releases the inputs render (their tag is the version) stay too.
+  for (const provider of plan.providers?.providers ?? []) if (provider.version) keptTags.add(provider.version);
   const removed = await cache.prune((entry) => keptTags.has(entry.tag));
   const keptCharts = new Set<string>();
   for (const release of plan.releases.values()) {

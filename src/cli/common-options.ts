@@ -4,6 +4,7 @@ import { type Config, resolveConfig } from '../config.js';
 import { readInputFiles } from '../inputs/read-input-files.js';
 import { buildPlan, type Plan } from '../plan/build-plan.js';
 import { createSourceOpener, type SourceOpener, type SourceOptions } from '../sources/open-release-source.js';
+import { createProviderFetcher, type ProviderFetcher } from '../providers/provider-fetcher.js';
 import { createConnectingFetch } from '../sources/remote-fetch.js';
 import type { CliIo } from './cli-io.js';
 
@@ -63,7 +64,17 @@ export function configFromFlags(flags: SourceFlags, io: CliIo): Readonly<Config>
 }
 
 export function sourceOpenerFrom(config: Readonly<Config>, flags: SourceFlags, onWarning?: (message: string) => void, onRequest?: SourceOptions['onRequest']): SourceOpener {
-  return createSourceOpener({
+  return createSourceOpener(sourceOptionsFrom(config, flags, onWarning, onRequest));
+}
+
+/** Fetches Cluster API provider releases with the options release sources use, through `openSource`. */
+export function providerFetcherFrom(config: Readonly<Config>, flags: SourceFlags, openSource: SourceOpener): ProviderFetcher {
+  return createProviderFetcher(sourceOptionsFrom(config, flags), openSource);
+}
+
+/** The options release sources (and Cluster API provider fetches) are opened with. */
+function sourceOptionsFrom(config: Readonly<Config>, flags: SourceFlags, onWarning?: (message: string) => void, onRequest?: SourceOptions['onRequest']): SourceOptions {
+  return {
     ...(onRequest ? { onRequest } : {}),
     cacheDir: config.cacheDir,
     plainHttp: flags['plain-http'] ?? false,
@@ -73,7 +84,7 @@ export function sourceOpenerFrom(config: Readonly<Config>, flags: SourceFlags, o
     ...(config.githubApiUrl ? { githubApiUrl: config.githubApiUrl } : {}),
     ...(config.registryUsername && config.registryPassword ? { registryCredentials: { username: config.registryUsername, password: config.registryPassword } } : {}),
     ...(onWarning ? { onWarning } : {}),
-  });
+  };
 }
 
 /**
@@ -84,5 +95,9 @@ export function sourceOpenerFrom(config: Readonly<Config>, flags: SourceFlags, o
 export async function planFromInputs(inputs: string[], location: string, config: Readonly<Config>, flags: SourceFlags, io: CliIo, onWarning?: (message: string) => void, exclude: readonly string[] = []): Promise<Plan> {
   // The release source and the output (when they sit inside an input directory) are not inputs.
   const manifests = await readInputFiles(inputs.map((input) => path.resolve(io.cwd, input)), [...(isRemoteLocation(location) ? [] : [location]), ...exclude]);
-  return buildPlan({ manifests, defaultSource: location, openSource: sourceOpenerFrom(config, flags, onWarning), workDir: config.cacheDir, ...(onWarning ? { onWarning } : {}) });
+  const sourceOptions = sourceOptionsFrom(config, flags, onWarning);
+  const openSource = createSourceOpener(sourceOptions);
+  // Provider releases go through the same sources, cache, tokens, timeouts and registry credentials.
+  const providerFetcher = createProviderFetcher(sourceOptions, openSource);
+  return buildPlan({ manifests, defaultSource: location, openSource, providerFetcher, workDir: config.cacheDir, ...(onWarning ? { onWarning } : {}) });
 }

@@ -18,7 +18,7 @@ import { SECRET_POLICIES, type SecretPolicy } from '../render/secret-policy.js';
 import { type CliIo, EXIT_FAILURE, EXIT_OK, UsageError } from './cli-io.js';
 import { parseCommandLine } from './parse-command-line.js';
 import { readSchedulerConfigOption } from './scheduler-config-option.js';
-import { configFromFlags, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, sourceOpenerFrom } from './common-options.js';
+import { configFromFlags, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, providerFetcherFrom, sourceOpenerFrom } from './common-options.js';
 
 export const CONTROLLER_USAGE = `Usage: clusterstack controller --release-source <source> (--git <repo> | --output <dir> | --oci <ref>) [options]
 
@@ -243,6 +243,12 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
     : undefined;
   // Created here so the release sources, opened before the runtime, count their requests into it.
   const metrics = new PrometheusMetrics();
+  const openSource = sourceOpenerFrom(
+    config,
+    values,
+    (message) => logger.warn({ warning: message }, 'Release source warning'),
+    (kind, outcome) => metrics.remoteRequest(kind, outcome),
+  );
   const runtime = await runController({
     metrics,
     kubeConfig,
@@ -251,12 +257,8 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
     publisher: createOutputPublisher(output, config, io.cwd),
     revisionKind: revisionKindOf(output),
     defaultSource: resolveLocation(settings.releaseSource, io.cwd),
-    openSource: sourceOpenerFrom(
-      config,
-      values,
-      (message) => logger.warn({ warning: message }, 'Release source warning'),
-      (kind, outcome) => metrics.remoteRequest(kind, outcome),
-    ),
+    openSource,
+    providerFetcher: providerFetcherFrom(config, values, openSource),
     workDir: config.cacheDir,
     helm: createHelmDependencies({ ...(config.helmBinary ? { configured: config.helmBinary } : {}), pathEnv: config.pathEnv, workDir: path.join(config.cacheDir, 'helm') }),
     secrets: settings.secrets as SecretPolicy,

@@ -87,7 +87,7 @@ export interface RenderReport {
   commit: string | null;
   pullRequest?: string;
   files: { written: string[]; removed: string[] };
-  withheld: { kind: 'release' | 'cluster'; namespace: string; name: string; reason: string; previousOutputKept: boolean }[];
+  withheld: { kind: 'release' | 'cluster' | 'provider'; namespace: string; name: string; reason: string; previousOutputKept: boolean }[];
   summary: string;
   units: { rendered: number; reused: number };
   helmProcesses: number;

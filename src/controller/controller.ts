@@ -42,7 +42,8 @@ import { keyOf } from './desired-state/owned-objects.js';
 import type { PublishState, StackIssue, StatusInputs } from './desired-state/status-inputs.js';
 import { syncStateOf, type UnitSync } from './desired-state/sync-state.js';
 import { unitObjects, type UnitObject } from './desired-state/unit-resources.js';
-import { ARGO_APPLICATIONS, CAPI_CLUSTERS, CLUSTER_ADDONS, CLUSTER_REQUESTS, CLUSTER_STACK_RELEASES, CLUSTER_STACKS, FLUX_KUSTOMIZATIONS } from './desired-state/watched-kinds.js';
+import { createProviderFetcher, type ProviderFetcher } from '../providers/provider-fetcher.js';
+import { ARGO_APPLICATIONS, CAPI_CLUSTERS, CAPI_PROVIDER_KINDS, CLUSTER_ADDONS, CLUSTER_REQUESTS, CLUSTER_STACK_RELEASES, CLUSTER_STACKS, FLUX_KUSTOMIZATIONS } from './desired-state/watched-kinds.js';
 import type { SchedulerConfig } from '../cluster-requests/scheduler-config.js';
 import { desiredRequestStatuses } from './desired-state/cluster-request-state.js';
 import { writeRequestStatuses } from './reconcile/cluster-request-statuses.js';
@@ -65,6 +66,8 @@ export interface ControllerOptions {
   /** Release source for stacks that name none. */
   defaultSource: string;
   openSource: SourceOpener;
+  /** Fetches Cluster API provider releases (default: through `openSource`, cached in `workDir`). */
+  providerFetcher?: ProviderFetcher;
   /** Extracted releases (content-addressed). */
   workDir: string;
   helm: HelmDependencies;
@@ -119,8 +122,10 @@ export class Controller {
   private ownedObjectErrors = new Map<string, string[]>();
   /** What the last reconcile rendered and published per Cluster, for the lifecycle hook handlers. */
   private snapshot: AddonSnapshot | undefined;
+  private readonly providerFetcher: ProviderFetcher;
 
   constructor(private readonly options: ControllerOptions) {
+    this.providerFetcher = options.providerFetcher ?? createProviderFetcher({ cacheDir: options.workDir }, options.openSource);
     this.listings = new SourceListings(options.openSource, options.listingWaitMs !== undefined ? { listingWaitMs: options.listingWaitMs } : {});
     this.tracker = new PublishTracker(options.publisher, {
       revisionKind: options.revisionKind,
@@ -140,7 +145,7 @@ export class Controller {
    */
   static watchedKinds(engine: GitOpsEngine, scope: { namespace?: string; engineNamespaces?: string[] } = {}, clusterRequests = false): WatchedKind[] {
     const inScope = (kind: WatchedKind, namespace = scope.namespace): WatchedKind => (namespace === undefined ? kind : { ...kind, namespace });
-    const kinds = [CLUSTER_STACKS, CLUSTER_STACK_RELEASES, CLUSTER_ADDONS, CAPI_CLUSTERS, ...(clusterRequests ? [CLUSTER_REQUESTS] : [])].map((kind) => inScope(kind));
+    const kinds = [CLUSTER_STACKS, CLUSTER_STACK_RELEASES, CLUSTER_ADDONS, CAPI_CLUSTERS, ...CAPI_PROVIDER_KINDS, ...(clusterRequests ? [CLUSTER_REQUESTS] : [])].map((kind) => inScope(kind));
     const engineKind = engine === 'flux' ? FLUX_KUSTOMIZATIONS : engine === 'argocd' ? ARGO_APPLICATIONS : undefined;
     if (engineKind) {
       const namespaces = scope.namespace === undefined ? [undefined] : [...new Set([scope.namespace, ...(scope.engineNamespaces ?? [])])];
@@ -302,9 +307,11 @@ export class Controller {
     let planFailure: TypedFailure | undefined;
     try {
       plan = await buildPlan({
-        manifests: manifestsFrom({ stacks: selected, clusters: live.clusters, providerReleases: live.providerReleases, referenced, requests }),
+        manifests: manifestsFrom({ stacks: selected, clusters: live.clusters, providerReleases: live.providerReleases, referenced, requests, capiProviders: live.capiProviders ?? [] }),
         defaultSource: this.options.defaultSource,
         openSource: opener,
+        // Provider releases are not stack listings: fetched straight through the sources (cached).
+        providerFetcher: this.providerFetcher,
         workDir: this.options.workDir,
         onWarning: (message) => logger.warn({ warning: message }, 'Release source warning'),
       });
@@ -355,6 +362,8 @@ export class Controller {
           ...(this.options.wiring ? { gitops: this.options.wiring } : {}),
           ...(this.options.pullRequest ? { pullRequest: {} } : {}),
           massDeletion: this.options.massDeletion ?? { allow: true, maxShare: 1 },
+          // A provider downgrade or contract mismatch holds back that provider, not the whole publish.
+          providerGuards: 'withhold',
           ...(this.options.scheduler ? { scheduler: this.options.scheduler } : {}),
           ...(signal ? { signal } : {}),
         });

@@ -2,6 +2,8 @@
 // release objects, and everything else (looked up by the Clusters' refs for values templates).
 import { API_GROUP, CAPI_API_GROUP, type CapiCluster, type ClusterStack, type KubeObject } from '../api/types.js';
 import { findDuplicateStacks, validateClusterAddon, validateClusterStack, validateClusterStackRelease } from '../api/validate.js';
+import { type CapiProvider, OPERATOR_API_GROUP } from '../api/provider-types.js';
+import { validateProvider } from '../api/validate-provider.js';
 import type { Problem } from '../core/problem.js';
 import { findDuplicateObjects, objectIdentity } from './duplicate-objects.js';
 import type { SourcedObject } from './parse-manifests.js';
@@ -11,6 +13,8 @@ export interface Inputs {
   clusters: SourcedObject<CapiCluster>[];
   /** <Provider>ClusterStackRelease objects (any group but ours). */
   providerReleases: SourcedObject[];
+  /** Cluster API provider objects (operator.cluster.x-k8s.io), validated: rendered under management/providers/. */
+  providers: SourcedObject<CapiProvider>[];
   /** Everything else: control planes, infrastructure clusters, provider templates, ... */
   others: SourcedObject[];
   /** Problems that make an object unusable; other objects are still resolved. */
@@ -27,7 +31,7 @@ function describeObject(object: KubeObject): string {
 
 /** Classifies and validates objects; an invalid ClusterStack is left out and its problems listed. */
 export function classifyInputs(objects: SourcedObject[]): Inputs {
-  const inputs: Inputs = { clusterStacks: [], clusters: [], providerReleases: [], others: [], problems: [] };
+  const inputs: Inputs = { clusterStacks: [], clusters: [], providerReleases: [], providers: [], others: [], problems: [] };
   // An object defined twice is left out altogether (which copy Kubernetes would keep depends on
   // file order); the problem names every place, and the render stops on it.
   const duplicates = findDuplicateObjects(objects);
@@ -53,6 +57,10 @@ export function classifyInputs(objects: SourcedObject[]): Inputs {
       }
       // ClusterStackReleases and ClusterAddons are ours to write; as inputs they carry nothing we need.
       if (object.kind === 'ClusterStack') inputs.clusterStacks.push(sourced as unknown as SourcedObject<ClusterStack>);
+    } else if (group === OPERATOR_API_GROUP) {
+      const problems = validateProvider(object).map((problem) => ({ ...problem, source, object: describeObject(object) }));
+      if (problems.length > 0) inputs.problems.push(...problems);
+      else inputs.providers.push(sourced as SourcedObject<CapiProvider>);
     } else if (group === CAPI_API_GROUP && object.kind === 'Cluster') {
       inputs.clusters.push(sourced as SourcedObject<CapiCluster>);
     } else if (object.kind.endsWith('ClusterStackRelease')) {

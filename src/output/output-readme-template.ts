@@ -7,6 +7,9 @@ specs. Do not edit it by hand: the next render overwrites it. Argo CD or Flux ap
 
 - \`management/<namespace>/<release>/\`: ClusterClass and templates of each kept release, for the
   management cluster.
+{{#if providers.length}}
+- \`management/providers/<kind>-<name>/\`: components of each Cluster API provider.
+{{/if}}
 - \`clusters/<namespace>/<cluster>/<stage>/\`: addons of each workload cluster, to be applied to that
   cluster (stages in order).
 - \`provenance.json\`: the inputs and digests this tree was rendered from.
@@ -38,6 +41,16 @@ Latest release: {{#if latestRelease}}\`{{latestRelease}}\`{{else}}none{{/if}}. U
 {{else}}
 
 No Cluster uses a cluster stack class.
+{{/if}}
+{{#if providers.length}}
+
+## Cluster API providers
+
+| Provider | Version | Contract | Source | Directory |
+| --- | --- | --- | --- | --- |
+{{#each providers}}
+| {{kind}} {{namespace}}/{{name}} | {{version}} | {{contract}} | {{source}} | \`{{dir}}/\` |
+{{/each}}
 {{/if}}
 {{#if clusterRequests}}
 

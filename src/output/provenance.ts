@@ -12,7 +12,8 @@ import { PROVENANCE_FILE } from './tree-layout.js';
 export const OUTPUT_FORMAT = 2;
 
 export interface WithheldEntry {
-  kind: 'release' | 'cluster';
+  /** A provider's name is `<Kind>/<name>` (e.g. `InfrastructureProvider/docker`). */
+  kind: 'release' | 'cluster' | 'provider';
   namespace: string;
   name: string;
   reason: string;
@@ -40,6 +41,28 @@ export interface UnitRecord {
   notes?: string[];
 }
 
+/** One Cluster API provider's directory (management/providers/<kind>-<name>): what was rendered, from where. */
+export interface ProviderRecord {
+  dir: string;
+  /** CoreProvider, InfrastructureProvider, ... */
+  kind: string;
+  namespace: string;
+  name: string;
+  /** The version rendered; when `pinned` is false it was the newest, and later renders keep it (the lock). */
+  version: string;
+  pinned: boolean;
+  /** The Cluster API contract of that version (its metadata.yaml release series). */
+  contract: string;
+  source: string;
+  /** Digest of the release's metadata.yaml and components. */
+  digest: string;
+  inputDigest: string;
+  /** `group/Kind` of the CRDs it installs: what a removal would orphan. */
+  kinds: string[];
+  files: string[];
+  notes?: string[];
+}
+
 export interface Provenance {
   generator: 'clusterstack-gitops';
   format: typeof OUTPUT_FORMAT;
@@ -50,6 +73,8 @@ export interface Provenance {
   withheld: WithheldEntry[];
   /** Values templates that failed, by unit and input digest: unchanged inputs fail again without helm. */
   valuesFailures: { dir: string; inputDigest: string; reason: string }[];
+  /** Cluster API providers (present only when the inputs hold provider objects, or held them before). */
+  providers?: ProviderRecord[];
   /** With a scheduler configuration: which ClusterRequest holds which generated Cluster. */
   clusterRequests?: ClusterRequestsRecord;
 }

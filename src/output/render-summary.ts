@@ -17,6 +17,8 @@ export interface RenderSummary {
   }[];
   clusters: { namespace: string; name: string; release: string; addonVersion: string; stages: string[]; status: string }[];
   withheld: WithheldEntry[];
+  /** Cluster API providers in the tree (management/providers/), when there are any. */
+  providers?: { kind: string; namespace: string; name: string; version: string; contract: string; source: string; dir: string }[];
   /** Notes of every published unit, prefixed with its directory. */
   notes: string[];
   /** With a scheduler configuration: the ClusterProfiles and every ClusterRequest's phase. */

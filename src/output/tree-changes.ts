@@ -1,8 +1,9 @@
 // What a render changed compared with the target's previous tree, per release and per cluster:
 // the data behind commit messages, pull request bodies and reports.
 import { readProvenance, type Provenance, type UnitRecord, type WithheldEntry } from './provenance.js';
+import { compareProviders, describeProviderChange, type ProviderChange } from './provider-changes.js';
 import type { RenderedTree } from './rendered-tree.js';
-import { clusterDir, MANAGEMENT_DIR, requestedClusterOfPath, unitDirOf, unitOfPath } from './tree-layout.js';
+import { clusterDir, MANAGEMENT_DIR, PROVIDERS_DIR, requestedClusterOfPath, unitDirOf, unitOfPath } from './tree-layout.js';
 
 export type ChangeKind = 'added' | 'removed' | 'updated';
 
@@ -32,6 +33,8 @@ export interface TreeChanges {
   requestedClusters?: { namespace: string; name: string; change: ChangeKind }[];
   /** Files outside units (README, provenance, kustomizations) changed too. */
   otherFiles: string[];
+  /** Cluster API providers added, removed, upgraded or downgraded (management/providers/). */
+  providers?: ProviderChange[];
 }
 
 /** What changed, for commit messages, PR bodies and reports. */
@@ -116,6 +119,12 @@ export function compareTrees(previous: RenderedTree, next: RenderedTree): TreeCh
     changes.clusters.push(entry);
   }
   changes.otherFiles.sort();
+  const providers = compareProviders(before, after, changedFiles);
+  if (providers.length > 0) {
+    changes.providers = providers;
+    // Provider files are reported per provider, not as loose files.
+    changes.otherFiles = changes.otherFiles.filter((file) => !file.startsWith(`${PROVIDERS_DIR}/`));
+  }
   return changes;
 }
 
@@ -136,6 +145,8 @@ export function summarizeChanges(changes: TreeChanges, inputDigest: string): Cha
   for (const [kind, n] of releaseParts) parts.push(`${n} release${n === 1 ? '' : 's'} ${kind}`);
   const clusterParts = (['added', 'removed', 'updated'] as const).map((kind) => [kind, count(kind, changes.clusters)] as const).filter(([, n]) => n > 0);
   for (const [kind, n] of clusterParts) parts.push(`${n} cluster${n === 1 ? '' : 's'} ${kind}`);
+  const providerCount = changes.providers?.length ?? 0;
+  if (providerCount > 0) parts.push(`${providerCount} provider${providerCount === 1 ? '' : 's'} changed`);
   const requested = changes.requestedClusters ?? [];
   for (const kind of ['added', 'removed', 'updated'] as const) {
     const n = count(kind, requested);
@@ -145,6 +156,7 @@ export function summarizeChanges(changes: TreeChanges, inputDigest: string): Cha
   const lines: string[] = [];
   for (const release of changes.releases) lines.push(`- ClusterClass release ${release.namespace}/${release.release} ${release.change}`);
   for (const cluster of changes.clusters) lines.push(`- ${describeCluster(cluster)}`);
+  for (const provider of changes.providers ?? []) lines.push(`- ${describeProviderChange(provider)}`);
   for (const cluster of requested) lines.push(`- Cluster ${cluster.namespace}/${cluster.name} for ClusterRequests ${cluster.change}`);
   for (const entry of changes.withheld) lines.push(`- Withheld ${entry.kind} ${entry.namespace}/${entry.name}: ${entry.reason}${entry.previousKept ? ' (previous output kept)' : ''}`);
   return { title, body: lines.join('\n'), trailers: { [INPUT_DIGEST_TRAILER]: inputDigest } };

@@ -5,6 +5,7 @@
 //   README.md, provenance.json
 //   management/<namespace>/<release>/...           one unit per kept release (ClusterClass side)
 //   clusters/<namespace>/<cluster>/<stage>/...     one unit per addon stage of a workload cluster
+//   management/providers/<kind>-<name>/...         one Cluster API provider's components
 //   management/_cluster-requests/profiles/...      ClusterProfiles (with --scheduler-config)
 //   management/_cluster-requests/clusters/<ns>/... Clusters created for ClusterRequests
 
@@ -13,6 +14,14 @@ export const README_FILE = 'README.md';
 export const KUSTOMIZATION_FILE = 'kustomization.yaml';
 export const MANAGEMENT_DIR = 'management';
 export const CLUSTERS_DIR = 'clusters';
+/** Cluster API providers, beside the stacks' namespaces (a ClusterStack may not live in a namespace of this name). */
+export const PROVIDERS_DIR = `${MANAGEMENT_DIR}/providers`;
+
+/** The directory of a Cluster API provider's components: `management/providers/<kind>-<name>`. */
+export function providerDir(kind: string, name: string): string {
+  return `${PROVIDERS_DIR}/${kind.toLowerCase()}-${name}`;
+}
+
 /**
  * ClusterProfiles and the Clusters made for ClusterRequests: management side, but no release unit.
  * A `_` cannot start a namespace name, so this never meets `management/<namespace>`.
@@ -63,6 +72,7 @@ export type TreeUnitPath =
 export function unitOfPath(file: string): TreeUnitPath | undefined {
   if (inClusterRequestsDir(file)) return undefined;
   const parts = file.split('/');
+  if (file.startsWith(`${PROVIDERS_DIR}/`)) return undefined;
   if (parts[0] === MANAGEMENT_DIR && parts.length >= 3) {
     return { kind: 'release', dir: parts.slice(0, 3).join('/'), namespace: parts[1]!, release: parts[2]! };
   }
@@ -77,6 +87,7 @@ export function unitDirOf(file: string): string | undefined {
   if (inClusterRequestsDir(file)) return undefined;
   const parts = file.split('/');
   // A file, not the directory itself: one level below the unit directory at least.
+  if (file.startsWith(`${PROVIDERS_DIR}/`)) return undefined;
   if (parts[0] === MANAGEMENT_DIR && parts.length >= 4) return parts.slice(0, 3).join('/');
   if (parts[0] === CLUSTERS_DIR && parts.length >= 5) return parts.slice(0, 4).join('/');
   return undefined;

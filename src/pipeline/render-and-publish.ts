@@ -9,6 +9,8 @@ import { checkWiringOptions } from '../../gitops/wiring/wiring-options.js';
 import { Failure } from '../core/failure.js';
 import { checkMassDeletion, type MassDeletionPolicy, unitsOfProvenance } from '../core/mass-deletion-guard.js';
 import type { RenderedTree } from '../output/rendered-tree.js';
+import { readProvenance } from '../output/provenance.js';
+import { guardProviderRemoval, guardProviderVersions } from '../providers/guard-providers.js';
 import { type ChangeSummary, compareTrees, summarizeChanges, type TreeChanges } from '../output/tree-changes.js';
 import { PROVENANCE_FILE } from '../output/tree-layout.js';
 import { countClusterRequests, planClusterRequests } from '../cluster-requests/plan-cluster-requests.js';
@@ -52,6 +54,8 @@ export interface PipelineOptions {
   onProgress?: (progress: RenderProgress) => void;
   /** Checked between rendering and publishing: an aborted run publishes nothing. */
   signal?: AbortSignal;
+  /** A provider downgrade or contract mismatch: refuse the run (default) or withhold that provider alone. */
+  providerGuards?: 'refuse' | 'withhold';
 }
 
 export type PipelineResult<Published> =
@@ -88,6 +92,9 @@ export async function renderAndPublish<Published>(plan: Plan, previous: Rendered
   // Bad wiring options are a user error: say so before any helm process runs.
   if (options.gitops) checkWiringOptions(options.gitops);
   const annotations = managementAnnotationsFor(options.gitops);
+  // Cluster API providers: the version lock, downgrades and contracts need what is published.
+  const previousProviders = readProvenance(previous)?.providers ?? [];
+  if (plan.providers) await guardProviderVersions(plan.providers, previousProviders, options.providerGuards);
   // Requests become Clusters before rendering, so their addons are rendered like anyone's.
   const requests = options.scheduler ? planClusterRequests(plan, options.scheduler, previous) : undefined;
   const unscheduled = options.scheduler ? 0 : countClusterRequests(plan);
@@ -103,10 +110,11 @@ export async function renderAndPublish<Published>(plan: Plan, previous: Rendered
   });
   deps.metrics?.renderDuration((now() - renderStarted) / 1000);
   for (const note of outcome.notes) deps.logger.warn({ note }, 'Rendered with a note');
+  guardProviderRemoval(previousProviders, outcome.provenance.providers ?? [], outcome.tree, (requests?.plan ?? plan).inputs.clusters.map((sourced) => sourced.object));
 
   // The wiring follows the units: a release or cluster that leaves the tree leaves the wiring too.
   const tree = new Map(outcome.tree);
-  if (options.gitops) for (const [file, content] of renderWiring(outcome.provenance.units, options.gitops, { clusterRequests: requests !== undefined })) tree.set(file, content);
+  if (options.gitops) for (const [file, content] of renderWiring(outcome.provenance.units, options.gitops, { clusterRequests: requests !== undefined, ...(outcome.provenance.providers ? { providers: outcome.provenance.providers } : {}) })) tree.set(file, content);
   const sorted: RenderedTree = new Map([...tree.entries()].sort(([a], [b]) => a.localeCompare(b)));
   if (options.signal?.aborted) return { status: 'aborted', outcome, tree: sorted };
 

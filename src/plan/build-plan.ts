@@ -11,6 +11,9 @@ import { loadRelease, type ReleaseContent } from '../release/load-release.js';
 import { type ReleaseListing, type ReleaseSource, ReleaseSourceError } from '../sources/release-source.js';
 import { UnsafeArchiveError } from '../release/safe-extract.js';
 import type { SourceOpener } from '../sources/open-release-source.js';
+import { createProviderFetcher, type ProviderFetcher } from '../providers/provider-fetcher.js';
+import { planProviders, type ProviderPlan } from '../providers/plan-providers.js';
+import { PROVIDERS_DIR } from '../output/tree-layout.js';
 
 export interface PlanOptions {
   manifests: ParsedManifests;
@@ -20,6 +23,8 @@ export interface PlanOptions {
   /** Where archives are extracted (content-addressed). */
   workDir: string;
   onWarning?: (message: string) => void;
+  /** Fetches Cluster API provider releases; by default through `openSource` and a cache in `workDir`. */
+  providerFetcher?: ProviderFetcher;
 }
 
 export interface LoadedRelease {
@@ -41,6 +46,8 @@ export interface Plan {
   /** Problems with the inputs (invalid or duplicate objects), each also stopping that object. */
   problems: Problem[];
   warnings: string[];
+  /** Cluster API providers (operator.cluster.x-k8s.io objects), when the inputs hold any. */
+  providers?: ProviderPlan;
 }
 
 /** The key of a kept release in `Plan.releases`: its stack's namespace and its tag. */
@@ -160,7 +167,17 @@ export async function buildPlan(options: PlanOptions): Promise<Plan> {
     // Skipped releases stay visible in plans and reports, with the reason.
     for (const [tag, reason] of skipped.get(stack.stack) ?? []) stack.releases.push(skippedDecision(tag, reason, stackInputs.find((input) => input.stack === stack.stack)));
   }
-  return { inputs, resolution, releases, problems, warnings };
+  const plan: Plan = { inputs, resolution, releases, problems, warnings };
+  if (inputs.providers.length > 0) {
+    const objects = options.manifests.objects.map((sourced) => sourced.object);
+    plan.providers = await planProviders(inputs.providers, objects, options.providerFetcher ?? createProviderFetcher({ cacheDir: options.workDir }, options.openSource));
+    problems.push(...plan.providers.problems, ...plan.providers.providers.flatMap((planned) => planned.problems));
+    const providersNamespace = PROVIDERS_DIR.split('/')[1];
+    for (const { object: stack, source } of inputs.clusterStacks.filter((sourced) => sourced.object.metadata.namespace === providersNamespace)) {
+      problems.push({ source, object: `ClusterStack ${providersNamespace}/${stack.metadata.name}`, message: `lives in namespace "${providersNamespace}", whose output directory (${PROVIDERS_DIR}/) holds the Cluster API providers; move the ClusterStack to another namespace` });
+    }
+  }
+  return plan;
 }
 
 /** A loading attempt, and whether its failure is the release's own (so it may be skipped). */

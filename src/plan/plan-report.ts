@@ -22,10 +22,12 @@ export interface PlanReport {
   }[];
   problems: string[];
   warnings: string[];
+  /** Cluster API providers, when the inputs hold any. */
+  providers?: { kind: string; namespace: string; name: string; version: string; pinned: boolean; contract: string | null; source: string | null; problems: string[] }[];
 }
 
 export function planReport(plan: Plan): PlanReport {
-  return {
+  const report: PlanReport = {
     clusterStacks: plan.resolution.clusterStacks.map((stack) => ({
       namespace: stack.namespace,
       name: stack.name,
@@ -56,6 +58,19 @@ export function planReport(plan: Plan): PlanReport {
     problems: plan.problems.map(formatProblem),
     warnings: plan.warnings,
   };
+  if (plan.providers) {
+    report.providers = plan.providers.providers.map((planned) => ({
+      kind: planned.provider.kind,
+      namespace: planned.provider.metadata.namespace ?? 'default',
+      name: planned.provider.metadata.name,
+      version: planned.version,
+      pinned: planned.pinned,
+      contract: planned.contract ?? null,
+      source: planned.release?.source ?? null,
+      problems: planned.problems.map(formatProblem),
+    }));
+  }
+  return report;
 }
 
 /** Problems caused by a remote that failed (retrying later may help), not by the inputs. */
@@ -98,6 +113,13 @@ export function formatPlanReport(report: PlanReport): string {
     const rows = [['CLUSTER', 'RELEASE', 'ADDONS', 'PROBLEMS']];
     for (const cluster of report.clusters) {
       rows.push([`${cluster.namespace}/${cluster.name}`, cluster.release ?? '-', cluster.addonVersion ?? '-', cluster.problems.length > 0 ? cluster.problems.join('; ') : '-']);
+    }
+    out.push(table(rows), '');
+  }
+  if (report.providers && report.providers.length > 0) {
+    const rows = [['PROVIDER', 'VERSION', 'CONTRACT', 'SOURCE']];
+    for (const provider of report.providers) {
+      rows.push([`${provider.kind} ${provider.namespace}/${provider.name}`, `${provider.version || '-'}${provider.pinned ? '' : ' (newest; kept once published)'}`, provider.contract ?? '-', provider.source ?? '-']);
     }
     out.push(table(rows), '');
   }

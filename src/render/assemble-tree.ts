@@ -32,7 +32,7 @@ function kustomizations(tree: Map<string, string>): Map<string, string> {
 }
 
 /** The whole tree of a render, sorted by path. */
-export function assembleTree(rendered: Map<string, Map<string, string>>, records: UnitRecord[], provenance: Provenance, summary: RenderSummary, readmeTemplate?: string, extraFiles?: Map<string, string>): RenderedTree {
+export function assembleTree(rendered: Map<string, Map<string, string>>, records: Pick<UnitRecord, 'dir'>[], provenance: Provenance, summary: RenderSummary, readmeTemplate?: string, extraFiles?: Map<string, string>): RenderedTree {
   // Files that are no unit's (ClusterProfiles, generated Clusters) first: kustomizations list them too.
   const files = new Map<string, string>(extraFiles ?? []);
   for (const record of records) {

@@ -21,6 +21,8 @@ import { type SecretPolicy, SecretRefusedError } from './secret-policy.js';
 import { buildProvenance, buildSummary } from './tree-records.js';
 import { type AnnotationsFor, unitFiles, type UnitFiles } from './unit-files.js';
 import { keepPreviousOutput, withholdFailedUnits } from './withhold-units.js';
+import { readProvenance } from '../output/provenance.js';
+import { renderProviders } from '../providers/render-providers.js';
 
 export interface RenderProgress {
   releasesDone: number;
@@ -121,15 +123,21 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
   withholdFailedUnits(unitFailures, rendered, records, withheld);
   keepPreviousOutput(withheld, before, options.previous, rendered, records);
 
+  // Cluster API providers (management/providers/): no helm, rendered every time, same bytes.
+  const providers = renderProviders(plan.providers, options.previous, readProvenance(options.previous)?.providers ?? [], options.secrets);
+  for (const [dir, files] of providers.rendered) rendered.set(dir, files);
+  withheld.push(...providers.withheld);
+
   records.sort((a, b) => a.dir.localeCompare(b.dir));
   withheld.sort((a, b) => `${a.kind}/${a.namespace}/${a.name}`.localeCompare(`${b.kind}/${b.namespace}/${b.name}`));
-  const provenance = buildProvenance(plan, records, withheld, valuesFailures);
+  const provenance = buildProvenance(plan, records, withheld, valuesFailures, providers.records);
   const summary = buildSummary(plan, records, withheld, provenance.inputDigest, clusterUnits);
+  if (providers.records.length > 0) summary.providers = providers.records.map(({ kind, namespace, name, version, contract, source, dir }) => ({ kind, namespace, name, version, contract, source, dir }));
   if (options.clusterRequests) {
     provenance.clusterRequests = options.clusterRequests.record;
     summary.clusterRequests = options.clusterRequests.summary;
   }
-  const tree = assembleTree(rendered, records, provenance, summary, options.readmeTemplate, options.clusterRequests?.files);
+  const tree = assembleTree(rendered, [...records, ...providers.records], provenance, summary, options.readmeTemplate, options.clusterRequests?.files);
   return { tree, provenance, summary, withheld, notes: summary.notes, stats: { unitsRendered, unitsReused: records.length - unitsRendered } };
 }
 

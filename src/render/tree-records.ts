@@ -2,7 +2,7 @@
 // and the summary behind its README, pull request bodies and reports.
 import type { KubeObject } from '../api/types.js';
 import { groupOf } from '../inputs/classify-inputs.js';
-import { OUTPUT_FORMAT, type Provenance, type UnitRecord, type WithheldEntry } from '../output/provenance.js';
+import { OUTPUT_FORMAT, type Provenance, type ProviderRecord, type UnitRecord, type WithheldEntry } from '../output/provenance.js';
 import type { RenderSummary } from '../output/render-summary.js';
 import { releaseDir } from '../output/tree-layout.js';
 import { loadedRelease, type Plan } from '../plan/build-plan.js';
@@ -10,23 +10,36 @@ import { sha256Digest } from '../release/content-digest.js';
 import { canonicalJson } from './canonical-json.js';
 import { type PendingUnit, stableContext } from './render-units.js';
 
+/**
+ * A Secret as provenance.json may record it: without its data. A digest of secret values committed to
+ * Git could be brute-forced when they are short; what they change shows in the rendered files anyway.
+ */
+function withoutSecretData(object: KubeObject): KubeObject {
+  if (object.kind !== 'Secret' || groupOf(object.apiVersion) !== '') return object;
+  const { data: _data, stringData: _stringData, ...rest } = object as KubeObject & { data?: unknown; stringData?: unknown };
+  return { ...rest, ...(_data !== undefined || _stringData !== undefined ? { keys: Object.keys({ ...(_data as object), ...(_stringData as object) }).sort() } : {}) } as KubeObject;
+}
+
 /** The provenance record of a render. */
-export function buildProvenance(plan: Plan, units: UnitRecord[], withheld: WithheldEntry[], valuesFailures: Provenance['valuesFailures']): Provenance {
+export function buildProvenance(plan: Plan, units: UnitRecord[], withheld: WithheldEntry[], valuesFailures: Provenance['valuesFailures'], providers: ProviderRecord[] = []): Provenance {
   const objects = [
     ...plan.inputs.clusterStacks.map((s) => s.object as unknown as KubeObject),
     ...plan.inputs.clusters.map((c) => c.object as KubeObject),
     ...plan.inputs.providerReleases.map((p) => p.object),
+    ...plan.inputs.providers.map((p) => p.object as KubeObject),
     ...plan.inputs.others.map((o) => o.object),
   ];
   const inputs = objects
-    .map((object) => ({ kind: `${groupOf(object.apiVersion) || 'core'}/${object.kind}`, namespace: object.metadata.namespace ?? 'default', name: object.metadata.name, digest: sha256Digest(canonicalJson(stableContext(object))) }))
+    .map((object) => ({ kind: `${groupOf(object.apiVersion) || 'core'}/${object.kind}`, namespace: object.metadata.namespace ?? 'default', name: object.metadata.name, digest: sha256Digest(canonicalJson(withoutSecretData(stableContext(object)))) }))
     .sort((a, b) => `${a.kind}/${a.namespace}/${a.name}`.localeCompare(`${b.kind}/${b.namespace}/${b.name}`));
   const releases = [...plan.releases.values()]
     .filter((release) => release.content)
     .map((release) => ({ name: release.tag, source: release.source.location.startsWith('/') ? 'local directory' : release.source.location, digest: release.content!.digest }))
     .sort((a, b) => a.name.localeCompare(b.name));
-  const inputDigest = sha256Digest(canonicalJson({ inputs, releases, units: units.map((u) => [u.dir, u.renderDigest]) }));
-  return { generator: 'clusterstack-gitops', format: OUTPUT_FORMAT, inputDigest, inputs, releases, units, withheld, valuesFailures };
+  // Providers join the digest only when there are any, so trees without them keep their digests.
+  const providerDigests = providers.map((p) => [p.dir, p.version, p.inputDigest]);
+  const inputDigest = sha256Digest(canonicalJson({ inputs, releases, units: units.map((u) => [u.dir, u.renderDigest]), ...(providers.length > 0 ? { providers: providerDigests } : {}) }));
+  return { generator: 'clusterstack-gitops', format: OUTPUT_FORMAT, inputDigest, inputs, releases, units, withheld, valuesFailures, ...(providers.length > 0 ? { providers } : {}) };
 }
 
 /** The summary of a render, per stack, release and cluster. */

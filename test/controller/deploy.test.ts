@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import * as yaml from 'js-yaml';
 import { describe, expect, it } from 'vitest';
 import { Controller } from '../../src/controller/controller.js';
+import { CAPI_PROVIDER_KINDS } from '../../src/controller/desired-state/watched-kinds.js';
 import { kustomizeBuild } from '../support/engine-schemas/kustomize-build.js';
 
 type Doc = { kind: string; metadata: { name: string; namespace?: string }; [key: string]: unknown };
@@ -24,6 +25,11 @@ describe('deploy/', () => {
     }
     for (const resource of ['clusterstackreleases', 'clusteraddons']) for (const verb of ['get', 'create', 'patch', 'delete']) expect(allows(rules, 'clusterstack.x-k8s.io', resource, verb)).toBe(true);
     for (const resource of ['clusterstacks', 'clusterstackreleases', 'clusteraddons']) expect(allows(rules, 'clusterstack.x-k8s.io', `${resource}/status`, 'patch')).toBe(true);
+    // Cluster API providers: status only, never their spec.
+    for (const kind of CAPI_PROVIDER_KINDS) {
+      expect(allows(rules, kind.group, `${kind.plural}/status`, 'patch'), kind.plural).toBe(true);
+      for (const verb of ['patch', 'update', 'create', 'delete']) expect(allows(rules, kind.group, kind.plural, verb), `${kind.plural} ${verb}`).toBe(false);
+    }
     expect(allows(rules, 'clusterstack.x-k8s.io', 'clusterstacks', 'delete')).toBe(false);
     expect(allows(rules, '', 'events', 'create')).toBe(true);
     expect(allows(rules, '', 'secrets', 'get')).toBe(false);

@@ -8,6 +8,7 @@ import { desiredStacks, type DesiredStack } from './cluster-stack-status.js';
 import type { EventIntent } from './event-intents.js';
 import { desiredProviderReleases, type DesiredProviderRelease } from './provider-release-state.js';
 import type { StatusInputs } from './status-inputs.js';
+import { desiredCapiProviderStatuses, type DesiredProviderStatus } from './capi-provider-status.js';
 
 export interface DesiredState {
   stacks: DesiredStack[];
@@ -17,6 +18,8 @@ export interface DesiredState {
   addonsToDelete: ClusterAddon[];
   providerReleases: DesiredProviderRelease[];
   providerReleasesToDelete: KubeObject[];
+  /** Statuses of Cluster API provider objects (status only, never spec). */
+  capiProviders: DesiredProviderStatus[];
   events: EventIntent[];
 }
 
@@ -34,6 +37,7 @@ export function desiredState(input: StatusInputs): DesiredState {
     addonsToDelete: addons.toDelete,
     providerReleases: providers.releases,
     providerReleasesToDelete: providers.toDelete,
+    capiProviders: desiredCapiProviderStatuses(input),
     events: [...stacks.events, ...releases.events, ...addons.events],
   };
 }

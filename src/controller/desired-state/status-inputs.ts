@@ -20,6 +20,8 @@ export interface LiveObjects {
   providerReleases: KubeObject[];
   /** <Provider>ClusterStackReleaseTemplate objects the stacks reference. */
   providerTemplates: KubeObject[];
+  /** Cluster API provider objects (CoreProvider, InfrastructureProvider, ...), when their kinds are served. */
+  capiProviders?: KubeObject[];
 }
 
 /** Why a ClusterStack could not be resolved from its current spec or source. */

@@ -1,5 +1,6 @@
 // The kinds the controller watches and writes, as the REST API and the informers address them.
 import { API_GROUP, API_VERSION_NAME, CAPI_API_GROUP } from '../../api/types.js';
+import { OPERATOR_API_GROUP, PROVIDER_KINDS } from '../../api/provider-types.js';
 import type { WatchedKind } from '../runtime/runtime-contract.js';
 import { ARGO_APPLICATION, FLUX_KUSTOMIZATION } from './sync-state.js';
 
@@ -13,3 +14,16 @@ export const ARGO_APPLICATIONS: WatchedKind = { ...ARGO_APPLICATION, namespaced:
 export const CLUSTER_REQUESTS: WatchedKind = { group: 'clusters.openmcp.cloud', version: 'v1alpha1', kind: 'ClusterRequest', plural: 'clusterrequests', namespaced: true, optional: true };
 
 export { kindId } from '../runtime/runtime-contract.js';
+
+/**
+ * The cluster-api-operator's provider kinds: watched when served (optional), rendered into
+ * management/providers/, and given a status (never a spec) by us.
+ */
+export const CAPI_PROVIDER_KINDS: WatchedKind[] = Object.keys(PROVIDER_KINDS).map((kind) => ({
+  group: OPERATOR_API_GROUP,
+  version: 'v1alpha2',
+  kind,
+  plural: `${kind.toLowerCase()}s`,
+  namespaced: true,
+  optional: true,
+}));

@@ -12,7 +12,7 @@ import { writeStatus } from './write-status.js';
 import { ownedObjectDrift, type DesiredState } from '../desired-state/desired-state.js';
 import type { EventIntent } from '../desired-state/event-intents.js';
 import { FINALIZER } from '../desired-state/owned-objects.js';
-import { CLUSTER_ADDONS, CLUSTER_STACK_RELEASES, CLUSTER_STACKS } from '../desired-state/watched-kinds.js';
+import { CAPI_PROVIDER_KINDS, CLUSTER_ADDONS, CLUSTER_STACK_RELEASES, CLUSTER_STACKS } from '../desired-state/watched-kinds.js';
 
 export interface ApplyOptions {
   now: string;
@@ -209,6 +209,12 @@ export async function applyDesiredState(client: ObjectWriter, state: DesiredStat
     });
   }
 
+  // Cluster API providers: status only; their spec is the user's.
+  for (const provider of state.capiProviders ?? []) {
+    const kind = CAPI_PROVIDER_KINDS.find((candidate) => candidate.kind === provider.live.kind);
+    if (!kind) continue;
+    await attempt(report, logger, describe(provider.live), 'write status', () => status(kind, provider.live, provider.status as unknown as Record<string, unknown>));
+  }
   for (const stack of state.stacks) {
     await attempt(report, logger, describe(stack.live), 'write status', () => status(CLUSTER_STACKS, stack.live as unknown as KubeObject, stack.status as Record<string, unknown>));
   }

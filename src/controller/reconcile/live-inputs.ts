@@ -52,6 +52,8 @@ export interface InputSnapshot {
   providerReleases: KubeObject[];
   /** Control planes and infrastructure clusters the Clusters reference. */
   referenced: KubeObject[];
+  /** Cluster API provider objects (spec only is read). */
+  capiProviders?: KubeObject[];
   /** openMCP ClusterRequests (with a scheduler configuration). */
   requests?: KubeObject[];
 }
@@ -102,6 +104,7 @@ export function manifestsFrom(snapshot: InputSnapshot): ParsedManifests {
     ...snapshot.clusters.map((cluster) => specOnly(cluster) as KubeObject),
     ...snapshot.providerReleases.map(providerReadiness),
     ...snapshot.referenced.map((object) => specOnly(object)),
+    ...(snapshot.capiProviders ?? []).map((object) => specOnly(object)),
     ...(snapshot.requests ?? []).map((object) => specOnly(object)),
   ];
   return { objects: objects.map((object) => ({ object, source: LIVE_SOURCE })), problems: [] };

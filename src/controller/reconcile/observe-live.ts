@@ -6,7 +6,7 @@ import type { CapiCluster, ClusterAddon, ClusterStack, ClusterStackRelease, Kube
 import { withSpecDefaults } from '../../api/types.js';
 import { providerReleaseKind } from '../desired-state/provider-release-state.js';
 import type { LiveObjects } from '../desired-state/status-inputs.js';
-import { CAPI_CLUSTERS, CLUSTER_ADDONS, CLUSTER_STACK_RELEASES, CLUSTER_STACKS } from '../desired-state/watched-kinds.js';
+import { CAPI_CLUSTERS, CAPI_PROVIDER_KINDS, CLUSTER_ADDONS, CLUSTER_STACK_RELEASES, CLUSTER_STACKS } from '../desired-state/watched-kinds.js';
 import type { KindCache } from '../runtime/informer-cache.js';
 import { kindRefKey, type KindRef } from '../runtime/kind-discovery.js';
 import type { ResourceKind } from '../runtime/kube-client.js';
@@ -74,6 +74,7 @@ export async function observeLive(cache: KindCache, lists: ObservedLists): Promi
       addons: lists.own(CLUSTER_ADDONS) as unknown as ClusterAddon[],
       providerReleases: dynamic.releases.flatMap((kind) => lists.own(kind)),
       providerTemplates: dynamic.templates.flatMap((kind) => lists.live(kind)),
+      capiProviders: CAPI_PROVIDER_KINDS.flatMap((kind) => lists.live(kind)),
     },
     referenced: dynamic.referenced.flatMap((kind) => lists.live(kind)).filter((object) => isReferenced(object, referencedKeys)),
     unservedKinds,

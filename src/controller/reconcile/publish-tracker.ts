@@ -7,7 +7,7 @@ import type { PublishedHistory, UnitDirOf } from '../../../gitops/git-history.js
 import type { Publisher } from '../../../gitops/publisher.js';
 import { type RenderedTree, sameTree } from '../../output/rendered-tree.js';
 import type { ChangeSummary } from '../../output/tree-changes.js';
-import { unitDirOf } from '../../output/tree-layout.js';
+import { PROVIDERS_DIR, unitDirOf } from '../../output/tree-layout.js';
 import type { PublishState } from '../desired-state/status-inputs.js';
 
 const HISTORY_LIMIT = 1000;
@@ -114,7 +114,7 @@ export class PublishTracker {
     }
     const dirty = dirtyUnitDirs(previous, tree);
     // Nothing rendered yet and nothing there: a README-only first commit would be noise.
-    if (previous.size === 0 && ![...tree.keys()].some((file) => unitDirOf(file) !== undefined)) return { state: this.baseState('unchanged', dirty) };
+    if (previous.size === 0 && ![...tree.keys()].some((file) => unitDirOf(file) !== undefined || file.startsWith(`${PROVIDERS_DIR}/`))) return { state: this.baseState('unchanged', dirty) };
     const resyncDue = now() - this.lastCall >= this.options.resyncMs;
     if (this.published && !this.lastFailed && !resyncDue && sameTree(previous, tree)) return { state: this.baseState('unchanged', dirty) };
     const started = now();

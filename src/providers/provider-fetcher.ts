@@ -1,0 +1,213 @@
+// Where a provider's components come from, per fetchConfig: a GitHub release (`url`: assets
+// metadata.yaml and <type>-components.yaml, through the GitHub release source with its
+// conditional requests, cache and token), an OCI artifact (`oci`: the cluster-api-operator's
+// layout, files named by their title annotation, tag defaulting to the version), or ConfigMaps
+// (`selector`: the operator's layout, here from the inputs, version from its label or name,
+// components gzip-compressed when its annotation says so). Downloads are verified and cached like
+// stack releases (ReleaseCache).
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { gunzipSync } from 'node:zlib';
+import semver from 'semver';
+import { COMPRESSED_ANNOTATION, CONFIGMAP_VERSION_LABEL, type CapiProvider, PROVIDER_KINDS } from '../api/provider-types.js';
+import type { KubeObject } from '../api/types.js';
+import { InputError } from '../core/problem.js';
+import { OciError } from '../oci/oci-error.js';
+import { TITLE_ANNOTATION } from '../oci/oci-manifest.js';
+import { isPlainFileName } from '../oci/release-artifact.js';
+import { RegistryClient } from '../oci/registry-client.js';
+import { sha256Digest } from '../release/content-digest.js';
+import { ReleaseSourceError } from '../sources/release-source.js';
+import type { SourceOpener, SourceOptions } from '../sources/open-release-source.js';
+import { ReleaseCache } from '../sources/release-cache.js';
+import { matchesLabelSelector, requirementsOf } from './label-selector.js';
+
+/** One version of a provider's release: its metadata.yaml and components, and where they came from. */
+export interface ProviderRelease {
+  version: string;
+  metadata: string;
+  components: string;
+  /** Printable origin (never a credential): `github:owner/repo`, `oci://registry/repo`, `ConfigMap ns/name`. */
+  source: string;
+  /** sha256 over metadata and components. */
+  digest: string;
+}
+
+/** Lists and fetches provider releases; every failure is a ReleaseSourceError (fix input, or retry later). */
+export interface ProviderFetcher {
+  /** Every version the provider's source offers (semantic versions only). */
+  versions(provider: CapiProvider, inputs: KubeObject[]): Promise<string[]>;
+  fetch(provider: CapiProvider, version: string, inputs: KubeObject[]): Promise<ProviderRelease>;
+}
+
+const GITHUB_URL = /^https?:\/\/([^/]+)\/([A-Za-z0-9_.-]+)\/([A-Za-z0-9_.-]+)(\/|$)/;
+const METADATA_FILE = 'metadata.yaml';
+
+function releaseOf(version: string, metadata: string, components: string, source: string): ProviderRelease {
+  return { version, metadata, components, source, digest: sha256Digest(`${metadata}\0${components}`) };
+}
+
+/** The operator's OCI reference: `[http://]registry/repo[:tag]`, the tag defaulting to the version. */
+export function parseProviderOci(reference: string, version: string): { registry: string; repository: string; tag: string; plainHttp: boolean } {
+  const plainHttp = reference.startsWith('http://');
+  let rest = reference.replace(/^(https?|oci):\/\//, '');
+  let tag = version;
+  const slash = rest.indexOf('/');
+  const colon = rest.lastIndexOf(':');
+  if (colon > slash && slash >= 0) {
+    tag = rest.slice(colon + 1);
+    rest = rest.slice(0, colon);
+  }
+  if (slash < 0) throw new ReleaseSourceError('not-found', `fetchConfig.oci ${JSON.stringify(reference)} must be registry/repository[:tag]`);
+  return { registry: rest.slice(0, slash), repository: rest.slice(slash + 1), tag, plainHttp };
+}
+
+function fromInputs(provider: CapiProvider, inputs: KubeObject[]): { version: string; configMap: KubeObject }[] {
+  const selector = provider.spec?.fetchConfig?.selector ?? {};
+  const requirements = requirementsOf(selector);
+  const namespace = provider.metadata.namespace ?? 'default';
+  return inputs
+    .filter((object) => object.kind === 'ConfigMap' && object.apiVersion === 'v1' && (object.metadata.namespace ?? 'default') === namespace && matchesLabelSelector(requirements, object.metadata.labels ?? {}))
+    .map((configMap) => ({ version: configMap.metadata.labels?.[CONFIGMAP_VERSION_LABEL] ?? configMap.metadata.name, configMap }));
+}
+
+function configMapRelease(provider: CapiProvider, version: string, inputs: KubeObject[]): ProviderRelease {
+  const found = fromInputs(provider, inputs).filter((entry) => entry.version === version);
+  const where = `ConfigMaps matching ${provider.kind} ${provider.metadata.namespace ?? 'default'}/${provider.metadata.name}'s fetchConfig.selector`;
+  if (found.length === 0) throw new ReleaseSourceError('not-found', `no ConfigMap for version ${version} among the ${where}`);
+  if (found.length > 1) throw new ReleaseSourceError('invalid-release', `${found.length} ConfigMaps hold version ${version} among the ${where}: ${found.map((entry) => entry.configMap.metadata.name).join(', ')}; keep one`);
+  const configMap = found[0]!.configMap as KubeObject & { data?: Record<string, unknown>; binaryData?: Record<string, unknown> };
+  const name = `ConfigMap ${configMap.metadata.namespace ?? 'default'}/${configMap.metadata.name}`;
+  const metadata = configMap.data?.metadata;
+  if (typeof metadata !== 'string') throw new ReleaseSourceError('invalid-release', `${name} has no data.metadata (the provider's metadata.yaml)`);
+  let components: unknown;
+  if (configMap.metadata.annotations?.[COMPRESSED_ANNOTATION] === 'true') {
+    const packed = configMap.binaryData?.components;
+    if (typeof packed !== 'string') throw new ReleaseSourceError('invalid-release', `${name} is annotated ${COMPRESSED_ANNOTATION}: "true" but has no binaryData.components`);
+    try {
+      // Bounded like release archives: a components file is a few MiB.
+      components = gunzipSync(Buffer.from(packed, 'base64'), { maxOutputLength: 64 * 1024 * 1024 }).toString('utf8');
+    } catch (error) {
+      throw new ReleaseSourceError('invalid-release', `${name}: binaryData.components is not gzip data of at most 64 MiB (${(error as Error).message})`);
+    }
+  } else components = configMap.data?.components;
+  if (typeof components !== 'string') throw new ReleaseSourceError('invalid-release', `${name} has no data.components (or binaryData.components with ${COMPRESSED_ANNOTATION}: "true")`);
+  return releaseOf(version, metadata, components, name);
+}
+
+function sortedVersions(tags: string[]): string[] {
+  return [...new Set(tags.filter((tag) => semver.valid(tag) !== null))].sort((a, b) => semver.compare(a, b));
+}
+
+/** A fetcher over the same options (cache, tokens, fetch, timeouts) as the stack release sources. */
+export function createProviderFetcher(options: SourceOptions, openSource: SourceOpener): ProviderFetcher {
+  let cache: ReleaseCache | undefined;
+  const clients = new Map<string, RegistryClient>();
+  const registryFor = (registry: string, plainHttp: boolean): RegistryClient => {
+    const key = `${plainHttp ? 'http' : 'https'}://${registry}`;
+    let client = clients.get(key);
+    if (!client) {
+      client = new RegistryClient({
+        registry,
+        plainHttp: plainHttp || (options.plainHttp ?? false),
+        ...(options.registryCredentials ? { credentials: options.registryCredentials } : {}),
+        ...(options.fetch ? { fetch: options.fetch } : {}),
+        ...(options.logger ? { logger: options.logger } : {}),
+        ...(options.timeouts ? { timeoutMs: options.timeouts.readMs, totalTimeoutMs: options.timeouts.totalMs } : {}),
+      });
+      clients.set(key, client);
+    }
+    return client;
+  };
+  const githubOf = (provider: CapiProvider): string => {
+    const url = provider.spec?.fetchConfig?.url ?? '';
+    const match = GITHUB_URL.exec(url);
+    // github.com, or the GitHub Enterprise host --github-api-url names.
+    const enterpriseHost = options.githubApiUrl ? new URL(options.githubApiUrl).host : undefined;
+    if (!match || (match[1] !== 'github.com' && match[1] !== enterpriseHost)) {
+      throw new ReleaseSourceError('not-found', `fetchConfig.url ${JSON.stringify(url)} is not a GitHub repository URL (https://github.com/<owner>/<repo>/releases, or on the GitHub Enterprise host --github-api-url names); other hosts are not supported`);
+    }
+    return `github:${match[2]}/${match[3]!.replace(/\.git$/, '')}`;
+  };
+  const noSource = (provider: CapiProvider): never => {
+    throw new ReleaseSourceError('not-found', `${provider.kind} ${provider.metadata.namespace ?? 'default'}/${provider.metadata.name} has no spec.fetchConfig; clusterctl's built-in provider list is not bundled, so name the release with fetchConfig.url (e.g. https://github.com/kubernetes-sigs/cluster-api/releases), oci or selector`);
+  };
+
+  return {
+    async versions(provider, inputs) {
+      const fetchConfig = provider.spec?.fetchConfig;
+      if (fetchConfig?.url) {
+        // Every tag is in the listing: stack release tags as releases, the others (v1.8.0) as skipped names.
+        const listing = await openSource(githubOf(provider)).list();
+        return sortedVersions([...listing.releases.map((release) => release.tag), ...listing.skipped.map((skipped) => skipped.name)]);
+      }
+      if (fetchConfig?.oci) {
+        const ref = parseProviderOci(fetchConfig.oci, '');
+        if (ref.tag) return [ref.tag];
+        return sortedVersions(await registryFor(ref.registry, ref.plainHttp).listTags(ref.repository));
+      }
+      if (fetchConfig?.selector) return sortedVersions(fromInputs(provider, inputs).map((entry) => entry.version));
+      return noSource(provider);
+    },
+
+    async fetch(provider, version, inputs) {
+      const fetchConfig = provider.spec?.fetchConfig;
+      const info = PROVIDER_KINDS[provider.kind]!;
+      if (fetchConfig?.selector) return configMapRelease(provider, version, inputs);
+      if (fetchConfig?.url) {
+        const location = githubOf(provider);
+        const fetched = await openSource(location).fetch(version);
+        const read = async (file: string): Promise<string> => {
+          try {
+            return await readFile(path.join(fetched.dir, file), 'utf8');
+          } catch (error) {
+            if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new ReleaseSourceError('invalid-release', `release ${version} of ${location} has no ${file} asset (a ${provider.kind} needs ${METADATA_FILE} and ${info.componentsAsset})`);
+            throw error;
+          }
+        };
+        return releaseOf(version, await read(METADATA_FILE), await read(info.componentsAsset), location);
+      }
+      if (fetchConfig?.oci) {
+        const ref = parseProviderOci(fetchConfig.oci, version);
+        const where = `oci://${ref.registry}/${ref.repository}:${ref.tag}`;
+        const client = registryFor(ref.registry, ref.plainHttp);
+        cache ??= new ReleaseCache(options.cacheDir);
+        const sourceKey = `provider-oci:${ref.registry}/${ref.repository}`;
+        let entry = await cache.get(sourceKey, ref.tag);
+        if (!entry) {
+          const { manifest } = await client.getManifest(ref.repository, ref.tag);
+          const layers = manifest.layers.map((layer, index) => {
+            const title = layer.annotations?.[TITLE_ANNOTATION];
+            if (title === undefined || !isPlainFileName(title)) throw new OciError('invalid-release', `${where}: layer ${index} has no plain file name in ${TITLE_ANNOTATION}`);
+            return { file: title, digest: layer.digest, size: layer.size };
+          });
+          entry = await cache.put(sourceKey, ref.tag, async (dir) => {
+            for (const layer of layers) await client.fetchBlob(ref.repository, layer.digest, path.join(dir, layer.file), layer.size);
+          });
+        }
+        const name = provider.metadata.name;
+        const pick = async (candidates: string[], what: string): Promise<string> => {
+          for (const file of candidates) {
+            try {
+              return await readFile(path.join(entry.dir, file), 'utf8');
+            } catch (error) {
+              if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+            }
+          }
+          throw new ReleaseSourceError('invalid-release', `${where} has no ${what}: it needs one of ${candidates.join(', ')} (the cluster-api-operator's layout)`);
+        };
+        const metadata = await pick([`${info.type}-${name}-${version}-metadata.yaml`, METADATA_FILE], 'metadata');
+        const components = await pick([`${info.type}-${name}-${version}-components.yaml`, `${info.type}-components.yaml`, 'components.yaml'], 'components');
+        return releaseOf(version, metadata, components, `oci://${ref.registry}/${ref.repository}`);
+      }
+      return noSource(provider);
+    },
+  };
+}
+
+/** Problems of a fetch failure, for the plan: a release that is not there is the input's to fix; a remote down is retryable. */
+export function fetchProblem(error: unknown, object: string): { object: string; message: string; retryable?: true } {
+  if (error instanceof InputError) return { object, message: error.message };
+  const retryable = (error as { retryable?: unknown }).retryable === true;
+  return { object, message: (error as Error).message, ...(retryable ? { retryable: true as const } : {}) };
+}

@@ -1,0 +1,196 @@
+// Turns planned providers into the files under management/providers/<kind>-<name>/: clusterctl's
+// variable substitution (a variable without value or default withholds the provider, named),
+// the components read with Kubernetes' YAML, customised (customize-components.ts), additional
+// manifests appended, the secret policy applied, CRDs and Namespaces marked so neither Flux nor
+// Argo CD ever prunes them, one object per file. Pure and deterministic: no helm, no I/O, so every
+// render renders providers again and gets the same bytes.
+import { describeProvider, PROVIDER_KINDS } from '../api/provider-types.js';
+import type { KubeObject } from '../api/types.js';
+import { formatProblem } from '../core/problem.js';
+import type { ProviderRecord, WithheldEntry } from '../output/provenance.js';
+import type { RenderedTree } from '../output/rendered-tree.js';
+import { canonicalJson } from '../render/canonical-json.js';
+import { fileNamesFor } from '../render/manifest-objects.js';
+import { apiGroup, scopeResolver } from '../render/object-scope.js';
+import { applySecretPolicy, type SecretPolicy, SecretRefusedError } from '../render/secret-policy.js';
+import { sha256Digest } from '../release/content-digest.js';
+import { decodeYamlDocuments, encodeYaml, YamlDecodeError } from '../yaml/kube-yaml.js';
+import { customizeComponents, type ImageOverrides, ProviderRenderError } from './customize-components.js';
+import { substituteVariables, SubstitutionSyntaxError } from './envsubst.js';
+import type { PlannedProvider, ProviderPlan } from './plan-providers.js';
+
+/** Flux leaves objects with this annotation in place when they leave the source. */
+export const FLUX_PRUNE_ANNOTATION = 'kustomize.toolkit.fluxcd.io/prune';
+/** Argo CD's per-object sync options; `Prune=false` keeps an object that leaves the source. */
+export const ARGOCD_SYNC_OPTIONS_ANNOTATION = 'argocd.argoproj.io/sync-options';
+const NEVER_PRUNED = new Set(['CustomResourceDefinition', 'Namespace']);
+
+export interface ProviderRenderResult {
+  /** Unit directory -> file name -> content. */
+  rendered: Map<string, Map<string, string>>;
+  records: ProviderRecord[];
+  withheld: WithheldEntry[];
+}
+
+class Withhold extends Error {}
+
+function readDocuments(text: string, origin: string): KubeObject[] {
+  let documents;
+  try {
+    documents = decodeYamlDocuments(text);
+  } catch (error) {
+    if (error instanceof YamlDecodeError) throw new Withhold(`${origin} is not valid YAML: ${error.message}`);
+    throw error;
+  }
+  const objects: KubeObject[] = [];
+  for (const document of documents) {
+    const value = document.value as Record<string, unknown> | null;
+    if (value === null) continue;
+    const metadata = value.metadata as Record<string, unknown> | undefined;
+    if (typeof value !== 'object' || Array.isArray(value) || typeof value.apiVersion !== 'string' || typeof value.kind !== 'string' || typeof metadata?.name !== 'string') {
+      throw new Withhold(`${origin}, document at line ${document.startLine}: is not a Kubernetes object with apiVersion, kind and metadata.name`);
+    }
+    objects.push(value as unknown as KubeObject);
+  }
+  return objects;
+}
+
+function substitute(text: string, planned: PlannedProvider, what: string): string {
+  let result;
+  try {
+    result = substituteVariables(text, (name) => planned.variables.get(name));
+  } catch (error) {
+    if (error instanceof SubstitutionSyntaxError) throw new Withhold(`${what}: ${error.message}`);
+    throw error;
+  }
+  if (result.missing.length > 0) {
+    const where = planned.provider.spec?.configSecret ? `the Secret spec.configSecret names (${planned.provider.spec.configSecret.name})` : 'a Secret named by spec.configSecret';
+    throw new Withhold(`${what} needs variable${result.missing.length > 1 ? 's' : ''} ${result.missing.join(', ')}, which ${result.missing.length > 1 ? 'have' : 'has'} no value and no default; set ${result.missing.length > 1 ? 'them' : 'it'} in ${where}`);
+  }
+  return result.text;
+}
+
+function imageOverrides(planned: PlannedProvider): ImageOverrides | undefined {
+  const text = planned.variables.get('images');
+  if (text === undefined) return undefined;
+  const value = readDocumentsValue(text);
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Withhold('the "images" entry of the configuration must map components (or "all") to {repository, tag}, as in clusterctl\'s configuration');
+  return value as ImageOverrides;
+}
+
+function readDocumentsValue(text: string): unknown {
+  try {
+    return decodeYamlDocuments(text)[0]?.value;
+  } catch (error) {
+    if (error instanceof YamlDecodeError) throw new Withhold(`the "images" entry of the configuration is not valid YAML: ${error.message}`);
+    throw error;
+  }
+}
+
+/** CRDs and Namespaces are never pruned: an upgrade or a removal must not delete user objects. */
+function markNeverPruned(object: KubeObject): void {
+  if (!NEVER_PRUNED.has(object.kind)) return;
+  const annotations = (object.metadata.annotations ??= {});
+  annotations[FLUX_PRUNE_ANNOTATION] = 'disabled';
+  const options = (annotations[ARGOCD_SYNC_OPTIONS_ANNOTATION] ?? '').split(',').map((option) => option.trim()).filter((option) => option !== '' && !option.startsWith('Prune='));
+  annotations[ARGOCD_SYNC_OPTIONS_ANNOTATION] = [...options, 'Prune=false'].join(',');
+}
+
+/** The group/kind pairs a provider's CRDs define: what Cluster API objects its removal would orphan. */
+function definedKinds(objects: KubeObject[]): string[] {
+  const kinds = new Set<string>();
+  for (const object of objects) {
+    if (object.kind !== 'CustomResourceDefinition' || apiGroup(object.apiVersion) !== 'apiextensions.k8s.io') continue;
+    const spec = (object as { spec?: { group?: unknown; names?: { kind?: unknown } } }).spec;
+    if (typeof spec?.group === 'string' && typeof spec.names?.kind === 'string') kinds.add(`${spec.group}/${spec.names.kind}`);
+  }
+  return [...kinds].sort();
+}
+
+function renderOne(planned: PlannedProvider, secrets: SecretPolicy): { files: Map<string, string>; kinds: string[]; notes: string[] } {
+  const release = planned.release!;
+  const info = PROVIDER_KINDS[planned.provider.kind]!;
+  const namespace = planned.provider.metadata.namespace ?? 'default';
+  const origin = `${release.source} ${planned.version} ${info.componentsAsset}`;
+  const objects = readDocuments(substitute(release.components, planned, origin), origin);
+  const images = imageOverrides(planned);
+  const scopeOf = scopeResolver(objects);
+  let customized: KubeObject[];
+  try {
+    customized = customizeComponents(objects, {
+      spec: planned.provider.spec ?? {},
+      targetNamespace: namespace,
+      manifestLabel: info.manifestLabel(planned.provider.metadata.name),
+      isClusterScoped: (object) => {
+        const scope = scopeOf(object);
+        return scope === 'Cluster' || (scope === 'Unknown' && !object.metadata.namespace);
+      },
+      ...(images ? { images } : {}),
+    });
+  } catch (error) {
+    if (error instanceof ProviderRenderError) throw new Withhold(error.message);
+    throw error;
+  }
+  if (planned.additionalManifests !== undefined) {
+    const extra = readDocuments(substitute(planned.additionalManifests, planned, 'spec.additionalManifests'), 'spec.additionalManifests');
+    const extraScope = scopeResolver([...objects, ...extra]);
+    for (const object of extra) if (!object.metadata.namespace && extraScope(object) === 'Namespaced') object.metadata.namespace = namespace;
+    customized.push(...extra);
+  }
+  for (const object of customized) markNeverPruned(object);
+  const entries = customized.map((object) => ({ object, text: encodeYaml(object) }));
+  const kept = applySecretPolicy(entries, secrets, describeProvider(planned.provider));
+  const names = fileNamesFor(kept.objects.map((entry) => entry.object), namespace);
+  const notes = kept.dropped.map((finding) => `${finding.object.kind} ${finding.object.metadata.name} left out (--secrets drop): it ${finding.why}`);
+  return { files: new Map(kept.objects.map((entry, index) => [names[index]!, entry.text])), kinds: definedKinds(objects), notes };
+}
+
+/** Renders every provider whose plan has no problem; a provider that cannot be rendered is withheld, its previous files kept. Throws SecretRefusedError. */
+export function renderProviders(plan: ProviderPlan | undefined, previous: RenderedTree, previousRecords: ProviderRecord[], secrets: SecretPolicy): ProviderRenderResult {
+  const result: ProviderRenderResult = { rendered: new Map(), records: [], withheld: [] };
+  const refusals: SecretRefusedError[] = [];
+  for (const planned of plan?.providers ?? []) {
+    const { provider } = planned;
+    const namespace = provider.metadata.namespace ?? 'default';
+    const entry = { kind: 'provider' as const, namespace, name: `${provider.kind}/${provider.metadata.name}` };
+    const withhold = (reason: string): void => {
+      const old = previousRecords.find((record) => record.dir === planned.dir);
+      const files = old ? new Map(old.files.flatMap((file) => (previous.has(`${old.dir}/${file}`) ? [[file, previous.get(`${old.dir}/${file}`)!] as [string, string]] : []))) : undefined;
+      if (old && files && files.size === old.files.length) {
+        result.rendered.set(old.dir, files);
+        result.records.push(old);
+      }
+      result.withheld.push({ ...entry, reason, previousKept: Boolean(old && files && files.size === old.files.length) });
+    };
+    if (planned.problems.length > 0 || !planned.release) {
+      withhold(planned.problems.map(formatProblem).join('; ') || 'no release');
+      continue;
+    }
+    try {
+      const { files, kinds, notes } = renderOne(planned, secrets);
+      result.rendered.set(planned.dir, files);
+      result.records.push({
+        dir: planned.dir,
+        kind: provider.kind,
+        namespace,
+        name: provider.metadata.name,
+        version: planned.version,
+        pinned: planned.pinned,
+        contract: planned.contract ?? '',
+        source: planned.release.source,
+        digest: planned.release.digest,
+        inputDigest: sha256Digest(canonicalJson({ release: planned.release.digest, spec: provider.spec ?? {}, namespace, variables: [...planned.variables.keys()].sort(), additional: planned.additionalManifests ?? null, secrets })),
+        kinds,
+        files: [...files.keys()].sort(),
+        ...(notes.length > 0 ? { notes } : {}),
+      });
+    } catch (error) {
+      if (error instanceof SecretRefusedError) refusals.push(error);
+      else if (error instanceof Withhold) withhold(error.message);
+      else throw error;
+    }
+  }
+  if (refusals.length > 0) throw refusals.length === 1 ? refusals[0]! : new SecretRefusedError(refusals.map((r) => r.unit).join(', '), refusals.flatMap((r) => r.findings));
+  result.records.sort((a, b) => a.dir.localeCompare(b.dir));
+  return result;
+}

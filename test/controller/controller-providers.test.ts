@@ -1,0 +1,67 @@
+// The controller with Cluster API provider objects: it watches them, renders their components into
+// management/providers/ of the published tree, and writes their status (contract, installedVersion,
+// conditions) through the status subresource, never their spec.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { KubeObject } from '../../src/api/types.js';
+import { createProviderFetcher } from '../../src/providers/provider-fetcher.js';
+import { createSourceOpener } from '../../src/sources/open-release-source.js';
+import { startFakeGitHub, type FakeGitHub } from '../support/fake-github/index.js';
+import { condition, startControllerFixture, waitFor, type ControllerFixture } from '../support/controller-fixture.js';
+
+const OPERATOR = { group: 'operator.cluster.x-k8s.io', version: 'v1alpha2' } as const;
+const FIXTURES = path.resolve('test/fixtures/providers');
+const fixture = (type: string, version: string, file: string): string => readFileSync(path.join(FIXTURES, type, version, file), 'utf8');
+
+describe('controller with Cluster API providers', () => {
+  let fixture_: ControllerFixture;
+  let github: FakeGitHub;
+  beforeAll(async () => {
+    github = await startFakeGitHub();
+    github.addRelease('kubernetes-sigs', 'cluster-api', { tag: 'v1.8.0', assets: [{ name: 'metadata.yaml', content: fixture('core', 'v1.8.0', 'metadata.yaml') }, { name: 'core-components.yaml', content: fixture('core', 'v1.8.0', 'core-components.yaml') }] });
+    github.addRelease('kubernetes-sigs', 'cluster-api-provider-docker', { tag: 'v1.8.0', assets: [{ name: 'metadata.yaml', content: fixture('infrastructure', 'v1.8.0', 'metadata.yaml') }, { name: 'infrastructure-components.yaml', content: fixture('infrastructure', 'v1.8.0', 'infrastructure-components.yaml') }] });
+    fixture_ = await startControllerFixture();
+    for (const kind of ['CoreProvider', 'InfrastructureProvider']) fixture_.api.registerResource({ ...OPERATOR, kind, plural: `${kind.toLowerCase()}s`, namespaced: true, statusSubresource: true });
+  });
+  afterAll(async () => {
+    await fixture_.cleanup();
+    await github.close();
+  });
+
+  const provider = (kind: string, namespace: string, name: string, spec: Record<string, unknown>): KubeObject => ({ apiVersion: `${OPERATOR.group}/${OPERATOR.version}`, kind, metadata: { name, namespace }, spec });
+  const live = (kind: string, namespace: string, name: string) => fixture_.api.get(`${OPERATOR.group}/${OPERATOR.version}`, kind, namespace, name) as (KubeObject & { spec?: Record<string, unknown>; status?: Record<string, unknown> }) | undefined;
+
+  it('renders providers into the published tree and writes contract, installedVersion and conditions, never the spec', async () => {
+    const { api, custom } = fixture_;
+    const core = provider('CoreProvider', 'capi-system', 'cluster-api', { fetchConfig: { url: 'https://github.com/kubernetes-sigs/cluster-api/releases' } });
+    const docker = provider('InfrastructureProvider', 'capd-system', 'docker', { version: 'v1.8.0', fetchConfig: { url: 'https://github.com/kubernetes-sigs/cluster-api-provider-docker/releases' } });
+    for (const object of [core, docker]) {
+      await fixture_.createNamespace(object.metadata.namespace!).catch(() => undefined);
+      await custom.createNamespacedCustomObject({ ...OPERATOR, plural: `${object.kind.toLowerCase()}s`, namespace: object.metadata.namespace!, body: object });
+    }
+    const cacheDir = path.join(fixture_.work, 'providers-cache');
+    const openSource = createSourceOpener({ cacheDir, githubApiUrl: github.apiUrl });
+    await fixture_.start('providers', { providerFetcher: createProviderFetcher({ cacheDir, githubApiUrl: github.apiUrl }, openSource) });
+
+    await waitFor(() => live('CoreProvider', 'capi-system', 'cluster-api')?.status?.['installedVersion'] === 'v1.8.0' && condition(live('CoreProvider', 'capi-system', 'cluster-api'), 'ManifestsPublished')?.status === 'True', 'the core provider status');
+    const coreLive = live('CoreProvider', 'capi-system', 'cluster-api')!;
+    expect(coreLive.status).toMatchObject({ contract: 'v1beta1', installedVersion: 'v1.8.0' });
+    expect(condition(coreLive, 'Ready')).toMatchObject({ status: 'True' });
+    expect(condition(coreLive, 'ManifestsRendered')).toMatchObject({ status: 'True', reason: 'Rendered', message: expect.stringContaining('v1.8.0 (contract v1beta1) from github:kubernetes-sigs/cluster-api') });
+    // The version resolved as the newest lives in provenance.json, not in the spec.
+    expect(coreLive.spec).toEqual({ fetchConfig: { url: 'https://github.com/kubernetes-sigs/cluster-api/releases' } });
+    expect(Object.keys(fixture_.published()).filter((file) => file.startsWith('management/providers/coreprovider-cluster-api/'))).toContain('management/providers/coreprovider-cluster-api/deployment-capi-controller-manager.yaml');
+
+    // DOCKER_HOST has no value (no configSecret): withheld, the variable named.
+    await waitFor(() => condition(live('InfrastructureProvider', 'capd-system', 'docker'), 'ManifestsRendered')?.reason === 'ManifestsWithheld', 'the docker provider withheld');
+    const dockerLive = live('InfrastructureProvider', 'capd-system', 'docker')!;
+    expect(condition(dockerLive, 'ManifestsRendered')!.message).toContain('needs variable DOCKER_HOST');
+    expect(condition(dockerLive, 'Ready')).toMatchObject({ status: 'False', reason: 'ManifestsWithheld' });
+    expect(dockerLive.status?.['installedVersion']).toBeUndefined();
+    // Only the status subresource was written (the test's own creates are POSTs).
+    const writes = api.requests.filter((request) => /\/(coreproviders|infrastructureproviders)\//.test(request.path) && ['PUT', 'PATCH'].includes(request.method));
+    expect(writes.length).toBeGreaterThan(0);
+    expect(writes.filter((request) => !request.path.endsWith('/status'))).toEqual([]);
+  });
+});
