@@ -34,8 +34,12 @@ export type { RenderDependencies } from './render/render-dependencies.js';
 export type { Provenance, UnitRecord, WithheldEntry } from './output/provenance.js';
 /** The render summary behind the README, pull request bodies and reports. */
 export type { RenderSummary } from './output/render-summary.js';
-/** What renderOutput does with rendered Secrets: `refuse`, `drop` or `allow`. */
+/** What renderOutput does with rendered Secrets: `refuse`, `drop`, `allow` or `encrypt` (SOPS, age). */
 export type { SecretPolicy } from './render/secret-policy.js';
+/** For `encrypt`: the recipients from explicit ones or a `.sops.yaml`, checked (RenderOptions.encryption). */
+export { resolveSecretEncryption } from './secrets/secret-encryption.js';
+/** resolveSecretEncryption's input and result. */
+export type { EncryptionInput, SecretEncryption } from './secrets/secret-encryption.js';
 /** Flux or Argo CD wiring options for PipelineOptions.gitops. */
 export type { GitOpsEngine, WiringOptions } from '../gitops/wiring/render-wiring.js';
 /** Where Flux or Argo CD fetch the tree from. */

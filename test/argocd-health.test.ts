@@ -191,7 +191,7 @@ describe('the health scripts', () => {
 describe('generate:health', () => {
   it('changes nothing when run again: the committed scripts and patch are its output, byte for byte', () => {
     const files = generateHealthFiles(HEALTH_DIR);
-    expect([...files.keys()].sort()).toEqual([ARGOCD_HEALTH_PATCH_FILE, ...OUR_KINDS.map((kind) => `${scriptOf(kind)}.lua`)].sort());
+    expect([...files.keys()].sort()).toEqual([ARGOCD_HEALTH_PATCH_FILE, ...OUR_KINDS.map((kind) => `${scriptOf(kind)}.lua`), 'openstack.k-orc.cloud_Image.lua'].sort());
     for (const [name, text] of files) expect(readFileSync(path.join(HEALTH_DIR, name), 'utf8'), `${name} is stale: run npm run generate:health`).toBe(text);
   });
 
@@ -226,6 +226,7 @@ describe('renderArgoHealthPatch', () => {
         'resource.customizations.health.clusterstack.x-k8s.io_ClusterAddon',
         'resource.customizations.health.clusterstack.x-k8s.io_ClusterStack',
         'resource.customizations.health.clusterstack.x-k8s.io_ClusterStackRelease',
+        'resource.customizations.health.openstack.k-orc.cloud_Image',
       ].sort(),
     );
     for (const script of ARGOCD_HEALTH_SCRIPTS) expect(patch.data[argoHealthKey(script)]).toBe(readFileSync(path.join(HEALTH_DIR, `${script}.lua`), 'utf8'));
@@ -242,5 +243,53 @@ describe('renderArgoHealthPatch', () => {
 
   it('finds the scripts beside its module', () => {
     expect(defaultHealthDir()).toBe(HEALTH_DIR);
+  });
+});
+
+describe('Argo CD health of an ORC Image (the node image shared objects wait for)', () => {
+  const script: ArgoHealthScript = 'openstack.k-orc.cloud_Image';
+  const image = (generation: number, conditions?: Record<string, unknown>[]): Record<string, unknown> => ({
+    apiVersion: 'openstack.k-orc.cloud/v1alpha1',
+    kind: 'Image',
+    metadata: { name: 'ubuntu-capi-image-v1.32.5', namespace: 'fleet', generation },
+    spec: {},
+    ...(conditions ? { status: { conditions } } : {}),
+  });
+  const condition = (type: string, status: string, reason: string, message: string, observedGeneration = 2): Record<string, unknown> => ({ type, status, reason, message, observedGeneration, lastTransitionTime: '2025-01-01T00:00:00Z' });
+
+  it('is Progressing before ORC reported anything', () => {
+    expect(health(script, image(2))).toEqual({ status: 'Progressing', message: "Waiting for ORC to report the image's status" });
+  });
+
+  it('is Progressing while the image uploads, with its reason and message', () => {
+    expect(health(script, image(2, [condition('Available', 'False', 'Progressing', 'Uploading image data'), condition('Progressing', 'True', 'Progressing', 'Uploading image data')]))).toEqual({
+      status: 'Progressing',
+      message: 'Progressing: Uploading image data',
+    });
+  });
+
+  it('is Healthy once Available is True for the current generation', () => {
+    expect(health(script, image(2, [condition('Available', 'True', 'Success', 'OpenStack resource is available'), condition('Progressing', 'False', 'Success', 'OpenStack resource is up to date')]))).toEqual({
+      status: 'Healthy',
+      message: 'Success: OpenStack resource is available',
+    });
+  });
+
+  it('is Degraded when ORC stopped progressing without the image becoming available (a terminal error)', () => {
+    expect(health(script, image(2, [condition('Available', 'False', 'InvalidConfiguration', 'hash mismatch'), condition('Progressing', 'False', 'InvalidConfiguration', 'hash mismatch')]))).toEqual({
+      status: 'Degraded',
+      message: 'InvalidConfiguration: hash mismatch',
+    });
+  });
+
+  it('is Progressing while its conditions describe an older generation, even Available ones', () => {
+    expect(health(script, image(3, [condition('Available', 'True', 'Success', 'ok', 2), condition('Progressing', 'False', 'Success', 'ok', 2)]))).toEqual({
+      status: 'Progressing',
+      message: 'Waiting for ORC to observe generation 3',
+    });
+  });
+
+  it('is generated from its source (npm run generate:health)', () => {
+    expect(readFileSync(path.join(HEALTH_DIR, `${script}.lua`), 'utf8')).toBe(generateHealthFiles(HEALTH_DIR).get(`${script}.lua`));
   });
 });

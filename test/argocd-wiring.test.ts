@@ -49,14 +49,27 @@ describe('renderWiring for Argo CD', () => {
     });
   });
 
-  it('writes one Application per release directory, in-cluster into the release namespace, pruning what it applied when deleted', () => {
+  it('writes one Application per release directory, in-cluster into the release namespace, pruning what it applied when deleted but never on a sync', () => {
     const release = object(renderWiring(fleet(), gitOptions), `argocd/management/cluster-stacks/${RELEASE}.yaml`);
     expect(release.metadata).toMatchObject({ name: `cluster-stacks-${RELEASE}`, namespace: 'argocd', finalizers: ['resources-finalizer.argocd.argoproj.io'] });
     expect(release.spec).toMatchObject({
       source: { repoURL: 'git@git.example.com:platform/fleet.git', targetRevision: 'main', path: `rendered/management/cluster-stacks/${RELEASE}` },
       destination: { server: 'https://kubernetes.default.svc', namespace: 'cluster-stacks' },
-      syncPolicy: SYNC_POLICY,
+      syncPolicy: { ...SYNC_POLICY, automated: { prune: false, selfHeal: true } },
     });
+  });
+
+  it('writes one shared Application per release namespace, in an earlier wave, that never prunes and never cascades a deletion', () => {
+    const files = renderWiring(fleet(), gitOptions);
+    const shared = object(files, 'argocd/management/cluster-stacks/shared.yaml');
+    expect(shared.metadata).toMatchObject({ name: 'cluster-stacks-shared', namespace: 'argocd', annotations: { 'argocd.argoproj.io/sync-wave': '-1' } });
+    expect(shared.metadata.finalizers).toBeUndefined();
+    expect(shared.spec).toMatchObject({
+      source: { path: 'rendered/management/cluster-stacks/shared' },
+      destination: { server: 'https://kubernetes.default.svc', namespace: 'cluster-stacks' },
+      syncPolicy: { ...SYNC_POLICY, automated: { prune: false, selfHeal: true } },
+    });
+    expect([...files.keys()].filter((path) => path.endsWith('/shared.yaml'))).toEqual(['argocd/management/cluster-stacks/shared.yaml']);
   });
 
   it('gives each cluster an app of apps whose children apply the stages to the Argo CD cluster named after it', () => {
@@ -115,7 +128,7 @@ describe('renderWiring for Argo CD', () => {
     const files = renderWiring(fleet(), gitOptions);
     const names = (dir: string): string[] => kustomizeBuild(files, dir).map((o) => `${o.kind} ${o.metadata.namespace}/${o.metadata.name}`).sort();
     expect(names('argocd')).toEqual(
-      ['clusterstacks', `cluster-stacks-${OLD_RELEASE}`, `cluster-stacks-${RELEASE}`, 'dev-alpha', 'prod-beta'].map((name) => `Application argocd/${name}`).sort(),
+      ['clusterstacks', 'cluster-stacks-shared', `cluster-stacks-${OLD_RELEASE}`, `cluster-stacks-${RELEASE}`, 'dev-alpha', 'prod-beta'].map((name) => `Application argocd/${name}`).sort(),
     );
     expect(names('argocd/cluster-addons/dev/alpha')).toEqual(['ccm', 'cni', 'csi', 'metrics-server'].map((stage) => `Application argocd/dev-alpha-${stage}`));
   });
@@ -143,7 +156,7 @@ describe('renderWiring for Argo CD', () => {
     expect(after.has(`argocd/management/cluster-stacks/${OLD_RELEASE}.yaml`)).toBe(false);
     expect(after.get(`argocd/management/cluster-stacks/${RELEASE}.yaml`)).toBe(before.get(`argocd/management/cluster-stacks/${RELEASE}.yaml`));
     for (const path of [...before.keys()].filter((p) => p.includes('/clusters/') || p.includes('/cluster-addons/'))) expect(after.get(path), path).toBe(before.get(path));
-    expect(parseObject(after.get('argocd/management/cluster-stacks/kustomization.yaml')!).resources).toEqual([`${RELEASE}.yaml`]);
+    expect(parseObject(after.get('argocd/management/cluster-stacks/kustomization.yaml')!).resources).toEqual([`${RELEASE}.yaml`, 'shared.yaml']);
   });
 
   it('drops the parent and children of a cluster that left the tree', () => {

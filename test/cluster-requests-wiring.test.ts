@@ -16,7 +16,8 @@ describe('cluster requests wiring', () => {
     const kustomization = object(files, 'flux/management/_cluster-requests.yaml');
     expect(kustomization.metadata).toMatchObject({ name: 'clusterstacks-cluster-requests', namespace: 'flux-system' });
     expect(kustomization.spec).toMatchObject({ path: './rendered/management/_cluster-requests', prune: true, deletionPolicy: 'Orphan', sourceRef: { kind: 'GitRepository', name: 'clusterstacks' } });
-    const releases = [...files.keys()].filter((file) => /^flux\/management\/[a-z-]+\/[^/]+\.yaml$/.test(file) && !file.endsWith('kustomization.yaml'));
+    // Releases only: each namespace's shared.yaml is applied before its releases anyway.
+    const releases = [...files.keys()].filter((file) => /^flux\/management\/[a-z-]+\/[^/]+\.yaml$/.test(file) && !file.endsWith('kustomization.yaml') && !file.endsWith('/shared.yaml'));
     expect(kustomization.spec.dependsOn).toHaveLength(releases.length);
     expect(schemaProblems(files, [...FLUX_SCHEMAS, ...KUSTOMIZE_SCHEMAS])).toEqual([]);
     expect(kustomizationProblems(files)).toEqual([]);

@@ -75,9 +75,28 @@ describe('renderWiring for Flux', () => {
     expect(release.spec.targetNamespace).toBeUndefined();
     expect(release.spec.sourceRef.namespace).toBeUndefined();
     expect(release.spec.kubeConfig).toBeUndefined();
-    // ClusterClass health through CEL, for both CAPI API versions.
-    expect(release.spec.healthCheckExprs.map((e: any) => `${e.apiVersion} ${e.kind}`)).toEqual(['cluster.x-k8s.io/v1beta1 ClusterClass', 'cluster.x-k8s.io/v1beta2 ClusterClass']);
-    for (const expr of release.spec.healthCheckExprs) expect(expr.current).toContain('observedGeneration');
+    // ClusterClass health through CEL, for both CAPI API versions, and the node image's.
+    expect(release.spec.healthCheckExprs.map((e: any) => `${e.apiVersion} ${e.kind}`)).toEqual(['cluster.x-k8s.io/v1beta1 ClusterClass', 'cluster.x-k8s.io/v1beta2 ClusterClass', 'openstack.k-orc.cloud/v1alpha1 Image']);
+    for (const expr of release.spec.healthCheckExprs.slice(0, 2)) expect(expr.current).toContain('observedGeneration');
+    // Every release waits for its namespace's shared objects (always, so a move into shared/ is ordered).
+    expect(release.spec.dependsOn).toEqual([{ name: 'cluster-stacks-shared' }]);
+  });
+
+  it('writes one shared Kustomization per release namespace that waits for node images and never prunes', () => {
+    const files = renderWiring(fleet(), gitOptions);
+    const shared = object(files, 'flux/management/cluster-stacks/shared.yaml');
+    expect(shared.metadata).toMatchObject({ name: 'cluster-stacks-shared', namespace: 'flux-system', labels: { 'clusterstack.x-k8s.io/wiring': 'shared', 'clusterstack.x-k8s.io/namespace': 'cluster-stacks' } });
+    expect(shared.spec).toMatchObject({ path: './rendered/management/cluster-stacks/shared', prune: false, wait: true, sourceRef: { kind: 'GitRepository', name: 'clusterstacks' } });
+    expect(shared.spec.dependsOn).toBeUndefined();
+    expect(shared.spec.healthCheckExprs).toEqual([
+      {
+        apiVersion: 'openstack.k-orc.cloud/v1alpha1',
+        kind: 'Image',
+        current: "status.?conditions.orValue([]).exists(c, c.type == 'Available' && c.status == 'True')",
+        failed: "!(status.?conditions.orValue([]).exists(c, c.type == 'Available' && c.status == 'True')) && status.?conditions.orValue([]).exists(c, c.type == 'Progressing' && c.status == 'False')",
+      },
+    ]);
+    expect([...files.keys()].filter((path) => path.endsWith('/shared.yaml'))).toEqual(['flux/management/cluster-stacks/shared.yaml']);
   });
 
   it("applies every addon stage through the cluster's CAPI kubeconfig Secret, from the cluster's namespace", () => {
@@ -111,6 +130,7 @@ describe('renderWiring for Flux', () => {
     ]);
     expect(dependsOn('flux/clusters/prod/beta/cluster-addon.yaml')).toBeUndefined();
     for (const [path, wiring] of wiringObjects(files)) {
+      if (wiring.metadata.labels['clusterstack.x-k8s.io/wiring'] !== 'cluster-stage') continue;
       for (const dependency of wiring.spec?.dependsOn ?? []) expect(dependency.namespace, path).toBe(wiring.metadata.namespace);
     }
   });
@@ -158,6 +178,7 @@ describe('renderWiring for Flux', () => {
         'Kustomization flux-system/clusterstacks',
         `Kustomization flux-system/cluster-stacks-${OLD_RELEASE}`,
         `Kustomization flux-system/cluster-stacks-${RELEASE}`,
+        'Kustomization flux-system/cluster-stacks-shared',
         'Kustomization dev/alpha-cni',
         'Kustomization dev/alpha-csi',
         'Kustomization dev/alpha-metrics-server',

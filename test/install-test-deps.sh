@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests run for real: an OCI registry (docker-registry), skopeo to
 # read artifacts back, Lua for the Argo CD health checks, git (git http-backend ships with it) and
-# kubectl for kustomize builds, htpasswd (apache2-utils) and openssl for the registries with auth, and
+# kubectl for kustomize builds, htpasswd (apache2-utils) and openssl for the registries with auth, age
+# to unwrap the data keys of the SOPS files we write, and
 # Go with Debian's sigs.k8s.io/yaml and go-yaml v2 sources: the tests build a small oracle from them
 # to check that what we write decodes in Kubernetes exactly as helm's output does.
 # Needs root (or sudo); does nothing when everything is installed.
 set -euo pipefail
-packages=(docker-registry skopeo lua5.4 git apache2-utils openssl golang-go golang-k8s-sigs-yaml-dev golang-gopkg-yaml.v2-dev)
+packages=(docker-registry skopeo lua5.4 git apache2-utils openssl age golang-go golang-k8s-sigs-yaml-dev golang-gopkg-yaml.v2-dev)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -44,6 +44,7 @@ const EXPORTS = [
   'readInputFiles',
   'renderAndPublish',
   'renderOutput',
+  'resolveSecretEncryption',
 ];
 
 describe('the library entry (src/index.ts)', () => {

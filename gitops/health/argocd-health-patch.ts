@@ -14,6 +14,8 @@ export const ARGOCD_HEALTH_SCRIPTS = [
   'clusterstack.x-k8s.io_ClusterStack',
   'clusterstack.x-k8s.io_ClusterStackRelease',
   'clusterstack.x-k8s.io_ClusterAddon',
+  // The node image a ClusterClass needs (ORC Image): shared and release Applications wait for it.
+  'openstack.k-orc.cloud_Image',
   // Restores Application health (gone since Argo CD 1.8) so the generated per-cluster app of apps
   // waits for each stage's Application before syncing the next wave.
   'argoproj.io_Application',

@@ -5,6 +5,26 @@
 // `npm run generate:health` writes the files (generate-health.ts); a test checks they are current.
 import { FAILURE_REACTIONS, type FailureKind, type FailureReaction } from '../../src/core/failure.js';
 
+/**
+ * The Lua function `describe(condition, fallback)`: "<reason>: <message>", or whichever of the two
+ * is set, or the fallback. Every generated script carries it (Argo CD runs each script alone).
+ */
+export const LUA_DESCRIBE_CONDITION = `-- "<reason>: <message>", or whichever of the two is set, or the fallback.
+local function describe(condition, fallback)
+  local reason = condition.reason
+  local text = condition.message
+  if type(reason) ~= "string" or reason == "" then
+    reason = nil
+  end
+  if type(text) ~= "string" or text == "" then
+    return reason or fallback
+  end
+  if reason ~= nil then
+    return reason .. ": " .. text
+  end
+  return text
+end`;
+
 /** What one kind's health script does differently from the others. */
 export interface HealthScriptKind {
   kind: 'ClusterStack' | 'ClusterStackRelease' | 'ClusterAddon';
@@ -145,21 +165,7 @@ local function needsUserFix(reason)
   return false
 end
 
--- "<reason>: <message>", or whichever of the two is set, or the fallback.
-local function describe(condition, fallback)
-  local reason = condition.reason
-  local text = condition.message
-  if type(reason) ~= "string" or reason == "" then
-    reason = nil
-  end
-  if type(text) ~= "string" or text == "" then
-    return reason or fallback
-  end
-  if reason ~= nil then
-    return reason .. ": " .. text
-  end
-  return text
-end
+${LUA_DESCRIBE_CONDITION}
 
 local generation = nil
 if obj.metadata ~= nil then

@@ -37,6 +37,18 @@ Argo CD or Flux; closing it changes nothing.
 {{/each}}
 
 {{/if}}
+{{#if shared.length}}
+## Shared objects
+
+Written once in \`management/<namespace>/shared/\` while more than one kept release renders them.
+
+| Object file | Change | Rendered by |
+| --- | --- | --- |
+{{#each shared}}
+| \`{{path}}\` | {{change}} | {{renderedBy}} |
+{{/each}}
+
+{{/if}}
 {{#if providers.length}}
 ## Cluster API providers
 

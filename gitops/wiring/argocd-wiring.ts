@@ -3,6 +3,7 @@
 //
 // Layout (under `argocd/`):
 //   root.yaml                                      Application <name>: applies argocd/ (this directory)
+//   management/<ns>/shared.yaml                    Application <ns>-shared             -> in-cluster, namespace <ns>
 //   management/<ns>/<release>.yaml                 Application <ns>-<release>          -> in-cluster, namespace <ns>
 //   clusters/<ns>/<cluster>.yaml                   Application <ns>-<cluster>          -> in-cluster: the cluster's app of apps
 //   cluster-addons/<ns>/<cluster>/<stage>.yaml     Application <ns>-<cluster>-<stage>  -> workload cluster <ns>-<cluster>
@@ -31,6 +32,7 @@
 // Argo CD cluster Secret is already gone, Argo CD removes the finalizer without pruning.
 import type { KubeObject } from '../../src/api/types.js';
 import type { UnitRecord } from '../../src/output/provenance.js';
+import { sharedDir } from '../../src/output/tree-layout.js';
 import { argoProviderApplications } from './provider-wiring.js';
 import { ARGOCD_SYNC_WAVE_ANNOTATION } from './argocd-sync-waves.js';
 import { CLUSTER_REQUESTS_DIR } from '../../src/output/tree-layout.js';
@@ -39,6 +41,7 @@ import { groupUnits, wiringFiles, wiringLabels } from './wiring-layout.js';
 import {
   argoClusterApplicationName,
   argoReleaseApplicationName,
+  argoSharedApplicationName,
   argoStageApplicationName,
   assertUniqueNames,
   LABEL_CLUSTER,
@@ -90,6 +93,8 @@ interface ApplicationParts {
   destination: Record<string, string>;
   finalizer: boolean;
   wave?: number;
+  /** Automated prune; true unless the Application must never delete what leaves it (see renderArgoWiring). */
+  prune?: boolean;
 }
 
 function application(options: WiringOptions, parts: ApplicationParts): KubeObject {
@@ -100,7 +105,7 @@ function application(options: WiringOptions, parts: ApplicationParts): KubeObjec
     apiVersion: ARGOCD_APPLICATION_API,
     kind: 'Application',
     metadata,
-    spec: { project: options.project ?? DEFAULT_PROJECT, source: applicationSource(options, parts.treeDir), destination: parts.destination, syncPolicy: structuredClone(SYNC_POLICY) },
+    spec: { project: options.project ?? DEFAULT_PROJECT, source: applicationSource(options, parts.treeDir), destination: parts.destination, syncPolicy: { ...structuredClone(SYNC_POLICY), automated: { prune: parts.prune ?? true, selfHeal: true } } },
   };
 }
 
@@ -115,6 +120,37 @@ export function renderArgoWiring(units: UnitRecord[], options: WiringOptions, ex
     `${ARGOCD_DIR}/root.yaml`,
     application(options, { name: options.name, labels: wiringLabels(options.name, 'root'), treeDir: ARGOCD_DIR, destination: { server: ARGOCD_IN_CLUSTER, namespace: options.namespace }, finalizer: false }),
   );
+
+  // Shared objects (management/<ns>/shared/, one Application per namespace with a release, even when
+  // empty) move between it and a release's directory in one revision, and Argo CD orders nothing
+  // between Applications on a new revision: each syncs on its own. Argo CD deletes an object only
+  // through the Application whose tracking id it carries, and only when that Application prunes
+  // (or is deleted with its resources finalizer). So neither side of a move may prune:
+  //  - the shared Application has no automated prune and no resources finalizer: an object moving
+  //    back to a release is left for the release to take over, and removing the Application
+  //    deletes nothing;
+  //  - release Applications do not prune automatically either: a release's content never changes,
+  //    so the only objects that leave a live release are those moving into shared/ (a release
+  //    that is dropped is still cleaned up, by deleting its Application with the finalizer).
+  // An object left behind this way shows as OutOfSync ("requires pruning") until its new owner
+  // tracks it; one leaving the tree straight from shared/ stays that way until pruned by hand.
+  // Wave -1 in the root Application: a new release's Application is created once shared/ is healthy.
+  for (const namespace of [...new Set(releases.map((release) => release.namespace))]) {
+    const name = argoSharedApplicationName(namespace);
+    names.push({ namespace: options.namespace, name, what: `shared objects of namespace ${namespace}` });
+    objects.set(
+      `${ARGOCD_DIR}/${sharedDir(namespace)}.yaml`,
+      application(options, {
+        name,
+        labels: wiringLabels(options.name, 'shared', { [LABEL_NAMESPACE]: namespace }),
+        treeDir: sharedDir(namespace),
+        destination: { server: ARGOCD_IN_CLUSTER, namespace },
+        finalizer: false,
+        wave: -1,
+        prune: false,
+      }),
+    );
+  }
 
   // Cluster API providers in earlier sync waves of the root (core first); releases need their CRDs.
   const providerApps = argoProviderApplications(
@@ -138,6 +174,7 @@ export function renderArgoWiring(units: UnitRecord[], options: WiringOptions, ex
         treeDir: release.dir,
         destination: { server: ARGOCD_IN_CLUSTER, namespace: release.namespace },
         finalizer: true,
+        prune: false,
       }),
     );
   }

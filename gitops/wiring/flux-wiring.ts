@@ -5,6 +5,7 @@
 // Layout (under `flux/`, every directory with a kustomization.yaml listing exactly its entries):
 //   source.yaml                                   GitRepository | OCIRepository <name>
 //   root.yaml                                     Kustomization <name>: applies flux/ (this directory)
+//   management/<ns>/shared.yaml                   Kustomization <ns>-shared      (namespace: wiring namespace)
 //   management/<ns>/<release>.yaml                Kustomization <ns>-<release>   (namespace: wiring namespace)
 //   clusters/<ns>/<cluster>/<stage>.yaml          Kustomization <cluster>-<stage> (namespace: <ns>)
 // Bootstrap once with `kubectl apply -k <path>/flux`; from then on the root Kustomization keeps the
@@ -17,13 +18,16 @@
 // namespaces. The kubeconfig is only ever referenced by name; nothing here carries a credential.
 import type { KubeObject } from '../../src/api/types.js';
 import type { UnitRecord } from '../../src/output/provenance.js';
-import { CLUSTER_REQUESTS_DIR } from '../../src/output/tree-layout.js';
+import { CLUSTER_REQUESTS_DIR, sharedDir } from '../../src/output/tree-layout.js';
+import { NODE_IMAGE_HEALTH } from './node-image-health.js';
 import { fluxProviderKustomizations } from './provider-wiring.js';
+import { fluxDecryptionFor } from './sops-decryption.js';
 import { checkWiringOptions, sourcePath, type WiringExtras, type WiringOptions } from './wiring-options.js';
 import { groupUnits, wiringFiles, wiringLabels } from './wiring-layout.js';
 import {
   assertUniqueNames,
   fluxReleaseKustomizationName,
+  fluxSharedKustomizationName,
   fluxStageKustomizationName,
   LABEL_CLUSTER,
   LABEL_NAMESPACE,
@@ -94,6 +98,39 @@ export function renderFluxWiring(units: UnitRecord[], options: WiringOptions, ex
     spec: { interval: INTERVAL, retryInterval: RETRY_INTERVAL, timeout: TIMEOUT, path: path(options, FLUX_DIR), prune: true, sourceRef: localSource },
   });
 
+  // Objects several releases render live in management/<ns>/shared/ (every namespace with a release
+  // has one, possibly empty). Its Kustomization never prunes and every release of the namespace
+  // depends on it, always, so that an object moving between a release and shared/ in one revision
+  // is never deleted (see "Shared objects" in the README):
+  //  - into shared/: a release's garbage collection of the new revision waits for shared/ to apply
+  //    it first (dependsOn on the same source also waits for the same revision), and then skips it,
+  //    since kustomize-controller only deletes objects whose owner labels still name itself;
+  //  - out of shared/ (back to the one release still rendering it): shared/ never deletes it, the
+  //    release takes it over (its owner labels) whenever it applies.
+  // The price: an object leaving the tree straight from shared/ (all its releases dropped at once)
+  // is not pruned by Flux; the render names it so it can be deleted by hand.
+  const sharedNames = new Map<string, string>();
+  for (const namespace of [...new Set(releases.map((release) => release.namespace))]) {
+    const name = fluxSharedKustomizationName(namespace);
+    sharedNames.set(namespace, name);
+    names.push({ namespace: options.namespace, name, what: `shared objects of namespace ${namespace}` });
+    objects.set(`${FLUX_DIR}/${sharedDir(namespace)}.yaml`, {
+      apiVersion: FLUX_KUSTOMIZATION_API,
+      kind: 'Kustomization',
+      metadata: { name, namespace: options.namespace, labels: wiringLabels(options.name, 'shared', { [LABEL_NAMESPACE]: namespace }) },
+      spec: {
+        interval: INTERVAL,
+        retryInterval: RETRY_INTERVAL,
+        timeout: TIMEOUT,
+        path: path(options, sharedDir(namespace)),
+        prune: false,
+        wait: true,
+        sourceRef: localSource,
+        healthCheckExprs: structuredClone(NODE_IMAGE_HEALTH),
+      },
+    });
+  }
+
   // Cluster API providers first (core, then the others); releases need their CRDs.
   const providerWiring = fluxProviderKustomizations(extras.providers ?? [], options, { interval: INTERVAL, retryInterval: RETRY_INTERVAL, timeout: TIMEOUT, sourceRef: localSource });
   for (const [file, object] of providerWiring.objects) {
@@ -118,8 +155,10 @@ export function renderFluxWiring(units: UnitRecord[], options: WiringOptions, ex
         prune: true,
         wait: true,
         sourceRef: localSource,
-        healthCheckExprs: structuredClone(CLUSTER_CLASS_HEALTH),
-        ...(providerWiring.dependsOn.length > 0 ? { dependsOn: providerWiring.dependsOn } : {}),
+        // The shared node images (and the providers) are ready before this release's ClusterClass is applied.
+        dependsOn: [{ name: sharedNames.get(release.namespace)! }, ...providerWiring.dependsOn],
+        healthCheckExprs: [...structuredClone(CLUSTER_CLASS_HEALTH), ...structuredClone(NODE_IMAGE_HEALTH)],
+        ...fluxDecryptionFor(units, release.dir, options.sopsSecret),
       },
     });
   }
@@ -173,6 +212,7 @@ export function renderFluxWiring(units: UnitRecord[], options: WiringOptions, ex
             sourceRef: { ...localSource, namespace: options.namespace },
             kubeConfig: { secretRef: { name: capiKubeconfigSecretName(cluster.name), key: CAPI_KUBECONFIG_KEY } },
             ...(previous.length > 0 ? { dependsOn: previous } : {}),
+            ...fluxDecryptionFor(units, stage.dir, options.sopsSecret),
           },
         });
       }

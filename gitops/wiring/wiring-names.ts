@@ -12,7 +12,7 @@ export const LABEL_CLUSTER = 'clusterstack.x-k8s.io/cluster';
 export const LABEL_STAGE = 'clusterstack.x-k8s.io/stage';
 
 /** What a wiring object applies: the value of LABEL_WIRING. */
-export type WiringRole = 'source' | 'root' | 'release' | 'cluster' | 'cluster-stage' | 'cluster-requests';
+export type WiringRole = 'source' | 'root' | 'shared' | 'release' | 'cluster' | 'cluster-stage' | 'cluster-requests';
 
 const MAX_LABEL = 63;
 const HASH_LENGTH = 8;
@@ -47,6 +47,16 @@ export function labelValue(value: string): string {
 /** The Flux Kustomization (in the wiring namespace) applying a release's management directory. */
 export function fluxReleaseKustomizationName(namespace: string, release: string): string {
   return dnsLabel(namespace, release);
+}
+
+/** The Flux Kustomization (in the wiring namespace) applying a namespace's shared directory. */
+export function fluxSharedKustomizationName(namespace: string): string {
+  return dnsLabel(namespace, 'shared');
+}
+
+/** The Argo CD Application applying a namespace's shared directory. */
+export function argoSharedApplicationName(namespace: string): string {
+  return dnsLabel(namespace, 'shared');
 }
 
 /** The Flux Kustomization (in the cluster's namespace) applying one addon stage to a workload cluster. */

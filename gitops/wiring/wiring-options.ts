@@ -34,6 +34,8 @@ export interface WiringOptions {
   name: string;
   /** Argo CD only: the AppProject of every Application. Defaults to `default`. */
   project?: string;
+  /** Flux only: the Secret with the age identity for Kustomizations that decrypt SOPS files (default sops-age). */
+  sopsSecret?: string;
 }
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -72,6 +74,7 @@ function wiringOptionProblems(options: WiringOptions): Problem[] {
   if (!DNS_LABEL.test(options.namespace) || options.namespace.length > 63) add('namespace', `"${options.namespace}" is not a Kubernetes namespace name (lowercase letters, digits and "-", at most 63)`);
   if (!DNS_LABEL.test(options.name) || options.name.length > 63) add('name', `"${options.name}" is not a valid object name (lowercase letters, digits and "-", at most 63)`);
   if (options.project !== undefined && options.project.trim() === '') add('project', 'give an Argo CD AppProject name or leave it out for "default"');
+  if (options.sopsSecret !== undefined && (!DNS_SUBDOMAIN.test(options.sopsSecret) || options.sopsSecret.length > 253)) add('sopsSecret', `"${options.sopsSecret}" is not a Secret name`);
   const source = options.source;
   if (source.secretName !== undefined && (!DNS_SUBDOMAIN.test(source.secretName) || source.secretName.length > 253)) {
     add('source.secretName', `"${source.secretName}" is not a Secret name`);

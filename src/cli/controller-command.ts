@@ -16,6 +16,7 @@ import { PrometheusMetrics } from '../controller/runtime/metrics.js';
 import { onShutdownSignals } from '../controller/runtime/shutdown.js';
 import { SECRET_POLICIES, type SecretPolicy } from '../render/secret-policy.js';
 import { type CliIo, EXIT_FAILURE, EXIT_OK, UsageError } from './cli-io.js';
+import { controllerSecretSettings } from './secret-options.js';
 import { parseCommandLine } from './parse-command-line.js';
 import { readSchedulerConfigOption } from './scheduler-config-option.js';
 import { configFromFlags, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, providerFetcherFrom, sourceOpenerFrom } from './common-options.js';
@@ -38,7 +39,12 @@ Output (one of):
 
 Rendering:
 ${SOURCE_HELP}
-  --secrets <policy>         refuse (default) | drop | allow (CLUSTERSTACK_SECRETS)
+  --secrets <policy>         refuse (default) | drop | allow | encrypt (CLUSTERSTACK_SECRETS)
+  --age-recipient <age1...>  with encrypt: an age recipient (repeatable; CLUSTERSTACK_AGE_RECIPIENTS,
+                             comma-separated); without one, the target's .sops.yaml decides
+  --sops-config <file>       with encrypt: a .sops.yaml whose creation_rules pick the recipients
+                             (CLUSTERSTACK_SOPS_CONFIG)
+  --sops-secret <name>       Flux: the Secret with the age identity (CLUSTERSTACK_SOPS_SECRET, default sops-age)
   --helm <path>              the helm binary (CLUSTERSTACK_HELM)
 
 GitOps (sync state read back into ManifestsSynced conditions):
@@ -140,6 +146,9 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
       branch: { type: 'string' },
       path: { type: 'string' },
       secrets: { type: 'string' },
+      'age-recipient': { type: 'string', multiple: true },
+      'sops-config': { type: 'string' },
+      'sops-secret': { type: 'string' },
       helm: { type: 'string' },
       gitops: { type: 'string' },
       'gitops-url': { type: 'string' },
@@ -204,6 +213,7 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
+  const secretSettings = await controllerSecretSettings(settings.secrets, engine, values, io);
   if (!['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'].includes(settings.logLevel)) throw new UsageError(`--log-level must be debug, info, warn or error, not "${settings.logLevel}"`);
   const listen = parseListenAddress(settings.metricsAddr);
   let extension: Readonly<RuntimeExtensionSettings> | undefined;
@@ -226,7 +236,8 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
   const kubeConfig = loadKubeConfig(settings, io.cwd);
   const output: OutputSettings = { ...settings, plainHttp: values['plain-http'] };
   checkOutputSettings(output);
-  const wiring = wiringOptionsFor(output, settings, false);
+  const plainWiring = wiringOptionsFor(output, settings, false);
+  const wiring = plainWiring && secretSettings.sopsSecret ? { ...plainWiring, sopsSecret: secretSettings.sopsSecret } : plainWiring;
   if (engine !== 'none' && !wiring) logger.info({ engine }, 'No --gitops-url: wiring is not generated; sync state is read from existing objects');
 
   // Ours alone from here on; a controller killed before us may have left git locks in its clones.
@@ -262,6 +273,7 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
     workDir: config.cacheDir,
     helm: createHelmDependencies({ ...(config.helmBinary ? { configured: config.helmBinary } : {}), pathEnv: config.pathEnv, workDir: path.join(config.cacheDir, 'helm') }),
     secrets: settings.secrets as SecretPolicy,
+    ...(secretSettings.encryption ? { encryption: secretSettings.encryption } : {}),
     engine,
     ...(wiring ? { wiring } : {}),
     ...(settings.pullRequest ? { pullRequest: true } : {}),

@@ -1,6 +1,8 @@
 // `clusterstack plan <files or dirs...> --release-source <source> [--json]`
 import path from 'node:path';
+import { createHelmDependencies } from '../../renderers/helm-dependencies.js';
 import { formatPlanReport, planReport, reportHasProblems, retryableProblems } from '../plan/plan-report.js';
+import { checkReleaseConflicts } from '../render/check-release-conflicts.js';
 import { type CliIo, EXIT_FAILURE, EXIT_OK, EXIT_PROBLEMS, UsageError } from './cli-io.js';
 import { parseCommandLine } from './parse-command-line.js';
 import { configFromFlags, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, planFromInputs } from './common-options.js';
@@ -41,10 +43,33 @@ export async function planCommand(args: string[], io: CliIo): Promise<number> {
   // The scheduler configuration is no input object, even inside an input directory.
   const plan = await planFromInputs(positionals, location, config, values, io, warn, values['scheduler-config'] ? [path.resolve(io.cwd, values['scheduler-config'])] : []);
   const report = planReport(plan);
+  await addConflictNotes(report, plan, config, values.json ? undefined : warn);
   const requests = scheduler ? clusterRequestsReport(planClusterRequests(plan, scheduler, new Map())) : undefined;
   if (values.json) io.stdout(`${JSON.stringify({ ...report, ...requests }, null, 2)}\n`);
   else io.stdout(formatPlanReport({ ...report, warnings: [] }) + (requests ? formatClusterRequestsReport(requests) : ''));
   // A remote that failed is not the inputs' fault: exit 3, so CI retries rather than blames the change.
   if (retryableProblems(plan).length > 0) return EXIT_FAILURE;
   return reportHasProblems(report) ? EXIT_PROBLEMS : EXIT_OK;
+}
+
+/**
+ * Notes, per ClusterStack, the kept releases a render would withhold for rendering an object an
+ * older kept release renders differently (one helm process per kept release, nothing written).
+ * Without a usable helm the check is skipped with a warning; the plan itself stands.
+ */
+async function addConflictNotes(report: ReturnType<typeof planReport>, plan: Awaited<ReturnType<typeof planFromInputs>>, config: ReturnType<typeof configFromFlags>, warn?: (message: string) => void): Promise<void> {
+  const helm = createHelmDependencies({ ...(config.helmBinary ? { configured: config.helmBinary } : {}), pathEnv: config.pathEnv, workDir: path.join(config.cacheDir, 'helm') });
+  let conflicts: Awaited<ReturnType<typeof checkReleaseConflicts>>;
+  try {
+    conflicts = await checkReleaseConflicts(plan, helm);
+  } catch (error) {
+    const message = `objects shared between releases were not checked: ${(error as Error).message}`;
+    report.warnings.push(message);
+    warn?.(message);
+    return;
+  }
+  for (const conflict of conflicts) {
+    const stack = report.clusterStacks.find((entry) => entry.namespace === conflict.namespace && entry.releases.some((release) => release.name === conflict.release));
+    stack?.notes.push(`release ${conflict.release} will be withheld: it ${conflict.reason}`);
+  }
 }

@@ -4,7 +4,8 @@ import path from 'node:path';
 import { createHelmDependencies } from '../../renderers/helm-dependencies.js';
 import { formatProblem, InputError } from '../core/problem.js';
 import { planReport, reportHasProblems, retryableProblems } from '../plan/plan-report.js';
-import { type WithheldEntry } from '../output/provenance.js';
+import { describeEncryptedSecrets, type EncryptedSecretsReport, reportEncryptedSecrets } from '../output/encrypted-secrets-report.js';
+import { readProvenance, type WithheldEntry } from '../output/provenance.js';
 import { renderAndPublish as renderAndPublishTree } from '../pipeline/render-and-publish.js';
 import type { RenderProgress } from '../render/render-output.js';
 import { SECRET_POLICIES, type SecretPolicy } from '../render/secret-policy.js';
@@ -12,6 +13,7 @@ import { type CliIo, EXIT_OK, RemoteFailureError, UsageError } from './cli-io.js
 import { parseCommandLine } from './parse-command-line.js';
 import type { ProtectedPath } from '../../gitops/protected-paths.js';
 import { checkOutputSettings, createOutputPublisher, localOutputDirectory, type OutputSettings, wiringOptionsFor } from './output-publisher.js';
+import { SECRET_HELP, secretSettingsFrom } from './secret-options.js';
 import { configFromFlags, isRemoteLocation, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, planFromInputs } from './common-options.js';
 import { readSchedulerConfigOption, SCHEDULER_CONFIG_HELP } from './scheduler-config-option.js';
 
@@ -40,7 +42,7 @@ Output (one of):
 
 Options:
 ${SOURCE_HELP}
-  --secrets <policy>       refuse (default) | drop | allow rendered Secrets and private keys
+${SECRET_HELP}
   --helm <path>            the helm binary (CLUSTERSTACK_HELM; default: bundled, then PATH)
   --readme-template <file> Handlebars template for the tree's README.md
   --commit-template <file> Handlebars template for the commit message
@@ -90,6 +92,8 @@ export interface RenderReport {
   withheld: { kind: 'release' | 'cluster' | 'provider'; namespace: string; name: string; reason: string; previousOutputKept: boolean }[];
   summary: string;
   units: { rendered: number; reused: number };
+  /** With --secrets encrypt: the encrypted Secrets per unit (names only) and what this run encrypted. */
+  secrets?: EncryptedSecretsReport;
   helmProcesses: number;
   warnings: string[];
 }
@@ -112,6 +116,9 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
       branch: { type: 'string', default: 'main' },
       path: { type: 'string', default: '' },
       secrets: { type: 'string', default: 'refuse' },
+      'age-recipient': { type: 'string', multiple: true },
+      'sops-config': { type: 'string' },
+      'sops-secret': { type: 'string' },
       helm: { type: 'string' },
       'readme-template': { type: 'string' },
       'commit-template': { type: 'string' },
@@ -146,7 +153,9 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   checkOutputSettings(output);
   if (!SECRET_POLICIES.includes(values.secrets as SecretPolicy)) throw new UsageError(`--secrets must be one of ${SECRET_POLICIES.join(', ')}, not "${values.secrets}"`);
 
-  const gitops = wiringOptionsFor(output, { gitops: values.gitops, gitopsUrl: values['gitops-url'], gitopsNamespace: values['gitops-namespace'], gitopsName: values['gitops-name'], gitopsSecret: values['gitops-secret'] }, true);
+  const secretSettings = await secretSettingsFrom(values.secrets, values, io.env, io.cwd);
+  const wiring = wiringOptionsFor(output, { gitops: values.gitops, gitopsUrl: values['gitops-url'], gitopsNamespace: values['gitops-namespace'], gitopsName: values['gitops-name'], gitopsSecret: values['gitops-secret'] }, true);
+  const gitops = wiring && secretSettings.sopsSecret ? { ...wiring, sopsSecret: secretSettings.sopsSecret } : wiring;
   const config = configFromFlags(values, io);
   const location = resolveLocation(values['release-source'], io.cwd);
   const warnings: string[] = [];
@@ -197,6 +206,7 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
       logger: { info: () => undefined, warn: (fields, message) => warn(typeof fields['note'] === 'string' ? fields['note'] : message) },
     }, {
       secrets: values.secrets as SecretPolicy,
+      ...(secretSettings.encryption ? { encryption: secretSettings.encryption } : {}),
       ...(gitops ? { gitops } : {}),
       ...(readmeTemplate !== undefined ? { readmeTemplate } : {}),
       ...(values['pull-request'] ? { pullRequest: prTemplate !== undefined ? { template: prTemplate } : {} } : {}),
@@ -207,6 +217,7 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
     if (showProgress) io.stderr('\n');
     if (run.status !== 'published') throw new Error('internal error: a CLI render was aborted');
     const { outcome, change, published: result } = run;
+    const secrets = reportEncryptedSecrets(readProvenance(previous)?.units ?? [], outcome.provenance.units);
 
     const report: RenderReport = {
       target: publisher.target,
@@ -217,6 +228,7 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
       withheld: outcome.withheld.map(toReportEntry),
       summary: result.changed ? change.title : 'nothing changed',
       units: { rendered: outcome.stats.unitsRendered, reused: outcome.stats.unitsReused },
+      ...(secrets ? { secrets } : {}),
       helmProcesses: helm.processesSpawned(),
       warnings,
     };
@@ -254,5 +266,6 @@ function formatRenderReport(report: RenderReport, body: string): string {
     for (const entry of report.withheld) lines.push(`- Withheld ${entry.kind} ${entry.namespace}/${entry.name}: ${entry.reason}${entry.previousOutputKept ? ' (previous output kept)' : ''}`);
   }
   lines.push(`Units: ${report.units.rendered} rendered, ${report.units.reused} unchanged; helm processes: ${report.helmProcesses}.`);
+  if (report.secrets) lines.push(describeEncryptedSecrets(report.secrets));
   return `${lines.join('\n')}\n`;
 }

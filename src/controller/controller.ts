@@ -20,6 +20,7 @@ import type { MassDeletionPolicy } from '../core/mass-deletion-guard.js';
 import { renderAndPublish } from '../pipeline/render-and-publish.js';
 import { type UnitRecord } from '../output/provenance.js';
 import type { SecretPolicy } from '../render/secret-policy.js';
+import type { EncryptionInput } from '../secrets/secret-encryption.js';
 import type { SourceOpener } from '../sources/open-release-source.js';
 import type { KubeClient } from './runtime/kube-client.js';
 import { ArgoClusterSecrets } from './reconcile/argocd-cluster-secrets.js';
@@ -40,6 +41,7 @@ import type { ControllerMetrics, WatchedKind, WatchEvent } from './runtime/runti
 import { desiredState } from './desired-state/desired-state.js';
 import { keyOf } from './desired-state/owned-objects.js';
 import type { PublishState, StackIssue, StatusInputs } from './desired-state/status-inputs.js';
+import { sharedDirOf } from './desired-state/shared-object-state.js';
 import { syncStateOf, type UnitSync } from './desired-state/sync-state.js';
 import { unitObjects, type UnitObject } from './desired-state/unit-resources.js';
 import { createProviderFetcher, type ProviderFetcher } from '../providers/provider-fetcher.js';
@@ -72,6 +74,8 @@ export interface ControllerOptions {
   workDir: string;
   helm: HelmDependencies;
   secrets: SecretPolicy;
+  /** With `secrets: 'encrypt'`: the recipients given (else the target's `.sops.yaml` decides, on every publish). */
+  encryption?: EncryptionInput;
   /** Whose sync state is read back (and, with `wiring`, for which engine the wiring is generated). */
   engine: GitOpsEngine;
   /** Generated Flux or Argo CD wiring beside the tree, as `render --gitops` writes it. */
@@ -359,6 +363,7 @@ export class Controller {
           },
         }, {
           secrets: this.options.secrets,
+          ...(this.options.encryption ? { encryption: this.options.encryption } : {}),
           ...(this.options.wiring ? { gitops: this.options.wiring } : {}),
           ...(this.options.pullRequest ? { pullRequest: {} } : {}),
           massDeletion: this.options.massDeletion ?? { allow: true, maxShare: 1 },
@@ -458,7 +463,9 @@ export class Controller {
     if (!render || this.options.engine === 'none') return new Map();
     const kind = this.options.engine === 'flux' ? FLUX_KUSTOMIZATIONS : ARGO_APPLICATIONS;
     const objects = this.options.cache.list(kind);
-    return syncStateOf(this.options.engine, objects, render.provenance.units.map((unit) => unit.dir), publish.order, this.options.outputPath);
+    // Shared directories (objects several releases render) have their own Kustomization / Application.
+    const sharedDirs = new Set((render.provenance.sharedObjects ?? []).filter((shared) => shared.path.startsWith('management/')).map(sharedDirOf));
+    return syncStateOf(this.options.engine, objects, [...render.provenance.units.map((unit) => unit.dir), ...sharedDirs], publish.order, this.options.outputPath);
   }
 }
 

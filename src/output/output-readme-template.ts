@@ -7,6 +7,8 @@ specs. Do not edit it by hand: the next render overwrites it. Argo CD or Flux ap
 
 - \`management/<namespace>/<release>/\`: ClusterClass and templates of each kept release, for the
   management cluster.
+- \`management/<namespace>/shared/\`: objects several kept releases render (node images), written
+  once; each leaves with the last release rendering it (see Shared objects).
 {{#if providers.length}}
 - \`management/providers/<kind>-<name>/\`: components of each Cluster API provider.
 {{/if}}
@@ -42,6 +44,18 @@ Latest release: {{#if latestRelease}}\`{{latestRelease}}\`{{else}}none{{/if}}. U
 
 No Cluster uses a cluster stack class.
 {{/if}}
+{{#if sharedObjects.length}}
+
+## Shared objects
+
+Written once, rendered by each of:
+
+| Object | Path | Rendered by |
+| --- | --- | --- |
+{{#each sharedObjects}}
+| {{object}} | \`{{path}}\` | {{join renderedBy ", "}} |
+{{/each}}
+{{/if}}
 {{#if providers.length}}
 
 ## Cluster API providers
@@ -71,6 +85,20 @@ ClusterProfiles (\`management/_cluster-requests/profiles/\`): one per ClusterSta
 | {{namespace}}/{{name}} | {{purpose}} | {{phase}} | {{cluster}} | {{message}} |
 {{/each}}
 {{/if}}
+{{/if}}
+{{#if encryptedSecrets.length}}
+
+## Encrypted Secrets
+
+These Secrets are committed encrypted with [SOPS](https://github.com/getsops/sops) for age recipients:
+their \`data\` and \`stringData\` values are encrypted, the rest stays readable. Whoever applies them
+needs the matching age identity (\`sops --decrypt <file>\` shows one locally).
+
+| Secret | File | Decrypted with |
+| --- | --- | --- |
+{{#each encryptedSecrets}}
+| {{namespace}}/{{name}} | \`{{file}}\` | {{decryptedWith}} |
+{{/each}}
 {{/if}}
 {{#if withheld.length}}
 

@@ -37,8 +37,42 @@ export interface UnitRecord {
   /** Digest of chart, evaluated values and Kubernetes version. */
   renderDigest: string;
   files: string[];
+  /**
+   * Objects of this unit written elsewhere, by the unit's own file name: the path in the tree of
+   * the one copy (a release's object several releases render lives in `management/<ns>/shared/`;
+   * an object two stages of a cluster render alike lives in the earlier stage). Together with
+   * `files` it is everything the unit renders, so an unchanged unit can be reused whole.
+   */
+  shared?: Record<string, string>;
   /** What the render of this unit is worth a look for (duplicate keys, unknown scopes, dropped Secrets). */
   notes?: string[];
+  /** Secrets written SOPS-encrypted (--secrets encrypt), with the digest of each file as written, so a hand edit is noticed. */
+  secrets?: EncryptedSecretRecord[];
+}
+
+/** One SOPS-encrypted Secret of a unit: its file, its object, the digest of what was written, who can decrypt it. */
+export interface EncryptedSecretRecord {
+  file: string;
+  namespace: string;
+  name: string;
+  /** sha256 of the encrypted file as written. */
+  digest: string;
+  recipients: string[];
+}
+
+/** An object several units render, written once: where, and which units render it (reference counting). */
+export interface SharedObjectRecord {
+  /** Path of its one copy in the tree. */
+  path: string;
+  /** Identity after namespace placement; `group` is '' for the core group, `namespace` '' when cluster-scoped. */
+  group: string;
+  /** API version of the written copy (`v1alpha1`), for status entries. */
+  version: string;
+  kind: string;
+  namespace: string;
+  name: string;
+  /** The releases (management side) or stages (addon side, as `<cluster dir>/<stage>`) rendering it, sorted. */
+  renderedBy: string[];
 }
 
 /** One Cluster API provider's directory (management/providers/<kind>-<name>): what was rendered, from where. */
@@ -71,6 +105,8 @@ export interface Provenance {
   releases: { name: string; source: string; digest: string }[];
   units: UnitRecord[];
   withheld: WithheldEntry[];
+  /** Objects several kept releases render (management side), each written once; absent when none. */
+  sharedObjects?: SharedObjectRecord[];
   /** Values templates that failed, by unit and input digest: unchanged inputs fail again without helm. */
   valuesFailures: { dir: string; inputDigest: string; reason: string }[];
   /** Cluster API providers (present only when the inputs hold provider objects, or held them before). */

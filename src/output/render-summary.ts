@@ -17,11 +17,19 @@ export interface RenderSummary {
   }[];
   clusters: { namespace: string; name: string; release: string; addonVersion: string; stages: string[]; status: string }[];
   withheld: WithheldEntry[];
+  /**
+   * Objects several units render, written once (provenance.json's sharedObjects): the path of the
+   * copy, the object, and the releases (or cluster stages) rendering it. Optional for summaries
+   * built before shared objects existed.
+   */
+  sharedObjects?: { path: string; object: string; renderedBy: string[] }[];
   /** Cluster API providers in the tree (management/providers/), when there are any. */
   providers?: { kind: string; namespace: string; name: string; version: string; contract: string; source: string; dir: string }[];
   /** Notes of every published unit, prefixed with its directory. */
   notes: string[];
   /** With a scheduler configuration: the ClusterProfiles and every ClusterRequest's phase. */
   clusterRequests?: ClusterRequestsSummary;
+  /** Secrets written SOPS-encrypted (--secrets encrypt), by file, with what decrypts them. */
+  encryptedSecrets?: { file: string; namespace: string; name: string; decryptedWith: string }[];
 }
 

@@ -3,7 +3,7 @@
 import { readProvenance, type Provenance, type UnitRecord, type WithheldEntry } from './provenance.js';
 import { compareProviders, describeProviderChange, type ProviderChange } from './provider-changes.js';
 import type { RenderedTree } from './rendered-tree.js';
-import { clusterDir, MANAGEMENT_DIR, PROVIDERS_DIR, requestedClusterOfPath, unitDirOf, unitOfPath } from './tree-layout.js';
+import { clusterDir, isSharedPath, KUSTOMIZATION_FILE, MANAGEMENT_DIR, PROVIDERS_DIR, requestedClusterOfPath, unitDirOf, unitOfPath } from './tree-layout.js';
 
 export type ChangeKind = 'added' | 'removed' | 'updated';
 
@@ -29,6 +29,8 @@ export interface TreeChanges {
   releases: ReleaseChange[];
   clusters: ClusterChange[];
   withheld: WithheldEntry[];
+  /** Objects in shared directories (`management/<ns>/shared/`) that were added, removed or changed. */
+  shared?: { path: string; change: ChangeKind }[];
   /** Clusters made for ClusterRequests (management/_cluster-requests/clusters/) that changed. */
   requestedClusters?: { namespace: string; name: string; change: ChangeKind }[];
   /** Files outside units (README, provenance, kustomizations) changed too. */
@@ -53,7 +55,7 @@ export const INPUT_DIGEST_TRAILER = 'Clusterstack-Input-Digest';
 
 /** The owner a file's changes are reported under: a release directory, or a cluster (stages below it). */
 function unitOf(file: string): { owner: string; kind: 'release' | 'cluster'; stage?: string } | undefined {
-  if (unitDirOf(file) === undefined) return undefined;
+  if (unitDirOf(file) === undefined || isSharedPath(file)) return undefined;
   const unit = unitOfPath(file);
   if (unit?.kind === 'release') return { owner: unit.dir, kind: 'release' };
   if (unit?.kind === 'cluster-stage') return { owner: unit.clusterDir, kind: 'cluster', stage: unit.stage };
@@ -81,7 +83,7 @@ export function compareTrees(previous: RenderedTree, next: RenderedTree): TreeCh
   for (const file of new Set([...previous.keys(), ...next.keys()])) if (previous.get(file) !== next.get(file)) changedFiles.add(file);
   const ownersBefore = ownersOf(previous);
   const ownersAfter = ownersOf(next);
-  const changes: TreeChanges = { releases: [], clusters: [], withheld: after?.withheld ?? [], otherFiles: [] };
+  const changes: TreeChanges = { releases: [], clusters: [], withheld: after?.withheld ?? [], shared: [], otherFiles: [] };
   const changedStages = new Map<string, Set<string>>();
   for (const file of changedFiles) {
     const unit = unitOf(file);
@@ -91,7 +93,8 @@ export function compareTrees(previous: RenderedTree, next: RenderedTree): TreeCh
       (changes.requestedClusters ??= []).push({ ...requested, change });
     }
     if (!unit) {
-      changes.otherFiles.push(file);
+      if (isSharedPath(file) && !file.endsWith(`/${KUSTOMIZATION_FILE}`)) changes.shared!.push({ path: file, change: !previous.has(file) ? 'added' : !next.has(file) ? 'removed' : 'updated' });
+      else changes.otherFiles.push(file);
       continue;
     }
     if (!changedStages.has(unit.owner)) changedStages.set(unit.owner, new Set());
@@ -119,6 +122,7 @@ export function compareTrees(previous: RenderedTree, next: RenderedTree): TreeCh
     changes.clusters.push(entry);
   }
   changes.otherFiles.sort();
+  changes.shared!.sort((a, b) => a.path.localeCompare(b.path));
   const providers = compareProviders(before, after, changedFiles);
   if (providers.length > 0) {
     changes.providers = providers;
@@ -145,6 +149,8 @@ export function summarizeChanges(changes: TreeChanges, inputDigest: string): Cha
   for (const [kind, n] of releaseParts) parts.push(`${n} release${n === 1 ? '' : 's'} ${kind}`);
   const clusterParts = (['added', 'removed', 'updated'] as const).map((kind) => [kind, count(kind, changes.clusters)] as const).filter(([, n]) => n > 0);
   for (const [kind, n] of clusterParts) parts.push(`${n} cluster${n === 1 ? '' : 's'} ${kind}`);
+  const sharedCount = changes.shared?.length ?? 0;
+  if (sharedCount > 0) parts.push(`${sharedCount} shared object${sharedCount === 1 ? '' : 's'} changed`);
   const providerCount = changes.providers?.length ?? 0;
   if (providerCount > 0) parts.push(`${providerCount} provider${providerCount === 1 ? '' : 's'} changed`);
   const requested = changes.requestedClusters ?? [];
@@ -156,6 +162,7 @@ export function summarizeChanges(changes: TreeChanges, inputDigest: string): Cha
   const lines: string[] = [];
   for (const release of changes.releases) lines.push(`- ClusterClass release ${release.namespace}/${release.release} ${release.change}`);
   for (const cluster of changes.clusters) lines.push(`- ${describeCluster(cluster)}`);
+  for (const shared of changes.shared ?? []) lines.push(`- Shared object ${shared.path} ${shared.change}`);
   for (const provider of changes.providers ?? []) lines.push(`- ${describeProviderChange(provider)}`);
   for (const cluster of requested) lines.push(`- Cluster ${cluster.namespace}/${cluster.name} for ClusterRequests ${cluster.change}`);
   for (const entry of changes.withheld) lines.push(`- Withheld ${entry.kind} ${entry.namespace}/${entry.name}: ${entry.reason}${entry.previousKept ? ' (previous output kept)' : ''}`);

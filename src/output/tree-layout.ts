@@ -4,6 +4,7 @@
 //
 //   README.md, provenance.json
 //   management/<namespace>/<release>/...           one unit per kept release (ClusterClass side)
+//   management/<namespace>/shared/...              objects several kept releases render, written once
 //   clusters/<namespace>/<cluster>/<stage>/...     one unit per addon stage of a workload cluster
 //   management/providers/<kind>-<name>/...         one Cluster API provider's components
 //   management/_cluster-requests/profiles/...      ClusterProfiles (with --scheduler-config)
@@ -47,10 +48,29 @@ export function requestedClusterOfPath(file: string): { namespace: string; name:
 function inClusterRequestsDir(file: string): boolean {
   return file === CLUSTER_REQUESTS_DIR || file.startsWith(`${CLUSTER_REQUESTS_DIR}/`);
 }
+/** sops' configuration at the root of the tree: a user's file, read for --secrets encrypt and kept in every render. */
+export const SOPS_CONFIG_FILE = '.sops.yaml';
 
 /** The unit directory of a release's ClusterClass side. */
 export function releaseDir(namespace: string, release: string): string {
   return `${MANAGEMENT_DIR}/${namespace}/${release}`;
+}
+
+/**
+ * The name of the shared directory beside a namespace's release directories. Release tags always
+ * hold dashes (`<provider>-<name>-...`), so no release directory can be called this.
+ */
+export const SHARED_DIR_NAME = 'shared';
+
+/** The directory holding the objects that several kept releases render (written once, never per release). */
+export function sharedDir(namespace: string): string {
+  return `${MANAGEMENT_DIR}/${namespace}/${SHARED_DIR_NAME}`;
+}
+
+/** True for a path inside (or equal to) a namespace's shared directory. */
+export function isSharedPath(file: string): boolean {
+  const parts = file.split('/');
+  return parts[0] === MANAGEMENT_DIR && parts[2] === SHARED_DIR_NAME;
 }
 
 /** The directory of a workload cluster (its stages below it). */

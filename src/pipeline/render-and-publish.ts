@@ -5,6 +5,7 @@
 import { renderPullRequestBody } from '../../gitops/pull-request-body.js';
 import { ARGOCD_SYNC_WAVE_ANNOTATION, syncWaveFor } from '../../gitops/wiring/argocd-sync-waves.js';
 import { renderWiring, type WiringOptions } from '../../gitops/wiring/render-wiring.js';
+import { DEFAULT_SOPS_SECRET } from '../../gitops/wiring/sops-decryption.js';
 import { checkWiringOptions } from '../../gitops/wiring/wiring-options.js';
 import { Failure } from '../core/failure.js';
 import { checkMassDeletion, type MassDeletionPolicy, unitsOfProvenance } from '../core/mass-deletion-guard.js';
@@ -12,13 +13,15 @@ import type { RenderedTree } from '../output/rendered-tree.js';
 import { readProvenance } from '../output/provenance.js';
 import { guardProviderRemoval, guardProviderVersions } from '../providers/guard-providers.js';
 import { type ChangeSummary, compareTrees, summarizeChanges, type TreeChanges } from '../output/tree-changes.js';
-import { PROVENANCE_FILE } from '../output/tree-layout.js';
+import { PROVENANCE_FILE, SOPS_CONFIG_FILE } from '../output/tree-layout.js';
 import { countClusterRequests, planClusterRequests } from '../cluster-requests/plan-cluster-requests.js';
 import type { SchedulerConfig } from '../cluster-requests/scheduler-config.js';
 import type { Plan } from '../plan/build-plan.js';
 import type { RenderDependencies } from '../render/render-dependencies.js';
 import { type RenderOutcome, type RenderProgress, renderOutput } from '../render/render-output.js';
 import type { SecretPolicy } from '../render/secret-policy.js';
+import { checkEncryptionEngine } from '../secrets/encryption-engine.js';
+import { type EncryptionInput, resolveSecretEncryption } from '../secrets/secret-encryption.js';
 
 /** The few things a run needs to say to operators (pino's signature; the CLI's prints warnings). */
 export interface PipelineLogger {
@@ -43,6 +46,8 @@ export interface PipelineDependencies<Published> {
 
 export interface PipelineOptions {
   secrets: SecretPolicy;
+  /** With `secrets: 'encrypt'`: the recipients given; without them, the target's `.sops.yaml` decides. */
+  encryption?: EncryptionInput;
   /** Flux or Argo CD wiring beside the tree (under flux/ or argocd/); none when absent. */
   gitops?: WiringOptions;
   readmeTemplate?: string;
@@ -71,12 +76,13 @@ export class MassDeletionRefusedError extends Failure {
 }
 
 /** The annotations the wiring wants on management-side objects: Argo CD sync waves, or none. */
-export function managementAnnotationsFor(gitops: WiringOptions | undefined): { id: string; annotationsFor: (object: { kind: string }) => Record<string, string> | undefined } | undefined {
+export function managementAnnotationsFor(gitops: WiringOptions | undefined): { id: string; annotationsFor: (object: { kind: string; apiVersion?: string }) => Record<string, string> | undefined } | undefined {
   if (gitops?.engine !== 'argocd') return undefined;
   return {
-    id: 'argocd-sync-waves',
+    // The id is in every unit digest: v2 added the node image wave, so older trees render again.
+    id: 'argocd-sync-waves/v2',
     annotationsFor: (object) => {
-      const wave = syncWaveFor(object.kind);
+      const wave = syncWaveFor(object.kind, object.apiVersion);
       return wave === undefined ? undefined : { [ARGOCD_SYNC_WAVE_ANNOTATION]: wave };
     },
   };
@@ -91,6 +97,8 @@ export async function renderAndPublish<Published>(plan: Plan, previous: Rendered
   const now = deps.now ?? Date.now;
   // Bad wiring options are a user error: say so before any helm process runs.
   if (options.gitops) checkWiringOptions(options.gitops);
+  if (options.secrets === 'encrypt') checkEncryptionEngine(options.gitops?.engine);
+  const encryption = options.secrets === 'encrypt' ? resolveSecretEncryption(options.encryption ?? { recipients: [], recipientsOrigin: '' }, previous.get(SOPS_CONFIG_FILE)) : undefined;
   const annotations = managementAnnotationsFor(options.gitops);
   // Cluster API providers: the version lock, downgrades and contracts need what is published.
   const previousProviders = readProvenance(previous)?.providers ?? [];
@@ -103,6 +111,8 @@ export async function renderAndPublish<Published>(plan: Plan, previous: Rendered
   const outcome = await renderOutput(requests?.plan ?? plan, deps.renderer, {
     ...(requests ? { clusterRequests: requests.output } : {}),
     secrets: options.secrets,
+    ...(encryption ? { encryption, renderTime: renderStarted } : {}),
+    ...(encryption && options.gitops?.engine === 'flux' ? { decryptionKey: { secretName: options.gitops.sopsSecret ?? DEFAULT_SOPS_SECRET, managementNamespace: options.gitops.namespace } } : {}),
     previous,
     ...(annotations ? { managementAnnotations: annotations } : {}),
     ...(options.readmeTemplate !== undefined ? { readmeTemplate: options.readmeTemplate } : {}),
@@ -115,6 +125,9 @@ export async function renderAndPublish<Published>(plan: Plan, previous: Rendered
   // The wiring follows the units: a release or cluster that leaves the tree leaves the wiring too.
   const tree = new Map(outcome.tree);
   if (options.gitops) for (const [file, content] of renderWiring(outcome.provenance.units, options.gitops, { clusterRequests: requests !== undefined, ...(outcome.provenance.providers ? { providers: outcome.provenance.providers } : {}) })) tree.set(file, content);
+  // The user's sops configuration at the root stays: the target holds exactly the tree otherwise.
+  const sopsConfig = previous.get(SOPS_CONFIG_FILE);
+  if (sopsConfig !== undefined) tree.set(SOPS_CONFIG_FILE, sopsConfig);
   const sorted: RenderedTree = new Map([...tree.entries()].sort(([a], [b]) => a.localeCompare(b)));
   if (options.signal?.aborted) return { status: 'aborted', outcome, tree: sorted };
 

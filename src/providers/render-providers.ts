@@ -140,6 +140,12 @@ function renderOne(planned: PlannedProvider, secrets: SecretPolicy): { files: Ma
   for (const object of customized) markNeverPruned(object);
   const entries = customized.map((object) => ({ object, text: encodeYaml(object) }));
   const kept = applySecretPolicy(entries, secrets, describeProvider(planned.provider));
+  // Provider components are not helm units: their Secrets are not SOPS-encrypted (yet), so under
+  // --secrets encrypt a provider rendering one is withheld rather than committed in plain text.
+  if (kept.toEncrypt.size > 0) {
+    const names = [...kept.toEncrypt].map((entry) => `${entry.object.metadata.namespace ?? namespace}/${entry.object.metadata.name}`).join(', ');
+    throw new Withhold(`its components render Secret ${names}; --secrets encrypt covers the stacks' Secrets, not provider components: leave it out with a manifestPatch, or render providers with --secrets drop`);
+  }
   const names = fileNamesFor(kept.objects.map((entry) => entry.object), namespace);
   const notes = kept.dropped.map((finding) => `${finding.object.kind} ${finding.object.metadata.name} left out (--secrets drop): it ${finding.why}`);
   return { files: new Map(kept.objects.map((entry, index) => [names[index]!, entry.text])), kinds: definedKinds(objects), notes };

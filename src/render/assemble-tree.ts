@@ -10,7 +10,7 @@ import { serializeObject } from './manifest-objects.js';
 import { compileTemplate } from './sandboxed-template.js';
 
 /** A kustomization per directory: each object directory, and the directories that aggregate it (tree-layout.ts). */
-function kustomizations(tree: Map<string, string>): Map<string, string> {
+function kustomizations(tree: Map<string, string>, emptyDirs: readonly string[]): Map<string, string> {
   const children = new Map<string, Set<string>>();
   const add = (dir: string, entry: string): void => {
     if (!children.has(dir)) children.set(dir, new Set());
@@ -23,6 +23,12 @@ function kustomizations(tree: Map<string, string>): Map<string, string> {
     add(dir, parts.at(-1)!);
     for (const parent of aggregatingDirs(dir)) add(parent, dir.slice(parent.length + 1).split('/')[0]!);
   }
+  // A directory that must exist even when it holds nothing (a shared directory: its Flux
+  // Kustomization / Argo CD Application exists always, so releases can depend on it from the start).
+  for (const dir of emptyDirs) {
+    if (!children.has(dir)) children.set(dir, new Set());
+    for (const parent of aggregatingDirs(dir)) add(parent, dir.slice(parent.length + 1).split('/')[0]!);
+  }
   const out = new Map<string, string>();
   for (const [dir, entries] of children) {
     const resources = [...entries].sort();
@@ -31,14 +37,26 @@ function kustomizations(tree: Map<string, string>): Map<string, string> {
   return out;
 }
 
-/** The whole tree of a render, sorted by path. */
-export function assembleTree(rendered: Map<string, Map<string, string>>, records: Pick<UnitRecord, 'dir'>[], provenance: Provenance, summary: RenderSummary, readmeTemplate?: string, extraFiles?: Map<string, string>): RenderedTree {
-  // Files that are no unit's (ClusterProfiles, generated Clusters) first: kustomizations list them too.
+/**
+ * The whole tree of a render, sorted by path. `extraFiles` are files that are no unit's
+ * (ClusterProfiles, generated Clusters); `shared` adds the shared directories (placeSharedObjects).
+ */
+export function assembleTree(
+  rendered: Map<string, Map<string, string>>,
+  records: Pick<UnitRecord, 'dir'>[],
+  provenance: Provenance,
+  summary: RenderSummary,
+  readmeTemplate?: string,
+  extraFiles?: Map<string, string>,
+  shared: { files: Map<string, string>; dirs: readonly string[] } = { files: new Map(), dirs: [] },
+): RenderedTree {
+  // Files that are no unit's first: kustomizations list them too.
   const files = new Map<string, string>(extraFiles ?? []);
   for (const record of records) {
     for (const [file, content] of rendered.get(record.dir) ?? []) files.set(`${record.dir}/${file}`, content);
   }
-  for (const [file, content] of kustomizations(files)) files.set(file, content);
+  for (const [file, content] of shared.files) files.set(file, content);
+  for (const [file, content] of kustomizations(files, shared.dirs)) files.set(file, content);
   files.set(PROVENANCE_FILE, `${JSON.stringify(provenance, null, 2)}\n`);
   files.set(README_FILE, compileTemplate(readmeTemplate ?? OUTPUT_README_TEMPLATE, readmeTemplate ? 'readme template' : 'default README template')(summary));
   return new Map([...files.entries()].sort(([a], [b]) => a.localeCompare(b)));

@@ -16,12 +16,12 @@ export interface ValuesOutcome {
   valuesFailures: Provenance['valuesFailures'];
 }
 
-/** Evaluates the values of every unit that needs it; sets `unit.values` on success. */
-export async function evaluateUnitValues(units: PendingUnit[], before: Map<string, UnitRecord>, failedBefore: Map<string, string>, previous: RenderedTree, deps: RenderDependencies): Promise<ValuesOutcome> {
+/** Evaluates the values of every unit that needs it (all but those reused; `notReusable` never are); sets `unit.values` on success. */
+export async function evaluateUnitValues(units: PendingUnit[], before: Map<string, UnitRecord>, failedBefore: Map<string, string>, previous: RenderedTree, deps: RenderDependencies, notReusable: ReadonlySet<string> = new Set()): Promise<ValuesOutcome> {
   const reused = new Map<string, Map<string, string>>();
   const needValues = units.filter((unit) => {
     const old = before.get(unit.record.dir);
-    if (old && old.inputDigest === unit.record.inputDigest) {
+    if (old && old.inputDigest === unit.record.inputDigest && !notReusable.has(unit.record.dir)) {
       const files = previousFiles(old, previous);
       if (files) {
         reused.set(unit.record.dir, files);

@@ -12,12 +12,16 @@ export function previousRecords(previous: RenderedTree): { units: Map<string, Un
   };
 }
 
-/** The previous unit's files, if the previous tree still has all of them. */
+/**
+ * The previous unit's files, if the previous tree still has all of them: those in its directory and
+ * those written once elsewhere (`shared`), under the unit's own file names, sorted.
+ */
 export function previousFiles(unit: UnitRecord | undefined, previous: RenderedTree): Map<string, string> | undefined {
   if (!unit) return undefined;
+  const locations: [string, string][] = [...unit.files.map((file): [string, string] => [file, `${unit.dir}/${file}`]), ...Object.entries(unit.shared ?? {})];
   const files = new Map<string, string>();
-  for (const file of unit.files) {
-    const content = previous.get(`${unit.dir}/${file}`);
+  for (const [file, path] of locations.sort(([a], [b]) => a.localeCompare(b))) {
+    const content = previous.get(path);
     if (content === undefined) return undefined;
     files.set(file, content);
   }

@@ -13,14 +13,17 @@ import { sha256Digest } from '../release/content-digest.js';
 import { failureKindOf } from '../core/failure.js';
 import { assembleTree } from './assemble-tree.js';
 import { canonicalJson } from './canonical-json.js';
+import { type SecretEncryption, secretsDigestPart } from '../secrets/secret-encryption.js';
+import { type DecryptionKeyRef, describeEncryptedSecrets, encryptUnitSecrets, handEditedSecrets, sopsTimestamp } from './encrypted-secrets.js';
 import { evaluateUnitValues } from './evaluate-values.js';
 import { previousFiles, previousRecords } from './previous-output.js';
 import type { RenderDependencies } from './render-dependencies.js';
 import { ownerKey, type PendingUnit, planUnits } from './render-units.js';
 import { type SecretPolicy, SecretRefusedError } from './secret-policy.js';
+import { findReleaseConflicts, findStageConflicts, handoverNotes, placeSharedObjects } from './shared-objects.js';
 import { buildProvenance, buildSummary } from './tree-records.js';
 import { type AnnotationsFor, unitFiles, type UnitFiles } from './unit-files.js';
-import { keepPreviousOutput, withholdFailedUnits } from './withhold-units.js';
+import { keepPreviousOutput, withholdConflicts, withholdFailedUnits } from './withhold-units.js';
 import { readProvenance } from '../output/provenance.js';
 import { renderProviders } from '../providers/render-providers.js';
 
@@ -33,6 +36,12 @@ export interface RenderProgress {
 
 export interface RenderOptions {
   secrets: SecretPolicy;
+  /** With `secrets: 'encrypt'`: who the Secrets are encrypted for (secret-encryption.ts). */
+  encryption?: SecretEncryption;
+  /** The render's time (epoch ms): `lastmodified` of the SOPS documents it encrypts. */
+  renderTime?: number;
+  /** With Flux wiring: the Secret that holds the age identity, named in the README next to each encrypted Secret. */
+  decryptionKey?: DecryptionKeyRef;
   /** The tree the target holds now; units whose inputs did not change keep their files from it. */
   previous: RenderedTree;
   /**
@@ -59,9 +68,14 @@ export interface RenderOutcome {
 /** Renders what changed and reuses what did not; throws only for a refused Secret or a failure that is not the unit's own. */
 export async function renderOutput(plan: Plan, deps: RenderDependencies, options: RenderOptions): Promise<RenderOutcome> {
   const { units: before, failures: failedBefore } = previousRecords(options.previous);
-  const { units, clusterUnits, withheld } = planUnits(plan, { secrets: options.secrets, ...(options.managementAnnotations ? { managementAnnotations: options.managementAnnotations.id } : {}) });
+  if (options.secrets === 'encrypt' && !options.encryption) throw new Error('internal error: --secrets encrypt without resolved recipients');
+  const secretsPart = secretsDigestPart(options.secrets, options.encryption);
+  const lastModified = sopsTimestamp(options.renderTime ?? 0);
+  const { units, clusterUnits, withheld } = planUnits(plan, { secrets: options.secrets, ...(options.encryption ? { encryption: options.encryption } : {}), ...(options.managementAnnotations ? { managementAnnotations: options.managementAnnotations.id } : {}) });
 
-  const { reused, failedClusters, valuesFailures } = await evaluateUnitValues(units, before, failedBefore, options.previous, deps);
+  // Encrypted files edited by hand since we wrote them are not reused: they are encrypted again from the render.
+  const handEdited = new Map(units.map((unit) => [unit.record.dir, handEditedSecrets(before.get(unit.record.dir), options.previous)] as const).filter(([, files]) => files.length > 0));
+  const { reused, failedClusters, valuesFailures } = await evaluateUnitValues(units, before, failedBefore, options.previous, deps, new Set(handEdited.keys()));
   // A cluster with any failing stage is withheld whole: half an addon set is worse than the old one.
   const active = units.filter((unit) => unit.record.kind !== 'cluster-stage' || !failedClusters.has(ownerKey(unit)));
   for (const [key, reason] of failedClusters) {
@@ -79,13 +93,14 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
   await Promise.all(
     active.map(async (unit) => {
       const values = [...unit.values, ...(unit.extraValues ? [unit.extraValues] : [])];
-      let renderDigest = sha256Digest(canonicalJson({ format: OUTPUT_FORMAT, chart: unit.chart.digest, values, kubeVersion: unit.kubeVersion, releaseName: unit.releaseName, namespace: unit.renderNamespace, includeCrds: unit.includeCrds, secrets: options.secrets, annotations: unit.annotated ? (options.managementAnnotations?.id ?? null) : null }));
+      let renderDigest = sha256Digest(canonicalJson({ format: OUTPUT_FORMAT, chart: unit.chart.digest, values, kubeVersion: unit.kubeVersion, releaseName: unit.releaseName, namespace: unit.renderNamespace, includeCrds: unit.includeCrds, secrets: secretsPart, annotations: unit.annotated ? (options.managementAnnotations?.id ?? null) : null }));
       let files = reused.get(unit.record.dir);
       const old = before.get(unit.record.dir);
       let notes = old?.notes;
       // Reused by input digest: values were not evaluated, so the old render digest still holds.
       if (files && old) renderDigest = old.renderDigest;
-      else if (old && old.renderDigest === renderDigest) files = previousFiles(old, options.previous);
+      else if (old && old.renderDigest === renderDigest && !handEdited.has(unit.record.dir)) files = previousFiles(old, options.previous);
+      let secrets = files ? old?.secrets : undefined;
       if (!files) {
         let output: string;
         try {
@@ -109,11 +124,12 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
           unitFailures.set(unit, result.problems.join('; '));
           return;
         }
+        secrets = result.secrets.length > 0 ? await encryptUnitSecrets(unit.record.dir, result, options.encryption!, lastModified) : undefined;
         files = result.files;
         notes = result.notes.length > 0 ? result.notes : undefined;
       }
       rendered.set(unit.record.dir, files);
-      records.push({ ...unit.record, renderDigest, files: [...files.keys()].sort(), ...(notes ? { notes } : {}) });
+      records.push({ ...unit.record, renderDigest, files: [...files.keys()].sort(), ...(notes ? { notes } : {}), ...(secrets ? { secrets } : {}) });
       progress(unit);
     }),
   );
@@ -121,24 +137,41 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
     throw refusals.length === 1 ? refusals[0]! : new SecretRefusedError(refusals.map((r) => r.unit).join(', '), refusals.flatMap((r) => r.findings));
   }
   withholdFailedUnits(unitFailures, rendered, records, withheld);
+  // One object, one content: a release (or a cluster) rendering an object another kept release
+  // (or another stage) renders differently is withheld; what it published before comes back only
+  // if that does not bring the conflict back with it.
+  const conflicts = (): ReturnType<typeof findReleaseConflicts> => [...findReleaseConflicts(records, rendered), ...findStageConflicts(records, rendered)];
+  withholdConflicts(conflicts(), rendered, records, withheld);
   keepPreviousOutput(withheld, before, options.previous, rendered, records);
+  if (withheld.some((entry) => entry.previousKept)) withholdConflicts(conflicts(), rendered, records, withheld);
 
+  const placement = placeSharedObjects(records, rendered);
+  const placed = placement.records.sort((a, b) => a.dir.localeCompare(b.dir));
   // Cluster API providers (management/providers/): no helm, rendered every time, same bytes.
   const providers = renderProviders(plan.providers, options.previous, readProvenance(options.previous)?.providers ?? [], options.secrets);
-  for (const [dir, files] of providers.rendered) rendered.set(dir, files);
+  for (const [dir, files] of providers.rendered) placement.rendered.set(dir, files);
   withheld.push(...providers.withheld);
 
-  records.sort((a, b) => a.dir.localeCompare(b.dir));
   withheld.sort((a, b) => `${a.kind}/${a.namespace}/${a.name}`.localeCompare(`${b.kind}/${b.namespace}/${b.name}`));
-  const provenance = buildProvenance(plan, records, withheld, valuesFailures, providers.records);
-  const summary = buildSummary(plan, records, withheld, provenance.inputDigest, clusterUnits);
+  const provenance = buildProvenance(plan, placed, withheld, valuesFailures, providers.records, placement.sharedObjects);
+  const summary = buildSummary(plan, placed, withheld, provenance.inputDigest, clusterUnits, placement.sharedObjects);
   if (providers.records.length > 0) summary.providers = providers.records.map(({ kind, namespace, name, version, contract, source, dir }) => ({ kind, namespace, name, version, contract, source, dir }));
   if (options.clusterRequests) {
     provenance.clusterRequests = options.clusterRequests.record;
     summary.clusterRequests = options.clusterRequests.summary;
   }
-  const tree = assembleTree(rendered, [...records, ...providers.records], provenance, summary, options.readmeTemplate, options.clusterRequests?.files);
-  return { tree, provenance, summary, withheld, notes: summary.notes, stats: { unitsRendered, unitsReused: records.length - unitsRendered } };
+  if (placed.some((record) => record.secrets)) summary.encryptedSecrets = describeEncryptedSecrets(placed, options.decryptionKey);
+  const placedFiles = [...placed.filter((record) => record.kind === 'release').flatMap((record) => [...(placement.rendered.get(record.dir) ?? [])].map(([file, text]): [string, string] => [`${record.dir}/${file}`, text])), ...placement.sharedFiles];
+  summary.notes.push(...handoverNotes(options.previous, placedFiles, new Set(placed.filter((record) => record.kind === 'release').map((record) => record.dir))));
+  const tree = assembleTree(placement.rendered, [...placed, ...providers.records], provenance, summary, options.readmeTemplate, options.clusterRequests?.files, { files: placement.sharedFiles, dirs: placement.sharedDirs });
+  // Said once, for this run (not kept in the unit's notes): the hand edit is gone with this render,
+  // or, when the unit is withheld, stays until it renders again.
+  const recordOf = new Map(placed.map((record) => [record.dir, record]));
+  const editWarnings = [...handEdited].flatMap(([dir, files]) => {
+    const renderedAgain = recordOf.has(dir) && recordOf.get(dir)!.secrets !== before.get(dir)?.secrets;
+    return files.map((file) => `${file} was changed since clusterstack encrypted it (edited by hand?); ${renderedAgain ? 'it was encrypted again from the render' : 'it is kept as it is while its unit is withheld'}`);
+  });
+  return { tree, provenance, summary, withheld, notes: [...summary.notes, ...editWarnings], stats: { unitsRendered, unitsReused: placed.length - unitsRendered } };
 }
 
 /** Counts finished releases and clusters (a cluster when its last stage is done) for onProgress. */

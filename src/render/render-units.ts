@@ -12,6 +12,7 @@ import { sha256Digest } from '../release/content-digest.js';
 import type { ChartSource, ReleaseContent } from '../release/load-release.js';
 import { canonicalJson } from './canonical-json.js';
 import type { ValuesTemplateItem } from './render-dependencies.js';
+import { type SecretEncryption, secretsDigestPart } from '../secrets/secret-encryption.js';
 import type { SecretPolicy } from './secret-policy.js';
 
 export const ADDON_RELEASE_NAME = 'cluster-addon';
@@ -40,6 +41,8 @@ export interface PendingUnit {
 /** What every unit's digest depends on beyond its own inputs. */
 export interface UnitSettings {
   secrets: SecretPolicy;
+  /** With `encrypt`: the recipients, part of every digest. */
+  encryption?: SecretEncryption;
   /** Names the annotations added to management-side objects (e.g. Argo CD sync waves), or undefined. */
   managementAnnotations?: string;
 }
@@ -78,7 +81,7 @@ export function planUnits(plan: Plan, settings: UnitSettings): { units: PendingU
       continue;
     }
     const stack = plan.resolution.clusterStacks.find((s) => s.namespace === cluster.stack?.namespace && s.name === cluster.stack?.name)!;
-    const pending = addonUnits(cluster, stack, loaded.content, others, settings.secrets);
+    const pending = addonUnits(cluster, stack, loaded.content, others, secretsDigestPart(settings.secrets, settings.encryption));
     clusterUnits.set(`${cluster.namespace}/${cluster.name}`, pending);
     units.push(...pending);
   }
@@ -123,7 +126,7 @@ function releaseUnit(stack: StackResolution, content: ReleaseContent, settings: 
   const releaseName = stackPrefix(content.parsed);
   const namespace = stack.namespace;
   const kubeVersion = content.metadata.kubernetesVersion;
-  const inputDigest = sha256Digest(canonicalJson({ format: OUTPUT_FORMAT, chart: content.clusterClassChart.digest, releaseName, namespace, kubeVersion, annotations: settings.managementAnnotations ?? null, secrets: settings.secrets }));
+  const inputDigest = sha256Digest(canonicalJson({ format: OUTPUT_FORMAT, chart: content.clusterClassChart.digest, releaseName, namespace, kubeVersion, annotations: settings.managementAnnotations ?? null, secrets: secretsDigestPart(settings.secrets, settings.encryption) }));
   return {
     record: { dir: releaseDir(namespace, content.tag), kind: 'release', namespace, name: content.tag, release: content.tag, inputDigest },
     chart: content.clusterClassChart,
@@ -137,7 +140,7 @@ function releaseUnit(stack: StackResolution, content: ReleaseContent, settings: 
   };
 }
 
-function addonUnits(cluster: ClusterResolution, stack: StackResolution, content: ReleaseContent, others: KubeObject[], secrets: SecretPolicy): PendingUnit[] {
+function addonUnits(cluster: ClusterResolution, stack: StackResolution, content: ReleaseContent, others: KubeObject[], secrets: unknown): PendingUnit[] {
   const context: ValuesTemplateItem['context'] = { Cluster: stableContext(cluster.cluster) };
   const controlPlane = findReferenced(cluster.cluster.spec?.controlPlaneRef, cluster.cluster, others);
   const infraCluster = findReferenced(cluster.cluster.spec?.infrastructureRef, cluster.cluster, others);

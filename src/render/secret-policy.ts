@@ -1,8 +1,9 @@
-// Rendered Secrets and key material are never committed silently.
+// Rendered Secrets and key material are never committed silently: refused (the default), dropped,
+// allowed, or encrypted with SOPS (Secrets only; other objects carrying a private key are refused).
 import type { KubeObject } from '../api/types.js';
 
-export type SecretPolicy = 'refuse' | 'drop' | 'allow';
-export const SECRET_POLICIES: SecretPolicy[] = ['refuse', 'drop', 'allow'];
+export type SecretPolicy = 'refuse' | 'drop' | 'allow' | 'encrypt';
+export const SECRET_POLICIES: SecretPolicy[] = ['refuse', 'drop', 'allow', 'encrypt'];
 
 const PRIVATE_KEY = /-----BEGIN ((RSA|EC|DSA|OPENSSH|ENCRYPTED) )?PRIVATE KEY-----/;
 
@@ -35,23 +36,36 @@ function findSecrets(objects: KubeObject[]): SecretFinding[] {
 
 export class SecretRefusedError extends Error {
   readonly failureKind = 'fix-input' as const;
-  constructor(readonly unit: string, readonly findings: SecretFinding[]) {
+  constructor(readonly unit: string, readonly findings: SecretFinding[], encrypting = false) {
     const names = findings.map((f) => `${f.object.kind} ${f.object.metadata.namespace ? `${f.object.metadata.namespace}/` : ''}${f.object.metadata.name} (${f.why})`).join(', ');
     super(
-      `${unit} renders ${names}; secrets are not committed to Git by default. ` +
-        'Ways out: override the chart values so it does not render the secret (e.g. point it at an existing Secret), ' +
-        'pass --secrets drop to leave such objects out of the output, or --secrets allow if the target repository is meant to hold them.',
+      encrypting
+        ? `${unit} renders ${names}; --secrets encrypt encrypts Secrets only, and this object is not one. ` +
+            'Ways out: override the chart values so the key goes into a Secret (or an existing one), or pass --secrets drop to leave such objects out.'
+        : `${unit} renders ${names}; secrets are not committed to Git by default. ` +
+            'Ways out: pass --secrets encrypt with --age-recipient age1... to commit them encrypted with SOPS (Flux decrypts them), ' +
+            'override the chart values so it does not render the secret (e.g. point it at an existing Secret), ' +
+            'pass --secrets drop to leave such objects out of the output, or --secrets allow if the target repository is meant to hold them.',
     );
     this.name = 'SecretRefusedError';
   }
 }
 
-/** Applies the policy to one unit's objects: throws (refuse), filters (drop) or keeps (allow). */
-export function applySecretPolicy<T extends { object: KubeObject }>(entries: T[], policy: SecretPolicy, unit: string): { objects: T[]; dropped: SecretFinding[] } {
-  if (policy === 'allow') return { objects: entries, dropped: [] };
+/**
+ * Applies the policy to one unit's objects: throws (refuse), filters (drop), keeps (allow), or keeps
+ * and marks the Secrets to encrypt (encrypt; other key material is refused).
+ */
+export function applySecretPolicy<T extends { object: KubeObject }>(entries: T[], policy: SecretPolicy, unit: string): { objects: T[]; dropped: SecretFinding[]; toEncrypt: Set<T> } {
+  if (policy === 'allow') return { objects: entries, dropped: [], toEncrypt: new Set() };
   const findings = findSecrets(entries.map((entry) => entry.object));
-  if (findings.length === 0) return { objects: entries, dropped: [] };
+  if (findings.length === 0) return { objects: entries, dropped: [], toEncrypt: new Set() };
   if (policy === 'refuse') throw new SecretRefusedError(unit, findings);
+  if (policy === 'encrypt') {
+    const notSecrets = findings.filter((f) => f.why !== 'is a Secret');
+    if (notSecrets.length > 0) throw new SecretRefusedError(unit, notSecrets, true);
+    const secrets = new Set(findings.map((f) => f.object));
+    return { objects: entries, dropped: [], toEncrypt: new Set(entries.filter((entry) => secrets.has(entry.object))) };
+  }
   const flagged = new Set(findings.map((f) => f.object));
-  return { objects: entries.filter((entry) => !flagged.has(entry.object)), dropped: findings };
+  return { objects: entries.filter((entry) => !flagged.has(entry.object)), dropped: findings, toEncrypt: new Set() };
 }

@@ -2,13 +2,14 @@
 // and the summary behind its README, pull request bodies and reports.
 import type { KubeObject } from '../api/types.js';
 import { groupOf } from '../inputs/classify-inputs.js';
-import { OUTPUT_FORMAT, type Provenance, type ProviderRecord, type UnitRecord, type WithheldEntry } from '../output/provenance.js';
+import { OUTPUT_FORMAT, type Provenance, type ProviderRecord, type SharedObjectRecord, type UnitRecord, type WithheldEntry } from '../output/provenance.js';
 import type { RenderSummary } from '../output/render-summary.js';
 import { releaseDir } from '../output/tree-layout.js';
 import { loadedRelease, type Plan } from '../plan/build-plan.js';
 import { sha256Digest } from '../release/content-digest.js';
 import { canonicalJson } from './canonical-json.js';
 import { type PendingUnit, stableContext } from './render-units.js';
+import { describeIdentity } from './shared-objects.js';
 
 /**
  * A Secret as provenance.json may record it: without its data. A digest of secret values committed to
@@ -21,7 +22,7 @@ function withoutSecretData(object: KubeObject): KubeObject {
 }
 
 /** The provenance record of a render. */
-export function buildProvenance(plan: Plan, units: UnitRecord[], withheld: WithheldEntry[], valuesFailures: Provenance['valuesFailures'], providers: ProviderRecord[] = []): Provenance {
+export function buildProvenance(plan: Plan, units: UnitRecord[], withheld: WithheldEntry[], valuesFailures: Provenance['valuesFailures'], providers: ProviderRecord[] = [], sharedObjects: SharedObjectRecord[] = []): Provenance {
   const objects = [
     ...plan.inputs.clusterStacks.map((s) => s.object as unknown as KubeObject),
     ...plan.inputs.clusters.map((c) => c.object as KubeObject),
@@ -39,11 +40,11 @@ export function buildProvenance(plan: Plan, units: UnitRecord[], withheld: Withh
   // Providers join the digest only when there are any, so trees without them keep their digests.
   const providerDigests = providers.map((p) => [p.dir, p.version, p.inputDigest]);
   const inputDigest = sha256Digest(canonicalJson({ inputs, releases, units: units.map((u) => [u.dir, u.renderDigest]), ...(providers.length > 0 ? { providers: providerDigests } : {}) }));
-  return { generator: 'clusterstack-gitops', format: OUTPUT_FORMAT, inputDigest, inputs, releases, units, withheld, valuesFailures, ...(providers.length > 0 ? { providers } : {}) };
+  return { generator: 'clusterstack-gitops', format: OUTPUT_FORMAT, inputDigest, inputs, releases, units, withheld, ...(sharedObjects.length > 0 ? { sharedObjects } : {}), valuesFailures, ...(providers.length > 0 ? { providers } : {}) };
 }
 
 /** The summary of a render, per stack, release and cluster. */
-export function buildSummary(plan: Plan, records: UnitRecord[], withheld: WithheldEntry[], inputDigest: string, clusterUnits: Map<string, PendingUnit[]>): RenderSummary {
+export function buildSummary(plan: Plan, records: UnitRecord[], withheld: WithheldEntry[], inputDigest: string, clusterUnits: Map<string, PendingUnit[]>, sharedObjects: SharedObjectRecord[] = []): RenderSummary {
   const published = new Set(records.map((record) => record.dir));
   const withheldKeys = new Map(withheld.map((entry) => [`${entry.kind}/${entry.namespace}/${entry.name}`, entry]));
   return {
@@ -78,6 +79,7 @@ export function buildSummary(plan: Plan, records: UnitRecord[], withheld: Withhe
         };
       }),
     withheld,
+    sharedObjects: sharedObjects.map((shared) => ({ path: shared.path, object: describeIdentity(shared), renderedBy: shared.renderedBy })),
     notes: records.flatMap((record) => (record.notes ?? []).map((note) => `${record.dir}: ${note}`)),
   };
 }

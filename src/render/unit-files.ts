@@ -13,13 +13,15 @@ export interface UnitFiles {
   /** Why the unit cannot be published (documents Kubernetes would refuse). */
   problems: string[];
   notes: string[];
+  /** With --secrets encrypt: the files holding Secrets, whose content is still helm's plaintext and must be encrypted before anything else sees it. */
+  secrets: { file: string; object: KubeObject }[];
 }
 
 /** One unit's helm output as files; throws SecretRefusedError when the policy refuses an object. */
 export function unitFiles(output: string, unit: PendingUnit, policy: SecretPolicy, annotationsFor?: AnnotationsFor): UnitFiles {
   const subject = unit.record.kind === 'release' ? `release ${unit.record.release}` : `Cluster ${unit.record.namespace}/${unit.record.name} (stage ${unit.record.stage}, release ${unit.record.release})`;
   const reading = readManifests(output, `${unit.chart.origin} for ${subject}`);
-  if (reading.problems.length > 0) return { files: new Map(), problems: reading.problems, notes: [] };
+  if (reading.problems.length > 0) return { files: new Map(), problems: reading.problems, notes: [], secrets: [] };
   const placed = placeObjects(reading.objects, {
     defaultNamespace: unit.defaultNamespace,
     ...(unit.annotated && annotationsFor ? { annotationsFor } : {}),
@@ -31,6 +33,7 @@ export function unitFiles(output: string, unit: PendingUnit, policy: SecretPolic
     files: new Map(kept.objects.map((entry, index) => [names[index]!, entry.text])),
     problems: [],
     notes: [...reading.warnings, ...placed.notes, ...dropped],
+    secrets: kept.objects.flatMap((entry, index) => (kept.toEncrypt.has(entry) ? [{ file: names[index]!, object: entry.object }] : [])),
   };
 }
 

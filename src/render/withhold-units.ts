@@ -6,6 +6,7 @@ import type { RenderedTree } from '../output/rendered-tree.js';
 import { clusterDir, releaseDir } from '../output/tree-layout.js';
 import { previousFiles } from './previous-output.js';
 import type { PendingUnit } from './render-units.js';
+import type { ObjectConflict } from './shared-objects.js';
 
 /**
  * Takes failed units out of the output and records them as withheld: a release alone, a cluster
@@ -44,6 +45,30 @@ export function keepPreviousOutput(withheld: WithheldEntry[], before: Map<string
       rendered.set(dir, files);
       records.push(old);
       entry.previousKept = true;
+    }
+  }
+}
+
+/**
+ * Takes the units of conflicts out of the output: a release alone, a cluster whole. A unit already
+ * withheld (its previous output put back, and that output conflicts too) loses the previous output.
+ */
+export function withholdConflicts(conflicts: ObjectConflict[], rendered: Map<string, Map<string, string>>, records: UnitRecord[], withheld: WithheldEntry[]): void {
+  for (const { record, reason } of conflicts) {
+    const kind = record.kind === 'release' ? 'release' : 'cluster';
+    const prefix = `${clusterDir(record.namespace, record.name)}/`;
+    for (let index = records.length - 1; index >= 0; index -= 1) {
+      const candidate = records[index]!;
+      const matches = kind === 'release' ? candidate.dir === record.dir : candidate.kind === 'cluster-stage' && candidate.dir.startsWith(prefix);
+      if (!matches) continue;
+      rendered.delete(candidate.dir);
+      records.splice(index, 1);
+    }
+    const entry = withheld.find((item) => item.kind === kind && item.namespace === record.namespace && item.name === record.name);
+    if (!entry) withheld.push({ kind, namespace: record.namespace, name: record.name, reason, previousKept: false });
+    else {
+      entry.previousKept = false;
+      if (!entry.reason.includes(reason)) entry.reason = `${entry.reason}; ${reason}`;
     }
   }
 }

@@ -178,6 +178,30 @@ describe('desiredState', () => {
     expect(condition(state.releases[0]!.status.conditions, 'ManifestsPublished')?.status).toBe('True');
   });
 
+  it('shows on a release the shared objects it uses, in its resources and SharedObjectsReady, and holds Ready until the engine applied them', () => {
+    const sharedDir = `management/${NS}/shared`;
+    const image = { path: `${sharedDir}/image-ubuntu-capi-image-v1.30.4.yaml`, group: 'openstack.k-orc.cloud', version: 'v1alpha1', kind: 'Image', namespace: NS, name: 'ubuntu-capi-image-v1.30.4', renderedBy: [V2, V3] };
+    const units = [V2, V3].map((tag) => ({ ...releaseUnit(tag), shared: { 'image-ubuntu-capi-image-v1.30.4.yaml': image.path } }));
+    const verdict = (dir: string, state: 'synced' | 'progressing') => ({ engine: 'flux' as const, source: `Flux Kustomization flux-system/${dir}`, state, message: `Flux Kustomization flux-system/${dir.split('/').at(-1)} ${state}` });
+    const stateWith = (sharedState: 'synced' | 'progressing') => {
+      const inputs = inputsFor({ stacks: [stack], tags: [V2, V3], units, engine: 'flux', sync: new Map([...units.map((unit) => [unit.dir, verdict(unit.dir, 'synced')] as const), [sharedDir, verdict(sharedDir, sharedState)]]) });
+      inputs.render!.provenance.sharedObjects = [image];
+      return desiredState(inputs).releases[0]!;
+    };
+    const waiting = stateWith('progressing');
+    expect(waiting.status.resources).toEqual([
+      { group: 'cluster.x-k8s.io', version: 'v1', kind: 'ClusterClass', name: V2, status: 'synced' },
+      { group: 'openstack.k-orc.cloud', version: 'v1alpha1', kind: 'Image', namespace: NS, name: 'ubuntu-capi-image-v1.30.4', status: 'not-synced', error: 'Flux Kustomization flux-system/shared progressing' },
+    ]);
+    expect(condition(waiting.status.conditions, 'SharedObjectsReady')).toMatchObject({ status: 'False', reason: 'SharedObjectsProgressing', message: expect.stringContaining(`Image.openstack.k-orc.cloud ${NS}/ubuntu-capi-image-v1.30.4 (${image.path}, rendered by ${V2}, ${V3})`) });
+    expect(waiting.status.ready).toBe(false);
+    const ready = stateWith('synced');
+    expect(condition(ready.status.conditions, 'SharedObjectsReady')).toMatchObject({ status: 'True', reason: 'SharedObjectsReady' });
+    expect(ready.status.ready).toBe(true);
+    // A release that shares nothing says so, and without an engine the shared objects are listed but not tracked.
+    expect(condition(desiredState(inputsFor({ stacks: [stack], tags: [V2], units: [releaseUnit(V2)] })).releases[0]!.status.conditions, 'SharedObjectsReady')).toMatchObject({ status: 'True', reason: 'NoSharedObjects' });
+  });
+
   it('copies the provider template into one provider release per kept release', () => {
     const providerStack = live(aClusterStack().named('ferrol', NS).withVersions('v2').withProvider('DockerClusterStackReleaseTemplate').build(), 'stack-uid');
     const template: KubeObject = { apiVersion: 'infrastructure.clusterstack.x-k8s.io/v1alpha1', kind: 'DockerClusterStackReleaseTemplate', metadata: { name: 'docker-template', namespace: NS }, spec: { template: { spec: { nodeImages: ['ubuntu'] } } } };

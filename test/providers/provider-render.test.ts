@@ -254,8 +254,9 @@ describe('clusterstack render with Cluster API providers', () => {
     expect(byName.get('provider-coreprovider-cluster-api')!.spec).toMatchObject({ path: './management/providers/coreprovider-cluster-api', prune: true, wait: true });
     expect(byName.get('provider-coreprovider-cluster-api')!.spec.dependsOn).toBeUndefined();
     expect(byName.get('provider-infrastructureprovider-docker')!.spec.dependsOn).toEqual([{ name: 'provider-coreprovider-cluster-api' }]);
-    const release = wiring.find((o) => o.spec?.path?.startsWith('./management/cluster-stacks/'))!;
-    expect(release.spec.dependsOn).toEqual([{ name: 'provider-coreprovider-cluster-api' }, { name: 'provider-infrastructureprovider-docker' }]);
+    const release = wiring.find((o) => o.spec?.path?.startsWith('./management/cluster-stacks/') && !o.spec.path.endsWith('/shared'))!;
+    // The namespace's shared objects (node images) first, then every provider.
+    expect(release.spec.dependsOn).toEqual([{ name: 'cluster-stacks-shared' }, { name: 'provider-coreprovider-cluster-api' }, { name: 'provider-infrastructureprovider-docker' }]);
   });
 
   it('wires providers for Argo CD: sync waves of the root put core first, the others next, releases last', async () => {

@@ -30,6 +30,7 @@ import {
 import { providerReleaseKind, providerTemplateOf, unservedProviderKind } from './provider-release-state.js';
 import { releaseDir, type StatusInputs } from './status-inputs.js';
 import { countsForReady, MANIFESTS_RENDERED, publishedCondition, renderFailedCondition, syncedCondition } from './unit-conditions.js';
+import { sharedObjectsCondition, sharedObjectsOf, sharedResourceStatuses } from './shared-object-state.js';
 import { resourceStatuses } from './unit-resources.js';
 
 const RELEASE_ASSETS_DOWNLOADED = 'ReleaseAssetsDownloaded';
@@ -129,8 +130,10 @@ function releaseConditions(input: StatusInputs, resolution: StackResolution, dec
 
   const published = publishedCondition(unit ? [dir] : [], publish, subject);
   const synced = syncedCondition(unit ? [dir] : [], input.engine, input.sync);
-  const parts = [assets, provider, rendered, published, ...(countsForReady(input.engine) ? [synced] : [])];
-  return [assets, provider, rendered, published, synced, readySummary(parts, `release ${decision.name} is ${countsForReady(input.engine) ? 'published and applied' : 'published'}`)];
+  // Objects it shares with other kept releases (node images) are applied from management/<ns>/shared/.
+  const shared = sharedObjectsCondition(sharedObjectsOf(unit, render?.provenance), input.engine, input.sync, decision.name);
+  const parts = [assets, provider, rendered, published, ...(countsForReady(input.engine) ? [synced, shared] : [])];
+  return [assets, provider, rendered, published, synced, shared, readySummary(parts, `release ${decision.name} is ${countsForReady(input.engine) ? 'published and applied' : 'published'}`)];
 }
 
 function releaseStatus(input: StatusInputs, resolution: StackResolution, decision: ReleaseDecision, live: ClusterStackRelease | undefined, blocked?: string): ClusterStackReleaseStatus {
@@ -141,7 +144,7 @@ function releaseStatus(input: StatusInputs, resolution: StackResolution, decisio
   const unit = input.render?.provenance.units.find((candidate) => candidate.dir === dir);
   const status: ClusterStackReleaseStatus = {
     ready: conditions.at(-1)?.status === 'True',
-    resources: unit ? resourceStatuses(input.unitObjects(unit), input.sync.get(dir)) : (live?.status?.resources ?? []),
+    resources: unit ? [...resourceStatuses(input.unitObjects(unit), input.sync.get(dir)), ...sharedResourceStatuses(sharedObjectsOf(unit, input.render?.provenance), input.sync)] : (live?.status?.resources ?? []),
     conditions: mergeConditions(live?.status?.conditions, conditions, input.now, generation),
     observedGeneration: generation,
   };

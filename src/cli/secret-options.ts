@@ -1,0 +1,82 @@
+// The command-line side of `--secrets encrypt`: who to encrypt for (--age-recipient, repeatable,
+// or CLUSTERSTACK_AGE_RECIPIENTS; else a .sops.yaml given with --sops-config or found at the root
+// of the target tree) and which Secret Flux decrypts with (--sops-secret). Shared by render and the
+// controller.
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { splitRecipientList } from '../secrets/age-recipients.js';
+import { checkEncryptionEngine } from '../secrets/encryption-engine.js';
+import { type EncryptionInput, resolveSecretEncryption } from '../secrets/secret-encryption.js';
+import { UsageError } from './cli-io.js';
+
+export const AGE_RECIPIENTS_VARIABLE = 'CLUSTERSTACK_AGE_RECIPIENTS';
+
+export const SECRET_HELP = `  --secrets <policy>       refuse (default) | drop | allow | encrypt rendered Secrets and private keys
+  --age-recipient <age1..> with --secrets encrypt: an age recipient to encrypt Secrets for (repeatable;
+                           ${AGE_RECIPIENTS_VARIABLE}, comma-separated); without one, a .sops.yaml decides
+  --sops-config <file>     with --secrets encrypt: a .sops.yaml whose creation_rules (path_regex, age)
+                           pick the recipients per file (default: .sops.yaml at the root of the target tree)
+  --sops-secret <name>     Flux: the Secret with the age identity for decryption (default sops-age)`;
+
+/** What the encrypt options say; `sopsSecret` goes to the Flux wiring. */
+export interface SecretSettings {
+  encryption?: EncryptionInput;
+  sopsSecret?: string;
+}
+
+/** The encryption input from flags and the environment; a usage error when they are given without `--secrets encrypt`. */
+export async function secretSettingsFrom(
+  policy: string,
+  flags: { 'age-recipient'?: string[]; 'sops-config'?: string; 'sops-secret'?: string },
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+): Promise<SecretSettings> {
+  const fromFlags = (flags['age-recipient'] ?? []).flatMap(splitRecipientList);
+  const fromEnv = splitRecipientList(env[AGE_RECIPIENTS_VARIABLE] ?? '');
+  if (policy !== 'encrypt') {
+    const given = [fromFlags.length > 0 && '--age-recipient', flags['sops-config'] && '--sops-config', flags['sops-secret'] && '--sops-secret'].filter(Boolean);
+    if (given.length > 0) throw new UsageError(`${given.join(', ')} only apply with --secrets encrypt`);
+    return {};
+  }
+  const recipients = fromFlags.length > 0 ? fromFlags : fromEnv;
+  const encryption: EncryptionInput = { recipients, recipientsOrigin: fromFlags.length > 0 ? '--age-recipient' : AGE_RECIPIENTS_VARIABLE };
+  if (flags['sops-config']) {
+    const file = path.resolve(cwd, flags['sops-config']);
+    try {
+      encryption.sopsConfig = { text: await readFile(file, 'utf8'), origin: `--sops-config ${flags['sops-config']}` };
+    } catch (error) {
+      throw new UsageError(`--sops-config ${flags['sops-config']} cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+    }
+  }
+  return { encryption, ...(flags['sops-secret'] ? { sopsSecret: flags['sops-secret'] } : {}) };
+}
+
+/**
+ * The controller's encrypt settings (flags, else CLUSTERSTACK_* variables), checked at start: a
+ * bad recipient, an unreadable or invalid .sops.yaml, or Argo CD wiring stops it with a usage error
+ * rather than failing every publish. A target's own .sops.yaml is read on every publish.
+ */
+export async function controllerSecretSettings(
+  policy: string,
+  engine: string,
+  flags: { 'age-recipient'?: string[]; 'sops-config'?: string; 'sops-secret'?: string },
+  io: { env: NodeJS.ProcessEnv; cwd: string },
+): Promise<SecretSettings> {
+  // The variables count only with encrypt (a shared environment may set them for other runs); flags always.
+  const fromEnv = (name: string): string | undefined => (policy === 'encrypt' ? nonEmpty(io.env[name]) : undefined);
+  const sopsConfig = flags['sops-config'] ?? fromEnv('CLUSTERSTACK_SOPS_CONFIG');
+  const sopsSecret = flags['sops-secret'] ?? fromEnv('CLUSTERSTACK_SOPS_SECRET');
+  const settings = await secretSettingsFrom(policy, { ...flags, ...(sopsConfig ? { 'sops-config': sopsConfig } : {}), ...(sopsSecret ? { 'sops-secret': sopsSecret } : {}) }, io.env, io.cwd);
+  if (!settings.encryption) return settings;
+  try {
+    checkEncryptionEngine(engine);
+    if (settings.encryption.recipients.length > 0 || settings.encryption.sopsConfig) resolveSecretEncryption(settings.encryption, undefined);
+  } catch (error) {
+    throw new UsageError((error as Error).message.replace(/; nothing was rendered or written$|\. Nothing was rendered or written$/i, ''));
+  }
+  return settings;
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value.trim() === '' ? undefined : value;
+}
