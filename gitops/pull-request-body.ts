@@ -15,6 +15,8 @@ interface PullRequestData {
   clusters: { namespace: string; cluster: string; change: ChangeKind; release: string; addons: string; stages: string }[];
   /** Addon layers per cluster, when there are AddonsLayers. */
   layers: NonNullable<RenderSummary['layers']>;
+  /** Clusters moving to a release with other addons: the order the upgrade takes. */
+  upgrades: { namespace: string; cluster: string; from: string; to: string; addonsFrom: string; addonsTo: string; stages: string }[];
   withheld: WithheldEntry[];
   /** Objects in shared directories this change adds, removes or updates, with the releases rendering them now. */
   shared: { path: string; change: ChangeKind; renderedBy: string }[];
@@ -70,6 +72,9 @@ function pullRequestData(changes: TreeChanges, summary: RenderSummary): PullRequ
       stages: change.stages.join(', ') || '-',
     })),
     layers: summary.layers ?? [],
+    upgrades: changes.clusters
+      .filter((change) => change.releaseBefore && change.releaseAfter && change.releaseBefore !== change.releaseAfter && change.addonVersionBefore !== change.addonVersionAfter)
+      .map((change) => ({ namespace: change.namespace, cluster: change.cluster, from: change.releaseBefore!, to: change.releaseAfter!, addonsFrom: change.addonVersionBefore ?? '-', addonsTo: change.addonVersionAfter ?? '-', stages: change.stages.join(', ') || '-' })),
     withheld: changes.withheld,
     shared: (changes.shared ?? []).map((entry) => ({ ...entry, renderedBy: summary.sharedObjects?.find((shared) => shared.path === entry.path)?.renderedBy.join(', ') || '-' })),
     providers: (changes.providers ?? []).map(describeProviderChange),

@@ -48,6 +48,14 @@ describe('renderPullRequestBody', () => {
     expect(body).toContain('```mermaid\nflowchart LR');
   });
 
+  it('shows the upgrade order of each Cluster moving to a release with other addons', () => {
+    const body = renderPullRequestBody(CHANGES, SUMMARY);
+    expect(body).toContain('## Upgrade order');
+    expect(body).toContain('- cs/a (`docker-ferrol-1-30-v1` → `docker-ferrol-1-30-v2`): first Argo CD or Flux apply cluster addon v2 (stages cni), then the control plane moves. With the runtime extension (deploy/runtime-extension) its BeforeClusterUpgrade hook holds the upgrade until those stages are applied and healthy; without it, nothing orders the two.');
+    const sameAddons = renderPullRequestBody({ ...CHANGES, clusters: [{ ...CHANGES.clusters[0]!, addonVersionBefore: 'v2' }] }, SUMMARY);
+    expect(sameAddons).not.toContain('## Upgrade order');
+  });
+
   it('draws stacks, releases and the clusters using them, escaping labels', () => {
     const diagram = mermaidDiagram(SUMMARY);
     expect(diagram).toContain('s0["ClusterStack cs/docker-ferrol-1-30"]');

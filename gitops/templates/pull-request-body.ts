@@ -29,6 +29,14 @@ Argo CD or Flux; closing it changes nothing.
 {{/each}}
 
 {{/if}}
+{{#if upgrades.length}}
+## Upgrade order
+
+{{#each upgrades}}
+- {{namespace}}/{{cluster}} (\`{{from}}\` → \`{{to}}\`): first Argo CD or Flux apply cluster addon {{addonsTo}} (stages {{stages}}), then the control plane moves. With the runtime extension (deploy/runtime-extension) its BeforeClusterUpgrade hook holds the upgrade until those stages are applied and healthy; without it, nothing orders the two.
+{{/each}}
+
+{{/if}}
 {{#if shared.length}}
 ## Shared objects
 

@@ -7,6 +7,7 @@ import { sha256Hex } from '../release/content-digest.js';
 import { parseGitOpsEngine, type WiringOptions } from '../../gitops/wiring/render-wiring.js';
 import { createHelmDependencies } from '../../renderers/helm-dependencies.js';
 import { type ControllerSettings, resolveControllerSettings } from '../config.js';
+import { resolveRuntimeExtensionSettings, type RuntimeExtensionSettings } from '../runtime-extension-settings.js';
 import { runController } from '../controller/run-controller.js';
 import { CacheDirBusyError, claimCacheDir } from '../controller/runtime/cache-dir-lock.js';
 import { createKubeClient } from '../controller/runtime/kube-client.js';
@@ -68,6 +69,17 @@ Running:
   --log-level <level>        debug | info | warn | error (CLUSTERSTACK_LOG_LEVEL, default info)
   --batch-window <duration>  changes within this window share one publish (CLUSTERSTACK_BATCH_WINDOW, default 1s)
   --resync <duration>        list sources and compare the target at least this often (CLUSTERSTACK_RESYNC, default 5m)
+
+Cluster API runtime extension (lifecycle hooks; off unless an address is given):
+  --runtime-extension-addr <addr>      serve the hooks over HTTPS on [host]:port, e.g. :9443
+                                       (CLUSTERSTACK_RUNTIME_EXTENSION_ADDR)
+  --runtime-extension-cert-dir <dir>   tls.crt and tls.key of the serving certificate, reloaded when
+                                       they change (CLUSTERSTACK_RUNTIME_EXTENSION_CERT_DIR,
+                                       default /etc/clusterstack/runtime-extension-tls)
+  --hook-timeout <duration>            give up waiting for a release's addons and fail the hook
+                                       (CLUSTERSTACK_HOOK_TIMEOUT, default 30m)
+  --hook-retry-after <duration>        how soon Cluster API asks again (CLUSTERSTACK_HOOK_RETRY_AFTER, default 10s)
+  --hook-failure-policy <policy>       Fail (default: hold while unreachable) | Ignore (CLUSTERSTACK_HOOK_FAILURE_POLICY)
 
 Examples:
   # In the management cluster, as deploy/ runs it (settings in deploy/base/config.yaml; or deploy/argocd)
@@ -156,6 +168,11 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
       'log-level': { type: 'string' },
       'batch-window': { type: 'string' },
       resync: { type: 'string' },
+      'runtime-extension-addr': { type: 'string' },
+      'runtime-extension-cert-dir': { type: 'string' },
+      'hook-timeout': { type: 'string' },
+      'hook-retry-after': { type: 'string' },
+      'hook-failure-policy': { type: 'string' },
     },
   });
   let settings: Readonly<ControllerSettings>;
@@ -203,6 +220,18 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
   const secretSettings = await controllerSecretSettings(settings.secrets, engine, values, io);
   if (!['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'].includes(settings.logLevel)) throw new UsageError(`--log-level must be debug, info, warn or error, not "${settings.logLevel}"`);
   const listen = parseListenAddress(settings.metricsAddr);
+  let extension: Readonly<RuntimeExtensionSettings> | undefined;
+  try {
+    extension = resolveRuntimeExtensionSettings(io.env, {
+      addr: values['runtime-extension-addr'],
+      certDir: values['runtime-extension-cert-dir'],
+      timeout: values['hook-timeout'],
+      retryAfter: values['hook-retry-after'],
+      failurePolicy: values['hook-failure-policy'],
+    }, io.cwd);
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
   // Read once at start: a configuration that does not parse stops the controller with its problems.
   const scheduler = await readSchedulerConfigOption(settings.schedulerConfig, io.cwd);
 
@@ -262,9 +291,10 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
     batchWindowMs: settings.batchWindowMs,
     ...(settings.leaderElect ? { leaderElection: { namespace: settings.leaseNamespace, name: settings.leaseName, identity: settings.identity } } : {}),
     ...(listen ? { health: listen } : {}),
+    ...(extension ? { runtimeExtension: extension } : {}),
   });
   logger.info(
-    { target: settings.git ?? settings.output, gitops: engine, namespace: settings.namespace ?? 'all', leaderElect: settings.leaderElect, identity: settings.identity, health: runtime.healthUrl ?? 'off' },
+    { target: settings.git ?? settings.output, gitops: engine, namespace: settings.namespace ?? 'all', leaderElect: settings.leaderElect, identity: settings.identity, health: runtime.healthUrl ?? 'off', runtimeExtension: runtime.extensionUrl ?? 'off' },
     'Controller started',
   );
   const removeSignals = onShutdownSignals(() => runtime.stop(), { timeoutMs: 30_000, logger });

@@ -32,6 +32,7 @@ import { applyDesiredState, eventsWithSubjects, type ApplyReport } from './recon
 import { type PublishAttempt, PublishTracker } from './reconcile/publish-tracker.js';
 import { unitDirOf } from '../output/tree-layout.js';
 import { OwnWrites } from './reconcile/own-writes.js';
+import { addonSnapshot, type AddonSnapshot } from './reconcile/lifecycle-hooks.js';
 import { SourceListings } from './reconcile/source-listings.js';
 import { stackKey, stackOfKey, WatchFilter } from './reconcile/watch-filter.js';
 import { fallbackReleaseTags, standInStack, WITHHELD_SOURCE_PREFIX, withheldSource } from './reconcile/withheld-stacks.js';
@@ -101,6 +102,8 @@ export interface ControllerOptions {
   listingWaitMs?: number;
   /** Render AddonsLayers (watched cluster-wide) whose `spec.source.path`s are relative to this directory (a checkout). */
   layerRoot?: string;
+  /** The runtime extension's lifecycle hook progress per Cluster, shown on its ClusterAddon. */
+  hookProgress?: StatusInputs['hookProgress'];
   /** Publish ClusterProfiles and schedule ClusterRequests (watched, their statuses written). */
   scheduler?: SchedulerConfig;
 }
@@ -126,6 +129,8 @@ export class Controller {
   private finished = 0;
   /** The objects of each stack the last reconcile could not write: the next one reports them. */
   private ownedObjectErrors = new Map<string, string[]>();
+  /** What the last reconcile rendered and published per Cluster, for the lifecycle hook handlers. */
+  private snapshot: AddonSnapshot | undefined;
   private readonly providerFetcher: ProviderFetcher;
 
   constructor(private readonly options: ControllerOptions) {
@@ -223,6 +228,11 @@ export class Controller {
     }
     const { requeueAfterMs } = await this.reconcileOnce(signal);
     return { requeueAfterMs };
+  }
+
+  /** What the last reconcile rendered and published per Cluster (undefined before the first plan). */
+  addonSnapshot(): AddonSnapshot | undefined {
+    return this.snapshot;
   }
 
   private get resyncMs(): number {
@@ -397,6 +407,7 @@ export class Controller {
     // resolution of its own: its stack reports the invalid spec, its objects stay as they are.
     const statusPlan = plan && standIns.size > 0 ? withoutStandIns(plan, standIns) : plan;
     const sync = this.syncState(render, publish);
+    if (plan) this.snapshot = addonSnapshot(statusPlan, render, publish);
     const inputs: StatusInputs = {
       now: now.toISOString(),
       engine: this.options.engine,
@@ -407,6 +418,7 @@ export class Controller {
       unitObjects: this.unitObjectsOf(render?.tree ?? new Map(), render?.provenance.units ?? []),
       unservedKinds,
       ownedObjectErrors: this.ownedObjectErrors,
+      ...(this.options.hookProgress ? { hookProgress: this.options.hookProgress } : {}),
       ...(statusPlan ? { plan: statusPlan } : {}),
       ...(render ? { render } : {}),
       ...(renderFailure ? { renderFailure } : {}),

@@ -11,6 +11,11 @@ import { LeaderElector } from './runtime/leader-election.js';
 import { PrometheusMetrics } from './runtime/metrics.js';
 import type { WatchEvent } from './runtime/runtime-contract.js';
 import { KeyedWorkQueue } from './runtime/work-queue.js';
+import { startExtensionServer, type ExtensionServer } from './runtime/extension-server.js';
+import { EventRecorder } from './reconcile/event-recorder.js';
+import { hookSinceOf, LifecycleHooks } from './reconcile/lifecycle-hooks.js';
+import { workloadObjectReader } from './reconcile/workload-objects.js';
+import { CLUSTER_ADDONS } from './desired-state/watched-kinds.js';
 
 export interface ControllerRuntimeOptions extends Omit<ControllerOptions, 'cache' | 'metrics'> {
   kubeConfig: KubeConfig;
@@ -30,6 +35,27 @@ export interface ControllerRuntimeOptions extends Omit<ControllerOptions, 'cache
   backoff?: { baseDelayMs: number; maxDelayMs: number; random?: () => number };
   /** Given when something created before the runtime (the release sources) counts into it too; else a new one. */
   metrics?: PrometheusMetrics;
+  /** Undefined: no Cluster API runtime extension (lifecycle hooks) server. */
+  runtimeExtension?: RuntimeExtensionOptions;
+}
+
+/** The HTTPS runtime extension serving Cluster API's lifecycle hooks. */
+export interface RuntimeExtensionOptions {
+  port: number;
+  host?: string;
+  /** PEM files of the serving certificate (tls.crt, tls.key of the mounted Secret). */
+  certFile: string;
+  keyFile: string;
+  /** The bounded wait before a hook fails. Default 30 min. */
+  timeoutMs?: number;
+  /** How soon Cluster API asks again while waiting. Default 10 s. */
+  retryAfterSeconds?: number;
+  /** Announced through discovery: Fail (default) or Ignore when the extension cannot be reached. */
+  failurePolicy?: 'Fail' | 'Ignore';
+  /** How often the certificate files are checked for rotation. Default 60 s. */
+  reloadIntervalMs?: number;
+  /** The clock of the hook waits (tests move it to reach the timeout). */
+  now?: () => number;
 }
 
 export interface ControllerRuntime {
@@ -37,6 +63,8 @@ export interface ControllerRuntime {
   readonly metrics: PrometheusMetrics;
   readonly cache: InformerCache;
   readonly healthUrl?: string;
+  /** `https://host:port` of the runtime extension, when it runs. */
+  readonly extensionUrl?: string;
   isLeader(): boolean;
   /** Stops in order: informers, queues (the reconcile in flight finishes or is abandoned), lease, health server. */
   stop(): Promise<void>;
@@ -72,7 +100,8 @@ export async function runController(options: ControllerRuntimeOptions): Promise<
     onRestart: (kind) => metrics.informerRestart(kind.kind),
     ...(options.watchNamespace !== undefined ? { namespace: options.watchNamespace } : {}),
   });
-  controller = new Controller({ ...options, cache, metrics });
+  let hooks: LifecycleHooks | undefined;
+  controller = new Controller({ ...options, cache, metrics, ...(options.runtimeExtension ? { hookProgress: (namespace: string, name: string) => hooks?.progressOf(namespace, name) } : {}) });
   const ctl = controller;
   const newQueue = (concurrency: number) =>
     new KeyedWorkQueue({
@@ -86,6 +115,35 @@ export async function runController(options: ControllerRuntimeOptions): Promise<
   let health: HealthServer | undefined;
   if (options.health) {
     health = await startHealthServer({ port: options.health.port, ...(options.health.host ? { host: options.health.host } : {}), metrics, ready: () => cache.synced(), healthy: () => true });
+  }
+  let extension: ExtensionServer | undefined;
+  if (options.runtimeExtension) {
+    const settings = options.runtimeExtension;
+    const events = new EventRecorder({ sink: options.kube, logger });
+    hooks = new LifecycleHooks({
+      cache,
+      engine: options.engine,
+      snapshot: () => ctl.addonSnapshot(),
+      readWorkloadObjects: workloadObjectReader(options.kube),
+      recordEvents: (intents) => events.record(intents),
+      onProgress: requestPublish,
+      metrics,
+      logger,
+      persistedSince: (hook, namespace, name, target) => hookSinceOf(cache.get(CLUSTER_ADDONS, namespace, name), hook, target),
+      ...(settings.timeoutMs !== undefined ? { timeoutMs: settings.timeoutMs } : {}),
+      ...(settings.retryAfterSeconds !== undefined ? { retryAfterSeconds: settings.retryAfterSeconds } : {}),
+      ...(settings.failurePolicy ? { failurePolicy: settings.failurePolicy } : {}),
+      ...(settings.now ? { now: settings.now } : {}),
+    });
+    extension = await startExtensionServer({
+      port: settings.port,
+      ...(settings.host ? { host: settings.host } : {}),
+      certFile: settings.certFile,
+      keyFile: settings.keyFile,
+      handlers: hooks.handlers(),
+      ...(settings.reloadIntervalMs !== undefined ? { reloadIntervalMs: settings.reloadIntervalMs } : {}),
+      onReloadError: (error) => logger.warn({ error: error.message }, 'Could not reload the runtime extension certificate; the previous one stays in use'),
+    });
   }
   await cache.start();
 
@@ -149,6 +207,7 @@ export async function runController(options: ControllerRuntimeOptions): Promise<
     metrics,
     cache,
     ...(health ? { healthUrl: health.url } : {}),
+    ...(extension ? { extensionUrl: extension.url } : {}),
     isLeader: () => leading,
     done,
     stop: async () => {
@@ -158,6 +217,7 @@ export async function runController(options: ControllerRuntimeOptions): Promise<
       await stopQueues();
       await elector?.stop();
       await health?.close();
+      await extension?.close();
       resolveDone({ reason: 'stopped' });
     },
   };

@@ -14,6 +14,7 @@
 // once an upgrade is complete, so they take part in that steady state as the newest hook.
 import { decodeYamlDocument } from '../yaml/kube-yaml.js';
 import type { Problem } from '../core/problem.js';
+import { conditionSyntaxError } from '../core/addon-wait-conditions.js';
 import { isRecord } from './release-metadata.js';
 
 export const CLUSTER_ADDON_CONFIG_FILE = 'clusteraddon.yaml';
@@ -110,7 +111,11 @@ export function parseClusterAddonConfig(text: string, source: string): ParsedClu
       for (const key of ['waitForPreCondition', 'waitForPostCondition'] as const) {
         if (entry[key] === undefined) continue;
         const condition = parseWaitCondition(entry[key], `${path}.${key}`, source, problems);
-        if (condition) stage[key] = condition;
+        if (!condition) continue;
+        stage[key] = condition;
+        // The operator only finds out when it evaluates; say so at load, without refusing the release.
+        const syntax = conditionSyntaxError(condition.conditions);
+        if (syntax) warnings.push({ source, path: `${path}.${key}.conditions`, message: `is not valid CEL (${syntax}): a lifecycle hook waiting on it can only time out. Fix the expression` });
       }
       stages.push(stage);
     });

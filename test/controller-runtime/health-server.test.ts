@@ -180,6 +180,8 @@ describe('health server and metrics', () => {
       clusterstack_remote_requests_total: 'counter',
       clusterstack_leader: 'gauge',
       clusterstack_informer_restarts_total: 'counter',
+      clusterstack_lifecycle_hook_responses_total: 'counter',
+      clusterstack_lifecycle_hook_duration_seconds: 'histogram',
     });
     for (const [name, family] of ours) expect(family.help, name).not.toBe('');
     // Every labelled series exists from the start; a reader that throws is NaN, not a failed scrape.

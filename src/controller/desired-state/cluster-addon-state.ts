@@ -16,11 +16,13 @@ import type { UnitRecord } from '../../output/provenance.js';
 import { falseCondition, mergeConditions, readySummary, trueCondition, unknownCondition, type DesiredCondition } from './conditions.js';
 import { eventOnFailure, regarding, type EventIntent } from './event-intents.js';
 import { controllerReference, isManagedByUs, keyOf, LABEL_CLUSTER_NAME, managedLabels, nameLabels, ownerOfKind } from './owned-objects.js';
+import type { HookProgress } from './lifecycle-hook-decision.js';
 import type { StatusInputs } from './status-inputs.js';
 import { countsForReady, MANIFESTS_RENDERED, MANIFESTS_SYNCED, publishedCondition, renderFailedCondition, syncedCondition } from './unit-conditions.js';
 import { resourceStatuses } from './unit-resources.js';
 
 const CLUSTER_CLASS_AVAILABLE = 'ClusterClassAvailable';
+const LIFECYCLE_HOOK = 'LifecycleHook';
 
 export interface DesiredAddon {
   object: ClusterAddon;
@@ -92,7 +94,8 @@ function addonStatus(input: StatusInputs, cluster: ClusterResolution, units: Uni
   const published = publishedCondition(dirs, input.publish, subject);
   const synced = syncedCondition(dirs, input.engine, input.sync);
   const parts = [clusterClass, rendered, published, ...(countsForReady(input.engine) ? [synced] : [])];
-  const conditions = [clusterClass, rendered, published, synced, readySummary(parts, `the addons of ${subject} are ${countsForReady(input.engine) ? 'published and applied' : 'published'}`)];
+  const hook = hookCondition(input.hookProgress?.(cluster.namespace, cluster.name));
+  const conditions = [clusterClass, rendered, published, synced, ...(hook ? [hook] : []), readySummary(parts, `the addons of ${subject} are ${countsForReady(input.engine) ? 'published and applied' : 'published'}`)];
   const generation = live?.metadata.generation ?? 1;
   const stages: ClusterAddonStageStatus[] = [...units]
     .sort((a, b) => (a.order ?? 0) - (b.order ?? 0))
@@ -106,7 +109,16 @@ function addonStatus(input: StatusInputs, cluster: ClusterResolution, units: Uni
   };
 }
 
-function desiredAddonObject(cluster: CapiCluster, units: UnitRecord[], live: ClusterAddon | undefined): ClusterAddon {
+/** The runtime extension's hook for this Cluster: in progress (since when, waiting for what), done, or timed out. */
+function hookCondition(progress: HookProgress | undefined): DesiredCondition | undefined {
+  if (!progress) return undefined;
+  const text = `${progress.hook} for release ${progress.targetRelease} (since ${progress.since}): ${progress.message}`;
+  if (progress.outcome === 'ready') return trueCondition(LIFECYCLE_HOOK, 'HookSucceeded', text);
+  if (progress.outcome === 'timed-out') return falseCondition(LIFECYCLE_HOOK, 'HookTimedOut', text, 'Error');
+  return falseCondition(LIFECYCLE_HOOK, 'WaitingForAddons', text, 'Info');
+}
+
+function desiredAddonObject(cluster: CapiCluster, units: UnitRecord[], live: ClusterAddon | undefined, hook?: string): ClusterAddon {
   const spec: ClusterAddon['spec'] = {
     clusterRef: { apiVersion: cluster.apiVersion, kind: 'Cluster', name: cluster.metadata.name, namespace: namespaceOf(cluster), ...(cluster.metadata.uid ? { uid: cluster.metadata.uid } : {}) },
   };
@@ -116,7 +128,7 @@ function desiredAddonObject(cluster: CapiCluster, units: UnitRecord[], live: Clu
   const version = units[0]?.addonVersion ?? live?.spec.version;
   if (clusterStack) spec.clusterStack = clusterStack;
   if (version) spec.version = version;
-  if (live?.spec.hook) spec.hook = live.spec.hook;
+  if (hook ?? live?.spec.hook) spec.hook = hook ?? live?.spec.hook;
   const named = nameLabels({ [LABEL_CLUSTER_NAME]: cluster.metadata.name });
   return {
     apiVersion: API_VERSION,
@@ -172,7 +184,7 @@ export function desiredAddons(input: StatusInputs): AddonChanges {
     if (live && ownerOfKind(live, 'Cluster') === undefined && !isManagedByUs(live)) continue; // someone else's
     const clusterUnits = units.get(key) ?? [];
     const desired: DesiredAddon = {
-      object: desiredAddonObject(liveCluster, clusterUnits, live),
+      object: desiredAddonObject(liveCluster, clusterUnits, live, input.hookProgress?.(cluster.namespace, cluster.name)?.hook),
       status: addonStatus(input, cluster, clusterUnits, live),
     };
     if (live) desired.live = live;

@@ -1,5 +1,6 @@
 // Everything one reconcile observed and did, as the pure status computation reads it.
 import type { CapiCluster, ClusterAddon, ClusterStack, ClusterStackRelease, KubeObject } from '../../api/types.js';
+import type { HookProgress } from './lifecycle-hook-decision.js';
 import type { TypedFailure } from '../../core/failure.js';
 import type { Plan } from '../../plan/build-plan.js';
 import type { RenderOutcome } from '../../render/render-output.js';
@@ -63,6 +64,8 @@ export interface StatusInputs {
   renderFailure?: TypedFailure;
   publish: PublishState;
   sync: Map<string, UnitSync>;
+  /** The newest lifecycle hook progress of a Cluster (runtime extension), for its ClusterAddon. */
+  hookProgress?: (namespace: string, name: string) => HookProgress | undefined;
   /** The objects of a rendered unit (memoised by the caller). */
   unitObjects: (unit: UnitRecord) => UnitObject[];
   /** Provider kinds (`apiVersion/Kind`) the API server does not serve, with the reason. */

@@ -12,6 +12,9 @@ const DURATION_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300]
 const RECONCILE_RESULTS = ['success', 'error', 'requeue'] as const;
 const REMOTE_KINDS = ['github', 'oci', 'git'] as const;
 const REMOTE_OUTCOMES = ['ok', 'error'] as const;
+/** The lifecycle hooks a runtime extension serves, and what an answer can be. */
+const HOOKS = ['BeforeClusterUpgrade', 'AfterControlPlaneInitialized', 'AfterClusterUpgrade'] as const;
+const HOOK_OUTCOMES = ['ready', 'waiting', 'timed-out', 'not-ours'] as const;
 
 type ReconcileResult = (typeof RECONCILE_RESULTS)[number];
 
@@ -52,6 +55,13 @@ export class PrometheusMetrics implements ControllerMetrics {
     registers: [this.registry],
   });
   private readonly leader = new Gauge({ name: 'clusterstack_leader', help: '1 while this replica holds the leader lease.', registers: [this.registry], collect: atScrape(() => this.readLeader()) });
+  private readonly hookResponses = new Counter({
+    name: 'clusterstack_lifecycle_hook_responses_total',
+    help: 'Cluster API lifecycle hook calls answered, by hook and outcome (ready, waiting, timed-out, not-ours).',
+    labelNames: ['hook', 'outcome'],
+    registers: [this.registry],
+  });
+  private readonly hookSeconds = new Histogram({ name: 'clusterstack_lifecycle_hook_duration_seconds', help: 'Time to answer a Cluster API lifecycle hook call, by hook.', labelNames: ['hook'], buckets: DURATION_BUCKETS, registers: [this.registry] });
   private readonly informerRestarts = new Counter({ name: 'clusterstack_informer_restarts_total', help: 'Watches restarted after an error, by kind.', labelNames: ['kind'], registers: [this.registry] });
 
   // prom-client reads values asynchronously; the runtime and its tests need the reconcile counts
@@ -66,6 +76,7 @@ export class PrometheusMetrics implements ControllerMetrics {
     // alerts see a series before the first event.
     for (const result of RECONCILE_RESULTS) this.reconcileCounter.inc({ result }, 0);
     for (const kind of REMOTE_KINDS) for (const outcome of REMOTE_OUTCOMES) this.remoteRequests.inc({ kind, outcome }, 0);
+    for (const hook of HOOKS) for (const outcome of HOOK_OUTCOMES) this.hookResponses.inc({ hook, outcome }, 0);
     if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
   }
 
@@ -104,6 +115,12 @@ export class PrometheusMetrics implements ControllerMetrics {
   /** Reads leadership at scrape time. */
   observeLeader(read: () => boolean): void {
     this.readLeader = () => (read() ? 1 : 0);
+  }
+
+  /** Counts one lifecycle hook answer and how long it took. */
+  hookResponse(hook: string, outcome: string, seconds: number): void {
+    this.hookResponses.inc({ hook, outcome });
+    if (Number.isFinite(seconds)) this.hookSeconds.observe({ hook }, seconds);
   }
 
   /** Counts one watch restarted after an error. */

@@ -1,0 +1,182 @@
+// The controller as a Cluster API runtime extension, end to end: a fake Cluster API caller posts
+// real-shaped hook requests over HTTPS (openssl certificate) to a running controller runtime, while
+// the fake API server plays the management cluster (and, through CAPI's kubeconfig Secret, the
+// workload cluster), with Flux Kustomization status that flips to ready.
+import { rmSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ControllerRuntime } from '../../src/controller/run-controller.js';
+import type { KubeObject } from '../../src/api/types.js';
+import { CAPI, condition, MERGE, startControllerFixture, waitFor, type ControllerFixture, aStack } from '../support/controller-fixture.js';
+import { afterControlPlaneInitializedRequest, beforeClusterUpgradeRequest, callExtension, HOOKS_V1ALPHA1, hookPath, type HookCall } from '../support/fake-capi-caller.js';
+import { makeSelfSignedCert, type SelfSignedCert } from '../support/self-signed-cert.js';
+
+const NS = 'team';
+const MINUTE = 60_000;
+
+function aCluster(name: string, className: string, version: string): KubeObject {
+  return {
+    apiVersion: 'cluster.x-k8s.io/v1beta1',
+    kind: 'Cluster',
+    metadata: { name, namespace: NS },
+    spec: { controlPlaneEndpoint: { host: `${name}.test`, port: 6443 }, clusterNetwork: { pods: { cidrBlocks: ['10.0.0.0/16'] } }, topology: { class: className, version } },
+  };
+}
+
+describe('runtime extension (lifecycle hooks)', () => {
+  let fixture: ControllerFixture;
+  let runtime: ControllerRuntime;
+  let cert: SelfSignedCert;
+  let offset = 0;
+  let firstCommit = '';
+
+  const publishedUnder = (prefix: string) => {
+    try {
+      return Object.keys(fixture.published()).some((file) => file.startsWith(prefix));
+    } catch {
+      return false; // no commit on the branch yet
+    }
+  };
+  const liveCluster = (name: string) => fixture.get('Cluster', NS, name) as KubeObject;
+  const call = (hook: string, body: unknown): Promise<HookCall> => callExtension(runtime.extensionUrl!, hookPath(hook, hook.replace(/([a-z])([A-Z])/g, '$1-$2').toLowerCase()), body, cert.ca);
+  const events = (reason: string, name: string) => fixture.api.list('v1', 'Event', NS).filter((event) => event['reason'] === reason && (event['involvedObject'] as { name?: string })?.name === name);
+  const addon = (name: string) => fixture.get('ClusterAddon', NS, name);
+  const seedKustomization = (revision: string) =>
+    fixture.api.seed({
+      apiVersion: 'kustomize.toolkit.fluxcd.io/v1',
+      kind: 'Kustomization',
+      metadata: { name: 'alpha', namespace: 'flux-system' },
+      spec: { path: `./clusters/${NS}/alpha`, prune: true, sourceRef: { kind: 'GitRepository', name: 'clusterstacks' } },
+      status: { lastAppliedRevision: `main@sha1:${revision}`, conditions: [{ type: 'Ready', status: 'True', reason: 'ReconciliationSucceeded', message: `Applied revision: main@sha1:${revision}`, lastTransitionTime: new Date().toISOString() }] },
+    });
+  /** Calls until the answer's message matches (the informer cache catches up with seeded objects). */
+  async function callUntil(hook: string, body: () => unknown, pattern: RegExp): Promise<HookCall> {
+    let last: HookCall | undefined;
+    const deadline = Date.now() + 15_000;
+    while (Date.now() < deadline) {
+      last = await call(hook, body());
+      if (pattern.test(String(last.body['message']))) return last;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    throw new Error(`no ${hook} answer matched ${pattern}; last: ${JSON.stringify(last?.body)}`);
+  }
+
+  beforeAll(async () => {
+    fixture = await startControllerFixture();
+    fixture.api.registerResource({ group: 'apps', version: 'v1', kind: 'DaemonSet', plural: 'daemonsets', namespaced: true, statusSubresource: true });
+    cert = makeSelfSignedCert();
+    await fixture.createNamespace(NS);
+    runtime = await fixture.start('hooks', {
+      engine: 'flux',
+      runtimeExtension: { port: 0, host: '127.0.0.1', certFile: cert.certFile, keyFile: cert.keyFile, retryAfterSeconds: 5, timeoutMs: 30 * MINUTE, now: () => Date.now() + offset },
+    });
+    await fixture.create(aStack('ferrol', NS, { versions: ['v1', 'v3'] }));
+    await fixture.create(aCluster('alpha', 'docker-ferrol-1-30-v1', 'v1.30.2'));
+    await waitFor(() => publishedUnder(`clusters/${NS}/alpha/cluster-addon/`), 'the v1 addons of alpha published', 60_000);
+    firstCommit = fixture.git.head(fixture.remote, 'main');
+  }, 90_000);
+
+  afterAll(async () => {
+    await fixture?.cleanup();
+    if (cert) rmSync(cert.dir, { recursive: true, force: true });
+  });
+
+  it('announces its three lifecycle handlers through discovery, failing closed', async () => {
+    const { status, body } = await callExtension(runtime.extensionUrl!, `/${HOOKS_V1ALPHA1}/discovery`, { apiVersion: HOOKS_V1ALPHA1, kind: 'DiscoveryRequest' }, cert.ca);
+    expect(status).toBe(200);
+    expect(body['handlers']).toEqual(
+      ['BeforeClusterUpgrade', 'AfterControlPlaneInitialized', 'AfterClusterUpgrade'].map((hook) => ({
+        name: hook.replace(/([a-z])([A-Z])/g, '$1-$2').toLowerCase(),
+        requestHook: { apiVersion: HOOKS_V1ALPHA1, hook },
+        timeoutSeconds: 10,
+        failurePolicy: 'Fail',
+      })),
+    );
+  });
+
+  it('holds BeforeClusterUpgrade while the target release is not rendered for the Cluster yet', async () => {
+    const moving = { ...liveCluster('alpha'), spec: { ...(liveCluster('alpha')['spec'] as object), topology: { class: 'docker-ferrol-1-30-v3', version: 'v1.30.4' } } };
+    const { status, body } = await call('BeforeClusterUpgrade', beforeClusterUpgradeRequest(moving, 'v1.30.2', 'v1.30.4'));
+    expect(status).toBe(200);
+    expect(body).toMatchObject({ apiVersion: HOOKS_V1ALPHA1, kind: 'BeforeClusterUpgradeResponse', status: 'Success', retryAfterSeconds: 5 });
+    expect(body['message']).toMatch(/^waiting \d+s of 30m for the controller to render and publish the addons of release docker-ferrol-1-30-v3 for Cluster team\/alpha \(it last rendered release docker-ferrol-1-30-v1\)$/);
+  });
+
+  it('waits for the engine to apply each stage of the target release at the commit that holds it, then lets the upgrade go', async () => {
+    await fixture.custom.patchNamespacedCustomObject({ ...CAPI, plural: 'clusters', namespace: NS, name: 'alpha', body: { spec: { topology: { class: 'docker-ferrol-1-30-v3', version: 'v1.30.4' } } } }, MERGE());
+    await waitFor(() => publishedUnder(`clusters/${NS}/alpha/cni/`), 'the v3 addons of alpha published', 60_000);
+    const request = () => beforeClusterUpgradeRequest(liveCluster('alpha'), 'v1.30.2', 'v1.30.4');
+
+    const uncovered = await callUntil('BeforeClusterUpgrade', request, /none covers it/);
+    expect(uncovered.body).toMatchObject({ status: 'Success', retryAfterSeconds: 5 });
+    expect(uncovered.body['message']).toContain(`stage cni: a Flux Kustomization applying clusters/${NS}/alpha/cni (none covers it)`);
+    // The status follows the wait: what it waits for now, since the first call.
+    await waitFor(() => /waiting for stage cni: /.test(condition(addon('alpha'), 'LifecycleHook')?.message ?? ''), 'the ClusterAddon showing the wait');
+    expect(condition(addon('alpha'), 'LifecycleHook')).toMatchObject({ status: 'False', reason: 'WaitingForAddons', message: expect.stringMatching(/^BeforeClusterUpgrade for release docker-ferrol-1-30-v3 \(since .*\): waiting for stage cni: /) });
+    expect(events('LifecycleHookWaiting', 'alpha')).toHaveLength(1);
+
+    // Flux applied the commit before the new addons: still waiting, for that commit.
+    seedKustomization(firstCommit);
+    const stale = await callUntil('BeforeClusterUpgrade', request, /waiting for it to apply commit/);
+    expect(stale.body).toMatchObject({ status: 'Success', retryAfterSeconds: 5 });
+
+    const head = fixture.git.head(fixture.remote, 'main');
+    seedKustomization(head);
+    const ready = await callUntil('BeforeClusterUpgrade', request, /applied and healthy/);
+    expect(ready.body).toEqual({
+      apiVersion: HOOKS_V1ALPHA1,
+      kind: 'BeforeClusterUpgradeResponse',
+      status: 'Success',
+      retryAfterSeconds: 0,
+      message: `addons of release docker-ferrol-1-30-v3 for Cluster ${NS}/alpha are applied and healthy at main@sha1:${head}: stages cni, metrics-server`,
+    });
+    await waitFor(() => condition(addon('alpha'), 'LifecycleHook')?.status === 'True', 'the ClusterAddon showing the hook done');
+    expect(condition(addon('alpha'), 'LifecycleHook')?.reason).toBe('HookSucceeded');
+    expect(addon('alpha')?.['spec']).toMatchObject({ hook: 'BeforeClusterUpgrade' });
+    await waitFor(() => events('LifecycleHookSucceeded', 'alpha').length === 1, 'the success event');
+    const metrics = await runtime.metrics.render();
+    expect(metrics).toMatch(/clusterstack_lifecycle_hook_responses_total\{hook="BeforeClusterUpgrade",outcome="ready"\} 1/);
+    expect(metrics).toMatch(/clusterstack_lifecycle_hook_duration_seconds_count\{hook="BeforeClusterUpgrade"\} \d+/);
+  }, 90_000);
+
+  it("holds AfterControlPlaneInitialized until the first stages' CEL conditions hold in the workload cluster", async () => {
+    const request = () => afterControlPlaneInitializedRequest(liveCluster('alpha'));
+    const unreadable = await callUntil('AfterControlPlaneInitialized', request, /cannot be read/);
+    expect(unreadable.body).toMatchObject({ kind: 'AfterControlPlaneInitializedResponse', status: 'Failure' });
+    expect(unreadable.body).not.toHaveProperty('retryAfterSeconds');
+    expect(unreadable.body['message']).toContain(`stage cni postcondition: the workload cluster cannot be read: Secret ${NS}/alpha-kubeconfig (key value) does not exist yet`);
+
+    // CAPI's kubeconfig Secret; the fake API server doubles as the workload cluster.
+    fixture.api.seed({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'alpha-kubeconfig', namespace: NS }, data: { value: Buffer.from(fixture.api.kubeConfigYaml()).toString('base64') } });
+    const missing = await callUntil('AfterControlPlaneInitialized', request, /to exist in the workload cluster/);
+    expect(missing.body['message']).toContain('stage cni postcondition: waits for DaemonSet kube-system/kindnet (kindnet) to exist in the workload cluster');
+
+    const daemonSet = (ready: number) => ({ apiVersion: 'apps/v1', kind: 'DaemonSet', metadata: { name: 'kindnet', namespace: 'kube-system' }, spec: {}, status: { numberReady: ready, desiredNumberScheduled: 2 } });
+    fixture.api.seed(daemonSet(1));
+    const notYet = await callUntil('AfterControlPlaneInitialized', request, /is false/);
+    expect(notYet.body).toMatchObject({ status: 'Failure' });
+    expect(notYet.body['message']).toContain('stage cni postcondition: condition `kindnet.status.numberReady > 0 && kindnet.status.numberReady == kindnet.status.desiredNumberScheduled` is false');
+
+    fixture.api.seed(daemonSet(2));
+    const done = await callUntil('AfterControlPlaneInitialized', request, /applied and healthy/);
+    expect(done.body).toMatchObject({ kind: 'AfterControlPlaneInitializedResponse', status: 'Success' });
+  }, 60_000);
+
+  it('ends a wait that outlasts the timeout with a Failure, a Warning event and the ClusterAddon saying so', async () => {
+    await fixture.create(aCluster('bravo', 'docker-ferrol-1-30-v3', 'v1.30.4'));
+    await waitFor(() => publishedUnder(`clusters/${NS}/bravo/cni/`), 'the addons of bravo published', 60_000);
+    const request = () => beforeClusterUpgradeRequest(liveCluster('bravo'), 'v1.30.2', 'v1.30.4');
+    const waiting = await callUntil('BeforeClusterUpgrade', request, /none covers it/);
+    expect(waiting.body).toMatchObject({ status: 'Success', retryAfterSeconds: 5 });
+
+    offset += 31 * MINUTE;
+    const { body } = await call('BeforeClusterUpgrade', request());
+    expect(body).toMatchObject({ status: 'Failure', retryAfterSeconds: 0 });
+    expect(body['message']).toMatch(new RegExp(`^gave up after 31m \\(the hook timeout is 30m\\) waiting for stage cni: a Flux Kustomization applying clusters/${NS}/bravo/cni \\(none covers it\\); .* Fix the addons or their conditions, or raise --hook-timeout$`));
+    await waitFor(() => events('LifecycleHookTimedOut', 'bravo').length === 1, 'the timeout event');
+    expect(events('LifecycleHookTimedOut', 'bravo')[0]).toMatchObject({ type: 'Warning' });
+    await waitFor(() => condition(addon('bravo'), 'LifecycleHook')?.reason === 'HookTimedOut', 'the ClusterAddon showing the timeout');
+    expect(condition(addon('bravo'), 'LifecycleHook')).toMatchObject({ status: 'False', severity: 'Error' });
+    // Asked again, it stays a Failure: no endless retry.
+    expect((await call('BeforeClusterUpgrade', request())).body).toMatchObject({ status: 'Failure' });
+  }, 90_000);
+});
