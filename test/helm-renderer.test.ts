@@ -217,7 +217,7 @@ describe('HelmRunner', () => {
     }
   });
 
-  it('gives helm only PATH, HOME and its own Helm directories: no KUBECONFIG, no HELM_* from the caller', async () => {
+  it('gives helm only PATH, HOME, its own Helm directories and Go runtime settings: no KUBECONFIG, no HELM_* from the caller', async () => {
     const temp = await helmTempDir('helm-env');
     try {
       const printEnv = await writeScript(path.join(temp.dir, 'env-helm'), 'exec /usr/bin/env');
@@ -227,7 +227,8 @@ describe('HelmRunner', () => {
       const env = Object.fromEntries(stdout.trim().split('\n').map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]));
 
       // PWD is set by the stand-in's /bin/sh itself.
-      expect(Object.keys(env).filter((key) => key !== 'PWD').sort()).toEqual(['HELM_CACHE_HOME', 'HELM_CONFIG_HOME', 'HELM_DATA_HOME', 'HOME', 'PATH']);
+      expect(Object.keys(env).filter((key) => key !== 'PWD').sort()).toEqual(['GOGC', 'GOMAXPROCS', 'HELM_CACHE_HOME', 'HELM_CONFIG_HOME', 'HELM_DATA_HOME', 'HOME', 'PATH']);
+      expect([env['GOMAXPROCS'], env['GOGC']]).toEqual(['1', '400']);
       expect(env['PATH']).toBe('/usr/bin:/bin');
       for (const key of ['HOME', 'HELM_CACHE_HOME', 'HELM_CONFIG_HOME', 'HELM_DATA_HOME']) expect(env[key]?.startsWith(temp.dir)).toBe(true);
     } finally {

@@ -104,6 +104,25 @@ describe('placeObjects', () => {
     expect(placed[0]!.object).toMatchObject({ data: { mode: '0400' } });
   });
 
+  it('proves an insertion on the metadata block alone, and re-encodes when the block leans on the rest of the document', () => {
+    const objects = read(
+      // a column-0 comment inside the block, and a multi-line scalar after it
+      'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: commented\n# a comment in column 0\n  labels:\n    a: b\ndata:\n  text: |\n    line one\n    line two\n---\n' +
+        // metadata taking its labels from an anchor outside the block
+        'apiVersion: v1\nkind: ConfigMap\nx-common: &common\n  a: "on"\nmetadata:\n  name: merged\n  labels: *common\n---\n' +
+        // a merge key inside the block
+        'apiVersion: v1\nkind: ConfigMap\nx-base: &base\n  name: based\nmetadata:\n  <<: *base\n',
+    );
+    const placed = placeObjects(objects, { defaultNamespace: 'kube-system' }).objects;
+    expect(placed.map((entry) => entry.object.metadata)).toEqual([
+      { name: 'commented', labels: { a: 'b' }, namespace: 'kube-system' },
+      { name: 'merged', labels: { a: 'on' }, namespace: 'kube-system' },
+      { name: 'based', namespace: 'kube-system' },
+    ]);
+    expect(placed[0]!.text).toContain('metadata:\n  namespace: kube-system\n  name: commented\n# a comment in column 0\n');
+    for (const entry of placed) expect(meaningKept(entry)).toBe(true);
+  });
+
   it('adds no namespace to cluster-scoped kinds, and reports kinds whose scope it cannot know', () => {
     const objects = read(
       'apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: r}\n---\n' +

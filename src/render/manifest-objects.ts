@@ -117,58 +117,91 @@ export function placeObjects(objects: ManifestObject[], placement: Placement): {
   return { objects: placed, notes };
 }
 
-/** The object with the additions, written by inserting lines into its text when that provably keeps the rest; re-encoded otherwise. */
+/**
+ * The object with the additions, written by inserting lines into its text when that provably keeps
+ * the rest; re-encoded otherwise. The proof decodes only the `metadata:` block: the inserted lines
+ * sit inside it, every other line is kept byte for byte, and a block that ends at the next line
+ * starting in column 0 cannot reach past it. So the original block must decode to the object's
+ * metadata (the slice is the whole of it) and the new block to the new metadata.
+ */
 function withMetadata(entry: ManifestObject, namespace: string | undefined, annotations: Record<string, string>): ManifestObject {
-  const object = structuredClone(entry.object);
-  if (namespace !== undefined) object.metadata.namespace = namespace;
-  if (Object.keys(annotations).length > 0) object.metadata.annotations = { ...object.metadata.annotations, ...annotations };
+  const metadata = { ...entry.object.metadata };
+  if (namespace !== undefined) metadata.namespace = namespace;
+  if (Object.keys(annotations).length > 0) metadata.annotations = { ...metadata.annotations, ...annotations };
+  const object = { ...entry.object, metadata };
   const inserted = insertMetadataLines(entry.text, namespace, annotations);
-  if (inserted !== undefined) {
-    try {
-      if (sameYamlValue(decodeYamlDocument(inserted).value, object)) return { object, text: inserted };
-    } catch {
-      // fall through: re-encode
-    }
+  if (inserted !== undefined && decodesTo(inserted.before, { metadata: entry.object.metadata }) && decodesTo(inserted.after, { metadata })) {
+    return { object, text: inserted.text };
   }
   const header = SOURCE_COMMENT.exec(entry.text)?.[0];
   return { object, text: `${header ? `${header}\n` : ''}${encodeYaml(object)}` };
 }
 
+function decodesTo(text: string, expected: unknown): boolean {
+  try {
+    const decoded = decodeYamlDocument(text);
+    return decoded.duplicateKeys.length === 0 && sameYamlValue(decoded.value, expected);
+  } catch {
+    return false;
+  }
+}
+
 const BLANK_OR_COMMENT = /^\s*(#.*)?$/;
+const METADATA_LINE = /^metadata:[ \t]*(#.*)?$/;
+const BLOCK_ANNOTATIONS = /^\s*annotations:[ \t]*(#.*)?$/;
 const indentOf = (line: string): number => line.length - line.trimStart().length;
+
+interface InsertedLines {
+  text: string;
+  /** The `metadata:` block before and after the insertion, each a YAML document of its own. */
+  before: string;
+  after: string;
+}
 
 /**
  * Inserts `namespace:` and annotation lines into a block-style `metadata:` mapping; undefined when
  * the document is not laid out that way (flow style, JSON, empty annotations), so the caller
  * re-encodes it instead.
  */
-function insertMetadataLines(text: string, namespace: string | undefined, annotations: Record<string, string>): string | undefined {
+function insertMetadataLines(text: string, namespace: string | undefined, annotations: Record<string, string>): InsertedLines | undefined {
   const lines = text.split('\n');
-  const metadataLine = lines.findIndex((line) => /^metadata:[ \t]*(#.*)?$/.test(line));
+  const metadataLine = lines.findIndex((line) => line.startsWith('metadata:') && METADATA_LINE.test(line));
   if (metadataLine < 0) return undefined;
-  const firstChild = lines.findIndex((line, index) => index > metadataLine && !BLANK_OR_COMMENT.test(line));
-  const indent = firstChild < 0 ? 0 : indentOf(lines[firstChild]!);
-  if (indent === 0) return undefined;
+  // The block: from `metadata:` to the next line with content in column 0 (or the end).
+  let end = metadataLine + 1;
+  let firstChild = -1;
+  for (; end < lines.length; end += 1) {
+    const line = lines[end]!;
+    if (BLANK_OR_COMMENT.test(line)) continue;
+    if (indentOf(line) === 0) break;
+    if (firstChild < 0) firstChild = end;
+  }
+  if (firstChild < 0) return undefined;
+  const indent = indentOf(lines[firstChild]!);
   const pad = ' '.repeat(indent);
-  let end = lines.findIndex((line, index) => index > metadataLine && !BLANK_OR_COMMENT.test(line) && indentOf(line) === 0);
-  if (end < 0) end = lines.length;
+  const block = lines.slice(metadataLine, end);
   const entries = Object.entries(annotations).map(([key, value]) => `${encodeScalar(key)}: ${encodeScalar(value)}`);
-  const after = new Map<number, string[]>(); // line index → lines to insert after it
+  const after = new Map<number, string[]>(); // index in block → lines to insert after it
   const insertAfter = (index: number, added: string[]): void => void after.set(index, [...(after.get(index) ?? []), ...added]);
-  if (namespace !== undefined) insertAfter(metadataLine, [`${pad}namespace: ${encodeScalar(namespace)}`]);
+  if (namespace !== undefined) insertAfter(0, [`${pad}namespace: ${encodeScalar(namespace)}`]);
   if (entries.length > 0) {
-    const annotationsLine = lines.findIndex((line, index) => index > metadataLine && index < end && line.startsWith(`${pad}annotations:`) && indentOf(line) === indent);
+    const annotationsLine = block.findIndex((line) => line.startsWith(`${pad}annotations:`) && indentOf(line) === indent);
     if (annotationsLine < 0) {
-      insertAfter(metadataLine, [`${pad}annotations:`, ...entries.map((entry) => `${pad}${pad}${entry}`)]);
+      insertAfter(0, [`${pad}annotations:`, ...entries.map((entry) => `${pad}${pad}${entry}`)]);
     } else {
-      if (!/^\s*annotations:[ \t]*(#.*)?$/.test(lines[annotationsLine]!)) return undefined; // flow style or null
-      const child = lines.findIndex((line, index) => index > annotationsLine && !BLANK_OR_COMMENT.test(line));
-      const childIndent = child < 0 ? 0 : indentOf(lines[child]!);
+      if (!BLOCK_ANNOTATIONS.test(block[annotationsLine]!)) return undefined; // flow style or null
+      const child = block.findIndex((line, index) => index > annotationsLine && !BLANK_OR_COMMENT.test(line));
+      const childIndent = child < 0 ? 0 : indentOf(block[child]!);
       if (childIndent <= indent) return undefined; // empty annotations
       insertAfter(annotationsLine, entries.map((entry) => `${' '.repeat(childIndent)}${entry}`));
     }
   }
-  return lines.flatMap((line, index) => [line, ...(after.get(index) ?? [])]).join('\n');
+  const newBlock = block.flatMap((line, index) => [line, ...(after.get(index) ?? [])]);
+  return {
+    text: [...lines.slice(0, metadataLine), ...newBlock, ...lines.slice(end)].join('\n'),
+    before: `${block.join('\n')}\n`,
+    after: `${newBlock.join('\n')}\n`,
+  };
 }
 
 function slug(text: string): string {

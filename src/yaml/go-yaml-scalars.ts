@@ -23,11 +23,23 @@ const YAML11_BOOLEANS = new Set(['y', 'Y', 'yes', 'Yes', 'YES', 'on', 'On', 'ON'
 /** Plain scalars go-yaml v3 (kustomize) reads as timestamps and rewrites; v2 keeps them as strings. */
 const TIMESTAMP_LIKE = /^[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt ]|$)/;
 
+/** First characters of every plain scalar that resolves to something other than a string. */
+const NON_STRING_START = new Set('0123456789-+.~yYnNtTfFoO');
+
+/**
+ * False when `text` certainly resolves to a string (a cheap test on its first character, run for
+ * every scalar of every document before the full resolution).
+ */
+export function mayResolveToNonString(text: string): boolean {
+  return text === '' || NON_STRING_START.has(text[0]!);
+}
+
 /**
  * True when a YAML 1.2 tool reads this plain scalar differently from Kubernetes: kustomize (which
  * Flux and Argo CD run over the output) turns `yes` into "yes" and `2001-12-14` into a timestamp.
  */
 export function isYaml11Only(text: string): boolean {
+  if (!mayResolveToNonString(text)) return false;
   return YAML11_BOOLEANS.has(text) || TIMESTAMP_LIKE.test(text);
 }
 
@@ -42,6 +54,7 @@ export const MERGE_KEY = '<<';
  * stay strings because sigs.k8s.io/yaml decodes into interface{}).
  */
 export function resolvePlainScalar(text: string): PlainScalar {
+  if (!mayResolveToNonString(text)) return text;
   const fixed = FIXED.get(text);
   if (fixed !== undefined || FIXED.has(text)) return fixed ?? null;
   const first = text[0];

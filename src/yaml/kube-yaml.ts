@@ -19,7 +19,12 @@ const isPlainValue = (value: unknown): value is Exclude<PlainScalar, string> =>
   value === null || typeof value === 'boolean' || typeof value === 'number' || typeof value === 'bigint';
 
 /** What reading the current document noticed (loading is synchronous, so one record serves). */
-const noticed = { ignoredTags: [] as string[], yaml11Only: false };
+const noticed = { ignoredTags: [] as string[], yaml11Only: false, nonFinite: false };
+
+const noticeNonFinite = (value: PlainScalar): PlainScalar => {
+  if (typeof value === 'number' && !Number.isFinite(value)) noticed.nonFinite = true;
+  return value;
+};
 
 /** Every untagged plain scalar, resolved as go-yaml v2 resolves it. */
 const plainScalar = new jsYaml.Type('tag:clusterstack.x-k8s.io,2024:plain', {
@@ -27,7 +32,7 @@ const plainScalar = new jsYaml.Type('tag:clusterstack.x-k8s.io,2024:plain', {
   resolve: (data: unknown) => typeof data === 'string' && data !== MERGE_KEY && typeof resolvePlainScalar(data) !== 'string',
   construct: (data: string) => {
     if (isYaml11Only(data)) noticed.yaml11Only = true;
-    return resolvePlainScalar(data);
+    return noticeNonFinite(resolvePlainScalar(data));
   },
   predicate: isPlainValue,
   represent: (value: object) => formatPlainScalar(value as unknown as Exclude<PlainScalar, string>),
@@ -52,7 +57,7 @@ function explicitScalar(name: 'int' | 'float' | 'bool' | 'null', accepts: (value
     kind: 'scalar',
     resolve: (data: unknown) => typeof data === 'string' && accepts(resolvePlainScalar(data)),
     construct: (data: string) => {
-      const value = resolvePlainScalar(data);
+      const value = noticeNonFinite(resolvePlainScalar(data));
       return name === 'float' && typeof value === 'bigint' ? Number(value) : value;
     },
   });
@@ -130,6 +135,7 @@ export function decodeYamlDocument(text: string): DecodedDocument {
   let duplicateKeys: DecodedDocument['duplicateKeys'] = [];
   noticed.ignoredTags = [];
   noticed.yaml11Only = false;
+  noticed.nonFinite = false;
   try {
     value = jsYaml.load(text, { schema: KUBE_YAML_SCHEMA });
   } catch (error) {
@@ -142,7 +148,8 @@ export function decodeYamlDocument(text: string): DecodedDocument {
       throw toDecodeError(inner);
     }
   }
-  checkAliasExpansion(value);
+  // Without an alias indicator nothing is shared, and only a scalar read as .inf/.nan needs the walk.
+  if (noticed.nonFinite || text.includes('*')) checkAliasExpansion(value);
   return { value: value === undefined ? null : value, duplicateKeys, ignoredTags: [...new Set(noticed.ignoredTags)], yaml11Only: noticed.yaml11Only };
 }
 
