@@ -119,10 +119,9 @@ export function placeObjects(objects: ManifestObject[], placement: Placement): {
 
 /**
  * The object with the additions, written by inserting lines into its text when that provably keeps
- * the rest; re-encoded otherwise. The proof decodes only the `metadata:` block: the inserted lines
- * sit inside it, every other line is kept byte for byte, and a block that ends at the next line
- * starting in column 0 cannot reach past it. So the original block must decode to the object's
- * metadata (the slice is the whole of it) and the new block to the new metadata.
+ * the rest; re-encoded otherwise. The proof decodes only the new `metadata:` block: every other line
+ * is kept byte for byte, a block ends at the next line with content in column 0, and the block must
+ * decode to the whole of the new metadata (so it cannot have lost anything that went on below it).
  */
 function withMetadata(entry: ManifestObject, namespace: string | undefined, annotations: Record<string, string>): ManifestObject {
   const metadata = { ...entry.object.metadata };
@@ -130,9 +129,7 @@ function withMetadata(entry: ManifestObject, namespace: string | undefined, anno
   if (Object.keys(annotations).length > 0) metadata.annotations = { ...metadata.annotations, ...annotations };
   const object = { ...entry.object, metadata };
   const inserted = insertMetadataLines(entry.text, namespace, annotations);
-  if (inserted !== undefined && decodesTo(inserted.before, { metadata: entry.object.metadata }) && decodesTo(inserted.after, { metadata })) {
-    return { object, text: inserted.text };
-  }
+  if (inserted !== undefined && decodesTo(inserted.block, { metadata })) return { object, text: inserted.text };
   const header = SOURCE_COMMENT.exec(entry.text)?.[0];
   return { object, text: `${header ? `${header}\n` : ''}${encodeYaml(object)}` };
 }
@@ -147,39 +144,38 @@ function decodesTo(text: string, expected: unknown): boolean {
 }
 
 const BLANK_OR_COMMENT = /^\s*(#.*)?$/;
-const METADATA_LINE = /^metadata:[ \t]*(#.*)?$/;
+const METADATA_LINE = /^metadata:[ \t]*(#.*)?$/m;
 const BLOCK_ANNOTATIONS = /^\s*annotations:[ \t]*(#.*)?$/;
 const indentOf = (line: string): number => line.length - line.trimStart().length;
-
-interface InsertedLines {
-  text: string;
-  /** The `metadata:` block before and after the insertion, each a YAML document of its own. */
-  before: string;
-  after: string;
-}
 
 /**
  * Inserts `namespace:` and annotation lines into a block-style `metadata:` mapping; undefined when
  * the document is not laid out that way (flow style, JSON, empty annotations), so the caller
- * re-encodes it instead.
+ * re-encodes it instead. Returns the new text and the new block alone, as a document of its own.
  */
-function insertMetadataLines(text: string, namespace: string | undefined, annotations: Record<string, string>): InsertedLines | undefined {
-  const lines = text.split('\n');
-  const metadataLine = lines.findIndex((line) => line.startsWith('metadata:') && METADATA_LINE.test(line));
-  if (metadataLine < 0) return undefined;
+function insertMetadataLines(text: string, namespace: string | undefined, annotations: Record<string, string>): { text: string; block: string } | undefined {
+  const found = METADATA_LINE.exec(text);
+  if (!found) return undefined;
   // The block: from `metadata:` to the next line with content in column 0 (or the end).
-  let end = metadataLine + 1;
-  let firstChild = -1;
-  for (; end < lines.length; end += 1) {
-    const line = lines[end]!;
-    if (BLANK_OR_COMMENT.test(line)) continue;
-    if (indentOf(line) === 0) break;
-    if (firstChild < 0) firstChild = end;
+  const blockStart = found.index;
+  const block: string[] = [];
+  let blockEnd = text.length;
+  for (let position = blockStart; position < text.length; ) {
+    const newline = text.indexOf('\n', position);
+    const lineEnd = newline < 0 ? text.length : newline;
+    const line = text.slice(position, lineEnd);
+    if (block.length > 0 && !BLANK_OR_COMMENT.test(line) && indentOf(line) === 0) {
+      blockEnd = position;
+      break;
+    }
+    block.push(line);
+    position = lineEnd + 1;
   }
+  if (blockEnd === text.length && !text.endsWith('\n')) return undefined; // keep it simple: documents end with a newline
+  const firstChild = block.findIndex((line, index) => index > 0 && !BLANK_OR_COMMENT.test(line));
   if (firstChild < 0) return undefined;
-  const indent = indentOf(lines[firstChild]!);
+  const indent = indentOf(block[firstChild]!);
   const pad = ' '.repeat(indent);
-  const block = lines.slice(metadataLine, end);
   const entries = Object.entries(annotations).map(([key, value]) => `${encodeScalar(key)}: ${encodeScalar(value)}`);
   const after = new Map<number, string[]>(); // index in block → lines to insert after it
   const insertAfter = (index: number, added: string[]): void => void after.set(index, [...(after.get(index) ?? []), ...added]);
@@ -196,12 +192,9 @@ function insertMetadataLines(text: string, namespace: string | undefined, annota
       insertAfter(annotationsLine, entries.map((entry) => `${' '.repeat(childIndent)}${entry}`));
     }
   }
-  const newBlock = block.flatMap((line, index) => [line, ...(after.get(index) ?? [])]);
-  return {
-    text: [...lines.slice(0, metadataLine), ...newBlock, ...lines.slice(end)].join('\n'),
-    before: `${block.join('\n')}\n`,
-    after: `${newBlock.join('\n')}\n`,
-  };
+  // Every line of the block ended with a newline (checked above for a block that ends the text).
+  const blockText = `${block.flatMap((line, index) => [line, ...(after.get(index) ?? [])]).join('\n')}\n`;
+  return { text: `${text.slice(0, blockStart)}${blockText}${text.slice(blockEnd)}`, block: blockText };
 }
 
 function slug(text: string): string {
