@@ -240,6 +240,17 @@ async function benchController(): Promise<void> {
   try {
     await until(() => hasBranch() && commits() >= 1, 'the first publish');
     const firstPublishMs = performance.now() - started;
+    // The first reconcile goes on after its commit (owned objects, 2000 statuses): the change is
+    // measured once the controller has settled, i.e. the API has seen no write for two seconds.
+    const writes = (): number => api.requests.filter((request) => request.method !== 'GET').length;
+    let lastWrites = writes();
+    let quietSince = performance.now();
+    await until(() => {
+      const now = writes();
+      if (now !== lastWrites) [lastWrites, quietSince] = [now, performance.now()];
+      return performance.now() - quietSince >= 2000;
+    }, 'the first reconcile to settle', 600_000);
+    const settledMs = performance.now() - started - 2000;
     const before = commits();
     // One Cluster's endpoint changes: the time until its commit lands.
     const { ms: ownRenderMs } = await timed(async () => {
@@ -255,7 +266,7 @@ async function benchController(): Promise<void> {
     await until(() => commits() > before, 'the commit of the changed cluster');
     const changeMs = performance.now() - changeStarted;
     const maxRssMiB = process.resourceUsage().maxRSS / 1024;
-    console.log(`  start to first complete publish: ${seconds(firstPublishMs)}`);
+    console.log(`  start to first complete publish: ${seconds(firstPublishMs)}; to the last status written: ${seconds(settledMs)}`);
     console.log(`  one Cluster's change to its commit: ${seconds(changeMs)} (that cluster's own render, measured alone: ${seconds(ownRenderMs)})`);
     console.log(`  peak memory: ${maxRssMiB.toFixed(0)} MiB (this process also runs the fake API server and the benchmarks before)`);
     console.log(`  ${changeMs <= 2000 + ownRenderMs ? 'PASS' : 'FAIL'}  change published within 2 s plus its own render: ${seconds(changeMs)} <= ${seconds(2000 + ownRenderMs)}`);
