@@ -167,6 +167,20 @@ describe('runtime extension (lifecycle hooks)', () => {
     expect((await call('AfterControlPlaneInitialized', request())).body).toMatchObject({ status: 'Success', message: expect.stringContaining('applied and healthy') });
   }, 60_000);
 
+  it('never lets an upgrade go on a stale view: while Flux Kustomizations cannot be read, it waits naming the API error', async () => {
+    const request = () => beforeClusterUpgradeRequest(liveCluster('alpha'), 'v1.30.2', 'v1.30.4');
+    await callUntil('BeforeClusterUpgrade', request, /applied and healthy/);
+    // The controller loses read access to Flux's objects: its cache still says Ready at the right commit.
+    fixture.api.failNext({ pathIncludes: 'kustomizations', status: 403, times: 100_000, reason: 'Forbidden', message: 'kustomizations.kustomize.toolkit.fluxcd.io is forbidden: User "system:serviceaccount:clusterstack-system:controller" cannot list resource "kustomizations"' });
+    fixture.api.expireWatches();
+    const blind = await callUntil('BeforeClusterUpgrade', request, /read Flux Kustomizations again/);
+    expect(blind.body).toMatchObject({ status: 'Success', retryAfterSeconds: 5 });
+    expect(blind.body['message']).toMatch(/^waiting \d+s of 30m for the controller to read Flux Kustomizations again: listing or watching them has failed for \d+s \(HTTP 403: kustomizations.kustomize.toolkit.fluxcd.io is forbidden: .*\), so what they applied is unknown; check the controller's RBAC and the API server$/);
+    fixture.api.clearFaults();
+    const back = await callUntil('BeforeClusterUpgrade', request, /applied and healthy/);
+    expect(back.body).toMatchObject({ status: 'Success', retryAfterSeconds: 0 });
+  }, 60_000);
+
   it('ends a wait that outlasts the timeout with a Failure, a Warning event and the ClusterAddon saying so', async () => {
     await fixture.create(aCluster('bravo', 'docker-ferrol-1-30-v3', 'v1.30.4'));
     await waitFor(() => publishedUnder(`clusters/${NS}/bravo/cni/`), 'the addons of bravo published', 60_000);
@@ -184,5 +198,24 @@ describe('runtime extension (lifecycle hooks)', () => {
     expect(condition(addon('bravo'), 'LifecycleHook')).toMatchObject({ status: 'False', severity: 'Error' });
     // Asked again, it stays a Failure: no endless retry.
     expect((await call('BeforeClusterUpgrade', request())).body).toMatchObject({ status: 'Failure' });
+  }, 90_000);
+
+  it('cannot answer while it is down (Cluster API then applies the announced failurePolicy), and a restarted extension keeps the bounded wait it had', async () => {
+    const request = () => beforeClusterUpgradeRequest(liveCluster('bravo'), 'v1.30.2', 'v1.30.4');
+    const url = runtime.extensionUrl!;
+    await runtime.stop();
+    // What Cluster API's runtime client gets: a failed call, not a response. Fail holds the Cluster's
+    // topology reconcile (retried with backoff); Ignore treats it as Success. Nothing here can answer.
+    await expect(callExtension(url, hookPath('BeforeClusterUpgrade', 'before-cluster-upgrade'), request(), cert.ca)).rejects.toThrow(/ECONNREFUSED|ECONNRESET|socket hang up/);
+
+    runtime = await fixture.start('hooks-restarted', {
+      engine: 'flux',
+      runtimeExtension: { port: 0, host: '127.0.0.1', certFile: cert.certFile, keyFile: cert.keyFile, retryAfterSeconds: 5, timeoutMs: 30 * MINUTE, now: () => Date.now() + offset, revisitIntervalMs: 200, failurePolicy: 'Ignore' },
+    });
+    const discovery = await callExtension(runtime.extensionUrl!, `/${HOOKS_V1ALPHA1}/discovery`, { apiVersion: HOOKS_V1ALPHA1, kind: 'DiscoveryRequest' }, cert.ca);
+    expect((discovery.body['handlers'] as { failurePolicy: string }[]).map((handler) => handler.failurePolicy)).toEqual(['Ignore', 'Ignore', 'Ignore']);
+    // The wait started before the restart (the ClusterAddon's condition says when): still over, still a Failure.
+    const after = await callUntil('BeforeClusterUpgrade', request, /^gave up after/);
+    expect(after.body).toMatchObject({ status: 'Failure', retryAfterSeconds: 0 });
   }, 90_000);
 });
