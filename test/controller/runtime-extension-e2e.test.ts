@@ -132,6 +132,11 @@ describe('runtime extension (lifecycle hooks)', () => {
     await waitFor(() => condition(addon('alpha'), 'LifecycleHook')?.status === 'True', 'the ClusterAddon showing the hook done');
     expect(condition(addon('alpha'), 'LifecycleHook')?.reason).toBe('HookSucceeded');
     expect(addon('alpha')?.['spec']).toMatchObject({ hook: 'BeforeClusterUpgrade' });
+    // The ClusterAddon records the commit each stage is compared against (the commit that published it).
+    expect((addon('alpha')?.['status'] as { stages: unknown[] }).stages).toEqual([
+      expect.objectContaining({ name: 'cni', release: 'docker-ferrol-1-30-v3', revision: head }),
+      expect.objectContaining({ name: 'metrics-server', release: 'docker-ferrol-1-30-v3', revision: head }),
+    ]);
     await waitFor(() => events('LifecycleHookSucceeded', 'alpha').length === 1, 'the success event');
     const metrics = await runtime.metrics.render();
     expect(metrics).toMatch(/clusterstack_lifecycle_hook_responses_total\{hook="BeforeClusterUpgrade",outcome="ready"\} 1/);
