@@ -39,7 +39,7 @@ Examples:
   clusterstack plan fleet/ --release-source github:SovereignCloudStack/cluster-stacks
 
   # What changes against the published Git repository, with each Cluster's upgrade order
-  clusterstack plan fleet/ --release-source examples/quickstart/releases --git https://git.example.com/fleet-out.git --gitops flux
+  clusterstack plan fleet/ --release-source github:SovereignCloudStack/cluster-stacks --git https://git.example.com/fleet-out.git --gitops flux
 
   # Against an OCI registry, as JSON for a script
   clusterstack plan fleet/ --release-source oci://registry.scs.community/kaas/cluster-stacks --json`;
