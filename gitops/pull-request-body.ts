@@ -8,6 +8,7 @@ import type { RenderSummary } from '../src/output/render-summary.js';
 import type { WithheldEntry } from '../src/output/provenance.js';
 import { describeProviderChange } from '../src/output/provider-changes.js';
 import { compileTemplate } from '../src/render/sandboxed-template.js';
+import { type SequenceEngine, upgradeSequence } from './upgrade-sequence.js';
 
 interface PullRequestData {
   inputDigest: string;
@@ -16,7 +17,7 @@ interface PullRequestData {
   /** Addon layers per cluster, when there are AddonsLayers. */
   layers: NonNullable<RenderSummary['layers']>;
   /** Clusters moving to a release with other addons: the order the upgrade takes. */
-  upgrades: { namespace: string; cluster: string; from: string; to: string; addonsFrom: string; addonsTo: string; stages: string }[];
+  upgrades: { namespace: string; cluster: string; from: string; to: string; addonsFrom: string; addonsTo: string; stages: string; steps: string[] }[];
   withheld: WithheldEntry[];
   /** Objects in shared directories this change adds, removes or updates, with the releases rendering them now. */
   shared: { path: string; change: ChangeKind; renderedBy: string }[];
@@ -53,7 +54,7 @@ function stackOf(release: string, summary: RenderSummary, namespace: string): Re
   return summary.stacks.find((stack) => stack.namespace === namespace && tag !== undefined && stackPrefix(tag) === stack.prefix && channelOf(tag.version) === stack.channel);
 }
 
-function pullRequestData(changes: TreeChanges, summary: RenderSummary): PullRequestData {
+function pullRequestData(changes: TreeChanges, summary: RenderSummary, engine: SequenceEngine): PullRequestData {
   const stacks = summary.stacks.map((stack) => ({ namespace: stack.namespace, name: stack.name, latestRelease: stack.latestRelease, usableVersions: stack.usableVersions, added: [] as string[], removed: [] as string[], updated: [] as string[] }));
   for (const change of changes.releases) {
     const owner = stackOf(change.release, summary, change.namespace);
@@ -74,7 +75,16 @@ function pullRequestData(changes: TreeChanges, summary: RenderSummary): PullRequ
     layers: summary.layers ?? [],
     upgrades: changes.clusters
       .filter((change) => change.releaseBefore && change.releaseAfter && change.releaseBefore !== change.releaseAfter && change.addonVersionBefore !== change.addonVersionAfter)
-      .map((change) => ({ namespace: change.namespace, cluster: change.cluster, from: change.releaseBefore!, to: change.releaseAfter!, addonsFrom: change.addonVersionBefore ?? '-', addonsTo: change.addonVersionAfter ?? '-', stages: change.stages.join(', ') || '-' })),
+      .map((change) => {
+        const cluster = summary.clusters.find((entry) => entry.namespace === change.namespace && entry.name === change.cluster);
+        const withheld = changes.withheld.find((entry) => entry.kind === 'cluster' && entry.namespace === change.namespace && entry.name === change.cluster);
+        const move = { namespace: change.namespace, cluster: change.cluster, from: change.releaseBefore!, to: change.releaseAfter!, addonsFrom: change.addonVersionBefore ?? '-', addonsTo: change.addonVersionAfter ?? '-' };
+        const steps = upgradeSequence(
+          { ...move, stages: change.stages, ...(cluster?.kubernetesVersion ? { kubernetesVersion: cluster.kubernetesVersion } : {}), ...(cluster?.afterUpgradeStages ? { afterUpgradeStages: cluster.afterUpgradeStages } : {}), ...(withheld ? { withheld: withheld.reason } : {}) },
+          engine,
+        );
+        return { ...move, stages: change.stages.join(', ') || '-', steps };
+      }),
     withheld: changes.withheld,
     shared: (changes.shared ?? []).map((entry) => ({ ...entry, renderedBy: summary.sharedObjects?.find((shared) => shared.path === entry.path)?.renderedBy.join(', ') || '-' })),
     providers: (changes.providers ?? []).map(describeProviderChange),
@@ -82,7 +92,7 @@ function pullRequestData(changes: TreeChanges, summary: RenderSummary): PullRequ
   };
 }
 
-/** The pull request's body, from the default template or the user's. */
-export function renderPullRequestBody(changes: TreeChanges, summary: RenderSummary, template?: string): string {
-  return compileTemplate(template ?? PULL_REQUEST_BODY_TEMPLATE, template ? 'pull request template' : 'default pull request template')(pullRequestData(changes, summary));
+/** The pull request's body, from the default template or the user's; `engine` names the objects the upgrade order waits for. */
+export function renderPullRequestBody(changes: TreeChanges, summary: RenderSummary, template?: string, engine: SequenceEngine = { engine: 'none' }): string {
+  return compileTemplate(template ?? PULL_REQUEST_BODY_TEMPLATE, template ? 'pull request template' : 'default pull request template')(pullRequestData(changes, summary, engine));
 }

@@ -29,6 +29,43 @@ describe('clusterstack plan', () => {
     ]);
   });
 
+  it('shows the upgrade order of each Cluster moving to a release with another cluster addon version, against what the target holds', async () => {
+    const out = await tempDir();
+    const rendered = await runClusterstack(['render', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--output', out]);
+    expect(rendered.code).toBe(0);
+    // alpha moves v1 -> v3 (cluster addon v1 -> v2); bravo v2 -> v3 keeps cluster addon v2: no order to show.
+    const clusters = (await readFile(path.join(EXAMPLE_MANIFESTS, 'clusters.yaml'), 'utf8'))
+      .replace('class: docker-ferrol-1-30-v1\n    version: v1.30.2', 'class: docker-ferrol-1-30-v3\n    version: v1.30.4')
+      .replace(/(name: bravo[\s\S]*?class: )docker-ferrol-1-30-v2/, '$1docker-ferrol-1-30-v3');
+    const inputs = await writeTree({ 'clusterstack.yaml': await readFile(path.join(EXAMPLE_MANIFESTS, 'clusterstack.yaml'), 'utf8'), 'clusters.yaml': clusters });
+    const json = await runClusterstack(['plan', inputs, '--release-source', EXAMPLE_RELEASES, '--output', out, '--gitops', 'flux', '--json']);
+    expect(json.code).toBe(0);
+    const report = JSON.parse(json.stdout);
+    expect(report.upgrades).toEqual([
+      {
+        namespace: 'cluster-stacks',
+        cluster: 'alpha',
+        from: 'docker-ferrol-1-30-v1',
+        to: 'docker-ferrol-1-30-v3',
+        addonsFrom: 'v1',
+        addonsTo: 'v2',
+        stages: ['cni', 'metrics-server'],
+        kubernetesVersion: 'v1.30.4',
+        steps: [
+          '1. addons v2 published (stages cni, metrics-server)',
+          '2. hook BeforeClusterUpgrade waits for Flux Kustomizations cluster-stacks/alpha-cni, cluster-stacks/alpha-metrics-server Ready at a revision ≥ the commit publishing them, and the BeforeClusterUpgrade CEL conditions',
+          '3. control plane upgrades to v1.30.4, then the workers',
+          '4. hook AfterClusterUpgrade: no stages of its own',
+        ],
+      },
+    ]);
+    const text = await runClusterstack(['plan', inputs, '--release-source', EXAMPLE_RELEASES, '--output', out]);
+    expect(text.stdout).toContain('  cluster-stacks/alpha: docker-ferrol-1-30-v1 -> docker-ferrol-1-30-v3 (cluster addon v1 -> v2)\n    1. addons v2 published (stages cni, metrics-server)\n    2. hook BeforeClusterUpgrade waits for them to be published');
+    // Without a target to compare with, there is no "from": no order.
+    expect(JSON.parse((await runClusterstack(['plan', inputs, '--release-source', EXAMPLE_RELEASES, '--json'])).stdout)).not.toHaveProperty('upgrades');
+    expect((await runClusterstack(['plan', inputs, '--release-source', EXAMPLE_RELEASES, '--output', out, '--git', out])).stderr).toContain('give --output <dir> or --git <repo>, not both');
+  }, 60_000);
+
   it('prints a readable table', async () => {
     const result = await runClusterstack(['plan', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES]);
     expect(result.stdout).toMatch(/ClusterStack cluster-stacks\/docker-ferrol-1-30 {2}latest: docker-ferrol-1-30-v3/);

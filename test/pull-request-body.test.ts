@@ -48,12 +48,33 @@ describe('renderPullRequestBody', () => {
     expect(body).toContain('```mermaid\nflowchart LR');
   });
 
-  it('shows the upgrade order of each Cluster moving to a release with other addons', () => {
-    const body = renderPullRequestBody(CHANGES, SUMMARY);
+  it('shows the upgrade order of each Cluster moving to a release with other addons, step by step, naming what the hook waits for', () => {
+    const summary: RenderSummary = { ...SUMMARY, clusters: [{ ...SUMMARY.clusters[0]!, kubernetesVersion: 'v1.30.4', afterUpgradeStages: ['metrics-server'] }, SUMMARY.clusters[1]!] };
+    const changes: TreeChanges = { ...CHANGES, clusters: [{ ...CHANGES.clusters[0]!, stages: ['cni', 'metrics-server'] }] };
+    const body = renderPullRequestBody(changes, summary, undefined, { engine: 'flux' });
     expect(body).toContain('## Upgrade order');
-    expect(body).toContain('- cs/a (`docker-ferrol-1-30-v1` → `docker-ferrol-1-30-v2`): first Argo CD or Flux apply cluster addon v2 (stages cni), then the control plane moves. With the runtime extension (deploy/runtime-extension) its BeforeClusterUpgrade hook holds the upgrade until those stages are applied and healthy; without it, nothing orders the two.');
+    expect(body).toContain(
+      [
+        '### cs/a (`docker-ferrol-1-30-v1` → `docker-ferrol-1-30-v2`, cluster addon v1 → v2)',
+        '',
+        '1. addons v2 published (stages cni, metrics-server)',
+        '2. hook BeforeClusterUpgrade waits for Flux Kustomizations cs/a-cni, cs/a-metrics-server Ready at a revision ≥ the commit publishing them, and the BeforeClusterUpgrade CEL conditions',
+        '3. control plane upgrades to v1.30.4, then the workers',
+        '4. hook AfterClusterUpgrade waits for stages metrics-server (their CEL conditions; Cluster API ≥ 1.12 holds the next upgrade until then)',
+      ].join('\n'),
+    );
+    const argo = renderPullRequestBody(changes, summary, undefined, { engine: 'argocd', argocdNamespace: 'argocd' });
+    expect(argo).toMatch(/2\. hook BeforeClusterUpgrade waits for Argo CD Applications argocd\/\S+, argocd\/\S+ Synced and Healthy at a revision ≥ the commit publishing them/);
     const sameAddons = renderPullRequestBody({ ...CHANGES, clusters: [{ ...CHANGES.clusters[0]!, addonVersionBefore: 'v2' }] }, SUMMARY);
     expect(sameAddons).not.toContain('## Upgrade order');
+  });
+
+  it('says in the upgrade order when the target release\'s addons are withheld, instead of promising a publish', () => {
+    const withheld = { kind: 'cluster' as const, namespace: 'cs', name: 'a', reason: 'values: .InfraCluster.spec.network is not set yet', previousKept: true };
+    const body = renderPullRequestBody({ ...CHANGES, withheld: [withheld] }, SUMMARY);
+    expect(body).toContain('1. addons v2 withheld (values: .InfraCluster.spec.network is not set yet): nothing of release docker-ferrol-1-30-v2 is published for this Cluster, and the BeforeClusterUpgrade hook holds the upgrade saying so until they render (or its timeout ends the wait)');
+    expect(body).toContain('2. hook BeforeClusterUpgrade waits for them to be published (no GitOps engine wired: their application is not checked)');
+    expect(body).toContain('4. hook AfterClusterUpgrade: no stages of its own');
   });
 
   it('draws stacks, releases and the clusters using them, escaping labels', () => {

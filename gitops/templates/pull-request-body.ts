@@ -32,8 +32,15 @@ Argo CD or Flux; closing it changes nothing.
 {{#if upgrades.length}}
 ## Upgrade order
 
+The addons of the target release are published first; with the runtime extension (deploy/runtime-extension) its hooks hold the control plane until they are applied. Without it, nothing orders steps 1 and 3.
+
 {{#each upgrades}}
-- {{namespace}}/{{cluster}} (\`{{from}}\` → \`{{to}}\`): first Argo CD or Flux apply cluster addon {{addonsTo}} (stages {{stages}}), then the control plane moves. With the runtime extension (deploy/runtime-extension) its BeforeClusterUpgrade hook holds the upgrade until those stages are applied and healthy; without it, nothing orders the two.
+### {{namespace}}/{{cluster}} (\`{{from}}\` → \`{{to}}\`, cluster addon {{addonsFrom}} → {{addonsTo}})
+
+{{#each steps}}
+{{this}}
+{{/each}}
+
 {{/each}}
 
 {{/if}}

@@ -177,6 +177,10 @@ export interface ClusterAddonStageStatus {
   action?: 'apply' | 'delete';
   phase?: string;
   synced?: boolean;
+  /** The release whose addons the stage's directory holds. */
+  release?: string;
+  /** The commit (or digest) in which the stage's files last changed: what the lifecycle hooks compare the engine's applied revision with. */
+  revision?: string;
 }
 
 export interface ClusterAddonStatus {

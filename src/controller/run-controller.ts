@@ -56,6 +56,8 @@ export interface RuntimeExtensionOptions {
   reloadIntervalMs?: number;
   /** The clock of the hook waits (tests move it to reach the timeout). */
   now?: () => number;
+  /** How often waits Cluster API does not hold on (AfterControlPlaneInitialized) are looked at again. Default retryAfterSeconds. */
+  revisitIntervalMs?: number;
 }
 
 export interface ControllerRuntime {
@@ -134,7 +136,9 @@ export async function runController(options: ControllerRuntimeOptions): Promise<
       ...(settings.retryAfterSeconds !== undefined ? { retryAfterSeconds: settings.retryAfterSeconds } : {}),
       ...(settings.failurePolicy ? { failurePolicy: settings.failurePolicy } : {}),
       ...(settings.now ? { now: settings.now } : {}),
+      ...(settings.revisitIntervalMs !== undefined ? { revisitIntervalMs: settings.revisitIntervalMs } : {}),
     });
+    hooks.start();
     extension = await startExtensionServer({
       port: settings.port,
       ...(settings.host ? { host: settings.host } : {}),
@@ -218,6 +222,7 @@ export async function runController(options: ControllerRuntimeOptions): Promise<
       await elector?.stop();
       await health?.close();
       await extension?.close();
+      hooks?.stop();
       resolveDone({ reason: 'stopped' });
     },
   };

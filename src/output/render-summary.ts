@@ -15,7 +15,18 @@ export interface RenderSummary {
     usableVersions: string;
     releases: { name: string; version: string; status: string; reasons: string[] }[];
   }[];
-  clusters: { namespace: string; name: string; release: string; addonVersion: string; stages: string[]; status: string }[];
+  clusters: {
+    namespace: string;
+    name: string;
+    release: string;
+    addonVersion: string;
+    stages: string[];
+    status: string;
+    /** spec.topology.version, when set (the version an upgrade moves the control plane to). */
+    kubernetesVersion?: string;
+    /** The release's stages under AfterClusterUpgrade in its clusteraddon.yaml, when it has any. */
+    afterUpgradeStages?: string[];
+  }[];
   /** Addon layers per cluster (absent without AddonsLayers): rendered, on hold, or withheld and why. */
   layers?: LayerSummary[];
   withheld: WithheldEntry[];

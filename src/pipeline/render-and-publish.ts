@@ -138,7 +138,7 @@ export async function renderAndPublish<Published>(plan: Plan, previous: Rendered
 
   const changes = compareTrees(previous, sorted);
   const change = summarizeChanges(changes, outcome.provenance.inputDigest);
-  if (options.pullRequest) change.pullRequest = { title: change.title, body: renderPullRequestBody(changes, outcome.summary, options.pullRequest.template) };
+  if (options.pullRequest) change.pullRequest = { title: change.title, body: renderPullRequestBody(changes, outcome.summary, options.pullRequest.template, { engine: options.gitops?.engine ?? 'none', ...(options.gitops?.engine === 'argocd' ? { argocdNamespace: options.gitops.namespace } : {}) }) };
   const publishStarted = now();
   const published = await deps.publish(sorted, change);
   deps.metrics?.publishDuration((now() - publishStarted) / 1000);

@@ -79,6 +79,8 @@ export function buildSummary(plan: Plan, records: UnitRecord[], withheld: Withhe
           addonVersion: (cluster.release && loadedRelease(plan, cluster.stack?.namespace ?? cluster.namespace, cluster.release)?.content?.metadata.clusterAddonVersion) || '-',
           stages,
           status: entry ? (entry.previousKept ? 'withheld, previous output kept' : 'withheld') : 'rendered',
+          ...(cluster.cluster.spec?.topology?.version ? { kubernetesVersion: cluster.cluster.spec.topology.version } : {}),
+          ...afterUpgradeStagesOf(plan, cluster),
         };
       }),
     ...(layers ? { layers } : {}),
@@ -88,3 +90,11 @@ export function buildSummary(plan: Plan, records: UnitRecord[], withheld: Withhe
   };
 }
 
+
+/** The stages a Cluster's release lists under AfterClusterUpgrade (for the upgrade order), when there are any. */
+function afterUpgradeStagesOf(plan: Plan, cluster: Plan['resolution']['clusters'][number]): { afterUpgradeStages?: string[] } {
+  const content = cluster.release ? loadedRelease(plan, cluster.stack?.namespace ?? cluster.namespace, cluster.release)?.content : undefined;
+  if (content?.addons.format !== 'multi-stage') return {};
+  const stages = (content.addons.config.addonStages.AfterClusterUpgrade ?? []).map((stage) => stage.name);
+  return stages.length > 0 ? { afterUpgradeStages: stages } : {};
+}

@@ -169,6 +169,17 @@ describe('InformerSet', () => {
     expect(warnings[0]?.fields['error']).toMatchObject({ status: 503 });
   });
 
+  it('says while a kind cannot be read (since when, the API error), so a stale cache is not taken for the truth', async () => {
+    api.failNext({ method: 'GET', pathIncludes: 'clusterstacks', status: 403, times: 2, reason: 'Forbidden', message: 'clusterstacks.clusterstack.x-k8s.io is forbidden' });
+    let now = 1_000;
+    const { set } = anInformerSet([STACKS], { random: () => 0, clock: { now: () => now, setTimeout: (callback, ms) => setTimeout(callback, ms), clearTimeout: (timer) => clearTimeout(timer as ReturnType<typeof setTimeout>) } });
+    await set.start();
+    expect(set.readState(STACKS)).toEqual({ listed: false, failing: { since: 1_000, error: 'HTTP 403: clusterstacks.clusterstack.x-k8s.io is forbidden' } });
+    now = 5_000;
+    await waitFor(() => set.readState(STACKS).listed, 'the list once allowed');
+    expect(set.readState(STACKS)).toEqual({ listed: true, served: true });
+  });
+
   it('stays stopped after stop(): its own abort is no reason to restart', async () => {
     const { set, entries, restarts } = anInformerSet([STACKS, CLUSTERS]);
     await set.start();

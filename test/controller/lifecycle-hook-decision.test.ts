@@ -72,10 +72,38 @@ describe('decideLifecycleHook', () => {
     });
   });
 
-  it('holds a non-blocking hook with a Failure (Cluster API calls it again) and answers Success once ready', () => {
-    const waiting = decideLifecycleHook(anInput({ hook: 'AfterControlPlaneInitialized', sync: new Map() }));
-    expect(waiting).toMatchObject({ status: 'Failure', retryAfterSeconds: 0, outcome: 'waiting' });
+  it('answers the non-blocking AfterControlPlaneInitialized with Success while waiting (a Failure would stop the Cluster\'s reconcile), saying what it waits for', () => {
+    const waiting = decideLifecycleHook(anInput({ hook: 'AfterControlPlaneInitialized', sync: new Map([[CNI, synced(CNI)]]) }));
+    expect(waiting).toMatchObject({ status: 'Success', retryAfterSeconds: 0, outcome: 'waiting' });
+    expect(waiting.message).toBe(
+      'not holding (AfterControlPlaneInitialized is non-blocking); the ClusterAddon follows the wait: waiting 60s of 30m for stage metrics-server: a Flux Kustomization applying clusters/team/alpha/metrics-server (none covers it)',
+    );
     expect(decideLifecycleHook(anInput({ hook: 'AfterControlPlaneInitialized' }))).toMatchObject({ status: 'Success', outcome: 'ready' });
+    // Past the timeout: still Success (never an error loop), the outcome says it timed out.
+    const late = decideLifecycleHook(anInput({ hook: 'AfterControlPlaneInitialized', sync: new Map(), now: 31 * MINUTE }));
+    expect(late).toMatchObject({ status: 'Success', retryAfterSeconds: 0, outcome: 'timed-out' });
+    expect(late.message).toMatch(/^gave up after 31m .*; not holding the Cluster any longer \(see its ClusterAddon\)/);
+  });
+
+  it('holds the next upgrade from AfterClusterUpgrade with retryAfterSeconds (Cluster API >= 1.12), and lets go without a Failure after the timeout', () => {
+    const waiting = decideLifecycleHook(anInput({ hook: 'AfterClusterUpgrade', sync: new Map() }));
+    expect(waiting).toMatchObject({ status: 'Success', retryAfterSeconds: 10, outcome: 'waiting' });
+    const late = decideLifecycleHook(anInput({ hook: 'AfterClusterUpgrade', sync: new Map(), now: 31 * MINUTE }));
+    expect(late).toMatchObject({ status: 'Success', retryAfterSeconds: 0, outcome: 'timed-out' });
+  });
+
+  it('never counts a stage as applied while the engine objects cannot be read: it waits naming why, bounded by the timeout', () => {
+    const unreadable = 'the controller to read Flux Kustomizations again: listing or watching them has failed for 40s (HTTP 403: forbidden)';
+    const decision = decideLifecycleHook(anInput({ engineUnreadable: unreadable }));
+    expect(decision).toMatchObject({ status: 'Success', outcome: 'waiting', retryAfterSeconds: 10, waitingFor: [unreadable] });
+    expect(decideLifecycleHook(anInput({ engineUnreadable: unreadable, now: 31 * MINUTE }))).toMatchObject({ status: 'Failure', outcome: 'timed-out' });
+    // Without an engine watched there is nothing to read.
+    expect(decideLifecycleHook(anInput({ engine: 'none', engineUnreadable: unreadable }))).toMatchObject({ outcome: 'ready' });
+  });
+
+  it('never takes a stage directory holding another release\'s files for the target release', () => {
+    const decision = decideLifecycleHook(anInput({ rendered: { ...anInput().rendered!, stages: [{ dir: CNI, stage: 'cni', release: 'docker-ferrol-1-30-v1' }, { dir: METRICS, stage: 'metrics-server', release: TARGET }] } }));
+    expect(decision.waitingFor).toEqual([`stage cni: ${CNI} still holds release docker-ferrol-1-30-v1's addons, not release ${TARGET}'s`]);
   });
 
   it('does not hold Clusters whose class is no cluster stack class', () => {

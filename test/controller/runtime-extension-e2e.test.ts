@@ -67,7 +67,7 @@ describe('runtime extension (lifecycle hooks)', () => {
     await fixture.createNamespace(NS);
     runtime = await fixture.start('hooks', {
       engine: 'flux',
-      runtimeExtension: { port: 0, host: '127.0.0.1', certFile: cert.certFile, keyFile: cert.keyFile, retryAfterSeconds: 5, timeoutMs: 30 * MINUTE, now: () => Date.now() + offset },
+      runtimeExtension: { port: 0, host: '127.0.0.1', certFile: cert.certFile, keyFile: cert.keyFile, retryAfterSeconds: 5, timeoutMs: 30 * MINUTE, now: () => Date.now() + offset, revisitIntervalMs: 200 },
     });
     await fixture.create(aStack('ferrol', NS, { versions: ['v1', 'v3'] }));
     await fixture.create(aCluster('alpha', 'docker-ferrol-1-30-v1', 'v1.30.2'));
@@ -132,33 +132,58 @@ describe('runtime extension (lifecycle hooks)', () => {
     await waitFor(() => condition(addon('alpha'), 'LifecycleHook')?.status === 'True', 'the ClusterAddon showing the hook done');
     expect(condition(addon('alpha'), 'LifecycleHook')?.reason).toBe('HookSucceeded');
     expect(addon('alpha')?.['spec']).toMatchObject({ hook: 'BeforeClusterUpgrade' });
+    // The ClusterAddon records the commit each stage is compared against (the commit that published it).
+    expect((addon('alpha')?.['status'] as { stages: unknown[] }).stages).toEqual([
+      expect.objectContaining({ name: 'cni', release: 'docker-ferrol-1-30-v3', revision: head }),
+      expect.objectContaining({ name: 'metrics-server', release: 'docker-ferrol-1-30-v3', revision: head }),
+    ]);
     await waitFor(() => events('LifecycleHookSucceeded', 'alpha').length === 1, 'the success event');
     const metrics = await runtime.metrics.render();
     expect(metrics).toMatch(/clusterstack_lifecycle_hook_responses_total\{hook="BeforeClusterUpgrade",outcome="ready"\} 1/);
     expect(metrics).toMatch(/clusterstack_lifecycle_hook_duration_seconds_count\{hook="BeforeClusterUpgrade"\} \d+/);
   }, 90_000);
 
-  it("holds AfterControlPlaneInitialized until the first stages' CEL conditions hold in the workload cluster", async () => {
+  it("answers AfterControlPlaneInitialized (non-blocking) at once, and follows the first install's stages on the ClusterAddon until their CEL conditions hold", async () => {
     const request = () => afterControlPlaneInitializedRequest(liveCluster('alpha'));
     const unreadable = await callUntil('AfterControlPlaneInitialized', request, /cannot be read/);
-    expect(unreadable.body).toMatchObject({ kind: 'AfterControlPlaneInitializedResponse', status: 'Failure' });
+    // Success, never Failure: Cluster API would stop the Cluster's whole topology reconcile on a Failure.
+    expect(unreadable.body).toMatchObject({ kind: 'AfterControlPlaneInitializedResponse', status: 'Success' });
     expect(unreadable.body).not.toHaveProperty('retryAfterSeconds');
+    expect(unreadable.body['message']).toMatch(/^not holding \(AfterControlPlaneInitialized is non-blocking\); the ClusterAddon follows the wait: waiting /);
     expect(unreadable.body['message']).toContain(`stage cni postcondition: the workload cluster cannot be read: Secret ${NS}/alpha-kubeconfig (key value) does not exist yet`);
+    const hookCondition = () => condition(addon('alpha'), 'LifecycleHook');
+    await waitFor(() => /^AfterControlPlaneInitialized for release docker-ferrol-1-30-v3 \(since .*\): waiting for stage cni postcondition/.test(hookCondition()?.message ?? ''), 'the ClusterAddon showing the wait');
+    expect(hookCondition()).toMatchObject({ status: 'False', reason: 'WaitingForAddons' });
+    expect(addon('alpha')?.['spec']).toMatchObject({ hook: 'AfterControlPlaneInitialized' });
 
-    // CAPI's kubeconfig Secret; the fake API server doubles as the workload cluster.
+    // From here on Cluster API does not call again (the hook is done for it): the controller follows the wait by itself.
     fixture.api.seed({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'alpha-kubeconfig', namespace: NS }, data: { value: Buffer.from(fixture.api.kubeConfigYaml()).toString('base64') } });
-    const missing = await callUntil('AfterControlPlaneInitialized', request, /to exist in the workload cluster/);
-    expect(missing.body['message']).toContain('stage cni postcondition: waits for DaemonSet kube-system/kindnet (kindnet) to exist in the workload cluster');
-
+    await waitFor(() => /waits for DaemonSet kube-system\/kindnet \(kindnet\) to exist in the workload cluster/.test(hookCondition()?.message ?? ''), 'the wait for the DaemonSet', 15_000);
     const daemonSet = (ready: number) => ({ apiVersion: 'apps/v1', kind: 'DaemonSet', metadata: { name: 'kindnet', namespace: 'kube-system' }, spec: {}, status: { numberReady: ready, desiredNumberScheduled: 2 } });
     fixture.api.seed(daemonSet(1));
-    const notYet = await callUntil('AfterControlPlaneInitialized', request, /is false/);
-    expect(notYet.body).toMatchObject({ status: 'Failure' });
-    expect(notYet.body['message']).toContain('stage cni postcondition: condition `kindnet.status.numberReady > 0 && kindnet.status.numberReady == kindnet.status.desiredNumberScheduled` is false');
+    await waitFor(() => /condition `kindnet.status.numberReady > 0 && kindnet.status.numberReady == kindnet.status.desiredNumberScheduled` is false/.test(hookCondition()?.message ?? ''), 'the condition false', 15_000);
+    expect(hookCondition()?.status).toBe('False');
 
     fixture.api.seed(daemonSet(2));
-    const done = await callUntil('AfterControlPlaneInitialized', request, /applied and healthy/);
-    expect(done.body).toMatchObject({ kind: 'AfterControlPlaneInitializedResponse', status: 'Success' });
+    await waitFor(() => hookCondition()?.status === 'True', 'the ClusterAddon showing the first install ready', 15_000);
+    expect(hookCondition()).toMatchObject({ reason: 'HookSucceeded', message: expect.stringMatching(/^AfterControlPlaneInitialized for release docker-ferrol-1-30-v3 .*applied and healthy/) });
+    await waitFor(() => events('LifecycleHookSucceeded', 'alpha').some((event) => String(event['note'] ?? event['message']).startsWith('AfterControlPlaneInitialized')), 'the success event');
+    // Asked again, it answers as ready.
+    expect((await call('AfterControlPlaneInitialized', request())).body).toMatchObject({ status: 'Success', message: expect.stringContaining('applied and healthy') });
+  }, 60_000);
+
+  it('never lets an upgrade go on a stale view: while Flux Kustomizations cannot be read, it waits naming the API error', async () => {
+    const request = () => beforeClusterUpgradeRequest(liveCluster('alpha'), 'v1.30.2', 'v1.30.4');
+    await callUntil('BeforeClusterUpgrade', request, /applied and healthy/);
+    // The controller loses read access to Flux's objects: its cache still says Ready at the right commit.
+    fixture.api.failNext({ pathIncludes: 'kustomizations', status: 403, times: 100_000, reason: 'Forbidden', message: 'kustomizations.kustomize.toolkit.fluxcd.io is forbidden: User "system:serviceaccount:clusterstack-system:controller" cannot list resource "kustomizations"' });
+    fixture.api.expireWatches();
+    const blind = await callUntil('BeforeClusterUpgrade', request, /read Flux Kustomizations again/);
+    expect(blind.body).toMatchObject({ status: 'Success', retryAfterSeconds: 5 });
+    expect(blind.body['message']).toMatch(/^waiting \d+s of 30m for the controller to read Flux Kustomizations again: listing or watching them has failed for \d+s \(HTTP 403: kustomizations.kustomize.toolkit.fluxcd.io is forbidden: .*\), so what they applied is unknown; check the controller's RBAC and the API server$/);
+    fixture.api.clearFaults();
+    const back = await callUntil('BeforeClusterUpgrade', request, /applied and healthy/);
+    expect(back.body).toMatchObject({ status: 'Success', retryAfterSeconds: 0 });
   }, 60_000);
 
   it('ends a wait that outlasts the timeout with a Failure, a Warning event and the ClusterAddon saying so', async () => {
@@ -178,5 +203,24 @@ describe('runtime extension (lifecycle hooks)', () => {
     expect(condition(addon('bravo'), 'LifecycleHook')).toMatchObject({ status: 'False', severity: 'Error' });
     // Asked again, it stays a Failure: no endless retry.
     expect((await call('BeforeClusterUpgrade', request())).body).toMatchObject({ status: 'Failure' });
+  }, 90_000);
+
+  it('cannot answer while it is down (Cluster API then applies the announced failurePolicy), and a restarted extension keeps the bounded wait it had', async () => {
+    const request = () => beforeClusterUpgradeRequest(liveCluster('bravo'), 'v1.30.2', 'v1.30.4');
+    const url = runtime.extensionUrl!;
+    await runtime.stop();
+    // What Cluster API's runtime client gets: a failed call, not a response. Fail holds the Cluster's
+    // topology reconcile (retried with backoff); Ignore treats it as Success. Nothing here can answer.
+    await expect(callExtension(url, hookPath('BeforeClusterUpgrade', 'before-cluster-upgrade'), request(), cert.ca)).rejects.toThrow(/ECONNREFUSED|ECONNRESET|socket hang up/);
+
+    runtime = await fixture.start('hooks-restarted', {
+      engine: 'flux',
+      runtimeExtension: { port: 0, host: '127.0.0.1', certFile: cert.certFile, keyFile: cert.keyFile, retryAfterSeconds: 5, timeoutMs: 30 * MINUTE, now: () => Date.now() + offset, revisitIntervalMs: 200, failurePolicy: 'Ignore' },
+    });
+    const discovery = await callExtension(runtime.extensionUrl!, `/${HOOKS_V1ALPHA1}/discovery`, { apiVersion: HOOKS_V1ALPHA1, kind: 'DiscoveryRequest' }, cert.ca);
+    expect((discovery.body['handlers'] as { failurePolicy: string }[]).map((handler) => handler.failurePolicy)).toEqual(['Ignore', 'Ignore', 'Ignore']);
+    // The wait started before the restart (the ClusterAddon's condition says when): still over, still a Failure.
+    const after = await callUntil('BeforeClusterUpgrade', request, /^gave up after/);
+    expect(after.body).toMatchObject({ status: 'Failure', retryAfterSeconds: 0 });
   }, 90_000);
 });

@@ -99,7 +99,10 @@ function addonStatus(input: StatusInputs, cluster: ClusterResolution, units: Uni
   const generation = live?.metadata.generation ?? 1;
   const stages: ClusterAddonStageStatus[] = [...units]
     .sort((a, b) => (a.order ?? 0) - (b.order ?? 0))
-    .map((unit) => ({ name: unit.stage ?? unit.dir, action: 'apply', ...stagePhase(unit.dir, input) }));
+    .map((unit) => {
+      const revision = input.publish.order.unitRevisions.get(unit.dir);
+      return { name: unit.stage ?? unit.dir, action: 'apply', ...stagePhase(unit.dir, input), release: unit.release, ...(revision ? { revision } : {}) };
+    });
   return {
     ready: conditions.at(-1)?.status === 'True',
     stages,

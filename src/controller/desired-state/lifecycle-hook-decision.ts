@@ -5,6 +5,21 @@
 // first, then the control plane", is this decision: BeforeClusterUpgrade answers RetryAfterSeconds
 // until every stage of the target release is applied and healthy at a revision that contains it,
 // and a bounded wait ends in a Failure that names what never became ready.
+//
+// Cluster API's hooks differ in what an answer can do (api/runtime/hooks/v1alpha1 and
+// internal/controllers/topology/cluster/reconcile_state.go):
+// - BeforeClusterUpgrade is blocking: `retryAfterSeconds` > 0 holds the upgrade and Cluster API asks
+//   again; a Failure is an error (the topology reconcile stops and is retried with backoff).
+// - AfterClusterUpgrade is blocking since Cluster API v1.12 (it holds the *next* upgrade; the
+//   Cluster webhook refuses a version change while it is pending); before, its response had no
+//   `retryAfterSeconds` and Cluster API (decoding JSON leniently) ignores the field, so the hook
+//   counts as done on Success.
+// - AfterControlPlaneInitialized is non-blocking: Cluster API calls it once and marks it done on
+//   Success. A Failure is treated as an error that stops the whole topology reconcile of the Cluster
+//   (workers included) and is retried with backoff, logging errors: not a way to wait.
+// So only BeforeClusterUpgrade answers Failure (after its bounded wait); the others answer Success,
+// and a wait Cluster API does not hold on is followed by the controller itself and shown on the
+// ClusterAddon (lifecycle-hooks.ts).
 import type { ConditionVerdict } from '../../core/addon-wait-conditions.js';
 import type { UnitSync } from './sync-state.js';
 
@@ -12,9 +27,14 @@ import type { UnitSync } from './sync-state.js';
 export const LIFECYCLE_HOOKS = ['BeforeClusterUpgrade', 'AfterControlPlaneInitialized', 'AfterClusterUpgrade'] as const;
 export type LifecycleHook = (typeof LIFECYCLE_HOOKS)[number];
 
-/** Blocking hooks carry retryAfterSeconds; the others only Success or Failure (Cluster API retries a Failure). */
-export function isBlockingHook(hook: LifecycleHook): boolean {
-  return hook === 'BeforeClusterUpgrade';
+/** Whether the hook's response carries `retryAfterSeconds` (BeforeClusterUpgrade; AfterClusterUpgrade since Cluster API v1.12, ignored before). */
+export function answersWithRetry(hook: LifecycleHook): boolean {
+  return hook === 'BeforeClusterUpgrade' || hook === 'AfterClusterUpgrade';
+}
+
+/** Whether Cluster API may stop calling while the addons are still awaited, so the controller must follow the wait itself. */
+export function followedByController(hook: LifecycleHook): boolean {
+  return hook !== 'BeforeClusterUpgrade';
 }
 
 /** What the controller last rendered and published for one Cluster. */
@@ -38,6 +58,11 @@ export interface HookDecisionInput {
   rendered?: RenderedAddons;
   /** The engine's verdict per stage directory. */
   sync: ReadonlyMap<string, UnitSync>;
+  /**
+   * Why the engine's objects cannot be trusted now (their watch fails, or never listed): then no
+   * stage counts as applied, whatever the cache last said.
+   */
+  engineUnreadable?: string;
   /** The CEL conditions of the hook's stages in the target release, evaluated now. */
   conditions: { stage: string; kind: 'precondition' | 'postcondition'; verdict: ConditionVerdict }[];
   /** When this wait started and now (ms since the epoch). */
@@ -88,12 +113,18 @@ export function awaitedFor(input: HookDecisionInput): string[] {
   if (rendered.stages.length === 0) return [`the addons of release ${target} for ${subject} to be rendered`];
   const waiting: string[] = [];
   const unpublished = new Set(rendered.unpublished);
+  if (input.engine !== 'none' && input.engineUnreadable) waiting.push(input.engineUnreadable);
   for (const stage of rendered.stages) {
+    // Never count another release's files as the target's, whatever the engine says about them.
+    if (stage.release !== target) {
+      waiting.push(`stage ${stage.stage}: ${stage.dir} still holds release ${stage.release}'s addons, not release ${target}'s`);
+      continue;
+    }
     if (unpublished.has(stage.dir)) {
       waiting.push(`stage ${stage.stage}: its manifests (${stage.dir}) to be published`);
       continue;
     }
-    if (input.engine === 'none') continue;
+    if (input.engine === 'none' || input.engineUnreadable) continue;
     const verdict = input.sync.get(stage.dir);
     if (!verdict) {
       waiting.push(`stage ${stage.stage}: a ${input.engine === 'flux' ? 'Flux Kustomization' : 'Argo CD Application'} applying ${stage.dir} (none covers it)`);
@@ -107,14 +138,19 @@ export function awaitedFor(input: HookDecisionInput): string[] {
   return waiting;
 }
 
-/** The hook's answer: Success once the target release's addons are applied (or after a non-blocking hook's wait), RetryAfterSeconds while waiting, Failure once the bounded wait is over. */
+/**
+ * The hook's answer. BeforeClusterUpgrade: Success with retryAfterSeconds while waiting, Failure once
+ * the bounded wait is over. AfterClusterUpgrade: the same while waiting (it holds the next upgrade on
+ * Cluster API >= 1.12), Success without a hold once the wait is over (a Failure would stop the
+ * Cluster's reconcile and refuse the version change that could fix it). AfterControlPlaneInitialized:
+ * always Success (non-blocking), the message saying what is still awaited.
+ */
 export function decideLifecycleHook(input: HookDecisionInput): HookDecision {
   const subject = `Cluster ${input.cluster.namespace}/${input.cluster.name}`;
   if (!input.targetRelease) {
     return { status: 'Success', message: `${subject} uses no cluster stack class; nothing to wait for`, retryAfterSeconds: 0, outcome: 'not-ours', waitingFor: [] };
   }
   const waitingFor = awaitedFor(input);
-  const blocking = isBlockingHook(input.hook);
   if (waitingFor.length === 0) {
     const stages = input.rendered?.stages.map((stage) => stage.stage) ?? [];
     const how = input.engine === 'none' ? 'published (no GitOps engine is watched, so application is not checked)' : `applied and healthy${revisionNote(input)}`;
@@ -123,17 +159,17 @@ export function decideLifecycleHook(input: HookDecisionInput): HookDecision {
   const elapsed = Math.max(0, input.now - input.since);
   const list = waitingFor.join('; ');
   if (elapsed >= input.timeoutMs) {
-    return {
-      status: 'Failure',
-      message: `gave up after ${minutes(elapsed)} (the hook timeout is ${minutes(input.timeoutMs)}) waiting for ${list}. Fix the addons or their conditions, or raise --hook-timeout`,
-      retryAfterSeconds: 0,
-      outcome: 'timed-out',
-      waitingFor,
-    };
+    const gaveUp = `gave up after ${minutes(elapsed)} (the hook timeout is ${minutes(input.timeoutMs)}) waiting for ${list}`;
+    if (input.hook === 'BeforeClusterUpgrade') {
+      return { status: 'Failure', message: `${gaveUp}. Fix the addons or their conditions, or raise --hook-timeout`, retryAfterSeconds: 0, outcome: 'timed-out', waitingFor };
+    }
+    return { status: 'Success', message: `${gaveUp}; not holding the Cluster any longer (see its ClusterAddon). Fix the addons or their conditions, or raise --hook-timeout`, retryAfterSeconds: 0, outcome: 'timed-out', waitingFor };
   }
   const message = `waiting ${minutes(elapsed)} of ${minutes(input.timeoutMs)} for ${list}`;
-  // Cluster API calls a non-blocking hook again after a Failure; that is how it is held.
-  if (!blocking) return { status: 'Failure', message, retryAfterSeconds: 0, outcome: 'waiting', waitingFor };
+  if (input.hook === 'AfterControlPlaneInitialized') {
+    // Non-blocking: Cluster API goes on either way; the controller follows the wait on the ClusterAddon.
+    return { status: 'Success', message: `not holding (${input.hook} is non-blocking); the ClusterAddon follows the wait: ${message}`, retryAfterSeconds: 0, outcome: 'waiting', waitingFor };
+  }
   return { status: 'Success', message, retryAfterSeconds: Math.max(1, Math.round(input.retryAfterSeconds)), outcome: 'waiting', waitingFor };
 }
 

@@ -4,8 +4,11 @@
 // objects from the informer cache, and the objects the hook's CEL conditions name from the
 // workload cluster; the pure decision (desired-state/lifecycle-hook-decision.ts) answers. The wait
 // of each (hook, Cluster, target release) is remembered from its first call, so the bounded wait
-// ends in a Failure; progress is exposed for the ClusterAddon's status, with events on start,
-// success and timeout, and latency/outcome metrics.
+// ends (see the decision for what each hook answers then); progress is exposed for the ClusterAddon's
+// status, with events on start, success and timeout, and latency/outcome metrics. Hooks Cluster API
+// stops calling while addons are still awaited (AfterControlPlaneInitialized, AfterClusterUpgrade
+// before Cluster API v1.12) are followed here: open waits are looked at again every
+// `revisitIntervalMs` until ready or timed out, so the ClusterAddon says when they are done.
 import type { Logger } from 'pino';
 import type { KubeObject } from '../../api/types.js';
 import { evaluateWaitCondition, type WaitCondition } from '../../core/addon-wait-conditions.js';
@@ -14,10 +17,10 @@ import { loadedRelease, type Plan } from '../../plan/build-plan.js';
 import type { RenderOutcome } from '../../render/render-output.js';
 import type { ExtensionHandler } from '../runtime/extension-server.js';
 import type { EventIntent, ObjectCache, WatchedKind } from '../runtime/runtime-contract.js';
-import { decideLifecycleHook, isBlockingHook, LIFECYCLE_HOOKS, type HookOutcome, type HookProgress, type LifecycleHook, type RenderedAddons } from '../desired-state/lifecycle-hook-decision.js';
+import { answersWithRetry, decideLifecycleHook, followedByController, LIFECYCLE_HOOKS, type HookOutcome, type HookProgress, type LifecycleHook, type RenderedAddons } from '../desired-state/lifecycle-hook-decision.js';
 import type { PublishState } from '../desired-state/status-inputs.js';
 import { syncStateOf, type RevisionOrder } from '../desired-state/sync-state.js';
-import { ARGO_APPLICATIONS, FLUX_KUSTOMIZATIONS } from '../desired-state/watched-kinds.js';
+import { ARGO_APPLICATIONS, CAPI_CLUSTERS, FLUX_KUSTOMIZATIONS } from '../desired-state/watched-kinds.js';
 
 /** The CEL conditions of each hook's stages, as clusteraddon.yaml lists them. */
 type HookConditions = Partial<Record<LifecycleHook, { stage: string; precondition?: WaitCondition; postcondition?: WaitCondition }[]>>;
@@ -82,6 +85,8 @@ export interface LifecycleHooksOptions {
   /** `Fail` (default) holds the upgrade while the extension is unreachable; `Ignore` lets Cluster API go on without it. */
   failurePolicy?: 'Fail' | 'Ignore';
   now?: () => number;
+  /** How often open waits Cluster API does not hold on are looked at again. Default retryAfterSeconds. */
+  revisitIntervalMs?: number;
   /** When a wait for this hook and release started, as the Cluster's ClusterAddon recorded it. */
   persistedSince?: (hook: LifecycleHook, namespace: string, name: string, targetRelease: string) => number | undefined;
 }
@@ -102,9 +107,22 @@ export function targetReleaseOf(cluster: Record<string, unknown>): string | unde
   }
 }
 
+interface HookWait {
+  hook: LifecycleHook;
+  clusterKey: string;
+  targetRelease?: string;
+  since: number;
+  outcome?: HookOutcome;
+  progress?: HookProgress;
+  /** The Cluster as last seen in a request (used to follow the wait when Cluster API does not call again). */
+  cluster: Record<string, unknown>;
+}
+
 /** The three lifecycle hook handlers and the progress they made, per Cluster. */
 export class LifecycleHooks {
-  private readonly waits = new Map<string, { clusterKey: string; since: number; outcome?: HookOutcome; progress?: HookProgress }>();
+  private readonly waits = new Map<string, HookWait>();
+  private revisitTimer: ReturnType<typeof setInterval> | undefined;
+  private revisiting = false;
 
   constructor(private readonly options: LifecycleHooksOptions) {}
 
@@ -117,6 +135,19 @@ export class LifecycleHooks {
       failurePolicy: this.options.failurePolicy ?? 'Fail',
       handle: (request) => this.handle(hook, request),
     }));
+  }
+
+  /** Starts following open waits Cluster API does not hold on (idempotent). */
+  start(): void {
+    if (this.revisitTimer) return;
+    const interval = this.options.revisitIntervalMs ?? (this.options.retryAfterSeconds ?? 10) * 1000;
+    this.revisitTimer = setInterval(() => void this.revisit(), interval);
+    this.revisitTimer.unref();
+  }
+
+  stop(): void {
+    if (this.revisitTimer) clearInterval(this.revisitTimer);
+    this.revisitTimer = undefined;
   }
 
   /** The newest hook progress of a Cluster, if a hook was called for it. */
@@ -132,29 +163,68 @@ export class LifecycleHooks {
   /** Answers one hook call. */
   async handle(hook: LifecycleHook, request: Record<string, unknown>): Promise<Record<string, unknown>> {
     const started = Date.now();
-    const now = (this.options.now ?? Date.now)();
     const cluster = record(request['cluster']);
     const metadata = record(cluster['metadata']);
+    if (typeof metadata['name'] !== 'string') return { status: 'Failure', message: `the ${hook}Request has no cluster.metadata.name`, ...(answersWithRetry(hook) ? { retryAfterSeconds: 0 } : {}) };
+    const decision = await this.evaluate(hook, cluster);
+    this.options.metrics?.hookResponse(hook, decision.outcome, (Date.now() - started) / 1000);
+    const answer: Record<string, unknown> = { status: decision.status, message: decision.message };
+    if (answersWithRetry(hook)) answer['retryAfterSeconds'] = decision.retryAfterSeconds;
+    return answer;
+  }
+
+  /**
+   * Looks again at every open wait Cluster API may have stopped calling about (non-blocking hooks),
+   * with the Cluster as the cache has it now; a Cluster that is gone or moved to another release
+   * ends the wait. Records progress, events and timeouts as a call would.
+   */
+  async revisit(): Promise<void> {
+    if (this.revisiting) return;
+    this.revisiting = true;
+    try {
+      for (const [key, wait] of [...this.waits]) {
+        if (!followedByController(wait.hook) || wait.outcome !== 'waiting') continue;
+        const [namespace, name] = wait.clusterKey.split('/') as [string, string];
+        const live = this.options.cache.get(CAPI_CLUSTERS, namespace, name) as Record<string, unknown> | undefined;
+        const cluster = live ?? wait.cluster;
+        if ((live && targetReleaseOf(live) !== wait.targetRelease) || record(record(live)['metadata'])['deletionTimestamp']) {
+          this.waits.delete(key);
+          this.options.onProgress();
+          continue;
+        }
+        await this.evaluate(wait.hook, cluster);
+      }
+    } catch (error) {
+      this.options.logger.warn({ error: (error as Error).message }, 'Could not look at the open lifecycle hook waits again');
+    } finally {
+      this.revisiting = false;
+    }
+  }
+
+  private async evaluate(hook: LifecycleHook, cluster: Record<string, unknown>) {
+    const now = (this.options.now ?? Date.now)();
+    const metadata = record(cluster['metadata']);
     const namespace = typeof metadata['namespace'] === 'string' ? metadata['namespace'] : 'default';
-    const name = typeof metadata['name'] === 'string' ? metadata['name'] : undefined;
-    if (!name) return { status: 'Failure', message: `the ${hook}Request has no cluster.metadata.name`, ...(isBlockingHook(hook) ? { retryAfterSeconds: 0 } : {}) };
+    const name = metadata['name'] as string;
     const clusterKey = `${namespace}/${name}`;
     const targetRelease = targetReleaseOf(cluster);
     const snapshot = this.options.snapshot();
     const rendered = snapshot?.clusters.get(clusterKey);
     const sync = this.syncOf(rendered, snapshot?.order);
+    const engineUnreadable = this.engineUnreadable(now);
     const conditions = rendered && targetRelease && rendered.release === targetRelease ? await this.evaluateConditions(hook, { namespace, name }, rendered.conditions[hook] ?? []) : [];
     const waitKey = `${hook}/${clusterKey}/${targetRelease ?? ''}`;
     let wait = this.waits.get(waitKey);
     if (!wait) {
       // Another replica (or this one before a restart) may have started the wait: its ClusterAddon says since when.
       const persisted = targetRelease ? this.options.persistedSince?.(hook, namespace, name, targetRelease) : undefined;
-      wait = { clusterKey, since: persisted !== undefined && persisted <= now ? persisted : now };
+      wait = { hook, clusterKey, ...(targetRelease ? { targetRelease } : {}), since: persisted !== undefined && persisted <= now ? persisted : now, cluster };
       this.waits.set(waitKey, wait);
     } else if (wait.outcome === 'ready') {
       // Asked again after it was ready (the addons changed since): a new wait.
       wait.since = now;
     }
+    wait.cluster = cluster;
     const decision = decideLifecycleHook({
       hook,
       cluster: { namespace, name },
@@ -162,13 +232,13 @@ export class LifecycleHooks {
       engine: this.options.engine,
       ...(rendered ? { rendered } : {}),
       sync,
+      ...(engineUnreadable ? { engineUnreadable } : {}),
       conditions,
       since: wait.since,
       now,
       timeoutMs: this.options.timeoutMs ?? 30 * 60_000,
       retryAfterSeconds: this.options.retryAfterSeconds ?? 10,
     });
-    this.options.metrics?.hookResponse(hook, decision.outcome, (Date.now() - started) / 1000);
     const log = this.options.logger.child({ hook, cluster: clusterKey, release: targetRelease });
     if (decision.outcome !== 'not-ours' && targetRelease) {
       // The status names what is awaited, not the seconds elapsed: it changes when the wait does.
@@ -184,9 +254,22 @@ export class LifecycleHooks {
       }
       if (changed) this.options.onProgress();
     }
-    const answer: Record<string, unknown> = { status: decision.status, message: decision.message };
-    if (isBlockingHook(hook)) answer['retryAfterSeconds'] = decision.retryAfterSeconds;
-    return answer;
+    return decision;
+  }
+
+  /** Why the engine's objects cannot be trusted now, if they cannot (a failing watch keeps a stale cache). */
+  private engineUnreadable(now: number): string | undefined {
+    if (this.options.engine === 'none' || !this.options.cache.readState) return undefined;
+    const kind: WatchedKind = this.options.engine === 'flux' ? FLUX_KUSTOMIZATIONS : ARGO_APPLICATIONS;
+    const what = this.options.engine === 'flux' ? 'Flux Kustomizations' : 'Argo CD Applications';
+    const state = this.options.cache.readState(kind);
+    if (state.served === false) return `the API server to serve ${what} (${kind.group}/${kind.version} ${kind.plural} is not installed), so no stage can be seen applied`;
+    if (state.failing) {
+      const seconds = Math.max(0, Math.round((now - state.failing.since) / 1000));
+      return `the controller to read ${what} again: listing or watching them has failed for ${seconds}s (${state.failing.error}), so what they applied is unknown; check the controller's RBAC and the API server`;
+    }
+    if (!state.listed) return `the controller to list ${what} (not listed yet)`;
+    return undefined;
   }
 
   private eventFor(hook: LifecycleHook, cluster: Record<string, unknown>, namespace: string, name: string, outcome: HookOutcome, message: string): EventIntent {

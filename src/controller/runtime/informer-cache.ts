@@ -6,7 +6,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { KubeObject } from '../../api/types.js';
 import { InformerSet } from './informer-set.js';
-import type { ObjectCache, WatchedKind, WatchEvent } from './runtime-contract.js';
+import type { KindReadState, ObjectCache, WatchedKind, WatchEvent } from './runtime-contract.js';
 import { kindId } from './runtime-contract.js';
 import { discoverWithClient, KindDiscovery, kindRefKey, type KindLookup, type KindRef } from './kind-discovery.js';
 
@@ -95,6 +95,14 @@ export class InformerCache implements KindCache {
     if (entries.length <= 1) return objects;
     const order = (o: KubeObject) => `${o.metadata.namespace ?? ''}\u0000${o.metadata.name}`;
     return objects.sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0));
+  }
+
+  readState(kind: WatchedKind): KindReadState {
+    const states = this.entriesOf(kind).map(([watched, set]) => set.readState(watched));
+    if (states.length === 0) return { listed: false };
+    const failing = states.find((state) => state.failing)?.failing;
+    const served = states.some((state) => state.served === false) ? false : states.every((state) => state.served === true) ? true : undefined;
+    return { listed: states.every((state) => state.listed), ...(served !== undefined ? { served } : {}), ...(failing ? { failing } : {}) };
   }
 
   get(kind: WatchedKind, namespace: string | undefined, name: string): KubeObject | undefined {

@@ -16,7 +16,7 @@ import {
 import type { KubeObject } from '../../api/types.js';
 import { type BackoffSteps, equalJitterDelay } from '../../core/backoff.js';
 import type { Logger } from '../../core/logger.js';
-import { systemClock, type Clock, type ClockTimer, type ObjectCache, type WatchedKind, type WatchEvent, type WatchEventType } from './runtime-contract.js';
+import { systemClock, type Clock, type ClockTimer, type KindReadState, type ObjectCache, type WatchedKind, type WatchEvent, type WatchEventType } from './runtime-contract.js';
 
 export interface InformerSetOptions {
   kubeConfig: KubeConfig;
@@ -156,6 +156,18 @@ interface KindState {
   /** Set by the 'error' handler during a start attempt. */
   errored: boolean;
   timer: ClockTimer | undefined;
+  /** While the list or watch fails: since when, and the last error in a sentence. */
+  failing?: { since: number; error: string };
+}
+
+/** One line for status messages: `HTTP 403: <the Status message>`, or the system error. */
+function kubeErrorSentence(error: unknown): string {
+  const described = describeKubeError(error);
+  const status = described['status'];
+  const code = described['code'];
+  const message = String(described['message'] ?? '');
+  if (status !== undefined) return `HTTP ${String(status)}: ${message}`;
+  return typeof code === 'string' ? `${code}: ${message}` : message || 'unknown error';
 }
 
 /** Informers for a set of kinds, restarted after errors; also the reconcilers' read-only cache. */
@@ -240,6 +252,12 @@ export class InformerSet implements ObjectCache {
     return this.stateOf(kind).served;
   }
 
+  /** Whether a kind's cache can be trusted now: listed, served, and its watch not failing. */
+  readState(kind: WatchedKind): KindReadState {
+    const state = this.stateOf(kind);
+    return { listed: state.listed, ...(state.served !== undefined ? { served: state.served } : {}), ...(state.failing ? { failing: { ...state.failing } } : {}) };
+  }
+
   /** The cached objects of a kind in every namespace, sorted by namespace and name. Do not mutate them. */
   list(kind: WatchedKind): KubeObject[] {
     const objects = [...this.stateOf(kind).informer.list()] as unknown as KubeObject[];
@@ -276,6 +294,7 @@ export class InformerSet implements ObjectCache {
     if (!state.errored) {
       state.failures = 0;
       state.served = true;
+      delete state.failing;
       if (hadFailed) this.options.logger.info(kindFields(state.kind), 'watch resumed');
     }
   }
@@ -285,6 +304,7 @@ export class InformerSet implements ObjectCache {
     state.listed = true;
     state.served = true;
     state.failures = 0;
+    delete state.failing;
     if (this.synced()) for (const waiter of this.syncWaiters.splice(0)) waiter();
   }
 
@@ -298,9 +318,11 @@ export class InformerSet implements ObjectCache {
     if (httpStatusOf(error) === 404 && state.kind.optional) {
       if (state.served !== false) this.options.logger.info({ ...fields, recheckInMs: this.absentRecheckMs }, 'optional kind is not served; looking again later');
       state.served = false;
+      delete state.failing;
       delayMs = this.absentRecheckMs;
     } else {
       state.failures += 1;
+      state.failing = { since: state.failing?.since ?? this.clock.now(), error: kubeErrorSentence(error) };
       delayMs = equalJitterDelay(state.failures - 1, this.restartPolicy, this.random);
       const hint = httpStatusOf(error) === 404 ? { hint: 'the API server does not serve this kind: install its CustomResourceDefinition' } : {};
       this.options.logger.warn({ ...fields, attempt: state.failures, retryInMs: delayMs, error: describeKubeError(error), ...hint }, 'watch failed; restarting after backoff');

@@ -48,12 +48,24 @@ export interface WatchEvent {
   object: KubeObject;
 }
 
+/** Whether the cache of one kind can be trusted now. */
+export interface KindReadState {
+  /** Listed at least once, so the cache was complete at some point. */
+  listed: boolean;
+  /** false: the API server does not serve the kind (an optional kind that got a 404); undefined until known. */
+  served?: boolean;
+  /** Set while its list or watch fails (the cache may be stale): since when (ms since the epoch) and the last error. */
+  failing?: { since: number; error: string };
+}
+
 /** Read access to the watched objects (the informers' caches). */
 export interface ObjectCache {
   list(kind: WatchedKind): KubeObject[];
   get(kind: WatchedKind, namespace: string | undefined, name: string): KubeObject | undefined;
   /** True once every required kind has listed at least once. */
   synced(): boolean;
+  /** Whether one kind's cache can be trusted now (listed, served, its watch not failing). */
+  readState?(kind: WatchedKind): KindReadState;
 }
 
 /** A keyed work queue: deduplicates keys, bounded concurrency, exponential backoff with jitter. */
