@@ -6,6 +6,7 @@
 import type { ClusterRequestsOutput } from '../output/cluster-requests-record.js';
 import type { Provenance, UnitRecord, WithheldEntry } from '../output/provenance.js';
 import { OUTPUT_FORMAT } from '../output/provenance.js';
+import { clusterDir } from '../output/tree-layout.js';
 import type { RenderSummary } from '../output/render-summary.js';
 import type { RenderedTree } from '../output/rendered-tree.js';
 import type { Plan } from '../plan/build-plan.js';
@@ -165,8 +166,12 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
   // One object, one content: a release (or a cluster) rendering an object another kept release
   // (or another stage) renders differently is withheld; what it published before comes back only
   // if that does not bring the conflict back with it.
-  const conflicts = (): ReturnType<typeof findReleaseConflicts> => [...findReleaseConflicts(records, rendered), ...findStageConflicts(records, rendered)];
-  withholdConflicts(conflicts(), rendered, records, withheld);
+  const conflicts = (onlyClusters?: Set<string>): ReturnType<typeof findReleaseConflicts> => [...findReleaseConflicts(records, rendered), ...findStageConflicts(records, rendered, onlyClusters)];
+  // Stages reused together from the previous tree were checked together when it was rendered (a
+  // conflict there withheld a unit, which renders again now): only clusters with a stage rendered
+  // now can have a new conflict.
+  const clustersRenderedNow = new Set(records.filter((record) => record.kind === 'cluster-stage' && renderedNow.has(record.dir)).map((record) => clusterDir(record.namespace, record.name)));
+  withholdConflicts(conflicts(clustersRenderedNow), rendered, records, withheld);
   keepPreviousOutput(withheld, before, options.previous, rendered, records);
   if (withheld.some((entry) => entry.previousKept)) withholdConflicts(conflicts(), rendered, records, withheld);
   // A layer whose dependency (or the stack's addons) ended up with nothing in the tree waits too.

@@ -236,10 +236,15 @@ export function findReleaseConflicts(records: UnitRecord[], rendered: Map<string
   }
 }
 
-/** Clusters two of whose stages render one object with different content: one conflict per cluster. */
-export function findStageConflicts(records: UnitRecord[], rendered: Map<string, Map<string, string>>): ObjectConflict[] {
+/**
+ * Clusters two of whose stages render one object with different content: one conflict per cluster.
+ * `onlyClusters` (cluster directories) limits the check to those: a cluster whose stages were all
+ * reused from a tree that held them together has none.
+ */
+export function findStageConflicts(records: UnitRecord[], rendered: Map<string, Map<string, string>>, onlyClusters?: Set<string>): ObjectConflict[] {
   const conflicts: ObjectConflict[] = [];
-  for (const stages of clusterStages(records).values()) {
+  for (const [cluster, stages] of clusterStages(records)) {
+    if (onlyClusters && !onlyClusters.has(cluster)) continue;
     for (const objects of groupByIdentity(stages, rendered, earlierStageFirst).values()) {
       const [first, ...others] = objects;
       const other = others.find((candidate) => !sameYamlValue(first!.value, candidate.value));
