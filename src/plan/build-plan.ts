@@ -176,7 +176,7 @@ export async function buildPlan(options: PlanOptions): Promise<Plan> {
   if (inputs.providers.length > 0) {
     const objects = options.manifests.objects.map((sourced) => sourced.object);
     plan.providers = await planProviders(inputs.providers, objects, options.providerFetcher ?? createProviderFetcher({ cacheDir: options.workDir }, options.openSource));
-    problems.push(...plan.providers.problems, ...plan.providers.providers.flatMap((planned) => planned.problems));
+    problems.push(...plan.providers.problems, ...plan.providers.providers.flatMap((planned) => planned.problems), ...(plan.providers.certManager?.problems ?? []));
     const providersNamespace = PROVIDERS_DIR.split('/')[1];
     for (const { object: stack, source } of inputs.clusterStacks.filter((sourced) => sourced.object.metadata.namespace === providersNamespace)) {
       problems.push({ source, object: `ClusterStack ${providersNamespace}/${stack.metadata.name}`, message: `lives in namespace "${providersNamespace}", whose output directory (${PROVIDERS_DIR}/) holds the Cluster API providers; move the ClusterStack to another namespace` });
