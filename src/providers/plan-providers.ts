@@ -90,8 +90,17 @@ export function newestVersion(versions: string[]): string | undefined {
   return (releases.length > 0 ? releases : versions).at(-1);
 }
 
-/** Plans every provider: version, release, contract, configuration; problems are per provider or shared. */
-export async function planProviders(providers: SourcedObject<CapiProvider>[], inputs: KubeObject[], fetcher: ProviderFetcher): Promise<ProviderPlan> {
+/** The key of a problem reading what a provider's field names (the controller's reads): the provider and the field path. */
+export function providerInputKey(provider: KubeObject, path: 'spec.configSecret' | 'spec.additionalManifests' | 'spec.fetchConfig.selector' | string): string {
+  return `${describeProvider(provider)}\n${path}`;
+}
+
+/**
+ * Plans every provider: version, release, contract, configuration; problems are per provider or
+ * shared. `unreadable` holds why an object a field names could not be read (the controller reads
+ * them from the API server), in place of "not among the inputs".
+ */
+export async function planProviders(providers: SourcedObject<CapiProvider>[], inputs: KubeObject[], fetcher: ProviderFetcher, unreadable?: ReadonlyMap<string, Problem>): Promise<ProviderPlan> {
   const plan: ProviderPlan = { providers: [], problems: [], fetcher, inputs };
   if (providers.length === 0) return plan;
   const cores = providers.filter((sourced) => sourced.object.kind === 'CoreProvider');
@@ -120,19 +129,25 @@ export async function planProviders(providers: SourcedObject<CapiProvider>[], in
       const namespace = provider.metadata.namespace ?? 'default';
       const planned: PlannedProvider = { provider, origin, dir, version: provider.spec?.version ?? '', pinned: provider.spec?.version !== undefined, variables: new Map(), problems: [] };
       plan.providers.push(planned);
+      const unread = (path: string): Problem | undefined => {
+        const problem = unreadable?.get(providerInputKey(provider, path));
+        if (problem) planned.problems.push({ source: origin, ...problem });
+        return problem;
+      };
       const secret = provider.spec?.configSecret;
-      if (secret) {
+      if (secret && !unread('spec.configSecret')) {
         const found = findInput(inputs, ['Secret', 'ConfigMap'], secret.name, secret.namespace ?? namespace);
         if (!found) planned.problems.push({ source: origin, object, path: 'spec.configSecret', message: `names ${secret.namespace ?? namespace}/${secret.name}, which is not among the inputs; add the Secret (or a ConfigMap of the same name) holding the provider's variables` });
         else planned.variables = keyValues(found);
       }
       const extra = provider.spec?.additionalManifests;
-      if (extra) {
+      if (extra && !unread('spec.additionalManifests')) {
         const found = findInput(inputs, ['ConfigMap'], extra.name, extra.namespace ?? namespace);
         const manifests = found ? keyValues(found).get('manifests') : undefined;
         if (manifests === undefined) planned.problems.push({ source: origin, object, path: 'spec.additionalManifests', message: `names ConfigMap ${extra.namespace ?? namespace}/${extra.name}, which is not among the inputs or has no data.manifests` });
         else planned.additionalManifests = manifests;
       }
+      if (provider.spec?.fetchConfig?.selector && unread('spec.fetchConfig.selector')) return;
       try {
         if (!planned.pinned) {
           const newest = newestVersion(await fetcher.versions(provider, inputs));
