@@ -9,8 +9,10 @@ import { configFromFlags, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, planFrom
 import { planClusterRequests } from '../cluster-requests/plan-cluster-requests.js';
 import { clusterRequestsReport, formatClusterRequestsReport } from '../cluster-requests/requests-report.js';
 import { readSchedulerConfigOption, SCHEDULER_CONFIG_HELP } from './scheduler-config-option.js';
+import type { OutputSettings } from './output-publisher.js';
+import { readProvenance, type ProviderRecord } from '../output/provenance.js';
 
-export const PLAN_USAGE = `Usage: clusterstack plan <files or dirs...> --release-source <source> [--json]
+export const PLAN_USAGE = `Usage: clusterstack plan <files or dirs...> --release-source <source> [--output <dir> | --git <repo> | --oci <ref>] [--json]
 
 Reads ClusterStacks, Clusters and provider objects from the given YAML files and directories,
 resolves which releases each ClusterStack keeps and which release each Cluster uses, and prints it.
@@ -18,6 +20,10 @@ resolves which releases each ClusterStack keeps and which release each Cluster u
 Options:
 ${SOURCE_HELP}
   --json                   print one JSON report instead of tables
+  --output <dir>, --git <path or URL> [--branch <b>] [--path <p>], --oci <oci://registry/repo:tag>
+                           compare with what that target published (its provenance.json): each
+                           provider is added, upgraded, unchanged, refused (a downgrade) or removed.
+                           The target is only read: nothing is written, locked or created there
 ${SCHEDULER_CONFIG_HELP}
                            (plan schedules as a first render would: it does not read a target)
 
@@ -32,7 +38,20 @@ Examples:
   clusterstack plan fleet/ --release-source oci://registry.scs.community/kaas/cluster-stacks --json`;
 
 export async function planCommand(args: string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseCommandLine('plan', { args, allowPositionals: true, options: { ...SOURCE_OPTIONS, json: { type: 'boolean', default: false }, 'scheduler-config': { type: 'string' } } });
+  const { values, positionals } = parseCommandLine('plan', {
+    args,
+    allowPositionals: true,
+    options: {
+      ...SOURCE_OPTIONS,
+      json: { type: 'boolean', default: false },
+      'scheduler-config': { type: 'string' },
+      output: { type: 'string' },
+      git: { type: 'string' },
+      oci: { type: 'string' },
+      branch: { type: 'string', default: 'main' },
+      path: { type: 'string', default: '' },
+    },
+  });
   if (positionals.length === 0) throw new UsageError('plan needs at least one input file or directory');
   const releaseSource = values['release-source'];
   if (!releaseSource) throw new UsageError('plan needs --release-source (a directory, github:owner/repo or oci://registry/repo)');
@@ -42,7 +61,8 @@ export async function planCommand(args: string[], io: CliIo): Promise<number> {
   const scheduler = await readSchedulerConfigOption(values['scheduler-config'], io.cwd);
   // The scheduler configuration is no input object, even inside an input directory.
   const plan = await planFromInputs(positionals, location, config, values, io, warn, values['scheduler-config'] ? [path.resolve(io.cwd, values['scheduler-config'])] : []);
-  const report = planReport(plan);
+  const target = values.output || values.git || values.oci ? await readTargetProviders({ output: values.output, git: values.git, oci: values.oci, plainHttp: values['plain-http'], branch: values.branch, path: values.path }, config, io.cwd) : undefined;
+  const report = planReport(plan, target);
   await addConflictNotes(report, plan, config, values.json ? undefined : warn);
   const requests = scheduler ? clusterRequestsReport(planClusterRequests(plan, scheduler, new Map())) : undefined;
   if (values.json) io.stdout(`${JSON.stringify({ ...report, ...requests }, null, 2)}\n`);
@@ -72,4 +92,17 @@ async function addConflictNotes(report: ReturnType<typeof planReport>, plan: Awa
     const stack = report.clusterStacks.find((entry) => entry.namespace === conflict.namespace && entry.releases.some((release) => release.name === conflict.release));
     stack?.notes.push(`release ${conflict.release} will be withheld: it ${conflict.reason}`);
   }
+}
+
+/**
+ * The providers the target's provenance.json records, read through the target's own publisher and
+ * nothing more: no lock taken, a Git path that holds no repository reads as empty (never created),
+ * a killed run's work tree is not repaired. A remote is read through the clone in the cache.
+ */
+async function readTargetProviders(settings: OutputSettings, config: ReturnType<typeof configFromFlags>, cwd: string): Promise<{ name: string; providers: ProviderRecord[] }> {
+  // Loaded only when a target is given: plan without one starts as before.
+  const { createOutputPublisher } = await import('./output-publisher.js');
+  const publisher = createOutputPublisher(settings, config, cwd, undefined, { readOnly: true });
+  const previous = await publisher.readPrevious();
+  return { name: publisher.target, providers: readProvenance(previous)?.providers ?? [] };
 }
