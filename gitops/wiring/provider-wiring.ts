@@ -1,6 +1,7 @@
-// Wiring for the Cluster API providers under management/providers/<kind>-<name>/: the core
-// provider first, every other provider after it, and the stacks' releases (whose ClusterClasses
-// need the providers' CRDs) after all providers. Flux orders with `dependsOn`, Argo CD with sync
+// Wiring for the Cluster API providers under management/providers/<kind>-<name>/: cert-manager
+// first when declared (management/providers/cert-manager/, ready when its webhook and the other
+// Deployments are), then the core provider, every other provider after it, and the stacks'
+// releases (whose ClusterClasses need the providers' CRDs) after all providers. Flux orders with `dependsOn`, Argo CD with sync
 // waves of the root Application. CRDs and Namespaces in the provider directories carry the
 // engines' no-prune annotations (render-providers.ts), so removing or upgrading a provider never
 // deletes user objects through them.
@@ -11,6 +12,7 @@ import { sourcePath, type WiringOptions } from './wiring-options.js';
 import { wiringLabels } from './wiring-layout.js';
 
 /** Sync waves of provider Applications in the root Application: before releases (wave 0). */
+const CERT_MANAGER_WAVE = -30;
 const CORE_WAVE = -20;
 const PROVIDER_WAVE = -10;
 const LABEL_PROVIDER = 'clusterstack.x-k8s.io/provider';
@@ -24,6 +26,10 @@ function isCore(record: ProviderRecord): boolean {
   return record.kind === 'CoreProvider';
 }
 
+function isCertManager(record: ProviderRecord): boolean {
+  return record.kind === 'CertManager';
+}
+
 /** Flux Kustomizations for the providers (path under flux/ -> object), and what releases must depend on. */
 export function fluxProviderKustomizations(
   providers: ProviderRecord[],
@@ -32,7 +38,14 @@ export function fluxProviderKustomizations(
 ): { objects: Map<string, KubeObject>; dependsOn: { name: string }[] } {
   const objects = new Map<string, KubeObject>();
   const core = providers.find(isCore);
+  const certManager = providers.find(isCertManager);
   for (const record of providers) {
+    // cert-manager first, then the core, then the others (each after both).
+    const before = isCertManager(record) ? [] : isCore(record) ? [certManager] : [certManager, core];
+    const dependsOn = before.filter((other): other is ProviderRecord => other !== undefined).map((other) => ({ name: providerWiringName(other) }));
+    // cert-manager is ready when its webhook (and the other Deployments and CRDs) are: providers'
+    // Certificates are refused until the webhook answers.
+    const health = isCertManager(record) && record.healthChecks && record.healthChecks.length > 0 ? { wait: false, healthChecks: record.healthChecks } : { wait: true };
     objects.set(`flux/${record.dir}.yaml`, {
       apiVersion: 'kustomize.toolkit.fluxcd.io/v1',
       kind: 'Kustomization',
@@ -41,8 +54,8 @@ export function fluxProviderKustomizations(
         ...spec,
         path: `./${sourcePath(options.source, record.dir)}`,
         prune: true,
-        wait: true,
-        ...(core && !isCore(record) ? { dependsOn: [{ name: providerWiringName(core) }] } : {}),
+        ...health,
+        ...(dependsOn.length > 0 ? { dependsOn } : {}),
       },
     });
   }
@@ -54,7 +67,7 @@ export function argoProviderApplications(providers: ProviderRecord[], applicatio
   const objects = new Map<string, KubeObject>();
   for (const record of providers) {
     const app = application({ name: providerWiringName(record), labels: wiringLabels(options.name, 'release', { [LABEL_PROVIDER]: record.dir.split('/').at(-1)! }), treeDir: record.dir, namespace: record.namespace });
-    app.metadata.annotations = { ...app.metadata.annotations, [ARGOCD_SYNC_WAVE_ANNOTATION]: String(isCore(record) ? CORE_WAVE : PROVIDER_WAVE) };
+    app.metadata.annotations = { ...app.metadata.annotations, [ARGOCD_SYNC_WAVE_ANNOTATION]: String(isCertManager(record) ? CERT_MANAGER_WAVE : isCore(record) ? CORE_WAVE : PROVIDER_WAVE) };
     objects.set(`argocd/${record.dir}.yaml`, app);
   }
   return objects;

@@ -12,6 +12,14 @@ export const CONFIGMAP_VERSION_LABEL = 'provider.cluster.x-k8s.io/version';
 export const COMPRESSED_ANNOTATION = 'provider.cluster.x-k8s.io/compressed';
 /** Ours: on a provider, allows rendering a version lower than the one published before. */
 export const ALLOW_DOWNGRADE_ANNOTATION = 'clusterstack.x-k8s.io/allow-downgrade';
+/**
+ * Ours, on the CoreProvider: cert-manager as a prerequisite of the providers, declared with the two
+ * fields of clusterctl's `cert-manager:` configuration (`version`, `url`). Either one declares it.
+ */
+export const CERT_MANAGER_VERSION_ANNOTATION = 'clusterstack.x-k8s.io/cert-manager-version';
+export const CERT_MANAGER_URL_ANNOTATION = 'clusterstack.x-k8s.io/cert-manager-url';
+/** clusterctl's default cert-manager URL; its `latest` segment is replaced by the version. */
+export const CERT_MANAGER_DEFAULT_URL = 'https://github.com/cert-manager/cert-manager/releases/latest/cert-manager.yaml';
 
 export interface ProviderKindInfo {
   /** The operator's provider type (OCI file names, ConfigMap names): `core`, `control-plane`, `runtimeextension`, ... */

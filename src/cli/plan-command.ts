@@ -9,13 +9,13 @@ import { configFromFlags, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, planFrom
 import { planClusterRequests } from '../cluster-requests/plan-cluster-requests.js';
 import { clusterRequestsReport, formatClusterRequestsReport } from '../cluster-requests/requests-report.js';
 import { readSchedulerConfigOption, SCHEDULER_CONFIG_HELP } from './scheduler-config-option.js';
-import { createOutputPublisher } from './output-publisher.js';
+import { type OutputSettings } from './output-publisher.js';
 import { type ClusterMove, type SequenceEngine, upgradeSequence } from '../../gitops/upgrade-sequence.js';
 import { loadedRelease } from '../plan/build-plan.js';
 import { readProvenance } from '../output/provenance.js';
 import type { RenderedTree } from '../output/rendered-tree.js';
 
-export const PLAN_USAGE = `Usage: clusterstack plan <files or dirs...> --release-source <source> [--output <dir> | --git <repo>] [--json]
+export const PLAN_USAGE = `Usage: clusterstack plan <files or dirs...> --release-source <source> [--output <dir> | --git <repo> | --oci <ref>] [--json]
 
 Reads ClusterStacks, Clusters and provider objects from the given YAML files and directories,
 resolves which releases each ClusterStack keeps and which release each Cluster uses, and prints it.
@@ -23,13 +23,15 @@ resolves which releases each ClusterStack keeps and which release each Cluster u
 Options:
 ${SOURCE_HELP}
   --json                   print one JSON report instead of tables
-  --output <dir>, --git <repo> [--branch <b>] [--path <p>]
-                           compare with what this target holds (read only): each Cluster moving to
-                           a release with another cluster addon version gets its upgrade order
-                           (addons published first, what the BeforeClusterUpgrade hook waits for,
-                           then the control plane); --gitops flux|argocd names the engine objects
+  --output <dir>, --git <path or URL> [--branch <b>] [--path <p>], --oci <oci://registry/repo:tag>
+                           compare with what that target published (only read: nothing is written,
+                           locked or created there): each provider is added, upgraded, unchanged,
+                           refused (a downgrade) or removed; each Cluster moving to a release with
+                           another cluster addon version gets its upgrade order (addons published
+                           first, what the BeforeClusterUpgrade hook waits for, then the control
+                           plane); --gitops flux|argocd names the engine objects
 ${SCHEDULER_CONFIG_HELP}
-                           (plan schedules as a first render would: it does not read a target)
+                           (without a target, plan schedules as a first render would)
 
 Examples:
   # The quick start: what the bundled example keeps and uses, from its local release source
@@ -45,8 +47,23 @@ Examples:
   clusterstack plan fleet/ --release-source oci://registry.scs.community/kaas/cluster-stacks --json`;
 
 export async function planCommand(args: string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseCommandLine('plan', { args, allowPositionals: true, options: { ...SOURCE_OPTIONS, json: { type: 'boolean', default: false }, 'scheduler-config': { type: 'string' }, output: { type: 'string' }, git: { type: 'string' }, branch: { type: 'string', default: 'main' }, path: { type: 'string', default: '' }, gitops: { type: 'string', default: 'none' }, 'argocd-namespace': { type: 'string', default: 'argocd' } } });
-  if (values.output && values.git) throw new UsageError('plan compares with one target: give --output <dir> or --git <repo>, not both');
+  const { values, positionals } = parseCommandLine('plan', {
+    args,
+    allowPositionals: true,
+    options: {
+      ...SOURCE_OPTIONS,
+      json: { type: 'boolean', default: false },
+      'scheduler-config': { type: 'string' },
+      output: { type: 'string' },
+      git: { type: 'string' },
+      oci: { type: 'string' },
+      branch: { type: 'string', default: 'main' },
+      path: { type: 'string', default: '' },
+      gitops: { type: 'string', default: 'none' },
+      'argocd-namespace': { type: 'string', default: 'argocd' },
+    },
+  });
+  if ([values.output, values.git, values.oci].filter(Boolean).length > 1) throw new UsageError('plan compares with one target: give --output <dir>, --git <repo> or --oci <ref>, not more');
   const gitops = values.gitops;
   if (gitops !== 'none' && gitops !== 'flux' && gitops !== 'argocd') throw new UsageError(`--gitops must be none, flux or argocd, not "${gitops}"`);
   if (positionals.length === 0) throw new UsageError('plan needs at least one input file or directory');
@@ -58,9 +75,10 @@ export async function planCommand(args: string[], io: CliIo): Promise<number> {
   const scheduler = await readSchedulerConfigOption(values['scheduler-config'], io.cwd);
   // The scheduler configuration is no input object, even inside an input directory.
   const plan = await planFromInputs(positionals, location, config, values, io, warn, values['scheduler-config'] ? [path.resolve(io.cwd, values['scheduler-config'])] : []);
-  const report = planReport(plan);
+  const target = values.output || values.git || values.oci ? await readTarget({ output: values.output, git: values.git, oci: values.oci, plainHttp: values['plain-http'], branch: values.branch, path: values.path }, config, io.cwd) : undefined;
+  const previous = target?.previous;
+  const report = planReport(plan, target ? { name: target.name, providers: readProvenance(target.previous)?.providers ?? [] } : undefined);
   await addConflictNotes(report, plan, config, values.json ? undefined : warn);
-  const previous = values.output || values.git ? await createOutputPublisher({ output: values.output, git: values.git, branch: values.branch, path: values.path }, config, io.cwd).readPrevious() : undefined;
   const requests = scheduler ? clusterRequestsReport(planClusterRequests(plan, scheduler, previous ?? new Map())) : undefined;
   const upgrades = previous ? upgradeOrder(plan, previous, { engine: gitops, argocdNamespace: values['argocd-namespace'] }) : undefined;
   if (values.json) io.stdout(`${JSON.stringify({ ...report, ...requests, ...(upgrades ? { upgrades } : {}) }, null, 2)}\n`);
@@ -137,4 +155,16 @@ function formatUpgradeOrder(entries: UpgradeOrderEntry[]): string {
     for (const step of entry.steps) lines.push(`    ${step}`);
   }
   return `${lines.join('\n')}\n`;
+}
+
+/**
+ * What the target holds, read through the target's own publisher and nothing more: no lock taken,
+ * a Git path that holds no repository reads as empty (never created), a killed run's work tree is
+ * not repaired. A remote is read through the clone in the cache.
+ */
+async function readTarget(settings: OutputSettings, config: ReturnType<typeof configFromFlags>, cwd: string): Promise<{ name: string; previous: RenderedTree }> {
+  // Loaded only when a target is given: plan without one starts as before.
+  const { createOutputPublisher } = await import('./output-publisher.js');
+  const publisher = createOutputPublisher(settings, config, cwd, undefined, { readOnly: true });
+  return { name: publisher.target, previous: await publisher.readPrevious() };
 }

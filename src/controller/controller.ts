@@ -48,6 +48,7 @@ import { desiredLayerStatuses, type LayerStatusInputs } from './desired-state/ad
 import type { EventIntent } from './desired-state/event-intents.js';
 import { writeStatus } from './reconcile/write-status.js';
 import { createProviderFetcher, type ProviderFetcher } from '../providers/provider-fetcher.js';
+import { readProviderConfig } from './reconcile/provider-config-objects.js';
 import { ADDONS_LAYERS, ARGO_APPLICATIONS, CAPI_CLUSTERS, CAPI_PROVIDER_KINDS, CLUSTER_ADDONS, CLUSTER_REQUESTS, CLUSTER_STACK_RELEASES, CLUSTER_STACKS, FLUX_KUSTOMIZATIONS } from './desired-state/watched-kinds.js';
 import type { SchedulerConfig } from '../cluster-requests/scheduler-config.js';
 import { desiredRequestStatuses } from './desired-state/cluster-request-state.js';
@@ -316,9 +317,12 @@ export class Controller {
         : sources.opener(location);
     let plan: Plan | undefined;
     let planFailure: TypedFailure | undefined;
+    // What the providers name (configSecret, additionalManifests, selector ConfigMaps), read afresh.
+    const providerConfig = (live.capiProviders ?? []).length > 0 ? await readProviderConfig(live.capiProviders ?? [], this.options.kube) : undefined;
     try {
       plan = await buildPlan({
-        manifests: manifestsFrom({ stacks: selected, clusters: live.clusters, providerReleases: live.providerReleases, referenced, requests, capiProviders: live.capiProviders ?? [], layers: this.liveLayers() }),
+        manifests: manifestsFrom({ stacks: selected, clusters: live.clusters, providerReleases: live.providerReleases, referenced, requests, capiProviders: live.capiProviders ?? [], layers: this.liveLayers(), providerConfig: providerConfig?.objects ?? [] }),
+        ...(providerConfig ? { providerInputProblems: providerConfig.problems } : {}),
         ...(this.options.layerRoot !== undefined ? { layerRoot: this.options.layerRoot } : {}),
         defaultSource: this.options.defaultSource,
         openSource: opener,

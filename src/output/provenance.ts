@@ -116,6 +116,11 @@ export interface ProviderRecord {
   kinds: string[];
   files: string[];
   notes?: string[];
+  /**
+   * cert-manager only (kind `CertManager`): the objects whose readiness the wiring waits for before
+   * any provider is applied (its Deployments, the webhook among them, and its CRDs).
+   */
+  healthChecks?: { apiVersion: string; kind: string; namespace?: string; name: string }[];
 }
 
 export interface Provenance {

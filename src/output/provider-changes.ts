@@ -46,12 +46,12 @@ export function describeProviderChange(change: ProviderChange): string {
   const subject = `${change.kind} ${change.namespace}/${change.name}`;
   switch (change.change) {
     case 'added':
-      return `${subject} ${change.versionAfter} added (contract ${change.contract})`;
+      return `${subject} ${change.versionAfter} added${change.contract ? ` (contract ${change.contract})` : ''}`;
     case 'removed':
       return `${subject} removed (was ${change.versionBefore})`;
     case 'updated':
       return `${subject} ${change.versionAfter} re-rendered`;
     default:
-      return `${subject} ${change.change} ${change.versionBefore} -> ${change.versionAfter} (contract ${change.contract})`;
+      return `${subject} ${change.change} ${change.versionBefore} -> ${change.versionAfter}${change.contract ? ` (contract ${change.contract})` : ''}`;
   }
 }

@@ -8,6 +8,7 @@
 //   clusters/<namespace>/<cluster>/<stage>/...     one unit per addon stage of a workload cluster
 //   clusters/<namespace>/<cluster>/layers/<layer>/ one unit per addon layer (AddonsLayer) of a cluster
 //   management/providers/<kind>-<name>/...         one Cluster API provider's components
+//   management/providers/cert-manager/...          cert-manager, the providers' prerequisite (when declared)
 //   management/_cluster-requests/profiles/...      ClusterProfiles (with --scheduler-config)
 //   management/_cluster-requests/clusters/<ns>/... Clusters created for ClusterRequests
 
@@ -25,6 +26,9 @@ export const PROVIDERS_DIR = `${MANAGEMENT_DIR}/providers`;
 export function providerDir(kind: string, name: string): string {
   return `${PROVIDERS_DIR}/${kind.toLowerCase()}-${name}`;
 }
+
+/** cert-manager's components, when the CoreProvider declares them: applied before every provider. */
+export const CERT_MANAGER_DIR = `${PROVIDERS_DIR}/cert-manager`;
 
 /**
  * ClusterProfiles and the Clusters made for ClusterRequests: management side, but no release unit.

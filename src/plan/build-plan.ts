@@ -28,6 +28,8 @@ export interface PlanOptions {
   layerRoot?: string;
   /** Fetches Cluster API provider releases; by default through `openSource` and a cache in `workDir`. */
   providerFetcher?: ProviderFetcher;
+  /** Why objects that providers name could not be read (the controller's reads), by providerInputKey. */
+  providerInputProblems?: ReadonlyMap<string, Problem>;
 }
 
 export interface LoadedRelease {
@@ -175,8 +177,8 @@ export async function buildPlan(options: PlanOptions): Promise<Plan> {
   const plan: Plan = { inputs, resolution, releases, problems, warnings };
   if (inputs.providers.length > 0) {
     const objects = options.manifests.objects.map((sourced) => sourced.object);
-    plan.providers = await planProviders(inputs.providers, objects, options.providerFetcher ?? createProviderFetcher({ cacheDir: options.workDir }, options.openSource));
-    problems.push(...plan.providers.problems, ...plan.providers.providers.flatMap((planned) => planned.problems));
+    plan.providers = await planProviders(inputs.providers, objects, options.providerFetcher ?? createProviderFetcher({ cacheDir: options.workDir }, options.openSource), options.providerInputProblems);
+    problems.push(...plan.providers.problems, ...plan.providers.providers.flatMap((planned) => planned.problems), ...(plan.providers.certManager?.problems ?? []));
     const providersNamespace = PROVIDERS_DIR.split('/')[1];
     for (const { object: stack, source } of inputs.clusterStacks.filter((sourced) => sourced.object.metadata.namespace === providersNamespace)) {
       problems.push({ source, object: `ClusterStack ${providersNamespace}/${stack.metadata.name}`, message: `lives in namespace "${providersNamespace}", whose output directory (${PROVIDERS_DIR}/) holds the Cluster API providers; move the ClusterStack to another namespace` });

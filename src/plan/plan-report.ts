@@ -1,6 +1,8 @@
 // What `clusterstack plan` prints: a JSON report and a readable table, both from one Plan.
 import { formatProblem, type Problem } from '../core/problem.js';
 import { loadedRelease, type Plan } from './build-plan.js';
+import type { ProviderRecord } from '../output/provenance.js';
+import { type ProviderChangeKind, providerPlanChanges } from '../providers/provider-plan-changes.js';
 
 export interface PlanReport {
   clusterStacks: {
@@ -25,7 +27,22 @@ export interface PlanReport {
   problems: string[];
   warnings: string[];
   /** Cluster API providers, when the inputs hold any. */
-  providers?: { kind: string; namespace: string; name: string; version: string; pinned: boolean; contract: string | null; source: string | null; problems: string[] }[];
+  providers?: {
+    kind: string;
+    namespace: string;
+    name: string;
+    version: string;
+    pinned: boolean;
+    contract: string | null;
+    source: string | null;
+    problems: string[];
+    /** Against the target's published tree (plan with --output, --git or --oci): what a render would do. */
+    change?: ProviderChangeKind;
+    previousVersion?: string | null;
+    note?: string;
+  }[];
+  /** The target whose provenance.json the provider changes are compared with (plan with an output). */
+  comparedWith?: string;
 }
 
 export interface PlanLayer {
@@ -55,7 +72,11 @@ function planLayers(plan: Plan): PlanLayer[] {
   );
 }
 
-export function planReport(plan: Plan): PlanReport {
+/**
+ * The plan as a report. With `target` (the providers the target's provenance.json records, and its
+ * printable name), each provider says what a render would change, removals included.
+ */
+export function planReport(plan: Plan, target?: { name: string; providers: readonly ProviderRecord[] }): PlanReport {
   const report: PlanReport = {
     clusterStacks: plan.resolution.clusterStacks.map((stack) => ({
       namespace: stack.namespace,
@@ -99,6 +120,28 @@ export function planReport(plan: Plan): PlanReport {
       source: planned.release?.source ?? null,
       problems: planned.problems.map(formatProblem),
     }));
+    const certManager = plan.providers.certManager;
+    if (certManager) {
+      report.providers.push({ kind: 'CertManager', namespace: 'cert-manager', name: 'cert-manager', version: certManager.version, pinned: true, contract: null, source: certManager.release?.source ?? null, problems: certManager.problems.map(formatProblem) });
+    }
+  }
+  if (target) {
+    report.comparedWith = target.name;
+    const entries = report.providers ?? [];
+    for (const change of plan.providers ? providerPlanChanges(plan.providers, target.providers) : target.providers.map((record) => ({ ...record, change: 'removed' as const, from: record.version, to: undefined, note: undefined }))) {
+      let entry = entries.find((candidate) => candidate.kind === change.kind && candidate.namespace === change.namespace && candidate.name === change.name);
+      if (!entry) {
+        entry = { kind: change.kind, namespace: change.namespace, name: change.name, version: '', pinned: true, contract: null, source: null, problems: [] };
+        entries.push(entry);
+      }
+      entry.change = change.change;
+      entry.previousVersion = change.from ?? null;
+      if (change.note) entry.note = change.note;
+      // The lock: a render publishes the version first rendered, not the newest.
+      if (change.change === 'unchanged' && change.to) entry.version = change.to;
+      if (change.change === 'refused') report.problems.push(`${change.kind} ${change.namespace}/${change.name}: ${change.note}`);
+    }
+    report.providers = entries;
   }
   return report;
 }
@@ -154,11 +197,15 @@ export function formatPlanReport(report: PlanReport): string {
     out.push(table(rows), '');
   }
   if (report.providers && report.providers.length > 0) {
-    const rows = [['PROVIDER', 'VERSION', 'CONTRACT', 'SOURCE']];
+    const compared = report.comparedWith !== undefined;
+    const rows = [['PROVIDER', 'VERSION', 'CONTRACT', 'SOURCE', ...(compared ? ['CHANGE'] : [])]];
     for (const provider of report.providers) {
-      rows.push([`${provider.kind} ${provider.namespace}/${provider.name}`, `${provider.version || '-'}${provider.pinned ? '' : ' (newest; kept once published)'}`, provider.contract ?? '-', provider.source ?? '-']);
+      const change = provider.change === 'upgraded' || provider.change === 'downgraded' || provider.change === 'refused' ? `${provider.change} ${provider.previousVersion} -> ${provider.version}` : provider.change === 'removed' ? `removed (was ${provider.previousVersion})` : (provider.change ?? '-');
+      const lockNote = !compared && !provider.pinned ? ' (newest; kept once published)' : '';
+      rows.push([`${provider.kind} ${provider.namespace}/${provider.name}`, `${provider.version || '-'}${lockNote}`, provider.contract ?? '-', provider.source ?? '-', ...(compared ? [change] : [])]);
     }
-    out.push(table(rows), '');
+    out.push(...(compared ? [`Providers compared with ${report.comparedWith}:`] : []), table(rows), '');
+    for (const provider of report.providers.filter((entry) => entry.note && entry.change !== 'refused')) out.push(`note: ${provider.kind} ${provider.namespace}/${provider.name}: ${provider.note}`);
   }
   for (const warning of report.warnings) out.push(`warning: ${warning}`);
   for (const problem of report.problems) out.push(`problem: ${problem}`);

@@ -5,7 +5,7 @@
 // contract must be the core's; and a provider may not leave the tree while rendered ClusterClasses
 // or Clusters still use kinds its CRDs define.
 import semver from 'semver';
-import { ALLOW_DOWNGRADE_ANNOTATION, describeProvider } from '../api/provider-types.js';
+import { ALLOW_DOWNGRADE_ANNOTATION, CERT_MANAGER_VERSION_ANNOTATION, describeProvider } from '../api/provider-types.js';
 import type { CapiCluster } from '../api/types.js';
 import { InputError, type Problem } from '../core/problem.js';
 import type { ProviderRecord } from '../output/provenance.js';
@@ -51,6 +51,17 @@ export async function guardProviderVersions(plan: ProviderPlan, previous: Provid
     }),
   );
   problems.push(...contractProblems(plan));
+  const certManager = plan.certManager;
+  const certManagerBefore = previous.find((record) => record.dir === certManager?.dir);
+  if (certManager?.release && certManagerBefore && semver.valid(certManagerBefore.version) && semver.lt(certManager.version, certManagerBefore.version) && certManager.core.metadata.annotations?.[ALLOW_DOWNGRADE_ANNOTATION] !== 'true') {
+    const problem = {
+      object: `${describeProvider(certManager.core)} cert-manager`,
+      path: `metadata.annotations[${CERT_MANAGER_VERSION_ANNOTATION}]`,
+      message: `${certManager.version} is lower than ${certManagerBefore.version}, which is published (provenance.json); a downgrade can break objects stored at the newer API version. If it is meant, annotate the CoreProvider with ${ALLOW_DOWNGRADE_ANNOTATION}: "true"`,
+    };
+    if (mode === 'withhold') certManager.problems.push(problem);
+    else problems.push(problem);
+  }
   if (mode === 'withhold') {
     for (const problem of problems) plan.providers.find((planned) => describeProvider(planned.provider) === problem.object)?.problems.push(problem);
     return;
@@ -79,12 +90,13 @@ export function guardProviderRemoval(previous: ProviderRecord[], current: Provid
     users.get(kind)!.add(user);
   };
   for (const [file, text] of tree) {
-    if (!file.startsWith(`${MANAGEMENT_DIR}/`) || file.startsWith(`${PROVIDERS_DIR}/`) || file.endsWith('/kustomization.yaml') || !file.endsWith('.yaml')) continue;
-    const release = file.split('/').slice(1, 3).join('/');
+    if (!file.startsWith(`${MANAGEMENT_DIR}/`) || file.endsWith('/kustomization.yaml') || !file.endsWith('.yaml')) continue;
+    // Providers use each other's kinds too: every provider's Certificates and Issuers need cert-manager.
+    const release = file.startsWith(`${PROVIDERS_DIR}/`) ? `provider ${file.split('/')[2]}` : `release ${file.split('/').slice(1, 3).join('/')}`;
     try {
       for (const document of decodeYamlDocuments(text)) {
         const value = document.value as Record<string, unknown> | null;
-        if (value && typeof value === 'object') use(kindOf(value.apiVersion, value.kind), `release ${release}`);
+        if (value && typeof value === 'object') use(kindOf(value.apiVersion, value.kind), release);
       }
     } catch {
       // A file we wrote ourselves that does not decode is reported where it was rendered.

@@ -5,12 +5,12 @@
 // previously published tree (version lock, downgrade, contract after locking, removal in use) run
 // in guard-providers.ts.
 import semver from 'semver';
-import { type CapiProvider, describeProvider, PROVIDER_KINDS } from '../api/provider-types.js';
+import { CERT_MANAGER_DEFAULT_URL, CERT_MANAGER_URL_ANNOTATION, CERT_MANAGER_VERSION_ANNOTATION, type CapiProvider, describeProvider, PROVIDER_KINDS } from '../api/provider-types.js';
 import type { KubeObject } from '../api/types.js';
 import type { Problem } from '../core/problem.js';
 import type { SourcedObject } from '../inputs/parse-manifests.js';
-import { providerDir } from '../output/tree-layout.js';
-import { fetchProblem, type ProviderFetcher, type ProviderRelease } from './provider-fetcher.js';
+import { CERT_MANAGER_DIR, providerDir } from '../output/tree-layout.js';
+import { type CertManagerRelease, fetchProblem, type ProviderFetcher, type ProviderRelease } from './provider-fetcher.js';
 import { contractOf, parseReleaseSeries } from './provider-metadata.js';
 
 export interface PlannedProvider {
@@ -32,8 +32,24 @@ export interface PlannedProvider {
   problems: Problem[];
 }
 
+/** cert-manager, declared on the CoreProvider (annotations), rendered before every provider. */
+export interface PlannedCertManager {
+  /** The CoreProvider declaring it. */
+  core: CapiProvider;
+  origin: string;
+  /** `management/providers/cert-manager`. */
+  dir: string;
+  /** As declared (clusterctl's `cert-manager.url`, default its own), and the version resolved. */
+  url: string;
+  version: string;
+  release?: CertManagerRelease;
+  problems: Problem[];
+}
+
 export interface ProviderPlan {
   providers: PlannedProvider[];
+  /** cert-manager, when the CoreProvider declares it. */
+  certManager?: PlannedCertManager;
   /** Problems that concern several providers (no CoreProvider, two of a kind and name). */
   problems: Problem[];
   /** Fetches another version (the locked one) when the pipeline knows the previous tree. */
@@ -74,8 +90,17 @@ export function newestVersion(versions: string[]): string | undefined {
   return (releases.length > 0 ? releases : versions).at(-1);
 }
 
-/** Plans every provider: version, release, contract, configuration; problems are per provider or shared. */
-export async function planProviders(providers: SourcedObject<CapiProvider>[], inputs: KubeObject[], fetcher: ProviderFetcher): Promise<ProviderPlan> {
+/** The key of a problem reading what a provider's field names (the controller's reads): the provider and the field path. */
+export function providerInputKey(provider: KubeObject, path: 'spec.configSecret' | 'spec.additionalManifests' | 'spec.fetchConfig.selector' | string): string {
+  return `${describeProvider(provider)}\n${path}`;
+}
+
+/**
+ * Plans every provider: version, release, contract, configuration; problems are per provider or
+ * shared. `unreadable` holds why an object a field names could not be read (the controller reads
+ * them from the API server), in place of "not among the inputs".
+ */
+export async function planProviders(providers: SourcedObject<CapiProvider>[], inputs: KubeObject[], fetcher: ProviderFetcher, unreadable?: ReadonlyMap<string, Problem>): Promise<ProviderPlan> {
   const plan: ProviderPlan = { providers: [], problems: [], fetcher, inputs };
   if (providers.length === 0) return plan;
   const cores = providers.filter((sourced) => sourced.object.kind === 'CoreProvider');
@@ -104,19 +129,25 @@ export async function planProviders(providers: SourcedObject<CapiProvider>[], in
       const namespace = provider.metadata.namespace ?? 'default';
       const planned: PlannedProvider = { provider, origin, dir, version: provider.spec?.version ?? '', pinned: provider.spec?.version !== undefined, variables: new Map(), problems: [] };
       plan.providers.push(planned);
+      const unread = (path: string): Problem | undefined => {
+        const problem = unreadable?.get(providerInputKey(provider, path));
+        if (problem) planned.problems.push({ source: origin, ...problem });
+        return problem;
+      };
       const secret = provider.spec?.configSecret;
-      if (secret) {
+      if (secret && !unread('spec.configSecret')) {
         const found = findInput(inputs, ['Secret', 'ConfigMap'], secret.name, secret.namespace ?? namespace);
         if (!found) planned.problems.push({ source: origin, object, path: 'spec.configSecret', message: `names ${secret.namespace ?? namespace}/${secret.name}, which is not among the inputs; add the Secret (or a ConfigMap of the same name) holding the provider's variables` });
         else planned.variables = keyValues(found);
       }
       const extra = provider.spec?.additionalManifests;
-      if (extra) {
+      if (extra && !unread('spec.additionalManifests')) {
         const found = findInput(inputs, ['ConfigMap'], extra.name, extra.namespace ?? namespace);
         const manifests = found ? keyValues(found).get('manifests') : undefined;
         if (manifests === undefined) planned.problems.push({ source: origin, object, path: 'spec.additionalManifests', message: `names ConfigMap ${extra.namespace ?? namespace}/${extra.name}, which is not among the inputs or has no data.manifests` });
         else planned.additionalManifests = manifests;
       }
+      if (provider.spec?.fetchConfig?.selector && unread('spec.fetchConfig.selector')) return;
       try {
         if (!planned.pinned) {
           const newest = newestVersion(await fetcher.versions(provider, inputs));
@@ -135,7 +166,33 @@ export async function planProviders(providers: SourcedObject<CapiProvider>[], in
     }),
   );
   plan.providers.sort((a, b) => a.dir.localeCompare(b.dir));
+  if (cores.length === 1) {
+    const certManager = await planCertManager(cores[0]!.object, cores[0]!.source, fetcher);
+    if (certManager) plan.certManager = certManager;
+  }
   return plan;
+}
+
+/** cert-manager as the CoreProvider's annotations declare it (none: undefined), fetched; problems are its own. */
+export async function planCertManager(core: CapiProvider, origin: string, fetcher: ProviderFetcher): Promise<PlannedCertManager | undefined> {
+  const annotations = core.metadata.annotations ?? {};
+  const version = annotations[CERT_MANAGER_VERSION_ANNOTATION];
+  const declaredUrl = annotations[CERT_MANAGER_URL_ANNOTATION];
+  if (version === undefined && declaredUrl === undefined) return undefined;
+  const url = declaredUrl ?? CERT_MANAGER_DEFAULT_URL;
+  const planned: PlannedCertManager = { core, origin, dir: CERT_MANAGER_DIR, url, version: version ?? '', problems: [] };
+  const object = `${describeProvider(core)} cert-manager`;
+  if (!fetcher.certManager) {
+    planned.problems.push({ source: origin, object, message: 'cert-manager cannot be fetched by this provider fetcher' });
+    return planned;
+  }
+  try {
+    planned.release = await fetcher.certManager(url, version);
+    planned.version = planned.release.version;
+  } catch (error) {
+    planned.problems.push({ source: origin, path: `metadata.annotations[${CERT_MANAGER_URL_ANNOTATION}]`, ...fetchProblem(error, object) });
+  }
+  return planned;
 }
 
 /** A CoreProvider's contract differs from another provider's: the other is refused, both named. */

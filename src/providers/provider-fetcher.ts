@@ -33,11 +33,63 @@ export interface ProviderRelease {
   digest: string;
 }
 
+/** cert-manager's components (one cert-manager.yaml) at a version, and where they came from. */
+export interface CertManagerRelease {
+  version: string;
+  components: string;
+  /** Printable origin: `github:cert-manager/cert-manager cert-manager.yaml`, or the local file. */
+  source: string;
+  digest: string;
+}
+
 /** Lists and fetches provider releases; every failure is a ReleaseSourceError (fix input, or retry later). */
 export interface ProviderFetcher {
   /** Every version the provider's source offers (semantic versions only). */
   versions(provider: CapiProvider, inputs: KubeObject[]): Promise<string[]>;
   fetch(provider: CapiProvider, version: string, inputs: KubeObject[]): Promise<ProviderRelease>;
+  /** cert-manager as clusterctl's configuration names it (`url`, `version`); absent: this fetcher cannot. */
+  certManager?(url: string, version: string | undefined): Promise<CertManagerRelease>;
+}
+
+/** Where cert-manager comes from: a GitHub release asset, or a local file. */
+export type CertManagerLocation = { kind: 'github'; owner: string; repo: string; tag: string; asset: string } | { kind: 'file'; path: string };
+
+/**
+ * Reads clusterctl's `cert-manager.url` with its `version`: a GitHub release asset
+ * (`https://github.com/<owner>/<repo>/releases/[download/]<tag or latest>/<asset>`) or a local
+ * file (`file:///...` or an absolute path); a `latest` path segment is the version, as clusterctl
+ * replaces it. Returns the location and the version (from the URL when it names a tag). Throws
+ * ReleaseSourceError `not-found` (the input's to fix).
+ */
+export function certManagerLocation(url: string, version: string | undefined, githubHosts: readonly string[]): { location: CertManagerLocation; version: string } {
+  const refuse = (why: string): never => {
+    throw new ReleaseSourceError('not-found', `cert-manager URL ${JSON.stringify(url)}: ${why}`);
+  };
+  if (version !== undefined && semver.valid(version) === null) refuse(`version ${JSON.stringify(version)} is not a semantic version (e.g. v1.16.2)`);
+  const replaceLatest = (segments: string[]): string[] => segments.map((segment) => (segment === 'latest' ? (version ?? refuse('names "latest" but no version is given; set the version (clusterctl replaces "latest" with it)')) : segment));
+  if (url.startsWith('file://') || url.startsWith('/')) {
+    const file = url.startsWith('file://') ? url.slice('file://'.length) : url;
+    if (!path.isAbsolute(file)) refuse('a local file must be an absolute path (file:///path/to/cert-manager.yaml)');
+    if (version === undefined) refuse('a local file needs the version set, to record and compare it');
+    return { location: { kind: 'file', path: replaceLatest(file.split('/')).join('/') }, version: version! };
+  }
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return refuse('is neither a URL nor an absolute path');
+  }
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') refuse('must be https://, file:// or an absolute path');
+  if (!githubHosts.includes(parsed.host)) refuse(`only GitHub release assets (${githubHosts.join(', ')}) or local files are supported`);
+  const segments = parsed.pathname.split('/').filter((segment) => segment !== '');
+  const shape = segments.length === 6 && segments[2] === 'releases' && segments[3] === 'download' ? [segments[0], segments[1], segments[4], segments[5]] : segments.length === 5 && segments[2] === 'releases' ? [segments[0], segments[1], segments[3], segments[4]] : undefined;
+  if (!shape) return refuse('expected https://github.com/<owner>/<repo>/releases/[download/]<version or latest>/<asset>, as clusterctl names it');
+  const [owner, repo, named, asset] = shape as [string, string, string, string];
+  if (![owner, repo, asset].every((part) => /^[A-Za-z0-9_.-]+$/.test(part) && part !== '.' && part !== '..')) refuse('owner, repository and asset must be plain names');
+  const tag = named === 'latest' ? replaceLatest([named])[0]! : named;
+  if (version !== undefined && tag !== version) refuse(`names release ${tag}, but the version says ${version}; give one of them, or put "latest" in the URL`);
+  if (semver.valid(tag) === null) refuse(`release ${JSON.stringify(tag)} is not a semantic version`);
+  return { location: { kind: 'github', owner, repo, tag, asset }, version: tag };
 }
 
 const GITHUB_URL = /^https?:\/\/([^/]+)\/([A-Za-z0-9_.-]+)\/([A-Za-z0-9_.-]+)(\/|$)/;
@@ -201,6 +253,26 @@ export function createProviderFetcher(options: SourceOptions, openSource: Source
         return releaseOf(version, metadata, components, `oci://${ref.registry}/${ref.repository}`);
       }
       return noSource(provider);
+    },
+
+    async certManager(url, version) {
+      const enterpriseHost = options.githubApiUrl ? new URL(options.githubApiUrl).host : undefined;
+      const { location, version: resolved } = certManagerLocation(url, version, ['github.com', ...(enterpriseHost ? [enterpriseHost] : [])]);
+      if (location.kind === 'file') {
+        let components: string;
+        try {
+          components = await readFile(location.path, 'utf8');
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new ReleaseSourceError('not-found', `cert-manager ${resolved}: there is no file ${location.path}`);
+          throw error;
+        }
+        return { version: resolved, components, source: location.path, digest: sha256Digest(components) };
+      }
+      // Only the one asset, through the GitHub source: conditional listing, token, verified cache.
+      const source = `github:${location.owner}/${location.repo}`;
+      const fetched = await openSource(`${source}#assets=${location.asset}`).fetch(location.tag);
+      const components = await readFile(path.join(fetched.dir, location.asset), 'utf8');
+      return { version: resolved, components, source: `${source} ${location.asset}`, digest: sha256Digest(components) };
     },
   };
 }

@@ -17,7 +17,7 @@ import { sha256Digest } from '../release/content-digest.js';
 import { decodeYamlDocuments, encodeYaml, YamlDecodeError } from '../yaml/kube-yaml.js';
 import { customizeComponents, type ImageOverrides, ProviderRenderError } from './customize-components.js';
 import { substituteVariables, SubstitutionSyntaxError } from './envsubst.js';
-import type { PlannedProvider, ProviderPlan } from './plan-providers.js';
+import type { PlannedCertManager, PlannedProvider, ProviderPlan } from './plan-providers.js';
 
 /** Flux leaves objects with this annotation in place when they leave the source. */
 export const FLUX_PRUNE_ANNOTATION = 'kustomize.toolkit.fluxcd.io/prune';
@@ -196,7 +196,79 @@ export function renderProviders(plan: ProviderPlan | undefined, previous: Render
       else throw error;
     }
   }
+  const certManager = plan?.certManager;
+  if (certManager) {
+    try {
+      renderCertManager(certManager, previous, previousRecords, secrets, result);
+    } catch (error) {
+      if (error instanceof SecretRefusedError) refusals.push(error);
+      else throw error;
+    }
+  }
   if (refusals.length > 0) throw refusals.length === 1 ? refusals[0]! : new SecretRefusedError(refusals.map((r) => r.unit).join(', '), refusals.flatMap((r) => r.findings));
   result.records.sort((a, b) => a.dir.localeCompare(b.dir));
   return result;
+}
+
+/** The kinds Flux waits for before any provider: cert-manager's Deployments (its webhook among them) and CRDs. */
+function certManagerHealthChecks(objects: KubeObject[]): NonNullable<ProviderRecord['healthChecks']> {
+  return objects
+    .filter((object) => (object.kind === 'Deployment' && apiGroup(object.apiVersion) === 'apps') || (object.kind === 'CustomResourceDefinition' && apiGroup(object.apiVersion) === 'apiextensions.k8s.io'))
+    .map((object) => ({ apiVersion: object.apiVersion, kind: object.kind, ...(object.metadata.namespace ? { namespace: object.metadata.namespace } : {}), name: object.metadata.name }))
+    .sort((a, b) => `${a.kind}/${a.namespace ?? ''}/${a.name}`.localeCompare(`${b.kind}/${b.namespace ?? ''}/${b.name}`));
+}
+
+/**
+ * cert-manager's components as published (clusterctl applies them unchanged: no variables, no
+ * target namespace), CRDs and Namespaces never pruned, one object per file; withheld alone (its
+ * previous files kept) when they cannot be read. Throws SecretRefusedError.
+ */
+function renderCertManager(planned: PlannedCertManager, previous: RenderedTree, previousRecords: ProviderRecord[], secrets: SecretPolicy, result: ProviderRenderResult): void {
+  const namespace = 'cert-manager';
+  const withhold = (reason: string): void => {
+    const old = previousRecords.find((record) => record.dir === planned.dir);
+    const files = old ? new Map(old.files.flatMap((file) => (previous.has(`${old.dir}/${file}`) ? [[file, previous.get(`${old.dir}/${file}`)!] as [string, string]] : []))) : undefined;
+    const kept = Boolean(old && files && files.size === old.files.length);
+    if (kept) {
+      result.rendered.set(old!.dir, files!);
+      result.records.push(old!);
+    }
+    result.withheld.push({ kind: 'provider', namespace, name: 'CertManager/cert-manager', reason, previousKept: kept });
+  };
+  const release = planned.release;
+  if (planned.problems.length > 0 || !release) {
+    withhold(planned.problems.map(formatProblem).join('; ') || 'no release');
+    return;
+  }
+  let objects: KubeObject[];
+  try {
+    objects = readDocuments(release.components, `cert-manager ${release.version} (${release.source})`);
+  } catch (error) {
+    if (error instanceof Withhold) return withhold(error.message);
+    throw error;
+  }
+  if (!objects.some((object) => object.kind === 'Deployment')) return withhold(`cert-manager ${release.version} (${release.source}) holds no Deployment: it is not cert-manager's cert-manager.yaml`);
+  for (const object of objects) markNeverPruned(object);
+  const kept = applySecretPolicy(objects.map((object) => ({ object, text: encodeYaml(object) })), secrets, 'cert-manager');
+  if (kept.toEncrypt.size > 0) return withhold(`its components hold Secrets; --secrets encrypt covers the stacks' Secrets, not cert-manager's: render with --secrets drop`);
+  const names = fileNamesFor(kept.objects.map((entry) => entry.object), namespace);
+  const files = new Map(kept.objects.map((entry, index) => [names[index]!, entry.text]));
+  const notes = kept.dropped.map((finding) => `${finding.object.kind} ${finding.object.metadata.name} left out (--secrets drop): it ${finding.why}`);
+  result.rendered.set(planned.dir, files);
+  result.records.push({
+    dir: planned.dir,
+    kind: 'CertManager',
+    namespace,
+    name: 'cert-manager',
+    version: release.version,
+    pinned: true,
+    contract: '',
+    source: release.source,
+    digest: release.digest,
+    inputDigest: sha256Digest(canonicalJson({ release: release.digest, url: planned.url, secrets })),
+    kinds: definedKinds(objects),
+    files: [...files.keys()].sort(),
+    healthChecks: certManagerHealthChecks(kept.objects.map((entry) => entry.object)),
+    ...(notes.length > 0 ? { notes } : {}),
+  });
 }

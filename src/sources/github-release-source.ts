@@ -58,6 +58,12 @@ export interface GitHubReleaseSourceOptions {
   logger?: Logger;
   /** Messages for the person running the tool (rate-limit waits). */
   onWarning?: (message: string) => void;
+  /**
+   * Download only these assets, each required, instead of every asset with metadata.yaml required
+   * (a release that is no cluster stack or provider release, e.g. cert-manager's cert-manager.yaml).
+   * They are cached apart from whole releases of the same repository.
+   */
+  assets?: readonly string[];
 }
 
 interface GitHubAsset {
@@ -295,7 +301,8 @@ export class GitHubReleaseSource implements ReleaseSource {
   }
 
   private async fetchUncoalesced(tag: string): Promise<FetchedRelease> {
-    const cached = await this.options.cache.get(this.sourceKey, tag);
+    const cacheKey = this.options.assets ? `${this.sourceKey}#assets=${[...this.options.assets].sort().join(',')}` : this.sourceKey;
+    const cached = await this.options.cache.get(cacheKey, tag);
     if (cached) return cached;
     let release = this.releasesByTag.get(tag);
     if (!release) {
@@ -309,11 +316,13 @@ export class GitHubReleaseSource implements ReleaseSource {
         throw new ReleaseSourceError('invalid-release', `release ${tag} in ${this.name} has an asset named "${asset.name}"; asset names must be plain file names (no "/", "\\" or "..")`);
       }
     }
-    if (!found.assets.some((asset) => asset.name === METADATA_ASSET)) {
-      throw new ReleaseSourceError('invalid-release', `release ${tag} in ${this.name} has no ${METADATA_ASSET} asset`);
+    const wanted = this.options.assets ?? [METADATA_ASSET];
+    for (const name of wanted) {
+      if (!found.assets.some((asset) => asset.name === name)) throw new ReleaseSourceError('invalid-release', `release ${tag} in ${this.name} has no ${name} asset`);
     }
-    return this.options.cache.put(this.sourceKey, tag, async (dir) => {
-      for (const asset of found.assets) await this.downloadAsset(tag, asset, path.join(dir, asset.name));
+    const downloads = this.options.assets ? found.assets.filter((asset) => wanted.includes(asset.name)) : found.assets;
+    return this.options.cache.put(cacheKey, tag, async (dir) => {
+      for (const asset of downloads) await this.downloadAsset(tag, asset, path.join(dir, asset.name));
     });
   }
 

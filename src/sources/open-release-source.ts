@@ -34,7 +34,8 @@ export interface SourceOptions {
   onRequest?: (kind: 'github' | 'oci', outcome: RequestOutcome) => void;
 }
 
-const GITHUB_LOCATION = /^github:([A-Za-z0-9_.-]+)\/([A-Za-z0-9_.-]+)$/;
+// `#assets=a,b` (internal, e.g. cert-manager): only those assets of a release, each required.
+const GITHUB_LOCATION = /^github:([A-Za-z0-9_.-]+)\/([A-Za-z0-9_.-]+)(?:#assets=([A-Za-z0-9_.,-]+))?$/;
 
 /** Opens a release source; the same string always yields the same (shared) source object. */
 export type SourceOpener = (location: string) => ReleaseSource;
@@ -65,6 +66,7 @@ export function createSourceOpener(options: SourceOptions): SourceOpener {
         ...(options.logger ? { logger: options.logger } : {}),
         ...(options.onWarning ? { onWarning: options.onWarning } : {}),
         ...(options.timeouts ? { requestTimeoutMs: options.timeouts.readMs, totalTimeoutMs: options.timeouts.totalMs } : {}),
+        ...(match[3] ? { assets: match[3].split(',') } : {}),
       }));
     } else if (location.startsWith('oci://')) {
       const releaseCache = (cache ??= new ReleaseCache(options.cacheDir));

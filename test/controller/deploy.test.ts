@@ -1,4 +1,5 @@
 // deploy/: the manifests that install the controller say what the controller needs, and no more.
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import * as yaml from 'js-yaml';
 import { describe, expect, it } from 'vitest';
@@ -9,6 +10,12 @@ import { kustomizeBuild } from '../support/engine-schemas/kustomize-build.js';
 type Doc = { kind: string; metadata: { name: string; namespace?: string }; [key: string]: unknown };
 const docs = (file: string): Doc[] => yaml.loadAll(readFileSync(`deploy/${file}`, 'utf8')) as Doc[];
 type Rule = { apiGroups: string[]; resources: string[]; verbs: string[] };
+/** `kubectl kustomize <dir>` of this repository's deploy/ variants. */
+function built_(dir: string): Record<string, any>[] {
+  const run = spawnSync(process.env.KUBECTL ?? 'kubectl', ['kustomize', dir], { encoding: 'utf8' });
+  if (run.status !== 0) throw new Error(`kubectl kustomize ${dir} failed: ${run.stderr}`);
+  return (yaml.loadAll(run.stdout) as Record<string, any>[]).filter(Boolean);
+}
 
 function allows(rules: Rule[], group: string, resource: string, verb: string): boolean {
   return rules.some((rule) => rule.apiGroups.includes(group) && rule.resources.includes(resource) && rule.verbs.includes(verb));
@@ -49,6 +56,27 @@ describe('deploy/', () => {
       expect(allows(rules, kind.group, kind.plural, 'list')).toBe(false);
     }
     expect(binding).toMatchObject({ kind: 'ClusterRoleBinding', roleRef: { kind: 'ClusterRole', name: layerRole!.metadata.name }, subjects: [{ name: 'clusterstack-gitops-controller', namespace: 'clusterstack-system' }] });
+  });
+
+  it('ships what provider objects name as a ClusterRole bound nowhere: get Secrets, get and list ConfigMaps; the namespaced variant as a bound Role', () => {
+    const [role] = docs('base/provider-config-role.yaml');
+    expect(role).toMatchObject({ kind: 'ClusterRole', metadata: { name: 'clusterstack-gitops-provider-config' } });
+    const providerRules = role!['rules'] as Rule[];
+    expect(allows(providerRules, '', 'secrets', 'get')).toBe(true);
+    for (const verb of ['list', 'watch', 'create', 'update', 'patch', 'delete']) expect(allows(providerRules, '', 'secrets', verb), `secrets ${verb}`).toBe(false);
+    for (const verb of ['get', 'list']) expect(allows(providerRules, '', 'configmaps', verb)).toBe(true);
+    expect(allows(providerRules, '', 'configmaps', 'watch')).toBe(false);
+    expect(providerRules.flatMap((rule) => rule.resources).sort()).toEqual(['configmaps', 'secrets']);
+    // Bound by nobody in deploy/: the operator binds it per namespace holding such providers.
+    const built = built_('deploy');
+    expect(built.some((object) => object.kind === 'ClusterRole' && object.metadata.name === 'clusterstack-gitops-provider-config')).toBe(true);
+    expect(built.filter((object) => /Binding$/.test(object.kind) && object.roleRef?.name === 'clusterstack-gitops-provider-config')).toEqual([]);
+    const namespaced = built_('deploy/namespaced');
+    expect(namespaced.filter((object) => object.kind === 'ClusterRole')).toEqual([]);
+    const namespacedRole = namespaced.find((object) => object.kind === 'Role' && object.metadata.name === 'clusterstack-gitops-provider-config')!;
+    expect(namespacedRole.metadata.namespace).toBe('cluster-stacks');
+    expect(namespacedRole.rules).toEqual(providerRules);
+    expect(namespaced.find((object) => object.kind === 'RoleBinding' && object.roleRef?.name === 'clusterstack-gitops-provider-config')).toMatchObject({ metadata: { namespace: 'cluster-stacks' }, subjects: [{ name: 'clusterstack-gitops-controller', namespace: 'clusterstack-system' }] });
   });
 
   it('grants the namespaced variant the same rules, as a Role in the watched namespace', () => {

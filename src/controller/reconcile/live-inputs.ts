@@ -58,6 +58,8 @@ export interface InputSnapshot {
   capiProviders?: KubeObject[];
   /** openMCP ClusterRequests (with a scheduler configuration). */
   requests?: KubeObject[];
+  /** Secrets and ConfigMaps the providers name (read by name, or by label for selectors). */
+  providerConfig?: KubeObject[];
 }
 
 /** Remembers each ClusterStack's last valid spec across reconciles. */
@@ -109,6 +111,7 @@ export function manifestsFrom(snapshot: InputSnapshot): ParsedManifests {
     ...(snapshot.layers ?? []).map((object) => specOnly(object)),
     ...(snapshot.capiProviders ?? []).map((object) => specOnly(object)),
     ...(snapshot.requests ?? []).map((object) => specOnly(object)),
+    ...(snapshot.providerConfig ?? []),
   ];
   return { objects: objects.map((object) => ({ object, source: LIVE_SOURCE })), problems: [] };
 }

@@ -2,7 +2,7 @@
 // merge-patch (object or status subresource), delete, the Argo CD cluster Secrets, and Events.
 // Reconcilers receive the narrow slice they call (`StatusWriter`, `ObjectWriter`, ...), never the client.
 import { createHash } from 'node:crypto';
-import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig, type V1ConfigMap, type V1Secret } from '@kubernetes/client-node';
 import type { KubeObject } from '../../api/types.js';
 import { describeKubeError, httpStatusOf } from './informer-set.js';
 import type { EventIntent } from './runtime-contract.js';
@@ -76,11 +76,17 @@ export interface SecretStore {
   deleteSecret(namespace: string, name: string): Promise<void>;
 }
 
+/** ConfigMaps read by name, or listed by label in one namespace (Cluster API provider configuration). */
+export interface ConfigMapReader {
+  readConfigMap(namespace: string, name: string): Promise<KubeObject | undefined>;
+  listConfigMaps(namespace: string, labelSelector: string): Promise<KubeObject[]>;
+}
+
 export interface EventSink {
   recordEvent(intent: EventIntent): Promise<void>;
 }
 
-export type KubeClient = ObjectWriter & SecretStore & EventSink;
+export type KubeClient = ObjectWriter & SecretStore & ConfigMapReader & EventSink;
 
 export interface KubeClientOptions {
   kubeConfig: KubeConfig;
@@ -167,6 +173,21 @@ export function createKubeClient(options: KubeClientOptions): KubeClient {
         throw wrap(error, `get secret ${namespace}/${name}`);
       }
     },
+    async readConfigMap(namespace, name) {
+      try {
+        return toConfigMapObject(await core.readNamespacedConfigMap({ namespace, name }));
+      } catch (error) {
+        if (httpStatusOf(error) === 404) return undefined;
+        throw wrap(error, `get configmap ${namespace}/${name}`);
+      }
+    },
+    async listConfigMaps(namespace, labelSelector) {
+      try {
+        return (await core.listNamespacedConfigMap({ namespace, labelSelector })).items.map(toConfigMapObject);
+      } catch (error) {
+        throw wrap(error, `list configmaps in ${namespace}`);
+      }
+    },
     async listSecrets(namespace, labelSelector) {
       try {
         return (await core.listNamespacedSecret({ namespace, labelSelector })).items.map(toSecretData);
@@ -234,4 +255,13 @@ function toSecretData(secret: V1Secret): SecretData {
   if (secret.metadata?.labels) metadata.labels = secret.metadata.labels;
   if (secret.metadata?.resourceVersion) metadata.resourceVersion = secret.metadata.resourceVersion;
   return secret.data ? { metadata, data: secret.data } : { metadata };
+}
+
+/** A ConfigMap as the inputs hold one: name, namespace, labels, annotations, data and binaryData. */
+function toConfigMapObject(configMap: V1ConfigMap): KubeObject {
+  const metadata: KubeObject['metadata'] = { name: configMap.metadata?.name ?? '' };
+  if (configMap.metadata?.namespace) metadata.namespace = configMap.metadata.namespace;
+  if (configMap.metadata?.labels) metadata.labels = configMap.metadata.labels;
+  if (configMap.metadata?.annotations) metadata.annotations = configMap.metadata.annotations;
+  return { apiVersion: 'v1', kind: 'ConfigMap', metadata, ...(configMap.data ? { data: configMap.data } : {}), ...(configMap.binaryData ? { binaryData: configMap.binaryData } : {}) } as KubeObject;
 }
