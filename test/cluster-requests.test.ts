@@ -236,16 +236,7 @@ describe('clusterstack render --scheduler-config', () => {
     });
   });
 
-  describe('bad input: nothing is committed', () => {
-    it('refuses a request whose purpose changed', async () => {
-      const commits = sandbox.commitCount(remote, 'main');
-      const changed = await writeTree({ 'stacks.yaml': STACKS, 'clusters.yaml': CLUSTERS, 'requests.yaml': [request('r1', 'platform'), request('r2', 'workload')].join('') });
-      const run = await render([changed], remote, scheduler);
-      expect(run.code).toBe(1);
-      expect(run.stderr).toMatch(/ClusterRequest team-a\/r1 spec\.purpose: was "workload" and is now "platform", but a request's purpose is immutable/);
-      expect(sandbox.commitCount(remote, 'main')).toBe(commits);
-    });
-
+  describe('a configuration that is not valid: nothing is committed', () => {
     it('refuses a scheduler config with an unknown strategy, or that does not parse', async () => {
       const commits = sandbox.commitCount(remote, 'main');
       const bad = path.join(await tempDir(), 'scheduler.yaml');
@@ -260,15 +251,6 @@ describe('clusterstack render --scheduler-config', () => {
       expect(sandbox.commitCount(remote, 'main')).toBe(commits);
     });
 
-    it('refuses a purpose mapped to a stack that does not exist', async () => {
-      const commits = sandbox.commitCount(remote, 'main');
-      const bad = path.join(await tempDir(), 'scheduler.yaml');
-      await writeFile(bad, SCHEDULER.replace('profile: team-stacks.docker.ferrol-1-30', 'profile: team-stacks.docker.ferrol-1-31'));
-      const run = await render([dir], remote, bad);
-      expect(run.code).toBe(1);
-      expect(run.stderr).toMatch(/purposeMappings\.platform\.template\.spec\.profile: names ClusterProfile "team-stacks\.docker\.ferrol-1-31", but no ClusterStack makes it/);
-      expect(sandbox.commitCount(remote, 'main')).toBe(commits);
-    });
   });
 
   it('plan shows each request’s phase and profile versions (the configuration may sit among the inputs)', async () => {
@@ -282,6 +264,75 @@ describe('clusterstack render --scheduler-config', () => {
     const text = await runClusterstack(['plan', inputs, '--release-source', EXAMPLE_RELEASES, '--scheduler-config', path.join(inputs, 'scheduler.yaml')]);
     expect(text.stdout).toContain('ClusterProfile cluster-stacks.docker.ferrol-1-30  (ClusterStack cluster-stacks/docker-ferrol-1-30)  versions: 1.30.2 (docker-ferrol-1-30-v1, deprecated), 1.30.4 (docker-ferrol-1-30-v2), 1.30.4 (docker-ferrol-1-30-v3)  new clusters: docker-ferrol-1-30-v3');
     expect(text.stdout).toMatch(/ClusterRequest team-a\/x1  purpose: gaming  Pending  \(UnknownPurpose: purpose "gaming" is not in/);
+  });
+});
+
+describe('clusterstack render --scheduler-config: what cannot be scheduled withholds only itself', () => {
+  let remote: string;
+  let before: Record<string, string>;
+  let run: Run;
+  let after: Record<string, string>;
+  const recordOf = (files: Record<string, string>) => JSON.parse(files['provenance.json']!).clusterRequests;
+  const clusterOf = (record: any, name: string) => record.assignments.find((a: { name: string }) => a.name === name)?.cluster;
+  const fileOf = (cluster: { namespace: string; name: string }) => `management/_cluster-requests/clusters/${cluster.namespace}/cluster-${cluster.name}.yaml`;
+
+  beforeAll(async () => {
+    remote = sandbox.bareRepo('fail-small');
+    const scheduler = path.join(await tempDir(), 'scheduler.yaml');
+    await writeFile(scheduler, SCHEDULER);
+    const first = await writeTree({ 'stacks.yaml': STACKS, 'clusters.yaml': CLUSTERS, 'requests.yaml': FIVE_REQUESTS.join('') });
+    expect((await render([first], remote, scheduler)).code).toBe(0);
+    before = sandbox.files(remote, 'main');
+    // r1 changes its purpose, n1 has none, r4 is new; platform's profile is one no stack makes.
+    const unknownProfile = path.join(await tempDir(), 'scheduler.yaml');
+    await writeFile(unknownProfile, SCHEDULER.replace('profile: team-stacks.docker.ferrol-1-30', 'profile: team-stacks.docker.ferrol-1-31'));
+    const noPurpose = `---\napiVersion: clusters.openmcp.cloud/v1alpha1\nkind: ClusterRequest\nmetadata: {name: n1, namespace: team-a}\nspec: {}\n`;
+    const second = await writeTree({
+      'stacks.yaml': STACKS,
+      'clusters.yaml': CLUSTERS,
+      'requests.yaml': [request('r1', 'platform'), request('r2', 'workload'), request('r3', 'workload'), request('r4', 'workload'), request('p1', 'platform'), request('x1', 'gaming')].join('') + noPurpose,
+    });
+    run = await render([second], remote, unknownProfile);
+    after = sandbox.files(remote, 'main');
+  });
+
+  it('publishes everything else, and says what it withheld', () => {
+    expect(run.code).toBe(0);
+    expect(run.report.changed).toBe(true);
+    expect(sandbox.commitCount(remote, 'main')).toBe(2);
+    const warnings = run.report.warnings.join('\n');
+    expect(warnings).toMatch(/ClusterRequest team-a\/r1 is Pending \(PurposeChanged\): spec\.purpose was "workload" and is now "platform"/);
+    expect(warnings).toMatch(/ClusterRequest team-a\/n1 is Pending \(MissingPurpose\)/);
+    expect(warnings).toMatch(/ClusterRequest team-a\/p1 is Pending \(UnknownProfile\): purpose "platform" is mapped to ClusterProfile "team-stacks\.docker\.ferrol-1-31"/);
+    const report = Object.fromEntries(run.report.clusterRequests.map((r: { name: string }) => [r.name, r]));
+    expect(report.r4).toMatchObject({ phase: 'Granted', reason: 'Scheduled' });
+    expect(report.n1).toMatchObject({ phase: 'Pending', reason: 'MissingPurpose', cluster: '-' });
+  });
+
+  it('keeps the cluster of a request whose purpose changed, still naming the request', () => {
+    const held = clusterOf(recordOf(before), 'r1');
+    expect(run.report.clusterRequests.find((r: { name: string }) => r.name === 'r1')).toMatchObject({ phase: 'Pending', reason: 'PurposeChanged', cluster: `${held.namespace}/${held.name}` });
+    const cluster = load(after[fileOf(held)]!);
+    expect(cluster.metadata.annotations['clusterstack.x-k8s.io/cluster-requests']).toBe('team-a/r1,team-a/r2');
+    expect(recordOf(after).assignments.find((a: { name: string }) => a.name === 'r1')).toEqual({ namespace: 'team-a', name: 'r1', purpose: 'workload', cluster: held });
+    // That cluster stays full: the new request r4 joins r3's.
+    expect(clusterOf(recordOf(after), 'r4')).toEqual(clusterOf(recordOf(before), 'r3'));
+    expect(after['README.md']).toMatch(/\| team-a\/r1 \| platform \| Pending \| workload-clusters\/workload-[0-9a-f]+ \| spec\.purpose was "workload" and is now "platform"/);
+  });
+
+  it('keeps the Cluster of a purpose mapped to an unknown profile byte for byte, and its addons', () => {
+    const p1 = clusterOf(recordOf(before), 'p1');
+    expect(after[fileOf(p1)]).toBe(before[fileOf(p1)]);
+    expect(recordOf(after).clusters.map((c: { name: string }) => c.name)).toContain(p1.name);
+    // Its unit (withheld before: no endpoint yet) is as it was; nothing about it was removed.
+    expect(run.report.files.removed.filter((file: string) => file.includes(p1.name))).toEqual([]);
+    // The profiles still follow the stacks.
+    expect(Object.keys(after)).toContain('management/_cluster-requests/profiles/clusterprofile-team-stacks.docker.ferrol-1-30.yaml');
+  });
+
+  it('builds with kubectl kustomize, the kept Clusters included', () => {
+    const objects = kustomizeBuild(new Map(Object.entries(after)), 'management');
+    expect(objects.filter((object) => object.kind === 'Cluster').map((object) => object.metadata.name).sort()).toEqual(recordOf(after).clusters.map((c: { name: string }) => c.name).sort());
   });
 });
 

@@ -146,6 +146,9 @@ export async function runController(options: ControllerRuntimeOptions): Promise<
     });
   }
   await cache.start();
+  // A scheduler configuration file that changes is read again, and the change published.
+  const scheduler = options.scheduler;
+  const unwatchScheduler = scheduler && 'watch' in scheduler && scheduler.watch ? scheduler.watch(requestPublish) : undefined;
 
   let resolveDone!: (value: { reason: string }) => void;
   const done = new Promise<{ reason: string }>((resolve) => {
@@ -213,6 +216,7 @@ export async function runController(options: ControllerRuntimeOptions): Promise<
     stop: async () => {
       if (stopped) return;
       stopped = true;
+      unwatchScheduler?.();
       await cache.stop();
       await stopQueues();
       await elector?.stop();
