@@ -272,6 +272,8 @@ describe('clusterstack render --scheduler-config: what cannot be scheduled withh
   let before: Record<string, string>;
   let run: Run;
   let after: Record<string, string>;
+  let second: string;
+  let unknownProfile: string;
   const recordOf = (files: Record<string, string>) => JSON.parse(files['provenance.json']!).clusterRequests;
   const clusterOf = (record: any, name: string) => record.assignments.find((a: { name: string }) => a.name === name)?.cluster;
   const fileOf = (cluster: { namespace: string; name: string }) => `management/_cluster-requests/clusters/${cluster.namespace}/cluster-${cluster.name}.yaml`;
@@ -284,10 +286,10 @@ describe('clusterstack render --scheduler-config: what cannot be scheduled withh
     expect((await render([first], remote, scheduler)).code).toBe(0);
     before = sandbox.files(remote, 'main');
     // r1 changes its purpose, n1 has none, r4 is new; platform's profile is one no stack makes.
-    const unknownProfile = path.join(await tempDir(), 'scheduler.yaml');
+    unknownProfile = path.join(await tempDir(), 'scheduler.yaml');
     await writeFile(unknownProfile, SCHEDULER.replace('profile: team-stacks.docker.ferrol-1-30', 'profile: team-stacks.docker.ferrol-1-31'));
     const noPurpose = `---\napiVersion: clusters.openmcp.cloud/v1alpha1\nkind: ClusterRequest\nmetadata: {name: n1, namespace: team-a}\nspec: {}\n`;
-    const second = await writeTree({
+    second = await writeTree({
       'stacks.yaml': STACKS,
       'clusters.yaml': CLUSTERS,
       'requests.yaml': [request('r1', 'platform'), request('r2', 'workload'), request('r3', 'workload'), request('r4', 'workload'), request('p1', 'platform'), request('x1', 'gaming')].join('') + noPurpose,
@@ -330,6 +332,34 @@ describe('clusterstack render --scheduler-config: what cannot be scheduled withh
     expect(Object.keys(after)).toContain('management/_cluster-requests/profiles/clusterprofile-team-stacks.docker.ferrol-1-30.yaml');
   });
 
+  it('plan with the target shows which requests keep their cluster, which get a new one, and why others are Pending', async () => {
+    const inputs = await writeTree({ 'more.yaml': request('r5', 'workload') });
+    const args = ['plan', second, inputs, '--release-source', EXAMPLE_RELEASES, '--scheduler-config', unknownProfile, '--git', remote];
+    const result = await runClusterstack([...args, '--json']);
+    expect(result.code).toBe(0);
+    const report = JSON.parse(result.stdout);
+    expect(report.target).toContain(remote);
+    const byName = Object.fromEntries(report.clusterRequests.map((r: { name: string }) => [r.name, r]));
+    const record = recordOf(after);
+    const at = (name: string) => `${clusterOf(record, name).namespace}/${clusterOf(record, name).name}`;
+    expect(byName.r2).toMatchObject({ phase: 'Granted', assignment: 'kept', cluster: at('r2') });
+    expect(byName.r4).toMatchObject({ phase: 'Granted', assignment: 'kept', cluster: at('r4') });
+    expect(byName.r1).toMatchObject({ phase: 'Pending', reason: 'PurposeChanged', assignment: 'kept', cluster: at('r1') });
+    expect(byName.p1).toMatchObject({ phase: 'Pending', reason: 'UnknownProfile', assignment: 'kept', cluster: at('p1') });
+    expect(byName.r5).toMatchObject({ phase: 'Granted', assignment: 'new' });
+    expect(byName.n1).toMatchObject({ phase: 'Pending', reason: 'MissingPurpose', assignment: 'none', cluster: null });
+    const text = await runClusterstack(args);
+    expect(text.stdout).toContain(`ClusterRequests against ${remote}`);
+    expect(text.stdout).toContain(`ClusterRequest team-a/r2  purpose: workload  Granted  cluster: ${at('r2')} (kept)`);
+    expect(text.stdout).toMatch(/ClusterRequest team-a\/r5  purpose: workload  Granted  cluster: workload-clusters\/workload-[0-9a-f]+ \(new\)/);
+    expect(text.stdout).toContain(`ClusterRequest team-a/r1  purpose: platform  Pending  cluster: ${at('r1')} (kept)  (PurposeChanged: spec.purpose was "workload"`);
+    // Read, never written: the remote is where the render left it.
+    expect(sandbox.commitCount(remote, 'main')).toBe(2);
+    // Without the target, plan schedules as a first render would, and says it did not compare.
+    const first = JSON.parse((await runClusterstack(['plan', second, '--release-source', EXAMPLE_RELEASES, '--scheduler-config', unknownProfile, '--json'])).stdout);
+    expect(first.clusterRequests.find((r: { name: string }) => r.name === 'r2').assignment).toBe('unknown');
+  });
+
   it('builds with kubectl kustomize, the kept Clusters included', () => {
     const objects = kustomizeBuild(new Map(Object.entries(after)), 'management');
     expect(objects.filter((object) => object.kind === 'Cluster').map((object) => object.metadata.name).sort()).toEqual(recordOf(after).clusters.map((c: { name: string }) => c.name).sort());
@@ -346,5 +376,10 @@ describe('the cluster requests example', () => {
     const clusters = clusterFiles(files).map((file) => load(files[file]!));
     expect(clusters.map((c) => c.metadata.annotations['clusterstack.x-k8s.io/cluster-requests']).sort()).toEqual(['team-a/batch,team-a/web', 'team-b/ci', 'team-b/control']);
     for (const cluster of clusters) expect(cluster.spec.topology).toMatchObject({ class: 'docker-ferrol-1-30-v3', version: 'v1.30.4' });
+    // plan against that directory: every request keeps the cluster the render gave it.
+    const plan = await runClusterstack(['plan', 'examples/quickstart/manifests', 'examples/cluster-requests/requests.yaml', '--release-source', EXAMPLE_RELEASES, '--scheduler-config', 'examples/cluster-requests/scheduler.yaml', '--output', output, '--json']);
+    expect(plan.code).toBe(0);
+    const requests = JSON.parse(plan.stdout).clusterRequests;
+    expect(requests.map((r: { assignment: string }) => r.assignment)).toEqual(['kept', 'kept', 'kept', 'kept']);
   });
 });

@@ -9,8 +9,10 @@ import { configFromFlags, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, planFrom
 import { planClusterRequests } from '../cluster-requests/plan-cluster-requests.js';
 import { clusterRequestsReport, formatClusterRequestsReport } from '../cluster-requests/requests-report.js';
 import { readSchedulerConfigOption, SCHEDULER_CONFIG_HELP } from './scheduler-config-option.js';
+import { localOutputDirectory } from './output-publisher.js';
+import { PLAN_TARGET_HELP, PLAN_TARGET_OPTIONS, planTargetSettings, readPlanTarget } from './plan-target.js';
 
-export const PLAN_USAGE = `Usage: clusterstack plan <files or dirs...> --release-source <source> [--json]
+export const PLAN_USAGE = `Usage: clusterstack plan <files or dirs...> --release-source <source> [--json] [target]
 
 Reads ClusterStacks, Clusters and provider objects from the given YAML files and directories,
 resolves which releases each ClusterStack keeps and which release each Cluster uses, and prints it.
@@ -19,7 +21,9 @@ Options:
 ${SOURCE_HELP}
   --json                   print one JSON report instead of tables
 ${SCHEDULER_CONFIG_HELP}
-                           (plan schedules as a first render would: it does not read a target)
+                           (without a target plan schedules as a first render would)
+
+${PLAN_TARGET_HELP}
 
 Examples:
   # The quick start: what the bundled example keeps and uses, from its local release source
@@ -29,10 +33,14 @@ Examples:
   clusterstack plan fleet/ --release-source github:SovereignCloudStack/cluster-stacks
 
   # Against an OCI registry, as JSON for a script
-  clusterstack plan fleet/ --release-source oci://registry.scs.community/kaas/cluster-stacks --json`;
+  clusterstack plan fleet/ --release-source oci://registry.scs.community/kaas/cluster-stacks --json
+
+  # Which cluster each ClusterRequest keeps or gets, against what out/gitops-repo holds
+  clusterstack plan examples/quickstart/manifests examples/cluster-requests/requests.yaml \\
+    --release-source examples/quickstart/releases --scheduler-config examples/cluster-requests/scheduler.yaml --git out/gitops-repo`;
 
 export async function planCommand(args: string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseCommandLine('plan', { args, allowPositionals: true, options: { ...SOURCE_OPTIONS, json: { type: 'boolean', default: false }, 'scheduler-config': { type: 'string' } } });
+  const { values, positionals } = parseCommandLine('plan', { args, allowPositionals: true, options: { ...SOURCE_OPTIONS, ...PLAN_TARGET_OPTIONS, json: { type: 'boolean', default: false }, 'scheduler-config': { type: 'string' } } });
   if (positionals.length === 0) throw new UsageError('plan needs at least one input file or directory');
   const releaseSource = values['release-source'];
   if (!releaseSource) throw new UsageError('plan needs --release-source (a directory, github:owner/repo or oci://registry/repo)');
@@ -40,13 +48,18 @@ export async function planCommand(args: string[], io: CliIo): Promise<number> {
   const location = resolveLocation(releaseSource, io.cwd);
   const warn = values.json ? undefined : (message: string): void => io.stderr(`warning: ${message}\n`);
   const scheduler = await readSchedulerConfigOption(values['scheduler-config'], io.cwd);
-  // The scheduler configuration is no input object, even inside an input directory.
-  const plan = await planFromInputs(positionals, location, config, values, io, warn, values['scheduler-config'] ? [path.resolve(io.cwd, values['scheduler-config'])] : []);
+  const targetSettings = planTargetSettings(values);
+  const outputDir = targetSettings ? localOutputDirectory(targetSettings, io.cwd) : undefined;
+  // The scheduler configuration is no input object, even inside an input directory; nor is the target.
+  const plan = await planFromInputs(positionals, location, config, values, io, warn, [...(values['scheduler-config'] ? [path.resolve(io.cwd, values['scheduler-config'])] : []), ...(outputDir ? [outputDir] : [])]);
   const report = planReport(plan);
   await addConflictNotes(report, plan, config, values.json ? undefined : warn);
-  const requests = scheduler ? clusterRequestsReport(planClusterRequests(plan, scheduler, new Map())) : undefined;
-  if (values.json) io.stdout(`${JSON.stringify({ ...report, ...requests }, null, 2)}\n`);
-  else io.stdout(formatPlanReport({ ...report, warnings: [] }) + (requests ? formatClusterRequestsReport(requests) : ''));
+  if (targetSettings && !scheduler) warn?.('the target is read only with --scheduler-config (to show which cluster each ClusterRequest keeps); it was not read');
+  // The published tree, read and never written: requests keep the clusters it gave them.
+  const target = targetSettings && scheduler ? await readPlanTarget(targetSettings, config, io.cwd) : undefined;
+  const requests = scheduler ? clusterRequestsReport(planClusterRequests(plan, scheduler, target?.tree ?? new Map()), target !== undefined) : undefined;
+  if (values.json) io.stdout(`${JSON.stringify({ ...report, ...(target ? { target: target.target } : {}), ...requests }, null, 2)}\n`);
+  else io.stdout(formatPlanReport({ ...report, warnings: [] }) + (target ? `ClusterRequests against ${target.target}:\n` : '') + (requests ? formatClusterRequestsReport(requests) : ''));
   // A remote that failed is not the inputs' fault: exit 3, so CI retries rather than blames the change.
   if (retryableProblems(plan).length > 0) return EXIT_FAILURE;
   return reportHasProblems(report) ? EXIT_PROBLEMS : EXIT_OK;
