@@ -376,6 +376,30 @@ describe('the cluster requests example', () => {
     const clusters = clusterFiles(files).map((file) => load(files[file]!));
     expect(clusters.map((c) => c.metadata.annotations['clusterstack.x-k8s.io/cluster-requests']).sort()).toEqual(['team-a/batch,team-a/web', 'team-b/ci', 'team-b/control']);
     for (const cluster of clusters) expect(cluster.spec.topology).toMatchObject({ class: 'docker-ferrol-1-30-v3', version: 'v1.30.4' });
+    // The workload clusters carry the example's clusterstack.clusterSpecs; all stay valid CAPI Clusters.
+    for (const cluster of clusters) expect(checkObject(cluster, CLUSTER_API_SCHEMAS, cluster.metadata.name)).toEqual([]);
+    const workload = clusters.filter((c) => c.metadata.labels['clusterstack.x-k8s.io/requested-purpose'] === 'workload');
+    expect(workload).toHaveLength(2);
+    for (const cluster of workload) {
+      expect(cluster.spec.clusterNetwork).toEqual({ pods: { cidrBlocks: ['10.8.0.0/16'] } });
+      expect(cluster.spec.topology).toEqual({
+        class: 'docker-ferrol-1-30-v3',
+        classNamespace: 'cluster-stacks',
+        version: 'v1.30.4',
+        controlPlane: { replicas: 1 },
+        workers: { machineDeployments: [{ class: 'default-worker', name: 'md-0', replicas: 2 }] },
+        variables: [{ name: 'maxPods', value: 150 }],
+      });
+    }
+    const platform = clusters.find((c) => c.metadata.labels['clusterstack.x-k8s.io/requested-purpose'] === 'platform')!;
+    expect(platform.spec).toEqual({ topology: { class: 'docker-ferrol-1-30-v3', classNamespace: 'cluster-stacks', version: 'v1.30.4' } });
+    // Addons wait for what only CAPI fills in (the endpoint); the platform one also for the pod network.
+    const reasons = Object.fromEntries(result.stdout ? JSON.parse(result.stdout).withheld.map((w: { name: string; reason: string }) => [w.name, w.reason]) : []);
+    for (const cluster of workload) {
+      expect(reasons[cluster.metadata.name]).toMatch(/controlPlaneEndpoint/);
+      expect(reasons[cluster.metadata.name]).not.toMatch(/clusterNetwork/);
+    }
+    expect(reasons[platform.metadata.name]).toMatch(/clusterNetwork/);
     // plan against that directory: every request keeps the cluster the render gave it.
     const plan = await runClusterstack(['plan', 'examples/quickstart/manifests', 'examples/cluster-requests/requests.yaml', '--release-source', EXAMPLE_RELEASES, '--scheduler-config', 'examples/cluster-requests/scheduler.yaml', '--output', output, '--json']);
     expect(plan.code).toBe(0);
