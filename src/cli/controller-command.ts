@@ -18,7 +18,7 @@ import { SECRET_POLICIES, type SecretPolicy } from '../render/secret-policy.js';
 import { type CliIo, EXIT_FAILURE, EXIT_OK, UsageError } from './cli-io.js';
 import { controllerSecretSettings } from './secret-options.js';
 import { parseCommandLine } from './parse-command-line.js';
-import { SchedulerConfigFile } from '../controller/runtime/scheduler-config-file.js';
+import { SchedulerConfigFile } from '../controller/reconcile/scheduler-config-file.js';
 import { configFromFlags, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, providerFetcherFrom, sourceOpenerFrom } from './common-options.js';
 
 export const CONTROLLER_USAGE = `Usage: clusterstack controller --release-source <source> (--git <repo> | --output <dir> | --oci <ref>) [options]

@@ -51,7 +51,7 @@ import { createProviderFetcher, type ProviderFetcher } from '../providers/provid
 import { ADDONS_LAYERS, ARGO_APPLICATIONS, CAPI_CLUSTERS, CAPI_PROVIDER_KINDS, CLUSTER_ADDONS, CLUSTER_REQUESTS, CLUSTER_STACK_RELEASES, CLUSTER_STACKS, FLUX_KUSTOMIZATIONS } from './desired-state/watched-kinds.js';
 import type { SchedulerConfig } from '../cluster-requests/scheduler-config.js';
 import type { SchedulerSetting } from '../cluster-requests/plan-cluster-requests.js';
-import type { SchedulerSource } from './runtime/scheduler-config-file.js';
+import type { SchedulerSource } from './reconcile/scheduler-config-file.js';
 import { desiredRequestStatuses } from './desired-state/cluster-request-state.js';
 import { writeRequestStatuses } from './reconcile/cluster-request-statuses.js';
 
@@ -108,7 +108,7 @@ export interface ControllerOptions {
   hookProgress?: StatusInputs['hookProgress'];
   /**
    * Publish ClusterProfiles and schedule ClusterRequests (watched, their statuses written): a fixed
-   * configuration, or a source read again when its file changes (runtime/scheduler-config-file.ts).
+   * configuration, or a source read again when its file changes (reconcile/scheduler-config-file.ts).
    */
   scheduler?: SchedulerConfig | SchedulerSource;
 }

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../src/api/types.js';
-import { SchedulerConfigFile } from '../../src/controller/runtime/scheduler-config-file.js';
+import { SchedulerConfigFile } from '../../src/controller/reconcile/scheduler-config-file.js';
 import type { ControllerRuntime } from '../../src/controller/run-controller.js';
 import { aCluster, aStack, MERGE, startControllerFixture, waitFor, type ControllerFixture } from '../support/controller-fixture.js';
 
