@@ -44,12 +44,6 @@ export interface GitPublisherOptions extends GitTargetOptions {
   logger?: Logger;
   /** Inputs and release sources: an in-place work tree's --path may be neither of them nor hold them. */
   protectedPaths?: readonly ProtectedPath[];
-  /**
-   * Only read (`plan`): a local path that holds no repository reads as empty instead of becoming
-   * one, a work tree a killed run left is not repaired, and publish() refuses. A remote is still
-   * read through the clone in the cache, which is ours.
-   */
-  readOnly?: boolean;
 }
 
 type Workspace =
@@ -121,12 +115,8 @@ export class GitPublisher implements Publisher {
 
   /** The files under the path at the branch head (empty when the branch does not exist yet). */
   async readPrevious(): Promise<RenderedTree> {
-    if (this.options.readOnly) {
-      const decision = await this.decide();
-      if (decision.mode === 'in-place' && decision.setup !== 'none') return new Map();
-    }
     const workspace = await this.open();
-    if (workspace.mode === 'in-place' && !this.options.readOnly) await this.repairInPlace(workspace);
+    if (workspace.mode === 'in-place') await this.repairInPlace(workspace);
     else if (this.held) await removeStaleGitLocks(path.join(workspace.dir, '.git'));
     const head = workspace.mode === 'clone' ? await this.resetToRemote(workspace) : await this.localHead(workspace);
     return head === null ? new Map() : this.readCommit(workspace, head);
@@ -134,7 +124,6 @@ export class GitPublisher implements Publisher {
 
   /** Commits (and pushes) `tree` under the path; no commit and no push when nothing changed. */
   async publish(tree: RenderedTree, change: ChangeSummary): Promise<PublishResult> {
-    if (this.options.readOnly) throw new PublishError('invalid-input', `${this.target} was opened to be read only`);
     checkTreePaths(tree);
     const message = this.renderMessage(change);
     const workspace = await this.open();

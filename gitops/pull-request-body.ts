@@ -23,6 +23,8 @@ interface PullRequestData {
   shared: { path: string; change: ChangeKind; renderedBy: string }[];
   /** One line per Cluster API provider added, removed, upgraded or downgraded. */
   providers: string[];
+  /** ClusterRequests left Pending (with --scheduler-config): refused, waiting, or holding a kept cluster. */
+  pendingRequests: NonNullable<RenderSummary['clusterRequests']>['requests'];
   mermaid: string;
 }
 
@@ -88,6 +90,7 @@ function pullRequestData(changes: TreeChanges, summary: RenderSummary, engine: S
     withheld: changes.withheld,
     shared: (changes.shared ?? []).map((entry) => ({ ...entry, renderedBy: summary.sharedObjects?.find((shared) => shared.path === entry.path)?.renderedBy.join(', ') || '-' })),
     providers: (changes.providers ?? []).map(describeProviderChange),
+    pendingRequests: (summary.clusterRequests?.requests ?? []).filter((request) => request.phase !== 'Granted'),
     mermaid: mermaidDiagram(summary),
   };
 }

@@ -236,16 +236,7 @@ describe('clusterstack render --scheduler-config', () => {
     });
   });
 
-  describe('bad input: nothing is committed', () => {
-    it('refuses a request whose purpose changed', async () => {
-      const commits = sandbox.commitCount(remote, 'main');
-      const changed = await writeTree({ 'stacks.yaml': STACKS, 'clusters.yaml': CLUSTERS, 'requests.yaml': [request('r1', 'platform'), request('r2', 'workload')].join('') });
-      const run = await render([changed], remote, scheduler);
-      expect(run.code).toBe(1);
-      expect(run.stderr).toMatch(/ClusterRequest team-a\/r1 spec\.purpose: was "workload" and is now "platform", but a request's purpose is immutable/);
-      expect(sandbox.commitCount(remote, 'main')).toBe(commits);
-    });
-
+  describe('a configuration that is not valid: nothing is committed', () => {
     it('refuses a scheduler config with an unknown strategy, or that does not parse', async () => {
       const commits = sandbox.commitCount(remote, 'main');
       const bad = path.join(await tempDir(), 'scheduler.yaml');
@@ -260,15 +251,6 @@ describe('clusterstack render --scheduler-config', () => {
       expect(sandbox.commitCount(remote, 'main')).toBe(commits);
     });
 
-    it('refuses a purpose mapped to a stack that does not exist', async () => {
-      const commits = sandbox.commitCount(remote, 'main');
-      const bad = path.join(await tempDir(), 'scheduler.yaml');
-      await writeFile(bad, SCHEDULER.replace('profile: team-stacks.docker.ferrol-1-30', 'profile: team-stacks.docker.ferrol-1-31'));
-      const run = await render([dir], remote, bad);
-      expect(run.code).toBe(1);
-      expect(run.stderr).toMatch(/purposeMappings\.platform\.template\.spec\.profile: names ClusterProfile "team-stacks\.docker\.ferrol-1-31", but no ClusterStack makes it/);
-      expect(sandbox.commitCount(remote, 'main')).toBe(commits);
-    });
   });
 
   it('plan shows each request’s phase and profile versions (the configuration may sit among the inputs)', async () => {
@@ -285,6 +267,105 @@ describe('clusterstack render --scheduler-config', () => {
   });
 });
 
+describe('clusterstack render --scheduler-config: what cannot be scheduled withholds only itself', () => {
+  let remote: string;
+  let before: Record<string, string>;
+  let run: Run;
+  let after: Record<string, string>;
+  let second: string;
+  let unknownProfile: string;
+  const recordOf = (files: Record<string, string>) => JSON.parse(files['provenance.json']!).clusterRequests;
+  const clusterOf = (record: any, name: string) => record.assignments.find((a: { name: string }) => a.name === name)?.cluster;
+  const fileOf = (cluster: { namespace: string; name: string }) => `management/_cluster-requests/clusters/${cluster.namespace}/cluster-${cluster.name}.yaml`;
+
+  beforeAll(async () => {
+    remote = sandbox.bareRepo('fail-small');
+    const scheduler = path.join(await tempDir(), 'scheduler.yaml');
+    await writeFile(scheduler, SCHEDULER);
+    const first = await writeTree({ 'stacks.yaml': STACKS, 'clusters.yaml': CLUSTERS, 'requests.yaml': FIVE_REQUESTS.join('') });
+    expect((await render([first], remote, scheduler)).code).toBe(0);
+    before = sandbox.files(remote, 'main');
+    // r1 changes its purpose, n1 has none, r4 is new; platform's profile is one no stack makes.
+    unknownProfile = path.join(await tempDir(), 'scheduler.yaml');
+    await writeFile(unknownProfile, SCHEDULER.replace('profile: team-stacks.docker.ferrol-1-30', 'profile: team-stacks.docker.ferrol-1-31'));
+    const noPurpose = `---\napiVersion: clusters.openmcp.cloud/v1alpha1\nkind: ClusterRequest\nmetadata: {name: n1, namespace: team-a}\nspec: {}\n`;
+    second = await writeTree({
+      'stacks.yaml': STACKS,
+      'clusters.yaml': CLUSTERS,
+      'requests.yaml': [request('r1', 'platform'), request('r2', 'workload'), request('r3', 'workload'), request('r4', 'workload'), request('p1', 'platform'), request('x1', 'gaming')].join('') + noPurpose,
+    });
+    run = await render([second], remote, unknownProfile);
+    after = sandbox.files(remote, 'main');
+  });
+
+  it('publishes everything else, and says what it withheld', () => {
+    expect(run.code).toBe(0);
+    expect(run.report.changed).toBe(true);
+    expect(sandbox.commitCount(remote, 'main')).toBe(2);
+    const warnings = run.report.warnings.join('\n');
+    expect(warnings).toMatch(/ClusterRequest team-a\/r1 is Pending \(PurposeChanged\): spec\.purpose was "workload" and is now "platform"/);
+    expect(warnings).toMatch(/ClusterRequest team-a\/n1 is Pending \(MissingPurpose\)/);
+    expect(warnings).toMatch(/ClusterRequest team-a\/p1 is Pending \(UnknownProfile\): purpose "platform" is mapped to ClusterProfile "team-stacks\.docker\.ferrol-1-31"/);
+    const report = Object.fromEntries(run.report.clusterRequests.map((r: { name: string }) => [r.name, r]));
+    expect(report.r4).toMatchObject({ phase: 'Granted', reason: 'Scheduled' });
+    expect(report.n1).toMatchObject({ phase: 'Pending', reason: 'MissingPurpose', cluster: '-' });
+  });
+
+  it('keeps the cluster of a request whose purpose changed, still naming the request', () => {
+    const held = clusterOf(recordOf(before), 'r1');
+    expect(run.report.clusterRequests.find((r: { name: string }) => r.name === 'r1')).toMatchObject({ phase: 'Pending', reason: 'PurposeChanged', cluster: `${held.namespace}/${held.name}` });
+    const cluster = load(after[fileOf(held)]!);
+    expect(cluster.metadata.annotations['clusterstack.x-k8s.io/cluster-requests']).toBe('team-a/r1,team-a/r2');
+    expect(recordOf(after).assignments.find((a: { name: string }) => a.name === 'r1')).toEqual({ namespace: 'team-a', name: 'r1', purpose: 'workload', cluster: held });
+    // That cluster stays full: the new request r4 joins r3's.
+    expect(clusterOf(recordOf(after), 'r4')).toEqual(clusterOf(recordOf(before), 'r3'));
+    expect(after['README.md']).toMatch(/\| team-a\/r1 \| platform \| Pending \| workload-clusters\/workload-[0-9a-f]+ \| spec\.purpose was "workload" and is now "platform"/);
+  });
+
+  it('keeps the Cluster of a purpose mapped to an unknown profile byte for byte, and its addons', () => {
+    const p1 = clusterOf(recordOf(before), 'p1');
+    expect(after[fileOf(p1)]).toBe(before[fileOf(p1)]);
+    expect(recordOf(after).clusters.map((c: { name: string }) => c.name)).toContain(p1.name);
+    // Its unit (withheld before: no endpoint yet) is as it was; nothing about it was removed.
+    expect(run.report.files.removed.filter((file: string) => file.includes(p1.name))).toEqual([]);
+    // The profiles still follow the stacks.
+    expect(Object.keys(after)).toContain('management/_cluster-requests/profiles/clusterprofile-team-stacks.docker.ferrol-1-30.yaml');
+  });
+
+  it('plan with the target shows which requests keep their cluster, which get a new one, and why others are Pending', async () => {
+    const inputs = await writeTree({ 'more.yaml': request('r5', 'workload') });
+    const args = ['plan', second, inputs, '--release-source', EXAMPLE_RELEASES, '--scheduler-config', unknownProfile, '--git', remote];
+    const result = await runClusterstack([...args, '--json']);
+    expect(result.code).toBe(0);
+    const report = JSON.parse(result.stdout);
+    expect(report.target).toContain(remote);
+    const byName = Object.fromEntries(report.clusterRequests.map((r: { name: string }) => [r.name, r]));
+    const record = recordOf(after);
+    const at = (name: string) => `${clusterOf(record, name).namespace}/${clusterOf(record, name).name}`;
+    expect(byName.r2).toMatchObject({ phase: 'Granted', assignment: 'kept', cluster: at('r2') });
+    expect(byName.r4).toMatchObject({ phase: 'Granted', assignment: 'kept', cluster: at('r4') });
+    expect(byName.r1).toMatchObject({ phase: 'Pending', reason: 'PurposeChanged', assignment: 'kept', cluster: at('r1') });
+    expect(byName.p1).toMatchObject({ phase: 'Pending', reason: 'UnknownProfile', assignment: 'kept', cluster: at('p1') });
+    expect(byName.r5).toMatchObject({ phase: 'Granted', assignment: 'new' });
+    expect(byName.n1).toMatchObject({ phase: 'Pending', reason: 'MissingPurpose', assignment: 'none', cluster: null });
+    const text = await runClusterstack(args);
+    expect(text.stdout).toContain(`ClusterRequests against ${remote}`);
+    expect(text.stdout).toContain(`ClusterRequest team-a/r2  purpose: workload  Granted  cluster: ${at('r2')} (kept)`);
+    expect(text.stdout).toMatch(/ClusterRequest team-a\/r5  purpose: workload  Granted  cluster: workload-clusters\/workload-[0-9a-f]+ \(new\)/);
+    expect(text.stdout).toContain(`ClusterRequest team-a/r1  purpose: platform  Pending  cluster: ${at('r1')} (kept)  (PurposeChanged: spec.purpose was "workload"`);
+    // Read, never written: the remote is where the render left it.
+    expect(sandbox.commitCount(remote, 'main')).toBe(2);
+    // Without the target, plan schedules as a first render would, and says it did not compare.
+    const first = JSON.parse((await runClusterstack(['plan', second, '--release-source', EXAMPLE_RELEASES, '--scheduler-config', unknownProfile, '--json'])).stdout);
+    expect(first.clusterRequests.find((r: { name: string }) => r.name === 'r2').assignment).toBe('unknown');
+  });
+
+  it('builds with kubectl kustomize, the kept Clusters included', () => {
+    const objects = kustomizeBuild(new Map(Object.entries(after)), 'management');
+    expect(objects.filter((object) => object.kind === 'Cluster').map((object) => object.metadata.name).sort()).toEqual(recordOf(after).clusters.map((c: { name: string }) => c.name).sort());
+  });
+});
+
 describe('the cluster requests example', () => {
   it('renders the quick start with its requests into profiles and three Clusters', async () => {
     const output = path.join(await tempDir(), 'out');
@@ -295,5 +376,34 @@ describe('the cluster requests example', () => {
     const clusters = clusterFiles(files).map((file) => load(files[file]!));
     expect(clusters.map((c) => c.metadata.annotations['clusterstack.x-k8s.io/cluster-requests']).sort()).toEqual(['team-a/batch,team-a/web', 'team-b/ci', 'team-b/control']);
     for (const cluster of clusters) expect(cluster.spec.topology).toMatchObject({ class: 'docker-ferrol-1-30-v3', version: 'v1.30.4' });
+    // The workload clusters carry the example's clusterstack.clusterSpecs; all stay valid CAPI Clusters.
+    for (const cluster of clusters) expect(checkObject(cluster, CLUSTER_API_SCHEMAS, cluster.metadata.name)).toEqual([]);
+    const workload = clusters.filter((c) => c.metadata.labels['clusterstack.x-k8s.io/requested-purpose'] === 'workload');
+    expect(workload).toHaveLength(2);
+    for (const cluster of workload) {
+      expect(cluster.spec.clusterNetwork).toEqual({ pods: { cidrBlocks: ['10.8.0.0/16'] } });
+      expect(cluster.spec.topology).toEqual({
+        class: 'docker-ferrol-1-30-v3',
+        classNamespace: 'cluster-stacks',
+        version: 'v1.30.4',
+        controlPlane: { replicas: 1 },
+        workers: { machineDeployments: [{ class: 'default-worker', name: 'md-0', replicas: 2 }] },
+        variables: [{ name: 'maxPods', value: 150 }],
+      });
+    }
+    const platform = clusters.find((c) => c.metadata.labels['clusterstack.x-k8s.io/requested-purpose'] === 'platform')!;
+    expect(platform.spec).toEqual({ topology: { class: 'docker-ferrol-1-30-v3', classNamespace: 'cluster-stacks', version: 'v1.30.4' } });
+    // Addons wait for what only CAPI fills in (the endpoint); the platform one also for the pod network.
+    const reasons = Object.fromEntries(result.stdout ? JSON.parse(result.stdout).withheld.map((w: { name: string; reason: string }) => [w.name, w.reason]) : []);
+    for (const cluster of workload) {
+      expect(reasons[cluster.metadata.name]).toMatch(/controlPlaneEndpoint/);
+      expect(reasons[cluster.metadata.name]).not.toMatch(/clusterNetwork/);
+    }
+    expect(reasons[platform.metadata.name]).toMatch(/clusterNetwork/);
+    // plan against that directory: every request keeps the cluster the render gave it.
+    const plan = await runClusterstack(['plan', 'examples/quickstart/manifests', 'examples/cluster-requests/requests.yaml', '--release-source', EXAMPLE_RELEASES, '--scheduler-config', 'examples/cluster-requests/scheduler.yaml', '--output', output, '--json']);
+    expect(plan.code).toBe(0);
+    const requests = JSON.parse(plan.stdout).clusterRequests;
+    expect(requests.map((r: { assignment: string }) => r.assignment)).toEqual(['kept', 'kept', 'kept', 'kept']);
   });
 });

@@ -63,7 +63,7 @@ describe('clusterstack plan', () => {
     expect(text.stdout).toContain('  cluster-stacks/alpha: docker-ferrol-1-30-v1 -> docker-ferrol-1-30-v3 (cluster addon v1 -> v2)\n    1. addons v2 published (stages cni, metrics-server)\n    2. hook BeforeClusterUpgrade waits for them to be published');
     // Without a target to compare with, there is no "from": no order.
     expect(JSON.parse((await runClusterstack(['plan', inputs, '--release-source', EXAMPLE_RELEASES, '--json'])).stdout)).not.toHaveProperty('upgrades');
-    expect((await runClusterstack(['plan', inputs, '--release-source', EXAMPLE_RELEASES, '--output', out, '--git', out])).stderr).toContain('give --output <dir>, --git <repo> or --oci <ref>, not more');
+    expect((await runClusterstack(['plan', inputs, '--release-source', EXAMPLE_RELEASES, '--output', out, '--git', out])).stderr).toContain('exactly one of --output <dir>, --git <repo> or --oci');
   }, 60_000);
 
   it('prints a readable table', async () => {

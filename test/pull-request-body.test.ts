@@ -122,3 +122,25 @@ describe('renderPullRequestBody with addon layers', () => {
     expect(renderPullRequestBody(CHANGES, SUMMARY)).not.toContain('Addon layers');
   });
 });
+
+describe('renderPullRequestBody with ClusterRequests', () => {
+  it('lists the requests not granted, with the reason and the cluster a refused one keeps', () => {
+    const summary: RenderSummary = {
+      ...SUMMARY,
+      clusterRequests: {
+        profiles: [],
+        requests: [
+          { namespace: 'team-a', name: 'r1', purpose: 'platform', phase: 'Pending', reason: 'PurposeChanged', cluster: 'workload-clusters/workload-1a2b3', message: 'spec.purpose was "workload" and is now "platform", but a request\'s purpose is immutable' },
+          { namespace: 'team-a', name: 'n1', purpose: '', phase: 'Pending', reason: 'MissingPurpose', cluster: '-', message: 'spec.purpose is required' },
+          { namespace: 'team-a', name: 'r2', purpose: 'workload', phase: 'Granted', reason: 'Scheduled', cluster: 'workload-clusters/workload-1a2b3', message: 'scheduled' },
+        ],
+      },
+    };
+    const body = renderPullRequestBody(CHANGES, summary);
+    expect(body).toContain('## ClusterRequests not granted');
+    expect(body).toContain('| team-a/r1 | platform | PurposeChanged | workload-clusters/workload-1a2b3 | spec.purpose was "workload" and is now "platform", but a request\'s purpose is immutable |');
+    expect(body).toContain('| team-a/n1 | - | MissingPurpose | - | spec.purpose is required |');
+    expect(body).not.toContain('team-a/r2');
+    expect(renderPullRequestBody(CHANGES, SUMMARY)).not.toContain('ClusterRequests not granted');
+  });
+});

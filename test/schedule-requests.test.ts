@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ClusterProfileInfo } from '../src/cluster-requests/cluster-profiles.js';
-import { checkScheduleInput, type ClusterRequestInput, type ScheduleInput, scheduleRequests } from '../src/cluster-requests/schedule-requests.js';
+import { type ClusterRequestInput, type ScheduleInput, scheduleRequests } from '../src/cluster-requests/schedule-requests.js';
 import { parseSchedulerConfig } from '../src/cluster-requests/scheduler-config.js';
-import { InputError } from '../src/core/problem.js';
 
 function profile(name: string, stackName: string, releases: { release: string; className: string; kubernetesVersion: string; deprecated?: boolean }[]): ClusterProfileInfo {
   const list = releases.map((r) => ({ ...r, deprecated: r.deprecated ?? false }));
@@ -35,7 +34,6 @@ const request = (name: string, purpose: string, namespace = 'team-a'): ClusterRe
 
 function schedule(requests: ClusterRequestInput[], extra: Partial<ScheduleInput> = {}): ReturnType<typeof scheduleRequests> {
   const input: ScheduleInput = { requests, config: CONFIG, profiles: [FERROL, SCS], peopleClusters: new Set(), ...extra };
-  checkScheduleInput(input);
   return scheduleRequests(input);
 }
 
@@ -141,14 +139,69 @@ describe('scheduleRequests', () => {
     expect(result.requests[0]).toMatchObject({ phase: 'Pending', reason: 'NameConflict', message: expect.stringContaining('workload-clusters/workload') });
   });
 
-  it('refuses a request whose purpose changed', () => {
-    const first = schedule([request('p1', 'platform')]);
-    const attempt = () => schedule([request('p1', 'workload')], { previous: first.record });
-    expect(attempt).toThrow(InputError);
-    expect(attempt).toThrow(/ClusterRequest team-a\/p1 spec\.purpose: was "platform" and is now "workload", but a request's purpose is immutable/);
+  it('refuses a request whose purpose changed, and it keeps its cluster under the purpose it had', () => {
+    const first = schedule([request('p1', 'platform'), request('r1', 'workload')]);
+    const held = first.requests.find((r) => r.name === 'p1')!.cluster!;
+    const changed = schedule([request('p1', 'workload'), request('r1', 'workload')], { previous: first.record });
+    const p1 = changed.requests.find((r) => r.name === 'p1')!;
+    expect(p1).toMatchObject({ phase: 'Pending', reason: 'PurposeChanged', cluster: held, message: expect.stringMatching(/was "platform" and is now "workload", but a request's purpose is immutable.*keeps Cluster team-a\/platform-/) });
+    // The cluster stays, still serving p1 under its old purpose; r1 is untouched.
+    expect(changed.clusters.find((c) => c.name === held.name)).toMatchObject({ purpose: 'platform', requests: ['team-a/p1'] });
+    expect(changed.requests.find((r) => r.name === 'r1')).toMatchObject({ phase: 'Granted', cluster: first.requests.find((r) => r.name === 'r1')!.cluster });
+    expect(changed.record.assignments.find((a) => a.name === 'p1')).toEqual({ namespace: 'team-a', name: 'p1', purpose: 'platform', cluster: held });
+    // Put back, it is Granted on the same cluster; the refusal changed nothing in between.
+    const back = schedule([request('p1', 'platform'), request('r1', 'workload')], { previous: changed.record });
+    expect(back.requests.find((r) => r.name === 'p1')).toMatchObject({ phase: 'Granted', cluster: held });
+    expect(back.record).toEqual(first.record);
   });
 
-  it('refuses a purpose mapped to a profile no ClusterStack makes', () => {
-    expect(() => schedule([], { profiles: [FERROL] })).toThrow(/purposeMappings\.platform\.template\.spec\.profile: names ClusterProfile "cluster-stacks\.docker\.scs-1-31", but no ClusterStack makes it/);
+  it('reports and skips a request without purpose; one that had a cluster keeps it', () => {
+    const first = schedule([request('p1', 'platform')]);
+    const result = schedule([request('p1', ''), request('n1', ''), request('r1', 'workload')], { previous: first.record });
+    expect(result.requests.find((r) => r.name === 'n1')).toMatchObject({ phase: 'Pending', reason: 'MissingPurpose', message: expect.stringContaining('spec.purpose is required') });
+    expect(result.requests.find((r) => r.name === 'n1')!.cluster).toBeUndefined();
+    expect(result.requests.find((r) => r.name === 'p1')).toMatchObject({ phase: 'Pending', reason: 'MissingPurpose', cluster: first.requests[0]!.cluster });
+    expect(result.requests.find((r) => r.name === 'r1')!.phase).toBe('Granted');
+    expect(result.clusters.map((c) => c.purpose).sort()).toEqual(['platform', 'workload']);
+  });
+
+  it('leaves only the requests of a purpose mapped to an unknown profile Pending; their clusters are kept as they were', () => {
+    const first = schedule([request('p1', 'platform'), request('r1', 'workload')]);
+    // The scs stack is gone: platform's profile is unknown now, workload schedules on.
+    const result = schedule([request('p1', 'platform'), request('p2', 'platform'), request('r1', 'workload'), request('r2', 'workload')], { profiles: [FERROL], previous: first.record });
+    const byName = Object.fromEntries(result.requests.map((r) => [r.name, r]));
+    expect(byName.p2).toMatchObject({ phase: 'Pending', reason: 'UnknownProfile', message: expect.stringContaining('mapped to ClusterProfile "cluster-stacks.docker.scs-1-31" (scheduler.yaml: purposeMappings.platform.template.spec.profile), but no ClusterStack makes it') });
+    expect(byName.p2!.cluster).toBeUndefined();
+    expect(byName.p1).toMatchObject({ phase: 'Pending', reason: 'UnknownProfile', cluster: first.requests.find((r) => r.name === 'p1')!.cluster });
+    expect(byName.r2).toMatchObject({ phase: 'Granted', cluster: byName.r1!.cluster });
+    expect(result.withheld).toEqual([expect.objectContaining({ purpose: 'platform', requests: ['team-a/p1'], reason: expect.stringContaining('no ClusterStack makes it') })]);
+    expect(result.record.clusters.map((c) => c.purpose).sort()).toEqual(['platform', 'workload']);
+    // Once p1 is deleted, its cluster leaves like any other.
+    const gone = schedule([request('r1', 'workload')], { profiles: [FERROL], previous: result.record });
+    expect(gone.withheld).toEqual([]);
+    expect(gone.record.clusters.map((c) => c.purpose)).toEqual(['workload']);
+  });
+
+  it('keeps a cluster whose stack has no ready release for now, instead of removing it', () => {
+    const first = schedule([request('r1', 'workload')]);
+    const notReady = profile(FERROL.name, 'docker-ferrol-1-30', []);
+    const result = schedule([request('r1', 'workload')], { profiles: [notReady, SCS], previous: first.record });
+    expect(result.requests[0]).toMatchObject({ phase: 'Pending', reason: 'NoReadyRelease', cluster: first.requests[0]!.cluster });
+    expect(result.withheld.map((c) => c.name)).toEqual([first.requests[0]!.cluster!.name]);
+    expect(result.record).toEqual(first.record);
+  });
+
+  it('with the configuration refused, schedules nothing and keeps every cluster of the previous render', () => {
+    const first = schedule([request('p1', 'platform'), request('r1', 'workload'), request('r2', 'workload')]);
+    const result = schedule([request('p1', 'platform'), request('r1', 'workload'), request('n1', 'workload')], { configRefused: 'scheduler.yaml: strategy: must be one of Balanced, Random, Simple' });
+    expect(result.requests.every((r) => r.phase === 'Pending' && r.reason === 'SchedulerConfigInvalid')).toBe(true);
+    expect(result.clusters).toEqual([]);
+    expect(result.withheld).toEqual([]);
+    const kept = schedule([request('p1', 'platform'), request('r1', 'workload'), request('n1', 'workload')], { configRefused: 'bad', previous: first.record });
+    expect(kept.withheld.map((c) => c.purpose).sort()).toEqual(['platform', 'workload']);
+    expect(kept.requests.find((r) => r.name === 'n1')!.cluster).toBeUndefined();
+    expect(kept.requests.find((r) => r.name === 'r1')!.cluster).toEqual(first.requests.find((r) => r.name === 'r1')!.cluster);
+    // r2 is gone: its shared cluster still serves r1.
+    expect(kept.withheld.find((c) => c.purpose === 'workload')!.requests).toEqual(['team-a/r1']);
   });
 });

@@ -85,3 +85,50 @@ describe('parseSchedulerConfig', () => {
     expect(message).toMatch(/purposeMapings: is not a field here; known fields are scope, strategy, purposeMappings, selectors/);
   });
 });
+
+describe('clusterstack.clusterSpecs (our section beside openMCP’s scheduler:)', () => {
+  const WITH_SPECS = `${VALID}clusterstack:
+  clusterSpecs:
+    workload:
+      clusterNetwork: {pods: {cidrBlocks: [10.8.0.0/16]}}
+      topology:
+        controlPlane: {replicas: 3}
+        workers: {machineDeployments: [{class: default-worker, name: md-0, replicas: 2}]}
+        variables: [{name: maxPods, value: 150}]
+`;
+
+  it('puts a part of a CAPI Cluster spec on the purpose it names, and into the digest', () => {
+    const config = parseSchedulerConfig(WITH_SPECS, 'scheduler.yaml');
+    expect(config.purposeMappings.get('workload')!.clusterSpec).toEqual({
+      clusterNetwork: { pods: { cidrBlocks: ['10.8.0.0/16'] } },
+      topology: { controlPlane: { replicas: 3 }, workers: { machineDeployments: [{ class: 'default-worker', name: 'md-0', replicas: 2 }] }, variables: [{ name: 'maxPods', value: 150 }] },
+    });
+    expect(config.purposeMappings.get('mcp')!.clusterSpec).toBeUndefined();
+    expect(config.digest).not.toBe(parseSchedulerConfig(VALID, 'scheduler.yaml').digest);
+  });
+
+  it('still reads the operator’s whole config file, other sections left alone', () => {
+    expect(() => parseSchedulerConfig(`managedControlPlane: {mcpClusterPurpose: mcp}\n${WITH_SPECS}`, 'scheduler.yaml')).not.toThrow();
+  });
+
+  it('refuses what clusterstack or CAPI set, unknown fields and purposes, and the section inside scheduler:', () => {
+    const message = problemsOf(`${VALID}clusterstack:
+  clusterSpecs:
+    workload:
+      controlPlaneEndpoint: {host: x}
+      paused: true
+      topology: {class: other, version: v1.31.0, rolloutAfter: x, variables: [{value: 1}]}
+    gaming:
+      clusterNetwork: {}
+`);
+    expect(message).toContain('clusterstack.clusterSpecs.workload.controlPlaneEndpoint: cannot be set here: Cluster API fills it in');
+    expect(message).toContain('clusterstack.clusterSpecs.workload.topology.class: cannot be set here: the profile decides it');
+    expect(message).toContain('clusterstack.clusterSpecs.workload.topology.version: cannot be set here');
+    expect(message).toContain('clusterstack.clusterSpecs.workload.paused: is not a field clusterstack sets on a generated Cluster');
+    expect(message).toContain('clusterstack.clusterSpecs.workload.topology.rolloutAfter: is not a field');
+    expect(message).toContain('clusterstack.clusterSpecs.workload.topology.variables: must be a list of {name, value}');
+    expect(message).toContain('clusterstack.clusterSpecs.gaming: purpose "gaming" is not in scheduler.purposeMappings');
+    const inside = problemsOf(VALID.replace('  scope: Namespaced', '  scope: Namespaced\n  clusterstack: {clusterSpecs: {}}'));
+    expect(inside).toContain('clusterstack: goes beside the scheduler: section, not inside it');
+  });
+});

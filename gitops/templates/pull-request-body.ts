@@ -74,6 +74,16 @@ Written once in \`management/<namespace>/shared/\` while more than one kept rele
 {{/each}}
 
 {{/if}}
+{{#if pendingRequests.length}}
+## ClusterRequests not granted
+
+| ClusterRequest | Purpose | Reason | Cluster kept | Why |
+| --- | --- | --- | --- | --- |
+{{#each pendingRequests}}
+| {{namespace}}/{{name}} | {{#if purpose}}{{purpose}}{{else}}-{{/if}} | {{reason}} | {{cluster}} | {{message}} |
+{{/each}}
+
+{{/if}}
 {{#if withheld.length}}
 ## Withheld
 

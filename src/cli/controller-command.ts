@@ -18,7 +18,7 @@ import { SECRET_POLICIES, type SecretPolicy } from '../render/secret-policy.js';
 import { type CliIo, EXIT_FAILURE, EXIT_OK, UsageError } from './cli-io.js';
 import { controllerSecretSettings } from './secret-options.js';
 import { parseCommandLine } from './parse-command-line.js';
-import { readSchedulerConfigOption } from './scheduler-config-option.js';
+import { SchedulerConfigFile } from '../controller/reconcile/scheduler-config-file.js';
 import { configFromFlags, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, providerFetcherFrom, sourceOpenerFrom } from './common-options.js';
 
 export const CONTROLLER_USAGE = `Usage: clusterstack controller --release-source <source> (--git <repo> | --output <dir> | --oci <ref>) [options]
@@ -232,11 +232,11 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
-  // Read once at start: a configuration that does not parse stops the controller with its problems.
-  const scheduler = await readSchedulerConfigOption(settings.schedulerConfig, io.cwd);
-
   const config = configFromFlags(values, io);
   const logger = createLogger({ level: settings.logLevel as 'info' });
+  // Read at start and again whenever the file changes (a ConfigMap volume): a file that cannot be
+  // read stops the start; one that is not valid keeps the published requests output until fixed.
+  const scheduler = settings.schedulerConfig ? await SchedulerConfigFile.open({ file: settings.schedulerConfig, cwd: io.cwd, logger }) : undefined;
   const kubeConfig = loadKubeConfig(settings, io.cwd);
   const output: OutputSettings = { ...settings, plainHttp: values['plain-http'] };
   checkOutputSettings(output);

@@ -67,8 +67,6 @@ export interface PublisherGuards {
   protectedPaths?: readonly ProtectedPath[];
   /** `--adopt-output`: publish into a directory holding files clusterstack did not write. */
   adoptOutput?: boolean;
-  /** `plan`: only read what the target holds; a Git path is neither created nor repaired. */
-  readOnly?: boolean;
 }
 
 /** The local directory `--output` or a local `--git` path names (to leave out of the inputs); none for URLs and OCI. */
@@ -106,7 +104,7 @@ export function createOutputPublisher(settings: OutputSettings, config: Readonly
       ...(settings.prBranch ? { branch: settings.prBranch } : {}),
     });
   }
-  return new GitPublisher({ repository, branch: settings.branch, path: settings.path, workDir: path.join(config.cacheDir, 'git', sha256Hex(`${repository}\n${settings.branch}`).slice(0, 16)), author, protectedPaths, ...common, ...(guards.readOnly ? { readOnly: true } : {}) });
+  return new GitPublisher({ repository, branch: settings.branch, path: settings.path, workDir: path.join(config.cacheDir, 'git', sha256Hex(`${repository}\n${settings.branch}`).slice(0, 16)), author, protectedPaths, ...common });
 }
 
 /**

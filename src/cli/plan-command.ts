@@ -9,13 +9,14 @@ import { configFromFlags, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, planFrom
 import { planClusterRequests } from '../cluster-requests/plan-cluster-requests.js';
 import { clusterRequestsReport, formatClusterRequestsReport } from '../cluster-requests/requests-report.js';
 import { readSchedulerConfigOption, SCHEDULER_CONFIG_HELP } from './scheduler-config-option.js';
-import { type OutputSettings } from './output-publisher.js';
+import { localOutputDirectory } from './output-publisher.js';
+import { PLAN_TARGET_HELP, PLAN_TARGET_OPTIONS, planTargetSettings, readPlanTarget } from './plan-target.js';
 import { type ClusterMove, type SequenceEngine, upgradeSequence } from '../../gitops/upgrade-sequence.js';
 import { loadedRelease } from '../plan/build-plan.js';
 import { readProvenance } from '../output/provenance.js';
 import type { RenderedTree } from '../output/rendered-tree.js';
 
-export const PLAN_USAGE = `Usage: clusterstack plan <files or dirs...> --release-source <source> [--output <dir> | --git <repo> | --oci <ref>] [--json]
+export const PLAN_USAGE = `Usage: clusterstack plan <files or dirs...> --release-source <source> [--json] [target]
 
 Reads ClusterStacks, Clusters and provider objects from the given YAML files and directories,
 resolves which releases each ClusterStack keeps and which release each Cluster uses, and prints it.
@@ -23,15 +24,12 @@ resolves which releases each ClusterStack keeps and which release each Cluster u
 Options:
 ${SOURCE_HELP}
   --json                   print one JSON report instead of tables
-  --output <dir>, --git <path or URL> [--branch <b>] [--path <p>], --oci <oci://registry/repo:tag>
-                           compare with what that target published (only read: nothing is written,
-                           locked or created there): each provider is added, upgraded, unchanged,
-                           refused (a downgrade) or removed; each Cluster moving to a release with
-                           another cluster addon version gets its upgrade order (addons published
-                           first, what the BeforeClusterUpgrade hook waits for, then the control
-                           plane); --gitops flux|argocd names the engine objects
 ${SCHEDULER_CONFIG_HELP}
-                           (without a target, plan schedules as a first render would)
+                           (without a target plan schedules as a first render would)
+  --gitops flux|argocd, --argocd-namespace <ns>
+                           with a target: name the engine objects in each Cluster's upgrade order
+
+${PLAN_TARGET_HELP}
 
 Examples:
   # The quick start: what the bundled example keeps and uses, from its local release source
@@ -44,7 +42,11 @@ Examples:
   clusterstack plan fleet/ --release-source github:SovereignCloudStack/cluster-stacks --git https://git.example.com/fleet-out.git --gitops flux
 
   # Against an OCI registry, as JSON for a script
-  clusterstack plan fleet/ --release-source oci://registry.scs.community/kaas/cluster-stacks --json`;
+  clusterstack plan fleet/ --release-source oci://registry.scs.community/kaas/cluster-stacks --json
+
+  # Which cluster each ClusterRequest keeps or gets, against what out/gitops-repo holds
+  clusterstack plan examples/quickstart/manifests examples/cluster-requests/requests.yaml \\
+    --release-source examples/quickstart/releases --scheduler-config examples/cluster-requests/scheduler.yaml --git out/gitops-repo`;
 
 export async function planCommand(args: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseCommandLine('plan', {
@@ -52,18 +54,13 @@ export async function planCommand(args: string[], io: CliIo): Promise<number> {
     allowPositionals: true,
     options: {
       ...SOURCE_OPTIONS,
+      ...PLAN_TARGET_OPTIONS,
       json: { type: 'boolean', default: false },
       'scheduler-config': { type: 'string' },
-      output: { type: 'string' },
-      git: { type: 'string' },
-      oci: { type: 'string' },
-      branch: { type: 'string', default: 'main' },
-      path: { type: 'string', default: '' },
       gitops: { type: 'string', default: 'none' },
       'argocd-namespace': { type: 'string', default: 'argocd' },
     },
   });
-  if ([values.output, values.git, values.oci].filter(Boolean).length > 1) throw new UsageError('plan compares with one target: give --output <dir>, --git <repo> or --oci <ref>, not more');
   const gitops = values.gitops;
   if (gitops !== 'none' && gitops !== 'flux' && gitops !== 'argocd') throw new UsageError(`--gitops must be none, flux or argocd, not "${gitops}"`);
   if (positionals.length === 0) throw new UsageError('plan needs at least one input file or directory');
@@ -73,16 +70,20 @@ export async function planCommand(args: string[], io: CliIo): Promise<number> {
   const location = resolveLocation(releaseSource, io.cwd);
   const warn = values.json ? undefined : (message: string): void => io.stderr(`warning: ${message}\n`);
   const scheduler = await readSchedulerConfigOption(values['scheduler-config'], io.cwd);
-  // The scheduler configuration is no input object, even inside an input directory.
-  const plan = await planFromInputs(positionals, location, config, values, io, warn, values['scheduler-config'] ? [path.resolve(io.cwd, values['scheduler-config'])] : []);
-  const target = values.output || values.git || values.oci ? await readTarget({ output: values.output, git: values.git, oci: values.oci, plainHttp: values['plain-http'], branch: values.branch, path: values.path }, config, io.cwd) : undefined;
-  const previous = target?.previous;
-  const report = planReport(plan, target ? { name: target.name, providers: readProvenance(target.previous)?.providers ?? [] } : undefined);
+  const targetSettings = planTargetSettings(values);
+  const outputDir = targetSettings ? localOutputDirectory(targetSettings, io.cwd) : undefined;
+  // The scheduler configuration is no input object, even inside an input directory; nor is the target.
+  const plan = await planFromInputs(positionals, location, config, values, io, warn, [...(values['scheduler-config'] ? [path.resolve(io.cwd, values['scheduler-config'])] : []), ...(outputDir ? [outputDir] : [])]);
+  // The published tree, read and never written: providers compare with it, requests keep the
+  // clusters it gave them, Clusters moving to another addon version get their upgrade order.
+  const target = targetSettings ? await readPlanTarget(targetSettings, config, io.cwd) : undefined;
+  const previous = target?.tree;
+  const report = planReport(plan, target ? { name: target.target, providers: readProvenance(target.tree)?.providers ?? [] } : undefined);
   await addConflictNotes(report, plan, config, values.json ? undefined : warn);
-  const requests = scheduler ? clusterRequestsReport(planClusterRequests(plan, scheduler, previous ?? new Map())) : undefined;
+  const requests = scheduler ? clusterRequestsReport(planClusterRequests(plan, scheduler, previous ?? new Map()), target !== undefined) : undefined;
   const upgrades = previous ? upgradeOrder(plan, previous, { engine: gitops, argocdNamespace: values['argocd-namespace'] }) : undefined;
-  if (values.json) io.stdout(`${JSON.stringify({ ...report, ...requests, ...(upgrades ? { upgrades } : {}) }, null, 2)}\n`);
-  else io.stdout(formatPlanReport({ ...report, warnings: [] }) + (requests ? formatClusterRequestsReport(requests) : '') + (upgrades ? formatUpgradeOrder(upgrades) : ''));
+  if (values.json) io.stdout(`${JSON.stringify({ ...report, ...(target ? { target: target.target } : {}), ...requests, ...(upgrades ? { upgrades } : {}) }, null, 2)}\n`);
+  else io.stdout(formatPlanReport({ ...report, warnings: [] }) + (requests ? `${target ? `ClusterRequests against ${target.target}:\n` : ''}${formatClusterRequestsReport(requests)}` : '') + (upgrades ? formatUpgradeOrder(upgrades) : ''));
   // A remote that failed is not the inputs' fault: exit 3, so CI retries rather than blames the change.
   if (retryableProblems(plan).length > 0) return EXIT_FAILURE;
   return reportHasProblems(report) ? EXIT_PROBLEMS : EXIT_OK;
@@ -155,16 +156,4 @@ function formatUpgradeOrder(entries: UpgradeOrderEntry[]): string {
     for (const step of entry.steps) lines.push(`    ${step}`);
   }
   return `${lines.join('\n')}\n`;
-}
-
-/**
- * What the target holds, read through the target's own publisher and nothing more: no lock taken,
- * a Git path that holds no repository reads as empty (never created), a killed run's work tree is
- * not repaired. A remote is read through the clone in the cache.
- */
-async function readTarget(settings: OutputSettings, config: ReturnType<typeof configFromFlags>, cwd: string): Promise<{ name: string; previous: RenderedTree }> {
-  // Loaded only when a target is given: plan without one starts as before.
-  const { createOutputPublisher } = await import('./output-publisher.js');
-  const publisher = createOutputPublisher(settings, config, cwd, undefined, { readOnly: true });
-  return { name: publisher.target, previous: await publisher.readPrevious() };
 }

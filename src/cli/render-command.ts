@@ -95,6 +95,8 @@ export interface RenderReport {
   /** With --secrets encrypt: the encrypted Secrets per unit (names only) and what this run encrypted. */
   secrets?: EncryptedSecretsReport;
   helmProcesses: number;
+  /** With --scheduler-config: every ClusterRequest's phase, the cluster it has and why (Pending: refused or waiting). */
+  clusterRequests?: { namespace: string; name: string; purpose: string; phase: string; reason: string; cluster: string; message: string }[];
   warnings: string[];
 }
 
@@ -231,6 +233,7 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
       units: { rendered: outcome.stats.unitsRendered, reused: outcome.stats.unitsReused },
       ...(secrets ? { secrets } : {}),
       helmProcesses: helm.processesSpawned(),
+      ...(outcome.summary.clusterRequests ? { clusterRequests: outcome.summary.clusterRequests.requests } : {}),
       warnings,
     };
     io.stdout(values.json ? `${JSON.stringify(report, null, 2)}\n` : formatRenderReport(report, change.body));

@@ -3,7 +3,6 @@
 // beside the people's, so their addons are planned, rendered and withheld like any other Cluster's.
 // The inputs are never changed: the generated Clusters live in a new resolution. Pure.
 import type { CapiCluster, KubeObject } from '../api/types.js';
-import { InputError, type Problem } from '../core/problem.js';
 import type { ClusterResolution, Resolution } from '../core/resolve-releases.js';
 import type { ClusterRequestsOutput, ClusterRequestsRecord } from '../output/cluster-requests-record.js';
 import { readProvenance } from '../output/provenance.js';
@@ -11,9 +10,10 @@ import type { RenderedTree } from '../output/rendered-tree.js';
 import { clusterProfileFile, requestedClusterFile } from '../output/tree-layout.js';
 import { loadedRelease, type Plan } from '../plan/build-plan.js';
 import { serializeObject } from '../render/manifest-objects.js';
+import { decodeYamlDocument } from '../yaml/kube-yaml.js';
 import { type ClusterProfileInfo, clusterProfileObject, clusterProfiles, OPENMCP_CLUSTERS_API } from './cluster-profiles.js';
 import { REQUESTED_PURPOSE_LABEL, requestedClusterObject } from './requested-clusters.js';
-import { checkScheduleInput, type ClusterRequestInput, type RequestOutcome, type ScheduledCluster, scheduleRequests } from './schedule-requests.js';
+import { type ClusterRequestInput, type RequestOutcome, type ScheduledCluster, scheduleRequests, type WithheldCluster } from './schedule-requests.js';
 import type { SchedulerConfig } from './scheduler-config.js';
 
 export interface PlannedClusterRequests {
@@ -23,7 +23,23 @@ export interface PlannedClusterRequests {
   profiles: ClusterProfileInfo[];
   requests: RequestOutcome[];
   clusters: ScheduledCluster[];
+  /** Clusters kept from the previous tree as they were (their purpose cannot be written now). */
+  withheld: WithheldCluster[];
+  /** One line per request refused or withheld and per cluster kept as it was: for logs and warnings. */
+  notes: string[];
+  /** What the previous tree recorded (assignments kept from it are shown as kept). */
+  previousRecord?: ClusterRequestsRecord;
 }
+
+/**
+ * The scheduler configuration in effect, or (controller) why there is none that can be used: the
+ * file changed into one that is not valid before any valid one was read. Then the previous
+ * render's requests output is kept, the profiles still follow the stacks.
+ */
+export type SchedulerSetting = { config: SchedulerConfig } | { refused: string };
+
+/** Reasons that mean a request was refused or its output withheld, not merely waiting. */
+const REFUSALS = new Set(['PurposeChanged', 'MissingPurpose', 'UnknownProfile', 'SchedulerConfigInvalid']);
 
 const key = (namespace: string, name: string): string => `${namespace}/${name}`;
 
@@ -36,21 +52,18 @@ export function countClusterRequests(plan: Plan): number {
   return plan.inputs.others.filter(({ object }) => isClusterRequest(object)).length;
 }
 
-/** ClusterRequests in the inputs (clusters.openmcp.cloud), validated; throws InputError for one without a purpose. */
+/**
+ * ClusterRequests in the inputs (clusters.openmcp.cloud). One without `spec.purpose` is kept with
+ * an empty purpose: the scheduler reports and skips it (and a request that had a cluster keeps it).
+ */
 export function clusterRequestsOf(plan: Plan): ClusterRequestInput[] {
-  const problems: Problem[] = [];
   const requests: ClusterRequestInput[] = [];
   for (const { object, source } of plan.inputs.others) {
     if (!isClusterRequest(object)) continue;
     const purpose = (object as KubeObject & { spec?: { purpose?: unknown } }).spec?.purpose;
     const namespace = object.metadata.namespace ?? 'default';
-    if (typeof purpose !== 'string' || purpose === '') {
-      problems.push({ source, object: `ClusterRequest ${key(namespace, object.metadata.name)}`, path: 'spec.purpose', message: 'is required: the purpose the cluster is for (a key of the scheduler configuration\'s purposeMappings)' });
-      continue;
-    }
-    requests.push({ namespace, name: object.metadata.name, purpose, source });
+    requests.push({ namespace, name: object.metadata.name, purpose: typeof purpose === 'string' ? purpose : '', source });
   }
-  if (problems.length > 0) throw new InputError(problems);
   return requests;
 }
 
@@ -61,30 +74,62 @@ export function previousRequestsRecord(previous: RenderedTree): ClusterRequestsR
 
 /**
  * Profiles, scheduling and the generated Clusters for `plan`, continuing from the previous tree.
- * Throws InputError for a request whose purpose changed or a purpose mapped to an unknown profile.
+ * Never throws for a request or a mapping: what cannot be scheduled is Pending with its reason, and
+ * a cluster a request already had stays (see schedule-requests.ts). `setting` may say the
+ * configuration is refused (controller): then every cluster of the previous tree is kept as it was.
  */
-export function planClusterRequests(plan: Plan, config: SchedulerConfig | undefined, previous: RenderedTree): PlannedClusterRequests {
+export function planClusterRequests(plan: Plan, setting: SchedulerSetting | SchedulerConfig | undefined, previous: RenderedTree): PlannedClusterRequests {
+  const config = setting === undefined ? undefined : 'config' in setting ? setting.config : 'refused' in setting ? undefined : setting;
+  const refused = setting !== undefined && 'refused' in setting ? setting.refused : undefined;
   const requests = clusterRequestsOf(plan);
   const profiles = clusterProfiles(plan.resolution, (namespace, release) => loadedRelease(plan, namespace, release)?.content?.metadata.kubernetesVersion);
   // A Cluster in the inputs carrying our purpose label is the live copy of one we generated (the
   // controller sees it once Argo CD or Flux applied it); any other is a person's, never touched.
   const observed = new Map(plan.inputs.clusters.filter((c) => c.object.metadata.labels?.[REQUESTED_PURPOSE_LABEL] !== undefined).map((c) => [key(c.object.metadata.namespace ?? 'default', c.object.metadata.name), c.object]));
   const people = new Set(plan.inputs.clusters.map((c) => key(c.object.metadata.namespace ?? 'default', c.object.metadata.name)).filter((k) => !observed.has(k)));
-  const input = { requests, profiles, peopleClusters: people, ...(config ? { config } : {}) };
   const previousRecord = previousRequestsRecord(previous);
-  checkScheduleInput({ ...input, ...(previousRecord ? { previous: previousRecord } : {}) });
-  const scheduled = scheduleRequests({ ...input, ...(previousRecord ? { previous: previousRecord } : {}) });
+  const scheduled = scheduleRequests({
+    requests,
+    profiles,
+    peopleClusters: people,
+    ...(config ? { config } : {}),
+    ...(refused !== undefined ? { configRefused: refused } : {}),
+    ...(previousRecord ? { previous: previousRecord } : {}),
+  });
 
+  const notes: string[] = [];
   const files = new Map<string, string>();
   for (const profile of profiles) files.set(clusterProfileFile(profile.name), serializeObject(clusterProfileObject(profile)));
-  const objects = scheduled.clusters.map((cluster) => ({ cluster, object: requestedClusterObject(cluster) }));
-  for (const { cluster, object } of objects) files.set(requestedClusterFile(cluster.namespace, cluster.name), serializeObject(object));
+  const objects: { id: string; object: CapiCluster; className: string; stackNamespace: string }[] = [];
+  for (const cluster of scheduled.clusters) {
+    const object = requestedClusterObject(cluster);
+    files.set(requestedClusterFile(cluster.namespace, cluster.name), serializeObject(object));
+    objects.push({ id: key(cluster.namespace, cluster.name), object, className: cluster.release.className, stackNamespace: cluster.stackNamespace });
+  }
+  // Withheld clusters: the previous manifest, byte for byte (it never leaves the tree for a refusal).
+  for (const cluster of scheduled.withheld) {
+    const file = requestedClusterFile(cluster.namespace, cluster.name);
+    const text = previous.get(file);
+    if (text === undefined) {
+      notes.push(`Cluster ${key(cluster.namespace, cluster.name)} (made for requests) is not written: ${cluster.reason}, and the previous tree has no ${file} to keep`);
+      continue;
+    }
+    files.set(file, text);
+    notes.push(`Cluster ${key(cluster.namespace, cluster.name)} (made for requests) is kept as the previous render wrote it: ${cluster.reason}`);
+    const object = decodeYamlDocument(text).value as CapiCluster;
+    const stackNamespace = object.spec?.topology?.classNamespace ?? cluster.namespace;
+    const className = object.spec?.topology?.class;
+    if (className) objects.push({ id: key(cluster.namespace, cluster.name), object, className, stackNamespace });
+  }
+  for (const request of scheduled.requests) {
+    if (REFUSALS.has(request.reason)) notes.push(`ClusterRequest ${key(request.namespace, request.name)} is Pending (${request.reason}): ${request.message}`);
+  }
 
   return {
     plan: { ...plan, resolution: withGeneratedClusters(plan.resolution, objects, observed) },
     output: {
       files,
-      record: { ...(config ? { schedulerConfig: config.digest } : {}), ...scheduled.record },
+      record: { ...(config ? { schedulerConfig: config.digest } : previousRecord?.schedulerConfig ? { schedulerConfig: previousRecord.schedulerConfig } : {}), ...scheduled.record },
       summary: {
         profiles: profiles.map((profile) => ({
           name: profile.name,
@@ -105,6 +150,9 @@ export function planClusterRequests(plan: Plan, config: SchedulerConfig | undefi
     profiles,
     requests: scheduled.requests,
     clusters: scheduled.clusters,
+    withheld: scheduled.withheld,
+    notes,
+    ...(previousRecord ? { previousRecord } : {}),
   };
 }
 
@@ -113,23 +161,24 @@ export function planClusterRequests(plan: Plan, config: SchedulerConfig | undefi
  * usedBy and reasons saying so). A generated Cluster whose live copy is among the inputs is left to
  * that copy: it carries what CAPI filled in (the control-plane endpoint) for the addon values.
  */
-function withGeneratedClusters(resolution: Resolution, generated: { cluster: ScheduledCluster; object: CapiCluster }[], observed: Map<string, CapiCluster>): Resolution {
+function withGeneratedClusters(resolution: Resolution, generated: { id: string; object: CapiCluster; className: string; stackNamespace: string }[], observed: Map<string, CapiCluster>): Resolution {
   // A copy: the plan the caller holds keeps describing the inputs alone.
   const next = structuredClone(resolution);
-  for (const { cluster, object } of generated) {
-    const id = key(cluster.namespace, cluster.name);
+  for (const { id, object, className, stackNamespace } of generated) {
     if (observed.has(id)) continue;
-    const stack = next.clusterStacks.find((s) => s.namespace === cluster.stackNamespace && s.releases.some((r) => r.name === cluster.release.release))!;
-    const decision = stack.releases.find((r) => r.name === cluster.release.release)!;
+    // A kept manifest may name a release no stack keeps any more: it is written, but renders nothing.
+    const stack = next.clusterStacks.find((s) => s.namespace === stackNamespace && s.releases.some((r) => r.className === className));
+    const decision = stack?.releases.find((r) => r.className === className);
+    if (!stack || !decision) continue;
     decision.usedBy.push(id);
     decision.reasons.push(`used by Cluster ${id}`);
     const entry: ClusterResolution = {
-      namespace: cluster.namespace,
-      name: cluster.name,
+      namespace: object.metadata.namespace ?? 'default',
+      name: object.metadata.name,
       cluster: object,
       managed: true,
-      className: cluster.release.className,
-      release: cluster.release.release,
+      className: decision.className,
+      release: decision.name,
       stack: { namespace: stack.namespace, name: stack.name },
       problems: [],
     };

@@ -1,7 +1,9 @@
 // The CAPI Cluster written for ClusterRequests: the mapped stack's ClusterClass and exactly its
 // Kubernetes version (CAPI's webhook refuses a version the class's release does not carry), the
 // template's namespace, labels and annotations, openMCP's delete-without-requests label, and labels
-// naming the purpose and every request the cluster serves.
+// naming the purpose and every request the cluster serves. That is the minimal valid topology
+// Cluster (the ClusterClass's defaults do the rest); a purpose's `clusterstack.clusterSpecs` entry
+// adds clusterNetwork and the topology's controlPlane, workers and variables.
 import { API_GROUP, type CapiCluster } from '../api/types.js';
 import { sha256Hex } from '../release/content-digest.js';
 import { DELETE_WITHOUT_REQUESTS_LABEL, type ScheduledCluster } from './schedule-requests.js';
@@ -29,6 +31,11 @@ export function requestedClusterObject(cluster: ScheduledCluster): CapiCluster {
   const version = cluster.release.kubernetesVersion.startsWith('v') ? cluster.release.kubernetesVersion : `v${cluster.release.kubernetesVersion}`;
   const topology: NonNullable<NonNullable<CapiCluster['spec']>['topology']> = { class: cluster.release.className, version };
   if (cluster.stackNamespace !== cluster.namespace) topology.classNamespace = cluster.stackNamespace;
+  const extra = cluster.template.clusterSpec;
+  if (extra?.topology?.controlPlane) topology['controlPlane'] = extra.topology.controlPlane;
+  if (extra?.topology?.workers) topology['workers'] = extra.topology.workers;
+  if (extra?.topology?.variables) topology['variables'] = extra.topology.variables;
+  const spec: NonNullable<CapiCluster['spec']> = extra?.clusterNetwork ? { clusterNetwork: extra.clusterNetwork, topology } : { topology };
   return {
     apiVersion: 'cluster.x-k8s.io/v1beta1',
     kind: 'Cluster',
@@ -43,6 +50,6 @@ export function requestedClusterObject(cluster: ScheduledCluster): CapiCluster {
       },
       annotations: { ...annotations, [PROFILE_ANNOTATION]: cluster.profile, [REQUESTS_ANNOTATION]: cluster.requests.join(',') },
     },
-    spec: { topology },
+    spec,
   };
 }

@@ -8,8 +8,12 @@
 // - `Random` picks by a hash of the request's namespace/name, not a random number: the same
 //   inputs always give the same tree;
 // - new cluster names take a suffix hashed from the first request they were created for, where
-//   the operator lets the API server generate one.
-import { InputError, type Problem } from '../core/problem.js';
+//   the operator lets the API server generate one;
+// - what cannot be scheduled fails small: a request whose purpose changed (immutable in openMCP),
+//   a request without purpose, a purpose mapped to a profile no ClusterStack makes, or one whose
+//   stack has no ready release is Pending with the reason, and a cluster it already had stays
+//   (regenerated when its purpose still fits, else its previous manifest kept as it was). Only a
+//   request that is gone takes its cluster with it.
 import type { ClusterRequestsRecord, RequestAssignmentRecord, RequestedClusterRecord } from '../output/cluster-requests-record.js';
 import { sha256Hex } from '../release/content-digest.js';
 import type { ClusterProfileInfo, ProfileRelease } from './cluster-profiles.js';
@@ -18,6 +22,7 @@ import type { ClusterDefinition, SchedulerConfig } from './scheduler-config.js';
 export interface ClusterRequestInput {
   namespace: string;
   name: string;
+  /** `spec.purpose`; empty when the request has none (then it is reported and skipped). */
   purpose: string;
   source?: string;
 }
@@ -31,8 +36,25 @@ export interface RequestOutcome {
   phase: RequestPhase;
   cluster?: { namespace: string; name: string };
   /** Why it is Pending (PascalCase reason and a sentence), or which cluster it was given. */
-  reason: 'Scheduled' | 'UnknownPurpose' | 'NoReadyRelease' | 'NameConflict' | 'NoSchedulerConfig';
+  reason: RequestReason;
   message: string;
+}
+
+/**
+ * Scheduled, or why not: the purpose has no mapping, its profile no stack, its stack no ready
+ * release; a new cluster's name is taken; no configuration; the purpose changed or is missing
+ * (refused: the request keeps what it had); the configuration is not valid (controller: the
+ * previous output is kept).
+ */
+export type RequestReason = 'Scheduled' | 'UnknownPurpose' | 'UnknownProfile' | 'NoReadyRelease' | 'NameConflict' | 'NoSchedulerConfig' | 'PurposeChanged' | 'MissingPurpose' | 'SchedulerConfigInvalid';
+
+/**
+ * A cluster made for requests earlier that cannot be written again now (its purpose has no usable
+ * mapping): the previous render's manifest is kept as it is, and it stays in the record.
+ */
+export interface WithheldCluster extends RequestedClusterRecord {
+  requests: string[];
+  reason: string;
 }
 
 export interface ScheduledCluster extends RequestedClusterRecord {
@@ -57,6 +79,11 @@ export interface ScheduleInput {
   config?: SchedulerConfig;
   profiles: ClusterProfileInfo[];
   previous?: ClusterRequestsRecord;
+  /**
+   * The configuration file is there but not valid (controller): nothing is scheduled, every
+   * request is Pending with this message and every cluster of `previous` is kept as it was.
+   */
+  configRefused?: string;
   /** `namespace/name` of Clusters written by people: a generated Cluster never takes their name. */
   peopleClusters: Set<string>;
 }
@@ -64,6 +91,8 @@ export interface ScheduleInput {
 export interface ScheduleResult {
   requests: RequestOutcome[];
   clusters: ScheduledCluster[];
+  /** Clusters kept from the previous render as they were (see WithheldCluster). */
+  withheld: WithheldCluster[];
   record: ClusterRequestsRecord;
 }
 
@@ -72,45 +101,16 @@ const byKey = <T extends { namespace: string; name: string }>(a: T, b: T): numbe
 /** openMCP's label: only Clusters carrying it with "true" are removed with their last request. */
 export const DELETE_WITHOUT_REQUESTS_LABEL = 'clusters.openmcp.cloud/delete-without-requests';
 
-/**
- * Refuses what cannot be scheduled at all: a request whose purpose changed (immutable in openMCP),
- * and a purpose mapped to a profile no ClusterStack makes. Throws InputError listing every problem.
- */
-export function checkScheduleInput(input: ScheduleInput): void {
-  const problems: Problem[] = [];
-  const previous = new Map((input.previous?.assignments ?? []).map((a) => [key(a.namespace, a.name), a]));
-  for (const request of input.requests) {
-    const before = previous.get(key(request.namespace, request.name));
-    if (before && before.purpose !== request.purpose) {
-      problems.push({
-        ...(request.source ? { source: request.source } : {}),
-        object: `ClusterRequest ${key(request.namespace, request.name)}`,
-        path: 'spec.purpose',
-        message: `was "${before.purpose}" and is now "${request.purpose}", but a request's purpose is immutable (it holds Cluster ${key(before.cluster.namespace, before.cluster.name)}); put the purpose back, or create a new request with its own name and delete this one`,
-      });
-    }
-  }
-  const profiles = new Set(input.profiles.map((profile) => profile.name));
-  for (const [purpose, definition] of input.config?.purposeMappings ?? []) {
-    if (!profiles.has(definition.template.spec.profile)) {
-      problems.push({
-        source: input.config!.origin,
-        path: `purposeMappings.${purpose}.template.spec.profile`,
-        message: `names ClusterProfile "${definition.template.spec.profile}", but no ClusterStack makes it; profiles: ${[...profiles].join(', ') || 'none (no ClusterStack in the inputs)'}`,
-      });
-    }
-  }
-  if (problems.length > 0) throw new InputError(problems);
-}
-
-/** Schedules every request; pure and deterministic. Call checkScheduleInput first. */
+/** Schedules every request; pure and deterministic. Never throws for a request or a mapping: see the header. */
 export function scheduleRequests(input: ScheduleInput): ScheduleResult {
   const { config } = input;
   const profiles = new Map(input.profiles.map((profile) => [profile.name, profile]));
   const requests = [...input.requests].sort(byKey);
   const outcomes: RequestOutcome[] = [];
+  const assignments: RequestAssignmentRecord[] = [];
   // Clusters made for requests earlier, by namespace/name; they keep their names and requests.
   const clusters = new Map<string, ScheduledCluster>();
+  const withheld = new Map<string, WithheldCluster>();
   // The clusters of each purpose in namespace/name order, kept sorted as clusters are added.
   const pools = new Map<string, { id: string; cluster: ScheduledCluster }[]>();
   const addToPool = (created: ScheduledCluster): void => {
@@ -130,19 +130,32 @@ export function scheduleRequests(input: ScheduleInput): ScheduleResult {
   const previousClusters = new Map((input.previous?.clusters ?? []).map((c) => [key(c.namespace, c.name), c]));
   const previousAssignments = new Map((input.previous?.assignments ?? []).map((a) => [key(a.namespace, a.name), a]));
 
-  const usable = (request: ClusterRequestInput): Fit | RequestOutcome => {
-    const pending = (reason: RequestOutcome['reason'], message: string): RequestOutcome => ({ namespace: request.namespace, name: request.name, purpose: request.purpose, phase: 'Pending', reason, message });
-    if (!config) return pending('NoSchedulerConfig', 'no scheduler configuration was given (--scheduler-config); nothing is scheduled');
-    const definition = config.purposeMappings.get(request.purpose);
+  /** What a purpose is scheduled with now, or why it cannot be. */
+  const fitFor = (purpose: string): Fit | { reason: RequestReason; message: string } => {
+    if (input.configRefused !== undefined) return { reason: 'SchedulerConfigInvalid', message: `the scheduler configuration is not valid, nothing is scheduled until it is fixed: ${input.configRefused}` };
+    if (!config) return { reason: 'NoSchedulerConfig', message: 'no scheduler configuration was given (--scheduler-config); nothing is scheduled' };
+    const definition = config.purposeMappings.get(purpose);
     if (!definition) {
-      return pending('UnknownPurpose', `purpose "${request.purpose}" is not in the scheduler configuration's purposeMappings (known: ${[...config.purposeMappings.keys()].join(', ') || 'none'}); add a mapping for it`);
+      return { reason: 'UnknownPurpose', message: `purpose "${purpose}" is not in the scheduler configuration's purposeMappings (known: ${[...config.purposeMappings.keys()].join(', ') || 'none'}); add a mapping for it` };
     }
-    const profile = profiles.get(definition.template.spec.profile)!;
+    const profile = profiles.get(definition.template.spec.profile);
+    if (!profile) {
+      return {
+        reason: 'UnknownProfile',
+        message: `purpose "${purpose}" is mapped to ClusterProfile "${definition.template.spec.profile}" (${config.origin}: purposeMappings.${purpose}.template.spec.profile), but no ClusterStack makes it; profiles: ${[...profiles.keys()].join(', ') || 'none (no ClusterStack in the inputs)'}`,
+      };
+    }
     if (!profile.newClusterRelease) {
-      return pending('NoReadyRelease', `ClusterProfile ${profile.name} (ClusterStack ${key(profile.stack.namespace, profile.stack.name)}) has no kept, ready release yet; the request is scheduled once one is ready`);
+      return { reason: 'NoReadyRelease', message: `ClusterProfile ${profile.name} (ClusterStack ${key(profile.stack.namespace, profile.stack.name)}) has no kept, ready release yet; the request is scheduled once one is ready` };
     }
     return { definition, profile, release: profile.newClusterRelease };
   };
+  const fits = new Map<string, ReturnType<typeof fitFor>>();
+  const fitOf = (purpose: string): ReturnType<typeof fitFor> => {
+    if (!fits.has(purpose)) fits.set(purpose, fitFor(purpose));
+    return fits.get(purpose)!;
+  };
+  const isFit = (fit: ReturnType<typeof fitFor>): fit is Fit => 'definition' in fit;
 
   const cluster = (record: RequestedClusterRecord, fit: Fit): ScheduledCluster => {
     const existing = clusters.get(key(record.namespace, record.name));
@@ -161,30 +174,71 @@ export function scheduleRequests(input: ScheduleInput): ScheduleResult {
     addToPool(created);
     return created;
   };
+  /** A cluster of the previous render kept as it was, because its purpose cannot be written now. */
+  const withhold = (record: RequestedClusterRecord, reason: string): WithheldCluster => {
+    const id = key(record.namespace, record.name);
+    const existing = withheld.get(id);
+    if (existing) return existing;
+    const created: WithheldCluster = { ...record, requests: [], reason };
+    withheld.set(id, created);
+    return created;
+  };
   const grant = (request: ClusterRequestInput, target: ScheduledCluster): void => {
     target.requests.push(key(request.namespace, request.name));
     outcomes.push({ namespace: request.namespace, name: request.name, purpose: request.purpose, phase: 'Granted', cluster: { namespace: target.namespace, name: target.name }, reason: 'Scheduled', message: `scheduled to Cluster ${key(target.namespace, target.name)}` });
+    assignments.push({ namespace: request.namespace, name: request.name, purpose: request.purpose, cluster: { namespace: target.namespace, name: target.name } });
+  };
+  /**
+   * Pending for `reason`, keeping the cluster the request had (under the purpose it had): written
+   * again when that purpose still fits, else kept as the previous render wrote it.
+   */
+  const keep = (request: ClusterRequestInput, held: RequestedClusterRecord, reason: RequestReason, message: string): void => {
+    const fit = fitOf(held.purpose);
+    const target = isFit(fit) ? cluster(held, fit) : withhold(held, fit.message);
+    target.requests.push(key(request.namespace, request.name));
+    const at = { namespace: held.namespace, name: held.name };
+    outcomes.push({ namespace: request.namespace, name: request.name, purpose: request.purpose, phase: 'Pending', cluster: at, reason, message: `${message}; it keeps Cluster ${key(held.namespace, held.name)}${isFit(fit) ? '' : ' as the previous render wrote it'}` });
+    assignments.push({ namespace: request.namespace, name: request.name, purpose: held.purpose, cluster: at });
+  };
+  const pending = (request: ClusterRequestInput, reason: RequestReason, message: string): void => {
+    outcomes.push({ namespace: request.namespace, name: request.name, purpose: request.purpose, phase: 'Pending', reason, message });
   };
 
   // First the requests that have a cluster already: they keep it, whatever else changed.
   const unassigned: { request: ClusterRequestInput; fit: Fit }[] = [];
   for (const request of requests) {
-    const fit = usable(request);
-    if ('phase' in fit) {
-      outcomes.push(fit);
-      continue;
-    }
     const before = previousAssignments.get(key(request.namespace, request.name));
     const held = before ? previousClusters.get(key(before.cluster.namespace, before.cluster.name)) : undefined;
+    if (before && before.purpose !== request.purpose) {
+      // Immutable in openMCP: refused, and the request keeps what it had under its old purpose.
+      const [reason, message] =
+        request.purpose === ''
+          ? (['MissingPurpose', `spec.purpose is missing, but the request was scheduled for purpose "${before.purpose}" and a request's purpose is immutable; put it back, or create a new request with its own name and delete this one`] as const)
+          : (['PurposeChanged', `spec.purpose was "${before.purpose}" and is now "${request.purpose}", but a request's purpose is immutable; put it back, or create a new request with its own name and delete this one`] as const);
+      if (held) keep(request, held, reason, message);
+      else pending(request, reason, message);
+      continue;
+    }
+    if (request.purpose === '') {
+      pending(request, 'MissingPurpose', "spec.purpose is required: the purpose the cluster is for (a key of the scheduler configuration's purposeMappings); the request is skipped");
+      continue;
+    }
+    const fit = fitOf(request.purpose);
+    if (!isFit(fit)) {
+      if (held && held.purpose === request.purpose) keep(request, held, fit.reason, fit.message);
+      else pending(request, fit.reason, fit.message);
+      continue;
+    }
     if (held && held.purpose === request.purpose) grant(request, cluster(held, fit));
     else unassigned.push({ request, fit });
   }
   // Clusters kept without requests (their template said delete-without-requests is not "true").
   for (const held of previousClusters.values()) {
-    if (held.deleteWithoutRequests || clusters.has(key(held.namespace, held.name))) continue;
-    const definition = config?.purposeMappings.get(held.purpose);
-    const profile = definition ? profiles.get(definition.template.spec.profile) : undefined;
-    if (definition && profile?.newClusterRelease) cluster(held, { definition, profile, release: profile.newClusterRelease });
+    const id = key(held.namespace, held.name);
+    if (held.deleteWithoutRequests || clusters.has(id) || withheld.has(id)) continue;
+    const fit = fitOf(held.purpose);
+    if (isFit(fit)) cluster(held, fit);
+    else withhold(held, fit.message);
   }
 
   for (const { request, fit } of unassigned) {
@@ -200,16 +254,9 @@ export function scheduleRequests(input: ScheduleInput): ScheduleResult {
       grant(request, chosen);
       continue;
     }
-    const name = newClusterName(request, fit.definition, namespace, clusters, input.peopleClusters);
+    const name = newClusterName(request, fit.definition, namespace, clusters, input.peopleClusters, withheld);
     if (input.peopleClusters.has(key(namespace, name))) {
-      outcomes.push({
-        namespace: request.namespace,
-        name: request.name,
-        purpose: request.purpose,
-        phase: 'Pending',
-        reason: 'NameConflict',
-        message: `a new Cluster for it would be ${key(namespace, name)}, but a Cluster of that name is in the inputs and is not one created for requests; rename that Cluster or set template.metadata.generateName for purpose ${request.purpose}`,
-      });
+      pending(request, 'NameConflict', `a new Cluster for it would be ${key(namespace, name)}, but a Cluster of that name is in the inputs and is not one created for requests; rename that Cluster or set template.metadata.generateName for purpose ${request.purpose}`);
       continue;
     }
     const labels = fit.definition.template.metadata.labels;
@@ -228,16 +275,13 @@ export function scheduleRequests(input: ScheduleInput): ScheduleResult {
 
   // A cluster created for requests leaves with its last request, when its label says so.
   const kept = [...clusters.values()].filter((c) => c.requests.length > 0 || !c.deleteWithoutRequests).sort(byKey);
-  for (const c of kept) c.requests.sort();
+  const keptWithheld = [...withheld.values()].filter((c) => c.requests.length > 0 || !c.deleteWithoutRequests).sort(byKey);
+  for (const c of [...kept, ...keptWithheld]) c.requests.sort();
   outcomes.sort(byKey);
-  const assignments: RequestAssignmentRecord[] = outcomes
-    .filter((outcome) => outcome.cluster)
-    .map((outcome) => ({ namespace: outcome.namespace, name: outcome.name, purpose: outcome.purpose, cluster: outcome.cluster! }));
-  const record: ClusterRequestsRecord = {
-    assignments,
-    clusters: kept.map(({ namespace, name, purpose, profile, tenancy, deleteWithoutRequests, class: className, version }) => ({ namespace, name, purpose, profile, tenancy, deleteWithoutRequests, class: className, version })),
-  };
-  return { requests: outcomes, clusters: kept, record };
+  assignments.sort(byKey);
+  const recordOf = ({ namespace, name, purpose, profile, tenancy, deleteWithoutRequests, class: className, version }: RequestedClusterRecord): RequestedClusterRecord => ({ namespace, name, purpose, profile, tenancy, deleteWithoutRequests, class: className, version });
+  const record: ClusterRequestsRecord = { assignments, clusters: [...kept, ...keptWithheld].map(recordOf).sort(byKey) };
+  return { requests: outcomes, clusters: kept, withheld: keptWithheld, record };
 }
 
 function pick(candidates: ScheduledCluster[], strategy: SchedulerConfig['strategy'], request: ClusterRequestInput): ScheduledCluster {
@@ -258,7 +302,7 @@ function pick(candidates: ScheduledCluster[], strategy: SchedulerConfig['strateg
  * the purpose itself; others `<generateName or purpose->` plus a suffix, here hashed from the
  * request's namespace/name (and lengthened until it is free).
  */
-function newClusterName(request: ClusterRequestInput, definition: ClusterDefinition, namespace: string, clusters: Map<string, ScheduledCluster>, people: Set<string>): string {
+function newClusterName(request: ClusterRequestInput, definition: ClusterDefinition, namespace: string, clusters: Map<string, ScheduledCluster>, people: Set<string>, withheld: Map<string, WithheldCluster>): string {
   const { metadata } = definition.template;
   const unlimited = definition.template.spec.tenancy === 'Shared' && definition.tenancyCount === 0;
   if (unlimited && !metadata.generateName) return metadata.name ?? request.purpose;
@@ -266,7 +310,7 @@ function newClusterName(request: ClusterRequestInput, definition: ClusterDefinit
   const hash = sha256Hex(key(request.namespace, request.name));
   for (let length = 5; length <= hash.length; length += 1) {
     const name = `${prefix}${hash.slice(0, length)}`.slice(0, 63).replace(/-+$/, '');
-    if (!clusters.has(key(namespace, name)) && !people.has(key(namespace, name))) return name;
+    if (!clusters.has(key(namespace, name)) && !people.has(key(namespace, name)) && !withheld.has(key(namespace, name))) return name;
   }
   return `${prefix}${hash}`;
 }

@@ -3,6 +3,10 @@
 // Cluster template whose `spec.profile` names a ClusterProfile we publish (one per ClusterStack).
 // Read with Kubernetes' YAML; every problem is reported at once, and nothing is guessed: an unknown
 // field, strategy or tenancy, or a purpose given twice, is refused.
+// openMCP's template has nothing for what a CAPI topology Cluster may need beyond class and version
+// (clusterNetwork, control plane replicas, workers, variables). Those come from our own section
+// beside `scheduler:`, never from fields added to openMCP's: `clusterstack.clusterSpecs.<purpose>`,
+// a part of a CAPI Cluster spec merged into every Cluster made for that purpose.
 import { InputError, type Problem } from '../core/problem.js';
 import { sha256Digest } from '../release/content-digest.js';
 import { canonicalJson } from '../render/canonical-json.js';
@@ -24,6 +28,14 @@ export interface ClusterDefinition {
     metadata: { name?: string; generateName?: string; namespace?: string; labels: Record<string, string>; annotations: Record<string, string> };
     spec: { profile: string; tenancy: Tenancy };
   };
+  /** Our extension (`clusterstack.clusterSpecs.<purpose>`): what the generated Cluster's spec gets besides class and version. */
+  clusterSpec?: ClusterSpecTemplate;
+}
+
+/** The part of a CAPI Cluster (cluster.x-k8s.io/v1beta1) spec a purpose may set. */
+export interface ClusterSpecTemplate {
+  clusterNetwork?: Record<string, unknown>;
+  topology?: { controlPlane?: Record<string, unknown>; workers?: Record<string, unknown>; variables?: { name: string; value: unknown }[] };
 }
 
 export interface SchedulerConfig {
@@ -38,6 +50,18 @@ export interface SchedulerConfig {
 }
 
 const TOP_FIELDS = ['scope', 'strategy', 'purposeMappings', 'selectors'];
+/** Our section beside openMCP's `scheduler:`. */
+const EXTENSION_SECTION = 'clusterstack';
+const EXTENSION_FIELDS = ['clusterSpecs'];
+const CLUSTER_SPEC_FIELDS = ['clusterNetwork', 'topology'];
+const TOPOLOGY_FIELDS = ['controlPlane', 'workers', 'variables'];
+/** Set by clusterstack (class, version, classNamespace) or by CAPI (controlPlaneEndpoint): never from a template. */
+const OWNED_SPEC_FIELDS: Record<string, string> = {
+  controlPlaneEndpoint: 'Cluster API fills it in',
+  'topology.class': 'the profile decides it (the newest ready release of its stack)',
+  'topology.version': 'the profile decides it (exactly the Kubernetes version of that release)',
+  'topology.classNamespace': 'clusterstack sets it when the stack lives in another namespace',
+};
 const DEFINITION_FIELDS = ['tenancyCount', 'template', 'selector'];
 const TEMPLATE_FIELDS = ['metadata', 'spec'];
 const METADATA_FIELDS = ['name', 'generateName', 'namespace', 'labels', 'annotations'];
@@ -72,9 +96,16 @@ export function parseSchedulerConfig(text: string, origin: string): SchedulerCon
     throw error;
   }
   // The openmcp-operator's config file holds it under `scheduler:`; the section alone works too.
-  if (isRecord(value) && isRecord(value.scheduler)) value = value.scheduler;
+  // Our own section (`clusterstack:`) sits beside `scheduler:`, so openMCP's stays openMCP's.
+  let extension: unknown;
+  if (isRecord(value) && isRecord(value.scheduler)) {
+    // Other sections of the operator's file (managedControlPlane, ...) are not ours to read.
+    extension = value[EXTENSION_SECTION];
+    value = value.scheduler;
+  }
   if (!isRecord(value)) throw new InputError([{ source: origin, message: 'must be a mapping with scope, strategy and purposeMappings (or a `scheduler:` section holding them)' }]);
-  unknown(value, TOP_FIELDS, '', fail);
+  if (value[EXTENSION_SECTION] !== undefined) fail(EXTENSION_SECTION, `goes beside the scheduler: section, not inside it (openMCP's section has no such field): put scheduler: and ${EXTENSION_SECTION}: at the top of the file`);
+  unknown(value, TOP_FIELDS.concat(value[EXTENSION_SECTION] !== undefined ? [EXTENSION_SECTION] : []), '', fail);
   if (value.selectors !== undefined) fail('selectors', 'label selectors are not supported: every ClusterRequest in the inputs is scheduled, and only Clusters created for requests are shared; remove it');
 
   const scope = value.scope ?? 'Cluster';
@@ -92,9 +123,69 @@ export function parseSchedulerConfig(text: string, origin: string): SchedulerCon
       if (definition) purposeMappings.set(purpose, definition);
     }
   }
+  parseExtension(extension, purposeMappings, fail);
   if (problems.length > 0) throw new InputError(problems, `scheduler configuration ${origin} is not valid; nothing was rendered or written:\n  ${problems.map((p) => `${p.path ? `${p.path}: ` : ''}${p.message}`).join('\n  ')}`);
   const digest = sha256Digest(canonicalJson({ scope, strategy, purposeMappings: Object.fromEntries(purposeMappings) }));
   return { origin, digest, scope: scope as SchedulerScope, strategy: strategy as SchedulerStrategy, purposeMappings };
+}
+
+/** `clusterstack: {clusterSpecs: {<purpose>: <part of a CAPI Cluster spec>}}`, set on each purpose's definition. */
+function parseExtension(extension: unknown, mappings: Map<string, ClusterDefinition>, fail: (path: string, message: string) => void): void {
+  if (extension === undefined || extension === null) return;
+  if (!isRecord(extension)) {
+    fail(EXTENSION_SECTION, 'must be a mapping with clusterSpecs');
+    return;
+  }
+  unknown(extension, EXTENSION_FIELDS, EXTENSION_SECTION, fail);
+  const specs = extension.clusterSpecs ?? {};
+  if (!isRecord(specs)) {
+    fail(`${EXTENSION_SECTION}.clusterSpecs`, 'must be a mapping from purpose to a part of a Cluster spec (clusterNetwork, topology.controlPlane, topology.workers, topology.variables)');
+    return;
+  }
+  for (const purpose of Object.keys(specs).sort()) {
+    const path = `${EXTENSION_SECTION}.clusterSpecs.${purpose}`;
+    const spec = specs[purpose];
+    const definition = mappings.get(purpose);
+    if (!definition) {
+      fail(path, `purpose "${purpose}" is not in scheduler.purposeMappings (known: ${[...mappings.keys()].join(', ') || 'none'})`);
+      continue;
+    }
+    if (!isRecord(spec)) {
+      fail(path, 'must be a mapping: the part of a Cluster spec every Cluster for this purpose gets');
+      continue;
+    }
+    const parsed: ClusterSpecTemplate = {};
+    for (const [field, why] of Object.entries(OWNED_SPEC_FIELDS)) {
+      const [head, tail] = field.split('.') as [string, string | undefined];
+      const present = tail === undefined ? spec[head] !== undefined : isRecord(spec[head]) && (spec[head] as Record<string, unknown>)[tail] !== undefined;
+      if (present) fail(`${path}.${field}`, `cannot be set here: ${why}`);
+    }
+    for (const key of Object.keys(spec)) if (!CLUSTER_SPEC_FIELDS.includes(key) && OWNED_SPEC_FIELDS[key] === undefined) fail(`${path}.${key}`, `is not a field clusterstack sets on a generated Cluster; known fields are ${CLUSTER_SPEC_FIELDS.join(', ')}`);
+    if (spec.clusterNetwork !== undefined) {
+      if (isRecord(spec.clusterNetwork)) parsed.clusterNetwork = spec.clusterNetwork;
+      else fail(`${path}.clusterNetwork`, 'must be a mapping (CAPI\'s clusterNetwork: pods, services, serviceDomain, apiServerPort)');
+    }
+    const topology = spec.topology;
+    if (topology !== undefined) {
+      if (!isRecord(topology)) fail(`${path}.topology`, 'must be a mapping with controlPlane, workers or variables');
+      else {
+        const out: NonNullable<ClusterSpecTemplate['topology']> = {};
+        for (const key of Object.keys(topology)) if (!TOPOLOGY_FIELDS.includes(key) && OWNED_SPEC_FIELDS[`topology.${key}`] === undefined) fail(`${path}.topology.${key}`, `is not a field clusterstack sets on a generated Cluster; known fields are ${TOPOLOGY_FIELDS.join(', ')}`);
+        for (const key of ['controlPlane', 'workers'] as const) {
+          if (topology[key] === undefined) continue;
+          if (isRecord(topology[key])) out[key] = topology[key] as Record<string, unknown>;
+          else fail(`${path}.topology.${key}`, 'must be a mapping');
+        }
+        if (topology.variables !== undefined) {
+          const variables = topology.variables;
+          if (!Array.isArray(variables) || !variables.every((v) => isRecord(v) && typeof v.name === 'string' && v.name !== '' && 'value' in v)) fail(`${path}.topology.variables`, 'must be a list of {name, value}');
+          else out.variables = variables as { name: string; value: unknown }[];
+        }
+        if (Object.keys(out).length > 0) parsed.topology = out;
+      }
+    }
+    if (Object.keys(parsed).length > 0) definition.clusterSpec = parsed;
+  }
 }
 
 function unknown(value: Record<string, unknown>, known: string[], path: string, fail: (path: string, message: string) => void): void {

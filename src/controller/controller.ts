@@ -45,12 +45,14 @@ import { sharedDirOf } from './desired-state/shared-object-state.js';
 import { syncStateOf, type UnitSync } from './desired-state/sync-state.js';
 import { unitObjects, type UnitObject } from './desired-state/unit-resources.js';
 import { desiredLayerStatuses, type LayerStatusInputs } from './desired-state/addons-layer-status.js';
-import type { EventIntent } from './desired-state/event-intents.js';
+import { type EventIntent, regarding } from './desired-state/event-intents.js';
 import { writeStatus } from './reconcile/write-status.js';
 import { createProviderFetcher, type ProviderFetcher } from '../providers/provider-fetcher.js';
 import { readProviderConfig } from './reconcile/provider-config-objects.js';
 import { ADDONS_LAYERS, ARGO_APPLICATIONS, CAPI_CLUSTERS, CAPI_PROVIDER_KINDS, CLUSTER_ADDONS, CLUSTER_REQUESTS, CLUSTER_STACK_RELEASES, CLUSTER_STACKS, FLUX_KUSTOMIZATIONS } from './desired-state/watched-kinds.js';
 import type { SchedulerConfig } from '../cluster-requests/scheduler-config.js';
+import type { SchedulerSetting } from '../cluster-requests/plan-cluster-requests.js';
+import type { SchedulerSource } from './reconcile/scheduler-config-file.js';
 import { desiredRequestStatuses } from './desired-state/cluster-request-state.js';
 import { writeRequestStatuses } from './reconcile/cluster-request-statuses.js';
 
@@ -105,8 +107,11 @@ export interface ControllerOptions {
   layerRoot?: string;
   /** The runtime extension's lifecycle hook progress per Cluster, shown on its ClusterAddon. */
   hookProgress?: StatusInputs['hookProgress'];
-  /** Publish ClusterProfiles and schedule ClusterRequests (watched, their statuses written). */
-  scheduler?: SchedulerConfig;
+  /**
+   * Publish ClusterProfiles and schedule ClusterRequests (watched, their statuses written): a fixed
+   * configuration, or a source read again when its file changes (reconcile/scheduler-config-file.ts).
+   */
+  scheduler?: SchedulerConfig | SchedulerSource;
 }
 export interface ReconcileSummary {
   published: PublishState['outcome'];
@@ -289,6 +294,8 @@ export class Controller {
     }
     const { live, referenced, unservedKinds, restKind } = observation;
     const requests = this.options.scheduler ? this.listLive(CLUSTER_REQUESTS) : [];
+    // The scheduler configuration of this round (a file may have changed since the last one).
+    const scheduler = this.schedulerNow();
     // What went wrong on the way, typed by what happens next.
     const failures: TypedFailure[] = [];
 
@@ -381,7 +388,7 @@ export class Controller {
           massDeletion: this.options.massDeletion ?? { allow: true, maxShare: 1 },
           // A provider downgrade or contract mismatch holds back that provider, not the whole publish.
           providerGuards: 'withhold',
-          ...(this.options.scheduler ? { scheduler: this.options.scheduler } : {}),
+          ...(scheduler ? { scheduler: scheduler.setting } : {}),
           ...(signal ? { signal } : {}),
         });
         render = run.outcome;
@@ -434,6 +441,8 @@ export class Controller {
     desired.events.push(...layerEvents);
     // ClusterRequests hear what the render decided: Granted with their cluster, or Pending and why.
     const requestStatuses = await writeRequestStatuses(this.options.kube, desiredRequestStatuses(requests, render?.summary.clusterRequests, inputs.now), { now: inputs.now, logger });
+    // A configuration that is not valid is told on every request (the recorder keeps it to once an hour).
+    if (scheduler?.problem) desired.events.push(...requests.map((request) => ({ regarding: regarding(request), type: 'Warning' as const, reason: 'SchedulerConfigInvalid', message: scheduler.problem! })));
     apply.statusesWritten += requestStatuses.written;
     if (requestStatuses.failed > 0) failures.push({ kind: 'retry', message: `${requestStatuses.failed} ClusterRequest status(es) could not be written` });
     phase('apply', applyStarted);
@@ -471,6 +480,16 @@ export class Controller {
     );
     if (apply.errors.length > 0) failures.push({ kind: 'retry', message: `${apply.errors.length} object(s) could not be written` });
     return { ...nextReconcile(failures, { resyncMs: this.resyncMs, ...(reportAgain ? { soonMs: 1000 } : {}) }), summary };
+  }
+
+  /** The scheduler configuration in effect and what is wrong with the file, if anything. */
+  private schedulerNow(): { setting: SchedulerSetting; problem?: string } | undefined {
+    const scheduler = this.options.scheduler;
+    if (!scheduler) return undefined;
+    if (!('current' in scheduler)) return { setting: { config: scheduler } };
+    const setting = scheduler.current();
+    const problem = 'refused' in setting ? setting.refused : scheduler.problem();
+    return { setting, ...(problem !== undefined ? { problem } : {}) };
   }
 
   /** The AddonsLayers to render (none unless a layer root is configured). */

@@ -150,6 +150,9 @@ export async function runController(options: ControllerRuntimeOptions): Promise<
     });
   }
   await cache.start();
+  // A scheduler configuration file that changes is read again, and the change published.
+  const scheduler = options.scheduler;
+  const unwatchScheduler = scheduler && 'watch' in scheduler && scheduler.watch ? scheduler.watch(requestPublish) : undefined;
 
   let resolveDone!: (value: { reason: string }) => void;
   const done = new Promise<{ reason: string }>((resolve) => {
@@ -217,6 +220,7 @@ export async function runController(options: ControllerRuntimeOptions): Promise<
     stop: async () => {
       if (stopped) return;
       stopped = true;
+      unwatchScheduler?.();
       await cache.stop();
       await stopQueues();
       await elector?.stop();

@@ -14,7 +14,7 @@ import { readProvenance } from '../output/provenance.js';
 import { guardProviderRemoval, guardProviderVersions } from '../providers/guard-providers.js';
 import { type ChangeSummary, compareTrees, summarizeChanges, type TreeChanges } from '../output/tree-changes.js';
 import { PROVENANCE_FILE, SOPS_CONFIG_FILE } from '../output/tree-layout.js';
-import { countClusterRequests, planClusterRequests } from '../cluster-requests/plan-cluster-requests.js';
+import { countClusterRequests, planClusterRequests, type SchedulerSetting } from '../cluster-requests/plan-cluster-requests.js';
 import type { SchedulerConfig } from '../cluster-requests/scheduler-config.js';
 import type { Plan } from '../plan/build-plan.js';
 import type { RenderDependencies } from '../render/render-dependencies.js';
@@ -54,8 +54,11 @@ export interface PipelineOptions {
   /** Propose the change as a pull request: its body is generated (from `template` when given). */
   pullRequest?: { template?: string };
   massDeletion: MassDeletionPolicy;
-  /** Publish ClusterProfiles and schedule ClusterRequests into Clusters (src/cluster-requests). */
-  scheduler?: SchedulerConfig;
+  /**
+   * Publish ClusterProfiles and schedule ClusterRequests into Clusters (src/cluster-requests); a
+   * refused configuration (controller) keeps the previous requests output.
+   */
+  scheduler?: SchedulerConfig | SchedulerSetting;
   onProgress?: (progress: RenderProgress) => void;
   /** Checked between rendering and publishing: an aborted run publishes nothing. */
   signal?: AbortSignal;
@@ -107,6 +110,8 @@ export async function renderAndPublish<Published>(plan: Plan, previous: Rendered
   const requests = options.scheduler ? planClusterRequests(plan, options.scheduler, previous) : undefined;
   const unscheduled = options.scheduler ? 0 : countClusterRequests(plan);
   if (unscheduled > 0) deps.logger.warn({ note: `${unscheduled} ClusterRequest(s) in the inputs are not scheduled: no scheduler configuration was given (--scheduler-config)` }, 'ClusterRequests not scheduled');
+  // Refused requests and kept clusters withhold only themselves: said, never thrown.
+  for (const note of requests?.notes ?? []) deps.logger.warn({ note }, 'ClusterRequest withheld');
   const renderStarted = now();
   const outcome = await renderOutput(requests?.plan ?? plan, deps.renderer, {
     ...(requests ? { clusterRequests: requests.output } : {}),

@@ -25,6 +25,11 @@ describe('desiredRequestStatuses', () => {
     expect(pending!.status).toMatchObject({ phase: 'Pending', cluster: { name: 'workload-1a2b3', namespace: 'team-a' } });
   });
 
+  it('names the cluster a refused request keeps (its status was lost or never written)', () => {
+    const [refused] = desiredRequestStatuses([request('web')], summary('Pending', 'PurposeChanged', 'team-a/workload-1a2b3'), NOW);
+    expect(refused!.status).toMatchObject({ phase: 'Pending', cluster: { name: 'workload-1a2b3', namespace: 'team-a' }, conditions: [expect.objectContaining({ status: 'False', reason: 'PurposeChanged' })] });
+  });
+
   it('leaves statuses alone when nothing was scheduled (the render failed)', () => {
     expect(desiredRequestStatuses([request('web')], undefined, NOW)).toEqual([]);
   });

@@ -1,6 +1,7 @@
 // The status each ClusterRequest should show after a render, in openMCP's shape: `phase`
 // (Granted or Pending), `cluster` (the Cluster made for it) and one `Scheduled` condition whose
-// reason says why it is Pending (UnknownPurpose, NoReadyRelease, NameConflict). Pure.
+// reason says why it is Pending (UnknownPurpose, UnknownProfile, NoReadyRelease, NameConflict,
+// PurposeChanged, MissingPurpose, SchedulerConfigInvalid). Pure.
 import type { Condition, KubeObject } from '../../api/types.js';
 import type { ClusterRequestsSummary } from '../../output/cluster-requests-record.js';
 import { type DesiredCondition, mergeConditions } from './conditions.js';
@@ -36,8 +37,10 @@ export function desiredRequestStatuses(live: KubeObject[], summary: ClusterReque
       phase: outcome.phase,
       conditions: mergeConditions(current.conditions, [condition], now, generation),
     };
+    // A Pending request that keeps the cluster it had (refused, or its mapping withheld) names it too.
     const [namespace, name] = outcome.cluster.split('/');
-    if (granted && namespace && name) status['cluster'] = { name, namespace };
+    if (current.cluster && !granted) status['cluster'] = current.cluster;
+    else if (namespace && name) status['cluster'] = { name, namespace };
     else if (current.cluster) status['cluster'] = current.cluster;
     out.push({ live: request, status });
   }

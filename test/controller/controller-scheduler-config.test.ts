@@ -1,0 +1,151 @@
+// The controller's scheduler configuration as a mounted ConfigMap: the file changes through
+// kubelet's symlink swap (`..data`), and the controller reads it again, schedules with the new
+// mappings, keeps the previous configuration when the new file is not valid (a Warning event on
+// the requests), and keeps the published clusters when it starts with a file that is not valid.
+// Also: a request whose purpose changes keeps its cluster while the rest publishes. Real helm and
+// git, the fake API server.
+import { mkdir, mkdtemp, rename, rm, symlink, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { KubeObject } from '../../src/api/types.js';
+import { SchedulerConfigFile } from '../../src/controller/reconcile/scheduler-config-file.js';
+import type { ControllerRuntime } from '../../src/controller/run-controller.js';
+import { aCluster, aStack, MERGE, startControllerFixture, waitFor, type ControllerFixture } from '../support/controller-fixture.js';
+
+const NS = 'cluster-stacks';
+const TEAM = 'team-a';
+const OPENMCP = { group: 'clusters.openmcp.cloud', version: 'v1alpha1' } as const;
+const PROFILE = 'cluster-stacks.docker.ferrol-1-30';
+
+const WORKLOAD = `scheduler:
+  purposeMappings:
+    workload:
+      tenancyCount: 2
+      template:
+        spec: {profile: ${PROFILE}, tenancy: Shared}
+`;
+const gaming = (profile: string) => `${WORKLOAD}    gaming:
+      template:
+        spec: {profile: ${profile}, tenancy: Exclusive}
+`;
+
+/** A directory laid out as kubelet mounts a ConfigMap, changed the way kubelet changes it. */
+class ConfigMapVolume {
+  private generation = 0;
+  private current: string | undefined;
+  constructor(readonly dir: string) {}
+
+  get file(): string {
+    return path.join(this.dir, 'scheduler.yaml');
+  }
+
+  /** Writes a new timestamped directory, points `..data_tmp` at it, renames that over `..data`. */
+  async write(text: string): Promise<void> {
+    this.generation += 1;
+    const next = `..2025_01_01_00_00_${String(this.generation).padStart(2, '0')}.${process.pid}`;
+    await mkdir(path.join(this.dir, next));
+    await writeFile(path.join(this.dir, next, 'scheduler.yaml'), text);
+    await symlink(next, path.join(this.dir, '..data_tmp'));
+    await rename(path.join(this.dir, '..data_tmp'), path.join(this.dir, '..data'));
+    if (this.current) await rm(path.join(this.dir, this.current), { recursive: true, force: true });
+    else await symlink(path.join('..data', 'scheduler.yaml'), this.file);
+    this.current = next;
+  }
+}
+
+function request(name: string, purpose: string): KubeObject {
+  return { apiVersion: 'clusters.openmcp.cloud/v1alpha1', kind: 'ClusterRequest', metadata: { name, namespace: TEAM }, spec: { purpose } };
+}
+
+describe('controller with a scheduler configuration file that changes', () => {
+  let fx: ControllerFixture;
+  let volume: ConfigMapVolume;
+  let runtime: ControllerRuntime;
+  const status = (name: string) => (fx.api.get('clusters.openmcp.cloud/v1alpha1', 'ClusterRequest', TEAM, name) as { status?: Record<string, any> } | undefined)?.status;
+  const scheduled = (name: string) => status(name)?.conditions?.find((c: { type: string }) => c.type === 'Scheduled');
+  const treeFiles = (dir: string): string[] => {
+    try {
+      return fx.git.git(fx.remote, 'ls-tree', '-r', '--name-only', 'refs/heads/main', dir).split('\n').filter(Boolean);
+    } catch {
+      return [];
+    }
+  };
+  const requestedClusters = () => treeFiles('management/_cluster-requests/clusters').filter((file) => !file.endsWith('kustomization.yaml'));
+  const events = (reason: string) => fx.api.list('v1', 'Event', TEAM).filter((event) => event['reason'] === reason) as (KubeObject & { message?: string; note?: string; regarding?: { name: string }; involvedObject?: { name: string } })[];
+  const createRequest = (name: string, purpose: string) => fx.custom.createNamespacedCustomObject({ ...OPENMCP, plural: 'clusterrequests', namespace: TEAM, body: request(name, purpose) });
+  const open = (file: string) => SchedulerConfigFile.open({ file, cwd: '/', logger: pino({ level: 'silent' }), debounceMs: 50, pollMs: 600_000 });
+
+  beforeAll(async () => {
+    fx = await startControllerFixture({
+      api: { resources: [{ ...OPENMCP, kind: 'ClusterRequest', plural: 'clusterrequests', namespaced: true, statusSubresource: true, shortNames: ['cr', 'creq'] }] },
+    });
+    volume = new ConfigMapVolume(await mkdtemp(path.join(os.tmpdir(), 'csk-configmap-')));
+    await volume.write(WORKLOAD);
+    await fx.createNamespace(NS);
+    await fx.createNamespace(TEAM);
+    await fx.create(aStack('docker-ferrol-1-30', NS));
+    await fx.create(aCluster('alpha', NS, 'docker-ferrol-1-30-v2'));
+    for (const [name, purpose] of [['web', 'workload'], ['batch', 'workload'], ['game', 'gaming']] as const) await createRequest(name, purpose);
+    // The poll is ten minutes: only the watch of the directory can see the swaps below in time.
+    runtime = await fx.start('watching', { scheduler: await open(volume.file) });
+    await waitFor(() => status('web')?.phase === 'Granted' && scheduled('game')?.reason === 'UnknownPurpose', 'the first statuses', 60_000);
+  });
+
+  afterAll(async () => {
+    await fx?.cleanup();
+    if (volume) await rm(volume.dir, { recursive: true, force: true });
+  });
+
+  it('reads the file again after kubelet’s ..data swap: a purpose mapped to an unknown profile leaves only its request Pending', async () => {
+    await volume.write(gaming('cluster-stacks.docker.ferrol-1-31'));
+    await waitFor(() => scheduled('game')?.reason === 'UnknownProfile', 'game to be Pending for its unknown profile', 60_000);
+    expect(scheduled('game')!.message).toContain('mapped to ClusterProfile "cluster-stacks.docker.ferrol-1-31"');
+    expect(status('web')!.phase).toBe('Granted');
+    expect(requestedClusters()).toHaveLength(1);
+  });
+
+  it('keeps the configuration in effect when the new file is not valid, and says so on the requests', async () => {
+    await volume.write('scheduler: {purposeMappings: [\n');
+    await waitFor(() => events('SchedulerConfigInvalid').length > 0, 'a SchedulerConfigInvalid event', 60_000);
+    const event = events('SchedulerConfigInvalid')[0]!;
+    expect(event.type).toBe('Warning');
+    expect(event.note ?? event.message).toMatch(/scheduler\.yaml changed but is not valid \(.*not valid YAML.*\); the configuration read before \(sha256:[0-9a-f]{64}\) stays in effect/);
+    // Still scheduling with the previous mappings: a new workload request is granted.
+    await createRequest('api', 'workload');
+    await waitFor(() => status('api')?.phase === 'Granted', 'api to be granted under the configuration in effect', 60_000);
+    expect(scheduled('game')!.reason).toBe('UnknownProfile');
+  });
+
+  it('takes a valid file again: the mapped purpose is granted', async () => {
+    await volume.write(gaming(PROFILE));
+    await waitFor(() => status('game')?.phase === 'Granted', 'game to be granted', 60_000);
+    expect(status('game')!.cluster.name).toMatch(/^gaming-[0-9a-f]{5}$/);
+    expect(requestedClusters()).toHaveLength(3);
+  });
+
+  it('keeps the cluster of a request whose purpose changed, reports it, and publishes the rest', async () => {
+    const cluster = status('web')!.cluster;
+    await fx.custom.patchNamespacedCustomObject({ ...OPENMCP, plural: 'clusterrequests', namespace: TEAM, name: 'web', body: { spec: { purpose: 'gaming' } } }, MERGE());
+    await createRequest('late', 'gaming');
+    await waitFor(() => scheduled('web')?.reason === 'PurposeChanged' && status('late')?.phase === 'Granted', 'web refused and late granted', 60_000);
+    expect(status('web')).toMatchObject({ phase: 'Pending', cluster, conditions: [expect.objectContaining({ type: 'Scheduled', status: 'False', reason: 'PurposeChanged', message: expect.stringContaining(`was "workload" and is now "gaming"`) })] });
+    expect(requestedClusters()).toContain(`management/_cluster-requests/clusters/${cluster.namespace}/cluster-${cluster.name}.yaml`);
+    expect(requestedClusters()).toHaveLength(4);
+  });
+
+  it('started with a file that is not valid, keeps the published clusters and reports every request Pending', async () => {
+    const published = requestedClusters();
+    const cluster = status('batch')!.cluster;
+    await runtime.stop();
+    await volume.write('scheduler:\n  strategy: RoundRobin\n');
+    await fx.start('refused', { scheduler: await open(volume.file) });
+    await waitFor(() => scheduled('batch')?.reason === 'SchedulerConfigInvalid', 'batch to report the configuration', 60_000);
+    expect(status('batch')).toMatchObject({ phase: 'Pending', cluster });
+    expect(scheduled('batch')!.message).toMatch(/strategy: must be one of Balanced, Random, Simple, not "RoundRobin"/);
+    expect(requestedClusters()).toEqual(published);
+    // The profiles still follow the stacks.
+    expect(treeFiles('management/_cluster-requests/profiles')).toContain(`management/_cluster-requests/profiles/clusterprofile-${PROFILE}.yaml`);
+  });
+});
