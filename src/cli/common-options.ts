@@ -6,6 +6,7 @@ import { buildPlan, type Plan } from '../plan/build-plan.js';
 import { createSourceOpener, type SourceOpener, type SourceOptions } from '../sources/open-release-source.js';
 import { createProviderFetcher, type ProviderFetcher } from '../providers/provider-fetcher.js';
 import { createConnectingFetch } from '../sources/remote-fetch.js';
+import { createLayerChartFetcher } from '../sources/helm-chart-source.js';
 import type { CliIo } from './cli-io.js';
 
 export const SOURCE_OPTIONS = {
@@ -103,5 +104,7 @@ export async function planFromInputs(inputs: string[], location: string, config:
   const openSource = createSourceOpener(sourceOptions);
   // Provider releases go through the same sources, cache, tokens, timeouts and registry credentials.
   const providerFetcher = createProviderFetcher(sourceOptions, openSource);
-  return buildPlan({ manifests, defaultSource: location, openSource, providerFetcher, workDir: config.cacheDir, ...(onWarning ? { onWarning } : {}), ...(flags['layer-root'] ? { layerRoot: path.resolve(io.cwd, flags['layer-root']) } : {}) });
+  // Layer charts from OCI and HTTP repositories: the same cache, plain-HTTP switch, credentials and timeouts.
+  const layerChartFetcher = createLayerChartFetcher({ cacheDir: sourceOptions.cacheDir, ...(sourceOptions.fetch ? { fetch: sourceOptions.fetch } : {}), plainHttp: sourceOptions.plainHttp ?? false, ...(sourceOptions.registryCredentials ? { registryCredentials: sourceOptions.registryCredentials } : {}), ...(sourceOptions.timeouts ? { timeouts: sourceOptions.timeouts } : {}) });
+  return buildPlan({ manifests, defaultSource: location, openSource, providerFetcher, layerChartFetcher, workDir: config.cacheDir, ...(onWarning ? { onWarning } : {}), ...(flags['layer-root'] ? { layerRoot: path.resolve(io.cwd, flags['layer-root']) } : {}) });
 }
