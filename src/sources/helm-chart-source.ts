@@ -12,7 +12,7 @@ import path from 'node:path';
 import type { LayerChartRef } from '../api/addons-layer.js';
 import { InputError } from '../core/problem.js';
 import { formatOciRepository, parseOciRepository } from '../oci/oci-reference.js';
-import { RegistryClient, type RegistryCredentials } from '../oci/registry-client.js';
+import type { RegistryClient, RegistryCredentials } from '../oci/registry-client.js';
 import { treeDigest } from '../release/content-digest.js';
 import type { ChartSource } from '../release/load-release.js';
 import { extractArchive } from '../release/safe-extract.js';
@@ -61,9 +61,11 @@ export function createLayerChartFetcher(options: LayerChartFetcherOptions): Laye
   const doFetch = options.fetch ?? globalThis.fetch;
   const totalMs = options.timeouts?.totalMs ?? 5 * 60 * 1000;
   const clients = new Map<string, RegistryClient>();
-  const clientFor = (registry: string): RegistryClient => {
+  // Loaded on first use, like the remote release sources: plans without chart sources never pay for it.
+  const clientFor = async (registry: string): Promise<RegistryClient> => {
     let client = clients.get(registry);
     if (!client) {
+      const { RegistryClient } = await import('../oci/registry-client.js');
       client = new RegistryClient({
         registry,
         plainHttp: options.plainHttp ?? false,
@@ -112,17 +114,18 @@ export function createLayerChartFetcher(options: LayerChartFetcherOptions): Laye
 }
 
 /** Downloads the chart layer of an OCI chart into `archive`; returns the manifest digest. */
-async function pullOci(ref: LayerChartRef, clientFor: (registry: string) => RegistryClient, archive: string): Promise<string> {
+async function pullOci(ref: LayerChartRef, clientFor: (registry: string) => Promise<RegistryClient>, archive: string): Promise<string> {
   const repo = parseOciRepository(ref.repository);
+  const client = await clientFor(repo.apiHost);
   // Helm stores `+` of a semver build part as `_` in the tag (tags cannot hold `+`).
-  const { digest, manifest } = await clientFor(repo.apiHost).getManifest(repo.repository, ref.version.replace(/\+/g, '_'));
+  const { digest, manifest } = await client.getManifest(repo.repository, ref.version.replace(/\+/g, '_'));
   if (ref.digest && digest !== ref.digest) throw pinMismatch(ref, digest, 'its manifest digest');
   if (manifest.config.mediaType !== HELM_CONFIG) throw new ReleaseSourceError('invalid-release', `${describe(ref)} is not a Helm chart (its config is ${manifest.config.mediaType}, not ${HELM_CONFIG})`);
   const layers = manifest.layers.filter((layer) => HELM_CHART_LAYERS.includes(layer.mediaType));
   if (layers.length !== 1) throw new ReleaseSourceError('invalid-release', `${describe(ref)} has ${layers.length} chart layers; a Helm chart has exactly one`);
   if (layers[0]!.size > MAX_CHART_BYTES) throw new ReleaseSourceError('invalid-release', `${describe(ref)}: the chart is ${layers[0]!.size} bytes, more than the ${MAX_CHART_BYTES} a chart may have`);
   await mkdir(path.dirname(archive), { recursive: true });
-  await clientFor(repo.apiHost).fetchBlob(repo.repository, layers[0]!.digest, archive, layers[0]!.size);
+  await client.fetchBlob(repo.repository, layers[0]!.digest, archive, layers[0]!.size);
   return digest;
 }
 
