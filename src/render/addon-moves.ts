@@ -104,7 +104,10 @@ export interface AddonMoves {
   /** Marked copies to write (tree path -> text), beside the units' own files. */
   files: Map<string, string>;
   handovers: AddonHandoverRecord[];
+  /** Handovers in progress: in the tree's README (the next render changes the tree anyway). */
   notes: string[];
+  /** Moves that could not be handed over: said for this run only, so the next render does not commit just to drop them. */
+  warnings: string[];
 }
 
 /**
@@ -113,7 +116,7 @@ export interface AddonMoves {
  * under `shared`) and returns its marked copy for the old one. Mutates `rendered` and `records`.
  */
 export function handOverAddonMoves(previous: RenderedTree, rendered: Map<string, Map<string, string>>, records: UnitRecord[]): AddonMoves {
-  const moves: AddonMoves = { files: new Map(), handovers: [], notes: [] };
+  const moves: AddonMoves = { files: new Map(), handovers: [], notes: [], warnings: [] };
   const before = addonHomes(previous);
   if (before.size === 0) return moves;
   const handedOver = previousHandovers(previous);
@@ -141,13 +144,13 @@ export function handOverAddonMoves(previous: RenderedTree, rendered: Map<string,
       // Handed over in the previous render to this directory (and applied by then): the move completes now.
       if (earlier && earlier.to === record.dir && !held) continue;
       if (!fromRecord || !rendered.has(from.dir)) {
-        moves.notes.push(`${subject} moves from ${from.dir}/, which leaves the tree in the same commit, to ${record.dir}/: its old owner may delete it before the new one applies it (it is then created again); keep the old directory one render longer to have it handed over safely`);
+        moves.warnings.push(`${subject} moves from ${from.dir}/, which leaves the tree in the same commit, to ${record.dir}/: its old owner may delete it before the new one applies it (it is then created again); keep the old directory one render longer to have it handed over safely`);
         continue;
       }
       const name = from.path.slice(from.dir.length + 1);
       const marked = /^sops:/m.test(text) ? undefined : markedAgainstPrune(text);
       if (marked === undefined || rendered.get(from.dir)!.has(name) || moves.files.has(from.path)) {
-        moves.notes.push(`${subject} moves from ${from.dir}/ to ${record.dir}/ without a handover (${marked === undefined ? 'it cannot be annotated: an encrypted or unreadable document' : `${from.dir}/${name} is taken by another object`}): its old owner may delete it before the new one applies it`);
+        moves.warnings.push(`${subject} moves from ${from.dir}/ to ${record.dir}/ without a handover (${marked === undefined ? 'it cannot be annotated: an encrypted or unreadable document' : `${from.dir}/${name} is taken by another object`}): its old owner may delete it before the new one applies it`);
         continue;
       }
       files.delete(file);
@@ -164,5 +167,6 @@ export function handOverAddonMoves(previous: RenderedTree, rendered: Map<string,
   }
   moves.handovers.sort((a, b) => byText(a.path, b.path));
   moves.notes.sort(byText);
+  moves.warnings.sort(byText);
   return moves;
 }

@@ -202,7 +202,7 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
     const renderedAgain = recordOf.has(dir) && recordOf.get(dir)!.secrets !== before.get(dir)?.secrets;
     return files.map((file) => `${file} was changed since clusterstack encrypted it (edited by hand?); ${renderedAgain ? 'it was encrypted again from the render' : 'it is kept as it is while its unit is withheld'}`);
   });
-  return { tree, provenance, summary, withheld, notes: [...summary.notes, ...editWarnings], stats: { unitsRendered, unitsReused: placed.filter((record) => !renderedNow.has(record.dir)).length } };
+  return { tree, provenance, summary, withheld, notes: [...summary.notes, ...moves.warnings, ...editWarnings], stats: { unitsRendered, unitsReused: placed.filter((record) => !renderedNow.has(record.dir)).length } };
 }
 
 /** Counts finished releases and clusters (a cluster when its last stage is done) for onProgress. */

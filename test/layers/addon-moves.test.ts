@@ -60,7 +60,7 @@ describe('handOverAddonMoves', () => {
     const previous = tree({ [`clusters/fleet/two/cni/configmap-moving.kube-system.yaml`]: OBJECT, [`${C}/cni/configmap-moving.kube-system.yaml`]: OBJECT });
     const rendered = new Map([[`${C}/cni`, new Map([['configmap-moving.kube-system.yaml', OBJECT]])], [`${C}/layers/base`, new Map([['configmap-moving.kube-system.yaml', OBJECT]])]]);
     const moves = handOverAddonMoves(previous, rendered, [record(`${C}/cni`, ['configmap-moving.kube-system.yaml']), record(`${C}/layers/base`, ['configmap-moving.kube-system.yaml'])]);
-    expect(moves).toEqual({ files: new Map(), handovers: [], notes: [] });
+    expect(moves).toEqual({ files: new Map(), handovers: [], notes: [], warnings: [] });
   });
 
   it('says so when the old directory leaves the tree in the same commit, and hands nothing over', () => {
@@ -68,7 +68,8 @@ describe('handOverAddonMoves', () => {
     const rendered = new Map([[`${C}/layers/base`, new Map([['configmap-moving.kube-system.yaml', OBJECT]])]]);
     const moves = handOverAddonMoves(previous, rendered, [record(`${C}/layers/base`, ['configmap-moving.kube-system.yaml'])]);
     expect(moves.handovers).toEqual([]);
-    expect(moves.notes).toEqual([expect.stringContaining(`ConfigMap kube-system/moving moves from ${C}/layers/old/, which leaves the tree in the same commit`)]);
+    expect(moves.warnings).toEqual([expect.stringContaining(`ConfigMap kube-system/moving moves from ${C}/layers/old/, which leaves the tree in the same commit`)]);
+    expect(moves.notes).toEqual([]);
   });
 
   it('does not annotate a SOPS-encrypted Secret (its MAC covers every value) and says so', () => {
@@ -77,7 +78,7 @@ describe('handOverAddonMoves', () => {
     const rendered = new Map([[`${C}/cni`, new Map<string, string>()], [`${C}/layers/base`, new Map([['secret-token.kube-system.yaml', secret]])]]);
     const moves = handOverAddonMoves(previous, rendered, [record(`${C}/cni`, []), record(`${C}/layers/base`, ['secret-token.kube-system.yaml'])]);
     expect(moves.handovers).toEqual([]);
-    expect(moves.notes[0]).toContain('without a handover (it cannot be annotated: an encrypted or unreadable document)');
+    expect(moves.warnings[0]).toContain('without a handover (it cannot be annotated: an encrypted or unreadable document)');
   });
 });
 
