@@ -32,8 +32,9 @@ export interface AddonsLayerSpec {
    * Kraan: `path` is a directory (starting with `./`) of the repository holding the inputs: plain
    * manifests, or a Helm chart when it has a Chart.yaml. `name` and `namespace` name Kraan's Flux
    * GitRepository; they are accepted and not used (the inputs' repository is the source).
+   * Ours: `chart` instead of `path`, a chart from an OCI registry or an HTTP chart repository.
    */
-  source: { name?: string; namespace?: string; path: string };
+  source: { name?: string; namespace?: string; path?: string; chart?: LayerChartRef };
   /** Ours: the CAPI Clusters the layer goes to; `{}` is every Cluster, absent is none. */
   clusterSelector?: LabelSelector;
   /** Ours: namespace for namespaced objects that name none, and for a chart's `--namespace` (default `default`). */
@@ -42,6 +43,19 @@ export interface AddonsLayerSpec {
   values?: Record<string, unknown>;
   /** Ours, for charts: values as a Go template over .Cluster, .ControlPlane and .InfraCluster (applied before `values`). */
   valuesTemplate?: string;
+}
+
+/**
+ * Ours: a Helm chart from a repository. `oci://host/path/chart` with `version` as the tag (as `helm
+ * pull oci://...` takes it), or an HTTP chart repository `https://host/path` (its `index.yaml`,
+ * or that file's URL) with the chart's `name`. `digest` (`sha256:<hex>`) pins the content: the OCI
+ * manifest's digest, or the chart archive's for an HTTP repository.
+ */
+export interface LayerChartRef {
+  repository: string;
+  name?: string;
+  version: string;
+  digest?: string;
 }
 
 export interface AddonsLayer {
@@ -61,7 +75,10 @@ export interface LayerDependency {
 
 const SPEC_FIELDS = ['version', 'hold', 'interval', 'timeout', 'prereqs', 'source', 'clusterSelector', 'namespace', 'values', 'valuesTemplate'];
 const PREREQ_FIELDS = ['k8sVersion', 'dependsOn'];
-const SOURCE_FIELDS = ['name', 'namespace', 'path'];
+const SOURCE_FIELDS = ['name', 'namespace', 'path', 'chart'];
+const CHART_FIELDS = ['repository', 'name', 'version', 'digest'];
+const CHART_NAME = /^[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$/;
+const SHA256_DIGEST = /^sha256:[0-9a-f]{64}$/;
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 // Flux's duration pattern (Kraan takes Go durations; these are the ones Flux accepts too).
 const DURATION = /^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$/;
@@ -141,11 +158,14 @@ export function validateAddonsLayer(object: unknown): Problem[] {
     }
   }
 
-  if (!isRecord(spec.source)) problems.push({ path: 'spec.source', message: 'is required: {path: ./<directory>} in the repository holding the inputs' });
+  if (!isRecord(spec.source)) problems.push({ path: 'spec.source', message: 'is required: {path: ./<directory>} in the repository holding the inputs, or {chart: {repository, name, version}}' });
   else {
     unknownFields(spec.source, SOURCE_FIELDS, 'spec.source', problems);
     const path = spec.source.path;
-    if (typeof path !== 'string' || !path.startsWith('./')) problems.push({ path: 'spec.source.path', message: `must be a directory of the inputs' repository starting with "./" (as in Kraan), found ${JSON.stringify(path ?? null)}` });
+    if (spec.source.chart !== undefined) {
+      if (path !== undefined) problems.push({ path: 'spec.source', message: 'give either path (a directory of the repository) or chart (a chart from a repository), not both' });
+      problems.push(...validateChartRef(spec.source.chart));
+    } else if (typeof path !== 'string' || !path.startsWith('./')) problems.push({ path: 'spec.source.path', message: `must be a directory of the inputs' repository starting with "./" (as in Kraan), found ${JSON.stringify(path ?? null)}` });
     else if (escapesRoot(path)) problems.push({ path: 'spec.source.path', message: `"${path}" leads outside the repository; layer sources must be inside it` });
     for (const field of ['name', 'namespace'] as const) {
       if (spec.source[field] !== undefined && typeof spec.source[field] !== 'string') problems.push({ path: `spec.source.${field}`, message: 'must be a string' });
@@ -156,6 +176,27 @@ export function validateAddonsLayer(object: unknown): Problem[] {
   if (spec.namespace !== undefined && (typeof spec.namespace !== 'string' || !DNS_LABEL.test(spec.namespace))) problems.push({ path: 'spec.namespace', message: `must be a namespace name, found ${JSON.stringify(spec.namespace)}` });
   if (spec.values !== undefined && !isRecord(spec.values)) problems.push({ path: 'spec.values', message: 'must be a mapping of Helm values' });
   if (spec.valuesTemplate !== undefined && typeof spec.valuesTemplate !== 'string') problems.push({ path: 'spec.valuesTemplate', message: 'must be a string (a Go template producing Helm values)' });
+  return problems;
+}
+
+/** Problems of `spec.source.chart`. */
+function validateChartRef(chart: unknown): Problem[] {
+  const at = 'spec.source.chart';
+  if (!isRecord(chart)) return [{ path: at, message: 'must be {repository: oci://host/path/chart or https://host/path, name (HTTP repositories), version}' }];
+  const problems: Problem[] = [];
+  unknownFields(chart, CHART_FIELDS, at, problems);
+  const repository = chart.repository;
+  const isOci = typeof repository === 'string' && repository.startsWith('oci://');
+  if (typeof repository !== 'string' || !(isOci || /^https?:\/\/[^/@\s]+(\/\S*)?$/.test(repository))) {
+    // Never echo a URL with credentials in it.
+    const found = typeof repository === 'string' && repository.includes('@') ? 'a URL with credentials in it (only public repositories are supported)' : JSON.stringify(repository ?? null);
+    problems.push({ path: `${at}.repository`, message: `must be oci://<registry>/<path>/<chart> or an HTTP chart repository https://<host>/<path> (no credentials in it), found ${found}` });
+  }
+  if (chart.name !== undefined && (typeof chart.name !== 'string' || !CHART_NAME.test(chart.name))) problems.push({ path: `${at}.name`, message: `must be a chart name (lowercase letters, digits, "-", "_", "."), found ${JSON.stringify(chart.name)}` });
+  if (typeof repository === 'string' && !isOci && chart.name === undefined) problems.push({ path: `${at}.name`, message: 'is required for an HTTP chart repository: the chart to take from its index.yaml' });
+  if (isOci && typeof chart.name === 'string' && !repository.replace(/\/+$/, '').endsWith(`/${chart.name}`)) problems.push({ path: `${at}.name`, message: `names the chart, which for oci:// is the last part of the repository: ${repository} does not end in /${chart.name}` });
+  if (typeof chart.version !== 'string' || chart.version === '' || !/^v?[0-9A-Za-z.+_-]+$/.test(chart.version)) problems.push({ path: `${at}.version`, message: `must be the chart's exact version such as "1.2.3" (quote it; ranges are not taken: the render must not change by itself), found ${JSON.stringify(chart.version ?? null)}` });
+  if (chart.digest !== undefined && (typeof chart.digest !== 'string' || !SHA256_DIGEST.test(chart.digest))) problems.push({ path: `${at}.digest`, message: `must be sha256:<64 hex digits>, found ${JSON.stringify(chart.digest)}` });
   return problems;
 }
 

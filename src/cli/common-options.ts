@@ -6,6 +6,7 @@ import { buildPlan, type Plan } from '../plan/build-plan.js';
 import { createSourceOpener, type SourceOpener, type SourceOptions } from '../sources/open-release-source.js';
 import { createProviderFetcher, type ProviderFetcher } from '../providers/provider-fetcher.js';
 import { createConnectingFetch } from '../sources/remote-fetch.js';
+import { createLayerChartFetcher, type LayerChartFetcher } from '../sources/helm-chart-source.js';
 import type { CliIo } from './cli-io.js';
 
 export const SOURCE_OPTIONS = {
@@ -91,6 +92,12 @@ function sourceOptionsFrom(config: Readonly<Config>, flags: SourceFlags, onWarni
   };
 }
 
+/** Fetches AddonsLayer charts from OCI and HTTP repositories with the options release sources use. */
+export function layerChartFetcherFrom(config: Readonly<Config>, flags: SourceFlags): LayerChartFetcher {
+  const options = sourceOptionsFrom(config, flags);
+  return createLayerChartFetcher({ cacheDir: options.cacheDir, ...(options.fetch ? { fetch: options.fetch } : {}), plainHttp: options.plainHttp ?? false, ...(options.registryCredentials ? { registryCredentials: options.registryCredentials } : {}), ...(options.timeouts ? { timeouts: options.timeouts } : {}) });
+}
+
 /**
  * Reads the input files and plans against the release source, as plan, render and cache prune do.
  * A local release source (and `exclude`, e.g. the output directory) inside an input directory is
@@ -103,5 +110,7 @@ export async function planFromInputs(inputs: string[], location: string, config:
   const openSource = createSourceOpener(sourceOptions);
   // Provider releases go through the same sources, cache, tokens, timeouts and registry credentials.
   const providerFetcher = createProviderFetcher(sourceOptions, openSource);
-  return buildPlan({ manifests, defaultSource: location, openSource, providerFetcher, workDir: config.cacheDir, ...(onWarning ? { onWarning } : {}), ...(flags['layer-root'] ? { layerRoot: path.resolve(io.cwd, flags['layer-root']) } : {}) });
+  // Layer charts from OCI and HTTP repositories: the same cache, plain-HTTP switch, credentials and timeouts.
+  const layerChartFetcher = layerChartFetcherFrom(config, flags);
+  return buildPlan({ manifests, defaultSource: location, openSource, providerFetcher, layerChartFetcher, workDir: config.cacheDir, ...(onWarning ? { onWarning } : {}), ...(flags['layer-root'] ? { layerRoot: path.resolve(io.cwd, flags['layer-root']) } : {}) });
 }

@@ -19,7 +19,7 @@ import { type CliIo, EXIT_FAILURE, EXIT_OK, UsageError } from './cli-io.js';
 import { controllerSecretSettings } from './secret-options.js';
 import { parseCommandLine } from './parse-command-line.js';
 import { SchedulerConfigFile } from '../controller/reconcile/scheduler-config-file.js';
-import { configFromFlags, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, providerFetcherFrom, sourceOpenerFrom } from './common-options.js';
+import { configFromFlags, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, layerChartFetcherFrom, providerFetcherFrom, sourceOpenerFrom } from './common-options.js';
 
 export const CONTROLLER_USAGE = `Usage: clusterstack controller --release-source <source> (--git <repo> | --output <dir> | --oci <ref>) [options]
 
@@ -274,6 +274,7 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
     defaultSource: resolveLocation(settings.releaseSource, io.cwd),
     openSource,
     providerFetcher: providerFetcherFrom(config, values, openSource),
+    layerChartFetcher: layerChartFetcherFrom(config, values),
     workDir: config.cacheDir,
     helm: createHelmDependencies({ ...(config.helmBinary ? { configured: config.helmBinary } : {}), pathEnv: config.pathEnv, workDir: path.join(config.cacheDir, 'helm') }),
     secrets: settings.secrets as SecretPolicy,

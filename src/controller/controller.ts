@@ -49,6 +49,7 @@ import { type EventIntent, regarding } from './desired-state/event-intents.js';
 import { writeStatus } from './reconcile/write-status.js';
 import { createProviderFetcher, type ProviderFetcher } from '../providers/provider-fetcher.js';
 import { readProviderConfig } from './reconcile/provider-config-objects.js';
+import type { LayerChartFetcher } from '../sources/helm-chart-source.js';
 import { ADDONS_LAYERS, ARGO_APPLICATIONS, CAPI_CLUSTERS, CAPI_PROVIDER_KINDS, CLUSTER_ADDONS, CLUSTER_REQUESTS, CLUSTER_STACK_RELEASES, CLUSTER_STACKS, FLUX_KUSTOMIZATIONS } from './desired-state/watched-kinds.js';
 import type { SchedulerConfig } from '../cluster-requests/scheduler-config.js';
 import type { SchedulerSetting } from '../cluster-requests/plan-cluster-requests.js';
@@ -76,6 +77,8 @@ export interface ControllerOptions {
   openSource: SourceOpener;
   /** Fetches Cluster API provider releases (default: through `openSource`, cached in `workDir`). */
   providerFetcher?: ProviderFetcher;
+  /** Fetches AddonsLayer charts from OCI and HTTP repositories (default: anonymous, plain TLS, cached in `workDir`). */
+  layerChartFetcher?: LayerChartFetcher;
   /** Extracted releases (content-addressed). */
   workDir: string;
   helm: HelmDependencies;
@@ -335,6 +338,7 @@ export class Controller {
         openSource: opener,
         // Provider releases are not stack listings: fetched straight through the sources (cached).
         providerFetcher: this.providerFetcher,
+        ...(this.options.layerChartFetcher ? { layerChartFetcher: this.options.layerChartFetcher } : {}),
         workDir: this.options.workDir,
         onWarning: (message) => logger.warn({ warning: message }, 'Release source warning'),
       });

@@ -27,6 +27,7 @@ function refuse(layer: AddonsLayer, message: string): InputError {
 /** Reads the source of `layer` below `root` (the inputs' repository); throws InputError naming the layer. */
 export async function loadLayerSource(layer: AddonsLayer, root: string): Promise<LayerSource> {
   const relative = layer.spec.source.path;
+  if (relative === undefined) throw new Error(`internal error: AddonsLayer ${layer.metadata.name} has no source.path (a chart source is fetched, not read)`);
   const dir = path.resolve(root, relative);
   const realRoot = await realpath(root);
   let realDir: string;

@@ -9,12 +9,17 @@ import type { ClusterResolution } from '../core/resolve-releases.js';
 import type { SourcedObject } from '../inputs/parse-manifests.js';
 import type { ReleaseContent } from '../release/load-release.js';
 import { type LayerSource, loadLayerSource } from './load-layer-source.js';
+import type { LayerChartFetcher } from '../sources/helm-chart-source.js';
+import { ReleaseSourceError } from '../sources/release-source.js';
+import { UnsafeArchiveError } from '../release/safe-extract.js';
 import { type LayerClusterInput, type LayerResolution, resolveLayers } from './resolve-layers.js';
 
 export interface LayerPlan {
   layers: AddonsLayer[];
   /** Each usable layer's source, by layer name. */
   sources: Map<string, LayerSource>;
+  /** Why a layer's chart could not be fetched (repository down, unknown version, digest mismatch, unsafe archive): withheld for its Clusters. */
+  sourceFailures: Map<string, string>;
   resolution: LayerResolution;
   problems: Problem[];
 }
@@ -43,11 +48,27 @@ export async function planLayers(
   /** The loaded release a Cluster uses, if any. */
   contentOf: (cluster: ClusterResolution) => ReleaseContent | undefined,
   root: string | undefined,
+  /** Fetches charts from repositories (`spec.source.chart`). */
+  fetchChart?: LayerChartFetcher,
 ): Promise<LayerPlan | undefined> {
   if (layers.length === 0) return undefined;
   const problems: Problem[] = [];
   const sources = new Map<string, LayerSource>();
+  const sourceFailures = new Map<string, string>();
   for (const sourced of layers) {
+    const name = sourced.object.metadata.name;
+    const chart = sourced.object.spec.source.chart;
+    if (chart) {
+      // A repository that fails (down, a version it lacks, content that does not verify) withholds this layer alone.
+      try {
+        if (!fetchChart) throw new ReleaseSourceError('unavailable', 'charts from repositories cannot be fetched here (no chart fetcher)');
+        sources.set(name, { kind: 'chart', chart: await fetchChart(chart, name) });
+      } catch (error) {
+        if (!(error instanceof ReleaseSourceError || error instanceof UnsafeArchiveError || error instanceof InputError)) throw error;
+        sourceFailures.set(name, `its chart could not be fetched: ${error.message}`);
+      }
+      continue;
+    }
     try {
       sources.set(sourced.object.metadata.name, await loadLayerSource(sourced.object, layerRootOf(sourced, root)));
     } catch (error) {
@@ -71,5 +92,5 @@ export async function planLayers(
     const origin = layers.find((sourced) => sourced.object.metadata.name === name)?.source;
     problems.push(origin ? { ...problem, source: origin } : problem);
   }
-  return { layers: objects, sources, resolution, problems };
+  return { layers: objects, sources, sourceFailures, resolution, problems };
 }

@@ -80,6 +80,27 @@ export interface SharedObjectRecord {
   renderedBy: string[];
 }
 
+/**
+ * An object of a workload cluster moving between two of its addon directories (stage or layer):
+ * for one render it stays in its old directory, marked so that neither Flux nor Argo CD prunes it,
+ * and the next render writes it in its new one (src/render/addon-moves.ts).
+ */
+export interface AddonHandoverRecord {
+  /** Path of the marked copy, in the old directory. */
+  path: string;
+  /** The old directory (the unit that applied it so far) and the new one. */
+  from: string;
+  to: string;
+  /** Its file name in the new directory (listed in that unit's `shared` meanwhile). */
+  file: string;
+  /** sha256 of the new directory's own text for it, without the marks. */
+  digest: string;
+  group: string;
+  kind: string;
+  namespace: string;
+  name: string;
+}
+
 /** An addon layer as rendered for one cluster. */
 export interface LayerRecord {
   name: string;
@@ -133,6 +154,8 @@ export interface Provenance {
   withheld: WithheldEntry[];
   /** Objects several kept releases render (management side), each written once; absent when none. */
   sharedObjects?: SharedObjectRecord[];
+  /** Addon objects in the middle of a move between two directories of one cluster; absent when none. */
+  addonHandovers?: AddonHandoverRecord[];
   /** Values templates that failed, by unit and input digest: unchanged inputs fail again without helm. */
   valuesFailures: { dir: string; inputDigest: string; reason: string }[];
   /** Cluster API providers (present only when the inputs hold provider objects, or held them before). */

@@ -8,6 +8,7 @@ import { formatDotVersion } from '../core/stack-version.js';
 import { classifyInputs, type Inputs } from '../inputs/classify-inputs.js';
 import type { ParsedManifests } from '../inputs/parse-manifests.js';
 import { type LayerPlan, planLayers } from '../layers/plan-layers.js';
+import { createLayerChartFetcher, type LayerChartFetcher } from '../sources/helm-chart-source.js';
 import { loadRelease, type ReleaseContent } from '../release/load-release.js';
 import { type ReleaseListing, type ReleaseSource, ReleaseSourceError } from '../sources/release-source.js';
 import { UnsafeArchiveError } from '../release/safe-extract.js';
@@ -26,6 +27,8 @@ export interface PlanOptions {
   onWarning?: (message: string) => void;
   /** The repository AddonsLayer `spec.source.path`s are relative to (default: the Git work tree holding each layer's file). */
   layerRoot?: string;
+  /** Fetches AddonsLayer charts from OCI and HTTP chart repositories; by default one caching in `workDir`. */
+  layerChartFetcher?: LayerChartFetcher;
   /** Fetches Cluster API provider releases; by default through `openSource` and a cache in `workDir`. */
   providerFetcher?: ProviderFetcher;
   /** Why objects that providers name could not be read (the controller's reads), by providerInputKey. */
@@ -185,11 +188,12 @@ export async function buildPlan(options: PlanOptions): Promise<Plan> {
     }
   }
   const contentOf = (cluster: { stack?: { namespace: string }; namespace: string; release?: string }) => loadedRelease({ releases }, cluster.stack?.namespace ?? cluster.namespace, cluster.release)?.content;
-  const layers = await planLayers(inputs.addonsLayers, resolution.clusters, contentOf, options.layerRoot);
+  const layers = await planLayers(inputs.addonsLayers, resolution.clusters, contentOf, options.layerRoot, options.layerChartFetcher ?? (inputs.addonsLayers.some((layer) => layer.object.spec.source.chart) ? createLayerChartFetcher({ cacheDir: options.workDir }) : undefined));
   if (layers) {
     plan.layers = layers;
     problems.push(...layers.problems);
     for (const note of layers.resolution.notes) warn(note);
+    for (const [name, reason] of layers.sourceFailures) warn(`AddonsLayer ${name}: ${reason}; the layer is withheld for its Clusters`);
   }
   return plan;
 }

@@ -37,7 +37,7 @@ export function layerUnits(plan: Plan, secrets: unknown): { units: PendingUnit[]
       // helm needs a Kubernetes version: the Cluster's own, else its release's.
       const kubeVersion = resolved.cluster.spec?.topology?.version ?? content?.metadata.kubernetesVersion;
       if (!source || typeof kubeVersion !== 'string') {
-        withheld.push({ ...entry, reason: !source ? 'its source could not be read' : 'the Cluster has no spec.topology.version and no release to take a Kubernetes version from' });
+        withheld.push({ ...entry, reason: !source ? `${decision.layer}@${decision.version}: ${plan.layers.sourceFailures.get(decision.layer) ?? 'its source could not be read'}` : 'the Cluster has no spec.topology.version and no release to take a Kubernetes version from' });
         continue;
       }
       units.push(layerUnit(layer, decision, resolved.cluster, resolved.release ?? '', source, kubeVersion, others, secrets));

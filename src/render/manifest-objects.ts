@@ -143,6 +143,30 @@ function decodesTo(text: string, expected: unknown): boolean {
   }
 }
 
+/**
+ * A written object's text with the annotations `wantedFor` its current ones set: added as lines when the chart set none of
+ * them (checked by decoding, as placeObjects does), re-encoded when it set one to another value.
+ * Undefined when the text does not decode to an object.
+ */
+export function withAnnotations(text: string, wantedFor: (existing: Record<string, string>) => Record<string, string>): string | undefined {
+  let object: KubeObject | null;
+  try {
+    object = decodeYamlDocument(text).value as KubeObject | null;
+  } catch {
+    return undefined;
+  }
+  if (!object || typeof object !== 'object' || typeof object.metadata !== 'object' || object.metadata === null) return undefined;
+  const existing = object.metadata.annotations ?? {};
+  const wanted = wantedFor(existing);
+  const missing = Object.fromEntries(Object.entries(wanted).filter(([key]) => !Object.hasOwn(existing, key)));
+  const differing = Object.entries(wanted).some(([key, value]) => Object.hasOwn(existing, key) && existing[key] !== value);
+  if (!differing) return Object.keys(missing).length === 0 ? text : withMetadata({ object, text }, undefined, missing).text;
+  const changed = structuredClone(object);
+  changed.metadata.annotations = { ...existing, ...wanted };
+  const header = SOURCE_COMMENT.exec(text)?.[0];
+  return `${header ? `${header}\n` : ''}${encodeYaml(changed)}`;
+}
+
 const BLANK_OR_COMMENT = /^\s*(#.*)?$/;
 const METADATA_LINE = /^metadata:[ \t]*(#.*)?$/m;
 const BLOCK_ANNOTATIONS = /^\s*annotations:[ \t]*(#.*)?$/;

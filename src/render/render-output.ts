@@ -25,6 +25,7 @@ import { findReleaseConflicts, findStageConflicts, handoverNotes, placeSharedObj
 import { buildProvenance, buildSummary } from './tree-records.js';
 import { type AnnotationsFor, unitFiles, type UnitFiles } from './unit-files.js';
 import { layerUnits } from './layer-units.js';
+import { handOverAddonMoves } from './addon-moves.js';
 import { keepPreviousOutput, withholdConflicts, withholdFailedUnits, withholdStrandedLayers } from './withhold-units.js';
 import { readProvenance } from '../output/provenance.js';
 import { renderProviders } from '../providers/render-providers.js';
@@ -178,6 +179,8 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
   if (withholdStrandedLayers(rendered, records, withheld)) keepPreviousOutput(withheld, before, options.previous, rendered, records);
 
   const placement = placeSharedObjects(records, rendered);
+  // An addon object that changed directory within its cluster stays one render in the old one, marked against pruning.
+  const moves = handOverAddonMoves(options.previous, placement.rendered, placement.records);
   const placed = placement.records.sort((a, b) => a.dir.localeCompare(b.dir));
   // Cluster API providers (management/providers/): no helm, rendered every time, same bytes.
   const providers = renderProviders(plan.providers, options.previous, readProvenance(options.previous)?.providers ?? [], options.secrets);
@@ -186,6 +189,7 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
 
   withheld.sort((a, b) => `${a.kind}/${a.namespace}/${a.name}/${a.layer ?? ''}`.localeCompare(`${b.kind}/${b.namespace}/${b.name}/${b.layer ?? ''}`));
   const provenance = buildProvenance(plan, placed, withheld, valuesFailures, providers.records, placement.sharedObjects);
+  if (moves.handovers.length > 0) provenance.addonHandovers = moves.handovers;
   const summary = buildSummary(plan, placed, withheld, provenance.inputDigest, clusterUnits, placement.sharedObjects);
   if (providers.records.length > 0) summary.providers = providers.records.map(({ kind, namespace, name, version, contract, source, dir }) => ({ kind, namespace, name, version, contract, source, dir }));
   if (options.clusterRequests) {
@@ -194,8 +198,8 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
   }
   if (placed.some((record) => record.secrets)) summary.encryptedSecrets = describeEncryptedSecrets(placed, options.decryptionKey);
   const placedFiles = [...placed.filter((record) => record.kind === 'release').flatMap((record) => [...(placement.rendered.get(record.dir) ?? [])].map(([file, text]): [string, string] => [`${record.dir}/${file}`, text])), ...placement.sharedFiles];
-  summary.notes.push(...handoverNotes(options.previous, placedFiles, new Set(placed.filter((record) => record.kind === 'release').map((record) => record.dir))));
-  const tree = assembleTree(placement.rendered, [...placed, ...providers.records], provenance, summary, options.readmeTemplate, options.clusterRequests?.files, { files: placement.sharedFiles, dirs: placement.sharedDirs });
+  summary.notes.push(...handoverNotes(options.previous, placedFiles, new Set(placed.filter((record) => record.kind === 'release').map((record) => record.dir))), ...moves.notes);
+  const tree = assembleTree(placement.rendered, [...placed, ...providers.records], provenance, summary, options.readmeTemplate, options.clusterRequests?.files, { files: new Map([...placement.sharedFiles, ...moves.files]), dirs: placement.sharedDirs });
   // Said once, for this run (not kept in the unit's notes): the hand edit is gone with this render,
   // or, when the unit is withheld, stays until it renders again.
   const recordOf = new Map(placed.map((record) => [record.dir, record]));
@@ -203,7 +207,7 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
     const renderedAgain = recordOf.has(dir) && recordOf.get(dir)!.secrets !== before.get(dir)?.secrets;
     return files.map((file) => `${file} was changed since clusterstack encrypted it (edited by hand?); ${renderedAgain ? 'it was encrypted again from the render' : 'it is kept as it is while its unit is withheld'}`);
   });
-  return { tree, provenance, summary, withheld, notes: [...summary.notes, ...editWarnings], stats: { unitsRendered, unitsReused: placed.filter((record) => !renderedNow.has(record.dir)).length } };
+  return { tree, provenance, summary, withheld, notes: [...summary.notes, ...moves.warnings, ...editWarnings], stats: { unitsRendered, unitsReused: placed.filter((record) => !renderedNow.has(record.dir)).length } };
 }
 
 /** Counts finished releases and clusters (a cluster when its last stage is done) for onProgress. */

@@ -119,6 +119,17 @@ function decodeObject(text: string): KubeObject | undefined {
   return object;
 }
 
+/** The identity of one written object's text and its key (for maps), or undefined when it is no object. */
+export function identityOfText(text: string): { identity: ObjectIdentity; key: string } | undefined {
+  let identity = quickIdentity(text);
+  if (!identity) {
+    const decoded = decodeObject(text);
+    if (!decoded) return undefined;
+    identity = { group: apiGroup(decoded.apiVersion), kind: decoded.kind, namespace: decoded.metadata.namespace ?? '', name: decoded.metadata.name };
+  }
+  return { identity, key: identityKey(identity) };
+}
+
 interface FileObject {
   file: string;
   text: string;

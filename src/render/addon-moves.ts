@@ -1,0 +1,172 @@
+// Objects moving between the addon directories of one workload cluster (stage to stage, stage to
+// layer, layer to layer) without the engine deleting and re-creating them. Each directory has its
+// own owner (a Flux Kustomization, an Argo CD Application) and owners reconcile a new revision in
+// no set order. An owner deletes an object that left its directory only when the live object is
+// still its own and not marked: Flux's garbage collection skips objects whose
+// `kustomize.toolkit.fluxcd.io/name`/`namespace` labels name another Kustomization or that carry
+// `kustomize.toolkit.fluxcd.io/prune: disabled` (fluxcd/pkg ssa `ResourceManager.Delete`, called
+// after the owner applied the same revision); Argo CD prunes only objects whose tracking names the
+// Application, and skips live objects annotated `argocd.argoproj.io/sync-options: Prune=false`
+// (gitops-engine `pruneObject`). Both read the mark on the live object, so the mark must be applied
+// by the old owner before the object leaves it. Hence a move takes two renders:
+//   1. handover: the object stays in its old directory, written as the new one renders it plus both
+//      marks; the new directory lists it under `shared` (written elsewhere). The old owner applies
+//      the marks; nothing leaves any directory, so no order can delete it.
+//   2. the next render writes it, unmarked, in the new directory only. Whichever owner goes first,
+//      the old one finds the live object either marked or already labelled/tracked by the new one.
+// A handover whose old directory is an addon layer on hold stays a handover while it is held and
+// for the render that lifts the hold (a suspended owner applies nothing, so its marks reach the
+// cluster only with the first revision it applies again).
+// Pure: works on the rendered units and the previous tree.
+import { type AddonHandoverRecord, readProvenance, type UnitRecord } from '../output/provenance.js';
+import type { RenderedTree } from '../output/rendered-tree.js';
+import { KUSTOMIZATION_FILE, unitOfPath } from '../output/tree-layout.js';
+import { sha256Digest } from '../release/content-digest.js';
+import { withAnnotations } from './manifest-objects.js';
+import { describeIdentity, identityOfText } from './shared-objects.js';
+
+/** Flux: kustomize-controller never garbage-collects a live object carrying this annotation. */
+export const FLUX_PRUNE_ANNOTATION = 'kustomize.toolkit.fluxcd.io/prune';
+export const FLUX_PRUNE_DISABLED = 'disabled';
+/** Argo CD: sync options on the live object; `Prune=false` keeps any Application from pruning it. */
+export const ARGOCD_SYNC_OPTIONS_ANNOTATION = 'argocd.argoproj.io/sync-options';
+export const ARGOCD_NO_PRUNE = 'Prune=false';
+
+const byText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/** The marks that keep both engines from pruning an object, merged into sync options it already has. */
+function pruneMarks(existingSyncOptions: string | undefined): Record<string, string> {
+  const options = (existingSyncOptions ?? '').split(',').map((option) => option.trim()).filter((option) => option !== '' && !/^Prune=/.test(option));
+  return { [FLUX_PRUNE_ANNOTATION]: FLUX_PRUNE_DISABLED, [ARGOCD_SYNC_OPTIONS_ANNOTATION]: [...options, ARGOCD_NO_PRUNE].join(',') };
+}
+
+/** The object's text marked against pruning by Flux and Argo CD; undefined when that cannot be written. */
+export function markedAgainstPrune(text: string): string | undefined {
+  return withAnnotations(text, (existing) => pruneMarks(existing[ARGOCD_SYNC_OPTIONS_ANNOTATION]));
+}
+
+/**
+ * The unmarked text of a handover copy, when it can be recovered exactly (its digest is the one
+ * recorded): the lines the marks added are taken out again. Undefined otherwise (the unit is then
+ * rendered again instead of reused).
+ */
+export function unmarkedText(marked: string, digest: string): string | undefined {
+  const lines = marked.split('\n');
+  const added = lines.map((line, index) => ({ line, index })).filter(({ line }) => /^\s+kustomize\.toolkit\.fluxcd\.io\/prune: disabled$/.test(line) || /^\s+argocd\.argoproj\.io\/sync-options: Prune=false$/.test(line));
+  const drop = new Set(added.map(({ index }) => index));
+  // An `annotations:` line the marks brought with them is left without children: drop it too.
+  const candidates = [drop, new Set([...drop, ...added.map(({ index }) => index - 1).filter((index) => index >= 0 && /^\s+annotations:\s*$/.test(lines[index]!))])];
+  for (const skip of candidates) {
+    const text = lines.filter((_, index) => !skip.has(index)).join('\n');
+    if (sha256Digest(text) === digest) return text;
+  }
+  return undefined;
+}
+
+/** Handover copies of a previous tree by path (its provenance's record), cached per tree. */
+const HANDOVERS = new WeakMap<RenderedTree, Map<string, AddonHandoverRecord>>();
+
+/** The previous tree's handovers by the path of their marked copy. */
+export function previousHandovers(previous: RenderedTree): Map<string, AddonHandoverRecord> {
+  let found = HANDOVERS.get(previous);
+  if (!found) {
+    found = new Map((readProvenance(previous)?.addonHandovers ?? []).map((handover) => [handover.path, handover]));
+    HANDOVERS.set(previous, found);
+  }
+  return found;
+}
+
+interface Home {
+  dir: string;
+  path: string;
+}
+
+/** Where each addon object of a tree lives: `<cluster dir>\0<identity key>` -> its unit directories. */
+function addonHomes(tree: Iterable<[string, string]>): Map<string, Home[]> {
+  const homes = new Map<string, Home[]>();
+  for (const [path, text] of tree) {
+    if (path.endsWith(`/${KUSTOMIZATION_FILE}`)) continue;
+    const unit = unitOfPath(path);
+    if (!unit || (unit.kind !== 'cluster-stage' && unit.kind !== 'cluster-layer')) continue;
+    const found = identityOfText(text);
+    if (!found) continue;
+    const key = `${unit.clusterDir}\u0000${found.key}`;
+    homes.set(key, [...(homes.get(key) ?? []), { dir: unit.dir, path }]);
+  }
+  return homes;
+}
+
+function clusterDirOf(dir: string): string {
+  return dir.split('/').slice(0, 3).join('/');
+}
+
+export interface AddonMoves {
+  /** Marked copies to write (tree path -> text), beside the units' own files. */
+  files: Map<string, string>;
+  handovers: AddonHandoverRecord[];
+  /** Handovers in progress: in the tree's README (the next render changes the tree anyway). */
+  notes: string[];
+  /** Moves that could not be handed over: said for this run only, so the next render does not commit just to drop them. */
+  warnings: string[];
+}
+
+/**
+ * Finds the addon objects that changed directory within their cluster since `previous` and hands
+ * them over (see the top of this file): takes each out of its new directory (listing it there
+ * under `shared`) and returns its marked copy for the old one. Mutates `rendered` and `records`.
+ */
+export function handOverAddonMoves(previous: RenderedTree, rendered: Map<string, Map<string, string>>, records: UnitRecord[]): AddonMoves {
+  const moves: AddonMoves = { files: new Map(), handovers: [], notes: [], warnings: [] };
+  const before = addonHomes(previous);
+  if (before.size === 0) return moves;
+  const handedOver = previousHandovers(previous);
+  const heldBefore = new Set((readProvenance(previous)?.units ?? []).filter((unit) => unit.layer?.hold === true).map((unit) => unit.dir));
+  const recordOf = new Map(records.map((record) => [record.dir, record]));
+  const addonRecords = records.filter((record) => record.kind === 'cluster-stage' || record.kind === 'cluster-layer').sort((a, b) => byText(a.dir, b.dir));
+  const now = addonHomes(addonRecords.flatMap((record) => [...(rendered.get(record.dir) ?? [])].map(([file, text]): [string, string] => [`${record.dir}/${file}`, text])));
+  for (const record of addonRecords) {
+    const files = rendered.get(record.dir);
+    if (!files) continue;
+    for (const [file, text] of [...files].sort(([a], [b]) => byText(a, b))) {
+      const found = identityOfText(text);
+      if (!found) continue;
+      const homes = before.get(`${clusterDirOf(record.dir)}\u0000${found.key}`);
+      if (!homes || homes.some((home) => home.dir === record.dir)) continue;
+      // Still rendered where it was (two directories render it now): not a move.
+      const current = new Set((now.get(`${clusterDirOf(record.dir)}\u0000${found.key}`) ?? []).map((home) => home.dir));
+      if (homes.some((home) => current.has(home.dir))) continue;
+      const from = [...homes].sort((a, b) => byText(a.path, b.path))[0]!;
+      const subject = describeIdentity(found.identity);
+      const earlier = handedOver.get(from.path);
+      const fromRecord = recordOf.get(from.dir);
+      // A held owner applies nothing: the marks reach the cluster only in the render after the hold is lifted.
+      const held = fromRecord?.layer?.hold === true || heldBefore.has(from.dir);
+      // Handed over in the previous render to this directory (and applied by then): the move completes now.
+      if (earlier && earlier.to === record.dir && !held) continue;
+      if (!fromRecord || !rendered.has(from.dir)) {
+        moves.warnings.push(`${subject} moves from ${from.dir}/, which leaves the tree in the same commit, to ${record.dir}/: its old owner may delete it before the new one applies it (it is then created again); keep the old directory one render longer to have it handed over safely`);
+        continue;
+      }
+      const name = from.path.slice(from.dir.length + 1);
+      const marked = /^sops:/m.test(text) ? undefined : markedAgainstPrune(text);
+      if (marked === undefined || rendered.get(from.dir)!.has(name) || moves.files.has(from.path)) {
+        moves.warnings.push(`${subject} moves from ${from.dir}/ to ${record.dir}/ without a handover (${marked === undefined ? 'it cannot be annotated: an encrypted or unreadable document' : `${from.dir}/${name} is taken by another object`}): its old owner may delete it before the new one applies it`);
+        continue;
+      }
+      files.delete(file);
+      record.files = record.files.filter((entry) => entry !== file);
+      record.shared = Object.fromEntries(Object.entries({ ...record.shared, [file]: from.path }).sort(([a], [b]) => byText(a, b)));
+      moves.files.set(from.path, marked);
+      moves.handovers.push({ path: from.path, from: from.dir, to: record.dir, file, digest: sha256Digest(text), ...found.identity });
+      moves.notes.push(
+        held
+          ? `${subject} moves from ${from.dir}/ to ${record.dir}/: it stays in ${from.dir}/, marked against pruning, while that layer is on hold and for the render that lifts the hold; the render after that completes the move`
+          : `${subject} moves from ${from.dir}/ to ${record.dir}/: this render keeps it in ${from.dir}/, marked so neither Flux nor Argo CD prunes it; the next render completes the move`,
+      );
+    }
+  }
+  moves.handovers.sort((a, b) => byText(a.path, b.path));
+  moves.notes.sort(byText);
+  moves.warnings.sort(byText);
+  return moves;
+}
