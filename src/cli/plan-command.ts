@@ -13,8 +13,7 @@ import { localOutputDirectory } from './output-publisher.js';
 import { PLAN_TARGET_HELP, PLAN_TARGET_OPTIONS, planTargetSettings, readPlanTarget } from './plan-target.js';
 import { type ClusterMove, type SequenceEngine, upgradeSequence } from '../../gitops/upgrade-sequence.js';
 import { loadedRelease } from '../plan/build-plan.js';
-import { readProvenance } from '../output/provenance.js';
-import type { RenderedTree } from '../output/rendered-tree.js';
+import { readProvenance, type UnitRecord } from '../output/provenance.js';
 
 export const PLAN_USAGE = `Usage: clusterstack plan <files or dirs...> --release-source <source> [--json] [target]
 
@@ -78,10 +77,11 @@ export async function planCommand(args: string[], io: CliIo): Promise<number> {
   // clusters it gave them, Clusters moving to another addon version get their upgrade order.
   const target = targetSettings ? await readPlanTarget(targetSettings, config, io.cwd) : undefined;
   const previous = target?.tree;
-  const report = planReport(plan, target ? { name: target.target, providers: readProvenance(target.tree)?.providers ?? [] } : undefined);
+  const published = previous ? readProvenance(previous) : undefined;
+  const report = planReport(plan, target ? { name: target.target, providers: published?.providers ?? [] } : undefined);
   await addConflictNotes(report, plan, config, values.json ? undefined : warn);
   const requests = scheduler ? clusterRequestsReport(planClusterRequests(plan, scheduler, previous ?? new Map()), target !== undefined) : undefined;
-  const upgrades = previous ? upgradeOrder(plan, previous, { engine: gitops, argocdNamespace: values['argocd-namespace'] }) : undefined;
+  const upgrades = previous ? upgradeOrder(plan, published?.units ?? [], { engine: gitops, argocdNamespace: values['argocd-namespace'] }) : undefined;
   if (values.json) io.stdout(`${JSON.stringify({ ...report, ...(target ? { target: target.target } : {}), ...requests, ...(upgrades ? { upgrades } : {}) }, null, 2)}\n`);
   else io.stdout(formatPlanReport({ ...report, warnings: [] }) + (requests ? `${target ? `ClusterRequests against ${target.target}:\n` : ''}${formatClusterRequestsReport(requests)}` : '') + (upgrades ? formatUpgradeOrder(upgrades) : ''));
   // A remote that failed is not the inputs' fault: exit 3, so CI retries rather than blames the change.
@@ -119,8 +119,7 @@ type UpgradeOrderEntry = Omit<ClusterMove, 'withheld'> & { steps: string[] };
  * addon version, each with its upgrade order. `plan` renders nothing, so step 1 is what the render
  * will publish; a render that withholds them says so in its own report and in the hook's answer.
  */
-function upgradeOrder(plan: Awaited<ReturnType<typeof planFromInputs>>, previous: RenderedTree, engine: SequenceEngine): UpgradeOrderEntry[] {
-  const units = readProvenance(previous)?.units ?? [];
+function upgradeOrder(plan: Awaited<ReturnType<typeof planFromInputs>>, units: UnitRecord[], engine: SequenceEngine): UpgradeOrderEntry[] {
   const entries: UpgradeOrderEntry[] = [];
   for (const cluster of plan.resolution.clusters) {
     if (!cluster.managed || !cluster.release) continue;
