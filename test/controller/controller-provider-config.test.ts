@@ -5,7 +5,6 @@
 // that provider alone with a message naming the object or the permission. Secret values never reach
 // status, events, logs, provenance.json or commit messages.
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import * as yaml from 'js-yaml';
@@ -16,12 +15,11 @@ import { createProviderFetcher } from '../../src/providers/provider-fetcher.js';
 import { createSourceOpener } from '../../src/sources/open-release-source.js';
 import { decodeYamlDocuments } from '../../src/yaml/kube-yaml.js';
 import { startFakeGitHub, type FakeGitHub } from '../support/fake-github/index.js';
+import { addProviderRelease, providerFixture } from '../support/provider-fixtures.js';
 import { serviceAccountUser } from '../support/fake-kube-api/index.js';
 import { condition, startControllerFixture, waitFor, type ControllerFixture } from '../support/controller-fixture.js';
 
 const OPERATOR = { group: 'operator.cluster.x-k8s.io', version: 'v1alpha2' } as const;
-const FIXTURES = path.resolve('test/fixtures/providers');
-const fixture = (type: string, version: string, file: string): string => readFileSync(path.join(FIXTURES, type, version, file), 'utf8');
 const SA_TOKEN = 'provider-config-sa-token';
 const SECRET_VALUE = 'tcp://docker-host-s3cr3t.example:2376';
 
@@ -38,7 +36,7 @@ describe('controller reading provider Secrets and ConfigMaps', () => {
   const logLines: string[] = [];
   beforeAll(async () => {
     github = await startFakeGitHub();
-    github.addRelease('kubernetes-sigs', 'cluster-api-provider-docker', { tag: 'v1.8.0', assets: [{ name: 'metadata.yaml', content: fixture('infrastructure', 'v1.8.0', 'metadata.yaml') }, { name: 'infrastructure-components.yaml', content: fixture('infrastructure', 'v1.8.0', 'infrastructure-components.yaml') }] });
+    addProviderRelease(github, 'infrastructure', 'v1.8.0');
     fx = await startControllerFixture({ api: { users: { [SA_TOKEN]: serviceAccountUser('clusterstack-system', 'clusterstack-gitops-controller') } } });
     for (const kind of ['CoreProvider', 'InfrastructureProvider']) fx.api.registerResource({ ...OPERATOR, kind, plural: `${kind.toLowerCase()}s`, namespaced: true, statusSubresource: true });
     for (const namespace of ['clusterstack-system', 'capi-system', 'capd-system', 'noperm']) await fx.createNamespace(namespace);
@@ -61,7 +59,7 @@ describe('controller reading provider Secrets and ConfigMaps', () => {
   it('renders with the named Secret, additional manifests and selector ConfigMaps; withholds a provider whose Secret is missing or forbidden, naming it', async () => {
     const { custom } = fx;
     // The core from selector ConfigMaps (listed by label), two unrelated ConfigMaps beside it.
-    fx.api.seed({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'core-cluster-api-v1.8.0', namespace: 'capi-system', labels: { 'provider.cluster.x-k8s.io/name': 'cluster-api', 'provider.cluster.x-k8s.io/version': 'v1.8.0' } }, data: { metadata: fixture('core', 'v1.8.0', 'metadata.yaml'), components: fixture('core', 'v1.8.0', 'core-components.yaml') } } as never);
+    fx.api.seed({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'core-cluster-api-v1.8.0', namespace: 'capi-system', labels: { 'provider.cluster.x-k8s.io/name': 'cluster-api', 'provider.cluster.x-k8s.io/version': 'v1.8.0' } }, data: { metadata: providerFixture('core', 'v1.8.0', 'metadata.yaml'), components: providerFixture('core', 'v1.8.0', 'core-components.yaml') } } as never);
     fx.api.seed({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'unrelated', namespace: 'capi-system', labels: { 'provider.cluster.x-k8s.io/name': 'other' } }, data: { metadata: 'x', components: 'y' } } as never);
     fx.api.seed({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'docker-variables', namespace: 'capd-system' }, data: { DOCKER_HOST: Buffer.from(SECRET_VALUE).toString('base64') } } as never);
     fx.api.seed({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'docker-extra', namespace: 'capd-system' }, data: { manifests: 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: docker-extra-settings\ndata:\n  from: additionalManifests\n' } } as never);

@@ -1,26 +1,24 @@
 // The controller with Cluster API provider objects: it watches them, renders their components into
 // management/providers/ of the published tree, and writes their status (contract, installedVersion,
 // conditions) through the status subresource, never their spec.
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../src/api/types.js';
 import { createProviderFetcher } from '../../src/providers/provider-fetcher.js';
 import { createSourceOpener } from '../../src/sources/open-release-source.js';
 import { startFakeGitHub, type FakeGitHub } from '../support/fake-github/index.js';
+import { addProviderRelease, providerFixture } from '../support/provider-fixtures.js';
 import { condition, startControllerFixture, waitFor, type ControllerFixture } from '../support/controller-fixture.js';
 
 const OPERATOR = { group: 'operator.cluster.x-k8s.io', version: 'v1alpha2' } as const;
-const FIXTURES = path.resolve('test/fixtures/providers');
-const fixture = (type: string, version: string, file: string): string => readFileSync(path.join(FIXTURES, type, version, file), 'utf8');
 
 describe('controller with Cluster API providers', () => {
   let fixture_: ControllerFixture;
   let github: FakeGitHub;
   beforeAll(async () => {
     github = await startFakeGitHub();
-    github.addRelease('kubernetes-sigs', 'cluster-api', { tag: 'v1.8.0', assets: [{ name: 'metadata.yaml', content: fixture('core', 'v1.8.0', 'metadata.yaml') }, { name: 'core-components.yaml', content: fixture('core', 'v1.8.0', 'core-components.yaml') }] });
-    github.addRelease('kubernetes-sigs', 'cluster-api-provider-docker', { tag: 'v1.8.0', assets: [{ name: 'metadata.yaml', content: fixture('infrastructure', 'v1.8.0', 'metadata.yaml') }, { name: 'infrastructure-components.yaml', content: fixture('infrastructure', 'v1.8.0', 'infrastructure-components.yaml') }] });
+    addProviderRelease(github, 'core', 'v1.8.0');
+    addProviderRelease(github, 'infrastructure', 'v1.8.0');
     fixture_ = await startControllerFixture();
     for (const kind of ['CoreProvider', 'InfrastructureProvider']) fixture_.api.registerResource({ ...OPERATOR, kind, plural: `${kind.toLowerCase()}s`, namespaced: true, statusSubresource: true });
   });

@@ -3,7 +3,6 @@
 // asset or a local file, rendered into management/providers/cert-manager/ (CRDs never pruned), wired
 // first (Flux: the providers depend on it and it waits for cert-manager's Deployments, the webhook
 // among them; Argo CD: an earlier sync wave), and every bad declaration refused by name.
-import { readFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,10 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { certManagerLocation } from '../../src/providers/provider-fetcher.js';
 import { kustomizeBuild } from '../support/engine-schemas/kustomize-build.js';
 import { startFakeGitHub, type FakeGitHub } from '../support/fake-github/index.js';
+import { addProviderRelease, providerFixture } from '../support/provider-fixtures.js';
 import { EXAMPLE_RELEASES, readTree, runClusterstack, tempDir, writeTree } from '../support/cli.js';
 
-const FIXTURES = path.resolve('test/fixtures/providers');
-const fixture = (type: string, version: string, file: string): string => readFileSync(path.join(FIXTURES, type, version, file), 'utf8');
 const CERT_MANAGER_DIR = 'management/providers/cert-manager';
 
 function core(annotations: Record<string, string>, extra = ''): string {
@@ -61,11 +59,11 @@ describe('cert-manager as the providers prerequisite', () => {
   const assetIds = new Map<string, number>();
   beforeAll(async () => {
     github = await startFakeGitHub();
-    github.addRelease('kubernetes-sigs', 'cluster-api', { tag: 'v1.8.0', assets: [{ name: 'metadata.yaml', content: fixture('core', 'v1.8.0', 'metadata.yaml') }, { name: 'core-components.yaml', content: fixture('core', 'v1.8.0', 'core-components.yaml') }] });
-    github.addRelease('kubernetes-sigs', 'cluster-api-provider-docker', { tag: 'v1.8.0', assets: [{ name: 'metadata.yaml', content: fixture('infrastructure', 'v1.8.0', 'metadata.yaml') }, { name: 'infrastructure-components.yaml', content: fixture('infrastructure', 'v1.8.0', 'infrastructure-components.yaml') }] });
+    addProviderRelease(github, 'core', 'v1.8.0');
+    addProviderRelease(github, 'infrastructure', 'v1.8.0');
     for (const version of ['v1.15.0', 'v1.16.2']) {
       // Real cert-manager releases carry more assets (the CRDs alone, the chart): only cert-manager.yaml is downloaded.
-      const release = github.addRelease('cert-manager', 'cert-manager', { tag: version, assets: [{ name: 'cert-manager.yaml', content: fixture('cert-manager', version, 'cert-manager.yaml') }, { name: 'cert-manager.crds.yaml', content: 'not needed\n' }] });
+      const release = github.addRelease('cert-manager', 'cert-manager', { tag: version, assets: [{ name: 'cert-manager.yaml', content: providerFixture('cert-manager', version, 'cert-manager.yaml') }, { name: 'cert-manager.crds.yaml', content: 'not needed\n' }] });
       for (const asset of release.assets) assetIds.set(`${version}/${asset.name}`, asset.id);
     }
     github.addRelease('cert-manager', 'cert-manager', { tag: 'v1.16.3', assets: [{ name: 'cert-manager.crds.yaml', content: 'only the CRDs\n' }] });
@@ -145,7 +143,7 @@ describe('cert-manager as the providers prerequisite', () => {
     expect(await readTree(path.join(out, 'current'))).toEqual(published);
 
     // clusterctl's local repository layout: <dir>/cert-manager/latest/cert-manager.yaml, "latest" the version.
-    const local = await writeTree({ 'cert-manager/v1.15.0/cert-manager.yaml': fixture('cert-manager', 'v1.15.0', 'cert-manager.yaml') });
+    const local = await writeTree({ 'cert-manager/v1.15.0/cert-manager.yaml': providerFixture('cert-manager', 'v1.15.0', 'cert-manager.yaml') });
     const allowed = await render({ 'p.yaml': `${core({ [VERSION]: 'v1.15.0', [URL_ANNOTATION]: `file://${local}/cert-manager/latest/cert-manager.yaml`, 'clusterstack.x-k8s.io/allow-downgrade': 'true' })}---\n${DOCKER}` }, out);
     expect(allowed.code).toBe(0);
     const tree = await readTree(path.join(out, 'current'));

@@ -3,17 +3,16 @@
 // also under the version lock, refused for a downgrade, removed), and the target is only read:
 // nothing written, locked, created or repaired.
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { mkdtemp, readdir } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXIT_PROBLEMS } from '../../src/cli/cli-io.js';
 import { startFakeGitHub, type FakeGitHub } from '../support/fake-github/index.js';
+import { addProviderRelease, providerFixture } from '../support/provider-fixtures.js';
 import { EXAMPLE_RELEASES, readTree, runClusterstack, tempDir, writeTree } from '../support/cli.js';
 
-const FIXTURES = path.resolve('test/fixtures/providers');
-const fixture = (type: string, version: string, file: string): string => readFileSync(path.join(FIXTURES, type, version, file), 'utf8');
 
 function inputs(core: string | undefined, docker: string | undefined, certManager: string): string {
   const parts = [
@@ -60,10 +59,10 @@ describe('clusterstack plan against a published tree', () => {
   beforeAll(async () => {
     github = await startFakeGitHub();
     for (const version of ['v1.8.0', 'v1.9.0']) {
-      github.addRelease('kubernetes-sigs', 'cluster-api', { tag: version, assets: [{ name: 'metadata.yaml', content: fixture('core', version, 'metadata.yaml') }, { name: 'core-components.yaml', content: fixture('core', version, 'core-components.yaml') }] });
-      github.addRelease('kubernetes-sigs', 'cluster-api-provider-docker', { tag: version, assets: [{ name: 'metadata.yaml', content: fixture('infrastructure', version, 'metadata.yaml') }, { name: 'infrastructure-components.yaml', content: fixture('infrastructure', version, 'infrastructure-components.yaml') }] });
+      addProviderRelease(github, 'core', version);
+      addProviderRelease(github, 'infrastructure', version);
     }
-    for (const version of ['v1.15.0', 'v1.16.2']) github.addRelease('cert-manager', 'cert-manager', { tag: version, assets: [{ name: 'cert-manager.yaml', content: fixture('cert-manager', version, 'cert-manager.yaml') }] });
+    for (const version of ['v1.15.0', 'v1.16.2']) github.addRelease('cert-manager', 'cert-manager', { tag: version, assets: [{ name: 'cert-manager.yaml', content: providerFixture('cert-manager', version, 'cert-manager.yaml') }] });
     env = { GITHUB_API_URL: github.apiUrl, CLUSTERSTACK_CACHE_DIR: await mkdtemp(path.join(os.tmpdir(), 'csk-plan-changes-')) };
   });
   afterAll(async () => {

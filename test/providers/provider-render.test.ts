@@ -1,7 +1,6 @@
 // `clusterstack render` with Cluster API provider objects, end to end: releases served by the fake
 // GitHub (and a real registry), rendered into management/providers/, every directory built by
 // kubectl kustomize; upgrades, the version lock, and each refusal with nothing written.
-import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,12 +10,11 @@ import { RegistryClient } from '../../src/oci/registry-client.js';
 import { decodeYamlDocuments } from '../../src/yaml/kube-yaml.js';
 import { kustomizeBuild } from '../support/engine-schemas/kustomize-build.js';
 import { startFakeGitHub, type FakeGitHub } from '../support/fake-github/index.js';
+import { addProviderRelease, providerFixture } from '../support/provider-fixtures.js';
 import { EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, readTree, runClusterstack, tempDir, writeTree } from '../support/cli.js';
 import { pushArtifact } from '../support/registry/push-artifact.js';
 import { startRegistry, type TestRegistry } from '../support/registry/index.js';
 
-const FIXTURES = path.resolve('test/fixtures/providers');
-const fixture = (type: string, version: string, file: string): string => readFileSync(path.join(FIXTURES, type, version, file), 'utf8');
 
 function core(spec: string): string {
   return `apiVersion: operator.cluster.x-k8s.io/v1alpha2
@@ -62,19 +60,12 @@ describe('clusterstack render with Cluster API providers', () => {
   let env: NodeJS.ProcessEnv;
   beforeAll(async () => {
     github = await startFakeGitHub();
-    for (const version of ['v1.8.0', 'v1.9.0']) {
-      github.addRelease('kubernetes-sigs', 'cluster-api', { tag: version, assets: [{ name: 'metadata.yaml', content: fixture('core', version, 'metadata.yaml') }, { name: 'core-components.yaml', content: fixture('core', version, 'core-components.yaml') }] });
-    }
-    for (const version of ['v1.8.0', 'v1.9.0', 'v2.0.0']) {
-      github.addRelease('kubernetes-sigs', 'cluster-api-provider-docker', {
-        tag: version,
-        assets: [{ name: 'metadata.yaml', content: fixture('infrastructure', version, 'metadata.yaml') }, { name: 'infrastructure-components.yaml', content: fixture('infrastructure', version, 'infrastructure-components.yaml') }],
-      });
-    }
+    for (const version of ['v1.8.0', 'v1.9.0']) addProviderRelease(github, 'core', version);
+    for (const version of ['v1.8.0', 'v1.9.0', 'v2.0.0']) addProviderRelease(github, 'infrastructure', version);
     // Broken releases: an asset missing, a metadata.yaml without the version's series, components that are not YAML.
-    github.addRelease('kubernetes-sigs', 'cluster-api-provider-docker', { tag: 'v1.9.1', assets: [{ name: 'metadata.yaml', content: fixture('infrastructure', 'v1.9.0', 'metadata.yaml') }] });
-    github.addRelease('kubernetes-sigs', 'cluster-api-provider-docker', { tag: 'v1.10.0', assets: [{ name: 'metadata.yaml', content: fixture('infrastructure', 'v1.9.0', 'metadata.yaml') }, { name: 'infrastructure-components.yaml', content: fixture('infrastructure', 'v1.9.0', 'infrastructure-components.yaml') }] });
-    github.addRelease('kubernetes-sigs', 'cluster-api-provider-docker', { tag: 'v1.9.2', assets: [{ name: 'metadata.yaml', content: fixture('infrastructure', 'v1.9.0', 'metadata.yaml') }, { name: 'infrastructure-components.yaml', content: 'kind: [unclosed\n' }] });
+    github.addRelease('kubernetes-sigs', 'cluster-api-provider-docker', { tag: 'v1.9.1', assets: [{ name: 'metadata.yaml', content: providerFixture('infrastructure', 'v1.9.0', 'metadata.yaml') }] });
+    github.addRelease('kubernetes-sigs', 'cluster-api-provider-docker', { tag: 'v1.10.0', assets: [{ name: 'metadata.yaml', content: providerFixture('infrastructure', 'v1.9.0', 'metadata.yaml') }, { name: 'infrastructure-components.yaml', content: providerFixture('infrastructure', 'v1.9.0', 'infrastructure-components.yaml') }] });
+    github.addRelease('kubernetes-sigs', 'cluster-api-provider-docker', { tag: 'v1.9.2', assets: [{ name: 'metadata.yaml', content: providerFixture('infrastructure', 'v1.9.0', 'metadata.yaml') }, { name: 'infrastructure-components.yaml', content: 'kind: [unclosed\n' }] });
   });
   afterAll(async () => {
     await github.close();
@@ -224,7 +215,7 @@ describe('clusterstack render with Cluster API providers', () => {
     expect(first.code).toBe(0);
     const provenance = () => readTree(path.join(out, 'current')).then((tree) => JSON.parse(tree['provenance.json']!).providers[0]);
     expect(await provenance()).toMatchObject({ version: 'v1.9.0', pinned: false });
-    github.addRelease('kubernetes-sigs', 'cluster-api', { tag: 'v2.0.0', assets: [{ name: 'metadata.yaml', content: fixture('core', 'v2.0.0', 'metadata.yaml') }, { name: 'core-components.yaml', content: fixture('core', 'v2.0.0', 'core-components.yaml') }] });
+    addProviderRelease(github, 'core', 'v2.0.0');
     const second = await render(dir, out);
     expect(second.report.changed).toBe(false);
     expect(await provenance()).toMatchObject({ version: 'v1.9.0' });
@@ -275,7 +266,7 @@ describe('clusterstack render with Cluster API providers', () => {
 
   it('reads selector ConfigMaps from the inputs, version from their label, gzip-compressed components as annotated', async () => {
     const out = await tempDir();
-    const components = gzipSync(fixture('core', 'v1.9.0', 'core-components.yaml')).toString('base64');
+    const components = gzipSync(providerFixture('core', 'v1.9.0', 'core-components.yaml')).toString('base64');
     const configMap = `apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -288,7 +279,7 @@ metadata:
     provider.cluster.x-k8s.io/compressed: "true"
 data:
   metadata: |
-${fixture('core', 'v1.9.0', 'metadata.yaml').replace(/^/gm, '    ')}
+${providerFixture('core', 'v1.9.0', 'metadata.yaml').replace(/^/gm, '    ')}
 binaryData:
   components: ${components}
 `;
@@ -327,8 +318,8 @@ describe('clusterstack render with a provider from an OCI registry', () => {
       tag: 'v1.8.0',
       artifactType: 'application/vnd.acme.provider.v1',
       files: [
-        { name: 'metadata.yaml', content: Buffer.from(fixture('core', 'v1.8.0', 'metadata.yaml')) },
-        { name: 'core-components.yaml', content: Buffer.from(fixture('core', 'v1.8.0', 'core-components.yaml')) },
+        { name: 'metadata.yaml', content: Buffer.from(providerFixture('core', 'v1.8.0', 'metadata.yaml')) },
+        { name: 'core-components.yaml', content: Buffer.from(providerFixture('core', 'v1.8.0', 'core-components.yaml')) },
       ],
     });
     const provider = `apiVersion: operator.cluster.x-k8s.io/v1alpha2
