@@ -126,6 +126,7 @@ export async function runController(options: ControllerRuntimeOptions): Promise<
       cache,
       engine: options.engine,
       snapshot: () => ctl.addonSnapshot(),
+      isLeader: () => leading,
       readWorkloadObjects: workloadObjectReader(options.kube),
       recordEvents: (intents) => events.record(intents),
       onProgress: requestPublish,

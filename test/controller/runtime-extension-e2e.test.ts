@@ -223,4 +223,39 @@ describe('runtime extension (lifecycle hooks)', () => {
     const after = await callUntil('BeforeClusterUpgrade', request, /^gave up after/);
     expect(after.body).toMatchObject({ status: 'Failure', retryAfterSeconds: 0 });
   }, 90_000);
+
+  it('a standby replica asks Cluster API to call again and records nothing: no wait, no event, no ClusterAddon change, no re-check', async () => {
+    // Another replica holds the lease for the whole test.
+    const now = new Date().toISOString();
+    fixture.api.seed({
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { name: 'hooks-lease', namespace: NS },
+      spec: { holderIdentity: 'the-leader', leaseDurationSeconds: 3600, acquireTime: now, renewTime: now, leaseTransitions: 0 },
+    });
+    const standby = await fixture.start('hooks-standby', {
+      engine: 'flux',
+      leaderElection: { namespace: NS, name: 'hooks-lease', identity: 'standby', leaseDurationMs: 3_600_000, renewDeadlineMs: 2000, retryPeriodMs: 100 },
+      runtimeExtension: { port: 0, host: '127.0.0.1', certFile: cert.certFile, keyFile: cert.keyFile, retryAfterSeconds: 7, timeoutMs: 1, revisitIntervalMs: 50 },
+    });
+    expect(standby.isLeader()).toBe(false);
+    const eventsBefore = fixture.api.list('v1', 'Event', NS).length;
+    const addonBefore = JSON.stringify(addon('alpha')?.['status'] ?? null);
+    const standbyCall = (hook: string, body: unknown) => callExtension(standby.extensionUrl!, hookPath(hook, hook.replace(/([a-z])([A-Z])/g, '$1-$2').toLowerCase()), body, cert.ca);
+
+    const upgrade = await standbyCall('BeforeClusterUpgrade', beforeClusterUpgradeRequest(liveCluster('alpha'), 'v1.30.4', 'v1.30.5'));
+    expect(upgrade.body).toMatchObject({ kind: 'BeforeClusterUpgradeResponse', status: 'Success', retryAfterSeconds: 7 });
+    expect(upgrade.body['message']).toMatch(/standby/);
+    const initialized = await standbyCall('AfterControlPlaneInitialized', afterControlPlaneInitializedRequest(liveCluster('alpha')));
+    expect(initialized.body).toMatchObject({ kind: 'AfterControlPlaneInitializedResponse', status: 'Success' });
+    expect(initialized.body).not.toHaveProperty('retryAfterSeconds');
+
+    // Its timeout is 1 ms and it re-checks every 50 ms: were it following waits, events would come now.
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect(fixture.api.list('v1', 'Event', NS).length).toBe(eventsBefore);
+    expect(JSON.stringify(addon('alpha')?.['status'] ?? null)).toBe(addonBefore);
+    const metrics = await standby.metrics.render();
+    expect(metrics).toMatch(/clusterstack_lifecycle_hook_responses_total\{hook="BeforeClusterUpgrade",outcome="standby"\} 1/);
+    await standby.stop();
+  }, 60_000);
 });

@@ -74,7 +74,7 @@ export interface LifecycleHooksOptions {
   recordEvents: (events: EventIntent[]) => Promise<unknown>;
   /** Called when a Cluster's hook progress changed, so its ClusterAddon status is written. */
   onProgress: () => void;
-  metrics?: { hookResponse(hook: string, outcome: HookOutcome, seconds: number): void };
+  metrics?: { hookResponse(hook: string, outcome: HookOutcome | 'standby', seconds: number): void };
   logger: Logger;
   /** The bounded overall wait. Default 30 minutes. */
   timeoutMs?: number;
@@ -87,6 +87,12 @@ export interface LifecycleHooksOptions {
   now?: () => number;
   /** How often open waits Cluster API does not hold on are looked at again. Default retryAfterSeconds. */
   revisitIntervalMs?: number;
+  /**
+   * Whether this replica leads (default: always). A standby has no render to answer from: it asks
+   * Cluster API to call again (the Service may route the next call to the leader) and records no
+   * wait, event or progress, and it does not look at open waits again, so no event is repeated.
+   */
+  isLeader?: () => boolean;
   /** When a wait for this hook and release started, as the Cluster's ClusterAddon recorded it. */
   persistedSince?: (hook: LifecycleHook, namespace: string, name: string, targetRelease: string) => number | undefined;
 }
@@ -166,11 +172,28 @@ export class LifecycleHooks {
     const cluster = record(request['cluster']);
     const metadata = record(cluster['metadata']);
     if (typeof metadata['name'] !== 'string') return { status: 'Failure', message: `the ${hook}Request has no cluster.metadata.name`, ...(answersWithRetry(hook) ? { retryAfterSeconds: 0 } : {}) };
+    if (!this.leading()) return this.standbyAnswer(hook);
     const decision = await this.evaluate(hook, cluster);
     this.options.metrics?.hookResponse(hook, decision.outcome, (Date.now() - started) / 1000);
     const answer: Record<string, unknown> = { status: decision.status, message: decision.message };
     if (answersWithRetry(hook)) answer['retryAfterSeconds'] = decision.retryAfterSeconds;
     return answer;
+  }
+
+  private leading(): boolean {
+    return this.options.isLeader?.() ?? true;
+  }
+
+  /**
+   * A standby's answer: blocking hooks are asked again (by then the call may reach the leader);
+   * AfterControlPlaneInitialized, which Cluster API calls once and does not block on, is answered
+   * Success, as the leader would, and the ClusterAddon's stage conditions still show the first
+   * install becoming ready.
+   */
+  private standbyAnswer(hook: LifecycleHook): Record<string, unknown> {
+    this.options.metrics?.hookResponse(hook, 'standby', 0);
+    if (!answersWithRetry(hook)) return { status: 'Success', message: 'answered by a standby replica: the leading replica follows the first install on the ClusterAddon' };
+    return { status: 'Success', message: 'this replica is a standby and has not rendered the addons; the leading replica answers', retryAfterSeconds: this.options.retryAfterSeconds ?? 10 };
   }
 
   /**
@@ -179,7 +202,7 @@ export class LifecycleHooks {
    * ends the wait. Records progress, events and timeouts as a call would.
    */
   async revisit(): Promise<void> {
-    if (this.revisiting) return;
+    if (this.revisiting || !this.leading()) return;
     this.revisiting = true;
     try {
       for (const [key, wait] of [...this.waits]) {

@@ -14,7 +14,7 @@ const REMOTE_KINDS = ['github', 'oci', 'git'] as const;
 const REMOTE_OUTCOMES = ['ok', 'error'] as const;
 /** The lifecycle hooks a runtime extension serves, and what an answer can be. */
 const HOOKS = ['BeforeClusterUpgrade', 'AfterControlPlaneInitialized', 'AfterClusterUpgrade'] as const;
-const HOOK_OUTCOMES = ['ready', 'waiting', 'timed-out', 'not-ours'] as const;
+const HOOK_OUTCOMES = ['ready', 'waiting', 'timed-out', 'not-ours', 'standby'] as const;
 
 type ReconcileResult = (typeof RECONCILE_RESULTS)[number];
 
@@ -57,7 +57,7 @@ export class PrometheusMetrics implements ControllerMetrics {
   private readonly leader = new Gauge({ name: 'clusterstack_leader', help: '1 while this replica holds the leader lease.', registers: [this.registry], collect: atScrape(() => this.readLeader()) });
   private readonly hookResponses = new Counter({
     name: 'clusterstack_lifecycle_hook_responses_total',
-    help: 'Cluster API lifecycle hook calls answered, by hook and outcome (ready, waiting, timed-out, not-ours).',
+    help: 'Cluster API lifecycle hook calls answered, by hook and outcome (ready, waiting, timed-out, not-ours; standby: answered by a replica that does not lead).',
     labelNames: ['hook', 'outcome'],
     registers: [this.registry],
   });
