@@ -51,6 +51,15 @@ export class GitHistoryReader {
     return this.ready;
   }
 
+  /** The branch head as the remote has it now (null: no such branch), without fetching. */
+  async head(): Promise<string | null> {
+    const git = await this.mirror();
+    const ref = `refs/heads/${this.options.branch}`;
+    const listing = await git.run(['ls-remote', this.url, ref], 'git ls-remote');
+    const line = listing.split('\n').find((entry) => entry.split('\t')[1] === ref);
+    return line ? line.split('\t')[0]! : null;
+  }
+
   /**
    * Fetches the branch and walks its newest `limit` first-parent commits: the head, their order,
    * and for each unit directory the newest commit that changed it (directories whose change is

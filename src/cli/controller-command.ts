@@ -252,9 +252,12 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
     if (error instanceof CacheDirBusyError) throw new UsageError(error.message);
     throw error;
   }
-  const repository = settings.git !== undefined && !settings.pullRequest ? (isUrl(settings.git) ? settings.git : path.resolve(io.cwd, settings.git)) : undefined;
+  // In pull-request mode the history read is the base branch's: what the engine applies.
+  const repository = settings.git !== undefined ? (isUrl(settings.git) ? settings.git : path.resolve(io.cwd, settings.git)) : undefined;
+  // The pull request publisher fetches with the GitHub token when no Git token is set; so does its history.
+  const historyToken = config.gitToken ?? (settings.pullRequest ? config.githubToken : undefined);
   const history = repository
-    ? new GitHistoryReader({ repository, branch: settings.branch, path: settings.path, workDir: historyMirrorDir(config.cacheDir, sha256Hex(`${repository}\n${settings.branch}`).slice(0, 16)), author: { name: config.gitAuthorName, email: config.gitAuthorEmail }, env: config.childEnv, ...(config.gitToken ? { token: config.gitToken } : {}) })
+    ? new GitHistoryReader({ repository, branch: settings.branch, path: settings.path, workDir: historyMirrorDir(config.cacheDir, sha256Hex(`${repository}\n${settings.branch}`).slice(0, 16)), author: { name: config.gitAuthorName, email: config.gitAuthorEmail }, env: config.childEnv, ...(historyToken ? { token: historyToken } : {}) })
     : undefined;
   // Created here so the release sources, opened before the runtime, count their requests into it.
   const metrics = new PrometheusMetrics();

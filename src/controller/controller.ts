@@ -70,8 +70,11 @@ export interface ControllerOptions {
   publisher: Publisher;
   /** What the publisher's revision is: a Git commit, an OCI digest, or nothing (a directory). */
   revisionKind: PublishState['revisionKind'];
-  /** For Git targets: the branch's history, so conditions name the same commits after a restart. */
-  history?: { read(unitDirOf: UnitDirOf): Promise<PublishedHistory> };
+  /**
+   * For Git targets: the branch's history, so conditions name the same commits after a restart. In
+   * pull-request mode, the base branch's: what the engine applies (`head` tells when it moved).
+   */
+  history?: { read(unitDirOf: UnitDirOf): Promise<PublishedHistory>; head?(): Promise<string | null> };
   /** Release source for stacks that name none. */
   defaultSource: string;
   openSource: SourceOpener;
@@ -149,6 +152,7 @@ export class Controller {
       revisionKind: options.revisionKind,
       resyncMs: options.resyncMs ?? 300_000,
       ...(options.history ? { history: options.history } : {}),
+      ...(options.pullRequest ? { proposes: true } : {}),
       onHistoryError: (error) => options.logger.warn({ target: options.publisher.target, error: errorMessage(error) }, 'Could not read the published history; conditions name the head commit until the next publish'),
     });
     this.events = new EventRecorder({ sink: options.kube, logger: options.logger });

@@ -25,6 +25,12 @@ export interface RevisionOrder {
   history: string[];
   /** Per unit directory, the revision in which its files last changed. */
   unitRevisions: Map<string, string>;
+  /**
+   * Pull-request mode: unit directories whose rendered files the base branch (what the engine
+   * applies) does not hold yet, with the pull request proposing them. No applied revision counts
+   * for them, whatever it is: a squash or rebase merge makes commits of its own.
+   */
+  pending?: Map<string, string>;
 }
 
 export const FLUX_KUSTOMIZATION = { group: 'kustomize.toolkit.fluxcd.io', version: 'v1', kind: 'Kustomization', plural: 'kustomizations' } as const;
@@ -62,7 +68,9 @@ function commitOf(revision: string | undefined): string | undefined {
 }
 
 /** Whether `applied` includes the unit's last change; unknown revisions (older, or foreign) count as applied. */
-function appliedIncludes(applied: string | undefined, dir: string, order: RevisionOrder): { ok: boolean; wanted?: string } {
+function appliedIncludes(applied: string | undefined, dir: string, order: RevisionOrder): { ok: boolean; wanted?: string; proposedIn?: string } {
+  const proposedIn = order.pending?.get(dir);
+  if (proposedIn !== undefined) return { ok: false, proposedIn };
   const wanted = order.unitRevisions.get(dir);
   const appliedCommit = commitOf(applied);
   if (!wanted || !appliedCommit) return { ok: true };
@@ -71,6 +79,11 @@ function appliedIncludes(applied: string | undefined, dir: string, order: Revisi
   const wantedIndex = order.history.indexOf(wanted);
   if (appliedIndex < 0 || wantedIndex < 0) return { ok: appliedIndex >= 0 || wantedIndex < 0, wanted };
   return { ok: appliedIndex >= wantedIndex, wanted };
+}
+
+function waitingFor(applied: { wanted?: string; proposedIn?: string }, verb: string): string {
+  if (applied.proposedIn !== undefined) return `the change is proposed in ${applied.proposedIn} and not merged yet: the branch the engine reads does not hold it`;
+  return `waiting for it to ${verb} commit ${applied.wanted}`;
 }
 
 function describe(engine: SyncEngine, object: KubeObject): string {
@@ -99,7 +112,7 @@ function fluxVerdict(object: KubeObject, dir: string, order: RevisionOrder): Uni
     return { ...base, state: progressing ? 'progressing' : 'failed', message: `${source} is not ready (${ready.reason ?? 'NotReady'}): ${ready.message ?? 'no message'}` };
   }
   const applied = appliedIncludes(revision, dir, order);
-  if (!applied.ok) return { ...base, state: 'progressing', message: `${source} applied ${revision}; waiting for it to apply commit ${applied.wanted}` };
+  if (!applied.ok) return { ...base, state: 'progressing', message: `${source} applied ${revision ?? 'nothing yet'}; ${waitingFor(applied, 'apply')}` };
   return { ...base, state: 'synced', message: `${source} applied ${revision ?? 'the latest revision'}` };
 }
 
@@ -146,7 +159,7 @@ function argoVerdict(object: KubeObject, dir: string, order: RevisionOrder): Uni
     return { ...base, state: 'progressing', message: `${source} is ${syncStatus} and ${healthStatus}` };
   }
   const applied = appliedIncludes(revision, dir, order);
-  if (!applied.ok) return { ...base, state: 'progressing', message: `${source} synced ${revision}; waiting for it to sync commit ${applied.wanted}` };
+  if (!applied.ok) return { ...base, state: 'progressing', message: `${source} synced ${revision ?? 'nothing yet'}; ${waitingFor(applied, 'sync')}` };
   return { ...base, state: 'synced', message: `${source} is Synced and Healthy at ${revision ?? 'the latest revision'}` };
 }
 

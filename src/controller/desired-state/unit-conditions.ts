@@ -41,6 +41,10 @@ export function publishedCondition(dirs: string[], publish: PublishState, subjec
       `publishing to ${publish.target} failed: ${publish.message ?? 'unknown error'}; the previous output stays in place and the controller retries with backoff (check the Git remote, its credentials and the branch protection)`,
     );
   }
+  const proposedIn = dirs.map((dir) => publish.order.pending?.get(dir)).find((where) => where !== undefined);
+  if (proposedIn !== undefined && publish.outcome !== 'failed') {
+    return unknownCondition(MANIFESTS_PUBLISHED, 'ProposedInPullRequest', `${dirs.join(', ')} proposed in ${proposedIn}; the branch the GitOps engine reads holds them once it is merged`);
+  }
   if (pending && publish.outcome === 'skipped') return unknownCondition(MANIFESTS_PUBLISHED, 'PublishPending', `not published yet: ${publish.message ?? 'waiting'}`);
   if (publish.revision === null && publish.revisionKind !== 'none' && publish.outcome !== 'published' && publish.outcome !== 'unchanged') {
     return unknownCondition(MANIFESTS_PUBLISHED, 'PublishPending', `not published yet: ${publish.message ?? 'waiting for the first publish'}`);

@@ -3,6 +3,11 @@
 // It also knows in which revision each unit directory last changed, for status and sync checks:
 // read from Git at start (so a restarted controller or a new leader names the same commits as the
 // one before it) and whenever the branch moved without us, then kept up to date in memory.
+// In pull-request mode (`proposes`) what the engine applies is the base branch, not our commits:
+// the history is the base branch's, read again whenever its head moves, and a unit directory whose
+// rendered files the base does not hold yet is pending on the pull request. Merged by squash,
+// rebase or merge commit alike, the directory counts once the base holds its files, in the base
+// commit that brought them.
 import type { PublishedHistory, UnitDirOf } from '../../../gitops/git-history.js';
 import type { Publisher } from '../../../gitops/publisher.js';
 import { type RenderedTree, sameTree } from '../../output/rendered-tree.js';
@@ -39,6 +44,9 @@ export class PublishTracker {
   private lastCall = 0;
   private readonly history: string[] = [];
   private readonly unitRevisions = new Map<string, string>();
+  /** Pull-request mode: the base branch's tree and head as last read, and what it lacks. */
+  private base: { head: string | null; tree: RenderedTree } | undefined;
+  private readonly pending = new Map<string, string>();
 
   constructor(
     private readonly publisher: Publisher,
@@ -47,8 +55,10 @@ export class PublishTracker {
       resyncMs: number;
       now?: () => number;
       /** Where the per-directory revisions come from after a restart (Git targets). */
-      history?: { read(unitDirOf: UnitDirOf): Promise<PublishedHistory> };
+      history?: { read(unitDirOf: UnitDirOf): Promise<PublishedHistory>; head?(): Promise<string | null> };
       onHistoryError?: (error: unknown) => void;
+      /** The publisher proposes pull requests; `history` reads their base branch. */
+      proposes?: boolean;
     },
   ) {}
 
@@ -91,7 +101,11 @@ export class PublishTracker {
       revision: this.revision,
       outcome,
       dirtyDirs: dirty,
-      order: { history: [...this.history], unitRevisions: new Map(this.unitRevisions) },
+      order: {
+        history: [...this.history],
+        unitRevisions: new Map([...this.unitRevisions].filter(([dir]) => !this.pending.has(dir))),
+        ...(this.options.proposes ? { pending: new Map(this.pending) } : {}),
+      },
     };
     if (message !== undefined) state.message = message;
     return state;
@@ -112,6 +126,7 @@ export class PublishTracker {
     } catch (error) {
       return { state: this.baseState('failed', new Set(), errorText(error)), retryable: true };
     }
+    if (this.options.proposes) await this.followBase();
     const dirty = dirtyUnitDirs(previous, tree);
     // Nothing rendered yet and nothing there: a README-only first commit would be noise.
     if (previous.size === 0 && ![...tree.keys()].some((file) => unitDirOf(file) !== undefined || file.startsWith(`${PROVIDERS_DIR}/`))) return { state: this.baseState('unchanged', dirty) };
@@ -124,11 +139,16 @@ export class PublishTracker {
       this.previous = tree;
       this.published = true;
       this.lastFailed = false;
-      // The branch moved without us (a person's commit, another writer): learn its history again.
-      const movedWithoutUs = !result.changed && result.revision !== null && this.revision !== null && result.revision !== this.revision;
-      this.revision = result.revision;
-      if (movedWithoutUs) await this.loadHistory();
-      if (result.revision) this.record(result.revision, tree, dirty);
+      if (this.options.proposes) {
+        this.revision = result.revision;
+        this.markPending(tree, result.pullRequest);
+      } else {
+        // The branch moved without us (a person's commit, another writer): learn its history again.
+        const movedWithoutUs = !result.changed && result.revision !== null && this.revision !== null && result.revision !== this.revision;
+        this.revision = result.revision;
+        if (movedWithoutUs) await this.loadHistory();
+        if (result.revision) this.record(result.revision, tree, dirty);
+      }
       return { state: this.baseState(result.changed ? 'published' : 'unchanged', dirty), durationSeconds: (now() - started) / 1000 };
     } catch (error) {
       this.lastFailed = true;
@@ -136,6 +156,33 @@ export class PublishTracker {
       const retryable = (error as { retryable?: unknown }).retryable;
       return { state: this.baseState('failed', dirty, errorText(error)), retryable: retryable !== false, durationSeconds: (now() - started) / 1000 };
     }
+  }
+
+  /**
+   * Pull-request mode: when the base branch moved (a merge, a person's commit), reads its tree and
+   * history again. A failure keeps what was known (the next publish tries again).
+   */
+  private async followBase(): Promise<void> {
+    const history = this.options.history;
+    if (!history?.head) return;
+    try {
+      const head = await history.head();
+      if (this.base && this.base.head === head) return;
+      const tree = await this.publisher.readPrevious();
+      await this.loadHistory();
+      this.base = { head, tree };
+      // What the base holds now may be what was pending.
+      for (const dir of [...this.pending.keys()]) if (!dirtyUnitDirs(tree, this.previous ?? tree).has(dir)) this.pending.delete(dir);
+    } catch (error) {
+      this.options.onHistoryError?.(error);
+    }
+  }
+
+  /** Pull-request mode: the unit directories whose files the base branch does not hold are pending on the pull request. */
+  private markPending(tree: RenderedTree, pullRequest: string | undefined): void {
+    this.pending.clear();
+    if (!this.base) return;
+    for (const dir of dirtyUnitDirs(this.base.tree, tree)) this.pending.set(dir, pullRequest ? `pull request ${pullRequest}` : 'a pull request');
   }
 
   private record(revision: string, tree: RenderedTree, dirty: Set<string>): void {
