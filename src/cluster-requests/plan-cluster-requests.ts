@@ -156,34 +156,56 @@ export function planClusterRequests(plan: Plan, setting: SchedulerSetting | Sche
   };
 }
 
+/** The class a Cluster names (v1beta1 `topology.class`, v1beta2 `topology.classRef.name`). */
+function classOf(cluster: CapiCluster): string | undefined {
+  const topology = cluster.spec?.topology as { class?: unknown; classRef?: { name?: unknown } } | undefined;
+  const name = topology?.class ?? topology?.classRef?.name;
+  return typeof name === 'string' ? name : undefined;
+}
+
 /**
  * The resolution with each generated Cluster as a Cluster using its release (and that release's
  * usedBy and reasons saying so). A generated Cluster whose live copy is among the inputs is left to
  * that copy: it carries what CAPI filled in (the control-plane endpoint) for the addon values.
+ * Unless the generated Cluster moves to another class: then the addons are rendered for the class
+ * it moves to, from the live copy with the new class and version, so the commit that moves the
+ * Cluster already holds its new addons ("published first": the BeforeClusterUpgrade hook waits for
+ * them). The release it moves from keeps the Cluster in its usedBy until the live copy moved.
  */
 function withGeneratedClusters(resolution: Resolution, generated: { id: string; object: CapiCluster; className: string; stackNamespace: string }[], observed: Map<string, CapiCluster>): Resolution {
   // A copy: the plan the caller holds keeps describing the inputs alone.
   const next = structuredClone(resolution);
   for (const { id, object, className, stackNamespace } of generated) {
-    if (observed.has(id)) continue;
+    const live = observed.get(id);
+    if (live && classOf(live) === className) continue;
     // A kept manifest may name a release no stack keeps any more: it is written, but renders nothing.
     const stack = next.clusterStacks.find((s) => s.namespace === stackNamespace && s.releases.some((r) => r.className === className));
     const decision = stack?.releases.find((r) => r.className === className);
     if (!stack || !decision) continue;
     decision.usedBy.push(id);
-    decision.reasons.push(`used by Cluster ${id}`);
+    decision.reasons.push(live ? `used by Cluster ${id} (moving to it)` : `used by Cluster ${id}`);
     const entry: ClusterResolution = {
       namespace: object.metadata.namespace ?? 'default',
       name: object.metadata.name,
-      cluster: object,
+      cluster: live ? movingTo(live, object) : object,
       managed: true,
       className: decision.className,
       release: decision.name,
       stack: { namespace: stack.namespace, name: stack.name },
       problems: [],
     };
-    next.clusters.push(entry);
+    const index = next.clusters.findIndex((c) => key(c.namespace, c.name) === id);
+    if (index >= 0) next.clusters[index] = entry;
+    else next.clusters.push(entry);
   }
   next.clusters.sort((a, b) => key(a.namespace, a.name).localeCompare(key(b.namespace, b.name)));
   return next;
+}
+
+/** The live Cluster as it will be once the generated manifest's class and version are applied. */
+function movingTo(live: CapiCluster, generated: CapiCluster): CapiCluster {
+  const moved = structuredClone(live);
+  const topology = generated.spec?.topology;
+  if (moved.spec && topology) moved.spec.topology = { ...moved.spec.topology, ...topology };
+  return moved;
 }

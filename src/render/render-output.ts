@@ -3,6 +3,7 @@
 // Helm comes in through RenderDependencies; this module does no I/O of its own. The steps live in
 // their own modules: units (render-units), values (evaluate-values), files (unit-files),
 // withholding (withhold-units), records (tree-records) and the tree (assemble-tree).
+import { holdWithheldClusterMoves } from '../cluster-requests/held-cluster-moves.js';
 import type { ClusterRequestsOutput } from '../output/cluster-requests-record.js';
 import type { Provenance, UnitRecord, WithheldEntry } from '../output/provenance.js';
 import { OUTPUT_FORMAT } from '../output/provenance.js';
@@ -199,7 +200,10 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
   if (placed.some((record) => record.secrets)) summary.encryptedSecrets = describeEncryptedSecrets(placed, options.decryptionKey);
   const placedFiles = [...placed.filter((record) => record.kind === 'release').flatMap((record) => [...(placement.rendered.get(record.dir) ?? [])].map(([file, text]): [string, string] => [`${record.dir}/${file}`, text])), ...placement.sharedFiles];
   summary.notes.push(...handoverNotes(options.previous, placedFiles, new Set(placed.filter((record) => record.kind === 'release').map((record) => record.dir))), ...moves.notes);
-  const tree = assembleTree(placement.rendered, [...placed, ...providers.records], provenance, summary, options.readmeTemplate, options.clusterRequests?.files, { files: new Map([...placement.sharedFiles, ...moves.files]), dirs: placement.sharedDirs });
+  // A Cluster made for requests moves to another class only with its new addons (held-cluster-moves.ts).
+  const requestFiles = options.clusterRequests ? holdWithheldClusterMoves(options.clusterRequests.files, withheld, options.previous) : undefined;
+  if (requestFiles) summary.notes.push(...requestFiles.notes);
+  const tree = assembleTree(placement.rendered, [...placed, ...providers.records], provenance, summary, options.readmeTemplate, requestFiles?.files, { files: new Map([...placement.sharedFiles, ...moves.files]), dirs: placement.sharedDirs });
   // Said once, for this run (not kept in the unit's notes): the hand edit is gone with this render,
   // or, when the unit is withheld, stays until it renders again.
   const recordOf = new Map(placed.map((record) => [record.dir, record]));
