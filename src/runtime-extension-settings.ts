@@ -12,6 +12,11 @@ export interface RuntimeExtensionSettings {
   timeoutMs: number;
   retryAfterSeconds: number;
   failurePolicy: 'Fail' | 'Ignore';
+  /**
+   * Route this Service to the leader: its EndpointSlice is written by the replica that leads, with
+   * that pod's IP (POD_IP), namespace (POD_NAMESPACE) and name (POD_NAME).
+   */
+  leaderService?: { service: string; namespace: string; podIP: string; podName?: string };
 }
 
 export interface RuntimeExtensionFlags {
@@ -20,6 +25,7 @@ export interface RuntimeExtensionFlags {
   timeout?: string | undefined;
   retryAfter?: string | undefined;
   failurePolicy?: string | undefined;
+  service?: string | undefined;
 }
 
 const ENVIRONMENT = {
@@ -28,6 +34,7 @@ const ENVIRONMENT = {
   timeout: 'CLUSTERSTACK_HOOK_TIMEOUT',
   retryAfter: 'CLUSTERSTACK_HOOK_RETRY_AFTER',
   failurePolicy: 'CLUSTERSTACK_HOOK_FAILURE_POLICY',
+  service: 'CLUSTERSTACK_RUNTIME_EXTENSION_SERVICE',
 } as const;
 
 /** Where deploy/ mounts the cert-manager Secret (tls.crt, tls.key). */
@@ -59,8 +66,18 @@ export function resolveRuntimeExtensionSettings(env: NodeJS.ProcessEnv, flags: R
   if (timeoutMs < retryAfterMs) throw new Error(`--hook-timeout (${ENVIRONMENT.timeout}) must be longer than --hook-retry-after`);
   const failurePolicy = pick(flags.failurePolicy, ENVIRONMENT.failurePolicy) ?? 'Fail';
   if (failurePolicy !== 'Fail' && failurePolicy !== 'Ignore') throw new Error(`--hook-failure-policy (${ENVIRONMENT.failurePolicy}) must be Fail or Ignore, not "${failurePolicy}"`);
+  const service = pick(flags.service, ENVIRONMENT.service);
+  let leaderService: RuntimeExtensionSettings['leaderService'];
+  if (service !== undefined) {
+    const podIP = nonEmpty(env['POD_IP']);
+    const namespace = nonEmpty(env['POD_NAMESPACE']);
+    if (!podIP || !namespace) throw new Error(`--runtime-extension-service (${ENVIRONMENT.service}) routes Service ${service} to the leader by its pod IP: set POD_IP and POD_NAMESPACE from the downward API (status.podIP, metadata.namespace), as deploy/runtime-extension does`);
+    const podName = nonEmpty(env['POD_NAME']);
+    leaderService = { service, namespace, podIP, ...(podName ? { podName } : {}) };
+  }
   return Object.freeze({
     ...(match[1] ? { host: match[1] } : {}),
+    ...(leaderService ? { leaderService } : {}),
     port: Number(match[2]),
     certFile,
     keyFile,

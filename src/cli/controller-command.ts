@@ -80,6 +80,9 @@ Cluster API runtime extension (lifecycle hooks; off unless an address is given):
                                        (CLUSTERSTACK_HOOK_TIMEOUT, default 30m)
   --hook-retry-after <duration>        how soon Cluster API asks again (CLUSTERSTACK_HOOK_RETRY_AFTER, default 10s)
   --hook-failure-policy <policy>       Fail (default: hold while unreachable) | Ignore (CLUSTERSTACK_HOOK_FAILURE_POLICY)
+  --runtime-extension-service <name>   the leader writes this selector-less Service's EndpointSlice with
+                                       its pod IP, so hooks reach the replica that renders
+                                       (CLUSTERSTACK_RUNTIME_EXTENSION_SERVICE; needs POD_IP, POD_NAMESPACE)
 
 Examples:
   # In the management cluster, as deploy/ runs it (settings in deploy/base/config.yaml; or deploy/argocd)
@@ -173,6 +176,7 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
       'hook-timeout': { type: 'string' },
       'hook-retry-after': { type: 'string' },
       'hook-failure-policy': { type: 'string' },
+      'runtime-extension-service': { type: 'string' },
     },
   });
   let settings: Readonly<ControllerSettings>;
@@ -228,6 +232,7 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
       timeout: values['hook-timeout'],
       retryAfter: values['hook-retry-after'],
       failurePolicy: values['hook-failure-policy'],
+      service: values['runtime-extension-service'],
     }, io.cwd);
   } catch (error) {
     throw new UsageError((error as Error).message);

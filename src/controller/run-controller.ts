@@ -8,6 +8,7 @@ import { Controller, PUBLISH_KEY, type ControllerOptions } from './controller.js
 import { HealthServer, startHealthServer } from './runtime/health-server.js';
 import { InformerCache } from './runtime/informer-cache.js';
 import { LeaderElector } from './runtime/leader-election.js';
+import { publishLeaderEndpoint } from './runtime/leader-endpoint.js';
 import { PrometheusMetrics } from './runtime/metrics.js';
 import type { WatchEvent } from './runtime/runtime-contract.js';
 import { KeyedWorkQueue } from './runtime/work-queue.js';
@@ -58,6 +59,11 @@ export interface RuntimeExtensionOptions {
   now?: () => number;
   /** How often waits Cluster API does not hold on (AfterControlPlaneInitialized) are looked at again. Default retryAfterSeconds. */
   revisitIntervalMs?: number;
+  /**
+   * The selector-less Service (port named `https`) whose EndpointSlice the leader writes with its
+   * pod IP and this port, so Cluster API's calls reach the replica that renders.
+   */
+  leaderService?: { service: string; namespace: string; podIP: string; podName?: string };
 }
 
 export interface ControllerRuntime {
@@ -175,6 +181,24 @@ export async function runController(options: ControllerRuntimeOptions): Promise<
     await Promise.all(queues.map((queue) => queue?.shutdown({ drain: false, timeoutMs: options.shutdownTimeoutMs ?? 20_000 })));
   };
 
+  let stopped = false;
+  // The runtime extension's Service points at the leader: written when leading starts, retried until it is.
+  const routeExtensionToLeader = async (signal?: AbortSignal): Promise<void> => {
+    const route = options.runtimeExtension?.leaderService;
+    if (!route || !extension) return;
+    const endpoint = { ...route, port: Number(new URL(extension.url).port), portName: 'https' };
+    for (let attempt = 0; !stopped && !signal?.aborted; attempt += 1) {
+      try {
+        await publishLeaderEndpoint(options.kube, endpoint);
+        logger.info({ service: `${route.namespace}/${route.service}`, podIP: route.podIP }, 'Runtime extension Service routed to this replica');
+        return;
+      } catch (error) {
+        logger.warn({ service: `${route.namespace}/${route.service}`, error: errorMessage(error) }, 'Could not route the runtime extension Service to this replica; retrying (grant create, get and patch on endpointslices)');
+        await new Promise((resolve) => setTimeout(resolve, Math.min(30_000, 1000 * 2 ** attempt)).unref?.());
+      }
+    }
+  };
+
   let elector: LeaderElector | undefined;
   metrics.observeLeader(() => leading);
   if (options.leaderElection) {
@@ -193,6 +217,7 @@ export async function runController(options: ControllerRuntimeOptions): Promise<
       .run({
         onStartedLeading: async (signal) => {
           leading = true;
+          void routeExtensionToLeader(signal);
           await cache.whenSynced(signal).catch(() => undefined);
           if (!signal.aborted) startQueues();
         },
@@ -206,10 +231,10 @@ export async function runController(options: ControllerRuntimeOptions): Promise<
         (error: unknown) => resolveDone({ reason: `leader election failed: ${errorMessage(error)}` }),
       );
   } else {
+    void routeExtensionToLeader();
     startQueues();
   }
 
-  let stopped = false;
   return {
     controller: ctl,
     metrics,

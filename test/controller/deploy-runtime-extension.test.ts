@@ -28,11 +28,29 @@ describe('deploy/runtime-extension', () => {
     expect(config['apiVersion']).toBe('runtime.cluster.x-k8s.io/v1alpha1');
     const service = find('Service', config['spec']['clientConfig']['service']['name'])!;
     expect(service['metadata']['namespace']).toBe(config['spec']['clientConfig']['service']['namespace']);
-    expect(service['spec']['ports']).toEqual([{ name: 'https', port: config['spec']['clientConfig']['service']['port'], targetPort: 'extension' }]);
+    // The leader's EndpointSlice names the port by the Service port's name, at the container port.
+    expect(service['spec']['ports']).toEqual([{ name: 'https', port: config['spec']['clientConfig']['service']['port'], targetPort: 9443 }]);
     const deployment = find('Deployment', 'clusterstack-gitops-controller')!;
-    expect(service['spec']['selector']).toEqual(deployment['spec']['selector']['matchLabels']);
     const container = deployment['spec']['template']['spec']['containers'][0];
     expect(container['ports']).toContainEqual({ name: 'extension', containerPort: 9443 });
+  });
+
+  it('routes the Service to the leader alone: no selector, the leader writes its EndpointSlice knowing its pod IP', () => {
+    const service = find('Service', 'clusterstack-gitops-runtime-extension')!;
+    expect(service['spec']['selector']).toBeUndefined();
+    const data = find('ConfigMap', 'clusterstack-gitops-config')!['data'];
+    expect(data['CLUSTERSTACK_RUNTIME_EXTENSION_SERVICE']).toBe(service['metadata']['name']);
+    const env = find('Deployment', 'clusterstack-gitops-controller')!['spec']['template']['spec']['containers'][0]['env'];
+    expect(env).toContainEqual({ name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } });
+    expect(env.map((variable: { name: string }) => variable.name)).toEqual(expect.arrayContaining(['POD_NAME', 'POD_NAMESPACE']));
+    const role = find('Role', 'clusterstack-gitops-runtime-extension-endpoint')!;
+    expect(role['metadata']['namespace']).toBe(service['metadata']['namespace']);
+    expect(role['rules']).toEqual([
+      { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['create'] },
+      { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], resourceNames: [`${service['metadata']['name']}-leader`], verbs: ['get', 'patch'] },
+    ]);
+    const binding = find('RoleBinding', 'clusterstack-gitops-runtime-extension-endpoint')!;
+    expect(binding['subjects']).toEqual([{ kind: 'ServiceAccount', name: 'clusterstack-gitops-controller', namespace: 'clusterstack-system' }]);
   });
 
   it("mounts the cert-manager Certificate's Secret where the controller reads it, and has Cluster API inject its CA", () => {
@@ -78,6 +96,10 @@ describe('resolveRuntimeExtensionSettings', () => {
       expect(() => resolveRuntimeExtensionSettings(env, { failurePolicy: 'fail' }, process.cwd())).toThrow('--hook-failure-policy (CLUSTERSTACK_HOOK_FAILURE_POLICY) must be Fail or Ignore, not "fail"');
       expect(() => resolveRuntimeExtensionSettings(env, { retryAfter: '500ms' }, process.cwd())).toThrow(/at least 1s/);
       expect(() => resolveRuntimeExtensionSettings(env, { timeout: 'soon' }, process.cwd())).toThrow(/--hook-timeout/);
+      // Routing the Service to the leader needs the pod's IP and namespace from the downward API.
+      const routed = { ...env, CLUSTERSTACK_RUNTIME_EXTENSION_SERVICE: 'hooks', POD_IP: '10.1.2.3', POD_NAMESPACE: 'clusterstack-system', POD_NAME: 'controller-0' };
+      expect(resolveRuntimeExtensionSettings(routed, {}, process.cwd())).toMatchObject({ leaderService: { service: 'hooks', namespace: 'clusterstack-system', podIP: '10.1.2.3', podName: 'controller-0' } });
+      expect(() => resolveRuntimeExtensionSettings({ ...routed, POD_IP: '' }, {}, process.cwd())).toThrow('--runtime-extension-service (CLUSTERSTACK_RUNTIME_EXTENSION_SERVICE) routes Service hooks to the leader by its pod IP: set POD_IP and POD_NAMESPACE');
     } finally {
       rmSync(cert.dir, { recursive: true, force: true });
     }
@@ -87,7 +109,7 @@ describe('resolveRuntimeExtensionSettings', () => {
 describe('clusterstack controller --runtime-extension-addr', () => {
   it('lists the runtime extension flags in its usage', async () => {
     const { stdout } = await runClusterstack(['controller', '--help']);
-    for (const flag of ['--runtime-extension-addr', '--runtime-extension-cert-dir', '--hook-timeout', '--hook-retry-after', '--hook-failure-policy']) expect(stdout).toContain(flag);
+    for (const flag of ['--runtime-extension-addr', '--runtime-extension-cert-dir', '--hook-timeout', '--hook-retry-after', '--hook-failure-policy', '--runtime-extension-service']) expect(stdout).toContain(flag);
   });
 
   it('refuses to start without the serving certificate, saying where it looked, before touching anything', async () => {
