@@ -87,3 +87,35 @@ export async function medianMs(times: number, args: string[], env: NodeJS.Proces
   runs.sort((a, b) => a - b);
   return runs[Math.floor(runs.length / 2)]!;
 }
+
+/** A long-running CLI process (the controller): `stop()` sends SIGTERM and reports its peak memory once it exited. */
+export interface CliProcess {
+  readonly stderr: () => string;
+  stop(): Promise<{ code: number | null; maxRssMiB: number; cpuMs: number }>;
+}
+
+/** Starts `clusterstack <args>` (the built CLI) and leaves it running. */
+export async function startCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliProcess> {
+  const rssDir = await mkdtemp(path.join(os.tmpdir(), 'csk-bench-rss-'));
+  const rssFile = path.join(rssDir, 'rss');
+  const child = spawn(process.execPath, ['--import', await rssPreload(), CLI_ENTRY, ...args], {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? os.tmpdir(), ...env, CSK_BENCH_RSS_FILE: rssFile },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const exited = new Promise<number | null>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', resolve);
+  });
+  return {
+    stderr: () => stderr,
+    async stop() {
+      child.kill('SIGTERM');
+      const code = await exited;
+      const usage = JSON.parse(await readFile(rssFile, 'utf8').catch(() => '{"maxRSS":0,"cpuUs":0}')) as { maxRSS: number; cpuUs: number };
+      await rm(rssDir, { recursive: true, force: true });
+      return { code, maxRssMiB: usage.maxRSS / 1024, cpuMs: usage.cpuUs / 1000 };
+    },
+  };
+}
