@@ -90,6 +90,7 @@ export async function medianMs(times: number, args: string[], env: NodeJS.Proces
 
 /** A long-running CLI process (the controller): `stop()` sends SIGTERM and reports its peak memory once it exited. */
 export interface CliProcess {
+  /** The newest output (log lines and stderr). */
   readonly stderr: () => string;
   stop(): Promise<{ code: number | null; maxRssMiB: number; cpuMs: number }>;
 }
@@ -100,10 +101,13 @@ export async function startCli(args: string[], env: NodeJS.ProcessEnv = {}): Pro
   const rssFile = path.join(rssDir, 'rss');
   const child = spawn(process.execPath, ['--import', await rssPreload(), CLI_ENTRY, ...args], {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? os.tmpdir(), ...env, CSK_BENCH_RSS_FILE: rssFile },
-    stdio: ['ignore', 'ignore', 'pipe'],
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
+  // The log (pino writes to stdout) and stderr, the newest 64 KiB: what a failed benchmark shows.
   let stderr = '';
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const keep = (chunk: Buffer) => (stderr = (stderr + chunk.toString('utf8')).slice(-65_536));
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
   const exited = new Promise<number | null>((resolve, reject) => {
     child.on('error', reject);
     child.on('close', resolve);
