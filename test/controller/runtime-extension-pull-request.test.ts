@@ -125,5 +125,7 @@ describe('runtime extension in pull-request mode', () => {
       const stages = ((fixture.get('ClusterAddon', NS, 'alpha')?.['status'] as { stages?: { release?: string; revision?: string }[] })?.stages ?? []);
       return stages.length > 0 && stages.every((stage) => stage.release === 'docker-ferrol-1-30-v3' && stage.revision === merged);
     }, 'the stages recorded at the merge commit');
+    // The base holds the tree now: the pull request GitHub would have closed on merge is closed as unnecessary here.
+    await waitFor(() => openPulls().length === 0, 'the pull request closed once the base holds the tree');
   }, 120_000);
 });

@@ -47,6 +47,7 @@ export class PublishTracker {
   /** Pull-request mode: the base branch's tree and head as last read, and what it lacks. */
   private base: { head: string | null; tree: RenderedTree } | undefined;
   private readonly pending = new Map<string, string>();
+  private baseMoved = false;
 
   constructor(
     private readonly publisher: Publisher,
@@ -126,12 +127,15 @@ export class PublishTracker {
     } catch (error) {
       return { state: this.baseState('failed', new Set(), errorText(error)), retryable: true };
     }
-    if (this.options.proposes) await this.followBase();
+    if (this.options.proposes) {
+      await this.followBase();
+      previous = this.previous ?? previous;
+    }
     const dirty = dirtyUnitDirs(previous, tree);
     // Nothing rendered yet and nothing there: a README-only first commit would be noise.
     if (previous.size === 0 && ![...tree.keys()].some((file) => unitDirOf(file) !== undefined || file.startsWith(`${PROVIDERS_DIR}/`))) return { state: this.baseState('unchanged', dirty) };
     const resyncDue = now() - this.lastCall >= this.options.resyncMs;
-    if (this.published && !this.lastFailed && !resyncDue && sameTree(previous, tree)) return { state: this.baseState('unchanged', dirty) };
+    if (this.published && !this.lastFailed && !this.baseMoved && !resyncDue && sameTree(previous, tree)) return { state: this.baseState('unchanged', dirty) };
     const started = now();
     try {
       const result = await this.publisher.publish(tree, change);
@@ -139,6 +143,7 @@ export class PublishTracker {
       this.previous = tree;
       this.published = true;
       this.lastFailed = false;
+      this.baseMoved = false;
       if (this.options.proposes) {
         this.revision = result.revision;
         this.markPending(tree, result.pullRequest);
@@ -170,9 +175,17 @@ export class PublishTracker {
       if (this.base && this.base.head === head) return;
       const tree = await this.publisher.readPrevious();
       await this.loadHistory();
+      const moved = this.base !== undefined;
       this.base = { head, tree };
       // What the base holds now may be what was pending.
       for (const dir of [...this.pending.keys()]) if (!dirtyUnitDirs(tree, this.previous ?? tree).has(dir)) this.pending.delete(dir);
+      // Compared with the base again, and the publisher asked even when the base holds the tree, so
+      // it looks at the pull request (merged: closed as unnecessary; the base changed by someone
+      // else: proposed again on top of it).
+      if (moved) {
+        this.previous = tree;
+        this.baseMoved = true;
+      }
     } catch (error) {
       this.options.onHistoryError?.(error);
     }
