@@ -6,7 +6,7 @@ import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ControllerRuntime } from '../../src/controller/run-controller.js';
 import type { KubeObject } from '../../src/api/types.js';
-import { CAPI, condition, MERGE, startControllerFixture, waitFor, type ControllerFixture, aStack } from '../support/controller-fixture.js';
+import { CAPI, condition, MERGE, readyKustomization, startControllerFixture, waitFor, type ControllerFixture, aStack } from '../support/controller-fixture.js';
 import { afterControlPlaneInitializedRequest, beforeClusterUpgradeRequest, callExtension, HOOKS_V1ALPHA1, hookPath, type HookCall } from '../support/fake-capi-caller.js';
 import { makeSelfSignedCert, type SelfSignedCert } from '../support/self-signed-cert.js';
 
@@ -40,14 +40,7 @@ describe('runtime extension (lifecycle hooks)', () => {
   const call = (hook: string, body: unknown): Promise<HookCall> => callExtension(runtime.extensionUrl!, hookPath(hook, hook.replace(/([a-z])([A-Z])/g, '$1-$2').toLowerCase()), body, cert.ca);
   const events = (reason: string, name: string) => fixture.api.list('v1', 'Event', NS).filter((event) => event['reason'] === reason && (event['involvedObject'] as { name?: string })?.name === name);
   const addon = (name: string) => fixture.get('ClusterAddon', NS, name);
-  const seedKustomization = (revision: string) =>
-    fixture.api.seed({
-      apiVersion: 'kustomize.toolkit.fluxcd.io/v1',
-      kind: 'Kustomization',
-      metadata: { name: 'alpha', namespace: 'flux-system' },
-      spec: { path: `./clusters/${NS}/alpha`, prune: true, sourceRef: { kind: 'GitRepository', name: 'clusterstacks' } },
-      status: { lastAppliedRevision: `main@sha1:${revision}`, conditions: [{ type: 'Ready', status: 'True', reason: 'ReconciliationSucceeded', message: `Applied revision: main@sha1:${revision}`, lastTransitionTime: new Date().toISOString() }] },
-    });
+  const seedKustomization = (revision: string) => fixture.api.seed(readyKustomization('alpha', `clusters/${NS}/alpha`, revision));
   /** Calls until the answer's message matches (the informer cache catches up with seeded objects). */
   async function callUntil(hook: string, body: () => unknown, pattern: RegExp): Promise<HookCall> {
     let last: HookCall | undefined;

@@ -11,7 +11,7 @@ import { GitHistoryReader } from '../../gitops/git-history.js';
 import { PullRequestPublisher } from '../../gitops/pull-request-publisher.js';
 import type { KubeObject } from '../../src/api/types.js';
 import type { ControllerRuntime } from '../../src/controller/run-controller.js';
-import { aStack, CAPI, condition, MERGE, startControllerFixture, waitFor, type ControllerFixture } from '../support/controller-fixture.js';
+import { aStack, CAPI, condition, MERGE, readyKustomization, startControllerFixture, waitFor, type ControllerFixture } from '../support/controller-fixture.js';
 import { beforeClusterUpgradeRequest, callExtension, hookPath, type HookCall } from '../support/fake-capi-caller.js';
 import { startFakeGitHub, type FakeGitHub } from '../support/fake-github/index.js';
 import { makeSelfSignedCert, type SelfSignedCert } from '../support/self-signed-cert.js';
@@ -48,14 +48,7 @@ describe('runtime extension in pull-request mode', () => {
     return commit;
   };
   /** Flux reporting it applied `revision` of main for the cluster's directory. */
-  const fluxApplied = (revision: string) =>
-    fixture.api.seed({
-      apiVersion: 'kustomize.toolkit.fluxcd.io/v1',
-      kind: 'Kustomization',
-      metadata: { name: 'alpha', namespace: 'flux-system' },
-      spec: { path: `./clusters/${NS}/alpha`, prune: true, sourceRef: { kind: 'GitRepository', name: 'clusterstacks' } },
-      status: { lastAppliedRevision: `main@sha1:${revision}`, conditions: [{ type: 'Ready', status: 'True', reason: 'ReconciliationSucceeded', message: `Applied revision: main@sha1:${revision}`, lastTransitionTime: new Date().toISOString() }] },
-    });
+  const fluxApplied = (revision: string) => fixture.api.seed(readyKustomization('alpha', `clusters/${NS}/alpha`, revision));
   async function callUntil(body: () => unknown, check: (answer: HookCall) => boolean, what: string): Promise<HookCall> {
     let last: HookCall | undefined;
     const deadline = Date.now() + 20_000;

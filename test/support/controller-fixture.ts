@@ -155,3 +155,14 @@ export async function startControllerFixture(options: { api?: FakeKubeApiOptions
   };
   return fixture;
 }
+
+/** A Flux Kustomization `flux-system/<name>` for `./<path>` that is Ready, having applied `revision` of main. */
+export function readyKustomization(name: string, dirPath: string, revision: string): KubeObject {
+  return {
+    apiVersion: 'kustomize.toolkit.fluxcd.io/v1',
+    kind: 'Kustomization',
+    metadata: { name, namespace: 'flux-system' },
+    spec: { path: `./${dirPath}`, prune: true, sourceRef: { kind: 'GitRepository', name: 'clusterstacks' } },
+    status: { lastAppliedRevision: `main@sha1:${revision}`, conditions: [{ type: 'Ready', status: 'True', reason: 'ReconciliationSucceeded', message: `Applied revision: main@sha1:${revision}`, lastTransitionTime: new Date().toISOString() }] },
+  } as KubeObject;
+}
