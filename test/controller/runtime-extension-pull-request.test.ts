@@ -51,7 +51,7 @@ describe('runtime extension in pull-request mode', () => {
   const fluxApplied = (revision: string) => fixture.api.seed(readyKustomization('alpha', `clusters/${NS}/alpha`, revision));
   async function callUntil(body: () => unknown, check: (answer: HookCall) => boolean, what: string): Promise<HookCall> {
     let last: HookCall | undefined;
-    const deadline = Date.now() + 20_000;
+    const deadline = Date.now() + 60_000;
     while (Date.now() < deadline) {
       last = await call(body());
       if (check(last)) return last;
@@ -96,7 +96,7 @@ describe('runtime extension in pull-request mode', () => {
 
   it('holds the upgrade while the addons are only proposed, even when Flux applied a newer commit of main, and lets go once it applied the squash merge', async () => {
     await fixture.custom.patchNamespacedCustomObject({ ...CAPI, plural: 'clusters', namespace: NS, name: 'alpha', body: { spec: { topology: { class: 'docker-ferrol-1-30-v3', version: 'v1.30.4' } } } }, MERGE());
-    await waitFor(() => Object.keys(onBranch(prBranch)).some((file) => file.startsWith(`clusters/${NS}/alpha/cni/`)), 'the v3 addons on the pull request branch', 60_000);
+    await waitFor(() => Object.keys(onBranch(prBranch)).some((file) => file.startsWith(`clusters/${NS}/alpha/cni/`)), 'the v3 addons on the pull request branch', 120_000);
     const request = () => beforeClusterUpgradeRequest(liveCluster(), 'v1.30.2', 'v1.30.4');
 
     // A person's commit lands on main meanwhile, and Flux applies it: it does not hold the v3 addons.
@@ -119,6 +119,6 @@ describe('runtime extension in pull-request mode', () => {
       return stages.length > 0 && stages.every((stage) => stage.release === 'docker-ferrol-1-30-v3' && stage.revision === merged);
     }, 'the stages recorded at the merge commit');
     // The base holds the tree now: the pull request GitHub would have closed on merge is closed as unnecessary here.
-    await waitFor(() => openPulls().length === 0, 'the pull request closed once the base holds the tree');
-  }, 120_000);
+    await waitFor(() => openPulls().length === 0, 'the pull request closed once the base holds the tree', 60_000);
+  }, 240_000);
 });
