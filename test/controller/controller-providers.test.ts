@@ -8,7 +8,7 @@ import { createProviderFetcher } from '../../src/providers/provider-fetcher.js';
 import { createSourceOpener } from '../../src/sources/open-release-source.js';
 import { startFakeGitHub, type FakeGitHub } from '../support/fake-github/index.js';
 import { addProviderRelease, providerFixture } from '../support/provider-fixtures.js';
-import { condition, startControllerFixture, waitFor, type ControllerFixture } from '../support/controller-fixture.js';
+import { condition, MERGE, startControllerFixture, waitFor, type ControllerFixture } from '../support/controller-fixture.js';
 
 const OPERATOR = { group: 'operator.cluster.x-k8s.io', version: 'v1alpha2' } as const;
 
@@ -19,6 +19,8 @@ describe('controller with Cluster API providers', () => {
     github = await startFakeGitHub();
     addProviderRelease(github, 'core', 'v1.8.0');
     addProviderRelease(github, 'infrastructure', 'v1.8.0');
+    github.addRelease('cert-manager', 'cert-manager', { tag: 'v1.16.2', assets: [{ name: 'cert-manager.yaml', content: providerFixture('cert-manager', 'v1.16.2', 'cert-manager.yaml') }] });
+    github.addRelease('cert-manager', 'cert-manager', { tag: 'v1.16.4', assets: [{ name: 'cert-manager.yaml', content: 'kind: [unclosed\n' }] });
     fixture_ = await startControllerFixture();
     for (const kind of ['CoreProvider', 'InfrastructureProvider']) fixture_.api.registerResource({ ...OPERATOR, kind, plural: `${kind.toLowerCase()}s`, namespaced: true, statusSubresource: true });
   });
@@ -62,4 +64,24 @@ describe('controller with Cluster API providers', () => {
     expect(writes.length).toBeGreaterThan(0);
     expect(writes.filter((request) => !request.path.endsWith('/status'))).toEqual([]);
   });
+
+  it('says on the CoreProvider whether the cert-manager it declares was rendered, or why it is withheld', async () => {
+    const coreProvider = () => live('CoreProvider', 'capi-system', 'cluster-api');
+    const annotate = (version: string) =>
+      fixture_.custom.patchNamespacedCustomObject({ ...OPERATOR, plural: 'coreproviders', namespace: 'capi-system', name: 'cluster-api', body: { metadata: { annotations: { 'clusterstack.x-k8s.io/cert-manager-version': version } } } }, MERGE());
+    // A release whose cert-manager.yaml is not YAML: cert-manager is withheld, and the core provider says so.
+    await annotate('v1.16.4');
+    await waitFor(() => condition(coreProvider(), 'CertManagerRendered')?.reason === 'ManifestsWithheld', 'cert-manager withheld on the CoreProvider', 30_000);
+    expect(condition(coreProvider(), 'CertManagerRendered')).toMatchObject({ status: 'False', message: expect.stringContaining('cert-manager v1.16.4') });
+    expect(condition(coreProvider(), 'Ready')).toMatchObject({ status: 'False' });
+    // Its own manifests are still rendered: only the prerequisite is missing.
+    expect(condition(coreProvider(), 'ManifestsRendered')).toMatchObject({ status: 'True' });
+    expect(condition(live('InfrastructureProvider', 'capd-system', 'docker'), 'CertManagerRendered')).toBeUndefined();
+
+    await annotate('v1.16.2');
+    await waitFor(() => condition(coreProvider(), 'CertManagerRendered')?.status === 'True', 'cert-manager rendered', 30_000);
+    expect(condition(coreProvider(), 'CertManagerRendered')!.message).toContain('cert-manager v1.16.2 from github:cert-manager/cert-manager');
+    expect(Object.keys(fixture_.published()).some((file) => file.startsWith('management/providers/cert-manager/'))).toBe(true);
+    expect(condition(coreProvider(), 'Ready')).toMatchObject({ status: 'True' });
+  }, 60_000);
 });

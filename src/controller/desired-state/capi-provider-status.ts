@@ -6,7 +6,7 @@
 import { describeProvider } from '../../api/provider-types.js';
 import type { Condition, KubeObject } from '../../api/types.js';
 import { formatProblem } from '../../core/problem.js';
-import { providerDir } from '../../output/tree-layout.js';
+import { CERT_MANAGER_DIR, providerDir } from '../../output/tree-layout.js';
 import { falseCondition, mergeConditions, readySummary, trueCondition, type DesiredCondition } from './conditions.js';
 import type { StatusInputs } from './status-inputs.js';
 
@@ -33,7 +33,7 @@ export function desiredCapiProviderStatuses(input: StatusInputs): DesiredProvide
     const published = record && (input.publish.outcome === 'published' || input.publish.outcome === 'unchanged')
       ? trueCondition('ManifestsPublished', 'Published', `published to ${input.publish.target}${input.publish.revision ? ` at ${input.publish.revision}` : ''}`)
       : falseCondition('ManifestsPublished', input.publish.outcome === 'failed' ? 'PublishRetrying' : 'NotPublished', input.publish.message ?? 'nothing published in this round', 'Info');
-    const parts = [rendered, published];
+    const parts = [rendered, published, ...certManagerConditionFor(live, input)];
     const desired = [readySummary(parts, `${record?.version ?? ''} rendered and published; Argo CD or Flux applies it`), ...parts];
     const generation = live.metadata.generation;
     const current = (live as { status?: { conditions?: Condition[] } }).status?.conditions;
@@ -45,4 +45,19 @@ export function desiredCapiProviderStatuses(input: StatusInputs): DesiredProvide
     if (generation !== undefined) status.observedGeneration = generation;
     return { live, status };
   });
+}
+
+/**
+ * On the CoreProvider that declares cert-manager (its annotations): whether cert-manager, which
+ * every provider's webhook certificates need, was rendered, or why it is withheld. None otherwise.
+ */
+function certManagerConditionFor(live: KubeObject, input: StatusInputs): DesiredCondition[] {
+  const certManager = input.plan?.providers?.certManager;
+  if (!certManager || certManager.core.kind !== live.kind || certManager.core.metadata.name !== live.metadata.name || (certManager.core.metadata.namespace ?? 'default') !== (live.metadata.namespace ?? 'default')) return [];
+  const withheld = input.render?.withheld.find((entry) => entry.kind === 'provider' && entry.name === 'CertManager/cert-manager');
+  if (withheld) return [falseCondition('CertManagerRendered', 'ManifestsWithheld', `cert-manager ${certManager.version}: ${withheld.reason}${withheld.previousKept ? ' (the previously published manifests stay)' : ''}`)];
+  const record = input.render?.provenance.providers?.find((candidate) => candidate.dir === CERT_MANAGER_DIR);
+  if (record) return [trueCondition('CertManagerRendered', 'Rendered', `cert-manager ${record.version} from ${record.source} rendered into ${record.dir}, applied before the providers`)];
+  if (certManager.problems.length > 0) return [falseCondition('CertManagerRendered', 'InvalidSpec', certManager.problems.map(formatProblem).join('; '))];
+  return [falseCondition('CertManagerRendered', 'NotRendered', `cert-manager ${certManager.version} was not rendered in this round`, 'Info')];
 }
