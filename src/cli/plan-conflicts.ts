@@ -1,0 +1,43 @@
+// `plan`'s notes on kept releases a render would withhold for rendering an object an older kept
+// release renders differently: the ClusterClass side of every kept release rendered (nothing
+// written), through a cache of those renders under the cache directory (plan/chart-render-cache.ts),
+// so a plan of unchanged releases starts no helm. With fewer than two kept releases no object can
+// be rendered twice and nothing is rendered. Without a usable helm the check is skipped with a
+// warning; the plan itself stands.
+import path from 'node:path';
+import type { Config } from '../config.js';
+import type { Plan } from '../plan/build-plan.js';
+
+export interface ReleaseConflictNotes {
+  conflicts: { namespace: string; release: string; reason: string }[];
+  /** Why the check could not run, if it could not. */
+  warnings: string[];
+  /** How the check went, for the timings line: `3 charts, 3 from cache`. */
+  summary: string;
+}
+
+export async function releaseConflictNotes(plan: Plan, config: Readonly<Config>): Promise<ReleaseConflictNotes> {
+  const loaded = [...plan.releases.values()].filter((release) => release.content).length;
+  if (loaded < 2) return { conflicts: [], warnings: [], summary: `${loaded} kept release, nothing to compare` };
+  const [{ checkReleaseConflicts }, { cachedRenderChart, ChartRenderCache }, { helmBinaryIdentity }] = await Promise.all([
+    import('../render/check-release-conflicts.js'),
+    import('../plan/chart-render-cache.js'),
+    import('../../renderers/helm-binary.js'),
+  ]);
+  const helmOptions = { ...(config.helmBinary ? { configured: config.helmBinary } : {}), pathEnv: config.pathEnv };
+  const renderer = cachedRenderChart(
+    new ChartRenderCache(config.cacheDir),
+    () => helmBinaryIdentity(helmOptions),
+    async () => {
+      const { createHelmDependencies } = await import('../../renderers/helm-dependencies.js');
+      return createHelmDependencies({ ...helmOptions, workDir: path.join(config.cacheDir, 'helm') }).renderChart;
+    },
+  );
+  try {
+    const conflicts = await checkReleaseConflicts(plan, { renderChart: renderer.renderChart });
+    const { hits, rendered } = renderer.stats();
+    return { conflicts, warnings: [], summary: `${hits + rendered} charts, ${hits} from cache` };
+  } catch (error) {
+    return { conflicts: [], warnings: [`objects shared between releases were not checked: ${(error as Error).message}`], summary: 'not checked' };
+  }
+}
