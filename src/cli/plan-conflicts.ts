@@ -16,6 +16,11 @@ export interface ReleaseConflictNotes {
   summary: string;
 }
 
+/** No usable helm: the check did not run (not a problem of a chart, which the check passes over). */
+class HelmMissingError extends Error {
+  override name = 'HelmMissingError';
+}
+
 export async function releaseConflictNotes(plan: Plan, config: Readonly<Config>): Promise<ReleaseConflictNotes> {
   const loaded = [...plan.releases.values()].filter((release) => release.content).length;
   if (loaded < 2) return { conflicts: [], warnings: [], summary: `${loaded} kept release, nothing to compare` };
@@ -29,8 +34,17 @@ export async function releaseConflictNotes(plan: Plan, config: Readonly<Config>)
     new ChartRenderCache(config.cacheDir),
     () => helmBinaryIdentity(helmOptions),
     async () => {
-      const { createHelmDependencies } = await import('../../renderers/helm-dependencies.js');
-      return createHelmDependencies({ ...helmOptions, workDir: path.join(config.cacheDir, 'helm') }).renderChart;
+      const [{ createHelmDependencies }, { HelmNotFoundError }] = await Promise.all([import('../../renderers/helm-dependencies.js'), import('../../renderers/helm-errors.js')]);
+      const { renderChart } = createHelmDependencies({ ...helmOptions, workDir: path.join(config.cacheDir, 'helm') });
+      return async (request) => {
+        try {
+          return await renderChart(request);
+        } catch (error) {
+          // A chart helm refuses is the render's to report; no helm at all means nothing was checked.
+          if (error instanceof HelmNotFoundError) throw new HelmMissingError(error.message);
+          throw error;
+        }
+      };
     },
   );
   try {
