@@ -116,6 +116,23 @@ describe('plan keeps its ClusterClass renders across runs', () => {
     ]);
   });
 
+  it('cache size counts those renders and cache prune keeps only the kept releases\' (for the helm plan uses)', async () => {
+    const env = { CLUSTERSTACK_CACHE_DIR: await tempDir('csk-plan-cache-'), CLUSTERSTACK_TIMINGS: '1' };
+    const both = await writeTree({ 'stack.yaml': orcClusterStack(['v1', 'v3']) });
+    expect((await runClusterstack(['plan', both, '--release-source', releases, '--json'], { env })).stderr).toMatch(/\(2 charts, 0 from cache\)/);
+    const size = async (): Promise<{ entries: number; bytes: number }> => JSON.parse((await runClusterstack(['cache', 'size', '--json'], { env: { CLUSTERSTACK_CACHE_DIR: env.CLUSTERSTACK_CACHE_DIR } })).stdout).chartRenders;
+    expect((await size()).entries).toBe(2);
+    expect((await size()).bytes).toBeGreaterThan(0);
+
+    const onlyV1 = await writeTree({ 'stack.yaml': orcClusterStack(['v1']) });
+    const pruned = await runClusterstack(['cache', 'prune', onlyV1, '--release-source', releases, '--json'], { env: { CLUSTERSTACK_CACHE_DIR: env.CLUSTERSTACK_CACHE_DIR } });
+    expect(pruned.code).toBe(0);
+    expect(JSON.parse(pruned.stdout).removedChartRenders).toBe(1);
+    expect((await size()).entries).toBe(1);
+    // v1's render stayed: the next plan of both renders only v3.
+    expect((await runClusterstack(['plan', both, '--release-source', releases, '--json'], { env })).stderr).toMatch(/\(2 charts, 1 from cache\)/);
+  });
+
   it('with fewer than two kept releases nothing can conflict: no helm is needed; with two, a missing helm is a warning and the plan stands', async () => {
     const env = { CLUSTERSTACK_CACHE_DIR: await tempDir('csk-plan-cache-'), CLUSTERSTACK_TIMINGS: '1', CLUSTERSTACK_HELM: '/does/not/exist/helm' };
     const one = await runClusterstack(['plan', await writeTree({ 'stack.yaml': orcClusterStack(['v1']) }), '--release-source', releases], { env });

@@ -55,3 +55,15 @@ export async function releaseConflictNotes(plan: Plan, config: Readonly<Config>)
     return { conflicts: [], warnings: [`objects shared between releases were not checked: ${(error as Error).message}`], summary: 'not checked' };
   }
 }
+
+/**
+ * The cache keys of the renders this plan's shared-object check uses (with the helm it would use):
+ * what `cache prune` keeps of `chart-renders/`.
+ */
+export async function chartRenderKeysOf(plan: Plan, config: Readonly<Config>): Promise<Set<string>> {
+  const [{ planUnits }, { chartRenderKey }, { helmBinaryIdentity }] = await Promise.all([import('../render/render-units.js'), import('../plan/chart-render-cache.js'), import('../../renderers/helm-binary.js')]);
+  const helm = await helmBinaryIdentity({ ...(config.helmBinary ? { configured: config.helmBinary } : {}), pathEnv: config.pathEnv });
+  if (helm === undefined) return new Set();
+  const units = planUnits(plan, { secrets: 'allow' }).units.filter((unit) => unit.record.kind === 'release');
+  return new Set(units.map((unit) => chartRenderKey({ releaseName: unit.releaseName, chart: unit.chart, namespace: unit.renderNamespace, kubeVersion: unit.kubeVersion, values: unit.values, includeCrds: unit.includeCrds }, helm)));
+}

@@ -12,7 +12,7 @@
 //
 // Layout: <root>/chart-renders/<sha256 hex of the key>.json
 import { randomBytes } from 'node:crypto';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { sha256Digest, sha256Hex } from '../release/content-digest.js';
 import { canonicalJson } from '../render/canonical-json.js';
@@ -90,6 +90,27 @@ export class ChartRenderCache {
       return undefined;
     }
     return entry.output;
+  }
+
+  /** Every stored entry's key and size (not verified), for `cache size` and `cache prune`. */
+  async list(): Promise<{ key: string; bytes: number }[]> {
+    let names: string[];
+    try {
+      names = await readdir(this.dir);
+    } catch {
+      return [];
+    }
+    const entries: { key: string; bytes: number }[] = [];
+    for (const name of names.filter((file) => /^[0-9a-f]{64}\.json$/.test(file)).sort()) {
+      const info = await stat(path.join(this.dir, name)).catch(() => undefined);
+      if (info) entries.push({ key: name.slice(0, 64), bytes: info.size });
+    }
+    return entries;
+  }
+
+  /** Removes the entry of `key`, if there is one. */
+  async remove(key: string): Promise<void> {
+    await rm(this.file(key), { force: true });
   }
 
   /** Stores `output` for `key`, replacing what was there in one rename. */
