@@ -50,14 +50,11 @@ function commandHelp(commandUsage: string): string {
 
 /** Runs one command line to its end and returns the exit code; nothing it raises escapes. */
 export async function runCli(argv: string[], io: CliIo): Promise<number> {
-  if (!timingsWanted(io.env)) {
-    resetPhases();
-    return dispatch(argv, io);
-  }
+  // The marks of this run (and main's `node` mark before it) are forgotten at its end, printed or not.
   try {
     return await dispatch(argv, io);
   } finally {
-    io.stderr(formatPhaseTimings());
+    if (timingsWanted(io.env)) io.stderr(formatPhaseTimings());
     resetPhases();
   }
 }
