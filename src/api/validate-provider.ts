@@ -1,7 +1,7 @@
 // Pure validation of the cluster-api-operator's provider objects (v1alpha2), with the rules its CRDs
 // and webhooks enforce (exactly one fetch source, not both patch styles) plus what rendering needs
 // (a semantic version). Every field the operator's API defines is accepted, so existing specs load.
-import semver from 'semver';
+import { semver } from '../core/semver-functions.js';
 import type { Problem } from '../core/problem.js';
 import { OPERATOR_API_GROUP, OPERATOR_API_VERSION, PROVIDER_KINDS } from './provider-types.js';
 

@@ -1,12 +1,14 @@
 // Options several commands share (release sources, cache, helm) and turning them into objects.
+// The provider and layer chart fetchers load their modules (registry client, chart repositories)
+// on first use: plan over inputs without providers or chart layers never needs them.
 import path from 'node:path';
 import { type Config, resolveConfig } from '../config.js';
 import { readInputFiles } from '../inputs/read-input-files.js';
 import { buildPlan, type Plan } from '../plan/build-plan.js';
 import { createSourceOpener, type SourceOpener, type SourceOptions } from '../sources/open-release-source.js';
-import { createProviderFetcher, type ProviderFetcher } from '../providers/provider-fetcher.js';
+import type { ProviderFetcher } from '../providers/provider-fetcher.js';
 import { createConnectingFetch } from '../sources/remote-fetch.js';
-import { createLayerChartFetcher, type LayerChartFetcher } from '../sources/helm-chart-source.js';
+import type { LayerChartFetcher } from '../sources/helm-chart-source.js';
 import type { CliIo } from './cli-io.js';
 
 export const SOURCE_OPTIONS = {
@@ -74,7 +76,22 @@ export function sourceOpenerFrom(config: Readonly<Config>, flags: SourceFlags, o
 
 /** Fetches Cluster API provider releases with the options release sources use, through `openSource`. */
 export function providerFetcherFrom(config: Readonly<Config>, flags: SourceFlags, openSource: SourceOpener): ProviderFetcher {
-  return createProviderFetcher(sourceOptionsFrom(config, flags), openSource);
+  return lazyProviderFetcher(sourceOptionsFrom(config, flags), openSource);
+}
+
+/** A ProviderFetcher whose module loads when a provider is first looked up. */
+function lazyProviderFetcher(options: SourceOptions, openSource: SourceOpener): ProviderFetcher {
+  let loaded: Promise<ProviderFetcher> | undefined;
+  const fetcher = (): Promise<ProviderFetcher> => (loaded ??= import('../providers/provider-fetcher.js').then((module) => module.createProviderFetcher(options, openSource)));
+  return {
+    versions: async (provider, inputs) => (await fetcher()).versions(provider, inputs),
+    fetch: async (provider, version, inputs) => (await fetcher()).fetch(provider, version, inputs),
+    certManager: async (url, version) => {
+      const loadedFetcher = await fetcher();
+      if (!loadedFetcher.certManager) throw new Error('this provider fetcher cannot fetch cert-manager');
+      return loadedFetcher.certManager(url, version);
+    },
+  };
 }
 
 /** The options release sources (and Cluster API provider fetches) are opened with. */
@@ -95,7 +112,14 @@ function sourceOptionsFrom(config: Readonly<Config>, flags: SourceFlags, onWarni
 /** Fetches AddonsLayer charts from OCI and HTTP repositories with the options release sources use. */
 export function layerChartFetcherFrom(config: Readonly<Config>, flags: SourceFlags): LayerChartFetcher {
   const options = sourceOptionsFrom(config, flags);
-  return createLayerChartFetcher({ cacheDir: options.cacheDir, ...(options.fetch ? { fetch: options.fetch } : {}), plainHttp: options.plainHttp ?? false, ...(options.registryCredentials ? { registryCredentials: options.registryCredentials } : {}), ...(options.timeouts ? { timeouts: options.timeouts } : {}) });
+  let loaded: Promise<LayerChartFetcher> | undefined;
+  // Loaded when a layer first names a chart in a repository.
+  return async (...args) => {
+    loaded ??= import('../sources/helm-chart-source.js').then((module) =>
+      module.createLayerChartFetcher({ cacheDir: options.cacheDir, ...(options.fetch ? { fetch: options.fetch } : {}), plainHttp: options.plainHttp ?? false, ...(options.registryCredentials ? { registryCredentials: options.registryCredentials } : {}), ...(options.timeouts ? { timeouts: options.timeouts } : {}) }),
+    );
+    return (await loaded)(...args);
+  };
 }
 
 /**
@@ -109,7 +133,7 @@ export async function planFromInputs(inputs: string[], location: string, config:
   const sourceOptions = sourceOptionsFrom(config, flags, onWarning);
   const openSource = createSourceOpener(sourceOptions);
   // Provider releases go through the same sources, cache, tokens, timeouts and registry credentials.
-  const providerFetcher = createProviderFetcher(sourceOptions, openSource);
+  const providerFetcher = lazyProviderFetcher(sourceOptions, openSource);
   // Layer charts from OCI and HTTP repositories: the same cache, plain-HTTP switch, credentials and timeouts.
   const layerChartFetcher = layerChartFetcherFrom(config, flags);
   return buildPlan({ manifests, defaultSource: location, openSource, providerFetcher, layerChartFetcher, workDir: config.cacheDir, ...(onWarning ? { onWarning } : {}), ...(flags['layer-root'] ? { layerRoot: path.resolve(io.cwd, flags['layer-root']) } : {}) });

@@ -14,40 +14,11 @@ import { sha256Hex } from '../release/content-digest.js';
 import { fetchWithTimeout } from '../sources/http-retry.js';
 import { createConnectingFetch } from '../sources/remote-fetch.js';
 import { UsageError } from './cli-io.js';
+import { checkOutputSettings, isUrl, type OutputSettings, type WiringSettings } from './output-settings.js';
 
-export interface OutputSettings {
-  output?: string | undefined;
-  git?: string | undefined;
-  oci?: string | undefined;
-  ociSource?: string | undefined;
-  plainHttp?: boolean | undefined;
-  pullRequest?: boolean | undefined;
-  prBranch?: string | undefined;
-  prWhenUnnecessary?: string | undefined;
-  githubRepo?: string | undefined;
-  branch: string;
-  path: string;
-}
-
-export interface WiringSettings {
-  gitops: string;
-  gitopsUrl?: string | undefined;
-  gitopsNamespace?: string | undefined;
-  gitopsName: string;
-  gitopsSecret?: string | undefined;
-}
-
-/** Checks that exactly one output is chosen and that its options fit together. */
-export function checkOutputSettings(settings: OutputSettings): void {
-  if ([settings.output, settings.git, settings.oci].filter(Boolean).length !== 1) throw new UsageError('exactly one of --output <dir>, --git <repo> or --oci <oci://registry/repo:tag> is needed');
-  if (settings.pullRequest && !settings.git) throw new UsageError('--pull-request needs --git <GitHub repository URL>');
-  const when = settings.prWhenUnnecessary ?? 'close';
-  if (when !== 'close' && when !== 'leave') throw new UsageError(`--pr-when-unnecessary must be close or leave, not "${when}"`);
-}
-
-export function isUrl(value: string): boolean {
-  return /^[a-z][a-z0-9+.-]*:\/\//i.test(value) || /^[^/]+@[^/]+:/.test(value);
-}
+// The settings alone live in output-settings.ts, so a command that only checks them (plan) does not
+// load every publisher; they are re-exported here for the commands that publish.
+export { checkOutputSettings, isUrl, localOutputDirectory, type OutputSettings, revisionKindOf, type WiringSettings } from './output-settings.js';
 
 function githubRepository(value: string | undefined): { owner?: string; repo?: string } {
   if (value === undefined) return {};
@@ -56,24 +27,12 @@ function githubRepository(value: string | undefined): { owner?: string; repo?: s
   return { owner: match[1]!, repo: match[2]! };
 }
 
-/** What a publish's revision is, for reports and conditions. */
-export function revisionKindOf(settings: OutputSettings): 'commit' | 'digest' | 'none' {
-  return settings.oci ? 'digest' : settings.git ? 'commit' : 'none';
-}
-
 /** What a render adds to the shared output settings: what the output must keep clear of, and whether it may adopt a directory. */
 export interface PublisherGuards {
   /** Inputs and the release source: an output directory (or in-place --path) may not be or hold them. */
   protectedPaths?: readonly ProtectedPath[];
   /** `--adopt-output`: publish into a directory holding files clusterstack did not write. */
   adoptOutput?: boolean;
-}
-
-/** The local directory `--output` or a local `--git` path names (to leave out of the inputs); none for URLs and OCI. */
-export function localOutputDirectory(settings: OutputSettings, cwd: string): string | undefined {
-  if (settings.output) return path.resolve(cwd, settings.output);
-  if (settings.git && !isUrl(settings.git)) return path.resolve(cwd, settings.git);
-  return undefined;
 }
 
 /** The publisher for the chosen output, with the remote timeouts of `config` and the guards a render sets. */

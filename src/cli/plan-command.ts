@@ -1,19 +1,22 @@
 // `clusterstack plan <files or dirs...> --release-source <source> [--json]`
+// What only some runs need loads when they need it (a target's readers, ClusterRequests, upgrade
+// orders, helm): plan on plain inputs starts fast (README, "Start-up and CLUSTERSTACK_TIMINGS").
 import path from 'node:path';
-import { createHelmDependencies } from '../../renderers/helm-dependencies.js';
 import { formatPlanReport, planReport, reportHasProblems, retryableProblems } from '../plan/plan-report.js';
-import { checkReleaseConflicts } from '../render/check-release-conflicts.js';
 import { type CliIo, EXIT_FAILURE, EXIT_OK, EXIT_PROBLEMS, UsageError } from './cli-io.js';
 import { parseCommandLine } from './parse-command-line.js';
 import { configFromFlags, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, planFromInputs } from './common-options.js';
-import { planClusterRequests } from '../cluster-requests/plan-cluster-requests.js';
-import { clusterRequestsReport, formatClusterRequestsReport } from '../cluster-requests/requests-report.js';
 import { readSchedulerConfigOption, SCHEDULER_CONFIG_HELP } from './scheduler-config-option.js';
-import { localOutputDirectory } from './output-publisher.js';
+import { localOutputDirectory } from './output-settings.js';
 import { PLAN_TARGET_HELP, PLAN_TARGET_OPTIONS, planTargetSettings, readPlanTarget } from './plan-target.js';
-import { type ClusterMove, type SequenceEngine, upgradeSequence } from '../../gitops/upgrade-sequence.js';
-import { loadedRelease } from '../plan/build-plan.js';
+import type { ClusterMove, SequenceEngine } from '../../gitops/upgrade-sequence.js';
+import { loadedRelease, type Plan } from '../plan/build-plan.js';
+import type { SchedulerConfig } from '../cluster-requests/scheduler-config.js';
+import type { ClusterRequestsReport } from '../cluster-requests/requests-report.js';
+import type { RenderedTree } from '../output/rendered-tree.js';
 import { readProvenance, type UnitRecord } from '../output/provenance.js';
+import { endPhase } from './phase-timings.js';
+import { releaseConflictNotes } from './plan-conflicts.js';
 
 export const PLAN_USAGE = `Usage: clusterstack plan <files or dirs...> --release-source <source> [--json] [target]
 
@@ -73,42 +76,39 @@ export async function planCommand(args: string[], io: CliIo): Promise<number> {
   const outputDir = targetSettings ? localOutputDirectory(targetSettings, io.cwd) : undefined;
   // The scheduler configuration is no input object, even inside an input directory; nor is the target.
   const plan = await planFromInputs(positionals, location, config, values, io, warn, [...(values['scheduler-config'] ? [path.resolve(io.cwd, values['scheduler-config'])] : []), ...(outputDir ? [outputDir] : [])]);
+  endPhase('inputs-and-releases');
   // The published tree, read and never written: providers compare with it, requests keep the
   // clusters it gave them, Clusters moving to another addon version get their upgrade order.
   const target = targetSettings ? await readPlanTarget(targetSettings, config, io.cwd) : undefined;
   const previous = target?.tree;
+  if (target) endPhase('target');
   const published = previous ? readProvenance(previous) : undefined;
   const report = planReport(plan, target ? { name: target.target, providers: published?.providers ?? [] } : undefined);
-  await addConflictNotes(report, plan, config, values.json ? undefined : warn);
-  const requests = scheduler ? clusterRequestsReport(planClusterRequests(plan, scheduler, previous ?? new Map()), target !== undefined) : undefined;
-  const upgrades = previous ? upgradeOrder(plan, published?.units ?? [], { engine: gitops, argocdNamespace: values['argocd-namespace'] }) : undefined;
-  if (values.json) io.stdout(`${JSON.stringify({ ...report, ...(target ? { target: target.target } : {}), ...requests, ...(upgrades ? { upgrades } : {}) }, null, 2)}\n`);
-  else io.stdout(formatPlanReport({ ...report, warnings: [] }) + (requests ? `${target ? `ClusterRequests against ${target.target}:\n` : ''}${formatClusterRequestsReport(requests)}` : '') + (upgrades ? formatUpgradeOrder(upgrades) : ''));
+  const conflicts = await releaseConflictNotes(plan, config);
+  for (const message of conflicts.warnings) {
+    report.warnings.push(message);
+    warn?.(message);
+  }
+  for (const conflict of conflicts.conflicts) {
+    const stack = report.clusterStacks.find((entry) => entry.namespace === conflict.namespace && entry.releases.some((release) => release.name === conflict.release));
+    stack?.notes.push(`release ${conflict.release} will be withheld: it ${conflict.reason}`);
+  }
+  endPhase('conflict-check', conflicts.summary);
+  const requests = scheduler ? await clusterRequestsSection(plan, scheduler, previous, target !== undefined) : undefined;
+  const upgrades = previous ? await upgradeOrder(plan, published?.units ?? [], { engine: gitops, argocdNamespace: values['argocd-namespace'] }) : undefined;
+  if (values.json) io.stdout(`${JSON.stringify({ ...report, ...(target ? { target: target.target } : {}), ...requests?.report, ...(upgrades ? { upgrades } : {}) }, null, 2)}\n`);
+  else io.stdout(formatPlanReport({ ...report, warnings: [] }) + (requests ? `${target ? `ClusterRequests against ${target.target}:\n` : ''}${requests.text}` : '') + (upgrades ? formatUpgradeOrder(upgrades) : ''));
+  endPhase('report');
   // A remote that failed is not the inputs' fault: exit 3, so CI retries rather than blames the change.
   if (retryableProblems(plan).length > 0) return EXIT_FAILURE;
   return reportHasProblems(report) ? EXIT_PROBLEMS : EXIT_OK;
 }
 
-/**
- * Notes, per ClusterStack, the kept releases a render would withhold for rendering an object an
- * older kept release renders differently (one helm process per kept release, nothing written).
- * Without a usable helm the check is skipped with a warning; the plan itself stands.
- */
-async function addConflictNotes(report: ReturnType<typeof planReport>, plan: Awaited<ReturnType<typeof planFromInputs>>, config: ReturnType<typeof configFromFlags>, warn?: (message: string) => void): Promise<void> {
-  const helm = createHelmDependencies({ ...(config.helmBinary ? { configured: config.helmBinary } : {}), pathEnv: config.pathEnv, workDir: path.join(config.cacheDir, 'helm') });
-  let conflicts: Awaited<ReturnType<typeof checkReleaseConflicts>>;
-  try {
-    conflicts = await checkReleaseConflicts(plan, helm);
-  } catch (error) {
-    const message = `objects shared between releases were not checked: ${(error as Error).message}`;
-    report.warnings.push(message);
-    warn?.(message);
-    return;
-  }
-  for (const conflict of conflicts) {
-    const stack = report.clusterStacks.find((entry) => entry.namespace === conflict.namespace && entry.releases.some((release) => release.name === conflict.release));
-    stack?.notes.push(`release ${conflict.release} will be withheld: it ${conflict.reason}`);
-  }
+/** Which cluster each ClusterRequest keeps or gets: loaded only with --scheduler-config. */
+async function clusterRequestsSection(plan: Plan, scheduler: SchedulerConfig, previous: RenderedTree | undefined, againstTarget: boolean): Promise<{ report: ClusterRequestsReport; text: string }> {
+  const [{ planClusterRequests }, { clusterRequestsReport, formatClusterRequestsReport }] = await Promise.all([import('../cluster-requests/plan-cluster-requests.js'), import('../cluster-requests/requests-report.js')]);
+  const report = clusterRequestsReport(planClusterRequests(plan, scheduler, previous ?? new Map()), againstTarget);
+  return { report, text: formatClusterRequestsReport(report) };
 }
 
 /** One Cluster's upgrade order in the plan report. */
@@ -119,7 +119,8 @@ type UpgradeOrderEntry = Omit<ClusterMove, 'withheld'> & { steps: string[] };
  * addon version, each with its upgrade order. `plan` renders nothing, so step 1 is what the render
  * will publish; a render that withholds them says so in its own report and in the hook's answer.
  */
-function upgradeOrder(plan: Awaited<ReturnType<typeof planFromInputs>>, units: UnitRecord[], engine: SequenceEngine): UpgradeOrderEntry[] {
+async function upgradeOrder(plan: Awaited<ReturnType<typeof planFromInputs>>, units: UnitRecord[], engine: SequenceEngine): Promise<UpgradeOrderEntry[]> {
+  const { upgradeSequence } = await import('../../gitops/upgrade-sequence.js');
   const entries: UpgradeOrderEntry[] = [];
   for (const cluster of plan.resolution.clusters) {
     if (!cluster.managed || !cluster.release) continue;

@@ -3,13 +3,12 @@
 // cluster each ClusterRequest keeps, each moving Cluster's upgrade order. The same flags as render; a directory and an OCI tag are read through their
 // publishers (read-only unless they hold the lock, which plan never takes), a Git target through a
 // shallow fetch into a repository of its own (the publisher's clone and the target stay untouched).
+// The readers (git, publishers) load only when a target is named: plan without one never needs them.
 import path from 'node:path';
-import { DirectoryPublisher } from '../../gitops/directory-publisher.js';
-import { readGitTree } from '../../gitops/git-tree-reader.js';
 import type { Config } from '../config.js';
 import type { RenderedTree } from '../output/rendered-tree.js';
 import { sha256Hex } from '../release/content-digest.js';
-import { checkOutputSettings, createOutputPublisher, isUrl, type OutputSettings } from './output-publisher.js';
+import { checkOutputSettings, isUrl, type OutputSettings } from './output-settings.js';
 
 export const PLAN_TARGET_OPTIONS = {
   output: { type: 'string' },
@@ -43,6 +42,7 @@ export function planTargetSettings(values: { output?: string | undefined; git?: 
 /** What the target holds now (empty when it holds nothing yet), and how to name it. */
 export async function readPlanTarget(settings: OutputSettings, config: Readonly<Config>, cwd: string): Promise<{ target: string; tree: RenderedTree }> {
   if (settings.git) {
+    const { readGitTree } = await import('../../gitops/git-tree-reader.js');
     const repository = isUrl(settings.git) ? settings.git : path.resolve(cwd, settings.git);
     const tree = await readGitTree({
       repository,
@@ -56,6 +56,7 @@ export async function readPlanTarget(settings: OutputSettings, config: Readonly<
     return { target: `${repository} (branch ${settings.branch}${settings.path ? `, path ${settings.path}` : ''})`, tree };
   }
   // A directory someone else's files are in reads as what clusterstack wrote there (or nothing).
+  const [{ DirectoryPublisher }, { createOutputPublisher }] = await Promise.all([import('../../gitops/directory-publisher.js'), import('./output-publisher.js')]);
   const publisher = settings.output ? new DirectoryPublisher(path.resolve(cwd, settings.output), { adopt: true }) : createOutputPublisher(settings, config, cwd);
   return { target: publisher.target, tree: await publisher.readPrevious() };
 }

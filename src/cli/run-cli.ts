@@ -4,6 +4,7 @@ import { FAILURE_REACTIONS, failureKindOf } from '../core/failure.js';
 import { type CliIo, EXIT_OK, EXIT_USAGE, UsageError } from './cli-io.js';
 import { didYouMean } from './did-you-mean.js';
 import { exitCodesHelp } from './exit-codes-help.js';
+import { endPhase, formatPhaseTimings, resetPhases, timingsWanted } from './phase-timings.js';
 
 type Command = (args: string[], io: CliIo) => Promise<number>;
 
@@ -49,6 +50,16 @@ function commandHelp(commandUsage: string): string {
 
 /** Runs one command line to its end and returns the exit code; nothing it raises escapes. */
 export async function runCli(argv: string[], io: CliIo): Promise<number> {
+  // The marks of this run (and main's `node` mark before it) are forgotten at its end, printed or not.
+  try {
+    return await dispatch(argv, io);
+  } finally {
+    if (timingsWanted(io.env)) io.stderr(formatPhaseTimings());
+    resetPhases();
+  }
+}
+
+async function dispatch(argv: string[], io: CliIo): Promise<number> {
   const [first, ...rest] = argv;
   if (!first || HELP_FLAGS.has(first)) {
     io.stdout(usage());
@@ -68,6 +79,9 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     return EXIT_USAGE;
   }
   const command = await entry.load();
+  // Up to here the process was getting ready; from here on the command does its own work.
+  endPhase('modules', name);
+  endPhase('start-up');
   if (first === 'help' || rest.some((arg) => HELP_FLAGS.has(arg))) {
     io.stdout(commandHelp(command.usage));
     return EXIT_OK;

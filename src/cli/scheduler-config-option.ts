@@ -2,7 +2,7 @@
 // and validated once before anything else happens, so a broken file stops the run with nothing written.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { parseSchedulerConfig, type SchedulerConfig } from '../cluster-requests/scheduler-config.js';
+import type { SchedulerConfig } from '../cluster-requests/scheduler-config.js';
 import { InputError } from '../core/problem.js';
 
 export const SCHEDULER_CONFIG_HELP = `  --scheduler-config <file>  openMCP scheduler configuration (scope, strategy, purposeMappings):
@@ -18,5 +18,7 @@ export async function readSchedulerConfigOption(file: string | undefined, cwd: s
   } catch (error) {
     throw new InputError([{ source: file, message: `--scheduler-config cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})` }]);
   }
+  // Loaded only when the flag is given: a run without ClusterRequests does not pay for it.
+  const { parseSchedulerConfig } = await import('../cluster-requests/scheduler-config.js');
   return parseSchedulerConfig(text, file);
 }

@@ -7,8 +7,18 @@
 //
 // The CEL implementation is @marcbachmann/cel-js (maintained, zero dependencies, Node >= 20.19):
 // CEL's semantics (macros such as exists/all, has(), heterogeneous number equality, no side
-// effects, bounded evaluation) are a language, not something to hand-write.
-import { parse } from '@marcbachmann/cel-js';
+// effects, bounded evaluation) are a language, not something to hand-write. It is loaded on first
+// use, synchronously (node >= 20.19 requires ES modules): loading it costs a start-up a plan of
+// releases without conditions would pay for nothing.
+import { createRequire } from 'node:module';
+import type * as CelJs from '@marcbachmann/cel-js';
+
+let celJs: typeof CelJs | undefined;
+
+function cel(): typeof CelJs {
+  celJs ??= createRequire(import.meta.url)('@marcbachmann/cel-js') as typeof CelJs;
+  return celJs;
+}
 
 /** One object a condition reads: `key` is its variable name in the expression. */
 export interface WaitConditionObject {
@@ -35,13 +45,13 @@ export function describeConditionObject(object: WaitConditionObject): string {
   return `${object.kind} ${object.namespace ? `${object.namespace}/` : ''}${object.name}`;
 }
 
-const compiled = new Map<string, ReturnType<typeof parse> | Error>();
+const compiled = new Map<string, ReturnType<typeof CelJs.parse> | Error>();
 
-function compile(expression: string): ReturnType<typeof parse> | Error {
+function compile(expression: string): ReturnType<typeof CelJs.parse> | Error {
   let program = compiled.get(expression);
   if (!program) {
     try {
-      program = parse(expression);
+      program = cel().parse(expression);
     } catch (error) {
       program = error instanceof Error ? error : new Error(String(error));
     }

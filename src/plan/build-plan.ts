@@ -1,5 +1,6 @@
 // Observe, then decide: read the inputs, list each release source once, resolve (pure), and load the
-// releases that are kept. Everything rendering and reporting needs comes out of here.
+// releases that are kept. Everything rendering and reporting needs comes out of here. Providers and
+// addon layers are planned by modules loaded only when the inputs hold any (start-up of `plan`).
 import { ANNOTATION_RELEASE_SOURCE, type ClusterStack } from '../api/types.js';
 import { formatProblem, InputError, type Problem } from '../core/problem.js';
 import { clusterClassName } from '../core/release-tag.js';
@@ -7,14 +8,14 @@ import { type AvailableRelease, type ReleaseDecision, type Resolution, resolveRe
 import { formatDotVersion } from '../core/stack-version.js';
 import { classifyInputs, type Inputs } from '../inputs/classify-inputs.js';
 import type { ParsedManifests } from '../inputs/parse-manifests.js';
-import { type LayerPlan, planLayers } from '../layers/plan-layers.js';
-import { createLayerChartFetcher, type LayerChartFetcher } from '../sources/helm-chart-source.js';
+import type { LayerPlan } from '../layers/plan-layers.js';
+import type { LayerChartFetcher } from '../sources/helm-chart-source.js';
 import { loadRelease, type ReleaseContent } from '../release/load-release.js';
 import { type ReleaseListing, type ReleaseSource, ReleaseSourceError } from '../sources/release-source.js';
 import { UnsafeArchiveError } from '../release/safe-extract.js';
 import type { SourceOpener } from '../sources/open-release-source.js';
-import { createProviderFetcher, type ProviderFetcher } from '../providers/provider-fetcher.js';
-import { planProviders, type ProviderPlan } from '../providers/plan-providers.js';
+import type { ProviderFetcher } from '../providers/provider-fetcher.js';
+import type { ProviderPlan } from '../providers/plan-providers.js';
 import { PROVIDERS_DIR } from '../output/tree-layout.js';
 
 export interface PlanOptions {
@@ -180,6 +181,7 @@ export async function buildPlan(options: PlanOptions): Promise<Plan> {
   const plan: Plan = { inputs, resolution, releases, problems, warnings };
   if (inputs.providers.length > 0) {
     const objects = options.manifests.objects.map((sourced) => sourced.object);
+    const [{ planProviders }, { createProviderFetcher }] = await Promise.all([import('../providers/plan-providers.js'), import('../providers/provider-fetcher.js')]);
     plan.providers = await planProviders(inputs.providers, objects, options.providerFetcher ?? createProviderFetcher({ cacheDir: options.workDir }, options.openSource), options.providerInputProblems);
     problems.push(...plan.providers.problems, ...plan.providers.providers.flatMap((planned) => planned.problems), ...(plan.providers.certManager?.problems ?? []));
     const providersNamespace = PROVIDERS_DIR.split('/')[1];
@@ -188,7 +190,7 @@ export async function buildPlan(options: PlanOptions): Promise<Plan> {
     }
   }
   const contentOf = (cluster: { stack?: { namespace: string }; namespace: string; release?: string }) => loadedRelease({ releases }, cluster.stack?.namespace ?? cluster.namespace, cluster.release)?.content;
-  const layers = await planLayers(inputs.addonsLayers, resolution.clusters, contentOf, options.layerRoot, options.layerChartFetcher ?? (inputs.addonsLayers.some((layer) => layer.object.spec.source.chart) ? createLayerChartFetcher({ cacheDir: options.workDir }) : undefined));
+  const layers = inputs.addonsLayers.length === 0 ? undefined : await planAddonsLayers(inputs, resolution, contentOf, options);
   if (layers) {
     plan.layers = layers;
     problems.push(...layers.problems);
@@ -196,6 +198,13 @@ export async function buildPlan(options: PlanOptions): Promise<Plan> {
     for (const [name, reason] of layers.sourceFailures) warn(`AddonsLayer ${name}: ${reason}; the layer is withheld for its Clusters`);
   }
   return plan;
+}
+
+/** The addon layers of the inputs (which hold at least one AddonsLayer). */
+async function planAddonsLayers(inputs: Inputs, resolution: Resolution, contentOf: Parameters<typeof import('../layers/plan-layers.js').planLayers>[2], options: PlanOptions): Promise<LayerPlan | undefined> {
+  const { planLayers } = await import('../layers/plan-layers.js');
+  const chartFetcher = options.layerChartFetcher ?? (inputs.addonsLayers.some((layer) => layer.object.spec.source.chart) ? (await import('../sources/helm-chart-source.js')).createLayerChartFetcher({ cacheDir: options.workDir }) : undefined);
+  return planLayers(inputs.addonsLayers, resolution.clusters, contentOf, options.layerRoot, chartFetcher);
 }
 
 /** A loading attempt, and whether its failure is the release's own (so it may be skipped). */

@@ -3,7 +3,7 @@
 // from→to, unchanged (also when the version lock keeps the published one), downgraded (allowed by
 // annotation), refused (a downgrade without it) or removed. Pure: the same decisions the guards in
 // guard-providers.ts take at render time, without fetching anything.
-import semver from 'semver';
+import { semver } from '../core/semver-functions.js';
 import { ALLOW_DOWNGRADE_ANNOTATION, describeProvider } from '../api/provider-types.js';
 import type { ProviderRecord } from '../output/provenance.js';
 import type { ProviderPlan } from './plan-providers.js';

@@ -1,5 +1,5 @@
 // metadata.yaml of a release: which stack version, Kubernetes patch and component versions it carries.
-import semver from 'semver';
+import { type SemVer, semver } from '../core/semver-functions.js';
 import { decodeYamlDocument } from '../yaml/kube-yaml.js';
 import type { Problem } from '../core/problem.js';
 import { formatReleaseTag, type ReleaseTag } from '../core/release-tag.js';
@@ -23,7 +23,7 @@ export type MetadataResult = { metadata: ReleaseMetadata; problems: [] } | { met
  * A Kubernetes release version with patch (`v1.30.4` or `1.30.4`): Kubernetes versions are semver,
  * so semver's parser reads them; pre-releases, build metadata and padding are not release versions.
  */
-function kubernetesPatchVersion(value: unknown): semver.SemVer | undefined {
+function kubernetesPatchVersion(value: unknown): SemVer | undefined {
   if (typeof value !== 'string' || value !== value.trim()) return undefined;
   const parsed = semver.parse(value);
   return parsed && parsed.prerelease.length === 0 && parsed.build.length === 0 ? parsed : undefined;

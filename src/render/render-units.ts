@@ -12,7 +12,7 @@ import { sha256Digest } from '../release/content-digest.js';
 import type { ChartSource, ReleaseContent } from '../release/load-release.js';
 import { canonicalJson } from './canonical-json.js';
 import type { ValuesTemplateItem } from './render-dependencies.js';
-import { type SecretEncryption, secretsDigestPart } from '../secrets/secret-encryption.js';
+import { type SecretEncryption, secretsDigestPart } from '../secrets/secrets-digest.js';
 import type { SecretPolicy } from './secret-policy.js';
 
 export const ADDON_RELEASE_NAME = 'cluster-addon';

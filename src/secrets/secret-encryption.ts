@@ -3,14 +3,11 @@
 // once per run, before anything renders, so a bad recipient or rule writes nothing.
 import { Failure } from '../core/failure.js';
 import { checkAgeRecipients } from './age-recipients.js';
-import { parseSopsConfig, recipientsForPath, type SopsCreationRule } from './sops-config.js';
+import type { SecretEncryption } from './secrets-digest.js';
+import { parseSopsConfig, recipientsForPath } from './sops-config.js';
 
-/** The recipients of every encrypted file, by the file's path in the tree. */
-export interface SecretEncryption {
-  rules: SopsCreationRule[];
-  /** Where the rules come from, for messages (`--age-recipient`, `.sops.yaml of the target`). */
-  origin: string;
-}
+// The digest part lives apart so that planning units does not load age; callers keep importing it here.
+export { type SecretEncryption, secretsDigestPart } from './secrets-digest.js';
 
 /** What a run was given to find its recipients. */
 export interface EncryptionInput {
@@ -37,13 +34,4 @@ export function resolveSecretEncryption(input: EncryptionInput, targetSopsConfig
 /** The recipients for one file of the tree (its path from the tree root). */
 export function recipientsForFile(encryption: SecretEncryption, file: string): string[] {
   return recipientsForPath(encryption.rules, file, encryption.origin);
-}
-
-/**
- * The secret handling as every unit digest sees it: the policy alone (refuse, drop, allow), or for
- * encrypt the recipients too, so changing them (rotation) encrypts every Secret again, once.
- */
-export function secretsDigestPart(policy: string, encryption: SecretEncryption | undefined): unknown {
-  if (policy !== 'encrypt' || !encryption) return policy;
-  return { policy, rules: encryption.rules.map((rule) => ({ pathRegex: rule.pathRegex ?? null, recipients: rule.recipients })) };
 }

@@ -1,0 +1,50 @@
+// The output flags render, plan and the controller share (a directory, a Git repository, an OCI
+// artifact), checked without loading any publisher: plan only reads a target when one is named.
+import path from 'node:path';
+import { UsageError } from './cli-io.js';
+
+export interface OutputSettings {
+  output?: string | undefined;
+  git?: string | undefined;
+  oci?: string | undefined;
+  ociSource?: string | undefined;
+  plainHttp?: boolean | undefined;
+  pullRequest?: boolean | undefined;
+  prBranch?: string | undefined;
+  prWhenUnnecessary?: string | undefined;
+  githubRepo?: string | undefined;
+  branch: string;
+  path: string;
+}
+
+export interface WiringSettings {
+  gitops: string;
+  gitopsUrl?: string | undefined;
+  gitopsNamespace?: string | undefined;
+  gitopsName: string;
+  gitopsSecret?: string | undefined;
+}
+
+/** Checks that exactly one output is chosen and that its options fit together. */
+export function checkOutputSettings(settings: OutputSettings): void {
+  if ([settings.output, settings.git, settings.oci].filter(Boolean).length !== 1) throw new UsageError('exactly one of --output <dir>, --git <repo> or --oci <oci://registry/repo:tag> is needed');
+  if (settings.pullRequest && !settings.git) throw new UsageError('--pull-request needs --git <GitHub repository URL>');
+  const when = settings.prWhenUnnecessary ?? 'close';
+  if (when !== 'close' && when !== 'leave') throw new UsageError(`--pr-when-unnecessary must be close or leave, not "${when}"`);
+}
+
+export function isUrl(value: string): boolean {
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(value) || /^[^/]+@[^/]+:/.test(value);
+}
+
+/** What a publish's revision is, for reports and conditions. */
+export function revisionKindOf(settings: OutputSettings): 'commit' | 'digest' | 'none' {
+  return settings.oci ? 'digest' : settings.git ? 'commit' : 'none';
+}
+
+/** The local directory `--output` or a local `--git` path names (to leave out of the inputs); none for URLs and OCI. */
+export function localOutputDirectory(settings: OutputSettings, cwd: string): string | undefined {
+  if (settings.output) return path.resolve(cwd, settings.output);
+  if (settings.git && !isUrl(settings.git)) return path.resolve(cwd, settings.git);
+  return undefined;
+}

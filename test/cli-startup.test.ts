@@ -1,0 +1,147 @@
+// The CLI's start-up (issue 18): `--help` and `plan` print where their time went under
+// CLUSTERSTACK_TIMINGS=1 (and nothing without it), `plan` on the quick start loads none of the
+// packages only other commands need, and plan's ClusterClass renders are kept across runs without
+// ever hiding a changed chart. Speed itself is measured by `npm run bench -- --only startup`; these
+// tests assert behaviour only and print the times they saw.
+import { copyFile, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, runClusterstack, tempDir, writeTree } from './support/cli.js';
+import { removeCliBundle, runCliProcess } from './support/cli-process.js';
+import { buildOrcReleases, ORC_IMAGE_NAME, ORC_PREFIX, orcClusterStack, orcRelease } from './support/orc-stack-releases.js';
+
+afterAll(() => removeCliBundle());
+
+/** A node `--import` module that records the URL of every module the process loads into `log`. */
+async function moduleRecorder(): Promise<{ nodeArgs: string[]; loaded: () => Promise<string[]> }> {
+  const dir = await tempDir('csk-module-recorder-');
+  const log = path.join(dir, 'loaded.txt');
+  const hooks = path.join(dir, 'hooks.mjs');
+  await writeFile(hooks, `import { appendFileSync } from 'node:fs';\nexport async function load(url, context, next) { appendFileSync(${JSON.stringify(log)}, url + '\\n'); return next(url, context); }\n`);
+  const register = path.join(dir, 'register.mjs');
+  await writeFile(register, `import { register } from 'node:module';\nregister(${JSON.stringify(pathToFileURL(hooks).href)});\n`);
+  await writeFile(log, '');
+  return { nodeArgs: ['--import', register], loaded: async () => (await readFile(log, 'utf8')).split('\n').filter(Boolean) };
+}
+
+/** The packages (node_modules/<name>) among loaded module URLs. */
+function packagesOf(urls: string[]): Set<string> {
+  return new Set(urls.flatMap((url) => /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url)?.[1] ?? []));
+}
+
+/** The phases of the timings line on stderr, ms each. */
+function timings(stderr: string): Map<string, number> {
+  const line = stderr.split('\n').find((text) => text.startsWith('timings: '));
+  expect(line, `a timings line on stderr:\n${stderr}`).toBeDefined();
+  return new Map([...line!.matchAll(/([\w-]+)=(\d+)ms/g)].map((match) => [match[1]!, Number(match[2])]));
+}
+
+describe('clusterstack start-up', () => {
+  it('--help and plan on the quick start print their start-up time under CLUSTERSTACK_TIMINGS=1, and nothing without it', async () => {
+    const cache = await tempDir('csk-startup-cache-');
+    const help = await runCliProcess(['--help'], { env: { CLUSTERSTACK_TIMINGS: '1' } });
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('Usage: clusterstack <command>');
+    const helpTimes = timings(help.stderr);
+    expect([...helpTimes.keys()]).toEqual(['node', 'total']);
+
+    const planArgs = ['plan', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--json'];
+    const plan = await runCliProcess(planArgs, { env: { CLUSTERSTACK_TIMINGS: '1', CLUSTERSTACK_CACHE_DIR: cache } });
+    expect(plan.code).toBe(0);
+    expect(JSON.parse(plan.stdout).clusterStacks[0].name).toBe('docker-ferrol-1-30');
+    const planTimes = timings(plan.stderr);
+    expect([...planTimes.keys()]).toEqual(['node', 'modules', 'start-up', 'inputs-and-releases', 'conflict-check', 'report', 'total']);
+    // start-up is what came before the command's own work: node's start and loading its modules.
+    expect(Math.abs(planTimes.get('start-up')! - planTimes.get('node')! - planTimes.get('modules')!)).toBeLessThanOrEqual(1);
+    expect(planTimes.get('start-up')!).toBeLessThanOrEqual(planTimes.get('total')!);
+    expect(plan.stderr).toMatch(/conflict-check=\d+ms \(3 charts, 0 from cache\)/);
+    console.log(`start-up (this machine, under test load): --help ${helpTimes.get('total')} ms in all; plan ${planTimes.get('start-up')} ms until its own work, ${planTimes.get('total')} ms in all`);
+
+    // Without the variable a --json run says nothing on stderr.
+    const quiet = await runCliProcess(planArgs, { env: { CLUSTERSTACK_CACHE_DIR: cache } });
+    expect(quiet.code).toBe(0);
+    expect(quiet.stderr).toBe('');
+    expect(quiet.stdout).toBe(plan.stdout);
+  });
+
+  it('plan on the quick start loads none of the packages only publishing, Git, GitHub, encryption or the controller need', async () => {
+    const recorder = await moduleRecorder();
+    const result = await runCliProcess(['plan', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--json'], { nodeArgs: recorder.nodeArgs, env: { CLUSTERSTACK_CACHE_DIR: await tempDir('csk-startup-cache-') } });
+    expect(result.code).toBe(0);
+    const packages = packagesOf(await recorder.loaded());
+    // What plan does need was recorded: the recorder works.
+    expect(packages.has('js-yaml')).toBe(true);
+    for (const heavy of ['octokit', '@octokit/core', 'simple-git', 'handlebars', 'age-encryption', '@kubernetes/client-node', 'undici', 'pino', 'prom-client']) {
+      expect(packages.has(heavy), `plan loaded ${heavy}`).toBe(false);
+    }
+    // render still loads what it needs on demand (its help loads the command).
+    const renderHelp = await runCliProcess(['render', '--help']);
+    expect(renderHelp.code).toBe(0);
+    expect(renderHelp.stdout).toContain('Usage: clusterstack render');
+  });
+});
+
+describe('plan keeps its ClusterClass renders across runs', () => {
+  let releases: string;
+
+  beforeAll(async () => {
+    releases = await buildOrcReleases();
+  });
+
+  it('an unchanged plan renders nothing again and says the same; a changed chart renders again and its conflict shows', async () => {
+    const inputs = await writeTree({ 'stack.yaml': orcClusterStack(['v1', 'v2']) });
+    const env = { CLUSTERSTACK_CACHE_DIR: await tempDir('csk-plan-cache-'), CLUSTERSTACK_TIMINGS: '1' };
+    const plan = (): ReturnType<typeof runClusterstack> => runClusterstack(['plan', inputs, '--release-source', releases, '--json'], { env });
+
+    const first = await plan();
+    expect(first.code).toBe(0);
+    expect(first.stderr).toMatch(/conflict-check=\d+ms \(2 charts, 0 from cache\)/);
+    const firstReport = JSON.parse(first.stdout);
+    expect(firstReport.clusterStacks[0].notes.filter((note: string) => note.includes('will be withheld'))).toEqual([]);
+
+    const second = await plan();
+    expect(second.stderr).toMatch(/conflict-check=\d+ms \(2 charts, 2 from cache\)/);
+    expect(JSON.parse(second.stdout)).toEqual(firstReport);
+
+    // v2's ClusterClass chart is replaced by one rendering the node image with other content: its
+    // digest changes, so it renders again (v1's stays cached) and the conflict is reported.
+    const v2Chart = path.join(releases, orcRelease('v2'), `${ORC_PREFIX}-cluster-class-v2.tgz`);
+    await copyFile(path.join(releases, orcRelease('v3'), `${ORC_PREFIX}-cluster-class-v3.tgz`), v2Chart);
+    const changed = await plan();
+    expect(changed.code).toBe(0);
+    expect(changed.stderr).toMatch(/conflict-check=\d+ms \(2 charts, 1 from cache\)/);
+    expect(JSON.parse(changed.stdout).clusterStacks[0].notes.filter((note: string) => note.includes('will be withheld'))).toEqual([
+      expect.stringContaining(`release ${orcRelease('v2')} will be withheld: it renders Image.openstack.k-orc.cloud fleet/${ORC_IMAGE_NAME} unlike the older release ${orcRelease('v1')}`),
+    ]);
+  });
+
+  it('cache size counts those renders and cache prune keeps only the kept releases\' (for the helm plan uses)', async () => {
+    const env = { CLUSTERSTACK_CACHE_DIR: await tempDir('csk-plan-cache-'), CLUSTERSTACK_TIMINGS: '1' };
+    const both = await writeTree({ 'stack.yaml': orcClusterStack(['v1', 'v3']) });
+    expect((await runClusterstack(['plan', both, '--release-source', releases, '--json'], { env })).stderr).toMatch(/\(2 charts, 0 from cache\)/);
+    const size = async (): Promise<{ entries: number; bytes: number }> => JSON.parse((await runClusterstack(['cache', 'size', '--json'], { env: { CLUSTERSTACK_CACHE_DIR: env.CLUSTERSTACK_CACHE_DIR } })).stdout).chartRenders;
+    expect((await size()).entries).toBe(2);
+    expect((await size()).bytes).toBeGreaterThan(0);
+
+    const onlyV1 = await writeTree({ 'stack.yaml': orcClusterStack(['v1']) });
+    const pruned = await runClusterstack(['cache', 'prune', onlyV1, '--release-source', releases, '--json'], { env: { CLUSTERSTACK_CACHE_DIR: env.CLUSTERSTACK_CACHE_DIR } });
+    expect(pruned.code).toBe(0);
+    expect(JSON.parse(pruned.stdout).removedChartRenders).toBe(1);
+    expect((await size()).entries).toBe(1);
+    // v1's render stayed: the next plan of both renders only v3.
+    expect((await runClusterstack(['plan', both, '--release-source', releases, '--json'], { env })).stderr).toMatch(/\(2 charts, 1 from cache\)/);
+  });
+
+  it('with fewer than two kept releases nothing can conflict: no helm is needed; with two, a missing helm is a warning and the plan stands', async () => {
+    const env = { CLUSTERSTACK_CACHE_DIR: await tempDir('csk-plan-cache-'), CLUSTERSTACK_TIMINGS: '1', CLUSTERSTACK_HELM: '/does/not/exist/helm' };
+    const one = await runClusterstack(['plan', await writeTree({ 'stack.yaml': orcClusterStack(['v1']) }), '--release-source', releases], { env });
+    expect(one.code).toBe(0);
+    expect(one.stderr).toMatch(/conflict-check=\d+ms \(1 kept release, nothing to compare\)/);
+    expect(one.stderr).not.toContain('were not checked');
+    const two = await runClusterstack(['plan', await writeTree({ 'stack.yaml': orcClusterStack(['v1', 'v2']) }), '--release-source', releases], { env });
+    expect(two.code).toBe(0);
+    expect(two.stderr).toContain('warning: objects shared between releases were not checked: helm not found at /does/not/exist/helm');
+    expect(two.stdout).toContain(orcRelease('v2'));
+  });
+});
