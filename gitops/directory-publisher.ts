@@ -324,32 +324,29 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
   private async swapIn(dir: string, tree: RenderedTree, legacyEntries: string[], previous: RenderedTree): Promise<void> {
     const stateDir = path.join(dir, STATE_DIR);
     const trees = path.join(stateDir, TREES_DIR);
-    const id = treeId(tree);
     const replaced = await this.currentTreeId(dir);
     const suffix = randomBytes(6).toString('hex');
+    // A tree directory of this content may exist already (the tree before last, a crashed run's, or
+    // the current one when a hand edit is being undone): its files may have been written since, by
+    // hand or through a hard link they share, so it is never reused; this tree gets a name of its own.
+    const id = (await exists(path.join(trees, treeId(tree)))) ? `${treeId(tree)}-${suffix}` : treeId(tree);
     const staging = path.join(stateDir, `staging-${suffix}`);
     const link = path.join(stateDir, `${CURRENT_LINK}-${suffix}`);
     try {
       await mkdir(trees, { recursive: true });
       await this.writeMarker(stateDir);
-      // A tree directory only ever appears by renaming a complete staging directory, so one of this
-      // content that exists already (the tree before last, or a crashed run's) is whole: reuse it,
-      // and a reader still in it keeps reading.
-      if (!(await exists(path.join(trees, id)))) {
-        const files = [...tree.keys()].sort();
-        await mkdir(staging);
-        for (const directory of new Set(files.map((file) => path.dirname(path.join(staging, ...file.split('/')))))) await mkdir(directory, { recursive: true });
-        // A file the replaced tree holds with the same content is hard-linked from it (trees are
-        // never changed once complete): a one-cluster change to a large fleet then writes that
-        // cluster's files, not the whole tree again.
-        const unchanged = replaced === undefined ? [] : files.filter((file) => previous.get(file) === tree.get(file));
-        const linked = new Set(linkUnchanged(path.join(trees, replaced ?? ''), staging, unchanged));
-        await pLimit(FILE_CONCURRENCY).map(
-          files.filter((file) => !linked.has(file)),
-          (file) => writeFile(path.join(staging, ...file.split('/')), tree.get(file) ?? '', 'utf8'),
-        );
-        await rename(staging, path.join(trees, id));
-      }
+      const files = [...tree.keys()].sort();
+      await mkdir(staging);
+      for (const directory of new Set(files.map((file) => path.dirname(path.join(staging, ...file.split('/')))))) await mkdir(directory, { recursive: true });
+      // A file the replaced tree holds with the same content (as just read) is hard-linked from it:
+      // a one-cluster change to a large fleet then writes that cluster's files, not the whole tree again.
+      const unchanged = replaced === undefined ? [] : files.filter((file) => previous.get(file) === tree.get(file));
+      const linked = new Set(linkUnchanged(path.join(trees, replaced ?? ''), staging, unchanged));
+      await pLimit(FILE_CONCURRENCY).map(
+        files.filter((file) => !linked.has(file)),
+        (file) => writeFile(path.join(staging, ...file.split('/')), tree.get(file) ?? '', 'utf8'),
+      );
+      await rename(staging, path.join(trees, id));
       // The link's target is relative to <dir>, where it ends up.
       await symlink(`${STATE_DIR}/${TREES_DIR}/${id}`, link);
       await rename(link, path.join(dir, CURRENT_LINK));
