@@ -7,7 +7,8 @@ import { appendFile, chmod, copyFile, readFile, unlink, writeFile } from 'node:f
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { resolveHelmBinary } from '../renderers/helm-binary.js';
-import { runFingerprint } from '../src/pipeline/run-fingerprint.js';
+import type { Plan } from '../src/plan/build-plan.js';
+import { planMaterial, runFingerprint } from '../src/pipeline/run-fingerprint.js';
 import { copyExampleReleases, EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, readTree, runClusterstack, tempDir, writeTree } from './support/cli.js';
 import { GitSandbox } from './support/git-repos.js';
 import { ageKeygen } from './support/sops-oracle.js';
@@ -321,5 +322,15 @@ describe('runFingerprint', () => {
       token = 'x';
     }
     expect(runFingerprint({ ...material, plan: { client: new Client() } })).toBeUndefined();
+  });
+
+  it('digests a plan with Cluster API providers, leaving out only their fetcher (a capability, not data)', () => {
+    const fetcher = { versions: async () => [], fetch: async () => ({}) };
+    const plan = { inputs: {}, releases: new Map(), problems: [], warnings: [], providers: { providers: [{ dir: 'management/providers/coreprovider-cluster-api', version: 'v1.8.0' }], problems: [], fetcher, inputs: [] } } as unknown as Plan;
+    expect(runFingerprint({ ...material, plan })).toBeUndefined();
+    const described = runFingerprint({ ...material, plan: planMaterial(plan) });
+    expect(described).toMatch(/^sha256:/);
+    const other = { ...plan, providers: { ...plan.providers!, providers: [{ dir: 'management/providers/coreprovider-cluster-api', version: 'v1.9.0' }] } } as unknown as Plan;
+    expect(runFingerprint({ ...material, plan: planMaterial(other) })).not.toBe(described);
   });
 });

@@ -6,7 +6,7 @@ import { planReport, reportHasProblems, retryableProblems } from '../plan/plan-r
 import { describeEncryptedSecrets, type EncryptedSecretsReport, reportEncryptedSecrets } from '../output/encrypted-secrets-report.js';
 import { readProvenance, type WithheldEntry } from '../output/provenance.js';
 import type { PipelineOptions } from '../pipeline/render-and-publish.js';
-import { runFingerprint } from '../pipeline/run-fingerprint.js';
+import { planMaterial, runFingerprint } from '../pipeline/run-fingerprint.js';
 import { type SettledRunReport, settledRunReport } from '../pipeline/settled-run.js';
 import { helmIdentity, toolIdentity } from '../pipeline/tool-identity.js';
 import { isSettledRunStore, type SettledRun } from '../../gitops/settled-run-record.js';
@@ -213,7 +213,7 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   };
   // Everything that decides what this run publishes, known before rendering (run-fingerprint.ts).
   const settledRuns = isSettledRunStore(publisher) ? publisher : undefined;
-  const fingerprint = settledRuns ? runFingerprint({ tool: toolIdentity(), helm: helmIdentity({ configured: config.helmBinary, pathEnv: config.pathEnv }), plan, options: pipelineOptions, target: publisher.target }) : undefined;
+  const fingerprint = settledRuns ? runFingerprint({ tool: toolIdentity(), helm: helmIdentity({ configured: config.helmBinary, pathEnv: config.pathEnv }), plan: planMaterial(plan), options: pipelineOptions, target: publisher.target }) : undefined;
   // One run at a time per target, from reading what is there to replacing it.
   const lock = await publisher.lock?.({ timeoutMs: config.lockTimeoutMs, command: 'clusterstack render' });
   try {

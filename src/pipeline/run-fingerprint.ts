@@ -4,6 +4,7 @@
 // wiring, README template, scheduler configuration, ...), this tool's own code and the helm it
 // would run, and the target. With the target's proof that it still holds what a settled run left
 // there (settled-run.ts), an equal fingerprint means a render now would change nothing. Pure.
+import type { Plan } from '../plan/build-plan.js';
 import { sha256Digest, sha256Hex } from '../release/content-digest.js';
 
 /** Bump when what goes into the fingerprint changes meaning: every recorded fingerprint then differs. */
@@ -21,6 +22,17 @@ export interface FingerprintMaterial {
   options: unknown;
   /** The target, as its publisher prints it. */
   target: string;
+}
+
+/**
+ * The plan as fingerprint material: all of it, but the providers' fetcher, a capability rather
+ * than data. What it fetched is in the plan (each release with its digest); the version a published
+ * tree locks, which the render fetches again, is the one the settled run rendered from that tree.
+ */
+export function planMaterial(plan: Plan): unknown {
+  if (!plan.providers) return plan;
+  const { fetcher: _fetcher, ...providers } = plan.providers;
+  return { ...plan, providers: { ...providers, fetcher: 'the provider fetcher of the release source options' } };
 }
 
 /** Something in the material that cannot be digested faithfully: then there is no fingerprint. */
