@@ -326,27 +326,33 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
     const trees = path.join(stateDir, TREES_DIR);
     const replaced = await this.currentTreeId(dir);
     const suffix = randomBytes(6).toString('hex');
-    // A tree directory of this content may exist already (the tree before last, a crashed run's, or
-    // the current one when a hand edit is being undone): its files may have been written since, by
-    // hand or through a hard link they share, so it is never reused; this tree gets a name of its own.
-    const id = (await exists(path.join(trees, treeId(tree)))) ? `${treeId(tree)}-${suffix}` : treeId(tree);
+    // A tree directory of this content may exist already: the tree before last (a render going back
+    // to it), a crashed run's, or the current one when a hand edit is being undone. Its files may
+    // have been written since, by hand or through a hard link they share, so it is reused (a reader
+    // still in it keeps reading) only when it is not the current one and still holds exactly this
+    // tree; otherwise this tree gets a directory of its own.
+    const contentId = treeId(tree);
+    const reusable = contentId !== replaced && (await exists(path.join(trees, contentId))) && sameTree(await scanFiles(path.join(trees, contentId)).catch(() => new Map<string, string>()), tree);
+    const id = reusable || !(await exists(path.join(trees, contentId))) ? contentId : `${contentId}-${suffix}`;
     const staging = path.join(stateDir, `staging-${suffix}`);
     const link = path.join(stateDir, `${CURRENT_LINK}-${suffix}`);
     try {
       await mkdir(trees, { recursive: true });
       await this.writeMarker(stateDir);
-      const files = [...tree.keys()].sort();
-      await mkdir(staging);
-      for (const directory of new Set(files.map((file) => path.dirname(path.join(staging, ...file.split('/')))))) await mkdir(directory, { recursive: true });
-      // A file the replaced tree holds with the same content (as just read) is hard-linked from it:
-      // a one-cluster change to a large fleet then writes that cluster's files, not the whole tree again.
-      const unchanged = replaced === undefined ? [] : files.filter((file) => previous.get(file) === tree.get(file));
-      const linked = new Set(linkUnchanged(path.join(trees, replaced ?? ''), staging, unchanged));
-      await pLimit(FILE_CONCURRENCY).map(
-        files.filter((file) => !linked.has(file)),
-        (file) => writeFile(path.join(staging, ...file.split('/')), tree.get(file) ?? '', 'utf8'),
-      );
-      await rename(staging, path.join(trees, id));
+      if (!reusable) {
+        const files = [...tree.keys()].sort();
+        await mkdir(staging);
+        for (const directory of new Set(files.map((file) => path.dirname(path.join(staging, ...file.split('/')))))) await mkdir(directory, { recursive: true });
+        // A file the replaced tree holds with the same content (as just read) is hard-linked from it:
+        // a one-cluster change to a large fleet then writes that cluster's files, not the whole tree again.
+        const unchanged = replaced === undefined ? [] : files.filter((file) => previous.get(file) === tree.get(file));
+        const linked = new Set(linkUnchanged(path.join(trees, replaced ?? ''), staging, unchanged));
+        await pLimit(FILE_CONCURRENCY).map(
+          files.filter((file) => !linked.has(file)),
+          (file) => writeFile(path.join(staging, ...file.split('/')), tree.get(file) ?? '', 'utf8'),
+        );
+        await rename(staging, path.join(trees, id));
+      }
       // The link's target is relative to <dir>, where it ends up.
       await symlink(`${STATE_DIR}/${TREES_DIR}/${id}`, link);
       await rename(link, path.join(dir, CURRENT_LINK));
