@@ -4,6 +4,8 @@
 //   <dir>/current -> .clusterstack/trees/<id>   the tree; readers use <dir>/current/...
 //   <dir>/.clusterstack/output.json              marker: this directory is clusterstack's
 //   <dir>/.clusterstack/lock                     held by the run publishing (publish-lock.ts)
+//   <dir>/.clusterstack/settled-run.json         the last settled run and the stat of its tree's
+//                                                files (settled-run-record.ts)
 //   <dir>/.clusterstack/trees/<id>/              complete trees: the current one, and the one it
 //                                                replaced until the next run starts
 //   <dir>/.clusterstack/staging-*, current-*     a run in progress (or a crashed run's leftovers)
@@ -29,6 +31,7 @@ import { diffTrees } from '../src/output/rendered-tree.js';
 import { PublishError } from './publish-error.js';
 import { sameTree } from '../src/output/rendered-tree.js';
 import { assertOutsideProtected, type ProtectedPath } from './protected-paths.js';
+import { readRecordFile, removeRecordFile, type SettledRun, type SettledRunStore, type StatEvidence, statEvidenceHolds, takeStatEvidence, writeRecordFile } from './settled-run-record.js';
 import { checkTreePaths } from './tree-paths.js';
 
 const CURRENT_LINK = 'current';
@@ -36,6 +39,7 @@ const STATE_DIR = '.clusterstack';
 const MARKER_FILE = 'output.json';
 const TREES_DIR = 'trees';
 const LOCK_FILE = 'lock';
+const SETTLED_FILE = 'settled-run.json';
 const MARKER = { generator: 'clusterstack-gitops', layout: 'current-link' } as const;
 // What an earlier version wrote at the top of the directory, with the tree itself.
 const LEGACY_PROVENANCE = 'provenance.json';
@@ -116,8 +120,14 @@ function listed(entries: string[]): string {
   return entries.length > 5 ? `${shown} and ${entries.length - 5} more` : shown;
 }
 
+/** What proves a directory still holds a settled run's tree: the tree `current` names, and the stat of its files. */
+interface DirectoryProof {
+  tree: string;
+  evidence: StatEvidence;
+}
+
 /** Publishes to a local directory; `revision` is always null. */
-export class DirectoryPublisher implements Publisher {
+export class DirectoryPublisher implements Publisher, SettledRunStore {
   readonly target: string;
   private readonly dir: string;
   private readonly adopt: boolean;
@@ -209,6 +219,37 @@ export class DirectoryPublisher implements Publisher {
     return { changed: true, written, removed, revision: null };
   }
 
+  /**
+   * The last settled run, when `current` still names the tree it left and no file of that tree was
+   * written, added, removed or renamed since (statEvidence). A hand edit, a crashed or foreign
+   * write, or an earlier version's layout: undefined, and the run renders.
+   */
+  async readSettledRun(): Promise<SettledRun | undefined> {
+    const ownership = await this.ownership();
+    this.refuseForeign(ownership);
+    if (ownership.kind !== 'ours') return undefined;
+    const dir = await this.resolvedDir();
+    const record = await readRecordFile<DirectoryProof>(path.join(dir, STATE_DIR, SETTLED_FILE));
+    if (!record || typeof record.proof.tree !== 'string' || typeof record.proof.evidence !== 'object' || record.proof.evidence === null) return undefined;
+    const current = await this.currentTreeId(dir);
+    if (current === undefined || current !== record.proof.tree) return undefined;
+    return statEvidenceHolds(path.join(dir, STATE_DIR, TREES_DIR, current), record.proof.evidence) ? { fingerprint: record.fingerprint, report: record.report } : undefined;
+  }
+
+  /** Records `run` with the stat of the current tree's files; nothing when there is no current tree. */
+  async recordSettledRun(run: SettledRun, _revision?: string | null): Promise<void> {
+    const dir = await this.resolvedDir();
+    const current = await this.currentTreeId(dir);
+    if (current === undefined) return;
+    const proof: DirectoryProof = { tree: current, evidence: takeStatEvidence(path.join(dir, STATE_DIR, TREES_DIR, current)) };
+    await writeRecordFile(path.join(dir, STATE_DIR, SETTLED_FILE), run, proof);
+  }
+
+  async forgetSettledRun(): Promise<void> {
+    if ((await this.ownership()).kind !== 'ours') return;
+    await removeRecordFile(path.join(await this.resolvedDir(), STATE_DIR, SETTLED_FILE));
+  }
+
   private refuseForeign(ownership: Ownership): void {
     if (ownership.kind !== 'foreign' || this.adopt) return;
     throw new PublishError(
@@ -283,24 +324,27 @@ export class DirectoryPublisher implements Publisher {
   private async swapIn(dir: string, tree: RenderedTree, legacyEntries: string[], previous: RenderedTree): Promise<void> {
     const stateDir = path.join(dir, STATE_DIR);
     const trees = path.join(stateDir, TREES_DIR);
-    const id = treeId(tree);
     const replaced = await this.currentTreeId(dir);
     const suffix = randomBytes(6).toString('hex');
+    // A tree directory of this content may exist already: the tree before last (a render going back
+    // to it), a crashed run's, or the current one when a hand edit is being undone. Its files may
+    // have been written since, by hand or through a hard link they share, so it is reused (a reader
+    // still in it keeps reading) only when it is not the current one and still holds exactly this
+    // tree; otherwise this tree gets a directory of its own.
+    const contentId = treeId(tree);
+    const reusable = contentId !== replaced && (await exists(path.join(trees, contentId))) && sameTree(await scanFiles(path.join(trees, contentId)).catch(() => new Map<string, string>()), tree);
+    const id = reusable || !(await exists(path.join(trees, contentId))) ? contentId : `${contentId}-${suffix}`;
     const staging = path.join(stateDir, `staging-${suffix}`);
     const link = path.join(stateDir, `${CURRENT_LINK}-${suffix}`);
     try {
       await mkdir(trees, { recursive: true });
       await this.writeMarker(stateDir);
-      // A tree directory only ever appears by renaming a complete staging directory, so one of this
-      // content that exists already (the tree before last, or a crashed run's) is whole: reuse it,
-      // and a reader still in it keeps reading.
-      if (!(await exists(path.join(trees, id)))) {
+      if (!reusable) {
         const files = [...tree.keys()].sort();
         await mkdir(staging);
         for (const directory of new Set(files.map((file) => path.dirname(path.join(staging, ...file.split('/')))))) await mkdir(directory, { recursive: true });
-        // A file the replaced tree holds with the same content is hard-linked from it (trees are
-        // never changed once complete): a one-cluster change to a large fleet then writes that
-        // cluster's files, not the whole tree again.
+        // A file the replaced tree holds with the same content (as just read) is hard-linked from it:
+        // a one-cluster change to a large fleet then writes that cluster's files, not the whole tree again.
         const unchanged = replaced === undefined ? [] : files.filter((file) => previous.get(file) === tree.get(file));
         const linked = new Set(linkUnchanged(path.join(trees, replaced ?? ''), staging, unchanged));
         await pLimit(FILE_CONCURRENCY).map(
@@ -355,7 +399,7 @@ export class DirectoryPublisher implements Publisher {
     const current = await this.currentTreeId(dir);
     const entries = await readdir(stateDir).catch(() => [] as string[]);
     for (const entry of entries) {
-      if (entry.startsWith('staging-') || entry.startsWith(`${CURRENT_LINK}-`) || entry.startsWith(`${MARKER_FILE}.`)) {
+      if (entry.startsWith('staging-') || entry.startsWith(`${CURRENT_LINK}-`) || entry.startsWith(`${MARKER_FILE}.`) || entry.startsWith(`${SETTLED_FILE}.`)) {
         await rm(path.join(stateDir, entry), { recursive: true, force: true });
       }
     }

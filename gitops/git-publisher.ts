@@ -11,6 +11,11 @@
 //   a clone in `workDir` kept in step with the remote (fetch + hard reset), commit, push; when the
 //   push loses a race (non-fast-forward), start again from the new remote head.
 // Runs on one work tree, or one clone, take turns through a lock (lock(), publish-lock.ts).
+// The last settled run is recorded in the git directory (in place) or the clone's (settled-run-record.ts):
+// in place it holds while the branch is checked out, the tree under the path at HEAD is the one that
+// run left and nothing under the path differs from HEAD (nothing staged anywhere); against a remote,
+// while the remote branch still points at the commit that run pushed or found.
+import { createHash } from 'node:crypto';
 import { lstat, mkdir, readdir, readFile, realpath, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import pLimit from 'p-limit';
@@ -29,6 +34,7 @@ import { GitCommand, type GitTargetOptions } from './git-command.js';
 import { parseGitRemote, type GitRemote } from './git-remote.js';
 import { assertOutsideProtected, type ProtectedPath } from './protected-paths.js';
 import { removeStaleGitLocks } from './stale-git-locks.js';
+import { readRecordFile, removeRecordFile, type SettledRun, type SettledRunStore, writeRecordFile } from './settled-run-record.js';
 import type { Logger } from '../src/core/logger.js';
 
 
@@ -59,13 +65,19 @@ const LOCK_FILE = 'clusterstack.lock';
 /** Inside a directory a run is turning into a repository, while it does. */
 const INIT_LOCK_FILE = '.clusterstack-init.lock';
 
+/** What proves the target still holds a settled run's tree: the tree id under the path (in place), or the remote branch's head. */
+interface GitProof {
+  tree?: string;
+  head?: string;
+}
+
 interface StagedChanges {
   written: string[];
   removed: string[];
 }
 
 /** Publishes to a branch of a Git repository; `revision` is the commit holding the tree. */
-export class GitPublisher implements Publisher {
+export class GitPublisher implements Publisher, SettledRunStore {
   readonly target: string;
   private readonly remote: GitRemote;
   private readonly branch: string;
@@ -129,6 +141,76 @@ export class GitPublisher implements Publisher {
     const workspace = await this.open();
     if (workspace.mode === 'in-place') return this.commitInPlace(workspace, tree, message);
     return this.commitAndPush(workspace, tree, message);
+  }
+
+  /**
+   * The last settled run, when the target provably still holds what it left: in place, the branch
+   * is checked out, HEAD's tree under the path is that run's and `git status` shows nothing staged
+   * and nothing changed under the path (no interrupted run to repair either); against a remote, its
+   * branch head is the commit that run pushed or found. Undefined otherwise: the run renders.
+   */
+  async readSettledRun(): Promise<SettledRun | undefined> {
+    const workspace = await this.open();
+    const record = await readRecordFile<GitProof>(await this.settledFile(workspace));
+    if (!record) return undefined;
+    try {
+      if (workspace.mode === 'in-place') {
+        if (typeof record.proof.tree !== 'string' || (await exists(path.join(workspace.gitDir, JOURNAL_FILE)))) return undefined;
+        const { git } = workspace;
+        if ((await git.run(['symbolic-ref', '--quiet', 'HEAD'], 'git symbolic-ref')).trim() !== `refs/heads/${this.branch}`) return undefined;
+        if ((await this.treeUnderPath(workspace, 'HEAD')) !== record.proof.tree) return undefined;
+        return (await this.pathIsClean(workspace)) ? { fingerprint: record.fingerprint, report: record.report } : undefined;
+      }
+      if (typeof record.proof.head !== 'string') return undefined;
+      return (await this.remoteHead(workspace)) === record.proof.head ? { fingerprint: record.fingerprint, report: record.report } : undefined;
+    } catch {
+      // Whatever stops the proof (a remote out of reach) is for the render to meet and report.
+      return undefined;
+    }
+  }
+
+  /** Records `run` against `revision`, the commit now holding the tree (publish's result). */
+  async recordSettledRun(run: SettledRun, revision: string | null): Promise<void> {
+    if (!revision) return;
+    const workspace = await this.open();
+    const proof: GitProof = workspace.mode === 'in-place' ? { tree: await this.treeUnderPath(workspace, revision) } : { head: revision };
+    if (proof.tree === '') return;
+    await writeRecordFile(await this.settledFile(workspace), run, proof);
+  }
+
+  async forgetSettledRun(): Promise<void> {
+    await removeRecordFile(await this.settledFile(await this.open()));
+  }
+
+  /** One record per branch and path: a repository may hold several rendered trees. */
+  private async settledFile(workspace: Workspace): Promise<string> {
+    const key = createHash('sha256').update(`${this.branch}\n${this.subdir}`).digest('hex').slice(0, 16);
+    return path.join(await this.gitDirOf(workspace), `clusterstack-settled-${key}.json`);
+  }
+
+  /** The id of the tree under the path in `revision` ('' when there is none). */
+  private async treeUnderPath(workspace: Workspace, revision: string): Promise<string> {
+    return (await workspace.git.run(['rev-parse', '--verify', '--quiet', this.subdir === '' ? `${revision}^{tree}` : `${revision}:${this.subdir}`], 'git rev-parse')).trim();
+  }
+
+  /** Nothing staged anywhere (a render would refuse to commit over it) and nothing under the path differing from the index. */
+  private async pathIsClean(workspace: Workspace): Promise<boolean> {
+    const status = await workspace.git.run(['status', '--porcelain=v1', '-z', '--untracked-files=no', '--ignore-submodules=none'], 'git status');
+    const prefix = this.subdir === '' ? '' : `${this.subdir}/`;
+    for (const entry of status.split('\0')) {
+      if (entry.length < 4) continue;
+      const [staged, unstaged, file] = [entry[0], entry[1], entry.slice(3)];
+      if (staged !== ' ' && staged !== '?') return false;
+      if (unstaged !== ' ' && (prefix === '' || file.startsWith(prefix))) return false;
+    }
+    return true;
+  }
+
+  /** The remote branch's head commit ('' when the branch does not exist). */
+  private async remoteHead(workspace: Workspace): Promise<string> {
+    const branchRef = `refs/heads/${this.branch}`;
+    const listing = await workspace.git.run(['ls-remote', 'origin', branchRef], `git ls-remote ${this.remote.display}`);
+    return listing.split('\n').find((line) => line.split('\t')[1] === branchRef)?.split('\t')[0] ?? '';
   }
 
   private open(): Promise<Workspace> {

@@ -1,6 +1,7 @@
 // The output flags render, plan and the controller share (a directory, a Git repository, an OCI
 // artifact), checked without loading any publisher: plan only reads a target when one is named.
 import path from 'node:path';
+import type { ProtectedPath } from '../../gitops/protected-paths.js';
 import { UsageError } from './cli-io.js';
 
 export interface OutputSettings {
@@ -40,6 +41,14 @@ export function isUrl(value: string): boolean {
 /** What a publish's revision is, for reports and conditions. */
 export function revisionKindOf(settings: OutputSettings): 'commit' | 'digest' | 'none' {
   return settings.oci ? 'digest' : settings.git ? 'commit' : 'none';
+}
+
+/** What a render adds to the shared output settings: what the output must keep clear of, and whether it may adopt a directory. */
+export interface PublisherGuards {
+  /** Inputs and the release source: an output directory (or in-place --path) may not be or hold them. */
+  protectedPaths?: readonly ProtectedPath[];
+  /** `--adopt-output`: publish into a directory holding files clusterstack did not write. */
+  adoptOutput?: boolean;
 }
 
 /** The local directory `--output` or a local `--git` path names (to leave out of the inputs); none for URLs and OCI. */

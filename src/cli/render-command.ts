@@ -1,18 +1,23 @@
 // `clusterstack render <files or dirs...> --release-source <src> (--output <dir> | --git <repo>)`
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { createHelmDependencies } from '../../renderers/helm-dependencies.js';
 import { formatProblem, InputError } from '../core/problem.js';
 import { planReport, reportHasProblems, retryableProblems } from '../plan/plan-report.js';
 import { describeEncryptedSecrets, type EncryptedSecretsReport, reportEncryptedSecrets } from '../output/encrypted-secrets-report.js';
 import { readProvenance, type WithheldEntry } from '../output/provenance.js';
-import { renderAndPublish as renderAndPublishTree } from '../pipeline/render-and-publish.js';
+import type { PipelineOptions } from '../pipeline/render-and-publish.js';
+import { planMaterial, runFingerprint } from '../pipeline/run-fingerprint.js';
+import { type SettledRunReport, settledRunReport } from '../pipeline/settled-run.js';
+import { helmIdentity, toolIdentity } from '../pipeline/tool-identity.js';
+import { isSettledRunStore, type SettledRun } from '../../gitops/settled-run-record.js';
 import { terminalProgress } from './render-progress.js';
 import { SECRET_POLICIES, type SecretPolicy } from '../render/secret-policy.js';
 import { type CliIo, EXIT_OK, RemoteFailureError, UsageError } from './cli-io.js';
 import { parseCommandLine } from './parse-command-line.js';
 import type { ProtectedPath } from '../../gitops/protected-paths.js';
-import { checkOutputSettings, createOutputPublisher, localOutputDirectory, type OutputSettings, wiringOptionsFor } from './output-publisher.js';
+import { openOutputPublisher } from './open-output-publisher.js';
+import { checkOutputSettings, localOutputDirectory, type OutputSettings } from './output-settings.js';
+import { wiringOptionsFor } from './wiring-options.js';
 import { SECRET_HELP, secretSettingsFrom } from './secret-options.js';
 import { configFromFlags, isRemoteLocation, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, planFromInputs } from './common-options.js';
 import { readSchedulerConfigOption, SCHEDULER_CONFIG_HELP } from './scheduler-config-option.js';
@@ -54,6 +59,9 @@ ${SECRET_HELP}
                            at once; CLUSTERSTACK_LOCK_TIMEOUT)
   --adopt-output           let --output take over a directory holding files it did not write (they are
                            left in place; the tree goes to <dir>/current)
+  --full-render            render even when the inputs, releases, options and the target are exactly as
+                           the last settled run left them (such a run otherwise ends at once: nothing
+                           changed); unchanged units are still reused
 ${SCHEDULER_CONFIG_HELP}
 
 GitOps wiring (written under flux/ or argocd/ in the tree):
@@ -98,6 +106,11 @@ export interface RenderReport {
   /** With --scheduler-config: every ClusterRequest's phase, the cluster it has and why (Pending: refused or waiting). */
   clusterRequests?: { namespace: string; name: string; purpose: string; phase: string; reason: string; cluster: string; message: string }[];
   warnings: string[];
+  /**
+   * Present when the run ended without rendering: its fingerprint (inputs, releases, options, tool
+   * versions) equals that of the last settled run and the target provably still holds what that run left.
+   */
+  noop?: { fingerprint: string; reason: string };
 }
 
 export async function renderCommand(args: string[], io: CliIo): Promise<number> {
@@ -135,6 +148,7 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
       'lock-timeout': { type: 'string' },
       'adopt-output': { type: 'boolean', default: false },
       'scheduler-config': { type: 'string' },
+      'full-render': { type: 'boolean', default: false },
     },
   });
   if (positionals.length === 0) throw new UsageError('render needs at least one input file or directory');
@@ -174,7 +188,7 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
     ...positionals.map((input) => ({ label: 'input', path: path.resolve(io.cwd, input) })),
     ...(isRemoteLocation(location) ? [] : [{ label: 'release source', path: location }]),
   ];
-  const publisher = createOutputPublisher(output, config, io.cwd, commitTemplate, { protectedPaths, adoptOutput: values['adopt-output'] });
+  const publisher = await openOutputPublisher(output, config, io.cwd, commitTemplate, { protectedPaths, adoptOutput: values['adopt-output'] });
   const outputDir = localOutputDirectory(output, io.cwd);
 
   // Observe and decide; any problem with the inputs stops here, before anything is written.
@@ -189,38 +203,79 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
     throw new InputError(all.map((message) => ({ message })), `nothing was rendered or written:\n  ${all.join('\n  ')}`);
   }
 
-  const helm = createHelmDependencies({ ...(config.helmBinary ? { configured: config.helmBinary } : {}), pathEnv: config.pathEnv, workDir: path.join(config.cacheDir, 'helm') });
+  const pipelineOptions: PipelineOptions = {
+    secrets: values.secrets as SecretPolicy,
+    ...(secretSettings.encryption ? { encryption: secretSettings.encryption } : {}),
+    ...(gitops ? { gitops } : {}),
+    ...(readmeTemplate !== undefined ? { readmeTemplate } : {}),
+    ...(values['pull-request'] ? { pullRequest: prTemplate !== undefined ? { template: prTemplate } : {} } : {}),
+    massDeletion: { allow: values['allow-mass-delete'], maxShare: config.maxDeleteShare },
+    ...(scheduler ? { scheduler } : {}),
+  };
+  // Everything that decides what this run publishes, known before rendering (run-fingerprint.ts).
+  const settledRuns = isSettledRunStore(publisher) ? publisher : undefined;
+  const fingerprint = settledRuns ? runFingerprint({ tool: toolIdentity(), helm: helmIdentity({ configured: config.helmBinary, pathEnv: config.pathEnv }), plan: planMaterial(plan), options: pipelineOptions, target: publisher.target }) : undefined;
   // One run at a time per target, from reading what is there to replacing it.
   const lock = await publisher.lock?.({ timeoutMs: config.lockTimeoutMs, command: 'clusterstack render' });
   try {
+    const settled = fingerprint && settledRuns && !values['full-render'] ? await settledRuns.readSettledRun() : undefined;
+    if (settled && fingerprint && settled.fingerprint === fingerprint) return reportUnchanged(settled);
     return await renderAndPublish();
   } finally {
     await lock?.release();
   }
 
+  /** The last settled run's fingerprint matches and the target still holds what it left: a render would change nothing. */
+  function reportUnchanged(settled: SettledRun): number {
+    const recorded = settled.report as Partial<SettledRunReport>;
+    const report: RenderReport = {
+      target: publisher.target,
+      changed: false,
+      commit: null,
+      files: { written: [], removed: [] },
+      withheld: [],
+      summary: 'nothing changed',
+      units: { rendered: 0, reused: typeof recorded.units === 'number' ? recorded.units : 0 },
+      ...(recorded.secrets ? { secrets: recorded.secrets } : {}),
+      helmProcesses: 0,
+      ...(recorded.clusterRequests ? { clusterRequests: recorded.clusterRequests } : {}),
+      warnings,
+      noop: { fingerprint: settled.fingerprint, reason: 'the inputs, releases, options and tool versions are those of the last settled run, and the target still holds what it left: not rendered again' },
+    };
+    io.stdout(values.json ? `${JSON.stringify(report, null, 2)}\n` : formatRenderReport(report, ''));
+    return EXIT_OK;
+  }
+
   async function renderAndPublish(): Promise<number> {
+    // Loaded only when rendering: a run that changes nothing never needs helm or the pipeline.
+    const [{ createHelmDependencies }, { renderAndPublish: renderAndPublishTree }] = await Promise.all([import('../../renderers/helm-dependencies.js'), import('../pipeline/render-and-publish.js')]);
+    const helm = createHelmDependencies({ ...(config.helmBinary ? { configured: config.helmBinary } : {}), pathEnv: config.pathEnv, workDir: path.join(config.cacheDir, 'helm') });
     const previous = await publisher.readPrevious();
     // Progress only for a person at a terminal: --json output is read by programs.
     const progress = io.isTty && !values.json ? terminalProgress(io.stderr) : undefined;
+    const warningsBefore = warnings.length;
     const run = await renderAndPublishTree(plan, previous, {
       renderer: helm,
-      publish: (tree, change) => publisher.publish(tree, change),
+      publish: async (tree, change) => {
+        // The record of an earlier settled run never outlives the target state it describes.
+        await settledRuns?.forgetSettledRun();
+        return publisher.publish(tree, change);
+      },
       // The CLI tells people through its report: notes become warnings there.
       logger: { info: () => undefined, warn: (fields, message) => warn(typeof fields['note'] === 'string' ? fields['note'] : message) },
-    }, {
-      secrets: values.secrets as SecretPolicy,
-      ...(secretSettings.encryption ? { encryption: secretSettings.encryption } : {}),
-      ...(gitops ? { gitops } : {}),
-      ...(readmeTemplate !== undefined ? { readmeTemplate } : {}),
-      ...(values['pull-request'] ? { pullRequest: prTemplate !== undefined ? { template: prTemplate } : {} } : {}),
-      massDeletion: { allow: values['allow-mass-delete'], maxShare: config.maxDeleteShare },
-      ...(scheduler ? { scheduler } : {}),
-      ...(progress ? { onProgress: progress.onProgress } : {}),
-    });
+    }, { ...pipelineOptions, ...(progress ? { onProgress: progress.onProgress } : {}) });
     progress?.finish();
     if (run.status !== 'published') throw new Error('internal error: a CLI render was aborted');
     const { outcome, change, published: result } = run;
     const secrets = reportEncryptedSecrets(readProvenance(previous)?.units ?? [], outcome.provenance.units);
+    const settledReport = settledRunReport(run, warnings.length - warningsBefore);
+    if (settledRuns && fingerprint && settledReport) {
+      try {
+        await settledRuns.recordSettledRun({ fingerprint, report: { ...settledReport } }, result.revision);
+      } catch (error) {
+        warn(`could not record this run as settled (${(error as Error).message}); the next run renders in full`);
+      }
+    }
 
     const report: RenderReport = {
       target: publisher.target,
@@ -267,6 +322,7 @@ function formatRenderReport(report: RenderReport, body: string): string {
     if (report.pullRequest) lines.push(`Pull request: ${report.pullRequest}`);
   } else {
     lines.push(`Nothing changed: ${report.target} already holds this render.`);
+    if (report.noop) lines.push('Not rendered again: the inputs, releases, options and tool versions are those of the last settled run, and the target still holds what it left (--full-render renders anyway).');
     for (const entry of report.withheld) lines.push(`- Withheld ${entry.kind} ${entry.namespace}/${entry.name}${entry.layer ? `/${entry.layer}` : ''}: ${entry.reason}${entry.previousOutputKept ? ' (previous output kept)' : ''}`);
   }
   lines.push(`Units: ${report.units.rendered} rendered, ${report.units.reused} unchanged; helm processes: ${report.helmProcesses}.`);

@@ -4,9 +4,8 @@
 // controller.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { splitRecipientList } from '../secrets/age-recipients.js';
-import { checkEncryptionEngine } from '../secrets/encryption-engine.js';
-import { type EncryptionInput, resolveSecretEncryption } from '../secrets/secret-encryption.js';
+// The secrets modules load the age library: only a run that encrypts imports them.
+import type { EncryptionInput } from '../secrets/secret-encryption.js';
 import { UsageError } from './cli-io.js';
 
 export const AGE_RECIPIENTS_VARIABLE = 'CLUSTERSTACK_AGE_RECIPIENTS';
@@ -31,13 +30,16 @@ export async function secretSettingsFrom(
   env: NodeJS.ProcessEnv,
   cwd: string,
 ): Promise<SecretSettings> {
-  const fromFlags = (flags['age-recipient'] ?? []).flatMap(splitRecipientList);
-  const fromEnv = splitRecipientList(env[AGE_RECIPIENTS_VARIABLE] ?? '');
   if (policy !== 'encrypt') {
-    const given = [fromFlags.length > 0 && '--age-recipient', flags['sops-config'] && '--sops-config', flags['sops-secret'] && '--sops-secret'].filter(Boolean);
+    // splitRecipientList's separators: a flag of only commas and spaces names no recipient.
+    const recipientGiven = (flags['age-recipient'] ?? []).some((value) => /[^,\s]/.test(value));
+    const given = [recipientGiven && '--age-recipient', flags['sops-config'] && '--sops-config', flags['sops-secret'] && '--sops-secret'].filter(Boolean);
     if (given.length > 0) throw new UsageError(`${given.join(', ')} only apply with --secrets encrypt`);
     return {};
   }
+  const { splitRecipientList } = await import('../secrets/age-recipients.js');
+  const fromFlags = (flags['age-recipient'] ?? []).flatMap(splitRecipientList);
+  const fromEnv = splitRecipientList(env[AGE_RECIPIENTS_VARIABLE] ?? '');
   const recipients = fromFlags.length > 0 ? fromFlags : fromEnv;
   const encryption: EncryptionInput = { recipients, recipientsOrigin: fromFlags.length > 0 ? '--age-recipient' : AGE_RECIPIENTS_VARIABLE };
   if (flags['sops-config']) {
@@ -68,6 +70,7 @@ export async function controllerSecretSettings(
   const sopsSecret = flags['sops-secret'] ?? fromEnv('CLUSTERSTACK_SOPS_SECRET');
   const settings = await secretSettingsFrom(policy, { ...flags, ...(sopsConfig ? { 'sops-config': sopsConfig } : {}), ...(sopsSecret ? { 'sops-secret': sopsSecret } : {}) }, io.env, io.cwd);
   if (!settings.encryption) return settings;
+  const [{ checkEncryptionEngine }, { resolveSecretEncryption }] = await Promise.all([import('../secrets/encryption-engine.js'), import('../secrets/secret-encryption.js')]);
   try {
     checkEncryptionEngine(engine);
     if (settings.encryption.recipients.length > 0 || settings.encryption.sopsConfig) resolveSecretEncryption(settings.encryption, undefined);
