@@ -100,6 +100,42 @@ function clusterDirOf(dir: string): string {
   return dir.split('/').slice(0, 3).join('/');
 }
 
+function isAddonRecord(record: UnitRecord): boolean {
+  return record.kind === 'cluster-stage' || record.kind === 'cluster-layer';
+}
+
+/**
+ * The cluster directories whose addon units differ from the previous tree's (another set of
+ * directories, or a unit whose render inputs changed), or that had a handover in progress.
+ */
+function clustersWithChangedAddons(previousUnits: readonly UnitRecord[], records: readonly UnitRecord[], handedOver: Map<string, AddonHandoverRecord>): Set<string> {
+  const signatures = (units: readonly UnitRecord[]): Map<string, string[]> => {
+    const byCluster = new Map<string, string[]>();
+    for (const unit of units) {
+      if (!isAddonRecord(unit)) continue;
+      const cluster = clusterDirOf(unit.dir);
+      byCluster.set(cluster, [...(byCluster.get(cluster) ?? []), `${unit.dir} ${unit.renderDigest}`]);
+    }
+    return byCluster;
+  };
+  const before = signatures(previousUnits);
+  const now = signatures(records);
+  const changed = new Set<string>();
+  for (const cluster of new Set([...before.keys(), ...now.keys()])) {
+    if ((before.get(cluster) ?? []).sort(byText).join('\n') !== (now.get(cluster) ?? []).sort(byText).join('\n')) changed.add(cluster);
+  }
+  for (const handover of handedOver.values()) changed.add(clusterDirOf(handover.from));
+  return changed;
+}
+
+/** The entries of `tree` under the given cluster directories. */
+function* entriesOfClusters(tree: RenderedTree, clusters: Set<string>): Iterable<[string, string]> {
+  for (const entry of tree) {
+    const [top, namespace, cluster] = entry[0].split('/', 3);
+    if (top === 'clusters' && clusters.has(`${top}/${namespace}/${cluster}`)) yield entry;
+  }
+}
+
 export interface AddonMoves {
   /** Marked copies to write (tree path -> text), beside the units' own files. */
   files: Map<string, string>;
@@ -117,12 +153,18 @@ export interface AddonMoves {
  */
 export function handOverAddonMoves(previous: RenderedTree, rendered: Map<string, Map<string, string>>, records: UnitRecord[]): AddonMoves {
   const moves: AddonMoves = { files: new Map(), handovers: [], notes: [], warnings: [] };
-  const before = addonHomes(previous);
-  if (before.size === 0) return moves;
   const handedOver = previousHandovers(previous);
-  const heldBefore = new Set((readProvenance(previous)?.units ?? []).filter((unit) => unit.layer?.hold === true).map((unit) => unit.dir));
+  const previousUnits = readProvenance(previous)?.units ?? [];
+  // Only a cluster whose addon units changed can have an object that moved: the others keep every
+  // file where it was (their objects are not even looked at, which at thousands of clusters is most
+  // of this function's time).
+  const changed = clustersWithChangedAddons(previousUnits, records, handedOver);
+  if (changed.size === 0) return moves;
+  const before = addonHomes(entriesOfClusters(previous, changed));
+  if (before.size === 0) return moves;
+  const heldBefore = new Set(previousUnits.filter((unit) => unit.layer?.hold === true).map((unit) => unit.dir));
   const recordOf = new Map(records.map((record) => [record.dir, record]));
-  const addonRecords = records.filter((record) => record.kind === 'cluster-stage' || record.kind === 'cluster-layer').sort((a, b) => byText(a.dir, b.dir));
+  const addonRecords = records.filter((record) => (record.kind === 'cluster-stage' || record.kind === 'cluster-layer') && changed.has(clusterDirOf(record.dir))).sort((a, b) => byText(a.dir, b.dir));
   const now = addonHomes(addonRecords.flatMap((record) => [...(rendered.get(record.dir) ?? [])].map(([file, text]): [string, string] => [`${record.dir}/${file}`, text])));
   for (const record of addonRecords) {
     const files = rendered.get(record.dir);

@@ -2,7 +2,7 @@
 // process for the benchmarks: wall time from spawn to exit, and the peak memory of the node process
 // itself (not of the helm processes it starts), reported by a preload module at exit.
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { createWriteStream, existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -96,10 +96,12 @@ export interface CliProcess {
 }
 
 /** Starts `clusterstack <args>` (the built CLI) and leaves it running. */
-export async function startCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliProcess> {
+export async function startCli(args: string[], env: NodeJS.ProcessEnv = {}, logFile?: string): Promise<CliProcess> {
   const rssDir = await mkdtemp(path.join(os.tmpdir(), 'csk-bench-rss-'));
   const rssFile = path.join(rssDir, 'rss');
-  const child = spawn(process.execPath, ['--import', await rssPreload(), CLI_ENTRY, ...args], {
+  // CSK_BENCH_NODE_ARGS: node flags for the process, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` (not allowed in NODE_OPTIONS).
+  const nodeArgs = process.env.CSK_BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+  const child = spawn(process.execPath, [...nodeArgs, '--import', await rssPreload(), CLI_ENTRY, ...args], {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? os.tmpdir(), ...env, CSK_BENCH_RSS_FILE: rssFile },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -108,6 +110,7 @@ export async function startCli(args: string[], env: NodeJS.ProcessEnv = {}): Pro
   const keep = (chunk: Buffer) => (stderr = (stderr + chunk.toString('utf8')).slice(-65_536));
   child.stdout.on('data', keep);
   child.stderr.on('data', keep);
+  if (logFile) child.stdout.pipe(createWriteStream(logFile));
   const exited = new Promise<number | null>((resolve, reject) => {
     child.on('error', reject);
     child.on('close', resolve);
