@@ -6,7 +6,10 @@
 //   npm run bench -- --only render    one benchmark (startup | heavy | render | scale | github | controller)
 //   npm run bench -- --heavy-clusters 24   clusters of the real-weight scenario (default 48)
 //
-// startup, heavy and scale run the built CLI (dist/): run `npm run build` first.
+// startup, heavy, scale and controller run the built CLI (dist/): run `npm run build` first.
+// The controller benchmark runs `clusterstack controller` as its own process against a fake API
+// server in this one; CSK_BENCH_LOG=<file> keeps its debug log (reconcile phases and their times),
+// CSK_BENCH_NODE_ARGS='--cpu-prof --cpu-prof-dir=<dir>' profiles it.
 import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import os from 'node:os';
