@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveHelmBinary } from '../renderers/helm-binary.js';
 import { decodeYamlDocument, splitYamlDocuments } from '../src/yaml/kube-yaml.js';
-import { runClusterstack, tempDir, writeTree } from './support/cli.js';
+import { renderWithReport, type RenderRun, runClusterstack, tempDir, writeTree } from './support/cli.js';
 import { GitSandbox } from './support/git-repos.js';
 import { writeScript } from './support/helm-fixtures.js';
 import { ageKeygen, decryptWithSopsAge, decryptWithSopsDecoder, sopsMetadataOf, unwrapDataKeyWithAgeCli } from './support/sops-oracle.js';
@@ -22,23 +22,8 @@ const FLUX = ['--gitops', 'flux', '--gitops-url', 'https://git.example.test/flee
 const sandbox = new GitSandbox();
 afterAll(() => sandbox.cleanup());
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-  report: Record<string, any>;
-}
-
-async function render(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> {
-  const result = await runClusterstack(['render', MANIFESTS, '--release-source', RELEASES, ...args, '--json'], { env });
-  let report: Record<string, any> = {};
-  try {
-    report = JSON.parse(result.stdout);
-  } catch {
-    // not a report: an error run
-  }
-  return { ...result, report };
-}
+type Run = RenderRun;
+const render = (args: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> => renderWithReport([MANIFESTS, '--release-source', RELEASES, ...args], env);
 
 /** The Secrets helm printed (through the capturing wrapper), by name, as Kubernetes reads them. */
 async function helmSecrets(capture: string): Promise<Map<string, Record<string, any>>> {

@@ -9,30 +9,15 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { resolveHelmBinary } from '../renderers/helm-binary.js';
 import type { Plan } from '../src/plan/build-plan.js';
 import { planMaterial, runFingerprint } from '../src/pipeline/run-fingerprint.js';
-import { copyExampleReleases, EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, readTree, runClusterstack, tempDir, writeTree } from './support/cli.js';
+import { copyExampleReleases, EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, readTree, renderWithReport, type RenderRun, runClusterstack, tempDir, writeTree } from './support/cli.js';
 import { GitSandbox } from './support/git-repos.js';
 import { ageKeygen } from './support/sops-oracle.js';
 
 const sandbox = new GitSandbox();
 afterAll(() => sandbox.cleanup());
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-  report: Record<string, any>;
-}
-
-async function render(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> {
-  const result = await runClusterstack(['render', ...args, '--json'], { env });
-  let report: Record<string, any> = {};
-  try {
-    report = JSON.parse(result.stdout);
-  } catch {
-    // an error run prints no report
-  }
-  return { ...result, report };
-}
+const render = renderWithReport;
+type Run = RenderRun;
 
 const STACK = `apiVersion: clusterstack.x-k8s.io/v1alpha1
 kind: ClusterStack

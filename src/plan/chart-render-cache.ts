@@ -12,7 +12,8 @@
 //
 // Layout: <root>/chart-renders/<sha256 hex of the key>.json
 import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { readCacheEntryJson } from '../sources/cache-entry-file.js';
 import path from 'node:path';
 import { sha256Digest, sha256Hex } from '../release/content-digest.js';
 import { canonicalJson } from '../render/canonical-json.js';
@@ -72,19 +73,8 @@ export class ChartRenderCache {
 
   /** The stored output for `key`, verified; undefined when there is none or it does not verify (then it is removed). */
   async get(key: string): Promise<string | undefined> {
-    let text: string;
-    try {
-      text = await readFile(this.file(key), 'utf8');
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw error;
-    }
-    let entry: Partial<Entry> | undefined;
-    try {
-      entry = JSON.parse(text) as Partial<Entry>;
-    } catch {
-      entry = undefined;
-    }
+    const entry = (await readCacheEntryJson(this.file(key))) as Partial<Entry> | null | undefined;
+    if (entry === undefined) return undefined;
     if (entry?.schema !== 1 || entry.key !== key || typeof entry.output !== 'string' || entry.digest !== entryDigest(key, entry.output)) {
       await rm(this.file(key), { force: true });
       return undefined;

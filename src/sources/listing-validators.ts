@@ -9,7 +9,8 @@
 //
 // Layout: <root>/listings/<sha256 hex of "<kind>\n<sourceKey>\n<url>">.json
 import { randomBytes } from 'node:crypto';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import { readCacheEntryJson } from './cache-entry-file.js';
 import path from 'node:path';
 import { sha256Digest, sha256Hex } from '../release/content-digest.js';
 
@@ -54,19 +55,8 @@ export class ListingValidators<T> {
   /** The stored page of `url`, verified; undefined when there is none or it does not verify (then it is removed). */
   async get(url: string): Promise<StoredPage<T> | undefined> {
     const file = this.file(url);
-    let text: string;
-    try {
-      text = await readFile(file, 'utf8');
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw error;
-    }
-    let entry: Partial<Entry> | undefined;
-    try {
-      entry = JSON.parse(text) as Partial<Entry>;
-    } catch {
-      entry = undefined;
-    }
+    const entry = (await readCacheEntryJson(file)) as Partial<Entry> | null | undefined;
+    if (entry === undefined) return undefined;
     const sound =
       entry?.schema === 1 &&
       entry.kind === this.kind &&

@@ -24,6 +24,26 @@ export async function runClusterstack(args: string[], options: { cwd?: string; e
   return { code, stdout, stderr };
 }
 
+/** A `render --json` run: its output, and its report (empty when the run failed before printing one). */
+export interface RenderRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+  report: Record<string, any>;
+}
+
+/** Runs `clusterstack render <args> --json` and parses the report it prints. */
+export async function renderWithReport(args: string[], env: NodeJS.ProcessEnv = {}): Promise<RenderRun> {
+  const result = await runClusterstack(['render', ...args, '--json'], { env });
+  let report: Record<string, any> = {};
+  try {
+    report = JSON.parse(result.stdout);
+  } catch {
+    // an error run prints no report
+  }
+  return { ...result, report };
+}
+
 export async function tempDir(prefix = 'csk-'): Promise<string> {
   return mkdtemp(path.join(os.tmpdir(), prefix));
 }
