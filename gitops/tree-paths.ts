@@ -10,6 +10,8 @@ function invalid(file: string, reason: string): PublishError {
 /** Throws unless every path is relative, normalized, outside `.git`, and no file is another's directory. */
 export function checkTreePaths(tree: RenderedTree): void {
   const files = new Set(tree.keys());
+  // Directories already known not to be files; their own parents were checked with them.
+  const directories = new Set<string>();
   for (const file of files) {
     if (file === '' || file.includes('\0')) throw invalid(file, 'has an empty name or a NUL byte');
     if (file.startsWith('/')) throw invalid(file, 'has an absolute path; give paths relative to the output root');
@@ -19,9 +21,11 @@ export function checkTreePaths(tree: RenderedTree): void {
       throw invalid(file, 'is not a normalized relative path (empty, "." or ".." segment)');
     }
     if (segments.some((segment) => segment.toLowerCase() === '.git')) throw invalid(file, 'would be written inside a .git directory');
-    for (let end = 1; end < segments.length; end++) {
-      const directory = segments.slice(0, end).join('/');
+    for (let slash = file.lastIndexOf('/'); slash > 0; slash = file.lastIndexOf('/', slash - 1)) {
+      const directory = file.slice(0, slash);
+      if (directories.has(directory)) break;
       if (files.has(directory)) throw invalid(file, `needs "${directory}" to be a directory, but the tree also has a file "${directory}"`);
+      directories.add(directory);
     }
   }
 }

@@ -72,6 +72,27 @@ function ownersOf(tree: RenderedTree): Set<string> {
   return owners;
 }
 
+/**
+ * Whether `tree` has files of each of `owners`. For a few owners (a render that changed a cluster
+ * or two) the files under each owner's directory are looked at, not every file of the tree.
+ */
+function ownerPresence(tree: RenderedTree, owners: readonly string[]): (owner: string) => boolean {
+  if (owners.length > 16) {
+    const all = ownersOf(tree);
+    return (owner) => all.has(owner);
+  }
+  const present = new Set<string>();
+  for (const owner of owners) {
+    for (const file of tree.keys()) {
+      if (file.startsWith(`${owner}/`) && unitOf(file)?.owner === owner) {
+        present.add(owner);
+        break;
+      }
+    }
+  }
+  return (owner) => present.has(owner);
+}
+
 function clusterUnits(provenance: Provenance | undefined, owner: string): UnitRecord[] {
   return (provenance?.units ?? []).filter((unit) => unit.kind === 'cluster-stage' && clusterDir(unit.namespace, unit.name) === owner);
 }
@@ -82,8 +103,6 @@ export function compareTrees(previous: RenderedTree, next: RenderedTree): TreeCh
   const after = readProvenance(next);
   const changedFiles = new Set<string>();
   for (const file of new Set([...previous.keys(), ...next.keys()])) if (previous.get(file) !== next.get(file)) changedFiles.add(file);
-  const ownersBefore = ownersOf(previous);
-  const ownersAfter = ownersOf(next);
   const changes: TreeChanges = { releases: [], clusters: [], withheld: after?.withheld ?? [], shared: [], otherFiles: [] };
   const changedStages = new Map<string, Set<string>>();
   for (const file of changedFiles) {
@@ -102,9 +121,12 @@ export function compareTrees(previous: RenderedTree, next: RenderedTree): TreeCh
     if (unit.stage && !file.endsWith('/kustomization.yaml')) changedStages.get(unit.owner)!.add(unit.stage);
     else if (unit.stage === undefined) changedStages.get(unit.owner)!.add('');
   }
-  for (const owner of [...changedStages.keys()].sort()) {
+  const changedOwners = [...changedStages.keys()].sort();
+  const hadOwner = ownerPresence(previous, changedOwners);
+  const hasOwner = ownerPresence(next, changedOwners);
+  for (const owner of changedOwners) {
     const [root, namespace, name] = owner.split('/') as [string, string, string];
-    const change: ChangeKind = !ownersBefore.has(owner) ? 'added' : !ownersAfter.has(owner) ? 'removed' : 'updated';
+    const change: ChangeKind = !hadOwner(owner) ? 'added' : !hasOwner(owner) ? 'removed' : 'updated';
     if (root === MANAGEMENT_DIR) {
       changes.releases.push({ namespace, release: name, change });
       continue;
