@@ -15,11 +15,16 @@ function kustomizations(tree: Map<string, string>, emptyDirs: readonly string[])
     if (!children.has(dir)) children.set(dir, new Set());
     children.get(dir)!.add(entry);
   };
+  const dirsSeen = new Set<string>();
   for (const file of tree.keys()) {
-    const parts = file.split('/');
-    if (parts[0] !== MANAGEMENT_DIR && parts[0] !== CLUSTERS_DIR) continue;
-    const dir = parts.slice(0, -1).join('/');
-    add(dir, parts.at(-1)!);
+    const slash = file.lastIndexOf('/');
+    const top = file.slice(0, file.indexOf('/'));
+    if (slash < 0 || (top !== MANAGEMENT_DIR && top !== CLUSTERS_DIR)) continue;
+    const dir = file.slice(0, slash);
+    add(dir, file.slice(slash + 1));
+    // The directories above depend on the directory alone: once per directory, not per file.
+    if (dirsSeen.has(dir)) continue;
+    dirsSeen.add(dir);
     for (const parent of aggregatingDirs(dir)) add(parent, dir.slice(parent.length + 1).split('/')[0]!);
   }
   // A directory that must exist even when it holds nothing (a shared directory: its Flux
