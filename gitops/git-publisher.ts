@@ -363,9 +363,30 @@ export class GitPublisher implements Publisher, SettledRunStore {
     const known = base && this.committed?.revision === base ? this.committed.tree : undefined;
     await syncWorkTree(workspace.dir, this.subdir, tree, known);
     const pathspec = this.subdir === '' ? '.' : this.subdir;
-    // --force: a .gitignore in the repository must not silently keep a rendered file out.
-    await workspace.git.run(['add', '--all', '--force', '--', pathspec], 'git add');
+    if (known) {
+      // The work tree was the known tree: only the files that differ need staging, and git need not
+      // look at every other file (tens of thousands at a large fleet).
+      const prefix = this.subdir === '' ? '' : `${this.subdir}/`;
+      const differing = [...new Set([...known.keys(), ...tree.keys()])].filter((file) => known.get(file) !== tree.get(file));
+      await this.addPaths(workspace, differing.map((file) => `${prefix}${file}`));
+    } else {
+      // --force: a .gitignore in the repository must not silently keep a rendered file out.
+      await workspace.git.run(['add', '--all', '--force', '--', pathspec], 'git add');
+    }
     return this.stagedChanges(workspace, pathspec);
+  }
+
+  /** Stages exactly `paths` (written, changed or removed), ignoring any .gitignore. */
+  private async addPaths(workspace: Workspace, paths: string[]): Promise<void> {
+    if (paths.length === 0) return;
+    const list = path.join(await this.gitDirOf(workspace), 'CLUSTERSTACK_PATHS');
+    await writeFile(list, paths.join('\0'));
+    try {
+      // --force: a .gitignore in the repository must not silently keep a rendered file out.
+      await workspace.git.run(['add', '--all', '--force', `--pathspec-from-file=${list}`, '--pathspec-file-nul'], 'git add');
+    } finally {
+      await rm(list, { force: true });
+    }
   }
 
   private async commit(workspace: Workspace, message: string): Promise<string> {
@@ -411,16 +432,8 @@ export class GitPublisher implements Publisher, SettledRunStore {
     await writeFile(journal, `${JSON.stringify({ pid: process.pid, created: created.map((file) => `${prefix}${file}`) })}\n`);
     await syncWorkTree(dir, this.subdir, tree, undefined, tracked);
     const removed = [...tracked].filter((file) => !tree.has(file));
-    const paths = [...tree.keys(), ...removed].map((file) => `${prefix}${file}`);
     // Exactly the render's paths: untracked files beside them are not ours to commit.
-    const list = path.join(workspace.gitDir, 'CLUSTERSTACK_PATHS');
-    await writeFile(list, paths.join('\0'));
-    try {
-      // --force: a .gitignore in the repository must not silently keep a rendered file out.
-      if (paths.length > 0) await git.run(['add', '--all', '--force', `--pathspec-from-file=${list}`, '--pathspec-file-nul'], 'git add');
-    } finally {
-      await rm(list, { force: true });
-    }
+    await this.addPaths(workspace, [...tree.keys(), ...removed].map((file) => `${prefix}${file}`));
     const changes = await this.stagedChanges(workspace, pathspec);
     if (changes.written.length === 0 && changes.removed.length === 0) {
       await unlink(journal).catch(() => {});
