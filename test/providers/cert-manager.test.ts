@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { certManagerLocation } from '../../src/providers/provider-fetcher.js';
 import { kustomizeBuild } from '../support/engine-schemas/kustomize-build.js';
 import { startFakeGitHub, type FakeGitHub } from '../support/fake-github/index.js';
-import { addProviderRelease, providerFixture } from '../support/provider-fixtures.js';
+import { addProviderRelease, dockerProviderWithVariables, providerFixture } from '../support/provider-fixtures.js';
 import { EXAMPLE_RELEASES, readTree, runClusterstack, tempDir, writeTree } from '../support/cli.js';
 
 const CERT_MANAGER_DIR = 'management/providers/cert-manager';
@@ -29,26 +29,7 @@ ${lines ? `  annotations:\n${lines}` : ''}${extra}spec:
 `;
 }
 
-const DOCKER = `apiVersion: operator.cluster.x-k8s.io/v1alpha2
-kind: InfrastructureProvider
-metadata:
-  name: docker
-  namespace: capd-system
-spec:
-  version: v1.8.0
-  configSecret:
-    name: docker-variables
-  fetchConfig:
-    url: https://github.com/kubernetes-sigs/cluster-api-provider-docker/releases
----
-apiVersion: v1
-kind: Secret
-metadata:
-  name: docker-variables
-  namespace: capd-system
-stringData:
-  DOCKER_HOST: unix:///var/run/docker.sock
-`;
+const DOCKER = dockerProviderWithVariables('v1.8.0');
 
 const VERSION = 'clusterstack.x-k8s.io/cert-manager-version';
 const URL_ANNOTATION = 'clusterstack.x-k8s.io/cert-manager-url';

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXIT_PROBLEMS } from '../../src/cli/cli-io.js';
 import { startFakeGitHub, type FakeGitHub } from '../support/fake-github/index.js';
-import { addProviderRelease, providerFixture } from '../support/provider-fixtures.js';
+import { addProviderRelease, dockerProviderWithVariables, providerFixture } from '../support/provider-fixtures.js';
 import { EXAMPLE_RELEASES, readTree, runClusterstack, tempDir, writeTree } from '../support/cli.js';
 
 
@@ -29,26 +29,7 @@ ${core ? `  version: ${core}\n` : ''}  fetchConfig:
 `,
   ];
   if (docker) {
-    parts.push(`apiVersion: operator.cluster.x-k8s.io/v1alpha2
-kind: InfrastructureProvider
-metadata:
-  name: docker
-  namespace: capd-system
-spec:
-  version: ${docker}
-  configSecret:
-    name: docker-variables
-  fetchConfig:
-    url: https://github.com/kubernetes-sigs/cluster-api-provider-docker/releases
----
-apiVersion: v1
-kind: Secret
-metadata:
-  name: docker-variables
-  namespace: capd-system
-stringData:
-  DOCKER_HOST: unix:///var/run/docker.sock
-`);
+    parts.push(dockerProviderWithVariables(docker));
   }
   return parts.join('---\n');
 }

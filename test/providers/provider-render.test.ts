@@ -10,7 +10,7 @@ import { RegistryClient } from '../../src/oci/registry-client.js';
 import { decodeYamlDocuments } from '../../src/yaml/kube-yaml.js';
 import { kustomizeBuild } from '../support/engine-schemas/kustomize-build.js';
 import { startFakeGitHub, type FakeGitHub } from '../support/fake-github/index.js';
-import { addProviderRelease, providerFixture } from '../support/provider-fixtures.js';
+import { addProviderRelease, DOCKER_VARIABLES, dockerProvider, providerFixture } from '../support/provider-fixtures.js';
 import { EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, readTree, runClusterstack, tempDir, writeTree } from '../support/cli.js';
 import { pushArtifact } from '../support/registry/push-artifact.js';
 import { startRegistry, type TestRegistry } from '../support/registry/index.js';
@@ -27,29 +27,6 @@ spec:
     url: https://github.com/kubernetes-sigs/cluster-api/releases
 ${spec}`;
 }
-
-function docker(spec: string, metadata = ''): string {
-  return `apiVersion: operator.cluster.x-k8s.io/v1alpha2
-kind: InfrastructureProvider
-metadata:
-  name: docker
-  namespace: capd-system
-${metadata}spec:
-  configSecret:
-    name: docker-variables
-  fetchConfig:
-    url: https://github.com/kubernetes-sigs/cluster-api-provider-docker/releases
-${spec}`;
-}
-
-const VARIABLES = `apiVersion: v1
-kind: Secret
-metadata:
-  name: docker-variables
-  namespace: capd-system
-stringData:
-  DOCKER_HOST: unix:///var/run/docker.sock
-`;
 
 async function inputs(files: Record<string, string>): Promise<string> {
   return writeTree(files);
@@ -81,7 +58,7 @@ describe('clusterstack render with Cluster API providers', () => {
   });
 
   it('renders core and infrastructure provider components into management/providers/, each directory a valid kustomization', async () => {
-    const dir = await inputs({ 'providers.yaml': `${core('  version: v1.8.0\n')}---\n${docker('  version: v1.8.0\n  manager:\n    featureGates:\n      MachinePool: false\n')}---\n${VARIABLES}` });
+    const dir = await inputs({ 'providers.yaml': `${core('  version: v1.8.0\n')}---\n${dockerProvider('  version: v1.8.0\n  manager:\n    featureGates:\n      MachinePool: false\n')}---\n${DOCKER_VARIABLES}` });
     const out = await tempDir();
     const first = await render(dir, out);
     expect(first.stderr).toBe('');
@@ -117,7 +94,7 @@ describe('clusterstack render with Cluster API providers', () => {
   it('records no digest of Secret values in provenance.json: two renders differing only in a secret value record the same', async () => {
     const provenanceWith = async (value: string): Promise<string> => {
       const out = await tempDir();
-      const dir = await inputs({ 'p.yaml': `${core('  version: v1.8.0\n')}---\n${docker('  version: v1.8.0\n')}---\n${VARIABLES}  UNUSED_TOKEN: ${value}\n` });
+      const dir = await inputs({ 'p.yaml': `${core('  version: v1.8.0\n')}---\n${dockerProvider('  version: v1.8.0\n')}---\n${DOCKER_VARIABLES}  UNUSED_TOKEN: ${value}\n` });
       expect((await render(dir, out)).code).toBe(0);
       return (await readTree(path.join(out, 'current')))['provenance.json']!;
     };
@@ -128,10 +105,10 @@ describe('clusterstack render with Cluster API providers', () => {
 
   it('withholds a provider whose variable has no value and no default, naming it; the others render and its previous output stays', async () => {
     const out = await tempDir();
-    const good = await inputs({ 'p.yaml': `${core('  version: v1.8.0\n')}---\n${docker('  version: v1.8.0\n')}---\n${VARIABLES}` });
+    const good = await inputs({ 'p.yaml': `${core('  version: v1.8.0\n')}---\n${dockerProvider('  version: v1.8.0\n')}---\n${DOCKER_VARIABLES}` });
     expect((await render(good, out)).code).toBe(0);
     const before = await readTree(path.join(out, 'current'));
-    const missing = await inputs({ 'p.yaml': `${core('  version: v1.8.0\n')}---\n${docker('  version: v1.9.0\n')}---\n${VARIABLES.replace('DOCKER_HOST', 'OTHER')}` });
+    const missing = await inputs({ 'p.yaml': `${core('  version: v1.8.0\n')}---\n${dockerProvider('  version: v1.9.0\n')}---\n${DOCKER_VARIABLES.replace('DOCKER_HOST', 'OTHER')}` });
     const result = await render(missing, out);
     expect(result.code).toBe(0);
     expect(result.report.withheld).toEqual([
@@ -144,7 +121,7 @@ describe('clusterstack render with Cluster API providers', () => {
 
   it('upgrades, refuses a downgrade unless annotated, and refuses a contract other than the core one, writing nothing', async () => {
     const out = await tempDir();
-    const at = (version: string, metadata = '') => inputs({ 'p.yaml': `${core('  version: v1.8.0\n')}---\n${docker(`  version: ${version}\n`, metadata)}---\n${VARIABLES}` });
+    const at = (version: string, metadata = '') => inputs({ 'p.yaml': `${core('  version: v1.8.0\n')}---\n${dockerProvider(`  version: ${version}\n`, metadata)}---\n${DOCKER_VARIABLES}` });
     expect((await render(await at('v1.8.0'), out)).code).toBe(0);
     const upgraded = await render(await at('v1.9.0'), out);
     expect(upgraded.report.changed).toBe(true);
@@ -167,7 +144,7 @@ describe('clusterstack render with Cluster API providers', () => {
 
   it('refuses a release missing an asset, a metadata.yaml without the version series, and names a components file that is not YAML', async () => {
     const out = await tempDir();
-    const at = (version: string) => inputs({ 'p.yaml': `${core('  version: v1.8.0\n')}---\n${docker(`  version: ${version}\n`)}---\n${VARIABLES}` });
+    const at = (version: string) => inputs({ 'p.yaml': `${core('  version: v1.8.0\n')}---\n${dockerProvider(`  version: ${version}\n`)}---\n${DOCKER_VARIABLES}` });
     const missingAsset = await render(await at('v1.9.1'), out);
     expect(missingAsset.code).toBe(1);
     expect(missingAsset.stderr).toContain('release v1.9.1 of github:kubernetes-sigs/cluster-api-provider-docker has no infrastructure-components.yaml asset');
@@ -181,7 +158,7 @@ describe('clusterstack render with Cluster API providers', () => {
   });
 
   it('plan lists each provider with its version, contract and source', async () => {
-    const dir = await inputs({ 'p.yaml': `${core('')}---\n${docker('  version: v1.8.0\n')}---\n${VARIABLES}` });
+    const dir = await inputs({ 'p.yaml': `${core('')}---\n${dockerProvider('  version: v1.8.0\n')}---\n${DOCKER_VARIABLES}` });
     const json = await runClusterstack(['plan', dir, '--release-source', EXAMPLE_RELEASES, '--json'], { env });
     expect(json.code).toBe(0);
     expect(JSON.parse(json.stdout).providers).toEqual([
@@ -198,7 +175,7 @@ describe('clusterstack render with Cluster API providers', () => {
     const result = await render(twoSources, out);
     expect(result.code).toBe(1);
     expect(result.stderr).toContain('CoreProvider capi-system/cluster-api spec.fetchConfig: sets url and oci; set exactly one of url, oci or selector');
-    const noCore = await render(await inputs({ 'p.yaml': `${docker('  version: v1.8.0\n')}---\n${VARIABLES}` }), out);
+    const noCore = await render(await inputs({ 'p.yaml': `${dockerProvider('  version: v1.8.0\n')}---\n${DOCKER_VARIABLES}` }), out);
     expect(noCore.code).toBe(1);
     expect(noCore.stderr).toContain('no CoreProvider');
     const twice = await render(await inputs({ 'a.yaml': core('  version: v1.8.0\n'), 'b.yaml': core('  version: v1.9.0\n').replace('namespace: capi-system', 'namespace: other') }), out);
@@ -237,7 +214,7 @@ describe('clusterstack render with Cluster API providers', () => {
 
   it('wires providers for Flux: core first, the others after it, releases after all providers', async () => {
     const out = await tempDir();
-    const dir = await inputs({ 'stack.yaml': await readFile(path.join(EXAMPLE_MANIFESTS, 'clusterstack.yaml'), 'utf8'), 'p.yaml': `${core('  version: v1.8.0\n')}---\n${docker('  version: v1.8.0\n')}---\n${VARIABLES}` });
+    const dir = await inputs({ 'stack.yaml': await readFile(path.join(EXAMPLE_MANIFESTS, 'clusterstack.yaml'), 'utf8'), 'p.yaml': `${core('  version: v1.8.0\n')}---\n${dockerProvider('  version: v1.8.0\n')}---\n${DOCKER_VARIABLES}` });
     expect((await render(dir, out, '--gitops', 'flux', '--gitops-url', 'https://git.example.com/fleet.git')).code).toBe(0);
     const files = new Map(Object.entries(await readTree(path.join(out, 'current'))));
     const wiring = kustomizeBuild(files, 'flux');
@@ -252,7 +229,7 @@ describe('clusterstack render with Cluster API providers', () => {
 
   it('wires providers for Argo CD: sync waves of the root put core first, the others next, releases last', async () => {
     const out = await tempDir();
-    const dir = await inputs({ 'stack.yaml': await readFile(path.join(EXAMPLE_MANIFESTS, 'clusterstack.yaml'), 'utf8'), 'p.yaml': `${core('  version: v1.8.0\n')}---\n${docker('  version: v1.8.0\n')}---\n${VARIABLES}` });
+    const dir = await inputs({ 'stack.yaml': await readFile(path.join(EXAMPLE_MANIFESTS, 'clusterstack.yaml'), 'utf8'), 'p.yaml': `${core('  version: v1.8.0\n')}---\n${dockerProvider('  version: v1.8.0\n')}---\n${DOCKER_VARIABLES}` });
     expect((await render(dir, out, '--gitops', 'argocd', '--gitops-url', 'https://git.example.com/fleet.git')).code).toBe(0);
     const files = new Map(Object.entries(await readTree(path.join(out, 'current'))));
     const apps = new Map(kustomizeBuild(files, 'argocd').map((o) => [o.metadata.name, o]));

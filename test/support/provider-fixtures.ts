@@ -24,3 +24,33 @@ export function addProviderRelease(github: FakeGitHub, type: keyof typeof REPOSI
     ],
   });
 }
+
+/** The docker InfrastructureProvider in capd-system, its `spec` lines after configSecret and fetchConfig. */
+export function dockerProvider(spec: string, metadata = ''): string {
+  return `apiVersion: operator.cluster.x-k8s.io/v1alpha2
+kind: InfrastructureProvider
+metadata:
+  name: docker
+  namespace: capd-system
+${metadata}spec:
+  configSecret:
+    name: docker-variables
+  fetchConfig:
+    url: https://github.com/kubernetes-sigs/cluster-api-provider-docker/releases
+${spec}`;
+}
+
+/** The Secret the docker provider's configSecret names, with the variable its components need. */
+export const DOCKER_VARIABLES = `apiVersion: v1
+kind: Secret
+metadata:
+  name: docker-variables
+  namespace: capd-system
+stringData:
+  DOCKER_HOST: unix:///var/run/docker.sock
+`;
+
+/** The docker provider at `version` and its variables Secret, as one multi-document text. */
+export function dockerProviderWithVariables(version: string): string {
+  return `${dockerProvider(`  version: ${version}\n`)}---\n${DOCKER_VARIABLES}`;
+}
