@@ -3,30 +3,20 @@
 // Cluster's addons for it. When either is withheld, the Cluster's previous manifest is kept as it
 // was, so the Cluster does not start an upgrade its addons (or its ClusterClass) cannot follow;
 // the move is written by the first render that can publish them. Pure.
-import { formatReleaseTag, parseClusterClassName } from '../core/release-tag.js';
+import type { CapiCluster } from '../api/types.js';
+import { releaseOfClusterClass } from '../core/release-tag.js';
 import type { WithheldEntry } from '../output/provenance.js';
 import type { RenderedTree } from '../output/rendered-tree.js';
 import { requestedClusterOfPath } from '../output/tree-layout.js';
 import { decodeYamlDocument } from '../yaml/kube-yaml.js';
 
-interface ClusterManifest {
-  spec?: { topology?: { class?: unknown; classNamespace?: unknown; classRef?: { name?: unknown; namespace?: unknown } } };
-}
-
+/** The class a generated Cluster manifest names (requested-clusters.ts writes `topology.class` and `classNamespace`). */
 function classOf(text: string): { name: string; namespace?: string } | undefined {
   try {
-    const topology = (decodeYamlDocument(text).value as ClusterManifest | null)?.spec?.topology;
-    const name = topology?.class ?? topology?.classRef?.name;
-    const namespace = topology?.classNamespace ?? topology?.classRef?.namespace;
+    const topology = (decodeYamlDocument(text).value as CapiCluster | null)?.spec?.topology;
+    const name = topology?.class;
+    const namespace = topology?.classNamespace;
     return typeof name === 'string' ? { name, ...(typeof namespace === 'string' ? { namespace } : {}) } : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function releaseOf(className: string): string | undefined {
-  try {
-    return formatReleaseTag(parseClusterClassName(className));
   } catch {
     return undefined;
   }
@@ -47,7 +37,7 @@ export function holdWithheldClusterMoves(files: Map<string, string>, withheld: r
     const from = classOf(before);
     const to = classOf(text);
     if (!from || !to || from.name === to.name) continue;
-    const release = releaseOf(to.name);
+    const release = releaseOfClusterClass(to.name);
     const stackNamespace = to.namespace ?? cluster.namespace;
     const reason =
       withheld.find((entry) => entry.kind === 'cluster' && entry.namespace === cluster.namespace && entry.name === cluster.name)?.reason ??

@@ -156,13 +156,6 @@ export function planClusterRequests(plan: Plan, setting: SchedulerSetting | Sche
   };
 }
 
-/** The class a Cluster names (v1beta1 `topology.class`, v1beta2 `topology.classRef.name`). */
-function classOf(cluster: CapiCluster): string | undefined {
-  const topology = cluster.spec?.topology as { class?: unknown; classRef?: { name?: unknown } } | undefined;
-  const name = topology?.class ?? topology?.classRef?.name;
-  return typeof name === 'string' ? name : undefined;
-}
-
 /**
  * The resolution with each generated Cluster as a Cluster using its release (and that release's
  * usedBy and reasons saying so). A generated Cluster whose live copy is among the inputs is left to
@@ -177,7 +170,8 @@ function withGeneratedClusters(resolution: Resolution, generated: { id: string; 
   const next = structuredClone(resolution);
   for (const { id, object, className, stackNamespace } of generated) {
     const live = observed.get(id);
-    if (live && classOf(live) === className) continue;
+    // The class as the resolution reads it (resolve-releases.ts): `spec.topology.class`.
+    if (live && live.spec?.topology?.class === className) continue;
     // A kept manifest may name a release no stack keeps any more: it is written, but renders nothing.
     const stack = next.clusterStacks.find((s) => s.namespace === stackNamespace && s.releases.some((r) => r.className === className));
     const decision = stack?.releases.find((r) => r.className === className);

@@ -79,6 +79,15 @@ export function parseClusterClassName(className: string): ReleaseTag {
   return parseReleaseTag(className.replace('.', '-'));
 }
 
+/** The release tag a ClusterClass name stands for, or undefined when it is no cluster stack class. */
+export function releaseOfClusterClass(className: string): string | undefined {
+  try {
+    return formatReleaseTag(parseClusterClassName(className));
+  } catch {
+    return undefined;
+  }
+}
+
 export function kubernetesMinorOf(tag: ReleaseTag): string {
   return `${tag.kubernetesMajor}.${tag.kubernetesMinor}`;
 }

@@ -12,7 +12,7 @@
 import type { Logger } from 'pino';
 import type { KubeObject } from '../../api/types.js';
 import { evaluateWaitCondition, type WaitCondition } from '../../core/addon-wait-conditions.js';
-import { parseClusterClassName, formatReleaseTag } from '../../core/release-tag.js';
+import { releaseOfClusterClass } from '../../core/release-tag.js';
 import { loadedRelease, type Plan } from '../../plan/build-plan.js';
 import type { RenderOutcome } from '../../render/render-output.js';
 import type { ExtensionHandler } from '../runtime/extension-server.js';
@@ -105,12 +105,7 @@ function record(value: unknown): Record<string, unknown> {
 export function targetReleaseOf(cluster: Record<string, unknown>): string | undefined {
   const topology = record(record(cluster['spec'])['topology']);
   const className = typeof topology['class'] === 'string' ? topology['class'] : record(topology['classRef'])['name'];
-  if (typeof className !== 'string') return undefined;
-  try {
-    return formatReleaseTag(parseClusterClassName(className));
-  } catch {
-    return undefined;
-  }
+  return typeof className === 'string' ? releaseOfClusterClass(className) : undefined;
 }
 
 interface HookWait {
