@@ -9,6 +9,7 @@ import { HealthServer, startHealthServer } from './runtime/health-server.js';
 import { InformerCache } from './runtime/informer-cache.js';
 import { LeaderElector } from './runtime/leader-election.js';
 import { publishLeaderEndpoint } from './runtime/leader-endpoint.js';
+import { equalJitterDelay } from '../core/backoff.js';
 import { PrometheusMetrics } from './runtime/metrics.js';
 import type { WatchEvent } from './runtime/runtime-contract.js';
 import { KeyedWorkQueue } from './runtime/work-queue.js';
@@ -194,7 +195,9 @@ export async function runController(options: ControllerRuntimeOptions): Promise<
         return;
       } catch (error) {
         logger.warn({ service: `${route.namespace}/${route.service}`, error: errorMessage(error) }, 'Could not route the runtime extension Service to this replica; retrying (grant create, get and patch on endpointslices)');
-        await new Promise((resolve) => setTimeout(resolve, Math.min(30_000, 1000 * 2 ** attempt)).unref?.());
+        await new Promise<void>((resolve) => {
+          setTimeout(resolve, equalJitterDelay(attempt, backoff)).unref();
+        });
       }
     }
   };
