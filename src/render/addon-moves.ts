@@ -114,7 +114,8 @@ function clustersWithChangedAddons(previousUnits: readonly UnitRecord[], records
     for (const unit of units) {
       if (!isAddonRecord(unit)) continue;
       const cluster = clusterDirOf(unit.dir);
-      byCluster.set(cluster, [...(byCluster.get(cluster) ?? []), `${unit.dir} ${unit.renderDigest}`]);
+      if (!byCluster.has(cluster)) byCluster.set(cluster, []);
+      byCluster.get(cluster)!.push(`${unit.dir} ${unit.renderDigest}`);
     }
     return byCluster;
   };
