@@ -7,7 +7,7 @@
 //   <dir>/.clusterstack/settled-run.json         the last settled run and the stat of its tree's
 //                                                files (settled-run-record.ts)
 //   <dir>/.clusterstack/trees/<id>/              complete trees: the current one, and the one it
-//                                                replaced until the next run starts
+//                                                replaced until the next publish reworks it
 //   <dir>/.clusterstack/staging-*, current-*     a run in progress (or a crashed run's leftovers)
 //
 // A new tree is written in full under staging-*, renamed to trees/<id>, and made current by
@@ -18,7 +18,7 @@
 // The directory must be empty, absent, or ours (our marker, or the provenance.json of an earlier
 // version that wrote the tree at the top); anything else is refused unless adopted explicitly.
 import { createHash, randomBytes } from 'node:crypto';
-import { linkSync, readFileSync } from 'node:fs';
+import { linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, unlinkSync } from 'node:fs';
 import { lstat, mkdir, readdir, readFile, readlink, realpath, rename, rm, rmdir, stat, symlink, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import pLimit from 'p-limit';
@@ -85,7 +85,7 @@ async function scanFiles(root: string): Promise<RenderedTree> {
   // with 32 promise reads in flight).
   const tree: RenderedTree = new Map();
   for (let start = 0; start < paths.length; start += SCAN_BATCH) {
-    for (const file of paths.slice(start, start + SCAN_BATCH)) tree.set(file, readFileSync(path.join(root, file), 'utf8'));
+    for (const file of paths.slice(start, start + SCAN_BATCH)) tree.set(file, readFileSync(`${root}/${file}`, 'utf8'));
     await new Promise((resolve) => setImmediate(resolve));
   }
   return tree;
@@ -96,13 +96,62 @@ function linkUnchanged(from: string, to: string, files: readonly string[]): stri
   const linked: string[] = [];
   for (const file of files) {
     try {
-      linkSync(path.join(from, ...file.split('/')), path.join(to, ...file.split('/')));
+      // Plain concatenation: path.join costs more than the link itself at 20,000 files, and every
+      // path here is a tree path checkTreePaths has passed (relative, no `.` or `..` segments).
+      linkSync(`${from}/${file}`, `${to}/${file}`);
       linked.push(file);
     } catch {
       // Another file system, a file gone missing, or no hard links here: the caller writes it.
     }
   }
   return linked;
+}
+
+/**
+ * Reworks `staging` (a whole tree of an earlier run, renamed out of trees/) into `tree`, and returns
+ * the files the caller still has to write. A file is kept without being read when it is the very
+ * file (same inode) the current tree holds with the wanted content: the two trees share unchanged
+ * files as hard links. Every other file is unlinked first, never written through, since it may be
+ * such a shared link; what is left over is removed.
+ */
+function recycleTree(staging: string, currentRoot: string, tree: RenderedTree, current: RenderedTree): string[] {
+  const present = { files: [] as string[], directories: [] as string[] };
+  const walk = (relative: string): void => {
+    for (const entry of readdirSync(relative === '' ? staging : `${staging}/${relative}`, { withFileTypes: true })) {
+      const child = relative === '' ? entry.name : `${relative}/${entry.name}`;
+      if (entry.isDirectory()) {
+        present.directories.push(child);
+        walk(child);
+      } else present.files.push(child);
+    }
+  };
+  walk('');
+  const wantedDirectories = new Set<string>();
+  for (const file of tree.keys()) for (let slash = file.indexOf('/'); slash >= 0; slash = file.indexOf('/', slash + 1)) wantedDirectories.add(file.slice(0, slash));
+  for (const file of present.files) if (!tree.has(file)) unlinkSync(`${staging}/${file}`);
+  // Deepest first, so a directory is empty of what is unwanted by the time it is removed.
+  for (const directory of present.directories.reverse()) if (!wantedDirectories.has(directory)) rmSync(`${staging}/${directory}`, { recursive: true, force: true });
+  for (const directory of [...wantedDirectories].sort()) mkdirSync(`${staging}/${directory}`, { recursive: true });
+  const toWrite: string[] = [];
+  for (const [file, content] of tree) {
+    const target = `${staging}/${file}`;
+    const held = lstatSync(target, { throwIfNoEntry: false });
+    if (current.get(file) === content) {
+      const source = lstatSync(`${currentRoot}/${file}`, { throwIfNoEntry: false });
+      if (held && source && held.isFile() && held.ino === source.ino && held.dev === source.dev) continue;
+      if (held) unlinkSync(target);
+      if (source?.isFile()) {
+        try {
+          linkSync(`${currentRoot}/${file}`, target);
+          continue;
+        } catch {
+          // No hard links here: written below.
+        }
+      }
+    } else if (held) unlinkSync(target);
+    toWrite.push(file);
+  }
+  return toWrite;
 }
 
 /** Files read between two yields to the event loop (the controller keeps serving its watches). */
@@ -193,7 +242,9 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
     const dir = await this.resolvedDir();
     // Leftovers of a crashed run are cleared only under the lock: another run may be writing them.
     if (this.held) {
-      await this.removeLeftovers(dir, { keepReplaced: false });
+      // One tree besides the current one stays: the next publish reworks it (recycleTree).
+      const current = await this.currentTreeId(dir);
+      await this.removeLeftovers(dir, { keep: current === undefined ? [] : [await this.spareTree(path.join(dir, STATE_DIR, TREES_DIR), current)] });
       await this.removeSiblingLeftovers();
     }
     if (ownership.kind === 'legacy') this.lastScan = await scanFiles(dir);
@@ -224,13 +275,13 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
    * written, added, removed or renamed since (statEvidence). A hand edit, a crashed or foreign
    * write, or an earlier version's layout: undefined, and the run renders.
    */
-  async readSettledRun(): Promise<SettledRun | undefined> {
+  async readSettledRun(fingerprint: string): Promise<SettledRun | undefined> {
     const ownership = await this.ownership();
     this.refuseForeign(ownership);
     if (ownership.kind !== 'ours') return undefined;
     const dir = await this.resolvedDir();
     const record = await readRecordFile<DirectoryProof>(path.join(dir, STATE_DIR, SETTLED_FILE));
-    if (!record || typeof record.proof.tree !== 'string' || typeof record.proof.evidence !== 'object' || record.proof.evidence === null) return undefined;
+    if (!record || record.fingerprint !== fingerprint || typeof record.proof.tree !== 'string' || typeof record.proof.evidence !== 'object' || record.proof.evidence === null) return undefined;
     const current = await this.currentTreeId(dir);
     if (current === undefined || current !== record.proof.tree) return undefined;
     return statEvidenceHolds(path.join(dir, STATE_DIR, TREES_DIR, current), record.proof.evidence) ? { fingerprint: record.fingerprint, report: record.report } : undefined;
@@ -333,24 +384,33 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
     // tree; otherwise this tree gets a directory of its own.
     const contentId = treeId(tree);
     const reusable = contentId !== replaced && (await exists(path.join(trees, contentId))) && sameTree(await scanFiles(path.join(trees, contentId)).catch(() => new Map<string, string>()), tree);
-    const id = reusable || !(await exists(path.join(trees, contentId))) ? contentId : `${contentId}-${suffix}`;
     const staging = path.join(stateDir, `staging-${suffix}`);
     const link = path.join(stateDir, `${CURRENT_LINK}-${suffix}`);
+    let id = contentId;
     try {
       await mkdir(trees, { recursive: true });
       await this.writeMarker(stateDir);
       if (!reusable) {
+        // The tree before the current one is reworked into this one rather than deleted and linked
+        // anew: at tens of thousands of files, removing a tree and hard-linking the next cost about
+        // a second, and a one-cluster change leaves almost every file of it as it is.
+        const spare = replaced === undefined ? undefined : await this.spareTree(trees, replaced);
         const files = [...tree.keys()].sort();
-        await mkdir(staging);
-        for (const directory of new Set(files.map((file) => path.dirname(path.join(staging, ...file.split('/')))))) await mkdir(directory, { recursive: true });
-        // A file the replaced tree holds with the same content (as just read) is hard-linked from it:
-        // a one-cluster change to a large fleet then writes that cluster's files, not the whole tree again.
-        const unchanged = replaced === undefined ? [] : files.filter((file) => previous.get(file) === tree.get(file));
-        const linked = new Set(linkUnchanged(path.join(trees, replaced ?? ''), staging, unchanged));
-        await pLimit(FILE_CONCURRENCY).map(
-          files.filter((file) => !linked.has(file)),
-          (file) => writeFile(path.join(staging, ...file.split('/')), tree.get(file) ?? '', 'utf8'),
-        );
+        let toWrite: string[];
+        if (spare !== undefined && replaced !== undefined) {
+          await rename(path.join(trees, spare), staging);
+          toWrite = recycleTree(staging, path.join(trees, replaced), tree, previous);
+        } else {
+          await mkdir(staging);
+          for (const directory of new Set(files.map((file) => path.posix.dirname(file)))) if (directory !== '.') await mkdir(`${staging}/${directory}`, { recursive: true });
+          // A file the replaced tree holds with the same content (as just read) is hard-linked from it:
+          // a one-cluster change to a large fleet then writes that cluster's files, not the whole tree again.
+          const unchanged = replaced === undefined ? [] : files.filter((file) => previous.get(file) === tree.get(file));
+          const linked = new Set(linkUnchanged(path.join(trees, replaced ?? ''), staging, unchanged));
+          toWrite = files.filter((file) => !linked.has(file));
+        }
+        await pLimit(FILE_CONCURRENCY).map(toWrite, (file) => writeFile(`${staging}/${file}`, tree.get(file) ?? '', { encoding: 'utf8', flag: 'wx' }));
+        if (await exists(path.join(trees, contentId))) id = `${contentId}-${suffix}`;
         await rename(staging, path.join(trees, id));
       }
       // The link's target is relative to <dir>, where it ends up.
@@ -367,7 +427,13 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
     for (const entry of legacyEntries) {
       if (entry !== STATE_DIR && entry !== CURRENT_LINK) await rm(path.join(dir, entry), { recursive: true, force: true });
     }
-    await this.removeLeftovers(dir, { keepReplaced: true, replaced });
+    await this.removeLeftovers(dir, { keep: [replaced] });
+  }
+
+  /** A tree other than the current one, to be reworked into the next (see recycleTree); undefined when there is none. */
+  private async spareTree(trees: string, current: string): Promise<string | undefined> {
+    const names = (await readdir(trees).catch(() => [] as string[])).filter((name) => name !== current).sort();
+    return names[0];
   }
 
   /**
@@ -391,10 +457,11 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
   }
 
   /**
-   * Removes staging directories, temporary links and trees other than the current one; with
-   * `keepReplaced`, the tree just replaced stays for readers that resolved `current` before the swap.
+   * Removes staging directories, temporary links and trees other than the current one and those in
+   * `keep` (the tree just replaced, for readers that resolved `current` before the swap, and later
+   * for the next publish to rework).
    */
-  private async removeLeftovers(dir: string, options: { keepReplaced: boolean; replaced?: string | undefined }): Promise<void> {
+  private async removeLeftovers(dir: string, options: { keep: readonly (string | undefined)[] }): Promise<void> {
     const stateDir = path.join(dir, STATE_DIR);
     const current = await this.currentTreeId(dir);
     const entries = await readdir(stateDir).catch(() => [] as string[]);
@@ -405,7 +472,7 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
     }
     const trees = await readdir(path.join(stateDir, TREES_DIR)).catch(() => [] as string[]);
     for (const tree of trees) {
-      if (tree === current || (options.keepReplaced && tree === options.replaced)) continue;
+      if (tree === current || options.keep.includes(tree)) continue;
       await rm(path.join(stateDir, TREES_DIR, tree), { recursive: true, force: true });
     }
   }

@@ -149,10 +149,10 @@ export class GitPublisher implements Publisher, SettledRunStore {
    * and nothing changed under the path (no interrupted run to repair either); against a remote, its
    * branch head is the commit that run pushed or found. Undefined otherwise: the run renders.
    */
-  async readSettledRun(): Promise<SettledRun | undefined> {
+  async readSettledRun(fingerprint: string): Promise<SettledRun | undefined> {
     const workspace = await this.open();
     const record = await readRecordFile<GitProof>(await this.settledFile(workspace));
-    if (!record) return undefined;
+    if (!record || record.fingerprint !== fingerprint) return undefined;
     try {
       if (workspace.mode === 'in-place') {
         if (typeof record.proof.tree !== 'string' || (await exists(path.join(workspace.gitDir, JOURNAL_FILE)))) return undefined;

@@ -20,8 +20,12 @@ export interface SettledRun {
 
 /** A publisher that can prove, cheaply, that its target still holds what a settled run left there. */
 export interface SettledRunStore {
-  /** The last settled run, when the target provably still holds exactly what it left; undefined otherwise. */
-  readSettledRun(): Promise<SettledRun | undefined>;
+  /**
+   * The last settled run, when its fingerprint is `fingerprint` and the target provably still holds
+   * exactly what it left; undefined otherwise. The proof (a stat of every file, a `git status`, an
+   * `ls-remote`) is taken only for a matching record: a run with other inputs renders anyway.
+   */
+  readSettledRun(fingerprint: string): Promise<SettledRun | undefined>;
   /**
    * After a settled run published (or found nothing to change): records it with the target's proof.
    * `revision` is what publish returned (the commit holding the tree, for Git). Hold the lock.

@@ -206,19 +206,21 @@ describe('DirectoryPublisher ownership', () => {
     expect(readdirSync(empty)).toEqual([]);
   });
 
-  it('clears a crashed run’s leftovers (staging, links, trees) under the lock, keeping the current tree', async () => {
+  it('clears a crashed run’s leftovers (staging, links, trees) under the lock, keeping the current tree and one spare', async () => {
     const out = path.join(root, 'out');
     await new DirectoryPublisher(out).publish(tree({ 'a.yaml': 'a\n' }), CHANGE);
     const state = path.join(out, '.clusterstack');
     mkdirSync(path.join(state, 'staging-dead', 'x'), { recursive: true });
     mkdirSync(path.join(state, 'trees', 'ffffffffffffffff'), { recursive: true });
+    mkdirSync(path.join(state, 'trees', '0000000000000000'), { recursive: true });
     symlinkSync('.clusterstack/trees/ffffffffffffffff', path.join(state, 'current-dead'));
     const publisher = new DirectoryPublisher(out);
     const lock = await publisher.lock(LOCK);
     expect(await publisher.readPrevious()).toEqual(tree({ 'a.yaml': 'a\n' }));
     await lock.release();
     expect(readdirSync(state).sort()).toEqual(['output.json', 'trees']);
-    expect(readdirSync(path.join(state, 'trees'))).toEqual([path.basename(readlinkSync(path.join(out, 'current')))]);
+    // The first other tree in name order stays, for the next publish to rework.
+    expect(readdirSync(path.join(state, 'trees')).sort()).toEqual(['0000000000000000', path.basename(readlinkSync(path.join(out, 'current')))].sort());
   });
 
   it('removes the .new/.old directories an earlier version’s interrupted swap left beside it', async () => {

@@ -218,8 +218,8 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   // One run at a time per target, from reading what is there to replacing it.
   const lock = await publisher.lock?.({ timeoutMs: config.lockTimeoutMs, command: 'clusterstack render' });
   try {
-    const settled = fingerprint && settledRuns && !values['full-render'] ? await settledRuns.readSettledRun() : undefined;
-    if (settled && fingerprint && settled.fingerprint === fingerprint) return reportUnchanged(settled);
+    const settled = fingerprint && settledRuns && !values['full-render'] ? await settledRuns.readSettledRun(fingerprint) : undefined;
+    if (settled) return reportUnchanged(settled);
     return await renderAndPublish();
   } finally {
     await lock?.release();
