@@ -169,6 +169,28 @@ export function withAnnotations(text: string, wantedFor: (existing: Record<strin
 
 const BLANK_OR_COMMENT = /^\s*(#.*)?$/;
 const METADATA_LINE = /^metadata:[ \t]*(#.*)?$/m;
+const METADATA_REST = /^[ \t]*(#.*)?$/;
+const OTHER_LINE_BREAKS = /[\r\u2028\u2029]/;
+
+/**
+ * Where the first line that is `metadata:` alone (a comment may follow) starts, or -1. A multiline
+ * regular expression tries every position of the document, so documents whose only line breaks
+ * are `\n` (all of helm's) are searched with indexOf; the same lines are found.
+ */
+function metadataLine(text: string): number {
+  if (OTHER_LINE_BREAKS.test(text)) return METADATA_LINE.exec(text)?.index ?? -1;
+  const next = (from: number): number => {
+    const found = text.indexOf('\nmetadata:', from);
+    return found < 0 ? -1 : found + 1;
+  };
+  for (let at = text.startsWith('metadata:') ? 0 : next(0); at >= 0; ) {
+    const end = text.indexOf('\n', at);
+    if (METADATA_REST.test(text.slice(at + 'metadata:'.length, end < 0 ? text.length : end))) return at;
+    if (end < 0) return -1;
+    at = next(end);
+  }
+  return -1;
+}
 const BLOCK_ANNOTATIONS = /^\s*annotations:[ \t]*(#.*)?$/;
 const indentOf = (line: string): number => line.length - line.trimStart().length;
 
@@ -178,10 +200,9 @@ const indentOf = (line: string): number => line.length - line.trimStart().length
  * re-encodes it instead. Returns the new text and the new block alone, as a document of its own.
  */
 function insertMetadataLines(text: string, namespace: string | undefined, annotations: Record<string, string>): { text: string; block: string } | undefined {
-  const found = METADATA_LINE.exec(text);
-  if (!found) return undefined;
+  const blockStart = metadataLine(text);
+  if (blockStart < 0) return undefined;
   // The block: from `metadata:` to the next line with content in column 0 (or the end).
-  const blockStart = found.index;
   const block: string[] = [];
   let blockEnd = text.length;
   for (let position = blockStart; position < text.length; ) {

@@ -43,6 +43,12 @@ export function isYaml11Only(text: string): boolean {
   return YAML11_BOOLEANS.has(text) || TIMESTAMP_LIKE.test(text);
 }
 
+/** `2001-12-14` and the like: a string to go-yaml v2, a timestamp to YAML 1.2 tools. */
+export function isTimestampLike(text: string): boolean {
+  const first = text.charCodeAt(0);
+  return first >= 48 && first <= 57 && TIMESTAMP_LIKE.test(text);
+}
+
 /** go-yaml v2's float syntax, applied after its integer attempts fail. */
 const YAML_STYLE_FLOAT = /^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$/;
 

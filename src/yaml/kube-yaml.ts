@@ -11,7 +11,7 @@
 // keys and formats float keys with 32-bit precision).
 // - Writing quotes every string that go-yaml would otherwise read as something else.
 import * as jsYaml from 'js-yaml';
-import { formatPlainScalar, isYaml11Only, MERGE_KEY, resolvePlainScalar, type PlainScalar } from './go-yaml-scalars.js';
+import { formatPlainScalar, isTimestampLike, isYaml11Only, MERGE_KEY, resolvePlainScalar, type PlainScalar } from './go-yaml-scalars.js';
 
 const CORE = 'tag:yaml.org,2002:';
 
@@ -26,13 +26,26 @@ const noticeNonFinite = (value: PlainScalar): PlainScalar => {
   return value;
 };
 
+/**
+ * js-yaml asks `resolve` and then, for the same text, `construct`: the resolution is kept in between
+ * rather than done twice (every plain scalar of every document passes here).
+ */
+const lastResolved = { text: '', value: '' as PlainScalar };
+
 /** Every untagged plain scalar, resolved as go-yaml v2 resolves it. */
 const plainScalar = new jsYaml.Type('tag:clusterstack.x-k8s.io,2024:plain', {
   kind: 'scalar',
-  resolve: (data: unknown) => typeof data === 'string' && data !== MERGE_KEY && typeof resolvePlainScalar(data) !== 'string',
+  resolve: (data: unknown) => {
+    if (typeof data !== 'string' || data === MERGE_KEY) return false;
+    const value = resolvePlainScalar(data);
+    if (typeof value === 'string') return false;
+    lastResolved.text = data;
+    lastResolved.value = value;
+    return true;
+  },
   construct: (data: string) => {
     if (isYaml11Only(data)) noticed.yaml11Only = true;
-    return noticeNonFinite(resolvePlainScalar(data));
+    return noticeNonFinite(lastResolved.text === data ? lastResolved.value : resolvePlainScalar(data));
   },
   predicate: isPlainValue,
   represent: (value: object) => formatPlainScalar(value as unknown as Exclude<PlainScalar, string>),
@@ -44,7 +57,8 @@ const plainScalar = new jsYaml.Type('tag:clusterstack.x-k8s.io,2024:plain', {
  */
 const timestampLike = new jsYaml.Type('tag:clusterstack.x-k8s.io,2024:timestamp-like', {
   kind: 'scalar',
-  resolve: (data: unknown) => typeof data === 'string' && isYaml11Only(data) && typeof resolvePlainScalar(data) === 'string',
+  // Only the timestamp shape stays a string among YAML 1.1-only scalars (the rest are booleans).
+  resolve: (data: unknown) => typeof data === 'string' && isTimestampLike(data) && typeof resolvePlainScalar(data) === 'string',
   construct: (data: string) => {
     noticed.yaml11Only = true;
     return data;
