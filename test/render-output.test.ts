@@ -5,9 +5,11 @@ import { createHelmDependencies } from '../renderers/helm-dependencies.js';
 import type { KubeObject } from '../src/api/types.js';
 import { readInputFiles } from '../src/inputs/read-input-files.js';
 import { buildPlan } from '../src/plan/build-plan.js';
+import type { RenderDependencies } from '../src/render/render-dependencies.js';
 import { renderOutput } from '../src/render/render-output.js';
 import { createSourceOpener } from '../src/sources/open-release-source.js';
-import { copyExampleReleases, EXAMPLE_MANIFESTS, tempDir } from './support/cli.js';
+import { aCluster } from './support/builders.js';
+import { copyExampleReleases, EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, tempDir } from './support/cli.js';
 
 describe('renderOutput', () => {
   // The input reader decodes integers beyond 2^53 as bigint: digests and values templates must take them.
@@ -32,5 +34,36 @@ describe('renderOutput', () => {
 
     expect(outcome.withheld).toEqual([]);
     expect(outcome.tree.get('clusters/cluster-stacks/big/cluster-addon/configmap-kindnet-cfg.yaml')).toMatch(/cluster-name: "big-9007199254740993"\n/);
+  });
+
+  it('renders only the changed cluster of a fleet whose stages share an object, into the tree a full render gives', async () => {
+    const base = await readInputFiles([path.join(EXAMPLE_MANIFESTS, 'clusterstack.yaml')]);
+    const planFor = async (changedHost?: string) => {
+      // v3 is multi-stage: two stages per cluster.
+      const clusters = ['c0', 'c1', 'c2'].map((name) => aCluster(name, 'docker-ferrol-1-30-v3', name === 'c1' && changedHost ? { controlPlaneEndpoint: { host: changedHost, port: 6443 } } : {}));
+      const workDir = await tempDir();
+      return buildPlan({ manifests: { objects: [...base.objects, ...clusters.map((object) => ({ source: 'test', object: object as unknown as KubeObject }))], problems: [] }, defaultSource: EXAMPLE_RELEASES, openSource: createSourceOpener({ cacheDir: workDir }), workDir });
+    };
+    const charts: string[] = [];
+    const deps: RenderDependencies = {
+      evaluateValues: async (items) => items.map((item) => ({ id: item.id, ok: true as const, values: { host: (item.context.Cluster as { spec: { controlPlaneEndpoint: { host: string } } }).spec.controlPlaneEndpoint.host } })),
+      renderChart: async (request) => {
+        const host = (request.values?.[0] as { host?: string } | undefined)?.host ?? request.releaseName;
+        charts.push(`${request.chart.origin} ${host}`);
+        const own = request.chart.origin.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '');
+        // Every stage renders the one `common` ConfigMap alike: it is written once, in the earlier stage.
+        return `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${own}\ndata:\n  host: ${JSON.stringify(host)}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: common\ndata:\n  host: ${JSON.stringify(host)}\n`;
+      },
+    };
+    const first = await renderOutput(await planFor(), deps, { secrets: 'refuse', previous: new Map() });
+    expect(first.provenance.sharedObjects?.filter((object) => object.path.startsWith('clusters/')).length).toBe(3);
+    charts.length = 0;
+    const changed = await renderOutput(await planFor('moved.example.test'), deps, { secrets: 'refuse', previous: first.tree });
+    // Only c1's two stages rendered; c0 and c2 kept their placement from the previous tree.
+    expect(charts.filter((chart) => !chart.includes('cluster-class'))).toEqual(expect.arrayContaining([expect.stringContaining('moved.example.test')]));
+    expect(charts.filter((chart) => chart.includes('.example.test') && !chart.includes('moved'))).toEqual([]);
+    const full = await renderOutput(await planFor('moved.example.test'), deps, { secrets: 'refuse', previous: new Map() });
+    expect([...changed.tree.entries()].sort()).toEqual([...full.tree.entries()].sort());
+    expect(changed.provenance.sharedObjects).toEqual(full.provenance.sharedObjects);
   });
 });

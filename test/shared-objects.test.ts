@@ -106,6 +106,32 @@ describe('placeSharedObjects', () => {
     expect(conflicts).toHaveLength(1);
     expect(conflicts[0]!.reason).toBe(`stages cni and csi both render Image.openstack.k-orc.cloud fleet/${ORC_IMAGE_NAME} with different content; one object cannot have two contents: render it in one stage only`);
   });
+
+  it('keeps the previous placement of a cluster whose stages were all reused, without reading their objects, and computes it otherwise', () => {
+    const records = [stageRecord('csi', 1, ['image.yaml']), stageRecord('cni', 0, ['image.yaml'])];
+    const same = new Map([
+      [records[0]!.dir, new Map([['image.yaml', image('https://x/a.qcow2')]])],
+      [records[1]!.dir, new Map([['image.yaml', image('https://x/a.qcow2')]])],
+    ]);
+    const full = placeSharedObjects(records, same);
+    const before = new Map(full.records.map((record) => [record.dir, record]));
+    const previous = { renderedClusters: new Set<string>(), before, sharedObjects: full.sharedObjects };
+    // Reused: the recorded placement, exactly as computing it gives.
+    const reused = placeSharedObjects(records, same, previous);
+    expect(reused.records).toEqual(full.records);
+    expect(reused.sharedObjects).toEqual(full.sharedObjects);
+    expect(reused.rendered).toEqual(full.rendered);
+    // Proof that nothing was read: an object under another name would stay apart if computed.
+    const unread = new Map([...same, [records[0]!.dir, new Map([['image.yaml', image('https://x/a.qcow2').replaceAll(ORC_IMAGE_NAME, 'another-image')]])]]);
+    expect(placeSharedObjects(records, unread, previous).records).toEqual(full.records);
+    // A stage rendered now, a stage that moved in the order, another render digest: computed again.
+    expect(placeSharedObjects(records, unread, { ...previous, renderedClusters: new Set(['clusters/fleet/alpha']) }).records.find((r) => r.stage === 'csi')).toMatchObject({ files: ['image.yaml'] });
+    const reordered = [{ ...records[0]!, order: -1 }, records[1]!];
+    expect(placeSharedObjects(reordered, same, previous).records.find((r) => r.stage === 'csi')).toMatchObject({ files: ['image.yaml'] });
+    expect(placeSharedObjects(reordered, same, previous).records.find((r) => r.stage === 'cni')).toMatchObject({ files: [], shared: { 'image.yaml': 'clusters/fleet/alpha/csi/image.yaml' } });
+    const redigested = [{ ...records[0]!, renderDigest: 'other' }, records[1]!];
+    expect(placeSharedObjects(redigested, unread, previous).records.find((r) => r.stage === 'csi')).toMatchObject({ files: ['image.yaml'] });
+  });
 });
 
 describe('withholdConflicts', () => {

@@ -1,15 +1,19 @@
 // What the target's previous tree offers the next render: its unit records (to reuse unchanged
 // units, files and all) and the values templates that failed with the same inputs before.
-import { readProvenance, type UnitRecord } from '../output/provenance.js';
+import { readProvenance, type SharedObjectRecord, type UnitRecord } from '../output/provenance.js';
 import type { RenderedTree } from '../output/rendered-tree.js';
 import { previousHandovers, unmarkedText } from './addon-moves.js';
 
-/** The previous tree's units by directory and its values failures by `dir inputDigest`; a damaged record only costs a full render. */
-export function previousRecords(previous: RenderedTree): { units: Map<string, UnitRecord>; failures: Map<string, string> } {
+/**
+ * The previous tree's units by directory, its values failures by `dir inputDigest` and its shared
+ * objects; a damaged record only costs a full render.
+ */
+export function previousRecords(previous: RenderedTree): { units: Map<string, UnitRecord>; failures: Map<string, string>; sharedObjects: SharedObjectRecord[] } {
   const provenance = readProvenance(previous);
   return {
     units: new Map((provenance?.units ?? []).map((unit) => [unit.dir, unit])),
     failures: new Map((provenance?.valuesFailures ?? []).map((failure) => [`${failure.dir} ${failure.inputDigest}`, failure.reason])),
+    sharedObjects: provenance?.sharedObjects ?? [],
   };
 }
 

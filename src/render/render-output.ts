@@ -76,7 +76,7 @@ export interface RenderOutcome {
 
 /** Renders what changed and reuses what did not; throws only for a refused Secret or a failure that is not the unit's own. */
 export async function renderOutput(plan: Plan, deps: RenderDependencies, options: RenderOptions): Promise<RenderOutcome> {
-  const { units: before, failures: failedBefore } = previousRecords(options.previous);
+  const { units: before, failures: failedBefore, sharedObjects: sharedBefore } = previousRecords(options.previous);
   if (options.secrets === 'encrypt' && !options.encryption) throw new Error('internal error: --secrets encrypt without resolved recipients');
   const secretsPart = secretsDigestPart(options.secrets, options.encryption);
   const lastModified = sopsTimestamp(options.renderTime ?? 0);
@@ -179,7 +179,8 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
   // A layer whose dependency (or the stack's addons) ended up with nothing in the tree waits too.
   if (withholdStrandedLayers(rendered, records, withheld)) keepPreviousOutput(withheld, before, options.previous, rendered, records);
 
-  const placement = placeSharedObjects(records, rendered);
+  // A cluster none of whose stages rendered now keeps the placement the previous tree recorded.
+  const placement = placeSharedObjects(records, rendered, { renderedClusters: clustersRenderedNow, before, sharedObjects: sharedBefore });
   // An addon object that changed directory within its cluster stays one render in the old one, marked against pruning.
   const moves = handOverAddonMoves(options.previous, placement.rendered, placement.records);
   const placed = placement.records.sort((a, b) => a.dir.localeCompare(b.dir));

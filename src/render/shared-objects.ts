@@ -296,6 +296,16 @@ export interface SharedPlacement {
   sharedObjects: SharedObjectRecord[];
 }
 
+/** What the previous tree recorded, for clusters whose stages were all reused (see placeSharedObjects). */
+export interface PreviousPlacement {
+  /** Cluster directories with a stage rendered in this run: their placement is computed. */
+  renderedClusters: ReadonlySet<string>;
+  /** The previous tree's unit records, by directory. */
+  before: ReadonlyMap<string, UnitRecord>;
+  /** The previous tree's shared-object records. */
+  sharedObjects: readonly SharedObjectRecord[];
+}
+
 /**
  * Places every object once. `rendered` holds each unit's complete files (as rendered or reused);
  * call it after conflicts are withheld, so objects rendered more than once are alike. Management:
@@ -303,12 +313,12 @@ export interface SharedPlacement {
  * oldest release), written as that release rendered it. Addons: an object two stages of a cluster
  * render stays in the earlier stage. Every namespace with a release gets its shared directory.
  */
-export function placeSharedObjects(records: UnitRecord[], rendered: Map<string, Map<string, string>>): SharedPlacement {
+export function placeSharedObjects(records: UnitRecord[], rendered: Map<string, Map<string, string>>, previous?: PreviousPlacement): SharedPlacement {
   const placed = new Map<string, Map<string, string>>([...rendered].map(([dir, files]) => [dir, new Map(files)]));
   const shared = new Map<string, Record<string, string>>(); // dir -> unit file -> tree path
   const sharedObjects: SharedObjectRecord[] = [];
   const sharedFiles = new Map<string, string>();
-  const moveOut = (object: UnitObject, path: string): void => {
+  const moveOut = (object: Pick<UnitObject, 'file'> & { record: Pick<UnitRecord, 'dir'> }, path: string): void => {
     placed.get(object.record.dir)?.delete(object.file);
     shared.set(object.record.dir, { ...shared.get(object.record.dir), [object.file]: path });
   };
@@ -333,8 +343,18 @@ export function placeSharedObjects(records: UnitRecord[], rendered: Map<string, 
     });
   }
 
-  // Addon side: within one cluster, the earlier stage keeps the object.
-  for (const stages of clusterStages(records).values()) {
+  // Addon side: within one cluster, the earlier stage keeps the object. Identifying every object of
+  // every cluster is most of a one-cluster change to a large fleet, so a cluster whose stages are
+  // exactly those of the previous tree, all reused, gets the placement that tree recorded.
+  const previousStages = previous ? clusterStages([...previous.before.values()]) : undefined;
+  const previousShared = previous ? sharedObjectsByCluster(previous.sharedObjects) : undefined;
+  for (const [cluster, stages] of clusterStages(records)) {
+    const kept = previous && previousPlacement(cluster, stages, previous, previousStages!, previousShared!, placed);
+    if (kept) {
+      for (const move of kept.moves) moveOut(move, move.path);
+      sharedObjects.push(...kept.objects);
+      continue;
+    }
     for (const objects of groupByIdentity(stages, rendered, earlierStageFirst).values()) {
       if (objects.length < 2) continue;
       const [first, ...later] = objects;
@@ -353,6 +373,51 @@ export function placeSharedObjects(records: UnitRecord[], rendered: Map<string, 
   const sharedDirs = [...new Set(releases.map((record) => sharedDir(record.namespace)).concat([...byDir.keys()]))].sort(byText);
   sharedObjects.sort((a, b) => byText(a.path, b.path));
   return { rendered: placed, records: placedRecords, sharedFiles, sharedDirs, sharedObjects };
+}
+
+/** Addon-side shared-object records by the cluster directory they are in. */
+function sharedObjectsByCluster(records: readonly SharedObjectRecord[]): Map<string, SharedObjectRecord[]> {
+  const byCluster = new Map<string, SharedObjectRecord[]>();
+  for (const record of records) {
+    const parts = record.path.split('/');
+    if (parts[0] !== 'clusters' || parts.length < 4) continue;
+    const cluster = clusterDir(parts[1]!, parts[2]!);
+    byCluster.set(cluster, [...(byCluster.get(cluster) ?? []), record]);
+  }
+  return byCluster;
+}
+
+/**
+ * The previous tree's placement for one cluster, when it still holds: no stage of the cluster
+ * rendered now, its stages are those of the previous tree (same directories, names, order and
+ * render digests, so the same complete files), and every file the record moved out is there.
+ * Undefined otherwise: the placement is computed.
+ */
+function previousPlacement(
+  cluster: string,
+  stages: UnitRecord[],
+  previous: PreviousPlacement,
+  previousStages: Map<string, UnitRecord[]>,
+  previousShared: Map<string, SharedObjectRecord[]>,
+  placed: Map<string, Map<string, string>>,
+): { moves: { record: { dir: string }; file: string; path: string }[]; objects: SharedObjectRecord[] } | undefined {
+  if (previous.renderedClusters.has(cluster)) return undefined;
+  const before = previousStages.get(cluster) ?? [];
+  if (before.length !== stages.length) return undefined;
+  const moves: { record: { dir: string }; file: string; path: string }[] = [];
+  for (const stage of stages) {
+    const old = previous.before.get(stage.dir);
+    if (!old || old.kind !== 'cluster-stage' || old.renderDigest !== stage.renderDigest || old.stage !== stage.stage || (old.order ?? 0) !== (stage.order ?? 0)) return undefined;
+    for (const [file, path] of Object.entries(old.shared ?? {})) {
+      if (!placed.get(stage.dir)?.has(file) || !path.startsWith(`${cluster}/`)) return undefined;
+      moves.push({ record: { dir: stage.dir }, file, path });
+    }
+  }
+  const objects = previousShared.get(cluster) ?? [];
+  // Each recorded object must be one the moves produce: its copy in a stage of this cluster.
+  if (objects.some((object) => !stages.some((stage) => object.path.startsWith(`${stage.dir}/`) && placed.get(stage.dir)?.has(object.path.slice(stage.dir.length + 1))))) return undefined;
+  if (new Set(moves.map((move) => move.path)).size !== objects.length) return undefined;
+  return { moves, objects: objects.map((object) => ({ ...object, renderedBy: [...object.renderedBy] })) };
 }
 
 /** Where each management object of a tree lives: identity key -> its directory, with the identity. */
