@@ -1,6 +1,6 @@
 // Content digests of files and directory trees: what caches and provenance records key on.
 import { createHash } from 'node:crypto';
-import { createReadStream, readFileSync, readlinkSync, statSync } from 'node:fs';
+import { createReadStream, readFileSync, readlinkSync, type Stats, statSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 
@@ -39,10 +39,35 @@ const SMALL_FILE = 1024 * 1024;
 const DIGEST_BATCH = 128;
 
 /**
+ * Content digests of small files this process has read, by path, with the stat they had. A local
+ * release is digested whole and then per addon entry and per stage, so each chart file would
+ * otherwise be read and hashed three times per plan. An entry is used only while the file stats
+ * exactly the same (inode, size, modification and change times); like Git's "racily clean" rule,
+ * a file changed within the last seconds before it was hashed is not remembered, since a second
+ * write in the same clock tick could leave its stat unchanged.
+ */
+const fileDigests = new Map<string, { stamp: string; digest: string }>();
+const FILE_DIGESTS_KEPT = 50_000;
+const RACY_MS = 3_000;
+
+function smallFileDigest(full: string, info: Stats): string {
+  const stamp = `${info.dev}:${info.ino}:${info.size}:${info.mtimeMs}:${info.ctimeMs}`;
+  const key = path.resolve(full);
+  const known = fileDigests.get(key);
+  if (known?.stamp === stamp) return known.digest;
+  const digest = `sha256:${createHash('sha256').update(readFileSync(full)).digest('hex')}`;
+  if (Date.now() - Math.max(info.mtimeMs, info.ctimeMs) > RACY_MS) {
+    if (fileDigests.size >= FILE_DIGESTS_KEPT) fileDigests.clear();
+    fileDigests.set(key, { stamp, digest });
+  }
+  return digest;
+}
+
+/**
  * A digest over a directory tree: paths and contents, independent of timestamps and order. Charts
  * are hundreds of small files, and every plan digests its releases: a stream per file (four
  * thread-pool round trips each) made that most of a no-op run's plan, so small files are read in
- * synchronous batches (the digest is the same).
+ * synchronous batches (the digest is the same), and not again while their stat is unchanged.
  */
 export async function treeDigest(root: string): Promise<string> {
   const summary = createHash('sha256');
@@ -53,8 +78,8 @@ export async function treeDigest(root: string): Promise<string> {
       let content: string;
       if (link) content = `link:${readlinkSync(full)}`;
       else {
-        const size = statSync(full).size;
-        content = size <= SMALL_FILE ? `sha256:${createHash('sha256').update(readFileSync(full)).digest('hex')}` : await fileDigest(full);
+        const info = statSync(full);
+        content = info.size <= SMALL_FILE ? smallFileDigest(full, info) : await fileDigest(full);
       }
       summary.update(`${relative}\0${content}\n`);
     }
