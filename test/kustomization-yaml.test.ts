@@ -10,6 +10,8 @@ describe('kustomizationEncoder', () => {
     const encode = kustomizationEncoder();
     const cases = [
       ['configmap-cni-agent.yaml', 'daemonset-kube-system-cilium.yaml', 'kustomization.yaml'],
+      // Names of the fast path's shape next to ones YAML readers could misread.
+      ['y.yaml', 'n.yaml', 'on.yaml', 'null.yaml', 'true.yaml', 'e1.yaml', 'x-.yaml', 'a..yaml', 'a.b.c-1.2.3.yaml', 'inf.yaml', 'nan.yaml', 'o.yaml', 'yes', 'no.yml'],
       ['yes', 'on', 'no', 'null', '~', '123', '0400', '1e3', '0x1F', '.inf', 'true'],
       ['x: y', '# not a comment', '- dash', 'a "quoted" name', "it's", ' leading space', 'trailing space ', '@at', '*star', '&anchor', '!tag', '%percent', '`tick'],
       ['ünïcödé.yaml', 'tab\there', 'line\nbreak', ''],

@@ -7,11 +7,17 @@ import { encodeYaml } from '../yaml/kube-yaml.js';
 import { serializeObject } from './manifest-objects.js';
 
 const HEADER = 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n';
+const PLAIN_FILE_NAME = /^[a-z][a-z0-9.-]*\.yaml$/;
 
 /** Encodes kustomizations; keep one per render so its entry cache lives as long as the render. */
 export function kustomizationEncoder(): (resources: readonly string[]) => string {
   const lines = new Map<string, string | null>();
   const line = (entry: string): string | null => {
+    // The file names we write (`configmap-cni-config.yaml`): a letter, then letters, digits, `.`
+    // and `-`, ending in `.yaml`, which no YAML reader takes for anything but that string (not a
+    // number, boolean, null or timestamp, no indicator): plain, as the encoder writes it. Most
+    // entries are such names, unique per cluster, so the cache alone would encode each once.
+    if (PLAIN_FILE_NAME.test(entry)) return `  - ${entry}\n`;
     let encoded = lines.get(entry);
     if (encoded === undefined) {
       const item = encodeYaml([entry]);
