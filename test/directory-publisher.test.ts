@@ -67,6 +67,15 @@ describe('DirectoryPublisher', () => {
     expect(readdirSync(path.join(root, 'nested'))).toEqual(['out']);
   });
 
+  it('reads back files of any size exactly, also multi-byte characters across its read chunks', async () => {
+    const out = path.join(root, 'out');
+    // 256 KiB chunks: a two-byte character at every odd offset straddles each chunk boundary.
+    const large = `${'é'.repeat(300_000)}x\n`;
+    const files = tree({ 'empty.yaml': '', 'exact.yaml': 'a'.repeat(256 * 1024), 'large.yaml': large, 'small.yaml': 'ünï\n' });
+    await new DirectoryPublisher(out).publish(files, CHANGE);
+    expect(await new DirectoryPublisher(out).readPrevious()).toEqual(files);
+  });
+
   it('writes nothing when the directory already holds the tree', async () => {
     const out = path.join(root, 'out');
     const publisher = new DirectoryPublisher(out);
