@@ -168,26 +168,20 @@ export function withAnnotations(text: string, wantedFor: (existing: Record<strin
 }
 
 const BLANK_OR_COMMENT = /^\s*(#.*)?$/;
-const METADATA_LINE = /^metadata:[ \t]*(#.*)?$/m;
 const METADATA_REST = /^[ \t]*(#.*)?$/;
-const OTHER_LINE_BREAKS = /[\r\u2028\u2029]/;
+const isLineBreak = (code: number): boolean => code === 10 || code === 13 || code === 0x2028 || code === 0x2029;
 
 /**
- * Where the first line that is `metadata:` alone (a comment may follow) starts, or -1. A multiline
- * regular expression tries every position of the document, so documents whose only line breaks
- * are `\n` (all of helm's) are searched with indexOf; the same lines are found.
+ * Where the first line that is `metadata:` alone (a comment may follow) starts, or -1: what
+ * /^metadata:[ \t]*(#.*)?$/m finds (JavaScript's line breaks: \n, \r, U+2028, U+2029), searched
+ * with indexOf, since a multiline regular expression tries every position of the document.
  */
 function metadataLine(text: string): number {
-  if (OTHER_LINE_BREAKS.test(text)) return METADATA_LINE.exec(text)?.index ?? -1;
-  const next = (from: number): number => {
-    const found = text.indexOf('\nmetadata:', from);
-    return found < 0 ? -1 : found + 1;
-  };
-  for (let at = text.startsWith('metadata:') ? 0 : next(0); at >= 0; ) {
-    const end = text.indexOf('\n', at);
-    if (METADATA_REST.test(text.slice(at + 'metadata:'.length, end < 0 ? text.length : end))) return at;
-    if (end < 0) return -1;
-    at = next(end);
+  for (let at = text.indexOf('metadata:'); at >= 0; at = text.indexOf('metadata:', at + 1)) {
+    if (at > 0 && !isLineBreak(text.charCodeAt(at - 1))) continue;
+    let end = at + 'metadata:'.length;
+    while (end < text.length && !isLineBreak(text.charCodeAt(end))) end += 1;
+    if (METADATA_REST.test(text.slice(at + 'metadata:'.length, end))) return at;
   }
   return -1;
 }
