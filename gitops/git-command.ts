@@ -145,24 +145,46 @@ export class GitCommand {
 
   /**
    * Runs a local git command that reads `input` on its standard input (`git fast-import`), and
-   * returns its standard output. Same environment and configuration as `run`; killed when it takes
-   * longer than the idle limit in all (it talks to no remote, so it never waits on one).
+   * returns its standard output. The input is written piece by piece as git takes it, never held
+   * whole. Same environment and configuration as `run`; killed when it takes longer than the idle
+   * limit in all (it talks to no remote, so it never waits on one).
    */
-  async runWithInput(args: string[], input: Buffer, action: string): Promise<string> {
+  async runWithInput(args: string[], input: Iterable<Buffer>, action: string): Promise<string> {
     const child = spawn('git', [...this.config.flatMap((entry) => ['-c', entry]), ...args], { cwd: this.baseDir, env: this.env, stdio: ['pipe', 'pipe', 'pipe'] });
     const stdout: Buffer[] = [];
     const stderr: Buffer[] = [];
     child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
     child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
     const timer = setTimeout(() => child.kill('SIGKILL'), this.idleTimeoutMs);
-    try {
-      const code = await new Promise<number | null>((resolve, reject) => {
-        child.on('error', reject);
-        child.on('close', resolve);
-        // A git that exits early closes its input: the write error is the exit's to report.
-        child.stdin.on('error', () => {});
-        child.stdin.end(input);
+    const exited = new Promise<number | null>((resolve, reject) => {
+      child.on('error', reject);
+      child.on('close', resolve);
+    });
+    // A git that exits early closes its input: the exit code is what reports it.
+    let inputClosed = false;
+    child.stdin.on('error', () => (inputClosed = true));
+    child.stdin.on('close', () => (inputClosed = true));
+    const write = async (chunk: Buffer): Promise<void> => {
+      if (inputClosed || child.stdin.write(chunk)) return;
+      await new Promise<void>((resolve) => {
+        child.stdin.once('drain', resolve);
+        child.stdin.once('close', resolve);
       });
+    };
+    try {
+      // Small pieces go out together, 64 KiB at a time.
+      let pending: Buffer[] = [];
+      let size = 0;
+      for (const piece of input) {
+        pending.push(piece);
+        size += piece.length;
+        if (size < 65_536) continue;
+        await write(Buffer.concat(pending));
+        [pending, size] = [[], 0];
+      }
+      if (size > 0) await write(Buffer.concat(pending));
+      child.stdin.end();
+      const code = await exited;
       if (code !== 0) throw new Error(Buffer.concat(stderr).toString('utf8') || `git ${args[0]} exited with ${code}`);
       return Buffer.concat(stdout).toString('utf8');
     } catch (error) {

@@ -52,30 +52,28 @@ function quotePath(file: string): string {
   return `${out}"`;
 }
 
-/** The fast-import stream of one commit; `get-mark :1` makes fast-import print the new commit's id. */
-export function fastImportStream(input: FastCommitInput): Buffer {
+/**
+ * The fast-import stream of one commit, piece by piece (a whole fleet's first commit is tens of
+ * megabytes: never joined into one buffer); `get-mark :1` makes fast-import print the commit's id.
+ */
+export function* fastImportStream(input: FastCommitInput): Generator<Buffer> {
   const message = cleanupCommitMessage(input.message);
   if (message === '') throw new Error('internal error: empty commit message');
   const ident = `${identPart(input.author.name)} <${identPart(input.author.email)}> now`;
-  const parts: Buffer[] = [];
-  const text = (value: string) => parts.push(Buffer.from(value, 'utf8'));
-  const data = (value: string) => {
+  const data = (value: string): Buffer[] => {
     const bytes = Buffer.from(value, 'utf8');
-    text(`data ${bytes.length}\n`);
-    parts.push(bytes);
-    text('\n');
+    return [Buffer.from(`data ${bytes.length}\n`), bytes, Buffer.from('\n')];
   };
   // Without `from`, a branch fast-import does not know yet starts with no parent.
-  text(`reset ${input.ref}\n\ncommit ${input.ref}\nmark :1\nauthor ${ident}\ncommitter ${ident}\n`);
-  data(message);
-  if (input.parent !== null) text(`from ${input.parent}\n`);
-  for (const file of input.removed) text(`D ${quotePath(file)}\n`);
+  yield Buffer.from(`reset ${input.ref}\n\ncommit ${input.ref}\nmark :1\nauthor ${ident}\ncommitter ${ident}\n`, 'utf8');
+  yield* data(message);
+  if (input.parent !== null) yield Buffer.from(`from ${input.parent}\n`);
+  for (const file of input.removed) yield Buffer.from(`D ${quotePath(file)}\n`, 'utf8');
   for (const [file, content] of input.written) {
-    text(`M 100644 inline ${quotePath(file)}\n`);
-    data(content);
+    yield Buffer.from(`M 100644 inline ${quotePath(file)}\n`, 'utf8');
+    yield* data(content);
   }
-  text('\nget-mark :1\ndone\n');
-  return Buffer.concat(parts);
+  yield Buffer.from('\nget-mark :1\ndone\n');
 }
 
 /** Writes the commit and points `ref` at it; returns the commit id. Nothing else in the repository changes. */
