@@ -1,6 +1,7 @@
 // Runs git in one directory through simple-git with a controlled environment: our identity, no
 // prompts, English messages we can classify, literal pathspecs, the token (if any) as config passed
 // through the environment, and every failure turned into a PublishError with the token scrubbed.
+import { spawn } from 'node:child_process';
 import { simpleGit, type SimpleGit } from 'simple-git';
 import { ENVIRONMENT } from '../src/config.js';
 import { PublishError, type PublishErrorKind } from './publish-error.js';
@@ -76,7 +77,8 @@ function gitEnvironment(options: GitCommandOptions): { env: Record<string, strin
 
 // A push that raced another one: refused as non-fast-forward, or (when both reached the server at
 // once) the ref moved between the advertisement and the update.
-const CONFLICT = /\[rejected\][^\n]*\((fetch first|non-fast-forward)\)|cannot lock ref '[^']*': is at [0-9a-f]+ but expected/;
+// `stale info`: a push with --force-with-lease found the branch elsewhere than the commit it builds on.
+const CONFLICT = /\[rejected\][^\n]*\((fetch first|non-fast-forward|stale info)\)|cannot lock ref '[^']*': is at [0-9a-f]+ but expected/;
 const AUTH = /Authentication failed|could not read (Username|Password)|terminal prompts disabled|requested URL returned error: 40[13]|Permission denied \(publickey|Permission to \S+ denied|Access denied|not authorized/i;
 const REMOTE_REJECTED = /\[remote rejected\]|protected branch|pre-receive hook declined/i;
 const UNAVAILABLE = /Could not resolve host|Failed to connect|Connection refused|Connection timed out|Operation timed out|unable to access|early EOF|remote end hung up|requested URL returned error: 5\d\d|Could not read from remote repository/i;
@@ -99,16 +101,23 @@ export class GitCommand {
   private readonly git: SimpleGit;
   private readonly token: string | undefined;
   private readonly idleTimeoutMs: number;
+  private readonly baseDir: string;
+  private readonly env: Record<string, string>;
+  private readonly config: string[];
 
   constructor(baseDir: string, options: GitCommandOptions) {
     this.idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_GIT_IDLE_TIMEOUT_MS;
     const { env, usesSsh } = gitEnvironment(options);
     this.token = options.token;
+    this.baseDir = baseDir;
+    this.env = env;
+    // Identity never comes from the environment: these go before the command as `-c`.
+    this.config = [`user.name=${options.author.name}`, `user.email=${options.author.email}`, 'core.autocrlf=false', 'core.quotePath=false'];
     this.git = simpleGit({
       baseDir,
       maxConcurrentProcesses: 1,
-      // simple-git passes these as `-c` before the command; identity never comes from the environment.
-      config: [`user.name=${options.author.name}`, `user.email=${options.author.email}`, 'core.autocrlf=false', 'core.quotePath=false'],
+      // simple-git passes these as `-c` before the command.
+      config: this.config,
       unsafe: { allowUnsafeConfigEnvCount: true, allowUnsafeSshCommand: usesSsh },
       // simple-git kills the process when it has been silent this long: a remote that accepts the
       // connection and then hangs or trickles fails the run instead of holding it (and its lock).
@@ -131,6 +140,57 @@ export class GitCommand {
       return await this.git.showBuffer(args);
     } catch (error) {
       throw this.failure(error, action);
+    }
+  }
+
+  /**
+   * Runs a local git command that reads `input` on its standard input (`git fast-import`), and
+   * returns its standard output. The input is written piece by piece as git takes it, never held
+   * whole. Same environment and configuration as `run`; killed when it takes longer than the idle
+   * limit in all (it talks to no remote, so it never waits on one).
+   */
+  async runWithInput(args: string[], input: Iterable<Buffer>, action: string): Promise<string> {
+    const child = spawn('git', [...this.config.flatMap((entry) => ['-c', entry]), ...args], { cwd: this.baseDir, env: this.env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const stdout: Buffer[] = [];
+    const stderr: Buffer[] = [];
+    child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
+    child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
+    const timer = setTimeout(() => child.kill('SIGKILL'), this.idleTimeoutMs);
+    const exited = new Promise<number | null>((resolve, reject) => {
+      child.on('error', reject);
+      child.on('close', resolve);
+    });
+    // A git that exits early closes its input: the exit code is what reports it.
+    let inputClosed = false;
+    child.stdin.on('error', () => (inputClosed = true));
+    child.stdin.on('close', () => (inputClosed = true));
+    const write = async (chunk: Buffer): Promise<void> => {
+      if (inputClosed || child.stdin.write(chunk)) return;
+      await new Promise<void>((resolve) => {
+        child.stdin.once('drain', resolve);
+        child.stdin.once('close', resolve);
+      });
+    };
+    try {
+      // Small pieces go out together, 64 KiB at a time.
+      let pending: Buffer[] = [];
+      let size = 0;
+      for (const piece of input) {
+        pending.push(piece);
+        size += piece.length;
+        if (size < 65_536) continue;
+        await write(Buffer.concat(pending));
+        [pending, size] = [[], 0];
+      }
+      if (size > 0) await write(Buffer.concat(pending));
+      child.stdin.end();
+      const code = await exited;
+      if (code !== 0) throw new Error(Buffer.concat(stderr).toString('utf8') || `git ${args[0]} exited with ${code}`);
+      return Buffer.concat(stdout).toString('utf8');
+    } catch (error) {
+      throw this.failure(error, action);
+    } finally {
+      clearTimeout(timer);
     }
   }
 

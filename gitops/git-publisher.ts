@@ -9,7 +9,10 @@
 //   the git directory lets the next run undo what a killed run left half-written in the work tree;
 // - anything else (a bare repository, a work tree on another branch, file://, http(s)://, ssh):
 //   a clone in `workDir` kept in step with the remote (fetch + hard reset), commit, push; when the
-//   push loses a race (non-fast-forward), start again from the new remote head.
+//   push loses a race (non-fast-forward), start again from the new remote head. When the remote
+//   branch is still at a commit whose tree this publisher knows (it read it or pushed it), the
+//   commit is made from the files that differ alone (git-fast-commit.ts: no reset, no work tree,
+//   no index) and pushed only if the branch is still there (--force-with-lease).
 // Runs on one work tree, or one clone, take turns through a lock (lock(), publish-lock.ts).
 // The last settled run is recorded in the git directory (in place) or the clone's (settled-run-record.ts):
 // in place it holds while the branch is checked out, the tree under the path at HEAD is the one that
@@ -31,6 +34,7 @@ import { acquirePublishLock, type PublishLock } from './publish-lock.js';
 import type { LockRequest } from './publisher.js';
 import { compileCommitMessage, type CommitMessageRenderer } from './commit-message.js';
 import { GitCommand, type GitTargetOptions } from './git-command.js';
+import { fastCommit } from './git-fast-commit.js';
 import { parseGitRemote, type GitRemote } from './git-remote.js';
 import { assertOutsideProtected, type ProtectedPath } from './protected-paths.js';
 import { removeStaleGitLocks } from './stale-git-locks.js';
@@ -88,8 +92,12 @@ export class GitPublisher implements Publisher, SettledRunStore {
   private workspace: Promise<Workspace> | undefined;
   private decision: Promise<Decision> | undefined;
   private held: PublishLock | undefined;
-  /** The commit we last pushed and the tree under the path in it: exactly what syncWorkTree wrote. */
-  private committed: { revision: string; tree: RenderedTree } | undefined;
+  /**
+   * A commit of the remote branch (the one we last pushed, or the head readPrevious read; null:
+   * the branch did not exist) and the tree under the path in it, which holds regular files only.
+   * After a reset to that commit the clone's files under the path are exactly this tree.
+   */
+  private committed: { revision: string | null; tree: RenderedTree } | undefined;
 
   constructor(private readonly options: GitPublisherOptions) {
     this.remote = parseGitRemote(options.repository);
@@ -131,7 +139,13 @@ export class GitPublisher implements Publisher, SettledRunStore {
     if (workspace.mode === 'in-place') await this.repairInPlace(workspace);
     else if (this.held) await removeStaleGitLocks(path.join(workspace.dir, '.git'));
     const head = workspace.mode === 'clone' ? await this.resetToRemote(workspace) : await this.localHead(workspace);
-    return head === null ? new Map() : this.readCommit(workspace, head);
+    if (workspace.mode === 'in-place') return head === null ? new Map() : this.readCommit(workspace, head);
+    const irregular: string[] = [];
+    const tree = head === null ? new Map<string, string>() : await readTreeAtCommit(workspace.git, head, this.subdir, irregular);
+    // A symbolic link or submodule under the path is not in the tree read (only a full publish
+    // removes it), an executable file keeps its mode only through the work tree.
+    this.committed = irregular.length === 0 ? { revision: head, tree } : undefined;
+    return tree;
   }
 
   /** Commits (and pushes) `tree` under the path; no commit and no push when nothing changed. */
@@ -499,6 +513,14 @@ export class GitPublisher implements Publisher, SettledRunStore {
   private async commitAndPush(workspace: Workspace, tree: RenderedTree, message: string): Promise<PublishResult> {
     const branchRef = `refs/heads/${this.branch}`;
     for (let attempt = 1; attempt <= this.maxPushAttempts; attempt++) {
+      if (attempt === 1 && this.committed) {
+        const fast = await this.commitFromKnown(workspace, this.committed, tree, message);
+        if (fast === 'lost-race') {
+          this.options.logger?.warn({ target: this.target, attempt, maxAttempts: this.maxPushAttempts }, 'Push lost a race with another writer, rebuilding on the new remote head');
+          continue;
+        }
+        if (fast) return fast;
+      }
       const base = await this.resetToRemote(workspace);
       const changes = await this.stageTree(workspace, tree, base);
       if (changes.written.length === 0 && changes.removed.length === 0) {
@@ -521,6 +543,51 @@ export class GitPublisher implements Publisher, SettledRunStore {
     }
     await this.recover(workspace);
     throw new PublishError('conflict', `git push to ${this.remote.display}: branch ${this.branch} moved on during each of ${this.maxPushAttempts} attempts (non-fast-forward); try again later`);
+  }
+
+  /**
+   * The commit made from what differs from a known commit, pushed only while the remote branch is
+   * still at that commit. 'lost-race' when it moved on; undefined when the full way must decide
+   * (nothing differs but the branch moved, or fast-import failed).
+   */
+  private async commitFromKnown(workspace: Workspace, known: NonNullable<GitPublisher['committed']>, tree: RenderedTree, message: string): Promise<PublishResult | 'lost-race' | undefined> {
+    const prefix = this.subdir === '' ? '' : `${this.subdir}/`;
+    const written = [...tree.keys()].filter((file) => known.tree.get(file) !== tree.get(file)).sort();
+    const removed = [...known.tree.keys()].filter((file) => !tree.has(file)).sort();
+    if (written.length === 0 && removed.length === 0) {
+      // The tree is there; whether the branch still is, only the remote can say.
+      return (await this.remoteHead(workspace)) === (known.revision ?? '') ? { changed: false, written: [], removed: [], revision: known.revision } : undefined;
+    }
+    const branchRef = `refs/heads/${this.branch}`;
+    let revision: string;
+    try {
+      revision = await fastCommit(workspace.git, {
+        ref: branchRef,
+        parent: known.revision,
+        author: this.options.author,
+        message,
+        written: written.map((file) => [`${prefix}${file}`, tree.get(file)!] as const),
+        removed: removed.map((file) => `${prefix}${file}`),
+      });
+    } catch (error) {
+      this.options.logger?.warn({ target: this.target, error: error instanceof Error ? error.message : String(error) }, 'Could not commit from the known tree, committing through the work tree');
+      return undefined;
+    }
+    try {
+      // Only over the known commit: anything else there is another writer's, to build on.
+      await workspace.git.run(['push', `--force-with-lease=${branchRef}:${known.revision ?? ''}`, 'origin', `${branchRef}:${branchRef}`], `git push to ${this.remote.display}`);
+    } catch (error) {
+      if (error instanceof PublishError && error.kind === 'conflict') return 'lost-race';
+      await this.recover(workspace);
+      throw error;
+    }
+    this.committed = { revision, tree };
+    // fast-import leaves one pack per commit: let git pack them together now and then (in the background).
+    await workspace.git.run(['gc', '--auto', '--quiet'], 'git gc').catch((error: unknown) => {
+      this.options.logger?.warn({ target: this.target, error: error instanceof Error ? error.message : String(error) }, 'git gc --auto failed in the clone; the publish itself is done');
+    });
+    this.options.logger?.info({ target: this.target, revision, attempt: 1, written: written.length, removed: removed.length }, 'Pushed rendered tree');
+    return { changed: true, written, removed, revision };
   }
 
   /** After a failed push the clone holds a commit the remote does not: drop it. */

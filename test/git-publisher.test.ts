@@ -1,4 +1,5 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, symlinkSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GitPublisher, type GitPublisherOptions } from '../gitops/git-publisher.js';
@@ -94,7 +95,7 @@ describe('GitPublisher with a bare repository', () => {
     const { logger, entries } = recordingLogger();
     const git = publisher(bare, { workDir, logger });
     await git.publish(tree({ 'a.yaml': '1\n' }), change());
-    sandbox.pushForeignCommitAfterCommit(workDir, bare, 'main', 'README.md', 'once');
+    sandbox.pushForeignCommitBeforePush(workDir, bare, 'main', 'README.md', 'once');
 
     const result = await git.publish(tree({ 'a.yaml': '2\n' }), change('Render v2'));
     expect(sandbox.foreignPushes(workDir)).toBe(1);
@@ -110,7 +111,7 @@ describe('GitPublisher with a bare repository', () => {
     const workDir = path.join(sandbox.root, 'busy-work');
     const git = publisher(bare, { workDir, maxPushAttempts: 2 });
     await git.publish(tree({ 'a.yaml': '1\n' }), change());
-    sandbox.pushForeignCommitAfterCommit(workDir, bare, 'main', 'README.md', 'always');
+    sandbox.pushForeignCommitBeforePush(workDir, bare, 'main', 'README.md', 'always');
 
     const error = await rejection(git.publish(tree({ 'a.yaml': '2\n' }), change('Render v2')));
     expect(error.kind).toBe('conflict');
@@ -144,6 +145,65 @@ describe('GitPublisher with a bare repository', () => {
     expect(result.changed).toBe(true);
     expect(sandbox.files(bare, 'gitops/rendered')).toEqual({ 'kustomization.yaml': 'resources: []\n' });
     expect(sandbox.commitCount(bare, 'gitops/rendered')).toBe(1);
+  });
+});
+
+describe('GitPublisher committing from the tree it knows', () => {
+  it('commits only what differs from its last push, without touching the clone, with the message git commit writes', async () => {
+    const bare = sandbox.bareRepo('known', { branch: 'main', files: { 'README.md': 'keep\n', 'management/x.yaml': 'x\n' } });
+    const workDir = path.join(sandbox.root, 'known-work');
+    const git = publisher(bare, { workDir, messageTemplate: '  {{title}}   \n\n\n\n{{body}}\t\n\n\n' });
+    const first = await git.publish(tree({ 'a.yaml': '1\n', 'b/b.yaml': 'b\n', 'c.yaml': 'c\n' }), change('First'));
+    const firstMessage = sandbox.git(bare, 'log', '-1', '--format=%B');
+
+    const second = await git.publish(tree({ 'a.yaml': '2\n', 'b/b.yaml': 'b\n', 'd/"odd" name.yaml': 'd\n' }), change('First'));
+    expect(second).toMatchObject({ changed: true, written: ['a.yaml', 'd/"odd" name.yaml'], removed: ['c.yaml'] });
+    expect(second.revision).toBe(sandbox.head(bare, 'main'));
+    expect(sandbox.git(bare, 'rev-parse', 'main^')).toBe(first.revision);
+    expect(sandbox.files(bare, 'main')).toEqual({ 'README.md': 'keep\n', 'management/x.yaml': 'x\n', 'clusters/a.yaml': '2\n', 'clusters/b/b.yaml': 'b\n', 'clusters/d/"odd" name.yaml': 'd\n' });
+    // The same message text the first commit got from git commit --cleanup=whitespace.
+    expect(sandbox.git(bare, 'log', '-1', '--format=%B')).toBe(firstMessage);
+    expect(sandbox.git(bare, 'log', '-1', '--format=%an <%ae>|%cn <%ce>')).toBe('Clusterstack Bot <bot@example.com>|Clusterstack Bot <bot@example.com>');
+    // Neither the clone's files nor its index were involved.
+    expect(readFileSync(path.join(workDir, 'clusters', 'a.yaml'), 'utf8')).toBe('1\n');
+    expect(sandbox.git(workDir, 'diff', '--cached', '--name-only', 'HEAD^')).toBe('');
+
+    // The same tree again: nothing to commit, the branch is where it was.
+    expect(await git.publish(tree({ 'a.yaml': '2\n', 'b/b.yaml': 'b\n', 'd/"odd" name.yaml': 'd\n' }), change())).toEqual({ changed: false, written: [], removed: [], revision: second.revision });
+    expect(sandbox.commitCount(bare, 'main')).toBe(3);
+  });
+
+  it('builds on a commit another writer pushed since, and on a clone someone left dirty', async () => {
+    const bare = sandbox.bareRepo('known-moved', { branch: 'main', files: { 'README.md': 'v0\n' } });
+    const workDir = path.join(sandbox.root, 'known-moved-work');
+    const { logger, entries } = recordingLogger();
+    const git = publisher(bare, { workDir, logger });
+    await git.publish(tree({ 'a.yaml': '1\n', 'b.yaml': 'b\n' }), change());
+    const foreign = sandbox.commitFiles(bare, 'main', { 'README.md': 'v1\n', 'clusters/b.yaml': 'changed by a person\n' }, 'Foreign commit');
+    sandbox.git(workDir, 'rm', '--quiet', '--cached', 'clusters/a.yaml');
+    await writeFile(path.join(workDir, 'clusters', 'stray.yaml'), 'stray\n');
+
+    const result = await git.publish(tree({ 'a.yaml': '2\n', 'b.yaml': 'b\n' }), change('Render v2'));
+    expect(result).toMatchObject({ changed: true, written: ['a.yaml', 'b.yaml'], removed: [] });
+    expect(sandbox.git(bare, 'rev-parse', 'main^')).toBe(foreign);
+    expect(sandbox.files(bare, 'main')).toEqual({ 'README.md': 'v1\n', 'clusters/a.yaml': '2\n', 'clusters/b.yaml': 'b\n' });
+    expect(entries.filter((entry) => entry.level === 'warn').map((entry) => entry.message)).toEqual(['Push lost a race with another writer, rebuilding on the new remote head']);
+  });
+
+  it('publishes the full way when the tree it read holds a symbolic link, which the render removes', async () => {
+    const bare = sandbox.bareRepo('known-link', { branch: 'main', files: { 'clusters/a.yaml': '1\n' } });
+    const writer = mkdtempSync(path.join(sandbox.root, 'link-writer-'));
+    sandbox.git(sandbox.root, 'clone', '--quiet', bare, writer);
+    symlinkSync('a.yaml', path.join(writer, 'clusters', 'link.yaml'));
+    sandbox.git(writer, 'add', '--all');
+    sandbox.git(writer, 'commit', '--quiet', '-m', 'A link');
+    sandbox.git(writer, 'push', '--quiet', 'origin', 'HEAD:refs/heads/main');
+
+    const git = publisher(bare);
+    expect(await git.readPrevious()).toEqual(tree({ 'a.yaml': '1\n' }));
+    const result = await git.publish(tree({ 'a.yaml': '2\n' }), change());
+    expect(result.changed).toBe(true);
+    expect(sandbox.git(bare, 'ls-tree', '-r', '--name-only', 'main')).toBe('clusters/a.yaml');
   });
 });
 

@@ -29,7 +29,8 @@ function rssPreload(): Promise<string> {
     const file = path.join(dir, 'rss.mjs');
     await writeFile(
       file,
-      "import { writeFileSync } from 'node:fs';\nprocess.on('exit', () => { if (!process.env.CSK_BENCH_RSS_FILE) return; const u = process.resourceUsage(); writeFileSync(process.env.CSK_BENCH_RSS_FILE, JSON.stringify({ maxRSS: u.maxRSS, cpuUs: u.userCPUTime + u.systemCPUTime })); });\n",
+      // The live heap: what is left after a full collection (global.gc exists with --expose-gc only).
+      "import { writeFileSync } from 'node:fs';\nprocess.on('exit', () => { if (!process.env.CSK_BENCH_RSS_FILE) return; const u = process.resourceUsage(); let live = 0; if (typeof globalThis.gc === 'function') { globalThis.gc(); live = process.memoryUsage().heapUsed; } writeFileSync(process.env.CSK_BENCH_RSS_FILE, JSON.stringify({ maxRSS: u.maxRSS, cpuUs: u.userCPUTime + u.systemCPUTime, liveHeap: live })); });\n",
     );
     return file;
   })();
@@ -92,16 +93,16 @@ export async function medianMs(times: number, args: string[], env: NodeJS.Proces
 export interface CliProcess {
   /** The newest output (log lines and stderr). */
   readonly stderr: () => string;
-  stop(): Promise<{ code: number | null; maxRssMiB: number; cpuMs: number }>;
+  stop(): Promise<{ code: number | null; maxRssMiB: number; cpuMs: number; liveHeapMiB: number }>;
 }
 
-/** Starts `clusterstack <args>` (the built CLI) and leaves it running. */
-export async function startCli(args: string[], env: NodeJS.ProcessEnv = {}, logFile?: string): Promise<CliProcess> {
+/** Starts `clusterstack <args>` (the built CLI) and leaves it running; `nodeFlags` go to node before the CLI. */
+export async function startCli(args: string[], env: NodeJS.ProcessEnv = {}, logFile?: string, nodeFlags: string[] = []): Promise<CliProcess> {
   const rssDir = await mkdtemp(path.join(os.tmpdir(), 'csk-bench-rss-'));
   const rssFile = path.join(rssDir, 'rss');
   // CSK_BENCH_NODE_ARGS: node flags for the process, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` (not allowed in NODE_OPTIONS).
   const nodeArgs = process.env.CSK_BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
-  const child = spawn(process.execPath, [...nodeArgs, '--import', await rssPreload(), CLI_ENTRY, ...args], {
+  const child = spawn(process.execPath, [...nodeFlags, '--expose-gc', ...nodeArgs, '--import', await rssPreload(), CLI_ENTRY, ...args], {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? os.tmpdir(), ...env, CSK_BENCH_RSS_FILE: rssFile },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -120,9 +121,9 @@ export async function startCli(args: string[], env: NodeJS.ProcessEnv = {}, logF
     async stop() {
       child.kill('SIGTERM');
       const code = await exited;
-      const usage = JSON.parse(await readFile(rssFile, 'utf8').catch(() => '{"maxRSS":0,"cpuUs":0}')) as { maxRSS: number; cpuUs: number };
+      const usage = JSON.parse(await readFile(rssFile, 'utf8').catch(() => '{"maxRSS":0,"cpuUs":0}')) as { maxRSS: number; cpuUs: number; liveHeap?: number };
       await rm(rssDir, { recursive: true, force: true });
-      return { code, maxRssMiB: usage.maxRSS / 1024, cpuMs: usage.cpuUs / 1000 };
+      return { code, maxRssMiB: usage.maxRSS / 1024, cpuMs: usage.cpuUs / 1000, liveHeapMiB: (usage.liveHeap ?? 0) / 1048576 };
     },
   };
 }

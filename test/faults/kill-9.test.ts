@@ -2,7 +2,7 @@
 // in-place --git work tree and a bare repository (through the clone in the cache). After every
 // kill the target holds wholly the old or wholly the new render and git fsck finds nothing wrong;
 // afterwards a normal run converges and the run after it changes nothing.
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, readTree, runClusterstack, tempDir } from '../support/cli.js';
@@ -58,6 +58,19 @@ function fsckClean(repo: string): void {
 
 function gitTree(repo: string): Tree | undefined {
   return sandbox.head(repo, 'main') === '' ? undefined : sandbox.files(repo, 'main');
+}
+
+/** The clone's branch main points at a commit the remote's does not (a commit not pushed yet). */
+function aheadOf(gitDir: string, remote: string): boolean {
+  const ref = (dir: string): string => {
+    try {
+      return readFileSync(path.join(dir, 'refs', 'heads', 'main'), 'utf8').trim();
+    } catch {
+      return '';
+    }
+  };
+  const local = ref(gitDir);
+  return local !== '' && local !== ref(remote);
 }
 
 async function killRepeatedly(target: Target, cache: string): Promise<{ killed: number; publishedWhileKilled: number }> {
@@ -161,8 +174,10 @@ describe.concurrent('kill -9 while publishing', { timeout: 240_000 }, () => {
     const target: Target = {
       flags: ['--git', remote],
       lockFile: () => (existsSync(clones) && readdirSync(clones).some((entry) => entry.endsWith('.lock')) ? 'held' : undefined),
-      // The commit message file exists from just before the commit until after it.
-      writing: () => readdirSync(clones).some((entry) => existsSync(path.join(clones, entry, '.git', 'CLUSTERSTACK_COMMIT_MSG'))),
+      // From just before the commit (the message file of `git commit`) until the push has landed
+      // (the clone's branch is ahead of the remote's; a commit from the known tree is made by
+      // fast-import, with no message file).
+      writing: () => readdirSync(clones).some((entry) => existsSync(path.join(clones, entry, '.git', 'CLUSTERSTACK_COMMIT_MSG')) || aheadOf(path.join(clones, entry, '.git'), remote)),
       published: async () => gitTree(remote),
       consistent: () => fsckClean(remote),
     };

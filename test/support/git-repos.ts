@@ -90,11 +90,11 @@ export class GitSandbox {
   }
 
   /**
-   * Makes another writer win the race: a post-commit hook in `clone` (it runs between the
-   * publisher's commit and its push) pushes a commit changing `file` on `branch` of `remote` from a
-   * separate clone, once or after every commit.
+   * Makes another writer win the race: a pre-push hook in `clone` (it runs after the publisher
+   * committed, however it did, and before its push reaches the remote) pushes a commit changing
+   * `file` on `branch` of `remote` from a separate clone, once or before every push.
    */
-  pushForeignCommitAfterCommit(clone: string, remote: string, branch: string, file: string, mode: 'once' | 'always'): void {
+  pushForeignCommitBeforePush(clone: string, remote: string, branch: string, file: string, mode: 'once' | 'always'): void {
     const marker = path.join(this.root, `foreign-pushed-${path.basename(clone)}`);
     const env = Object.entries(this.env).map(([name, value]) => `${name}='${value}'`).join(' ');
     const script = [
@@ -105,13 +105,13 @@ export class GitSandbox {
       `mkdir -p "$(dirname '${file}')" && echo "foreign $(wc -l < '${marker}')" >> '${file}'`,
       `git add --all && git commit --quiet -m 'Foreign commit' && git push --quiet origin 'HEAD:refs/heads/${branch}'`,
     ].join('\n');
-    const hook = path.join(clone, '.git', 'hooks', 'post-commit');
-    // env -i: the hook inherits GIT_DIR, GIT_INDEX_FILE and friends from the outer commit.
+    const hook = path.join(clone, '.git', 'hooks', 'pre-push');
+    // env -i: the hook inherits GIT_DIR and friends from the outer push. It reads nothing from stdin.
     writeFileSync(hook, `#!/bin/sh\nexec env -i ${env} sh -e -c '${script.replaceAll("'", "'\\''")}'\n`);
     chmodSync(hook, 0o755);
   }
 
-  /** How many foreign commits the post-commit hook made. */
+  /** How many foreign commits the pre-push hook made. */
   foreignPushes(clone: string): number {
     const marker = path.join(this.root, `foreign-pushed-${path.basename(clone)}`);
     return existsSync(marker) ? readFileSync(marker, 'utf8').split('\n').filter(Boolean).length : 0;

@@ -20,12 +20,49 @@ const HISTORY_LIMIT = 1000;
 /** Unit directories whose files differ between two trees. */
 export function dirtyUnitDirs(before: RenderedTree, after: RenderedTree): Set<string> {
   const dirs = new Set<string>();
-  for (const file of new Set([...before.keys(), ...after.keys()])) {
-    if (before.get(file) === after.get(file) || file.endsWith('/kustomization.yaml')) continue;
+  const add = (file: string) => {
+    if (file.endsWith('/kustomization.yaml')) return;
     const dir = unitDirOf(file);
     if (dir) dirs.add(dir);
-  }
+  };
+  // Two passes over the trees, no union of their (tens of thousands of) paths.
+  for (const [file, content] of after) if (before.get(file) !== content) add(file);
+  for (const file of before.keys()) if (!after.has(file)) add(file);
   return dirs;
+}
+
+/** Files per unit directory, kept in step with the trees `record` sees: which directories a tree has. */
+class UnitDirCounts {
+  private counts = new Map<string, number>();
+  private tree: RenderedTree | undefined;
+
+  /** Moves the counts to `tree`; only the files that differ are looked at when `from` is the tree counted last. */
+  update(tree: RenderedTree, from: RenderedTree | undefined): void {
+    if (from === undefined || from !== this.tree) {
+      this.counts = new Map();
+      for (const file of tree.keys()) this.change(file, 1);
+    } else {
+      for (const file of tree.keys()) if (!from.has(file)) this.change(file, 1);
+      for (const file of from.keys()) if (!tree.has(file)) this.change(file, -1);
+    }
+    this.tree = tree;
+  }
+
+  has(dir: string): boolean {
+    return this.counts.has(dir);
+  }
+
+  dirs(): IterableIterator<string> {
+    return this.counts.keys();
+  }
+
+  private change(file: string, by: number): void {
+    const dir = unitDirOf(file);
+    if (!dir) return;
+    const count = (this.counts.get(dir) ?? 0) + by;
+    if (count > 0) this.counts.set(dir, count);
+    else this.counts.delete(dir);
+  }
 }
 
 export interface PublishAttempt {
@@ -48,6 +85,7 @@ export class PublishTracker {
   private base: { head: string | null; tree: RenderedTree } | undefined;
   private readonly pending = new Map<string, string>();
   private baseMoved = false;
+  private readonly unitDirs = new UnitDirCounts();
 
   constructor(
     private readonly publisher: Publisher,
@@ -152,7 +190,7 @@ export class PublishTracker {
         const movedWithoutUs = !result.changed && result.revision !== null && this.revision !== null && result.revision !== this.revision;
         this.revision = result.revision;
         if (movedWithoutUs) await this.loadHistory();
-        if (result.revision) this.record(result.revision, tree, dirty);
+        if (result.revision) this.record(result.revision, tree, dirty, previous);
       }
       return { state: this.baseState(result.changed ? 'published' : 'unchanged', dirty), durationSeconds: (now() - started) / 1000 };
     } catch (error) {
@@ -198,15 +236,12 @@ export class PublishTracker {
     for (const dir of dirtyUnitDirs(this.base.tree, tree)) this.pending.set(dir, pullRequest ? `pull request ${pullRequest}` : 'a pull request');
   }
 
-  private record(revision: string, tree: RenderedTree, dirty: Set<string>): void {
+  private record(revision: string, tree: RenderedTree, dirty: Set<string>, previous: RenderedTree): void {
     if (this.history.at(-1) !== revision) this.history.push(revision);
     if (this.history.length > HISTORY_LIMIT) this.history.splice(0, this.history.length - HISTORY_LIMIT);
-    const present = new Set<string>();
-    for (const file of tree.keys()) {
-      const dir = unitDirOf(file);
-      if (dir) present.add(dir);
-    }
-    for (const dir of present) if (dirty.has(dir) || !this.unitRevisions.has(dir)) this.unitRevisions.set(dir, revision);
+    const present = this.unitDirs;
+    present.update(tree, previous);
+    for (const dir of present.dirs()) if (dirty.has(dir) || !this.unitRevisions.has(dir)) this.unitRevisions.set(dir, revision);
     for (const dir of [...this.unitRevisions.keys()]) if (!present.has(dir)) this.unitRevisions.delete(dir);
   }
 }
