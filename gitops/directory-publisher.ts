@@ -18,10 +18,10 @@
 // The directory must be empty, absent, or ours (our marker, or the provenance.json of an earlier
 // version that wrote the tree at the top); anything else is refused unless adopted explicitly.
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, linkSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { linkSync, lstatSync, mkdirSync, readdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { lstat, mkdir, readdir, readFile, readlink, realpath, rename, rm, rmdir, stat, symlink, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { inFileBatches } from './file-concurrency.js';
+import { inFileBatches, textFileReader } from './file-concurrency.js';
 import { acquirePublishLock, type PublishLock } from './publish-lock.js';
 import type { ChangeSummary } from '../src/output/tree-changes.js';
 import type { LockRequest, Publisher, PublishResult } from './publisher.js';
@@ -80,38 +80,11 @@ async function scanFiles(root: string): Promise<RenderedTree> {
   paths.sort();
   // Read synchronously, a batch at a time (file-concurrency.ts).
   const tree: RenderedTree = new Map();
-  const buffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
-  await inFileBatches(paths, (file) => tree.set(file, readTextFile(`${root}/${file}`, buffer)));
+  const read = textFileReader();
+  await inFileBatches(paths, (file) => tree.set(file, read(`${root}/${file}`)));
   return tree;
 }
 
-const READ_BUFFER_BYTES = 256 * 1024;
-
-/**
- * readFileSync(file, 'utf8') without its stat and its buffer per file: open, read into `buffer`
- * (further chunks for a larger file), close. A quarter less time over 20,000 small files.
- */
-function readTextFile(file: string, buffer: Buffer): string {
-  const fd = openSync(file, 'r');
-  try {
-    const chunks: Buffer[] = [];
-    let filled = 0;
-    for (;;) {
-      const read = readSync(fd, buffer, filled, buffer.length - filled, null);
-      if (read === 0) break;
-      filled += read;
-      if (filled === buffer.length) {
-        chunks.push(Buffer.from(buffer));
-        filled = 0;
-      }
-    }
-    if (chunks.length === 0) return buffer.toString('utf8', 0, filled);
-    chunks.push(Buffer.from(buffer.subarray(0, filled)));
-    return Buffer.concat(chunks).toString('utf8');
-  } finally {
-    closeSync(fd);
-  }
-}
 
 /** Hard-links `files` from the tree `from` into `to`; returns those linked (any that cannot be are written instead). */
 function linkUnchanged(from: string, to: string, files: readonly string[]): string[] {

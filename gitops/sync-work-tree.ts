@@ -1,9 +1,9 @@
 // Makes a directory of a Git work tree hold exactly a rendered tree, shared by the Git and
 // pull-request publishers.
-import { lstat, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { rmSync, writeFileSync } from 'node:fs';
+import { lstat, mkdir, readdir } from 'node:fs/promises';
 import path from 'node:path';
-import pLimit from 'p-limit';
-import { FILE_CONCURRENCY } from './file-concurrency.js';
+import { inFileBatches, textFileReader } from './file-concurrency.js';
 import type { RenderedTree } from '../src/output/rendered-tree.js';
 import { PublishError } from './publish-error.js';
 
@@ -28,10 +28,10 @@ export async function syncWorkTree(dir: string, subdir: string, tree: RenderedTr
   const root = path.join(dir, ...segments);
   if (known) {
     const stale = [...known.keys()].filter((file) => !tree.has(file));
-    await pLimit(FILE_CONCURRENCY).map(stale, (file) => rm(path.join(root, ...file.split('/')), { force: true }));
+    await inFileBatches(stale, (file) => rmSync(`${root}/${file}`, { force: true }));
     const changed = [...tree.keys()].filter((file) => known.get(file) !== tree.get(file)).sort();
     for (const directory of new Set(changed.map((file) => path.dirname(path.join(root, ...file.split('/')))))) await mkdir(directory, { recursive: true });
-    await pLimit(FILE_CONCURRENCY).map(changed, (file) => writeFile(path.join(root, ...file.split('/')), tree.get(file) ?? '', 'utf8'));
+    await inFileBatches(changed, (file) => writeFileSync(`${root}/${file}`, tree.get(file) ?? '', 'utf8'));
     return;
   }
   const existing = new Map<string, 'file' | 'other'>();
@@ -48,13 +48,22 @@ export async function syncWorkTree(dir: string, subdir: string, tree: RenderedTr
   };
   await walk('');
   const stale = [...existing].filter(([file, kind]) => (kind !== 'file' && tree.has(file)) || (!tree.has(file) && (owned === undefined || owned.has(file)))).map(([file]) => file);
-  await pLimit(FILE_CONCURRENCY).map(stale, (file) => rm(path.join(root, ...file.split('/')), { force: true }));
+  await inFileBatches(stale, (file) => rmSync(`${root}/${file}`, { force: true }));
   const files = [...tree.keys()].sort();
   for (const directory of new Set(files.map((file) => path.dirname(path.join(root, ...file.split('/')))))) await mkdir(directory, { recursive: true });
-  await pLimit(FILE_CONCURRENCY).map(files, async (file) => {
-    const target = path.join(root, ...file.split('/'));
+  const read = textFileReader();
+  await inFileBatches(files, (file) => {
+    const target = `${root}/${file}`;
     const content = tree.get(file) ?? '';
-    if (existing.get(file) === 'file' && (await readFile(target, 'utf8').catch(() => undefined)) === content) return;
-    await writeFile(target, content, 'utf8');
+    if (existing.get(file) === 'file' && readOrUndefined(read, target) === content) return;
+    writeFileSync(target, content, 'utf8');
   });
+}
+
+function readOrUndefined(read: (file: string) => string, file: string): string | undefined {
+  try {
+    return read(file);
+  } catch {
+    return undefined;
+  }
 }
