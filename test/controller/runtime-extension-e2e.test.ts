@@ -65,6 +65,9 @@ describe('runtime extension (lifecycle hooks)', () => {
     await fixture.create(aStack('ferrol', NS, { versions: ['v1', 'v3'] }));
     await fixture.create(aCluster('alpha', 'docker-ferrol-1-30-v1', 'v1.30.2'));
     await waitFor(() => publishedUnder(`clusters/${NS}/alpha/cluster-addon/`), 'the v1 addons of alpha published', 60_000);
+    // The hooks read what the reconcile that pushed recorded once its push returned; the ClusterAddon's
+    // status is written after that, so a loaded machine cannot answer the first call from before it.
+    await waitFor(() => fixture.get('ClusterAddon', NS, 'alpha')?.['status'] !== undefined, 'the reconcile that published alpha to finish', 60_000);
     firstCommit = fixture.git.head(fixture.remote, 'main');
   }, 90_000);
 
