@@ -79,7 +79,8 @@ async function killRepeatedly(target: Target, cache: string): Promise<{ killed: 
   let changes = 0;
   // Until KILLS runs were killed: a run with nothing to publish, or one that finished before its
   // kill time, is not counted (but must have succeeded).
-  for (let round = 0; killed < KILLS && round < KILLS * 3; round++) {
+  // A fast publish often ends before its kill time: up to six rounds per kill.
+  for (let round = 0; killed < KILLS && round < KILLS * 6; round++) {
     // Always the render the target does not hold, so every run has something to publish.
     const before = await target.published();
     const flags = JSON.stringify(before) === JSON.stringify(trees.a) ? RENDERS.b : RENDERS.a;
@@ -95,8 +96,9 @@ async function killRepeatedly(target: Target, cache: string): Promise<{ killed: 
     await until(() => target.lockFile() !== undefined);
     const lockedAt = Date.now();
     if (round % 2 === 1) {
+      // Writing a tree of the quick start takes a few milliseconds: kill within them.
       await until(() => target.writing());
-      await new Promise((resolve) => setTimeout(resolve, Math.random() * 20));
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 3));
     } else {
       await new Promise((resolve) => setTimeout(resolve, Math.random() * spanMs));
     }
