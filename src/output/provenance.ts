@@ -168,9 +168,32 @@ export interface Provenance {
 export function readProvenance(tree: RenderedTree): Provenance | undefined {
   const text = tree.get(PROVENANCE_FILE);
   if (!text) return undefined;
+  const known = PARSED.get(tree);
+  if (known?.text === text) return known.provenance;
+  let provenance: Provenance | undefined;
   try {
-    return JSON.parse(text) as Provenance;
+    provenance = deepFreeze(JSON.parse(text) as Provenance);
   } catch {
-    return undefined;
+    provenance = undefined;
   }
+  PARSED.set(tree, { text, provenance });
+  return provenance;
+}
+
+/**
+ * The parsed record per tree, while the tree holds that text: one render reads the previous tree's
+ * record in half a dozen places, and at thousands of clusters it is megabytes of JSON. Shared, so
+ * frozen: a reader that needs to change a part copies it.
+ */
+const PARSED = new WeakMap<RenderedTree, { text: string; provenance: Provenance | undefined }>();
+
+function deepFreeze<T>(value: T): T {
+  const pending: unknown[] = [value];
+  while (pending.length > 0) {
+    const item = pending.pop();
+    if (item === null || typeof item !== 'object' || Object.isFrozen(item)) continue;
+    Object.freeze(item);
+    for (const child of Object.values(item)) pending.push(child);
+  }
+  return value;
 }
