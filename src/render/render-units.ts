@@ -96,13 +96,15 @@ export function ownerKey(unit: PendingUnit): string {
   return unit.record.layer ? `${key}/layers/${unit.record.layer.name}` : key;
 }
 
-/** Removes fields that change on every write but say nothing about the object's content. */
+/**
+ * The object without the fields that change on every write but say nothing about its content. A
+ * copy of the top and of its metadata only: every reader (digests, the values templates' context)
+ * reads it, none writes into it, and a deep copy of every Cluster on every render was a tenth of a
+ * one-cluster change at 2000 Clusters.
+ */
 export function stableContext(object: KubeObject): KubeObject {
-  const copy = structuredClone(object);
-  const metadata = copy.metadata as unknown as Record<string, unknown>;
-  delete metadata.managedFields;
-  delete metadata.resourceVersion;
-  return copy;
+  const { managedFields: _managedFields, resourceVersion: _resourceVersion, ...metadata } = object.metadata as unknown as Record<string, unknown>;
+  return { ...object, metadata } as unknown as KubeObject;
 }
 
 function findReferenced(ref: ObjectReference | undefined, cluster: CapiCluster, others: KubeObject[]): KubeObject | undefined {
