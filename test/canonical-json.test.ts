@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalJson } from '../src/render/canonical-json.js';
+import { canonicalJson, sameCanonicalJson } from '../src/render/canonical-json.js';
 
 describe('canonicalJson', () => {
   it('gives exactly what JSON.stringify gives for plain data, keys sorted', () => {
@@ -17,4 +17,40 @@ describe('canonicalJson', () => {
     expect(canonicalJson({ port: 6443n })).toBe(canonicalJson({ port: 6443 }));
     expect(canonicalJson({ port: '6443' })).not.toBe(canonicalJson({ port: 6443 }));
   });
+
+  it('compares two values in place exactly as comparing their canonical JSON does', () => {
+    // A small deterministic generator (no Math.random: a failure must be reproducible).
+    let seed = 7;
+    const next = (): number => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+    const pick = <T,>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
+    const leaves: unknown[] = ['a', 'b', '', 0, -0, 1, 1n, 6443, 6443n, 1.5, Number.NaN, Number.POSITIVE_INFINITY, true, false, null, undefined, () => 1, new Date(0), { toJSON: () => 'a' }];
+    const value = (depth: number): unknown => {
+      const roll = next();
+      if (depth === 0 || roll < 0.4) return pick(leaves);
+      if (roll < 0.7) return Array.from({ length: Math.floor(next() * 3) }, () => value(depth - 1));
+      const object: Record<string, unknown> = Object.create(next() < 0.1 ? null : Object.prototype) as Record<string, unknown>;
+      for (const key of ['x', 'y', 'constructor'].slice(0, Math.floor(next() * 4))) object[key] = value(depth - 1);
+      return object;
+    };
+    let equalPairs = 0;
+    for (let round = 0; round < 20_000; round += 1) {
+      const a = value(3);
+      // Half the pairs are built alike (same seed), so equal values are compared as often as not.
+      const b = next() < 0.5 ? value(3) : structuredCloneOrSame(a);
+      const expected = canonicalJson(a) === canonicalJson(b);
+      if (expected) equalPairs += 1;
+      expect(sameCanonicalJson(a, b), `${canonicalJson(a)} vs ${canonicalJson(b)}`).toBe(expected);
+    }
+    expect(equalPairs).toBeGreaterThan(2_000);
+  });
 });
+
+/** A deep copy where one can be made (functions and null prototypes are kept as they are). */
+function structuredCloneOrSame(value: unknown): unknown {
+  try {
+    return structuredClone(value);
+  } catch {
+    return value;
+  }
+}
+

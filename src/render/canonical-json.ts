@@ -25,3 +25,67 @@ function writeJson(value: unknown): string | undefined {
   }
   return JSON.stringify(value) as string | undefined;
 }
+
+/**
+ * Whether canonicalJson(a) === canonicalJson(b), compared in place, without writing either: the
+ * controller compares thousands of statuses on every reconcile. Plain JSON data (arrays, objects
+ * without a toJSON, strings, booleans, null, finite numbers, bigints) is walked; anything else met
+ * on the way (a number and a bigint, NaN, a Date, a function) is decided by writing both.
+ */
+export function sameCanonicalJson(a: unknown, b: unknown): boolean {
+  return compareInPlace(a, b) ?? canonicalJson(a) === canonicalJson(b);
+}
+
+type PlainKind = 'string' | 'boolean' | 'null' | 'number' | 'bigint' | 'array' | 'object';
+
+function plainKind(value: unknown): PlainKind | undefined {
+  if (value === null) return 'null';
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+    case 'bigint':
+      return typeof value as PlainKind;
+    case 'number':
+      return Number.isFinite(value) ? 'number' : undefined;
+    case 'object': {
+      if (Array.isArray(value)) return 'array';
+      const prototype = Object.getPrototypeOf(value) as unknown;
+      return (prototype === Object.prototype || prototype === null) && typeof (value as { toJSON?: unknown }).toJSON !== 'function' ? 'object' : undefined;
+    }
+    default:
+      return undefined;
+  }
+}
+
+/** True or false when plain data decides it; undefined when something else was met. */
+function compareInPlace(a: unknown, b: unknown): boolean | undefined {
+  const kind = plainKind(a);
+  if (kind === undefined || kind !== plainKind(b)) return undefined;
+  if (kind === 'array') {
+    const left = a as unknown[];
+    const right = b as unknown[];
+    if (left.length !== right.length) return false;
+    for (let index = 0; index < left.length; index += 1) {
+      const same = compareInPlace(left[index], right[index]);
+      if (same !== true) return same;
+    }
+    return true;
+  }
+  if (kind !== 'object') return a === b; // 0 and -0 both write "0"
+  const left = a as Record<string, unknown>;
+  const right = b as Record<string, unknown>;
+  // A key one side holds with a value (undefined ones are dropped) and the other does not: different,
+  // unless that value is one JSON leaves out (a function), which writing both decides.
+  for (const key of Object.keys(right)) {
+    if (right[key] !== undefined && (left[key] === undefined || !Object.hasOwn(left, key))) return plainKind(right[key]) === undefined ? undefined : false;
+  }
+  for (const key of Object.keys(left)) {
+    const value = left[key];
+    if (value === undefined) continue;
+    if (right[key] === undefined || !Object.hasOwn(right, key)) return plainKind(value) === undefined ? undefined : false;
+    const same = compareInPlace(value, right[key]);
+    if (same !== true) return same;
+  }
+  return true;
+}
+

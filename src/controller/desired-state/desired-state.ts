@@ -1,7 +1,7 @@
 // Everything the controller wants the API server to hold after one reconcile, computed from what it
 // observed, rendered and published. Pure: the reconcilers apply it.
 import type { ClusterAddon, ClusterStackRelease, KubeObject } from '../../api/types.js';
-import { canonicalJson } from '../../render/canonical-json.js';
+import { sameCanonicalJson } from '../../render/canonical-json.js';
 import { desiredAddons, type DesiredAddon } from './cluster-addon-state.js';
 import { desiredReleases, type DesiredRelease } from './cluster-stack-release-state.js';
 import { desiredStacks, type DesiredStack } from './cluster-stack-status.js';
@@ -44,12 +44,12 @@ export function desiredState(input: StatusInputs): DesiredState {
 
 /** Whether two statuses say the same (key order and undefined fields aside). */
 export function sameStatus(current: unknown, desired: unknown): boolean {
-  return canonicalJson(current ?? {}) === canonicalJson(desired ?? {});
+  return sameCanonicalJson(current ?? {}, desired ?? {});
 }
 
 /** Whether `actual` holds everything `wanted` says; fields the API server or a webhook defaulted are extra, not drift. */
 function contains(actual: unknown, wanted: unknown): boolean {
-  if (wanted === null || typeof wanted !== 'object' || Array.isArray(wanted)) return canonicalJson(actual) === canonicalJson(wanted);
+  if (wanted === null || typeof wanted !== 'object' || Array.isArray(wanted)) return sameCanonicalJson(actual, wanted);
   if (actual === null || typeof actual !== 'object' || Array.isArray(actual)) return false;
   return Object.entries(wanted as Record<string, unknown>).every(([key, value]) => value === undefined || contains((actual as Record<string, unknown>)[key], value));
 }
