@@ -11,9 +11,8 @@
 // Only successful renders are stored; a failing chart fails again, with helm's message, each time.
 //
 // Layout: <root>/chart-renders/<sha256 hex of the key>.json
-import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { readCacheEntryJson } from '../sources/cache-entry-file.js';
+import { readdir, rm, stat } from 'node:fs/promises';
+import { readCacheEntryJson, writeCacheEntryJson } from '../sources/cache-entry-file.js';
 import path from 'node:path';
 import { sha256Digest, sha256Hex } from '../release/content-digest.js';
 import { canonicalJson } from '../render/canonical-json.js';
@@ -106,16 +105,7 @@ export class ChartRenderCache {
   /** Stores `output` for `key`, replacing what was there in one rename. */
   async put(key: string, output: string): Promise<void> {
     const entry: Entry = { schema: 1, key, output, digest: entryDigest(key, output) };
-    await mkdir(this.dir, { recursive: true });
-    await mkdir(this.tempDir, { recursive: true });
-    const temp = path.join(this.tempDir, `chart-render-${process.pid}-${randomBytes(6).toString('hex')}.json`);
-    try {
-      await writeFile(temp, `${JSON.stringify(entry)}\n`);
-      await rename(temp, this.file(key));
-    } catch (error) {
-      await rm(temp, { force: true });
-      throw error;
-    }
+    await writeCacheEntryJson(this.dir, this.file(key), this.tempDir, 'chart-render', entry);
   }
 }
 

@@ -1,7 +1,9 @@
-// Reading one entry file of a verified on-disk cache (listing validators, plan's chart renders):
+// One entry file of a verified on-disk cache (listing validators, plan's chart renders). Reading:
 // no file is a miss; a file that does not parse is an entry that fails verification (the caller
-// removes it), never an error.
-import { readFile } from 'node:fs/promises';
+// removes it), never an error. Writing: whole or not at all, through a temporary file renamed over it.
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 
 /** The parsed JSON of `file`: undefined when there is no such file, null when it does not parse. */
 export async function readCacheEntryJson(file: string): Promise<unknown> {
@@ -16,5 +18,22 @@ export async function readCacheEntryJson(file: string): Promise<unknown> {
     return JSON.parse(text) as unknown;
   } catch {
     return null;
+  }
+}
+
+/**
+ * Writes `entry` as JSON to `file` (in `dir`) in one rename: written first under `tempDir` (the
+ * cache's own, on the same file system), named after `kind`, this process and a random part.
+ */
+export async function writeCacheEntryJson(dir: string, file: string, tempDir: string, kind: string, entry: unknown): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  await mkdir(tempDir, { recursive: true });
+  const temp = path.join(tempDir, `${kind}-${process.pid}-${randomBytes(6).toString('hex')}.json`);
+  try {
+    await writeFile(temp, `${JSON.stringify(entry)}\n`);
+    await rename(temp, file);
+  } catch (error) {
+    await rm(temp, { force: true });
+    throw error;
   }
 }

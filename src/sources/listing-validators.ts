@@ -8,9 +8,8 @@
 // atomic rename, so a crash leaves either the old entry or the new one.
 //
 // Layout: <root>/listings/<sha256 hex of "<kind>\n<sourceKey>\n<url>">.json
-import { randomBytes } from 'node:crypto';
-import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
-import { readCacheEntryJson } from './cache-entry-file.js';
+import { rm } from 'node:fs/promises';
+import { readCacheEntryJson, writeCacheEntryJson } from './cache-entry-file.js';
 import path from 'node:path';
 import { sha256Digest, sha256Hex } from '../release/content-digest.js';
 
@@ -76,16 +75,7 @@ export class ListingValidators<T> {
   async put(url: string, stored: StoredPage<T>): Promise<void> {
     const body: Omit<Entry, 'digest'> = { schema: 1, kind: this.kind, sourceKey: this.sourceKey, url, etag: stored.etag, page: stored.page };
     const entry: Entry = { ...body, digest: digestOf(body) };
-    await mkdir(this.dir, { recursive: true });
-    await mkdir(this.tempDir, { recursive: true });
-    const temp = path.join(this.tempDir, `listing-${process.pid}-${randomBytes(6).toString('hex')}.json`);
-    try {
-      await writeFile(temp, `${JSON.stringify(entry)}\n`);
-      await rename(temp, this.file(url));
-    } catch (error) {
-      await rm(temp, { force: true });
-      throw error;
-    }
+    await writeCacheEntryJson(this.dir, this.file(url), this.tempDir, 'listing', entry);
   }
 
   /** Forgets `url` (its page was answered without a validator). */
