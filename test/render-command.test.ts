@@ -3,7 +3,7 @@ import path from 'node:path';
 import * as yaml from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GitSandbox } from './support/git-repos.js';
-import { copyExampleReleases, EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, readTree, runClusterstack, tempDir, writeTree } from './support/cli.js';
+import { clusterYaml, copyExampleReleases, EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, FERROL_STACK_YAML, readTree, runClusterstack, tempDir, writeTree } from './support/cli.js';
 
 const sandbox = new GitSandbox();
 afterAll(() => sandbox.cleanup());
@@ -16,23 +16,6 @@ async function render(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ co
   return { code: result.code, stderr: result.stderr, report: result.stdout ? JSON.parse(result.stdout) : {} };
 }
 
-const STACK = `apiVersion: clusterstack.x-k8s.io/v1alpha1
-kind: ClusterStack
-metadata: {name: docker-ferrol-1-30, namespace: cluster-stacks}
-spec: {provider: docker, name: ferrol, kubernetesVersion: "1.30", noProvider: true, autoSubscribe: false, versions: [v1]}
-`;
-
-function cluster(name: string, className: string, host = `${name}.example.test`): string {
-  return `---
-apiVersion: cluster.x-k8s.io/v1beta1
-kind: Cluster
-metadata: {name: ${name}, namespace: cluster-stacks}
-spec:
-  clusterNetwork: {pods: {cidrBlocks: [10.1.0.0/16]}}
-  controlPlaneEndpoint: {host: ${host}, port: 6443}
-  topology: {class: ${className}, version: v1.30.4}
-`;
-}
 
 /** A release source whose v1 addon is the given chart directory (legacy format, unpacked). */
 async function releasesWithAddonChart(chart: string, valuesTemplate = 'values: |\n  caCommonName: {{ .Cluster.metadata.name }}\n'): Promise<string> {
@@ -105,7 +88,7 @@ describe('clusterstack render (quick start, real helm and git)', () => {
 describe('clusterstack render (determinism and changes)', () => {
   it('keeps the output of a chart that generates random data byte-identical while its inputs do not change', async () => {
     const releases = await releasesWithAddonChart(path.resolve('test/fixtures/charts/random-secret'));
-    const inputs = await writeTree({ 'stack.yaml': STACK, 'clusters.yaml': cluster('one', 'docker-ferrol-1-30-v1') });
+    const inputs = await writeTree({ 'stack.yaml': FERROL_STACK_YAML, 'clusters.yaml': clusterYaml('one', 'docker-ferrol-1-30-v1') });
     const out = path.join(await tempDir(), 'out');
     expect((await render([inputs, '--release-source', releases, '--output', out])).code).toBe(0);
     const before = await readOutput(out);
@@ -120,12 +103,12 @@ describe('clusterstack render (determinism and changes)', () => {
   });
 
   it('changes nothing in a cluster’s addon files when it moves between releases sharing an addon version', async () => {
-    const stack = STACK.replace('versions: [v1]', 'versions: [v2, v3]');
+    const stack = FERROL_STACK_YAML.replace('versions: [v1]', 'versions: [v2, v3]');
     const out = path.join(await tempDir(), 'out');
-    const onV3 = await writeTree({ 'stack.yaml': stack, 'c.yaml': cluster('charlie', 'docker-ferrol-1-30-v3') });
+    const onV3 = await writeTree({ 'stack.yaml': stack, 'c.yaml': clusterYaml('charlie', 'docker-ferrol-1-30-v3') });
     await render([onV3, '--release-source', EXAMPLE_RELEASES, '--output', out]);
     const before = await readOutput(out);
-    const onV2 = await writeTree({ 'stack.yaml': stack, 'c.yaml': cluster('charlie', 'docker-ferrol-1-30-v2') });
+    const onV2 = await writeTree({ 'stack.yaml': stack, 'c.yaml': clusterYaml('charlie', 'docker-ferrol-1-30-v2') });
     const moved = await render([onV2, '--release-source', EXAMPLE_RELEASES, '--output', out]);
     expect(moved.report.units.rendered).toBe(0); // values evaluated again, no chart rendered
     const changed = [...moved.report.files.written, ...moved.report.files.removed];
@@ -136,9 +119,9 @@ describe('clusterstack render (determinism and changes)', () => {
 
   it('removes the files of a cluster that is gone, and of a release that is no longer kept', async () => {
     const out = path.join(await tempDir(), 'out');
-    const two = await writeTree({ 'stack.yaml': STACK.replace('versions: [v1]', 'versions: [v1, v2]'), 'c.yaml': cluster('alpha', 'docker-ferrol-1-30-v1') + cluster('bravo', 'docker-ferrol-1-30-v2') });
+    const two = await writeTree({ 'stack.yaml': FERROL_STACK_YAML.replace('versions: [v1]', 'versions: [v1, v2]'), 'c.yaml': clusterYaml('alpha', 'docker-ferrol-1-30-v1') + clusterYaml('bravo', 'docker-ferrol-1-30-v2') });
     await render([two, '--release-source', EXAMPLE_RELEASES, '--output', out]);
-    const one = await writeTree({ 'stack.yaml': STACK, 'c.yaml': cluster('alpha', 'docker-ferrol-1-30-v1') });
+    const one = await writeTree({ 'stack.yaml': FERROL_STACK_YAML, 'c.yaml': clusterYaml('alpha', 'docker-ferrol-1-30-v1') });
     const result = await render([one, '--release-source', EXAMPLE_RELEASES, '--output', out]);
     expect(result.report.files.removed).toEqual(expect.arrayContaining(['clusters/cluster-stacks/bravo/cni/daemonset-kindnet.yaml', 'management/cluster-stacks/docker-ferrol-1-30-v2/clusterclass-docker-ferrol-1-30-v2.yaml']));
     const files = Object.keys(await readOutput(out));
@@ -146,9 +129,9 @@ describe('clusterstack render (determinism and changes)', () => {
   });
 
   it('adds user values from the ClusterStack on top of the release’s values', async () => {
-    const stack = STACK.replace('versions: [v1]', 'versions: [v1], addonValues: {cni: {mtu: 1400}}');
+    const stack = FERROL_STACK_YAML.replace('versions: [v1]', 'versions: [v1], addonValues: {cni: {mtu: 1400}}');
     const out = path.join(await tempDir(), 'out');
-    const inputs = await writeTree({ 'stack.yaml': stack, 'c.yaml': cluster('alpha', 'docker-ferrol-1-30-v1') });
+    const inputs = await writeTree({ 'stack.yaml': stack, 'c.yaml': clusterYaml('alpha', 'docker-ferrol-1-30-v1') });
     expect((await render([inputs, '--release-source', EXAMPLE_RELEASES, '--output', out])).code).toBe(0);
     expect((await readOutput(out))['clusters/cluster-stacks/alpha/cluster-addon/configmap-kindnet-cfg.yaml']).toMatch(/"mtu": 1400/);
   });
@@ -158,7 +141,7 @@ describe('clusterstack render (determinism and changes)', () => {
     const file = path.join(releases, 'docker-ferrol-1-30-v2', 'clusteraddon.yaml');
     await writeFile(file, `${await readFile(file, 'utf8')}  AfterClusterUpgrade:\n    - name: metrics-server\n      action: delete\n  BeforeClusterDelete:\n    - name: cni\n      action: delete\n`);
     const out = path.join(await tempDir(), 'out');
-    const inputs = await writeTree({ 'stack.yaml': STACK.replace('versions: [v1]', 'versions: [v2]'), 'c.yaml': cluster('bravo', 'docker-ferrol-1-30-v2') });
+    const inputs = await writeTree({ 'stack.yaml': FERROL_STACK_YAML.replace('versions: [v1]', 'versions: [v2]'), 'c.yaml': clusterYaml('bravo', 'docker-ferrol-1-30-v2') });
 
     const result = await render([inputs, '--release-source', releases, '--output', out]);
 
@@ -171,7 +154,7 @@ describe('clusterstack render (determinism and changes)', () => {
   });
 
   it('withholds a provider release until its provider object is ready, and keeps it once published', async () => {
-    const providerStack = STACK.replace('noProvider: true', 'noProvider: false, providerRef: {apiVersion: infrastructure.clusterstack.x-k8s.io/v1alpha1, kind: DockerClusterStackReleaseTemplate, name: t}');
+    const providerStack = FERROL_STACK_YAML.replace('noProvider: true', 'noProvider: false, providerRef: {apiVersion: infrastructure.clusterstack.x-k8s.io/v1alpha1, kind: DockerClusterStackReleaseTemplate, name: t}');
     const providerRelease = (ready: boolean): string =>
       `---\napiVersion: infrastructure.clusterstack.x-k8s.io/v1alpha1\nkind: DockerClusterStackRelease\nmetadata: {name: docker-ferrol-1-30-v1, namespace: cluster-stacks}\nstatus: {ready: ${ready}}\n`;
     const out = path.join(await tempDir(), 'out');
@@ -191,7 +174,7 @@ describe('clusterstack render (secrets)', () => {
   let inputs: string;
   beforeAll(async () => {
     releases = await releasesWithAddonChart(path.resolve('test/fixtures/charts/random-secret'), 'values: |\n  withSecret: true\n');
-    inputs = await writeTree({ 'stack.yaml': STACK, 'c.yaml': cluster('one', 'docker-ferrol-1-30-v1') });
+    inputs = await writeTree({ 'stack.yaml': FERROL_STACK_YAML, 'c.yaml': clusterYaml('one', 'docker-ferrol-1-30-v1') });
   });
 
   it('refuses a rendered Secret by default, naming the cluster, the object and the ways out, and writes nothing', async () => {
@@ -226,7 +209,7 @@ describe('clusterstack render (secrets)', () => {
 
 describe('clusterstack render (one broken unit is withheld alone)', () => {
   const twoClusters = (): Promise<string> =>
-    writeTree({ 'stack.yaml': STACK.replace('versions: [v1]', 'versions: [v1, v2]'), 'c.yaml': cluster('one', 'docker-ferrol-1-30-v1') + cluster('two', 'docker-ferrol-1-30-v2') });
+    writeTree({ 'stack.yaml': FERROL_STACK_YAML.replace('versions: [v1]', 'versions: [v1, v2]'), 'c.yaml': clusterYaml('one', 'docker-ferrol-1-30-v1') + clusterYaml('two', 'docker-ferrol-1-30-v2') });
 
   async function expectOnlyOneWithheld(releases: string, reason: RegExp): Promise<Record<string, string>> {
     const out = path.join(await tempDir(), 'out');
@@ -269,7 +252,7 @@ describe('clusterstack render (bad input: clear message, nothing written)', () =
     expect(result.stderr).toMatch(message);
     await expect(readdir(out)).rejects.toThrow();
   }
-  const inputs = (): Promise<string> => writeTree({ 'stack.yaml': STACK, 'c.yaml': cluster('one', 'docker-ferrol-1-30-v1') });
+  const inputs = (): Promise<string> => writeTree({ 'stack.yaml': FERROL_STACK_YAML, 'c.yaml': clusterYaml('one', 'docker-ferrol-1-30-v1') });
 
   it('rejects a .tgz that is not a chart', async () => {
     const releases = await copyExampleReleases();
@@ -292,7 +275,7 @@ describe('clusterstack render (bad input: clear message, nothing written)', () =
   });
 
   it('refuses a Cluster whose class names no kept release', async () => {
-    const bad = await writeTree({ 'stack.yaml': STACK, 'c.yaml': cluster('ghost', 'docker-ferrol-1-30-v9') });
+    const bad = await writeTree({ 'stack.yaml': FERROL_STACK_YAML, 'c.yaml': clusterYaml('ghost', 'docker-ferrol-1-30-v9') });
     await expectNothingWritten([bad, '--release-source', EXAMPLE_RELEASES], /Cluster cluster-stacks\/ghost spec.topology.class: names docker-ferrol-1-30-v9, but the release source has no release/);
   });
 
@@ -331,12 +314,12 @@ describe('clusterstack render --gitops', () => {
   it('writes Flux wiring that follows the units, and removes it with them', async () => {
     const out = path.join(await tempDir(), 'out');
     const flags = ['--gitops', 'flux', '--gitops-url', 'https://git.example.com/fleet.git'];
-    const two = await writeTree({ 'stack.yaml': STACK.replace('versions: [v1]', 'versions: [v1, v2]'), 'c.yaml': cluster('alpha', 'docker-ferrol-1-30-v1') + cluster('bravo', 'docker-ferrol-1-30-v2') });
+    const two = await writeTree({ 'stack.yaml': FERROL_STACK_YAML.replace('versions: [v1]', 'versions: [v1, v2]'), 'c.yaml': clusterYaml('alpha', 'docker-ferrol-1-30-v1') + clusterYaml('bravo', 'docker-ferrol-1-30-v2') });
     expect((await render([two, '--release-source', EXAMPLE_RELEASES, '--output', out, ...flags])).code).toBe(0);
     const files = await readOutput(out);
     expect(Object.keys(files)).toEqual(expect.arrayContaining(['flux/source.yaml', 'flux/clusters/cluster-stacks/bravo/cni.yaml', 'flux/management/cluster-stacks/docker-ferrol-1-30-v2.yaml']));
     expect(Object.values(files).join('\n')).not.toMatch(/^kind: Secret$/m);
-    const one = await writeTree({ 'stack.yaml': STACK, 'c.yaml': cluster('alpha', 'docker-ferrol-1-30-v1') });
+    const one = await writeTree({ 'stack.yaml': FERROL_STACK_YAML, 'c.yaml': clusterYaml('alpha', 'docker-ferrol-1-30-v1') });
     await render([one, '--release-source', EXAMPLE_RELEASES, '--output', out, ...flags]);
     const after = Object.keys(await readOutput(out));
     expect(after.some((file) => file.startsWith('flux/clusters/cluster-stacks/bravo') || file.includes('docker-ferrol-1-30-v2'))).toBe(false);
@@ -345,7 +328,7 @@ describe('clusterstack render --gitops', () => {
 
   it('puts CAPI templates before the ClusterClass with Argo CD sync waves', async () => {
     const out = path.join(await tempDir(), 'out');
-    const inputs = await writeTree({ 'stack.yaml': STACK, 'c.yaml': cluster('alpha', 'docker-ferrol-1-30-v1') });
+    const inputs = await writeTree({ 'stack.yaml': FERROL_STACK_YAML, 'c.yaml': clusterYaml('alpha', 'docker-ferrol-1-30-v1') });
     expect((await render([inputs, '--release-source', EXAMPLE_RELEASES, '--output', out, '--gitops', 'argocd', '--gitops-url', 'https://git.example.com/fleet.git'])).code).toBe(0);
     const files = await readOutput(out);
     const wave = (file: string): string | undefined => (yaml.load(files[file]!) as { metadata: { annotations?: Record<string, string> } }).metadata.annotations?.['argocd.argoproj.io/sync-wave'];
@@ -366,7 +349,7 @@ describe('clusterstack render --gitops', () => {
 describe('clusterstack render (secret policy and reuse)', () => {
   it('does not reuse output rendered with --secrets allow when a later run refuses secrets', async () => {
     const releases = await releasesWithAddonChart(path.resolve('test/fixtures/charts/random-secret'), 'values: |\n  withSecret: true\n');
-    const inputs = await writeTree({ 'stack.yaml': STACK, 'c.yaml': cluster('one', 'docker-ferrol-1-30-v1') });
+    const inputs = await writeTree({ 'stack.yaml': FERROL_STACK_YAML, 'c.yaml': clusterYaml('one', 'docker-ferrol-1-30-v1') });
     const out = path.join(await tempDir(), 'out');
     expect((await render([inputs, '--release-source', releases, '--output', out, '--secrets', 'allow'])).code).toBe(0);
     const refused = await render([inputs, '--release-source', releases, '--output', out]);

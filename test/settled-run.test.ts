@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { resolveHelmBinary } from '../renderers/helm-binary.js';
 import type { Plan } from '../src/plan/build-plan.js';
 import { planMaterial, runFingerprint } from '../src/pipeline/run-fingerprint.js';
-import { copyExampleReleases, EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, readTree, renderWithReport, type RenderRun, runClusterstack, tempDir, writeTree } from './support/cli.js';
+import { clusterYaml, copyExampleReleases, EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, FERROL_STACK_YAML, readTree, renderWithReport, type RenderRun, runClusterstack, tempDir, writeTree } from './support/cli.js';
 import { GitSandbox } from './support/git-repos.js';
 import { ageKeygen } from './support/sops-oracle.js';
 
@@ -19,27 +19,11 @@ afterAll(() => sandbox.cleanup());
 const render = renderWithReport;
 type Run = RenderRun;
 
-const STACK = `apiVersion: clusterstack.x-k8s.io/v1alpha1
-kind: ClusterStack
-metadata: {name: docker-ferrol-1-30, namespace: cluster-stacks}
-spec: {provider: docker, name: ferrol, kubernetesVersion: "1.30", noProvider: true, autoSubscribe: false, versions: [v1]}
-`;
-
-function cluster(name: string, host = `${name}.example.test`): string {
-  return `---
-apiVersion: cluster.x-k8s.io/v1beta1
-kind: Cluster
-metadata: {name: ${name}, namespace: cluster-stacks}
-spec:
-  clusterNetwork: {pods: {cidrBlocks: [10.1.0.0/16]}}
-  controlPlaneEndpoint: {host: ${host}, port: 6443}
-  topology: {class: docker-ferrol-1-30-v1, version: v1.30.4}
-`;
-}
+const cluster = (name: string, host?: string): string => clusterYaml(name, 'docker-ferrol-1-30-v1', host);
 
 /** Two clusters on the example's v1 release: nothing withheld, nothing to warn about. */
 async function fleet(hosts: { alpha?: string; bravo?: string } = {}): Promise<string> {
-  return writeTree({ 'fleet.yaml': STACK + cluster('alpha', hosts.alpha) + cluster('bravo', hosts.bravo) });
+  return writeTree({ 'fleet.yaml': FERROL_STACK_YAML + cluster('alpha', hosts.alpha) + cluster('bravo', hosts.bravo) });
 }
 
 const unitFile = (tree: Record<string, string>): string => Object.keys(tree).find((file) => file.startsWith('clusters/cluster-stacks/alpha/') && !file.endsWith('kustomization.yaml'))!;
@@ -124,7 +108,7 @@ describe('a render that changes nothing, into a directory', () => {
     expect((await render(args)).report.noop).toBeDefined();
 
     // An input: bravo's endpoint moves.
-    await writeFile(path.join(inputs, 'fleet.yaml'), STACK + cluster('alpha') + cluster('bravo', '10.9.9.9'));
+    await writeFile(path.join(inputs, 'fleet.yaml'), FERROL_STACK_YAML + cluster('alpha') + cluster('bravo', '10.9.9.9'));
     const changedInput = await render(args);
     expect(changedInput.report.noop).toBeUndefined();
     expect(changedInput.report.changed).toBe(true);
@@ -173,13 +157,13 @@ describe('a render that changes nothing, into a directory', () => {
     const fleetArgs = [inputs, '--release-source', EXAMPLE_RELEASES, '--output', fleetOut];
     await render(fleetArgs);
     expect((await render(fleetArgs)).report.noop).toBeDefined();
-    await writeFile(path.join(inputs, 'fleet.yaml'), STACK + cluster('alpha') + cluster('bravo').replace(/  controlPlaneEndpoint: .*\n/, ''));
+    await writeFile(path.join(inputs, 'fleet.yaml'), FERROL_STACK_YAML + cluster('alpha') + cluster('bravo').replace(/  controlPlaneEndpoint: .*\n/, ''));
     for (let run = 0; run < 2; run += 1) {
       const result = await render(fleetArgs);
       expect(result.report.noop).toBeUndefined();
       expect(result.report.withheld).toEqual([expect.objectContaining({ name: 'bravo', previousOutputKept: true })]);
     }
-    await writeFile(path.join(inputs, 'fleet.yaml'), STACK + cluster('alpha') + cluster('bravo'));
+    await writeFile(path.join(inputs, 'fleet.yaml'), FERROL_STACK_YAML + cluster('alpha') + cluster('bravo'));
     const healed = await render(fleetArgs);
     expect(healed.report.noop).toBeUndefined();
     expect(healed.report.withheld).toEqual([]);

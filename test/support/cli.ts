@@ -80,6 +80,26 @@ export async function copyExampleReleasesAsArchives(): Promise<string> {
 export const EXAMPLE_MANIFESTS = path.resolve('examples/quickstart/manifests');
 export const EXAMPLE_RELEASES = path.resolve('examples/quickstart/releases');
 
+/** Input YAML: the example's ClusterStack on release v1 (edit `versions: [v1]` for others), no provider. */
+export const FERROL_STACK_YAML = `apiVersion: clusterstack.x-k8s.io/v1alpha1
+kind: ClusterStack
+metadata: {name: docker-ferrol-1-30, namespace: cluster-stacks}
+spec: {provider: docker, name: ferrol, kubernetesVersion: "1.30", noProvider: true, autoSubscribe: false, versions: [v1]}
+`;
+
+/** Input YAML: one Cluster on `className`, as a document to append (`---` first). */
+export function clusterYaml(name: string, className: string, host = `${name}.example.test`): string {
+  return `---
+apiVersion: cluster.x-k8s.io/v1beta1
+kind: Cluster
+metadata: {name: ${name}, namespace: cluster-stacks}
+spec:
+  clusterNetwork: {pods: {cidrBlocks: [10.1.0.0/16]}}
+  controlPlaneEndpoint: {host: ${host}, port: 6443}
+  topology: {class: ${className}, version: v1.30.4}
+`;
+}
+
 /** Every file under `dir`, relative POSIX path -> content (a link to a file reads as that file). */
 export async function readTree(dir: string): Promise<Record<string, string>> {
   const files: Record<string, string> = {};
