@@ -85,31 +85,17 @@ async function scanFiles(root: string): Promise<RenderedTree> {
   return tree;
 }
 
-
-/** Hard-links `files` from the tree `from` into `to`; returns those linked (any that cannot be are written instead). */
-function linkUnchanged(from: string, to: string, files: readonly string[]): string[] {
-  const linked: string[] = [];
-  for (const file of files) {
-    try {
-      // Plain concatenation: path.join costs more than the link itself at 20,000 files, and every
-      // path here is a tree path checkTreePaths has passed (relative, no `.` or `..` segments).
-      linkSync(`${from}/${file}`, `${to}/${file}`);
-      linked.push(file);
-    } catch {
-      // Another file system, a file gone missing, or no hard links here: the caller writes it.
-    }
-  }
-  return linked;
-}
-
 /**
- * Reworks `staging` (a whole tree of an earlier run, renamed out of trees/) into `tree`, and returns
- * the files the caller still has to write. A file is kept without being read when it is the very
- * file (same inode) the current tree holds with the wanted content: the two trees share unchanged
- * files as hard links. Every other file is unlinked first, never written through, since it may be
- * such a shared link; what is left over is removed.
+ * Makes `staging` (new and empty, or a whole tree of an earlier run renamed out of trees/) hold
+ * `tree`, and returns the files the caller still has to write. A file the current tree holds with
+ * the wanted content is hard-linked from it, and kept without being read when it is that very file
+ * already (same inode): the trees share unchanged files as hard links, so a one-cluster change to a
+ * large fleet writes that cluster's files and leaves the rest alone. Every other file is unlinked
+ * first, never written through, since it may be such a shared link; what is left over is removed.
+ * Paths are plain concatenations: path.join costs more than a link at 20,000 files, and every path
+ * here is one checkTreePaths passed (relative, no `.` or `..` segments) or one just listed.
  */
-function recycleTree(staging: string, currentRoot: string, tree: RenderedTree, current: RenderedTree): string[] {
+function reworkTree(staging: string, tree: RenderedTree, current?: { root: string; files: RenderedTree }): string[] {
   const present = { files: [] as string[], directories: [] as string[] };
   const walk = (relative: string): void => {
     for (const entry of readdirSync(relative === '' ? staging : `${staging}/${relative}`, { withFileTypes: true })) {
@@ -131,13 +117,13 @@ function recycleTree(staging: string, currentRoot: string, tree: RenderedTree, c
   for (const [file, content] of tree) {
     const target = `${staging}/${file}`;
     const held = lstatSync(target, { throwIfNoEntry: false });
-    if (current.get(file) === content) {
-      const source = lstatSync(`${currentRoot}/${file}`, { throwIfNoEntry: false });
+    if (current && current.files.get(file) === content) {
+      const source = lstatSync(`${current.root}/${file}`, { throwIfNoEntry: false });
       if (held && source && held.isFile() && held.ino === source.ino && held.dev === source.dev) continue;
       if (held) unlinkSync(target);
       if (source?.isFile()) {
         try {
-          linkSync(`${currentRoot}/${file}`, target);
+          linkSync(`${current.root}/${file}`, target);
           continue;
         } catch {
           // No hard links here: written below.
@@ -234,7 +220,7 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
     const dir = await this.resolvedDir();
     // Leftovers of a crashed run are cleared only under the lock: another run may be writing them.
     if (this.held) {
-      // One tree besides the current one stays: the next publish reworks it (recycleTree).
+      // One tree besides the current one stays: the next publish reworks it (reworkTree).
       const current = await this.currentTreeId(dir);
       await this.removeLeftovers(dir, { keep: current === undefined ? [] : [await this.spareTree(path.join(dir, STATE_DIR, TREES_DIR), current)] });
       await this.removeSiblingLeftovers();
@@ -387,20 +373,9 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
         // anew: at tens of thousands of files, removing a tree and hard-linking the next cost about
         // a second, and a one-cluster change leaves almost every file of it as it is.
         const spare = replaced === undefined ? undefined : await this.spareTree(trees, replaced);
-        const files = [...tree.keys()].sort();
-        let toWrite: string[];
-        if (spare !== undefined && replaced !== undefined) {
-          await rename(path.join(trees, spare), staging);
-          toWrite = recycleTree(staging, path.join(trees, replaced), tree, previous);
-        } else {
-          await mkdir(staging);
-          for (const directory of new Set(files.map((file) => path.posix.dirname(file)))) if (directory !== '.') await mkdir(`${staging}/${directory}`, { recursive: true });
-          // A file the replaced tree holds with the same content (as just read) is hard-linked from it:
-          // a one-cluster change to a large fleet then writes that cluster's files, not the whole tree again.
-          const unchanged = replaced === undefined ? [] : files.filter((file) => previous.get(file) === tree.get(file));
-          const linked = new Set(linkUnchanged(path.join(trees, replaced ?? ''), staging, unchanged));
-          toWrite = files.filter((file) => !linked.has(file));
-        }
+        if (spare !== undefined) await rename(path.join(trees, spare), staging);
+        else await mkdir(staging);
+        const toWrite = reworkTree(staging, tree, replaced === undefined ? undefined : { root: path.join(trees, replaced), files: previous });
         await inFileBatches(toWrite, (file) => writeFileSync(`${staging}/${file}`, tree.get(file) ?? '', { encoding: 'utf8', flag: 'wx' }));
         if (await exists(path.join(trees, contentId))) id = `${contentId}-${suffix}`;
         await rename(staging, path.join(trees, id));
@@ -422,7 +397,7 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
     await this.removeLeftovers(dir, { keep: [replaced] });
   }
 
-  /** A tree other than the current one, to be reworked into the next (see recycleTree); undefined when there is none. */
+  /** A tree other than the current one, to be reworked into the next (see reworkTree); undefined when there is none. */
   private async spareTree(trees: string, current: string): Promise<string | undefined> {
     const names = (await readdir(trees).catch(() => [] as string[])).filter((name) => name !== current).sort();
     return names[0];
