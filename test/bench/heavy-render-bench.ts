@@ -17,7 +17,7 @@ import { renderOutput } from '../../src/render/render-output.js';
 import { createSourceOpener } from '../../src/sources/open-release-source.js';
 import { encodeYaml } from '../../src/yaml/kube-yaml.js';
 import { assertCliBuilt, childrenCpuMs, runCliOk, type CliRun } from './cli-runs.js';
-import { HEAVY_CLASS, writeHeavyRelease } from './heavy-stack.js';
+import { HEAVY_CLASS, type HeavyShape, writeHeavyRelease } from './heavy-stack.js';
 
 const seconds = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
 const verdict = (name: string, value: number, target: number): string => `  ${value <= target ? 'PASS' : 'FAIL'}  ${name}: ${value.toFixed(3)} (target <= ${target})`;
@@ -126,12 +126,12 @@ async function breakdown(inputs: string, releases: string, work: string): Promis
   ];
 }
 
-/** `npm run bench -- --only heavy [--heavy-clusters 48]`. */
-export async function benchHeavy(count: number): Promise<void> {
+/** `npm run bench -- --only heavy [--heavy-clusters 48] [--heavy-shape released|dense]`. */
+export async function benchHeavy(count: number, { name, shape }: { name: string; shape: HeavyShape }): Promise<void> {
   assertCliBuilt();
-  console.log(`\n== real-weight render: ${count} clusters on a generated CNI-sized release (${os.availableParallelism()} cores) ==`);
+  console.log(`\n== real-weight render: ${count} clusters on a generated CNI-sized release, shape "${name}" (${os.availableParallelism()} cores) ==`);
   const work = await mkdtemp(path.join(os.tmpdir(), 'csk-bench-heavy-'));
-  const { releases, clusterStack } = await writeHeavyRelease(path.join(work, 'releases'));
+  const { releases, clusterStack } = await writeHeavyRelease(path.join(work, 'releases'), shape);
   const inputs = path.join(work, 'inputs');
   await writeInputs(inputs, clusterStack, count);
   const env = { CLUSTERSTACK_CACHE_DIR: path.join(work, 'cache') };
@@ -147,7 +147,8 @@ export async function benchHeavy(count: number): Promise<void> {
   const lines = await breakdown(inputs, releases, path.join(work, 'in-process'));
   const objects = (await readFile(path.join(work, 'naive', 'cluster-0000', 'cni.yaml'), 'utf8')).split(/^kind: /m).length - 1;
 
-  console.log(`  chart weight:         ${objects} objects per CNI render`);
+  const bytes = (await readFile(path.join(work, 'naive', 'cluster-0000', 'cni.yaml'))).length;
+  console.log(`  chart weight:         ${objects} objects, ${(bytes / 1024).toFixed(0)} KiB per CNI render`);
   const cpu = (run: CliRun): string => `CPU ${seconds(run.cpuMs.node)} node + ${seconds(run.cpuMs.children)} helm`;
   console.log(`  load average:         ${os.loadavg()[0]!.toFixed(1)} on ${os.availableParallelism()} cores (wall times mean little above the core count; CPU times still do)`);
   console.log(`  naive loop:           ${seconds(naive.ms)}, ${naive.processes} helm processes (sequential, values given for free), CPU ${seconds(naive.cpuMs)} helm`);

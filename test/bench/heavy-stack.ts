@@ -13,16 +13,43 @@ export const HEAVY_CLASS = 'docker-heavy-1-30-v1';
 const KUBERNETES = 'v1.30.4';
 
 export interface HeavyShape {
-  /** Templates in the CNI chart itself (each renders one or two objects). */
+  /** Templates in the CNI chart itself. */
   cniTemplates: number;
   /** Templates in each of its two subcharts. */
   subchartTemplates: number;
-  /** Entries in the per-template option lists that every template loops over. */
+  /** Every this many templates one is switched on by default; the rest are parsed but render nothing, as feature-gated templates do. */
+  enabledEvery: number;
+  /** Entries in the option list that every rendered template writes out (args, config keys). */
   listLength: number;
+  /** Feature switches in values.yaml that every rendered template walks, writing the few that are on and hashing them all. */
+  features: number;
 }
 
-/** Calibrated on an idle core of the development machine to about 0.5 s per `helm template` of the CNI stage. */
-export const DEFAULT_HEAVY_SHAPE: HeavyShape = { cniTemplates: 260, subchartTemplates: 40, listLength: 24 };
+/**
+ * Shaped after a CNI chart as released: a few hundred templates, most behind a feature switch
+ * that is off by default, so one render yields a few dozen objects (about 30 here; Cilium 1.16
+ * yields 20-30 with its defaults) and roughly a hundred kilobytes, while the templates that do
+ * render walk long lists of switches and hash their configuration, which is where helm spends
+ * its time. Calibrated to take about as long per `helm template` as DENSE_HEAVY_SHAPE.
+ */
+export const DEFAULT_HEAVY_SHAPE: HeavyShape = { cniTemplates: 260, subchartTemplates: 40, enabledEvery: 16, listLength: 24, features: 2000 };
+
+/**
+ * Every template renders (about 430 objects, 700 KB per render): ten times the output of a real
+ * CNI chart for the same helm time, which weighs on everything done per object and per byte
+ * after helm. Kept as the stress case (`--heavy-shape dense`).
+ */
+export const DENSE_HEAVY_SHAPE: HeavyShape = { cniTemplates: 260, subchartTemplates: 40, enabledEvery: 1, listLength: 24, features: 0 };
+
+/** The shapes `--heavy-shape` names. */
+export const HEAVY_SHAPES: Record<string, HeavyShape> = { released: DEFAULT_HEAVY_SHAPE, dense: DENSE_HEAVY_SHAPE };
+
+export function heavyShape(name: string | undefined): { name: string; shape: HeavyShape } {
+  const key = name ?? 'released';
+  const shape = HEAVY_SHAPES[key];
+  if (!shape) throw new Error(`--heavy-shape ${key}: not a shape; use one of ${Object.keys(HEAVY_SHAPES).join(', ')}`);
+  return { name: key, shape };
+}
 
 async function write(file: string, text: string): Promise<void> {
   await mkdir(path.dirname(file), { recursive: true });
@@ -69,6 +96,12 @@ periodSeconds: {{ .period | default 10 }}
 failureThreshold: {{ .failures | default 3 }}
 {{- end -}}
 
+{{- define "${chart}.features" -}}
+{{- range $key, $feature := .Values.features }}
+{{ $key }}: {{ if $feature.enabled }}{{ $feature.value | quote }}{{ else }}"off"{{ end }}
+{{- end }}
+{{- end -}}
+
 {{- define "${chart}.options" -}}
 {{- range $index, $option := .options }}
 {{ $option.name }}: {{ printf "%s-%s" $.root.Values.clusterName $option.value | quote }}
@@ -79,7 +112,8 @@ failureThreshold: {{ .failures | default 3 }}
 
 function valuesYaml(chart: string, shape: HeavyShape, count: number): string {
   const options = Array.from({ length: shape.listLength }, (_, i) => `    - name: option-${i}\n      value: "${chart}-${i}"\n`).join('');
-  const components = Array.from({ length: count }, (_, i) => `  c${i}:\n    enabled: ${i % 17 !== 16}\n    replicas: ${1 + (i % 3)}\n    port: ${9000 + i}\n`).join('');
+  const components = Array.from({ length: count }, (_, i) => `  c${i}:\n    enabled: ${i % shape.enabledEvery === 0}\n    replicas: ${1 + (i % 3)}\n    port: ${9000 + i}\n`).join('');
+  const features = Array.from({ length: shape.features }, (_, i) => `  f${String(i).padStart(4, '0')}:\n    enabled: ${i % 50 === 0}\n    value: "${chart}-feature-${i}"\n`).join('');
   return `clusterName: unset
 podCIDR: 10.0.0.0/16
 nameOverride: ""
@@ -100,13 +134,20 @@ resources:
 shared:
   options:
 ${options}components:
-${components}`;
+${components}features:${features === '' ? ' {}\n' : `\n${features}`}`;
 }
 
-/** One component: a ConfigMap of options and, for every third one, a Deployment. */
-function componentTemplate(chart: string, index: number): string {
+/** One component, rendered when switched on: a ConfigMap of options (and switches) and, for every third one switched on, a Deployment. */
+function componentTemplate(chart: string, index: number, shape: HeavyShape): string {
+  // The switches: all of them hashed into an annotation (work for helm, a line of output), the few that are on written out.
+  const featureAnnotation =
+    shape.features > 0 ? `  annotations:\n    checksum/features: {{ include "${chart}.features" . | sha256sum }}\n` : '';
+  const featureData =
+    shape.features > 0
+      ? `  {{- range $key, $feature := .Values.features }}\n  {{- if $feature.enabled }}\n  feature-{{ $key }}: {{ $feature.value | quote }}\n  {{- end }}\n  {{- end }}\n`
+      : '';
   const deployment =
-    index % 3 === 0
+    Math.floor(index / shape.enabledEvery) % 3 === 0
       ? `---
 apiVersion: apps/v1
 kind: Deployment
@@ -152,10 +193,10 @@ metadata:
   name: {{ include "${chart}.fullname" . }}-c${index}
   labels:
     {{- include "${chart}.labels" . | nindent 4 }}
-data:
+${featureAnnotation}data:
   pod-cidr: {{ .Values.podCIDR | quote }}
   {{- include "${chart}.options" (dict "options" .Values.shared.options "root" .) | nindent 2 }}
-${deployment}{{- end }}
+${featureData}${deployment}{{- end }}
 `;
 }
 
@@ -165,7 +206,7 @@ async function writeChart(dir: string, chart: string, description: string, templ
   await write(path.join(dir, 'templates', '_helpers.tpl'), helpers(chart));
   for (let index = 0; index < templates; index += 1) {
     // Spread over folders, as large charts organise theirs.
-    await write(path.join(dir, 'templates', `part-${index % 8}`, `component-${index}.yaml`), componentTemplate(chart, index));
+    await write(path.join(dir, 'templates', `part-${index % 8}`, `component-${index}.yaml`), componentTemplate(chart, index, shape));
   }
   for (const sub of subcharts) {
     await writeChart(path.join(dir, 'charts', sub), sub, `the ${sub} part of ${chart}`, shape.subchartTemplates, shape);

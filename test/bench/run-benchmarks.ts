@@ -5,6 +5,7 @@
 //   npm run bench -- --clusters 50    fewer clusters
 //   npm run bench -- --only render    one benchmark (startup | heavy | render | scale | github | controller)
 //   npm run bench -- --heavy-clusters 24   clusters of the real-weight scenario (default 48)
+//   npm run bench -- --heavy-shape dense   every template of the CNI chart renders (ten times a real chart's output)
 //
 // startup, heavy, scale and controller run the built CLI (dist/): run `npm run build` first.
 // The controller benchmark runs `clusterstack controller` as its own process against a fake API
@@ -29,10 +30,11 @@ import { createSourceOpener } from '../../src/sources/open-release-source.js';
 import { startFakeGitHub } from '../support/fake-github/index.js';
 import { assertCliBuilt, startCli } from './cli-runs.js';
 import { benchHeavy } from './heavy-render-bench.js';
+import { heavyShape } from './heavy-stack.js';
 import { benchScale } from './scale-bench.js';
 import { benchStartup } from './startup-bench.js';
 
-const { values } = parseArgs({ options: { clusters: { type: 'string', default: '200' }, 'heavy-clusters': { type: 'string', default: '48' }, only: { type: 'string' } } });
+const { values } = parseArgs({ options: { clusters: { type: 'string', default: '200' }, 'heavy-clusters': { type: 'string', default: '48' }, 'heavy-shape': { type: 'string', default: 'released' }, only: { type: 'string' } } });
 const CLUSTERS = Number(values.clusters);
 const EXAMPLE = path.resolve('examples/quickstart');
 const RELEASES = ['docker-ferrol-1-30-v1', 'docker-ferrol-1-30-v2', 'docker-ferrol-1-30-v3'];
@@ -304,7 +306,7 @@ async function benchController(): Promise<void> {
 
 const benchmarks: Record<string, () => Promise<void>> = {
   startup: benchStartup,
-  heavy: () => benchHeavy(Number(values['heavy-clusters'])),
+  heavy: () => benchHeavy(Number(values['heavy-clusters']), heavyShape(values['heavy-shape'])),
   render: benchRender,
   scale: () => benchScale(),
   github: benchGitHub,
