@@ -27,11 +27,13 @@ export const DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin';
 /**
  * Go runtime settings for the short-lived helm processes. The runner already keeps as many of them
  * in flight as the CPUs can take, so each gets one processor (no GC threads competing with the
- * other renders), and a garbage collector that runs at a heap five times the live data instead of
+ * other renders), and a garbage collector that runs at a heap nine times the live data instead of
  * twice: a process that exits after half a second wastes most of its collections. Measured on a
- * CNI-sized chart: about 17% less CPU per render, about 20 MiB more peak memory per process.
+ * CNI-sized chart (20 renders in a row): about a fifth less CPU than Go's defaults, and 4-7%
+ * less than GOGC=400, with the same peak memory (about 65 MiB); switching the collector off saves no
+ * more and lets a large chart's memory grow without bound.
  */
-const GO_RUNTIME = { GOMAXPROCS: '1', GOGC: '400' };
+const GO_RUNTIME = { GOMAXPROCS: '1', GOGC: '800' };
 const DEFAULT_HELM_TIMEOUT_MS = 120_000;
 
 /**

@@ -228,7 +228,7 @@ describe('HelmRunner', () => {
 
       // PWD is set by the stand-in's /bin/sh itself.
       expect(Object.keys(env).filter((key) => key !== 'PWD').sort()).toEqual(['GOGC', 'GOMAXPROCS', 'HELM_CACHE_HOME', 'HELM_CONFIG_HOME', 'HELM_DATA_HOME', 'HOME', 'PATH']);
-      expect([env['GOMAXPROCS'], env['GOGC']]).toEqual(['1', '400']);
+      expect([env['GOMAXPROCS'], env['GOGC']]).toEqual(['1', '800']);
       expect(env['PATH']).toBe('/usr/bin:/bin');
       for (const key of ['HOME', 'HELM_CACHE_HOME', 'HELM_CONFIG_HOME', 'HELM_DATA_HOME']) expect(env[key]?.startsWith(temp.dir)).toBe(true);
     } finally {
