@@ -7,7 +7,7 @@ import { copyFile, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, runClusterstack, tempDir, writeTree } from './support/cli.js';
+import { clusterYaml, EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, FERROL_STACK_YAML, runClusterstack, tempDir, writeTree } from './support/cli.js';
 import { removeCliBundle, runCliProcess } from './support/cli-process.js';
 import { buildOrcReleases, ORC_IMAGE_NAME, ORC_PREFIX, orcClusterStack, orcRelease } from './support/orc-stack-releases.js';
 
@@ -63,6 +63,29 @@ describe('clusterstack start-up', () => {
     expect(quiet.code).toBe(0);
     expect(quiet.stderr).toBe('');
     expect(quiet.stdout).toBe(plan.stdout);
+  });
+
+  it('render prints its own phases under CLUSTERSTACK_TIMINGS=1: loading the pipeline, reading the previous output, rendering with its helm processes, publishing', async () => {
+    const env = { CLUSTERSTACK_TIMINGS: '1', CLUSTERSTACK_CACHE_DIR: await tempDir('csk-startup-cache-') };
+    // The example stack with clusters that all render (the quick start withholds one on purpose, which keeps its runs from settling).
+    const inputs = await writeTree({ 'fleet.yaml': `${FERROL_STACK_YAML}${clusterYaml('alpha', 'docker-ferrol-1-30-v1')}${clusterYaml('bravo', 'docker-ferrol-1-30-v1')}` });
+    const args = ['render', inputs, '--release-source', EXAMPLE_RELEASES, '--output', path.join(await tempDir('csk-startup-out-'), 'out'), '--json'];
+    const full = await runCliProcess(args, { env });
+    expect(full.code, full.stderr).toBe(0);
+    const report = JSON.parse(full.stdout) as { helmProcesses: number; changed: boolean };
+    expect(report.changed).toBe(true);
+    const times = timings(full.stderr);
+    expect([...times.keys()]).toEqual(['node', 'modules', 'start-up', 'inputs-and-releases', 'render-modules', 'read-previous', 'render', 'publish', 'total']);
+    expect(full.stderr).toContain(`render=${times.get('render')}ms (${report.helmProcesses} helm processes)`);
+    const phases = ['start-up', 'inputs-and-releases', 'render-modules', 'read-previous', 'render', 'publish'].reduce((sum, phase) => sum + times.get(phase)!, 0);
+    expect(phases).toBeLessThanOrEqual(times.get('total')!);
+    console.log(`render of the example stack (this machine, under test load): ${full.stderr.trim()}`);
+
+    // A settled run renders nothing: no render or publish phase is claimed.
+    const again = await runCliProcess(args, { env });
+    expect(again.code).toBe(0);
+    expect(JSON.parse(again.stdout)).toHaveProperty('noop');
+    expect([...timings(again.stderr).keys()]).toEqual(['node', 'modules', 'start-up', 'inputs-and-releases', 'total']);
   });
 
   it('plan on the quick start loads none of the packages only publishing, Git, GitHub, encryption or the controller need', async () => {

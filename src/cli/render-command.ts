@@ -11,6 +11,7 @@ import { type SettledRunReport, settledRunReport } from '../pipeline/settled-run
 import { helmIdentity, toolIdentity } from '../pipeline/tool-identity.js';
 import { isSettledRunStore, type SettledRun } from '../../gitops/settled-run-record.js';
 import { terminalProgress } from './render-progress.js';
+import { endPhase } from './phase-timings.js';
 import { SECRET_POLICIES, type SecretPolicy } from '../render/secret-policy.js';
 import { type CliIo, EXIT_OK, RemoteFailureError, UsageError } from './cli-io.js';
 import { parseCommandLine } from './parse-command-line.js';
@@ -195,6 +196,7 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   // The scheduler configuration is no input object, even inside an input directory.
   const schedulerFile = values['scheduler-config'] ? [path.resolve(io.cwd, values['scheduler-config'])] : [];
   const plan = await planFromInputs(positionals, location, config, values, io, warn, [...(outputDir ? [outputDir] : []), ...schedulerFile]);
+  endPhase('inputs-and-releases');
   const remote = retryableProblems(plan);
   if (remote.length > 0) throw new RemoteFailureError(`nothing was rendered or written: a release source failed; retry later:\n  ${remote.map(formatProblem).join('\n  ')}`);
   const problems = planReport(plan);
@@ -249,8 +251,10 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   async function renderAndPublish(): Promise<number> {
     // Loaded only when rendering: a run that changes nothing never needs helm or the pipeline.
     const [{ createHelmDependencies }, { renderAndPublish: renderAndPublishTree }] = await Promise.all([import('../../renderers/helm-dependencies.js'), import('../pipeline/render-and-publish.js')]);
+    endPhase('render-modules');
     const helm = createHelmDependencies({ ...(config.helmBinary ? { configured: config.helmBinary } : {}), pathEnv: config.pathEnv, workDir: path.join(config.cacheDir, 'helm') });
     const previous = await publisher.readPrevious();
+    endPhase('read-previous');
     // Progress only for a person at a terminal: --json output is read by programs.
     const progress = io.isTty && !values.json ? terminalProgress(io.stderr) : undefined;
     const warningsBefore = warnings.length;
@@ -259,7 +263,10 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
       publish: async (tree, change) => {
         // The record of an earlier settled run never outlives the target state it describes.
         await settledRuns?.forgetSettledRun();
-        return publisher.publish(tree, change);
+        endPhase('render', `${helm.processesSpawned()} helm processes`);
+        const published = await publisher.publish(tree, change);
+        endPhase('publish');
+        return published;
       },
       // The CLI tells people through its report: notes become warnings there.
       logger: { info: () => undefined, warn: (fields, message) => warn(typeof fields['note'] === 'string' ? fields['note'] : message) },
