@@ -21,7 +21,7 @@ import type { RenderDependencies } from '../render/render-dependencies.js';
 import { type RenderOutcome, type RenderProgress, renderOutput } from '../render/render-output.js';
 import type { SecretPolicy } from '../render/secret-policy.js';
 import { checkEncryptionEngine } from '../secrets/encryption-engine.js';
-import { type EncryptionInput, resolveSecretEncryption } from '../secrets/secret-encryption.js';
+import type { EncryptionInput } from '../secrets/secret-encryption.js';
 
 /** The few things a run needs to say to operators (pino's signature; the CLI's prints warnings). */
 export interface PipelineLogger {
@@ -101,7 +101,11 @@ export async function renderAndPublish<Published>(plan: Plan, previous: Rendered
   // Bad wiring options are a user error: say so before any helm process runs.
   if (options.gitops) checkWiringOptions(options.gitops);
   if (options.secrets === 'encrypt') checkEncryptionEngine(options.gitops?.engine);
-  const encryption = options.secrets === 'encrypt' ? resolveSecretEncryption(options.encryption ?? { recipients: [], recipientsOrigin: '' }, previous.get(SOPS_CONFIG_FILE)) : undefined;
+  // age and its ciphers are loaded only by runs that encrypt.
+  const encryption =
+    options.secrets === 'encrypt'
+      ? (await import('../secrets/secret-encryption.js')).resolveSecretEncryption(options.encryption ?? { recipients: [], recipientsOrigin: '' }, previous.get(SOPS_CONFIG_FILE))
+      : undefined;
   const annotations = managementAnnotationsFor(options.gitops);
   // Cluster API providers: the version lock, downgrades and contracts need what is published.
   const previousProviders = readProvenance(previous)?.providers ?? [];

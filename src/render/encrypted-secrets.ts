@@ -6,13 +6,15 @@ import type { EncryptedSecretRecord, UnitRecord } from '../output/provenance.js'
 import type { RenderSummary } from '../output/render-summary.js';
 import type { RenderedTree } from '../output/rendered-tree.js';
 import { sha256Digest } from '../release/content-digest.js';
-import { recipientsForFile, type SecretEncryption } from '../secrets/secret-encryption.js';
-import { encryptAsSopsDocument } from '../secrets/sops-document.js';
+import type { SecretEncryption } from '../secrets/secret-encryption.js';
 import type { UnitFiles } from './unit-files.js';
 
 /** Replaces the unit's Secret files in `result.files` by SOPS documents; returns their records. */
 export async function encryptUnitSecrets(dir: string, result: UnitFiles, encryption: SecretEncryption, lastModified: string): Promise<EncryptedSecretRecord[]> {
   const records: EncryptedSecretRecord[] = [];
+  if (result.secrets.length === 0) return records;
+  // Loaded only when there is something to encrypt: age and its ciphers are most of the modules a render would load.
+  const [{ recipientsForFile }, { encryptAsSopsDocument }] = await Promise.all([import('../secrets/secret-encryption.js'), import('../secrets/sops-document.js')]);
   for (const { file, object } of result.secrets) {
     const recipients = recipientsForFile(encryption, `${dir}/${file}`);
     const document = await encryptAsSopsDocument(object as unknown as Record<string, unknown>, { recipients, lastModified });

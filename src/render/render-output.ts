@@ -15,7 +15,7 @@ import { sha256Digest } from '../release/content-digest.js';
 import { failureKindOf } from '../core/failure.js';
 import { assembleTree } from './assemble-tree.js';
 import { canonicalJson } from './canonical-json.js';
-import { type SecretEncryption, secretsDigestPart } from '../secrets/secret-encryption.js';
+import { type SecretEncryption, secretsDigestPart } from '../secrets/secrets-digest.js';
 import { type DecryptionKeyRef, describeEncryptedSecrets, encryptUnitSecrets, handEditedSecrets, sopsTimestamp } from './encrypted-secrets.js';
 import { evaluateUnitValues, valuesFailureRecords } from './evaluate-values.js';
 import { previousFiles, previousRecords } from './previous-output.js';
