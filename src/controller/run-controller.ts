@@ -85,7 +85,7 @@ export interface ControllerRuntime {
 export async function runController(options: ControllerRuntimeOptions): Promise<ControllerRuntime> {
   const { logger } = options;
   const metrics = options.metrics ?? new PrometheusMetrics();
-  const batchWindowMs = options.batchWindowMs ?? 1000;
+  const batchWindowMs = options.batchWindowMs ?? 500;
   const backoff = options.backoff ?? { baseDelayMs: 1000, maxDelayMs: 120_000 };
   // Two queues: the publish key never waits behind a stack whose source hangs, and a stack key
   // never waits behind a long publish.

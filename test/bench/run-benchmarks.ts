@@ -247,7 +247,7 @@ async function benchController(): Promise<void> {
   const heap = await deployedHeapMiB();
   const started = performance.now();
   const controller = await startCli(
-    ['controller', '--kubeconfig', kubeconfigFile, '--release-source', path.join(EXAMPLE, 'releases'), '--git', remote, '--metrics-addr', '0', '--batch-window', '1s', '--log-level', process.env.CSK_BENCH_LOG ? 'debug' : 'warn'],
+    ['controller', '--kubeconfig', kubeconfigFile, '--release-source', path.join(EXAMPLE, 'releases'), '--git', remote, '--metrics-addr', '0', '--log-level', process.env.CSK_BENCH_LOG ? 'debug' : 'warn'],
     { CLUSTERSTACK_CACHE_DIR: path.join(work, 'cache'), HOME: work },
     // CSK_BENCH_LOG=<file> writes the controller's debug log (reconcile phases with their times) there.
     process.env.CSK_BENCH_LOG,
