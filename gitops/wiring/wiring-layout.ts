@@ -5,6 +5,7 @@ import { LABEL_MANAGED_BY, LABEL_PART_OF, MANAGED_BY_VALUE, type KubeObject } fr
 import { serializeObject } from '../../src/render/manifest-objects.js';
 import type { LayerRecord, UnitRecord } from '../../src/output/provenance.js';
 import { LABEL_WIRING, labelValue, type WiringRole } from './wiring-names.js';
+import { compareText } from '../../src/core/compare-text.js';
 
 /** The name kustomize reads (render-output's KUSTOMIZATION_FILE; kept here so wiring imports no render code). */
 const WIRING_KUSTOMIZATION_FILE = 'kustomization.yaml';
@@ -45,7 +46,6 @@ export interface WiringUnits {
   clusters: ClusterUnits[];
 }
 
-const byText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /** The units sorted and grouped: releases by namespace and name, clusters likewise, stages by order then name. */
 export function groupUnits(units: UnitRecord[]): WiringUnits {
@@ -68,13 +68,13 @@ export function groupUnits(units: UnitRecord[]): WiringUnits {
     if (unit.stage === undefined) throw new Error(`internal error: addon unit ${unit.dir} has no stage`);
     clusters.get(key)!.stages.push({ stage: unit.stage, order: unit.order ?? 0, dir: unit.dir });
   }
-  releases.sort((a, b) => byText(a.namespace, b.namespace) || byText(a.release, b.release));
+  releases.sort((a, b) => compareText(a.namespace, b.namespace) || compareText(a.release, b.release));
   const grouped = [...clusters.values()]
-    .sort((a, b) => byText(a.namespace, b.namespace) || byText(a.name, b.name))
+    .sort((a, b) => compareText(a.namespace, b.namespace) || compareText(a.name, b.name))
     .map(({ namespace, name, stages, layers }) => {
       const orders = [...new Set(stages.map((s) => s.order))].sort((a, b) => a - b);
-      const groups = orders.map((order) => stages.filter((s) => s.order === order).sort((a, b) => byText(a.stage, b.stage)));
-      layers.sort((a, b) => a.layer.depth - b.layer.depth || byText(a.layer.name, b.layer.name));
+      const groups = orders.map((order) => stages.filter((s) => s.order === order).sort((a, b) => compareText(a.stage, b.stage)));
+      layers.sort((a, b) => a.layer.depth - b.layer.depth || compareText(a.layer.name, b.layer.name));
       return { namespace, name, groups, layers };
     });
   return { releases, clusters: grouped };
@@ -111,8 +111,8 @@ export function wiringFiles(objects: Map<string, KubeObject>, aggregates: (dir: 
     }
   }
   for (const [dir, listed] of entries) {
-    const resources = [...listed].sort(byText);
+    const resources = [...listed].sort(compareText);
     files.set(`${dir}/${WIRING_KUSTOMIZATION_FILE}`, serializeObject({ apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', resources } as unknown as KubeObject));
   }
-  return new Map([...files.entries()].sort(([a], [b]) => byText(a, b)));
+  return new Map([...files.entries()].sort(([a], [b]) => compareText(a, b)));
 }

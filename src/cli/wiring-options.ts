@@ -1,8 +1,10 @@
 // The GitOps wiring options a render and the controller derive from the output and --gitops flags:
 // what Flux or Argo CD fetch the rendered tree from. Apart from output-settings.ts, which `plan`
-// loads, because it loads the wiring generators.
+// loads, because it loads the OCI publisher (for its reference parser). The wiring generators are
+// loaded only by runs that render.
 import { parseOciArtifactReference } from '../../gitops/oci-artifact-publisher.js';
-import { parseGitOpsEngine, type WiringOptions } from '../../gitops/wiring/render-wiring.js';
+import { parseGitOpsEngine } from '../../gitops/wiring/gitops-engine.js';
+import type { WiringOptions } from '../../gitops/wiring/render-wiring.js';
 import { UsageError } from './cli-io.js';
 import { isUrl, type OutputSettings, type WiringSettings } from './output-settings.js';
 

@@ -4,6 +4,7 @@ import { type CapiCluster, type ClusterStack, type ClusterStackReleaseSummary, t
 import type { Problem } from './problem.js';
 import { clusterClassName, formatReleaseTag, kubernetesMinorOf, parseClusterClassName, type ReleaseTag } from './release-tag.js';
 import { channelOf, compareStackVersions, formatDotVersion, isHashBuild, parseStackVersion, sameVersion } from './stack-version.js';
+import { compareText } from './compare-text.js';
 
 export interface AvailableRelease {
   tag: string;
@@ -268,10 +269,10 @@ function resolveStack(input: StackInput, clusters: ClusterResolution[], provider
 /** Resolves every ClusterStack and Cluster. A problem with one never hides the results for the others. */
 export function resolveReleases(input: ResolveInput): Resolution {
   const clusters = [...input.clusters]
-    .sort((a, b) => objectKey(a).localeCompare(objectKey(b)))
+    .sort((a, b) => compareText(objectKey(a), objectKey(b)))
     .map((cluster) => resolveCluster(cluster, input.stacks));
   const clusterStacks = [...input.stacks]
-    .sort((a, b) => objectKey(a.stack).localeCompare(objectKey(b.stack)))
+    .sort((a, b) => compareText(objectKey(a.stack), objectKey(b.stack)))
     .map((stackInput) => resolveStack(stackInput, clusters, input.providerReleases ?? []));
   for (const cluster of clusters) {
     if (!cluster.release || !cluster.stack) continue;

@@ -6,6 +6,7 @@
 // there (settled-run.ts), an equal fingerprint means a render now would change nothing. Pure.
 import type { Plan } from '../plan/build-plan.js';
 import { sha256Digest, sha256Hex } from '../release/content-digest.js';
+import { compareText } from '../core/compare-text.js';
 
 /** Bump when what goes into the fingerprint changes meaning: every recorded fingerprint then differs. */
 export const FINGERPRINT_FORMAT = 1;
@@ -68,7 +69,7 @@ function describe(value: unknown, path: Set<object>): unknown {
   path.add(value);
   try {
     if (Array.isArray(value)) return value.map((element) => describe(element, path));
-    if (value instanceof Map) return { $map: [...value.entries()].map(([key, element]) => [describe(key, path), describe(element, path)]).sort(([a], [b]) => compare(JSON.stringify(a), JSON.stringify(b))) };
+    if (value instanceof Map) return { $map: [...value.entries()].map(([key, element]) => [describe(key, path), describe(element, path)]).sort(([a], [b]) => compareText(JSON.stringify(a), JSON.stringify(b))) };
     if (value instanceof Set) return { $set: [...value].map((element) => describe(element, path)) };
     if (value instanceof Date) return { $date: Number.isNaN(value.getTime()) ? 'invalid' : value.toISOString() };
     if (value instanceof Uint8Array) return { $bytes: sha256Hex(value) };
@@ -76,7 +77,7 @@ function describe(value: unknown, path: Set<object>): unknown {
     const prototype = Object.getPrototypeOf(value) as object | null;
     if (prototype === Object.prototype || prototype === null) {
       const described: Record<string, unknown> = {};
-      for (const key of Object.keys(value).sort(compare)) {
+      for (const key of Object.keys(value).sort(compareText)) {
         const element = (value as Record<string, unknown>)[key];
         if (typeof element === 'function') throw new Unfingerprintable(`a function at ${key}`);
         described[key] = describe(element, path);
@@ -91,6 +92,3 @@ function describe(value: unknown, path: Set<object>): unknown {
   }
 }
 
-function compare(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}

@@ -24,6 +24,7 @@ import { KUSTOMIZATION_FILE, unitOfPath } from '../output/tree-layout.js';
 import { sha256Digest } from '../release/content-digest.js';
 import { withAnnotations } from './manifest-objects.js';
 import { describeIdentity, identityOfText } from './shared-objects.js';
+import { compareText } from '../core/compare-text.js';
 
 /** Flux: kustomize-controller never garbage-collects a live object carrying this annotation. */
 export const FLUX_PRUNE_ANNOTATION = 'kustomize.toolkit.fluxcd.io/prune';
@@ -32,7 +33,6 @@ export const FLUX_PRUNE_DISABLED = 'disabled';
 export const ARGOCD_SYNC_OPTIONS_ANNOTATION = 'argocd.argoproj.io/sync-options';
 export const ARGOCD_NO_PRUNE = 'Prune=false';
 
-const byText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /** The marks that keep both engines from pruning an object, merged into sync options it already has. */
 function pruneMarks(existingSyncOptions: string | undefined): Record<string, string> {
@@ -123,7 +123,7 @@ function clustersWithChangedAddons(previousUnits: readonly UnitRecord[], records
   const now = signatures(records);
   const changed = new Set<string>();
   for (const cluster of new Set([...before.keys(), ...now.keys()])) {
-    if ((before.get(cluster) ?? []).sort(byText).join('\n') !== (now.get(cluster) ?? []).sort(byText).join('\n')) changed.add(cluster);
+    if ((before.get(cluster) ?? []).sort(compareText).join('\n') !== (now.get(cluster) ?? []).sort(compareText).join('\n')) changed.add(cluster);
   }
   for (const handover of handedOver.values()) changed.add(clusterDirOf(handover.from));
   return changed;
@@ -165,12 +165,12 @@ export function handOverAddonMoves(previous: RenderedTree, rendered: Map<string,
   if (before.size === 0) return moves;
   const heldBefore = new Set(previousUnits.filter((unit) => unit.layer?.hold === true).map((unit) => unit.dir));
   const recordOf = new Map(records.map((record) => [record.dir, record]));
-  const addonRecords = records.filter((record) => (record.kind === 'cluster-stage' || record.kind === 'cluster-layer') && changed.has(clusterDirOf(record.dir))).sort((a, b) => byText(a.dir, b.dir));
+  const addonRecords = records.filter((record) => (record.kind === 'cluster-stage' || record.kind === 'cluster-layer') && changed.has(clusterDirOf(record.dir))).sort((a, b) => compareText(a.dir, b.dir));
   const now = addonHomes(addonRecords.flatMap((record) => [...(rendered.get(record.dir) ?? [])].map(([file, text]): [string, string] => [`${record.dir}/${file}`, text])));
   for (const record of addonRecords) {
     const files = rendered.get(record.dir);
     if (!files) continue;
-    for (const [file, text] of [...files].sort(([a], [b]) => byText(a, b))) {
+    for (const [file, text] of [...files].sort(([a], [b]) => compareText(a, b))) {
       const found = identityOfText(text);
       if (!found) continue;
       const homes = before.get(`${clusterDirOf(record.dir)}\u0000${found.key}`);
@@ -178,7 +178,7 @@ export function handOverAddonMoves(previous: RenderedTree, rendered: Map<string,
       // Still rendered where it was (two directories render it now): not a move.
       const current = new Set((now.get(`${clusterDirOf(record.dir)}\u0000${found.key}`) ?? []).map((home) => home.dir));
       if (homes.some((home) => current.has(home.dir))) continue;
-      const from = [...homes].sort((a, b) => byText(a.path, b.path))[0]!;
+      const from = [...homes].sort((a, b) => compareText(a.path, b.path))[0]!;
       const subject = describeIdentity(found.identity);
       const earlier = handedOver.get(from.path);
       const fromRecord = recordOf.get(from.dir);
@@ -198,7 +198,7 @@ export function handOverAddonMoves(previous: RenderedTree, rendered: Map<string,
       }
       files.delete(file);
       record.files = record.files.filter((entry) => entry !== file);
-      record.shared = Object.fromEntries(Object.entries({ ...record.shared, [file]: from.path }).sort(([a], [b]) => byText(a, b)));
+      record.shared = Object.fromEntries(Object.entries({ ...record.shared, [file]: from.path }).sort(([a], [b]) => compareText(a, b)));
       moves.files.set(from.path, marked);
       moves.handovers.push({ path: from.path, from: from.dir, to: record.dir, file, digest: sha256Digest(text), ...found.identity });
       moves.notes.push(
@@ -208,8 +208,8 @@ export function handOverAddonMoves(previous: RenderedTree, rendered: Map<string,
       );
     }
   }
-  moves.handovers.sort((a, b) => byText(a.path, b.path));
-  moves.notes.sort(byText);
-  moves.warnings.sort(byText);
+  moves.handovers.sort((a, b) => compareText(a.path, b.path));
+  moves.notes.sort(compareText);
+  moves.warnings.sort(compareText);
   return moves;
 }

@@ -19,6 +19,7 @@ import { decodeYamlDocument, sameYamlValue } from '../yaml/kube-yaml.js';
 import { fileNamesFor } from './manifest-objects.js';
 import { apiGroup } from './object-scope.js';
 import type { KubeObject } from '../api/types.js';
+import { compareText } from '../core/compare-text.js';
 
 /** What Kubernetes tells objects apart by; `group` '' is the core group, `namespace` '' cluster-scoped. */
 export interface ObjectIdentity {
@@ -175,7 +176,6 @@ function unitObjects(record: UnitRecord, files: Map<string, string>): UnitObject
   }));
 }
 
-const byText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /** The version part of an object's apiVersion (`openstack.k-orc.cloud/v1alpha1` -> `v1alpha1`). */
 function versionOf(object: KubeObject): string {
@@ -193,12 +193,12 @@ export function olderReleaseFirst(a: UnitRecord, b: UnitRecord): number {
     const order = compareStackVersions(tagA.version, tagB.version);
     if (order !== undefined && order !== 0) return order;
   }
-  return byText(a.release, b.release) || byText(a.dir, b.dir);
+  return compareText(a.release, b.release) || compareText(a.dir, b.dir);
 }
 
 /** Stages of one cluster in apply order: by stage order, then name. */
 function earlierStageFirst(a: UnitRecord, b: UnitRecord): number {
-  return (a.order ?? 0) - (b.order ?? 0) || byText(a.stage ?? '', b.stage ?? '') || byText(a.dir, b.dir);
+  return (a.order ?? 0) - (b.order ?? 0) || compareText(a.stage ?? '', b.stage ?? '') || compareText(a.dir, b.dir);
 }
 
 /** Objects by identity, each list in the given unit order. */
@@ -328,18 +328,18 @@ export function placeSharedObjects(records: UnitRecord[], rendered: Map<string, 
   const byDir = new Map<string, UnitObject[][]>();
   for (const objects of groupByIdentity(releases, rendered, olderReleaseFirst).values()) {
     if (new Set(objects.map((object) => object.record.dir)).size < 2) continue;
-    const dir = sharedDir([...new Set(objects.map((object) => object.record.namespace))].sort(byText)[0]!);
+    const dir = sharedDir([...new Set(objects.map((object) => object.record.namespace))].sort(compareText)[0]!);
     byDir.set(dir, [...(byDir.get(dir) ?? []), objects]);
   }
-  for (const [dir, groups] of [...byDir].sort(([a], [b]) => byText(a, b))) {
+  for (const [dir, groups] of [...byDir].sort(([a], [b]) => compareText(a, b))) {
     const namespace = dir.split('/')[1]!;
-    groups.sort((a, b) => byText(a[0]!.key, b[0]!.key));
+    groups.sort((a, b) => compareText(a[0]!.key, b[0]!.key));
     const names = fileNamesFor(groups.map((objects) => objects[0]!.value), namespace);
     groups.forEach((objects, index) => {
       const path = `${dir}/${names[index]!}`;
       sharedFiles.set(path, objects[0]!.text);
       for (const object of objects) moveOut(object, path);
-      sharedObjects.push({ path, ...objects[0]!.identity, version: versionOf(objects[0]!.value), renderedBy: [...new Set(objects.map((object) => object.record.release))].sort(byText) });
+      sharedObjects.push({ path, ...objects[0]!.identity, version: versionOf(objects[0]!.value), renderedBy: [...new Set(objects.map((object) => object.record.release))].sort(compareText) });
     });
   }
 
@@ -360,18 +360,18 @@ export function placeSharedObjects(records: UnitRecord[], rendered: Map<string, 
       const [first, ...later] = objects;
       const path = `${first!.record.dir}/${first!.file}`;
       for (const object of later) moveOut(object, path);
-      sharedObjects.push({ path, ...first!.identity, version: versionOf(first!.value), renderedBy: objects.map((object) => object.record.dir).sort(byText) });
+      sharedObjects.push({ path, ...first!.identity, version: versionOf(first!.value), renderedBy: objects.map((object) => object.record.dir).sort(compareText) });
     }
   }
 
   const placedRecords = records.map((record) => {
     const { shared: _previous, ...rest } = record;
     const moved = shared.get(record.dir);
-    const files = [...(placed.get(record.dir)?.keys() ?? [])].sort(byText);
-    return moved ? { ...rest, files, shared: Object.fromEntries(Object.entries(moved).sort(([a], [b]) => byText(a, b))) } : { ...rest, files };
+    const files = [...(placed.get(record.dir)?.keys() ?? [])].sort(compareText);
+    return moved ? { ...rest, files, shared: Object.fromEntries(Object.entries(moved).sort(([a], [b]) => compareText(a, b))) } : { ...rest, files };
   });
-  const sharedDirs = [...new Set(releases.map((record) => sharedDir(record.namespace)).concat([...byDir.keys()]))].sort(byText);
-  sharedObjects.sort((a, b) => byText(a.path, b.path));
+  const sharedDirs = [...new Set(releases.map((record) => sharedDir(record.namespace)).concat([...byDir.keys()]))].sort(compareText);
+  sharedObjects.sort((a, b) => compareText(a.path, b.path));
   return { rendered: placed, records: placedRecords, sharedFiles, sharedDirs, sharedObjects };
 }
 
@@ -462,5 +462,5 @@ export function handoverNotes(previous: Iterable<[string, string]>, next: Iterab
       notes.push(`${subject} moves from the dropped release directory ${dir}/ straight to ${now.dir}/ in one commit: Flux or Argo CD may delete it with the old release before the new one applies it; keeping the old release one render longer (in spec.versions) moves it through the shared directory instead, which is safe`);
     }
   }
-  return notes.sort(byText);
+  return notes.sort(compareText);
 }

@@ -10,6 +10,7 @@ import {
   type ReleaseSource,
   ReleaseSourceError,
 } from './release-source.js';
+import { compareText } from '../core/compare-text.js';
 
 export class LocalReleaseSource implements ReleaseSource {
   readonly location: string;
@@ -29,7 +30,7 @@ export class LocalReleaseSource implements ReleaseSource {
       throw new ReleaseSourceError('not-found', `release source ${this.root} does not exist or cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); give a directory with one sub-directory per release tag, e.g. docker-ferrol-1-30-v1/`);
     }
     const directories = entries.filter((e) => e.isDirectory() && !e.name.startsWith('.')).map((e) => e.name);
-    return listingFromTags(directories.sort((a, b) => a.localeCompare(b)).map((tag) => ({ tag })));
+    return listingFromTags(directories.sort(compareText).map((tag) => ({ tag })));
   }
 
   async fetch(tag: string): Promise<FetchedRelease> {

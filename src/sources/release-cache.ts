@@ -11,6 +11,7 @@ import { lstat, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'no
 import path from 'node:path';
 import { fileDigest, sha256Digest, sha256Hex } from '../release/content-digest.js';
 import type { FetchedRelease } from './release-source.js';
+import { compareText } from '../core/compare-text.js';
 
 export interface CacheEntryInfo {
   sourceKey: string;
@@ -161,7 +162,7 @@ export class ReleaseCache {
         storedAt: manifest.storedAt,
       });
     }
-    return out.sort((a, b) => compare(a.sourceKey, b.sourceKey) || compare(a.tag, b.tag));
+    return out.sort((a, b) => compareText(a.sourceKey, b.sourceKey) || compareText(a.tag, b.tag));
   }
 
   async size(): Promise<{ entries: number; bytes: number }> {
@@ -213,9 +214,6 @@ export class ReleaseCache {
   }
 }
 
-function compare(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}
 
 async function exists(file: string): Promise<boolean> {
   try {
@@ -260,7 +258,7 @@ async function hashTree(root: string): Promise<CachedFile[]> {
     }
   }
   await walk(root, '');
-  return files.sort((a, b) => compare(a.path, b.path));
+  return files.sort((a, b) => compareText(a.path, b.path));
 }
 
 /** True when the files on disk are exactly the manifest's, byte for byte. */
@@ -272,7 +270,7 @@ async function verifyFiles(filesDir: string, manifest: CacheManifest): Promise<b
     return false;
   }
   if (actual.length !== manifest.files.length) return false;
-  const expected = [...manifest.files].sort((a, b) => compare(a.path, b.path));
+  const expected = [...manifest.files].sort((a, b) => compareText(a.path, b.path));
   return actual.every((file, i) => {
     const want = expected[i];
     return want !== undefined && want.path === file.path && want.size === file.size && want.sha256 === file.sha256;
