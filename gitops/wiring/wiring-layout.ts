@@ -46,7 +46,6 @@ export interface WiringUnits {
   clusters: ClusterUnits[];
 }
 
-
 /** The units sorted and grouped: releases by namespace and name, clusters likewise, stages by order then name. */
 export function groupUnits(units: UnitRecord[]): WiringUnits {
   const releases: ReleaseUnit[] = [];

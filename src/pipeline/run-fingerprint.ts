@@ -91,4 +91,3 @@ function describe(value: unknown, path: Set<object>): unknown {
     path.delete(value);
   }
 }
-

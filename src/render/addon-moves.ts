@@ -33,7 +33,6 @@ export const FLUX_PRUNE_DISABLED = 'disabled';
 export const ARGOCD_SYNC_OPTIONS_ANNOTATION = 'argocd.argoproj.io/sync-options';
 export const ARGOCD_NO_PRUNE = 'Prune=false';
 
-
 /** The marks that keep both engines from pruning an object, merged into sync options it already has. */
 function pruneMarks(existingSyncOptions: string | undefined): Record<string, string> {
   const options = (existingSyncOptions ?? '').split(',').map((option) => option.trim()).filter((option) => option !== '' && !/^Prune=/.test(option));

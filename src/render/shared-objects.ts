@@ -176,7 +176,6 @@ function unitObjects(record: UnitRecord, files: Map<string, string>): UnitObject
   }));
 }
 
-
 /** The version part of an object's apiVersion (`openstack.k-orc.cloud/v1alpha1` -> `v1alpha1`). */
 function versionOf(object: KubeObject): string {
   return object.apiVersion.slice(object.apiVersion.indexOf('/') + 1);

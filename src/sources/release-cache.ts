@@ -214,7 +214,6 @@ export class ReleaseCache {
   }
 }
 
-
 async function exists(file: string): Promise<boolean> {
   try {
     await lstat(file);
