@@ -22,7 +22,7 @@ export interface HelmDependencies extends RenderDependencies {
  * with 3 as with 4; a CNI-sized chart (the heavy benchmark) takes about 4% less CPU with 3 than
  * with 4, whose extra process only competes with the others.
  */
-const DEFAULT_HELM_CONCURRENCY = os.availableParallelism() + 1;
+export const DEFAULT_HELM_CONCURRENCY = os.availableParallelism() + 1;
 
 export function createHelmDependencies(options: { configured?: string; pathEnv?: string; workDir: string; concurrency?: number }): HelmDependencies {
   let started: Promise<{ runner: HelmRunner; renderer: HelmRenderer }> | undefined;

@@ -33,7 +33,7 @@ export const DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin';
  * less than GOGC=400, with the same peak memory (about 65 MiB); switching the collector off saves no
  * more and lets a large chart's memory grow without bound.
  */
-const GO_RUNTIME = { GOMAXPROCS: '1', GOGC: '800' };
+export const HELM_GO_RUNTIME: Readonly<Record<string, string>> = { GOMAXPROCS: '1', GOGC: '800' };
 const DEFAULT_HELM_TIMEOUT_MS = 120_000;
 
 /**
@@ -180,7 +180,7 @@ export class HelmRunner {
         HELM_DATA_HOME: path.join(this.workDir, 'data'),
       };
       await Promise.all([...Object.values(dirs), path.join(this.workDir, 'tmp')].map((dir) => mkdir(dir, { recursive: true })));
-      return { PATH: this.#pathEnv, ...dirs, ...GO_RUNTIME };
+      return { PATH: this.#pathEnv, ...dirs, ...HELM_GO_RUNTIME };
     })();
     this.#prepared.catch(() => (this.#prepared = undefined));
     return this.#prepared;

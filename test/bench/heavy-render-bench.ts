@@ -1,6 +1,7 @@
 // The real-weight render benchmark: N clusters on a generated release with a CNI-sized chart
-// (heavy-stack.ts), rendered by the CLI process a user runs (full, no-op, one cluster changed) and
-// by a naive sequential `helm template` loop over the same charts, in one run. An in-process full
+// (heavy-stack.ts), rendered by the CLI process a user runs (full, no-op, one cluster changed), by
+// a naive sequential `helm template` loop over the same charts, and by the same helm processes run
+// as the renderer runs them with nothing else done (the floor), in one run. An in-process full
 // render, instrumented at the RenderDependencies seam, shows where the time goes.
 import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
@@ -8,7 +9,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { DirectoryPublisher } from '../../gitops/directory-publisher.js';
 import { resolveHelmBinary } from '../../renderers/helm-binary.js';
-import { createHelmDependencies } from '../../renderers/helm-dependencies.js';
+import { createHelmDependencies, DEFAULT_HELM_CONCURRENCY } from '../../renderers/helm-dependencies.js';
+import { HELM_GO_RUNTIME } from '../../renderers/helm-runner.js';
 import { readInputFiles } from '../../src/inputs/read-input-files.js';
 import { buildPlan } from '../../src/plan/build-plan.js';
 import { compareTrees, summarizeChanges } from '../../src/output/tree-changes.js';
@@ -41,16 +43,29 @@ async function writeInputs(dir: string, clusterStack: Record<string, unknown>, c
   await writeFile(path.join(dir, 'fleet.yaml'), docs.map((doc) => encodeYaml(doc)).join('---\n'));
 }
 
-/** What a script would do: one `helm template` per cluster and stage, one after another, values given for free. */
-async function naiveLoop(releaseDir: string, count: number, outDir: string): Promise<{ ms: number; cpuMs: number; processes: number }> {
+/**
+ * The same `helm template` per cluster and stage as a script would run, values given for free.
+ * Sequential with Go's defaults, it is the naive loop; with the runner's processes in flight and
+ * its Go settings, it is the floor: what helm alone costs this run, with nothing of ours around it.
+ */
+async function helmLoop(releaseDir: string, count: number, outDir: string, { inFlight, goRuntime }: { inFlight: number; goRuntime: Readonly<Record<string, string>> }): Promise<{ ms: number; cpuMs: number; processes: number }> {
   const helm = (await resolveHelmBinary({})).path;
   const helmHome = await mkdtemp(path.join(os.tmpdir(), 'csk-naive-helm-'));
-  const env = { PATH: process.env.PATH ?? '', HOME: helmHome, HELM_CACHE_HOME: helmHome, HELM_CONFIG_HOME: helmHome, HELM_DATA_HOME: helmHome };
+  const env = { PATH: process.env.PATH ?? '', HOME: helmHome, HELM_CACHE_HOME: helmHome, HELM_CONFIG_HOME: helmHome, HELM_DATA_HOME: helmHome, ...goRuntime };
   const addons = path.join(releaseDir, 'docker-heavy-1-30-cluster-addon-v1');
-  let processes = 0;
-  const run = (args: string[], file: string): Promise<void> =>
+  const jobs: { args: string[]; file: string }[] = [];
+  for (let index = 0; index < count; index += 1) {
+    const name = `cluster-${String(index).padStart(4, '0')}`;
+    const dir = path.join(outDir, name);
+    await mkdir(dir, { recursive: true });
+    const values = path.join(dir, 'values.yaml');
+    await writeFile(values, JSON.stringify({ clusterName: name, podCIDR: `10.${index % 250}.0.0/16`, hubble: { clusterName: name }, operator: { clusterName: name }, apiServerHost: `10.0.${Math.floor(index / 250)}.${index % 250}` }));
+    for (const stage of ['cni', 'metrics-server']) {
+      jobs.push({ args: ['template', 'cluster-addon', path.join(addons, stage), '--namespace', 'kube-system', '--include-crds', '--kube-version', 'v1.30.4', '-f', values], file: path.join(dir, `${stage}.yaml`) });
+    }
+  }
+  const run = ({ args, file }: { args: string[]; file: string }): Promise<void> =>
     new Promise((resolve, reject) => {
-      processes += 1;
       const child = spawn(helm, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
       const chunks: Buffer[] = [];
       child.stdout.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -59,17 +74,13 @@ async function naiveLoop(releaseDir: string, count: number, outDir: string): Pro
     });
   const cpuBefore = childrenCpuMs();
   const start = performance.now();
-  for (let index = 0; index < count; index += 1) {
-    const name = `cluster-${String(index).padStart(4, '0')}`;
-    const dir = path.join(outDir, name);
-    await mkdir(dir, { recursive: true });
-    const values = path.join(dir, 'values.yaml');
-    await writeFile(values, JSON.stringify({ clusterName: name, podCIDR: `10.${index % 250}.0.0/16`, hubble: { clusterName: name }, operator: { clusterName: name }, apiServerHost: `10.0.${Math.floor(index / 250)}.${index % 250}` }));
-    for (const stage of ['cni', 'metrics-server']) {
-      await run(['template', 'cluster-addon', path.join(addons, stage), '--namespace', 'kube-system', '--include-crds', '--kube-version', 'v1.30.4', '-f', values], path.join(dir, `${stage}.yaml`));
-    }
-  }
-  return { ms: performance.now() - start, cpuMs: childrenCpuMs() - cpuBefore, processes };
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (next < jobs.length) await run(jobs[next++]!);
+    }),
+  );
+  return { ms: performance.now() - start, cpuMs: childrenCpuMs() - cpuBefore, processes: jobs.length };
 }
 
 /** Time during which at least one call was in flight, and the sum of all calls' times. */
@@ -137,7 +148,9 @@ export async function benchHeavy(count: number, { name, shape }: { name: string;
   const env = { CLUSTERSTACK_CACHE_DIR: path.join(work, 'cache') };
   const args = ['render', inputs, '--release-source', releases, '--output', path.join(work, 'out'), '--json'];
 
-  const naive = await naiveLoop(path.join(releases, 'docker-heavy-1-30-v1'), count, path.join(work, 'naive'));
+  const releaseDir = path.join(releases, 'docker-heavy-1-30-v1');
+  const naive = await helmLoop(releaseDir, count, path.join(work, 'naive'), { inFlight: 1, goRuntime: {} });
+  const floor = await helmLoop(releaseDir, count, path.join(work, 'floor'), { inFlight: DEFAULT_HELM_CONCURRENCY, goRuntime: HELM_GO_RUNTIME });
   const full = await runCliOk(args, env);
   const noop = await runCliOk(args, env);
   await writeInputs(inputs, clusterStack, count, 7);
@@ -152,11 +165,13 @@ export async function benchHeavy(count: number, { name, shape }: { name: string;
   const cpu = (run: CliRun): string => `CPU ${seconds(run.cpuMs.node)} node + ${seconds(run.cpuMs.children)} helm`;
   console.log(`  load average:         ${os.loadavg()[0]!.toFixed(1)} on ${os.availableParallelism()} cores (wall times mean little above the core count; CPU times still do)`);
   console.log(`  naive loop:           ${seconds(naive.ms)}, ${naive.processes} helm processes (sequential, values given for free), CPU ${seconds(naive.cpuMs)} helm`);
+  console.log(`  helm alone, in flight: ${seconds(floor.ms)}, the same ${floor.processes} processes ${DEFAULT_HELM_CONCURRENCY} at a time with the runner's Go settings (values given for free, nothing else done), CPU ${seconds(floor.cpuMs)} helm`);
   console.log(`  full render (CLI):    ${seconds(full.ms)}, ${report(full).helmProcesses} helm processes, peak ${full.maxRssMiB.toFixed(0)} MiB, ${cpu(full)}`);
   console.log(`  no-op re-render:      ${seconds(noop.ms)}, ${report(noop).helmProcesses} helm processes, ${cpu(noop)}`);
   console.log(`  one cluster changed:  ${seconds(changed.ms)}, ${report(changed).helmProcesses} helm processes, ${cpu(changed)}`);
   for (const line of lines) console.log(line);
   console.log(verdict('full render / naive loop', full.ms / naive.ms, 0.5));
+  console.log(`  info  helm alone, in flight / naive loop: ${(floor.ms / naive.ms).toFixed(3)} (the floor for this run: what the full render spends above it is ours)`);
   console.log(verdict('no-op re-render / full render', noop.ms / full.ms, 0.03));
   console.log(verdict('one changed cluster / full render', changed.ms / full.ms, 0.1));
   // What two cores could reach if nothing else ran: the run's CPU spread over both, against the loop's wall.
