@@ -3,7 +3,7 @@
 // packages only other commands need, and plan's ClusterClass renders are kept across runs without
 // ever hiding a changed chart. Speed itself is measured by `npm run bench -- --only startup`; these
 // tests assert behaviour only and print the times they saw.
-import { copyFile, readFile, writeFile } from 'node:fs/promises';
+import { copyFile, cp, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,7 +13,11 @@ import { buildOrcReleases, ORC_IMAGE_NAME, ORC_PREFIX, orcClusterStack, orcRelea
 
 afterAll(() => removeCliBundle());
 
-/** A node `--import` module that records the URL of every module the process loads into `log`. */
+/**
+ * Node `--import` and `--require` modules that record into `log` the URL of every module the
+ * process loads: ES modules through a load hook, and what `require` loads (including an ES module
+ * required from CommonJS, which the hook does not see) through Module._load.
+ */
 async function moduleRecorder(): Promise<{ nodeArgs: string[]; loaded: () => Promise<string[]> }> {
   const dir = await tempDir('csk-module-recorder-');
   const log = path.join(dir, 'loaded.txt');
@@ -21,8 +25,14 @@ async function moduleRecorder(): Promise<{ nodeArgs: string[]; loaded: () => Pro
   await writeFile(hooks, `import { appendFileSync } from 'node:fs';\nexport async function load(url, context, next) { appendFileSync(${JSON.stringify(log)}, url + '\\n'); return next(url, context); }\n`);
   const register = path.join(dir, 'register.mjs');
   await writeFile(register, `import { register } from 'node:module';\nregister(${JSON.stringify(pathToFileURL(hooks).href)});\n`);
+  const requires = path.join(dir, 'requires.cjs');
+  await writeFile(
+    requires,
+    `const Module = require('node:module');\nconst { appendFileSync } = require('node:fs');\nconst load = Module._load;\n` +
+      `Module._load = function (request, parent, isMain) { try { appendFileSync(${JSON.stringify(log)}, 'file://' + Module._resolveFilename(request, parent, isMain) + '\\n'); } catch {} return load.apply(this, arguments); };\n`,
+  );
   await writeFile(log, '');
-  return { nodeArgs: ['--import', register], loaded: async () => (await readFile(log, 'utf8')).split('\n').filter(Boolean) };
+  return { nodeArgs: ['--require', requires, '--import', register], loaded: async () => (await readFile(log, 'utf8')).split('\n').filter(Boolean) };
 }
 
 /** The packages (node_modules/<name>) among loaded module URLs. */
@@ -86,6 +96,24 @@ describe('clusterstack start-up', () => {
     expect(again.code).toBe(0);
     expect(JSON.parse(again.stdout)).toHaveProperty('noop');
     expect([...timings(again.stderr).keys()]).toEqual(['node', 'modules', 'start-up', 'inputs-and-releases', 'total']);
+  });
+
+  it('a second plan of unchanged releases does not load the CEL library, and still warns about an invalid wait condition', async () => {
+    const releases = path.join(await tempDir('csk-startup-releases-'), 'releases');
+    await cp(EXAMPLE_RELEASES, releases, { recursive: true });
+    const config = path.join(releases, 'docker-ferrol-1-30-v2', 'clusteraddon.yaml');
+    await writeFile(config, (await readFile(config, 'utf8')).replace('kindnet.status.numberReady > 0 &&', 'kindnet.status.numberReady > &&'));
+    const env = { CLUSTERSTACK_CACHE_DIR: await tempDir('csk-startup-cache-') };
+    const runs = [];
+    for (let run = 0; run < 2; run += 1) {
+      const recorder = await moduleRecorder();
+      const result = await runCliProcess(['plan', EXAMPLE_MANIFESTS, '--release-source', releases, '--json'], { nodeArgs: recorder.nodeArgs, env });
+      expect(result.code, result.stderr).toBe(0);
+      runs.push({ stdout: result.stdout, cel: packagesOf(await recorder.loaded()).has('@marcbachmann/cel-js') });
+    }
+    expect(runs.map((run) => run.cel)).toEqual([true, false]);
+    for (const run of runs) expect(run.stdout).toMatch(/waitForPostCondition\.conditions.*is not valid CEL/);
+    expect(runs[1]!.stdout).toBe(runs[0]!.stdout);
   });
 
   it('plan on the quick start loads none of the packages only publishing, Git, GitHub, encryption or the controller need', async () => {

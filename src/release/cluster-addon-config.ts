@@ -63,8 +63,11 @@ export interface ParsedClusterAddonConfig {
   warnings: Problem[];
 }
 
-/** Parses and validates clusteraddon.yaml; reports every problem and every warning with its path. */
-export function parseClusterAddonConfig(text: string, source: string): ParsedClusterAddonConfig {
+/**
+ * Parses and validates clusteraddon.yaml; reports every problem and every warning with its path.
+ * `checkSyntax` says whether a wait condition is valid CEL (a caller may remember its verdicts).
+ */
+export function parseClusterAddonConfig(text: string, source: string, checkSyntax: (expression: string) => string | undefined = conditionSyntaxError): ParsedClusterAddonConfig {
   let document: unknown;
   try {
     document = decodeYamlDocument(text).value;
@@ -114,7 +117,7 @@ export function parseClusterAddonConfig(text: string, source: string): ParsedClu
         if (!condition) continue;
         stage[key] = condition;
         // The operator only finds out when it evaluates; say so at load, without refusing the release.
-        const syntax = conditionSyntaxError(condition.conditions);
+        const syntax = checkSyntax(condition.conditions);
         if (syntax) warnings.push({ source, path: `${path}.${key}.conditions`, message: `is not valid CEL (${syntax}): a lifecycle hook waiting on it can only time out. Fix the expression` });
       }
       stages.push(stage);

@@ -11,6 +11,7 @@ import { METADATA_FILE, parseReleaseMetadata, type ReleaseMetadata } from './rel
 import type { FetchedRelease } from '../sources/release-source.js';
 import { assertInsideRelease } from './release-containment.js';
 import { extractArchive } from './safe-extract.js';
+import { celSyntaxMemo } from './cel-syntax-memo.js';
 
 const LEGACY_VALUES_FILE = 'cluster-addon-values.yaml';
 const STAGE_VALUES_FILE = 'overwrite.yaml';
@@ -145,7 +146,11 @@ async function chartRoot(dir: string, origin: string): Promise<string> {
 }
 
 async function prepareStages(releaseDir: string, entry: string, configText: string, workDir: string, source: string, warnings: Problem[]): Promise<MultiStageAddons> {
-  const parsedConfig = parseClusterAddonConfig(configText, `${source}/${CLUSTER_ADDON_CONFIG_FILE}`);
+  // The wait conditions' syntax verdicts are remembered across runs: checking needs the CEL library,
+  // which is most of a plan's start-up. A memo that cannot be read or written only means checking again.
+  const memo = await celSyntaxMemo(workDir).catch(() => undefined);
+  const parsedConfig = parseClusterAddonConfig(configText, `${source}/${CLUSTER_ADDON_CONFIG_FILE}`, memo ? (expression) => memo.check(expression) : undefined);
+  await memo?.save().catch(() => undefined);
   if (!parsedConfig.config) throw new InputError(parsedConfig.problems);
   warnings.push(...parsedConfig.warnings);
   const unpacked = await unpack(releaseDir, entry, workDir, source);
