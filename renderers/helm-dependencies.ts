@@ -1,7 +1,7 @@
 // Wires the helm seam into what the render pipeline asks for: render a chart, evaluate values
 // templates. One runner (one process budget and counter) serves both.
-import os from 'node:os';
 import type { RenderDependencies } from '../src/render/render-dependencies.js';
+import { cpuBudget } from './cpu-budget.js';
 import { resolveHelmBinary } from './helm-binary.js';
 import { HelmRenderer } from './helm-renderer.js';
 import { HelmRunner } from './helm-runner.js';
@@ -13,17 +13,18 @@ export interface HelmDependencies extends RenderDependencies {
 }
 
 /**
+ * Helm processes in flight: one per CPU this process may use (its cgroup's quota, when it has one)
+ * and one more, ready to run while this process spawns the next or reads an output. Measured on 2
+ * cores: the example stack's small charts render as fast with 3 as with 4; a CNI-sized chart (the
+ * heavy benchmark) takes about 4% less CPU with 3 than with 4, whose extra process only competes
+ * with the others.
+ */
+export const DEFAULT_HELM_CONCURRENCY = cpuBudget() + 1;
+
+/**
  * Helm for the render pipeline. The binary is looked up on first use, so a render that reuses
  * every unit needs no helm at all (and does not fail where none is installed).
  */
-/**
- * Helm processes in flight: one per core and one more, ready to run while this process spawns the
- * next or reads an output. Measured on 2 cores: the example stack's small charts render as fast
- * with 3 as with 4; a CNI-sized chart (the heavy benchmark) takes about 4% less CPU with 3 than
- * with 4, whose extra process only competes with the others.
- */
-export const DEFAULT_HELM_CONCURRENCY = os.availableParallelism() + 1;
-
 export function createHelmDependencies(options: { configured?: string; pathEnv?: string; workDir: string; concurrency?: number }): HelmDependencies {
   let started: Promise<{ runner: HelmRunner; renderer: HelmRenderer }> | undefined;
   let runner: HelmRunner | undefined;
