@@ -2,9 +2,9 @@
 // runner-owned Helm directories, a bound on processes in flight, a time limit per process.
 import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import pLimit, { type LimitFunction } from 'p-limit';
+import { cpuBudget } from './cpu-budget.js';
 import { HelmNotFoundError, HelmTimeoutError, HELM_HOW_TO } from './helm-errors.js';
 
 export interface HelmProcessResult {
@@ -92,7 +92,7 @@ export interface HelmRunnerOptions {
   workDir: string;
   /** PATH for the child (from the config module); defaults to the system directories. */
   pathEnv?: string;
-  /** Helm processes in flight at most; defaults to os.availableParallelism(). */
+  /** Helm processes in flight at most; defaults to the CPUs this process may use (cpu-budget.ts). */
   concurrency?: number;
   /** Per process; defaults to two minutes. */
   timeoutMs?: number;
@@ -120,7 +120,7 @@ export class HelmRunner {
   constructor(options: HelmRunnerOptions) {
     this.binary = options.binary;
     this.workDir = path.resolve(options.workDir);
-    this.concurrency = Math.max(1, Math.floor(options.concurrency ?? os.availableParallelism()));
+    this.concurrency = Math.max(1, Math.floor(options.concurrency ?? cpuBudget()));
     this.timeoutMs = options.timeoutMs ?? DEFAULT_HELM_TIMEOUT_MS;
     this.#pathEnv = options.pathEnv ?? DEFAULT_PATH;
     this.#slots = pLimit(this.concurrency);

@@ -88,4 +88,3 @@ function compareInPlace(a: unknown, b: unknown): boolean | undefined {
   }
   return true;
 }
-

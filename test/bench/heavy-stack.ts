@@ -35,14 +35,14 @@ export interface HeavyShape {
 export const DEFAULT_HEAVY_SHAPE: HeavyShape = { cniTemplates: 260, subchartTemplates: 40, enabledEvery: 16, listLength: 24, features: 2000 };
 
 /**
- * Every template renders (about 430 objects, 700 KB per render): ten times the output of a real
+ * Every template renders (about 450 objects, 700 KiB per render): ten times the output of a real
  * CNI chart for the same helm time, which weighs on everything done per object and per byte
  * after helm. Kept as the stress case (`--heavy-shape dense`).
  */
 export const DENSE_HEAVY_SHAPE: HeavyShape = { cniTemplates: 260, subchartTemplates: 40, enabledEvery: 1, listLength: 24, features: 0 };
 
 /** The shapes `--heavy-shape` names. */
-export const HEAVY_SHAPES: Record<string, HeavyShape> = { released: DEFAULT_HEAVY_SHAPE, dense: DENSE_HEAVY_SHAPE };
+const HEAVY_SHAPES: Record<string, HeavyShape> = { released: DEFAULT_HEAVY_SHAPE, dense: DENSE_HEAVY_SHAPE };
 
 export function heavyShape(name: string | undefined): { name: string; shape: HeavyShape } {
   const key = name ?? 'released';
