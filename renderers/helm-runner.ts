@@ -3,14 +3,16 @@
 import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
-import pLimit, { type LimitFunction } from 'p-limit';
 import { cpuBudget } from './cpu-budget.js';
 import { HelmNotFoundError, HelmTimeoutError, HELM_HOW_TO } from './helm-errors.js';
+import { RankedSlots } from './ranked-slots.js';
 
 export interface HelmProcessResult {
   exitCode: number;
   stdout: string;
   stderr: string;
+  /** From spawn to exit: the process's own time, without any wait for a slot. */
+  elapsedMs: number;
 }
 
 export interface SpawnHelmOptions {
@@ -36,6 +38,9 @@ export const DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin';
 export const HELM_GO_RUNTIME: Readonly<Record<string, string>> = { GOMAXPROCS: '1', GOGC: '800' };
 const DEFAULT_HELM_TIMEOUT_MS = 120_000;
 
+/** The priority of values evaluations: before any chart, since charts wait for their values. */
+export const VALUES_PRIORITY = Number.NEGATIVE_INFINITY;
+
 /**
  * Runs helm once and collects its output. Resolves with the exit code whatever it is (lint exits 1
  * on findings, which callers parse); rejects only when helm cannot start or runs out of time.
@@ -43,6 +48,7 @@ const DEFAULT_HELM_TIMEOUT_MS = 120_000;
 export function spawnHelm(binary: string, args: readonly string[], options: SpawnHelmOptions): Promise<HelmProcessResult> {
   return new Promise((resolve, reject) => {
     let settled = false;
+    const started = performance.now();
     const child = spawn(binary, [...args], {
       shell: false,
       cwd: options.cwd,
@@ -80,6 +86,7 @@ export function spawnHelm(binary: string, args: readonly string[], options: Spaw
         exitCode: code ?? (signal ? 128 : 1),
         stdout: Buffer.concat(stdout).toString('utf8'),
         stderr: Buffer.concat(stderr).toString('utf8'),
+        elapsedMs: performance.now() - started,
       });
     });
   });
@@ -102,6 +109,8 @@ export interface HelmRunOptions {
   purpose: string;
   cwd?: string;
   timeoutMs?: number;
+  /** Among calls waiting for a slot, the lowest starts first (default 0); equal ones in arrival order. */
+  priority?: number;
 }
 
 /** Starts helm processes for the renderers: bounded, counted, isolated from the user's Helm setup. */
@@ -111,7 +120,7 @@ export class HelmRunner {
   readonly concurrency: number;
   readonly timeoutMs: number;
   readonly #pathEnv: string;
-  readonly #slots: LimitFunction;
+  readonly #slots: RankedSlots;
   #prepared: Promise<Record<string, string>> | undefined;
   #spawned = 0;
   #inFlight = 0;
@@ -123,7 +132,7 @@ export class HelmRunner {
     this.concurrency = Math.max(1, Math.floor(options.concurrency ?? cpuBudget()));
     this.timeoutMs = options.timeoutMs ?? DEFAULT_HELM_TIMEOUT_MS;
     this.#pathEnv = options.pathEnv ?? DEFAULT_PATH;
-    this.#slots = pLimit(this.concurrency);
+    this.#slots = new RankedSlots(this.concurrency);
   }
 
   /** Helm processes started so far (for metrics and benchmarks). */
@@ -141,10 +150,10 @@ export class HelmRunner {
     return this.#maxInFlight;
   }
 
-  /** Runs `helm <args>` once a slot is free; see spawnHelm for what resolves and what rejects. */
+  /** Runs `helm <args>` once a slot is free for it (see `priority`); see spawnHelm for what resolves and what rejects. */
   async run(args: readonly string[], options: HelmRunOptions): Promise<HelmProcessResult> {
     const env = await this.#environment();
-    return this.#slots(async () => {
+    return this.#slots.run(options.priority ?? 0, async () => {
       this.#spawned += 1;
       this.#inFlight += 1;
       this.#maxInFlight = Math.max(this.#maxInFlight, this.#inFlight);

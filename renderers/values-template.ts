@@ -30,7 +30,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { cleanHelmStderr, HelmRenderError } from './helm-errors.js';
-import type { HelmRunner } from './helm-runner.js';
+import { type HelmRunner, VALUES_PRIORITY } from './helm-runner.js';
 import { helmKubeVersion } from './helm-renderer.js';
 import { sortKeysDeep } from '../src/core/sort-keys.js';
 import { decodeYamlDocuments, YamlDecodeError } from '../src/yaml/kube-yaml.js';
@@ -229,7 +229,7 @@ async function lintUnits(runner: HelmRunner, units: Unit[], dir: string): Promis
       ]);
     }),
   );
-  const result = await runner.run(['lint', '--quiet', ...units.map((_, n) => `u${n}`)], { cwd: dir, purpose: `checking ${units.length} values templates` });
+  const result = await runner.run(['lint', '--quiet', ...units.map((_, n) => `u${n}`)], { cwd: dir, purpose: `checking ${units.length} values templates`, priority: VALUES_PRIORITY });
 
   // Lint-mode `required` and `fail` only log; the begin marker tells whose log line it is.
   let current: number | undefined;
@@ -290,7 +290,7 @@ async function renderUnits(runner: HelmRunner, units: Unit[], dir: string, kubeV
   const pending = new Set(units.keys());
   const args = ['template', 'values', '.', '--namespace', 'default', ...(kubeVersion ? ['--kube-version', helmKubeVersion(kubeVersion)] : [])];
   while (pending.size > 0) {
-    const result = await runner.run(args, { cwd: dir, purpose: `evaluating ${pending.size} values templates` });
+    const result = await runner.run(args, { cwd: dir, purpose: `evaluating ${pending.size} values templates`, priority: VALUES_PRIORITY });
     if (result.exitCode === 0) {
       const outputs = new Map<number, string>();
       for (const match of result.stdout.matchAll(/^# Source: cs-values\/templates\/u(\d+)\.yaml\nout: "([A-Za-z0-9+/=]*)"$/gm)) {

@@ -1,11 +1,11 @@
-import { chmod, readdir, writeFile } from 'node:fs/promises';
+import { chmod, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import * as yaml from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HELM_HOW_TO, HelmNotFoundError, HelmRenderError, HelmTimeoutError } from '../renderers/helm-errors.js';
 import { resolveHelmBinary } from '../renderers/helm-binary.js';
 import { HelmRenderer } from '../renderers/helm-renderer.js';
-import { HelmRunner } from '../renderers/helm-runner.js';
+import { HelmRunner, VALUES_PRIORITY } from '../renderers/helm-runner.js';
 import type { ChartRenderRequest } from '../src/render/render-dependencies.js';
 import { aHelmRunner, helmTempDir, packChart, writeChart, writeScript } from './support/helm-fixtures.js';
 
@@ -194,6 +194,33 @@ describe('HelmRunner', () => {
 
       expect(bounded.maxInFlight).toBe(2);
       expect(bounded.processesSpawned).toBe(5);
+    } finally {
+      await temp.cleanup();
+    }
+  });
+
+  it('starts waiting values evaluations first, then the charts that took longest last time; a chart not seen yet goes before known ones', async () => {
+    const temp = await helmTempDir('helm-order');
+    try {
+      // A stand-in helm: logs the chart it renders (the third argument) and takes longer on the slow one.
+      const log = path.join(temp.dir, 'started.log');
+      const standIn = await writeScript(path.join(temp.dir, 'ordered-helm'), `echo "$3" >> ${log}\ncase "$3" in */slow) sleep 0.3 ;; *) sleep 0.05 ;; esac`);
+      const single = new HelmRunner({ binary: standIn, workDir: temp.dir, concurrency: 1 });
+      const ordered = new HelmRenderer(single);
+      const chartAt = (name: string): ChartRenderRequest['chart'] => ({ dir: path.join(temp.dir, name), digest: `sha256:${name}`, origin: name });
+      const renderOf = (name: string): Promise<string> => ordered.renderChart(request({ chart: chartAt(name) }));
+      const started = async (): Promise<string[]> => (await readFile(log, 'utf8')).trim().split('\n').map((line) => path.basename(line));
+
+      // Learn both charts' times, one at a time.
+      await renderOf('fast');
+      await renderOf('slow');
+      await writeFile(log, '');
+      // One slot: the blocker runs, the rest wait and start by priority.
+      const blocker = renderOf('slow');
+      while (single.inFlight === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      await Promise.all([blocker, renderOf('fast'), renderOf('fast'), renderOf('slow'), renderOf('new'), single.run(['template', 'values', 'values'], { purpose: 'evaluating values', priority: VALUES_PRIORITY })]);
+
+      expect(await started()).toEqual(['slow', 'values', 'new', 'slow', 'fast', 'fast']);
     } finally {
       await temp.cleanup();
     }

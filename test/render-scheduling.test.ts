@@ -1,6 +1,6 @@
 // How renderOutput schedules its work, seen through the RenderDependencies seam with a renderer
-// that records the order of events: values are evaluated in chunks of whole clusters while charts
-// render, and a cluster whose values fail is withheld whole without any of its stages rendering.
+// that records the order of events: values are evaluated in chunks of whole clusters, one chunk at a
+// time, while charts render, and a cluster whose values fail is withheld whole without any of its stages rendering.
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { KubeObject } from '../src/api/types.js';
@@ -49,37 +49,58 @@ function recordingDeps(failing: Set<string> = new Set()): { deps: RenderDependen
 const settle = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 20));
 
 describe('renderOutput scheduling', () => {
-  it('renders releases at once and a chunk of clusters as soon as its values are in, while later chunks are still evaluated', async () => {
+  it('renders releases at once and a chunk of clusters as soon as its values are in, while the next chunk is evaluated', async () => {
     const plan = await planWith(8);
     const { deps, events, batches } = recordingDeps();
     const outcome = renderOutput(plan, deps, { secrets: 'refuse', previous: new Map() });
     await settle();
-    // Chunks of whole clusters, growing: 2, 4, then the rest; all asked for before any answer.
-    expect(batches.map((batch) => new Set(batch.items.map((item) => item.id.split('/')[2])).size)).toEqual([2, 4, 2]);
+    // One chunk at a time: the first, of two whole clusters, is the only one asked for.
+    const clustersOf = (batch: { items: ValuesTemplateItem[] }): number => new Set(batch.items.map((item) => item.id.split('/')[2])).size;
+    expect(batches.map(clustersOf)).toEqual([2]);
     // The kept release renders without waiting for any values.
     expect(events.filter((event) => event.startsWith('render ')).every((event) => event.startsWith('render docker-ferrol'))).toBe(true);
     expect(events.some((event) => event.startsWith('render docker-ferrol'))).toBe(true);
 
     batches[0]!.release();
     await settle();
-    // The first chunk's stages render while the second and third chunks are still out.
+    // The first chunk's stages render while the second chunk (twice as large) is evaluated.
     const firstChunkRenders = events.filter((event) => /^render clusters\/cluster-stacks\/c0[01]\//.test(event));
     expect(firstChunkRenders).toHaveLength(4);
     expect(events.some((event) => /^render clusters\/cluster-stacks\/c0[2-7]\//.test(event))).toBe(false);
+    expect(batches.map(clustersOf)).toEqual([2, 4]);
 
     batches[1]!.release();
+    await settle();
+    expect(batches.map(clustersOf)).toEqual([2, 4, 2]);
     batches[2]!.release();
     const result = await outcome;
     expect(result.withheld).toEqual([]);
     expect(result.stats.unitsRendered).toBe(events.filter((event) => event.startsWith('render ')).length);
   });
 
+  it('asks for no later chunk once helm could not evaluate one: the render fails with that error', async () => {
+    const plan = await planWith(8);
+    let asked = 0;
+    const deps: RenderDependencies = {
+      evaluateValues: async () => {
+        asked += 1;
+        throw new Error('helm could not be started');
+      },
+      renderChart: async () => 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n',
+    };
+    await expect(renderOutput(plan, deps, { secrets: 'refuse', previous: new Map() })).rejects.toThrow('helm could not be started');
+    await settle();
+    expect(asked).toBe(1);
+  });
+
   it('withholds a cluster whose values fail in one stage whole, rendering none of its stages, and renders the others', async () => {
     const plan = await planWith(3);
     const { deps, events, batches } = recordingDeps(new Set(['c01']));
     const outcome = renderOutput(plan, deps, { secrets: 'refuse', previous: new Map() });
-    await settle();
-    for (const batch of batches) batch.release();
+    for (let answered = 0; answered < 2; answered += 1) {
+      await settle();
+      batches[answered]!.release();
+    }
     const result = await outcome;
     expect(result.withheld).toMatchObject([{ kind: 'cluster', namespace: 'cluster-stacks', name: 'c01', reason: 'broken template' }]);
     expect(events.filter((event) => event.includes('/c01/'))).toEqual([]);

@@ -3,8 +3,10 @@
 // whole, and the same inputs fail again next time without helm.
 //
 // Evaluation is streamed, not a phase: the clusters are split into chunks (all stages of a cluster
-// in one chunk, one Kubernetes version per chunk), the first ones small, so the first charts render
-// while later chunks are still being evaluated and helm keeps every core busy from the start.
+// in one chunk, one Kubernetes version per chunk), the first ones small, evaluated one after
+// another. The first charts render as soon as the first small chunk is in, and each later chunk is
+// evaluated while the charts of the ones before it render: one values process at a time, so they
+// never hold back the charts that are ready.
 import type { Provenance, UnitRecord } from '../output/provenance.js';
 import type { RenderedTree } from '../output/rendered-tree.js';
 import { previousFiles } from './previous-output.js';
@@ -26,7 +28,8 @@ const MAX_CHUNK_CLUSTERS = 64;
 
 /**
  * Starts evaluating the values of every unit that needs it (all but those reused; `notReusable`
- * never are); returns at once, before helm answers.
+ * never are); returns at once, before helm answers. A chunk whose evaluation rejects (helm could
+ * not run) rejects every later one too.
  */
 export function evaluateUnitValues(units: PendingUnit[], before: Map<string, UnitRecord>, failedBefore: Map<string, string>, previous: RenderedTree, deps: RenderDependencies, notReusable: ReadonlySet<string> = new Set()): ValuesOutcome {
   const reused = new Map<string, Map<string, string>>();
@@ -48,9 +51,11 @@ export function evaluateUnitValues(units: PendingUnit[], before: Map<string, Uni
   }
   const ready = new Map<PendingUnit, Promise<void>>();
   const toEvaluate = needValues.filter((unit) => !failedClusters.has(ownerKey(unit)));
+  let previousChunk: Promise<void> = Promise.resolve();
   for (const chunk of chunksOf(toEvaluate)) {
-    const done = evaluateChunk(chunk, deps, failedClusters);
+    const done = previousChunk.then(() => evaluateChunk(chunk, deps, failedClusters));
     for (const unit of chunk) ready.set(unit, done);
+    previousChunk = done;
   }
   return { reused, failedClusters, ready };
 }
