@@ -25,7 +25,10 @@ import path from 'node:path';
 import { InputError } from '../src/core/problem.js';
 import { OciError } from '../src/oci/oci-error.js';
 import { EMPTY_CONFIG, type OciManifest, OCI_IMAGE_CONFIG, OCI_MANIFEST, TITLE_ANNOTATION } from '../src/oci/oci-manifest.js';
-import { parseOciRepository } from '../src/oci/oci-reference.js';
+import { type OciArtifactReference, parseOciArtifactReference } from '../src/oci/oci-reference.js';
+
+// The reference parser lives with the other OCI references; its names stay importable from here.
+export { type OciArtifactReference, parseOciArtifactReference } from '../src/oci/oci-reference.js';
 import { buildArtifactManifest } from '../src/oci/artifact-manifest.js';
 import { type ManifestResult, RegistryClient, type RegistryCredentials } from '../src/oci/registry-client.js';
 import { sha256Digest } from '../src/release/content-digest.js';
@@ -45,39 +48,6 @@ export const REVISION_ANNOTATION = 'org.opencontainers.image.revision';
 export const CREATED_ANNOTATION = 'org.opencontainers.image.created';
 /** `created` of a reproducible artifact: the Unix epoch, as reproducible-builds tools use. */
 export const REPRODUCIBLE_CREATED = '1970-01-01T00:00:00Z';
-
-// distribution's tag grammar.
-const TAG = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$/;
-
-export interface OciArtifactReference {
-  /** `host[:port]` as written; printable. */
-  registry: string;
-  /** The host serving the distribution API (Docker Hub's differs from its name). */
-  apiHost: string;
-  repository: string;
-  tag: string;
-}
-
-/** Parses `oci://registry[:port]/repository:tag`; throws InputError saying what to write instead. */
-export function parseOciArtifactReference(input: string): OciArtifactReference {
-  const invalid = (message: string): InputError => new InputError([{ message: `--oci ${message}` }]);
-  const trimmed = input.trim();
-  if (!trimmed.startsWith('oci://')) throw invalid(`${trimmed} is not an OCI reference; write oci://<registry>/<repository>:<tag>`);
-  const rest = trimmed.slice('oci://'.length);
-  const slash = rest.indexOf('/');
-  // Credentials, a missing repository and a bad host are reported by the repository parser.
-  if (slash < 0 || rest.slice(0, slash).includes('@')) return { ...parseOciRepository(trimmed), tag: '' };
-  const repositoryPath = rest.slice(slash + 1);
-  if (repositoryPath.includes('@')) throw invalid(`${trimmed} names a digest; an artifact is pushed to a tag: write oci://<registry>/<repository>:<tag>`);
-  const colon = repositoryPath.indexOf(':', repositoryPath.lastIndexOf('/') + 1);
-  if (colon < 0) throw invalid(`${trimmed} names no tag; write oci://<registry>/<repository>:<tag>, e.g. ${trimmed}:latest`);
-  const tag = repositoryPath.slice(colon + 1);
-  if (!TAG.test(tag)) {
-    throw invalid(`${trimmed}: "${tag}" is not a valid tag (letters, digits, "_", "." and "-", at most 128, not starting with "." or "-")`);
-  }
-  const repository = parseOciRepository(`oci://${rest.slice(0, slash)}/${repositoryPath.slice(0, colon)}`);
-  return { ...repository, tag };
-}
 
 export interface OciArtifactPublisherOptions {
   /** `oci://registry[:port]/repository:tag` */

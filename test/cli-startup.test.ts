@@ -3,15 +3,19 @@
 // packages only other commands need, and plan's ClusterClass renders are kept across runs without
 // ever hiding a changed chart. Speed itself is measured by `npm run bench -- --only startup`; these
 // tests assert behaviour only and print the times they saw.
+import { execFile } from 'node:child_process';
 import { copyFile, cp, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clusterYaml, EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, FERROL_STACK_YAML, runClusterstack, tempDir, writeTree } from './support/cli.js';
-import { removeCliBundle, runCliProcess } from './support/cli-process.js';
+import { cliEnvironment, REPO_ROOT, removeCliBundle, runCliProcess } from './support/cli-process.js';
 import { buildOrcReleases, ORC_IMAGE_NAME, ORC_PREFIX, orcClusterStack, orcRelease } from './support/orc-stack-releases.js';
 
 afterAll(() => removeCliBundle());
+
+const execFileAsync = promisify(execFile);
 
 /**
  * Node `--import` and `--require` modules that record into `log` the URL of every module the
@@ -96,6 +100,19 @@ describe('clusterstack start-up', () => {
     expect(again.code).toBe(0);
     expect(JSON.parse(again.stdout)).toHaveProperty('noop');
     expect([...timings(again.stderr).keys()]).toEqual(['node', 'modules', 'start-up', 'inputs-and-releases', 'total']);
+
+    // Nor does it load the pipeline, or our adapters for remote sources and other outputs. Run from
+    // the sources (the bundle's chunks have no module names to see), which are other code than the
+    // bundle: the first such run renders again (reusing every unit), the second is settled.
+    const recorder = await moduleRecorder();
+    const fromSources = async (nodeArgs: string[] = []): Promise<string> => (await execFileAsync(process.execPath, ['--import', 'tsx', ...nodeArgs, path.join(REPO_ROOT, 'src/cli/main.ts'), ...args], { cwd: REPO_ROOT, env: cliEnvironment(env) })).stdout;
+    await fromSources();
+    expect(JSON.parse(await fromSources(recorder.nodeArgs))).toHaveProperty('noop');
+    const loaded = (await recorder.loaded()).map((url) => path.basename(url).replace(/\.[jt]s$/, ''));
+    expect(loaded).toContain('directory-publisher');
+    for (const unneeded of ['render-and-publish', 'helm-runner', 'oci-artifact-publisher', 'reproducible-tar', 'registry-client', 'oci-layout-source', 'oci-release-source', 'github-release-source', 'git-publisher']) {
+      expect(loaded, `a settled render loaded ${unneeded}`).not.toContain(unneeded);
+    }
   });
 
   it('a second plan of unchanged releases does not load the CEL library, and still warns about an invalid wait condition', async () => {

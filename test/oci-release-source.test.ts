@@ -259,7 +259,11 @@ describe('OciLayoutSource', () => {
 
   it('is what the opener picks for a directory with an oci-layout file', async () => {
     const open = createSourceOpener({ cacheDir: path.join(scratch, 'opener-cache'), plainHttp: true });
-    expect(open(layout)).toBeInstanceOf(OciLayoutSource);
+    // The layout reader loads on first use too: the opened source lists and fetches from the layout.
+    const fromLayout = open(layout);
+    expect(fromLayout.location).toBe(layout);
+    expect((await fromLayout.list()).releases.map((release) => release.tag)).toEqual([V1, V3]);
+    expect((await fromLayout.fetch(V3)).digest).toBe(await localDigest(V3));
     expect(open(RELEASES)).toBeInstanceOf(LocalReleaseSource);
     // The registry client loads on first use: a stand-in named as OciReleaseSource names the repository.
     const registry = open(`oci://${anonymous.host}/${REPO}`);

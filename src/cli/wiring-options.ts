@@ -2,7 +2,7 @@
 // what Flux or Argo CD fetch the rendered tree from. Apart from output-settings.ts, which `plan`
 // loads, because it loads the OCI publisher (for its reference parser). The wiring generators are
 // loaded only by runs that render.
-import { parseOciArtifactReference } from '../../gitops/oci-artifact-publisher.js';
+import { parseOciArtifactReference } from '../oci/oci-reference.js';
 import { parseGitOpsEngine } from '../../gitops/wiring/gitops-engine.js';
 import type { WiringOptions } from '../../gitops/wiring/render-wiring.js';
 import { UsageError } from './cli-io.js';

@@ -45,3 +45,36 @@ export function parseOciRepository(input: string): OciRepositoryRef {
 export function formatOciRepository(ref: Pick<OciRepositoryRef, 'registry' | 'repository'>): string {
   return `oci://${ref.registry}/${ref.repository}`;
 }
+
+// distribution's tag grammar.
+const TAG = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$/;
+
+export interface OciArtifactReference {
+  /** `host[:port]` as written; printable. */
+  registry: string;
+  /** The host serving the distribution API (Docker Hub's differs from its name). */
+  apiHost: string;
+  repository: string;
+  tag: string;
+}
+
+/** Parses `oci://registry[:port]/repository:tag`; throws InputError saying what to write instead. */
+export function parseOciArtifactReference(input: string): OciArtifactReference {
+  const invalidFlag = (message: string): InputError => invalid(`--oci ${message}`);
+  const trimmed = input.trim();
+  if (!trimmed.startsWith('oci://')) throw invalidFlag(`${trimmed} is not an OCI reference; write oci://<registry>/<repository>:<tag>`);
+  const rest = trimmed.slice('oci://'.length);
+  const slash = rest.indexOf('/');
+  // Credentials, a missing repository and a bad host are reported by the repository parser.
+  if (slash < 0 || rest.slice(0, slash).includes('@')) return { ...parseOciRepository(trimmed), tag: '' };
+  const repositoryPath = rest.slice(slash + 1);
+  if (repositoryPath.includes('@')) throw invalidFlag(`${trimmed} names a digest; an artifact is pushed to a tag: write oci://<registry>/<repository>:<tag>`);
+  const colon = repositoryPath.indexOf(':', repositoryPath.lastIndexOf('/') + 1);
+  if (colon < 0) throw invalidFlag(`${trimmed} names no tag; write oci://<registry>/<repository>:<tag>, e.g. ${trimmed}:latest`);
+  const tag = repositoryPath.slice(colon + 1);
+  if (!TAG.test(tag)) {
+    throw invalidFlag(`${trimmed}: "${tag}" is not a valid tag (letters, digits, "_", "." and "-", at most 128, not starting with "." or "-")`);
+  }
+  const repository = parseOciRepository(`oci://${rest.slice(0, slash)}/${repositoryPath.slice(0, colon)}`);
+  return { ...repository, tag };
+}

@@ -4,14 +4,13 @@ import path from 'node:path';
 import { InputError } from '../core/problem.js';
 import type { RemoteTimeouts } from '../config.js';
 import type { RegistryCredentials } from '../oci/registry-client.js';
-import type { ReleaseSource } from './release-source.js';
+import { OCI_LAYOUT_FILE, type ReleaseSource } from './release-source.js';
 import { githubLocation } from '../github/github-location.js';
 import { formatOciRepository, parseOciRepository } from '../oci/oci-reference.js';
 import type { Logger } from '../core/logger.js';
 import { LocalReleaseSource } from './local-release-source.js';
 import { countingFetch, type RequestOutcome } from './counting-fetch.js';
 import { lazyReleaseSource } from './lazy-release-source.js';
-import { OCI_LAYOUT_FILE, OciLayoutSource } from './oci-layout-source.js';
 import { ReleaseCache } from './release-cache.js';
 
 export interface SourceOptions {
@@ -82,8 +81,8 @@ export function createSourceOpener(options: SourceOptions): SourceOpener {
         ...(options.timeouts ? { timeoutMs: options.timeouts.readMs, totalTimeoutMs: options.timeouts.totalMs } : {}),
       }));
     } else if (existsSync(path.join(location, OCI_LAYOUT_FILE))) {
-      cache ??= new ReleaseCache(options.cacheDir);
-      source = new OciLayoutSource(location, { cache });
+      const releaseCache = (cache ??= new ReleaseCache(options.cacheDir));
+      source = lazyReleaseSource(location, async () => new (await import('./oci-layout-source.js')).OciLayoutSource(location, { cache: releaseCache }));
     } else {
       source = new LocalReleaseSource(location);
     }

@@ -13,6 +13,9 @@ interface SkippedRelease {
   reason: string;
 }
 
+/** The file that marks a directory as an OCI image layout (a release source of its own kind). */
+export const OCI_LAYOUT_FILE = 'oci-layout';
+
 export interface ReleaseListing {
   releases: ReleaseRef[];
   /** Tags or directories that do not parse as releases: reported as warnings, never fatal. */
