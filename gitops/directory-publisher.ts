@@ -265,6 +265,17 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
     return statEvidenceHolds(path.join(dir, STATE_DIR, TREES_DIR, current), record.proof.evidence) ? { fingerprint: record.fingerprint, report: record.report } : undefined;
   }
 
+  /** Whether a settled run is recorded at all (no proof is taken); false means the next run renders. */
+  async hasSettledRun(): Promise<boolean> {
+    try {
+      if ((await this.ownership()).kind !== 'ours') return false;
+      return lstatSync(path.join(await this.resolvedDir(), STATE_DIR, SETTLED_FILE), { throwIfNoEntry: false }) !== undefined;
+    } catch {
+      // Whatever is wrong with the directory is for the run to meet and report; nothing is ruled out.
+      return true;
+    }
+  }
+
   /** Records `run` with the stat of the current tree's files; nothing when there is no current tree. */
   async recordSettledRun(run: SettledRun, _revision?: string | null): Promise<void> {
     const dir = await this.resolvedDir();

@@ -33,6 +33,12 @@ export interface SettledRunStore {
   recordSettledRun(run: SettledRun, revision: string | null): Promise<void>;
   /** Before any other run publishes: a record never outlives the target state it describes. */
   forgetSettledRun(): Promise<void>;
+  /**
+   * Whether any settled run is recorded, known without opening anything remote or taking a proof;
+   * false means no run can be found settled, so the next one renders for sure. Optional: a store
+   * that cannot tell cheaply leaves it out.
+   */
+  hasSettledRun?(): Promise<boolean>;
 }
 
 export function isSettledRunStore(publisher: Publisher): publisher is Publisher & SettledRunStore {

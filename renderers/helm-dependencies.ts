@@ -10,6 +10,11 @@ import { evaluateValuesTemplates } from './values-template.js';
 export interface HelmDependencies extends RenderDependencies {
   /** Helm processes started so far (0 until helm is first needed). */
   processesSpawned(): number;
+  /**
+   * Finds and checks helm now, for a caller that knows it will render: the check then runs while
+   * the caller does other work. A failure is reported by the first render or evaluation, as without it.
+   */
+  prepare(): void;
 }
 
 /**
@@ -35,6 +40,7 @@ export function createHelmDependencies(options: { configured?: string; pathEnv?:
     }));
   return {
     processesSpawned: () => runner?.processesSpawned ?? 0,
+    prepare: () => void helm().catch(() => undefined),
     renderChart: async (request) => (await helm()).renderer.renderChart(request),
     evaluateValues: async (items, kubeVersion) => evaluateValuesTemplates((await helm()).runner, items, kubeVersion),
   };

@@ -296,6 +296,16 @@ describe('clusterstack render (bad input: clear message, nothing written)', () =
     expect(sandbox.git(remote, 'rev-list', '--all')).toBe('');
   });
 
+  it('reports broken inputs, not a missing helm, though a first render into a directory checks helm while it reads them', async () => {
+    const broken = await writeTree({ 'stack.yaml': FERROL_STACK_YAML, 'c.yaml': `${clusterYaml('one', 'docker-ferrol-1-30-v1')}---\nkind: [unclosed\n` });
+    const out = path.join(await tempDir(), 'out');
+    const result = await render([broken, '--release-source', EXAMPLE_RELEASES, '--cache-dir', await tempDir(), '--output', out], { CLUSTERSTACK_HELM: '/nonexistent/helm' });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/c\.yaml/);
+    expect(result.stderr).not.toMatch(/helm/i);
+    await expect(readdir(out)).rejects.toThrow();
+  });
+
   it('says how to provide helm when the configured one is missing or not executable', async () => {
     await expectNothingWritten([await inputs(), '--release-source', EXAMPLE_RELEASES, '--cache-dir', await tempDir()], /helm not found at \/nonexistent\/helm.*CLUSTERSTACK_HELM/s, { CLUSTERSTACK_HELM: '/nonexistent/helm' });
     const notExecutable = path.join(await tempDir(), 'helm');

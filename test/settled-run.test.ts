@@ -6,6 +6,7 @@
 import { appendFile, chmod, copyFile, readFile, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { DirectoryPublisher } from '../gitops/directory-publisher.js';
 import { resolveHelmBinary } from '../renderers/helm-binary.js';
 import type { Plan } from '../src/plan/build-plan.js';
 import { planMaterial, runFingerprint } from '../src/pipeline/run-fingerprint.js';
@@ -196,6 +197,32 @@ describe('a render that changes nothing, into a directory', () => {
     const afterEdit = await render([...args, '--age-recipient', second.recipient]);
     expect(afterEdit.report.noop).toBeUndefined();
     expect(afterEdit.report.warnings.join('\n')).toContain('edited by hand');
+  });
+});
+
+describe('DirectoryPublisher.hasSettledRun', () => {
+  it('is false until a settled run is recorded and after it is forgotten, so a run that finds it false renders for sure', async () => {
+    const out = path.join(await tempDir(), 'out');
+    const publisher = new DirectoryPublisher(out);
+    expect(await publisher.hasSettledRun()).toBe(false);
+    const lock = await publisher.lock({ timeoutMs: 1000, command: 'test' });
+    try {
+      await publisher.publish(new Map([['README.md', 'hello\n']]));
+      expect(await publisher.hasSettledRun()).toBe(false);
+      await publisher.recordSettledRun({ fingerprint: 'sha256:one', report: {} });
+      expect(await publisher.hasSettledRun()).toBe(true);
+      // It takes no proof: a hand edit leaves the record, which readSettledRun then refuses.
+      await writeFile(path.join(out, 'current', 'README.md'), 'edited\n');
+      expect(await publisher.hasSettledRun()).toBe(true);
+      expect(await publisher.readSettledRun('sha256:one')).toBeUndefined();
+      await publisher.forgetSettledRun();
+      expect(await publisher.hasSettledRun()).toBe(false);
+    } finally {
+      await lock.release();
+    }
+    // A directory that is not ours has no record of ours.
+    const foreign = await writeTree({ 'notes.txt': 'mine\n' });
+    expect(await new DirectoryPublisher(foreign).hasSettledRun()).toBe(false);
   });
 });
 

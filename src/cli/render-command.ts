@@ -5,7 +5,8 @@ import { formatProblem, InputError } from '../core/problem.js';
 import { planReport, reportHasProblems, retryableProblems } from '../plan/plan-report.js';
 import { describeEncryptedSecrets, type EncryptedSecretsReport, reportEncryptedSecrets } from '../output/encrypted-secrets-report.js';
 import { readProvenance, type WithheldEntry } from '../output/provenance.js';
-import type { PipelineOptions } from '../pipeline/render-and-publish.js';
+import type { PipelineOptions, renderAndPublish as RenderAndPublishTree } from '../pipeline/render-and-publish.js';
+import type { HelmDependencies } from '../../renderers/helm-dependencies.js';
 import { planMaterial, runFingerprint } from '../pipeline/run-fingerprint.js';
 import { type SettledRunReport, settledRunReport } from '../pipeline/settled-run.js';
 import { helmIdentity, toolIdentity } from '../pipeline/tool-identity.js';
@@ -191,6 +192,13 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   ];
   const publisher = await openOutputPublisher(output, config, io.cwd, commitTemplate, { protectedPaths, adoptOutput: values['adopt-output'] });
   const outputDir = localOutputDirectory(output, io.cwd);
+  const settledRuns = isSettledRunStore(publisher) ? publisher : undefined;
+  // A run that will render for sure (asked to, or no settled run recorded that it could match)
+  // loads the pipeline and checks helm while it reads the inputs and releases, not after.
+  const certainRender = values['full-render'] || (settledRuns ? (await settledRuns.hasSettledRun?.()) === false : true);
+  let renderer: Promise<Renderer> | undefined;
+  const loadRenderer = (): Promise<Renderer> => (renderer ??= startRenderer(certainRender));
+  if (certainRender) loadRenderer().catch(() => undefined);
 
   // Observe and decide; any problem with the inputs stops here, before anything is written.
   // The scheduler configuration is no input object, even inside an input directory.
@@ -215,7 +223,6 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
     ...(scheduler ? { scheduler } : {}),
   };
   // Everything that decides what this run publishes, known before rendering (run-fingerprint.ts).
-  const settledRuns = isSettledRunStore(publisher) ? publisher : undefined;
   const fingerprint = settledRuns ? runFingerprint({ tool: toolIdentity(), helm: helmIdentity({ configured: config.helmBinary, pathEnv: config.pathEnv }), plan: planMaterial(plan), options: pipelineOptions, target: publisher.target }) : undefined;
   // One run at a time per target, from reading what is there to replacing it.
   const lock = await publisher.lock?.({ timeoutMs: config.lockTimeoutMs, command: 'clusterstack render' });
@@ -248,11 +255,18 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
     return EXIT_OK;
   }
 
-  async function renderAndPublish(): Promise<number> {
+  /** Loads the pipeline and helm's seam; with `checkHelm`, starts finding and checking helm too. */
+  async function startRenderer(checkHelm: boolean): Promise<Renderer> {
     // Loaded only when rendering: a run that changes nothing never needs helm or the pipeline.
     const [{ createHelmDependencies }, { renderAndPublish: renderAndPublishTree }] = await Promise.all([import('../../renderers/helm-dependencies.js'), import('../pipeline/render-and-publish.js')]);
-    endPhase('render-modules');
     const helm = createHelmDependencies({ ...(config.helmBinary ? { configured: config.helmBinary } : {}), pathEnv: config.pathEnv, workDir: path.join(config.cacheDir, 'helm') });
+    if (checkHelm) helm.prepare();
+    return { helm, renderAndPublishTree };
+  }
+
+  async function renderAndPublish(): Promise<number> {
+    const { helm, renderAndPublishTree } = await loadRenderer();
+    endPhase('render-modules');
     const previous = await publisher.readPrevious();
     endPhase('read-previous');
     // Progress only for a person at a terminal: --json output is read by programs.
@@ -303,6 +317,12 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   }
 }
 
+
+/** What a render needs beyond the plan: helm's seam and the pipeline, loaded on demand. */
+interface Renderer {
+  helm: HelmDependencies;
+  renderAndPublishTree: typeof RenderAndPublishTree;
+}
 
 function toReportEntry(entry: WithheldEntry): RenderReport['withheld'][number] {
   return { kind: entry.kind, namespace: entry.namespace, name: entry.name, ...(entry.layer ? { layer: entry.layer } : {}), reason: entry.reason, previousOutputKept: entry.previousKept };
