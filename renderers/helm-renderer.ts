@@ -22,30 +22,42 @@ export class HelmRenderer implements Pick<RenderDependencies, 'renderChart'> {
     return -(this.#lastRenderMs.get(chart.digest) ?? Number.MAX_VALUE);
   }
 
-  /** Runs `helm template` for the request; rejects with HelmRenderError carrying helm's message. */
+  /**
+   * Runs `helm template` for the request; rejects with HelmRenderError carrying helm's message. The
+   * first values layer reaches helm on its standard input (`-f -`), so the usual render (one layer)
+   * writes no file; further layers (a ClusterStack's own values) go through files in a temp dir.
+   */
   async renderChart(request: ChartRenderRequest): Promise<string> {
     const kubeVersion = helmKubeVersion(request.kubeVersion);
+    const [first, ...more] = request.values ?? [];
+    // Written as helm reads it back (go-yaml v2, integers beyond 2^53 in full); sorted keys make
+    // the text, and anything derived from it, deterministic.
+    const stdin = first === undefined ? undefined : encodeYaml(first, { sortKeys: true });
+    if (more.length === 0) return this.#template(request, kubeVersion, stdin, []);
     return this.runner.withTempDir('render', async (dir) => {
-      const valueFiles: string[] = [];
-      for (const [index, values] of (request.values ?? []).entries()) {
-        const file = path.join(dir, `values-${index}.yaml`);
-        // Written as helm reads it back (go-yaml v2, integers beyond 2^53 in full); sorted keys make
-        // the file, and anything derived from it, deterministic.
+      const files: string[] = [];
+      for (const [index, values] of more.entries()) {
+        const file = path.join(dir, `values-${index + 2}.yaml`);
         await writeFile(file, encodeYaml(values, { sortKeys: true }));
-        valueFiles.push(file);
+        files.push(file);
       }
-      const args = ['template', request.releaseName, request.chart.dir, '--namespace', request.namespace, '--kube-version', kubeVersion];
-      if (request.includeCrds) args.push('--include-crds');
-      for (const file of valueFiles) args.push('-f', file);
-      const result = await this.runner.run(args, { purpose: `rendering ${request.releaseName} from ${request.chart.origin}`, cwd: dir, priority: this.#priorityOf(request.chart) });
-      this.#lastRenderMs.set(request.chart.digest, result.elapsedMs);
-      if (result.exitCode !== 0) {
-        const replacements: [string, string][] = valueFiles.map((file, index) => [file, `values #${index + 1}`]);
-        replacements.push([request.chart.dir, request.chart.origin]);
-        throw new HelmRenderError(request.releaseName, request.chart.origin, cleanHelmStderr(result.stderr, replacements));
-      }
-      return result.stdout;
+      return this.#template(request, kubeVersion, stdin, files);
     });
+  }
+
+  async #template(request: ChartRenderRequest, kubeVersion: string, stdin: string | undefined, moreFiles: string[]): Promise<string> {
+    const args = ['template', request.releaseName, request.chart.dir, '--namespace', request.namespace, '--kube-version', kubeVersion];
+    if (request.includeCrds) args.push('--include-crds');
+    if (stdin !== undefined) args.push('-f', '-');
+    for (const file of moreFiles) args.push('-f', file);
+    const result = await this.runner.run(args, { purpose: `rendering ${request.releaseName} from ${request.chart.origin}`, priority: this.#priorityOf(request.chart), ...(stdin !== undefined ? { stdin } : {}) });
+    this.#lastRenderMs.set(request.chart.digest, result.elapsedMs);
+    if (result.exitCode !== 0) {
+      // helm names its standard input "-": say which values those were, as for the files.
+      const replacements: [string, string][] = [['failed to parse -:', 'failed to parse values #1:'], ...moreFiles.map((file, index): [string, string] => [file, `values #${index + 2}`]), [request.chart.dir, request.chart.origin]];
+      throw new HelmRenderError(request.releaseName, request.chart.origin, cleanHelmStderr(result.stderr, replacements));
+    }
+    return result.stdout;
   }
 }
 

@@ -22,6 +22,8 @@ export interface SpawnHelmOptions {
   timeoutMs: number;
   /** What the process does ("rendering docker-ferrol-1-30"), for the timeout message. */
   purpose: string;
+  /** Written to the child's standard input, which is then closed (none: an empty input). */
+  stdin?: string;
 }
 
 export const DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin';
@@ -53,9 +55,12 @@ export function spawnHelm(binary: string, args: readonly string[], options: Spaw
       shell: false,
       cwd: options.cwd,
       env: options.env,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: ['pipe', 'pipe', 'pipe'],
       windowsHide: true,
     });
+    // A helm that exits without reading its input (a usage error) closes the pipe: its exit code says why.
+    child.stdin.on('error', () => undefined);
+    child.stdin.end(options.stdin);
     const stdout: Buffer[] = [];
     const stderr: Buffer[] = [];
     child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
@@ -108,6 +113,8 @@ export interface HelmRunnerOptions {
 export interface HelmRunOptions {
   purpose: string;
   cwd?: string;
+  /** Written to helm's standard input (`-f -` reads values from it). */
+  stdin?: string;
   timeoutMs?: number;
   /** Among calls waiting for a slot, the lowest starts first (default 0); equal ones in arrival order. */
   priority?: number;
@@ -158,7 +165,7 @@ export class HelmRunner {
       this.#inFlight += 1;
       this.#maxInFlight = Math.max(this.#maxInFlight, this.#inFlight);
       try {
-        return await spawnHelm(this.binary, args, { env, cwd: options.cwd, timeoutMs: options.timeoutMs ?? this.timeoutMs, purpose: options.purpose });
+        return await spawnHelm(this.binary, args, { env, cwd: options.cwd ?? path.join(this.workDir, 'tmp'), timeoutMs: options.timeoutMs ?? this.timeoutMs, purpose: options.purpose, ...(options.stdin !== undefined ? { stdin: options.stdin } : {}) });
       } finally {
         this.#inFlight -= 1;
       }

@@ -125,6 +125,27 @@ describe('HelmRenderer', () => {
 
     expect(byName(output, 'docker-ferrol-1-30-parent').data).toMatchObject({ greeting: 'hey from docker-ferrol-1-30', farewell: 'ciao', extra: 'more' });
     expect(byName(output, 'sub-docker-ferrol-1-30').data).toEqual({ replicas: '3' });
+
+    // Three layers: the first on standard input, the others as files, still in order.
+    const three = await renderer.renderChart(request({ values: [{ greeting: 'hi', farewell: 'ciao' }, { greeting: 'hey' }, { farewell: 'bye now', extra: 'last' }] }));
+    expect(byName(three, 'docker-ferrol-1-30-parent').data).toMatchObject({ greeting: 'hey from docker-ferrol-1-30', farewell: 'bye now', extra: 'last' });
+  });
+
+  it('gives the one values layer of a usual render on standard input, exactly as encoded (octal-looking strings stay strings, big integers stay exact)', async () => {
+    const temp = await helmTempDir('helm-stdin');
+    try {
+      // A stand-in helm that prints its arguments and its standard input.
+      const standIn = await writeScript(path.join(temp.dir, 'echo-helm'), 'echo "$@"\ncat');
+      const echoing = new HelmRenderer(new HelmRunner({ binary: standIn, workDir: temp.dir }));
+      const output = await echoing.renderChart(request({ values: [{ mode: '0400', big: 9007199254740993n, on: 'on' }] }));
+      const [args, ...stdin] = output.split('\n');
+      expect(args).toMatch(/ -f -$/);
+      expect(stdin.join('\n')).toBe("big: 9007199254740993\nmode: \"0400\"\n\"on\": \"on\"\n");
+      // Without values there is no -f at all.
+      expect((await echoing.renderChart(request({ values: [] }))).split('\n')[0]!.split(' ')).not.toContain('-f');
+    } finally {
+      await temp.cleanup();
+    }
   });
 
   it('includes CRDs only when asked', async () => {
@@ -257,6 +278,8 @@ describe('HelmRunner', () => {
       expect(Object.keys(env).filter((key) => key !== 'PWD').sort()).toEqual(['GOGC', 'GOMAXPROCS', 'HELM_CACHE_HOME', 'HELM_CONFIG_HOME', 'HELM_DATA_HOME', 'HOME', 'PATH']);
       expect([env['GOMAXPROCS'], env['GOGC']]).toEqual(['1', '800']);
       expect(env['PATH']).toBe('/usr/bin:/bin');
+      // It runs in the runner's own scratch directory, never the caller's working directory.
+      expect(env['PWD']).toBe(path.join(temp.dir, 'tmp'));
       for (const key of ['HOME', 'HELM_CACHE_HOME', 'HELM_CONFIG_HOME', 'HELM_DATA_HOME']) expect(env[key]?.startsWith(temp.dir)).toBe(true);
     } finally {
       await temp.cleanup();
