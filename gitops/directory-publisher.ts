@@ -10,7 +10,8 @@
 //                                                replaced until the next publish reworks it
 //   <dir>/.clusterstack/staging-*, current-*     a run in progress (or a crashed run's leftovers)
 //
-// A new tree is written in full under staging-*, renamed to trees/<id>, and made current by
+// A new tree is written in full under staging-* (the units a render finishes early while it still
+// runs: prestage), renamed to trees/<id>, and made current by
 // renaming a new symbolic link over `current`: one atomic step, so a reader that resolves
 // `current` sees the whole old tree or the whole new one, and a crash at any point leaves
 // `current` pointing at a complete tree. Leftovers are removed by the next run holding the lock.
@@ -92,10 +93,11 @@ async function scanFiles(root: string): Promise<RenderedTree> {
  * already (same inode): the trees share unchanged files as hard links, so a one-cluster change to a
  * large fleet writes that cluster's files and leaves the rest alone. Every other file is unlinked
  * first, never written through, since it may be such a shared link; what is left over is removed.
+ * Files written ahead (`writtenAhead`, by prestage) are kept when they hold the wanted content.
  * Paths are plain concatenations: path.join costs more than a link at 20,000 files, and every path
  * here is one checkTreePaths passed (relative, no `.` or `..` segments) or one just listed.
  */
-function reworkTree(staging: string, tree: RenderedTree, current?: { root: string; files: RenderedTree }): string[] {
+function reworkTree(staging: string, tree: RenderedTree, current?: { root: string; files: RenderedTree }, writtenAhead?: ReadonlyMap<string, string>): string[] {
   const present = { files: [] as string[], directories: [] as string[] };
   const walk = (relative: string): void => {
     for (const entry of readdirSync(relative === '' ? staging : `${staging}/${relative}`, { withFileTypes: true })) {
@@ -117,6 +119,8 @@ function reworkTree(staging: string, tree: RenderedTree, current?: { root: strin
   for (const [file, content] of tree) {
     const target = `${staging}/${file}`;
     const held = lstatSync(target, { throwIfNoEntry: false });
+    // Written ahead with this content, into this staging directory, while the render ran (prestage).
+    if (held?.isFile() && writtenAhead?.get(file) === content) continue;
     if (current && current.files.get(file) === content) {
       const source = lstatSync(`${current.root}/${file}`, { throwIfNoEntry: false });
       if (held && source && held.isFile() && held.ino === source.ino && held.dev === source.dev) continue;
@@ -153,6 +157,21 @@ interface DirectoryProof {
   evidence: StatEvidence;
 }
 
+/**
+ * The next tree's staging directory, filled while the render still runs (prestage): the spare tree
+ * renamed there (or a new directory), and the files written into it since, with their content.
+ */
+interface StagedAhead {
+  staging: string;
+  written: Map<string, string>;
+  /** Directories made under staging so far. */
+  dirs: Set<string>;
+  /** The writes so far, in order; never rejects. */
+  work: Promise<void>;
+  /** A write failed: nothing more is written ahead, and publish writes what is missing. */
+  stopped: boolean;
+}
+
 /** Publishes to a local directory; `revision` is always null. */
 export class DirectoryPublisher implements Publisher, SettledRunStore {
   readonly target: string;
@@ -161,6 +180,7 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
   private readonly protectedPaths: readonly ProtectedPath[];
   private lastScan: RenderedTree | undefined;
   private held: PublishLock | undefined;
+  private ahead: StagedAhead | undefined;
 
   constructor(dir: string, options: DirectoryPublisherOptions = {}) {
     this.dir = path.resolve(dir);
@@ -198,6 +218,8 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
     return {
       file: lock.file,
       release: async () => {
+        // Files written ahead for a tree that was never published go before the lock does.
+        await this.dropAhead();
         this.held = undefined;
         await lock.release();
         // A failed first render leaves nothing behind: not the lock, not the directory it created.
@@ -230,6 +252,88 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
     return this.lastScan;
   }
 
+  /**
+   * Writes files the next published tree will probably hold (a unit's, as it is rendered) into that
+   * tree's staging directory now, so that publishing has less left to write at the end of a render.
+   * Only under the lock, after readPrevious, into a directory that is ours (or new). Best effort:
+   * publish keeps a file written ahead only when the tree holds it with that content, removes what
+   * the tree does not hold, and writes whatever could not be written ahead. Files the current tree
+   * holds with the same content are left to publish, which links them. Nothing is visible to
+   * readers before publish; a run that does not publish removes it when it releases the lock.
+   */
+  prestage(files: Iterable<readonly [string, string]>): void {
+    const previous = this.lastScan;
+    if (!this.held || previous === undefined || this.ahead?.stopped) return;
+    const wanted = [...files].filter(([file, content]) => previous.get(file) !== content);
+    if (wanted.length === 0) return;
+    const ahead = (this.ahead ??= this.startAhead());
+    ahead.work = ahead.work.then(async () => {
+      if (ahead.stopped) return;
+      try {
+        checkTreePaths(new Map(wanted));
+        await inFileBatches(wanted, ([file, content]) => this.writeAhead(ahead, file, content));
+      } catch {
+        // A full disk, a path the tree will refuse, a directory where a file goes: publish decides.
+        ahead.stopped = true;
+      }
+    });
+  }
+
+  /** Renames the spare tree to a new staging directory (or makes one) for prestage. */
+  private startAhead(): StagedAhead {
+    const ahead: StagedAhead = { staging: '', written: new Map(), dirs: new Set(), work: Promise.resolve(), stopped: false };
+    ahead.work = (async () => {
+      try {
+        // The lock made the directory ours (or found it so); an earlier version's layout is published as before.
+        if ((await this.ownership()).kind !== 'ours') throw new Error('not a directory of ours');
+        const dir = await this.resolvedDir();
+        const trees = path.join(dir, STATE_DIR, TREES_DIR);
+        const replaced = await this.currentTreeId(dir);
+        const staging = path.join(dir, STATE_DIR, `staging-${randomBytes(6).toString('hex')}`);
+        const spare = replaced === undefined ? undefined : await this.spareTree(trees, replaced);
+        if (spare !== undefined) await rename(path.join(trees, spare), staging);
+        else await mkdir(staging);
+        ahead.staging = staging;
+      } catch {
+        ahead.stopped = true;
+      }
+    })();
+    return ahead;
+  }
+
+  /** One file into the staging directory: never written through (a spare tree's file may be a link shared with the current tree). */
+  private writeAhead(ahead: StagedAhead, file: string, content: string): void {
+    const target = `${ahead.staging}/${file}`;
+    for (let slash = file.indexOf('/'); slash >= 0; slash = file.indexOf('/', slash + 1)) {
+      const parent = file.slice(0, slash);
+      if (ahead.dirs.has(parent)) continue;
+      mkdirSync(`${ahead.staging}/${parent}`, { recursive: true });
+      ahead.dirs.add(parent);
+    }
+    const held = lstatSync(target, { throwIfNoEntry: false });
+    if (held?.isDirectory()) rmSync(target, { recursive: true, force: true });
+    else if (held) unlinkSync(target);
+    ahead.written.delete(file);
+    writeFileSync(target, content, { encoding: 'utf8', flag: 'wx' });
+    ahead.written.set(file, content);
+  }
+
+  /** The staging directory written ahead, taken over by the caller (publish); undefined when there is none to use. */
+  private async takeAhead(): Promise<StagedAhead | undefined> {
+    const ahead = this.ahead;
+    this.ahead = undefined;
+    if (!ahead) return undefined;
+    await ahead.work;
+    if (ahead.staging === '') return undefined;
+    return ahead;
+  }
+
+  /** Removes what was written ahead and not published. */
+  private async dropAhead(): Promise<void> {
+    const ahead = await this.takeAhead();
+    if (ahead) await rm(ahead.staging, { recursive: true, force: true });
+  }
+
   /** Makes `<dir>/current` hold exactly `tree`; writes nothing when it already does. */
   async publish(tree: RenderedTree, _change?: ChangeSummary): Promise<PublishResult> {
     checkTreePaths(tree);
@@ -241,10 +345,11 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
     this.lastScan = undefined;
     const { written, removed } = diffTrees(previous, tree);
     if (ownership.kind === 'ours' && sameTree(previous, tree) && (await this.currentTreeId(await this.resolvedDir())) !== undefined) {
+      await this.dropAhead();
       return { changed: false, written: [], removed: [], revision: null };
     }
     const dir = await this.ensureDirectory();
-    await this.swapIn(dir, tree, ownership.kind === 'legacy' ? [...new Set([...previous.keys()].map((file) => file.split('/')[0]!))] : [], ownership.kind === 'legacy' ? new Map() : previous);
+    await this.swapIn(dir, tree, ownership.kind === 'legacy' ? [...new Set([...previous.keys()].map((file) => file.split('/')[0]!))] : [], ownership.kind === 'legacy' ? new Map() : previous, await this.takeAhead());
     return { changed: true, written, removed, revision: null };
   }
 
@@ -361,7 +466,7 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
     return (await exists(path.join(dir, target))) ? segments[2] : undefined;
   }
 
-  private async swapIn(dir: string, tree: RenderedTree, legacyEntries: string[], previous: RenderedTree): Promise<void> {
+  private async swapIn(dir: string, tree: RenderedTree, legacyEntries: string[], previous: RenderedTree, ahead?: StagedAhead): Promise<void> {
     const stateDir = path.join(dir, STATE_DIR);
     const trees = path.join(stateDir, TREES_DIR);
     const replaced = await this.currentTreeId(dir);
@@ -373,20 +478,24 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
     // tree; otherwise this tree gets a directory of its own.
     const contentId = treeId(tree);
     const reusable = contentId !== replaced && (await exists(path.join(trees, contentId))) && sameTree(await scanFiles(path.join(trees, contentId)).catch(() => new Map<string, string>()), tree);
-    const staging = path.join(stateDir, `staging-${suffix}`);
+    const staging = ahead?.staging ?? path.join(stateDir, `staging-${suffix}`);
     const link = path.join(stateDir, `${CURRENT_LINK}-${suffix}`);
     let id = contentId;
     try {
       await mkdir(trees, { recursive: true });
       await this.writeMarker(stateDir);
+      if (reusable && ahead) await rm(staging, { recursive: true, force: true });
       if (!reusable) {
         // The tree before the current one is reworked into this one rather than deleted and linked
         // anew: at tens of thousands of files, removing a tree and hard-linking the next cost about
         // a second, and a one-cluster change leaves almost every file of it as it is.
-        const spare = replaced === undefined ? undefined : await this.spareTree(trees, replaced);
-        if (spare !== undefined) await rename(path.join(trees, spare), staging);
-        else await mkdir(staging);
-        const toWrite = reworkTree(staging, tree, replaced === undefined ? undefined : { root: path.join(trees, replaced), files: previous });
+        // Written ahead: the staging directory exists already, with the spare tree in it if there was one.
+        if (!ahead) {
+          const spare = replaced === undefined ? undefined : await this.spareTree(trees, replaced);
+          if (spare !== undefined) await rename(path.join(trees, spare), staging);
+          else await mkdir(staging);
+        }
+        const toWrite = reworkTree(staging, tree, replaced === undefined ? undefined : { root: path.join(trees, replaced), files: previous }, ahead?.written);
         await inFileBatches(toWrite, (file) => writeFileSync(`${staging}/${file}`, tree.get(file) ?? '', { encoding: 'utf8', flag: 'wx' }));
         if (await exists(path.join(trees, contentId))) id = `${contentId}-${suffix}`;
         await rename(staging, path.join(trees, id));

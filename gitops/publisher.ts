@@ -36,4 +36,10 @@ export interface Publisher {
   readPrevious(): Promise<RenderedTree>;
   /** Makes the target hold exactly `tree`. Writes nothing when it already does. */
   publish(tree: RenderedTree, change: ChangeSummary): Promise<PublishResult>;
+  /**
+   * Files the tree about to be published will probably hold, handed over while the render still
+   * runs, for a target that can write them ahead (a directory); publish still decides what the
+   * target holds. Optional; never throws.
+   */
+  prestage?(files: Iterable<readonly [string, string]>): void;
 }

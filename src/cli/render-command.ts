@@ -282,6 +282,7 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
         endPhase('publish');
         return published;
       },
+      ...(publisher.prestage ? { prestage: (files: Iterable<readonly [string, string]>) => publisher.prestage!(files) } : {}),
       // The CLI tells people through its report: notes become warnings there.
       logger: { info: () => undefined, warn: (fields, message) => warn(typeof fields['note'] === 'string' ? fields['note'] : message) },
     }, { ...pipelineOptions, ...(progress ? { onProgress: progress.onProgress } : {}) });

@@ -39,6 +39,8 @@ export interface PipelineDependencies<Published> {
   renderer: RenderDependencies;
   /** Makes the target hold the tree (a Publisher, or the controller's tracker around one). */
   publish(tree: RenderedTree, change: ChangeSummary): Promise<Published>;
+  /** Hands each unit's files to the target as they are rendered, to be written ahead (Publisher.prestage). */
+  prestage?(files: Iterable<readonly [string, string]>): void;
   logger: PipelineLogger;
   metrics?: PipelineMetrics;
   now?: () => number;
@@ -126,6 +128,7 @@ export async function renderAndPublish<Published>(plan: Plan, previous: Rendered
     ...(annotations ? { managementAnnotations: annotations } : {}),
     ...(options.readmeTemplate !== undefined ? { readmeTemplate: options.readmeTemplate } : {}),
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+    ...(deps.prestage ? { onUnitRendered: (dir: string, files: ReadonlyMap<string, string>) => deps.prestage!([...files].map(([file, content]): [string, string] => [`${dir}/${file}`, content])) } : {}),
   });
   deps.metrics?.renderDuration((now() - renderStarted) / 1000);
   for (const note of outcome.notes) deps.logger.warn({ note }, 'Rendered with a note');

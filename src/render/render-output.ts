@@ -62,6 +62,12 @@ export interface RenderOptions {
   onProgress?: (progress: RenderProgress) => void;
   /** ClusterProfiles and generated Clusters (src/cluster-requests): written beside the units. */
   clusterRequests?: ClusterRequestsOutput;
+  /**
+   * Each unit rendered now, as soon as its files are final (Secrets encrypted): the tree will hold
+   * them under the unit's directory unless the unit is withheld or an object moves to a shared
+   * directory afterwards. For writing ahead (Publisher.prestage).
+   */
+  onUnitRendered?: (dir: string, files: ReadonlyMap<string, string>) => void;
 }
 
 export interface RenderOutcome {
@@ -153,6 +159,7 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
       }
       rendered.set(unit.record.dir, files);
       records.push({ ...unit.record, renderDigest, files: [...files.keys()].sort(), ...(notes ? { notes } : {}), ...(secrets ? { secrets } : {}) });
+      if (fresh) options.onUnitRendered?.(unit.record.dir, files);
       progress(unit, fresh);
     }),
   );
