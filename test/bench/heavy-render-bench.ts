@@ -2,15 +2,17 @@
 // (heavy-stack.ts), rendered by the CLI process a user runs (full, no-op, one cluster changed), by
 // a naive sequential `helm template` loop over the same charts, and by the same helm processes run
 // as the renderer runs them with nothing else done (the floor), in one run. An in-process full
-// render, instrumented at the RenderDependencies seam, shows where the time goes.
+// render, with every helm process timed, shows where the time goes.
 import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { DirectoryPublisher } from '../../gitops/directory-publisher.js';
 import { resolveHelmBinary } from '../../renderers/helm-binary.js';
-import { createHelmDependencies, DEFAULT_HELM_CONCURRENCY } from '../../renderers/helm-dependencies.js';
-import { HELM_GO_RUNTIME } from '../../renderers/helm-runner.js';
+import { DEFAULT_HELM_CONCURRENCY } from '../../renderers/helm-dependencies.js';
+import { HelmRenderer } from '../../renderers/helm-renderer.js';
+import { HELM_GO_RUNTIME, HelmRunner, type HelmRunOptions, VALUES_PRIORITY } from '../../renderers/helm-runner.js';
+import { evaluateValuesTemplates } from '../../renderers/values-template.js';
 import { readInputFiles } from '../../src/inputs/read-input-files.js';
 import { buildPlan } from '../../src/plan/build-plan.js';
 import { compareTrees, summarizeChanges } from '../../src/output/tree-changes.js';
@@ -83,35 +85,50 @@ async function helmLoop(releaseDir: string, count: number, outDir: string, { inF
   return { ms: performance.now() - start, cpuMs: childrenCpuMs() - cpuBefore, processes: jobs.length };
 }
 
-/** Time during which at least one call was in flight, and the sum of all calls' times. */
-class Span {
-  private inFlight = 0;
-  private since = 0;
-  wallMs = 0;
-  busyMs = 0;
-  calls = 0;
-  async track<T>(work: () => Promise<T>): Promise<T> {
-    const start = performance.now();
-    if (this.inFlight++ === 0) this.since = start;
-    try {
-      return await work();
-    } finally {
-      const end = performance.now();
-      this.busyMs += end - start;
-      this.calls += 1;
-      if (--this.inFlight === 0) this.wallMs += end - this.since;
+/** The helm processes of one kind: how many, their own time summed, and the time one or more of them ran. */
+class ProcessTimes {
+  readonly spans: [number, number][] = [];
+  add(end: number, elapsedMs: number): void {
+    this.spans.push([end - elapsedMs, end]);
+  }
+  get count(): number {
+    return this.spans.length;
+  }
+  get busyMs(): number {
+    return this.spans.reduce((sum, [start, end]) => sum + end - start, 0);
+  }
+  /** The union of the spans, within [from, to]. */
+  wallMs(from = -Infinity, to = Infinity): number {
+    let total = 0;
+    let reach = -Infinity;
+    for (const [start, end] of [...this.spans].sort((a, b) => a[0] - b[0])) {
+      const s = Math.max(start, reach, from);
+      const e = Math.min(end, to);
+      if (e > s) total += e - s;
+      reach = Math.max(reach, end);
     }
+    return total;
   }
 }
 
-/** A full render in this process with the seam instrumented: plan, values, helm and write times. */
+/** A runner that records each helm process's own time (spawn to exit), values and charts apart. */
+class TimedRunner extends HelmRunner {
+  readonly values = new ProcessTimes();
+  readonly charts = new ProcessTimes();
+  override async run(args: readonly string[], options: HelmRunOptions): ReturnType<HelmRunner['run']> {
+    const result = await super.run(args, options);
+    (options.priority === VALUES_PRIORITY ? this.values : this.charts).add(performance.now(), result.elapsedMs);
+    return result;
+  }
+}
+
+/** A full render in this process with every helm process timed: plan, values, helm and write times. */
 async function breakdown(inputs: string, releases: string, work: string): Promise<string[]> {
-  const helm = createHelmDependencies({ workDir: path.join(work, 'helm') });
-  const values = new Span();
-  const charts = new Span();
+  const runner = new TimedRunner({ binary: (await resolveHelmBinary({})).path, workDir: path.join(work, 'helm'), concurrency: DEFAULT_HELM_CONCURRENCY });
+  const renderer = new HelmRenderer(runner);
   const deps: RenderDependencies = {
-    evaluateValues: (items, kubeVersion) => values.track(() => helm.evaluateValues(items, kubeVersion)),
-    renderChart: (request) => charts.track(() => helm.renderChart(request)),
+    evaluateValues: (items, kubeVersion) => evaluateValuesTemplates(runner, items, kubeVersion),
+    renderChart: (request) => renderer.renderChart(request),
   };
   const publisher = new DirectoryPublisher(path.join(work, 'out'));
   const start = performance.now();
@@ -125,15 +142,19 @@ async function breakdown(inputs: string, releases: string, work: string): Promis
   const end = performance.now();
   const renderMs = rendered - planned;
   const cores = os.availableParallelism();
+  const { values, charts } = runner;
+  const firstChart = Math.min(...charts.spans.map(([from]) => from));
+  const lastChart = Math.max(...charts.spans.map(([, to]) => to));
   return [
-    `  where the time goes (in-process full render, ${seconds(end - start)}):`,
+    `  where the time goes (in-process full render, ${seconds(end - start)}; helm times are each process's own, spawn to exit):`,
     `    plan (inputs, releases):   ${seconds(planned - start)}`,
     `    render:                    ${seconds(renderMs)}`,
-    `      values (helm):           ${values.calls} processes, ${seconds(values.busyMs)} busy, ${seconds(values.wallMs)} wall with one or more in flight`,
-    `      charts (helm):           ${charts.calls} processes, ${seconds(charts.busyMs)} busy, ${seconds(charts.wallMs)} wall with one or more in flight`,
-    `      render outside helm:     ${seconds(renderMs - charts.wallMs)} with no chart in flight (values before the first chart, parsing after the last)`,
+    `      values (helm):           ${values.count} processes, ${seconds(values.busyMs)} in all, ${seconds(values.wallMs(firstChart, lastChart))} of it while charts rendered`,
+    `      charts (helm):           ${charts.count} processes, ${seconds(charts.busyMs)} in all, ${seconds(charts.wallMs())} with one or more running`,
+    `      before the first chart:  ${seconds(firstChart - planned)} (reading the previous output, planning units, the first values)`,
+    `      after the last chart:    ${seconds(rendered - lastChart)} (reading the last output, placing shared objects, the README and records)`,
     `    write (publish):           ${seconds(end - rendered)}`,
-    `    helm processes at once:    ${(charts.busyMs / Math.max(1, charts.wallMs)).toFixed(2)} on average while charts render (${cores} cores)`,
+    `    helm processes at once:    ${(charts.busyMs / Math.max(1, charts.wallMs())).toFixed(2)} on average while charts render (${DEFAULT_HELM_CONCURRENCY} allowed, ${cores} cores)`,
   ];
 }
 
