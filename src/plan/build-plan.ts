@@ -10,6 +10,7 @@ import { classifyInputs, type Inputs } from '../inputs/classify-inputs.js';
 import type { ParsedManifests } from '../inputs/parse-manifests.js';
 import type { LayerPlan } from '../layers/plan-layers.js';
 import type { LayerChartFetcher } from '../sources/helm-chart-source.js';
+import { loadFileDigestMemo, saveFileDigestMemo } from '../release/file-digest-memo.js';
 import { loadRelease, type ReleaseContent } from '../release/load-release.js';
 import { type ReleaseListing, type ReleaseSource, ReleaseSourceError } from '../sources/release-source.js';
 import { UnsafeArchiveError } from '../release/safe-extract.js';
@@ -77,6 +78,14 @@ export function sourceLocationOf(stack: ClusterStack, defaultSource: string): st
 }
 
 export async function buildPlan(options: PlanOptions): Promise<Plan> {
+  // File digests of earlier runs (file-digest-memo.ts): a memo that cannot be read or written only means hashing again.
+  await loadFileDigestMemo(options.workDir).catch(() => undefined);
+  const plan = await assemblePlan(options);
+  await saveFileDigestMemo(options.workDir).catch(() => undefined);
+  return plan;
+}
+
+async function assemblePlan(options: PlanOptions): Promise<Plan> {
   const warnings: string[] = [];
   const warn = (message: string): void => {
     warnings.push(message);

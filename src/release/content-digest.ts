@@ -49,6 +49,26 @@ const DIGEST_BATCH = 128;
 const fileDigests = new Map<string, { stamp: string; digest: string }>();
 const FILE_DIGESTS_KEPT = 50_000;
 const RACY_MS = 3_000;
+/** Digests computed (files read and hashed) by this process: whether its memo holds anything new. */
+let fileDigestsComputed = 0;
+
+/** The remembered digests as [absolute path, stat stamp, digest], oldest first (to keep across runs: file-digest-memo.ts). */
+export function rememberedFileDigests(): [string, string, string][] {
+  return [...fileDigests].map(([file, { stamp, digest }]) => [file, stamp, digest]);
+}
+
+/** Takes digests kept by an earlier run; each is used only while its file stats exactly as it did then. */
+export function rememberFileDigests(entries: readonly (readonly [string, string, string])[]): void {
+  for (const [file, stamp, digest] of entries) {
+    if (fileDigests.size >= FILE_DIGESTS_KEPT) return;
+    if (!fileDigests.has(file)) fileDigests.set(file, { stamp, digest });
+  }
+}
+
+/** How many file digests this process has computed so far. */
+export function computedFileDigests(): number {
+  return fileDigestsComputed;
+}
 
 function smallFileDigest(full: string, info: Stats): string {
   const stamp = `${info.dev}:${info.ino}:${info.size}:${info.mtimeMs}:${info.ctimeMs}`;
@@ -56,6 +76,7 @@ function smallFileDigest(full: string, info: Stats): string {
   const known = fileDigests.get(key);
   if (known?.stamp === stamp) return known.digest;
   const digest = `sha256:${createHash('sha256').update(readFileSync(full)).digest('hex')}`;
+  fileDigestsComputed += 1;
   if (Date.now() - Math.max(info.mtimeMs, info.ctimeMs) > RACY_MS) {
     if (fileDigests.size >= FILE_DIGESTS_KEPT) fileDigests.clear();
     fileDigests.set(key, { stamp, digest });
