@@ -23,6 +23,29 @@ export interface ManifestReading {
 
 const SOURCE_COMMENT = /^# Source: (.+)$/m;
 
+/**
+ * Documents decoded lately, by their text. A chart renders most of its objects alike for every
+ * Cluster (a CNI's RBAC, CRDs, its large configuration templates): those decode once per run, not
+ * once per Cluster. Decoding is pure and nothing downstream writes into a decoded object (placing
+ * one copies it), so the value is shared. Small: repeats come from consecutive renders of one chart.
+ */
+const recentlyDecoded = new Map<string, ReturnType<typeof decodeYamlDocument>>();
+const RECENT_DOCUMENTS = 512;
+
+function decodeDocument(text: string): ReturnType<typeof decodeYamlDocument> {
+  const known = recentlyDecoded.get(text);
+  if (known) {
+    // Most recently used last: the oldest goes first when the map is full.
+    recentlyDecoded.delete(text);
+    recentlyDecoded.set(text, known);
+    return known;
+  }
+  const decoded = decodeYamlDocument(text);
+  if (recentlyDecoded.size >= RECENT_DOCUMENTS) recentlyDecoded.delete(recentlyDecoded.keys().next().value!);
+  recentlyDecoded.set(text, decoded);
+  return decoded;
+}
+
 /** Reads every document of helm's output; `origin` names the chart and unit in messages. */
 export function readManifests(output: string, origin: string): ManifestReading {
   const reading: ManifestReading = { objects: [], problems: [], warnings: [] };
@@ -31,7 +54,7 @@ export function readManifests(output: string, origin: string): ManifestReading {
     const where = template ? `${origin}, template ${template}` : `${origin}, document at line ${document.startLine}`;
     let decoded;
     try {
-      decoded = decodeYamlDocument(document.text);
+      decoded = decodeDocument(document.text);
     } catch (error) {
       if (!(error instanceof YamlDecodeError)) throw error;
       reading.problems.push(`${where}: is not valid YAML: ${error.reason}${error.line !== undefined ? ` (line ${error.line} of that document)` : ''}`);
