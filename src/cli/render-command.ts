@@ -318,7 +318,6 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   }
 }
 
-
 /** What a render needs beyond the plan: helm's seam and the pipeline, loaded on demand. */
 interface Renderer {
   helm: HelmDependencies;

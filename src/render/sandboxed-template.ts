@@ -26,19 +26,34 @@ const environment = createEnvironment();
 const HELPERS = { join: true, eq: true, length: true, plural: true, lookup: false, log: false };
 
 /**
+ * Handlebars compiles a template on its first use, which costs more than rendering it many times
+ * (tens of milliseconds for the output README): the controller renders the same few templates on
+ * every reconcile, so compiled templates are kept, by source and strictness.
+ */
+const compiledTemplates = new Map<string, Handlebars.TemplateDelegate>();
+const COMPILED_KEPT = 32;
+
+/**
  * Compiles a template once; `noEscape` because we write Markdown and commit messages, not HTML.
  * Only our helpers exist; with `strict`, naming a variable the data does not have is an error.
  */
 export function compileTemplate(source: string, name: string, options: { strict?: boolean } = {}): (data: object) => string {
-  let compiled: Handlebars.TemplateDelegate;
-  try {
-    compiled = environment.compile(source, { noEscape: true, strict: options.strict ?? false, knownHelpers: HELPERS, knownHelpersOnly: true });
-  } catch (error) {
-    throw new TemplateError(name, (error as Error).message);
+  const strict = options.strict ?? false;
+  const key = `${strict}\0${source}`;
+  let compiled = compiledTemplates.get(key);
+  if (!compiled) {
+    try {
+      compiled = environment.compile(source, { noEscape: true, strict, knownHelpers: HELPERS, knownHelpersOnly: true });
+    } catch (error) {
+      throw new TemplateError(name, (error as Error).message);
+    }
+    if (compiledTemplates.size >= COMPILED_KEPT) compiledTemplates.clear();
+    compiledTemplates.set(key, compiled);
   }
+  const template = compiled;
   return (data) => {
     try {
-      return compiled(data, { allowProtoPropertiesByDefault: false, allowProtoMethodsByDefault: false, allowCallsToHelperMissing: false });
+      return template(data, { allowProtoPropertiesByDefault: false, allowProtoMethodsByDefault: false, allowCallsToHelperMissing: false });
     } catch (error) {
       throw new TemplateError(name, (error as Error).message);
     }
