@@ -75,13 +75,13 @@ describe('readManifests over many renders of one chart', () => {
     const body = 'apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  labels: {app: web}\nspec:\n  replicas: 0400\n';
     const renders = Array.from({ length: 3 }, () => readManifests(doc('web.yaml', body), ORIGIN).objects[0]!);
     for (const entry of renders) expect(entry.object).toEqual({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web', labels: { app: 'web' } }, spec: { replicas: 256 } });
-    // Decoded once and shared (which is why nothing may write into a decoded object).
-    expect(renders[1]!.object).toBe(renders[0]!.object);
+    // Decoded again at its second sighting, then kept and shared (which is why nothing may write into a decoded object).
+    expect(renders[2]!.object).toBe(renders[1]!.object);
     // Each Cluster's render is placed on its own: a namespace and an annotation for one only.
     const [first] = placeObjects([renders[0]!], { defaultNamespace: 'one', annotationsFor: () => ({ 'example.com/wave': '1' }) }).objects;
-    const [second] = placeObjects([renders[1]!], { defaultNamespace: 'two' }).objects;
+    const [second] = placeObjects([renders[1]!], { defaultNamespace: 'two', annotationsFor: () => ({ 'example.com/wave': '2' }) }).objects;
     expect(first!.object.metadata).toEqual({ name: 'web', namespace: 'one', labels: { app: 'web' }, annotations: { 'example.com/wave': '1' } });
-    expect(second!.object.metadata).toEqual({ name: 'web', namespace: 'two', labels: { app: 'web' } });
+    expect(second!.object.metadata).toEqual({ name: 'web', namespace: 'two', labels: { app: 'web' }, annotations: { 'example.com/wave': '2' } });
     expect(renders[2]!.object.metadata).toEqual({ name: 'web', labels: { app: 'web' } });
     expect(readManifests(doc('web.yaml', body), ORIGIN).objects[0]!.object.metadata).toEqual({ name: 'web', labels: { app: 'web' } });
   });

@@ -24,25 +24,34 @@ export interface ManifestReading {
 const SOURCE_COMMENT = /^# Source: (.+)$/m;
 
 /**
- * Documents decoded lately, by their text. A chart renders most of its objects alike for every
- * Cluster (a CNI's RBAC, CRDs, its large configuration templates): those decode once per run, not
- * once per Cluster. Decoding is pure and nothing downstream writes into a decoded object (placing
- * one copies it), so the value is shared. Small: repeats come from consecutive renders of one chart.
+ * Documents seen lately, by their text, and the decoded value of those seen more than once. A chart
+ * renders most of its objects alike for every Cluster (a CNI's RBAC, CRDs, its large configuration
+ * templates): those decode once per run, not once per Cluster. Decoding is pure and nothing
+ * downstream writes into a decoded object (placing one copies it), so the value is shared. A value
+ * is kept only from a document's second sighting on: keeping the decoded value of every document
+ * (most of them unique where a chart puts the Cluster's name everywhere) cost more in garbage
+ * collection than decoding them again. Small: repeats come from consecutive renders of one chart.
  */
-const recentlyDecoded = new Map<string, ReturnType<typeof decodeYamlDocument>>();
+const seenDocuments = new Set<string>();
+const repeatedDocuments = new Map<string, ReturnType<typeof decodeYamlDocument>>();
 const RECENT_DOCUMENTS = 512;
 
 function decodeDocument(text: string): ReturnType<typeof decodeYamlDocument> {
-  const known = recentlyDecoded.get(text);
+  const known = repeatedDocuments.get(text);
   if (known) {
     // Most recently used last: the oldest goes first when the map is full.
-    recentlyDecoded.delete(text);
-    recentlyDecoded.set(text, known);
+    repeatedDocuments.delete(text);
+    repeatedDocuments.set(text, known);
     return known;
   }
   const decoded = decodeYamlDocument(text);
-  if (recentlyDecoded.size >= RECENT_DOCUMENTS) recentlyDecoded.delete(recentlyDecoded.keys().next().value!);
-  recentlyDecoded.set(text, decoded);
+  if (seenDocuments.has(text)) {
+    if (repeatedDocuments.size >= RECENT_DOCUMENTS) repeatedDocuments.delete(repeatedDocuments.keys().next().value!);
+    repeatedDocuments.set(text, decoded);
+  } else {
+    if (seenDocuments.size >= RECENT_DOCUMENTS) seenDocuments.delete(seenDocuments.values().next().value!);
+    seenDocuments.add(text);
+  }
   return decoded;
 }
 
