@@ -198,8 +198,32 @@ export class GitPublisher implements Publisher, SettledRunStore {
 
   /** One record per branch and path: a repository may hold several rendered trees. */
   private async settledFile(workspace: Workspace): Promise<string> {
+    return this.settledFileIn(await this.gitDirOf(workspace));
+  }
+
+  private settledFileIn(gitDir: string): string {
     const key = createHash('sha256').update(`${this.branch}\n${this.subdir}`).digest('hex').slice(0, 16);
-    return path.join(await this.gitDirOf(workspace), `clusterstack-settled-${key}.json`);
+    return path.join(gitDir, `clusterstack-settled-${key}.json`);
+  }
+
+  /**
+   * Whether a settled run is recorded at all, known without cloning, fetching or taking a proof:
+   * false when there is no clone yet, no repository yet, or no record in its git directory (a
+   * work tree's own `.git`); true whenever it cannot tell cheaply (a linked work tree, an error).
+   */
+  async hasSettledRun(): Promise<boolean> {
+    try {
+      const decision = await this.decide();
+      const gitDir = decision.mode === 'clone' ? path.join(this.workDir, '.git') : path.join(decision.dir, '.git');
+      const info = await stat(gitDir).catch(() => undefined);
+      // No clone yet, or no repository yet: nothing recorded.
+      if (info === undefined) return decision.mode === 'clone' || decision.setup === 'init' ? false : true;
+      if (!info.isDirectory()) return true;
+      return await exists(this.settledFileIn(gitDir));
+    } catch {
+      // Whatever is wrong with the target is for the run to meet and report; nothing is ruled out.
+      return true;
+    }
   }
 
   /** The id of the tree under the path in `revision` ('' when there is none). */

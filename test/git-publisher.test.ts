@@ -301,3 +301,30 @@ describe('GitPublisher input checks', () => {
     expect(sandbox.head(bare, 'main')).toBe(head);
   });
 });
+
+describe('GitPublisher.hasSettledRun', () => {
+  it('is false until a settled run is recorded (in place and in a clone of a remote), without cloning or fetching anything', async () => {
+    // In place: no repository yet, then one with a record.
+    const repo = path.join(sandbox.root, 'has-settled-in-place');
+    const inPlace = publisher(repo, { workDir: path.join(sandbox.root, 'has-settled-work-a') });
+    expect(await inPlace.hasSettledRun()).toBe(false);
+    expect(existsSync(repo)).toBe(false);
+    const published = await inPlace.publish(tree({ 'a.yaml': 'a: 1\n' }), change());
+    expect(await inPlace.hasSettledRun()).toBe(false);
+    await inPlace.recordSettledRun({ fingerprint: 'sha256:one', report: {} }, published.revision);
+    expect(await inPlace.hasSettledRun()).toBe(true);
+    expect(await publisher(repo).hasSettledRun()).toBe(true);
+    await inPlace.forgetSettledRun();
+    expect(await publisher(repo).hasSettledRun()).toBe(false);
+
+    // A remote: no clone yet means no record; asking clones nothing.
+    const bare = sandbox.bareRepo('has-settled-remote', { branch: 'main', files: { 'README.md': 'hand-written\n' } });
+    const workDir = path.join(sandbox.root, 'has-settled-work-b');
+    const remote = publisher(bare, { workDir });
+    expect(await remote.hasSettledRun()).toBe(false);
+    expect(existsSync(workDir)).toBe(false);
+    const pushed = await remote.publish(tree({ 'b.yaml': 'b: 1\n' }), change());
+    await remote.recordSettledRun({ fingerprint: 'sha256:two', report: {} }, pushed.revision);
+    expect(await publisher(bare, { workDir }).hasSettledRun()).toBe(true);
+  });
+});
