@@ -193,6 +193,9 @@ export async function benchHeavy(count: number, { name, shape }: { name: string;
   for (const line of lines) console.log(line);
   console.log(verdict('full render / naive loop', full.ms / naive.ms, 0.5));
   console.log(`  info  helm alone, in flight / naive loop: ${(floor.ms / naive.ms).toFixed(3)} (the floor for this run: what the full render spends above it is ours)`);
+  // On busy cores our own CPU displaces helm: about half of it (two cores) shows up as wall time.
+  const cores = os.availableParallelism();
+  console.log(`  info  full render above the floor: ${seconds(full.ms - floor.ms)}; node's CPU spread over ${cores} cores is ${seconds(full.cpuMs.node / cores)}, helm's CPU beyond the floor's ${seconds((full.cpuMs.children - floor.cpuMs) / cores)}`);
   console.log(verdict('no-op re-render / full render', noop.ms / full.ms, 0.03));
   console.log(verdict('one changed cluster / full render', changed.ms / full.ms, 0.1));
   // What two cores could reach if nothing else ran: the run's CPU spread over both, against the loop's wall.
