@@ -296,6 +296,23 @@ describe('clusterstack render (bad input: clear message, nothing written)', () =
     expect(sandbox.git(remote, 'rev-list', '--all')).toBe('');
   });
 
+  it('writes the README from --readme-template, and refuses a broken one naming it, writing nothing', async () => {
+    const dir = await tempDir();
+    const template = path.join(dir, 'readme.hbs');
+    await writeFile(template, '# Fleet\n{{#each clusters}}- {{namespace}}/{{name}}\n{{/each}}');
+    const out = path.join(dir, 'out');
+    const result = await render([await inputs(), '--release-source', EXAMPLE_RELEASES, '--cache-dir', await tempDir(), '--output', out, '--readme-template', template]);
+    expect(result.code, result.stderr).toBe(0);
+    expect((await readOutput(out))['README.md']).toBe('# Fleet\n- cluster-stacks/one\n');
+
+    await writeFile(template, '# Fleet\n{{#each clusters}}never closed\n');
+    const brokenOut = path.join(dir, 'broken-out');
+    const broken = await render([await inputs(), '--release-source', EXAMPLE_RELEASES, '--cache-dir', await tempDir(), '--output', brokenOut, '--readme-template', template]);
+    expect(broken.code).toBe(1);
+    expect(broken.stderr).toMatch(/template readme template: /);
+    await expect(readdir(brokenOut)).rejects.toThrow();
+  });
+
   it('reports broken inputs, not a missing helm, though a first render into a directory checks helm while it reads them', async () => {
     const broken = await writeTree({ 'stack.yaml': FERROL_STACK_YAML, 'c.yaml': `${clusterYaml('one', 'docker-ferrol-1-30-v1')}---\nkind: [unclosed\n` });
     const out = path.join(await tempDir(), 'out');

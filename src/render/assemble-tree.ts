@@ -40,6 +40,19 @@ function kustomizations(tree: Map<string, string>, emptyDirs: readonly string[])
 }
 
 /**
+ * Compiles the README template now: Handlebars compiles a template on its first use (tens of
+ * milliseconds for the default one), which would otherwise fall after the last helm process. Called
+ * while the render waits for helm; an error is left for the real rendering to report.
+ */
+export function warmReadmeTemplate(readmeTemplate?: string): void {
+  try {
+    compileTemplate(readmeTemplate ?? OUTPUT_README_TEMPLATE, 'readme template')({});
+  } catch {
+    // Reported, with the template's name, when the README is rendered.
+  }
+}
+
+/**
  * The whole tree of a render, sorted by path. `extraFiles` are files that are no unit's
  * (ClusterProfiles, generated Clusters); `shared` adds the shared directories (placeSharedObjects).
  */

@@ -13,7 +13,7 @@ import type { RenderedTree } from '../output/rendered-tree.js';
 import type { Plan } from '../plan/build-plan.js';
 import { sha256Digest } from '../release/content-digest.js';
 import { failureKindOf } from '../core/failure.js';
-import { assembleTree } from './assemble-tree.js';
+import { assembleTree, warmReadmeTemplate } from './assemble-tree.js';
 import { canonicalJson } from './canonical-json.js';
 import { type SecretEncryption, secretsDigestPart } from '../secrets/secrets-digest.js';
 import { type DecryptionKeyRef, describeEncryptedSecrets, encryptUnitSecrets, handEditedSecrets, sopsTimestamp } from './encrypted-secrets.js';
@@ -95,6 +95,8 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
   const handEdited = new Map(units.map((unit) => [unit.record.dir, handEditedSecrets(before.get(unit.record.dir), options.previous)] as const).filter(([, files]) => files.length > 0));
   // Values are evaluated in chunks while the charts of earlier chunks (and every release) render.
   const { reused, failedClusters, ready } = evaluateUnitValues(units, before, failedBefore, options.previous, deps, new Set(handEdited.keys()));
+  // Once the first helm processes are under way: this process has little else to do until they answer.
+  setImmediate(() => warmReadmeTemplate(options.readmeTemplate));
 
   // Render what changed; reuse what did not (including charts that generate random data).
   const rendered = new Map<string, Map<string, string>>();
