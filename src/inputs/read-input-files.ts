@@ -3,6 +3,7 @@ import { readdir, readFile, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { InputError, type Problem } from '../core/problem.js';
 import { type ParsedManifests, parseManifests } from './parse-manifests.js';
+import { compareText } from '../core/compare-text.js';
 
 const YAML_FILE = /\.ya?ml$/;
 
@@ -87,7 +88,7 @@ async function findInputFiles(paths: string[], exclude: string[] = []): Promise<
     problems.push({ message: `the input files hold ${total} bytes together; at most ${MAX_INPUT_TOTAL_BYTES} are read (give only the directories with your manifests)` });
   }
   if (problems.length > 0) throw new InputError(problems);
-  return [...found.values()].sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : 0));
+  return [...found.values()].sort((a, b) => compareText(a.file, b.file));
 }
 
 /**

@@ -4,6 +4,7 @@
 import { METADATA_FILE } from '../release/release-metadata.js';
 import { OciError } from './oci-error.js';
 import { OCI_IMAGE_CONFIG, type OciManifest, TITLE_ANNOTATION } from './oci-manifest.js';
+import { compareText } from '../core/compare-text.js';
 
 export const CLUSTER_STACK_ARTIFACT_TYPE = 'application/vnd.scs.cluster-stacks.v1';
 
@@ -45,5 +46,5 @@ export function releaseLayers(manifest: OciManifest, where: string): ReleaseLaye
     layers.push({ file: title, digest: layer.digest, size: layer.size });
   });
   if (!names.has(METADATA_FILE)) throw new OciError('invalid-release', `${where} has no ${METADATA_FILE} layer; every cluster stack release carries one`);
-  return layers.sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : 0));
+  return layers.sort((a, b) => compareText(a.file, b.file));
 }

@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream, readFileSync, readlinkSync, type Stats, statSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
+import { compareText } from '../core/compare-text.js';
 
 export function sha256Hex(data: string | Uint8Array): string {
   return createHash('sha256').update(data).digest('hex');
@@ -30,7 +31,7 @@ async function listTree(root: string): Promise<{ relative: string; link: boolean
     }
   }
   await walk(root, '');
-  return out.sort((a, b) => (a.relative < b.relative ? -1 : a.relative > b.relative ? 1 : 0));
+  return out.sort((a, b) => compareText(a.relative, b.relative));
 }
 
 /** Files up to this size are read whole and synchronously; larger ones are streamed. */

@@ -28,6 +28,7 @@ import { ListingValidators } from './listing-validators.js';
 import { currentDeadline, deadlineErrorOf, withDeadline } from './remote-deadline.js';
 import { nextLink } from './link-header.js';
 import type { Logger } from '../core/logger.js';
+import { compareText } from '../core/compare-text.js';
 
 const METADATA_ASSET = 'metadata.yaml';
 const MAX_REDIRECTS = 5;
@@ -247,7 +248,7 @@ export class GitHubReleaseSource implements ReleaseSource {
     const byTag = new Map<string, GitHubRelease>();
     for (const release of all) if (!release.draft && !byTag.has(release.tag)) byTag.set(release.tag, release);
     this.releasesByTag = byTag;
-    const listing = listingFromTags([...byTag.values()].sort((a, b) => (a.tag < b.tag ? -1 : a.tag > b.tag ? 1 : 0)));
+    const listing = listingFromTags([...byTag.values()].sort((a, b) => compareText(a.tag, b.tag)));
     this.lastListing = { at: this.clock().getTime(), listing };
     return listing;
   }

@@ -62,7 +62,7 @@ const STALE_TEMP_MS = 60 * 60 * 1000;
 
 /** The digest `treeDigest` computes for a tree of regular files, from their recorded hashes. */
 function digestOfFiles(files: readonly CachedFile[]): string {
-  const sorted = [...files].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  const sorted = [...files].sort((a, b) => compareText(a.path, b.path));
   return sha256Digest(sorted.map((file) => `${file.path}\0${file.sha256}\n`).join(''));
 }
 

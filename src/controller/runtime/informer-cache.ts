@@ -9,6 +9,7 @@ import { InformerSet } from './informer-set.js';
 import type { KindReadState, ObjectCache, WatchedKind, WatchEvent } from './runtime-contract.js';
 import { kindId } from './runtime-contract.js';
 import { discoverWithClient, KindDiscovery, kindRefKey, type KindLookup, type KindRef } from './kind-discovery.js';
+import { compareText } from '../../core/compare-text.js';
 
 /** An informer cache that can take on kinds found at run time (provider kinds, control planes). */
 export interface KindCache extends ObjectCache {
@@ -94,7 +95,7 @@ export class InformerCache implements KindCache {
     const objects = entries.flatMap(([watched, set]) => set.list(watched));
     if (entries.length <= 1) return objects;
     const order = (o: KubeObject) => `${o.metadata.namespace ?? ''}\u0000${o.metadata.name}`;
-    return objects.sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0));
+    return objects.sort((a, b) => compareText(order(a), order(b)));
   }
 
   readState(kind: WatchedKind): KindReadState {

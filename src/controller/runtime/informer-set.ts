@@ -17,6 +17,7 @@ import type { KubeObject } from '../../api/types.js';
 import { type BackoffSteps, equalJitterDelay } from '../../core/backoff.js';
 import type { Logger } from '../../core/logger.js';
 import { systemClock, type Clock, type ClockTimer, type KindReadState, type ObjectCache, type WatchedKind, type WatchEvent, type WatchEventType } from './runtime-contract.js';
+import { compareText } from '../../core/compare-text.js';
 
 export interface InformerSetOptions {
   kubeConfig: KubeConfig;
@@ -262,7 +263,7 @@ export class InformerSet implements ObjectCache {
   list(kind: WatchedKind): KubeObject[] {
     const objects = [...this.stateOf(kind).informer.list()] as unknown as KubeObject[];
     const order = (o: KubeObject) => `${o.metadata.namespace ?? ''}\u0000${o.metadata.name}`;
-    return objects.sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0));
+    return objects.sort((a, b) => compareText(order(a), order(b)));
   }
 
   /** One cached object; `namespace` is ignored for cluster-scoped kinds. Do not mutate it. */
