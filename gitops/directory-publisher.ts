@@ -290,9 +290,7 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
         const trees = path.join(dir, STATE_DIR, TREES_DIR);
         const replaced = await this.currentTreeId(dir);
         const staging = path.join(dir, STATE_DIR, `staging-${randomBytes(6).toString('hex')}`);
-        const spare = replaced === undefined ? undefined : await this.spareTree(trees, replaced);
-        if (spare !== undefined) await rename(path.join(trees, spare), staging);
-        else await mkdir(staging);
+        await this.makeStaging(staging, trees, replaced);
         ahead.staging = staging;
       } catch {
         ahead.stopped = true;
@@ -486,15 +484,8 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
       await this.writeMarker(stateDir);
       if (reusable && ahead) await rm(staging, { recursive: true, force: true });
       if (!reusable) {
-        // The tree before the current one is reworked into this one rather than deleted and linked
-        // anew: at tens of thousands of files, removing a tree and hard-linking the next cost about
-        // a second, and a one-cluster change leaves almost every file of it as it is.
         // Written ahead: the staging directory exists already, with the spare tree in it if there was one.
-        if (!ahead) {
-          const spare = replaced === undefined ? undefined : await this.spareTree(trees, replaced);
-          if (spare !== undefined) await rename(path.join(trees, spare), staging);
-          else await mkdir(staging);
-        }
+        if (!ahead) await this.makeStaging(staging, trees, replaced);
         const toWrite = reworkTree(staging, tree, replaced === undefined ? undefined : { root: path.join(trees, replaced), files: previous }, ahead?.written);
         await inFileBatches(toWrite, (file) => writeFileSync(`${staging}/${file}`, tree.get(file) ?? '', { encoding: 'utf8', flag: 'wx' }));
         if (await exists(path.join(trees, contentId))) id = `${contentId}-${suffix}`;
@@ -515,6 +506,18 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
       if (entry !== STATE_DIR && entry !== CURRENT_LINK) await rm(path.join(dir, entry), { recursive: true, force: true });
     }
     await this.removeLeftovers(dir, { keep: [replaced] });
+  }
+
+  /**
+   * Makes `staging`: the spare tree renamed there when there is one, else a new directory. The tree
+   * before the current one is reworked into the next (reworkTree) rather than deleted and linked
+   * anew: at tens of thousands of files, removing a tree and hard-linking the next cost about a
+   * second, and a one-cluster change leaves almost every file of it as it is.
+   */
+  private async makeStaging(staging: string, trees: string, replaced: string | undefined): Promise<void> {
+    const spare = replaced === undefined ? undefined : await this.spareTree(trees, replaced);
+    if (spare !== undefined) await rename(path.join(trees, spare), staging);
+    else await mkdir(staging);
   }
 
   /** A tree other than the current one, to be reworked into the next (see reworkTree); undefined when there is none. */
