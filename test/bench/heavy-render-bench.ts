@@ -161,7 +161,8 @@ async function breakdown(inputs: string, releases: string, work: string): Promis
 /** `npm run bench -- --only heavy [--heavy-clusters 48] [--heavy-shape released|dense]`. */
 export async function benchHeavy(count: number, { name, shape }: { name: string; shape: HeavyShape }): Promise<void> {
   assertCliBuilt();
-  console.log(`\n== real-weight render: ${count} clusters on a generated CNI-sized release, shape "${name}" (${os.availableParallelism()} cores) ==`);
+  const cores = os.availableParallelism();
+  console.log(`\n== real-weight render: ${count} clusters on a generated CNI-sized release, shape "${name}" (${cores} cores) ==`);
   const work = await mkdtemp(path.join(os.tmpdir(), 'csk-bench-heavy-'));
   const { releases, clusterStack } = await writeHeavyRelease(path.join(work, 'releases'), shape);
   const inputs = path.join(work, 'inputs');
@@ -179,12 +180,11 @@ export async function benchHeavy(count: number, { name, shape }: { name: string;
   const report = (run: { stdout: string }): { helmProcesses: number; units: unknown } => JSON.parse(run.stdout) as { helmProcesses: number; units: unknown };
   await writeInputs(inputs, clusterStack, count);
   const lines = await breakdown(inputs, releases, path.join(work, 'in-process'));
-  const objects = (await readFile(path.join(work, 'naive', 'cluster-0000', 'cni.yaml'), 'utf8')).split(/^kind: /m).length - 1;
-
-  const bytes = (await readFile(path.join(work, 'naive', 'cluster-0000', 'cni.yaml'))).length;
-  console.log(`  chart weight:         ${objects} objects, ${(bytes / 1024).toFixed(0)} KiB per CNI render`);
+  const cniRender = await readFile(path.join(work, 'naive', 'cluster-0000', 'cni.yaml'));
+  const objects = cniRender.toString('utf8').split(/^kind: /m).length - 1;
+  console.log(`  chart weight:         ${objects} objects, ${(cniRender.length / 1024).toFixed(0)} KiB per CNI render`);
   const cpu = (run: CliRun): string => `CPU ${seconds(run.cpuMs.node)} node + ${seconds(run.cpuMs.children)} helm`;
-  console.log(`  load average:         ${os.loadavg()[0]!.toFixed(1)} on ${os.availableParallelism()} cores (wall times mean little above the core count; CPU times still do)`);
+  console.log(`  load average:         ${os.loadavg()[0]!.toFixed(1)} on ${cores} cores (wall times mean little above the core count; CPU times still do)`);
   console.log(`  naive loop:           ${seconds(naive.ms)}, ${naive.processes} helm processes (sequential, values given for free), CPU ${seconds(naive.cpuMs)} helm`);
   console.log(`  helm alone, in flight: ${seconds(floor.ms)}, the same ${floor.processes} processes ${DEFAULT_HELM_CONCURRENCY} at a time with the runner's Go settings (values given for free, nothing else done), CPU ${seconds(floor.cpuMs)} helm`);
   console.log(`  full render (CLI):    ${seconds(full.ms)}, ${report(full).helmProcesses} helm processes, peak ${full.maxRssMiB.toFixed(0)} MiB, ${cpu(full)}`);
@@ -194,12 +194,11 @@ export async function benchHeavy(count: number, { name, shape }: { name: string;
   console.log(verdict('full render / naive loop', full.ms / naive.ms, 0.5));
   console.log(`  info  helm alone, in flight / naive loop: ${(floor.ms / naive.ms).toFixed(3)} (the floor for this run: what the full render spends above it is ours)`);
   // On busy cores our own CPU displaces helm: about half of it (two cores) shows up as wall time.
-  const cores = os.availableParallelism();
   console.log(`  info  full render above the floor: ${seconds(full.ms - floor.ms)}; node's CPU spread over ${cores} cores is ${seconds(full.cpuMs.node / cores)}, helm's CPU beyond the floor's ${seconds((full.cpuMs.children - floor.cpuMs) / cores)}`);
   console.log(verdict('no-op re-render / full render', noop.ms / full.ms, 0.03));
   console.log(verdict('one changed cluster / full render', changed.ms / full.ms, 0.1));
   // What two cores could reach if nothing else ran: the run's CPU spread over both, against the loop's wall.
   const fullCpu = full.cpuMs.node + full.cpuMs.children;
-  console.log(`  info  full render CPU / naive loop CPU: ${(fullCpu / naive.cpuMs).toFixed(3)}; on ${os.availableParallelism()} idle cores at best ${(fullCpu / os.availableParallelism() / naive.cpuMs).toFixed(3)} of the loop`);
+  console.log(`  info  full render CPU / naive loop CPU: ${(fullCpu / naive.cpuMs).toFixed(3)}; on ${cores} idle cores at best ${(fullCpu / cores / naive.cpuMs).toFixed(3)} of the loop`);
   console.log(`  info  no-op CPU / full render CPU: ${((noop.cpuMs.node + noop.cpuMs.children) / fullCpu).toFixed(3)}`);
 }
