@@ -14,7 +14,7 @@
 // under the shipped Deployment's memory limit (deployedHeapMiB); CSK_BENCH_HOST_HEAP=1 lets Node size
 // it from this machine's memory instead.
 import { spawn } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -312,7 +312,14 @@ const benchmarks: Record<string, () => Promise<void>> = {
   github: benchGitHub,
   controller: benchController,
 };
-for (const [name, run] of Object.entries(benchmarks)) {
-  if (values.only && values.only !== name) continue;
-  await run();
+// Every work directory of this run (os.tmpdir() reads TMPDIR on each call) in one, removed at the end.
+const scratch = await mkdtemp(path.join(os.tmpdir(), 'csk-bench-run-'));
+process.env.TMPDIR = scratch;
+try {
+  for (const [name, run] of Object.entries(benchmarks)) {
+    if (values.only && values.only !== name) continue;
+    await run();
+  }
+} finally {
+  await rm(scratch, { recursive: true, force: true });
 }
