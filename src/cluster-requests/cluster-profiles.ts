@@ -1,7 +1,7 @@
 // One openMCP ClusterProfile (clusters.openmcp.cloud/v1alpha1, cluster-scoped) per ClusterStack:
 // the Kubernetes versions its kept, ready releases offer, and which release a new Cluster for the
 // profile gets. Pure: reads the resolution and the loaded releases' metadata.
-import semver from 'semver';
+import { semver } from '../core/semver-functions.js';
 import type { KubeObject } from '../api/types.js';
 import type { Resolution, StackResolution } from '../core/resolve-releases.js';
 

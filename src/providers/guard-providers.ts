@@ -4,7 +4,7 @@
 // a downgrade and refused unless the provider carries the allow annotation; every provider's
 // contract must be the core's; and a provider may not leave the tree while rendered ClusterClasses
 // or Clusters still use kinds its CRDs define.
-import semver from 'semver';
+import { semver } from '../core/semver-functions.js';
 import { ALLOW_DOWNGRADE_ANNOTATION, CERT_MANAGER_VERSION_ANNOTATION, describeProvider } from '../api/provider-types.js';
 import type { CapiCluster } from '../api/types.js';
 import { InputError, type Problem } from '../core/problem.js';

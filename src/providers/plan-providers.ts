@@ -4,7 +4,7 @@
 // and name unique, the configuration objects a spec names present). Guards that need the
 // previously published tree (version lock, downgrade, contract after locking, removal in use) run
 // in guard-providers.ts.
-import semver from 'semver';
+import { semver } from '../core/semver-functions.js';
 import { CERT_MANAGER_DEFAULT_URL, CERT_MANAGER_URL_ANNOTATION, CERT_MANAGER_VERSION_ANNOTATION, type CapiProvider, describeProvider, PROVIDER_KINDS } from '../api/provider-types.js';
 import type { KubeObject } from '../api/types.js';
 import type { Problem } from '../core/problem.js';

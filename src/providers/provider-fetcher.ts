@@ -8,7 +8,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import semver from 'semver';
+import { semver } from '../core/semver-functions.js';
 import { COMPRESSED_ANNOTATION, CONFIGMAP_VERSION_LABEL, type CapiProvider, PROVIDER_KINDS } from '../api/provider-types.js';
 import type { KubeObject } from '../api/types.js';
 import { InputError } from '../core/problem.js';

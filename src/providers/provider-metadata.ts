@@ -1,7 +1,7 @@
 // A provider release's metadata.yaml (clusterctl's `Metadata`: releaseSeries of {major, minor,
 // contract}), read with Kubernetes' YAML. The contract of a version is the one its series names; a
 // version whose series is missing is refused, as clusterctl refuses it.
-import semver from 'semver';
+import { semver } from '../core/semver-functions.js';
 import { decodeYamlDocuments, YamlDecodeError } from '../yaml/kube-yaml.js';
 
 export interface ReleaseSeries {

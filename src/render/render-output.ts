@@ -95,8 +95,14 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
   const handEdited = new Map(units.map((unit) => [unit.record.dir, handEditedSecrets(before.get(unit.record.dir), options.previous)] as const).filter(([, files]) => files.length > 0));
   // Values are evaluated in chunks while the charts of earlier chunks (and every release) render.
   const { reused, failedClusters, ready } = evaluateUnitValues(units, before, failedBefore, options.previous, deps, new Set(handEdited.keys()));
-  // Once the first helm processes are under way: this process has little else to do until they answer.
-  setImmediate(() => warmReadmeTemplate(options.readmeTemplate));
+  // Compiled once the first chart that waited for values is under way (not while the values are
+  // prepared, which would delay them): this process has little else to do until helm answers.
+  let warmed = false;
+  const warmWhileHelmRuns = (): void => {
+    if (warmed) return;
+    warmed = true;
+    setImmediate(() => warmReadmeTemplate(options.readmeTemplate));
+  };
 
   // Render what changed; reuse what did not (including charts that generate random data).
   const rendered = new Map<string, Map<string, string>>();
@@ -130,7 +136,12 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
       if (!files) {
         let output: string;
         try {
-          output = unit.manifests ?? (await deps.renderChart({ releaseName: unit.releaseName, chart: unit.chart, namespace: unit.renderNamespace, kubeVersion: unit.kubeVersion, values, includeCrds: unit.includeCrds }));
+          if (unit.manifests !== undefined) output = unit.manifests;
+          else {
+            const rendering = deps.renderChart({ releaseName: unit.releaseName, chart: unit.chart, namespace: unit.renderNamespace, kubeVersion: unit.kubeVersion, values, includeCrds: unit.includeCrds });
+            if (ready.has(unit)) warmWhileHelmRuns();
+            output = await rendering;
+          }
         } catch (error) {
           // The chart failed for this unit (a template error, a `fail`): withhold the unit alone.
           if (failureKindOf(error) !== 'fix-input') throw error;

@@ -1,5 +1,6 @@
 // Handlebars, sandboxed: its own environment, an explicit helper list, no prototype access.
-import Handlebars from 'handlebars';
+import { createRequire } from 'node:module';
+import type Handlebars from 'handlebars';
 
 export class TemplateError extends Error {
   readonly failureKind = 'fix-input' as const;
@@ -10,18 +11,22 @@ export class TemplateError extends Error {
 }
 
 function createEnvironment(): typeof Handlebars {
-  const environment = Handlebars.create();
+  const created = (createRequire(import.meta.url)('handlebars') as typeof Handlebars).create();
   // Only the block helpers (if, unless, each, with) and ours below: lookup and log are not needed.
-  environment.unregisterHelper('lookup');
-  environment.unregisterHelper('log');
-  environment.registerHelper('join', (list: unknown, separator: unknown) => (Array.isArray(list) ? list.join(typeof separator === 'string' ? separator : ', ') : ''));
-  environment.registerHelper('eq', (a: unknown, b: unknown) => a === b);
-  environment.registerHelper('length', (list: unknown) => (Array.isArray(list) ? list.length : 0));
-  environment.registerHelper('plural', (count: unknown, singular: unknown, plural: unknown) => (count === 1 ? singular : plural));
-  return environment;
+  created.unregisterHelper('lookup');
+  created.unregisterHelper('log');
+  created.registerHelper('join', (list: unknown, separator: unknown) => (Array.isArray(list) ? list.join(typeof separator === 'string' ? separator : ', ') : ''));
+  created.registerHelper('eq', (a: unknown, b: unknown) => a === b);
+  created.registerHelper('length', (list: unknown) => (Array.isArray(list) ? list.length : 0));
+  created.registerHelper('plural', (count: unknown, singular: unknown, plural: unknown) => (count === 1 ? singular : plural));
+  return created;
 }
 
-const environment = createEnvironment();
+/**
+ * Loaded on first use (about 40 ms of module loading): a render needs it for the README only, once
+ * its first helm processes are under way (warmReadmeTemplate), not while it plans.
+ */
+let environment: typeof Handlebars | undefined;
 
 const HELPERS = { join: true, eq: true, length: true, plural: true, lookup: false, log: false };
 
@@ -43,6 +48,7 @@ export function compileTemplate(source: string, name: string, options: { strict?
   let compiled = compiledTemplates.get(key);
   if (!compiled) {
     try {
+      environment ??= createEnvironment();
       compiled = environment.compile(source, { noEscape: true, strict, knownHelpers: HELPERS, knownHelpersOnly: true });
     } catch (error) {
       throw new TemplateError(name, (error as Error).message);
