@@ -53,8 +53,15 @@ export interface ChangeSummary {
 
 export const INPUT_DIGEST_TRAILER = 'Clusterstack-Input-Digest';
 
+/** Whose changes a file's are: a release directory's, or a cluster's (its stage named). */
+export interface FileOwner {
+  owner: string;
+  kind: 'release' | 'cluster';
+  stage?: string;
+}
+
 /** The owner a file's changes are reported under: a release directory, or a cluster (stages below it). */
-function unitOf(file: string): { owner: string; kind: 'release' | 'cluster'; stage?: string } | undefined {
+export function ownerOfFile(file: string): FileOwner | undefined {
   if (unitDirOf(file) === undefined || isSharedPath(file)) return undefined;
   const unit = unitOfPath(file);
   if (unit?.kind === 'release') return { owner: unit.dir, kind: 'release' };
@@ -63,10 +70,25 @@ function unitOf(file: string): { owner: string; kind: 'release' | 'cluster'; sta
   return undefined;
 }
 
-function ownersOf(tree: RenderedTree): Set<string> {
+/**
+ * ownerOfFile with one answer per directory: it looks at a file's directory only (never at its
+ * name), and a tree has thousands of files in a few hundred directories.
+ */
+export function ownerOfFileByDirectory(): (file: string) => FileOwner | undefined {
+  const byDirectory = new Map<string, FileOwner | undefined>();
+  return (file) => {
+    const directory = file.slice(0, file.lastIndexOf('/') + 1);
+    if (byDirectory.has(directory)) return byDirectory.get(directory);
+    const owner = ownerOfFile(file);
+    byDirectory.set(directory, owner);
+    return owner;
+  };
+}
+
+function ownersOf(tree: RenderedTree, ownerOf: (file: string) => FileOwner | undefined): Set<string> {
   const owners = new Set<string>();
   for (const file of tree.keys()) {
-    const unit = unitOf(file);
+    const unit = ownerOf(file);
     if (unit) owners.add(unit.owner);
   }
   return owners;
@@ -76,15 +98,15 @@ function ownersOf(tree: RenderedTree): Set<string> {
  * Whether `tree` has files of each of `owners`. For a few owners (a render that changed a cluster
  * or two) the files under each owner's directory are looked at, not every file of the tree.
  */
-function ownerPresence(tree: RenderedTree, owners: readonly string[]): (owner: string) => boolean {
+function ownerPresence(tree: RenderedTree, owners: readonly string[], ownerOf: (file: string) => FileOwner | undefined): (owner: string) => boolean {
   if (owners.length > 16) {
-    const all = ownersOf(tree);
+    const all = ownersOf(tree, ownerOf);
     return (owner) => all.has(owner);
   }
   const present = new Set<string>();
   for (const owner of owners) {
     for (const file of tree.keys()) {
-      if (file.startsWith(`${owner}/`) && unitOf(file)?.owner === owner) {
+      if (file.startsWith(`${owner}/`) && ownerOf(file)?.owner === owner) {
         present.add(owner);
         break;
       }
@@ -105,8 +127,9 @@ export function compareTrees(previous: RenderedTree, next: RenderedTree): TreeCh
   for (const file of new Set([...previous.keys(), ...next.keys()])) if (previous.get(file) !== next.get(file)) changedFiles.add(file);
   const changes: TreeChanges = { releases: [], clusters: [], withheld: after?.withheld ?? [], shared: [], otherFiles: [] };
   const changedStages = new Map<string, Set<string>>();
+  const ownerOf = ownerOfFileByDirectory();
   for (const file of changedFiles) {
-    const unit = unitOf(file);
+    const unit = ownerOf(file);
     const requested = requestedClusterOfPath(file);
     if (requested) {
       const change: ChangeKind = !previous.has(file) ? 'added' : !next.has(file) ? 'removed' : 'updated';
@@ -122,8 +145,8 @@ export function compareTrees(previous: RenderedTree, next: RenderedTree): TreeCh
     else if (unit.stage === undefined) changedStages.get(unit.owner)!.add('');
   }
   const changedOwners = [...changedStages.keys()].sort();
-  const hadOwner = ownerPresence(previous, changedOwners);
-  const hasOwner = ownerPresence(next, changedOwners);
+  const hadOwner = ownerPresence(previous, changedOwners, ownerOf);
+  const hasOwner = ownerPresence(next, changedOwners, ownerOf);
   for (const owner of changedOwners) {
     const [root, namespace, name] = owner.split('/') as [string, string, string];
     const change: ChangeKind = !hadOwner(owner) ? 'added' : !hasOwner(owner) ? 'removed' : 'updated';

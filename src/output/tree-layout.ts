@@ -46,9 +46,13 @@ export function requestedClusterFile(namespace: string, cluster: string): string
   return `${CLUSTER_REQUESTS_DIR}/clusters/${namespace}/cluster-${cluster}.yaml`;
 }
 
-/** The Cluster a file of `management/_cluster-requests/clusters/` holds; undefined for other files. */
+const REQUESTED_CLUSTERS_PREFIX = `${CLUSTER_REQUESTS_DIR}/clusters/`;
+const REQUESTED_CLUSTER_FILE = new RegExp(`^${CLUSTER_REQUESTS_DIR}/clusters/([^/]+)/cluster-([^/]+)\\.yaml$`);
+
+/** The Cluster a file of `management/_cluster-requests/clusters/` holds; undefined for other files (every path of a tree passes here). */
 export function requestedClusterOfPath(file: string): { namespace: string; name: string } | undefined {
-  const match = new RegExp(`^${CLUSTER_REQUESTS_DIR}/clusters/([^/]+)/cluster-([^/]+)\\.yaml$`).exec(file);
+  if (!file.startsWith(REQUESTED_CLUSTERS_PREFIX)) return undefined;
+  const match = REQUESTED_CLUSTER_FILE.exec(file);
   return match ? { namespace: match[1]!, name: match[2]! } : undefined;
 }
 
