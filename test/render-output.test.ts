@@ -6,6 +6,8 @@ import type { KubeObject } from '../src/api/types.js';
 import { readInputFiles } from '../src/inputs/read-input-files.js';
 import { buildPlan } from '../src/plan/build-plan.js';
 import type { RenderDependencies } from '../src/render/render-dependencies.js';
+import { unitFilesAhead } from '../src/render/assemble-tree.js';
+import { kustomizationEncoder } from '../src/render/kustomization-yaml.js';
 import { renderOutput } from '../src/render/render-output.js';
 import { createSourceOpener } from '../src/sources/open-release-source.js';
 import { aCluster } from './support/builders.js';
@@ -65,5 +67,27 @@ describe('renderOutput', () => {
     const full = await renderOutput(await planFor('moved.example.test'), deps, { secrets: 'refuse', previous: new Map() });
     expect([...changed.tree.entries()].sort()).toEqual([...full.tree.entries()].sort());
     expect(changed.provenance.sharedObjects).toEqual(full.provenance.sharedObjects);
+  });
+
+  it('hands each unit over as it renders with the files and kustomization the tree then holds (for writing ahead)', async () => {
+    const base = await readInputFiles([path.join(EXAMPLE_MANIFESTS, 'clusterstack.yaml')]);
+    const clusters = ['c0', 'c1'].map((name) => ({ source: 'test', object: aCluster(name, 'docker-ferrol-1-30-v3') as unknown as KubeObject }));
+    const workDir = await tempDir();
+    const plan = await buildPlan({ manifests: { objects: [...base.objects, ...clusters], problems: [] }, defaultSource: EXAMPLE_RELEASES, openSource: createSourceOpener({ cacheDir: workDir }), workDir });
+    const deps: RenderDependencies = {
+      evaluateValues: async (items) => items.map((item) => ({ id: item.id, ok: true as const, values: {} })),
+      renderChart: async (request) => {
+        const own = request.chart.origin.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '');
+        return ['a', 'b'].map((suffix) => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${own}-${suffix}\n  namespace: default\ndata: {}\n`).join('---\n');
+      },
+    };
+    const encode = kustomizationEncoder();
+    const ahead = new Map<string, string>();
+    const outcome = await renderOutput(plan, deps, { secrets: 'refuse', previous: new Map(), onUnitRendered: (dir, files) => unitFilesAhead(dir, files, encode).forEach(([file, content]) => ahead.set(file, content)) });
+    const kustomizations = [...ahead.keys()].filter((file) => file.endsWith('/kustomization.yaml'));
+    // One per unit: each release kept and both stages of both clusters.
+    expect(kustomizations.sort()).toEqual(outcome.provenance.units.map((unit) => `${unit.dir}/kustomization.yaml`).sort());
+    expect(kustomizations.filter((file) => file.startsWith('clusters/')).length).toBe(4);
+    for (const [file, content] of ahead) expect(outcome.tree.get(file), file).toBe(content);
   });
 });

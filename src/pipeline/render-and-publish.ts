@@ -17,6 +17,8 @@ import { PROVENANCE_FILE, SOPS_CONFIG_FILE } from '../output/tree-layout.js';
 import { countClusterRequests, planClusterRequests, type SchedulerSetting } from '../cluster-requests/plan-cluster-requests.js';
 import type { SchedulerConfig } from '../cluster-requests/scheduler-config.js';
 import type { Plan } from '../plan/build-plan.js';
+import { unitFilesAhead } from '../render/assemble-tree.js';
+import { kustomizationEncoder } from '../render/kustomization-yaml.js';
 import type { RenderDependencies } from '../render/render-dependencies.js';
 import { type RenderOutcome, type RenderProgress, renderOutput } from '../render/render-output.js';
 import type { SecretPolicy } from '../render/secret-policy.js';
@@ -93,6 +95,12 @@ export function managementAnnotationsFor(gitops: WiringOptions | undefined): { i
   };
 }
 
+/** Each unit's files, and its directory's kustomization, handed to the target to write ahead as the unit renders. */
+function prestageUnits(prestage: (files: Iterable<readonly [string, string]>) => void): (dir: string, files: ReadonlyMap<string, string>) => void {
+  const encode = kustomizationEncoder();
+  return (dir, files) => prestage(unitFilesAhead(dir, files, encode));
+}
+
 /**
  * Renders `plan` against `previous` (what the target holds), adds the GitOps wiring, refuses a mass
  * deletion, summarizes the change and publishes it. Throws for failures that are not one unit's
@@ -128,7 +136,7 @@ export async function renderAndPublish<Published>(plan: Plan, previous: Rendered
     ...(annotations ? { managementAnnotations: annotations } : {}),
     ...(options.readmeTemplate !== undefined ? { readmeTemplate: options.readmeTemplate } : {}),
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
-    ...(deps.prestage ? { onUnitRendered: (dir: string, files: ReadonlyMap<string, string>) => deps.prestage!([...files].map(([file, content]): [string, string] => [`${dir}/${file}`, content])) } : {}),
+    ...(deps.prestage ? { onUnitRendered: prestageUnits(deps.prestage) } : {}),
   });
   deps.metrics?.renderDuration((now() - renderStarted) / 1000);
   for (const note of outcome.notes) deps.logger.warn({ note }, 'Rendered with a note');

@@ -40,6 +40,18 @@ function kustomizations(tree: Map<string, string>, emptyDirs: readonly string[])
 }
 
 /**
+ * A unit's files under its directory, with the kustomization the tree will give that directory (its
+ * files listed) when none of them sits in a sub-directory: for writing ahead while the render runs
+ * (Publisher.prestage). The tree decides in the end; publishing rewrites what differs.
+ */
+export function unitFilesAhead(dir: string, files: ReadonlyMap<string, string>, encode: (resources: readonly string[]) => string): [string, string][] {
+  const ahead = [...files].map(([file, content]): [string, string] => [`${dir}/${file}`, content]);
+  const names = [...files.keys()];
+  if (names.length > 0 && names.every((name) => !name.includes('/'))) ahead.push([`${dir}/${KUSTOMIZATION_FILE}`, encode(names.sort())]);
+  return ahead;
+}
+
+/**
  * Compiles the README template now: Handlebars compiles a template on its first use (tens of
  * milliseconds for the default one), which would otherwise fall after the last helm process. Called
  * while the render waits for helm; an error is left for the real rendering to report.

@@ -22,7 +22,7 @@ import { previousFiles, previousRecords } from './previous-output.js';
 import type { RenderDependencies } from './render-dependencies.js';
 import { ownerKey, type PendingUnit, planUnits } from './render-units.js';
 import { type SecretPolicy, SecretRefusedError } from './secret-policy.js';
-import { findReleaseConflicts, findStageConflicts, handoverNotes, placeSharedObjects } from './shared-objects.js';
+import { findReleaseConflicts, findStageConflicts, handoverNotes, identifyUnitObjects, placeSharedObjects } from './shared-objects.js';
 import { buildProvenance, buildSummary } from './tree-records.js';
 import { type AnnotationsFor, unitFiles, type UnitFiles } from './unit-files.js';
 import { layerUnits } from './layer-units.js';
@@ -172,7 +172,10 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
       }
       rendered.set(unit.record.dir, files);
       records.push({ ...unit.record, renderDigest, files: [...files.keys()].sort(), ...(notes ? { notes } : {}), ...(secrets ? { secrets } : {}) });
-      if (fresh) options.onUnitRendered?.(unit.record.dir, files);
+      if (fresh) {
+        identifyUnitObjects(files);
+        options.onUnitRendered?.(unit.record.dir, files);
+      }
       progress(unit, fresh);
     }),
   );

@@ -161,6 +161,15 @@ function fileObjects(files: Map<string, string>): FileObject[] {
   return objects;
 }
 
+/**
+ * Reads the identities of a unit's objects now, for the conflict and placement passes at the end
+ * of the render: called as each unit renders, while helm still runs, so that the end does not read
+ * every object of the tree at once. `files` must not change afterwards (the passes key on it).
+ */
+export function identifyUnitObjects(files: Map<string, string>): void {
+  fileObjects(files);
+}
+
 /** The objects of one unit's files; files that do not decode to an object are left where they are. */
 function unitObjects(record: UnitRecord, files: Map<string, string>): UnitObject[] {
   return fileObjects(files).map((entry) => ({
