@@ -195,6 +195,10 @@ export async function benchHeavy(count: number, { name, shape }: { name: string;
   console.log(`  info  helm alone, in flight / naive loop: ${(floor.ms / naive.ms).toFixed(3)} (the floor for this run: what the full render spends above it is ours)`);
   // On busy cores our own CPU displaces helm: about half of it (two cores) shows up as wall time.
   console.log(`  info  full render above the floor: ${seconds(full.ms - floor.ms)}; node's CPU spread over ${cores} cores is ${seconds(full.cpuMs.node / cores)}, helm's CPU beyond the floor's ${seconds((full.cpuMs.children - floor.cpuMs) / cores)}`);
+  // The target's wall time on every core, less what helm alone needed: all the CPU left for
+  // everything else (Node's start, planning, values, reading and checking helm's output, writing).
+  const budgetMs = 0.5 * naive.ms * cores - floor.cpuMs;
+  console.log(`  info  CPU the 0.5 target leaves beside helm alone: ${seconds(budgetMs)} on ${cores} cores; this run spent ${seconds(full.cpuMs.node)} in node and ${seconds(full.cpuMs.children - floor.cpuMs)} more in helm`);
   console.log(verdict('no-op re-render / full render', noop.ms / full.ms, 0.03));
   console.log(verdict('one changed cluster / full render', changed.ms / full.ms, 0.1));
   // What two cores could reach if nothing else ran: the run's CPU spread over both, against the loop's wall.
