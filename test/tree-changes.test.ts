@@ -31,9 +31,12 @@ const PATHS = [
 
 describe('tree changes', () => {
   it('gives per directory the owner it gives per file, for every kind of path', () => {
-    const byDirectory = ownerOfFileByDirectory();
-    // Twice, in both orders: the first answer of a directory must not decide a later file's wrongly.
-    for (const file of [...PATHS, ...[...PATHS].reverse()]) expect(byDirectory(file), file).toEqual(ownerOfFile(file));
+    // In both orders, each from a fresh lookup: whichever file of a directory comes first must not
+    // decide a later file's owner wrongly.
+    for (const order of [PATHS, [...PATHS].reverse()]) {
+      const byDirectory = ownerOfFileByDirectory();
+      for (const file of order) expect(byDirectory(file), file).toEqual(ownerOfFile(file));
+    }
   });
 
   it('reports clusters and releases added, with the stages whose files changed', () => {
