@@ -1,7 +1,7 @@
 // The GitOps wiring options a render and the controller derive from the output and --gitops flags:
-// what Flux or Argo CD fetch the rendered tree from. Apart from output-settings.ts, which `plan`
-// loads, because only render and the controller need it. It loads no publisher and no wiring
-// generator: those are loaded only by runs that render.
+// what Flux or Argo CD fetch the rendered tree from. Kept apart from output-settings.ts, which
+// `plan` loads: only render and the controller need these. It loads no publisher and no wiring
+// generator; those are loaded only by runs that render.
 import { parseOciArtifactReference } from '../oci/oci-reference.js';
 import { parseGitOpsEngine } from '../../gitops/wiring/gitops-engine.js';
 import type { WiringOptions } from '../../gitops/wiring/render-wiring.js';

@@ -47,8 +47,9 @@ export function compileTemplate(source: string, name: string, options: { strict?
   const key = `${strict}\0${source}`;
   let compiled = compiledTemplates.get(key);
   if (!compiled) {
+    // Outside the try: Handlebars failing to load is an installation's problem, not the template's.
+    environment ??= createEnvironment();
     try {
-      environment ??= createEnvironment();
       compiled = environment.compile(source, { noEscape: true, strict, knownHelpers: HELPERS, knownHelpersOnly: true });
     } catch (error) {
       throw new TemplateError(name, (error as Error).message);
