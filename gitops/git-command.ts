@@ -2,6 +2,7 @@
 // prompts, English messages we can classify, literal pathspecs, the token (if any) as config passed
 // through the environment, and every failure turned into a PublishError with the token scrubbed.
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { simpleGit, type SimpleGit } from 'simple-git';
 import { ENVIRONMENT } from '../src/config.js';
 import { PublishError, type PublishErrorKind } from './publish-error.js';
@@ -90,6 +91,21 @@ function classifyGitFailure(output: string): PublishErrorKind {
   if (REMOTE_REJECTED.test(output)) return 'rejected';
   if (UNAVAILABLE.test(output)) return 'unavailable';
   return 'rejected';
+}
+
+/** What to do about a git lock file someone else holds (git's own advice, naming the file). */
+export function heldGitLockAdvice(file: string): string {
+  return `${file} exists: another git process is running in this repository; wait for it, or remove ${file} if none is (a crashed git process leaves it behind)`;
+}
+
+// git refusing to start because another process holds one of its lock files.
+const HELD_LOCK = /Unable to create '([^']+\.lock)': File exists/;
+
+/** True when the error is the operating system not finding the program to start (ENOENT from spawn). */
+function isProgramMissing(error: unknown): boolean {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  if (code === 'ENOENT') return true;
+  return /\bspawn \S*git ENOENT\b/.test(String((error as Error | undefined)?.message ?? error));
 }
 
 const HINTS: Partial<Record<PublishErrorKind, string>> = {
@@ -195,6 +211,11 @@ export class GitCommand {
   }
 
   private failure(error: unknown, action: string): PublishError {
+    // Node's spawn error carries internal stack frames: say what is missing instead.
+    // (spawn says ENOENT for a missing working directory too.)
+    if (isProgramMissing(error)) {
+      return existsSync(this.baseDir) ? gitNotFound(action, this.env.PATH) : new PublishError('unavailable', `${action} failed: the directory ${this.baseDir} no longer exists`);
+    }
     // git pads `remote:` lines with spaces; keep the text, drop the padding.
     const text = String((error as Error | undefined)?.message ?? error).split('\n').map((line) => line.trimEnd()).join('\n').trim();
     const output = scrubSecret(text, this.token);
@@ -202,7 +223,26 @@ export class GitCommand {
     if (/^block timeout reached/i.test(text)) {
       return new PublishError('unavailable', `${action} failed: git printed nothing for ${Math.round(this.idleTimeoutMs / 1000)} s and was stopped; the remote does not answer`);
     }
+    const lock = HELD_LOCK.exec(output);
+    if (lock) return new PublishError('unavailable', `${action} failed: ${heldGitLockAdvice(lock[1]!)}`);
     const kind = classifyGitFailure(output);
     return new PublishError(kind, `${action} failed: ${output}${HINTS[kind] ?? ''}`);
   }
+}
+
+function gitNotFound(action: string, searched: string | undefined): PublishError {
+  return new PublishError('missing-tool', `git not found: ${action} needs the git command, and there is none on PATH (${searched ?? 'PATH is not set'}); install git, or put it on PATH`);
+}
+
+/**
+ * Resolves when git can be started with `env` (its PATH); otherwise throws the 'missing-tool'
+ * PublishError every git command would: for a long-running process to refuse at start.
+ */
+export async function checkGitAvailable(env: Readonly<Record<string, string | undefined>>, action: string): Promise<void> {
+  const { env: gitEnv } = gitEnvironment({ author: { name: 'clusterstack', email: 'clusterstack@localhost' }, env });
+  await new Promise<void>((resolve, reject) => {
+    const child = spawn('git', ['--version'], { env: gitEnv, stdio: 'ignore' });
+    child.on('error', (error) => reject(isProgramMissing(error) ? gitNotFound(action, gitEnv.PATH) : error));
+    child.on('close', () => resolve());
+  });
 }

@@ -19,7 +19,8 @@
 // run left and nothing under the path differs from HEAD (nothing staged anywhere); against a remote,
 // while the remote branch still points at the commit that run pushed or found.
 import { createHash } from 'node:crypto';
-import { lstat, mkdir, readdir, readFile, realpath, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, chmod, lstat, mkdir, readdir, readFile, realpath, rm, rmdir, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import pLimit from 'p-limit';
 import { FILE_CONCURRENCY } from './file-concurrency.js';
@@ -33,7 +34,8 @@ import { syncWorkTree } from './sync-work-tree.js';
 import { acquirePublishLock, type PublishLock } from './publish-lock.js';
 import type { LockRequest } from './publisher.js';
 import { compileCommitMessage, type CommitMessageRenderer } from './commit-message.js';
-import { GitCommand, type GitTargetOptions } from './git-command.js';
+import { GitCommand, type GitTargetOptions, heldGitLockAdvice } from './git-command.js';
+import { inNewDirectory } from './new-directory.js';
 import { fastCommit } from './git-fast-commit.js';
 import { parseGitRemote, type GitRemote } from './git-remote.js';
 import { assertOutsideProtected, type ProtectedPath } from './protected-paths.js';
@@ -54,6 +56,8 @@ export interface GitPublisherOptions extends GitTargetOptions {
   logger?: Logger;
   /** Inputs and release sources: an in-place work tree's --path may be neither of them nor hold them. */
   protectedPaths?: readonly ProtectedPath[];
+  /** `--force`: in place, overwrite uncommitted edits to tracked files under the path (refused otherwise). */
+  overwriteEdits?: boolean;
 }
 
 type Workspace =
@@ -68,6 +72,38 @@ const JOURNAL_FILE = 'clusterstack-publish.json';
 const LOCK_FILE = 'clusterstack.lock';
 /** Inside a directory a run is turning into a repository, while it does. */
 const INIT_LOCK_FILE = '.clusterstack-init.lock';
+/** The longest a run waits for another git process's lock in a work tree to go (less when --lock-timeout is shorter). */
+const GIT_LOCK_WAIT_MS = 10_000;
+/** The hooks `git commit` runs before it writes the commit: any of them may refuse it. */
+const COMMIT_HOOKS = ['pre-commit', 'prepare-commit-msg', 'commit-msg'];
+/** What git prints when commit.gpgsign (or -S) is set and signing fails, with gpg or ssh keys. */
+const SIGNING_FAILED = /gpg failed to sign|failed to write commit object|error: (?:gpg|ssh-keygen|cannot run gpg)|signing failed|Couldn't (?:load|find) (?:public )?key/i;
+
+/**
+ * Written to the git directory before a run writes the work tree, removed when it has committed:
+ * what puts the work tree and index back as they were, when the run fails (by itself) or is killed
+ * (by the next run).
+ */
+interface WorkTreeJournal {
+  pid: number;
+  /** The commit HEAD was at (null: no commit yet). */
+  head: string | null;
+  /** Repository paths of the files the run creates: none of them existed. */
+  created: string[];
+  /** Directories the run creates for them (none existed), parents first. */
+  directories: string[];
+  /**
+   * With --force, the tracked files under the path whose uncommitted state the run overwrites: their
+   * bytes (base64) and mode, or null for a file deleted in the work tree.
+   */
+  edited: Record<string, { data: string; mode: number } | null>;
+}
+
+/** What git status shows that is not committed: staged changes anywhere, and edits of tracked files under the path. */
+interface UncommittedChanges {
+  staged: string[];
+  edited: string[];
+}
 
 /** What proves the target still holds a settled run's tree: the tree id under the path (in place), or the remote branch's head. */
 interface GitProof {
@@ -92,6 +128,8 @@ export class GitPublisher implements Publisher, SettledRunStore {
   private workspace: Promise<Workspace> | undefined;
   private decision: Promise<Decision> | undefined;
   private held: PublishLock | undefined;
+  /** How long a git lock file someone else holds in a work tree is waited for. */
+  private gitLockWaitMs = GIT_LOCK_WAIT_MS;
   /**
    * A commit of the remote branch (the one we last pushed, or the head readPrevious read; null:
    * the branch did not exist) and the tree under the path in it, which holds regular files only.
@@ -124,6 +162,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
     const file = decision.mode === 'in-place' ? path.join(await this.gitDirOf(await this.open()), LOCK_FILE) : `${this.workDir}.lock`;
     const lock = await acquirePublishLock(file, { timeoutMs: request.timeoutMs, target: `--git ${this.remote.display}`, command: request.command });
     this.held = lock;
+    this.gitLockWaitMs = Math.min(request.timeoutMs, GIT_LOCK_WAIT_MS);
     return {
       file,
       release: async () => {
@@ -173,7 +212,8 @@ export class GitPublisher implements Publisher, SettledRunStore {
         const { git } = workspace;
         if ((await git.run(['symbolic-ref', '--quiet', 'HEAD'], 'git symbolic-ref')).trim() !== `refs/heads/${this.branch}`) return undefined;
         if ((await this.treeUnderPath(workspace, 'HEAD')) !== record.proof.tree) return undefined;
-        return (await this.pathIsClean(workspace)) ? { fingerprint: record.fingerprint, report: record.report } : undefined;
+        const changes = await this.uncommittedChanges(workspace);
+        return changes.staged.length === 0 && changes.edited.length === 0 ? { fingerprint: record.fingerprint, report: record.report } : undefined;
       }
       if (typeof record.proof.head !== 'string') return undefined;
       return (await this.remoteHead(workspace)) === record.proof.head ? { fingerprint: record.fingerprint, report: record.report } : undefined;
@@ -231,17 +271,21 @@ export class GitPublisher implements Publisher, SettledRunStore {
     return (await workspace.git.run(['rev-parse', '--verify', '--quiet', this.subdir === '' ? `${revision}^{tree}` : `${revision}:${this.subdir}`], 'git rev-parse')).trim();
   }
 
-  /** Nothing staged anywhere (a render would refuse to commit over it) and nothing under the path differing from the index. */
-  private async pathIsClean(workspace: Workspace): Promise<boolean> {
-    const status = await workspace.git.run(['status', '--porcelain=v1', '-z', '--untracked-files=no', '--ignore-submodules=none'], 'git status');
+  /**
+   * Staged changes anywhere (a commit would take them along) and tracked files under the path whose
+   * work tree differs from the index (a render would overwrite them), as repository paths.
+   */
+  private async uncommittedChanges(workspace: Workspace): Promise<UncommittedChanges> {
+    const status = await workspace.git.run(['status', '--porcelain=v1', '-z', '--untracked-files=no', '--ignore-submodules=none', '--no-renames'], 'git status');
     const prefix = this.subdir === '' ? '' : `${this.subdir}/`;
+    const changes: UncommittedChanges = { staged: [], edited: [] };
     for (const entry of status.split('\0')) {
       if (entry.length < 4) continue;
       const [staged, unstaged, file] = [entry[0], entry[1], entry.slice(3)];
-      if (staged !== ' ' && staged !== '?') return false;
-      if (unstaged !== ' ' && (prefix === '' || file.startsWith(prefix))) return false;
+      if (staged !== ' ' && staged !== '?') changes.staged.push(file);
+      if (unstaged !== ' ' && (prefix === '' || file.startsWith(prefix))) changes.edited.push(file);
     }
-    return true;
+    return changes;
   }
 
   /** The remote branch's head commit ('' when the branch does not exist). */
@@ -319,14 +363,16 @@ export class GitPublisher implements Publisher, SettledRunStore {
    * holding it as not initialized yet).
    */
   private async initRepository(dir: string): Promise<void> {
-    await mkdir(dir, { recursive: true });
-    const lock = await acquirePublishLock(path.join(dir, INIT_LOCK_FILE), { timeoutMs: 60_000, target: `--git ${dir}`, command: 'clusterstack: git init' });
-    try {
-      if (await exists(path.join(dir, '.git'))) return;
-      await this.command(dir, false).run(['init', '--quiet', `--initial-branch=${this.branch}`], `git init ${dir}`);
-    } finally {
-      await lock.release();
-    }
+    // A git init that fails (no git on PATH) leaves no directory it made behind.
+    await inNewDirectory(dir, async () => {
+      const lock = await acquirePublishLock(path.join(dir, INIT_LOCK_FILE), { timeoutMs: 60_000, target: `--git ${dir}`, command: 'clusterstack: git init' });
+      try {
+        if (await exists(path.join(dir, '.git'))) return;
+        await this.command(dir, false).run(['init', '--quiet', `--initial-branch=${this.branch}`], `git init ${dir}`);
+      } finally {
+        await lock.release();
+      }
+    });
   }
 
   private async gitDirOf(workspace: Workspace): Promise<string> {
@@ -337,7 +383,8 @@ export class GitPublisher implements Publisher, SettledRunStore {
     try {
       return await this.setUpClone(url, http);
     } catch (error) {
-      if (error instanceof PublishError && error.kind === 'invalid-target') throw error;
+      // Neither is the clone's fault: a fresh one would fail the same way.
+      if (error instanceof PublishError && (error.kind === 'invalid-target' || error.kind === 'missing-tool')) throw error;
       // The clone is ours alone and holds nothing the remote does not: one damaged by a killed run
       // is started afresh.
       this.options.logger?.warn({ target: this.target, error: error instanceof Error ? error.message : String(error) }, 'The clone in the cache is damaged, starting it afresh');
@@ -348,19 +395,21 @@ export class GitPublisher implements Publisher, SettledRunStore {
 
   private async setUpClone(url: string, http: boolean): Promise<Workspace> {
     const dir = this.workDir;
-    await mkdir(dir, { recursive: true });
-    const git = this.command(dir, http);
     if (!(await exists(path.join(dir, '.git')))) {
-      if ((await readdir(dir)).length > 0) {
-        throw new PublishError('invalid-target', `work directory ${dir} is neither empty nor a clone made by clusterstack; remove it or choose another`);
-      }
-      await git.run(['init', '--quiet'], `git init ${dir}`);
-      await git.run(['remote', 'add', 'origin', url], `git remote add in ${dir}`);
-    } else {
-      const current = (await git.run(['config', '--get', 'remote.origin.url'], `git config in ${dir}`).catch(() => '')).trim();
-      if (current === '') await git.run(['remote', 'add', 'origin', url], `git remote add in ${dir}`);
-      else if (current !== url) await git.run(['remote', 'set-url', 'origin', url], `git remote set-url in ${dir}`);
+      return inNewDirectory(dir, async () => {
+        if ((await readdir(dir)).length > 0) {
+          throw new PublishError('invalid-target', `work directory ${dir} is neither empty nor a clone made by clusterstack; remove it or choose another`);
+        }
+        const git = this.command(dir, http);
+        await git.run(['init', '--quiet'], `git init ${dir}`);
+        await git.run(['remote', 'add', 'origin', url], `git remote add in ${dir}`);
+        return { mode: 'clone', dir, git, url };
+      });
     }
+    const git = this.command(dir, http);
+    const current = (await git.run(['config', '--get', 'remote.origin.url'], `git config in ${dir}`).catch(() => '')).trim();
+    if (current === '') await git.run(['remote', 'add', 'origin', url], `git remote add in ${dir}`);
+    else if (current !== url) await git.run(['remote', 'set-url', 'origin', url], `git remote set-url in ${dir}`);
     return { mode: 'clone', dir, git, url };
   }
 
@@ -434,10 +483,37 @@ export class GitPublisher implements Publisher, SettledRunStore {
     await writeFile(messageFile, message, 'utf8');
     try {
       await git.run(['commit', '--quiet', '--cleanup=whitespace', '--file', messageFile], 'git commit');
+    } catch (error) {
+      throw await this.commitFailure(workspace, error);
     } finally {
       await rm(messageFile, { force: true });
     }
     return (await git.run(['rev-parse', 'HEAD'], 'git rev-parse')).trim();
+  }
+
+  /**
+   * Says why `git commit` refused, when the repository's configuration did: signing that fails
+   * (commit.gpgsign without a usable key) or a hook that exits non-zero. Both need a person to act.
+   */
+  private async commitFailure(workspace: Workspace, error: unknown): Promise<unknown> {
+    if (!(error instanceof PublishError) || error.kind !== 'rejected') return error;
+    const where = workspace.mode === 'in-place' ? `--git ${workspace.dir}` : `the clone of ${this.remote.display} in ${workspace.dir}`;
+    const output = error.message.replace(/^git commit failed: /, '');
+    if (SIGNING_FAILED.test(output)) {
+      return new PublishError(
+        'invalid-target',
+        `${where}: git commit could not sign the commit (commit.gpgsign is set in the repository's or your Git configuration): ${output}. Make the key git signs with usable (user.signingkey, gpg-agent), or turn signing off there: git -C ${workspace.dir} config commit.gpgsign false`,
+        { cause: error },
+      );
+    }
+    const hooksDir = path.resolve(workspace.dir, (await workspace.git.run(['rev-parse', '--git-path', 'hooks'], 'git rev-parse')).trim());
+    const hooks = (await Promise.all(COMMIT_HOOKS.map(async (hook) => ((await access(path.join(hooksDir, hook), constants.X_OK).then(() => true, () => false)) ? hook : undefined)))).filter((hook) => hook !== undefined);
+    if (hooks.length === 0) return error;
+    return new PublishError(
+      'invalid-target',
+      `${where}: a commit hook refused the commit (${hooks.join(', ')} in ${hooksDir}): ${output === '' ? 'it printed nothing' : output}. Fix what it reports, or make the hook accept the rendered files`,
+      { cause: error },
+    );
   }
 
   private async commitInPlace(workspace: Extract<Workspace, { mode: 'in-place' }>, tree: RenderedTree, message: string): Promise<PublishResult> {
@@ -446,11 +522,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
     if (current !== `refs/heads/${this.branch}`) {
       throw new PublishError('invalid-target', `--git ${dir} has ${current === '' ? 'a detached HEAD' : current.replace('refs/heads/', 'branch ')} checked out, not ${this.branch}; check out ${this.branch} there`);
     }
-    // Someone's staged work would otherwise end up in our commit.
-    const staged = (await git.run(['diff', '--cached', '--name-only', '-z'], 'git diff')).split('\0').filter((file) => file !== '');
-    if (staged.length > 0) {
-      throw new PublishError('invalid-target', `--git ${dir} has staged changes (${staged.slice(0, 3).join(', ')}${staged.length > 3 ? ', ...' : ''}); commit or unstage them first`);
-    }
+    await this.awaitGitLocks(workspace, 'Nothing was written');
     const prefix = this.subdir === '' ? '' : `${this.subdir}/`;
     const pathspec = this.subdir === '' ? '.' : this.subdir;
     // What is ours under the path: the files committed there, i.e. the previous render.
@@ -460,49 +532,85 @@ export class GitPublisher implements Publisher, SettledRunStore {
         .filter((file) => file !== '')
         .map((file) => file.slice(prefix.length)),
     );
+    const { staged, edited } = await this.uncommittedChanges(workspace);
     // A file the render would write over, that git does not know, is someone's: never overwrite it.
     const created = [...tree.keys()].filter((file) => !tracked.has(file));
     const occupied = (await pLimit(FILE_CONCURRENCY).map(created, async (file) => ((await exists(path.join(dir, prefix, file))) ? file : undefined))).filter((file): file is string => file !== undefined);
-    if (occupied.length > 0) {
-      throw new PublishError('invalid-target', `--git ${dir} has untracked files where the render writes (${occupied.slice(0, 5).map((file) => `${prefix}${file}`).join(', ')}${occupied.length > 5 ? ` and ${occupied.length - 5} more` : ''}); move them away or commit them elsewhere, then run again. Nothing was written`);
+    // Work that is not the render's, where the render would commit or write: refused, one report.
+    const refusals: { what: string; files: string[]; advice: string }[] = [];
+    if (staged.length > 0) refusals.push({ what: 'staged changes', files: staged, advice: 'commit or unstage them; they would end up in the render\'s commit' });
+    if (edited.length > 0 && !this.options.overwriteEdits) {
+      refusals.push({ what: 'uncommitted edits to files the render writes', files: edited, advice: 'commit, stash or discard them, or pass --force to overwrite them' });
     }
-    const journal = path.join(workspace.gitDir, JOURNAL_FILE);
-    await writeFile(journal, `${JSON.stringify({ pid: process.pid, created: created.map((file) => `${prefix}${file}`) })}\n`);
-    await syncWorkTree(dir, this.subdir, tree, undefined, tracked);
-    const removed = [...tracked].filter((file) => !tree.has(file));
-    // Exactly the render's paths: untracked files beside them are not ours to commit.
-    await this.addPaths(workspace, [...tree.keys(), ...removed].map((file) => `${prefix}${file}`));
-    const changes = await this.stagedChanges(workspace, pathspec);
-    if (changes.written.length === 0 && changes.removed.length === 0) {
-      await unlink(journal).catch(() => {});
-      return { changed: false, written: [], removed: [], revision: await this.localHead(workspace) };
+    if (occupied.length > 0) refusals.push({ what: 'untracked files where the render writes', files: occupied.map((file) => `${prefix}${file}`), advice: 'move them away or commit them elsewhere' });
+    if (refusals.length > 0) {
+      const parts = refusals.map(({ what, files, advice }) => `${what} (${files.slice(0, 5).join(', ')}${files.length > 5 ? ` and ${files.length - 5} more` : ''}); ${advice}`);
+      throw new PublishError('invalid-target', `--git ${dir} has ${parts.join('; it also has ')}. Then run again. Nothing was written`);
     }
-    const revision = await this.commit(workspace, message);
-    await unlink(journal).catch(() => {});
-    this.options.logger?.info({ target: this.target, revision, written: changes.written.length, removed: changes.removed.length }, 'Committed rendered tree');
-    return { changed: true, ...changes, revision };
+    const journal: WorkTreeJournal = {
+      pid: process.pid,
+      head: await this.localHead(workspace),
+      created: created.map((file) => `${prefix}${file}`),
+      directories: await missingDirectories(dir, created.map((file) => `${prefix}${file}`)),
+      edited: await snapshotFiles(dir, edited),
+    };
+    const journalFile = path.join(workspace.gitDir, JOURNAL_FILE);
+    await writeFile(journalFile, `${JSON.stringify(journal)}\n`);
+    try {
+      await syncWorkTree(dir, this.subdir, tree, undefined, tracked);
+      const removed = [...tracked].filter((file) => !tree.has(file));
+      // Exactly the render's paths: untracked files beside them are not ours to commit.
+      await this.addPaths(workspace, [...tree.keys(), ...removed].map((file) => `${prefix}${file}`));
+      const changes = await this.stagedChanges(workspace, pathspec);
+      if (changes.written.length === 0 && changes.removed.length === 0) {
+        await unlink(journalFile).catch(() => {});
+        return { changed: false, written: [], removed: [], revision: await this.localHead(workspace) };
+      }
+      const revision = await this.commit(workspace, message);
+      await unlink(journalFile).catch(() => {});
+      this.options.logger?.info({ target: this.target, revision, written: changes.written.length, removed: changes.removed.length }, 'Committed rendered tree');
+      return { changed: true, ...changes, revision };
+    } catch (error) {
+      throw await this.putBack(workspace, journal, error);
+    }
+  }
+
+  /** After a failed write or commit: the work tree and index as before the run, and `error` saying so (or that the next run will). */
+  private async putBack(workspace: Extract<Workspace, { mode: 'in-place' }>, journal: WorkTreeJournal, error: unknown): Promise<unknown> {
+    let outcome: string;
+    try {
+      await this.restoreWorkTree(workspace, journal);
+      outcome = `Nothing was committed; --git ${workspace.dir} is as it was before the run`;
+    } catch (restoreError) {
+      outcome = `Nothing was committed, and putting --git ${workspace.dir} back failed too (${restoreError instanceof Error ? restoreError.message : String(restoreError)}); the next run puts it back before anything else`;
+    }
+    if (!(error instanceof PublishError)) return error;
+    return new PublishError(error.kind, `${error.message.replace(/[.\s]+$/, '')}. ${outcome}`, { cause: error });
   }
 
   /**
-   * A run killed while writing the work tree leaves files of a render that was never committed, a
-   * half-staged index and maybe git's own lock files. Its journal says so: then the path is put
-   * back to HEAD (and the files it created removed) before anything is read or written.
+   * A run killed while writing the work tree leaves files of a render that was never committed and
+   * a half-staged index. Its journal says so: then the work tree is put back before anything is
+   * read or written.
    */
   private async repairInPlace(workspace: Extract<Workspace, { mode: 'in-place' }>): Promise<void> {
-    const journal = path.join(workspace.gitDir, JOURNAL_FILE);
-    const text = await readFile(journal, 'utf8').catch(() => undefined);
+    const text = await readFile(path.join(workspace.gitDir, JOURNAL_FILE), 'utf8').catch(() => undefined);
     if (text === undefined) return;
     // Another run may be at work right now; only an unlocked target or our own lock lets us repair.
     if (!this.held && (await exists(path.join(workspace.gitDir, LOCK_FILE)))) return;
-    let created: string[] = [];
-    try {
-      const parsed = JSON.parse(text) as { created?: unknown };
-      if (Array.isArray(parsed.created)) created = parsed.created.filter((file): file is string => typeof file === 'string');
-    } catch {
-      // An unreadable journal still means: restore the tracked files.
-    }
+    await this.restoreWorkTree(workspace, parseJournal(text));
+    this.options.logger?.warn({ target: this.target }, 'Repaired the work tree after an interrupted run');
+  }
+
+  /**
+   * Puts the path back to HEAD in the index and the work tree, removes the files and directories
+   * the journal's run created, writes back the edits it overwrote (while HEAD is still where that
+   * run found it), and removes the journal. Git's lock files are never removed: one someone else
+   * holds is waited for, then reported.
+   */
+  private async restoreWorkTree(workspace: Extract<Workspace, { mode: 'in-place' }>, journal: WorkTreeJournal): Promise<void> {
     const { git, dir } = workspace;
-    await removeStaleGitLocks(workspace.gitDir);
+    await this.awaitGitLocks(workspace, 'The work tree is left as an interrupted run left it; the next run puts it back');
     const pathspec = this.subdir === '' ? '.' : this.subdir;
     const head = await this.localHead(workspace);
     const atHead = new Set(head === null ? [] : (await git.run(['ls-tree', '-r', '-z', '--name-only', head, '--', pathspec], 'git ls-tree')).split('\0').filter((file) => file !== ''));
@@ -512,11 +620,43 @@ export class GitPublisher implements Publisher, SettledRunStore {
     } else {
       await git.run(['rm', '-r', '--cached', '--quiet', '--ignore-unmatch', '--', pathspec], 'git rm');
     }
-    for (const file of created) {
-      if (!atHead.has(file) && !file.split('/').includes('..') && !path.isAbsolute(file)) await rm(path.join(dir, file), { force: true });
+    const inside = (file: string): boolean => !file.split('/').includes('..') && !path.isAbsolute(file);
+    for (const file of journal.created) {
+      if (!atHead.has(file) && inside(file)) await rm(path.join(dir, file), { force: true });
     }
-    await unlink(journal).catch(() => {});
-    this.options.logger?.warn({ target: this.target }, 'Repaired the work tree after an interrupted run');
+    // Deepest first; one that holds something else now stays.
+    for (const directory of [...journal.directories].reverse()) if (inside(directory)) await rmdir(path.join(dir, directory)).catch(() => {});
+    if (head === journal.head) {
+      for (const [file, saved] of Object.entries(journal.edited)) {
+        if (!inside(file)) continue;
+        const target = path.join(dir, file);
+        if (saved === null) {
+          await rm(target, { force: true });
+        } else {
+          await mkdir(path.dirname(target), { recursive: true });
+          await writeFile(target, Buffer.from(saved.data, 'base64'), { mode: saved.mode });
+          await chmod(target, saved.mode);
+        }
+      }
+    }
+    await unlink(path.join(workspace.gitDir, JOURNAL_FILE)).catch(() => {});
+  }
+
+  /**
+   * Waits for the lock files a commit in the work tree needs (the index, HEAD, the branch) to be
+   * released, for at most the lock wait, and throws (unavailable: retrying may help) naming one that
+   * stays. Never removes one: a live git process's lock cannot be told from a crashed one's.
+   */
+  private async awaitGitLocks(workspace: Extract<Workspace, { mode: 'in-place' }>, outcome: string): Promise<void> {
+    const listing = await workspace.git.run(['rev-parse', '--git-path', 'index.lock', '--git-path', 'HEAD.lock', '--git-path', `refs/heads/${this.branch}.lock`], 'git rev-parse');
+    const files = listing.split('\n').filter((line) => line !== '').map((line) => path.resolve(workspace.dir, line));
+    const deadline = Date.now() + this.gitLockWaitMs;
+    for (;;) {
+      const held = (await Promise.all(files.map(async (file) => ((await exists(file)) ? file : undefined)))).find((file) => file !== undefined);
+      if (held === undefined) return;
+      if (Date.now() >= deadline) throw new PublishError('unavailable', `--git ${workspace.dir}: ${heldGitLockAdvice(held)}. ${outcome}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
   }
 
   /** Files staged under `pathspec`, relative to the path: what a commit now would change. */
@@ -656,3 +796,59 @@ async function localRepositoryKind(dir: string): Promise<LocalRepositoryKind> {
   return 'other';
 }
 
+
+/** The directories (repository paths) that must be made to hold `files` and do not exist yet, parents first. */
+async function missingDirectories(dir: string, files: readonly string[]): Promise<string[]> {
+  const known = new Set<string>();
+  const missing: string[] = [];
+  for (const file of files) {
+    for (let directory = path.posix.dirname(file); directory !== '.' && !known.has(directory); directory = path.posix.dirname(directory)) {
+      known.add(directory);
+      // An existing directory's parents exist too.
+      if (await exists(path.join(dir, directory))) break;
+      missing.push(directory);
+    }
+  }
+  return missing.sort((a, b) => a.split('/').length - b.split('/').length);
+}
+
+/**
+ * The bytes and mode of each of `files` (repository paths) as the work tree holds them, null for a
+ * file that is gone. One that is no longer a regular file is left out: it is put back as HEAD has it.
+ */
+async function snapshotFiles(dir: string, files: readonly string[]): Promise<WorkTreeJournal['edited']> {
+  const saved: WorkTreeJournal['edited'] = {};
+  for (const file of files) {
+    const info = await lstat(path.join(dir, file)).catch(() => undefined);
+    if (info === undefined) saved[file] = null;
+    else if (info.isFile()) saved[file] = { data: (await readFile(path.join(dir, file))).toString('base64'), mode: info.mode & 0o777 };
+  }
+  return saved;
+}
+
+/** A journal as read back; an unreadable one still means: put the path back to HEAD (and no edits to write back). */
+function parseJournal(text: string): WorkTreeJournal {
+  let parsed: Record<string, unknown> = {};
+  try {
+    const value: unknown = JSON.parse(text);
+    if (typeof value === 'object' && value !== null) parsed = value as Record<string, unknown>;
+  } catch {
+    // Left as read: nothing but the restore to HEAD.
+  }
+  const strings = (value: unknown): string[] => (Array.isArray(value) ? value.filter((entry): entry is string => typeof entry === 'string') : []);
+  const edited: WorkTreeJournal['edited'] = {};
+  if (typeof parsed.edited === 'object' && parsed.edited !== null) {
+    for (const [file, saved] of Object.entries(parsed.edited as Record<string, unknown>)) {
+      if (saved === null) edited[file] = null;
+      else if (typeof saved === 'object' && typeof (saved as { data?: unknown }).data === 'string' && typeof (saved as { mode?: unknown }).mode === 'number') edited[file] = saved as { data: string; mode: number };
+    }
+  }
+  return {
+    pid: typeof parsed.pid === 'number' ? parsed.pid : 0,
+    // '' is no commit id and not null: an unreadable journal writes no edits back.
+    head: typeof parsed.head === 'string' || parsed.head === null ? parsed.head : '',
+    created: strings(parsed.created),
+    directories: strings(parsed.directories),
+    edited,
+  };
+}

@@ -12,7 +12,9 @@ export type PublishErrorKind =
   /** Others kept pushing to the branch; every attempt was overtaken. */
   | 'conflict'
   /** The remote or the file system could not be reached or written; trying again may work. */
-  | 'unavailable';
+  | 'unavailable'
+  /** A program the publisher runs (git) is not installed or not on PATH: a setting of the machine. */
+  | 'missing-tool';
 
 export class PublishError extends Error {
   constructor(readonly kind: PublishErrorKind, message: string, options?: { cause?: unknown }) {

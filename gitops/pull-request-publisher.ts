@@ -17,7 +17,7 @@
 //    leftover, and we stop with a 'conflict' naming it, for a person to delete;
 // 5. find the open pull request by head `owner:branch` and update its title and body, or open one
 //    (a 422 "already exists" means another run opened it meanwhile: find it and update it).
-import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ENVIRONMENT } from '../src/config.js';
 import { createGitHubClient, type GitHubClient, GITHUB_API_URL, isRequestError } from '../src/github/github-client.js';
@@ -34,6 +34,7 @@ import { checkTreePaths, normalizeSubdir } from './tree-paths.js';
 import { readTreeAtCommit } from './read-git-tree.js';
 import { syncWorkTree } from './sync-work-tree.js';
 import { acquirePublishLock, type PublishLock } from './publish-lock.js';
+import { inNewDirectory } from './new-directory.js';
 import { removeStaleGitLocks } from './stale-git-locks.js';
 
 /** The trailer that marks a commit as made by a render (with our identity): such commits may be replaced. */
@@ -357,19 +358,21 @@ export class PullRequestPublisher implements Publisher {
 
   private async prepare(): Promise<GitCommand> {
     const dir = this.workDir;
-    await mkdir(dir, { recursive: true });
-    const git = new GitCommand(dir, { author: this.options.git.author, env: this.options.git.env, token: this.http ? this.gitToken : undefined });
-    const entries = await readdir(dir);
-    if (!entries.includes('.git')) {
-      if (entries.length > 0) throw new PublishError('invalid-target', `work directory ${dir} is neither empty nor a clone made by clusterstack; remove it or choose another`);
-      await git.run(['init', '--quiet'], `git init ${dir}`);
-      await git.run(['remote', 'add', 'origin', this.url], `git remote add in ${dir}`);
-    } else {
-      const current = (await git.run(['config', '--get', 'remote.origin.url'], `git config in ${dir}`)).trim();
-      if (current === '') await git.run(['remote', 'add', 'origin', this.url], `git remote add in ${dir}`);
-      else if (current !== this.url) await git.run(['remote', 'set-url', 'origin', this.url], `git remote set-url in ${dir}`);
-    }
-    return git;
+    // A clone that cannot be set up (no git on PATH) leaves no directory it made behind.
+    return inNewDirectory(dir, async () => {
+      const git = new GitCommand(dir, { author: this.options.git.author, env: this.options.git.env, token: this.http ? this.gitToken : undefined });
+      const entries = await readdir(dir);
+      if (!entries.includes('.git')) {
+        if (entries.length > 0) throw new PublishError('invalid-target', `work directory ${dir} is neither empty nor a clone made by clusterstack; remove it or choose another`);
+        await git.run(['init', '--quiet'], `git init ${dir}`);
+        await git.run(['remote', 'add', 'origin', this.url], `git remote add in ${dir}`);
+      } else {
+        const current = (await git.run(['config', '--get', 'remote.origin.url'], `git config in ${dir}`)).trim();
+        if (current === '') await git.run(['remote', 'add', 'origin', this.url], `git remote add in ${dir}`);
+        else if (current !== this.url) await git.run(['remote', 'set-url', 'origin', this.url], `git remote set-url in ${dir}`);
+      }
+      return git;
+    });
   }
 
   private async checkBranchName(git: GitCommand): Promise<void> {

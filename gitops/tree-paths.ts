@@ -31,13 +31,28 @@ export function checkTreePaths(tree: RenderedTree): void {
   }
 }
 
-/** Normalizes a subdirectory option: '' (or '.', '/') is the root; refuses escapes and `.git`. */
-export function normalizeSubdir(subdir: string): string {
-  const trimmed = subdir.replace(/^\/+|\/+$/g, '');
-  if (trimmed === '' || trimmed === '.') return '';
+/**
+ * Why `subdir` cannot be a `--path` (a directory relative to the repository's top), or undefined
+ * when it can: '' and '.' are the root, trailing slashes are dropped, and nothing absolute, nothing
+ * climbing out ("..") and nothing inside `.git` is one. The CLI says it as a bad flag value.
+ */
+export function subdirProblem(subdir: string): string | undefined {
+  if (subdir.includes('\\') || subdir.includes('\0')) return 'contains a backslash or a NUL byte; use "/" between directories';
+  // An absolute path used to be read as relative to the top: "/srv/out" went to srv/out/.
+  if (subdir.startsWith('/')) return 'is absolute; give a directory relative to the repository\'s top (leave --path out for the top itself)';
+  const trimmed = subdir.replace(/\/+$/, '');
+  if (trimmed === '' || trimmed === '.') return undefined;
   const segments = trimmed.split('/');
-  if (segments.some((segment) => segment === '' || segment === '.' || segment === '..' || segment.toLowerCase() === '.git') || trimmed.includes('\\') || trimmed.includes('\0')) {
-    throw new PublishError('invalid-input', `--path "${subdir}" must be a relative directory inside the repository (no "..", "." or ".git" segments)`);
-  }
-  return trimmed;
+  if (segments.includes('..')) return 'climbs out of its directory (".."); give a directory inside the repository';
+  if (segments.some((segment) => segment === '' || segment === '.')) return 'is not a normalized path (an empty or "." segment); write it as dir/subdir';
+  if (segments.some((segment) => segment.toLowerCase() === '.git')) return 'is inside .git; give a directory of the work tree';
+  return undefined;
+}
+
+/** Normalizes a subdirectory option ('' and '.' are the root); throws (invalid-input) whatever subdirProblem refuses. */
+export function normalizeSubdir(subdir: string): string {
+  const problem = subdirProblem(subdir);
+  if (problem !== undefined) throw new PublishError('invalid-input', `--path "${subdir}" ${problem}`);
+  const trimmed = subdir.replace(/\/+$/, '');
+  return trimmed === '.' ? '' : trimmed;
 }

@@ -2,6 +2,7 @@
 import path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { checkOutputSettings, createOutputPublisher, isUrl, type OutputSettings, revisionKindOf, wiringOptionsFor } from './output-publisher.js';
+import { checkGitAvailable } from '../../gitops/git-command.js';
 import { GitHistoryReader, historyMirrorDir } from '../../gitops/git-history.js';
 import { sha256Hex } from '../release/content-digest.js';
 import { parseGitOpsEngine, type WiringOptions } from '../../gitops/wiring/render-wiring.js';
@@ -245,6 +246,8 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
   const kubeConfig = loadKubeConfig(settings, io.cwd);
   const output: OutputSettings = { ...settings, plainHttp: values['plain-http'] };
   checkOutputSettings(output);
+  // Every reconcile would fail on it: refuse at start, saying so.
+  if (output.git) await checkGitAvailable(config.childEnv, `--git ${output.git}`);
   const plainWiring = wiringOptionsFor(output, settings, false);
   const wiring = plainWiring && secretSettings.sopsSecret ? { ...plainWiring, sopsSecret: secretSettings.sopsSecret } : plainWiring;
   if (engine !== 'none' && !wiring) logger.info({ engine }, 'No --gitops-url: wiring is not generated; sync state is read from existing objects');

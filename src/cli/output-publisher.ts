@@ -54,6 +54,6 @@ export function createOutputPublisher(settings: OutputSettings, config: Readonly
       ...(settings.prBranch ? { branch: settings.prBranch } : {}),
     });
   }
-  return new GitPublisher({ repository, branch: settings.branch, path: settings.path, workDir: path.join(config.cacheDir, 'git', sha256Hex(`${repository}\n${settings.branch}`).slice(0, 16)), author, protectedPaths, ...common });
+  return new GitPublisher({ repository, branch: settings.branch, path: settings.path, workDir: path.join(config.cacheDir, 'git', sha256Hex(`${repository}\n${settings.branch}`).slice(0, 16)), author, protectedPaths, overwriteEdits: guards.force ?? false, ...common });
 }
 

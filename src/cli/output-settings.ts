@@ -2,6 +2,7 @@
 // artifact), checked without loading any publisher: plan only reads a target when one is named.
 import path from 'node:path';
 import type { ProtectedPath } from '../../gitops/protected-paths.js';
+import { subdirProblem } from '../../gitops/tree-paths.js';
 import { UsageError } from './cli-io.js';
 
 export interface OutputSettings {
@@ -32,6 +33,8 @@ export function checkOutputSettings(settings: OutputSettings): void {
   if (settings.pullRequest && !settings.git) throw new UsageError('--pull-request needs --git <GitHub repository URL>');
   const when = settings.prWhenUnnecessary ?? 'close';
   if (when !== 'close' && when !== 'leave') throw new UsageError(`--pr-when-unnecessary must be close or leave, not "${when}"`);
+  const pathProblem = settings.git ? subdirProblem(settings.path) : undefined;
+  if (pathProblem !== undefined) throw new UsageError(`--path "${settings.path}" ${pathProblem}`);
 }
 
 export function isUrl(value: string): boolean {
@@ -49,6 +52,8 @@ export interface PublisherGuards {
   protectedPaths?: readonly ProtectedPath[];
   /** `--adopt-output`: publish into a directory holding files clusterstack did not write. */
   adoptOutput?: boolean;
+  /** `--force`: an in-place --git run overwrites uncommitted edits to the files it renders. */
+  force?: boolean;
 }
 
 /** The local directory `--output` or a local `--git` path names (to leave out of the inputs); none for URLs and OCI. */

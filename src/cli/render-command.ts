@@ -37,6 +37,8 @@ Output (one of):
                            created. HTTPS remotes take their token from CLUSTERSTACK_GIT_TOKEN
   --branch <name>          branch to commit to (default: main)
   --path <subdir>          directory inside the repository for the tree (default: the root)
+  --force                  with --git <local work tree>: overwrite uncommitted edits to the files the
+                           render writes there (refused by default, naming them)
   --pull-request           with --git <GitHub URL>: propose the change as a pull request from its
                            own branch (GITHUB_TOKEN) instead of committing to --branch
   --pr-branch <name>       the pull request's branch (default: clusterstack/render-<branch>-<hash>)
@@ -149,6 +151,7 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
       'max-delete-share': { type: 'string' },
       'lock-timeout': { type: 'string' },
       'adopt-output': { type: 'boolean', default: false },
+      force: { type: 'boolean', default: false },
       'scheduler-config': { type: 'string' },
       'full-render': { type: 'boolean', default: false },
     },
@@ -169,6 +172,7 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
     path: values.path,
   };
   checkOutputSettings(output);
+  if (values.force && !output.git) throw new UsageError('--force applies to --git (a local work tree) only');
   if (!SECRET_POLICIES.includes(values.secrets as SecretPolicy)) throw new UsageError(`--secrets must be one of ${SECRET_POLICIES.join(', ')}, not "${values.secrets}"`);
 
   const secretSettings = await secretSettingsFrom(values.secrets, values, io.env, io.cwd);
@@ -190,7 +194,7 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
     ...positionals.map((input) => ({ label: 'input', path: path.resolve(io.cwd, input) })),
     ...(isRemoteLocation(location) ? [] : [{ label: 'release source', path: location }]),
   ];
-  const publisher = await openOutputPublisher(output, config, io.cwd, commitTemplate, { protectedPaths, adoptOutput: values['adopt-output'] });
+  const publisher = await openOutputPublisher(output, config, io.cwd, commitTemplate, { protectedPaths, adoptOutput: values['adopt-output'], force: values.force });
   const outputDir = localOutputDirectory(output, io.cwd);
   const settledRuns = isSettledRunStore(publisher) ? publisher : undefined;
   // A run that will render for sure (asked to, or no settled run recorded that it could match)
