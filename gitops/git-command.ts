@@ -115,6 +115,8 @@ const HINTS: Partial<Record<PublishErrorKind, string>> = {
 /** A git invocation bound to one directory. */
 export class GitCommand {
   private readonly git: SimpleGit;
+  /** The same git, for commands whose failure may print nothing (a hook that exits 1 silently). */
+  private readonly strictGit: SimpleGit;
   private readonly token: string | undefined;
   private readonly idleTimeoutMs: number;
   private readonly baseDir: string;
@@ -129,7 +131,7 @@ export class GitCommand {
     this.env = env;
     // Identity never comes from the environment: these go before the command as `-c`.
     this.config = [`user.name=${options.author.name}`, `user.email=${options.author.email}`, 'core.autocrlf=false', 'core.quotePath=false'];
-    this.git = simpleGit({
+    const settings = {
       baseDir,
       maxConcurrentProcesses: 1,
       // simple-git passes these as `-c` before the command.
@@ -138,6 +140,16 @@ export class GitCommand {
       // simple-git kills the process when it has been silent this long: a remote that accepts the
       // connection and then hangs or trickles fails the run instead of holding it (and its lock).
       timeout: { block: this.idleTimeoutMs },
+    };
+    this.git = simpleGit(settings).env(env);
+    this.strictGit = simpleGit({
+      ...settings,
+      // simple-git counts a non-zero exit as success when git printed nothing on stderr.
+      errors: (error, result) => {
+        if (error !== undefined || result.exitCode === 0) return error;
+        const printed = Buffer.concat([...result.stdErr, ...result.stdOut]);
+        return printed.toString('utf8').trim() === '' ? Buffer.from(`exited with status ${result.exitCode}, printing nothing`) : printed;
+      },
     }).env(env);
   }
 
@@ -145,6 +157,15 @@ export class GitCommand {
   async run(args: string[], action: string): Promise<string> {
     try {
       return await this.git.raw(args);
+    } catch (error) {
+      throw this.failure(error, action);
+    }
+  }
+
+  /** `run`, for a command that may fail without printing anything (`git commit` behind a hook): any non-zero exit throws. */
+  async runStrict(args: string[], action: string): Promise<string> {
+    try {
+      return await this.strictGit.raw(args);
     } catch (error) {
       throw this.failure(error, action);
     }

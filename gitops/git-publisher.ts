@@ -482,7 +482,8 @@ export class GitPublisher implements Publisher, SettledRunStore {
     const messageFile = path.join(gitDir, 'CLUSTERSTACK_COMMIT_MSG');
     await writeFile(messageFile, message, 'utf8');
     try {
-      await git.run(['commit', '--quiet', '--cleanup=whitespace', '--file', messageFile], 'git commit');
+      // Strict: a hook that exits non-zero without a word must not pass for a commit.
+      await git.runStrict(['commit', '--quiet', '--cleanup=whitespace', '--file', messageFile], 'git commit');
     } catch (error) {
       throw await this.commitFailure(workspace, error);
     } finally {
@@ -511,7 +512,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
     if (hooks.length === 0) return error;
     return new PublishError(
       'invalid-target',
-      `${where}: a commit hook refused the commit (${hooks.join(', ')} in ${hooksDir}): ${output === '' ? 'it printed nothing' : output}. Fix what it reports, or make the hook accept the rendered files`,
+      `${where}: a commit hook refused the commit (${hooks.join(', ')} in ${hooksDir}): ${output}. Fix what it reports, or make the hook accept the rendered files`,
       { cause: error },
     );
   }

@@ -123,3 +123,64 @@ describe('--git in place owns only what it tracks under --path', () => {
     expect(sandbox.git(repo, 'ls-files', 'manifests').split('\n').sort()).toEqual(['manifests/clusters.yaml', 'manifests/clusterstack.yaml']);
   });
 });
+
+describe('--git in place: what the command line says when the work tree cannot take the render', () => {
+  const renderInto = (repo: string, ...flags: string[]) => render([EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--git', repo, ...flags]);
+
+  it('an edited rendered file: exit 1 naming it, nothing written; --force overwrites it', async () => {
+    const repo = path.join(await tempDir('csk-inplace-'), 'repo');
+    expect((await renderInto(repo)).code).toBe(0);
+    const head = sandbox.head(repo, 'main');
+    writeFileSync(path.join(repo, 'README.md'), 'my notes on the fleet\n');
+    const refused = await renderInto(repo);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(`--git ${repo} has uncommitted edits to files the render writes (README.md); commit, stash or discard them, or pass --force to overwrite them`);
+    expect(readFileSync(path.join(repo, 'README.md'), 'utf8')).toBe('my notes on the fleet\n');
+    expect(sandbox.head(repo, 'main')).toBe(head);
+    const forced = await renderInto(repo, '--force');
+    expect(forced.code).toBe(0);
+    expect(sandbox.git(repo, 'status', '--porcelain')).toBe('');
+    expect(sandbox.head(repo, 'main')).toBe(head);
+    expect((await render([EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--output', path.join(repo, 'x'), '--force'])).code).toBe(2);
+  });
+
+  it('a failing pre-commit hook is exit 1, a foreign index.lock exit 3; both leave the work tree as it was', async () => {
+    const repo = path.join(await tempDir('csk-inplace-'), 'repo');
+    sandbox.git(path.dirname(repo), 'init', '--quiet', '--initial-branch=main', repo);
+    writeFileSync(path.join(repo, '.git', 'hooks', 'pre-commit'), '#!/bin/sh\necho "no YAML without review" >&2\nexit 1\n', { mode: 0o755 });
+    const hooked = await renderInto(repo);
+    expect(hooked.code).toBe(1);
+    expect(hooked.stderr).toContain('a commit hook refused the commit (pre-commit in');
+    expect(hooked.stderr).toContain('no YAML without review');
+    expect(hooked.stderr).not.toMatch(/^\s+at /m);
+    expect(readdirSync(repo)).toEqual(['.git']);
+    expect(sandbox.git(repo, 'status', '--porcelain', '--untracked-files=all')).toBe('');
+
+    writeFileSync(path.join(repo, '.git', 'index.lock'), '');
+    const locked = await renderInto(repo, '--lock-timeout', '0');
+    expect(locked.code).toBe(3);
+    expect(locked.stderr).toContain(`${path.join(repo, '.git', 'index.lock')} exists: another git process is running in this repository`);
+    expect(existsSync(path.join(repo, '.git', 'index.lock'))).toBe(true);
+    expect(readdirSync(repo)).toEqual(['.git']);
+  });
+
+  it('refuses an absolute --path and one that climbs out as a bad flag value (exit 2)', async () => {
+    const parent = await tempDir('csk-inplace-');
+    for (const value of ['/abs/dir', '../up']) {
+      const result = await renderInto(path.join(parent, 'repo'), '--path', value);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain(`--path "${value}" ${value.startsWith('/') ? 'is absolute' : 'climbs out'}`);
+    }
+    expect(readdirSync(parent)).toEqual([]);
+  });
+
+  it('without git on PATH: says so (exit 1), no stack frames, no repository directory left', async () => {
+    const parent = await tempDir('csk-nogit-');
+    const result = await runClusterstack(['render', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--git', path.join(parent, 'repo')], { env: { PATH: '/nonexistent-bin' } });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('git not found: git init');
+    expect(result.stderr).toContain('install git, or put it on PATH');
+    expect(result.stderr).not.toMatch(/node:internal|^\s+at /m);
+    expect(readdirSync(parent)).toEqual([]);
+  });
+});
