@@ -242,11 +242,16 @@ describe('a render that changes nothing, into Git', () => {
     sandbox.git(repo, 'commit', '--quiet', '-m', 'notes');
     expect((await render(args)).report.noop).toBeDefined();
 
-    // An uncommitted hand edit under the path: the render puts the file back, commits nothing.
+    // An uncommitted hand edit under the path: the shortcut does not hide it; the render refuses to
+    // overwrite it, and with --force puts the file back, committing nothing.
     const readme = path.join(repo, 'rendered', 'README.md');
     const original = await readFile(readme, 'utf8');
     await appendFile(readme, 'hand edit\n');
-    const afterEdit = await render(args);
+    const refused = await render(args);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('uncommitted edits to files the render writes (rendered/README.md)');
+    expect(await readFile(readme, 'utf8')).toBe(`${original}hand edit\n`);
+    const afterEdit = await render([...args, '--force']);
     expect(afterEdit.report.noop).toBeUndefined();
     expect(afterEdit.report.changed).toBe(false);
     expect(await readFile(readme, 'utf8')).toBe(original);
