@@ -50,6 +50,20 @@ describe('controller without a cluster', () => {
     expect(broken.code).toBe(2);
     expect(broken.stderr).toContain('names no usable API server');
   });
+
+  it('refuses to start without git on PATH when it publishes to Git (exit 1), and an absolute --path (exit 2)', async () => {
+    const dir = await tempDir('csk-ctl-git-');
+    const kubeconfig = path.join(dir, 'kubeconfig');
+    await writeFile(kubeconfig, 'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n');
+    const flags = ['controller', '--release-source', EXAMPLE_RELEASES, '--git', 'https://git.example/fleet.git', '--metrics-addr', '0', '--kubeconfig', kubeconfig, '--cache-dir', path.join(dir, 'cache')];
+    const noGit = await runClusterstack(flags, { env: { PATH: '/nonexistent-bin' } });
+    expect(noGit.code).toBe(1);
+    expect(noGit.stderr).toContain('git not found: --git https://git.example/fleet.git needs the git command, and there is none on PATH (/nonexistent-bin); install git, or put it on PATH');
+    expect(noGit.stderr).not.toMatch(/^\s+at /m);
+    const absolute = await runClusterstack([...flags, '--path', '/srv/fleet'], { env: { PATH: '/nonexistent-bin' } });
+    expect(absolute.code).toBe(2);
+    expect(absolute.stderr).toContain('--path "/srv/fleet" is absolute');
+  });
 });
 
 describe('controller outputs', () => {
