@@ -5,8 +5,11 @@
 // - a local path that is missing, an empty directory, or a work tree with the branch checked out:
 //   commit straight into it (no push), so people can look at the files (the quick start's
 //   ./out/gitops-repo). Only files tracked under --path are ours: untracked files are left alone
-//   (never deleted, never committed), and one where the render would write is refused. A journal in
-//   the git directory lets the next run undo what a killed run left half-written in the work tree;
+//   (never deleted, never committed); one where the render would write, staged changes and (without
+//   --force) uncommitted edits under the path are refused. A journal in the git directory says what
+//   the run changes, so that a failed commit (a hook, signing, another git process's lock) puts the
+//   work tree and index back as they were, and the next run undoes what a killed run left. Git's lock
+//   files there are never removed: one held by another process is waited for, then reported;
 // - anything else (a bare repository, a work tree on another branch, file://, http(s)://, ssh):
 //   a clone in `workDir` kept in step with the remote (fetch + hard reset), commit, push; when the
 //   push loses a race (non-fast-forward), start again from the new remote head. When the remote
