@@ -1,12 +1,13 @@
 // git's own lock files (index.lock, ref locks) left by a git process that was killed make every
-// later git command in that repository fail. Where no git process of anyone else can be running,
-// they are removed.
+// later git command in that repository fail. In a clone of clusterstack's own, where no git process
+// of anyone else can be running, they are removed; in a person's work tree never (git-publisher.ts
+// waits for them and reports them).
 import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 
 /**
  * Removes `*.lock` files from a git directory and its refs (never our own lock `keep`): call it only
- * for a clone whose lock we hold, or a work tree whose journal shows our killed run left them.
+ * for a clone in the cache whose lock we hold, never for a work tree someone else may use.
  */
 export async function removeStaleGitLocks(gitDir: string, keep = 'clusterstack.lock'): Promise<void> {
   const walk = async (dir: string): Promise<void> => {
