@@ -261,6 +261,14 @@ describe('clusterstack render (one broken unit is withheld alone)', () => {
     await expectOnlyOneWithheld(await releasesWithAddonChart(chart, ''), /binary\/templates\/blob\.yaml: .*invalid trailing UTF-8 octet/);
   });
 
+  it('refuses a release file that is not UTF-8, naming the file, line and byte', async () => {
+    const releases = await copyExampleReleases();
+    await writeFile(path.join(releases, 'docker-ferrol-1-30-v1', 'cluster-addon-values.yaml'), Buffer.concat([Buffer.from('values: |\n  name: caf'), Buffer.from([0xe9]), Buffer.from('\n')]));
+    const result = await render([await twoClusters(), '--release-source', releases, '--output', path.join(await tempDir(), 'out')]);
+    expect(`${result.stderr}${JSON.stringify(result.report)}`).toMatch(/docker-ferrol-1-30-v1\/cluster-addon-values\.yaml:2: is not text Kubernetes reads: incomplete UTF-8 octet sequence at byte offset 21 \(line 2\); the release must be fixed/);
+    expect(result.code).toBe(1);
+  });
+
   it('names the origin of a values template with a syntax error, and publishes everything else', async () => {
     const releases = await copyExampleReleases();
     await writeFile(path.join(releases, 'docker-ferrol-1-30-v1', 'cluster-addon-values.yaml'), 'values: |\n  x: {{ .Cluster.metadata.name \n');
