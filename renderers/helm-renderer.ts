@@ -57,6 +57,12 @@ export class HelmRenderer implements Pick<RenderDependencies, 'renderChart'> {
       const replacements: [string, string][] = [['failed to parse -:', 'failed to parse values #1:'], ...moreFiles.map((file, index): [string, string] => [file, `values #${index + 2}`]), [request.chart.dir, request.chart.origin]];
       throw new HelmRenderError(request.releaseName, request.chart.origin, cleanHelmStderr(result.stderr, replacements));
     }
+    if (result.stdoutEncodingError) {
+      // Kubernetes (go-yaml) refuses the document outright; written as is, it would hold U+FFFD instead.
+      const { line, message } = result.stdoutEncodingError;
+      const template = result.stdout.split('\n').slice(0, line).reverse().find((text) => text.startsWith('# Source: '))?.slice('# Source: '.length);
+      throw new HelmRenderError(request.releaseName, request.chart.origin, `${template ? `template ${template}` : 'the output'} is not valid UTF-8: ${message} of helm's output; Kubernetes refuses such a document (use .Files.Get only for text files, b64enc for binary ones)`);
+    }
     return result.stdout;
   }
 }

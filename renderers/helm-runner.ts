@@ -6,10 +6,13 @@ import path from 'node:path';
 import { cpuBudget } from './cpu-budget.js';
 import { HelmNotFoundError, HelmTimeoutError, HELM_HOW_TO } from './helm-errors.js';
 import { RankedSlots } from './ranked-slots.js';
+import { decodeUtf8Strict, type TextEncodingError } from '../src/yaml/text-encoding.js';
 
 export interface HelmProcessResult {
   exitCode: number;
   stdout: string;
+  /** Set when stdout is not valid UTF-8 (a template printing a binary file): `stdout` then holds U+FFFD there. */
+  stdoutEncodingError?: TextEncodingError;
   stderr: string;
   /** From spawn to exit: the process's own time, without any wait for a slot. */
   elapsedMs: number;
@@ -87,9 +90,11 @@ export function spawnHelm(binary: string, args: readonly string[], options: Spaw
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      const output = decodeUtf8Strict(Buffer.concat(stdout));
       resolve({
         exitCode: code ?? (signal ? 128 : 1),
-        stdout: Buffer.concat(stdout).toString('utf8'),
+        stdout: output.text,
+        ...(output.error ? { stdoutEncodingError: output.error } : {}),
         stderr: Buffer.concat(stderr).toString('utf8'),
         elapsedMs: performance.now() - started,
       });

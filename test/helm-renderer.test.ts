@@ -182,6 +182,19 @@ describe('HelmRenderer', () => {
     expect(renderError.message).not.toContain('--debug');
   });
 
+  it('refuses output that is not UTF-8 as HelmRenderError naming the template, instead of writing U+FFFD', async () => {
+    const temp = await helmTempDir('helm-bytes');
+    try {
+      // A stand-in renderer (a --helm that does not parse its templates as helm does) printing a Latin-1 byte.
+      const standIn = await writeScript(path.join(temp.dir, 'latin1-helm'), "printf -- '---\\n# Source: c/templates/ok.yaml\\nkind: A\\n---\\n# Source: c/templates/blob.yaml\\ndata:\\n  x: caf\\351\\n'");
+      const error = await new HelmRenderer(new HelmRunner({ binary: standIn, workDir: temp.dir })).renderChart(request()).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(HelmRenderError);
+      expect((error as HelmRenderError).message).toMatch(/template c\/templates\/blob\.yaml is not valid UTF-8: incomplete UTF-8 octet sequence at byte offset 92 \(line 7\) of helm's output; Kubernetes refuses such a document/);
+    } finally {
+      await temp.cleanup();
+    }
+  });
+
   it('rejects a malformed Kubernetes version before starting helm', async () => {
     const before = runner.processesSpawned;
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { decodeYamlDocument, decodeYamlDocuments, encodeYaml, sameYamlValue, splitYamlDocuments, YamlDecodeError } from '../src/yaml/kube-yaml.js';
+import { decodeYamlDocument, decodeYamlDocuments, encodeYaml, MAX_NESTING_DEPTH, sameYamlValue, splitYamlDocuments, YamlDecodeError } from '../src/yaml/kube-yaml.js';
+import { decodeYamlBytes, decodeUtf8Strict, TextEncodingError } from '../src/yaml/text-encoding.js';
 import { resolvePlainScalar } from '../src/yaml/go-yaml-scalars.js';
 import { goJson, kubernetesDecode } from './support/kube-yaml-oracle.js';
 
@@ -119,5 +120,66 @@ describe('encodeYaml', () => {
     const text = encodeYaml(value, { sortKeys: true });
     expect(await oracleJson(text)).toBe(goJson(value));
     expect(sameYamlValue(decodeYamlDocument(text).value, value)).toBe(true);
+  });
+});
+
+const bytes = (...parts: (string | number[])[]): Buffer => Buffer.concat(parts.map((part) => (typeof part === 'string' ? Buffer.from(part) : Buffer.from(part))));
+const utf16 = (text: string, bigEndian: boolean): Buffer => {
+  const units = Buffer.from(text, 'utf16le');
+  return Buffer.concat([Buffer.from(bigEndian ? [0xfe, 0xff] : [0xff, 0xfe]), bigEndian ? units.swap16() : units]);
+};
+
+describe('decodeYamlBytes', () => {
+  it('reads UTF-8, and UTF-8 or UTF-16 (either byte order) with a byte order mark, as Kubernetes does', async () => {
+    const text = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: café\ndata:\n  emoji: "😀"\n  list: "[1, 2]"\n';
+    const encodings = [Buffer.from(text), bytes([0xef, 0xbb, 0xbf], text), utf16(text, false), utf16(text, true)];
+    for (const encoded of encodings) {
+      const decoded = decodeYamlBytes(encoded);
+      expect(decoded).toBe(text);
+      expect(await oracleJson(encoded as unknown as string)).toBe(goJson(decodeYamlDocument(decoded).value));
+    }
+  });
+
+  it("refuses what go-yaml refuses, with go-yaml's reason, the byte offset and the line", async () => {
+    const cases: [Buffer, string, RegExp][] = [
+      [bytes('a: x\nb: "caf', [0xc3, 0x28], '"\n'), 'invalid trailing UTF-8 octet', /^invalid trailing UTF-8 octet at byte offset 13 \(line 2\)$/],
+      [bytes('a: x\n\nb: ', [0xff], '\n'), 'invalid leading UTF-8 octet', /^invalid leading UTF-8 octet at byte offset 9 \(line 3\)$/],
+      [bytes('a: ', [0xe2, 0x82]), 'incomplete UTF-8 octet sequence', /^incomplete UTF-8 octet sequence at byte offset 3 \(line 1\)$/],
+      [bytes('a: ', [0xc0, 0xaf], '\n'), 'invalid length of a UTF-8 sequence', /^invalid length of a UTF-8 sequence at byte offset 3/],
+      [bytes('a: ', [0xed, 0xa0, 0x80], '\n'), 'invalid Unicode character', /^invalid Unicode character at byte offset 3/],
+      [Buffer.concat([utf16('a: x\n', false), Buffer.from([0x00, 0xdc])]), 'unexpected low surrogate area', /^unexpected low surrogate area \(UTF-16LE\) at byte offset 12 \(line 2\)$/],
+      [Buffer.concat([utf16('a: x\n', true), Buffer.from([0x61])]), 'incomplete UTF-16 character', /^incomplete UTF-16 character \(UTF-16BE\) at byte offset 12 \(line 2\)$/],
+    ];
+    for (const [encoded, reason, message] of cases) {
+      expect(await kubernetesDecode(encoded)).toEqual([{ line: 1, error: `yaml: ${reason}` }]);
+      expect(() => decodeYamlBytes(encoded)).toThrow(TextEncodingError);
+      expect(() => decodeYamlBytes(encoded)).toThrow(message);
+    }
+  });
+
+  it('gives helm output its text and, when it is not UTF-8, the first bad byte', () => {
+    expect(decodeUtf8Strict(Buffer.from('kind: ConfigMap\n'))).toEqual({ text: 'kind: ConfigMap\n' });
+    const bad = decodeUtf8Strict(bytes('# Source: c/templates/cm.yaml\ndata:\n  x: ', [0x89, 0x50], '\n'));
+    expect(bad.error?.line).toBe(3);
+    expect(bad.text).toContain('\ufffd');
+  });
+});
+
+describe('nesting', () => {
+  const flow = (levels: number): string => `${'['.repeat(levels)}${']'.repeat(levels)}\n`;
+  const block = (levels: number): string => `${Array.from({ length: levels - 1 }, (_, index) => `${' '.repeat(index)}k:`).join('\n')} v\n`;
+
+  it(`reads ${MAX_NESTING_DEPTH} levels (past js-yaml's default 100) as Kubernetes does`, async () => {
+    for (const text of [flow(MAX_NESTING_DEPTH), block(MAX_NESTING_DEPTH), `a: ${flow(150)}`]) {
+      expect(await oracleJson(text)).toBe(goJson(decodeYamlDocument(text).value));
+    }
+  });
+
+  it("refuses deeper documents naming both limits, without overflowing the stack, even past Kubernetes' own", async () => {
+    for (const text of [flow(MAX_NESTING_DEPTH + 1), block(MAX_NESTING_DEPTH + 2), flow(20_000), block(12_000)]) {
+      expect(() => decodeYamlDocument(text)).toThrow(new RegExp(`nests collections more than ${MAX_NESTING_DEPTH} levels deep; Kubernetes reads up to 10000, but this tool reads at most ${MAX_NESTING_DEPTH}`));
+    }
+    // Kubernetes itself stops at 10,000.
+    expect(await kubernetesDecode(flow(10_001))).toEqual([{ line: 1, error: 'yaml: exceeded max depth of 10000' }]);
   });
 });

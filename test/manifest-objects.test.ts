@@ -31,6 +31,58 @@ describe('readManifests', () => {
     ]);
   });
 
+  it('refuses a name the API server refuses for its kind, and keeps every name it accepts', () => {
+    const reading = readManifests(
+      doc('cm.yaml', 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: Bad_Name\n') +
+        doc('svc.yaml', 'apiVersion: v1\nkind: Service\nmetadata:\n  name: api.internal\n') +
+        doc('role.yaml', 'apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: system:controller:addon\n') +
+        doc('crd.yaml', 'apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: widget.one\n'),
+      ORIGIN,
+    );
+    expect(reading.problems).toEqual([
+      `${ORIGIN}, template addons/templates/cm.yaml: ConfigMap name "Bad_Name" must be an RFC 1123 subdomain (lowercase letters, digits, "-" and ".", starting and ending with a letter or digit); Kubernetes refuses it; rename it in the chart (or the values that make it)`,
+      expect.stringMatching(/template addons\/templates\/svc\.yaml: Service name "api\.internal" must be an RFC 1123 label/),
+    ]);
+    expect(reading.objects.map((entry) => entry.object.metadata.name)).toEqual(['system:controller:addon', 'widget.one']);
+  });
+
+  it('refuses a namespace the API server refuses, only where the kind lives in one', () => {
+    const reading = readManifests(
+      doc('cm.yaml', 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: Team_A\n') +
+        doc('crb.yaml', 'apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: b\n  namespace: Team_A\n'),
+      ORIGIN,
+    );
+    // A cluster-scoped object's namespace is dropped by the API server, not refused.
+    expect(reading.problems).toEqual([expect.stringMatching(/template addons\/templates\/cm\.yaml: ConfigMap Team_A\/a: namespace "Team_A" must be an RFC 1123 label/)]);
+  });
+
+  it('refuses ConfigMap and Secret data over 1 MiB, counted as the API server counts it', () => {
+    const big = 'x'.repeat(600 * 1024);
+    const base64 = Buffer.alloc(600 * 1024).toString('base64');
+    const reading = readManifests(
+      doc('cm.yaml', `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big\ndata:\n  a: ${big}\nbinaryData:\n  b: ${base64}\n`) +
+        doc('secret.yaml', `apiVersion: v1\nkind: Secret\nmetadata:\n  name: big\ndata:\n  a: ${base64}\nstringData:\n  b: ${big}\n`) +
+        // stringData replaces data of the same key: 600 KiB in all.
+        doc('fits.yaml', `apiVersion: v1\nkind: Secret\nmetadata:\n  name: fits\ndata:\n  a: ${base64}\nstringData:\n  a: ${big}\n`),
+      ORIGIN,
+    );
+    expect(reading.problems).toEqual([
+      `${ORIGIN}, template addons/templates/cm.yaml: ConfigMap big holds 1228800 bytes of data, over the 1048576 (1 MiB) Kubernetes allows in a ConfigMap; split it or move the content elsewhere`,
+      expect.stringMatching(/template addons\/templates\/secret\.yaml: Secret big holds 1228800 bytes of data, over the 1048576/),
+    ]);
+    expect(reading.objects.map((entry) => entry.object.metadata.name)).toEqual(['fits']);
+  });
+
+  it("refuses any object over etcd's 1.5 MiB request limit, also one that aliases make large", () => {
+    const schema = `apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\nspec:\n  description: ${'d'.repeat(1600 * 1024)}\n`;
+    const aliased = `apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  a: &text ${'t'.repeat(400 * 1024)}\n  b: *text\n  c: *text\n  d: *text\n`;
+    const reading = readManifests(doc('crd.yaml', schema) + doc('widget.yaml', aliased), ORIGIN);
+    expect(reading.problems).toEqual([
+      expect.stringMatching(/template addons\/templates\/crd\.yaml: CustomResourceDefinition widgets\.example\.com is 16\d{5} bytes as JSON, over the 1572864 \(1\.5 MiB\) etcd stores in one object by default/),
+      expect.stringMatching(/template addons\/templates\/widget\.yaml: Widget w is 16\d{5} bytes as JSON/),
+    ]);
+  });
+
   it('refuses an object with only generateName: it cannot be applied from Git', () => {
     const reading = readManifests(doc('job.yaml', 'apiVersion: batch/v1\nkind: Job\nmetadata:\n  generateName: migrate-\nspec: {}\n'), ORIGIN);
     expect(reading.problems).toEqual([expect.stringMatching(/Job has only metadata\.generateName "migrate-": .*Argo CD and Flux could never find it again/)]);

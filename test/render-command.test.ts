@@ -237,6 +237,38 @@ describe('clusterstack render (one broken unit is withheld alone)', () => {
     await expectOnlyOneWithheld(await releasesWithAddonChart(chart, ''), /jobs\/templates\/job\.yaml: Job has only metadata\.generateName "migrate-"/);
   });
 
+  it('withholds a cluster whose addons hold objects the API server would refuse (a bad name, a ConfigMap over 1 MiB), naming each', async () => {
+    const chart = await writeTree({
+      'Chart.yaml': 'apiVersion: v2\nname: refused\nversion: 1.0.0\n',
+      'templates/named.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: Bad_Name\ndata: {a: b}\n',
+      'templates/big.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big\ndata:\n  blob: {{ repeat 1100000 "x" }}\n',
+      'templates/fine.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fine\n',
+    });
+    const files = await expectOnlyOneWithheld(await releasesWithAddonChart(chart, ''), /refused\/templates\/big\.yaml: ConfigMap big holds 1100000 bytes of data, over the 1048576 \(1 MiB\) Kubernetes allows in a ConfigMap.*refused\/templates\/named\.yaml: ConfigMap name "Bad_Name" must be an RFC 1123 subdomain/s);
+    expect(files['README.md']).toMatch(/Bad_Name/);
+  });
+
+  it('withholds a cluster whose chart prints bytes that are not UTF-8, naming the template', async () => {
+    const chart = await writeTree({
+      'Chart.yaml': 'apiVersion: v2\nname: binary\nversion: 1.0.0\n',
+      'templates/blob.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: blob\ndata:\n  blob: {{ .Files.Get "files/blob.txt" }}\n',
+    });
+    await writeFile(path.join(chart, 'files', 'blob.txt'), Buffer.from([0x61, 0xe9, 0x28, 0x62])).catch(async () => {
+      await mkdir(path.join(chart, 'files'));
+      await writeFile(path.join(chart, 'files', 'blob.txt'), Buffer.from([0x61, 0xe9, 0x28, 0x62]));
+    });
+    // helm itself refuses it here (it parses each template); a renderer that does not is caught by ours (helm-renderer.test.ts).
+    await expectOnlyOneWithheld(await releasesWithAddonChart(chart, ''), /binary\/templates\/blob\.yaml: .*invalid trailing UTF-8 octet/);
+  });
+
+  it('refuses a release file that is not UTF-8, naming the file, line and byte', async () => {
+    const releases = await copyExampleReleases();
+    await writeFile(path.join(releases, 'docker-ferrol-1-30-v1', 'cluster-addon-values.yaml'), Buffer.concat([Buffer.from('values: |\n  name: caf'), Buffer.from([0xe9]), Buffer.from('\n')]));
+    const result = await render([await twoClusters(), '--release-source', releases, '--output', path.join(await tempDir(), 'out')]);
+    expect(`${result.stderr}${JSON.stringify(result.report)}`).toMatch(/docker-ferrol-1-30-v1\/cluster-addon-values\.yaml:2: is not text Kubernetes reads: incomplete UTF-8 octet sequence at byte offset 21 \(line 2\); the release must be fixed/);
+    expect(result.code).toBe(1);
+  });
+
   it('names the origin of a values template with a syntax error, and publishes everything else', async () => {
     const releases = await copyExampleReleases();
     await writeFile(path.join(releases, 'docker-ferrol-1-30-v1', 'cluster-addon-values.yaml'), 'values: |\n  x: {{ .Cluster.metadata.name \n');

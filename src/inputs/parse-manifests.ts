@@ -3,6 +3,8 @@
 // so a Cluster's `port: 6443` is an integer and `0400` is 256, as the API server would store them.
 import type { KubeObject, TypedObject } from '../api/types.js';
 import type { Problem } from '../core/problem.js';
+import { nameProblem, nameRuleFor, namespaceProblem } from '../api/object-name-rules.js';
+import { scopeResolver } from '../render/object-scope.js';
 import { decodeYamlDocument, splitYamlDocuments, YamlDecodeError } from '../yaml/kube-yaml.js';
 
 export interface SourcedObject<T extends TypedObject = KubeObject> {
@@ -57,5 +59,49 @@ function parseDocument(chunk: string, file: string, firstLine: number, parsed: P
     problems.push({ source, object: String(record.kind), message: 'has no metadata.name' });
     return;
   }
-  objects.push({ object: record as KubeObject, source });
+  const object = record as KubeObject;
+  const invalid = invalidNames(object);
+  if (invalid.length > 0) {
+    // Caught here, with the file and line, not later as an output path (a Cluster named `../../x`)
+    // or a file name the system refuses (a 300-character name).
+    for (const { field, message } of invalid) {
+      problems.push({ source: `${file}:${firstLine + fieldLine(chunk, field) - 1}`, object: object.kind, path: `metadata.${field}`, message: `${message}. Rename it` });
+    }
+    return;
+  }
+  objects.push({ object, source });
+}
+
+/** Input kinds are read without their CRDs: the known scopes decide which namespaces Kubernetes keeps. */
+const scopeOf = scopeResolver([]);
+
+/** The names and namespace of an input object that the API server would refuse. */
+function invalidNames(object: KubeObject): { field: 'name' | 'namespace'; message: string }[] {
+  const invalid: { field: 'name' | 'namespace'; message: string }[] = [];
+  const name = nameProblem(object.metadata.name, nameRuleFor(object.apiVersion, object.kind));
+  if (name) invalid.push({ field: 'name', message: `${JSON.stringify(object.metadata.name)} is not a valid ${object.kind} name: it ${name}` });
+  const { namespace } = object.metadata as { namespace?: unknown };
+  // A cluster-scoped object's namespace is dropped by the API server, never validated.
+  if (namespace !== undefined && namespace !== null && scopeOf(object) !== 'Cluster') {
+    const problem = typeof namespace === 'string' ? namespaceProblem(namespace) : 'must be a string';
+    if (problem) invalid.push({ field: 'namespace', message: `${JSON.stringify(namespace)} is not a valid namespace: it ${problem}` });
+  }
+  return invalid;
+}
+
+/**
+ * The 1-based line (within the document) of `metadata.<field>` in block style, or 1 when the
+ * document is laid out otherwise (flow style, JSON): the message then points at the document.
+ */
+function fieldLine(chunk: string, field: string): number {
+  const lines = chunk.split('\n');
+  const metadata = lines.findIndex((line) => /^metadata:\s*(#.*)?$/.test(line));
+  if (metadata < 0) return 1;
+  const key = new RegExp(`^\\s+["']?${field}["']?\\s*:`);
+  for (let index = metadata + 1; index < lines.length; index += 1) {
+    const line = lines[index]!;
+    if (/^\S/.test(line) && !line.startsWith('#')) break;
+    if (key.test(line)) return index + 1;
+  }
+  return 1;
 }

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { InputError, type Problem } from '../core/problem.js';
 import { type ParsedManifests, parseManifests } from './parse-manifests.js';
 import { compareText } from '../core/compare-text.js';
+import { decodeYamlBytes, TextEncodingError } from '../yaml/text-encoding.js';
 
 const YAML_FILE = /\.ya?ml$/;
 
@@ -91,6 +92,16 @@ async function findInputFiles(paths: string[], exclude: string[] = []): Promise<
   return [...found.values()].sort((a, b) => compareText(a.file, b.file));
 }
 
+/** A file's text as Kubernetes decodes it (a BOM selects UTF-16), or why Kubernetes would refuse it. */
+async function readText(file: string, name: string): Promise<string | Problem> {
+  try {
+    return decodeYamlBytes(await readFile(file));
+  } catch (error) {
+    if (!(error instanceof TextEncodingError)) throw error;
+    return { source: `${name}:${error.line}`, message: `is not text Kubernetes reads: ${error.message}; Kubernetes refuses such a file. Save it as UTF-8 (or UTF-16 with a byte order mark)` };
+  }
+}
+
 /**
  * Parses every document of every input file; problems carry file and line. An input path that
  * yields no object at all (an empty directory, only empty files, a wrong path, a ConfigMap mount
@@ -102,7 +113,9 @@ export async function readInputFiles(paths: string[], exclude: string[] = []): P
   const entries = await findInputFiles(paths, exclude);
   const yielded = new Map<string, number>(paths.map((input) => [input, 0]));
   for (const { file, inputs } of entries) {
-    const parsed = parseManifests(await readFile(file, 'utf8'), path.relative(process.cwd(), file) || file);
+    const name = path.relative(process.cwd(), file) || file;
+    const text = await readText(file, name);
+    const parsed: ParsedManifests = typeof text === 'string' ? parseManifests(text, name) : { objects: [], problems: [text] };
     result.objects.push(...parsed.objects);
     result.problems.push(...parsed.problems);
     for (const input of inputs) yielded.set(input, (yielded.get(input) ?? 0) + parsed.objects.length + parsed.problems.length);

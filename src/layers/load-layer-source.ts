@@ -9,6 +9,7 @@ import { InputError } from '../core/problem.js';
 import { sha256Digest, treeDigest } from '../release/content-digest.js';
 import type { ChartSource } from '../release/load-release.js';
 import { assertInsideRelease } from '../release/release-containment.js';
+import { decodeYamlBytes, TextEncodingError } from '../yaml/text-encoding.js';
 
 /** A layer's source, read: a chart for helm, or the manifests' text as written. */
 export type LayerSource =
@@ -55,7 +56,14 @@ export async function loadLayerSource(layer: AddonsLayer, root: string): Promise
     if (info.size > MAX_FILE) throw refuse(layer, `${relative}/${name} is ${info.size} bytes; layer files may hold at most ${MAX_FILE}`);
     total += info.size;
     if (total > MAX_TOTAL) throw refuse(layer, `"${relative}" holds more than ${MAX_TOTAL} bytes of YAML`);
-    documents.push({ file: `${relative.replace(/\/+$/, '')}/${name}`, text: await readFile(file, 'utf8') });
+    let text: string;
+    try {
+      text = decodeYamlBytes(await readFile(file));
+    } catch (error) {
+      if (!(error instanceof TextEncodingError)) throw error;
+      throw refuse(layer, `${relative}/${name}:${error.line} is not text Kubernetes reads: ${error.message}; save it as UTF-8`);
+    }
+    documents.push({ file: `${relative.replace(/\/+$/, '')}/${name}`, text });
   }
   if (documents.length === 0) throw refuse(layer, `"${relative}" holds no YAML files and no Chart.yaml; a layer with nothing to apply would remove what it applied before`);
   const digest = sha256Digest(JSON.stringify(documents.map((document) => [document.file, document.text])));

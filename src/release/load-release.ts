@@ -12,6 +12,7 @@ import type { FetchedRelease } from '../sources/release-source.js';
 import { assertInsideRelease } from './release-containment.js';
 import { extractArchive } from './safe-extract.js';
 import { celSyntaxMemo } from './cel-syntax-memo.js';
+import { decodeYamlBytes, TextEncodingError } from '../yaml/text-encoding.js';
 
 const LEGACY_VALUES_FILE = 'cluster-addon-values.yaml';
 const STAGE_VALUES_FILE = 'overwrite.yaml';
@@ -194,7 +195,12 @@ async function readOptional(file: string, root: string, source: string): Promise
   await assertInsideRelease(file, root, label);
   const { size } = await stat(file);
   if (size > MAX_RELEASE_TEXT_BYTES) throw new InputError([{ source: label, message: `is ${size} bytes; release text files may hold at most ${MAX_RELEASE_TEXT_BYTES}` }]);
-  return readFile(file, 'utf8');
+  try {
+    return decodeYamlBytes(await readFile(file));
+  } catch (error) {
+    if (!(error instanceof TextEncodingError)) throw error;
+    throw new InputError([{ source: `${label}:${error.line}`, message: `is not text Kubernetes reads: ${error.message}; the release must be fixed (save the file as UTF-8)` }]);
+  }
 }
 
 async function exists(file: string): Promise<boolean> {

@@ -6,6 +6,7 @@
 import type { KubeObject } from '../api/types.js';
 import { decodeYamlDocument, encodeScalar, encodeYaml, sameYamlValue, splitYamlDocuments, YamlDecodeError } from '../yaml/kube-yaml.js';
 import { apiGroup, type ObjectScope, scopeResolver } from './object-scope.js';
+import { apiServerProblem, namespaceLimitProblem } from './api-server-limits.js';
 
 /** One object as decoded (its Kubernetes meaning) and the YAML text that is written for it. */
 export interface ManifestObject {
@@ -58,6 +59,7 @@ function decodeDocument(text: string): ReturnType<typeof decodeYamlDocument> {
 /** Reads every document of helm's output; `origin` names the chart and unit in messages. */
 export function readManifests(output: string, origin: string): ManifestReading {
   const reading: ManifestReading = { objects: [], problems: [], warnings: [] };
+  const labels = new Map<KubeObject, string>();
   for (const document of splitYamlDocuments(output)) {
     const template = SOURCE_COMMENT.exec(document.text)?.[1]?.trim();
     const where = template ? `${origin}, template ${template}` : `${origin}, document at line ${document.startLine}`;
@@ -81,12 +83,13 @@ export function readManifests(output: string, origin: string): ManifestReading {
     const rewrite = duplicateKeys.length > 0 || ignoredTags.length > 0 || yaml11Only;
     const header = template ? `# Source: ${template}\n` : '';
     const add = (item: unknown, text: string | undefined, label: string): void => {
-      const problem = objectProblem(item);
+      const problem = objectProblem(item) ?? apiServerProblem(item as KubeObject, text);
       if (problem) {
         reading.problems.push(`${label}: ${problem}`);
         return;
       }
       reading.objects.push({ object: item as KubeObject, text: text ?? `${header}${encodeYaml(item)}` });
+      labels.set(item as KubeObject, label);
     };
     const record = value as Record<string, unknown>;
     if (typeof value === 'object' && !Array.isArray(value) && typeof record.kind === 'string' && record.kind.endsWith('List') && Array.isArray(record.items)) {
@@ -95,6 +98,12 @@ export function readManifests(output: string, origin: string): ManifestReading {
       continue;
     }
     add(value, rewrite ? undefined : `${document.text.trimEnd()}\n`, where);
+  }
+  // Namespaces once every object is read: a CustomResourceDefinition anywhere in the output decides its kind's scope.
+  const scopeOf = scopeResolver(reading.objects.map((entry) => entry.object));
+  for (const { object } of reading.objects) {
+    const problem = namespaceLimitProblem(object, scopeOf(object));
+    if (problem) reading.problems.push(`${labels.get(object)}: ${problem}`);
   }
   return reading;
 }

@@ -139,6 +139,21 @@ export interface DecodedDocument {
   yaml11Only: boolean;
 }
 
+/**
+ * Deepest nesting read, in levels of nodes: the document's mapping is one, a value inside it two.
+ * Kubernetes reads 10,000 levels (go-yaml's max depth, and encoding/json's when the API server
+ * decodes the object). js-yaml recurses a few frames per level and Node's stack ends near 1,600
+ * levels, and every later walk of a document (digests, JSON, helm values) recurses too, so this
+ * reader stops at a depth it reaches from anywhere in a render, with a message instead of a stack
+ * overflow. Real manifests (the deepest CRD schemas) stay far below it.
+ */
+export const MAX_NESTING_DEPTH = 1000;
+/** Kubernetes' own limit, for messages. */
+const KUBERNETES_NESTING_DEPTH = 10_000;
+/** js-yaml stops before the level it names: one more lets MAX_NESTING_DEPTH levels of nodes through, a scalar counting as one. */
+const LOAD_OPTIONS = { schema: KUBE_YAML_SCHEMA, maxDepth: MAX_NESTING_DEPTH + 1 };
+const TOO_DEEP = `nests collections more than ${MAX_NESTING_DEPTH} levels deep; Kubernetes reads up to ${KUBERNETES_NESTING_DEPTH}, but this tool reads at most ${MAX_NESTING_DEPTH}: flatten the document`;
+
 /** At most this many duplicate keys are listed per document (each costs a parse). */
 const DUPLICATES_LISTED = 20;
 const DUPLICATE_KEY = 'duplicated mapping key';
@@ -151,13 +166,13 @@ export function decodeYamlDocument(text: string): DecodedDocument {
   noticed.yaml11Only = false;
   noticed.nonFinite = false;
   try {
-    value = jsYaml.load(text, { schema: KUBE_YAML_SCHEMA });
+    value = jsYaml.load(text, LOAD_OPTIONS);
   } catch (error) {
     if (!(error instanceof jsYaml.YAMLException) || error.reason !== DUPLICATE_KEY) throw toDecodeError(error);
     // Rare: list the duplicates, then read with last-wins semantics (json mode).
     duplicateKeys = findDuplicateKeys(text);
     try {
-      value = jsYaml.load(text, { schema: KUBE_YAML_SCHEMA, json: true });
+      value = jsYaml.load(text, { ...LOAD_OPTIONS, json: true });
     } catch (inner) {
       throw toDecodeError(inner);
     }
@@ -170,9 +185,10 @@ export function decodeYamlDocument(text: string): DecodedDocument {
 function toDecodeError(error: unknown): YamlDecodeError {
   if (error instanceof jsYaml.YAMLException) {
     const mark = error.mark as { line?: number; column?: number } | undefined;
-    return new YamlDecodeError(error.reason, mark?.line !== undefined ? mark.line + 1 : undefined, mark?.column !== undefined ? mark.column + 1 : undefined);
+    const reason = error.reason.startsWith('nesting exceeded maxDepth') ? TOO_DEEP : error.reason;
+    return new YamlDecodeError(reason, mark?.line !== undefined ? mark.line + 1 : undefined, mark?.column !== undefined ? mark.column + 1 : undefined);
   }
-  if (error instanceof RangeError) return new YamlDecodeError('is nested too deeply to read');
+  if (error instanceof RangeError) return new YamlDecodeError(TOO_DEEP);
   return new YamlDecodeError(error instanceof Error ? error.message : String(error));
 }
 
@@ -187,7 +203,7 @@ function findDuplicateKeys(text: string): { key: string; line: number }[] {
   let shift = 0; // characters inserted before later positions of the original text
   for (let round = 0; round < DUPLICATES_LISTED; round += 1) {
     try {
-      jsYaml.load(scratch, { schema: KUBE_YAML_SCHEMA });
+      jsYaml.load(scratch, LOAD_OPTIONS);
       break;
     } catch (error) {
       if (!(error instanceof jsYaml.YAMLException) || error.reason !== DUPLICATE_KEY) break;

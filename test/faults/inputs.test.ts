@@ -164,3 +164,71 @@ describe('duplicate objects', () => {
     expect(() => readFileSync(path.join(out, 'current', 'README.md'))).toThrow();
   });
 });
+
+describe("inputs as Kubernetes reads them: what it refuses stops the render, what it reads is read", () => {
+  let remote: string;
+  let head: string;
+  beforeAll(async () => {
+    remote = sandbox.bareRepo('acceptance');
+    expect((await render([EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--git', remote])).code).toBe(0);
+    head = sandbox.head(remote, 'main');
+  });
+
+  /** The quickstart inputs with clusters.yaml replaced by `clusters` (text or bytes). */
+  async function inputsWith(clusters: string | Buffer): Promise<string> {
+    const dir = await tempDir('csk-accept-');
+    writeFileSync(path.join(dir, 'clusterstack.yaml'), STACK);
+    writeFileSync(path.join(dir, 'clusters.yaml'), clusters);
+    return dir;
+  }
+
+  it('refuses an input file with invalid UTF-8, naming the file, line and byte, and commits nothing', async () => {
+    const at = CLUSTERS.indexOf('name: bravo') + 'name: bra'.length;
+    const broken = Buffer.concat([Buffer.from(CLUSTERS.slice(0, at)), Buffer.from([0xe9]), Buffer.from(CLUSTERS.slice(at + 1))]);
+    const line = CLUSTERS.slice(0, at).split('\n').length;
+    const result = await render([await inputsWith(broken), '--release-source', EXAMPLE_RELEASES, '--git', remote]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(new RegExp(`clusters\\.yaml:${line}: is not text Kubernetes reads: invalid trailing UTF-8 octet at byte offset ${at + 1} \\(line ${line}\\); Kubernetes refuses such a file\\. Save it as UTF-8`));
+    expect(result.stderr).toContain('nothing was rendered or written');
+    expect(sandbox.head(remote, 'main')).toBe(head);
+  });
+
+  it.each([
+    ['Alpha_One', (text: string) => text.replace('name: alpha\n', 'name: Alpha_One\n'), /clusters\.yaml:14 Cluster metadata\.name: "Alpha_One" is not a valid Cluster name: it must be an RFC 1123 subdomain .*; Cluster API refuses it\. Rename it/],
+    ['../../escape', (text: string) => text.replace('name: alpha\n', 'name: ../../escape\n'), /clusters\.yaml:14 Cluster metadata\.name: "\.\.\/\.\.\/escape" is not a valid Cluster name/],
+    ['a namespace ../..', (text: string) => text.replace('name: alpha\n  namespace: cluster-stacks\n', 'name: alpha\n  namespace: ../..\n'), /clusters\.yaml:15 Cluster metadata\.namespace: "\.\.\/\.\." is not a valid namespace: it must be an RFC 1123 label/],
+    ['a 300-character name', (text: string) => text.replace('name: alpha\n', `name: ${'a'.repeat(300)}\n`), /clusters\.yaml:14 Cluster metadata\.name: "a{300}" is not a valid Cluster name: it is 300 characters long, over the 63 Cluster API allows/],
+  ])('refuses a Cluster named %s at read time (exit 1, file, line, field and value) and commits nothing', async (_name, edit, message) => {
+    const result = await render([await inputsWith(edit(CLUSTERS)), '--release-source', EXAMPLE_RELEASES, '--git', remote]);
+    expect(result.stderr).toMatch(message);
+    expect(result.code).toBe(1);
+    expect(sandbox.head(remote, 'main')).toBe(head);
+  });
+
+  it('reads UTF-16 (either byte order) and UTF-8 with a byte order mark as the same inputs', async () => {
+    const utf16 = (bigEndian: boolean): Buffer => {
+      const units = Buffer.from(CLUSTERS, 'utf16le');
+      return Buffer.concat([Buffer.from(bigEndian ? [0xfe, 0xff] : [0xff, 0xfe]), bigEndian ? units.swap16() : units]);
+    };
+    const plain = await render([EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--output', path.join(await tempDir(), 'out')]);
+    for (const encoded of [utf16(false), utf16(true), Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(CLUSTERS)])]) {
+      const out = path.join(await tempDir(), 'out');
+      const result = await render([await inputsWith(encoded), '--release-source', EXAMPLE_RELEASES, '--output', out]);
+      expect(result.code).toBe(0);
+      expect(result.report.files.written).toEqual(plain.report.files.written);
+      expect(readFileSync(path.join(out, 'current', 'clusters/cluster-stacks/alpha/cluster-addon/daemonset-kindnet.yaml'), 'utf8')).toContain('kindnet');
+    }
+  });
+
+  it('reads a Cluster nested hundreds of levels deep, and refuses one past the limit naming it, writing nothing', async () => {
+    const withVariable = (depth: number): string => CLUSTERS.replace('    class: docker-ferrol-1-30-v1\n', `    class: docker-ferrol-1-30-v1\n    variables:\n    - name: deep\n      value: ${'['.repeat(depth)}${']'.repeat(depth)}\n`);
+    const accepted = await render([await inputsWith(withVariable(900)), '--release-source', EXAMPLE_RELEASES, '--output', path.join(await tempDir(), 'out')]);
+    expect(accepted.stderr).toBe('');
+    expect(accepted.code).toBe(0);
+    const out = path.join(await tempDir(), 'out');
+    const refused = await render([await inputsWith(withVariable(5000)), '--release-source', EXAMPLE_RELEASES, '--output', out]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/clusters\.yaml:\d+: is not valid YAML: nests collections more than 1000 levels deep; Kubernetes reads up to 10000, but this tool reads at most 1000/);
+    expect(() => readFileSync(path.join(out, 'current', 'README.md'))).toThrow();
+  });
+});

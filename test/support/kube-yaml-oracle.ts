@@ -29,7 +29,7 @@ export function kubeYamlOracle(): Promise<string> {
 export type OracleDocument = { line: number; json: string } | { line: number; error: string };
 
 /** Every document of `stream` as Kubernetes decodes it: Go's JSON text (sorted keys), or its error. */
-export async function kubernetesDecode(stream: string): Promise<OracleDocument[]> {
+export async function kubernetesDecode(stream: string | Uint8Array): Promise<OracleDocument[]> {
   const binary = await kubeYamlOracle();
   const child = execFile(binary, { maxBuffer: 256 * 1024 * 1024 });
   const output = new Promise<string>((resolve, reject) => {
