@@ -34,6 +34,17 @@ export const SOURCE_HELP = `  --release-source <src>   a directory (one sub-dire
   --layer-root <dir>       the repository AddonsLayer source paths (./addons/...) are relative to
                            (default: the Git work tree holding the layer's file)`;
 
+/** The time limits of helm processes: render, plan and the controller take them. */
+export const HELM_TIMEOUT_OPTIONS = {
+  'values-timeout': { type: 'string' },
+  'chart-timeout': { type: 'string' },
+} as const;
+
+export const HELM_TIMEOUT_HELP = `  --values-timeout <d>     one Cluster's addon values template; a template still running then (a loop)
+                           withholds that Cluster alone (default 20s; CLUSTERSTACK_VALUES_TIMEOUT)
+  --chart-timeout <d>      one chart render (helm template); a render still running then withholds its
+                           release or Cluster alone (default 60s; CLUSTERSTACK_CHART_TIMEOUT)`;
+
 export interface SourceFlags {
   'release-source'?: string | undefined;
   'cache-dir'?: string | undefined;
@@ -45,6 +56,8 @@ export interface SourceFlags {
   'layer-root'?: string | undefined;
   'lock-timeout'?: string | undefined;
   'max-delete-share'?: string | undefined;
+  'values-timeout'?: string | undefined;
+  'chart-timeout'?: string | undefined;
   helm?: string | undefined;
 }
 
@@ -66,8 +79,15 @@ export function configFromFlags(flags: SourceFlags, io: CliIo): Readonly<Config>
     ...(flags['read-timeout'] ? { readTimeout: flags['read-timeout'] } : {}),
     ...(flags['remote-timeout'] ? { remoteTimeout: flags['remote-timeout'] } : {}),
     ...(flags['lock-timeout'] ? { lockTimeout: flags['lock-timeout'] } : {}),
+    ...(flags['values-timeout'] ? { valuesTimeout: flags['values-timeout'] } : {}),
+    ...(flags['chart-timeout'] ? { chartTimeout: flags['chart-timeout'] } : {}),
     ...(flags['max-delete-share'] ? { maxDeleteShare: flags['max-delete-share'] } : {}),
   });
+}
+
+/** What createHelmDependencies takes from the configuration: the binary, PATH, work directory and time limits. */
+export function helmOptionsFrom(config: Readonly<Config>): { configured?: string; pathEnv: string; workDir: string; timeouts: Config['helmTimeouts'] } {
+  return { ...(config.helmBinary ? { configured: config.helmBinary } : {}), pathEnv: config.pathEnv, workDir: path.join(config.cacheDir, 'helm'), timeouts: config.helmTimeouts };
 }
 
 export function sourceOpenerFrom(config: Readonly<Config>, flags: SourceFlags, onWarning?: (message: string) => void, onRequest?: SourceOptions['onRequest']): SourceOpener {

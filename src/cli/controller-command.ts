@@ -19,7 +19,7 @@ import { type CliIo, EXIT_FAILURE, EXIT_OK, UsageError } from './cli-io.js';
 import { controllerSecretSettings } from './secret-options.js';
 import { parseCommandLine } from './parse-command-line.js';
 import { SchedulerConfigFile } from '../controller/reconcile/scheduler-config-file.js';
-import { configFromFlags, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, layerChartFetcherFrom, providerFetcherFrom, sourceOpenerFrom } from './common-options.js';
+import { configFromFlags, HELM_TIMEOUT_HELP, HELM_TIMEOUT_OPTIONS, helmOptionsFrom, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, layerChartFetcherFrom, providerFetcherFrom, sourceOpenerFrom } from './common-options.js';
 
 export const CONTROLLER_USAGE = `Usage: clusterstack controller --release-source <source> (--git <repo> | --output <dir> | --oci <ref>) [options]
 
@@ -46,6 +46,7 @@ ${SOURCE_HELP}
                              (CLUSTERSTACK_SOPS_CONFIG)
   --sops-secret <name>       Flux: the Secret with the age identity (CLUSTERSTACK_SOPS_SECRET, default sops-age)
   --helm <path>              the helm binary (CLUSTERSTACK_HELM)
+${HELM_TIMEOUT_HELP}
 
 GitOps (sync state read back into ManifestsSynced conditions):
   --gitops <engine>          none (default) | flux | argocd (CLUSTERSTACK_GITOPS)
@@ -140,6 +141,7 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
     args,
     options: {
       ...SOURCE_OPTIONS,
+      ...HELM_TIMEOUT_OPTIONS,
       git: { type: 'string' },
       output: { type: 'string' },
       oci: { type: 'string' },
@@ -284,7 +286,7 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
     providerFetcher: providerFetcherFrom(config, values, openSource),
     layerChartFetcher: layerChartFetcherFrom(config, values),
     workDir: config.cacheDir,
-    helm: createHelmDependencies({ ...(config.helmBinary ? { configured: config.helmBinary } : {}), pathEnv: config.pathEnv, workDir: path.join(config.cacheDir, 'helm') }),
+    helm: createHelmDependencies(helmOptionsFrom(config)),
     secrets: settings.secrets as SecretPolicy,
     ...(secretSettings.encryption ? { encryption: secretSettings.encryption } : {}),
     engine,
