@@ -124,6 +124,14 @@ function durationSetting(flag: string | undefined, env: NodeJS.ProcessEnv, varia
   return ms;
 }
 
+/** An http(s) URL, or a ConfigError naming `what`: a value that fails every request later is refused now. */
+function httpUrlSetting(value: string | undefined, what: string): string | undefined {
+  if (value === undefined) return undefined;
+  const protocol = URL.canParse(value) ? new URL(value).protocol : undefined;
+  if (protocol !== 'https:' && protocol !== 'http:') throw new ConfigError(`${what} must be an http:// or https:// URL such as https://github.example.com/api/v3, not "${value}"`);
+  return value;
+}
+
 function nonEmpty(value: string | undefined): string | undefined {
   return value === undefined || value.trim() === '' ? undefined : value;
 }
@@ -151,7 +159,7 @@ export function resolveConfig(env: NodeJS.ProcessEnv, flags: ConfigFlags = {}): 
   const optional: [keyof Config, string | undefined][] = [
     ['helmBinary', flags.helmBinary ?? nonEmpty(env[ENVIRONMENT.helmBinary])],
     ['githubToken', nonEmpty(env[ENVIRONMENT.githubToken]) ?? nonEmpty(env.GH_TOKEN)],
-    ['githubApiUrl', flags.githubApiUrl ?? nonEmpty(env[ENVIRONMENT.githubApiUrl])],
+    ['githubApiUrl', httpUrlSetting(flags.githubApiUrl ?? nonEmpty(env[ENVIRONMENT.githubApiUrl]), `--github-api-url / ${ENVIRONMENT.githubApiUrl}`)],
     ['registryUsername', nonEmpty(env[ENVIRONMENT.registryUsername])],
     ['registryPassword', nonEmpty(env[ENVIRONMENT.registryPassword])],
     ['gitToken', nonEmpty(env[ENVIRONMENT.gitToken])],

@@ -79,7 +79,7 @@ export async function cacheCommand(args: string[], io: CliIo): Promise<number> {
   }
 
   if (positionals.length === 0 || !values['release-source']) throw new UsageError('cache prune needs the inputs (ClusterStacks and Clusters) and --release-source, to know which releases are still kept');
-  const location = resolveLocation(values['release-source'], io.cwd);
+  const location = resolveLocation(values['release-source'], io.cwd, '--release-source');
   const plan = await planFromInputs(positionals, location, config, values, io);
   // What is kept is not known unless the inputs and their sources could all be read: remove nothing.
   const remote = retryableProblems(plan);

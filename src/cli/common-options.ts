@@ -5,11 +5,11 @@ import path from 'node:path';
 import { type Config, resolveConfig } from '../config.js';
 import { readInputFiles } from '../inputs/read-input-files.js';
 import { buildPlan, type Plan } from '../plan/build-plan.js';
-import { createSourceOpener, type SourceOpener, type SourceOptions } from '../sources/open-release-source.js';
+import { checkSourceLocation, createSourceOpener, type SourceOpener, type SourceOptions } from '../sources/open-release-source.js';
 import type { ProviderFetcher } from '../providers/provider-fetcher.js';
 import { createConnectingFetch } from '../sources/remote-fetch.js';
 import type { LayerChartFetcher } from '../sources/helm-chart-source.js';
-import type { CliIo } from './cli-io.js';
+import { type CliIo, UsageError } from './cli-io.js';
 
 export const SOURCE_OPTIONS = {
   'release-source': { type: 'string' },
@@ -65,8 +65,16 @@ export function isRemoteLocation(location: string): boolean {
   return location.startsWith('github:') || location.startsWith('oci://');
 }
 
-/** A local source path is resolved against the working directory; remote ones stay as given. */
-export function resolveLocation(location: string, cwd: string): string {
+/**
+ * A local source path is resolved against the working directory; remote ones stay as given. A
+ * malformed remote one (`github:only-owner`) is a bad value of `flag`: a usage error (exit 2).
+ */
+export function resolveLocation(location: string, cwd: string, flag: string): string {
+  try {
+    checkSourceLocation(location);
+  } catch (error) {
+    throw new UsageError(`${flag}: ${(error as Error).message}`);
+  }
   return isRemoteLocation(location) ? location : path.resolve(cwd, location);
 }
 

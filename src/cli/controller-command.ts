@@ -216,6 +216,7 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
+  const defaultSource = resolveLocation(settings.releaseSource, io.cwd, '--release-source (CLUSTERSTACK_RELEASE_SOURCE)');
   if (!SECRET_POLICIES.includes(settings.secrets as SecretPolicy)) throw new UsageError(`--secrets must be one of ${SECRET_POLICIES.join(', ')}, not "${settings.secrets}"`);
   let engine: WiringOptions['engine'];
   try {
@@ -247,8 +248,7 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
   const kubeConfig = loadKubeConfig(settings, io.cwd);
   const output: OutputSettings = { ...settings, plainHttp: values['plain-http'] };
   checkOutputSettings(output);
-  const plainWiring = wiringOptionsFor(output, settings, false);
-  const wiring = plainWiring && secretSettings.sopsSecret ? { ...plainWiring, sopsSecret: secretSettings.sopsSecret } : plainWiring;
+  const wiring = wiringOptionsFor(output, { ...settings, sopsSecret: secretSettings.sopsSecret }, false);
   if (engine !== 'none' && !wiring) logger.info({ engine }, 'No --gitops-url: wiring is not generated; sync state is read from existing objects');
 
   // Ours alone from here on; a controller killed before us may have left git locks in its clones.
@@ -281,7 +281,7 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
     kube: createKubeClient({ kubeConfig, identity: settings.identity }),
     publisher: createOutputPublisher(output, config, io.cwd),
     revisionKind: revisionKindOf(output),
-    defaultSource: resolveLocation(settings.releaseSource, io.cwd),
+    defaultSource,
     openSource,
     providerFetcher: providerFetcherFrom(config, values, openSource),
     layerChartFetcher: layerChartFetcherFrom(config, values),

@@ -71,7 +71,7 @@ export async function planCommand(args: string[], io: CliIo): Promise<number> {
   const releaseSource = values['release-source'];
   if (!releaseSource) throw new UsageError('plan needs --release-source (a directory, github:owner/repo or oci://registry/repo)');
   const config = configFromFlags(values, io);
-  const location = resolveLocation(releaseSource, io.cwd);
+  const location = resolveLocation(releaseSource, io.cwd, '--release-source');
   const warn = values.json ? undefined : (message: string): void => io.stderr(`warning: ${message}\n`);
   const scheduler = await readSchedulerConfigOption(values['scheduler-config'], io.cwd);
   const targetSettings = planTargetSettings(values);

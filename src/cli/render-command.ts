@@ -174,10 +174,9 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   if (!SECRET_POLICIES.includes(values.secrets as SecretPolicy)) throw new UsageError(`--secrets must be one of ${SECRET_POLICIES.join(', ')}, not "${values.secrets}"`);
 
   const secretSettings = await secretSettingsFrom(values.secrets, values, io.env, io.cwd);
-  const wiring = wiringOptionsFor(output, { gitops: values.gitops, gitopsUrl: values['gitops-url'], gitopsNamespace: values['gitops-namespace'], gitopsName: values['gitops-name'], gitopsSecret: values['gitops-secret'] }, true);
-  const gitops = wiring && secretSettings.sopsSecret ? { ...wiring, sopsSecret: secretSettings.sopsSecret } : wiring;
+  const gitops = wiringOptionsFor(output, { gitops: values.gitops, gitopsUrl: values['gitops-url'], gitopsNamespace: values['gitops-namespace'], gitopsName: values['gitops-name'], gitopsSecret: values['gitops-secret'], sopsSecret: secretSettings.sopsSecret }, true);
   const config = configFromFlags(values, io);
-  const location = resolveLocation(values['release-source'], io.cwd);
+  const location = resolveLocation(values['release-source'], io.cwd, '--release-source');
   const warnings: string[] = [];
   const warn = (message: string): void => {
     warnings.push(message);
