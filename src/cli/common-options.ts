@@ -2,7 +2,9 @@
 // The provider and layer chart fetchers load their modules (registry client, chart repositories)
 // on first use: plan over inputs without providers or chart layers never needs them.
 import path from 'node:path';
-import { type Config, resolveConfig } from '../config.js';
+import { access, constants, mkdir } from 'node:fs/promises';
+import { type Config, ConfigError, ENVIRONMENT, resolveConfig } from '../config.js';
+import { Failure } from '../core/failure.js';
 import { readInputFiles } from '../inputs/read-input-files.js';
 import { buildPlan, type Plan } from '../plan/build-plan.js';
 import { checkSourceLocation, createSourceOpener, type SourceOpener, type SourceOptions } from '../sources/open-release-source.js';
@@ -91,6 +93,24 @@ export function configFromFlags(flags: SourceFlags, io: CliIo): Readonly<Config>
     ...(flags['chart-timeout'] ? { chartTimeout: flags['chart-timeout'] } : {}),
     ...(flags['max-delete-share'] ? { maxDeleteShare: flags['max-delete-share'] } : {}),
   });
+}
+
+/**
+ * Makes sure the cache directory exists and can be written, before anything is read: a cache that
+ * cannot be used (HOME=/nonexistent, a read-only volume) is named with the ways to move it, never a
+ * raw EACCES mid-run. Named by --cache-dir or CLUSTERSTACK_CACHE_DIR it is a bad setting (exit 2);
+ * the default under HOME or XDG_CACHE_HOME needs a fix of the environment (exit 1).
+ */
+export async function checkCacheDir(config: Readonly<Config>, flags: SourceFlags, io: CliIo): Promise<void> {
+  try {
+    await mkdir(config.cacheDir, { recursive: true });
+    await access(config.cacheDir, constants.W_OK | constants.X_OK);
+  } catch (error) {
+    const named = flags['cache-dir'] ? '--cache-dir' : io.env[ENVIRONMENT.cacheDir]?.trim() ? ENVIRONMENT.cacheDir : undefined;
+    const why = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    const message = `the cache directory ${config.cacheDir}${named ? ` (${named})` : ' (the default, under XDG_CACHE_HOME or HOME)'} cannot be created or written (${why}); point --cache-dir or ${ENVIRONMENT.cacheDir} at a directory this user may write`;
+    throw named ? new ConfigError(message) : new Failure('fix-input', message);
+  }
 }
 
 /** What createHelmDependencies takes from the configuration: the binary, PATH, work directory and time limits. */

@@ -19,7 +19,7 @@ import { type CliIo, EXIT_FAILURE, EXIT_OK, UsageError } from './cli-io.js';
 import { controllerSecretSettings } from './secret-options.js';
 import { parseCommandLine } from './parse-command-line.js';
 import { SchedulerConfigFile } from '../controller/reconcile/scheduler-config-file.js';
-import { configFromFlags, HELM_TIMEOUT_HELP, HELM_TIMEOUT_OPTIONS, helmOptionsFrom, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, layerChartFetcherFrom, providerFetcherFrom, sourceOpenerFrom } from './common-options.js';
+import { checkCacheDir, configFromFlags, HELM_TIMEOUT_HELP, HELM_TIMEOUT_OPTIONS, helmOptionsFrom, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, layerChartFetcherFrom, providerFetcherFrom, sourceOpenerFrom } from './common-options.js';
 
 export const CONTROLLER_USAGE = `Usage: clusterstack controller --release-source <source> (--git <repo> | --output <dir> | --oci <ref>) [options]
 
@@ -241,6 +241,7 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
     throw new UsageError((error as Error).message);
   }
   const config = configFromFlags(values, io);
+  await checkCacheDir(config, values, io);
   const logger = createLogger({ level: settings.logLevel as 'info' });
   // Read at start and again whenever the file changes (a ConfigMap volume): a file that cannot be
   // read stops the start; one that is not valid keeps the published requests output until fixed.

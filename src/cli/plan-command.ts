@@ -5,7 +5,7 @@ import path from 'node:path';
 import { formatPlanReport, planReport, reportHasProblems, retryableProblems } from '../plan/plan-report.js';
 import { type CliIo, EXIT_FAILURE, EXIT_OK, EXIT_PROBLEMS, UsageError } from './cli-io.js';
 import { parseCommandLine } from './parse-command-line.js';
-import { configFromFlags, HELM_TIMEOUT_HELP, HELM_TIMEOUT_OPTIONS, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, planFromInputs } from './common-options.js';
+import { checkCacheDir, configFromFlags, HELM_TIMEOUT_HELP, HELM_TIMEOUT_OPTIONS, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, planFromInputs } from './common-options.js';
 import { readSchedulerConfigOption, SCHEDULER_CONFIG_HELP } from './scheduler-config-option.js';
 import { localOutputDirectory } from './output-settings.js';
 import { PLAN_TARGET_HELP, PLAN_TARGET_OPTIONS, planTargetSettings, readPlanTarget } from './plan-target.js';
@@ -71,6 +71,7 @@ export async function planCommand(args: string[], io: CliIo): Promise<number> {
   const releaseSource = values['release-source'];
   if (!releaseSource) throw new UsageError('plan needs --release-source (a directory, github:owner/repo or oci://registry/repo)');
   const config = configFromFlags(values, io);
+  await checkCacheDir(config, values, io);
   const location = resolveLocation(releaseSource, io.cwd, '--release-source');
   const warn = values.json ? undefined : (message: string): void => io.stderr(`warning: ${message}\n`);
   const scheduler = await readSchedulerConfigOption(values['scheduler-config'], io.cwd);

@@ -5,7 +5,7 @@ import { channelOf, formatDotVersion } from '../core/stack-version.js';
 import { type CliIo, EXIT_OK, UsageError } from './cli-io.js';
 import { didYouMean } from './did-you-mean.js';
 import { parseCommandLine } from './parse-command-line.js';
-import { configFromFlags, resolveLocation, SOURCE_OPTIONS, sourceOpenerFrom } from './common-options.js';
+import { checkCacheDir, configFromFlags, resolveLocation, SOURCE_OPTIONS, sourceOpenerFrom } from './common-options.js';
 
 export const RELEASES_USAGE = `Usage: clusterstack releases list --source <source> [filters] [--json]
 
@@ -50,6 +50,7 @@ export async function releasesCommand(args: string[], io: CliIo): Promise<number
   const location = values.source ?? values['release-source'];
   if (!location) throw new UsageError('releases list needs --source (a directory, github:owner/repo or oci://registry/repo)');
   const config = configFromFlags(values, io);
+  await checkCacheDir(config, values, io);
   const warn = (message: string): void => io.stderr(`warning: ${message}\n`);
   const source = sourceOpenerFrom(config, values, warn)(resolveLocation(location, io.cwd, values.source !== undefined ? '--source' : '--release-source'));
   const listing = await source.list();

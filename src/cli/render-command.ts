@@ -21,7 +21,7 @@ import { openOutputPublisher } from './open-output-publisher.js';
 import { checkOutputSettings, localOutputDirectory, type OutputSettings } from './output-settings.js';
 import { wiringOptionsFor } from './wiring-options.js';
 import { SECRET_HELP, secretSettingsFrom } from './secret-options.js';
-import { configFromFlags, HELM_TIMEOUT_HELP, HELM_TIMEOUT_OPTIONS, helmOptionsFrom, isRemoteLocation, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, planFromInputs } from './common-options.js';
+import { checkCacheDir, configFromFlags, HELM_TIMEOUT_HELP, HELM_TIMEOUT_OPTIONS, helmOptionsFrom, isRemoteLocation, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, planFromInputs } from './common-options.js';
 import { readSchedulerConfigOption, SCHEDULER_CONFIG_HELP } from './scheduler-config-option.js';
 
 export const RENDER_USAGE = `Usage: clusterstack render <files or dirs...> --release-source <source> (--output <dir> | --git <repo> | --oci <ref>) [options]
@@ -176,6 +176,7 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   const secretSettings = await secretSettingsFrom(values.secrets, values, io.env, io.cwd);
   const gitops = wiringOptionsFor(output, { gitops: values.gitops, gitopsUrl: values['gitops-url'], gitopsNamespace: values['gitops-namespace'], gitopsName: values['gitops-name'], gitopsSecret: values['gitops-secret'], sopsSecret: secretSettings.sopsSecret }, true);
   const config = configFromFlags(values, io);
+  await checkCacheDir(config, values, io);
   const location = resolveLocation(values['release-source'], io.cwd, '--release-source');
   const warnings: string[] = [];
   const warn = (message: string): void => {
