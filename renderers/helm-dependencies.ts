@@ -1,5 +1,6 @@
 // Wires the helm seam into what the render pipeline asks for: render a chart, evaluate values
 // templates. One runner (one process budget and counter) serves both.
+import type { HelmTimeouts } from '../src/config.js';
 import type { RenderDependencies } from '../src/render/render-dependencies.js';
 import { cpuBudget } from './cpu-budget.js';
 import { resolveHelmBinary } from './helm-binary.js';
@@ -28,20 +29,21 @@ export const DEFAULT_HELM_CONCURRENCY = cpuBudget() + 1;
 
 /**
  * Helm for the render pipeline. The binary is looked up on first use, so a render that reuses
- * every unit needs no helm at all (and does not fail where none is installed).
+ * every unit needs no helm at all (and does not fail where none is installed). Each helm process
+ * runs under `timeouts` (DEFAULT_HELM_TIMEOUTS where absent); one that runs out withholds its unit.
  */
-export function createHelmDependencies(options: { configured?: string; pathEnv?: string; workDir: string; concurrency?: number }): HelmDependencies {
+export function createHelmDependencies(options: { configured?: string; pathEnv?: string; workDir: string; concurrency?: number; timeouts?: Partial<HelmTimeouts> }): HelmDependencies {
   let started: Promise<{ runner: HelmRunner; renderer: HelmRenderer }> | undefined;
   let runner: HelmRunner | undefined;
   const helm = (): Promise<{ runner: HelmRunner; renderer: HelmRenderer }> =>
     (started ??= resolveHelmBinary({ ...(options.configured ? { configured: options.configured } : {}), ...(options.pathEnv ? { pathEnv: options.pathEnv } : {}) }).then((binary) => {
-      runner = new HelmRunner({ binary: binary.path, workDir: options.workDir, ...(options.pathEnv ? { pathEnv: options.pathEnv } : {}), concurrency: options.concurrency ?? DEFAULT_HELM_CONCURRENCY });
+      runner = new HelmRunner({ binary: binary.path, workDir: options.workDir, ...(options.pathEnv ? { pathEnv: options.pathEnv } : {}), concurrency: options.concurrency ?? DEFAULT_HELM_CONCURRENCY, ...(options.timeouts?.chartMs ? { timeoutMs: options.timeouts.chartMs } : {}) });
       return { runner, renderer: new HelmRenderer(runner) };
     }));
   return {
     processesSpawned: () => runner?.processesSpawned ?? 0,
     prepare: () => void helm().catch(() => undefined),
     renderChart: async (request) => (await helm()).renderer.renderChart(request),
-    evaluateValues: async (items, kubeVersion) => evaluateValuesTemplates((await helm()).runner, items, kubeVersion),
+    evaluateValues: async (items, kubeVersion) => evaluateValuesTemplates((await helm()).runner, items, kubeVersion, options.timeouts?.valuesMs ? { timeoutMs: options.timeouts.valuesMs } : {}),
   };
 }

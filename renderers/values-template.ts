@@ -25,11 +25,17 @@
 // the last template pass still stops (lint and template disagree on something unforeseen), the item
 // named in the error is withheld and the rest re-rendered: bounded by the number of items, and in
 // practice never taken.
+//
+// 5. A template that never ends (a loop, a recursive include) holds its whole batch: every helm
+//    process runs under the values time limit, and a batch that runs out is evaluated again one item
+//    per process, so only the item that loops fails (with a message naming the limit's flag and
+//    variable) and the others of its batch get their values.
 import type { ValuesTemplateItem } from '../src/render/render-dependencies.js';
 import { createHash } from 'node:crypto';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { cleanHelmStderr, HelmRenderError } from './helm-errors.js';
+import { DEFAULT_HELM_TIMEOUTS, HELM_TIMEOUT_SETTINGS } from '../src/config.js';
+import { cleanHelmStderr, formatHelmLimit, HelmRenderError, HelmTimeoutError } from './helm-errors.js';
 import { type HelmRunner, VALUES_PRIORITY } from './helm-runner.js';
 import { helmKubeVersion } from './helm-renderer.js';
 import { sortKeysDeep } from '../src/core/sort-keys.js';
@@ -40,9 +46,9 @@ import { parseMissingMarker, PRESENT_DEFINITION, strictFieldAccess, type StrictT
 /** The core's ValuesTemplateResult, with helm's own error type on failures. */
 export type ValuesTemplateResult =
   | { id: string; ok: true; values: Record<string, unknown> }
-  | { id: string; ok: false; missingField?: string; message: string; error: ValuesTemplateError };
+  | { id: string; ok: false; missingField?: string; timedOut?: true; message: string; error: ValuesTemplateError };
 
-export type ValuesTemplateFailure = 'MissingField' | 'TemplateError' | 'InvalidResult';
+export type ValuesTemplateFailure = 'MissingField' | 'TemplateError' | 'InvalidResult' | 'Timeout';
 
 /** One item's template could not give values: the cluster lacks a field, or the template is wrong. */
 export class ValuesTemplateError extends Error {
@@ -69,10 +75,11 @@ const INT64_PREFIX = 'cs-int64-';
 /**
  * Evaluates every item's template against its context; one result per item, in order. An item
  * reading a field its objects do not have fails alone (`missingField` names it); the others are
- * unaffected. Identical (template, context) pairs are evaluated once. Rejects only when helm
- * itself cannot run.
+ * unaffected; so does an item whose template runs past `timeoutMs` (`timedOut`). Identical
+ * (template, context) pairs are evaluated once. Rejects only when helm itself cannot run.
  */
-export async function evaluateValuesTemplates(runner: HelmRunner, items: ValuesTemplateItem[], kubeVersion?: string): Promise<ValuesTemplateResult[]> {
+export async function evaluateValuesTemplates(runner: HelmRunner, items: ValuesTemplateItem[], kubeVersion?: string, options: { timeoutMs?: number } = {}): Promise<ValuesTemplateResult[]> {
+  const limit: TimeLimit = { timeoutMs: options.timeoutMs ?? DEFAULT_HELM_TIMEOUTS.valuesMs, timeoutSetting: HELM_TIMEOUT_SETTINGS.values };
   const results: (ValuesTemplateResult | undefined)[] = new Array(items.length);
   const templates = new Map<string, CompiledTemplate>();
   const units = new Map<string, Unit>();
@@ -100,7 +107,7 @@ export async function evaluateValuesTemplates(runner: HelmRunner, items: ValuesT
   const outcomes = new Map<Unit, Outcome>();
   await Promise.all(
     planBatches([...units.values()]).map(async (batch) => {
-      for (const [unit, outcome] of await evaluateBatch(runner, batch, kubeVersion)) outcomes.set(unit, outcome);
+      for (const [unit, outcome] of await evaluateWithin(runner, batch, kubeVersion, limit)) outcomes.set(unit, outcome);
     }),
   );
 
@@ -130,6 +137,12 @@ interface Unit {
 
 /** What helm made of one unit: its raw output, or a failure still without an origin. */
 type Outcome = { ok: true; output: string } | { ok: false; reason: ValuesTemplateFailure; detail: string; line?: number; missingField?: string };
+
+/** The limit every values process runs under, and the setting that names it. */
+interface TimeLimit {
+  timeoutMs: number;
+  timeoutSetting: string;
+}
 
 /**
  * The context as helm will see it: sorted keys (stable dedup keys and files), no null-valued keys
@@ -181,17 +194,34 @@ function planBatches(units: Unit[]): Unit[][] {
   return batches.map((batch) => batch.units);
 }
 
-async function evaluateBatch(runner: HelmRunner, units: Unit[], kubeVersion: string | undefined): Promise<Map<Unit, Outcome>> {
+/**
+ * Step 5: a batch whose helm runs out of time is evaluated again one unit per process (all at once,
+ * as the runner's slots allow), so only a unit that loops fails, with the time limit as its reason.
+ */
+async function evaluateWithin(runner: HelmRunner, units: Unit[], kubeVersion: string | undefined, limit: TimeLimit): Promise<Map<Unit, Outcome>> {
+  try {
+    return await evaluateBatch(runner, units, kubeVersion, limit);
+  } catch (error) {
+    if (!(error instanceof HelmTimeoutError)) throw error;
+    if (units.length === 1) {
+      return new Map([[units[0]!, { ok: false, reason: 'Timeout', detail: `did not finish within ${formatHelmLimit(limit.timeoutMs)} and was stopped: a template that never ends (a loop, a recursive include) is the usual cause; fix it, or if it really needs longer raise ${limit.timeoutSetting}` }]]);
+    }
+    const alone = await Promise.all(units.map((unit) => evaluateWithin(runner, [unit], kubeVersion, limit)));
+    return new Map(alone.flatMap((outcomes) => [...outcomes]));
+  }
+}
+
+async function evaluateBatch(runner: HelmRunner, units: Unit[], kubeVersion: string | undefined, limit: TimeLimit): Promise<Map<Unit, Outcome>> {
   return runner.withTempDir('values', async (dir) => {
     // Optimistic pass: usually every item succeeds, and one `helm template` is all it takes.
     // Only when something fails do lint (which attributes every failure at once) and a second
     // template pass run: three processes at most, however many items fail.
-    const optimistic = await renderUnits(runner, units, path.join(dir, 'optimistic'), kubeVersion, { stopAtFirstFailure: true });
+    const optimistic = await renderUnits(runner, units, path.join(dir, 'optimistic'), kubeVersion, limit, { stopAtFirstFailure: true });
     if (optimistic) return optimistic;
     const outcomes = new Map<Unit, Outcome>();
-    for (const [unit, outcome] of await lintUnits(runner, units, path.join(dir, 'lint'))) outcomes.set(unit, outcome);
+    for (const [unit, outcome] of await lintUnits(runner, units, path.join(dir, 'lint'), limit)) outcomes.set(unit, outcome);
     const passed = units.filter((unit) => !outcomes.has(unit));
-    for (const [unit, outcome] of await renderUnits(runner, passed, path.join(dir, 'render'), kubeVersion)) outcomes.set(unit, outcome);
+    for (const [unit, outcome] of await renderUnits(runner, passed, path.join(dir, 'render'), kubeVersion, limit)) outcomes.set(unit, outcome);
     return outcomes;
   });
 }
@@ -206,7 +236,7 @@ const includeOf = (template: CompiledTemplate, values: string) => `include "${CH
  * context as a JSON literal (its integers restored to int64 before use) and the user template as a define (or, when the user template has
  * defines of its own, which cannot nest, as a partial beside it).
  */
-async function lintUnits(runner: HelmRunner, units: Unit[], dir: string): Promise<Map<Unit, Outcome>> {
+async function lintUnits(runner: HelmRunner, units: Unit[], dir: string, limit: TimeLimit): Promise<Map<Unit, Outcome>> {
   const failures = new Map<Unit, Outcome>();
   if (units.length === 0) return failures;
   await Promise.all(
@@ -229,7 +259,7 @@ async function lintUnits(runner: HelmRunner, units: Unit[], dir: string): Promis
       ]);
     }),
   );
-  const result = await runner.run(['lint', '--quiet', ...units.map((_, n) => `u${n}`)], { cwd: dir, purpose: `checking ${units.length} values templates`, priority: VALUES_PRIORITY });
+  const result = await runner.run(['lint', '--quiet', ...units.map((_, n) => `u${n}`)], { cwd: dir, purpose: `checking ${units.length} values templates`, priority: VALUES_PRIORITY, ...limit });
 
   // Lint-mode `required` and `fail` only log; the begin marker tells whose log line it is.
   let current: number | undefined;
@@ -258,9 +288,9 @@ async function lintUnits(runner: HelmRunner, units: Unit[], dir: string): Promis
 }
 
 /** Steps 3 and 4: one template process over the units (all, or those lint passed); returns every unit's outcome. */
-async function renderUnits(runner: HelmRunner, units: Unit[], dir: string, kubeVersion: string | undefined): Promise<Map<Unit, Outcome>>;
-async function renderUnits(runner: HelmRunner, units: Unit[], dir: string, kubeVersion: string | undefined, options: { stopAtFirstFailure: true }): Promise<Map<Unit, Outcome> | undefined>;
-async function renderUnits(runner: HelmRunner, units: Unit[], dir: string, kubeVersion: string | undefined, options: { stopAtFirstFailure?: boolean } = {}): Promise<Map<Unit, Outcome> | undefined> {
+async function renderUnits(runner: HelmRunner, units: Unit[], dir: string, kubeVersion: string | undefined, limit: TimeLimit): Promise<Map<Unit, Outcome>>;
+async function renderUnits(runner: HelmRunner, units: Unit[], dir: string, kubeVersion: string | undefined, limit: TimeLimit, options: { stopAtFirstFailure: true }): Promise<Map<Unit, Outcome> | undefined>;
+async function renderUnits(runner: HelmRunner, units: Unit[], dir: string, kubeVersion: string | undefined, limit: TimeLimit, options: { stopAtFirstFailure?: boolean } = {}): Promise<Map<Unit, Outcome> | undefined> {
   const outcomes = new Map<Unit, Outcome>();
   if (units.length === 0) return outcomes;
   const templatesDir = path.join(dir, 'templates');
@@ -290,7 +320,7 @@ async function renderUnits(runner: HelmRunner, units: Unit[], dir: string, kubeV
   const pending = new Set(units.keys());
   const args = ['template', 'values', '.', '--namespace', 'default', ...(kubeVersion ? ['--kube-version', helmKubeVersion(kubeVersion)] : [])];
   while (pending.size > 0) {
-    const result = await runner.run(args, { cwd: dir, purpose: `evaluating ${pending.size} values templates`, priority: VALUES_PRIORITY });
+    const result = await runner.run(args, { cwd: dir, purpose: `evaluating ${pending.size} values templates`, priority: VALUES_PRIORITY, ...limit });
     if (result.exitCode === 0) {
       const outputs = new Map<number, string>();
       for (const match of result.stdout.matchAll(/^# Source: cs-values\/templates\/u(\d+)\.yaml\nout: "([A-Za-z0-9+/=]*)"$/gm)) {
@@ -379,7 +409,7 @@ function toResult(item: ValuesTemplateItem, outcome: Outcome): ValuesTemplateRes
 }
 
 function failed(item: ValuesTemplateItem, error: ValuesTemplateError): ValuesTemplateResult {
-  return { id: item.id, ok: false, ...(error.missingField ? { missingField: error.missingField } : {}), message: error.message, error };
+  return { id: item.id, ok: false, ...(error.missingField ? { missingField: error.missingField } : {}), ...(error.reason === 'Timeout' ? { timedOut: true as const } : {}), message: error.message, error };
 }
 
 /** One YAML mapping (an empty document is `{}`), or why not. */

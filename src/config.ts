@@ -25,6 +25,8 @@ export interface Config {
   childEnv: Readonly<Record<string, string>>;
   /** Remote reads (GitHub, downloads, OCI registries): how long they may take. */
   timeouts: Readonly<RemoteTimeouts>;
+  /** How long one helm process may run before it is stopped and its unit withheld. */
+  helmTimeouts: Readonly<HelmTimeouts>;
   /** How long a run waits for another run holding the output's lock; 0 fails at once. */
   lockTimeoutMs: number;
   /** A render removing more than this share (0..1) of the published releases or clusters is refused. */
@@ -40,6 +42,21 @@ export interface RemoteTimeouts {
   /** One remote operation (listing a source, fetching a release, pushing an artifact) in total: headers, bodies, retries and waits. */
   totalMs: number;
 }
+
+/** The limits helm processes run under; a unit whose helm runs past one is withheld alone. */
+export interface HelmTimeouts {
+  /** One Cluster's addon values template (evaluated together with others, then alone when that takes too long). */
+  valuesMs: number;
+  /** One chart render (`helm template` of a release's ClusterClass or a Cluster's addon stage). */
+  chartMs: number;
+}
+
+/**
+ * A values template evaluates in milliseconds, and a batch of hundreds in one helm process in about
+ * a second: 20 s is a wide margin on a loaded machine, while a template that loops costs its Cluster
+ * only 20 s per run. A chart render takes seconds at most (a CNI-sized chart about one): a minute.
+ */
+export const DEFAULT_HELM_TIMEOUTS: Readonly<HelmTimeouts> = Object.freeze({ valuesMs: 20_000, chartMs: 60_000 });
 
 const DEFAULT_TIMEOUTS: Readonly<RemoteTimeouts> = Object.freeze({ connectMs: 10_000, readMs: 30_000, totalMs: 5 * 60_000 });
 const DEFAULT_LOCK_TIMEOUT_MS = 60_000;
@@ -58,15 +75,22 @@ export const ENVIRONMENT = {
   connectTimeout: 'CLUSTERSTACK_CONNECT_TIMEOUT',
   readTimeout: 'CLUSTERSTACK_READ_TIMEOUT',
   remoteTimeout: 'CLUSTERSTACK_REMOTE_TIMEOUT',
+  valuesTimeout: 'CLUSTERSTACK_VALUES_TIMEOUT',
+  chartTimeout: 'CLUSTERSTACK_CHART_TIMEOUT',
   lockTimeout: 'CLUSTERSTACK_LOCK_TIMEOUT',
   maxDeleteShare: 'CLUSTERSTACK_MAX_DELETE_SHARE',
 } as const;
+
+/** The flag and environment variable of each helm limit, as messages name them. */
+export const HELM_TIMEOUT_SETTINGS = Object.freeze({ values: `--values-timeout (${ENVIRONMENT.valuesTimeout})`, chart: `--chart-timeout (${ENVIRONMENT.chartTimeout})` });
 
 export type ConfigFlags = Partial<Pick<Config, 'cacheDir' | 'helmBinary' | 'githubApiUrl'>> & {
   /** Durations and shares as the user typed them; checked here. */
   connectTimeout?: string;
   readTimeout?: string;
   remoteTimeout?: string;
+  valuesTimeout?: string;
+  chartTimeout?: string;
   lockTimeout?: string;
   maxDeleteShare?: string;
 };
@@ -100,6 +124,14 @@ function durationSetting(flag: string | undefined, env: NodeJS.ProcessEnv, varia
   return ms;
 }
 
+/** An http(s) URL, or a ConfigError naming `what`: a value that fails every request later is refused now. */
+function httpUrlSetting(value: string | undefined, what: string): string | undefined {
+  if (value === undefined) return undefined;
+  const protocol = URL.canParse(value) ? new URL(value).protocol : undefined;
+  if (protocol !== 'https:' && protocol !== 'http:') throw new ConfigError(`${what} must be an http:// or https:// URL such as https://github.example.com/api/v3, not "${value}"`);
+  return value;
+}
+
 function nonEmpty(value: string | undefined): string | undefined {
   return value === undefined || value.trim() === '' ? undefined : value;
 }
@@ -117,13 +149,17 @@ export function resolveConfig(env: NodeJS.ProcessEnv, flags: ConfigFlags = {}): 
       readMs: durationSetting(flags.readTimeout, env, ENVIRONMENT.readTimeout, '--read-timeout', DEFAULT_TIMEOUTS.readMs, 1),
       totalMs: durationSetting(flags.remoteTimeout, env, ENVIRONMENT.remoteTimeout, '--remote-timeout', DEFAULT_TIMEOUTS.totalMs, 1),
     }),
+    helmTimeouts: Object.freeze({
+      valuesMs: durationSetting(flags.valuesTimeout, env, ENVIRONMENT.valuesTimeout, '--values-timeout', DEFAULT_HELM_TIMEOUTS.valuesMs, 1),
+      chartMs: durationSetting(flags.chartTimeout, env, ENVIRONMENT.chartTimeout, '--chart-timeout', DEFAULT_HELM_TIMEOUTS.chartMs, 1),
+    }),
     lockTimeoutMs: durationSetting(flags.lockTimeout, env, ENVIRONMENT.lockTimeout, '--lock-timeout', DEFAULT_LOCK_TIMEOUT_MS, 0),
     maxDeleteShare: parseShare(nonEmpty(flags.maxDeleteShare) ?? nonEmpty(env[ENVIRONMENT.maxDeleteShare]) ?? String(DEFAULT_MAX_DELETE_SHARE), '--max-delete-share / CLUSTERSTACK_MAX_DELETE_SHARE'),
   };
   const optional: [keyof Config, string | undefined][] = [
     ['helmBinary', flags.helmBinary ?? nonEmpty(env[ENVIRONMENT.helmBinary])],
     ['githubToken', nonEmpty(env[ENVIRONMENT.githubToken]) ?? nonEmpty(env.GH_TOKEN)],
-    ['githubApiUrl', flags.githubApiUrl ?? nonEmpty(env[ENVIRONMENT.githubApiUrl])],
+    ['githubApiUrl', httpUrlSetting(flags.githubApiUrl ?? nonEmpty(env[ENVIRONMENT.githubApiUrl]), `--github-api-url / ${ENVIRONMENT.githubApiUrl}`)],
     ['registryUsername', nonEmpty(env[ENVIRONMENT.registryUsername])],
     ['registryPassword', nonEmpty(env[ENVIRONMENT.registryPassword])],
     ['gitToken', nonEmpty(env[ENVIRONMENT.gitToken])],

@@ -1,7 +1,12 @@
 // The exit code for each kind of failure, decided in one place from the table in core/failure.ts:
-// a command (here `releases`, replaced by one that throws what a test hands it) raises an error,
-// and run-cli says what it means and which code ends the run.
-import { beforeEach, describe, expect, it, vi } from 'vitest';
+// a command (here `releases`, replaced in this process by one that throws what a test hands it)
+// raises an error, and run-cli says what it means and which code ends the run. Then each row of the
+// README's table through the real CLI, in processes of its own.
+import { execFile } from 'node:child_process';
+import { mkdir, stat } from 'node:fs/promises';
+import net from 'node:net';
+import path from 'node:path';
+import { afterAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { EXIT_CODES, Failure, FAILURE_REACTIONS } from '../src/core/failure.js';
 import { InputError } from '../src/core/problem.js';
 import { ConfigError } from '../src/config.js';
@@ -20,7 +25,8 @@ import { VersionSyntaxError } from '../src/core/stack-version.js';
 import { PublishError } from '../gitops/publish-error.js';
 import { LockHeldError } from '../gitops/publish-lock.js';
 import type { KubeObject } from '../src/api/types.js';
-import { runClusterstack } from './support/cli.js';
+import { clusterYaml, EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, FERROL_STACK_YAML, runClusterstack, tempDir, writeTree } from './support/cli.js';
+import { cliCommand, cliEnvironment, type CliProcessOptions, type ProcessResult, removeCliBundle, runCliProcess } from './support/cli-process.js';
 
 const failing = vi.hoisted(() => ({ error: undefined as unknown }));
 
@@ -51,6 +57,8 @@ describe('exit codes by kind of failure', () => {
       new InputError([{ message: 'refused: the render removes every cluster' }], 'refused: the render removes every cluster'),
       new HelmRenderError('docker-ferrol-1-30-v1', 'cluster-class', 'template: bad'),
       new HelmNotFoundError('helm not found: install it'),
+      // A template that never ends loops again on a retry: the chart or values template needs a fix.
+      new HelmTimeoutError('rendering cluster-class', 60_000),
       new SecretRefusedError('cluster alpha', [{ object: secret, why: 'is a Secret' }]),
       new UnsafeArchiveError('release.tgz', '../etc/passwd', 'leaves the directory'),
       new ValuesTemplateError('overwrite.yaml', 'TemplateError', 'unclosed action', 2),
@@ -71,7 +79,6 @@ describe('exit codes by kind of failure', () => {
 
   it('exits 3 for what may work when tried again later', async () => {
     const retry: Error[] = [
-      new HelmTimeoutError('rendering cluster-class', 60_000),
       new RemoteFailureError('a release source failed; retry later'),
       new RequestTimeoutError('https://registry.example/v2/', 30_000),
       new DeadlineExceededError('listing releases', 300_000),
@@ -120,3 +127,142 @@ describe('exit codes by kind of failure', () => {
     expect(documented.has(2)).toBe(true);
   });
 });
+
+// One case per row of the README's exit-code table, each through the real CLI in its own process
+// (the bundled src/cli/main.ts: no module above is mocked there), with the message it prints and,
+// for render, nothing written.
+describe('the real CLI ends with the code of each row of the exit-code table', () => {
+  afterAll(async () => {
+    await removeCliBundle();
+  });
+
+  const plan = (args: string[], options: CliProcessOptions = {}): Promise<ProcessResult> => runCliProcess(['plan', EXAMPLE_MANIFESTS, ...args], options);
+
+  /** A render that must fail before writing anything: the output directory is never created. */
+  async function refusedRender(args: string[], env: NodeJS.ProcessEnv = {}): Promise<ProcessResult> {
+    const out = path.join(await tempDir(), 'out');
+    const result = await runCliProcess(['render', EXAMPLE_MANIFESTS, '--output', out, ...args], { env });
+    await expect(stat(out)).rejects.toThrow();
+    return result;
+  }
+
+  it('0: done, the quick start planned', async () => {
+    const result = await plan(['--release-source', EXAMPLE_RELEASES]);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/cluster-stacks\/alpha\s+docker-ferrol-1-30-v1/);
+  });
+
+  it('1: an input needs a fix, named with its object and field, and nothing is written', async () => {
+    const inputs = await writeTree({ 'stack.yaml': FERROL_STACK_YAML, 'c.yaml': clusterYaml('one', 'docker-ferrol-1-30-v9') });
+    const out = path.join(await tempDir(), 'out');
+    const result = await runCliProcess(['render', inputs, '--release-source', EXAMPLE_RELEASES, '--output', out]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/^error: nothing was rendered or written:\n {2}.*Cluster cluster-stacks\/one spec\.topology\.class: names docker-ferrol-1-30-v9, but the release source has no release docker-ferrol-1-30-v9; pick a class of an existing release\n$/);
+    expect(result.stderr).not.toMatch(/\n {4}at /);
+    await expect(stat(out)).rejects.toThrow();
+  });
+
+  it('1: a removed working directory, for every command that reads paths; help and version still work', async () => {
+    const gone = await tempDir('csk-gone-');
+    const inGone = async (args: string[]): Promise<ProcessResult> => {
+      // A shell enters the directory, removes it, and starts the CLI from there.
+      const { command, args: argv } = await cliCommand(args);
+      const script = `cd "$1" && rmdir "$1" && shift && exec "$@"`;
+      return new Promise((resolve, reject) => {
+        execFile('/bin/sh', ['-c', script, 'sh', gone, command, ...argv], { env: cliEnvironment() }, (error, stdout, stderr) => {
+          const code = error ? (typeof error.code === 'number' ? error.code : null) : 0;
+          if (error && code === null) reject(error);
+          else resolve({ code, signal: null, stdout, stderr });
+        });
+      });
+    };
+    const commands = [
+      ['plan', 'manifests', '--release-source', 'releases'],
+      ['render', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--output', 'out'],
+      ['releases', 'list', '--source', 'releases'],
+      ['cache', 'prune', 'manifests', '--release-source', 'releases'],
+      ['controller', '--release-source', 'releases', '--output', 'out'],
+    ];
+    for (const args of commands) {
+      await mkdir(gone, { recursive: true });
+      const result = await inGone(args);
+      expect(result.stderr, args.join(' ')).toBe('error: the current working directory no longer exists (it was removed or moved away while the shell was in it), so relative paths mean nothing; cd into an existing directory and run the command again\n');
+      expect(result.code, args.join(' ')).toBe(1);
+    }
+    await mkdir(gone, { recursive: true });
+    const version = await inGone(['--version']);
+    expect(version.code).toBe(0);
+    expect(version.stdout).toMatch(/^clusterstack /);
+  });
+
+  it('1: a default cache directory this user may not create names it, --cache-dir and the variable', async () => {
+    // As root every directory is writable: drop to nobody, as a CI runner without a home would be.
+    const asNobody = process.getuid?.() === 0 ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'] : [];
+    const result = await runCliProcess(['plan', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES], { prefix: asNobody, env: { HOME: '/nonexistent', CLUSTERSTACK_CACHE_DIR: '' } });
+    expect(result.stderr).toBe('error: the cache directory /nonexistent/.cache/clusterstack-gitops (the default, under XDG_CACHE_HOME or HOME) cannot be created or written (EACCES); point --cache-dir or CLUSTERSTACK_CACHE_DIR at a directory this user may write\n');
+    expect(result.code).toBe(1);
+    await expect(stat('/nonexistent')).rejects.toThrow();
+  });
+
+  it('2: a bad flag (or variable) value, named, with nothing written', async () => {
+    const cases: [string[], NodeJS.ProcessEnv, string][] = [
+      [['--release-source', EXAMPLE_RELEASES, '--secrets', 'encrypt', '--age-recipient', 'bogus'], {}, 'error: --age-recipient: "bogus" is not an age X25519 recipient'],
+      [['--release-source', EXAMPLE_RELEASES, '--secrets', 'encrypt'], { CLUSTERSTACK_AGE_RECIPIENTS: 'age1nope' }, 'error: CLUSTERSTACK_AGE_RECIPIENTS: "age1nope" is not an age X25519 recipient'],
+      [['--release-source', 'github:only-owner'], {}, 'error: --release-source: release source github:only-owner: expected github:<owner>/<repo>'],
+      [['--release-source', 'oci://registry.example'], {}, 'error: --release-source: oci://registry.example names no repository'],
+      [['--release-source', EXAMPLE_RELEASES, '--gitops', 'fluxx'], {}, 'error: --gitops: unknown GitOps engine "fluxx"'],
+      [['--release-source', EXAMPLE_RELEASES, '--gitops', 'flux', '--gitops-url', 'https://git.example/fleet.git', '--gitops-namespace', 'Flux_System'], {}, 'error: --gitops-namespace: "Flux_System" is not a Kubernetes namespace name'],
+      [['--release-source', EXAMPLE_RELEASES, '--values-timeout', 'soon'], {}, 'error: --values-timeout / CLUSTERSTACK_VALUES_TIMEOUT must be a duration such as 500ms, 2s or 5m, not "soon"'],
+      [['--release-source', EXAMPLE_RELEASES], { CLUSTERSTACK_CHART_TIMEOUT: '0' }, 'error: --chart-timeout / CLUSTERSTACK_CHART_TIMEOUT must be at least 1 ms, not "0"'],
+      [['--release-source', EXAMPLE_RELEASES, '--github-api-url', 'not a url'], {}, 'error: --github-api-url / GITHUB_API_URL must be an http:// or https:// URL'],
+      [['--release-source', EXAMPLE_RELEASES, '--cache-dir', '/dev/null/cache'], {}, 'error: the cache directory /dev/null/cache (--cache-dir) cannot be created or written (ENOTDIR)'],
+    ];
+    for (const [args, env, message] of cases) {
+      const result = await refusedRender(args, env);
+      expect(result.stderr, args.join(' ')).toContain(message);
+      expect(result.stderr).toMatch(/\nRun 'clusterstack render --help' for its options and examples\.\n$/);
+      expect(result.code, args.join(' ')).toBe(2);
+    }
+    const oci = await runCliProcess(['render', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--oci', 'oci://localhost:1/fleet:Bad tag']);
+    expect(oci.stderr).toMatch(/^error: --oci oci:\/\/localhost:1\/fleet:Bad tag: "Bad tag" is not a valid tag/);
+    expect(oci.code).toBe(2);
+    for (const [args, message] of [
+      [['--kubernetes-version', 'one.thirty'], 'error: --kubernetes-version must be a Kubernetes minor version such as 1.30, not "one.thirty"'],
+      [['--channel', 'Stable'], 'error: --channel must be a channel such as stable, custom or alpha (lowercase letters and digits), not "Stable"'],
+      [['--source', 'github:only-owner'], 'error: --source: release source github:only-owner: expected github:<owner>/<repo>'],
+    ] as const) {
+      const result = await runCliProcess(['releases', 'list', ...(args[0] === '--source' ? [] : ['--source', EXAMPLE_RELEASES]), ...args]);
+      expect(result.stderr).toContain(message);
+      expect(result.stdout).toBe('');
+      expect(result.code).toBe(2);
+    }
+  });
+
+  it('3: a release source that is down, blamed instead of the Clusters', async () => {
+    const port = await closedPort();
+    const result = await plan(['--release-source', 'github:example/stacks', '--github-api-url', `http://127.0.0.1:${port}`, '--remote-timeout', '2s', '--cache-dir', await tempDir()]);
+    expect(result.code).toBe(3);
+    expect(result.stdout).toMatch(/ClusterStack cluster-stacks\/docker-ferrol-1-30: GitHub at http:\/\/127\.0\.0\.1:\d+: .*retry later/);
+    expect(result.stdout).toMatch(/cluster-stacks\/alpha .*whose release source github:example\/stacks could not be listed .*; retry later/);
+    expect(result.stdout).not.toMatch(/create one/);
+  });
+
+  it('4: an error clusterstack did not foresee, with the stack for the report', async () => {
+    // Injected into the real process, no hook in the product: a preloaded module breaks stdout, so
+    // printing the release list throws a TypeError no code of ours declares a kind for.
+    const breakStdout = `data:text/javascript,${encodeURIComponent("process.stdout.write = () => { throw new TypeError('stdout is broken on purpose'); };")}`;
+    const result = await runCliProcess(['releases', 'list', '--source', EXAMPLE_RELEASES], { nodeArgs: ['--import', breakStdout] });
+    expect(result.code).toBe(4);
+    expect(result.stderr).toMatch(/^error: stdout is broken on purpose\nThis is a bug in clusterstack \(an error of a kind it does not know\): please report it with this output and the command line\.\n {4}at /);
+  });
+});
+
+/** A local port nothing listens on: connections to it are refused at once. */
+async function closedPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}

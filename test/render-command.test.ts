@@ -211,9 +211,9 @@ describe('clusterstack render (one broken unit is withheld alone)', () => {
   const twoClusters = (): Promise<string> =>
     writeTree({ 'stack.yaml': FERROL_STACK_YAML.replace('versions: [v1]', 'versions: [v1, v2]'), 'c.yaml': clusterYaml('one', 'docker-ferrol-1-30-v1') + clusterYaml('two', 'docker-ferrol-1-30-v2') });
 
-  async function expectOnlyOneWithheld(releases: string, reason: RegExp): Promise<Record<string, string>> {
+  async function expectOnlyOneWithheld(releases: string, reason: RegExp, env: NodeJS.ProcessEnv = {}): Promise<Record<string, string>> {
     const out = path.join(await tempDir(), 'out');
-    const result = await render([await twoClusters(), '--release-source', releases, '--output', out]);
+    const result = await render([await twoClusters(), '--release-source', releases, '--output', out], env);
     expect(result.code).toBe(0);
     expect(result.report.withheld).toEqual([expect.objectContaining({ kind: 'cluster', namespace: 'cluster-stacks', name: 'one', reason: expect.stringMatching(reason) })]);
     const files = await readOutput(out);
@@ -267,6 +267,47 @@ describe('clusterstack render (one broken unit is withheld alone)', () => {
     const result = await render([await twoClusters(), '--release-source', releases, '--output', path.join(await tempDir(), 'out')]);
     expect(`${result.stderr}${JSON.stringify(result.report)}`).toMatch(/docker-ferrol-1-30-v1\/cluster-addon-values\.yaml:2: is not text Kubernetes reads: incomplete UTF-8 octet sequence at byte offset 21 \(line 2\); the release must be fixed/);
     expect(result.code).toBe(1);
+  });
+
+  it('withholds a cluster whose addon chart never finishes rendering, at --chart-timeout, naming the flag and the variable', async () => {
+    const chart = await writeTree({
+      'Chart.yaml': 'apiVersion: v2\nname: loops\nversion: 1.0.0\n',
+      'templates/cm.yaml': '{{- range until 100000 }}{{ range until 100000 }}{{ range until 100000 }}{{ end }}{{ end }}{{ end }}\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: never}\n',
+    });
+    const started = Date.now();
+    await expectOnlyOneWithheld(await releasesWithAddonChart(chart, ''), /helm did not finish rendering cluster-addon .* within 1\.5s and was stopped: a template that never ends .* raise --chart-timeout \(CLUSTERSTACK_CHART_TIMEOUT\)/, { CLUSTERSTACK_CHART_TIMEOUT: '1500ms' });
+    expect(Date.now() - started).toBeLessThan(30_000);
+  });
+
+  it('withholds only the cluster whose values template loops, at the limit CLUSTERSTACK_VALUES_TIMEOUT sets, keeping its previous output', async () => {
+    const releases = await copyExampleReleases();
+    const values = path.join(releases, 'docker-ferrol-1-30-v1', 'cluster-addon-values.yaml');
+    const inputs = await writeTree({ 'stack.yaml': FERROL_STACK_YAML, 'c.yaml': ['one', 'loops', 'three'].map((name) => clusterYaml(name, 'docker-ferrol-1-30-v1')).join('') });
+    const out = path.join(await tempDir(), 'out');
+    expect((await render([inputs, '--release-source', releases, '--output', out])).code).toBe(0);
+    const before = await readOutput(out);
+    const loopsBefore = Object.entries(before).filter(([file]) => file.startsWith('clusters/cluster-stacks/loops/'));
+    expect(loopsBefore.length).toBeGreaterThan(0);
+
+    // The three clusters share one values chunk: the loop must not take the other two with it.
+    const template = await readFile(values, 'utf8');
+    await writeFile(values, template.replace('values: |\n', 'values: |\n  {{- if eq .Cluster.metadata.name "loops" }}{{ range until 100000 }}{{ range until 100000 }}{{ range until 100000 }}{{ end }}{{ end }}{{ end }}{{ end }}\n  changed: {{ .Cluster.metadata.name }}\n'));
+    const started = Date.now();
+    const result = await render([inputs, '--release-source', releases, '--output', out], { CLUSTERSTACK_VALUES_TIMEOUT: '1500ms' });
+
+    expect(Date.now() - started).toBeLessThan(30_000);
+    expect(result.code).toBe(0);
+    expect(result.report.withheld).toEqual([
+      expect.objectContaining({ kind: 'cluster', name: 'loops', previousOutputKept: true, reason: 'docker-ferrol-1-30-v1/cluster-addon-values.yaml: did not finish within 1.5s and was stopped: a template that never ends (a loop, a recursive include) is the usual cause; fix it, or if it really needs longer raise --values-timeout (CLUSTERSTACK_VALUES_TIMEOUT)' }),
+    ]);
+    const after = await readOutput(out);
+    expect(Object.entries(after).filter(([file]) => file.startsWith('clusters/cluster-stacks/loops/'))).toEqual(loopsBefore);
+    // The other two got their new values and rendered (the chart ignores the added key).
+    expect(result.report.units.rendered).toBe(2);
+    for (const name of ['one', 'three']) expect(Object.keys(after).some((file) => file.startsWith(`clusters/cluster-stacks/${name}/`))).toBe(true);
+    // Not remembered as failed for these inputs: a larger limit evaluates it again (and it loops again).
+    const again = await render([inputs, '--release-source', releases, '--output', out, '--values-timeout', '1s']);
+    expect(again.report.withheld).toEqual([expect.objectContaining({ name: 'loops', reason: expect.stringContaining('within 1s') })]);
   });
 
   it('names the origin of a values template with a syntax error, and publishes everything else', async () => {

@@ -108,6 +108,20 @@ describe('resolveReleases', () => {
     expect(byName.mismatch!.problems[0]!.message).toMatch(/is v1.31.0 but class docker-ferrol-1-30-v3 is for Kubernetes 1.30/);
   });
 
+  it('blames the release source, not the Cluster, when its ClusterStack could not be listed', () => {
+    const resolution = resolveReleases({ stacks: [], unlisted: [{ stack: aClusterStack().build(), source: 'github:example/stacks', retryable: true }], clusters: [aCluster('alpha', 'docker-ferrol-1-30-v1')] });
+    const [alpha] = resolution.clusters;
+    expect(alpha!.problems).toEqual([
+      {
+        object: 'Cluster cluster-stacks/alpha',
+        path: 'spec.topology.class',
+        message: "names docker-ferrol-1-30-v1, of ClusterStack cluster-stacks/docker-ferrol-1-30, whose release source github:example/stacks could not be listed (the ClusterStack's problem says why); nothing is decided for this Cluster until it can be; retry later",
+        retryable: true,
+      },
+    ]);
+    expect(resolution.clusterStacks).toEqual([]);
+  });
+
   it('ignores Clusters whose class is not a cluster stack class', () => {
     const resolution = resolveReleases({ stacks: [{ stack: aClusterStack().build(), releases: STABLE }], clusters: [aCluster('plain', 'my-own-class'), aCluster('none', undefined)] });
     expect(resolution.clusters.map((c) => c.managed)).toEqual([false, false]);

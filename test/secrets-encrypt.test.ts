@@ -206,14 +206,18 @@ describe('render --secrets encrypt (bad input: clear message, nothing written)',
     return result;
   }
 
-  it('refuses an invalid age recipient', async () => {
+  it('refuses an invalid age recipient as a bad flag (or variable) value, exit 2', async () => {
     // Change the last character (the checksum) to one it is not: the recipient is random per run.
     const broken = `${recipient.slice(0, -1)}${recipient.endsWith('x') ? 'y' : 'x'}`;
     const result = await refused(['--secrets', 'encrypt', '--age-recipient', broken]);
-    expect(result.code).toBe(1);
+    expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/--age-recipient: ".*" is not a valid age recipient .*nothing was rendered or written/);
     const typo = await refused(['--secrets', 'encrypt', '--age-recipient', 'age1short']);
+    expect(typo.code).toBe(2);
     expect(typo.stderr).toContain('is not an age X25519 recipient');
+    const variable = await refused(['--secrets', 'encrypt'], { CLUSTERSTACK_AGE_RECIPIENTS: 'bogus' });
+    expect(variable.code).toBe(2);
+    expect(variable.stderr).toContain('CLUSTERSTACK_AGE_RECIPIENTS: "bogus" is not an age X25519 recipient');
   });
 
   it('refuses encrypt without any recipient, naming the ways to give one', async () => {

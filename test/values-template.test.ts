@@ -235,6 +235,25 @@ describe('evaluateValuesTemplates', () => {
   });
 });
 
+  it('stops a template that loops at the time limit and fails that item alone, the others of its batch evaluated', async () => {
+    // A loop of 10^15 iterations in small lists: CPU, no memory, never ends in a test's lifetime.
+    const template = 'values: |\n  name: {{ .Cluster.metadata.name }}\n{{- if eq .Cluster.metadata.name "loops" }}{{ range until 100000 }}{{ range until 100000 }}{{ range until 100000 }}{{ end }}{{ end }}{{ end }}{{ end }}\n';
+    const items = ['one', 'loops', 'three'].map((name) => item(name, template, { Cluster: aCluster(name) }));
+    const started = Date.now();
+
+    const results = await evaluateValuesTemplates(runner, items, '1.30.4', { timeoutMs: 1500 });
+
+    // The batch runs out once, then each item alone: the looping one runs out again.
+    expect(Date.now() - started).toBeLessThan(15_000);
+    expect(ok(results[0])).toEqual({ name: 'one' });
+    expect(ok(results[2])).toEqual({ name: 'three' });
+    const looped = failure(results[1]);
+    expect(looped.timedOut).toBe(true);
+    expect(looped.missingField).toBeUndefined();
+    expect(looped.message).toBe(`${ORIGIN}: did not finish within 1.5s and was stopped: a template that never ends (a loop, a recursive include) is the usual cause; fix it, or if it really needs longer raise --values-timeout (CLUSTERSTACK_VALUES_TIMEOUT)`);
+    expect(runner.inFlight).toBe(0);
+  });
+
 describe('evaluateValuesTemplates: numbers keep their Go types', () => {
   // What the cluster-stack-operator's unstructured objects hold: int64 integers, float64 floats,
   // strings as strings however numeric they look. The guard fails the item (in lint and template

@@ -7,7 +7,7 @@ import { retryableProblems } from '../plan/plan-report.js';
 import { type CliIo, EXIT_OK, RemoteFailureError, UsageError } from './cli-io.js';
 import { didYouMean } from './did-you-mean.js';
 import { parseCommandLine } from './parse-command-line.js';
-import { configFromFlags, resolveLocation, SOURCE_OPTIONS, planFromInputs } from './common-options.js';
+import { checkCacheDir, configFromFlags, resolveLocation, SOURCE_OPTIONS, planFromInputs } from './common-options.js';
 import { ChartRenderCache } from '../plan/chart-render-cache.js';
 import { chartRenderKeysOf } from './plan-conflicts.js';
 
@@ -61,6 +61,7 @@ export async function cacheCommand(args: string[], io: CliIo): Promise<number> {
   if (action !== 'size' && action !== 'prune') throw new UsageError(`cache needs a subcommand: size or prune${action ? ` (not "${action}"${didYouMean(action, ['size', 'prune'])})` : ''}`);
   const { values, positionals } = parseCommandLine(`cache ${action}`, { args: rest, allowPositionals: action === 'prune', options: { ...SOURCE_OPTIONS, json: { type: 'boolean', default: false } } });
   const config = configFromFlags(values, io);
+  await checkCacheDir(config, values, io);
   const cache = new ReleaseCache(config.cacheDir);
 
   if (action === 'size') {
@@ -79,7 +80,7 @@ export async function cacheCommand(args: string[], io: CliIo): Promise<number> {
   }
 
   if (positionals.length === 0 || !values['release-source']) throw new UsageError('cache prune needs the inputs (ClusterStacks and Clusters) and --release-source, to know which releases are still kept');
-  const location = resolveLocation(values['release-source'], io.cwd);
+  const location = resolveLocation(values['release-source'], io.cwd, '--release-source');
   const plan = await planFromInputs(positionals, location, config, values, io);
   // What is kept is not known unless the inputs and their sources could all be read: remove nothing.
   const remote = retryableProblems(plan);

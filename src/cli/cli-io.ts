@@ -1,5 +1,5 @@
 // What a command may touch of the outside world; tests pass their own.
-import { FAILURE_REACTIONS } from '../core/failure.js';
+import { Failure, FAILURE_REACTIONS } from '../core/failure.js';
 
 export interface CliIo {
   stdout: (text: string) => void;
@@ -36,4 +36,17 @@ export class RemoteFailureError extends Error {
     super(message);
     this.name = 'RemoteFailureError';
   }
+}
+
+/**
+ * The working directory was removed (or moved away) while the shell was in it: node cannot say where
+ * relative paths point. A person fixes it with a `cd` (exit 1), which the message says.
+ */
+export function workingDirectoryGone(): Failure {
+  return new Failure('fix-input', 'the current working directory no longer exists (it was removed or moved away while the shell was in it), so relative paths mean nothing; cd into an existing directory and run the command again');
+}
+
+/** Whether `error` is node failing to read the working directory (`uv_cwd`). */
+export function isWorkingDirectoryGone(error: unknown): boolean {
+  return (error as NodeJS.ErrnoException | null)?.syscall === 'uv_cwd';
 }

@@ -2,14 +2,16 @@
 // The provider and layer chart fetchers load their modules (registry client, chart repositories)
 // on first use: plan over inputs without providers or chart layers never needs them.
 import path from 'node:path';
-import { type Config, resolveConfig } from '../config.js';
+import { access, constants, mkdir } from 'node:fs/promises';
+import { type Config, ConfigError, ENVIRONMENT, resolveConfig } from '../config.js';
+import { Failure } from '../core/failure.js';
 import { readInputFiles } from '../inputs/read-input-files.js';
 import { buildPlan, type Plan } from '../plan/build-plan.js';
-import { createSourceOpener, type SourceOpener, type SourceOptions } from '../sources/open-release-source.js';
+import { checkSourceLocation, createSourceOpener, type SourceOpener, type SourceOptions } from '../sources/open-release-source.js';
 import type { ProviderFetcher } from '../providers/provider-fetcher.js';
 import { createConnectingFetch } from '../sources/remote-fetch.js';
 import type { LayerChartFetcher } from '../sources/helm-chart-source.js';
-import type { CliIo } from './cli-io.js';
+import { type CliIo, UsageError } from './cli-io.js';
 
 export const SOURCE_OPTIONS = {
   'release-source': { type: 'string' },
@@ -34,6 +36,17 @@ export const SOURCE_HELP = `  --release-source <src>   a directory (one sub-dire
   --layer-root <dir>       the repository AddonsLayer source paths (./addons/...) are relative to
                            (default: the Git work tree holding the layer's file)`;
 
+/** The time limits of helm processes: render, plan and the controller take them. */
+export const HELM_TIMEOUT_OPTIONS = {
+  'values-timeout': { type: 'string' },
+  'chart-timeout': { type: 'string' },
+} as const;
+
+export const HELM_TIMEOUT_HELP = `  --values-timeout <d>     one Cluster's addon values template; a template still running then (a loop)
+                           withholds that Cluster alone (default 20s; CLUSTERSTACK_VALUES_TIMEOUT)
+  --chart-timeout <d>      one chart render (helm template); a render still running then withholds its
+                           release or Cluster alone (default 60s; CLUSTERSTACK_CHART_TIMEOUT)`;
+
 export interface SourceFlags {
   'release-source'?: string | undefined;
   'cache-dir'?: string | undefined;
@@ -45,6 +58,8 @@ export interface SourceFlags {
   'layer-root'?: string | undefined;
   'lock-timeout'?: string | undefined;
   'max-delete-share'?: string | undefined;
+  'values-timeout'?: string | undefined;
+  'chart-timeout'?: string | undefined;
   helm?: string | undefined;
 }
 
@@ -52,8 +67,16 @@ export function isRemoteLocation(location: string): boolean {
   return location.startsWith('github:') || location.startsWith('oci://');
 }
 
-/** A local source path is resolved against the working directory; remote ones stay as given. */
-export function resolveLocation(location: string, cwd: string): string {
+/**
+ * A local source path is resolved against the working directory; remote ones stay as given. A
+ * malformed remote one (`github:only-owner`) is a bad value of `flag`: a usage error (exit 2).
+ */
+export function resolveLocation(location: string, cwd: string, flag: string): string {
+  try {
+    checkSourceLocation(location);
+  } catch (error) {
+    throw new UsageError(`${flag}: ${(error as Error).message}`);
+  }
   return isRemoteLocation(location) ? location : path.resolve(cwd, location);
 }
 
@@ -66,8 +89,33 @@ export function configFromFlags(flags: SourceFlags, io: CliIo): Readonly<Config>
     ...(flags['read-timeout'] ? { readTimeout: flags['read-timeout'] } : {}),
     ...(flags['remote-timeout'] ? { remoteTimeout: flags['remote-timeout'] } : {}),
     ...(flags['lock-timeout'] ? { lockTimeout: flags['lock-timeout'] } : {}),
+    ...(flags['values-timeout'] ? { valuesTimeout: flags['values-timeout'] } : {}),
+    ...(flags['chart-timeout'] ? { chartTimeout: flags['chart-timeout'] } : {}),
     ...(flags['max-delete-share'] ? { maxDeleteShare: flags['max-delete-share'] } : {}),
   });
+}
+
+/**
+ * Makes sure the cache directory exists and can be written, before anything is read: a cache that
+ * cannot be used (HOME=/nonexistent, a read-only volume) is named with the ways to move it, never a
+ * raw EACCES mid-run. Named by --cache-dir or CLUSTERSTACK_CACHE_DIR it is a bad setting (exit 2);
+ * the default under HOME or XDG_CACHE_HOME needs a fix of the environment (exit 1).
+ */
+export async function checkCacheDir(config: Readonly<Config>, flags: SourceFlags, io: CliIo): Promise<void> {
+  try {
+    await mkdir(config.cacheDir, { recursive: true });
+    await access(config.cacheDir, constants.W_OK | constants.X_OK);
+  } catch (error) {
+    const named = flags['cache-dir'] ? '--cache-dir' : io.env[ENVIRONMENT.cacheDir]?.trim() ? ENVIRONMENT.cacheDir : undefined;
+    const why = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    const message = `the cache directory ${config.cacheDir}${named ? ` (${named})` : ' (the default, under XDG_CACHE_HOME or HOME)'} cannot be created or written (${why}); point --cache-dir or ${ENVIRONMENT.cacheDir} at a directory this user may write`;
+    throw named ? new ConfigError(message) : new Failure('fix-input', message);
+  }
+}
+
+/** What createHelmDependencies takes from the configuration: the binary, PATH, work directory and time limits. */
+export function helmOptionsFrom(config: Readonly<Config>): { configured?: string; pathEnv: string; workDir: string; timeouts: Config['helmTimeouts'] } {
+  return { ...(config.helmBinary ? { configured: config.helmBinary } : {}), pathEnv: config.pathEnv, workDir: path.join(config.cacheDir, 'helm'), timeouts: config.helmTimeouts };
 }
 
 export function sourceOpenerFrom(config: Readonly<Config>, flags: SourceFlags, onWarning?: (message: string) => void, onRequest?: SourceOptions['onRequest']): SourceOpener {

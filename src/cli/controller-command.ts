@@ -20,7 +20,7 @@ import { type CliIo, EXIT_FAILURE, EXIT_OK, UsageError } from './cli-io.js';
 import { controllerSecretSettings } from './secret-options.js';
 import { parseCommandLine } from './parse-command-line.js';
 import { SchedulerConfigFile } from '../controller/reconcile/scheduler-config-file.js';
-import { configFromFlags, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, layerChartFetcherFrom, providerFetcherFrom, sourceOpenerFrom } from './common-options.js';
+import { checkCacheDir, configFromFlags, HELM_TIMEOUT_HELP, HELM_TIMEOUT_OPTIONS, helmOptionsFrom, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, layerChartFetcherFrom, providerFetcherFrom, sourceOpenerFrom } from './common-options.js';
 
 export const CONTROLLER_USAGE = `Usage: clusterstack controller --release-source <source> (--git <repo> | --output <dir> | --oci <ref>) [options]
 
@@ -47,6 +47,7 @@ ${SOURCE_HELP}
                              (CLUSTERSTACK_SOPS_CONFIG)
   --sops-secret <name>       Flux: the Secret with the age identity (CLUSTERSTACK_SOPS_SECRET, default sops-age)
   --helm <path>              the helm binary (CLUSTERSTACK_HELM)
+${HELM_TIMEOUT_HELP}
 
 GitOps (sync state read back into ManifestsSynced conditions):
   --gitops <engine>          none (default) | flux | argocd (CLUSTERSTACK_GITOPS)
@@ -141,6 +142,7 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
     args,
     options: {
       ...SOURCE_OPTIONS,
+      ...HELM_TIMEOUT_OPTIONS,
       git: { type: 'string' },
       output: { type: 'string' },
       oci: { type: 'string' },
@@ -215,6 +217,7 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
+  const defaultSource = resolveLocation(settings.releaseSource, io.cwd, '--release-source (CLUSTERSTACK_RELEASE_SOURCE)');
   if (!SECRET_POLICIES.includes(settings.secrets as SecretPolicy)) throw new UsageError(`--secrets must be one of ${SECRET_POLICIES.join(', ')}, not "${settings.secrets}"`);
   let engine: WiringOptions['engine'];
   try {
@@ -239,6 +242,7 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
     throw new UsageError((error as Error).message);
   }
   const config = configFromFlags(values, io);
+  await checkCacheDir(config, values, io);
   const logger = createLogger({ level: settings.logLevel as 'info' });
   // Read at start and again whenever the file changes (a ConfigMap volume): a file that cannot be
   // read stops the start; one that is not valid keeps the published requests output until fixed.
@@ -248,8 +252,7 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
   checkOutputSettings(output);
   // Every reconcile would fail on it: refuse at start, saying so.
   if (output.git) await checkGitAvailable(config.childEnv, `--git ${output.git}`);
-  const plainWiring = wiringOptionsFor(output, settings, false);
-  const wiring = plainWiring && secretSettings.sopsSecret ? { ...plainWiring, sopsSecret: secretSettings.sopsSecret } : plainWiring;
+  const wiring = wiringOptionsFor(output, { ...settings, sopsSecret: secretSettings.sopsSecret }, false);
   if (engine !== 'none' && !wiring) logger.info({ engine }, 'No --gitops-url: wiring is not generated; sync state is read from existing objects');
 
   // Ours alone from here on; a controller killed before us may have left git locks in its clones.
@@ -282,12 +285,12 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
     kube: createKubeClient({ kubeConfig, identity: settings.identity }),
     publisher: createOutputPublisher(output, config, io.cwd),
     revisionKind: revisionKindOf(output),
-    defaultSource: resolveLocation(settings.releaseSource, io.cwd),
+    defaultSource,
     openSource,
     providerFetcher: providerFetcherFrom(config, values, openSource),
     layerChartFetcher: layerChartFetcherFrom(config, values),
     workDir: config.cacheDir,
-    helm: createHelmDependencies({ ...(config.helmBinary ? { configured: config.helmBinary } : {}), pathEnv: config.pathEnv, workDir: path.join(config.cacheDir, 'helm') }),
+    helm: createHelmDependencies(helmOptionsFrom(config)),
     secrets: settings.secrets as SecretPolicy,
     ...(secretSettings.encryption ? { encryption: secretSettings.encryption } : {}),
     engine,

@@ -4,12 +4,20 @@
 import { endPhase } from './phase-timings.js';
 
 endPhase('node');
-const { runCli } = await import('./run-cli.js');
+const [{ runCli }, { workingDirectoryGone }] = await Promise.all([import('./run-cli.js'), import('./cli-io.js')]);
 const code = await runCli(process.argv.slice(2), {
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
   env: process.env,
-  cwd: process.cwd(),
+  // Read when a command first needs it: in a deleted directory `--help` and `version` still work, and
+  // any other command ends with a message instead of node's uncaught uv_cwd error.
+  get cwd(): string {
+    try {
+      return process.cwd();
+    } catch {
+      throw workingDirectoryGone();
+    }
+  },
   isTty: Boolean(process.stderr.isTTY),
 });
 process.exitCode = code;

@@ -3,6 +3,7 @@
 import path from 'node:path';
 import type { ProtectedPath } from '../../gitops/protected-paths.js';
 import { subdirProblem } from '../../gitops/tree-paths.js';
+import { parseOciArtifactReference } from '../oci/oci-reference.js';
 import { UsageError } from './cli-io.js';
 
 export interface OutputSettings {
@@ -27,7 +28,7 @@ export interface WiringSettings {
   gitopsSecret?: string | undefined;
 }
 
-/** Checks that exactly one output is chosen and that its options fit together. */
+/** Checks that exactly one output is chosen, that its options fit together, and that an --oci reference parses (a usage error otherwise). */
 export function checkOutputSettings(settings: OutputSettings): void {
   if ([settings.output, settings.git, settings.oci].filter(Boolean).length !== 1) throw new UsageError('exactly one of --output <dir>, --git <repo> or --oci <oci://registry/repo:tag> is needed');
   if (settings.pullRequest && !settings.git) throw new UsageError('--pull-request needs --git <GitHub repository URL>');
@@ -35,6 +36,14 @@ export function checkOutputSettings(settings: OutputSettings): void {
   if (when !== 'close' && when !== 'leave') throw new UsageError(`--pr-when-unnecessary must be close or leave, not "${when}"`);
   const pathProblem = settings.git ? subdirProblem(settings.path) : undefined;
   if (pathProblem !== undefined) throw new UsageError(`--path "${settings.path}" ${pathProblem}`);
+  if (settings.oci) {
+    try {
+      parseOciArtifactReference(settings.oci);
+    } catch (error) {
+      const message = (error as Error).message;
+      throw new UsageError(message.startsWith('--oci') ? message : `--oci: ${message}`);
+    }
+  }
 }
 
 export function isUrl(value: string): boolean {

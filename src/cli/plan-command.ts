@@ -5,7 +5,7 @@ import path from 'node:path';
 import { formatPlanReport, planReport, reportHasProblems, retryableProblems } from '../plan/plan-report.js';
 import { type CliIo, EXIT_FAILURE, EXIT_OK, EXIT_PROBLEMS, UsageError } from './cli-io.js';
 import { parseCommandLine } from './parse-command-line.js';
-import { configFromFlags, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, planFromInputs } from './common-options.js';
+import { checkCacheDir, configFromFlags, HELM_TIMEOUT_HELP, HELM_TIMEOUT_OPTIONS, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, planFromInputs } from './common-options.js';
 import { readSchedulerConfigOption, SCHEDULER_CONFIG_HELP } from './scheduler-config-option.js';
 import { localOutputDirectory } from './output-settings.js';
 import { PLAN_TARGET_HELP, PLAN_TARGET_OPTIONS, planTargetSettings, readPlanTarget } from './plan-target.js';
@@ -25,6 +25,7 @@ resolves which releases each ClusterStack keeps and which release each Cluster u
 
 Options:
 ${SOURCE_HELP}
+${HELM_TIMEOUT_HELP}
   --json                   print one JSON report instead of tables
 ${SCHEDULER_CONFIG_HELP}
                            (without a target plan schedules as a first render would)
@@ -56,6 +57,7 @@ export async function planCommand(args: string[], io: CliIo): Promise<number> {
     allowPositionals: true,
     options: {
       ...SOURCE_OPTIONS,
+      ...HELM_TIMEOUT_OPTIONS,
       ...PLAN_TARGET_OPTIONS,
       json: { type: 'boolean', default: false },
       'scheduler-config': { type: 'string' },
@@ -69,7 +71,8 @@ export async function planCommand(args: string[], io: CliIo): Promise<number> {
   const releaseSource = values['release-source'];
   if (!releaseSource) throw new UsageError('plan needs --release-source (a directory, github:owner/repo or oci://registry/repo)');
   const config = configFromFlags(values, io);
-  const location = resolveLocation(releaseSource, io.cwd);
+  await checkCacheDir(config, values, io);
+  const location = resolveLocation(releaseSource, io.cwd, '--release-source');
   const warn = values.json ? undefined : (message: string): void => io.stderr(`warning: ${message}\n`);
   const scheduler = await readSchedulerConfigOption(values['scheduler-config'], io.cwd);
   const targetSettings = planTargetSettings(values);

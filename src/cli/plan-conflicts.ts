@@ -35,7 +35,7 @@ export async function releaseConflictNotes(plan: Plan, config: Readonly<Config>)
     () => helmBinaryIdentity(helmOptions),
     async () => {
       const [{ createHelmDependencies }, { HelmNotFoundError }] = await Promise.all([import('../../renderers/helm-dependencies.js'), import('../../renderers/helm-errors.js')]);
-      const { renderChart } = createHelmDependencies({ ...helmOptions, workDir: path.join(config.cacheDir, 'helm') });
+      const { renderChart } = createHelmDependencies({ ...helmOptions, workDir: path.join(config.cacheDir, 'helm'), timeouts: config.helmTimeouts });
       return async (request) => {
         try {
           return await renderChart(request);

@@ -5,7 +5,7 @@ import { channelOf, formatDotVersion } from '../core/stack-version.js';
 import { type CliIo, EXIT_OK, UsageError } from './cli-io.js';
 import { didYouMean } from './did-you-mean.js';
 import { parseCommandLine } from './parse-command-line.js';
-import { configFromFlags, resolveLocation, SOURCE_OPTIONS, sourceOpenerFrom } from './common-options.js';
+import { checkCacheDir, configFromFlags, resolveLocation, SOURCE_OPTIONS, sourceOpenerFrom } from './common-options.js';
 
 export const RELEASES_USAGE = `Usage: clusterstack releases list --source <source> [filters] [--json]
 
@@ -44,16 +44,20 @@ export async function releasesCommand(args: string[], io: CliIo): Promise<number
       json: { type: 'boolean', default: false },
     },
   });
+  const kubernetesVersion = kubernetesMinorFilter(values['kubernetes-version']);
+  // Channels are `stable`, `custom` or a pre-release label (`alpha`): lowercase, as version tags spell them.
+  if (values.channel !== undefined && !/^[a-z][a-z0-9]*$/.test(values.channel)) throw new UsageError(`--channel must be a channel such as stable, custom or alpha (lowercase letters and digits), not "${values.channel}"`);
   const location = values.source ?? values['release-source'];
   if (!location) throw new UsageError('releases list needs --source (a directory, github:owner/repo or oci://registry/repo)');
   const config = configFromFlags(values, io);
+  await checkCacheDir(config, values, io);
   const warn = (message: string): void => io.stderr(`warning: ${message}\n`);
-  const source = sourceOpenerFrom(config, values, warn)(resolveLocation(location, io.cwd));
+  const source = sourceOpenerFrom(config, values, warn)(resolveLocation(location, io.cwd, values.source !== undefined ? '--source' : '--release-source'));
   const listing = await source.list();
   for (const skipped of listing.skipped) warn(`skipped "${skipped.name}": ${skipped.reason}`);
   const matching = listing.releases
     .filter((release) => (values.provider === undefined || release.parsed.provider === values.provider) && (values.name === undefined || release.parsed.name === values.name))
-    .filter((release) => values['kubernetes-version'] === undefined || kubernetesMinorOf(release.parsed) === values['kubernetes-version'])
+    .filter((release) => kubernetesVersion === undefined || kubernetesMinorOf(release.parsed) === kubernetesVersion)
     .filter((release) => values.channel === undefined || channelOf(release.parsed.version) === values.channel);
   // Group by stack and channel (versions only compare within one), oldest first inside each group.
   const groupKey = (release: (typeof matching)[number]): string => `${release.tag.split('-').slice(0, 4).join('-')} ${channelOf(release.parsed.version)}`;
@@ -80,4 +84,12 @@ export async function releasesCommand(args: string[], io: CliIo): Promise<number
   const widths = header.map((_, column) => Math.max(...table.map((row) => row[column]!.length)));
   io.stdout(`${table.map((row) => row.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd()).join('\n')}\n`);
   return EXIT_OK;
+}
+
+/** `--kubernetes-version 1.30` (or `v1.30`) as release tags hold it; anything else is a usage error, not a filter that matches nothing. */
+function kubernetesMinorFilter(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  const match = /^v?(\d+)\.(\d+)$/.exec(value.trim());
+  if (!match) throw new UsageError(`--kubernetes-version must be a Kubernetes minor version such as 1.30, not "${value}"`);
+  return `${Number(match[1])}.${Number(match[2])}`;
 }

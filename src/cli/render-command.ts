@@ -21,7 +21,7 @@ import { openOutputPublisher } from './open-output-publisher.js';
 import { checkOutputSettings, localOutputDirectory, type OutputSettings } from './output-settings.js';
 import { wiringOptionsFor } from './wiring-options.js';
 import { SECRET_HELP, secretSettingsFrom } from './secret-options.js';
-import { configFromFlags, isRemoteLocation, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, planFromInputs } from './common-options.js';
+import { checkCacheDir, configFromFlags, HELM_TIMEOUT_HELP, HELM_TIMEOUT_OPTIONS, helmOptionsFrom, isRemoteLocation, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, planFromInputs } from './common-options.js';
 import { readSchedulerConfigOption, SCHEDULER_CONFIG_HELP } from './scheduler-config-option.js';
 
 export const RENDER_USAGE = `Usage: clusterstack render <files or dirs...> --release-source <source> (--output <dir> | --git <repo> | --oci <ref>) [options]
@@ -53,6 +53,7 @@ Options:
 ${SOURCE_HELP}
 ${SECRET_HELP}
   --helm <path>            the helm binary (CLUSTERSTACK_HELM; default: bundled, then PATH)
+${HELM_TIMEOUT_HELP}
   --readme-template <file> Handlebars template for the tree's README.md
   --commit-template <file> Handlebars template for the commit message
   --json                   print a JSON report (files written/removed, withheld, commit)
@@ -123,6 +124,7 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
     allowPositionals: true,
     options: {
       ...SOURCE_OPTIONS,
+      ...HELM_TIMEOUT_OPTIONS,
       output: { type: 'string' },
       git: { type: 'string' },
       oci: { type: 'string' },
@@ -176,10 +178,10 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   if (!SECRET_POLICIES.includes(values.secrets as SecretPolicy)) throw new UsageError(`--secrets must be one of ${SECRET_POLICIES.join(', ')}, not "${values.secrets}"`);
 
   const secretSettings = await secretSettingsFrom(values.secrets, values, io.env, io.cwd);
-  const wiring = wiringOptionsFor(output, { gitops: values.gitops, gitopsUrl: values['gitops-url'], gitopsNamespace: values['gitops-namespace'], gitopsName: values['gitops-name'], gitopsSecret: values['gitops-secret'] }, true);
-  const gitops = wiring && secretSettings.sopsSecret ? { ...wiring, sopsSecret: secretSettings.sopsSecret } : wiring;
+  const gitops = wiringOptionsFor(output, { gitops: values.gitops, gitopsUrl: values['gitops-url'], gitopsNamespace: values['gitops-namespace'], gitopsName: values['gitops-name'], gitopsSecret: values['gitops-secret'], sopsSecret: secretSettings.sopsSecret }, true);
   const config = configFromFlags(values, io);
-  const location = resolveLocation(values['release-source'], io.cwd);
+  await checkCacheDir(config, values, io);
+  const location = resolveLocation(values['release-source'], io.cwd, '--release-source');
   const warnings: string[] = [];
   const warn = (message: string): void => {
     warnings.push(message);
@@ -263,7 +265,7 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   async function startRenderer(checkHelm: boolean): Promise<Renderer> {
     // Loaded only when rendering: a run that changes nothing never needs helm or the pipeline.
     const [{ createHelmDependencies }, { renderAndPublish: renderAndPublishTree }] = await Promise.all([import('../../renderers/helm-dependencies.js'), import('../pipeline/render-and-publish.js')]);
-    const helm = createHelmDependencies({ ...(config.helmBinary ? { configured: config.helmBinary } : {}), pathEnv: config.pathEnv, workDir: path.join(config.cacheDir, 'helm') });
+    const helm = createHelmDependencies(helmOptionsFrom(config));
     if (checkHelm) helm.prepare();
     return { helm, renderAndPublishTree };
   }

@@ -1,7 +1,7 @@
 // Dispatches `clusterstack <command>` and maps every error to a message and an exit code.
 import { ConfigError } from '../config.js';
 import { FAILURE_REACTIONS, failureKindOf } from '../core/failure.js';
-import { type CliIo, EXIT_OK, EXIT_USAGE, UsageError } from './cli-io.js';
+import { type CliIo, EXIT_OK, EXIT_USAGE, isWorkingDirectoryGone, UsageError, workingDirectoryGone } from './cli-io.js';
 import { didYouMean } from './did-you-mean.js';
 import { exitCodesHelp } from './exit-codes-help.js';
 import { endPhase, formatPhaseTimings, resetPhases, timingsWanted } from './phase-timings.js';
@@ -97,7 +97,9 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
  * One place turns a failure into what the user sees and the exit code: the command line (2),
  * else the kind of failure by the table in core/failure.ts (fix the input 1, retry 3, a bug 4).
  */
-function reportError(error: unknown, io: CliIo, command: string): number {
+function reportError(thrown: unknown, io: CliIo, command: string): number {
+  // Node's own error for a removed working directory, from wherever a relative path was resolved.
+  const error = isWorkingDirectoryGone(thrown) ? workingDirectoryGone() : thrown;
   const message = error instanceof Error ? error.message : String(error);
   if (error instanceof UsageError || error instanceof ConfigError) {
     io.stderr(`error: ${message}\nRun 'clusterstack ${command} --help' for its options and examples.\n`);

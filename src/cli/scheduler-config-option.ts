@@ -3,7 +3,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { SchedulerConfig } from '../cluster-requests/scheduler-config.js';
-import { InputError } from '../core/problem.js';
+import { UsageError } from './cli-io.js';
 
 export const SCHEDULER_CONFIG_HELP = `  --scheduler-config <file>  openMCP scheduler configuration (scope, strategy, purposeMappings):
                            publish a ClusterProfile per ClusterStack and turn ClusterRequests into
@@ -16,7 +16,8 @@ export async function readSchedulerConfigOption(file: string | undefined, cwd: s
   try {
     text = await readFile(path.resolve(cwd, file), 'utf8');
   } catch (error) {
-    throw new InputError([{ source: file, message: `--scheduler-config cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})` }]);
+    // A file the flag names that is not there is a bad flag value, as for --sops-config and the templates.
+    throw new UsageError(`--scheduler-config ${file} cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
   }
   // Loaded only when the flag is given: a run without ClusterRequests does not pay for it.
   const { parseSchedulerConfig } = await import('../cluster-requests/scheduler-config.js');

@@ -23,7 +23,10 @@ export interface SecretSettings {
   sopsSecret?: string;
 }
 
-/** The encryption input from flags and the environment; a usage error when they are given without `--secrets encrypt`. */
+/**
+ * The encryption input from flags and the environment; a usage error when they are given without
+ * `--secrets encrypt`, or when a recipient they give is not one (a bad flag or variable value, exit 2).
+ */
 export async function secretSettingsFrom(
   policy: string,
   flags: { 'age-recipient'?: string[]; 'sops-config'?: string; 'sops-secret'?: string },
@@ -37,11 +40,16 @@ export async function secretSettingsFrom(
     if (given.length > 0) throw new UsageError(`${given.join(', ')} only apply with --secrets encrypt`);
     return {};
   }
-  const { splitRecipientList } = await import('../secrets/age-recipients.js');
+  const { checkAgeRecipients, splitRecipientList } = await import('../secrets/age-recipients.js');
   const fromFlags = (flags['age-recipient'] ?? []).flatMap(splitRecipientList);
   const fromEnv = splitRecipientList(env[AGE_RECIPIENTS_VARIABLE] ?? '');
   const recipients = fromFlags.length > 0 ? fromFlags : fromEnv;
   const encryption: EncryptionInput = { recipients, recipientsOrigin: fromFlags.length > 0 ? '--age-recipient' : AGE_RECIPIENTS_VARIABLE };
+  try {
+    checkAgeRecipients(recipients, encryption.recipientsOrigin);
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
   if (flags['sops-config']) {
     const file = path.resolve(cwd, flags['sops-config']);
     try {

@@ -5,7 +5,7 @@
 //   fix-input  a person must change an input, a chart or the configuration: stalled, no retry
 //              until the inputs change (a refused Secret, a chart that fails, an invalid spec)
 //   retry      something outside failed and may work later: backoff with jitter, bounded
-//              (a registry down, a rate limit, a rejected push, a helm timeout)
+//              (a registry down, a rate limit, a rejected push)
 //   wait       a dependency is not ready yet: requeue when its signal comes (a provider release
 //              not ready, a Cluster without its control-plane endpoint)
 //   internal   a bug of ours: reported as such, retried with backoff
@@ -66,7 +66,7 @@ export const EXIT_CODES: readonly { code: number; meaning: string }[] = [
   { code: 0, meaning: 'done; units that must wait (e.g. for a provider) are withheld and listed, not failed' },
   { code: 1, meaning: 'an input, chart or setting needs a fix (the message says which); retrying alone will not help' },
   { code: 2, meaning: 'the command line is wrong' },
-  { code: 3, meaning: 'something outside failed or is not ready yet (a registry, GitHub, a Git remote, a helm timeout); retrying later may help' },
+  { code: 3, meaning: 'something outside failed or is not ready yet (a registry, GitHub, a Git remote, a lock another run holds); retrying later may help' },
   { code: 4, meaning: 'an internal error: a bug, please report it with the message' },
 ];
 

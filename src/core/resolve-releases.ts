@@ -20,9 +20,21 @@ export interface StackInput {
 
 export interface ResolveInput {
   stacks: StackInput[];
+  /**
+   * ClusterStacks whose release source could not be listed: nothing is decided for them, and a
+   * Cluster of theirs is told so (the source, not the Cluster, is at fault).
+   */
+  unlisted?: UnlistedStack[];
   clusters: CapiCluster[];
   /** <Provider>ClusterStackRelease objects: their `status.ready` gates releases of provider stacks. */
   providerReleases?: KubeObject[];
+}
+
+/** A ClusterStack whose source (its location) failed to list its releases; `retryable` when trying later may help. */
+export interface UnlistedStack {
+  stack: ClusterStack;
+  source: string;
+  retryable: boolean;
 }
 
 /** Why a release stays in the output; anything else is dropped (and pruned by the GitOps engine). */
@@ -125,7 +137,7 @@ function findStackForClass(tag: ReleaseTag, namespace: string, stacks: StackInpu
 }
 
 /** Which release each Cluster's `spec.topology.class` names, or why that does not work. */
-function resolveCluster(cluster: CapiCluster, stacks: StackInput[]): ClusterResolution {
+function resolveCluster(cluster: CapiCluster, stacks: StackInput[], unlisted: UnlistedStack[]): ClusterResolution {
   const base = { namespace: namespaceOf(cluster), name: cluster.metadata.name, cluster, problems: [] as Problem[] };
   const className = cluster.spec?.topology?.class;
   if (typeof className !== 'string' || className === '') return { ...base, managed: false };
@@ -149,6 +161,16 @@ function resolveCluster(cluster: CapiCluster, stacks: StackInput[]): ClusterReso
     });
   }
   const stackInput = findStackForClass(tag, classNamespace, stacks);
+  const unlistedStack = stackInput ? undefined : unlisted.find((entry) => findStackForClass(tag, classNamespace, [{ stack: entry.stack, releases: [] }]));
+  if (unlistedStack) {
+    resolution.problems.push({
+      object,
+      path: 'spec.topology.class',
+      message: `names ${className}, of ClusterStack ${objectKey(unlistedStack.stack)}, whose release source ${unlistedStack.source} could not be listed (the ClusterStack's problem says why); nothing is decided for this Cluster until it can be${unlistedStack.retryable ? '; retry later' : ''}`,
+      ...(unlistedStack.retryable ? { retryable: true } : {}),
+    });
+    return resolution;
+  }
   if (!stackInput) {
     resolution.problems.push({
       object,
@@ -270,7 +292,7 @@ function resolveStack(input: StackInput, clusters: ClusterResolution[], provider
 export function resolveReleases(input: ResolveInput): Resolution {
   const clusters = [...input.clusters]
     .sort((a, b) => compareText(objectKey(a), objectKey(b)))
-    .map((cluster) => resolveCluster(cluster, input.stacks));
+    .map((cluster) => resolveCluster(cluster, input.stacks, input.unlisted ?? []));
   const clusterStacks = [...input.stacks]
     .sort((a, b) => compareText(objectKey(a.stack), objectKey(b.stack)))
     .map((stackInput) => resolveStack(stackInput, clusters, input.providerReleases ?? []));

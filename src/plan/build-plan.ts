@@ -4,7 +4,7 @@
 import { ANNOTATION_RELEASE_SOURCE, type ClusterStack } from '../api/types.js';
 import { formatProblem, InputError, type Problem } from '../core/problem.js';
 import { clusterClassName } from '../core/release-tag.js';
-import { type AvailableRelease, type ReleaseDecision, type Resolution, resolveReleases, type StackInput } from '../core/resolve-releases.js';
+import { type AvailableRelease, type ReleaseDecision, type Resolution, resolveReleases, type StackInput, type UnlistedStack } from '../core/resolve-releases.js';
 import { formatDotVersion } from '../core/stack-version.js';
 import { classifyInputs, type Inputs } from '../inputs/classify-inputs.js';
 import type { ParsedManifests } from '../inputs/parse-manifests.js';
@@ -97,6 +97,7 @@ async function assemblePlan(options: PlanOptions): Promise<Plan> {
   // One listing per source location, however many stacks share it.
   const listings = new Map<string, Promise<ReleaseListing>>();
   const stackInputs: StackInput[] = [];
+  const unlisted: UnlistedStack[] = [];
   const stackSources = new Map<ClusterStack, ReleaseSource>();
   for (const { object: stack, source: origin } of inputs.clusterStacks) {
     const location = sourceLocationOf(stack, options.defaultSource);
@@ -115,6 +116,7 @@ async function assemblePlan(options: PlanOptions): Promise<Plan> {
     } catch (error) {
       if (error instanceof ReleaseSourceError && location === options.defaultSource && error.kind === 'not-found') throw new InputError([{ message: error.message }]);
       problems.push({ source: origin, object: `ClusterStack ${stack.metadata.namespace ?? 'default'}/${stack.metadata.name}`, message: errorMessage(error), ...retryableOf(error) });
+      unlisted.push({ stack, source: location, retryable: retryableOf(error).retryable === true });
       continue;
     }
     const releases: AvailableRelease[] = listing.releases.map((release) => {
@@ -144,6 +146,7 @@ async function assemblePlan(options: PlanOptions): Promise<Plan> {
   for (;;) {
     resolution = resolveReleases({
       stacks: stackInputs.map((input) => ({ ...input, releases: input.releases.filter((release) => !skipped.get(input.stack)?.has(release.tag)) })),
+      unlisted,
       clusters,
       providerReleases,
     });

@@ -18,6 +18,8 @@ export interface ValuesOutcome {
   reused: Map<string, Map<string, string>>;
   /** Clusters (`namespace/name`) whose values failed, with the reason; complete once every `ready` promise settled. */
   failedClusters: Map<string, string>;
+  /** Those of `failedClusters` whose template ran out of time: not remembered, a larger limit may pass. */
+  timedOutClusters: Set<string>;
   /** Per unit that needs values evaluated: settles when they are set (`unit.values`) or its cluster failed. */
   ready: Map<PendingUnit, Promise<void>>;
 }
@@ -45,6 +47,7 @@ export function evaluateUnitValues(units: PendingUnit[], before: Map<string, Uni
     return unit.template !== undefined;
   });
   const failedClusters = new Map<string, string>();
+  const timedOutClusters = new Set<string>();
   for (const unit of units) {
     const known = failedBefore.get(`${unit.record.dir} ${unit.record.inputDigest}`);
     if (known !== undefined && !failedClusters.has(ownerKey(unit))) failedClusters.set(ownerKey(unit), known);
@@ -53,22 +56,26 @@ export function evaluateUnitValues(units: PendingUnit[], before: Map<string, Uni
   const toEvaluate = needValues.filter((unit) => !failedClusters.has(ownerKey(unit)));
   let previousChunk: Promise<void> = Promise.resolve();
   for (const chunk of chunksOf(toEvaluate)) {
-    const done = previousChunk.then(() => evaluateChunk(chunk, deps, failedClusters));
+    const done = previousChunk.then(() => evaluateChunk(chunk, deps, failedClusters, timedOutClusters));
     for (const unit of chunk) ready.set(unit, done);
     previousChunk = done;
   }
-  return { reused, failedClusters, ready };
+  return { reused, failedClusters, timedOutClusters, ready };
 }
 
-/** The provenance record of the clusters whose values failed, sorted by directory. */
-export function valuesFailureRecords(units: PendingUnit[], failedClusters: Map<string, string>): Provenance['valuesFailures'] {
+/**
+ * The provenance record of the clusters whose values failed, sorted by directory: the same inputs
+ * fail again without helm next time. A template that ran out of time is not recorded (`timedOut`):
+ * a run with a larger limit evaluates it again.
+ */
+export function valuesFailureRecords(units: PendingUnit[], failedClusters: Map<string, string>, timedOut: ReadonlySet<string> = new Set()): Provenance['valuesFailures'] {
   return units
-    .filter((unit) => unit.record.kind !== 'release' && failedClusters.has(ownerKey(unit)))
+    .filter((unit) => unit.record.kind !== 'release' && failedClusters.has(ownerKey(unit)) && !timedOut.has(ownerKey(unit)))
     .map((unit) => ({ dir: unit.record.dir, inputDigest: unit.record.inputDigest, reason: failedClusters.get(ownerKey(unit))! }))
     .sort((a, b) => a.dir.localeCompare(b.dir));
 }
 
-async function evaluateChunk(chunk: PendingUnit[], deps: RenderDependencies, failedClusters: Map<string, string>): Promise<void> {
+async function evaluateChunk(chunk: PendingUnit[], deps: RenderDependencies, failedClusters: Map<string, string>, timedOutClusters: Set<string>): Promise<void> {
   const results = await deps.evaluateValues(
     chunk.map((unit) => ({ id: unit.record.dir, origin: unit.template!.origin, template: unit.template!.text, context: unit.template!.context })),
     chunk[0]!.kubeVersion,
@@ -79,7 +86,10 @@ async function evaluateChunk(chunk: PendingUnit[], deps: RenderDependencies, fai
     if (result?.ok) unit.values = [result.values];
     // A missing field is a state to wait out, a broken template the release's fault: either way
     // only this cluster is withheld, and the same inputs fail again without helm next time.
-    else if (!failedClusters.has(ownerKey(unit))) failedClusters.set(ownerKey(unit), result ? describeValuesFailure(result) : 'values template was not evaluated');
+    else if (!failedClusters.has(ownerKey(unit))) {
+      failedClusters.set(ownerKey(unit), result ? describeValuesFailure(result) : 'values template was not evaluated');
+      if (result?.timedOut) timedOutClusters.add(ownerKey(unit));
+    }
   }
 }
 

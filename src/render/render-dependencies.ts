@@ -23,7 +23,8 @@ export interface ValuesTemplateItem {
 
 export type ValuesTemplateResult =
   | { id: string; ok: true; values: Record<string, unknown> }
-  | { id: string; ok: false; missingField?: string; message: string; error: Error };
+  /** `timedOut`: the template ran past the time limit; a larger limit may pass, so the failure is not remembered for these inputs. */
+  | { id: string; ok: false; missingField?: string; timedOut?: true; message: string; error: Error };
 
 /** Rendering's two needs: render a chart, evaluate values templates (many at once). */
 export interface RenderDependencies {

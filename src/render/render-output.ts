@@ -94,7 +94,7 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
   // Encrypted files edited by hand since we wrote them are not reused: they are encrypted again from the render.
   const handEdited = new Map(units.map((unit) => [unit.record.dir, handEditedSecrets(before.get(unit.record.dir), options.previous)] as const).filter(([, files]) => files.length > 0));
   // Values are evaluated in chunks while the charts of earlier chunks (and every release) render.
-  const { reused, failedClusters, ready } = evaluateUnitValues(units, before, failedBefore, options.previous, deps, new Set(handEdited.keys()));
+  const { reused, failedClusters, timedOutClusters, ready } = evaluateUnitValues(units, before, failedBefore, options.previous, deps, new Set(handEdited.keys()));
   // Compiled once the first chart that waited for values is under way (not while the values are
   // prepared, which would delay them): this process has little else to do until helm answers.
   let warmed = false;
@@ -183,7 +183,7 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
     const [namespace, name, , layer] = key.split('/') as [string, string, string?, string?];
     withheld.push(layer ? { kind: 'layer', namespace, name, layer, reason, previousKept: false } : { kind: 'cluster', namespace, name, reason, previousKept: false });
   }
-  const valuesFailures = valuesFailureRecords(units, failedClusters);
+  const valuesFailures = valuesFailureRecords(units, failedClusters, timedOutClusters);
   if (refusals.length > 0) {
     throw refusals.length === 1 ? refusals[0]! : new SecretRefusedError(refusals.map((r) => r.unit).join(', '), refusals.flatMap((r) => r.findings));
   }

@@ -36,6 +36,19 @@ export interface SourceOptions {
 // `#assets=a,b` (internal, e.g. cert-manager): only those assets of a release, each required.
 const GITHUB_LOCATION = /^github:([A-Za-z0-9_.-]+)\/([A-Za-z0-9_.-]+)(?:#assets=([A-Za-z0-9_.,-]+))?$/;
 
+/**
+ * Throws, as opening it would, when `location` is a malformed `github:` or `oci://` location; any
+ * other string names a directory and passes. Lets a command refuse a bad flag before reading anything.
+ */
+export function checkSourceLocation(location: string): void {
+  if (location.startsWith('github:') && !GITHUB_LOCATION.test(location)) throw githubLocationError(location);
+  if (location.startsWith('oci://')) parseOciRepository(location);
+}
+
+function githubLocationError(location: string): InputError {
+  return new InputError([{ message: `release source ${location}: expected github:<owner>/<repo>, e.g. github:SovereignCloudStack/cluster-stacks` }]);
+}
+
 /** Opens a release source; the same string always yields the same (shared) source object. */
 export type SourceOpener = (location: string) => ReleaseSource;
 
@@ -51,7 +64,7 @@ export function createSourceOpener(options: SourceOptions): SourceOpener {
     let source: ReleaseSource;
     if (location.startsWith('github:')) {
       const match = GITHUB_LOCATION.exec(location);
-      if (!match) throw new InputError([{ message: `release source ${location}: expected github:<owner>/<repo>, e.g. github:SovereignCloudStack/cluster-stacks` }]);
+      if (!match) throw githubLocationError(location);
       const releaseCache = (cache ??= new ReleaseCache(options.cacheDir));
       const fetchImpl = fetchFor('github');
       // Octokit is loaded when the source is first listed or fetched, not when it is named.
