@@ -59,6 +59,16 @@ describe('plan names what render withholds', () => {
     expect(plan.report.clusterStacks[0].releases.find((release: { name: string }) => release.name === V2)).toMatchObject({ kept: true });
     expect(plan.code).toBe(render.code);
   });
+
+  it('a release whose provider object is not ready yet, with render’s reason', async () => {
+    const stack = FERROL_STACK_YAML.replace('noProvider: true', 'noProvider: false, providerRef: {apiVersion: infrastructure.clusterstack.x-k8s.io/v1alpha1, kind: DockerClusterStackReleaseTemplate, name: t}');
+    const pending = '---\napiVersion: infrastructure.clusterstack.x-k8s.io/v1alpha1\nkind: DockerClusterStackRelease\nmetadata: {name: docker-ferrol-1-30-v1, namespace: cluster-stacks}\nstatus: {ready: false}\n';
+    const inputs = await writeTree({ 's.yaml': stack + pending });
+    const plan = await planJson([inputs, '--release-source', EXAMPLE_RELEASES], await tempDir('csk-plan-cache-'));
+    const render = await renderWithReport([inputs, '--release-source', EXAMPLE_RELEASES, '--output', path.join(await tempDir(), 'out')]);
+    expect(plan.report.withheld).toEqual([{ kind: 'release', namespace: 'cluster-stacks', name: 'docker-ferrol-1-30-v1', reason: expect.stringMatching(/status.ready: true/) }]);
+    expect(plan.report.withheld).toEqual(asPlanned(render.report.withheld));
+  });
 });
 
 describe('plan’s cache holds no Secret value', () => {

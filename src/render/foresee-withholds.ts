@@ -56,7 +56,8 @@ export async function foreseeWithholds(plan: Plan, deps: RenderDependencies): Pr
   const rendered = new Map<string, Map<string, string>>();
   const records: UnitRecord[] = [];
   const failures = new Map<PendingUnit, string>();
-  const visible = units.filter((unit) => (unit.record.kind === 'release' || unit.manifests !== undefined) && !(unit.record.kind !== 'release' && failedClusters.has(ownerKey(unit))));
+  // What plan sees: the ClusterClass charts and a layer's manifests (a layer's values never fail: it has none).
+  const visible = units.filter((unit) => unit.record.kind === 'release' || (unit.manifests !== undefined && !failedClusters.has(ownerKey(unit))));
   await Promise.all(
     visible.map(async (unit) => {
       let output: string;
@@ -93,12 +94,12 @@ export async function foreseeWithholds(plan: Plan, deps: RenderDependencies): Pr
   }
   for (const { namespace, name, stages: names } of stages.values()) {
     if (isWithheld('cluster', namespace, name)) continue;
-    decidedAtRender.push({ kind: 'cluster', namespace, name, reason: `the addon charts (${names.join(', ')}) render only in render: a stage that renders no object or a document Kubernetes would refuse, two stages rendering one object differently, or a Secret the --secrets policy refuses withholds the Cluster there` });
+    decidedAtRender.push({ kind: 'cluster', namespace, name, reason: `the addon charts (${names.join(', ')}) render only in render: a stage that renders no object or a document Kubernetes would refuse, or two stages rendering one object differently, withholds the Cluster there (and a Secret the --secrets policy refuses stops the render)` });
   }
   for (const unit of units.filter((candidate) => candidate.record.layer && candidate.manifests === undefined)) {
     const layer = unit.record.layer!.name;
     if (isWithheld('layer', unit.record.namespace, unit.record.name, layer)) continue;
-    decidedAtRender.push({ kind: 'layer', namespace: unit.record.namespace, name: unit.record.name, layer, reason: `the chart of layer ${layer} renders only in render: no object, a document Kubernetes would refuse or a Secret the --secrets policy refuses withholds the layer there` });
+    decidedAtRender.push({ kind: 'layer', namespace: unit.record.namespace, name: unit.record.name, layer, reason: `the chart of layer ${layer} renders only in render: no object or a document Kubernetes would refuse withholds the layer there (and a Secret the --secrets policy refuses stops the render)` });
   }
   const order = (entry: ForeseenUnit): string => `${entry.kind}/${entry.namespace}/${entry.name}/${entry.layer ?? ''}`;
   return {
