@@ -1,11 +1,11 @@
 // The Renderer backed by `helm template`: no dependency updates, nothing networked, the Kubernetes
 // version always given, values layered through files written with sorted keys.
-import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { encodeYaml } from '../src/yaml/kube-yaml.js';
 import { cleanHelmStderr, HelmRenderError } from './helm-errors.js';
 import type { HelmRunner } from './helm-runner.js';
 import type { ChartRenderRequest, RenderDependencies } from '../src/render/render-dependencies.js';
+import { writePrivateFile } from '../src/sources/private-cache-file.js';
 
 export class HelmRenderer implements Pick<RenderDependencies, 'renderChart'> {
   /** How long each chart's last render took (ms), by chart digest. */
@@ -38,7 +38,7 @@ export class HelmRenderer implements Pick<RenderDependencies, 'renderChart'> {
       const files: string[] = [];
       for (const [index, values] of more.entries()) {
         const file = path.join(dir, `values-${index + 2}.yaml`);
-        await writeFile(file, encodeYaml(values, { sortKeys: true }));
+        await writePrivateFile(file, encodeYaml(values, { sortKeys: true }));
         files.push(file);
       }
       return this.#template(request, kubeVersion, stdin, files);

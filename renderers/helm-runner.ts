@@ -1,13 +1,14 @@
 // The one place that starts helm: an argument array (never a shell), a scrubbed environment with
 // runner-owned Helm directories, a bound on processes in flight, a time limit per process.
 import { spawn } from 'node:child_process';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { DEFAULT_HELM_TIMEOUTS } from '../src/config.js';
 import { cpuBudget } from './cpu-budget.js';
 import { HelmNotFoundError, HelmTimeoutError, HELM_HOW_TO } from './helm-errors.js';
 import { RankedSlots } from './ranked-slots.js';
 import { decodeUtf8Strict, type TextEncodingError } from '../src/yaml/text-encoding.js';
+import { makePrivateDir } from '../src/sources/private-cache-file.js';
 
 export interface HelmProcessResult {
   exitCode: number;
@@ -204,7 +205,7 @@ export class HelmRunner {
         HELM_CONFIG_HOME: path.join(this.workDir, 'config'),
         HELM_DATA_HOME: path.join(this.workDir, 'data'),
       };
-      await Promise.all([...Object.values(dirs), path.join(this.workDir, 'tmp')].map((dir) => mkdir(dir, { recursive: true })));
+      await Promise.all([...Object.values(dirs), path.join(this.workDir, 'tmp')].map((dir) => makePrivateDir(dir)));
       return { PATH: this.#pathEnv, ...dirs, ...HELM_GO_RUNTIME };
     })();
     this.#prepared.catch(() => (this.#prepared = undefined));

@@ -32,13 +32,14 @@
 //    variable) and the others of its batch get their values.
 import type { ValuesTemplateItem } from '../src/render/render-dependencies.js';
 import { createHash } from 'node:crypto';
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { DEFAULT_HELM_TIMEOUTS, HELM_TIMEOUT_SETTINGS } from '../src/config.js';
 import { cleanHelmStderr, formatHelmLimit, HelmRenderError, HelmTimeoutError } from './helm-errors.js';
 import { type HelmRunner, VALUES_PRIORITY } from './helm-runner.js';
 import { helmKubeVersion } from './helm-renderer.js';
 import { sortKeysDeep } from '../src/core/sort-keys.js';
+import { makePrivateDir, writePrivateFile } from '../src/sources/private-cache-file.js';
 import { decodeYamlDocuments, YamlDecodeError } from '../src/yaml/kube-yaml.js';
 import { encodeInt64s, restoreInt64s, type Int64Positions } from './go-template-int64.js';
 import { parseMissingMarker, PRESENT_DEFINITION, strictFieldAccess, type StrictTemplate } from './go-template-strict.js';
@@ -242,7 +243,7 @@ async function lintUnits(runner: HelmRunner, units: Unit[], dir: string, limit: 
   await Promise.all(
     units.map(async (unit, n) => {
       const chart = path.join(dir, `u${n}`);
-      await mkdir(path.join(chart, 'templates'), { recursive: true });
+      await makePrivateDir(path.join(chart, 'templates'));
       const strict = unit.template.strict;
       // A define cannot hold defines, and a template with unbalanced blocks would swallow the wrapper
       // and get a misleading parse error: those go in a partial file of their own.
@@ -253,9 +254,9 @@ async function lintUnits(runner: HelmRunner, units: Unit[], dir: string, limit: 
       // .txt: rendered, but not checked as a Kubernetes manifest. The user template starts on line 1.
       const item = separate ? `${head}{{ include "${name}" $ctx }}` : `${head}{{ define "${LINT_DEFINE}" }}${strict.text}{{ end }}{{ include "${name}" $ctx }}`;
       await Promise.all([
-        writeFile(path.join(chart, 'Chart.yaml'), chartYaml),
-        writeFile(path.join(chart, 'templates', 'item.txt'), item),
-        ...(separate ? [writeFile(path.join(chart, 'templates', partialName(unit.template)), strict.text)] : []),
+        writePrivateFile(path.join(chart, 'Chart.yaml'), chartYaml),
+        writePrivateFile(path.join(chart, 'templates', 'item.txt'), item),
+        ...(separate ? [writePrivateFile(path.join(chart, 'templates', partialName(unit.template)), strict.text)] : []),
       ]);
     }),
   );
@@ -294,7 +295,7 @@ async function renderUnits(runner: HelmRunner, units: Unit[], dir: string, kubeV
   const outcomes = new Map<Unit, Outcome>();
   if (units.length === 0) return outcomes;
   const templatesDir = path.join(dir, 'templates');
-  await mkdir(templatesDir, { recursive: true });
+  await makePrivateDir(templatesDir);
   const values: Record<string, unknown> = {};
   const partials = new Set<CompiledTemplate>(units.map((unit) => unit.template));
   // Contexts of one fleet hold their integers in the same places: one define per distinct set of
@@ -306,16 +307,16 @@ async function renderUnits(runner: HelmRunner, units: Unit[], dir: string, kubeV
     let name = conversions.get(actions);
     if (actions !== '' && name === undefined) conversions.set(actions, (name = `${INT64_PREFIX}${conversions.size}`));
     const restore = name === undefined ? '' : `{{- include "${name}" .Values.u${n} }}`;
-    return writeFile(path.join(templatesDir, `u${n}.yaml`), `${restore}out: {{ ${includeOf(unit.template, `.Values.u${n}`)} | b64enc | quote }}\n`);
+    return writePrivateFile(path.join(templatesDir, `u${n}.yaml`), `${restore}out: {{ ${includeOf(unit.template, `.Values.u${n}`)} | b64enc | quote }}\n`);
   });
   const defines = [...conversions].map(([actions, name]) => `{{- define "${name}" }}${actions}{{- end }}\n`).join('');
   await Promise.all([
-    writeFile(path.join(dir, 'Chart.yaml'), chartYaml),
-    writeFile(path.join(templatesDir, '_cs.tpl'), `${PRESENT_DEFINITION}\n${defines}`),
-    ...[...partials].map((template) => writeFile(path.join(templatesDir, partialName(template)), template.strict.text)),
+    writePrivateFile(path.join(dir, 'Chart.yaml'), chartYaml),
+    writePrivateFile(path.join(templatesDir, '_cs.tpl'), `${PRESENT_DEFINITION}\n${defines}`),
+    ...[...partials].map((template) => writePrivateFile(path.join(templatesDir, partialName(template)), template.strict.text)),
     ...unitFiles,
   ]);
-  await writeFile(path.join(dir, 'values.yaml'), JSON.stringify(values));
+  await writePrivateFile(path.join(dir, 'values.yaml'), JSON.stringify(values));
 
   const pending = new Set(units.keys());
   const args = ['template', 'values', '.', '--namespace', 'default', ...(kubeVersion ? ['--kube-version', helmKubeVersion(kubeVersion)] : [])];

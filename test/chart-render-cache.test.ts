@@ -1,15 +1,17 @@
 // plan's cache of ClusterClass renders (src/plan/chart-render-cache.ts) with the real helm: an
 // unchanged request is answered from the cache without helm; a changed chart, values, namespace,
 // Kubernetes version or helm binary renders again; a damaged entry is never used; a failing chart
-// is never stored.
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+// is never stored; no Secret value rests in it, and values templates leave only their verdicts.
+import { chmod, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHelmDependencies } from '../renderers/helm-dependencies.js';
 import { helmBinaryIdentity, resolveHelmBinary } from '../renderers/helm-binary.js';
-import { CHART_RENDERS_DIR, cachedRenderChart, ChartRenderCache } from '../src/plan/chart-render-cache.js';
+import { CHART_RENDERS_DIR, cachedRenderChart, cachedValuesVerdicts, ChartRenderCache } from '../src/plan/chart-render-cache.js';
+import { withSecretValueDigests } from '../src/plan/secret-value-digests.js';
+import { readManifests } from '../src/render/manifest-objects.js';
 import { treeDigest } from '../src/release/content-digest.js';
-import type { ChartRenderRequest } from '../src/render/render-dependencies.js';
+import type { ChartRenderRequest, ValuesTemplateItem } from '../src/render/render-dependencies.js';
 import { decodeYamlDocuments } from '../src/yaml/kube-yaml.js';
 import { helmTempDir, writeChart, writeScript } from './support/helm-fixtures.js';
 
@@ -154,5 +156,89 @@ describe('plan chart render cache', () => {
     expect(await helmBinaryIdentity({ configured: other })).toMatch(/^.*other-helm size=\d+ /);
     expect(await helmBinaryIdentity({ configured: path.join(root.dir, 'no-helm') })).toBeUndefined();
     expect(await helmBinaryIdentity({ pathEnv: path.join(root.dir, 'empty'), bundledPath: null })).toBeUndefined();
+  });
+});
+
+describe('plan chart render cache: no Secret value rests in it', () => {
+  const TOKEN = 'plain-s3cret-token';
+  const KEY = 'base64-s3cret-key';
+  const secretChart = (): Promise<string> =>
+    writeChart(path.join(root.dir, 'secret-chart'), {
+      'Chart.yaml': 'apiVersion: v2\nname: secretive\nversion: 0.1.0\n',
+      'templates/secret.yaml': `apiVersion: v1\nkind: Secret\nmetadata:\n  name: credentials\nstringData:\n  token: ${TOKEN}\ndata:\n  key: {{ "${KEY}" | b64enc }}\n`,
+      'templates/list.yaml': `apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Secret\n  metadata: {name: listed}\n  stringData: {token: ${TOKEN}}\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: plain}\n  data: {greeting: hello}\n`,
+      'templates/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: greeting\ndata:\n  greeting: hello\n',
+    });
+
+  it('keeps each secret object as its identity and a digest, in the cache and in the answer, in private files', async () => {
+    const cacheDir = path.join(root.dir, 'secrets');
+    const dir = await secretChart();
+    const secretRequest = await request({ chart: { dir, digest: await treeDigest(dir), origin: 'secretive' } });
+    const renderer = cachedHelm(cacheDir);
+    const answer = await renderer.renderChart(secretRequest);
+    for (const text of [answer, ...(await Promise.all((await entries(cacheDir)).map((name) => readFile(path.join(cacheDir, CHART_RENDERS_DIR, name), 'utf8'))))]) {
+      expect(text).not.toContain(TOKEN);
+      expect(text).not.toContain(KEY);
+      expect(text).not.toContain(Buffer.from(KEY).toString('base64'));
+    }
+    // Plan still reads every object, each named as before; the secret ones hold a digest of what they held.
+    const reading = readManifests(answer, 'secretive');
+    expect(reading.problems).toEqual([]);
+    expect(reading.objects.map(({ object }) => `${object.kind}/${object.metadata.name}`).sort()).toEqual(['ConfigMap/greeting', 'ConfigMap/plain', 'Secret/credentials', 'Secret/listed']);
+    expect(reading.objects.find(({ object }) => object.metadata.name === 'credentials')!.object).toEqual({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'credentials' }, contentDigest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/) });
+    // A later run answers the same from the cache.
+    const later = cachedHelm(cacheDir);
+    expect(await later.renderChart(secretRequest)).toBe(answer);
+    expect(later.helmRenders()).toBe(0);
+    // Another secret value is another digest: plan's comparisons between releases still see it.
+    const other = withSecretValueDigests(`apiVersion: v1\nkind: Secret\nmetadata: {name: credentials}\nstringData: {token: other}\n`)!;
+    const same = withSecretValueDigests(`apiVersion: v1\nkind: Secret\nmetadata: {name: credentials}\nstringData: {token: ${TOKEN}}\n`)!;
+    expect(other).not.toBe(same);
+    expect(same).not.toContain(TOKEN);
+    // An output without secret objects keeps its bytes; one with a document that does not decode is not kept.
+    expect(withSecretValueDigests('apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n')).toBe('apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n');
+    expect(withSecretValueDigests(`kind: Secret\nstringData: {token: ${TOKEN}}\n  bad: [\n`)).toBeUndefined();
+
+    expect((await stat(cacheDir)).mode & 0o777).toBe(0o700);
+    expect((await stat(path.join(cacheDir, CHART_RENDERS_DIR))).mode & 0o777).toBe(0o700);
+    for (const name of await entries(cacheDir)) expect((await stat(path.join(cacheDir, CHART_RENDERS_DIR, name))).mode & 0o777).toBe(0o600);
+  });
+
+  it('empties a chart-renders directory others may read: an earlier version kept Secrets there in plain text', async () => {
+    const cacheDir = path.join(root.dir, 'legacy');
+    const legacy = path.join(cacheDir, CHART_RENDERS_DIR);
+    await mkdir(legacy, { recursive: true });
+    await chmod(legacy, 0o755);
+    await writeFile(path.join(legacy, `${'a'.repeat(64)}.json`), JSON.stringify({ schema: 1, output: `token: ${TOKEN}` }));
+    const renderer = cachedHelm(cacheDir);
+    await renderer.renderChart(await request());
+    const names = await entries(cacheDir);
+    expect(names).toHaveLength(1);
+    expect(names[0]).not.toBe(`${'a'.repeat(64)}.json`);
+    expect((await stat(legacy)).mode & 0o777).toBe(0o700);
+  });
+
+  it('keeps values templates\' verdicts, never their values: a later run answers them without helm', async () => {
+    const cacheDir = path.join(root.dir, 'verdicts');
+    const item = (id: string, template: string): ValuesTemplateItem => ({ id, origin: `release/${id}/overwrite.yaml`, template, context: { Cluster: { metadata: { name: 'one' }, spec: {} } } });
+    const items = [item('ok', `values: |\n  token: ${TOKEN}\n  name: {{ .Cluster.metadata.name }}\n`), item('missing', 'host: {{ .Cluster.spec.controlPlaneEndpoint.host }}\n')];
+    let evaluations = 0;
+    const verdicts = () =>
+      cachedValuesVerdicts(new ChartRenderCache(cacheDir), () => helmBinaryIdentity({ configured: helm }), async () => {
+        const deps = createHelmDependencies({ configured: helm, pathEnv: process.env.PATH ?? '', workDir: path.join(cacheDir, 'helm') });
+        return async (batch, kubeVersion) => {
+          evaluations += batch.length;
+          return deps.evaluateValues(batch, kubeVersion);
+        };
+      });
+    const first = await verdicts().evaluateValues(items, '1.30.4');
+    expect(first.map((result) => [result.id, result.ok])).toEqual([['ok', true], ['missing', false]]);
+    const later = verdicts();
+    const again = await later.evaluateValues(items, '1.30.4');
+    expect(evaluations).toBe(2);
+    expect(later.stats()).toEqual({ hits: 2, rendered: 0 });
+    expect(again[0]).toEqual({ id: 'ok', ok: true, values: {} });
+    expect(again[1]).toMatchObject({ id: 'missing', ok: false, missingField: (first[1] as { missingField?: string }).missingField, message: (first[1] as { message: string }).message });
+    for (const name of await entries(cacheDir)) expect(await readFile(path.join(cacheDir, CHART_RENDERS_DIR, name), 'utf8')).not.toContain(TOKEN);
   });
 });

@@ -110,9 +110,11 @@ describe('extractArchive', () => {
     await extractArchive(archive, destination, 'chart.tgz');
     expect(await readlink(path.join(destination, 'chart', 'alias.yaml'))).toBe('Chart.yaml');
     expect(await readFile(path.join(destination, 'chart', 'copy.yaml'), 'utf8')).toBe('a: 1\n');
-    expect((await stat(path.join(destination, 'chart', 'Chart.yaml'))).mode & 0o7777).toBe(0o755);
-    expect((await stat(path.join(destination, 'chart', 'values.yaml'))).mode & 0o7777).toBe(0o644);
-    expect((await stat(path.join(destination, 'chart'))).mode & 0o7777).toBe(0o755);
+    // This user's alone, as everything in the cache (private-cache-file.ts).
+    expect((await stat(path.join(destination, 'chart', 'Chart.yaml'))).mode & 0o7777).toBe(0o600);
+    expect((await stat(path.join(destination, 'chart', 'values.yaml'))).mode & 0o7777).toBe(0o600);
+    expect((await stat(path.join(destination, 'chart'))).mode & 0o7777).toBe(0o700);
+    expect((await stat(destination)).mode & 0o7777).toBe(0o700);
   });
 
   it('lets concurrent extractions of the same archive to the same destination both succeed', async () => {

@@ -9,15 +9,15 @@ import { didYouMean } from './did-you-mean.js';
 import { parseCommandLine } from './parse-command-line.js';
 import { checkCacheDir, configFromFlags, resolveLocation, SOURCE_OPTIONS, planFromInputs } from './common-options.js';
 import { ChartRenderCache } from '../plan/chart-render-cache.js';
-import { chartRenderKeysOf } from './plan-conflicts.js';
+import { chartRenderKeysOf } from './plan-render-check.js';
 
 export const CACHE_USAGE = `Usage: clusterstack cache size [--cache-dir <dir>] [--json]
        clusterstack cache prune <files or dirs...> --release-source <source> [--cache-dir <dir>] [--json]
 
-size:  how many downloaded releases, extracted charts and plan's ClusterClass renders the cache
-       holds, and their bytes.
-prune: removes downloaded releases, extracted charts and plan's ClusterClass renders that no
-       ClusterStack in the inputs keeps.
+size:  how many downloaded releases, extracted charts and plan's ClusterClass renders and values
+       verdicts the cache holds, and their bytes.
+prune: removes downloaded releases, extracted charts and plan's ClusterClass renders and values
+       verdicts that no ClusterStack or Cluster in the inputs uses.
 
 Examples:
   # How much the cache holds
@@ -74,7 +74,7 @@ export async function cacheCommand(args: string[], io: CliIo): Promise<number> {
     io.stdout(
       values.json
         ? `${JSON.stringify(report, null, 2)}\n`
-        : `${config.cacheDir}: ${releases.entries} releases (${mebibytes(releases.bytes)}), ${charts.length} extracted charts (${mebibytes(chartBytes)}), ${renders.length} ClusterClass renders of plan (${mebibytes(renderBytes)})\n`,
+        : `${config.cacheDir}: ${releases.entries} releases (${mebibytes(releases.bytes)}), ${charts.length} extracted charts (${mebibytes(chartBytes)}), ${renders.length} ClusterClass renders and values verdicts of plan (${mebibytes(renderBytes)})\n`,
     );
     return EXIT_OK;
   }
@@ -100,12 +100,12 @@ export async function cacheCommand(args: string[], io: CliIo): Promise<number> {
   }
   const staleCharts = (await chartDirs(config.cacheDir)).filter((dir) => !keptCharts.has(dir));
   for (const dir of staleCharts) await rm(dir, { recursive: true, force: true });
-  // plan's ClusterClass renders: those of the kept releases (with the helm plan would use) stay.
+  // plan's ClusterClass renders and values verdicts: those of the kept releases and their Clusters (with the helm plan would use) stay.
   const renderCache = new ChartRenderCache(config.cacheDir);
   const keptRenders = await chartRenderKeysOf(plan, config);
   const staleRenders = (await renderCache.list()).filter((entry) => !keptRenders.has(entry.key));
   for (const entry of staleRenders) await renderCache.remove(entry.key);
   const report = { removedReleases: removed.map((entry) => ({ source: entry.sourceKey, tag: entry.tag, bytes: entry.bytes })), removedCharts: staleCharts.length, removedChartRenders: staleRenders.length, keptReleases: [...keptTags].sort() };
-  io.stdout(values.json ? `${JSON.stringify(report, null, 2)}\n` : `Removed ${removed.length} releases, ${staleCharts.length} extracted charts and ${staleRenders.length} ClusterClass renders no ClusterStack keeps; ${keptTags.size} releases are kept.\n`);
+  io.stdout(values.json ? `${JSON.stringify(report, null, 2)}\n` : `Removed ${removed.length} releases, ${staleCharts.length} extracted charts and ${staleRenders.length} ClusterClass renders and values verdicts no input uses; ${keptTags.size} releases are kept.\n`);
   return EXIT_OK;
 }

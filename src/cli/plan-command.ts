@@ -16,7 +16,7 @@ import type { ClusterRequestsReport } from '../cluster-requests/requests-report.
 import type { RenderedTree } from '../output/rendered-tree.js';
 import { readProvenance, type UnitRecord } from '../output/provenance.js';
 import { endPhase } from './phase-timings.js';
-import { releaseConflictNotes } from './plan-conflicts.js';
+import { planRenderCheck } from './plan-render-check.js';
 
 export const PLAN_USAGE = `Usage: clusterstack plan <files or dirs...> --release-source <source> [--json] [target]
 
@@ -87,16 +87,21 @@ export async function planCommand(args: string[], io: CliIo): Promise<number> {
   if (target) endPhase('target');
   const published = previous ? readProvenance(previous) : undefined;
   const report = planReport(plan, target ? { name: target.target, providers: published?.providers ?? [] } : undefined);
-  const conflicts = await releaseConflictNotes(plan, config);
-  for (const message of conflicts.warnings) {
+  // What render would withhold, decided by render's own steps over what plan can see.
+  const check = await planRenderCheck(plan, config);
+  for (const message of check.warnings) {
     report.warnings.push(message);
     warn?.(message);
   }
-  for (const conflict of conflicts.conflicts) {
+  for (const conflict of check.foresight?.conflicts ?? []) {
     const stack = report.clusterStacks.find((entry) => entry.namespace === conflict.namespace && entry.releases.some((release) => release.name === conflict.release));
     stack?.notes.push(`release ${conflict.release} will be withheld: it ${conflict.reason}`);
   }
-  endPhase('conflict-check', conflicts.summary);
+  if (check.foresight) {
+    report.withheld = check.foresight.withheld;
+    report.decidedAtRender = check.foresight.decidedAtRender;
+  }
+  endPhase('render-check', check.summary);
   const requests = scheduler ? await clusterRequestsSection(plan, scheduler, previous, target !== undefined) : undefined;
   const upgrades = previous ? await upgradeOrder(plan, published?.units ?? [], { engine: gitops, argocdNamespace: values['argocd-namespace'] }) : undefined;
   if (values.json) io.stdout(`${JSON.stringify({ ...report, ...(target ? { target: target.target } : {}), ...requests?.report, ...(upgrades ? { upgrades } : {}) }, null, 2)}\n`);

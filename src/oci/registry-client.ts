@@ -14,6 +14,7 @@ import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { ENVIRONMENT } from '../config.js';
 import { fileDigest, sha256Digest } from '../release/content-digest.js';
 import type { ReleaseSourceErrorKind } from '../sources/release-source.js';
+import { PRIVATE_FILE_MODE } from '../sources/private-cache-file.js';
 import {
   DEFAULT_RETRY_POLICY,
   fetchWithTimeout,
@@ -240,7 +241,7 @@ export class RegistryClient {
         },
       });
       try {
-        await pipeline(Readable.fromWeb(response.body as WebReadableStream<Uint8Array>), counter, createWriteStream(destFile));
+        await pipeline(Readable.fromWeb(response.body as WebReadableStream<Uint8Array>), counter, createWriteStream(destFile, { mode: PRIVATE_FILE_MODE }));
       } catch (error) {
         await rm(destFile, { force: true });
         if (error instanceof OciError) throw error;

@@ -43,6 +43,19 @@ export interface PlanReport {
   }[];
   /** The target whose provenance.json the provider changes are compared with (plan with an output). */
   comparedWith?: string;
+  /** What a render would withhold, with render's reason (absent when helm could not be run to check). */
+  withheld?: PlannedUnit[];
+  /** Clusters and layers plan sees no reason to withhold, whose addon charts only render shows. */
+  decidedAtRender?: PlannedUnit[];
+}
+
+/** A release, a Cluster or one layer of a Cluster, with why render withholds it or what only render decides. */
+export interface PlannedUnit {
+  kind: 'release' | 'cluster' | 'provider' | 'layer';
+  namespace: string;
+  name: string;
+  layer?: string;
+  reason: string;
 }
 
 export interface PlanLayer {
@@ -161,6 +174,10 @@ export function reportHasProblems(report: PlanReport): boolean {
   );
 }
 
+function unitName(unit: PlannedUnit): string {
+  return `${unit.kind} ${unit.namespace}/${unit.name}${unit.layer ? ` layer ${unit.layer}` : ''}`;
+}
+
 function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => (row[column] ?? '').length)));
   return rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd()).join('\n');
@@ -206,6 +223,16 @@ export function formatPlanReport(report: PlanReport): string {
     }
     out.push(...(compared ? [`Providers compared with ${report.comparedWith}:`] : []), table(rows), '');
     for (const provider of report.providers.filter((entry) => entry.note && entry.change !== 'refused')) out.push(`note: ${provider.kind} ${provider.namespace}/${provider.name}: ${provider.note}`);
+  }
+  if (report.withheld && report.withheld.length > 0) {
+    out.push('A render would withhold (what it published before stays):');
+    for (const unit of report.withheld) out.push(`  ${unitName(unit)}: ${unit.reason}`);
+    out.push('');
+  }
+  if (report.decidedAtRender && report.decidedAtRender.length > 0) {
+    const names = report.decidedAtRender.map(unitName);
+    const shown = names.length > 5 ? `${names.slice(0, 5).join(', ')} and ${names.length - 5} more` : names.join(', ');
+    out.push(`Decided at render (plan renders no addon chart): ${shown}. A chart that renders no object or a document Kubernetes would refuse withholds its Cluster (or layer) there.`, '');
   }
   for (const warning of report.warnings) out.push(`warning: ${warning}`);
   for (const problem of report.problems) out.push(`problem: ${problem}`);

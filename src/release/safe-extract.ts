@@ -7,10 +7,11 @@
 // is refused after the first MiB of them, instead of being inflated (and buffered) in full.
 import { randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { lstat, mkdir, open, rename, rm } from 'node:fs/promises';
+import { lstat, open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { createGunzip } from 'node:zlib';
 import type * as tar from 'tar';
+import { makePrivateDir, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../sources/private-cache-file.js';
 
 // node-tar is loaded when an archive is first opened: plans over unpacked releases never pay for it.
 const loadTar = (): Promise<typeof tar> => import('tar');
@@ -262,7 +263,7 @@ export async function extractArchive(file: string, destination: string, label: s
   const { tarBytes } = await inspect(file, label, limits);
   // Random, not a timestamp: two extractions in the same millisecond must not share a directory.
   const temp = `${destination}.partial-${process.pid}-${randomBytes(6).toString('hex')}`;
-  await mkdir(temp, { recursive: true });
+  await makePrivateDir(temp);
   try {
     const { Unpack } = await loadTar();
     const unpack = new Unpack({
@@ -270,11 +271,11 @@ export async function extractArchive(file: string, destination: string, label: s
       strict: true,
       preservePaths: false,
       preserveOwner: false,
-      // Modes from the archive are not trusted (setuid, world-writable, unreadable): files become
-      // 0644 or 0755, directories 0755.
+      // Modes from the archive are not trusted (setuid, world-writable, unreadable), and what lands
+      // in the cache is this user's alone (private-cache-file.ts): directories 0700, files 0600.
       filter: (_path, entry) => {
         if ('type' in entry && typeof entry.mode === 'number') {
-          entry.mode = entry.type === 'Directory' || entry.mode & 0o111 ? 0o755 : 0o644;
+          entry.mode = entry.type === 'Directory' ? PRIVATE_DIR_MODE : PRIVATE_FILE_MODE;
         }
         return true;
       },
@@ -284,7 +285,7 @@ export async function extractArchive(file: string, destination: string, label: s
     // The same bounded reading as the inspection, and no further than the tar end it found.
     await feedTar(file, label, limits, unpack, tarBytes);
     await finish(unpack, done);
-    await mkdir(path.dirname(destination), { recursive: true });
+    await makePrivateDir(path.dirname(destination));
     try {
       await rename(temp, destination);
     } catch (error) {

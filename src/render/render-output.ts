@@ -27,7 +27,7 @@ import { buildProvenance, buildSummary } from './tree-records.js';
 import { type AnnotationsFor, unitFiles, type UnitFiles } from './unit-files.js';
 import { layerUnits } from './layer-units.js';
 import { handOverAddonMoves } from './addon-moves.js';
-import { keepPreviousOutput, withholdConflicts, withholdFailedUnits, withholdStrandedLayers } from './withhold-units.js';
+import { keepPreviousOutput, withholdConflicts, withholdFailedUnits, withholdStrandedLayers, withholdValuesFailures } from './withhold-units.js';
 import { readProvenance } from '../output/provenance.js';
 import { renderProviders } from '../providers/render-providers.js';
 
@@ -179,10 +179,7 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
       progress(unit, fresh);
     }),
   );
-  for (const [key, reason] of failedClusters) {
-    const [namespace, name, , layer] = key.split('/') as [string, string, string?, string?];
-    withheld.push(layer ? { kind: 'layer', namespace, name, layer, reason, previousKept: false } : { kind: 'cluster', namespace, name, reason, previousKept: false });
-  }
+  withholdValuesFailures(failedClusters, withheld);
   const valuesFailures = valuesFailureRecords(units, failedClusters, timedOutClusters);
   if (refusals.length > 0) {
     throw refusals.length === 1 ? refusals[0]! : new SecretRefusedError(refusals.map((r) => r.unit).join(', '), refusals.flatMap((r) => r.findings));

@@ -30,14 +30,18 @@ function isBase64PrivateKey(value: string): boolean {
   return PRIVATE_KEY.test(Buffer.from(value.slice(0, 200), 'base64').toString('latin1'));
 }
 
+/** Why the policy treats `object` as secret (it is a Secret, or carries a private key), or undefined when it does not. */
+export function secretReason(object: KubeObject): string | undefined {
+  if (object.kind === 'Secret' && (object.apiVersion === 'v1' || object.apiVersion === '')) return 'is a Secret';
+  return containsKeyMaterial(object) ? 'contains a private key' : undefined;
+}
+
 /** Objects that are Secrets or carry private keys, with why each was flagged. */
 function findSecrets(objects: KubeObject[]): SecretFinding[] {
-  const findings: SecretFinding[] = [];
-  for (const object of objects) {
-    if (object.kind === 'Secret' && (object.apiVersion === 'v1' || object.apiVersion === '')) findings.push({ object, why: 'is a Secret' });
-    else if (containsKeyMaterial(object)) findings.push({ object, why: 'contains a private key' });
-  }
-  return findings;
+  return objects.flatMap((object) => {
+    const why = secretReason(object);
+    return why ? [{ object, why }] : [];
+  });
 }
 
 export class SecretRefusedError extends Error {

@@ -17,6 +17,18 @@ export interface UnitFiles {
   secrets: { file: string; object: KubeObject }[];
 }
 
+/**
+ * Why a unit that renders no object is withheld rather than published empty: an empty directory
+ * makes Argo CD or Flux prune everything the unit applied before (a ClusterClass in use, a CNI).
+ * The cluster-stack-operator's clusteraddon.yaml cannot mark a stage as meant to be empty, so no
+ * unit may be (README, Withheld).
+ */
+function emptyRenderProblem(unit: PendingUnit, subject: string): string {
+  const what = unit.manifests !== undefined ? `the manifests of ${unit.chart.origin}` : `${unit.chart.origin}`;
+  const check = unit.manifests !== undefined ? 'add its objects to that directory' : 'check that its templates are not all behind a value left unset, and that helm (--helm) prints what it renders';
+  return `${what} for ${subject} renders no object (no document, or only empty ones and comments); publishing it empty would prune what it applied before, so it is withheld: ${check}`;
+}
+
 /** One unit's helm output as files; throws SecretRefusedError when the policy refuses an object. */
 export function unitFiles(output: string, unit: PendingUnit, policy: SecretPolicy, annotationsFor?: AnnotationsFor): UnitFiles {
   const subject =
@@ -27,6 +39,7 @@ export function unitFiles(output: string, unit: PendingUnit, policy: SecretPolic
         : `Cluster ${unit.record.namespace}/${unit.record.name} (stage ${unit.record.stage}, release ${unit.record.release})`;
   const reading = readManifests(output, `${unit.chart.origin} for ${subject}`);
   if (reading.problems.length > 0) return { files: new Map(), problems: reading.problems, notes: [], secrets: [] };
+  if (reading.objects.length === 0) return { files: new Map(), problems: [emptyRenderProblem(unit, subject)], notes: [], secrets: [] };
   const placed = placeObjects(reading.objects, {
     defaultNamespace: unit.defaultNamespace,
     ...(unit.annotated && annotationsFor ? { annotationsFor } : {}),

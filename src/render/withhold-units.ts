@@ -34,6 +34,14 @@ export function withholdFailedUnits(failures: Map<PendingUnit, string>, rendered
   }
 }
 
+/** Records the clusters (whole) and layers (alone) whose values failed as withheld, with the reason. */
+export function withholdValuesFailures(failedClusters: Map<string, string>, withheld: WithheldEntry[]): void {
+  for (const [key, reason] of failedClusters) {
+    const [namespace, name, , layer] = key.split('/') as [string, string, string?, string?];
+    withheld.push(layer ? { kind: 'layer', namespace, name, layer, reason, previousKept: false } : { kind: 'cluster', namespace, name, reason, previousKept: false });
+  }
+}
+
 /** The unit directories a withheld entry stands for: a release's, a cluster's stages (not its layers), or one layer's. */
 function ownDirs(entry: { kind: WithheldEntry['kind']; namespace: string; name: string; layer?: string }, dirs: Iterable<string>): string[] {
   if (entry.kind === 'release') return [releaseDir(entry.namespace, entry.name)];

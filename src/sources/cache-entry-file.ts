@@ -2,8 +2,9 @@
 // no file is a miss; a file that does not parse is an entry that fails verification (the caller
 // removes it), never an error. Writing: whole or not at all, through a temporary file renamed over it.
 import { randomBytes } from 'node:crypto';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { readFile, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { makePrivateDir, writePrivateFile } from './private-cache-file.js';
 
 /** The parsed JSON of `file`: undefined when there is no such file, null when it does not parse. */
 export async function readCacheEntryJson(file: string): Promise<unknown> {
@@ -26,11 +27,11 @@ export async function readCacheEntryJson(file: string): Promise<unknown> {
  * cache's own, on the same file system), named after `kind`, this process and a random part.
  */
 export async function writeCacheEntryJson(dir: string, file: string, tempDir: string, kind: string, entry: unknown): Promise<void> {
-  await mkdir(dir, { recursive: true });
-  await mkdir(tempDir, { recursive: true });
+  await makePrivateDir(dir);
+  await makePrivateDir(tempDir);
   const temp = path.join(tempDir, `${kind}-${process.pid}-${randomBytes(6).toString('hex')}.json`);
   try {
-    await writeFile(temp, `${JSON.stringify(entry)}\n`);
+    await writePrivateFile(temp, `${JSON.stringify(entry)}\n`);
     await rename(temp, file);
   } catch (error) {
     await rm(temp, { force: true });

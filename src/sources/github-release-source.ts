@@ -24,6 +24,7 @@ import {
   withRetry,
 } from './http-retry.js';
 import type { ReleaseCache } from './release-cache.js';
+import { PRIVATE_FILE_MODE } from './private-cache-file.js';
 import { ListingValidators } from './listing-validators.js';
 import { currentDeadline, deadlineErrorOf, withDeadline } from './remote-deadline.js';
 import { nextLink } from './link-header.js';
@@ -380,7 +381,7 @@ export class GitHubReleaseSource implements ReleaseSource {
 
   /** Streams to `file`, refusing more bytes than the asset declares and fewer at the end. */
   private async writeBody(body: ReadableStream<Uint8Array>, file: string, tag: string, asset: GitHubAsset): Promise<void> {
-    const handle = await open(file, 'w');
+    const handle = await open(file, 'w', PRIVATE_FILE_MODE);
     const reader = body.getReader();
     let bytes = 0;
     try {

@@ -7,7 +7,7 @@
 // layer gives one), kept in the release cache (re-hashed when read back) and extracted with the
 // bounded extraction. A chart's name and version in its Chart.yaml must be the ones asked for.
 import { createHash } from 'node:crypto';
-import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { LayerChartRef } from '../api/addons-layer.js';
 import { InputError } from '../core/problem.js';
@@ -18,6 +18,7 @@ import type { ChartSource } from '../release/load-release.js';
 import { extractArchive } from '../release/safe-extract.js';
 import { decodeYamlDocument } from '../yaml/kube-yaml.js';
 import { ReleaseCache } from './release-cache.js';
+import { makePrivateDir, writePrivateFile } from './private-cache-file.js';
 import { ReleaseSourceError } from './release-source.js';
 import { withDeadline } from './remote-deadline.js';
 
@@ -103,7 +104,7 @@ export function createLayerChartFetcher(options: LayerChartFetcherOptions): Laye
           } finally {
             await rm(archive, { force: true });
           }
-          await writeFile(path.join(dir, SOURCE_RECORD), `${JSON.stringify({ digest })}\n`);
+          await writePrivateFile(path.join(dir, SOURCE_RECORD), `${JSON.stringify({ digest })}\n`);
         }),
       ));
     const recorded = JSON.parse(await readFile(path.join(entry.dir, SOURCE_RECORD), 'utf8')) as { digest: string };
@@ -124,7 +125,7 @@ async function pullOci(ref: LayerChartRef, clientFor: (registry: string) => Prom
   const layers = manifest.layers.filter((layer) => HELM_CHART_LAYERS.includes(layer.mediaType));
   if (layers.length !== 1) throw new ReleaseSourceError('invalid-release', `${describe(ref)} has ${layers.length} chart layers; a Helm chart has exactly one`);
   if (layers[0]!.size > MAX_CHART_BYTES) throw new ReleaseSourceError('invalid-release', `${describe(ref)}: the chart is ${layers[0]!.size} bytes, more than the ${MAX_CHART_BYTES} a chart may have`);
-  await mkdir(path.dirname(archive), { recursive: true });
+  await makePrivateDir(path.dirname(archive));
   await client.fetchBlob(repo.repository, layers[0]!.digest, archive, layers[0]!.size);
   return digest;
 }
@@ -192,8 +193,8 @@ async function pullHttp(ref: LayerChartRef, doFetch: typeof fetch, archive: stri
   const bytes = await httpGet(doFetch, url.href, `chart ${describe(ref)}`, MAX_CHART_BYTES);
   const actual = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
   if (actual !== expected) throw new ReleaseSourceError('invalid-release', `${describe(ref)}: the archive from ${url.href} has digest ${actual}, but ${ref.digest ? 'the pinned digest' : 'the index says'} ${expected}; it was altered (or the index is stale), so it is refused`);
-  await mkdir(path.dirname(archive), { recursive: true });
-  await writeFile(archive, bytes);
+  await makePrivateDir(path.dirname(archive));
+  await writePrivateFile(archive, bytes);
   return actual;
 }
 

@@ -15,6 +15,7 @@ import { releaseLayers } from '../oci/release-artifact.js';
 import { sha256Digest } from '../release/content-digest.js';
 import { type FetchedRelease, listingFromTags, OCI_LAYOUT_FILE, type ReleaseListing, type ReleaseSource } from './release-source.js';
 import type { ReleaseCache } from './release-cache.js';
+import { PRIVATE_FILE_MODE } from './private-cache-file.js';
 
 const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
 
@@ -126,7 +127,7 @@ export class OciLayoutSource implements ReleaseSource {
           done(null, chunk);
         },
       }),
-      createWriteStream(dest),
+      createWriteStream(dest, { mode: PRIVATE_FILE_MODE }),
     );
     const actual = `sha256:${hash.digest('hex')}`;
     if (actual !== layer.digest || size !== layer.size) {

@@ -7,10 +7,11 @@
 //   <root>/releases/<...>/files/<release files>                        FetchedRelease.dir
 //   <root>/tmp/<...>                                                   puts in progress, removals
 import { randomBytes } from 'node:crypto';
-import { lstat, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { lstat, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { fileDigest, sha256Digest, sha256Hex } from '../release/content-digest.js';
 import type { FetchedRelease } from './release-source.js';
+import { makePrivateDir, writePrivateFile } from './private-cache-file.js';
 import { compareText } from '../core/compare-text.js';
 
 export interface CacheEntryInfo {
@@ -103,7 +104,7 @@ export class ReleaseCache {
     const target = this.entryDir(sourceKey, tag);
     const temp = path.join(this.tempDir, `${path.basename(target)}-${process.pid}-${randomBytes(6).toString('hex')}`);
     const filesDir = path.join(temp, FILES);
-    await mkdir(filesDir, { recursive: true });
+    await makePrivateDir(filesDir);
     try {
       await write(filesDir);
       const files = await hashTree(filesDir);
@@ -116,8 +117,8 @@ export class ReleaseCache {
         files,
       };
       // Written last: a directory with a manifest is complete.
-      await writeFile(path.join(temp, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`);
-      await mkdir(this.releasesDir, { recursive: true });
+      await writePrivateFile(path.join(temp, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`);
+      await makePrivateDir(this.releasesDir);
       for (let attempt = 0; ; attempt++) {
         try {
           await rename(temp, target);
@@ -185,7 +186,7 @@ export class ReleaseCache {
   /** Moves an entry out of `releases/` in one rename, then deletes it: readers never see half of it. */
   private async remove(dir: string): Promise<void> {
     const trash = path.join(this.tempDir, `removed-${path.basename(dir)}-${randomBytes(6).toString('hex')}`);
-    await mkdir(this.tempDir, { recursive: true });
+    await makePrivateDir(this.tempDir);
     try {
       await rename(dir, trash);
     } catch (error) {

@@ -320,6 +320,25 @@ describe('layers go through the same secret policy and strict values as stack ad
   });
 });
 
+describe('a layer whose manifests hold no object', () => {
+  it('is withheld (its dependents wait), and plan names it with render’s reason', async () => {
+    const repo = await inputRepository({ 'addons/base/settings.yaml': '# nothing here yet\n---\n# nor here\n' });
+    const releases = await fleetReleases();
+    const result = await render(repo, releases, sandbox.bareRepo('layer-empty'));
+    expect(result.code).toBe(0);
+    const base = result.report.withheld.filter((entry: { layer: string }) => entry.layer === 'base');
+    expect(base.map((entry: { name: string }) => entry.name)).toEqual(['one', 'two']);
+    expect(base[0].reason).toMatch(/the manifests of .*for Cluster fleet\/one \(layer base@1\.2\.0\) renders no object .*add its objects to that directory/);
+    expect(result.report.withheld).toContainEqual(expect.objectContaining({ kind: 'layer', name: 'two', layer: 'apps', reason: expect.stringContaining('base@1.2.0 is withheld on this Cluster') }));
+
+    const plan = await runClusterstack(['plan', path.join(repo, 'manifests'), '--release-source', releases, '--json'], { env: { CLUSTERSTACK_CACHE_DIR: await tempDir('csk-plan-cache-') } });
+    const planned = JSON.parse(plan.stdout);
+    expect(planned.withheld.filter((entry: { layer?: string }) => entry.layer === 'base')).toEqual(base.map(({ previousOutputKept: _kept, ...entry }: Record<string, unknown>) => entry));
+    // apps is a chart: plan leaves it to render.
+    expect(planned.decidedAtRender).toContainEqual(expect.objectContaining({ kind: 'layer', name: 'two', layer: 'apps' }));
+  });
+});
+
 describe('examples/layers', () => {
   it('plans as its comment says: policy waits for alpha\'s upgrade, everything else renders', async () => {
     const result = await runClusterstack(['plan', 'examples/quickstart/manifests', 'examples/layers/layers.yaml', '--release-source', 'examples/quickstart/releases', '--layer-root', 'examples/layers', '--json']);
