@@ -2,7 +2,7 @@
 // The provider and layer chart fetchers load their modules (registry client, chart repositories)
 // on first use: plan over inputs without providers or chart layers never needs them.
 import path from 'node:path';
-import { access, constants, mkdir } from 'node:fs/promises';
+import { access, constants } from 'node:fs/promises';
 import { type Config, ConfigError, ENVIRONMENT, resolveConfig } from '../config.js';
 import { Failure } from '../core/failure.js';
 import { readInputFiles } from '../inputs/read-input-files.js';
@@ -10,6 +10,7 @@ import { buildPlan, type Plan } from '../plan/build-plan.js';
 import { checkSourceLocation, createSourceOpener, type SourceOpener, type SourceOptions } from '../sources/open-release-source.js';
 import type { ProviderFetcher } from '../providers/provider-fetcher.js';
 import { createConnectingFetch } from '../sources/remote-fetch.js';
+import { makePrivateDir } from '../sources/private-cache-file.js';
 import type { LayerChartFetcher } from '../sources/helm-chart-source.js';
 import { type CliIo, UsageError } from './cli-io.js';
 
@@ -103,7 +104,7 @@ export function configFromFlags(flags: SourceFlags, io: CliIo): Readonly<Config>
  */
 export async function checkCacheDir(config: Readonly<Config>, flags: SourceFlags, io: CliIo): Promise<void> {
   try {
-    await mkdir(config.cacheDir, { recursive: true });
+    await makePrivateDir(config.cacheDir);
     await access(config.cacheDir, constants.W_OK | constants.X_OK);
   } catch (error) {
     const named = flags['cache-dir'] ? '--cache-dir' : io.env[ENVIRONMENT.cacheDir]?.trim() ? ENVIRONMENT.cacheDir : undefined;
