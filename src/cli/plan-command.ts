@@ -17,6 +17,7 @@ import type { RenderedTree } from '../output/rendered-tree.js';
 import { readProvenance, type UnitRecord } from '../output/provenance.js';
 import { endPhase } from './phase-timings.js';
 import { releaseConflictNotes } from './plan-conflicts.js';
+import { holdPublishedClusters } from '../render/held-published-clusters.js';
 
 export const PLAN_USAGE = `Usage: clusterstack plan <files or dirs...> --release-source <source> [--json] [target]
 
@@ -83,7 +84,8 @@ export async function planCommand(args: string[], io: CliIo): Promise<number> {
   const previous = target?.tree;
   if (target) endPhase('target');
   const published = previous ? readProvenance(previous) : undefined;
-  const report = planReport(plan, target ? { name: target.target, providers: published?.providers ?? [] } : undefined);
+  // As render does: a Cluster the target renders that the inputs no longer make ours is a problem.
+  const report = planReport(previous ? holdPublishedClusters(plan, previous).plan : plan, target ? { name: target.target, providers: published?.providers ?? [] } : undefined);
   const conflicts = await releaseConflictNotes(plan, config);
   for (const message of conflicts.warnings) {
     report.warnings.push(message);
