@@ -66,6 +66,14 @@ export function aCluster(name: string, className: string | undefined, extra: Par
   return { apiVersion: 'cluster.x-k8s.io/v1beta1', kind: 'Cluster', metadata: { name, namespace }, spec };
 }
 
+/** The same Cluster as aCluster makes, as Cluster API v1beta2 serves it: `topology.classRef`, references by apiGroup. */
+export function aV1beta2Cluster(name: string, className: string, classNamespace?: string, namespace = 'cluster-stacks'): CapiCluster {
+  const cluster = aCluster(name, className, {}, namespace);
+  cluster.apiVersion = 'cluster.x-k8s.io/v1beta2';
+  cluster.spec!.topology = { classRef: { name: className, ...(classNamespace ? { namespace: classNamespace } : {}) }, version: kubernetesVersionOf(className) };
+  return cluster;
+}
+
 export function releases(...tags: string[]): AvailableRelease[] {
   return tags.map((tag) => ({ tag, parsed: parseReleaseTag(tag) }));
 }
