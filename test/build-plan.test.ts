@@ -49,3 +49,26 @@ describe('buildPlan', () => {
     expect(loadedRelease(plan, 'team-c', TAG)).toBeUndefined();
   });
 });
+
+describe('buildPlan: what only the loaded release tells about a Cluster', () => {
+  const cluster = (version: string) => `apiVersion: cluster.x-k8s.io/v1beta2
+kind: Cluster
+metadata: {name: alpha, namespace: team-a}
+spec:
+  topology: {classRef: {name: ${TAG}}, version: ${version}}
+`;
+
+  it.each([
+    ['v1.30.4', /is v1\.30\.4 but class docker-ferrol-1-30-v1's release docker-ferrol-1-30-v1 is for Kubernetes v1\.30\.2 \(its metadata\.yaml\); the cluster-stack-operator accepts only that version: set spec\.topology\.version: v1\.30\.2/],
+    ['v1.30.2', undefined],
+  ])('checks topology.version %s against the release\'s Kubernetes version, as the cluster-stack-operator\'s webhook does, naming file and line', async (version, message) => {
+    const root = await mkdtemp(path.join(tmpdir(), 'csk-plan-'));
+    dirs.push(root);
+    const source = path.resolve('examples/quickstart/releases');
+    const manifests = parseManifests(`${stack('team-a', source)}---\n${cluster(version)}`, 'fleet.yaml');
+    const plan = await buildPlan({ manifests, defaultSource: source, openSource: createSourceOpener({ cacheDir: path.join(root, 'cache') }), workDir: path.join(root, 'work') });
+    const problems = plan.resolution.clusters[0]!.problems;
+    if (message === undefined) expect(problems).toEqual([]);
+    else expect(problems).toEqual([{ source: 'fleet.yaml:6', object: 'Cluster team-a/alpha', path: 'spec.topology.version', message: expect.stringMatching(message) }]);
+  });
+});

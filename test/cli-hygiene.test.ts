@@ -4,7 +4,7 @@ import { readFile, stat, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { closestName } from '../src/cli/did-you-mean.js';
+import { closestName } from '../src/core/did-you-mean.js';
 import { readPackageVersion } from '../src/cli/version-command.js';
 import { EXIT_CODES } from '../src/core/failure.js';
 import { EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, runClusterstack, tempDir } from './support/cli.js';

@@ -47,6 +47,11 @@ describe('ClusterClass names', () => {
     expect(() => parseClusterClassName('a-b-1-2-v1-alpha.1.2')).toThrow(/at most one/);
   });
 
+  it('refuses a name no release gives its ClusterClass, though it reads as a tag', () => {
+    expect(() => parseClusterClassName('docker-ferrol-1.30-v2')).toThrow(/the ClusterClass of release docker-ferrol-1-30-v2 is docker-ferrol-1-30-v2/);
+    expect(() => parseClusterClassName('docker-ferrol-1-30-v1-alpha-5')).toThrow(/is docker-ferrol-1-30-v1-alpha\.5/);
+  });
+
   it('names the Helm release after the first four tag parts', () => {
     expect(stackPrefix(parseReleaseTag('docker-ferrol-1-27-v3'))).toBe('docker-ferrol-1-27');
   });

@@ -27,7 +27,7 @@ describe('renderOutput', () => {
       apiVersion: 'cluster.x-k8s.io/v1beta1',
       kind: 'Cluster',
       metadata: { name: 'big', namespace: 'cluster-stacks', generation: 9007199254740993n },
-      spec: { clusterNetwork: { pods: { cidrBlocks: ['10.1.0.0/16'] } }, controlPlaneEndpoint: { host: 'big.example.test', port: 6443 }, topology: { class: 'docker-ferrol-1-30-v1', version: 'v1.30.4' } },
+      spec: { clusterNetwork: { pods: { cidrBlocks: ['10.1.0.0/16'] } }, controlPlaneEndpoint: { host: 'big.example.test', port: 6443 }, topology: { class: 'docker-ferrol-1-30-v1', version: 'v1.30.2' } },
     } as unknown as KubeObject;
     const workDir = await tempDir();
     const plan = await buildPlan({ manifests: { objects: [...base.objects, { source: 'test', object: cluster }], problems: [] }, defaultSource: releases, openSource: createSourceOpener({ cacheDir: workDir }), workDir });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { resolveReleases } from '../src/core/resolve-releases.js';
-import { aCluster, aClusterStack, aProviderRelease, releases } from './support/builders.js';
+import type { CapiCluster } from '../src/api/types.js';
+import { aCluster, aClusterStack, aProviderRelease, aV1beta2Cluster, releases } from './support/builders.js';
 
 const STABLE = releases('docker-ferrol-1-30-v1', 'docker-ferrol-1-30-v2', 'docker-ferrol-1-30-v3');
 
@@ -132,5 +133,69 @@ describe('resolveReleases', () => {
     const stack = aClusterStack().withProvider().build();
     const resolution = resolveReleases({ stacks: [{ stack, releases: STABLE }], clusters: [aCluster('early', 'docker-ferrol-1-30-v3')], providerReleases: [] });
     expect(resolution.clusters[0]!.problems[0]!.message).toMatch(/whose release is not ready/);
+  });
+});
+
+describe('resolveReleases: Cluster API v1beta2 and Clusters whose class cannot be read', () => {
+  const stack = aClusterStack().build();
+  const resolve = (...clusters: CapiCluster[]) => resolveReleases({ stacks: [{ stack, releases: STABLE }], clusters });
+
+  it('reads a v1beta2 Cluster\'s classRef as a v1beta1 Cluster\'s class, keeping its release', () => {
+    const [v1beta1] = resolve(aCluster('alpha', 'docker-ferrol-1-30-v1')).clusters;
+    const resolution = resolve(aV1beta2Cluster('alpha', 'docker-ferrol-1-30-v1'));
+    expect(resolution.clusters[0]).toMatchObject({ managed: true, className: 'docker-ferrol-1-30-v1', classField: 'spec.topology.classRef.name', release: v1beta1!.release, stack: v1beta1!.stack, problems: [] });
+    expect(kept(resolution)['docker-ferrol-1-30-v1']).toEqual(['used by Cluster cluster-stacks/alpha']);
+  });
+
+  it('looks a v1beta2 class up in classRef.namespace, as Cluster API does', () => {
+    const resolution = resolve(aV1beta2Cluster('alpha', 'docker-ferrol-1-30-v1', 'cluster-stacks', 'team-a'));
+    expect(resolution.clusters[0]).toMatchObject({ namespace: 'team-a', release: 'docker-ferrol-1-30-v1', stack: { namespace: 'cluster-stacks' }, problems: [] });
+    const elsewhere = resolve(aV1beta2Cluster('alpha', 'docker-ferrol-1-30-v1', undefined, 'team-a'));
+    expect(elsewhere.clusters[0]!.problems[0]).toMatchObject({ path: 'spec.topology.classRef.name', message: expect.stringMatching(/no ClusterStack in namespace team-a/) });
+  });
+
+  it.each([
+    ['topology without a class', { topology: { version: 'v1.30.2' } }, 'spec.topology.class', /is missing: a Cluster with spec\.topology must name its ClusterClass here/],
+    ['class as a list', { topology: { class: ['docker-ferrol-1-30-v1'], version: 'v1.30.2' } }, 'spec.topology.class', /is a list \(\["docker-ferrol-1-30-v1"\]\); it must be the ClusterClass name, a string/],
+    ['topology as a string', { topology: 'docker-ferrol-1-30-v1' }, 'spec.topology', /is the string "docker-ferrol-1-30-v1"; it must be a mapping that names the ClusterClass \(class\)/],
+    ['classNamespace as a number', { topology: { class: 'docker-ferrol-1-30-v1', classNamespace: 7, version: 'v1.30.2' } }, 'spec.topology.classNamespace', /is the number 7; it must be a namespace name/],
+    ['v1beta2\'s classRef in a v1beta1 Cluster', { topology: { classRef: { name: 'docker-ferrol-1-30-v1' }, version: 'v1.30.2' } }, 'spec.topology.class', /names it in spec\.topology\.class \(spec\.topology\.classRef is v1beta2's field\)/],
+  ])('makes %s a problem of that Cluster, never an unmanaged one', (_name, spec, path, message) => {
+    const broken = { ...aCluster('alpha', undefined), spec: { ...aCluster('alpha', undefined).spec, ...spec } } as unknown as CapiCluster;
+    const [cluster] = resolve(broken).clusters;
+    expect(cluster).toMatchObject({ managed: true, problems: [{ object: 'Cluster cluster-stacks/alpha', path, message: expect.stringMatching(message) }] });
+    expect(cluster!.release).toBeUndefined();
+  });
+
+  it.each([
+    ['a typo of an offered class', 'docker-ferrol-1-30-v1.', /names docker-ferrol-1-30-v1\., which is not a cluster stack class of ClusterStack cluster-stacks\/docker-ferrol-1-30 .*; did you mean docker-ferrol-1-30-v1\?/],
+    ['a stack\'s provider and name with a broken rest', 'docker-ferrol-1.30-v2', /which is not a cluster stack class of ClusterStack cluster-stacks\/docker-ferrol-1-30 \(expected <provider>-<name>-<k8s major>-<k8s minor>-<version>.*did you mean docker-ferrol-1-30-v2\?/],
+    ['capital letters', 'Docker-ferrol-1-30-v3', /did you mean docker-ferrol-1-30-v3\?/],
+  ])('makes %s a problem with a did-you-mean', (_name, className, message) => {
+    const [cluster] = resolve(aCluster('alpha', className)).clusters;
+    expect(cluster).toMatchObject({ managed: true, className, problems: [{ path: 'spec.topology.class', message: expect.stringMatching(message) }] });
+  });
+
+  it('leaves a ClusterClass that has nothing to do with the stacks unmanaged', () => {
+    const [cluster] = resolve(aCluster('alpha', 'my-own-class'), aV1beta2Cluster('bravo', 'quick-start')).clusters;
+    expect(cluster).toMatchObject({ managed: false, className: 'my-own-class', problems: [] });
+    expect(resolve(aCluster('alpha', undefined)).clusters[0]).toMatchObject({ managed: false, problems: [] });
+  });
+
+  it('suggests the nearest existing release for a class of a release the source does not have', () => {
+    const [cluster] = resolve(aCluster('alpha', 'docker-ferrol-1-30-v4')).clusters;
+    expect(cluster!.problems[0]!.message).toMatch(/has no release docker-ferrol-1-30-v4; pick a class of an existing release; did you mean docker-ferrol-1-30-v1\?/);
+  });
+
+  it.each([
+    ['latest', /is "latest", not a Kubernetes version: Cluster API takes a version such as v1\.30\.0/],
+    ['1.30.2', /is "1\.30\.2", not a Kubernetes version/],
+    ['v1.30', /is "v1\.30", not a Kubernetes version/],
+    [130, /is 130, not a Kubernetes version/],
+    ['v1.31.0', /is v1\.31\.0 but class docker-ferrol-1-30-v1 is for Kubernetes 1\.30/],
+  ])('refuses topology.version %j, naming the field and the value', (version, message) => {
+    const cluster = aCluster('alpha', 'docker-ferrol-1-30-v1');
+    cluster.spec!.topology!.version = version as string;
+    expect(resolve(cluster).clusters[0]!.problems).toEqual([{ object: 'Cluster cluster-stacks/alpha', path: 'spec.topology.version', message: expect.stringMatching(message) }]);
   });
 });

@@ -199,13 +199,18 @@ export interface ClusterAddon {
   status?: ClusterAddonStatus;
 }
 
-/** The parts of a CAPI Cluster we read; everything else is kept as-is for values templates. */
+/**
+ * The parts of a CAPI Cluster we read (v1beta1 or v1beta2: read the class and references through
+ * capi-cluster.ts, never these fields directly); everything else is kept as-is for values templates.
+ */
 export interface CapiCluster extends KubeObject {
   kind: 'Cluster';
   spec?: {
-    topology?: { class?: string; classNamespace?: string; version?: string; [key: string]: unknown };
-    controlPlaneRef?: ObjectReference;
-    infrastructureRef?: ObjectReference;
+    /** v1beta1 `class`/`classNamespace`, v1beta2 `classRef: {name, namespace}`. */
+    topology?: { class?: string; classNamespace?: string; classRef?: { name?: string; namespace?: string }; version?: string; [key: string]: unknown };
+    /** v1beta1 `{apiVersion, kind, name, namespace}`, v1beta2 `{apiGroup, kind, name}`. */
+    controlPlaneRef?: ObjectReference & { apiGroup?: string };
+    infrastructureRef?: ObjectReference & { apiGroup?: string };
     controlPlaneEndpoint?: { host?: string; port?: number };
     [key: string]: unknown;
   };

@@ -1,6 +1,7 @@
 // Pure validation of the cluster-api-operator's provider objects (v1alpha2), with the rules its CRDs
 // and webhooks enforce (exactly one fetch source, not both patch styles) plus what rendering needs
 // (a semantic version). Every field the operator's API defines is accepted, so existing specs load.
+import { didYouMean } from '../core/did-you-mean.js';
 import { semver } from '../core/semver-functions.js';
 import type { Problem } from '../core/problem.js';
 import { OPERATOR_API_GROUP, OPERATOR_API_VERSION, PROVIDER_KINDS } from './provider-types.js';
@@ -129,7 +130,7 @@ export function validateProvider(object: unknown): Problem[] {
   if (!isRecord(object)) return [{ message: 'a provider must be a YAML mapping' }];
   const kind = typeof object.kind === 'string' ? object.kind : '';
   if (!Object.hasOwn(PROVIDER_KINDS, kind)) {
-    return [{ path: 'kind', message: `${JSON.stringify(object.kind ?? null)} is not a kind of ${OPERATOR_API_GROUP}; known kinds are ${Object.keys(PROVIDER_KINDS).join(', ')}` }];
+    return [{ path: 'kind', message: `${JSON.stringify(object.kind ?? null)} is not a kind of ${OPERATOR_API_GROUP}; known kinds are ${Object.keys(PROVIDER_KINDS).join(', ')}${didYouMean(kind, Object.keys(PROVIDER_KINDS))}` }];
   }
   if (object.apiVersion !== OPERATOR_API_VERSION) problems.push({ path: 'apiVersion', message: `must be ${OPERATOR_API_VERSION}, found ${JSON.stringify(object.apiVersion ?? null)}` });
   unknownFields(object, TOP_LEVEL_FIELDS, '', problems);

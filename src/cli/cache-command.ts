@@ -5,7 +5,7 @@ import { ReleaseCache } from '../sources/release-cache.js';
 import { formatProblem, InputError } from '../core/problem.js';
 import { retryableProblems } from '../plan/plan-report.js';
 import { type CliIo, EXIT_OK, RemoteFailureError, UsageError } from './cli-io.js';
-import { didYouMean } from './did-you-mean.js';
+import { didYouMean } from '../core/did-you-mean.js';
 import { parseCommandLine } from './parse-command-line.js';
 import { checkCacheDir, configFromFlags, resolveLocation, SOURCE_OPTIONS, planFromInputs } from './common-options.js';
 import { ChartRenderCache } from '../plan/chart-render-cache.js';

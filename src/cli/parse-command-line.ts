@@ -3,7 +3,7 @@
 // usage error that says what was meant, instead of parseArgs' raw ERR_PARSE_ARGS_* text.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { UsageError } from './cli-io.js';
-import { closestName } from './did-you-mean.js';
+import { closestName } from '../core/did-you-mean.js';
 
 type Token =
   | { kind: 'option'; name: string; rawName: string; value: string | undefined; inlineValue: boolean | undefined }

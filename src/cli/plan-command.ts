@@ -17,6 +17,7 @@ import type { RenderedTree } from '../output/rendered-tree.js';
 import { readProvenance, type UnitRecord } from '../output/provenance.js';
 import { endPhase } from './phase-timings.js';
 import { planRenderCheck } from './plan-render-check.js';
+import { holdPublishedClusters } from '../render/held-published-clusters.js';
 
 export const PLAN_USAGE = `Usage: clusterstack plan <files or dirs...> --release-source <source> [--json] [target]
 
@@ -86,9 +87,11 @@ export async function planCommand(args: string[], io: CliIo): Promise<number> {
   const previous = target?.tree;
   if (target) endPhase('target');
   const published = previous ? readProvenance(previous) : undefined;
-  const report = planReport(plan, target ? { name: target.target, providers: published?.providers ?? [] } : undefined);
+  // As render does: a Cluster the target renders that the inputs no longer make ours is a problem.
+  const checked = previous ? holdPublishedClusters(plan, previous).plan : plan;
+  const report = planReport(checked, target ? { name: target.target, providers: published?.providers ?? [] } : undefined);
   // What render would withhold, decided by render's own steps over what plan can see.
-  const check = await planRenderCheck(plan, config);
+  const check = await planRenderCheck(checked, config);
   for (const message of check.warnings) {
     report.warnings.push(message);
     warn?.(message);

@@ -3,7 +3,7 @@ import { kubernetesMinorOf } from '../core/release-tag.js';
 import { compareReleases } from '../core/resolve-releases.js';
 import { channelOf, formatDotVersion } from '../core/stack-version.js';
 import { type CliIo, EXIT_OK, UsageError } from './cli-io.js';
-import { didYouMean } from './did-you-mean.js';
+import { didYouMean } from '../core/did-you-mean.js';
 import { parseCommandLine } from './parse-command-line.js';
 import { checkCacheDir, configFromFlags, resolveLocation, SOURCE_OPTIONS, sourceOpenerFrom } from './common-options.js';
 

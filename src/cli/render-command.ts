@@ -59,6 +59,9 @@ ${HELM_TIMEOUT_HELP}
   --json                   print a JSON report (files written/removed, withheld, commit)
   --allow-mass-delete      publish even when the render removes all, or more than --max-delete-share,
                            of the published releases or clusters (refused by default)
+  --allow-partial          publish everything else when some Clusters have input problems (a class
+                           that cannot be read, a wrong topology.version): those Clusters are withheld,
+                           their previous output and release kept (by default nothing is written)
   --max-delete-share <s>   the share one render may remove (default 50%; CLUSTERSTACK_MAX_DELETE_SHARE)
   --lock-timeout <d>       how long to wait for another run on the same output (default 60s; 0 fails
                            at once; CLUSTERSTACK_LOCK_TIMEOUT)
@@ -150,6 +153,7 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
       'gitops-secret': { type: 'string' },
       json: { type: 'boolean', default: false },
       'allow-mass-delete': { type: 'boolean', default: false },
+      'allow-partial': { type: 'boolean', default: false },
       'max-delete-share': { type: 'string' },
       'lock-timeout': { type: 'string' },
       'adopt-output': { type: 'boolean', default: false },
@@ -214,9 +218,14 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   const remote = retryableProblems(plan);
   if (remote.length > 0) throw new RemoteFailureError(`nothing was rendered or written: a release source failed; retry later:\n  ${remote.map(formatProblem).join('\n  ')}`);
   const problems = planReport(plan);
-  if (reportHasProblems(problems)) {
-    const all = [...problems.problems, ...problems.clusterStacks.flatMap((s) => [...s.problems, ...s.releases.flatMap((r) => r.problems)]), ...problems.clusters.flatMap((c) => c.problems)];
-    throw new InputError(all.map((message) => ({ message })), `nothing was rendered or written:\n  ${all.join('\n  ')}`);
+  // With --allow-partial a Cluster's own problems withhold that Cluster alone (its previous output
+  // kept); anything else still stops the run.
+  const allowPartial = values['allow-partial'];
+  if (reportHasProblems(allowPartial ? { ...problems, clusters: [] } : problems)) {
+    const clusterProblems = problems.clusters.flatMap((c) => c.problems);
+    const all = [...problems.problems, ...problems.clusterStacks.flatMap((s) => [...s.problems, ...s.releases.flatMap((r) => r.problems)]), ...clusterProblems];
+    const hint = clusterProblems.length > 0 && !allowPartial ? `\n(--allow-partial publishes everything else and keeps the previous output of the Clusters named here)` : '';
+    throw new InputError(all.map((message) => ({ message })), `nothing was rendered or written:\n  ${all.join('\n  ')}${hint}`);
   }
 
   const pipelineOptions: PipelineOptions = {
@@ -226,6 +235,7 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
     ...(readmeTemplate !== undefined ? { readmeTemplate } : {}),
     ...(values['pull-request'] ? { pullRequest: prTemplate !== undefined ? { template: prTemplate } : {} } : {}),
     massDeletion: { allow: values['allow-mass-delete'], maxShare: config.maxDeleteShare },
+    heldClusters: allowPartial ? 'withhold' : 'refuse',
     ...(scheduler ? { scheduler } : {}),
   };
   // Everything that decides what this run publishes, known before rendering (run-fingerprint.ts).

@@ -2,7 +2,7 @@
 import { ConfigError } from '../config.js';
 import { FAILURE_REACTIONS, failureKindOf } from '../core/failure.js';
 import { type CliIo, EXIT_OK, EXIT_USAGE, isWorkingDirectoryGone, UsageError, workingDirectoryGone } from './cli-io.js';
-import { didYouMean } from './did-you-mean.js';
+import { didYouMean } from '../core/did-you-mean.js';
 import { exitCodesHelp } from './exit-codes-help.js';
 import { endPhase, formatPhaseTimings, resetPhases, timingsWanted } from './phase-timings.js';
 

@@ -3,6 +3,7 @@
 // Cluster's addons for it. When either is withheld, the Cluster's previous manifest is kept as it
 // was, so the Cluster does not start an upgrade its addons (or its ClusterClass) cannot follow;
 // the move is written by the first render that can publish them. Pure.
+import { clusterClassOf } from '../api/capi-cluster.js';
 import type { CapiCluster } from '../api/types.js';
 import { releaseOfClusterClass } from '../core/release-tag.js';
 import type { WithheldEntry } from '../output/provenance.js';
@@ -10,13 +11,13 @@ import type { RenderedTree } from '../output/rendered-tree.js';
 import { requestedClusterOfPath } from '../output/tree-layout.js';
 import { decodeYamlDocument } from '../yaml/kube-yaml.js';
 
-/** The class a generated Cluster manifest names (requested-clusters.ts writes `topology.class` and `classNamespace`). */
+/** The class a generated Cluster manifest names (requested-clusters.ts writes v1beta1 `topology.class`; capi-cluster.ts reads either version). */
 function classOf(text: string): { name: string; namespace?: string } | undefined {
   try {
-    const topology = (decodeYamlDocument(text).value as CapiCluster | null)?.spec?.topology;
-    const name = topology?.class;
-    const namespace = topology?.classNamespace;
-    return typeof name === 'string' ? { name, ...(typeof namespace === 'string' ? { namespace } : {}) } : undefined;
+    const object = decodeYamlDocument(text).value as CapiCluster | null;
+    if (!object || typeof object !== 'object' || typeof object.metadata !== 'object' || object.metadata === null) return undefined;
+    const named = clusterClassOf(object);
+    return named.kind === 'class' ? { name: named.name, namespace: named.namespace } : undefined;
   } catch {
     return undefined;
   }

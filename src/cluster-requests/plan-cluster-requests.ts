@@ -2,6 +2,7 @@
 // the stacks, ClusterRequests scheduled to Clusters, and those Clusters fed into the resolution
 // beside the people's, so their addons are planned, rendered and withheld like any other Cluster's.
 // The inputs are never changed: the generated Clusters live in a new resolution. Pure.
+import { clusterClassOf, usesClassRef } from '../api/capi-cluster.js';
 import type { CapiCluster, KubeObject } from '../api/types.js';
 import type { ClusterResolution, Resolution } from '../core/resolve-releases.js';
 import type { ClusterRequestsOutput, ClusterRequestsRecord } from '../output/cluster-requests-record.js';
@@ -117,9 +118,8 @@ export function planClusterRequests(plan: Plan, setting: SchedulerSetting | Sche
     files.set(file, text);
     notes.push(`Cluster ${key(cluster.namespace, cluster.name)} (made for requests) is kept as the previous render wrote it: ${cluster.reason}`);
     const object = decodeYamlDocument(text).value as CapiCluster;
-    const stackNamespace = object.spec?.topology?.classNamespace ?? cluster.namespace;
-    const className = object.spec?.topology?.class;
-    if (className) objects.push({ id: key(cluster.namespace, cluster.name), object, className, stackNamespace });
+    const named = clusterClassOf(object);
+    if (named.kind === 'class') objects.push({ id: key(cluster.namespace, cluster.name), object, className: named.name, stackNamespace: named.namespace });
   }
   for (const request of scheduled.requests) {
     if (REFUSALS.has(request.reason)) notes.push(`ClusterRequest ${key(request.namespace, request.name)} is Pending (${request.reason}): ${request.message}`);
@@ -170,8 +170,9 @@ function withGeneratedClusters(resolution: Resolution, generated: { id: string; 
   const next = structuredClone(resolution);
   for (const { id, object, className, stackNamespace } of generated) {
     const live = observed.get(id);
-    // The class as the resolution reads it (resolve-releases.ts): `spec.topology.class`.
-    if (live && live.spec?.topology?.class === className) continue;
+    // The class as the resolution reads it (capi-cluster.ts): v1beta1 `class`, v1beta2 `classRef.name`.
+    const liveClass = live ? clusterClassOf(live) : undefined;
+    if (liveClass?.kind === 'class' && liveClass.name === className) continue;
     // A kept manifest may name a release no stack keeps any more: it is written, but renders nothing.
     const stack = next.clusterStacks.find((s) => s.namespace === stackNamespace && s.releases.some((r) => r.className === className));
     const decision = stack?.releases.find((r) => r.className === className);
@@ -196,10 +197,21 @@ function withGeneratedClusters(resolution: Resolution, generated: { id: string; 
   return next;
 }
 
-/** The live Cluster as it will be once the generated manifest's class and version are applied. */
+/**
+ * The live Cluster as it will be once the generated manifest's class and version are applied, in
+ * the live copy's own version: a v1beta2 Cluster gets the class in `classRef`, as the API server
+ * would return it after the (v1beta1) manifest is applied.
+ */
 function movingTo(live: CapiCluster, generated: CapiCluster): CapiCluster {
   const moved = structuredClone(live);
   const topology = generated.spec?.topology;
-  if (moved.spec && topology) moved.spec.topology = { ...moved.spec.topology, ...topology };
+  if (!moved.spec || !topology) return moved;
+  if (!usesClassRef(live.apiVersion)) {
+    moved.spec.topology = { ...moved.spec.topology, ...topology };
+    return moved;
+  }
+  const { class: name, classNamespace: namespace, ...rest } = topology;
+  const { class: _class, classNamespace: _classNamespace, ...liveTopology } = moved.spec.topology ?? {};
+  moved.spec.topology = { ...liveTopology, ...rest, classRef: { name, ...(namespace !== undefined ? { namespace } : {}) } };
   return moved;
 }

@@ -72,11 +72,16 @@ export function clusterClassName(tag: ReleaseTag): string {
   return `${stackPrefix(tag)}-${formatDotVersion(tag.version)}`;
 }
 
-/** Parses a ClusterClass name (`docker-ferrol-1-27-v1-alpha.5`) back into its release tag. */
+/**
+ * Parses a ClusterClass name (`docker-ferrol-1-27-v1-alpha.5`) back into its release tag. Only the
+ * exact name a release's chart gives its class is one: `docker-ferrol-1.27-v3` is refused.
+ */
 export function parseClusterClassName(className: string): ReleaseTag {
   const dots = className.split('.').length - 1;
   if (dots > 1) throw new TagSyntaxError(className, 'a cluster stack ClusterClass name has at most one "."');
-  return parseReleaseTag(className.replace('.', '-'));
+  const tag = parseReleaseTag(className.replace('.', '-'));
+  if (clusterClassName(tag) !== className) throw new TagSyntaxError(className, `the ClusterClass of release ${formatReleaseTag(tag)} is ${clusterClassName(tag)}`);
+  return tag;
 }
 
 /** The release tag a ClusterClass name stands for, or undefined when it is no cluster stack class. */

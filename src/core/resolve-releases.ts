@@ -1,6 +1,8 @@
 // Which releases each ClusterStack keeps and why, and which release each Cluster uses. Pure: the
 // callers have already listed releases and read the objects.
 import { type CapiCluster, type ClusterStack, type ClusterStackReleaseSummary, type KubeObject, withSpecDefaults } from '../api/types.js';
+import { clusterClassOf } from '../api/capi-cluster.js';
+import { nearestName } from './did-you-mean.js';
 import type { Problem } from './problem.js';
 import { clusterClassName, formatReleaseTag, kubernetesMinorOf, parseClusterClassName, type ReleaseTag } from './release-tag.js';
 import { channelOf, compareStackVersions, formatDotVersion, isHashBuild, parseStackVersion, sameVersion } from './stack-version.js';
@@ -50,7 +52,7 @@ export interface ReleaseDecision {
   /** Provider work done (always true for noProvider stacks). */
   ready: boolean;
   readyMessage?: string;
-  /** Clusters (`namespace/name`) whose topology.class names this release. */
+  /** Clusters (`namespace/name`) whose class (topology.class or topology.classRef) names this release. */
   usedBy: string[];
 }
 
@@ -74,6 +76,8 @@ export interface ClusterResolution {
   /** False when the Cluster's class is not a cluster stack ClusterClass: not ours to render. */
   managed: boolean;
   className?: string;
+  /** The field that names the class: `spec.topology.class` (v1beta1) or `spec.topology.classRef.name` (v1beta2). */
+  classField?: string;
   release?: string;
   stack?: { namespace: string; name: string };
   problems: Problem[];
@@ -136,36 +140,58 @@ function findStackForClass(tag: ReleaseTag, namespace: string, stacks: StackInpu
   return stacks.find((input) => namespaceOf(input.stack) === namespace && releaseMatchesStack(tag, input.stack));
 }
 
-/** Which release each Cluster's `spec.topology.class` names, or why that does not work. */
+/** The ClusterClass names of the releases the stacks offer (each stack's own releases), in order. */
+function offeredClasses(stacks: StackInput[]): string[] {
+  return [...new Set(stacks.flatMap((input) => input.releases.filter((release) => releaseMatchesStack(release.parsed, input.stack)).map((release) => clusterClassName(release.parsed))))];
+}
+
+/**
+ * Why a class name that is no cluster stack class still looks meant as one (it starts with a
+ * ClusterStack's `<provider>-<name>-`, or is a few edits from a class a stack offers), or
+ * undefined for a ClusterClass that has nothing to do with the stacks (not ours to render).
+ */
+function meantAsStackClass(className: string, stacks: StackInput[]): string | undefined {
+  const classes = offeredClasses(stacks);
+  const near = nearestName(className, classes, CLASS_TYPO_EDITS);
+  const stack = stacks.find((input) => className.startsWith(`${input.stack.spec.provider}-${input.stack.spec.name}-`));
+  if (!near && !stack) return undefined;
+  const suggestion = near ?? nearestName(className, classes.filter((name) => !stack || name.startsWith(`${stack.stack.spec.provider}-${stack.stack.spec.name}-`)), Math.floor(className.length / 3));
+  const owner = stack ? ` of ClusterStack ${objectKey(stack.stack)}` : '';
+  return `names ${className}, which is not a cluster stack class${owner} (expected <provider>-<name>-<k8s major>-<k8s minor>-<version>, e.g. ${suggestion ?? `${stack!.stack.spec.provider}-${stack!.stack.spec.name}-${stack!.stack.spec.kubernetesVersion.replace('.', '-')}-v1`})${suggestion ? `; did you mean ${suggestion}?` : ''}`;
+}
+
+/** How many edits from an offered class a name may be and still count as a typo of it. */
+const CLASS_TYPO_EDITS = 3;
+
+/** Which release the ClusterClass a Cluster names stands for (v1beta1 or v1beta2), or why that does not work. */
 function resolveCluster(cluster: CapiCluster, stacks: StackInput[], unlisted: UnlistedStack[]): ClusterResolution {
   const base = { namespace: namespaceOf(cluster), name: cluster.metadata.name, cluster, problems: [] as Problem[] };
-  const className = cluster.spec?.topology?.class;
-  if (typeof className !== 'string' || className === '') return { ...base, managed: false };
+  const object = `Cluster ${objectKey(cluster)}`;
+  const named = clusterClassOf(cluster);
+  if (named.kind === 'none') return { ...base, managed: false };
+  // A topology that names no class is no foreign Cluster: it is a broken one, and it may be ours.
+  if (named.kind === 'invalid') return { ...base, managed: true, problems: [{ object, path: named.path, message: named.message }] };
+  const className = named.name;
+  const classPath = named.path;
   let tag: ReleaseTag;
   try {
     tag = parseClusterClassName(className);
   } catch {
-    return { ...base, managed: false, className };
+    const meant = meantAsStackClass(className, stacks);
+    if (meant) return { ...base, managed: true, className, classField: classPath, problems: [{ object, path: classPath, message: meant }] };
+    return { ...base, managed: false, className, classField: classPath };
   }
   const release = formatReleaseTag(tag);
-  const resolution: ClusterResolution = { ...base, managed: true, className, release };
-  const object = `Cluster ${objectKey(cluster)}`;
-  const classNamespace = cluster.spec?.topology?.classNamespace ?? base.namespace;
-  const topologyVersion = cluster.spec?.topology?.version;
-  const versionMatch = typeof topologyVersion === 'string' ? /^v?(\d+)\.(\d+)/.exec(topologyVersion) : null;
-  if (versionMatch && `${versionMatch[1]}.${versionMatch[2]}` !== kubernetesMinorOf(tag)) {
-    resolution.problems.push({
-      object,
-      path: 'spec.topology.version',
-      message: `is ${topologyVersion} but class ${className} is for Kubernetes ${kubernetesMinorOf(tag)}; use a class of the same minor version`,
-    });
-  }
+  const resolution: ClusterResolution = { ...base, managed: true, className, classField: classPath, release };
+  const classNamespace = named.namespace;
+  const versionProblem = topologyVersionProblem(cluster.spec?.topology?.version, className, tag);
+  if (versionProblem) resolution.problems.push({ object, path: 'spec.topology.version', message: versionProblem });
   const stackInput = findStackForClass(tag, classNamespace, stacks);
   const unlistedStack = stackInput ? undefined : unlisted.find((entry) => findStackForClass(tag, classNamespace, [{ stack: entry.stack, releases: [] }]));
   if (unlistedStack) {
     resolution.problems.push({
       object,
-      path: 'spec.topology.class',
+      path: classPath,
       message: `names ${className}, of ClusterStack ${objectKey(unlistedStack.stack)}, whose release source ${unlistedStack.source} could not be listed (the ClusterStack's problem says why); nothing is decided for this Cluster until it can be${unlistedStack.retryable ? '; retry later' : ''}`,
       ...(unlistedStack.retryable ? { retryable: true } : {}),
     });
@@ -174,21 +200,38 @@ function resolveCluster(cluster: CapiCluster, stacks: StackInput[], unlisted: Un
   if (!stackInput) {
     resolution.problems.push({
       object,
-      path: 'spec.topology.class',
+      path: classPath,
       message: `names ${className}, but no ClusterStack in namespace ${classNamespace} has provider ${tag.provider}, name ${tag.name}, Kubernetes ${kubernetesMinorOf(tag)} and channel ${channelOf(tag.version)}; create one or fix the class`,
     });
     return resolution;
   }
   resolution.stack = { namespace: namespaceOf(stackInput.stack), name: stackInput.stack.metadata.name };
   if (!stackInput.releases.some((candidate) => candidate.tag === release)) {
+    const near = nearestName(className, offeredClasses([stackInput]), Math.floor(className.length / 3));
     resolution.problems.push({
       object,
-      path: 'spec.topology.class',
-      message: `names ${className}, but the release source has no release ${release}; pick a class of an existing release`,
+      path: classPath,
+      message: `names ${className}, but the release source has no release ${release}; pick a class of an existing release${near ? `; did you mean ${near}?` : ''}`,
     });
   }
   return resolution;
 }
+
+/**
+ * What is wrong with `spec.topology.version` before the release is loaded: Cluster API takes only
+ * a Kubernetes version with its `v` and patch (`v1.30.4`), and it must be of the class's minor.
+ * The patch itself is checked against the release's metadata.yaml once it is loaded.
+ */
+function topologyVersionProblem(version: unknown, className: string, tag: ReleaseTag): string | undefined {
+  if (version === undefined || version === null) return undefined;
+  const match = typeof version === 'string' ? KUBE_SEMVER.exec(version) : null;
+  if (!match) return `is ${JSON.stringify(version)}, not a Kubernetes version: Cluster API takes a version such as v${kubernetesMinorOf(tag)}.0 (with "v" and the patch), and the cluster-stack-operator the exact Kubernetes version of class ${className}'s release`;
+  if (`${match[1]}.${match[2]}` !== kubernetesMinorOf(tag)) return `is ${String(version)} but class ${className} is for Kubernetes ${kubernetesMinorOf(tag)}; use a class of the same minor version`;
+  return undefined;
+}
+
+/** Cluster API's KubeSemver: a Kubernetes version with its leading "v" (util/version). */
+const KUBE_SEMVER = /^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)([-0-9a-zA-Z_.+]*)?$/;
 
 function resolveStack(input: StackInput, clusters: ClusterResolution[], providerReleases: KubeObject[]): StackResolution {
   const { stack } = input;
@@ -303,7 +346,7 @@ export function resolveReleases(input: ResolveInput): Resolution {
     if (decision && !decision.ready) {
       cluster.problems.push({
         object: `Cluster ${cluster.namespace}/${cluster.name}`,
-        path: 'spec.topology.class',
+        path: cluster.classField,
         message: `names ${cluster.className}, whose release is not ready: ${decision.readyMessage ?? 'provider work pending'}`,
       });
     }

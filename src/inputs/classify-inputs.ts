@@ -3,7 +3,8 @@
 import { ADDONS_LAYER_KIND, type AddonsLayer, KRAAN_GROUP, validateAddonsLayer } from '../api/addons-layer.js';
 import { API_GROUP, CAPI_API_GROUP, type CapiCluster, type ClusterStack, type KubeObject } from '../api/types.js';
 import { findDuplicateStacks, validateClusterAddon, validateClusterStack, validateClusterStackRelease } from '../api/validate.js';
-import { type CapiProvider, OPERATOR_API_GROUP } from '../api/provider-types.js';
+import { type CapiProvider, OPERATOR_API_GROUP, PROVIDER_KINDS } from '../api/provider-types.js';
+import { didYouMean, nearestName } from '../core/did-you-mean.js';
 import { validateProvider } from '../api/validate-provider.js';
 import type { Problem } from '../core/problem.js';
 import { findDuplicateObjects, objectIdentity } from './duplicate-objects.js';
@@ -32,6 +33,40 @@ function describeObject(object: KubeObject): string {
   return `${object.kind} ${object.metadata.namespace ?? 'default'}/${object.metadata.name}`;
 }
 
+const OWN_KINDS = ['ClusterStack', 'ClusterStackRelease', 'ClusterAddon'];
+/** Every kind the inputs are read for: a kind a typo away from one of these is a mistake, not an object to pass by. */
+const READ_KINDS = ['Cluster', ...OWN_KINDS, ADDONS_LAYER_KIND, ...Object.keys(PROVIDER_KINDS), 'ClusterRequest'];
+const PROVIDER_RELEASE_SUFFIX = 'ClusterStackRelease';
+
+/**
+ * The kind clusterstack reads that `kind` is a typo of (one edit for short kinds, two from ten
+ * letters on, case ignored), including `<Provider>ClusterStackRelease`; undefined for every other
+ * kind. Kinds that merely share a prefix (ClusterClass, ClusterRole, DockerCluster,
+ * <Provider>ClusterStackReleaseTemplate) are further away than that.
+ */
+export function mistypedKind(kind: string): string | undefined {
+  const edits = kind.length >= 10 ? 2 : 1;
+  const direct = nearestName(kind, READ_KINDS, edits);
+  if (direct) return direct;
+  // `DockerClusterStackRelase`: the provider prefix is anything, the suffix is ours; the split
+  // with the fewest edits says where the prefix ends.
+  for (let allowed = 1; allowed <= 2; allowed += 1) {
+    for (let length = PROVIDER_RELEASE_SUFFIX.length - allowed; length <= PROVIDER_RELEASE_SUFFIX.length + allowed && length < kind.length; length += 1) {
+      if (nearestName(kind.slice(-length), [PROVIDER_RELEASE_SUFFIX], allowed)) return `${kind.slice(0, -length)}${PROVIDER_RELEASE_SUFFIX}`;
+    }
+  }
+  return undefined;
+}
+
+/** Where each kind read from the inputs lives. */
+const GROUP_OF_KIND: ReadonlyMap<string, string> = new Map([['Cluster', CAPI_API_GROUP], ...OWN_KINDS.map((kind): [string, string] => [kind, API_GROUP]), [ADDONS_LAYER_KIND, KRAAN_GROUP], ...Object.keys(PROVIDER_KINDS).map((kind): [string, string] => [kind, OPERATOR_API_GROUP])]);
+
+/** The group a read kind's apiVersion group is a typo of (`cluser.x-k8s.io` for a Cluster), else undefined. */
+function mistypedGroup(group: string, kind: string): string | undefined {
+  const expected = GROUP_OF_KIND.get(kind);
+  return expected !== undefined && group !== expected && nearestName(group, [expected], 2) ? expected : undefined;
+}
+
 /** Classifies and validates objects; an invalid ClusterStack is left out and its problems listed. */
 export function classifyInputs(objects: SourcedObject[]): Inputs {
   const inputs: Inputs = { clusterStacks: [], clusters: [], providerReleases: [], providers: [], addonsLayers: [], others: [], problems: [] };
@@ -46,11 +81,16 @@ export function classifyInputs(objects: SourcedObject[]): Inputs {
     if (duplicated.has(objectIdentity(sourced.object))) continue;
     const { object, source } = sourced;
     const group = groupOf(object.apiVersion);
+    const meantGroup = mistypedGroup(group, object.kind);
+    if (meantGroup) {
+      inputs.problems.push({ source, object: describeObject(object), path: 'apiVersion', message: `${object.apiVersion} is no API group clusterstack reads for a ${object.kind}, and would be ignored; did you mean ${meantGroup}/${object.apiVersion.slice(group.length + 1)}?` });
+      continue;
+    }
     if (group === API_GROUP) {
       const validator =
         object.kind === 'ClusterStack' ? validateClusterStack : object.kind === 'ClusterStackRelease' ? validateClusterStackRelease : object.kind === 'ClusterAddon' ? validateClusterAddon : undefined;
       if (!validator) {
-        inputs.problems.push({ source, message: `kind ${object.kind} is not part of ${API_GROUP}; known kinds are ClusterStack, ClusterStackRelease and ClusterAddon` });
+        inputs.problems.push({ source, path: 'kind', message: `kind ${object.kind} is not part of ${API_GROUP}; known kinds are ClusterStack, ClusterStackRelease and ClusterAddon${didYouMean(object.kind, OWN_KINDS)}` });
         continue;
       }
       const problems = validator(object).map((problem) => ({ ...problem, source, object: describeObject(object) }));
@@ -73,7 +113,9 @@ export function classifyInputs(objects: SourcedObject[]): Inputs {
     } else if (object.kind.endsWith('ClusterStackRelease')) {
       inputs.providerReleases.push(sourced);
     } else {
-      inputs.others.push(sourced);
+      const meant = mistypedKind(object.kind);
+      if (meant) inputs.problems.push({ source, object: describeObject(object), path: 'kind', message: `${object.kind} is no kind clusterstack reads, and would be ignored; did you mean ${meant}?` });
+      else inputs.others.push(sourced);
     }
   }
   const sameStacks = findDuplicateStacks(inputs.clusterStacks.map((s) => s.object));

@@ -8,6 +8,7 @@ import { renderWiring, type WiringOptions } from '../../gitops/wiring/render-wir
 import { DEFAULT_SOPS_SECRET } from '../../gitops/wiring/sops-decryption.js';
 import { checkWiringOptions } from '../../gitops/wiring/wiring-options.js';
 import { Failure } from '../core/failure.js';
+import { formatProblem, InputError } from '../core/problem.js';
 import { checkMassDeletion, type MassDeletionPolicy, unitsOfProvenance } from '../core/mass-deletion-guard.js';
 import type { RenderedTree } from '../output/rendered-tree.js';
 import { readProvenance } from '../output/provenance.js';
@@ -18,6 +19,7 @@ import { countClusterRequests, planClusterRequests, type SchedulerSetting } from
 import type { SchedulerConfig } from '../cluster-requests/scheduler-config.js';
 import type { Plan } from '../plan/build-plan.js';
 import { unitFilesAhead } from '../render/assemble-tree.js';
+import { holdPublishedClusters } from '../render/held-published-clusters.js';
 import { kustomizationEncoder } from '../render/kustomization-yaml.js';
 import type { RenderDependencies } from '../render/render-dependencies.js';
 import { type RenderOutcome, type RenderProgress, renderOutput } from '../render/render-output.js';
@@ -68,6 +70,12 @@ export interface PipelineOptions {
   signal?: AbortSignal;
   /** A provider downgrade or contract mismatch: refuse the run (default) or withhold that provider alone. */
   providerGuards?: 'refuse' | 'withhold';
+  /**
+   * A Cluster of the inputs whose addons the target holds but that the inputs no longer make ours
+   * (held-published-clusters.ts): withhold it alone, its output kept (default, the controller), or
+   * refuse the run before anything renders (the CLI without --allow-partial).
+   */
+  heldClusters?: 'refuse' | 'withhold';
 }
 
 export type PipelineResult<Published> =
@@ -106,7 +114,7 @@ function prestageUnits(prestage: (files: Iterable<readonly [string, string]>) =>
  * deletion, summarizes the change and publishes it. Throws for failures that are not one unit's
  * own (a refused Secret, a refused mass deletion, helm missing, a publisher that throws).
  */
-export async function renderAndPublish<Published>(plan: Plan, previous: RenderedTree, deps: PipelineDependencies<Published>, options: PipelineOptions): Promise<PipelineResult<Published>> {
+export async function renderAndPublish<Published>(inputPlan: Plan, previous: RenderedTree, deps: PipelineDependencies<Published>, options: PipelineOptions): Promise<PipelineResult<Published>> {
   const now = deps.now ?? Date.now;
   // Bad wiring options are a user error: say so before any helm process runs.
   if (options.gitops) checkWiringOptions(options.gitops);
@@ -119,7 +127,11 @@ export async function renderAndPublish<Published>(plan: Plan, previous: Rendered
   const annotations = managementAnnotationsFor(options.gitops);
   // Cluster API providers: the version lock, downgrades and contracts need what is published.
   const previousProviders = readProvenance(previous)?.providers ?? [];
-  if (plan.providers) await guardProviderVersions(plan.providers, previousProviders, options.providerGuards);
+  if (inputPlan.providers) await guardProviderVersions(inputPlan.providers, previousProviders, options.providerGuards);
+  // A Cluster the target renders is never dropped for what the inputs now say about it: it is held.
+  const held = holdPublishedClusters(inputPlan, previous);
+  if (held.problems.length > 0 && options.heldClusters === 'refuse') throw new InputError(held.problems, `nothing was rendered or written:\n  ${held.problems.map(formatProblem).join('\n  ')}\n(--allow-partial publishes everything else and keeps the previous output of the Clusters named here)`);
+  const plan = held.plan;
   // Requests become Clusters before rendering, so their addons are rendered like anyone's.
   const requests = options.scheduler ? planClusterRequests(plan, options.scheduler, previous) : undefined;
   const unscheduled = options.scheduler ? 0 : countClusterRequests(plan);

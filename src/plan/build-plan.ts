@@ -190,6 +190,7 @@ async function assemblePlan(options: PlanOptions): Promise<Plan> {
     // Skipped releases stay visible in plans and reports, with the reason.
     for (const [tag, reason] of skipped.get(stack.stack) ?? []) stack.releases.push(skippedDecision(tag, reason, stackInputs.find((input) => input.stack === stack.stack)));
   }
+  checkClusters(resolution, inputs, releases);
   const plan: Plan = { inputs, resolution, releases, problems, warnings };
   if (inputs.providers.length > 0) {
     const objects = options.manifests.objects.map((sourced) => sourced.object);
@@ -210,6 +211,30 @@ async function assemblePlan(options: PlanOptions): Promise<Plan> {
     for (const [name, reason] of layers.sourceFailures) warn(`AddonsLayer ${name}: ${reason}; the layer is withheld for its Clusters`);
   }
   return plan;
+}
+
+/**
+ * What only the loaded releases can tell about each Cluster, and where each Cluster's problems are:
+ * `spec.topology.version` must be exactly its release's Kubernetes version (metadata.yaml, with the
+ * patch), as the cluster-stack-operator's Cluster webhook requires; every problem names the file
+ * and line of its Cluster.
+ */
+function checkClusters(resolution: Resolution, inputs: Inputs, releases: Map<string, LoadedRelease>): void {
+  const sources = new Map(inputs.clusters.map((sourced) => [sourced.object, sourced.source]));
+  for (const cluster of resolution.clusters) {
+    const version = cluster.cluster.spec?.topology?.version;
+    const content = cluster.stack ? loadedRelease({ releases }, cluster.stack.namespace, cluster.release)?.content : undefined;
+    const expected = content ? `v${content.metadata.kubernetesVersion}` : undefined;
+    if (expected && typeof version === 'string' && version !== expected && !cluster.problems.some((problem) => problem.path === 'spec.topology.version')) {
+      cluster.problems.push({
+        object: `Cluster ${cluster.namespace}/${cluster.name}`,
+        path: 'spec.topology.version',
+        message: `is ${version} but class ${cluster.className}'s release ${cluster.release} is for Kubernetes ${expected} (its metadata.yaml); the cluster-stack-operator accepts only that version: set spec.topology.version: ${expected}`,
+      });
+    }
+    const source = sources.get(cluster.cluster);
+    if (source) for (const problem of cluster.problems) problem.source ??= source;
+  }
 }
 
 /** The addon layers of the inputs (which hold at least one AddonsLayer). */

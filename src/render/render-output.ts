@@ -27,7 +27,7 @@ import { buildProvenance, buildSummary } from './tree-records.js';
 import { type AnnotationsFor, unitFiles, type UnitFiles } from './unit-files.js';
 import { layerUnits } from './layer-units.js';
 import { handOverAddonMoves } from './addon-moves.js';
-import { keepPreviousOutput, withholdConflicts, withholdFailedUnits, withholdStrandedLayers, withholdValuesFailures } from './withhold-units.js';
+import { holdReleasesOfKeptClusters, keepPreviousOutput, withholdConflicts, withholdFailedUnits, withholdStrandedLayers, withholdValuesFailures } from './withhold-units.js';
 import { readProvenance } from '../output/provenance.js';
 import { renderProviders } from '../providers/render-providers.js';
 
@@ -195,6 +195,8 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
   const clustersRenderedNow = new Set(records.filter((record) => record.kind === 'cluster-stage' && renderedNow.has(record.dir)).map((record) => clusterDir(record.namespace, record.name)));
   withholdConflicts(conflicts(clustersRenderedNow), rendered, records, withheld);
   keepPreviousOutput(withheld, before, options.previous, rendered, records);
+  // A Cluster whose previous addons stay keeps the release they were rendered for.
+  if (holdReleasesOfKeptClusters(withheld, before, records)) keepPreviousOutput(withheld, before, options.previous, rendered, records);
   if (withheld.some((entry) => entry.previousKept)) withholdConflicts(conflicts(), rendered, records, withheld);
   // A layer whose dependency (or the stack's addons) ended up with nothing in the tree waits too.
   if (withholdStrandedLayers(rendered, records, withheld)) keepPreviousOutput(withheld, before, options.previous, rendered, records);

@@ -1,7 +1,8 @@
 // The units a plan asks for: the ClusterClass side of every kept release and one unit per addon
 // stage of every Cluster, each with the digest of everything that goes into it.
-import type { CapiCluster, KubeObject, ObjectReference } from '../api/types.js';
-import { formatProblem } from '../core/problem.js';
+import { clusterReference } from '../api/capi-cluster.js';
+import type { CapiCluster, KubeObject } from '../api/types.js';
+import { formatProblem, type Problem } from '../core/problem.js';
 import { stackPrefix } from '../core/release-tag.js';
 import type { ClusterResolution, StackResolution } from '../core/resolve-releases.js';
 import { groupOf } from '../inputs/classify-inputs.js';
@@ -74,7 +75,7 @@ export function planUnits(plan: Plan, settings: UnitSettings): { units: PendingU
     const loaded = loadedRelease(plan, cluster.stack?.namespace ?? cluster.namespace, cluster.release);
     const reason =
       cluster.problems.length > 0
-        ? cluster.problems.map((problem) => problem.message).join('; ')
+        ? cluster.problems.map(clusterProblemText).join('; ')
         : !loaded?.content
           ? `release ${cluster.release} could not be loaded: ${(loaded?.problems ?? []).map(formatProblem).join('; ') || 'it is not kept by its ClusterStack'}`
           : undefined;
@@ -88,6 +89,12 @@ export function planUnits(plan: Plan, settings: UnitSettings): { units: PendingU
     units.push(...pending);
   }
   return { units, clusterUnits, withheld };
+}
+
+/** A Cluster's problem as a withheld reason: where (file and line, field) and what. */
+export function clusterProblemText(problem: Problem): string {
+  const where = [problem.source, problem.path].filter(Boolean).join(' ');
+  return where ? `${where}: ${problem.message}` : problem.message;
 }
 
 /** The `namespace/name` of a unit's cluster (or release); a layer's is `namespace/cluster/layers/<layer>` (it fails alone). */
@@ -107,16 +114,11 @@ export function stableContext(object: KubeObject): KubeObject {
   return { ...object, metadata } as unknown as KubeObject;
 }
 
-function findReferenced(ref: ObjectReference | undefined, cluster: CapiCluster, others: KubeObject[]): KubeObject | undefined {
-  if (!ref?.kind || !ref.name) return undefined;
-  const namespace = ref.namespace ?? cluster.metadata.namespace ?? 'default';
-  return others.find(
-    (object) =>
-      object.kind === ref.kind &&
-      object.metadata.name === ref.name &&
-      (object.metadata.namespace ?? 'default') === namespace &&
-      (!ref.apiVersion || groupOf(object.apiVersion) === groupOf(ref.apiVersion)),
-  );
+/** The object a Cluster's control plane or infrastructure reference names (v1beta1 or v1beta2 shape), among the inputs. */
+function findReferenced(cluster: CapiCluster, field: 'controlPlaneRef' | 'infrastructureRef', others: KubeObject[]): KubeObject | undefined {
+  const ref = clusterReference(cluster, field);
+  if (!ref) return undefined;
+  return others.find((object) => object.kind === ref.kind && object.metadata.name === ref.name && (object.metadata.namespace ?? 'default') === ref.namespace && (ref.group === undefined || groupOf(object.apiVersion) === ref.group));
 }
 
 function releaseWithheldReason(decision: StackResolution['releases'][number], loaded: LoadedRelease | undefined): string | undefined {
@@ -148,8 +150,8 @@ function releaseUnit(stack: StackResolution, content: ReleaseContent, settings: 
 /** What a Cluster's values templates see: .Cluster, .ControlPlane and .InfraCluster (when given). */
 export function clusterContext(cluster: CapiCluster, others: KubeObject[]): ValuesTemplateItem['context'] {
   const context: ValuesTemplateItem['context'] = { Cluster: stableContext(cluster) };
-  const controlPlane = findReferenced(cluster.spec?.controlPlaneRef, cluster, others);
-  const infraCluster = findReferenced(cluster.spec?.infrastructureRef, cluster, others);
+  const controlPlane = findReferenced(cluster, 'controlPlaneRef', others);
+  const infraCluster = findReferenced(cluster, 'infrastructureRef', others);
   if (controlPlane) context.ControlPlane = stableContext(controlPlane);
   if (infraCluster) context.InfraCluster = stableContext(infraCluster);
   return context;

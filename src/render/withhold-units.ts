@@ -92,6 +92,37 @@ export function keepPreviousOutput(withheld: WithheldEntry[], before: Map<string
 }
 
 /**
+ * Withholds (so keepPreviousOutput keeps it) the release of every withheld cluster whose previous
+ * addons are kept, when this render does not publish that release: the kept addons belong to a
+ * Cluster that still uses its ClusterClass, which must not be pruned under it. The release's
+ * record is the previous tree's in the cluster's namespace, else every one of that tag (a class in
+ * another namespace). Returns whether it withheld any.
+ */
+export function holdReleasesOfKeptClusters(withheld: WithheldEntry[], before: Map<string, UnitRecord>, records: UnitRecord[]): boolean {
+  const users = new Map<string, { namespace: string; clusters: string[] }>();
+  const kept = new Set(withheld.filter((entry) => entry.kind === 'cluster' && entry.previousKept).map((entry) => `${entry.namespace}/${entry.name}`));
+  for (const record of before.values()) {
+    const key = `${record.namespace}/${record.name}`;
+    if (record.kind !== 'cluster-stage' || !kept.has(key)) continue;
+    const entry = users.get(record.release) ?? { namespace: record.namespace, clusters: [] };
+    if (!entry.clusters.includes(key)) entry.clusters.push(key);
+    users.set(record.release, entry);
+  }
+  let added = false;
+  for (const [release, { namespace, clusters }] of users) {
+    if (records.some((record) => record.kind === 'release' && record.name === release)) continue;
+    const candidates = [...before.values()].filter((record) => record.kind === 'release' && record.name === release);
+    const own = candidates.filter((record) => record.namespace === namespace);
+    for (const record of own.length > 0 ? own : candidates) {
+      if (withheld.some((entry) => entry.kind === 'release' && entry.namespace === record.namespace && entry.name === release)) continue;
+      withheld.push({ kind: 'release', namespace: record.namespace, name: release, reason: `kept for Cluster${clusters.length === 1 ? '' : 's'} ${clusters.sort().join(', ')}, whose withheld addons are kept and use it`, previousKept: false });
+      added = true;
+    }
+  }
+  return added;
+}
+
+/**
  * Takes the units of conflicts out of the output: a release alone, a cluster whole. A unit already
  * withheld (its previous output put back, and that output conflicts too) loses the previous output.
  */

@@ -25,7 +25,7 @@ kind: Cluster
 metadata: {name: one, namespace: fleet}
 spec:
   controlPlaneEndpoint: {host: one.example.test, port: 6443}
-  topology: {class: docker-ferrol-1-30-v1, version: v1.30.4}
+  topology: {class: docker-ferrol-1-30-v1, version: v1.30.2}
 `;
 function layers(holdBase = false): string {
   return ['base', 'extra']

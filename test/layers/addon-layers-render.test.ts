@@ -97,7 +97,7 @@ const ADDONS: Record<string, string> = {
 async function inputRepository(files: Record<string, string> = {}): Promise<string> {
   const repo = await writeTree({
     'manifests/stack.yaml': STACK,
-    'manifests/clusters.yaml': cluster('one', 'v1.29.8') + cluster('two', 'v1.30.4') + cluster('three', 'v1.30.2', '{env: dev}'),
+    'manifests/clusters.yaml': cluster('one', 'v1.29.8') + cluster('two', 'v1.30.2') + cluster('three', 'v1.30.2', '{env: dev}'),
     'manifests/layers.yaml': layers(),
     ...ADDONS,
     ...files,
@@ -160,7 +160,7 @@ describe('addon layers rendered per Cluster (real helm, git and kustomize)', () 
     // A YAML 1.1 boolean (`no`) is written as Kubernetes reads it, so kustomize reads it alike.
     expect(parseObject(files['clusters/fleet/two/layers/base/serviceaccount-base.kube-system.yaml']!)).toMatchObject({ metadata: { namespace: 'kube-system' }, automountServiceAccountToken: false });
     // The chart layer: values template over .Cluster, values on top, --kube-version from the Cluster.
-    expect(parseObject(files['clusters/fleet/two/layers/apps/configmap-apps-two.yaml']!)).toMatchObject({ metadata: { namespace: 'apps' }, data: { endpoint: 'two.example.test', replicas: '2', kube: 'v1.30.4' } });
+    expect(parseObject(files['clusters/fleet/two/layers/apps/configmap-apps-two.yaml']!)).toMatchObject({ metadata: { namespace: 'apps' }, data: { endpoint: 'two.example.test', replicas: '2', kube: 'v1.30.2' } });
   });
 
   it('builds every layer directory with kubectl kustomize, and no cluster kustomization aggregates layers', () => {
@@ -189,7 +189,7 @@ describe('addon layers rendered per Cluster (real helm, git and kustomize)', () 
   });
 
   it('renders apps in the commit that upgrades the 1.29 Cluster, changing nothing else of the layers', async () => {
-    await writeFile(path.join(repo, 'manifests/clusters.yaml'), cluster('one', 'v1.30.1') + cluster('two', 'v1.30.4') + cluster('three', 'v1.30.2', '{env: dev}'));
+    await writeFile(path.join(repo, 'manifests/clusters.yaml'), cluster('one', 'v1.30.2') + cluster('two', 'v1.30.2') + cluster('three', 'v1.30.2', '{env: dev}'));
     const before = sandbox.head(remote, 'main');
     const upgraded = await render(repo, releases, remote, ['--gitops', 'flux', '--gitops-url', 'https://git.example.test/fleet.git']);
     expect(upgraded.code).toBe(0);

@@ -20,7 +20,7 @@ const sandbox = new GitSandbox();
 afterAll(() => sandbox.cleanup());
 
 const STACK = 'apiVersion: clusterstack.x-k8s.io/v1alpha1\nkind: ClusterStack\nmetadata: {name: docker-ferrol-1-30, namespace: fleet}\nspec: {provider: docker, name: ferrol, kubernetesVersion: "1.30", noProvider: true, autoSubscribe: false, versions: [v1]}\n';
-const CLUSTER = 'apiVersion: cluster.x-k8s.io/v1beta1\nkind: Cluster\nmetadata: {name: one, namespace: fleet}\nspec:\n  clusterNetwork: {pods: {cidrBlocks: [10.1.0.0/16]}}\n  controlPlaneEndpoint: {host: one.example.test, port: 6443}\n  topology: {class: docker-ferrol-1-30-v1, version: v1.30.4}\n';
+const CLUSTER = 'apiVersion: cluster.x-k8s.io/v1beta1\nkind: Cluster\nmetadata: {name: one, namespace: fleet}\nspec:\n  clusterNetwork: {pods: {cidrBlocks: [10.1.0.0/16]}}\n  controlPlaneEndpoint: {host: one.example.test, port: 6443}\n  topology: {class: docker-ferrol-1-30-v1, version: v1.30.2}\n';
 const CHART = {
   'Chart.yaml': 'apiVersion: v2\nname: monitoring\nversion: 1.2.0\n',
   'values.yaml': 'replicas: 1\nclusterName: unset\n',
@@ -162,7 +162,7 @@ describe('layer sources from OCI and HTTP chart repositories (real helm, registr
     expect(first.code).toBe(0);
     for (const [layerName, namespace] of [['mon-oci', 'mon-oci'], ['mon-http', 'mon-http']]) {
       const object = parseObject(files[`clusters/fleet/one/layers/${layerName}/configmap-mon-one.yaml`]!);
-      expect(object).toMatchObject({ metadata: { name: 'mon-one', namespace }, data: { replicas: '3', kube: 'v1.30.4' } });
+      expect(object).toMatchObject({ metadata: { name: 'mon-one', namespace }, data: { replicas: '3', kube: 'v1.30.2' } });
       expect(kustomizeBuild(new Map(Object.entries(files)), `clusters/fleet/one/layers/${layerName}`).map((o) => o.metadata.name)).toEqual(['mon-one']);
     }
     expect(files['clusters/fleet/one/layers/base/configmap-base-settings.yaml']).toBeDefined();

@@ -46,14 +46,32 @@ export function aClusterStack(): ClusterStackBuilder {
   return new ClusterStackBuilder();
 }
 
+/**
+ * The Kubernetes version (metadata.yaml, with the patch) of the example and fixture release a class
+ * names: the ferrol releases v0 and v1 carry v1.30.2, the rest v1.30.4. A Cluster's
+ * spec.topology.version must be exactly that (the cluster-stack-operator's webhook), so test
+ * Clusters take it from here.
+ */
+export function kubernetesVersionOf(className: string): string {
+  return /^docker-ferrol-1-30-v[01]([-.]|$)/.test(className) ? 'v1.30.2' : 'v1.30.4';
+}
+
 export function aCluster(name: string, className: string | undefined, extra: Partial<NonNullable<CapiCluster['spec']>> = {}, namespace = 'cluster-stacks'): CapiCluster {
   const spec: NonNullable<CapiCluster['spec']> = {
     controlPlaneEndpoint: { host: `${name}.example.test`, port: 6443 },
     clusterNetwork: { pods: { cidrBlocks: ['192.168.0.0/16'] } },
     ...extra,
   };
-  if (className !== undefined) spec.topology = { class: className, version: 'v1.30.4' };
+  if (className !== undefined) spec.topology = { class: className, version: kubernetesVersionOf(className) };
   return { apiVersion: 'cluster.x-k8s.io/v1beta1', kind: 'Cluster', metadata: { name, namespace }, spec };
+}
+
+/** The same Cluster as aCluster makes, as Cluster API v1beta2 serves it: `topology.classRef`, references by apiGroup. */
+export function aV1beta2Cluster(name: string, className: string, classNamespace?: string, namespace = 'cluster-stacks'): CapiCluster {
+  const cluster = aCluster(name, className, {}, namespace);
+  cluster.apiVersion = 'cluster.x-k8s.io/v1beta2';
+  cluster.spec!.topology = { classRef: { name: className, ...(classNamespace ? { namespace: classNamespace } : {}) }, version: kubernetesVersionOf(className) };
+  return cluster;
 }
 
 export function releases(...tags: string[]): AvailableRelease[] {

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import * as tar from 'tar';
 import { runCli } from '../../src/cli/run-cli.js';
+import { kubernetesVersionOf } from './builders.js';
 
 export interface CliResult {
   code: number;
@@ -96,7 +97,7 @@ metadata: {name: ${name}, namespace: cluster-stacks}
 spec:
   clusterNetwork: {pods: {cidrBlocks: [10.1.0.0/16]}}
   controlPlaneEndpoint: {host: ${host}, port: 6443}
-  topology: {class: ${className}, version: v1.30.4}
+  topology: {class: ${className}, version: ${kubernetesVersionOf(className)}}
 `;
 }
 

@@ -17,6 +17,7 @@ import { createSourceOpener, type SourceOpener } from '../../src/sources/open-re
 import { copyExampleReleases } from './cli.js';
 import { startFakeKubeApi, type FakeKubeApi, type FakeKubeApiOptions } from './fake-kube-api/index.js';
 import { GitSandbox } from './git-repos.js';
+import { kubernetesVersionOf } from './builders.js';
 
 export const GROUP = { group: 'clusterstack.x-k8s.io', version: 'v1alpha1' } as const;
 export const CAPI = { group: 'cluster.x-k8s.io', version: 'v1beta1' } as const;
@@ -44,7 +45,7 @@ export function aCluster(name: string, namespace: string, className: string): Ku
     apiVersion: 'cluster.x-k8s.io/v1beta1',
     kind: 'Cluster',
     metadata: { name, namespace },
-    spec: { controlPlaneEndpoint: { host: `${name}.test`, port: 6443 }, clusterNetwork: { pods: { cidrBlocks: ['10.0.0.0/16'] } }, topology: { class: className, version: 'v1.30.4' } },
+    spec: { controlPlaneEndpoint: { host: `${name}.test`, port: 6443 }, clusterNetwork: { pods: { cidrBlocks: ['10.0.0.0/16'] } }, topology: { class: className, version: kubernetesVersionOf(className) } },
   };
 }
 

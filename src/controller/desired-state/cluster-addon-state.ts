@@ -2,6 +2,7 @@
 // and addon version were last rendered for it, its stages and objects, and whether they are in Git
 // and applied.
 import { loadedRelease } from '../../plan/build-plan.js';
+import { clusterClassOf } from '../../api/capi-cluster.js';
 import {
   API_VERSION,
   type CapiCluster,
@@ -37,25 +38,31 @@ export interface AddonChanges {
   events: EventIntent[];
 }
 
+/** The field that names a Cluster's class, for messages. */
+function classField(cluster: ClusterResolution): string {
+  return cluster.classField ?? 'spec.topology.class';
+}
+
 function classCondition(input: StatusInputs, cluster: ClusterResolution): DesiredCondition {
   const versionProblem = cluster.problems.find((problem) => problem.path === 'spec.topology.version');
   if (versionProblem) return falseCondition(CLUSTER_CLASS_AVAILABLE, 'KubernetesVersionMismatch', `spec.topology.version ${versionProblem.message}`, 'Error');
   const tag = cluster.release ? tryParseReleaseTag(cluster.release) : undefined;
   if (!cluster.stack) {
     // A stack may exist but be unusable right now (invalid spec, source down): say so instead of "unknown".
-    const classNamespace = cluster.cluster.spec?.topology?.classNamespace ?? cluster.namespace;
+    const named = clusterClassOf(cluster.cluster);
+    const classNamespace = named.kind === 'class' ? named.namespace : cluster.namespace;
     const troubled = tag && input.live.stacks.find((stack) => namespaceOf(stack) === classNamespace && releaseMatchesStack(tag, stack) && input.stackIssues.has(keyOf(stack)));
     if (troubled) {
       return falseCondition(CLUSTER_CLASS_AVAILABLE, 'ClusterStackNotReady', `class ${cluster.className} belongs to ClusterStack ${keyOf(troubled)}, which cannot be resolved now (see its conditions); the previous addons stay in place`, 'Warning');
     }
-    const message = cluster.problems.map((problem) => problem.message).join('; ') || `class ${cluster.className} belongs to no ClusterStack`;
-    return falseCondition(CLUSTER_CLASS_AVAILABLE, 'ClusterClassUnknown', `spec.topology.class ${message}`, 'Error');
+    const message = cluster.problems.map((problem) => `${problem.path ? `${problem.path} ` : ''}${problem.message}`).join('; ') || `${classField(cluster)} names ${cluster.className}, which belongs to no ClusterStack`;
+    return falseCondition(CLUSTER_CLASS_AVAILABLE, 'ClusterClassUnknown', message, 'Error');
   }
   const resolution = input.plan?.resolution.clusterStacks.find((stack) => stack.namespace === cluster.stack?.namespace && stack.name === cluster.stack?.name);
   const decision = resolution?.releases.find((release) => release.name === cluster.release);
   if (!decision) {
-    const message = cluster.problems.map((problem) => problem.message).join('; ') || `names ${cluster.className}, which is not a release of ClusterStack ${cluster.stack.namespace}/${cluster.stack.name}`;
-    return falseCondition(CLUSTER_CLASS_AVAILABLE, 'ClusterClassUnknown', `spec.topology.class ${message}`, 'Error');
+    const message = cluster.problems.map((problem) => `${problem.path ? `${problem.path} ` : ''}${problem.message}`).join('; ') || `${classField(cluster)} names ${cluster.className}, which is not a release of ClusterStack ${cluster.stack.namespace}/${cluster.stack.name}`;
+    return falseCondition(CLUSTER_CLASS_AVAILABLE, 'ClusterClassUnknown', message, 'Error');
   }
   if (!decision.ready) return falseCondition(CLUSTER_CLASS_AVAILABLE, 'ReleaseNotReady', `release ${decision.name} is not ready: ${decision.readyMessage ?? 'provider work pending'}`, 'Info');
   const loaded = input.plan ? loadedRelease(input.plan, cluster.stack.namespace, decision.name) : undefined;

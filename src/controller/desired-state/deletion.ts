@@ -1,6 +1,7 @@
 // Which Clusters still use a release or a stack: the one check that holds deletions back. It reads
 // the live Clusters directly rather than the resolution, so it holds even for a stack or release the
 // resolution no longer knows about.
+import { clusterClassOf } from '../../api/capi-cluster.js';
 import type { CapiCluster, ClusterStack } from '../../api/types.js';
 import { formatReleaseTag, parseClusterClassName, type ReleaseTag } from '../../core/release-tag.js';
 import { namespaceOf, releaseMatchesStack } from '../../core/resolve-releases.js';
@@ -13,16 +14,15 @@ interface ClusterRelease {
 }
 
 function releaseOfCluster(cluster: CapiCluster): ClusterRelease | undefined {
-  const className = cluster.spec?.topology?.class;
-  if (typeof className !== 'string' || className === '') return undefined;
+  const named = clusterClassOf(cluster);
+  if (named.kind !== 'class') return undefined;
   let tag: ReleaseTag;
   try {
-    tag = parseClusterClassName(className);
+    tag = parseClusterClassName(named.name);
   } catch {
     return undefined;
   }
-  const namespace = cluster.spec?.topology?.classNamespace ?? namespaceOf(cluster);
-  return { key: `${namespaceOf(cluster)}/${cluster.metadata.name}`, namespace, release: formatReleaseTag(tag), tag };
+  return { key: `${namespaceOf(cluster)}/${cluster.metadata.name}`, namespace: named.namespace, release: formatReleaseTag(tag), tag };
 }
 
 /** Clusters (`ns/name`, sorted) whose class names release `release` in `namespace`. */

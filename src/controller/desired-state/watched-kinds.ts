@@ -7,7 +7,8 @@ import { ARGO_APPLICATION, FLUX_KUSTOMIZATION } from './sync-state.js';
 export const CLUSTER_STACKS: WatchedKind = { group: API_GROUP, version: API_VERSION_NAME, kind: 'ClusterStack', plural: 'clusterstacks', namespaced: true };
 export const CLUSTER_STACK_RELEASES: WatchedKind = { group: API_GROUP, version: API_VERSION_NAME, kind: 'ClusterStackRelease', plural: 'clusterstackreleases', namespaced: true };
 export const CLUSTER_ADDONS: WatchedKind = { group: API_GROUP, version: API_VERSION_NAME, kind: 'ClusterAddon', plural: 'clusteraddons', namespaced: true };
-export const CAPI_CLUSTERS: WatchedKind = { group: CAPI_API_GROUP, version: 'v1beta1', kind: 'Cluster', plural: 'clusters', namespaced: true };
+/** Cluster API Clusters, in whichever version the API server prefers (v1beta2 from Cluster API 1.11 on). */
+export const CAPI_CLUSTERS: WatchedKind = { group: CAPI_API_GROUP, version: 'v1beta1', kind: 'Cluster', plural: 'clusters', namespaced: true, preferredVersion: true };
 export const FLUX_KUSTOMIZATIONS: WatchedKind = { ...FLUX_KUSTOMIZATION, namespaced: true, optional: true };
 export const ARGO_APPLICATIONS: WatchedKind = { ...ARGO_APPLICATION, namespaced: true, optional: true };
 /** Kraan's addon layers (cluster-scoped); watched only with a layer root (`--layer-root`). */

@@ -10,6 +10,7 @@
 // before Cluster API v1.12) are followed here: open waits are looked at again every
 // `revisitIntervalMs` until ready or timed out, so the ClusterAddon says when they are done.
 import type { Logger } from 'pino';
+import { clusterClassOf } from '../../api/capi-cluster.js';
 import type { KubeObject } from '../../api/types.js';
 import { evaluateWaitCondition, type WaitCondition } from '../../core/addon-wait-conditions.js';
 import { releaseOfClusterClass } from '../../core/release-tag.js';
@@ -103,9 +104,8 @@ function record(value: unknown): Record<string, unknown> {
 
 /** The release a Cluster's class names (v1beta1 `topology.class`, v1beta2 `topology.classRef.name`); undefined when it is no cluster stack class. */
 export function targetReleaseOf(cluster: Record<string, unknown>): string | undefined {
-  const topology = record(record(cluster['spec'])['topology']);
-  const className = typeof topology['class'] === 'string' ? topology['class'] : record(topology['classRef'])['name'];
-  return typeof className === 'string' ? releaseOfClusterClass(className) : undefined;
+  const named = clusterClassOf({ apiVersion: cluster['apiVersion'], metadata: record(cluster['metadata']), spec: cluster['spec'] });
+  return named.kind === 'class' ? releaseOfClusterClass(named.name) : undefined;
 }
 
 interface HookWait {

@@ -2,6 +2,7 @@
 // resourceVersion, managed fields, finalizers), so that status writes, ours or CAPI's, never change
 // the rendered output or its provenance. Invalid ClusterStacks fall back to their last valid spec.
 import { validateClusterStack } from '../../api/validate.js';
+import { clusterReference, type ClusterReference } from '../../api/capi-cluster.js';
 import type { CapiCluster, ClusterStack, KubeObject, ObjectMeta } from '../../api/types.js';
 import type { Problem } from '../../core/problem.js';
 import type { ParsedManifests } from '../../inputs/parse-manifests.js';
@@ -38,12 +39,12 @@ function providerReadiness(object: KubeObject): KubeObject {
   return { apiVersion: object.apiVersion, kind: object.kind, metadata: stableMetadata(object.metadata), status: { ready } };
 }
 
-/** Objects a Cluster points at (control plane, infrastructure cluster): values templates read them. */
-export function referencedObjectKeys(cluster: CapiCluster): { apiVersion: string; kind: string; namespace: string; name: string }[] {
-  const refs = [cluster.spec?.controlPlaneRef, cluster.spec?.infrastructureRef];
-  return refs
-    .filter((ref): ref is NonNullable<typeof ref> => Boolean(ref?.kind && ref.name && ref.apiVersion))
-    .map((ref) => ({ apiVersion: ref.apiVersion!, kind: ref.kind!, namespace: ref.namespace ?? namespaceOf(cluster), name: ref.name! }));
+/**
+ * Objects a Cluster points at (control plane, infrastructure cluster): values templates read them.
+ * A v1beta1 reference names its apiVersion, a v1beta2 one its group only (capi-cluster.ts).
+ */
+export function referencedObjectKeys(cluster: CapiCluster): (ClusterReference & { group: string })[] {
+  return [clusterReference(cluster, 'controlPlaneRef'), clusterReference(cluster, 'infrastructureRef')].filter((ref): ref is ClusterReference & { group: string } => ref?.group !== undefined);
 }
 
 export interface InputSnapshot {
@@ -116,7 +117,7 @@ export function manifestsFrom(snapshot: InputSnapshot): ParsedManifests {
   return { objects: objects.map((object) => ({ object, source: LIVE_SOURCE })), problems: [] };
 }
 
-/** Whether `object` is one of `keys` (apiVersion group, kind, namespace, name). */
-export function isReferenced(object: KubeObject, keys: { apiVersion: string; kind: string; namespace: string; name: string }[]): boolean {
-  return keys.some((key) => key.kind === object.kind && key.name === object.metadata.name && key.namespace === namespaceOf(object) && groupOf(key.apiVersion) === groupOf(object.apiVersion));
+/** Whether `object` is one of `keys` (API group, kind, namespace, name). */
+export function isReferenced(object: KubeObject, keys: { group: string; kind: string; namespace: string; name: string }[]): boolean {
+  return keys.some((key) => key.kind === object.kind && key.name === object.metadata.name && key.namespace === namespaceOf(object) && key.group === groupOf(object.apiVersion));
 }

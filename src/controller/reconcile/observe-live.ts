@@ -31,7 +31,7 @@ export interface ObservedLists {
 }
 
 /** Provider template and release kinds the stacks name, and the kinds Clusters reference. */
-function kindRefs(stacks: ClusterStack[], clusters: CapiCluster[]): { templates: KindRef[]; releases: KindRef[]; referenced: KindRef[] } {
+function kindRefs(stacks: ClusterStack[], clusters: CapiCluster[], groupVersions: Map<string, string>): { templates: KindRef[]; releases: KindRef[]; referenced: KindRef[] } {
   const templates = new Map<string, KindRef>();
   const releases = new Map<string, KindRef>();
   for (const stack of stacks) {
@@ -45,7 +45,10 @@ function kindRefs(stacks: ClusterStack[], clusters: CapiCluster[]): { templates:
   }
   const referenced = new Map<string, KindRef>();
   for (const cluster of clusters) {
-    for (const ref of referencedObjectKeys(cluster)) referenced.set(kindRefKey(ref), { apiVersion: ref.apiVersion, kind: ref.kind });
+    for (const ref of referencedObjectKeys(cluster)) {
+      const apiVersion = ref.apiVersion ?? (groupVersions.has(ref.group) ? `${ref.group}/${groupVersions.get(ref.group)}` : undefined);
+      if (apiVersion !== undefined) referenced.set(kindRefKey({ apiVersion, kind: ref.kind }), { apiVersion, kind: ref.kind });
+    }
   }
   return { templates: [...templates.values()], releases: [...releases.values()], referenced: [...referenced.values()] };
 }
@@ -54,7 +57,9 @@ function kindRefs(stacks: ClusterStack[], clusters: CapiCluster[]): { templates:
 export async function observeLive(cache: KindCache, lists: ObservedLists): Promise<Observation | undefined> {
   const stacks = lists.own(CLUSTER_STACKS) as unknown as ClusterStack[];
   const clusters = lists.live(CAPI_CLUSTERS) as CapiCluster[];
-  const refs = kindRefs(stacks, clusters);
+  // v1beta2 references name a group only: the object is watched in the version the API server prefers.
+  const groupsOnly = [...new Set(clusters.flatMap(referencedObjectKeys).filter((ref) => ref.apiVersion === undefined).map((ref) => ref.group))];
+  const refs = kindRefs(stacks, clusters, groupsOnly.length > 0 ? await cache.preferredVersions(groupsOnly) : new Map());
   const lookups = await cache.resolveKinds([...refs.templates, ...refs.releases, ...refs.referenced]);
   const served = (list: KindRef[]): WatchedKind[] =>
     list.flatMap((ref) => {

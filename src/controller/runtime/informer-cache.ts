@@ -8,7 +8,8 @@ import type { KubeObject } from '../../api/types.js';
 import { InformerSet } from './informer-set.js';
 import type { KindReadState, ObjectCache, WatchedKind, WatchEvent } from './runtime-contract.js';
 import { kindId } from './runtime-contract.js';
-import { discoverWithClient, KindDiscovery, kindRefKey, type KindLookup, type KindRef } from './kind-discovery.js';
+import { type DiscoverPreferredVersions, discoverWithClient, KindDiscovery, kindRefKey, type KindLookup, type KindRef, preferredVersionsWithClient } from './kind-discovery.js';
+import { describeKubeError } from './informer-set.js';
 import { compareText } from '../../core/compare-text.js';
 
 /** An informer cache that can take on kinds found at run time (provider kinds, control planes). */
@@ -17,6 +18,8 @@ export interface KindCache extends ObjectCache {
   resolveKinds(refs: KindRef[]): Promise<Map<string, KindLookup>>;
   /** Watches these kinds too (idempotent); true once each has listed or is known not to be served. */
   ensureWatched(kinds: WatchedKind[]): boolean;
+  /** The version the API server prefers for each of these groups it serves (references that name a group only, as v1beta2's do). */
+  preferredVersions(groups: string[]): Promise<Map<string, string>>;
 }
 
 export interface InformerCacheOptions {
@@ -26,6 +29,8 @@ export interface InformerCacheOptions {
   onEvent: (event: WatchEvent) => void;
   logger: Logger;
   onRestart?: (kind: WatchedKind) => void;
+  /** Finds the preferred version of the groups of `preferredVersion` kinds (default: the API server's `/apis`). */
+  preferredVersions?: DiscoverPreferredVersions;
   /** How long a newly watched kind may take to list before reconciles go on without it. Default 10 s. */
   listGraceMs?: number;
   /** Namespaced kinds found at run time are watched in this namespace only (namespaced mode). */
@@ -35,8 +40,12 @@ export interface InformerCacheOptions {
 
 /** The runtime's informers, plus sets started on demand for kinds found at run time. */
 export class InformerCache implements KindCache {
-  private readonly core: InformerSet;
-  private readonly watched: WatchedKind[];
+  private core: InformerSet;
+  private watched: WatchedKind[];
+  /** The version watched for each `preferredVersion` kind (`group/plural`), once discovery said. */
+  private readonly servedVersions = new Map<string, string>();
+  /** Preferred versions of the groups references name without a version. */
+  private readonly groupVersions = new Map<string, string>();
   private readonly dynamic = new Map<string, InformerSet>();
   private readonly since = new Map<string, number>();
   private readonly givenUp = new Set<string>();
@@ -57,6 +66,7 @@ export class InformerCache implements KindCache {
 
   async start(): Promise<void> {
     this.running = true;
+    await this.watchPreferredVersions();
     await this.core.start();
     await Promise.all([...this.dynamic.values()].map((set) => set.start()));
   }
@@ -74,8 +84,41 @@ export class InformerCache implements KindCache {
     return this.core.synced();
   }
 
+  /**
+   * Before anything is watched: the kinds that follow the API server's preferred version get it
+   * (the declared version stays when discovery fails or does not know the group, so a cluster
+   * without the newer version works as before; the controller is restarted to follow a change).
+   */
+  private async watchPreferredVersions(): Promise<void> {
+    const following = this.watched.filter((kind) => kind.preferredVersion);
+    if (following.length === 0) return;
+    let versions: Map<string, string>;
+    try {
+      versions = await (this.options.preferredVersions ?? preferredVersionsWithClient(this.options.kubeConfig))([...new Set(following.map((kind) => kind.group))]);
+    } catch (error) {
+      this.options.logger.warn({ error: String(describeKubeError(error)['message']) }, 'Could not read the API groups; watching the declared versions');
+      return;
+    }
+    for (const kind of following) {
+      const version = versions.get(kind.group);
+      if (version === undefined || version === kind.version) continue;
+      this.servedVersions.set(`${kind.group}/${kind.plural}`, version);
+      this.options.logger.info({ kind: kind.kind, apiVersion: `${kind.group}/${version}` }, 'Watching the version the API server prefers');
+    }
+    if (this.servedVersions.size === 0) return;
+    this.watched = this.watched.map((kind) => this.served(kind));
+    this.core = this.makeSet(this.options.kinds.map((kind) => this.served(kind)));
+  }
+
+  /** The kind as it is watched: a `preferredVersion` kind in the version the API server prefers. */
+  private served<T extends Pick<WatchedKind, 'group' | 'version' | 'plural'> & { preferredVersion?: boolean | undefined }>(kind: T): T {
+    const version = kind.preferredVersion ? this.servedVersions.get(`${kind.group}/${kind.plural}`) : undefined;
+    return version === undefined ? kind : { ...kind, version };
+  }
+
   /** Every watched entry of a kind (one per namespace it is watched in) and the set holding it. */
-  private entriesOf(kind: Pick<WatchedKind, 'group' | 'version' | 'plural'>): [WatchedKind, InformerSet][] {
+  private entriesOf(declared: Pick<WatchedKind, 'group' | 'version' | 'plural'> & { preferredVersion?: boolean | undefined }): [WatchedKind, InformerSet][] {
+    const kind = this.served(declared);
     const id = kindId(kind);
     const entries: [WatchedKind, InformerSet][] = [];
     for (const watched of this.watched) {
@@ -112,6 +155,20 @@ export class InformerCache implements KindCache {
       if (found) return found;
     }
     return undefined;
+  }
+
+  async preferredVersions(groups: string[]): Promise<Map<string, string>> {
+    const missing = groups.filter((group) => !this.groupVersions.has(group));
+    if (missing.length > 0) {
+      try {
+        const found = await (this.options.preferredVersions ?? preferredVersionsWithClient(this.options.kubeConfig))(missing);
+        // Positive answers are kept (a group's preferred version changes with an upgrade, which restarts us); absent groups are asked again.
+        for (const [group, version] of found) this.groupVersions.set(group, version);
+      } catch (error) {
+        this.options.logger.warn({ groups: missing, error: String(describeKubeError(error)['message']) }, 'Could not read the API groups; references naming only a group wait for the next reconcile');
+      }
+    }
+    return new Map(groups.flatMap((group) => (this.groupVersions.has(group) ? [[group, this.groupVersions.get(group)!] as const] : [])));
   }
 
   async resolveKinds(refs: KindRef[]): Promise<Map<string, KindLookup>> {

@@ -2,7 +2,7 @@
 // (`/apis/<group>/<version>`), cached: provider kinds have irregular plurals often enough that a
 // guess ("lowercase kind + s") would watch or write the wrong path. A kind that is not served is
 // looked up again after a while, so installing its CRD later is noticed.
-import { KubernetesObjectApi, type KubeConfig } from '@kubernetes/client-node';
+import { ApisApi, KubernetesObjectApi, type KubeConfig } from '@kubernetes/client-node';
 import { describeKubeError, httpStatusOf } from './informer-set.js';
 import type { WatchedKind } from './runtime-contract.js';
 
@@ -73,4 +73,21 @@ export class KindDiscovery {
     this.known.set(key, { lookup, at: this.now() });
     return lookup;
   }
+}
+
+/** The version the API server prefers for each named group it serves (groups it does not serve are left out). */
+export type DiscoverPreferredVersions = (groups: string[]) => Promise<Map<string, string>>;
+
+/** Preferred versions from the API server's group list (`/apis`), as kubectl picks a kind's default version. */
+export function preferredVersionsWithClient(kubeConfig: KubeConfig): DiscoverPreferredVersions {
+  const api = kubeConfig.makeApiClient(ApisApi);
+  return async (groups) => {
+    const list = await api.getAPIVersions();
+    const versions = new Map<string, string>();
+    for (const group of list.groups ?? []) {
+      const version = group.preferredVersion?.version;
+      if (groups.includes(group.name) && version) versions.set(group.name, version);
+    }
+    return versions;
+  };
 }

@@ -14,6 +14,12 @@ export interface WatchedKind {
   namespace?: string;
   /** Kinds that may not be installed (Flux, Argo CD, a provider): absent ones are skipped, rechecked later. */
   optional?: boolean;
+  /**
+   * Watch the version the API server prefers for the group (discovery's preferredVersion, e.g.
+   * cluster.x-k8s.io/v1beta2 from Cluster API 1.11 on); `version` is used when discovery does not
+   * say. Reconcilers keep addressing the kind as declared: the cache serves the watched version.
+   */
+  preferredVersion?: boolean;
 }
 
 /** `group/version/plural`: the identity of a kind, whatever namespace it is watched in. */

@@ -14,6 +14,8 @@ export interface ResourceDefinition {
   statusSubresource?: boolean;
   singular?: string;
   shortNames?: string[];
+  /** Discovery names this version the group's preferredVersion (default: the group's first version). */
+  preferred?: boolean;
 }
 
 /**
@@ -36,6 +38,8 @@ export interface ResourceType {
    * patch is refused (415), list items keep apiVersion/kind, a body without apiVersion/kind is refused.
    */
   custom: boolean;
+  /** Discovery names this version the group's preferredVersion. */
+  preferred?: boolean;
   /** Normalises an object before it is stored (e.g. Secret stringData folded into data). */
   prepare?: (obj: KubeObject) => void;
   /** Field errors that the real server's validation would report (422). */
@@ -60,6 +64,7 @@ export function toResourceType(def: ResourceDefinition, builtin = false, extra: 
     namespaced: def.namespaced,
     statusSubresource: def.statusSubresource ?? false,
     shortNames: def.shortNames ?? [],
+    ...(def.preferred ? { preferred: true } : {}),
     custom: !builtin,
     ...extra,
   };
@@ -209,14 +214,17 @@ export class ResourceRegistry {
     );
   }
 
-  groupVersions(): Array<{ group: string; versions: string[] }> {
+  groupVersions(): Array<{ group: string; versions: string[]; preferred?: string }> {
     const groups = new Map<string, string[]>();
     for (const t of this.types) {
       const versions = groups.get(t.group) ?? [];
       if (!versions.includes(t.version)) versions.push(t.version);
       groups.set(t.group, versions);
     }
-    return [...groups].map(([group, versions]) => ({ group, versions }));
+    return [...groups].map(([group, versions]) => {
+      const preferred = this.types.find((t) => t.group === group && t.preferred)?.version;
+      return { group, versions, ...(preferred ? { preferred } : {}) };
+    });
   }
 
   inGroupVersion(group: string, version: string): ResourceType[] {
@@ -246,9 +254,9 @@ export function apiResourceList(registry: ResourceRegistry, group: string, versi
   return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: apiVersionOf(group, version), resources };
 }
 
-function apiGroup(group: string, versions: string[]): unknown {
+function apiGroup(group: string, versions: string[], preferred?: string): unknown {
   const entries = versions.map((v) => ({ groupVersion: `${group}/${v}`, version: v }));
-  return { name: group, versions: entries, preferredVersion: entries[0] };
+  return { name: group, versions: entries, preferredVersion: entries.find((entry) => entry.version === preferred) ?? entries[0] };
 }
 
 /** `/apis`: every named group with its versions. */
@@ -256,14 +264,14 @@ export function apiGroupList(registry: ResourceRegistry): unknown {
   const groups = registry
     .groupVersions()
     .filter((g) => g.group !== '')
-    .map((g) => apiGroup(g.group, g.versions));
+    .map((g) => apiGroup(g.group, g.versions, g.preferred));
   return { kind: 'APIGroupList', apiVersion: 'v1', groups };
 }
 
 /** `/apis/<group>`, or undefined for an unknown group. */
 export function apiGroupDocument(registry: ResourceRegistry, group: string): unknown | undefined {
   const found = registry.groupVersions().find((g) => g.group === group && group !== '');
-  return found ? { kind: 'APIGroup', apiVersion: 'v1', ...(apiGroup(found.group, found.versions) as object) } : undefined;
+  return found ? { kind: 'APIGroup', apiVersion: 'v1', ...(apiGroup(found.group, found.versions, found.preferred) as object) } : undefined;
 }
 
 /** `/api`: the legacy core group's versions. */

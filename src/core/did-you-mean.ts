@@ -1,4 +1,5 @@
-// "Did you mean": the known name closest to a mistyped one, for flags, commands and subcommands.
+// "Did you mean": the known name closest to a mistyped one, for flags, commands and subcommands,
+// and for the kinds and ClusterClass names of the inputs.
 // Edit distance counts a swap of two neighbouring letters as one edit (`prnue` -> `prune`), since
 // that is the typo people make most after a missing or extra letter.
 
@@ -27,17 +28,25 @@ function editDistance(a: string, b: string): number {
  */
 export function closestName(input: string, candidates: Iterable<string>): string | undefined {
   const names = [...new Set(candidates)].filter((name) => name !== input);
-  const allowed = Math.max(1, Math.floor(input.length / 3));
-  let best: { name: string; distance: number } | undefined;
-  for (const name of names) {
-    const distance = editDistance(input.toLowerCase(), name.toLowerCase());
-    // Ties go to the first candidate, so the answer does not depend on anything but the list order.
-    if (distance <= allowed && (!best || distance < best.distance)) best = { name, distance };
-  }
-  if (best) return best.name;
+  const best = nearestName(input, names, Math.max(1, Math.floor(input.length / 3)));
+  if (best) return best;
   // An abbreviation (`--release` for `--release-source`) is a guess only when it fits one name.
   const extensions = input.length >= 3 ? names.filter((name) => name.startsWith(input)) : [];
   return extensions.length === 1 ? extensions[0] : undefined;
+}
+
+/**
+ * The candidate nearest to `input` (case ignored) within `maxEdits` edits, never `input` itself;
+ * ties go to the first candidate, so the answer depends on nothing but the list order.
+ */
+export function nearestName(input: string, candidates: Iterable<string>, maxEdits: number): string | undefined {
+  let best: { name: string; distance: number } | undefined;
+  for (const name of candidates) {
+    if (name === input) continue;
+    const distance = editDistance(input.toLowerCase(), name.toLowerCase());
+    if (distance <= maxEdits && (!best || distance < best.distance)) best = { name, distance };
+  }
+  return best?.name;
 }
 
 /** `; did you mean <name>?` when a candidate is close to `input`, else an empty string. */
