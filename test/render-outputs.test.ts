@@ -95,9 +95,9 @@ describe('clusterstack render --oci', () => {
     expect(second).toMatchObject({ changed: false, commit: null });
   });
 
-  it('rejects a reference that is not a valid OCI reference, and an http registry without --plain-http', async () => {
+  it('rejects a reference that is not a valid OCI reference (a bad flag value), and an http registry without --plain-http', async () => {
     const bad = await runClusterstack(['render', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--oci', `oci://${registry.host}/fleet:Not A Tag`]);
-    expect(bad.code).toBe(1);
+    expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/--oci/);
     const https = await runClusterstack(['render', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--oci', `oci://${registry.host}/fleet/rendered:x`]);
     expect(https.code).not.toBe(0);
