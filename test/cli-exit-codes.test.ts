@@ -153,12 +153,12 @@ describe('the real CLI ends with the code of each row of the exit-code table', (
     expect(result.stdout).toMatch(/cluster-stacks\/alpha\s+docker-ferrol-1-30-v1/);
   });
 
-  it('1: an input needs a fix, named with its object and field, and nothing is written', async () => {
+  it('1: an input needs a fix, named with its file, line, object and field, and nothing is written', async () => {
     const inputs = await writeTree({ 'stack.yaml': FERROL_STACK_YAML, 'c.yaml': clusterYaml('one', 'docker-ferrol-1-30-v9') });
     const out = path.join(await tempDir(), 'out');
     const result = await runCliProcess(['render', inputs, '--release-source', EXAMPLE_RELEASES, '--output', out]);
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/^error: nothing was rendered or written:\n {2}.*Cluster cluster-stacks\/one spec\.topology\.class: names docker-ferrol-1-30-v9, but the release source has no release docker-ferrol-1-30-v9; pick a class of an existing release\n$/);
+    expect(result.stderr).toMatch(/^error: nothing was rendered or written:\n {2}\S*c\.yaml:2 Cluster cluster-stacks\/one spec\.topology\.class: names docker-ferrol-1-30-v9, but the release source has no release docker-ferrol-1-30-v9; pick a class of an existing release; did you mean docker-ferrol-1-30-v1\?\n\(--allow-partial publishes everything else and keeps the previous output of the Clusters named here\)\n$/);
     expect(result.stderr).not.toMatch(/\n {4}at /);
     await expect(stat(out)).rejects.toThrow();
   });
