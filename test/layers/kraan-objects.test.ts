@@ -57,6 +57,7 @@ describe('Kraan objects are read unchanged (real git and kustomize)', () => {
     ]);
     expect(run.plan.warnings).toContain('AddonsLayer base has no spec.clusterSelector: it goes to every Cluster (2), as Kraan applies a layer to the cluster it runs in; set clusterSelector to choose Clusters');
     expect(run.plan.warnings).toContain('AddonsLayer base has no spec.version (Kraan\'s CRD requires one): it is rendered unversioned, and only a bare "base" in dependsOn matches it');
+    expect(run.report.warnings).toContain(run.plan.warnings.find((warning: string) => warning.startsWith('AddonsLayer apps has no spec.clusterSelector')));
     // The HelmReleases as written, one file each, built by kustomize.
     const tree = new Map(Object.entries(run.files));
     expect(kustomizeBuild(tree, 'clusters/fleet/two/layers/apps')).toEqual([expect.objectContaining({ kind: 'HelmRelease', metadata: { name: 'apps-service', namespace: 'apps' } })]);

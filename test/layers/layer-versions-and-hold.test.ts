@@ -128,7 +128,7 @@ const options = (engine: Engine): WiringOptions => ({ engine, name: 'clusterstac
 
 function layerUnit(name: string, extra: Partial<LayerRecord> = {}): UnitRecord {
   const layer: LayerRecord = { name, version: '1.0.0', hold: false, dependsOn: [], afterStack: true, depth: 0, ...extra };
-  return { dir: `clusters/fleet/one/layers/${name}`, kind: 'cluster-stage', namespace: 'fleet', name: 'one', release: 'docker-ferrol-1-30-v1', layer, inputDigest: 'sha256:in', renderDigest: 'sha256:out', files: ['configmap-x.yaml'] };
+  return { dir: `clusters/fleet/one/layers/${name}`, kind: 'cluster-layer', namespace: 'fleet', name: 'one', release: 'docker-ferrol-1-30-v1', layer, inputDigest: 'sha256:in', renderDigest: 'sha256:out', files: ['configmap-x.yaml'] };
 }
 
 /** base (held) <- apps <- web; logging unrelated; stages cni then csi. */
