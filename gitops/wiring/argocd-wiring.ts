@@ -95,16 +95,31 @@ function syncPolicy(parts: Pick<ApplicationParts, 'prune' | 'manual'>): Record<s
  * the layer comes after the stack's addons, and one wave after each layer it depends on. The parent
  * moves to the next wave only when every Application of the wave is Healthy (the Application health
  * check in gitops/health), which is how a layer waits for its dependencies to be applied and ready.
+ *
+ * A layer on hold never syncs, so it never becomes Healthy, and a later wave would wait for it on
+ * every sync of the parent (the stack's stages and unrelated layers included). So a paused layer
+ * (on hold, or depending on one, directly or not) leaves the chain: it gets no automated sync (it
+ * waits, as Kraan's dependants of a held layer do) and the one wave after every other child. Argo
+ * CD does not wait for the health of a sync's last wave (gitops-engine's sync context ends a sync
+ * once the last wave is applied), so nothing waits for a paused layer. Lifting the hold puts the
+ * layer and its dependants back in their waves, in order.
  */
-function layerWaves(stageWaves: number, layers: LayerUnit[]): Map<string, number> {
+function layerWaves(stageWaves: number, layers: LayerUnit[]): { waves: Map<string, number>; paused: Set<string> } {
   const waves = new Map<string, number>();
-  // Layers come sorted by depth: every dependency's wave is known before its dependents'.
+  const paused = new Set<string>();
+  // Layers come sorted by depth: every dependency is decided before its dependents.
   for (const { layer } of layers) {
+    if (layer.hold || layer.dependsOn.some((dependency) => paused.has(dependency.layer))) {
+      paused.add(layer.name);
+      continue;
+    }
     let wave = layer.afterStack ? stageWaves : 0;
     for (const dependency of layer.dependsOn) wave = Math.max(wave, (waves.get(dependency.layer) ?? 0) + 1);
     waves.set(layer.name, wave);
   }
-  return waves;
+  const last = Math.max(stageWaves - 1, ...waves.values()) + 1;
+  for (const name of paused) waves.set(name, last);
+  return { waves, paused };
 }
 
 function applicationSource(options: WiringOptions, treeDir: string): Record<string, string> {
@@ -123,7 +138,7 @@ interface ApplicationParts {
   wave?: number;
   /** Automated prune; true unless the Application must never delete what leaves it (see renderArgoWiring). */
   prune?: boolean;
-  /** An addon layer on hold: no automated sync (a person may still sync it by hand). */
+  /** An addon layer on hold or depending on one: no automated sync (a person may still sync it by hand). */
   manual?: boolean;
 }
 
@@ -253,7 +268,7 @@ export function renderArgoWiring(units: UnitRecord[], options: WiringOptions, ex
         );
       }
     });
-    const waves = layerWaves(cluster.groups.length, cluster.layers);
+    const { waves, paused } = layerWaves(cluster.groups.length, cluster.layers);
     for (const layer of cluster.layers) {
       const name = argoLayerApplicationName(cluster.namespace, cluster.name, layer.layer.name);
       names.push({ namespace: options.namespace, name, what: `layer ${layer.layer.name} of Cluster ${cluster.namespace}/${cluster.name}` });
@@ -266,7 +281,7 @@ export function renderArgoWiring(units: UnitRecord[], options: WiringOptions, ex
           destination: { name: argoClusterName(cluster.namespace, cluster.name) },
           finalizer: true,
           wave: waves.get(layer.layer.name)!,
-          manual: layer.layer.hold,
+          manual: paused.has(layer.layer.name),
         }),
       );
     }

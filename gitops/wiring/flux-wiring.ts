@@ -8,7 +8,7 @@
 //   management/<ns>/shared.yaml                   Kustomization <ns>-shared      (namespace: wiring namespace)
 //   management/<ns>/<release>.yaml                Kustomization <ns>-<release>   (namespace: wiring namespace)
 //   clusters/<ns>/<cluster>/<stage>.yaml          Kustomization <cluster>-<stage> (namespace: <ns>)
-//   clusters/<ns>/<cluster>/layers/<layer>.yaml   Kustomization <cluster>-<layer>-v<version> (see layerKustomization)
+//   clusters/<ns>/<cluster>/layers/<layer>.yaml   Kustomization <cluster>-layer-<layer>  (see layerKustomization)
 // Bootstrap once with `kubectl apply -k <path>/flux`; from then on the root Kustomization keeps the
 // wiring in step with the tree (new clusters, dropped releases).
 //
@@ -223,12 +223,12 @@ export function renderFluxWiring(units: UnitRecord[], options: WiringOptions, ex
       previous = current;
     }
     for (const layer of cluster.layers) {
-      const name = fluxLayerKustomizationName(cluster.name, layer.layer.name, layer.layer.version);
+      const name = fluxLayerKustomizationName(cluster.name, layer.layer.name);
       names.push({ namespace: cluster.namespace, name, what: `layer ${layer.layer.name} of Cluster ${cluster.namespace}/${cluster.name}` });
       // After the stack's last stage group (when it says cluster-stack) and the layers it names.
       const after = [
         ...(layer.layer.afterStack ? previous : []),
-        ...layer.layer.dependsOn.map((dependency) => ({ name: fluxLayerKustomizationName(cluster.name, dependency.layer, dependency.version), namespace: cluster.namespace })),
+        ...layer.layer.dependsOn.map((dependency) => ({ name: fluxLayerKustomizationName(cluster.name, dependency.layer), namespace: cluster.namespace })),
       ];
       objects.set(`${FLUX_DIR}/${layer.dir}.yaml`, layerKustomization(options, cluster, layer, name, after, { ...localSource, namespace: options.namespace }));
     }
@@ -240,11 +240,14 @@ export function renderFluxWiring(units: UnitRecord[], options: WiringOptions, ex
 
 /**
  * One addon layer on one workload cluster. Kraan's interval and timeout carry over; `hold` becomes
- * `suspend: true` (lifting it resumes). The name carries the layer's version (dependents name that
- * version), so a new version is a new Kustomization and the old one is deleted: with
- * `deletionPolicy: Orphan` deleting it leaves the objects in place for the new one to take over,
- * instead of pruning them and applying them again. The cost: a layer taken off a cluster leaves its
- * objects there (empty its directory first to have them pruned).
+ * `suspend: true` (lifting it resumes; dependants wait through dependsOn, since a suspended
+ * Kustomization never reports the new revision applied). The name is the same for every version
+ * of the layer and the path is the layer's directory, so a version bump is an ordinary new revision
+ * for one Kustomization: its garbage collection prunes what the new version dropped and leaves what
+ * both keep. Removing the layer deletes the Kustomization (the root prunes it), and with `prune:
+ * true` and the default deletion policy its finalizer deletes what it applied. Which version is
+ * applied shows in the layer-version label; that dependants wait for the right version is the
+ * render's to ensure (a dependant of another version is withheld, see resolve-layers.ts).
  */
 function layerKustomization(
   options: WiringOptions,
@@ -270,7 +273,6 @@ function layerKustomization(
       path: path(options, unit.dir),
       prune: true,
       wait: true,
-      deletionPolicy: 'Orphan',
       sourceRef,
       kubeConfig: { secretRef: { name: capiKubeconfigSecretName(cluster.name), key: CAPI_KUBECONFIG_KEY } },
       ...(after.length > 0 ? { dependsOn: after } : {}),

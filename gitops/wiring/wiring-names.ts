@@ -67,13 +67,14 @@ export function fluxStageKustomizationName(cluster: string, stage: string): stri
 }
 
 /**
- * The Flux Kustomization (in the cluster's namespace) applying one addon layer at one version:
- * `<cluster>-<layer>-v<version>`. The version is in the name so that a layer depending on
- * `base@1.2.0` depends on exactly that Kustomization: while base is at another version, the name
- * does not exist and Flux shows the dependency as missing.
+ * The Flux Kustomization (in the cluster's namespace) applying one addon layer:
+ * `<cluster>-layer-<layer>`, the same for every version of the layer. A version bump then changes
+ * only what the Kustomization applies, and Flux's garbage collection prunes what the new version
+ * no longer has while keeping (never re-creating) what both versions have; a name carrying the
+ * version would make every bump a delete of one Kustomization and a create of another.
  */
-export function fluxLayerKustomizationName(cluster: string, layer: string, version: string): string {
-  return dnsLabel(cluster, layer, `v${version.replace(/^v/, '')}`);
+export function fluxLayerKustomizationName(cluster: string, layer: string): string {
+  return dnsLabel(cluster, 'layer', layer);
 }
 
 /** The Argo CD Application applying one addon layer to a workload cluster (no version: renaming it would delete what it applied). */

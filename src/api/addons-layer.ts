@@ -14,8 +14,11 @@ export const ADDONS_LAYER_KIND = 'AddonsLayer';
 export const CLUSTER_STACK_LAYER = 'cluster-stack';
 
 export interface AddonsLayerSpec {
-  /** Kraan: the layer's version; other layers depend on `name@version`. */
-  version: string;
+  /**
+   * Kraan: the layer's version; other layers depend on `name@version` (or on `name`, whatever its
+   * version). Kraan's CRD requires it but its own samples omit it: absent, the layer is unversioned.
+   */
+  version?: string;
   /** Kraan: keep the layer from being applied (the wiring is rendered suspended). */
   hold?: boolean;
   /** Kraan: how often the engine reconciles the layer (a Go duration such as `1m`). */
@@ -25,17 +28,20 @@ export interface AddonsLayerSpec {
   prereqs?: {
     /** Kraan: the lowest Kubernetes version the layer is certified for ("1.30" means >= 1.30.0). */
     k8sVersion?: string;
-    /** Kraan: `name@version` of layers that must be applied and ready first; ours: `cluster-stack`. */
+    /** Kraan: `name@version` (or `name`: at its current version) of layers that must be applied and ready first; ours: `cluster-stack`. */
     dependsOn?: string[];
   };
   /**
    * Kraan: `path` is a directory (starting with `./`) of the repository holding the inputs: plain
-   * manifests, or a Helm chart when it has a Chart.yaml. `name` and `namespace` name Kraan's Flux
-   * GitRepository; they are accepted and not used (the inputs' repository is the source).
+   * manifests, or a Helm chart when it has a Chart.yaml. `kind`, `name` and `namespace` name Kraan's
+   * Flux source (a GitRepository); they are accepted and not used (the inputs' repository is the source).
    * Ours: `chart` instead of `path`, a chart from an OCI registry or an HTTP chart repository.
    */
-  source: { name?: string; namespace?: string; path?: string; chart?: LayerChartRef };
-  /** Ours: the CAPI Clusters the layer goes to; `{}` is every Cluster, absent is none. */
+  source: { kind?: string; name?: string; namespace?: string; path?: string; chart?: LayerChartRef };
+  /**
+   * Ours: the CAPI Clusters the layer goes to; `{}` or absent is every Cluster (Kraan applies a
+   * layer to the cluster it runs in; here every workload cluster is one, and the plan says so).
+   */
   clusterSelector?: LabelSelector;
   /** Ours: namespace for namespaced objects that name none, and for a chart's `--namespace` (default `default`). */
   namespace?: string;
@@ -69,13 +75,13 @@ export interface AddonsLayer {
 /** A parsed `prereqs.dependsOn` entry. */
 export interface LayerDependency {
   layer: string;
-  /** Absent only for `cluster-stack`. */
+  /** Absent for `cluster-stack`, and for a bare name (Kraan: the dependency at whatever version it is). */
   version?: string;
 }
 
 const SPEC_FIELDS = ['version', 'hold', 'interval', 'timeout', 'prereqs', 'source', 'clusterSelector', 'namespace', 'values', 'valuesTemplate'];
 const PREREQ_FIELDS = ['k8sVersion', 'dependsOn'];
-const SOURCE_FIELDS = ['name', 'namespace', 'path', 'chart'];
+const SOURCE_FIELDS = ['kind', 'name', 'namespace', 'path', 'chart'];
 const CHART_FIELDS = ['repository', 'name', 'version', 'digest'];
 const CHART_NAME = /^[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$/;
 const SHA256_DIGEST = /^sha256:[0-9a-f]{64}$/;
@@ -87,12 +93,12 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** `base@1.2.0` -> {layer, version}; a problem message when the entry does not parse. */
+/** `base@1.2.0` -> {layer, version}, `base` -> {layer} (as Kraan reads it); a problem message when the entry does not parse. */
 export function parseLayerDependency(entry: unknown): LayerDependency | string {
-  if (typeof entry !== 'string' || entry === '') return `must be "<layer>@<version>" such as base@1.2.0, found ${JSON.stringify(entry ?? null)}`;
+  if (typeof entry !== 'string' || entry === '') return `must be "<layer>@<version>" such as base@1.2.0, or "<layer>", found ${JSON.stringify(entry ?? null)}`;
   if (entry === CLUSTER_STACK_LAYER) return { layer: CLUSTER_STACK_LAYER };
   const at = entry.lastIndexOf('@');
-  if (at < 0) return `"${entry}" has no version: write ${entry}@<version> (the version of layer ${entry} this layer was tested with)`;
+  if (at < 0) return DNS_LABEL.test(entry) ? { layer: entry } : `"${entry}" is not a layer name (lowercase letters, digits and "-")`;
   const layer = entry.slice(0, at);
   const version = entry.slice(at + 1);
   if (layer === CLUSTER_STACK_LAYER) return `"${entry}": ${CLUSTER_STACK_LAYER} (the stack's own addons) takes no version; write ${CLUSTER_STACK_LAYER}`;
@@ -126,8 +132,8 @@ export function validateAddonsLayer(object: unknown): Problem[] {
   }
   unknownFields(spec, SPEC_FIELDS, 'spec', problems);
 
-  if (typeof spec.version !== 'string' || normalizeVersion(spec.version) === undefined) {
-    problems.push({ path: 'spec.version', message: `must be a version such as "1.2.0" (numbers, "v" optional; quote it), found ${JSON.stringify(spec.version ?? null)}` });
+  if (spec.version !== undefined && (typeof spec.version !== 'string' || normalizeVersion(spec.version) === undefined)) {
+    problems.push({ path: 'spec.version', message: `must be a version such as "1.2.0" (numbers, "v" optional; quote it), found ${JSON.stringify(spec.version)}` });
   }
   if (spec.hold !== undefined && typeof spec.hold !== 'boolean') problems.push({ path: 'spec.hold', message: `must be true or false, found ${JSON.stringify(spec.hold)}` });
   for (const field of ['interval', 'timeout'] as const) {
@@ -167,7 +173,7 @@ export function validateAddonsLayer(object: unknown): Problem[] {
       problems.push(...validateChartRef(spec.source.chart));
     } else if (typeof path !== 'string' || !path.startsWith('./')) problems.push({ path: 'spec.source.path', message: `must be a directory of the inputs' repository starting with "./" (as in Kraan), found ${JSON.stringify(path ?? null)}` });
     else if (escapesRoot(path)) problems.push({ path: 'spec.source.path', message: `"${path}" leads outside the repository; layer sources must be inside it` });
-    for (const field of ['name', 'namespace'] as const) {
+    for (const field of ['kind', 'name', 'namespace'] as const) {
       if (spec.source[field] !== undefined && typeof spec.source[field] !== 'string') problems.push({ path: `spec.source.${field}`, message: 'must be a string' });
     }
   }

@@ -32,3 +32,8 @@ export function meetsKubernetesGate(clusterVersion: string, gate: string): boole
   // A pre-release of the gate's version (1.30.0-rc.1 for a gate 1.30) is not yet that version.
   return semver.gte(cluster, minimum);
 }
+
+/** How a layer at a version is named in messages: `base@1.2.0`, or `base` when it has no version (Kraan's samples omit it). */
+export function layerRef(layer: string, version: string | undefined): string {
+  return version ? `${layer}@${version}` : layer;
+}

@@ -6,7 +6,7 @@ import { type AddonsLayer, CLUSTER_STACK_LAYER, dependenciesOf } from '../api/ad
 import type { CapiCluster } from '../api/types.js';
 import type { Problem } from '../core/problem.js';
 import { matchesLabelSelector } from './label-selector.js';
-import { meetsKubernetesGate, normalizeVersion, sameVersion } from './layer-version.js';
+import { layerRef, meetsKubernetesGate, normalizeVersion, sameVersion } from './layer-version.js';
 
 export interface LayerClusterInput {
   namespace: string;
@@ -16,13 +16,23 @@ export interface LayerClusterInput {
   stages: string[];
   /** Why the stack's own addons are withheld for this Cluster, if they are. */
   stackWithheld?: string;
+  /**
+   * The Kubernetes version the workload cluster's API server reports (`/version`), when the caller
+   * could read it: the gate uses it before the Cluster's spec.topology.version, which during an
+   * upgrade names the version being rolled out, not the one running.
+   */
+  liveVersion?: string;
 }
+
+/** Where the version a Kubernetes gate was checked against came from. */
+export type KubernetesVersionOrigin = 'workload API server' | 'spec.topology.version';
 
 /** Why a layer is not rendered for a Cluster, in Kraan's state names. */
 export type LayerWithheldState = 'K8sVersion' | 'ApplyPending';
 
 export interface ClusterLayerDecision {
   layer: string;
+  /** The layer's spec.version; empty when it has none. */
   version: string;
   hold: boolean;
   /** The layers it comes after on this Cluster (all rendered when it is). */
@@ -35,6 +45,8 @@ export interface ClusterLayerDecision {
   withheld?: { state: LayerWithheldState; reason: string };
   /** What the engine will wait for before applying it (dependencies on hold). */
   waitingOn: string[];
+  /** For a layer with a Kubernetes gate: the version it was checked against and where that came from. */
+  kubernetesVersion?: { version: string; origin: KubernetesVersionOrigin };
 }
 
 export interface ClusterLayers {
@@ -46,7 +58,7 @@ export interface ClusterLayers {
 export interface LayerResolution {
   /** Input problems: cycles, a layer named like a stack stage. */
   problems: Problem[];
-  /** Worth knowing, not wrong: a layer without clusterSelector goes nowhere. */
+  /** Worth knowing, not wrong: a layer without clusterSelector goes to every Cluster, one without a version is unversioned. */
   notes: string[];
   /** Per Cluster (sorted), its selected layers in dependency order. */
   clusters: ClusterLayers[];
@@ -105,8 +117,13 @@ export function resolveLayers(layers: AddonsLayer[], clusters: LayerClusterInput
   }
   const usable = new Map([...byName].filter(([name]) => !inCycle.has(name)));
   for (const layer of usable.values()) {
+    // Kraan applies a layer to the cluster it runs in; every workload cluster rendered here is such
+    // a cluster, so a layer without a selector goes to all of them, and the plan says so.
     if (layer.spec.clusterSelector === undefined || layer.spec.clusterSelector === null) {
-      notes.push(`AddonsLayer ${layer.metadata.name} has no spec.clusterSelector and goes to no Cluster (use clusterSelector: {} for every Cluster)`);
+      notes.push(`AddonsLayer ${layer.metadata.name} has no spec.clusterSelector: it goes to every Cluster (${clusters.length}), as Kraan applies a layer to the cluster it runs in; set clusterSelector to choose Clusters`);
+    }
+    if (layer.spec.version === undefined) {
+      notes.push(`AddonsLayer ${layer.metadata.name} has no spec.version (Kraan's CRD requires one): it is rendered unversioned, and only a bare "${layer.metadata.name}" in dependsOn matches it`);
     }
   }
   const order = dependencyOrder(usable);
@@ -115,7 +132,7 @@ export function resolveLayers(layers: AddonsLayer[], clusters: LayerClusterInput
   const clashes = new Map<string, Set<string>>();
   for (const cluster of [...clusters].sort((a, b) => `${a.namespace}/${a.name}`.localeCompare(`${b.namespace}/${b.name}`))) {
     const decisions = new Map<string, ClusterLayerDecision>();
-    const selected = (layer: AddonsLayer): boolean => layer.spec.clusterSelector !== undefined && layer.spec.clusterSelector !== null && matchesLabelSelector(layer.spec.clusterSelector, cluster.cluster.metadata.labels);
+    const selected = (layer: AddonsLayer): boolean => layer.spec.clusterSelector === undefined || layer.spec.clusterSelector === null || matchesLabelSelector(layer.spec.clusterSelector, cluster.cluster.metadata.labels);
     for (const name of order) {
       const layer = usable.get(name)!;
       if (!selected(layer)) continue;
@@ -142,7 +159,7 @@ function decide(
   selected: (layer: AddonsLayer) => boolean,
 ): ClusterLayerDecision {
   const name = layer.metadata.name;
-  const decision: ClusterLayerDecision = { layer: name, version: layer.spec.version, hold: layer.spec.hold === true, dependsOn: [], afterStack: false, depth: 0, waitingOn: [] };
+  const decision: ClusterLayerDecision = { layer: name, version: layer.spec.version ?? '', hold: layer.spec.hold === true, dependsOn: [], afterStack: false, depth: 0, waitingOn: [] };
   const pending: string[] = [];
   for (const dependency of dependenciesOf(layer)) {
     if (dependency.layer === CLUSTER_STACK_LAYER) {
@@ -150,14 +167,15 @@ function decide(
       if (cluster.stackWithheld) pending.push(`the cluster stack's addons are withheld (${cluster.stackWithheld})`);
       continue;
     }
-    const wanted = `${dependency.layer}@${dependency.version}`;
+    const wanted = layerRef(dependency.layer, dependency.version);
     const other = layers.get(dependency.layer);
     if (!other) {
       pending.push(`${name} needs ${wanted}, and there is no AddonsLayer ${dependency.layer}`);
       continue;
     }
-    if (!sameVersion(other.spec.version, dependency.version!)) {
-      pending.push(`${dependency.layer} is at ${other.spec.version}, ${name} needs ${wanted}`);
+    // A bare name (Kraan) is the dependency at whatever version it is now.
+    if (dependency.version !== undefined && (other.spec.version === undefined || !sameVersion(other.spec.version, dependency.version))) {
+      pending.push(`${dependency.layer} is ${other.spec.version === undefined ? 'unversioned' : `at ${other.spec.version}`}, ${name} needs ${wanted}`);
       continue;
     }
     if (!selected(other)) {
@@ -173,18 +191,24 @@ function decide(
       pending.push(`${name} needs ${wanted}, which is withheld here (${before.withheld.reason})`);
       continue;
     }
-    decision.dependsOn.push({ layer: dependency.layer, version: other.spec.version });
+    decision.dependsOn.push({ layer: dependency.layer, version: other.spec.version ?? '' });
     decision.depth = Math.max(decision.depth, before.depth + 1);
     if (before.hold) decision.waitingOn.push(`${wanted} (on hold)`);
     decision.waitingOn.push(...before.waitingOn.filter((entry) => !decision.waitingOn.includes(entry)));
   }
   // The gate comes first, as in Kraan: a layer below its Kubernetes version waits for the upgrade.
+  // Kraan reads the version its API server reports; the workload cluster's is used when the caller
+  // could read it, the Cluster's spec.topology.version otherwise, and the decision says which.
   const gate = layer.spec.prereqs?.k8sVersion;
-  const version = cluster.cluster.spec?.topology?.version;
-  const met = gate ? (typeof version === 'string' ? meetsKubernetesGate(version, gate) : undefined) : true;
+  const topology = cluster.cluster.spec?.topology?.version;
+  const origin: KubernetesVersionOrigin = cluster.liveVersion !== undefined ? 'workload API server' : 'spec.topology.version';
+  const version = cluster.liveVersion ?? (typeof topology === 'string' ? topology : undefined);
+  if (gate && version !== undefined) decision.kubernetesVersion = { version, origin };
+  const met = gate ? (version !== undefined ? meetsKubernetesGate(version, gate) : undefined) : true;
   if (gate && met !== true) {
-    const at = typeof version !== 'string' ? 'the Cluster has no spec.topology.version' : met === undefined ? `the Cluster's spec.topology.version "${version}" is not a version` : `the Cluster is at ${version}`;
-    decision.withheld = { state: 'K8sVersion', reason: `${name}@${layer.spec.version} needs Kubernetes ${normalizeVersion(gate)} or newer; ${at}` };
+    const from = origin === 'workload API server' ? 'its workload API server reports' : 'spec.topology.version';
+    const at = version === undefined ? 'the Cluster has no spec.topology.version' : met === undefined ? `the Cluster's ${from} "${version}" is not a version` : `the Cluster is at ${version} (${from})`;
+    decision.withheld = { state: 'K8sVersion', reason: `${layerRef(name, layer.spec.version)} needs Kubernetes ${normalizeVersion(gate)} or newer; ${at}` };
   } else if (pending.length > 0) decision.withheld = { state: 'ApplyPending', reason: pending.join('; ') };
   decision.dependsOn.sort((a, b) => a.layer.localeCompare(b.layer));
   return decision;

@@ -1,4 +1,5 @@
 // What `clusterstack plan` prints: a JSON report and a readable table, both from one Plan.
+import { layerRef } from '../layers/layer-version.js';
 import { formatProblem, type Problem } from '../core/problem.js';
 import { loadedRelease, type Plan } from './build-plan.js';
 import type { ProviderRecord } from '../output/provenance.js';
@@ -68,6 +69,8 @@ export interface PlanLayer {
   reason?: string;
   after: string[];
   waitingOn: string[];
+  /** For a layer with a Kubernetes gate: the version it was checked against and its origin (the workload API server, or spec.topology.version). */
+  kubernetesVersion?: { version: string; origin: string };
 }
 
 function planLayers(plan: Plan): PlanLayer[] {
@@ -79,8 +82,9 @@ function planLayers(plan: Plan): PlanLayer[] {
       version: decision.version,
       state: decision.withheld?.state ?? (decision.hold ? 'hold' : 'render'),
       ...(decision.withheld ? { reason: decision.withheld.reason } : {}),
-      after: [...(decision.afterStack ? ['cluster-stack'] : []), ...decision.dependsOn.map((d) => `${d.layer}@${d.version}`)],
+      after: [...(decision.afterStack ? ['cluster-stack'] : []), ...decision.dependsOn.map((d) => layerRef(d.layer, d.version))],
       waitingOn: decision.waitingOn,
+      ...(decision.kubernetesVersion ? { kubernetesVersion: decision.kubernetesVersion } : {}),
     })),
   );
 }
@@ -209,7 +213,7 @@ export function formatPlanReport(report: PlanReport): string {
   if (report.layers && report.layers.length > 0) {
     const rows = [['CLUSTER', 'LAYER', 'VERSION', 'STATE', 'AFTER', 'WHY / WAITING ON']];
     for (const layer of report.layers) {
-      rows.push([`${layer.namespace}/${layer.cluster}`, layer.layer, layer.version, layer.state, layer.after.join(', ') || '-', layer.reason ?? (layer.waitingOn.length > 0 ? layer.waitingOn.join(', ') : '-')]);
+      rows.push([`${layer.namespace}/${layer.cluster}`, layer.layer, layer.version || '-', layer.state, layer.after.join(', ') || '-', layer.reason ?? (layer.waitingOn.length > 0 ? layer.waitingOn.join(', ') : '-')]);
     }
     out.push(table(rows), '');
   }

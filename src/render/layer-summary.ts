@@ -1,5 +1,6 @@
 // The layer part of a render's summary: per cluster, each layer its selector picks, whether it was
 // rendered, is on hold, or is withheld and why (gate, dependency, failure), and what it waits for.
+import { layerRef } from '../layers/layer-version.js';
 import { CLUSTER_STACK_LAYER } from '../api/addons-layer.js';
 import type { UnitRecord, WithheldEntry } from '../output/provenance.js';
 import type { LayerSummary } from '../output/render-summary.js';
@@ -20,7 +21,7 @@ export function summarizeLayers(plan: Plan, records: UnitRecord[], withheld: Wit
         layer: decision.layer,
         version: decision.version,
         status,
-        after: [...(decision.afterStack ? [CLUSTER_STACK_LAYER] : []), ...decision.dependsOn.map((d) => `${d.layer}@${d.version}`)],
+        after: [...(decision.afterStack ? [CLUSTER_STACK_LAYER] : []), ...decision.dependsOn.map((d) => layerRef(d.layer, d.version))],
         waitingOn: decision.waitingOn,
       };
       if (entry) summary.reason = entry.reason;

@@ -2,6 +2,7 @@
 // `clusters/<ns>/<cluster>/layers/<layer>/`, going through the same steps as a stack's addon
 // stages (values template over the Cluster, helm or the manifests as written, secret policy,
 // fidelity, reuse by digest). A layer the plan withholds for a Cluster is recorded with its reason.
+import { layerRef } from '../layers/layer-version.js';
 import type { AddonsLayer } from '../api/addons-layer.js';
 import type { KubeObject } from '../api/types.js';
 import type { ClusterLayerDecision } from '../layers/resolve-layers.js';
@@ -37,7 +38,7 @@ export function layerUnits(plan: Plan, secrets: unknown): { units: PendingUnit[]
       // helm needs a Kubernetes version: the Cluster's own, else its release's.
       const kubeVersion = resolved.cluster.spec?.topology?.version ?? content?.metadata.kubernetesVersion;
       if (!source || typeof kubeVersion !== 'string') {
-        withheld.push({ ...entry, reason: !source ? `${decision.layer}@${decision.version}: ${plan.layers.sourceFailures.get(decision.layer) ?? 'its source could not be read'}` : 'the Cluster has no spec.topology.version and no release to take a Kubernetes version from' });
+        withheld.push({ ...entry, reason: !source ? `${layerRef(decision.layer, decision.version)}: ${plan.layers.sourceFailures.get(decision.layer) ?? 'its source could not be read'}` : 'the Cluster has no spec.topology.version and no release to take a Kubernetes version from' });
         continue;
       }
       units.push(layerUnit(layer, decision, resolved.cluster, resolved.release ?? '', source, kubeVersion, others, secrets));

@@ -1,5 +1,6 @@
 // One unit's helm output as the files of its directory: objects read with Kubernetes' meaning,
 // placed (namespace, annotations), filtered by the secret policy, named one per file.
+import { layerRef } from '../layers/layer-version.js';
 import type { KubeObject } from '../api/types.js';
 import { fileNamesFor, placeObjects, readManifests } from './manifest-objects.js';
 import type { PendingUnit } from './render-units.js';
@@ -35,7 +36,7 @@ export function unitFiles(output: string, unit: PendingUnit, policy: SecretPolic
     unit.record.kind === 'release'
       ? `release ${unit.record.release}`
       : unit.record.layer
-        ? `Cluster ${unit.record.namespace}/${unit.record.name} (layer ${unit.record.layer.name}@${unit.record.layer.version})`
+        ? `Cluster ${unit.record.namespace}/${unit.record.name} (layer ${layerRef(unit.record.layer.name, unit.record.layer.version)})`
         : `Cluster ${unit.record.namespace}/${unit.record.name} (stage ${unit.record.stage}, release ${unit.record.release})`;
   const reading = readManifests(output, `${unit.chart.origin} for ${subject}`);
   if (reading.problems.length > 0) return { files: new Map(), problems: reading.problems, notes: [], secrets: [] };

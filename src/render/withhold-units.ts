@@ -1,6 +1,7 @@
 // Withholding: a unit that cannot be published takes its release (alone) or its cluster (whole: half
 // an addon set is worse than the old one) out of the new tree, and whatever was published before
 // for it stays. Withholding never prunes.
+import { layerRef } from '../layers/layer-version.js';
 import type { UnitRecord, WithheldEntry } from '../output/provenance.js';
 import type { RenderedTree } from '../output/rendered-tree.js';
 import { clusterDir, isLayerPath, layerDir, releaseDir } from '../output/tree-layout.js';
@@ -63,7 +64,7 @@ export function withholdStrandedLayers(rendered: Map<string, Map<string, string>
     const { layer } = record;
     const missing: string[] = [];
     for (const dependency of layer!.dependsOn) {
-      if (!rendered.has(layerDir(record.namespace, record.name, dependency.layer))) missing.push(`${dependency.layer}@${dependency.version} is withheld on this Cluster`);
+      if (!rendered.has(layerDir(record.namespace, record.name, dependency.layer))) missing.push(`${layerRef(dependency.layer, dependency.version)} is withheld on this Cluster`);
     }
     const stackPrefix = `${clusterDir(record.namespace, record.name)}/`;
     if (layer!.afterStack && ![...rendered.keys()].some((dir) => dir.startsWith(stackPrefix) && !isLayerPath(dir))) missing.push("the cluster stack's addons are withheld on this Cluster");

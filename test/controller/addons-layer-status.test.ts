@@ -22,7 +22,7 @@ function planOf(layers: AddonsLayer[], problems: Plan['problems'] = []): Plan {
   return { problems, layers: { layers, sources: new Map(), problems: [], resolution: resolveLayers(layers, [aCluster('one', 'v1.29.8'), aCluster('two', 'v1.30.4')]) } } as unknown as Plan;
 }
 
-const synced = (revision: string): UnitSync => ({ engine: 'flux', source: 'Flux Kustomization fleet/two-base-v1-2-0', state: 'synced', revision, message: 'Applied revision' });
+const synced = (revision: string): UnitSync => ({ engine: 'flux', source: 'Flux Kustomization fleet/two-layer-base', state: 'synced', revision, message: 'Applied revision' });
 
 function statuses(layers: AddonsLayer[], sync: Map<string, UnitSync>, options: { plan?: Plan; render?: Partial<RenderOutcome> } = {}) {
   return desiredLayerStatuses({ now: NOW, layers: layers as unknown as KubeObject[], plan: options.plan ?? planOf(layers), ...(options.render ? { render: options.render as RenderOutcome } : {}), sync, engine: 'flux' });
@@ -38,7 +38,7 @@ describe('desiredLayerStatuses', () => {
       version: '1.2.0',
       revision: 'main@sha1:abc',
       observedGeneration: 3,
-      conditions: [{ type: 'Deployed', status: 'True', version: '1.2.0', reason: 'AddonsLayer is Deployed', message: 'fleet/one: Flux Kustomization fleet/two-base-v1-2-0: Applied revision; fleet/two: Flux Kustomization fleet/two-base-v1-2-0: Applied revision', lastTransitionTime: NOW }],
+      conditions: [{ type: 'Deployed', status: 'True', version: '1.2.0', reason: 'AddonsLayer is Deployed', message: 'fleet/one: Flux Kustomization fleet/two-layer-base: Applied revision; fleet/two: Flux Kustomization fleet/two-layer-base: Applied revision', lastTransitionTime: NOW }],
     });
     expect(events).toEqual([expect.objectContaining({ type: 'Normal', reason: 'LayerDeployed', regarding: expect.objectContaining({ kind: 'AddonsLayer', name: 'base' }) })]);
   });
@@ -48,7 +48,7 @@ describe('desiredLayerStatuses', () => {
     const { layers } = statuses([apps], new Map());
     expect(layers[0]!.status.state).toBe('K8sVersion');
     expect(layers[0]!.status.conditions.map((c) => [c.type, c.message])).toEqual([
-      ['K8sVersion', 'fleet/one: apps@2.0.0 needs Kubernetes 1.30.0 or newer; the Cluster is at v1.29.8'],
+      ['K8sVersion', 'fleet/one: apps@2.0.0 needs Kubernetes 1.30.0 or newer; the Cluster is at v1.29.8 (spec.topology.version)'],
       ['Pending', 'fleet/two: published; waiting for the Flux Kustomization'],
     ]);
   });
@@ -57,11 +57,11 @@ describe('desiredLayerStatuses', () => {
     const base = aLayer('base', '1.1.0', { hold: true });
     const apps = aLayer('apps', '2.0.0', { prereqs: { dependsOn: ['base@1.2.0'] } });
     const other = aLayer('other', '1.0.0');
-    const failed: UnitSync = { engine: 'flux', source: 'Flux Kustomization fleet/one-other-v1-0-0', state: 'failed', message: 'Namespace "x" not found' };
+    const failed: UnitSync = { engine: 'flux', source: 'Flux Kustomization fleet/one-layer-other', state: 'failed', message: 'Namespace "x" not found' };
     const { layers } = statuses([base, apps, other], new Map([['clusters/fleet/one/layers/other', failed], ['clusters/fleet/two/layers/other', synced('r1')]]));
     expect(layers.map((entry) => [entry.live.metadata.name, entry.status.state])).toEqual([['base', 'Hold'], ['apps', 'ApplyPending'], ['other', 'Failed']]);
     expect(layers[1]!.status.conditions[0]!.message).toBe('fleet/one: base is at 1.1.0, apps needs base@1.2.0; fleet/two: base is at 1.1.0, apps needs base@1.2.0');
-    expect(layers[2]!.status.conditions[0]).toMatchObject({ type: 'Failed', reason: 'AddonsLayer processsing has failed', message: 'fleet/one: Flux Kustomization fleet/one-other-v1-0-0: Namespace "x" not found' });
+    expect(layers[2]!.status.conditions[0]).toMatchObject({ type: 'Failed', reason: 'AddonsLayer processsing has failed', message: 'fleet/one: Flux Kustomization fleet/one-layer-other: Namespace "x" not found' });
   });
 
   it('is Failed with the problems for an invalid layer, and records no event while the state stays', () => {

@@ -40,11 +40,11 @@ describe('controller with addon layers', () => {
   it('publishes the layer for the Cluster and reports Kraan states with the per-cluster reason', async () => {
     expect(Object.keys(fx.published()).filter((file) => file.includes('/layers/')).sort()).toEqual(['clusters/cluster-stacks/alpha/layers/base/configmap-base.yaml', 'clusters/cluster-stacks/alpha/layers/base/kustomization.yaml']);
     expect(layer('base')!.status).toMatchObject({ state: 'Deployed', version: '1.0.0' });
-    expect(layer('apps')!.status!.conditions![0]).toMatchObject({ type: 'K8sVersion', message: 'cluster-stacks/alpha: apps@2.0.0 needs Kubernetes 1.31.0 or newer; the Cluster is at v1.30.4' });
+    expect(layer('apps')!.status!.conditions![0]).toMatchObject({ type: 'K8sVersion', message: 'cluster-stacks/alpha: apps@2.0.0 needs Kubernetes 1.31.0 or newer; the Cluster is at v1.30.4 (spec.topology.version)' });
     // Events about cluster-scoped objects go to `default`.
     const events = () => fx.api.list('v1', 'Event', 'default') as Record<string, any>[];
     await waitFor(() => ['LayerK8sVersion', 'LayerDeployed'].every((reason) => events().some((event) => event['reason'] === reason)), 'the layer events', 20_000);
-    expect(events().find((event) => event['reason'] === 'LayerK8sVersion')?.['message']).toBe('AddonsLayer apps@2.0.0 is K8sVersion: cluster-stacks/alpha: apps@2.0.0 needs Kubernetes 1.31.0 or newer; the Cluster is at v1.30.4');
+    expect(events().find((event) => event['reason'] === 'LayerK8sVersion')?.['message']).toBe('AddonsLayer apps@2.0.0 is K8sVersion: cluster-stacks/alpha: apps@2.0.0 needs Kubernetes 1.31.0 or newer; the Cluster is at v1.30.4 (spec.topology.version)');
   });
 
   it('says Hold once the layer is put on hold', async () => {

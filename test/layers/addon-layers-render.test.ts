@@ -149,9 +149,9 @@ describe('addon layers rendered per Cluster (real helm, git and kustomize)', () 
     // three is not env=prod: only bootstrap ({} selects every Cluster).
     expect([...new Set(under(files, 'clusters/fleet/three/layers/').map((f) => f.split('/')[4]))]).toEqual(['bootstrap']);
     expect(first.report.withheld).toEqual([
-      { kind: 'layer', namespace: 'fleet', name: 'one', layer: 'apps', reason: 'apps@2.0.0 needs Kubernetes 1.30.0 or newer; the Cluster is at v1.29.8', previousOutputKept: false },
+      { kind: 'layer', namespace: 'fleet', name: 'one', layer: 'apps', reason: 'apps@2.0.0 needs Kubernetes 1.30.0 or newer; the Cluster is at v1.29.8 (spec.topology.version)', previousOutputKept: false },
     ]);
-    expect(files['README.md']).toContain('| fleet/one | apps | 2.0.0 | withheld | base@1.2.0 | apps@2.0.0 needs Kubernetes 1.30.0 or newer; the Cluster is at v1.29.8 |');
+    expect(files['README.md']).toContain('| fleet/one | apps | 2.0.0 | withheld | base@1.2.0 | apps@2.0.0 needs Kubernetes 1.30.0 or newer; the Cluster is at v1.29.8 (spec.topology.version) |');
   });
 
   it('keeps manifest sources as written and puts namespaced objects without a namespace into the layer namespace', () => {
@@ -171,20 +171,22 @@ describe('addon layers rendered per Cluster (real helm, git and kustomize)', () 
     expect(parseObject(files['clusters/fleet/two/kustomization.yaml']!).resources).toEqual(['cluster-addon']);
   });
 
-  it('wires each layer as a Flux Kustomization named with its version, after its dependencies, valid against the Flux schema', () => {
+  it('wires each layer as one Flux Kustomization for all its versions, after its dependencies, valid against the Flux schema', () => {
     const wiring = new Map(Object.entries(files).filter(([file]) => file.startsWith('flux/')));
     expect(schemaProblems(wiring, [...FLUX_SCHEMAS, ...KUSTOMIZE_SCHEMAS])).toEqual([]);
     expect(kustomizationProblems(wiring)).toEqual([]);
     const apps = parseObject(files['flux/clusters/fleet/two/layers/apps.yaml']!);
-    expect(apps.metadata).toMatchObject({ name: 'two-apps-v2-0-0', namespace: 'fleet' });
-    expect(apps.spec).toMatchObject({ path: './clusters/fleet/two/layers/apps', dependsOn: [{ name: 'two-base-v1-2-0', namespace: 'fleet' }], kubeConfig: { secretRef: { name: 'two-kubeconfig', key: 'value' } }, prune: true, wait: true });
+    expect(apps.metadata).toMatchObject({ name: 'two-layer-apps', namespace: 'fleet', labels: { 'clusterstack.x-k8s.io/layer-version': '2.0.0' } });
+    expect(apps.spec).toMatchObject({ path: './clusters/fleet/two/layers/apps', dependsOn: [{ name: 'two-layer-base', namespace: 'fleet' }], kubeConfig: { secretRef: { name: 'two-kubeconfig', key: 'value' } }, prune: true, wait: true });
     expect(apps.spec.suspend).toBeUndefined();
+    // Deleting it (the layer taken off the Cluster) prunes what it applied.
+    expect(apps.spec.deletionPolicy).toBeUndefined();
     const bootstrap = parseObject(files['flux/clusters/fleet/two/layers/bootstrap.yaml']!);
     expect(bootstrap.spec).toMatchObject({ interval: '1m', timeout: '1m', dependsOn: [{ name: 'two-cluster-addon', namespace: 'fleet' }] });
     expect(files['flux/clusters/fleet/one/layers/apps.yaml']).toBeUndefined();
     // The whole flux/ tree builds, as the root Kustomization applies it.
     expect(kustomizeBuild(wiring, 'flux').filter((o) => o.metadata.labels?.['clusterstack.x-k8s.io/wiring'] === 'cluster-layer').map((o) => o.metadata.name).sort()).toEqual([
-      'one-base-v1-2-0', 'one-bootstrap-v1-0-0', 'three-bootstrap-v1-0-0', 'two-apps-v2-0-0', 'two-base-v1-2-0', 'two-bootstrap-v1-0-0',
+      'one-layer-base', 'one-layer-bootstrap', 'three-layer-bootstrap', 'two-layer-apps', 'two-layer-base', 'two-layer-bootstrap',
     ]);
   });
 
@@ -230,9 +232,10 @@ describe('addon layers rendered per Cluster (real helm, git and kustomize)', () 
     ]);
     const now = sandbox.files(remote, 'main');
     expect(now['clusters/fleet/two/layers/apps/configmap-apps-two.yaml']).toBeDefined();
-    // The base Kustomization is renamed with its version; apps' wiring is gone while it waits.
-    expect(now['flux/clusters/fleet/two/layers/base.yaml']).toContain('name: two-base-v1-1-0');
-    expect(now['flux/clusters/fleet/two/layers/base.yaml']).toContain('deletionPolicy: Orphan');
+    // The base Kustomization keeps its name and says its version; apps keeps its wiring with what it
+    // published (the engine re-applies nothing new for it) until base is at 1.2.0 again.
+    expect(parseObject(now['flux/clusters/fleet/two/layers/base.yaml']!).metadata).toMatchObject({ name: 'two-layer-base', labels: { 'clusterstack.x-k8s.io/layer-version': '1.1.0' } });
+    expect(parseObject(now['flux/clusters/fleet/two/layers/apps.yaml']!).spec.dependsOn).toEqual([{ name: 'two-layer-base', namespace: 'fleet' }]);
     const plan = await runClusterstack(['plan', path.join(repo, 'manifests'), '--release-source', releases]);
     expect(plan.code).toBe(0);
     expect(plan.stdout).toMatch(/fleet\/two\s+apps\s+2\.0\.0\s+ApplyPending\s+-\s+base is at 1\.1\.0, apps needs base@1\.2\.0/);
@@ -241,7 +244,7 @@ describe('addon layers rendered per Cluster (real helm, git and kustomize)', () 
 });
 
 describe('addon layers with Argo CD wiring', () => {
-  it('adds one child Application per layer in the cluster\'s app of apps, in sync waves after the stages and dependencies; hold removes automated sync', async () => {
+  it('adds one child Application per layer in the cluster\'s app of apps, in sync waves after the stages and dependencies; a held layer and its dependants leave the chain', async () => {
     const releases = await fleetReleases();
     const repo = await inputRepository({ 'manifests/layers.yaml': layers({ baseHold: true }) });
     const remote = sandbox.bareRepo('layers-argo');
@@ -254,19 +257,21 @@ describe('addon layers with Argo CD wiring', () => {
     expect(kustomizationProblems(wiring)).toEqual([]);
     const children = kustomizeBuild(wiring, 'argocd/cluster-addons/fleet/two');
     const waves = Object.fromEntries(children.map((app) => [app.metadata.name, app.metadata.annotations['argocd.argoproj.io/sync-wave']]));
-    expect(waves).toEqual({ 'fleet-two-cluster-addon': '0', 'fleet-two-layer-bootstrap': '1', 'fleet-two-layer-base': '2', 'fleet-two-layer-apps': '3' });
+    // base is held and apps depends on it: both sync by hand, in the wave after every other child.
+    expect(waves).toEqual({ 'fleet-two-cluster-addon': '0', 'fleet-two-layer-bootstrap': '1', 'fleet-two-layer-base': '2', 'fleet-two-layer-apps': '2' });
     const base = children.find((app) => app.metadata.name === 'fleet-two-layer-base')!;
     expect(base.spec.syncPolicy.automated).toBeUndefined();
     expect(base.spec.source.path).toBe('clusters/fleet/two/layers/base');
     expect(base.spec.destination).toEqual({ name: 'fleet-two' });
-    expect(children.find((app) => app.metadata.name === 'fleet-two-layer-apps')!.spec.syncPolicy.automated).toEqual({ prune: true, selfHeal: true });
+    expect(children.find((app) => app.metadata.name === 'fleet-two-layer-apps')!.spec.syncPolicy.automated).toBeUndefined();
+    expect(children.find((app) => app.metadata.name === 'fleet-two-layer-bootstrap')!.spec.syncPolicy.automated).toEqual({ prune: true, selfHeal: true });
   });
 });
 
 describe('bad layer input stops the render before anything is written', () => {
   it.each([
     ['a cycle', { 'manifests/layers.yaml': layers({ extra: '---\napiVersion: kraan.io/v1alpha1\nkind: AddonsLayer\nmetadata: {name: cyc-a}\nspec: {version: 1.0.0, source: {path: ./addons/base}, clusterSelector: {}, prereqs: {dependsOn: [cyc-b@1.0.0]}}\n---\napiVersion: kraan.io/v1alpha1\nkind: AddonsLayer\nmetadata: {name: cyc-b}\nspec: {version: 1.0.0, source: {path: ./addons/base}, clusterSelector: {}, prereqs: {dependsOn: [cyc-a@1.0.0]}}\n' }) }, 'layers depend on each other in a cycle: cyc-a -> cyc-b -> cyc-a'],
-    ['a dependsOn entry without a version', { 'manifests/layers.yaml': layers({ appsNeeds: '' }).replace('base@]', 'base]') }, 'spec.prereqs.dependsOn[0]: "base" has no version: write base@<version>'],
+    ['a dependsOn entry that is not a layer name', { 'manifests/layers.yaml': layers({ appsNeeds: '' }).replace('base@]', 'Base]') }, 'spec.prereqs.dependsOn[0]: "Base" is not a layer name'],
     ['a source path leaving the repository', { 'manifests/layers.yaml': layers().replace('./addons/base', './addons/../../outside') }, 'spec.source.path: "./addons/../../outside" leads outside the repository'],
     ['a layer named like a stack stage', { 'manifests/layers.yaml': layers().replace('name: base}', 'name: cluster-addon}').replace('base@1.2.0', 'cluster-addon@1.2.0') }, 'AddonsLayer cluster-addon metadata.name: is also the name of an addon stage of the cluster stack used by fleet/one, fleet/two'],
     ['an invalid selector', { 'manifests/layers.yaml': layers().replace('{matchLabels: {env: prod}}', '{matchLabels: {env: [prod]}}') }, 'spec.clusterSelector.matchLabels: label values must be strings'],
@@ -311,7 +316,7 @@ describe('layers go through the same secret policy and strict values as stack ad
     const result = await render(repo, await fleetReleases(), remote);
     expect(result.code).toBe(0);
     expect(result.report.withheld).toEqual([
-      { kind: 'layer', namespace: 'fleet', name: 'one', layer: 'apps', reason: 'apps@2.0.0 needs Kubernetes 1.30.0 or newer; the Cluster is at v1.29.8', previousOutputKept: false },
+      { kind: 'layer', namespace: 'fleet', name: 'one', layer: 'apps', reason: 'apps@2.0.0 needs Kubernetes 1.30.0 or newer; the Cluster is at v1.29.8 (spec.topology.version)', previousOutputKept: false },
       expect.objectContaining({ kind: 'layer', namespace: 'fleet', name: 'two', layer: 'apps', reason: expect.stringContaining('addon values need .Cluster.metadata.annotations.region') }),
     ]);
     const files = sandbox.files(remote, 'main');

@@ -66,8 +66,10 @@ describe('validateAddonsLayer', () => {
     expect(messages(layer({ clusterSelector: { matchLabels: { tier: 'prod' }, matchExpressions: [{ key: 'example.com/zone', operator: 'In', values: ['a', 'b'] }] }, namespace: 'monitoring', values: { replicas: 2 }, valuesTemplate: 'name: {{ .Cluster.metadata.name }}' }))).toEqual([]);
   });
 
-  it('refuses a dependsOn entry without @version, naming the fix', () => {
-    expect(messages(layer({ prereqs: { dependsOn: ['base'] } }))).toEqual(['spec.prereqs.dependsOn[0]: "base" has no version: write base@<version> (the version of layer base this layer was tested with)']);
+  it('accepts a dependsOn entry without @version, as Kraan does, and refuses one that is not a layer name', () => {
+    expect(messages(layer({ prereqs: { dependsOn: ['base'] } }))).toEqual([]);
+    expect(parseLayerDependency('base')).toEqual({ layer: 'base' });
+    expect(messages(layer({ prereqs: { dependsOn: ['Base'] } }))).toEqual(['spec.prereqs.dependsOn[0]: "Base" is not a layer name (lowercase letters, digits and "-")']);
   });
 
   it('refuses an invalid layer version, dependency version and Kubernetes gate', () => {
@@ -98,7 +100,7 @@ describe('validateAddonsLayer', () => {
   });
 
   it('reports an invalid AddonsLayer as an input problem with its file', () => {
-    const parsed = parseManifests('apiVersion: kraan.io/v1alpha1\nkind: AddonsLayer\nmetadata: {name: apps}\nspec: {version: 1.0.0, source: {path: ./a}, prereqs: {dependsOn: [base]}}\n', 'layers.yaml');
+    const parsed = parseManifests('apiVersion: kraan.io/v1alpha1\nkind: AddonsLayer\nmetadata: {name: apps}\nspec: {version: 1.0.0, source: {path: ./a}, prereqs: {dependsOn: [Base]}}\n', 'layers.yaml');
     const inputs = classifyInputs(parsed.objects);
     expect(inputs.addonsLayers).toEqual([]);
     expect(inputs.problems).toEqual([expect.objectContaining({ source: 'layers.yaml:1', object: 'AddonsLayer apps', path: 'spec.prereqs.dependsOn[0]' })]);

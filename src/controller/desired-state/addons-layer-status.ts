@@ -4,6 +4,7 @@
 // the message naming each Cluster and why. Per Cluster the state comes from the plan (gate,
 // dependencies), the render (withheld) and the engine (Flux Kustomization Ready / Argo CD
 // Application sync and health of the layer's directory). Pure.
+import { layerRef } from '../../layers/layer-version.js';
 import type { AddonsLayer } from '../../api/addons-layer.js';
 import type { KubeObject } from '../../api/types.js';
 import { formatProblem } from '../../core/problem.js';
@@ -131,7 +132,7 @@ export function desiredLayerStatuses(input: LayerStatusInputs): { layers: Desire
     layers.push({ live, status });
     if (before?.state !== state) {
       const message = conditions[0]?.message ?? '';
-      events.push({ regarding: regarding(live), type: state === 'Failed' ? 'Warning' : 'Normal', reason: `Layer${state}`, message: `AddonsLayer ${layer.metadata.name}@${version} is ${state}: ${message}` });
+      events.push({ regarding: regarding(live), type: state === 'Failed' ? 'Warning' : 'Normal', reason: `Layer${state}`, message: `AddonsLayer ${layerRef(layer.metadata.name, version)} is ${state}: ${message}` });
     }
   }
   return { layers, events };
