@@ -78,10 +78,10 @@ Cluster API runtime extension (lifecycle hooks; off unless an address is given):
   --runtime-extension-cert-dir <dir>   tls.crt and tls.key of the serving certificate, reloaded when
                                        they change (CLUSTERSTACK_RUNTIME_EXTENSION_CERT_DIR,
                                        default /etc/clusterstack/runtime-extension-tls)
-  --hook-timeout <duration>            stop waiting for a release's addons: BeforeClusterUpgrade then lets
-                                       the upgrade go with a Warning event (CLUSTERSTACK_HOOK_TIMEOUT, default 30m)
-  --hook-on-timeout <action>           proceed (default) | hold: keep holding the upgrade after --hook-timeout,
-                                       asking Cluster API to call again (CLUSTERSTACK_HOOK_ON_TIMEOUT)
+  --hook-timeout <duration>            stop waiting for a release's addons: the upgrade then goes on,
+                                       with a Warning event (CLUSTERSTACK_HOOK_TIMEOUT, default 30m)
+  --hook-on-timeout <action>           proceed (default) | hold: keep holding the upgrade after the
+                                       timeout (CLUSTERSTACK_HOOK_ON_TIMEOUT)
   --hook-retry-after <duration>        how soon Cluster API asks again (CLUSTERSTACK_HOOK_RETRY_AFTER, default 10s)
   --hook-failure-policy <policy>       Fail (default: hold while unreachable) | Ignore (CLUSTERSTACK_HOOK_FAILURE_POLICY)
   --runtime-extension-service <name>   the leader writes this selector-less Service's EndpointSlice with
