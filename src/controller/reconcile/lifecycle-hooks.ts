@@ -9,10 +9,10 @@
 // share one deadline (WORKLOAD_READ_DEADLINE_MS), events are written without holding the answer,
 // and AfterControlPlaneInitialized (non-blocking) is answered at once, its reads done in the
 // background. Progress is exposed for the ClusterAddon's status, with events on start, success and
-// timeout, and latency/outcome metrics. Hooks Cluster API
-// stops calling while addons are still awaited (AfterControlPlaneInitialized, AfterClusterUpgrade
-// before Cluster API v1.12) are followed here: open waits are looked at again every
-// `revisitIntervalMs` until ready or timed out, so the ClusterAddon says when they are done.
+// timeout, and latency/outcome metrics. Hooks Cluster API stops calling while addons are still
+// awaited (AfterControlPlaneInitialized, AfterClusterUpgrade before Cluster API v1.12) are followed
+// here: open waits are looked at again every `revisitIntervalMs` until ready or timed out, so the
+// ClusterAddon says when they are done.
 import type { Logger } from 'pino';
 import { clusterClassOf } from '../../api/capi-cluster.js';
 import type { KubeObject } from '../../api/types.js';
