@@ -10,6 +10,8 @@ export interface RuntimeExtensionSettings {
   certFile: string;
   keyFile: string;
   timeoutMs: number;
+  /** What BeforeClusterUpgrade does once timeoutMs passed: let the upgrade go, or keep holding. */
+  onTimeout: 'proceed' | 'hold';
   retryAfterSeconds: number;
   failurePolicy: 'Fail' | 'Ignore';
   /**
@@ -23,6 +25,7 @@ export interface RuntimeExtensionFlags {
   addr?: string | undefined;
   certDir?: string | undefined;
   timeout?: string | undefined;
+  onTimeout?: string | undefined;
   retryAfter?: string | undefined;
   failurePolicy?: string | undefined;
   service?: string | undefined;
@@ -32,6 +35,7 @@ const ENVIRONMENT = {
   addr: 'CLUSTERSTACK_RUNTIME_EXTENSION_ADDR',
   certDir: 'CLUSTERSTACK_RUNTIME_EXTENSION_CERT_DIR',
   timeout: 'CLUSTERSTACK_HOOK_TIMEOUT',
+  onTimeout: 'CLUSTERSTACK_HOOK_ON_TIMEOUT',
   retryAfter: 'CLUSTERSTACK_HOOK_RETRY_AFTER',
   failurePolicy: 'CLUSTERSTACK_HOOK_FAILURE_POLICY',
   service: 'CLUSTERSTACK_RUNTIME_EXTENSION_SERVICE',
@@ -64,6 +68,8 @@ export function resolveRuntimeExtensionSettings(env: NodeJS.ProcessEnv, flags: R
   const retryAfterMs = parseDuration(pick(flags.retryAfter, ENVIRONMENT.retryAfter) ?? '10s', `--hook-retry-after / ${ENVIRONMENT.retryAfter}`);
   if (retryAfterMs < 1000) throw new Error(`--hook-retry-after (${ENVIRONMENT.retryAfter}) must be at least 1s: Cluster API counts in whole seconds`);
   if (timeoutMs < retryAfterMs) throw new Error(`--hook-timeout (${ENVIRONMENT.timeout}) must be longer than --hook-retry-after`);
+  const onTimeout = pick(flags.onTimeout, ENVIRONMENT.onTimeout) ?? 'proceed';
+  if (onTimeout !== 'proceed' && onTimeout !== 'hold') throw new Error(`--hook-on-timeout (${ENVIRONMENT.onTimeout}) must be proceed (let the upgrade go) or hold (keep holding it), not "${onTimeout}"`);
   const failurePolicy = pick(flags.failurePolicy, ENVIRONMENT.failurePolicy) ?? 'Fail';
   if (failurePolicy !== 'Fail' && failurePolicy !== 'Ignore') throw new Error(`--hook-failure-policy (${ENVIRONMENT.failurePolicy}) must be Fail or Ignore, not "${failurePolicy}"`);
   const service = pick(flags.service, ENVIRONMENT.service);
@@ -82,6 +88,7 @@ export function resolveRuntimeExtensionSettings(env: NodeJS.ProcessEnv, flags: R
     certFile,
     keyFile,
     timeoutMs,
+    onTimeout,
     retryAfterSeconds: Math.round(retryAfterMs / 1000),
     failurePolicy,
   });

@@ -184,6 +184,7 @@ const fullClusterAddon: DeepPartial<ClusterAddon> = {
       { name: 'cni', action: 'apply', phase: 'done', synced: true },
       { name: 'metrics-server', action: 'delete', phase: 'waiting for precondition', synced: false },
     ],
+    hooks: [{ name: 'AfterControlPlaneInitialized', release: 'docker-ferrol-1-30-v2', outcome: 'Succeeded', message: 'addons of release docker-ferrol-1-30-v2 are applied and healthy', since: '2024-05-06T07:08:09.123Z' }],
     ready: false,
     conditions: [{ type: 'Ready', status: 'Unknown', severity: '', lastTransitionTime: '2024-05-06T07:08:09Z' }],
     observedGeneration: 2,
@@ -293,6 +294,7 @@ describe('the CRD schemas and src/api/types.ts', () => {
     ['ClusterAddon', '.status', 'ClusterAddonStatus'],
     ['ClusterAddon', '.status.resources[*]', 'ResourceStatus'],
     ['ClusterAddon', '.status.stages[*]', 'ClusterAddonStageStatus'],
+    ['ClusterAddon', '.status.hooks[*]', 'ClusterAddonHookStatus'],
     ['ClusterAddon', '.status.conditions[*]', 'Condition'],
   ];
 

@@ -183,9 +183,24 @@ export interface ClusterAddonStageStatus {
   revision?: string;
 }
 
+/** The last outcome of one Cluster API lifecycle hook for the Cluster, as the runtime extension answered it. */
+export interface ClusterAddonHookStatus {
+  /** BeforeClusterUpgrade, AfterControlPlaneInitialized or AfterClusterUpgrade. */
+  name: string;
+  /** The release whose addons the hook waited for. */
+  release: string;
+  outcome: 'Succeeded' | 'Waiting' | 'TimedOut';
+  /** What the hook answered: what it waits for, or what it never confirmed. */
+  message: string;
+  /** When the wait started (RFC 3339). */
+  since: string;
+}
+
 export interface ClusterAddonStatus {
   resources?: ResourceStatus[];
   stages?: ClusterAddonStageStatus[];
+  /** One entry per lifecycle hook called for the Cluster, kept across controller restarts. */
+  hooks?: ClusterAddonHookStatus[];
   ready?: boolean;
   conditions?: Condition[];
   observedGeneration?: number;

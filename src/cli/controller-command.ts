@@ -78,8 +78,10 @@ Cluster API runtime extension (lifecycle hooks; off unless an address is given):
   --runtime-extension-cert-dir <dir>   tls.crt and tls.key of the serving certificate, reloaded when
                                        they change (CLUSTERSTACK_RUNTIME_EXTENSION_CERT_DIR,
                                        default /etc/clusterstack/runtime-extension-tls)
-  --hook-timeout <duration>            give up waiting for a release's addons and fail the hook
-                                       (CLUSTERSTACK_HOOK_TIMEOUT, default 30m)
+  --hook-timeout <duration>            stop waiting for a release's addons: the upgrade then goes on,
+                                       with a Warning event (CLUSTERSTACK_HOOK_TIMEOUT, default 30m)
+  --hook-on-timeout <action>           proceed (default) | hold: keep holding the upgrade after the
+                                       timeout (CLUSTERSTACK_HOOK_ON_TIMEOUT)
   --hook-retry-after <duration>        how soon Cluster API asks again (CLUSTERSTACK_HOOK_RETRY_AFTER, default 10s)
   --hook-failure-policy <policy>       Fail (default: hold while unreachable) | Ignore (CLUSTERSTACK_HOOK_FAILURE_POLICY)
   --runtime-extension-service <name>   the leader writes this selector-less Service's EndpointSlice with
@@ -177,6 +179,7 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
       'runtime-extension-addr': { type: 'string' },
       'runtime-extension-cert-dir': { type: 'string' },
       'hook-timeout': { type: 'string' },
+      'hook-on-timeout': { type: 'string' },
       'hook-retry-after': { type: 'string' },
       'hook-failure-policy': { type: 'string' },
       'runtime-extension-service': { type: 'string' },
@@ -234,6 +237,7 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
       addr: values['runtime-extension-addr'],
       certDir: values['runtime-extension-cert-dir'],
       timeout: values['hook-timeout'],
+      onTimeout: values['hook-on-timeout'],
       retryAfter: values['hook-retry-after'],
       failurePolicy: values['hook-failure-policy'],
       service: values['runtime-extension-service'],

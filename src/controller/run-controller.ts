@@ -48,8 +48,10 @@ export interface RuntimeExtensionOptions {
   /** PEM files of the serving certificate (tls.crt, tls.key of the mounted Secret). */
   certFile: string;
   keyFile: string;
-  /** The bounded wait before a hook fails. Default 30 min. */
+  /** The bounded wait of a hook. Default 30 min. */
   timeoutMs?: number;
+  /** What BeforeClusterUpgrade does once timeoutMs passed: let the upgrade go (default) or keep holding. */
+  onTimeout?: 'proceed' | 'hold';
   /** How soon Cluster API asks again while waiting. Default 10 s. */
   retryAfterSeconds?: number;
   /** Announced through discovery: Fail (default) or Ignore when the extension cannot be reached. */
@@ -141,6 +143,7 @@ export async function runController(options: ControllerRuntimeOptions): Promise<
       logger,
       persistedSince: (hook, namespace, name, target) => hookSinceOf(cache.get(CLUSTER_ADDONS, namespace, name), hook, target),
       ...(settings.timeoutMs !== undefined ? { timeoutMs: settings.timeoutMs } : {}),
+      ...(settings.onTimeout ? { onTimeout: settings.onTimeout } : {}),
       ...(settings.retryAfterSeconds !== undefined ? { retryAfterSeconds: settings.retryAfterSeconds } : {}),
       ...(settings.failurePolicy ? { failurePolicy: settings.failurePolicy } : {}),
       ...(settings.now ? { now: settings.now } : {}),

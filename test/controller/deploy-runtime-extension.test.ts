@@ -86,13 +86,15 @@ describe('resolveRuntimeExtensionSettings', () => {
     );
   });
 
-  it('reads flags over the environment, and refuses a bad address, failure policy or durations, naming the flag', () => {
+  it('reads flags over the environment, and refuses a bad address, failure policy, timeout action or durations, naming the flag', () => {
     const cert = makeSelfSignedCert();
     try {
       const env = { CLUSTERSTACK_RUNTIME_EXTENSION_ADDR: ':9443', CLUSTERSTACK_RUNTIME_EXTENSION_CERT_DIR: cert.dir };
-      expect(resolveRuntimeExtensionSettings(env, {}, process.cwd())).toEqual({ port: 9443, certFile: cert.certFile, keyFile: cert.keyFile, timeoutMs: 1_800_000, retryAfterSeconds: 10, failurePolicy: 'Fail' });
+      expect(resolveRuntimeExtensionSettings(env, {}, process.cwd())).toEqual({ port: 9443, certFile: cert.certFile, keyFile: cert.keyFile, timeoutMs: 1_800_000, onTimeout: 'proceed', retryAfterSeconds: 10, failurePolicy: 'Fail' });
       expect(resolveRuntimeExtensionSettings(env, { addr: '127.0.0.1:8443', timeout: '5m', retryAfter: '3s', failurePolicy: 'Ignore' }, process.cwd())).toMatchObject({ host: '127.0.0.1', port: 8443, timeoutMs: 300_000, retryAfterSeconds: 3, failurePolicy: 'Ignore' });
       expect(() => resolveRuntimeExtensionSettings(env, { addr: 'nine' }, process.cwd())).toThrow('--runtime-extension-addr (CLUSTERSTACK_RUNTIME_EXTENSION_ADDR) must be [host]:port such as :9443, not "nine"');
+      expect(resolveRuntimeExtensionSettings({ ...env, CLUSTERSTACK_HOOK_ON_TIMEOUT: 'hold' }, {}, process.cwd())).toMatchObject({ onTimeout: 'hold' });
+      expect(() => resolveRuntimeExtensionSettings(env, { onTimeout: 'fail' }, process.cwd())).toThrow('--hook-on-timeout (CLUSTERSTACK_HOOK_ON_TIMEOUT) must be proceed (let the upgrade go) or hold (keep holding it), not "fail"');
       expect(() => resolveRuntimeExtensionSettings(env, { failurePolicy: 'fail' }, process.cwd())).toThrow('--hook-failure-policy (CLUSTERSTACK_HOOK_FAILURE_POLICY) must be Fail or Ignore, not "fail"');
       expect(() => resolveRuntimeExtensionSettings(env, { retryAfter: '500ms' }, process.cwd())).toThrow(/at least 1s/);
       expect(() => resolveRuntimeExtensionSettings(env, { timeout: 'soon' }, process.cwd())).toThrow(/--hook-timeout/);
@@ -109,7 +111,7 @@ describe('resolveRuntimeExtensionSettings', () => {
 describe('clusterstack controller --runtime-extension-addr', () => {
   it('lists the runtime extension flags in its usage', async () => {
     const { stdout } = await runClusterstack(['controller', '--help']);
-    for (const flag of ['--runtime-extension-addr', '--runtime-extension-cert-dir', '--hook-timeout', '--hook-retry-after', '--hook-failure-policy', '--runtime-extension-service']) expect(stdout).toContain(flag);
+    for (const flag of ['--runtime-extension-addr', '--runtime-extension-cert-dir', '--hook-timeout', '--hook-on-timeout', '--hook-retry-after', '--hook-failure-policy', '--runtime-extension-service']) expect(stdout).toContain(flag);
   });
 
   it('refuses to start without the serving certificate, saying where it looked, before touching anything', async () => {

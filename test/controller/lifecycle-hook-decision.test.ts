@@ -61,15 +61,29 @@ describe('decideLifecycleHook', () => {
     expect(decision).toMatchObject({ status: 'Success', outcome: 'waiting', retryAfterSeconds: 10, waitingFor: ['stage cni postcondition: condition `x` is false'] });
   });
 
-  it('ends a wait that lasts past the timeout with a Failure naming what never became ready', () => {
+  it('lets the upgrade go once the wait lasts past the timeout, naming what was never confirmed, and never answers Failure', () => {
     const decision = decideLifecycleHook(anInput({ conditions: [{ stage: 'cni', kind: 'postcondition', verdict: { holds: false, message: 'condition `x` is false' } }], now: 31 * MINUTE }));
     expect(decision).toEqual({
-      status: 'Failure',
+      status: 'Success',
       retryAfterSeconds: 0,
       outcome: 'timed-out',
       waitingFor: ['stage cni postcondition: condition `x` is false'],
-      message: 'gave up after 31m (the hook timeout is 30m) waiting for stage cni postcondition: condition `x` is false. Fix the addons or their conditions, or raise --hook-timeout',
+      message: 'letting the upgrade go after 31m (the hook timeout is 30m) without confirming: stage cni postcondition: condition `x` is false. Fix the addons or their conditions, or raise --hook-timeout',
     });
+    expect(decideLifecycleHook(anInput({ sync: new Map(), now: 31 * MINUTE, onTimeout: 'proceed' }))).toMatchObject({ status: 'Success', retryAfterSeconds: 0, outcome: 'timed-out' });
+  });
+
+  it('with --hook-on-timeout hold keeps holding BeforeClusterUpgrade after the timeout, asking to be called again (never Failure)', () => {
+    const decision = decideLifecycleHook(anInput({ sync: new Map([[CNI, synced(CNI)]]), now: 31 * MINUTE, onTimeout: 'hold' }));
+    expect(decision).toEqual({
+      status: 'Success',
+      retryAfterSeconds: 10,
+      outcome: 'timed-out',
+      waitingFor: ['stage metrics-server: a Flux Kustomization applying clusters/team/alpha/metrics-server (none covers it)'],
+      message: 'still holding the upgrade after 31m (the hook timeout is 30m) (--hook-on-timeout hold), not confirmed: stage metrics-server: a Flux Kustomization applying clusters/team/alpha/metrics-server (none covers it). Fix the addons or their conditions, or raise --hook-timeout',
+    });
+    // Only the upgrade gate holds: the other hooks let go after the timeout whatever the action.
+    expect(decideLifecycleHook(anInput({ hook: 'AfterClusterUpgrade', sync: new Map(), now: 31 * MINUTE, onTimeout: 'hold' }))).toMatchObject({ status: 'Success', retryAfterSeconds: 0, outcome: 'timed-out' });
   });
 
   it('answers the non-blocking AfterControlPlaneInitialized with Success while waiting (a Failure would stop the Cluster\'s reconcile), saying what it waits for', () => {
@@ -82,7 +96,7 @@ describe('decideLifecycleHook', () => {
     // Past the timeout: still Success (never an error loop), the outcome says it timed out.
     const late = decideLifecycleHook(anInput({ hook: 'AfterControlPlaneInitialized', sync: new Map(), now: 31 * MINUTE }));
     expect(late).toMatchObject({ status: 'Success', retryAfterSeconds: 0, outcome: 'timed-out' });
-    expect(late.message).toMatch(/^gave up after 31m .*; not holding the Cluster any longer \(see its ClusterAddon\)/);
+    expect(late.message).toMatch(/^not holding the Cluster any longer after 31m \(the hook timeout is 30m\) without confirming: /);
   });
 
   it('holds the next upgrade from AfterClusterUpgrade with retryAfterSeconds (Cluster API >= 1.12), and lets go without a Failure after the timeout', () => {
@@ -96,7 +110,7 @@ describe('decideLifecycleHook', () => {
     const unreadable = 'the controller to read Flux Kustomizations again: listing or watching them has failed for 40s (HTTP 403: forbidden)';
     const decision = decideLifecycleHook(anInput({ engineUnreadable: unreadable }));
     expect(decision).toMatchObject({ status: 'Success', outcome: 'waiting', retryAfterSeconds: 10, waitingFor: [unreadable] });
-    expect(decideLifecycleHook(anInput({ engineUnreadable: unreadable, now: 31 * MINUTE }))).toMatchObject({ status: 'Failure', outcome: 'timed-out' });
+    expect(decideLifecycleHook(anInput({ engineUnreadable: unreadable, now: 31 * MINUTE }))).toMatchObject({ status: 'Success', retryAfterSeconds: 0, outcome: 'timed-out', waitingFor: [unreadable] });
     // Without an engine watched there is nothing to read.
     expect(decideLifecycleHook(anInput({ engine: 'none', engineUnreadable: unreadable }))).toMatchObject({ outcome: 'ready' });
   });

@@ -170,6 +170,36 @@ describe('desiredState', () => {
     expect(state.events.some((event) => event.reason === 'ClusterClassUnknown' && event.regarding.name === 'bravo')).toBe(true);
   });
 
+  it("keeps each lifecycle hook's last outcome and the LifecycleHook condition across a controller restart, computed from the ClusterAddon as read back", () => {
+    const clusters = [live(aCluster('alpha', V3), 'c1')];
+    const units = [releaseUnit(V3), stageUnit('alpha', V3, 'cni', 0)];
+    const since = '2025-01-01T00:00:00.000Z';
+    // Before the restart: this process answered BeforeClusterUpgrade and it succeeded.
+    const before = inputsFor({ stacks: [stack], clusters, tags: [V3], units });
+    before.hookProgress = () => [{ hook: 'BeforeClusterUpgrade', targetRelease: V3, outcome: 'ready', message: `addons of release ${V3} are published`, since }];
+    const written = desiredState(before).addons[0]!;
+    expect(written.status.hooks).toEqual([{ name: 'BeforeClusterUpgrade', release: V3, outcome: 'Succeeded', message: `addons of release ${V3} are published`, since }]);
+    expect(condition(written.status.conditions, 'LifecycleHook')).toMatchObject({ status: 'True', reason: 'HookSucceeded', lastTransitionTime: NOW });
+    const persisted = live({ ...written.object, status: written.status }, 'addon-uid');
+
+    // After the restart: nothing answered yet in this process; the ClusterAddon as read back is all there is.
+    const restarted = inputsFor({ stacks: [stack], clusters, tags: [V3], units });
+    restarted.now = '2025-01-03T00:00:00.000Z';
+    restarted.live.addons = [persisted];
+    restarted.hookProgress = () => undefined;
+    const after = desiredState(restarted).addons[0]!;
+    expect(after.status.hooks).toEqual(written.status.hooks);
+    expect(condition(after.status.conditions, 'LifecycleHook')).toEqual(condition(written.status.conditions, 'LifecycleHook'));
+    expect(after.object.spec.hook).toBe('BeforeClusterUpgrade');
+
+    // A later hook adds its own entry; the condition follows the newest wait, the earlier outcome stays.
+    restarted.hookProgress = () => [{ hook: 'AfterClusterUpgrade', targetRelease: V3, outcome: 'timed-out', message: 'not holding the Cluster any longer after 30m (the hook timeout is 30m) without confirming: stage cni: x', since: '2025-01-02T00:00:00.000Z' }];
+    const later = desiredState(restarted).addons[0]!;
+    expect(later.status.hooks?.map((hook) => [hook.name, hook.outcome])).toEqual([['BeforeClusterUpgrade', 'Succeeded'], ['AfterClusterUpgrade', 'TimedOut']]);
+    expect(condition(later.status.conditions, 'LifecycleHook')).toMatchObject({ status: 'False', reason: 'HookTimedOut', severity: 'Warning', message: expect.stringContaining('without confirming: stage cni: x') });
+    expect(later.object.spec.hook).toBe('AfterClusterUpgrade');
+  });
+
   it('reports a failed publish on the objects whose output did not land', () => {
     const units = [releaseUnit(V2), stageUnit('alpha', V2, 'cni', 0)];
     const clusters = [live(aCluster('alpha', 'docker-ferrol-1-30-v2'), 'c1')];

@@ -1,12 +1,15 @@
 // One ClusterAddon per Cluster that uses a cluster stack class, owned by the Cluster: which class
-// and addon version were last rendered for it, its stages and objects, and whether they are in Git
-// and applied.
+// and addon version were last rendered for it, its stages and objects, whether they are in Git and
+// applied, and the last outcome of each lifecycle hook. The hooks' outcomes are computed from the
+// ClusterAddon's status as read back, updated by what this process answered since it started, so
+// they and the LifecycleHook condition survive a controller restart.
 import { loadedRelease } from '../../plan/build-plan.js';
 import { clusterClassOf } from '../../api/capi-cluster.js';
 import {
   API_VERSION,
   type CapiCluster,
   type ClusterAddon,
+  type ClusterAddonHookStatus,
   type ClusterAddonStageStatus,
   type ClusterAddonStatus,
   type Condition,
@@ -17,7 +20,7 @@ import type { UnitRecord } from '../../output/provenance.js';
 import { falseCondition, mergeConditions, readySummary, trueCondition, unknownCondition, type DesiredCondition } from './conditions.js';
 import { eventOnFailure, regarding, type EventIntent } from './event-intents.js';
 import { controllerReference, isManagedByUs, keyOf, LABEL_CLUSTER_NAME, managedLabels, nameLabels, ownerOfKind } from './owned-objects.js';
-import type { HookProgress } from './lifecycle-hook-decision.js';
+import { LIFECYCLE_HOOKS, type HookProgress } from './lifecycle-hook-decision.js';
 import type { StatusInputs } from './status-inputs.js';
 import { countsForReady, MANIFESTS_RENDERED, MANIFESTS_SYNCED, publishedCondition, renderFailedCondition, syncedCondition } from './unit-conditions.js';
 import { resourceStatuses } from './unit-resources.js';
@@ -80,7 +83,7 @@ function stagePhase(dir: string, input: StatusInputs): { phase: string; synced: 
   return { phase: verdict.state, synced: verdict.state === 'synced' };
 }
 
-function addonStatus(input: StatusInputs, cluster: ClusterResolution, units: UnitRecord[], live: ClusterAddon | undefined): ClusterAddonStatus {
+function addonStatus(input: StatusInputs, cluster: ClusterResolution, units: UnitRecord[], live: ClusterAddon | undefined, hooks: ClusterAddonHookStatus[]): ClusterAddonStatus {
   const dirs = units.map((unit) => unit.dir);
   const subject = `Cluster ${cluster.namespace}/${cluster.name}`;
   const withheld = input.render?.withheld.find((entry) => entry.kind === 'cluster' && entry.namespace === cluster.namespace && entry.name === cluster.name);
@@ -101,7 +104,7 @@ function addonStatus(input: StatusInputs, cluster: ClusterResolution, units: Uni
   const published = publishedCondition(dirs, input.publish, subject);
   const synced = syncedCondition(dirs, input.engine, input.sync);
   const parts = [clusterClass, rendered, published, ...(countsForReady(input.engine) ? [synced] : [])];
-  const hook = hookCondition(input.hookProgress?.(cluster.namespace, cluster.name));
+  const hook = hookCondition(hooks, live);
   const conditions = [clusterClass, rendered, published, synced, ...(hook ? [hook] : []), readySummary(parts, `the addons of ${subject} are ${countsForReady(input.engine) ? 'published and applied' : 'published'}`)];
   const generation = live?.metadata.generation ?? 1;
   const stages: ClusterAddonStageStatus[] = [...units]
@@ -113,18 +116,48 @@ function addonStatus(input: StatusInputs, cluster: ClusterResolution, units: Uni
   return {
     ready: conditions.at(-1)?.status === 'True',
     stages,
+    ...(hooks.length > 0 ? { hooks } : {}),
     resources: units.length > 0 ? units.flatMap((unit) => resourceStatuses(input.unitObjects(unit), input.sync.get(unit.dir))) : (live?.status?.resources ?? []),
     conditions: mergeConditions(live?.status?.conditions, conditions, input.now, generation),
     observedGeneration: generation,
   };
 }
 
-/** The runtime extension's hook for this Cluster: in progress (since when, waiting for what), done, or timed out. */
-function hookCondition(progress: HookProgress | undefined): DesiredCondition | undefined {
-  if (!progress) return undefined;
-  const text = `${progress.hook} for release ${progress.targetRelease} (since ${progress.since}): ${progress.message}`;
-  if (progress.outcome === 'ready') return trueCondition(LIFECYCLE_HOOK, 'HookSucceeded', text);
-  if (progress.outcome === 'timed-out') return falseCondition(LIFECYCLE_HOOK, 'HookTimedOut', text, 'Error');
+const HOOK_OUTCOMES: Record<Exclude<HookProgress['outcome'], 'not-ours'>, ClusterAddonHookStatus['outcome']> = { ready: 'Succeeded', waiting: 'Waiting', 'timed-out': 'TimedOut' };
+
+/**
+ * Each hook's last outcome: what the ClusterAddon says (as read back), with what this process
+ * answered since it started on top; in LIFECYCLE_HOOKS order.
+ */
+export function hookStatuses(progress: HookProgress[], live: ClusterAddon | undefined): ClusterAddonHookStatus[] {
+  const byName = new Map((live?.status?.hooks ?? []).map((hook) => [hook.name, hook]));
+  for (const entry of progress) {
+    if (entry.outcome === 'not-ours') continue;
+    byName.set(entry.hook, { name: entry.hook, release: entry.targetRelease, outcome: HOOK_OUTCOMES[entry.outcome], message: entry.message, since: entry.since });
+  }
+  return LIFECYCLE_HOOKS.flatMap((hook) => byName.get(hook) ?? []);
+}
+
+/** The newest of the hooks' outcomes (the hook whose wait started last). */
+function newestHook(hooks: ClusterAddonHookStatus[]): ClusterAddonHookStatus | undefined {
+  return hooks.reduce<ClusterAddonHookStatus | undefined>((newest, hook) => (!newest || hook.since >= newest.since ? hook : newest), undefined);
+}
+
+/**
+ * The runtime extension's hook for this Cluster: in progress (since when, waiting for what), done,
+ * or timed out (naming what was not confirmed). A ClusterAddon written before hooks were recorded
+ * keeps the condition it has.
+ */
+function hookCondition(hooks: ClusterAddonHookStatus[], live: ClusterAddon | undefined): DesiredCondition | undefined {
+  const hook = newestHook(hooks);
+  if (!hook) {
+    const kept = live?.status?.conditions?.find((condition) => condition.type === LIFECYCLE_HOOK);
+    return kept ? { type: kept.type, status: kept.status, reason: kept.reason ?? 'LifecycleHook', message: kept.message ?? '', ...(kept.severity ? { severity: kept.severity as DesiredCondition['severity'] } : {}) } : undefined;
+  }
+  const text = `${hook.name} for release ${hook.release} (since ${hook.since}): ${hook.message}`;
+  if (hook.outcome === 'Succeeded') return trueCondition(LIFECYCLE_HOOK, 'HookSucceeded', text);
+  // The hook let the upgrade go (or keeps holding, as configured) without confirming the addons.
+  if (hook.outcome === 'TimedOut') return falseCondition(LIFECYCLE_HOOK, 'HookTimedOut', text, 'Warning');
   return falseCondition(LIFECYCLE_HOOK, 'WaitingForAddons', text, 'Info');
 }
 
@@ -193,9 +226,10 @@ export function desiredAddons(input: StatusInputs): AddonChanges {
     if (!live && liveCluster.metadata.deletionTimestamp) continue;
     if (live && ownerOfKind(live, 'Cluster') === undefined && !isManagedByUs(live)) continue; // someone else's
     const clusterUnits = units.get(key) ?? [];
+    const hooks = hookStatuses(input.hookProgress?.(cluster.namespace, cluster.name) ?? [], live);
     const desired: DesiredAddon = {
-      object: desiredAddonObject(liveCluster, clusterUnits, live, input.hookProgress?.(cluster.namespace, cluster.name)?.hook),
-      status: addonStatus(input, cluster, clusterUnits, live),
+      object: desiredAddonObject(liveCluster, clusterUnits, live, newestHook(hooks)?.name),
+      status: addonStatus(input, cluster, clusterUnits, live, hooks),
     };
     if (live) desired.live = live;
     changes.addons.push(desired);

@@ -3,8 +3,9 @@
 // what the GitOps engine reports for each stage directory (sync-state.ts), and the stages' CEL
 // conditions (core/addon-wait-conditions.ts). The order GitOps alone cannot give, "the new addons
 // first, then the control plane", is this decision: BeforeClusterUpgrade answers RetryAfterSeconds
-// until every stage of the target release is applied and healthy at a revision that contains it,
-// and a bounded wait ends in a Failure that names what never became ready.
+// until every stage of the target release is applied and healthy at a revision that contains it.
+// The wait is bounded (--hook-timeout): then it lets the upgrade go, naming what was never confirmed
+// (or, with --hook-on-timeout hold, keeps holding), and never answers Failure for a timeout.
 //
 // Cluster API's hooks differ in what an answer can do (api/runtime/hooks/v1alpha1 and
 // internal/controllers/topology/cluster/reconcile_state.go):
@@ -17,9 +18,10 @@
 // - AfterControlPlaneInitialized is non-blocking: Cluster API calls it once and marks it done on
 //   Success. A Failure is treated as an error that stops the whole topology reconcile of the Cluster
 //   (workers included) and is retried with backoff, logging errors: not a way to wait.
-// So only BeforeClusterUpgrade answers Failure (after its bounded wait); the others answer Success,
-// and a wait Cluster API does not hold on is followed by the controller itself and shown on the
-// ClusterAddon (lifecycle-hooks.ts).
+// So no hook answers Failure for anything the addons do or a timeout: a Failure would stop scaling and
+// rollouts too, and `failurePolicy: Ignore` does not cover a Failure the extension returns. A wait
+// Cluster API does not hold on is followed by the controller itself and shown on the ClusterAddon
+// (lifecycle-hooks.ts).
 import type { ConditionVerdict } from '../../core/addon-wait-conditions.js';
 import type { UnitSync } from './sync-state.js';
 
@@ -72,9 +74,14 @@ export interface HookDecisionInput {
   timeoutMs: number;
   /** How soon Cluster API asks again while waiting. */
   retryAfterSeconds: number;
+  /** BeforeClusterUpgrade after the timeout; default `proceed`. */
+  onTimeout?: HookTimeoutAction;
 }
 
 export type HookOutcome = 'ready' | 'waiting' | 'timed-out' | 'not-ours';
+
+/** What BeforeClusterUpgrade does once --hook-timeout passed: let the upgrade go (default) or keep holding. */
+export type HookTimeoutAction = 'proceed' | 'hold';
 
 /** Where a hook stands for one Cluster, for its ClusterAddon's status. */
 export interface HookProgress {
@@ -87,7 +94,8 @@ export interface HookProgress {
 }
 
 export interface HookDecision {
-  status: 'Success' | 'Failure';
+  /** Never Failure: a Failure stops the Cluster's whole topology reconcile in Cluster API. */
+  status: 'Success';
   message: string;
   /** Only for blocking hooks, 0 unless waiting. */
   retryAfterSeconds: number;
@@ -139,11 +147,11 @@ export function awaitedFor(input: HookDecisionInput): string[] {
 }
 
 /**
- * The hook's answer. BeforeClusterUpgrade: Success with retryAfterSeconds while waiting, Failure once
- * the bounded wait is over. AfterClusterUpgrade: the same while waiting (it holds the next upgrade on
- * Cluster API >= 1.12), Success without a hold once the wait is over (a Failure would stop the
- * Cluster's reconcile and refuse the version change that could fix it). AfterControlPlaneInitialized:
- * always Success (non-blocking), the message saying what is still awaited.
+ * The hook's answer, always Success. BeforeClusterUpgrade: retryAfterSeconds while waiting; once the
+ * bounded wait is over it lets the upgrade go, naming what was not confirmed (or keeps holding with
+ * `onTimeout: 'hold'`). AfterClusterUpgrade: the same while waiting (it holds the next upgrade on
+ * Cluster API >= 1.12), no hold once the wait is over. AfterControlPlaneInitialized: never holds
+ * (non-blocking), the message saying what is still awaited.
  */
 export function decideLifecycleHook(input: HookDecisionInput): HookDecision {
   const subject = `Cluster ${input.cluster.namespace}/${input.cluster.name}`;
@@ -158,19 +166,21 @@ export function decideLifecycleHook(input: HookDecisionInput): HookDecision {
   }
   const elapsed = Math.max(0, input.now - input.since);
   const list = waitingFor.join('; ');
+  const retryAfterSeconds = Math.max(1, Math.round(input.retryAfterSeconds));
   if (elapsed >= input.timeoutMs) {
-    const gaveUp = `gave up after ${minutes(elapsed)} (the hook timeout is ${minutes(input.timeoutMs)}) waiting for ${list}`;
-    if (input.hook === 'BeforeClusterUpgrade') {
-      return { status: 'Failure', message: `${gaveUp}. Fix the addons or their conditions, or raise --hook-timeout`, retryAfterSeconds: 0, outcome: 'timed-out', waitingFor };
+    const after = `after ${minutes(elapsed)} (the hook timeout is ${minutes(input.timeoutMs)})`;
+    if (input.hook === 'BeforeClusterUpgrade' && input.onTimeout === 'hold') {
+      return { status: 'Success', message: `still holding the upgrade ${after} (--hook-on-timeout hold), not confirmed: ${list}. Fix the addons or their conditions, or raise --hook-timeout`, retryAfterSeconds, outcome: 'timed-out', waitingFor };
     }
-    return { status: 'Success', message: `${gaveUp}; not holding the Cluster any longer (see its ClusterAddon). Fix the addons or their conditions, or raise --hook-timeout`, retryAfterSeconds: 0, outcome: 'timed-out', waitingFor };
+    const what = input.hook === 'BeforeClusterUpgrade' ? 'letting the upgrade go' : 'not holding the Cluster any longer';
+    return { status: 'Success', message: `${what} ${after} without confirming: ${list}. Fix the addons or their conditions, or raise --hook-timeout`, retryAfterSeconds: 0, outcome: 'timed-out', waitingFor };
   }
   const message = `waiting ${minutes(elapsed)} of ${minutes(input.timeoutMs)} for ${list}`;
   if (input.hook === 'AfterControlPlaneInitialized') {
     // Non-blocking: Cluster API goes on either way; the controller follows the wait on the ClusterAddon.
     return { status: 'Success', message: `not holding (${input.hook} is non-blocking); the ClusterAddon follows the wait: ${message}`, retryAfterSeconds: 0, outcome: 'waiting', waitingFor };
   }
-  return { status: 'Success', message, retryAfterSeconds: Math.max(1, Math.round(input.retryAfterSeconds)), outcome: 'waiting', waitingFor };
+  return { status: 'Success', message, retryAfterSeconds, outcome: 'waiting', waitingFor };
 }
 
 function revisionNote(input: HookDecisionInput): string {

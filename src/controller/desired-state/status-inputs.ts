@@ -64,8 +64,8 @@ export interface StatusInputs {
   renderFailure?: TypedFailure;
   publish: PublishState;
   sync: Map<string, UnitSync>;
-  /** The newest lifecycle hook progress of a Cluster (runtime extension), for its ClusterAddon. */
-  hookProgress?: (namespace: string, name: string) => HookProgress | undefined;
+  /** The newest progress of each lifecycle hook called for a Cluster since this process started (runtime extension), for its ClusterAddon. */
+  hookProgress?: (namespace: string, name: string) => HookProgress[] | undefined;
   /** The objects of a rendered unit (memoised by the caller). */
   unitObjects: (unit: UnitRecord) => UnitObject[];
   /** Provider kinds (`apiVersion/Kind`) the API server does not serve, with the reason. */

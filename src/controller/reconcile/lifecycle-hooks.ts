@@ -3,12 +3,16 @@
 // snapshot of what was rendered and published per Cluster (AddonSnapshot), the GitOps engine's
 // objects from the informer cache, and the objects the hook's CEL conditions name from the
 // workload cluster; the pure decision (desired-state/lifecycle-hook-decision.ts) answers. The wait
-// of each (hook, Cluster, target release) is remembered from its first call, so the bounded wait
-// ends (see the decision for what each hook answers then); progress is exposed for the ClusterAddon's
-// status, with events on start, success and timeout, and latency/outcome metrics. Hooks Cluster API
-// stops calling while addons are still awaited (AfterControlPlaneInitialized, AfterClusterUpgrade
-// before Cluster API v1.12) are followed here: open waits are looked at again every
-// `revisitIntervalMs` until ready or timed out, so the ClusterAddon says when they are done.
+// of each (hook, Cluster, target release) is recorded at its first call, before anything remote is
+// read, so the bounded wait always ends (see the decision for what each hook answers then). Every
+// call answers well within Cluster API's 10 s call timeout: the workload cluster's reads of one call
+// share one deadline (WORKLOAD_READ_DEADLINE_MS), events are written without holding the answer,
+// and AfterControlPlaneInitialized (non-blocking) is answered at once, its reads done in the
+// background. Progress is exposed for the ClusterAddon's status, with events on start, success and
+// timeout, and latency/outcome metrics. Hooks Cluster API stops calling while addons are still
+// awaited (AfterControlPlaneInitialized, AfterClusterUpgrade before Cluster API v1.12) are followed
+// here: open waits are looked at again every `revisitIntervalMs` until ready or timed out, so the
+// ClusterAddon says when they are done.
 import type { Logger } from 'pino';
 import { clusterClassOf } from '../../api/capi-cluster.js';
 import type { KubeObject } from '../../api/types.js';
@@ -18,7 +22,7 @@ import { loadedRelease, type Plan } from '../../plan/build-plan.js';
 import type { RenderOutcome } from '../../render/render-output.js';
 import type { ExtensionHandler } from '../runtime/extension-server.js';
 import type { EventIntent, ObjectCache, WatchedKind } from '../runtime/runtime-contract.js';
-import { answersWithRetry, decideLifecycleHook, followedByController, LIFECYCLE_HOOKS, type HookOutcome, type HookProgress, type LifecycleHook, type RenderedAddons } from '../desired-state/lifecycle-hook-decision.js';
+import { answersWithRetry, decideLifecycleHook, followedByController, LIFECYCLE_HOOKS, type HookDecisionInput, type HookOutcome, type HookProgress, type HookTimeoutAction, type LifecycleHook, type RenderedAddons } from '../desired-state/lifecycle-hook-decision.js';
 import type { PublishState } from '../desired-state/status-inputs.js';
 import { syncStateOf, type RevisionOrder } from '../desired-state/sync-state.js';
 import { ARGO_APPLICATIONS, CAPI_CLUSTERS, FLUX_KUSTOMIZATIONS } from '../desired-state/watched-kinds.js';
@@ -63,8 +67,21 @@ export function addonSnapshot(plan: Plan | undefined, render: RenderOutcome | un
   return { clusters, order: publish.order };
 }
 
-/** Reads the objects a condition names from the Cluster's workload cluster (`undefined`: not there). */
-export type WorkloadObjectReader = (cluster: { namespace: string; name: string }, objects: WaitCondition['objects']) => Promise<Map<string, Record<string, unknown> | undefined>>;
+/**
+ * Reads the objects a condition names from the Cluster's workload cluster (`undefined`: not there),
+ * giving up (and closing its connections) when `signal` aborts.
+ */
+export type WorkloadObjectReader = (cluster: { namespace: string; name: string }, objects: WaitCondition['objects'], signal: AbortSignal) => Promise<Map<string, Record<string, unknown> | undefined>>;
+
+/**
+ * How long the workload cluster reads of one hook call may take together. Cluster API gives every
+ * hook call 10 s (the handlers' announced timeoutSeconds) and counts a later answer as a failed
+ * call; 2.5 s leaves the rest for TLS, the caches and the answer on a loaded controller, so a
+ * workload API server that accepts and never answers costs an answer that says so, not the call.
+ */
+export const WORKLOAD_READ_DEADLINE_MS = 2500;
+
+type ConditionResult = HookDecisionInput['conditions'][number];
 
 export interface LifecycleHooksOptions {
   cache: ObjectCache;
@@ -79,6 +96,10 @@ export interface LifecycleHooksOptions {
   logger: Logger;
   /** The bounded overall wait. Default 30 minutes. */
   timeoutMs?: number;
+  /** What BeforeClusterUpgrade does once `timeoutMs` passed: let the upgrade go (default) or keep holding. */
+  onTimeout?: HookTimeoutAction;
+  /** The shared deadline of one call's workload cluster reads. Default WORKLOAD_READ_DEADLINE_MS. */
+  workloadReadTimeoutMs?: number;
   /** How soon Cluster API asks again while waiting. Default 10 s. */
   retryAfterSeconds?: number;
   /** The handlers' timeout as announced through discovery. Default 10 s. */
@@ -117,6 +138,10 @@ interface HookWait {
   progress?: HookProgress;
   /** The Cluster as last seen in a request (used to follow the wait when Cluster API does not call again). */
   cluster: Record<string, unknown>;
+  /** The conditions as last read from the workload cluster (for answers that read nothing remote). */
+  conditions?: ConditionResult[];
+  /** A read of the workload cluster for this wait is under way: others answer from `conditions`. */
+  reading?: boolean;
 }
 
 /** The three lifecycle hook handlers and the progress they made, per Cluster. */
@@ -151,14 +176,15 @@ export class LifecycleHooks {
     this.revisitTimer = undefined;
   }
 
-  /** The newest hook progress of a Cluster, if a hook was called for it. */
-  progressOf(namespace: string, name: string): HookProgress | undefined {
-    let newest: HookProgress | undefined;
+  /** The newest progress of each hook called for a Cluster since this process started (none: nothing new to add to what its ClusterAddon says). */
+  progressOf(namespace: string, name: string): HookProgress[] {
+    const newest = new Map<LifecycleHook, HookProgress>();
     for (const wait of this.waits.values()) {
       const progress = wait.progress;
-      if (progress && wait.clusterKey === `${namespace}/${name}` && (!newest || progress.since >= newest.since)) newest = progress;
+      const before = progress ? newest.get(progress.hook) : undefined;
+      if (progress && wait.clusterKey === `${namespace}/${name}` && (!before || progress.since >= before.since)) newest.set(progress.hook, progress);
     }
-    return newest;
+    return [...newest.values()];
   }
 
   /** Answers one hook call. */
@@ -168,7 +194,11 @@ export class LifecycleHooks {
     const metadata = record(cluster['metadata']);
     if (typeof metadata['name'] !== 'string') return { status: 'Failure', message: `the ${hook}Request has no cluster.metadata.name`, ...(answersWithRetry(hook) ? { retryAfterSeconds: 0 } : {}) };
     if (!this.leading()) return this.standbyAnswer(hook);
-    const decision = await this.evaluate(hook, cluster);
+    // Non-blocking AfterControlPlaneInitialized is answered from what is known now; its conditions
+    // are read in the background (the ClusterAddon shows them), so no read ever delays that answer.
+    const readNow = answersWithRetry(hook);
+    const decision = await this.evaluate(hook, cluster, readNow);
+    if (!readNow) void this.evaluate(hook, cluster, true).catch((error: Error) => this.options.logger.warn({ hook, error: error.message }, 'Could not look at a lifecycle hook wait'));
     this.options.metrics?.hookResponse(hook, decision.outcome, (Date.now() - started) / 1000);
     const answer: Record<string, unknown> = { status: decision.status, message: decision.message };
     if (answersWithRetry(hook)) answer['retryAfterSeconds'] = decision.retryAfterSeconds;
@@ -210,7 +240,7 @@ export class LifecycleHooks {
           this.options.onProgress();
           continue;
         }
-        await this.evaluate(wait.hook, cluster);
+        await this.evaluate(wait.hook, cluster, true);
       }
     } catch (error) {
       this.options.logger.warn({ error: (error as Error).message }, 'Could not look at the open lifecycle hook waits again');
@@ -219,18 +249,15 @@ export class LifecycleHooks {
     }
   }
 
-  private async evaluate(hook: LifecycleHook, cluster: Record<string, unknown>) {
+  /** Decides one hook for one Cluster now; `readRemote`: read the conditions' objects from the workload cluster (else use the last read). */
+  private async evaluate(hook: LifecycleHook, cluster: Record<string, unknown>, readRemote: boolean) {
     const now = (this.options.now ?? Date.now)();
     const metadata = record(cluster['metadata']);
     const namespace = typeof metadata['namespace'] === 'string' ? metadata['namespace'] : 'default';
     const name = metadata['name'] as string;
     const clusterKey = `${namespace}/${name}`;
     const targetRelease = targetReleaseOf(cluster);
-    const snapshot = this.options.snapshot();
-    const rendered = snapshot?.clusters.get(clusterKey);
-    const sync = this.syncOf(rendered, snapshot?.order);
-    const engineUnreadable = this.engineUnreadable(now);
-    const conditions = rendered && targetRelease && rendered.release === targetRelease ? await this.evaluateConditions(hook, { namespace, name }, rendered.conditions[hook] ?? []) : [];
+    // The wait is recorded first: whatever the reads below do, the bounded wait runs from here.
     const waitKey = `${hook}/${clusterKey}/${targetRelease ?? ''}`;
     let wait = this.waits.get(waitKey);
     if (!wait) {
@@ -243,6 +270,23 @@ export class LifecycleHooks {
       wait.since = now;
     }
     wait.cluster = cluster;
+    const snapshot = this.options.snapshot();
+    const rendered = snapshot?.clusters.get(clusterKey);
+    const sync = this.syncOf(rendered, snapshot?.order);
+    const engineUnreadable = this.engineUnreadable(now);
+    const stages = rendered && targetRelease && rendered.release === targetRelease ? (rendered.conditions[hook] ?? []) : [];
+    let conditions: ConditionResult[];
+    if (readRemote && !wait.reading) {
+      wait.reading = true;
+      try {
+        conditions = await this.readConditions(hook, { namespace, name }, stages);
+      } finally {
+        wait.reading = false;
+      }
+      wait.conditions = conditions;
+    } else {
+      conditions = stages.length === 0 ? [] : (wait.conditions ?? notReadYet(stages));
+    }
     const decision = decideLifecycleHook({
       hook,
       cluster: { namespace, name },
@@ -256,6 +300,7 @@ export class LifecycleHooks {
       now,
       timeoutMs: this.options.timeoutMs ?? 30 * 60_000,
       retryAfterSeconds: this.options.retryAfterSeconds ?? 10,
+      ...(this.options.onTimeout ? { onTimeout: this.options.onTimeout } : {}),
     });
     const log = this.options.logger.child({ hook, cluster: clusterKey, release: targetRelease });
     if (decision.outcome !== 'not-ours' && targetRelease) {
@@ -268,7 +313,8 @@ export class LifecycleHooks {
       wait.progress = progress;
       if (transition) {
         log.info({ outcome: decision.outcome, waitingFor: decision.waitingFor.length }, 'Lifecycle hook answered');
-        await this.options.recordEvents([this.eventFor(hook, cluster, namespace, name, decision.outcome, decision.message)]);
+        // Not awaited: an API server slow to take the Event must not delay the answer.
+        void Promise.resolve(this.options.recordEvents([this.eventFor(hook, cluster, namespace, name, decision.outcome, decision.message)])).catch((error: Error) => log.warn({ error: error.message }, 'Could not record the lifecycle hook event'));
       }
       if (changed) this.options.onProgress();
     }
@@ -307,31 +353,64 @@ export class LifecycleHooks {
     return syncStateOf(this.options.engine, this.options.cache.list(kind) as KubeObject[], rendered.stages.map((stage) => stage.dir), order);
   }
 
-  private async evaluateConditions(hook: LifecycleHook, cluster: { namespace: string; name: string }, stages: { stage: string; precondition?: WaitCondition; postcondition?: WaitCondition }[]) {
-    const results: { stage: string; kind: 'precondition' | 'postcondition'; verdict: ReturnType<typeof evaluateWaitCondition> }[] = [];
-    for (const stage of stages) {
-      for (const kind of ['precondition', 'postcondition'] as const) {
-        const condition = stage[kind];
-        if (!condition) continue;
-        try {
-          const objects = await this.options.readWorkloadObjects(cluster, condition.objects);
-          results.push({ stage: stage.stage, kind, verdict: evaluateWaitCondition(condition, objects) });
-        } catch (error) {
-          this.options.logger.warn({ hook, cluster: `${cluster.namespace}/${cluster.name}`, stage: stage.stage, error: (error as Error).message }, 'Could not read workload cluster objects for a condition');
-          results.push({ stage: stage.stage, kind, verdict: { holds: false, message: `the workload cluster cannot be read: ${(error as Error).message}` } });
-        }
-      }
+  /**
+   * Evaluates the stages' conditions against the workload cluster, all reads of this call sharing
+   * one deadline: a read still pending then is aborted and its condition counts as not holding,
+   * saying the workload cluster did not answer in time.
+   */
+  private async readConditions(hook: LifecycleHook, cluster: { namespace: string; name: string }, stages: { stage: string; precondition?: WaitCondition; postcondition?: WaitCondition }[]): Promise<ConditionResult[]> {
+    const wanted = stages.flatMap((stage) => (['precondition', 'postcondition'] as const).flatMap((kind) => (stage[kind] ? [{ stage: stage.stage, kind, condition: stage[kind] }] : [])));
+    if (wanted.length === 0) return [];
+    const deadlineMs = this.options.workloadReadTimeoutMs ?? WORKLOAD_READ_DEADLINE_MS;
+    const abort = new AbortController();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const expired = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => {
+        reject(new Error(`it did not answer within ${deadlineMs / 1000}s (a hook must answer Cluster API within its 10s call timeout, so reads are cut off then)`));
+        abort.abort();
+      }, deadlineMs);
+    });
+    expired.catch(() => undefined);
+    try {
+      return await Promise.all(
+        wanted.map(async ({ stage, kind, condition }): Promise<ConditionResult> => {
+          try {
+            const objects = await Promise.race([this.options.readWorkloadObjects(cluster, condition.objects, abort.signal), expired]);
+            return { stage, kind, verdict: evaluateWaitCondition(condition, objects) };
+          } catch (error) {
+            this.options.logger.warn({ hook, cluster: `${cluster.namespace}/${cluster.name}`, stage, error: (error as Error).message }, 'Could not read workload cluster objects for a condition');
+            return { stage, kind, verdict: { holds: false, message: `the workload cluster cannot be read: ${(error as Error).message}` } };
+          }
+        }),
+      );
+    } finally {
+      clearTimeout(timer);
     }
-    return results;
   }
 }
 
+/** The stages' conditions before the workload cluster was first read: none holds yet. */
+function notReadYet(stages: { stage: string; precondition?: WaitCondition; postcondition?: WaitCondition }[]): ConditionResult[] {
+  return stages.flatMap((stage) =>
+    (['precondition', 'postcondition'] as const).flatMap((kind) => (stage[kind] ? [{ stage: stage.stage, kind, verdict: { holds: false, message: 'not read from the workload cluster yet (the controller reads it in the background and shows the result on the ClusterAddon)' } }] : [])),
+  );
+}
+
 /**
- * When the ClusterAddon says a wait for this hook and release started: its LifecycleHook condition
- * turned False then (it stays False while waiting and after a timeout).
+ * When the ClusterAddon says a wait for this hook and release started: its entry in status.hooks
+ * (waiting or timed out), else, for a ClusterAddon written before those were kept, its
+ * LifecycleHook condition (it turned False then and stays False while waiting and after a timeout).
  */
 export function hookSinceOf(addon: KubeObject | undefined, hook: LifecycleHook, targetRelease: string): number | undefined {
-  const conditions = (record(addon?.['status'])['conditions'] ?? []) as { type?: string; status?: string; message?: string; lastTransitionTime?: string }[];
+  const status = record(addon?.['status']);
+  const hooks = Array.isArray(status['hooks']) ? (status['hooks'] as { name?: string; release?: string; outcome?: string; since?: string }[]) : [];
+  const entry = hooks.find((candidate) => candidate.name === hook);
+  if (entry) {
+    if (entry.release !== targetRelease || entry.outcome === 'Succeeded' || !entry.since) return undefined;
+    const since = Date.parse(entry.since);
+    return Number.isNaN(since) ? undefined : since;
+  }
+  const conditions = (status['conditions'] ?? []) as { type?: string; status?: string; message?: string; lastTransitionTime?: string }[];
   const condition = Array.isArray(conditions) ? conditions.find((candidate) => candidate.type === 'LifecycleHook') : undefined;
   if (!condition || condition.status !== 'False' || !condition.lastTransitionTime) return undefined;
   if (!condition.message?.startsWith(`${hook} for release ${targetRelease} `)) return undefined;

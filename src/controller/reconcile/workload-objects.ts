@@ -2,11 +2,33 @@
 // kubeconfig Cluster API writes for it (Secret `<cluster>-kubeconfig`, key `value`) — the same
 // credentials the cluster-stack-operator uses. Nothing read here is logged; a missing object is
 // `undefined` (the condition then waits for it), any other failure throws with the object named.
-import { KubeConfig, KubernetesObjectApi } from '@kubernetes/client-node';
+// Every request, discovery included, carries the caller's AbortSignal: when the hook's deadline
+// passes, connections to a workload API server that never answers are closed, not left open.
+import { createConfiguration, KubeConfig, KubernetesObjectApi, ServerConfiguration, type RequestContext } from '@kubernetes/client-node';
 import type { WaitConditionObject } from '../../core/addon-wait-conditions.js';
 import { describeConditionObject } from '../../core/addon-wait-conditions.js';
 import type { SecretStore } from '../runtime/kube-client.js';
 import type { WorkloadObjectReader } from './lifecycle-hooks.js';
+
+/** An object client over the kubeconfig whose every request is aborted by `signal`. */
+function objectApi(kubeConfig: KubeConfig, signal: AbortSignal, source: string): KubernetesObjectApi {
+  const server = kubeConfig.getCurrentCluster()?.server;
+  if (!server) throw new Error(`the kubeconfig in ${source} names no current cluster with a server`);
+  const configuration = createConfiguration({
+    baseServer: new ServerConfiguration(server, {}),
+    authMethods: { default: kubeConfig },
+    promiseMiddleware: [{ pre: async (context: RequestContext) => (context.setSignal(signal), context), post: async (response) => response }],
+  });
+  return new DefaultNamespaceObjectApi(configuration, kubeConfig);
+}
+
+/** As `KubernetesObjectApi.makeApiClient` would make it: unnamespaced objects go to the context's namespace. */
+class DefaultNamespaceObjectApi extends KubernetesObjectApi {
+  constructor(configuration: ConstructorParameters<typeof KubernetesObjectApi>[0], kubeConfig: KubeConfig) {
+    super(configuration);
+    this.setDefaultNamespace(kubeConfig);
+  }
+}
 
 function statusCode(error: unknown): number | undefined {
   const code = (error as { code?: unknown; statusCode?: unknown }).code ?? (error as { statusCode?: unknown }).statusCode;
@@ -15,7 +37,7 @@ function statusCode(error: unknown): number | undefined {
 
 /** A reader over the workload clusters' kubeconfig Secrets in the management cluster. */
 export function workloadObjectReader(secrets: Pick<SecretStore, 'readSecret'>): WorkloadObjectReader {
-  return async (cluster, objects: WaitConditionObject[]) => {
+  return async (cluster, objects: WaitConditionObject[], signal) => {
     const secretName = `${cluster.name}-kubeconfig`;
     const secret = await secrets.readSecret(cluster.namespace, secretName);
     const encoded = secret?.data?.['value'];
@@ -26,7 +48,7 @@ export function workloadObjectReader(secrets: Pick<SecretStore, 'readSecret'>): 
     } catch {
       throw new Error(`Secret ${cluster.namespace}/${secretName} does not hold a readable kubeconfig in key value`);
     }
-    const api = KubernetesObjectApi.makeApiClient(kubeConfig);
+    const api = objectApi(kubeConfig, signal, `Secret ${cluster.namespace}/${secretName}`);
     const result = new Map<string, Record<string, unknown> | undefined>();
     for (const object of objects) {
       try {
