@@ -25,7 +25,7 @@ metadata: {name: ${name}, namespace: fleet}
 spec:
   clusterNetwork: {pods: {cidrBlocks: [10.1.0.0/16]}}
   controlPlaneEndpoint: {host: ${name}.example.test, port: 6443}
-  topology: {class: docker-ferrol-1-30-v1, version: v1.30.4}
+  topology: {class: docker-ferrol-1-30-v1, version: v1.30.2}
 `)
     .join(''),
 };
@@ -72,10 +72,10 @@ describe('Kraan objects are read unchanged (real git and kustomize)', () => {
     expect(run.code).toBe(0);
     expect(run.report.withheld).toEqual([]);
     expect(run.plan.layers.filter((l: { cluster: string }) => l.cluster === 'one').map((l: { layer: string; version: string; after: string[]; kubernetesVersion: unknown }) => [l.layer, l.version, l.after.join(','), l.kubernetesVersion])).toEqual([
-      ['bootstrap', '0.1.01', '', { version: 'v1.30.4', origin: 'spec.topology.version' }],
-      ['base', '0.1.01', 'bootstrap@0.1.01', { version: 'v1.30.4', origin: 'spec.topology.version' }],
-      ['mgmt', '0.1.01', 'base@0.1.01', { version: 'v1.30.4', origin: 'spec.topology.version' }],
-      ['apps', '0.1.01', 'base@0.1.01,mgmt@0.1.01', { version: 'v1.30.4', origin: 'spec.topology.version' }],
+      ['bootstrap', '0.1.01', '', { version: 'v1.30.2', origin: 'spec.topology.version' }],
+      ['base', '0.1.01', 'bootstrap@0.1.01', { version: 'v1.30.2', origin: 'spec.topology.version' }],
+      ['mgmt', '0.1.01', 'base@0.1.01', { version: 'v1.30.2', origin: 'spec.topology.version' }],
+      ['apps', '0.1.01', 'base@0.1.01,mgmt@0.1.01', { version: 'v1.30.2', origin: 'spec.topology.version' }],
     ]);
     const tree = new Map(Object.entries(run.files));
     expect(kustomizeBuild(tree, 'clusters/fleet/one/layers/bootstrap').map((o) => o.metadata.name).sort()).toEqual(['bootstrap-service', 'second-service']);

@@ -28,7 +28,7 @@ metadata: {name: one, namespace: fleet}
 spec:
   clusterNetwork: {pods: {cidrBlocks: [10.1.0.0/16]}}
   controlPlaneEndpoint: {host: one.example.test, port: 6443}
-  topology: {class: docker-ferrol-1-30-v1, version: v1.30.4}
+  topology: {class: docker-ferrol-1-30-v1, version: v1.30.2}
 `;
 const layer = (name: string, version: string): string => `---
 apiVersion: kraan.io/v1alpha1
