@@ -5,6 +5,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { errorMessage } from '../plan/build-plan.js';
 import { Controller, PUBLISH_KEY, type ControllerOptions } from './controller.js';
+import { identifyClient } from './runtime/client-identity.js';
 import { HealthServer, startHealthServer } from './runtime/health-server.js';
 import { InformerCache } from './runtime/informer-cache.js';
 import { LeaderElector } from './runtime/leader-election.js';
@@ -84,6 +85,7 @@ export interface ControllerRuntime {
 /** Starts the controller with its runtime. Only the leader reconciles (and so publishes and writes). */
 export async function runController(options: ControllerRuntimeOptions): Promise<ControllerRuntime> {
   const { logger } = options;
+  identifyClient(options.kubeConfig);
   const metrics = options.metrics ?? new PrometheusMetrics();
   const batchWindowMs = options.batchWindowMs ?? 500;
   const backoff = options.backoff ?? { baseDelayMs: 1000, maxDelayMs: 120_000 };

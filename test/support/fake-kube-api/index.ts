@@ -13,6 +13,7 @@ import { FakeKubeApiServer, type FakeKubeApiOptions, type FaultSpec, type Reques
 export type { KubeObject, ObjectMeta, OwnerReference } from './kube-object.js';
 export type { ResourceDefinition } from './resources.js';
 export type { FakeKubeApiOptions, FaultSpec, RequestRecord } from './server.js';
+export type { RequestAttributes } from './rbac.js';
 export { serviceAccountUser, type FakeUser } from './rbac.js';
 export type { Status } from './status.js';
 
