@@ -203,9 +203,16 @@ export class GitCommand {
     child.stdin.on('close', () => (inputClosed = true));
     const write = async (chunk: Buffer): Promise<void> => {
       if (inputClosed || child.stdin.write(chunk)) return;
+      // Whichever comes first removes the other: a big import waits for drain thousands of times,
+      // and a `close` listener left behind each time piles up on the one stdin (Node warns at 11).
       await new Promise<void>((resolve) => {
-        child.stdin.once('drain', resolve);
-        child.stdin.once('close', resolve);
+        const done = (): void => {
+          child.stdin.off('drain', done);
+          child.stdin.off('close', done);
+          resolve();
+        };
+        child.stdin.once('drain', done);
+        child.stdin.once('close', done);
       });
     };
     try {

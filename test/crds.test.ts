@@ -2,7 +2,10 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as yaml from 'js-yaml';
+import * as cel from '@marcbachmann/cel-js';
 import { describe, expect, it } from 'vitest';
+import { CHANNEL_CEL_RULE, MAX_VERSIONS, VERSIONS_CHANNEL_CEL_RULE } from '../src/api/channel-rules.js';
+import { validateClusterStack } from '../src/api/validate.js';
 import {
   API_GROUP as GROUP,
   API_VERSION,
@@ -489,7 +492,7 @@ describe('ClusterStack CRD', () => {
       ['kubernetesVersion', 'another Kubernetes version'],
       ['channel', 'another channel'],
     ])('make spec.%s immutable and say to create a new ClusterStack for %s instead', (field, what) => {
-      const onField = rules.filter((rule) => rule.path === `.spec.${field}`);
+      const onField = rules.filter((rule) => rule.path === `.spec.${field}` && isTransitionRule(rule));
       expect(onField).toHaveLength(1);
       expect(onField[0]?.rule).toBe('self == oldSelf');
       expect(onField[0]?.message).toBe(`spec.${field} is immutable: create a new ClusterStack for ${what} instead`);
@@ -516,6 +519,49 @@ describe('ClusterStack CRD', () => {
       // kubernetesVersion keeps its length when "." becomes "-"; two dashes join the three parts.
       expect(rule?.rule).toBe('size(self.provider) + size(self.name) + size(self.kubernetesVersion) <= 51');
       expect(rule?.message).toMatch(/Helm limits to 53 characters: use a shorter provider or name$/);
+    });
+
+    describe('of the channel, said as the controller says them (src/api/channel-rules.ts)', () => {
+      const channelRule = rules.find((r) => r.path === '.spec.channel' && !isTransitionRule(r));
+      const versionsRule = rules.find((r) => r.path === '.spec' && r.fieldPath === '.versions');
+      /** What the API server would answer for `spec` (after defaulting): the messages of the channel rules that fail. */
+      const admission = (spec: Record<string, unknown>): string[] => {
+        const stored = admit('ClusterStack')(aClusterStack(spec)).stored as { spec: Record<string, unknown> };
+        const failed: string[] = [];
+        if (!cel.evaluate(channelRule!.rule, { self: stored.spec['channel'] })) failed.push(cel.evaluate(channelRule!.messageExpression!, { self: stored.spec['channel'] }) as string);
+        if (!cel.evaluate(versionsRule!.rule, { self: stored.spec })) failed.push(cel.evaluate(versionsRule!.messageExpression!, { self: stored.spec }) as string);
+        return failed;
+      };
+      /** What validate.ts says of the channel and versions. */
+      const controller = (spec: Record<string, unknown>): string[] => validateClusterStack(aClusterStack(spec)).filter((problem) => /^spec\.(channel|versions)/.test(problem.path ?? '')).map((problem) => problem.message);
+
+      it('are the rules channel-rules.ts defines, with a bounded list for their cost', () => {
+        expect(channelRule).toMatchObject(CHANNEL_CEL_RULE);
+        expect(versionsRule).toMatchObject(VERSIONS_CHANNEL_CEL_RULE);
+        expect(schemaAt(schema, '.spec.versions')?.maxItems).toBe(MAX_VERSIONS);
+        expect(schemaAt(schema, '.spec.versions')?.items?.maxLength).toBeDefined();
+      });
+
+      it.each([
+        ['stable versions', { versions: ['v1', 'v3'] }],
+        ['no channel (stable) and no versions', {}],
+        ['pre-release versions on their channel', { channel: 'alpha', versions: ['v1-alpha.5', 'v2-alpha.10'] }],
+        ['hash builds on custom', { channel: 'custom', versions: ['v0-sha.abc1234'] }],
+      ])('admit %s, as the controller does', (_label, spec) => {
+        expect(admission(spec)).toEqual([]);
+        expect(controller(spec)).toEqual([]);
+      });
+
+      it.each([
+        ['a pre-release version on stable', { versions: ['v1', 'v1-alpha.5'] }, 'v1-alpha.5 belongs to the alpha channel, but this ClusterStack follows stable; list only stable versions or change spec.channel'],
+        ['a hash build outside custom', { channel: 'alpha', versions: ['v0-sha.abc1234'] }, 'v0-sha.abc1234 belongs to the custom channel, but this ClusterStack follows alpha; list only alpha versions or change spec.channel'],
+        ['a stable version on custom', { channel: 'custom', versions: ['v3'] }, 'v3 belongs to the stable channel, but this ClusterStack follows custom; list only custom versions or change spec.channel'],
+        ['another pre-release channel', { channel: 'beta', versions: ['v1-alpha.5'] }, 'v1-alpha.5 belongs to the alpha channel, but this ClusterStack follows beta; list only beta versions or change spec.channel'],
+        ['an unknown channel', { channel: 'Beta1' }, 'must be stable, custom or a pre-release channel name such as alpha, found "Beta1"'],
+      ])('refuse %s with the message of the controller', (_label, spec, message) => {
+        expect(admission(spec)).toEqual([message]);
+        expect(controller(spec)).toEqual([message]);
+      });
     });
 
     it('run on required or defaulted fields only, so an update cannot skip them by removing the field', () => {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { MAX_VERSIONS } from '../src/api/channel-rules.js';
 import { findDuplicateStacks, validateClusterAddon, validateClusterStack } from '../src/api/validate.js';
 import { aClusterStack } from './support/builders.js';
 
@@ -50,6 +51,14 @@ describe('validateClusterStack', () => {
 
   it('accepts hash versions in the custom channel', () => {
     expect(validateClusterStack(aClusterStack().withChannel('custom').withVersions('v0-sha.hipstsw').build())).toEqual([]);
+  });
+
+  it('refuses more versions than the CRD allows (its maxItems bounds the cost of its CEL rules)', () => {
+    const versions = Array.from({ length: MAX_VERSIONS + 1 }, (_, index) => `v${index + 1}`);
+    expect(validateClusterStack(aClusterStack().withVersions(...versions).build())).toEqual([
+      { path: 'spec.versions', message: `lists ${MAX_VERSIONS + 1} versions; keep at most ${MAX_VERSIONS} (the CRD's limit, which bounds the cost of its CEL rules)` },
+    ]);
+    expect(validateClusterStack(aClusterStack().withVersions(...versions.slice(1)).build())).toEqual([]);
   });
 
   it('checks our optional additions', () => {

@@ -2,11 +2,12 @@
 // sentence saying what to do.
 import type { Problem } from '../core/problem.js';
 import { channelOf, parseStackVersion } from '../core/stack-version.js';
+import { CHANNEL_PATTERN, channelContradictionMessage, MAX_VERSIONS, unknownChannelMessage } from './channel-rules.js';
 import { API_VERSION, type ClusterStack } from './types.js';
 
 const SEGMENT = /^[a-z0-9]+$/;
 const KUBERNETES_MINOR = /^\d+\.\d+$/;
-const CHANNEL = /^[a-z][a-z0-9]*$/;
+const CHANNEL = new RegExp(CHANNEL_PATTERN);
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 const TOP_LEVEL_FIELDS = ['apiVersion', 'kind', 'metadata', 'spec', 'status'];
@@ -103,7 +104,7 @@ export function validateClusterStack(object: unknown): Problem[] {
   let channel = 'stable';
   if (spec.channel !== undefined) {
     if (typeof spec.channel !== 'string' || !CHANNEL.test(spec.channel)) {
-      problems.push({ path: 'spec.channel', message: `must be stable, custom or a pre-release channel name such as alpha, found ${JSON.stringify(spec.channel)}` });
+      problems.push({ path: 'spec.channel', message: unknownChannelMessage(spec.channel) });
     } else {
       channel = spec.channel;
     }
@@ -112,6 +113,8 @@ export function validateClusterStack(object: unknown): Problem[] {
   if (spec.versions !== undefined) {
     if (!Array.isArray(spec.versions)) {
       problems.push({ path: 'spec.versions', message: 'must be a list of versions such as [v1, v2]' });
+    } else if (spec.versions.length > MAX_VERSIONS) {
+      problems.push({ path: 'spec.versions', message: `lists ${spec.versions.length} versions; keep at most ${MAX_VERSIONS} (the CRD's limit, which bounds the cost of its CEL rules)` });
     } else {
       spec.versions.forEach((version: unknown, index) => {
         const path = `spec.versions[${index}]`;
@@ -122,7 +125,7 @@ export function validateClusterStack(object: unknown): Problem[] {
         try {
           const parsed = parseStackVersion(version);
           if (channelOf(parsed) !== channel) {
-            problems.push({ path, message: `${version} belongs to the ${channelOf(parsed)} channel, but this ClusterStack follows ${channel}; list only ${channel} versions or change spec.channel` });
+            problems.push({ path, message: channelContradictionMessage(version, channelOf(parsed), channel) });
           }
         } catch (error) {
           problems.push({ path, message: (error as Error).message });

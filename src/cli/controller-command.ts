@@ -12,7 +12,7 @@ import { resolveRuntimeExtensionSettings, type RuntimeExtensionSettings } from '
 import { runController } from '../controller/run-controller.js';
 import { CacheDirBusyError, claimCacheDir } from '../controller/runtime/cache-dir-lock.js';
 import { createKubeClient } from '../controller/runtime/kube-client.js';
-import { createLogger } from '../controller/runtime/logger.js';
+import { createLogger, logProcessWarnings } from '../controller/runtime/logger.js';
 import { PrometheusMetrics } from '../controller/runtime/metrics.js';
 import { onShutdownSignals } from '../controller/runtime/shutdown.js';
 import { SECRET_POLICIES, type SecretPolicy } from '../render/secret-policy.js';
@@ -248,6 +248,8 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
   const config = configFromFlags(values, io);
   await checkCacheDir(config, values, io);
   const logger = createLogger({ level: settings.logLevel as 'info' });
+  // From here on every line the controller prints is JSON, Node's own warnings included.
+  logProcessWarnings(logger);
   // Read at start and again whenever the file changes (a ConfigMap volume): a file that cannot be
   // read stops the start; one that is not valid keeps the published requests output until fixed.
   const scheduler = settings.schedulerConfig ? await SchedulerConfigFile.open({ file: settings.schedulerConfig, cwd: io.cwd, logger }) : undefined;
@@ -319,10 +321,12 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
   const removeSignals = onShutdownSignals(() => runtime.stop(), { timeoutMs: 30_000, logger });
   const { reason } = await runtime.done;
   removeSignals();
-  logger.info({ reason }, 'Controller stopped');
   if (reason !== 'stopped') {
-    io.stderr(`error: controller stopped: ${reason}\n`);
+    // Lost its lease (or leader election failed): everything has stopped; exit 3 so that Kubernetes
+    // restarts the container and it campaigns again. Said as a JSON log line like every other.
+    logger.error({ reason, exitCode: EXIT_FAILURE }, 'Controller stopped');
     return EXIT_FAILURE;
   }
+  logger.info({ reason }, 'Controller stopped');
   return EXIT_OK;
 }

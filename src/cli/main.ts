@@ -21,3 +21,7 @@ const code = await runCli(process.argv.slice(2), {
   isTty: Boolean(process.stderr.isTTY),
 });
 process.exitCode = code;
+// A command that returned is done: whatever handle is still open (a socket, a timer of a library)
+// must not keep the process alive, above all a controller that stopped after losing its lease and
+// must exit so that Kubernetes restarts it. Unref'd: a process that drains exits at once by itself.
+setTimeout(() => process.exit(code), 5000).unref();

@@ -229,7 +229,7 @@ export class Controller {
    * own, when the source is down); `onSourcesChanged` is called when what its source offers
    * changed, so the runtime can schedule a publish. The publish key is a full reconcile.
    */
-  async handle(key: string, signal?: AbortSignal, onSourcesChanged?: () => void): Promise<{ requeueAfterMs: number }> {
+  async handle(key: string, signal?: AbortSignal, onSourcesChanged?: () => void): Promise<{ requeueAfterMs: number; resync?: boolean }> {
     if (stackOfKey(key)) {
       const { changed, gone } = await this.refreshStackSource(key).catch((error: unknown) => {
         onSourcesChanged?.();
@@ -237,10 +237,10 @@ export class Controller {
       });
       if (changed) onSourcesChanged?.();
       // A deleted stack's key is done for good.
-      return { requeueAfterMs: gone ? 0 : this.resyncMs };
+      return { requeueAfterMs: gone ? 0 : this.resyncMs, resync: true };
     }
-    const { requeueAfterMs } = await this.reconcileOnce(signal);
-    return { requeueAfterMs };
+    const { requeueAfterMs, resync } = await this.reconcileOnce(signal);
+    return { requeueAfterMs, ...(resync ? { resync } : {}) };
   }
 
   /** What the last reconcile rendered and published per Cluster (undefined before the first plan). */
@@ -285,7 +285,7 @@ export class Controller {
    * statuses and events. The failures met on the way decide the requeue (nextReconcile): it
    * throws RetryLaterError, after writing status, when one of them backs off.
    */
-  async reconcileOnce(signal?: AbortSignal): Promise<{ requeueAfterMs: number } & { summary?: ReconcileSummary }> {
+  async reconcileOnce(signal?: AbortSignal): Promise<{ requeueAfterMs: number; resync?: true } & { summary?: ReconcileSummary }> {
     const { cache, logger: baseLogger } = this.options;
     const round = ++this.reconciles;
     const logger = baseLogger.child({ reconcile: round });

@@ -5,6 +5,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { errorMessage } from '../plan/build-plan.js';
 import { Controller, PUBLISH_KEY, type ControllerOptions } from './controller.js';
+import { identifyClient } from './runtime/client-identity.js';
 import { HealthServer, startHealthServer } from './runtime/health-server.js';
 import { InformerCache } from './runtime/informer-cache.js';
 import { LeaderElector } from './runtime/leader-election.js';
@@ -79,13 +80,18 @@ export interface ControllerRuntime {
   isLeader(): boolean;
   /** Stops in order: informers, queues (the reconcile in flight finishes or is abandoned), lease, health server. */
   stop(): Promise<void>;
-  /** Resolves when the runtime stopped by itself (leadership lost); the process should then exit. */
+  /**
+   * Resolves once the runtime has stopped: `stopped` after stop(), else why it stopped by itself
+   * (leadership lost, leader election failed), after stopping everything as stop() does. The
+   * process should then exit non-zero, so that Kubernetes restarts it and it campaigns again.
+   */
   readonly done: Promise<{ reason: string }>;
 }
 
 /** Starts the controller with its runtime. Only the leader reconciles (and so publishes and writes). */
 export async function runController(options: ControllerRuntimeOptions): Promise<ControllerRuntime> {
   const { logger } = options;
+  identifyClient(options.kubeConfig);
   const metrics = options.metrics ?? new PrometheusMetrics();
   const batchWindowMs = options.batchWindowMs ?? 500;
   const backoff = options.backoff ?? { baseDelayMs: 1000, maxDelayMs: 120_000 };
@@ -123,9 +129,12 @@ export async function runController(options: ControllerRuntimeOptions): Promise<
       onResult: (_key, outcome) => metrics.reconcileTotal(outcome),
     });
 
+  // Set when the runtime starts to stop (leadership lost, or stop()): from then on /readyz and
+  // /healthz answer 500, so no probe reports a replica that is on its way out as fine.
+  let ending = false;
   let health: HealthServer | undefined;
   if (options.health) {
-    health = await startHealthServer({ port: options.health.port, ...(options.health.host ? { host: options.health.host } : {}), metrics, ready: () => cache.synced(), healthy: () => true });
+    health = await startHealthServer({ port: options.health.port, ...(options.health.host ? { host: options.health.host } : {}), metrics, ready: () => !ending && cache.synced(), healthy: () => !ending });
   }
   let extension: ExtensionServer | undefined;
   if (options.runtimeExtension) {
@@ -186,6 +195,21 @@ export async function runController(options: ControllerRuntimeOptions): Promise<
   };
 
   let stopped = false;
+  let stopping: Promise<void> | undefined;
+  /** Stops in order: informers, queues (the reconcile in flight finishes or is abandoned), lease, servers. Once; a second call waits for the first. */
+  const shutdown = (reason: string): Promise<void> =>
+    (stopping ??= (async () => {
+      stopped = true;
+      ending = true;
+      unwatchScheduler?.();
+      await cache.stop();
+      await stopQueues();
+      await elector?.stop();
+      await health?.close();
+      await extension?.close();
+      hooks?.stop();
+      resolveDone({ reason });
+    })());
   // The runtime extension's Service points at the leader: written when leading starts, retried until it is.
   const routeExtensionToLeader = async (signal?: AbortSignal): Promise<void> => {
     const route = options.runtimeExtension?.leaderService;
@@ -229,13 +253,23 @@ export async function runController(options: ControllerRuntimeOptions): Promise<
         },
         onStoppedLeading: () => {
           leading = false;
+          // Not ready from the moment leadership ends: the lease is being released and everything stops.
+          ending = true;
           void stopQueues();
         },
       })
       .then(
-        () => resolveDone({ reason: 'leadership ended' }),
-        (error: unknown) => resolveDone({ reason: `leader election failed: ${errorMessage(error)}` }),
-      );
+        () => 'leadership ended',
+        (error: unknown) => `leader election failed: ${errorMessage(error)}`,
+      )
+      .then((reason) => {
+        // Not by stop(): a replica that lost its lease never campaigns again (the elector's rule),
+        // so it must not stay alive idle. Everything stops, then `done` tells the process to exit.
+        if (stopped) return;
+        ending = true;
+        logger.error({ reason }, 'Leadership ended: stopping, to exit and be restarted by Kubernetes');
+        void shutdown(reason);
+      });
   } else {
     void routeExtensionToLeader();
     startQueues();
@@ -249,17 +283,6 @@ export async function runController(options: ControllerRuntimeOptions): Promise<
     ...(extension ? { extensionUrl: extension.url } : {}),
     isLeader: () => leading,
     done,
-    stop: async () => {
-      if (stopped) return;
-      stopped = true;
-      unwatchScheduler?.();
-      await cache.stop();
-      await stopQueues();
-      await elector?.stop();
-      await health?.close();
-      await extension?.close();
-      hooks?.stop();
-      resolveDone({ reason: 'stopped' });
-    },
+    stop: () => shutdown('stopped'),
   };
 }

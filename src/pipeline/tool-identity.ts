@@ -23,6 +23,11 @@ export function toolIdentity(moduleUrl: string = import.meta.url): { version: st
   return { version: packageVersion(moduleDir) ?? 'unknown', code };
 }
 
+/** This package's version (`unknown` when no package.json of ours is found above this module). */
+export function toolVersion(moduleUrl: string = import.meta.url): string {
+  return packageVersion(path.dirname(fileURLToPath(moduleUrl))) ?? 'unknown';
+}
+
 function packageVersion(from: string): string | undefined {
   for (let dir = from; ; dir = path.dirname(dir)) {
     try {

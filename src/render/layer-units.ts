@@ -11,6 +11,7 @@ import { layerDir } from '../output/tree-layout.js';
 import { loadedRelease, type Plan } from '../plan/build-plan.js';
 import { sha256Digest } from '../release/content-digest.js';
 import { canonicalJson } from './canonical-json.js';
+import { readableContext } from './template-reads.js';
 import { clusterContext, type PendingUnit } from './render-units.js';
 
 /** Where a layer's namespaced objects without a namespace go, and a chart's `--namespace`. */
@@ -72,7 +73,7 @@ function layerUnit(
   const digest = isChart ? source.chart.digest : source.digest;
   // Hold and dependencies change only the wiring, never the layer's objects: not in the digest.
   const inputDigest = sha256Digest(
-    canonicalJson({ format: OUTPUT_FORMAT, layer: decision.layer, source: digest, template: template || null, context: context ?? null, values: (isChart ? layer.spec.values : undefined) ?? null, kubeVersion, namespace: targetNamespace, secrets }),
+    canonicalJson({ format: OUTPUT_FORMAT, layer: decision.layer, source: digest, template: template || null, context: context ? readableContext(template, context) : null, values: (isChart ? layer.spec.values : undefined) ?? null, kubeVersion, namespace: targetNamespace, secrets }),
   );
   const unit: PendingUnit = {
     record: { dir: layerDir(namespace, cluster.metadata.name, decision.layer), kind: 'cluster-layer', namespace, name: cluster.metadata.name, release, layer: layerRecordOf(layer, decision), inputDigest },

@@ -12,6 +12,7 @@ import { loadedRelease, type LoadedRelease, type Plan } from '../plan/build-plan
 import { sha256Digest } from '../release/content-digest.js';
 import type { ChartSource, ReleaseContent } from '../release/load-release.js';
 import { canonicalJson } from './canonical-json.js';
+import { readableContext } from './template-reads.js';
 import type { ValuesTemplateItem } from './render-dependencies.js';
 import { type SecretEncryption, secretsDigestPart } from '../secrets/secrets-digest.js';
 import type { SecretPolicy } from './secret-policy.js';
@@ -172,7 +173,8 @@ function addonUnits(cluster: ClusterResolution, stack: StackResolution, content:
   return stages.map((stage) => {
     // Nothing release-specific beyond the addon content: a Cluster moving between releases that
     // share an addon version keeps its output byte for byte.
-    const inputDigest = sha256Digest(canonicalJson({ format: OUTPUT_FORMAT, chart: stage.chart.digest, template: stage.valuesTemplate, context, extra: stage.extra ?? null, kubeVersion, stage: stage.name, addonVersion, secrets }));
+    // Only what the values template can read of the context: a label it cannot see renders nothing new.
+    const inputDigest = sha256Digest(canonicalJson({ format: OUTPUT_FORMAT, chart: stage.chart.digest, template: stage.valuesTemplate, context: readableContext(stage.valuesTemplate, context), extra: stage.extra ?? null, kubeVersion, stage: stage.name, addonVersion, secrets }));
     const unit: PendingUnit = {
       record: { ...base, dir: stageDir(cluster.namespace, cluster.name, stage.name), kind: 'cluster-stage', stage: stage.name, order: stage.order, inputDigest },
       chart: stage.chart,

@@ -11,6 +11,7 @@ import { canonicalJson } from './canonical-json.js';
 import { summarizeLayers } from './layer-summary.js';
 import { type PendingUnit, stableContext } from './render-units.js';
 import { describeIdentity } from './shared-objects.js';
+import { withoutLabelsAndAnnotations } from './template-reads.js';
 
 /**
  * A Secret as provenance.json may record it: without its data. A digest of secret values committed to
@@ -33,7 +34,7 @@ export function buildProvenance(plan: Plan, units: UnitRecord[], withheld: Withh
     ...plan.inputs.addonsLayers.map((l) => l.object as unknown as KubeObject),
   ];
   const inputs = objects
-    .map((object) => ({ kind: `${groupOf(object.apiVersion) || 'core'}/${object.kind}`, namespace: object.metadata.namespace ?? 'default', name: object.metadata.name, digest: sha256Digest(canonicalJson(withoutSecretData(stableContext(object)))) }))
+    .map((object) => ({ kind: `${groupOf(object.apiVersion) || 'core'}/${object.kind}`, namespace: object.metadata.namespace ?? 'default', name: object.metadata.name, digest: sha256Digest(canonicalJson(withoutSecretData(withoutLabelsAndAnnotations(stableContext(object))))) }))
     .sort((a, b) => `${a.kind}/${a.namespace}/${a.name}`.localeCompare(`${b.kind}/${b.namespace}/${b.name}`));
   const releases = [...plan.releases.values()]
     .filter((release) => release.content)

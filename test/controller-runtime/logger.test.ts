@@ -1,5 +1,7 @@
+import { spawnSync } from 'node:child_process';
+import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/controller/runtime/logger.js';
+import { createLogger, logProcessWarnings } from '../../src/controller/runtime/logger.js';
 
 function capture() {
   const lines: string[] = [];
@@ -50,5 +52,42 @@ describe('createLogger', () => {
     const { lines, destination } = capture();
     createLogger({ destination, pretty: true }).warn({ kind: 'ClusterStack', password: 'pw' }, 'watch failed');
     expect(lines[0]).toMatch(/^\d{4}-\d\d-\d\dT\S+ WARN watch failed kind=ClusterStack password=\[Redacted\]\n$/);
+  });
+});
+
+describe('logProcessWarnings', () => {
+  it('logs what Node warns about as a JSON line, and Node prints nothing of its own to stderr', () => {
+    // A real node process: Node's default warning printer is what must not run.
+    const script = [
+      "import { EventEmitter } from 'node:events';",
+      "import { createLogger, logProcessWarnings } from './src/controller/runtime/logger.ts';",
+      'logProcessWarnings(createLogger());',
+      'const emitter = new EventEmitter();',
+      "for (let i = 0; i < 11; i++) emitter.on('close', () => undefined);",
+      "process.emitWarning('old API', 'DeprecationWarning', 'DEP0999');",
+    ].join('\n');
+    const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8' });
+    expect(run.status).toBe(0);
+    expect(run.stderr).toBe('');
+    const lines = run.stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, any>);
+    expect(lines.map((line) => [line['level'], line['msg'], line['warning'].name])).toEqual([
+      [40, 'Node.js process warning', 'MaxListenersExceededWarning'],
+      [40, 'Node.js process warning', 'DeprecationWarning'],
+    ]);
+    expect(lines[0]!['warning'].message).toContain('11 close listeners added');
+    expect(lines[1]!['warning']).toMatchObject({ message: 'old API', code: 'DEP0999' });
+  });
+
+  it('puts Node\'s own printer back when undone', () => {
+    const source = new EventEmitter();
+    const nodePrinter = () => undefined;
+    source.on('warning', nodePrinter);
+    const { lines, destination } = capture();
+    const undo = logProcessWarnings(createLogger({ destination }), source as never);
+    expect(source.listeners('warning')).not.toContain(nodePrinter);
+    source.emit('warning', Object.assign(new Error('too many'), { name: 'MaxListenersExceededWarning' }));
+    expect(JSON.parse(lines[0]!)).toMatchObject({ level: 40, warning: { name: 'MaxListenersExceededWarning', message: 'too many' } });
+    undo();
+    expect(source.listeners('warning')).toEqual([nodePrinter]);
   });
 });

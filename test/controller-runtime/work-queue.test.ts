@@ -256,6 +256,25 @@ describe('KeyedWorkQueue', () => {
     expect(clock.pending()).toEqual([5000]);
   });
 
+  it('counts a run that only schedules its resync as a success, and a requested look again as a requeue', async () => {
+    const outcomes: string[] = [];
+    let answer: HandlerResult = { requeueAfterMs: 5000, resync: true };
+    const { queue, clock } = aQueue(async () => answer, { onResult: (_key, outcome) => outcomes.push(outcome) });
+    queue.start();
+    queue.add('a');
+    await settle();
+    answer = { requeueAfterMs: 500 };
+    await clock.advance(5000);
+    answer = undefined;
+    await clock.advance(500);
+    expect(outcomes).toEqual(['success', 'requeue', 'success']);
+    // The resync is still scheduled, like any requeue.
+    answer = { requeueAfterMs: 5000, resync: true };
+    queue.add('a');
+    await settle();
+    expect(clock.pending()).toEqual([5000]);
+  });
+
   it('keeps the earlier of two addAfter delays', async () => {
     const runs: number[] = [];
     const { queue, clock } = aQueue(async () => void runs.push(clock.now()));

@@ -24,6 +24,10 @@ describe('nextReconcile', () => {
     expect(nextReconcile([], { ...delays, soonMs: 1000 })).toEqual({ requeueAfterMs: 1000 });
   });
 
+  it('marks a reconcile that met nothing as a success whose next look is only the resync', () => {
+    expect(nextReconcile([], delays)).toEqual({ requeueAfterMs: 300_000, resync: true });
+  });
+
   it('follows the table for every kind', () => {
     for (const kind of Object.keys(FAILURE_REACTIONS) as FailureKind[]) {
       const backs = FAILURE_REACTIONS[kind].requeue === 'backoff';

@@ -23,6 +23,8 @@ export interface ControllerProcess {
   readonly child: ChildProcess;
   /** Log lines (pino JSON) so far. */
   readonly lines: Record<string, unknown>[];
+  /** Lines on stdout that are not JSON (there should be none). */
+  readonly unparsed: string[];
   readonly stderr: string[];
   /** Resolves with the first log line matching, or rejects after `timeoutMs` or when the process ends. */
   waitForLine(match: (line: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
@@ -37,6 +39,7 @@ export interface ControllerProcess {
 export function spawnController(bundle: string, args: string[], env: Record<string, string>): ControllerProcess {
   const child = spawn(process.execPath, [bundle, 'controller', ...args], { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   const lines: Record<string, unknown>[] = [];
+  const unparsed: string[] = [];
   const stderr: string[] = [];
   const waiters: { match: (line: Record<string, unknown>) => boolean; resolve: (line: Record<string, unknown>) => void }[] = [];
   let buffer = '';
@@ -50,6 +53,7 @@ export function spawnController(bundle: string, args: string[], env: Record<stri
       try {
         line = JSON.parse(text) as Record<string, unknown>;
       } catch {
+        unparsed.push(text);
         continue;
       }
       lines.push(line);
@@ -65,6 +69,7 @@ export function spawnController(bundle: string, args: string[], env: Record<stri
   return {
     child,
     lines,
+    unparsed,
     stderr,
     exited,
     waitForLine(match, timeoutMs = 20_000) {

@@ -18,13 +18,15 @@ export class RetryLaterError extends Error {
 
 /**
  * The requeue after a reconcile that met `failures`: throws RetryLaterError when one of them
- * backs off (naming it, and how many more), else the delay until the next look.
+ * backs off (naming it, and how many more), else the delay until the next look; `resync` when
+ * nothing went wrong and the next look is only the periodic resync (the reconcile succeeded).
  */
-export function nextReconcile(failures: readonly TypedFailure[], delays: { resyncMs: number; soonMs?: number }): { requeueAfterMs: number } {
+export function nextReconcile(failures: readonly TypedFailure[], delays: { resyncMs: number; soonMs?: number }): { requeueAfterMs: number; resync?: true } {
   const backingOff = failures.filter((failure) => FAILURE_REACTIONS[failure.kind].requeue === 'backoff');
   if (backingOff.length > 0) {
     const more = backingOff.length > 1 ? ` (and ${backingOff.length - 1} more)` : '';
     throw new RetryLaterError(`${backingOff[0]!.message}${more}`);
   }
+  if (failures.length === 0 && delays.soonMs === undefined) return { requeueAfterMs: delays.resyncMs, resync: true };
   return { requeueAfterMs: delays.soonMs ?? delays.resyncMs };
 }

@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig, type V1ConfigMap, type V1Secret } from '@kubernetes/client-node';
 import type { KubeObject } from '../../api/types.js';
+import { FIELD_MANAGER, identifyClient } from './client-identity.js';
 import { describeKubeError, httpStatusOf } from './informer-set.js';
 import type { EventIntent } from './runtime-contract.js';
 
@@ -107,8 +108,9 @@ function eventName(intent: EventIntent): string {
   return `${base}.${digest.slice(0, 16)}`;
 }
 
-/** The controller's client-node based KubeClient. */
+/** The controller's client-node based KubeClient: our User-Agent on every request, our field manager on every write. */
 export function createKubeClient(options: KubeClientOptions): KubeClient {
+  identifyClient(options.kubeConfig);
   const custom = options.kubeConfig.makeApiClient(CustomObjectsApi);
   const core = options.kubeConfig.makeApiClient(CoreV1Api);
   const now = options.now ?? (() => new Date());
@@ -126,14 +128,14 @@ export function createKubeClient(options: KubeClientOptions): KubeClient {
     },
     async create(kind, namespace, object) {
       try {
-        return (await custom.createNamespacedCustomObject({ ...kind, namespace, body: object })) as KubeObject;
+        return (await custom.createNamespacedCustomObject({ ...kind, namespace, body: object, fieldManager: FIELD_MANAGER })) as KubeObject;
       } catch (error) {
         throw wrap(error, `create ${describe(kind, namespace, object.metadata.name)}`);
       }
     },
     async patch(kind, namespace, name, patch) {
       try {
-        return (await custom.patchNamespacedCustomObject({ ...kind, namespace, name, body: patch }, MERGE_PATCH())) as KubeObject;
+        return (await custom.patchNamespacedCustomObject({ ...kind, namespace, name, body: patch, fieldManager: FIELD_MANAGER }, MERGE_PATCH())) as KubeObject;
       } catch (error) {
         throw wrap(error, `patch ${describe(kind, namespace, name)}`);
       }
@@ -143,15 +145,15 @@ export function createKubeClient(options: KubeClientOptions): KubeClient {
       if (resourceVersion) ops.push({ op: 'test', path: '/metadata/resourceVersion', value: resourceVersion });
       ops.push({ op: 'add', path: '/spec', value: spec });
       try {
-        return (await custom.patchNamespacedCustomObject({ ...kind, namespace, name, body: ops }, JSON_PATCH())) as KubeObject;
+        return (await custom.patchNamespacedCustomObject({ ...kind, namespace, name, body: ops, fieldManager: FIELD_MANAGER }, JSON_PATCH())) as KubeObject;
       } catch (error) {
         throw wrap(error, `patch spec of ${describe(kind, namespace, name)}`);
       }
     },
     async patchStatus(kind, namespace, name, patch) {
       try {
-        if (kind.namespaced === false) return (await custom.patchClusterCustomObjectStatus({ group: kind.group, version: kind.version, plural: kind.plural, name, body: patch }, MERGE_PATCH())) as KubeObject;
-        return (await custom.patchNamespacedCustomObjectStatus({ ...kind, namespace, name, body: patch }, MERGE_PATCH())) as KubeObject;
+        if (kind.namespaced === false) return (await custom.patchClusterCustomObjectStatus({ group: kind.group, version: kind.version, plural: kind.plural, name, body: patch, fieldManager: FIELD_MANAGER }, MERGE_PATCH())) as KubeObject;
+        return (await custom.patchNamespacedCustomObjectStatus({ ...kind, namespace, name, body: patch, fieldManager: FIELD_MANAGER }, MERGE_PATCH())) as KubeObject;
       } catch (error) {
         throw wrap(error, `patch status of ${describe(kind, namespace, name)}`);
       }
@@ -198,8 +200,8 @@ export function createKubeClient(options: KubeClientOptions): KubeClient {
     async writeSecret(secret, resourceVersion) {
       const body: V1Secret = { apiVersion: 'v1', kind: 'Secret', type: 'Opaque', metadata: { ...secret.metadata, ...(resourceVersion ? { resourceVersion } : {}) }, stringData: secret.stringData };
       try {
-        if (resourceVersion) await core.replaceNamespacedSecret({ namespace: secret.metadata.namespace, name: secret.metadata.name, body });
-        else await core.createNamespacedSecret({ namespace: secret.metadata.namespace, body });
+        if (resourceVersion) await core.replaceNamespacedSecret({ namespace: secret.metadata.namespace, name: secret.metadata.name, body, fieldManager: FIELD_MANAGER });
+        else await core.createNamespacedSecret({ namespace: secret.metadata.namespace, body, fieldManager: FIELD_MANAGER });
       } catch (error) {
         throw wrap(error, `${resourceVersion ? 'replace' : 'create'} secret ${secret.metadata.namespace}/${secret.metadata.name}`);
       }
@@ -221,6 +223,7 @@ export function createKubeClient(options: KubeClientOptions): KubeClient {
       try {
         await core.createNamespacedEvent({
           namespace,
+          fieldManager: FIELD_MANAGER,
           body: {
             metadata: { name, namespace },
             involvedObject,
@@ -240,7 +243,7 @@ export function createKubeClient(options: KubeClientOptions): KubeClient {
         // The same event again: count it on the existing one.
         try {
           const existing = await core.readNamespacedEvent({ namespace, name });
-          await core.patchNamespacedEvent({ namespace, name, body: { count: (existing.count ?? 1) + 1, lastTimestamp: stamp.toISOString() } }, MERGE_PATCH());
+          await core.patchNamespacedEvent({ namespace, name, body: { count: (existing.count ?? 1) + 1, lastTimestamp: stamp.toISOString() }, fieldManager: FIELD_MANAGER }, MERGE_PATCH());
         } catch (patchError) {
           throw wrap(patchError, `update event ${namespace}/${name}`);
         }

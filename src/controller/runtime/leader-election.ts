@@ -11,6 +11,7 @@
 // that offer one are small single-author projects that judge expiry from the Lease's timestamps
 // (so clock skew between replicas decides who leads). No maintained library fits.
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease, type V1LeaseSpec } from '@kubernetes/client-node';
+import { FIELD_MANAGER, identifyClient } from './client-identity.js';
 import { describeKubeError, httpStatusOf } from './informer-set.js';
 import type { Logger } from '../../core/logger.js';
 import { systemClock, type Clock, type ClockTimer } from './runtime-contract.js';
@@ -68,7 +69,7 @@ export class LeaderElector {
     const { leaseDurationMs, renewDeadlineMs, retryPeriodMs } = options;
     if (!(leaseDurationMs > renewDeadlineMs)) throw new Error('leader election: leaseDurationMs must be greater than renewDeadlineMs');
     if (!(renewDeadlineMs > retryPeriodMs) || !(retryPeriodMs > 0)) throw new Error('leader election: renewDeadlineMs must be greater than retryPeriodMs, which must be positive');
-    this.api = options.kubeConfig.makeApiClient(CoordinationV1Api);
+    this.api = identifyClient(options.kubeConfig).makeApiClient(CoordinationV1Api);
     this.clock = options.clock ?? systemClock;
     this.leaseDurationSeconds = Math.max(1, Math.ceil(leaseDurationMs / 1000));
   }
@@ -175,7 +176,7 @@ export class LeaderElector {
       const known = this.observed!.lease;
       const renewed: V1Lease = { ...known, spec: { ...known.spec, holderIdentity: identity, leaseDurationSeconds: this.leaseDurationSeconds, renewTime: stamp } };
       try {
-        this.setObserved(await this.api.replaceNamespacedLease({ name, namespace, body: renewed }), this.clock.now(), callbacks);
+        this.setObserved(await this.api.replaceNamespacedLease({ name, namespace, body: renewed, fieldManager: FIELD_MANAGER }), this.clock.now(), callbacks);
         return true;
       } catch (error) {
         if (httpStatusOf(error) !== 409) this.attemptFailed(error);
@@ -191,6 +192,7 @@ export class LeaderElector {
       try {
         const created = await this.api.createNamespacedLease({
           namespace,
+          fieldManager: FIELD_MANAGER,
           body: { metadata: { name, namespace }, spec: { holderIdentity: identity, leaseDurationSeconds: this.leaseDurationSeconds, acquireTime: stamp, renewTime: stamp, leaseTransitions: 0 } },
         });
         this.setObserved(created, this.clock.now(), callbacks);
@@ -215,7 +217,7 @@ export class LeaderElector {
     }
     try {
       // metadata.resourceVersion makes this conditional: a 409 means someone else wrote first.
-      this.setObserved(await this.api.replaceNamespacedLease({ name, namespace, body: { ...lease, spec: next } }), this.clock.now(), callbacks);
+      this.setObserved(await this.api.replaceNamespacedLease({ name, namespace, body: { ...lease, spec: next }, fieldManager: FIELD_MANAGER }), this.clock.now(), callbacks);
     } catch (error) {
       return httpStatusOf(error) === 409 ? false : this.attemptFailed(error);
     }
@@ -231,7 +233,7 @@ export class LeaderElector {
       const stamp = new V1MicroTime(this.clock.now());
       const spec: V1LeaseSpec = { ...lease.spec, leaseDurationSeconds: 1, renewTime: stamp };
       delete spec.holderIdentity;
-      await this.api.replaceNamespacedLease({ name, namespace, body: { ...lease, spec } });
+      await this.api.replaceNamespacedLease({ name, namespace, body: { ...lease, spec }, fieldManager: FIELD_MANAGER });
       this.options.logger.info({ lease: `${namespace}/${name}`, identity }, 'released the leader lease');
     } catch (error) {
       // The lease expires by itself; a failed release only delays the next leader.

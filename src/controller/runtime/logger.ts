@@ -55,3 +55,30 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     options.pretty ? prettyDestination(destination) : destination,
   );
 }
+
+/** The part of `process` logProcessWarnings uses; tests may pass an EventEmitter. */
+export interface WarningSource {
+  listeners(event: 'warning'): ((...args: never[]) => unknown)[];
+  removeAllListeners(event: 'warning'): unknown;
+  on(event: 'warning', listener: (warning: Error) => void): unknown;
+  off(event: 'warning', listener: (warning: Error) => void): unknown;
+}
+
+/**
+ * Sends Node's process warnings (MaxListenersExceededWarning, deprecations, experimental features)
+ * to `logger` as JSON lines, in place of the plain-text line Node prints to stderr, which would
+ * break JSON log ingestion. Node's own printer is a `warning` listener: it is removed, and put
+ * back by the function returned.
+ */
+export function logProcessWarnings(logger: Logger, source: WarningSource = process as unknown as WarningSource): () => void {
+  const previous = source.listeners('warning');
+  source.removeAllListeners('warning');
+  const listener = (warning: Error & { code?: string; detail?: string }): void => {
+    logger.warn({ warning: { name: warning.name, message: warning.message, ...(warning.code ? { code: warning.code } : {}), ...(warning.detail ? { detail: warning.detail } : {}), stack: warning.stack } }, 'Node.js process warning');
+  };
+  source.on('warning', listener);
+  return () => {
+    source.off('warning', listener);
+    for (const other of previous) source.on('warning', other as (warning: Error) => void);
+  };
+}

@@ -10,8 +10,12 @@ import { fullJitterDelay } from '../../core/backoff.js';
 import type { Logger } from '../../core/logger.js';
 import { systemClock, type Clock, type ClockTimer, type WorkQueue } from './runtime-contract.js';
 
-/** What a handler may return: nothing (done) or a request to look again later. */
-export type HandlerResult = void | { requeueAfterMs: number };
+/**
+ * What a handler may return: nothing (done) or a request to look again later. `resync: true` says
+ * the run did all its work and the look again is only the periodic resync: it counts as a success,
+ * not a requeue.
+ */
+export type HandlerResult = void | { requeueAfterMs: number; resync?: boolean };
 
 type ReconcileOutcome = 'success' | 'error' | 'requeue';
 
@@ -258,7 +262,7 @@ export class KeyedWorkQueue implements WorkQueue {
       );
   }
 
-  private finished(key: string, startedAt: number, result: { requeueAfterMs: number } | undefined, error: unknown): void {
+  private finished(key: string, startedAt: number, result: { requeueAfterMs: number; resync?: boolean } | undefined, error: unknown): void {
     const durationMs = this.clock.now() - startedAt;
     this.active.delete(key);
     const wasDirty = this.dirty.has(key);
@@ -278,7 +282,7 @@ export class KeyedWorkQueue implements WorkQueue {
     } else {
       this.failures.delete(key);
       if (result && result.requeueAfterMs > 0) {
-        outcome = 'requeue';
+        outcome = result.resync ? 'success' : 'requeue';
         this.schedule(key, result.requeueAfterMs, false);
       } else {
         outcome = 'success';

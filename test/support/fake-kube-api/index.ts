@@ -13,6 +13,7 @@ import { FakeKubeApiServer, type FakeKubeApiOptions, type FaultSpec, type Reques
 export type { KubeObject, ObjectMeta, OwnerReference } from './kube-object.js';
 export type { ResourceDefinition } from './resources.js';
 export type { FakeKubeApiOptions, FaultSpec, RequestRecord } from './server.js';
+export type { RequestAttributes } from './rbac.js';
 export { serviceAccountUser, type FakeUser } from './rbac.js';
 export type { Status } from './status.js';
 
@@ -64,6 +65,10 @@ export interface FakeKubeApi {
   sendBookmarks(): void;
   /** Cuts every open connection, watches included, but keeps listening. */
   dropConnections(): void;
+  /** Keeps accepting connections but answers no request until resume() (a SIGSTOPped API server). */
+  pause(): void;
+  /** Answers the requests held since pause(), then all others. */
+  resume(): void;
   /** Stops listening and cuts connections; state is kept for restart(). */
   stop(): Promise<void>;
   /** Listens again on the same port with the same objects and resourceVersions. */
@@ -137,6 +142,8 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions = {}): Promis
     endWatches: () => server.watches.endAll(),
     sendBookmarks: () => server.watches.bookmarkAll(),
     dropConnections: () => server.dropConnections(),
+    pause: () => server.pause(),
+    resume: () => server.resume(),
     stop: () => server.stop(),
     restart: () => server.listen(),
   };

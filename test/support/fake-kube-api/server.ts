@@ -42,6 +42,12 @@ export interface RequestRecord {
   path: string;
   query: Record<string, string>;
   contentType?: string;
+  /** The User-Agent header, when sent. */
+  userAgent?: string;
+  /** The user of a `users` token; absent for the admin token. */
+  user?: string;
+  /** What RBAC would check (verb, group, resource, subresource, namespace, name); absent for discovery and unknown paths. */
+  attributes?: RequestAttributes;
   /** The HTTP status sent; for watches, 200 as soon as the stream started. */
   status?: number;
 }
@@ -91,6 +97,8 @@ export class FakeKubeApiServer {
   readonly watches: WatchHub;
   readonly requests: RequestRecord[] = [];
   private faults: Fault[] = [];
+  /** While paused: requests accepted and held unanswered, as a SIGSTOPped API server does. */
+  private held: [IncomingMessage, ServerResponse][] | undefined;
   private server: Server | undefined;
   private port = 0;
 
@@ -137,6 +145,18 @@ export class FakeKubeApiServer {
     this.server?.closeAllConnections();
   }
 
+  /** Accepts connections and requests but answers none until resume(), like an API server process that is stopped (SIGSTOP). */
+  pause(): void {
+    this.held ??= [];
+  }
+
+  /** Answers the held requests, in order, and every request from now on. */
+  resume(): void {
+    const held = this.held ?? [];
+    this.held = undefined;
+    for (const [req, res] of held) void this.handle(req, res);
+  }
+
   addFault(spec: FaultSpec): void {
     this.faults.push({ ...spec, remaining: spec.times ?? 1 });
   }
@@ -156,10 +176,17 @@ export class FakeKubeApiServer {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (this.held) {
+      this.held.push([req, res]);
+      return;
+    }
     const url = new URL(req.url ?? '/', 'http://fake');
     const method = (req.method ?? 'GET').toUpperCase();
     const record: RequestRecord = { method, path: url.pathname, query: Object.fromEntries(url.searchParams) };
     if (req.headers['content-type']) record.contentType = req.headers['content-type'];
+    if (req.headers['user-agent']) record.userAgent = req.headers['user-agent'];
+    const attributes = this.attributesOf(method, url);
+    if (attributes) record.attributes = attributes;
     this.requests.push(record);
     const reply = (status: number, body: unknown, headers: Record<string, string> = {}): void => {
       record.status = status;
@@ -169,6 +196,7 @@ export class FakeKubeApiServer {
     };
     try {
       const user = this.authenticate(req.headers.authorization);
+      if (user) record.user = user.name;
       const fault = this.takeFault(method, url.pathname + url.search);
       if (fault) {
         const details = fault.retryAfterSeconds !== undefined ? { retryAfterSeconds: fault.retryAfterSeconds } : undefined;
@@ -210,7 +238,21 @@ export class FakeKubeApiServer {
   private authorizeRequest(user: FakeUser, method: string, url: URL): void {
     const segments = url.pathname.split('/').filter(Boolean).map(decodeURIComponent);
     if (this.discovery(segments) !== undefined) return;
-    const target = this.resolve(segments);
+    authorize(this.store, user, this.requestAttributes(method, url, this.resolve(segments)));
+  }
+
+  /** The RBAC attributes of a resource request; undefined for discovery and paths that name no known resource. */
+  private attributesOf(method: string, url: URL): RequestAttributes | undefined {
+    try {
+      const segments = url.pathname.split('/').filter(Boolean).map(decodeURIComponent);
+      if (this.discovery(segments) !== undefined) return undefined;
+      return this.requestAttributes(method, url, this.resolve(segments));
+    } catch {
+      return undefined;
+    }
+  }
+
+  private requestAttributes(method: string, url: URL, target: ResolvedPath): RequestAttributes {
     const watch = url.searchParams.get('watch') === 'true' || url.searchParams.get('watch') === '1';
     const collection = target.name === undefined;
     const verbs: Record<string, string> = { GET: watch ? 'watch' : collection ? 'list' : 'get', POST: 'create', PUT: 'update', PATCH: 'patch', DELETE: collection ? 'deletecollection' : 'delete' };
@@ -218,7 +260,7 @@ export class FakeKubeApiServer {
     if (target.subresource) attributes.subresource = target.subresource;
     if (target.namespace !== undefined) attributes.namespace = target.namespace;
     if (target.name !== undefined) attributes.name = target.name;
-    authorize(this.store, user, attributes);
+    return attributes;
   }
 
   private route(method: string, url: URL, body: unknown, contentType: string | undefined): [number, unknown] {
