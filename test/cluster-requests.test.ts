@@ -382,7 +382,7 @@ describe('clusterstack render --scheduler-config: what cannot be scheduled withh
     expect(warnings).toMatch(/ClusterRequest team-a\/p1 is Pending \(UnknownProfile\): purpose "platform" is mapped to ClusterProfile "team-stacks\.docker\.ferrol-1-31"/);
     const report = Object.fromEntries(run.report.clusterRequests.map((r: { name: string }) => [r.name, r]));
     expect(report.r4).toMatchObject({ phase: 'Granted', reason: 'Scheduled' });
-    expect(report.n1).toMatchObject({ phase: 'Pending', reason: 'MissingPurpose', cluster: '-' });
+    expect(report.n1).toMatchObject({ phase: 'Pending', reason: 'MissingPurpose', cluster: null });
   });
 
   it('keeps the cluster of a request whose purpose changed, still naming the request', () => {

@@ -14,7 +14,7 @@ export interface SettledRunReport {
   units: number;
   /** Encrypted Secrets per unit, none of them encrypted in a run that changes nothing. */
   secrets?: EncryptedSecretsReport;
-  clusterRequests?: { namespace: string; name: string; purpose: string; phase: string; reason: string; cluster: string; message: string }[];
+  clusterRequests?: { namespace: string; name: string; purpose: string; phase: string; reason: string; cluster: string | null; message: string }[];
 }
 
 /** The report to record for `run`, or undefined when the run did not leave its target settled. `warnings`: how many the pipeline gave. */
