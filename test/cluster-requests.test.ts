@@ -491,6 +491,8 @@ spec: {purpose: workload}
     const record = JSON.parse(firstFiles['provenance.json']!).clusterRequests;
     expect(record.assignments.map((a: { name: string }) => a.name)).toEqual(['r1']);
     expect(Object.values(firstFiles).some((text) => text.includes('team-a.theirs'))).toBe(false);
+    // A request that is not ours is not a warning.
+    expect(first.report.warnings.join('\n')).not.toContain('theirs');
   });
 
   it('never shares a Cluster whose live copy no longer matches selectors.clusters', async () => {

@@ -266,6 +266,7 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
       ...(recorded.secrets ? { secrets: recorded.secrets } : {}),
       helmProcesses: 0,
       ...(recorded.clusterRequests ? { clusterRequests: recorded.clusterRequests } : {}),
+      ...(recorded.clusterRequestsNotOurs ? { clusterRequestsNotOurs: recorded.clusterRequestsNotOurs } : {}),
       warnings,
       noop: { fingerprint: settled.fingerprint, reason: 'the inputs, releases, options and tool versions are those of the last settled run, and the target still holds what it left: not rendered again' },
     };
