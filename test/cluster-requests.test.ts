@@ -382,7 +382,7 @@ describe('clusterstack render --scheduler-config: what cannot be scheduled withh
     expect(warnings).toMatch(/ClusterRequest team-a\/p1 is Pending \(UnknownProfile\): purpose "platform" is mapped to ClusterProfile "team-stacks\.docker\.ferrol-1-31"/);
     const report = Object.fromEntries(run.report.clusterRequests.map((r: { name: string }) => [r.name, r]));
     expect(report.r4).toMatchObject({ phase: 'Granted', reason: 'Scheduled' });
-    expect(report.n1).toMatchObject({ phase: 'Pending', reason: 'MissingPurpose', cluster: '-' });
+    expect(report.n1).toMatchObject({ phase: 'Pending', reason: 'MissingPurpose', cluster: null });
   });
 
   it('keeps the cluster of a request whose purpose changed, still naming the request', () => {
@@ -437,6 +437,82 @@ describe('clusterstack render --scheduler-config: what cannot be scheduled withh
   it('builds with kubectl kustomize, the kept Clusters included', () => {
     const objects = kustomizeBuild(new Map(Object.entries(after)), 'management');
     expect(objects.filter((object) => object.kind === 'Cluster').map((object) => object.metadata.name).sort()).toEqual(recordOf(after).clusters.map((c: { name: string }) => c.name).sort());
+  });
+});
+
+describe('clusterstack render with an openMCP operator configuration that uses every label selector', () => {
+  // The operator's own file shape: other sections beside scheduler:, selectors on requests,
+  // on clusters and on a purpose.
+  const OPENMCP = `managedControlPlane: {mcpClusterPurpose: platform}
+scheduler:
+  scope: Cluster
+  strategy: Balanced
+  selectors:
+    requests:
+      matchLabels: {openmcp.cloud/scheduler: gitops}
+    clusters:
+      matchExpressions:
+        - {key: state, operator: NotIn, values: [draining]}
+  purposeMappings:
+    workload:
+      tenancyCount: 5
+      selector:
+        matchLabels: {tier: shared}
+      template:
+        metadata: {namespace: workload-clusters, labels: {tier: shared}}
+        spec: {profile: cluster-stacks.docker.ferrol-1-30, tenancy: Shared}
+`;
+  const labelled = (name: string): string => `---
+apiVersion: clusters.openmcp.cloud/v1alpha1
+kind: ClusterRequest
+metadata: {name: ${name}, namespace: team-a, labels: {openmcp.cloud/scheduler: gitops}}
+spec: {purpose: workload}
+`;
+  let remote: string;
+  let scheduler: string;
+  let first: Run;
+  let firstFiles: Record<string, string>;
+
+  beforeAll(async () => {
+    remote = sandbox.bareRepo('selectors');
+    scheduler = path.join(await tempDir(), 'openmcp-config.yaml');
+    await writeFile(scheduler, OPENMCP);
+    const inputs = await writeTree({ 'stacks.yaml': STACKS, 'requests.yaml': labelled('r1') + request('theirs', 'workload') });
+    first = await render([inputs], remote, scheduler);
+    firstFiles = sandbox.files(remote, 'main');
+  });
+
+  it('renders, schedules the requests it selects, and reports the others as not ours', () => {
+    expect(first.stderr).toBe('');
+    expect(first.code).toBe(0);
+    expect(first.report.clusterRequests.map((r: { name: string }) => r.name)).toEqual(['r1']);
+    expect(first.report.clusterRequests[0]).toMatchObject({ phase: 'Granted', cluster: expect.stringMatching(/^workload-clusters\/workload-/) });
+    expect(first.report.clusterRequestsNotOurs).toEqual([{ namespace: 'team-a', name: 'theirs', message: expect.stringContaining("its labels do not match the scheduler configuration's selectors.requests") }]);
+    const record = JSON.parse(firstFiles['provenance.json']!).clusterRequests;
+    expect(record.assignments.map((a: { name: string }) => a.name)).toEqual(['r1']);
+    expect(Object.values(firstFiles).some((text) => text.includes('team-a.theirs'))).toBe(false);
+    // A request that is not ours is not a warning.
+    expect(first.report.warnings.join('\n')).not.toContain('theirs');
+  });
+
+  it('never shares a Cluster whose live copy no longer matches selectors.clusters', async () => {
+    const file = clusterFiles(firstFiles)[0]!;
+    const live = load(firstFiles[file]!);
+    live.metadata.labels.state = 'draining';
+    const inputs = await writeTree({ 'stacks.yaml': STACKS, 'requests.yaml': labelled('r1') + labelled('r2'), 'live.yaml': yaml.dump(live) });
+    const second = await render([inputs], remote, scheduler);
+    expect(second.code).toBe(0);
+    const where = Object.fromEntries(second.report.clusterRequests.map((r: { name: string; cluster: string }) => [r.name, r.cluster]));
+    expect(where.r1).toBe(`${live.metadata.namespace}/${live.metadata.name}`);
+    expect(where.r2).toMatch(/^workload-clusters\/workload-/);
+    expect(where.r2).not.toBe(where.r1);
+  });
+
+  it('plan reports the request that is not ours too', async () => {
+    const inputs = await writeTree({ 'stacks.yaml': STACKS, 'requests.yaml': labelled('r1') + request('theirs', 'workload') });
+    const result = await runClusterstack(['plan', inputs, '--release-source', EXAMPLE_RELEASES, '--scheduler-config', scheduler]);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/ClusterRequest team-a\/theirs  not ours: its labels do not match the scheduler configuration's selectors\.requests/);
   });
 });
 

@@ -131,7 +131,7 @@ describe('renderPullRequestBody with ClusterRequests', () => {
         profiles: [],
         requests: [
           { namespace: 'team-a', name: 'r1', purpose: 'platform', phase: 'Pending', reason: 'PurposeChanged', cluster: 'workload-clusters/workload-1a2b3', message: 'spec.purpose was "workload" and is now "platform", but a request\'s purpose is immutable' },
-          { namespace: 'team-a', name: 'n1', purpose: '', phase: 'Pending', reason: 'MissingPurpose', cluster: '-', message: 'spec.purpose is required' },
+          { namespace: 'team-a', name: 'n1', purpose: '', phase: 'Pending', reason: 'MissingPurpose', cluster: null, message: 'spec.purpose is required' },
           { namespace: 'team-a', name: 'r2', purpose: 'workload', phase: 'Granted', reason: 'Scheduled', cluster: 'workload-clusters/workload-1a2b3', message: 'scheduled' },
         ],
       },

@@ -205,3 +205,75 @@ describe('scheduleRequests', () => {
     expect(kept.withheld.find((c) => c.purpose === 'workload')!.requests).toEqual(['team-a/r1']);
   });
 });
+
+describe('scheduleRequests with openMCP’s label selectors', () => {
+  const SELECTED = parseSchedulerConfig(
+    `scheduler:
+  selectors:
+    requests: {matchLabels: {scheduler: ours}}
+    clusters: {matchExpressions: [{key: state, operator: NotIn, values: [draining]}]}
+  purposeMappings:
+    workload:
+      tenancyCount: 5
+      selector: {matchExpressions: [{key: zone, operator: NotIn, values: [b]}]}
+      template:
+        metadata: {namespace: workload-clusters, labels: {tier: shared}}
+        spec: {profile: cluster-stacks.docker.ferrol-1-30, tenancy: Shared}
+    shared:
+      template:
+        metadata: {namespace: workload-clusters}
+        spec: {profile: cluster-stacks.docker.ferrol-1-30, tenancy: Shared}
+`,
+    'scheduler.yaml',
+  );
+  const ours = (name: string, purpose: string): ClusterRequestInput => ({ ...request(name, purpose), labels: { scheduler: 'ours' } });
+  const clusterOf = (result: ReturnType<typeof scheduleRequests>, name: string) => result.requests.find((r) => r.name === name)?.cluster;
+
+  it('leaves a request outside selectors.requests alone and reports it as not ours', () => {
+    const result = schedule([ours('r1', 'workload'), request('other', 'workload'), { ...request('labelled', 'workload'), labels: { scheduler: 'theirs' } }], { config: SELECTED });
+    expect(result.requests.map((r) => r.name)).toEqual(['r1']);
+    expect(result.notOurs.map((r) => r.name)).toEqual(['labelled', 'other']);
+    expect(result.notOurs[0]!.message).toMatch(/its labels do not match the scheduler configuration's selectors\.requests \(scheduler\.yaml\): left to another scheduler/);
+    expect(result.clusters.flatMap((c) => c.requests)).toEqual(['team-a/r1']);
+    expect(result.record.assignments.map((a) => a.name)).toEqual(['r1']);
+  });
+
+  it('keeps the cluster of a request that leaves selectors.requests after it was granted, as the operator never looks at it again', () => {
+    const first = schedule([ours('r1', 'workload')], { config: SELECTED });
+    const after = schedule([request('r1', 'workload')], { config: SELECTED, previous: first.record });
+    expect(after.requests).toEqual([]);
+    expect(after.notOurs[0]!.message).toContain(`it keeps Cluster ${clusterOf(first, 'r1')!.namespace}/${clusterOf(first, 'r1')!.name}, given before`);
+    expect(after.record).toEqual(first.record);
+    expect(after.clusters.map((c) => [c.name, c.requests])).toEqual(first.clusters.map((c) => [c.name, c.requests]));
+  });
+
+  it('never schedules onto a Cluster that does not match selectors.clusters, but leaves its requests on it', () => {
+    const first = schedule([ours('r1', 'workload')], { config: SELECTED });
+    const one = clusterOf(first, 'r1')!;
+    const draining = new Map([[`${one.namespace}/${one.name}`, { state: 'draining' }]]);
+    const second = schedule([ours('r1', 'workload'), ours('r2', 'workload')], { config: SELECTED, previous: first.record, liveLabels: draining });
+    expect(clusterOf(second, 'r1')).toEqual(one);
+    expect(clusterOf(second, 'r2')).not.toEqual(one);
+    // Without the label the cluster has room, and r2 shares it.
+    expect(clusterOf(schedule([ours('r1', 'workload'), ours('r2', 'workload')], { config: SELECTED, previous: first.record }), 'r2')).toEqual(one);
+  });
+
+  it('narrows a purpose’s candidates with its own selector, and no other purpose’s', () => {
+    const first = schedule([ours('r1', 'workload'), ours('s1', 'shared')], { config: SELECTED });
+    const zoneB = new Map([clusterOf(first, 'r1')!, clusterOf(first, 's1')!].map((c) => [`${c.namespace}/${c.name}`, { zone: 'b' }]));
+    const second = schedule([ours('r1', 'workload'), ours('r2', 'workload'), ours('s1', 'shared'), ours('s2', 'shared')], { config: SELECTED, previous: first.record, liveLabels: zoneB });
+    // workload's selector excludes zone b: r2 gets a new cluster.
+    expect(clusterOf(second, 'r2')).not.toEqual(clusterOf(first, 'r1'));
+    expect(second.clusters.filter((c) => c.purpose === 'workload')).toHaveLength(2);
+    // shared has no selector of its own: s2 shares s1's cluster in zone b.
+    expect(clusterOf(second, 's2')).toEqual(clusterOf(first, 's1'));
+  });
+
+  it('leaves a request Pending when the one cluster of an unlimited purpose is excluded and a new one would take its name', () => {
+    const first = schedule([ours('s1', 'shared')], { config: SELECTED });
+    const cluster = clusterOf(first, 's1')!;
+    const second = schedule([ours('s1', 'shared'), ours('s2', 'shared')], { config: SELECTED, previous: first.record, liveLabels: new Map([[`${cluster.namespace}/${cluster.name}`, { state: 'draining' }]]) });
+    expect(second.requests.find((r) => r.name === 's2')).toMatchObject({ phase: 'Pending', reason: 'NameConflict', message: expect.stringContaining('its labels do not match purposeMappings.shared.selector and selectors.clusters') });
+    expect(second.clusters.map((c) => c.requests)).toEqual([['team-a/s1']]);
+  });
+});

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseSchedulerConfig } from '../src/cluster-requests/scheduler-config.js';
+import { clusterSelectorOf, handlesRequest, parseSchedulerConfig } from '../src/cluster-requests/scheduler-config.js';
 import { InputError } from '../src/core/problem.js';
 
 const VALID = `scheduler:
@@ -79,10 +79,75 @@ describe('parseSchedulerConfig', () => {
     expect(message).toMatch(/purposeMappings\.e\.template\.metadata\.generateName: "Big_Cluster-" is not a valid name prefix/);
   });
 
-  it('refuses selectors (not supported) and unknown fields rather than ignoring them', () => {
-    const message = problemsOf(`strategy: Balanced\nselectors: {clusters: {matchLabels: {a: b}}}\npurposeMapings: {}\n`);
-    expect(message).toMatch(/selectors: label selectors are not supported/);
+  it('refuses unknown fields rather than ignoring them', () => {
+    const message = problemsOf(`strategy: Balanced\nselectors: {clusters: {matchLabels: {a: b}}, nodes: {}}\npurposeMapings: {}\n`);
+    expect(message).toMatch(/selectors\.nodes: is not a field here; known fields are requests, clusters/);
     expect(message).toMatch(/purposeMapings: is not a field here; known fields are scope, strategy, purposeMappings, selectors/);
+  });
+});
+
+// The shape of openmcp-operator's docs/controller/scheduler.md, with every selector it knows.
+const OPENMCP = `managedControlPlane: {mcpClusterPurpose: mcp}
+scheduler:
+  scope: Cluster
+  strategy: Balanced
+  selectors:
+    clusters:
+      matchLabels: {openmcp.cloud/scheduler: main}
+    requests:
+      matchExpressions:
+        - {key: openmcp.cloud/scheduler, operator: NotIn, values: [other]}
+  purposeMappings:
+    mcp:
+      selector:
+        matchLabels: {size: small}
+      template:
+        metadata:
+          namespace: mcp-clusters
+          labels: {openmcp.cloud/scheduler: main, size: small}
+        spec: {profile: gcp-workerless, tenancy: Exclusive}
+    workload:
+      tenancyCount: 20
+      selector:
+        matchExpressions:
+          - {key: drain, operator: DoesNotExist}
+      template:
+        metadata:
+          namespace: workload-clusters
+          labels: {openmcp.cloud/scheduler: main}
+        spec: {profile: gcp-small, tenancy: Shared}
+`;
+
+describe('label selectors (selectors.requests, selectors.clusters, purposeMappings.*.selector)', () => {
+  it('reads all three from an openMCP operator configuration, and combines a purpose’s selector with selectors.clusters', () => {
+    const config = parseSchedulerConfig(OPENMCP, 'openmcp-config.yaml');
+    expect(config.selectors).toEqual({
+      clusters: { matchLabels: { 'openmcp.cloud/scheduler': 'main' } },
+      requests: { matchExpressions: [{ key: 'openmcp.cloud/scheduler', operator: 'NotIn', values: ['other'] }] },
+    });
+    expect(config.purposeMappings.get('mcp')!.selector).toEqual({ matchLabels: { size: 'small' } });
+    expect(clusterSelectorOf(config, config.purposeMappings.get('workload')!)).toEqual({
+      matchLabels: { 'openmcp.cloud/scheduler': 'main' },
+      matchExpressions: [{ key: 'drain', operator: 'DoesNotExist' }],
+    });
+    expect(handlesRequest(config, undefined)).toBe(true);
+    expect(handlesRequest(config, { 'openmcp.cloud/scheduler': 'other' })).toBe(false);
+  });
+
+  it('keeps the digest of a configuration without selectors, and changes it with them', () => {
+    const without = parseSchedulerConfig(VALID, 'a.yaml');
+    const nulls = parseSchedulerConfig(VALID.replace('  strategy: Simple\n', '  strategy: Simple\n  selectors: {requests: null}\n'), 'b.yaml');
+    expect(nulls.digest).toBe(without.digest);
+    const selected = parseSchedulerConfig(VALID.replace('  strategy: Simple\n', '  strategy: Simple\n  selectors: {requests: {matchLabels: {team: a}}}\n'), 'c.yaml');
+    expect(selected.digest).not.toBe(without.digest);
+  });
+
+  it('refuses, as the operator does, a template whose labels its selectors would not find, and a selector that is not valid', () => {
+    const message = problemsOf(OPENMCP.replace('labels: {openmcp.cloud/scheduler: main, size: small}', 'labels: {size: large}').replace('operator: DoesNotExist', 'operator: Missing'));
+    expect(message).toMatch(/purposeMappings\.mcp\.template\.metadata\.labels: \{"size":"large"\} do not match selectors\.clusters: the scheduler could never find the Clusters it makes/);
+    expect(message).toMatch(/purposeMappings\.mcp\.template\.metadata\.labels: \{"size":"large"\} do not match purposeMappings\.mcp\.selector/);
+    expect(message).toMatch(/purposeMappings\.workload\.selector\.matchExpressions\[0\]\.operator: must be one of In, NotIn, Exists, DoesNotExist, found "Missing"/);
+    expect(problemsOf('selectors: {requests: "team=a"}\n')).toMatch(/selectors\.requests: must be a label selector/);
   });
 });
 

@@ -80,7 +80,7 @@ Written once in \`management/<namespace>/shared/\` while more than one kept rele
 | ClusterRequest | Purpose | Reason | Cluster kept | Why |
 | --- | --- | --- | --- | --- |
 {{#each pendingRequests}}
-| {{namespace}}/{{name}} | {{#if purpose}}{{purpose}}{{else}}-{{/if}} | {{reason}} | {{cluster}} | {{message}} |
+| {{namespace}}/{{name}} | {{#if purpose}}{{purpose}}{{else}}-{{/if}} | {{reason}} | {{#if cluster}}{{cluster}}{{else}}-{{/if}} | {{message}} |
 {{/each}}
 
 {{/if}}

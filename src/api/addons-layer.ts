@@ -3,7 +3,7 @@
 // objects validate unchanged; the fields marked "ours" add what many clusters need (which Clusters
 // a layer goes to, and a Helm chart as source).
 import type { Problem } from '../core/problem.js';
-import { type LabelSelector, validateLabelSelector } from '../layers/label-selector.js';
+import { type LabelSelector, validateLabelSelector } from '../core/label-selector.js';
 import { normalizeVersion } from '../layers/layer-version.js';
 import type { ObjectMeta } from './types.js';
 

@@ -2,6 +2,7 @@
 // and webhooks enforce (exactly one fetch source, not both patch styles) plus what rendering needs
 // (a semantic version). Every field the operator's API defines is accepted, so existing specs load.
 import { didYouMean } from '../core/did-you-mean.js';
+import { validateLabelSelector } from '../core/label-selector.js';
 import { semver } from '../core/semver-functions.js';
 import type { Problem } from '../core/problem.js';
 import { OPERATOR_API_GROUP, OPERATOR_API_VERSION, PROVIDER_KINDS } from './provider-types.js';
@@ -121,7 +122,7 @@ function validateFetchConfig(value: unknown, problems: Problem[]): void {
   if (value.oci !== undefined && (typeof value.oci !== 'string' || value.oci === '')) problems.push({ path: 'spec.fetchConfig.oci', message: 'must be an OCI reference such as registry.example.com/capi-providers/core:v1.8.0' });
   if (value.selector !== undefined && (!isRecord(value.selector) || (value.selector.matchLabels === undefined && value.selector.matchExpressions === undefined))) {
     problems.push({ path: 'spec.fetchConfig.selector', message: 'must be a label selector with matchLabels or matchExpressions' });
-  }
+  } else if (value.selector !== undefined) problems.push(...validateLabelSelector(value.selector, 'spec.fetchConfig.selector'));
 }
 
 /** Every problem of a provider object (any of the seven kinds), or an empty list when it is valid. */

@@ -112,7 +112,9 @@ export interface RenderReport {
   secrets?: EncryptedSecretsReport;
   helmProcesses: number;
   /** With --scheduler-config: every ClusterRequest's phase, the cluster it has and why (Pending: refused or waiting). */
-  clusterRequests?: { namespace: string; name: string; purpose: string; phase: string; reason: string; cluster: string; message: string }[];
+  clusterRequests?: { namespace: string; name: string; purpose: string; phase: string; reason: string; cluster: string | null; message: string }[];
+  /** With --scheduler-config: requests outside its `selectors.requests`, left alone. */
+  clusterRequestsNotOurs?: { namespace: string; name: string; message: string }[];
   warnings: string[];
   /**
    * Present when the run ended without rendering: its fingerprint (inputs, releases, options, tool
@@ -264,6 +266,7 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
       ...(recorded.secrets ? { secrets: recorded.secrets } : {}),
       helmProcesses: 0,
       ...(recorded.clusterRequests ? { clusterRequests: recorded.clusterRequests } : {}),
+      ...(recorded.clusterRequestsNotOurs ? { clusterRequestsNotOurs: recorded.clusterRequestsNotOurs } : {}),
       warnings,
       noop: { fingerprint: settled.fingerprint, reason: 'the inputs, releases, options and tool versions are those of the last settled run, and the target still holds what it left: not rendered again' },
     };
@@ -327,6 +330,7 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
       ...(secrets ? { secrets } : {}),
       helmProcesses: helm.processesSpawned(),
       ...(outcome.summary.clusterRequests ? { clusterRequests: outcome.summary.clusterRequests.requests } : {}),
+      ...(outcome.summary.clusterRequests?.notOurs ? { clusterRequestsNotOurs: outcome.summary.clusterRequests.notOurs } : {}),
       warnings,
     };
     io.stdout(values.json ? `${JSON.stringify(report, null, 2)}\n` : formatRenderReport(report, change.body));

@@ -14,7 +14,7 @@ import { serializeObject } from '../render/manifest-objects.js';
 import { decodeYamlDocument } from '../yaml/kube-yaml.js';
 import { type ClusterProfileInfo, clusterProfileObject, clusterProfiles, OPENMCP_CLUSTERS_API } from './cluster-profiles.js';
 import { REQUESTED_PURPOSE_LABEL, requestedClusterObject } from './requested-clusters.js';
-import { type ClusterRequestInput, type RequestOutcome, type ScheduledCluster, scheduleRequests, type WithheldCluster } from './schedule-requests.js';
+import { type ClusterRequestInput, type NotOurRequest, type RequestOutcome, type ScheduledCluster, scheduleRequests, type WithheldCluster } from './schedule-requests.js';
 import type { SchedulerConfig } from './scheduler-config.js';
 
 export interface PlannedClusterRequests {
@@ -26,6 +26,8 @@ export interface PlannedClusterRequests {
   clusters: ScheduledCluster[];
   /** Clusters kept from the previous tree as they were (their purpose cannot be written now). */
   withheld: WithheldCluster[];
+  /** Requests outside the configuration's `selectors.requests`: reported, never scheduled or warned about. */
+  notOurs: NotOurRequest[];
   /** One line per request refused or withheld and per cluster kept as it was: for logs and warnings. */
   notes: string[];
   /** What the previous tree recorded (assignments kept from it are shown as kept). */
@@ -63,7 +65,8 @@ export function clusterRequestsOf(plan: Plan): ClusterRequestInput[] {
     if (!isClusterRequest(object)) continue;
     const purpose = (object as KubeObject & { spec?: { purpose?: unknown } }).spec?.purpose;
     const namespace = object.metadata.namespace ?? 'default';
-    requests.push({ namespace, name: object.metadata.name, purpose: typeof purpose === 'string' ? purpose : '', source });
+    const labels = object.metadata.labels;
+    requests.push({ namespace, name: object.metadata.name, purpose: typeof purpose === 'string' ? purpose : '', ...(labels ? { labels } : {}), source });
   }
   return requests;
 }
@@ -93,6 +96,7 @@ export function planClusterRequests(plan: Plan, setting: SchedulerSetting | Sche
     requests,
     profiles,
     peopleClusters: people,
+    liveLabels: new Map([...observed].map(([id, live]) => [id, live.metadata.labels ?? {}])),
     ...(config ? { config } : {}),
     ...(refused !== undefined ? { configRefused: refused } : {}),
     ...(previousRecord ? { previous: previousRecord } : {}),
@@ -142,15 +146,17 @@ export function planClusterRequests(plan: Plan, setting: SchedulerSetting | Sche
           purpose: request.purpose,
           phase: request.phase,
           reason: request.reason,
-          cluster: request.cluster ? key(request.cluster.namespace, request.cluster.name) : '-',
+          cluster: request.cluster ? key(request.cluster.namespace, request.cluster.name) : null,
           message: request.message,
         })),
+        ...(scheduled.notOurs.length > 0 ? { notOurs: scheduled.notOurs } : {}),
       },
     },
     profiles,
     requests: scheduled.requests,
     clusters: scheduled.clusters,
     withheld: scheduled.withheld,
+    notOurs: scheduled.notOurs,
     notes,
     ...(previousRecord ? { previousRecord } : {}),
   };

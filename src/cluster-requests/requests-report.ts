@@ -12,6 +12,8 @@ export type AssignmentChange = 'kept' | 'new' | 'none' | 'unknown';
 export interface ClusterRequestsReport {
   clusterProfiles: { name: string; stack: string; versions: { version: string; release: string; deprecated: boolean }[]; newClusters: string | null }[];
   clusterRequests: { namespace: string; name: string; purpose: string; phase: string; reason: string; cluster: string | null; assignment: AssignmentChange; message: string }[];
+  /** Requests outside `selectors.requests`: another scheduler's, left alone. */
+  clusterRequestsNotOurs: { namespace: string; name: string; message: string }[];
 }
 
 /** The report of a scheduling; `targetRead` says whether `planned` continued from a published tree. */
@@ -29,6 +31,7 @@ export function clusterRequestsReport(planned: PlannedClusterRequests, targetRea
       const assignment: AssignmentChange = !targetRead ? 'unknown' : cluster === null ? 'none' : before.get(`${request.namespace}/${request.name}`) === cluster ? 'kept' : 'new';
       return { namespace: request.namespace, name: request.name, purpose: request.purpose, phase: request.phase, reason: request.reason, cluster, assignment, message: request.message };
     }),
+    clusterRequestsNotOurs: planned.notOurs,
   };
 }
 
@@ -45,5 +48,6 @@ export function formatClusterRequestsReport(report: ClusterRequestsReport): stri
     const why = request.phase === 'Granted' ? '' : `  (${request.reason}: ${request.message})`;
     out.push(`ClusterRequest ${request.namespace}/${request.name}  purpose: ${request.purpose || '-'}  ${request.phase}${cluster}${why}`);
   }
+  for (const request of report.clusterRequestsNotOurs) out.push(`ClusterRequest ${request.namespace}/${request.name}  not ours: ${request.message}`);
   return out.length > 0 ? `${out.join('\n')}\n` : '';
 }

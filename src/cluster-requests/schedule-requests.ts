@@ -14,17 +14,32 @@
 //   stack has no ready release is Pending with the reason, and a cluster it already had stays
 //   (regenerated when its purpose still fits, else its previous manifest kept as it was). Only a
 //   request that is gone takes its cluster with it.
+// The configuration's label selectors act as in the operator: a request outside `selectors.requests`
+// is not ours (no outcome, no status; a cluster it had keeps serving it, as the operator never
+// reconciles it again), and a Cluster is shared only when its labels (the template's, openMCP's
+// delete-without-requests, and whatever its live copy carries) match the purpose's selector and
+// `selectors.clusters`. A granted request keeps its cluster whatever the selectors say.
 import type { ClusterRequestsRecord, RequestAssignmentRecord, RequestedClusterRecord } from '../output/cluster-requests-record.js';
 import { sha256Hex } from '../release/content-digest.js';
 import type { ClusterProfileInfo, ProfileRelease } from './cluster-profiles.js';
-import type { ClusterDefinition, SchedulerConfig } from './scheduler-config.js';
+import { matchesLabelSelector } from '../core/label-selector.js';
+import { type ClusterDefinition, clusterSelectorOf, handlesRequest, type SchedulerConfig } from './scheduler-config.js';
 
 export interface ClusterRequestInput {
   namespace: string;
   name: string;
   /** `spec.purpose`; empty when the request has none (then it is reported and skipped). */
   purpose: string;
+  /** `metadata.labels`, for `selectors.requests`. */
+  labels?: Record<string, string>;
   source?: string;
+}
+
+/** A request `selectors.requests` leaves to someone else: never scheduled, never given a status. */
+export interface NotOurRequest {
+  namespace: string;
+  name: string;
+  message: string;
 }
 
 export type RequestPhase = 'Granted' | 'Pending';
@@ -86,6 +101,8 @@ export interface ScheduleInput {
   configRefused?: string;
   /** `namespace/name` of Clusters written by people: a generated Cluster never takes their name. */
   peopleClusters: Set<string>;
+  /** Labels of the live copies of generated Clusters, by `namespace/name` (for the cluster selectors). */
+  liveLabels?: Map<string, Record<string, string>>;
 }
 
 export interface ScheduleResult {
@@ -93,6 +110,8 @@ export interface ScheduleResult {
   clusters: ScheduledCluster[];
   /** Clusters kept from the previous render as they were (see WithheldCluster). */
   withheld: WithheldCluster[];
+  /** Requests outside `selectors.requests`, sorted. */
+  notOurs: NotOurRequest[];
   record: ClusterRequestsRecord;
 }
 
@@ -203,12 +222,29 @@ export function scheduleRequests(input: ScheduleInput): ScheduleResult {
   const pending = (request: ClusterRequestInput, reason: RequestReason, message: string): void => {
     outcomes.push({ namespace: request.namespace, name: request.name, purpose: request.purpose, phase: 'Pending', reason, message });
   };
+  const notOurs: NotOurRequest[] = [];
+  /** Labels a shared cluster is selected by: what openMCP puts on it, and what its live copy carries. */
+  const labelsOf = (target: ScheduledCluster): Record<string, string> => {
+    const { labels } = target.template.template.metadata;
+    return { ...labels, [DELETE_WITHOUT_REQUESTS_LABEL]: labels[DELETE_WITHOUT_REQUESTS_LABEL] ?? 'true', ...input.liveLabels?.get(key(target.namespace, target.name)) };
+  };
 
   // First the requests that have a cluster already: they keep it, whatever else changed.
   const unassigned: { request: ClusterRequestInput; fit: Fit }[] = [];
   for (const request of requests) {
     const before = previousAssignments.get(key(request.namespace, request.name));
     const held = before ? previousClusters.get(key(before.cluster.namespace, before.cluster.name)) : undefined;
+    if (config && !handlesRequest(config, request.labels)) {
+      // Not ours: left alone. A cluster it was given before still serves it (and stays).
+      const had = held ? `; it keeps Cluster ${key(held.namespace, held.name)}, given before` : '';
+      notOurs.push({ namespace: request.namespace, name: request.name, message: `its labels do not match the scheduler configuration's selectors.requests (${config.origin}): left to another scheduler${had}` });
+      if (held && before) {
+        const fit = fitOf(held.purpose);
+        (isFit(fit) ? cluster(held, fit) : withhold(held, fit.message)).requests.push(key(request.namespace, request.name));
+        assignments.push(before);
+      }
+      continue;
+    }
     if (before && before.purpose !== request.purpose) {
       // Immutable in openMCP: refused, and the request keeps what it had under its old purpose.
       const [reason, message] =
@@ -244,10 +280,12 @@ export function scheduleRequests(input: ScheduleInput): ScheduleResult {
   for (const { request, fit } of unassigned) {
     const namespace = fit.definition.template.metadata.namespace ?? request.namespace;
     const shared = fit.definition.template.spec.tenancy === 'Shared';
+    const selector = clusterSelectorOf(config!, fit.definition);
     const candidates = shared
       ? sortedPool(request.purpose)
           .filter((c) => config!.scope === 'Cluster' || c.namespace === namespace)
           .filter((c) => fit.definition.tenancyCount === 0 || c.requests.length < fit.definition.tenancyCount)
+          .filter((c) => selector === undefined || matchesLabelSelector(selector, labelsOf(c)))
       : [];
     const chosen = candidates.length > 0 ? pick(candidates, config!.strategy, request) : undefined;
     if (chosen) {
@@ -255,6 +293,12 @@ export function scheduleRequests(input: ScheduleInput): ScheduleResult {
       continue;
     }
     const name = newClusterName(request, fit.definition, namespace, clusters, input.peopleClusters, withheld);
+    if (clusters.has(key(namespace, name)) || withheld.has(key(namespace, name))) {
+      // Only an unlimited shared cluster's fixed name can be taken: by the one cluster of the purpose,
+      // which the selectors keep this request from sharing. The operator would conflict too.
+      pending(request, 'NameConflict', `a new Cluster for it would be ${key(namespace, name)}, the purpose's existing cluster, which it may not share: its labels do not match purposeMappings.${request.purpose}.selector and selectors.clusters (${config!.origin}); set template.metadata.generateName for purpose ${request.purpose}, or label that Cluster to match`);
+      continue;
+    }
     if (input.peopleClusters.has(key(namespace, name))) {
       pending(request, 'NameConflict', `a new Cluster for it would be ${key(namespace, name)}, but a Cluster of that name is in the inputs and is not one created for requests; rename that Cluster or set template.metadata.generateName for purpose ${request.purpose}`);
       continue;
@@ -281,7 +325,7 @@ export function scheduleRequests(input: ScheduleInput): ScheduleResult {
   assignments.sort(byKey);
   const recordOf = ({ namespace, name, purpose, profile, tenancy, deleteWithoutRequests, class: className, version }: RequestedClusterRecord): RequestedClusterRecord => ({ namespace, name, purpose, profile, tenancy, deleteWithoutRequests, class: className, version });
   const record: ClusterRequestsRecord = { assignments, clusters: [...kept, ...keptWithheld].map(recordOf).sort(byKey) };
-  return { requests: outcomes, clusters: kept, withheld: keptWithheld, record };
+  return { requests: outcomes, clusters: kept, withheld: keptWithheld, notOurs, record };
 }
 
 function pick(candidates: ScheduledCluster[], strategy: SchedulerConfig['strategy'], request: ClusterRequestInput): ScheduledCluster {

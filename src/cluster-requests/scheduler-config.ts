@@ -3,10 +3,16 @@
 // Cluster template whose `spec.profile` names a ClusterProfile we publish (one per ClusterStack).
 // Read with Kubernetes' YAML; every problem is reported at once, and nothing is guessed: an unknown
 // field, strategy or tenancy, or a purpose given twice, is refused.
+// Label selectors mean what they mean in the operator (internal/config/config_scheduler.go):
+// `selectors.requests` picks the ClusterRequests this scheduler handles, `selectors.clusters` the
+// Clusters it may see at all, and a purpose's `selector` narrows the Clusters that purpose may share
+// (ANDed with `selectors.clusters`). A template whose labels match neither would make Clusters the
+// scheduler could never find again: refused, as the operator refuses it.
 // openMCP's template has nothing for what a CAPI topology Cluster may need beyond class and version
 // (clusterNetwork, control plane replicas, workers, variables). Those come from our own section
 // beside `scheduler:`, never from fields added to openMCP's: `clusterstack.clusterSpecs.<purpose>`,
 // a part of a CAPI Cluster spec merged into every Cluster made for that purpose.
+import { combineLabelSelectors, type LabelSelector, matchesLabelSelector, validateLabelSelector } from '../core/label-selector.js';
 import { InputError, type Problem } from '../core/problem.js';
 import { sha256Digest } from '../release/content-digest.js';
 import { canonicalJson } from '../render/canonical-json.js';
@@ -30,6 +36,8 @@ export interface ClusterDefinition {
   };
   /** Our extension (`clusterstack.clusterSpecs.<purpose>`): what the generated Cluster's spec gets besides class and version. */
   clusterSpec?: ClusterSpecTemplate;
+  /** The purpose's own `selector`, as written (see clusterSelectorOf for the one in effect). */
+  selector?: LabelSelector;
 }
 
 /** The part of a CAPI Cluster (cluster.x-k8s.io/v1beta1) spec a purpose may set. */
@@ -47,6 +55,18 @@ export interface SchedulerConfig {
   strategy: SchedulerStrategy;
   /** Sorted by purpose. */
   purposeMappings: Map<string, ClusterDefinition>;
+  /** `selectors.requests` and `selectors.clusters`; absent: every request, every Cluster. */
+  selectors: { requests?: LabelSelector; clusters?: LabelSelector };
+}
+
+/** Whether the scheduler handles a ClusterRequest with these labels (`selectors.requests`). */
+export function handlesRequest(config: SchedulerConfig, labels: Record<string, string> | undefined): boolean {
+  return config.selectors.requests === undefined || matchesLabelSelector(config.selectors.requests, labels);
+}
+
+/** The selector a purpose's Clusters must match to be shared: its own `selector` and `selectors.clusters`, both. */
+export function clusterSelectorOf(config: SchedulerConfig, definition: ClusterDefinition): LabelSelector | undefined {
+  return combineLabelSelectors(definition.selector, config.selectors.clusters);
 }
 
 const TOP_FIELDS = ['scope', 'strategy', 'purposeMappings', 'selectors'];
@@ -62,6 +82,7 @@ const OWNED_SPEC_FIELDS: Record<string, string> = {
   'topology.version': 'the profile decides it (exactly the Kubernetes version of that release)',
   'topology.classNamespace': 'clusterstack sets it when the stack lives in another namespace',
 };
+const SELECTOR_FIELDS = ['requests', 'clusters'];
 const DEFINITION_FIELDS = ['tenancyCount', 'template', 'selector'];
 const TEMPLATE_FIELDS = ['metadata', 'spec'];
 const METADATA_FIELDS = ['name', 'generateName', 'namespace', 'labels', 'annotations'];
@@ -106,7 +127,7 @@ export function parseSchedulerConfig(text: string, origin: string): SchedulerCon
   if (!isRecord(value)) throw new InputError([{ source: origin, message: 'must be a mapping with scope, strategy and purposeMappings (or a `scheduler:` section holding them)' }]);
   if (value[EXTENSION_SECTION] !== undefined) fail(EXTENSION_SECTION, `goes beside the scheduler: section, not inside it (openMCP's section has no such field): put scheduler: and ${EXTENSION_SECTION}: at the top of the file`);
   unknown(value, TOP_FIELDS.concat(value[EXTENSION_SECTION] !== undefined ? [EXTENSION_SECTION] : []), '', fail);
-  if (value.selectors !== undefined) fail('selectors', 'label selectors are not supported: every ClusterRequest in the inputs is scheduled, and only Clusters created for requests are shared; remove it');
+  const selectors = parseSelectors(value.selectors, fail);
 
   const scope = value.scope ?? 'Cluster';
   if (!SCHEDULER_SCOPES.includes(scope as SchedulerScope)) fail('scope', `must be one of ${SCHEDULER_SCOPES.join(', ')}, not ${JSON.stringify(scope)}`);
@@ -120,13 +141,51 @@ export function parseSchedulerConfig(text: string, origin: string): SchedulerCon
     for (const purpose of Object.keys(mappings).sort()) {
       const definition = parseDefinition(mappings[purpose], `purposeMappings.${purpose}`, fail);
       if (!PURPOSE.test(purpose)) fail(`purposeMappings.${purpose}`, 'a purpose must be a lowercase DNS label (letters, digits, "-", at most 63): it becomes a label value and part of cluster names');
-      if (definition) purposeMappings.set(purpose, definition);
+      if (definition) {
+        templateMatchesSelectors(definition, selectors.clusters, `purposeMappings.${purpose}`, fail);
+        purposeMappings.set(purpose, definition);
+      }
     }
   }
   parseExtension(extension, purposeMappings, fail);
   if (problems.length > 0) throw new InputError(problems, `scheduler configuration ${origin} is not valid; nothing was rendered or written:\n  ${problems.map((p) => `${p.path ? `${p.path}: ` : ''}${p.message}`).join('\n  ')}`);
-  const digest = sha256Digest(canonicalJson({ scope, strategy, purposeMappings: Object.fromEntries(purposeMappings) }));
-  return { origin, digest, scope: scope as SchedulerScope, strategy: strategy as SchedulerStrategy, purposeMappings };
+  // Selectors only when given: a configuration without them keeps the digest it always had.
+  const digest = sha256Digest(canonicalJson({ scope, strategy, purposeMappings: Object.fromEntries(purposeMappings), ...(Object.keys(selectors).length > 0 ? { selectors } : {}) }));
+  return { origin, digest, scope: scope as SchedulerScope, strategy: strategy as SchedulerStrategy, purposeMappings, selectors };
+}
+
+/** `selectors: {requests?, clusters?}`, each a Kubernetes label selector; `null` is left out, as the operator does. */
+function parseSelectors(value: unknown, fail: (path: string, message: string) => void): SchedulerConfig['selectors'] {
+  if (value === undefined || value === null) return {};
+  if (!isRecord(value)) {
+    fail('selectors', 'must be a mapping with requests and/or clusters, each a label selector (matchLabels, matchExpressions)');
+    return {};
+  }
+  unknown(value, SELECTOR_FIELDS, 'selectors', fail);
+  const out: SchedulerConfig['selectors'] = {};
+  for (const field of ['requests', 'clusters'] as const) {
+    const selector = parseSelector(value[field], `selectors.${field}`, fail);
+    if (selector) out[field] = selector;
+  }
+  return out;
+}
+
+function parseSelector(value: unknown, path: string, fail: (path: string, message: string) => void): LabelSelector | undefined {
+  if (value === undefined || value === null) return undefined;
+  const problems = validateLabelSelector(value, path);
+  for (const problem of problems) fail(problem.path ?? path, problem.message);
+  return problems.length === 0 ? (value as LabelSelector) : undefined;
+}
+
+/**
+ * The operator's check: a template's labels must match `selectors.clusters` and the purpose's own
+ * selector, or the Clusters made from it would be invisible to the scheduler that made them.
+ */
+function templateMatchesSelectors(definition: ClusterDefinition, clusters: LabelSelector | undefined, path: string, fail: (path: string, message: string) => void): void {
+  const { labels } = definition.template.metadata;
+  const shown = JSON.stringify(labels);
+  if (clusters && !matchesLabelSelector(clusters, labels)) fail(`${path}.template.metadata.labels`, `${shown} do not match selectors.clusters: the scheduler could never find the Clusters it makes for this purpose; add the labels the selector asks for`);
+  if (definition.selector && !matchesLabelSelector(definition.selector, labels)) fail(`${path}.template.metadata.labels`, `${shown} do not match ${path}.selector: the scheduler could never find the Clusters it makes for this purpose; add the labels the selector asks for`);
 }
 
 /** `clusterstack: {clusterSpecs: {<purpose>: <part of a CAPI Cluster spec>}}`, set on each purpose's definition. */
@@ -213,7 +272,7 @@ function parseDefinition(value: unknown, path: string, fail: (path: string, mess
     return undefined;
   }
   unknown(value, DEFINITION_FIELDS, path, fail);
-  if (value.selector !== undefined) fail(`${path}.selector`, 'label selectors are not supported: only Clusters created for this purpose are shared; remove it');
+  const selector = parseSelector(value.selector, `${path}.selector`, fail);
   const tenancyCount = value.tenancyCount ?? 0;
   if (typeof tenancyCount !== 'number' || !Number.isInteger(tenancyCount) || tenancyCount < 0) fail(`${path}.tenancyCount`, `must be an integer of 0 or more (0: unlimited), not ${JSON.stringify(tenancyCount)}`);
   const template = value.template;
@@ -251,5 +310,5 @@ function parseDefinition(value: unknown, path: string, fail: (path: string, mess
     else parsed.spec.tenancy = spec.tenancy as Tenancy;
   }
   if (parsed.spec.tenancy === 'Exclusive' && tenancyCount !== 0) fail(`${path}.tenancyCount`, 'must be 0 (or left out) when the template\'s tenancy is Exclusive');
-  return { tenancyCount: typeof tenancyCount === 'number' ? tenancyCount : 0, template: parsed };
+  return { tenancyCount: typeof tenancyCount === 'number' ? tenancyCount : 0, template: parsed, ...(selector ? { selector } : {}) };
 }

@@ -5,7 +5,7 @@
 import { type AddonsLayer, CLUSTER_STACK_LAYER, dependenciesOf } from '../api/addons-layer.js';
 import type { CapiCluster } from '../api/types.js';
 import type { Problem } from '../core/problem.js';
-import { matchesLabelSelector } from './label-selector.js';
+import { matchesLabelSelector } from '../core/label-selector.js';
 import { layerRef, meetsKubernetesGate, normalizeVersion, sameVersion } from './layer-version.js';
 
 export interface LayerClusterInput {

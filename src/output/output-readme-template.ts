@@ -94,7 +94,7 @@ ClusterProfiles (\`management/_cluster-requests/profiles/\`): one per ClusterSta
 | ClusterRequest | Purpose | Phase | Cluster | Why |
 | --- | --- | --- | --- | --- |
 {{#each clusterRequests.requests}}
-| {{namespace}}/{{name}} | {{purpose}} | {{phase}} | {{cluster}} | {{message}} |
+| {{namespace}}/{{name}} | {{purpose}} | {{phase}} | {{#if cluster}}{{cluster}}{{else}}-{{/if}} | {{message}} |
 {{/each}}
 {{/if}}
 {{/if}}

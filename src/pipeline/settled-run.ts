@@ -14,7 +14,8 @@ export interface SettledRunReport {
   units: number;
   /** Encrypted Secrets per unit, none of them encrypted in a run that changes nothing. */
   secrets?: EncryptedSecretsReport;
-  clusterRequests?: { namespace: string; name: string; purpose: string; phase: string; reason: string; cluster: string; message: string }[];
+  clusterRequests?: { namespace: string; name: string; purpose: string; phase: string; reason: string; cluster: string | null; message: string }[];
+  clusterRequestsNotOurs?: { namespace: string; name: string; message: string }[];
 }
 
 /** The report to record for `run`, or undefined when the run did not leave its target settled. `warnings`: how many the pipeline gave. */
@@ -25,5 +26,6 @@ export function settledRunReport(run: PipelineResult<unknown>, warnings: number)
   const units = outcome.stats.unitsRendered + outcome.stats.unitsReused;
   const secrets = reportEncryptedSecrets(outcome.provenance.units, outcome.provenance.units);
   const requests = outcome.summary.clusterRequests?.requests;
-  return { units, ...(secrets ? { secrets } : {}), ...(requests ? { clusterRequests: requests } : {}) };
+  const notOurs = outcome.summary.clusterRequests?.notOurs;
+  return { units, ...(secrets ? { secrets } : {}), ...(requests ? { clusterRequests: requests } : {}), ...(notOurs ? { clusterRequestsNotOurs: notOurs } : {}) };
 }

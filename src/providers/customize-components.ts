@@ -7,7 +7,7 @@ import jsonPatch from 'fast-json-patch';
 import type { ProviderDeploymentSpec, ProviderManagerSpec, ProviderPatch, ProviderSpec } from '../api/provider-types.js';
 import type { KubeObject } from '../api/types.js';
 import { decodeYamlDocuments, YamlDecodeError } from '../yaml/kube-yaml.js';
-import { matchesLabelSelector, parseLabelSelector } from './label-selector.js';
+import { matchesLabelSelector, parseLabelSelector } from '../core/label-selector.js';
 
 /** clusterctl's labels on every provider object. */
 export const PROVIDER_LABEL = 'cluster.x-k8s.io/provider';

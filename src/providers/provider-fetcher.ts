@@ -20,7 +20,7 @@ import { sha256Digest } from '../release/content-digest.js';
 import { ReleaseSourceError } from '../sources/release-source.js';
 import type { SourceOpener, SourceOptions } from '../sources/open-release-source.js';
 import { ReleaseCache } from '../sources/release-cache.js';
-import { matchesLabelSelector, requirementsOf } from './label-selector.js';
+import { type LabelSelector, matchesLabelSelector } from '../core/label-selector.js';
 
 /** One version of a provider's release: its metadata.yaml and components, and where they came from. */
 export interface ProviderRelease {
@@ -115,11 +115,11 @@ export function parseProviderOci(reference: string, version: string): { registry
 }
 
 function fromInputs(provider: CapiProvider, inputs: KubeObject[]): { version: string; configMap: KubeObject }[] {
-  const selector = provider.spec?.fetchConfig?.selector ?? {};
-  const requirements = requirementsOf(selector);
+  // Validated with the provider (validate-provider.ts), so its operators are Kubernetes' own.
+  const selector = (provider.spec?.fetchConfig?.selector ?? {}) as LabelSelector;
   const namespace = provider.metadata.namespace ?? 'default';
   return inputs
-    .filter((object) => object.kind === 'ConfigMap' && object.apiVersion === 'v1' && (object.metadata.namespace ?? 'default') === namespace && matchesLabelSelector(requirements, object.metadata.labels ?? {}))
+    .filter((object) => object.kind === 'ConfigMap' && object.apiVersion === 'v1' && (object.metadata.namespace ?? 'default') === namespace && matchesLabelSelector(selector, object.metadata.labels))
     .map((configMap) => ({ version: configMap.metadata.labels?.[CONFIGMAP_VERSION_LABEL] ?? configMap.metadata.name, configMap }));
 }
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { parseLayerDependency, validateAddonsLayer } from '../../src/api/addons-layer.js';
 import { classifyInputs } from '../../src/inputs/classify-inputs.js';
 import { parseManifests } from '../../src/inputs/parse-manifests.js';
-import { matchesLabelSelector } from '../../src/layers/label-selector.js';
+import { matchesLabelSelector } from '../../src/core/label-selector.js';
 import { meetsKubernetesGate, normalizeVersion, sameVersion } from '../../src/layers/layer-version.js';
 
 // Kraan's own examples (docs/design and its test data), byte for byte in meaning.

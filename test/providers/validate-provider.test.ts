@@ -78,6 +78,13 @@ describe('validateProvider', () => {
     expect(validateProvider(spec)).toEqual([{ path: 'spec.fetchConfig', message: expect.stringContaining('sets url and oci; set exactly one of url, oci or selector') }]);
   });
 
+  it('refuses a fetchConfig selector Kubernetes would refuse, naming the operator', () => {
+    const spec = parse(OPERATOR_SPEC);
+    delete spec.spec.fetchConfig.url;
+    spec.spec.fetchConfig.selector = { matchExpressions: [{ key: 'provider-components', operator: 'Equals', values: ['capd'] }] };
+    expect(validateProvider(spec)).toEqual([{ path: 'spec.fetchConfig.selector.matchExpressions[0].operator', message: 'must be one of In, NotIn, Exists, DoesNotExist, found "Equals"' }]);
+  });
+
   it('refuses a version that is not semver, and both patch styles', () => {
     const spec = parse(OPERATOR_SPEC);
     spec.spec.version = 'latest';

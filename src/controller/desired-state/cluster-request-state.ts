@@ -38,7 +38,7 @@ export function desiredRequestStatuses(live: KubeObject[], summary: ClusterReque
       conditions: mergeConditions(current.conditions, [condition], now, generation),
     };
     // A Pending request that keeps the cluster it had (refused, or its mapping withheld) names it too.
-    const [namespace, name] = outcome.cluster.split('/');
+    const [namespace, name] = outcome.cluster?.split('/') ?? [];
     if (current.cluster && !granted) status['cluster'] = current.cluster;
     else if (namespace && name) status['cluster'] = { name, namespace };
     else if (current.cluster) status['cluster'] = current.cluster;

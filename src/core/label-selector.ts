@@ -1,7 +1,9 @@
-// Kubernetes label selectors (metav1.LabelSelector: matchLabels and matchExpressions) over the
-// labels of CAPI Clusters: checked the way the API server checks them, then matched. `{}` selects
-// everything; callers decide what an absent selector means.
-import type { Problem } from '../core/problem.js';
+// Kubernetes label selectors, the one implementation for every caller: the object form
+// (metav1.LabelSelector: matchLabels and matchExpressions, as in AddonsLayers, fetchConfig and
+// openMCP's scheduler configuration), checked the way the API server checks it, and the string form
+// of a kustomize patch target (`a=b,c!=d,e in (x,y),!f`), parsed into the object form. `{}`
+// selects everything; callers decide what an absent selector means. Pure.
+import type { Problem } from './problem.js';
 
 export interface LabelSelectorRequirement {
   key: string;
@@ -83,6 +85,49 @@ export function validateLabelSelector(selector: unknown, path: string): Problem[
     }
   }
   return problems;
+}
+
+/** Parses the string form into the object form; throws with the requirement that does not parse. */
+export function parseLabelSelector(text: string): LabelSelector {
+  const parts: string[] = [];
+  let depth = 0;
+  let current = '';
+  for (const char of text) {
+    if (char === '(') depth += 1;
+    if (char === ')') depth -= 1;
+    if (char === ',' && depth === 0) {
+      parts.push(current.trim());
+      current = '';
+    } else current += char;
+  }
+  parts.push(current.trim());
+  const matchExpressions = parts
+    .filter((part) => part !== '')
+    .map((part): LabelSelectorRequirement => {
+      let match = /^!\s*([\w./-]+)$/.exec(part);
+      if (match) return { key: match[1]!, operator: 'DoesNotExist' };
+      match = /^([\w./-]+)\s*(==|=|!=)\s*([\w.-]*)$/.exec(part);
+      if (match) return { key: match[1]!, operator: match[2] === '!=' ? 'NotIn' : 'In', values: [match[3]!] };
+      match = /^([\w./-]+)\s+(in|notin)\s*\(([^()]*)\)$/.exec(part);
+      if (match) return { key: match[1]!, operator: match[2] === 'in' ? 'In' : 'NotIn', values: match[3]!.split(',').map((value) => value.trim()) };
+      match = /^([\w./-]+)$/.exec(part);
+      if (match) return { key: match[1]!, operator: 'Exists' };
+      throw new Error(`cannot parse "${part}"; expected key=value, key!=value, key in (a,b), key notin (a,b), key or !key`);
+    });
+  return { matchExpressions };
+}
+
+/**
+ * Both selectors at once (their requirements ANDed), as openMCP's scheduler combines a purpose's
+ * `selector` with `selectors.clusters`: on a matchLabels key both give, `global`'s value wins.
+ */
+export function combineLabelSelectors(local: LabelSelector | undefined, global: LabelSelector | undefined): LabelSelector | undefined {
+  if (!local) return global;
+  if (!global) return local;
+  return {
+    matchLabels: { ...local.matchLabels, ...global.matchLabels },
+    matchExpressions: [...(local.matchExpressions ?? []), ...(global.matchExpressions ?? [])],
+  };
 }
 
 /** Whether `labels` match a (valid) selector; `{}` matches everything. */
