@@ -15,6 +15,7 @@ import type { ClusterStack, KubeObject } from '../api/types.js';
 import { namespaceOf } from '../core/resolve-releases.js';
 import { buildPlan, errorMessage, sourceLocationOf, type Plan } from '../plan/build-plan.js';
 import type { RenderOutcome } from '../render/render-output.js';
+import { holdPublishedClusters } from '../render/held-published-clusters.js';
 import { typedFailure, type TypedFailure } from '../core/failure.js';
 import type { MassDeletionPolicy } from '../core/mass-deletion-guard.js';
 import { renderAndPublish } from '../pipeline/render-and-publish.js';
@@ -424,7 +425,10 @@ export class Controller {
 
     // Report back: owned objects, statuses, events, Argo CD cluster Secrets. A stand-in is no
     // resolution of its own: its stack reports the invalid spec, its objects stay as they are.
-    const statusPlan = plan && standIns.size > 0 ? withoutStandIns(plan, standIns) : plan;
+    const ownPlan = plan && standIns.size > 0 ? withoutStandIns(plan, standIns) : plan;
+    // A Cluster the render held (its class unreadable now, its addons published before) keeps its
+    // ClusterAddon, which says why, instead of losing it as a Cluster that is not ours.
+    const statusPlan = ownPlan && previous ? holdPublishedClusters(ownPlan, previous).plan : ownPlan;
     const sync = this.syncState(render, publish);
     if (plan) this.snapshot = addonSnapshot(statusPlan, render, publish);
     const inputs: StatusInputs = {
@@ -466,7 +470,7 @@ export class Controller {
     await this.events.record(eventsWithSubjects(desired.events, apply));
     this.finished += 1;
     if (this.options.engine === 'argocd' && plan) {
-      const workload = plan.resolution.clusters.filter((cluster) => cluster.managed).map((cluster) => ({ namespace: cluster.namespace, name: cluster.name }));
+      const workload = (statusPlan ?? plan).resolution.clusters.filter((cluster) => cluster.managed).map((cluster) => ({ namespace: cluster.namespace, name: cluster.name }));
       try {
         const report = await this.argoSecrets.reconcile(workload);
         if (report.errors.length > 0) failures.push({ kind: 'retry', message: `${report.errors.length} Argo CD cluster secret(s) could not be written` });

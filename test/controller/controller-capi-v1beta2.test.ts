@@ -56,4 +56,15 @@ describe('controller with Cluster API v1beta2 preferred', () => {
     // The control plane, named by group only, is watched in the version the API server prefers.
     expect(watched).toContain('/apis/controlplane.cluster.x-k8s.io/v1beta2/kubeadmcontrolplanes');
   });
+  it('keeps the addons and the ClusterAddon of a published Cluster whose class it can no longer read, saying why', async () => {
+    const live = (await fx.custom.getNamespacedCustomObject({ group: 'cluster.x-k8s.io', version: 'v1beta2', plural: 'clusters', namespace: NS, name: 'alpha' })) as KubeObject & { spec: { topology: Record<string, unknown> } };
+    const before = Object.entries(fx.published()).filter(([file]) => file.startsWith(`clusters/${NS}/alpha/`));
+    expect(before.length).toBeGreaterThan(0);
+    // A ClusterClass of someone else's: the Cluster is no longer ours to render, but its addons were published.
+    live.spec.topology = { ...live.spec.topology, classRef: { name: 'hand-made-class' } };
+    await fx.custom.replaceNamespacedCustomObject({ group: 'cluster.x-k8s.io', version: 'v1beta2', plural: 'clusters', namespace: NS, name: 'alpha', body: live });
+    await waitFor(() => condition(fx.get('ClusterAddon', NS, 'alpha'), 'ClusterClassAvailable')?.status === 'False', 'the held Cluster to say why', 30_000);
+    expect(condition(fx.get('ClusterAddon', NS, 'alpha'), 'ClusterClassAvailable')?.message).toMatch(/spec\.topology\.classRef\.name names hand-made-class, which is not a cluster stack class, but the published tree holds this Cluster's addons/);
+    expect(Object.entries(fx.published()).filter(([file]) => file.startsWith(`clusters/${NS}/alpha/`))).toEqual(before);
+  });
 });
