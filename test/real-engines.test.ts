@@ -42,7 +42,9 @@ describe('real engines', () => {
       expect(built).toMatchObject({ name: pinned.name, module: pinned.module, version: pinned.version });
       expect(built.binaries.sort()).toEqual(Object.keys(pinned.bin ?? {}).sort());
       if (pinned.crds) expect(built.crds.length).toBeGreaterThan(0);
-      lines.push(`${pinned.name.padEnd(22)} ${built.version.padEnd(9)} ${built.module}  (built with ${built.go}${built.binaries.length ? `: ${built.binaries.join(', ')}` : ''}${built.crds.length ? `; ${built.crds.length} CRDs` : ''})`);
+      expect(built.replaced).toEqual(pinned.replace ?? {});
+      const replaced = Object.entries(built.replaced).map(([module, version]) => `; ${module} at ${version}`).join('');
+      lines.push(`${pinned.name.padEnd(22)} ${built.version.padEnd(9)} ${built.module}  (built with ${built.go}${built.binaries.length ? `: ${built.binaries.join(', ')}` : ''}${built.crds.length ? `; ${built.crds.length} CRDs` : ''}${replaced})`);
     }
     console.log(`Real engines in this run:\n${lines.join('\n')}`);
   });

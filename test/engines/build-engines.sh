@@ -16,7 +16,9 @@
 # replacements, so the same dependency graph as its release) plus a requirement on the engine itself.
 # Replacements that point into the engine's own repository cannot be followed from the proxy: those
 # are dropped (the requirement already names the version), and for k8s.io/kubernetes each staging
-# module it requires as v0.0.0 is replaced with its published v0.X.Y, which is the same code.
+# module it requires as v0.0.0 is replaced with its published v0.X.Y, which is the same code. Where
+# the proxy does not serve a version an engine requires, versions.json replaces it with the nearest
+# served one and says why; the engine's engine.json records it.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${CLUSTERSTACK_ENGINE_CACHE:-$HOME/.cache/clusterstack-gitops/engines}
@@ -31,18 +33,20 @@ if [ -z "$go" ]; then
   exit 3
 fi
 
-# One line per engine: name, module, version, go toolchain, bin (name=dir,...), x (var=value,...), crds (dir,...).
+# One line per engine: name, module, version, go toolchain, bin (name=dir,...), x (var=value,...),
+# crds (dir,...), replace (module=version,...).
 plan=$(node -e '
   const { engines } = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
   for (const e of engines) {
     const pairs = (o) => Object.entries(o ?? {}).map(([k, v]) => `${k}=${v}`).join(",") || "-";
-    console.log([e.name, e.module, e.version, e.go, pairs(e.bin), pairs(e.x), (e.crds ?? []).join(",") || "-"].join("\t"));
+    console.log([e.name, e.module, e.version, e.go, pairs(e.bin), pairs(e.x), (e.crds ?? []).join(",") || "-", pairs(e.replace)].join("\t"));
   }' "$here/versions.json")
 
 # The engine's go.mod as a throw-away module's: renamed, toolchain line dropped, in-repository
-# replacements rewritten (staging modules) or dropped, and the engine itself required.
-throwaway_go_mod() { # <engine go.mod> <module> <version> <staging version>
-  awk -v module="$2" -v version="$3" -v staging="$4" '
+# replacements rewritten (staging modules) or dropped, the engine itself required, and the
+# replacements versions.json names (module=version,...) added.
+throwaway_go_mod() { # <engine go.mod> <module> <version> <staging version> [<replacements>]
+  awk -v module="$2" -v version="$3" -v staging="$4" -v replacements="${5:--}" '
     FNR == NR { if ($2 == "v0.0.0") zero[$1] = 1; next }
     /^module / { print "module clusterstack.test/engine-build"; next }
     /^toolchain / { next }
@@ -54,7 +58,13 @@ throwaway_go_mod() { # <engine go.mod> <module> <version> <staging version>
       next
     }
     { print }
-    END { print ""; print "require " module " " version }
+    END {
+      print ""; print "require " module " " version
+      if (replacements != "-") {
+        n = split(replacements, pairs, ",")
+        for (i = 1; i <= n; i++) { split(pairs[i], pair, "="); print "replace " pair[1] " => " pair[1] " " pair[2] }
+      }
+    }
   ' "$1" "$1"
 }
 
@@ -72,7 +82,7 @@ substitute() { # <template> <version> <client-go major> <client-go minor>
 json_field() { node -e 'const v = JSON.parse(require("fs").readFileSync(0, "utf8"))[process.argv[1]]; if (v) console.log(v)' "$1"; }
 
 failed=()
-while IFS=$'\t' read -r name module version toolchain bins xs crds; do
+while IFS=$'\t' read -r name module version toolchain bins xs crds replacements; do
   target=$cache/$name-$version
   [ -f "$target/engine.json" ] && continue
   echo "build-engines: $name $version ($module) ..." >&2
@@ -112,7 +122,7 @@ while IFS=$'\t' read -r name module version toolchain bins xs crds; do
     mkdir -p "$work/mod" "$work/out/bin"
     staging=""
     [ "$module" = k8s.io/kubernetes ] && staging="v0.${version#v1.}"
-    throwaway_go_mod "$engine_go_mod" "$module" "$version" "$staging" >"$work/mod/go.mod"
+    throwaway_go_mod "$engine_go_mod" "$module" "$version" "$staging" "$replacements" >"$work/mod/go.mod"
     [ -f "$source_dir/go.sum" ] && cp "$source_dir/go.sum" "$work/mod/go.sum" && chmod u+w "$work/mod/go.sum"
     client_go=$(awk '$1 == "k8s.io/client-go" { print $2; exit }' "$engine_go_mod")
     client_go=${client_go#v0.}
@@ -139,12 +149,13 @@ while IFS=$'\t' read -r name module version toolchain bins xs crds; do
     seconds=$(( $(date +%s) - started ))
     go_version=$(cd "$work" && "$go" env GOVERSION)
     node -e '
-      const [name, module, version, goVersion, seconds, bins, crds] = process.argv.slice(1);
+      const [name, module, version, goVersion, seconds, bins, crds, replacements] = process.argv.slice(1);
       const list = (s) => (s ? s.split("\n") : []);
-      const manifest = { name, module, version, go: goVersion, binaries: list(bins), crds: list(crds), buildSeconds: Number(seconds) };
-      require("fs").writeFileSync(process.argv[8], JSON.stringify(manifest, null, 2) + "\n");
+      const replaced = Object.fromEntries(replacements === "-" ? [] : replacements.split(",").map((pair) => pair.split("=")));
+      const manifest = { name, module, version, go: goVersion, binaries: list(bins), crds: list(crds), replaced, buildSeconds: Number(seconds) };
+      require("fs").writeFileSync(process.argv[9], JSON.stringify(manifest, null, 2) + "\n");
     ' "$name" "$module" "$version" "$go_version" "$seconds" "$(printf '%s\n' "${bin_list[@]}" | sed '/^$/d')" \
-      "$(printf '%s\n' "${crd_list[@]}" | sed '/^$/d')" "$work/out/engine.json"
+      "$(printf '%s\n' "${crd_list[@]}" | sed '/^$/d')" "$replacements" "$work/out/engine.json"
     rm -rf "$target"
     mv "$work/out" "$target"
     echo "build-engines: $name $version ready in ${seconds}s: $target" >&2

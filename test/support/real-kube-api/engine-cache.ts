@@ -16,6 +16,9 @@ export interface PinnedEngine {
   go: string;
   bin?: Record<string, string>;
   crds?: string[];
+  /** module -> version, where the proxy does not serve the version the engine requires. */
+  replace?: Record<string, string>;
+  why?: string;
 }
 
 /** What build-engines.sh recorded in <cache>/<name>-<version>/engine.json. */
@@ -28,6 +31,8 @@ export interface BuiltEngine {
   binaries: string[];
   /** Module-relative paths of the CRD files kept. */
   crds: string[];
+  /** The replacements versions.json asked for (module -> version). */
+  replaced: Record<string, string>;
   buildSeconds: number;
   /** Where it is on this machine. */
   dir: string;
