@@ -111,13 +111,20 @@ describe('strict server-side validation on a real API server', () => {
     expect(acceptedKinds(verdicts)).toEqual(expect.arrayContaining(['v1 Secret', 'cluster.x-k8s.io/v1beta1 ClusterClass']));
   });
 
-  it('the fixture releases rendered (pre-release channel) are accepted', async () => {
+  it('the fixture releases rendered (pre-release and hash channels, with a Cluster for the addons) are accepted', async () => {
+    const stack = (name: string, channel: string, versions: string[]): string =>
+      `apiVersion: clusterstack.x-k8s.io/v1alpha1\nkind: ClusterStack\nmetadata: {name: ${name}, namespace: cluster-stacks}\n` +
+      `spec: {provider: docker, name: ferrol, kubernetesVersion: "1.30", channel: ${channel}, noProvider: true, versions: [${versions.join(', ')}]}\n`;
     const inputs = await writeTree({
-      'clusterstack.yaml': [
-        'apiVersion: clusterstack.x-k8s.io/v1alpha1',
-        'kind: ClusterStack',
-        'metadata: {name: docker-ferrol-1-30-alpha, namespace: cluster-stacks}',
-        'spec: {provider: docker, name: ferrol, kubernetesVersion: "1.30", channel: alpha, noProvider: true, versions: [v1-alpha.5, v1-alpha.6, v1-alpha.10, v2-alpha.4]}',
+      'stacks.yaml': `${stack('docker-ferrol-1-30-alpha', 'alpha', ['v1-alpha.5', 'v1-alpha.6', 'v1-alpha.10', 'v2-alpha.4'])}---\n${stack('docker-ferrol-1-30-custom', 'custom', ['v0-sha.hipstsw'])}`,
+      'cluster.yaml': [
+        'apiVersion: cluster.x-k8s.io/v1beta1',
+        'kind: Cluster',
+        'metadata: {name: echo, namespace: cluster-stacks}',
+        'spec:',
+        '  clusterNetwork: {pods: {cidrBlocks: [192.168.0.0/16]}, services: {cidrBlocks: [10.128.0.0/12]}}',
+        '  controlPlaneEndpoint: {host: 172.18.0.12, port: 6443}',
+        '  topology: {class: docker-ferrol-1-30-v1-alpha.10, version: v1.30.2}',
         '',
       ].join('\n'),
     });
@@ -128,7 +135,9 @@ describe('strict server-side validation on a real API server', () => {
     const tree = path.join(out, 'current');
     const verdicts = await validate('fixture releases', tree, yamlFiles(tree));
     expect(refused(verdicts)).toBe('');
-    expect(verdicts.filter((verdict) => verdict.kind === 'ClusterClass' && verdict.outcome === 'accepted')).toHaveLength(4);
+    expect(verdicts.filter((verdict) => verdict.outcome === 'unchecked')).toEqual([]);
+    expect(verdicts.filter((verdict) => verdict.kind === 'ClusterClass' && verdict.outcome === 'accepted')).toHaveLength(5);
+    expect(verdicts.some((verdict) => verdict.source.startsWith('clusters/cluster-stacks/echo/') && verdict.outcome === 'accepted')).toBe(true);
   });
 
   it('the examples we ship as objects (inputs and layer manifests) are accepted, or listed as unchecked', async () => {

@@ -98,6 +98,8 @@ export async function startRealKubeApi(options: RealKubeApiOptions = {}): Promis
       `--etcd-servers=${etcdUrl}`,
       '--bind-address=127.0.0.1',
       '--advertise-address=127.0.0.1',
+      // The reconciler refuses a loopback address for the kubernetes Service's endpoints.
+      '--endpoint-reconciler-type=none',
       `--secure-port=${securePort}`,
       `--tls-cert-file=${pki.servingCertFile}`,
       `--tls-private-key-file=${pki.servingKeyFile}`,
