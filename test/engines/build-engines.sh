@@ -11,6 +11,9 @@
 # An engine directory appears only when complete (built in a temp directory, then renamed), so an
 # interrupted run leaves nothing half-built behind. Does nothing when everything is cached.
 #
+#   test/engines/build-engines.sh                    # every engine versions.json pins
+#   test/engines/build-engines.sh etcd cluster-api   # only these (names as in versions.json)
+#
 # A program is built the way the go command builds any module's main package: in a throw-away
 # module, generated here in a temp directory, whose go.mod is the engine's own (same requirements and
 # replacements, so the same dependency graph as its release) plus a requirement on the engine itself.
@@ -37,10 +40,16 @@ fi
 # crds (dir,...), replace (module=version,...).
 plan=$(node -e '
   const { engines } = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
-  for (const e of engines) {
+  const wanted = process.argv.slice(2);
+  const unknown = wanted.filter((name) => !engines.some((e) => e.name === name));
+  if (unknown.length > 0) {
+    console.error(`build-engines: no engine named ${unknown.join(", ")} in versions.json (known: ${engines.map((e) => e.name).join(", ")})`);
+    process.exit(2);
+  }
+  for (const e of engines.filter((e) => wanted.length === 0 || wanted.includes(e.name))) {
     const pairs = (o) => Object.entries(o ?? {}).map(([k, v]) => `${k}=${v}`).join(",") || "-";
     console.log([e.name, e.module, e.version, e.go, pairs(e.bin), pairs(e.x), (e.crds ?? []).join(",") || "-", pairs(e.replace)].join("\t"));
-  }' "$here/versions.json")
+  }' "$here/versions.json" "$@")
 
 # The engine's go.mod as a throw-away module's: renamed, toolchain line dropped, in-repository
 # replacements rewritten (staging modules) or dropped, the engine itself required, and the

@@ -68,6 +68,10 @@ export async function validateOnServer(client: KubeClient, documents: SourceDocu
     const kind = String(value?.kind ?? '');
     const name = String(value?.metadata?.name ?? '');
     const base = { source: document.source, apiVersion, kind, name };
+    if (apiVersion === '' || kind === '') {
+      verdicts.push({ ...base, outcome: 'unchecked', message: 'not a Kubernetes object (no apiVersion or kind)' });
+      continue;
+    }
     const resource = served.get(`${apiVersion} ${kind}`);
     if (!resource) {
       verdicts.push({ ...base, outcome: 'unchecked', message: `no CRD or built-in type for ${apiVersion} ${kind} on this server` });
