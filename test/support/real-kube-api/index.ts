@@ -6,4 +6,5 @@ export { kubeClient, type KubeClient, type KubeResponse } from './kube-client.js
 export { startKubeControllerManager, type KubeControllerManager } from './kube-controller-manager.js';
 export { startLocalProcess, waitUntil, type LocalProcess } from './local-process.js';
 export { distinctFreePorts, kubeconfigYaml, SERVICE_CIDR, startRealKubeApi, type KubeCredential, type RealKubeApi } from './real-kube-api.js';
+export { startFluxControllers, type FluxControllers } from './flux-controllers.js';
 export { describeVerdicts, documentsOfFiles, servedKinds, validateOnServer, type ObjectVerdict, type SourceDocument } from './server-side-validation.js';
