@@ -49,7 +49,8 @@ describe('real engines', () => {
       if (pinned.crds) expect(built.crds.length).toBeGreaterThan(0);
       expect(built.replaced).toEqual(pinned.replace ?? {});
       const replaced = Object.entries(built.replaced).map(([module, version]) => `; ${module} at ${version}`).join('');
-      lines.push(`${pinned.name.padEnd(22)} ${built.version.padEnd(9)} ${built.module}  (built with ${built.go}${built.binaries.length ? `: ${built.binaries.join(', ')}` : ''}${built.crds.length ? `; ${built.crds.length} CRDs` : ''}${replaced})`);
+      const what = built.binaries.length ? `built with ${built.go}: ${built.binaries.join(', ')}` : 'downloaded';
+      lines.push(`${pinned.name.padEnd(22)} ${built.version.padEnd(9)} ${built.module}  (${what}${built.crds.length ? `; ${built.crds.length} CRDs` : ''}${replaced})`);
     }
     console.log(`Real engines in this run:\n${lines.join('\n')}`);
   });
