@@ -35,6 +35,12 @@ if [ -z "$go" ]; then
   echo "build-engines: Go is not installed (expected /usr/local/go/bin/go); the engines are built from the Go module proxy" >&2
   exit 3
 fi
+# The engines need Go 1.26 or newer (their go.mod files say so); older Go cannot fetch a newer toolchain.
+go_minor=$(GOTOOLCHAIN=local "$go" env GOVERSION | sed -nE 's/^go1\.([0-9]+).*/\1/p')
+if [ -z "$go_minor" ] || [ "$go_minor" -lt 26 ]; then
+  echo "build-engines: $go is $(GOTOOLCHAIN=local "$go" env GOVERSION); the engines need Go 1.26 or newer (install it at /usr/local/go)" >&2
+  exit 3
+fi
 
 # One line per engine: name, module, version, go toolchain, bin (name=dir,...), x (var=value,...),
 # crds (dir,...), replace (module=version,...).
