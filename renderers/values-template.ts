@@ -30,6 +30,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { cleanHelmStderr, HelmRenderError } from './helm-errors.js';
+import { helm3ExecErrors, lintLogMessage } from './helm-error-text.js';
 import { type HelmRunner, VALUES_PRIORITY } from './helm-runner.js';
 import { helmKubeVersion } from './helm-renderer.js';
 import { sortKeysDeep } from '../src/core/sort-keys.js';
@@ -234,19 +235,17 @@ async function lintUnits(runner: HelmRunner, units: Unit[], dir: string): Promis
   // Lint-mode `required` and `fail` only log; the begin marker tells whose log line it is.
   let current: number | undefined;
   for (const line of result.stderr.split('\n')) {
-    const required = /\[INFO\] Missing required value: (.*)$/.exec(line);
-    const fail = /\[INFO\] Fail: (.*)$/.exec(line);
-    const begin = required && /^cs-begin:(\d+)$/.exec(required[1] ?? '');
+    const logged = lintLogMessage(line);
+    const begin = logged?.kind === 'required' && /^cs-begin:(\d+)$/.exec(logged.message);
     if (begin) {
       current = Number(begin[1]);
       continue;
     }
-    const message = required?.[1] ?? fail?.[1];
     const unit = current === undefined ? undefined : units[current];
-    if (message !== undefined && unit && !failures.has(unit)) failures.set(unit, { ok: false, reason: 'TemplateError', detail: message });
+    if (logged && unit && !failures.has(unit)) failures.set(unit, { ok: false, reason: 'TemplateError', detail: logged.message });
   }
 
-  for (const section of result.stdout.split(/^==> Linting /m).slice(1)) {
+  for (const section of helm3ExecErrors(result.stdout).split(/^==> Linting /m).slice(1)) {
     const unit = units[Number(/^u(\d+)/.exec(section)?.[1] ?? NaN)];
     const error = /^\[ERROR\] [^:]*: (.*)$/m.exec(section)?.[1];
     if (unit && error !== undefined && !failures.has(unit)) failures.set(unit, failureFrom(error, unit.template.strict));
@@ -304,11 +303,12 @@ async function renderUnits(runner: HelmRunner, units: Unit[], dir: string, kubeV
       return outcomes;
     }
     if (options.stopAtFirstFailure) return undefined;
-    const culprits = culpritsOf(result.stderr, units, pending);
+    const stderr = helm3ExecErrors(result.stderr);
+    const culprits = culpritsOf(stderr, units, pending);
     if (culprits.length === 0) {
-      throw new HelmRenderError('addon values templates', 'the generated values-template chart', cleanHelmStderr(result.stderr, [[dir, '<values templates>']]));
+      throw new HelmRenderError('addon values templates', 'the generated values-template chart', cleanHelmStderr(stderr, [[dir, '<values templates>']]));
     }
-    const message = cleanHelmStderr(result.stderr);
+    const message = cleanHelmStderr(stderr);
     for (const n of culprits) {
       outcomes.set(units[n]!, failureFrom(message, units[n]!.template.strict));
       pending.delete(n);
