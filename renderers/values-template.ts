@@ -21,6 +21,10 @@
 //    item tags those lines with the item they belong to, so they withhold it as helm template would.
 //    Then `helm template` again over the items lint passed.
 //
+// Each step was verified against helm 3.10.1 and again against every supported helm (3.22.0 and
+// 4.3.1; the suite runs on each): all of it is still needed there. Helm 4 words execution errors and
+// lint's log lines differently; helm-error-text.ts reads them back into helm 3's words.
+//
 // So a batch costs one helm process when nothing fails and three at most whatever fails in it. If
 // the last template pass still stops (lint and template disagree on something unforeseen), the item
 // named in the error is withheld and the rest re-rendered: bounded by the number of items, and in
