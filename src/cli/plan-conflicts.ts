@@ -65,5 +65,5 @@ export async function chartRenderKeysOf(plan: Plan, config: Readonly<Config>): P
   const helm = await helmBinaryIdentity({ ...(config.helmBinary ? { configured: config.helmBinary } : {}), pathEnv: config.pathEnv });
   if (helm === undefined) return new Set();
   const units = planUnits(plan, { secrets: 'allow' }).units.filter((unit) => unit.record.kind === 'release');
-  return new Set(units.map((unit) => chartRenderKey({ releaseName: unit.releaseName, chart: unit.chart, namespace: unit.renderNamespace, kubeVersion: unit.kubeVersion, values: unit.values, includeCrds: unit.includeCrds }, helm)));
+  return new Set(units.map((unit) => chartRenderKey({ releaseName: unit.releaseName, chart: unit.chart, namespace: unit.renderNamespace, kubeVersion: unit.kubeVersion, apiVersions: unit.apiVersions, values: unit.values, includeCrds: unit.includeCrds }, helm)));
 }

@@ -19,7 +19,7 @@ export async function checkReleaseConflicts(plan: Plan, deps: Pick<RenderDepende
     releases.map(async (unit) => {
       let output: string;
       try {
-        output = await deps.renderChart({ releaseName: unit.releaseName, chart: unit.chart, namespace: unit.renderNamespace, kubeVersion: unit.kubeVersion, values: unit.values, includeCrds: unit.includeCrds });
+        output = await deps.renderChart({ releaseName: unit.releaseName, chart: unit.chart, namespace: unit.renderNamespace, kubeVersion: unit.kubeVersion, apiVersions: unit.apiVersions, values: unit.values, includeCrds: unit.includeCrds });
       } catch (error) {
         if (failureKindOf(error) === 'fix-input') return;
         throw error;
