@@ -37,7 +37,7 @@ describe('clusterstack --version', () => {
       const result = await runClusterstack(args);
       expect(result.code).toBe(0);
       expect(result.stdout.split('\n')[0]).toBe(`clusterstack ${version}`);
-      expect(result.stdout).toMatch(/^helm v3\.\d+\.\d+/m);
+      expect(result.stdout).toMatch(/^helm v[34]\.\d+\.\d+ \(path: /m);
       expect(result.stdout).toContain(`node ${process.version}`);
     }
   });
