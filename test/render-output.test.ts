@@ -32,7 +32,7 @@ describe('renderOutput', () => {
     const workDir = await tempDir();
     const plan = await buildPlan({ manifests: { objects: [...base.objects, { source: 'test', object: cluster }], problems: [] }, defaultSource: releases, openSource: createSourceOpener({ cacheDir: workDir }), workDir });
 
-    const outcome = await renderOutput(plan, createHelmDependencies({ workDir }), { secrets: 'refuse', previous: new Map() });
+    const outcome = await renderOutput(plan, createHelmDependencies({ workDir, pathEnv: process.env.PATH ?? '' }), { secrets: 'refuse', previous: new Map() });
 
     expect(outcome.withheld).toEqual([]);
     expect(outcome.tree.get('clusters/cluster-stacks/big/cluster-addon/configmap-kindnet-cfg.yaml')).toMatch(/cluster-name: "big-9007199254740993"\n/);

@@ -18,6 +18,7 @@ import { readProvenance, type UnitRecord } from '../output/provenance.js';
 import { endPhase } from './phase-timings.js';
 import { planRenderCheck } from './plan-render-check.js';
 import { holdPublishedClusters } from '../render/held-published-clusters.js';
+import type { Config } from '../config.js';
 
 export const PLAN_USAGE = `Usage: clusterstack plan <files or dirs...> --release-source <source> [--json] [target]
 
@@ -75,6 +76,8 @@ export async function planCommand(args: string[], io: CliIo): Promise<number> {
   await checkCacheDir(config, values, io);
   const location = resolveLocation(releaseSource, io.cwd, '--release-source');
   const warn = values.json ? undefined : (message: string): void => io.stderr(`warning: ${message}\n`);
+  // Which helm a render would use, found while the plan is read (one `helm version`).
+  const helmInUse = helmInUseNote(config);
   const scheduler = await readSchedulerConfigOption(values['scheduler-config'], io.cwd);
   const targetSettings = planTargetSettings(values);
   const outputDir = targetSettings ? localOutputDirectory(targetSettings, io.cwd) : undefined;
@@ -105,14 +108,33 @@ export async function planCommand(args: string[], io: CliIo): Promise<number> {
     report.decidedAtRender = check.foresight.decidedAtRender;
   }
   endPhase('render-check', check.summary);
+  const helm = await helmInUse;
+  if (helm.warning) {
+    report.warnings.push(helm.warning);
+    warn?.(helm.warning);
+  }
   const requests = scheduler ? await clusterRequestsSection(plan, scheduler, previous, target !== undefined) : undefined;
   const upgrades = previous ? await upgradeOrder(plan, published?.units ?? [], { engine: gitops, argocdNamespace: values['argocd-namespace'] }) : undefined;
-  if (values.json) io.stdout(`${JSON.stringify({ ...report, ...(target ? { target: target.target } : {}), ...requests?.report, ...(upgrades ? { upgrades } : {}) }, null, 2)}\n`);
-  else io.stdout(formatPlanReport({ ...report, warnings: [] }) + (requests ? `${target ? `ClusterRequests against ${target.target}:\n` : ''}${requests.text}` : '') + (upgrades ? formatUpgradeOrder(upgrades) : ''));
+  if (values.json) io.stdout(`${JSON.stringify({ ...report, helm: helm.json, ...(target ? { target: target.target } : {}), ...requests?.report, ...(upgrades ? { upgrades } : {}) }, null, 2)}\n`);
+  else io.stdout(formatPlanReport({ ...report, warnings: [] }) + (requests ? `${target ? `ClusterRequests against ${target.target}:\n` : ''}${requests.text}` : '') + (upgrades ? formatUpgradeOrder(upgrades) : '') + `${helm.line}\n`);
   endPhase('report');
   // A remote that failed is not the inputs' fault: exit 3, so CI retries rather than blames the change.
   if (retryableProblems(plan).length > 0) return EXIT_FAILURE;
   return reportHasProblems(report) ? EXIT_PROBLEMS : EXIT_OK;
+}
+
+/**
+ * The helm a render would use, for the report (`helm` in JSON, its last line in text), and a warning
+ * when it is below the supported range or missing: the plan stands either way.
+ */
+async function helmInUseNote(config: Readonly<Config>): Promise<{ json: { version: string; source: string; path: string } | null; line: string; warning?: string }> {
+  const { describeHelm, resolveHelmBinary } = await import('../../renderers/helm-binary.js');
+  try {
+    const helm = await resolveHelmBinary({ ...(config.helmBinary ? { configured: config.helmBinary } : {}), pathEnv: config.pathEnv });
+    return { json: { version: helm.version, source: helm.source, path: helm.path }, line: describeHelm(helm), ...(helm.warning ? { warning: helm.warning } : {}) };
+  } catch (error) {
+    return { json: null, line: 'helm: none usable', warning: `a render would fail: ${(error as Error).message}` };
+  }
 }
 
 /** Which cluster each ClusterRequest keeps or gets: loaded only with --scheduler-config. */

@@ -79,7 +79,7 @@ export async function chartRenderKeysOf(plan: Plan, config: Readonly<Config>): P
   const units = [...planUnits(plan, { secrets: 'allow' }).units, ...layerUnits(plan, 'allow').units];
   return new Set(
     units.flatMap((unit) => [
-      ...(unit.record.kind === 'release' ? [chartRenderKey({ releaseName: unit.releaseName, chart: unit.chart, namespace: unit.renderNamespace, kubeVersion: unit.kubeVersion, values: unit.values, includeCrds: unit.includeCrds }, helm)] : []),
+      ...(unit.record.kind === 'release' ? [chartRenderKey({ releaseName: unit.releaseName, chart: unit.chart, namespace: unit.renderNamespace, kubeVersion: unit.kubeVersion, apiVersions: unit.apiVersions, values: unit.values, includeCrds: unit.includeCrds }, helm)] : []),
       ...(unit.template ? [valuesVerdictKey({ id: unit.record.dir, origin: unit.template.origin, template: unit.template.text, context: unit.template.context }, unit.kubeVersion, helm)] : []),
     ]),
   );

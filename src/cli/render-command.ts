@@ -318,6 +318,9 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
       }
     }
 
+    // Said on every run that uses such a helm; not part of what a settled run records.
+    const helmWarning = helm.binary()?.warning;
+    if (helmWarning) warn(helmWarning);
     const report: RenderReport = {
       target: publisher.target,
       changed: result.changed,

@@ -3,7 +3,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { resolveHelmBinary } from '../../renderers/helm-binary.js';
+import { describeHelm, resolveHelmBinary } from '../../renderers/helm-binary.js';
 import { resolveConfig } from '../config.js';
 import { type CliIo, EXIT_OK } from './cli-io.js';
 import { parseCommandLine } from './parse-command-line.js';
@@ -14,7 +14,8 @@ export const VERSION_USAGE = `Usage: clusterstack version [--helm <path>]
        clusterstack --version
 
 Prints the version of clusterstack, of the helm binary a render would use (--helm,
-CLUSTERSTACK_HELM, the bundled helm, then PATH) and of Node.js.
+CLUSTERSTACK_HELM, else the first helm on PATH within the supported range, else the bundled
+fallback) and of Node.js; warns when that helm is below the supported range.
 
 Options:
   --helm <path>            the helm binary to report on (CLUSTERSTACK_HELM)
@@ -43,21 +44,23 @@ export async function readPackageVersion(moduleUrl: string = import.meta.url): P
   }
 }
 
-/** Prints the versions; exits 0 even when helm is missing, since the answer is still useful. */
+/** Prints the versions; exits 0 even when helm is missing or old, since the answer is still useful. */
 export async function versionCommand(args: string[], io: CliIo): Promise<number> {
   const { values } = parseCommandLine('version', { args, options: { helm: { type: 'string' } } });
   const version = await readPackageVersion();
-  const lines = [`clusterstack ${version ?? '(unknown: its package.json was not found)'}`, await helmLine(values.helm, io), `node ${process.version}`];
+  const helm = await helmLine(values.helm, io);
+  const lines = [`clusterstack ${version ?? '(unknown: its package.json was not found)'}`, helm.line, `node ${process.version}`];
   io.stdout(`${lines.join('\n')}\n`);
+  if (helm.warning) io.stderr(`warning: ${helm.warning}\n`);
   return EXIT_OK;
 }
 
-async function helmLine(flag: string | undefined, io: CliIo): Promise<string> {
+async function helmLine(flag: string | undefined, io: CliIo): Promise<{ line: string; warning?: string }> {
   try {
     const config = resolveConfig(io.env, flag ? { helmBinary: path.resolve(io.cwd, flag) } : {});
     const helm = await resolveHelmBinary({ ...(config.helmBinary ? { configured: config.helmBinary } : {}), pathEnv: config.pathEnv });
-    return `helm ${helm.version} (${helm.source}: ${helm.path})`;
+    return { line: describeHelm(helm), ...(helm.warning ? { warning: helm.warning } : {}) };
   } catch (error) {
-    return `helm (none usable): ${(error as Error).message}`;
+    return { line: `helm (none usable): ${(error as Error).message}` };
   }
 }

@@ -42,16 +42,16 @@ function packageVersion(from: string): string | undefined {
 
 /**
  * The helm binaries a render could start, in the order it looks for them (renderers/helm-binary.ts):
- * the configured one, the bundled one, each `helm` on PATH; each with its stat, or `missing`.
+ * the configured one, or each `helm` on PATH and then the bundled one; each with its stat, or `missing`.
  * Another binary in any of these places changes the identity.
  */
 export function helmIdentity(options: { configured?: string | undefined; pathEnv: string }): Record<string, unknown> {
   const candidates: [string, string][] = [];
   if (options.configured !== undefined && options.configured.trim() !== '') candidates.push(['configured', path.resolve(options.configured)]);
   else {
+    for (const dir of options.pathEnv.split(path.delimiter)) if (dir) candidates.push(['path', path.resolve(dir, 'helm')]);
     const bundled = bundledHelmPath();
     if (bundled) candidates.push(['bundled', bundled]);
-    for (const dir of options.pathEnv.split(path.delimiter)) if (dir) candidates.push(['path', path.resolve(dir, 'helm')]);
   }
   return { candidates: candidates.map(([source, file]) => [source, file, fileStat(file)]) };
 }

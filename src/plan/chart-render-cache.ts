@@ -66,6 +66,7 @@ export function chartRenderKey(request: ChartRenderRequest, helm: string): strin
       releaseName: request.releaseName,
       namespace: request.namespace,
       kubeVersion: request.kubeVersion,
+      apiVersions: request.apiVersions ?? [],
       values: request.values ?? [],
       includeCrds: request.includeCrds ?? false,
     }),

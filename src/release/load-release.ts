@@ -13,6 +13,7 @@ import { assertInsideRelease } from './release-containment.js';
 import { extractArchive } from './safe-extract.js';
 import { celSyntaxMemo } from './cel-syntax-memo.js';
 import { decodeYamlBytes, TextEncodingError } from '../yaml/text-encoding.js';
+import { chartCrdApiVersions } from './chart-crds.js';
 
 const LEGACY_VALUES_FILE = 'cluster-addon-values.yaml';
 const STAGE_VALUES_FILE = 'overwrite.yaml';
@@ -61,6 +62,8 @@ export interface ReleaseContent {
   addons: LegacyAddons | MultiStageAddons;
   /** What was ignored without withholding the release (an unknown hook in clusteraddon.yaml), for the report. */
   warnings: Problem[];
+  /** The API versions of the CRDs its charts ship in `crds/` folders (chart-crds.ts), sorted. */
+  crdApiVersions: string[];
 }
 
 /**
@@ -104,7 +107,9 @@ export async function loadRelease(fetched: FetchedRelease, workDir: string): Pro
   } else {
     addons = await prepareStages(fetched.dir, addonEntry, configText, workDir, source, warnings);
   }
-  return { tag: fetched.tag, parsed, digest: fetched.digest, metadata: metadataResult.metadata, clusterClassChart, addons, warnings };
+  const chartDirs = [clusterClassChart.dir, ...(addons.format === 'legacy' ? [addons.chart.dir] : addons.stages.flatMap((stage) => (stage.chart ? [stage.chart.dir] : [])))];
+  const crdApiVersions = await chartCrdApiVersions(chartDirs);
+  return { tag: fetched.tag, parsed, digest: fetched.digest, metadata: metadataResult.metadata, clusterClassChart, addons, warnings, crdApiVersions };
 }
 
 /** The release file for a chart: `<name>-<version>.tgz`, that directory, or the one entry starting with `<name>-`. */

@@ -62,7 +62,7 @@ export async function foreseeWithholds(plan: Plan, deps: RenderDependencies): Pr
     visible.map(async (unit) => {
       let output: string;
       try {
-        output = unit.manifests ?? (await deps.renderChart({ releaseName: unit.releaseName, chart: unit.chart, namespace: unit.renderNamespace, kubeVersion: unit.kubeVersion, values: unit.values, includeCrds: unit.includeCrds }));
+        output = unit.manifests ?? (await deps.renderChart({ releaseName: unit.releaseName, chart: unit.chart, namespace: unit.renderNamespace, kubeVersion: unit.kubeVersion, apiVersions: unit.apiVersions, values: unit.values, includeCrds: unit.includeCrds }));
       } catch (error) {
         if (failureKindOf(error) !== 'fix-input') throw error;
         failures.set(unit, (error as Error).message);

@@ -13,6 +13,7 @@ import { sha256Digest } from '../release/content-digest.js';
 import { canonicalJson } from './canonical-json.js';
 import { readableContext } from './template-reads.js';
 import { clusterContext, type PendingUnit } from './render-units.js';
+import { targetApiVersions } from '../core/kube-api-versions.js';
 
 /** Where a layer's namespaced objects without a namespace go, and a chart's `--namespace`. */
 export const LAYER_DEFAULT_NAMESPACE = 'default';
@@ -42,7 +43,9 @@ export function layerUnits(plan: Plan, secrets: unknown): { units: PendingUnit[]
         withheld.push({ ...entry, reason: !source ? `${layerRef(decision.layer, decision.version)}: ${plan.layers.sourceFailures.get(decision.layer) ?? 'its source could not be read'}` : 'the Cluster has no spec.topology.version and no release to take a Kubernetes version from' });
         continue;
       }
-      units.push(layerUnit(layer, decision, resolved.cluster, resolved.release ?? '', source, kubeVersion, others, secrets));
+      // The layer renders against what the Cluster serves: its version, and the CRDs its stack's release ships.
+      const apiVersions = targetApiVersions(kubeVersion, content?.crdApiVersions ?? []);
+      units.push(layerUnit(layer, decision, resolved.cluster, resolved.release ?? '', source, kubeVersion, apiVersions, others, secrets));
     }
   }
   return { units, withheld };
@@ -62,6 +65,7 @@ function layerUnit(
   release: string,
   source: NonNullable<Plan['layers']>['sources'] extends Map<string, infer S> ? S : never,
   kubeVersion: string,
+  apiVersions: string[],
   others: KubeObject[],
   secrets: unknown,
 ): PendingUnit {
@@ -73,7 +77,7 @@ function layerUnit(
   const digest = isChart ? source.chart.digest : source.digest;
   // Hold and dependencies change only the wiring, never the layer's objects: not in the digest.
   const inputDigest = sha256Digest(
-    canonicalJson({ format: OUTPUT_FORMAT, layer: decision.layer, source: digest, template: template || null, context: context ? readableContext(template, context) : null, values: (isChart ? layer.spec.values : undefined) ?? null, kubeVersion, namespace: targetNamespace, secrets }),
+    canonicalJson({ format: OUTPUT_FORMAT, layer: decision.layer, source: digest, template: template || null, context: context ? readableContext(template, context) : null, values: (isChart ? layer.spec.values : undefined) ?? null, kubeVersion, apiVersions, namespace: targetNamespace, secrets }),
   );
   const unit: PendingUnit = {
     record: { dir: layerDir(namespace, cluster.metadata.name, decision.layer), kind: 'cluster-layer', namespace, name: cluster.metadata.name, release, layer: layerRecordOf(layer, decision), inputDigest },
@@ -82,6 +86,7 @@ function layerUnit(
     renderNamespace: targetNamespace,
     defaultNamespace: targetNamespace,
     kubeVersion,
+    apiVersions,
     includeCrds: true,
     annotated: false,
     values: [],

@@ -8,6 +8,8 @@ export interface ChartRenderRequest {
   namespace: string;
   /** e.g. `1.30.4` or `v1.30.4`; always passed to the renderer (`.Capabilities.KubeVersion`). */
   kubeVersion: string;
+  /** What the target serves beyond `kubeVersion` (`.Capabilities.APIVersions`), sorted; none: helm's own list only. */
+  apiVersions?: string[];
   /** Layered in order, later wins (like repeated `-f`). */
   values?: Record<string, unknown>[];
   includeCrds?: boolean;

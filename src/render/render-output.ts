@@ -124,7 +124,7 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
         return;
       }
       const values = [...unit.values, ...(unit.extraValues ? [unit.extraValues] : [])];
-      let renderDigest = sha256Digest(canonicalJson({ format: OUTPUT_FORMAT, chart: unit.chart.digest, values, kubeVersion: unit.kubeVersion, releaseName: unit.releaseName, namespace: unit.renderNamespace, includeCrds: unit.includeCrds, secrets: secretsPart, annotations: unit.annotated ? (options.managementAnnotations?.id ?? null) : null }));
+      let renderDigest = sha256Digest(canonicalJson({ format: OUTPUT_FORMAT, chart: unit.chart.digest, values, kubeVersion: unit.kubeVersion, apiVersions: unit.apiVersions, releaseName: unit.releaseName, namespace: unit.renderNamespace, includeCrds: unit.includeCrds, secrets: secretsPart, annotations: unit.annotated ? (options.managementAnnotations?.id ?? null) : null }));
       let files = reused.get(unit.record.dir);
       const old = before.get(unit.record.dir);
       let notes = old?.notes;
@@ -138,7 +138,7 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
         try {
           if (unit.manifests !== undefined) output = unit.manifests;
           else {
-            const rendering = deps.renderChart({ releaseName: unit.releaseName, chart: unit.chart, namespace: unit.renderNamespace, kubeVersion: unit.kubeVersion, values, includeCrds: unit.includeCrds });
+            const rendering = deps.renderChart({ releaseName: unit.releaseName, chart: unit.chart, namespace: unit.renderNamespace, kubeVersion: unit.kubeVersion, apiVersions: unit.apiVersions, values, includeCrds: unit.includeCrds });
             if (ready.has(unit)) warmWhileHelmRuns();
             output = await rendering;
           }

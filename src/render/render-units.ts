@@ -13,6 +13,7 @@ import { sha256Digest } from '../release/content-digest.js';
 import type { ChartSource, ReleaseContent } from '../release/load-release.js';
 import { canonicalJson } from './canonical-json.js';
 import { readableContext } from './template-reads.js';
+import { targetApiVersions } from '../core/kube-api-versions.js';
 import type { ValuesTemplateItem } from './render-dependencies.js';
 import { type SecretEncryption, secretsDigestPart } from '../secrets/secrets-digest.js';
 import type { SecretPolicy } from './secret-policy.js';
@@ -30,6 +31,8 @@ export interface PendingUnit {
   renderNamespace: string;
   defaultNamespace: string;
   kubeVersion: string;
+  /** What helm is told the target serves (`--api-versions`, src/core/kube-api-versions.ts); part of both digests. */
+  apiVersions: string[];
   includeCrds: boolean;
   /** Whether the management-side annotations are added to its objects (see UnitSettings). */
   annotated: boolean;
@@ -134,7 +137,8 @@ function releaseUnit(stack: StackResolution, content: ReleaseContent, settings: 
   const releaseName = stackPrefix(content.parsed);
   const namespace = stack.namespace;
   const kubeVersion = content.metadata.kubernetesVersion;
-  const inputDigest = sha256Digest(canonicalJson({ format: OUTPUT_FORMAT, chart: content.clusterClassChart.digest, releaseName, namespace, kubeVersion, annotations: settings.managementAnnotations ?? null, secrets: secretsDigestPart(settings.secrets, settings.encryption) }));
+  const apiVersions = targetApiVersions(kubeVersion, content.crdApiVersions);
+  const inputDigest = sha256Digest(canonicalJson({ format: OUTPUT_FORMAT, chart: content.clusterClassChart.digest, releaseName, namespace, kubeVersion, apiVersions, annotations: settings.managementAnnotations ?? null, secrets: secretsDigestPart(settings.secrets, settings.encryption) }));
   return {
     record: { dir: releaseDir(namespace, content.tag), kind: 'release', namespace, name: content.tag, release: content.tag, inputDigest },
     chart: content.clusterClassChart,
@@ -142,6 +146,7 @@ function releaseUnit(stack: StackResolution, content: ReleaseContent, settings: 
     renderNamespace: namespace,
     defaultNamespace: namespace,
     kubeVersion,
+    apiVersions,
     includeCrds: false,
     annotated: settings.managementAnnotations !== undefined,
     values: [],
@@ -161,6 +166,7 @@ export function clusterContext(cluster: CapiCluster, others: KubeObject[]): Valu
 function addonUnits(cluster: ClusterResolution, stack: StackResolution, content: ReleaseContent, others: KubeObject[], secrets: unknown): PendingUnit[] {
   const context = clusterContext(cluster.cluster, others);
   const kubeVersion = content.metadata.kubernetesVersion;
+  const apiVersions = targetApiVersions(kubeVersion, content.crdApiVersions);
   const addonVersion = content.metadata.clusterAddonVersion;
   const spec = stack.stack.spec;
   const base = { namespace: cluster.namespace, name: cluster.name, release: content.tag, addonVersion };
@@ -174,7 +180,7 @@ function addonUnits(cluster: ClusterResolution, stack: StackResolution, content:
     // Nothing release-specific beyond the addon content: a Cluster moving between releases that
     // share an addon version keeps its output byte for byte.
     // Only what the values template can read of the context: a label it cannot see renders nothing new.
-    const inputDigest = sha256Digest(canonicalJson({ format: OUTPUT_FORMAT, chart: stage.chart.digest, template: stage.valuesTemplate, context: readableContext(stage.valuesTemplate, context), extra: stage.extra ?? null, kubeVersion, stage: stage.name, addonVersion, secrets }));
+    const inputDigest = sha256Digest(canonicalJson({ format: OUTPUT_FORMAT, chart: stage.chart.digest, template: stage.valuesTemplate, context: readableContext(stage.valuesTemplate, context), extra: stage.extra ?? null, kubeVersion, apiVersions, stage: stage.name, addonVersion, secrets }));
     const unit: PendingUnit = {
       record: { ...base, dir: stageDir(cluster.namespace, cluster.name, stage.name), kind: 'cluster-stage', stage: stage.name, order: stage.order, inputDigest },
       chart: stage.chart,
@@ -182,6 +188,7 @@ function addonUnits(cluster: ClusterResolution, stack: StackResolution, content:
       renderNamespace: ADDON_NAMESPACE,
       defaultNamespace: ADDON_NAMESPACE,
       kubeVersion,
+      apiVersions,
       includeCrds: true,
       annotated: false,
       values: [],

@@ -2,7 +2,8 @@
 // placed (namespace, annotations), filtered by the secret policy, named one per file.
 import { layerRef } from '../layers/layer-version.js';
 import type { KubeObject } from '../api/types.js';
-import { fileNamesFor, placeObjects, readManifests } from './manifest-objects.js';
+import { servedApiProblem } from '../core/kube-api-versions.js';
+import { fileNamesFor, type ManifestObject, placeObjects, readManifests } from './manifest-objects.js';
 import type { PendingUnit } from './render-units.js';
 import { applySecretPolicy, type SecretPolicy } from './secret-policy.js';
 
@@ -41,6 +42,10 @@ export function unitFiles(output: string, unit: PendingUnit, policy: SecretPolic
   const reading = readManifests(output, `${unit.chart.origin} for ${subject}`);
   if (reading.problems.length > 0) return { files: new Map(), problems: reading.problems, notes: [], secrets: [] };
   if (reading.objects.length === 0) return { files: new Map(), problems: [emptyRenderProblem(unit, subject)], notes: [], secrets: [] };
+  // A workload cluster refuses an API its version no longer (or not yet) serves: withheld here, not
+  // failed at apply. Helm's own API list can still offer one (src/core/kube-api-versions.ts).
+  const unserved = unit.record.kind === 'release' ? [] : unservedApis(reading.objects, unit, subject);
+  if (unserved.length > 0) return { files: new Map(), problems: unserved, notes: [], secrets: [] };
   const placed = placeObjects(reading.objects, {
     defaultNamespace: unit.defaultNamespace,
     ...(unit.annotated && annotationsFor ? { annotationsFor } : {}),
@@ -56,3 +61,12 @@ export function unitFiles(output: string, unit: PendingUnit, policy: SecretPolic
   };
 }
 
+
+function unservedApis(objects: ManifestObject[], unit: PendingUnit, subject: string): string[] {
+  return objects.flatMap(({ object }) => {
+    const problem = typeof object.apiVersion === 'string' ? servedApiProblem(object.apiVersion, unit.kubeVersion) : undefined;
+    if (!problem) return [];
+    const name = `${object.kind} ${object.metadata?.namespace ? `${object.metadata.namespace}/` : ''}${object.metadata?.name}`;
+    return [`${unit.chart.origin} for ${subject}: ${name}: ${problem}, so the cluster would refuse it. Helm chose it from its own API list, which clusterstack can add to but not shrink; set the chart's values to an API version the cluster serves, or use a chart that checks for the newer version first`];
+  });
+}
