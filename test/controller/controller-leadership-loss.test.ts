@@ -70,7 +70,7 @@ describe('a leader that loses its lease in an API outage', () => {
     const firstNotReady = seen.indexOf(500);
     expect(firstNotReady).toBeGreaterThanOrEqual(0);
     expect(seen.slice(firstNotReady).every((status) => status !== 200)).toBe(true);
-    expect(seen.at(-1)).toBe('closed');
+    // The last probe may have been answered just before the server closed; the next one finds it gone.
     expect(await readiness(first)).toBe('closed');
     // And the standby, which never led, still campaigns: it is not the one to exit.
     expect(second.isLeader()).toBe(false);
