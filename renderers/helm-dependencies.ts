@@ -48,6 +48,7 @@ export function createHelmDependencies(options: { configured?: string; pathEnv?:
     processesSpawned: () => runner?.processesSpawned ?? 0,
     prepare: () => void helm().catch(() => undefined),
     binary: () => found,
+    rendererName: () => (found ? `helm ${found.version}` : undefined),
     renderChart: async (request) => (await helm()).renderer.renderChart(request),
     evaluateValues: async (items, kubeVersion) => evaluateValuesTemplates((await helm()).runner, items, kubeVersion, options.timeouts?.valuesMs ? { timeoutMs: options.timeouts.valuesMs } : {}),
   };

@@ -78,6 +78,13 @@ describe('clusterstack render (quick start, real helm and git)', () => {
     expect(sandbox.git(remote, 'log', '-1', '--format=%(trailers:key=Clusterstack-Input-Digest,valueonly)', 'main')).toMatch(/^sha256:[0-9a-f]{64}$/);
   });
 
+  it('records in provenance.json which helm rendered each unit', () => {
+    const provenance = JSON.parse(sandbox.files(remote, 'main')['provenance.json']!) as { units: { dir: string; renderedWith?: string }[] };
+    expect(provenance.units.length).toBeGreaterThan(0);
+    // The helm on PATH: the matrix puts a pinned one first (test/support/helm-matrix.ts).
+    for (const unit of provenance.units) expect(unit.renderedWith, unit.dir).toMatch(/^helm v\d+\.\d+\.\d+/);
+  });
+
   it('does nothing on a second run: no commit, no helm process', async () => {
     const again = await render([EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--git', remote]);
     expect(again.report).toMatchObject({ changed: false, commit: null, helmProcesses: 0 });

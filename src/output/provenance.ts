@@ -53,6 +53,11 @@ export interface UnitRecord {
   notes?: string[];
   /** Secrets written SOPS-encrypted (--secrets encrypt), with the digest of each file as written, so a hand edit is noticed. */
   secrets?: EncryptedSecretRecord[];
+  /**
+   * The program that rendered the files (`helm v4.3.1`), kept while they are reused: helm versions
+   * may differ in output (see the README), so the tree says which one wrote each unit.
+   */
+  renderedWith?: string;
 }
 
 /** One SOPS-encrypted Secret of a unit: its file, its object, the digest of what was written, who can decrypt it. */

@@ -34,4 +34,6 @@ export interface RenderDependencies {
   renderChart(request: ChartRenderRequest): Promise<string>;
   /** One result per item, in order; an item that fails fails alone. */
   evaluateValues(items: ValuesTemplateItem[], kubeVersion: string): Promise<ValuesTemplateResult[]>;
+  /** The program that renders charts, as recorded with each unit it renders (e.g. `helm v4.3.1`); undefined before it was found. */
+  rendererName?(): string | undefined;
 }

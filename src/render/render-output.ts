@@ -128,6 +128,7 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
       let files = reused.get(unit.record.dir);
       const old = before.get(unit.record.dir);
       let notes = old?.notes;
+      let renderedWith = old?.renderedWith;
       let fresh = false;
       // Reused by input digest: values were not evaluated, so the old render digest still holds.
       if (files && old) renderDigest = old.renderDigest;
@@ -168,10 +169,11 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
         secrets = result.secrets.length > 0 ? await encryptUnitSecrets(unit.record.dir, result, options.encryption!, lastModified) : undefined;
         files = result.files;
         notes = result.notes.length > 0 ? result.notes : undefined;
+        renderedWith = unit.manifests === undefined ? deps.rendererName?.() : undefined;
         fresh = true;
       }
       rendered.set(unit.record.dir, files);
-      records.push({ ...unit.record, renderDigest, files: [...files.keys()].sort(), ...(notes ? { notes } : {}), ...(secrets ? { secrets } : {}) });
+      records.push({ ...unit.record, renderDigest, files: [...files.keys()].sort(), ...(notes ? { notes } : {}), ...(secrets ? { secrets } : {}), ...(renderedWith ? { renderedWith } : {}) });
       if (fresh) {
         identifyUnitObjects(files);
         options.onUnitRendered?.(unit.record.dir, files);
