@@ -118,16 +118,18 @@ function decide(object: KubeObject, hook: HelmHook, placement: HookPlacement): D
   const after = hook.events.some((event) => AFTER_EVENTS.includes(event));
   const otherEvents = hook.events.filter((event) => !BEFORE_EVENTS.includes(event) && !AFTER_EVENTS.includes(event));
   const notEmulated = (before || after) && otherEvents.length > 0 ? `; its ${otherEvents.join(',')} run is not emulated` : '';
+  // A GitOps engine cannot tell an install from an upgrade (Argo CD maps both to one phase too).
+  const upgradeOnly = !hook.events.includes('pre-install') && !hook.events.includes('post-install') ? ' (helm runs it at upgrade only; an engine cannot tell an install from an upgrade, so it also runs at install)' : '';
   if (placement === 'argocd') return decideForArgoCd(object, events);
   if (hook.unknownEvents.length > 0) {
     return { decision: 'dropped', reason: `helm skips objects with a hook it does not know (${hook.unknownEvents.join(',')}): left out, as helm leaves it out` };
   }
   const kept = hook.deletePolicies.length > 0 ? ` It stays once applied (delete policy ${hook.deletePolicies.join(',')} is not emulated: a deleted hook would be applied again); a changed one is replaced.` : '';
   if (before) {
-    return { decision: 'before', dir: helmHookDir('pre', hook.weight), reason: `helm runs it (${events}, weight ${hook.weight}) before the chart's objects at install and upgrade: applied before them, in weight order${notEmulated}.${kept}` };
+    return { decision: 'before', dir: helmHookDir('pre', hook.weight), reason: `helm runs it (${events}, weight ${hook.weight}) before the chart's objects at install and upgrade: applied before them, in weight order${upgradeOnly}${notEmulated}.${kept}` };
   }
   if (after) {
-    return { decision: 'after', dir: helmHookDir('post', hook.weight), reason: `helm runs it (${events}, weight ${hook.weight}) once the chart's objects are ready at install and upgrade: applied after them, in weight order${notEmulated}.${kept}` };
+    return { decision: 'after', dir: helmHookDir('post', hook.weight), reason: `helm runs it (${events}, weight ${hook.weight}) once the chart's objects are ready at install and upgrade: applied after them, in weight order${upgradeOnly}${notEmulated}.${kept}` };
   }
   return { decision: 'dropped', reason: `helm runs it only on ${describeEvents(hook.events)} (${events}), never at install: left out` };
 }
