@@ -1,7 +1,7 @@
 # clusterstack-gitops: a small non-root image whose entrypoint is `clusterstack`, carrying helm.
 # Build: docker build -t clusterstack-gitops .
 
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json tsconfig.json ./
 COPY src ./src
@@ -25,7 +25,7 @@ RUN CGO_ENABLED=0 GOFLAGS=-buildvcs=false go install -trimpath \
  && test "$(/go/bin/helm version --template '{{ .Version }}')" = "${HELM_VERSION}" \
  && mv /go/bin/helm /usr/local/bin/helm
 
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 RUN apt-get update && apt-get install -y --no-install-recommends git ca-certificates && rm -rf /var/lib/apt/lists/*
 COPY --from=helm /usr/local/bin/helm /usr/local/bin/helm
 WORKDIR /app

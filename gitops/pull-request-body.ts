@@ -7,6 +7,7 @@ import type { ChangeKind, TreeChanges } from '../src/output/tree-changes.js';
 import type { RenderSummary } from '../src/output/render-summary.js';
 import type { WithheldEntry } from '../src/output/provenance.js';
 import { describeProviderChange } from '../src/output/provider-changes.js';
+import { clusterDir, releaseDir } from '../src/output/tree-layout.js';
 import { compileTemplate } from '../src/render/sandboxed-template.js';
 import { type SequenceEngine, upgradeSequence } from './upgrade-sequence.js';
 
@@ -23,6 +24,8 @@ interface PullRequestData {
   shared: { path: string; change: ChangeKind; renderedBy: string }[];
   /** One line per Cluster API provider added, removed, upgraded or downgraded. */
   providers: string[];
+  /** Helm hook objects of the units this change touches, and what becomes of each. */
+  hooks: { object: string; events: string; weight: number; decision: string; where: string; reason: string; units: string }[];
   /** ClusterRequests left Pending (with --scheduler-config): refused, waiting, or holding a kept cluster. */
   pendingRequests: NonNullable<RenderSummary['clusterRequests']>['requests'];
   mermaid: string;
@@ -90,9 +93,24 @@ function pullRequestData(changes: TreeChanges, summary: RenderSummary, engine: S
     withheld: changes.withheld,
     shared: (changes.shared ?? []).map((entry) => ({ ...entry, renderedBy: summary.sharedObjects?.find((shared) => shared.path === entry.path)?.renderedBy.join(', ') || '-' })),
     providers: (changes.providers ?? []).map(describeProviderChange),
+    hooks: changedUnitHooks(changes, summary),
     pendingRequests: (summary.clusterRequests?.requests ?? []).filter((request) => request.phase !== 'Granted'),
     mermaid: mermaidDiagram(summary),
   };
+}
+
+/** Units listed by name in the body's hook table; more are counted (a fleet renders the same hooks for every cluster). */
+const LISTED_UNITS = 3;
+
+/** The summary's hook entries for the units whose files this change touches, those units named (or counted). */
+function changedUnitHooks(changes: TreeChanges, summary: RenderSummary): PullRequestData['hooks'] {
+  const changed = new Set([...changes.releases.map((change) => releaseDir(change.namespace, change.release)), ...changes.clusters.flatMap((change) => change.stages.map((stage) => `${clusterDir(change.namespace, change.cluster)}/${stage}`))]);
+  return (summary.helmHooks ?? []).flatMap((entry) => {
+    const units = entry.units.filter((unit) => changed.has(unit));
+    if (units.length === 0) return [];
+    const named = units.slice(0, LISTED_UNITS).map((unit) => `\`${unit}\``).join(', ');
+    return [{ object: entry.object, events: entry.events, weight: entry.weight, decision: entry.decision, where: entry.where, reason: entry.reason, units: units.length > LISTED_UNITS ? `${named} and ${units.length - LISTED_UNITS} more` : named }];
+  });
 }
 
 /** The pull request's body, from the default template or the user's; `engine` names the objects the upgrade order waits for. */

@@ -66,6 +66,18 @@ Written once in \`management/<namespace>/shared/\` while more than one kept rele
 {{/each}}
 
 {{/if}}
+{{#if hooks.length}}
+## Helm hooks
+
+Hook objects of the charts this change renders, and what becomes of each (\`before\`/\`after\` the unit's objects, \`with-objects\`, \`on-delete\`, \`never\` applied, or \`dropped\`: not written; the tree's README lists every unit).
+
+| Object | Hook (weight) | Applied | Where | Why | Units |
+| --- | --- | --- | --- | --- | --- |
+{{#each hooks}}
+| {{object}} | {{events}} ({{weight}}) | {{decision}} | {{where}} | {{reason}} | {{units}} |
+{{/each}}
+
+{{/if}}
 {{#if providers.length}}
 ## Cluster API providers
 

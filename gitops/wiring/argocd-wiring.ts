@@ -34,6 +34,7 @@
 import type { KubeObject } from '../../src/api/types.js';
 import type { UnitRecord } from '../../src/output/provenance.js';
 import { sharedDir } from '../../src/output/tree-layout.js';
+import { checkArgoCdHookLayout } from './argocd-helm-hooks.js';
 import { argoProviderApplications } from './provider-wiring.js';
 import { ARGOCD_SYNC_WAVE_ANNOTATION } from './argocd-sync-waves.js';
 import { CLUSTER_REQUESTS_DIR } from '../../src/output/tree-layout.js';
@@ -157,6 +158,8 @@ function application(options: WiringOptions, parts: ApplicationParts): KubeObjec
 /** Argo CD wiring files (paths under `argocd/`) for the rendered units. Pure; throws InputError on bad options. */
 export function renderArgoWiring(units: UnitRecord[], options: WiringOptions, extras: WiringExtras = {}): Map<string, string> {
   checkWiringOptions({ ...options, engine: 'argocd' });
+  // Helm hooks stay in each unit's directory, annotations as helm wrote them: Argo CD maps them itself.
+  checkArgoCdHookLayout(units);
   const { releases, clusters } = groupUnits(units);
   const objects = new Map<string, KubeObject>();
   const names: { namespace: string; name: string; what: string }[] = [{ namespace: options.namespace, name: options.name, what: 'the root Application' }];

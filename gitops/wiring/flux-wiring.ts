@@ -9,6 +9,7 @@
 //   management/<ns>/<release>.yaml                Kustomization <ns>-<release>   (namespace: wiring namespace)
 //   clusters/<ns>/<cluster>/<stage>.yaml          Kustomization <cluster>-<stage> (namespace: <ns>)
 //   clusters/<ns>/<cluster>/layers/<layer>.yaml   Kustomization <cluster>-layer-<layer>  (see layerKustomization)
+//   <unit dir>/helm-hooks/<pre|post>-w<weight>.yaml  Kustomization <unit's>-<pre|post>-hooks-w<weight> (flux-helm-hooks.ts)
 // Bootstrap once with `kubectl apply -k <path>/flux`; from then on the root Kustomization keeps the
 // wiring in step with the tree (new clusters, dropped releases).
 //
@@ -21,6 +22,7 @@ import type { KubeObject } from '../../src/api/types.js';
 import type { UnitRecord } from '../../src/output/provenance.js';
 import { CLUSTER_REQUESTS_DIR, sharedDir } from '../../src/output/tree-layout.js';
 import { NODE_IMAGE_HEALTH } from './node-image-health.js';
+import { fluxHookKustomizations, type KustomizationRef } from './flux-helm-hooks.js';
 import { fluxProviderKustomizations } from './provider-wiring.js';
 import { fluxDecryptionFor } from './sops-decryption.js';
 import { checkWiringOptions, sourcePath, type WiringExtras, type WiringOptions } from './wiring-options.js';
@@ -92,6 +94,21 @@ export function renderFluxWiring(units: UnitRecord[], options: WiringOptions, ex
   const localSource = { kind: sourceKind, name: options.name };
   const objects = new Map<string, KubeObject>();
   const names: { namespace: string; name: string; what: string }[] = [{ namespace: options.namespace, name: options.name, what: 'the root Kustomization' }];
+  const unitsByDir = new Map(units.map((unit) => [unit.dir, unit]));
+  // A unit's helm install hooks, each phase and weight its own Kustomization around the unit's (flux-helm-hooks.ts).
+  const withHooks = (dir: string, main: KubeObject, after: KustomizationRef[], extraLabels: Record<string, string>): KustomizationRef => {
+    const unit = unitsByDir.get(dir);
+    const mainRef = { name: main.metadata.name, namespace: main.metadata.namespace! };
+    if (!unit?.hooks?.length) return mainRef;
+    const { path: _path, dependsOn: _dependsOn, healthCheckExprs: _health, ...shared } = main.spec as Record<string, unknown>;
+    const hooks = fluxHookKustomizations(unit, { ...mainRef, labels: wiringLabels(options.name, 'helm-hooks', extraLabels), spec: shared }, after, (treeDir) => path(options, treeDir));
+    for (const [file, object] of hooks.objects) {
+      objects.set(file, object);
+      names.push({ namespace: object.metadata.namespace!, name: object.metadata.name, what: `helm hooks ${file}` });
+    }
+    if (hooks.before.length > 0) (main.spec as Record<string, unknown>).dependsOn = [...after, ...hooks.before];
+    return hooks.done;
+  };
 
   objects.set(`${FLUX_DIR}/source.yaml`, sourceObject(options));
   objects.set(`${FLUX_DIR}/root.yaml`, {
@@ -145,7 +162,7 @@ export function renderFluxWiring(units: UnitRecord[], options: WiringOptions, ex
   for (const release of releases) {
     const name = fluxReleaseKustomizationName(release.namespace, release.release);
     names.push({ namespace: options.namespace, name, what: `release ${release.namespace}/${release.release}` });
-    objects.set(`${FLUX_DIR}/${release.dir}.yaml`, {
+    const main: KubeObject = {
       apiVersion: FLUX_KUSTOMIZATION_API,
       kind: 'Kustomization',
       metadata: { name, namespace: options.namespace, labels: wiringLabels(options.name, 'release', { [LABEL_NAMESPACE]: release.namespace, [LABEL_RELEASE]: release.release }) },
@@ -164,7 +181,10 @@ export function renderFluxWiring(units: UnitRecord[], options: WiringOptions, ex
         healthCheckExprs: [...structuredClone(CLUSTER_CLASS_HEALTH), ...structuredClone(NODE_IMAGE_HEALTH)],
         ...fluxDecryptionFor(units, release.dir, options.sopsSecret),
       },
-    });
+    };
+    const releaseLabels = { [LABEL_NAMESPACE]: release.namespace, [LABEL_RELEASE]: release.release };
+    withHooks(release.dir, main, [{ name: sharedNames.get(release.namespace)!, namespace: options.namespace }, ...providerWiring.dependsOn.map((dependency) => ({ ...dependency, namespace: options.namespace }))], releaseLabels);
+    objects.set(`${FLUX_DIR}/${release.dir}.yaml`, main);
   }
 
   if (extras.clusterRequests) {
@@ -197,8 +217,7 @@ export function renderFluxWiring(units: UnitRecord[], options: WiringOptions, ex
       for (const stage of group) {
         const name = fluxStageKustomizationName(cluster.name, stage.stage);
         names.push({ namespace: cluster.namespace, name, what: `stage ${stage.stage} of Cluster ${cluster.namespace}/${cluster.name}` });
-        current.push({ name, namespace: cluster.namespace });
-        objects.set(`${FLUX_DIR}/${stage.dir}.yaml`, {
+        const main: KubeObject = {
           apiVersion: FLUX_KUSTOMIZATION_API,
           kind: 'Kustomization',
           metadata: {
@@ -218,7 +237,10 @@ export function renderFluxWiring(units: UnitRecord[], options: WiringOptions, ex
             ...(previous.length > 0 ? { dependsOn: previous } : {}),
             ...fluxDecryptionFor(units, stage.dir, options.sopsSecret),
           },
-        });
+        };
+        // The next group waits for this stage's install to be complete: its post-install hooks included.
+        current.push(withHooks(stage.dir, main, previous, { [LABEL_NAMESPACE]: cluster.namespace, [LABEL_CLUSTER]: cluster.name, [LABEL_STAGE]: stage.stage }));
+        objects.set(`${FLUX_DIR}/${stage.dir}.yaml`, main);
       }
       previous = current;
     }
@@ -230,7 +252,9 @@ export function renderFluxWiring(units: UnitRecord[], options: WiringOptions, ex
         ...(layer.layer.afterStack ? previous : []),
         ...layer.layer.dependsOn.map((dependency) => ({ name: fluxLayerKustomizationName(cluster.name, dependency.layer), namespace: cluster.namespace })),
       ];
-      objects.set(`${FLUX_DIR}/${layer.dir}.yaml`, layerKustomization(options, cluster, layer, name, after, { ...localSource, namespace: options.namespace }));
+      const main = layerKustomization(options, cluster, layer, name, after, { ...localSource, namespace: options.namespace });
+      withHooks(layer.dir, main, after, { [LABEL_NAMESPACE]: cluster.namespace, [LABEL_CLUSTER]: cluster.name, [LABEL_LAYER]: layer.layer.name });
+      objects.set(`${FLUX_DIR}/${layer.dir}.yaml`, main);
     }
   }
 

@@ -14,7 +14,7 @@ export const LABEL_LAYER = 'clusterstack.x-k8s.io/layer';
 export const LABEL_LAYER_VERSION = 'clusterstack.x-k8s.io/layer-version';
 
 /** What a wiring object applies: the value of LABEL_WIRING. */
-export type WiringRole = 'source' | 'root' | 'shared' | 'release' | 'cluster' | 'cluster-stage' | 'cluster-layer' | 'cluster-requests';
+export type WiringRole = 'source' | 'root' | 'shared' | 'release' | 'cluster' | 'cluster-stage' | 'cluster-layer' | 'cluster-requests' | 'helm-hooks';
 
 const MAX_LABEL = 63;
 const HASH_LENGTH = 8;
@@ -64,6 +64,11 @@ export function argoSharedApplicationName(namespace: string): string {
 /** The Flux Kustomization (in the cluster's namespace) applying one addon stage to a workload cluster. */
 export function fluxStageKustomizationName(cluster: string, stage: string): string {
   return dnsLabel(cluster, stage);
+}
+
+/** The Flux Kustomization applying one unit's helm hooks of one phase and weight: `<unit's Kustomization>-pre-hooks-w0`. */
+export function fluxHookKustomizationName(unitKustomization: string, phase: 'pre' | 'post', weight: number): string {
+  return dnsLabel(unitKustomization, `${phase}-hooks-w${weight}`);
 }
 
 /**

@@ -4,7 +4,8 @@ import path from 'node:path';
 import { formatProblem, InputError } from '../core/problem.js';
 import { planReport, reportHasProblems, retryableProblems } from '../plan/plan-report.js';
 import { describeEncryptedSecrets, type EncryptedSecretsReport, reportEncryptedSecrets } from '../output/encrypted-secrets-report.js';
-import { readProvenance, type WithheldEntry } from '../output/provenance.js';
+import { readProvenance, type UnitRecord, type WithheldEntry } from '../output/provenance.js';
+import type { HelmHookRecord } from '../output/helm-hooks-record.js';
 import type { PipelineOptions, renderAndPublish as RenderAndPublishTree } from '../pipeline/render-and-publish.js';
 import type { HelmDependencies } from '../../renderers/helm-dependencies.js';
 import { planMaterial, runFingerprint } from '../pipeline/run-fingerprint.js';
@@ -115,6 +116,8 @@ export interface RenderReport {
   clusterRequests?: { namespace: string; name: string; purpose: string; phase: string; reason: string; cluster: string | null; message: string }[];
   /** With --scheduler-config: requests outside its `selectors.requests`, left alone. */
   clusterRequestsNotOurs?: { namespace: string; name: string; message: string }[];
+  /** Every helm hook object of the published units (present when there is one) and what became of it. */
+  helmHooks?: ({ unit: string } & HelmHookRecord)[];
   warnings: string[];
   /**
    * Present when the run ended without rendering: its fingerprint (inputs, releases, options, tool
@@ -334,6 +337,7 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
       helmProcesses: helm.processesSpawned(),
       ...(outcome.summary.clusterRequests ? { clusterRequests: outcome.summary.clusterRequests.requests } : {}),
       ...(outcome.summary.clusterRequests?.notOurs ? { clusterRequestsNotOurs: outcome.summary.clusterRequests.notOurs } : {}),
+      ...helmHooksReport(outcome.provenance.units),
       warnings,
     };
     io.stdout(values.json ? `${JSON.stringify(report, null, 2)}\n` : formatRenderReport(report, change.body));
@@ -345,6 +349,12 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
 interface Renderer {
   helm: HelmDependencies;
   renderAndPublishTree: typeof RenderAndPublishTree;
+}
+
+/** The report's helm hooks: one entry per hook object per unit, with the unit's directory. */
+function helmHooksReport(units: UnitRecord[]): Pick<RenderReport, 'helmHooks'> {
+  const hooks = units.flatMap((unit) => (unit.hooks ?? []).map((hook) => ({ unit: unit.dir, ...hook })));
+  return hooks.length > 0 ? { helmHooks: hooks } : {};
 }
 
 function toReportEntry(entry: WithheldEntry): RenderReport['withheld'][number] {

@@ -112,6 +112,20 @@ needs the matching age identity (\`sops --decrypt <file>\` shows one locally).
 | {{namespace}}/{{name}} | \`{{file}}\` | {{decryptedWith}} |
 {{/each}}
 {{/if}}
+{{#if helmHooks.length}}
+
+## Helm hooks
+
+\`helm template\` prints hook objects beside the chart's objects; helm runs them only at their events.
+What each became (\`before\`/\`after\` the unit's objects, \`with-objects\`, \`on-delete\`, \`never\`
+applied, or \`dropped\`: not written):
+
+| Object | Hook (weight) | Delete policy | Applied | Where | Why | Units |
+| --- | --- | --- | --- | --- | --- | --- |
+{{#each helmHooks}}
+| {{object}} | {{events}} ({{weight}}) | {{deletePolicy}} | {{decision}} | {{where}} | {{reason}} | {{join units ", "}} |
+{{/each}}
+{{/if}}
 {{#if withheld.length}}
 
 ## Withheld

@@ -2,6 +2,7 @@
 // was withheld and why. It is how the next render knows what it may reuse, how change summaries and
 // the controller's status know what is where, and how the mass-deletion guard counts what would go.
 import type { ClusterRequestsRecord } from './cluster-requests-record.js';
+import type { HelmHookRecord, HookPlacement } from './helm-hooks-record.js';
 import type { RenderedTree } from './rendered-tree.js';
 import { PROVENANCE_FILE } from './tree-layout.js';
 
@@ -58,6 +59,8 @@ export interface UnitRecord {
    * may differ in output (see the README), so the tree says which one wrote each unit.
    */
   renderedWith?: string;
+  /** The helm hook objects the chart rendered and what became of each (helm-hooks-record.ts); absent when none. */
+  hooks?: HelmHookRecord[];
 }
 
 /** One SOPS-encrypted Secret of a unit: its file, its object, the digest of what was written, who can decrypt it. */
@@ -167,6 +170,8 @@ export interface Provenance {
   providers?: ProviderRecord[];
   /** With a scheduler configuration: which ClusterRequest holds which generated Cluster. */
   clusterRequests?: ClusterRequestsRecord;
+  /** How the units' helm hooks are laid out; absent in trees written before hooks were handled (their units render again). */
+  helmHooks?: HookPlacement;
 }
 
 /** The provenance record of a tree, if it has a readable one (a damaged record reads as none). */

@@ -1,6 +1,7 @@
 // What a render decided, per stack, release and cluster: the data behind the tree's README, pull
 // request bodies and reports.
 import type { ClusterRequestsSummary } from './cluster-requests-record.js';
+import type { HookDecision } from './helm-hooks-record.js';
 import type { WithheldEntry } from './provenance.js';
 
 export interface RenderSummary {
@@ -44,6 +45,25 @@ export interface RenderSummary {
   clusterRequests?: ClusterRequestsSummary;
   /** Secrets written SOPS-encrypted (--secrets encrypt), by file, with what decrypts them. */
   encryptedSecrets?: { file: string; namespace: string; name: string; decryptedWith: string }[];
+  /** Helm hook objects and what became of each (absent when no chart rendered one). */
+  helmHooks?: HelmHookSummary[];
+}
+
+/** One helm hook object, as every unit in `units` renders it, and what became of it. */
+export interface HelmHookSummary {
+  /** `Job kube-system/ingress-nginx-admission-create`. */
+  object: string;
+  /** helm.sh/hook, comma-separated. */
+  events: string;
+  weight: number;
+  /** helm.sh/hook-delete-policy, or `-`. */
+  deletePolicy: string;
+  decision: HookDecision;
+  /** `helm-hooks/pre-w0/` below each unit, `unit directory`, or `-` when left out. */
+  where: string;
+  reason: string;
+  /** The unit directories rendering it. */
+  units: string[];
 }
 
 

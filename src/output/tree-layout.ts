@@ -7,6 +7,7 @@
 //   management/<namespace>/shared/...              objects several kept releases render, written once
 //   clusters/<namespace>/<cluster>/<stage>/...     one unit per addon stage of a workload cluster
 //   clusters/<namespace>/<cluster>/layers/<layer>/ one unit per addon layer (AddonsLayer) of a cluster
+//   <unit>/helm-hooks/<pre|post>-w<weight>/          a unit's helm install hooks, for engines that order them (Flux)
 //   management/providers/<kind>-<name>/...         one Cluster API provider's components
 //   management/providers/cert-manager/...          cert-manager, the providers' prerequisite (when declared)
 //   management/_cluster-requests/profiles/...      ClusterProfiles (with --scheduler-config)
@@ -61,6 +62,24 @@ function inClusterRequestsDir(file: string): boolean {
 }
 /** sops' configuration at the root of the tree: a user's file, read for --secrets encrypt and kept in every render. */
 export const SOPS_CONFIG_FILE = '.sops.yaml';
+
+/**
+ * Below a unit's directory: its helm install hooks, one directory per phase and weight, applied on
+ * their own before or after the unit (helm-hooks-record.ts). A unit's files never have a `/` in their
+ * name otherwise, so this cannot meet an object file.
+ */
+export const HELM_HOOKS_DIR = 'helm-hooks';
+
+/** The directory, relative to its unit's, of the hooks of one phase and weight: `helm-hooks/pre-w-5`. */
+export function helmHookDir(phase: 'pre' | 'post', weight: number): string {
+  return `${HELM_HOOKS_DIR}/${phase}-w${weight}`;
+}
+
+/** Whether a path lies in a unit's helm hook directories (`<unit>/helm-hooks/...`). */
+export function isHelmHookPath(file: string): boolean {
+  const unitDir = unitDirOf(`${file}/x`);
+  return unitDir !== undefined && file.slice(unitDir.length + 1).split('/')[0] === HELM_HOOKS_DIR;
+}
 
 /** The unit directory of a release's ClusterClass side. */
 export function releaseDir(namespace: string, release: string): string {
@@ -149,6 +168,8 @@ export function aggregatingDirs(dir: string): string[] {
   const parts = dir.split('/');
   // A layer is applied on its own (after its dependencies, unless on hold): nothing aggregates it.
   if (isLayerPath(dir)) return [];
+  // Hooks are applied on their own, before or after their unit: its kustomization must not list them.
+  if (isHelmHookPath(dir)) return [];
   const from = parts[0] === MANAGEMENT_DIR ? 1 : parts[0] === CLUSTERS_DIR ? 3 : parts.length;
   const dirs: string[] = [];
   for (let depth = parts.length - 1; depth >= from; depth -= 1) dirs.push(parts.slice(0, depth).join('/'));

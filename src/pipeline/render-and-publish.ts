@@ -146,6 +146,8 @@ export async function renderAndPublish<Published>(inputPlan: Plan, previous: Ren
     ...(encryption && options.gitops?.engine === 'flux' ? { decryptionKey: { secretName: options.gitops.sopsSecret ?? DEFAULT_SOPS_SECRET, managementNamespace: options.gitops.namespace } } : {}),
     previous,
     ...(annotations ? { managementAnnotations: annotations } : {}),
+    // Argo CD maps helm hooks to its own phases; Flux and plain appliers get them ordered or left out.
+    hookPlacement: options.gitops?.engine === 'argocd' ? 'argocd' : 'staged',
     ...(options.readmeTemplate !== undefined ? { readmeTemplate: options.readmeTemplate } : {}),
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     ...(deps.prestage ? { onUnitRendered: prestageUnits(deps.prestage) } : {}),

@@ -5,6 +5,7 @@
 // withholding (withhold-units), records (tree-records) and the tree (assemble-tree).
 import { holdWithheldClusterMoves } from '../cluster-requests/held-cluster-moves.js';
 import type { ClusterRequestsOutput } from '../output/cluster-requests-record.js';
+import type { HookPlacement } from '../output/helm-hooks-record.js';
 import type { Provenance, UnitRecord, WithheldEntry } from '../output/provenance.js';
 import { OUTPUT_FORMAT } from '../output/provenance.js';
 import { clusterDir } from '../output/tree-layout.js';
@@ -30,6 +31,8 @@ import { handOverAddonMoves } from './addon-moves.js';
 import { holdReleasesOfKeptClusters, keepPreviousOutput, withholdConflicts, withholdFailedUnits, withholdStrandedLayers, withholdValuesFailures } from './withhold-units.js';
 import { readProvenance } from '../output/provenance.js';
 import { renderProviders } from '../providers/render-providers.js';
+import { unitsWithMisplacedHooks } from './previous-hook-layout.js';
+import { summarizeHelmHooks } from './helm-hooks-summary.js';
 
 export interface RenderProgress {
   releasesDone: number;
@@ -68,6 +71,8 @@ export interface RenderOptions {
    * directory afterwards. For writing ahead (Publisher.prestage).
    */
   onUnitRendered?: (dir: string, files: ReadonlyMap<string, string>) => void;
+  /** How helm hooks are laid out (helm-hooks-record.ts): `argocd` for Argo CD, `staged` (the default) for Flux and plain appliers. */
+  hookPlacement?: HookPlacement;
 }
 
 export interface RenderOutcome {
@@ -93,8 +98,11 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
 
   // Encrypted files edited by hand since we wrote them are not reused: they are encrypted again from the render.
   const handEdited = new Map(units.map((unit) => [unit.record.dir, handEditedSecrets(before.get(unit.record.dir), options.previous)] as const).filter(([, files]) => files.length > 0));
+  // Units whose hooks were laid out for another engine (or before hooks were handled) render again.
+  const hookPlacement = options.hookPlacement ?? 'staged';
+  const notReusable = new Set([...handEdited.keys(), ...unitsWithMisplacedHooks(options.previous, before, hookPlacement)]);
   // Values are evaluated in chunks while the charts of earlier chunks (and every release) render.
-  const { reused, failedClusters, timedOutClusters, ready } = evaluateUnitValues(units, before, failedBefore, options.previous, deps, new Set(handEdited.keys()));
+  const { reused, failedClusters, timedOutClusters, ready } = evaluateUnitValues(units, before, failedBefore, options.previous, deps, notReusable);
   // Compiled once the first chart that waited for values is under way (not while the values are
   // prepared, which would delay them): this process has little else to do until helm answers.
   let warmed = false;
@@ -129,10 +137,11 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
       const old = before.get(unit.record.dir);
       let notes = old?.notes;
       let renderedWith = old?.renderedWith;
+      let hooks = old?.hooks;
       let fresh = false;
       // Reused by input digest: values were not evaluated, so the old render digest still holds.
       if (files && old) renderDigest = old.renderDigest;
-      else if (old && old.renderDigest === renderDigest && !handEdited.has(unit.record.dir)) files = previousFiles(old, options.previous);
+      else if (old && old.renderDigest === renderDigest && !notReusable.has(unit.record.dir)) files = previousFiles(old, options.previous);
       let secrets = files ? old?.secrets : undefined;
       if (!files) {
         let output: string;
@@ -154,7 +163,7 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
         renderedNow.add(unit.record.dir);
         let result: UnitFiles;
         try {
-          result = unitFiles(output, unit, options.secrets, options.managementAnnotations?.annotationsFor);
+          result = unitFiles(output, unit, options.secrets, options.managementAnnotations?.annotationsFor, hookPlacement);
         } catch (error) {
           if (!(error instanceof SecretRefusedError)) throw error;
           refusals.push(error);
@@ -170,10 +179,11 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
         files = result.files;
         notes = result.notes.length > 0 ? result.notes : undefined;
         renderedWith = unit.manifests === undefined ? deps.rendererName?.() : undefined;
+        hooks = result.hooks.length > 0 ? result.hooks : undefined;
         fresh = true;
       }
       rendered.set(unit.record.dir, files);
-      records.push({ ...unit.record, renderDigest, files: [...files.keys()].sort(), ...(notes ? { notes } : {}), ...(secrets ? { secrets } : {}), ...(renderedWith ? { renderedWith } : {}) });
+      records.push({ ...unit.record, renderDigest, files: [...files.keys()].sort(), ...(notes ? { notes } : {}), ...(secrets ? { secrets } : {}), ...(renderedWith ? { renderedWith } : {}), ...(hooks ? { hooks } : {}) });
       if (fresh) {
         identifyUnitObjects(files);
         options.onUnitRendered?.(unit.record.dir, files);
@@ -216,12 +226,15 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
   withheld.sort((a, b) => `${a.kind}/${a.namespace}/${a.name}/${a.layer ?? ''}`.localeCompare(`${b.kind}/${b.namespace}/${b.name}/${b.layer ?? ''}`));
   const provenance = buildProvenance(plan, placed, withheld, valuesFailures, providers.records, placement.sharedObjects);
   if (moves.handovers.length > 0) provenance.addonHandovers = moves.handovers;
+  provenance.helmHooks = hookPlacement;
   const summary = buildSummary(plan, placed, withheld, provenance.inputDigest, clusterUnits, placement.sharedObjects);
   if (providers.records.length > 0) summary.providers = providers.records.map(({ kind, namespace, name, version, contract, source, dir }) => ({ kind, namespace, name, version, contract, source, dir }));
   if (options.clusterRequests) {
     provenance.clusterRequests = options.clusterRequests.record;
     summary.clusterRequests = options.clusterRequests.summary;
   }
+  const helmHooks = summarizeHelmHooks(placed);
+  if (helmHooks.length > 0) summary.helmHooks = helmHooks;
   if (placed.some((record) => record.secrets)) summary.encryptedSecrets = describeEncryptedSecrets(placed, options.decryptionKey);
   const placedFiles = [...placed.filter((record) => record.kind === 'release').flatMap((record) => [...(placement.rendered.get(record.dir) ?? [])].map(([file, text]): [string, string] => [`${record.dir}/${file}`, text])), ...placement.sharedFiles];
   summary.notes.push(...handoverNotes(options.previous, placedFiles, new Set(placed.filter((record) => record.kind === 'release').map((record) => record.dir))), ...moves.notes);

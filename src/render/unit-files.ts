@@ -3,7 +3,9 @@
 import { layerRef } from '../layers/layer-version.js';
 import type { KubeObject } from '../api/types.js';
 import { servedApiProblem } from '../core/kube-api-versions.js';
-import { fileNamesFor, type ManifestObject, placeObjects, readManifests } from './manifest-objects.js';
+import type { HelmHookRecord, HookPlacement } from '../output/helm-hooks-record.js';
+import { placeHelmHooks } from './helm-hooks.js';
+import { type ManifestObject, placeObjects, readManifests } from './manifest-objects.js';
 import type { PendingUnit } from './render-units.js';
 import { applySecretPolicy, type SecretPolicy } from './secret-policy.js';
 
@@ -17,6 +19,8 @@ export interface UnitFiles {
   notes: string[];
   /** With --secrets encrypt: the files holding Secrets, whose content is still helm's plaintext and must be encrypted before anything else sees it. */
   secrets: { file: string; object: KubeObject }[];
+  /** The helm hook objects and what became of each (helm-hooks.ts). */
+  hooks: HelmHookRecord[];
 }
 
 /**
@@ -32,7 +36,7 @@ function emptyRenderProblem(unit: PendingUnit, subject: string): string {
 }
 
 /** One unit's helm output as files; throws SecretRefusedError when the policy refuses an object. */
-export function unitFiles(output: string, unit: PendingUnit, policy: SecretPolicy, annotationsFor?: AnnotationsFor): UnitFiles {
+export function unitFiles(output: string, unit: PendingUnit, policy: SecretPolicy, annotationsFor?: AnnotationsFor, hookPlacement: HookPlacement = 'staged'): UnitFiles {
   const subject =
     unit.record.kind === 'release'
       ? `release ${unit.record.release}`
@@ -40,24 +44,26 @@ export function unitFiles(output: string, unit: PendingUnit, policy: SecretPolic
         ? `Cluster ${unit.record.namespace}/${unit.record.name} (layer ${layerRef(unit.record.layer.name, unit.record.layer.version)})`
         : `Cluster ${unit.record.namespace}/${unit.record.name} (stage ${unit.record.stage}, release ${unit.record.release})`;
   const reading = readManifests(output, `${unit.chart.origin} for ${subject}`);
-  if (reading.problems.length > 0) return { files: new Map(), problems: reading.problems, notes: [], secrets: [] };
-  if (reading.objects.length === 0) return { files: new Map(), problems: [emptyRenderProblem(unit, subject)], notes: [], secrets: [] };
+  if (reading.problems.length > 0) return { files: new Map(), problems: reading.problems, notes: [], secrets: [], hooks: [] };
+  if (reading.objects.length === 0) return { files: new Map(), problems: [emptyRenderProblem(unit, subject)], notes: [], secrets: [], hooks: [] };
   // A workload cluster refuses an API its version no longer (or not yet) serves: withheld here, not
   // failed at apply. Helm's own API list can still offer one (src/core/kube-api-versions.ts).
   const unserved = unit.record.kind === 'release' ? [] : unservedApis(reading.objects, unit, subject);
-  if (unserved.length > 0) return { files: new Map(), problems: unserved, notes: [], secrets: [] };
+  if (unserved.length > 0) return { files: new Map(), problems: unserved, notes: [], secrets: [], hooks: [] };
   const placed = placeObjects(reading.objects, {
     defaultNamespace: unit.defaultNamespace,
     ...(unit.annotated && annotationsFor ? { annotationsFor } : {}),
   });
   const kept = applySecretPolicy(placed.objects, policy, subject);
   const dropped = kept.dropped.map((finding) => `${finding.object.kind} ${finding.object.metadata.namespace ? `${finding.object.metadata.namespace}/` : ''}${finding.object.metadata.name} left out (--secrets drop): it ${finding.why}`);
-  const names = fileNamesFor(kept.objects.map((entry) => entry.object), unit.defaultNamespace);
+  // Hooks go where the engine runs them at helm's events, or are left out (helm-hooks.ts).
+  const { files: names, hooks } = placeHelmHooks(kept.objects.map((entry) => entry.object), unit.defaultNamespace, hookPlacement);
   return {
-    files: new Map(kept.objects.map((entry, index) => [names[index]!, entry.text])),
+    files: new Map(kept.objects.flatMap((entry, index) => (names[index] === undefined ? [] : [[names[index], entry.text] as const]))),
     problems: [],
     notes: [...reading.warnings, ...placed.notes, ...dropped],
-    secrets: kept.objects.flatMap((entry, index) => (kept.toEncrypt.has(entry) ? [{ file: names[index]!, object: entry.object }] : [])),
+    secrets: kept.objects.flatMap((entry, index) => (kept.toEncrypt.has(entry) && names[index] !== undefined ? [{ file: names[index], object: entry.object }] : [])),
+    hooks,
   };
 }
 
