@@ -15,7 +15,7 @@ const MINIMUM_BY_MAJOR: ReadonlyMap<number, readonly [number, number]> = new Map
   }),
 );
 
-/** The range in words, as the README states it: `helm 3.22 or a later helm 3, or helm 4.3 or a later helm 4`. */
+/** The range in words, as the README and docs/helm.md state it: `helm 3.22 or a later helm 3, or helm 4.3 or a later helm 4`. */
 export const SUPPORTED_HELM_RANGE = [...MINIMUM_BY_MAJOR].map(([major, [minor]]) => `helm ${major}.${minor} or a later helm ${major}`).join(', or ');
 
 /** How to get a supported helm, for every message about a missing or old one. */

@@ -7,7 +7,7 @@
 # to check that what we write decodes in Kubernetes exactly as helm's output does.
 # Then builds the real engines (kube-apiserver, etcd, Flux, helm 3 and 4) and downloads the CRDs the
 # tests validate against, from the Go module proxy into a per-machine cache (test/engines/build-engines.sh;
-# the first build takes long, see the README's Development section).
+# the first build takes long, see docs/development.md).
 # Needs root (or sudo) for the packages; does nothing when everything is installed and built.
 set -euo pipefail
 packages=(docker-registry skopeo lua5.4 git apache2-utils openssl age golang-go golang-k8s-sigs-yaml-dev golang-gopkg-yaml.v2-dev)

@@ -122,7 +122,7 @@ export function renderFluxWiring(units: UnitRecord[], options: WiringOptions, ex
   // Objects several releases render live in management/<ns>/shared/ (every namespace with a release
   // has one, possibly empty). Its Kustomization never prunes and every release of the namespace
   // depends on it, always, so that an object moving between a release and shared/ in one revision
-  // is never deleted (see "Shared objects" in the README):
+  // is never deleted (see docs/output.md, "Shared objects and moves between owners"):
   //  - into shared/: a release's garbage collection of the new revision waits for shared/ to apply
   //    it first (dependsOn on the same source also waits for the same revision), and then skips it,
   //    since kustomize-controller only deletes objects whose owner labels still name itself;

@@ -1,6 +1,6 @@
 // `clusterstack plan <files or dirs...> --release-source <source> [--json]`
 // What only some runs need loads when they need it (a target's readers, ClusterRequests, upgrade
-// orders, helm): plan on plain inputs starts fast (README, "Start-up and CLUSTERSTACK_TIMINGS").
+// orders, helm): plan on plain inputs starts fast (docs/operations.md, "A command is slow to start").
 import path from 'node:path';
 import { formatPlanReport, planReport, reportHasProblems, retryableProblems } from '../plan/plan-report.js';
 import { type CliIo, EXIT_FAILURE, EXIT_OK, EXIT_PROBLEMS, UsageError } from './cli-io.js';

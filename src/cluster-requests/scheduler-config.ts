@@ -303,7 +303,7 @@ function parseDefinition(value: unknown, path: string, fail: (path: string, mess
   if (!isRecord(spec)) fail(`${path}.template.spec`, 'is required: {profile, tenancy}');
   else {
     unknown(spec, SPEC_FIELDS, `${path}.template.spec`, fail);
-    if (typeof spec.profile !== 'string' || spec.profile === '') fail(`${path}.template.spec.profile`, 'is required: the name of a ClusterProfile (one per ClusterStack, see the README)');
+    if (typeof spec.profile !== 'string' || spec.profile === '') fail(`${path}.template.spec.profile`, 'is required: the name of a ClusterProfile (one per ClusterStack, see docs/requests.md)');
     else parsed.spec.profile = spec.profile;
     if (spec.tenancy === undefined) fail(`${path}.template.spec.tenancy`, `is required: one of ${TENANCIES.join(', ')}`);
     else if (!TENANCIES.includes(spec.tenancy as Tenancy)) fail(`${path}.template.spec.tenancy`, `must be one of ${TENANCIES.join(', ')}, not ${JSON.stringify(spec.tenancy)}`);

@@ -56,7 +56,7 @@ export interface UnitRecord {
   secrets?: EncryptedSecretRecord[];
   /**
    * The program that rendered the files (`helm v4.3.1`), kept while they are reused: helm versions
-   * may differ in output (see the README), so the tree says which one wrote each unit.
+   * may differ in output (see docs/helm.md), so the tree says which one wrote each unit.
    */
   renderedWith?: string;
   /** The helm hook objects the chart rendered and what became of each (helm-hooks-record.ts); absent when none. */
