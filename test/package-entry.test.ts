@@ -91,7 +91,7 @@ describe('the packed package', () => {
     // without the 20 s type check that `npm run typecheck` and `npm run build` do anyway).
     const stage = path.join(work, 'stage');
     mkdirSync(stage);
-    for (const item of ['package.json', 'README.md', 'crds', 'examples', 'gitops/health']) cpSync(path.join(ROOT, item), path.join(stage, item), { recursive: true });
+    for (const item of ['package.json', 'README.md', 'crds', 'examples', 'docs', 'gitops/health']) cpSync(path.join(ROOT, item), path.join(stage, item), { recursive: true });
     for (const file of ['src', 'renderers', 'gitops'].flatMap(typeScriptFiles)) {
       const { code } = transformSync(readFileSync(path.join(ROOT, file), 'utf8'), { loader: 'ts', format: 'esm', target: 'node20', sourcefile: file });
       const out = path.join(stage, 'dist', file.replace(/\.ts$/, '.js'));
@@ -143,6 +143,11 @@ describe('the packed package', () => {
     ]) {
       expect(existsSync(path.join(installed, file)), file).toBe(true);
     }
+    // The README's links into docs/ resolve in the installed package too (npm shows the README).
+    const readme = readFileSync(path.join(installed, 'README.md'), 'utf8');
+    const docLinks = [...readme.matchAll(/\]\((docs\/[^)#]+)/g)].map((match) => match[1]!);
+    expect(docLinks.length).toBeGreaterThan(5);
+    for (const file of docLinks) expect(existsSync(path.join(installed, file)), file).toBe(true);
     // The module that reads the health scripts finds them in the installed package.
     const healthDir = run(process.execPath, ['--input-type=module', '-e', `const m = await import(${JSON.stringify(path.join(installed, 'dist/gitops/health/argocd-health-patch.js'))}); console.log(m.defaultHealthDir());`], consumer).trim();
     expect(healthDir).toBe(path.join(installed, 'gitops/health'));
