@@ -5,7 +5,7 @@
 // for the workload cluster "bravo". Every assertion reads LIVE objects from the servers, never
 // our files. Engines are started once for the file; a missing engine fails the file.
 import { execFileSync } from 'node:child_process';
-import { cpSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runClusterstack, tempDir } from './support/cli.js';
@@ -38,9 +38,10 @@ describe('real Flux applies what clusterstack publishes', () => {
   let workload: RealKubeApi | undefined;
   let flux: FluxControllers | undefined;
   let git: GitHttpServer | undefined;
-  let sandbox: GitSandbox;
+  let sandbox: GitSandbox | undefined;
   let bare: string;
-  let inputs: string;
+  let inputs: string | undefined;
+  let checkout: string | undefined;
   let watched: LocalProcess[] = [];
 
   const mgmt = (): KubeClient => management!.admin.client;
@@ -68,7 +69,7 @@ describe('real Flux applies what clusterstack publishes', () => {
 
   /** Renders the inputs into the bare repository with the Flux wiring; returns the commit. */
   async function publish(): Promise<string> {
-    const result = await runClusterstack(['render', inputs, '--release-source', path.join(ROOT, 'examples/quickstart/releases'), '--git', bare,
+    const result = await runClusterstack(['render', inputs!, '--release-source', path.join(ROOT, 'examples/quickstart/releases'), '--git', bare,
       '--gitops', 'flux', '--gitops-url', `${git!.url}/fleet.git`], { cwd: ROOT });
     expect(result.code, result.stderr).toBe(0);
     return execFileSync('git', ['--git-dir', bare, 'rev-parse', 'main'], { encoding: 'utf8' }).trim();
@@ -148,12 +149,14 @@ describe('real Flux applies what clusterstack publishes', () => {
     await flux?.stop();
     await git?.close();
     await Promise.all([management?.stop(), workload?.stop()]);
+    sandbox?.cleanup();
+    for (const dir of [inputs, checkout]) if (dir) rmSync(dir, { recursive: true, force: true });
     for (const process of watched) expect(process.exited(), `${process.name} (pid ${process.pid}) is still running`).toBe(true);
   }, 60_000);
 
   it("first publish: the bootstrap applies the wiring, the releases land in the management server and the first addon stage in the workload server, with helm's meaning", async () => {
     const sha = await publish();
-    const checkout = await tempDir('csk-flux-e2e-checkout-');
+    checkout = await tempDir('csk-flux-e2e-checkout-');
     execFileSync('git', ['clone', '--quiet', '--branch', 'main', bare, checkout]);
     // The README's bootstrap, against the management server.
     execFileSync('kubectl', ['--kubeconfig', management!.admin.kubeconfigFile, 'apply', '-k', path.join(checkout, 'flux')], { encoding: 'utf8' });
@@ -223,9 +226,9 @@ describe('real Flux applies what clusterstack publishes', () => {
 
   it('a dropped release and a removed Cluster: their objects are pruned, releases in use stay', async () => {
     // bravo leaves the inputs, and v2 (bravo's release, pinned in spec.versions) is no longer asked for.
-    const clustersFile = path.join(inputs, 'clusters.yaml');
+    const clustersFile = path.join(inputs!, 'clusters.yaml');
     writeFileSync(clustersFile, readFileSync(clustersFile, 'utf8').split(/^---$/m).filter((doc) => !/^\s*name: bravo$/m.test(doc)).join('---'));
-    const stackFile = path.join(inputs, 'clusterstack.yaml');
+    const stackFile = path.join(inputs!, 'clusterstack.yaml');
     writeFileSync(stackFile, readFileSync(stackFile, 'utf8').replace(/versions:\n\s+- v2\n/, 'versions: []\n'));
     const sha = await publish();
     await syncWiring(sha);
