@@ -61,17 +61,21 @@ const TIMEOUT = '5m';
  * ClusterClass health for `wait: true`: kstatus alone calls a class Current as soon as its
  * generation is observed, even when its variables could not be reconciled, and Clusters using it
  * would then fail. CAPI v1beta1 reports that as VariablesReconciled, v1beta2 as VariablesReady.
+ * One expression for both: kustomize-controller keys health checks by group and kind (a second
+ * entry for the same kind is refused, "duplicate custom health check for GroupKind", and the whole
+ * Kustomization fails terminally) and reads the object at the version the server prefers, which
+ * is v1beta1 or v1beta2 depending on the installed CAPI.
  */
+const CLASS_VARIABLES = "(c.type == 'VariablesReady' || c.type == 'VariablesReconciled')";
 const CLUSTER_CLASS_HEALTH = [
-  { apiVersion: 'cluster.x-k8s.io/v1beta1', condition: 'VariablesReconciled' },
-  { apiVersion: 'cluster.x-k8s.io/v1beta2', condition: 'VariablesReady' },
-].map(({ apiVersion, condition }) => ({
-  apiVersion,
-  kind: 'ClusterClass',
-  inProgress: 'status.?observedGeneration.orValue(-1) != metadata.generation',
-  failed: `status.?conditions.orValue([]).exists(c, c.type == '${condition}' && c.status == 'False')`,
-  current: `status.?observedGeneration.orValue(-1) == metadata.generation && status.?conditions.orValue([]).exists(c, c.type == '${condition}' && c.status == 'True')`,
-}));
+  {
+    apiVersion: 'cluster.x-k8s.io/v1beta2',
+    kind: 'ClusterClass',
+    inProgress: 'status.?observedGeneration.orValue(-1) != metadata.generation',
+    failed: `status.?conditions.orValue([]).exists(c, ${CLASS_VARIABLES} && c.status == 'False')`,
+    current: `status.?observedGeneration.orValue(-1) == metadata.generation && status.?conditions.orValue([]).exists(c, ${CLASS_VARIABLES} && c.status == 'True')`,
+  },
+];
 
 function path(options: WiringOptions, treeDir: string): string {
   return `./${sourcePath(options.source, treeDir)}`;
