@@ -218,6 +218,23 @@ describe('plan chart render cache: no Secret value rests in it', () => {
     expect((await stat(legacy)).mode & 0o777).toBe(0o700);
   });
 
+  it('does not remember a values template stopped at the time limit: a larger limit may let it pass', async () => {
+    const cacheDir = path.join(root.dir, 'verdicts-timeout');
+    const items: ValuesTemplateItem[] = [{ id: 'slow', origin: 'release/slow/overwrite.yaml', template: 'x: 1\n', context: { Cluster: { metadata: { name: 'one' }, spec: {} } } }];
+    let evaluations = 0;
+    const verdicts = () =>
+      cachedValuesVerdicts(new ChartRenderCache(cacheDir), () => helmBinaryIdentity({ configured: helm }), async () => async (batch) => {
+        evaluations += batch.length;
+        return batch.map((entry) => ({ id: entry.id, ok: false as const, timedOut: true as const, message: 'did not finish within 1s', error: new Error('did not finish within 1s') }));
+      });
+    expect(await verdicts().evaluateValues(items, '1.30.4')).toEqual([expect.objectContaining({ id: 'slow', ok: false, timedOut: true })]);
+    const later = verdicts();
+    await later.evaluateValues(items, '1.30.4');
+    expect(evaluations).toBe(2);
+    expect(later.stats()).toEqual({ hits: 0, rendered: 1 });
+    expect(await entries(cacheDir).catch(() => [])).toEqual([]);
+  });
+
   it('keeps values templates\' verdicts, never their values: a later run answers them without helm', async () => {
     const cacheDir = path.join(root.dir, 'verdicts');
     const item = (id: string, template: string): ValuesTemplateItem => ({ id, origin: `release/${id}/overwrite.yaml`, template, context: { Cluster: { metadata: { name: 'one' }, spec: {} } } });

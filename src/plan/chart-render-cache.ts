@@ -225,7 +225,9 @@ export function cachedValuesVerdicts(
           const result = byId.get(item.id);
           if (!result) return { id: item.id, ok: false, message: 'values template was not evaluated', error: new Error('values template was not evaluated') };
           const verdict: Verdict = result.ok ? { ok: true } : { ok: false, message: result.message, ...(result.missingField ? { missingField: result.missingField } : {}) };
-          if (keys[index] !== undefined) await cache.put(keys[index]!, JSON.stringify(verdict)).catch(() => undefined);
+          // A template stopped at the time limit may pass under a larger one: not remembered, as in render.
+          const lasting = result.ok || !result.timedOut;
+          if (keys[index] !== undefined && lasting) await cache.put(keys[index]!, JSON.stringify(verdict)).catch(() => undefined);
           return result;
         }),
       );
