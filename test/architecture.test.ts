@@ -143,4 +143,9 @@ describe('architecture', () => {
     }
     expect(violations).toEqual([]);
   });
+
+  it('sorts text one way: compareText, never localeCompare (locale- and ICU-dependent)', () => {
+    const users = sourceFiles().filter((file) => /\.localeCompare\(/.test(readFileSync(file, 'utf8')));
+    expect(users).toEqual([]);
+  });
 });

@@ -6,6 +6,7 @@ import { type CliIo, EXIT_OK, UsageError } from './cli-io.js';
 import { didYouMean } from '../core/did-you-mean.js';
 import { parseCommandLine } from './parse-command-line.js';
 import { checkCacheDir, configFromFlags, resolveLocation, SOURCE_OPTIONS, sourceOpenerFrom } from './common-options.js';
+import { compareText } from '../core/compare-text.js';
 
 export const RELEASES_USAGE = `Usage: clusterstack releases list --source <source> [filters] [--json]
 
@@ -61,7 +62,7 @@ export async function releasesCommand(args: string[], io: CliIo): Promise<number
     .filter((release) => values.channel === undefined || channelOf(release.parsed.version) === values.channel);
   // Group by stack and channel (versions only compare within one), oldest first inside each group.
   const groupKey = (release: (typeof matching)[number]): string => `${release.tag.split('-').slice(0, 4).join('-')} ${channelOf(release.parsed.version)}`;
-  matching.sort((a, b) => groupKey(a).localeCompare(groupKey(b)) || compareReleases(a, b));
+  matching.sort((a, b) => compareText(groupKey(a), groupKey(b)) || compareReleases(a, b));
   const rows = matching.map((release) => ({
     tag: release.tag,
     provider: release.parsed.provider,

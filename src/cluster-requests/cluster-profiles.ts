@@ -4,6 +4,7 @@
 import { semver } from '../core/semver-functions.js';
 import type { KubeObject } from '../api/types.js';
 import type { Resolution, StackResolution } from '../core/resolve-releases.js';
+import { compareText } from '../core/compare-text.js';
 
 export const OPENMCP_CLUSTERS_API = 'clusters.openmcp.cloud/v1alpha1';
 /** Why a release is kept when a Cluster (and nothing else) keeps it. */
@@ -57,7 +58,7 @@ export function clusterProfiles(resolution: Resolution, kubernetesVersionOf: (na
       if (chosen) info.newClusterRelease = chosen;
       return info;
     })
-    .sort((a, b) => a.name.localeCompare(b.name));
+    .sort((a, b) => compareText(a.name, b.name));
 }
 
 /** `1.30.2` (a leading `v` dropped): openMCP lists plain versions. */
@@ -91,5 +92,5 @@ function compareVersions(a: string, b: string): number {
   const pa = semver.coerce(a);
   const pb = semver.coerce(b);
   const bySemver = pa && pb ? semver.compare(pa, pb) : 0;
-  return bySemver !== 0 ? bySemver : a.localeCompare(b);
+  return bySemver !== 0 ? bySemver : compareText(a, b);
 }

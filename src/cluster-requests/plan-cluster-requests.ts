@@ -16,6 +16,7 @@ import { type ClusterProfileInfo, clusterProfileObject, clusterProfiles, OPENMCP
 import { REQUESTED_PURPOSE_LABEL, requestedClusterObject } from './requested-clusters.js';
 import { type ClusterRequestInput, type NotOurRequest, type RequestOutcome, type ScheduledCluster, scheduleRequests, type WithheldCluster } from './schedule-requests.js';
 import type { SchedulerConfig } from './scheduler-config.js';
+import { compareText } from '../core/compare-text.js';
 
 export interface PlannedClusterRequests {
   /** The plan with the generated Clusters in its resolution. */
@@ -199,7 +200,7 @@ function withGeneratedClusters(resolution: Resolution, generated: { id: string; 
     if (index >= 0) next.clusters[index] = entry;
     else next.clusters.push(entry);
   }
-  next.clusters.sort((a, b) => key(a.namespace, a.name).localeCompare(key(b.namespace, b.name)));
+  next.clusters.sort((a, b) => compareText(key(a.namespace, a.name), key(b.namespace, b.name)));
   return next;
 }
 

@@ -24,6 +24,7 @@ import { sha256Hex } from '../release/content-digest.js';
 import type { ClusterProfileInfo, ProfileRelease } from './cluster-profiles.js';
 import { matchesLabelSelector } from '../core/label-selector.js';
 import { type ClusterDefinition, clusterSelectorOf, handlesRequest, type SchedulerConfig } from './scheduler-config.js';
+import { compareText } from '../core/compare-text.js';
 
 export interface ClusterRequestInput {
   namespace: string;
@@ -116,7 +117,7 @@ export interface ScheduleResult {
 }
 
 const key = (namespace: string, name: string): string => `${namespace}/${name}`;
-const byKey = <T extends { namespace: string; name: string }>(a: T, b: T): number => key(a.namespace, a.name).localeCompare(key(b.namespace, b.name));
+const byKey = <T extends { namespace: string; name: string }>(a: T, b: T): number => compareText(key(a.namespace, a.name), key(b.namespace, b.name));
 /** openMCP's label: only Clusters carrying it with "true" are removed with their last request. */
 export const DELETE_WITHOUT_REQUESTS_LABEL = 'clusters.openmcp.cloud/delete-without-requests';
 
@@ -139,7 +140,7 @@ export function scheduleRequests(input: ScheduleInput): ScheduleResult {
     let high = pool.length;
     while (low < high) {
       const middle = (low + high) >>> 1;
-      if (pool[middle]!.id.localeCompare(id) < 0) low = middle + 1;
+      if (compareText(pool[middle]!.id, id) < 0) low = middle + 1;
       else high = middle;
     }
     pool.splice(low, 0, { id, cluster: created });

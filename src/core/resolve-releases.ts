@@ -117,10 +117,10 @@ export function compareReleases(a: AvailableRelease, b: AvailableRelease): numbe
   const byVersion = compareStackVersions(a.parsed.version, b.parsed.version);
   if (byVersion !== undefined && byVersion !== 0) return byVersion;
   if (byVersion === undefined) {
-    const byTime = (a.publishedAt ?? '').localeCompare(b.publishedAt ?? '');
+    const byTime = compareText(a.publishedAt ?? '', b.publishedAt ?? '');
     if (byTime !== 0) return byTime;
   }
-  return a.tag.localeCompare(b.tag);
+  return compareText(a.tag, b.tag);
 }
 
 function providerReadiness(stack: ClusterStack, tag: string, providerReleases: KubeObject[]): { ready: boolean; message?: string } {

@@ -7,6 +7,7 @@ import type { CapiCluster } from '../api/types.js';
 import type { Problem } from '../core/problem.js';
 import { matchesLabelSelector } from '../core/label-selector.js';
 import { layerRef, meetsKubernetesGate, normalizeVersion, sameVersion } from './layer-version.js';
+import { compareText } from '../core/compare-text.js';
 
 export interface LayerClusterInput {
   namespace: string;
@@ -130,7 +131,7 @@ export function resolveLayers(layers: AddonsLayer[], clusters: LayerClusterInput
 
   const result: ClusterLayers[] = [];
   const clashes = new Map<string, Set<string>>();
-  for (const cluster of [...clusters].sort((a, b) => `${a.namespace}/${a.name}`.localeCompare(`${b.namespace}/${b.name}`))) {
+  for (const cluster of [...clusters].sort((a, b) => compareText(`${a.namespace}/${a.name}`, `${b.namespace}/${b.name}`))) {
     const decisions = new Map<string, ClusterLayerDecision>();
     const selected = (layer: AddonsLayer): boolean => layer.spec.clusterSelector === undefined || layer.spec.clusterSelector === null || matchesLabelSelector(layer.spec.clusterSelector, cluster.cluster.metadata.labels);
     for (const name of order) {
@@ -145,7 +146,7 @@ export function resolveLayers(layers: AddonsLayer[], clusters: LayerClusterInput
     }
     result.push({ namespace: cluster.namespace, name: cluster.name, layers: [...decisions.values()] });
   }
-  for (const [name, where] of [...clashes].sort(([a], [b]) => a.localeCompare(b))) {
+  for (const [name, where] of [...clashes].sort(([a], [b]) => compareText(a, b))) {
     problems.push({ object: layerObject(byName.get(name)!), path: 'metadata.name', message: `is also the name of an addon stage of the cluster stack used by ${[...where].sort().join(', ')}; rename the layer` });
   }
   return { problems, notes, clusters: result };
@@ -210,6 +211,6 @@ function decide(
     const at = version === undefined ? 'the Cluster has no spec.topology.version' : met === undefined ? `the Cluster's ${from} "${version}" is not a version` : `the Cluster is at ${version} (${from})`;
     decision.withheld = { state: 'K8sVersion', reason: `${layerRef(name, layer.spec.version)} needs Kubernetes ${normalizeVersion(gate)} or newer; ${at}` };
   } else if (pending.length > 0) decision.withheld = { state: 'ApplyPending', reason: pending.join('; ') };
-  decision.dependsOn.sort((a, b) => a.layer.localeCompare(b.layer));
+  decision.dependsOn.sort((a, b) => compareText(a.layer, b.layer));
   return decision;
 }

@@ -168,7 +168,8 @@ export function compareTrees(previous: RenderedTree, next: RenderedTree): TreeCh
     changes.clusters.push(entry);
   }
   changes.otherFiles.sort();
-  changes.shared!.sort((a, b) => a.path.localeCompare(b.path));
+  // Code-unit order, compareText's (src/output imports nothing outside itself).
+  changes.shared!.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   const providers = compareProviders(before, after, changedFiles);
   if (providers.length > 0) {
     changes.providers = providers;

@@ -26,6 +26,7 @@ import { type RenderOutcome, type RenderProgress, renderOutput } from '../render
 import type { SecretPolicy } from '../render/secret-policy.js';
 import { checkEncryptionEngine } from '../secrets/encryption-engine.js';
 import type { EncryptionInput } from '../secrets/secret-encryption.js';
+import { compareText } from '../core/compare-text.js';
 
 /** The few things a run needs to say to operators (pino's signature; the CLI's prints warnings). */
 export interface PipelineLogger {
@@ -162,7 +163,7 @@ export async function renderAndPublish<Published>(inputPlan: Plan, previous: Ren
   // The user's sops configuration at the root stays: the target holds exactly the tree otherwise.
   const sopsConfig = previous.get(SOPS_CONFIG_FILE);
   if (sopsConfig !== undefined) tree.set(SOPS_CONFIG_FILE, sopsConfig);
-  const sorted: RenderedTree = new Map([...tree.entries()].sort(([a], [b]) => a.localeCompare(b)));
+  const sorted: RenderedTree = new Map([...tree.entries()].sort(([a], [b]) => compareText(a, b)));
   if (options.signal?.aborted) return { status: 'aborted', outcome, tree: sorted };
 
   // Argo CD and Flux prune what leaves the output: a render that would take most of it away is far

@@ -8,6 +8,7 @@ import type { ProviderDeploymentSpec, ProviderManagerSpec, ProviderPatch, Provid
 import type { KubeObject } from '../api/types.js';
 import { decodeYamlDocuments, YamlDecodeError } from '../yaml/kube-yaml.js';
 import { matchesLabelSelector, parseLabelSelector } from '../core/label-selector.js';
+import { compareText } from '../core/compare-text.js';
 
 /** clusterctl's labels on every provider object. */
 export const PROVIDER_LABEL = 'cluster.x-k8s.io/provider';
@@ -159,7 +160,7 @@ function customizeDeployment(deployment: KubeObject, deploymentSpec: ProviderDep
       const container = containersOf(podSpec).find((candidate) => candidate.name === wanted.name);
       if (!container) throw new ProviderRenderError(`spec.deployment.containers: ${where} has no container "${wanted.name}" (it has ${containersOf(podSpec).map((c) => c.name).join(', ') || 'none'})`);
       const args = Array.isArray(container.args) ? container.args : [];
-      for (const [name, value] of Object.entries(wanted.args ?? {}).sort(([a], [b]) => a.localeCompare(b))) setArg(args, name, value);
+      for (const [name, value] of Object.entries(wanted.args ?? {}).sort(([a], [b]) => compareText(a, b))) setArg(args, name, value);
       if (wanted.args) container.args = args;
       if (wanted.env) {
         const names = new Set(wanted.env.map((env) => env.name));
@@ -180,7 +181,7 @@ function customizeDeployment(deployment: KubeObject, deploymentSpec: ProviderDep
 
 /** The manager's flags as the operator sets them (feature gates merged with the manifest's, sorted). */
 function customizeManagerArgs(args: unknown[], manager: ProviderManagerSpec, where: string): unknown[] {
-  for (const [groupKind, value] of Object.entries(manager.controller?.groupKindConcurrency ?? {}).sort(([a], [b]) => a.localeCompare(b))) setArg(args, `--${groupKind.toLowerCase()}-concurrency`, String(value));
+  for (const [groupKind, value] of Object.entries(manager.controller?.groupKindConcurrency ?? {}).sort(([a], [b]) => compareText(a, b))) setArg(args, `--${groupKind.toLowerCase()}-concurrency`, String(value));
   if (manager.maxConcurrentReconciles) setArg(args, '--max-concurrent-reconciles', String(manager.maxConcurrentReconciles));
   const strings: [string, string | undefined][] = [
     ['--namespace', manager.cacheNamespace],
@@ -211,7 +212,7 @@ function customizeManagerArgs(args: unknown[], manager: ProviderManagerSpec, whe
     for (const [name, value] of Object.entries(manager.featureGates)) gates.set(name, value);
     setArg(args, '--feature-gates', [...gates].map(([name, value]) => `${name}=${value}`).sort().join(','));
   }
-  for (const [flag, value] of Object.entries(manager.additionalArgs ?? {}).sort(([a], [b]) => a.localeCompare(b))) {
+  for (const [flag, value] of Object.entries(manager.additionalArgs ?? {}).sort(([a], [b]) => compareText(a, b))) {
     if (args.some((arg) => typeof arg === 'string' && arg.startsWith(`${flag}=`))) throw new ProviderRenderError(`spec.manager.additionalArgs: ${where} already passes ${flag}; set it through the field the operator maps it from, or drop it from additionalArgs`);
     setArg(args, flag, value);
   }

@@ -12,6 +12,7 @@ import type { SourcedObject } from '../inputs/parse-manifests.js';
 import { CERT_MANAGER_DIR, providerDir } from '../output/tree-layout.js';
 import { type CertManagerRelease, fetchProblem, type ProviderFetcher, type ProviderRelease } from './provider-fetcher.js';
 import { contractOf, parseReleaseSeries } from './provider-metadata.js';
+import { compareText } from '../core/compare-text.js';
 
 export interface PlannedProvider {
   provider: CapiProvider;
@@ -165,7 +166,7 @@ export async function planProviders(providers: SourcedObject<CapiProvider>[], in
       readContract(planned);
     }),
   );
-  plan.providers.sort((a, b) => a.dir.localeCompare(b.dir));
+  plan.providers.sort((a, b) => compareText(a.dir, b.dir));
   if (cores.length === 1) {
     const certManager = await planCertManager(cores[0]!.object, cores[0]!.source, fetcher);
     if (certManager) plan.certManager = certManager;

@@ -7,6 +7,7 @@ import { semver } from '../core/semver-functions.js';
 import { ALLOW_DOWNGRADE_ANNOTATION, describeProvider } from '../api/provider-types.js';
 import type { ProviderRecord } from '../output/provenance.js';
 import type { ProviderPlan } from './plan-providers.js';
+import { compareText } from '../core/compare-text.js';
 
 export type ProviderChangeKind = 'added' | 'upgraded' | 'unchanged' | 'downgraded' | 'refused' | 'removed';
 
@@ -62,5 +63,5 @@ export function providerPlanChanges(plan: ProviderPlan, previous: readonly Provi
   for (const record of previous) {
     if (!present.has(record.dir)) changes.push({ dir: record.dir, kind: record.kind, namespace: record.namespace, name: record.name, change: 'removed', from: record.version });
   }
-  return changes.sort((a, b) => a.dir.localeCompare(b.dir));
+  return changes.sort((a, b) => compareText(a.dir, b.dir));
 }

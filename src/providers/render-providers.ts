@@ -18,6 +18,7 @@ import { decodeYamlDocuments, encodeYaml, YamlDecodeError } from '../yaml/kube-y
 import { customizeComponents, type ImageOverrides, ProviderRenderError } from './customize-components.js';
 import { substituteVariables, SubstitutionSyntaxError } from './envsubst.js';
 import type { PlannedCertManager, PlannedProvider, ProviderPlan } from './plan-providers.js';
+import { compareText } from '../core/compare-text.js';
 
 /** Flux leaves objects with this annotation in place when they leave the source. */
 export const FLUX_PRUNE_ANNOTATION = 'kustomize.toolkit.fluxcd.io/prune';
@@ -206,7 +207,7 @@ export function renderProviders(plan: ProviderPlan | undefined, previous: Render
     }
   }
   if (refusals.length > 0) throw refusals.length === 1 ? refusals[0]! : new SecretRefusedError(refusals.map((r) => r.unit).join(', '), refusals.flatMap((r) => r.findings));
-  result.records.sort((a, b) => a.dir.localeCompare(b.dir));
+  result.records.sort((a, b) => compareText(a.dir, b.dir));
   return result;
 }
 
@@ -215,7 +216,7 @@ function certManagerHealthChecks(objects: KubeObject[]): NonNullable<ProviderRec
   return objects
     .filter((object) => (object.kind === 'Deployment' && apiGroup(object.apiVersion) === 'apps') || (object.kind === 'CustomResourceDefinition' && apiGroup(object.apiVersion) === 'apiextensions.k8s.io'))
     .map((object) => ({ apiVersion: object.apiVersion, kind: object.kind, ...(object.metadata.namespace ? { namespace: object.metadata.namespace } : {}), name: object.metadata.name }))
-    .sort((a, b) => `${a.kind}/${a.namespace ?? ''}/${a.name}`.localeCompare(`${b.kind}/${b.namespace ?? ''}/${b.name}`));
+    .sort((a, b) => compareText(`${a.kind}/${a.namespace ?? ''}/${a.name}`, `${b.kind}/${b.namespace ?? ''}/${b.name}`));
 }
 
 /**

@@ -7,6 +7,7 @@ import type { RenderedTree } from '../output/rendered-tree.js';
 import { aggregatingDirs, KUSTOMIZATION_FILE, MANAGEMENT_DIR, CLUSTERS_DIR, PROVENANCE_FILE, README_FILE } from '../output/tree-layout.js';
 import { kustomizationEncoder } from './kustomization-yaml.js';
 import { compileTemplate } from './sandboxed-template.js';
+import { compareText } from '../core/compare-text.js';
 
 /** A kustomization per directory: each object directory, and the directories that aggregate it (tree-layout.ts). */
 function kustomizations(tree: Map<string, string>, emptyDirs: readonly string[]): Map<string, string> {
@@ -86,6 +87,6 @@ export function assembleTree(
   for (const [file, content] of kustomizations(files, shared.dirs)) files.set(file, content);
   files.set(PROVENANCE_FILE, `${JSON.stringify(provenance, null, 2)}\n`);
   files.set(README_FILE, compileTemplate(readmeTemplate ?? OUTPUT_README_TEMPLATE, readmeTemplate ? 'readme template' : 'default README template')(summary));
-  return new Map([...files.entries()].sort(([a], [b]) => a.localeCompare(b)));
+  return new Map([...files.entries()].sort(([a], [b]) => compareText(a, b)));
 }
 

@@ -8,6 +8,7 @@ import type { RenderedTree } from '../output/rendered-tree.js';
 import { sha256Digest } from '../release/content-digest.js';
 import type { SecretEncryption } from '../secrets/secret-encryption.js';
 import type { UnitFiles } from './unit-files.js';
+import { compareText } from '../core/compare-text.js';
 
 /** Replaces the unit's Secret files in `result.files` by SOPS documents; returns their records. */
 export async function encryptUnitSecrets(dir: string, result: UnitFiles, encryption: SecretEncryption, lastModified: string): Promise<EncryptedSecretRecord[]> {
@@ -22,7 +23,7 @@ export async function encryptUnitSecrets(dir: string, result: UnitFiles, encrypt
     records.push({ file, namespace: object.metadata.namespace ?? '', name: object.metadata.name, digest: sha256Digest(document), recipients });
   }
   result.secrets = [];
-  return records.sort((a, b) => a.file.localeCompare(b.file));
+  return records.sort((a, b) => compareText(a.file, b.file));
 }
 
 /** Encrypted files of the previous unit that no longer hold what clusterstack wrote (edited by hand), as tree paths. */

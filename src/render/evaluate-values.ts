@@ -12,6 +12,7 @@ import type { RenderedTree } from '../output/rendered-tree.js';
 import { previousFiles } from './previous-output.js';
 import type { RenderDependencies, ValuesTemplateResult } from './render-dependencies.js';
 import { ownerKey, type PendingUnit } from './render-units.js';
+import { compareText } from '../core/compare-text.js';
 
 export interface ValuesOutcome {
   /** Units reused whole by input digest: directory -> files. */
@@ -72,7 +73,7 @@ export function valuesFailureRecords(units: PendingUnit[], failedClusters: Map<s
   return units
     .filter((unit) => unit.record.kind !== 'release' && failedClusters.has(ownerKey(unit)) && !timedOut.has(ownerKey(unit)))
     .map((unit) => ({ dir: unit.record.dir, inputDigest: unit.record.inputDigest, reason: failedClusters.get(ownerKey(unit))! }))
-    .sort((a, b) => a.dir.localeCompare(b.dir));
+    .sort((a, b) => compareText(a.dir, b.dir));
 }
 
 async function evaluateChunk(chunk: PendingUnit[], deps: RenderDependencies, failedClusters: Map<string, string>, timedOutClusters: Set<string>): Promise<void> {

@@ -18,6 +18,7 @@ import { ownerKey, type PendingUnit, planUnits } from './render-units.js';
 import { findReleaseConflicts } from './shared-objects.js';
 import { unitFiles } from './unit-files.js';
 import { withholdConflicts, withholdFailedUnits, withholdValuesFailures } from './withhold-units.js';
+import { compareText } from '../core/compare-text.js';
 
 /** A unit as plan names it: a release alone, a Cluster whole, or one layer of a Cluster. */
 export interface ForeseenUnit {
@@ -103,8 +104,8 @@ export async function foreseeWithholds(plan: Plan, deps: RenderDependencies): Pr
   }
   const order = (entry: ForeseenUnit): string => `${entry.kind}/${entry.namespace}/${entry.name}/${entry.layer ?? ''}`;
   return {
-    withheld: withheld.map(({ previousKept: _previousKept, ...entry }) => entry).sort((a, b) => order(a).localeCompare(order(b))),
-    decidedAtRender: decidedAtRender.sort((a, b) => order(a).localeCompare(order(b))),
-    conflicts: conflicts.map(({ record, reason }) => ({ namespace: record.namespace, release: record.release, reason })).sort((a, b) => `${a.namespace}/${a.release}`.localeCompare(`${b.namespace}/${b.release}`)),
+    withheld: withheld.map(({ previousKept: _previousKept, ...entry }) => entry).sort((a, b) => compareText(order(a), order(b))),
+    decidedAtRender: decidedAtRender.sort((a, b) => compareText(order(a), order(b))),
+    conflicts: conflicts.map(({ record, reason }) => ({ namespace: record.namespace, release: record.release, reason })).sort((a, b) => compareText(`${a.namespace}/${a.release}`, `${b.namespace}/${b.release}`)),
   };
 }

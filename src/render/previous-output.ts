@@ -3,6 +3,7 @@
 import { readProvenance, type SharedObjectRecord, type UnitRecord } from '../output/provenance.js';
 import type { RenderedTree } from '../output/rendered-tree.js';
 import { previousHandovers, unmarkedText } from './addon-moves.js';
+import { compareText } from '../core/compare-text.js';
 
 /**
  * The previous tree's units by directory, its values failures by `dir inputDigest` and its shared
@@ -27,7 +28,7 @@ export function previousFiles(unit: UnitRecord | undefined, previous: RenderedTr
   const locations: [string, string][] = [...unit.files.map((file): [string, string] => [file, `${unit.dir}/${file}`]), ...Object.entries(unit.shared ?? {})];
   const files = new Map<string, string>();
   const handovers = unit.shared ? previousHandovers(previous) : undefined;
-  for (const [file, path] of locations.sort(([a], [b]) => a.localeCompare(b))) {
+  for (const [file, path] of locations.sort(([a], [b]) => compareText(a, b))) {
     let content = previous.get(path);
     const handover = handovers?.get(path);
     if (content !== undefined && handover && handover.to === unit.dir && handover.file === file) content = unmarkedText(content, handover.digest);

@@ -33,6 +33,7 @@ import { readProvenance } from '../output/provenance.js';
 import { renderProviders } from '../providers/render-providers.js';
 import { unitsWithMisplacedHooks } from './previous-hook-layout.js';
 import { summarizeHelmHooks } from './helm-hooks-summary.js';
+import { compareText } from '../core/compare-text.js';
 
 export interface RenderProgress {
   releasesDone: number;
@@ -217,13 +218,13 @@ export async function renderOutput(plan: Plan, deps: RenderDependencies, options
   const placement = placeSharedObjects(records, rendered, { renderedClusters: clustersRenderedNow, before, sharedObjects: sharedBefore });
   // An addon object that changed directory within its cluster stays one render in the old one, marked against pruning.
   const moves = handOverAddonMoves(options.previous, placement.rendered, placement.records);
-  const placed = placement.records.sort((a, b) => a.dir.localeCompare(b.dir));
+  const placed = placement.records.sort((a, b) => compareText(a.dir, b.dir));
   // Cluster API providers (management/providers/): no helm, rendered every time, same bytes.
   const providers = renderProviders(plan.providers, options.previous, readProvenance(options.previous)?.providers ?? [], options.secrets);
   for (const [dir, files] of providers.rendered) placement.rendered.set(dir, files);
   withheld.push(...providers.withheld);
 
-  withheld.sort((a, b) => `${a.kind}/${a.namespace}/${a.name}/${a.layer ?? ''}`.localeCompare(`${b.kind}/${b.namespace}/${b.name}/${b.layer ?? ''}`));
+  withheld.sort((a, b) => compareText(`${a.kind}/${a.namespace}/${a.name}/${a.layer ?? ''}`, `${b.kind}/${b.namespace}/${b.name}/${b.layer ?? ''}`));
   const provenance = buildProvenance(plan, placed, withheld, valuesFailures, providers.records, placement.sharedObjects);
   if (moves.handovers.length > 0) provenance.addonHandovers = moves.handovers;
   provenance.helmHooks = hookPlacement;

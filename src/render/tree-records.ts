@@ -12,6 +12,7 @@ import { summarizeLayers } from './layer-summary.js';
 import { type PendingUnit, stableContext } from './render-units.js';
 import { describeIdentity } from './shared-objects.js';
 import { withoutLabelsAndAnnotations } from './template-reads.js';
+import { compareText } from '../core/compare-text.js';
 
 /**
  * A Secret as provenance.json may record it: without its data. A digest of secret values committed to
@@ -35,11 +36,11 @@ export function buildProvenance(plan: Plan, units: UnitRecord[], withheld: Withh
   ];
   const inputs = objects
     .map((object) => ({ kind: `${groupOf(object.apiVersion) || 'core'}/${object.kind}`, namespace: object.metadata.namespace ?? 'default', name: object.metadata.name, digest: sha256Digest(canonicalJson(withoutSecretData(withoutLabelsAndAnnotations(stableContext(object))))) }))
-    .sort((a, b) => `${a.kind}/${a.namespace}/${a.name}`.localeCompare(`${b.kind}/${b.namespace}/${b.name}`));
+    .sort((a, b) => compareText(`${a.kind}/${a.namespace}/${a.name}`, `${b.kind}/${b.namespace}/${b.name}`));
   const releases = [...plan.releases.values()]
     .filter((release) => release.content)
     .map((release) => ({ name: release.tag, source: release.source.location.startsWith('/') ? 'local directory' : release.source.location, digest: release.content!.digest }))
-    .sort((a, b) => a.name.localeCompare(b.name));
+    .sort((a, b) => compareText(a.name, b.name));
   // Providers join the digest only when there are any, so trees without them keep their digests.
   const providerDigests = providers.map((p) => [p.dir, p.version, p.inputDigest]);
   const inputDigest = sha256Digest(canonicalJson({ inputs, releases, units: units.map((u) => [u.dir, u.renderDigest]), ...(providers.length > 0 ? { providers: providerDigests } : {}) }));

@@ -14,6 +14,7 @@ import type { RenderOutcome } from '../../render/render-output.js';
 import type { EventIntent } from '../runtime/runtime-contract.js';
 import { regarding } from './event-intents.js';
 import type { UnitSync } from './sync-state.js';
+import { compareText } from '../../core/compare-text.js';
 
 export type LayerState = 'Pending' | 'ApplyPending' | 'Deployed' | 'Hold' | 'K8sVersion' | 'Failed';
 
@@ -120,7 +121,7 @@ export function desiredLayerStatuses(input: LayerStatusInputs): { layers: Desire
     const deployed = typeof states === 'string' ? [] : states.filter((entry) => entry.revision);
     const revisions = new Set(deployed.map((entry) => entry.revision));
     const conditions = [...byState.entries()]
-      .sort(([a], [b]) => (a === state ? -1 : b === state ? 1 : a.localeCompare(b)))
+      .sort(([a], [b]) => (a === state ? -1 : b === state ? 1 : compareText(a, b)))
       .map(([type, messages]) => {
         const previous = before?.conditions?.find((condition) => condition.type === type);
         const message = messages.join('; ');

@@ -5,6 +5,7 @@ import { clusterClassOf } from '../../api/capi-cluster.js';
 import type { CapiCluster, ClusterStack } from '../../api/types.js';
 import { formatReleaseTag, parseClusterClassName, type ReleaseTag } from '../../core/release-tag.js';
 import { namespaceOf, releaseMatchesStack } from '../../core/resolve-releases.js';
+import { compareText } from '../../core/compare-text.js';
 
 interface ClusterRelease {
   key: string;
@@ -41,7 +42,7 @@ export function clustersUsingStack(stack: ClusterStack, clusters: CapiCluster[])
     .map(releaseOfCluster)
     .filter((used): used is ClusterRelease => used !== undefined && used.namespace === namespace && releaseMatchesStack(used.tag, stack))
     .map((used) => ({ cluster: used.key, release: used.release }))
-    .sort((a, b) => a.cluster.localeCompare(b.cluster));
+    .sort((a, b) => compareText(a.cluster, b.cluster));
 }
 
 /** The message of a held deletion: which Clusters, and what to do. */

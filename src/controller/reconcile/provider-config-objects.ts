@@ -11,6 +11,7 @@ import type { KubeObject } from '../../api/types.js';
 import type { Problem } from '../../core/problem.js';
 import { providerInputKey } from '../../providers/plan-providers.js';
 import { KubeRequestError, type ConfigMapReader, type SecretStore } from '../runtime/kube-client.js';
+import { compareText } from '../../core/compare-text.js';
 
 /** The ClusterRole in deploy/ granting what this reads; bound per namespace holding such providers. */
 export const PROVIDER_CONFIG_ROLE = 'clusterstack-gitops-provider-config';
@@ -119,5 +120,5 @@ export async function readProviderConfig(providers: KubeObject[], reader: Pick<S
       }
     }),
   );
-  return { objects: [...found.values()].sort((a, b) => `${a.kind}/${a.metadata.namespace}/${a.metadata.name}`.localeCompare(`${b.kind}/${b.metadata.namespace}/${b.metadata.name}`)), problems };
+  return { objects: [...found.values()].sort((a, b) => compareText(`${a.kind}/${a.metadata.namespace}/${a.metadata.name}`, `${b.kind}/${b.metadata.namespace}/${b.metadata.name}`)), problems };
 }
