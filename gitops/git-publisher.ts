@@ -25,7 +25,7 @@ import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
 import { access, chmod, lstat, mkdir, readdir, readFile, realpath, rm, rmdir, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import pLimit from 'p-limit';
+import { RankedSlots } from '../src/core/ranked-slots.js';
 import { FILE_CONCURRENCY } from './file-concurrency.js';
 import type { ChangeSummary } from '../src/output/tree-changes.js';
 import type { Publisher, PublishResult } from './publisher.js';
@@ -539,7 +539,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
     const { staged, edited } = await this.uncommittedChanges(workspace);
     // A file the render would write over, that git does not know, is someone's: never overwrite it.
     const created = [...tree.keys()].filter((file) => !tracked.has(file));
-    const occupied = (await pLimit(FILE_CONCURRENCY).map(created, async (file) => ((await exists(path.join(dir, prefix, file))) ? file : undefined))).filter((file): file is string => file !== undefined);
+    const occupied = (await new RankedSlots(FILE_CONCURRENCY).map(created, async (file) => ((await exists(path.join(dir, prefix, file))) ? file : undefined))).filter((file): file is string => file !== undefined);
     // Work that is not the render's, where the render would commit or write: refused, one report.
     const refusals: { what: string; files: string[]; advice: string }[] = [];
     if (staged.length > 0) refusals.push({ what: 'staged changes', files: staged, advice: 'commit or unstage them; they would end up in the render\'s commit' });

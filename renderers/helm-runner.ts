@@ -6,7 +6,7 @@ import path from 'node:path';
 import { DEFAULT_HELM_TIMEOUTS } from '../src/config.js';
 import { cpuBudget } from './cpu-budget.js';
 import { HelmNotFoundError, HelmTimeoutError, HELM_HOW_TO } from './helm-errors.js';
-import { RankedSlots } from './ranked-slots.js';
+import { RankedSlots } from '../src/core/ranked-slots.js';
 import { decodeUtf8Strict, type TextEncodingError } from '../src/yaml/text-encoding.js';
 import { makePrivateDir } from '../src/sources/private-cache-file.js';
 

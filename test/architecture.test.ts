@@ -148,4 +148,9 @@ describe('architecture', () => {
     const users = sourceFiles().filter((file) => /\.localeCompare\(/.test(readFileSync(file, 'utf8')));
     expect(users).toEqual([]);
   });
+
+  it('bounds work in flight one way: RankedSlots, no second limiter', () => {
+    const users = sourceFiles().filter((file) => /from 'p-limit'|from 'p-queue'/.test(readFileSync(file, 'utf8')));
+    expect(users).toEqual([]);
+  });
 });

@@ -1,6 +1,6 @@
 // The bound on helm processes in flight hands a freed slot to the most urgent waiting call.
 import { describe, expect, it } from 'vitest';
-import { RankedSlots } from '../renderers/ranked-slots.js';
+import { RankedSlots } from '../src/core/ranked-slots.js';
 
 /** Work that ends when the test says so, logging when it starts. */
 function gate(log: string[], name: string): { work: () => Promise<string>; open: () => void } {
@@ -66,5 +66,20 @@ describe('RankedSlots', () => {
     await Promise.all([first, ...runs]);
     const expected = priorities.map((priority, i) => ({ priority, i })).sort((x, y) => x.priority - y.priority || x.i - y.i).map(({ i }) => i);
     expect(started).toEqual(expected);
+  });
+
+  it('maps items at most its size at once, results in the items\' order', async () => {
+    const slots = new RankedSlots(3);
+    let running = 0;
+    let most = 0;
+    const results = await slots.map([5, 1, 4, 2, 3, 0, 6], async (delay, index) => {
+      running += 1;
+      most = Math.max(most, running);
+      await new Promise((resolve) => setTimeout(resolve, delay));
+      running -= 1;
+      return `${index}:${delay}`;
+    });
+    expect(results).toEqual(['0:5', '1:1', '2:4', '3:2', '4:3', '5:0', '6:6']);
+    expect(most).toBe(3);
   });
 });

@@ -5,7 +5,7 @@
 // Every write continues from the object the previous write returned (finalizer, then status, then
 // the finalizer's removal), so the controller never conflicts with itself; a conflict with someone
 // else (409, or a failed JSON-patch `test` of the resourceVersion) is retried on a fresh read.
-import pLimit from 'p-limit';
+import { RankedSlots } from '../../core/ranked-slots.js';
 import type { KubeObject } from '../../api/types.js';
 import type { Logger } from '../../core/logger.js';
 import { KubeRequestError, type ObjectWriter, type ResourceKind } from '../runtime/kube-client.js';
@@ -160,7 +160,7 @@ export const APPLY_CONCURRENCY = 16;
 
 /** Runs `fn` for every item, `limit` at a time; resolves when all are done. */
 async function forEachBounded<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  await pLimit(limit).map(items, fn);
+  await new RankedSlots(limit).map(items, fn);
 }
 
 /** Applies the desired state to the API server; returns what it did, what failed, and the objects as written. */

@@ -1,6 +1,7 @@
-// A bound on work in flight that hands a freed slot to the most urgent waiting call, not the oldest:
-// the helm runner keeps its processes busy with what shortens the render (values that unblock charts,
-// long charts before short ones) instead of what was asked for first.
+// The one bound on work in flight. It hands a freed slot to the most urgent waiting call, not the
+// oldest: the helm runner keeps its processes busy with what shortens the render (values that unblock
+// charts, long charts before short ones) instead of what was asked for first. Work of one rank (file
+// checks, API writes) goes through `map`, in arrival order.
 
 interface Waiting {
   priority: number;
@@ -35,6 +36,11 @@ export class RankedSlots {
       if (next) next.start();
       else this.#free += 1;
     }
+  }
+
+  /** Runs `fn` on every item, at most `size` at once, in order; the results in the items' order. */
+  map<T, R>(items: readonly T[], fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+    return Promise.all(items.map((item, index) => this.run(0, () => fn(item, index))));
   }
 
   #before(a: Waiting, b: Waiting): boolean {
