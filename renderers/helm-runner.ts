@@ -1,12 +1,12 @@
-// The one place that starts helm: an argument array (never a shell), a scrubbed environment with
-// runner-owned Helm directories, a bound on processes in flight, a time limit per process.
-import { spawn } from 'node:child_process';
+// The one place that starts helm, through the process runner (src/core/run-process.ts): a scrubbed
+// environment with runner-owned Helm directories, a bound on processes in flight, a time limit per process.
 import { mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { DEFAULT_HELM_TIMEOUTS } from '../src/config.js';
 import { cpuBudget } from './cpu-budget.js';
 import { HelmNotFoundError, HelmTimeoutError, HELM_HOW_TO } from './helm-errors.js';
 import { RankedSlots } from '../src/core/ranked-slots.js';
+import { ProcessError, runProcess, type ProcessResult } from '../src/core/run-process.js';
 import { decodeUtf8Strict, type TextEncodingError } from '../src/yaml/text-encoding.js';
 import { makePrivateDir } from '../src/sources/private-cache-file.js';
 
@@ -53,56 +53,25 @@ export const VALUES_PRIORITY = Number.NEGATIVE_INFINITY;
  * Runs helm once and collects its output. Resolves with the exit code whatever it is (lint exits 1
  * on findings, which callers parse); rejects only when helm cannot start or runs out of time.
  */
-export function spawnHelm(binary: string, args: readonly string[], options: SpawnHelmOptions): Promise<HelmProcessResult> {
-  return new Promise((resolve, reject) => {
-    let settled = false;
-    const started = performance.now();
-    const child = spawn(binary, [...args], {
-      shell: false,
-      cwd: options.cwd,
-      env: options.env,
-      stdio: ['pipe', 'pipe', 'pipe'],
-      windowsHide: true,
-    });
-    // A helm that exits without reading its input (a usage error) closes the pipe: its exit code says why.
-    child.stdin.on('error', () => undefined);
-    child.stdin.end(options.stdin);
-    const stdout: Buffer[] = [];
-    const stderr: Buffer[] = [];
-    child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
-    child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
-    const timer = setTimeout(() => {
-      if (settled) return;
-      settled = true;
-      child.kill('SIGKILL');
-      child.stdout.destroy();
-      child.stderr.destroy();
-      reject(new HelmTimeoutError(options.purpose, options.timeoutMs, options.timeoutSetting));
-    }, options.timeoutMs);
-    child.on('error', (error: NodeJS.ErrnoException) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      if (error.code === 'ENOENT' || error.code === 'EACCES' || error.code === 'ENOEXEC') {
-        reject(new HelmNotFoundError(`helm could not be started from ${binary} (${error.code}): ${HELM_HOW_TO}`, binary));
-      } else {
-        reject(error);
-      }
-    });
-    child.on('close', (code, signal) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      const output = decodeUtf8Strict(Buffer.concat(stdout));
-      resolve({
-        exitCode: code ?? (signal ? 128 : 1),
-        stdout: output.text,
-        ...(output.error ? { stdoutEncodingError: output.error } : {}),
-        stderr: Buffer.concat(stderr).toString('utf8'),
-        elapsedMs: performance.now() - started,
-      });
-    });
-  });
+export async function spawnHelm(binary: string, args: readonly string[], options: SpawnHelmOptions): Promise<HelmProcessResult> {
+  let result: ProcessResult;
+  try {
+    result = await runProcess(binary, args, { env: options.env, ...(options.cwd !== undefined ? { cwd: options.cwd } : {}), timeoutMs: options.timeoutMs, input: options.stdin });
+  } catch (error) {
+    if (error instanceof ProcessError && error.reason === 'timed-out') throw new HelmTimeoutError(options.purpose, options.timeoutMs, options.timeoutSetting);
+    if (error instanceof ProcessError && error.reason === 'not-started' && (error.code === 'ENOENT' || error.code === 'EACCES' || error.code === 'ENOEXEC')) {
+      throw new HelmNotFoundError(`helm could not be started from ${binary} (${error.code}): ${HELM_HOW_TO}`, binary);
+    }
+    throw error;
+  }
+  const output = decodeUtf8Strict(result.stdout);
+  return {
+    exitCode: result.exitCode,
+    stdout: output.text,
+    ...(output.error ? { stdoutEncodingError: output.error } : {}),
+    stderr: result.stderr.toString('utf8'),
+    elapsedMs: result.elapsedMs,
+  };
 }
 
 export interface HelmRunnerOptions {

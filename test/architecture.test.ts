@@ -153,4 +153,9 @@ describe('architecture', () => {
     const users = sourceFiles().filter((file) => /from 'p-limit'|from 'p-queue'/.test(readFileSync(file, 'utf8')));
     expect(users).toEqual([]);
   });
+
+  it('starts child processes in one place: src/core/run-process.ts', () => {
+    const users = sourceFiles().filter((file) => /from 'node:child_process'|from 'child_process'|from 'simple-git'|from 'execa'/.test(readFileSync(file, 'utf8')));
+    expect(users).toEqual([path.normalize('src/core/run-process.ts')]);
+  });
 });
