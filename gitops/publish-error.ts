@@ -1,4 +1,5 @@
 // A failure to publish a rendered tree, classified so callers can decide: fix input, or retry later.
+import { Failure } from '../src/core/failure.js';
 
 export type PublishErrorKind =
   /** The target cannot be used as given (a file where a directory belongs, not a repository, ...). */
@@ -16,14 +17,14 @@ export type PublishErrorKind =
   /** A program the publisher runs (git) is not installed or not on PATH: a setting of the machine. */
   | 'missing-tool';
 
-export class PublishError extends Error {
+export class PublishError extends Failure {
   constructor(readonly kind: PublishErrorKind, message: string, options?: { cause?: unknown }) {
-    super(message, options);
+    super(kind === 'conflict' || kind === 'unavailable' ? 'retry' : 'fix-input', message, options);
     this.name = 'PublishError';
   }
 
   /** True when the same publish may succeed later without anyone changing anything. */
   get retryable(): boolean {
-    return this.kind === 'conflict' || this.kind === 'unavailable';
+    return this.failureKind === 'retry';
   }
 }

@@ -23,6 +23,7 @@
 // Consequence (same as Helm's strict mode): `{{ if .Cluster.spec.x }}` and `default` on a missing key
 // fail too. Optional fields are read with `dig`, which takes the map and never fails:
 // `{{ dig "spec" "x" "fallback" .Cluster }}`. Strings evaluated at run time by `tpl` are not rewritten.
+import { Failure } from '../src/core/failure.js';
 
 /** The template every check includes when the key is there; the chart must define it (empty). */
 const PRESENT_TEMPLATE = 'cs-present';
@@ -67,7 +68,11 @@ export function strictFieldAccess(template: string): StrictTemplate {
   }
 }
 
-class LexError extends Error {}
+class LexError extends Failure {
+  constructor(message: string) {
+    super('internal', message);
+  }
+}
 
 type TokenType = 'space' | 'field' | 'variable' | 'identifier' | 'string' | 'raw' | 'char' | 'number' | 'dot' | 'punct';
 

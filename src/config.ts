@@ -2,6 +2,7 @@
 // here into a frozen object that everything else receives.
 import os from 'node:os';
 import path from 'node:path';
+import { COMMAND_LINE_EXIT_CODE, Failure } from './core/failure.js';
 
 export interface Config {
   /** Downloaded releases and extracted charts. */
@@ -104,10 +105,15 @@ function parseShare(value: string, what: string): number {
 }
 
 /** A flag or environment variable with a value that cannot work; the CLI reports it as a usage error. */
-export class ConfigError extends Error {
+export class ConfigError extends Failure {
   constructor(message: string) {
-    super(message);
+    super('fix-input', message);
     this.name = 'ConfigError';
+  }
+
+  /** A wrong command line has its own exit code; to the controller it is an input to fix. */
+  override get exitCode(): number {
+    return COMMAND_LINE_EXIT_CODE;
   }
 }
 

@@ -158,4 +158,16 @@ describe('architecture', () => {
     const users = sourceFiles().filter((file) => /from 'node:child_process'|from 'child_process'|from 'simple-git'|from 'execa'/.test(readFileSync(file, 'utf8')));
     expect(users).toEqual([path.normalize('src/core/run-process.ts')]);
   });
+
+  it('types every error class in the Failure hierarchy, and classifies by class, not by duck-typed properties', () => {
+    const plainErrors: string[] = [];
+    const duckTyped: string[] = [];
+    for (const file of sourceFiles()) {
+      const text = readFileSync(file, 'utf8');
+      for (const match of text.matchAll(/class (\w+) extends (?:Error|TypeError|RangeError)\b/g)) plainErrors.push(`${file}: ${match[1]}`);
+      if (/\{ (?:retryable|failureKind)\?: unknown \}/.test(text)) duckTyped.push(file);
+    }
+    expect(plainErrors).toEqual([`${path.normalize('src/core/failure.ts')}: Failure`]);
+    expect(duckTyped).toEqual([]);
+  });
 });

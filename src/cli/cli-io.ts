@@ -1,5 +1,5 @@
 // What a command may touch of the outside world; tests pass their own.
-import { Failure, FAILURE_REACTIONS } from '../core/failure.js';
+import { COMMAND_LINE_EXIT_CODE, Failure, FAILURE_REACTIONS } from '../core/failure.js';
 
 export interface CliIo {
   stdout: (text: string) => void;
@@ -16,24 +16,26 @@ export const EXIT_OK = 0;
 /** The inputs have problems the user must fix. */
 export const EXIT_PROBLEMS = FAILURE_REACTIONS['fix-input'].exitCode;
 /** The command line itself is wrong. */
-export const EXIT_USAGE = 2;
+export const EXIT_USAGE = COMMAND_LINE_EXIT_CODE;
 /** Something outside failed (a remote, helm, git); retrying may help. */
 export const EXIT_FAILURE = FAILURE_REACTIONS.retry.exitCode;
 
-export class UsageError extends Error {
+export class UsageError extends Failure {
   constructor(message: string) {
-    super(message);
+    super('fix-input', message);
     this.name = 'UsageError';
+  }
+
+  /** A wrong command line has its own exit code; to the controller it is an input to fix. */
+  override get exitCode(): number {
+    return COMMAND_LINE_EXIT_CODE;
   }
 }
 
 /** Something outside (a release source, a registry, a Git remote) failed; retrying later may help (exit 3). */
-export class RemoteFailureError extends Error {
-  readonly failureKind = 'retry' as const;
-  readonly retryable = true;
-
+export class RemoteFailureError extends Failure {
   constructor(message: string) {
-    super(message);
+    super('retry', message);
     this.name = 'RemoteFailureError';
   }
 }

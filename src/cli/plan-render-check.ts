@@ -8,6 +8,7 @@ import type { Config } from '../config.js';
 import type { Plan } from '../plan/build-plan.js';
 import type { Foresight } from '../render/foresee-withholds.js';
 import type { RenderDependencies } from '../render/render-dependencies.js';
+import { Failure } from '../core/failure.js';
 
 export interface PlanRenderCheck {
   /** What render would withhold; undefined when the check could not run. */
@@ -19,7 +20,10 @@ export interface PlanRenderCheck {
 }
 
 /** No usable helm: the check did not run (not a problem of a chart, which the check reports). */
-class HelmMissingError extends Error {
+class HelmMissingError extends Failure {
+  constructor(message: string) {
+    super('internal', message);
+  }
   override name = 'HelmMissingError';
 }
 

@@ -1,6 +1,6 @@
 // Dispatches `clusterstack <command>` and maps every error to a message and an exit code.
 import { ConfigError } from '../config.js';
-import { FAILURE_REACTIONS, failureKindOf } from '../core/failure.js';
+import { exitCodeOf, failureKindOf } from '../core/failure.js';
 import { type CliIo, EXIT_OK, EXIT_USAGE, isWorkingDirectoryGone, UsageError, workingDirectoryGone } from './cli-io.js';
 import { didYouMean } from '../core/did-you-mean.js';
 import { exitCodesHelp } from './exit-codes-help.js';
@@ -101,12 +101,12 @@ function reportError(thrown: unknown, io: CliIo, command: string): number {
   // Node's own error for a removed working directory, from wherever a relative path was resolved.
   const error = isWorkingDirectoryGone(thrown) ? workingDirectoryGone() : thrown;
   const message = error instanceof Error ? error.message : String(error);
+  const exitCode = exitCodeOf(error);
   if (error instanceof UsageError || error instanceof ConfigError) {
     io.stderr(`error: ${message}\nRun 'clusterstack ${command} --help' for its options and examples.\n`);
-    return EXIT_USAGE;
+    return exitCode;
   }
   const kind = failureKindOf(error);
-  const { exitCode } = FAILURE_REACTIONS[kind];
   if (kind === 'internal') {
     // Nothing declared what should happen next: we did not foresee it, so it is ours to fix.
     const stack = error instanceof Error && error.stack ? `\n${error.stack.split('\n').slice(1).join('\n')}` : '';

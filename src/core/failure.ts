@@ -61,16 +61,23 @@ export function eventTypeOfReason(reason: string): FailureReaction['eventType'] 
   return kind ? FAILURE_REACTIONS[kind].eventType : 'Warning';
 }
 
+/** The CLI's exit code for a wrong command line (a flag, an argument, a setting's value). */
+export const COMMAND_LINE_EXIT_CODE = 2;
+
 /** The CLI's exit codes, for help texts and the README. */
 export const EXIT_CODES: readonly { code: number; meaning: string }[] = [
   { code: 0, meaning: 'done; units that must wait (e.g. for a provider) are withheld and listed, not failed' },
   { code: 1, meaning: 'an input, chart or setting needs a fix (the message says which); retrying alone will not help' },
-  { code: 2, meaning: 'the command line is wrong' },
+  { code: COMMAND_LINE_EXIT_CODE, meaning: 'the command line is wrong' },
   { code: 3, meaning: 'something outside failed or is not ready yet (a registry, GitHub, a Git remote, a lock another run holds); retrying later may help' },
   { code: 4, meaning: 'an internal error: a bug, please report it with the message' },
 ];
 
-/** An error that says what should happen next. */
+/**
+ * An error that says what should happen next. Every error class of ours extends it and fixes its
+ * kind (or derives it, like a release source's or a publisher's, from what failed); anything else
+ * that is thrown is a failure we did not foresee.
+ */
 export class Failure extends Error {
   constructor(
     readonly failureKind: FailureKind,
@@ -80,18 +87,21 @@ export class Failure extends Error {
     super(message, options);
     this.name = 'Failure';
   }
+
+  /** The CLI's exit code when a command ends with this failure: the kind's, unless the class says otherwise (a wrong command line). */
+  get exitCode(): number {
+    return FAILURE_REACTIONS[this.failureKind].exitCode;
+  }
 }
 
-/**
- * The kind of any error: its own `failureKind` when it declares one, else its `retryable` flag
- * (sources and publishers set it), else internal.
- */
+/** The kind of any error: a Failure's own, else internal (nothing foresaw it). */
 export function failureKindOf(error: unknown): FailureKind {
-  const declared = (error as { failureKind?: unknown } | null)?.failureKind;
-  if (declared === 'fix-input' || declared === 'retry' || declared === 'wait' || declared === 'internal') return declared;
-  const retryable = (error as { retryable?: unknown } | null)?.retryable;
-  if (typeof retryable === 'boolean') return retryable ? 'retry' : 'fix-input';
-  return 'internal';
+  return error instanceof Failure ? error.failureKind : 'internal';
+}
+
+/** The CLI's exit code for any error: a Failure's own, else the internal kind's. */
+export function exitCodeOf(error: unknown): number {
+  return error instanceof Failure ? error.exitCode : FAILURE_REACTIONS.internal.exitCode;
 }
 
 /** The kind a condition reason stands for, by its suffix; undefined for success reasons. */

@@ -1,4 +1,5 @@
 // A problem a person can act on: where it is (file, field path) and what to do about it.
+import { Failure } from './failure.js';
 
 export interface Problem {
   /** The field path inside the object, e.g. `spec.versions[1]`. */
@@ -18,10 +19,9 @@ export function formatProblem(problem: Problem): string {
 }
 
 /** Raised when input is wrong; carries every problem found so the user can fix them in one go. */
-export class InputError extends Error {
-  readonly failureKind = 'fix-input' as const;
+export class InputError extends Failure {
   constructor(readonly problems: Problem[], summary?: string) {
-    super(summary ?? problems.map(formatProblem).join('\n'));
+    super('fix-input', summary ?? problems.map(formatProblem).join('\n'));
     this.name = 'InputError';
   }
 }

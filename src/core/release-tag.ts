@@ -7,6 +7,7 @@ import {
   type StackVersion,
   VersionSyntaxError,
 } from './stack-version.js';
+import { Failure } from './failure.js';
 
 export interface ReleaseTag {
   provider: string;
@@ -16,10 +17,9 @@ export interface ReleaseTag {
   version: StackVersion;
 }
 
-export class TagSyntaxError extends Error {
-  readonly failureKind = 'fix-input' as const;
+export class TagSyntaxError extends Failure {
   constructor(readonly input: string, reason: string) {
-    super(`"${input}" is not a cluster stack release tag: ${reason}`);
+    super('fix-input', `"${input}" is not a cluster stack release tag: ${reason}`);
     this.name = 'TagSyntaxError';
   }
 }

@@ -1,6 +1,7 @@
 // Cluster stack versions: `v3` (stable), `v1-alpha.5` (pre-release channel), `v0-sha.hipstsw`
 // (hash build, custom channel). Dot form is used in specs, metadata and ClusterClass names; dash
 // form (`v1-alpha-5`) in release tags and object names.
+import { Failure } from './failure.js';
 
 const STABLE_CHANNEL = 'stable';
 const CUSTOM_CHANNEL = 'custom';
@@ -15,10 +16,9 @@ export interface StackVersion {
   patch?: string;
 }
 
-export class VersionSyntaxError extends Error {
-  readonly failureKind = 'fix-input' as const;
+export class VersionSyntaxError extends Failure {
   constructor(readonly input: string, reason: string) {
-    super(`"${input}" is not a cluster stack version: ${reason}`);
+    super('fix-input', `"${input}" is not a cluster stack version: ${reason}`);
     this.name = 'VersionSyntaxError';
   }
 }

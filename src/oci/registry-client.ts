@@ -32,6 +32,7 @@ import { OciError } from './oci-error.js';
 import { assertSha256Digest, DOCKER_MANIFEST_V2, isDigest, OCI_INDEX, OCI_MANIFEST, type OciManifest, parseOciManifest } from './oci-manifest.js';
 import { parseAuthChallenge } from './www-authenticate.js';
 import type { Logger } from '../core/logger.js';
+import { Failure } from '../core/failure.js';
 
 
 /** A tag-list page as stored across runs (listing-validators.ts). */
@@ -118,9 +119,9 @@ interface RequestSpec {
 }
 
 /** A failure worth another attempt; turned into an OciError when the attempts run out. */
-class TransientFailure extends Error {
+class TransientFailure extends Failure {
   constructor(readonly kind: ReleaseSourceErrorKind, message: string, options?: { cause?: unknown }) {
-    super(message, options);
+    super('retry', message, options);
     this.name = 'TransientFailure';
   }
 }

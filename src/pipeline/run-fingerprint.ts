@@ -7,6 +7,7 @@
 import type { Plan } from '../plan/build-plan.js';
 import { sha256Digest, sha256Hex } from '../release/content-digest.js';
 import { compareText } from '../core/compare-text.js';
+import { Failure } from '../core/failure.js';
 
 /** Bump when what goes into the fingerprint changes meaning: every recorded fingerprint then differs. */
 export const FINGERPRINT_FORMAT = 1;
@@ -37,7 +38,11 @@ export function planMaterial(plan: Plan): unknown {
 }
 
 /** Something in the material that cannot be digested faithfully: then there is no fingerprint. */
-class Unfingerprintable extends Error {}
+class Unfingerprintable extends Failure {
+  constructor(message: string) {
+    super('internal', message);
+  }
+}
 
 /**
  * The digest of `material`, or undefined when it holds something that cannot be digested

@@ -18,6 +18,7 @@ import type { SourceOpener } from '../sources/open-release-source.js';
 import type { ProviderFetcher } from '../providers/provider-fetcher.js';
 import type { ProviderPlan } from '../providers/plan-providers.js';
 import { PROVIDERS_DIR } from '../output/tree-layout.js';
+import { failureKindOf } from '../core/failure.js';
 
 export interface PlanOptions {
   manifests: ParsedManifests;
@@ -288,7 +289,7 @@ function skippedDecision(tag: string, reason: string, input: StackInput | undefi
 }
 
 function retryableOf(error: unknown): { retryable?: true } {
-  return (error as { retryable?: unknown } | undefined)?.retryable === true ? { retryable: true } : {};
+  return failureKindOf(error) === 'retry' ? { retryable: true } : {};
 }
 
 function problemsOf(error: unknown, release: string): Problem[] {

@@ -9,6 +9,7 @@ import type { KubeObject } from '../api/types.js';
 import { decodeYamlDocuments, YamlDecodeError } from '../yaml/kube-yaml.js';
 import { matchesLabelSelector, parseLabelSelector } from '../core/label-selector.js';
 import { compareText } from '../core/compare-text.js';
+import { Failure } from '../core/failure.js';
 
 /** clusterctl's labels on every provider object. */
 export const PROVIDER_LABEL = 'cluster.x-k8s.io/provider';
@@ -17,10 +18,9 @@ const MANAGER_CONTAINER = 'manager';
 const DEFAULT_VERBOSITY = 1;
 
 /** A provider spec that cannot be applied to its components; the message names what to fix. */
-export class ProviderRenderError extends Error {
-  readonly failureKind = 'fix-input' as const;
+export class ProviderRenderError extends Failure {
   constructor(message: string) {
-    super(message);
+    super('fix-input', message);
     this.name = 'ProviderRenderError';
   }
 }

@@ -3,6 +3,7 @@
 // `${VAR=default}` and `${VAR-default}` take the default when the value is empty or absent; `$$`
 // is a literal `$`. A variable with neither a value nor a default is reported, never replaced by an
 // empty string (clusterctl refuses such components too). Pure: no environment is read.
+import { Failure } from '../core/failure.js';
 
 const NAME_START = /[A-Za-z_]/;
 const NAME_CHAR = /[A-Za-z0-9_]/;
@@ -17,9 +18,9 @@ export interface SubstitutionResult {
 }
 
 /** Thrown for a `${...}` this substitution does not understand (unclosed, or an operator clusterctl's templates do not use). */
-export class SubstitutionSyntaxError extends Error {
+export class SubstitutionSyntaxError extends Failure {
   constructor(message: string) {
-    super(message);
+    super('fix-input', message);
     this.name = 'SubstitutionSyntaxError';
   }
 }

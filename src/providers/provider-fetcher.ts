@@ -21,6 +21,7 @@ import { ReleaseSourceError } from '../sources/release-source.js';
 import type { SourceOpener, SourceOptions } from '../sources/open-release-source.js';
 import { ReleaseCache } from '../sources/release-cache.js';
 import { type LabelSelector, matchesLabelSelector } from '../core/label-selector.js';
+import { failureKindOf } from '../core/failure.js';
 
 /** One version of a provider's release: its metadata.yaml and components, and where they came from. */
 export interface ProviderRelease {
@@ -280,6 +281,6 @@ export function createProviderFetcher(options: SourceOptions, openSource: Source
 /** Problems of a fetch failure, for the plan: a release that is not there is the input's to fix; a remote down is retryable. */
 export function fetchProblem(error: unknown, object: string): { object: string; message: string; retryable?: true } {
   if (error instanceof InputError) return { object, message: error.message };
-  const retryable = (error as { retryable?: unknown }).retryable === true;
+  const retryable = failureKindOf(error) === 'retry';
   return { object, message: (error as Error).message, ...(retryable ? { retryable: true as const } : {}) };
 }

@@ -3,6 +3,7 @@
 // version whose series is missing is refused, as clusterctl refuses it.
 import { semver } from '../core/semver-functions.js';
 import { decodeYamlDocuments, YamlDecodeError } from '../yaml/kube-yaml.js';
+import { Failure } from '../core/failure.js';
 
 export interface ReleaseSeries {
   major: number;
@@ -11,10 +12,9 @@ export interface ReleaseSeries {
 }
 
 /** A metadata.yaml that cannot be used for a version; the message says what to fix. */
-export class ProviderMetadataError extends Error {
-  readonly failureKind = 'fix-input' as const;
+export class ProviderMetadataError extends Failure {
   constructor(message: string) {
-    super(message);
+    super('fix-input', message);
     this.name = 'ProviderMetadataError';
   }
 }

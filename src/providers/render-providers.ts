@@ -19,6 +19,7 @@ import { customizeComponents, type ImageOverrides, ProviderRenderError } from '.
 import { substituteVariables, SubstitutionSyntaxError } from './envsubst.js';
 import type { PlannedCertManager, PlannedProvider, ProviderPlan } from './plan-providers.js';
 import { compareText } from '../core/compare-text.js';
+import { Failure } from '../core/failure.js';
 
 /** Flux leaves objects with this annotation in place when they leave the source. */
 export const FLUX_PRUNE_ANNOTATION = 'kustomize.toolkit.fluxcd.io/prune';
@@ -33,7 +34,11 @@ export interface ProviderRenderResult {
   withheld: WithheldEntry[];
 }
 
-class Withhold extends Error {}
+class Withhold extends Failure {
+  constructor(message: string) {
+    super('fix-input', message);
+  }
+}
 
 function readDocuments(text: string, origin: string): KubeObject[] {
   let documents;

@@ -12,6 +12,7 @@ import path from 'node:path';
 import { createGunzip } from 'node:zlib';
 import type * as tar from 'tar';
 import { makePrivateDir, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../sources/private-cache-file.js';
+import { Failure } from '../core/failure.js';
 
 // node-tar is loaded when an archive is first opened: plans over unpacked releases never pay for it.
 const loadTar = (): Promise<typeof tar> => import('tar');
@@ -43,10 +44,9 @@ const CHUNK_BYTES = 64 * 1024;
 const ENTRY_OVERHEAD_BYTES = 3 * 512;
 
 /** An archive that must not be extracted; names the archive (and release) and the entry. */
-export class UnsafeArchiveError extends Error {
-  readonly failureKind = 'fix-input' as const;
+export class UnsafeArchiveError extends Failure {
   constructor(readonly archive: string, readonly entry: string | undefined, reason: string) {
-    super(entry === undefined ? `archive ${archive}: ${reason}` : `archive ${archive}: entry "${entry}" ${reason}`);
+    super('fix-input', entry === undefined ? `archive ${archive}: ${reason}` : `archive ${archive}: entry "${entry}" ${reason}`);
     this.name = 'UnsafeArchiveError';
   }
 }

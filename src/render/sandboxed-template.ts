@@ -1,11 +1,11 @@
 // Handlebars, sandboxed: its own environment, an explicit helper list, no prototype access.
 import { createRequire } from 'node:module';
 import type Handlebars from 'handlebars';
+import { Failure } from '../core/failure.js';
 
-export class TemplateError extends Error {
-  readonly failureKind = 'fix-input' as const;
+export class TemplateError extends Failure {
   constructor(readonly templateName: string, readonly reason: string) {
-    super(`template ${templateName}: ${reason}`);
+    super('fix-input', `template ${templateName}: ${reason}`);
     this.name = 'TemplateError';
   }
 }

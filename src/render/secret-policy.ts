@@ -1,6 +1,7 @@
 // Rendered Secrets and key material are never committed silently: refused (the default), dropped,
 // allowed, or encrypted with SOPS (Secrets only; other objects carrying a private key are refused).
 import type { KubeObject } from '../api/types.js';
+import { Failure } from '../core/failure.js';
 
 export type SecretPolicy = 'refuse' | 'drop' | 'allow' | 'encrypt';
 export const SECRET_POLICIES: SecretPolicy[] = ['refuse', 'drop', 'allow', 'encrypt'];
@@ -44,11 +45,11 @@ function findSecrets(objects: KubeObject[]): SecretFinding[] {
   });
 }
 
-export class SecretRefusedError extends Error {
-  readonly failureKind = 'fix-input' as const;
+export class SecretRefusedError extends Failure {
   constructor(readonly unit: string, readonly findings: SecretFinding[], encrypting = false) {
     const names = findings.map((f) => `${f.object.kind} ${f.object.metadata.namespace ? `${f.object.metadata.namespace}/` : ''}${f.object.metadata.name} (${f.why})`).join(', ');
     super(
+      'fix-input',
       encrypting
         ? `${unit} renders ${names}; --secrets encrypt encrypts Secrets only, and this object is not one. ` +
             'Ways out: override the chart values so the key goes into a Secret (or an existing one), or pass --secrets drop to leave such objects out.'

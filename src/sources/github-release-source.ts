@@ -30,6 +30,7 @@ import { currentDeadline, deadlineErrorOf, withDeadline } from './remote-deadlin
 import { nextLink } from './link-header.js';
 import type { Logger } from '../core/logger.js';
 import { compareText } from '../core/compare-text.js';
+import { Failure } from '../core/failure.js';
 
 const METADATA_ASSET = 'metadata.yaml';
 const MAX_REDIRECTS = 5;
@@ -108,9 +109,9 @@ function fromStoredPage(etag: string, stored: StoredListingPage): RememberedPage
 }
 
 /** A download that failed in a way the asset API does not describe by a RequestError. */
-class TransferError extends Error {
+class TransferError extends Failure {
   constructor(message: string, readonly transient: boolean, readonly kind: 'unavailable' | 'invalid-release' | 'not-found' = 'unavailable', options?: { cause?: unknown }) {
-    super(message, options);
+    super(transient ? 'retry' : 'fix-input', message, options);
     this.name = 'TransferError';
   }
 }

@@ -2,6 +2,7 @@
 // release sources (GitHub, OCI). The sources own retrying: client libraries' own retry is disabled.
 import { type BackoffSteps, equalJitterDelay } from '../core/backoff.js';
 import { currentDeadline, DeadlineExceededError, deadlineErrorOf, sleepWithinDeadline } from './remote-deadline.js';
+import { Failure } from '../core/failure.js';
 
 /** How often and how patiently to retry a transient failure. */
 export interface RetryPolicy extends BackoffSteps {
@@ -107,10 +108,9 @@ export function rateLimitWaitMs(headers: HeaderBag, now: Date): number | undefin
 }
 
 /** A request that got no answer in time (no headers, or no body bytes for the whole timeout). */
-export class RequestTimeoutError extends Error {
-  readonly failureKind = 'retry' as const;
+export class RequestTimeoutError extends Failure {
   constructor(readonly url: string, readonly timeoutMs: number) {
-    super(`no response from ${url} within ${timeoutMs} ms`);
+    super('retry', `no response from ${url} within ${timeoutMs} ms`);
     this.name = 'RequestTimeoutError';
   }
 }

@@ -13,6 +13,7 @@ import { fileDigest, sha256Digest, sha256Hex } from '../release/content-digest.j
 import type { FetchedRelease } from './release-source.js';
 import { makePrivateDir, writePrivateFile } from './private-cache-file.js';
 import { compareText } from '../core/compare-text.js';
+import { Failure } from '../core/failure.js';
 
 export interface CacheEntryInfo {
   sourceKey: string;
@@ -49,9 +50,9 @@ export interface ReleaseCacheOptions {
 }
 
 /** The cache could not store an entry: the write callback failed or wrote something unusable. */
-class ReleaseCacheError extends Error {
+class ReleaseCacheError extends Failure {
   constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
+    super('internal', message, options);
     this.name = 'ReleaseCacheError';
   }
 }

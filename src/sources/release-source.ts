@@ -1,5 +1,6 @@
 // The seam every release backend implements: a local directory, GitHub releases, an OCI registry.
 import { parseReleaseTag, type ReleaseTag } from '../core/release-tag.js';
+import { Failure } from '../core/failure.js';
 
 interface ReleaseRef {
   tag: string;
@@ -58,13 +59,14 @@ export interface ReleaseSource {
 export type ReleaseSourceErrorKind = 'not-found' | 'auth' | 'rate-limited' | 'unavailable' | 'invalid-release';
 
 /** A failure of a release source, classified so callers can decide: fix input, or retry later. */
-export class ReleaseSourceError extends Error {
+export class ReleaseSourceError extends Failure {
   constructor(readonly kind: ReleaseSourceErrorKind, message: string, options?: { cause?: unknown }) {
-    super(message, options);
+    super(kind === 'rate-limited' || kind === 'unavailable' ? 'retry' : 'fix-input', message, options);
     this.name = 'ReleaseSourceError';
   }
 
+  /** True when the same request may succeed later without anyone changing anything. */
   get retryable(): boolean {
-    return this.kind === 'rate-limited' || this.kind === 'unavailable';
+    return this.failureKind === 'retry';
   }
 }

@@ -6,13 +6,13 @@
 // requests it must end are made deep inside octokit and our retry loops, and every one of them goes
 // through `fetchWithTimeout` and the deadline-aware sleep, which read it here.
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { Failure } from '../core/failure.js';
 
 /** A remote operation that ran out of its total time; retrying later may work (exit code 3). */
-export class DeadlineExceededError extends Error {
-  readonly retryable = true;
-
+export class DeadlineExceededError extends Failure {
   constructor(readonly what: string, readonly totalMs: number, lastFailure?: string, options?: { cause?: unknown }) {
     super(
+      'retry',
       `${what} did not finish within ${formatDuration(totalMs)}${lastFailure ? ` (last failure: ${lastFailure})` : ''}; that is the total time allowed for one remote operation (--remote-timeout or CLUSTERSTACK_REMOTE_TIMEOUT)`,
       options,
     );

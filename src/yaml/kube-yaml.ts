@@ -12,6 +12,7 @@
 // - Writing quotes every string that go-yaml would otherwise read as something else.
 import * as jsYaml from 'js-yaml';
 import { formatPlainScalar, isTimestampLike, isYaml11Only, MERGE_KEY, resolvePlainScalar, type PlainScalar } from './go-yaml-scalars.js';
+import { Failure } from '../core/failure.js';
 
 const CORE = 'tag:yaml.org,2002:';
 
@@ -114,14 +115,13 @@ const mergeType = (jsYaml as unknown as { types: Record<string, jsYaml.Type> }).
 const KUBE_YAML_SCHEMA = jsYaml.FAILSAFE_SCHEMA.extend({ implicit: [mergeType, timestampLike, plainScalar], explicit: explicitTypes });
 
 /** A YAML text that cannot be read; `line` is 1-based within the text given. */
-export class YamlDecodeError extends Error {
-  readonly failureKind = 'fix-input' as const;
+export class YamlDecodeError extends Failure {
   constructor(
     readonly reason: string,
     readonly line?: number,
     readonly column?: number,
   ) {
-    super(`${reason}${line !== undefined ? ` (line ${line}${column !== undefined ? `, column ${column}` : ''})` : ''}`);
+    super('fix-input', `${reason}${line !== undefined ? ` (line ${line}${column !== undefined ? `, column ${column}` : ''})` : ''}`);
     this.name = 'YamlDecodeError';
   }
 }

@@ -3,10 +3,10 @@
 // Argo CD and Flux run) detects the same byte order marks: UTF-8, UTF-16LE and UTF-16BE with a BOM are
 // read, the BOM dropped. Anything else is UTF-8, and go-yaml refuses invalid UTF-8 outright ("invalid
 // trailing UTF-8 octet") where a lenient decoder would silently write U+FFFD into the output.
+import { Failure } from '../core/failure.js';
 
 /** Text that is not in an encoding Kubernetes reads; `offset` is the byte offset of the first bad byte. */
-export class TextEncodingError extends Error {
-  readonly failureKind = 'fix-input' as const;
+export class TextEncodingError extends Failure {
   constructor(
     /** go-yaml's own words for it, e.g. "invalid trailing UTF-8 octet". */
     readonly reason: string,
@@ -14,7 +14,7 @@ export class TextEncodingError extends Error {
     /** 1-based line of the bad byte. */
     readonly line: number,
   ) {
-    super(`${reason} at byte offset ${offset} (line ${line})`);
+    super('fix-input', `${reason} at byte offset ${offset} (line ${line})`);
     this.name = 'TextEncodingError';
   }
 }

@@ -3,6 +3,7 @@
 // reads and writes the Secrets; nothing here logs or returns credentials in messages.
 import { decodeYamlDocument } from '../../yaml/kube-yaml.js';
 import { LABEL_CLUSTER_NAME, LABEL_CLUSTER_NAMESPACE, labelValue, managedLabels } from './owned-objects.js';
+import { Failure } from '../../core/failure.js';
 
 export const ARGOCD_SECRET_TYPE_LABEL = 'argocd.argoproj.io/secret-type';
 /** CAPI's kubeconfig Secret key. */
@@ -26,9 +27,9 @@ export interface ArgoClusterSecret {
 }
 
 /** Raised for a kubeconfig we cannot use; the message never includes its content. */
-export class KubeconfigError extends Error {
+export class KubeconfigError extends Failure {
   constructor(message: string) {
-    super(message);
+    super('internal', message);
     this.name = 'KubeconfigError';
   }
 }

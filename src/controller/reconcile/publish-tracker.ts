@@ -14,6 +14,7 @@ import { type RenderedTree, sameTree } from '../../output/rendered-tree.js';
 import type { ChangeSummary } from '../../output/tree-changes.js';
 import { PROVIDERS_DIR, unitDirOf } from '../../output/tree-layout.js';
 import type { PublishState } from '../desired-state/status-inputs.js';
+import { failureKindOf } from '../../core/failure.js';
 
 const HISTORY_LIMIT = 1000;
 
@@ -196,8 +197,8 @@ export class PublishTracker {
     } catch (error) {
       this.lastFailed = true;
       this.lastCall = now();
-      const retryable = (error as { retryable?: unknown }).retryable;
-      return { state: this.baseState('failed', dirty, errorText(error)), retryable: retryable !== false, durationSeconds: (now() - started) / 1000 };
+      // Only a failure that needs someone to change something waits; anything else is tried again.
+      return { state: this.baseState('failed', dirty, errorText(error)), retryable: failureKindOf(error) !== 'fix-input', durationSeconds: (now() - started) / 1000 };
     }
   }
 

@@ -7,14 +7,15 @@ import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { removeStaleGitLocksUnder } from '../../../gitops/recover-clone.js';
+import { Failure } from '../../core/failure.js';
 
 const CACHE_LOCK_FILE = 'controller.pid';
 /** Where the controller keeps clones: the Git publisher's, the pull-request publisher's, the history mirror's. */
 const CLONE_PARENTS = ['git', 'git-pr', 'git-history'];
 
-export class CacheDirBusyError extends Error {
+export class CacheDirBusyError extends Failure {
   constructor(readonly dir: string, readonly pid: number) {
-    super(`the cache directory ${dir} is in use by another controller (pid ${pid} on this host); give each controller its own --cache-dir (CLUSTERSTACK_CACHE_DIR)`);
+    super('fix-input', `the cache directory ${dir} is in use by another controller (pid ${pid} on this host); give each controller its own --cache-dir (CLUSTERSTACK_CACHE_DIR)`);
     this.name = 'CacheDirBusyError';
   }
 }

@@ -18,6 +18,7 @@ import { type BackoffSteps, equalJitterDelay } from '../../core/backoff.js';
 import type { Logger } from '../../core/logger.js';
 import { systemClock, type Clock, type ClockTimer, type KindReadState, type ObjectCache, type WatchedKind, type WatchEvent, type WatchEventType } from './runtime-contract.js';
 import { compareText } from '../../core/compare-text.js';
+import { Failure } from '../../core/failure.js';
 
 export interface InformerSetOptions {
   kubeConfig: KubeConfig;
@@ -138,10 +139,10 @@ class GuardedWatch extends Watch {
   }
 }
 
-class StoppedError extends Error {
+class StoppedError extends Failure {
   override readonly name = 'AbortError';
   constructor() {
-    super('informer set stopped');
+    super('internal', 'informer set stopped');
   }
 }
 

@@ -7,6 +7,7 @@ import type { KubeObject } from '../../api/types.js';
 import { FIELD_MANAGER, identifyClient } from './client-identity.js';
 import { describeKubeError, httpStatusOf } from './informer-set.js';
 import type { EventIntent } from './runtime-contract.js';
+import { Failure } from '../../core/failure.js';
 
 /** A kind as the REST API addresses it. */
 export interface ResourceKind {
@@ -18,9 +19,9 @@ export interface ResourceKind {
 }
 
 /** A failed API call: the HTTP status and the Status message, never headers or bodies with credentials. */
-export class KubeRequestError extends Error {
+export class KubeRequestError extends Failure {
   constructor(readonly status: number | undefined, readonly operation: string, message: string) {
-    super(`${operation}: ${status ? `HTTP ${status}: ` : ''}${message}`);
+    super('internal', `${operation}: ${status ? `HTTP ${status}: ` : ''}${message}`);
     this.name = 'KubeRequestError';
   }
 
