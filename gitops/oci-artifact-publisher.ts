@@ -32,7 +32,7 @@ export { type OciArtifactReference, parseOciArtifactReference } from '../src/oci
 import { buildArtifactManifest } from '../src/oci/artifact-manifest.js';
 import { type ManifestResult, RegistryClient, type RegistryCredentials } from '../src/oci/registry-client.js';
 import { sha256Digest } from '../src/release/content-digest.js';
-import type { RetryPolicy, Sleep } from '../src/sources/http-retry.js';
+import type { RetryPolicy, Sleep } from '../src/http/http-retry.js';
 import type { Logger } from '../src/core/logger.js';
 import { diffTrees, type RenderedTree } from '../src/output/rendered-tree.js';
 import type { ChangeSummary } from '../src/output/tree-changes.js';

@@ -8,7 +8,7 @@ import { cpuBudget } from './cpu-budget.js';
 import { HelmNotFoundError, HelmTimeoutError, HELM_HOW_TO } from './helm-errors.js';
 import { RankedSlots } from './ranked-slots.js';
 import { decodeUtf8Strict, type TextEncodingError } from '../src/yaml/text-encoding.js';
-import { makePrivateDir } from '../src/sources/private-cache-file.js';
+import { makePrivateDir } from '../src/cache/private-cache-file.js';
 
 export interface HelmProcessResult {
   exitCode: number;

@@ -4,7 +4,7 @@
 // a layer goes to, and a Helm chart as source).
 import type { Problem } from '../core/problem.js';
 import { type LabelSelector, validateLabelSelector } from '../core/label-selector.js';
-import { normalizeVersion } from '../layers/layer-version.js';
+import { normalizeVersion } from '../core/layer-version.js';
 import type { ObjectMeta } from './types.js';
 
 export const KRAAN_GROUP = 'kraan.io';

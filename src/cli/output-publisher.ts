@@ -9,8 +9,8 @@ import type { Publisher } from '../../gitops/publisher.js';
 import { PullRequestPublisher } from '../../gitops/pull-request-publisher.js';
 import type { Config } from '../config.js';
 import { sha256Hex } from '../release/content-digest.js';
-import { fetchWithTimeout } from '../sources/http-retry.js';
-import { createConnectingFetch } from '../sources/remote-fetch.js';
+import { fetchWithTimeout } from '../http/http-retry.js';
+import { createConnectingFetch } from '../http/remote-fetch.js';
 import { UsageError } from './cli-io.js';
 import { checkOutputSettings, isUrl, type OutputSettings, type PublisherGuards } from './output-settings.js';
 

@@ -3,7 +3,7 @@
 // profile gets. Pure: reads the resolution and the loaded releases' metadata.
 import { semver } from '../core/semver-functions.js';
 import type { KubeObject } from '../api/types.js';
-import type { Resolution, StackResolution } from '../core/resolve-releases.js';
+import type { Resolution, StackResolution } from '../release/resolve-releases.js';
 
 export const OPENMCP_CLUSTERS_API = 'clusters.openmcp.cloud/v1alpha1';
 /** Why a release is kept when a Cluster (and nothing else) keeps it. */

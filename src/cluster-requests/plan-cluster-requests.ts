@@ -4,7 +4,7 @@
 // The inputs are never changed: the generated Clusters live in a new resolution. Pure.
 import { clusterClassOf, usesClassRef } from '../api/capi-cluster.js';
 import type { CapiCluster, KubeObject } from '../api/types.js';
-import type { ClusterResolution, Resolution } from '../core/resolve-releases.js';
+import type { ClusterResolution, Resolution } from '../release/resolve-releases.js';
 import type { ClusterRequestsOutput, ClusterRequestsRecord } from '../output/cluster-requests-record.js';
 import { readProvenance } from '../output/provenance.js';
 import type { RenderedTree } from '../output/rendered-tree.js';

@@ -12,7 +12,7 @@ import type { Publisher } from '../../gitops/publisher.js';
 import type { GitOpsEngine, WiringOptions } from '../../gitops/wiring/render-wiring.js';
 import type { HelmDependencies } from '../../renderers/helm-dependencies.js';
 import type { ClusterStack, KubeObject } from '../api/types.js';
-import { namespaceOf } from '../core/resolve-releases.js';
+import { namespaceOf } from '../release/resolve-releases.js';
 import { buildPlan, errorMessage, sourceLocationOf, type Plan } from '../plan/build-plan.js';
 import type { RenderOutcome } from '../render/render-output.js';
 import { holdPublishedClusters } from '../render/held-published-clusters.js';

@@ -8,7 +8,7 @@
 // a bounded rate-limit wait), the publisher fails at once with a classified PublishError and the
 // controller's queue retries it with backoff.
 import { Octokit, RequestError } from 'octokit';
-import { fetchWithTimeout } from '../sources/http-retry.js';
+import { fetchWithTimeout } from '../http/http-retry.js';
 import { githubBaseUrl } from './github-location.js';
 
 export { GITHUB_API_URL } from './github-location.js';

@@ -5,12 +5,12 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { AddonsLayer } from '../api/addons-layer.js';
 import { InputError, type Problem } from '../core/problem.js';
-import type { ClusterResolution } from '../core/resolve-releases.js';
+import type { ClusterResolution } from '../release/resolve-releases.js';
 import type { SourcedObject } from '../inputs/parse-manifests.js';
 import type { ReleaseContent } from '../release/load-release.js';
 import { type LayerSource, loadLayerSource } from './load-layer-source.js';
 import type { LayerChartFetcher } from '../sources/helm-chart-source.js';
-import { ReleaseSourceError } from '../sources/release-source.js';
+import { ReleaseSourceError } from '../release/release-source.js';
 import { UnsafeArchiveError } from '../release/safe-extract.js';
 import { type LayerClusterInput, type LayerResolution, resolveLayers } from './resolve-layers.js';
 

@@ -6,7 +6,7 @@ import { type AddonsLayer, CLUSTER_STACK_LAYER, dependenciesOf } from '../api/ad
 import type { CapiCluster } from '../api/types.js';
 import type { Problem } from '../core/problem.js';
 import { matchesLabelSelector } from '../core/label-selector.js';
-import { layerRef, meetsKubernetesGate, normalizeVersion, sameVersion } from './layer-version.js';
+import { layerRef, meetsKubernetesGate, normalizeVersion, sameVersion } from '../core/layer-version.js';
 
 export interface LayerClusterInput {
   namespace: string;

@@ -1,5 +1,5 @@
 // What `clusterstack plan` prints: a JSON report and a readable table, both from one Plan.
-import { layerRef } from '../layers/layer-version.js';
+import { layerRef } from '../core/layer-version.js';
 import { formatProblem, type Problem } from '../core/problem.js';
 import { loadedRelease, type Plan } from './build-plan.js';
 import type { ProviderRecord } from '../output/provenance.js';

@@ -17,7 +17,7 @@ import { TITLE_ANNOTATION } from '../oci/oci-manifest.js';
 import { isPlainFileName } from '../oci/release-artifact.js';
 import { RegistryClient } from '../oci/registry-client.js';
 import { sha256Digest } from '../release/content-digest.js';
-import { ReleaseSourceError } from '../sources/release-source.js';
+import { ReleaseSourceError } from '../release/release-source.js';
 import type { SourceOpener, SourceOptions } from '../sources/open-release-source.js';
 import { ReleaseCache } from '../sources/release-cache.js';
 import { type LabelSelector, matchesLabelSelector } from '../core/label-selector.js';

@@ -11,7 +11,7 @@ import type { ProviderRecord, WithheldEntry } from '../output/provenance.js';
 import type { RenderedTree } from '../output/rendered-tree.js';
 import { canonicalJson } from '../render/canonical-json.js';
 import { fileNamesFor } from '../render/manifest-objects.js';
-import { apiGroup, scopeResolver } from '../render/object-scope.js';
+import { apiGroup, scopeResolver } from '../api/object-scope.js';
 import { applySecretPolicy, type SecretPolicy, SecretRefusedError } from '../render/secret-policy.js';
 import { sha256Digest } from '../release/content-digest.js';
 import { decodeYamlDocuments, encodeYaml, YamlDecodeError } from '../yaml/kube-yaml.js';

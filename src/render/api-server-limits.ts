@@ -6,7 +6,7 @@
 // with its reason instead of published and failing to sync.
 import type { KubeObject } from '../api/types.js';
 import { nameProblem, nameRuleFor, namespaceProblem } from '../api/object-name-rules.js';
-import type { ObjectScope } from './object-scope.js';
+import type { ObjectScope } from '../api/object-scope.js';
 
 /** core.MaxSecretSize: a ConfigMap's or Secret's data, summed over its keys. */
 export const MAX_DATA_BYTES = 1024 * 1024;

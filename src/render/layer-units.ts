@@ -2,7 +2,7 @@
 // `clusters/<ns>/<cluster>/layers/<layer>/`, going through the same steps as a stack's addon
 // stages (values template over the Cluster, helm or the manifests as written, secret policy,
 // fidelity, reuse by digest). A layer the plan withholds for a Cluster is recorded with its reason.
-import { layerRef } from '../layers/layer-version.js';
+import { layerRef } from '../core/layer-version.js';
 import type { AddonsLayer } from '../api/addons-layer.js';
 import type { KubeObject } from '../api/types.js';
 import type { ClusterLayerDecision } from '../layers/resolve-layers.js';

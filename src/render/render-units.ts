@@ -4,7 +4,7 @@ import { clusterReference } from '../api/capi-cluster.js';
 import type { CapiCluster, KubeObject } from '../api/types.js';
 import { formatProblem, type Problem } from '../core/problem.js';
 import { stackPrefix } from '../core/release-tag.js';
-import type { ClusterResolution, StackResolution } from '../core/resolve-releases.js';
+import type { ClusterResolution, StackResolution } from '../release/resolve-releases.js';
 import { groupOf } from '../inputs/classify-inputs.js';
 import { OUTPUT_FORMAT, type UnitRecord, type WithheldEntry } from '../output/provenance.js';
 import { releaseDir, stageDir } from '../output/tree-layout.js';

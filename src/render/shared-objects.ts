@@ -17,7 +17,7 @@ import type { SharedObjectRecord, UnitRecord } from '../output/provenance.js';
 import { clusterDir, SHARED_DIR_NAME as SHARED, sharedDir } from '../output/tree-layout.js';
 import { decodeYamlDocument, sameYamlValue } from '../yaml/kube-yaml.js';
 import { fileNamesFor } from './manifest-objects.js';
-import { apiGroup } from './object-scope.js';
+import { apiGroup } from '../api/object-scope.js';
 import type { KubeObject } from '../api/types.js';
 import { compareText } from '../core/compare-text.js';
 

@@ -4,7 +4,7 @@
 // the message naming each Cluster and why. Per Cluster the state comes from the plan (gate,
 // dependencies), the render (withheld) and the engine (Flux Kustomization Ready / Argo CD
 // Application sync and health of the layer's directory). Pure.
-import { layerRef } from '../../layers/layer-version.js';
+import { layerRef } from '../../core/layer-version.js';
 import type { AddonsLayer } from '../../api/addons-layer.js';
 import type { KubeObject } from '../../api/types.js';
 import { formatProblem } from '../../core/problem.js';

@@ -15,7 +15,7 @@ import {
   type Condition,
 } from '../../api/types.js';
 import { clusterClassName, tryParseReleaseTag } from '../../core/release-tag.js';
-import { type ClusterResolution, namespaceOf, releaseMatchesStack } from '../../core/resolve-releases.js';
+import { type ClusterResolution, namespaceOf, releaseMatchesStack } from '../../release/resolve-releases.js';
 import type { UnitRecord } from '../../output/provenance.js';
 import { falseCondition, mergeConditions, readySummary, trueCondition, unknownCondition, type DesiredCondition } from './conditions.js';
 import { eventOnFailure, regarding, type EventIntent } from './event-intents.js';

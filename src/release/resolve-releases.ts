@@ -2,11 +2,11 @@
 // callers have already listed releases and read the objects.
 import { type CapiCluster, type ClusterStack, type ClusterStackReleaseSummary, type KubeObject, withSpecDefaults } from '../api/types.js';
 import { clusterClassOf } from '../api/capi-cluster.js';
-import { nearestName } from './did-you-mean.js';
-import type { Problem } from './problem.js';
-import { clusterClassName, formatReleaseTag, kubernetesMinorOf, parseClusterClassName, type ReleaseTag } from './release-tag.js';
-import { channelOf, compareStackVersions, formatDotVersion, isHashBuild, parseStackVersion, sameVersion } from './stack-version.js';
-import { compareText } from './compare-text.js';
+import { nearestName } from '../core/did-you-mean.js';
+import type { Problem } from '../core/problem.js';
+import { clusterClassName, formatReleaseTag, kubernetesMinorOf, parseClusterClassName, type ReleaseTag } from '../core/release-tag.js';
+import { channelOf, compareStackVersions, formatDotVersion, isHashBuild, parseStackVersion, sameVersion } from '../core/stack-version.js';
+import { compareText } from '../core/compare-text.js';
 
 export interface AvailableRelease {
   tag: string;
