@@ -22,7 +22,6 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { InputError } from '../src/core/problem.js';
 import { OciError } from '../src/oci/oci-error.js';
 import { EMPTY_CONFIG, type OciManifest, OCI_IMAGE_CONFIG, OCI_MANIFEST, TITLE_ANNOTATION } from '../src/oci/oci-manifest.js';
 import { type OciArtifactReference, parseOciArtifactReference } from '../src/oci/oci-reference.js';

@@ -100,6 +100,7 @@ export async function runController(options: ControllerRuntimeOptions): Promise<
   let publishQueue: KeyedWorkQueue | undefined;
   let stackQueue: KeyedWorkQueue | undefined;
   let leading = options.leaderElection === undefined;
+  // eslint-disable-next-line prefer-const -- informer events may arrive before the controller is built (undefined until then)
   let controller: Controller | undefined;
   const requestPublish = () => publishQueue?.addBatched(PUBLISH_KEY, batchWindowMs, undefined, { inputsChanged: true });
   const onEvent = (event: WatchEvent) => {

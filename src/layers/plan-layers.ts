@@ -34,7 +34,7 @@ export function addonStagesOf(content: ReleaseContent | undefined): string[] {
 export function layerRootOf(layer: SourcedObject<AddonsLayer>, root: string | undefined): string {
   if (root !== undefined) return root;
   const file = layer.source.replace(/:\d+$/, '');
-  let dir = path.dirname(path.resolve(file));
+  const dir = path.dirname(path.resolve(file));
   for (let at = dir; ; at = path.dirname(at)) {
     if (existsSync(path.join(at, '.git'))) return at;
     if (path.dirname(at) === at) break;

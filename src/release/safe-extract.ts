@@ -187,7 +187,7 @@ async function inspect(file: string, label: string, limits: ExtractLimits): Prom
   const links = new Map<string, string>();
   let total = 0;
   let failure: Error | undefined;
-  let tarBytes = 0;
+  let tarBytes: number;
   const { Parser } = await loadTar();
   try {
     const parser = new Parser({

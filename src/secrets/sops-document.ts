@@ -175,5 +175,5 @@ function isMap(value: unknown): value is Record<string, unknown> {
 /** Keys plain where no YAML reader could take them for anything but that string; quoted otherwise. */
 function yamlKey(key: string): string {
   const ambiguous = /^(y|yes|n|no|true|false|on|off|null|~)$/i.test(key);
-  return /^[A-Za-z_][A-Za-z0-9_.\/-]*$/.test(key) && !ambiguous ? key : JSON.stringify(key);
+  return /^[A-Za-z_][A-Za-z0-9_./-]*$/.test(key) && !ambiguous ? key : JSON.stringify(key);
 }
