@@ -16,7 +16,7 @@ import { checkOutputSettings, isUrl, type OutputSettings, type PublisherGuards }
 
 // The settings side lives in output-settings.ts (no publisher loaded), the wiring options in
 // wiring-options.ts; their names stay importable from here.
-export { checkOutputSettings, isUrl, localOutputDirectory, type OutputSettings, type PublisherGuards, revisionKindOf, type WiringSettings } from './output-settings.js';
+export { checkOutputSettings, isUrl, type OutputSettings, type PublisherGuards, revisionKindOf } from './output-settings.js';
 export { wiringOptionsFor } from './wiring-options.js';
 
 function githubRepository(value: string | undefined): { owner?: string; repo?: string } {

@@ -31,7 +31,7 @@ export interface ClusterProfileInfo {
  * The profile name of a stack: `<namespace>.<provider>.<name>-<major>-<minor>`, plus `-<channel>`
  * for a channel other than stable. Dots cannot occur in its parts, so names never collide.
  */
-export function profileNameOf(stack: StackResolution): string {
+function profileNameOf(stack: StackResolution): string {
   const spec = stack.stack.spec;
   const channel = spec.channel && spec.channel !== 'stable' ? `-${spec.channel}` : '';
   return `${stack.namespace}.${spec.provider}.${spec.name}-${spec.kubernetesVersion.replace('.', '-')}${channel}`;

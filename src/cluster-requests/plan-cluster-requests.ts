@@ -59,7 +59,7 @@ export function countClusterRequests(plan: Plan): number {
  * ClusterRequests in the inputs (clusters.openmcp.cloud). One without `spec.purpose` is kept with
  * an empty purpose: the scheduler reports and skips it (and a request that had a cluster keeps it).
  */
-export function clusterRequestsOf(plan: Plan): ClusterRequestInput[] {
+function clusterRequestsOf(plan: Plan): ClusterRequestInput[] {
   const requests: ClusterRequestInput[] = [];
   for (const { object, source } of plan.inputs.others) {
     if (!isClusterRequest(object)) continue;
@@ -72,7 +72,7 @@ export function clusterRequestsOf(plan: Plan): ClusterRequestInput[] {
 }
 
 /** The record of the previous render, if it had one. */
-export function previousRequestsRecord(previous: RenderedTree): ClusterRequestsRecord | undefined {
+function previousRequestsRecord(previous: RenderedTree): ClusterRequestsRecord | undefined {
   return (readProvenance(previous) as { clusterRequests?: ClusterRequestsRecord } | undefined)?.clusterRequests;
 }
 

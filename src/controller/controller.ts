@@ -57,9 +57,7 @@ import type { SchedulerSource } from './reconcile/scheduler-config-file.js';
 import { desiredRequestStatuses } from './desired-state/cluster-request-state.js';
 import { writeRequestStatuses } from './reconcile/cluster-request-statuses.js';
 
-export { InformerCache, type KindCache } from './runtime/informer-cache.js';
-export { RetryLaterError } from './reconcile/next-reconcile.js';
-export { stackKey } from './reconcile/watch-filter.js';
+export { InformerCache } from './runtime/informer-cache.js';
 
 /** The key of the reconcile that renders, publishes and reports: every change leads to it. */
 export const PUBLISH_KEY = 'publish';

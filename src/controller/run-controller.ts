@@ -43,7 +43,7 @@ export interface ControllerRuntimeOptions extends Omit<ControllerOptions, 'cache
 }
 
 /** The HTTPS runtime extension serving Cluster API's lifecycle hooks. */
-export interface RuntimeExtensionOptions {
+interface RuntimeExtensionOptions {
   port: number;
   host?: string;
   /** PEM files of the serving certificate (tls.crt, tls.key of the mounted Secret). */

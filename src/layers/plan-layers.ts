@@ -25,13 +25,13 @@ export interface LayerPlan {
 }
 
 /** The stage directories of a release's addons (a layer may not be named like one). */
-export function addonStagesOf(content: ReleaseContent | undefined): string[] {
+function addonStagesOf(content: ReleaseContent | undefined): string[] {
   if (!content) return [];
   return content.addons.format === 'legacy' ? ['cluster-addon'] : content.addons.stages.map((stage) => stage.name);
 }
 
 /** The repository a layer's `./path` is relative to: `root` when given, else the Git work tree holding the layer's file, else that file's directory. */
-export function layerRootOf(layer: SourcedObject<AddonsLayer>, root: string | undefined): string {
+function layerRootOf(layer: SourcedObject<AddonsLayer>, root: string | undefined): string {
   if (root !== undefined) return root;
   const file = layer.source.replace(/:\d+$/, '');
   const dir = path.dirname(path.resolve(file));

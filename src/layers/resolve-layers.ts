@@ -25,10 +25,10 @@ export interface LayerClusterInput {
 }
 
 /** Where the version a Kubernetes gate was checked against came from. */
-export type KubernetesVersionOrigin = 'workload API server' | 'spec.topology.version';
+type KubernetesVersionOrigin = 'workload API server' | 'spec.topology.version';
 
 /** Why a layer is not rendered for a Cluster, in Kraan's state names. */
-export type LayerWithheldState = 'K8sVersion' | 'ApplyPending';
+type LayerWithheldState = 'K8sVersion' | 'ApplyPending';
 
 export interface ClusterLayerDecision {
   layer: string;
@@ -49,7 +49,7 @@ export interface ClusterLayerDecision {
   kubernetesVersion?: { version: string; origin: KubernetesVersionOrigin };
 }
 
-export interface ClusterLayers {
+interface ClusterLayers {
   namespace: string;
   name: string;
   layers: ClusterLayerDecision[];

@@ -51,7 +51,7 @@ export interface PlanReport {
 }
 
 /** A release, a Cluster or one layer of a Cluster, with why render withholds it or what only render decides. */
-export interface PlannedUnit {
+interface PlannedUnit {
   kind: 'release' | 'cluster' | 'provider' | 'layer';
   namespace: string;
   name: string;
@@ -59,7 +59,7 @@ export interface PlannedUnit {
   reason: string;
 }
 
-export interface PlanLayer {
+interface PlanLayer {
   namespace: string;
   cluster: string;
   layer: string;

@@ -100,7 +100,7 @@ function releaseOf(version: string, metadata: string, components: string, source
 }
 
 /** The operator's OCI reference: `[http://]registry/repo[:tag]`, the tag defaulting to the version. */
-export function parseProviderOci(reference: string, version: string): { registry: string; repository: string; tag: string; plainHttp: boolean } {
+function parseProviderOci(reference: string, version: string): { registry: string; repository: string; tag: string; plainHttp: boolean } {
   const plainHttp = reference.startsWith('http://');
   let rest = reference.replace(/^(https?|oci):\/\//, '');
   let tag = version;

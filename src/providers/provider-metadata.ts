@@ -11,7 +11,7 @@ export interface ReleaseSeries {
 }
 
 /** A metadata.yaml that cannot be used for a version; the message says what to fix. */
-export class ProviderMetadataError extends Error {
+class ProviderMetadataError extends Error {
   readonly failureKind = 'fix-input' as const;
   constructor(message: string) {
     super(message);

@@ -20,9 +20,9 @@ import { substituteVariables, SubstitutionSyntaxError } from './envsubst.js';
 import type { PlannedCertManager, PlannedProvider, ProviderPlan } from './plan-providers.js';
 
 /** Flux leaves objects with this annotation in place when they leave the source. */
-export const FLUX_PRUNE_ANNOTATION = 'kustomize.toolkit.fluxcd.io/prune';
+const FLUX_PRUNE_ANNOTATION = 'kustomize.toolkit.fluxcd.io/prune';
 /** Argo CD's per-object sync options; `Prune=false` keeps an object that leaves the source. */
-export const ARGOCD_SYNC_OPTIONS_ANNOTATION = 'argocd.argoproj.io/sync-options';
+const ARGOCD_SYNC_OPTIONS_ANNOTATION = 'argocd.argoproj.io/sync-options';
 const NEVER_PRUNED = new Set(['CustomResourceDefinition', 'Namespace']);
 
 export interface ProviderRenderResult {

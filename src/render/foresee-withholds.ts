@@ -20,7 +20,7 @@ import { unitFiles } from './unit-files.js';
 import { withholdConflicts, withholdFailedUnits, withholdValuesFailures } from './withhold-units.js';
 
 /** A unit as plan names it: a release alone, a Cluster whole, or one layer of a Cluster. */
-export interface ForeseenUnit {
+interface ForeseenUnit {
   kind: WithheldEntry['kind'];
   namespace: string;
   name: string;

@@ -16,7 +16,7 @@ import { clusterContext, type PendingUnit } from './render-units.js';
 import { targetApiVersions } from '../core/kube-api-versions.js';
 
 /** Where a layer's namespaced objects without a namespace go, and a chart's `--namespace`. */
-export const LAYER_DEFAULT_NAMESPACE = 'default';
+const LAYER_DEFAULT_NAMESPACE = 'default';
 
 /** Layer units to render, and the layers withheld before rendering (gate, dependencies). */
 /** `secrets` is the secret policy's part of the input digest (with --secrets encrypt, the recipients too). */

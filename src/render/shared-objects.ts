@@ -194,7 +194,7 @@ function versionOf(object: KubeObject): string {
  * Orders release units oldest first: by stack version when both releases are of one stack and
  * channel (numerically, `v1-alpha.9` before `v1-alpha.10`), otherwise by tag; then by directory.
  */
-export function olderReleaseFirst(a: UnitRecord, b: UnitRecord): number {
+function olderReleaseFirst(a: UnitRecord, b: UnitRecord): number {
   const tagA = tryParseReleaseTag(a.release);
   const tagB = tryParseReleaseTag(b.release);
   if (tagA && tagB && tagA.provider === tagB.provider && tagA.name === tagB.name && tagA.kubernetesMajor === tagB.kubernetesMajor && tagA.kubernetesMinor === tagB.kubernetesMinor) {

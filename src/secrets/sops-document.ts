@@ -27,7 +27,7 @@ import { Encrypter, armor } from 'age-encryption';
 /** Keys whose values are encrypted: a Secret's payload; metadata stays readable for review. */
 export const SOPS_ENCRYPTED_REGEX = '^(data|stringData)$';
 /** The sops version recorded in `sops.version`: the format above is that of sops 3.x. */
-export const SOPS_FORMAT_VERSION = '3.10.2';
+const SOPS_FORMAT_VERSION = '3.10.2';
 
 const DATA_KEY_BYTES = 32;
 const NONCE_BYTES = 32;

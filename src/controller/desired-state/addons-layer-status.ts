@@ -15,7 +15,7 @@ import type { EventIntent } from '../runtime/runtime-contract.js';
 import { regarding } from './event-intents.js';
 import type { UnitSync } from './sync-state.js';
 
-export type LayerState = 'Pending' | 'ApplyPending' | 'Deployed' | 'Hold' | 'K8sVersion' | 'Failed';
+type LayerState = 'Pending' | 'ApplyPending' | 'Deployed' | 'Hold' | 'K8sVersion' | 'Failed';
 
 /** Kraan's reasons, so its users see the sentences they know. */
 const REASONS: Record<LayerState, string> = {
@@ -30,7 +30,7 @@ const REASONS: Record<LayerState, string> = {
 /** Which state a layer as a whole is in when its Clusters differ: the one needing attention first. */
 const PRIORITY: LayerState[] = ['Failed', 'ApplyPending', 'K8sVersion', 'Pending', 'Deployed'];
 
-export interface LayerStatus {
+interface LayerStatus {
   state: LayerState;
   version: string;
   revision: string;

@@ -13,7 +13,7 @@ import { providerInputKey } from '../../providers/plan-providers.js';
 import { KubeRequestError, type ConfigMapReader, type SecretStore } from '../runtime/kube-client.js';
 
 /** The ClusterRole in deploy/ granting what this reads; bound per namespace holding such providers. */
-export const PROVIDER_CONFIG_ROLE = 'clusterstack-gitops-provider-config';
+const PROVIDER_CONFIG_ROLE = 'clusterstack-gitops-provider-config';
 
 export interface ProviderConfigRead {
   /** The Secrets and ConfigMaps found, as input objects. */
@@ -25,7 +25,7 @@ export interface ProviderConfigRead {
 type Selector = NonNullable<NonNullable<NonNullable<CapiProvider['spec']>['fetchConfig']>['selector']>;
 
 /** A metav1.LabelSelector as the API's `labelSelector` query parameter. */
-export function labelSelectorQuery(selector: Selector): string {
+function labelSelectorQuery(selector: Selector): string {
   const parts = Object.entries(selector.matchLabels ?? {}).map(([key, value]) => `${key}=${value}`);
   for (const expression of selector.matchExpressions ?? []) {
     const values = (expression.values ?? []).join(',');
