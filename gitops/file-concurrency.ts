@@ -11,7 +11,7 @@ import { closeSync, openSync, readSync } from 'node:fs';
 export const FILE_CONCURRENCY = 32;
 
 /** Files handled between two yields to the event loop. */
-export const FILE_BATCH = 256;
+const FILE_BATCH = 256;
 
 /** Runs `work` on each of `items` in order, synchronously, yielding to the event loop after every FILE_BATCH. */
 export async function inFileBatches<T>(items: readonly T[], work: (item: T) => void): Promise<void> {

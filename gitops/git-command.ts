@@ -43,7 +43,7 @@ export interface GitTargetOptions {
 }
 
 /** How long a git process may go without output before it counts as hung (fetch and push print nothing while they wait). */
-export const DEFAULT_GIT_IDLE_TIMEOUT_MS = 5 * 60_000;
+const DEFAULT_GIT_IDLE_TIMEOUT_MS = 5 * 60_000;
 
 // git variables from the caller's environment that configure transport, not repository state.
 // Everything else named GIT_* (GIT_DIR from a hook, GIT_AUTHOR_*, GIT_CONFIG_*) would redirect or

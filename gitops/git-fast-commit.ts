@@ -56,7 +56,7 @@ function quotePath(file: string): string {
  * The fast-import stream of one commit, piece by piece (a whole fleet's first commit is tens of
  * megabytes: never joined into one buffer); `get-mark :1` makes fast-import print the commit's id.
  */
-export function* fastImportStream(input: FastCommitInput): Generator<Buffer> {
+function* fastImportStream(input: FastCommitInput): Generator<Buffer> {
   const message = cleanupCommitMessage(input.message);
   if (message === '') throw new Error('internal error: empty commit message');
   const ident = `${identPart(input.author.name)} <${identPart(input.author.email)}> now`;

@@ -22,7 +22,6 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { InputError } from '../src/core/problem.js';
 import { OciError } from '../src/oci/oci-error.js';
 import { EMPTY_CONFIG, type OciManifest, OCI_IMAGE_CONFIG, OCI_MANIFEST, TITLE_ANNOTATION } from '../src/oci/oci-manifest.js';
 import { type OciArtifactReference, parseOciArtifactReference } from '../src/oci/oci-reference.js';
@@ -32,7 +31,7 @@ export { type OciArtifactReference, parseOciArtifactReference } from '../src/oci
 import { buildArtifactManifest } from '../src/oci/artifact-manifest.js';
 import { type ManifestResult, RegistryClient, type RegistryCredentials } from '../src/oci/registry-client.js';
 import { sha256Digest } from '../src/release/content-digest.js';
-import type { RetryPolicy, Sleep } from '../src/sources/http-retry.js';
+import type { RetryPolicy, Sleep } from '../src/http/http-retry.js';
 import type { Logger } from '../src/core/logger.js';
 import { diffTrees, type RenderedTree } from '../src/output/rendered-tree.js';
 import type { ChangeSummary } from '../src/output/tree-changes.js';

@@ -57,8 +57,3 @@ export function upgradeSequence(move: ClusterMove, engine: SequenceEngine = { en
     : 'hook AfterClusterUpgrade: no stages of its own';
   return [published, waits, upgrade, after].map((step, index) => `${index + 1}. ${step}`);
 }
-
-/** One line: the steps joined by arrows. */
-export function formatUpgradeSequence(steps: string[]): string {
-  return steps.join(' → ');
-}

@@ -5,7 +5,7 @@ import { encodeYaml } from '../src/yaml/kube-yaml.js';
 import { cleanHelmStderr, HelmRenderError } from './helm-errors.js';
 import type { HelmRunner } from './helm-runner.js';
 import type { ChartRenderRequest, RenderDependencies } from '../src/render/render-dependencies.js';
-import { writePrivateFile } from '../src/sources/private-cache-file.js';
+import { writePrivateFile } from '../src/cache/private-cache-file.js';
 
 export class HelmRenderer implements Pick<RenderDependencies, 'renderChart'> {
   /** How long each chart's last render took (ms), by chart digest. */

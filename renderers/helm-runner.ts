@@ -8,7 +8,7 @@ import { HelmNotFoundError, HelmTimeoutError, HELM_HOW_TO } from './helm-errors.
 import { RankedSlots } from '../src/core/ranked-slots.js';
 import { ProcessError, runProcess, type ProcessResult } from '../src/core/run-process.js';
 import { decodeUtf8Strict, type TextEncodingError } from '../src/yaml/text-encoding.js';
-import { makePrivateDir } from '../src/sources/private-cache-file.js';
+import { makePrivateDir } from '../src/cache/private-cache-file.js';
 
 export interface HelmProcessResult {
   exitCode: number;

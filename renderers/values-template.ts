@@ -44,7 +44,7 @@ import { helm3ExecErrors, lintLogMessage } from './helm-error-text.js';
 import { type HelmRunner, VALUES_PRIORITY } from './helm-runner.js';
 import { helmKubeVersion } from './helm-renderer.js';
 import { sortKeysDeep } from '../src/core/sort-keys.js';
-import { makePrivateDir, writePrivateFile } from '../src/sources/private-cache-file.js';
+import { makePrivateDir, writePrivateFile } from '../src/cache/private-cache-file.js';
 import { decodeYamlDocuments, YamlDecodeError } from '../src/yaml/kube-yaml.js';
 import { encodeInt64s, restoreInt64s, type Int64Positions } from './go-template-int64.js';
 import { parseMissingMarker, PRESENT_DEFINITION, strictFieldAccess, type StrictTemplate } from './go-template-strict.js';

@@ -42,7 +42,7 @@ const ENVIRONMENT = {
 } as const;
 
 /** Where deploy/ mounts the cert-manager Secret (tls.crt, tls.key). */
-export const DEFAULT_EXTENSION_CERT_DIR = '/etc/clusterstack/runtime-extension-tls';
+const DEFAULT_EXTENSION_CERT_DIR = '/etc/clusterstack/runtime-extension-tls';
 
 function nonEmpty(value: string | undefined): string | undefined {
   return value !== undefined && value.trim() !== '' ? value.trim() : undefined;

@@ -2,7 +2,8 @@
 // cycle anywhere; the core imports no renderer, publisher, pipeline, controller or CLI; the output
 // model imports nothing but itself; renderers import no publisher; publishers no controller or CLI.
 // Inside the controller: the runtime knows nothing about reconciling, and the desired state is
-// computed without the runtime's clients or the reconcilers.
+// computed without the runtime's clients or the reconcilers. Folders: no two import each other,
+// and the core's folders are ranked, each importing only lower ones.
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -69,6 +70,53 @@ const CONTROLLER_ALLOWED: Record<ControllerPart, (target: string) => boolean> = 
   'desired-state': (target) => target === path.normalize('src/controller/runtime/runtime-contract.ts'),
   reconcile: () => true,
 };
+
+/** The folder a file belongs to; the package entry and the top-level settings files stand apart. */
+function folderOf(file: string): string {
+  const posix = file.split(path.sep).join('/');
+  if (posix === 'src/index.ts') return 'entry';
+  const dir = path.posix.dirname(posix);
+  return dir === 'src' ? 'src/*.ts' : dir;
+}
+
+/**
+ * The core's folders, lowest first (ARCHITECTURE.md): each imports only itself and folders before
+ * it. `src/*.ts` is the settings (config.ts, runtime-extension-settings.ts).
+ */
+const CORE_RANK = [
+  'src/output',
+  'src/core',
+  'src/*.ts',
+  'src/yaml',
+  'src/cache',
+  'src/http',
+  'src/api',
+  'src/secrets',
+  'src/inputs',
+  'src/release',
+  'src/oci',
+  'src/github',
+  'src/sources',
+  'src/layers',
+  'src/providers',
+  'src/plan',
+  'src/render',
+  'src/cluster-requests',
+];
+
+/**
+ * Imports that still climb, being untangled with the complete plan (issue 32 item 1: plan and
+ * providers use render's helpers). Exact file pairs, so no new climb hides behind them; an entry
+ * that no longer exists fails, so the list only shrinks.
+ */
+const PENDING_CLIMBS = new Set([
+  'src/plan/chart-render-cache.ts -> src/render/canonical-json.ts',
+  'src/plan/chart-render-cache.ts -> src/render/render-dependencies.ts',
+  'src/plan/secret-value-digests.ts -> src/render/secret-policy.ts',
+  'src/providers/render-providers.ts -> src/render/canonical-json.ts',
+  'src/providers/render-providers.ts -> src/render/manifest-objects.ts',
+  'src/providers/render-providers.ts -> src/render/secret-policy.ts',
+]);
 
 /** Strongly connected components with more than one file (Tarjan). */
 function cycles(graph: Map<string, string[]>): string[][] {
@@ -169,5 +217,40 @@ describe('architecture', () => {
     }
     expect(plainErrors).toEqual([`${path.normalize('src/core/failure.ts')}: Failure`]);
     expect(duckTyped).toEqual([]);
+  });
+
+  it('has no two folders that import each other', () => {
+    const edges = new Map<string, string>();
+    for (const [file, imports] of graph) {
+      for (const target of imports) {
+        const pair = `${folderOf(file)} -> ${folderOf(target)}`;
+        const edge = `${file} -> ${target}`.split(path.sep).join('/');
+        if (folderOf(file) !== folderOf(target) && !PENDING_CLIMBS.has(edge) && !edges.has(pair)) edges.set(pair, edge);
+      }
+    }
+    const mutual = [...edges].filter(([pair]) => pair.split(' -> ')[0]! < pair.split(' -> ')[1]! && edges.has(pair.split(' -> ').reverse().join(' -> ')));
+    expect(mutual.map(([pair, edge]) => `${pair} (${edge}; back: ${edges.get(pair.split(' -> ').reverse().join(' -> '))})`)).toEqual([]);
+  });
+
+  it('keeps each core folder to the folders ranked below it', () => {
+    const seen = new Set<string>();
+    const climbs: string[] = [];
+    for (const [file, imports] of graph) {
+      const from = CORE_RANK.indexOf(folderOf(file));
+      if (from < 0) continue;
+      for (const target of imports) {
+        const to = CORE_RANK.indexOf(folderOf(target));
+        const edge = `${file} -> ${target}`.split(path.sep).join('/');
+        if (PENDING_CLIMBS.has(edge)) seen.add(edge);
+        else if (to > from || (to < 0 && graph.has(target))) climbs.push(`${edge} (${folderOf(target)} is not below ${folderOf(file)})`);
+      }
+    }
+    expect(climbs).toEqual([]);
+    expect([...PENDING_CLIMBS].filter((edge) => !seen.has(edge))).toEqual([]);
+  });
+
+  it('ranks every core folder', () => {
+    const folders = new Set([...graph.keys()].filter((file) => layerOf(file) === 'core' || layerOf(file) === 'output').map(folderOf));
+    expect([...folders].filter((folder) => !CORE_RANK.includes(folder)).sort()).toEqual([]);
   });
 });

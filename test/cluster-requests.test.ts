@@ -264,7 +264,7 @@ describe('clusterstack render --scheduler-config', () => {
     expect(report.clusterProfiles.map((p: { name: string }) => p.name)).toEqual(['cluster-stacks.docker.ferrol-1-30', 'team-stacks.docker.ferrol-1-30']);
     const text = await runClusterstack(['plan', inputs, '--release-source', EXAMPLE_RELEASES, '--scheduler-config', path.join(inputs, 'scheduler.yaml')]);
     expect(text.stdout).toContain('ClusterProfile cluster-stacks.docker.ferrol-1-30  (ClusterStack cluster-stacks/docker-ferrol-1-30)  versions: 1.30.2 (docker-ferrol-1-30-v1, deprecated), 1.30.4 (docker-ferrol-1-30-v2), 1.30.4 (docker-ferrol-1-30-v3)  new clusters: docker-ferrol-1-30-v3');
-    expect(text.stdout).toMatch(/ClusterRequest team-a\/x1  purpose: gaming  Pending  \(UnknownPurpose: purpose "gaming" is not in/);
+    expect(text.stdout).toMatch(/ClusterRequest team-a\/x1 {2}purpose: gaming {2}Pending {2}\(UnknownPurpose: purpose "gaming" is not in/);
   });
 });
 
@@ -425,7 +425,7 @@ describe('clusterstack render --scheduler-config: what cannot be scheduled withh
     const text = await runClusterstack(args);
     expect(text.stdout).toContain(`ClusterRequests against ${remote}`);
     expect(text.stdout).toContain(`ClusterRequest team-a/r2  purpose: workload  Granted  cluster: ${at('r2')} (kept)`);
-    expect(text.stdout).toMatch(/ClusterRequest team-a\/r5  purpose: workload  Granted  cluster: workload-clusters\/workload-[0-9a-f]+ \(new\)/);
+    expect(text.stdout).toMatch(/ClusterRequest team-a\/r5 {2}purpose: workload {2}Granted {2}cluster: workload-clusters\/workload-[0-9a-f]+ \(new\)/);
     expect(text.stdout).toContain(`ClusterRequest team-a/r1  purpose: platform  Pending  cluster: ${at('r1')} (kept)  (PurposeChanged: spec.purpose was "workload"`);
     // Read, never written: the remote is where the render left it.
     expect(sandbox.commitCount(remote, 'main')).toBe(2);
@@ -512,7 +512,7 @@ spec: {purpose: workload}
     const inputs = await writeTree({ 'stacks.yaml': STACKS, 'requests.yaml': labelled('r1') + request('theirs', 'workload') });
     const result = await runClusterstack(['plan', inputs, '--release-source', EXAMPLE_RELEASES, '--scheduler-config', scheduler]);
     expect(result.code).toBe(0);
-    expect(result.stdout).toMatch(/ClusterRequest team-a\/theirs  not ours: its labels do not match the scheduler configuration's selectors\.requests/);
+    expect(result.stdout).toMatch(/ClusterRequest team-a\/theirs {2}not ours: its labels do not match the scheduler configuration's selectors\.requests/);
   });
 });
 

@@ -5,7 +5,7 @@ import { UsageError, RemoteFailureError } from '../src/cli/cli-io.js';
 import { ConfigError } from '../src/config.js';
 import { exitCodeOf, Failure, failureKindOf } from '../src/core/failure.js';
 import { InputError } from '../src/core/problem.js';
-import { ReleaseSourceError } from '../src/sources/release-source.js';
+import { ReleaseSourceError } from '../src/release/release-source.js';
 import { PublishError } from '../gitops/publish-error.js';
 import { LockHeldError } from '../gitops/publish-lock.js';
 import { HelmRenderError } from '../renderers/helm-errors.js';

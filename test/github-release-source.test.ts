@@ -4,7 +4,7 @@ import path from 'node:path';
 import { inspect } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { treeDigest } from '../src/release/content-digest.js';
-import { ReleaseSourceError } from '../src/sources/release-source.js';
+import { ReleaseSourceError } from '../src/release/release-source.js';
 import { GitHubReleaseSource, type GitHubReleaseSourceOptions } from '../src/sources/github-release-source.js';
 import { createSourceOpener } from '../src/sources/open-release-source.js';
 import { ReleaseCache } from '../src/sources/release-cache.js';

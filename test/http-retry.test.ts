@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { withRetry } from '../src/sources/http-retry.js';
-import { DeadlineExceededError, withDeadline } from '../src/sources/remote-deadline.js';
+import { withRetry } from '../src/http/http-retry.js';
+import { DeadlineExceededError, withDeadline } from '../src/http/remote-deadline.js';
 
 const policy = { attempts: 3, baseDelayMs: 100, maxDelayMs: 1000 };
 

@@ -6,7 +6,7 @@ import { buildArtifactManifest } from '../src/oci/artifact-manifest.js';
 import { DOCKER_MANIFEST_V2, OCI_INDEX, parseOciManifest } from '../src/oci/oci-manifest.js';
 import { parseOciRepository } from '../src/oci/oci-reference.js';
 import { parseAuthChallenge } from '../src/oci/www-authenticate.js';
-import { nextLink } from '../src/sources/link-header.js';
+import { nextLink } from '../src/http/link-header.js';
 
 function thrown(action: () => unknown): Error {
   try {

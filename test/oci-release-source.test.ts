@@ -12,7 +12,7 @@ import { buildArtifactManifest } from '../src/oci/artifact-manifest.js';
 import { RegistryClient } from '../src/oci/registry-client.js';
 import { CLUSTER_STACK_ARTIFACT_TYPE } from '../src/oci/release-artifact.js';
 import { fileDigest } from '../src/release/content-digest.js';
-import type { ReleaseSourceError } from '../src/sources/release-source.js';
+import type { ReleaseSourceError } from '../src/release/release-source.js';
 import { LocalReleaseSource } from '../src/sources/local-release-source.js';
 import { OciLayoutSource } from '../src/sources/oci-layout-source.js';
 import { OciReleaseSource, type OciReleaseSourceOptions } from '../src/sources/oci-release-source.js';

@@ -63,7 +63,7 @@ describe('real Flux applies what clusterstack publishes', () => {
     try {
       await waitUntil(what, check, watched, timeoutMs);
     } catch (error) {
-      throw new Error(`${String((error as Error).message).split('\n')[0]}\nFlux Kustomizations:\n${await fluxState()}`);
+      throw new Error(`${String((error as Error).message).split('\n')[0]}\nFlux Kustomizations:\n${await fluxState()}`, { cause: error });
     }
   }
 

@@ -4,7 +4,7 @@ import { createServer as createHttpServer, type IncomingMessage, type Server } f
 import { createServer as createTcpServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CONNECT_TIMEOUT_CODE, createConnectingFetch } from '../src/sources/remote-fetch.js';
+import { CONNECT_TIMEOUT_CODE, createConnectingFetch } from '../src/http/remote-fetch.js';
 
 async function body(request: IncomingMessage): Promise<string> {
   let text = '';

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PrometheusMetrics } from '../src/controller/runtime/metrics.js';
 import { pushReleaseDirectory } from './support/registry/push-artifact.js';
 import { RegistryClient } from '../src/oci/registry-client.js';
-import { countingFetch, type RequestOutcome } from '../src/sources/counting-fetch.js';
+import { countingFetch, type RequestOutcome } from '../src/http/counting-fetch.js';
 import { createSourceOpener } from '../src/sources/open-release-source.js';
 import { type FakeGitHub, startFakeGitHub } from './support/fake-github/index.js';
 import { startRegistry, type TestRegistry } from './support/registry/index.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { resolveReleases } from '../src/core/resolve-releases.js';
+import { resolveReleases } from '../src/release/resolve-releases.js';
 import type { CapiCluster } from '../src/api/types.js';
 import { aCluster, aClusterStack, aProviderRelease, aV1beta2Cluster, releases } from './support/builders.js';
 

@@ -10,7 +10,7 @@ import { DirectoryPublisher } from '../gitops/directory-publisher.js';
 import { resolveHelmBinary } from '../renderers/helm-binary.js';
 import type { Plan } from '../src/plan/build-plan.js';
 import { planMaterial, runFingerprint } from '../src/pipeline/run-fingerprint.js';
-import { clusterYaml, copyExampleReleases, EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, FERROL_STACK_YAML, readTree, renderWithReport, type RenderRun, runClusterstack, tempDir, writeTree } from './support/cli.js';
+import { clusterYaml, copyExampleReleases, EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, FERROL_STACK_YAML, readTree, renderWithReport, runClusterstack, tempDir, writeTree } from './support/cli.js';
 import { GitSandbox } from './support/git-repos.js';
 import { ageKeygen } from './support/sops-oracle.js';
 
@@ -18,7 +18,6 @@ const sandbox = new GitSandbox();
 afterAll(() => sandbox.cleanup());
 
 const render = renderWithReport;
-type Run = RenderRun;
 
 const cluster = (name: string, host?: string): string => clusterYaml(name, 'docker-ferrol-1-30-v1', host);
 
@@ -158,7 +157,7 @@ describe('a render that changes nothing, into a directory', () => {
     const fleetArgs = [inputs, '--release-source', EXAMPLE_RELEASES, '--output', fleetOut];
     await render(fleetArgs);
     expect((await render(fleetArgs)).report.noop).toBeDefined();
-    await writeFile(path.join(inputs, 'fleet.yaml'), FERROL_STACK_YAML + cluster('alpha') + cluster('bravo').replace(/  controlPlaneEndpoint: .*\n/, ''));
+    await writeFile(path.join(inputs, 'fleet.yaml'), FERROL_STACK_YAML + cluster('alpha') + cluster('bravo').replace(/ {2}controlPlaneEndpoint: .*\n/, ''));
     for (let run = 0; run < 2; run += 1) {
       const result = await render(fleetArgs);
       expect(result.report.noop).toBeUndefined();

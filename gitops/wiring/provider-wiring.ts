@@ -18,7 +18,7 @@ const PROVIDER_WAVE = -10;
 const LABEL_PROVIDER = 'clusterstack.x-k8s.io/provider';
 
 /** The wiring object name of a provider: `provider-<kind>-<name>` (its directory's last part). */
-export function providerWiringName(record: Pick<ProviderRecord, 'dir'>): string {
+function providerWiringName(record: Pick<ProviderRecord, 'dir'>): string {
   return `provider-${record.dir.split('/').at(-1)}`.slice(0, 63).replace(/-+$/, '');
 }
 

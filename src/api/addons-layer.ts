@@ -4,16 +4,16 @@
 // a layer goes to, and a Helm chart as source).
 import type { Problem } from '../core/problem.js';
 import { type LabelSelector, validateLabelSelector } from '../core/label-selector.js';
-import { normalizeVersion } from '../layers/layer-version.js';
+import { normalizeVersion } from '../core/layer-version.js';
 import type { ObjectMeta } from './types.js';
 
 export const KRAAN_GROUP = 'kraan.io';
-export const ADDONS_LAYER_API_VERSION = `${KRAAN_GROUP}/v1alpha1`;
+const ADDONS_LAYER_API_VERSION = `${KRAAN_GROUP}/v1alpha1`;
 export const ADDONS_LAYER_KIND = 'AddonsLayer';
 /** The stack's own addon stages, as a dependency: every layer may say it comes after them. */
 export const CLUSTER_STACK_LAYER = 'cluster-stack';
 
-export interface AddonsLayerSpec {
+interface AddonsLayerSpec {
   /**
    * Kraan: the layer's version; other layers depend on `name@version` (or on `name`, whatever its
    * version). Kraan's CRD requires it but its own samples omit it: absent, the layer is unversioned.

@@ -15,7 +15,7 @@
 //   (63 characters), since it becomes the cluster.x-k8s.io/cluster-name label.
 // Kinds of Kubernetes' own groups not listed here are only held to the path-segment rule.
 
-export type NameFormat = 'dns-subdomain' | 'dns-label' | 'path-segment';
+type NameFormat = 'dns-subdomain' | 'dns-label' | 'path-segment';
 
 export interface NameRule {
   format: NameFormat;

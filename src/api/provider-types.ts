@@ -46,7 +46,7 @@ export interface ProviderPatch {
   target?: { group?: string; version?: string; kind?: string; name?: string; namespace?: string; labelSelector?: string };
 }
 
-export interface ProviderContainerSpec {
+interface ProviderContainerSpec {
   name: string;
   imageUrl?: string;
   args?: Record<string, string>;

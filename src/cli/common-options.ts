@@ -9,8 +9,8 @@ import { readInputFiles } from '../inputs/read-input-files.js';
 import { buildPlan, type Plan } from '../plan/build-plan.js';
 import { checkSourceLocation, createSourceOpener, type SourceOpener, type SourceOptions } from '../sources/open-release-source.js';
 import type { ProviderFetcher } from '../providers/provider-fetcher.js';
-import { createConnectingFetch } from '../sources/remote-fetch.js';
-import { makePrivateDir } from '../sources/private-cache-file.js';
+import { createConnectingFetch } from '../http/remote-fetch.js';
+import { makePrivateDir } from '../cache/private-cache-file.js';
 import type { LayerChartFetcher } from '../sources/helm-chart-source.js';
 import { type CliIo, UsageError } from './cli-io.js';
 

@@ -9,14 +9,14 @@ import type { Publisher } from '../../gitops/publisher.js';
 import { PullRequestPublisher } from '../../gitops/pull-request-publisher.js';
 import type { Config } from '../config.js';
 import { sha256Hex } from '../release/content-digest.js';
-import { fetchWithTimeout } from '../sources/http-retry.js';
-import { createConnectingFetch } from '../sources/remote-fetch.js';
+import { fetchWithTimeout } from '../http/http-retry.js';
+import { createConnectingFetch } from '../http/remote-fetch.js';
 import { UsageError } from './cli-io.js';
 import { checkOutputSettings, isUrl, type OutputSettings, type PublisherGuards } from './output-settings.js';
 
 // The settings side lives in output-settings.ts (no publisher loaded), the wiring options in
 // wiring-options.ts; their names stay importable from here.
-export { checkOutputSettings, isUrl, localOutputDirectory, type OutputSettings, type PublisherGuards, revisionKindOf, type WiringSettings } from './output-settings.js';
+export { checkOutputSettings, isUrl, type OutputSettings, type PublisherGuards, revisionKindOf } from './output-settings.js';
 export { wiringOptionsFor } from './wiring-options.js';
 
 function githubRepository(value: string | undefined): { owner?: string; repo?: string } {

@@ -3,7 +3,7 @@
 // milliseconds, from the process's start (node's own boot included) to the command's end. The
 // phases before `start-up` are the process getting ready (node, then loading the command's
 // modules); the rest are the command's own work. Off by default: `--json` runs stay silent.
-export const TIMINGS_ENV = 'CLUSTERSTACK_TIMINGS';
+const TIMINGS_ENV = 'CLUSTERSTACK_TIMINGS';
 
 interface Mark {
   phase: string;

@@ -1,6 +1,6 @@
 // `clusterstack releases list --source <src> [--provider --name --kubernetes-version --channel] [--json]`
 import { kubernetesMinorOf } from '../core/release-tag.js';
-import { compareReleases } from '../core/resolve-releases.js';
+import { compareReleases } from '../release/resolve-releases.js';
 import { channelOf, formatDotVersion } from '../core/stack-version.js';
 import { type CliIo, EXIT_OK, UsageError } from './cli-io.js';
 import { didYouMean } from '../core/did-you-mean.js';

@@ -99,7 +99,7 @@ Examples:
   clusterstack render fleet/ --release-source oci://registry.scs.community/kaas/cluster-stacks \\
     --oci oci://ghcr.io/example/management-manifests:main --gitops flux`;
 
-export interface RenderReport {
+interface RenderReport {
   target: string;
   changed: boolean;
   /** Commit sha (Git, pull request) or manifest digest (OCI); null when nothing changed. */

@@ -8,7 +8,7 @@ import path from 'node:path';
 import type { EncryptionInput } from '../secrets/secret-encryption.js';
 import { UsageError } from './cli-io.js';
 
-export const AGE_RECIPIENTS_VARIABLE = 'CLUSTERSTACK_AGE_RECIPIENTS';
+const AGE_RECIPIENTS_VARIABLE = 'CLUSTERSTACK_AGE_RECIPIENTS';
 
 export const SECRET_HELP = `  --secrets <policy>       refuse (default) | drop | allow | encrypt rendered Secrets and private keys
   --age-recipient <age1..> with --secrets encrypt: an age recipient to encrypt Secrets for (repeatable;

@@ -3,7 +3,7 @@
 // profile gets. Pure: reads the resolution and the loaded releases' metadata.
 import { semver } from '../core/semver-functions.js';
 import type { KubeObject } from '../api/types.js';
-import type { Resolution, StackResolution } from '../core/resolve-releases.js';
+import type { Resolution, StackResolution } from '../release/resolve-releases.js';
 import { compareText } from '../core/compare-text.js';
 
 export const OPENMCP_CLUSTERS_API = 'clusters.openmcp.cloud/v1alpha1';
@@ -32,7 +32,7 @@ export interface ClusterProfileInfo {
  * The profile name of a stack: `<namespace>.<provider>.<name>-<major>-<minor>`, plus `-<channel>`
  * for a channel other than stable. Dots cannot occur in its parts, so names never collide.
  */
-export function profileNameOf(stack: StackResolution): string {
+function profileNameOf(stack: StackResolution): string {
   const spec = stack.stack.spec;
   const channel = spec.channel && spec.channel !== 'stable' ? `-${spec.channel}` : '';
   return `${stack.namespace}.${spec.provider}.${spec.name}-${spec.kubernetesVersion.replace('.', '-')}${channel}`;

@@ -4,7 +4,7 @@
 // The inputs are never changed: the generated Clusters live in a new resolution. Pure.
 import { clusterClassOf, usesClassRef } from '../api/capi-cluster.js';
 import type { CapiCluster, KubeObject } from '../api/types.js';
-import type { ClusterResolution, Resolution } from '../core/resolve-releases.js';
+import type { ClusterResolution, Resolution } from '../release/resolve-releases.js';
 import type { ClusterRequestsOutput, ClusterRequestsRecord } from '../output/cluster-requests-record.js';
 import { readProvenance } from '../output/provenance.js';
 import type { RenderedTree } from '../output/rendered-tree.js';
@@ -60,7 +60,7 @@ export function countClusterRequests(plan: Plan): number {
  * ClusterRequests in the inputs (clusters.openmcp.cloud). One without `spec.purpose` is kept with
  * an empty purpose: the scheduler reports and skips it (and a request that had a cluster keeps it).
  */
-export function clusterRequestsOf(plan: Plan): ClusterRequestInput[] {
+function clusterRequestsOf(plan: Plan): ClusterRequestInput[] {
   const requests: ClusterRequestInput[] = [];
   for (const { object, source } of plan.inputs.others) {
     if (!isClusterRequest(object)) continue;
@@ -73,7 +73,7 @@ export function clusterRequestsOf(plan: Plan): ClusterRequestInput[] {
 }
 
 /** The record of the previous render, if it had one. */
-export function previousRequestsRecord(previous: RenderedTree): ClusterRequestsRecord | undefined {
+function previousRequestsRecord(previous: RenderedTree): ClusterRequestsRecord | undefined {
   return (readProvenance(previous) as { clusterRequests?: ClusterRequestsRecord } | undefined)?.clusterRequests;
 }
 

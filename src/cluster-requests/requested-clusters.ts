@@ -11,15 +11,15 @@ import { DELETE_WITHOUT_REQUESTS_LABEL, type ScheduledCluster } from './schedule
 /** Marks a Cluster as created for requests (value: the purpose); Clusters without it are people's. */
 export const REQUESTED_PURPOSE_LABEL = `${API_GROUP}/requested-purpose`;
 /** One label per request served: `request.clusterstack.x-k8s.io/<namespace>.<name>: "true"`. */
-export const REQUEST_LABEL_PREFIX = `request.${API_GROUP}/`;
+const REQUEST_LABEL_PREFIX = `request.${API_GROUP}/`;
 /** Every request served, `namespace/name`, comma-separated (labels may be shortened; this is not). */
-export const REQUESTS_ANNOTATION = `${API_GROUP}/cluster-requests`;
-export const PROFILE_ANNOTATION = `${API_GROUP}/cluster-profile`;
+const REQUESTS_ANNOTATION = `${API_GROUP}/cluster-requests`;
+const PROFILE_ANNOTATION = `${API_GROUP}/cluster-profile`;
 
 const MAX_LABEL_NAME = 63;
 
 /** The label name of a request: `<namespace>.<name>`, shortened with a hash beyond 63 characters. */
-export function requestLabelName(request: string): string {
+function requestLabelName(request: string): string {
   const name = request.replace('/', '.');
   if (name.length <= MAX_LABEL_NAME) return name;
   return `${name.slice(0, 52).replace(/[^A-Za-z0-9]+$/, '')}-${sha256Hex(name).slice(0, 10)}`;

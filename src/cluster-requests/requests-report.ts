@@ -7,7 +7,7 @@ import type { PlannedClusterRequests } from './plan-cluster-requests.js';
  * How a request's cluster compares with the published tree: `kept` (the cluster it had), `new`
  * (first given one now), `none` (Pending without a cluster), `unknown` (the target was not read).
  */
-export type AssignmentChange = 'kept' | 'new' | 'none' | 'unknown';
+type AssignmentChange = 'kept' | 'new' | 'none' | 'unknown';
 
 export interface ClusterRequestsReport {
   clusterProfiles: { name: string; stack: string; versions: { version: string; release: string; deprecated: boolean }[]; newClusters: string | null }[];

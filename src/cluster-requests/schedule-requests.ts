@@ -43,7 +43,7 @@ export interface NotOurRequest {
   message: string;
 }
 
-export type RequestPhase = 'Granted' | 'Pending';
+type RequestPhase = 'Granted' | 'Pending';
 
 export interface RequestOutcome {
   namespace: string;
@@ -62,7 +62,7 @@ export interface RequestOutcome {
  * (refused: the request keeps what it had); the configuration is not valid (controller: the
  * previous output is kept).
  */
-export type RequestReason = 'Scheduled' | 'UnknownPurpose' | 'UnknownProfile' | 'NoReadyRelease' | 'NameConflict' | 'NoSchedulerConfig' | 'PurposeChanged' | 'MissingPurpose' | 'SchedulerConfigInvalid';
+type RequestReason = 'Scheduled' | 'UnknownPurpose' | 'UnknownProfile' | 'NoReadyRelease' | 'NameConflict' | 'NoSchedulerConfig' | 'PurposeChanged' | 'MissingPurpose' | 'SchedulerConfigInvalid';
 
 /**
  * A cluster made for requests earlier that cannot be written again now (its purpose has no usable

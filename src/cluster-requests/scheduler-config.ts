@@ -18,13 +18,13 @@ import { sha256Digest } from '../release/content-digest.js';
 import { canonicalJson } from '../render/canonical-json.js';
 import { decodeYamlDocuments, YamlDecodeError } from '../yaml/kube-yaml.js';
 
-export const SCHEDULER_SCOPES = ['Cluster', 'Namespaced'] as const;
-export const SCHEDULER_STRATEGIES = ['Balanced', 'Random', 'Simple'] as const;
-export const TENANCIES = ['Exclusive', 'Shared'] as const;
+const SCHEDULER_SCOPES = ['Cluster', 'Namespaced'] as const;
+const SCHEDULER_STRATEGIES = ['Balanced', 'Random', 'Simple'] as const;
+const TENANCIES = ['Exclusive', 'Shared'] as const;
 
-export type SchedulerScope = (typeof SCHEDULER_SCOPES)[number];
-export type SchedulerStrategy = (typeof SCHEDULER_STRATEGIES)[number];
-export type Tenancy = (typeof TENANCIES)[number];
+type SchedulerScope = (typeof SCHEDULER_SCOPES)[number];
+type SchedulerStrategy = (typeof SCHEDULER_STRATEGIES)[number];
+type Tenancy = (typeof TENANCIES)[number];
 
 /** What a purpose maps to (openMCP's ClusterDefinition). */
 export interface ClusterDefinition {
@@ -41,7 +41,7 @@ export interface ClusterDefinition {
 }
 
 /** The part of a CAPI Cluster (cluster.x-k8s.io/v1beta1) spec a purpose may set. */
-export interface ClusterSpecTemplate {
+interface ClusterSpecTemplate {
   clusterNetwork?: Record<string, unknown>;
   topology?: { controlPlane?: Record<string, unknown>; workers?: Record<string, unknown>; variables?: { name: string; value: unknown }[] };
 }

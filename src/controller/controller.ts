@@ -12,7 +12,7 @@ import type { Publisher } from '../../gitops/publisher.js';
 import type { GitOpsEngine, WiringOptions } from '../../gitops/wiring/render-wiring.js';
 import type { HelmDependencies } from '../../renderers/helm-dependencies.js';
 import type { ClusterStack, KubeObject } from '../api/types.js';
-import { namespaceOf } from '../core/resolve-releases.js';
+import { namespaceOf } from '../release/resolve-releases.js';
 import { buildPlan, errorMessage, sourceLocationOf, type Plan } from '../plan/build-plan.js';
 import type { RenderOutcome } from '../render/render-output.js';
 import { holdPublishedClusters } from '../render/held-published-clusters.js';
@@ -27,11 +27,10 @@ import type { KubeClient } from './runtime/kube-client.js';
 import { ArgoClusterSecrets } from './reconcile/argocd-cluster-secrets.js';
 import { EventRecorder } from './reconcile/event-recorder.js';
 import { manifestsFrom, specOnly, StackSpecMemory } from './reconcile/live-inputs.js';
-import { nextReconcile, RetryLaterError } from './reconcile/next-reconcile.js';
+import { nextReconcile } from './reconcile/next-reconcile.js';
 import { observeLive } from './reconcile/observe-live.js';
 import { applyDesiredState, eventsWithSubjects, type ApplyReport } from './reconcile/apply-desired-state.js';
 import { type PublishAttempt, PublishTracker } from './reconcile/publish-tracker.js';
-import { unitDirOf } from '../output/tree-layout.js';
 import { OwnWrites } from './reconcile/own-writes.js';
 import { addonSnapshot, type AddonSnapshot } from './reconcile/lifecycle-hooks.js';
 import { SourceListings } from './reconcile/source-listings.js';
@@ -58,9 +57,7 @@ import type { SchedulerSource } from './reconcile/scheduler-config-file.js';
 import { desiredRequestStatuses } from './desired-state/cluster-request-state.js';
 import { writeRequestStatuses } from './reconcile/cluster-request-statuses.js';
 
-export { InformerCache, type KindCache } from './runtime/informer-cache.js';
-export { RetryLaterError } from './reconcile/next-reconcile.js';
-export { stackKey } from './reconcile/watch-filter.js';
+export { InformerCache } from './runtime/informer-cache.js';
 
 /** The key of the reconcile that renders, publishes and reports: every change leads to it. */
 export const PUBLISH_KEY = 'publish';

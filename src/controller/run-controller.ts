@@ -43,7 +43,7 @@ export interface ControllerRuntimeOptions extends Omit<ControllerOptions, 'cache
 }
 
 /** The HTTPS runtime extension serving Cluster API's lifecycle hooks. */
-export interface RuntimeExtensionOptions {
+interface RuntimeExtensionOptions {
   port: number;
   host?: string;
   /** PEM files of the serving certificate (tls.crt, tls.key of the mounted Secret). */
@@ -100,6 +100,7 @@ export async function runController(options: ControllerRuntimeOptions): Promise<
   let publishQueue: KeyedWorkQueue | undefined;
   let stackQueue: KeyedWorkQueue | undefined;
   let leading = options.leaderElection === undefined;
+  // eslint-disable-next-line prefer-const -- informer events may arrive before the controller is built (undefined until then)
   let controller: Controller | undefined;
   const requestPublish = () => publishQueue?.addBatched(PUBLISH_KEY, batchWindowMs, undefined, { inputsChanged: true });
   const onEvent = (event: WatchEvent) => {

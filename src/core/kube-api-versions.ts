@@ -68,7 +68,7 @@ const BUILT_IN: readonly (readonly [string, number, number?])[] = [
 ];
 
 /** The minors the table describes; others are treated as the nearest of these. */
-export const API_TABLE_MINORS = { first: 16, last: 37 } as const;
+const API_TABLE_MINORS = { first: 16, last: 37 } as const;
 
 /**
  * Cluster API's group/versions and the kinds of its core group, as the management cluster of a
@@ -98,7 +98,7 @@ function clampMinor(minor: number): number {
 }
 
 /** The built-in group/versions Kubernetes `kubeVersion` serves by default, sorted. */
-export function builtInApiVersions(kubeVersion: string): string[] {
+function builtInApiVersions(kubeVersion: string): string[] {
   const parsed = minorOf(kubeVersion);
   if (parsed === undefined) return [];
   const minor = clampMinor(parsed);

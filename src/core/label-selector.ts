@@ -5,7 +5,7 @@
 // selects everything; callers decide what an absent selector means. Pure.
 import type { Problem } from './problem.js';
 
-export interface LabelSelectorRequirement {
+interface LabelSelectorRequirement {
   key: string;
   operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
   values?: string[];

@@ -9,7 +9,7 @@
 // once with a classified PublishError and the controller's queue retries it with backoff.
 import { request } from '@octokit/request';
 import { RequestError } from '@octokit/request-error';
-import { fetchWithTimeout } from '../sources/http-retry.js';
+import { fetchWithTimeout } from '../http/http-retry.js';
 import { githubBaseUrl } from './github-location.js';
 
 export { GITHUB_API_URL } from './github-location.js';

@@ -1,6 +1,6 @@
 // How a GitHub repository is named in messages and cache keys. Kept apart from the Octokit client,
 // so naming a source (done while planning, for every stack) does not load Octokit.
-import { printableUrl } from '../sources/http-retry.js';
+import { printableUrl } from '../http/http-retry.js';
 
 /** github.com's API; GitHub Enterprise Server's is `https://<host>/api/v3`. */
 export const GITHUB_API_URL = 'https://api.github.com';

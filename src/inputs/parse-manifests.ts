@@ -4,7 +4,7 @@
 import type { KubeObject, TypedObject } from '../api/types.js';
 import type { Problem } from '../core/problem.js';
 import { nameProblem, nameRuleFor, namespaceProblem } from '../api/object-name-rules.js';
-import { scopeResolver } from '../render/object-scope.js';
+import { scopeResolver } from '../api/object-scope.js';
 import { decodeYamlDocument, splitYamlDocuments, YamlDecodeError } from '../yaml/kube-yaml.js';
 
 export interface SourcedObject<T extends TypedObject = KubeObject> {

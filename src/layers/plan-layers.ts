@@ -5,12 +5,12 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { AddonsLayer } from '../api/addons-layer.js';
 import { InputError, type Problem } from '../core/problem.js';
-import type { ClusterResolution } from '../core/resolve-releases.js';
+import type { ClusterResolution } from '../release/resolve-releases.js';
 import type { SourcedObject } from '../inputs/parse-manifests.js';
 import type { ReleaseContent } from '../release/load-release.js';
 import { type LayerSource, loadLayerSource } from './load-layer-source.js';
 import type { LayerChartFetcher } from '../sources/helm-chart-source.js';
-import { ReleaseSourceError } from '../sources/release-source.js';
+import { ReleaseSourceError } from '../release/release-source.js';
 import { UnsafeArchiveError } from '../release/safe-extract.js';
 import { type LayerClusterInput, type LayerResolution, resolveLayers } from './resolve-layers.js';
 
@@ -25,16 +25,16 @@ export interface LayerPlan {
 }
 
 /** The stage directories of a release's addons (a layer may not be named like one). */
-export function addonStagesOf(content: ReleaseContent | undefined): string[] {
+function addonStagesOf(content: ReleaseContent | undefined): string[] {
   if (!content) return [];
   return content.addons.format === 'legacy' ? ['cluster-addon'] : content.addons.stages.map((stage) => stage.name);
 }
 
 /** The repository a layer's `./path` is relative to: `root` when given, else the Git work tree holding the layer's file, else that file's directory. */
-export function layerRootOf(layer: SourcedObject<AddonsLayer>, root: string | undefined): string {
+function layerRootOf(layer: SourcedObject<AddonsLayer>, root: string | undefined): string {
   if (root !== undefined) return root;
   const file = layer.source.replace(/:\d+$/, '');
-  let dir = path.dirname(path.resolve(file));
+  const dir = path.dirname(path.resolve(file));
   for (let at = dir; ; at = path.dirname(at)) {
     if (existsSync(path.join(at, '.git'))) return at;
     if (path.dirname(at) === at) break;

@@ -6,7 +6,7 @@ import { type AddonsLayer, CLUSTER_STACK_LAYER, dependenciesOf } from '../api/ad
 import type { CapiCluster } from '../api/types.js';
 import type { Problem } from '../core/problem.js';
 import { matchesLabelSelector } from '../core/label-selector.js';
-import { layerRef, meetsKubernetesGate, normalizeVersion, sameVersion } from './layer-version.js';
+import { layerRef, meetsKubernetesGate, normalizeVersion, sameVersion } from '../core/layer-version.js';
 import { compareText } from '../core/compare-text.js';
 
 export interface LayerClusterInput {
@@ -26,10 +26,10 @@ export interface LayerClusterInput {
 }
 
 /** Where the version a Kubernetes gate was checked against came from. */
-export type KubernetesVersionOrigin = 'workload API server' | 'spec.topology.version';
+type KubernetesVersionOrigin = 'workload API server' | 'spec.topology.version';
 
 /** Why a layer is not rendered for a Cluster, in Kraan's state names. */
-export type LayerWithheldState = 'K8sVersion' | 'ApplyPending';
+type LayerWithheldState = 'K8sVersion' | 'ApplyPending';
 
 export interface ClusterLayerDecision {
   layer: string;
@@ -50,7 +50,7 @@ export interface ClusterLayerDecision {
   kubernetesVersion?: { version: string; origin: KubernetesVersionOrigin };
 }
 
-export interface ClusterLayers {
+interface ClusterLayers {
   namespace: string;
   name: string;
   layers: ClusterLayerDecision[];

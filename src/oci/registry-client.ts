@@ -13,8 +13,8 @@ import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { ENVIRONMENT } from '../config.js';
 import { fileDigest, sha256Digest } from '../release/content-digest.js';
-import type { ReleaseSourceErrorKind } from '../sources/release-source.js';
-import { PRIVATE_FILE_MODE } from '../sources/private-cache-file.js';
+import type { ReleaseSourceErrorKind } from '../release/release-source.js';
+import { PRIVATE_FILE_MODE } from '../cache/private-cache-file.js';
 import {
   DEFAULT_RETRY_POLICY,
   fetchWithTimeout,
@@ -24,10 +24,10 @@ import {
   type RetryPolicy,
   type Sleep,
   withRetry,
-} from '../sources/http-retry.js';
-import { currentDeadline, deadlineErrorOf, sleepWithinDeadline, withDeadline } from '../sources/remote-deadline.js';
-import { nextLink } from '../sources/link-header.js';
-import { CONNECT_TIMEOUT_CODE } from '../sources/remote-fetch.js';
+} from '../http/http-retry.js';
+import { currentDeadline, deadlineErrorOf, sleepWithinDeadline, withDeadline } from '../http/remote-deadline.js';
+import { nextLink } from '../http/link-header.js';
+import { CONNECT_TIMEOUT_CODE } from '../http/remote-fetch.js';
 import { OciError } from './oci-error.js';
 import { assertSha256Digest, DOCKER_MANIFEST_V2, isDigest, OCI_INDEX, OCI_MANIFEST, type OciManifest, parseOciManifest } from './oci-manifest.js';
 import { parseAuthChallenge } from './www-authenticate.js';

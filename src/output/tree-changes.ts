@@ -7,13 +7,13 @@ import { clusterDir, isSharedPath, KUSTOMIZATION_FILE, MANAGEMENT_DIR, PROVIDERS
 
 export type ChangeKind = 'added' | 'removed' | 'updated';
 
-export interface ReleaseChange {
+interface ReleaseChange {
   namespace: string;
   release: string;
   change: ChangeKind;
 }
 
-export interface ClusterChange {
+interface ClusterChange {
   namespace: string;
   cluster: string;
   change: ChangeKind;
@@ -51,7 +51,7 @@ export interface ChangeSummary {
   pullRequest?: { title: string; body: string };
 }
 
-export const INPUT_DIGEST_TRAILER = 'Clusterstack-Input-Digest';
+const INPUT_DIGEST_TRAILER = 'Clusterstack-Input-Digest';
 
 /** Whose changes a file's are: a release directory's, or a cluster's (its stage named). */
 export interface FileOwner {

@@ -19,7 +19,7 @@ export const KUSTOMIZATION_FILE = 'kustomization.yaml';
 export const MANAGEMENT_DIR = 'management';
 export const CLUSTERS_DIR = 'clusters';
 /** Below a cluster's directory: its addon layers, one directory each. */
-export const LAYERS_DIR = 'layers';
+const LAYERS_DIR = 'layers';
 /** Cluster API providers, beside the stacks' namespaces (a ClusterStack may not live in a namespace of this name). */
 export const PROVIDERS_DIR = `${MANAGEMENT_DIR}/providers`;
 
@@ -68,7 +68,7 @@ export const SOPS_CONFIG_FILE = '.sops.yaml';
  * their own before or after the unit (helm-hooks-record.ts). A unit's files never have a `/` in their
  * name otherwise, so this cannot meet an object file.
  */
-export const HELM_HOOKS_DIR = 'helm-hooks';
+const HELM_HOOKS_DIR = 'helm-hooks';
 
 /** The directory, relative to its unit's, of the hooks of one phase and weight: `helm-hooks/pre-w-5`. */
 export function helmHookDir(phase: 'pre' | 'post', weight: number): string {
@@ -76,7 +76,7 @@ export function helmHookDir(phase: 'pre' | 'post', weight: number): string {
 }
 
 /** Whether a path lies in a unit's helm hook directories (`<unit>/helm-hooks/...`). */
-export function isHelmHookPath(file: string): boolean {
+function isHelmHookPath(file: string): boolean {
   const unitDir = unitDirOf(`${file}/x`);
   return unitDir !== undefined && file.slice(unitDir.length + 1).split('/')[0] === HELM_HOOKS_DIR;
 }

@@ -29,13 +29,13 @@ import type { EncryptionInput } from '../secrets/secret-encryption.js';
 import { compareText } from '../core/compare-text.js';
 
 /** The few things a run needs to say to operators (pino's signature; the CLI's prints warnings). */
-export interface PipelineLogger {
+interface PipelineLogger {
   info(fields: Record<string, unknown>, message: string): void;
   warn(fields: Record<string, unknown>, message: string): void;
 }
 
 /** Where a run's measurements go (the controller's /metrics); optional. */
-export interface PipelineMetrics {
+interface PipelineMetrics {
   renderDuration(seconds: number): void;
   publishDuration(seconds: number): void;
 }
@@ -92,7 +92,7 @@ export class MassDeletionRefusedError extends Failure {
 }
 
 /** The annotations the wiring wants on management-side objects: Argo CD sync waves, or none. */
-export function managementAnnotationsFor(gitops: WiringOptions | undefined): { id: string; annotationsFor: (object: { kind: string; apiVersion?: string }) => Record<string, string> | undefined } | undefined {
+function managementAnnotationsFor(gitops: WiringOptions | undefined): { id: string; annotationsFor: (object: { kind: string; apiVersion?: string }) => Record<string, string> | undefined } | undefined {
   if (gitops?.engine !== 'argocd') return undefined;
   return {
     // The id is in every unit digest: v2 added the node image wave, so older trees render again.

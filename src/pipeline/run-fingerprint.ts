@@ -10,7 +10,7 @@ import { compareText } from '../core/compare-text.js';
 import { Failure } from '../core/failure.js';
 
 /** Bump when what goes into the fingerprint changes meaning: every recorded fingerprint then differs. */
-export const FINGERPRINT_FORMAT = 1;
+const FINGERPRINT_FORMAT = 1;
 
 /** What a run is made of, as the driver knows it before rendering. */
 export interface FingerprintMaterial {

@@ -4,7 +4,7 @@
 import { ANNOTATION_RELEASE_SOURCE, type ClusterStack } from '../api/types.js';
 import { formatProblem, InputError, type Problem } from '../core/problem.js';
 import { clusterClassName } from '../core/release-tag.js';
-import { type AvailableRelease, type ReleaseDecision, type Resolution, resolveReleases, type StackInput, type UnlistedStack } from '../core/resolve-releases.js';
+import { type AvailableRelease, type ReleaseDecision, type Resolution, resolveReleases, type StackInput, type UnlistedStack } from '../release/resolve-releases.js';
 import { formatDotVersion } from '../core/stack-version.js';
 import { classifyInputs, type Inputs } from '../inputs/classify-inputs.js';
 import type { ParsedManifests } from '../inputs/parse-manifests.js';
@@ -12,7 +12,7 @@ import type { LayerPlan } from '../layers/plan-layers.js';
 import type { LayerChartFetcher } from '../sources/helm-chart-source.js';
 import { loadFileDigestMemo, saveFileDigestMemo } from '../release/file-digest-memo.js';
 import { loadRelease, type ReleaseContent } from '../release/load-release.js';
-import { type ReleaseListing, type ReleaseSource, ReleaseSourceError } from '../sources/release-source.js';
+import { type ReleaseListing, type ReleaseSource, ReleaseSourceError } from '../release/release-source.js';
 import { UnsafeArchiveError } from '../release/safe-extract.js';
 import type { SourceOpener } from '../sources/open-release-source.js';
 import type { ProviderFetcher } from '../providers/provider-fetcher.js';

@@ -23,9 +23,9 @@
 //
 // Layout: <root>/chart-renders/<sha256 hex of the key>.json
 import { readdir, rm, stat } from 'node:fs/promises';
-import { PRIVATE_DIR_MODE } from '../sources/private-cache-file.js';
+import { PRIVATE_DIR_MODE } from '../cache/private-cache-file.js';
 import { withSecretValueDigests } from './secret-value-digests.js';
-import { readCacheEntryJson, writeCacheEntryJson } from '../sources/cache-entry-file.js';
+import { readCacheEntryJson, writeCacheEntryJson } from '../cache/cache-entry-file.js';
 import path from 'node:path';
 import { sha256Digest, sha256Hex } from '../release/content-digest.js';
 import { canonicalJson } from '../render/canonical-json.js';

@@ -1,5 +1,5 @@
 // What `clusterstack plan` prints: a JSON report and a readable table, both from one Plan.
-import { layerRef } from '../layers/layer-version.js';
+import { layerRef } from '../core/layer-version.js';
 import { formatProblem, type Problem } from '../core/problem.js';
 import { loadedRelease, type Plan } from './build-plan.js';
 import type { ProviderRecord } from '../output/provenance.js';
@@ -51,7 +51,7 @@ export interface PlanReport {
 }
 
 /** A release, a Cluster or one layer of a Cluster, with why render withholds it or what only render decides. */
-export interface PlannedUnit {
+interface PlannedUnit {
   kind: 'release' | 'cluster' | 'provider' | 'layer';
   namespace: string;
   name: string;
@@ -59,7 +59,7 @@ export interface PlannedUnit {
   reason: string;
 }
 
-export interface PlanLayer {
+interface PlanLayer {
   namespace: string;
   cluster: string;
   layer: string;

@@ -12,8 +12,8 @@ import { compareText } from '../core/compare-text.js';
 import { Failure } from '../core/failure.js';
 
 /** clusterctl's labels on every provider object. */
-export const PROVIDER_LABEL = 'cluster.x-k8s.io/provider';
-export const CLUSTERCTL_LABEL = 'clusterctl.cluster.x-k8s.io';
+const PROVIDER_LABEL = 'cluster.x-k8s.io/provider';
+const CLUSTERCTL_LABEL = 'clusterctl.cluster.x-k8s.io';
 const MANAGER_CONTAINER = 'manager';
 const DEFAULT_VERBOSITY = 1;
 

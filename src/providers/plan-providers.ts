@@ -5,7 +5,7 @@
 // previously published tree (version lock, downgrade, contract after locking, removal in use) run
 // in guard-providers.ts.
 import { semver } from '../core/semver-functions.js';
-import { CERT_MANAGER_DEFAULT_URL, CERT_MANAGER_URL_ANNOTATION, CERT_MANAGER_VERSION_ANNOTATION, type CapiProvider, describeProvider, PROVIDER_KINDS } from '../api/provider-types.js';
+import { CERT_MANAGER_DEFAULT_URL, CERT_MANAGER_URL_ANNOTATION, CERT_MANAGER_VERSION_ANNOTATION, type CapiProvider, describeProvider } from '../api/provider-types.js';
 import type { KubeObject } from '../api/types.js';
 import type { Problem } from '../core/problem.js';
 import type { SourcedObject } from '../inputs/parse-manifests.js';
@@ -86,7 +86,7 @@ export function readContract(planned: PlannedProvider): void {
 }
 
 /** The newest version: releases before pre-releases, as clusterctl's "latest". */
-export function newestVersion(versions: string[]): string | undefined {
+function newestVersion(versions: string[]): string | undefined {
   const releases = versions.filter((version) => semver.prerelease(version) === null);
   return (releases.length > 0 ? releases : versions).at(-1);
 }
@@ -175,7 +175,7 @@ export async function planProviders(providers: SourcedObject<CapiProvider>[], in
 }
 
 /** cert-manager as the CoreProvider's annotations declare it (none: undefined), fetched; problems are its own. */
-export async function planCertManager(core: CapiProvider, origin: string, fetcher: ProviderFetcher): Promise<PlannedCertManager | undefined> {
+async function planCertManager(core: CapiProvider, origin: string, fetcher: ProviderFetcher): Promise<PlannedCertManager | undefined> {
   const annotations = core.metadata.annotations ?? {};
   const version = annotations[CERT_MANAGER_VERSION_ANNOTATION];
   const declaredUrl = annotations[CERT_MANAGER_URL_ANNOTATION];
@@ -208,4 +208,3 @@ export function contractProblems(plan: ProviderPlan): Problem[] {
     }));
 }
 
-export { PROVIDER_KINDS };

@@ -17,7 +17,7 @@ import { TITLE_ANNOTATION } from '../oci/oci-manifest.js';
 import { isPlainFileName } from '../oci/release-artifact.js';
 import { RegistryClient } from '../oci/registry-client.js';
 import { sha256Digest } from '../release/content-digest.js';
-import { ReleaseSourceError } from '../sources/release-source.js';
+import { ReleaseSourceError } from '../release/release-source.js';
 import type { SourceOpener, SourceOptions } from '../sources/open-release-source.js';
 import { ReleaseCache } from '../sources/release-cache.js';
 import { type LabelSelector, matchesLabelSelector } from '../core/label-selector.js';
@@ -101,7 +101,7 @@ function releaseOf(version: string, metadata: string, components: string, source
 }
 
 /** The operator's OCI reference: `[http://]registry/repo[:tag]`, the tag defaulting to the version. */
-export function parseProviderOci(reference: string, version: string): { registry: string; repository: string; tag: string; plainHttp: boolean } {
+function parseProviderOci(reference: string, version: string): { registry: string; repository: string; tag: string; plainHttp: boolean } {
   const plainHttp = reference.startsWith('http://');
   let rest = reference.replace(/^(https?|oci):\/\//, '');
   let tag = version;

@@ -12,7 +12,7 @@ export interface ReleaseSeries {
 }
 
 /** A metadata.yaml that cannot be used for a version; the message says what to fix. */
-export class ProviderMetadataError extends Failure {
+class ProviderMetadataError extends Failure {
   constructor(message: string) {
     super('fix-input', message);
     this.name = 'ProviderMetadataError';

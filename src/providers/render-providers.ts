@@ -11,7 +11,7 @@ import type { ProviderRecord, WithheldEntry } from '../output/provenance.js';
 import type { RenderedTree } from '../output/rendered-tree.js';
 import { canonicalJson } from '../render/canonical-json.js';
 import { fileNamesFor } from '../render/manifest-objects.js';
-import { apiGroup, scopeResolver } from '../render/object-scope.js';
+import { apiGroup, scopeResolver } from '../api/object-scope.js';
 import { applySecretPolicy, type SecretPolicy, SecretRefusedError } from '../render/secret-policy.js';
 import { sha256Digest } from '../release/content-digest.js';
 import { decodeYamlDocuments, encodeYaml, YamlDecodeError } from '../yaml/kube-yaml.js';
@@ -22,9 +22,9 @@ import { compareText } from '../core/compare-text.js';
 import { Failure } from '../core/failure.js';
 
 /** Flux leaves objects with this annotation in place when they leave the source. */
-export const FLUX_PRUNE_ANNOTATION = 'kustomize.toolkit.fluxcd.io/prune';
+const FLUX_PRUNE_ANNOTATION = 'kustomize.toolkit.fluxcd.io/prune';
 /** Argo CD's per-object sync options; `Prune=false` keeps an object that leaves the source. */
-export const ARGOCD_SYNC_OPTIONS_ANNOTATION = 'argocd.argoproj.io/sync-options';
+const ARGOCD_SYNC_OPTIONS_ANNOTATION = 'argocd.argoproj.io/sync-options';
 const NEVER_PRUNED = new Set(['CustomResourceDefinition', 'Namespace']);
 
 export interface ProviderRenderResult {

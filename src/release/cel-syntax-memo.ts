@@ -14,7 +14,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { conditionSyntaxError } from '../core/addon-wait-conditions.js';
 import { compareText } from '../core/compare-text.js';
-import { readCacheEntryJson, writeCacheEntryJson } from '../sources/cache-entry-file.js';
+import { readCacheEntryJson, writeCacheEntryJson } from '../cache/cache-entry-file.js';
 import { sha256Digest } from './content-digest.js';
 
 export const CEL_SYNTAX_FILE = 'cel-syntax.json';

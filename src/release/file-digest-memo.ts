@@ -10,7 +10,7 @@
 //
 // Layout: <cache root>/file-digests.json
 import path from 'node:path';
-import { readCacheEntryJson, writeCacheEntryJson } from '../sources/cache-entry-file.js';
+import { readCacheEntryJson, writeCacheEntryJson } from '../cache/cache-entry-file.js';
 import { computedFileDigests, rememberedFileDigests, rememberFileDigests, sha256Digest } from './content-digest.js';
 
 export const FILE_DIGESTS_FILE = 'file-digests.json';

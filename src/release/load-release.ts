@@ -8,7 +8,7 @@ import { formatDotVersion } from '../core/stack-version.js';
 import { CLUSTER_ADDON_CONFIG_FILE, type ClusterAddonConfig, effectiveStages, parseClusterAddonConfig } from './cluster-addon-config.js';
 import { fileDigest, treeDigest } from './content-digest.js';
 import { METADATA_FILE, parseReleaseMetadata, type ReleaseMetadata } from './release-metadata.js';
-import type { FetchedRelease } from '../sources/release-source.js';
+import type { FetchedRelease } from './release-source.js';
 import { assertInsideRelease } from './release-containment.js';
 import { extractArchive } from './safe-extract.js';
 import { celSyntaxMemo } from './cel-syntax-memo.js';

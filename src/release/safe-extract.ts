@@ -11,7 +11,7 @@ import { lstat, open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { createGunzip } from 'node:zlib';
 import type * as tar from 'tar';
-import { makePrivateDir, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../sources/private-cache-file.js';
+import { makePrivateDir, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../cache/private-cache-file.js';
 import { Failure } from '../core/failure.js';
 
 // node-tar is loaded when an archive is first opened: plans over unpacked releases never pay for it.
@@ -187,7 +187,7 @@ async function inspect(file: string, label: string, limits: ExtractLimits): Prom
   const links = new Map<string, string>();
   let total = 0;
   let failure: Error | undefined;
-  let tarBytes = 0;
+  let tarBytes: number;
   const { Parser } = await loadTar();
   try {
     const parser = new Parser({

@@ -27,11 +27,11 @@ import { describeIdentity, identityOfText } from './shared-objects.js';
 import { compareText } from '../core/compare-text.js';
 
 /** Flux: kustomize-controller never garbage-collects a live object carrying this annotation. */
-export const FLUX_PRUNE_ANNOTATION = 'kustomize.toolkit.fluxcd.io/prune';
-export const FLUX_PRUNE_DISABLED = 'disabled';
+const FLUX_PRUNE_ANNOTATION = 'kustomize.toolkit.fluxcd.io/prune';
+const FLUX_PRUNE_DISABLED = 'disabled';
 /** Argo CD: sync options on the live object; `Prune=false` keeps any Application from pruning it. */
-export const ARGOCD_SYNC_OPTIONS_ANNOTATION = 'argocd.argoproj.io/sync-options';
-export const ARGOCD_NO_PRUNE = 'Prune=false';
+const ARGOCD_SYNC_OPTIONS_ANNOTATION = 'argocd.argoproj.io/sync-options';
+const ARGOCD_NO_PRUNE = 'Prune=false';
 
 /** The marks that keep both engines from pruning an object, merged into sync options it already has. */
 function pruneMarks(existingSyncOptions: string | undefined): Record<string, string> {

@@ -6,12 +6,12 @@
 // with its reason instead of published and failing to sync.
 import type { KubeObject } from '../api/types.js';
 import { nameProblem, nameRuleFor, namespaceProblem } from '../api/object-name-rules.js';
-import type { ObjectScope } from './object-scope.js';
+import type { ObjectScope } from '../api/object-scope.js';
 
 /** core.MaxSecretSize: a ConfigMap's or Secret's data, summed over its keys. */
-export const MAX_DATA_BYTES = 1024 * 1024;
+const MAX_DATA_BYTES = 1024 * 1024;
 /** etcd's default --max-request-bytes: no stored object can be larger. */
-export const MAX_OBJECT_BYTES = 1.5 * 1024 * 1024;
+const MAX_OBJECT_BYTES = 1.5 * 1024 * 1024;
 /** Text below this many characters cannot reach MAX_OBJECT_BYTES as JSON (at most 6 bytes a character, `\u0000`) without aliases. */
 const SMALL_TEXT = Math.floor(MAX_OBJECT_BYTES / 6);
 

@@ -21,7 +21,7 @@ import { withholdConflicts, withholdFailedUnits, withholdValuesFailures } from '
 import { compareText } from '../core/compare-text.js';
 
 /** A unit as plan names it: a release alone, a Cluster whole, or one layer of a Cluster. */
-export interface ForeseenUnit {
+interface ForeseenUnit {
   kind: WithheldEntry['kind'];
   namespace: string;
   name: string;

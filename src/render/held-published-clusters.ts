@@ -6,7 +6,7 @@
 import { readProvenance } from '../output/provenance.js';
 import type { RenderedTree } from '../output/rendered-tree.js';
 import type { Problem } from '../core/problem.js';
-import type { ClusterResolution } from '../core/resolve-releases.js';
+import type { ClusterResolution } from '../release/resolve-releases.js';
 import type { Plan } from '../plan/build-plan.js';
 
 /**

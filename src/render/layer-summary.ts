@@ -1,6 +1,6 @@
 // The layer part of a render's summary: per cluster, each layer its selector picks, whether it was
 // rendered, is on hold, or is withheld and why (gate, dependency, failure), and what it waits for.
-import { layerRef } from '../layers/layer-version.js';
+import { layerRef } from '../core/layer-version.js';
 import { CLUSTER_STACK_LAYER } from '../api/addons-layer.js';
 import type { UnitRecord, WithheldEntry } from '../output/provenance.js';
 import type { LayerSummary } from '../output/render-summary.js';

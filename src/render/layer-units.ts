@@ -2,7 +2,7 @@
 // `clusters/<ns>/<cluster>/layers/<layer>/`, going through the same steps as a stack's addon
 // stages (values template over the Cluster, helm or the manifests as written, secret policy,
 // fidelity, reuse by digest). A layer the plan withholds for a Cluster is recorded with its reason.
-import { layerRef } from '../layers/layer-version.js';
+import { layerRef } from '../core/layer-version.js';
 import type { AddonsLayer } from '../api/addons-layer.js';
 import type { KubeObject } from '../api/types.js';
 import type { ClusterLayerDecision } from '../layers/resolve-layers.js';
@@ -16,7 +16,7 @@ import { clusterContext, type PendingUnit } from './render-units.js';
 import { targetApiVersions } from '../core/kube-api-versions.js';
 
 /** Where a layer's namespaced objects without a namespace go, and a chart's `--namespace`. */
-export const LAYER_DEFAULT_NAMESPACE = 'default';
+const LAYER_DEFAULT_NAMESPACE = 'default';
 
 /** Layer units to render, and the layers withheld before rendering (gate, dependencies). */
 /** `secrets` is the secret policy's part of the input digest (with --secrets encrypt, the recipients too). */

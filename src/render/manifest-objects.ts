@@ -5,7 +5,7 @@
 // A document Kubernetes would accept never fails the unit; one it would refuse is a problem.
 import type { KubeObject } from '../api/types.js';
 import { decodeYamlDocument, encodeScalar, encodeYaml, sameYamlValue, splitYamlDocuments, YamlDecodeError } from '../yaml/kube-yaml.js';
-import { apiGroup, type ObjectScope, scopeResolver } from './object-scope.js';
+import { apiGroup, type ObjectScope, scopeResolver } from '../api/object-scope.js';
 import { apiServerProblem, namespaceLimitProblem } from './api-server-limits.js';
 
 /** One object as decoded (its Kubernetes meaning) and the YAML text that is written for it. */

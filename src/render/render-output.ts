@@ -3,7 +3,7 @@
 // Helm comes in through RenderDependencies; this module does no I/O of its own. The steps live in
 // their own modules: units (render-units), values (evaluate-values), files (unit-files),
 // withholding (withhold-units), records (tree-records) and the tree (assemble-tree).
-import { holdWithheldClusterMoves } from '../cluster-requests/held-cluster-moves.js';
+import { holdWithheldClusterMoves } from './held-cluster-moves.js';
 import type { ClusterRequestsOutput } from '../output/cluster-requests-record.js';
 import type { HookPlacement } from '../output/helm-hooks-record.js';
 import type { Provenance, UnitRecord, WithheldEntry } from '../output/provenance.js';

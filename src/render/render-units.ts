@@ -4,7 +4,7 @@ import { clusterReference } from '../api/capi-cluster.js';
 import type { CapiCluster, KubeObject } from '../api/types.js';
 import { formatProblem, type Problem } from '../core/problem.js';
 import { stackPrefix } from '../core/release-tag.js';
-import type { ClusterResolution, StackResolution } from '../core/resolve-releases.js';
+import type { ClusterResolution, StackResolution } from '../release/resolve-releases.js';
 import { groupOf } from '../inputs/classify-inputs.js';
 import { OUTPUT_FORMAT, type UnitRecord, type WithheldEntry } from '../output/provenance.js';
 import { releaseDir, stageDir } from '../output/tree-layout.js';
@@ -18,10 +18,10 @@ import type { ValuesTemplateItem } from './render-dependencies.js';
 import { type SecretEncryption, secretsDigestPart } from '../secrets/secrets-digest.js';
 import type { SecretPolicy } from './secret-policy.js';
 
-export const ADDON_RELEASE_NAME = 'cluster-addon';
-export const ADDON_NAMESPACE = 'kube-system';
+const ADDON_RELEASE_NAME = 'cluster-addon';
+const ADDON_NAMESPACE = 'kube-system';
 /** The stage directory of a legacy (single umbrella chart) addon release. */
-export const LEGACY_STAGE = 'cluster-addon';
+const LEGACY_STAGE = 'cluster-addon';
 
 /** A unit before it is rendered. */
 export interface PendingUnit {
@@ -96,7 +96,7 @@ export function planUnits(plan: Plan, settings: UnitSettings): { units: PendingU
 }
 
 /** A Cluster's problem as a withheld reason: where (file and line, field) and what. */
-export function clusterProblemText(problem: Problem): string {
+function clusterProblemText(problem: Problem): string {
   const where = [problem.source, problem.path].filter(Boolean).join(' ');
   return where ? `${where}: ${problem.message}` : problem.message;
 }

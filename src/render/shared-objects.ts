@@ -17,7 +17,7 @@ import type { SharedObjectRecord, UnitRecord } from '../output/provenance.js';
 import { clusterDir, SHARED_DIR_NAME as SHARED, sharedDir } from '../output/tree-layout.js';
 import { decodeYamlDocument, sameYamlValue } from '../yaml/kube-yaml.js';
 import { fileNamesFor } from './manifest-objects.js';
-import { apiGroup } from './object-scope.js';
+import { apiGroup } from '../api/object-scope.js';
 import type { KubeObject } from '../api/types.js';
 import { compareText } from '../core/compare-text.js';
 
@@ -194,7 +194,7 @@ function versionOf(object: KubeObject): string {
  * Orders release units oldest first: by stack version when both releases are of one stack and
  * channel (numerically, `v1-alpha.9` before `v1-alpha.10`), otherwise by tag; then by directory.
  */
-export function olderReleaseFirst(a: UnitRecord, b: UnitRecord): number {
+function olderReleaseFirst(a: UnitRecord, b: UnitRecord): number {
   const tagA = tryParseReleaseTag(a.release);
   const tagB = tryParseReleaseTag(b.release);
   if (tagA && tagB && tagA.provider === tagB.provider && tagA.name === tagB.name && tagA.kubernetesMajor === tagB.kubernetesMajor && tagA.kubernetesMinor === tagB.kubernetesMinor) {

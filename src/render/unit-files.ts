@@ -1,6 +1,6 @@
 // One unit's helm output as the files of its directory: objects read with Kubernetes' meaning,
 // placed (namespace, annotations), filtered by the secret policy, named one per file.
-import { layerRef } from '../layers/layer-version.js';
+import { layerRef } from '../core/layer-version.js';
 import type { KubeObject } from '../api/types.js';
 import { servedApiProblem } from '../core/kube-api-versions.js';
 import type { HelmHookRecord, HookPlacement } from '../output/helm-hooks-record.js';

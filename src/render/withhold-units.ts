@@ -1,7 +1,7 @@
 // Withholding: a unit that cannot be published takes its release (alone) or its cluster (whole: half
 // an addon set is worse than the old one) out of the new tree, and whatever was published before
 // for it stays. Withholding never prunes.
-import { layerRef } from '../layers/layer-version.js';
+import { layerRef } from '../core/layer-version.js';
 import type { UnitRecord, WithheldEntry } from '../output/provenance.js';
 import type { RenderedTree } from '../output/rendered-tree.js';
 import { clusterDir, isLayerPath, layerDir, releaseDir } from '../output/tree-layout.js';

@@ -27,7 +27,7 @@ import { Encrypter, armor } from 'age-encryption';
 /** Keys whose values are encrypted: a Secret's payload; metadata stays readable for review. */
 export const SOPS_ENCRYPTED_REGEX = '^(data|stringData)$';
 /** The sops version recorded in `sops.version`: the format above is that of sops 3.x. */
-export const SOPS_FORMAT_VERSION = '3.10.2';
+const SOPS_FORMAT_VERSION = '3.10.2';
 
 const DATA_KEY_BYTES = 32;
 const NONCE_BYTES = 32;
@@ -175,5 +175,5 @@ function isMap(value: unknown): value is Record<string, unknown> {
 /** Keys plain where no YAML reader could take them for anything but that string; quoted otherwise. */
 function yamlKey(key: string): string {
   const ambiguous = /^(y|yes|n|no|true|false|on|off|null|~)$/i.test(key);
-  return /^[A-Za-z_][A-Za-z0-9_.\/-]*$/.test(key) && !ambiguous ? key : JSON.stringify(key);
+  return /^[A-Za-z_][A-Za-z0-9_./-]*$/.test(key) && !ambiguous ? key : JSON.stringify(key);
 }

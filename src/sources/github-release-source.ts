@@ -12,7 +12,7 @@ import {
   type ReleaseListing,
   type ReleaseSource,
   ReleaseSourceError,
-} from './release-source.js';
+} from '../release/release-source.js';
 import {
   DEFAULT_RETRY_POLICY,
   printableUrl,
@@ -22,12 +22,12 @@ import {
   type RetryPolicy,
   type Sleep,
   withRetry,
-} from './http-retry.js';
+} from '../http/http-retry.js';
 import type { ReleaseCache } from './release-cache.js';
-import { PRIVATE_FILE_MODE } from './private-cache-file.js';
+import { PRIVATE_FILE_MODE } from '../cache/private-cache-file.js';
 import { ListingValidators } from './listing-validators.js';
-import { currentDeadline, deadlineErrorOf, withDeadline } from './remote-deadline.js';
-import { nextLink } from './link-header.js';
+import { currentDeadline, deadlineErrorOf, withDeadline } from '../http/remote-deadline.js';
+import { nextLink } from '../http/link-header.js';
 import type { Logger } from '../core/logger.js';
 import { compareText } from '../core/compare-text.js';
 import { Failure } from '../core/failure.js';

@@ -18,9 +18,9 @@ import type { ChartSource } from '../release/load-release.js';
 import { extractArchive } from '../release/safe-extract.js';
 import { decodeYamlDocument } from '../yaml/kube-yaml.js';
 import { ReleaseCache } from './release-cache.js';
-import { makePrivateDir, writePrivateFile } from './private-cache-file.js';
-import { ReleaseSourceError } from './release-source.js';
-import { withDeadline } from './remote-deadline.js';
+import { makePrivateDir, writePrivateFile } from '../cache/private-cache-file.js';
+import { ReleaseSourceError } from '../release/release-source.js';
+import { withDeadline } from '../http/remote-deadline.js';
 
 /** Fetches (or reads from the cache) the chart `ref` of layer `layer`; throws ReleaseSourceError, UnsafeArchiveError or InputError naming it. */
 export type LayerChartFetcher = (ref: LayerChartRef, layer: string) => Promise<ChartSource>;

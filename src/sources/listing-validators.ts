@@ -9,7 +9,7 @@
 //
 // Layout: <root>/listings/<sha256 hex of "<kind>\n<sourceKey>\n<url>">.json
 import { rm } from 'node:fs/promises';
-import { readCacheEntryJson, writeCacheEntryJson } from './cache-entry-file.js';
+import { readCacheEntryJson, writeCacheEntryJson } from '../cache/cache-entry-file.js';
 import path from 'node:path';
 import { sha256Digest, sha256Hex } from '../release/content-digest.js';
 

@@ -9,7 +9,7 @@ import {
   type ReleaseListing,
   type ReleaseSource,
   ReleaseSourceError,
-} from './release-source.js';
+} from '../release/release-source.js';
 import { compareText } from '../core/compare-text.js';
 
 export class LocalReleaseSource implements ReleaseSource {

@@ -13,9 +13,9 @@ import { OciError } from '../oci/oci-error.js';
 import { assertSha256Digest, type Descriptor, parseOciManifest, REF_NAME_ANNOTATION } from '../oci/oci-manifest.js';
 import { releaseLayers } from '../oci/release-artifact.js';
 import { sha256Digest } from '../release/content-digest.js';
-import { type FetchedRelease, listingFromTags, OCI_LAYOUT_FILE, type ReleaseListing, type ReleaseSource } from './release-source.js';
+import { type FetchedRelease, listingFromTags, OCI_LAYOUT_FILE, type ReleaseListing, type ReleaseSource } from '../release/release-source.js';
 import type { ReleaseCache } from './release-cache.js';
-import { PRIVATE_FILE_MODE } from './private-cache-file.js';
+import { PRIVATE_FILE_MODE } from '../cache/private-cache-file.js';
 
 const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
 

@@ -7,10 +7,10 @@ import { formatOciRepository, type OciRepositoryRef, parseOciRepository } from '
 import { RegistryClient, type RegistryCredentials, type StoredTagPage } from '../oci/registry-client.js';
 import { ListingValidators } from './listing-validators.js';
 import { releaseLayers } from '../oci/release-artifact.js';
-import { type FetchedRelease, listingFromTags, type ReleaseListing, type ReleaseSource } from './release-source.js';
-import type { RetryPolicy, Sleep } from './http-retry.js';
+import { type FetchedRelease, listingFromTags, type ReleaseListing, type ReleaseSource } from '../release/release-source.js';
+import type { RetryPolicy, Sleep } from '../http/http-retry.js';
 import type { ReleaseCache } from './release-cache.js';
-import { withDeadline } from './remote-deadline.js';
+import { withDeadline } from '../http/remote-deadline.js';
 import type { Logger } from '../core/logger.js';
 
 export interface OciReleaseSourceOptions {

@@ -4,12 +4,12 @@ import path from 'node:path';
 import { InputError } from '../core/problem.js';
 import type { RemoteTimeouts } from '../config.js';
 import type { RegistryCredentials } from '../oci/registry-client.js';
-import { OCI_LAYOUT_FILE, type ReleaseSource } from './release-source.js';
+import { OCI_LAYOUT_FILE, type ReleaseSource } from '../release/release-source.js';
 import { githubLocation } from '../github/github-location.js';
 import { formatOciRepository, parseOciRepository } from '../oci/oci-reference.js';
 import type { Logger } from '../core/logger.js';
 import { LocalReleaseSource } from './local-release-source.js';
-import { countingFetch, type RequestOutcome } from './counting-fetch.js';
+import { countingFetch, type RequestOutcome } from '../http/counting-fetch.js';
 import { lazyReleaseSource } from './lazy-release-source.js';
 import { ReleaseCache } from './release-cache.js';
 

@@ -10,8 +10,8 @@ import { randomBytes } from 'node:crypto';
 import { lstat, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { fileDigest, sha256Digest, sha256Hex } from '../release/content-digest.js';
-import type { FetchedRelease } from './release-source.js';
-import { makePrivateDir, writePrivateFile } from './private-cache-file.js';
+import type { FetchedRelease } from '../release/release-source.js';
+import { makePrivateDir, writePrivateFile } from '../cache/private-cache-file.js';
 import { compareText } from '../core/compare-text.js';
 import { Failure } from '../core/failure.js';
 

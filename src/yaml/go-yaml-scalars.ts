@@ -30,7 +30,7 @@ const NON_STRING_START = new Set('0123456789-+.~yYnNtTfFoO');
  * False when `text` certainly resolves to a string (a cheap test on its first character, run for
  * every scalar of every document before the full resolution).
  */
-export function mayResolveToNonString(text: string): boolean {
+function mayResolveToNonString(text: string): boolean {
   return text === '' || NON_STRING_START.has(text[0]!);
 }
 

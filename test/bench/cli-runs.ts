@@ -7,7 +7,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 
-export const CLI_ENTRY = path.resolve('dist/src/cli/main.js');
+const CLI_ENTRY = path.resolve('dist/src/cli/main.js');
 
 export interface CliRun {
   ms: number;
@@ -50,7 +50,7 @@ export function assertCliBuilt(): void {
 }
 
 /** Runs `clusterstack <args>` to its end. */
-export async function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliRun> {
+async function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliRun> {
   const rssDir = await mkdtemp(path.join(os.tmpdir(), 'csk-bench-rss-'));
   const rssFile = path.join(rssDir, 'rss');
   const childrenBefore = childrenCpuMs();
@@ -79,14 +79,6 @@ export async function runCliOk(args: string[], env: NodeJS.ProcessEnv = {}): Pro
   const run = await runCli(args, env);
   if (run.code !== 0) throw new Error(`clusterstack ${args.join(' ')} exited ${run.code}:\n${run.stderr}`);
   return run;
-}
-
-/** The median of `times` runs' wall time. */
-export async function medianMs(times: number, args: string[], env: NodeJS.ProcessEnv = {}): Promise<number> {
-  const runs: number[] = [];
-  for (let index = 0; index < times; index += 1) runs.push((await runCliOk(args, env)).ms);
-  runs.sort((a, b) => a - b);
-  return runs[Math.floor(runs.length / 2)]!;
 }
 
 /** A long-running CLI process (the controller): `stop()` sends SIGTERM and reports its peak memory once it exited. */

@@ -8,7 +8,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
-export const HEAVY_TAG = 'docker-heavy-1-30-v1';
+const HEAVY_TAG = 'docker-heavy-1-30-v1';
 export const HEAVY_CLASS = 'docker-heavy-1-30-v1';
 const KUBERNETES = 'v1.30.4';
 
@@ -32,14 +32,14 @@ export interface HeavyShape {
  * render walk long lists of switches and hash their configuration, which is where helm spends
  * its time. Calibrated to take about as long per `helm template` as DENSE_HEAVY_SHAPE.
  */
-export const DEFAULT_HEAVY_SHAPE: HeavyShape = { cniTemplates: 260, subchartTemplates: 40, enabledEvery: 16, listLength: 24, features: 2000 };
+const DEFAULT_HEAVY_SHAPE: HeavyShape = { cniTemplates: 260, subchartTemplates: 40, enabledEvery: 16, listLength: 24, features: 2000 };
 
 /**
  * Every template renders (about 450 objects, 700 KiB per render): ten times the output of a real
  * CNI chart for the same helm time, which weighs on everything done per object and per byte
  * after helm. Kept as the stress case (`--heavy-shape dense`).
  */
-export const DENSE_HEAVY_SHAPE: HeavyShape = { cniTemplates: 260, subchartTemplates: 40, enabledEvery: 1, listLength: 24, features: 0 };
+const DENSE_HEAVY_SHAPE: HeavyShape = { cniTemplates: 260, subchartTemplates: 40, enabledEvery: 1, listLength: 24, features: 0 };
 
 /** The shapes `--heavy-shape` names. */
 const HEAVY_SHAPES: Record<string, HeavyShape> = { released: DEFAULT_HEAVY_SHAPE, dense: DENSE_HEAVY_SHAPE };

@@ -14,7 +14,7 @@ import { Controller, InformerCache } from '../../src/controller/controller.js';
 import { createKubeClient } from '../../src/controller/runtime/kube-client.js';
 import type { WatchedKind } from '../../src/controller/runtime/runtime-contract.js';
 import { CLUSTER_STACK_RELEASES, CLUSTER_STACKS, CAPI_CLUSTERS, CLUSTER_ADDONS } from '../../src/controller/desired-state/watched-kinds.js';
-import { ReleaseSourceError } from '../../src/sources/release-source.js';
+import { ReleaseSourceError } from '../../src/release/release-source.js';
 import { createSourceOpener } from '../../src/sources/open-release-source.js';
 import { copyExampleReleases } from '../support/cli.js';
 import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api/index.js';

@@ -2,7 +2,7 @@
 // source fails or hangs, and downloads that never wait on a source that is down.
 import { describe, expect, it } from 'vitest';
 import { SourceListings } from '../../src/controller/reconcile/source-listings.js';
-import { listingFromTags, ReleaseSourceError, type ReleaseListing, type ReleaseSource } from '../../src/sources/release-source.js';
+import { listingFromTags, ReleaseSourceError, type ReleaseListing, type ReleaseSource } from '../../src/release/release-source.js';
 
 const V1 = 'docker-ferrol-1-30-v1';
 const V2 = 'docker-ferrol-1-30-v2';

@@ -2,7 +2,7 @@
 // engine's state to the ClusterStack status and the objects it owns. No I/O, no setup.
 import { describe, expect, it } from 'vitest';
 import type { CapiCluster, ClusterStack, ClusterStackRelease, Condition, KubeObject } from '../../src/api/types.js';
-import { resolveReleases } from '../../src/core/resolve-releases.js';
+import { resolveReleases } from '../../src/release/resolve-releases.js';
 import { classifyInputs } from '../../src/inputs/classify-inputs.js';
 import { releaseKey, type Plan } from '../../src/plan/build-plan.js';
 import type { RenderOutcome } from '../../src/render/render-output.js';

@@ -3,7 +3,7 @@ import { parseLayerDependency, validateAddonsLayer } from '../../src/api/addons-
 import { classifyInputs } from '../../src/inputs/classify-inputs.js';
 import { parseManifests } from '../../src/inputs/parse-manifests.js';
 import { matchesLabelSelector } from '../../src/core/label-selector.js';
-import { meetsKubernetesGate, normalizeVersion, sameVersion } from '../../src/layers/layer-version.js';
+import { meetsKubernetesGate, normalizeVersion, sameVersion } from '../../src/core/layer-version.js';
 
 // Kraan's own examples (docs/design and its test data), byte for byte in meaning.
 const KRAAN_OBJECTS = `apiVersion: kraan.io/v1alpha1

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../src/api/types.js';
 import { customizeComponents, ProviderRenderError } from '../../src/providers/customize-components.js';
 import { substituteVariables } from '../../src/providers/envsubst.js';
-import { scopeResolver } from '../../src/render/object-scope.js';
+import { scopeResolver } from '../../src/api/object-scope.js';
 import { decodeYamlDocuments } from '../../src/yaml/kube-yaml.js';
 
 const CORE = readFileSync('test/fixtures/providers/core/v1.8.0/core-components.yaml', 'utf8');

@@ -1,6 +1,6 @@
 // Small builders for the objects tests need: aClusterStack().withVersions('v1').build().
 import { API_VERSION, type CapiCluster, type ClusterStack, type ClusterStackSpec, type KubeObject } from '../../src/api/types.js';
-import type { AvailableRelease } from '../../src/core/resolve-releases.js';
+import type { AvailableRelease } from '../../src/release/resolve-releases.js';
 import { parseReleaseTag } from '../../src/core/release-tag.js';
 
 class ClusterStackBuilder {

@@ -16,7 +16,7 @@ const BUNDLE_DIR = path.join(REPO_ROOT, 'node_modules', '.cache', `clusterstack-
 let bundled: Promise<string> | undefined;
 
 /** The bundled CLI's entry file, built on first use. */
-export function cliEntry(): Promise<string> {
+function cliEntry(): Promise<string> {
   bundled ??= build({ entryPoints: [path.join(REPO_ROOT, 'src/cli/main.ts')], bundle: true, splitting: true, format: 'esm', platform: 'node', target: 'node20', packages: 'external', outdir: BUNDLE_DIR, logLevel: 'warning' }).then(() =>
     path.join(BUNDLE_DIR, 'main.js'),
   );

@@ -12,7 +12,7 @@ import { createHelmDependencies } from '../../renderers/helm-dependencies.js';
 import type { Condition, KubeObject } from '../../src/api/types.js';
 import { runController, type ControllerRuntime, type ControllerRuntimeOptions } from '../../src/controller/run-controller.js';
 import { createKubeClient } from '../../src/controller/runtime/kube-client.js';
-import { ReleaseSourceError } from '../../src/sources/release-source.js';
+import { ReleaseSourceError } from '../../src/release/release-source.js';
 import { createSourceOpener, type SourceOpener } from '../../src/sources/open-release-source.js';
 import { copyExampleReleases } from './cli.js';
 import { startFakeKubeApi, type FakeKubeApi, type FakeKubeApiOptions } from './fake-kube-api/index.js';

@@ -39,7 +39,7 @@ export interface ValidationRule {
   optionalOldSelf?: boolean;
 }
 
-export interface PrinterColumn {
+interface PrinterColumn {
   name: string;
   type: string;
   jsonPath: string;
@@ -48,7 +48,7 @@ export interface PrinterColumn {
   priority?: number;
 }
 
-export interface CrdVersion {
+interface CrdVersion {
   name: string;
   served: boolean;
   storage: boolean;
@@ -97,7 +97,7 @@ export interface SchemaNode {
 }
 
 /** Visits every node of a schema, depth first, the root first. */
-export function walkSchema(root: SchemaProps, visit: (node: SchemaNode) => void): void {
+function walkSchema(root: SchemaProps, visit: (node: SchemaNode) => void): void {
   const go = (node: SchemaNode): void => {
     visit(node);
     const step = (schema: SchemaProps, path: string, via: 'property' | 'items' | 'additionalProperties', key?: string): void => {
@@ -238,7 +238,7 @@ export interface ValidatorOptions {
 }
 
 /** The openAPIV3Schema as plain JSON Schema for ajv: Kubernetes extensions dropped. */
-export function toJsonSchema(schema: SchemaProps, options: ValidatorOptions = {}): SchemaObject {
+function toJsonSchema(schema: SchemaProps, options: ValidatorOptions = {}): SchemaObject {
   const convert = (node: SchemaProps, isRoot: boolean): SchemaObject => {
     const out: SchemaObject = {};
     for (const [key, value] of Object.entries(node)) {
@@ -289,7 +289,7 @@ function formatErrors(errors: ErrorObject[] | null | undefined): string[] {
  * A validator for one schema node: returns the problems (empty when valid). It applies the
  * schema's defaults to the value it is given, as the API server does before validating.
  */
-export function schemaValidator(schema: SchemaProps, options: ValidatorOptions = {}): (value: unknown) => string[] {
+function schemaValidator(schema: SchemaProps, options: ValidatorOptions = {}): (value: unknown) => string[] {
   const validate = newAjv().compile(toJsonSchema(schema, options));
   return (value) => (validate(value) ? [] : formatErrors(validate.errors));
 }

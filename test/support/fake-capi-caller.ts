@@ -49,8 +49,3 @@ export function beforeClusterUpgradeRequest(cluster: Record<string, unknown>, fr
 export function afterControlPlaneInitializedRequest(cluster: Record<string, unknown>): Record<string, unknown> {
   return { apiVersion: HOOKS_V1ALPHA1, kind: 'AfterControlPlaneInitializedRequest', cluster };
 }
-
-/** An AfterClusterUpgradeRequest. */
-export function afterClusterUpgradeRequest(cluster: Record<string, unknown>, kubernetesVersion: string): Record<string, unknown> {
-  return { apiVersion: HOOKS_V1ALPHA1, kind: 'AfterClusterUpgradeRequest', cluster, kubernetesVersion };
-}

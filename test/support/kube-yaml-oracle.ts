@@ -13,7 +13,7 @@ const BUILD = path.join(os.tmpdir(), 'clusterstack-kube-yaml-oracle');
 let built: Promise<string> | undefined;
 
 /** The oracle binary, built once per process (Go's cache makes later builds cheap). */
-export function kubeYamlOracle(): Promise<string> {
+function kubeYamlOracle(): Promise<string> {
   built ??= (async () => {
     await mkdir(BUILD, { recursive: true });
     const binary = path.join(BUILD, `oracle-${process.pid}`);

@@ -11,7 +11,7 @@ import { tempDir } from './cli.js';
 const SOURCE = path.resolve(import.meta.dirname, '../fixtures/charts/v1beta2-stack');
 export const V1BETA2_RELEASE = 'docker-scs2-1-33-v1';
 export const V1BETA2_CLASS = 'docker-scs2-1-33-v1';
-export const V1BETA2_KUBERNETES = 'v1.33.7';
+const V1BETA2_KUBERNETES = 'v1.33.7';
 
 /** Writes the release into `dir` (a release source; default a new directory) and returns the directory. */
 export async function buildV1beta2Releases(into?: string): Promise<string> {

@@ -4,7 +4,7 @@
 // the message naming each Cluster and why. Per Cluster the state comes from the plan (gate,
 // dependencies), the render (withheld) and the engine (Flux Kustomization Ready / Argo CD
 // Application sync and health of the layer's directory). Pure.
-import { layerRef } from '../../layers/layer-version.js';
+import { layerRef } from '../../core/layer-version.js';
 import type { AddonsLayer } from '../../api/addons-layer.js';
 import type { KubeObject } from '../../api/types.js';
 import { formatProblem } from '../../core/problem.js';
@@ -16,7 +16,7 @@ import { regarding } from './event-intents.js';
 import type { UnitSync } from './sync-state.js';
 import { compareText } from '../../core/compare-text.js';
 
-export type LayerState = 'Pending' | 'ApplyPending' | 'Deployed' | 'Hold' | 'K8sVersion' | 'Failed';
+type LayerState = 'Pending' | 'ApplyPending' | 'Deployed' | 'Hold' | 'K8sVersion' | 'Failed';
 
 /** Kraan's reasons, so its users see the sentences they know. */
 const REASONS: Record<LayerState, string> = {
@@ -31,7 +31,7 @@ const REASONS: Record<LayerState, string> = {
 /** Which state a layer as a whole is in when its Clusters differ: the one needing attention first. */
 const PRIORITY: LayerState[] = ['Failed', 'ApplyPending', 'K8sVersion', 'Pending', 'Deployed'];
 
-export interface LayerStatus {
+interface LayerStatus {
   state: LayerState;
   version: string;
   revision: string;

@@ -15,7 +15,7 @@ import {
   type Condition,
 } from '../../api/types.js';
 import { clusterClassName, tryParseReleaseTag } from '../../core/release-tag.js';
-import { type ClusterResolution, namespaceOf, releaseMatchesStack } from '../../core/resolve-releases.js';
+import { type ClusterResolution, namespaceOf, releaseMatchesStack } from '../../release/resolve-releases.js';
 import type { UnitRecord } from '../../output/provenance.js';
 import { falseCondition, mergeConditions, readySummary, trueCondition, unknownCondition, type DesiredCondition } from './conditions.js';
 import { eventOnFailure, regarding, type EventIntent } from './event-intents.js';
@@ -129,7 +129,7 @@ const HOOK_OUTCOMES: Record<Exclude<HookProgress['outcome'], 'not-ours'>, Cluste
  * Each hook's last outcome: what the ClusterAddon says (as read back), with what this process
  * answered since it started on top; in LIFECYCLE_HOOKS order.
  */
-export function hookStatuses(progress: HookProgress[], live: ClusterAddon | undefined): ClusterAddonHookStatus[] {
+function hookStatuses(progress: HookProgress[], live: ClusterAddon | undefined): ClusterAddonHookStatus[] {
   const byName = new Map((live?.status?.hooks ?? []).map((hook) => [hook.name, hook]));
   for (const entry of progress) {
     if (entry.outcome === 'not-ours') continue;

@@ -13,7 +13,7 @@ import {
 } from '../../api/types.js';
 import { formatProblem } from '../../core/problem.js';
 import { stackPrefix, tryParseReleaseTag } from '../../core/release-tag.js';
-import { namespaceOf, type ReleaseDecision, type StackResolution } from '../../core/resolve-releases.js';
+import { namespaceOf, type ReleaseDecision, type StackResolution } from '../../release/resolve-releases.js';
 import { falseCondition, mergeConditions, readySummary, trueCondition, unknownCondition, type DesiredCondition } from './conditions.js';
 import { clustersUsingRelease, deletionBlockedMessage } from './deletion.js';
 import { eventOnFailure, regarding, type EventIntent } from './event-intents.js';

@@ -4,7 +4,7 @@ import { type ClusterStack, type ClusterStackReleaseSummary, type ClusterStackSt
 import { loadedRelease } from '../../plan/build-plan.js';
 import { reasonFor } from '../../core/failure.js';
 import { formatProblem } from '../../core/problem.js';
-import type { StackResolution } from '../../core/resolve-releases.js';
+import type { StackResolution } from '../../release/resolve-releases.js';
 import { falseCondition, mergeConditions, trueCondition, type DesiredCondition } from './conditions.js';
 import { clustersUsingStack, deletionBlockedMessage } from './deletion.js';
 import { eventOnFailure, type EventIntent } from './event-intents.js';

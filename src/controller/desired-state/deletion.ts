@@ -4,7 +4,7 @@
 import { clusterClassOf } from '../../api/capi-cluster.js';
 import type { CapiCluster, ClusterStack } from '../../api/types.js';
 import { formatReleaseTag, parseClusterClassName, type ReleaseTag } from '../../core/release-tag.js';
-import { namespaceOf, releaseMatchesStack } from '../../core/resolve-releases.js';
+import { namespaceOf, releaseMatchesStack } from '../../release/resolve-releases.js';
 import { compareText } from '../../core/compare-text.js';
 
 interface ClusterRelease {

@@ -110,7 +110,7 @@ function minutes(ms: number): string {
 }
 
 /** What is still awaited before the Cluster's addons for the target release count as applied. */
-export function awaitedFor(input: HookDecisionInput): string[] {
+function awaitedFor(input: HookDecisionInput): string[] {
   const subject = `Cluster ${input.cluster.namespace}/${input.cluster.name}`;
   const target = input.targetRelease!;
   const rendered = input.rendered;

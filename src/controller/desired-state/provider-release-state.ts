@@ -3,7 +3,7 @@
 // Unstructured: any provider kind works.
 import { type ClusterStack, type KubeObject, withSpecDefaults } from '../../api/types.js';
 import { groupOf } from '../../inputs/classify-inputs.js';
-import { namespaceOf } from '../../core/resolve-releases.js';
+import { namespaceOf } from '../../release/resolve-releases.js';
 import { clustersUsingRelease } from './deletion.js';
 import { controllerReference, isManagedByUs, keyOf, LABEL_CLUSTER_STACK, managedLabels, nameLabels, ownerOfKind } from './owned-objects.js';
 import type { StatusInputs } from './status-inputs.js';

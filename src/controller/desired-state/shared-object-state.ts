@@ -10,7 +10,7 @@ import type { GitOpsEngineName } from './status-inputs.js';
 import type { UnitSync } from './sync-state.js';
 import { resourceStatuses } from './unit-resources.js';
 
-export const SHARED_OBJECTS_READY = 'SharedObjectsReady';
+const SHARED_OBJECTS_READY = 'SharedObjectsReady';
 
 /** The shared objects a release unit renders (the management side's shared directories only), by path. */
 export function sharedObjectsOf(unit: UnitRecord | undefined, provenance: Provenance | undefined): SharedObjectRecord[] {

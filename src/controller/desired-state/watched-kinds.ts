@@ -16,7 +16,6 @@ export const ADDONS_LAYERS: WatchedKind = { group: 'kraan.io', version: 'v1alpha
 /** openMCP's ClusterRequests, watched with a scheduler configuration (optional: its CRD may be missing). */
 export const CLUSTER_REQUESTS: WatchedKind = { group: 'clusters.openmcp.cloud', version: 'v1alpha1', kind: 'ClusterRequest', plural: 'clusterrequests', namespaced: true, optional: true };
 
-export { kindId } from '../runtime/runtime-contract.js';
 
 /**
  * The cluster-api-operator's provider kinds: watched when served (optional), rendered into

@@ -124,7 +124,7 @@ function record(value: unknown): Record<string, unknown> {
 }
 
 /** The release a Cluster's class names (v1beta1 `topology.class`, v1beta2 `topology.classRef.name`); undefined when it is no cluster stack class. */
-export function targetReleaseOf(cluster: Record<string, unknown>): string | undefined {
+function targetReleaseOf(cluster: Record<string, unknown>): string | undefined {
   const named = clusterClassOf({ apiVersion: cluster['apiVersion'], metadata: record(cluster['metadata']), spec: cluster['spec'] });
   return named.kind === 'class' ? releaseOfClusterClass(named.name) : undefined;
 }

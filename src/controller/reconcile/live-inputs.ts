@@ -7,7 +7,7 @@ import type { CapiCluster, ClusterStack, KubeObject, ObjectMeta } from '../../ap
 import type { Problem } from '../../core/problem.js';
 import type { ParsedManifests } from '../../inputs/parse-manifests.js';
 import { groupOf } from '../../inputs/classify-inputs.js';
-import { namespaceOf } from '../../core/resolve-releases.js';
+import { namespaceOf } from '../../release/resolve-releases.js';
 import type { StackIssue } from '../desired-state/status-inputs.js';
 import { keyOf } from '../desired-state/owned-objects.js';
 

@@ -5,7 +5,7 @@
 //   on-signal           (wait)             the watch event of what it waits for requeues it; the
 //   when-inputs-change  (fix-input)        resync looks again, without backoff
 // Statuses, conditions and events are written before either, so a person sees the reason at once.
-import { FAILURE_REACTIONS, type FailureKind, type TypedFailure, Failure } from '../../core/failure.js';
+import { FAILURE_REACTIONS, type TypedFailure, Failure } from '../../core/failure.js';
 
 /** A reconcile that did its job but met something worth retrying with backoff (a source, Git, the API). */
 export class RetryLaterError extends Failure {

@@ -14,7 +14,7 @@ import { KubeRequestError, type ConfigMapReader, type SecretStore } from '../run
 import { compareText } from '../../core/compare-text.js';
 
 /** The ClusterRole in deploy/ granting what this reads; bound per namespace holding such providers. */
-export const PROVIDER_CONFIG_ROLE = 'clusterstack-gitops-provider-config';
+const PROVIDER_CONFIG_ROLE = 'clusterstack-gitops-provider-config';
 
 export interface ProviderConfigRead {
   /** The Secrets and ConfigMaps found, as input objects. */
@@ -26,7 +26,7 @@ export interface ProviderConfigRead {
 type Selector = NonNullable<NonNullable<NonNullable<CapiProvider['spec']>['fetchConfig']>['selector']>;
 
 /** A metav1.LabelSelector as the API's `labelSelector` query parameter. */
-export function labelSelectorQuery(selector: Selector): string {
+function labelSelectorQuery(selector: Selector): string {
   const parts = Object.entries(selector.matchLabels ?? {}).map(([key, value]) => `${key}=${value}`);
   for (const expression of selector.matchExpressions ?? []) {
     const values = (expression.values ?? []).join(',');

@@ -3,7 +3,7 @@
 // only reads what is known (`roundOpener`) and never waits on a source that is down. A source that
 // fails keeps serving its last good listing or, after a restart, the releases the target already
 // holds; their downloads fail fast, so render withholds them and keeps their published output.
-import { ReleaseSourceError, listingFromTags, type FetchedRelease, type ReleaseListing, type ReleaseSource } from '../../sources/release-source.js';
+import { ReleaseSourceError, listingFromTags, type FetchedRelease, type ReleaseListing, type ReleaseSource } from '../../release/release-source.js';
 import type { SourceOpener } from '../../sources/open-release-source.js';
 import { failureKindOf, type FailureKind } from '../../core/failure.js';
 

@@ -4,7 +4,7 @@
 // status churn on Clusters) are dropped by a fingerprint of the fields that matter, so our own
 // writes never loop back into reconciles.
 import type { ClusterStack, KubeObject } from '../../api/types.js';
-import { namespaceOf } from '../../core/resolve-releases.js';
+import { namespaceOf } from '../../release/resolve-releases.js';
 import { sourceLocationOf } from '../../plan/build-plan.js';
 import { ARGO_APPLICATIONS, CLUSTER_STACKS, FLUX_KUSTOMIZATIONS } from '../desired-state/watched-kinds.js';
 import { kindId, type WatchedKind, type WatchEvent } from '../runtime/runtime-contract.js';

@@ -8,10 +8,10 @@ import type { RenderedTree } from '../../output/rendered-tree.js';
 import type { ClusterStack, ClusterStackRelease } from '../../api/types.js';
 import type { Problem } from '../../core/problem.js';
 import { tryParseReleaseTag } from '../../core/release-tag.js';
-import { namespaceOf, releaseMatchesStack } from '../../core/resolve-releases.js';
+import { namespaceOf, releaseMatchesStack } from '../../release/resolve-releases.js';
 import { formatDotVersion } from '../../core/stack-version.js';
 import { readProvenance } from '../../output/provenance.js';
-import { listingFromTags, ReleaseSourceError, type ReleaseSource } from '../../sources/release-source.js';
+import { listingFromTags, ReleaseSourceError, type ReleaseSource } from '../../release/release-source.js';
 
 /** The source location of stand-in stacks: `clusterstack-withheld:<namespace>/<name>`. */
 export const WITHHELD_SOURCE_PREFIX = 'clusterstack-withheld:';

@@ -60,7 +60,7 @@ export function workloadObjectReader(secrets: Pick<SecretStore, 'readSecret'>): 
           result.set(object.key, undefined);
           continue;
         }
-        throw new Error(`reading ${describeConditionObject(object)} from the workload cluster of ${cluster.namespace}/${cluster.name} failed: ${(error as Error).message.split('\n')[0]}`);
+        throw new Error(`reading ${describeConditionObject(object)} from the workload cluster of ${cluster.namespace}/${cluster.name} failed: ${(error as Error).message.split('\n')[0]}`, { cause: error });
       }
     }
     return result;

@@ -10,8 +10,8 @@ import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-export const HOOKS_API_GROUP = 'hooks.runtime.cluster.x-k8s.io';
-export const HOOKS_API_VERSION = `${HOOKS_API_GROUP}/v1alpha1`;
+const HOOKS_API_GROUP = 'hooks.runtime.cluster.x-k8s.io';
+const HOOKS_API_VERSION = `${HOOKS_API_GROUP}/v1alpha1`;
 
 /** One extension handler: its hook, name (as registered through discovery) and behaviour. */
 export interface ExtensionHandler {
@@ -69,7 +69,7 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
 }
 
 /** The DiscoveryResponse listing every handler. */
-export function discoveryResponse(handlers: ExtensionHandler[]): Record<string, unknown> {
+function discoveryResponse(handlers: ExtensionHandler[]): Record<string, unknown> {
   return {
     apiVersion: HOOKS_API_VERSION,
     kind: 'DiscoveryResponse',

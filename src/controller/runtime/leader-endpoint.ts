@@ -6,7 +6,7 @@
 import type { KubeObject } from '../../api/types.js';
 import type { ObjectWriter, ResourceKind } from './kube-client.js';
 
-export const ENDPOINT_SLICES: ResourceKind = { group: 'discovery.k8s.io', version: 'v1', plural: 'endpointslices' };
+const ENDPOINT_SLICES: ResourceKind = { group: 'discovery.k8s.io', version: 'v1', plural: 'endpointslices' };
 
 /** The label kube-proxy matches an EndpointSlice to its Service by. */
 const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
@@ -26,7 +26,7 @@ export interface LeaderEndpoint {
 }
 
 /** The EndpointSlice naming this replica as the Service's only endpoint. */
-export function leaderEndpointSlice(endpoint: LeaderEndpoint): KubeObject {
+function leaderEndpointSlice(endpoint: LeaderEndpoint): KubeObject {
   return {
     apiVersion: 'discovery.k8s.io/v1',
     kind: 'EndpointSlice',

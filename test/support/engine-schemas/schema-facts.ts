@@ -30,7 +30,7 @@ export const arr = (items: Fact): Fact => ({ type: 'array', items });
 export const map = (values: Fact): Fact => ({ type: 'map', values });
 
 /** The ObjectMeta fields a manifest may set (the rest is written by the API server). */
-export const objectMeta = obj(
+const objectMeta = obj(
   {
     name: str(),
     generateName: str(),
@@ -61,7 +61,7 @@ function typeOf(value: unknown): string {
 }
 
 /** Problems of `value` against `fact`, each `<path>: <what is wrong>`; empty when it conforms. */
-export function checkFact(value: unknown, fact: Fact, at: string): string[] {
+function checkFact(value: unknown, fact: Fact, at: string): string[] {
   const actual = typeOf(value);
   switch (fact.type) {
     case 'any':

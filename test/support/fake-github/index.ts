@@ -7,8 +7,8 @@
 import { FakeGitHubServer, type FakeGitHubOptions, type FaultSpec, type GitHubRequestRecord } from './server.js';
 import { FakeGitHubStore, type FakePullRequest, type FakeRelease, type FakeRepo, type ReleaseSpec } from './store.js';
 
-export type { FakeGitHubOptions, FaultKind, FaultSpec, GitHubRequestRecord } from './server.js';
-export type { AssetSpec, FakeAsset, FakePullRequest, FakeRelease, FakeRepo, ReleaseSpec } from './store.js';
+export type { FakeGitHubOptions } from './server.js';
+export type { AssetSpec } from './store.js';
 
 export interface FakeGitHub {
   /** The API base URL to give octokit (`http://127.0.0.1:<port>` plus the path prefix, if any). */

@@ -10,15 +10,13 @@ import { typeKey } from './object-api.js';
 import type { ResourceDefinition } from './resources.js';
 import { FakeKubeApiServer, type FakeKubeApiOptions, type FaultSpec, type RequestRecord } from './server.js';
 
-export type { KubeObject, ObjectMeta, OwnerReference } from './kube-object.js';
-export type { ResourceDefinition } from './resources.js';
-export type { FakeKubeApiOptions, FaultSpec, RequestRecord } from './server.js';
-export type { RequestAttributes } from './rbac.js';
-export { serviceAccountUser, type FakeUser } from './rbac.js';
+export type { KubeObject } from './kube-object.js';
+export type { FakeKubeApiOptions, RequestRecord } from './server.js';
+export { serviceAccountUser } from './rbac.js';
 export type { Status } from './status.js';
 
 /** Anything shaped like a Kubernetes object: a plain object or a client-node model. */
-export interface SeedObject {
+interface SeedObject {
   apiVersion?: string;
   kind?: string;
   metadata?: object;

@@ -47,12 +47,12 @@ export interface ResourceType {
 }
 
 /** `v1` for the core group, `<group>/<version>` otherwise. */
-export function apiVersionOf(group: string, version: string): string {
+function apiVersionOf(group: string, version: string): string {
   return group ? `${group}/${version}` : version;
 }
 
 /** Completes a definition with the derived names; `builtin` selects built-in behaviour. */
-export function toResourceType(def: ResourceDefinition, builtin = false, extra: Pick<ResourceType, 'prepare' | 'validate'> = {}): ResourceType {
+function toResourceType(def: ResourceDefinition, builtin = false, extra: Pick<ResourceType, 'prepare' | 'validate'> = {}): ResourceType {
   return {
     group: def.group,
     version: def.version,
@@ -124,7 +124,7 @@ const CORE: ResourceType[] = [
 ];
 
 /** The CRDs a clusterstack controller meets in a management cluster. */
-export const DEFAULT_CUSTOM_RESOURCES: ResourceDefinition[] = [
+const DEFAULT_CUSTOM_RESOURCES: ResourceDefinition[] = [
   { group: 'cluster.x-k8s.io', version: 'v1beta1', kind: 'Cluster', plural: 'clusters', namespaced: true, statusSubresource: true, shortNames: ['cl'] },
   { group: 'clusterstack.x-k8s.io', version: 'v1alpha1', kind: 'ClusterStack', plural: 'clusterstacks', namespaced: true, statusSubresource: true, shortNames: ['csk'] },
   { group: 'clusterstack.x-k8s.io', version: 'v1alpha1', kind: 'ClusterStackRelease', plural: 'clusterstackreleases', namespaced: true, statusSubresource: true, shortNames: ['cskr'] },

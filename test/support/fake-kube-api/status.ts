@@ -79,7 +79,7 @@ export function failureStatus(code: number, message: string, reason?: string, de
 }
 
 /** `<plural>.<group>`, or just the plural for the core group. */
-export function qualifiedResource(gr: GroupResource): string {
+function qualifiedResource(gr: GroupResource): string {
   return gr.group ? `${gr.plural}.${gr.group}` : gr.plural;
 }
 

@@ -1,7 +1,7 @@
 /** Object storage with one global resourceVersion counter and a bounded event history, like etcd behind the API server. */
 import { clone, type KubeObject } from './kube-object.js';
 
-export type StoredEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
+type StoredEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
 export interface StoredEvent {
   type: StoredEventType;

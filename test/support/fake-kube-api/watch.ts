@@ -6,7 +6,7 @@ import type { ResourceType } from './resources.js';
 import { badRequest, failureStatus } from './status.js';
 import type { ObjectStore, StoredEvent } from './store.js';
 
-export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
 
 export interface WatchEvent {
   type: WatchEventType;

@@ -3,14 +3,14 @@
 // kubeconfig; this one stays independent of it).
 import { Agent, request } from 'node:https';
 
-export interface KubeResponse {
+interface KubeResponse {
   status: number;
   /** The parsed JSON body (undefined for an empty or non-JSON body). */
   body: any;
   text: string;
 }
 
-export interface KubeRequest {
+interface KubeRequest {
   /** Query parameters, e.g. { dryRun: 'All', fieldValidation: 'Strict' }. */
   query?: Record<string, string>;
   body?: unknown;

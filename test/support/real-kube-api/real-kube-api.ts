@@ -44,10 +44,10 @@ export interface RealKubeApiOptions {
 }
 
 /** The service network the API servers use; the API server's own Service takes its first address. */
-export const SERVICE_CIDR = '10.0.0.0/24';
+const SERVICE_CIDR = '10.0.0.0/24';
 
 /** A kubeconfig for `server` as `user` with this client certificate. */
-export function kubeconfigYaml(name: string, server: string, ca: string, certificate: ClientCertificate, user: string): string {
+function kubeconfigYaml(name: string, server: string, ca: string, certificate: ClientCertificate, user: string): string {
   const base64 = (text: string): string => Buffer.from(text).toString('base64');
   return `${JSON.stringify({
     apiVersion: 'v1',

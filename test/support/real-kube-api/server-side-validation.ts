@@ -27,7 +27,7 @@ interface ServedResource {
 }
 
 /** The served kinds, keyed `apiVersion kind`, from the server's discovery documents. */
-export async function servedKinds(client: KubeClient): Promise<Map<string, ServedResource>> {
+async function servedKinds(client: KubeClient): Promise<Map<string, ServedResource>> {
   const served = new Map<string, ServedResource>();
   const groupVersions = ['v1'];
   const groups = (await client.get('/apis')) as { groups: { versions: { groupVersion: string }[] }[] };

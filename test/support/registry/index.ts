@@ -1,4 +1,3 @@
 // Real OCI registries (Debian docker-registry), their token server, and a corrupting proxy for tests.
-export { startCorruptingProxy, type CorruptingProxy } from './corrupting-proxy.js';
-export { freePort, REGISTRY_BINARY, startRegistry, type RegistryAuth, type TestRegistry } from './start-registry.js';
-export { startTokenIssuer, type TokenIssuer } from './token-issuer.js';
+export { startCorruptingProxy } from './corrupting-proxy.js';
+export { freePort, startRegistry, type TestRegistry } from './start-registry.js';

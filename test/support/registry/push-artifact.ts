@@ -9,7 +9,7 @@ import { EMPTY_CONFIG, type Descriptor, OCI_FILE_LAYER, OCI_MANIFEST, TITLE_ANNO
 import type { BlobContent, RegistryClient } from '../../../src/oci/registry-client.js';
 import { CLUSTER_STACK_ARTIFACT_TYPE, isPlainFileName } from '../../../src/oci/release-artifact.js';
 
-export interface ArtifactFile {
+interface ArtifactFile {
   /** The layer's title annotation: a plain file name. */
   name: string;
   content: BlobContent;

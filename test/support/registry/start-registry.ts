@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startTokenIssuer, type TokenIssuer } from './token-issuer.js';
 
-export const REGISTRY_BINARY = '/usr/bin/docker-registry';
+const REGISTRY_BINARY = '/usr/bin/docker-registry';
 
 export type RegistryAuth = 'none' | 'basic' | 'token';
 

@@ -1,7 +1,7 @@
 // Versions of addon layers and the Kubernetes version gate, compared as numbers with the `v`
 // optional. Kraan's own gate treats "1.16" as invalid semver and lets everything pass; here a
 // gate "1.16" means ">= 1.16.0", and a layer version "1.2" equals "1.2.0" and "v1.2.0".
-import { semver } from '../core/semver-functions.js';
+import { semver } from './semver-functions.js';
 
 // Up to three dot-separated numbers (leading zeros allowed: Kraan's examples use "0.1.01"), then
 // an optional pre-release and build part as in semver.

@@ -2,7 +2,7 @@
 // the same render, Kubernetes' built-in kinds, Cluster API's groups and a few CRDs every cluster-stack
 // addon set ships. A kind with none of that is left exactly as the chart wrote it (the render report
 // says so), because adding a namespace to a cluster-scoped kind is as wrong as leaving one out.
-import type { KubeObject } from '../api/types.js';
+import type { KubeObject } from './types.js';
 
 export type ObjectScope = 'Namespaced' | 'Cluster' | 'Unknown';
 

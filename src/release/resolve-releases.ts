@@ -2,11 +2,11 @@
 // callers have already listed releases and read the objects.
 import { type CapiCluster, type ClusterStack, type ClusterStackReleaseSummary, type KubeObject, withSpecDefaults } from '../api/types.js';
 import { clusterClassOf } from '../api/capi-cluster.js';
-import { nearestName } from './did-you-mean.js';
-import type { Problem } from './problem.js';
-import { clusterClassName, formatReleaseTag, kubernetesMinorOf, parseClusterClassName, type ReleaseTag } from './release-tag.js';
-import { channelOf, compareStackVersions, formatDotVersion, isHashBuild, parseStackVersion, sameVersion } from './stack-version.js';
-import { compareText } from './compare-text.js';
+import { nearestName } from '../core/did-you-mean.js';
+import type { Problem } from '../core/problem.js';
+import { clusterClassName, formatReleaseTag, kubernetesMinorOf, parseClusterClassName, type ReleaseTag } from '../core/release-tag.js';
+import { channelOf, compareStackVersions, formatDotVersion, isHashBuild, parseStackVersion, sameVersion } from '../core/stack-version.js';
+import { compareText } from '../core/compare-text.js';
 
 export interface AvailableRelease {
   tag: string;
@@ -233,6 +233,66 @@ function topologyVersionProblem(version: unknown, className: string, tag: Releas
 /** Cluster API's KubeSemver: a Kubernetes version with its leading "v" (util/version). */
 const KUBE_SEMVER = /^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)([-0-9a-zA-Z_.+]*)?$/;
 
+/** Keeps each release spec.versions lists; a listed version the source lacks is a problem on its entry. */
+function reasonsFromListedVersions(
+  spec: ReturnType<typeof withSpecDefaults>,
+  matching: readonly AvailableRelease[],
+  object: string,
+  addReason: (tag: string, reason: KeepReason) => void,
+  problems: Problem[],
+): void {
+  spec.versions.forEach((version, index) => {
+    let parsed;
+    try {
+      parsed = parseStackVersion(version);
+    } catch {
+      return; // the validator reports it
+    }
+    const release = matching.find((candidate) => sameVersion(candidate.parsed.version, parsed));
+    if (release) addReason(release.tag, 'listed in spec.versions');
+    else {
+      const [major, minor] = spec.kubernetesVersion.split('.').map(Number);
+      const expected = formatReleaseTag({ provider: spec.provider, name: spec.name, kubernetesMajor: major ?? 0, kubernetesMinor: minor ?? 0, version: parsed });
+      problems.push({ object, path: `spec.versions[${index}]`, message: `${version} is not in the release source (no release ${expected}); remove it or publish that release` });
+    }
+  });
+}
+
+/** Each matching release with whether it is kept and why, its readiness and the Clusters using it. */
+function releaseDecisions(
+  matching: readonly AvailableRelease[],
+  reasons: ReadonlyMap<string, string[]>,
+  readiness: ReadonlyMap<string, { ready: boolean; message?: string }>,
+  usedBy: ReadonlyMap<string, string[]>,
+): ReleaseDecision[] {
+  return matching.map((release) => {
+    const why = reasons.get(release.tag) ?? [];
+    const ready = readiness.get(release.tag) ?? { ready: false };
+    const decision: ReleaseDecision = {
+      name: release.tag,
+      className: clusterClassName(release.parsed),
+      version: formatDotVersion(release.parsed.version),
+      kept: why.length > 0,
+      reasons: why.length > 0 ? why : ['not listed in spec.versions, not the newest (ready) release, and no Cluster uses it'],
+      ready: ready.ready,
+      usedBy: usedBy.get(release.tag) ?? [],
+    };
+    if (ready.message) decision.readyMessage = ready.message;
+    return decision;
+  });
+}
+
+/** The status summary of the kept releases. */
+function releaseSummary(releases: readonly ReleaseDecision[]): ClusterStackReleaseSummary[] {
+  return releases
+    .filter((release) => release.kept)
+    .map((release) => {
+      const entry: ClusterStackReleaseSummary = { name: release.name, ready: release.ready, phase: release.ready ? 'done' : 'provider-specific work' };
+      if (release.readyMessage) entry.message = release.readyMessage;
+      return entry;
+    });
+}
+
 function resolveStack(input: StackInput, clusters: ClusterResolution[], providerReleases: KubeObject[]): StackResolution {
   const { stack } = input;
   const spec = withSpecDefaults(stack.spec);
@@ -254,21 +314,7 @@ function resolveStack(input: StackInput, clusters: ClusterResolution[], provider
     reasons.get(tag)?.push(reason);
   };
 
-  spec.versions.forEach((version, index) => {
-    let parsed;
-    try {
-      parsed = parseStackVersion(version);
-    } catch {
-      return; // the validator reports it
-    }
-    const release = matching.find((candidate) => sameVersion(candidate.parsed.version, parsed));
-    if (release) addReason(release.tag, 'listed in spec.versions');
-    else {
-      const [major, minor] = spec.kubernetesVersion.split('.').map(Number);
-      const expected = formatReleaseTag({ provider: spec.provider, name: spec.name, kubernetesMajor: major ?? 0, kubernetesMinor: minor ?? 0, version: parsed });
-      problems.push({ object, path: `spec.versions[${index}]`, message: `${version} is not in the release source (no release ${expected}); remove it or publish that release` });
-    }
-  });
+  reasonsFromListedVersions(spec, matching, object, addReason, problems);
 
   const readiness = new Map(matching.map((release) => [release.tag, providerReadiness(stack, release.tag, providerReleases)]));
   const newest = matching.at(-1);
@@ -292,30 +338,10 @@ function resolveStack(input: StackInput, clusters: ClusterResolution[], provider
     notes.push('autoSubscribe is false and spec.versions is empty: no release is kept');
   }
 
-  const releases: ReleaseDecision[] = matching.map((release) => {
-    const why = reasons.get(release.tag) ?? [];
-    const ready = readiness.get(release.tag) ?? { ready: false };
-    const decision: ReleaseDecision = {
-      name: release.tag,
-      className: clusterClassName(release.parsed),
-      version: formatDotVersion(release.parsed.version),
-      kept: why.length > 0,
-      reasons: why.length > 0 ? why : ['not listed in spec.versions, not the newest (ready) release, and no Cluster uses it'],
-      ready: ready.ready,
-      usedBy: usedBy.get(release.tag) ?? [],
-    };
-    if (ready.message) decision.readyMessage = ready.message;
-    return decision;
-  });
+  const releases = releaseDecisions(matching, reasons, readiness, usedBy);
 
   const keptReady = releases.filter((release) => release.kept && release.ready);
-  const summary: ClusterStackReleaseSummary[] = releases
-    .filter((release) => release.kept)
-    .map((release) => {
-      const entry: ClusterStackReleaseSummary = { name: release.name, ready: release.ready, phase: release.ready ? 'done' : 'provider-specific work' };
-      if (release.readyMessage) entry.message = release.readyMessage;
-      return entry;
-    });
+  const summary = releaseSummary(releases);
   const resolution: StackResolution = {
     namespace,
     name: stack.metadata.name,
