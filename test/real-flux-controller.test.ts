@@ -132,6 +132,35 @@ describe('real Flux: SOPS decryption, ManifestsSynced and the upgrade gate', () 
     const addon = () => mgmt().get(`${STACKS}/clusteraddons/alpha`);
     const kustomization = (namespace: string, name: string) => mgmt().get(`${KUSTOMIZATIONS}/${namespace}/kustomizations/${name}`);
     const controllerLog = (): string => `controller log (last lines):\n${controller!.lines.slice(-15).map((line) => JSON.stringify(line).slice(0, 400)).join('\n')}`;
+    /** Asks Flux to reconcile `times` times, one after the other, sampling its Ready and the ClusterAddon's ManifestsSynced (distinct states, in order). */
+    async function reconcileWatching(namespace: string, name: string, times: number): Promise<{ flux: string[]; synced: string[] }> {
+      const apiPath = `${KUSTOMIZATIONS}/${namespace}/kustomizations/${name}`;
+      const seen = { flux: new Set<string>(), synced: [] as string[] };
+      const sample = async (): Promise<void> => {
+        const ready = conditionOf(await mgmt().get(apiPath), 'Ready');
+        seen.flux.add(`${ready?.status}/${ready?.reason}`);
+        const synced = conditionOf(await addon(), 'ManifestsSynced');
+        if (seen.synced.at(-1) !== `${synced?.status}/${synced?.reason}`) seen.synced.push(`${synced?.status}/${synced?.reason}`);
+      };
+      for (let time = 0; time < times; time += 1) {
+        const token = await requestReconcile(mgmt(), apiPath);
+        // Sampled as fast as the API server answers: a reconcile that fails takes about a second.
+        const deadline = Date.now() + 60_000;
+        while ((await mgmt().get(apiPath)).status?.lastHandledReconcileAt !== token) {
+          if (Date.now() > deadline) throw new Error(`Flux did not finish the reconcile asked for at ${token} within 60s`);
+          await sample();
+        }
+      }
+      // The controller's batch window and status write come after Flux's last status change.
+      const until = Date.now() + 2_000;
+      while (Date.now() < until) await sample();
+      return { flux: [...seen.flux], synced: seen.synced };
+    }
+    /** `<type> <reason>` of every Event about one of our objects in NS, oldest first. */
+    const eventsOf = async (kind: string, name: string): Promise<string[]> => (await mgmt().get(`/api/v1/namespaces/${NS}/events`)).items
+      .filter((event: any) => event.involvedObject?.kind === kind && event.involvedObject?.name === name)
+      .sort((a: any, b: any) => String(a.firstTimestamp ?? a.eventTime).localeCompare(String(b.firstTimestamp ?? b.eventTime)))
+      .map((event: any) => `${event.firstTimestamp ?? event.eventTime} x${event.count ?? 1} ${event.message} | ${event.type} ${event.reason}`);
     const callBeforeClusterUpgrade = async (cluster: unknown): Promise<HookCall> =>
       callExtension(extensionUrl, hookPath('BeforeClusterUpgrade', 'before-cluster-upgrade'), beforeClusterUpgradeRequest(cluster as Record<string, unknown>, 'v1.30.2', 'v1.30.4'), cert!.ca);
 
@@ -213,6 +242,16 @@ describe('real Flux: SOPS decryption, ManifestsSynced and the upgrade gate', () 
       expect(failed.message).toContain(`Flux Kustomization ${NS}/alpha-cluster-addon is not ready (${flux!.reason}): `);
       expect(failed.message).toMatch(/DaemonSet\/kube-system\/kindnet.*immutable/);
 
+      // Flux retries the failing revision (every retryInterval; asked for here): each retry starts
+      // with Ready Unknown, and the condition stays SyncFailed through it, with no Event more.
+      const failedEvents = await eventsOf('ClusterAddon', 'alpha');
+      // One Event for the failure; none for the bootstrap's waits (Flux reports ArtifactFailed until its source is fetched).
+      expect(failedEvents.filter((event) => !event.endsWith('ManifestsPublished')), failedEvents.join('\n')).toEqual([expect.stringMatching(/ReconciliationFailed.*\| Warning SyncFailed$/s)]);
+      const retried = await reconcileWatching(NS, 'alpha-cluster-addon', 2);
+      expect(retried.flux).toContain('Unknown/Progressing');
+      expect(retried.synced).toEqual(['False/SyncFailed']);
+      expect(await eventsOf('ClusterAddon', 'alpha')).toEqual(failedEvents);
+
       // Fixed by hand: Flux applies the addon, the workload's controllers (played here) roll it out, and the condition follows.
       expect((await wl().request('DELETE', KINDNET)).status).toBe(200);
       await requestReconcile(mgmt(), `${KUSTOMIZATIONS}/${NS}/kustomizations/alpha-cluster-addon`);
@@ -223,6 +262,11 @@ describe('real Flux: SOPS decryption, ManifestsSynced and the upgrade gate', () 
       await waitInWorld(world!, 'ManifestsSynced True on the ClusterAddon', async () => conditionOf(await addon(), 'ManifestsSynced')?.status === 'True', 120_000, controllerLog);
       const stage = await kustomization(NS, 'alpha-cluster-addon');
       expect(conditionOf(await addon(), 'ManifestsSynced')?.message).toBe(`Flux Kustomization ${NS}/alpha-cluster-addon applied ${stage.status.lastAppliedRevision}`);
+      // Flux checks again what it applied (every interval; asked for here): Ready goes Unknown meanwhile, the condition stays True.
+      const checked = await reconcileWatching(NS, 'alpha-cluster-addon', 2);
+      expect(checked.synced).toEqual(['True/Synced']);
+      // Progress is no news: applying, waiting and checking again made no Event, only the failure did.
+      expect((await eventsOf('ClusterAddon', 'alpha')).filter((event) => !event.endsWith('ManifestsPublished') && !event.endsWith('SyncFailed'))).toEqual([]);
     }, 600_000);
 
     it('k: BeforeClusterUpgrade holds the upgrade until real Flux reports the publishing revision Ready on every stage of the target release, then lets it go', async () => {
@@ -265,6 +309,7 @@ describe('real Flux: SOPS decryption, ManifestsSynced and the upgrade gate', () 
         if (Number(answer.body['retryAfterSeconds']) > 0) held.push(String(answer.body['message']));
         // It never lets the upgrade go before Flux reported the publishing commit applied and Ready on every stage.
         else expect(fluxBefore || (await appliedByFlux()), String(answer.body['message'])).toBe(true);
+        if (/changed spec/.test(String(answer.body['message']))) held.push(`DEBUG ${JSON.stringify((await kustomization(NS, 'alpha-metrics-server')).status)}`);
         return answer;
       };
       expect((await callAndCheck()).body['retryAfterSeconds']).toBe(3);
@@ -304,6 +349,7 @@ describe('real Flux: SOPS decryption, ManifestsSynced and the upgrade gate', () 
       });
       expect(await appliedByFlux()).toBe(true);
       expect(held.length).toBeGreaterThanOrEqual(3);
+      console.log(held.filter((m) => m.startsWith('DEBUG')).join('\n'));
       console.log(`BeforeClusterUpgrade held ${held.length} times, e.g.: ${held.slice(-2).join(' | ')}`);
     }, 600_000);
   });

@@ -281,6 +281,39 @@ describe('syncStateOf', () => {
     expect(syncStateOf('flux', [flux('a', `./${dir}`, 'False', HEAD)], [dir], order).get(dir)).toMatchObject({ state: 'failed', message: expect.stringContaining('HealthCheckFailed') });
   });
 
+  it('reads a Kustomization Flux reconciles again by its last finished attempt (status.history), waits Flux requeues by itself as progress, and a spec changed since it applied as not applied yet', () => {
+    const dir = `management/${NS}/${V2}`;
+    const OLD = '1'.repeat(40);
+    // What kustomize-controller writes at the start of every reconcile, periodic and retried ones too.
+    const reconciling = (applied: string, last?: { outcome: string; revision: string }): KubeObject => {
+      const object = flux('a', `./${dir}`, 'Unknown', applied);
+      const status = object['status'] as Record<string, unknown>;
+      status['conditions'] = [{ type: 'Ready', status: 'Unknown', reason: 'Progressing', message: 'Reconciliation in progress' }];
+      if (last) status['history'] = [{ digest: 'sha256:1', lastReconciledStatus: last.outcome, metadata: { revision: `main@sha1:${last.revision}` }, totalReconciliations: 3 }];
+      return object;
+    };
+    const verdict = (object: KubeObject) => syncStateOf('flux', [object], [dir], order).get(dir);
+    const steady = verdict(flux('a', `./${dir}`, 'True', HEAD))!;
+    // Retrying a failed revision: still failed, not progress (no SyncFailed/Progressing flapping on every retry).
+    expect(verdict(reconciling(OLD, { outcome: 'ReconciliationFailed', revision: HEAD }))).toMatchObject({ state: 'failed', message: `Flux Kustomization flux-system/a is trying again; its last attempt (main@sha1:${HEAD}) failed (ReconciliationFailed)` });
+    // Checking again what it applied and found healthy: still synced, with the same message (no status write).
+    expect(verdict(reconciling(HEAD, { outcome: 'ReconciliationSucceeded', revision: HEAD }))).toEqual(steady);
+    // A new revision on its way, or a first reconcile: progress.
+    expect(verdict(reconciling(OLD, { outcome: 'ReconciliationSucceeded', revision: OLD }))).toMatchObject({ state: 'progressing', message: expect.stringContaining(`waiting for it to apply commit ${HEAD}`) });
+    expect(verdict(reconciling(OLD))).toMatchObject({ state: 'progressing', message: 'Flux Kustomization flux-system/a is reconciling: Reconciliation in progress' });
+    // Waits Flux requeues by itself: no source artifact yet (right after the bootstrap), health checks cancelled for a newer revision.
+    for (const reason of ['ArtifactFailed', 'HealthCheckCanceled']) {
+      const waiting = flux('a', `./${dir}`, 'False', OLD);
+      (waiting['status'] as { conditions: Record<string, unknown>[] }).conditions[0]!['reason'] = reason;
+      expect(verdict(waiting)?.state).toBe('progressing');
+    }
+    // Ready from before the spec changed (Flux sets observedGeneration only when a reconcile succeeds).
+    const changed = flux('a', `./${dir}`, 'True', HEAD);
+    changed.metadata.generation = 3;
+    (changed['status'] as Record<string, unknown>)['observedGeneration'] = 2;
+    expect(verdict(changed)).toMatchObject({ state: 'progressing', message: 'Flux Kustomization flux-system/a has not applied its changed spec yet (generation 3, last applied 2)' });
+  });
+
   it('reads Argo CD sync and health, including drift per object', () => {
     const dir = `clusters/${NS}/alpha/cni`;
     const app = (sync: string, health: string): KubeObject => ({

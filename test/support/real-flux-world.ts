@@ -109,13 +109,19 @@ export async function waitInWorld(world: FluxWorld, what: string, check: () => P
   }
 }
 
-/** What `flux reconcile` does: asks a Flux controller to reconcile the object now, without waiting for its interval. */
-export async function requestReconcile(client: KubeClient, apiPath: string): Promise<void> {
+/**
+ * What `flux reconcile` does: asks a Flux controller to reconcile the object now, without waiting
+ * for its interval. Returns the request's token, which Flux copies to `status.lastHandledReconcileAt`
+ * when that reconcile has finished.
+ */
+export async function requestReconcile(client: KubeClient, apiPath: string): Promise<string> {
+  const token = new Date().toISOString() + Math.random();
   const response = await client.request('PATCH', apiPath, {
-    body: { metadata: { annotations: { 'reconcile.fluxcd.io/requestedAt': new Date().toISOString() + Math.random() } } },
+    body: { metadata: { annotations: { 'reconcile.fluxcd.io/requestedAt': token } } },
     contentType: 'application/merge-patch+json',
   });
   if (response.status !== 200) throw new Error(`PATCH ${apiPath}: ${response.status} ${response.text}`);
+  return token;
 }
 
 /** Writes `status` through the status subresource, as the object's own controller would (neither server runs one). */
