@@ -312,6 +312,11 @@ describe('syncStateOf', () => {
     changed.metadata.generation = 3;
     (changed['status'] as Record<string, unknown>)['observedGeneration'] = 2;
     expect(verdict(changed)).toMatchObject({ state: 'progressing', message: 'Flux Kustomization flux-system/a has not applied its changed spec yet (generation 3, last applied 2)' });
+    // Between Flux's two status patches: a new Kustomization already Ready=True, its applied revision not written yet.
+    const fresh = flux('a', `./${dir}`, 'True', HEAD);
+    fresh.metadata.generation = 1;
+    fresh['status'] = { observedGeneration: -1, conditions: (fresh['status'] as { conditions: unknown[] }).conditions };
+    expect(verdict(fresh)).toMatchObject({ state: 'progressing', message: 'Flux Kustomization flux-system/a has not finished its first reconcile' });
   });
 
   it('reads Argo CD sync and health, including drift per object', () => {

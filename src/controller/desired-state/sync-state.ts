@@ -141,7 +141,10 @@ function fluxVerdict(object: KubeObject, dir: string, order: RevisionOrder): Uni
     return { ...base, state: waiting ? 'progressing' : 'failed', message: `${source} is not ready (${ready.reason ?? 'NotReady'}): ${ready.message ?? 'no message'}` };
   }
   // As kstatus reads it: Flux sets observedGeneration when a reconcile succeeds, so a lower one
-  // means the spec changed (a new path, decryption, health checks) since what it applied.
+  // means the spec changed (a new path, decryption, health checks) since what it applied. It also
+  // covers the moment between Flux's two status patches (conditions first, then
+  // lastAppliedRevision and observedGeneration): a new Kustomization is Ready=True there with no
+  // applied revision (observedGeneration -1, the CRD's default), which must not count as applied.
   const generation = record(object.metadata)['generation'];
   const observed = status['observedGeneration'];
   if (typeof generation === 'number' && typeof observed === 'number' && observed < generation) {
