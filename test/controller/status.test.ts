@@ -170,6 +170,16 @@ describe('desiredState', () => {
     expect(state.events.some((event) => event.reason === 'ClusterClassUnknown' && event.regarding.name === 'bravo')).toBe(true);
   });
 
+  it('records an Event when a ClusterAddon fails to sync, none while the engine is applying it', () => {
+    const clusters = [live(aCluster('alpha', V3), 'c1')];
+    const units = [releaseUnit(V3), stageUnit('alpha', V3, 'cni', 0)];
+    const verdict = (state: 'progressing' | 'failed') => new Map([[`clusters/${NS}/alpha/cni`, { engine: 'flux' as const, source: `Flux Kustomization ${NS}/alpha-cni`, state, message: `Flux Kustomization ${NS}/alpha-cni ${state}` }]]);
+    const syncEvents = (state: 'progressing' | 'failed') => desiredState(inputsFor({ stacks: [stack], clusters, tags: [V3], units, engine: 'flux', sync: verdict(state), publish: { outcome: 'unchanged' } })).events
+      .filter((event) => event.regarding.kind === 'ClusterAddon').map((event) => `${event.type} ${event.reason}`);
+    expect(syncEvents('progressing')).toEqual([]);
+    expect(syncEvents('failed')).toEqual(['Warning SyncFailed']);
+  });
+
   it("keeps each lifecycle hook's last outcome and the LifecycleHook condition across a controller restart, computed from the ClusterAddon as read back", () => {
     const clusters = [live(aCluster('alpha', V3), 'c1')];
     const units = [releaseUnit(V3), stageUnit('alpha', V3, 'cni', 0)];
