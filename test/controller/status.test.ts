@@ -170,6 +170,16 @@ describe('desiredState', () => {
     expect(state.events.some((event) => event.reason === 'ClusterClassUnknown' && event.regarding.name === 'bravo')).toBe(true);
   });
 
+  it('records an Event when a ClusterAddon fails to sync, none while the engine is applying it', () => {
+    const clusters = [live(aCluster('alpha', V3), 'c1')];
+    const units = [releaseUnit(V3), stageUnit('alpha', V3, 'cni', 0)];
+    const verdict = (state: 'progressing' | 'failed') => new Map([[`clusters/${NS}/alpha/cni`, { engine: 'flux' as const, source: `Flux Kustomization ${NS}/alpha-cni`, state, message: `Flux Kustomization ${NS}/alpha-cni ${state}` }]]);
+    const syncEvents = (state: 'progressing' | 'failed') => desiredState(inputsFor({ stacks: [stack], clusters, tags: [V3], units, engine: 'flux', sync: verdict(state), publish: { outcome: 'unchanged' } })).events
+      .filter((event) => event.regarding.kind === 'ClusterAddon').map((event) => `${event.type} ${event.reason}`);
+    expect(syncEvents('progressing')).toEqual([]);
+    expect(syncEvents('failed')).toEqual(['Warning SyncFailed']);
+  });
+
   it("keeps each lifecycle hook's last outcome and the LifecycleHook condition across a controller restart, computed from the ClusterAddon as read back", () => {
     const clusters = [live(aCluster('alpha', V3), 'c1')];
     const units = [releaseUnit(V3), stageUnit('alpha', V3, 'cni', 0)];
@@ -279,6 +289,44 @@ describe('syncStateOf', () => {
     expect(syncStateOf('flux', [flux('a', `./${dir}`, 'True', HEAD)], [dir], order).get(dir)).toMatchObject({ state: 'synced', revision: `main@sha1:${HEAD}` });
     expect(syncStateOf('flux', [flux('a', `./${dir}`, 'True', '1'.repeat(40))], [dir], order).get(dir)?.state).toBe('progressing');
     expect(syncStateOf('flux', [flux('a', `./${dir}`, 'False', HEAD)], [dir], order).get(dir)).toMatchObject({ state: 'failed', message: expect.stringContaining('HealthCheckFailed') });
+  });
+
+  it('reads a Kustomization Flux reconciles again by its last finished attempt (status.history), waits Flux requeues by itself as progress, and a spec changed since it applied as not applied yet', () => {
+    const dir = `management/${NS}/${V2}`;
+    const OLD = '1'.repeat(40);
+    // What kustomize-controller writes at the start of every reconcile, periodic and retried ones too.
+    const reconciling = (applied: string, last?: { outcome: string; revision: string }): KubeObject => {
+      const object = flux('a', `./${dir}`, 'Unknown', applied);
+      const status = object['status'] as Record<string, unknown>;
+      status['conditions'] = [{ type: 'Ready', status: 'Unknown', reason: 'Progressing', message: 'Reconciliation in progress' }];
+      if (last) status['history'] = [{ digest: 'sha256:1', lastReconciledStatus: last.outcome, metadata: { revision: `main@sha1:${last.revision}` }, totalReconciliations: 3 }];
+      return object;
+    };
+    const verdict = (object: KubeObject) => syncStateOf('flux', [object], [dir], order).get(dir);
+    const steady = verdict(flux('a', `./${dir}`, 'True', HEAD))!;
+    // Retrying a failed revision: still failed, not progress (no SyncFailed/Progressing flapping on every retry).
+    expect(verdict(reconciling(OLD, { outcome: 'ReconciliationFailed', revision: HEAD }))).toMatchObject({ state: 'failed', message: `Flux Kustomization flux-system/a is trying again; its last attempt (main@sha1:${HEAD}) failed (ReconciliationFailed)` });
+    // Checking again what it applied and found healthy: still synced, with the same message (no status write).
+    expect(verdict(reconciling(HEAD, { outcome: 'ReconciliationSucceeded', revision: HEAD }))).toEqual(steady);
+    // A new revision on its way, or a first reconcile: progress.
+    expect(verdict(reconciling(OLD, { outcome: 'ReconciliationSucceeded', revision: OLD }))).toMatchObject({ state: 'progressing', message: expect.stringContaining(`waiting for it to apply commit ${HEAD}`) });
+    expect(verdict(reconciling(OLD))).toMatchObject({ state: 'progressing', message: 'Flux Kustomization flux-system/a is reconciling: Reconciliation in progress' });
+    // Waits Flux requeues by itself: no source artifact yet (right after the bootstrap), health checks cancelled for a newer revision.
+    for (const reason of ['ArtifactFailed', 'HealthCheckCanceled']) {
+      const waiting = flux('a', `./${dir}`, 'False', OLD);
+      (waiting['status'] as { conditions: Record<string, unknown>[] }).conditions[0]!['reason'] = reason;
+      expect(verdict(waiting)?.state).toBe('progressing');
+    }
+    // Ready from before the spec changed (Flux sets observedGeneration only when a reconcile succeeds).
+    const changed = flux('a', `./${dir}`, 'True', HEAD);
+    changed.metadata.generation = 3;
+    (changed['status'] as Record<string, unknown>)['observedGeneration'] = 2;
+    expect(verdict(changed)).toMatchObject({ state: 'progressing', message: 'Flux Kustomization flux-system/a has not applied its changed spec yet (generation 3, last applied 2)' });
+    // Between Flux's two status patches: a new Kustomization already Ready=True, its applied revision not written yet.
+    const fresh = flux('a', `./${dir}`, 'True', HEAD);
+    fresh.metadata.generation = 1;
+    fresh['status'] = { observedGeneration: -1, conditions: (fresh['status'] as { conditions: unknown[] }).conditions };
+    expect(verdict(fresh)).toMatchObject({ state: 'progressing', message: 'Flux Kustomization flux-system/a has not finished its first reconcile' });
   });
 
   it('reads Argo CD sync and health, including drift per object', () => {

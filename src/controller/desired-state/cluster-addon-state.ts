@@ -196,6 +196,9 @@ function addonEvents(input: StatusInputs, desired: DesiredAddon, dirs: string[])
     const condition = after.find((candidate) => candidate.type === type);
     // A render that failed as a whole is reported once, on the ClusterStacks, not per Cluster.
     if (!condition || (type === MANIFESTS_RENDERED && input.renderFailure)) continue;
+    // The engine applying a new revision is progress, not news: real Flux marks every Kustomization
+    // Ready=Unknown while it applies, so an Event here would come with every publish (as for releases).
+    if (type === MANIFESTS_SYNCED && condition.reason !== 'SyncFailed' && condition.reason !== 'OutOfSync') continue;
     const event = eventOnFailure(subject, before, condition);
     if (event) events.push(event);
   }

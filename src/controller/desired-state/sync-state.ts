@@ -98,6 +98,23 @@ function text(value: unknown): string | undefined {
   return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
+/** Flux's record of its last finished attempt (`status.history`, newest first): the outcome (a Ready reason) and the revision. */
+function lastFluxAttempt(status: Record<string, unknown>): { outcome: string; revision?: string } | undefined {
+  const history = Array.isArray(status['history']) ? (status['history'] as unknown[]) : [];
+  const latest = record(history[0]);
+  const outcome = text(latest['lastReconciledStatus']);
+  if (!outcome) return undefined;
+  const revision = text(record(latest['metadata'])['revision']);
+  return { outcome, ...(revision ? { revision } : {}) };
+}
+
+/**
+ * Ready reasons of a Kustomization on its way rather than failed, which kustomize-controller
+ * requeues by itself: a dependency not Ready yet, no artifact of its source yet (right after the
+ * bootstrap, before source-controller fetched it), health checks cancelled for a newer revision.
+ */
+const FLUX_WAITING_REASONS = new Set(['Progressing', 'DependencyNotReady', 'ArtifactFailed', 'HealthCheckCanceled']);
+
 function fluxVerdict(object: KubeObject, dir: string, order: RevisionOrder): UnitSync {
   const source = describe('flux', object);
   const status = record(object['status']);
@@ -106,10 +123,33 @@ function fluxVerdict(object: KubeObject, dir: string, order: RevisionOrder): Uni
   const ready = findCondition(status['conditions'] as { type: string; status?: string; reason?: string; message?: string }[] | undefined, 'Ready');
   const base = { engine: 'flux' as const, source, ...(revision ? { revision } : {}) };
   if (spec['suspend'] === true) return { ...base, state: 'out-of-sync', message: `${source} is suspended: Flux neither applies changes nor corrects drift; resume it with flux resume kustomization` };
-  if (!ready || ready.status === 'Unknown') return { ...base, state: 'progressing', message: `${source} is reconciling${ready?.message ? `: ${ready.message}` : ''}` };
-  if (ready.status === 'False') {
-    const progressing = ready.reason === 'Progressing' || ready.reason === 'DependencyNotReady';
-    return { ...base, state: progressing ? 'progressing' : 'failed', message: `${source} is not ready (${ready.reason ?? 'NotReady'}): ${ready.message ?? 'no message'}` };
+  if (!ready || ready.status === 'Unknown') {
+    // kustomize-controller marks Ready Unknown at the start of every reconcile, the periodic and
+    // retried ones of a revision it already finished too. Then its last finished attempt says
+    // more than "in progress": a failure stays a failure while Flux tries again (no flapping
+    // between SyncFailed and Progressing, with an Event each time, on every retry), and the
+    // revision it last applied and found healthy stays applied while Flux checks it again.
+    const last = lastFluxAttempt(status);
+    if (last && last.outcome !== 'ReconciliationSucceeded') {
+      return { ...base, state: 'failed', message: `${source} is trying again; its last attempt${last.revision ? ` (${last.revision})` : ''} failed (${last.outcome})` };
+    }
+    if (!last || revision === undefined || last.revision !== revision) {
+      return { ...base, state: 'progressing', message: `${source} is reconciling${ready?.message ? `: ${ready.message}` : ''}` };
+    }
+  } else if (ready.status === 'False') {
+    const waiting = FLUX_WAITING_REASONS.has(ready.reason ?? '');
+    return { ...base, state: waiting ? 'progressing' : 'failed', message: `${source} is not ready (${ready.reason ?? 'NotReady'}): ${ready.message ?? 'no message'}` };
+  }
+  // As kstatus reads it: Flux sets observedGeneration when a reconcile succeeds, so a lower one
+  // means the spec changed (a new path, decryption, health checks) since what it applied. It also
+  // covers the moment between Flux's two status patches (conditions first, then
+  // lastAppliedRevision and observedGeneration): a new Kustomization is Ready=True there with no
+  // applied revision (observedGeneration -1, the CRD's default), which must not count as applied.
+  const generation = record(object.metadata)['generation'];
+  const observed = status['observedGeneration'];
+  if (typeof generation === 'number' && typeof observed === 'number' && observed < generation) {
+    const what = observed < 1 ? 'has not finished its first reconcile' : `has not applied its changed spec yet (generation ${generation}, last applied ${observed})`;
+    return { ...base, state: 'progressing', message: `${source} ${what}` };
   }
   const applied = appliedIncludes(revision, dir, order);
   if (!applied.ok) return { ...base, state: 'progressing', message: `${source} applied ${revision ?? 'nothing yet'}; ${waitingFor(applied, 'apply')}` };

@@ -1,0 +1,182 @@
+// One real Flux world per test file (docs/real-engines.md): a management and a workload API server,
+// Flux's source- and kustomize-controller on the management server, Cluster API's CRDs, and Git
+// served on loopback by `git http-backend`; plus what the scenarios do to it: ask Flux to
+// reconcile now (as `flux reconcile` does), wait with Flux's own view in the failure message, write
+// the status a missing controller would write, bootstrap a published tree with `kubectl apply -k`.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startGitHttpServer, type GitHttpServer } from './git-http-server.js';
+import { GitSandbox } from './git-repos.js';
+import {
+  builtEngine,
+  engineCrdFiles,
+  installCrds,
+  startFluxControllers,
+  startRealKubeApi,
+  waitUntil,
+  type FluxControllers,
+  type KubeClient,
+  type LocalProcess,
+  type RealKubeApi,
+} from './real-kube-api/index.js';
+
+export const KUSTOMIZATIONS = '/apis/kustomize.toolkit.fluxcd.io/v1/namespaces';
+export const GIT_REPOSITORIES = '/apis/source.toolkit.fluxcd.io/v1/namespaces';
+
+export interface FluxWorld {
+  management: RealKubeApi;
+  workload: RealKubeApi;
+  flux: FluxControllers;
+  git: GitHttpServer;
+  sandbox: GitSandbox;
+  /** The processes whose exit fails a wait (Flux, both API servers and their etcd). */
+  watched: LocalProcess[];
+  mgmt(): KubeClient;
+  wl(): KubeClient;
+  /** Stops everything it started and removes its temporary files; fails if a process outlives it. */
+  stop(): Promise<void>;
+}
+
+/** Starts both servers, the Cluster API CRDs, Flux (dependency waits of 2 s) and the Git server. */
+export async function startFluxWorld(options: { kustomizeControllerArgs?: string[] } = {}): Promise<FluxWorld> {
+  const [management, workload] = await Promise.all([startRealKubeApi({ name: 'management' }), startRealKubeApi({ name: 'workload' })]);
+  let flux: FluxControllers | undefined;
+  let git: GitHttpServer | undefined;
+  const sandbox = new GitSandbox();
+  const stop = async (): Promise<void> => {
+    await flux?.stop();
+    await git?.close();
+    await Promise.all([management.stop(), workload.stop()]);
+    sandbox.cleanup();
+    const alive = [flux?.sourceController, flux?.kustomizeController, ...management.processes, ...workload.processes].filter((process) => process && !process.exited());
+    if (alive.length > 0) throw new Error(`still running: ${alive.map((process) => `${process!.name} (pid ${process!.pid})`).join(', ')}`);
+  };
+  try {
+    await installCrds(management, [...engineCrdFiles('cluster-api'), ...engineCrdFiles('cluster-api-docker')]);
+    // A dependency not yet Ready is looked at again after 2 s instead of 30 s, to keep files short.
+    flux = await startFluxControllers(management, { kustomizeControllerArgs: ['--requeue-dependency=2s', ...(options.kustomizeControllerArgs ?? [])] });
+    git = await startGitHttpServer({ projectRoot: sandbox.root });
+  } catch (error) {
+    await stop().catch(() => undefined);
+    throw error;
+  }
+  return {
+    management,
+    workload,
+    flux,
+    git,
+    sandbox,
+    watched: [flux.sourceController, flux.kustomizeController, ...management.processes, ...workload.processes],
+    mgmt: () => management.admin.client,
+    wl: () => workload.admin.client,
+    stop,
+  };
+}
+
+/** The engine versions a file ran against, for its log. */
+export function fluxEngineVersions(): string {
+  return `kube-apiserver ${builtEngine('kubernetes').version}, etcd ${builtEngine('etcd').version}, source-controller ${builtEngine('source-controller').version}, kustomize-controller ${builtEngine('kustomize-controller').version}, cluster-api CRDs ${builtEngine('cluster-api').version}`;
+}
+
+/** A condition of a live object, by type. */
+export function conditionOf(object: any, type: string): { type: string; status: string; reason?: string; message?: string } | undefined {
+  return (object?.status?.conditions ?? []).find((c: any) => c.type === type);
+}
+
+/** Whether a live object's Ready condition is True. */
+export function isReady(object: any): boolean {
+  return conditionOf(object, 'Ready')?.status === 'True';
+}
+
+/** Every Flux Kustomization with its Ready condition and inventory size: what a failed wait prints. */
+export async function fluxState(client: KubeClient): Promise<string> {
+  const list = await client.get('/apis/kustomize.toolkit.fluxcd.io/v1/kustomizations');
+  return list.items.map((k: any) => {
+    const ready = conditionOf(k, 'Ready');
+    return `${k.metadata.namespace}/${k.metadata.name}${k.metadata.deletionTimestamp ? ' (deleting)' : ''}: Ready=${ready?.status ?? '-'} ${ready?.reason ?? ''} ${String(ready?.message ?? '').slice(0, 300)} [applied ${k.status?.lastAppliedRevision ?? '-'}, ${k.status?.inventory?.entries?.length ?? 0} in inventory]`;
+  }).join('\n');
+}
+
+/** waitUntil on the world's processes, failing with Flux's view of things (and `extra`) instead of every log's tail. */
+export async function waitInWorld(world: FluxWorld, what: string, check: () => Promise<boolean>, timeoutMs: number, extra?: () => Promise<string> | string): Promise<void> {
+  try {
+    await waitUntil(what, check, world.watched, timeoutMs);
+  } catch (error) {
+    const more = extra ? `\n${await extra()}` : '';
+    throw new Error(`${String((error as Error).message).split('\n')[0]}\nFlux Kustomizations:\n${await fluxState(world.mgmt())}${more}`);
+  }
+}
+
+/**
+ * What `flux reconcile` does: asks a Flux controller to reconcile the object now, without waiting
+ * for its interval. Returns the request's token, which Flux copies to `status.lastHandledReconcileAt`
+ * when that reconcile has finished.
+ */
+export async function requestReconcile(client: KubeClient, apiPath: string): Promise<string> {
+  const token = new Date().toISOString() + Math.random();
+  const response = await client.request('PATCH', apiPath, {
+    body: { metadata: { annotations: { 'reconcile.fluxcd.io/requestedAt': token } } },
+    contentType: 'application/merge-patch+json',
+  });
+  if (response.status !== 200) throw new Error(`PATCH ${apiPath}: ${response.status} ${response.text}`);
+  return token;
+}
+
+/** Writes `status` through the status subresource, as the object's own controller would (neither server runs one). */
+export async function setStatus(client: KubeClient, apiPath: string, status: (object: any) => Record<string, unknown>): Promise<void> {
+  const object = await client.get(apiPath);
+  const response = await client.request('PATCH', `${apiPath}/status`, { body: { status: status(object) }, contentType: 'application/merge-patch+json' });
+  if (response.status !== 200) throw new Error(`PATCH ${apiPath}/status: ${response.status} ${response.text}`);
+}
+
+const now = (): string => new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+
+/** kstatus calls a DaemonSet Current once its controller observed it with every pod in place: here `pods` of `pods`. */
+export const daemonSetRolledOut = (pods = 0) => (daemonSet: any): Record<string, unknown> => ({
+  observedGeneration: daemonSet.metadata.generation, desiredNumberScheduled: pods, currentNumberScheduled: pods, updatedNumberScheduled: pods, numberAvailable: pods, numberReady: pods, numberMisscheduled: 0,
+});
+
+/** A Deployment whose replicas are all updated, ready and available, as kstatus requires. */
+export const deploymentRolledOut = (deployment: any): Record<string, unknown> => {
+  const replicas = deployment.spec.replicas;
+  return {
+    observedGeneration: deployment.metadata.generation, replicas, updatedReplicas: replicas, readyReplicas: replicas, availableReplicas: replicas,
+    conditions: [
+      { type: 'Available', status: 'True', reason: 'MinimumReplicasAvailable', message: '', lastUpdateTime: now(), lastTransitionTime: now() },
+      { type: 'Progressing', status: 'True', reason: 'NewReplicaSetAvailable', message: '', lastUpdateTime: now(), lastTransitionTime: now() },
+    ],
+  };
+};
+
+/** What CAPI's ClusterClass controller reports once the class's variables are reconciled (v1beta2). */
+export const classReconciled = (cls: any): Record<string, unknown> => ({
+  observedGeneration: cls.metadata.generation,
+  conditions: [{ type: 'VariablesReady', status: 'True', reason: 'VariablesReady', message: '', observedGeneration: cls.metadata.generation, lastTransitionTime: now() }],
+});
+
+/** The README's bootstrap: `kubectl apply -k flux` from a checkout of `bare`'s main branch, on the management server. */
+export function bootstrapFlux(world: FluxWorld, bare: string): void {
+  const checkout = mkdtempSync(path.join(os.tmpdir(), 'csk-flux-bootstrap-'));
+  try {
+    execFileSync('git', ['clone', '--quiet', '--branch', 'main', bare, checkout], { stdio: 'pipe' });
+    execFileSync('kubectl', ['--kubeconfig', world.management.admin.kubeconfigFile, 'apply', '-k', path.join(checkout, 'flux')], { encoding: 'utf8', stdio: 'pipe' });
+  } finally {
+    rmSync(checkout, { recursive: true, force: true });
+  }
+}
+
+/** Puts `kubeconfig` into Cluster API's `<cluster>-kubeconfig` Secret (key `value`) on the management server. */
+export async function writeClusterKubeconfig(world: FluxWorld, namespace: string, cluster: string, kubeconfig: string): Promise<void> {
+  const response = await world.mgmt().request('POST', `/api/v1/namespaces/${namespace}/secrets`, {
+    body: { metadata: { name: `${cluster}-kubeconfig`, namespace, labels: { 'cluster.x-k8s.io/cluster-name': cluster } }, type: 'cluster.x-k8s.io/secret', stringData: { value: kubeconfig } },
+  });
+  if (response.status !== 201) throw new Error(`creating Secret ${namespace}/${cluster}-kubeconfig: ${response.status} ${response.text}`);
+}
+
+/** Creates a namespace (on either server); an existing one is fine. */
+export async function ensureNamespace(client: KubeClient, name: string): Promise<void> {
+  const response = await client.request('POST', '/api/v1/namespaces', { body: { metadata: { name } } });
+  if (response.status !== 201 && response.status !== 409) throw new Error(`creating namespace ${name}: ${response.status} ${response.text}`);
+}
