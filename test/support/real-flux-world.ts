@@ -91,7 +91,7 @@ export function isReady(object: any): boolean {
 }
 
 /** Every Flux Kustomization with its Ready condition and inventory size: what a failed wait prints. */
-export async function fluxState(client: KubeClient): Promise<string> {
+async function fluxState(client: KubeClient): Promise<string> {
   const list = await client.get('/apis/kustomize.toolkit.fluxcd.io/v1/kustomizations');
   return list.items.map((k: any) => {
     const ready = conditionOf(k, 'Ready');
@@ -105,7 +105,7 @@ export async function waitInWorld(world: FluxWorld, what: string, check: () => P
     await waitUntil(what, check, world.watched, timeoutMs);
   } catch (error) {
     const more = extra ? `\n${await extra()}` : '';
-    throw new Error(`${String((error as Error).message).split('\n')[0]}\nFlux Kustomizations:\n${await fluxState(world.mgmt())}${more}`);
+    throw new Error(`${String((error as Error).message).split('\n')[0]}\nFlux Kustomizations:\n${await fluxState(world.mgmt())}${more}`, { cause: error });
   }
 }
 

@@ -12,8 +12,8 @@ import { decodeYamlDocuments } from '../../src/yaml/kube-yaml.js';
 import type { RealKubeApi } from './real-kube-api/index.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
-export const CONTROLLER_NAMESPACE = 'clusterstack-system';
-export const CONTROLLER_SERVICE_ACCOUNT = 'clusterstack-gitops-controller';
+const CONTROLLER_NAMESPACE = 'clusterstack-system';
+const CONTROLLER_SERVICE_ACCOUNT = 'clusterstack-gitops-controller';
 /** Kinds of the overlay not applied here: cert-manager's (not installed) and the Deployment (the test runs the controller itself). */
 const NOT_APPLIED = new Set(['Certificate', 'Issuer', 'Deployment']);
 

@@ -5,6 +5,6 @@ export { installCrds } from './install-crds.js';
 export { type KubeClient } from './kube-client.js';
 export { startKubeControllerManager, type KubeControllerManager } from './kube-controller-manager.js';
 export { waitUntil, type LocalProcess } from './local-process.js';
-export { startRealKubeApi, type RealKubeApi } from './real-kube-api.js';
+export { distinctFreePorts, startRealKubeApi, type RealKubeApi } from './real-kube-api.js';
 export { startFluxControllers, type FluxControllers } from './flux-controllers.js';
 export { describeVerdicts, documentsOfFiles, validateOnServer, type ObjectVerdict } from './server-side-validation.js';
