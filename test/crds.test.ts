@@ -209,9 +209,9 @@ describe.each(KINDS.map((k) => [k.kind, k] as const))('%s CRD, like every CRD of
     expect(crd.spec.versions.map((v) => [v.name, v.served, v.storage])).toEqual([[VERSION, true, true]]);
   });
 
-  it(`has the short name ${shortName} and the categories cluster-api and clusterstack`, () => {
+  it(`has the short name ${shortName} and the categories cluster-api and cluster-stacks (not clusterstack: kubectl would expand that category where the singular is meant)`, () => {
     expect(crd.spec.names.shortNames).toEqual([shortName]);
-    expect(crd.spec.names.categories).toEqual(['cluster-api', 'clusterstack']);
+    expect(crd.spec.names.categories).toEqual(['cluster-api', 'cluster-stacks']);
   });
 
   it('carries the provider label and the Cluster API contract label for v1alpha1', () => {

@@ -8,3 +8,4 @@ export { startLocalProcess, waitUntil, type LocalProcess } from './local-process
 export { distinctFreePorts, kubeconfigYaml, SERVICE_CIDR, startRealKubeApi, type KubeCredential, type RealKubeApi } from './real-kube-api.js';
 export { startFluxControllers, type FluxControllers } from './flux-controllers.js';
 export { describeVerdicts, documentsOfFiles, servedKinds, validateOnServer, type ObjectVerdict, type SourceDocument } from './server-side-validation.js';
+export { auditEvents, describeAuditEvent, serviceAccountKubeconfig, serviceAccountUserName, type AuditEvent } from './service-account.js';
