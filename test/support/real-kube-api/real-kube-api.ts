@@ -35,7 +35,10 @@ export interface RealKubeApi {
   processes: LocalProcess[];
   /** With `auditLog`: the API server's audit log (JSON lines, one event per request at Metadata level). */
   auditLogFile?: string;
-  /** Stops kube-apiserver (SIGTERM, as a rolling restart does) and starts it again on the same port and etcd; resolves once ready. */
+  /**
+   * Kills kube-apiserver (SIGKILL: its graceful SIGTERM drain takes over 10 s) and starts it again on
+   * the same port and etcd, as after a crash; resolves once ready. Clients see their connections cut.
+   */
   restartApiServer(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -168,7 +171,7 @@ export async function startRealKubeApi(options: RealKubeApiOptions = {}): Promis
       async restartApiServer() {
         // In place: callers hold `processes` to watch it.
         const index = processes.findIndex((process) => process.name === `kube-apiserver (${name})`);
-        await processes[index]!.stop();
+        await processes[index]!.kill();
         processes[index] = startApiServer();
         await ready();
       },
