@@ -254,11 +254,11 @@ describe('the controller on a real API server under the shipped RBAC', { timeout
   });
 
   it('fails over: the leader killed, the standby takes the Lease within its duration and goes on', async () => {
-    const holder = ((await read(LEASE)) as { spec: { holderIdentity: string } }).spec.holderIdentity;
+    const holder = ((await read(LEASE)) as unknown as { spec: { holderIdentity: string } }).spec.holderIdentity;
     const standby = holder === 'replica-a' ? 'replica-b' : 'replica-a';
     const killed = Date.now();
     await replicas.get(holder)!.process.killHard();
-    await eventually(`${standby} to take the Lease`, async () => ((await read(LEASE)) as { spec: { holderIdentity?: string } }).spec.holderIdentity === standby, 40_000);
+    await eventually(`${standby} to take the Lease`, async () => ((await read(LEASE)) as unknown as { spec: { holderIdentity?: string } }).spec.holderIdentity === standby, 40_000);
     const takeover = Date.now() - killed;
     timings['takeover after SIGKILL'] = takeover;
     // The standby counts the lease duration (15 s) from the last renewal it observed, which it may

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateClusterStack } from '../src/api/validate.js';
 import { runClusterstack, tempDir, writeTree } from './support/cli.js';
+import { fullClusterAddon, fullClusterStack, fullClusterStackRelease } from './support/full-crd-objects.js';
 import {
   describeVerdicts,
   documentsOfFiles,
@@ -291,7 +292,7 @@ describe('strict server-side validation on a real API server', () => {
       expect((await admitted('clusterstacks', aStack({ addonValues, addonStageValues }))).spec).toMatchObject({ addonValues, addonStageValues });
     });
 
-    it.each([
+    const refusals: [string, Record<string, unknown>, RegExp][] = [
       ['a provider containing a dash', { provider: 'do-cker' }, /spec\.provider: Invalid value: "do-cker": spec\.provider in body should match/],
       ['a name containing a dash', { name: 'fer-rol' }, /spec\.name: Invalid value: "fer-rol": spec\.name in body should match/],
       ['a name with capitals', { name: 'Ferrol' }, /spec\.name: Invalid value: "Ferrol": spec\.name in body should match/],
@@ -301,9 +302,10 @@ describe('strict server-side validation on a real API server', () => {
       ['a kubernetesVersion with a v prefix', { kubernetesVersion: 'v1.30' }, /spec\.kubernetesVersion: Invalid value: "v1\.30": spec\.kubernetesVersion in body should match/],
       ['a kubernetesVersion with a leading zero, which would not round-trip through release tags', { kubernetesVersion: '1.030' }, /spec\.kubernetesVersion: Invalid value: "1\.030": spec\.kubernetesVersion in body should match/],
       ['a non-boolean autoSubscribe', { autoSubscribe: 'yes' }, /spec\.autoSubscribe: Invalid value: "string": spec\.autoSubscribe in body must be of type boolean/],
-      ...['3', 'v1.alpha-5', 'v1-alpha-5', 'v01', 'v1-Alpha.5', 'v1-alpha.'].map((version) => [`a version ${version}`, { versions: ['v1', version] }, /spec\.versions\[1\]: Invalid value: ".*": spec\.versions\[1\] in body should match/] as const),
-      ...['Alpha', 'pre-release', '1rc', ''].map((channel) => [`a channel ${JSON.stringify(channel)}`, { channel }, /spec\.channel: Invalid value: /] as const),
-    ])('refuses %s', async (_label, spec, message) => {
+      ...['3', 'v1.alpha-5', 'v1-alpha-5', 'v01', 'v1-Alpha.5', 'v1-alpha.'].map((version): [string, Record<string, unknown>, RegExp] => [`a version ${version}`, { versions: ['v1', version] }, /spec\.versions\[1\]: Invalid value: ".*": spec\.versions\[1\] in body should match/]),
+      ...['Alpha', 'pre-release', '1rc', ''].map((channel): [string, Record<string, unknown>, RegExp] => [`a channel ${JSON.stringify(channel)}`, { channel }, /spec\.channel: Invalid value: /]),
+    ];
+    it.each(refusals)('refuses %s', async (_label, spec, message) => {
       expect(await refusal('clusterstacks', aStack(spec))).toMatch(message);
     });
 
@@ -375,6 +377,18 @@ describe('strict server-side validation on a real API server', () => {
       expect(release.body.status).toEqual({ kubernetesVersion: '1.27.3', ready: false });
       const addon = await statusWrite('clusteraddons', 'status-target', { stages: [] });
       expect(addon.body.status).toMatchObject({ ready: false });
+    });
+
+    it('stores an object of each kind with every field of the types filled in, spec and status, dropping nothing', async () => {
+      for (const [plural, object] of [['clusterstacks', fullClusterStack], ['clusterstackreleases', fullClusterStackRelease], ['clusteraddons', fullClusterAddon]] as const) {
+        const { status, ...rest } = object as { status: Record<string, unknown> };
+        const created = await api!.admin.client.request('POST', `${NS_PATH}/${plural}`, { body: rest, query: { fieldValidation: 'Strict' } });
+        expect(created.status, created.text).toBe(201);
+        expect(created.body.spec, plural).toEqual((rest as { spec: unknown }).spec);
+        const written = await statusWrite(plural, (rest as { metadata: { name: string } }).metadata.name, status);
+        expect(written.status, written.text).toBe(200);
+        expect(written.body.status, plural).toEqual(status);
+      }
     });
 
     it('refuses a ClusterAddon whose clusterRef is not an object', async () => {
