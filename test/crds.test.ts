@@ -13,7 +13,6 @@ import {
   celRules,
   compareWithType,
   type CustomResourceDefinition,
-  defaultProblems,
   isTransitionRule,
   loadCrd,
   resolveColumnPath,
@@ -71,10 +70,6 @@ describe.each(KINDS.map((k) => [k.kind, k] as const))('%s CRD, like every CRD of
 
   it('has a structural schema', () => {
     expect(structuralProblems(schema)).toEqual([]);
-  });
-
-  it('has defaults that are valid against their own schema', () => {
-    expect(defaultProblems(schema)).toEqual([]);
   });
 
   it('has printer columns whose jsonPaths exist in the schema with the column type', () => {
