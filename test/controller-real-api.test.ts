@@ -51,6 +51,7 @@ function aStack(name: string, spec: Record<string, unknown> = {}): Record<string
   return { apiVersion: 'clusterstack.x-k8s.io/v1alpha1', kind: 'ClusterStack', metadata: { name, namespace: NS }, spec: { provider: 'docker', name: 'ferrol', kubernetesVersion: '1.30', versions: ['v2'], noProvider: true, ...spec } };
 }
 
+/** A Cluster as Cluster API 1.14 stores it (v1beta2): its class in classRef, its control plane named by group only. */
 function aCluster(name: string, className: string): Record<string, unknown> {
   return {
     apiVersion: 'cluster.x-k8s.io/v1beta2',
@@ -59,6 +60,7 @@ function aCluster(name: string, className: string): Record<string, unknown> {
     spec: {
       controlPlaneEndpoint: { host: `${name}.test`, port: 6443 },
       clusterNetwork: { pods: { cidrBlocks: ['10.0.0.0/16'] } },
+      controlPlaneRef: { apiGroup: 'controlplane.cluster.x-k8s.io', kind: 'KubeadmControlPlane', name: `${name}-cp` },
       topology: { classRef: { name: className }, version: kubernetesVersionOf(className) },
     },
   };
@@ -251,6 +253,23 @@ describe('the controller on a real API server under the shipped RBAC', { timeout
     expect(listed).toMatch(/^clusteraddon\.clusterstack\.x-k8s\.io\/alpha$/m);
   });
 
+  it('keeps the addons and the ClusterAddon of a published Cluster whose class it can no longer read, saying why', async () => {
+    const addonsOf = () => Object.entries(git.files(remote, 'main')).filter(([file]) => file.startsWith(`clusters/${NS}/alpha/`));
+    const before = addonsOf();
+    expect(before.length).toBeGreaterThan(0);
+    // A ClusterClass of someone else's: the Cluster is no longer ours to render, but its addons were published.
+    const patched = await api.admin.client.request('PATCH', `${CLUSTERS}/alpha`, { contentType: 'application/merge-patch+json', body: { spec: { topology: { classRef: { name: 'hand-made-class' } } } } });
+    expect(patched.status, patched.text).toBe(200);
+    const held = await eventually('the held Cluster to say why', async () => {
+      const condition = conditionOf(await read(`${ADDONS}/alpha`), 'ClusterClassAvailable');
+      return condition?.status === 'False' && condition;
+    });
+    expect(held.message).toMatch(/spec\.topology\.classRef\.name names hand-made-class, which is not a cluster stack class, but the published tree holds this Cluster's addons/);
+    expect(addonsOf()).toEqual(before);
+    await api.admin.client.request('PATCH', `${CLUSTERS}/alpha`, { contentType: 'application/merge-patch+json', body: { spec: { topology: { classRef: { name: 'docker-ferrol-1-30-v2' } } } } });
+    await eventually('alpha back on its class', async () => conditionOf(await read(`${ADDONS}/alpha`), 'ClusterClassAvailable')?.status === 'True');
+  });
+
   it('keeps reconciling after the API server restarts, its watches opened again', async () => {
     const mark = auditEvents(api).length;
     const restarted = Date.now();
@@ -334,5 +353,8 @@ describe('the controller on a real API server under the shipped RBAC', { timeout
     const clusterWatches = ours.filter((event) => event.verb === 'watch' && event.objectRef?.resource === 'clusters').map((event) => new URL(event.requestURI, api.server).pathname);
     expect(clusterWatches.length).toBeGreaterThan(0);
     expect([...new Set(clusterWatches)]).toEqual(['/apis/cluster.x-k8s.io/v1beta2/clusters']);
+    // The control plane, named by group only, is watched in the version the server prefers.
+    const controlPlaneWatches = ours.filter((event) => event.verb === 'watch' && event.objectRef?.resource === 'kubeadmcontrolplanes').map((event) => new URL(event.requestURI, api.server).pathname);
+    expect([...new Set(controlPlaneWatches)]).toEqual(['/apis/controlplane.cluster.x-k8s.io/v1beta2/kubeadmcontrolplanes']);
   });
 });
