@@ -178,6 +178,9 @@ describe('the controller on a real API server under the shipped RBAC', { timeout
     for (const { process } of replicas.values()) await process.killHard();
     await kcm?.stop();
     await api?.stop();
+    for (const process of [...(api?.processes ?? []), ...(kcm ? [kcm.process] : [])]) {
+      expect(process.exited(), `${process.name} (pid ${process.pid}) is still running`).toBe(true);
+    }
     git?.cleanup();
     if (work) await rm(work, { recursive: true, force: true });
     if (releases) await rm(releases, { recursive: true, force: true });
