@@ -7,7 +7,9 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { validateClusterStack } from '../src/api/validate.js';
 import { runClusterstack, tempDir, writeTree } from './support/cli.js';
+import { fullClusterAddon, fullClusterStack, fullClusterStackRelease } from './support/full-crd-objects.js';
 import {
   describeVerdicts,
   documentsOfFiles,
@@ -190,6 +192,208 @@ describe('strict server-side validation on a real API server', () => {
     expect(wrongName!.message).toContain('.spec.patches[0].definitions[0].jsonPatch: field not declared in schema');
     expect(rightName).toMatchObject({ outcome: 'accepted' });
     expect(wrongType).toMatchObject({ outcome: 'refused' });
+  });
+
+  // The admission cases the CRD emulator of crds.test.ts once answered (schema patterns, required
+  // fields, defaults, pruning, strict validation, the channel rules), now answered by the server.
+  describe("our CRDs' admission, by the server", () => {
+    const NS_PATH = '/apis/clusterstack.x-k8s.io/v1alpha1/namespaces/default';
+    const READY = { type: 'Ready', status: 'True', lastTransitionTime: '2024-05-06T07:08:09Z' };
+    let counter = 0;
+    const aStack = (spec: Record<string, unknown> = {}): Record<string, unknown> => ({
+      apiVersion: 'clusterstack.x-k8s.io/v1alpha1',
+      kind: 'ClusterStack',
+      metadata: { name: `admission-${++counter}`, namespace: 'default' },
+      spec: { provider: 'docker', name: 'ferrol', kubernetesVersion: '1.30', noProvider: true, ...spec },
+    });
+    const withoutField = (object: Record<string, unknown>, field: string): Record<string, unknown> => {
+      const spec = { ...(object['spec'] as Record<string, unknown>) };
+      delete spec[field];
+      return { ...object, spec };
+    };
+    /** A dry-run create; `strict` refuses unknown fields, as our own spec checks do. */
+    const dryCreate = (plural: string, body: unknown, options: { strict?: boolean; yaml?: boolean } = {}) =>
+      api!.admin.client.request('POST', `${NS_PATH}/${plural}`, {
+        body,
+        query: { dryRun: 'All', ...(options.strict === false ? {} : { fieldValidation: 'Strict' }) },
+        ...(options.yaml ? { contentType: 'application/yaml' } : {}),
+      });
+    /** What the server would store for `body` (it must be admitted). */
+    const admitted = async (plural: string, body: unknown, options: { strict?: boolean; yaml?: boolean } = {}) => {
+      const response = await dryCreate(plural, body, options);
+      expect(response.status, response.text).toBe(201);
+      return response.body as { spec: Record<string, unknown>; status?: Record<string, unknown> };
+    };
+    /** The server's message refusing `body` (it must be refused). */
+    const refusal = async (plural: string, body: unknown, options: { yaml?: boolean } = {}): Promise<string> => {
+      const response = await dryCreate(plural, body, options);
+      expect([400, 422], response.text).toContain(response.status);
+      return response.body.message as string;
+    };
+    /** A dry-run status write on a stored object, as the controller writes status. */
+    const statusWrite = (plural: string, name: string, status: Record<string, unknown>) =>
+      api!.admin.client.request('PATCH', `${NS_PATH}/${plural}/${name}/status`, { contentType: 'application/merge-patch+json', body: { status }, query: { dryRun: 'All', fieldValidation: 'Strict' } });
+    const statusRefusal = async (plural: string, name: string, status: Record<string, unknown>): Promise<string> => {
+      const response = await statusWrite(plural, name, status);
+      expect(response.status, response.text).toBe(422);
+      return response.body.message as string;
+    };
+
+    beforeAll(async () => {
+      for (const [plural, body] of [
+        ['clusterstacks', { ...aStack(), metadata: { name: 'status-target', namespace: 'default' } }],
+        ['clusterstackreleases', { apiVersion: 'clusterstack.x-k8s.io/v1alpha1', kind: 'ClusterStackRelease', metadata: { name: 'status-target', namespace: 'default' } }],
+        ['clusteraddons', { apiVersion: 'clusterstack.x-k8s.io/v1alpha1', kind: 'ClusterAddon', metadata: { name: 'status-target', namespace: 'default' }, spec: { clusterRef: { kind: 'Cluster', name: 'bravo' } } }],
+      ] as const) {
+        const response = await api!.admin.client.request('POST', `${NS_PATH}/${plural}`, { body, query: { fieldValidation: 'Strict' } });
+        expect(response.status, response.text).toBe(201);
+      }
+    });
+
+    it('accepts a CSO-style ClusterStack, read as Kubernetes reads YAML', async () => {
+      const yaml = [
+        'apiVersion: clusterstack.x-k8s.io/v1alpha1',
+        'kind: ClusterStack',
+        'metadata: {name: cso-style, namespace: default}',
+        'spec:',
+        '  provider: docker',
+        '  name: ferrol',
+        '  kubernetesVersion: "1.27"',
+        '  channel: stable',
+        '  autoSubscribe: false',
+        '  versions: [v1, v2]',
+        '  providerRef: {apiVersion: infrastructure.clusterstack.x-k8s.io/v1alpha1, kind: DockerClusterStackReleaseTemplate, name: cspotemplate}',
+        '',
+      ].join('\n');
+      expect((await admitted('clusterstacks', yaml, { yaml: true })).spec).toMatchObject({ autoSubscribe: false, noProvider: false, versions: ['v1', 'v2'] });
+      // Unquoted, YAML reads 1.30 as a number.
+      expect(await refusal('clusterstacks', yaml.replace('"1.27"', '1.30'), { yaml: true })).toMatch(/spec\.kubernetesVersion: Invalid value: "number": spec\.kubernetesVersion in body must be of type string/);
+    });
+
+    it('defaults channel stable, autoSubscribe true and noProvider false', async () => {
+      const stored = await admitted('clusterstacks', withoutField(aStack({ providerRef: { kind: 'DockerClusterStackReleaseTemplate', name: 'images' } }), 'noProvider'));
+      expect(stored.spec).toMatchObject({ channel: 'stable', autoSubscribe: true, noProvider: false });
+    });
+
+    it.each([
+      ['stable versions', { channel: 'stable', versions: ['v1', 'v3', 'v10'] }],
+      ['pre-release versions', { channel: 'alpha', versions: ['v1-alpha.5', 'v2-alpha.10'] }],
+      ['hash builds on the custom channel', { channel: 'custom', versions: ['v0-sha.hipstsw', 'v1-sha.abc1234'] }],
+      ['release candidates', { channel: 'rc', versions: ['v4-rc.1'] }],
+      ['a two-digit Kubernetes minor', { kubernetesVersion: '1.100' }],
+      ['a two-digit Kubernetes major', { kubernetesVersion: '10.0' }],
+    ])('accepts %s', async (_label, spec) => {
+      await admitted('clusterstacks', aStack(spec));
+    });
+
+    it('keeps free-form addon values as they are', async () => {
+      const addonValues = { cilium: { hubble: { relay: { enabled: true } } }, list: [1, 'two', { three: 3 }] };
+      const addonStageValues = { cni: { anything: { goes: ['here'] } } };
+      expect((await admitted('clusterstacks', aStack({ addonValues, addonStageValues }))).spec).toMatchObject({ addonValues, addonStageValues });
+    });
+
+    const refusals: [string, Record<string, unknown>, RegExp][] = [
+      ['a provider containing a dash', { provider: 'do-cker' }, /spec\.provider: Invalid value: "do-cker": spec\.provider in body should match/],
+      ['a name containing a dash', { name: 'fer-rol' }, /spec\.name: Invalid value: "fer-rol": spec\.name in body should match/],
+      ['a name with capitals', { name: 'Ferrol' }, /spec\.name: Invalid value: "Ferrol": spec\.name in body should match/],
+      ['an empty provider', { provider: '' }, /spec\.provider: Invalid value: "": spec\.provider in body should be at least 1 chars long/],
+      ['an empty name', { name: '' }, /spec\.name: Invalid value: "": spec\.name in body should be at least 1 chars long/],
+      ['a kubernetesVersion with a patch level', { kubernetesVersion: '1.30.1' }, /spec\.kubernetesVersion: Invalid value: "1\.30\.1": spec\.kubernetesVersion in body should match/],
+      ['a kubernetesVersion with a v prefix', { kubernetesVersion: 'v1.30' }, /spec\.kubernetesVersion: Invalid value: "v1\.30": spec\.kubernetesVersion in body should match/],
+      ['a kubernetesVersion with a leading zero, which would not round-trip through release tags', { kubernetesVersion: '1.030' }, /spec\.kubernetesVersion: Invalid value: "1\.030": spec\.kubernetesVersion in body should match/],
+      ['a non-boolean autoSubscribe', { autoSubscribe: 'yes' }, /spec\.autoSubscribe: Invalid value: "string": spec\.autoSubscribe in body must be of type boolean/],
+      ...['3', 'v1.alpha-5', 'v1-alpha-5', 'v01', 'v1-Alpha.5', 'v1-alpha.'].map((version): [string, Record<string, unknown>, RegExp] => [`a version ${version}`, { versions: ['v1', version] }, /spec\.versions\[1\]: Invalid value: ".*": spec\.versions\[1\] in body should match/]),
+      ...['Alpha', 'pre-release', '1rc', ''].map((channel): [string, Record<string, unknown>, RegExp] => [`a channel ${JSON.stringify(channel)}`, { channel }, /spec\.channel: Invalid value: /]),
+    ];
+    it.each(refusals)('refuses %s', async (_label, spec, message) => {
+      expect(await refusal('clusterstacks', aStack(spec))).toMatch(message);
+    });
+
+    it.each(['provider', 'name', 'kubernetesVersion'])('refuses a spec without %s', async (field) => {
+      expect(await refusal('clusterstacks', withoutField(aStack(), field))).toMatch(new RegExp(`spec\\.${field}: Required value`));
+    });
+
+    it('refuses an object without spec', async () => {
+      expect(await refusal('clusterstacks', { apiVersion: 'clusterstack.x-k8s.io/v1alpha1', kind: 'ClusterStack', metadata: { name: 'no-spec' } })).toMatch(/spec: Required value/);
+    });
+
+    it('drops unknown fields silently unless asked to be strict, and then names them', async () => {
+      const withTypo = { ...aStack({ autosubscribe: false, versions: ['v1'] }), extra: 1 };
+      // The typo is lost and the default applies: the opposite of what the user asked for.
+      const stored = await admitted('clusterstacks', withTypo, { strict: false });
+      expect(stored.spec).not.toHaveProperty('autosubscribe');
+      expect(stored.spec['autoSubscribe']).toBe(true);
+      expect(stored).not.toHaveProperty('extra');
+      expect(await refusal('clusterstacks', withTypo)).toMatch(/strict decoding error: unknown field "extra", unknown field "spec\.autosubscribe"/);
+      // Metadata is ObjectMeta: labels and annotations pass.
+      await admitted('clusterstacks', { ...aStack(), metadata: { name: 'with-metadata', namespace: 'default', labels: { a: 'b' }, annotations: { 'clusterstack.x-k8s.io/release-source': 'github:o/r' } } });
+    });
+
+    describe('the channel rules, said as the controller says them (src/api/channel-rules.ts)', () => {
+      const controller = (spec: Record<string, unknown>): string[] => validateClusterStack(aStack(spec) as never).filter((problem) => /^spec\.(channel|versions)/.test(problem.path ?? '')).map((problem) => problem.message);
+
+      it.each([
+        ['stable versions', { versions: ['v1', 'v3'] }],
+        ['no channel (stable) and no versions', {}],
+        ['pre-release versions on their channel', { channel: 'alpha', versions: ['v1-alpha.5', 'v2-alpha.10'] }],
+        ['hash builds on custom', { channel: 'custom', versions: ['v0-sha.abc1234'] }],
+      ])('admit %s, as the controller does', async (_label, spec) => {
+        await admitted('clusterstacks', aStack(spec));
+        expect(controller(spec)).toEqual([]);
+      });
+
+      it.each([
+        ['a pre-release version on stable', { versions: ['v1', 'v1-alpha.5'] }, 'v1-alpha.5 belongs to the alpha channel, but this ClusterStack follows stable; list only stable versions or change spec.channel'],
+        ['a hash build outside custom', { channel: 'alpha', versions: ['v0-sha.abc1234'] }, 'v0-sha.abc1234 belongs to the custom channel, but this ClusterStack follows alpha; list only alpha versions or change spec.channel'],
+        ['a stable version on custom', { channel: 'custom', versions: ['v3'] }, 'v3 belongs to the stable channel, but this ClusterStack follows custom; list only custom versions or change spec.channel'],
+        ['another pre-release channel', { channel: 'beta', versions: ['v1-alpha.5'] }, 'v1-alpha.5 belongs to the alpha channel, but this ClusterStack follows beta; list only beta versions or change spec.channel'],
+        ['an unknown channel', { channel: 'Beta1' }, 'must be stable, custom or a pre-release channel name such as alpha, found "Beta1"'],
+      ])('refuse %s with the message of the controller', async (_label, spec, message) => {
+        expect(await refusal('clusterstacks', aStack(spec))).toContain(message);
+        expect(controller(spec)).toEqual([message]);
+      });
+    });
+
+    it.each([
+      ['clusterstacks', 'a condition whose status is Maybe', { conditions: [{ ...READY, status: 'Maybe' }] }, /status\.conditions\[0\]\.status: Unsupported value: "Maybe"/],
+      ['clusterstacks', 'a condition without lastTransitionTime', { conditions: [{ type: 'Ready', status: 'True' }] }, /status\.conditions\[0\]\.lastTransitionTime: Required value/],
+      ['clusterstacks', 'a lastTransitionTime that is not RFC 3339', { conditions: [{ ...READY, lastTransitionTime: 'yesterday' }] }, /status\.conditions\[0\]\.lastTransitionTime: Invalid value: "yesterday"/],
+      ['clusterstacks', 'a condition severity Cluster API does not know', { conditions: [{ ...READY, status: 'False', severity: 'Fatal' }] }, /status\.conditions\[0\]\.severity: Unsupported value: "Fatal"/],
+      ['clusterstacks', 'a summary entry with an unknown phase', { summary: [{ name: 'docker-ferrol-1-30-v1', ready: false, phase: 'applying' }] }, /status\.summary\[0\]\.phase: Unsupported value: "applying"/],
+      ['clusterstacks', 'a summary entry without ready', { summary: [{ name: 'docker-ferrol-1-30-v1', phase: 'done' }] }, /status\.summary\[0\]\.ready: Required value/],
+      ['clusterstackreleases', 'a resource status other than synced, not-synced or empty', { resources: [{ kind: 'ClusterClass', name: 'x', status: 'Synced' }] }, /status\.resources\[0\]\.status: Unsupported value: "Synced"/],
+      ['clusterstackreleases', 'a resource without kind', { resources: [{ name: 'x' }] }, /status\.resources\[0\]\.kind: Required value/],
+      ['clusterstackreleases', 'a resource without name', { resources: [{ kind: 'ClusterClass' }] }, /status\.resources\[0\]\.name: Required value/],
+      ['clusterstackreleases', 'a non-boolean ready', { ready: 'true' }, /status\.ready: Invalid value: "string": ready in body must be of type boolean/],
+      ['clusteraddons', 'a stage action other than apply or delete', { stages: [{ name: 'cni', action: 'upgrade' }] }, /status\.stages\[0\]\.action: Unsupported value: "upgrade"/],
+      ['clusteraddons', 'a stage without a name', { stages: [{ action: 'apply' }] }, /status\.stages\[0\]\.name: Required value/],
+      ['clusteraddons', 'a condition whose status is Maybe', { conditions: [{ ...READY, status: 'Maybe' }] }, /status\.conditions\[0\]\.status: Unsupported value: "Maybe"/],
+    ])('refuses in a %s status %s', async (plural, _label, status, message) => {
+      expect(await statusRefusal(plural, 'status-target', status)).toMatch(message);
+    });
+
+    it('defaults ready to false in the status of a ClusterStackRelease and a ClusterAddon', async () => {
+      const release = await statusWrite('clusterstackreleases', 'status-target', { kubernetesVersion: '1.27.3' });
+      expect(release.body.status).toEqual({ kubernetesVersion: '1.27.3', ready: false });
+      const addon = await statusWrite('clusteraddons', 'status-target', { stages: [] });
+      expect(addon.body.status).toMatchObject({ ready: false });
+    });
+
+    it('stores an object of each kind with every field of the types filled in, spec and status, dropping nothing', async () => {
+      for (const [plural, object] of [['clusterstacks', fullClusterStack], ['clusterstackreleases', fullClusterStackRelease], ['clusteraddons', fullClusterAddon]] as const) {
+        const { status, ...rest } = object as { status: Record<string, unknown> };
+        const created = await api!.admin.client.request('POST', `${NS_PATH}/${plural}`, { body: rest, query: { fieldValidation: 'Strict' } });
+        expect(created.status, created.text).toBe(201);
+        expect(created.body.spec, plural).toEqual((rest as { spec: unknown }).spec);
+        const written = await statusWrite(plural, (rest as { metadata: { name: string } }).metadata.name, status);
+        expect(written.status, written.text).toBe(200);
+        expect(written.body.status, plural).toEqual(status);
+      }
+    });
+
+    it('refuses a ClusterAddon whose clusterRef is not an object', async () => {
+      expect(await refusal('clusteraddons', { apiVersion: 'clusterstack.x-k8s.io/v1alpha1', kind: 'ClusterAddon', metadata: { name: 'bad-ref' }, spec: { clusterRef: 'bravo' } })).toMatch(/spec\.clusterRef: Invalid value: "string": spec\.clusterRef in body must be of type object/);
+    });
   });
 
   describe("our CRDs' rules, evaluated by the server", () => {

@@ -4,13 +4,16 @@
 // `kubectl kustomize` builds. The scenario includes a provider stack (DockerClusterStackRelease
 // created, then re-read after a conflict) and leader election. The same run shows our identity on
 // the wire: a clusterstack-gitops/<version> User-Agent on every request, our field manager on every write.
-import { spawnSync } from 'node:child_process';
-import * as yaml from 'js-yaml';
+// The real API server runs the controller under deploy/'s RBAC too (test/controller-real-api.test.ts);
+// this run stays on the fake for what the real one cannot give: a 409 on exactly the provider
+// release's patch (the re-read `get`), the cluster-stack-operator's provider kinds, whose CRDs the
+// engine cache does not hold, and a second RBAC variant (deploy/namespaced) per case in milliseconds.
 import { afterEach, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../src/api/types.js';
 import { FIELD_MANAGER, USER_AGENT } from '../../src/controller/runtime/client-identity.js';
 import { serviceAccountUser, type RequestRecord } from '../support/fake-kube-api/index.js';
 import { aCluster, aStack, condition, startControllerFixture, waitFor, type ControllerFixture } from '../support/controller-fixture.js';
+import { kustomizeDeploy as built, type DeployDoc } from '../support/deploy-rbac.js';
 
 const SA_TOKEN = 'controller-sa-token';
 const SA = serviceAccountUser('clusterstack-system', 'clusterstack-gitops-controller');
@@ -19,14 +22,7 @@ const PROVIDER_API = `${PROVIDER.group}/${PROVIDER.version}`;
 const RELEASE = 'docker-ferrol-1-30-v2';
 
 type Rule = { apiGroups: string[]; resources: string[]; verbs: string[] };
-type Doc = { kind: string; metadata: { name: string; namespace?: string }; rules?: Rule[]; roleRef?: { kind: string; name: string }; subjects?: { kind: string; name: string; namespace?: string }[] };
-
-/** The objects `kubectl kustomize deploy/<dir>` builds: what `kubectl apply -k` would apply. */
-function built(dir: string): Doc[] {
-  const run = spawnSync(process.env.KUBECTL ?? 'kubectl', ['kustomize', `deploy/${dir}`], { encoding: 'utf8' });
-  if (run.status !== 0) throw new Error(`kubectl kustomize deploy/${dir} failed (kubectl is needed for this test): ${run.stderr || run.error?.message}`);
-  return (yaml.loadAll(run.stdout) as Doc[]).filter(Boolean);
-}
+type Doc = DeployDoc;
 
 /** The rules bound to the controller's service account: cluster-wide (namespace undefined) or in one namespace. */
 function grantsOf(docs: Doc[]): { namespace?: string; rules: Rule[] }[] {

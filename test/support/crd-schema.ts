@@ -1,10 +1,10 @@
-// Reads our CustomResourceDefinitions and checks objects against them the way the API server
-// would: structural-schema rules, defaulting, pruning of unknown fields, OpenAPI validation (with
-// ajv), and where CEL rules and printer columns point. No API server needed; the CEL rules
-// themselves are not evaluated here (see crds.test.ts).
+// Reads our CustomResourceDefinitions as files: structural-schema rules (including what the API
+// server would accept but ignore), where CEL rules and printer columns point, and the fields
+// compared with src/api/types.ts. It admits no objects: validation, defaulting, pruning and the CEL
+// rules are the real API server's (test/real-server-validation.test.ts), which also refuses a CRD
+// whose defaults do not validate when the tests install it.
 import { readFileSync } from 'node:fs';
 import * as yaml from 'js-yaml';
-import { Ajv, type ErrorObject, type SchemaObject } from 'ajv';
 import ts from 'typescript';
 
 /** One node of an openAPIV3Schema (apiextensions.k8s.io/v1 JSONSchemaProps), loosely typed. */
@@ -212,152 +212,6 @@ function matchesType(value: unknown, type: string | undefined): boolean {
     case 'object': return typeof value === 'object' && value !== null && !Array.isArray(value);
     default: return true;
   }
-}
-
-/** Defaults that do not validate against their own node (the API server refuses such CRDs). */
-export function defaultProblems(root: SchemaProps): string[] {
-  const problems: string[] = [];
-  walkSchema(root, ({ path, schema }) => {
-    if (schema.default === undefined) return;
-    // Defaults must be pruned already, so unknown fields in a default are an error too.
-    const errors = schemaValidator(schema, { rejectUnknownFields: true })(structuredClone(schema.default));
-    for (const error of errors) problems.push(`${path}: default ${JSON.stringify(schema.default)}: ${error}`);
-  });
-  return problems;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Validation with ajv
-
-export interface ValidatorOptions {
-  /**
-   * The API server prunes unknown fields silently; with this, they are reported instead (what a
-   * linter for user specs should do: a typo such as `autosubscribe` would otherwise vanish).
-   */
-  rejectUnknownFields?: boolean;
-}
-
-/** The openAPIV3Schema as plain JSON Schema for ajv: Kubernetes extensions dropped. */
-function toJsonSchema(schema: SchemaProps, options: ValidatorOptions = {}): SchemaObject {
-  const convert = (node: SchemaProps, isRoot: boolean): SchemaObject => {
-    const out: SchemaObject = {};
-    for (const [key, value] of Object.entries(node)) {
-      if (key.startsWith('x-kubernetes-')) continue;
-      if (key === 'properties') {
-        out.properties = Object.fromEntries(Object.entries(value as Record<string, SchemaProps>).map(([name, child]) => [name, convert(child, false)]));
-      } else if (key === 'items' || (key === 'additionalProperties' && typeof value === 'object')) {
-        out[key] = convert(value as SchemaProps, false);
-      } else {
-        out[key] = value;
-      }
-    }
-    // ajv's nullable keyword needs a type next to it; Kubernetes allows nullable on untyped nodes.
-    if (out.nullable === true && out.type === undefined) delete out.nullable;
-    const preserves = node['x-kubernetes-preserve-unknown-fields'] === true || node['x-kubernetes-embedded-resource'] === true;
-    if (options.rejectUnknownFields && node.properties && !preserves) out.additionalProperties = false;
-    if (isRoot && node.properties?.metadata) {
-      // apiVersion, kind and metadata are always present on stored objects.
-      out.required = [...new Set([...(node.required ?? []), 'apiVersion', 'kind', 'metadata'])];
-    }
-    return out;
-  };
-  return convert(schema, true);
-}
-
-const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
-
-function newAjv(): Ajv {
-  // strict: false because the schemas carry OpenAPI keywords (nullable, description of enums...).
-  const ajv = new Ajv({ allErrors: true, strict: false, useDefaults: true });
-  ajv.addFormat('date-time', RFC3339);
-  ajv.addFormat('int32', { type: 'number', validate: (n: number) => Number.isInteger(n) && Math.abs(n) <= 2 ** 31 });
-  ajv.addFormat('int64', { type: 'number', validate: (n: number) => Number.isInteger(n) });
-  return ajv;
-}
-
-function formatErrors(errors: ErrorObject[] | null | undefined): string[] {
-  return (errors ?? []).map((error) => {
-    const at = error.instancePath || '(root)';
-    if (error.keyword === 'additionalProperties') {
-      return `${at}/${String((error.params as { additionalProperty: string }).additionalProperty)} is not a known field`;
-    }
-    return `${at} ${error.message ?? error.keyword}`;
-  });
-}
-
-/**
- * A validator for one schema node: returns the problems (empty when valid). It applies the
- * schema's defaults to the value it is given, as the API server does before validating.
- */
-function schemaValidator(schema: SchemaProps, options: ValidatorOptions = {}): (value: unknown) => string[] {
-  const validate = newAjv().compile(toJsonSchema(schema, options));
-  return (value) => (validate(value) ? [] : formatErrors(validate.errors));
-}
-
-export interface AdmissionResult {
-  /** The object after pruning and defaulting, as it would be stored. */
-  stored: Record<string, unknown>;
-  /** Paths of unknown fields the API server would drop. */
-  pruned: string[];
-  /** Schema violations; empty when the object would be admitted (CEL rules aside). */
-  errors: string[];
-}
-
-/**
- * Admits an object roughly as the API server does for a CRD: checks apiVersion and kind, prunes
- * unknown fields, applies defaults, validates. CEL rules are not evaluated.
- */
-export function crdAdmission(crd: CustomResourceDefinition, version: string, options: ValidatorOptions = {}): (object: unknown) => AdmissionResult {
-  const schema = versionSchema(crd, version);
-  const validate = schemaValidator(schema, options);
-  const apiVersion = `${crd.spec.group}/${version}`;
-  return (object) => {
-    const errors: string[] = [];
-    const input = structuredClone(object) as Record<string, unknown>;
-    if (input.apiVersion !== apiVersion) errors.push(`apiVersion is ${JSON.stringify(input.apiVersion)}, expected ${apiVersion}`);
-    if (input.kind !== crd.spec.names.kind) errors.push(`kind is ${JSON.stringify(input.kind)}, expected ${crd.spec.names.kind}`);
-    const { value: stored, pruned } = pruneUnknownFields(input, schema);
-    // Validating the pruned value also applies the defaults to it.
-    const storedErrors = validate(stored);
-    errors.push(...(options.rejectUnknownFields ? validate(input) : storedErrors));
-    return { stored: stored as Record<string, unknown>, pruned, errors };
-  };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Pruning
-
-/**
- * Drops the fields the schema does not specify, as the API server does for structural schemas,
- * and returns the value with the paths it dropped. apiVersion, kind and metadata at the root are
- * kept (the server prunes metadata to ObjectMeta separately).
- */
-export function pruneUnknownFields(value: unknown, root: SchemaProps): { value: unknown; pruned: string[] } {
-  const pruned: string[] = [];
-  const prune = (node: unknown, schema: SchemaProps | undefined, path: string, isRoot: boolean): unknown => {
-    if (schema === undefined) return node;
-    if (Array.isArray(node)) return node.map((item, index) => prune(item, schema.items, `${path}[${index}]`, false));
-    if (typeof node !== 'object' || node === null) return node;
-    const preserve = schema['x-kubernetes-preserve-unknown-fields'] === true || schema['x-kubernetes-embedded-resource'] === true;
-    const out: Record<string, unknown> = {};
-    for (const [key, child] of Object.entries(node)) {
-      const childPath = `${path}.${key}`;
-      const known = schema.properties?.[key];
-      if (isRoot && (key === 'apiVersion' || key === 'kind' || key === 'metadata')) {
-        out[key] = child;
-      } else if (known) {
-        out[key] = prune(child, known, childPath, false);
-      } else if (typeof schema.additionalProperties === 'object') {
-        out[key] = prune(child, schema.additionalProperties, childPath, false);
-      } else if (preserve || schema.additionalProperties === true) {
-        out[key] = child;
-      } else {
-        pruned.push(childPath);
-      }
-    }
-    return out;
-  };
-  return { value: prune(value, root, '', true), pruned };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,6 +1,23 @@
 /**
  * A fake Kubernetes API server over real HTTP, for driving code that uses the real
  * `@kubernetes/client-node` (CustomObjectsApi, CoreV1Api, informers, watches) in tests.
+ *
+ * The real kube-apiserver (test/support/real-kube-api/, docs/real-engines.md) plays the part of a
+ * normal API server: RBAC under deploy/, our CRDs' validation and CEL rules, status subresources,
+ * finalizers, garbage collection, leader election, events and restarts are tested there
+ * (test/controller-real-api.test.ts, test/real-server-validation.test.ts). Keep this fake only for
+ * what the real server cannot be made to do on demand:
+ * - a chosen answer to a chosen request (`failNext`): a 409 on exactly the patch under test, a 422
+ *   from a failed JSON-patch `test`, a 500 or 429 from a status write (the real server conflicts
+ *   only by racing, and never fails a valid write);
+ * - watch streams controlled from the test (`expireWatches` sends 410 Gone to open watches,
+ *   `endWatches`, `sendBookmarks`, `dropConnections`) at a chosen moment;
+ * - seeding objects of kinds whose CRDs the engine cache does not hold (the cluster-stack-operator's
+ *   `<Provider>ClusterStackRelease[Template]`, openMCP's ClusterRequest, which the Go module proxy
+ *   does not serve) and hand-set status on them;
+ * - a request log per test with the RBAC attributes of each call, and starting in milliseconds for
+ *   files that need a fresh cluster per case.
+ * Tests that need none of these belong on the real server.
  */
 import { KubeConfig } from '@kubernetes/client-node';
 import * as yaml from 'js-yaml';

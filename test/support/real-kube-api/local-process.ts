@@ -14,6 +14,8 @@ export interface LocalProcess {
   logTail(lines?: number): string;
   /** Stops it and waits until it is gone. */
   stop(): Promise<void>;
+  /** SIGKILL, as a crash; resolves once it is gone. */
+  kill(): Promise<void>;
 }
 
 const running = new Set<ChildProcess>();
@@ -56,6 +58,11 @@ export function startLocalProcess(name: string, binary: string, args: string[], 
       const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
       await gone;
       clearTimeout(timer);
+    },
+    async kill() {
+      if (exitedAlready) return;
+      child.kill('SIGKILL');
+      await gone;
     },
   };
 }

@@ -33,6 +33,13 @@ export interface RealKubeApi {
   /** The versions it runs: kube-apiserver's (as /version reports it) and etcd's. */
   versions: { kubernetes: string; etcd: string };
   processes: LocalProcess[];
+  /** With `auditLog`: the API server's audit log (JSON lines, one event per request at Metadata level). */
+  auditLogFile?: string;
+  /**
+   * Kills kube-apiserver (SIGKILL: its graceful SIGTERM drain takes over 10 s) and starts it again on
+   * the same port and etcd, as after a crash; resolves once ready. Clients see their connections cut.
+   */
+  restartApiServer(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -41,7 +48,18 @@ export interface RealKubeApiOptions {
   name?: string;
   /** Extra kube-apiserver flags (`--flag=value`). */
   extraArgs?: string[];
+  /** Write an audit log of every request (who, what, the answer's code) to `<dir>/audit.log`. */
+  auditLog?: boolean;
 }
+
+// Metadata of every request once answered (and of a watch when it starts): enough to find any
+// request refused with 403, and to see watches opened.
+const AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Metadata
+`;
 
 /** The service network the API servers use; the API server's own Service takes its first address. */
 const SERVICE_CIDR = '10.0.0.0/24';
@@ -94,7 +112,14 @@ export async function startRealKubeApi(options: RealKubeApiOptions = {}): Promis
     }, [etcd]);
 
     const server = `https://127.0.0.1:${securePort}`;
-    const apiServer = startLocalProcess(`kube-apiserver (${name})`, apiServerBinary, [
+    const auditLogFile = options.auditLog ? path.join(dir, 'audit.log') : undefined;
+    const auditArgs: string[] = [];
+    if (auditLogFile) {
+      const policyFile = path.join(dir, 'audit-policy.yaml');
+      writeFileSync(policyFile, AUDIT_POLICY);
+      auditArgs.push(`--audit-policy-file=${policyFile}`, `--audit-log-path=${auditLogFile}`, '--audit-log-mode=blocking');
+    }
+    const apiServerArgs = [
       `--etcd-servers=${etcdUrl}`,
       '--bind-address=127.0.0.1',
       '--advertise-address=127.0.0.1',
@@ -115,9 +140,11 @@ export async function startRealKubeApi(options: RealKubeApiOptions = {}): Promis
       '--allow-privileged=true',
       `--cert-dir=${mkdirAt(dir, 'apiserver-certs')}`,
       '--profiling=false',
+      ...auditArgs,
       ...(options.extraArgs ?? []),
-    ], path.join(dir, 'kube-apiserver.log'));
-    processes.push(apiServer);
+    ];
+    const startApiServer = (): LocalProcess => startLocalProcess(`kube-apiserver (${name})`, apiServerBinary, apiServerArgs, path.join(dir, 'kube-apiserver.log'));
+    processes.push(startApiServer());
 
     const credential = (user: string, groups: string[] = []): KubeCredential => {
       const fileName = user.replace(/[^a-zA-Z0-9.-]/g, '_');
@@ -128,7 +155,8 @@ export async function startRealKubeApi(options: RealKubeApiOptions = {}): Promis
       return { kubeconfig, kubeconfigFile, certificate, client: kubeClient(server, { ca: pki.ca, cert: certificate.cert, key: certificate.key }) };
     };
     const admin = credential('clusterstack-test-admin', ['system:masters']);
-    await waitUntil(`kube-apiserver (${name}) to be ready`, async () => (await admin.client.request('GET', '/readyz')).status === 200, [etcd, apiServer], 120_000);
+    const ready = (): Promise<void> => waitUntil(`kube-apiserver (${name}) to be ready`, async () => (await admin.client.request('GET', '/readyz')).status === 200, processes, 120_000);
+    await ready();
     const version = (await admin.client.get('/version')) as { gitVersion: string };
     return {
       name,
@@ -139,6 +167,14 @@ export async function startRealKubeApi(options: RealKubeApiOptions = {}): Promis
       credential,
       versions: { kubernetes: version.gitVersion, etcd: builtEngine('etcd').version },
       processes,
+      ...(auditLogFile ? { auditLogFile } : {}),
+      async restartApiServer() {
+        // In place: callers hold `processes` to watch it.
+        const index = processes.findIndex((process) => process.name === `kube-apiserver (${name})`);
+        await processes[index]!.kill();
+        processes[index] = startApiServer();
+        await ready();
+      },
       stop,
     };
   } catch (error) {

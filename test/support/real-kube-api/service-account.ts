@@ -1,0 +1,62 @@
+// A ServiceAccount's own credentials on a real API server: a token from the TokenRequest API (as
+// the kubelet mounts one into a pod) in a kubeconfig, so a process runs as that ServiceAccount and
+// RBAC decides what it may do; and the API server's audit log, to see what it was refused.
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { RealKubeApi } from './real-kube-api.js';
+
+/** `system:serviceaccount:<namespace>:<name>`, as the API server names the ServiceAccount's user. */
+export function serviceAccountUserName(namespace: string, name: string): string {
+  return `system:serviceaccount:${namespace}:${name}`;
+}
+
+/** Requests a token for ServiceAccount `namespace/name` (it must exist) and writes a kubeconfig with it; returns the file. */
+export async function serviceAccountKubeconfig(api: RealKubeApi, namespace: string, name: string, expirationSeconds = 3600): Promise<string> {
+  const response = await api.admin.client.request('POST', `/api/v1/namespaces/${namespace}/serviceaccounts/${name}/token`, {
+    body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds } },
+  });
+  if (response.status !== 201 && response.status !== 200) throw new Error(`TokenRequest for ServiceAccount ${namespace}/${name}: ${response.status} ${response.body?.message ?? response.text}`);
+  const token = response.body.status.token as string;
+  const user = serviceAccountUserName(namespace, name);
+  const kubeconfig = {
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: api.name, cluster: { server: api.server, 'certificate-authority-data': Buffer.from(api.pki.ca).toString('base64') } }],
+    users: [{ name: user, user: { token } }],
+    contexts: [{ name: api.name, context: { cluster: api.name, user, namespace } }],
+    'current-context': api.name,
+  };
+  const file = path.join(api.dir, `sa-${namespace}-${name}.kubeconfig`);
+  writeFileSync(file, `${JSON.stringify(kubeconfig, null, 2)}\n`, { mode: 0o600 });
+  return file;
+}
+
+/** One audit event (audit.k8s.io/v1 Event), the fields the tests read. */
+export interface AuditEvent {
+  verb: string;
+  requestURI: string;
+  userAgent?: string;
+  user: { username: string; groups?: string[] };
+  objectRef?: { resource?: string; subresource?: string; namespace?: string; name?: string; apiGroup?: string };
+  responseStatus?: { code?: number; message?: string };
+  stage: string;
+  /** RFC 3339 with microseconds. */
+  requestReceivedTimestamp: string;
+}
+
+/** The audit log's events so far (the server must run with `auditLog: true`). */
+export function auditEvents(api: RealKubeApi): AuditEvent[] {
+  if (!api.auditLogFile) throw new Error(`API server ${api.name} runs without an audit log: start it with { auditLog: true }`);
+  return readFileSync(api.auditLogFile, 'utf8')
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => JSON.parse(line) as AuditEvent);
+}
+
+/** `verb group/resource[/subresource] (namespace/name): code message` of an audit event, for failure messages. */
+export function describeAuditEvent(event: AuditEvent): string {
+  const ref = event.objectRef ?? {};
+  const what = `${ref.apiGroup ? `${ref.apiGroup}/` : ''}${ref.resource ?? event.requestURI}${ref.subresource ? `/${ref.subresource}` : ''}`;
+  const where = [ref.namespace, ref.name].filter(Boolean).join('/');
+  return `${event.verb} ${what}${where ? ` (${where})` : ''}: ${event.responseStatus?.code ?? '?'} ${event.responseStatus?.message ?? ''}`.trim();
+}
