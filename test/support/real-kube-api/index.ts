@@ -8,3 +8,4 @@ export { startLocalProcess, waitUntil, type LocalProcess } from './local-process
 export { distinctFreePorts, kubeconfigYaml, SERVICE_CIDR, startRealKubeApi, type KubeCredential, type RealKubeApi } from './real-kube-api.js';
 export { startFluxControllers, type FluxControllers } from './flux-controllers.js';
 export { describeVerdicts, documentsOfFiles, servedKinds, validateOnServer, type ObjectVerdict, type SourceDocument } from './server-side-validation.js';
+export { classStatus, daemonSetRolledOut, deploymentRolledOut, fluxTestKit, isReady, kubeNow, KUSTOMIZATIONS, type FluxTestKit } from './flux-test-kit.js';
