@@ -254,4 +254,25 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
     // The class variables' defaults are integers, as helm rendered them.
     expect((await mgmt().get(cls)).spec.variables.find((v: any) => v.name === 'maxPods')?.schema.openAPIV3Schema.default).toBe(110);
   }, 300_000);
+
+  it('deleting a stage Kustomization while it waits for an unhealthy object: real Flux finishes the health check (up to its timeout) before the finalizer runs', async () => {
+    // A copy of bravo's agent layer whose DaemonSet never rolls out, with a 30 s timeout instead of the wiring's 5 m.
+    const layer = await mgmt().get(layerKustomization('agent'));
+    const stuck = `${KUSTOMIZATIONS}/${NS}/kustomizations/stuck-stage`;
+    const created = await mgmt().request('POST', `${KUSTOMIZATIONS}/${NS}/kustomizations`, {
+      body: { apiVersion: 'kustomize.toolkit.fluxcd.io/v1', kind: 'Kustomization', metadata: { name: 'stuck-stage' }, spec: { ...layer.spec, namePrefix: 'stuck-', timeout: '30s' } },
+    });
+    expect(created.status, created.text).toBe(201);
+    await waitFor('the copy to wait on its health check', async () => (await mgmt().get(stuck)).status?.conditions?.some((c: any) => c.type === 'Reconciling' && String(c.message).startsWith('Running health checks')), 60_000);
+    const waitingSince = Date.now();
+    expect((await mgmt().request('DELETE', stuck)).status).toBe(200);
+    await waitFor('the deleted Kustomization gone', async () => (await status(mgmt(), stuck)) === 404, 90_000);
+    const seconds = (Date.now() - waitingSince) / 1000;
+    console.log(`an unhealthy Kustomization (timeout 30s) took ${seconds.toFixed(1)} s to delete`);
+    // kustomize-controller v1.9.6 handles the deletion only when the running reconcile returns: the
+    // health check is not interrupted (unless the CancelHealthCheckOnNewRevision gate is on).
+    expect(seconds).toBeGreaterThan(15);
+    // Then its finalizer deletes what it applied.
+    await waitFor('its DaemonSet deleted', async () => (await status(wl(), '/apis/apps/v1/namespaces/kube-system/daemonsets/stuck-agent')) === 404, 60_000);
+  }, 180_000);
 });
