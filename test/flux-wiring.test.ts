@@ -148,6 +148,9 @@ describe('renderWiring for Flux', () => {
 
     const withSecret = renderWiring(fleet(), { ...ociOptions, source: { ...ociOptions.source, secretName: 'registry-pull' } });
     expect(object(withSecret, 'flux/source.yaml').spec.secretRef).toEqual({ name: 'registry-pull' });
+    // A registry reached over plain HTTP (--plain-http) is one Flux must reach the same way.
+    const plainHttp = renderWiring(fleet(), { ...ociOptions, source: { kind: 'oci', url: 'oci://registry.example.com/platform/fleet', tag: 'latest', insecure: true } });
+    expect(object(plainHttp, 'flux/source.yaml').spec).toEqual({ interval: '1m', url: 'oci://registry.example.com/platform/fleet', ref: { tag: 'latest' }, insecure: true });
   });
 
   it('uses the repository root when the tree is not in a subdirectory', () => {

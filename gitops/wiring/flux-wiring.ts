@@ -65,15 +65,28 @@ const TIMEOUT = '5m';
  * entry for the same kind is refused, "duplicate custom health check for GroupKind", and the whole
  * Kustomization fails terminally) and reads the object at the version the server prefers, which
  * is v1beta1 or v1beta2 depending on the installed CAPI.
+ *
+ * What real Flux and CAPI do decides the shape (test/real-flux-layers.test.ts):
+ * - Flux applies `*Class` kinds in a stage of their own and waits for them (at most 60 s, then the
+ *   reconcile fails and is retried) before it applies the rest of the directory, so a fresh class
+ *   is waited for while its templates are not applied yet. CAPI's class controller then reconciles
+ *   the variables (VariablesReady True, the condition's observedGeneration current) but fails on the
+ *   missing templates, and writes `status.observedGeneration` only after a reconcile without error.
+ *   Requiring it would wait forever; the condition's own observedGeneration says the variables are
+ *   current (v1beta1 conditions have none: any VariablesReconciled is taken).
+ * - Before CAPI writes anything the class has no `status`, and CEL fails on a missing top-level
+ *   variable even behind `?.` (has() cannot test one, and the objects Flux's poller reads carry no
+ *   managedFields, where the status writer would show): Flux reads the class as Unknown, which it
+ *   keeps waiting on like InProgress, naming the missing `status` when the class stage times out.
  */
-const CLASS_VARIABLES = "(c.type == 'VariablesReady' || c.type == 'VariablesReconciled')";
+const CURRENT_CLASS_VARIABLES =
+  "status.?conditions.orValue([]).filter(c, (c.type == 'VariablesReady' || c.type == 'VariablesReconciled') && c.?observedGeneration.orValue(metadata.generation) == metadata.generation)";
 const CLUSTER_CLASS_HEALTH = [
   {
     apiVersion: 'cluster.x-k8s.io/v1beta2',
     kind: 'ClusterClass',
-    inProgress: 'status.?observedGeneration.orValue(-1) != metadata.generation',
-    failed: `status.?conditions.orValue([]).exists(c, ${CLASS_VARIABLES} && c.status == 'False')`,
-    current: `status.?observedGeneration.orValue(-1) == metadata.generation && status.?conditions.orValue([]).exists(c, ${CLASS_VARIABLES} && c.status == 'True')`,
+    failed: `${CURRENT_CLASS_VARIABLES}.exists(c, c.status == 'False')`,
+    current: `${CURRENT_CLASS_VARIABLES}.exists(c, c.status == 'True')`,
   },
 ];
 
@@ -87,7 +100,9 @@ function sourceObject(options: WiringOptions): KubeObject {
   if (options.source.kind === 'git') {
     return { apiVersion: FLUX_SOURCE_API, kind: 'GitRepository', metadata, spec: { interval: SOURCE_INTERVAL, url: options.source.url, ref: { branch: options.source.branch }, ...secretRef } };
   }
-  return { apiVersion: FLUX_SOURCE_API, kind: 'OCIRepository', metadata, spec: { interval: SOURCE_INTERVAL, url: options.source.url, ref: { tag: options.source.tag }, ...secretRef } };
+  // A registry the render reached over plain HTTP is one Flux must reach the same way.
+  const insecure = options.source.insecure ? { insecure: true } : {};
+  return { apiVersion: FLUX_SOURCE_API, kind: 'OCIRepository', metadata, spec: { interval: SOURCE_INTERVAL, url: options.source.url, ref: { tag: options.source.tag }, ...secretRef, ...insecure } };
 }
 
 /** Flux wiring files (paths under `flux/`) for the rendered units. Pure; throws InputError on bad options. */

@@ -23,6 +23,8 @@ export type WiringSource =
       tag: string;
       /** Flux only: name of a docker-registry Secret (in the wiring namespace). Never the credentials. */
       secretName?: string;
+      /** Flux only: the registry speaks plain HTTP (`--plain-http`), so the OCIRepository is `insecure`. */
+      insecure?: boolean;
     };
 
 export interface WiringOptions {

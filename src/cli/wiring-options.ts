@@ -53,7 +53,7 @@ function unchecked(output: OutputSettings, wiring: WiringSettings & { sopsSecret
   const base = { engine, name: wiring.gitopsName, namespace: wiring.gitopsNamespace ?? (engine === 'flux' ? 'flux-system' : 'argocd'), ...(wiring.sopsSecret ? { sopsSecret: wiring.sopsSecret } : {}) };
   if (output.oci) {
     const reference = parseOciArtifactReference(output.oci);
-    return { ...base, source: { kind: 'oci', url: `oci://${reference.registry}/${reference.repository}`, tag: reference.tag, ...secret } };
+    return { ...base, source: { kind: 'oci', url: `oci://${reference.registry}/${reference.repository}`, tag: reference.tag, ...secret, ...(output.plainHttp ? { insecure: true } : {}) } };
   }
   const url = wiring.gitopsUrl ?? (output.git && isUrl(output.git) ? output.git : undefined);
   if (!url) {
