@@ -8,7 +8,7 @@ import { waitUntil, type LocalProcess } from './local-process.js';
 export const KUSTOMIZATIONS = '/apis/kustomize.toolkit.fluxcd.io/v1/namespaces';
 
 /** Now, as the API server writes times (seconds, `Z`). */
-export function kubeNow(): string {
+function kubeNow(): string {
   return new Date().toISOString().replace(/\.\d+Z$/, 'Z');
 }
 
