@@ -106,6 +106,21 @@ function cycles(graph: Map<string, string[]>): string[][] {
   return found;
 }
 
+/** The folder of a core file (`src/<folder>/...`), or undefined outside the core's folders. */
+function coreFolderOf(file: string): string | undefined {
+  return /^src\/([^/]+)\//.exec(file.split(path.sep).join('/'))?.[1];
+}
+
+/**
+ * Core folders that must not import each other in either direction: the pipeline's order is
+ * inputs, plan (what to do), render (doing it); providers are planned beside the stacks and
+ * rendered by render, never the other way round.
+ */
+const ONE_WAY_FOLDERS: [string, string][] = [
+  ['plan', 'render'],
+  ['render', 'providers'],
+];
+
 describe('architecture', () => {
   const graph = importGraph();
 
@@ -116,6 +131,19 @@ describe('architecture', () => {
 
   it('has no import cycle', () => {
     expect(cycles(graph)).toEqual([]);
+  });
+
+  it('keeps the plan, render and providers folders from importing each other', () => {
+    const arrows = new Set<string>();
+    for (const [file, imports] of graph) {
+      const from = coreFolderOf(file);
+      for (const target of imports) {
+        const to = coreFolderOf(target);
+        if (from && to && from !== to) arrows.add(`${from} -> ${to}`);
+      }
+    }
+    const both = ONE_WAY_FOLDERS.filter(([a, b]) => arrows.has(`${a} -> ${b}`) && arrows.has(`${b} -> ${a}`)).map(([a, b]) => `${a} <-> ${b}`);
+    expect(both).toEqual([]);
   });
 
   it('keeps every layer to what it may import', () => {

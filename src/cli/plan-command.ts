@@ -17,7 +17,7 @@ import type { RenderedTree } from '../output/rendered-tree.js';
 import { readProvenance, type UnitRecord } from '../output/provenance.js';
 import { endPhase } from './phase-timings.js';
 import { planRenderCheck } from './plan-render-check.js';
-import { holdPublishedClusters } from '../render/held-published-clusters.js';
+import { holdPublishedClusters } from '../plan/held-published-clusters.js';
 import type { Config } from '../config.js';
 
 export const PLAN_USAGE = `Usage: clusterstack plan <files or dirs...> --release-source <source> [--json] [target]

@@ -15,7 +15,7 @@ import type { ClusterStack, KubeObject } from '../api/types.js';
 import { namespaceOf } from '../core/resolve-releases.js';
 import { buildPlan, errorMessage, sourceLocationOf, type Plan } from '../plan/build-plan.js';
 import type { RenderOutcome } from '../render/render-output.js';
-import { holdPublishedClusters } from '../render/held-published-clusters.js';
+import { holdPublishedClusters } from '../plan/held-published-clusters.js';
 import { typedFailure, type TypedFailure } from '../core/failure.js';
 import type { MassDeletionPolicy } from '../core/mass-deletion-guard.js';
 import { renderAndPublish } from '../pipeline/render-and-publish.js';

@@ -19,7 +19,7 @@ import { countClusterRequests, planClusterRequests, type SchedulerSetting } from
 import type { SchedulerConfig } from '../cluster-requests/scheduler-config.js';
 import type { Plan } from '../plan/build-plan.js';
 import { unitFilesAhead } from '../render/assemble-tree.js';
-import { holdPublishedClusters } from '../render/held-published-clusters.js';
+import { holdPublishedClusters } from '../plan/held-published-clusters.js';
 import { kustomizationEncoder } from '../render/kustomization-yaml.js';
 import type { RenderDependencies } from '../render/render-dependencies.js';
 import { type RenderOutcome, type RenderProgress, renderOutput } from '../render/render-output.js';

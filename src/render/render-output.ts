@@ -30,7 +30,7 @@ import { layerUnits } from './layer-units.js';
 import { handOverAddonMoves } from './addon-moves.js';
 import { holdReleasesOfKeptClusters, keepPreviousOutput, withholdConflicts, withholdFailedUnits, withholdStrandedLayers, withholdValuesFailures } from './withhold-units.js';
 import { readProvenance } from '../output/provenance.js';
-import { renderProviders } from '../providers/render-providers.js';
+import { renderProviders } from './render-providers.js';
 import { unitsWithMisplacedHooks } from './previous-hook-layout.js';
 import { summarizeHelmHooks } from './helm-hooks-summary.js';
 

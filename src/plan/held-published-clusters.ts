@@ -7,7 +7,7 @@ import { readProvenance } from '../output/provenance.js';
 import type { RenderedTree } from '../output/rendered-tree.js';
 import type { Problem } from '../core/problem.js';
 import type { ClusterResolution } from '../core/resolve-releases.js';
-import type { Plan } from '../plan/build-plan.js';
+import type { Plan } from './build-plan.js';
 
 /**
  * The plan with every such Cluster made one to withhold (managed, with its problem), and those

@@ -9,15 +9,15 @@ import type { KubeObject } from '../api/types.js';
 import { formatProblem } from '../core/problem.js';
 import type { ProviderRecord, WithheldEntry } from '../output/provenance.js';
 import type { RenderedTree } from '../output/rendered-tree.js';
-import { canonicalJson } from '../render/canonical-json.js';
-import { fileNamesFor } from '../render/manifest-objects.js';
-import { apiGroup, scopeResolver } from '../render/object-scope.js';
-import { applySecretPolicy, type SecretPolicy, SecretRefusedError } from '../render/secret-policy.js';
+import { canonicalJson } from './canonical-json.js';
+import { fileNamesFor } from './manifest-objects.js';
+import { apiGroup, scopeResolver } from './object-scope.js';
+import { applySecretPolicy, type SecretPolicy, SecretRefusedError } from './secret-policy.js';
 import { sha256Digest } from '../release/content-digest.js';
 import { decodeYamlDocuments, encodeYaml, YamlDecodeError } from '../yaml/kube-yaml.js';
-import { customizeComponents, type ImageOverrides, ProviderRenderError } from './customize-components.js';
-import { substituteVariables, SubstitutionSyntaxError } from './envsubst.js';
-import type { PlannedCertManager, PlannedProvider, ProviderPlan } from './plan-providers.js';
+import { customizeComponents, type ImageOverrides, ProviderRenderError } from '../providers/customize-components.js';
+import { substituteVariables, SubstitutionSyntaxError } from '../providers/envsubst.js';
+import type { PlannedCertManager, PlannedProvider, ProviderPlan } from '../providers/plan-providers.js';
 
 /** Flux leaves objects with this annotation in place when they leave the source. */
 export const FLUX_PRUNE_ANNOTATION = 'kustomize.toolkit.fluxcd.io/prune';
