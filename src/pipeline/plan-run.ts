@@ -24,7 +24,7 @@ export interface RunOptions {
 }
 
 /** The annotations the wiring wants on management-side objects: Argo CD sync waves, or none. */
-export function managementAnnotationsFor(gitops: Pick<WiringOptions, 'engine'> | undefined): { id: string; annotationsFor: (object: { kind: string; apiVersion?: string }) => Record<string, string> | undefined } | undefined {
+function managementAnnotationsFor(gitops: Pick<WiringOptions, 'engine'> | undefined): { id: string; annotationsFor: (object: { kind: string; apiVersion?: string }) => Record<string, string> | undefined } | undefined {
   if (gitops?.engine !== 'argocd') return undefined;
   return {
     // The id is in every unit digest: v2 added the node image wave, so older trees render again.

@@ -117,7 +117,7 @@ export async function renderAndPublish<Published>(inputPlan: Plan, previous: Ren
 }
 
 /** Carries out a decided run: renders, guards provider removal, wires, and publishes (see renderAndPublish). */
-export async function renderPlannedRun<Published>(run: RunPlan, deps: PipelineDependencies<Published>, options: PipelineOptions): Promise<PipelineResult<Published>> {
+async function renderPlannedRun<Published>(run: RunPlan, deps: PipelineDependencies<Published>, options: PipelineOptions): Promise<PipelineResult<Published>> {
   const now = deps.now ?? Date.now;
   const renderStarted = now();
   const outcome = await renderOutput(run.units, deps.renderer, {
