@@ -183,10 +183,12 @@ function unitRenderer(plan: UnitPlan, deps: RenderDependencies, values: ValuesOu
 }
 
 /**
- * Withholds what only the render shows, each step once, in an order that leaves nothing to revisit:
- * values failures and failed units; then conflicts among what rendered now; previous output put
- * back for what is withheld, with the releases its kept Clusters use; conflicts that kept output
- * brings back; layers left without what they wait for. Returns the clusters with a stage rendered now.
+ * Withholds what only the render shows, in a fixed order: values failures and failed units;
+ * conflicts among what rendered now; previous output put back for what is withheld; the releases
+ * kept Clusters use (their output put back too); conflicts that kept output brings back; layers
+ * left without what they wait for (their output put back). Every step only adds withholds (a
+ * conflict found in kept output takes that output out again), so one pass in this order settles it.
+ * Returns the clusters with a stage rendered now.
  */
 function settleWithholds(run: UnitsRendered, published: PublishedState): Set<string> {
   const { rendered, records, withheld } = run;
