@@ -24,7 +24,15 @@ export type { PlanReport } from './plan/plan-report.js';
 
 // --- Render ---------------------------------------------------------------------------------------
 
-/** Renders a plan into the output tree (units reused from the previous tree when unchanged). */
+/** What a target holds, read once into a typed value (provenance, unit digests, provider locks, request assignments). */
+export { readPublishedState } from './output/published-state.js';
+/** The shape of readPublishedState's result. */
+export type { PublishedState } from './output/published-state.js';
+/** Decides every unit of a plan against the published state: reuse, render or withhold, with why. */
+export { decideUnits } from './render/unit-decisions.js';
+/** decideUnits' settings and result. */
+export type { UnitPlan, UnitPlanSettings, UnitDecision } from './render/unit-decisions.js';
+/** Carries out decided units into the output tree (renders those marked to render, reuses the rest). */
 export { renderOutput } from './render/render-output.js';
 /** renderOutput's options and result. */
 export type { RenderOptions, RenderOutcome, RenderProgress } from './render/render-output.js';
@@ -36,7 +44,7 @@ export type { Provenance, UnitRecord, WithheldEntry } from './output/provenance.
 export type { RenderSummary } from './output/render-summary.js';
 /** What renderOutput does with rendered Secrets: `refuse`, `drop`, `allow` or `encrypt` (SOPS, age). */
 export type { SecretPolicy } from './render/secret-policy.js';
-/** For `encrypt`: the recipients from explicit ones or a `.sops.yaml`, checked (RenderOptions.encryption). */
+/** For `encrypt`: the recipients from explicit ones or a `.sops.yaml`, checked (UnitPlanSettings.encryption). */
 export { resolveSecretEncryption } from './secrets/secret-encryption.js';
 /** resolveSecretEncryption's input and result. */
 export type { EncryptionInput, SecretEncryption } from './secrets/secret-encryption.js';

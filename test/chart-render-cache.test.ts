@@ -1,4 +1,4 @@
-// plan's cache of ClusterClass renders (src/plan/chart-render-cache.ts) with the real helm: an
+// plan's cache of ClusterClass renders (src/render/chart-render-cache.ts) with the real helm: an
 // unchanged request is answered from the cache without helm; a changed chart, values, namespace,
 // Kubernetes version or helm binary renders again; a damaged entry is never used; a failing chart
 // is never stored; no Secret value rests in it, and values templates leave only their verdicts.
@@ -7,8 +7,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHelmDependencies } from '../renderers/helm-dependencies.js';
 import { helmBinaryIdentity, resolveHelmBinary } from '../renderers/helm-binary.js';
-import { CHART_RENDERS_DIR, cachedRenderChart, cachedValuesVerdicts, ChartRenderCache } from '../src/plan/chart-render-cache.js';
-import { withSecretValueDigests } from '../src/plan/secret-value-digests.js';
+import { CHART_RENDERS_DIR, cachedRenderChart, cachedValuesVerdicts, ChartRenderCache } from '../src/render/chart-render-cache.js';
+import { withSecretValueDigests } from '../src/render/secret-value-digests.js';
 import { readManifests } from '../src/render/manifest-objects.js';
 import { treeDigest } from '../src/release/content-digest.js';
 import type { ChartRenderRequest, ValuesTemplateItem } from '../src/render/render-dependencies.js';

@@ -14,6 +14,7 @@ import { renderWiring, type WiringOptions } from '../gitops/wiring/render-wiring
 import type { KubeObject } from '../src/api/types.js';
 import type { HelmHookRecord } from '../src/output/helm-hooks-record.js';
 import type { UnitRecord } from '../src/output/provenance.js';
+import { type PublishedState, readPublishedState } from '../src/output/published-state.js';
 import { argoCdHookHandling } from '../src/render/argocd-hook-phases.js';
 import { placeHelmHooks, readHelmHook } from '../src/render/helm-hooks.js';
 import { unitsWithMisplacedHooks } from '../src/render/previous-hook-layout.js';
@@ -125,14 +126,14 @@ describe('argoCdHookHandling (gitops-engine hook.go, helm/type.go, sync_phase.go
 
 describe('unitsWithMisplacedHooks', () => {
   const unit = (dir: string, hooks: boolean): UnitRecord => ({ dir, kind: 'cluster-stage', namespace: 'n', name: 'c', release: 'r', inputDigest: 'i', renderDigest: 'r', files: ['job.yaml'], ...(hooks ? { hooks: [{ apiVersion: 'batch/v1', kind: 'Job', name: 'j', events: ['post-install'], weight: 0, deletePolicies: [], decision: 'after', file: 'helm-hooks/post-w0/job.yaml', reason: '' }] } : {}) });
-  const before = new Map([['a', unit('a', true)], ['b', unit('b', false)]]);
+  const units = [unit('a', true), unit('b', false)];
 
   it('keeps every unit when the tree was laid out for the same engine, re-renders units with hooks when for another', () => {
-    const tree = (helmHooks?: string): Map<string, string> => new Map([['provenance.json', JSON.stringify({ units: [], ...(helmHooks ? { helmHooks } : {}) })], ['a/job.yaml', 'kind: Job\n'], ['b/job.yaml', 'metadata: {annotations: {helm.sh/hook: test}}\n']]);
-    expect(unitsWithMisplacedHooks(tree('staged'), before, 'staged')).toEqual(new Set());
-    expect(unitsWithMisplacedHooks(tree('staged'), before, 'argocd')).toEqual(new Set(['a']));
+    const tree = (helmHooks?: string): PublishedState => readPublishedState(new Map([['provenance.json', JSON.stringify({ units, ...(helmHooks ? { helmHooks } : {}) })], ['a/job.yaml', 'kind: Job\n'], ['b/job.yaml', 'metadata: {annotations: {helm.sh/hook: test}}\n']]));
+    expect(unitsWithMisplacedHooks(tree('staged'), 'staged')).toEqual(new Set());
+    expect(unitsWithMisplacedHooks(tree('staged'), 'argocd')).toEqual(new Set(['a']));
     // Written before hooks were handled: units whose files hold a hook render again.
-    expect(unitsWithMisplacedHooks(tree(), before, 'staged')).toEqual(new Set(['b']));
+    expect(unitsWithMisplacedHooks(tree(), 'staged')).toEqual(new Set(['b']));
   });
 });
 

@@ -8,7 +8,7 @@ import { buildPlan } from '../src/plan/build-plan.js';
 import type { RenderDependencies } from '../src/render/render-dependencies.js';
 import { unitFilesAhead } from '../src/render/assemble-tree.js';
 import { kustomizationEncoder } from '../src/render/kustomization-yaml.js';
-import { renderOutput } from '../src/render/render-output.js';
+import { renderPlan } from './support/render-plan.js';
 import { createSourceOpener } from '../src/sources/open-release-source.js';
 import { aCluster } from './support/builders.js';
 import { copyExampleReleases, EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, tempDir } from './support/cli.js';
@@ -32,7 +32,7 @@ describe('renderOutput', () => {
     const workDir = await tempDir();
     const plan = await buildPlan({ manifests: { objects: [...base.objects, { source: 'test', object: cluster }], problems: [] }, defaultSource: releases, openSource: createSourceOpener({ cacheDir: workDir }), workDir });
 
-    const outcome = await renderOutput(plan, createHelmDependencies({ workDir, pathEnv: process.env.PATH ?? '' }), { secrets: 'refuse', previous: new Map() });
+    const outcome = await renderPlan(plan, createHelmDependencies({ workDir, pathEnv: process.env.PATH ?? '' }), { secrets: 'refuse', previous: new Map() });
 
     expect(outcome.withheld).toEqual([]);
     expect(outcome.tree.get('clusters/cluster-stacks/big/cluster-addon/configmap-kindnet-cfg.yaml')).toMatch(/cluster-name: "big-9007199254740993"\n/);
@@ -57,14 +57,14 @@ describe('renderOutput', () => {
         return `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${own}\ndata:\n  host: ${JSON.stringify(host)}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: common\ndata:\n  host: ${JSON.stringify(host)}\n`;
       },
     };
-    const first = await renderOutput(await planFor(), deps, { secrets: 'refuse', previous: new Map() });
+    const first = await renderPlan(await planFor(), deps, { secrets: 'refuse', previous: new Map() });
     expect(first.provenance.sharedObjects?.filter((object) => object.path.startsWith('clusters/')).length).toBe(3);
     charts.length = 0;
-    const changed = await renderOutput(await planFor('moved.example.test'), deps, { secrets: 'refuse', previous: first.tree });
+    const changed = await renderPlan(await planFor('moved.example.test'), deps, { secrets: 'refuse', previous: first.tree });
     // Only c1's two stages rendered; c0 and c2 kept their placement from the previous tree.
     expect(charts.filter((chart) => !chart.includes('cluster-class'))).toEqual(expect.arrayContaining([expect.stringContaining('moved.example.test')]));
     expect(charts.filter((chart) => chart.includes('.example.test') && !chart.includes('moved'))).toEqual([]);
-    const full = await renderOutput(await planFor('moved.example.test'), deps, { secrets: 'refuse', previous: new Map() });
+    const full = await renderPlan(await planFor('moved.example.test'), deps, { secrets: 'refuse', previous: new Map() });
     expect([...changed.tree.entries()].sort()).toEqual([...full.tree.entries()].sort());
     expect(changed.provenance.sharedObjects).toEqual(full.provenance.sharedObjects);
   });
@@ -83,7 +83,7 @@ describe('renderOutput', () => {
     };
     const encode = kustomizationEncoder();
     const ahead = new Map<string, string>();
-    const outcome = await renderOutput(plan, deps, { secrets: 'refuse', previous: new Map(), onUnitRendered: (dir, files) => unitFilesAhead(dir, files, encode).forEach(([file, content]) => ahead.set(file, content)) });
+    const outcome = await renderPlan(plan, deps, { secrets: 'refuse', previous: new Map(), onUnitRendered: (dir, files) => unitFilesAhead(dir, files, encode).forEach(([file, content]) => ahead.set(file, content)) });
     const kustomizations = [...ahead.keys()].filter((file) => file.endsWith('/kustomization.yaml'));
     // One per unit: each release kept and both stages of both clusters.
     expect(kustomizations.sort()).toEqual(outcome.provenance.units.map((unit) => `${unit.dir}/kustomization.yaml`).sort());

@@ -7,7 +7,7 @@ import type { KubeObject } from '../src/api/types.js';
 import { readInputFiles } from '../src/inputs/read-input-files.js';
 import { buildPlan, type Plan } from '../src/plan/build-plan.js';
 import type { RenderDependencies, ValuesTemplateItem, ValuesTemplateResult } from '../src/render/render-dependencies.js';
-import { renderOutput } from '../src/render/render-output.js';
+import { renderPlan } from './support/render-plan.js';
 import { createSourceOpener } from '../src/sources/open-release-source.js';
 import { aCluster } from './support/builders.js';
 import { EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, tempDir } from './support/cli.js';
@@ -52,7 +52,7 @@ describe('renderOutput scheduling', () => {
   it('renders releases at once and a chunk of clusters as soon as its values are in, while the next chunk is evaluated', async () => {
     const plan = await planWith(8);
     const { deps, events, batches } = recordingDeps();
-    const outcome = renderOutput(plan, deps, { secrets: 'refuse', previous: new Map() });
+    const outcome = renderPlan(plan, deps, { secrets: 'refuse', previous: new Map() });
     await settle();
     // One chunk at a time: the first, of two whole clusters, is the only one asked for.
     const clustersOf = (batch: { items: ValuesTemplateItem[] }): number => new Set(batch.items.map((item) => item.id.split('/')[2])).size;
@@ -88,7 +88,7 @@ describe('renderOutput scheduling', () => {
       },
       renderChart: async () => 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n',
     };
-    await expect(renderOutput(plan, deps, { secrets: 'refuse', previous: new Map() })).rejects.toThrow('helm could not be started');
+    await expect(renderPlan(plan, deps, { secrets: 'refuse', previous: new Map() })).rejects.toThrow('helm could not be started');
     await settle();
     expect(asked).toBe(1);
   });
@@ -96,7 +96,7 @@ describe('renderOutput scheduling', () => {
   it('withholds a cluster whose values fail in one stage whole, rendering none of its stages, and renders the others', async () => {
     const plan = await planWith(3);
     const { deps, events, batches } = recordingDeps(new Set(['c01']));
-    const outcome = renderOutput(plan, deps, { secrets: 'refuse', previous: new Map() });
+    const outcome = renderPlan(plan, deps, { secrets: 'refuse', previous: new Map() });
     for (let answered = 0; answered < 2; answered += 1) {
       await settle();
       batches[answered]!.release();

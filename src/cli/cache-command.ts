@@ -8,7 +8,7 @@ import { type CliIo, EXIT_OK, RemoteFailureError, UsageError } from './cli-io.js
 import { didYouMean } from '../core/did-you-mean.js';
 import { parseCommandLine } from './parse-command-line.js';
 import { checkCacheDir, configFromFlags, resolveLocation, SOURCE_OPTIONS, planFromInputs } from './common-options.js';
-import { ChartRenderCache } from '../plan/chart-render-cache.js';
+import { ChartRenderCache } from '../render/chart-render-cache.js';
 import { chartRenderKeysOf } from './plan-render-check.js';
 
 export const CACHE_USAGE = `Usage: clusterstack cache size [--cache-dir <dir>] [--json]

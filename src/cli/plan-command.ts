@@ -13,12 +13,15 @@ import type { ClusterMove, SequenceEngine } from '../../gitops/upgrade-sequence.
 import { loadedRelease, type Plan } from '../plan/build-plan.js';
 import type { SchedulerConfig } from '../cluster-requests/scheduler-config.js';
 import type { ClusterRequestsReport } from '../cluster-requests/requests-report.js';
-import type { RenderedTree } from '../output/rendered-tree.js';
-import { readProvenance, type UnitRecord } from '../output/provenance.js';
+import type { UnitRecord } from '../output/provenance.js';
+import { NOTHING_PUBLISHED, type PublishedState, readPublishedState } from '../output/published-state.js';
+import type { PlannedClusterRequests } from '../cluster-requests/plan-cluster-requests.js';
+import type { RunPlan } from '../run-plan/decide-run.js';
 import { endPhase } from './phase-timings.js';
 import { planRenderCheck } from './plan-render-check.js';
-import { holdPublishedClusters } from '../render/held-published-clusters.js';
+import { holdPublishedClusters } from '../plan/held-published-clusters.js';
 import type { Config } from '../config.js';
+import { compareText } from '../core/compare-text.js';
 
 export const PLAN_USAGE = `Usage: clusterstack plan <files or dirs...> --release-source <source> [--json] [target]
 
@@ -89,10 +92,13 @@ export async function planCommand(args: string[], io: CliIo): Promise<number> {
   const target = targetSettings ? await readPlanTarget(targetSettings, config, io.cwd) : undefined;
   const previous = target?.tree;
   if (target) endPhase('target');
-  const published = previous ? readProvenance(previous) : undefined;
-  // As render does: a Cluster the target renders that the inputs no longer make ours is a problem.
-  const checked = previous ? holdPublishedClusters(plan, previous).plan : plan;
-  const report = planReport(checked, target ? { name: target.target, providers: published?.providers ?? [] } : undefined);
+  // Read once and decided as render decides: the same published state, the same plan.
+  const published = previous ? readPublishedState(previous) : NOTHING_PUBLISHED;
+  const run = await decidePlan(plan, published, gitops, scheduler);
+  // The report's stacks and Clusters are the inputs' (held Clusters marked, as render holds them);
+  // its providers compare the inputs' versions with the published ones (provider-plan-changes.ts).
+  const checked = previous ? holdPublishedClusters(plan, published).plan : plan;
+  const report = planReport(checked, target ? { name: target.target, providers: published.providers } : undefined);
   // What render would withhold, decided by render's own steps over what plan can see.
   const check = await planRenderCheck(checked, config);
   for (const message of check.warnings) {
@@ -113,10 +119,11 @@ export async function planCommand(args: string[], io: CliIo): Promise<number> {
     report.warnings.push(helm.warning);
     warn?.(helm.warning);
   }
-  const requests = scheduler ? await clusterRequestsSection(plan, scheduler, previous, target !== undefined) : undefined;
-  const upgrades = previous ? await upgradeOrder(plan, published?.units ?? [], { engine: gitops, argocdNamespace: values['argocd-namespace'] }) : undefined;
-  if (values.json) io.stdout(`${JSON.stringify({ ...report, helm: helm.json, ...(target ? { target: target.target } : {}), ...requests?.report, ...(upgrades ? { upgrades } : {}) }, null, 2)}\n`);
-  else io.stdout(formatPlanReport({ ...report, warnings: [] }) + (requests ? `${target ? `ClusterRequests against ${target.target}:\n` : ''}${requests.text}` : '') + (upgrades ? formatUpgradeOrder(upgrades) : '') + `${helm.line}\n`);
+  const requests = run.requests ? await clusterRequestsSection(run.requests, target !== undefined) : undefined;
+  const upgrades = previous ? await upgradeOrder(plan, [...published.units.values()], { engine: gitops, argocdNamespace: values['argocd-namespace'] }) : undefined;
+  const units = unitsReport(run);
+  if (values.json) io.stdout(`${JSON.stringify({ ...report, helm: helm.json, ...(target ? { target: target.target } : {}), ...requests?.report, ...(upgrades ? { upgrades } : {}), units: units.units, leaving: units.leaving }, null, 2)}\n`);
+  else io.stdout(formatPlanReport({ ...report, warnings: [] }) + (requests ? `${target ? `ClusterRequests against ${target.target}:\n` : ''}${requests.text}` : '') + (upgrades ? formatUpgradeOrder(upgrades) : '') + (target ? formatUnits(units, target.target) : '') + `${helm.line}\n`);
   endPhase('report');
   // A remote that failed is not the inputs' fault: exit 3, so CI retries rather than blames the change.
   if (retryableProblems(plan).length > 0) return EXIT_FAILURE;
@@ -137,11 +144,44 @@ async function helmInUseNote(config: Readonly<Config>): Promise<{ json: { versio
   }
 }
 
-/** Which cluster each ClusterRequest keeps or gets: loaded only with --scheduler-config. */
-async function clusterRequestsSection(plan: Plan, scheduler: SchedulerConfig, previous: RenderedTree | undefined, againstTarget: boolean): Promise<{ report: ClusterRequestsReport; text: string }> {
-  const [{ planClusterRequests }, { clusterRequestsReport, formatClusterRequestsReport }] = await Promise.all([import('../cluster-requests/plan-cluster-requests.js'), import('../cluster-requests/requests-report.js')]);
-  const report = clusterRequestsReport(planClusterRequests(plan, scheduler, previous ?? new Map()), againstTarget);
+/**
+ * The run's complete plan, decided as render decides it (src/pipeline/plan-run.ts): with render's
+ * default secret policy and the engine's annotations, held Clusters and provider guards withheld
+ * rather than refused (plan reports them), requests scheduled with --scheduler-config.
+ */
+async function decidePlan(plan: Plan, published: PublishedState, engine: 'none' | 'flux' | 'argocd', scheduler: SchedulerConfig | undefined): Promise<RunPlan> {
+  const { planRun, runSettings } = await import('../pipeline/plan-run.js');
+  const settings = await runSettings({ secrets: 'refuse', ...(engine !== 'none' ? { gitops: { engine } } : {}), heldClusters: 'withhold', providerGuards: 'withhold', ...(scheduler ? { scheduler } : {}) }, published);
+  return planRun(plan, published, settings);
+}
+
+/** Which cluster each ClusterRequest keeps or gets, as the run's plan scheduled them: loaded only with --scheduler-config. */
+async function clusterRequestsSection(planned: PlannedClusterRequests, againstTarget: boolean): Promise<{ report: ClusterRequestsReport; text: string }> {
+  const { clusterRequestsReport, formatClusterRequestsReport } = await import('../cluster-requests/requests-report.js');
+  const report = clusterRequestsReport(planned, againstTarget);
   return { report, text: formatClusterRequestsReport(report) };
+}
+
+/** One unit of the run's plan as `plan` reports it. */
+interface UnitEntry {
+  dir: string;
+  decision: 'reuse' | 'render' | 'withhold';
+  reason: string;
+  inputDigest: string;
+}
+
+/** The run's unit decisions (render may still withhold a unit it renders: see decidedAtRender) and what leaves the tree. */
+function unitsReport(run: RunPlan): { units: UnitEntry[]; leaving: string[] } {
+  const units = run.units.units.map(({ unit, decision }) => ({ dir: unit.record.dir, decision: decision.kind, reason: decision.reason, inputDigest: unit.record.inputDigest }));
+  return { units: units.sort((a, b) => compareText(a.dir, b.dir)), leaving: [...run.leaving] };
+}
+
+function formatUnits({ units, leaving }: { units: UnitEntry[]; leaving: string[] }, target: string): string {
+  const count = (decision: UnitEntry['decision']): number => units.filter((unit) => unit.decision === decision).length;
+  const lines = ['', `Units against ${target}: ${count('reuse')} reused, ${count('render')} to render (what only helm's output shows is decided at render), ${count('withhold')} withheld`];
+  for (const unit of units.filter((entry) => entry.decision !== 'reuse')) lines.push(`  ${unit.decision} ${unit.dir}: ${unit.reason}`);
+  for (const dir of leaving) lines.push(`  leaves ${dir}`);
+  return `${lines.join('\n')}\n`;
 }
 
 /** One Cluster's upgrade order in the plan report. */

@@ -1,6 +1,6 @@
 // `plan`'s look at what a render would withhold (src/render/foresee-withholds.ts): the ClusterClass
 // side of every kept release rendered (nothing written) and every values template evaluated, both
-// through a cache under the cache directory (plan/chart-render-cache.ts), so a plan of unchanged
+// through a cache under the cache directory (render/chart-render-cache.ts), so a plan of unchanged
 // releases and Clusters starts no helm. Without a usable helm the check is skipped with a warning;
 // the plan itself stands.
 import path from 'node:path';
@@ -31,7 +31,7 @@ class HelmMissingError extends Failure {
 export async function planRenderCheck(plan: Plan, config: Readonly<Config>): Promise<PlanRenderCheck> {
   const [{ foreseeWithholds }, { cachedRenderChart, cachedValuesVerdicts, ChartRenderCache }, { helmBinaryIdentity }] = await Promise.all([
     import('../render/foresee-withholds.js'),
-    import('../plan/chart-render-cache.js'),
+    import('../render/chart-render-cache.js'),
     import('../../renderers/helm-binary.js'),
   ]);
   const helmOptions = { ...(config.helmBinary ? { configured: config.helmBinary } : {}), pathEnv: config.pathEnv };
@@ -75,7 +75,7 @@ export async function chartRenderKeysOf(plan: Plan, config: Readonly<Config>): P
   const [{ planUnits }, { layerUnits }, { chartRenderKey, valuesVerdictKey }, { helmBinaryIdentity }] = await Promise.all([
     import('../render/render-units.js'),
     import('../render/layer-units.js'),
-    import('../plan/chart-render-cache.js'),
+    import('../render/chart-render-cache.js'),
     import('../../renderers/helm-binary.js'),
   ]);
   const helm = await helmBinaryIdentity({ ...(config.helmBinary ? { configured: config.helmBinary } : {}), pathEnv: config.pathEnv });

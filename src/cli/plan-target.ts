@@ -42,9 +42,9 @@ export function planTargetSettings(values: { output?: string | undefined; git?: 
 /** What the target holds now (empty when it holds nothing yet), and how to name it. */
 export async function readPlanTarget(settings: OutputSettings, config: Readonly<Config>, cwd: string): Promise<{ target: string; tree: RenderedTree }> {
   if (settings.git) {
-    const { readGitTree } = await import('../../gitops/git-tree-reader.js');
+    const { readPublishedGitTree } = await import('../../gitops/read-git-tree.js');
     const repository = isUrl(settings.git) ? settings.git : path.resolve(cwd, settings.git);
-    const tree = await readGitTree({
+    const tree = await readPublishedGitTree({
       repository,
       branch: settings.branch,
       path: settings.path,

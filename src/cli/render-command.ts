@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { formatProblem, InputError } from '../core/problem.js';
 import { planReport, reportHasProblems, retryableProblems } from '../plan/plan-report.js';
+import type { Plan } from '../plan/build-plan.js';
 import { describeEncryptedSecrets, type EncryptedSecretsReport, reportEncryptedSecrets } from '../output/encrypted-secrets-report.js';
 import { readProvenance, type UnitRecord, type WithheldEntry } from '../output/provenance.js';
 import type { HelmHookRecord } from '../output/helm-hooks-record.js';
@@ -220,18 +221,8 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   const schedulerFile = values['scheduler-config'] ? [path.resolve(io.cwd, values['scheduler-config'])] : [];
   const plan = await planFromInputs(positionals, location, config, values, io, warn, [...(outputDir ? [outputDir] : []), ...schedulerFile]);
   endPhase('inputs-and-releases');
-  const remote = retryableProblems(plan);
-  if (remote.length > 0) throw new RemoteFailureError(`nothing was rendered or written: a release source failed; retry later:\n  ${remote.map(formatProblem).join('\n  ')}`);
-  const problems = planReport(plan);
-  // With --allow-partial a Cluster's own problems withhold that Cluster alone (its previous output
-  // kept); anything else still stops the run.
   const allowPartial = values['allow-partial'];
-  if (reportHasProblems(allowPartial ? { ...problems, clusters: [] } : problems)) {
-    const clusterProblems = problems.clusters.flatMap((c) => c.problems);
-    const all = [...problems.problems, ...problems.clusterStacks.flatMap((s) => [...s.problems, ...s.releases.flatMap((r) => r.problems)]), ...clusterProblems];
-    const hint = clusterProblems.length > 0 && !allowPartial ? `\n(--allow-partial publishes everything else and keeps the previous output of the Clusters named here)` : '';
-    throw new InputError(all.map((message) => ({ message })), `nothing was rendered or written:\n  ${all.join('\n  ')}${hint}`);
-  }
+  refusePlanProblems(plan, allowPartial);
 
   const pipelineOptions: PipelineOptions = {
     secrets: values.secrets as SecretPolicy,
@@ -343,6 +334,22 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
     io.stdout(values.json ? `${JSON.stringify(report, null, 2)}\n` : formatRenderReport(report, change.body));
     return EXIT_OK;
   }
+}
+
+/**
+ * Stops the run before anything is read from the target or written: a release source that failed
+ * (exit 3, retry), or problems with the inputs (exit 1). With --allow-partial a Cluster's own
+ * problems withhold that Cluster alone (its previous output kept); anything else still stops it.
+ */
+function refusePlanProblems(plan: Plan, allowPartial: boolean): void {
+  const remote = retryableProblems(plan);
+  if (remote.length > 0) throw new RemoteFailureError(`nothing was rendered or written: a release source failed; retry later:\n  ${remote.map(formatProblem).join('\n  ')}`);
+  const problems = planReport(plan);
+  if (!reportHasProblems(allowPartial ? { ...problems, clusters: [] } : problems)) return;
+  const clusterProblems = problems.clusters.flatMap((c) => c.problems);
+  const all = [...problems.problems, ...problems.clusterStacks.flatMap((s) => [...s.problems, ...s.releases.flatMap((r) => r.problems)]), ...clusterProblems];
+  const hint = clusterProblems.length > 0 && !allowPartial ? `\n(--allow-partial publishes everything else and keeps the previous output of the Clusters named here)` : '';
+  throw new InputError(all.map((message) => ({ message })), `nothing was rendered or written:\n  ${all.join('\n  ')}${hint}`);
 }
 
 /** What a render needs beyond the plan: helm's seam and the pipeline, loaded on demand. */

@@ -1,4 +1,4 @@
-// Turns a plan and the target's previous tree into the plan the renderer sees: ClusterProfiles from
+// Turns a plan and the target's published state into the plan the renderer sees: ClusterProfiles from
 // the stacks, ClusterRequests scheduled to Clusters, and those Clusters fed into the resolution
 // beside the people's, so their addons are planned, rendered and withheld like any other Cluster's.
 // The inputs are never changed: the generated Clusters live in a new resolution. Pure.
@@ -6,8 +6,7 @@ import { clusterClassOf, usesClassRef } from '../api/capi-cluster.js';
 import type { CapiCluster, KubeObject } from '../api/types.js';
 import type { ClusterResolution, Resolution } from '../release/resolve-releases.js';
 import type { ClusterRequestsOutput, ClusterRequestsRecord } from '../output/cluster-requests-record.js';
-import { readProvenance } from '../output/provenance.js';
-import type { RenderedTree } from '../output/rendered-tree.js';
+import type { PublishedState } from '../output/published-state.js';
 import { clusterProfileFile, requestedClusterFile } from '../output/tree-layout.js';
 import { loadedRelease, type Plan } from '../plan/build-plan.js';
 import { serializeObject } from '../render/manifest-objects.js';
@@ -72,18 +71,13 @@ function clusterRequestsOf(plan: Plan): ClusterRequestInput[] {
   return requests;
 }
 
-/** The record of the previous render, if it had one. */
-function previousRequestsRecord(previous: RenderedTree): ClusterRequestsRecord | undefined {
-  return (readProvenance(previous) as { clusterRequests?: ClusterRequestsRecord } | undefined)?.clusterRequests;
-}
-
 /**
  * Profiles, scheduling and the generated Clusters for `plan`, continuing from the previous tree.
  * Never throws for a request or a mapping: what cannot be scheduled is Pending with its reason, and
  * a cluster a request already had stays (see schedule-requests.ts). `setting` may say the
  * configuration is refused (controller): then every cluster of the previous tree is kept as it was.
  */
-export function planClusterRequests(plan: Plan, setting: SchedulerSetting | SchedulerConfig | undefined, previous: RenderedTree): PlannedClusterRequests {
+export function planClusterRequests(plan: Plan, setting: SchedulerSetting | SchedulerConfig | undefined, published: PublishedState): PlannedClusterRequests {
   const config = setting === undefined ? undefined : 'config' in setting ? setting.config : 'refused' in setting ? undefined : setting;
   const refused = setting !== undefined && 'refused' in setting ? setting.refused : undefined;
   const requests = clusterRequestsOf(plan);
@@ -92,7 +86,7 @@ export function planClusterRequests(plan: Plan, setting: SchedulerSetting | Sche
   // controller sees it once Argo CD or Flux applied it); any other is a person's, never touched.
   const observed = new Map(plan.inputs.clusters.filter((c) => c.object.metadata.labels?.[REQUESTED_PURPOSE_LABEL] !== undefined).map((c) => [key(c.object.metadata.namespace ?? 'default', c.object.metadata.name), c.object]));
   const people = new Set(plan.inputs.clusters.map((c) => key(c.object.metadata.namespace ?? 'default', c.object.metadata.name)).filter((k) => !observed.has(k)));
-  const previousRecord = previousRequestsRecord(previous);
+  const previousRecord = published.clusterRequests;
   const scheduled = scheduleRequests({
     requests,
     profiles,
@@ -115,7 +109,7 @@ export function planClusterRequests(plan: Plan, setting: SchedulerSetting | Sche
   // Withheld clusters: the previous manifest, byte for byte (it never leaves the tree for a refusal).
   for (const cluster of scheduled.withheld) {
     const file = requestedClusterFile(cluster.namespace, cluster.name);
-    const text = previous.get(file);
+    const text = published.tree.get(file);
     if (text === undefined) {
       notes.push(`Cluster ${key(cluster.namespace, cluster.name)} (made for requests) is not written: ${cluster.reason}, and the previous tree has no ${file} to keep`);
       continue;

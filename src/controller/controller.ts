@@ -15,11 +15,12 @@ import type { ClusterStack, KubeObject } from '../api/types.js';
 import { namespaceOf } from '../release/resolve-releases.js';
 import { buildPlan, errorMessage, sourceLocationOf, type Plan } from '../plan/build-plan.js';
 import type { RenderOutcome } from '../render/render-output.js';
-import { holdPublishedClusters } from '../render/held-published-clusters.js';
+import { holdPublishedClusters } from '../plan/held-published-clusters.js';
 import { typedFailure, type TypedFailure } from '../core/failure.js';
 import type { MassDeletionPolicy } from '../core/mass-deletion-guard.js';
 import { renderAndPublish } from '../pipeline/render-and-publish.js';
 import { type UnitRecord } from '../output/provenance.js';
+import { readPublishedState } from '../output/published-state.js';
 import type { SecretPolicy } from '../render/secret-policy.js';
 import type { EncryptionInput } from '../secrets/secret-encryption.js';
 import type { SourceOpener } from '../sources/open-release-source.js';
@@ -425,7 +426,7 @@ export class Controller {
     const ownPlan = plan && standIns.size > 0 ? withoutStandIns(plan, standIns) : plan;
     // A Cluster the render held (its class unreadable now, its addons published before) keeps its
     // ClusterAddon, which says why, instead of losing it as a Cluster that is not ours.
-    const statusPlan = ownPlan && previous ? holdPublishedClusters(ownPlan, previous).plan : ownPlan;
+    const statusPlan = ownPlan && previous ? holdPublishedClusters(ownPlan, readPublishedState(previous)).plan : ownPlan;
     const sync = this.syncState(render, publish);
     if (plan) this.snapshot = addonSnapshot(statusPlan, render, publish);
     const inputs: StatusInputs = {

@@ -109,13 +109,16 @@ export function checkMassDeletion(previous: readonly PublishedUnit[], next: read
 export function unitsOfProvenance(text: string | undefined): PublishedUnit[] {
   if (text === undefined) return [];
   try {
-    const units = (JSON.parse(text) as { units?: unknown }).units;
-    if (!Array.isArray(units)) return [];
-    return units.filter(
-      (unit): unit is PublishedUnit =>
-        typeof unit === 'object' && unit !== null && typeof unit.kind === 'string' && typeof unit.namespace === 'string' && typeof unit.name === 'string' && typeof unit.release === 'string',
-    );
+    return publishedUnitsOf((JSON.parse(text) as { units?: unknown }).units);
   } catch {
     return [];
   }
+}
+
+/** The well-formed units of a parsed provenance record's `units`, or none when it is not a list. */
+export function publishedUnitsOf(units: unknown): PublishedUnit[] {
+  if (!Array.isArray(units)) return [];
+  return units.filter(
+    (unit): unit is PublishedUnit => typeof unit === 'object' && unit !== null && typeof unit.kind === 'string' && typeof unit.namespace === 'string' && typeof unit.name === 'string' && typeof unit.release === 'string',
+  );
 }

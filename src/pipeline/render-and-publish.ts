@@ -1,25 +1,26 @@
 // The one path from a plan to a published tree, taken by the CLI (`render`) and the controller
 // alike: render → wire → guard → summarize → publish. Everything it touches outside comes in as a
 // dependency (helm, the publisher, a logger, a metrics sink), so both drivers get the same tree, the
-// same commit message and the same pull request body for the same inputs.
+// same commit message and the same pull request body for the same inputs. The target's state is
+// read once (PublishedState), the run decided purely (src/run-plan/decide-run.ts), then carried out.
 import { renderPullRequestBody } from '../../gitops/pull-request-body.js';
-import { ARGOCD_SYNC_WAVE_ANNOTATION, syncWaveFor } from '../../gitops/wiring/argocd-sync-waves.js';
 import { renderWiring, type WiringOptions } from '../../gitops/wiring/render-wiring.js';
 import { DEFAULT_SOPS_SECRET } from '../../gitops/wiring/sops-decryption.js';
 import { checkWiringOptions } from '../../gitops/wiring/wiring-options.js';
 import { Failure } from '../core/failure.js';
 import { formatProblem, InputError } from '../core/problem.js';
-import { checkMassDeletion, type MassDeletionPolicy, unitsOfProvenance } from '../core/mass-deletion-guard.js';
+import { checkMassDeletion, type MassDeletionPolicy, publishedUnitsOf } from '../core/mass-deletion-guard.js';
 import type { RenderedTree } from '../output/rendered-tree.js';
-import { readProvenance } from '../output/provenance.js';
-import { guardProviderRemoval, guardProviderVersions } from '../providers/guard-providers.js';
+import { readPublishedState } from '../output/published-state.js';
+import { guardProviderRemoval, providerGuardError } from '../providers/guard-providers.js';
 import { type ChangeSummary, compareTrees, summarizeChanges, type TreeChanges } from '../output/tree-changes.js';
-import { PROVENANCE_FILE, SOPS_CONFIG_FILE } from '../output/tree-layout.js';
-import { countClusterRequests, planClusterRequests, type SchedulerSetting } from '../cluster-requests/plan-cluster-requests.js';
+import { SOPS_CONFIG_FILE } from '../output/tree-layout.js';
+import type { SchedulerSetting } from '../cluster-requests/plan-cluster-requests.js';
 import type { SchedulerConfig } from '../cluster-requests/scheduler-config.js';
 import type { Plan } from '../plan/build-plan.js';
 import { unitFilesAhead } from '../render/assemble-tree.js';
-import { holdPublishedClusters } from '../render/held-published-clusters.js';
+import type { RunPlan } from '../run-plan/decide-run.js';
+import { planRun, runSettings } from './plan-run.js';
 import { kustomizationEncoder } from '../render/kustomization-yaml.js';
 import type { RenderDependencies } from '../render/render-dependencies.js';
 import { type RenderOutcome, type RenderProgress, renderOutput } from '../render/render-output.js';
@@ -91,19 +92,6 @@ export class MassDeletionRefusedError extends Failure {
   }
 }
 
-/** The annotations the wiring wants on management-side objects: Argo CD sync waves, or none. */
-function managementAnnotationsFor(gitops: WiringOptions | undefined): { id: string; annotationsFor: (object: { kind: string; apiVersion?: string }) => Record<string, string> | undefined } | undefined {
-  if (gitops?.engine !== 'argocd') return undefined;
-  return {
-    // The id is in every unit digest: v2 added the node image wave, so older trees render again.
-    id: 'argocd-sync-waves/v2',
-    annotationsFor: (object) => {
-      const wave = syncWaveFor(object.kind, object.apiVersion);
-      return wave === undefined ? undefined : { [ARGOCD_SYNC_WAVE_ANNOTATION]: wave };
-    },
-  };
-}
-
 /** Each unit's files, and its directory's kustomization, handed to the target to write ahead as the unit renders. */
 function prestageUnits(prestage: (files: Iterable<readonly [string, string]>) => void): (dir: string, files: ReadonlyMap<string, string>) => void {
   const encode = kustomizationEncoder();
@@ -116,66 +104,65 @@ function prestageUnits(prestage: (files: Iterable<readonly [string, string]>) =>
  * own (a refused Secret, a refused mass deletion, helm missing, a publisher that throws).
  */
 export async function renderAndPublish<Published>(inputPlan: Plan, previous: RenderedTree, deps: PipelineDependencies<Published>, options: PipelineOptions): Promise<PipelineResult<Published>> {
-  const now = deps.now ?? Date.now;
   // Bad wiring options are a user error: say so before any helm process runs.
   if (options.gitops) checkWiringOptions(options.gitops);
   if (options.secrets === 'encrypt') checkEncryptionEngine(options.gitops?.engine);
-  // age and its ciphers are loaded only by runs that encrypt.
-  const encryption =
-    options.secrets === 'encrypt'
-      ? (await import('../secrets/secret-encryption.js')).resolveSecretEncryption(options.encryption ?? { recipients: [], recipientsOrigin: '' }, previous.get(SOPS_CONFIG_FILE))
-      : undefined;
-  const annotations = managementAnnotationsFor(options.gitops);
-  // Cluster API providers: the version lock, downgrades and contracts need what is published.
-  const previousProviders = readProvenance(previous)?.providers ?? [];
-  if (inputPlan.providers) await guardProviderVersions(inputPlan.providers, previousProviders, options.providerGuards);
-  // A Cluster the target renders is never dropped for what the inputs now say about it: it is held.
-  const held = holdPublishedClusters(inputPlan, previous);
-  if (held.problems.length > 0 && options.heldClusters === 'refuse') throw new InputError(held.problems, `nothing was rendered or written:\n  ${held.problems.map(formatProblem).join('\n  ')}\n(--allow-partial publishes everything else and keeps the previous output of the Clusters named here)`);
-  const plan = held.plan;
-  // Requests become Clusters before rendering, so their addons are rendered like anyone's.
-  const requests = options.scheduler ? planClusterRequests(plan, options.scheduler, previous) : undefined;
-  const unscheduled = options.scheduler ? 0 : countClusterRequests(plan);
-  if (unscheduled > 0) deps.logger.warn({ note: `${unscheduled} ClusterRequest(s) in the inputs are not scheduled: no scheduler configuration was given (--scheduler-config)` }, 'ClusterRequests not scheduled');
+  // Read once: everything below consults this value, never the tree's provenance.json again.
+  const published = readPublishedState(previous);
+  const run = await planRun(inputPlan, published, await runSettings(options, published));
+  refuseWhatThePlanRefuses(run);
+  if (run.unscheduledRequests > 0) deps.logger.warn({ note: `${run.unscheduledRequests} ClusterRequest(s) in the inputs are not scheduled: no scheduler configuration was given (--scheduler-config)` }, 'ClusterRequests not scheduled');
   // Refused requests and kept clusters withhold only themselves: said, never thrown.
-  for (const note of requests?.notes ?? []) deps.logger.warn({ note }, 'ClusterRequest withheld');
+  for (const note of run.requests?.notes ?? []) deps.logger.warn({ note }, 'ClusterRequest withheld');
+  return renderPlannedRun(run, deps, options);
+}
+
+/** Carries out a decided run: renders, guards provider removal, wires, and publishes (see renderAndPublish). */
+async function renderPlannedRun<Published>(run: RunPlan, deps: PipelineDependencies<Published>, options: PipelineOptions): Promise<PipelineResult<Published>> {
+  const now = deps.now ?? Date.now;
   const renderStarted = now();
-  const outcome = await renderOutput(requests?.plan ?? plan, deps.renderer, {
-    ...(requests ? { clusterRequests: requests.output } : {}),
-    secrets: options.secrets,
-    ...(encryption ? { encryption, renderTime: renderStarted } : {}),
-    ...(encryption && options.gitops?.engine === 'flux' ? { decryptionKey: { secretName: options.gitops.sopsSecret ?? DEFAULT_SOPS_SECRET, managementNamespace: options.gitops.namespace } } : {}),
-    previous,
-    ...(annotations ? { managementAnnotations: annotations } : {}),
-    // Argo CD maps helm hooks to its own phases; Flux and plain appliers get them ordered or left out.
-    hookPlacement: options.gitops?.engine === 'argocd' ? 'argocd' : 'staged',
+  const outcome = await renderOutput(run.units, deps.renderer, {
+    ...(run.requests ? { clusterRequests: run.requests.output } : {}),
+    ...(run.units.settings.encryption ? { renderTime: renderStarted } : {}),
+    ...(run.units.settings.encryption && options.gitops?.engine === 'flux' ? { decryptionKey: { secretName: options.gitops.sopsSecret ?? DEFAULT_SOPS_SECRET, managementNamespace: options.gitops.namespace } } : {}),
+    previous: run.published,
     ...(options.readmeTemplate !== undefined ? { readmeTemplate: options.readmeTemplate } : {}),
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     ...(deps.prestage ? { onUnitRendered: prestageUnits(deps.prestage) } : {}),
   });
   deps.metrics?.renderDuration((now() - renderStarted) / 1000);
   for (const note of outcome.notes) deps.logger.warn({ note }, 'Rendered with a note');
-  guardProviderRemoval(previousProviders, outcome.provenance.providers ?? [], outcome.tree, (requests?.plan ?? plan).inputs.clusters.map((sourced) => sourced.object));
-
-  // The wiring follows the units: a release or cluster that leaves the tree leaves the wiring too.
-  const tree = new Map(outcome.tree);
-  if (options.gitops) for (const [file, content] of renderWiring(outcome.provenance.units, options.gitops, { clusterRequests: requests !== undefined, ...(outcome.provenance.providers ? { providers: outcome.provenance.providers } : {}) })) tree.set(file, content);
-  // The user's sops configuration at the root stays: the target holds exactly the tree otherwise.
-  const sopsConfig = previous.get(SOPS_CONFIG_FILE);
-  if (sopsConfig !== undefined) tree.set(SOPS_CONFIG_FILE, sopsConfig);
-  const sorted: RenderedTree = new Map([...tree.entries()].sort(([a], [b]) => compareText(a, b)));
+  guardProviderRemoval([...run.published.providers], outcome.provenance.providers ?? [], outcome.tree, run.plan.inputs.clusters.map((sourced) => sourced.object));
+  const sorted = wiredTree(outcome, run, options);
   if (options.signal?.aborted) return { status: 'aborted', outcome, tree: sorted };
 
   // Argo CD and Flux prune what leaves the output: a render that would take most of it away is far
   // more often a wrong input than a wish.
-  const verdict = checkMassDeletion(unitsOfProvenance(previous.get(PROVENANCE_FILE)), outcome.provenance.units, options.massDeletion);
+  const verdict = checkMassDeletion(publishedUnitsOf(run.published.provenance?.units), outcome.provenance.units, options.massDeletion);
   if (verdict.refused) throw new MassDeletionRefusedError(verdict.message ?? 'the render would remove most of what is published');
 
-  const changes = compareTrees(previous, sorted);
+  const changes = compareTrees(run.published.tree, sorted);
   const change = summarizeChanges(changes, outcome.provenance.inputDigest);
   if (options.pullRequest) change.pullRequest = { title: change.title, body: renderPullRequestBody(changes, outcome.summary, options.pullRequest.template, { engine: options.gitops?.engine ?? 'none', ...(options.gitops?.engine === 'argocd' ? { argocdNamespace: options.gitops.namespace } : {}) }) };
   const publishStarted = now();
   const published = await deps.publish(sorted, change);
   deps.metrics?.publishDuration((now() - publishStarted) / 1000);
   return { status: 'published', outcome, tree: sorted, changes, change, published };
+}
+
+/** Stops the run, nothing rendered or written, for what the plan refuses: provider guards first, then held Clusters. */
+function refuseWhatThePlanRefuses(run: RunPlan): void {
+  if (run.refused.providers.length > 0) throw providerGuardError(run.refused.providers);
+  const held = run.refused.heldClusters;
+  if (held.length > 0) throw new InputError([...held], `nothing was rendered or written:\n  ${held.map(formatProblem).join('\n  ')}\n(--allow-partial publishes everything else and keeps the previous output of the Clusters named here)`);
+}
+
+/** The rendered tree with the wiring beside it and the user's .sops.yaml kept, sorted by path. */
+function wiredTree(outcome: RenderOutcome, run: RunPlan, options: PipelineOptions): RenderedTree {
+  // The wiring follows the units: a release or cluster that leaves the tree leaves the wiring too.
+  const tree = new Map(outcome.tree);
+  if (options.gitops) for (const [file, content] of renderWiring(outcome.provenance.units, options.gitops, { clusterRequests: run.requests !== undefined, ...(outcome.provenance.providers ? { providers: outcome.provenance.providers } : {}) })) tree.set(file, content);
+  // The user's sops configuration at the root stays: the target holds exactly the tree otherwise.
+  if (run.published.sopsConfig !== undefined) tree.set(SOPS_CONFIG_FILE, run.published.sopsConfig);
+  return new Map([...tree.entries()].sort(([a], [b]) => compareText(a, b)));
 }

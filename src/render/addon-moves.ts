@@ -18,7 +18,8 @@
 // for the render that lifts the hold (a suspended owner applies nothing, so its marks reach the
 // cluster only with the first revision it applies again).
 // Pure: works on the rendered units and the previous tree.
-import { type AddonHandoverRecord, readProvenance, type UnitRecord } from '../output/provenance.js';
+import type { AddonHandoverRecord, UnitRecord } from '../output/provenance.js';
+import type { PublishedState } from '../output/published-state.js';
 import type { RenderedTree } from '../output/rendered-tree.js';
 import { KUSTOMIZATION_FILE, unitOfPath } from '../output/tree-layout.js';
 import { sha256Digest } from '../release/content-digest.js';
@@ -62,19 +63,6 @@ export function unmarkedText(marked: string, digest: string): string | undefined
   return undefined;
 }
 
-/** Handover copies of a previous tree by path (its provenance's record), cached per tree. */
-const HANDOVERS = new WeakMap<RenderedTree, Map<string, AddonHandoverRecord>>();
-
-/** The previous tree's handovers by the path of their marked copy. */
-export function previousHandovers(previous: RenderedTree): Map<string, AddonHandoverRecord> {
-  let found = HANDOVERS.get(previous);
-  if (!found) {
-    found = new Map((readProvenance(previous)?.addonHandovers ?? []).map((handover) => [handover.path, handover]));
-    HANDOVERS.set(previous, found);
-  }
-  return found;
-}
-
 interface Home {
   dir: string;
   path: string;
@@ -107,7 +95,7 @@ function isAddonRecord(record: UnitRecord): boolean {
  * The cluster directories whose addon units differ from the previous tree's (another set of
  * directories, or a unit whose render inputs changed), or that had a handover in progress.
  */
-function clustersWithChangedAddons(previousUnits: readonly UnitRecord[], records: readonly UnitRecord[], handedOver: Map<string, AddonHandoverRecord>): Set<string> {
+function clustersWithChangedAddons(previousUnits: readonly UnitRecord[], records: readonly UnitRecord[], handedOver: ReadonlyMap<string, AddonHandoverRecord>): Set<string> {
   const signatures = (units: readonly UnitRecord[]): Map<string, string[]> => {
     const byCluster = new Map<string, string[]>();
     for (const unit of units) {
@@ -151,10 +139,11 @@ export interface AddonMoves {
  * them over (see the top of this file): takes each out of its new directory (listing it there
  * under `shared`) and returns its marked copy for the old one. Mutates `rendered` and `records`.
  */
-export function handOverAddonMoves(previous: RenderedTree, rendered: Map<string, Map<string, string>>, records: UnitRecord[]): AddonMoves {
+export function handOverAddonMoves(published: PublishedState, rendered: Map<string, Map<string, string>>, records: UnitRecord[]): AddonMoves {
   const moves: AddonMoves = { files: new Map(), handovers: [], notes: [], warnings: [] };
-  const handedOver = previousHandovers(previous);
-  const previousUnits = readProvenance(previous)?.units ?? [];
+  const previous = published.tree;
+  const handedOver = published.addonHandovers;
+  const previousUnits = [...published.units.values()];
   // Only a cluster whose addon units changed can have an object that moved: the others keep every
   // file where it was (their objects are not even looked at, which at thousands of clusters is most
   // of this function's time).

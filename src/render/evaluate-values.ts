@@ -7,22 +7,20 @@
 // another. The first charts render as soon as the first small chunk is in, and each later chunk is
 // evaluated while the charts of the ones before it render: one values process at a time, so they
 // never hold back the charts that are ready.
-import type { Provenance, UnitRecord } from '../output/provenance.js';
-import type { RenderedTree } from '../output/rendered-tree.js';
-import { previousFiles } from './previous-output.js';
+import type { Provenance } from '../output/provenance.js';
 import type { RenderDependencies, ValuesTemplateResult } from './render-dependencies.js';
 import { ownerKey, type PendingUnit } from './render-units.js';
 import { compareText } from '../core/compare-text.js';
 
 export interface ValuesOutcome {
-  /** Units reused whole by input digest: directory -> files. */
-  reused: Map<string, Map<string, string>>;
   /** Clusters (`namespace/name`) whose values failed, with the reason; complete once every `ready` promise settled. */
   failedClusters: Map<string, string>;
   /** Those of `failedClusters` whose template ran out of time: not remembered, a larger limit may pass. */
   timedOutClusters: Set<string>;
-  /** Per unit that needs values evaluated: settles when they are set (`unit.values`) or its cluster failed. */
+  /** Per unit evaluated: settles when its values are in `values` or its cluster failed. */
   ready: Map<PendingUnit, Promise<void>>;
+  /** The evaluated values of each unit, once its `ready` settled (the units themselves stay as planned). */
+  values: Map<PendingUnit, Record<string, unknown>[]>;
 }
 
 /** Clusters in the first chunk; each next chunk doubles, up to MAX_CHUNK_CLUSTERS. */
@@ -30,38 +28,24 @@ const FIRST_CHUNK_CLUSTERS = 2;
 const MAX_CHUNK_CLUSTERS = 64;
 
 /**
- * Starts evaluating the values of every unit that needs it (all but those reused; `notReusable`
- * never are); returns at once, before helm answers. A chunk whose evaluation rejects (helm could
- * not run) rejects every later one too.
+ * Starts evaluating the values templates of `units` (those the plan renders); returns at once,
+ * before helm answers. `knownFailures` (clusters and layers by ownerKey whose template failed
+ * before with the same inputs) are failed from the start and not evaluated. A chunk whose
+ * evaluation rejects (helm could not run) rejects every later one too.
  */
-export function evaluateUnitValues(units: PendingUnit[], before: Map<string, UnitRecord>, failedBefore: Map<string, string>, previous: RenderedTree, deps: RenderDependencies, notReusable: ReadonlySet<string> = new Set()): ValuesOutcome {
-  const reused = new Map<string, Map<string, string>>();
-  const needValues = units.filter((unit) => {
-    const old = before.get(unit.record.dir);
-    if (old && old.inputDigest === unit.record.inputDigest && !notReusable.has(unit.record.dir)) {
-      const files = previousFiles(old, previous);
-      if (files) {
-        reused.set(unit.record.dir, files);
-        return false;
-      }
-    }
-    return unit.template !== undefined;
-  });
-  const failedClusters = new Map<string, string>();
+export function evaluateUnitValues(units: readonly PendingUnit[], deps: RenderDependencies, knownFailures: ReadonlyMap<string, string> = new Map()): ValuesOutcome {
+  const failedClusters = new Map(knownFailures);
   const timedOutClusters = new Set<string>();
-  for (const unit of units) {
-    const known = failedBefore.get(`${unit.record.dir} ${unit.record.inputDigest}`);
-    if (known !== undefined && !failedClusters.has(ownerKey(unit))) failedClusters.set(ownerKey(unit), known);
-  }
   const ready = new Map<PendingUnit, Promise<void>>();
-  const toEvaluate = needValues.filter((unit) => !failedClusters.has(ownerKey(unit)));
+  const values = new Map<PendingUnit, Record<string, unknown>[]>();
+  const toEvaluate = units.filter((unit) => unit.template !== undefined && !failedClusters.has(ownerKey(unit)));
   let previousChunk: Promise<void> = Promise.resolve();
   for (const chunk of chunksOf(toEvaluate)) {
-    const done = previousChunk.then(() => evaluateChunk(chunk, deps, failedClusters, timedOutClusters));
+    const done = previousChunk.then(() => evaluateChunk(chunk, deps, values, failedClusters, timedOutClusters));
     for (const unit of chunk) ready.set(unit, done);
     previousChunk = done;
   }
-  return { reused, failedClusters, timedOutClusters, ready };
+  return { failedClusters, timedOutClusters, ready, values };
 }
 
 /**
@@ -69,14 +53,14 @@ export function evaluateUnitValues(units: PendingUnit[], before: Map<string, Uni
  * fail again without helm next time. A template that ran out of time is not recorded (`timedOut`):
  * a run with a larger limit evaluates it again.
  */
-export function valuesFailureRecords(units: PendingUnit[], failedClusters: Map<string, string>, timedOut: ReadonlySet<string> = new Set()): Provenance['valuesFailures'] {
+export function valuesFailureRecords(units: readonly PendingUnit[], failedClusters: Map<string, string>, timedOut: ReadonlySet<string> = new Set()): Provenance['valuesFailures'] {
   return units
     .filter((unit) => unit.record.kind !== 'release' && failedClusters.has(ownerKey(unit)) && !timedOut.has(ownerKey(unit)))
     .map((unit) => ({ dir: unit.record.dir, inputDigest: unit.record.inputDigest, reason: failedClusters.get(ownerKey(unit))! }))
     .sort((a, b) => compareText(a.dir, b.dir));
 }
 
-async function evaluateChunk(chunk: PendingUnit[], deps: RenderDependencies, failedClusters: Map<string, string>, timedOutClusters: Set<string>): Promise<void> {
+async function evaluateChunk(chunk: PendingUnit[], deps: RenderDependencies, values: Map<PendingUnit, Record<string, unknown>[]>, failedClusters: Map<string, string>, timedOutClusters: Set<string>): Promise<void> {
   const results = await deps.evaluateValues(
     chunk.map((unit) => ({ id: unit.record.dir, origin: unit.template!.origin, template: unit.template!.text, context: unit.template!.context })),
     chunk[0]!.kubeVersion,
@@ -84,7 +68,7 @@ async function evaluateChunk(chunk: PendingUnit[], deps: RenderDependencies, fai
   const byId = new Map(results.map((result) => [result.id, result]));
   for (const unit of chunk) {
     const result = byId.get(unit.record.dir);
-    if (result?.ok) unit.values = [result.values];
+    if (result?.ok) values.set(unit, [result.values]);
     // A missing field is a state to wait out, a broken template the release's fault: either way
     // only this cluster is withheld, and the same inputs fail again without helm next time.
     else if (!failedClusters.has(ownerKey(unit))) {
@@ -95,7 +79,7 @@ async function evaluateChunk(chunk: PendingUnit[], deps: RenderDependencies, fai
 }
 
 /** Chunks of whole clusters, one Kubernetes version each, growing from FIRST_CHUNK_CLUSTERS. */
-function chunksOf(units: PendingUnit[]): PendingUnit[][] {
+function chunksOf(units: readonly PendingUnit[]): PendingUnit[][] {
   const chunks: PendingUnit[][] = [];
   for (const sameVersion of groupBy(units, (unit) => unit.kubeVersion).values()) {
     const clusters = [...groupBy(sameVersion, ownerKey).values()];
@@ -112,7 +96,7 @@ function describeValuesFailure(result: Extract<ValuesTemplateResult, { ok: false
   return result.message;
 }
 
-function groupBy<T>(items: T[], key: (item: T) => string): Map<string, T[]> {
+function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {
   const groups = new Map<string, T[]>();
   for (const item of items) {
     const group = groups.get(key(item));

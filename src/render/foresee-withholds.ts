@@ -51,7 +51,7 @@ export async function foreseeWithholds(plan: Plan, deps: RenderDependencies): Pr
   units.push(...layers.units);
   withheld.push(...layers.withheld);
   // Nothing is reused: plan asks what the inputs give, not what a target holds.
-  const { failedClusters, ready } = evaluateUnitValues(units, new Map(), new Map(), new Map(), deps);
+  const { failedClusters, ready } = evaluateUnitValues(units, deps);
   await Promise.all(ready.values());
 
   const rendered = new Map<string, Map<string, string>>();

@@ -4,23 +4,22 @@
 // engine changes. The tree records its placement (provenance.json `helmHooks`); a tree written
 // before hooks were handled has none, and its units that hold a hook render again once.
 import type { HookPlacement } from '../output/helm-hooks-record.js';
-import { readProvenance, type UnitRecord } from '../output/provenance.js';
-import type { RenderedTree } from '../output/rendered-tree.js';
+import type { PublishedState } from '../output/published-state.js';
 import { HELM_HOOK_ANNOTATION } from './helm-hooks.js';
 
 /** The directories of previous units whose hooks are not laid out for `placement`. */
-export function unitsWithMisplacedHooks(previous: RenderedTree, before: Map<string, UnitRecord>, placement: HookPlacement): Set<string> {
-  const recorded = readProvenance(previous)?.helmHooks;
+export function unitsWithMisplacedHooks(published: PublishedState, placement: HookPlacement): Set<string> {
+  const recorded = published.helmHooks;
   if (recorded === placement) return new Set();
   const dirs = new Set<string>();
-  for (const unit of before.values()) {
+  for (const unit of published.units.values()) {
     if (recorded !== undefined) {
       if (unit.hooks && unit.hooks.length > 0) dirs.add(unit.dir);
       continue;
     }
     // Written before hooks were handled: any file may hold a hook, as an ordinary object.
     const paths = [...unit.files.map((file) => `${unit.dir}/${file}`), ...Object.values(unit.shared ?? {})];
-    if (paths.some((path) => previous.get(path)?.includes(HELM_HOOK_ANNOTATION))) dirs.add(unit.dir);
+    if (paths.some((path) => published.tree.get(path)?.includes(HELM_HOOK_ANNOTATION))) dirs.add(unit.dir);
   }
   return dirs;
 }

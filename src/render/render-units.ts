@@ -23,7 +23,7 @@ const ADDON_NAMESPACE = 'kube-system';
 /** The stage directory of a legacy (single umbrella chart) addon release. */
 const LEGACY_STAGE = 'cluster-addon';
 
-/** A unit before it is rendered. */
+/** A unit before it is rendered (frozen once planned: evaluated values are kept beside it). */
 export interface PendingUnit {
   record: Omit<UnitRecord, 'renderDigest' | 'files'>;
   chart: ChartSource;
@@ -39,6 +39,7 @@ export interface PendingUnit {
   /** Values layered on top of the evaluated template (user values from the ClusterStack). */
   extraValues?: Record<string, unknown>;
   template?: { text: string; origin: string; context: ValuesTemplateItem['context'] };
+  /** The values known before rendering; a unit with a template gets its evaluated values at render. */
   values: Record<string, unknown>[];
   /** Plain manifests (an addon layer's directory): used as they are, instead of rendering `chart`. */
   manifests?: string;
@@ -99,6 +100,19 @@ export function planUnits(plan: Plan, settings: UnitSettings): { units: PendingU
 function clusterProblemText(problem: Problem): string {
   const where = [problem.source, problem.path].filter(Boolean).join(' ');
   return where ? `${where}: ${problem.message}` : problem.message;
+}
+
+/** Every values document helm gets for `unit`: `values` (the evaluated template, or the static ones) then the user's. */
+export function chartValues(unit: PendingUnit, values: readonly Record<string, unknown>[] = unit.values): Record<string, unknown>[] {
+  return [...values, ...(unit.extraValues ? [unit.extraValues] : [])];
+}
+
+/**
+ * The digest of exactly what helm is given for `unit` with `values` (chartValues): equal digests
+ * render equal output, so a unit whose render digest the target records is reused without helm.
+ */
+export function renderDigestOf(unit: PendingUnit, values: readonly Record<string, unknown>[], secretsPart: unknown, annotationsId: string | undefined): string {
+  return sha256Digest(canonicalJson({ format: OUTPUT_FORMAT, chart: unit.chart.digest, values, kubeVersion: unit.kubeVersion, apiVersions: unit.apiVersions, releaseName: unit.releaseName, namespace: unit.renderNamespace, includeCrds: unit.includeCrds, secrets: secretsPart, annotations: unit.annotated ? (annotationsId ?? null) : null }));
 }
 
 /** The `namespace/name` of a unit's cluster (or release); a layer's is `namespace/cluster/layers/<layer>` (it fails alone). */

@@ -3,7 +3,7 @@
 // for it stays. Withholding never prunes.
 import { layerRef } from '../core/layer-version.js';
 import type { UnitRecord, WithheldEntry } from '../output/provenance.js';
-import type { RenderedTree } from '../output/rendered-tree.js';
+import type { PublishedState } from '../output/published-state.js';
 import { clusterDir, isLayerPath, layerDir, releaseDir } from '../output/tree-layout.js';
 import { previousFiles } from './previous-output.js';
 import type { PendingUnit } from './render-units.js';
@@ -78,12 +78,12 @@ export function withholdStrandedLayers(rendered: Map<string, Map<string, string>
 }
 
 /** Puts back the previous output of withheld units that were published before, marking them so. */
-export function keepPreviousOutput(withheld: WithheldEntry[], before: Map<string, UnitRecord>, previous: RenderedTree, rendered: Map<string, Map<string, string>>, records: UnitRecord[]): void {
+export function keepPreviousOutput(withheld: WithheldEntry[], published: PublishedState, rendered: Map<string, Map<string, string>>, records: UnitRecord[]): void {
   for (const entry of withheld) {
-    const dirs = ownDirs(entry, before.keys());
+    const dirs = ownDirs(entry, published.units.keys());
     for (const dir of dirs) {
-      const old = before.get(dir);
-      const files = previousFiles(old, previous);
+      const old = published.units.get(dir);
+      const files = previousFiles(old, published);
       if (!old || !files || rendered.has(dir)) continue;
       rendered.set(dir, files);
       records.push(old);
@@ -99,7 +99,7 @@ export function keepPreviousOutput(withheld: WithheldEntry[], before: Map<string
  * record is the previous tree's in the cluster's namespace, else every one of that tag (a class in
  * another namespace). Returns whether it withheld any.
  */
-export function holdReleasesOfKeptClusters(withheld: WithheldEntry[], before: Map<string, UnitRecord>, records: UnitRecord[]): boolean {
+export function holdReleasesOfKeptClusters(withheld: WithheldEntry[], before: ReadonlyMap<string, UnitRecord>, records: UnitRecord[]): boolean {
   const users = new Map<string, { namespace: string; clusters: string[] }>();
   const kept = new Set(withheld.filter((entry) => entry.kind === 'cluster' && entry.previousKept).map((entry) => `${entry.namespace}/${entry.name}`));
   for (const record of before.values()) {

@@ -17,7 +17,7 @@ import { readInputFiles } from '../../src/inputs/read-input-files.js';
 import { buildPlan } from '../../src/plan/build-plan.js';
 import { compareTrees, summarizeChanges } from '../../src/output/tree-changes.js';
 import type { RenderDependencies } from '../../src/render/render-dependencies.js';
-import { renderOutput } from '../../src/render/render-output.js';
+import { renderPlan } from '../support/render-plan.js';
 import { createSourceOpener } from '../../src/sources/open-release-source.js';
 import { encodeYaml } from '../../src/yaml/kube-yaml.js';
 import { assertCliBuilt, childrenCpuMs, runCliOk, type CliRun } from './cli-runs.js';
@@ -136,7 +136,7 @@ async function breakdown(inputs: string, releases: string, work: string): Promis
   const plan = await buildPlan({ manifests, defaultSource: releases, openSource: createSourceOpener({ cacheDir: path.join(work, 'cache') }), workDir: path.join(work, 'cache') });
   const planned = performance.now();
   const previous = await publisher.readPrevious();
-  const outcome = await renderOutput(plan, deps, { secrets: 'refuse', previous });
+  const outcome = await renderPlan(plan, deps, { secrets: 'refuse', previous });
   const rendered = performance.now();
   await publisher.publish(outcome.tree, summarizeChanges(compareTrees(previous, outcome.tree), outcome.provenance.inputDigest));
   const end = performance.now();

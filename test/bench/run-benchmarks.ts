@@ -25,7 +25,7 @@ import { readInputFiles } from '../../src/inputs/read-input-files.js';
 import type { ParsedManifests, SourcedObject } from '../../src/inputs/parse-manifests.js';
 import { buildPlan, loadedRelease, type Plan } from '../../src/plan/build-plan.js';
 import { compareTrees, summarizeChanges } from '../../src/output/tree-changes.js';
-import { renderOutput } from '../../src/render/render-output.js';
+import { renderPlan } from '../support/render-plan.js';
 import { createSourceOpener } from '../../src/sources/open-release-source.js';
 import { startFakeGitHub } from '../support/fake-github/index.js';
 import { assertCliBuilt, startCli } from './cli-runs.js';
@@ -86,7 +86,7 @@ async function renderOnce(manifests: ParsedManifests, publisher: DirectoryPublis
   const { ms, result } = await timed(async () => {
     const plan = await planFor(manifests, workDir);
     const previous = await publisher.readPrevious();
-    const outcome = await renderOutput(plan, helm, { secrets: 'refuse', previous });
+    const outcome = await renderPlan(plan, helm, { secrets: 'refuse', previous });
     await publisher.publish(outcome.tree, summarizeChanges(compareTrees(previous, outcome.tree), outcome.provenance.inputDigest));
     return outcome;
   });
@@ -277,7 +277,7 @@ async function benchController(): Promise<void> {
     const { ms: ownRenderMs } = await timed(async () => {
       const single = await syntheticManifests(1);
       const helm = createHelmDependencies({ workDir: path.join(work, 'solo-helm') });
-      await renderOutput(await planFor(single, path.join(work, 'solo')), helm, { secrets: 'refuse', previous: new Map() });
+      await renderPlan(await planFor(single, path.join(work, 'solo')), helm, { secrets: 'refuse', previous: new Map() });
     });
     const changeStarted = performance.now();
     await custom.patchNamespacedCustomObject(

@@ -1,7 +1,7 @@
 // Start-up of the CLI process a user runs: `clusterstack --help` and `plan` on the quick-start
 // inputs, beside bare `node -e 0` as the floor on this machine. `plan` runs with a cold cache (a new
 // cache directory each run: charts extracted, ClusterClass charts rendered by helm) and a warm one
-// (the renders plan/chart-render-cache.ts kept), each with the breakdown the CLI prints under
+// (the renders render/chart-render-cache.ts kept), each with the breakdown the CLI prints under
 // CLUSTERSTACK_TIMINGS=1: node's own start, loading the command's modules, and the command's phases.
 // "start-up" is the time until the command begins its own work.
 import { spawnSync } from 'node:child_process';

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { handOverAddonMoves, markedAgainstPrune, unmarkedText } from '../../src/render/addon-moves.js';
 import { sha256Digest } from '../../src/release/content-digest.js';
 import type { UnitRecord } from '../../src/output/provenance.js';
+import { readPublishedState } from '../../src/output/published-state.js';
 import { parseObject } from '../support/engine-schemas/wiring-checks.js';
 
 const OBJECT = '# Source: chart/templates/cm.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: moving\n  namespace: kube-system\ndata:\n  key: value\n';
@@ -39,7 +40,7 @@ describe('handOverAddonMoves', () => {
     const previous = tree({ [`${from}/configmap-moving.kube-system.yaml`]: OBJECT, [`${from}/kustomization.yaml`]: 'resources: []\n' });
     const rendered = new Map([[from, new Map<string, string>()], [to, new Map([['configmap-moving.kube-system.yaml', OBJECT]])]]);
     const records = [record(from, []), record(to, ['configmap-moving.kube-system.yaml'])];
-    const moves = handOverAddonMoves(previous, rendered, records);
+    const moves = handOverAddonMoves(readPublishedState(previous), rendered, records);
     expect([...moves.files.keys()]).toEqual([`${from}/configmap-moving.kube-system.yaml`]);
     expect(parseObject(moves.files.get(`${from}/configmap-moving.kube-system.yaml`)!).metadata.annotations).toEqual({ 'kustomize.toolkit.fluxcd.io/prune': 'disabled', 'argocd.argoproj.io/sync-options': 'Prune=false' });
     expect(rendered.get(to)!.size).toBe(0);
@@ -51,7 +52,7 @@ describe('handOverAddonMoves', () => {
     const path = `${C}/cni/configmap-moving.kube-system.yaml`;
     const previous = tree({ [path]: markedAgainstPrune(OBJECT)! }, [record(`${C}/cni`, [])], [{ path, from: `${C}/cni`, to: `${C}/layers/base`, file: 'configmap-moving.kube-system.yaml', digest: sha256Digest(OBJECT) }]);
     const rendered = new Map([[`${C}/cni`, new Map<string, string>()], [`${C}/layers/base`, new Map([['configmap-moving.kube-system.yaml', OBJECT]])]]);
-    const moves = handOverAddonMoves(previous, rendered, [record(`${C}/cni`, []), record(`${C}/layers/base`, ['configmap-moving.kube-system.yaml'])]);
+    const moves = handOverAddonMoves(readPublishedState(previous), rendered, [record(`${C}/cni`, []), record(`${C}/layers/base`, ['configmap-moving.kube-system.yaml'])]);
     expect(moves.handovers).toEqual([]);
     expect(rendered.get(`${C}/layers/base`)!.get('configmap-moving.kube-system.yaml')).toBe(OBJECT);
   });
@@ -59,14 +60,14 @@ describe('handOverAddonMoves', () => {
   it('leaves objects of other clusters, objects that stay, and objects still rendered where they were alone', () => {
     const previous = tree({ [`clusters/fleet/two/cni/configmap-moving.kube-system.yaml`]: OBJECT, [`${C}/cni/configmap-moving.kube-system.yaml`]: OBJECT });
     const rendered = new Map([[`${C}/cni`, new Map([['configmap-moving.kube-system.yaml', OBJECT]])], [`${C}/layers/base`, new Map([['configmap-moving.kube-system.yaml', OBJECT]])]]);
-    const moves = handOverAddonMoves(previous, rendered, [record(`${C}/cni`, ['configmap-moving.kube-system.yaml']), record(`${C}/layers/base`, ['configmap-moving.kube-system.yaml'])]);
+    const moves = handOverAddonMoves(readPublishedState(previous), rendered, [record(`${C}/cni`, ['configmap-moving.kube-system.yaml']), record(`${C}/layers/base`, ['configmap-moving.kube-system.yaml'])]);
     expect(moves).toEqual({ files: new Map(), handovers: [], notes: [], warnings: [] });
   });
 
   it('says so when the old directory leaves the tree in the same commit, and hands nothing over', () => {
     const previous = tree({ [`${C}/layers/old/configmap-moving.kube-system.yaml`]: OBJECT });
     const rendered = new Map([[`${C}/layers/base`, new Map([['configmap-moving.kube-system.yaml', OBJECT]])]]);
-    const moves = handOverAddonMoves(previous, rendered, [record(`${C}/layers/base`, ['configmap-moving.kube-system.yaml'])]);
+    const moves = handOverAddonMoves(readPublishedState(previous), rendered, [record(`${C}/layers/base`, ['configmap-moving.kube-system.yaml'])]);
     expect(moves.handovers).toEqual([]);
     expect(moves.warnings).toEqual([expect.stringContaining(`ConfigMap kube-system/moving moves from ${C}/layers/old/, which leaves the tree in the same commit`)]);
     expect(moves.notes).toEqual([]);
@@ -76,7 +77,7 @@ describe('handOverAddonMoves', () => {
     const secret = 'apiVersion: v1\nkind: Secret\nmetadata:\n  name: token\n  namespace: kube-system\ndata:\n  t: ENC[AES256_GCM,data:x]\nsops:\n  mac: ENC[x]\n';
     const previous = tree({ [`${C}/cni/secret-token.kube-system.yaml`]: secret });
     const rendered = new Map([[`${C}/cni`, new Map<string, string>()], [`${C}/layers/base`, new Map([['secret-token.kube-system.yaml', secret]])]]);
-    const moves = handOverAddonMoves(previous, rendered, [record(`${C}/cni`, []), record(`${C}/layers/base`, ['secret-token.kube-system.yaml'])]);
+    const moves = handOverAddonMoves(readPublishedState(previous), rendered, [record(`${C}/cni`, []), record(`${C}/layers/base`, ['secret-token.kube-system.yaml'])]);
     expect(moves.handovers).toEqual([]);
     expect(moves.warnings[0]).toContain('without a handover (it cannot be annotated: an encrypted or unreadable document)');
   });

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { CapiProvider } from '../../src/api/provider-types.js';
 import { InputError } from '../../src/core/problem.js';
 import type { ProviderRecord } from '../../src/output/provenance.js';
-import { guardProviderRemoval, guardProviderVersions } from '../../src/providers/guard-providers.js';
+import { guardProviderRemoval, guardProviderVersions, loadLockedProviders, providerGuardError } from '../../src/providers/guard-providers.js';
 import type { PlannedProvider, ProviderPlan } from '../../src/providers/plan-providers.js';
 import type { ProviderFetcher } from '../../src/providers/provider-fetcher.js';
 
@@ -25,28 +25,48 @@ function record(of: PlannedProvider, version: string, kinds: string[] = []): Pro
   return { dir: of.dir, kind: of.provider.kind, namespace: 'ns', name: of.provider.metadata.name, version, pinned: of.pinned, contract: 'v1beta1', source: 'github:o/r', digest: 'sha256:x', inputDigest: 'sha256:x', kinds, files: [] };
 }
 
+/** The guards as the pipeline applies them: the locks loaded from what is published, then decided. */
+async function guard(providers: ProviderPlan, previous: ProviderRecord[], mode?: 'refuse' | 'withhold') {
+  return guardProviderVersions(await loadLockedProviders(providers, previous), previous, mode);
+}
+
 describe('guardProviderVersions', () => {
   it('refuses a contract other than the core one (the CLI), or withholds only that provider (the controller)', async () => {
     const core = planned('CoreProvider', 'cluster-api', 'v1.8.0', 'v1beta1');
     const infra = planned('InfrastructureProvider', 'docker', 'v2.0.0', 'v1beta2');
-    await expect(guardProviderVersions(plan(core, infra), [])).rejects.toThrow(InputError);
-    await guardProviderVersions(plan(core, infra), [], 'withhold');
-    expect(core.problems).toEqual([]);
-    expect(infra.problems[0]!.message).toContain('implements Cluster API contract v1beta2, but CoreProvider ns/cluster-api v1.8.0 implements v1beta1');
+    const refused = await guard(plan(core, infra), []);
+    expect(providerGuardError(refused.refused)).toBeInstanceOf(InputError);
+    expect(refused.refused).toHaveLength(1);
+    const withheld = await guard(plan(core, infra), [], 'withhold');
+    expect(withheld.refused).toEqual([]);
+    expect(withheld.plan.providers[0]!.problems).toEqual([]);
+    expect(withheld.plan.providers[1]!.problems[0]!.message).toContain('implements Cluster API contract v1beta2, but CoreProvider ns/cluster-api v1.8.0 implements v1beta1');
+    // The plan given is not changed: the guards return a new one.
+    expect(infra.problems).toEqual([]);
   });
 
   it('refuses a downgrade of a pinned version unless annotated', async () => {
     const infra = planned('InfrastructureProvider', 'docker', 'v1.8.0', 'v1beta1');
-    await expect(guardProviderVersions(plan(infra), [record(infra, 'v1.9.0')])).rejects.toThrow(/v1\.8\.0 is lower than v1\.9\.0/);
+    expect(providerGuardError((await guard(plan(infra), [record(infra, 'v1.9.0')])).refused).message).toMatch(/v1\.8\.0 is lower than v1\.9\.0/);
     const allowed = planned('InfrastructureProvider', 'docker', 'v1.8.0', 'v1beta1', true, { 'clusterstack.x-k8s.io/allow-downgrade': 'true' });
-    await expect(guardProviderVersions(plan(allowed), [record(allowed, 'v1.9.0')])).resolves.toBeUndefined();
+    expect((await guard(plan(allowed), [record(allowed, 'v1.9.0')])).refused).toEqual([]);
   });
 
-  it('keeps the version an unpinned provider was first rendered with, fetching it again', async () => {
+  it('keeps the version an unpinned provider was first rendered with, fetching it again, in a new plan', async () => {
     const core = planned('CoreProvider', 'cluster-api', 'v1.9.0', 'v1beta1', false);
-    await guardProviderVersions(plan(core), [record(core, 'v1.8.0')]);
-    expect(core.version).toBe('v1.8.0');
-    expect(core.release?.digest).toBe('sha256:v1.8.0');
+    const guarded = await guard(plan(core), [record(core, 'v1.8.0')]);
+    expect(guarded.refused).toEqual([]);
+    expect(guarded.plan.providers[0]!.version).toBe('v1.8.0');
+    expect(guarded.plan.providers[0]!.release?.digest).toBe('sha256:v1.8.0');
+    expect(core.version).toBe('v1.9.0');
+  });
+
+  it('refuses (or withholds) a locked version that cannot be fetched', async () => {
+    const core = planned('CoreProvider', 'cluster-api', 'v1.9.0', 'v1beta1', false);
+    const failing: ProviderPlan = { ...plan(core), fetcher: { ...fetcher, fetch: async () => Promise.reject(new Error('registry down')) } };
+    expect((await guard(failing, [record(core, 'v1.8.0')])).refused.map((problem) => problem.message).join()).toContain('registry down');
+    const withheld = await guard(failing, [record(core, 'v1.8.0')], 'withhold');
+    expect(withheld.plan.providers[0]!.problems.map((problem) => problem.message).join()).toContain('registry down');
   });
 });
 

@@ -28,8 +28,8 @@ import { withSecretValueDigests } from './secret-value-digests.js';
 import { readCacheEntryJson, writeCacheEntryJson } from '../cache/cache-entry-file.js';
 import path from 'node:path';
 import { sha256Digest, sha256Hex } from '../release/content-digest.js';
-import { canonicalJson } from '../render/canonical-json.js';
-import type { ChartRenderRequest, RenderDependencies, ValuesTemplateItem, ValuesTemplateResult } from '../render/render-dependencies.js';
+import { canonicalJson } from './canonical-json.js';
+import type { ChartRenderRequest, RenderDependencies, ValuesTemplateItem, ValuesTemplateResult } from './render-dependencies.js';
 
 export const CHART_RENDERS_DIR = 'chart-renders';
 

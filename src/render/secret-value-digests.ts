@@ -5,7 +5,7 @@
 // no Secret value ever rests in the cache (issue 28). Pure.
 import type { KubeObject } from '../api/types.js';
 import { sha256Digest } from '../release/content-digest.js';
-import { secretReason } from '../render/secret-policy.js';
+import { secretReason } from './secret-policy.js';
 import { decodeYamlDocument, encodeYaml, splitYamlDocuments, YamlDecodeError } from '../yaml/kube-yaml.js';
 
 const SOURCE_LINE = /^# Source: .+$/m;
