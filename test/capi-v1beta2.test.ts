@@ -4,6 +4,8 @@
 // release kept, while everything else publishes.
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import type { CapiCluster } from '../src/api/types.js';
+import { decodeYamlDocument } from '../src/yaml/kube-yaml.js';
 import { clusterYaml, copyExampleReleases, FERROL_STACK_YAML, readTree, renderWithReport, tempDir, writeTree } from './support/cli.js';
 import { buildV1beta2Releases, V1BETA2_CLASS, V1BETA2_RELEASE, V1BETA2_STACK, v1beta2TwinObjects } from './support/v1beta2-stack-releases.js';
 
@@ -36,6 +38,23 @@ describe('Cluster API v1beta2 Clusters', () => {
     expect(settings, Object.keys(v1beta2).join('\n')).toBeDefined();
     for (const line of ['endpoint: "alpha.example.test"', 'port: "6443"', 'podCidrs: "192.168.0.0/16"', 'serviceDomain: "cluster.local"', 'controlPlane: "alpha-cp"', 'controlPlaneReplicas: "3"', 'controlPlaneVersion: "v1.33.7"']) expect(settings).toContain(line);
     expect(v1beta2[`management/fleet/${V1BETA2_RELEASE}/clusterclass-${V1BETA2_CLASS}.yaml`]).toContain('apiVersion: cluster.x-k8s.io/v1beta2');
+  });
+
+  it('writes the Cluster made for a ClusterRequest in v1beta2, naming its class in classRef', async () => {
+    const request = 'apiVersion: clusters.openmcp.cloud/v1alpha1\nkind: ClusterRequest\nmetadata: {name: r1, namespace: team-a}\nspec: {purpose: workload}\n';
+    const scheduler = 'scheduler:\n  purposeMappings:\n    workload:\n      template:\n        metadata: {namespace: team-a}\n        spec: {profile: fleet.docker.scs2-1-33, tenancy: Exclusive}\n';
+    const inputs = await writeTree({ 'stack.yaml': V1BETA2_STACK, 'requests.yaml': request });
+    const config = path.join(await tempDir(), 'scheduler.yaml');
+    await writeTree({ 'scheduler.yaml': scheduler }, path.dirname(config));
+    const out = path.join(await tempDir(), 'out');
+    const run = await renderWithReport([inputs, '--release-source', releases, '--output', out, '--scheduler-config', config]);
+    expect(run.code, run.stderr).toBe(0);
+    const tree = await readOutput(out);
+    const files = Object.keys(tree).filter((file) => file.startsWith('management/_cluster-requests/clusters/') && !file.endsWith('kustomization.yaml'));
+    expect(files).toHaveLength(1);
+    const cluster = decodeYamlDocument(tree[files[0]!]!).value as CapiCluster;
+    expect(cluster.apiVersion).toBe('cluster.x-k8s.io/v1beta2');
+    expect(cluster.spec?.topology).toEqual({ classRef: { name: V1BETA2_CLASS, namespace: 'fleet' }, version: 'v1.33.7' });
   });
 });
 
@@ -95,6 +114,12 @@ describe('a Cluster whose class cannot be read', () => {
     // alpha's change is published: its addons are rendered for its new endpoint.
     expect(Object.entries(tree).some(([file, text]) => file.startsWith('clusters/cluster-stacks/alpha/') && text.includes('alpha-new.example.test'))).toBe(true);
     expect(tree['README.md']).toMatch(new RegExp(`cluster fleet/bravo: \\S*clusters\\.yaml:${bravoLine()} spec\\.topology\\.classRef\\.name`));
+    // The README lists the release in its stack's table as kept for the held Cluster; Withheld names the Cluster alone.
+    const readme = tree['README.md']!;
+    expect(readme).toContain(`| \`${V1BETA2_RELEASE}\` | v1 | kept for a held Cluster, previous output kept | kept for Cluster fleet/bravo, whose withheld addons are kept and use it |`);
+    const withheldSection = readme.slice(readme.indexOf('## Withheld'));
+    expect(withheldSection).toContain('- cluster fleet/bravo: ');
+    expect(withheldSection).not.toContain(`release fleet/${V1BETA2_RELEASE}`);
   });
 
   it('lets the Cluster go, and its release with it, once it is deleted from the inputs', async () => {
