@@ -80,7 +80,12 @@ describe('a Cluster whose class cannot be read', () => {
   });
 
   /** The line bravo's document starts on (its apiVersion, two lines above its metadata), counted from 1. */
-  const bravoLine = (): number => clusters('alpha.example.test').split('\n').findIndex((line) => line === 'metadata: {name: bravo, namespace: fleet}') - 1;
+  /** The 1-based line of bravo's class field: its classRef line, else (a field missing) its topology line. */
+  const bravoLine = (topology: string): number => {
+    const lines = clusters('alpha.example.test', topology).split('\n');
+    const topologyLine = lines.findIndex((line, index) => line === '  topology:' && index > lines.indexOf('metadata: {name: bravo, namespace: fleet}')) + 1;
+    return topology.startsWith('    classRef:') ? topologyLine + 1 : topologyLine;
+  };
 
   it.each([
     ['a list as classRef.name', `    classRef: {name: [${V1BETA2_CLASS}]}\n`, /spec\.topology\.classRef\.name: is a list .*; it must be the ClusterClass name, a string/],
@@ -92,7 +97,7 @@ describe('a Cluster whose class cannot be read', () => {
     const broken = await writeTree({ 'stacks.yaml': stacks, 'clusters.yaml': clusters('alpha-new.example.test', topology) });
     const run = await renderWithReport([broken, '--release-source', releases, '--output', out]);
     expect(run.code).toBe(1);
-    expect(run.stderr).toMatch(new RegExp(`clusters\\.yaml:${bravoLine()} Cluster fleet/bravo`));
+    expect(run.stderr).toMatch(new RegExp(`clusters\\.yaml:${bravoLine(topology)} Cluster fleet/bravo`));
     expect(run.stderr).toMatch(message);
     expect(run.stderr).toContain('--allow-partial');
     expect(await readOutput(out)).toEqual(published);
@@ -113,7 +118,7 @@ describe('a Cluster whose class cannot be read', () => {
     for (const [file, text] of Object.entries(published)) if (file.startsWith('clusters/fleet/bravo/') || file.startsWith(`management/fleet/${V1BETA2_RELEASE}/`)) expect(tree[file], file).toBe(text);
     // alpha's change is published: its addons are rendered for its new endpoint.
     expect(Object.entries(tree).some(([file, text]) => file.startsWith('clusters/cluster-stacks/alpha/') && text.includes('alpha-new.example.test'))).toBe(true);
-    expect(tree['README.md']).toMatch(new RegExp(`cluster fleet/bravo: \\S*clusters\\.yaml:${bravoLine()} spec\\.topology\\.classRef\\.name`));
+    expect(tree['README.md']).toMatch(new RegExp(`cluster fleet/bravo: \\S*clusters\\.yaml:${bravoLine(topology)} spec\\.topology\\.classRef\\.name`));
     // The README lists the release in its stack's table as kept for the held Cluster; Withheld names the Cluster alone.
     const readme = tree['README.md']!;
     expect(readme).toContain(`| \`${V1BETA2_RELEASE}\` | v1 | kept for a held Cluster, previous output kept | kept for Cluster fleet/bravo, whose withheld addons are kept and use it |`);

@@ -8,6 +8,7 @@ import type { RenderedTree } from '../output/rendered-tree.js';
 import type { Problem } from '../core/problem.js';
 import type { ClusterResolution } from '../core/resolve-releases.js';
 import type { Plan } from '../plan/build-plan.js';
+import { fieldSource } from '../inputs/parse-manifests.js';
 
 /**
  * The plan with every such Cluster made one to withhold (managed, with its problem), and those
@@ -24,10 +25,11 @@ export function holdPublishedClusters(plan: Plan, previous: RenderedTree): { pla
     if (cluster.managed || release === undefined) return cluster;
     const source = sources.get(cluster.cluster);
     const names = cluster.className === undefined ? 'names no ClusterClass' : `names ${cluster.className}, which is not a cluster stack class`;
+    const path = cluster.classField ?? 'spec.topology';
     const problem: Problem = {
-      ...(source ? { source } : {}),
+      ...(source ? { source: fieldSource(cluster.cluster, source, path) } : {}),
       object: `Cluster ${cluster.namespace}/${cluster.name}`,
-      path: cluster.classField ?? 'spec.topology',
+      path,
       message: `${names}, but the published tree holds this Cluster's addons (release ${release}); they are kept as they are. Name the class of a cluster stack release again, or delete the Cluster from the inputs to remove its addons`,
     };
     problems.push(problem);
