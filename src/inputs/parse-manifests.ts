@@ -6,7 +6,7 @@ import type { Problem } from '../core/problem.js';
 import { nameProblem, nameRuleFor, namespaceProblem } from '../api/object-name-rules.js';
 import { scopeResolver } from '../render/object-scope.js';
 import { fieldLine } from '../yaml/field-line.js';
-import { decodeYamlDocument, splitYamlDocuments, YamlDecodeError } from '../yaml/kube-yaml.js';
+import { DeepNestingError, decodeYamlDocument, splitYamlDocuments, YamlDecodeError } from '../yaml/kube-yaml.js';
 
 export interface SourcedObject<T extends TypedObject = KubeObject> {
   object: T;
@@ -51,6 +51,7 @@ function parseDocument(chunk: string, file: string, firstLine: number, parsed: P
       parsed.warnings!.push({ source: `${file}:${firstLine + duplicate.line - 1}`, message: `key "${duplicate.key}" appears more than once; Kubernetes keeps the last value, and so do we` });
     }
   } catch (error) {
+    if (error instanceof DeepNestingError) throw new DeepNestingError(firstLine + (error.line ?? 1) - 1, file);
     if (!(error instanceof YamlDecodeError)) throw error;
     const line = error.line !== undefined ? firstLine + error.line - 1 : firstLine;
     problems.push({ source: `${file}:${line}`, message: `is not valid YAML: ${error.reason}${error.column !== undefined ? ` (column ${error.column})` : ''}` });
