@@ -4,6 +4,7 @@
 // CLI's own entry (main.ts), which reads up to that depth there; its output goes to this process's.
 import { type MessagePort, Worker } from 'node:worker_threads';
 import { FAILURE_REACTIONS } from '../core/failure.js';
+import { DEEP_STACK_MARK } from './deep-stack-mark.js';
 
 /**
  * The worker's stack, in MB. 10,000 levels take about 6 MB on the deepest step measured
@@ -16,7 +17,7 @@ export const DEEP_STACK_MB = 256;
 export function runOnDeepStack(entry: URL, argv: string[], isTty: boolean): Promise<number> {
   return new Promise((resolve) => {
     let code: number | undefined;
-    const worker = new Worker(entry, { workerData: { deepStack: true, argv, isTty }, resourceLimits: { stackSizeMb: DEEP_STACK_MB } });
+    const worker = new Worker(entry, { argv: [DEEP_STACK_MARK], workerData: { deepStack: true, argv, isTty }, resourceLimits: { stackSizeMb: DEEP_STACK_MB } });
     worker.on('message', (message: { code?: number }) => {
       code = message.code;
       // As main.ts does for itself: a handle left open must not keep a finished command alive.

@@ -6,19 +6,24 @@
 // again, whole, on a worker thread of this same file with a deep stack (deep-stack.ts); only such
 // runs pay for the thread. The controller, which meets objects as they come, runs there from the
 // start: a long-running process pays for it once.
-import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { endPhase } from './phase-timings.js';
 import type { CliIo } from './cli-io.js';
+import { DEEP_STACK_MARK } from './deep-stack-mark.js';
 
 endPhase('node');
-const deep = !isMainThread && (workerData as { deepStack?: boolean } | undefined)?.deepStack === true;
-const argv = deep ? (workerData as { argv: string[] }).argv : process.argv.slice(2);
+// The deep-stack thread is started with a marker argument, so that a normal run does not load
+// node:worker_threads to ask (the thread's own data says the rest).
+const thread = process.argv[2] === DEEP_STACK_MARK ? await import('node:worker_threads') : undefined;
+const workerData = thread && !thread.isMainThread ? (thread.workerData as { deepStack?: boolean; argv: string[]; isTty: boolean } | undefined) : undefined;
+const deep = workerData?.deepStack === true;
+const parentPort = thread?.parentPort;
+const argv = deep ? workerData!.argv : process.argv.slice(2);
 const [{ runCli }, { workingDirectoryGone }] = await Promise.all([import('./run-cli.js'), import('./cli-io.js')]);
 if (deep) {
   (await import('../yaml/kube-yaml.js')).useDeepStack();
   (await import('./deep-stack.js')).receiveForwardedSignals(parentPort!);
 }
-const isTty = deep ? (workerData as { isTty: boolean }).isTty : Boolean(process.stderr.isTTY);
+const isTty = deep ? workerData!.isTty : Boolean(process.stderr.isTTY);
 const io: CliIo = {
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
