@@ -40,7 +40,17 @@ const io: CliIo = {
   isTty,
   ...(deep ? {} : { rerunOnDeepStack: async () => (await import('./deep-stack.js')).runOnDeepStack(new URL(import.meta.url), argv, isTty) }),
 };
-const code = deep || argv[0] !== 'controller' ? await runCli(argv, io) : await (await import('./deep-stack.js')).runOnDeepStack(new URL(import.meta.url), argv, isTty);
+const code = deep || argv[0] !== 'controller' || !workingDirectoryReadable() ? await runCli(argv, io) : await (await import('./deep-stack.js')).runOnDeepStack(new URL(import.meta.url), argv, isTty);
+/** A thread cannot start in a removed directory: then the command runs here, and says what is wrong. */
+function workingDirectoryReadable(): boolean {
+  try {
+    process.cwd();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 if (deep) {
   parentPort!.postMessage({ code });
 } else {
