@@ -69,6 +69,6 @@ spec:
     const plan = await buildPlan({ manifests, defaultSource: source, openSource: createSourceOpener({ cacheDir: path.join(root, 'cache') }), workDir: path.join(root, 'work') });
     const problems = plan.resolution.clusters[0]!.problems;
     if (message === undefined) expect(problems).toEqual([]);
-    else expect(problems).toEqual([{ source: 'fleet.yaml:6', object: 'Cluster team-a/alpha', path: 'spec.topology.version', message: expect.stringMatching(message) }]);
+    else expect(problems).toEqual([{ source: 'fleet.yaml:10', object: 'Cluster team-a/alpha', path: 'spec.topology.version', message: expect.stringMatching(message) }]);
   });
 });

@@ -4,6 +4,8 @@
 // release kept, while everything else publishes.
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import type { CapiCluster } from '../src/api/types.js';
+import { decodeYamlDocument } from '../src/yaml/kube-yaml.js';
 import { clusterYaml, copyExampleReleases, FERROL_STACK_YAML, readTree, renderWithReport, tempDir, writeTree } from './support/cli.js';
 import { buildV1beta2Releases, V1BETA2_CLASS, V1BETA2_RELEASE, V1BETA2_STACK, v1beta2TwinObjects } from './support/v1beta2-stack-releases.js';
 
@@ -37,6 +39,23 @@ describe('Cluster API v1beta2 Clusters', () => {
     for (const line of ['endpoint: "alpha.example.test"', 'port: "6443"', 'podCidrs: "192.168.0.0/16"', 'serviceDomain: "cluster.local"', 'controlPlane: "alpha-cp"', 'controlPlaneReplicas: "3"', 'controlPlaneVersion: "v1.33.7"']) expect(settings).toContain(line);
     expect(v1beta2[`management/fleet/${V1BETA2_RELEASE}/clusterclass-${V1BETA2_CLASS}.yaml`]).toContain('apiVersion: cluster.x-k8s.io/v1beta2');
   });
+
+  it('writes the Cluster made for a ClusterRequest in v1beta2, naming its class in classRef', async () => {
+    const request = 'apiVersion: clusters.openmcp.cloud/v1alpha1\nkind: ClusterRequest\nmetadata: {name: r1, namespace: team-a}\nspec: {purpose: workload}\n';
+    const scheduler = 'scheduler:\n  purposeMappings:\n    workload:\n      template:\n        metadata: {namespace: team-a}\n        spec: {profile: fleet.docker.scs2-1-33, tenancy: Exclusive}\n';
+    const inputs = await writeTree({ 'stack.yaml': V1BETA2_STACK, 'requests.yaml': request });
+    const config = path.join(await tempDir(), 'scheduler.yaml');
+    await writeTree({ 'scheduler.yaml': scheduler }, path.dirname(config));
+    const out = path.join(await tempDir(), 'out');
+    const run = await renderWithReport([inputs, '--release-source', releases, '--output', out, '--scheduler-config', config]);
+    expect(run.code, run.stderr).toBe(0);
+    const tree = await readOutput(out);
+    const files = Object.keys(tree).filter((file) => file.startsWith('management/_cluster-requests/clusters/') && !file.endsWith('kustomization.yaml'));
+    expect(files).toHaveLength(1);
+    const cluster = decodeYamlDocument(tree[files[0]!]!).value as CapiCluster;
+    expect(cluster.apiVersion).toBe('cluster.x-k8s.io/v1beta2');
+    expect(cluster.spec?.topology).toEqual({ classRef: { name: V1BETA2_CLASS, namespace: 'fleet' }, version: 'v1.33.7' });
+  });
 });
 
 describe('a Cluster whose class cannot be read', () => {
@@ -61,7 +80,12 @@ describe('a Cluster whose class cannot be read', () => {
   });
 
   /** The line bravo's document starts on (its apiVersion, two lines above its metadata), counted from 1. */
-  const bravoLine = (): number => clusters('alpha.example.test').split('\n').findIndex((line) => line === 'metadata: {name: bravo, namespace: fleet}') - 1;
+  /** The 1-based line of bravo's class field: its classRef line, else (a field missing) its topology line. */
+  const bravoLine = (topology: string): number => {
+    const lines = clusters('alpha.example.test', topology).split('\n');
+    const topologyLine = lines.findIndex((line, index) => line === '  topology:' && index > lines.indexOf('metadata: {name: bravo, namespace: fleet}')) + 1;
+    return topology.startsWith('    classRef:') ? topologyLine + 1 : topologyLine;
+  };
 
   it.each([
     ['a list as classRef.name', `    classRef: {name: [${V1BETA2_CLASS}]}\n`, /spec\.topology\.classRef\.name: is a list .*; it must be the ClusterClass name, a string/],
@@ -73,7 +97,7 @@ describe('a Cluster whose class cannot be read', () => {
     const broken = await writeTree({ 'stacks.yaml': stacks, 'clusters.yaml': clusters('alpha-new.example.test', topology) });
     const run = await renderWithReport([broken, '--release-source', releases, '--output', out]);
     expect(run.code).toBe(1);
-    expect(run.stderr).toMatch(new RegExp(`clusters\\.yaml:${bravoLine()} Cluster fleet/bravo`));
+    expect(run.stderr).toMatch(new RegExp(`clusters\\.yaml:${bravoLine(topology)} Cluster fleet/bravo`));
     expect(run.stderr).toMatch(message);
     expect(run.stderr).toContain('--allow-partial');
     expect(await readOutput(out)).toEqual(published);
@@ -94,7 +118,13 @@ describe('a Cluster whose class cannot be read', () => {
     for (const [file, text] of Object.entries(published)) if (file.startsWith('clusters/fleet/bravo/') || file.startsWith(`management/fleet/${V1BETA2_RELEASE}/`)) expect(tree[file], file).toBe(text);
     // alpha's change is published: its addons are rendered for its new endpoint.
     expect(Object.entries(tree).some(([file, text]) => file.startsWith('clusters/cluster-stacks/alpha/') && text.includes('alpha-new.example.test'))).toBe(true);
-    expect(tree['README.md']).toMatch(new RegExp(`cluster fleet/bravo: \\S*clusters\\.yaml:${bravoLine()} spec\\.topology\\.classRef\\.name`));
+    expect(tree['README.md']).toMatch(new RegExp(`cluster fleet/bravo: \\S*clusters\\.yaml:${bravoLine(topology)} spec\\.topology\\.classRef\\.name`));
+    // The README lists the release in its stack's table as kept for the held Cluster; Withheld names the Cluster alone.
+    const readme = tree['README.md']!;
+    expect(readme).toContain(`| \`${V1BETA2_RELEASE}\` | v1 | kept for a held Cluster, previous output kept | kept for Cluster fleet/bravo, whose withheld addons are kept and use it |`);
+    const withheldSection = readme.slice(readme.indexOf('## Withheld'));
+    expect(withheldSection).toContain('- cluster fleet/bravo: ');
+    expect(withheldSection).not.toContain(`release fleet/${V1BETA2_RELEASE}`);
   });
 
   it('lets the Cluster go, and its release with it, once it is deleted from the inputs', async () => {

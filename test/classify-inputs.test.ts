@@ -22,7 +22,7 @@ describe('classifyInputs: kinds that are typos', () => {
     ['example.com/v1', 'Clustre', 'Cluster'],
   ])('refuses %s %s, naming the file, line and the kind meant', (apiVersion, kind, meant) => {
     const inputs = classify([object('v1', 'ConfigMap', 'first'), object(apiVersion, kind)]);
-    expect(inputs.problems).toEqual([expect.objectContaining({ source: 'inputs.yaml:5', path: 'kind', message: expect.stringContaining(`did you mean ${meant}?`) })]);
+    expect(inputs.problems).toEqual([expect.objectContaining({ source: 'inputs.yaml:6', path: 'kind', message: expect.stringContaining(`did you mean ${meant}?`) })]);
     expect(inputs.clusters).toEqual([]);
     expect(inputs.others.map((sourced) => sourced.object.kind)).toEqual(['ConfigMap']);
   });

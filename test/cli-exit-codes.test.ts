@@ -158,7 +158,7 @@ describe('the real CLI ends with the code of each row of the exit-code table', (
     const out = path.join(await tempDir(), 'out');
     const result = await runCliProcess(['render', inputs, '--release-source', EXAMPLE_RELEASES, '--output', out]);
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/^error: nothing was rendered or written:\n {2}\S*c\.yaml:2 Cluster cluster-stacks\/one spec\.topology\.class: names docker-ferrol-1-30-v9, but the release source has no release docker-ferrol-1-30-v9; pick a class of an existing release; did you mean docker-ferrol-1-30-v1\?\n\(--allow-partial publishes everything else and keeps the previous output of the Clusters named here\)\n$/);
+    expect(result.stderr).toMatch(/^error: nothing was rendered or written:\n {2}\S*c\.yaml:8 Cluster cluster-stacks\/one spec\.topology\.class: names docker-ferrol-1-30-v9, but the release source has no release docker-ferrol-1-30-v9; pick a class of an existing release; did you mean docker-ferrol-1-30-v1\?\n\(--allow-partial publishes everything else and keeps the previous output of the Clusters named here\)\n$/);
     expect(result.stderr).not.toMatch(/\n {4}at /);
     await expect(stat(out)).rejects.toThrow();
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decodeYamlDocument, decodeYamlDocuments, encodeYaml, MAX_NESTING_DEPTH, sameYamlValue, splitYamlDocuments, YamlDecodeError } from '../src/yaml/kube-yaml.js';
+import { DEFAULT_STACK_NESTING_DEPTH, DeepNestingError, decodeYamlDocument, decodeYamlDocuments, encodeYaml, sameYamlValue, splitYamlDocuments, usesDeepStack, YamlDecodeError } from '../src/yaml/kube-yaml.js';
 import { decodeYamlBytes, decodeUtf8Strict, TextEncodingError } from '../src/yaml/text-encoding.js';
 import { resolvePlainScalar } from '../src/yaml/go-yaml-scalars.js';
 import { goJson, kubernetesDecode } from './support/kube-yaml-oracle.js';
@@ -169,17 +169,28 @@ describe('nesting', () => {
   const flow = (levels: number): string => `${'['.repeat(levels)}${']'.repeat(levels)}\n`;
   const block = (levels: number): string => `${Array.from({ length: levels - 1 }, (_, index) => `${' '.repeat(index)}k:`).join('\n')} v\n`;
 
-  it(`reads ${MAX_NESTING_DEPTH} levels (past js-yaml's default 100) as Kubernetes does`, async () => {
-    for (const text of [flow(MAX_NESTING_DEPTH), block(MAX_NESTING_DEPTH), `a: ${flow(150)}`]) {
+  it(`reads ${DEFAULT_STACK_NESTING_DEPTH} levels (past js-yaml's default 100) on the default stack as Kubernetes does`, async () => {
+    expect(usesDeepStack()).toBe(false);
+    for (const text of [flow(DEFAULT_STACK_NESTING_DEPTH), block(DEFAULT_STACK_NESTING_DEPTH), `a: ${flow(150)}`]) {
       expect(await oracleJson(text)).toBe(goJson(decodeYamlDocument(text).value));
     }
   });
 
-  it("refuses deeper documents naming both limits, without overflowing the stack, even past Kubernetes' own", async () => {
-    for (const text of [flow(MAX_NESTING_DEPTH + 1), block(MAX_NESTING_DEPTH + 2), flow(20_000), block(12_000)]) {
-      expect(() => decodeYamlDocument(text)).toThrow(new RegExp(`nests collections more than ${MAX_NESTING_DEPTH} levels deep; Kubernetes reads up to 10000, but this tool reads at most ${MAX_NESTING_DEPTH}`));
+  it('asks for a deep stack for deeper documents, without overflowing this one, and names their line in a stream', () => {
+    for (const text of [flow(DEFAULT_STACK_NESTING_DEPTH + 1), block(DEFAULT_STACK_NESTING_DEPTH + 2), flow(20_000)]) {
+      expect(() => decodeYamlDocument(text)).toThrow(DeepNestingError);
     }
-    // Kubernetes itself stops at 10,000.
-    expect(await kubernetesDecode(flow(10_001))).toEqual([{ line: 1, error: 'yaml: exceeded max depth of 10000' }]);
+    expect(() => decodeYamlDocuments(`a: 1\n---\nb: ${flow(2000)}`)).toThrow(/nests collections more than 1000 levels deep \(line 3\)/);
+  });
+
+  it('writes collections deeper than the default stack reads in flow style, and the shallower ones as before', () => {
+    const shallow = { a: { b: [1, 2] } };
+    expect(encodeYaml(shallow)).toBe('a:\n  b:\n    - 1\n    - 2\n');
+    let deep: unknown = 'x';
+    for (let level = 0; level < DEFAULT_STACK_NESTING_DEPTH + 5; level += 1) deep = { k: deep };
+    const text = encodeYaml(deep);
+    expect(text.length).toBeLessThan(2 * 1024 * 1024);
+    expect(text).toContain('{k: {k: {k: {k: x}}}}');
   });
 });
+

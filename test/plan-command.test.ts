@@ -94,7 +94,7 @@ describe('clusterstack plan', () => {
     const dir = await writeTree({ 'stack.yaml': bad });
     const result = await runClusterstack(['plan', dir, '--release-source', EXAMPLE_RELEASES]);
     expect(result.code).toBe(1);
-    expect(result.stdout).toMatch(/stack\.yaml:1 ClusterStack cluster-stacks\/docker-ferrol-1-30 spec\.provider: "do-cker" contains "-"/);
+    expect(result.stdout).toMatch(/stack\.yaml:4 ClusterStack cluster-stacks\/docker-ferrol-1-30 spec\.provider: "do-cker" contains "-"/);
     expect(result.stdout).toMatch(/spec\.autoSubcribe: is not a field/);
   });
 

@@ -43,6 +43,9 @@ function describeValue(value: unknown): string {
   return `${typeof value === 'number' ? 'the number' : typeof value === 'boolean' ? 'the boolean' : 'the value'} ${String(value)}`;
 }
 
+/** The Cluster API version a stack whose ClusterClass version cannot be read is taken to use (every stack before Cluster API 1.11). */
+export const DEFAULT_CLUSTER_API_VERSION = 'cluster.x-k8s.io/v1beta1';
+
 /** Whether a Cluster of this apiVersion names its class with `classRef` (v1beta2 and later) rather than `class`. */
 export function usesClassRef(apiVersion: unknown): boolean {
   const version = typeof apiVersion === 'string' && apiVersion.includes('/') ? apiVersion.slice(apiVersion.indexOf('/') + 1) : '';

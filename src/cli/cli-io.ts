@@ -8,6 +8,11 @@ export interface CliIo {
   cwd: string;
   /** Whether stderr is a terminal (progress lines are shown only then). */
   isTty: boolean;
+  /**
+   * Runs the same command line again on a thread with a deep stack (main.ts), for inputs nested
+   * deeper than Node's default stack reads; absent where that cannot be done (tests in process).
+   */
+  rerunOnDeepStack?: () => Promise<number>;
 }
 
 // The codes come from the one table of reactions, so a command returning one directly (plan's

@@ -1,11 +1,30 @@
 #!/usr/bin/env node
 // The `clusterstack` command. Everything else loads after the first mark, so the timings line
 // (CLUSTERSTACK_TIMINGS=1) tells node's own start apart from loading our modules.
+//
+// Inputs nested deeper than Node's default stack reads (src/yaml/kube-yaml.ts) make the command run
+// again, whole, on a worker thread of this same file with a deep stack (deep-stack.ts); only such
+// runs pay for the thread. The controller, which meets objects as they come, runs there from the
+// start: a long-running process pays for it once.
 import { endPhase } from './phase-timings.js';
+import type { CliIo } from './cli-io.js';
+import { DEEP_STACK_MARK } from './deep-stack-mark.js';
 
 endPhase('node');
+// The deep-stack thread is started with a marker argument, so that a normal run does not load
+// node:worker_threads to ask (the thread's own data says the rest).
+const thread = process.argv[2] === DEEP_STACK_MARK ? await import('node:worker_threads') : undefined;
+const workerData = thread && !thread.isMainThread ? (thread.workerData as { deepStack?: boolean; argv: string[]; isTty: boolean } | undefined) : undefined;
+const deep = workerData?.deepStack === true;
+const parentPort = thread?.parentPort;
+const argv = deep ? workerData!.argv : process.argv.slice(2);
 const [{ runCli }, { workingDirectoryGone }] = await Promise.all([import('./run-cli.js'), import('./cli-io.js')]);
-const code = await runCli(process.argv.slice(2), {
+if (deep) {
+  (await import('../yaml/kube-yaml.js')).useDeepStack();
+  (await import('./deep-stack.js')).receiveForwardedSignals(parentPort!);
+}
+const isTty = deep ? workerData!.isTty : Boolean(process.stderr.isTTY);
+const io: CliIo = {
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
   env: process.env,
@@ -18,10 +37,26 @@ const code = await runCli(process.argv.slice(2), {
       throw workingDirectoryGone();
     }
   },
-  isTty: Boolean(process.stderr.isTTY),
-});
-process.exitCode = code;
-// A command that returned is done: whatever handle is still open (a socket, a timer of a library)
-// must not keep the process alive, above all a controller that stopped after losing its lease and
-// must exit so that Kubernetes restarts it. Unref'd: a process that drains exits at once by itself.
-setTimeout(() => process.exit(code), 5000).unref();
+  isTty,
+  ...(deep ? {} : { rerunOnDeepStack: async () => (await import('./deep-stack.js')).runOnDeepStack(new URL(import.meta.url), argv, isTty) }),
+};
+const code = deep || argv[0] !== 'controller' || !workingDirectoryReadable() ? await runCli(argv, io) : await (await import('./deep-stack.js')).runOnDeepStack(new URL(import.meta.url), argv, isTty);
+/** A thread cannot start in a removed directory: then the command runs here, and says what is wrong. */
+function workingDirectoryReadable(): boolean {
+  try {
+    process.cwd();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+if (deep) {
+  parentPort!.postMessage({ code });
+} else {
+  process.exitCode = code;
+  // A command that returned is done: whatever handle is still open (a socket, a timer of a library)
+  // must not keep the process alive, above all a controller that stopped after losing its lease and
+  // must exit so that Kubernetes restarts it. Unref'd: a process that drains exits at once by itself.
+  setTimeout(() => process.exit(code), 5000).unref();
+}

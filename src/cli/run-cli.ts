@@ -89,6 +89,10 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
   try {
     return await command.run(rest, io);
   } catch (error) {
+    // A document nested deeper than this thread's stack reads (kube-yaml.ts DeepNestingError): the
+    // whole command again where the stack holds Kubernetes' depth. Checked by its marker, so that
+    // commands that never read YAML do not load the reader.
+    if (io.rerunOnDeepStack && (error as { needsDeepStack?: unknown } | null)?.needsDeepStack === true) return io.rerunOnDeepStack();
     return reportError(error, io, name);
   }
 }

@@ -15,6 +15,8 @@ export interface ProfileRelease {
   release: string;
   className: string;
   kubernetesVersion: string;
+  /** The Cluster API version of its ClusterClass (`cluster.x-k8s.io/v1beta2`); Clusters made for it are written in it. Absent: v1beta1. */
+  clusterApiVersion?: string;
   /** Kept only because Clusters still use it. */
   deprecated: boolean;
 }
@@ -38,18 +40,25 @@ function profileNameOf(stack: StackResolution): string {
   return `${stack.namespace}.${spec.provider}.${spec.name}-${spec.kubernetesVersion.replace('.', '-')}${channel}`;
 }
 
-/** Every ClusterStack's profile, sorted by name; `kubernetesVersionOf` reads a loaded release's metadata.yaml. */
-export function clusterProfiles(resolution: Resolution, kubernetesVersionOf: (namespace: string, release: string) => string | undefined): ClusterProfileInfo[] {
+/** What a loaded release says about itself: its metadata.yaml's Kubernetes version and its ClusterClass's apiVersion. */
+export interface LoadedReleaseFacts {
+  kubernetesVersion: string;
+  clusterApiVersion?: string;
+}
+
+/** Every ClusterStack's profile, sorted by name; `factsOf` reads a loaded release (undefined: not loaded). */
+export function clusterProfiles(resolution: Resolution, factsOf: (namespace: string, release: string) => LoadedReleaseFacts | undefined): ClusterProfileInfo[] {
   return resolution.clusterStacks
     .map((stack) => {
       const releases: ProfileRelease[] = [];
       for (const decision of stack.releases) {
-        const kubernetesVersion = kubernetesVersionOf(stack.namespace, decision.name);
-        if (!decision.kept || !decision.ready || !kubernetesVersion) continue;
+        const facts = factsOf(stack.namespace, decision.name);
+        if (!decision.kept || !decision.ready || !facts?.kubernetesVersion) continue;
         releases.push({
           release: decision.name,
           className: decision.className,
-          kubernetesVersion,
+          kubernetesVersion: facts.kubernetesVersion,
+          ...(facts.clusterApiVersion ? { clusterApiVersion: facts.clusterApiVersion } : {}),
           deprecated: decision.reasons.every((reason) => reason.startsWith(USED_BY_PREFIX)),
         });
       }

@@ -81,7 +81,10 @@ export function planClusterRequests(plan: Plan, setting: SchedulerSetting | Sche
   const config = setting === undefined ? undefined : 'config' in setting ? setting.config : 'refused' in setting ? undefined : setting;
   const refused = setting !== undefined && 'refused' in setting ? setting.refused : undefined;
   const requests = clusterRequestsOf(plan);
-  const profiles = clusterProfiles(plan.resolution, (namespace, release) => loadedRelease(plan, namespace, release)?.content?.metadata.kubernetesVersion);
+  const profiles = clusterProfiles(plan.resolution, (namespace, release) => {
+    const content = loadedRelease(plan, namespace, release)?.content;
+    return content && { kubernetesVersion: content.metadata.kubernetesVersion, clusterApiVersion: content.clusterClassApiVersion };
+  });
   // A Cluster in the inputs carrying our purpose label is the live copy of one we generated (the
   // controller sees it once Argo CD or Flux applied it); any other is a person's, never touched.
   const observed = new Map(plan.inputs.clusters.filter((c) => c.object.metadata.labels?.[REQUESTED_PURPOSE_LABEL] !== undefined).map((c) => [key(c.object.metadata.namespace ?? 'default', c.object.metadata.name), c.object]));
@@ -200,19 +203,19 @@ function withGeneratedClusters(resolution: Resolution, generated: { id: string; 
 
 /**
  * The live Cluster as it will be once the generated manifest's class and version are applied, in
- * the live copy's own version: a v1beta2 Cluster gets the class in `classRef`, as the API server
- * would return it after the (v1beta1) manifest is applied.
+ * the live copy's own version: the class goes to `classRef` for a v1beta2 copy and to
+ * `class`/`classNamespace` for a v1beta1 one, whichever version the manifest is written in.
  */
 function movingTo(live: CapiCluster, generated: CapiCluster): CapiCluster {
   const moved = structuredClone(live);
   const topology = generated.spec?.topology;
   if (!moved.spec || !topology) return moved;
-  if (!usesClassRef(live.apiVersion)) {
-    moved.spec.topology = { ...moved.spec.topology, ...topology };
-    return moved;
-  }
-  const { class: name, classNamespace: namespace, ...rest } = topology;
-  const { class: _class, classNamespace: _classNamespace, ...liveTopology } = moved.spec.topology ?? {};
-  moved.spec.topology = { ...liveTopology, ...rest, classRef: { name, ...(namespace !== undefined ? { namespace } : {}) } };
+  const { class: className, classNamespace, classRef, ...rest } = topology;
+  const name = classRef?.name ?? className;
+  const namespace = classRef?.namespace ?? classNamespace;
+  const { class: _class, classNamespace: _classNamespace, classRef: _classRef, ...liveTopology } = moved.spec.topology ?? {};
+  moved.spec.topology = usesClassRef(live.apiVersion)
+    ? { ...liveTopology, ...rest, classRef: { name, ...(namespace !== undefined ? { namespace } : {}) } }
+    : { ...liveTopology, ...rest, class: name, ...(namespace !== undefined ? { classNamespace: namespace } : {}) };
   return moved;
 }

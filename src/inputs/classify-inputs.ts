@@ -8,7 +8,7 @@ import { didYouMean, nearestName } from '../core/did-you-mean.js';
 import { validateProvider } from '../api/validate-provider.js';
 import type { Problem } from '../core/problem.js';
 import { findDuplicateObjects, objectIdentity } from './duplicate-objects.js';
-import type { SourcedObject } from './parse-manifests.js';
+import { fieldSource, type SourcedObject } from './parse-manifests.js';
 
 export interface Inputs {
   clusterStacks: SourcedObject<ClusterStack>[];
@@ -83,17 +83,17 @@ export function classifyInputs(objects: SourcedObject[]): Inputs {
     const group = groupOf(object.apiVersion);
     const meantGroup = mistypedGroup(group, object.kind);
     if (meantGroup) {
-      inputs.problems.push({ source, object: describeObject(object), path: 'apiVersion', message: `${object.apiVersion} is no API group clusterstack reads for a ${object.kind}, and would be ignored; did you mean ${meantGroup}/${object.apiVersion.slice(group.length + 1)}?` });
+      inputs.problems.push({ source: fieldSource(object, source, 'apiVersion'), object: describeObject(object), path: 'apiVersion', message: `${object.apiVersion} is no API group clusterstack reads for a ${object.kind}, and would be ignored; did you mean ${meantGroup}/${object.apiVersion.slice(group.length + 1)}?` });
       continue;
     }
     if (group === API_GROUP) {
       const validator =
         object.kind === 'ClusterStack' ? validateClusterStack : object.kind === 'ClusterStackRelease' ? validateClusterStackRelease : object.kind === 'ClusterAddon' ? validateClusterAddon : undefined;
       if (!validator) {
-        inputs.problems.push({ source, path: 'kind', message: `kind ${object.kind} is not part of ${API_GROUP}; known kinds are ClusterStack, ClusterStackRelease and ClusterAddon${didYouMean(object.kind, OWN_KINDS)}` });
+        inputs.problems.push({ source: fieldSource(object, source, 'kind'), path: 'kind', message: `kind ${object.kind} is not part of ${API_GROUP}; known kinds are ClusterStack, ClusterStackRelease and ClusterAddon${didYouMean(object.kind, OWN_KINDS)}` });
         continue;
       }
-      const problems = validator(object).map((problem) => ({ ...problem, source, object: describeObject(object) }));
+      const problems = validator(object).map((problem) => ({ ...problem, source: fieldSource(object, source, problem.path), object: describeObject(object) }));
       if (problems.length > 0) {
         inputs.problems.push(...problems);
         continue;
@@ -101,11 +101,11 @@ export function classifyInputs(objects: SourcedObject[]): Inputs {
       // ClusterStackReleases and ClusterAddons are ours to write; as inputs they carry nothing we need.
       if (object.kind === 'ClusterStack') inputs.clusterStacks.push(sourced as unknown as SourcedObject<ClusterStack>);
     } else if (group === KRAAN_GROUP && object.kind === ADDONS_LAYER_KIND) {
-      const problems = validateAddonsLayer(object).map((problem) => ({ ...problem, source, object: `AddonsLayer ${object.metadata.name}` }));
+      const problems = validateAddonsLayer(object).map((problem) => ({ ...problem, source: fieldSource(object, source, problem.path), object: `AddonsLayer ${object.metadata.name}` }));
       if (problems.length > 0) inputs.problems.push(...problems);
       else inputs.addonsLayers.push(sourced as unknown as SourcedObject<AddonsLayer>);
     } else if (group === OPERATOR_API_GROUP) {
-      const problems = validateProvider(object).map((problem) => ({ ...problem, source, object: describeObject(object) }));
+      const problems = validateProvider(object).map((problem) => ({ ...problem, source: fieldSource(object, source, problem.path), object: describeObject(object) }));
       if (problems.length > 0) inputs.problems.push(...problems);
       else inputs.providers.push(sourced as SourcedObject<CapiProvider>);
     } else if (group === CAPI_API_GROUP && object.kind === 'Cluster') {
@@ -114,7 +114,7 @@ export function classifyInputs(objects: SourcedObject[]): Inputs {
       inputs.providerReleases.push(sourced);
     } else {
       const meant = mistypedKind(object.kind);
-      if (meant) inputs.problems.push({ source, object: describeObject(object), path: 'kind', message: `${object.kind} is no kind clusterstack reads, and would be ignored; did you mean ${meant}?` });
+      if (meant) inputs.problems.push({ source: fieldSource(object, source, 'kind'), object: describeObject(object), path: 'kind', message: `${object.kind} is no kind clusterstack reads, and would be ignored; did you mean ${meant}?` });
       else inputs.others.push(sourced);
     }
   }

@@ -5,7 +5,8 @@ import type { KubeObject, TypedObject } from '../api/types.js';
 import type { Problem } from '../core/problem.js';
 import { nameProblem, nameRuleFor, namespaceProblem } from '../api/object-name-rules.js';
 import { scopeResolver } from '../api/object-scope.js';
-import { decodeYamlDocument, splitYamlDocuments, YamlDecodeError } from '../yaml/kube-yaml.js';
+import { fieldLine } from '../yaml/field-line.js';
+import { DeepNestingError, decodeYamlDocument, splitYamlDocuments, YamlDecodeError } from '../yaml/kube-yaml.js';
 
 export interface SourcedObject<T extends TypedObject = KubeObject> {
   object: T;
@@ -18,6 +19,19 @@ export interface ParsedManifests {
   problems: Problem[];
   /** Accepted as Kubernetes accepts them, but worth fixing (duplicate keys). */
   warnings?: Problem[];
+}
+
+/** The text each parsed object was read from, to name a field's line when a problem is reported. */
+const documentOf = new WeakMap<object, { text: string; file: string; firstLine: number }>();
+
+/**
+ * `file:line` of the field `path` of an object parsed here (of its deepest ancestor written in the
+ * text when the field is not), else `fallback` (the document's line, or a live object's source).
+ */
+export function fieldSource(object: object, fallback: string, path: string | undefined): string {
+  const document = path ? documentOf.get(object) : undefined;
+  const line = document && path ? fieldLine(document.text, path) : undefined;
+  return document && line !== undefined ? `${document.file}:${document.firstLine + line - 1}` : fallback;
 }
 
 /** Parses every document in `text`; `file` names it in sources and messages. */
@@ -37,6 +51,7 @@ function parseDocument(chunk: string, file: string, firstLine: number, parsed: P
       parsed.warnings!.push({ source: `${file}:${firstLine + duplicate.line - 1}`, message: `key "${duplicate.key}" appears more than once; Kubernetes keeps the last value, and so do we` });
     }
   } catch (error) {
+    if (error instanceof DeepNestingError) throw new DeepNestingError(firstLine + (error.line ?? 1) - 1, file);
     if (!(error instanceof YamlDecodeError)) throw error;
     const line = error.line !== undefined ? firstLine + error.line - 1 : firstLine;
     problems.push({ source: `${file}:${line}`, message: `is not valid YAML: ${error.reason}${error.column !== undefined ? ` (column ${error.column})` : ''}` });
@@ -65,10 +80,11 @@ function parseDocument(chunk: string, file: string, firstLine: number, parsed: P
     // Caught here, with the file and line, not later as an output path (a Cluster named `../../x`)
     // or a file name the system refuses (a 300-character name).
     for (const { field, message } of invalid) {
-      problems.push({ source: `${file}:${firstLine + fieldLine(chunk, field) - 1}`, object: object.kind, path: `metadata.${field}`, message: `${message}. Rename it` });
+      problems.push({ source: `${file}:${firstLine + (fieldLine(chunk, `metadata.${field}`) ?? 1) - 1}`, object: object.kind, path: `metadata.${field}`, message: `${message}. Rename it` });
     }
     return;
   }
+  documentOf.set(object, { text: chunk, file, firstLine });
   objects.push({ object, source });
 }
 
@@ -87,21 +103,4 @@ function invalidNames(object: KubeObject): { field: 'name' | 'namespace'; messag
     if (problem) invalid.push({ field: 'namespace', message: `${JSON.stringify(namespace)} is not a valid namespace: it ${problem}` });
   }
   return invalid;
-}
-
-/**
- * The 1-based line (within the document) of `metadata.<field>` in block style, or 1 when the
- * document is laid out otherwise (flow style, JSON): the message then points at the document.
- */
-function fieldLine(chunk: string, field: string): number {
-  const lines = chunk.split('\n');
-  const metadata = lines.findIndex((line) => /^metadata:\s*(#.*)?$/.test(line));
-  if (metadata < 0) return 1;
-  const key = new RegExp(`^\\s+["']?${field}["']?\\s*:`);
-  for (let index = metadata + 1; index < lines.length; index += 1) {
-    const line = lines[index]!;
-    if (/^\S/.test(line) && !line.startsWith('#')) break;
-    if (key.test(line)) return index + 1;
-  }
-  return 1;
 }

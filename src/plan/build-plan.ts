@@ -7,7 +7,7 @@ import { clusterClassName } from '../core/release-tag.js';
 import { type AvailableRelease, type ReleaseDecision, type Resolution, resolveReleases, type StackInput, type UnlistedStack } from '../release/resolve-releases.js';
 import { formatDotVersion } from '../core/stack-version.js';
 import { classifyInputs, type Inputs } from '../inputs/classify-inputs.js';
-import type { ParsedManifests } from '../inputs/parse-manifests.js';
+import { fieldSource, type ParsedManifests } from '../inputs/parse-manifests.js';
 import type { LayerPlan } from '../layers/plan-layers.js';
 import type { LayerChartFetcher } from '../sources/helm-chart-source.js';
 import { loadFileDigestMemo, saveFileDigestMemo } from '../release/file-digest-memo.js';
@@ -217,8 +217,8 @@ async function assemblePlan(options: PlanOptions): Promise<Plan> {
 /**
  * What only the loaded releases can tell about each Cluster, and where each Cluster's problems are:
  * `spec.topology.version` must be exactly its release's Kubernetes version (metadata.yaml, with the
- * patch), as the cluster-stack-operator's Cluster webhook requires; every problem names the file
- * and line of its Cluster.
+ * patch), as the cluster-stack-operator's Cluster webhook requires; every problem of a Cluster or
+ * ClusterStack names the file and the line of its field.
  */
 function checkClusters(resolution: Resolution, inputs: Inputs, releases: Map<string, LoadedRelease>): void {
   const sources = new Map(inputs.clusters.map((sourced) => [sourced.object, sourced.source]));
@@ -234,7 +234,13 @@ function checkClusters(resolution: Resolution, inputs: Inputs, releases: Map<str
       });
     }
     const source = sources.get(cluster.cluster);
-    if (source) for (const problem of cluster.problems) problem.source ??= source;
+    if (source) for (const problem of cluster.problems) problem.source ??= fieldSource(cluster.cluster, source, problem.path);
+  }
+  // A ClusterStack's problems name the line of their field too (`spec.versions[1]`).
+  const stackSources = new Map(inputs.clusterStacks.map((sourced) => [sourced.object, sourced.source]));
+  for (const stack of resolution.clusterStacks) {
+    const source = stackSources.get(stack.stack);
+    if (source) for (const problem of stack.problems) problem.source ??= fieldSource(stack.stack, source, problem.path);
   }
 }
 

@@ -7,6 +7,7 @@ import type { PublishedState } from '../output/published-state.js';
 import type { Problem } from '../core/problem.js';
 import type { ClusterResolution } from '../release/resolve-releases.js';
 import type { Plan } from './build-plan.js';
+import { fieldSource } from '../inputs/parse-manifests.js';
 
 /**
  * The plan with every such Cluster made one to withhold (managed, with its problem), and those
@@ -23,10 +24,11 @@ export function holdPublishedClusters(plan: Plan, published: PublishedState): { 
     if (cluster.managed || release === undefined) return cluster;
     const source = sources.get(cluster.cluster);
     const names = cluster.className === undefined ? 'names no ClusterClass' : `names ${cluster.className}, which is not a cluster stack class`;
+    const path = cluster.classField ?? 'spec.topology';
     const problem: Problem = {
-      ...(source ? { source } : {}),
+      ...(source ? { source: fieldSource(cluster.cluster, source, path) } : {}),
       object: `Cluster ${cluster.namespace}/${cluster.name}`,
-      path: cluster.classField ?? 'spec.topology',
+      path,
       message: `${names}, but the published tree holds this Cluster's addons (release ${release}); they are kept as they are. Name the class of a cluster stack release again, or delete the Cluster from the inputs to remove its addons`,
     };
     problems.push(problem);

@@ -13,6 +13,7 @@ import { assertInsideRelease } from './release-containment.js';
 import { extractArchive } from './safe-extract.js';
 import { celSyntaxMemo } from './cel-syntax-memo.js';
 import { decodeYamlBytes, TextEncodingError } from '../yaml/text-encoding.js';
+import { clusterClassApiVersion } from './cluster-class-api-version.js';
 import { chartCrdApiVersions } from './chart-crds.js';
 
 const LEGACY_VALUES_FILE = 'cluster-addon-values.yaml';
@@ -64,6 +65,8 @@ export interface ReleaseContent {
   warnings: Problem[];
   /** The API versions of the CRDs its charts ship in `crds/` folders (chart-crds.ts), sorted. */
   crdApiVersions: string[];
+  /** The Cluster API version its ClusterClass is written in (cluster-class-api-version.ts), e.g. `cluster.x-k8s.io/v1beta2`. */
+  clusterClassApiVersion: string;
 }
 
 /**
@@ -109,7 +112,8 @@ export async function loadRelease(fetched: FetchedRelease, workDir: string): Pro
   }
   const chartDirs = [clusterClassChart.dir, ...(addons.format === 'legacy' ? [addons.chart.dir] : addons.stages.flatMap((stage) => (stage.chart ? [stage.chart.dir] : [])))];
   const crdApiVersions = await chartCrdApiVersions(chartDirs);
-  return { tag: fetched.tag, parsed, digest: fetched.digest, metadata: metadataResult.metadata, clusterClassChart, addons, warnings, crdApiVersions };
+  const classApiVersion = await clusterClassApiVersion(clusterClassChart.dir);
+  return { tag: fetched.tag, parsed, digest: fetched.digest, metadata: metadataResult.metadata, clusterClassChart, addons, warnings, crdApiVersions, clusterClassApiVersion: classApiVersion };
 }
 
 /** The release file for a chart: `<name>-<version>.tgz`, that directory, or the one entry starting with `<name>-`. */

@@ -11,7 +11,7 @@ import type { RenderedTree } from '../output/rendered-tree.js';
 import { requestedClusterOfPath } from '../output/tree-layout.js';
 import { decodeYamlDocument } from '../yaml/kube-yaml.js';
 
-/** The class a generated Cluster manifest names (requested-clusters.ts writes v1beta1 `topology.class`; capi-cluster.ts reads either version). */
+/** The class a generated Cluster manifest names (requested-clusters.ts writes the stack class's version; capi-cluster.ts reads either). */
 function classOf(text: string): { name: string; namespace?: string } | undefined {
   try {
     const object = decodeYamlDocument(text).value as CapiCluster | null;

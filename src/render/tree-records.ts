@@ -7,6 +7,8 @@ import type { RenderSummary } from '../output/render-summary.js';
 import { releaseDir } from '../output/tree-layout.js';
 import { loadedRelease, type Plan } from '../plan/build-plan.js';
 import { sha256Digest } from '../release/content-digest.js';
+import { parseReleaseTag } from '../core/release-tag.js';
+import { formatDotVersion } from '../core/stack-version.js';
 import { canonicalJson } from './canonical-json.js';
 import { summarizeLayers } from './layer-summary.js';
 import { type PendingUnit, stableContext } from './render-units.js';
@@ -52,6 +54,7 @@ export function buildSummary(plan: Plan, records: UnitRecord[], withheld: Withhe
   const published = new Set(records.map((record) => record.dir));
   const withheldKeys = new Map(withheld.map((entry) => [`${entry.kind}/${entry.namespace}/${entry.name}`, entry]));
   const layers = summarizeLayers(plan, records, withheld);
+  const keptForHeld = releasesKeptForHeldClusters(plan, withheld);
   return {
     inputDigest,
     stacks: plan.resolution.clusterStacks.map((stack) => ({
@@ -61,13 +64,18 @@ export function buildSummary(plan: Plan, records: UnitRecord[], withheld: Withhe
       channel: stack.stack.spec.channel ?? 'stable',
       latestRelease: stack.latestRelease ?? null,
       usableVersions: stack.usableVersions,
-      releases: stack.releases
-        .filter((release) => release.kept)
-        .map((release) => {
-          const entry = withheldKeys.get(`release/${stack.namespace}/${release.name}`);
-          const status = entry ? (entry.previousKept ? 'previous output kept' : 'withheld') : published.has(releaseDir(stack.namespace, release.name)) ? 'yes' : 'no';
-          return { name: release.name, version: release.version, status, reasons: release.reasons };
-        }),
+      releases: [
+        ...stack.releases
+          .filter((release) => release.kept)
+          .map((release) => {
+            const entry = withheldKeys.get(`release/${stack.namespace}/${release.name}`);
+            const status = entry ? (entry.previousKept ? 'previous output kept' : 'withheld') : published.has(releaseDir(stack.namespace, release.name)) ? 'yes' : 'no';
+            return { name: release.name, version: release.version, status, reasons: release.reasons };
+          }),
+        ...[...keptForHeld]
+          .filter(([, held]) => held.stack === stack)
+          .map(([entry, held]) => ({ name: entry.name, version: held.version, status: 'kept for a held Cluster, previous output kept', reasons: [entry.reason] })),
+      ],
     })),
     clusters: plan.resolution.clusters
       .filter((cluster) => cluster.managed)
@@ -86,12 +94,38 @@ export function buildSummary(plan: Plan, records: UnitRecord[], withheld: Withhe
         };
       }),
     ...(layers ? { layers } : {}),
-    withheld,
+    // A release kept only for a held Cluster is listed in its stack's table; the Cluster says why.
+    withheld: withheld.filter((entry) => !keptForHeld.has(entry)),
     sharedObjects: sharedObjects.map((shared) => ({ path: shared.path, object: describeIdentity(shared), renderedBy: shared.renderedBy })),
     notes: records.flatMap((record) => (record.notes ?? []).map((note) => `${record.dir}: ${note}`)),
   };
 }
 
+/**
+ * The withheld release entries that no stack keeps: releases whose previous output stays only
+ * because a withheld Cluster's kept addons use it (withhold-units.ts holdReleasesOfKeptClusters),
+ * each with the stack whose release it is (same namespace and tag prefix) and its version.
+ */
+function releasesKeptForHeldClusters(plan: Plan, withheld: readonly WithheldEntry[]): Map<WithheldEntry, { stack: Plan['resolution']['clusterStacks'][number]; version: string }> {
+  const found = new Map<WithheldEntry, { stack: Plan['resolution']['clusterStacks'][number]; version: string }>();
+  for (const entry of withheld) {
+    if (entry.kind !== 'release') continue;
+    const stacks = plan.resolution.clusterStacks.filter((stack) => stack.namespace === entry.namespace);
+    if (stacks.some((stack) => stack.releases.some((release) => release.kept && release.name === entry.name))) continue;
+    let tag: ReturnType<typeof parseReleaseTag>;
+    try {
+      tag = parseReleaseTag(entry.name);
+    } catch {
+      continue;
+    }
+    const stack = stacks.find((candidate) => {
+      const spec = candidate.stack.spec;
+      return spec.provider === tag.provider && spec.name === tag.name && spec.kubernetesVersion === `${tag.kubernetesMajor}.${tag.kubernetesMinor}`;
+    });
+    if (stack) found.set(entry, { stack, version: stack.releases.find((release) => release.name === entry.name)?.version ?? formatDotVersion(tag.version) });
+  }
+  return found;
+}
 
 /** The stages a Cluster's release lists under AfterClusterUpgrade (for the upgrade order), when there are any. */
 function afterUpgradeStagesOf(plan: Plan, cluster: Plan['resolution']['clusters'][number]): { afterUpgradeStages?: string[] } {

@@ -140,19 +140,53 @@ export interface DecodedDocument {
 }
 
 /**
- * Deepest nesting read, in levels of nodes: the document's mapping is one, a value inside it two.
- * Kubernetes reads 10,000 levels (go-yaml's max depth, and encoding/json's when the API server
- * decodes the object). js-yaml recurses a few frames per level and Node's stack ends near 1,600
- * levels, and every later walk of a document (digests, JSON, helm values) recurses too, so this
- * reader stops at a depth it reaches from anywhere in a render, with a message instead of a stack
- * overflow. Real manifests (the deepest CRD schemas) stay far below it.
+ * Deepest nesting read, in levels of nodes (the document's mapping is one, a value inside it two):
+ * Kubernetes' own limit, go-yaml's max depth and encoding/json's when the API server decodes.
  */
-export const MAX_NESTING_DEPTH = 1000;
-/** Kubernetes' own limit, for messages. */
-const KUBERNETES_NESTING_DEPTH = 10_000;
-/** js-yaml stops before the level it names: one more lets MAX_NESTING_DEPTH levels of nodes through, a scalar counting as one. */
-const LOAD_OPTIONS = { schema: KUBE_YAML_SCHEMA, maxDepth: MAX_NESTING_DEPTH + 1 };
-const TOO_DEEP = `nests collections more than ${MAX_NESTING_DEPTH} levels deep; Kubernetes reads up to ${KUBERNETES_NESTING_DEPTH}, but this tool reads at most ${MAX_NESTING_DEPTH}: flatten the document`;
+export const MAX_NESTING_DEPTH = 10_000;
+/**
+ * What a thread with Node's default stack (about 1 MB) reads: js-yaml recurses a few frames per
+ * level, and every later walk of a document (JSON, structuredClone, digests, helm values) recurses
+ * too; near 1,600 levels the stack ends. Real manifests (the deepest CRD schemas) stay far below it,
+ * so documents this deep are read, and everything after, on a thread with a deep stack
+ * (src/cli/deep-stack.ts): a reader there calls useDeepStack().
+ */
+export const DEFAULT_STACK_NESTING_DEPTH = 1000;
+/** The depth this thread reads; raised by useDeepStack. */
+let nestingLimit = DEFAULT_STACK_NESTING_DEPTH;
+/** js-yaml stops before the level it names: one more lets `limit` levels of nodes through, a scalar counting as one. */
+const loadOptions = (limit: number) => ({ schema: KUBE_YAML_SCHEMA, maxDepth: limit + 1 });
+let LOAD_OPTIONS = loadOptions(nestingLimit);
+const TOO_DEEP = `nests collections more than ${MAX_NESTING_DEPTH} levels deep, which Kubernetes refuses too ("exceeded max depth of ${MAX_NESTING_DEPTH}"): flatten the document`;
+
+/** Lets this thread read documents up to Kubernetes' depth: call it only on a thread whose stack holds them (a worker with a deep stack). */
+export function useDeepStack(): void {
+  nestingLimit = MAX_NESTING_DEPTH;
+  LOAD_OPTIONS = loadOptions(nestingLimit);
+}
+
+/** Whether this thread reads documents up to Kubernetes' depth. */
+export function usesDeepStack(): boolean {
+  return nestingLimit === MAX_NESTING_DEPTH;
+}
+
+/**
+ * A document nested deeper than this thread's stack reads (DEFAULT_STACK_NESTING_DEPTH): the command
+ * is run again on a thread with a deep stack (src/cli/deep-stack.ts), which reads it up to
+ * Kubernetes' limit. Where nothing can do that (a library caller), its message says what happened.
+ */
+export class DeepNestingError extends Failure {
+  /** Read by the CLI (src/cli/run-cli.ts) without loading this module. */
+  readonly needsDeepStack = true;
+  constructor(
+    readonly line?: number,
+    file?: string,
+  ) {
+    const where = file !== undefined ? `${file}${line !== undefined ? `:${line}` : ''}: ` : '';
+    super('fix-input', `${where}nests collections more than ${DEFAULT_STACK_NESTING_DEPTH} levels deep${file === undefined && line !== undefined ? ` (line ${line})` : ''}; Kubernetes reads up to ${MAX_NESTING_DEPTH}, and reading it needs a thread with a deep stack, which the clusterstack command starts by itself`);
+    this.name = 'DeepNestingError';
+  }
+}
 
 /** At most this many duplicate keys are listed per document (each costs a parse). */
 const DUPLICATES_LISTED = 20;
@@ -182,13 +216,16 @@ export function decodeYamlDocument(text: string): DecodedDocument {
   return { value: value === undefined ? null : value, duplicateKeys, ignoredTags: [...new Set(noticed.ignoredTags)], yaml11Only: noticed.yaml11Only };
 }
 
-function toDecodeError(error: unknown): YamlDecodeError {
+function toDecodeError(error: unknown): YamlDecodeError | DeepNestingError {
   if (error instanceof jsYaml.YAMLException) {
     const mark = error.mark as { line?: number; column?: number } | undefined;
-    const reason = error.reason.startsWith('nesting exceeded maxDepth') ? TOO_DEEP : error.reason;
-    return new YamlDecodeError(reason, mark?.line !== undefined ? mark.line + 1 : undefined, mark?.column !== undefined ? mark.column + 1 : undefined);
+    const line = mark?.line !== undefined ? mark.line + 1 : undefined;
+    const tooDeep = error.reason.startsWith('nesting exceeded maxDepth');
+    // Past this thread's stack: read again where the stack holds Kubernetes' depth (and is refused there beyond it).
+    if (tooDeep && nestingLimit < MAX_NESTING_DEPTH) return new DeepNestingError(line);
+    return new YamlDecodeError(tooDeep ? TOO_DEEP : error.reason, line, mark?.column !== undefined ? mark.column + 1 : undefined);
   }
-  if (error instanceof RangeError) return new YamlDecodeError(TOO_DEEP);
+  if (error instanceof RangeError) return nestingLimit < MAX_NESTING_DEPTH ? new DeepNestingError() : new YamlDecodeError(TOO_DEEP);
   return new YamlDecodeError(error instanceof Error ? error.message : String(error));
 }
 
@@ -308,6 +345,7 @@ export function decodeYamlDocuments(stream: string): (DecodedDocument & SplitDoc
       return { ...document, ...decoded, duplicateKeys: decoded.duplicateKeys.map((d) => ({ ...d, line: d.line + document.startLine - 1 })) };
     } catch (error) {
       if (error instanceof YamlDecodeError) throw new YamlDecodeError(error.reason, error.line !== undefined ? error.line + document.startLine - 1 : document.startLine, error.column);
+      if (error instanceof DeepNestingError) throw new DeepNestingError(error.line !== undefined ? error.line + document.startLine - 1 : document.startLine);
       throw error;
     }
   });
@@ -324,7 +362,10 @@ export interface EncodeOptions {
  * booleans are `true`/`false`, integers beyond 2^53 (bigint) are written in full, no anchors.
  */
 export function encodeYaml(value: unknown, options: EncodeOptions = {}): string {
-  return jsYaml.dump(value, { schema: KUBE_YAML_SCHEMA, lineWidth: -1, noRefs: true, sortKeys: options.sortKeys ?? false, quotingType: '"' });
+  // Collections nested deeper than the default stack reads are written in flow style: in block
+  // style each level indents further, and 10,000 levels would take 100 MB of spaces. No document
+  // that shallower readers accept changes.
+  return jsYaml.dump(value, { schema: KUBE_YAML_SCHEMA, lineWidth: -1, noRefs: true, sortKeys: options.sortKeys ?? false, quotingType: '"', flowLevel: DEFAULT_STACK_NESTING_DEPTH });
 }
 
 /** One scalar as go-yaml v2 reads it back (for text inserted into a document). */

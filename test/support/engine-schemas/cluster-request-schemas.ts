@@ -22,6 +22,18 @@ const topology = obj(
   ['class', 'version'],
 );
 
+// v1beta2 (Cluster API 1.11+): the class is named by classRef {name (required), namespace}.
+const v1beta2Topology = obj(
+  {
+    classRef: obj({ name: str({ pattern: /^.{1,253}$/ }), namespace: str({ pattern: DNS_LABEL }) }, ['name']),
+    version: str({ pattern: /^.{1,256}$/ }),
+    controlPlane: any,
+    workers: any,
+    variables: any,
+  },
+  ['classRef', 'version'],
+);
+
 export const CLUSTER_API_SCHEMAS: readonly KindFacts[] = [
   kindFacts(
     'cluster.x-k8s.io/v1beta1',
@@ -35,6 +47,23 @@ export const CLUSTER_API_SCHEMAS: readonly KindFacts[] = [
         controlPlaneRef: any,
         infrastructureRef: any,
         topology,
+        availabilityGates: any,
+      }),
+    },
+    ['spec'],
+  ),
+  kindFacts(
+    'cluster.x-k8s.io/v1beta2',
+    'Cluster',
+    'kubernetes-sigs/cluster-api config/crd/bases/cluster.x-k8s.io_clusters.yaml (v1beta2)',
+    {
+      spec: obj({
+        paused: bool,
+        clusterNetwork: any,
+        controlPlaneEndpoint: obj({ host: str(), port: int }),
+        controlPlaneRef: any,
+        infrastructureRef: any,
+        topology: v1beta2Topology,
         availabilityGates: any,
       }),
     },
