@@ -47,7 +47,7 @@ describe('controller with Cluster API v1beta2 preferred', () => {
     await fx.custom.createNamespacedCustomObject({ group: 'controlplane.cluster.x-k8s.io', version: 'v1beta2', plural: 'kubeadmcontrolplanes', namespace: NS, body: { apiVersion: 'controlplane.cluster.x-k8s.io/v1beta2', kind: 'KubeadmControlPlane', metadata: { name: 'alpha-cp', namespace: NS }, spec: { replicas: 3, version: 'v1.30.4' } } });
     fx.api.clearRequests();
     await fx.start('v1beta2');
-    await waitFor(() => condition(fx.get('ClusterAddon', NS, 'alpha'), 'ManifestsPublished')?.status === 'True', 'the addons of the v1beta2 Cluster published', 30_000);
+    await waitFor(() => condition(fx.get('ClusterAddon', NS, 'alpha'), 'ManifestsPublished')?.status === 'True', 'the addons of the v1beta2 Cluster published');
     expect(Object.keys(fx.published()).some((file) => file.startsWith(`clusters/${NS}/alpha/`))).toBe(true);
     expect(condition(fx.get('ClusterAddon', NS, 'alpha'), 'ClusterClassAvailable')).toMatchObject({ status: 'True' });
     const watched = fx.api.requests.filter((request) => request.method === 'GET' && (request.query['watch'] === 'true' || request.query['watch'] === '1')).map((request) => request.path);
@@ -63,7 +63,7 @@ describe('controller with Cluster API v1beta2 preferred', () => {
     // A ClusterClass of someone else's: the Cluster is no longer ours to render, but its addons were published.
     live.spec.topology = { ...live.spec.topology, classRef: { name: 'hand-made-class' } };
     await fx.custom.replaceNamespacedCustomObject({ group: 'cluster.x-k8s.io', version: 'v1beta2', plural: 'clusters', namespace: NS, name: 'alpha', body: live });
-    await waitFor(() => condition(fx.get('ClusterAddon', NS, 'alpha'), 'ClusterClassAvailable')?.status === 'False', 'the held Cluster to say why', 30_000);
+    await waitFor(() => condition(fx.get('ClusterAddon', NS, 'alpha'), 'ClusterClassAvailable')?.status === 'False', 'the held Cluster to say why');
     expect(condition(fx.get('ClusterAddon', NS, 'alpha'), 'ClusterClassAvailable')?.message).toMatch(/spec\.topology\.classRef\.name names hand-made-class, which is not a cluster stack class, but the published tree holds this Cluster's addons/);
     expect(Object.entries(fx.published()).filter(([file]) => file.startsWith(`clusters/${NS}/alpha/`))).toEqual(before);
   });
