@@ -10,11 +10,11 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CrashStep } from '../../gitops/crash-point.js';
 import type { Condition } from '../../src/api/types.js';
 import { copyExampleReleases } from '../support/cli.js';
 import { aCluster, aStack, CAPI, GROUP, MERGE, waitFor } from '../support/controller-fixture.js';
 import { bundleCli, spawnController, type ControllerProcess } from '../support/controller-process.js';
+import { CONTROLLER_CRASH_STEPS } from '../support/crash-steps.js';
 import { startFakeGitHub, type FakeGitHub } from '../support/fake-github/index.js';
 import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api/index.js';
 import { startGitHttpServer, type GitHttpServer } from '../support/git-http-server.js';
@@ -24,11 +24,10 @@ const TOKEN = 'ghp_controller-kill-token';
 const OWNER = 'fleet-org';
 
 /** The steps a controller's first publish passes (it reads the branch first, so it commits with fast-import). */
-const GIT_STEPS: CrashStep[] = ['git:fast-committed', 'git:pushed'];
-const PR_STEPS: (CrashStep | `${CrashStep}:${number}`)[] = ['work-tree:write-file:1', 'pull-request:staged', 'pull-request:commit-message', 'pull-request:committed', 'pull-request:pushed', 'pull-request:opened'];
+const { git: GIT_STEPS, pullRequest: PR_STEPS } = CONTROLLER_CRASH_STEPS;
 /** Random kills besides the steps: the first while starting (clone, fetch, first listing), the others while rendering. */
 const GIT_RANDOM_KILLS = 3;
-const PR_RANDOM_KILLS = 2;
+const PR_RANDOM_KILLS = 1;
 /** Generous: under load a controller start and its first publish take many seconds. */
 const CONVERGE_MS = 120_000;
 

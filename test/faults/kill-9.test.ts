@@ -8,16 +8,14 @@ import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OciArtifactPublisher } from '../../gitops/oci-artifact-publisher.js';
-import type { CrashStep } from '../../gitops/crash-point.js';
 import { clusterYaml, EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, FERROL_STACK_YAML, readTree, runClusterstack, tempDir, writeTree } from '../support/cli.js';
 import { removeCliBundle, startCli } from '../support/cli-process.js';
+import { CLI_CRASH_STEPS } from '../support/crash-steps.js';
 import { GitSandbox } from '../support/git-repos.js';
 import { startRegistry, type TestRegistry } from '../support/registry/index.js';
 
 /** Random kills per target besides the crash steps: they catch a window no named step marks. */
 const RANDOM_KILLS = 3;
-/** A file step twice: at the first file written and at the tenth (a switch writes more than ten). */
-const FILE_CRASHES = (step: CrashStep): string[] => [`${step}:1`, `${step}:10`];
 const sandbox = new GitSandbox();
 let registry: TestRegistry;
 afterAll(async () => {
@@ -51,7 +49,7 @@ interface Target {
   /** Flags naming the target. */
   flags: string[];
   /** The crash steps a switch between the two renders passes, in order (CLUSTERSTACK_CRASH_AT values). */
-  steps: string[];
+  steps: readonly string[];
   /** The lock file a run holds while it reads and publishes (its appearance starts a random kill's clock); none: no random kills. */
   lockFile?: () => string | undefined;
   /** What a reader or Flux would see now. */
@@ -166,7 +164,7 @@ describe.concurrent('kill -9 while publishing', { timeout: 240_000 }, () => {
     const cache = await tempDir('csk-kill-cache-');
     const target: Target = {
       flags: ['--output', out],
-      steps: ['directory:staging', ...FILE_CRASHES('directory:write-file'), 'directory:tree-renamed', 'directory:link-made', 'directory:swapped'],
+      steps: CLI_CRASH_STEPS.output,
       lockFile: () => (existsSync(path.join(out, '.clusterstack', 'lock')) ? path.join(out, '.clusterstack', 'lock') : undefined),
       published: async () => (existsSync(path.join(out, 'current')) ? readTree(path.join(out, 'current')) : undefined),
       consistent: () => expect(readdirSync(out).filter((entry) => entry !== '.clusterstack')).toEqual(['current']),
@@ -183,7 +181,7 @@ describe.concurrent('kill -9 while publishing', { timeout: 240_000 }, () => {
     const cache = await tempDir('csk-kill-cache-');
     const target: Target = {
       flags: ['--git', repo],
-      steps: ['git:journal', ...FILE_CRASHES('work-tree:write-file'), 'git:staged', 'git:commit-message', 'git:committed'],
+      steps: CLI_CRASH_STEPS.inPlaceGit,
       lockFile: () => (existsSync(path.join(repo, '.git', 'clusterstack.lock')) ? 'held' : undefined),
       published: async () => gitTree(repo),
       consistent: () => fsckClean(repo),
@@ -199,8 +197,7 @@ describe.concurrent('kill -9 while publishing', { timeout: 240_000 }, () => {
     const clones = path.join(cache, 'git');
     const target: Target = {
       flags: ['--git', remote],
-      // A run reads the branch head's tree first, so it commits what differs with fast-import, not through the work tree.
-      steps: ['git:fast-committed', 'git:pushed'],
+      steps: CLI_CRASH_STEPS.bareGit,
       lockFile: () => (existsSync(clones) && readdirSync(clones).some((entry) => entry.endsWith('.lock')) ? 'held' : undefined),
       published: async () => gitTree(remote),
       consistent: () => fsckClean(remote),
@@ -223,7 +220,7 @@ describe.concurrent('kill -9 while publishing', { timeout: 240_000 }, () => {
     const target: Target = {
       trees: { a: await referenceTree(RENDERS.a), b: await referenceTree(RENDERS.b) },
       flags: ['--oci', reference, '--plain-http'],
-      steps: ['oci:blobs', 'oci:manifest', 'oci:content-tag', 'oci:tagged'],
+      steps: CLI_CRASH_STEPS.oci,
       // A registry has no lock to start a random kill's clock: the steps are the pushes themselves.
       published: () => read(reference),
       consistent: () => {},
@@ -237,7 +234,8 @@ describe.concurrent('kill -9 while publishing', { timeout: 240_000 }, () => {
     const out = path.join(await tempDir('csk-kill-settled-'), 'out');
     const cache = await tempDir('csk-kill-cache-');
     const args = ['render', inputs, '--release-source', EXAMPLE_RELEASES, '--output', out, '--cache-dir', cache, '--json'];
-    const crashed = await (await startCli(args, { env: { CLUSTERSTACK_CRASH_AT: 'settled-run:written' } })).done;
+    const [step] = CLI_CRASH_STEPS.settledRun;
+    const crashed = await (await startCli(args, { env: { CLUSTERSTACK_CRASH_AT: step } })).done;
     expect({ signal: crashed.signal, stderr: crashed.stderr }).toEqual({ signal: 'SIGKILL', stderr: '' });
     const tree = await readTree(path.join(out, 'current'));
     const next = await runClusterstack(args);
