@@ -158,7 +158,8 @@ async function killAll(name: string, target: Target, cache: string): Promise<voi
   await converge(target, cache);
 }
 
-describe.concurrent('kill -9 while publishing', { timeout: 240_000 }, () => {
+// A limit only for a stuck run: at load 25 one target's crashes and random kills took over 240 s.
+describe.concurrent('kill -9 while publishing', { timeout: 600_000 }, () => {
   it('to --output, at every write step and at random', async () => {
     const out = path.join(await tempDir('csk-kill-out-'), 'out');
     const cache = await tempDir('csk-kill-cache-');
