@@ -11,8 +11,10 @@ export default defineConfig({
   test: {
     // One temporary directory per run, removed at the end (test/support/temp-root.ts); the helms built.
     globalSetup: ['test/support/temp-root.ts', 'test/support/helm-engines-setup.ts'],
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
+    // Generous: real helm, git and controller processes on a loaded machine take many times their
+    // quiet time; a wait ends on what it waits for, so a limit only stops a stuck test.
+    testTimeout: 180_000,
+    hookTimeout: 180_000,
     // Real helm, git and registry processes: two cores, keep the pool small.
     maxWorkers: 2,
     projects: [

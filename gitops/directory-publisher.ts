@@ -33,6 +33,7 @@ import { sameTree } from '../src/output/rendered-tree.js';
 import { assertOutsideProtected, type ProtectedPath } from './protected-paths.js';
 import { readRecordFile, removeRecordFile, type SettledRun, type SettledRunStore, type StatEvidence, statEvidenceHolds, takeStatEvidence, writeRecordFile } from './settled-run-record.js';
 import { checkTreePaths } from './tree-paths.js';
+import { crashPoint } from './crash-point.js';
 
 const CURRENT_LINK = 'current';
 const STATE_DIR = '.clusterstack';
@@ -486,14 +487,21 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
       if (!reusable) {
         // Written ahead: the staging directory exists already, with the spare tree in it if there was one.
         if (!ahead) await this.makeStaging(staging, trees, replaced);
+        crashPoint('directory:staging');
         const toWrite = reworkTree(staging, tree, replaced === undefined ? undefined : { root: path.join(trees, replaced), files: previous }, ahead?.written);
-        await inFileBatches(toWrite, (file) => writeFileSync(`${staging}/${file}`, tree.get(file) ?? '', { encoding: 'utf8', flag: 'wx' }));
+        await inFileBatches(toWrite, (file) => {
+          writeFileSync(`${staging}/${file}`, tree.get(file) ?? '', { encoding: 'utf8', flag: 'wx' });
+          crashPoint('directory:write-file');
+        });
         if (await exists(path.join(trees, contentId))) id = `${contentId}-${suffix}`;
         await rename(staging, path.join(trees, id));
+        crashPoint('directory:tree-renamed');
       }
       // The link's target is relative to <dir>, where it ends up.
       await symlink(`${STATE_DIR}/${TREES_DIR}/${id}`, link);
+      crashPoint('directory:link-made');
       await rename(link, path.join(dir, CURRENT_LINK));
+      crashPoint('directory:swapped');
     } catch (error) {
       await rm(staging, { recursive: true, force: true });
       await unlink(link).catch(() => {});

@@ -45,6 +45,7 @@ import { assertOutsideProtected, type ProtectedPath } from './protected-paths.js
 import { removeStaleGitLocks } from './stale-git-locks.js';
 import { readRecordFile, removeRecordFile, type SettledRun, type SettledRunStore, writeRecordFile } from './settled-run-record.js';
 import type { Logger } from '../src/core/logger.js';
+import { crashPoint } from './crash-point.js';
 
 
 /**
@@ -484,6 +485,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
     const gitDir = (await git.run(['rev-parse', '--absolute-git-dir'], 'git rev-parse')).trim();
     const messageFile = path.join(gitDir, 'CLUSTERSTACK_COMMIT_MSG');
     await writeFile(messageFile, message, 'utf8');
+    crashPoint('git:commit-message');
     try {
       // Strict: a hook that exits non-zero without a word must not pass for a commit.
       await git.runStrict(['commit', '--quiet', '--cleanup=whitespace', '--file', messageFile], 'git commit');
@@ -560,6 +562,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
     };
     const journalFile = path.join(workspace.gitDir, JOURNAL_FILE);
     await writeFile(journalFile, `${JSON.stringify(journal)}\n`);
+    crashPoint('git:journal');
     try {
       await syncWorkTree(dir, this.subdir, tree, undefined, tracked);
       const removed = [...tracked].filter((file) => !tree.has(file));
@@ -570,7 +573,9 @@ export class GitPublisher implements Publisher, SettledRunStore {
         await unlink(journalFile).catch(() => {});
         return { changed: false, written: [], removed: [], revision: await this.localHead(workspace) };
       }
+      crashPoint('git:staged');
       const revision = await this.commit(workspace, message);
+      crashPoint('git:committed');
       await unlink(journalFile).catch(() => {});
       this.options.logger?.info({ target: this.target, revision, written: changes.written.length, removed: changes.removed.length }, 'Committed rendered tree');
       return { changed: true, ...changes, revision };
@@ -694,9 +699,12 @@ export class GitPublisher implements Publisher, SettledRunStore {
       if (changes.written.length === 0 && changes.removed.length === 0) {
         return { changed: false, written: [], removed: [], revision: base };
       }
+      crashPoint('git:staged');
       const revision = await this.commit(workspace, message);
+      crashPoint('git:committed');
       try {
         await workspace.git.run(['push', 'origin', `${branchRef}:${branchRef}`], `git push to ${this.remote.display}`);
+        crashPoint('git:pushed');
       } catch (error) {
         if (error instanceof PublishError && error.kind === 'conflict') {
           this.options.logger?.warn({ target: this.target, attempt, maxAttempts: this.maxPushAttempts }, 'Push lost a race with another writer, rebuilding on the new remote head');
@@ -741,9 +749,11 @@ export class GitPublisher implements Publisher, SettledRunStore {
       this.options.logger?.warn({ target: this.target, error: error instanceof Error ? error.message : String(error) }, 'Could not commit from the known tree, committing through the work tree');
       return undefined;
     }
+    crashPoint('git:fast-committed');
     try {
       // Only over the known commit: anything else there is another writer's, to build on.
       await workspace.git.run(['push', `--force-with-lease=${branchRef}:${known.revision ?? ''}`, 'origin', `${branchRef}:${branchRef}`], `git push to ${this.remote.display}`);
+      crashPoint('git:pushed');
     } catch (error) {
       if (error instanceof PublishError && error.kind === 'conflict') return 'lost-race';
       await this.recover(workspace);

@@ -38,6 +38,7 @@ import type { ChangeSummary } from '../src/output/tree-changes.js';
 import type { Publisher, PublishResult } from './publisher.js';
 import { PublishError, type PublishErrorKind } from './publish-error.js';
 import { readTarTree, reproducibleTarGzip } from './reproducible-tar.js';
+import { crashPoint } from './crash-point.js';
 
 export const RENDERED_TREE_ARTIFACT_TYPE = 'application/vnd.clusterstack-gitops.rendered-tree.v1';
 export const RENDERED_TREE_LAYER = 'application/vnd.oci.image.layer.v1.tar+gzip';
@@ -148,11 +149,15 @@ export class OciArtifactPublisher implements Publisher {
     await this.registry('push', async () => {
       await this.client.pushBlob(repository, Buffer.from(EMPTY_CONFIG.data, 'base64'));
       await this.client.pushBlob(repository, archive.gzip);
+      crashPoint('oci:blobs');
       // By digest first, then the content tag, the requested tag last: a refusal on the way leaves
       // the requested tag where it was, never pointing at something half pushed.
       await this.client.pushManifest(repository, manifestDigest, manifest, OCI_MANIFEST);
+      crashPoint('oci:manifest');
       await this.client.pushManifest(repository, contentTag, manifest, OCI_MANIFEST);
+      crashPoint('oci:content-tag');
       await this.client.pushManifest(repository, this.ref.tag, manifest, OCI_MANIFEST);
+      crashPoint('oci:tagged');
     });
     this.lastRead = { digest: manifestDigest, tree: new Map(tree) };
     this.options.logger?.info({ target: this.target, revision: manifestDigest, contentTag, written: written.length, removed: removed.length }, 'Pushed rendered tree as an OCI artifact');

@@ -36,6 +36,7 @@ import { syncWorkTree } from './sync-work-tree.js';
 import { acquirePublishLock, type PublishLock } from './publish-lock.js';
 import { inNewDirectory } from './new-directory.js';
 import { removeStaleGitLocks } from './stale-git-locks.js';
+import { crashPoint } from './crash-point.js';
 
 /** The trailer that marks a commit as made by a render (with our identity): such commits may be replaced. */
 const INPUT_DIGEST_TRAILER = 'Clusterstack-Input-Digest';
@@ -248,8 +249,10 @@ export class PullRequestPublisher implements Publisher {
         // An empty expectation: the branch must still not exist.
         push = ['push', `--force-with-lease=refs/heads/${this.branch}:`, 'origin', `${commit}:refs/heads/${this.branch}`];
       }
+      crashPoint('pull-request:committed');
       try {
         await git.run(push, `git push to ${this.remote.display}`);
+        crashPoint('pull-request:pushed');
       } catch (error) {
         if (error instanceof PublishError && (error.kind === 'conflict' || /\(stale info\)/.test(error.message))) {
           this.options.logger?.warn({ target: this.target, attempt, maxAttempts: this.maxPushAttempts }, 'Pull request branch moved while pushing, rebuilding');
@@ -258,6 +261,7 @@ export class PullRequestPublisher implements Publisher {
         throw error;
       }
       const pull = await this.upsertPull(open, change);
+      crashPoint('pull-request:opened');
       this.options.logger?.info({ target: this.target, revision: commit, pullRequest: pull.html_url, written: changes.written.length, removed: changes.removed.length }, 'Pushed pull request branch');
       return { changed: true, ...changes, revision: commit, pullRequest: pull.html_url };
     }
@@ -411,7 +415,9 @@ export class PullRequestPublisher implements Publisher {
     await syncWorkTree(this.workDir, this.subdir, tree);
     // --force: a .gitignore in the repository must not silently keep a rendered file out.
     await git.run(['add', '--all', '--force', '--', this.subdir === '' ? '.' : this.subdir], 'git add');
-    return (await git.run(['write-tree'], 'git write-tree')).trim();
+    const root = (await git.run(['write-tree'], 'git write-tree')).trim();
+    crashPoint('pull-request:staged');
+    return root;
   }
 
   /** `<tree-ish>:<path>`, the object naming the path's content ('' when the path does not exist there). */
@@ -458,6 +464,7 @@ export class PullRequestPublisher implements Publisher {
     const gitDir = (await git.run(['rev-parse', '--absolute-git-dir'], 'git rev-parse')).trim();
     const messageFile = path.join(gitDir, 'CLUSTERSTACK_COMMIT_MSG');
     await writeFile(messageFile, message, 'utf8');
+    crashPoint('pull-request:commit-message');
     try {
       return (await git.run(['commit-tree', tree, '-p', parent, '-F', messageFile], 'git commit-tree')).trim();
     } finally {

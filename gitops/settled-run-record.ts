@@ -11,6 +11,7 @@ import { lstatSync, readdirSync } from 'node:fs';
 import { readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import type { Publisher } from './publisher.js';
+import { crashPoint } from './crash-point.js';
 
 /** What a settled run leaves for the next one: its fingerprint and the parts of its report a run that changes nothing repeats. */
 export interface SettledRun {
@@ -65,6 +66,7 @@ export async function writeRecordFile(file: string, run: SettledRun, proof: unkn
   const temp = `${file}.${randomBytes(6).toString('hex')}`;
   try {
     await writeFile(temp, `${JSON.stringify({ format: RECORD_FORMAT, fingerprint: run.fingerprint, report: run.report, proof })}\n`);
+    crashPoint('settled-run:written');
     await rename(temp, file);
   } catch (error) {
     await rm(temp, { force: true });

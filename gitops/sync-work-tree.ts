@@ -5,6 +5,7 @@ import { lstat, mkdir, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { inFileBatches, textFileReader } from './file-concurrency.js';
 import type { RenderedTree } from '../src/output/rendered-tree.js';
+import { crashPoint } from './crash-point.js';
 import { PublishError } from './publish-error.js';
 
 /**
@@ -31,7 +32,10 @@ export async function syncWorkTree(dir: string, subdir: string, tree: RenderedTr
     await inFileBatches(stale, (file) => rmSync(`${root}/${file}`, { force: true }));
     const changed = [...tree.keys()].filter((file) => known.get(file) !== tree.get(file)).sort();
     for (const directory of new Set(changed.map((file) => path.dirname(path.join(root, ...file.split('/')))))) await mkdir(directory, { recursive: true });
-    await inFileBatches(changed, (file) => writeFileSync(`${root}/${file}`, tree.get(file) ?? '', 'utf8'));
+    await inFileBatches(changed, (file) => {
+      writeFileSync(`${root}/${file}`, tree.get(file) ?? '', 'utf8');
+      crashPoint('work-tree:write-file');
+    });
     return;
   }
   const existing = new Map<string, 'file' | 'other'>();
@@ -57,6 +61,7 @@ export async function syncWorkTree(dir: string, subdir: string, tree: RenderedTr
     const content = tree.get(file) ?? '';
     if (existing.get(file) === 'file' && readOrUndefined(read, target) === content) return;
     writeFileSync(target, content, 'utf8');
+    crashPoint('work-tree:write-file');
   });
 }
 

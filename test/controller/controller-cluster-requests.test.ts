@@ -56,7 +56,7 @@ describe('controller with --scheduler-config', () => {
       await fx.custom.createNamespacedCustomObject({ ...OPENMCP, plural: 'clusterrequests', namespace: TEAM, body: request(name, purpose) });
     }
     await fx.start('requests', { scheduler: SCHEDULER });
-    await waitFor(() => status('web')?.phase === 'Granted' && status('game')?.phase === 'Pending', 'the requests’ statuses', 30_000);
+    await waitFor(() => status('web')?.phase === 'Granted' && status('game')?.phase === 'Pending', 'the requests’ statuses');
   });
 
   afterAll(async () => {
@@ -84,7 +84,7 @@ describe('controller with --scheduler-config', () => {
     expect(fileAt(profile)).toContain('version: 1.30.4');
     // alpha moves to v1: v1 (Kubernetes 1.30.2) is now kept only because alpha uses it.
     await fx.custom.patchNamespacedCustomObject({ group: 'cluster.x-k8s.io', version: 'v1beta1', plural: 'clusters', namespace: NS, name: 'alpha', body: { spec: { topology: { class: 'docker-ferrol-1-30-v1', version: 'v1.30.2' } } } }, MERGE());
-    await waitFor(() => fileAt(profile).includes('1.30.2'), 'the profile to list 1.30.2', 30_000);
+    await waitFor(() => fileAt(profile).includes('1.30.2'), 'the profile to list 1.30.2');
     expect(fileAt(profile)).toMatch(/deprecated: true\n\s+version: 1\.30\.2/);
   });
 
@@ -92,7 +92,7 @@ describe('controller with --scheduler-config', () => {
     const before = requestedClusters();
     expect(before).toHaveLength(1);
     for (const name of ['web', 'batch']) await fx.custom.deleteNamespacedCustomObject({ ...OPENMCP, plural: 'clusterrequests', namespace: TEAM, name });
-    await waitFor(() => requestedClusters().length === 0, 'the generated Cluster to leave the tree', 30_000);
+    await waitFor(() => requestedClusters().length === 0, 'the generated Cluster to leave the tree');
     expect(status('game')?.phase).toBe('Pending');
   });
 });

@@ -19,6 +19,7 @@ import { createSourceOpener } from '../../src/sources/open-release-source.js';
 import { copyExampleReleases } from '../support/cli.js';
 import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api/index.js';
 import { GitSandbox } from '../support/git-repos.js';
+import { waitFor } from '../support/controller-fixture.js';
 
 const NS = 'cluster-stacks';
 const GROUP = { group: 'clusterstack.x-k8s.io', version: 'v1alpha1' };
@@ -43,14 +44,6 @@ function aCluster(name: string, className: string, version: string): KubeObject 
 
 function condition(object: { status?: { conditions?: Condition[] } } | undefined, type: string): Condition | undefined {
   return object?.status?.conditions?.find((c) => c.type === type);
-}
-
-async function waitFor(check: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
 }
 
 describe('controller, end to end', () => {

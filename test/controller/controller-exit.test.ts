@@ -63,7 +63,7 @@ describe('the controller process after losing its lease', { timeout: 120_000 }, 
         return 'closed';
       }
     };
-    await waitFor(() => (api!.get('clusterstack.x-k8s.io/v1alpha1', 'ClusterAddon', NS, 'alpha') as { status?: unknown } | undefined)?.status !== undefined, 'the leader to publish', 60_000);
+    await waitFor(() => (api!.get('clusterstack.x-k8s.io/v1alpha1', 'ClusterAddon', NS, 'alpha') as { status?: unknown } | undefined)?.status !== undefined, 'the leader to publish');
     expect(await readiness()).toBe(200);
 
     api.pause();

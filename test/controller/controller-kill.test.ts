@@ -1,6 +1,8 @@
-// The controller killed with SIGKILL (its whole process group, as when a pod dies) at random points
-// while it publishes, 20 times in all: to a Git remote over HTTP, and through pull requests on the
-// fake GitHub. The remote stays `git fsck`-clean after every kill, no second pull request ever
+// The controller killed while it publishes: to a Git remote over HTTP, and through pull requests on
+// the fake GitHub. Each controller dies at one named write step of its publisher in turn
+// (CLUSTERSTACK_CRASH_AT, gitops/crash-point.ts: it SIGKILLs itself there; its process group goes
+// after it, as when a pod dies), and a few more are killed at random points as a check on what the
+// steps miss. The remote stays `git fsck`-clean after every kill, no second pull request ever
 // appears, and a controller started afterwards (with the same cache directory, as a restarted
 // container has) converges: the last change is published and reported, and it shuts down cleanly.
 // The two runs use their own namespace (--namespace) and remote, and run side by side.
@@ -12,6 +14,7 @@ import type { Condition } from '../../src/api/types.js';
 import { copyExampleReleases } from '../support/cli.js';
 import { aCluster, aStack, CAPI, GROUP, MERGE, waitFor } from '../support/controller-fixture.js';
 import { bundleCli, spawnController, type ControllerProcess } from '../support/controller-process.js';
+import { CONTROLLER_CRASH_STEPS } from '../support/crash-steps.js';
 import { startFakeGitHub, type FakeGitHub } from '../support/fake-github/index.js';
 import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api/index.js';
 import { startGitHttpServer, type GitHttpServer } from '../support/git-http-server.js';
@@ -19,8 +22,14 @@ import { GitSandbox } from '../support/git-repos.js';
 
 const TOKEN = 'ghp_controller-kill-token';
 const OWNER = 'fleet-org';
-const GIT_KILLS = 14;
-const PR_KILLS = 6;
+
+/** The steps a controller's first publish passes (it reads the branch first, so it commits with fast-import). */
+const { git: GIT_STEPS, pullRequest: PR_STEPS } = CONTROLLER_CRASH_STEPS;
+/** Random kills besides the steps: the first while starting (clone, fetch, first listing), the others while rendering. */
+const GIT_RANDOM_KILLS = 3;
+const PR_RANDOM_KILLS = 1;
+/** Generous: under load a controller start and its first publish take many seconds. */
+const CONVERGE_MS = 120_000;
 
 /** A deterministic pseudo-random sequence, so that a failing run can be repeated (the seed is printed). */
 function randomFrom(seed: number): () => number {
@@ -31,8 +40,9 @@ function randomFrom(seed: number): () => number {
   };
 }
 
-// Tens of real process starts and kills: far longer than a unit test, so its own time limit.
-describe('controller killed while publishing', { timeout: 240_000 }, () => {
+// Real controller starts, each to a crash: far longer than a unit test, so its own time limit (at
+// load 25 the pull-request half took over 240 s).
+describe('controller killed while publishing', { timeout: 600_000 }, () => {
   let api: FakeKubeApi;
   let git: GitSandbox;
   let server: GitHttpServer;
@@ -90,53 +100,73 @@ describe('controller killed while publishing', { timeout: 240_000 }, () => {
   // Under load every kill may land before the first push: then the branch does not exist yet.
   const onBranch = (bare: string, branch: string, namespace: string) => Object.entries(git.head(bare, branch) === '' ? {} : git.files(bare, branch)).filter(([file]) => file.startsWith(`clusters/${namespace}/alpha/`)).map(([, content]) => content).join('\n');
 
+  /** Where the last log line said the controller was. */
+  const lastPhase = (controller: ControllerProcess): string => {
+    const last = controller.lines.filter((line) => typeof line['phase'] === 'string' || typeof line['msg'] === 'string').at(-1);
+    return String(last?.['phase'] ?? last?.['msg'] ?? 'start');
+  };
+
+  /** Kills the controller's process group (its git and helm children too), then checks the remote's objects and refs. */
+  async function afterKill(controller: ControllerProcess, bare: string): Promise<void> {
+    await controller.killHard();
+    running.splice(running.indexOf(controller), 1);
+    git.git(bare, 'fsck', '--full', '--strict', '--no-progress');
+  }
+
   /**
-   * Kills `count` controllers, each at a random point: a quarter of them while starting (clone,
-   * fetch, first listing), the others in the reconcile that publishes the change made before it started.
+   * One controller per step, each publishing a change made before it started and crashing at that
+   * step (a step it never reaches fails the test); then `randomKills` more, killed at random
+   * points: the first while starting, the others in the reconcile that publishes.
    */
-  async function killRepeatedly(count: number, namespace: string, args: string[], env: Record<string, string>, bare: string, random: () => number): Promise<string[]> {
+  async function killRepeatedly(steps: readonly string[], randomKills: number, namespace: string, args: string[], env: Record<string, string>, bare: string, random: () => number): Promise<string[]> {
     const points: string[] = [];
-    for (let i = 0; i < count; i++) {
+    for (const [i, step] of steps.entries()) {
+      await moveAlpha(namespace, `crash-${i}.test`);
+      const controller = spawnController(bundle, args, { ...env, CLUSTERSTACK_CRASH_AT: step });
+      running.push(controller);
+      // The crash is the event waited for; the deadline only stops a controller that never gets there.
+      const code = await Promise.race([controller.exited, new Promise<'running'>((resolve) => setTimeout(() => resolve('running'), CONVERGE_MS))]);
+      expect({ step, code, stderr: controller.stderr.join('') }).toEqual({ step, code: null, stderr: '' });
+      points.push(`${step} (after ${lastPhase(controller)})`);
+      await afterKill(controller, bare);
+    }
+    for (let i = 0; i < randomKills; i++) {
       await moveAlpha(namespace, `kill-${i}.test`);
       const started = Date.now();
       const controller = spawnController(bundle, args, env);
       running.push(controller);
-      if (i % 4 === 0) {
+      if (i === 0) {
         await new Promise((resolve) => setTimeout(resolve, Math.floor(random() * 1500)));
       } else {
-        await controller.waitForLine((line) => line['phase'] === 'render');
+        await controller.waitForLine((line) => line['phase'] === 'render', CONVERGE_MS);
         await new Promise((resolve) => setTimeout(resolve, Math.floor(random() * 700)));
       }
-      const last = controller.lines.filter((line) => typeof line['phase'] === 'string' || typeof line['msg'] === 'string').at(-1);
-      await controller.killHard();
-      running.splice(running.indexOf(controller), 1);
-      points.push(`${Date.now() - started}ms after ${String(last?.['phase'] ?? last?.['msg'] ?? 'start')}`);
-      // After every kill: the remote's objects and refs are intact.
-      git.git(bare, 'fsck', '--full', '--strict', '--no-progress');
+      points.push(`${Date.now() - started}ms after ${lastPhase(controller)}`);
+      await afterKill(controller, bare);
     }
     return points;
   }
 
-  it.concurrent(`keeps the remote fsck-clean through ${GIT_KILLS} kills and converges afterwards`, async () => {
+  it.concurrent(`keeps the remote fsck-clean through a crash at each of ${GIT_STEPS.length} write steps and ${GIT_RANDOM_KILLS} random kills, and converges afterwards`, async () => {
     const namespace = 'git-stacks';
     const bare = git.bareRepo('fleet');
     git.git(bare, 'config', 'http.receivepack', 'true');
     const cacheDir = path.join(git.root, 'cache-git');
     const args = ['--git', `${server.url}/fleet.git`, '--namespace', namespace];
-    const points = await killRepeatedly(GIT_KILLS, namespace, args, environment(cacheDir), bare, randomFrom(seed));
+    const points = await killRepeatedly(GIT_STEPS, GIT_RANDOM_KILLS, namespace, args, environment(cacheDir), bare, randomFrom(seed));
     console.info(`kill test (seed ${seed}): killed at ${points.join('; ')}`);
 
     await moveAlpha(namespace, 'converged.test');
     const controller = spawnController(bundle, args, environment(cacheDir));
     running.push(controller);
-    await waitFor(() => onBranch(bare, 'main', namespace).includes('converged.test') && alphaPublished(namespace)?.message?.includes(git.head(bare, 'main')) === true, 'the restarted controller to publish and report the last change', 30_000);
+    await waitFor(() => onBranch(bare, 'main', namespace).includes('converged.test') && alphaPublished(namespace)?.message?.includes(git.head(bare, 'main')) === true, 'the restarted controller to publish and report the last change', CONVERGE_MS);
     expect(alphaPublished(namespace)).toMatchObject({ status: 'True', reason: 'ManifestsPublished' });
     expect(await controller.terminate()).toBe(0);
     running.splice(running.indexOf(controller), 1);
     git.git(bare, 'fsck', '--full', '--strict', '--no-progress');
   });
 
-  it.concurrent(`opens one pull request, never two, through ${PR_KILLS} kills in pull-request mode`, async () => {
+  it.concurrent(`opens one pull request, never two, through a crash at each of ${PR_STEPS.length} write steps and ${PR_RANDOM_KILLS} random kills in pull-request mode`, async () => {
     const namespace = 'pr-stacks';
     const bare = git.bareRepo('fleet-pr', { branch: 'main', files: { 'README.md': 'fleet\n' } });
     git.git(bare, 'config', 'http.receivepack', 'true');
@@ -144,7 +174,7 @@ describe('controller killed while publishing', { timeout: 240_000 }, () => {
     const cacheDir = path.join(git.root, 'cache-pr');
     const args = ['--git', `${server.url}/fleet-pr.git`, '--pull-request', '--github-repo', `${OWNER}/fleet-pr`, '--namespace', namespace];
     const env = environment(cacheDir, { GITHUB_TOKEN: TOKEN, GITHUB_API_URL: github.apiUrl });
-    const points = await killRepeatedly(PR_KILLS, namespace, args, env, bare, randomFrom(seed + 1));
+    const points = await killRepeatedly(PR_STEPS, PR_RANDOM_KILLS, namespace, args, env, bare, randomFrom(seed + 1));
     console.info(`kill test, pull requests (seed ${seed}): killed at ${points.join('; ')}`);
     const open = () => github.pulls(OWNER, 'fleet-pr').filter((pull) => pull.state === 'open');
     expect(open().length).toBeLessThanOrEqual(1);
@@ -152,7 +182,7 @@ describe('controller killed while publishing', { timeout: 240_000 }, () => {
     await moveAlpha(namespace, 'converged-pr.test');
     const controller = spawnController(bundle, args, env);
     running.push(controller);
-    await waitFor(() => open().length === 1 && onBranch(bare, open()[0]!.headRef, namespace).includes('converged-pr.test'), 'the pull request to carry the last change', 30_000);
+    await waitFor(() => open().length === 1 && onBranch(bare, open()[0]!.headRef, namespace).includes('converged-pr.test'), 'the pull request to carry the last change', CONVERGE_MS);
     expect(await controller.terminate()).toBe(0);
     running.splice(running.indexOf(controller), 1);
     // One pull request per head branch, ever: a duplicate would show as a second (open or closed) one.

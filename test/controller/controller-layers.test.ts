@@ -30,7 +30,7 @@ describe('controller with addon layers', () => {
       await fx.custom.createClusterCustomObject({ ...KRAAN, body: object });
     }
     await fx.start('layers', { layerRoot: path.resolve(checkout) });
-    await waitFor(() => layer('base')?.status?.state === 'Deployed' && layer('apps')?.status?.state === 'K8sVersion', 'layer statuses', 30_000);
+    await waitFor(() => layer('base')?.status?.state === 'Deployed' && layer('apps')?.status?.state === 'K8sVersion', 'layer statuses');
   });
 
   afterAll(async () => {
@@ -43,13 +43,13 @@ describe('controller with addon layers', () => {
     expect(layer('apps')!.status!.conditions![0]).toMatchObject({ type: 'K8sVersion', message: 'cluster-stacks/alpha: apps@2.0.0 needs Kubernetes 1.31.0 or newer; the Cluster is at v1.30.4 (spec.topology.version)' });
     // Events about cluster-scoped objects go to `default`.
     const events = () => fx.api.list('v1', 'Event', 'default') as Record<string, any>[];
-    await waitFor(() => ['LayerK8sVersion', 'LayerDeployed'].every((reason) => events().some((event) => event['reason'] === reason)), 'the layer events', 20_000);
+    await waitFor(() => ['LayerK8sVersion', 'LayerDeployed'].every((reason) => events().some((event) => event['reason'] === reason)), 'the layer events');
     expect(events().find((event) => event['reason'] === 'LayerK8sVersion')?.['message']).toBe('AddonsLayer apps@2.0.0 is K8sVersion: cluster-stacks/alpha: apps@2.0.0 needs Kubernetes 1.31.0 or newer; the Cluster is at v1.30.4 (spec.topology.version)');
   });
 
   it('says Hold once the layer is put on hold', async () => {
     await fx.custom.patchClusterCustomObject({ ...KRAAN, name: 'base', body: { spec: { hold: true } } }, MERGE());
-    await waitFor(() => layer('base')?.status?.state === 'Hold', 'base on hold', 20_000);
+    await waitFor(() => layer('base')?.status?.state === 'Hold', 'base on hold');
     expect(layer('base')!.status!.conditions![0]).toMatchObject({ type: 'Hold' });
   });
 });

@@ -40,7 +40,7 @@ describe('a leader that loses its lease in an API outage', () => {
 
   it('stops and ends its run, not-ready first, while the standby takes over and publishes (an API that accepts and never answers)', async () => {
     const first = await fx.start('first', election('first'));
-    await waitFor(() => first.isLeader() && condition(fx.get('ClusterAddon', NS, 'alpha'), 'ManifestsPublished')?.status === 'True', 'the first replica leading and publishing', 30_000);
+    await waitFor(() => first.isLeader() && condition(fx.get('ClusterAddon', NS, 'alpha'), 'ManifestsPublished')?.status === 'True', 'the first replica leading and publishing');
     const second = await fx.start('second', election('second'));
     await waitFor(() => second.cache.synced(), 'the standby synced');
     expect(await readiness(second)).toBe(200);
@@ -61,7 +61,7 @@ describe('a leader that loses its lease in an API outage', () => {
     })();
     // As SIGSTOP does to the API server process: connections are accepted, nothing is answered.
     fx.api.pause();
-    await waitFor(() => ended !== undefined, 'the leader to stop by itself', 15_000);
+    await waitFor(() => ended !== undefined, 'the leader to stop by itself');
     probing = false;
     await probes;
     expect(ended).toBe('leadership ended');
@@ -77,10 +77,10 @@ describe('a leader that loses its lease in an API outage', () => {
 
     // The API answers again: the standby leads and publishes the next change; the first stays stopped.
     fx.api.resume();
-    await waitFor(() => second.isLeader(), 'the standby to take the lease over', 20_000);
+    await waitFor(() => second.isLeader(), 'the standby to take the lease over');
     const commits = fx.git.commitCount(fx.remote, 'main');
     await fx.custom.patchNamespacedCustomObject({ ...CAPI, plural: 'clusters', namespace: NS, name: 'alpha', body: { spec: { controlPlaneEndpoint: { host: 'moved.test' } } } }, MERGE());
-    await waitFor(() => fx.git.commitCount(fx.remote, 'main') > commits, 'the standby to publish the change', 30_000);
+    await waitFor(() => fx.git.commitCount(fx.remote, 'main') > commits, 'the standby to publish the change');
     expect(first.isLeader()).toBe(false);
     expect(first.controller.completedReconciles).toBeGreaterThan(0);
     expect(fx.api.get('coordination.k8s.io/v1', 'Lease', 'clusterstack-system', 'clusterstack-gitops-controller')?.['spec']).toMatchObject({ holderIdentity: 'second' });

@@ -52,7 +52,7 @@ describe('controller in one namespace', () => {
       watchNamespace: WATCHED,
       leaderElection: { namespace: 'clusterstack-system', name: 'clusterstack-gitops-controller', identity: 'namespaced', leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 200 },
     });
-    await waitFor(() => condition(fx.get('ClusterAddon', WATCHED, 'alpha'), 'ManifestsPublished')?.status === 'True', 'the addons published', 30_000);
+    await waitFor(() => condition(fx.get('ClusterAddon', WATCHED, 'alpha'), 'ManifestsPublished')?.status === 'True', 'the addons published');
     expect(runtime.isLeader()).toBe(true);
     // Stack statuses come after those of the objects it owns, events after all statuses.
     await waitFor(() => condition(fx.get('ClusterStack', WATCHED, 'ferrol'), 'Ready')?.status === 'True', 'the stack Ready');

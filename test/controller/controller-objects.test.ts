@@ -35,7 +35,7 @@ describe('controller objects, events and statuses', () => {
     await fx.create(aStack(LONG, NS));
     await fx.create(aCluster('alpha', NS, 'docker-ferrol-1-30-v2'));
     runtime = await fx.start('first');
-    await waitFor(() => condition(fx.get('ClusterAddon', NS, 'alpha'), 'ManifestsPublished')?.status === 'True', 'the first publish', 30_000);
+    await waitFor(() => condition(fx.get('ClusterAddon', NS, 'alpha'), 'ManifestsPublished')?.status === 'True', 'the first publish');
   });
 
   afterAll(async () => {
@@ -68,7 +68,7 @@ describe('controller objects, events and statuses', () => {
     const providerStack = aStack('example', NS, { provider: 'example', versions: [], noProvider: false, providerRef: { apiVersion: `${PROVIDER_GROUP}/v1alpha1`, kind: 'ExampleClusterStackReleaseTemplate', name: 'images' } });
     await fx.create(providerStack);
     await fx.create(aStack('missing', NS, { provider: 'missing', versions: [], noProvider: false, providerRef: { apiVersion: 'infrastructure.missing.example/v1', kind: 'MissingClusterStackReleaseTemplate', name: 'x' } }));
-    await waitFor(() => condition(fx.get('ClusterStack', NS, 'missing'), 'Ready')?.reason === 'ProviderKindNotServed', 'the missing kind reported', 20_000);
+    await waitFor(() => condition(fx.get('ClusterStack', NS, 'missing'), 'Ready')?.reason === 'ProviderKindNotServed', 'the missing kind reported');
     expect(condition(fx.get('ClusterStack', NS, 'missing'), 'Ready')?.message).toContain('MissingClusterStackReleaseTemplate (infrastructure.missing.example/v1) is not served: the API server does not serve infrastructure.missing.example/v1');
     // The example kinds were listed and watched under their real plurals.
     expect(fx.api.requests.some((request) => request.path.endsWith(`/${PROVIDER_GROUP}/v1alpha1/exampletemplates`))).toBe(true);
@@ -78,7 +78,7 @@ describe('controller objects, events and statuses', () => {
   it('writes no status again after a restart: the commits it names come from Git', async () => {
     // A second commit, so that the directories last changed in different commits.
     await fx.create(aCluster('bravo', NS, 'docker-ferrol-1-30-v2'));
-    await waitFor(() => condition(fx.get('ClusterAddon', NS, 'bravo'), 'ManifestsPublished')?.status === 'True', 'bravo published', 20_000);
+    await waitFor(() => condition(fx.get('ClusterAddon', NS, 'bravo'), 'ManifestsPublished')?.status === 'True', 'bravo published');
     const alphaCommit = condition(fx.get('ClusterAddon', NS, 'alpha'), 'ManifestsPublished')?.message;
     expect(alphaCommit).not.toEqual(condition(fx.get('ClusterAddon', NS, 'bravo'), 'ManifestsPublished')?.message?.replace('bravo', 'alpha'));
     await waitFor(() => runtime.metrics.reconciles.value({ result: 'success' }) > 0, 'a settled reconcile');
@@ -87,7 +87,7 @@ describe('controller objects, events and statuses', () => {
     const commits = fx.git.commitCount(fx.remote, 'main');
 
     const restarted = await fx.start('restarted');
-    await waitFor(() => restarted.controller.completedReconciles >= 1, 'the restarted controller to reconcile', 20_000);
+    await waitFor(() => restarted.controller.completedReconciles >= 1, 'the restarted controller to reconcile');
     expect(versions(fx)).toEqual(before);
     expect(fx.git.commitCount(fx.remote, 'main')).toBe(commits);
     expect(condition(fx.get('ClusterAddon', NS, 'alpha'), 'ManifestsPublished')?.message).toBe(alphaCommit);

@@ -79,7 +79,7 @@ describe('controller reading provider Secrets and ConfigMaps', () => {
     fx.api.clearRequests();
     await fx.start('provider-config', { kubeConfig: fx.api.kubeConfig(SA_TOKEN), providerFetcher: createProviderFetcher({ cacheDir, githubApiUrl: github.apiUrl }, openSource), logger: pino({ level: 'debug' }, sink) });
 
-    await waitFor(() => condition(live('InfrastructureProvider', 'capd-system', 'docker'), 'ManifestsPublished')?.status === 'True', 'the docker provider published', 30_000);
+    await waitFor(() => condition(live('InfrastructureProvider', 'capd-system', 'docker'), 'ManifestsPublished')?.status === 'True', 'the docker provider published');
     await waitFor(() => condition(live('InfrastructureProvider', 'noperm', 'docker-forbidden'), 'ManifestsRendered')?.reason === 'ManifestsWithheld', 'the forbidden provider withheld');
     await waitFor(() => condition(live('InfrastructureProvider', 'capd-system', 'docker-missing'), 'ManifestsRendered')?.reason === 'ManifestsWithheld', 'the missing-secret provider withheld');
 

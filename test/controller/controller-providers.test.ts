@@ -71,7 +71,7 @@ describe('controller with Cluster API providers', () => {
       fixture_.custom.patchNamespacedCustomObject({ ...OPERATOR, plural: 'coreproviders', namespace: 'capi-system', name: 'cluster-api', body: { metadata: { annotations: { 'clusterstack.x-k8s.io/cert-manager-version': version } } } }, MERGE());
     // A release whose cert-manager.yaml is not YAML: cert-manager is withheld, and the core provider says so.
     await annotate('v1.16.4');
-    await waitFor(() => condition(coreProvider(), 'CertManagerRendered')?.reason === 'ManifestsWithheld', 'cert-manager withheld on the CoreProvider', 30_000);
+    await waitFor(() => condition(coreProvider(), 'CertManagerRendered')?.reason === 'ManifestsWithheld', 'cert-manager withheld on the CoreProvider');
     expect(condition(coreProvider(), 'CertManagerRendered')).toMatchObject({ status: 'False', message: expect.stringContaining('cert-manager v1.16.4') });
     expect(condition(coreProvider(), 'Ready')).toMatchObject({ status: 'False' });
     // Its own manifests are still rendered: only the prerequisite is missing.
@@ -79,7 +79,7 @@ describe('controller with Cluster API providers', () => {
     expect(condition(live('InfrastructureProvider', 'capd-system', 'docker'), 'CertManagerRendered')).toBeUndefined();
 
     await annotate('v1.16.2');
-    await waitFor(() => condition(coreProvider(), 'CertManagerRendered')?.status === 'True', 'cert-manager rendered', 30_000);
+    await waitFor(() => condition(coreProvider(), 'CertManagerRendered')?.status === 'True', 'cert-manager rendered');
     expect(condition(coreProvider(), 'CertManagerRendered')!.message).toContain('cert-manager v1.16.2 from github:cert-manager/cert-manager');
     expect(Object.keys(fixture_.published()).some((file) => file.startsWith('management/providers/cert-manager/'))).toBe(true);
     expect(condition(coreProvider(), 'Ready')).toMatchObject({ status: 'True' });

@@ -76,13 +76,13 @@ async function representativeRun(fx: ControllerFixture, namespace: string, deplo
     leaderElection: { namespace: 'clusterstack-system', name: 'clusterstack-gitops-controller', identity: 'rbac', leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 200 },
   });
   const providerRelease = () => fx.api.get(PROVIDER_API, 'DockerClusterStackRelease', namespace, RELEASE);
-  await waitFor(() => providerRelease() !== undefined, 'the DockerClusterStackRelease', 30_000);
-  await waitFor(() => fx.api.list('v1', 'Event', namespace).length > 0 && condition(fx.get('ClusterStack', namespace, 'ferrol'), 'Ready') !== undefined, 'statuses and events', 30_000);
+  await waitFor(() => providerRelease() !== undefined, 'the DockerClusterStackRelease');
+  await waitFor(() => fx.api.list('v1', 'Event', namespace).length > 0 && condition(fx.get('ClusterStack', namespace, 'ferrol'), 'Ready') !== undefined, 'statuses and events');
   // Drift on the provider release, and a conflict on the patch that repairs it: the controller reads it again.
   fx.api.failNext({ method: 'PATCH', pathIncludes: `/dockerclusterstackreleases/${RELEASE}`, status: 409, reason: 'Conflict', message: 'the object has been modified; please apply your changes to the latest version and try again' });
   const live = providerRelease() as KubeObject;
   fx.api.seed({ ...live, metadata: { ...live.metadata, labels: { ...live.metadata.labels, 'clusterstack.x-k8s.io/cluster-stack': 'tampered' } } });
-  await waitFor(() => providerRelease()?.metadata.labels?.['clusterstack.x-k8s.io/cluster-stack'] === 'ferrol', 'the drift repaired after the conflict', 30_000);
+  await waitFor(() => providerRelease()?.metadata.labels?.['clusterstack.x-k8s.io/cluster-stack'] === 'ferrol', 'the drift repaired after the conflict');
 }
 
 describe('RBAC the controller needs, as deploy/ ships it', () => {

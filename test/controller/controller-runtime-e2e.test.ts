@@ -15,16 +15,9 @@ import { createSourceOpener } from '../../src/sources/open-release-source.js';
 import { copyExampleReleases } from '../support/cli.js';
 import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api/index.js';
 import { GitSandbox } from '../support/git-repos.js';
+import { waitFor } from '../support/controller-fixture.js';
 
 const NS = 'cluster-stacks';
-
-async function waitFor(check: () => boolean, what: string, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 describe('controller runtime', () => {
   const cleanups: (() => Promise<void> | void)[] = [];

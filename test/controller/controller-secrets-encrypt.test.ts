@@ -43,7 +43,7 @@ describe('controller --secrets encrypt', () => {
       engine: 'flux',
       wiring: { engine: 'flux', name: 'clusterstacks', namespace: 'flux-system', source: { kind: 'git', url: URL, branch: 'main', path: '' }, sopsSecret: 'fleet-age' },
     });
-    await waitFor(() => fx.git.head(fx.remote, 'main') !== '' && fx.published()[SECRET] !== undefined, 'the controller to publish the encrypted Secret', 30_000);
+    await waitFor(() => fx.git.head(fx.remote, 'main') !== '' && fx.published()[SECRET] !== undefined, 'the controller to publish the encrypted Secret');
     const files = fx.git.files(fx.remote, 'main');
     const document = files[SECRET]!;
     expect(sopsMetadataOf(document).age.map((entry) => entry.recipient)).toEqual([alice.recipient]);

@@ -64,10 +64,10 @@ describe('runtime extension (lifecycle hooks)', () => {
     });
     await fixture.create(aStack('ferrol', NS, { versions: ['v1', 'v3'] }));
     await fixture.create(aCluster('alpha', 'docker-ferrol-1-30-v1', 'v1.30.2'));
-    await waitFor(() => publishedUnder(`clusters/${NS}/alpha/cluster-addon/`), 'the v1 addons of alpha published', 60_000);
+    await waitFor(() => publishedUnder(`clusters/${NS}/alpha/cluster-addon/`), 'the v1 addons of alpha published');
     // The hooks read what the reconcile that pushed recorded once its push returned; the ClusterAddon's
     // status is written after that, so a loaded machine cannot answer the first call from before it.
-    await waitFor(() => fixture.get('ClusterAddon', NS, 'alpha')?.['status'] !== undefined, 'the reconcile that published alpha to finish', 60_000);
+    await waitFor(() => fixture.get('ClusterAddon', NS, 'alpha')?.['status'] !== undefined, 'the reconcile that published alpha to finish');
     firstCommit = fixture.git.head(fixture.remote, 'main');
   }, 90_000);
 
@@ -99,7 +99,7 @@ describe('runtime extension (lifecycle hooks)', () => {
 
   it('waits for the engine to apply each stage of the target release at the commit that holds it, then lets the upgrade go', async () => {
     await fixture.custom.patchNamespacedCustomObject({ ...CAPI, plural: 'clusters', namespace: NS, name: 'alpha', body: { spec: { topology: { class: 'docker-ferrol-1-30-v3', version: 'v1.30.4' } } } }, MERGE());
-    await waitFor(() => publishedUnder(`clusters/${NS}/alpha/cni/`), 'the v3 addons of alpha published', 60_000);
+    await waitFor(() => publishedUnder(`clusters/${NS}/alpha/cni/`), 'the v3 addons of alpha published');
     const request = () => beforeClusterUpgradeRequest(liveCluster('alpha'), 'v1.30.2', 'v1.30.4');
 
     const uncovered = await callUntil('BeforeClusterUpgrade', request, /none covers it/);
@@ -154,14 +154,14 @@ describe('runtime extension (lifecycle hooks)', () => {
 
     // From here on Cluster API does not call again (the hook is done for it): the controller follows the wait by itself.
     fixture.api.seed({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'alpha-kubeconfig', namespace: NS }, data: { value: Buffer.from(fixture.api.kubeConfigYaml()).toString('base64') } });
-    await waitFor(() => /waits for DaemonSet kube-system\/kindnet \(kindnet\) to exist in the workload cluster/.test(hookCondition()?.message ?? ''), 'the wait for the DaemonSet', 15_000);
+    await waitFor(() => /waits for DaemonSet kube-system\/kindnet \(kindnet\) to exist in the workload cluster/.test(hookCondition()?.message ?? ''), 'the wait for the DaemonSet');
     const daemonSet = (ready: number) => ({ apiVersion: 'apps/v1', kind: 'DaemonSet', metadata: { name: 'kindnet', namespace: 'kube-system' }, spec: {}, status: { numberReady: ready, desiredNumberScheduled: 2 } });
     fixture.api.seed(daemonSet(1));
-    await waitFor(() => /condition `kindnet.status.numberReady > 0 && kindnet.status.numberReady == kindnet.status.desiredNumberScheduled` is false/.test(hookCondition()?.message ?? ''), 'the condition false', 15_000);
+    await waitFor(() => /condition `kindnet.status.numberReady > 0 && kindnet.status.numberReady == kindnet.status.desiredNumberScheduled` is false/.test(hookCondition()?.message ?? ''), 'the condition false');
     expect(hookCondition()?.status).toBe('False');
 
     fixture.api.seed(daemonSet(2));
-    await waitFor(() => hookCondition()?.status === 'True', 'the ClusterAddon showing the first install ready', 15_000);
+    await waitFor(() => hookCondition()?.status === 'True', 'the ClusterAddon showing the first install ready');
     expect(hookCondition()).toMatchObject({ reason: 'HookSucceeded', message: expect.stringMatching(/^AfterControlPlaneInitialized for release docker-ferrol-1-30-v3 .*applied and healthy/) });
     await waitFor(() => events('LifecycleHookSucceeded', 'alpha').some((event) => String(event['note'] ?? event['message']).startsWith('AfterControlPlaneInitialized')), 'the success event');
     // Asked again, it answers as ready.
@@ -184,7 +184,7 @@ describe('runtime extension (lifecycle hooks)', () => {
 
   it('lets the upgrade go once the wait outlasts the timeout (never a Failure, which would stop the Cluster\'s topology reconcile), with a Warning event and the ClusterAddon naming what was not confirmed', async () => {
     await fixture.create(aCluster('bravo', 'docker-ferrol-1-30-v3', 'v1.30.4'));
-    await waitFor(() => publishedUnder(`clusters/${NS}/bravo/cni/`), 'the addons of bravo published', 60_000);
+    await waitFor(() => publishedUnder(`clusters/${NS}/bravo/cni/`), 'the addons of bravo published');
     const request = () => beforeClusterUpgradeRequest(liveCluster('bravo'), 'v1.30.2', 'v1.30.4');
     const waiting = await callUntil('BeforeClusterUpgrade', request, /none covers it/);
     expect(waiting.body).toMatchObject({ status: 'Success', retryAfterSeconds: 5 });
@@ -221,12 +221,12 @@ describe('runtime extension (lifecycle hooks)', () => {
     // The restarted controller writes alpha's status again (Flux now reports an older commit applied),
     // and that write keeps alpha's completed hooks: the process that answered them is gone.
     seedKustomization(firstCommit);
-    await waitFor(() => condition(addon('alpha'), 'ManifestsSynced')?.status === 'False', "alpha's status written by the restarted controller", 30_000);
+    await waitFor(() => condition(addon('alpha'), 'ManifestsSynced')?.status === 'False', "alpha's status written by the restarted controller");
     expect(condition(addon('alpha'), 'LifecycleHook')).toEqual(condition({ status: alphaBefore } as unknown as KubeObject, 'LifecycleHook'));
     expect((addon('alpha')?.['status'] as { hooks?: unknown[] }).hooks).toEqual(alphaBefore.hooks);
     expect(alphaBefore.hooks).toEqual([expect.objectContaining({ name: 'BeforeClusterUpgrade', outcome: 'Succeeded' }), expect.objectContaining({ name: 'AfterControlPlaneInitialized', outcome: 'Succeeded' })]);
     seedKustomization(fixture.git.head(fixture.remote, 'main'));
-    await waitFor(() => condition(addon('alpha'), 'ManifestsSynced')?.status === 'True', 'alpha synced again', 30_000);
+    await waitFor(() => condition(addon('alpha'), 'ManifestsSynced')?.status === 'True', 'alpha synced again');
     // The wait started before the restart (the ClusterAddon's status.hooks says when): still over, the upgrade goes.
     const after = await callUntil('BeforeClusterUpgrade', request, /^letting the upgrade go after/);
     expect(after.body).toMatchObject({ status: 'Success', retryAfterSeconds: 0 });

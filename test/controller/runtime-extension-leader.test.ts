@@ -38,7 +38,7 @@ describe('runtime extension Service routed to the leader', () => {
   });
 
   it('points the Service at the leader, and at the next leader once it is gone', async () => {
-    await waitFor(() => [...replicas.values()].some((replica) => replica.isLeader()), 'a leader', 20_000);
+    await waitFor(() => [...replicas.values()].some((replica) => replica.isLeader()), 'a leader');
     const [leaderName, leader] = [...replicas].find(([, replica]) => replica.isLeader())!;
     const [standbyName, standby] = [...replicas].find(([, replica]) => !replica.isLeader())!;
     const ipOf = (name: string) => (name === 'replica-a' ? '10.0.0.1' : '10.0.0.2');
@@ -51,7 +51,7 @@ describe('runtime extension Service routed to the leader', () => {
     });
 
     await leader.stop();
-    await waitFor(() => standby.isLeader(), 'the standby to take the lease over', 20_000);
+    await waitFor(() => standby.isLeader(), 'the standby to take the lease over');
     await waitFor(() => sliceAddress() === ipOf(standbyName), 'the slice naming the new leader');
     expect(slice()!['endpoints']).toHaveLength(1);
     expect(slice()!['ports'][0]['port']).toBe(Number(new URL(standby.extensionUrl!).port));

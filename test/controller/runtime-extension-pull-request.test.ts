@@ -82,9 +82,9 @@ describe('runtime extension in pull-request mode', () => {
     });
     await fixture.create(aStack('ferrol', NS, { versions: ['v1', 'v3'] }));
     await fixture.create(cluster('docker-ferrol-1-30-v1', 'v1.30.2'));
-    await waitFor(() => openPulls().length === 1, 'the first pull request', 60_000);
+    await waitFor(() => openPulls().length === 1, 'the first pull request');
     prBranch = openPulls()[0]!.headRef;
-    await waitFor(() => Object.keys(onBranch(prBranch)).some((file) => file.startsWith(`clusters/${NS}/alpha/cluster-addon/`)), 'the v1 addons on the pull request branch', 60_000);
+    await waitFor(() => Object.keys(onBranch(prBranch)).some((file) => file.startsWith(`clusters/${NS}/alpha/cluster-addon/`)), 'the v1 addons on the pull request branch');
     fluxApplied(squashMerge(prBranch));
   }, 120_000);
 
@@ -96,7 +96,7 @@ describe('runtime extension in pull-request mode', () => {
 
   it('holds the upgrade while the addons are only proposed, even when Flux applied a newer commit of main, and lets go once it applied the squash merge', async () => {
     await fixture.custom.patchNamespacedCustomObject({ ...CAPI, plural: 'clusters', namespace: NS, name: 'alpha', body: { spec: { topology: { class: 'docker-ferrol-1-30-v3', version: 'v1.30.4' } } } }, MERGE());
-    await waitFor(() => Object.keys(onBranch(prBranch)).some((file) => file.startsWith(`clusters/${NS}/alpha/cni/`)), 'the v3 addons on the pull request branch', 120_000);
+    await waitFor(() => Object.keys(onBranch(prBranch)).some((file) => file.startsWith(`clusters/${NS}/alpha/cni/`)), 'the v3 addons on the pull request branch');
     const request = () => beforeClusterUpgradeRequest(liveCluster(), 'v1.30.2', 'v1.30.4');
 
     // A person's commit lands on main meanwhile, and Flux applies it: it does not hold the v3 addons.
@@ -119,6 +119,6 @@ describe('runtime extension in pull-request mode', () => {
       return stages.length > 0 && stages.every((stage) => stage.release === 'docker-ferrol-1-30-v3' && stage.revision === merged);
     }, 'the stages recorded at the merge commit');
     // The base holds the tree now: the pull request GitHub would have closed on merge is closed as unnecessary here.
-    await waitFor(() => openPulls().length === 0, 'the pull request closed once the base holds the tree', 60_000);
+    await waitFor(() => openPulls().length === 0, 'the pull request closed once the base holds the tree');
   }, 240_000);
 });

@@ -1,33 +1,41 @@
-// kill -9 at random points while the CLI publishes, 20 times per target: an --output directory, an
-// in-place --git work tree and a bare repository (through the clone in the cache). After every
-// kill the target holds wholly the old or wholly the new render and git fsck finds nothing wrong;
-// afterwards a normal run converges and the run after it changes nothing.
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+// kill -9 while the CLI publishes: to an --output directory, an in-place --git work tree, a bare
+// repository (through the clone in the cache) and an OCI registry. Every run is killed at each named
+// write step of its publisher in turn (CLUSTERSTACK_CRASH_AT, gitops/crash-point.ts: the process
+// SIGKILLs itself there), and a few more at random times as a check on what the steps miss. After
+// every kill the target holds wholly the old or wholly the new render and git fsck finds nothing
+// wrong; the next normal run succeeds, and at the end a run converges and the run after it changes nothing.
+import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, readTree, runClusterstack, tempDir } from '../support/cli.js';
+import { OciArtifactPublisher } from '../../gitops/oci-artifact-publisher.js';
+import { clusterYaml, EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, FERROL_STACK_YAML, readTree, runClusterstack, tempDir, writeTree } from '../support/cli.js';
 import { removeCliBundle, startCli } from '../support/cli-process.js';
+import { CLI_CRASH_STEPS } from '../support/crash-steps.js';
 import { GitSandbox } from '../support/git-repos.js';
+import { startRegistry, type TestRegistry } from '../support/registry/index.js';
 
-const KILLS = 20;
+/** Random kills per target besides the crash steps: they catch a window no named step marks. */
+const RANDOM_KILLS = 3;
 const sandbox = new GitSandbox();
+let registry: TestRegistry;
 afterAll(async () => {
   sandbox.cleanup();
+  await registry?.stop();
   await removeCliBundle();
 });
 
 type Tree = Record<string, string>;
 
-
 /**
  * The two renders the runs alternate between: the quick start, and the quick start with Flux wiring
- * (a few dozen files more). Switching costs no helm process (the units are reused), so the rounds
+ * (a few dozen files more). Switching costs no helm process (the units are reused), so the runs
  * spend their time publishing, not rendering.
  */
 const RENDERS = { a: [] as string[], b: ['--gitops', 'flux', '--gitops-url', 'https://git.example.com/fleet.git'] };
 let trees: { a: Tree; b: Tree };
 
 beforeAll(async () => {
+  registry = await startRegistry();
   const reference = async (flags: string[]): Promise<Tree> => {
     const out = path.join(await tempDir('csk-kill-ref-'), 'out');
     expect((await runClusterstack(['render', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--output', out, ...flags])).code).toBe(0);
@@ -40,14 +48,16 @@ beforeAll(async () => {
 interface Target {
   /** Flags naming the target. */
   flags: string[];
-  /** The lock file a run holds while it reads and publishes (its appearance starts the kill clock). */
-  lockFile(): string | undefined;
-  /** True while the run writes the target itself (staging a tree, writing the work tree, committing). */
-  writing(): boolean;
+  /** The crash steps a switch between the two renders passes, in order (CLUSTERSTACK_CRASH_AT values). */
+  steps: readonly string[];
+  /** The lock file a run holds while it reads and publishes (its appearance starts a random kill's clock); none: no random kills. */
+  lockFile?: () => string | undefined;
   /** What a reader or Flux would see now. */
   published(): Promise<Tree | undefined>;
   /** Everything that must hold after every kill besides the published tree. */
   consistent(): void;
+  /** The two renders as this target holds them, when not as --output does (an OCI artifact's provenance names it). */
+  trees?: { a: Tree; b: Tree };
 }
 
 function fsckClean(repo: string): void {
@@ -60,132 +70,182 @@ function gitTree(repo: string): Tree | undefined {
   return sandbox.head(repo, 'main') === '' ? undefined : sandbox.files(repo, 'main');
 }
 
-/** The clone's branch main points at a commit the remote's does not (a commit not pushed yet). */
-function aheadOf(gitDir: string, remote: string): boolean {
-  const ref = (dir: string): string => {
-    try {
-      return readFileSync(path.join(dir, 'refs', 'heads', 'main'), 'utf8').trim();
-    } catch {
-      return '';
-    }
-  };
-  const local = ref(gitDir);
-  return local !== '' && local !== ref(remote);
+const render = (target: Target, cache: string, flags: string[]) => ['render', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, ...target.flags, ...flags, '--cache-dir', cache];
+
+/** A normal run to the quick start: after a kill it must succeed, whatever the kill left. */
+async function runToA(target: Target, cache: string): Promise<void> {
+  const result = await runClusterstack(render(target, cache, RENDERS.a));
+  expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: '' });
+  expect(await target.published()).toEqual((target.trees ?? trees).a);
+  target.consistent();
 }
 
-async function killRepeatedly(target: Target, cache: string): Promise<{ killed: number; publishedWhileKilled: number }> {
+/** After a kill: the target holds one of the two renders whole, and is consistent. */
+async function afterKill(target: Target): Promise<Tree | undefined> {
+  const now = await target.published();
+  const { a, b } = target.trees ?? trees;
+  expect([a, b]).toContainEqual(now);
+  target.consistent();
+  return now;
+}
+
+/**
+ * From the quick start towards the Flux render, crashed at each of the target's steps in turn: the
+ * run must die there (a step it never reaches fails the test), the target hold a or b whole, and the
+ * next normal run succeed. Returns the steps after which the target already showed the new render.
+ */
+async function crashAtEveryStep(target: Target, cache: string): Promise<string[]> {
+  const published: string[] = [];
+  for (const step of target.steps) {
+    await runToA(target, cache);
+    const run = await startCli(render(target, cache, RENDERS.b), { env: { CLUSTERSTACK_CRASH_AT: step } });
+    const result = await run.done;
+    expect({ step, signal: result.signal, stderr: result.stderr }).toEqual({ step, signal: 'SIGKILL', stderr: '' });
+    if (JSON.stringify(await afterKill(target)) === JSON.stringify((target.trees ?? trees).b)) published.push(step);
+  }
+  return published;
+}
+
+/** A few kills at random times after the run took the target's lock (or started, without one). */
+async function killAtRandom(target: Target, cache: string): Promise<number> {
   let killed = 0;
   let spanMs = 1500;
-  let changes = 0;
-  // Until KILLS runs were killed: a run with nothing to publish, or one that finished before its
-  // kill time, is not counted (but must have succeeded).
   // A fast publish often ends before its kill time: up to six rounds per kill.
-  for (let round = 0; killed < KILLS && round < KILLS * 6; round++) {
+  for (let round = 0; killed < RANDOM_KILLS && round < RANDOM_KILLS * 6; round++) {
     // Always the render the target does not hold, so every run has something to publish.
     const before = await target.published();
-    const flags = JSON.stringify(before) === JSON.stringify(trees.a) ? RENDERS.b : RENDERS.a;
-    const run = await startCli(['render', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, ...target.flags, ...flags, '--cache-dir', cache]);
+    const flags = JSON.stringify(before) === JSON.stringify((target.trees ?? trees).a) ? RENDERS.b : RENDERS.a;
+    const run = await startCli(render(target, cache, flags));
     let exited = false;
     void run.done.then(() => (exited = true));
-    // Wait for the run to take the target's lock, then kill it at a random point of what follows;
-    // every other round, aim at the few milliseconds in which it writes the target itself.
+    // Waiting for the lock to appear is event enough: the kill time is what is random.
     const started = Date.now();
-    const until = async (condition: () => boolean): Promise<void> => {
-      while (!exited && !condition() && Date.now() - started < 30_000) await new Promise((resolve) => setTimeout(resolve, 2));
-    };
-    await until(() => target.lockFile() !== undefined);
+    while (!exited && target.lockFile!() === undefined && Date.now() - started < 60_000) await new Promise((resolve) => setTimeout(resolve, 2));
     const lockedAt = Date.now();
-    if (round % 2 === 1) {
-      // Writing a tree of the quick start takes a few milliseconds: kill within them.
-      await until(() => target.writing());
-      await new Promise((resolve) => setTimeout(resolve, Math.random() * 3));
-    } else {
-      await new Promise((resolve) => setTimeout(resolve, Math.random() * spanMs));
-    }
+    await new Promise((resolve) => setTimeout(resolve, Math.random() * spanMs));
     if (!exited) {
       run.child.kill('SIGKILL');
       killed += 1;
     }
     const result = await run.done;
-    // A run that was not killed must have succeeded, whatever the killed ones before it left.
-    if (result.signal === null) expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: '' });
-    // A run that finished on its own tells how long the rest takes: aim the next kills inside it.
-    if (result.signal === null) spanMs = Math.max(100, Date.now() - lockedAt);
-    const now = await target.published();
-    expect([trees.a, trees.b]).toContainEqual(now);
-    if (JSON.stringify(now) !== JSON.stringify(before)) changes += 1;
-    target.consistent();
+    // A run that was not killed must have succeeded, whatever the killed ones before it left; it
+    // tells how long the rest takes, so the next kills aim inside it.
+    if (result.signal === null) {
+      expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: '' });
+      spanMs = Math.max(100, Date.now() - lockedAt);
+    }
+    await afterKill(target);
   }
-  expect(killed).toBe(KILLS);
-  return { killed, publishedWhileKilled: changes };
+  expect(killed).toBe(RANDOM_KILLS);
+  return killed;
 }
 
 async function converge(target: Target, cache: string): Promise<void> {
-  const first = await runClusterstack(['render', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, ...target.flags, '--cache-dir', cache, '--json']);
+  const first = await runClusterstack([...render(target, cache, RENDERS.a), '--json']);
   expect(first.stderr).toBe('');
   expect(first.code).toBe(0);
-  expect(await target.published()).toEqual(trees.a);
-  const again = await runClusterstack(['render', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, ...target.flags, '--cache-dir', cache, '--json']);
+  expect(await target.published()).toEqual((target.trees ?? trees).a);
+  const again = await runClusterstack([...render(target, cache, RENDERS.a), '--json']);
   expect(JSON.parse(again.stdout)).toMatchObject({ changed: false });
   target.consistent();
 }
 
-describe.concurrent('kill -9 while publishing', { timeout: 240_000 }, () => {
-  it(`to --output, ${KILLS} times`, async () => {
+/** Every step, then the random kills, then convergence; says what happened. */
+async function killAll(name: string, target: Target, cache: string): Promise<void> {
+  const published = await crashAtEveryStep(target, cache);
+  const random = target.lockFile === undefined ? 0 : await killAtRandom(target, cache);
+  console.info(`${name}: crashed at ${target.steps.length} steps (${published.length} showed the new render: ${published.join(', ') || 'none'}); ${random} random kills`);
+  await converge(target, cache);
+}
+
+// A limit only for a stuck run: at load 25 one target's crashes and random kills took over 240 s.
+describe.concurrent('kill -9 while publishing', { timeout: 600_000 }, () => {
+  it('to --output, at every write step and at random', async () => {
     const out = path.join(await tempDir('csk-kill-out-'), 'out');
     const cache = await tempDir('csk-kill-cache-');
     const target: Target = {
       flags: ['--output', out],
+      steps: CLI_CRASH_STEPS.output,
       lockFile: () => (existsSync(path.join(out, '.clusterstack', 'lock')) ? path.join(out, '.clusterstack', 'lock') : undefined),
-      writing: () => readdirSync(path.join(out, '.clusterstack')).some((entry) => entry.startsWith('staging-') || entry.startsWith('current-')),
       published: async () => (existsSync(path.join(out, 'current')) ? readTree(path.join(out, 'current')) : undefined),
       consistent: () => expect(readdirSync(out).filter((entry) => entry !== '.clusterstack')).toEqual(['current']),
     };
-    expect((await runClusterstack(['render', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, ...target.flags, '--cache-dir', cache])).code).toBe(0);
-    const { publishedWhileKilled } = await killRepeatedly(target, cache);
-    console.info(`--output: ${KILLS} runs killed; ${publishedWhileKilled} times the target changed meanwhile`);
-    await converge(target, cache);
+    await killAll('--output', target, cache);
     // What crashed runs left behind is gone; the tree before last stays for slow readers.
     const state = readdirSync(path.join(out, '.clusterstack')).sort();
     expect(state).toEqual(['output.json', 'trees']);
     expect(readdirSync(path.join(out, '.clusterstack', 'trees')).length).toBeLessThanOrEqual(2);
   });
 
-  it(`to an in-place --git work tree, ${KILLS} times`, async () => {
+  it('to an in-place --git work tree, at every write step and at random', async () => {
     const repo = path.join(await tempDir('csk-kill-repo-'), 'repo');
     const cache = await tempDir('csk-kill-cache-');
     const target: Target = {
       flags: ['--git', repo],
+      steps: CLI_CRASH_STEPS.inPlaceGit,
       lockFile: () => (existsSync(path.join(repo, '.git', 'clusterstack.lock')) ? 'held' : undefined),
-      writing: () => existsSync(path.join(repo, '.git', 'clusterstack-publish.json')),
       published: async () => gitTree(repo),
       consistent: () => fsckClean(repo),
     };
-    expect((await runClusterstack(['render', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, ...target.flags, '--cache-dir', cache])).code).toBe(0);
-    const { publishedWhileKilled } = await killRepeatedly(target, cache);
-    console.info(`in-place --git: ${KILLS} runs killed; ${publishedWhileKilled} times the target changed meanwhile`);
-    await converge(target, cache);
+    await killAll('in-place --git', target, cache);
     expect(sandbox.git(repo, 'status', '--porcelain', '--untracked-files=all')).toBe('');
     expect(existsSync(path.join(repo, '.git', 'clusterstack-publish.json'))).toBe(false);
   });
 
-  it(`to a bare repository, ${KILLS} times`, async () => {
+  it('to a bare repository, at every write step and at random', async () => {
     const remote = sandbox.bareRepo(`kill-${Date.now()}`);
     const cache = await tempDir('csk-kill-cache-');
     const clones = path.join(cache, 'git');
     const target: Target = {
       flags: ['--git', remote],
+      steps: CLI_CRASH_STEPS.bareGit,
       lockFile: () => (existsSync(clones) && readdirSync(clones).some((entry) => entry.endsWith('.lock')) ? 'held' : undefined),
-      // From just before the commit (the message file of `git commit`) until the push has landed
-      // (the clone's branch is ahead of the remote's; a commit from the known tree is made by
-      // fast-import, with no message file).
-      writing: () => readdirSync(clones).some((entry) => existsSync(path.join(clones, entry, '.git', 'CLUSTERSTACK_COMMIT_MSG')) || aheadOf(path.join(clones, entry, '.git'), remote)),
       published: async () => gitTree(remote),
       consistent: () => fsckClean(remote),
     };
-    expect((await runClusterstack(['render', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, ...target.flags, '--cache-dir', cache])).code).toBe(0);
-    const { publishedWhileKilled } = await killRepeatedly(target, cache);
-    console.info(`bare --git: ${KILLS} runs killed; ${publishedWhileKilled} times the target changed meanwhile`);
-    await converge(target, cache);
+    await killAll('bare --git', target, cache);
+  });
+
+  it('to an OCI registry, at every write step', async () => {
+    const reference = `oci://${registry.host}/fleet/kill:main`;
+    const cache = await tempDir('csk-kill-cache-');
+    const read = async (tagged: string): Promise<Tree | undefined> => {
+      const tree = await new OciArtifactPublisher({ reference: tagged, plainHttp: true, tempDir: cache }).readPrevious();
+      return tree.size === 0 ? undefined : Object.fromEntries(tree);
+    };
+    // The wiring names the artifact: the two renders as published to this very reference.
+    const referenceTree = async (flags: string[]): Promise<Tree> => {
+      expect((await runClusterstack(['render', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--oci', reference, '--plain-http', ...flags])).code).toBe(0);
+      return (await read(reference))!;
+    };
+    const target: Target = {
+      trees: { a: await referenceTree(RENDERS.a), b: await referenceTree(RENDERS.b) },
+      flags: ['--oci', reference, '--plain-http'],
+      steps: CLI_CRASH_STEPS.oci,
+      // A registry has no lock to start a random kill's clock: the steps are the pushes themselves.
+      published: () => read(reference),
+      consistent: () => {},
+    };
+    await killAll('oci', target, cache);
+  });
+
+  it('while recording a settled run: the next run renders in full, leaves no partial record, and the one after it is settled', async () => {
+    // Two clusters on v1: nothing withheld, so the run is recorded as settled (the quick start is not).
+    const inputs = await writeTree({ 'fleet.yaml': FERROL_STACK_YAML + clusterYaml('alpha', 'docker-ferrol-1-30-v1') + clusterYaml('bravo', 'docker-ferrol-1-30-v1') });
+    const out = path.join(await tempDir('csk-kill-settled-'), 'out');
+    const cache = await tempDir('csk-kill-cache-');
+    const args = ['render', inputs, '--release-source', EXAMPLE_RELEASES, '--output', out, '--cache-dir', cache, '--json'];
+    const [step] = CLI_CRASH_STEPS.settledRun;
+    const crashed = await (await startCli(args, { env: { CLUSTERSTACK_CRASH_AT: step } })).done;
+    expect({ signal: crashed.signal, stderr: crashed.stderr }).toEqual({ signal: 'SIGKILL', stderr: '' });
+    const tree = await readTree(path.join(out, 'current'));
+    const next = await runClusterstack(args);
+    expect(next.code).toBe(0);
+    expect(JSON.parse(next.stdout)).toMatchObject({ changed: false });
+    expect(JSON.parse(next.stdout).noop).toBeUndefined();
+    expect(readdirSync(path.join(out, '.clusterstack')).filter((entry) => entry.startsWith('settled-run.json.'))).toEqual([]);
+    const settled = await runClusterstack(args);
+    expect(JSON.parse(settled.stdout).noop).toBeDefined();
+    expect(await readTree(path.join(out, 'current'))).toEqual(tree);
   });
 });

@@ -23,9 +23,15 @@ export const GROUP = { group: 'clusterstack.x-k8s.io', version: 'v1alpha1' } as 
 export const CAPI = { group: 'cluster.x-k8s.io', version: 'v1beta1' } as const;
 export const MERGE = () => setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
-/** Polls `check` every 20 ms (the controller works on its own; tests only look). */
-export async function waitFor(check: () => boolean, what: string, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+/**
+ * How long a wait may last at most. A wait ends on what it waits for; this limit only stops a stuck
+ * test, so it is far above what a loaded machine needs (a publish there takes many seconds).
+ */
+const WAIT_LIMIT_MS = 120_000;
+
+/** Polls `check` every 20 ms until it holds (the controller works on its own; tests only look); throws naming `what` after `limitMs`. */
+export async function waitFor(check: () => boolean, what: string, limitMs = WAIT_LIMIT_MS): Promise<void> {
+  const deadline = Date.now() + limitMs;
   while (!check()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 20));

@@ -71,9 +71,24 @@ export class GitSandbox {
   /** Every file at the tip of `branch`, path -> content, read from one commit (the branch may move meanwhile). */
   files(repo: string, branch: string): Record<string, string> {
     const commit = this.git(repo, 'rev-parse', '--verify', `refs/heads/${branch}^{commit}`).trim();
-    const listing = this.git(repo, 'ls-tree', '-r', '--name-only', '-z', commit);
+    // `<mode> <type> <object>\t<path>` per entry; blobs only (a submodule's commit has no content here).
+    const entries = this.git(repo, 'ls-tree', '-r', '-z', commit)
+      .split('\0')
+      .filter(Boolean)
+      .map((entry) => ({ meta: entry.slice(0, entry.indexOf('\t')).split(' '), file: entry.slice(entry.indexOf('\t') + 1) }))
+      .filter(({ meta }) => meta[1] === 'blob');
+    // One `git cat-file --batch` reads every blob: a process per file costs more than the test it serves.
+    const batch = execFileSync('git', ['cat-file', '--batch'], { cwd: repo, env: this.env, input: entries.map(({ meta }) => `${meta[2]}\n`).join(''), maxBuffer: 1024 * 1024 * 1024 });
     const files: Record<string, string> = {};
-    for (const file of listing.split('\0').filter(Boolean)) files[file] = execFileSync('git', ['show', `${commit}:${file}`], { cwd: repo, env: this.env, encoding: 'utf8' });
+    let at = 0;
+    for (const { file, meta } of entries) {
+      const header = batch.toString('latin1', at, batch.indexOf(0x0a, at));
+      const [object, type, size] = header.split(' ');
+      if (object !== meta[2] || type !== 'blob') throw new Error(`git cat-file --batch answered "${header}" for ${file} (${meta[2]})`);
+      const start = at + header.length + 1;
+      files[file] = batch.toString('utf8', start, start + Number(size));
+      at = start + Number(size) + 1;
+    }
     return files;
   }
 

@@ -1,26 +1,53 @@
 // The Kubernetes decoding oracle for tests: a tiny Go program (kube-yaml-oracle/main.go) built from
 // Debian's sigs.k8s.io/yaml and go-yaml v2 sources, so tests compare against what kubectl, Argo CD
 // and Flux really read, not against our own reader. test/install-test-deps.sh installs Go and them.
-import { execFile } from 'node:child_process';
-import { mkdir } from 'node:fs/promises';
+import { execFile, execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdir, rename } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 const SOURCE = path.join(import.meta.dirname, 'kube-yaml-oracle');
-const BUILD = path.join(os.tmpdir(), 'clusterstack-kube-yaml-oracle');
+const GOPATH = '/usr/share/gocode';
+/** Per machine, not per run (a run's TMPDIR is removed at its end): Go's build cache and the built oracles. */
+const CACHE = path.join(os.homedir(), '.cache', 'clusterstack-gitops', 'kube-yaml-oracle');
 let built: Promise<string> | undefined;
 
-/** The oracle binary, built once per process (Go's cache makes later builds cheap). */
+/**
+ * What the binary is built from: our source, the Go toolchain and the Debian sources it compiles
+ * (their files' names, sizes and times: a package upgrade changes them).
+ */
+function buildKey(): string {
+  const hash = createHash('sha256');
+  for (const file of readdirSync(SOURCE).sort()) hash.update(`${file}\0`).update(readFileSync(path.join(SOURCE, file))).update('\0');
+  hash.update(execFileSync('go', ['env', 'GOVERSION'], { encoding: 'utf8' }));
+  const walk = (dir: string): void => {
+    for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(full);
+      else if (entry.name.endsWith('.go')) hash.update(`${full} ${statSync(full).size} ${statSync(full).mtimeMs}\n`);
+    }
+  };
+  for (const dependency of ['sigs.k8s.io/yaml', 'gopkg.in/yaml.v2']) if (existsSync(path.join(GOPATH, 'src', dependency))) walk(path.join(GOPATH, 'src', dependency));
+  return hash.digest('hex').slice(0, 16);
+}
+
+/** The oracle binary, built once per machine and source (the suite's processes share it). */
 function kubeYamlOracle(): Promise<string> {
   built ??= (async () => {
-    await mkdir(BUILD, { recursive: true });
-    const binary = path.join(BUILD, `oracle-${process.pid}`);
-    await run('go', ['build', '-o', binary, '.'], {
+    const binary = path.join(CACHE, `oracle-${buildKey()}`);
+    if (existsSync(binary)) return binary;
+    await mkdir(CACHE, { recursive: true });
+    // Built aside and renamed into place: a parallel worker sees the whole binary or none.
+    const partial = `${binary}.${process.pid}.partial`;
+    await run('go', ['build', '-o', partial, '.'], {
       cwd: SOURCE,
-      env: { ...process.env, GOPATH: '/usr/share/gocode', GO111MODULE: 'off', GOFLAGS: '', GOCACHE: path.join(BUILD, 'cache') },
+      env: { ...process.env, GOPATH, GO111MODULE: 'off', GOFLAGS: '', GOCACHE: path.join(CACHE, 'go-build') },
     });
+    await rename(partial, binary);
     return binary;
   })();
   return built;
