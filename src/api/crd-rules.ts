@@ -33,7 +33,7 @@ interface CrdDocument {
 }
 
 /** Whether a rule compares with the stored object (reads oldSelf): such rules need an update to evaluate. */
-export function isTransitionRule(rule: { rule: string }): boolean {
+function isTransitionRule(rule: { rule: string }): boolean {
   return /\boldSelf\b/.test(rule.rule);
 }
 
@@ -86,7 +86,7 @@ function valueAt(object: Record<string, unknown>, at: string[]): unknown {
  * number) says nothing: the schema checks of validate.ts report the type, which is all a person
  * can fix first.
  */
-export function checkCrdRules(rules: readonly CrdRule[], kind: string, object: Record<string, unknown>): Problem[] {
+function checkCrdRules(rules: readonly CrdRule[], kind: string, object: Record<string, unknown>): Problem[] {
   const problems: Problem[] = [];
   for (const rule of rules) {
     if (rule.kind !== kind) continue;

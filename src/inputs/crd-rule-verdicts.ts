@@ -25,7 +25,7 @@ const MARKER = 'clusterstack.x-k8s.io_clusterstacks.yaml';
  * Our crds/ folder, found by walking up from this module: the same answer from dist/src/inputs
  * (built), src/inputs (tsx), a bundle or an installed package (package.json "files" ships crds).
  */
-export function findCrdDir(moduleUrl: string = import.meta.url): string {
+function findCrdDir(moduleUrl: string = import.meta.url): string {
   for (let dir = path.dirname(fileURLToPath(moduleUrl)); ; dir = path.dirname(dir)) {
     if (existsSync(path.join(dir, 'crds', MARKER))) return path.join(dir, 'crds');
     if (path.dirname(dir) === dir) throw new Error(`clusterstack's crds/ folder (${MARKER}) was not found above ${fileURLToPath(moduleUrl)}; reinstall the package`);
