@@ -74,6 +74,18 @@ function celValue(value: unknown): unknown {
   return value;
 }
 
+// Parsed once per process: the rules are a handful of fixed expressions (a parse costs more than an evaluation).
+const programs = new Map<string, ReturnType<ReturnType<typeof celLibrary>['parse']>>();
+
+function program(expression: string): ReturnType<ReturnType<typeof celLibrary>['parse']> {
+  let parsed = programs.get(expression);
+  if (!parsed) {
+    parsed = celLibrary().parse(expression);
+    programs.set(expression, parsed);
+  }
+  return parsed;
+}
+
 function valueAt(object: Record<string, unknown>, at: string[]): unknown {
   let value: unknown = object;
   for (const name of at) value = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>)[name] : undefined;
@@ -95,7 +107,7 @@ function checkCrdRules(rules: readonly CrdRule[], kind: string, object: Record<s
     const context = { self: celValue(self) };
     let holds: unknown;
     try {
-      holds = celLibrary().evaluate(rule.rule, context);
+      holds = program(rule.rule)(context);
     } catch {
       continue;
     }
@@ -110,7 +122,7 @@ function checkCrdRules(rules: readonly CrdRule[], kind: string, object: Record<s
 function ruleMessage(rule: CrdRule, context: Record<string, unknown>): string {
   if (rule.messageExpression !== undefined) {
     try {
-      const message = celLibrary().evaluate(rule.messageExpression, context);
+      const message = program(rule.messageExpression)(context);
       if (typeof message === 'string' && message.trim() !== '') return message;
     } catch {
       // The API server falls back to message (or the rule) when the expression fails; so do we.
