@@ -7,6 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { parseManifests } from '../src/inputs/parse-manifests.js';
 import { buildPlan, loadedRelease } from '../src/plan/build-plan.js';
 import { createSourceOpener } from '../src/sources/open-release-source.js';
+import { checkCrdRules } from './support/crd-rule-check.js';
 
 const TAG = 'docker-ferrol-1-30-v1';
 const dirs: string[] = [];
@@ -36,7 +37,7 @@ describe('buildPlan', () => {
     await writeFile(values, `${await readFile(values, 'utf8')}\n# team b\n`);
 
     const manifests = parseManifests(`${stack('team-a', teamA)}---\n${stack('team-b', teamB)}`, 'stacks.yaml');
-    const plan = await buildPlan({ manifests, defaultSource: teamA, openSource: createSourceOpener({ cacheDir: path.join(root, 'cache') }), workDir: path.join(root, 'work') });
+    const plan = await buildPlan({ manifests, defaultSource: teamA, openSource: createSourceOpener({ cacheDir: path.join(root, 'cache') }), workDir: path.join(root, 'work') , checkCrdRules });
 
     expect(plan.problems).toEqual([]);
     const a = loadedRelease(plan, 'team-a', TAG);
@@ -66,7 +67,7 @@ spec:
     dirs.push(root);
     const source = path.resolve('examples/quickstart/releases');
     const manifests = parseManifests(`${stack('team-a', source)}---\n${cluster(version)}`, 'fleet.yaml');
-    const plan = await buildPlan({ manifests, defaultSource: source, openSource: createSourceOpener({ cacheDir: path.join(root, 'cache') }), workDir: path.join(root, 'work') });
+    const plan = await buildPlan({ manifests, defaultSource: source, openSource: createSourceOpener({ cacheDir: path.join(root, 'cache') }), workDir: path.join(root, 'work') , checkCrdRules });
     const problems = plan.resolution.clusters[0]!.problems;
     if (message === undefined) expect(problems).toEqual([]);
     else expect(problems).toEqual([{ source: 'fleet.yaml:10', object: 'Cluster team-a/alpha', path: 'spec.topology.version', message: expect.stringMatching(message) }]);

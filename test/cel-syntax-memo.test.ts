@@ -5,7 +5,8 @@ import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { conditionSyntaxError } from '../src/core/addon-wait-conditions.js';
-import { CEL_SYNTAX_FILE, CelSyntaxMemo, celLibraryIdentity } from '../src/release/cel-syntax-memo.js';
+import { celLibraryIdentity } from '../src/cache/cel-library-identity.js';
+import { CEL_SYNTAX_FILE, CelSyntaxMemo } from '../src/release/cel-syntax-memo.js';
 import { tempDir } from './support/cli.js';
 
 const VALID = 'kindnet.status.numberReady > 0';

@@ -4,9 +4,10 @@
 import { describe, expect, it } from 'vitest';
 import { classifyInputs, mistypedKind } from '../src/inputs/classify-inputs.js';
 import { parseManifests } from '../src/inputs/parse-manifests.js';
+import { checkCrdRules } from './support/crd-rule-check.js';
 
 function classify(documents: string[]) {
-  return classifyInputs(parseManifests(documents.join('---\n'), 'inputs.yaml').objects);
+  return classifyInputs(parseManifests(documents.join('---\n'), 'inputs.yaml').objects, checkCrdRules);
 }
 
 const object = (apiVersion: string, kind: string, name = 'x'): string => `apiVersion: ${apiVersion}\nkind: ${kind}\nmetadata: {name: ${name}, namespace: fleet}\n`;

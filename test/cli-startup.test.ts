@@ -115,7 +115,7 @@ describe('clusterstack start-up', () => {
     }
   });
 
-  it('a second plan of unchanged releases does not load the CEL library, and still warns about an invalid wait condition', async () => {
+  it('a second plan of unchanged releases and inputs does not load the CEL library (wait-condition syntax and CRD rule verdicts remembered), and still warns about an invalid wait condition', async () => {
     const releases = path.join(await tempDir('csk-startup-releases-'), 'releases');
     await cp(EXAMPLE_RELEASES, releases, { recursive: true });
     const config = path.join(releases, 'docker-ferrol-1-30-v2', 'clusteraddon.yaml');

@@ -1,4 +1,5 @@
 // Problems name the line of their field, not the line their object starts on.
+import { checkCrdRules } from './support/crd-rule-check.js';
 import { describe, expect, it } from 'vitest';
 import { classifyInputs } from '../src/inputs/classify-inputs.js';
 import { parseManifests } from '../src/inputs/parse-manifests.js';
@@ -58,13 +59,13 @@ spec:
   kubernetesVersion: "1.30"
   noProvider: true
 `;
-    const inputs = classifyInputs(parseManifests(text, 'stacks.yaml').objects);
+    const inputs = classifyInputs(parseManifests(text, 'stacks.yaml').objects, checkCrdRules);
     expect(inputs.problems.map((problem) => `${problem.source} ${problem.path}`)).toEqual(['stacks.yaml:10 spec.name']);
   });
 
   it('fall back to the document line for a field written in flow style JSON', () => {
     const text = `{"apiVersion": "clusterstack.x-k8s.io/v1alpha1", "kind": "ClusterStack", "metadata": {"name": "ferrol"},\n "spec": {"provider": "docker", "name": "fer-rol", "kubernetesVersion": "1.30", "noProvider": true}}\n`;
-    const inputs = classifyInputs(parseManifests(text, 'stacks.json').objects);
+    const inputs = classifyInputs(parseManifests(text, 'stacks.json').objects, checkCrdRules);
     expect(inputs.problems.map((problem) => problem.source)).toEqual(['stacks.json:1']);
   });
 });

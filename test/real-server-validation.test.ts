@@ -20,6 +20,7 @@ import {
   type ObjectVerdict,
   type RealKubeApi,
 } from './support/real-kube-api/index.js';
+import { checkCrdRules } from './support/crd-rule-check.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const CRD_ENGINES = ['cluster-api', 'cluster-api-docker', 'cluster-api-operator', 'source-controller', 'kustomize-controller', 'argo-cd'];
@@ -329,8 +330,28 @@ describe('strict server-side validation on a real API server', () => {
       await admitted('clusterstacks', { ...aStack(), metadata: { name: 'with-metadata', namespace: 'default', labels: { a: 'b' }, annotations: { 'clusterstack.x-k8s.io/release-source': 'github:o/r' } } });
     });
 
-    describe('the channel rules, said as the controller says them (src/api/channel-rules.ts)', () => {
-      const controller = (spec: Record<string, unknown>): string[] => validateClusterStack(aStack(spec) as never).filter((problem) => /^spec\.(channel|versions)/.test(problem.path ?? '')).map((problem) => problem.message);
+    describe('every CRD rule, evaluated by the CLI and the controller as the API server evaluates it', () => {
+      const ours = (spec: Record<string, unknown>): string[] => checkCrdRules('ClusterStack', aStack(spec)).map((problem) => `${problem.path}: ${problem.message}`);
+
+      it.each([
+        ['providerRef missing without noProvider', { noProvider: false }, 'spec.providerRef'],
+        ['provider, name and kubernetesVersion over 51 characters', { name: 'f'.repeat(42) }, 'spec'],
+        ['a channel that is no channel name', { channel: 'Beta1' }, 'spec.channel'],
+        ['a version of another channel', { versions: ['v1', 'v1-alpha.5'] }, 'spec.versions'],
+      ])('refuse %s with the same message', async (_label, spec, field) => {
+        const problems = checkCrdRules('ClusterStack', aStack(spec));
+        expect(problems.map((problem) => problem.path)).toEqual([field]);
+        expect(await refusal('clusterstacks', aStack(spec))).toContain(problems[0]!.message);
+      });
+
+      it('admit 51 characters exactly, as the API server does', async () => {
+        await admitted('clusterstacks', aStack({ name: 'f'.repeat(41) }));
+        expect(ours({ name: 'f'.repeat(41) })).toEqual([]);
+      });
+    });
+
+    describe('the channel rules, said as the controller says them (the CRD rules themselves, src/api/crd-rules.ts)', () => {
+      const controller = (spec: Record<string, unknown>): string[] => validateClusterStack(aStack(spec) as never, checkCrdRules).filter((problem) => /^spec\.(channel|versions)/.test(problem.path ?? '')).map((problem) => problem.message);
 
       it.each([
         ['stable versions', { versions: ['v1', 'v3'] }],

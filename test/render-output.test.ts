@@ -12,6 +12,7 @@ import { renderPlan } from './support/render-plan.js';
 import { createSourceOpener } from '../src/sources/open-release-source.js';
 import { aCluster } from './support/builders.js';
 import { copyExampleReleases, EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, tempDir } from './support/cli.js';
+import { checkCrdRules } from './support/crd-rule-check.js';
 
 describe('renderOutput', () => {
   // The input reader decodes integers beyond 2^53 as bigint: digests and values templates must take them.
@@ -30,7 +31,7 @@ describe('renderOutput', () => {
       spec: { clusterNetwork: { pods: { cidrBlocks: ['10.1.0.0/16'] } }, controlPlaneEndpoint: { host: 'big.example.test', port: 6443 }, topology: { class: 'docker-ferrol-1-30-v1', version: 'v1.30.2' } },
     } as unknown as KubeObject;
     const workDir = await tempDir();
-    const plan = await buildPlan({ manifests: { objects: [...base.objects, { source: 'test', object: cluster }], problems: [] }, defaultSource: releases, openSource: createSourceOpener({ cacheDir: workDir }), workDir });
+    const plan = await buildPlan({ manifests: { objects: [...base.objects, { source: 'test', object: cluster }], problems: [] }, defaultSource: releases, openSource: createSourceOpener({ cacheDir: workDir }), workDir , checkCrdRules });
 
     const outcome = await renderPlan(plan, createHelmDependencies({ workDir, pathEnv: process.env.PATH ?? '' }), { secrets: 'refuse', previous: new Map() });
 
@@ -44,7 +45,7 @@ describe('renderOutput', () => {
       // v3 is multi-stage: two stages per cluster.
       const clusters = ['c0', 'c1', 'c2'].map((name) => aCluster(name, 'docker-ferrol-1-30-v3', name === 'c1' && changedHost ? { controlPlaneEndpoint: { host: changedHost, port: 6443 } } : {}));
       const workDir = await tempDir();
-      return buildPlan({ manifests: { objects: [...base.objects, ...clusters.map((object) => ({ source: 'test', object: object as unknown as KubeObject }))], problems: [] }, defaultSource: EXAMPLE_RELEASES, openSource: createSourceOpener({ cacheDir: workDir }), workDir });
+      return buildPlan({ manifests: { objects: [...base.objects, ...clusters.map((object) => ({ source: 'test', object: object as unknown as KubeObject }))], problems: [] }, defaultSource: EXAMPLE_RELEASES, openSource: createSourceOpener({ cacheDir: workDir }), workDir , checkCrdRules });
     };
     const charts: string[] = [];
     const deps: RenderDependencies = {
@@ -73,7 +74,7 @@ describe('renderOutput', () => {
     const base = await readInputFiles([path.join(EXAMPLE_MANIFESTS, 'clusterstack.yaml')]);
     const clusters = ['c0', 'c1'].map((name) => ({ source: 'test', object: aCluster(name, 'docker-ferrol-1-30-v3') as unknown as KubeObject }));
     const workDir = await tempDir();
-    const plan = await buildPlan({ manifests: { objects: [...base.objects, ...clusters], problems: [] }, defaultSource: EXAMPLE_RELEASES, openSource: createSourceOpener({ cacheDir: workDir }), workDir });
+    const plan = await buildPlan({ manifests: { objects: [...base.objects, ...clusters], problems: [] }, defaultSource: EXAMPLE_RELEASES, openSource: createSourceOpener({ cacheDir: workDir }), workDir , checkCrdRules });
     const deps: RenderDependencies = {
       evaluateValues: async (items) => items.map((item) => ({ id: item.id, ok: true as const, values: {} })),
       renderChart: async (request) => {

@@ -11,13 +11,14 @@ import { renderPlan } from './support/render-plan.js';
 import { createSourceOpener } from '../src/sources/open-release-source.js';
 import { aCluster } from './support/builders.js';
 import { EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, tempDir } from './support/cli.js';
+import { checkCrdRules } from './support/crd-rule-check.js';
 
 async function planWith(count: number): Promise<Plan> {
   const base = await readInputFiles([path.join(EXAMPLE_MANIFESTS, 'clusterstack.yaml')]);
   // v3 is multi-stage: two stages per cluster.
   const clusters = Array.from({ length: count }, (_, i) => aCluster(`c${String(i).padStart(2, '0')}`, 'docker-ferrol-1-30-v3', { controlPlaneEndpoint: { host: `10.0.0.${i}`, port: 6443 }, clusterNetwork: { pods: { cidrBlocks: ['10.1.0.0/16'] } } }));
   const workDir = await tempDir();
-  return buildPlan({ manifests: { objects: [...base.objects, ...clusters.map((object) => ({ source: 'test', object: object as unknown as KubeObject }))], problems: [] }, defaultSource: EXAMPLE_RELEASES, openSource: createSourceOpener({ cacheDir: workDir }), workDir });
+  return buildPlan({ manifests: { objects: [...base.objects, ...clusters.map((object) => ({ source: 'test', object: object as unknown as KubeObject }))], problems: [] }, defaultSource: EXAMPLE_RELEASES, openSource: createSourceOpener({ cacheDir: workDir }), workDir , checkCrdRules });
 }
 
 /** A renderer whose values batches resolve only when the test says so; every call is logged. */

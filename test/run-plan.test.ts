@@ -3,6 +3,7 @@
 // releases, provider locks and guards) the complete plan decideRun returns (through planRun, as
 // both commands decide) names exactly the units render then renders, reuses and withholds. A fake
 // helm (the RenderDependencies seam) makes each chart's output depend on its values only.
+import { checkCrdRules } from './support/crd-rule-check.js';
 import { describe, expect, it } from 'vitest';
 import type { KubeObject } from '../src/api/types.js';
 import { InputError } from '../src/core/problem.js';
@@ -55,6 +56,7 @@ async function planOf(objects: KubeObject[], providers?: { text: string; newest:
     defaultSource: EXAMPLE_RELEASES,
     openSource: createSourceOpener({ cacheDir: workDir }),
     workDir,
+    checkCrdRules,
     ...(providers ? { providerFetcher: fetcher(providers.newest) } : {}),
   });
 }

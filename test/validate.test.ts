@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_VERSIONS } from '../src/api/channel-rules.js';
-import { findDuplicateStacks, validateClusterAddon, validateClusterStack } from '../src/api/validate.js';
+import { findDuplicateStacks, MAX_VERSIONS, validateClusterAddon, validateClusterStack } from '../src/api/validate.js';
 import { aClusterStack } from './support/builders.js';
+import { checkCrdRules } from './support/crd-rule-check.js';
 
 function pathsOf(problems: { path?: string }[]): (string | undefined)[] {
   return problems.map((problem) => problem.path);
@@ -24,52 +24,53 @@ describe('validateClusterStack', () => {
         versions: ['v1', 'v2'],
       },
     };
-    expect(validateClusterStack(cso)).toEqual([]);
+    expect(validateClusterStack(cso, checkCrdRules)).toEqual([]);
   });
 
   it('returns every problem at once, each with its path and a way out', () => {
     const bad = aClusterStack().withSpec({ provider: 'do-cker', kubernetesVersion: '1.30.1', versions: ['v1-alpha.5', '3'], noProvider: false }).build();
-    const problems = validateClusterStack(bad);
-    expect(pathsOf(problems)).toEqual(['spec.provider', 'spec.kubernetesVersion', 'spec.versions[0]', 'spec.versions[1]', 'spec.providerRef']);
+    const problems = validateClusterStack(bad, checkCrdRules);
+    // The schema's checks first, then the CRD's CEL rules (in the CRD's order) with the CRD's messages.
+    expect(pathsOf(problems)).toEqual(['spec.provider', 'spec.kubernetesVersion', 'spec.versions[1]', 'spec.providerRef', 'spec.versions']);
     expect(problems[0]!.message).toMatch(/contains "-".*use letters and digits only \(e\.g\. docker\)/);
     expect(problems[1]!.message).toMatch(/major\.minor in quotes such as "1\.30", found "1\.30\.1"/);
-    expect(problems[2]!.message).toMatch(/belongs to the alpha channel, but this ClusterStack follows stable/);
-    expect(problems[3]!.message).toMatch(/not a cluster stack version/);
-    expect(problems[4]!.message).toMatch(/required unless spec.noProvider is true/);
+    expect(problems[2]!.message).toMatch(/not a cluster stack version/);
+    expect(problems[3]!.message).toMatch(/^providerRef is required unless noProvider is true: point it at the <Provider>ClusterStackReleaseTemplate/);
+    expect(problems[4]!.message).toBe('v1-alpha.5 belongs to the alpha channel, but this ClusterStack follows stable; list only stable versions or change spec.channel');
   });
 
   it('rejects a kubernetesVersion written as a number (1.3 instead of "1.30")', () => {
     const bad = aClusterStack().withSpec({ kubernetesVersion: 1.3 as unknown as string }).build();
-    expect(validateClusterStack(bad)[0]!.message).toMatch(/found 1\.3$/);
+    expect(validateClusterStack(bad, checkCrdRules)[0]!.message).toMatch(/found 1\.3$/);
   });
 
   it('names unknown fields so typos do not silently do nothing', () => {
     const bad = aClusterStack().build() as unknown as { spec: Record<string, unknown> };
     bad.spec.autoSubcribe = true;
-    expect(validateClusterStack(bad)).toEqual([{ path: 'spec.autoSubcribe', message: expect.stringMatching(/not a field.*check the spelling/) }]);
+    expect(validateClusterStack(bad, checkCrdRules)).toEqual([{ path: 'spec.autoSubcribe', message: expect.stringMatching(/not a field.*check the spelling/) }]);
   });
 
   it('accepts hash versions in the custom channel', () => {
-    expect(validateClusterStack(aClusterStack().withChannel('custom').withVersions('v0-sha.hipstsw').build())).toEqual([]);
+    expect(validateClusterStack(aClusterStack().withChannel('custom').withVersions('v0-sha.hipstsw').build(), checkCrdRules)).toEqual([]);
   });
 
   it('refuses more versions than the CRD allows (its maxItems bounds the cost of its CEL rules)', () => {
     const versions = Array.from({ length: MAX_VERSIONS + 1 }, (_, index) => `v${index + 1}`);
-    expect(validateClusterStack(aClusterStack().withVersions(...versions).build())).toEqual([
+    expect(validateClusterStack(aClusterStack().withVersions(...versions).build(), checkCrdRules)).toEqual([
       { path: 'spec.versions', message: `lists ${MAX_VERSIONS + 1} versions; keep at most ${MAX_VERSIONS} (the CRD's limit, which bounds the cost of its CEL rules)` },
     ]);
-    expect(validateClusterStack(aClusterStack().withVersions(...versions.slice(1)).build())).toEqual([]);
+    expect(validateClusterStack(aClusterStack().withVersions(...versions.slice(1)).build(), checkCrdRules)).toEqual([]);
   });
 
   it('checks our optional additions', () => {
     const bad = aClusterStack().withSpec({ addonValues: [] as unknown as Record<string, unknown>, addonStageValues: { cni: 'x' } as unknown as Record<string, Record<string, unknown>>, releaseSource: '' }).build();
-    expect(pathsOf(validateClusterStack(bad))).toEqual(['spec.releaseSource', 'spec.addonValues', 'spec.addonStageValues.cni']);
+    expect(pathsOf(validateClusterStack(bad, checkCrdRules))).toEqual(['spec.releaseSource', 'spec.addonValues', 'spec.addonStageValues.cni']);
   });
 });
 
 describe('validateClusterAddon', () => {
   it('requires a spec and known fields', () => {
-    expect(pathsOf(validateClusterAddon({ apiVersion: 'clusterstack.x-k8s.io/v1alpha1', kind: 'ClusterAddon', metadata: { name: 'a' } }))).toEqual(['spec']);
+    expect(pathsOf(validateClusterAddon({ apiVersion: 'clusterstack.x-k8s.io/v1alpha1', kind: 'ClusterAddon', metadata: { name: 'a' } }, checkCrdRules))).toEqual(['spec']);
   });
 });
 

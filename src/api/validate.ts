@@ -1,13 +1,24 @@
 // Pure validation of our objects: returns every problem at once, each with its field path and a
 // sentence saying what to do.
+//
+// The CRDs' CEL rules are checked by the CRDs themselves (crd-rules.ts, handed in as a checker):
+// providerRef unless noProvider, the release-name length, the channel name and the versions'
+// channel are said only there. The hand checks here are what CEL rules do not say: the schema's
+// types, required fields, patterns and limits, and unknown fields (which the API server drops
+// silently, where a person meant something).
 import type { Problem } from '../core/problem.js';
-import { channelOf, parseStackVersion } from '../core/stack-version.js';
-import { CHANNEL_PATTERN, channelContradictionMessage, MAX_VERSIONS, unknownChannelMessage } from './channel-rules.js';
+import { parseStackVersion } from '../core/stack-version.js';
+import type { CrdRuleChecker } from './crd-rules.js';
 import { API_VERSION, type ClusterStack } from './types.js';
+
+/**
+ * The most versions a ClusterStack lists (the CRD's maxItems): the API server refuses a CEL rule
+ * over a list whose cost it cannot bound.
+ */
+export const MAX_VERSIONS = 100;
 
 const SEGMENT = /^[a-z0-9]+$/;
 const KUBERNETES_MINOR = /^\d+\.\d+$/;
-const CHANNEL = new RegExp(CHANNEL_PATTERN);
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 const TOP_LEVEL_FIELDS = ['apiVersion', 'kind', 'metadata', 'spec', 'status'];
@@ -72,8 +83,8 @@ function validateTypeMeta(object: Record<string, unknown>, kind: string, problem
   validateMetadata(object, problems);
 }
 
-/** Every problem of a ClusterStack, or an empty list when it is valid. */
-export function validateClusterStack(object: unknown): Problem[] {
+/** Every problem of a ClusterStack, the CRD's rules checked by `checkRules`, or an empty list when it is valid. */
+export function validateClusterStack(object: unknown, checkRules: CrdRuleChecker): Problem[] {
   const problems: Problem[] = [];
   if (!isRecord(object)) return [{ message: 'a ClusterStack must be a YAML mapping' }];
   validateTypeMeta(object, 'ClusterStack', problems);
@@ -101,13 +112,9 @@ export function validateClusterStack(object: unknown): Problem[] {
     problems.push({ path: 'spec.kubernetesVersion', message: `must be a Kubernetes major.minor in quotes such as "1.30", found ${found}` });
   }
 
-  let channel = 'stable';
-  if (spec.channel !== undefined) {
-    if (typeof spec.channel !== 'string' || !CHANNEL.test(spec.channel)) {
-      problems.push({ path: 'spec.channel', message: unknownChannelMessage(spec.channel) });
-    } else {
-      channel = spec.channel;
-    }
+  // Which names are channels is the CRD's rule; a value that is no string at all is the schema's type.
+  if (spec.channel !== undefined && typeof spec.channel !== 'string') {
+    problems.push({ path: 'spec.channel', message: `must be a channel name such as stable, custom or alpha, found ${JSON.stringify(spec.channel)}` });
   }
 
   if (spec.versions !== undefined) {
@@ -122,11 +129,9 @@ export function validateClusterStack(object: unknown): Problem[] {
           problems.push({ path, message: `must be a version string such as v1, found ${JSON.stringify(version)}` });
           return;
         }
+        // The form of a version is the schema's pattern; its channel, the CRD's rule.
         try {
-          const parsed = parseStackVersion(version);
-          if (channelOf(parsed) !== channel) {
-            problems.push({ path, message: channelContradictionMessage(version, channelOf(parsed), channel) });
-          }
+          parseStackVersion(version);
         } catch (error) {
           problems.push({ path, message: (error as Error).message });
         }
@@ -139,14 +144,8 @@ export function validateClusterStack(object: unknown): Problem[] {
       problems.push({ path: `spec.${field}`, message: `must be true or false, found ${JSON.stringify(spec[field])}` });
     }
   }
-  const noProvider = spec.noProvider === true;
-  if (spec.providerRef === undefined || spec.providerRef === null) {
-    if (!noProvider) {
-      problems.push({ path: 'spec.providerRef', message: 'is required unless spec.noProvider is true: point it at the <Provider>ClusterStackReleaseTemplate, or set noProvider: true for stacks without provider integration' });
-    }
-  } else {
-    validateReference(spec.providerRef, 'spec.providerRef', problems, ['apiVersion', 'kind', 'name']);
-  }
+  // Whether providerRef must be there is the CRD's rule; what it must hold, the schema's.
+  if (spec.providerRef !== undefined && spec.providerRef !== null) validateReference(spec.providerRef, 'spec.providerRef', problems, ['apiVersion', 'kind', 'name']);
   if (spec.releaseSource !== undefined && (typeof spec.releaseSource !== 'string' || spec.releaseSource === '')) {
     problems.push({ path: 'spec.releaseSource', message: 'must be a source such as github:owner/repo, oci://registry/repo or a directory' });
   }
@@ -162,11 +161,12 @@ export function validateClusterStack(object: unknown): Problem[] {
       }
     }
   }
+  problems.push(...checkRules('ClusterStack', object));
   return problems;
 }
 
-/** Every problem of a ClusterStackRelease. */
-export function validateClusterStackRelease(object: unknown): Problem[] {
+/** Every problem of a ClusterStackRelease, the CRD's rules checked by `checkRules`. */
+export function validateClusterStackRelease(object: unknown, checkRules: CrdRuleChecker): Problem[] {
   const problems: Problem[] = [];
   if (!isRecord(object)) return [{ message: 'a ClusterStackRelease must be a YAML mapping' }];
   validateTypeMeta(object, 'ClusterStackRelease', problems);
@@ -177,11 +177,12 @@ export function validateClusterStackRelease(object: unknown): Problem[] {
       if (object.spec.providerRef !== undefined) validateReference(object.spec.providerRef, 'spec.providerRef', problems, ['kind', 'name']);
     }
   }
+  problems.push(...checkRules('ClusterStackRelease', object));
   return problems;
 }
 
-/** Every problem of a ClusterAddon. */
-export function validateClusterAddon(object: unknown): Problem[] {
+/** Every problem of a ClusterAddon, the CRD's rules checked by `checkRules`. */
+export function validateClusterAddon(object: unknown, checkRules: CrdRuleChecker): Problem[] {
   const problems: Problem[] = [];
   if (!isRecord(object)) return [{ message: 'a ClusterAddon must be a YAML mapping' }];
   validateTypeMeta(object, 'ClusterAddon', problems);
@@ -194,6 +195,7 @@ export function validateClusterAddon(object: unknown): Problem[] {
   for (const field of ['clusterStack', 'version', 'hook'] as const) {
     if (object.spec[field] !== undefined && typeof object.spec[field] !== 'string') problems.push({ path: `spec.${field}`, message: 'must be a string' });
   }
+  problems.push(...checkRules('ClusterAddon', object));
   return problems;
 }
 

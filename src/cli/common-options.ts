@@ -13,6 +13,7 @@ import { createConnectingFetch } from '../http/remote-fetch.js';
 import { makePrivateDir } from '../cache/private-cache-file.js';
 import type { LayerChartFetcher } from '../sources/helm-chart-source.js';
 import { type CliIo, UsageError } from './cli-io.js';
+import { CrdRuleVerdicts } from '../inputs/crd-rule-verdicts.js';
 
 export const SOURCE_OPTIONS = {
   'release-source': { type: 'string' },
@@ -185,5 +186,12 @@ export async function planFromInputs(inputs: string[], location: string, config:
   const providerFetcher = lazyProviderFetcher(sourceOptions, openSource);
   // Layer charts from OCI and HTTP repositories: the same cache, plain-HTTP switch, credentials and timeouts.
   const layerChartFetcher = layerChartFetcherFrom(config, flags);
-  return buildPlan({ manifests, defaultSource: location, openSource, providerFetcher, layerChartFetcher, workDir: config.cacheDir, ...(onWarning ? { onWarning } : {}), ...(flags['layer-root'] ? { layerRoot: path.resolve(io.cwd, flags['layer-root']) } : {}) });
+  // The CRDs' rules, their verdicts remembered: a second plan of unchanged inputs loads no CEL.
+  const crdRules = await CrdRuleVerdicts.open(config.cacheDir);
+  try {
+    return await buildPlan({ manifests, defaultSource: location, openSource, providerFetcher, layerChartFetcher, workDir: config.cacheDir, checkCrdRules: crdRules.check, ...(onWarning ? { onWarning } : {}), ...(flags['layer-root'] ? { layerRoot: path.resolve(io.cwd, flags['layer-root']) } : {}) });
+  } finally {
+    // A memo that cannot be written only means evaluating the rules again next time.
+    await crdRules.save().catch(() => undefined);
+  }
 }

@@ -28,6 +28,7 @@ import type { KubeClient } from './runtime/kube-client.js';
 import { ArgoClusterSecrets } from './reconcile/argocd-cluster-secrets.js';
 import { EventRecorder } from './reconcile/event-recorder.js';
 import { manifestsFrom, specOnly, StackSpecMemory } from './reconcile/live-inputs.js';
+import { CrdRuleVerdicts } from '../inputs/crd-rule-verdicts.js';
 import { nextReconcile } from './reconcile/next-reconcile.js';
 import { observeLive } from './reconcile/observe-live.js';
 import { applyDesiredState, eventsWithSubjects, type ApplyReport } from './reconcile/apply-desired-state.js';
@@ -129,7 +130,10 @@ export interface ReconcileSummary {
 /** Renders and publishes the cluster stacks of a management cluster, and reports back through the API. */
 export class Controller {
   private readonly listings: SourceListings;
-  private readonly stackSpecs = new StackSpecMemory();
+  // The CRDs' rules for the whole run; the API server already admitted these objects by the same rules,
+  // but a stack admitted before a CRD upgrade may break a new one, and is then rendered as its last valid spec.
+  private readonly crdRules = CrdRuleVerdicts.inMemory().check;
+  private readonly stackSpecs = new StackSpecMemory(this.crdRules);
   private readonly tracker: PublishTracker;
   private readonly events: EventRecorder;
   private readonly argoSecrets: ArgoClusterSecrets;
@@ -343,6 +347,7 @@ export class Controller {
         providerFetcher: this.providerFetcher,
         ...(this.options.layerChartFetcher ? { layerChartFetcher: this.options.layerChartFetcher } : {}),
         workDir: this.options.workDir,
+        checkCrdRules: this.crdRules,
         onWarning: (message) => logger.warn({ warning: message }, 'Release source warning'),
       });
     } catch (error) {

@@ -15,7 +15,8 @@ import type * as CelJs from '@marcbachmann/cel-js';
 
 let celJs: typeof CelJs | undefined;
 
-function cel(): typeof CelJs {
+/** The CEL library, loaded on first use (also evaluates the CRDs' rules, src/api/crd-rules.ts). */
+export function celLibrary(): typeof CelJs {
   celJs ??= createRequire(import.meta.url)('@marcbachmann/cel-js') as typeof CelJs;
   return celJs;
 }
@@ -51,7 +52,7 @@ function compile(expression: string): ReturnType<typeof CelJs.parse> | Error {
   let program = compiled.get(expression);
   if (!program) {
     try {
-      program = cel().parse(expression);
+      program = celLibrary().parse(expression);
     } catch (error) {
       program = error instanceof Error ? error : new Error(String(error));
     }

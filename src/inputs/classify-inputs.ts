@@ -2,6 +2,7 @@
 // release objects, and everything else (looked up by the Clusters' refs for values templates).
 import { ADDONS_LAYER_KIND, type AddonsLayer, KRAAN_GROUP, validateAddonsLayer } from '../api/addons-layer.js';
 import { API_GROUP, CAPI_API_GROUP, type CapiCluster, type ClusterStack, type KubeObject } from '../api/types.js';
+import type { CrdRuleChecker } from '../api/crd-rules.js';
 import { findDuplicateStacks, validateClusterAddon, validateClusterStack, validateClusterStackRelease } from '../api/validate.js';
 import { type CapiProvider, OPERATOR_API_GROUP, PROVIDER_KINDS } from '../api/provider-types.js';
 import { didYouMean, nearestName } from '../core/did-you-mean.js';
@@ -67,8 +68,8 @@ function mistypedGroup(group: string, kind: string): string | undefined {
   return expected !== undefined && group !== expected && nearestName(group, [expected], 2) ? expected : undefined;
 }
 
-/** Classifies and validates objects; an invalid ClusterStack is left out and its problems listed. */
-export function classifyInputs(objects: SourcedObject[]): Inputs {
+/** Classifies and validates objects (our kinds also by their CRDs' rules, `checkRules`); an invalid ClusterStack is left out and its problems listed. */
+export function classifyInputs(objects: SourcedObject[], checkRules: CrdRuleChecker): Inputs {
   const inputs: Inputs = { clusterStacks: [], clusters: [], providerReleases: [], providers: [], addonsLayers: [], others: [], problems: [] };
   // An object defined twice is left out altogether (which copy Kubernetes would keep depends on
   // file order); the problem names every place, and the render stops on it.
@@ -93,7 +94,7 @@ export function classifyInputs(objects: SourcedObject[]): Inputs {
         inputs.problems.push({ source: fieldSource(object, source, 'kind'), path: 'kind', message: `kind ${object.kind} is not part of ${API_GROUP}; known kinds are ClusterStack, ClusterStackRelease and ClusterAddon${didYouMean(object.kind, OWN_KINDS)}` });
         continue;
       }
-      const problems = validator(object).map((problem) => ({ ...problem, source: fieldSource(object, source, problem.path), object: describeObject(object) }));
+      const problems = validator(object, checkRules).map((problem) => ({ ...problem, source: fieldSource(object, source, problem.path), object: describeObject(object) }));
       if (problems.length > 0) {
         inputs.problems.push(...problems);
         continue;

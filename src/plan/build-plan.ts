@@ -1,6 +1,7 @@
 // Observe, then decide: read the inputs, list each release source once, resolve (pure), and load the
 // releases that are kept. Everything rendering and reporting needs comes out of here. Providers and
 // addon layers are planned by modules loaded only when the inputs hold any (start-up of `plan`).
+import type { CrdRuleChecker } from '../api/crd-rules.js';
 import { ANNOTATION_RELEASE_SOURCE, type ClusterStack } from '../api/types.js';
 import { formatProblem, InputError, type Problem } from '../core/problem.js';
 import { clusterClassName } from '../core/release-tag.js';
@@ -27,6 +28,8 @@ export interface PlanOptions {
   openSource: SourceOpener;
   /** Where archives are extracted (content-addressed). */
   workDir: string;
+  /** Checks our kinds against their CRDs' CEL rules (src/inputs/crd-rule-verdicts.ts). */
+  checkCrdRules: CrdRuleChecker;
   onWarning?: (message: string) => void;
   /** The repository AddonsLayer `spec.source.path`s are relative to (default: the Git work tree holding each layer's file). */
   layerRoot?: string;
@@ -92,7 +95,7 @@ async function assemblePlan(options: PlanOptions): Promise<Plan> {
     warnings.push(message);
     options.onWarning?.(message);
   };
-  const inputs = classifyInputs(options.manifests.objects);
+  const inputs = classifyInputs(options.manifests.objects, options.checkCrdRules);
   const problems = [...options.manifests.problems, ...inputs.problems];
 
   // One listing per source location, however many stacks share it.

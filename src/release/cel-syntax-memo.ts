@@ -9,12 +9,11 @@
 // the other's are checked again next time.
 //
 // Layout: <cache root>/cel-syntax.json
-import { statSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { conditionSyntaxError } from '../core/addon-wait-conditions.js';
 import { compareText } from '../core/compare-text.js';
 import { readCacheEntryJson, writeCacheEntryJson } from '../cache/cache-entry-file.js';
+import { celLibraryIdentity } from '../cache/cel-library-identity.js';
 import { sha256Digest } from './content-digest.js';
 
 export const CEL_SYNTAX_FILE = 'cel-syntax.json';
@@ -28,13 +27,6 @@ interface Entry {
   verdicts: Verdict[];
   /** sha256 over the JSON of schema, library and verdicts (sorted by expression). */
   digest: string;
-}
-
-/** The CEL library this process would load, named by its entry file's stat (resolved, never loaded). */
-export function celLibraryIdentity(): string {
-  const file = createRequire(import.meta.url).resolve('@marcbachmann/cel-js');
-  const info = statSync(file);
-  return `${file} ${info.size} ${info.mtimeMs} ${info.ino}`;
 }
 
 function entryDigest(library: string, verdicts: Verdict[]): string {

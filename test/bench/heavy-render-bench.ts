@@ -22,6 +22,7 @@ import { createSourceOpener } from '../../src/sources/open-release-source.js';
 import { encodeYaml } from '../../src/yaml/kube-yaml.js';
 import { assertCliBuilt, childrenCpuMs, runCliOk, type CliRun } from './cli-runs.js';
 import { HEAVY_CLASS, type HeavyShape, writeHeavyRelease } from './heavy-stack.js';
+import { checkCrdRules } from '../support/crd-rule-check.js';
 
 const seconds = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
 const verdict = (name: string, value: number, target: number): string => `  ${value <= target ? 'PASS' : 'FAIL'}  ${name}: ${value.toFixed(3)} (target <= ${target})`;
@@ -133,7 +134,7 @@ async function breakdown(inputs: string, releases: string, work: string): Promis
   const publisher = new DirectoryPublisher(path.join(work, 'out'));
   const start = performance.now();
   const manifests = await readInputFiles([inputs]);
-  const plan = await buildPlan({ manifests, defaultSource: releases, openSource: createSourceOpener({ cacheDir: path.join(work, 'cache') }), workDir: path.join(work, 'cache') });
+  const plan = await buildPlan({ manifests, defaultSource: releases, openSource: createSourceOpener({ cacheDir: path.join(work, 'cache') }), workDir: path.join(work, 'cache') , checkCrdRules });
   const planned = performance.now();
   const previous = await publisher.readPrevious();
   const outcome = await renderPlan(plan, deps, { secrets: 'refuse', previous });

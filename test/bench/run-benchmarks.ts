@@ -33,6 +33,7 @@ import { benchHeavy } from './heavy-render-bench.js';
 import { heavyShape } from './heavy-stack.js';
 import { benchScale } from './scale-bench.js';
 import { benchStartup } from './startup-bench.js';
+import { checkCrdRules } from '../support/crd-rule-check.js';
 
 const { values } = parseArgs({ options: { clusters: { type: 'string', default: '200' }, 'heavy-clusters': { type: 'string', default: '48' }, 'heavy-shape': { type: 'string', default: 'released' }, only: { type: 'string' } } });
 const CLUSTERS = Number(values.clusters);
@@ -78,7 +79,7 @@ async function syntheticManifests(count: number, changedHost?: { index: number; 
 }
 
 async function planFor(manifests: ParsedManifests, workDir: string): Promise<Plan> {
-  return buildPlan({ manifests, defaultSource: path.join(EXAMPLE, 'releases'), openSource: createSourceOpener({ cacheDir: workDir }), workDir });
+  return buildPlan({ manifests, defaultSource: path.join(EXAMPLE, 'releases'), openSource: createSourceOpener({ cacheDir: workDir }), workDir , checkCrdRules });
 }
 
 async function renderOnce(manifests: ParsedManifests, publisher: DirectoryPublisher, workDir: string, helm: ReturnType<typeof createHelmDependencies>): Promise<{ ms: number; helm: number; rendered: number }> {

@@ -15,6 +15,7 @@ import type { PublishState, StatusInputs } from '../../src/controller/desired-st
 import { syncStateOf } from '../../src/controller/desired-state/sync-state.js';
 import { labelValue, nameLabels } from '../../src/controller/desired-state/owned-objects.js';
 import { aCluster, aClusterStack, aProviderRelease, releases } from '../support/builders.js';
+import { checkCrdRules } from '../support/crd-rule-check.js';
 
 const NS = 'cluster-stacks';
 const NOW = '2025-01-02T03:04:05.000Z';
@@ -26,7 +27,7 @@ function live<T extends { metadata: object }>(object: T, uid: string, extra: Rec
 
 function planOf(stacks: ClusterStack[], clusters: CapiCluster[], tags: string[], providerReleases: KubeObject[] = []): Plan {
   const objects = [...stacks, ...clusters, ...providerReleases].map((object) => ({ object: object as unknown as KubeObject, source: 'cluster' }));
-  const inputs = classifyInputs(objects);
+  const inputs = classifyInputs(objects, checkCrdRules);
   const resolution = resolveReleases({ stacks: stacks.map((stack) => ({ stack, releases: releases(...tags) })), clusters, providerReleases });
   const namespaces = [...new Set(stacks.map((stack) => stack.metadata.namespace ?? 'default'))];
   const loaded = new Map(

@@ -4,6 +4,7 @@ import { classifyInputs } from '../../src/inputs/classify-inputs.js';
 import { parseManifests } from '../../src/inputs/parse-manifests.js';
 import { matchesLabelSelector } from '../../src/core/label-selector.js';
 import { meetsKubernetesGate, normalizeVersion, sameVersion } from '../../src/core/layer-version.js';
+import { checkCrdRules } from '../support/crd-rule-check.js';
 
 // Kraan's own examples (docs/design and its test data), byte for byte in meaning.
 const KRAAN_OBJECTS = `apiVersion: kraan.io/v1alpha1
@@ -57,7 +58,7 @@ describe('validateAddonsLayer', () => {
   it('accepts existing Kraan objects unchanged', () => {
     const parsed = parseManifests(KRAAN_OBJECTS, 'kraan.yaml');
     expect(parsed.problems).toEqual([]);
-    const inputs = classifyInputs(parsed.objects);
+    const inputs = classifyInputs(parsed.objects, checkCrdRules);
     expect(inputs.problems).toEqual([]);
     expect(inputs.addonsLayers.map((l) => l.object.metadata.name)).toEqual(['bootstrap', 'base', 'two-depends']);
   });
@@ -101,9 +102,9 @@ describe('validateAddonsLayer', () => {
 
   it('reports an invalid AddonsLayer as an input problem with its file', () => {
     const parsed = parseManifests('apiVersion: kraan.io/v1alpha1\nkind: AddonsLayer\nmetadata: {name: apps}\nspec: {version: 1.0.0, source: {path: ./a}, prereqs: {dependsOn: [Base]}}\n', 'layers.yaml');
-    const inputs = classifyInputs(parsed.objects);
+    const inputs = classifyInputs(parsed.objects, checkCrdRules);
     expect(inputs.addonsLayers).toEqual([]);
-    expect(inputs.problems).toEqual([expect.objectContaining({ source: 'layers.yaml:1', object: 'AddonsLayer apps', path: 'spec.prereqs.dependsOn[0]' })]);
+    expect(inputs.problems).toEqual([expect.objectContaining({ source: 'layers.yaml:4', object: 'AddonsLayer apps', path: 'spec.prereqs.dependsOn[0]' })]);
   });
 });
 

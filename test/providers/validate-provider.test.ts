@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { classifyInputs } from '../../src/inputs/classify-inputs.js';
 import { validateProvider } from '../../src/api/validate-provider.js';
 import { decodeYamlDocuments } from '../../src/yaml/kube-yaml.js';
+import { checkCrdRules } from '../support/crd-rule-check.js';
 
 // A spec as the cluster-api-operator's documentation writes them, with every part rendering reads.
 const OPERATOR_SPEC = `
@@ -105,7 +106,7 @@ describe('validateProvider', () => {
       { object: { apiVersion: 'operator.cluster.x-k8s.io/v1alpha2', kind: 'DatabaseProvider', metadata: { name: 'x', namespace: 'a' } }, source: 'p.yaml:1' },
       { object: parse(OPERATOR_SPEC), source: 'p.yaml:5' },
     ];
-    const inputs = classifyInputs(objects as never);
+    const inputs = classifyInputs(objects as never, checkCrdRules);
     expect(inputs.providers.map((p) => p.object.metadata.name)).toEqual(['docker']);
     expect(inputs.problems).toEqual([expect.objectContaining({ source: 'p.yaml:1', path: 'kind', message: expect.stringContaining('"DatabaseProvider" is not a kind of operator.cluster.x-k8s.io; known kinds are CoreProvider') })]);
   });

@@ -1,6 +1,7 @@
 // Live objects as the render pipeline reads them: copies without server bookkeeping (status,
 // resourceVersion, managed fields, finalizers), so that status writes, ours or CAPI's, never change
 // the rendered output or its provenance. Invalid ClusterStacks fall back to their last valid spec.
+import type { CrdRuleChecker } from '../../api/crd-rules.js';
 import { validateClusterStack } from '../../api/validate.js';
 import { clusterReference, type ClusterReference } from '../../api/capi-cluster.js';
 import type { CapiCluster, ClusterStack, KubeObject, ObjectMeta } from '../../api/types.js';
@@ -67,6 +68,9 @@ export interface InputSnapshot {
 export class StackSpecMemory {
   private readonly lastValid = new Map<string, ClusterStack>();
 
+  /** `checkRules`: the CRDs' CEL rules (src/inputs/crd-rule-verdicts.ts). */
+  constructor(private readonly checkRules: CrdRuleChecker) {}
+
   /**
    * The stacks to render: valid ones as they are, invalid ones as their last valid version (when
    * known), else as `standIn` makes them (published output kept, see withheld-stacks.ts). Every
@@ -80,7 +84,7 @@ export class StackSpecMemory {
       const key = keyOf(live);
       present.add(key);
       const stack = specOnly(live);
-      const problems = validateClusterStack(stack);
+      const problems = validateClusterStack(stack, this.checkRules);
       if (problems.length === 0) {
         this.lastValid.set(key, stack);
         selected.push(stack);
