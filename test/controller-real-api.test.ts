@@ -376,6 +376,15 @@ describe('the controller on a real API server under the shipped RBAC', { timeout
     };
     expect([await review(WATCHED), await review(''), await review(NS)]).toEqual([true, false, false]);
 
+    // A wait that times out says what the server refused the ServiceAccount, the likely cause.
+    const refused = (): string[] => auditEvents(api).filter((event) => event.user.username === identity.user && event.responseStatus?.code === 403).map(describeAuditEvent);
+    const waitFor = async <T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 60_000): Promise<T> => {
+      try {
+        return await eventually(what, probe, timeoutMs);
+      } catch (error) {
+        throw new Error(`${String((error as Error).message).split('\n')[0]}; refused to ${identity.user}:\n${[...new Set(refused())].join('\n') || '(nothing)'}`, { cause: error });
+      }
+    };
     const collection = (apiPath: string): string => apiPath.replace(`/namespaces/${NS}/`, `/namespaces/${WATCHED}/`);
     const stack = aStack('ferrol');
     await create(collection(STACKS), { ...stack, metadata: { name: 'ferrol', namespace: WATCHED } });
@@ -391,9 +400,9 @@ describe('the controller on a real API server under the shipped RBAC', { timeout
       CLUSTERSTACK_GIT: namespacedRemote,
     });
 
-    await eventually('delta\'s addons published by the namespaced controller', async () => conditionOf(await read(`${collection(ADDONS)}/delta`), 'ManifestsPublished')?.status === 'True', 90_000);
+    await waitFor('delta\'s addons published by the namespaced controller', async () => conditionOf(await read(`${collection(ADDONS)}/delta`), 'ManifestsPublished')?.status === 'True', 90_000);
     expect(Object.keys(git.files(namespacedRemote, 'main')).some((file) => file.startsWith(`clusters/${WATCHED}/delta/`))).toBe(true);
-    const ready = await eventually('the stack with Ready and its finalizer', async () => {
+    const ready = await waitFor('the stack with Ready and its finalizer', async () => {
       const live = await read(`${collection(STACKS)}/ferrol`);
       return conditionOf(live, 'Ready') !== undefined && (live?.metadata.finalizers ?? []).includes(FINALIZER) && live;
     });
@@ -402,12 +411,12 @@ describe('the controller on a real API server under the shipped RBAC', { timeout
     // Deletion under the same Roles: the Cluster, then the stack, its finalizer let go by the controller.
     await api.admin.client.request('DELETE', `${collection(CLUSTERS)}/delta`);
     await api.admin.client.request('DELETE', `${collection(STACKS)}/ferrol`);
-    await eventually('the namespaced ClusterStack gone', async () => (await read(`${collection(STACKS)}/ferrol`)) === undefined && true, 60_000);
+    await waitFor('the namespaced ClusterStack gone', async () => (await read(`${collection(STACKS)}/ferrol`)) === undefined && true, 60_000);
     timings['namespaced: publish and delete'] = `${Date.now() - mark} ms`;
 
     const ours = auditEvents(api).filter((event) => event.user.username === identity.user);
     expect(ours.length).toBeGreaterThan(20);
-    expect(ours.filter((event) => event.responseStatus?.code === 403).map(describeAuditEvent)).toEqual([]);
+    expect(refused()).toEqual([]);
     // It stays where its Roles are: the watched namespace, and its own for the Lease.
     expect([...new Set(ours.map((event) => event.objectRef?.namespace).filter(Boolean))].sort()).toEqual([identity.namespace, WATCHED].sort());
   });
