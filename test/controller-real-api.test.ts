@@ -4,7 +4,8 @@
 // and two controller replicas (`clusterstack controller --leader-elect`, as processes) running as
 // that ServiceAccount with a token from the TokenRequest API, never as admin. The API server's audit
 // log records every request: a 403 for the ServiceAccount fails the file (except while the API
-// server restarts, when its RBAC cache is still empty; see the last test).
+// server restarts, when its RBAC cache is still empty; see the 403 test). Last, deploy/namespaced:
+// a second ServiceAccount bound only by its Roles runs the controller for one namespace, no 403.
 //
 import { execFileSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -16,8 +17,8 @@ import { FIELD_MANAGER, USER_AGENT } from '../src/controller/runtime/client-iden
 import { kubernetesVersionOf } from './support/builders.js';
 import { copyExampleReleases } from './support/cli.js';
 import { bundleCli, spawnController, type ControllerProcess } from './support/controller-process.js';
-import { applyDeployRbac } from './support/deploy-rbac.js';
 import { GitSandbox } from './support/git-repos.js';
+import { applyShippedIdentity } from './support/shipped-identity.js';
 import {
   auditEvents,
   describeAuditEvent,
@@ -25,7 +26,6 @@ import {
   distinctFreePorts,
   engineCrdFiles,
   installCrds,
-  serviceAccountKubeconfig,
   serviceAccountUserName,
   startKubeControllerManager,
   startRealKubeApi,
@@ -102,7 +102,7 @@ describe('the controller on a real API server under the shipped RBAC', { timeout
     return value as T;
   }
 
-  function startReplica(name: string, port: number): ControllerProcess {
+  function startReplica(name: string, port: number, env: Record<string, string> = {}): ControllerProcess {
     const process = spawnController(bundle, [], {
       PATH: globalThis.process.env.PATH ?? '/usr/bin:/bin',
       HOME: path.join(work, 'home'),
@@ -116,6 +116,7 @@ describe('the controller on a real API server under the shipped RBAC', { timeout
       CLUSTERSTACK_METRICS_ADDR: `127.0.0.1:${port}`,
       CLUSTERSTACK_BATCH_WINDOW: '50ms',
       CLUSTERSTACK_LOG_LEVEL: 'debug',
+      ...env,
     });
     const replica: { process: ControllerProcess; port: number; metrics: string; exitCode?: number | null } = { process, port, metrics: `http://127.0.0.1:${port}/metrics` };
     void process.exited.then((code) => (replica.exitCode = code));
@@ -164,8 +165,7 @@ describe('the controller on a real API server under the shipped RBAC', { timeout
     const capi = engineCrdFiles('cluster-api').filter((file) => /cluster\.x-k8s\.io_(clusters|clusterclasses)\.yaml$|kubeadmcontrolplanes\.yaml$/.test(file));
     await installCrds(api, [...ours, ...capi]);
     timings['CRDs'] = `${Date.now() - started} ms`;
-    applyDeployRbac(api, '');
-    kubeconfig = await serviceAccountKubeconfig(api, SYSTEM, SA);
+    kubeconfig = (await applyShippedIdentity(api)).kubeconfigFile;
     await create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
 
     git = new GitSandbox();
@@ -359,5 +359,65 @@ describe('the controller on a real API server under the shipped RBAC', { timeout
     // The control plane, named by group only, is watched in the version the server prefers.
     const controlPlaneWatches = ours.filter((event) => event.verb === 'watch' && event.objectRef?.resource === 'kubeadmcontrolplanes').map((event) => new URL(event.requestURI, api.server).pathname);
     expect([...new Set(controlPlaneWatches)]).toEqual(['/apis/controlplane.cluster.x-k8s.io/v1beta2/kubeadmcontrolplanes']);
+  });
+  it('deploy/namespaced: a controller for one namespace, as a ServiceAccount bound only by its Roles, reconciles with no 403', async () => {
+    // The cluster-wide replicas would act on this namespace too: gone first.
+    for (const { process } of replicas.values()) await process.killHard();
+    const WATCHED = 'cluster-stacks';
+    await create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: WATCHED } });
+    // A second copy of deploy/namespaced whose ServiceAccount lives in its own namespace: a distinct
+    // user on this server, with no ClusterRoleBinding, only that overlay's Roles.
+    const identity = await applyShippedIdentity(api, { overlay: 'namespaced', namespace: 'clusterstack-namespaced' });
+    const review = async (namespace: string): Promise<boolean> => {
+      const answer = await api.admin.client.request('POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', {
+        body: { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec: { user: identity.user, groups: ['system:serviceaccounts', `system:serviceaccounts:${identity.namespace}`, 'system:authenticated'], resourceAttributes: { verb: 'list', group: 'clusterstack.x-k8s.io', resource: 'clusterstacks', namespace } } },
+      });
+      return answer.body.status?.allowed === true;
+    };
+    expect([await review(WATCHED), await review(''), await review(NS)]).toEqual([true, false, false]);
+
+    // A wait that times out says what the server refused the ServiceAccount, the likely cause.
+    const refused = (): string[] => auditEvents(api).filter((event) => event.user.username === identity.user && event.responseStatus?.code === 403).map(describeAuditEvent);
+    const waitFor = async <T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 60_000): Promise<T> => {
+      try {
+        return await eventually(what, probe, timeoutMs);
+      } catch (error) {
+        throw new Error(`${String((error as Error).message).split('\n')[0]}; refused to ${identity.user}:\n${[...new Set(refused())].join('\n') || '(nothing)'}`, { cause: error });
+      }
+    };
+    const collection = (apiPath: string): string => apiPath.replace(`/namespaces/${NS}/`, `/namespaces/${WATCHED}/`);
+    const stack = aStack('ferrol');
+    await create(collection(STACKS), { ...stack, metadata: { name: 'ferrol', namespace: WATCHED } });
+    const cluster = aCluster('delta', 'docker-ferrol-1-30-v2');
+    await create(collection(CLUSTERS), { ...cluster, metadata: { name: 'delta', namespace: WATCHED } });
+    const namespacedRemote = git.bareRepo('gitops-namespaced');
+    const [port] = await distinctFreePorts(1);
+    const mark = Date.now();
+    startReplica('namespaced', port!, {
+      KUBECONFIG: identity.kubeconfigFile,
+      POD_NAMESPACE: identity.namespace,
+      CLUSTERSTACK_WATCH_NAMESPACE: WATCHED,
+      CLUSTERSTACK_GIT: namespacedRemote,
+    });
+
+    await waitFor('delta\'s addons published by the namespaced controller', async () => conditionOf(await read(`${collection(ADDONS)}/delta`), 'ManifestsPublished')?.status === 'True', 90_000);
+    expect(Object.keys(git.files(namespacedRemote, 'main')).some((file) => file.startsWith(`clusters/${WATCHED}/delta/`))).toBe(true);
+    const ready = await waitFor('the stack with Ready and its finalizer', async () => {
+      const live = await read(`${collection(STACKS)}/ferrol`);
+      return conditionOf(live, 'Ready') !== undefined && (live?.metadata.finalizers ?? []).includes(FINALIZER) && live;
+    });
+    expect(ready.metadata.finalizers).toContain(FINALIZER);
+    expect(conditionOf(await read(`${collection(RELEASES)}/docker-ferrol-1-30-v2`), 'ManifestsPublished')).toMatchObject({ status: 'True' });
+    // Deletion under the same Roles: the Cluster, then the stack, its finalizer let go by the controller.
+    await api.admin.client.request('DELETE', `${collection(CLUSTERS)}/delta`);
+    await api.admin.client.request('DELETE', `${collection(STACKS)}/ferrol`);
+    await waitFor('the namespaced ClusterStack gone', async () => (await read(`${collection(STACKS)}/ferrol`)) === undefined && true, 60_000);
+    timings['namespaced: publish and delete'] = `${Date.now() - mark} ms`;
+
+    const ours = auditEvents(api).filter((event) => event.user.username === identity.user);
+    expect(ours.length).toBeGreaterThan(20);
+    expect(refused()).toEqual([]);
+    // It stays where its Roles are: the watched namespace, and its own for the Lease.
+    expect([...new Set(ours.map((event) => event.objectRef?.namespace).filter(Boolean))].sort()).toEqual([identity.namespace, WATCHED].sort());
   });
 });

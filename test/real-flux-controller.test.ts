@@ -32,13 +32,14 @@ import {
   requestReconcile,
   setStatus,
   startFluxWorld,
+  statusOf,
   waitInWorld,
   writeClusterKubeconfig,
   type FluxWorld,
 } from './support/real-flux-world.js';
 import { distinctFreePorts, engineBinary } from './support/real-kube-api/index.js';
 import { makeSelfSignedCert, type SelfSignedCert } from './support/self-signed-cert.js';
-import { applyShippedControllerIdentity } from './support/shipped-controller-identity.js';
+import { applyShippedIdentity } from './support/shipped-identity.js';
 import { ageKeygen, decryptWithSopsAge } from './support/sops-oracle.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -59,7 +60,6 @@ describe('real Flux: SOPS decryption, ManifestsSynced and the upgrade gate', () 
   };
   const mgmt = () => world!.mgmt();
   const wl = () => world!.wl();
-  const statusOf = async (client: ReturnType<typeof mgmt>, apiPath: string): Promise<number> => (await client.request('GET', apiPath)).status;
   const started = Date.now();
 
   beforeAll(async () => {
@@ -166,7 +166,7 @@ describe('real Flux: SOPS decryption, ManifestsSynced and the upgrade gate', () 
 
     beforeAll(async () => {
       // What the user and Cluster API provide: the stack, a Cluster on release v1, its kubeconfig Secret.
-      const credential = await applyShippedControllerIdentity(world!.management);
+      const credential = await applyShippedIdentity(world!.management, { overlay: 'flux', components: ['runtime-extension'] });
       await ensureNamespace(mgmt(), NS);
       const stack = await mgmt().request('POST', `${STACKS}/clusterstacks`, {
         body: { apiVersion: 'clusterstack.x-k8s.io/v1alpha1', kind: 'ClusterStack', metadata: { name: 'ferrol', namespace: NS }, spec: { provider: 'docker', name: 'ferrol', kubernetesVersion: '1.30', versions: ['v1', 'v3'], noProvider: true } },

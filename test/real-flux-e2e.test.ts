@@ -9,159 +9,76 @@ import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runClusterstack, tempDir } from './support/cli.js';
-import { startGitHttpServer, type GitHttpServer } from './support/git-http-server.js';
-import { GitSandbox } from './support/git-repos.js';
 import {
-  builtEngine,
-  engineCrdFiles,
-  installCrds,
-  startFluxControllers,
-  startRealKubeApi,
-  waitUntil,
-  type FluxControllers,
-  type KubeClient,
-  type LocalProcess,
-  type RealKubeApi,
-} from './support/real-kube-api/index.js';
+  bootstrapFlux,
+  classReconciled,
+  daemonSetRolledOut,
+  deploymentRolledOut,
+  ensureNamespace,
+  fluxEngineVersions,
+  GIT_REPOSITORIES,
+  isReady as ready,
+  KUSTOMIZATIONS,
+  requestReconcile,
+  setStatus,
+  startFluxWorld,
+  statusOf as status,
+  syncWiring,
+  waitInWorld,
+  writeClusterKubeconfig,
+  type FluxWorld,
+} from './support/real-flux-world.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
-const KUSTOMIZATIONS = '/apis/kustomize.toolkit.fluxcd.io/v1/namespaces';
 const CLASSES = '/apis/cluster.x-k8s.io/v1beta2/namespaces/cluster-stacks/clusterclasses';
 const WORKLOAD_CLUSTER = 'bravo';
 const RELEASES = ['v1', 'v2', 'v3'];
 const DAEMON_SET = '/apis/apps/v1/namespaces/kube-system/daemonsets/kindnet';
 const DEPLOYMENT = '/apis/apps/v1/namespaces/kube-system/deployments/metrics-server';
 const CNI_CONFIG = '/api/v1/namespaces/kube-system/configmaps/kindnet-cfg';
+const ROOT_KUSTOMIZATION = `${KUSTOMIZATIONS}/flux-system/kustomizations/clusterstacks`;
 
 describe('real Flux applies what clusterstack publishes', () => {
-  let management: RealKubeApi | undefined;
-  let workload: RealKubeApi | undefined;
-  let flux: FluxControllers | undefined;
-  let git: GitHttpServer | undefined;
-  let sandbox: GitSandbox | undefined;
+  let world: FluxWorld | undefined;
   let bare: string;
   let inputs: string | undefined;
-  let checkout: string | undefined;
-  let watched: LocalProcess[] = [];
+  const started = Date.now();
 
-  const mgmt = (): KubeClient => management!.admin.client;
-  const wl = (): KubeClient => workload!.admin.client;
-  const status = async (client: KubeClient, apiPath: string): Promise<number> => (await client.request('GET', apiPath)).status;
-  const ready = (object: any): boolean => (object?.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True');
-
-  /** Every Flux Kustomization with its Ready condition and inventory size: what a failed wait prints. */
-  async function fluxState(): Promise<string> {
-    const list = await mgmt().get('/apis/kustomize.toolkit.fluxcd.io/v1/kustomizations');
-    return list.items.map((k: any) => {
-      const condition = (k.status?.conditions ?? []).find((c: any) => c.type === 'Ready');
-      return `${k.metadata.namespace}/${k.metadata.name}${k.metadata.deletionTimestamp ? ' (deleting)' : ''}: Ready=${condition?.status ?? '-'} ${condition?.reason ?? ''} ${String(condition?.message ?? '').slice(0, 300)} [${k.status?.inventory?.entries?.length ?? 0} in inventory]`;
-    }).join('\n');
-  }
-
-  /** waitUntil, failing with Flux's view of things instead of every log's tail. */
-  async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-    try {
-      await waitUntil(what, check, watched, timeoutMs);
-    } catch (error) {
-      throw new Error(`${String((error as Error).message).split('\n')[0]}\nFlux Kustomizations:\n${await fluxState()}`, { cause: error });
-    }
-  }
+  const mgmt = () => world!.mgmt();
+  const wl = () => world!.wl();
+  const waitFor = (what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> => waitInWorld(world!, what, check, timeoutMs);
 
   /** Renders the inputs into the bare repository with the Flux wiring; returns the commit. */
   async function publish(): Promise<string> {
     const result = await runClusterstack(['render', inputs!, '--release-source', path.join(ROOT, 'examples/quickstart/releases'), '--git', bare,
-      '--gitops', 'flux', '--gitops-url', `${git!.url}/fleet.git`], { cwd: ROOT });
+      '--gitops', 'flux', '--gitops-url', `${world!.git.url}/fleet.git`], { cwd: ROOT });
     expect(result.code, result.stderr).toBe(0);
     return execFileSync('git', ['--git-dir', bare, 'rev-parse', 'main'], { encoding: 'utf8' }).trim();
   }
 
-  /** What `flux reconcile` does: asks a controller to reconcile now, without waiting for the interval. */
-  async function requestReconcile(apiPath: string): Promise<void> {
-    const response = await mgmt().request('PATCH', apiPath, {
-      body: { metadata: { annotations: { 'reconcile.fluxcd.io/requestedAt': new Date().toISOString() + Math.random() } } },
-      contentType: 'application/merge-patch+json',
-    });
-    expect(response.status, response.text).toBe(200);
-  }
-
-  /** Fetches the new commit and re-applies the wiring, then waits for the root to apply `sha`. */
-  async function syncWiring(sha: string): Promise<void> {
-    await requestReconcile('/apis/source.toolkit.fluxcd.io/v1/namespaces/flux-system/gitrepositories/clusterstacks');
-    await requestReconcile(`${KUSTOMIZATIONS}/flux-system/kustomizations/clusterstacks`);
-    await waitFor(`the root Kustomization to apply ${sha}`, async () => {
-      const root = await mgmt().get(`${KUSTOMIZATIONS}/flux-system/kustomizations/clusterstacks`);
-      return root.status?.lastAppliedRevision === `main@sha1:${sha}`;
-    }, 60_000);
-  }
-
-  /** Writes `status` through the status subresource, as the object's own controller would (neither server runs one). */
-  async function setStatus(client: KubeClient, apiPath: string, status: (object: any) => Record<string, unknown>): Promise<void> {
-    const object = await client.get(apiPath);
-    const response = await client.request('PATCH', `${apiPath}/status`, { body: { status: status(object) }, contentType: 'application/merge-patch+json' });
-    expect(response.status, response.text).toBe(200);
-  }
-
-  /** kstatus calls a DaemonSet Current once its controller has observed it with every pod in place; with no nodes that is zero of zero. */
-  const daemonSetRolledOut = (daemonSet: any): Record<string, unknown> => ({
-    observedGeneration: daemonSet.metadata.generation, desiredNumberScheduled: 0, currentNumberScheduled: 0, updatedNumberScheduled: 0, numberAvailable: 0, numberReady: 0, numberMisscheduled: 0,
-  });
-
-  /** A Deployment whose replicas are all updated, ready and available, as kstatus requires. */
-  const deploymentRolledOut = (deployment: any): Record<string, unknown> => {
-    const replicas = deployment.spec.replicas;
-    const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-    return {
-      observedGeneration: deployment.metadata.generation, replicas, updatedReplicas: replicas, readyReplicas: replicas, availableReplicas: replicas,
-      conditions: [
-        { type: 'Available', status: 'True', reason: 'MinimumReplicasAvailable', message: '', lastUpdateTime: now, lastTransitionTime: now },
-        { type: 'Progressing', status: 'True', reason: 'NewReplicaSetAvailable', message: '', lastUpdateTime: now, lastTransitionTime: now },
-      ],
-    };
-  };
-
-  /** What CAPI's ClusterClass controller reports once the class's variables are reconciled (v1beta2). */
-  const classReconciled = (cls: any): Record<string, unknown> => ({
-    observedGeneration: cls.metadata.generation,
-    conditions: [{ type: 'VariablesReady', status: 'True', reason: 'VariablesReady', message: '', observedGeneration: cls.metadata.generation, lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') }],
-  });
-
   beforeAll(async () => {
-    [management, workload] = await Promise.all([startRealKubeApi({ name: 'management' }), startRealKubeApi({ name: 'workload' })]);
-    await installCrds(management, [...engineCrdFiles('cluster-api'), ...engineCrdFiles('cluster-api-docker')]);
-    // A dependency not yet Ready is looked at again after 2 s instead of 30 s, to keep the file short.
-    flux = await startFluxControllers(management, { kustomizeControllerArgs: ['--requeue-dependency=2s'] });
-    watched = [flux.sourceController, flux.kustomizeController, ...management.processes, ...workload.processes];
-    sandbox = new GitSandbox();
-    bare = sandbox.bareRepo('fleet');
-    git = await startGitHttpServer({ projectRoot: sandbox.root });
+    world = await startFluxWorld();
+    bare = world.sandbox.bareRepo('fleet');
     inputs = await tempDir('csk-flux-e2e-');
     cpSync(path.join(ROOT, 'examples/quickstart/manifests'), inputs, { recursive: true });
     // What Cluster API provides: the Clusters' namespace and bravo's kubeconfig Secret, pointing at the workload server.
-    expect((await mgmt().request('POST', '/api/v1/namespaces', { body: { metadata: { name: 'cluster-stacks' } } })).status).toBe(201);
-    const secret = await mgmt().request('POST', '/api/v1/namespaces/cluster-stacks/secrets', {
-      body: { metadata: { name: `${WORKLOAD_CLUSTER}-kubeconfig`, labels: { 'cluster.x-k8s.io/cluster-name': WORKLOAD_CLUSTER } }, type: 'cluster.x-k8s.io/secret', stringData: { value: workload.admin.kubeconfig } },
-    });
-    expect(secret.status, secret.text).toBe(201);
-    console.log(`Engines: kube-apiserver ${builtEngine('kubernetes').version}, etcd ${builtEngine('etcd').version}, source-controller ${builtEngine('source-controller').version}, kustomize-controller ${builtEngine('kustomize-controller').version}, cluster-api CRDs ${builtEngine('cluster-api').version}`);
+    await ensureNamespace(mgmt(), 'cluster-stacks');
+    await writeClusterKubeconfig(world, 'cluster-stacks', WORKLOAD_CLUSTER, world.workload.admin.kubeconfig);
+    console.log(`Engines: ${fluxEngineVersions()}; started in ${Math.round((Date.now() - started) / 1000)} s`);
   }, 240_000);
 
   afterAll(async () => {
-    await flux?.stop();
-    await git?.close();
-    await Promise.all([management?.stop(), workload?.stop()]);
-    sandbox?.cleanup();
-    for (const dir of [inputs, checkout]) if (dir) rmSync(dir, { recursive: true, force: true });
-    for (const process of watched) expect(process.exited(), `${process.name} (pid ${process.pid}) is still running`).toBe(true);
+    await world?.stop();
+    if (inputs) rmSync(inputs, { recursive: true, force: true });
+    console.log(`real-flux-e2e: ${Math.round((Date.now() - started) / 1000)} s in all`);
   }, 60_000);
 
   it("first publish: the bootstrap applies the wiring, the releases land in the management server and the first addon stage in the workload server, with helm's meaning", async () => {
     const sha = await publish();
-    checkout = await tempDir('csk-flux-e2e-checkout-');
-    execFileSync('git', ['clone', '--quiet', '--branch', 'main', bare, checkout]);
     // The README's bootstrap, against the management server.
-    execFileSync('kubectl', ['--kubeconfig', management!.admin.kubeconfigFile, 'apply', '-k', path.join(checkout, 'flux')], { encoding: 'utf8' });
+    bootstrapFlux(world!, bare);
     await waitFor('the root Kustomization to apply the first commit', async () => {
-      const root = await mgmt().get(`${KUSTOMIZATIONS}/flux-system/kustomizations/clusterstacks`);
+      const root = await mgmt().get(ROOT_KUSTOMIZATION);
       return ready(root) && root.status.lastAppliedRevision === `main@sha1:${sha}`;
     }, 90_000);
 
@@ -204,7 +121,7 @@ describe('real Flux applies what clusterstack publishes', () => {
     expect(JSON.stringify(waiting.status?.conditions ?? [])).toContain('DependencyNotReady');
     expect(await status(wl(), DEPLOYMENT)).toBe(404);
 
-    await setStatus(wl(), DAEMON_SET, daemonSetRolledOut);
+    await setStatus(wl(), DAEMON_SET, daemonSetRolledOut());
     await waitFor('the cni stage to be Ready', async () => ready(await mgmt().get(cni)), 60_000);
     await waitFor('metrics-server applied after cni is Ready', async () => (await status(wl(), DEPLOYMENT)) === 200, 60_000);
     // helm's meaning: integers stay integers.
@@ -219,7 +136,7 @@ describe('real Flux applies what clusterstack publishes', () => {
     const edited = await wl().request('PATCH', CNI_CONFIG, { body: { data: { 'cluster-name': 'hand-edited' } }, contentType: 'application/merge-patch+json' });
     expect(edited.status, edited.text).toBe(200);
     expect(edited.body.data['cluster-name']).toBe('hand-edited');
-    await requestReconcile(`${KUSTOMIZATIONS}/cluster-stacks/kustomizations/${WORKLOAD_CLUSTER}-cni`);
+    await requestReconcile(mgmt(), `${KUSTOMIZATIONS}/cluster-stacks/kustomizations/${WORKLOAD_CLUSTER}-cni`);
     await waitFor('the hand edit reverted', async () => (await wl().get(CNI_CONFIG)).data['cluster-name'] === WORKLOAD_CLUSTER, 60_000);
     expect((await wl().get(CNI_CONFIG)).data).toEqual(before.data);
   }, 120_000);
@@ -231,7 +148,7 @@ describe('real Flux applies what clusterstack publishes', () => {
     const stackFile = path.join(inputs!, 'clusterstack.yaml');
     writeFileSync(stackFile, readFileSync(stackFile, 'utf8').replace(/versions:\n\s+- v2\n/, 'versions: []\n'));
     const sha = await publish();
-    await syncWiring(sha);
+    await syncWiring(world!, `${GIT_REPOSITORIES}/flux-system/gitrepositories/clusterstacks`, ROOT_KUSTOMIZATION, `main@sha1:${sha}`);
 
     await waitFor('bravo\'s addons removed from the workload cluster', async () => (await status(wl(), DAEMON_SET)) === 404
       && (await status(wl(), DEPLOYMENT)) === 404 && (await status(wl(), CNI_CONFIG)) === 404, 90_000);

@@ -11,26 +11,26 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runClusterstack, tempDir, writeTree } from './support/cli.js';
-import { startGitHttpServer, type GitHttpServer } from './support/git-http-server.js';
-import { GitSandbox } from './support/git-repos.js';
+import { AGENT_CHART, clusterInput, configMapManifest, layerInput, providerInputs, stackInput, WIDGET_GROUP } from './support/real-flux-inputs.js';
 import {
-  builtEngine,
+  applyWiring,
+  bootstrapFlux,
   classStatus,
   daemonSetRolledOut,
   deploymentRolledOut,
-  engineCrdFiles,
-  fluxTestKit,
-  installCrds,
+  ensureNamespace,
+  fluxEngineVersions,
   isReady,
   KUSTOMIZATIONS,
-  startFluxControllers,
-  startRealKubeApi,
-  type FluxControllers,
-  type KubeClient,
-  type LocalProcess,
-  type RealKubeApi,
-} from './support/real-kube-api/index.js';
-import { AGENT_CHART, clusterInput, configMapManifest, layerInput, providerInputs, stackInput, WIDGET_GROUP } from './support/real-flux-inputs.js';
+  requestReconcile,
+  setStatus,
+  startFluxWorld,
+  statusOf as status,
+  syncWiring,
+  waitInWorld,
+  writeClusterKubeconfig,
+  type FluxWorld,
+} from './support/real-flux-world.js';
 import { startRegistry, type TestRegistry } from './support/registry/index.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -51,22 +51,16 @@ const KINDNET = '/apis/apps/v1/namespaces/kube-system/daemonsets/kindnet';
 const METRICS_SERVER = '/apis/apps/v1/namespaces/kube-system/deployments/metrics-server';
 
 describe('real Flux applies layers, providers and the OCI artifact clusterstack publishes', () => {
-  let management: RealKubeApi | undefined;
-  let workload: RealKubeApi | undefined;
-  let flux: FluxControllers | undefined;
-  let git: GitHttpServer | undefined;
+  let world: FluxWorld | undefined;
   let registry: TestRegistry | undefined;
-  let sandbox: GitSandbox | undefined;
   let bare: string;
   let inputs: string;
   const temps: string[] = [];
-  let watched: LocalProcess[] = [];
   const started = Date.now();
 
-  const mgmt = (): KubeClient => management!.admin.client;
-  const wl = (): KubeClient => workload!.admin.client;
-  const kit = fluxTestKit(mgmt, () => watched);
-  const { status, waitFor, setStatus, requestReconcile } = kit;
+  const mgmt = () => world!.mgmt();
+  const wl = () => world!.wl();
+  const waitFor = (what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> => waitInWorld(world!, what, check, timeoutMs);
 
   /** Writes the inputs repository: the stack, bravo, the layers (monitoring at `monitoring`), the providers. */
   function writeInputs(monitoring: '1.0.0' | '1.1.0', widget: 'v1.0.0' | 'v1.1.0' | undefined): void {
@@ -81,7 +75,7 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
 
   /** Renders the inputs into the bare repository with the Flux wiring; returns Flux's revision of the commit. */
   async function publish(): Promise<string> {
-    const result = await runClusterstack(['render', path.join(inputs, 'manifests'), '--release-source', RELEASES, '--git', bare, '--gitops', 'flux', '--gitops-url', `${git!.url}/fleet.git`], { cwd: ROOT });
+    const result = await runClusterstack(['render', path.join(inputs, 'manifests'), '--release-source', RELEASES, '--git', bare, '--gitops', 'flux', '--gitops-url', `${world!.git.url}/fleet.git`], { cwd: ROOT });
     expect(result.code, result.stderr).toBe(0);
     return `main@sha1:${execFileSync('git', ['--git-dir', bare, 'rev-parse', 'main'], { encoding: 'utf8' }).trim()}`;
   }
@@ -89,14 +83,8 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
   const applied = async (apiPath: string): Promise<string | undefined> => (await mgmt().get(apiPath)).status?.lastAppliedRevision;
 
   beforeAll(async () => {
-    [management, workload] = await Promise.all([startRealKubeApi({ name: 'management' }), startRealKubeApi({ name: 'workload' })]);
-    await installCrds(management, [...engineCrdFiles('cluster-api'), ...engineCrdFiles('cluster-api-docker')]);
-    // A dependency not yet Ready is looked at again after 2 s instead of 30 s, to keep the file short.
-    flux = await startFluxControllers(management, { kustomizeControllerArgs: ['--requeue-dependency=2s'] });
-    watched = [flux.sourceController, flux.kustomizeController, ...management.processes, ...workload.processes];
-    sandbox = new GitSandbox();
-    bare = sandbox.bareRepo('fleet');
-    git = await startGitHttpServer({ projectRoot: sandbox.root });
+    world = await startFluxWorld();
+    bare = world.sandbox.bareRepo('fleet');
     registry = await startRegistry();
     // The layers' sources are directories of the Git work tree holding the inputs, as in Kraan.
     inputs = await writeTree({
@@ -109,31 +97,21 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
     execFileSync('git', ['init', '-q', inputs]);
     writeInputs('1.0.0', 'v1.0.0');
     // What Cluster API provides: the Cluster's namespace and bravo's kubeconfig Secret, pointing at the workload server.
-    for (const namespace of [NS, 'oci-stacks']) expect((await mgmt().request('POST', '/api/v1/namespaces', { body: { metadata: { name: namespace } } })).status).toBe(201);
-    const secret = await mgmt().request('POST', `/api/v1/namespaces/${NS}/secrets`, {
-      body: { metadata: { name: `${CLUSTER}-kubeconfig`, labels: { 'cluster.x-k8s.io/cluster-name': CLUSTER } }, type: 'cluster.x-k8s.io/secret', stringData: { value: workload.admin.kubeconfig } },
-    });
-    expect(secret.status, secret.text).toBe(201);
-    console.log(`Engines: kube-apiserver ${builtEngine('kubernetes').version}, etcd ${builtEngine('etcd').version}, source-controller ${builtEngine('source-controller').version}, kustomize-controller ${builtEngine('kustomize-controller').version}, cluster-api CRDs ${builtEngine('cluster-api').version}; set up in ${Math.round((Date.now() - started) / 1000)} s`);
+    for (const namespace of [NS, 'oci-stacks']) await ensureNamespace(mgmt(), namespace);
+    await writeClusterKubeconfig(world, NS, CLUSTER, world.workload.admin.kubeconfig);
+    console.log(`Engines: ${fluxEngineVersions()}; set up in ${Math.round((Date.now() - started) / 1000)} s`);
   }, 240_000);
 
   afterAll(async () => {
-    await flux?.stop();
-    await git?.close();
     await registry?.stop();
-    await Promise.all([management?.stop(), workload?.stop()]);
-    sandbox?.cleanup();
+    await world?.stop();
     for (const dir of temps) rmSync(dir, { recursive: true, force: true });
-    for (const process of watched) expect(process.exited(), `${process.name} (pid ${process.pid}) is still running`).toBe(true);
     console.log(`real-flux-layers: ${Math.round((Date.now() - started) / 1000)} s in all`);
   }, 60_000);
 
   it("first publish: the layers reach the workload cluster, helm's octal defaultMode 0400 reads live as 256, and the held layer is suspended with nothing of it applied", async () => {
     const revision = await publish();
-    const checkout = await tempDir('csk-flux-layers-checkout-');
-    temps.push(checkout);
-    execFileSync('git', ['clone', '--quiet', '--branch', 'main', bare, checkout]);
-    execFileSync('kubectl', ['--kubeconfig', management!.admin.kubeconfigFile, 'apply', '-k', path.join(checkout, 'flux')], { encoding: 'utf8' });
+    bootstrapFlux(world!, bare);
     await waitFor('the root Kustomization to apply the first commit', async () => (await applied(ROOT_KUSTOMIZATION)) === revision, 90_000);
 
     await waitFor('the agent DaemonSet in the workload cluster', async () => (await status(wl(), AGENT)) === 200, 90_000);
@@ -147,9 +125,9 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
     expect(await status(wl(), configMap('paused'))).toBe(404);
 
     // The stages and the other layers do not wait for it.
-    await setStatus(wl(), AGENT, daemonSetRolledOut);
+    await setStatus(wl(), AGENT, daemonSetRolledOut());
     await waitFor('the kindnet DaemonSet', async () => (await status(wl(), KINDNET)) === 200, 60_000);
-    await setStatus(wl(), KINDNET, daemonSetRolledOut);
+    await setStatus(wl(), KINDNET, daemonSetRolledOut());
     await waitFor('metrics-server applied after cni', async () => (await status(wl(), METRICS_SERVER)) === 200, 90_000);
     await setStatus(wl(), METRICS_SERVER, deploymentRolledOut);
     for (const name of ['cni', 'metrics-server', 'layer-agent', 'layer-monitoring']) await waitFor(`${name} Ready`, async () => isReady(await mgmt().get(stage(name))), 90_000);
@@ -172,7 +150,7 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
     // Cluster API's first pass over the class, as real CAPI does it with the templates missing:
     // variables reconciled, status.observedGeneration not written. That is enough for Flux to go on.
     await setStatus(mgmt(), CLASS, (cls) => classStatus(cls, false));
-    await requestReconcile(RELEASE_KUSTOMIZATION);
+    await requestReconcile(mgmt(), RELEASE_KUSTOMIZATION);
     await waitFor('the templates applied after the class reported its variables', async () => (await status(mgmt(), TEMPLATE)) === 200, 90_000);
     // CAPI's next pass finds the templates and writes observedGeneration: the release is Ready.
     await setStatus(mgmt(), CLASS, (cls) => classStatus(cls, true));
@@ -182,7 +160,7 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
   it('a layer version bump that drops an addon: real Flux prunes it and updates what both versions keep; the held layer stays paused while everything else applies the new revision', async () => {
     writeInputs('1.1.0', 'v1.0.0');
     const revision = await publish();
-    await kit.syncWiring(GIT_SOURCE, ROOT_KUSTOMIZATION, revision);
+    await syncWiring(world!, GIT_SOURCE, ROOT_KUSTOMIZATION, revision);
     await waitFor('the dropped addon pruned', async () => (await status(wl(), configMap('monitoring-dropped'))) === 404, 90_000);
     expect((await wl().get(configMap('monitoring-keep'))).data.value).toBe('1.1.0');
     const monitoring = await mgmt().get(layerKustomization('monitoring'));
@@ -208,7 +186,7 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
     // v1.1.0 no longer ships WidgetMachine.
     writeInputs('1.1.0', 'v1.1.0');
     let revision = await publish();
-    await kit.syncWiring(GIT_SOURCE, ROOT_KUSTOMIZATION, revision);
+    await syncWiring(world!, GIT_SOURCE, ROOT_KUSTOMIZATION, revision);
     await waitFor('the widget provider at v1.1.0', async () => (await applied(widgetProvider)) === revision, 90_000);
     expect((await mgmt().get(configMap('provider-version', 'widget-system'))).data.version).toBe('v1.1.0');
     expect(await status(mgmt(), crd(`widgetmachines.${WIDGET_GROUP}`))).toBe(200);
@@ -217,7 +195,7 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
     // The provider removed: its Kustomization is deleted and its finalizer deletes what it applied, except the CRDs and the Namespace.
     writeInputs('1.1.0', undefined);
     revision = await publish();
-    await kit.syncWiring(GIT_SOURCE, ROOT_KUSTOMIZATION, revision);
+    await syncWiring(world!, GIT_SOURCE, ROOT_KUSTOMIZATION, revision);
     await waitFor('the widget provider Kustomization deleted', async () => (await status(mgmt(), widgetProvider)) === 404, 90_000);
     await waitFor('its ConfigMap deleted', async () => (await status(mgmt(), configMap('provider-version', 'widget-system'))) === 404, 60_000);
     for (const name of ['widgetclusters', 'widgetmachines']) expect(await status(mgmt(), crd(`${name}.${WIDGET_GROUP}`)), name).toBe(200);
@@ -241,7 +219,7 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
     const tree = await tempDir('csk-flux-oci-tree-');
     temps.push(tree);
     execFileSync('tar', ['-xzf', '-', '-C', tree], { input: blob });
-    execFileSync('kubectl', ['--kubeconfig', management!.admin.kubeconfigFile, 'apply', '-k', path.join(tree, 'flux')], { encoding: 'utf8' });
+    applyWiring(world!, tree);
 
     const source = await mgmt().get('/apis/source.toolkit.fluxcd.io/v1/namespaces/flux-system/ocirepositories/oci-fleet');
     expect(source.spec).toMatchObject({ url: `oci://${registry!.host}/fleet/tree`, ref: { tag: 'main' }, insecure: true });

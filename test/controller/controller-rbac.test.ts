@@ -13,7 +13,7 @@ import type { KubeObject } from '../../src/api/types.js';
 import { FIELD_MANAGER, USER_AGENT } from '../../src/controller/runtime/client-identity.js';
 import { serviceAccountUser, type RequestRecord } from '../support/fake-kube-api/index.js';
 import { aCluster, aStack, condition, startControllerFixture, waitFor, type ControllerFixture } from '../support/controller-fixture.js';
-import { kustomizeDeploy as built, type DeployDoc } from '../support/deploy-rbac.js';
+import { kustomizeDeploy as built, type DeployDoc } from '../support/shipped-identity.js';
 
 const SA_TOKEN = 'controller-sa-token';
 const SA = serviceAccountUser('clusterstack-system', 'clusterstack-gitops-controller');

@@ -1,8 +1,9 @@
-// One real Flux world per test file (docs/real-engines.md): a management and a workload API server,
-// Flux's source- and kustomize-controller on the management server, Cluster API's CRDs, and Git
-// served on loopback by `git http-backend`; plus what the scenarios do to it: ask Flux to
-// reconcile now (as `flux reconcile` does), wait with Flux's own view in the failure message, write
-// the status a missing controller would write, bootstrap a published tree with `kubectl apply -k`.
+// The one real-Flux test kit (docs/real-engines.md), shared by every real-Flux file: a world of a
+// management and a workload API server, Flux's source- and kustomize-controller on the management
+// server, Cluster API's CRDs, and Git served on loopback by `git http-backend`; plus what the
+// scenarios do to it: read a status code, ask Flux to reconcile now (as `flux reconcile` does),
+// wait with Flux's own view in the failure message, write the status a missing controller would
+// write, bootstrap a published tree with `kubectl apply -k`. One world per test file.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -80,6 +81,11 @@ export function fluxEngineVersions(): string {
   return `kube-apiserver ${builtEngine('kubernetes').version}, etcd ${builtEngine('etcd').version}, source-controller ${builtEngine('source-controller').version}, kustomize-controller ${builtEngine('kustomize-controller').version}, cluster-api CRDs ${builtEngine('cluster-api').version}`;
 }
 
+/** The HTTP status of a GET (200, 404, ...). */
+export async function statusOf(client: KubeClient, apiPath: string): Promise<number> {
+  return (await client.request('GET', apiPath)).status;
+}
+
 /** A condition of a live object, by type. */
 export function conditionOf(object: any, type: string): { type: string; status: string; reason?: string; message?: string } | undefined {
   return (object?.status?.conditions ?? []).find((c: any) => c.type === type);
@@ -90,12 +96,12 @@ export function isReady(object: any): boolean {
   return conditionOf(object, 'Ready')?.status === 'True';
 }
 
-/** Every Flux Kustomization with its Ready condition and inventory size: what a failed wait prints. */
+/** Every Flux Kustomization with its Ready condition, applied revision and inventory size: what a failed wait prints. */
 async function fluxState(client: KubeClient): Promise<string> {
   const list = await client.get('/apis/kustomize.toolkit.fluxcd.io/v1/kustomizations');
   return list.items.map((k: any) => {
     const ready = conditionOf(k, 'Ready');
-    return `${k.metadata.namespace}/${k.metadata.name}${k.metadata.deletionTimestamp ? ' (deleting)' : ''}: Ready=${ready?.status ?? '-'} ${ready?.reason ?? ''} ${String(ready?.message ?? '').slice(0, 300)} [applied ${k.status?.lastAppliedRevision ?? '-'}, ${k.status?.inventory?.entries?.length ?? 0} in inventory]`;
+    return `${k.metadata.namespace}/${k.metadata.name}${k.metadata.deletionTimestamp ? ' (deleting)' : ''}${k.spec.suspend ? ' (suspended)' : ''}: Ready=${ready?.status ?? '-'} ${ready?.reason ?? ''} ${String(ready?.message ?? '').slice(0, 300)} [applied ${k.status?.lastAppliedRevision ?? '-'}, ${k.status?.inventory?.entries?.length ?? 0} in inventory]`;
   }).join('\n');
 }
 
@@ -124,6 +130,13 @@ export async function requestReconcile(client: KubeClient, apiPath: string): Pro
   return token;
 }
 
+/** Fetches `source` now and re-applies the `root` Kustomization, then waits until the root applied `revision` (`main@sha1:...`). */
+export async function syncWiring(world: FluxWorld, source: string, root: string, revision: string): Promise<void> {
+  await requestReconcile(world.mgmt(), source);
+  await requestReconcile(world.mgmt(), root);
+  await waitInWorld(world, `${root} to apply ${revision}`, async () => (await world.mgmt().get(root)).status?.lastAppliedRevision === revision, 90_000);
+}
+
 /** Writes `status` through the status subresource, as the object's own controller would (neither server runs one). */
 export async function setStatus(client: KubeClient, apiPath: string, status: (object: any) => Record<string, unknown>): Promise<void> {
   const object = await client.get(apiPath);
@@ -131,9 +144,10 @@ export async function setStatus(client: KubeClient, apiPath: string, status: (ob
   if (response.status !== 200) throw new Error(`PATCH ${apiPath}/status: ${response.status} ${response.text}`);
 }
 
+/** Now, as the API server writes times (seconds, `Z`). */
 const now = (): string => new Date().toISOString().replace(/\.\d+Z$/, 'Z');
 
-/** kstatus calls a DaemonSet Current once its controller observed it with every pod in place: here `pods` of `pods`. */
+/** kstatus calls a DaemonSet Current once its controller observed it with every pod in place: here `pods` of `pods` (no nodes: zero of zero). */
 export const daemonSetRolledOut = (pods = 0) => (daemonSet: any): Record<string, unknown> => ({
   observedGeneration: daemonSet.metadata.generation, desiredNumberScheduled: pods, currentNumberScheduled: pods, updatedNumberScheduled: pods, numberAvailable: pods, numberReady: pods, numberMisscheduled: 0,
 });
@@ -150,18 +164,38 @@ export const deploymentRolledOut = (deployment: any): Record<string, unknown> =>
   };
 };
 
-/** What CAPI's ClusterClass controller reports once the class's variables are reconciled (v1beta2). */
-export const classReconciled = (cls: any): Record<string, unknown> => ({
-  observedGeneration: cls.metadata.generation,
-  conditions: [{ type: 'VariablesReady', status: 'True', reason: 'VariablesReady', message: '', observedGeneration: cls.metadata.generation, lastTransitionTime: now() }],
-});
+/**
+ * What Cluster API's ClusterClass controller (v1beta2) writes. `templatesFound: false` is its first
+ * pass over a fresh class whose templates are not applied yet: the variables are reconciled
+ * (VariablesReady True) but the template references fail, so the reconcile ends in an error and
+ * `status.observedGeneration` is not written (core/reconcilers/clusterclass, v1.14).
+ */
+export function classStatus(cls: any, templatesFound: boolean): Record<string, unknown> {
+  const generation = cls.metadata.generation;
+  const at = now();
+  const refs = templatesFound
+    ? { type: 'RefVersionsUpToDate', status: 'True', reason: 'RefVersionsUpToDate', message: '', observedGeneration: generation, lastTransitionTime: at }
+    : { type: 'RefVersionsUpToDate', status: 'Unknown', reason: 'InternalError', message: 'Please check controller logs for errors', observedGeneration: generation, lastTransitionTime: at };
+  return {
+    ...(templatesFound ? { observedGeneration: generation } : {}),
+    conditions: [refs, { type: 'VariablesReady', status: 'True', reason: 'VariablesReady', message: '', observedGeneration: generation, lastTransitionTime: at }],
+  };
+}
+
+/** A class Cluster API has fully reconciled (templates found). */
+export const classReconciled = (cls: any): Record<string, unknown> => classStatus(cls, true);
+
+/** `kubectl apply -k <tree>/flux` on the management server: the README's bootstrap from a published tree on disk. */
+export function applyWiring(world: FluxWorld, tree: string): void {
+  execFileSync('kubectl', ['--kubeconfig', world.management.admin.kubeconfigFile, 'apply', '-k', path.join(tree, 'flux')], { encoding: 'utf8', stdio: 'pipe' });
+}
 
 /** The README's bootstrap: `kubectl apply -k flux` from a checkout of `bare`'s main branch, on the management server. */
 export function bootstrapFlux(world: FluxWorld, bare: string): void {
   const checkout = mkdtempSync(path.join(os.tmpdir(), 'csk-flux-bootstrap-'));
   try {
     execFileSync('git', ['clone', '--quiet', '--branch', 'main', bare, checkout], { stdio: 'pipe' });
-    execFileSync('kubectl', ['--kubeconfig', world.management.admin.kubeconfigFile, 'apply', '-k', path.join(checkout, 'flux')], { encoding: 'utf8', stdio: 'pipe' });
+    applyWiring(world, checkout);
   } finally {
     rmSync(checkout, { recursive: true, force: true });
   }

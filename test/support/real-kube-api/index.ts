@@ -9,4 +9,3 @@ export { distinctFreePorts, startRealKubeApi, type RealKubeApi } from './real-ku
 export { startFluxControllers, type FluxControllers } from './flux-controllers.js';
 export { describeVerdicts, documentsOfFiles, validateOnServer, type ObjectVerdict } from './server-side-validation.js';
 export { auditEvents, describeAuditEvent, serviceAccountKubeconfig, serviceAccountUserName, type AuditEvent } from './service-account.js';
-export { classStatus, daemonSetRolledOut, deploymentRolledOut, fluxTestKit, isReady, KUSTOMIZATIONS } from './flux-test-kit.js';

@@ -1,0 +1,93 @@
+// The controller's identity as deploy/ ships it, on a real API server: an overlay (deploy/flux,
+// deploy/namespaced, ...) plus components (deploy/runtime-extension, as docs/controller.md tells
+// users to combine them) built with `kubectl kustomize`, its CRDs, namespace, ServiceAccount and
+// RBAC applied, and a token for that ServiceAccount from the TokenRequest API (what a pod's
+// projected token is; a client certificate cannot carry the name: X.509 limits a CN to 64
+// characters). What the controller may do is exactly what the shipped RBAC grants, so a missing
+// rule is a real 403. kubectl is needed for this.
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { decodeYamlDocuments } from '../../src/yaml/kube-yaml.js';
+import { serviceAccountKubeconfig, serviceAccountUserName, type RealKubeApi } from './real-kube-api/index.js';
+
+export interface DeployDoc {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string };
+  rules?: { apiGroups: string[]; resources: string[]; verbs: string[] }[];
+  roleRef?: { kind: string; name: string };
+  subjects?: { kind: string; name: string; namespace?: string }[];
+}
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+const KUBECTL = process.env.KUBECTL ?? 'kubectl';
+const CONTROLLER_NAMESPACE = 'clusterstack-system';
+const CONTROLLER_SERVICE_ACCOUNT = 'clusterstack-gitops-controller';
+/** Kinds deploy/ ships that are not applied here: cert-manager's (not installed) and the Deployment (the tests run the controller as a local process). */
+const NOT_APPLIED = new Set(['Certificate', 'Issuer', 'Deployment']);
+
+/** The objects `kubectl kustomize deploy/<dir>` builds (`dir` '' for deploy/ itself), with deploy/<component> for each of `components`. */
+export function kustomizeDeploy(dir: string, components: string[] = []): DeployDoc[] {
+  const target = path.join(ROOT, 'deploy', dir);
+  let temp: string | undefined;
+  let built = target;
+  if (components.length > 0) {
+    temp = mkdtempSync(path.join(os.tmpdir(), 'csk-deploy-'));
+    // kustomize refuses absolute paths to other roots; relative ones outside the overlay are fine.
+    const relative = (name: string): string => path.relative(temp!, path.join(ROOT, 'deploy', name));
+    writeFileSync(path.join(temp, 'kustomization.yaml'), `resources:\n  - ${relative(dir)}\ncomponents:\n${components.map((component) => `  - ${relative(component)}\n`).join('')}`);
+    built = temp;
+  }
+  try {
+    const run = spawnSync(KUBECTL, ['kustomize', built], { encoding: 'utf8' });
+    if (run.status !== 0) throw new Error(`kubectl kustomize deploy/${dir} failed (kubectl is needed for this test): ${run.stderr || run.error?.message}`);
+    return decodeYamlDocuments(run.stdout).map((document) => document.value as DeployDoc | null).filter((doc): doc is DeployDoc => doc !== null);
+  } finally {
+    if (temp) rmSync(temp, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Moves the controller's own namespace (clusterstack-system: its Namespace, ServiceAccount, the
+ * Roles there and every binding's subject) to `namespace`, so that a second copy of deploy/ makes
+ * a second, distinct ServiceAccount on the same server, bound only by that copy's roles.
+ */
+function inControllerNamespace(docs: DeployDoc[], namespace: string): DeployDoc[] {
+  const moved = (name: string | undefined): string | undefined => (name === CONTROLLER_NAMESPACE ? namespace : name);
+  return docs.map((doc) => ({
+    ...doc,
+    metadata: { ...doc.metadata, ...(doc.kind === 'Namespace' ? { name: moved(doc.metadata.name)! } : {}), ...(doc.metadata.namespace ? { namespace: moved(doc.metadata.namespace) } : {}) },
+    ...(doc.subjects ? { subjects: doc.subjects.map((subject) => ({ ...subject, ...(subject.namespace ? { namespace: moved(subject.namespace) } : {}) })) } : {}),
+  }));
+}
+
+/** The ServiceAccount's credentials: a kubeconfig file with its token, and the user name the API server (and its audit log) knows it by. */
+export interface ShippedIdentity {
+  kubeconfigFile: string;
+  user: string;
+  namespace: string;
+}
+
+/**
+ * Applies deploy/<overlay> (with `components`) except NOT_APPLIED, as the admin with server-side
+ * apply, waits for its CRDs, and returns the ServiceAccount's credentials (token valid 2 h).
+ * `namespace` puts the controller's own objects there instead of clusterstack-system.
+ */
+export async function applyShippedIdentity(api: RealKubeApi, options: { overlay?: string; components?: string[]; namespace?: string } = {}): Promise<ShippedIdentity> {
+  const namespace = options.namespace ?? CONTROLLER_NAMESPACE;
+  const built = kustomizeDeploy(options.overlay ?? '', options.components ?? []).filter((doc) => !NOT_APPLIED.has(doc.kind));
+  const docs = namespace === CONTROLLER_NAMESPACE ? built : inControllerNamespace(built, namespace);
+  // Namespaces and CRDs first: kubectl applies in the order given.
+  const first = (doc: DeployDoc): number => Number(doc.kind === 'Namespace' || doc.kind === 'CustomResourceDefinition');
+  docs.sort((a, b) => first(b) - first(a));
+  const input = JSON.stringify({ apiVersion: 'v1', kind: 'List', items: docs });
+  const kubectl = (args: string[], stdin?: string): void => {
+    const run = spawnSync(KUBECTL, ['--kubeconfig', api.admin.kubeconfigFile, ...args], { input: stdin, encoding: 'utf8' });
+    if (run.status !== 0) throw new Error(`kubectl ${args[0]} of deploy/${options.overlay ?? ''} failed: ${run.stderr || run.error?.message}`);
+  };
+  kubectl(['apply', '--server-side', '--field-manager=clusterstack-test', '-f', '-'], input);
+  if (docs.some((doc) => doc.kind === 'CustomResourceDefinition')) kubectl(['wait', '--for=condition=Established', '--timeout=120s', 'crd', '-l', 'app.kubernetes.io/part-of=clusterstack-gitops']);
+  return { kubeconfigFile: await serviceAccountKubeconfig(api, namespace, CONTROLLER_SERVICE_ACCOUNT, 7200), user: serviceAccountUserName(namespace, CONTROLLER_SERVICE_ACCOUNT), namespace };
+}
