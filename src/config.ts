@@ -305,7 +305,7 @@ export function resolveControllerSettings(env: NodeJS.ProcessEnv, flags: Control
     identity: pick(flags.identity, E.podName) ?? `${os.hostname()}-${process.pid}`,
     argocdNamespace: pick(flags.argocdNamespace, E.argocdNamespace) ?? 'argocd',
     logLevel: pick(flags.logLevel, E.logLevel) ?? 'info',
-    batchWindowMs: parseDuration(pick(flags.batchWindow, E.batchWindow) ?? '500ms', `--batch-window / ${E.batchWindow}`),
+    batchWindowMs: parseDuration(pick(flags.batchWindow, E.batchWindow) ?? '200ms', `--batch-window / ${E.batchWindow}`),
     resyncMs: parseDuration(pick(flags.resync, E.resync) ?? '5m', `--resync / ${E.resync}`),
     inCluster: nonEmpty(env['KUBERNETES_SERVICE_HOST']) !== undefined && nonEmpty(env['KUBERNETES_SERVICE_PORT']) !== undefined,
   };

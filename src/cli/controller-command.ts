@@ -69,7 +69,7 @@ Running:
   --lease-namespace <ns>     the Lease's namespace (CLUSTERSTACK_LEASE_NAMESPACE, default POD_NAMESPACE)
   --kubeconfig <file>        default: KUBECONFIG, else the in-cluster service account
   --log-level <level>        debug | info | warn | error (CLUSTERSTACK_LOG_LEVEL, default info)
-  --batch-window <duration>  changes within this window share one publish (CLUSTERSTACK_BATCH_WINDOW, default 500ms)
+  --batch-window <duration>  changes within this window share one publish (CLUSTERSTACK_BATCH_WINDOW, default 200ms)
   --resync <duration>        list sources and compare the target at least this often (CLUSTERSTACK_RESYNC, default 5m)
 
 Cluster API runtime extension (lifecycle hooks; off unless an address is given):

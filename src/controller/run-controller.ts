@@ -26,7 +26,7 @@ export interface ControllerRuntimeOptions extends Omit<ControllerOptions, 'cache
   leaderElection?: { namespace: string; name: string; identity: string; leaseDurationMs?: number; renewDeadlineMs?: number; retryPeriodMs?: number };
   /** Undefined: no health/metrics server. */
   health?: { port: number; host?: string };
-  /** Changes within this window are published together. Default 1 s. */
+  /** Changes within this window are published together. Default 200 ms (a burst of watch events arrives within tens of ms). */
   batchWindowMs?: number;
   /** Abandon a reconcile (publish) still running this long after shutdown starts. Default 20 s. */
   shutdownTimeoutMs?: number;
@@ -93,7 +93,7 @@ export async function runController(options: ControllerRuntimeOptions): Promise<
   const { logger } = options;
   identifyClient(options.kubeConfig);
   const metrics = options.metrics ?? new PrometheusMetrics();
-  const batchWindowMs = options.batchWindowMs ?? 500;
+  const batchWindowMs = options.batchWindowMs ?? 200;
   const backoff = options.backoff ?? { baseDelayMs: 1000, maxDelayMs: 120_000 };
   // Two queues: the publish key never waits behind a stack whose source hangs, and a stack key
   // never waits behind a long publish.

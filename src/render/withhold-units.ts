@@ -1,6 +1,7 @@
 // Withholding: a unit that cannot be published takes its release (alone) or its cluster (whole: half
 // an addon set is worse than the old one) out of the new tree, and whatever was published before
 // for it stays. Withholding never prunes.
+import { compareText } from '../core/compare-text.js';
 import { layerRef } from '../core/layer-version.js';
 import type { UnitRecord, WithheldEntry } from '../output/provenance.js';
 import type { PublishedState } from '../output/published-state.js';
@@ -23,11 +24,12 @@ export function withholdFailedUnits(failures: Map<PendingUnit, string>, rendered
     entry.reasons.push(kind === 'cluster' ? `stage ${unit.record.stage}: ${reason}` : reason);
     reasons.set(key, entry);
   }
+  const recordDirs = new SortedDirs(records.map((record) => record.dir));
   for (const entry of reasons.values()) {
-    const dirs = ownDirs(entry, records.map((record) => record.dir));
+    const dirs = new Set(ownDirs(entry, recordDirs));
     for (let index = records.length - 1; index >= 0; index -= 1) {
       const record = records[index]!;
-      if (!dirs.includes(record.dir)) continue;
+      if (!dirs.has(record.dir)) continue;
       rendered.delete(record.dir);
       records.splice(index, 1);
     }
@@ -44,12 +46,38 @@ export function withholdValuesFailures(failedClusters: Map<string, string>, with
 }
 
 /** The unit directories a withheld entry stands for: a release's, a cluster's stages (not its layers), or one layer's. */
-function ownDirs(entry: { kind: WithheldEntry['kind']; namespace: string; name: string; layer?: string }, dirs: Iterable<string>): string[] {
+function ownDirs(entry: { kind: WithheldEntry['kind']; namespace: string; name: string; layer?: string }, dirs: SortedDirs): string[] {
   if (entry.kind === 'release') return [releaseDir(entry.namespace, entry.name)];
   if (entry.kind === 'layer') return [layerDir(entry.namespace, entry.name, entry.layer ?? '')];
   if (entry.kind !== 'cluster') return [];
-  const prefix = `${clusterDir(entry.namespace, entry.name)}/`;
-  return [...dirs].filter((dir) => dir.startsWith(prefix) && !isLayerPath(dir));
+  return dirs.under(`${clusterDir(entry.namespace, entry.name)}/`).filter((dir) => !isLayerPath(dir));
+}
+
+/**
+ * Unit directories sorted once, so that finding a cluster's costs a binary search: withheld
+ * Clusters times every unit directory was seconds of each reconcile at a fleet of thousands.
+ */
+class SortedDirs {
+  private readonly dirs: string[];
+
+  constructor(dirs: Iterable<string>) {
+    // Code-unit order: what `<` in the binary search below compares.
+    this.dirs = [...dirs].sort(compareText);
+  }
+
+  /** The directories that start with `prefix`, in order. */
+  under(prefix: string): string[] {
+    let low = 0;
+    let high = this.dirs.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (this.dirs[middle]! < prefix) low = middle + 1;
+      else high = middle;
+    }
+    const found: string[] = [];
+    for (let index = low; index < this.dirs.length && this.dirs[index]!.startsWith(prefix); index += 1) found.push(this.dirs[index]!);
+    return found;
+  }
 }
 
 /**
@@ -79,8 +107,9 @@ export function withholdStrandedLayers(rendered: Map<string, Map<string, string>
 
 /** Puts back the previous output of withheld units that were published before, marking them so. */
 export function keepPreviousOutput(withheld: WithheldEntry[], published: PublishedState, rendered: Map<string, Map<string, string>>, records: UnitRecord[]): void {
+  const beforeDirs = new SortedDirs(published.units.keys());
   for (const entry of withheld) {
-    const dirs = ownDirs(entry, published.units.keys());
+    const dirs = ownDirs(entry, beforeDirs);
     for (const dir of dirs) {
       const old = published.units.get(dir);
       const files = previousFiles(old, published);

@@ -12,7 +12,7 @@ describe('resolveControllerSettings', () => {
       { CLUSTERSTACK_RELEASE_SOURCE: 'github:org/stacks', CLUSTERSTACK_GIT: 'https://git.example/a.git', CLUSTERSTACK_LEADER_ELECT: 'true', POD_NAME: 'pod-1', POD_NAMESPACE: 'ops' },
       { git: 'https://git.example/b.git', gitops: 'flux', resync: '2m' },
     );
-    expect(settings).toMatchObject({ releaseSource: 'github:org/stacks', git: 'https://git.example/b.git', gitops: 'flux', leaderElect: true, identity: 'pod-1', leaseNamespace: 'ops', branch: 'main', metricsAddr: ':8080', argocdNamespace: 'argocd', resyncMs: 120_000, batchWindowMs: 500 });
+    expect(settings).toMatchObject({ releaseSource: 'github:org/stacks', git: 'https://git.example/b.git', gitops: 'flux', leaderElect: true, identity: 'pod-1', leaseNamespace: 'ops', branch: 'main', metricsAddr: ':8080', argocdNamespace: 'argocd', resyncMs: 120_000, batchWindowMs: 200 });
     expect(Object.isFrozen(settings)).toBe(true);
   });
 
