@@ -2,6 +2,7 @@
 // with, and the one step before the pure decision that reads anything (the locked provider
 // releases). Light on purpose: `plan` loads it without the rest of the pipeline.
 import { ARGOCD_SYNC_WAVE_ANNOTATION, syncWaveFor } from '../../gitops/wiring/argocd-sync-waves.js';
+import { engineRulesFor } from '../../gitops/wiring/engine-rules.js';
 import type { WiringOptions } from '../../gitops/wiring/render-wiring.js';
 import type { SchedulerSetting } from '../cluster-requests/plan-cluster-requests.js';
 import type { SchedulerConfig } from '../cluster-requests/scheduler-config.js';
@@ -59,7 +60,7 @@ export async function runSettings(options: RunOptions, published: PublishedState
     ...(encryption ? { encryption } : {}),
     ...(annotations ? { managementAnnotations: annotations } : {}),
     // Argo CD maps helm hooks to its own phases; Flux and plain appliers get them ordered or left out.
-    hookPlacement: options.gitops?.engine === 'argocd' ? 'argocd' : 'staged',
+    engine: engineRulesFor(options.gitops?.engine),
     ...(options.providerGuards ? { providerGuards: options.providerGuards } : {}),
     ...(options.heldClusters ? { heldClusters: options.heldClusters } : {}),
     ...(options.scheduler ? { scheduler: options.scheduler } : {}),
