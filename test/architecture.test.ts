@@ -217,6 +217,15 @@ describe('architecture', () => {
     expect(users).toEqual([]);
   });
 
+  it('names the GitOps engines only where one is chosen: no engine API group or annotation key in the core', () => {
+    // The core follows EngineRules (src/core/engine-rules.ts); gitops/wiring spells them out, and
+    // the pipeline, CLI and controller choose the engine (the controller also reads its objects).
+    const choosers = ['src/cli/', 'src/pipeline/', 'src/controller/'].map((dir) => path.normalize(dir));
+    const engineNames = /argoproj\.io|fluxcd\.io|kustomize\.toolkit|toolkit\.fluxcd/;
+    const users = sourceFiles().filter((file) => file.startsWith(`src${path.sep}`) && !choosers.some((dir) => file.startsWith(dir)) && engineNames.test(readFileSync(file, 'utf8')));
+    expect(users).toEqual([]);
+  });
+
   it('starts child processes in one place: src/core/run-process.ts', () => {
     const users = sourceFiles().filter((file) => /from 'node:child_process'|from 'child_process'|from 'simple-git'|from 'execa'/.test(readFileSync(file, 'utf8')));
     expect(users).toEqual([path.normalize('src/core/run-process.ts')]);

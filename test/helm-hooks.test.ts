@@ -10,12 +10,12 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { renderPullRequestBody } from '../gitops/pull-request-body.js';
+import { ARGOCD_HOOK_PHASES, argoCdHookHandling } from '../gitops/wiring/argocd-hook-phases.js';
 import { renderWiring, type WiringOptions } from '../gitops/wiring/render-wiring.js';
 import type { KubeObject } from '../src/api/types.js';
 import type { HelmHookRecord } from '../src/output/helm-hooks-record.js';
 import type { UnitRecord } from '../src/output/provenance.js';
 import { type PublishedState, readPublishedState } from '../src/output/published-state.js';
-import { argoCdHookHandling } from '../src/render/argocd-hook-phases.js';
 import { placeHelmHooks, readHelmHook } from '../src/render/helm-hooks.js';
 import { unitsWithMisplacedHooks } from '../src/render/previous-hook-layout.js';
 import { decodeYamlDocument, splitYamlDocuments } from '../src/yaml/kube-yaml.js';
@@ -80,7 +80,7 @@ describe('readHelmHook and placeHelmHooks', () => {
       anObject('Pod', 'test', { 'helm.sh/hook': 'test' }),
       anObject('Job', 'old', { 'helm.sh/hook': 'crd-install' }),
     ];
-    const placed = placeHelmHooks(objects, 'kube-system', 'staged');
+    const placed = placeHelmHooks(objects, 'kube-system', undefined);
     expect(placed.files).toEqual(['configmap-plain.yaml', 'helm-hooks/pre-w-5/job-migrate.yaml', 'helm-hooks/post-w0/job-check.yaml', 'helm-hooks/pre-w0/serviceaccount-both.yaml', undefined, undefined, undefined]);
     expect(placed.hooks.map((hook) => [hook.name, hook.decision])).toEqual([
       ['migrate', 'before'],
@@ -92,7 +92,7 @@ describe('readHelmHook and placeHelmHooks', () => {
     ]);
     expect(placed.hooks.find((hook) => hook.name === 'scale-to-zero')?.reason).toMatch(/only on delete \(pre-delete\), never at install: left out/);
     expect(placed.hooks.find((hook) => hook.name === 'old')?.reason).toMatch(/hook it does not know \(crd-install\)/);
-    expect(placeHelmHooks([anObject('ConfigMap', 'plain')], 'kube-system', 'staged')).toEqual({ files: ['configmap-plain.yaml'], hooks: [] });
+    expect(placeHelmHooks([anObject('ConfigMap', 'plain')], 'kube-system', undefined)).toEqual({ files: ['configmap-plain.yaml'], hooks: [] });
   });
 
   it('argocd: writes every hook in place and records what Argo CD does with it', () => {
@@ -103,7 +103,7 @@ describe('readHelmHook and placeHelmHooks', () => {
       anObject('Pod', 'test', { 'helm.sh/hook': 'test' }),
       anObject('Job', 'sync', { 'helm.sh/hook': 'post-install', 'argocd.argoproj.io/hook': 'Sync' }),
     ];
-    const placed = placeHelmHooks(objects, 'kube-system', 'argocd');
+    const placed = placeHelmHooks(objects, 'kube-system', ARGOCD_HOOK_PHASES);
     expect(placed.files).toEqual(['job-migrate.yaml', 'job-check.yaml', 'job-scale-to-zero.yaml', 'pod-test.yaml', 'job-sync.yaml']);
     expect(placed.hooks.map((hook) => hook.decision)).toEqual(['before', 'after', 'on-delete', 'never', 'with-objects']);
   });

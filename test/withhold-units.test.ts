@@ -3,6 +3,7 @@ import type { UnitRecord, WithheldEntry } from '../src/output/provenance.js';
 import { clusterDir, layerDir } from '../src/output/tree-layout.js';
 import type { PublishedState } from '../src/output/published-state.js';
 import { keepPreviousOutput } from '../src/render/withhold-units.js';
+import { EVERY_ENGINE_KEEP_MARKS } from '../gitops/wiring/keep-marks.js';
 
 /** A published state holding only what keepPreviousOutput reads: the unit records and the tree. */
 function published(units: Map<string, UnitRecord>, tree: Map<string, string>): PublishedState {
@@ -28,7 +29,7 @@ describe('keepPreviousOutput', () => {
     const rendered = new Map<string, Map<string, string>>();
     const records: UnitRecord[] = [];
 
-    keepPreviousOutput(withheld, published(before, previous), rendered, records);
+    keepPreviousOutput(withheld, published(before, previous), rendered, records, EVERY_ENGINE_KEEP_MARKS);
 
     expect([...rendered.keys()].sort()).toEqual([`${clusterDir('ns', 'web')}/cni`, `${clusterDir('ns', 'web')}/metrics`]);
     expect(rendered.get(`${clusterDir('ns', 'web')}/cni`)).toEqual(new Map([['a.yaml', `kind: ConfigMap # ${clusterDir('ns', 'web')}/cni\n`]]));
@@ -40,7 +41,7 @@ describe('keepPreviousOutput', () => {
     const before = new Map([[`${clusterDir('ns', 'other')}/cni`, stage('ns', 'other', `${clusterDir('ns', 'other')}/cni`)]]);
     const withheld: WithheldEntry[] = [{ kind: 'cluster', namespace: 'ns', name: 'new', reason: 'values failed', previousKept: false }];
     const rendered = new Map<string, Map<string, string>>();
-    keepPreviousOutput(withheld, published(before, new Map()), rendered, []);
+    keepPreviousOutput(withheld, published(before, new Map()), rendered, [], EVERY_ENGINE_KEEP_MARKS);
     expect(rendered.size).toBe(0);
     expect(withheld[0]!.previousKept).toBe(false);
   });

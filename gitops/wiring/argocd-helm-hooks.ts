@@ -1,5 +1,5 @@
 // Argo CD and helm hooks: Argo CD maps `helm.sh/hook` to its own hook phases when it applies a
-// directory (src/render/argocd-hook-phases.ts: pre-install and pre-upgrade run as PreSync, post-install
+// directory (argocd-hook-phases.ts: pre-install and pre-upgrade run as PreSync, post-install
 // and post-upgrade as PostSync, delete hooks only when the Application is deleted, test and rollback
 // hooks never), so a unit's hooks stay in its directory with their annotations untouched, and the
 // Applications need nothing for them. What this checks is that the tree was rendered that way:

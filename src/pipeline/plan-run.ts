@@ -1,7 +1,7 @@
 // Deciding a run, for `render` (renderAndPublish) and `plan` alike: the settings a run decides
 // with, and the one step before the pure decision that reads anything (the locked provider
 // releases). Light on purpose: `plan` loads it without the rest of the pipeline.
-import { ARGOCD_SYNC_WAVE_ANNOTATION, syncWaveFor } from '../../gitops/wiring/argocd-sync-waves.js';
+import { engineRulesFor, managementAnnotationsFor } from '../../gitops/wiring/engine-rules.js';
 import type { WiringOptions } from '../../gitops/wiring/render-wiring.js';
 import type { SchedulerSetting } from '../cluster-requests/plan-cluster-requests.js';
 import type { SchedulerConfig } from '../cluster-requests/scheduler-config.js';
@@ -23,19 +23,6 @@ export interface RunOptions {
   scheduler?: SchedulerConfig | SchedulerSetting;
 }
 
-/** The annotations the wiring wants on management-side objects: Argo CD sync waves, or none. */
-function managementAnnotationsFor(gitops: Pick<WiringOptions, 'engine'> | undefined): { id: string; annotationsFor: (object: { kind: string; apiVersion?: string }) => Record<string, string> | undefined } | undefined {
-  if (gitops?.engine !== 'argocd') return undefined;
-  return {
-    // The id is in every unit digest: v2 added the node image wave, so older trees render again.
-    id: 'argocd-sync-waves/v2',
-    annotationsFor: (object) => {
-      const wave = syncWaveFor(object.kind, object.apiVersion);
-      return wave === undefined ? undefined : { [ARGOCD_SYNC_WAVE_ANNOTATION]: wave };
-    },
-  };
-}
-
 /**
  * Reads what the plan needs beyond the inputs (the locked provider releases) and decides the run:
  * the one plan both `render` and `plan` use.
@@ -53,13 +40,13 @@ export async function runSettings(options: RunOptions, published: PublishedState
     options.secrets === 'encrypt'
       ? (await import('../secrets/secret-encryption.js')).resolveSecretEncryption(options.encryption ?? { recipients: [], recipientsOrigin: '' }, published.sopsConfig)
       : undefined;
-  const annotations = managementAnnotationsFor(options.gitops);
+  const annotations = managementAnnotationsFor(options.gitops?.engine);
   return {
     secrets: options.secrets,
     ...(encryption ? { encryption } : {}),
     ...(annotations ? { managementAnnotations: annotations } : {}),
     // Argo CD maps helm hooks to its own phases; Flux and plain appliers get them ordered or left out.
-    hookPlacement: options.gitops?.engine === 'argocd' ? 'argocd' : 'staged',
+    engine: engineRulesFor(options.gitops?.engine),
     ...(options.providerGuards ? { providerGuards: options.providerGuards } : {}),
     ...(options.heldClusters ? { heldClusters: options.heldClusters } : {}),
     ...(options.scheduler ? { scheduler: options.scheduler } : {}),

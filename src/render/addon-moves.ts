@@ -3,11 +3,10 @@
 // own owner (a Flux Kustomization, an Argo CD Application) and owners reconcile a new revision in
 // no set order. An owner deletes an object that left its directory only when the live object is
 // still its own and not marked: Flux's garbage collection skips objects whose
-// `kustomize.toolkit.fluxcd.io/name`/`namespace` labels name another Kustomization or that carry
-// `kustomize.toolkit.fluxcd.io/prune: disabled` (fluxcd/pkg ssa `ResourceManager.Delete`, called
-// after the owner applied the same revision); Argo CD prunes only objects whose tracking names the
-// Application, and skips live objects annotated `argocd.argoproj.io/sync-options: Prune=false`
-// (gitops-engine `pruneObject`). Both read the mark on the live object, so the mark must be applied
+// owner labels name another Kustomization or that carry its keep mark (checked after the owner
+// applied the same revision); Argo CD prunes only objects whose tracking names the
+// Application, and skips live objects marked against pruning (gitops/wiring/keep-marks.ts has both
+// engines' marks and their sources). Both read the mark on the live object, so the mark must be applied
 // by the old owner before the object leaves it. Hence a move takes two renders:
 //   1. handover: the object stays in its old directory, written as the new one renders it plus both
 //      marks; the new directory lists it under `shared` (written elsewhere). The old owner applies
@@ -26,23 +25,11 @@ import { sha256Digest } from '../release/content-digest.js';
 import { withAnnotations } from './manifest-objects.js';
 import { describeIdentity, identityOfText } from './shared-objects.js';
 import { compareText } from '../core/compare-text.js';
+import type { KeepMarks } from '../core/engine-rules.js';
 
-/** Flux: kustomize-controller never garbage-collects a live object carrying this annotation. */
-const FLUX_PRUNE_ANNOTATION = 'kustomize.toolkit.fluxcd.io/prune';
-const FLUX_PRUNE_DISABLED = 'disabled';
-/** Argo CD: sync options on the live object; `Prune=false` keeps any Application from pruning it. */
-const ARGOCD_SYNC_OPTIONS_ANNOTATION = 'argocd.argoproj.io/sync-options';
-const ARGOCD_NO_PRUNE = 'Prune=false';
-
-/** The marks that keep both engines from pruning an object, merged into sync options it already has. */
-function pruneMarks(existingSyncOptions: string | undefined): Record<string, string> {
-  const options = (existingSyncOptions ?? '').split(',').map((option) => option.trim()).filter((option) => option !== '' && !/^Prune=/.test(option));
-  return { [FLUX_PRUNE_ANNOTATION]: FLUX_PRUNE_DISABLED, [ARGOCD_SYNC_OPTIONS_ANNOTATION]: [...options, ARGOCD_NO_PRUNE].join(',') };
-}
-
-/** The object's text marked against pruning by Flux and Argo CD; undefined when that cannot be written. */
-export function markedAgainstPrune(text: string): string | undefined {
-  return withAnnotations(text, (existing) => pruneMarks(existing[ARGOCD_SYNC_OPTIONS_ANNOTATION]));
+/** The object's text with the engines' keep marks; undefined when that cannot be written. */
+export function markedAgainstPrune(text: string, marks: KeepMarks): string | undefined {
+  return withAnnotations(text, (existing) => marks.annotationsFor(existing));
 }
 
 /**
@@ -50,9 +37,9 @@ export function markedAgainstPrune(text: string): string | undefined {
  * recorded): the lines the marks added are taken out again. Undefined otherwise (the unit is then
  * rendered again instead of reused).
  */
-export function unmarkedText(marked: string, digest: string): string | undefined {
+export function unmarkedText(marked: string, digest: string, marks: KeepMarks): string | undefined {
   const lines = marked.split('\n');
-  const added = lines.map((line, index) => ({ line, index })).filter(({ line }) => /^\s+kustomize\.toolkit\.fluxcd\.io\/prune: disabled$/.test(line) || /^\s+argocd\.argoproj\.io\/sync-options: Prune=false$/.test(line));
+  const added = lines.map((line, index) => ({ line, index })).filter(({ line }) => marks.isMarkLine(line));
   const drop = new Set(added.map(({ index }) => index));
   // An `annotations:` line the marks brought with them is left without children: drop it too.
   const candidates = [drop, new Set([...drop, ...added.map(({ index }) => index - 1).filter((index) => index >= 0 && /^\s+annotations:\s*$/.test(lines[index]!))])];
@@ -137,9 +124,9 @@ export interface AddonMoves {
 /**
  * Finds the addon objects that changed directory within their cluster since `previous` and hands
  * them over (see the top of this file): takes each out of its new directory (listing it there
- * under `shared`) and returns its marked copy for the old one. Mutates `rendered` and `records`.
+ * under `shared`) and returns its copy, marked with `marks`, for the old one. Mutates `rendered` and `records`.
  */
-export function handOverAddonMoves(published: PublishedState, rendered: Map<string, Map<string, string>>, records: UnitRecord[]): AddonMoves {
+export function handOverAddonMoves(published: PublishedState, rendered: Map<string, Map<string, string>>, records: UnitRecord[], marks: KeepMarks): AddonMoves {
   const moves: AddonMoves = { files: new Map(), handovers: [], notes: [], warnings: [] };
   const previous = published.tree;
   const handedOver = published.addonHandovers;
@@ -179,7 +166,7 @@ export function handOverAddonMoves(published: PublishedState, rendered: Map<stri
         continue;
       }
       const name = from.path.slice(from.dir.length + 1);
-      const marked = /^sops:/m.test(text) ? undefined : markedAgainstPrune(text);
+      const marked = /^sops:/m.test(text) ? undefined : markedAgainstPrune(text, marks);
       if (marked === undefined || rendered.get(from.dir)!.has(name) || moves.files.has(from.path)) {
         moves.warnings.push(`${subject} moves from ${from.dir}/ to ${record.dir}/ without a handover (${marked === undefined ? 'it cannot be annotated: an encrypted or unreadable document' : `${from.dir}/${name} is taken by another object`}): its old owner may delete it before the new one applies it`);
         continue;

@@ -4,8 +4,9 @@
 // rest only on delete, rollback or `helm test`. Written as ordinary objects they would all run at
 // install: Kyverno's pre-delete Job scales Kyverno to zero, test Pods start with the addon.
 //
-// - `argocd`: every hook stays in the unit's directory with its annotations; Argo CD maps them to
-//   its own phases (argocd-hook-phases.ts), so what it does is recorded from that mapping.
+// - an engine that maps hooks to its own phases (Argo CD; its HookPhases come from gitops/wiring):
+//   every hook stays in the unit's directory with its annotations, and what the engine does is
+//   recorded from its mapping.
 // - `staged` (Flux, or no engine): pre-install/pre-upgrade hooks go to `helm-hooks/pre-w<weight>/`,
 //   post-install/post-upgrade hooks to `helm-hooks/post-w<weight>/`, one directory per weight so the
 //   wiring can apply them in helm's order (lower weight first, each waited for); the unit's own
@@ -16,9 +17,9 @@
 //   finished Job would find it missing and apply it again, so hooks stay once they ran; a changed
 //   hook is replaced (Flux's `force`), which is what `before-hook-creation` asks for.
 import type { KubeObject } from '../api/types.js';
+import type { HookPhases } from '../core/engine-rules.js';
 import type { HelmHookRecord, HookDecision, HookPlacement } from '../output/helm-hooks-record.js';
 import { helmHookDir } from '../output/tree-layout.js';
-import { argoCdHookHandling } from './argocd-hook-phases.js';
 import { fileNamesFor } from './manifest-objects.js';
 
 export const HELM_HOOK_ANNOTATION = 'helm.sh/hook';
@@ -61,14 +62,20 @@ export interface PlacedHooks {
   hooks: HelmHookRecord[];
 }
 
+/** The placement recorded for hooks laid out with `phases` (the engine's), or staged without. */
+export function hookPlacementOf(phases: HookPhases | undefined): HookPlacement {
+  return phases?.placement ?? 'staged';
+}
+
 /**
- * Where each object of a unit goes under `placement`: file names for the objects that are written
- * (ordinary ones as fileNamesFor names them, hooks as the placement says) and a record per hook.
+ * Where each object of a unit goes: with an engine's `phases`, in the unit's directory as the engine
+ * maps it; without, staged. File names for the objects that are written (ordinary ones as
+ * fileNamesFor names them, hooks as the placement says) and a record per hook.
  */
-export function placeHelmHooks(objects: KubeObject[], defaultNamespace: string, placement: HookPlacement): PlacedHooks {
+export function placeHelmHooks(objects: KubeObject[], defaultNamespace: string, phases: HookPhases | undefined): PlacedHooks {
   const hooks = objects.map(readHelmHook);
   if (hooks.every((hook) => hook === undefined)) return { files: fileNamesFor(objects, defaultNamespace), hooks: [] };
-  const decided = objects.map((object, index) => (hooks[index] ? decide(object, hooks[index], placement) : undefined));
+  const decided = objects.map((object, index) => (hooks[index] ? decide(object, hooks[index], phases) : undefined));
 
   // Files: per directory, named among the objects of that directory only.
   const files: (string | undefined)[] = objects.map(() => undefined);
@@ -112,7 +119,7 @@ interface Decision {
   reason: string;
 }
 
-function decide(object: KubeObject, hook: HelmHook, placement: HookPlacement): Decision {
+function decide(object: KubeObject, hook: HelmHook, phases: HookPhases | undefined): Decision {
   const events = hook.events.join(',');
   const before = hook.events.some((event) => BEFORE_EVENTS.includes(event));
   const after = hook.events.some((event) => AFTER_EVENTS.includes(event));
@@ -120,7 +127,7 @@ function decide(object: KubeObject, hook: HelmHook, placement: HookPlacement): D
   const notEmulated = (before || after) && otherEvents.length > 0 ? `; its ${otherEvents.join(',')} run is not emulated` : '';
   // A GitOps engine cannot tell an install from an upgrade (Argo CD maps both to one phase too).
   const upgradeOnly = !hook.events.includes('pre-install') && !hook.events.includes('post-install') ? ' (helm runs it at upgrade only; an engine cannot tell an install from an upgrade, so it also runs at install)' : '';
-  if (placement === 'argocd') return decideForArgoCd(object, events);
+  if (phases) return decideForEngine(object, events, phases);
   if (hook.unknownEvents.length > 0) {
     return { decision: 'dropped', reason: `helm skips objects with a hook it does not know (${hook.unknownEvents.join(',')}): left out, as helm leaves it out` };
   }
@@ -134,19 +141,21 @@ function decide(object: KubeObject, hook: HelmHook, placement: HookPlacement): D
   return { decision: 'dropped', reason: `helm runs it only on ${describeEvents(hook.events)} (${events}), never at install: left out` };
 }
 
-/** What Argo CD does with a hook it is given, from its own mapping (argocd-hook-phases.ts). */
-function decideForArgoCd(object: KubeObject, events: string): Decision {
-  const handling = argoCdHookHandling(object.metadata.annotations);
-  const source = object.metadata.annotations?.['argocd.argoproj.io/hook'] !== undefined ? `the chart's argocd.argoproj.io/hook (${object.metadata.annotations['argocd.argoproj.io/hook']})` : `helm.sh/hook ${events}`;
-  if (!handling.hook && handling.syncPhases.includes('Sync')) return { decision: 'with-objects', reason: `Argo CD applies it as an ordinary object (${source})` };
-  if (handling.syncPhases.includes('PreSync')) return { decision: 'before', reason: `Argo CD runs it as a PreSync hook, before the other objects (${source})` };
-  if (handling.syncPhases.includes('Sync')) return { decision: 'with-objects', reason: `Argo CD runs it as a Sync hook, with the other objects (${source})` };
-  if (handling.syncPhases.includes('PostSync')) return { decision: 'after', reason: `Argo CD runs it as a PostSync hook, once the other objects are healthy (${source})` };
-  if (handling.syncPhases.length > 0) return { decision: 'never', reason: `Argo CD runs it only when a sync fails (${source})` };
+/** What the engine does with a hook it is given, from its own mapping (its HookPhases). */
+function decideForEngine(object: KubeObject, events: string, phases: HookPhases): Decision {
+  const handling = phases.handling(object.metadata.annotations);
+  const own = object.metadata.annotations?.[phases.hookAnnotation];
+  const source = own !== undefined ? `the chart's ${phases.hookAnnotation} (${own})` : `helm.sh/hook ${events}`;
+  const engine = phases.engine;
+  if (!handling.hook && handling.syncPhases.includes('Sync')) return { decision: 'with-objects', reason: `${engine} applies it as an ordinary object (${source})` };
+  if (handling.syncPhases.includes('PreSync')) return { decision: 'before', reason: `${engine} runs it as a PreSync hook, before the other objects (${source})` };
+  if (handling.syncPhases.includes('Sync')) return { decision: 'with-objects', reason: `${engine} runs it as a Sync hook, with the other objects (${source})` };
+  if (handling.syncPhases.includes('PostSync')) return { decision: 'after', reason: `${engine} runs it as a PostSync hook, once the other objects are healthy (${source})` };
+  if (handling.syncPhases.length > 0) return { decision: 'never', reason: `${engine} runs it only when a sync fails (${source})` };
   if (handling.types.some((type) => type === 'PreDelete' || type === 'PostDelete')) {
-    return { decision: 'on-delete', reason: `Argo CD never applies it in a sync; it runs it as ${handling.types.join(',')} when the Application is deleted (${source})` };
+    return { decision: 'on-delete', reason: `${engine} never applies it in a sync; it runs it as ${handling.types.join(',')} when the Application is deleted (${source})` };
   }
-  return { decision: 'never', reason: `Argo CD never applies it: it has no Argo CD phase for ${source}` };
+  return { decision: 'never', reason: `${engine} never applies it: it has no ${engine} phase for ${source}` };
 }
 
 function describeEvents(events: string[]): string {

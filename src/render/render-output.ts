@@ -28,7 +28,9 @@ import { handOverAddonMoves } from './addon-moves.js';
 import { holdReleasesOfKeptClusters, keepPreviousOutput, withholdConflicts, withholdFailedUnits, withholdStrandedLayers, withholdValuesFailures } from './withhold-units.js';
 import { renderProviders } from './render-providers.js';
 import { summarizeHelmHooks } from './helm-hooks-summary.js';
+import { hookPlacementOf } from './helm-hooks.js';
 import { compareText } from '../core/compare-text.js';
+import type { KeepMarks } from '../core/engine-rules.js';
 
 export interface RenderProgress {
   releasesDone: number;
@@ -96,7 +98,7 @@ export async function renderOutput(units: UnitPlan, deps: RenderDependencies, op
   if (run.refusals.length > 0) {
     throw run.refusals.length === 1 ? run.refusals[0]! : new SecretRefusedError(run.refusals.map((r) => r.unit).join(', '), run.refusals.flatMap((r) => r.findings));
   }
-  const clustersRenderedNow = settleWithholds(run, options.previous);
+  const clustersRenderedNow = settleWithholds(run, options.previous, units.settings.engine.keepMarks);
   return assembleOutcome(units, run, clustersRenderedNow, options);
 }
 
@@ -139,7 +141,6 @@ type UnitResult = { helmAnswered: boolean } & ({ files: Map<string, string>; rec
 /** One unit: its published files when the plan (or, for evaluated values, the render digest) says reuse; else helm's output, checked and encrypted. */
 function unitRenderer(plan: UnitPlan, deps: RenderDependencies, values: ValuesOutcome, options: RenderOptions): (unit: PendingUnit, decision: UnitDecision) => Promise<UnitResult> {
   const { settings, secretsPart } = plan;
-  const hookPlacement = settings.hookPlacement ?? 'staged';
   const lastModified = sopsTimestamp(options.renderTime ?? 0);
   // Compiled once the first chart that waited for values is under way (not while the values are
   // prepared, which would delay them): this process has little else to do until helm answers.
@@ -154,7 +155,7 @@ function unitRenderer(plan: UnitPlan, deps: RenderDependencies, values: ValuesOu
     const helmValues = chartValues(unit, values.values.get(unit));
     const renderDigest = decision.kind === 'reuse' ? decision.previous.renderDigest : renderDigestOf(unit, helmValues, secretsPart, settings.managementAnnotations?.id);
     // Reused as planned, or (values evaluated now) because helm would be given what it was given before.
-    const reused = decision.kind === 'reuse' ? decision.files : old && old.renderDigest === renderDigest && !plan.notReusable.has(unit.record.dir) ? previousFiles(old, options.previous) : undefined;
+    const reused = decision.kind === 'reuse' ? decision.files : old && old.renderDigest === renderDigest && !plan.notReusable.has(unit.record.dir) ? previousFiles(old, options.previous, settings.engine.keepMarks) : undefined;
     if (reused) return { files: new Map(reused), record: { ...unit.record, renderDigest, files: [...reused.keys()].sort(), ...(old?.notes ? { notes: old.notes } : {}), ...(old?.secrets ? { secrets: old.secrets } : {}), ...(old?.renderedWith ? { renderedWith: old.renderedWith } : {}), ...(old?.hooks ? { hooks: old.hooks } : {}) }, helmAnswered: false };
     let output: string;
     try {
@@ -171,7 +172,7 @@ function unitRenderer(plan: UnitPlan, deps: RenderDependencies, values: ValuesOu
     }
     let result: UnitFiles;
     try {
-      result = unitFiles(output, unit, settings.secrets, settings.managementAnnotations?.annotationsFor, hookPlacement);
+      result = unitFiles(output, unit, settings.secrets, settings.managementAnnotations?.annotationsFor, settings.engine.hookPhases);
     } catch (error) {
       if (!(error instanceof SecretRefusedError)) throw error;
       return { refusal: error, helmAnswered: true };
@@ -191,7 +192,7 @@ function unitRenderer(plan: UnitPlan, deps: RenderDependencies, values: ValuesOu
  * conflict found in kept output takes that output out again), so one pass in this order settles it.
  * Returns the clusters with a stage rendered now.
  */
-function settleWithholds(run: UnitsRendered, published: PublishedState): Set<string> {
+function settleWithholds(run: UnitsRendered, published: PublishedState, marks: KeepMarks): Set<string> {
   const { rendered, records, withheld } = run;
   withholdValuesFailures(run.failedClusters, withheld);
   withholdFailedUnits(run.unitFailures, rendered, records, withheld);
@@ -204,12 +205,12 @@ function settleWithholds(run: UnitsRendered, published: PublishedState): Set<str
   // now can have a new conflict.
   const clustersRenderedNow = new Set(records.filter((record) => record.kind === 'cluster-stage' && run.renderedNow.has(record.dir)).map((record) => clusterDir(record.namespace, record.name)));
   withholdConflicts(conflicts(clustersRenderedNow), rendered, records, withheld);
-  keepPreviousOutput(withheld, published, rendered, records);
+  keepPreviousOutput(withheld, published, rendered, records, marks);
   // A Cluster whose previous addons stay keeps the release they were rendered for.
-  if (holdReleasesOfKeptClusters(withheld, published.units, records)) keepPreviousOutput(withheld, published, rendered, records);
+  if (holdReleasesOfKeptClusters(withheld, published.units, records)) keepPreviousOutput(withheld, published, rendered, records, marks);
   if (withheld.some((entry) => entry.previousKept)) withholdConflicts(conflicts(), rendered, records, withheld);
   // A layer whose dependency (or the stack's addons) ended up with nothing in the tree waits too.
-  if (withholdStrandedLayers(rendered, records, withheld)) keepPreviousOutput(withheld, published, rendered, records);
+  if (withholdStrandedLayers(rendered, records, withheld)) keepPreviousOutput(withheld, published, rendered, records, marks);
   return clustersRenderedNow;
 }
 
@@ -220,10 +221,10 @@ function assembleOutcome(plan: UnitPlan, run: UnitsRendered, clustersRenderedNow
   // A cluster none of whose stages rendered now keeps the placement the previous tree recorded.
   const placement = placeSharedObjects(run.records, run.rendered, { renderedClusters: clustersRenderedNow, before: published.units, sharedObjects: [...published.sharedObjects] });
   // An addon object that changed directory within its cluster stays one render in the old one, marked against pruning.
-  const moves = handOverAddonMoves(published, placement.rendered, placement.records);
+  const moves = handOverAddonMoves(published, placement.rendered, placement.records, plan.settings.engine.keepMarks);
   const placed = placement.records.sort((a, b) => compareText(a.dir, b.dir));
   // Cluster API providers (management/providers/): no helm, rendered every time, same bytes.
-  const providers = renderProviders(plan.plan.providers, published.tree, [...published.providers], plan.settings.secrets);
+  const providers = renderProviders(plan.plan.providers, published.tree, [...published.providers], plan.settings.secrets, plan.settings.engine.keepMarks);
   for (const [dir, files] of providers.rendered) placement.rendered.set(dir, files);
   withheld.push(...providers.withheld);
   withheld.sort((a, b) => compareText(`${a.kind}/${a.namespace}/${a.name}/${a.layer ?? ''}`, `${b.kind}/${b.namespace}/${b.name}/${b.layer ?? ''}`));
@@ -231,7 +232,7 @@ function assembleOutcome(plan: UnitPlan, run: UnitsRendered, clustersRenderedNow
   const allUnits = plan.units.map(({ unit }) => unit);
   const provenance = buildProvenance(plan.plan, placed, withheld, valuesFailureRecords(allUnits, run.failedClusters, run.timedOutClusters), providers.records, placement.sharedObjects);
   if (moves.handovers.length > 0) provenance.addonHandovers = moves.handovers;
-  provenance.helmHooks = plan.settings.hookPlacement ?? 'staged';
+  provenance.helmHooks = hookPlacementOf(plan.settings.engine.hookPhases);
   const summary = buildSummary(plan.plan, placed, withheld, provenance.inputDigest, plan.clusterUnits as Map<string, PendingUnit[]>, placement.sharedObjects);
   if (providers.records.length > 0) summary.providers = providers.records.map(({ kind, namespace, name, version, contract, source, dir }) => ({ kind, namespace, name, version, contract, source, dir }));
   if (options.clusterRequests) {

@@ -1,8 +1,8 @@
 // Turns planned providers into the files under management/providers/<kind>-<name>/: clusterctl's
 // variable substitution (a variable without value or default withholds the provider, named),
 // the components read with Kubernetes' YAML, customised (customize-components.ts), additional
-// manifests appended, the secret policy applied, CRDs and Namespaces marked so neither Flux nor
-// Argo CD ever prunes them, one object per file. Pure and deterministic: no helm, no I/O, so every
+// manifests appended, the secret policy applied, CRDs and Namespaces marked so no engine ever
+// prunes them (the engines' keep marks), one object per file. Pure and deterministic: no helm, no I/O, so every
 // render renders providers again and gets the same bytes.
 import { describeProvider, PROVIDER_KINDS } from '../api/provider-types.js';
 import type { KubeObject } from '../api/types.js';
@@ -19,12 +19,9 @@ import { customizeComponents, type ImageOverrides, ProviderRenderError } from '.
 import { substituteVariables, SubstitutionSyntaxError } from '../providers/envsubst.js';
 import type { PlannedCertManager, PlannedProvider, ProviderPlan } from '../providers/plan-providers.js';
 import { compareText } from '../core/compare-text.js';
+import type { KeepMarks } from '../core/engine-rules.js';
 import { Failure } from '../core/failure.js';
 
-/** Flux leaves objects with this annotation in place when they leave the source. */
-const FLUX_PRUNE_ANNOTATION = 'kustomize.toolkit.fluxcd.io/prune';
-/** Argo CD's per-object sync options; `Prune=false` keeps an object that leaves the source. */
-const ARGOCD_SYNC_OPTIONS_ANNOTATION = 'argocd.argoproj.io/sync-options';
 const NEVER_PRUNED = new Set(['CustomResourceDefinition', 'Namespace']);
 
 export interface ProviderRenderResult {
@@ -94,12 +91,10 @@ function readDocumentsValue(text: string): unknown {
 }
 
 /** CRDs and Namespaces are never pruned: an upgrade or a removal must not delete user objects. */
-function markNeverPruned(object: KubeObject): void {
+function markNeverPruned(object: KubeObject, marks: KeepMarks): void {
   if (!NEVER_PRUNED.has(object.kind)) return;
   const annotations = (object.metadata.annotations ??= {});
-  annotations[FLUX_PRUNE_ANNOTATION] = 'disabled';
-  const options = (annotations[ARGOCD_SYNC_OPTIONS_ANNOTATION] ?? '').split(',').map((option) => option.trim()).filter((option) => option !== '' && !option.startsWith('Prune='));
-  annotations[ARGOCD_SYNC_OPTIONS_ANNOTATION] = [...options, 'Prune=false'].join(',');
+  Object.assign(annotations, marks.annotationsFor(annotations));
 }
 
 /** The group/kind pairs a provider's CRDs define: what Cluster API objects its removal would orphan. */
@@ -113,7 +108,7 @@ function definedKinds(objects: KubeObject[]): string[] {
   return [...kinds].sort();
 }
 
-function renderOne(planned: PlannedProvider, secrets: SecretPolicy): { files: Map<string, string>; kinds: string[]; notes: string[] } {
+function renderOne(planned: PlannedProvider, secrets: SecretPolicy, marks: KeepMarks): { files: Map<string, string>; kinds: string[]; notes: string[] } {
   const release = planned.release!;
   const info = PROVIDER_KINDS[planned.provider.kind]!;
   const namespace = planned.provider.metadata.namespace ?? 'default';
@@ -143,7 +138,7 @@ function renderOne(planned: PlannedProvider, secrets: SecretPolicy): { files: Ma
     for (const object of extra) if (!object.metadata.namespace && extraScope(object) === 'Namespaced') object.metadata.namespace = namespace;
     customized.push(...extra);
   }
-  for (const object of customized) markNeverPruned(object);
+  for (const object of customized) markNeverPruned(object, marks);
   const entries = customized.map((object) => ({ object, text: encodeYaml(object) }));
   const kept = applySecretPolicy(entries, secrets, describeProvider(planned.provider));
   // Provider components are not helm units: their Secrets are not SOPS-encrypted (yet), so under
@@ -157,8 +152,8 @@ function renderOne(planned: PlannedProvider, secrets: SecretPolicy): { files: Ma
   return { files: new Map(kept.objects.map((entry, index) => [names[index]!, entry.text])), kinds: definedKinds(objects), notes };
 }
 
-/** Renders every provider whose plan has no problem; a provider that cannot be rendered is withheld, its previous files kept. Throws SecretRefusedError. */
-export function renderProviders(plan: ProviderPlan | undefined, previous: RenderedTree, previousRecords: ProviderRecord[], secrets: SecretPolicy): ProviderRenderResult {
+/** Renders every provider whose plan has no problem (CRDs and Namespaces with `marks`); a provider that cannot be rendered is withheld, its previous files kept. Throws SecretRefusedError. */
+export function renderProviders(plan: ProviderPlan | undefined, previous: RenderedTree, previousRecords: ProviderRecord[], secrets: SecretPolicy, marks: KeepMarks): ProviderRenderResult {
   const result: ProviderRenderResult = { rendered: new Map(), records: [], withheld: [] };
   const refusals: SecretRefusedError[] = [];
   for (const planned of plan?.providers ?? []) {
@@ -179,7 +174,7 @@ export function renderProviders(plan: ProviderPlan | undefined, previous: Render
       continue;
     }
     try {
-      const { files, kinds, notes } = renderOne(planned, secrets);
+      const { files, kinds, notes } = renderOne(planned, secrets, marks);
       result.rendered.set(planned.dir, files);
       result.records.push({
         dir: planned.dir,
@@ -205,7 +200,7 @@ export function renderProviders(plan: ProviderPlan | undefined, previous: Render
   const certManager = plan?.certManager;
   if (certManager) {
     try {
-      renderCertManager(certManager, previous, previousRecords, secrets, result);
+      renderCertManager(certManager, previous, previousRecords, secrets, marks, result);
     } catch (error) {
       if (error instanceof SecretRefusedError) refusals.push(error);
       else throw error;
@@ -229,7 +224,7 @@ function certManagerHealthChecks(objects: KubeObject[]): NonNullable<ProviderRec
  * target namespace), CRDs and Namespaces never pruned, one object per file; withheld alone (its
  * previous files kept) when they cannot be read. Throws SecretRefusedError.
  */
-function renderCertManager(planned: PlannedCertManager, previous: RenderedTree, previousRecords: ProviderRecord[], secrets: SecretPolicy, result: ProviderRenderResult): void {
+function renderCertManager(planned: PlannedCertManager, previous: RenderedTree, previousRecords: ProviderRecord[], secrets: SecretPolicy, marks: KeepMarks, result: ProviderRenderResult): void {
   const namespace = 'cert-manager';
   const withhold = (reason: string): void => {
     const old = previousRecords.find((record) => record.dir === planned.dir);
@@ -254,7 +249,7 @@ function renderCertManager(planned: PlannedCertManager, previous: RenderedTree, 
     throw error;
   }
   if (!objects.some((object) => object.kind === 'Deployment')) return withhold(`cert-manager ${release.version} (${release.source}) holds no Deployment: it is not cert-manager's cert-manager.yaml`);
-  for (const object of objects) markNeverPruned(object);
+  for (const object of objects) markNeverPruned(object, marks);
   const kept = applySecretPolicy(objects.map((object) => ({ object, text: encodeYaml(object) })), secrets, 'cert-manager');
   if (kept.toEncrypt.size > 0) return withhold(`its components hold Secrets; --secrets encrypt covers the stacks' Secrets, not cert-manager's: render with --secrets drop`);
   const names = fileNamesFor(kept.objects.map((entry) => entry.object), namespace);

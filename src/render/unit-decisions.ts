@@ -7,7 +7,7 @@
 // values template is reused after all when its evaluated values give the render digest the target
 // records; a chart that fails, renders nothing or a document the API server refuses, and two units
 // rendering one object differently, withhold at render.
-import type { HookPlacement } from '../output/helm-hooks-record.js';
+import type { EngineRules, KeepMarks } from '../core/engine-rules.js';
 import type { UnitRecord, WithheldEntry } from '../output/provenance.js';
 import type { PublishedState } from '../output/published-state.js';
 import type { Plan } from '../plan/build-plan.js';
@@ -15,6 +15,7 @@ import { type SecretEncryption, secretsDigestPart } from '../secrets/secrets-dig
 import { handEditedSecrets } from './encrypted-secrets.js';
 import { layerUnits } from './layer-units.js';
 import { unitsWithMisplacedHooks } from './previous-hook-layout.js';
+import { hookPlacementOf } from './helm-hooks.js';
 import { previousFiles } from './previous-output.js';
 import { chartValues, ownerKey, type PendingUnit, planUnits, renderDigestOf } from './render-units.js';
 import type { SecretPolicy } from './secret-policy.js';
@@ -30,8 +31,8 @@ export interface UnitPlanSettings {
    * names them in every digest, so a tree rendered with other annotations is rendered again.
    */
   readonly managementAnnotations?: { readonly id: string; readonly annotationsFor: AnnotationsFor };
-  /** How helm hooks are laid out: `argocd`, or `staged` (the default) for Flux and plain appliers. */
-  readonly hookPlacement?: HookPlacement;
+  /** The chosen engine's rules (gitops/wiring/engine-rules.ts): its keep marks, and its hook phases if it maps helm hooks itself. */
+  readonly engine: EngineRules;
 }
 
 /** One unit's decision. */
@@ -73,7 +74,7 @@ export function decideUnits(plan: Plan, published: PublishedState, settings: Uni
   units.push(...layers.units);
   withheld.push(...layers.withheld);
   const handEdited = new Map(units.map((unit) => [unit.record.dir, handEditedSecrets(published.units.get(unit.record.dir), published.tree)] as const).filter(([, files]) => files.length > 0));
-  const notReusable = new Set([...handEdited.keys(), ...unitsWithMisplacedHooks(published, settings.hookPlacement ?? 'staged')]);
+  const notReusable = new Set([...handEdited.keys(), ...unitsWithMisplacedHooks(published, hookPlacementOf(settings.engine.hookPhases))]);
   const knownValuesFailures = new Map<string, string>();
   for (const unit of units) {
     const known = published.valuesFailures.get(`${unit.record.dir} ${unit.record.inputDigest}`);
@@ -81,20 +82,20 @@ export function decideUnits(plan: Plan, published: PublishedState, settings: Uni
   }
   const decided = units.map((unit): DecidedUnit => {
     Object.freeze(unit.record);
-    return Object.freeze({ unit: Object.freeze(unit), decision: Object.freeze(decideUnit(unit, published, notReusable, knownValuesFailures, secretsPart, settings.managementAnnotations?.id)) });
+    return Object.freeze({ unit: Object.freeze(unit), decision: Object.freeze(decideUnit(unit, published, notReusable, knownValuesFailures, secretsPart, settings.managementAnnotations?.id, settings.engine.keepMarks)) });
   });
   for (const entry of withheld) Object.freeze(entry);
   return Object.freeze({ plan, settings, secretsPart, units: Object.freeze(decided), clusterUnits, withheld: Object.freeze(withheld), knownValuesFailures, handEdited, notReusable });
 }
 
 /** One unit's decision, in render's order: a known values failure, the input digest, then the render digest when the values are known now. */
-function decideUnit(unit: PendingUnit, published: PublishedState, notReusable: ReadonlySet<string>, knownFailures: ReadonlyMap<string, string>, secretsPart: unknown, annotationsId: string | undefined): UnitDecision {
+function decideUnit(unit: PendingUnit, published: PublishedState, notReusable: ReadonlySet<string>, knownFailures: ReadonlyMap<string, string>, secretsPart: unknown, annotationsId: string | undefined, marks: KeepMarks): UnitDecision {
   const known = unit.record.kind === 'release' ? undefined : knownFailures.get(ownerKey(unit));
   if (known !== undefined) return { kind: 'withhold', reason: `its values template failed before with the same inputs: ${known}` };
   const old = published.units.get(unit.record.dir);
   if (!old) return { kind: 'render', reason: 'not published yet' };
   if (notReusable.has(unit.record.dir)) return { kind: 'render', reason: 'its published files cannot be reused (encrypted Secrets edited by hand, or helm hooks laid out for another engine)' };
-  const files = previousFiles(old, published);
+  const files = previousFiles(old, published, marks);
   if (!files) return { kind: 'render', reason: 'the target no longer holds all its published files' };
   if (old.inputDigest === unit.record.inputDigest) return { kind: 'reuse', reason: 'its inputs are unchanged', previous: old, files };
   if (unit.template !== undefined) return { kind: 'render', reason: 'its inputs changed; its values template is evaluated at render, and the published files are reused if helm would be given the same' };

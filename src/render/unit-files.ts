@@ -3,7 +3,8 @@
 import { layerRef } from '../core/layer-version.js';
 import type { KubeObject } from '../api/types.js';
 import { servedApiProblem } from '../core/kube-api-versions.js';
-import type { HelmHookRecord, HookPlacement } from '../output/helm-hooks-record.js';
+import type { HookPhases } from '../core/engine-rules.js';
+import type { HelmHookRecord } from '../output/helm-hooks-record.js';
 import { placeHelmHooks } from './helm-hooks.js';
 import { type ManifestObject, placeObjects, readManifests } from './manifest-objects.js';
 import type { PendingUnit } from './render-units.js';
@@ -36,7 +37,7 @@ function emptyRenderProblem(unit: PendingUnit, subject: string): string {
 }
 
 /** One unit's helm output as files; throws SecretRefusedError when the policy refuses an object. */
-export function unitFiles(output: string, unit: PendingUnit, policy: SecretPolicy, annotationsFor?: AnnotationsFor, hookPlacement: HookPlacement = 'staged'): UnitFiles {
+export function unitFiles(output: string, unit: PendingUnit, policy: SecretPolicy, annotationsFor?: AnnotationsFor, hookPhases?: HookPhases): UnitFiles {
   const subject =
     unit.record.kind === 'release'
       ? `release ${unit.record.release}`
@@ -57,7 +58,7 @@ export function unitFiles(output: string, unit: PendingUnit, policy: SecretPolic
   const kept = applySecretPolicy(placed.objects, policy, subject);
   const dropped = kept.dropped.map((finding) => `${finding.object.kind} ${finding.object.metadata.namespace ? `${finding.object.metadata.namespace}/` : ''}${finding.object.metadata.name} left out (--secrets drop): it ${finding.why}`);
   // Hooks go where the engine runs them at helm's events, or are left out (helm-hooks.ts).
-  const { files: names, hooks } = placeHelmHooks(kept.objects.map((entry) => entry.object), unit.defaultNamespace, hookPlacement);
+  const { files: names, hooks } = placeHelmHooks(kept.objects.map((entry) => entry.object), unit.defaultNamespace, hookPhases);
   return {
     files: new Map(kept.objects.flatMap((entry, index) => (names[index] === undefined ? [] : [[names[index], entry.text] as const]))),
     problems: [],

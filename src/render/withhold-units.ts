@@ -2,6 +2,7 @@
 // an addon set is worse than the old one) out of the new tree, and whatever was published before
 // for it stays. Withholding never prunes.
 import { compareText } from '../core/compare-text.js';
+import type { KeepMarks } from '../core/engine-rules.js';
 import { layerRef } from '../core/layer-version.js';
 import type { UnitRecord, WithheldEntry } from '../output/provenance.js';
 import type { PublishedState } from '../output/published-state.js';
@@ -105,14 +106,14 @@ export function withholdStrandedLayers(rendered: Map<string, Map<string, string>
   return changed;
 }
 
-/** Puts back the previous output of withheld units that were published before, marking them so. */
-export function keepPreviousOutput(withheld: WithheldEntry[], published: PublishedState, rendered: Map<string, Map<string, string>>, records: UnitRecord[]): void {
+/** Puts back the previous output of withheld units that were published before, marking them so (`marks`: how handed-over copies were marked). */
+export function keepPreviousOutput(withheld: WithheldEntry[], published: PublishedState, rendered: Map<string, Map<string, string>>, records: UnitRecord[], marks: KeepMarks): void {
   const beforeDirs = new SortedDirs(published.units.keys());
   for (const entry of withheld) {
     const dirs = ownDirs(entry, beforeDirs);
     for (const dir of dirs) {
       const old = published.units.get(dir);
-      const files = previousFiles(old, published);
+      const files = previousFiles(old, published, marks);
       if (!old || !files || rendered.has(dir)) continue;
       rendered.set(dir, files);
       records.push(old);

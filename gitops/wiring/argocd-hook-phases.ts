@@ -9,6 +9,7 @@
 // - a sync applies a hook only in the phases PreSync, Sync, PostSync and SyncFail: a hook with none
 //   of them (a test Pod, a rollback Job, a delete hook) is never applied by a sync.
 // Both annotations are comma-separated lists, each entry trimmed, compared as written.
+import type { HookHandling, HookPhases } from '../../src/core/engine-rules.js';
 
 const ARGOCD_HOOK_ANNOTATION = 'argocd.argoproj.io/hook';
 const HELM_HOOK_ANNOTATION = 'helm.sh/hook';
@@ -24,22 +25,12 @@ const HELM_TO_ARGOCD: Record<string, string> = {
   'pre-delete': 'PreDelete',
 };
 
-/** How Argo CD treats an object, by its annotations. */
-export interface ArgoCdHookHandling {
-  /** Whether Argo CD handles it as a hook (not as an ordinary resource of the Application). */
-  hook: boolean;
-  /** Its hook types (PreSync, PostDelete, ...); empty for an ordinary resource or an unmapped helm hook. */
-  types: string[];
-  /** The sync phases in which a sync applies it; ['Sync'] for an ordinary resource, [] for a hook no sync runs. */
-  syncPhases: string[];
-}
-
 function csv(value: string | undefined): string[] {
   return value === undefined ? [] : value.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
 }
 
 /** What Argo CD does with an object carrying these annotations (see the header for the source). */
-export function argoCdHookHandling(annotations: Record<string, string> | undefined): ArgoCdHookHandling {
+export function argoCdHookHandling(annotations: Readonly<Record<string, string>> | undefined): HookHandling {
   const argoTypes = csv(annotations?.[ARGOCD_HOOK_ANNOTATION]).filter((type) => ARGOCD_HOOK_TYPES.has(type));
   const types = argoTypes.length > 0 ? argoTypes : csv(annotations?.[HELM_HOOK_ANNOTATION]).flatMap((event) => (HELM_TO_ARGOCD[event] ? [HELM_TO_ARGOCD[event]!] : []));
   const skipOnly = types.includes('Skip') && types.length === 1;
@@ -48,3 +39,6 @@ export function argoCdHookHandling(annotations: Record<string, string> | undefin
   if (!hook) return { hook: false, types: [], syncPhases: ['Sync'] };
   return { hook, types: [...new Set(types)], syncPhases: [...new Set(types.filter((type) => SYNC_PHASES.has(type)))] };
 }
+
+/** Argo CD's hook phases, as the render's helm hook placement takes them. */
+export const ARGOCD_HOOK_PHASES: HookPhases = { placement: 'argocd', engine: 'Argo CD', hookAnnotation: ARGOCD_HOOK_ANNOTATION, handling: argoCdHookHandling };
