@@ -21,6 +21,7 @@
 // in place it holds while the branch is checked out, the tree under the path at HEAD is the one that
 // run left and nothing under the path differs from HEAD (nothing staged anywhere); against a remote,
 // while the remote branch still points at the commit that run pushed or found.
+import { fullJitterDelay } from '../src/core/backoff.js';
 import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
 import { access, chmod, lstat, mkdir, readdir, readFile, realpath, rm, rmdir, stat, unlink, writeFile } from 'node:fs/promises';
@@ -54,7 +55,10 @@ import type { Logger } from '../src/core/logger.js';
 export interface GitPublisherOptions extends GitTargetOptions {
   /** Handlebars source of the commit message template; the bundled default when undefined. */
   messageTemplate?: string;
-  /** Pushes tried before giving up on a branch others keep moving (default 5). */
+  /**
+   * Pushes tried before giving up on a branch others keep moving (default 8); between them a random
+   * wait, so that writers racing on one branch (controller shards) fall out of step.
+   */
   maxPushAttempts?: number;
   logger?: Logger;
   /** Inputs and release sources: an in-place work tree's --path may be neither of them nor hold them. */
@@ -146,7 +150,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
     if (!isValidBranchName(this.branch)) throw new PublishError('invalid-input', `--branch "${this.branch}" is not a valid Git branch name`);
     this.subdir = normalizeSubdir(options.path);
     this.workDir = path.resolve(options.workDir);
-    this.maxPushAttempts = options.maxPushAttempts ?? 5;
+    this.maxPushAttempts = options.maxPushAttempts ?? 8;
     if (!Number.isInteger(this.maxPushAttempts) || this.maxPushAttempts < 1) {
       throw new PublishError('invalid-input', `maxPushAttempts must be a whole number of at least 1, got ${options.maxPushAttempts}`);
     }
@@ -685,6 +689,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
         const fast = await this.commitFromKnown(workspace, this.committed, tree, message);
         if (fast === 'lost-race') {
           this.options.logger?.warn({ target: this.target, attempt, maxAttempts: this.maxPushAttempts }, 'Push lost a race with another writer, rebuilding on the new remote head');
+          await lostRacePause(attempt);
           continue;
         }
         if (fast) return fast;
@@ -700,6 +705,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
       } catch (error) {
         if (error instanceof PublishError && error.kind === 'conflict') {
           this.options.logger?.warn({ target: this.target, attempt, maxAttempts: this.maxPushAttempts }, 'Push lost a race with another writer, rebuilding on the new remote head');
+          await lostRacePause(attempt);
           continue;
         }
         await this.recover(workspace);
@@ -855,4 +861,9 @@ function parseJournal(text: string): WorkTreeJournal {
     directories: strings(parsed.directories),
     edited,
   };
+}
+
+/** A random wait after the `attempt`th lost push race (full jitter, 50 ms doubling, at most 2 s): racing writers fall out of step. */
+function lostRacePause(attempt: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, fullJitterDelay(attempt - 1, { baseDelayMs: 50, maxDelayMs: 2000 })));
 }
