@@ -3,7 +3,7 @@
 //
 //   npm run bench                     all benchmarks, 200 clusters
 //   npm run bench -- --clusters 50    fewer clusters
-//   npm run bench -- --only render    one benchmark (startup | heavy | render | scale | github | controller)
+//   npm run bench -- --only render    one benchmark (startup | heavy | render | scale | github | controller | shards)
 //   npm run bench -- --heavy-clusters 24   clusters of the real-weight scenario (default 48)
 //   npm run bench -- --heavy-shape dense   every template of the CNI chart renders (ten times a real chart's output)
 //
@@ -32,6 +32,7 @@ import { assertCliBuilt, startCli } from './cli-runs.js';
 import { benchHeavy } from './heavy-render-bench.js';
 import { heavyShape } from './heavy-stack.js';
 import { benchScale } from './scale-bench.js';
+import { benchShards } from './shards-bench.js';
 import { benchStartup } from './startup-bench.js';
 
 const { values } = parseArgs({ options: { clusters: { type: 'string', default: '200' }, 'heavy-clusters': { type: 'string', default: '48' }, 'heavy-shape': { type: 'string', default: 'released' }, only: { type: 'string' } } });
@@ -311,6 +312,7 @@ const benchmarks: Record<string, () => Promise<void>> = {
   scale: () => benchScale(),
   github: benchGitHub,
   controller: benchController,
+  shards: () => benchShards(values.clusters === '200' ? 60 : CLUSTERS),
 };
 // Every work directory of this run (os.tmpdir() reads TMPDIR on each call) in one, removed at the end.
 const scratch = await mkdtemp(path.join(os.tmpdir(), 'csk-bench-run-'));
