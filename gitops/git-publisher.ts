@@ -684,15 +684,20 @@ export class GitPublisher implements Publisher, SettledRunStore {
 
   private async commitAndPush(workspace: Workspace, tree: RenderedTree, message: string): Promise<PublishResult> {
     const branchRef = `refs/heads/${this.branch}`;
+    // The commit the fast path builds on: the one we pushed last, or after a lost race the new head
+    // when the other writer left our path alone (controller shards); undefined: the work tree path.
+    let fastParent: string | null | undefined = this.committed?.revision;
     for (let attempt = 1; attempt <= this.maxPushAttempts; attempt++) {
-      if (attempt === 1 && this.committed) {
-        const fast = await this.commitFromKnown(workspace, this.committed, tree, message);
+      if (this.committed && fastParent !== undefined) {
+        const fast = await this.commitFromKnown(workspace, this.committed, tree, message, fastParent, attempt);
         if (fast === 'lost-race') {
           this.options.logger?.warn({ target: this.target, attempt, maxAttempts: this.maxPushAttempts }, 'Push lost a race with another writer, rebuilding on the new remote head');
           await lostRacePause(attempt);
+          fastParent = await this.headKeepingOurPath(workspace, this.committed.revision);
           continue;
         }
         if (fast) return fast;
+        fastParent = undefined;
       }
       const base = await this.resetToRemote(workspace);
       const changes = await this.stageTree(workspace, tree, base);
@@ -724,20 +729,41 @@ export class GitPublisher implements Publisher, SettledRunStore {
    * still at that commit. 'lost-race' when it moved on; undefined when the full way must decide
    * (nothing differs but the branch moved, or fast-import failed).
    */
-  private async commitFromKnown(workspace: Workspace, known: NonNullable<GitPublisher['committed']>, tree: RenderedTree, message: string): Promise<PublishResult | 'lost-race' | undefined> {
+  /**
+   * After a lost race: the new remote head, when our path there still holds the tree we pushed last
+   * (the other writer changed only other paths, as controller shards do), so that the same file
+   * changes apply on top of it; undefined otherwise (or for a target at the repository root).
+   */
+  private async headKeepingOurPath(workspace: Workspace, known: string | null): Promise<string | undefined> {
+    if (this.subdir === '' || known === null) return undefined;
+    const { git } = workspace;
+    const branchRef = `refs/heads/${this.branch}`;
+    const trackingRef = `refs/remotes/origin/${this.branch}`;
+    try {
+      await git.run(['fetch', '--quiet', '--no-tags', 'origin', `+${branchRef}:${trackingRef}`], `git fetch from ${this.remote.display}`);
+      const head = (await git.run(['rev-parse', trackingRef], 'git rev-parse')).trim();
+      const pathTree = (commit: string) => git.run(['rev-parse', '--verify', '--quiet', `${commit}:${this.subdir}`], 'git rev-parse').then((out) => out.trim(), () => '');
+      const [theirs, ours] = await Promise.all([pathTree(head), pathTree(known)]);
+      return ours !== '' && theirs === ours ? head : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private async commitFromKnown(workspace: Workspace, known: NonNullable<GitPublisher['committed']>, tree: RenderedTree, message: string, parent: string | null = known.revision, attempt = 1): Promise<PublishResult | 'lost-race' | undefined> {
     const prefix = this.subdir === '' ? '' : `${this.subdir}/`;
     const written = [...tree.keys()].filter((file) => known.tree.get(file) !== tree.get(file)).sort();
     const removed = [...known.tree.keys()].filter((file) => !tree.has(file)).sort();
     if (written.length === 0 && removed.length === 0) {
       // The tree is there; whether the branch still is, only the remote can say.
-      return (await this.remoteHead(workspace)) === (known.revision ?? '') ? { changed: false, written: [], removed: [], revision: known.revision } : undefined;
+      return (await this.remoteHead(workspace)) === (parent ?? '') ? { changed: false, written: [], removed: [], revision: parent } : undefined;
     }
     const branchRef = `refs/heads/${this.branch}`;
     let revision: string;
     try {
       revision = await fastCommit(workspace.git, {
         ref: branchRef,
-        parent: known.revision,
+        parent,
         author: this.options.author,
         message,
         written: written.map((file) => [`${prefix}${file}`, tree.get(file)!] as const),
@@ -749,7 +775,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
     }
     try {
       // Only over the known commit: anything else there is another writer's, to build on.
-      await workspace.git.run(['push', `--force-with-lease=${branchRef}:${known.revision ?? ''}`, 'origin', `${branchRef}:${branchRef}`], `git push to ${this.remote.display}`);
+      await workspace.git.run(['push', `--force-with-lease=${branchRef}:${parent ?? ''}`, 'origin', `${branchRef}:${branchRef}`], `git push to ${this.remote.display}`);
     } catch (error) {
       if (error instanceof PublishError && error.kind === 'conflict') return 'lost-race';
       await this.recover(workspace);
@@ -760,7 +786,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
     await workspace.git.run(['gc', '--auto', '--quiet'], 'git gc').catch((error: unknown) => {
       this.options.logger?.warn({ target: this.target, error: error instanceof Error ? error.message : String(error) }, 'git gc --auto failed in the clone; the publish itself is done');
     });
-    this.options.logger?.info({ target: this.target, revision, attempt: 1, written: written.length, removed: removed.length }, 'Pushed rendered tree');
+    this.options.logger?.info({ target: this.target, revision, attempt, written: written.length, removed: removed.length }, 'Pushed rendered tree');
     return { changed: true, written, removed, revision };
   }
 
