@@ -95,7 +95,7 @@ describe('a shard\'s part of the plan', () => {
       providerReleases: [],
       providerTemplates: [],
       capiProviders: [labelled('core', 'shard1'), labelled('infra')],
-    } as LiveObjects;
+    } as unknown as LiveObjects;
     const mine = shardLive(live, MAIN);
     expect(mine.stacks.map((s) => s.metadata.name)).toEqual(['stack-main']);
     expect(mine.clusters).toHaveLength(3);
