@@ -1,7 +1,7 @@
 // Sharded controllers (issue 33): the same fleet rendered by one shard and by three, each shard a
 // `clusterstack controller` process against one fake API server, publishing to one bare Git
-// repository. helm is a stand-in of fixed cost (it sleeps, then prints one fixed object; values
-// templates still go to the real helm), so the comparison shows the coordination (informers,
+// repository. helm is a stand-in of fixed cost (each chart render and each chunk of values templates
+// sleeps, then prints fixed output), so the comparison shows the coordination (informers,
 // planning, rebase-and-retry on one branch) rather than two cores shared by CPU-bound helm
 // processes. Measured: after every shard published its first tree, every Cluster changes at once;
 // the time until each Cluster's addons are published again from its new inputs. Target: three
@@ -18,7 +18,7 @@ const EXAMPLE = path.resolve('examples/quickstart');
 const RELEASE = 'docker-ferrol-1-30-v2';
 const SHARD_COUNT = 3;
 
-/** A helm that costs `seconds` per chart render whatever the chart, and is real helm for everything else. */
+/** A helm that costs `seconds` per chart render and per chunk of values templates, whatever they hold. */
 async function fixedCostHelm(dir: string, seconds: number): Promise<string> {
   const real = (await resolveHelmBinary({})).path;
   const file = path.join(dir, 'helm');
@@ -26,9 +26,17 @@ async function fixedCostHelm(dir: string, seconds: number): Promise<string> {
     file,
     [
       '#!/bin/sh',
-      '# `helm template <release> <chart> ...` sleeps a fixed time and prints one fixed object; values',
-      '# templates (`helm template values .`), lint and version go to the real helm.',
-      `if [ "$1" = template ] && [ "$2" != values ]; then`,
+      '# `helm template <release> <chart> ...` sleeps a fixed time and prints one fixed object; a chunk of',
+      '# values templates (`helm template values .`, run in the generated chart) sleeps as long and gives',
+      '# every template the digest of the chunk\'s inputs; anything else (version) goes to the real helm.',
+      `if [ "$1" = template ] && [ "$2" = values ]; then`,
+      `  sleep ${seconds}`,
+      // Values that change with the chunk's inputs (a digest of them), so a changed Cluster renders again.
+      '  out=$(printf \'inputs: "%s"\\n\' "$(sha256sum values.yaml | cut -c1-16)" | base64 -w0)',
+      '  for file in templates/u*.yaml; do n=${file#templates/u}; n=${n%.yaml}; printf \'# Source: cs-values/templates/u%s.yaml\\nout: "%s"\\n---\\n\' "$n" "$out"; done',
+      '  exit 0',
+      'fi',
+      `if [ "$1" = template ]; then`,
       `  sleep ${seconds}`,
       "  printf 'apiVersion: v1\\nkind: ConfigMap\\nmetadata:\\n  name: stand-in\\ndata:\\n  cost: fixed\\n'",
       '  exit 0',
@@ -120,7 +128,7 @@ async function run(shards: number, clusters: number, helm: string): Promise<{ fi
     await until(() => {
       const now = digests();
       return [...before].every(([name, digest]) => now.has(name) && now.get(name) !== digest);
-    }, 'every changed Cluster published again');
+    }, 'every changed Cluster published again', Number(process.env.CSK_BENCH_TIMEOUT_MS ?? 600_000));
     return { firstMs, waveMs: performance.now() - waveStarted, commits: git.commitCount(remote, 'main') - commitsBefore };
   } catch (error) {
     for (const process of processes) console.log(`  shard stderr:\n${process.stderr().slice(-3000)}`);
