@@ -65,6 +65,9 @@ export { InformerCache, type KindCache } from './runtime/informer-cache.js';
 export { RetryLaterError } from './reconcile/next-reconcile.js';
 export { stackKey } from './reconcile/watch-filter.js';
 
+/** How soon a shard handing Clusters over reads the new shards' subtrees again. */
+const HANDOVER_RECHECK_MS = 5000;
+
 /** The key of the reconcile that renders, publishes and reports: every change leads to it. */
 export const PUBLISH_KEY = 'publish';
 
@@ -149,6 +152,8 @@ export class Controller {
   private readonly unitObjectCache = new Map<string, { digest: string; objects: UnitObject[] }>();
   private reconciles = 0;
   private finished = 0;
+  /** Sharded: how many Clusters the last reconcile still published for their new shard. */
+  private handingOver = 0;
   /** The objects of each stack the last reconcile could not write: the next one reports them. */
   private ownedObjectErrors = new Map<string, string[]>();
   /** What the last reconcile rendered and published per Cluster, for the lifecycle hook handlers. */
@@ -509,7 +514,9 @@ export class Controller {
       'Reconciled',
     );
     if (apply.errors.length > 0) failures.push({ kind: 'retry', message: `${apply.errors.length} object(s) could not be written` });
-    return { ...nextReconcile(failures, { resyncMs: this.resyncMs, ...(reportAgain ? { soonMs: 1000 } : {}) }), summary };
+    // A handover in progress looks again soon: the new shard's commit is no event here.
+    const soonMs = reportAgain ? 1000 : this.handingOver > 0 ? HANDOVER_RECHECK_MS : undefined;
+    return { ...nextReconcile(failures, { resyncMs: this.resyncMs, ...(soonMs !== undefined ? { soonMs } : {}) }), summary };
   }
 
   /**
@@ -526,6 +533,7 @@ export class Controller {
       });
     }
     const part = shardPlan(plan, shard.scope, previous, elsewhere);
+    this.handingOver = part.handingOver.length;
     if (part.handingOver.length > 0) logger.info({ shard: shard.scope.name, clusters: part.handingOver }, 'Still publishing Clusters another shard owns until its subtree holds them');
     if (part.handedOver.length > 0) logger.info({ shard: shard.scope.name, clusters: part.handedOver }, 'Handed over Clusters their new shard publishes');
     return part.plan;
