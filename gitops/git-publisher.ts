@@ -21,6 +21,7 @@
 // in place it holds while the branch is checked out, the tree under the path at HEAD is the one that
 // run left and nothing under the path differs from HEAD (nothing staged anywhere); against a remote,
 // while the remote branch still points at the commit that run pushed or found.
+import { fullJitterDelay } from '../src/core/backoff.js';
 import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
 import { access, chmod, lstat, mkdir, readdir, readFile, realpath, rm, rmdir, stat, unlink, writeFile } from 'node:fs/promises';
@@ -55,7 +56,10 @@ import { crashPoint } from './crash-point.js';
 export interface GitPublisherOptions extends GitTargetOptions {
   /** Handlebars source of the commit message template; the bundled default when undefined. */
   messageTemplate?: string;
-  /** Pushes tried before giving up on a branch others keep moving (default 5). */
+  /**
+   * Pushes tried before giving up on a branch others keep moving (default 8); between them a random
+   * wait, so that writers racing on one branch (controller shards) fall out of step.
+   */
   maxPushAttempts?: number;
   logger?: Logger;
   /** Inputs and release sources: an in-place work tree's --path may be neither of them nor hold them. */
@@ -147,7 +151,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
     if (!isValidBranchName(this.branch)) throw new PublishError('invalid-input', `--branch "${this.branch}" is not a valid Git branch name`);
     this.subdir = normalizeSubdir(options.path);
     this.workDir = path.resolve(options.workDir);
-    this.maxPushAttempts = options.maxPushAttempts ?? 5;
+    this.maxPushAttempts = options.maxPushAttempts ?? 8;
     if (!Number.isInteger(this.maxPushAttempts) || this.maxPushAttempts < 1) {
       throw new PublishError('invalid-input', `maxPushAttempts must be a whole number of at least 1, got ${options.maxPushAttempts}`);
     }
@@ -685,14 +689,20 @@ export class GitPublisher implements Publisher, SettledRunStore {
 
   private async commitAndPush(workspace: Workspace, tree: RenderedTree, message: string): Promise<PublishResult> {
     const branchRef = `refs/heads/${this.branch}`;
+    // The commit the fast path builds on: the one we pushed last, or after a lost race the new head
+    // when the other writer left our path alone (controller shards); undefined: the work tree path.
+    let fastParent: string | null | undefined = this.committed?.revision;
     for (let attempt = 1; attempt <= this.maxPushAttempts; attempt++) {
-      if (attempt === 1 && this.committed) {
-        const fast = await this.commitFromKnown(workspace, this.committed, tree, message);
+      if (this.committed && fastParent !== undefined) {
+        const fast = await this.commitFromKnown(workspace, this.committed, tree, message, fastParent, attempt);
         if (fast === 'lost-race') {
           this.options.logger?.warn({ target: this.target, attempt, maxAttempts: this.maxPushAttempts }, 'Push lost a race with another writer, rebuilding on the new remote head');
+          await lostRacePause(attempt);
+          fastParent = await this.headKeepingOurPath(workspace, this.committed.revision);
           continue;
         }
         if (fast) return fast;
+        fastParent = undefined;
       }
       const base = await this.resetToRemote(workspace);
       const changes = await this.stageTree(workspace, tree, base);
@@ -708,6 +718,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
       } catch (error) {
         if (error instanceof PublishError && error.kind === 'conflict') {
           this.options.logger?.warn({ target: this.target, attempt, maxAttempts: this.maxPushAttempts }, 'Push lost a race with another writer, rebuilding on the new remote head');
+          await lostRacePause(attempt);
           continue;
         }
         await this.recover(workspace);
@@ -726,20 +737,41 @@ export class GitPublisher implements Publisher, SettledRunStore {
    * still at that commit. 'lost-race' when it moved on; undefined when the full way must decide
    * (nothing differs but the branch moved, or fast-import failed).
    */
-  private async commitFromKnown(workspace: Workspace, known: NonNullable<GitPublisher['committed']>, tree: RenderedTree, message: string): Promise<PublishResult | 'lost-race' | undefined> {
+  /**
+   * After a lost race: the new remote head, when our path there still holds the tree we pushed last
+   * (the other writer changed only other paths, as controller shards do), so that the same file
+   * changes apply on top of it; undefined otherwise (or for a target at the repository root).
+   */
+  private async headKeepingOurPath(workspace: Workspace, known: string | null): Promise<string | undefined> {
+    if (this.subdir === '' || known === null) return undefined;
+    const { git } = workspace;
+    const branchRef = `refs/heads/${this.branch}`;
+    const trackingRef = `refs/remotes/origin/${this.branch}`;
+    try {
+      await git.run(['fetch', '--quiet', '--no-tags', 'origin', `+${branchRef}:${trackingRef}`], `git fetch from ${this.remote.display}`);
+      const head = (await git.run(['rev-parse', trackingRef], 'git rev-parse')).trim();
+      const pathTree = (commit: string) => git.run(['rev-parse', '--verify', '--quiet', `${commit}:${this.subdir}`], 'git rev-parse').then((out) => out.trim(), () => '');
+      const [theirs, ours] = await Promise.all([pathTree(head), pathTree(known)]);
+      return ours !== '' && theirs === ours ? head : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private async commitFromKnown(workspace: Workspace, known: NonNullable<GitPublisher['committed']>, tree: RenderedTree, message: string, parent: string | null = known.revision, attempt = 1): Promise<PublishResult | 'lost-race' | undefined> {
     const prefix = this.subdir === '' ? '' : `${this.subdir}/`;
     const written = [...tree.keys()].filter((file) => known.tree.get(file) !== tree.get(file)).sort();
     const removed = [...known.tree.keys()].filter((file) => !tree.has(file)).sort();
     if (written.length === 0 && removed.length === 0) {
       // The tree is there; whether the branch still is, only the remote can say.
-      return (await this.remoteHead(workspace)) === (known.revision ?? '') ? { changed: false, written: [], removed: [], revision: known.revision } : undefined;
+      return (await this.remoteHead(workspace)) === (parent ?? '') ? { changed: false, written: [], removed: [], revision: parent } : undefined;
     }
     const branchRef = `refs/heads/${this.branch}`;
     let revision: string;
     try {
       revision = await fastCommit(workspace.git, {
         ref: branchRef,
-        parent: known.revision,
+        parent,
         author: this.options.author,
         message,
         written: written.map((file) => [`${prefix}${file}`, tree.get(file)!] as const),
@@ -752,7 +784,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
     crashPoint('git:fast-committed');
     try {
       // Only over the known commit: anything else there is another writer's, to build on.
-      await workspace.git.run(['push', `--force-with-lease=${branchRef}:${known.revision ?? ''}`, 'origin', `${branchRef}:${branchRef}`], `git push to ${this.remote.display}`);
+      await workspace.git.run(['push', `--force-with-lease=${branchRef}:${parent ?? ''}`, 'origin', `${branchRef}:${branchRef}`], `git push to ${this.remote.display}`);
       crashPoint('git:pushed');
     } catch (error) {
       if (error instanceof PublishError && error.kind === 'conflict') return 'lost-race';
@@ -764,7 +796,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
     await workspace.git.run(['gc', '--auto', '--quiet'], 'git gc').catch((error: unknown) => {
       this.options.logger?.warn({ target: this.target, error: error instanceof Error ? error.message : String(error) }, 'git gc --auto failed in the clone; the publish itself is done');
     });
-    this.options.logger?.info({ target: this.target, revision, attempt: 1, written: written.length, removed: removed.length }, 'Pushed rendered tree');
+    this.options.logger?.info({ target: this.target, revision, attempt, written: written.length, removed: removed.length }, 'Pushed rendered tree');
     return { changed: true, written, removed, revision };
   }
 
@@ -865,4 +897,9 @@ function parseJournal(text: string): WorkTreeJournal {
     directories: strings(parsed.directories),
     edited,
   };
+}
+
+/** A random wait after the `attempt`th lost push race (full jitter, 50 ms doubling, at most 2 s): racing writers fall out of step. */
+function lostRacePause(attempt: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, fullJitterDelay(attempt - 1, { baseDelayMs: 50, maxDelayMs: 2000 })));
 }

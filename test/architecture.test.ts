@@ -103,6 +103,7 @@ const CORE_RANK = [
   'src/render',
   'src/cluster-requests',
   'src/run-plan',
+  'src/shards',
 ];
 
 /** Strongly connected components with more than one file (Tarjan). */

@@ -20,6 +20,8 @@ import { type CliIo, EXIT_FAILURE, EXIT_OK, UsageError } from './cli-io.js';
 import { controllerSecretSettings } from './secret-options.js';
 import { parseCommandLine } from './parse-command-line.js';
 import { SchedulerConfigFile } from '../controller/reconcile/scheduler-config-file.js';
+import { parseShardScope, SHARDS_DIR, shardObjectName, shardsRoot, shardSubtree, type ShardScope } from '../shards/shard-scope.js';
+import { directoryShardsReader, gitShardsReader } from '../../gitops/shard-fleet.js';
 import { checkCacheDir, configFromFlags, HELM_TIMEOUT_HELP, HELM_TIMEOUT_OPTIONS, helmOptionsFrom, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, layerChartFetcherFrom, providerFetcherFrom, sourceOpenerFrom } from './common-options.js';
 
 export const CONTROLLER_USAGE = `Usage: clusterstack controller --release-source <source> (--git <repo> | --output <dir> | --oci <ref>) [options]
@@ -71,6 +73,11 @@ Running:
   --log-level <level>        debug | info | warn | error (CLUSTERSTACK_LOG_LEVEL, default info)
   --batch-window <duration>  changes within this window share one publish (CLUSTERSTACK_BATCH_WINDOW, default 200ms)
   --resync <duration>        list sources and compare the target at least this often (CLUSTERSTACK_RESYNC, default 5m)
+  --shard <name>             run as one shard of the fleet (CLUSTERSTACK_SHARD; with --shard-selector): publish
+                             under <path>/shards/<name>, Lease and wiring names suffixed -<name>
+  --shard-selector <sel>     the shard's ClusterStacks, Clusters and providers by label, e.g.
+                             sharding.clusterstack.x-k8s.io/key=shard1, or '!sharding.clusterstack.x-k8s.io/key'
+                             for the main shard (CLUSTERSTACK_SHARD_SELECTOR; docs/sharding.md)
 
 Cluster API runtime extension (lifecycle hooks; off unless an address is given):
   --runtime-extension-addr <addr>      serve the hooks over HTTPS on [host]:port, e.g. :9443
@@ -139,6 +146,28 @@ export function parseListenAddress(value: string): { host?: string; port: number
 
 
 
+function nonEmptyValue(flag: string | undefined, variable: string | undefined): string | undefined {
+  return flag !== undefined && flag !== '' ? flag : variable !== undefined && variable !== '' ? variable : undefined;
+}
+
+/**
+ * The settings of one shard: its subtree (`<path>/shards/<shard>` in Git, `<output>/shards/<shard>`
+ * for a directory), its own Lease and wiring names. A target it cannot share (an OCI tag, a pull
+ * request branch) and a scheduler configuration (requests span the fleet) are refused.
+ */
+function shardSettings(settings: Readonly<ControllerSettings>, shard: ShardScope): Readonly<ControllerSettings> {
+  if (settings.oci) throw new UsageError(`--shard publishes to a subtree of one Git branch or directory; --oci ${settings.oci} holds one tree per tag. Use --git or --output, or run one unsharded controller per OCI target`);
+  if (settings.pullRequest) throw new UsageError('--shard cannot propose pull requests (shards would race on one PR branch); publish with --git to a branch, or run unsharded');
+  if (settings.schedulerConfig) throw new UsageError(`--shard cannot schedule ClusterRequests (--scheduler-config ${settings.schedulerConfig}): requests are placed across the whole fleet; run the scheduler in an unsharded controller`);
+  return Object.freeze({
+    ...settings,
+    path: shardSubtree(settings.path, shard.name),
+    ...(settings.output ? { output: path.join(settings.output, SHARDS_DIR, shard.name) } : {}),
+    leaseName: shardObjectName(settings.leaseName, shard.name),
+    gitopsName: shardObjectName(settings.gitopsName, shard.name),
+  });
+}
+
 export async function controllerCommand(args: string[], io: CliIo): Promise<number> {
   const { values } = parseCommandLine('controller', {
     args,
@@ -176,6 +205,8 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
       'log-level': { type: 'string' },
       'batch-window': { type: 'string' },
       resync: { type: 'string' },
+      shard: { type: 'string' },
+      'shard-selector': { type: 'string' },
       'runtime-extension-addr': { type: 'string' },
       'runtime-extension-cert-dir': { type: 'string' },
       'hook-timeout': { type: 'string' },
@@ -186,7 +217,9 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
     },
   });
   let settings: Readonly<ControllerSettings>;
+  let shard: ShardScope | undefined;
   try {
+    shard = parseShardScope(nonEmptyValue(values.shard, io.env['CLUSTERSTACK_SHARD']), nonEmptyValue(values['shard-selector'], io.env['CLUSTERSTACK_SHARD_SELECTOR']));
     settings = resolveControllerSettings(io.env, {
       releaseSource: values['release-source'],
       git: values.git,
@@ -220,6 +253,8 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
+  const fleetPath = settings.path;
+  if (shard) settings = shardSettings(settings, shard);
   const defaultSource = resolveLocation(settings.releaseSource, io.cwd, '--release-source (CLUSTERSTACK_RELEASE_SOURCE)');
   if (!SECRET_POLICIES.includes(settings.secrets as SecretPolicy)) throw new UsageError(`--secrets must be one of ${SECRET_POLICIES.join(', ')}, not "${settings.secrets}"`);
   let engine: WiringOptions['engine'];
@@ -284,7 +319,14 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
     (message) => logger.warn({ warning: message }, 'Release source warning'),
     (kind, outcome) => metrics.remoteRequest(kind, outcome),
   );
+  const shardOption = shard && {
+    scope: shard,
+    publishedElsewhere: repository
+      ? () => gitShardsReader({ repository, branch: settings.branch, workDir: path.join(config.cacheDir, 'shards-read'), author: { name: config.gitAuthorName, email: config.gitAuthorEmail }, env: config.childEnv, ...(config.gitToken ? { token: config.gitToken } : {}) }, shardsRoot(fleetPath), shard.name)
+      : () => directoryShardsReader(path.resolve(io.cwd, settings.output!, '..'), shard.name),
+  };
   const runtime = await runController({
+    ...(shardOption ? { shard: shardOption } : {}),
     metrics,
     kubeConfig,
     ...(history ? { history } : {}),
@@ -315,7 +357,7 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
     ...(extension ? { runtimeExtension: extension } : {}),
   });
   logger.info(
-    { target: settings.git ?? settings.output, gitops: engine, namespace: settings.namespace ?? 'all', leaderElect: settings.leaderElect, identity: settings.identity, health: runtime.healthUrl ?? 'off', runtimeExtension: runtime.extensionUrl ?? 'off' },
+    { target: settings.git ?? settings.output, ...(shard ? { shard: shard.name, shardSelector: shard.selectorText, path: settings.path } : {}), gitops: engine, namespace: settings.namespace ?? 'all', leaderElect: settings.leaderElect, identity: settings.identity, health: runtime.healthUrl ?? 'off', runtimeExtension: runtime.extensionUrl ?? 'off' },
     'Controller started',
   );
   const removeSignals = onShutdownSignals(() => runtime.stop(), { timeoutMs: 30_000, logger });

@@ -57,9 +57,15 @@ import type { SchedulerConfig } from '../cluster-requests/scheduler-config.js';
 import type { SchedulerSetting } from '../cluster-requests/plan-cluster-requests.js';
 import type { SchedulerSource } from './reconcile/scheduler-config-file.js';
 import { desiredRequestStatuses } from './desired-state/cluster-request-state.js';
+import { clustersToHandOver, shardPlan } from '../shards/shard-plan.js';
+import { shardOwns, type ShardScope } from '../shards/shard-scope.js';
+import { shardLive, shardStatusPlan } from './reconcile/shard-view.js';
 import { writeRequestStatuses } from './reconcile/cluster-request-statuses.js';
 
 export { InformerCache } from './runtime/informer-cache.js';
+
+/** How soon a shard handing Clusters over reads the new shards' subtrees again. */
+const HANDOVER_RECHECK_MS = 5000;
 
 /** The key of the reconcile that renders, publishes and reports: every change leads to it. */
 export const PUBLISH_KEY = 'publish';
@@ -118,6 +124,12 @@ export interface ControllerOptions {
    * configuration, or a source read again when its file changes (reconcile/scheduler-config-file.ts).
    */
   scheduler?: SchedulerConfig | SchedulerSource;
+  /**
+   * Sharded replicas (src/shards): this controller renders, publishes and writes back only its
+   * shard's part of the fleet; `publishedElsewhere` reads which Clusters the other shards' subtrees
+   * publish (asked only while a Cluster is being handed over).
+   */
+  shard?: { scope: ShardScope; publishedElsewhere(): Promise<ReadonlySet<string>> };
 }
 export interface ReconcileSummary {
   published: PublishState['outcome'];
@@ -142,6 +154,8 @@ export class Controller {
   private readonly unitObjectCache = new Map<string, { digest: string; objects: UnitObject[] }>();
   private reconciles = 0;
   private finished = 0;
+  /** Sharded: how many Clusters the last reconcile still published for their new shard. */
+  private handingOver = 0;
   /** The objects of each stack the last reconcile could not write: the next one reports them. */
   private ownedObjectErrors = new Map<string, string[]>();
   /** What the last reconcile rendered and published per Cluster, for the lifecycle hook handlers. */
@@ -335,10 +349,12 @@ export class Controller {
     let plan: Plan | undefined;
     let planFailure: TypedFailure | undefined;
     // What the providers name (configSecret, additionalManifests, selector ConfigMaps), read afresh.
-    const providerConfig = (live.capiProviders ?? []).length > 0 ? await readProviderConfig(live.capiProviders ?? [], this.options.kube) : undefined;
+    // Sharded: the Cluster API providers are published by the shard their labels select (one owner each).
+    const capiProviders = (live.capiProviders ?? []).filter((provider) => !this.options.shard || shardOwns(this.options.shard.scope, provider));
+    const providerConfig = capiProviders.length > 0 ? await readProviderConfig(capiProviders, this.options.kube) : undefined;
     try {
       plan = await buildPlan({
-        manifests: manifestsFrom({ stacks: selected, clusters: live.clusters, providerReleases: live.providerReleases, referenced, requests, capiProviders: live.capiProviders ?? [], layers: this.liveLayers(), providerConfig: providerConfig?.objects ?? [] }),
+        manifests: manifestsFrom({ stacks: selected, clusters: live.clusters, providerReleases: live.providerReleases, referenced, requests, capiProviders, layers: this.liveLayers(), providerConfig: providerConfig?.objects ?? [] }),
         ...(providerConfig ? { providerInputProblems: providerConfig.problems } : {}),
         ...(this.options.layerRoot !== undefined ? { layerRoot: this.options.layerRoot } : {}),
         defaultSource: this.options.defaultSource,
@@ -355,6 +371,12 @@ export class Controller {
       failures.push(planFailure);
     }
     phase('plan', observedAt);
+    // Sharded: every shard's Clusters, whose Argo CD cluster Secrets the other shards keep.
+    let fleetClusters: Set<string> | undefined;
+    if (plan && previous && this.options.shard) {
+      fleetClusters = new Set(plan.resolution.clusters.filter((cluster) => cluster.managed).map((cluster) => `${cluster.namespace}/${cluster.name}`));
+      plan = await this.shardPartOf(plan, previous, logger);
+    }
     for (const stack of live.stacks) {
       const key = keyOf(stack);
       if (stackIssues.has(key)) continue;
@@ -428,7 +450,8 @@ export class Controller {
 
     // Report back: owned objects, statuses, events, Argo CD cluster Secrets. A stand-in is no
     // resolution of its own: its stack reports the invalid spec, its objects stay as they are.
-    const ownPlan = plan && standIns.size > 0 ? withoutStandIns(plan, standIns) : plan;
+    const shardPlanOf = (whole: Plan | undefined) => (whole && this.options.shard ? shardStatusPlan(whole, this.options.shard.scope) : whole);
+    const ownPlan = shardPlanOf(plan && standIns.size > 0 ? withoutStandIns(plan, standIns) : plan);
     // A Cluster the render held (its class unreadable now, its addons published before) keeps its
     // ClusterAddon, which says why, instead of losing it as a Cluster that is not ours.
     const statusPlan = ownPlan && previous ? holdPublishedClusters(ownPlan, readPublishedState(previous)).plan : ownPlan;
@@ -437,7 +460,7 @@ export class Controller {
     const inputs: StatusInputs = {
       now: now.toISOString(),
       engine: this.options.engine,
-      live,
+      live: this.options.shard ? shardLive(live, this.options.shard.scope) : live,
       stackIssues,
       publish,
       sync,
@@ -475,7 +498,7 @@ export class Controller {
     if (this.options.engine === 'argocd' && plan) {
       const workload = (statusPlan ?? plan).resolution.clusters.filter((cluster) => cluster.managed).map((cluster) => ({ namespace: cluster.namespace, name: cluster.name }));
       try {
-        const report = await this.argoSecrets.reconcile(workload);
+        const report = await this.argoSecrets.reconcile(workload, fleetClusters);
         if (report.errors.length > 0) failures.push({ kind: 'retry', message: `${report.errors.length} Argo CD cluster secret(s) could not be written` });
       } catch (error) {
         failures.push({ kind: 'retry', message: `Argo CD cluster secrets: ${errorMessage(error)}` });
@@ -494,7 +517,29 @@ export class Controller {
       'Reconciled',
     );
     if (apply.errors.length > 0) failures.push({ kind: 'retry', message: `${apply.errors.length} object(s) could not be written` });
-    return { ...nextReconcile(failures, { resyncMs: this.resyncMs, ...(reportAgain ? { soonMs: 1000 } : {}) }), summary };
+    // A handover in progress looks again soon: the new shard's commit is no event here.
+    const soonMs = reportAgain ? 1000 : this.handingOver > 0 ? HANDOVER_RECHECK_MS : undefined;
+    return { ...nextReconcile(failures, { resyncMs: this.resyncMs, ...(soonMs !== undefined ? { soonMs } : {}) }), summary };
+  }
+
+  /**
+   * The shard's part of the fleet's plan. Clusters another shard now owns stay while their new
+   * shard's subtree does not publish them yet; if that cannot be read, they stay (never a gap).
+   */
+  private async shardPartOf(plan: Plan, previous: Map<string, string>, logger: Logger): Promise<Plan> {
+    const shard = this.options.shard!;
+    let elsewhere: ReadonlySet<string> | undefined;
+    if (clustersToHandOver(plan, shard.scope, previous).length > 0) {
+      elsewhere = await shard.publishedElsewhere().catch((error: unknown) => {
+        logger.warn({ shard: shard.scope.name, error: errorMessage(error) }, 'Could not read the other shards\' subtrees; Clusters being handed over stay published here');
+        return undefined;
+      });
+    }
+    const part = shardPlan(plan, shard.scope, previous, elsewhere);
+    this.handingOver = part.handingOver.length;
+    if (part.handingOver.length > 0) logger.info({ shard: shard.scope.name, clusters: part.handingOver }, 'Still publishing Clusters another shard owns until its subtree holds them');
+    if (part.handedOver.length > 0) logger.info({ shard: shard.scope.name, clusters: part.handedOver }, 'Handed over Clusters their new shard publishes');
+    return part.plan;
   }
 
   /** The scheduler configuration in effect and what is wrong with the file, if anything. */

@@ -67,6 +67,11 @@ export interface StackResolution {
   summary: ClusterStackReleaseSummary[];
   problems: Problem[];
   notes: string[];
+  /**
+   * Sharded controller (src/shards): another shard renders and publishes this stack's releases; this
+   * one only renders the addons of its own Clusters that use them.
+   */
+  publishedByAnotherShard?: true;
 }
 
 export interface ClusterResolution {

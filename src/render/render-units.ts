@@ -61,8 +61,8 @@ export function planUnits(plan: Plan, settings: UnitSettings): { units: PendingU
   const units: PendingUnit[] = [];
   const others = plan.inputs.others.map((sourced) => sourced.object);
 
-  // ClusterClass side: every kept release of every resolved stack.
-  for (const stack of plan.resolution.clusterStacks) {
+  // ClusterClass side: every kept release of every resolved stack (another shard's stacks: none).
+  for (const stack of plan.resolution.clusterStacks.filter((s) => !s.publishedByAnotherShard)) {
     for (const decision of stack.releases.filter((release) => release.kept)) {
       const loaded = loadedRelease(plan, stack.namespace, decision.name);
       const reason = releaseWithheldReason(decision, loaded);

@@ -57,7 +57,8 @@ export function buildSummary(plan: Plan, records: UnitRecord[], withheld: Withhe
   const keptForHeld = releasesKeptForHeldClusters(plan, withheld);
   return {
     inputDigest,
-    stacks: plan.resolution.clusterStacks.map((stack) => ({
+    // A stack another shard publishes is that shard's README's to describe, not this tree's.
+    stacks: plan.resolution.clusterStacks.filter((stack) => !stack.publishedByAnotherShard).map((stack) => ({
       namespace: stack.namespace,
       name: stack.name,
       prefix: `${stack.stack.spec.provider}-${stack.stack.spec.name}-${stack.stack.spec.kubernetesVersion.replace('.', '-')}`,

@@ -3,9 +3,10 @@
 //
 //   npm run bench                     all benchmarks, 200 clusters
 //   npm run bench -- --clusters 50    fewer clusters
-//   npm run bench -- --only render    one benchmark (startup | heavy | render | scale | github | controller)
+//   npm run bench -- --only render    one benchmark (startup | heavy | render | scale | github | controller | shards)
 //   npm run bench -- --heavy-clusters 24   clusters of the real-weight scenario (default 48)
 //   npm run bench -- --heavy-shape dense   every template of the CNI chart renders (ten times a real chart's output)
+//   npm run bench -- --only shards --helm-seconds 1.5   the sharding benchmark's fixed helm cost (default 0.5 s)
 //
 // startup, heavy, scale and controller run the built CLI (dist/): run `npm run build` first.
 // The controller benchmark runs `clusterstack controller` as its own process against a fake API
@@ -32,10 +33,11 @@ import { assertCliBuilt, startCli } from './cli-runs.js';
 import { benchHeavy } from './heavy-render-bench.js';
 import { heavyShape } from './heavy-stack.js';
 import { benchScale } from './scale-bench.js';
+import { benchShards } from './shards-bench.js';
 import { benchStartup } from './startup-bench.js';
 import { checkCrdRules } from '../support/crd-rule-check.js';
 
-const { values } = parseArgs({ options: { clusters: { type: 'string', default: '200' }, 'heavy-clusters': { type: 'string', default: '48' }, 'heavy-shape': { type: 'string', default: 'released' }, only: { type: 'string' } } });
+const { values } = parseArgs({ options: { clusters: { type: 'string', default: '200' }, 'heavy-clusters': { type: 'string', default: '48' }, 'heavy-shape': { type: 'string', default: 'released' }, only: { type: 'string' }, 'helm-seconds': { type: 'string', default: '0.5' } } });
 const CLUSTERS = Number(values.clusters);
 const EXAMPLE = path.resolve('examples/quickstart');
 const RELEASES = ['docker-ferrol-1-30-v1', 'docker-ferrol-1-30-v2', 'docker-ferrol-1-30-v3'];
@@ -340,6 +342,7 @@ const benchmarks: Record<string, () => Promise<void>> = {
   scale: () => benchScale(),
   github: benchGitHub,
   controller: benchController,
+  shards: () => benchShards(values.clusters === '200' ? 60 : CLUSTERS, Number(values['helm-seconds'])),
 };
 // Every work directory of this run (os.tmpdir() reads TMPDIR on each call) in one, removed at the end.
 const scratch = await mkdtemp(path.join(os.tmpdir(), 'csk-bench-run-'));

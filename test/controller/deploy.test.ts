@@ -112,3 +112,22 @@ describe('deploy/', () => {
     expect(configMap!.data).toEqual(patch.data);
   });
 });
+
+describe('deploy/sharded', () => {
+  it('runs three leader-elected shards with disjoint selectors and the RBAC of deploy/flux, unchanged', () => {
+    const sharded = built_('deploy/sharded');
+    const flux = built_('deploy/flux');
+    const deployments = sharded.filter((object) => object['kind'] === 'Deployment');
+    const shardArgs = deployments.map((deployment) => (deployment['spec'].template.spec.containers[0].args as string[]).filter((arg) => arg.startsWith('--shard') || arg === '--leader-elect'));
+    expect(shardArgs).toEqual([
+      ['--leader-elect', '--shard=main', '--shard-selector=!sharding.clusterstack.x-k8s.io/key'],
+      ['--leader-elect', '--shard=shard1', '--shard-selector=sharding.clusterstack.x-k8s.io/key=shard1'],
+      ['--leader-elect', '--shard=shard2', '--shard-selector=sharding.clusterstack.x-k8s.io/key=shard2'],
+    ]);
+    // One Deployment per shard owns its pods: no two selectors match the same pod.
+    expect(deployments.map((deployment) => deployment['spec'].selector.matchLabels['clusterstack.x-k8s.io/shard'])).toEqual(['main', 'shard1', 'shard2']);
+    for (const deployment of deployments) expect(deployment['spec'].template.metadata.labels).toMatchObject(deployment['spec'].selector.matchLabels);
+    const rbac = (objects: Record<string, any>[]) => objects.filter((object) => /Role/.test(object['kind'] as string));
+    expect(rbac(sharded)).toEqual(rbac(flux));
+  });
+});

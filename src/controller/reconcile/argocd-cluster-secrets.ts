@@ -44,8 +44,11 @@ export class ArgoClusterSecrets {
     this.now = options.now ?? Date.now;
   }
 
-  /** Converges the Secrets on `clusters` (`{namespace, name}` of every workload cluster we render for). */
-  async reconcile(clusters: { namespace: string; name: string }[]): Promise<ArgoSecretsReport> {
+  /**
+   * Converges the Secrets on `clusters` (`{namespace, name}` of every workload cluster we render
+   * for); a sharded controller passes `othersKeep`, the fleet's Clusters, whose Secrets other shards write.
+   */
+  async reconcile(clusters: { namespace: string; name: string }[], othersKeep?: ReadonlySet<string>): Promise<ArgoSecretsReport> {
     const { store, namespace: argoNamespace, logger } = this.options;
     const report: ArgoSecretsReport = { written: [], deleted: [], waiting: [], errors: [] };
     const existing = await store.listSecrets(argoNamespace, `${LABEL_MANAGED_BY}=${MANAGED_BY_VALUE},${ARGOCD_SECRET_TYPE_LABEL}=cluster`);
@@ -82,6 +85,7 @@ export class ArgoClusterSecrets {
     }
     for (const secret of existing) {
       if (wanted.has(secret.metadata.name)) continue;
+      if (othersKeep?.has(`${secret.metadata.labels?.[LABEL_CLUSTER_NAMESPACE]}/${secret.metadata.labels?.[LABEL_CLUSTER_NAME]}`)) continue;
       try {
         await store.deleteSecret(argoNamespace, secret.metadata.name);
         report.deleted.push(`${argoNamespace}/${secret.metadata.name}`);

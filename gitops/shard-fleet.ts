@@ -1,0 +1,43 @@
+// Which Clusters the other shards publish, read from their subtrees (`<path>/shards/<shard>/
+// provenance.json`) on the branch or in the output directory. A sharded controller asks only while
+// it hands a Cluster over, so the read of the whole shards directory is rare.
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { PROVENANCE_FILE } from '../src/output/tree-layout.js';
+import { readProvenance } from '../src/output/provenance.js';
+import type { RenderedTree } from '../src/output/rendered-tree.js';
+import { publishedClusters } from '../src/shards/shard-plan.js';
+import { readPublishedGitTree } from './read-git-tree.js';
+import type { GitTargetOptions } from './git-command.js';
+
+/** `namespace/name` of the Clusters whose addons any shard but `shard` publishes, from the shards directory's files (relative to it). */
+export function clustersOfOtherShards(files: ReadonlyMap<string, string>, shard: string): Set<string> {
+  const clusters = new Set<string>();
+  for (const [file, text] of files) {
+    const [owner, rest] = [file.slice(0, file.indexOf('/')), file.slice(file.indexOf('/') + 1)];
+    if (owner === shard || rest !== PROVENANCE_FILE) continue;
+    for (const key of publishedClusters(readProvenance(new Map([[PROVENANCE_FILE, text]])))) clusters.add(key);
+  }
+  return clusters;
+}
+
+/** Reads the shards directory of a Git target (`shardsPath` inside the repository) at the branch head. */
+export async function gitShardsReader(target: Omit<GitTargetOptions, 'path'>, shardsPath: string, shard: string): Promise<Set<string>> {
+  const tree: RenderedTree = await readPublishedGitTree({ ...target, path: shardsPath });
+  return clustersOfOtherShards(tree, shard);
+}
+
+/** Reads the shards directory of a directory target: each shard's provenance.json only. */
+export async function directoryShardsReader(shardsDir: string, shard: string): Promise<Set<string>> {
+  const entries = await readdir(shardsDir, { withFileTypes: true }).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT') return [];
+    throw error;
+  });
+  const files = new Map<string, string>();
+  for (const entry of entries) {
+    if (!entry.isDirectory() || entry.name === shard) continue;
+    const text = await readFile(path.join(shardsDir, entry.name, PROVENANCE_FILE), 'utf8').catch(() => undefined);
+    if (text !== undefined) files.set(`${entry.name}/${PROVENANCE_FILE}`, text);
+  }
+  return clustersOfOtherShards(files, shard);
+}

@@ -1,0 +1,155 @@
+// Sharded controllers (issue 33): the same fleet rendered by one shard and by three, each shard a
+// `clusterstack controller` process against one fake API server, publishing to one bare Git
+// repository. helm is a stand-in of fixed cost (each chart render and each chunk of values templates
+// sleeps, then prints fixed output), so the comparison shows the coordination (informers,
+// planning, rebase-and-retry on one branch) rather than two cores shared by CPU-bound helm
+// processes. Measured: after every shard published its first tree, every Cluster changes at once;
+// the time until each Cluster's addons are published again from its new inputs. Target: three
+// shards ≥ 2.5 × the throughput of one.
+import { chmod, mkdtemp, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { resolveHelmBinary } from '../../renderers/helm-binary.js';
+import { SHARD_LABEL } from '../../src/shards/shard-scope.js';
+import { assertCliBuilt, type CliProcess, startCli } from './cli-runs.js';
+
+const EXAMPLE = path.resolve('examples/quickstart');
+// The release every stack keeps (versions: [v2]): every Cluster renders.
+const RELEASE = 'docker-ferrol-1-30-v2';
+const SHARD_COUNT = 3;
+
+/** A helm that costs `seconds` per chart render and per chunk of values templates, whatever they hold. */
+async function fixedCostHelm(dir: string, seconds: number): Promise<string> {
+  const real = (await resolveHelmBinary({})).path;
+  const file = path.join(dir, 'helm');
+  await writeFile(
+    file,
+    [
+      '#!/bin/sh',
+      '# `helm template <release> <chart> ...` sleeps a fixed time and prints one fixed object; a chunk of',
+      '# values templates (`helm template values .`, run in the generated chart) sleeps as long and gives',
+      '# every template the digest of the chunk\'s inputs; anything else (version) goes to the real helm.',
+      `if [ "$1" = template ] && [ "$2" = values ]; then`,
+      `  sleep ${seconds}`,
+      // Values that change with the chunk's inputs (a digest of them), so a changed Cluster renders again.
+      '  out=$(printf \'inputs: "%s"\\n\' "$(sha256sum values.yaml | cut -c1-16)" | base64 -w0)',
+      '  for file in templates/u*.yaml; do n=${file#templates/u}; n=${n%.yaml}; printf \'# Source: cs-values/templates/u%s.yaml\\nout: "%s"\\n---\\n\' "$n" "$out"; done',
+      '  exit 0',
+      'fi',
+      `if [ "$1" = template ]; then`,
+      `  sleep ${seconds}`,
+      "  printf 'apiVersion: v1\\nkind: ConfigMap\\nmetadata:\\n  name: stand-in\\ndata:\\n  cost: fixed\\n'",
+      '  exit 0',
+      'fi',
+      `exec "${real}" "$@"`,
+      '',
+    ].join('\n'),
+  );
+  await chmod(file, 0o755);
+  return file;
+}
+
+async function until(check: () => boolean, what: string, timeoutMs = 600_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+/** Seconds for `shards` shard processes to publish every Cluster again after all changed. */
+async function run(shards: number, clusters: number, helm: string): Promise<{ firstMs: number; waveMs: number; commits: number }> {
+  const { CustomObjectsApi, PatchStrategy, setHeaderOptions, CoreV1Api } = await import('@kubernetes/client-node');
+  const { startFakeKubeApi } = await import('../support/fake-kube-api/index.js');
+  const { GitSandbox } = await import('../support/git-repos.js');
+  const api = await startFakeKubeApi();
+  const git = new GitSandbox();
+  const work = await mkdtemp(path.join(os.tmpdir(), 'csk-bench-shards-'));
+  const remote = git.bareRepo('gitops');
+  const kubeconfigFile = path.join(work, 'kubeconfig.yaml');
+  await writeFile(kubeconfigFile, api.kubeConfigYaml());
+  const core = api.kubeConfig().makeApiClient(CoreV1Api);
+  const custom = api.kubeConfig().makeApiClient(CustomObjectsApi);
+  // One stack per shard, each in its namespace; the Clusters spread over the three shards.
+  for (let s = 0; s < SHARD_COUNT; s += 1) {
+    await core.createNamespace({ body: { metadata: { name: `fleet-${s}` } } });
+    api.seed({ apiVersion: 'clusterstack.x-k8s.io/v1alpha1', kind: 'ClusterStack', metadata: { name: 'ferrol', namespace: `fleet-${s}`, labels: { [SHARD_LABEL]: `s${s}` } }, spec: { provider: 'docker', name: 'ferrol', kubernetesVersion: '1.30', versions: ['v2'], noProvider: true } });
+  }
+  for (let index = 0; index < clusters; index += 1) {
+    api.seed({
+      apiVersion: 'cluster.x-k8s.io/v1beta1',
+      kind: 'Cluster',
+      metadata: { name: `cluster-${index}`, namespace: `fleet-${index % SHARD_COUNT}`, labels: { [SHARD_LABEL]: `s${index % SHARD_COUNT}` } },
+      spec: { clusterNetwork: { pods: { cidrBlocks: ['192.168.0.0/16'] } }, controlPlaneEndpoint: { host: `10.1.0.${index % 250}`, port: 6443 }, topology: { class: RELEASE, version: 'v1.30.4' } },
+    });
+  }
+  // One shard selects every shard label; three select one each.
+  const selectors = shards === 1 ? [['all', SHARD_LABEL]] : Array.from({ length: shards }, (_, s) => [`s${s}`, `${SHARD_LABEL}=s${s}`]);
+  const processes: CliProcess[] = [];
+  const provenance = (shard: string): { units: { kind: string; name: string; renderDigest: string }[] } | undefined => {
+    try {
+      return JSON.parse(git.git(remote, 'show', `main:shards/${shard}/provenance.json`)) as never;
+    } catch {
+      return undefined;
+    }
+  };
+  /** Each published Cluster's addon digest, over every shard's subtree. */
+  const digests = (): Map<string, string> => {
+    const map = new Map<string, string>();
+    for (const [shard] of selectors) for (const unit of provenance(shard!)?.units ?? []) if (unit.kind === 'cluster-stage') map.set(unit.name, unit.renderDigest);
+    return map;
+  };
+  try {
+    const started = performance.now();
+    for (const [shard, selector] of selectors) {
+      processes.push(
+        await startCli(
+          ['controller', '--kubeconfig', kubeconfigFile, '--release-source', path.join(EXAMPLE, 'releases'), '--git', remote, '--metrics-addr', '0', '--log-level', process.env.CSK_BENCH_LOG ? 'debug' : 'warn', '--helm', helm, '--shard', shard!, '--shard-selector', selector!, '--batch-window', '200ms'],
+          { CLUSTERSTACK_CACHE_DIR: path.join(work, `cache-${shard}`), HOME: work },
+          // CSK_BENCH_LOG=<file> keeps each shard's debug log in <file>.<shard>.
+          process.env.CSK_BENCH_LOG ? `${process.env.CSK_BENCH_LOG}.${shard}` : undefined,
+        ),
+      );
+    }
+    await until(() => digests().size === clusters, 'every Cluster published', Number(process.env.CSK_BENCH_TIMEOUT_MS ?? 600_000));
+    const firstMs = performance.now() - started;
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    const before = digests();
+    const commitsBefore = git.commitCount(remote, 'main');
+    const waveStarted = performance.now();
+    await Promise.all(
+      Array.from({ length: clusters }, (_, index) =>
+        custom.patchNamespacedCustomObject(
+          { group: 'cluster.x-k8s.io', version: 'v1beta1', namespace: `fleet-${index % SHARD_COUNT}`, plural: 'clusters', name: `cluster-${index}`, body: { spec: { controlPlaneEndpoint: { host: `10.2.0.${index % 250}`, port: 6443 } } } },
+          setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+        ),
+      ),
+    );
+    await until(() => {
+      const now = digests();
+      return [...before].every(([name, digest]) => now.has(name) && now.get(name) !== digest);
+    }, 'every changed Cluster published again', Number(process.env.CSK_BENCH_TIMEOUT_MS ?? 600_000));
+    return { firstMs, waveMs: performance.now() - waveStarted, commits: git.commitCount(remote, 'main') - commitsBefore };
+  } catch (error) {
+    for (const process of processes) console.log(`  shard stderr:\n${process.stderr().slice(-3000)}`);
+    throw error;
+  } finally {
+    for (const process of processes) await process.stop();
+    await api.close();
+    git.cleanup();
+  }
+}
+
+/** `npm run bench -- --only shards`: one shard against three, the fleet and helm's cost fixed. */
+export async function benchShards(clusters = 60, helmSeconds = 0.5): Promise<void> {
+  assertCliBuilt();
+  console.log(`\n== shards: ${clusters} Clusters, 3 ClusterStacks, helm a fixed ${helmSeconds} s per chart; 1 shard, then ${SHARD_COUNT} shards on one branch ==`);
+  const helm = await fixedCostHelm(await mkdtemp(path.join(os.tmpdir(), 'csk-bench-helm-')), helmSeconds);
+  const one = await run(1, clusters, helm);
+  const three = await run(SHARD_COUNT, clusters, helm);
+  for (const [name, result] of [['1 shard', one], [`${SHARD_COUNT} shards`, three]] as const) {
+    console.log(`  ${name}: first publish of all ${(result.firstMs / 1000).toFixed(2)} s; all ${clusters} Clusters changed → all published again ${(result.waveMs / 1000).toFixed(2)} s (${(clusters / (result.waveMs / 1000)).toFixed(1)} Clusters/s, ${result.commits} commits)`);
+  }
+  const ratio = one.waveMs / three.waveMs;
+  console.log(`  ${ratio >= 2.5 ? 'PASS' : 'FAIL'}  throughput of ${SHARD_COUNT} shards / 1 shard at fixed helm cost: ${ratio.toFixed(2)} (target >= 2.5)`);
+}
