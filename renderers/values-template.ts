@@ -291,13 +291,8 @@ async function lintUnits(runner: HelmRunner, units: Unit[], dir: string, limit: 
   return failures;
 }
 
-/** Steps 3 and 4: one template process over the units (all, or those lint passed); returns every unit's outcome. */
-async function renderUnits(runner: HelmRunner, units: Unit[], dir: string, kubeVersion: string | undefined, limit: TimeLimit): Promise<Map<Unit, Outcome>>;
-async function renderUnits(runner: HelmRunner, units: Unit[], dir: string, kubeVersion: string | undefined, limit: TimeLimit, options: { stopAtFirstFailure: true }): Promise<Map<Unit, Outcome> | undefined>;
-async function renderUnits(runner: HelmRunner, units: Unit[], dir: string, kubeVersion: string | undefined, limit: TimeLimit, options: { stopAtFirstFailure?: boolean } = {}): Promise<Map<Unit, Outcome> | undefined> {
-  const outcomes = new Map<Unit, Outcome>();
-  if (units.length === 0) return outcomes;
-  const templatesDir = path.join(dir, 'templates');
+/** Writes the throwaway chart: one item file per unit (its context in values.yaml), the templates as partials; returns the partials. */
+async function writeUnitsChart(units: Unit[], dir: string, templatesDir: string): Promise<Set<CompiledTemplate>> {
   await makePrivateDir(templatesDir);
   const values: Record<string, unknown> = {};
   const partials = new Set<CompiledTemplate>(units.map((unit) => unit.template));
@@ -320,6 +315,17 @@ async function renderUnits(runner: HelmRunner, units: Unit[], dir: string, kubeV
     ...unitFiles,
   ]);
   await writePrivateFile(path.join(dir, 'values.yaml'), JSON.stringify(values));
+  return partials;
+}
+
+/** Steps 3 and 4: one template process over the units (all, or those lint passed); returns every unit's outcome. */
+async function renderUnits(runner: HelmRunner, units: Unit[], dir: string, kubeVersion: string | undefined, limit: TimeLimit): Promise<Map<Unit, Outcome>>;
+async function renderUnits(runner: HelmRunner, units: Unit[], dir: string, kubeVersion: string | undefined, limit: TimeLimit, options: { stopAtFirstFailure: true }): Promise<Map<Unit, Outcome> | undefined>;
+async function renderUnits(runner: HelmRunner, units: Unit[], dir: string, kubeVersion: string | undefined, limit: TimeLimit, options: { stopAtFirstFailure?: boolean } = {}): Promise<Map<Unit, Outcome> | undefined> {
+  const outcomes = new Map<Unit, Outcome>();
+  if (units.length === 0) return outcomes;
+  const templatesDir = path.join(dir, 'templates');
+  const partials = await writeUnitsChart(units, dir, templatesDir);
 
   const pending = new Set(units.keys());
   const args = ['template', 'values', '.', '--namespace', 'default', ...(kubeVersion ? ['--kube-version', helmKubeVersion(kubeVersion)] : [])];

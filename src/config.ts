@@ -142,6 +142,23 @@ function nonEmpty(value: string | undefined): string | undefined {
   return value === undefined || value.trim() === '' ? undefined : value;
 }
 
+/** The remote timeouts: flag, then environment, then default. */
+function remoteTimeoutsFrom(flags: ConfigFlags, env: NodeJS.ProcessEnv): Readonly<RemoteTimeouts> {
+  return Object.freeze({
+    connectMs: durationSetting(flags.connectTimeout, env, ENVIRONMENT.connectTimeout, '--connect-timeout', DEFAULT_TIMEOUTS.connectMs, 1),
+    readMs: durationSetting(flags.readTimeout, env, ENVIRONMENT.readTimeout, '--read-timeout', DEFAULT_TIMEOUTS.readMs, 1),
+    totalMs: durationSetting(flags.remoteTimeout, env, ENVIRONMENT.remoteTimeout, '--remote-timeout', DEFAULT_TIMEOUTS.totalMs, 1),
+  });
+}
+
+/** The helm timeouts: flag, then environment, then default. */
+function helmTimeoutsFrom(flags: ConfigFlags, env: NodeJS.ProcessEnv): Readonly<HelmTimeouts> {
+  return Object.freeze({
+    valuesMs: durationSetting(flags.valuesTimeout, env, ENVIRONMENT.valuesTimeout, '--values-timeout', DEFAULT_HELM_TIMEOUTS.valuesMs, 1),
+    chartMs: durationSetting(flags.chartTimeout, env, ENVIRONMENT.chartTimeout, '--chart-timeout', DEFAULT_HELM_TIMEOUTS.chartMs, 1),
+  });
+}
+
 /** Flags win over the environment, which wins over defaults. */
 export function resolveConfig(env: NodeJS.ProcessEnv, flags: ConfigFlags = {}): Readonly<Config> {
   const config: Config = {
@@ -150,15 +167,8 @@ export function resolveConfig(env: NodeJS.ProcessEnv, flags: ConfigFlags = {}): 
     gitAuthorEmail: nonEmpty(env[ENVIRONMENT.gitAuthorEmail]) ?? 'clusterstack-gitops@localhost',
     pathEnv: env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
     childEnv: Object.freeze(Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined))),
-    timeouts: Object.freeze({
-      connectMs: durationSetting(flags.connectTimeout, env, ENVIRONMENT.connectTimeout, '--connect-timeout', DEFAULT_TIMEOUTS.connectMs, 1),
-      readMs: durationSetting(flags.readTimeout, env, ENVIRONMENT.readTimeout, '--read-timeout', DEFAULT_TIMEOUTS.readMs, 1),
-      totalMs: durationSetting(flags.remoteTimeout, env, ENVIRONMENT.remoteTimeout, '--remote-timeout', DEFAULT_TIMEOUTS.totalMs, 1),
-    }),
-    helmTimeouts: Object.freeze({
-      valuesMs: durationSetting(flags.valuesTimeout, env, ENVIRONMENT.valuesTimeout, '--values-timeout', DEFAULT_HELM_TIMEOUTS.valuesMs, 1),
-      chartMs: durationSetting(flags.chartTimeout, env, ENVIRONMENT.chartTimeout, '--chart-timeout', DEFAULT_HELM_TIMEOUTS.chartMs, 1),
-    }),
+    timeouts: remoteTimeoutsFrom(flags, env),
+    helmTimeouts: helmTimeoutsFrom(flags, env),
     lockTimeoutMs: durationSetting(flags.lockTimeout, env, ENVIRONMENT.lockTimeout, '--lock-timeout', DEFAULT_LOCK_TIMEOUT_MS, 0),
     maxDeleteShare: parseShare(nonEmpty(flags.maxDeleteShare) ?? nonEmpty(env[ENVIRONMENT.maxDeleteShare]) ?? String(DEFAULT_MAX_DELETE_SHARE), '--max-delete-share / CLUSTERSTACK_MAX_DELETE_SHARE'),
   };

@@ -113,6 +113,48 @@ function unknownFields(value: Record<string, unknown>, known: string[], path: st
   }
 }
 
+/** spec.prereqs: a Kubernetes version gate and dependencies on other layers (never on itself). */
+function validatePrereqs(prereqs: unknown, name: unknown, problems: Problem[]): void {
+  if (prereqs === undefined) return;
+  if (!isRecord(prereqs)) problems.push({ path: 'spec.prereqs', message: 'must be a mapping with k8sVersion and/or dependsOn' });
+  else {
+    unknownFields(prereqs, PREREQ_FIELDS, 'spec.prereqs', problems);
+    const gate = prereqs.k8sVersion;
+    // Kraan writes the field always (no omitempty): an empty string means no gate.
+    if (gate !== undefined && gate !== '' && (typeof gate !== 'string' || normalizeVersion(gate) === undefined)) {
+      problems.push({ path: 'spec.prereqs.k8sVersion', message: `must be a Kubernetes version such as "1.30" (meaning 1.30.0 or newer; quote it), found ${JSON.stringify(gate)}` });
+    }
+    const dependsOn = prereqs.dependsOn;
+    if (dependsOn !== undefined && dependsOn !== null) {
+      if (!Array.isArray(dependsOn)) problems.push({ path: 'spec.prereqs.dependsOn', message: 'must be a list such as [base@1.2.0]' });
+      else {
+        dependsOn.forEach((entry: unknown, index) => {
+          const parsed = parseLayerDependency(entry);
+          if (typeof parsed === 'string') problems.push({ path: `spec.prereqs.dependsOn[${index}]`, message: parsed });
+          else if (parsed.layer === name) problems.push({ path: `spec.prereqs.dependsOn[${index}]`, message: `a layer cannot depend on itself (${String(entry)})` });
+        });
+      }
+    }
+  }
+}
+
+/** spec.source: a directory of the inputs' repository (inside it) or a chart reference, not both. */
+function validateSource(source: unknown, problems: Problem[]): void {
+  if (!isRecord(source)) problems.push({ path: 'spec.source', message: 'is required: {path: ./<directory>} in the repository holding the inputs, or {chart: {repository, name, version}}' });
+  else {
+    unknownFields(source, SOURCE_FIELDS, 'spec.source', problems);
+    const path = source.path;
+    if (source.chart !== undefined) {
+      if (path !== undefined) problems.push({ path: 'spec.source', message: 'give either path (a directory of the repository) or chart (a chart from a repository), not both' });
+      problems.push(...validateChartRef(source.chart));
+    } else if (typeof path !== 'string' || !path.startsWith('./')) problems.push({ path: 'spec.source.path', message: `must be a directory of the inputs' repository starting with "./" (as in Kraan), found ${JSON.stringify(path ?? null)}` });
+    else if (escapesRoot(path)) problems.push({ path: 'spec.source.path', message: `"${path}" leads outside the repository; layer sources must be inside it` });
+    for (const field of ['kind', 'name', 'namespace'] as const) {
+      if (source[field] !== undefined && typeof source[field] !== 'string') problems.push({ path: `spec.source.${field}`, message: 'must be a string' });
+    }
+  }
+}
+
 /** Every problem of an AddonsLayer, or an empty list when it is valid. */
 export function validateAddonsLayer(object: unknown): Problem[] {
   if (!isRecord(object)) return [{ message: 'an AddonsLayer must be a YAML mapping' }];
@@ -141,42 +183,8 @@ export function validateAddonsLayer(object: unknown): Problem[] {
     if (value !== undefined && (typeof value !== 'string' || !DURATION.test(value))) problems.push({ path: `spec.${field}`, message: `must be a duration such as 1m, 30s or 1h30m, found ${JSON.stringify(value)}` });
   }
 
-  if (spec.prereqs !== undefined) {
-    if (!isRecord(spec.prereqs)) problems.push({ path: 'spec.prereqs', message: 'must be a mapping with k8sVersion and/or dependsOn' });
-    else {
-      unknownFields(spec.prereqs, PREREQ_FIELDS, 'spec.prereqs', problems);
-      const gate = spec.prereqs.k8sVersion;
-      // Kraan writes the field always (no omitempty): an empty string means no gate.
-      if (gate !== undefined && gate !== '' && (typeof gate !== 'string' || normalizeVersion(gate) === undefined)) {
-        problems.push({ path: 'spec.prereqs.k8sVersion', message: `must be a Kubernetes version such as "1.30" (meaning 1.30.0 or newer; quote it), found ${JSON.stringify(gate)}` });
-      }
-      const dependsOn = spec.prereqs.dependsOn;
-      if (dependsOn !== undefined && dependsOn !== null) {
-        if (!Array.isArray(dependsOn)) problems.push({ path: 'spec.prereqs.dependsOn', message: 'must be a list such as [base@1.2.0]' });
-        else {
-          dependsOn.forEach((entry: unknown, index) => {
-            const parsed = parseLayerDependency(entry);
-            if (typeof parsed === 'string') problems.push({ path: `spec.prereqs.dependsOn[${index}]`, message: parsed });
-            else if (parsed.layer === name) problems.push({ path: `spec.prereqs.dependsOn[${index}]`, message: `a layer cannot depend on itself (${String(entry)})` });
-          });
-        }
-      }
-    }
-  }
-
-  if (!isRecord(spec.source)) problems.push({ path: 'spec.source', message: 'is required: {path: ./<directory>} in the repository holding the inputs, or {chart: {repository, name, version}}' });
-  else {
-    unknownFields(spec.source, SOURCE_FIELDS, 'spec.source', problems);
-    const path = spec.source.path;
-    if (spec.source.chart !== undefined) {
-      if (path !== undefined) problems.push({ path: 'spec.source', message: 'give either path (a directory of the repository) or chart (a chart from a repository), not both' });
-      problems.push(...validateChartRef(spec.source.chart));
-    } else if (typeof path !== 'string' || !path.startsWith('./')) problems.push({ path: 'spec.source.path', message: `must be a directory of the inputs' repository starting with "./" (as in Kraan), found ${JSON.stringify(path ?? null)}` });
-    else if (escapesRoot(path)) problems.push({ path: 'spec.source.path', message: `"${path}" leads outside the repository; layer sources must be inside it` });
-    for (const field of ['kind', 'name', 'namespace'] as const) {
-      if (spec.source[field] !== undefined && typeof spec.source[field] !== 'string') problems.push({ path: `spec.source.${field}`, message: 'must be a string' });
-    }
-  }
+  validatePrereqs(spec.prereqs, name, problems);
+  validateSource(spec.source, problems);
 
   if (spec.clusterSelector !== undefined && spec.clusterSelector !== null) problems.push(...validateLabelSelector(spec.clusterSelector, 'spec.clusterSelector'));
   if (spec.namespace !== undefined && (typeof spec.namespace !== 'string' || !DNS_LABEL.test(spec.namespace))) problems.push({ path: 'spec.namespace', message: `must be a namespace name, found ${JSON.stringify(spec.namespace)}` });

@@ -125,6 +125,41 @@ function validateFetchConfig(value: unknown, problems: Problem[]): void {
   } else if (value.selector !== undefined) problems.push(...validateLabelSelector(value.selector, 'spec.fetchConfig.selector'));
 }
 
+/** spec.manifestPatches or spec.patches (not both), each in the cluster-api-operator's shape. */
+function validatePatches(spec: Record<string, unknown>, problems: Problem[]): void {
+  if (spec.manifestPatches !== undefined && spec.patches !== undefined) {
+    problems.push({ path: 'spec.patches', message: "cannot be set together with spec.manifestPatches; choose one (as the cluster-api-operator requires)" });
+  }
+  if (spec.manifestPatches !== undefined && (!Array.isArray(spec.manifestPatches) || spec.manifestPatches.some((patch) => typeof patch !== 'string'))) {
+    problems.push({ path: 'spec.manifestPatches', message: 'must be a list of YAML merge patches, each a string' });
+  }
+  if (spec.patches !== undefined) {
+    if (!Array.isArray(spec.patches)) problems.push({ path: 'spec.patches', message: 'must be a list of {patch, target}' });
+    else
+      spec.patches.forEach((patch: unknown, index) => {
+        if (!isRecord(patch) || typeof patch.patch !== 'string') problems.push({ path: `spec.patches[${index}]`, message: 'must have a patch (a YAML string: a merge patch or a list of JSON patch operations)' });
+        else unknownFields(patch, PATCH_FIELDS, `spec.patches[${index}]`, problems);
+      });
+  }
+}
+
+/** spec.additionalDeployments: Deployment names to {manager, deployment}, each checked as spec's own. */
+function validateAdditionalDeployments(value: unknown, problems: Problem[]): void {
+  if (value === undefined) return;
+  if (!isRecord(value)) {
+    problems.push({ path: 'spec.additionalDeployments', message: 'must map Deployment names to {manager, deployment}' });
+    return;
+  }
+  for (const [name, entry] of Object.entries(value)) {
+    if (!isRecord(entry)) {
+      problems.push({ path: `spec.additionalDeployments.${name}`, message: 'must be a mapping with manager and/or deployment' });
+      continue;
+    }
+    validateManager(entry.manager, `spec.additionalDeployments.${name}.manager`, problems);
+    validateDeployment(entry.deployment, `spec.additionalDeployments.${name}.deployment`, problems);
+  }
+}
+
 /** Every problem of a provider object (any of the seven kinds), or an empty list when it is valid. */
 export function validateProvider(object: unknown): Problem[] {
   const problems: Problem[] = [];
@@ -158,31 +193,7 @@ export function validateProvider(object: unknown): Problem[] {
   validateReference(spec.additionalManifests, 'spec.additionalManifests', problems);
   validateManager(spec.manager, 'spec.manager', problems);
   validateDeployment(spec.deployment, 'spec.deployment', problems);
-  if (spec.manifestPatches !== undefined && spec.patches !== undefined) {
-    problems.push({ path: 'spec.patches', message: "cannot be set together with spec.manifestPatches; choose one (as the cluster-api-operator requires)" });
-  }
-  if (spec.manifestPatches !== undefined && (!Array.isArray(spec.manifestPatches) || spec.manifestPatches.some((patch) => typeof patch !== 'string'))) {
-    problems.push({ path: 'spec.manifestPatches', message: 'must be a list of YAML merge patches, each a string' });
-  }
-  if (spec.patches !== undefined) {
-    if (!Array.isArray(spec.patches)) problems.push({ path: 'spec.patches', message: 'must be a list of {patch, target}' });
-    else
-      spec.patches.forEach((patch: unknown, index) => {
-        if (!isRecord(patch) || typeof patch.patch !== 'string') problems.push({ path: `spec.patches[${index}]`, message: 'must have a patch (a YAML string: a merge patch or a list of JSON patch operations)' });
-        else unknownFields(patch, PATCH_FIELDS, `spec.patches[${index}]`, problems);
-      });
-  }
-  if (spec.additionalDeployments !== undefined) {
-    if (!isRecord(spec.additionalDeployments)) problems.push({ path: 'spec.additionalDeployments', message: 'must map Deployment names to {manager, deployment}' });
-    else
-      for (const [name, entry] of Object.entries(spec.additionalDeployments)) {
-        if (!isRecord(entry)) {
-          problems.push({ path: `spec.additionalDeployments.${name}`, message: 'must be a mapping with manager and/or deployment' });
-          continue;
-        }
-        validateManager(entry.manager, `spec.additionalDeployments.${name}.manager`, problems);
-        validateDeployment(entry.deployment, `spec.additionalDeployments.${name}.deployment`, problems);
-      }
-  }
+  validatePatches(spec, problems);
+  validateAdditionalDeployments(spec.additionalDeployments, problems);
   return problems;
 }

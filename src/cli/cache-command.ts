@@ -7,7 +7,8 @@ import { retryableProblems } from '../plan/plan-report.js';
 import { type CliIo, EXIT_OK, RemoteFailureError, UsageError } from './cli-io.js';
 import { didYouMean } from '../core/did-you-mean.js';
 import { parseCommandLine } from './parse-command-line.js';
-import { checkCacheDir, configFromFlags, resolveLocation, SOURCE_OPTIONS, planFromInputs } from './common-options.js';
+import { checkCacheDir, configFromFlags, resolveLocation, SOURCE_OPTIONS, planFromInputs, type SourceFlags } from './common-options.js';
+import type { Config } from '../config.js';
 import { ChartRenderCache } from '../render/chart-render-cache.js';
 import { chartRenderKeysOf } from './plan-render-check.js';
 
@@ -63,22 +64,28 @@ export async function cacheCommand(args: string[], io: CliIo): Promise<number> {
   const config = configFromFlags(values, io);
   await checkCacheDir(config, values, io);
   const cache = new ReleaseCache(config.cacheDir);
+  if (action === 'size') return cacheSize(config, cache, values.json, io);
+  return cachePrune(positionals, values, config, cache, io);
+}
 
-  if (action === 'size') {
-    const releases = await cache.size();
-    const charts = await chartDirs(config.cacheDir);
-    const chartBytes = (await Promise.all(charts.map(directoryBytes))).reduce((a, b) => a + b, 0);
-    const renders = await new ChartRenderCache(config.cacheDir).list();
-    const renderBytes = renders.reduce((sum, entry) => sum + entry.bytes, 0);
-    const report = { cacheDir: config.cacheDir, releases, charts: { entries: charts.length, bytes: chartBytes }, chartRenders: { entries: renders.length, bytes: renderBytes } };
-    io.stdout(
-      values.json
-        ? `${JSON.stringify(report, null, 2)}\n`
-        : `${config.cacheDir}: ${releases.entries} releases (${mebibytes(releases.bytes)}), ${charts.length} extracted charts (${mebibytes(chartBytes)}), ${renders.length} ClusterClass renders and values verdicts of plan (${mebibytes(renderBytes)})\n`,
-    );
-    return EXIT_OK;
-  }
+/** `cache size`: prints what the cache holds, entries and bytes, as text or JSON. */
+async function cacheSize(config: Readonly<Config>, cache: ReleaseCache, json: boolean, io: CliIo): Promise<number> {
+  const releases = await cache.size();
+  const charts = await chartDirs(config.cacheDir);
+  const chartBytes = (await Promise.all(charts.map(directoryBytes))).reduce((a, b) => a + b, 0);
+  const renders = await new ChartRenderCache(config.cacheDir).list();
+  const renderBytes = renders.reduce((sum, entry) => sum + entry.bytes, 0);
+  const report = { cacheDir: config.cacheDir, releases, charts: { entries: charts.length, bytes: chartBytes }, chartRenders: { entries: renders.length, bytes: renderBytes } };
+  io.stdout(
+    json
+      ? `${JSON.stringify(report, null, 2)}\n`
+      : `${config.cacheDir}: ${releases.entries} releases (${mebibytes(releases.bytes)}), ${charts.length} extracted charts (${mebibytes(chartBytes)}), ${renders.length} ClusterClass renders and values verdicts of plan (${mebibytes(renderBytes)})\n`,
+  );
+  return EXIT_OK;
+}
 
+/** `cache prune`: removes the releases, charts and renders the inputs no longer keep; nothing when the inputs cannot be read whole. */
+async function cachePrune(positionals: string[], values: SourceFlags & { json: boolean }, config: Readonly<Config>, cache: ReleaseCache, io: CliIo): Promise<number> {
   if (positionals.length === 0 || !values['release-source']) throw new UsageError('cache prune needs the inputs (ClusterStacks and Clusters) and --release-source, to know which releases are still kept');
   const location = resolveLocation(values['release-source'], io.cwd, '--release-source');
   const plan = await planFromInputs(positionals, location, config, values, io);

@@ -2,7 +2,7 @@
 // What only some runs need loads when they need it (a target's readers, ClusterRequests, upgrade
 // orders, helm): plan on plain inputs starts fast (docs/operations.md, "A command is slow to start").
 import path from 'node:path';
-import { formatPlanReport, planReport, reportHasProblems, retryableProblems } from '../plan/plan-report.js';
+import { formatPlanReport, type PlanReport, planReport, reportHasProblems, retryableProblems } from '../plan/plan-report.js';
 import { type CliIo, EXIT_FAILURE, EXIT_OK, EXIT_PROBLEMS, UsageError } from './cli-io.js';
 import { parseCommandLine } from './parse-command-line.js';
 import { checkCacheDir, configFromFlags, HELM_TIMEOUT_HELP, HELM_TIMEOUT_OPTIONS, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, planFromInputs } from './common-options.js';
@@ -101,18 +101,7 @@ export async function planCommand(args: string[], io: CliIo): Promise<number> {
   const report = planReport(checked, target ? { name: target.target, providers: published.providers } : undefined);
   // What render would withhold, decided by render's own steps over what plan can see.
   const check = await planRenderCheck(checked, config);
-  for (const message of check.warnings) {
-    report.warnings.push(message);
-    warn?.(message);
-  }
-  for (const conflict of check.foresight?.conflicts ?? []) {
-    const stack = report.clusterStacks.find((entry) => entry.namespace === conflict.namespace && entry.releases.some((release) => release.name === conflict.release));
-    stack?.notes.push(`release ${conflict.release} will be withheld: it ${conflict.reason}`);
-  }
-  if (check.foresight) {
-    report.withheld = check.foresight.withheld;
-    report.decidedAtRender = check.foresight.decidedAtRender;
-  }
+  addRenderCheck(report, check, warn);
   endPhase('render-check', check.summary);
   const helm = await helmInUse;
   if (helm.warning) {
@@ -128,6 +117,22 @@ export async function planCommand(args: string[], io: CliIo): Promise<number> {
   // A remote that failed is not the inputs' fault: exit 3, so CI retries rather than blames the change.
   if (retryableProblems(plan).length > 0) return EXIT_FAILURE;
   return reportHasProblems(report) ? EXIT_PROBLEMS : EXIT_OK;
+}
+
+/** Adds what render would withhold (and the check's warnings, also printed) to the report. */
+function addRenderCheck(report: PlanReport, check: Awaited<ReturnType<typeof planRenderCheck>>, warn: ((message: string) => void) | undefined): void {
+  for (const message of check.warnings) {
+    report.warnings.push(message);
+    warn?.(message);
+  }
+  for (const conflict of check.foresight?.conflicts ?? []) {
+    const stack = report.clusterStacks.find((entry) => entry.namespace === conflict.namespace && entry.releases.some((release) => release.name === conflict.release));
+    stack?.notes.push(`release ${conflict.release} will be withheld: it ${conflict.reason}`);
+  }
+  if (check.foresight) {
+    report.withheld = check.foresight.withheld;
+    report.decidedAtRender = check.foresight.decidedAtRender;
+  }
 }
 
 /**

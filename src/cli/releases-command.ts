@@ -80,11 +80,16 @@ export async function releasesCommand(args: string[], io: CliIo): Promise<number
     io.stdout(`No matching releases in ${source.location}.\n`);
     return EXIT_OK;
   }
+  io.stdout(releaseTable(rows));
+  return EXIT_OK;
+}
+
+/** The rows as an aligned text table, one release a line under a header. */
+function releaseTable(rows: { tag: string; kubernetesVersion: string; channel: string; version: string; publishedAt: string | null }[]): string {
   const header = ['TAG', 'K8S', 'CHANNEL', 'VERSION', 'PUBLISHED'];
   const table = [header, ...rows.map((row) => [row.tag, row.kubernetesVersion, row.channel, row.version, row.publishedAt ?? '-'])];
   const widths = header.map((_, column) => Math.max(...table.map((row) => row[column]!.length)));
-  io.stdout(`${table.map((row) => row.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd()).join('\n')}\n`);
-  return EXIT_OK;
+  return `${table.map((row) => row.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd()).join('\n')}\n`;
 }
 
 /** `--kubernetes-version 1.30` (or `v1.30`) as release tags hold it; anything else is a usage error, not a filter that matches nothing. */

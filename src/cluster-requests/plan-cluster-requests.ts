@@ -101,16 +101,49 @@ export function planClusterRequests(plan: Plan, setting: SchedulerSetting | Sche
   });
 
   const notes: string[] = [];
+  const { files, objects } = requestFiles(profiles, scheduled, published, notes);
+  for (const request of scheduled.requests) {
+    if (REFUSALS.has(request.reason)) notes.push(`ClusterRequest ${key(request.namespace, request.name)} is Pending (${request.reason}): ${request.message}`);
+  }
+
+  return {
+    plan: { ...plan, resolution: withGeneratedClusters(plan.resolution, objects, observed) },
+    output: {
+      files,
+      record: { ...(config ? { schedulerConfig: config.digest } : previousRecord?.schedulerConfig ? { schedulerConfig: previousRecord.schedulerConfig } : {}), ...scheduled.record },
+      summary: requestsSummary(profiles, scheduled),
+    },
+    profiles,
+    requests: scheduled.requests,
+    clusters: scheduled.clusters,
+    withheld: scheduled.withheld,
+    notOurs: scheduled.notOurs,
+    notes,
+    ...(previousRecord ? { previousRecord } : {}),
+  };
+}
+
+/** A Cluster written for requests, with the class and stack namespace its addons render for. */
+type GeneratedCluster = { id: string; object: CapiCluster; className: string; stackNamespace: string };
+
+/** The files requests write (profiles, generated Clusters, withheld ones as they were) and the Clusters among them. */
+function requestFiles(profiles: ClusterProfileInfo[], scheduled: ReturnType<typeof scheduleRequests>, published: PublishedState, notes: string[]): { files: Map<string, string>; objects: GeneratedCluster[] } {
   const files = new Map<string, string>();
   for (const profile of profiles) files.set(clusterProfileFile(profile.name), serializeObject(clusterProfileObject(profile)));
-  const objects: { id: string; object: CapiCluster; className: string; stackNamespace: string }[] = [];
+  const objects: GeneratedCluster[] = [];
   for (const cluster of scheduled.clusters) {
     const object = requestedClusterObject(cluster);
     files.set(requestedClusterFile(cluster.namespace, cluster.name), serializeObject(object));
     objects.push({ id: key(cluster.namespace, cluster.name), object, className: cluster.release.className, stackNamespace: cluster.stackNamespace });
   }
   // Withheld clusters: the previous manifest, byte for byte (it never leaves the tree for a refusal).
-  for (const cluster of scheduled.withheld) {
+  keepWithheldClusters(scheduled.withheld, published, files, objects, notes);
+  return { files, objects };
+}
+
+/** Each withheld Cluster's previous manifest, kept as written (a note says why), or a note that there is none to keep. */
+function keepWithheldClusters(withheld: WithheldCluster[], published: PublishedState, files: Map<string, string>, objects: GeneratedCluster[], notes: string[]): void {
+  for (const cluster of withheld) {
     const file = requestedClusterFile(cluster.namespace, cluster.name);
     const text = published.tree.get(file);
     if (text === undefined) {
@@ -123,40 +156,26 @@ export function planClusterRequests(plan: Plan, setting: SchedulerSetting | Sche
     const named = clusterClassOf(object);
     if (named.kind === 'class') objects.push({ id: key(cluster.namespace, cluster.name), object, className: named.name, stackNamespace: named.namespace });
   }
-  for (const request of scheduled.requests) {
-    if (REFUSALS.has(request.reason)) notes.push(`ClusterRequest ${key(request.namespace, request.name)} is Pending (${request.reason}): ${request.message}`);
-  }
+}
 
+/** The summary plan prints: each profile's versions and each request's phase and cluster. */
+function requestsSummary(profiles: ClusterProfileInfo[], scheduled: ReturnType<typeof scheduleRequests>): ClusterRequestsOutput['summary'] {
   return {
-    plan: { ...plan, resolution: withGeneratedClusters(plan.resolution, objects, observed) },
-    output: {
-      files,
-      record: { ...(config ? { schedulerConfig: config.digest } : previousRecord?.schedulerConfig ? { schedulerConfig: previousRecord.schedulerConfig } : {}), ...scheduled.record },
-      summary: {
-        profiles: profiles.map((profile) => ({
-          name: profile.name,
-          stack: key(profile.stack.namespace, profile.stack.name),
-          versions: profile.releases.map((release) => `${release.kubernetesVersion} (${release.release}${release.deprecated ? ', deprecated' : ''})`).join(', ') || 'none',
-        })),
-        requests: scheduled.requests.map((request) => ({
-          namespace: request.namespace,
-          name: request.name,
-          purpose: request.purpose,
-          phase: request.phase,
-          reason: request.reason,
-          cluster: request.cluster ? key(request.cluster.namespace, request.cluster.name) : null,
-          message: request.message,
-        })),
-        ...(scheduled.notOurs.length > 0 ? { notOurs: scheduled.notOurs } : {}),
-      },
-    },
-    profiles,
-    requests: scheduled.requests,
-    clusters: scheduled.clusters,
-    withheld: scheduled.withheld,
-    notOurs: scheduled.notOurs,
-    notes,
-    ...(previousRecord ? { previousRecord } : {}),
+    profiles: profiles.map((profile) => ({
+      name: profile.name,
+      stack: key(profile.stack.namespace, profile.stack.name),
+      versions: profile.releases.map((release) => `${release.kubernetesVersion} (${release.release}${release.deprecated ? ', deprecated' : ''})`).join(', ') || 'none',
+    })),
+    requests: scheduled.requests.map((request) => ({
+      namespace: request.namespace,
+      name: request.name,
+      purpose: request.purpose,
+      phase: request.phase,
+      reason: request.reason,
+      cluster: request.cluster ? key(request.cluster.namespace, request.cluster.name) : null,
+      message: request.message,
+    })),
+    ...(scheduled.notOurs.length > 0 ? { notOurs: scheduled.notOurs } : {}),
   };
 }
 
@@ -169,7 +188,7 @@ export function planClusterRequests(plan: Plan, setting: SchedulerSetting | Sche
  * Cluster already holds its new addons ("published first": the BeforeClusterUpgrade hook waits for
  * them). The release it moves from keeps the Cluster in its usedBy until the live copy moved.
  */
-function withGeneratedClusters(resolution: Resolution, generated: { id: string; object: CapiCluster; className: string; stackNamespace: string }[], observed: Map<string, CapiCluster>): Resolution {
+function withGeneratedClusters(resolution: Resolution, generated: GeneratedCluster[], observed: Map<string, CapiCluster>): Resolution {
   // A copy: the plan the caller holds keeps describing the inputs alone.
   const next = structuredClone(resolution);
   for (const { id, object, className, stackNamespace } of generated) {

@@ -134,24 +134,30 @@ export function parseSchedulerConfig(text: string, origin: string): SchedulerCon
   const strategy = value.strategy ?? 'Balanced';
   if (!SCHEDULER_STRATEGIES.includes(strategy as SchedulerStrategy)) fail('strategy', `must be one of ${SCHEDULER_STRATEGIES.join(', ')}, not ${JSON.stringify(strategy)}`);
 
-  const purposeMappings = new Map<string, ClusterDefinition>();
-  const mappings = value.purposeMappings ?? {};
-  if (!isRecord(mappings)) fail('purposeMappings', 'must be a mapping from purpose to {template, tenancyCount}');
-  else {
-    for (const purpose of Object.keys(mappings).sort()) {
-      const definition = parseDefinition(mappings[purpose], `purposeMappings.${purpose}`, fail);
-      if (!PURPOSE.test(purpose)) fail(`purposeMappings.${purpose}`, 'a purpose must be a lowercase DNS label (letters, digits, "-", at most 63): it becomes a label value and part of cluster names');
-      if (definition) {
-        templateMatchesSelectors(definition, selectors.clusters, `purposeMappings.${purpose}`, fail);
-        purposeMappings.set(purpose, definition);
-      }
-    }
-  }
+  const purposeMappings = parsePurposeMappings(value.purposeMappings ?? {}, selectors, fail);
   parseExtension(extension, purposeMappings, fail);
   if (problems.length > 0) throw new InputError(problems, `scheduler configuration ${origin} is not valid; nothing was rendered or written:\n  ${problems.map((p) => `${p.path ? `${p.path}: ` : ''}${p.message}`).join('\n  ')}`);
   // Selectors only when given: a configuration without them keeps the digest it always had.
   const digest = sha256Digest(canonicalJson({ scope, strategy, purposeMappings: Object.fromEntries(purposeMappings), ...(Object.keys(selectors).length > 0 ? { selectors } : {}) }));
   return { origin, digest, scope: scope as SchedulerScope, strategy: strategy as SchedulerStrategy, purposeMappings, selectors };
+}
+
+/** `purposeMappings: {<purpose>: {template, tenancyCount, selector?}}`, in purpose order; invalid purposes are left out. */
+function parsePurposeMappings(mappings: unknown, selectors: SchedulerConfig['selectors'], fail: (path: string, message: string) => void): Map<string, ClusterDefinition> {
+  const purposeMappings = new Map<string, ClusterDefinition>();
+  if (!isRecord(mappings)) {
+    fail('purposeMappings', 'must be a mapping from purpose to {template, tenancyCount}');
+    return purposeMappings;
+  }
+  for (const purpose of Object.keys(mappings).sort()) {
+    const definition = parseDefinition(mappings[purpose], `purposeMappings.${purpose}`, fail);
+    if (!PURPOSE.test(purpose)) fail(`purposeMappings.${purpose}`, 'a purpose must be a lowercase DNS label (letters, digits, "-", at most 63): it becomes a label value and part of cluster names');
+    if (definition) {
+      templateMatchesSelectors(definition, selectors.clusters, `purposeMappings.${purpose}`, fail);
+      purposeMappings.set(purpose, definition);
+    }
+  }
+  return purposeMappings;
 }
 
 /** `selectors: {requests?, clusters?}`, each a Kubernetes label selector; `null` is left out, as the operator does. */
@@ -224,27 +230,32 @@ function parseExtension(extension: unknown, mappings: Map<string, ClusterDefinit
       if (isRecord(spec.clusterNetwork)) parsed.clusterNetwork = spec.clusterNetwork;
       else fail(`${path}.clusterNetwork`, 'must be a mapping (CAPI\'s clusterNetwork: pods, services, serviceDomain, apiServerPort)');
     }
-    const topology = spec.topology;
-    if (topology !== undefined) {
-      if (!isRecord(topology)) fail(`${path}.topology`, 'must be a mapping with controlPlane, workers or variables');
-      else {
-        const out: NonNullable<ClusterSpecTemplate['topology']> = {};
-        for (const key of Object.keys(topology)) if (!TOPOLOGY_FIELDS.includes(key) && OWNED_SPEC_FIELDS[`topology.${key}`] === undefined) fail(`${path}.topology.${key}`, `is not a field clusterstack sets on a generated Cluster; known fields are ${TOPOLOGY_FIELDS.join(', ')}`);
-        for (const key of ['controlPlane', 'workers'] as const) {
-          if (topology[key] === undefined) continue;
-          if (isRecord(topology[key])) out[key] = topology[key] as Record<string, unknown>;
-          else fail(`${path}.topology.${key}`, 'must be a mapping');
-        }
-        if (topology.variables !== undefined) {
-          const variables = topology.variables;
-          if (!Array.isArray(variables) || !variables.every((v) => isRecord(v) && typeof v.name === 'string' && v.name !== '' && 'value' in v)) fail(`${path}.topology.variables`, 'must be a list of {name, value}');
-          else out.variables = variables as { name: string; value: unknown }[];
-        }
-        if (Object.keys(out).length > 0) parsed.topology = out;
-      }
-    }
+    const topology = parseTopology(spec.topology, path, fail);
+    if (topology) parsed.topology = topology;
     if (Object.keys(parsed).length > 0) definition.clusterSpec = parsed;
   }
+}
+
+/** A clusterSpecs entry's `topology`: controlPlane, workers and variables; undefined when absent, invalid or empty. */
+function parseTopology(topology: unknown, path: string, fail: (path: string, message: string) => void): ClusterSpecTemplate['topology'] {
+  if (topology === undefined) return undefined;
+  if (!isRecord(topology)) {
+    fail(`${path}.topology`, 'must be a mapping with controlPlane, workers or variables');
+    return undefined;
+  }
+  const out: NonNullable<ClusterSpecTemplate['topology']> = {};
+  for (const key of Object.keys(topology)) if (!TOPOLOGY_FIELDS.includes(key) && OWNED_SPEC_FIELDS[`topology.${key}`] === undefined) fail(`${path}.topology.${key}`, `is not a field clusterstack sets on a generated Cluster; known fields are ${TOPOLOGY_FIELDS.join(', ')}`);
+  for (const key of ['controlPlane', 'workers'] as const) {
+    if (topology[key] === undefined) continue;
+    if (isRecord(topology[key])) out[key] = topology[key] as Record<string, unknown>;
+    else fail(`${path}.topology.${key}`, 'must be a mapping');
+  }
+  if (topology.variables !== undefined) {
+    const variables = topology.variables;
+    if (!Array.isArray(variables) || !variables.every((v) => isRecord(v) && typeof v.name === 'string' && v.name !== '' && 'value' in v)) fail(`${path}.topology.variables`, 'must be a list of {name, value}');
+    else out.variables = variables as { name: string; value: unknown }[];
+  }
+  return Object.keys(out).length > 0 ? out : undefined;
 }
 
 function unknown(value: Record<string, unknown>, known: string[], path: string, fail: (path: string, message: string) => void): void {

@@ -126,41 +126,48 @@ export function planReport(plan: Plan, target?: { name: string; providers: reado
     problems: plan.problems.map(formatProblem),
     warnings: plan.warnings,
   };
-  if (plan.providers) {
-    report.providers = plan.providers.providers.map((planned) => ({
-      kind: planned.provider.kind,
-      namespace: planned.provider.metadata.namespace ?? 'default',
-      name: planned.provider.metadata.name,
-      version: planned.version,
-      pinned: planned.pinned,
-      contract: planned.contract ?? null,
-      source: planned.release?.source ?? null,
-      problems: planned.problems.map(formatProblem),
-    }));
-    const certManager = plan.providers.certManager;
-    if (certManager) {
-      report.providers.push({ kind: 'CertManager', namespace: 'cert-manager', name: 'cert-manager', version: certManager.version, pinned: true, contract: null, source: certManager.release?.source ?? null, problems: certManager.problems.map(formatProblem) });
-    }
-  }
-  if (target) {
-    report.comparedWith = target.name;
-    const entries = report.providers ?? [];
-    for (const change of plan.providers ? providerPlanChanges(plan.providers, target.providers) : target.providers.map((record) => ({ ...record, change: 'removed' as const, from: record.version, to: undefined, note: undefined }))) {
-      let entry = entries.find((candidate) => candidate.kind === change.kind && candidate.namespace === change.namespace && candidate.name === change.name);
-      if (!entry) {
-        entry = { kind: change.kind, namespace: change.namespace, name: change.name, version: '', pinned: true, contract: null, source: null, problems: [] };
-        entries.push(entry);
-      }
-      entry.change = change.change;
-      entry.previousVersion = change.from ?? null;
-      if (change.note) entry.note = change.note;
-      // The lock: a render publishes the version first rendered, not the newest.
-      if (change.change === 'unchanged' && change.to) entry.version = change.to;
-      if (change.change === 'refused') report.problems.push(`${change.kind} ${change.namespace}/${change.name}: ${change.note}`);
-    }
-    report.providers = entries;
-  }
+  if (plan.providers) report.providers = providerEntries(plan.providers);
+  if (target) compareProviders(report, plan, target);
   return report;
+}
+
+/** The report's entries of the planned providers (cert-manager last), before any comparison. */
+function providerEntries(providers: NonNullable<Plan['providers']>): NonNullable<PlanReport['providers']> {
+  const entries: NonNullable<PlanReport['providers']> = providers.providers.map((planned) => ({
+    kind: planned.provider.kind,
+    namespace: planned.provider.metadata.namespace ?? 'default',
+    name: planned.provider.metadata.name,
+    version: planned.version,
+    pinned: planned.pinned,
+    contract: planned.contract ?? null,
+    source: planned.release?.source ?? null,
+    problems: planned.problems.map(formatProblem),
+  }));
+  const certManager = providers.certManager;
+  if (certManager) {
+    entries.push({ kind: 'CertManager', namespace: 'cert-manager', name: 'cert-manager', version: certManager.version, pinned: true, contract: null, source: certManager.release?.source ?? null, problems: certManager.problems.map(formatProblem) });
+  }
+  return entries;
+}
+
+/** What a render would change in each provider against the target's, removals and refusals included. */
+function compareProviders(report: PlanReport, plan: Plan, target: { name: string; providers: readonly ProviderRecord[] }): void {
+  report.comparedWith = target.name;
+  const entries = report.providers ?? [];
+  for (const change of plan.providers ? providerPlanChanges(plan.providers, target.providers) : target.providers.map((record) => ({ ...record, change: 'removed' as const, from: record.version, to: undefined, note: undefined }))) {
+    let entry = entries.find((candidate) => candidate.kind === change.kind && candidate.namespace === change.namespace && candidate.name === change.name);
+    if (!entry) {
+      entry = { kind: change.kind, namespace: change.namespace, name: change.name, version: '', pinned: true, contract: null, source: null, problems: [] };
+      entries.push(entry);
+    }
+    entry.change = change.change;
+    entry.previousVersion = change.from ?? null;
+    if (change.note) entry.note = change.note;
+    // The lock: a render publishes the version first rendered, not the newest.
+    if (change.change === 'unchanged' && change.to) entry.version = change.to;
+    if (change.change === 'refused') report.problems.push(`${change.kind} ${change.namespace}/${change.name}: ${change.note}`);
+  }
+  report.providers = entries;
 }
 
 /** Problems caused by a remote that failed (retrying later may help), not by the inputs. */
@@ -187,22 +194,42 @@ function table(rows: string[][]): string {
   return rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd()).join('\n');
 }
 
+/** One stack's lines: its releases (kept, and the last five dropped), notes and problems, then a blank line. */
+function formatStack(stack: PlanReport['clusterStacks'][number]): string[] {
+  const out: string[] = [];
+  out.push(`ClusterStack ${stack.namespace}/${stack.name}  latest: ${stack.latestRelease ?? '-'}  usable: ${stack.usableVersions || '-'}`);
+  const kept = stack.releases.filter((release) => release.kept);
+  const dropped = stack.releases.filter((release) => !release.kept);
+  const rows = [['  RELEASE', 'VERSION', 'KEPT', 'READY', 'WHY']];
+  for (const release of kept) rows.push([`  ${release.name}`, release.version, 'yes', release.ready ? 'yes' : 'no', release.reasons.join('; ')]);
+  for (const release of dropped.slice(-5)) rows.push([`  ${release.name}`, release.version, 'no', release.ready ? 'yes' : 'no', release.reasons.join('; ')]);
+  out.push(table(rows));
+  if (dropped.length > 5) out.push(`  ... and ${dropped.length - 5} older releases dropped`);
+  for (const note of stack.notes) out.push(`  note: ${note}`);
+  for (const problem of [...stack.problems, ...stack.releases.flatMap((release) => release.problems)]) out.push(`  problem: ${problem}`);
+  out.push('');
+  return out;
+}
+
+/** The providers' table (with a CHANGE column when compared with a target), then their notes. */
+function formatProviders(providers: NonNullable<PlanReport['providers']>, comparedWith: string | undefined): string[] {
+  const out: string[] = [];
+  const compared = comparedWith !== undefined;
+  const rows = [['PROVIDER', 'VERSION', 'CONTRACT', 'SOURCE', ...(compared ? ['CHANGE'] : [])]];
+  for (const provider of providers) {
+    const change = provider.change === 'upgraded' || provider.change === 'downgraded' || provider.change === 'refused' ? `${provider.change} ${provider.previousVersion} -> ${provider.version}` : provider.change === 'removed' ? `removed (was ${provider.previousVersion})` : (provider.change ?? '-');
+    const lockNote = !compared && !provider.pinned ? ' (newest; kept once published)' : '';
+    rows.push([`${provider.kind} ${provider.namespace}/${provider.name}`, `${provider.version || '-'}${lockNote}`, provider.contract ?? '-', provider.source ?? '-', ...(compared ? [change] : [])]);
+  }
+  out.push(...(compared ? [`Providers compared with ${comparedWith}:`] : []), table(rows), '');
+  for (const provider of providers.filter((entry) => entry.note && entry.change !== 'refused')) out.push(`note: ${provider.kind} ${provider.namespace}/${provider.name}: ${provider.note}`);
+  return out;
+}
+
 /** A readable summary: stacks with their releases and reasons, clusters, problems. */
 export function formatPlanReport(report: PlanReport): string {
   const out: string[] = [];
-  for (const stack of report.clusterStacks) {
-    out.push(`ClusterStack ${stack.namespace}/${stack.name}  latest: ${stack.latestRelease ?? '-'}  usable: ${stack.usableVersions || '-'}`);
-    const kept = stack.releases.filter((release) => release.kept);
-    const dropped = stack.releases.filter((release) => !release.kept);
-    const rows = [['  RELEASE', 'VERSION', 'KEPT', 'READY', 'WHY']];
-    for (const release of kept) rows.push([`  ${release.name}`, release.version, 'yes', release.ready ? 'yes' : 'no', release.reasons.join('; ')]);
-    for (const release of dropped.slice(-5)) rows.push([`  ${release.name}`, release.version, 'no', release.ready ? 'yes' : 'no', release.reasons.join('; ')]);
-    out.push(table(rows));
-    if (dropped.length > 5) out.push(`  ... and ${dropped.length - 5} older releases dropped`);
-    for (const note of stack.notes) out.push(`  note: ${note}`);
-    for (const problem of [...stack.problems, ...stack.releases.flatMap((release) => release.problems)]) out.push(`  problem: ${problem}`);
-    out.push('');
-  }
+  for (const stack of report.clusterStacks) out.push(...formatStack(stack));
   if (report.clusters.length > 0) {
     const rows = [['CLUSTER', 'RELEASE', 'ADDONS', 'PROBLEMS']];
     for (const cluster of report.clusters) {
@@ -217,17 +244,7 @@ export function formatPlanReport(report: PlanReport): string {
     }
     out.push(table(rows), '');
   }
-  if (report.providers && report.providers.length > 0) {
-    const compared = report.comparedWith !== undefined;
-    const rows = [['PROVIDER', 'VERSION', 'CONTRACT', 'SOURCE', ...(compared ? ['CHANGE'] : [])]];
-    for (const provider of report.providers) {
-      const change = provider.change === 'upgraded' || provider.change === 'downgraded' || provider.change === 'refused' ? `${provider.change} ${provider.previousVersion} -> ${provider.version}` : provider.change === 'removed' ? `removed (was ${provider.previousVersion})` : (provider.change ?? '-');
-      const lockNote = !compared && !provider.pinned ? ' (newest; kept once published)' : '';
-      rows.push([`${provider.kind} ${provider.namespace}/${provider.name}`, `${provider.version || '-'}${lockNote}`, provider.contract ?? '-', provider.source ?? '-', ...(compared ? [change] : [])]);
-    }
-    out.push(...(compared ? [`Providers compared with ${report.comparedWith}:`] : []), table(rows), '');
-    for (const provider of report.providers.filter((entry) => entry.note && entry.change !== 'refused')) out.push(`note: ${provider.kind} ${provider.namespace}/${provider.name}: ${provider.note}`);
-  }
+  if (report.providers && report.providers.length > 0) out.push(...formatProviders(report.providers, report.comparedWith));
   if (report.withheld && report.withheld.length > 0) {
     out.push('A render would withhold (what it published before stays):');
     for (const unit of report.withheld) out.push(`  ${unitName(unit)}: ${unit.reason}`);

@@ -126,44 +126,9 @@ export async function planProviders(providers: SourcedObject<CapiProvider>[], in
 
   await Promise.all(
     [...byDir].map(async ([dir, { object: provider, source: origin }]) => {
-      const object = describeProvider(provider);
-      const namespace = provider.metadata.namespace ?? 'default';
       const planned: PlannedProvider = { provider, origin, dir, version: provider.spec?.version ?? '', pinned: provider.spec?.version !== undefined, variables: new Map(), problems: [] };
       plan.providers.push(planned);
-      const unread = (path: string): Problem | undefined => {
-        const problem = unreadable?.get(providerInputKey(provider, path));
-        if (problem) planned.problems.push({ source: origin, ...problem });
-        return problem;
-      };
-      const secret = provider.spec?.configSecret;
-      if (secret && !unread('spec.configSecret')) {
-        const found = findInput(inputs, ['Secret', 'ConfigMap'], secret.name, secret.namespace ?? namespace);
-        if (!found) planned.problems.push({ source: origin, object, path: 'spec.configSecret', message: `names ${secret.namespace ?? namespace}/${secret.name}, which is not among the inputs; add the Secret (or a ConfigMap of the same name) holding the provider's variables` });
-        else planned.variables = keyValues(found);
-      }
-      const extra = provider.spec?.additionalManifests;
-      if (extra && !unread('spec.additionalManifests')) {
-        const found = findInput(inputs, ['ConfigMap'], extra.name, extra.namespace ?? namespace);
-        const manifests = found ? keyValues(found).get('manifests') : undefined;
-        if (manifests === undefined) planned.problems.push({ source: origin, object, path: 'spec.additionalManifests', message: `names ConfigMap ${extra.namespace ?? namespace}/${extra.name}, which is not among the inputs or has no data.manifests` });
-        else planned.additionalManifests = manifests;
-      }
-      if (provider.spec?.fetchConfig?.selector && unread('spec.fetchConfig.selector')) return;
-      try {
-        if (!planned.pinned) {
-          const newest = newestVersion(await fetcher.versions(provider, inputs));
-          if (!newest) {
-            planned.problems.push({ source: origin, object, message: 'has no spec.version and its source offers no release with a semantic version; set spec.version or publish a release' });
-            return;
-          }
-          planned.version = newest;
-        }
-        planned.release = await fetcher.fetch(provider, planned.version, inputs);
-      } catch (error) {
-        planned.problems.push({ source: origin, ...fetchProblem(error, object) });
-        return;
-      }
-      readContract(planned);
+      await planProvider(planned, inputs, fetcher, unreadable);
     }),
   );
   plan.providers.sort((a, b) => compareText(a.dir, b.dir));
@@ -172,6 +137,47 @@ export async function planProviders(providers: SourcedObject<CapiProvider>[], in
     if (certManager) plan.certManager = certManager;
   }
   return plan;
+}
+
+/** One provider's configuration (Secret, additional manifests), version (newest when unpinned), release and contract, into `planned`. */
+async function planProvider(planned: PlannedProvider, inputs: KubeObject[], fetcher: ProviderFetcher, unreadable: ReadonlyMap<string, Problem> | undefined): Promise<void> {
+  const { provider, origin } = planned;
+  const object = describeProvider(provider);
+  const namespace = provider.metadata.namespace ?? 'default';
+  const unread = (path: string): Problem | undefined => {
+    const problem = unreadable?.get(providerInputKey(provider, path));
+    if (problem) planned.problems.push({ source: origin, ...problem });
+    return problem;
+  };
+  const secret = provider.spec?.configSecret;
+  if (secret && !unread('spec.configSecret')) {
+    const found = findInput(inputs, ['Secret', 'ConfigMap'], secret.name, secret.namespace ?? namespace);
+    if (!found) planned.problems.push({ source: origin, object, path: 'spec.configSecret', message: `names ${secret.namespace ?? namespace}/${secret.name}, which is not among the inputs; add the Secret (or a ConfigMap of the same name) holding the provider's variables` });
+    else planned.variables = keyValues(found);
+  }
+  const extra = provider.spec?.additionalManifests;
+  if (extra && !unread('spec.additionalManifests')) {
+    const found = findInput(inputs, ['ConfigMap'], extra.name, extra.namespace ?? namespace);
+    const manifests = found ? keyValues(found).get('manifests') : undefined;
+    if (manifests === undefined) planned.problems.push({ source: origin, object, path: 'spec.additionalManifests', message: `names ConfigMap ${extra.namespace ?? namespace}/${extra.name}, which is not among the inputs or has no data.manifests` });
+    else planned.additionalManifests = manifests;
+  }
+  if (provider.spec?.fetchConfig?.selector && unread('spec.fetchConfig.selector')) return;
+  try {
+    if (!planned.pinned) {
+      const newest = newestVersion(await fetcher.versions(provider, inputs));
+      if (!newest) {
+        planned.problems.push({ source: origin, object, message: 'has no spec.version and its source offers no release with a semantic version; set spec.version or publish a release' });
+        return;
+      }
+      planned.version = newest;
+    }
+    planned.release = await fetcher.fetch(provider, planned.version, inputs);
+  } catch (error) {
+    planned.problems.push({ source: origin, ...fetchProblem(error, object) });
+    return;
+  }
+  readContract(planned);
 }
 
 /** cert-manager as the CoreProvider's annotations declare it (none: undefined), fetched; problems are its own. */

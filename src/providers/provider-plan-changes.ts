@@ -29,28 +29,31 @@ function compare(to: string, from: string): number {
   return semver.valid(to) && semver.valid(from) ? semver.compare(to, from) : to === from ? 0 : 1;
 }
 
+/** Which provider a change is about. */
+type Who = { kind: string; namespace: string; name: string };
+
+/** One provider's change against what was published before (`was`), with the note a reader needs. */
+function providerChange(was: ProviderRecord | undefined, dir: string, who: Who, version: string, pinned: boolean, allowDowngrade: boolean, what: string): ProviderPlanChange {
+  if (!was) return { dir, ...who, change: 'added', to: version };
+  if (!pinned && was.version !== version && semver.valid(was.version)) {
+    return { dir, ...who, change: 'unchanged', from: was.version, to: was.version, note: `kept at ${was.version} (no spec.version: the version first rendered stays; ${version} is the newest)` };
+  }
+  const order = compare(version, was.version);
+  if (order > 0) return { dir, ...who, change: 'upgraded', from: was.version, to: version };
+  if (order === 0) return { dir, ...who, change: 'unchanged', from: was.version, to: version };
+  if (allowDowngrade) return { dir, ...who, change: 'downgraded', from: was.version, to: version, note: `allowed by ${ALLOW_DOWNGRADE_ANNOTATION}` };
+  return { dir, ...who, change: 'refused', from: was.version, to: version, note: `${what} ${version} is lower than ${was.version}, which is published; render refuses the downgrade unless ${ALLOW_DOWNGRADE_ANNOTATION}: "true" is set` };
+}
+
 /** The change per provider directory, in directory order, removals included; providers without a version are left out. */
 export function providerPlanChanges(plan: ProviderPlan, previous: readonly ProviderRecord[]): ProviderPlanChange[] {
   const before = new Map(previous.map((record) => [record.dir, record]));
   const changes: ProviderPlanChange[] = [];
   const present = new Set<string>();
-  const decide = (dir: string, who: { kind: string; namespace: string; name: string }, version: string, pinned: boolean, allowDowngrade: boolean, what: string): void => {
+  const decide = (dir: string, who: Who, version: string, pinned: boolean, allowDowngrade: boolean, what: string): void => {
     present.add(dir);
-    if (version === '') return;
-    const was = before.get(dir);
-    if (!was) {
-      changes.push({ dir, ...who, change: 'added', to: version });
-      return;
-    }
-    if (!pinned && was.version !== version && semver.valid(was.version)) {
-      changes.push({ dir, ...who, change: 'unchanged', from: was.version, to: was.version, note: `kept at ${was.version} (no spec.version: the version first rendered stays; ${version} is the newest)` });
-      return;
-    }
-    const order = compare(version, was.version);
-    if (order > 0) changes.push({ dir, ...who, change: 'upgraded', from: was.version, to: version });
-    else if (order === 0) changes.push({ dir, ...who, change: 'unchanged', from: was.version, to: version });
-    else if (allowDowngrade) changes.push({ dir, ...who, change: 'downgraded', from: was.version, to: version, note: `allowed by ${ALLOW_DOWNGRADE_ANNOTATION}` });
-    else changes.push({ dir, ...who, change: 'refused', from: was.version, to: version, note: `${what} ${version} is lower than ${was.version}, which is published; render refuses the downgrade unless ${ALLOW_DOWNGRADE_ANNOTATION}: "true" is set` });
+    const change = version === '' ? undefined : providerChange(before.get(dir), dir, who, version, pinned, allowDowngrade, what);
+    if (change) changes.push(change);
   };
   for (const planned of plan.providers) {
     const { provider } = planned;

@@ -96,31 +96,8 @@ export function parseClusterAddonConfig(text: string, source: string, checkSynta
     }
     const stages: AddonStageEntry[] = [];
     entries.forEach((entry: unknown, index) => {
-      const path = `${hookPath}[${index}]`;
-      if (!isRecord(entry)) {
-        problems.push({ source, path, message: 'must be a mapping with name and action' });
-        return;
-      }
-      const { name, action } = entry;
-      if (typeof name !== 'string' || !STAGE_NAME.test(name)) {
-        problems.push({ source, path: `${path}.name`, message: `must be the name of a chart folder in the addon archive (lowercase, digits, "-"), found ${JSON.stringify(name ?? null)}` });
-        return;
-      }
-      if (action !== 'apply' && action !== 'delete') {
-        problems.push({ source, path: `${path}.action`, message: `must be apply or delete, found ${JSON.stringify(action ?? null)}` });
-        return;
-      }
-      const stage: AddonStageEntry = { name, action };
-      for (const key of ['waitForPreCondition', 'waitForPostCondition'] as const) {
-        if (entry[key] === undefined) continue;
-        const condition = parseWaitCondition(entry[key], `${path}.${key}`, source, problems);
-        if (!condition) continue;
-        stage[key] = condition;
-        // The operator only finds out when it evaluates; say so at load, without refusing the release.
-        const syntax = checkSyntax(condition.conditions);
-        if (syntax) warnings.push({ source, path: `${path}.${key}.conditions`, message: `is not valid CEL (${syntax}): a lifecycle hook waiting on it can only time out. Fix the expression` });
-      }
-      stages.push(stage);
+      const stage = parseStage(entry, `${hookPath}[${index}]`, source, problems, warnings, checkSyntax);
+      if (stage) stages.push(stage);
     });
     addonStages[hook as AddonHook] = stages;
   }
@@ -128,6 +105,34 @@ export function parseClusterAddonConfig(text: string, source: string, checkSynta
   const config: ClusterAddonConfig = { addonStages };
   if (typeof document.apiVersion === 'string') config.apiVersion = document.apiVersion;
   return { config, problems, warnings };
+}
+
+/** One stage of a hook: its name, action and wait conditions (a condition that is not valid CEL only warns). */
+function parseStage(entry: unknown, path: string, source: string, problems: Problem[], warnings: Problem[], checkSyntax: (expression: string) => string | undefined): AddonStageEntry | undefined {
+  if (!isRecord(entry)) {
+    problems.push({ source, path, message: 'must be a mapping with name and action' });
+    return undefined;
+  }
+  const { name, action } = entry;
+  if (typeof name !== 'string' || !STAGE_NAME.test(name)) {
+    problems.push({ source, path: `${path}.name`, message: `must be the name of a chart folder in the addon archive (lowercase, digits, "-"), found ${JSON.stringify(name ?? null)}` });
+    return undefined;
+  }
+  if (action !== 'apply' && action !== 'delete') {
+    problems.push({ source, path: `${path}.action`, message: `must be apply or delete, found ${JSON.stringify(action ?? null)}` });
+    return undefined;
+  }
+  const stage: AddonStageEntry = { name, action };
+  for (const key of ['waitForPreCondition', 'waitForPostCondition'] as const) {
+    if (entry[key] === undefined) continue;
+    const condition = parseWaitCondition(entry[key], `${path}.${key}`, source, problems);
+    if (!condition) continue;
+    stage[key] = condition;
+    // The operator only finds out when it evaluates; say so at load, without refusing the release.
+    const syntax = checkSyntax(condition.conditions);
+    if (syntax) warnings.push({ source, path: `${path}.${key}.conditions`, message: `is not valid CEL (${syntax}): a lifecycle hook waiting on it can only time out. Fix the expression` });
+  }
+  return stage;
 }
 
 function parseWaitCondition(value: unknown, path: string, source: string, problems: Problem[]): WaitCondition | undefined {

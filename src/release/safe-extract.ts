@@ -97,13 +97,8 @@ function startsWith(bytes: Uint8Array, magic: number[]): boolean {
   return magic.every((byte, index) => bytes[index] === byte);
 }
 
-/**
- * Feeds the archive's plain tar bytes to `parser`, bounded: the file's size, the bytes decompressed
- * and the bytes after the tar end (`parser` emitting 'eof') are limited, and feeding stops at the
- * tar end. With `stopAfter`, feeding stops after that many tar bytes (what a first pass found).
- * Returns how many tar bytes were fed up to and including the chunk holding the tar end.
- */
-async function feedTar(file: string, label: string, limits: ExtractLimits, parser: tar.Parser, stopAfter?: number, failed: () => boolean = () => false): Promise<number> {
+/** Refuses an archive over the size limit or zstd-compressed; true when it is gzipped. */
+async function checkArchiveHead(file: string, label: string, limits: ExtractLimits): Promise<boolean> {
   const handle = await open(file, 'r');
   let head: Uint8Array;
   let size: number;
@@ -115,8 +110,18 @@ async function feedTar(file: string, label: string, limits: ExtractLimits, parse
     await handle.close();
   }
   if (size > limits.maxArchiveBytes) throw new UnsafeArchiveError(label, undefined, `is ${size} bytes, over the archive size limit of ${limits.maxArchiveBytes}`);
-  const gzipped = startsWith(head, GZIP_MAGIC);
   if (startsWith(head, ZSTD_MAGIC)) throw new UnsafeArchiveError(label, undefined, 'is zstd-compressed; release archives must be tar or tar.gz (helm package writes tar.gz)');
+  return startsWith(head, GZIP_MAGIC);
+}
+
+/**
+ * Feeds the archive's plain tar bytes to `parser`, bounded: the file's size, the bytes decompressed
+ * and the bytes after the tar end (`parser` emitting 'eof') are limited, and feeding stops at the
+ * tar end. With `stopAfter`, feeding stops after that many tar bytes (what a first pass found).
+ * Returns how many tar bytes were fed up to and including the chunk holding the tar end.
+ */
+async function feedTar(file: string, label: string, limits: ExtractLimits, parser: tar.Parser, stopAfter?: number, failed: () => boolean = () => false): Promise<number> {
+  const gzipped = await checkArchiveHead(file, label, limits);
   const maxTarBytes = limits.maxTotalBytes + (limits.maxEntries + 2) * ENTRY_OVERHEAD_BYTES;
   const raw = createReadStream(file, { highWaterMark: CHUNK_BYTES });
   const stream = gzipped ? raw.pipe(createGunzip({ chunkSize: CHUNK_BYTES })) : raw;
@@ -180,6 +185,29 @@ function parserDone(parser: tar.Parser, event: 'end' | 'close'): Promise<void> {
   });
 }
 
+/**
+ * Refuses a link entry whose target is empty, absolute, outside the archive, the archive directory
+ * (hard link) or a symlink (hard link); records a symlink in `links`.
+ */
+function checkLink(label: string, entryPath: string, type: 'SymbolicLink' | 'Link', rawLinkpath: string, parts: string[], own: string, links: Map<string, string>): void {
+  const linkpath = rawLinkpath.replaceAll('\\', '/');
+  const kind = type === 'Link' ? 'hard link' : 'symlink';
+  if (linkpath === '' || linkpath.includes('\0')) throw new UnsafeArchiveError(label, entryPath, `is a ${kind} without a valid target`);
+  if (linkpath.startsWith('/') || /^[a-zA-Z]:/.test(linkpath)) throw new UnsafeArchiveError(label, entryPath, `is a ${kind} to the absolute path ${linkpath}`);
+  // A symlink's target is relative to its directory, a hard link's to the archive root.
+  const base = type === 'SymbolicLink' ? parts.slice(0, -1) : [];
+  const target = resolvePhysical([...base, ...linkpath.split('/')], links);
+  if (target === undefined) throw new UnsafeArchiveError(label, entryPath, `is a ${kind} to ${linkpath}, outside the archive directory`);
+  if (type === 'Link' && target.length === 0) throw new UnsafeArchiveError(label, entryPath, `is a hard link to the archive directory itself`);
+  // Linux hard-links a symlink itself; its relative target would then resolve from elsewhere.
+  if (type === 'Link') {
+    const parent = resolvePhysical([...linkpath.split('/')].slice(0, -1), links);
+    const last = linkpath.split('/').filter((part) => part !== '' && part !== '.').at(-1);
+    if (parent && last && links.has([...parent, last].join('/'))) throw new UnsafeArchiveError(label, entryPath, `is a hard link to the symlink ${linkpath}`);
+  }
+  if (type === 'SymbolicLink') links.set(own, target.join('/'));
+}
+
 /** Checks every entry of the archive against the limits and the escape rules, writing nothing; returns the entries. */
 async function inspect(file: string, label: string, limits: ExtractLimits): Promise<{ entries: string[]; tarBytes: number }> {
   const entries: string[] = [];
@@ -206,26 +234,8 @@ async function inspect(file: string, label: string, limits: ExtractLimits): Prom
           for (let i = 1; i < parts.length; i++) {
             if (links.has(parts.slice(0, i).join('/'))) throw new UnsafeArchiveError(label, entry.path, `lies inside the symlink ${parts.slice(0, i).join('/')}; entries may not be written through links`);
           }
-          if (type === 'SymbolicLink' || type === 'Link') {
-            const linkpath = String(entry.linkpath ?? '').replaceAll('\\', '/');
-            const kind = type === 'Link' ? 'hard link' : 'symlink';
-            if (linkpath === '' || linkpath.includes('\0')) throw new UnsafeArchiveError(label, entry.path, `is a ${kind} without a valid target`);
-            if (linkpath.startsWith('/') || /^[a-zA-Z]:/.test(linkpath)) throw new UnsafeArchiveError(label, entry.path, `is a ${kind} to the absolute path ${linkpath}`);
-            // A symlink's target is relative to its directory, a hard link's to the archive root.
-            const base = type === 'SymbolicLink' ? parts.slice(0, -1) : [];
-            const target = resolvePhysical([...base, ...linkpath.split('/')], links);
-            if (target === undefined) throw new UnsafeArchiveError(label, entry.path, `is a ${kind} to ${linkpath}, outside the archive directory`);
-            if (type === 'Link' && target.length === 0) throw new UnsafeArchiveError(label, entry.path, `is a hard link to the archive directory itself`);
-            // Linux hard-links a symlink itself; its relative target would then resolve from elsewhere.
-            if (type === 'Link') {
-              const parent = resolvePhysical([...linkpath.split('/')].slice(0, -1), links);
-              const last = linkpath.split('/').filter((part) => part !== '' && part !== '.').at(-1);
-              if (parent && last && links.has([...parent, last].join('/'))) throw new UnsafeArchiveError(label, entry.path, `is a hard link to the symlink ${linkpath}`);
-            }
-            if (type === 'SymbolicLink') links.set(own, target.join('/'));
-          } else {
-            links.delete(own);
-          }
+          if (type === 'SymbolicLink' || type === 'Link') checkLink(label, entry.path, type, String(entry.linkpath ?? ''), parts, own, links);
+          else links.delete(own);
           const size = entry.size ?? 0;
           if (size > limits.maxFileBytes) throw new UnsafeArchiveError(label, entry.path, `is ${size} bytes, over the per-file limit of ${limits.maxFileBytes}`);
           total += size;

@@ -83,6 +83,17 @@ export async function foreseeWithholds(plan: Plan, deps: RenderDependencies): Pr
   const conflicts = findReleaseConflicts(records, rendered);
   withholdConflicts(conflicts, rendered, records, withheld);
 
+  const decidedAtRender = decidedAtRenderOf(units, withheld);
+  const order = (entry: ForeseenUnit): string => `${entry.kind}/${entry.namespace}/${entry.name}/${entry.layer ?? ''}`;
+  return {
+    withheld: withheld.map(({ previousKept: _previousKept, ...entry }) => entry).sort((a, b) => compareText(order(a), order(b))),
+    decidedAtRender: decidedAtRender.sort((a, b) => compareText(order(a), order(b))),
+    conflicts: conflicts.map(({ record, reason }) => ({ namespace: record.namespace, release: record.release, reason })).sort((a, b) => compareText(`${a.namespace}/${a.release}`, `${b.namespace}/${b.release}`)),
+  };
+}
+
+/** The Clusters and layers not withheld whose charts only render reveals, each with what render may still withhold it for. */
+function decidedAtRenderOf(units: PendingUnit[], withheld: WithheldEntry[]): ForeseenUnit[] {
   const isWithheld = (kind: WithheldEntry['kind'], namespace: string, name: string, layer?: string): boolean =>
     withheld.some((entry) => entry.kind === kind && entry.namespace === namespace && entry.name === name && entry.layer === layer);
   const decidedAtRender: ForeseenUnit[] = [];
@@ -102,10 +113,5 @@ export async function foreseeWithholds(plan: Plan, deps: RenderDependencies): Pr
     if (isWithheld('layer', unit.record.namespace, unit.record.name, layer)) continue;
     decidedAtRender.push({ kind: 'layer', namespace: unit.record.namespace, name: unit.record.name, layer, reason: `the chart of layer ${layer} renders only in render: no object or a document Kubernetes would refuse withholds the layer there (and a Secret the --secrets policy refuses stops the render)` });
   }
-  const order = (entry: ForeseenUnit): string => `${entry.kind}/${entry.namespace}/${entry.name}/${entry.layer ?? ''}`;
-  return {
-    withheld: withheld.map(({ previousKept: _previousKept, ...entry }) => entry).sort((a, b) => compareText(order(a), order(b))),
-    decidedAtRender: decidedAtRender.sort((a, b) => compareText(order(a), order(b))),
-    conflicts: conflicts.map(({ record, reason }) => ({ namespace: record.namespace, release: record.release, reason })).sort((a, b) => compareText(`${a.namespace}/${a.release}`, `${b.namespace}/${b.release}`)),
-  };
+  return decidedAtRender;
 }

@@ -32,6 +32,7 @@ import { releaseDir, type StatusInputs } from './status-inputs.js';
 import { countsForReady, MANIFESTS_RENDERED, publishedCondition, renderFailedCondition, syncedCondition } from './unit-conditions.js';
 import { sharedObjectsCondition, sharedObjectsOf, sharedResourceStatuses } from './shared-object-state.js';
 import { resourceStatuses } from './unit-resources.js';
+import type { UnitRecord, WithheldEntry } from '../../output/provenance.js';
 
 const RELEASE_ASSETS_DOWNLOADED = 'ReleaseAssetsDownloaded';
 const PROVIDER_RELEASE_READY = 'ProviderClusterStackReleaseReady';
@@ -83,6 +84,40 @@ function desiredObject(stack: ClusterStack, release: string): ClusterStackReleas
   return object;
 }
 
+/** ProviderReleaseReady: not needed, its kind not served, its template missing, or the provider's readiness. */
+function providerCondition(input: StatusInputs, stack: ClusterStack, resolution: StackResolution, decision: ReleaseDecision): DesiredCondition {
+  const spec = withSpecDefaults(stack.spec);
+  const unserved = unservedProviderKind(stack, input.unservedKinds);
+  if (spec.noProvider) return trueCondition(PROVIDER_RELEASE_READY, 'ProviderNotRequired', 'the ClusterStack has noProvider: true, so no provider release is needed');
+  if (unserved) return falseCondition(PROVIDER_RELEASE_READY, 'ProviderKindNotServed', unserved, 'Error');
+  if (!providerTemplateOf(stack, input.live.providerTemplates)) {
+    const ref = spec.providerRef;
+    return falseCondition(
+      PROVIDER_RELEASE_READY,
+      'ProviderTemplateNotFound',
+      `the ClusterStack's providerRef ${ref?.kind ?? '<kind>'} ${ref?.namespace ?? resolution.namespace}/${ref?.name ?? '<name>'} does not exist; create it or fix spec.providerRef`,
+      'Error',
+    );
+  }
+  if (decision.ready) return trueCondition(PROVIDER_RELEASE_READY, 'ProviderReleaseReady', `${providerReleaseKind(spec.providerRef?.kind ?? '')} ${resolution.namespace}/${decision.name} reports status.ready: true`);
+  return falseCondition(PROVIDER_RELEASE_READY, 'ProviderReleaseNotReady', decision.readyMessage ?? 'the provider has not finished its work for this release', 'Info');
+}
+
+/** ManifestsRendered: the render failed, withheld the release, rendered it, or has not run yet. */
+function renderedCondition(input: StatusInputs, dir: string, withheld: WithheldEntry | undefined, unit: UnitRecord | undefined): DesiredCondition {
+  if (input.renderFailure) return renderFailedCondition(input.renderFailure);
+  if (withheld) {
+    return falseCondition(
+      MANIFESTS_RENDERED,
+      'ManifestsWithheld',
+      `the ClusterClass manifests are withheld: ${withheld.reason}${withheld.previousKept ? '; the previously published manifests stay in place' : ''}`,
+      'Warning',
+    );
+  }
+  if (unit) return trueCondition(MANIFESTS_RENDERED, 'ManifestsRendered', `${unit.files.length} objects rendered into ${dir}`);
+  return unknownCondition(MANIFESTS_RENDERED, 'RenderPending', 'the manifests have not been rendered yet');
+}
+
 function releaseConditions(input: StatusInputs, resolution: StackResolution, decision: ReleaseDecision): DesiredCondition[] {
   const { plan, render, publish } = input;
   const stack = resolution.stack;
@@ -98,35 +133,11 @@ function releaseConditions(input: StatusInputs, resolution: StackResolution, dec
         `release ${decision.name} could not be loaded: ${(loaded?.problems ?? []).map(formatProblem).join('; ') || 'it was not fetched'}; check the release source, the controller retries`,
       );
 
-  const spec = withSpecDefaults(stack.spec);
-  let provider: DesiredCondition;
-  const unserved = unservedProviderKind(stack, input.unservedKinds);
-  if (spec.noProvider) provider = trueCondition(PROVIDER_RELEASE_READY, 'ProviderNotRequired', 'the ClusterStack has noProvider: true, so no provider release is needed');
-  else if (unserved) provider = falseCondition(PROVIDER_RELEASE_READY, 'ProviderKindNotServed', unserved, 'Error');
-  else if (!providerTemplateOf(stack, input.live.providerTemplates)) {
-    const ref = spec.providerRef;
-    provider = falseCondition(
-      PROVIDER_RELEASE_READY,
-      'ProviderTemplateNotFound',
-      `the ClusterStack's providerRef ${ref?.kind ?? '<kind>'} ${ref?.namespace ?? resolution.namespace}/${ref?.name ?? '<name>'} does not exist; create it or fix spec.providerRef`,
-      'Error',
-    );
-  } else if (decision.ready) provider = trueCondition(PROVIDER_RELEASE_READY, 'ProviderReleaseReady', `${providerReleaseKind(spec.providerRef?.kind ?? '')} ${resolution.namespace}/${decision.name} reports status.ready: true`);
-  else provider = falseCondition(PROVIDER_RELEASE_READY, 'ProviderReleaseNotReady', decision.readyMessage ?? 'the provider has not finished its work for this release', 'Info');
+  const provider = providerCondition(input, stack, resolution, decision);
 
   const unit = render?.provenance.units.find((candidate) => candidate.dir === dir);
   const withheld = render?.withheld.find((entry) => entry.kind === 'release' && entry.namespace === resolution.namespace && entry.name === decision.name);
-  let rendered: DesiredCondition;
-  if (input.renderFailure) rendered = renderFailedCondition(input.renderFailure);
-  else if (withheld) {
-    rendered = falseCondition(
-      MANIFESTS_RENDERED,
-      'ManifestsWithheld',
-      `the ClusterClass manifests are withheld: ${withheld.reason}${withheld.previousKept ? '; the previously published manifests stay in place' : ''}`,
-      'Warning',
-    );
-  } else if (unit) rendered = trueCondition(MANIFESTS_RENDERED, 'ManifestsRendered', `${unit.files.length} objects rendered into ${dir}`);
-  else rendered = unknownCondition(MANIFESTS_RENDERED, 'RenderPending', 'the manifests have not been rendered yet');
+  const rendered = renderedCondition(input, dir, withheld, unit);
 
   const published = publishedCondition(unit ? [dir] : [], publish, subject);
   const synced = syncedCondition(unit ? [dir] : [], input.engine, input.sync);
@@ -234,6 +245,12 @@ export function desiredReleases(input: StatusInputs): ReleaseChanges {
   }
 
   // Releases being deleted whose stack is not resolved (gone, invalid, source down): only finalizers.
+  unresolvedDeletions(input, handled, changes);
+  return changes;
+}
+
+/** Releases being deleted that no resolved stack handled: the finalizer goes once no Cluster uses them, else Ready says what blocks. */
+function unresolvedDeletions(input: StatusInputs, handled: Set<string>, changes: ReleaseChanges): void {
   for (const live of input.live.releases) {
     if (handled.has(keyOf(live)) || !live.metadata.deletionTimestamp || !(live.metadata.finalizers ?? []).includes(FINALIZER)) continue;
     const namespace = namespaceOf(live);
@@ -258,5 +275,4 @@ export function desiredReleases(input: StatusInputs): ReleaseChanges {
     const event = eventOnFailure(live, live.status?.conditions, falseCondition('Ready', 'DeletionBlocked', message));
     if (event) changes.events.push(event);
   }
-  return changes;
 }

@@ -163,12 +163,9 @@ async function forEachBounded<T>(items: readonly T[], limit: number, fn: (item: 
   await new RankedSlots(limit).map(items, fn);
 }
 
-/** Applies the desired state to the API server; returns what it did, what failed, and the objects as written. */
-export async function applyDesiredState(client: ObjectWriter, state: DesiredState, options: ApplyOptions): Promise<ApplyReport> {
-  const report: ApplyReport = { created: [], updated: [], deleted: [], statusesWritten: 0, errors: [], written: new Map() };
-  const writes = new Writes(report);
-  const { logger, now } = options;
-  const maxAttempts = options.maxConflictRetries ?? 5;
+/** Writes of status and finalizers that start from the latest object this round wrote, and record what they wrote. */
+function statusWriters(client: ObjectWriter, writes: Writes, report: ApplyReport, options: ApplyOptions, maxAttempts: number) {
+  const { now } = options;
   const status = async (kind: ResourceKind, live: KubeObject, desired: Record<string, unknown>) => {
     const base = writes.latest(live);
     const result = await writeStatus(client, kind, base, desired, { now, maxAttempts });
@@ -182,13 +179,14 @@ export async function applyDesiredState(client: ObjectWriter, state: DesiredStat
     writes.record(base, updated);
     report.updated.push(describe(live));
   };
+  return { status, finalizers };
+}
 
-  // Finalizers first: a stack must carry ours before anything it owns can outlive a deletion.
-  for (const stack of state.stacks.filter((entry) => entry.finalizer === 'ensure')) {
-    await attempt(report, logger, describe(stack.live), 'add finalizer', () => finalizers(CLUSTER_STACKS, stack.live as unknown as KubeObject, addFinalizer));
-  }
-
-  const concurrency = options.concurrency ?? APPLY_CONCURRENCY;
+/** Applies the kept ClusterStackReleases, provider releases and ClusterAddons (and their statuses), `concurrency` at a time. */
+async function applyKept(client: ObjectWriter, state: DesiredState, options: ApplyOptions, round: { report: ApplyReport; writes: Writes } & ReturnType<typeof statusWriters>, concurrency: number): Promise<void> {
+  const { report, writes, status, finalizers } = round;
+  const { logger } = options;
+  const maxAttempts = options.maxConflictRetries ?? 5;
   await forEachBounded(state.releases, concurrency, async (release) => {
     await attempt(report, logger, describe(release.object), 'apply', async () => {
       if (release.removeFinalizer && release.live) {
@@ -213,6 +211,10 @@ export async function applyDesiredState(client: ObjectWriter, state: DesiredStat
     });
   });
 
+}
+
+/** Deletes the releases, provider releases and ClusterAddons no stack keeps any more, `concurrency` at a time. */
+async function deleteDropped(client: ObjectWriter, state: DesiredState, options: ApplyOptions, report: ApplyReport, concurrency: number): Promise<void> {
   const deletions: [ResourceKind | undefined, KubeObject][] = [
     ...state.releasesToDelete.map((object) => [CLUSTER_STACK_RELEASES, object as unknown as KubeObject] as [ResourceKind, KubeObject]),
     ...state.providerReleasesToDelete.map((object) => [options.kindOf(object.apiVersion, object.kind), object] as [ResourceKind | undefined, KubeObject]),
@@ -220,11 +222,29 @@ export async function applyDesiredState(client: ObjectWriter, state: DesiredStat
   ];
   await forEachBounded(deletions, concurrency, async ([kind, object]) => {
     if (!kind) return;
-    await attempt(report, logger, describe(object), 'delete', async () => {
+    await attempt(report, options.logger, describe(object), 'delete', async () => {
       await client.remove(kind, object.metadata.namespace ?? 'default', object.metadata.name, object.metadata.uid);
       report.deleted.push(describe(object));
     });
   });
+}
+
+/** Applies the desired state to the API server; returns what it did, what failed, and the objects as written. */
+export async function applyDesiredState(client: ObjectWriter, state: DesiredState, options: ApplyOptions): Promise<ApplyReport> {
+  const report: ApplyReport = { created: [], updated: [], deleted: [], statusesWritten: 0, errors: [], written: new Map() };
+  const writes = new Writes(report);
+  const { logger } = options;
+  const maxAttempts = options.maxConflictRetries ?? 5;
+  const { status, finalizers } = statusWriters(client, writes, report, options, maxAttempts);
+
+  // Finalizers first: a stack must carry ours before anything it owns can outlive a deletion.
+  for (const stack of state.stacks.filter((entry) => entry.finalizer === 'ensure')) {
+    await attempt(report, logger, describe(stack.live), 'add finalizer', () => finalizers(CLUSTER_STACKS, stack.live as unknown as KubeObject, addFinalizer));
+  }
+
+  const concurrency = options.concurrency ?? APPLY_CONCURRENCY;
+  await applyKept(client, state, options, { report, writes, status, finalizers }, concurrency);
+  await deleteDropped(client, state, options, report, concurrency);
   // Done in parallel, reported in a stable order.
   for (const list of [report.created, report.updated, report.deleted]) list.sort();
 

@@ -302,23 +302,26 @@ export class LifecycleHooks {
       retryAfterSeconds: this.options.retryAfterSeconds ?? 10,
       ...(this.options.onTimeout ? { onTimeout: this.options.onTimeout } : {}),
     });
-    const log = this.options.logger.child({ hook, cluster: clusterKey, release: targetRelease });
-    if (decision.outcome !== 'not-ours' && targetRelease) {
-      // The status names what is awaited, not the seconds elapsed: it changes when the wait does.
-      const message = decision.outcome === 'waiting' ? `waiting for ${decision.waitingFor.join('; ')}` : decision.message;
-      const progress: HookProgress = { hook, targetRelease, outcome: decision.outcome, message, since: new Date(wait.since).toISOString() };
-      const changed = wait.outcome !== decision.outcome || wait.progress?.message !== message;
-      const transition = wait.outcome !== decision.outcome;
-      wait.outcome = decision.outcome;
-      wait.progress = progress;
-      if (transition) {
-        log.info({ outcome: decision.outcome, waitingFor: decision.waitingFor.length }, 'Lifecycle hook answered');
-        // Not awaited: an API server slow to take the Event must not delay the answer.
-        void Promise.resolve(this.options.recordEvents([this.eventFor(hook, cluster, namespace, name, decision.outcome, decision.message)])).catch((error: Error) => log.warn({ error: error.message }, 'Could not record the lifecycle hook event'));
-      }
-      if (changed) this.options.onProgress();
-    }
+    if (decision.outcome !== 'not-ours' && targetRelease) this.recordProgress(wait, decision, hook, cluster, { namespace, name }, targetRelease);
     return decision;
+  }
+
+  /** Keeps the wait's answer for the ClusterAddon's status, and on a new outcome logs it and records an Event. */
+  private recordProgress(wait: HookWait, decision: ReturnType<typeof decideLifecycleHook>, hook: LifecycleHook, cluster: Record<string, unknown>, { namespace, name }: { namespace: string; name: string }, targetRelease: string): void {
+    const log = this.options.logger.child({ hook, cluster: wait.clusterKey, release: targetRelease });
+    // The status names what is awaited, not the seconds elapsed: it changes when the wait does.
+    const message = decision.outcome === 'waiting' ? `waiting for ${decision.waitingFor.join('; ')}` : decision.message;
+    const progress: HookProgress = { hook, targetRelease, outcome: decision.outcome, message, since: new Date(wait.since).toISOString() };
+    const changed = wait.outcome !== decision.outcome || wait.progress?.message !== message;
+    const transition = wait.outcome !== decision.outcome;
+    wait.outcome = decision.outcome;
+    wait.progress = progress;
+    if (transition) {
+      log.info({ outcome: decision.outcome, waitingFor: decision.waitingFor.length }, 'Lifecycle hook answered');
+      // Not awaited: an API server slow to take the Event must not delay the answer.
+      void Promise.resolve(this.options.recordEvents([this.eventFor(hook, cluster, namespace, name, decision.outcome, decision.message)])).catch((error: Error) => log.warn({ error: error.message }, 'Could not record the lifecycle hook event'));
+    }
+    if (changed) this.options.onProgress();
   }
 
   /** Why the engine's objects cannot be trusted now, if they cannot (a failing watch keeps a stale cache). */

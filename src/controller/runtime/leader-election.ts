@@ -210,6 +210,13 @@ export class LeaderElector {
     if (holder !== undefined && holder !== identity && this.observedValid(this.clock.now())) return false;
 
     // 4. Take it (expired or released) or renew it.
+    return this.takeOrRenew(lease, holder, stamp, callbacks);
+  }
+
+  /** Writes this replica into the lease it read, as its new holder or renewing its hold; false when another wrote first. */
+  private async takeOrRenew(lease: V1Lease, holder: string | undefined, stamp: V1MicroTime, callbacks: LeaderCallbacks): Promise<boolean> {
+    const { namespace, name, identity } = this.options;
+    const spec: V1LeaseSpec = lease.spec ?? {};
     const next: V1LeaseSpec = { ...spec, holderIdentity: identity, leaseDurationSeconds: this.leaseDurationSeconds, renewTime: stamp };
     if (holder !== identity) {
       next.acquireTime = stamp;
