@@ -12,7 +12,10 @@ export default tseslint.config(
     linterOptions: { reportUnusedDisableDirectives: 'error' },
     rules: {
       // Unused names are mistakes, but `_`-prefixed ones are kept on purpose (a signature's shape).
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' },
+      ],
       // Names, refs and escapes are checked for control characters on purpose (git, Lua, YAML).
       'no-control-regex': 'off',
     },

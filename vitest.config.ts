@@ -18,8 +18,19 @@ export default defineConfig({
     // Real helm, git and registry processes: two cores, keep the pool small.
     maxWorkers: 2,
     projects: [
-      ...helms.map((helm) => ({ extends: true as const, test: { name: `helm ${helm.version}`, include: HELM_SUITES, env: onPath(helm.binDir) } })),
-      { extends: true as const, test: { name: `rest on helm ${newest.version}`, include: ['test/**/*.test.ts'], exclude: HELM_SUITES, env: onPath(newest.binDir) } },
+      ...helms.map((helm) => ({
+        extends: true as const,
+        test: { name: `helm ${helm.version}`, include: HELM_SUITES, env: onPath(helm.binDir) },
+      })),
+      {
+        extends: true as const,
+        test: {
+          name: `rest on helm ${newest.version}`,
+          include: ['test/**/*.test.ts'],
+          exclude: HELM_SUITES,
+          env: onPath(newest.binDir),
+        },
+      },
     ],
   },
 });

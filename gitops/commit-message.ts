@@ -19,9 +19,11 @@ export type CommitMessageRenderer = (change: ChangeSummary) => string;
 const TRAILER_KEY = /^[A-Za-z0-9][A-Za-z0-9-]*$/;
 function trailerLines(trailers: Record<string, string>): { key: string; value: string }[] {
   return Object.entries(trailers).map(([key, value]) => {
-    if (!TRAILER_KEY.test(key)) throw new PublishError('invalid-input', `commit trailer "${key}": keys may only contain letters, digits and "-"`);
+    if (!TRAILER_KEY.test(key))
+      throw new PublishError('invalid-input', `commit trailer "${key}": keys may only contain letters, digits and "-"`);
     const trimmed = value.trim();
-    if (trimmed === '' || /[\r\n]/.test(trimmed)) throw new PublishError('invalid-input', `commit trailer "${key}": the value must be one non-empty line`);
+    if (trimmed === '' || /[\r\n]/.test(trimmed))
+      throw new PublishError('invalid-input', `commit trailer "${key}": the value must be one non-empty line`);
     return { key, value: trimmed };
   });
 }
@@ -37,7 +39,11 @@ export function compileCommitMessage(template?: string): CommitMessageRenderer {
   try {
     compiled = compileTemplate(source, 'commit message', { strict: true });
   } catch (error) {
-    throw new PublishError('invalid-input', `commit message template: ${error instanceof TemplateError ? error.reason : (error as Error).message}`, { cause: error });
+    throw new PublishError(
+      'invalid-input',
+      `commit message template: ${error instanceof TemplateError ? error.reason : (error as Error).message}`,
+      { cause: error },
+    );
   }
   const render = (change: ChangeSummary): string => {
     const trailers = trailerLines(change.trailers);
@@ -46,9 +52,17 @@ export function compileCommitMessage(template?: string): CommitMessageRenderer {
       const context: CommitMessageContext = { title: change.title, body: change.body, trailers };
       text = compiled(context);
     } catch (error) {
-      throw new PublishError('invalid-input', `commit message template: ${error instanceof TemplateError ? error.reason : (error as Error).message}`, { cause: error });
+      throw new PublishError(
+        'invalid-input',
+        `commit message template: ${error instanceof TemplateError ? error.reason : (error as Error).message}`,
+        { cause: error },
+      );
     }
-    const message = text.replace(/\r\n/g, '\n').replace(/[ \t]+$/gm, '').replace(/\n{3,}/g, '\n\n').trim();
+    const message = text
+      .replace(/\r\n/g, '\n')
+      .replace(/[ \t]+$/gm, '')
+      .replace(/\n{3,}/g, '\n\n')
+      .trim();
     if (message === '') throw new PublishError('invalid-input', 'commit message template rendered an empty message');
     if (trailers.length === 0) return `${message}\n`;
     return `${message}\n\n${trailers.map(({ key, value }) => `${key}: ${value}`).join('\n')}\n`;

@@ -20,7 +20,21 @@
 // version that wrote the tree at the top); anything else is refused unless adopted explicitly.
 import { createHash, randomBytes } from 'node:crypto';
 import { linkSync, lstatSync, mkdirSync, readdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
-import { lstat, mkdir, readdir, readFile, readlink, realpath, rename, rm, rmdir, stat, symlink, unlink, writeFile } from 'node:fs/promises';
+import {
+  lstat,
+  mkdir,
+  readdir,
+  readFile,
+  readlink,
+  realpath,
+  rename,
+  rm,
+  rmdir,
+  stat,
+  symlink,
+  unlink,
+  writeFile,
+} from 'node:fs/promises';
 import path from 'node:path';
 import { inFileBatches, textFileReader } from './file-concurrency.js';
 import { acquirePublishLock, type PublishLock } from './publish-lock.js';
@@ -31,7 +45,16 @@ import { diffTrees } from '../src/output/rendered-tree.js';
 import { PublishError } from './publish-error.js';
 import { sameTree } from '../src/output/rendered-tree.js';
 import { assertOutsideProtected, type ProtectedPath } from './protected-paths.js';
-import { readRecordFile, removeRecordFile, type SettledRun, type SettledRunStore, type StatEvidence, statEvidenceHolds, takeStatEvidence, writeRecordFile } from './settled-run-record.js';
+import {
+  readRecordFile,
+  removeRecordFile,
+  type SettledRun,
+  type SettledRunStore,
+  type StatEvidence,
+  statEvidenceHolds,
+  takeStatEvidence,
+  writeRecordFile,
+} from './settled-run-record.js';
 import { checkTreePaths } from './tree-paths.js';
 import { crashPoint } from './crash-point.js';
 
@@ -98,7 +121,12 @@ async function scanFiles(root: string): Promise<RenderedTree> {
  * Paths are plain concatenations: path.join costs more than a link at 20,000 files, and every path
  * here is one checkTreePaths passed (relative, no `.` or `..` segments) or one just listed.
  */
-function reworkTree(staging: string, tree: RenderedTree, current?: { root: string; files: RenderedTree }, writtenAhead?: ReadonlyMap<string, string>): string[] {
+function reworkTree(
+  staging: string,
+  tree: RenderedTree,
+  current?: { root: string; files: RenderedTree },
+  writtenAhead?: ReadonlyMap<string, string>,
+): string[] {
   const present = { files: [] as string[], directories: [] as string[] };
   const walk = (relative: string): void => {
     for (const entry of readdirSync(relative === '' ? staging : `${staging}/${relative}`, { withFileTypes: true })) {
@@ -111,10 +139,13 @@ function reworkTree(staging: string, tree: RenderedTree, current?: { root: strin
   };
   walk('');
   const wantedDirectories = new Set<string>();
-  for (const file of tree.keys()) for (let slash = file.indexOf('/'); slash >= 0; slash = file.indexOf('/', slash + 1)) wantedDirectories.add(file.slice(0, slash));
+  for (const file of tree.keys())
+    for (let slash = file.indexOf('/'); slash >= 0; slash = file.indexOf('/', slash + 1))
+      wantedDirectories.add(file.slice(0, slash));
   for (const file of present.files) if (!tree.has(file)) unlinkSync(`${staging}/${file}`);
   // Deepest first, so a directory is empty of what is unwanted by the time it is removed.
-  for (const directory of present.directories.reverse()) if (!wantedDirectories.has(directory)) rmSync(`${staging}/${directory}`, { recursive: true, force: true });
+  for (const directory of present.directories.reverse())
+    if (!wantedDirectories.has(directory)) rmSync(`${staging}/${directory}`, { recursive: true, force: true });
   for (const directory of [...wantedDirectories].sort()) mkdirSync(`${staging}/${directory}`, { recursive: true });
   const toWrite: string[] = [];
   for (const [file, content] of tree) {
@@ -206,7 +237,11 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
     const stateDir = path.join(dir, STATE_DIR);
     const createdState = !(await exists(stateDir));
     await mkdir(stateDir, { recursive: true });
-    const lock = await acquirePublishLock(path.join(stateDir, LOCK_FILE), { timeoutMs: request.timeoutMs, target: `--output ${this.dir}`, command: request.command });
+    const lock = await acquirePublishLock(path.join(stateDir, LOCK_FILE), {
+      timeoutMs: request.timeoutMs,
+      target: `--output ${this.dir}`,
+      command: request.command,
+    });
     this.held = lock;
     try {
       // Another run may have published between our check and the lock: look again.
@@ -245,11 +280,15 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
     if (this.held) {
       // One tree besides the current one stays: the next publish reworks it (reworkTree).
       const current = await this.currentTreeId(dir);
-      await this.removeLeftovers(dir, { keep: current === undefined ? [] : [await this.spareTree(path.join(dir, STATE_DIR, TREES_DIR), current)] });
+      await this.removeLeftovers(dir, {
+        keep: current === undefined ? [] : [await this.spareTree(path.join(dir, STATE_DIR, TREES_DIR), current)],
+      });
       await this.removeSiblingLeftovers();
     }
     if (ownership.kind === 'legacy') this.lastScan = await scanFiles(dir);
-    else this.lastScan = (await this.currentTreeId(dir)) === undefined ? new Map() : await scanFiles(path.join(dir, CURRENT_LINK));
+    else
+      this.lastScan =
+        (await this.currentTreeId(dir)) === undefined ? new Map() : await scanFiles(path.join(dir, CURRENT_LINK));
     return this.lastScan;
   }
 
@@ -282,7 +321,13 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
 
   /** Renames the spare tree to a new staging directory (or makes one) for prestage. */
   private startAhead(): StagedAhead {
-    const ahead: StagedAhead = { staging: '', written: new Map(), dirs: new Set(), work: Promise.resolve(), stopped: false };
+    const ahead: StagedAhead = {
+      staging: '',
+      written: new Map(),
+      dirs: new Set(),
+      work: Promise.resolve(),
+      stopped: false,
+    };
     ahead.work = (async () => {
       try {
         // The lock made the directory ours (or found it so); an earlier version's layout is published as before.
@@ -340,15 +385,29 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
     this.refuseForeign(ownership);
     // The scan readPrevious just took is reused: rendering sits between the two, and reading
     // thousands of files twice would double a no-op render. It is used once.
-    const previous = this.lastScan ?? (ownership.kind === 'absent' || ownership.kind === 'empty' ? new Map<string, string>() : await this.readPrevious());
+    const previous =
+      this.lastScan ??
+      (ownership.kind === 'absent' || ownership.kind === 'empty'
+        ? new Map<string, string>()
+        : await this.readPrevious());
     this.lastScan = undefined;
     const { written, removed } = diffTrees(previous, tree);
-    if (ownership.kind === 'ours' && sameTree(previous, tree) && (await this.currentTreeId(await this.resolvedDir())) !== undefined) {
+    if (
+      ownership.kind === 'ours' &&
+      sameTree(previous, tree) &&
+      (await this.currentTreeId(await this.resolvedDir())) !== undefined
+    ) {
       await this.dropAhead();
       return { changed: false, written: [], removed: [], revision: null };
     }
     const dir = await this.ensureDirectory();
-    await this.swapIn(dir, tree, ownership.kind === 'legacy' ? [...new Set([...previous.keys()].map((file) => file.split('/')[0]!))] : [], ownership.kind === 'legacy' ? new Map() : previous, await this.takeAhead());
+    await this.swapIn(
+      dir,
+      tree,
+      ownership.kind === 'legacy' ? [...new Set([...previous.keys()].map((file) => file.split('/')[0]!))] : [],
+      ownership.kind === 'legacy' ? new Map() : previous,
+      await this.takeAhead(),
+    );
     return { changed: true, written, removed, revision: null };
   }
 
@@ -363,17 +422,28 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
     if (ownership.kind !== 'ours') return undefined;
     const dir = await this.resolvedDir();
     const record = await readRecordFile<DirectoryProof>(path.join(dir, STATE_DIR, SETTLED_FILE));
-    if (!record || record.fingerprint !== fingerprint || typeof record.proof.tree !== 'string' || typeof record.proof.evidence !== 'object' || record.proof.evidence === null) return undefined;
+    if (
+      !record ||
+      record.fingerprint !== fingerprint ||
+      typeof record.proof.tree !== 'string' ||
+      typeof record.proof.evidence !== 'object' ||
+      record.proof.evidence === null
+    )
+      return undefined;
     const current = await this.currentTreeId(dir);
     if (current === undefined || current !== record.proof.tree) return undefined;
-    return statEvidenceHolds(path.join(dir, STATE_DIR, TREES_DIR, current), record.proof.evidence) ? { fingerprint: record.fingerprint, report: record.report } : undefined;
+    return statEvidenceHolds(path.join(dir, STATE_DIR, TREES_DIR, current), record.proof.evidence)
+      ? { fingerprint: record.fingerprint, report: record.report }
+      : undefined;
   }
 
   /** Whether a settled run is recorded at all (no proof is taken); false means the next run renders. */
   async hasSettledRun(): Promise<boolean> {
     try {
       if ((await this.ownership()).kind !== 'ours') return false;
-      return lstatSync(path.join(await this.resolvedDir(), STATE_DIR, SETTLED_FILE), { throwIfNoEntry: false }) !== undefined;
+      return (
+        lstatSync(path.join(await this.resolvedDir(), STATE_DIR, SETTLED_FILE), { throwIfNoEntry: false }) !== undefined
+      );
     } catch {
       // Whatever is wrong with the directory is for the run to meet and report; nothing is ruled out.
       return true;
@@ -385,7 +455,10 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
     const dir = await this.resolvedDir();
     const current = await this.currentTreeId(dir);
     if (current === undefined) return;
-    const proof: DirectoryProof = { tree: current, evidence: takeStatEvidence(path.join(dir, STATE_DIR, TREES_DIR, current)) };
+    const proof: DirectoryProof = {
+      tree: current,
+      evidence: takeStatEvidence(path.join(dir, STATE_DIR, TREES_DIR, current)),
+    };
     await writeRecordFile(path.join(dir, STATE_DIR, SETTLED_FILE), run, proof);
   }
 
@@ -404,23 +477,38 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
   }
 
   private async ownership(): Promise<Ownership> {
-    await assertOutsideProtected(`--output ${this.dir}`, this.dir, this.protectedPaths, 'Give an output directory outside your inputs and release source');
+    await assertOutsideProtected(
+      `--output ${this.dir}`,
+      this.dir,
+      this.protectedPaths,
+      'Give an output directory outside your inputs and release source',
+    );
     let entries: string[];
     try {
       const info = await stat(this.dir);
-      if (!info.isDirectory()) throw new PublishError('invalid-target', `--output ${this.dir} is a file; give a directory`);
+      if (!info.isDirectory())
+        throw new PublishError('invalid-target', `--output ${this.dir} is a file; give a directory`);
       entries = (await readdir(this.dir)).sort();
     } catch (error) {
       if (error instanceof PublishError) throw error;
       if (errorCode(error) === 'ENOENT') return { kind: 'absent' };
-      if (errorCode(error) === 'ENOTDIR') throw new PublishError('invalid-target', `cannot write --output ${this.dir}: a parent of it is a file, not a directory`);
-      throw new PublishError('unavailable', `cannot read --output ${this.dir}: ${(error as Error).message}`, { cause: error });
+      if (errorCode(error) === 'ENOTDIR')
+        throw new PublishError(
+          'invalid-target',
+          `cannot write --output ${this.dir}: a parent of it is a file, not a directory`,
+        );
+      throw new PublishError('unavailable', `cannot read --output ${this.dir}: ${(error as Error).message}`, {
+        cause: error,
+      });
     }
     if (entries.length === 0) return { kind: 'empty' };
     const current = entries.includes(CURRENT_LINK) ? await lstat(path.join(this.dir, CURRENT_LINK)) : undefined;
     if (current && !current.isSymbolicLink()) {
       // Even an adopted directory cannot give us `current`: it would be replaced.
-      throw new PublishError('invalid-target', `--output ${this.dir} holds a "${CURRENT_LINK}" that is not clusterstack's link to the rendered tree; move it away (clusterstack publishes there)`);
+      throw new PublishError(
+        'invalid-target',
+        `--output ${this.dir} holds a "${CURRENT_LINK}" that is not clusterstack's link to the rendered tree; move it away (clusterstack publishes there)`,
+      );
     }
     if (entries.includes(STATE_DIR)) {
       const marker = await readFile(path.join(this.dir, STATE_DIR, MARKER_FILE), 'utf8').catch(() => undefined);
@@ -428,7 +516,9 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
       // A first run in progress (or one that died before its first publish) has only these.
       if (entries.every((entry) => entry === STATE_DIR || entry === CURRENT_LINK)) return { kind: 'ours' };
     }
-    const provenance = entries.includes(LEGACY_PROVENANCE) ? await readFile(path.join(this.dir, LEGACY_PROVENANCE), 'utf8').catch(() => undefined) : undefined;
+    const provenance = entries.includes(LEGACY_PROVENANCE)
+      ? await readFile(path.join(this.dir, LEGACY_PROVENANCE), 'utf8').catch(() => undefined)
+      : undefined;
     if (provenance !== undefined && isMarker(provenance)) return { kind: 'legacy' };
     return { kind: 'foreign', entries: entries.filter((entry) => entry !== STATE_DIR) };
   }
@@ -443,11 +533,22 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
       await mkdir(this.dir, { recursive: true });
     } catch (error) {
       const code = errorCode(error);
-      if (code === 'ENOTDIR' || code === 'EEXIST') throw new PublishError('invalid-target', `cannot write --output ${this.dir}: a parent of it is a file, not a directory`, { cause: error });
+      if (code === 'ENOTDIR' || code === 'EEXIST')
+        throw new PublishError(
+          'invalid-target',
+          `cannot write --output ${this.dir}: a parent of it is a file, not a directory`,
+          { cause: error },
+        );
       if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
-        throw new PublishError('invalid-target', `cannot write --output ${this.dir}: ${path.dirname(this.dir)} is not writable (${code}); choose another directory or fix its permissions`, { cause: error });
+        throw new PublishError(
+          'invalid-target',
+          `cannot write --output ${this.dir}: ${path.dirname(this.dir)} is not writable (${code}); choose another directory or fix its permissions`,
+          { cause: error },
+        );
       }
-      throw new PublishError('unavailable', `cannot write --output ${this.dir}: ${(error as Error).message}`, { cause: error });
+      throw new PublishError('unavailable', `cannot write --output ${this.dir}: ${(error as Error).message}`, {
+        cause: error,
+      });
     }
     return this.resolvedDir();
   }
@@ -465,7 +566,13 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
     return (await exists(path.join(dir, target))) ? segments[2] : undefined;
   }
 
-  private async swapIn(dir: string, tree: RenderedTree, legacyEntries: string[], previous: RenderedTree, ahead?: StagedAhead): Promise<void> {
+  private async swapIn(
+    dir: string,
+    tree: RenderedTree,
+    legacyEntries: string[],
+    previous: RenderedTree,
+    ahead?: StagedAhead,
+  ): Promise<void> {
     const stateDir = path.join(dir, STATE_DIR);
     const trees = path.join(stateDir, TREES_DIR);
     const replaced = await this.currentTreeId(dir);
@@ -476,7 +583,10 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
     // still in it keeps reading) only when it is not the current one and still holds exactly this
     // tree; otherwise this tree gets a directory of its own.
     const contentId = treeId(tree);
-    const reusable = contentId !== replaced && (await exists(path.join(trees, contentId))) && sameTree(await scanFiles(path.join(trees, contentId)).catch(() => new Map<string, string>()), tree);
+    const reusable =
+      contentId !== replaced &&
+      (await exists(path.join(trees, contentId))) &&
+      sameTree(await scanFiles(path.join(trees, contentId)).catch(() => new Map<string, string>()), tree);
     const staging = ahead?.staging ?? path.join(stateDir, `staging-${suffix}`);
     const link = path.join(stateDir, `${CURRENT_LINK}-${suffix}`);
     let id = contentId;
@@ -488,7 +598,12 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
         // Written ahead: the staging directory exists already, with the spare tree in it if there was one.
         if (!ahead) await this.makeStaging(staging, trees, replaced);
         crashPoint('directory:staging');
-        const toWrite = reworkTree(staging, tree, replaced === undefined ? undefined : { root: path.join(trees, replaced), files: previous }, ahead?.written);
+        const toWrite = reworkTree(
+          staging,
+          tree,
+          replaced === undefined ? undefined : { root: path.join(trees, replaced), files: previous },
+          ahead?.written,
+        );
         await inFileBatches(toWrite, (file) => {
           writeFileSync(`${staging}/${file}`, tree.get(file) ?? '', { encoding: 'utf8', flag: 'wx' });
           crashPoint('directory:write-file');
@@ -507,11 +622,16 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
       await unlink(link).catch(() => {});
       const code = errorCode(error);
       const kind = code === 'EACCES' || code === 'EPERM' || code === 'EROFS' ? 'invalid-target' : 'unavailable';
-      throw new PublishError(kind, `cannot write --output ${this.dir}: ${(error as Error).message}; the previous contents are unchanged`, { cause: error });
+      throw new PublishError(
+        kind,
+        `cannot write --output ${this.dir}: ${(error as Error).message}; the previous contents are unchanged`,
+        { cause: error },
+      );
     }
     // An earlier version's tree at the top goes once the new one is current.
     for (const entry of legacyEntries) {
-      if (entry !== STATE_DIR && entry !== CURRENT_LINK) await rm(path.join(dir, entry), { recursive: true, force: true });
+      if (entry !== STATE_DIR && entry !== CURRENT_LINK)
+        await rm(path.join(dir, entry), { recursive: true, force: true });
     }
     await this.removeLeftovers(dir, { keep: [replaced] });
   }
@@ -541,9 +661,12 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
    */
   private async removeSiblingLeftovers(): Promise<void> {
     const parent = path.dirname(this.dir);
-    const pattern = new RegExp(`^\\.${path.basename(this.dir).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\.(new|old)-[0-9a-f]{12}$`);
+    const pattern = new RegExp(
+      `^\\.${path.basename(this.dir).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\.(new|old)-[0-9a-f]{12}$`,
+    );
     const entries = await readdir(parent).catch(() => [] as string[]);
-    for (const entry of entries.filter((name) => pattern.test(name))) await rm(path.join(parent, entry), { recursive: true, force: true }).catch(() => {});
+    for (const entry of entries.filter((name) => pattern.test(name)))
+      await rm(path.join(parent, entry), { recursive: true, force: true }).catch(() => {});
   }
 
   private async writeMarker(stateDir: string): Promise<void> {
@@ -564,7 +687,12 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
     const current = await this.currentTreeId(dir);
     const entries = await readdir(stateDir).catch(() => [] as string[]);
     for (const entry of entries) {
-      if (entry.startsWith('staging-') || entry.startsWith(`${CURRENT_LINK}-`) || entry.startsWith(`${MARKER_FILE}.`) || entry.startsWith(`${SETTLED_FILE}.`)) {
+      if (
+        entry.startsWith('staging-') ||
+        entry.startsWith(`${CURRENT_LINK}-`) ||
+        entry.startsWith(`${MARKER_FILE}.`) ||
+        entry.startsWith(`${SETTLED_FILE}.`)
+      ) {
         await rm(path.join(stateDir, entry), { recursive: true, force: true });
       }
     }

@@ -48,7 +48,15 @@ const DEFAULT_GIT_IDLE_TIMEOUT_MS = 5 * 60_000;
 // git variables from the caller's environment that configure transport, not repository state.
 // Everything else named GIT_* (GIT_DIR from a hook, GIT_AUTHOR_*, GIT_CONFIG_*) would redirect or
 // override what we do, so it is dropped.
-const TRANSPORT_GIT_VARIABLES = new Set(['GIT_SSL_CAINFO', 'GIT_SSL_CAPATH', 'GIT_SSL_NO_VERIFY', 'GIT_SSH', 'GIT_SSH_COMMAND', 'GIT_SSH_VARIANT', 'GIT_HTTP_USER_AGENT']);
+const TRANSPORT_GIT_VARIABLES = new Set([
+  'GIT_SSL_CAINFO',
+  'GIT_SSL_CAPATH',
+  'GIT_SSL_NO_VERIFY',
+  'GIT_SSH',
+  'GIT_SSH_COMMAND',
+  'GIT_SSH_VARIANT',
+  'GIT_HTTP_USER_AGENT',
+]);
 // We never open an editor, pager or password prompt.
 const DROPPED_VARIABLES = new Set(['EDITOR', 'VISUAL', 'PAGER', 'PREFIX', 'SSH_ASKPASS']);
 
@@ -77,10 +85,13 @@ function gitEnvironment(options: GitCommandOptions): { env: Record<string, strin
 // A push that raced another one: refused as non-fast-forward, or (when both reached the server at
 // once) the ref moved between the advertisement and the update.
 // `stale info`: a push with --force-with-lease found the branch elsewhere than the commit it builds on.
-const CONFLICT = /\[rejected\][^\n]*\((fetch first|non-fast-forward|stale info)\)|cannot lock ref '[^']*': is at [0-9a-f]+ but expected/;
-const AUTH = /Authentication failed|could not read (Username|Password)|terminal prompts disabled|requested URL returned error: 40[13]|Permission denied \(publickey|Permission to \S+ denied|Access denied|not authorized/i;
+const CONFLICT =
+  /\[rejected\][^\n]*\((fetch first|non-fast-forward|stale info)\)|cannot lock ref '[^']*': is at [0-9a-f]+ but expected/;
+const AUTH =
+  /Authentication failed|could not read (Username|Password)|terminal prompts disabled|requested URL returned error: 40[13]|Permission denied \(publickey|Permission to \S+ denied|Access denied|not authorized/i;
 const REMOTE_REJECTED = /\[remote rejected\]|protected branch|pre-receive hook declined/i;
-const UNAVAILABLE = /Could not resolve host|Failed to connect|Connection refused|Connection timed out|Operation timed out|unable to access|early EOF|remote end hung up|requested URL returned error: 5\d\d|Could not read from remote repository/i;
+const UNAVAILABLE =
+  /Could not resolve host|Failed to connect|Connection refused|Connection timed out|Operation timed out|unable to access|early EOF|remote end hung up|requested URL returned error: 5\d\d|Could not read from remote repository/i;
 
 /** Decides from git's (English) output what kind of failure this is. */
 function classifyGitFailure(output: string): PublishErrorKind {
@@ -119,7 +130,12 @@ export class GitCommand {
     this.baseDir = baseDir;
     this.env = gitEnvironment(options).env;
     // Identity never comes from the environment: these go before the command as `-c`.
-    this.config = [`user.name=${options.author.name}`, `user.email=${options.author.email}`, 'core.autocrlf=false', 'core.quotePath=false'];
+    this.config = [
+      `user.name=${options.author.name}`,
+      `user.email=${options.author.email}`,
+      'core.autocrlf=false',
+      'core.quotePath=false',
+    ];
   }
 
   /**
@@ -136,7 +152,10 @@ export class GitCommand {
     const result = await this.spawn(args, action, { idleTimeoutMs: this.idleTimeoutMs });
     if (result.exitCode === 0) return result.stdout.toString('utf8');
     const printed = Buffer.concat([result.stderr, result.stdout]).toString('utf8');
-    throw this.failure(printed.trim() === '' ? `exited with status ${result.exitCode}, printing nothing` : printed, action);
+    throw this.failure(
+      printed.trim() === '' ? `exited with status ${result.exitCode}, printing nothing` : printed,
+      action,
+    );
   }
 
   /** Runs `git show` and returns the raw bytes (blob contents are not text until we say so). */
@@ -152,20 +171,32 @@ export class GitCommand {
    */
   async runWithInput(args: string[], input: Iterable<Buffer>, action: string): Promise<string> {
     const result = await this.spawn(args, action, { timeoutMs: this.idleTimeoutMs, input }, false);
-    if (result.exitCode !== 0) throw this.failure(result.stderr.toString('utf8') || `git ${args[0]} exited with ${result.exitCode}`, action);
+    if (result.exitCode !== 0)
+      throw this.failure(result.stderr.toString('utf8') || `git ${args[0]} exited with ${result.exitCode}`, action);
     return result.stdout.toString('utf8');
   }
 
   /** Standard output; a non-zero exit fails only with something on stderr (stdout and stderr then say why). */
   private async lenient(args: string[], action: string): Promise<Buffer> {
     const result = await this.spawn(args, action, { idleTimeoutMs: this.idleTimeoutMs });
-    if (result.exitCode !== 0 && result.stderr.length > 0) throw this.failure(Buffer.concat([result.stdout, result.stderr]).toString('utf8'), action);
+    if (result.exitCode !== 0 && result.stderr.length > 0)
+      throw this.failure(Buffer.concat([result.stdout, result.stderr]).toString('utf8'), action);
     return result.stdout;
   }
 
   /** One git process with our configuration before `args`; a process that cannot run becomes a PublishError. */
-  private async spawn(args: string[], action: string, limits: Pick<RunProcessOptions, 'idleTimeoutMs' | 'timeoutMs' | 'input'>, serialized = true): Promise<ProcessResult> {
-    const start = (): Promise<ProcessResult> => runProcess('git', [...this.config.flatMap((entry) => ['-c', entry]), ...args], { cwd: this.baseDir, env: this.env, ...limits });
+  private async spawn(
+    args: string[],
+    action: string,
+    limits: Pick<RunProcessOptions, 'idleTimeoutMs' | 'timeoutMs' | 'input'>,
+    serialized = true,
+  ): Promise<ProcessResult> {
+    const start = (): Promise<ProcessResult> =>
+      runProcess('git', [...this.config.flatMap((entry) => ['-c', entry]), ...args], {
+        cwd: this.baseDir,
+        env: this.env,
+        ...limits,
+      });
     try {
       return await (serialized ? this.slot.run(0, start) : start());
     } catch (error) {
@@ -178,13 +209,23 @@ export class GitCommand {
     if (error instanceof ProcessError) {
       // (spawn says ENOENT for a missing working directory too.)
       if (error.reason === 'not-started' && error.code === 'ENOENT') {
-        return existsSync(this.baseDir) ? gitNotFound(action, this.env.PATH) : new PublishError('unavailable', `${action} failed: the directory ${this.baseDir} no longer exists`);
+        return existsSync(this.baseDir)
+          ? gitNotFound(action, this.env.PATH)
+          : new PublishError('unavailable', `${action} failed: the directory ${this.baseDir} no longer exists`);
       }
       // The silence limit: the remote hung; trying again later may work.
-      if (error.reason === 'idle') return new PublishError('unavailable', `${action} failed: git printed nothing for ${Math.round(this.idleTimeoutMs / 1000)} s and was stopped; the remote does not answer`);
+      if (error.reason === 'idle')
+        return new PublishError(
+          'unavailable',
+          `${action} failed: git printed nothing for ${Math.round(this.idleTimeoutMs / 1000)} s and was stopped; the remote does not answer`,
+        );
     }
     // git pads `remote:` lines with spaces; keep the text, drop the padding.
-    const text = String((error as Error | undefined)?.message ?? error).split('\n').map((line) => line.trimEnd()).join('\n').trim();
+    const text = String((error as Error | undefined)?.message ?? error)
+      .split('\n')
+      .map((line) => line.trimEnd())
+      .join('\n')
+      .trim();
     const output = scrubSecret(text, this.token);
     const lock = HELD_LOCK.exec(output);
     if (lock) return new PublishError('unavailable', `${action} failed: ${heldGitLockAdvice(lock[1]!)}`);
@@ -194,18 +235,26 @@ export class GitCommand {
 }
 
 function gitNotFound(action: string, searched: string | undefined): PublishError {
-  return new PublishError('missing-tool', `git not found: ${action} needs the git command, and there is none on PATH (${searched ?? 'PATH is not set'}); install git, or put it on PATH`);
+  return new PublishError(
+    'missing-tool',
+    `git not found: ${action} needs the git command, and there is none on PATH (${searched ?? 'PATH is not set'}); install git, or put it on PATH`,
+  );
 }
 
 /**
  * Resolves when git can be started with `env` (its PATH); otherwise throws the 'missing-tool'
  * PublishError every git command would: for a long-running process to refuse at start.
  */
-export async function checkGitAvailable(env: Readonly<Record<string, string | undefined>>, action: string): Promise<void> {
+export async function checkGitAvailable(
+  env: Readonly<Record<string, string | undefined>>,
+  action: string,
+): Promise<void> {
   const { env: gitEnv } = gitEnvironment({ author: { name: 'clusterstack', email: 'clusterstack@localhost' }, env });
   try {
     await runProcess('git', ['--version'], { env: gitEnv });
   } catch (error) {
-    throw error instanceof ProcessError && error.reason === 'not-started' && error.code === 'ENOENT' ? gitNotFound(action, gitEnv.PATH) : error;
+    throw error instanceof ProcessError && error.reason === 'not-started' && error.code === 'ENOENT'
+      ? gitNotFound(action, gitEnv.PATH)
+      : error;
   }
 }

@@ -65,7 +65,10 @@ function* fastImportStream(input: FastCommitInput): Generator<Buffer> {
     return [Buffer.from(`data ${bytes.length}\n`), bytes, Buffer.from('\n')];
   };
   // Without `from`, a branch fast-import does not know yet starts with no parent.
-  yield Buffer.from(`reset ${input.ref}\n\ncommit ${input.ref}\nmark :1\nauthor ${ident}\ncommitter ${ident}\n`, 'utf8');
+  yield Buffer.from(
+    `reset ${input.ref}\n\ncommit ${input.ref}\nmark :1\nauthor ${ident}\ncommitter ${ident}\n`,
+    'utf8',
+  );
   yield* data(message);
   if (input.parent !== null) yield Buffer.from(`from ${input.parent}\n`);
   for (const file of input.removed) yield Buffer.from(`D ${quotePath(file)}\n`, 'utf8');
@@ -80,8 +83,13 @@ function* fastImportStream(input: FastCommitInput): Generator<Buffer> {
 export async function fastCommit(git: GitCommand, input: FastCommitInput): Promise<string> {
   // --force: the ref may point elsewhere (a commit a failed push left); --date-format=now: the
   // committer date is the clock's, as `git commit` sets it.
-  const output = await git.runWithInput(['fast-import', '--quiet', '--force', '--done', '--date-format=now'], fastImportStream(input), 'git fast-import');
+  const output = await git.runWithInput(
+    ['fast-import', '--quiet', '--force', '--done', '--date-format=now'],
+    fastImportStream(input),
+    'git fast-import',
+  );
   const id = output.trim().split('\n').at(-1) ?? '';
-  if (!/^[0-9a-f]{40,64}$/.test(id)) throw new Error(`git fast-import did not name the commit it wrote (printed "${output.trim().slice(0, 200)}")`);
+  if (!/^[0-9a-f]{40,64}$/.test(id))
+    throw new Error(`git fast-import did not name the commit it wrote (printed "${output.trim().slice(0, 200)}")`);
   return id;
 }

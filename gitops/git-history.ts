@@ -41,8 +41,13 @@ export class GitHistoryReader {
     this.ready ??= (async () => {
       await mkdir(this.options.workDir, { recursive: true });
       const http = /^https?:\/\//i.test(this.url);
-      const git = new GitCommand(this.options.workDir, { author: this.options.author, env: this.options.env, ...(http && this.options.token ? { token: this.options.token } : {}) });
-      if (!(await readdir(this.options.workDir)).includes('HEAD')) await git.run(['init', '--bare', '--quiet'], `git init ${this.options.workDir}`);
+      const git = new GitCommand(this.options.workDir, {
+        author: this.options.author,
+        env: this.options.env,
+        ...(http && this.options.token ? { token: this.options.token } : {}),
+      });
+      if (!(await readdir(this.options.workDir)).includes('HEAD'))
+        await git.run(['init', '--bare', '--quiet'], `git init ${this.options.workDir}`);
       return git;
     })().catch((error: unknown) => {
       this.ready = undefined;
@@ -69,9 +74,13 @@ export class GitHistoryReader {
     const git = await this.mirror();
     const ref = `refs/heads/${this.options.branch}`;
     const listing = await git.run(['ls-remote', this.url, ref], 'git ls-remote');
-    if (!listing.split('\n').some((line) => line.split('\t')[1] === ref)) return { head: null, history: [], unitRevisions: new Map() };
+    if (!listing.split('\n').some((line) => line.split('\t')[1] === ref))
+      return { head: null, history: [], unitRevisions: new Map() };
     await git.run(['fetch', '--quiet', '--no-tags', this.url, `+${ref}:${ref}`], 'git fetch');
-    const log = await git.run(['log', '--first-parent', '--no-renames', '--format=%x01%H', '--name-only', `-n${limit}`, ref, '--'], 'git log');
+    const log = await git.run(
+      ['log', '--first-parent', '--no-renames', '--format=%x01%H', '--name-only', `-n${limit}`, ref, '--'],
+      'git log',
+    );
     const newestFirst: string[] = [];
     const unitRevisions = new Map<string, string>();
     for (const entry of log.split(RECORD)) {

@@ -24,7 +24,20 @@
 import { fullJitterDelay } from '../src/core/backoff.js';
 import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
-import { access, chmod, lstat, mkdir, readdir, readFile, realpath, rm, rmdir, stat, unlink, writeFile } from 'node:fs/promises';
+import {
+  access,
+  chmod,
+  lstat,
+  mkdir,
+  readdir,
+  readFile,
+  realpath,
+  rm,
+  rmdir,
+  stat,
+  unlink,
+  writeFile,
+} from 'node:fs/promises';
 import path from 'node:path';
 import { RankedSlots } from '../src/core/ranked-slots.js';
 import { FILE_CONCURRENCY } from './file-concurrency.js';
@@ -44,10 +57,15 @@ import { fastCommit } from './git-fast-commit.js';
 import { parseGitRemote, type GitRemote } from './git-remote.js';
 import { assertOutsideProtected, type ProtectedPath } from './protected-paths.js';
 import { removeStaleGitLocks } from './stale-git-locks.js';
-import { readRecordFile, removeRecordFile, type SettledRun, type SettledRunStore, writeRecordFile } from './settled-run-record.js';
+import {
+  readRecordFile,
+  removeRecordFile,
+  type SettledRun,
+  type SettledRunStore,
+  writeRecordFile,
+} from './settled-run-record.js';
 import type { Logger } from '../src/core/logger.js';
 import { crashPoint } from './crash-point.js';
-
 
 /**
  * `repository` may also be a local work tree (committed in place, `workDir` unused) or a missing
@@ -73,7 +91,9 @@ type Workspace =
   | { mode: 'clone'; dir: string; git: GitCommand; url: string };
 
 /** What `--git` names, decided without writing anything. */
-type Decision = { mode: 'in-place'; dir: string; setup: 'init' | 'set-head' | 'none' } | { mode: 'clone'; url: string; http: boolean };
+type Decision =
+  | { mode: 'in-place'; dir: string; setup: 'init' | 'set-head' | 'none' }
+  | { mode: 'clone'; url: string; http: boolean };
 
 /** In the git directory of an in-place work tree: what a run is about to create, until it has committed. */
 const JOURNAL_FILE = 'clusterstack-publish.json';
@@ -85,7 +105,8 @@ const GIT_LOCK_WAIT_MS = 10_000;
 /** The hooks `git commit` runs before it writes the commit: any of them may refuse it. */
 const COMMIT_HOOKS = ['pre-commit', 'prepare-commit-msg', 'commit-msg'];
 /** What git prints when commit.gpgsign (or -S) is set and signing fails, with gpg or ssh keys. */
-const SIGNING_FAILED = /gpg failed to sign|failed to write commit object|error: (?:gpg|ssh-keygen|cannot run gpg)|signing failed|Couldn't (?:load|find) (?:public )?key/i;
+const SIGNING_FAILED =
+  /gpg failed to sign|failed to write commit object|error: (?:gpg|ssh-keygen|cannot run gpg)|signing failed|Couldn't (?:load|find) (?:public )?key/i;
 
 /**
  * Written to the git directory before a run writes the work tree, removed when it has committed:
@@ -148,12 +169,16 @@ export class GitPublisher implements Publisher, SettledRunStore {
   constructor(private readonly options: GitPublisherOptions) {
     this.remote = parseGitRemote(options.repository);
     this.branch = options.branch;
-    if (!isValidBranchName(this.branch)) throw new PublishError('invalid-input', `--branch "${this.branch}" is not a valid Git branch name`);
+    if (!isValidBranchName(this.branch))
+      throw new PublishError('invalid-input', `--branch "${this.branch}" is not a valid Git branch name`);
     this.subdir = normalizeSubdir(options.path);
     this.workDir = path.resolve(options.workDir);
     this.maxPushAttempts = options.maxPushAttempts ?? 8;
     if (!Number.isInteger(this.maxPushAttempts) || this.maxPushAttempts < 1) {
-      throw new PublishError('invalid-input', `maxPushAttempts must be a whole number of at least 1, got ${options.maxPushAttempts}`);
+      throw new PublishError(
+        'invalid-input',
+        `maxPushAttempts must be a whole number of at least 1, got ${options.maxPushAttempts}`,
+      );
     }
     this.renderMessage = compileCommitMessage(options.messageTemplate);
     this.target = `${this.remote.display} (branch ${this.branch}${this.subdir === '' ? '' : `, path ${this.subdir}`})`;
@@ -167,8 +192,15 @@ export class GitPublisher implements Publisher, SettledRunStore {
     const decision = await this.decide();
     // In place, a repository that does not exist yet is created first (initRepository serializes
     // that): the lock lives in its git directory.
-    const file = decision.mode === 'in-place' ? path.join(await this.gitDirOf(await this.open()), LOCK_FILE) : `${this.workDir}.lock`;
-    const lock = await acquirePublishLock(file, { timeoutMs: request.timeoutMs, target: `--git ${this.remote.display}`, command: request.command });
+    const file =
+      decision.mode === 'in-place'
+        ? path.join(await this.gitDirOf(await this.open()), LOCK_FILE)
+        : `${this.workDir}.lock`;
+    const lock = await acquirePublishLock(file, {
+      timeoutMs: request.timeoutMs,
+      target: `--git ${this.remote.display}`,
+      command: request.command,
+    });
     this.held = lock;
     this.gitLockWaitMs = Math.min(request.timeoutMs, GIT_LOCK_WAIT_MS);
     return {
@@ -188,7 +220,8 @@ export class GitPublisher implements Publisher, SettledRunStore {
     const head = workspace.mode === 'clone' ? await this.resetToRemote(workspace) : await this.localHead(workspace);
     if (workspace.mode === 'in-place') return head === null ? new Map() : this.readCommit(workspace, head);
     const irregular: string[] = [];
-    const tree = head === null ? new Map<string, string>() : await readTreeAtCommit(workspace.git, head, this.subdir, irregular);
+    const tree =
+      head === null ? new Map<string, string>() : await readTreeAtCommit(workspace.git, head, this.subdir, irregular);
     // A symbolic link or submodule under the path is not in the tree read (only a full publish
     // removes it), an executable file keeps its mode only through the work tree.
     this.committed = irregular.length === 0 ? { revision: head, tree } : undefined;
@@ -216,15 +249,24 @@ export class GitPublisher implements Publisher, SettledRunStore {
     if (!record || record.fingerprint !== fingerprint) return undefined;
     try {
       if (workspace.mode === 'in-place') {
-        if (typeof record.proof.tree !== 'string' || (await exists(path.join(workspace.gitDir, JOURNAL_FILE)))) return undefined;
+        if (typeof record.proof.tree !== 'string' || (await exists(path.join(workspace.gitDir, JOURNAL_FILE))))
+          return undefined;
         const { git } = workspace;
-        if ((await git.run(['symbolic-ref', '--quiet', 'HEAD'], 'git symbolic-ref')).trim() !== `refs/heads/${this.branch}`) return undefined;
+        if (
+          (await git.run(['symbolic-ref', '--quiet', 'HEAD'], 'git symbolic-ref')).trim() !==
+          `refs/heads/${this.branch}`
+        )
+          return undefined;
         if ((await this.treeUnderPath(workspace, 'HEAD')) !== record.proof.tree) return undefined;
         const changes = await this.uncommittedChanges(workspace);
-        return changes.staged.length === 0 && changes.edited.length === 0 ? { fingerprint: record.fingerprint, report: record.report } : undefined;
+        return changes.staged.length === 0 && changes.edited.length === 0
+          ? { fingerprint: record.fingerprint, report: record.report }
+          : undefined;
       }
       if (typeof record.proof.head !== 'string') return undefined;
-      return (await this.remoteHead(workspace)) === record.proof.head ? { fingerprint: record.fingerprint, report: record.report } : undefined;
+      return (await this.remoteHead(workspace)) === record.proof.head
+        ? { fingerprint: record.fingerprint, report: record.report }
+        : undefined;
     } catch {
       // Whatever stops the proof (a remote out of reach) is for the render to meet and report.
       return undefined;
@@ -235,7 +277,8 @@ export class GitPublisher implements Publisher, SettledRunStore {
   async recordSettledRun(run: SettledRun, revision: string | null): Promise<void> {
     if (!revision) return;
     const workspace = await this.open();
-    const proof: GitProof = workspace.mode === 'in-place' ? { tree: await this.treeUnderPath(workspace, revision) } : { head: revision };
+    const proof: GitProof =
+      workspace.mode === 'in-place' ? { tree: await this.treeUnderPath(workspace, revision) } : { head: revision };
     if (proof.tree === '') return;
     await writeRecordFile(await this.settledFile(workspace), run, proof);
   }
@@ -276,7 +319,12 @@ export class GitPublisher implements Publisher, SettledRunStore {
 
   /** The id of the tree under the path in `revision` ('' when there is none). */
   private async treeUnderPath(workspace: Workspace, revision: string): Promise<string> {
-    return (await workspace.git.run(['rev-parse', '--verify', '--quiet', this.subdir === '' ? `${revision}^{tree}` : `${revision}:${this.subdir}`], 'git rev-parse')).trim();
+    return (
+      await workspace.git.run(
+        ['rev-parse', '--verify', '--quiet', this.subdir === '' ? `${revision}^{tree}` : `${revision}:${this.subdir}`],
+        'git rev-parse',
+      )
+    ).trim();
   }
 
   /**
@@ -284,7 +332,10 @@ export class GitPublisher implements Publisher, SettledRunStore {
    * work tree differs from the index (a render would overwrite them), as repository paths.
    */
   private async uncommittedChanges(workspace: Workspace): Promise<UncommittedChanges> {
-    const status = await workspace.git.run(['status', '--porcelain=v1', '-z', '--untracked-files=no', '--ignore-submodules=none', '--no-renames'], 'git status');
+    const status = await workspace.git.run(
+      ['status', '--porcelain=v1', '-z', '--untracked-files=no', '--ignore-submodules=none', '--no-renames'],
+      'git status',
+    );
     const prefix = this.subdir === '' ? '' : `${this.subdir}/`;
     const changes: UncommittedChanges = { staged: [], edited: [] };
     for (const entry of status.split('\0')) {
@@ -300,7 +351,12 @@ export class GitPublisher implements Publisher, SettledRunStore {
   private async remoteHead(workspace: Workspace): Promise<string> {
     const branchRef = `refs/heads/${this.branch}`;
     const listing = await workspace.git.run(['ls-remote', 'origin', branchRef], `git ls-remote ${this.remote.display}`);
-    return listing.split('\n').find((line) => line.split('\t')[1] === branchRef)?.split('\t')[0] ?? '';
+    return (
+      listing
+        .split('\n')
+        .find((line) => line.split('\t')[1] === branchRef)
+        ?.split('\t')[0] ?? ''
+    );
   }
 
   private open(): Promise<Workspace> {
@@ -333,17 +389,24 @@ export class GitPublisher implements Publisher, SettledRunStore {
       const git = this.command(dir, false);
       const toplevel = (await git.run(['rev-parse', '--show-toplevel'], `git rev-parse in ${dir}`)).trim();
       if ((await realpath(toplevel)) !== (await realpath(dir))) {
-        throw new PublishError('invalid-target', `--git ${dir} is a directory inside the repository ${toplevel}; give the repository's top directory`);
+        throw new PublishError(
+          'invalid-target',
+          `--git ${dir} is a directory inside the repository ${toplevel}; give the repository's top directory`,
+        );
       }
       const current = (await git.run(['symbolic-ref', '--quiet', 'HEAD'], `git symbolic-ref in ${dir}`)).trim();
-      const hasCommits = (await git.run(['rev-parse', '--verify', '--quiet', 'HEAD'], `git rev-parse in ${dir}`)).trim() !== '';
+      const hasCommits =
+        (await git.run(['rev-parse', '--verify', '--quiet', 'HEAD'], `git rev-parse in ${dir}`)).trim() !== '';
       if (current === `refs/heads/${this.branch}`) return { mode: 'in-place', dir, setup: 'none' };
       if (!hasCommits) return { mode: 'in-place', dir, setup: 'set-head' };
       // The branch is not checked out there, so pushing to it is allowed.
       return { mode: 'clone', url: dir, http: false };
     }
     if (kind === 'bare') return { mode: 'clone', url: dir, http: false };
-    throw new PublishError('invalid-target', `--git ${dir} is not a Git repository; give a repository, an empty directory or a path that does not exist yet`);
+    throw new PublishError(
+      'invalid-target',
+      `--git ${dir} is not a Git repository; give a repository, an empty directory or a path that does not exist yet`,
+    );
   }
 
   private async prepare(): Promise<Workspace> {
@@ -359,7 +422,8 @@ export class GitPublisher implements Publisher, SettledRunStore {
     );
     if (decision.setup === 'init') await this.initRepository(dir);
     const git = this.command(dir, false);
-    if (decision.setup === 'set-head') await git.run(['symbolic-ref', 'HEAD', `refs/heads/${this.branch}`], `git symbolic-ref in ${dir}`);
+    if (decision.setup === 'set-head')
+      await git.run(['symbolic-ref', 'HEAD', `refs/heads/${this.branch}`], `git symbolic-ref in ${dir}`);
     const gitDir = (await git.run(['rev-parse', '--absolute-git-dir'], `git rev-parse in ${dir}`)).trim();
     return { mode: 'in-place', dir, git, gitDir };
   }
@@ -373,7 +437,11 @@ export class GitPublisher implements Publisher, SettledRunStore {
   private async initRepository(dir: string): Promise<void> {
     // A git init that fails (no git on PATH) leaves no directory it made behind.
     await inNewDirectory(dir, async () => {
-      const lock = await acquirePublishLock(path.join(dir, INIT_LOCK_FILE), { timeoutMs: 60_000, target: `--git ${dir}`, command: 'clusterstack: git init' });
+      const lock = await acquirePublishLock(path.join(dir, INIT_LOCK_FILE), {
+        timeoutMs: 60_000,
+        target: `--git ${dir}`,
+        command: 'clusterstack: git init',
+      });
       try {
         if (await exists(path.join(dir, '.git'))) return;
         await this.command(dir, false).run(['init', '--quiet', `--initial-branch=${this.branch}`], `git init ${dir}`);
@@ -392,10 +460,14 @@ export class GitPublisher implements Publisher, SettledRunStore {
       return await this.setUpClone(url, http);
     } catch (error) {
       // Neither is the clone's fault: a fresh one would fail the same way.
-      if (error instanceof PublishError && (error.kind === 'invalid-target' || error.kind === 'missing-tool')) throw error;
+      if (error instanceof PublishError && (error.kind === 'invalid-target' || error.kind === 'missing-tool'))
+        throw error;
       // The clone is ours alone and holds nothing the remote does not: one damaged by a killed run
       // is started afresh.
-      this.options.logger?.warn({ target: this.target, error: error instanceof Error ? error.message : String(error) }, 'The clone in the cache is damaged, starting it afresh');
+      this.options.logger?.warn(
+        { target: this.target, error: error instanceof Error ? error.message : String(error) },
+        'The clone in the cache is damaged, starting it afresh',
+      );
       await rm(this.workDir, { recursive: true, force: true });
       return this.setUpClone(url, http);
     }
@@ -406,7 +478,10 @@ export class GitPublisher implements Publisher, SettledRunStore {
     if (!(await exists(path.join(dir, '.git')))) {
       return inNewDirectory(dir, async () => {
         if ((await readdir(dir)).length > 0) {
-          throw new PublishError('invalid-target', `work directory ${dir} is neither empty nor a clone made by clusterstack; remove it or choose another`);
+          throw new PublishError(
+            'invalid-target',
+            `work directory ${dir} is neither empty nor a clone made by clusterstack; remove it or choose another`,
+          );
         }
         const git = this.command(dir, http);
         await git.run(['init', '--quiet'], `git init ${dir}`);
@@ -415,7 +490,9 @@ export class GitPublisher implements Publisher, SettledRunStore {
       });
     }
     const git = this.command(dir, http);
-    const current = (await git.run(['config', '--get', 'remote.origin.url'], `git config in ${dir}`).catch(() => '')).trim();
+    const current = (
+      await git.run(['config', '--get', 'remote.origin.url'], `git config in ${dir}`).catch(() => '')
+    ).trim();
     if (current === '') await git.run(['remote', 'add', 'origin', url], `git remote add in ${dir}`);
     else if (current !== url) await git.run(['remote', 'set-url', 'origin', url], `git remote set-url in ${dir}`);
     return { mode: 'clone', dir, git, url };
@@ -431,7 +508,10 @@ export class GitPublisher implements Publisher, SettledRunStore {
     await git.run(['symbolic-ref', 'HEAD', branchRef], 'git symbolic-ref');
     let head: string | null = null;
     if (exists) {
-      await git.run(['fetch', '--quiet', '--no-tags', 'origin', `+${branchRef}:${trackingRef}`], `git fetch from ${this.remote.display}`);
+      await git.run(
+        ['fetch', '--quiet', '--no-tags', 'origin', `+${branchRef}:${trackingRef}`],
+        `git fetch from ${this.remote.display}`,
+      );
       await git.run(['reset', '--quiet', '--hard', trackingRef], 'git reset');
       head = (await git.run(['rev-parse', trackingRef], 'git rev-parse')).trim();
     } else {
@@ -462,8 +542,13 @@ export class GitPublisher implements Publisher, SettledRunStore {
       // The work tree was the known tree: only the files that differ need staging, and git need not
       // look at every other file (tens of thousands at a large fleet).
       const prefix = this.subdir === '' ? '' : `${this.subdir}/`;
-      const differing = [...new Set([...known.keys(), ...tree.keys()])].filter((file) => known.get(file) !== tree.get(file));
-      await this.addPaths(workspace, differing.map((file) => `${prefix}${file}`));
+      const differing = [...new Set([...known.keys(), ...tree.keys()])].filter(
+        (file) => known.get(file) !== tree.get(file),
+      );
+      await this.addPaths(
+        workspace,
+        differing.map((file) => `${prefix}${file}`),
+      );
     } else {
       // --force: a .gitignore in the repository must not silently keep a rendered file out.
       await workspace.git.run(['add', '--all', '--force', '--', pathspec], 'git add');
@@ -478,7 +563,10 @@ export class GitPublisher implements Publisher, SettledRunStore {
     await writeFile(list, paths.join('\0'));
     try {
       // --force: a .gitignore in the repository must not silently keep a rendered file out.
-      await workspace.git.run(['add', '--all', '--force', `--pathspec-from-file=${list}`, '--pathspec-file-nul'], 'git add');
+      await workspace.git.run(
+        ['add', '--all', '--force', `--pathspec-from-file=${list}`, '--pathspec-file-nul'],
+        'git add',
+      );
     } finally {
       await rm(list, { force: true });
     }
@@ -507,7 +595,10 @@ export class GitPublisher implements Publisher, SettledRunStore {
    */
   private async commitFailure(workspace: Workspace, error: unknown): Promise<unknown> {
     if (!(error instanceof PublishError) || error.kind !== 'rejected') return error;
-    const where = workspace.mode === 'in-place' ? `--git ${workspace.dir}` : `the clone of ${this.remote.display} in ${workspace.dir}`;
+    const where =
+      workspace.mode === 'in-place'
+        ? `--git ${workspace.dir}`
+        : `the clone of ${this.remote.display} in ${workspace.dir}`;
     const output = error.message.replace(/^git commit failed: /, '');
     if (SIGNING_FAILED.test(output)) {
       return new PublishError(
@@ -516,8 +607,22 @@ export class GitPublisher implements Publisher, SettledRunStore {
         { cause: error },
       );
     }
-    const hooksDir = path.resolve(workspace.dir, (await workspace.git.run(['rev-parse', '--git-path', 'hooks'], 'git rev-parse')).trim());
-    const hooks = (await Promise.all(COMMIT_HOOKS.map(async (hook) => ((await access(path.join(hooksDir, hook), constants.X_OK).then(() => true, () => false)) ? hook : undefined)))).filter((hook) => hook !== undefined);
+    const hooksDir = path.resolve(
+      workspace.dir,
+      (await workspace.git.run(['rev-parse', '--git-path', 'hooks'], 'git rev-parse')).trim(),
+    );
+    const hooks = (
+      await Promise.all(
+        COMMIT_HOOKS.map(async (hook) =>
+          (await access(path.join(hooksDir, hook), constants.X_OK).then(
+            () => true,
+            () => false,
+          ))
+            ? hook
+            : undefined,
+        ),
+      )
+    ).filter((hook) => hook !== undefined);
     if (hooks.length === 0) return error;
     return new PublishError(
       'invalid-target',
@@ -526,11 +631,18 @@ export class GitPublisher implements Publisher, SettledRunStore {
     );
   }
 
-  private async commitInPlace(workspace: Extract<Workspace, { mode: 'in-place' }>, tree: RenderedTree, message: string): Promise<PublishResult> {
+  private async commitInPlace(
+    workspace: Extract<Workspace, { mode: 'in-place' }>,
+    tree: RenderedTree,
+    message: string,
+  ): Promise<PublishResult> {
     const { git, dir } = workspace;
     const current = (await git.run(['symbolic-ref', '--quiet', 'HEAD'], 'git symbolic-ref')).trim();
     if (current !== `refs/heads/${this.branch}`) {
-      throw new PublishError('invalid-target', `--git ${dir} has ${current === '' ? 'a detached HEAD' : current.replace('refs/heads/', 'branch ')} checked out, not ${this.branch}; check out ${this.branch} there`);
+      throw new PublishError(
+        'invalid-target',
+        `--git ${dir} has ${current === '' ? 'a detached HEAD' : current.replace('refs/heads/', 'branch ')} checked out, not ${this.branch}; check out ${this.branch} there`,
+      );
     }
     await this.awaitGitLocks(workspace, 'Nothing was written');
     const prefix = this.subdir === '' ? '' : `${this.subdir}/`;
@@ -545,23 +657,50 @@ export class GitPublisher implements Publisher, SettledRunStore {
     const { staged, edited } = await this.uncommittedChanges(workspace);
     // A file the render would write over, that git does not know, is someone's: never overwrite it.
     const created = [...tree.keys()].filter((file) => !tracked.has(file));
-    const occupied = (await new RankedSlots(FILE_CONCURRENCY).map(created, async (file) => ((await exists(path.join(dir, prefix, file))) ? file : undefined))).filter((file): file is string => file !== undefined);
+    const occupied = (
+      await new RankedSlots(FILE_CONCURRENCY).map(created, async (file) =>
+        (await exists(path.join(dir, prefix, file))) ? file : undefined,
+      )
+    ).filter((file): file is string => file !== undefined);
     // Work that is not the render's, where the render would commit or write: refused, one report.
     const refusals: { what: string; files: string[]; advice: string }[] = [];
-    if (staged.length > 0) refusals.push({ what: 'staged changes', files: staged, advice: 'commit or unstage them; they would end up in the render\'s commit' });
+    if (staged.length > 0)
+      refusals.push({
+        what: 'staged changes',
+        files: staged,
+        advice: "commit or unstage them; they would end up in the render's commit",
+      });
     if (edited.length > 0 && !this.options.overwriteEdits) {
-      refusals.push({ what: 'uncommitted edits to files the render writes', files: edited, advice: 'commit, stash or discard them, or pass --force to overwrite them' });
+      refusals.push({
+        what: 'uncommitted edits to files the render writes',
+        files: edited,
+        advice: 'commit, stash or discard them, or pass --force to overwrite them',
+      });
     }
-    if (occupied.length > 0) refusals.push({ what: 'untracked files where the render writes', files: occupied.map((file) => `${prefix}${file}`), advice: 'move them away or commit them elsewhere' });
+    if (occupied.length > 0)
+      refusals.push({
+        what: 'untracked files where the render writes',
+        files: occupied.map((file) => `${prefix}${file}`),
+        advice: 'move them away or commit them elsewhere',
+      });
     if (refusals.length > 0) {
-      const parts = refusals.map(({ what, files, advice }) => `${what} (${files.slice(0, 5).join(', ')}${files.length > 5 ? ` and ${files.length - 5} more` : ''}); ${advice}`);
-      throw new PublishError('invalid-target', `--git ${dir} has ${parts.join('; it also has ')}. Then run again. Nothing was written`);
+      const parts = refusals.map(
+        ({ what, files, advice }) =>
+          `${what} (${files.slice(0, 5).join(', ')}${files.length > 5 ? ` and ${files.length - 5} more` : ''}); ${advice}`,
+      );
+      throw new PublishError(
+        'invalid-target',
+        `--git ${dir} has ${parts.join('; it also has ')}. Then run again. Nothing was written`,
+      );
     }
     const journal: WorkTreeJournal = {
       pid: process.pid,
       head: await this.localHead(workspace),
       created: created.map((file) => `${prefix}${file}`),
-      directories: await missingDirectories(dir, created.map((file) => `${prefix}${file}`)),
+      directories: await missingDirectories(
+        dir,
+        created.map((file) => `${prefix}${file}`),
+      ),
       edited: await snapshotFiles(dir, edited),
     };
     const journalFile = path.join(workspace.gitDir, JOURNAL_FILE);
@@ -571,7 +710,10 @@ export class GitPublisher implements Publisher, SettledRunStore {
       await syncWorkTree(dir, this.subdir, tree, undefined, tracked);
       const removed = [...tracked].filter((file) => !tree.has(file));
       // Exactly the render's paths: untracked files beside them are not ours to commit.
-      await this.addPaths(workspace, [...tree.keys(), ...removed].map((file) => `${prefix}${file}`));
+      await this.addPaths(
+        workspace,
+        [...tree.keys(), ...removed].map((file) => `${prefix}${file}`),
+      );
       const changes = await this.stagedChanges(workspace, pathspec);
       if (changes.written.length === 0 && changes.removed.length === 0) {
         await unlink(journalFile).catch(() => {});
@@ -581,7 +723,10 @@ export class GitPublisher implements Publisher, SettledRunStore {
       const revision = await this.commit(workspace, message);
       crashPoint('git:committed');
       await unlink(journalFile).catch(() => {});
-      this.options.logger?.info({ target: this.target, revision, written: changes.written.length, removed: changes.removed.length }, 'Committed rendered tree');
+      this.options.logger?.info(
+        { target: this.target, revision, written: changes.written.length, removed: changes.removed.length },
+        'Committed rendered tree',
+      );
       return { changed: true, ...changes, revision };
     } catch (error) {
       throw await this.putBack(workspace, journal, error);
@@ -589,7 +734,11 @@ export class GitPublisher implements Publisher, SettledRunStore {
   }
 
   /** After a failed write or commit: the work tree and index as before the run, and `error` saying so (or that the next run will). */
-  private async putBack(workspace: Extract<Workspace, { mode: 'in-place' }>, journal: WorkTreeJournal, error: unknown): Promise<unknown> {
+  private async putBack(
+    workspace: Extract<Workspace, { mode: 'in-place' }>,
+    journal: WorkTreeJournal,
+    error: unknown,
+  ): Promise<unknown> {
     let outcome: string;
     try {
       await this.restoreWorkTree(workspace, journal);
@@ -621,12 +770,24 @@ export class GitPublisher implements Publisher, SettledRunStore {
    * run found it), and removes the journal. Git's lock files are never removed: one someone else
    * holds is waited for, then reported.
    */
-  private async restoreWorkTree(workspace: Extract<Workspace, { mode: 'in-place' }>, journal: WorkTreeJournal): Promise<void> {
+  private async restoreWorkTree(
+    workspace: Extract<Workspace, { mode: 'in-place' }>,
+    journal: WorkTreeJournal,
+  ): Promise<void> {
     const { git, dir } = workspace;
-    await this.awaitGitLocks(workspace, 'The work tree is left as an interrupted run left it; the next run puts it back');
+    await this.awaitGitLocks(
+      workspace,
+      'The work tree is left as an interrupted run left it; the next run puts it back',
+    );
     const pathspec = this.subdir === '' ? '.' : this.subdir;
     const head = await this.localHead(workspace);
-    const atHead = new Set(head === null ? [] : (await git.run(['ls-tree', '-r', '-z', '--name-only', head, '--', pathspec], 'git ls-tree')).split('\0').filter((file) => file !== ''));
+    const atHead = new Set(
+      head === null
+        ? []
+        : (await git.run(['ls-tree', '-r', '-z', '--name-only', head, '--', pathspec], 'git ls-tree'))
+            .split('\0')
+            .filter((file) => file !== ''),
+    );
     if (head !== null) {
       await git.run(['reset', '--quiet', head, '--', pathspec], 'git reset');
       if (atHead.size > 0) await git.run(['checkout', '--quiet', head, '--', pathspec], 'git checkout');
@@ -638,7 +799,8 @@ export class GitPublisher implements Publisher, SettledRunStore {
       if (!atHead.has(file) && inside(file)) await rm(path.join(dir, file), { force: true });
     }
     // Deepest first; one that holds something else now stays.
-    for (const directory of [...journal.directories].reverse()) if (inside(directory)) await rmdir(path.join(dir, directory)).catch(() => {});
+    for (const directory of [...journal.directories].reverse())
+      if (inside(directory)) await rmdir(path.join(dir, directory)).catch(() => {});
     if (head === journal.head) {
       for (const [file, saved] of Object.entries(journal.edited)) {
         if (!inside(file)) continue;
@@ -661,20 +823,40 @@ export class GitPublisher implements Publisher, SettledRunStore {
    * stays. Never removes one: a live git process's lock cannot be told from a crashed one's.
    */
   private async awaitGitLocks(workspace: Extract<Workspace, { mode: 'in-place' }>, outcome: string): Promise<void> {
-    const listing = await workspace.git.run(['rev-parse', '--git-path', 'index.lock', '--git-path', 'HEAD.lock', '--git-path', `refs/heads/${this.branch}.lock`], 'git rev-parse');
-    const files = listing.split('\n').filter((line) => line !== '').map((line) => path.resolve(workspace.dir, line));
+    const listing = await workspace.git.run(
+      [
+        'rev-parse',
+        '--git-path',
+        'index.lock',
+        '--git-path',
+        'HEAD.lock',
+        '--git-path',
+        `refs/heads/${this.branch}.lock`,
+      ],
+      'git rev-parse',
+    );
+    const files = listing
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => path.resolve(workspace.dir, line));
     const deadline = Date.now() + this.gitLockWaitMs;
     for (;;) {
-      const held = (await Promise.all(files.map(async (file) => ((await exists(file)) ? file : undefined)))).find((file) => file !== undefined);
+      const held = (await Promise.all(files.map(async (file) => ((await exists(file)) ? file : undefined)))).find(
+        (file) => file !== undefined,
+      );
       if (held === undefined) return;
-      if (Date.now() >= deadline) throw new PublishError('unavailable', `--git ${workspace.dir}: ${heldGitLockAdvice(held)}. ${outcome}`);
+      if (Date.now() >= deadline)
+        throw new PublishError('unavailable', `--git ${workspace.dir}: ${heldGitLockAdvice(held)}. ${outcome}`);
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }
 
   /** Files staged under `pathspec`, relative to the path: what a commit now would change. */
   private async stagedChanges(workspace: Workspace, pathspec: string): Promise<StagedChanges> {
-    const status = await workspace.git.run(['diff', '--cached', '--name-status', '--no-renames', '-z', '--', pathspec], 'git diff');
+    const status = await workspace.git.run(
+      ['diff', '--cached', '--name-status', '--no-renames', '-z', '--', pathspec],
+      'git diff',
+    );
     const fields = status.split('\0');
     const written: string[] = [];
     const removed: string[] = [];
@@ -696,7 +878,10 @@ export class GitPublisher implements Publisher, SettledRunStore {
       if (this.committed && fastParent !== undefined) {
         const fast = await this.commitFromKnown(workspace, this.committed, tree, message, fastParent, attempt);
         if (fast === 'lost-race') {
-          this.options.logger?.warn({ target: this.target, attempt, maxAttempts: this.maxPushAttempts }, 'Push lost a race with another writer, rebuilding on the new remote head');
+          this.options.logger?.warn(
+            { target: this.target, attempt, maxAttempts: this.maxPushAttempts },
+            'Push lost a race with another writer, rebuilding on the new remote head',
+          );
           await lostRacePause(attempt);
           fastParent = await this.headKeepingOurPath(workspace, this.committed.revision);
           continue;
@@ -717,7 +902,10 @@ export class GitPublisher implements Publisher, SettledRunStore {
         crashPoint('git:pushed');
       } catch (error) {
         if (error instanceof PublishError && error.kind === 'conflict') {
-          this.options.logger?.warn({ target: this.target, attempt, maxAttempts: this.maxPushAttempts }, 'Push lost a race with another writer, rebuilding on the new remote head');
+          this.options.logger?.warn(
+            { target: this.target, attempt, maxAttempts: this.maxPushAttempts },
+            'Push lost a race with another writer, rebuilding on the new remote head',
+          );
           await lostRacePause(attempt);
           continue;
         }
@@ -725,11 +913,17 @@ export class GitPublisher implements Publisher, SettledRunStore {
         throw error;
       }
       this.committed = { revision, tree };
-      this.options.logger?.info({ target: this.target, revision, attempt, written: changes.written.length, removed: changes.removed.length }, 'Pushed rendered tree');
+      this.options.logger?.info(
+        { target: this.target, revision, attempt, written: changes.written.length, removed: changes.removed.length },
+        'Pushed rendered tree',
+      );
       return { changed: true, ...changes, revision };
     }
     await this.recover(workspace);
-    throw new PublishError('conflict', `git push to ${this.remote.display}: branch ${this.branch} moved on during each of ${this.maxPushAttempts} attempts (non-fast-forward); try again later`);
+    throw new PublishError(
+      'conflict',
+      `git push to ${this.remote.display}: branch ${this.branch} moved on during each of ${this.maxPushAttempts} attempts (non-fast-forward); try again later`,
+    );
   }
 
   /**
@@ -748,9 +942,16 @@ export class GitPublisher implements Publisher, SettledRunStore {
     const branchRef = `refs/heads/${this.branch}`;
     const trackingRef = `refs/remotes/origin/${this.branch}`;
     try {
-      await git.run(['fetch', '--quiet', '--no-tags', 'origin', `+${branchRef}:${trackingRef}`], `git fetch from ${this.remote.display}`);
+      await git.run(
+        ['fetch', '--quiet', '--no-tags', 'origin', `+${branchRef}:${trackingRef}`],
+        `git fetch from ${this.remote.display}`,
+      );
       const head = (await git.run(['rev-parse', trackingRef], 'git rev-parse')).trim();
-      const pathTree = (commit: string) => git.run(['rev-parse', '--verify', '--quiet', `${commit}:${this.subdir}`], 'git rev-parse').then((out) => out.trim(), () => '');
+      const pathTree = (commit: string) =>
+        git.run(['rev-parse', '--verify', '--quiet', `${commit}:${this.subdir}`], 'git rev-parse').then(
+          (out) => out.trim(),
+          () => '',
+        );
       const [theirs, ours] = await Promise.all([pathTree(head), pathTree(known)]);
       return ours !== '' && theirs === ours ? head : undefined;
     } catch {
@@ -758,13 +959,22 @@ export class GitPublisher implements Publisher, SettledRunStore {
     }
   }
 
-  private async commitFromKnown(workspace: Workspace, known: NonNullable<GitPublisher['committed']>, tree: RenderedTree, message: string, parent: string | null = known.revision, attempt = 1): Promise<PublishResult | 'lost-race' | undefined> {
+  private async commitFromKnown(
+    workspace: Workspace,
+    known: NonNullable<GitPublisher['committed']>,
+    tree: RenderedTree,
+    message: string,
+    parent: string | null = known.revision,
+    attempt = 1,
+  ): Promise<PublishResult | 'lost-race' | undefined> {
     const prefix = this.subdir === '' ? '' : `${this.subdir}/`;
     const written = [...tree.keys()].filter((file) => known.tree.get(file) !== tree.get(file)).sort();
     const removed = [...known.tree.keys()].filter((file) => !tree.has(file)).sort();
     if (written.length === 0 && removed.length === 0) {
       // The tree is there; whether the branch still is, only the remote can say.
-      return (await this.remoteHead(workspace)) === (parent ?? '') ? { changed: false, written: [], removed: [], revision: parent } : undefined;
+      return (await this.remoteHead(workspace)) === (parent ?? '')
+        ? { changed: false, written: [], removed: [], revision: parent }
+        : undefined;
     }
     const branchRef = `refs/heads/${this.branch}`;
     let revision: string;
@@ -778,13 +988,19 @@ export class GitPublisher implements Publisher, SettledRunStore {
         removed: removed.map((file) => `${prefix}${file}`),
       });
     } catch (error) {
-      this.options.logger?.warn({ target: this.target, error: error instanceof Error ? error.message : String(error) }, 'Could not commit from the known tree, committing through the work tree');
+      this.options.logger?.warn(
+        { target: this.target, error: error instanceof Error ? error.message : String(error) },
+        'Could not commit from the known tree, committing through the work tree',
+      );
       return undefined;
     }
     crashPoint('git:fast-committed');
     try {
       // Only over the known commit: anything else there is another writer's, to build on.
-      await workspace.git.run(['push', `--force-with-lease=${branchRef}:${parent ?? ''}`, 'origin', `${branchRef}:${branchRef}`], `git push to ${this.remote.display}`);
+      await workspace.git.run(
+        ['push', `--force-with-lease=${branchRef}:${parent ?? ''}`, 'origin', `${branchRef}:${branchRef}`],
+        `git push to ${this.remote.display}`,
+      );
       crashPoint('git:pushed');
     } catch (error) {
       if (error instanceof PublishError && error.kind === 'conflict') return 'lost-race';
@@ -794,9 +1010,15 @@ export class GitPublisher implements Publisher, SettledRunStore {
     this.committed = { revision, tree };
     // fast-import leaves one pack per commit: let git pack them together now and then (in the background).
     await workspace.git.run(['gc', '--auto', '--quiet'], 'git gc').catch((error: unknown) => {
-      this.options.logger?.warn({ target: this.target, error: error instanceof Error ? error.message : String(error) }, 'git gc --auto failed in the clone; the publish itself is done');
+      this.options.logger?.warn(
+        { target: this.target, error: error instanceof Error ? error.message : String(error) },
+        'git gc --auto failed in the clone; the publish itself is done',
+      );
     });
-    this.options.logger?.info({ target: this.target, revision, attempt, written: written.length, removed: removed.length }, 'Pushed rendered tree');
+    this.options.logger?.info(
+      { target: this.target, revision, attempt, written: written.length, removed: removed.length },
+      'Pushed rendered tree',
+    );
     return { changed: true, written, removed, revision };
   }
 
@@ -806,7 +1028,10 @@ export class GitPublisher implements Publisher, SettledRunStore {
       await this.resetToRemote(workspace);
     } catch (error) {
       // Cannot even reach the remote: forget the clone; the next run fetches afresh.
-      this.options.logger?.warn({ target: this.target, error: error instanceof Error ? error.message : String(error) }, 'Could not reset the clone after a failed push, removing it');
+      this.options.logger?.warn(
+        { target: this.target, error: error instanceof Error ? error.message : String(error) },
+        'Could not reset the clone after a failed push, removing it',
+      );
       await rm(workspace.dir, { recursive: true, force: true });
       this.workspace = undefined;
     }
@@ -815,8 +1040,18 @@ export class GitPublisher implements Publisher, SettledRunStore {
 
 /** git check-ref-format's rules for a branch name. */
 function isValidBranchName(name: string): boolean {
-  if (name === '' || name === '@' || name === 'HEAD' || name.startsWith('-') || name.startsWith('/') || name.endsWith('/') || name.endsWith('.')) return false;
-  if (name.includes('..') || name.includes('//') || name.includes('@{') || /[\x00-\x20\x7f~^:?*[\\]/.test(name)) return false;
+  if (
+    name === '' ||
+    name === '@' ||
+    name === 'HEAD' ||
+    name.startsWith('-') ||
+    name.startsWith('/') ||
+    name.endsWith('/') ||
+    name.endsWith('.')
+  )
+    return false;
+  if (name.includes('..') || name.includes('//') || name.includes('@{') || /[\x00-\x20\x7f~^:?*[\\]/.test(name))
+    return false;
   return name.split('/').every((component) => !component.startsWith('.') && !component.endsWith('.lock'));
 }
 
@@ -842,13 +1077,16 @@ async function localRepositoryKind(dir: string): Promise<LocalRepositoryKind> {
   return 'other';
 }
 
-
 /** The directories (repository paths) that must be made to hold `files` and do not exist yet, parents first. */
 async function missingDirectories(dir: string, files: readonly string[]): Promise<string[]> {
   const known = new Set<string>();
   const missing: string[] = [];
   for (const file of files) {
-    for (let directory = path.posix.dirname(file); directory !== '.' && !known.has(directory); directory = path.posix.dirname(directory)) {
+    for (
+      let directory = path.posix.dirname(file);
+      directory !== '.' && !known.has(directory);
+      directory = path.posix.dirname(directory)
+    ) {
       known.add(directory);
       // An existing directory's parents exist too.
       if (await exists(path.join(dir, directory))) break;
@@ -867,7 +1105,8 @@ async function snapshotFiles(dir: string, files: readonly string[]): Promise<Wor
   for (const file of files) {
     const info = await lstat(path.join(dir, file)).catch(() => undefined);
     if (info === undefined) saved[file] = null;
-    else if (info.isFile()) saved[file] = { data: (await readFile(path.join(dir, file))).toString('base64'), mode: info.mode & 0o777 };
+    else if (info.isFile())
+      saved[file] = { data: (await readFile(path.join(dir, file))).toString('base64'), mode: info.mode & 0o777 };
   }
   return saved;
 }
@@ -881,12 +1120,18 @@ function parseJournal(text: string): WorkTreeJournal {
   } catch {
     // Left as read: nothing but the restore to HEAD.
   }
-  const strings = (value: unknown): string[] => (Array.isArray(value) ? value.filter((entry): entry is string => typeof entry === 'string') : []);
+  const strings = (value: unknown): string[] =>
+    Array.isArray(value) ? value.filter((entry): entry is string => typeof entry === 'string') : [];
   const edited: WorkTreeJournal['edited'] = {};
   if (typeof parsed.edited === 'object' && parsed.edited !== null) {
     for (const [file, saved] of Object.entries(parsed.edited as Record<string, unknown>)) {
       if (saved === null) edited[file] = null;
-      else if (typeof saved === 'object' && typeof (saved as { data?: unknown }).data === 'string' && typeof (saved as { mode?: unknown }).mode === 'number') edited[file] = saved as { data: string; mode: number };
+      else if (
+        typeof saved === 'object' &&
+        typeof (saved as { data?: unknown }).data === 'string' &&
+        typeof (saved as { mode?: unknown }).mode === 'number'
+      )
+        edited[file] = saved as { data: string; mode: number };
     }
   }
   return {
@@ -901,5 +1146,7 @@ function parseJournal(text: string): WorkTreeJournal {
 
 /** A random wait after the `attempt`th lost push race (full jitter, 50 ms doubling, at most 2 s): racing writers fall out of step. */
 function lostRacePause(attempt: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, fullJitterDelay(attempt - 1, { baseDelayMs: 50, maxDelayMs: 2000 })));
+  return new Promise((resolve) =>
+    setTimeout(resolve, fullJitterDelay(attempt - 1, { baseDelayMs: 50, maxDelayMs: 2000 })),
+  );
 }

@@ -20,7 +20,8 @@ export function parseGitRemote(repository: string): GitRemote {
   const trimmed = repository.trim();
   if (trimmed === '') throw new PublishError('invalid-target', '--git needs a repository: a local path or a URL');
   // git would read a leading '-' as an option (e.g. --upload-pack=...).
-  if (trimmed.startsWith('-')) throw new PublishError('invalid-target', `--git ${trimmed} starts with "-"; write a local path as ./${trimmed}`);
+  if (trimmed.startsWith('-'))
+    throw new PublishError('invalid-target', `--git ${trimmed} starts with "-"; write a local path as ./${trimmed}`);
   if (URL_SCHEME.test(trimmed)) {
     let parsed: URL;
     try {
@@ -29,12 +30,16 @@ export function parseGitRemote(repository: string): GitRemote {
       throw new PublishError('invalid-target', `--git ${trimmed} is not a valid URL`);
     }
     if (parsed.password !== '') {
-      throw new PublishError('invalid-target', `--git URL for ${parsed.host} carries a password or token; remove it from the URL and set ${ENVIRONMENT.gitToken} instead`);
+      throw new PublishError(
+        'invalid-target',
+        `--git URL for ${parsed.host} carries a password or token; remove it from the URL and set ${ENVIRONMENT.gitToken} instead`,
+      );
     }
     const http = parsed.protocol === 'http:' || parsed.protocol === 'https:';
     return { kind: 'url', url: trimmed, display: trimmed, http };
   }
-  if (SCP_LIKE.test(trimmed) && !trimmed.startsWith('.')) return { kind: 'url', url: trimmed, display: trimmed, http: false };
+  if (SCP_LIKE.test(trimmed) && !trimmed.startsWith('.'))
+    return { kind: 'url', url: trimmed, display: trimmed, http: false };
   const absolute = path.resolve(trimmed);
   return { kind: 'local', path: absolute, display: absolute };
 }
@@ -51,7 +56,12 @@ function basicCredentials(token: string): string {
 /** Returns `text` with every form of the token we could have sent replaced by `***`. */
 export function scrubSecret(text: string, token: string | undefined): string {
   if (token === undefined || token === '') return text;
-  const forms = [basicCredentials(token), token, encodeURIComponent(token), Buffer.from(token, 'utf8').toString('base64')];
+  const forms = [
+    basicCredentials(token),
+    token,
+    encodeURIComponent(token),
+    Buffer.from(token, 'utf8').toString('base64'),
+  ];
   let scrubbed = text;
   for (const form of forms) if (form !== '') scrubbed = scrubbed.split(form).join('***');
   return scrubbed;

@@ -23,7 +23,13 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { OciError } from '../src/oci/oci-error.js';
-import { EMPTY_CONFIG, type OciManifest, OCI_IMAGE_CONFIG, OCI_MANIFEST, TITLE_ANNOTATION } from '../src/oci/oci-manifest.js';
+import {
+  EMPTY_CONFIG,
+  type OciManifest,
+  OCI_IMAGE_CONFIG,
+  OCI_MANIFEST,
+  TITLE_ANNOTATION,
+} from '../src/oci/oci-manifest.js';
 import { type OciArtifactReference, parseOciArtifactReference } from '../src/oci/oci-reference.js';
 
 // The reference parser lives with the other OCI references; its names stay importable from here.
@@ -121,26 +127,44 @@ export class OciArtifactPublisher implements Publisher {
       archive = reproducibleTarGzip(tree);
     } catch (error) {
       if (error instanceof PublishError) throw error;
-      throw new PublishError('invalid-input', `cannot pack the rendered tree: ${(error as Error).message}`, { cause: error });
+      throw new PublishError('invalid-input', `cannot pack the rendered tree: ${(error as Error).message}`, {
+        cause: error,
+      });
     }
     const layerDigest = sha256Digest(archive.gzip);
     const treeDigest = sha256Digest(archive.tar);
     const current = await this.current();
     // Same layer, or the same tar compressed by another zlib build: the tag holds this tree.
-    if (current !== null && (current.layer.digest === layerDigest || current.manifest.manifest.annotations?.[REVISION_ANNOTATION] === treeDigest)) {
+    if (
+      current !== null &&
+      (current.layer.digest === layerDigest ||
+        current.manifest.manifest.annotations?.[REVISION_ANNOTATION] === treeDigest)
+    ) {
       return { changed: false, written: [], removed: [], revision: current.manifest.digest };
     }
     const previous = current === null ? new Map<string, string>() : await this.readTree(current);
     const { written, removed } = diffTrees(previous, tree);
 
     const annotations: Record<string, string> = {
-      [CREATED_ANNOTATION]: this.reproducible ? REPRODUCIBLE_CREATED : this.clock().toISOString().replace(/\.\d+Z$/, 'Z'),
+      [CREATED_ANNOTATION]: this.reproducible
+        ? REPRODUCIBLE_CREATED
+        : this.clock()
+            .toISOString()
+            .replace(/\.\d+Z$/, 'Z'),
       [REVISION_ANNOTATION]: treeDigest,
     };
-    if (this.options.source !== undefined && this.options.source !== '') annotations[SOURCE_ANNOTATION] = this.options.source;
+    if (this.options.source !== undefined && this.options.source !== '')
+      annotations[SOURCE_ANNOTATION] = this.options.source;
     const manifest = buildArtifactManifest(
       RENDERED_TREE_ARTIFACT_TYPE,
-      [{ mediaType: RENDERED_TREE_LAYER, digest: layerDigest, size: archive.gzip.length, annotations: { [TITLE_ANNOTATION]: RENDERED_TREE_FILE } }],
+      [
+        {
+          mediaType: RENDERED_TREE_LAYER,
+          digest: layerDigest,
+          size: archive.gzip.length,
+          annotations: { [TITLE_ANNOTATION]: RENDERED_TREE_FILE },
+        },
+      ],
       annotations,
     );
     const manifestDigest = sha256Digest(manifest);
@@ -160,7 +184,10 @@ export class OciArtifactPublisher implements Publisher {
       crashPoint('oci:tagged');
     });
     this.lastRead = { digest: manifestDigest, tree: new Map(tree) };
-    this.options.logger?.info({ target: this.target, revision: manifestDigest, contentTag, written: written.length, removed: removed.length }, 'Pushed rendered tree as an OCI artifact');
+    this.options.logger?.info(
+      { target: this.target, revision: manifestDigest, contentTag, written: written.length, removed: removed.length },
+      'Pushed rendered tree as an OCI artifact',
+    );
     return { changed: true, written, removed, revision: manifestDigest };
   }
 
@@ -179,9 +206,18 @@ export class OciArtifactPublisher implements Publisher {
   private treeLayer(manifest: OciManifest): { digest: string; size: number } {
     const layer = manifest.layers.find((candidate) => candidate.mediaType.endsWith('tar+gzip'));
     const type = manifest.artifactType ?? manifest.config.mediaType;
-    if (layer === undefined || (manifest.artifactType === undefined && manifest.config.mediaType === OCI_IMAGE_CONFIG)) {
-      const what = manifest.artifactType === undefined && manifest.config.mediaType === OCI_IMAGE_CONFIG ? 'a container image' : `an artifact of type ${type} without a tar+gzip layer`;
-      throw new PublishError('invalid-target', `${this.target} holds ${what}, not a rendered tree; choose another tag or repository so it is not overwritten`);
+    if (
+      layer === undefined ||
+      (manifest.artifactType === undefined && manifest.config.mediaType === OCI_IMAGE_CONFIG)
+    ) {
+      const what =
+        manifest.artifactType === undefined && manifest.config.mediaType === OCI_IMAGE_CONFIG
+          ? 'a container image'
+          : `an artifact of type ${type} without a tar+gzip layer`;
+      throw new PublishError(
+        'invalid-target',
+        `${this.target} holds ${what}, not a rendered tree; choose another tag or repository so it is not overwritten`,
+      );
     }
     return { digest: layer.digest, size: layer.size };
   }
@@ -191,7 +227,9 @@ export class OciArtifactPublisher implements Publisher {
     const dir = await mkdtemp(path.join(this.tempDir, 'clusterstack-oci-'));
     try {
       const file = path.join(dir, 'layer.tar.gz');
-      await this.registry('read', () => this.client.fetchBlob(this.ref.repository, current.layer.digest, file, current.layer.size));
+      await this.registry('read', () =>
+        this.client.fetchBlob(this.ref.repository, current.layer.digest, file, current.layer.size),
+      );
       const tree = readTarTree(await readFile(file), `${this.target} (layer ${current.layer.digest})`);
       this.lastRead = { digest: current.manifest.digest, tree };
       return new Map(tree);
@@ -215,8 +253,15 @@ export class OciArtifactPublisher implements Publisher {
         'invalid-release': doing === 'push' ? 'rejected' : 'invalid-target',
       };
       const kind = kinds[error.kind];
-      const hint = doing === 'push' && kind === 'rejected' ? '; the registry refused the push (read-only, immutable tags or a policy): nothing was tagged' : '';
-      throw new PublishError(kind, `${doing === 'push' ? 'pushing to' : 'reading'} ${this.target}: ${error.message}${hint}`, { cause: error });
+      const hint =
+        doing === 'push' && kind === 'rejected'
+          ? '; the registry refused the push (read-only, immutable tags or a policy): nothing was tagged'
+          : '';
+      throw new PublishError(
+        kind,
+        `${doing === 'push' ? 'pushing to' : 'reading'} ${this.target}: ${error.message}${hint}`,
+        { cause: error },
+      );
     }
   }
 }

@@ -32,13 +32,21 @@ function contains(ancestor: string, child: string): boolean {
  * Throws (invalid-target) when `owned`, the directory a publisher replaces, is or contains one of
  * `protectedPaths`. `what` names the output in the message (`--output /srv/out`).
  */
-export async function assertOutsideProtected(what: string, owned: string, protectedPaths: readonly ProtectedPath[], hint: string): Promise<void> {
+export async function assertOutsideProtected(
+  what: string,
+  owned: string,
+  protectedPaths: readonly ProtectedPath[],
+  hint: string,
+): Promise<void> {
   if (protectedPaths.length === 0) return;
   const realOwned = await realish(owned);
   for (const entry of protectedPaths) {
     const realProtected = await realish(entry.path);
     if (!contains(realOwned, realProtected)) continue;
     const relation = realOwned === realProtected ? 'is' : 'contains';
-    throw new PublishError('invalid-target', `${what} ${relation} the ${entry.label} ${entry.path}; publishing there would replace or delete it, so nothing was written. ${hint}`);
+    throw new PublishError(
+      'invalid-target',
+      `${what} ${relation} the ${entry.label} ${entry.path}; publishing there would replace or delete it, so nothing was written. ${hint}`,
+    );
   }
 }

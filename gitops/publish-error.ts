@@ -18,7 +18,11 @@ export type PublishErrorKind =
   | 'missing-tool';
 
 export class PublishError extends Failure {
-  constructor(readonly kind: PublishErrorKind, message: string, options?: { cause?: unknown }) {
+  constructor(
+    readonly kind: PublishErrorKind,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
     super(kind === 'conflict' || kind === 'unavailable' ? 'retry' : 'fix-input', message, options);
     this.name = 'PublishError';
   }

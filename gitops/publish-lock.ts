@@ -92,7 +92,8 @@ async function readLockFile(file: string): Promise<LockFileState | undefined> {
     const state: LockFileState = { raw, mtimeMs: info.mtimeMs };
     try {
       const parsed = JSON.parse(raw) as Partial<LockHolder>;
-      if (typeof parsed.pid === 'number' && typeof parsed.hostname === 'string' && typeof parsed.token === 'string') state.holder = parsed as LockHolder;
+      if (typeof parsed.pid === 'number' && typeof parsed.hostname === 'string' && typeof parsed.token === 'string')
+        state.holder = parsed as LockHolder;
     } catch {
       // Unreadable: judged by age below.
     }
@@ -160,7 +161,12 @@ export async function acquirePublishLock(file: string, options: LockOptions): Pr
         await mkdir(path.dirname(file), { recursive: true });
         continue;
       }
-      if (errorCode(error) !== 'EEXIST') throw new PublishError('unavailable', `cannot create the lock ${file} for ${options.target}: ${(error as Error).message}`, { cause: error });
+      if (errorCode(error) !== 'EEXIST')
+        throw new PublishError(
+          'unavailable',
+          `cannot create the lock ${file} for ${options.target}: ${(error as Error).message}`,
+          { cause: error },
+        );
     }
     const state = await readLockFile(file);
     if (state === undefined) continue;

@@ -103,7 +103,10 @@ export function defaultPullRequestBranch(baseBranch: string, subdir: string): st
  * Reads `owner` and `repo` from a GitHub repository URL: https://github.com/<owner>/<repo>(.git), or
  * the same path on the host of a GitHub Enterprise API URL (`https://host/api/v3`).
  */
-export function parseGitHubRepository(repository: string, apiBaseUrl: string = GITHUB_API_URL): { owner: string; repo: string } {
+export function parseGitHubRepository(
+  repository: string,
+  apiBaseUrl: string = GITHUB_API_URL,
+): { owner: string; repo: string } {
   const help = `--pull-request needs a GitHub repository URL such as https://github.com/<owner>/<repo>.git (GitHub Enterprise: its https URL, with ${ENVIRONMENT.githubApiUrl} set to https://<host>/api/v3)`;
   let url: URL;
   let api: URL;
@@ -115,9 +118,16 @@ export function parseGitHubRepository(repository: string, apiBaseUrl: string = G
   }
   // The API of github.com (and of GHE.com tenants) lives on api.<host>; Enterprise Server's on the host itself.
   const webHost = api.host.startsWith('api.') ? api.host.slice('api.'.length) : api.host;
-  const segments = url.pathname.replace(/\/+$/, '').replace(/\.git$/, '').split('/').filter((segment) => segment !== '');
+  const segments = url.pathname
+    .replace(/\/+$/, '')
+    .replace(/\.git$/, '')
+    .split('/')
+    .filter((segment) => segment !== '');
   if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.host !== webHost || segments.length !== 2) {
-    throw new PublishError('invalid-target', `--git ${url.protocol}//${url.host}${url.pathname} is not a repository on ${webHost}; ${help}`);
+    throw new PublishError(
+      'invalid-target',
+      `--git ${url.protocol}//${url.host}${url.pathname} is not a repository on ${webHost}; ${help}`,
+    );
   }
   return { owner: decodeURIComponent(segments[0]!), repo: decodeURIComponent(segments[1]!) };
 }
@@ -146,7 +156,10 @@ export class PullRequestPublisher implements Publisher {
     const { git, github } = options;
     const token = github.token?.trim() ?? '';
     if (token === '') {
-      throw new PublishError('auth', `pull-request mode needs a GitHub token: set ${ENVIRONMENT.githubToken} to a token that may push to the repository and open pull requests`);
+      throw new PublishError(
+        'auth',
+        `pull-request mode needs a GitHub token: set ${ENVIRONMENT.githubToken} to a token that may push to the repository and open pull requests`,
+      );
     }
     this.remote = parseGitRemote(git.repository);
     this.url = this.remote.kind === 'url' ? this.remote.url : this.remote.path;
@@ -154,27 +167,45 @@ export class PullRequestPublisher implements Publisher {
     this.base = git.baseBranch;
     this.subdir = normalizeSubdir(git.path);
     this.branch = options.branch ?? defaultPullRequestBranch(this.base, this.subdir);
-    if (this.branch === this.base) throw new PublishError('invalid-input', `the pull request branch and the base branch are both "${this.base}"; choose another branch`);
+    if (this.branch === this.base)
+      throw new PublishError(
+        'invalid-input',
+        `the pull request branch and the base branch are both "${this.base}"; choose another branch`,
+      );
     this.workDir = path.resolve(git.workDir);
     const baseUrl = (github.baseUrl ?? GITHUB_API_URL).replace(/\/+$/, '');
-    const parsed = github.owner !== undefined && github.repo !== undefined ? { owner: github.owner, repo: github.repo } : parseGitHubRepository(git.repository, baseUrl);
+    const parsed =
+      github.owner !== undefined && github.repo !== undefined
+        ? { owner: github.owner, repo: github.repo }
+        : parseGitHubRepository(git.repository, baseUrl);
     this.owner = parsed.owner;
     this.repo = parsed.repo;
     this.gitToken = git.token ?? token;
     this.whenUnnecessary = options.whenUnnecessary ?? 'close';
     this.maxPushAttempts = git.maxPushAttempts ?? 5;
     if (!Number.isInteger(this.maxPushAttempts) || this.maxPushAttempts < 1) {
-      throw new PublishError('invalid-input', `maxPushAttempts must be a whole number of at least 1, got ${git.maxPushAttempts}`);
+      throw new PublishError(
+        'invalid-input',
+        `maxPushAttempts must be a whole number of at least 1, got ${git.maxPushAttempts}`,
+      );
     }
     this.renderMessage = compileCommitMessage(git.messageTemplate);
     // Failures surface at once as classified errors (apiFailure); the caller decides about retrying.
-    this.octokit = createGitHubClient({ baseUrl, token, ...(github.fetch !== undefined ? { fetch: github.fetch } : {}) }).octokit;
+    this.octokit = createGitHubClient({
+      baseUrl,
+      token,
+      ...(github.fetch !== undefined ? { fetch: github.fetch } : {}),
+    }).octokit;
     this.target = `${this.remote.display} (pull request ${this.branch} -> ${this.base}${this.subdir === '' ? '' : `, path ${this.subdir}`})`;
   }
 
   /** Takes the lock of the clone in the cache: runs for one target take turns. */
   async lock(request: LockRequest): Promise<PublishLock> {
-    const lock = await acquirePublishLock(`${this.workDir}.lock`, { timeoutMs: request.timeoutMs, target: this.target, command: request.command });
+    const lock = await acquirePublishLock(`${this.workDir}.lock`, {
+      timeoutMs: request.timeoutMs,
+      target: this.target,
+      command: request.command,
+    });
     this.held = true;
     return {
       file: lock.file,
@@ -200,7 +231,10 @@ export class PullRequestPublisher implements Publisher {
   async publish(tree: RenderedTree, change: ChangeSummary): Promise<PublishResult> {
     checkTreePaths(tree);
     if (change.trailers[INPUT_DIGEST_TRAILER] === undefined) {
-      throw new PublishError('invalid-input', `pull-request mode needs the ${INPUT_DIGEST_TRAILER} trailer on its commits: it tells the publisher's own commits from other people's`);
+      throw new PublishError(
+        'invalid-input',
+        `pull-request mode needs the ${INPUT_DIGEST_TRAILER} trailer on its commits: it tells the publisher's own commits from other people's`,
+      );
     }
     const message = this.renderMessage(change);
     await this.checkAccess();
@@ -209,7 +243,10 @@ export class PullRequestPublisher implements Publisher {
     for (let attempt = 1; attempt <= this.maxPushAttempts; attempt++) {
       const heads = await this.remoteHeads(git);
       if (heads.base === undefined) {
-        throw new PublishError('invalid-target', `${this.remote.display} has no branch ${this.base} for the pull request to target; push an initial commit to it first`);
+        throw new PublishError(
+          'invalid-target',
+          `${this.remote.display} has no branch ${this.base} for the pull request to target; push an initial commit to it first`,
+        );
       }
       await this.fetch(git, heads.branch !== undefined);
       const baseHead = heads.base;
@@ -222,8 +259,11 @@ export class PullRequestPublisher implements Publisher {
       let commit: string;
       let push: string[];
       if (heads.branch !== undefined) {
-        if ((await this.treeOf(git, this.subtree(heads.branch))) === (await this.treeOf(git, this.subtree(desiredRoot)))) {
-          if (open !== undefined) return { changed: false, written: [], removed: [], revision: heads.branch, pullRequest: open.html_url };
+        if (
+          (await this.treeOf(git, this.subtree(heads.branch))) === (await this.treeOf(git, this.subtree(desiredRoot)))
+        ) {
+          if (open !== undefined)
+            return { changed: false, written: [], removed: [], revision: heads.branch, pullRequest: open.html_url };
           // Pushed by an earlier run that could not open the pull request: open it now.
           const opened = await this.upsertPull(undefined, change);
           return { changed: true, ...changes, revision: heads.branch, pullRequest: opened.html_url };
@@ -236,18 +276,31 @@ export class PullRequestPublisher implements Publisher {
               `branch ${this.branch} of ${this.remote.display} has ${foreign.length} commit(s) not made by clusterstack (${foreign.map((entry) => entry.sha.slice(0, 12)).join(', ')}) and no open pull request; they are not overwritten: merge or delete the branch, or give another branch`,
             );
           }
-          this.options.logger?.warn({ target: this.target, branch: this.branch, foreignCommits: foreign.map((entry) => entry.sha) }, 'Pull request branch has commits by others, committing on top of them');
+          this.options.logger?.warn(
+            { target: this.target, branch: this.branch, foreignCommits: foreign.map((entry) => entry.sha) },
+            'Pull request branch has commits by others, committing on top of them',
+          );
           commit = await this.commitTree(git, await this.stage(git, heads.branch, tree), heads.branch, message);
           // A plain push: a fast-forward, or refused when the branch moved again.
           push = ['push', 'origin', `${commit}:refs/heads/${this.branch}`];
         } else {
           commit = await this.commitTree(git, desiredRoot, baseHead, message);
-          push = ['push', `--force-with-lease=refs/heads/${this.branch}:${heads.branch}`, 'origin', `${commit}:refs/heads/${this.branch}`];
+          push = [
+            'push',
+            `--force-with-lease=refs/heads/${this.branch}:${heads.branch}`,
+            'origin',
+            `${commit}:refs/heads/${this.branch}`,
+          ];
         }
       } else {
         commit = await this.commitTree(git, desiredRoot, baseHead, message);
         // An empty expectation: the branch must still not exist.
-        push = ['push', `--force-with-lease=refs/heads/${this.branch}:`, 'origin', `${commit}:refs/heads/${this.branch}`];
+        push = [
+          'push',
+          `--force-with-lease=refs/heads/${this.branch}:`,
+          'origin',
+          `${commit}:refs/heads/${this.branch}`,
+        ];
       }
       crashPoint('pull-request:committed');
       try {
@@ -255,17 +308,32 @@ export class PullRequestPublisher implements Publisher {
         crashPoint('pull-request:pushed');
       } catch (error) {
         if (error instanceof PublishError && (error.kind === 'conflict' || /\(stale info\)/.test(error.message))) {
-          this.options.logger?.warn({ target: this.target, attempt, maxAttempts: this.maxPushAttempts }, 'Pull request branch moved while pushing, rebuilding');
+          this.options.logger?.warn(
+            { target: this.target, attempt, maxAttempts: this.maxPushAttempts },
+            'Pull request branch moved while pushing, rebuilding',
+          );
           continue;
         }
         throw error;
       }
       const pull = await this.upsertPull(open, change);
       crashPoint('pull-request:opened');
-      this.options.logger?.info({ target: this.target, revision: commit, pullRequest: pull.html_url, written: changes.written.length, removed: changes.removed.length }, 'Pushed pull request branch');
+      this.options.logger?.info(
+        {
+          target: this.target,
+          revision: commit,
+          pullRequest: pull.html_url,
+          written: changes.written.length,
+          removed: changes.removed.length,
+        },
+        'Pushed pull request branch',
+      );
       return { changed: true, ...changes, revision: commit, pullRequest: pull.html_url };
     }
-    throw new PublishError('conflict', `git push to ${this.remote.display}: branch ${this.branch} moved on during each of ${this.maxPushAttempts} attempts; try again later`);
+    throw new PublishError(
+      'conflict',
+      `git push to ${this.remote.display}: branch ${this.branch} moved on during each of ${this.maxPushAttempts} attempts; try again later`,
+    );
   }
 
   /** The base holds the tree: close (or leave) the open pull request; nothing is pushed. */
@@ -276,25 +344,53 @@ export class PullRequestPublisher implements Publisher {
     if (this.whenUnnecessary === 'close') {
       const where = this.subdir === '' ? 'the repository root' : `\`${this.subdir}\``;
       const body = `Closed by clusterstack-gitops: \`${this.base}\` already holds exactly the rendered tree under ${where}, so this change is no longer needed.`;
-      await this.api('comment on', () => this.octokit.request('POST /repos/{owner}/{repo}/issues/{issue_number}/comments', { owner: this.owner, repo: this.repo, issue_number: open.number, body }));
-      await this.api('close', () => this.octokit.request('PATCH /repos/{owner}/{repo}/pulls/{pull_number}', { owner: this.owner, repo: this.repo, pull_number: open.number, state: 'closed' }));
-      this.options.logger?.info({ target: this.target, pullRequest: open.html_url }, 'Closed pull request the base branch made unnecessary');
+      await this.api('comment on', () =>
+        this.octokit.request('POST /repos/{owner}/{repo}/issues/{issue_number}/comments', {
+          owner: this.owner,
+          repo: this.repo,
+          issue_number: open.number,
+          body,
+        }),
+      );
+      await this.api('close', () =>
+        this.octokit.request('PATCH /repos/{owner}/{repo}/pulls/{pull_number}', {
+          owner: this.owner,
+          repo: this.repo,
+          pull_number: open.number,
+          state: 'closed',
+        }),
+      );
+      this.options.logger?.info(
+        { target: this.target, pullRequest: open.html_url },
+        'Closed pull request the base branch made unnecessary',
+      );
     }
     return { ...result, pullRequest: open.html_url };
   }
 
   /** Fails before anything is pushed when the token cannot see the repository or may not push to it. */
   private async checkAccess(): Promise<void> {
-    const response = await this.api('read', () => this.octokit.request('GET /repos/{owner}/{repo}', { owner: this.owner, repo: this.repo }));
+    const response = await this.api('read', () =>
+      this.octokit.request('GET /repos/{owner}/{repo}', { owner: this.owner, repo: this.repo }),
+    );
     const permissions = (response.data as { permissions?: { push?: boolean } }).permissions;
     if (permissions?.push === false) {
-      throw new PublishError('auth', `the GitHub token (${ENVIRONMENT.githubToken}) may read ${this.owner}/${this.repo} but not push to it; pull-request mode needs contents: write and pull requests: write. Nothing was pushed`);
+      throw new PublishError(
+        'auth',
+        `the GitHub token (${ENVIRONMENT.githubToken}) may read ${this.owner}/${this.repo} but not push to it; pull-request mode needs contents: write and pull requests: write. Nothing was pushed`,
+      );
     }
   }
 
   private async findOpenPull(): Promise<PullRequest | undefined> {
     const response = await this.api('list pull requests of', () =>
-      this.octokit.request('GET /repos/{owner}/{repo}/pulls', { owner: this.owner, repo: this.repo, head: `${this.owner}:${this.branch}`, state: 'open', per_page: 100 }),
+      this.octokit.request('GET /repos/{owner}/{repo}/pulls', {
+        owner: this.owner,
+        repo: this.repo,
+        head: `${this.owner}:${this.branch}`,
+        state: 'open',
+        per_page: 100,
+      }),
     );
     const pulls = response.data as PullRequest[];
     return pulls[0];
@@ -306,16 +402,33 @@ export class PullRequestPublisher implements Publisher {
     const update = async (pull: PullRequest): Promise<PullRequest> => {
       if (pull.title === title && (pull.body ?? '') === body) return pull;
       const response = await this.api('update the pull request of', () =>
-        this.octokit.request('PATCH /repos/{owner}/{repo}/pulls/{pull_number}', { owner: this.owner, repo: this.repo, pull_number: pull.number, title, body }),
+        this.octokit.request('PATCH /repos/{owner}/{repo}/pulls/{pull_number}', {
+          owner: this.owner,
+          repo: this.repo,
+          pull_number: pull.number,
+          title,
+          body,
+        }),
       );
       return response.data as PullRequest;
     };
     if (open !== undefined) return update(open);
     try {
-      const response = await this.octokit.request('POST /repos/{owner}/{repo}/pulls', { owner: this.owner, repo: this.repo, title, body, head: `${this.owner}:${this.branch}`, base: this.base });
+      const response = await this.octokit.request('POST /repos/{owner}/{repo}/pulls', {
+        owner: this.owner,
+        repo: this.repo,
+        title,
+        body,
+        head: `${this.owner}:${this.branch}`,
+        base: this.base,
+      });
       return response.data as PullRequest;
     } catch (error) {
-      if (isRequestError(error) && error.status === 422 && /already exists/i.test(JSON.stringify(error.response?.data ?? ''))) {
+      if (
+        isRequestError(error) &&
+        error.status === 422 &&
+        /already exists/i.test(JSON.stringify(error.response?.data ?? ''))
+      ) {
         const existing = await this.findOpenPull();
         if (existing !== undefined) return update(existing);
       }
@@ -334,20 +447,45 @@ export class PullRequestPublisher implements Publisher {
   /** A GitHub API failure as a PublishError that says what to do; never contains the token. */
   private apiFailure(error: unknown, doing: string): PublishError {
     const name = `${this.owner}/${this.repo}`;
-    if (!isRequestError(error)) return new PublishError('unavailable', `GitHub: could not ${doing} ${name}: ${(error as Error).message}`, { cause: error });
+    if (!isRequestError(error))
+      return new PublishError('unavailable', `GitHub: could not ${doing} ${name}: ${(error as Error).message}`, {
+        cause: error,
+      });
     const said = (error.response?.data as { message?: unknown } | undefined)?.message;
     const detail = typeof said === 'string' ? `: ${said}` : '';
     const status = error.status;
-    if (error.response === undefined || status >= 500) return new PublishError('unavailable', `GitHub could not be reached to ${doing} ${name} (${status}${detail}); try again later`, { cause: error });
-    if (status === 401) return new PublishError('auth', `GitHub refused the token (401${detail}) trying to ${doing} ${name}; check ${ENVIRONMENT.githubToken}. Nothing was pushed`, { cause: error });
+    if (error.response === undefined || status >= 500)
+      return new PublishError(
+        'unavailable',
+        `GitHub could not be reached to ${doing} ${name} (${status}${detail}); try again later`,
+        { cause: error },
+      );
+    if (status === 401)
+      return new PublishError(
+        'auth',
+        `GitHub refused the token (401${detail}) trying to ${doing} ${name}; check ${ENVIRONMENT.githubToken}. Nothing was pushed`,
+        { cause: error },
+      );
     if (status === 403 && error.response.headers['x-ratelimit-remaining'] === '0') {
-      return new PublishError('unavailable', `GitHub's rate limit is used up (403${detail}); try again after it resets`, { cause: error });
+      return new PublishError(
+        'unavailable',
+        `GitHub's rate limit is used up (403${detail}); try again after it resets`,
+        { cause: error },
+      );
     }
     if (status === 403) {
-      return new PublishError('auth', `the GitHub token may not ${doing} ${name} (403${detail}); give ${ENVIRONMENT.githubToken} contents: write and pull requests: write`, { cause: error });
+      return new PublishError(
+        'auth',
+        `the GitHub token may not ${doing} ${name} (403${detail}); give ${ENVIRONMENT.githubToken} contents: write and pull requests: write`,
+        { cause: error },
+      );
     }
     if (status === 404) {
-      return new PublishError('auth', `GitHub answered 404 trying to ${doing} ${name}: the repository does not exist or the token (${ENVIRONMENT.githubToken}) cannot see it`, { cause: error });
+      return new PublishError(
+        'auth',
+        `GitHub answered 404 trying to ${doing} ${name}: the repository does not exist or the token (${ENVIRONMENT.githubToken}) cannot see it`,
+        { cause: error },
+      );
     }
     return new PublishError('rejected', `GitHub refused to ${doing} ${name} (${status}${detail})`, { cause: error });
   }
@@ -364,16 +502,25 @@ export class PullRequestPublisher implements Publisher {
     const dir = this.workDir;
     // A clone that cannot be set up (no git on PATH) leaves no directory it made behind.
     return inNewDirectory(dir, async () => {
-      const git = new GitCommand(dir, { author: this.options.git.author, env: this.options.git.env, token: this.http ? this.gitToken : undefined });
+      const git = new GitCommand(dir, {
+        author: this.options.git.author,
+        env: this.options.git.env,
+        token: this.http ? this.gitToken : undefined,
+      });
       const entries = await readdir(dir);
       if (!entries.includes('.git')) {
-        if (entries.length > 0) throw new PublishError('invalid-target', `work directory ${dir} is neither empty nor a clone made by clusterstack; remove it or choose another`);
+        if (entries.length > 0)
+          throw new PublishError(
+            'invalid-target',
+            `work directory ${dir} is neither empty nor a clone made by clusterstack; remove it or choose another`,
+          );
         await git.run(['init', '--quiet'], `git init ${dir}`);
         await git.run(['remote', 'add', 'origin', this.url], `git remote add in ${dir}`);
       } else {
         const current = (await git.run(['config', '--get', 'remote.origin.url'], `git config in ${dir}`)).trim();
         if (current === '') await git.run(['remote', 'add', 'origin', this.url], `git remote add in ${dir}`);
-        else if (current !== this.url) await git.run(['remote', 'set-url', 'origin', this.url], `git remote set-url in ${dir}`);
+        else if (current !== this.url)
+          await git.run(['remote', 'set-url', 'origin', this.url], `git remote set-url in ${dir}`);
       }
       return git;
     });
@@ -431,7 +578,20 @@ export class PullRequestPublisher implements Publisher {
 
   /** Files under the path written and removed between two root trees, relative to the path, sorted. */
   private async diff(git: GitCommand, from: string, to: string): Promise<{ written: string[]; removed: string[] }> {
-    const output = await git.run(['diff-tree', '-r', '-z', '--no-renames', '--name-status', from, to, '--', this.subdir === '' ? '.' : this.subdir], 'git diff-tree');
+    const output = await git.run(
+      [
+        'diff-tree',
+        '-r',
+        '-z',
+        '--no-renames',
+        '--name-status',
+        from,
+        to,
+        '--',
+        this.subdir === '' ? '.' : this.subdir,
+      ],
+      'git diff-tree',
+    );
     const fields = output.split('\0');
     const written: string[] = [];
     const removed: string[] = [];
@@ -455,7 +615,12 @@ export class PullRequestPublisher implements Publisher {
       .filter((record) => record !== '')
       .map((record) => {
         const [sha = '', authorName, authorEmail, committerName, committerEmail, digest = ''] = record.split('\x1f');
-        const ours = authorName === name && authorEmail === email && committerName === name && committerEmail === email && digest.trim() !== '';
+        const ours =
+          authorName === name &&
+          authorEmail === email &&
+          committerName === name &&
+          committerEmail === email &&
+          digest.trim() !== '';
         return { sha, ours };
       });
   }

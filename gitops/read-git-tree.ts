@@ -18,7 +18,12 @@ const CHUNK = 500;
  * When `irregular` is given, the paths that are not plain files are added to it: symbolic links
  * and submodules (left out of the tree) and executable files (in the tree, as their text).
  */
-export async function readTreeAtCommit(git: GitCommand, commit: string, subdir: string, irregular?: string[]): Promise<RenderedTree> {
+export async function readTreeAtCommit(
+  git: GitCommand,
+  commit: string,
+  subdir: string,
+  irregular?: string[],
+): Promise<RenderedTree> {
   const args = ['ls-tree', '-r', '-z', '-l', commit];
   if (subdir !== '') args.push('--', `${subdir}/`);
   const listing = await git.run(args, 'git ls-tree');
@@ -69,14 +74,21 @@ export async function readPublishedGitTree(options: PublishedGitTreeOptions): Pr
   const dir = await mkdtemp(path.join(parent, 'read-'));
   try {
     const http = /^https?:\/\//i.test(url);
-    const git = new GitCommand(dir, { author: options.author, env: options.env, ...(http && options.token ? { token: options.token } : {}) });
+    const git = new GitCommand(dir, {
+      author: options.author,
+      env: options.env,
+      ...(http && options.token ? { token: options.token } : {}),
+    });
     await git.run(['init', '--bare', '--quiet'], `git init ${dir}`);
     const ref = `refs/heads/${options.branch}`;
     const listing = await git.run(['ls-remote', url, ref], `git ls-remote ${remote.display}`);
     if (!listing.split('\n').some((line) => line.split('\t')[1] === ref)) return new Map();
     // A local path is fetched through file:// so that --depth applies.
     const source = remote.kind === 'url' ? url : `file://${path.resolve(url)}`;
-    await git.run(['fetch', '--quiet', '--no-tags', '--depth', '1', source, `+${ref}:${ref}`], `git fetch from ${remote.display}`);
+    await git.run(
+      ['fetch', '--quiet', '--no-tags', '--depth', '1', source, `+${ref}:${ref}`],
+      `git fetch from ${remote.display}`,
+    );
     const head = (await git.run(['rev-parse', ref], 'git rev-parse')).trim();
     return await readTreeAtCommit(git, head, normalizeSubdir(options.path));
   } finally {

@@ -6,7 +6,15 @@
 import { readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 
-const TOP_LEVEL_LOCKS = ['index.lock', 'HEAD.lock', 'ORIG_HEAD.lock', 'FETCH_HEAD.lock', 'config.lock', 'packed-refs.lock', 'shallow.lock'];
+const TOP_LEVEL_LOCKS = [
+  'index.lock',
+  'HEAD.lock',
+  'ORIG_HEAD.lock',
+  'FETCH_HEAD.lock',
+  'config.lock',
+  'packed-refs.lock',
+  'shallow.lock',
+];
 
 async function isDirectory(file: string): Promise<boolean> {
   return stat(file).then(
@@ -40,7 +48,10 @@ async function gitDirOf(dir: string): Promise<string | undefined> {
 async function removeStaleGitLocks(dir: string): Promise<string[]> {
   const gitDir = await gitDirOf(dir);
   if (!gitDir) return [];
-  const locks = [...TOP_LEVEL_LOCKS.map((name) => path.join(gitDir, name)), ...(await lockFilesUnder(path.join(gitDir, 'refs')))];
+  const locks = [
+    ...TOP_LEVEL_LOCKS.map((name) => path.join(gitDir, name)),
+    ...(await lockFilesUnder(path.join(gitDir, 'refs'))),
+  ];
   const removed: string[] = [];
   for (const lock of locks) {
     const exists = await stat(lock).then(

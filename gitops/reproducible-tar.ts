@@ -48,9 +48,15 @@ export function reproducibleTar(tree: RenderedTree): Buffer {
   for (const [file, content] of tree) {
     const segments = file.split('/');
     for (let end = 1; end < segments.length; end++) directories.add(`${segments.slice(0, end).join('/')}/`);
-    entries.push({ name: file, bytes: Buffer.from(file, 'utf8'), directory: false, content: Buffer.from(content, 'utf8') });
+    entries.push({
+      name: file,
+      bytes: Buffer.from(file, 'utf8'),
+      directory: false,
+      content: Buffer.from(content, 'utf8'),
+    });
   }
-  for (const directory of directories) entries.push({ name: directory, bytes: Buffer.from(directory, 'utf8'), directory: true, content: Buffer.alloc(0) });
+  for (const directory of directories)
+    entries.push({ name: directory, bytes: Buffer.from(directory, 'utf8'), directory: true, content: Buffer.alloc(0) });
   // Byte order of the UTF-8 names: "a/" is a prefix of "a/x", so a directory precedes its contents.
   entries.sort((a, b) => Buffer.compare(a.bytes, b.bytes));
   const blocks: Buffer[] = [];
@@ -105,7 +111,8 @@ function header(entry: TarEntry): Buffer {
 /** Writes `value` as zero-padded octal digits followed by a NUL, filling `length` bytes. */
 function octal(block: Buffer, offset: number, length: number, value: number): void {
   const digits = value.toString(8);
-  if (digits.length > length - 1) throw new PublishError('invalid-input', `rendered tree: a value of ${value} does not fit a tar header field`);
+  if (digits.length > length - 1)
+    throw new PublishError('invalid-input', `rendered tree: a value of ${value} does not fit a tar header field`);
   block.write(`${digits.padStart(length - 1, '0')}\u0000`, offset, 'latin1');
 }
 
@@ -133,7 +140,11 @@ function splitName(entry: TarEntry): { name: Buffer; prefix: Buffer } {
  * regular files and directories, no absolute paths, no "..", no ".git", within `limits`. Reads
  * pax and GNU long names (other tools write them); `label` names the archive in errors.
  */
-export function readTarTree(archive: Uint8Array, label: string, limits: ExtractLimits = DEFAULT_EXTRACT_LIMITS): RenderedTree {
+export function readTarTree(
+  archive: Uint8Array,
+  label: string,
+  limits: ExtractLimits = DEFAULT_EXTRACT_LIMITS,
+): RenderedTree {
   const refuse = (reason: string): PublishError => new PublishError('invalid-target', `${label}: ${reason}`);
   let data: Buffer;
   const input = Buffer.from(archive.buffer, archive.byteOffset, archive.byteLength);
@@ -142,7 +153,8 @@ export function readTarTree(archive: Uint8Array, label: string, limits: ExtractL
       // Room for the file bytes plus, per entry, a header, a long-name record and padding.
       data = gunzipSync(input, { maxOutputLength: limits.maxTotalBytes + (limits.maxEntries + 2) * 4 * BLOCK });
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') throw refuse(`unpacks to more than the limit of ${limits.maxTotalBytes} bytes`);
+      if ((error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE')
+        throw refuse(`unpacks to more than the limit of ${limits.maxTotalBytes} bytes`);
       throw refuse(`is not a readable gzip stream (${(error as Error).message})`);
     }
   } else {
@@ -153,7 +165,7 @@ export function readTarTree(archive: Uint8Array, label: string, limits: ExtractL
   let entries = 0;
   let longName: string | undefined;
   let paxPath: string | undefined;
-  for (let offset = 0; offset + BLOCK <= data.length; ) {
+  for (let offset = 0; offset + BLOCK <= data.length;) {
     const block = data.subarray(offset, offset + BLOCK);
     if (block.every((byte) => byte === 0)) break;
     if (!checksumMatches(block)) throw refuse(`has a corrupt tar header at byte ${offset}`);
@@ -175,20 +187,27 @@ export function readTarTree(archive: Uint8Array, label: string, limits: ExtractL
     }
     if (type === 'g') continue; // Global pax records say nothing about names here.
     const ownName = cString(block.subarray(0, NAME_BYTES));
-    const prefix = block.subarray(257, 263).toString('latin1') === 'ustar\u0000' ? cString(block.subarray(345, 345 + PREFIX_BYTES)) : '';
+    const prefix =
+      block.subarray(257, 263).toString('latin1') === 'ustar\u0000'
+        ? cString(block.subarray(345, 345 + PREFIX_BYTES))
+        : '';
     const name = paxPath ?? longName ?? (prefix === '' ? ownName : `${prefix}/${ownName}`);
     paxPath = undefined;
     longName = undefined;
     entries += 1;
     if (entries > limits.maxEntries) throw refuse(`has more than ${limits.maxEntries} entries`);
     const segments = name.split('/').filter((segment) => segment !== '' && segment !== '.');
-    if (name.startsWith('/') || name.includes('\\') || name.includes('\0')) throw refuse(`entry "${name}" has an absolute path or a backslash`);
+    if (name.startsWith('/') || name.includes('\\') || name.includes('\0'))
+      throw refuse(`entry "${name}" has an absolute path or a backslash`);
     if (segments.includes('..')) throw refuse(`entry "${name}" points outside the archive ("..")`);
-    if (segments.some((segment) => segment.toLowerCase() === '.git')) throw refuse(`entry "${name}" lies inside a .git directory`);
+    if (segments.some((segment) => segment.toLowerCase() === '.git'))
+      throw refuse(`entry "${name}" lies inside a .git directory`);
     if (type === '5') continue;
-    if (type !== '0' && type !== '\0' && type !== '7') throw refuse(`entry "${name}" is not a regular file or directory (tar type "${type}")`);
+    if (type !== '0' && type !== '\0' && type !== '7')
+      throw refuse(`entry "${name}" is not a regular file or directory (tar type "${type}")`);
     if (segments.length === 0) throw refuse(`has a file entry without a name`);
-    if (size > limits.maxFileBytes) throw refuse(`entry "${name}" is ${size} bytes, over the per-file limit of ${limits.maxFileBytes}`);
+    if (size > limits.maxFileBytes)
+      throw refuse(`entry "${name}" is ${size} bytes, over the per-file limit of ${limits.maxFileBytes}`);
     total += size;
     if (total > limits.maxTotalBytes) throw refuse(`is larger than the limit of ${limits.maxTotalBytes} bytes`);
     const file = segments.join('/');
@@ -218,7 +237,10 @@ function parseOctal(field: Buffer): number | undefined {
     for (let i = 1; i < field.length; i++) value = value * 256 + (field[i] ?? 0);
     return Number.isSafeInteger(value) ? value : undefined;
   }
-  const text = field.toString('latin1').replace(/[\0 ]+$/g, '').trim();
+  const text = field
+    .toString('latin1')
+    .replace(/[\0 ]+$/g, '')
+    .trim();
   if (text === '') return 0;
   if (!/^[0-7]+$/.test(text)) return undefined;
   return Number.parseInt(text, 8);

@@ -44,7 +44,11 @@ export interface SettledRunStore {
 
 export function isSettledRunStore(publisher: Publisher): publisher is Publisher & SettledRunStore {
   const candidate = publisher as Partial<SettledRunStore>;
-  return typeof candidate.readSettledRun === 'function' && typeof candidate.recordSettledRun === 'function' && typeof candidate.forgetSettledRun === 'function';
+  return (
+    typeof candidate.readSettledRun === 'function' &&
+    typeof candidate.recordSettledRun === 'function' &&
+    typeof candidate.forgetSettledRun === 'function'
+  );
 }
 
 /** Bump when the record's meaning changes: older records are then ignored (one full run). */
@@ -53,9 +57,25 @@ const RECORD_FORMAT = 1;
 /** The record a store wrote, with its proof, if the file holds one of this format. */
 export async function readRecordFile<Proof>(file: string): Promise<(SettledRun & { proof: Proof }) | undefined> {
   try {
-    const parsed = JSON.parse(await readFile(file, 'utf8')) as { format?: unknown; fingerprint?: unknown; report?: unknown; proof?: unknown };
-    if (parsed.format !== RECORD_FORMAT || typeof parsed.fingerprint !== 'string' || typeof parsed.report !== 'object' || parsed.report === null || parsed.proof === undefined) return undefined;
-    return { fingerprint: parsed.fingerprint, report: parsed.report as Record<string, unknown>, proof: parsed.proof as Proof };
+    const parsed = JSON.parse(await readFile(file, 'utf8')) as {
+      format?: unknown;
+      fingerprint?: unknown;
+      report?: unknown;
+      proof?: unknown;
+    };
+    if (
+      parsed.format !== RECORD_FORMAT ||
+      typeof parsed.fingerprint !== 'string' ||
+      typeof parsed.report !== 'object' ||
+      parsed.report === null ||
+      parsed.proof === undefined
+    )
+      return undefined;
+    return {
+      fingerprint: parsed.fingerprint,
+      report: parsed.report as Record<string, unknown>,
+      proof: parsed.proof as Proof,
+    };
   } catch {
     return undefined;
   }
@@ -65,7 +85,10 @@ export async function readRecordFile<Proof>(file: string): Promise<(SettledRun &
 export async function writeRecordFile(file: string, run: SettledRun, proof: unknown): Promise<void> {
   const temp = `${file}.${randomBytes(6).toString('hex')}`;
   try {
-    await writeFile(temp, `${JSON.stringify({ format: RECORD_FORMAT, fingerprint: run.fingerprint, report: run.report, proof })}\n`);
+    await writeFile(
+      temp,
+      `${JSON.stringify({ format: RECORD_FORMAT, fingerprint: run.fingerprint, report: run.report, proof })}\n`,
+    );
     crashPoint('settled-run:written');
     await rename(temp, file);
   } catch (error) {

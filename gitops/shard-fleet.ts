@@ -22,7 +22,11 @@ export function clustersOfOtherShards(files: ReadonlyMap<string, string>, shard:
 }
 
 /** Reads the shards directory of a Git target (`shardsPath` inside the repository) at the branch head. */
-export async function gitShardsReader(target: Omit<GitTargetOptions, 'path'>, shardsPath: string, shard: string): Promise<Set<string>> {
+export async function gitShardsReader(
+  target: Omit<GitTargetOptions, 'path'>,
+  shardsPath: string,
+  shard: string,
+): Promise<Set<string>> {
   const tree: RenderedTree = await readPublishedGitTree({ ...target, path: shardsPath });
   return clustersOfOtherShards(tree, shard);
 }

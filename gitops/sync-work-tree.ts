@@ -17,13 +17,22 @@ import { PublishError } from './publish-error.js';
  * `owned`, when given, lists the only files under `subdir` that may be removed (those git tracks
  * there); anything else that is not part of the tree is left alone.
  */
-export async function syncWorkTree(dir: string, subdir: string, tree: RenderedTree, known?: RenderedTree, owned?: ReadonlySet<string>): Promise<void> {
+export async function syncWorkTree(
+  dir: string,
+  subdir: string,
+  tree: RenderedTree,
+  known?: RenderedTree,
+  owned?: ReadonlySet<string>,
+): Promise<void> {
   const segments = subdir === '' ? [] : subdir.split('/');
   for (let end = 1; end <= segments.length; end++) {
     const info = await lstat(path.join(dir, ...segments.slice(0, end))).catch(() => undefined);
     if (info === undefined) break;
     if (info.isSymbolicLink()) {
-      throw new PublishError('invalid-target', `--path ${subdir}: ${segments.slice(0, end).join('/')} is a symbolic link in the repository; give a real directory`);
+      throw new PublishError(
+        'invalid-target',
+        `--path ${subdir}: ${segments.slice(0, end).join('/')} is a symbolic link in the repository; give a real directory`,
+      );
     }
   }
   const root = path.join(dir, ...segments);
@@ -31,7 +40,8 @@ export async function syncWorkTree(dir: string, subdir: string, tree: RenderedTr
     const stale = [...known.keys()].filter((file) => !tree.has(file));
     await inFileBatches(stale, (file) => rmSync(`${root}/${file}`, { force: true }));
     const changed = [...tree.keys()].filter((file) => known.get(file) !== tree.get(file)).sort();
-    for (const directory of new Set(changed.map((file) => path.dirname(path.join(root, ...file.split('/')))))) await mkdir(directory, { recursive: true });
+    for (const directory of new Set(changed.map((file) => path.dirname(path.join(root, ...file.split('/'))))))
+      await mkdir(directory, { recursive: true });
     await inFileBatches(changed, (file) => {
       writeFileSync(`${root}/${file}`, tree.get(file) ?? '', 'utf8');
       crashPoint('work-tree:write-file');
@@ -51,10 +61,16 @@ export async function syncWorkTree(dir: string, subdir: string, tree: RenderedTr
     );
   };
   await walk('');
-  const stale = [...existing].filter(([file, kind]) => (kind !== 'file' && tree.has(file)) || (!tree.has(file) && (owned === undefined || owned.has(file)))).map(([file]) => file);
+  const stale = [...existing]
+    .filter(
+      ([file, kind]) =>
+        (kind !== 'file' && tree.has(file)) || (!tree.has(file) && (owned === undefined || owned.has(file))),
+    )
+    .map(([file]) => file);
   await inFileBatches(stale, (file) => rmSync(`${root}/${file}`, { force: true }));
   const files = [...tree.keys()].sort();
-  for (const directory of new Set(files.map((file) => path.dirname(path.join(root, ...file.split('/')))))) await mkdir(directory, { recursive: true });
+  for (const directory of new Set(files.map((file) => path.dirname(path.join(root, ...file.split('/'))))))
+    await mkdir(directory, { recursive: true });
   const read = textFileReader();
   await inFileBatches(files, (file) => {
     const target = `${root}/${file}`;

@@ -20,12 +20,14 @@ export function checkTreePaths(tree: RenderedTree): void {
     if (file === '' || file.includes('\0')) throw invalid(file, 'has an empty name or a NUL byte');
     if (file.startsWith('/')) throw invalid(file, 'has an absolute path; give paths relative to the output root');
     if (file.includes('\\')) throw invalid(file, 'contains a backslash; use "/" between directories');
-    if (UNNORMALIZED_SEGMENT.test(file)) throw invalid(file, 'is not a normalized relative path (empty, "." or ".." segment)');
+    if (UNNORMALIZED_SEGMENT.test(file))
+      throw invalid(file, 'is not a normalized relative path (empty, "." or ".." segment)');
     if (GIT_SEGMENT.test(file)) throw invalid(file, 'would be written inside a .git directory');
     for (let slash = file.lastIndexOf('/'); slash > 0; slash = file.lastIndexOf('/', slash - 1)) {
       const directory = file.slice(0, slash);
       if (directories.has(directory)) break;
-      if (tree.has(directory)) throw invalid(file, `needs "${directory}" to be a directory, but the tree also has a file "${directory}"`);
+      if (tree.has(directory))
+        throw invalid(file, `needs "${directory}" to be a directory, but the tree also has a file "${directory}"`);
       directories.add(directory);
     }
   }
@@ -37,15 +39,19 @@ export function checkTreePaths(tree: RenderedTree): void {
  * climbing out ("..") and nothing inside `.git` is one. The CLI says it as a bad flag value.
  */
 export function subdirProblem(subdir: string): string | undefined {
-  if (subdir.includes('\\') || subdir.includes('\0')) return 'contains a backslash or a NUL byte; use "/" between directories';
+  if (subdir.includes('\\') || subdir.includes('\0'))
+    return 'contains a backslash or a NUL byte; use "/" between directories';
   // An absolute path used to be read as relative to the top: "/srv/out" went to srv/out/.
-  if (subdir.startsWith('/')) return 'is absolute; give a directory relative to the repository\'s top (leave --path out for the top itself)';
+  if (subdir.startsWith('/'))
+    return "is absolute; give a directory relative to the repository's top (leave --path out for the top itself)";
   const trimmed = subdir.replace(/\/+$/, '');
   if (trimmed === '' || trimmed === '.') return undefined;
   const segments = trimmed.split('/');
   if (segments.includes('..')) return 'climbs out of its directory (".."); give a directory inside the repository';
-  if (segments.some((segment) => segment === '' || segment === '.')) return 'is not a normalized path (an empty or "." segment); write it as dir/subdir';
-  if (segments.some((segment) => segment.toLowerCase() === '.git')) return 'is inside .git; give a directory of the work tree';
+  if (segments.some((segment) => segment === '' || segment === '.'))
+    return 'is not a normalized path (an empty or "." segment); write it as dir/subdir';
+  if (segments.some((segment) => segment.toLowerCase() === '.git'))
+    return 'is inside .git; give a directory of the work tree';
   return undefined;
 }
 

@@ -46,14 +46,18 @@ export function upgradeSequence(move: ClusterMove, engine: SequenceEngine = { en
     waits = `hook BeforeClusterUpgrade waits for Flux Kustomization${objects.length === 1 ? '' : 's'} ${list(objects)} Ready at a revision ≥ the commit publishing them, and the BeforeClusterUpgrade CEL conditions`;
   } else if (engine.engine === 'argocd') {
     const namespace = engine.argocdNamespace ?? 'argocd';
-    const objects = move.stages.map((stage) => `${namespace}/${argoStageApplicationName(move.namespace, move.cluster, stage)}`);
+    const objects = move.stages.map(
+      (stage) => `${namespace}/${argoStageApplicationName(move.namespace, move.cluster, stage)}`,
+    );
     waits = `hook BeforeClusterUpgrade waits for Argo CD Application${objects.length === 1 ? '' : 's'} ${list(objects)} Synced and Healthy at a revision ≥ the commit publishing them, and the BeforeClusterUpgrade CEL conditions`;
   } else {
-    waits = 'hook BeforeClusterUpgrade waits for them to be published (no GitOps engine wired: their application is not checked)';
+    waits =
+      'hook BeforeClusterUpgrade waits for them to be published (no GitOps engine wired: their application is not checked)';
   }
   const upgrade = `control plane upgrades to ${move.kubernetesVersion ?? 'the new Kubernetes version'}, then the workers`;
-  const after = move.afterUpgradeStages && move.afterUpgradeStages.length > 0
-    ? `hook AfterClusterUpgrade waits for stages ${list(move.afterUpgradeStages)} (their CEL conditions; Cluster API ≥ 1.12 holds the next upgrade until then)`
-    : 'hook AfterClusterUpgrade: no stages of its own';
+  const after =
+    move.afterUpgradeStages && move.afterUpgradeStages.length > 0
+      ? `hook AfterClusterUpgrade waits for stages ${list(move.afterUpgradeStages)} (their CEL conditions; Cluster API ≥ 1.12 holds the next upgrade until then)`
+      : 'hook AfterClusterUpgrade: no stages of its own';
   return [published, waits, upgrade, after].map((step, index) => `${index + 1}. ${step}`);
 }

@@ -18,7 +18,8 @@ function nameOf(node) {
   const parent = node.type === fn.type ? fn.parent : node.parent;
   if (parent?.type === 'VariableDeclarator' && parent.id.type === 'Identifier') return parent.id.name;
   if (node.key?.type === 'Identifier') return node.key.name;
-  if ((parent?.type === 'Property' || parent?.type === 'PropertyDefinition') && parent.key.type === 'Identifier') return parent.key.name;
+  if ((parent?.type === 'Property' || parent?.type === 'PropertyDefinition') && parent.key.type === 'Identifier')
+    return parent.key.name;
   for (let up = parent; up; up = up.parent) {
     if (/Function|MethodDefinition/.test(up.type)) return `${nameOf(up)} (inner)`;
   }
@@ -29,7 +30,10 @@ export default {
   meta: {
     ...base.meta,
     docs: { description: 'Functions of at most the set lines, but for those listed with a reason' },
-    messages: { ...base.meta.messages, stale: '{{name}} is listed in lint/long-functions.json but is no longer a long function here: remove its entry' },
+    messages: {
+      ...base.meta.messages,
+      stale: '{{name}} is listed in lint/long-functions.json but is no longer a long function here: remove its entry',
+    },
   },
   create(context) {
     const file = path.relative(process.cwd(), context.filename).split(path.sep).join('/');
@@ -40,7 +44,8 @@ export default {
         value(descriptor) {
           const name = nameOf(descriptor.node);
           if (listed.has(name)) seen.add(name);
-          else context.report({ ...descriptor, data: { ...descriptor.data, name: `${descriptor.data.name} (${name})` } });
+          else
+            context.report({ ...descriptor, data: { ...descriptor.data, name: `${descriptor.data.name} (${name})` } });
         },
       },
     });

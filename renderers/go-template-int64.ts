@@ -40,7 +40,11 @@ export type Int64Positions = true | { [keyOrIndex: string]: Int64Positions };
  * numbers) that turn the integer strings at `positions` into int64 in place, where the Go expression
  * `root` evaluates to the map `encoded` (encodeInt64s's value) in helm; '' without positions.
  */
-export function restoreInt64s(root: string, encoded: Record<string, unknown>, positions: Int64Positions | undefined): string {
+export function restoreInt64s(
+  root: string,
+  encoded: Record<string, unknown>,
+  positions: Int64Positions | undefined,
+): string {
   if (positions === undefined || positions === true) return '';
   const actions: string[] = [];
   restoreInMap(root, [], encoded, positions, actions);
@@ -51,22 +55,41 @@ type Step = string | number;
 
 /** `(index root "a" 0 "b")`: one lookup however deep, and any key, whatever characters it holds. */
 function at(root: string, path: Step[]): string {
-  return path.length === 0 ? root : `(index ${root} ${path.map((step) => (typeof step === 'number' ? String(step) : JSON.stringify(step))).join(' ')})`;
+  return path.length === 0
+    ? root
+    : `(index ${root} ${path.map((step) => (typeof step === 'number' ? String(step) : JSON.stringify(step))).join(' ')})`;
 }
 
-function restoreInMap(root: string, path: Step[], map: Record<string, unknown>, positions: { [key: string]: Int64Positions }, actions: string[]): void {
+function restoreInMap(
+  root: string,
+  path: Step[],
+  map: Record<string, unknown>,
+  positions: { [key: string]: Int64Positions },
+  actions: string[],
+): void {
   for (const key of Object.keys(positions)) {
     const inner = positions[key]!;
     const value = map[key];
     const child = [...path, key];
-    if (inner === true) actions.push(`{{- $_ := set ${at(root, path)} ${JSON.stringify(key)} (int64 ${at(root, child)}) }}`);
+    if (inner === true)
+      actions.push(`{{- $_ := set ${at(root, path)} ${JSON.stringify(key)} (int64 ${at(root, child)}) }}`);
     else if (!Array.isArray(value)) restoreInMap(root, child, value as Record<string, unknown>, inner, actions);
-    else if (holdsIntegersDirectly(value, inner)) actions.push(`{{- $_ := set ${at(root, path)} ${JSON.stringify(key)} ${rebuiltList(root, child, value, inner, actions)} }}`);
+    else if (holdsIntegersDirectly(value, inner))
+      actions.push(
+        `{{- $_ := set ${at(root, path)} ${JSON.stringify(key)} ${rebuiltList(root, child, value, inner, actions)} }}`,
+      );
     // A list whose integers all sit in maps (machineDeployments) stays: its maps change in place.
     else {
       for (const [index, element] of value.entries()) {
         const elementPositions = inner[String(index)];
-        if (elementPositions !== undefined) restoreInMap(root, [...child, index], element as Record<string, unknown>, elementPositions as { [key: string]: Int64Positions }, actions);
+        if (elementPositions !== undefined)
+          restoreInMap(
+            root,
+            [...child, index],
+            element as Record<string, unknown>,
+            elementPositions as { [key: string]: Int64Positions },
+            actions,
+          );
       }
     }
   }
@@ -81,7 +104,13 @@ function holdsIntegersDirectly(list: unknown[], positions: { [index: string]: In
 }
 
 /** The expression of a copy of the list at `path` with its integers converted; maps in it are converted in place first. */
-function rebuiltList(root: string, path: Step[], list: unknown[], positions: { [index: string]: Int64Positions }, actions: string[]): string {
+function rebuiltList(
+  root: string,
+  path: Step[],
+  list: unknown[],
+  positions: { [index: string]: Int64Positions },
+  actions: string[],
+): string {
   const elements = list.map((element, index) => {
     const inner = positions[String(index)];
     const child = [...path, index];
@@ -110,7 +139,8 @@ export function encodeInt64s(value: unknown): EncodedInt64s {
     if (value >= INT64_MIN && value <= INT64_MAX) return { value: value.toString(), positions: true };
     return { value: Number(value) };
   }
-  if (typeof value === 'number') return Number.isSafeInteger(value) ? { value: String(value), positions: true } : { value };
+  if (typeof value === 'number')
+    return Number.isSafeInteger(value) ? { value: String(value), positions: true } : { value };
   if (Array.isArray(value)) {
     const positions: Record<string, Int64Positions> = Object.create(null);
     const encoded = value.map((element, index) => {

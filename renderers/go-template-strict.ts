@@ -63,7 +63,8 @@ export function strictFieldAccess(template: string): StrictTemplate {
   try {
     return new Rewriter(template).run();
   } catch (error) {
-    if (error instanceof LexError) return { text: template, defines: [], restore: new Map(), rewritten: false, balanced: false };
+    if (error instanceof LexError)
+      return { text: template, defines: [], restore: new Map(), rewritten: false, balanced: false };
     throw error;
   }
 }
@@ -157,7 +158,8 @@ class Rewriter {
     const src = this.#src;
     const tokens: Token[] = [];
     let p = start;
-    const push = (type: TokenType, from: number, to: number) => tokens.push({ type, start: from, end: to, text: src.slice(from, to) });
+    const push = (type: TokenType, from: number, to: number) =>
+      tokens.push({ type, start: from, end: to, text: src.slice(from, to) });
     for (;;) {
       if (p >= src.length) throw new LexError('unclosed action');
       const c = src[p]!;
@@ -198,9 +200,17 @@ class Rewriter {
         while (q < src.length && IDENT.test(src[q]!)) q++;
         push('identifier', p, q);
         p = q;
-      } else if (/[0-9]/.test(c) || (c === '.' && /[0-9]/.test(src[p + 1] ?? '')) || ((c === '+' || c === '-') && /^(?:[0-9]|\.[0-9])/.test(src.slice(p + 1, p + 3)))) {
+      } else if (
+        /[0-9]/.test(c) ||
+        (c === '.' && /[0-9]/.test(src[p + 1] ?? '')) ||
+        ((c === '+' || c === '-') && /^(?:[0-9]|\.[0-9])/.test(src.slice(p + 1, p + 3)))
+      ) {
         let q = p + 1;
-        while (q < src.length && (/[0-9A-Za-z_.]/.test(src[q]!) || (/[+-]/.test(src[q]!) && /[eEpP]/.test(src[q - 1]!)))) q++;
+        while (
+          q < src.length &&
+          (/[0-9A-Za-z_.]/.test(src[q]!) || (/[+-]/.test(src[q]!) && /[eEpP]/.test(src[q - 1]!)))
+        )
+          q++;
         push('number', p, q);
         p = q;
       } else if (c === '.') {
@@ -284,10 +294,15 @@ class Rewriter {
   /** The chain as a path from the context root when dot or the variable is known. */
   #display(chain: Pick<Chain, 'base' | 'keys'>): { path: string; resolved: boolean } {
     const tail = `.${chain.keys.join('.')}`;
-    if (chain.base === '.') return this.#dot === undefined ? { path: tail, resolved: false } : { path: `${this.#dot}${tail}`, resolved: true };
+    if (chain.base === '.')
+      return this.#dot === undefined
+        ? { path: tail, resolved: false }
+        : { path: `${this.#dot}${tail}`, resolved: true };
     if (chain.base === '$') return { path: tail, resolved: true };
     const variable = this.#vars.get(chain.base);
-    return variable === undefined ? { path: `${chain.base}${tail}`, resolved: false } : { path: `${variable}${tail}`, resolved: true };
+    return variable === undefined
+      ? { path: `${chain.base}${tail}`, resolved: false }
+      : { path: `${variable}${tail}`, resolved: true };
   }
 
   /** Follows with/range/define blocks and simple variable assignments, for readable field names. */
@@ -317,7 +332,10 @@ class Rewriter {
         const element = resolvedPath(onlyChain(assign >= 0 ? assign + 1 : 1));
         const item = element === undefined ? undefined : `${element}[]`;
         if (assign >= 0) {
-          const names = significant.slice(1, assign).filter((t) => t.type === 'variable').map((t) => t.text);
+          const names = significant
+            .slice(1, assign)
+            .filter((t) => t.type === 'variable')
+            .map((t) => t.text);
           for (const name of names) this.#vars.delete(name);
           const last = names[names.length - 1];
           if (last !== undefined && item !== undefined) this.#vars.set(last, item);

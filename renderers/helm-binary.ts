@@ -43,10 +43,16 @@ export async function resolveHelmBinary(options: ResolveHelmOptions = {}): Promi
     const configured = path.resolve(options.configured);
     const problem = await executableProblem(configured);
     if (problem === 'missing') {
-      throw new HelmNotFoundError(`helm not found at ${configured} (set by CLUSTERSTACK_HELM / --helm): no such file; ${HELM_HOW_TO}`, configured);
+      throw new HelmNotFoundError(
+        `helm not found at ${configured} (set by CLUSTERSTACK_HELM / --helm): no such file; ${HELM_HOW_TO}`,
+        configured,
+      );
     }
     if (problem) {
-      throw new HelmNotFoundError(`helm at ${configured} (set by CLUSTERSTACK_HELM / --helm) ${problem}: run chmod +x ${configured}, or point CLUSTERSTACK_HELM / --helm at an executable helm 3 or 4`, configured);
+      throw new HelmNotFoundError(
+        `helm at ${configured} (set by CLUSTERSTACK_HELM / --helm) ${problem}: run chmod +x ${configured}, or point CLUSTERSTACK_HELM / --helm at an executable helm 3 or 4`,
+        configured,
+      );
     }
     return withSupport({ path: configured, version: await checkVersion(configured, pathEnv), source: 'configured' });
   }
@@ -58,7 +64,10 @@ export async function resolveHelmBinary(options: ResolveHelmOptions = {}): Promi
   for (const candidate of candidates) {
     if (await executableProblem(candidate.path)) continue;
     // `npm run` puts node_modules/.bin on PATH: its helm link is the bundled fallback, and said to be.
-    const source = candidate.source === 'path' && bundled !== undefined && (await realPath(candidate.path)) === bundled ? 'bundled' : candidate.source;
+    const source =
+      candidate.source === 'path' && bundled !== undefined && (await realPath(candidate.path)) === bundled
+        ? 'bundled'
+        : candidate.source;
     let found: HelmBinary;
     try {
       found = withSupport({ ...candidate, source, version: await checkVersion(candidate.path, pathEnv) });
@@ -86,7 +95,10 @@ function withSupport(helm: HelmBinary): HelmBinary {
 }
 
 /** Where helm is looked for when none is configured, in order: each `helm` on PATH, then the bundled fallback. */
-function unconfiguredCandidates(options: ResolveHelmOptions, pathEnv: string): { path: string; source: HelmBinary['source'] }[] {
+function unconfiguredCandidates(
+  options: ResolveHelmOptions,
+  pathEnv: string,
+): { path: string; source: HelmBinary['source'] }[] {
   const candidates: { path: string; source: HelmBinary['source'] }[] = [];
   for (const dir of pathEnv.split(path.delimiter)) {
     if (dir) candidates.push({ path: path.resolve(dir, 'helm'), source: 'path' });
@@ -103,8 +115,11 @@ function unconfiguredCandidates(options: ResolveHelmOptions, pathEnv: string): {
  * depends on their versions, so every executable candidate is named. Undefined when none is executable.
  */
 export async function helmBinaryIdentity(options: ResolveHelmOptions = {}): Promise<string | undefined> {
-  const configured = options.configured !== undefined && options.configured.trim() !== '' ? path.resolve(options.configured) : undefined;
-  const candidates = configured ? [configured] : unconfiguredCandidates(options, options.pathEnv ?? DEFAULT_PATH).map((candidate) => candidate.path);
+  const configured =
+    options.configured !== undefined && options.configured.trim() !== '' ? path.resolve(options.configured) : undefined;
+  const candidates = configured
+    ? [configured]
+    : unconfiguredCandidates(options, options.pathEnv ?? DEFAULT_PATH).map((candidate) => candidate.path);
   const found: string[] = [];
   for (const candidate of candidates) {
     if (await executableProblem(candidate)) continue;
@@ -164,11 +179,24 @@ function checkVersion(binary: string, pathEnv: string): Promise<string> {
 async function runVersion(binary: string, pathEnv: string): Promise<string> {
   // `helm version` touches no Helm directories, but keep it away from the user's anyway.
   const home = path.join(os.tmpdir(), 'clusterstack-helm-version');
-  const env = { PATH: pathEnv, HOME: home, HELM_CACHE_HOME: path.join(home, 'cache'), HELM_CONFIG_HOME: path.join(home, 'config'), HELM_DATA_HOME: path.join(home, 'data') };
-  const result = await spawnHelm(binary, ['version', '--template', '{{ .Version }}'], { env, timeoutMs: VERSION_TIMEOUT_MS, purpose: 'reporting its version' });
+  const env = {
+    PATH: pathEnv,
+    HOME: home,
+    HELM_CACHE_HOME: path.join(home, 'cache'),
+    HELM_CONFIG_HOME: path.join(home, 'config'),
+    HELM_DATA_HOME: path.join(home, 'data'),
+  };
+  const result = await spawnHelm(binary, ['version', '--template', '{{ .Version }}'], {
+    env,
+    timeoutMs: VERSION_TIMEOUT_MS,
+    purpose: 'reporting its version',
+  });
   const version = result.stdout.trim();
   if (result.exitCode !== 0 || !/^v\d+\.\d+/.test(version)) {
-    throw new HelmNotFoundError(`${binary} did not answer \`helm version\` (exit ${result.exitCode}): ${(result.stderr || result.stdout).trim().slice(0, 300)}`, binary);
+    throw new HelmNotFoundError(
+      `${binary} did not answer \`helm version\` (exit ${result.exitCode}): ${(result.stderr || result.stdout).trim().slice(0, 300)}`,
+      binary,
+    );
   }
   if (!/^v[34]\./.test(version)) {
     throw new HelmNotFoundError(`${binary} is helm ${version}; clusterstack needs helm 3 or 4: ${HELM_HOW_TO}`, binary);

@@ -34,14 +34,29 @@ export const DEFAULT_HELM_CONCURRENCY = cpuBudget() + 1;
  * every unit needs no helm at all (and does not fail where none is installed). Each helm process
  * runs under `timeouts` (DEFAULT_HELM_TIMEOUTS where absent); one that runs out withholds its unit.
  */
-export function createHelmDependencies(options: { configured?: string; pathEnv?: string; workDir: string; concurrency?: number; timeouts?: Partial<HelmTimeouts> }): HelmDependencies {
+export function createHelmDependencies(options: {
+  configured?: string;
+  pathEnv?: string;
+  workDir: string;
+  concurrency?: number;
+  timeouts?: Partial<HelmTimeouts>;
+}): HelmDependencies {
   let started: Promise<{ runner: HelmRunner; renderer: HelmRenderer }> | undefined;
   let runner: HelmRunner | undefined;
   let found: HelmBinary | undefined;
   const helm = (): Promise<{ runner: HelmRunner; renderer: HelmRenderer }> =>
-    (started ??= resolveHelmBinary({ ...(options.configured ? { configured: options.configured } : {}), ...(options.pathEnv ? { pathEnv: options.pathEnv } : {}) }).then((binary) => {
+    (started ??= resolveHelmBinary({
+      ...(options.configured ? { configured: options.configured } : {}),
+      ...(options.pathEnv ? { pathEnv: options.pathEnv } : {}),
+    }).then((binary) => {
       found = binary;
-      runner = new HelmRunner({ binary: binary.path, workDir: options.workDir, ...(options.pathEnv ? { pathEnv: options.pathEnv } : {}), concurrency: options.concurrency ?? DEFAULT_HELM_CONCURRENCY, ...(options.timeouts?.chartMs ? { timeoutMs: options.timeouts.chartMs } : {}) });
+      runner = new HelmRunner({
+        binary: binary.path,
+        workDir: options.workDir,
+        ...(options.pathEnv ? { pathEnv: options.pathEnv } : {}),
+        concurrency: options.concurrency ?? DEFAULT_HELM_CONCURRENCY,
+        ...(options.timeouts?.chartMs ? { timeoutMs: options.timeouts.chartMs } : {}),
+      });
       return { runner, renderer: new HelmRenderer(runner) };
     }));
   return {
@@ -50,6 +65,12 @@ export function createHelmDependencies(options: { configured?: string; pathEnv?:
     binary: () => found,
     rendererName: () => (found ? `helm ${found.version}` : undefined),
     renderChart: async (request) => (await helm()).renderer.renderChart(request),
-    evaluateValues: async (items, kubeVersion) => evaluateValuesTemplates((await helm()).runner, items, kubeVersion, options.timeouts?.valuesMs ? { timeoutMs: options.timeouts.valuesMs } : {}),
+    evaluateValues: async (items, kubeVersion) =>
+      evaluateValuesTemplates(
+        (await helm()).runner,
+        items,
+        kubeVersion,
+        options.timeouts?.valuesMs ? { timeoutMs: options.timeouts.valuesMs } : {},
+      ),
   };
 }

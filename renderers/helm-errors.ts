@@ -7,7 +7,10 @@ export const HELM_HOW_TO = `${SUPPORTED_HELM_HOW_TO}; or run npm ci, which insta
 
 /** No usable helm binary: a user fix (install one or point the config at one). */
 export class HelmNotFoundError extends Failure {
-  constructor(message: string, readonly path?: string) {
+  constructor(
+    message: string,
+    readonly path?: string,
+  ) {
     super('fix-input', message);
     this.name = 'HelmNotFoundError';
   }
@@ -37,7 +40,10 @@ export class HelmTimeoutError extends Failure {
     /** The flag and environment variable that set the limit, for the message. */
     readonly setting: string = HELM_TIMEOUT_SETTINGS.chart,
   ) {
-    super('fix-input', `helm did not finish ${purpose} within ${formatHelmLimit(timeoutMs)} and was stopped: a template that never ends (a loop, a recursive include) is the usual cause; if it really needs longer, raise ${setting}`);
+    super(
+      'fix-input',
+      `helm did not finish ${purpose} within ${formatHelmLimit(timeoutMs)} and was stopped: a template that never ends (a loop, a recursive include) is the usual cause; if it really needs longer, raise ${setting}`,
+    );
     this.name = 'HelmTimeoutError';
   }
 }

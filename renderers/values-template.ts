@@ -47,7 +47,12 @@ import { sortKeysDeep } from '../src/core/sort-keys.js';
 import { makePrivateDir, writePrivateFile } from '../src/cache/private-cache-file.js';
 import { decodeYamlDocuments, YamlDecodeError } from '../src/yaml/kube-yaml.js';
 import { encodeInt64s, restoreInt64s, type Int64Positions } from './go-template-int64.js';
-import { parseMissingMarker, PRESENT_DEFINITION, strictFieldAccess, type StrictTemplate } from './go-template-strict.js';
+import {
+  parseMissingMarker,
+  PRESENT_DEFINITION,
+  strictFieldAccess,
+  type StrictTemplate,
+} from './go-template-strict.js';
 import { Failure } from '../src/core/failure.js';
 
 /** The core's ValuesTemplateResult, with helm's own error type on failures. */
@@ -84,8 +89,16 @@ const INT64_PREFIX = 'cs-int64-';
  * unaffected; so does an item whose template runs past `timeoutMs` (`timedOut`). Identical
  * (template, context) pairs are evaluated once. Rejects only when helm itself cannot run.
  */
-export async function evaluateValuesTemplates(runner: HelmRunner, items: ValuesTemplateItem[], kubeVersion?: string, options: { timeoutMs?: number } = {}): Promise<ValuesTemplateResult[]> {
-  const limit: TimeLimit = { timeoutMs: options.timeoutMs ?? DEFAULT_HELM_TIMEOUTS.valuesMs, timeoutSetting: HELM_TIMEOUT_SETTINGS.values };
+export async function evaluateValuesTemplates(
+  runner: HelmRunner,
+  items: ValuesTemplateItem[],
+  kubeVersion?: string,
+  options: { timeoutMs?: number } = {},
+): Promise<ValuesTemplateResult[]> {
+  const limit: TimeLimit = {
+    timeoutMs: options.timeoutMs ?? DEFAULT_HELM_TIMEOUTS.valuesMs,
+    timeoutSetting: HELM_TIMEOUT_SETTINGS.values,
+  };
   const results: (ValuesTemplateResult | undefined)[] = new Array(items.length);
   const templates = new Map<string, CompiledTemplate>();
   const units = new Map<string, Unit>();
@@ -113,7 +126,8 @@ export async function evaluateValuesTemplates(runner: HelmRunner, items: ValuesT
   const outcomes = new Map<Unit, Outcome>();
   await Promise.all(
     planBatches([...units.values()]).map(async (batch) => {
-      for (const [unit, outcome] of await evaluateWithin(runner, batch, kubeVersion, limit)) outcomes.set(unit, outcome);
+      for (const [unit, outcome] of await evaluateWithin(runner, batch, kubeVersion, limit))
+        outcomes.set(unit, outcome);
     }),
   );
 
@@ -121,7 +135,9 @@ export async function evaluateValuesTemplates(runner: HelmRunner, items: ValuesT
     const outcome = outcomes.get(unit);
     for (const index of unit.items) {
       const item = items[index]!;
-      results[index] = outcome ? toResult(item, outcome) : failed(item, new ValuesTemplateError(item.origin, 'TemplateError', 'helm gave no result for this item'));
+      results[index] = outcome
+        ? toResult(item, outcome)
+        : failed(item, new ValuesTemplateError(item.origin, 'TemplateError', 'helm gave no result for this item'));
     }
   }
   return results as ValuesTemplateResult[];
@@ -142,7 +158,9 @@ interface Unit {
 }
 
 /** What helm made of one unit: its raw output, or a failure still without an origin. */
-type Outcome = { ok: true; output: string } | { ok: false; reason: ValuesTemplateFailure; detail: string; line?: number; missingField?: string };
+type Outcome =
+  | { ok: true; output: string }
+  | { ok: false; reason: ValuesTemplateFailure; detail: string; line?: number; missingField?: string };
 
 /** The limit every values process runs under, and the setting that names it. */
 interface TimeLimit {
@@ -157,21 +175,28 @@ interface TimeLimit {
  * Integers (number or bigint) become decimal strings plus their positions (go-template-int64.ts),
  * so the result serializes with JSON.stringify and helm turns them back into int64.
  */
-function templateContext(context: ValuesTemplateItem['context']): { context: Record<string, unknown>; positions?: Int64Positions } {
+function templateContext(context: ValuesTemplateItem['context']): {
+  context: Record<string, unknown>;
+  positions?: Int64Positions;
+} {
   const result: Record<string, unknown> = {};
   for (const key of ['Cluster', 'ControlPlane', 'InfraCluster'] as const) {
     if (context[key] !== undefined && context[key] !== null) result[key] = withoutNullKeys(sortKeysDeep(context[key]));
   }
   result['Template'] = { BasePath: `${CHART}/templates`, Name: `${CHART}/templates/values-template` };
   const encoded = encodeInt64s(result);
-  return { context: encoded.value as Record<string, unknown>, ...(encoded.positions !== undefined ? { positions: encoded.positions } : {}) };
+  return {
+    context: encoded.value as Record<string, unknown>,
+    ...(encoded.positions !== undefined ? { positions: encoded.positions } : {}),
+  };
 }
 
 function withoutNullKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(withoutNullKeys);
   if (value !== null && typeof value === 'object') {
     const result: Record<string, unknown> = {};
-    for (const [key, inner] of Object.entries(value)) if (inner !== null && inner !== undefined) result[key] = withoutNullKeys(inner);
+    for (const [key, inner] of Object.entries(value))
+      if (inner !== null && inner !== undefined) result[key] = withoutNullKeys(inner);
     return result;
   }
   return value;
@@ -189,7 +214,8 @@ function planBatches(units: Unit[]): Unit[][] {
     const fits = batches.find(
       (batch) =>
         batch.units.length < BATCH_LIMIT &&
-        (batch.templates.has(unit.template) || unit.template.strict.defines.every((name) => (batch.defines.get(name) ?? unit.template) === unit.template)),
+        (batch.templates.has(unit.template) ||
+          unit.template.strict.defines.every((name) => (batch.defines.get(name) ?? unit.template) === unit.template)),
     );
     const batch: Batch = fits ?? { units: [], templates: new Set(), defines: new Map() };
     if (!fits) batches.push(batch);
@@ -204,37 +230,61 @@ function planBatches(units: Unit[]): Unit[][] {
  * Step 5: a batch whose helm runs out of time is evaluated again one unit per process (all at once,
  * as the runner's slots allow), so only a unit that loops fails, with the time limit as its reason.
  */
-async function evaluateWithin(runner: HelmRunner, units: Unit[], kubeVersion: string | undefined, limit: TimeLimit): Promise<Map<Unit, Outcome>> {
+async function evaluateWithin(
+  runner: HelmRunner,
+  units: Unit[],
+  kubeVersion: string | undefined,
+  limit: TimeLimit,
+): Promise<Map<Unit, Outcome>> {
   try {
     return await evaluateBatch(runner, units, kubeVersion, limit);
   } catch (error) {
     if (!(error instanceof HelmTimeoutError)) throw error;
     if (units.length === 1) {
-      return new Map([[units[0]!, { ok: false, reason: 'Timeout', detail: `did not finish within ${formatHelmLimit(limit.timeoutMs)} and was stopped: a template that never ends (a loop, a recursive include) is the usual cause; fix it, or if it really needs longer raise ${limit.timeoutSetting}` }]]);
+      return new Map([
+        [
+          units[0]!,
+          {
+            ok: false,
+            reason: 'Timeout',
+            detail: `did not finish within ${formatHelmLimit(limit.timeoutMs)} and was stopped: a template that never ends (a loop, a recursive include) is the usual cause; fix it, or if it really needs longer raise ${limit.timeoutSetting}`,
+          },
+        ],
+      ]);
     }
     const alone = await Promise.all(units.map((unit) => evaluateWithin(runner, [unit], kubeVersion, limit)));
     return new Map(alone.flatMap((outcomes) => [...outcomes]));
   }
 }
 
-async function evaluateBatch(runner: HelmRunner, units: Unit[], kubeVersion: string | undefined, limit: TimeLimit): Promise<Map<Unit, Outcome>> {
+async function evaluateBatch(
+  runner: HelmRunner,
+  units: Unit[],
+  kubeVersion: string | undefined,
+  limit: TimeLimit,
+): Promise<Map<Unit, Outcome>> {
   return runner.withTempDir('values', async (dir) => {
     // Optimistic pass: usually every item succeeds, and one `helm template` is all it takes.
     // Only when something fails do lint (which attributes every failure at once) and a second
     // template pass run: three processes at most, however many items fail.
-    const optimistic = await renderUnits(runner, units, path.join(dir, 'optimistic'), kubeVersion, limit, { stopAtFirstFailure: true });
+    const optimistic = await renderUnits(runner, units, path.join(dir, 'optimistic'), kubeVersion, limit, {
+      stopAtFirstFailure: true,
+    });
     if (optimistic) return optimistic;
     const outcomes = new Map<Unit, Outcome>();
-    for (const [unit, outcome] of await lintUnits(runner, units, path.join(dir, 'lint'), limit)) outcomes.set(unit, outcome);
+    for (const [unit, outcome] of await lintUnits(runner, units, path.join(dir, 'lint'), limit))
+      outcomes.set(unit, outcome);
     const passed = units.filter((unit) => !outcomes.has(unit));
-    for (const [unit, outcome] of await renderUnits(runner, passed, path.join(dir, 'render'), kubeVersion, limit)) outcomes.set(unit, outcome);
+    for (const [unit, outcome] of await renderUnits(runner, passed, path.join(dir, 'render'), kubeVersion, limit))
+      outcomes.set(unit, outcome);
     return outcomes;
   });
 }
 
 const chartYaml = `apiVersion: v2\nname: ${CHART}\nversion: 0.0.0\ndescription: values templates evaluated by clusterstack-gitops\n`;
 const partialName = (template: CompiledTemplate) => `_t${template.index}.tpl`;
-const includeOf = (template: CompiledTemplate, values: string) => `include "${CHART}/templates/${partialName(template)}" ${values}`;
+const includeOf = (template: CompiledTemplate, values: string) =>
+  `include "${CHART}/templates/${partialName(template)}" ${values}`;
 
 /**
  * Step 4: one lint process, one chart per unit; returns the units that failed. Each chart is two
@@ -242,7 +292,12 @@ const includeOf = (template: CompiledTemplate, values: string) => `include "${CH
  * context as a JSON literal (its integers restored to int64 before use) and the user template as a define (or, when the user template has
  * defines of its own, which cannot nest, as a partial beside it).
  */
-async function lintUnits(runner: HelmRunner, units: Unit[], dir: string, limit: TimeLimit): Promise<Map<Unit, Outcome>> {
+async function lintUnits(
+  runner: HelmRunner,
+  units: Unit[],
+  dir: string,
+  limit: TimeLimit,
+): Promise<Map<Unit, Outcome>> {
   const failures = new Map<Unit, Outcome>();
   if (units.length === 0) return failures;
   await Promise.all(
@@ -257,7 +312,9 @@ async function lintUnits(runner: HelmRunner, units: Unit[], dir: string, limit: 
       // `required` only logs in lint mode: this line tags the log lines that follow with the unit.
       const head = `{{- $_ := required "cs-begin:${n}" nil }}${PRESENT_DEFINITION}{{- $ctx := fromJson ${JSON.stringify(JSON.stringify(unit.context))} }}${restoreInt64s('$ctx', unit.context, unit.positions)}`;
       // .txt: rendered, but not checked as a Kubernetes manifest. The user template starts on line 1.
-      const item = separate ? `${head}{{ include "${name}" $ctx }}` : `${head}{{ define "${LINT_DEFINE}" }}${strict.text}{{ end }}{{ include "${name}" $ctx }}`;
+      const item = separate
+        ? `${head}{{ include "${name}" $ctx }}`
+        : `${head}{{ define "${LINT_DEFINE}" }}${strict.text}{{ end }}{{ include "${name}" $ctx }}`;
       await Promise.all([
         writePrivateFile(path.join(chart, 'Chart.yaml'), chartYaml),
         writePrivateFile(path.join(chart, 'templates', 'item.txt'), item),
@@ -265,7 +322,12 @@ async function lintUnits(runner: HelmRunner, units: Unit[], dir: string, limit: 
       ]);
     }),
   );
-  const result = await runner.run(['lint', '--quiet', ...units.map((_, n) => `u${n}`)], { cwd: dir, purpose: `checking ${units.length} values templates`, priority: VALUES_PRIORITY, ...limit });
+  const result = await runner.run(['lint', '--quiet', ...units.map((_, n) => `u${n}`)], {
+    cwd: dir,
+    purpose: `checking ${units.length} values templates`,
+    priority: VALUES_PRIORITY,
+    ...limit,
+  });
 
   // Lint-mode `required` and `fail` only log; the begin marker tells whose log line it is.
   let current: number | undefined;
@@ -277,16 +339,24 @@ async function lintUnits(runner: HelmRunner, units: Unit[], dir: string, limit: 
       continue;
     }
     const unit = current === undefined ? undefined : units[current];
-    if (logged && unit && !failures.has(unit)) failures.set(unit, { ok: false, reason: 'TemplateError', detail: logged.message });
+    if (logged && unit && !failures.has(unit))
+      failures.set(unit, { ok: false, reason: 'TemplateError', detail: logged.message });
   }
 
-  for (const section of helm3ExecErrors(result.stdout).split(/^==> Linting /m).slice(1)) {
+  for (const section of helm3ExecErrors(result.stdout)
+    .split(/^==> Linting /m)
+    .slice(1)) {
     const unit = units[Number(/^u(\d+)/.exec(section)?.[1] ?? NaN)];
     const error = /^\[ERROR\] [^:]*: (.*)$/m.exec(section)?.[1];
-    if (unit && error !== undefined && !failures.has(unit)) failures.set(unit, failureFrom(error, unit.template.strict));
+    if (unit && error !== undefined && !failures.has(unit))
+      failures.set(unit, failureFrom(error, unit.template.strict));
   }
   if (result.exitCode !== 0 && failures.size === 0) {
-    throw new HelmRenderError('addon values templates', 'the generated values-template chart', cleanHelmStderr(`${result.stderr}\n${result.stdout}`, [[dir, '<values templates>']]));
+    throw new HelmRenderError(
+      'addon values templates',
+      'the generated values-template chart',
+      cleanHelmStderr(`${result.stderr}\n${result.stdout}`, [[dir, '<values templates>']]),
+    );
   }
   return failures;
 }
@@ -305,13 +375,18 @@ async function writeUnitsChart(units: Unit[], dir: string, templatesDir: string)
     let name = conversions.get(actions);
     if (actions !== '' && name === undefined) conversions.set(actions, (name = `${INT64_PREFIX}${conversions.size}`));
     const restore = name === undefined ? '' : `{{- include "${name}" .Values.u${n} }}`;
-    return writePrivateFile(path.join(templatesDir, `u${n}.yaml`), `${restore}out: {{ ${includeOf(unit.template, `.Values.u${n}`)} | b64enc | quote }}\n`);
+    return writePrivateFile(
+      path.join(templatesDir, `u${n}.yaml`),
+      `${restore}out: {{ ${includeOf(unit.template, `.Values.u${n}`)} | b64enc | quote }}\n`,
+    );
   });
   const defines = [...conversions].map(([actions, name]) => `{{- define "${name}" }}${actions}{{- end }}\n`).join('');
   await Promise.all([
     writePrivateFile(path.join(dir, 'Chart.yaml'), chartYaml),
     writePrivateFile(path.join(templatesDir, '_cs.tpl'), `${PRESENT_DEFINITION}\n${defines}`),
-    ...[...partials].map((template) => writePrivateFile(path.join(templatesDir, partialName(template)), template.strict.text)),
+    ...[...partials].map((template) =>
+      writePrivateFile(path.join(templatesDir, partialName(template)), template.strict.text),
+    ),
     ...unitFiles,
   ]);
   await writePrivateFile(path.join(dir, 'values.yaml'), JSON.stringify(values));
@@ -319,27 +394,66 @@ async function writeUnitsChart(units: Unit[], dir: string, templatesDir: string)
 }
 
 /** Steps 3 and 4: one template process over the units (all, or those lint passed); returns every unit's outcome. */
-async function renderUnits(runner: HelmRunner, units: Unit[], dir: string, kubeVersion: string | undefined, limit: TimeLimit): Promise<Map<Unit, Outcome>>;
-async function renderUnits(runner: HelmRunner, units: Unit[], dir: string, kubeVersion: string | undefined, limit: TimeLimit, options: { stopAtFirstFailure: true }): Promise<Map<Unit, Outcome> | undefined>;
-async function renderUnits(runner: HelmRunner, units: Unit[], dir: string, kubeVersion: string | undefined, limit: TimeLimit, options: { stopAtFirstFailure?: boolean } = {}): Promise<Map<Unit, Outcome> | undefined> {
+async function renderUnits(
+  runner: HelmRunner,
+  units: Unit[],
+  dir: string,
+  kubeVersion: string | undefined,
+  limit: TimeLimit,
+): Promise<Map<Unit, Outcome>>;
+async function renderUnits(
+  runner: HelmRunner,
+  units: Unit[],
+  dir: string,
+  kubeVersion: string | undefined,
+  limit: TimeLimit,
+  options: { stopAtFirstFailure: true },
+): Promise<Map<Unit, Outcome> | undefined>;
+async function renderUnits(
+  runner: HelmRunner,
+  units: Unit[],
+  dir: string,
+  kubeVersion: string | undefined,
+  limit: TimeLimit,
+  options: { stopAtFirstFailure?: boolean } = {},
+): Promise<Map<Unit, Outcome> | undefined> {
   const outcomes = new Map<Unit, Outcome>();
   if (units.length === 0) return outcomes;
   const templatesDir = path.join(dir, 'templates');
   const partials = await writeUnitsChart(units, dir, templatesDir);
 
   const pending = new Set(units.keys());
-  const args = ['template', 'values', '.', '--namespace', 'default', ...(kubeVersion ? ['--kube-version', helmKubeVersion(kubeVersion)] : [])];
+  const args = [
+    'template',
+    'values',
+    '.',
+    '--namespace',
+    'default',
+    ...(kubeVersion ? ['--kube-version', helmKubeVersion(kubeVersion)] : []),
+  ];
   while (pending.size > 0) {
-    const result = await runner.run(args, { cwd: dir, purpose: `evaluating ${pending.size} values templates`, priority: VALUES_PRIORITY, ...limit });
+    const result = await runner.run(args, {
+      cwd: dir,
+      purpose: `evaluating ${pending.size} values templates`,
+      priority: VALUES_PRIORITY,
+      ...limit,
+    });
     if (result.exitCode === 0) {
       const outputs = new Map<number, string>();
-      for (const match of result.stdout.matchAll(/^# Source: cs-values\/templates\/u(\d+)\.yaml\nout: "([A-Za-z0-9+/=]*)"$/gm)) {
+      for (const match of result.stdout.matchAll(
+        /^# Source: cs-values\/templates\/u(\d+)\.yaml\nout: "([A-Za-z0-9+/=]*)"$/gm,
+      )) {
         outputs.set(Number(match[1]), Buffer.from(match[2] ?? '', 'base64').toString('utf8'));
       }
       for (const n of pending) {
         const output = outputs.get(n);
         // helm template deletes every "<no value>" from what templates print; the base64 hid it.
-        outcomes.set(units[n]!, output === undefined ? { ok: false, reason: 'TemplateError', detail: 'helm printed no output for this item' } : { ok: true, output: output.replaceAll('<no value>', '') });
+        outcomes.set(
+          units[n]!,
+          output === undefined
+            ? { ok: false, reason: 'TemplateError', detail: 'helm printed no output for this item' }
+            : { ok: true, output: output.replaceAll('<no value>', '') },
+        );
       }
       return outcomes;
     }
@@ -347,7 +461,11 @@ async function renderUnits(runner: HelmRunner, units: Unit[], dir: string, kubeV
     const stderr = helm3ExecErrors(result.stderr);
     const culprits = culpritsOf(stderr, units, pending);
     if (culprits.length === 0) {
-      throw new HelmRenderError('addon values templates', 'the generated values-template chart', cleanHelmStderr(stderr, [[dir, '<values templates>']]));
+      throw new HelmRenderError(
+        'addon values templates',
+        'the generated values-template chart',
+        cleanHelmStderr(stderr, [[dir, '<values templates>']]),
+      );
     }
     const message = cleanHelmStderr(stderr);
     for (const n of culprits) {
@@ -357,7 +475,8 @@ async function renderUnits(runner: HelmRunner, units: Unit[], dir: string, kubeV
     }
     // A partial no pending unit uses any more must not fail the next run (it may be what did not parse).
     for (const template of partials) {
-      if (![...pending].some((n) => units[n]!.template === template)) await rm(path.join(templatesDir, partialName(template)), { force: true });
+      if (![...pending].some((n) => units[n]!.template === template))
+        await rm(path.join(templatesDir, partialName(template)), { force: true });
     }
   }
   return outcomes;
@@ -392,26 +511,50 @@ function failureFrom(raw: string, strict: StrictTemplate): Outcome {
   let text = raw.replace(/^(Error: )+/, '');
   // Our wrapper: `template: cs-values/templates/item.txt:1:9: executing "..." at <include "..." $ctx>: error calling include: `.
   const file = `${CHART}/templates/(?:item\\.txt|u\\d+\\.yaml|_t\\d*\\.tpl)`;
-  text = text.replace(new RegExp(`template: ${file}:\\d+:\\d+: executing "${file}" at <include "[^"]*" (?:\\.Values\\.\\w+|\\$ctx)>: error calling include: `, 'g'), '');
-  text = text.replace(new RegExp(`template: ${file}:(\\d+):\\d+: executing "(?:${file}|${LINT_DEFINE})" `, 'g'), 'line $1: ');
-  text = text.replace(new RegExp(`(?:parse error|execution error) at \\(${file}:(\\d+)(?::\\d+)?\\): `, 'g'), 'line $1: ');
+  text = text.replace(
+    new RegExp(
+      `template: ${file}:\\d+:\\d+: executing "${file}" at <include "[^"]*" (?:\\.Values\\.\\w+|\\$ctx)>: error calling include: `,
+      'g',
+    ),
+    '',
+  );
+  text = text.replace(
+    new RegExp(`template: ${file}:(\\d+):\\d+: executing "(?:${file}|${LINT_DEFINE})" `, 'g'),
+    'line $1: ',
+  );
+  text = text.replace(
+    new RegExp(`(?:parse error|execution error) at \\(${file}:(\\d+)(?::\\d+)?\\): `, 'g'),
+    'line $1: ',
+  );
   text = text.replace(new RegExp(`${file}:(\\d+)(?::\\d+)?`, 'g'), 'line $1');
-  for (const [rewritten, original] of strict.restore) if (text.includes(rewritten)) text = text.split(rewritten).join(original);
+  for (const [rewritten, original] of strict.restore)
+    if (text.includes(rewritten)) text = text.split(rewritten).join(original);
   const lineMatch = /^line (\d+): /.exec(text);
   const line = lineMatch ? Number(lineMatch[1]) : undefined;
   if (lineMatch) text = text.slice(lineMatch[0].length);
   // Only where the rewrite could not reach (a chain on a parenthesised pipeline): helm's own nil pointer.
   const nil = /at <([^>]+)>: nil pointer evaluating/.exec(text);
   if (nil) {
-    return { ok: false, reason: 'MissingField', missingField: nil[1], line, detail: `missing field ${nil[1]} (${text})` };
+    return {
+      ok: false,
+      reason: 'MissingField',
+      missingField: nil[1],
+      line,
+      detail: `missing field ${nil[1]} (${text})`,
+    };
   }
   return { ok: false, reason: 'TemplateError', line, detail: text };
 }
 
 function toResult(item: ValuesTemplateItem, outcome: Outcome): ValuesTemplateResult {
-  if (!outcome.ok) return failed(item, new ValuesTemplateError(item.origin, outcome.reason, outcome.detail, outcome.line, outcome.missingField));
+  if (!outcome.ok)
+    return failed(
+      item,
+      new ValuesTemplateError(item.origin, outcome.reason, outcome.detail, outcome.line, outcome.missingField),
+    );
   const document = singleMapping(outcome.output, 'the result of the template');
-  if ('problem' in document) return failed(item, new ValuesTemplateError(item.origin, 'InvalidResult', document.problem));
+  if ('problem' in document)
+    return failed(item, new ValuesTemplateError(item.origin, 'InvalidResult', document.problem));
   const inner = document.mapping['values'];
   if (typeof inner !== 'string') return { id: item.id, ok: true, values: document.mapping };
   const values = singleMapping(inner, 'its `values` string');
@@ -420,7 +563,14 @@ function toResult(item: ValuesTemplateItem, outcome: Outcome): ValuesTemplateRes
 }
 
 function failed(item: ValuesTemplateItem, error: ValuesTemplateError): ValuesTemplateResult {
-  return { id: item.id, ok: false, ...(error.missingField ? { missingField: error.missingField } : {}), ...(error.reason === 'Timeout' ? { timedOut: true as const } : {}), message: error.message, error };
+  return {
+    id: item.id,
+    ok: false,
+    ...(error.missingField ? { missingField: error.missingField } : {}),
+    ...(error.reason === 'Timeout' ? { timedOut: true as const } : {}),
+    message: error.message,
+    error,
+  };
 }
 
 /** One YAML mapping (an empty document is `{}`), or why not. */
@@ -437,10 +587,13 @@ function singleMapping(text: string, what: string): { mapping: Record<string, un
     return { problem: `${what} is not valid YAML: ${reason}` };
   }
   if (documents.length === 0) return { mapping: {} };
-  if (documents.length > 1) return { problem: `${what} has ${documents.length} YAML documents; values are one mapping` };
+  if (documents.length > 1)
+    return { problem: `${what} has ${documents.length} YAML documents; values are one mapping` };
   const [document] = documents;
   if (typeof document !== 'object' || Array.isArray(document)) {
-    return { problem: `${what} is ${Array.isArray(document) ? 'a list' : `a ${typeof document}`}, not a mapping of values` };
+    return {
+      problem: `${what} is ${Array.isArray(document) ? 'a list' : `a ${typeof document}`}, not a mapping of values`,
+    };
   }
   return { mapping: document as Record<string, unknown> };
 }

@@ -59,7 +59,11 @@ export interface HelmTimeouts {
  */
 export const DEFAULT_HELM_TIMEOUTS: Readonly<HelmTimeouts> = Object.freeze({ valuesMs: 20_000, chartMs: 60_000 });
 
-const DEFAULT_TIMEOUTS: Readonly<RemoteTimeouts> = Object.freeze({ connectMs: 10_000, readMs: 30_000, totalMs: 5 * 60_000 });
+const DEFAULT_TIMEOUTS: Readonly<RemoteTimeouts> = Object.freeze({
+  connectMs: 10_000,
+  readMs: 30_000,
+  totalMs: 5 * 60_000,
+});
 const DEFAULT_LOCK_TIMEOUT_MS = 60_000;
 const DEFAULT_MAX_DELETE_SHARE = 0.5;
 
@@ -83,7 +87,10 @@ export const ENVIRONMENT = {
 } as const;
 
 /** The flag and environment variable of each helm limit, as messages name them. */
-export const HELM_TIMEOUT_SETTINGS = Object.freeze({ values: `--values-timeout (${ENVIRONMENT.valuesTimeout})`, chart: `--chart-timeout (${ENVIRONMENT.chartTimeout})` });
+export const HELM_TIMEOUT_SETTINGS = Object.freeze({
+  values: `--values-timeout (${ENVIRONMENT.valuesTimeout})`,
+  chart: `--chart-timeout (${ENVIRONMENT.chartTimeout})`,
+});
 
 export type ConfigFlags = Partial<Pick<Config, 'cacheDir' | 'helmBinary' | 'githubApiUrl'>> & {
   /** Durations and shares as the user typed them; checked here. */
@@ -100,7 +107,8 @@ export type ConfigFlags = Partial<Pick<Config, 'cacheDir' | 'helmBinary' | 'gith
 function parseShare(value: string, what: string): number {
   const match = /^(\d+(?:\.\d+)?)(%)?$/.exec(value.trim());
   const share = match ? Number(match[1]) / (match[2] ? 100 : 1) : Number.NaN;
-  if (!(share >= 0 && share <= 1)) throw new ConfigError(`${what} must be a share between 0 and 1 or a percentage (e.g. 0.5 or 50%), not "${value}"`);
+  if (!(share >= 0 && share <= 1))
+    throw new ConfigError(`${what} must be a share between 0 and 1 or a percentage (e.g. 0.5 or 50%), not "${value}"`);
   return share;
 }
 
@@ -117,7 +125,14 @@ export class ConfigError extends Failure {
   }
 }
 
-function durationSetting(flag: string | undefined, env: NodeJS.ProcessEnv, variable: string, flagName: string, fallback: number, minimum: number): number {
+function durationSetting(
+  flag: string | undefined,
+  env: NodeJS.ProcessEnv,
+  variable: string,
+  flagName: string,
+  fallback: number,
+  minimum: number,
+): number {
   const value = nonEmpty(flag) ?? nonEmpty(env[variable]);
   if (value === undefined) return fallback;
   let ms: number;
@@ -134,7 +149,10 @@ function durationSetting(flag: string | undefined, env: NodeJS.ProcessEnv, varia
 function httpUrlSetting(value: string | undefined, what: string): string | undefined {
   if (value === undefined) return undefined;
   const protocol = URL.canParse(value) ? new URL(value).protocol : undefined;
-  if (protocol !== 'https:' && protocol !== 'http:') throw new ConfigError(`${what} must be an http:// or https:// URL such as https://github.example.com/api/v3, not "${value}"`);
+  if (protocol !== 'https:' && protocol !== 'http:')
+    throw new ConfigError(
+      `${what} must be an http:// or https:// URL such as https://github.example.com/api/v3, not "${value}"`,
+    );
   return value;
 }
 
@@ -145,42 +163,100 @@ function nonEmpty(value: string | undefined): string | undefined {
 /** The remote timeouts: flag, then environment, then default. */
 function remoteTimeoutsFrom(flags: ConfigFlags, env: NodeJS.ProcessEnv): Readonly<RemoteTimeouts> {
   return Object.freeze({
-    connectMs: durationSetting(flags.connectTimeout, env, ENVIRONMENT.connectTimeout, '--connect-timeout', DEFAULT_TIMEOUTS.connectMs, 1),
-    readMs: durationSetting(flags.readTimeout, env, ENVIRONMENT.readTimeout, '--read-timeout', DEFAULT_TIMEOUTS.readMs, 1),
-    totalMs: durationSetting(flags.remoteTimeout, env, ENVIRONMENT.remoteTimeout, '--remote-timeout', DEFAULT_TIMEOUTS.totalMs, 1),
+    connectMs: durationSetting(
+      flags.connectTimeout,
+      env,
+      ENVIRONMENT.connectTimeout,
+      '--connect-timeout',
+      DEFAULT_TIMEOUTS.connectMs,
+      1,
+    ),
+    readMs: durationSetting(
+      flags.readTimeout,
+      env,
+      ENVIRONMENT.readTimeout,
+      '--read-timeout',
+      DEFAULT_TIMEOUTS.readMs,
+      1,
+    ),
+    totalMs: durationSetting(
+      flags.remoteTimeout,
+      env,
+      ENVIRONMENT.remoteTimeout,
+      '--remote-timeout',
+      DEFAULT_TIMEOUTS.totalMs,
+      1,
+    ),
   });
 }
 
 /** The helm timeouts: flag, then environment, then default. */
 function helmTimeoutsFrom(flags: ConfigFlags, env: NodeJS.ProcessEnv): Readonly<HelmTimeouts> {
   return Object.freeze({
-    valuesMs: durationSetting(flags.valuesTimeout, env, ENVIRONMENT.valuesTimeout, '--values-timeout', DEFAULT_HELM_TIMEOUTS.valuesMs, 1),
-    chartMs: durationSetting(flags.chartTimeout, env, ENVIRONMENT.chartTimeout, '--chart-timeout', DEFAULT_HELM_TIMEOUTS.chartMs, 1),
+    valuesMs: durationSetting(
+      flags.valuesTimeout,
+      env,
+      ENVIRONMENT.valuesTimeout,
+      '--values-timeout',
+      DEFAULT_HELM_TIMEOUTS.valuesMs,
+      1,
+    ),
+    chartMs: durationSetting(
+      flags.chartTimeout,
+      env,
+      ENVIRONMENT.chartTimeout,
+      '--chart-timeout',
+      DEFAULT_HELM_TIMEOUTS.chartMs,
+      1,
+    ),
   });
 }
 
 /** Flags win over the environment, which wins over defaults. */
 export function resolveConfig(env: NodeJS.ProcessEnv, flags: ConfigFlags = {}): Readonly<Config> {
   const config: Config = {
-    cacheDir: path.resolve(flags.cacheDir ?? nonEmpty(env[ENVIRONMENT.cacheDir]) ?? path.join(env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'clusterstack-gitops')),
+    cacheDir: path.resolve(
+      flags.cacheDir ??
+        nonEmpty(env[ENVIRONMENT.cacheDir]) ??
+        path.join(env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'clusterstack-gitops'),
+    ),
     gitAuthorName: nonEmpty(env[ENVIRONMENT.gitAuthorName]) ?? 'clusterstack-gitops',
     gitAuthorEmail: nonEmpty(env[ENVIRONMENT.gitAuthorEmail]) ?? 'clusterstack-gitops@localhost',
     pathEnv: env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
-    childEnv: Object.freeze(Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined))),
+    childEnv: Object.freeze(
+      Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined)),
+    ),
     timeouts: remoteTimeoutsFrom(flags, env),
     helmTimeouts: helmTimeoutsFrom(flags, env),
-    lockTimeoutMs: durationSetting(flags.lockTimeout, env, ENVIRONMENT.lockTimeout, '--lock-timeout', DEFAULT_LOCK_TIMEOUT_MS, 0),
-    maxDeleteShare: parseShare(nonEmpty(flags.maxDeleteShare) ?? nonEmpty(env[ENVIRONMENT.maxDeleteShare]) ?? String(DEFAULT_MAX_DELETE_SHARE), '--max-delete-share / CLUSTERSTACK_MAX_DELETE_SHARE'),
+    lockTimeoutMs: durationSetting(
+      flags.lockTimeout,
+      env,
+      ENVIRONMENT.lockTimeout,
+      '--lock-timeout',
+      DEFAULT_LOCK_TIMEOUT_MS,
+      0,
+    ),
+    maxDeleteShare: parseShare(
+      nonEmpty(flags.maxDeleteShare) ?? nonEmpty(env[ENVIRONMENT.maxDeleteShare]) ?? String(DEFAULT_MAX_DELETE_SHARE),
+      '--max-delete-share / CLUSTERSTACK_MAX_DELETE_SHARE',
+    ),
   };
   const optional: [keyof Config, string | undefined][] = [
     ['helmBinary', flags.helmBinary ?? nonEmpty(env[ENVIRONMENT.helmBinary])],
     ['githubToken', nonEmpty(env[ENVIRONMENT.githubToken]) ?? nonEmpty(env.GH_TOKEN)],
-    ['githubApiUrl', httpUrlSetting(flags.githubApiUrl ?? nonEmpty(env[ENVIRONMENT.githubApiUrl]), `--github-api-url / ${ENVIRONMENT.githubApiUrl}`)],
+    [
+      'githubApiUrl',
+      httpUrlSetting(
+        flags.githubApiUrl ?? nonEmpty(env[ENVIRONMENT.githubApiUrl]),
+        `--github-api-url / ${ENVIRONMENT.githubApiUrl}`,
+      ),
+    ],
     ['registryUsername', nonEmpty(env[ENVIRONMENT.registryUsername])],
     ['registryPassword', nonEmpty(env[ENVIRONMENT.registryPassword])],
     ['gitToken', nonEmpty(env[ENVIRONMENT.gitToken])],
   ];
-  for (const [key, value] of optional) if (value !== undefined) (config as unknown as Record<string, string>)[key] = value;
+  for (const [key, value] of optional)
+    if (value !== undefined) (config as unknown as Record<string, string>)[key] = value;
   return Object.freeze(config);
 }
 
@@ -270,7 +346,12 @@ const CONTROLLER_ENVIRONMENT = {
   kubeconfig: 'KUBECONFIG',
 } as const;
 
-export type ControllerFlags = Partial<Record<keyof Omit<ControllerSettings, 'leaderElect' | 'pullRequest' | 'batchWindowMs' | 'resyncMs' | 'inCluster'>, string>> & {
+export type ControllerFlags = Partial<
+  Record<
+    keyof Omit<ControllerSettings, 'leaderElect' | 'pullRequest' | 'batchWindowMs' | 'resyncMs' | 'inCluster'>,
+    string
+  >
+> & {
   leaderElect?: boolean;
   pullRequest?: boolean;
   batchWindow?: string;
@@ -293,11 +374,18 @@ function booleanSetting(value: string | undefined, what: string): boolean | unde
 }
 
 /** Resolves the controller's settings once; throws an Error naming the flag or variable that is wrong. */
-export function resolveControllerSettings(env: NodeJS.ProcessEnv, flags: ControllerFlags = {}): Readonly<ControllerSettings> {
+export function resolveControllerSettings(
+  env: NodeJS.ProcessEnv,
+  flags: ControllerFlags = {},
+): Readonly<ControllerSettings> {
   const E = CONTROLLER_ENVIRONMENT;
-  const pick = (flag: string | undefined, variable: string): string | undefined => nonEmpty(flag) ?? nonEmpty(env[variable]);
+  const pick = (flag: string | undefined, variable: string): string | undefined =>
+    nonEmpty(flag) ?? nonEmpty(env[variable]);
   const releaseSource = pick(flags.releaseSource, E.releaseSource);
-  if (!releaseSource) throw new Error(`controller needs --release-source (or ${E.releaseSource}): a directory, github:owner/repo or oci://registry/repo`);
+  if (!releaseSource)
+    throw new Error(
+      `controller needs --release-source (or ${E.releaseSource}): a directory, github:owner/repo or oci://registry/repo`,
+    );
   const podNamespace = nonEmpty(env[E.podNamespace]);
   const settings: ControllerSettings = {
     releaseSource,
@@ -315,9 +403,13 @@ export function resolveControllerSettings(env: NodeJS.ProcessEnv, flags: Control
     identity: pick(flags.identity, E.podName) ?? `${os.hostname()}-${process.pid}`,
     argocdNamespace: pick(flags.argocdNamespace, E.argocdNamespace) ?? 'argocd',
     logLevel: pick(flags.logLevel, E.logLevel) ?? 'info',
-    batchWindowMs: parseDuration(pick(flags.batchWindow, E.batchWindow) ?? '200ms', `--batch-window / ${E.batchWindow}`),
+    batchWindowMs: parseDuration(
+      pick(flags.batchWindow, E.batchWindow) ?? '200ms',
+      `--batch-window / ${E.batchWindow}`,
+    ),
     resyncMs: parseDuration(pick(flags.resync, E.resync) ?? '5m', `--resync / ${E.resync}`),
-    inCluster: nonEmpty(env['KUBERNETES_SERVICE_HOST']) !== undefined && nonEmpty(env['KUBERNETES_SERVICE_PORT']) !== undefined,
+    inCluster:
+      nonEmpty(env['KUBERNETES_SERVICE_HOST']) !== undefined && nonEmpty(env['KUBERNETES_SERVICE_PORT']) !== undefined,
   };
   const optional: [keyof ControllerSettings, string | undefined][] = [
     ['git', pick(flags.git, E.git)],
@@ -334,7 +426,11 @@ export function resolveControllerSettings(env: NodeJS.ProcessEnv, flags: Control
     ['kubeconfig', pick(flags.kubeconfig, E.kubeconfig)],
     ['layerRoot', pick(flags.layerRoot, E.layerRoot)],
   ];
-  for (const [key, value] of optional) if (value !== undefined) (settings as unknown as Record<string, string>)[key] = value;
-  if ([settings.git, settings.output, settings.oci].filter(Boolean).length !== 1) throw new Error(`controller needs exactly one of --git <repo> (${E.git}), --output <dir> (${E.output}) or --oci <oci://registry/repo:tag> (${E.oci})`);
+  for (const [key, value] of optional)
+    if (value !== undefined) (settings as unknown as Record<string, string>)[key] = value;
+  if ([settings.git, settings.output, settings.oci].filter(Boolean).length !== 1)
+    throw new Error(
+      `controller needs exactly one of --git <repo> (${E.git}), --output <dir> (${E.output}) or --oci <oci://registry/repo:tag> (${E.oci})`,
+    );
   return Object.freeze(settings);
 }

@@ -7,20 +7,35 @@ const kindnetReady: WaitCondition = {
   conditions: 'kindnet.status.numberReady > 0 && kindnet.status.numberReady == kindnet.status.desiredNumberScheduled\n',
 };
 
-const daemonSet = (ready: number, desired: number) => ({ apiVersion: 'apps/v1', kind: 'DaemonSet', metadata: { name: 'kindnet', namespace: 'kube-system' }, status: { numberReady: ready, desiredNumberScheduled: desired } });
+const daemonSet = (ready: number, desired: number) => ({
+  apiVersion: 'apps/v1',
+  kind: 'DaemonSet',
+  metadata: { name: 'kindnet', namespace: 'kube-system' },
+  status: { numberReady: ready, desiredNumberScheduled: desired },
+});
 
 describe('evaluateWaitCondition', () => {
   it('binds each object to its key and holds when the expression is true (JSON numbers compare with CEL ints)', () => {
-    expect(evaluateWaitCondition(kindnetReady, new Map([['kindnet', daemonSet(3, 3)]]))).toEqual({ holds: true, message: expect.stringContaining('holds') });
+    expect(evaluateWaitCondition(kindnetReady, new Map([['kindnet', daemonSet(3, 3)]]))).toEqual({
+      holds: true,
+      message: expect.stringContaining('holds'),
+    });
   });
 
   it('does not hold while the expression is false, and names it', () => {
     const verdict = evaluateWaitCondition(kindnetReady, new Map([['kindnet', daemonSet(1, 3)]]));
-    expect(verdict).toEqual({ holds: false, message: 'condition `kindnet.status.numberReady > 0 && kindnet.status.numberReady == kindnet.status.desiredNumberScheduled` is false' });
+    expect(verdict).toEqual({
+      holds: false,
+      message:
+        'condition `kindnet.status.numberReady > 0 && kindnet.status.numberReady == kindnet.status.desiredNumberScheduled` is false',
+    });
   });
 
   it('waits for an object that does not exist yet, naming it', () => {
-    expect(evaluateWaitCondition(kindnetReady, new Map([['kindnet', undefined]]))).toEqual({ holds: false, message: 'waits for DaemonSet kube-system/kindnet (kindnet) to exist in the workload cluster' });
+    expect(evaluateWaitCondition(kindnetReady, new Map([['kindnet', undefined]]))).toEqual({
+      holds: false,
+      message: 'waits for DaemonSet kube-system/kindnet (kindnet) to exist in the workload cluster',
+    });
   });
 
   it('does not hold when a field the expression reads is absent (a fresh object without status)', () => {
@@ -30,17 +45,41 @@ describe('evaluateWaitCondition', () => {
   });
 
   it('supports the CEL macros stacks use on conditions lists', () => {
-    const condition: WaitCondition = { objects: [{ key: 'cilium', apiVersion: 'apps/v1', kind: 'Deployment', name: 'cilium-operator', namespace: 'kube-system' }], conditions: 'cilium.status.conditions.exists(c, c.type == "Available" && c.status == "True")' };
-    expect(evaluateWaitCondition(condition, new Map([['cilium', { status: { conditions: [{ type: 'Available', status: 'True' }] } }]])).holds).toBe(true);
-    expect(evaluateWaitCondition(condition, new Map([['cilium', { status: { conditions: [{ type: 'Available', status: 'False' }] } }]])).holds).toBe(false);
+    const condition: WaitCondition = {
+      objects: [
+        { key: 'cilium', apiVersion: 'apps/v1', kind: 'Deployment', name: 'cilium-operator', namespace: 'kube-system' },
+      ],
+      conditions: 'cilium.status.conditions.exists(c, c.type == "Available" && c.status == "True")',
+    };
+    expect(
+      evaluateWaitCondition(
+        condition,
+        new Map([['cilium', { status: { conditions: [{ type: 'Available', status: 'True' }] } }]]),
+      ).holds,
+    ).toBe(true);
+    expect(
+      evaluateWaitCondition(
+        condition,
+        new Map([['cilium', { status: { conditions: [{ type: 'Available', status: 'False' }] } }]]),
+      ).holds,
+    ).toBe(false);
   });
 
   it('reports an expression that is not CEL, or not a bool, as a problem of clusteraddon.yaml', () => {
-    const broken = evaluateWaitCondition({ ...kindnetReady, conditions: 'kindnet.status.numberReady >' }, new Map([['kindnet', daemonSet(1, 1)]]));
-    expect(broken).toEqual({ holds: false, message: expect.stringMatching(/^condition `kindnet.status.numberReady >` is not valid CEL: /) });
+    const broken = evaluateWaitCondition(
+      { ...kindnetReady, conditions: 'kindnet.status.numberReady >' },
+      new Map([['kindnet', daemonSet(1, 1)]]),
+    );
+    expect(broken).toEqual({
+      holds: false,
+      message: expect.stringMatching(/^condition `kindnet.status.numberReady >` is not valid CEL: /),
+    });
     expect(conditionSyntaxError('kindnet.status.numberReady >')).toMatch(/Unexpected token/);
     expect(conditionSyntaxError(kindnetReady.conditions)).toBeUndefined();
-    const notBool = evaluateWaitCondition({ ...kindnetReady, conditions: 'kindnet.status.numberReady' }, new Map([['kindnet', daemonSet(1, 1)]]));
+    const notBool = evaluateWaitCondition(
+      { ...kindnetReady, conditions: 'kindnet.status.numberReady' },
+      new Map([['kindnet', daemonSet(1, 1)]]),
+    );
     expect(notBool.holds).toBe(false);
     expect(notBool.message).toContain('not a bool');
   });
@@ -60,7 +99,17 @@ describe('parseClusterAddonConfig and CEL', () => {
     ].join('\n');
     const parsed = parseClusterAddonConfig(text, 'r/clusteraddon.yaml');
     expect(parsed.problems).toEqual([]);
-    expect(parsed.config?.addonStages.BeforeClusterUpgrade?.[0]?.waitForPostCondition?.conditions).toBe('ds.status.numberReady >');
-    expect(parsed.warnings).toEqual([{ source: 'r/clusteraddon.yaml', path: 'addonStages.BeforeClusterUpgrade[0].waitForPostCondition.conditions', message: expect.stringMatching(/^is not valid CEL \(Unexpected token: EOF\): a lifecycle hook waiting on it can only time out/) }]);
+    expect(parsed.config?.addonStages.BeforeClusterUpgrade?.[0]?.waitForPostCondition?.conditions).toBe(
+      'ds.status.numberReady >',
+    );
+    expect(parsed.warnings).toEqual([
+      {
+        source: 'r/clusteraddon.yaml',
+        path: 'addonStages.BeforeClusterUpgrade[0].waitForPostCondition.conditions',
+        message: expect.stringMatching(
+          /^is not valid CEL \(Unexpected token: EOF\): a lifecycle hook waiting on it can only time out/,
+        ),
+      },
+    ]);
   });
 });

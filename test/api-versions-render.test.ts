@@ -10,7 +10,14 @@ import { resolveHelmBinary } from '../renderers/helm-binary.js';
 import { HelmRenderer } from '../renderers/helm-renderer.js';
 import { crdApiVersions, servedApiProblem, targetApiVersions } from '../src/core/kube-api-versions.js';
 import { chartCrdApiVersions } from '../src/release/chart-crds.js';
-import { clusterYaml, copyExampleReleases, FERROL_STACK_YAML, runClusterstack, tempDir, writeTree } from './support/cli.js';
+import {
+  clusterYaml,
+  copyExampleReleases,
+  FERROL_STACK_YAML,
+  runClusterstack,
+  tempDir,
+  writeTree,
+} from './support/cli.js';
 import { aHelmRunner, helmTempDir, writeChart } from './support/helm-fixtures.js';
 
 const WIDGET_CRD = `apiVersion: apiextensions.k8s.io/v1
@@ -83,7 +90,13 @@ describe('API versions as the target cluster serves them', () => {
     const { runner, cleanup: done } = await aHelmRunner(binary ? { binary } : {});
     try {
       const apiVersions = targetApiVersions(kubeVersion, await chartCrdApiVersions([chartDir]));
-      const output = await new HelmRenderer(runner).renderChart({ releaseName: 'caps', chart: { dir: chartDir, digest: 'sha256:caps', origin: 'capabilities' }, namespace: 'default', kubeVersion, apiVersions });
+      const output = await new HelmRenderer(runner).renderChart({
+        releaseName: 'caps',
+        chart: { dir: chartDir, digest: 'sha256:caps', origin: 'capabilities' },
+        namespace: 'default',
+        kubeVersion,
+        apiVersions,
+      });
       return apiVersionsByKind(output);
     } finally {
       await done();
@@ -94,26 +107,55 @@ describe('API versions as the target cluster serves them', () => {
     const helm = await resolveHelmBinary({ pathEnv: process.env.PATH ?? '' });
     expect(helm.warning, `${helm.version} is a supported helm`).toBeUndefined();
     const at133 = await render(helm.path, '1.33.4');
-    expect(at133).toEqual({ FlowSchema: 'flowcontrol.apiserver.k8s.io/v1', PodDisruptionBudget: 'policy/v1', Widget: 'example.org/v1', ConfigMap: 'v1' });
-    expect(Object.values(at133).map((version) => servedApiProblem(version, '1.33.4'))).toEqual([undefined, undefined, undefined, undefined]);
+    expect(at133).toEqual({
+      FlowSchema: 'flowcontrol.apiserver.k8s.io/v1',
+      PodDisruptionBudget: 'policy/v1',
+      Widget: 'example.org/v1',
+      ConfigMap: 'v1',
+    });
+    expect(Object.values(at133).map((version) => servedApiProblem(version, '1.33.4'))).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
     const at125 = await render(helm.path, '1.25.16');
-    expect(at125).toEqual({ FlowSchema: 'flowcontrol.apiserver.k8s.io/v1', PodDisruptionBudget: 'policy/v1', Widget: 'example.org/v1', ConfigMap: 'v1' });
-    expect(servedApiProblem(at125.FlowSchema!, '1.25.16')).toBe('flowcontrol.apiserver.k8s.io/v1 is not served by Kubernetes 1.25 (served from 1.29)');
+    expect(at125).toEqual({
+      FlowSchema: 'flowcontrol.apiserver.k8s.io/v1',
+      PodDisruptionBudget: 'policy/v1',
+      Widget: 'example.org/v1',
+      ConfigMap: 'v1',
+    });
+    expect(servedApiProblem(at125.FlowSchema!, '1.25.16')).toBe(
+      'flowcontrol.apiserver.k8s.io/v1 is not served by Kubernetes 1.25 (served from 1.29)',
+    );
   });
 
   it('on the bundled helm 3.10.1, whose own list stops at Kubernetes 1.25: 1.25 gets flowcontrol v1beta2, and 1.33 gets v1 only because --api-versions says it is served', async () => {
     const bundled = await resolveHelmBinary({ pathEnv: '' });
     expect(bundled.version).toBe('v3.10.1');
-    expect(await render(bundled.path, '1.25.16')).toMatchObject({ FlowSchema: 'flowcontrol.apiserver.k8s.io/v1beta2', PodDisruptionBudget: 'policy/v1' });
-    expect(await render(bundled.path, '1.33.4')).toMatchObject({ FlowSchema: 'flowcontrol.apiserver.k8s.io/v1', PodDisruptionBudget: 'policy/v1' });
+    expect(await render(bundled.path, '1.25.16')).toMatchObject({
+      FlowSchema: 'flowcontrol.apiserver.k8s.io/v1beta2',
+      PodDisruptionBudget: 'policy/v1',
+    });
+    expect(await render(bundled.path, '1.33.4')).toMatchObject({
+      FlowSchema: 'flowcontrol.apiserver.k8s.io/v1',
+      PodDisruptionBudget: 'policy/v1',
+    });
   });
 
   it('render: the release’s CRDs are served to its charts, and a stage rendering an API its Kubernetes no longer serves is withheld, named, nothing written for it', async () => {
     const releases = await copyExampleReleases();
     const v1 = path.join(releases, 'docker-ferrol-1-30-v1');
     await rm(path.join(v1, 'docker-ferrol-1-30-cluster-addon-v1.tgz'));
-    const removed = { ...CAPABILITIES_CHART, 'templates/old.yaml': 'apiVersion: flowcontrol.apiserver.k8s.io/v1beta2\nkind: PriorityLevelConfiguration\nmetadata: {name: pinned-old}\nspec: {type: Limited}\n' };
-    const inputs = await writeTree({ 'inputs.yaml': `${FERROL_STACK_YAML}${clusterYaml('one', 'docker-ferrol-1-30-v1')}` });
+    const removed = {
+      ...CAPABILITIES_CHART,
+      'templates/old.yaml':
+        'apiVersion: flowcontrol.apiserver.k8s.io/v1beta2\nkind: PriorityLevelConfiguration\nmetadata: {name: pinned-old}\nspec: {type: Limited}\n',
+    };
+    const inputs = await writeTree({
+      'inputs.yaml': `${FERROL_STACK_YAML}${clusterYaml('one', 'docker-ferrol-1-30-v1')}`,
+    });
 
     await writeChart(path.join(v1, 'docker-ferrol-1-30-cluster-addon-v1'), CAPABILITIES_CHART);
     const out = path.join(await tempDir(), 'out');
@@ -121,31 +163,57 @@ describe('API versions as the target cluster serves them', () => {
     expect(good.code, good.stderr).toBe(0);
     const addon = path.join(out, 'current', 'clusters', 'cluster-stacks', 'one', 'cluster-addon');
     const files = await readdir(addon);
-    const rendered = Object.fromEntries(await Promise.all(files.filter((file) => file !== 'kustomization.yaml').map(async (file) => [file, await readFile(path.join(addon, file), 'utf8')])));
-    expect(apiVersionsByKind(Object.values(rendered).join('---\n'))).toMatchObject({ FlowSchema: 'flowcontrol.apiserver.k8s.io/v1', PodDisruptionBudget: 'policy/v1', Widget: 'example.org/v1', ConfigMap: 'v1' });
+    const rendered = Object.fromEntries(
+      await Promise.all(
+        files
+          .filter((file) => file !== 'kustomization.yaml')
+          .map(async (file) => [file, await readFile(path.join(addon, file), 'utf8')]),
+      ),
+    );
+    expect(apiVersionsByKind(Object.values(rendered).join('---\n'))).toMatchObject({
+      FlowSchema: 'flowcontrol.apiserver.k8s.io/v1',
+      PodDisruptionBudget: 'policy/v1',
+      Widget: 'example.org/v1',
+      ConfigMap: 'v1',
+    });
 
     await writeChart(path.join(v1, 'docker-ferrol-1-30-cluster-addon-v1'), removed);
     const second = path.join(await tempDir(), 'out');
-    const refused = await runClusterstack(['render', inputs, '--release-source', releases, '--output', second, '--json']);
+    const refused = await runClusterstack([
+      'render',
+      inputs,
+      '--release-source',
+      releases,
+      '--output',
+      second,
+      '--json',
+    ]);
     expect(refused.code, refused.stderr).toBe(0);
     const report = JSON.parse(refused.stdout) as { withheld: { kind: string; name: string; reason: string }[] };
     expect(report.withheld).toHaveLength(1);
     expect(report.withheld[0]).toMatchObject({ kind: 'cluster', name: 'one' });
-    expect(report.withheld[0]!.reason).toContain('PriorityLevelConfiguration pinned-old: flowcontrol.apiserver.k8s.io/v1beta2 is not served by Kubernetes 1.30 (served from 1.23 until 1.28), so the cluster would refuse it');
+    expect(report.withheld[0]!.reason).toContain(
+      'PriorityLevelConfiguration pinned-old: flowcontrol.apiserver.k8s.io/v1beta2 is not served by Kubernetes 1.30 (served from 1.23 until 1.28), so the cluster would refuse it',
+    );
     await expect(readdir(path.join(second, 'current', 'clusters', 'cluster-stacks', 'one'))).rejects.toThrow(/ENOENT/);
   });
 });
 
 describe('the served API table', () => {
   it('gives each minor what Kubernetes serves by default: flowcontrol and policy across their removals', () => {
-    const flowcontrol = (minor: number) => targetApiVersions(`1.${minor}.0`).filter((version) => version.startsWith('flowcontrol.'));
+    const flowcontrol = (minor: number) =>
+      targetApiVersions(`1.${minor}.0`).filter((version) => version.startsWith('flowcontrol.'));
     expect(flowcontrol(25)).toEqual(['flowcontrol.apiserver.k8s.io/v1beta1', 'flowcontrol.apiserver.k8s.io/v1beta2']);
     expect(flowcontrol(28)).toEqual(['flowcontrol.apiserver.k8s.io/v1beta2', 'flowcontrol.apiserver.k8s.io/v1beta3']);
     expect(flowcontrol(29)).toEqual(['flowcontrol.apiserver.k8s.io/v1', 'flowcontrol.apiserver.k8s.io/v1beta3']);
     expect(flowcontrol(33)).toEqual(['flowcontrol.apiserver.k8s.io/v1']);
-    expect(targetApiVersions('v1.24.3')).toEqual(expect.arrayContaining(['policy/v1', 'policy/v1beta1', 'batch/v1beta1']));
+    expect(targetApiVersions('v1.24.3')).toEqual(
+      expect.arrayContaining(['policy/v1', 'policy/v1beta1', 'batch/v1beta1']),
+    );
     expect(targetApiVersions('v1.25.0')).not.toContain('policy/v1beta1');
-    expect(targetApiVersions('1.33.1')).toEqual(expect.arrayContaining(['v1', 'apps/v1', 'cluster.x-k8s.io/v1beta1', 'cluster.x-k8s.io/v1beta2/Cluster']));
+    expect(targetApiVersions('1.33.1')).toEqual(
+      expect.arrayContaining(['v1', 'apps/v1', 'cluster.x-k8s.io/v1beta1', 'cluster.x-k8s.io/v1beta2/Cluster']),
+    );
     // Beyond the table's last minor: as its last.
     expect(targetApiVersions('1.45.0')).toEqual(targetApiVersions('1.37.0'));
   });
@@ -156,11 +224,29 @@ describe('the served API table', () => {
   });
 
   it('takes only the served versions of a CRD, as group/version and group/version/Kind', () => {
-    expect(crdApiVersions([{ kind: 'CustomResourceDefinition', spec: { group: 'example.org', names: { kind: 'Widget' }, versions: [{ name: 'v1', served: true }, { name: 'v1alpha1', served: false }] } }, { kind: 'ConfigMap' }, null])).toEqual(['example.org/v1', 'example.org/v1/Widget']);
+    expect(
+      crdApiVersions([
+        {
+          kind: 'CustomResourceDefinition',
+          spec: {
+            group: 'example.org',
+            names: { kind: 'Widget' },
+            versions: [
+              { name: 'v1', served: true },
+              { name: 'v1alpha1', served: false },
+            ],
+          },
+        },
+        { kind: 'ConfigMap' },
+        null,
+      ]),
+    ).toEqual(['example.org/v1', 'example.org/v1/Widget']);
   });
 
   it('names an unserved built-in with the minors that serve it; says nothing of CRDs', () => {
-    expect(servedApiProblem('policy/v1beta1', '1.30.2')).toBe('policy/v1beta1 is not served by Kubernetes 1.30 (served from 1.16 until 1.24)');
+    expect(servedApiProblem('policy/v1beta1', '1.30.2')).toBe(
+      'policy/v1beta1 is not served by Kubernetes 1.30 (served from 1.16 until 1.24)',
+    );
     expect(servedApiProblem('policy/v1', '1.30.2')).toBeUndefined();
     expect(servedApiProblem('example.org/v1', '1.30.2')).toBeUndefined();
   });

@@ -23,8 +23,14 @@ function importGraph(): Map<string, string[]> {
   const graph = new Map<string, string[]>();
   for (const file of sourceFiles()) {
     const text = readFileSync(file, 'utf8');
-    const specs = [...text.matchAll(/(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+'(\.[^']+)'/g), ...text.matchAll(/import\(\s*'(\.[^']+)'\s*\)/g)].map((match) => match[1]!);
-    graph.set(file, specs.map((spec) => path.normalize(path.join(path.dirname(file), spec)).replace(/\.js$/, '.ts')));
+    const specs = [
+      ...text.matchAll(/(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+'(\.[^']+)'/g),
+      ...text.matchAll(/import\(\s*'(\.[^']+)'\s*\)/g),
+    ].map((match) => match[1]!);
+    graph.set(
+      file,
+      specs.map((spec) => path.normalize(path.join(path.dirname(file), spec)).replace(/\.js$/, '.ts')),
+    );
   }
   return graph;
 }
@@ -162,7 +168,9 @@ describe('architecture', () => {
 
   it('reads the whole source tree', () => {
     expect(graph.size).toBeGreaterThan(100);
-    expect(graph.get(path.normalize('src/pipeline/render-and-publish.ts'))).toContain(path.normalize('src/render/render-output.ts'));
+    expect(graph.get(path.normalize('src/pipeline/render-and-publish.ts'))).toContain(
+      path.normalize('src/render/render-output.ts'),
+    );
   });
 
   it('has no import cycle', () => {
@@ -178,7 +186,9 @@ describe('architecture', () => {
         if (from && to && from !== to) arrows.add(`${from} -> ${to}`);
       }
     }
-    const both = ONE_WAY_FOLDERS.filter(([a, b]) => arrows.has(`${a} -> ${b}`) && arrows.has(`${b} -> ${a}`)).map(([a, b]) => `${a} <-> ${b}`);
+    const both = ONE_WAY_FOLDERS.filter(([a, b]) => arrows.has(`${a} -> ${b}`) && arrows.has(`${b} -> ${a}`)).map(
+      ([a, b]) => `${a} <-> ${b}`,
+    );
     expect(both).toEqual([]);
   });
 
@@ -201,8 +211,10 @@ describe('architecture', () => {
       if (!from) continue;
       for (const target of imports) {
         const to = controllerPartOf(target);
-        if (target === path.normalize('src/controller/controller.ts')) violations.push(`${file} (${from}) imports the controller`);
-        else if (to && to !== from && !CONTROLLER_ALLOWED[from](target)) violations.push(`${file} (${from}) imports ${target} (${to})`);
+        if (target === path.normalize('src/controller/controller.ts'))
+          violations.push(`${file} (${from}) imports the controller`);
+        else if (to && to !== from && !CONTROLLER_ALLOWED[from](target))
+          violations.push(`${file} (${from}) imports ${target} (${to})`);
       }
     }
     expect(violations).toEqual([]);
@@ -223,12 +235,19 @@ describe('architecture', () => {
     // the pipeline, CLI and controller choose the engine (the controller also reads its objects).
     const choosers = ['src/cli/', 'src/pipeline/', 'src/controller/'].map((dir) => path.normalize(dir));
     const engineNames = /argoproj\.io|fluxcd\.io|kustomize\.toolkit|toolkit\.fluxcd/;
-    const users = sourceFiles().filter((file) => file.startsWith(`src${path.sep}`) && !choosers.some((dir) => file.startsWith(dir)) && engineNames.test(readFileSync(file, 'utf8')));
+    const users = sourceFiles().filter(
+      (file) =>
+        file.startsWith(`src${path.sep}`) &&
+        !choosers.some((dir) => file.startsWith(dir)) &&
+        engineNames.test(readFileSync(file, 'utf8')),
+    );
     expect(users).toEqual([]);
   });
 
   it('starts child processes in one place: src/core/run-process.ts', () => {
-    const users = sourceFiles().filter((file) => /from 'node:child_process'|from 'child_process'|from 'simple-git'|from 'execa'/.test(readFileSync(file, 'utf8')));
+    const users = sourceFiles().filter((file) =>
+      /from 'node:child_process'|from 'child_process'|from 'simple-git'|from 'execa'/.test(readFileSync(file, 'utf8')),
+    );
     expect(users).toEqual([path.normalize('src/core/run-process.ts')]);
   });
 
@@ -237,7 +256,8 @@ describe('architecture', () => {
     const duckTyped: string[] = [];
     for (const file of sourceFiles()) {
       const text = readFileSync(file, 'utf8');
-      for (const match of text.matchAll(/class (\w+) extends (?:Error|TypeError|RangeError)\b/g)) plainErrors.push(`${file}: ${match[1]}`);
+      for (const match of text.matchAll(/class (\w+) extends (?:Error|TypeError|RangeError)\b/g))
+        plainErrors.push(`${file}: ${match[1]}`);
       if (/\{ (?:retryable|failureKind)\?: unknown \}/.test(text)) duckTyped.push(file);
     }
     expect(plainErrors).toEqual([`${path.normalize('src/core/failure.ts')}: Failure`]);
@@ -253,8 +273,13 @@ describe('architecture', () => {
         if (folderOf(file) !== folderOf(target) && !edges.has(pair)) edges.set(pair, edge);
       }
     }
-    const mutual = [...edges].filter(([pair]) => pair.split(' -> ')[0]! < pair.split(' -> ')[1]! && edges.has(pair.split(' -> ').reverse().join(' -> ')));
-    expect(mutual.map(([pair, edge]) => `${pair} (${edge}; back: ${edges.get(pair.split(' -> ').reverse().join(' -> '))})`)).toEqual([]);
+    const mutual = [...edges].filter(
+      ([pair]) =>
+        pair.split(' -> ')[0]! < pair.split(' -> ')[1]! && edges.has(pair.split(' -> ').reverse().join(' -> ')),
+    );
+    expect(
+      mutual.map(([pair, edge]) => `${pair} (${edge}; back: ${edges.get(pair.split(' -> ').reverse().join(' -> '))})`),
+    ).toEqual([]);
   });
 
   it('keeps each core folder to the folders ranked below it', () => {
@@ -265,14 +290,17 @@ describe('architecture', () => {
       for (const target of imports) {
         const to = CORE_RANK.indexOf(folderOf(target));
         const edge = `${file} -> ${target}`.split(path.sep).join('/');
-        if (to > from || (to < 0 && graph.has(target))) climbs.push(`${edge} (${folderOf(target)} is not below ${folderOf(file)})`);
+        if (to > from || (to < 0 && graph.has(target)))
+          climbs.push(`${edge} (${folderOf(target)} is not below ${folderOf(file)})`);
       }
     }
     expect(climbs).toEqual([]);
   });
 
   it('ranks every core folder', () => {
-    const folders = new Set([...graph.keys()].filter((file) => layerOf(file) === 'core' || layerOf(file) === 'output').map(folderOf));
+    const folders = new Set(
+      [...graph.keys()].filter((file) => layerOf(file) === 'core' || layerOf(file) === 'output').map(folderOf),
+    );
     expect([...folders].filter((folder) => !CORE_RANK.includes(folder)).sort()).toEqual([]);
   });
 });

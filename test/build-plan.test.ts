@@ -37,7 +37,13 @@ describe('buildPlan', () => {
     await writeFile(values, `${await readFile(values, 'utf8')}\n# team b\n`);
 
     const manifests = parseManifests(`${stack('team-a', teamA)}---\n${stack('team-b', teamB)}`, 'stacks.yaml');
-    const plan = await buildPlan({ manifests, defaultSource: teamA, openSource: createSourceOpener({ cacheDir: path.join(root, 'cache') }), workDir: path.join(root, 'work') , checkCrdRules });
+    const plan = await buildPlan({
+      manifests,
+      defaultSource: teamA,
+      openSource: createSourceOpener({ cacheDir: path.join(root, 'cache') }),
+      workDir: path.join(root, 'work'),
+      checkCrdRules,
+    });
 
     expect(plan.problems).toEqual([]);
     const a = loadedRelease(plan, 'team-a', TAG);
@@ -60,16 +66,36 @@ spec:
 `;
 
   it.each([
-    ['v1.30.4', /is v1\.30\.4 but class docker-ferrol-1-30-v1's release docker-ferrol-1-30-v1 is for Kubernetes v1\.30\.2 \(its metadata\.yaml\); the cluster-stack-operator accepts only that version: set spec\.topology\.version: v1\.30\.2/],
+    [
+      'v1.30.4',
+      /is v1\.30\.4 but class docker-ferrol-1-30-v1's release docker-ferrol-1-30-v1 is for Kubernetes v1\.30\.2 \(its metadata\.yaml\); the cluster-stack-operator accepts only that version: set spec\.topology\.version: v1\.30\.2/,
+    ],
     ['v1.30.2', undefined],
-  ])('checks topology.version %s against the release\'s Kubernetes version, as the cluster-stack-operator\'s webhook does, naming file and line', async (version, message) => {
-    const root = await mkdtemp(path.join(tmpdir(), 'csk-plan-'));
-    dirs.push(root);
-    const source = path.resolve('examples/quickstart/releases');
-    const manifests = parseManifests(`${stack('team-a', source)}---\n${cluster(version)}`, 'fleet.yaml');
-    const plan = await buildPlan({ manifests, defaultSource: source, openSource: createSourceOpener({ cacheDir: path.join(root, 'cache') }), workDir: path.join(root, 'work') , checkCrdRules });
-    const problems = plan.resolution.clusters[0]!.problems;
-    if (message === undefined) expect(problems).toEqual([]);
-    else expect(problems).toEqual([{ source: 'fleet.yaml:10', object: 'Cluster team-a/alpha', path: 'spec.topology.version', message: expect.stringMatching(message) }]);
-  });
+  ])(
+    "checks topology.version %s against the release's Kubernetes version, as the cluster-stack-operator's webhook does, naming file and line",
+    async (version, message) => {
+      const root = await mkdtemp(path.join(tmpdir(), 'csk-plan-'));
+      dirs.push(root);
+      const source = path.resolve('examples/quickstart/releases');
+      const manifests = parseManifests(`${stack('team-a', source)}---\n${cluster(version)}`, 'fleet.yaml');
+      const plan = await buildPlan({
+        manifests,
+        defaultSource: source,
+        openSource: createSourceOpener({ cacheDir: path.join(root, 'cache') }),
+        workDir: path.join(root, 'work'),
+        checkCrdRules,
+      });
+      const problems = plan.resolution.clusters[0]!.problems;
+      if (message === undefined) expect(problems).toEqual([]);
+      else
+        expect(problems).toEqual([
+          {
+            source: 'fleet.yaml:10',
+            object: 'Cluster team-a/alpha',
+            path: 'spec.topology.version',
+            message: expect.stringMatching(message),
+          },
+        ]);
+    },
+  );
 });

@@ -3,14 +3,31 @@ import { canonicalJson, sameCanonicalJson } from '../src/render/canonical-json.j
 
 describe('canonicalJson', () => {
   it('gives exactly what JSON.stringify gives for plain data, keys sorted', () => {
-    const value = { b: [1, 'two', null, undefined, { d: true, c: 1.5e300 }], a: 'x"\u2028\n', e: undefined, '10': 0, '2': -0, f: {}, g: [] };
-    const sorted = { '2': -0, '10': 0, a: 'x"\u2028\n', b: [1, 'two', null, undefined, { c: 1.5e300, d: true }], f: {}, g: [] };
+    const value = {
+      b: [1, 'two', null, undefined, { d: true, c: 1.5e300 }],
+      a: 'x"\u2028\n',
+      e: undefined,
+      '10': 0,
+      '2': -0,
+      f: {},
+      g: [],
+    };
+    const sorted = {
+      '2': -0,
+      '10': 0,
+      a: 'x"\u2028\n',
+      b: [1, 'two', null, undefined, { c: 1.5e300, d: true }],
+      f: {},
+      g: [],
+    };
 
     expect(canonicalJson(value)).toBe(JSON.stringify(sorted));
   });
 
   it('writes a bigint as its exact digits instead of throwing', () => {
-    expect(canonicalJson({ metadata: { generation: 9007199254740993n }, list: [-9223372036854775808n] })).toBe('{"list":[-9223372036854775808],"metadata":{"generation":9007199254740993}}');
+    expect(canonicalJson({ metadata: { generation: 9007199254740993n }, list: [-9223372036854775808n] })).toBe(
+      '{"list":[-9223372036854775808],"metadata":{"generation":9007199254740993}}',
+    );
   });
 
   it('hashes an integer the same whether it arrives as number or bigint', () => {
@@ -22,13 +39,36 @@ describe('canonicalJson', () => {
     // A small deterministic generator (no Math.random: a failure must be reproducible).
     let seed = 7;
     const next = (): number => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
-    const pick = <T,>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
-    const leaves: unknown[] = ['a', 'b', '', 0, -0, 1, 1n, 6443, 6443n, 1.5, Number.NaN, Number.POSITIVE_INFINITY, true, false, null, undefined, () => 1, new Date(0), { toJSON: () => 'a' }];
+    const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
+    const leaves: unknown[] = [
+      'a',
+      'b',
+      '',
+      0,
+      -0,
+      1,
+      1n,
+      6443,
+      6443n,
+      1.5,
+      Number.NaN,
+      Number.POSITIVE_INFINITY,
+      true,
+      false,
+      null,
+      undefined,
+      () => 1,
+      new Date(0),
+      { toJSON: () => 'a' },
+    ];
     const value = (depth: number): unknown => {
       const roll = next();
       if (depth === 0 || roll < 0.4) return pick(leaves);
       if (roll < 0.7) return Array.from({ length: Math.floor(next() * 3) }, () => value(depth - 1));
-      const object: Record<string, unknown> = Object.create(next() < 0.1 ? null : Object.prototype) as Record<string, unknown>;
+      const object: Record<string, unknown> = Object.create(next() < 0.1 ? null : Object.prototype) as Record<
+        string,
+        unknown
+      >;
       for (const key of ['x', 'y', 'constructor'].slice(0, Math.floor(next() * 4))) object[key] = value(depth - 1);
       return object;
     };
@@ -53,4 +93,3 @@ function structuredCloneOrSame(value: unknown): unknown {
     return value;
   }
 }
-

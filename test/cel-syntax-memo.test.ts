@@ -68,7 +68,9 @@ describe('CelSyntaxMemo', () => {
     expect(reopened.check(INVALID)).toBe(conditionSyntaxError(INVALID));
     expect(edited.calls).toEqual([INVALID]);
     await reopened.save();
-    expect((JSON.parse(await readFile(file, 'utf8')) as { verdicts: unknown }).verdicts).toEqual([[INVALID, conditionSyntaxError(INVALID)]]);
+    expect((JSON.parse(await readFile(file, 'utf8')) as { verdicts: unknown }).verdicts).toEqual([
+      [INVALID, conditionSyntaxError(INVALID)],
+    ]);
 
     await writeFile(file, '{"schema": 1, "libr');
     const torn = countingCheck();

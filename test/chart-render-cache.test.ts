@@ -7,7 +7,12 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHelmDependencies } from '../renderers/helm-dependencies.js';
 import { helmBinaryIdentity, resolveHelmBinary } from '../renderers/helm-binary.js';
-import { CHART_RENDERS_DIR, cachedRenderChart, cachedValuesVerdicts, ChartRenderCache } from '../src/render/chart-render-cache.js';
+import {
+  CHART_RENDERS_DIR,
+  cachedRenderChart,
+  cachedValuesVerdicts,
+  ChartRenderCache,
+} from '../src/render/chart-render-cache.js';
 import { withSecretValueDigests } from '../src/render/secret-value-digests.js';
 import { readManifests } from '../src/render/manifest-objects.js';
 import { treeDigest } from '../src/release/content-digest.js';
@@ -21,7 +26,9 @@ interface ConfigMap {
 }
 
 function configMap(output: string): ConfigMap {
-  const objects = decodeYamlDocuments(output).map((document) => document.value).filter(Boolean) as ConfigMap[];
+  const objects = decodeYamlDocuments(output)
+    .map((document) => document.value)
+    .filter(Boolean) as ConfigMap[];
   expect(objects).toHaveLength(1);
   return objects[0]!;
 }
@@ -36,16 +43,24 @@ beforeAll(async () => {
   chartDir = await writeChart(path.join(root.dir, 'chart'), {
     'Chart.yaml': 'apiVersion: v2\nname: greeting\nversion: 0.1.0\n',
     'values.yaml': 'greeting: hello\n',
-    'templates/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: greeting\n  namespace: {{ .Release.Namespace }}\ndata:\n  greeting: {{ .Values.greeting | quote }}\n  kube: {{ .Capabilities.KubeVersion.Version | quote }}\n',
+    'templates/cm.yaml':
+      'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: greeting\n  namespace: {{ .Release.Namespace }}\ndata:\n  greeting: {{ .Values.greeting | quote }}\n  kube: {{ .Capabilities.KubeVersion.Version | quote }}\n',
   });
 });
 
 afterAll(() => root.cleanup());
 
 /** A cached renderer over the real helm, counting helm renders; `identity` names the helm binary. */
-function cachedHelm(cacheDir: string, identity: () => Promise<string | undefined> = () => helmBinaryIdentity({ configured: helm })) {
+function cachedHelm(
+  cacheDir: string,
+  identity: () => Promise<string | undefined> = () => helmBinaryIdentity({ configured: helm }),
+) {
   let helmRenders = 0;
-  const deps = createHelmDependencies({ configured: helm, pathEnv: process.env.PATH ?? '', workDir: path.join(cacheDir, 'helm') });
+  const deps = createHelmDependencies({
+    configured: helm,
+    pathEnv: process.env.PATH ?? '',
+    workDir: path.join(cacheDir, 'helm'),
+  });
   const cached = cachedRenderChart(new ChartRenderCache(cacheDir), identity, async () => async (request) => {
     helmRenders += 1;
     return deps.renderChart(request);
@@ -54,7 +69,14 @@ function cachedHelm(cacheDir: string, identity: () => Promise<string | undefined
 }
 
 async function request(overrides: Partial<ChartRenderRequest> = {}): Promise<ChartRenderRequest> {
-  return { releaseName: 'greeting', chart: { dir: chartDir, digest: await treeDigest(chartDir), origin: 'greeting' }, namespace: 'fleet', kubeVersion: '1.30.4', values: [], ...overrides };
+  return {
+    releaseName: 'greeting',
+    chart: { dir: chartDir, digest: await treeDigest(chartDir), origin: 'greeting' },
+    namespace: 'fleet',
+    kubeVersion: '1.30.4',
+    values: [],
+    ...overrides,
+  };
 }
 
 async function entries(cacheDir: string): Promise<string[]> {
@@ -94,7 +116,10 @@ describe('plan chart render cache', () => {
     // The chart changes in place: its digest changes, and the stale render is not used.
     const template = path.join(chartDir, 'templates/cm.yaml');
     const original = await readFile(template, 'utf8');
-    await writeFile(template, original.replace('  name: greeting\n', '  name: greeting\n  labels:\n    edited: "yes"\n'));
+    await writeFile(
+      template,
+      original.replace('  name: greeting\n', '  name: greeting\n  labels:\n    edited: "yes"\n'),
+    );
     try {
       const edited = await renderer.renderChart(await request());
       expect(configMap(edited).metadata.labels).toEqual({ edited: 'yes' });
@@ -150,7 +175,9 @@ describe('plan chart render cache', () => {
 
   it('names the helm binary by its path and file: another file is another identity, none when nothing is executable', async () => {
     const identity = await helmBinaryIdentity({ configured: helm });
-    expect(identity).toMatch(new RegExp(`^${helm.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} size=\\d+ mtime=[\\d.]+ ino=\\d+$`));
+    expect(identity).toMatch(
+      new RegExp(`^${helm.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} size=\\d+ mtime=[\\d.]+ ino=\\d+$`),
+    );
     expect(await helmBinaryIdentity({ pathEnv: path.dirname(helm), bundledPath: null })).toBe(identity);
     const other = await writeScript(path.join(root.dir, 'other-helm'), 'echo v3.99.0');
     expect(await helmBinaryIdentity({ configured: other })).toMatch(/^.*other-helm size=\d+ /);
@@ -176,7 +203,12 @@ describe('plan chart render cache: no Secret value rests in it', () => {
     const secretRequest = await request({ chart: { dir, digest: await treeDigest(dir), origin: 'secretive' } });
     const renderer = cachedHelm(cacheDir);
     const answer = await renderer.renderChart(secretRequest);
-    for (const text of [answer, ...(await Promise.all((await entries(cacheDir)).map((name) => readFile(path.join(cacheDir, CHART_RENDERS_DIR, name), 'utf8'))))]) {
+    for (const text of [
+      answer,
+      ...(await Promise.all(
+        (await entries(cacheDir)).map((name) => readFile(path.join(cacheDir, CHART_RENDERS_DIR, name), 'utf8')),
+      )),
+    ]) {
       expect(text).not.toContain(TOKEN);
       expect(text).not.toContain(KEY);
       expect(text).not.toContain(Buffer.from(KEY).toString('base64'));
@@ -184,24 +216,41 @@ describe('plan chart render cache: no Secret value rests in it', () => {
     // Plan still reads every object, each named as before; the secret ones hold a digest of what they held.
     const reading = readManifests(answer, 'secretive');
     expect(reading.problems).toEqual([]);
-    expect(reading.objects.map(({ object }) => `${object.kind}/${object.metadata.name}`).sort()).toEqual(['ConfigMap/greeting', 'ConfigMap/plain', 'Secret/credentials', 'Secret/listed']);
-    expect(reading.objects.find(({ object }) => object.metadata.name === 'credentials')!.object).toEqual({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'credentials' }, contentDigest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/) });
+    expect(reading.objects.map(({ object }) => `${object.kind}/${object.metadata.name}`).sort()).toEqual([
+      'ConfigMap/greeting',
+      'ConfigMap/plain',
+      'Secret/credentials',
+      'Secret/listed',
+    ]);
+    expect(reading.objects.find(({ object }) => object.metadata.name === 'credentials')!.object).toEqual({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'credentials' },
+      contentDigest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/),
+    });
     // A later run answers the same from the cache.
     const later = cachedHelm(cacheDir);
     expect(await later.renderChart(secretRequest)).toBe(answer);
     expect(later.helmRenders()).toBe(0);
     // Another secret value is another digest: plan's comparisons between releases still see it.
-    const other = withSecretValueDigests(`apiVersion: v1\nkind: Secret\nmetadata: {name: credentials}\nstringData: {token: other}\n`)!;
-    const same = withSecretValueDigests(`apiVersion: v1\nkind: Secret\nmetadata: {name: credentials}\nstringData: {token: ${TOKEN}}\n`)!;
+    const other = withSecretValueDigests(
+      `apiVersion: v1\nkind: Secret\nmetadata: {name: credentials}\nstringData: {token: other}\n`,
+    )!;
+    const same = withSecretValueDigests(
+      `apiVersion: v1\nkind: Secret\nmetadata: {name: credentials}\nstringData: {token: ${TOKEN}}\n`,
+    )!;
     expect(other).not.toBe(same);
     expect(same).not.toContain(TOKEN);
     // An output without secret objects keeps its bytes; one with a document that does not decode is not kept.
-    expect(withSecretValueDigests('apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n')).toBe('apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n');
+    expect(withSecretValueDigests('apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n')).toBe(
+      'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n',
+    );
     expect(withSecretValueDigests(`kind: Secret\nstringData: {token: ${TOKEN}}\n  bad: [\n`)).toBeUndefined();
 
     expect((await stat(cacheDir)).mode & 0o777).toBe(0o700);
     expect((await stat(path.join(cacheDir, CHART_RENDERS_DIR))).mode & 0o777).toBe(0o700);
-    for (const name of await entries(cacheDir)) expect((await stat(path.join(cacheDir, CHART_RENDERS_DIR, name))).mode & 0o777).toBe(0o600);
+    for (const name of await entries(cacheDir))
+      expect((await stat(path.join(cacheDir, CHART_RENDERS_DIR, name))).mode & 0o777).toBe(0o600);
   });
 
   it('empties a chart-renders directory others may read: an earlier version kept Secrets there in plain text', async () => {
@@ -209,7 +258,10 @@ describe('plan chart render cache: no Secret value rests in it', () => {
     const legacy = path.join(cacheDir, CHART_RENDERS_DIR);
     await mkdir(legacy, { recursive: true });
     await chmod(legacy, 0o755);
-    await writeFile(path.join(legacy, `${'a'.repeat(64)}.json`), JSON.stringify({ schema: 1, output: `token: ${TOKEN}` }));
+    await writeFile(
+      path.join(legacy, `${'a'.repeat(64)}.json`),
+      JSON.stringify({ schema: 1, output: `token: ${TOKEN}` }),
+    );
     const renderer = cachedHelm(cacheDir);
     await renderer.renderChart(await request());
     const names = await entries(cacheDir);
@@ -220,14 +272,33 @@ describe('plan chart render cache: no Secret value rests in it', () => {
 
   it('does not remember a values template stopped at the time limit: a larger limit may let it pass', async () => {
     const cacheDir = path.join(root.dir, 'verdicts-timeout');
-    const items: ValuesTemplateItem[] = [{ id: 'slow', origin: 'release/slow/overwrite.yaml', template: 'x: 1\n', context: { Cluster: { metadata: { name: 'one' }, spec: {} } } }];
+    const items: ValuesTemplateItem[] = [
+      {
+        id: 'slow',
+        origin: 'release/slow/overwrite.yaml',
+        template: 'x: 1\n',
+        context: { Cluster: { metadata: { name: 'one' }, spec: {} } },
+      },
+    ];
     let evaluations = 0;
     const verdicts = () =>
-      cachedValuesVerdicts(new ChartRenderCache(cacheDir), () => helmBinaryIdentity({ configured: helm }), async () => async (batch) => {
-        evaluations += batch.length;
-        return batch.map((entry) => ({ id: entry.id, ok: false as const, timedOut: true as const, message: 'did not finish within 1s', error: new Error('did not finish within 1s') }));
-      });
-    expect(await verdicts().evaluateValues(items, '1.30.4')).toEqual([expect.objectContaining({ id: 'slow', ok: false, timedOut: true })]);
+      cachedValuesVerdicts(
+        new ChartRenderCache(cacheDir),
+        () => helmBinaryIdentity({ configured: helm }),
+        async () => async (batch) => {
+          evaluations += batch.length;
+          return batch.map((entry) => ({
+            id: entry.id,
+            ok: false as const,
+            timedOut: true as const,
+            message: 'did not finish within 1s',
+            error: new Error('did not finish within 1s'),
+          }));
+        },
+      );
+    expect(await verdicts().evaluateValues(items, '1.30.4')).toEqual([
+      expect.objectContaining({ id: 'slow', ok: false, timedOut: true }),
+    ]);
     const later = verdicts();
     await later.evaluateValues(items, '1.30.4');
     expect(evaluations).toBe(2);
@@ -235,27 +306,52 @@ describe('plan chart render cache: no Secret value rests in it', () => {
     expect(await entries(cacheDir).catch(() => [])).toEqual([]);
   });
 
-  it('keeps values templates\' verdicts, never their values: a later run answers them without helm', async () => {
+  it("keeps values templates' verdicts, never their values: a later run answers them without helm", async () => {
     const cacheDir = path.join(root.dir, 'verdicts');
-    const item = (id: string, template: string): ValuesTemplateItem => ({ id, origin: `release/${id}/overwrite.yaml`, template, context: { Cluster: { metadata: { name: 'one' }, spec: {} } } });
-    const items = [item('ok', `values: |\n  token: ${TOKEN}\n  name: {{ .Cluster.metadata.name }}\n`), item('missing', 'host: {{ .Cluster.spec.controlPlaneEndpoint.host }}\n')];
+    const item = (id: string, template: string): ValuesTemplateItem => ({
+      id,
+      origin: `release/${id}/overwrite.yaml`,
+      template,
+      context: { Cluster: { metadata: { name: 'one' }, spec: {} } },
+    });
+    const items = [
+      item('ok', `values: |\n  token: ${TOKEN}\n  name: {{ .Cluster.metadata.name }}\n`),
+      item('missing', 'host: {{ .Cluster.spec.controlPlaneEndpoint.host }}\n'),
+    ];
     let evaluations = 0;
     const verdicts = () =>
-      cachedValuesVerdicts(new ChartRenderCache(cacheDir), () => helmBinaryIdentity({ configured: helm }), async () => {
-        const deps = createHelmDependencies({ configured: helm, pathEnv: process.env.PATH ?? '', workDir: path.join(cacheDir, 'helm') });
-        return async (batch, kubeVersion) => {
-          evaluations += batch.length;
-          return deps.evaluateValues(batch, kubeVersion);
-        };
-      });
+      cachedValuesVerdicts(
+        new ChartRenderCache(cacheDir),
+        () => helmBinaryIdentity({ configured: helm }),
+        async () => {
+          const deps = createHelmDependencies({
+            configured: helm,
+            pathEnv: process.env.PATH ?? '',
+            workDir: path.join(cacheDir, 'helm'),
+          });
+          return async (batch, kubeVersion) => {
+            evaluations += batch.length;
+            return deps.evaluateValues(batch, kubeVersion);
+          };
+        },
+      );
     const first = await verdicts().evaluateValues(items, '1.30.4');
-    expect(first.map((result) => [result.id, result.ok])).toEqual([['ok', true], ['missing', false]]);
+    expect(first.map((result) => [result.id, result.ok])).toEqual([
+      ['ok', true],
+      ['missing', false],
+    ]);
     const later = verdicts();
     const again = await later.evaluateValues(items, '1.30.4');
     expect(evaluations).toBe(2);
     expect(later.stats()).toEqual({ hits: 2, rendered: 0 });
     expect(again[0]).toEqual({ id: 'ok', ok: true, values: {} });
-    expect(again[1]).toMatchObject({ id: 'missing', ok: false, missingField: (first[1] as { missingField?: string }).missingField, message: (first[1] as { message: string }).message });
-    for (const name of await entries(cacheDir)) expect(await readFile(path.join(cacheDir, CHART_RENDERS_DIR, name), 'utf8')).not.toContain(TOKEN);
+    expect(again[1]).toMatchObject({
+      id: 'missing',
+      ok: false,
+      missingField: (first[1] as { missingField?: string }).missingField,
+      message: (first[1] as { message: string }).message,
+    });
+    for (const name of await entries(cacheDir))
+      expect(await readFile(path.join(cacheDir, CHART_RENDERS_DIR, name), 'utf8')).not.toContain(TOKEN);
   });
 });

@@ -22,7 +22,15 @@ spec:
 `,
     });
     const output = path.join(await tempDir(), 'out');
-    const result = await runClusterstack(['render', inputs, '--release-source', EXAMPLE_RELEASES, '--output', output, '--json']);
+    const result = await runClusterstack([
+      'render',
+      inputs,
+      '--release-source',
+      EXAMPLE_RELEASES,
+      '--output',
+      output,
+      '--json',
+    ]);
     expect(result.code).toBe(0);
     expect(JSON.parse(result.stdout).withheld).toEqual([]);
     const files = Object.keys(await readTree(path.join(output, 'current')));

@@ -10,7 +10,8 @@ function classify(documents: string[]) {
   return classifyInputs(parseManifests(documents.join('---\n'), 'inputs.yaml').objects, checkCrdRules);
 }
 
-const object = (apiVersion: string, kind: string, name = 'x'): string => `apiVersion: ${apiVersion}\nkind: ${kind}\nmetadata: {name: ${name}, namespace: fleet}\n`;
+const object = (apiVersion: string, kind: string, name = 'x'): string =>
+  `apiVersion: ${apiVersion}\nkind: ${kind}\nmetadata: {name: ${name}, namespace: fleet}\n`;
 
 describe('classifyInputs: kinds that are typos', () => {
   it.each([
@@ -23,14 +24,26 @@ describe('classifyInputs: kinds that are typos', () => {
     ['example.com/v1', 'Clustre', 'Cluster'],
   ])('refuses %s %s, naming the file, line and the kind meant', (apiVersion, kind, meant) => {
     const inputs = classify([object('v1', 'ConfigMap', 'first'), object(apiVersion, kind)]);
-    expect(inputs.problems).toEqual([expect.objectContaining({ source: 'inputs.yaml:6', path: 'kind', message: expect.stringContaining(`did you mean ${meant}?`) })]);
+    expect(inputs.problems).toEqual([
+      expect.objectContaining({
+        source: 'inputs.yaml:6',
+        path: 'kind',
+        message: expect.stringContaining(`did you mean ${meant}?`),
+      }),
+    ]);
     expect(inputs.clusters).toEqual([]);
     expect(inputs.others.map((sourced) => sourced.object.kind)).toEqual(['ConfigMap']);
   });
 
   it('refuses a Cluster whose API group is a typo of cluster.x-k8s.io', () => {
     const inputs = classify([object('cluser.x-k8s.io/v1beta2', 'Cluster')]);
-    expect(inputs.problems).toEqual([expect.objectContaining({ source: 'inputs.yaml:1', path: 'apiVersion', message: expect.stringContaining('did you mean cluster.x-k8s.io/v1beta2?') })]);
+    expect(inputs.problems).toEqual([
+      expect.objectContaining({
+        source: 'inputs.yaml:1',
+        path: 'apiVersion',
+        message: expect.stringContaining('did you mean cluster.x-k8s.io/v1beta2?'),
+      }),
+    ]);
   });
 
   it('passes every kind that merely looks alike: ClusterClass, templates, CAPI and provider kinds', () => {
@@ -61,6 +74,13 @@ describe('classifyInputs: kinds that are typos', () => {
 
   it('says which kinds our own group has, with the one meant', () => {
     const inputs = classify([object('clusterstack.x-k8s.io/v1alpha1', 'ClusterAdon')]);
-    expect(inputs.problems).toEqual([expect.objectContaining({ path: 'kind', message: expect.stringMatching(/known kinds are ClusterStack, ClusterStackRelease and ClusterAddon; did you mean ClusterAddon\?/) })]);
+    expect(inputs.problems).toEqual([
+      expect.objectContaining({
+        path: 'kind',
+        message: expect.stringMatching(
+          /known kinds are ClusterStack, ClusterStackRelease and ClusterAddon; did you mean ClusterAddon\?/,
+        ),
+      }),
+    ]);
   });
 });

@@ -25,8 +25,23 @@ import { VersionSyntaxError } from '../src/core/stack-version.js';
 import { PublishError } from '../gitops/publish-error.js';
 import { LockHeldError } from '../gitops/publish-lock.js';
 import type { KubeObject } from '../src/api/types.js';
-import { clusterYaml, EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, FERROL_STACK_YAML, runClusterstack, tempDir, writeTree } from './support/cli.js';
-import { cliCommand, cliEnvironment, type CliProcessOptions, type ProcessResult, removeCliBundle, runCliProcess } from './support/cli-process.js';
+import {
+  clusterYaml,
+  EXAMPLE_MANIFESTS,
+  EXAMPLE_RELEASES,
+  FERROL_STACK_YAML,
+  runClusterstack,
+  tempDir,
+  writeTree,
+} from './support/cli.js';
+import {
+  cliCommand,
+  cliEnvironment,
+  type CliProcessOptions,
+  type ProcessResult,
+  removeCliBundle,
+  runCliProcess,
+} from './support/cli-process.js';
 
 const failing = vi.hoisted(() => ({ error: undefined as unknown }));
 
@@ -43,7 +58,11 @@ async function exitFor(error: unknown): Promise<{ code: number; stderr: string }
   return { code, stderr };
 }
 
-const secret = { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'token', namespace: 'kube-system' } } as unknown as KubeObject;
+const secret = {
+  apiVersion: 'v1',
+  kind: 'Secret',
+  metadata: { name: 'token', namespace: 'kube-system' },
+} as unknown as KubeObject;
 
 describe('exit codes by kind of failure', () => {
   beforeEach(() => {
@@ -54,7 +73,10 @@ describe('exit codes by kind of failure', () => {
     const fixInput: Error[] = [
       new InputError([{ message: 'spec.provider: is required' }]),
       // The mass-deletion refusal is an InputError too (render-command throws it so).
-      new InputError([{ message: 'refused: the render removes every cluster' }], 'refused: the render removes every cluster'),
+      new InputError(
+        [{ message: 'refused: the render removes every cluster' }],
+        'refused: the render removes every cluster',
+      ),
       new HelmRenderError('docker-ferrol-1-30-v1', 'cluster-class', 'template: bad'),
       new HelmNotFoundError('helm not found: install it'),
       // A template that never ends loops again on a retry: the chart or values template needs a fix.
@@ -95,15 +117,24 @@ describe('exit codes by kind of failure', () => {
   });
 
   it('exits 2 for a wrong command line or setting, with a hint to --help', async () => {
-    for (const error of [new UsageError('releases list needs --source'), new ConfigError('--read-timeout must be a duration')]) {
+    for (const error of [
+      new UsageError('releases list needs --source'),
+      new ConfigError('--read-timeout must be a duration'),
+    ]) {
       const result = await exitFor(error);
       expect(result.code).toBe(2);
-      expect(result.stderr).toBe(`error: ${error.message}\nRun 'clusterstack releases --help' for its options and examples.\n`);
+      expect(result.stderr).toBe(
+        `error: ${error.message}\nRun 'clusterstack releases --help' for its options and examples.\n`,
+      );
     }
   });
 
   it('exits 4 for an error of no known kind, saying it is a bug to report', async () => {
-    for (const error of [new TypeError("Cannot read properties of undefined (reading 'spec')"), 'a thrown string', new Failure('internal', 'an invariant broke')]) {
+    for (const error of [
+      new TypeError("Cannot read properties of undefined (reading 'spec')"),
+      'a thrown string',
+      new Failure('internal', 'an invariant broke'),
+    ]) {
       const result = await exitFor(error);
       expect(result.code).toBe(FAILURE_REACTIONS.internal.exitCode);
       expect(result.code).toBe(4);
@@ -136,7 +167,8 @@ describe('the real CLI ends with the code of each row of the exit-code table', (
     await removeCliBundle();
   });
 
-  const plan = (args: string[], options: CliProcessOptions = {}): Promise<ProcessResult> => runCliProcess(['plan', EXAMPLE_MANIFESTS, ...args], options);
+  const plan = (args: string[], options: CliProcessOptions = {}): Promise<ProcessResult> =>
+    runCliProcess(['plan', EXAMPLE_MANIFESTS, ...args], options);
 
   /** A render that must fail before writing anything: the output directory is never created. */
   async function refusedRender(args: string[], env: NodeJS.ProcessEnv = {}): Promise<ProcessResult> {
@@ -154,11 +186,16 @@ describe('the real CLI ends with the code of each row of the exit-code table', (
   });
 
   it('1: an input needs a fix, named with its file, line, object and field, and nothing is written', async () => {
-    const inputs = await writeTree({ 'stack.yaml': FERROL_STACK_YAML, 'c.yaml': clusterYaml('one', 'docker-ferrol-1-30-v9') });
+    const inputs = await writeTree({
+      'stack.yaml': FERROL_STACK_YAML,
+      'c.yaml': clusterYaml('one', 'docker-ferrol-1-30-v9'),
+    });
     const out = path.join(await tempDir(), 'out');
     const result = await runCliProcess(['render', inputs, '--release-source', EXAMPLE_RELEASES, '--output', out]);
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/^error: nothing was rendered or written:\n {2}\S*c\.yaml:8 Cluster cluster-stacks\/one spec\.topology\.class: names docker-ferrol-1-30-v9, but the release source has no release docker-ferrol-1-30-v9; pick a class of an existing release; did you mean docker-ferrol-1-30-v1\?\n\(--allow-partial publishes everything else and keeps the previous output of the Clusters named here\)\n$/);
+    expect(result.stderr).toMatch(
+      /^error: nothing was rendered or written:\n {2}\S*c\.yaml:8 Cluster cluster-stacks\/one spec\.topology\.class: names docker-ferrol-1-30-v9, but the release source has no release docker-ferrol-1-30-v9; pick a class of an existing release; did you mean docker-ferrol-1-30-v1\?\n\(--allow-partial publishes everything else and keeps the previous output of the Clusters named here\)\n$/,
+    );
     expect(result.stderr).not.toMatch(/\n {4}at /);
     await expect(stat(out)).rejects.toThrow();
   });
@@ -170,11 +207,16 @@ describe('the real CLI ends with the code of each row of the exit-code table', (
       const { command, args: argv } = await cliCommand(args);
       const script = `cd "$1" && rmdir "$1" && shift && exec "$@"`;
       return new Promise((resolve, reject) => {
-        execFile('/bin/sh', ['-c', script, 'sh', gone, command, ...argv], { env: cliEnvironment() }, (error, stdout, stderr) => {
-          const code = error ? (typeof error.code === 'number' ? error.code : null) : 0;
-          if (error && code === null) reject(error);
-          else resolve({ code, signal: null, stdout, stderr });
-        });
+        execFile(
+          '/bin/sh',
+          ['-c', script, 'sh', gone, command, ...argv],
+          { env: cliEnvironment() },
+          (error, stdout, stderr) => {
+            const code = error ? (typeof error.code === 'number' ? error.code : null) : 0;
+            if (error && code === null) reject(error);
+            else resolve({ code, signal: null, stdout, stderr });
+          },
+        );
       });
     };
     const commands = [
@@ -187,7 +229,9 @@ describe('the real CLI ends with the code of each row of the exit-code table', (
     for (const args of commands) {
       await mkdir(gone, { recursive: true });
       const result = await inGone(args);
-      expect(result.stderr, args.join(' ')).toBe('error: the current working directory no longer exists (it was removed or moved away while the shell was in it), so relative paths mean nothing; cd into an existing directory and run the command again\n');
+      expect(result.stderr, args.join(' ')).toBe(
+        'error: the current working directory no longer exists (it was removed or moved away while the shell was in it), so relative paths mean nothing; cd into an existing directory and run the command again\n',
+      );
       expect(result.code, args.join(' ')).toBe(1);
     }
     await mkdir(gone, { recursive: true });
@@ -199,24 +243,78 @@ describe('the real CLI ends with the code of each row of the exit-code table', (
   it('1: a default cache directory this user may not create names it, --cache-dir and the variable', async () => {
     // As root every directory is writable: drop to nobody, as a CI runner without a home would be.
     const asNobody = process.getuid?.() === 0 ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'] : [];
-    const result = await runCliProcess(['plan', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES], { prefix: asNobody, env: { HOME: '/nonexistent', CLUSTERSTACK_CACHE_DIR: '' } });
-    expect(result.stderr).toBe('error: the cache directory /nonexistent/.cache/clusterstack-gitops (the default, under XDG_CACHE_HOME or HOME) cannot be created or written (EACCES); point --cache-dir or CLUSTERSTACK_CACHE_DIR at a directory this user may write\n');
+    const result = await runCliProcess(['plan', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES], {
+      prefix: asNobody,
+      env: { HOME: '/nonexistent', CLUSTERSTACK_CACHE_DIR: '' },
+    });
+    expect(result.stderr).toBe(
+      'error: the cache directory /nonexistent/.cache/clusterstack-gitops (the default, under XDG_CACHE_HOME or HOME) cannot be created or written (EACCES); point --cache-dir or CLUSTERSTACK_CACHE_DIR at a directory this user may write\n',
+    );
     expect(result.code).toBe(1);
     await expect(stat('/nonexistent')).rejects.toThrow();
   });
 
   it('2: a bad flag (or variable) value, named, with nothing written', async () => {
     const cases: [string[], NodeJS.ProcessEnv, string][] = [
-      [['--release-source', EXAMPLE_RELEASES, '--secrets', 'encrypt', '--age-recipient', 'bogus'], {}, 'error: --age-recipient: "bogus" is not an age X25519 recipient'],
-      [['--release-source', EXAMPLE_RELEASES, '--secrets', 'encrypt'], { CLUSTERSTACK_AGE_RECIPIENTS: 'age1nope' }, 'error: CLUSTERSTACK_AGE_RECIPIENTS: "age1nope" is not an age X25519 recipient'],
-      [['--release-source', 'github:only-owner'], {}, 'error: --release-source: release source github:only-owner: expected github:<owner>/<repo>'],
-      [['--release-source', 'oci://registry.example'], {}, 'error: --release-source: oci://registry.example names no repository'],
-      [['--release-source', EXAMPLE_RELEASES, '--gitops', 'fluxx'], {}, 'error: --gitops: unknown GitOps engine "fluxx"'],
-      [['--release-source', EXAMPLE_RELEASES, '--gitops', 'flux', '--gitops-url', 'https://git.example/fleet.git', '--gitops-namespace', 'Flux_System'], {}, 'error: --gitops-namespace: "Flux_System" is not a Kubernetes namespace name'],
-      [['--release-source', EXAMPLE_RELEASES, '--values-timeout', 'soon'], {}, 'error: --values-timeout / CLUSTERSTACK_VALUES_TIMEOUT must be a duration such as 500ms, 2s or 5m, not "soon"'],
-      [['--release-source', EXAMPLE_RELEASES], { CLUSTERSTACK_CHART_TIMEOUT: '0' }, 'error: --chart-timeout / CLUSTERSTACK_CHART_TIMEOUT must be at least 1 ms, not "0"'],
-      [['--release-source', EXAMPLE_RELEASES, '--github-api-url', 'not a url'], {}, 'error: --github-api-url / GITHUB_API_URL must be an http:// or https:// URL'],
-      [['--release-source', EXAMPLE_RELEASES, '--cache-dir', '/dev/null/cache'], {}, 'error: the cache directory /dev/null/cache (--cache-dir) cannot be created or written (ENOTDIR)'],
+      [
+        ['--release-source', EXAMPLE_RELEASES, '--secrets', 'encrypt', '--age-recipient', 'bogus'],
+        {},
+        'error: --age-recipient: "bogus" is not an age X25519 recipient',
+      ],
+      [
+        ['--release-source', EXAMPLE_RELEASES, '--secrets', 'encrypt'],
+        { CLUSTERSTACK_AGE_RECIPIENTS: 'age1nope' },
+        'error: CLUSTERSTACK_AGE_RECIPIENTS: "age1nope" is not an age X25519 recipient',
+      ],
+      [
+        ['--release-source', 'github:only-owner'],
+        {},
+        'error: --release-source: release source github:only-owner: expected github:<owner>/<repo>',
+      ],
+      [
+        ['--release-source', 'oci://registry.example'],
+        {},
+        'error: --release-source: oci://registry.example names no repository',
+      ],
+      [
+        ['--release-source', EXAMPLE_RELEASES, '--gitops', 'fluxx'],
+        {},
+        'error: --gitops: unknown GitOps engine "fluxx"',
+      ],
+      [
+        [
+          '--release-source',
+          EXAMPLE_RELEASES,
+          '--gitops',
+          'flux',
+          '--gitops-url',
+          'https://git.example/fleet.git',
+          '--gitops-namespace',
+          'Flux_System',
+        ],
+        {},
+        'error: --gitops-namespace: "Flux_System" is not a Kubernetes namespace name',
+      ],
+      [
+        ['--release-source', EXAMPLE_RELEASES, '--values-timeout', 'soon'],
+        {},
+        'error: --values-timeout / CLUSTERSTACK_VALUES_TIMEOUT must be a duration such as 500ms, 2s or 5m, not "soon"',
+      ],
+      [
+        ['--release-source', EXAMPLE_RELEASES],
+        { CLUSTERSTACK_CHART_TIMEOUT: '0' },
+        'error: --chart-timeout / CLUSTERSTACK_CHART_TIMEOUT must be at least 1 ms, not "0"',
+      ],
+      [
+        ['--release-source', EXAMPLE_RELEASES, '--github-api-url', 'not a url'],
+        {},
+        'error: --github-api-url / GITHUB_API_URL must be an http:// or https:// URL',
+      ],
+      [
+        ['--release-source', EXAMPLE_RELEASES, '--cache-dir', '/dev/null/cache'],
+        {},
+        'error: the cache directory /dev/null/cache (--cache-dir) cannot be created or written (ENOTDIR)',
+      ],
     ];
     for (const [args, env, message] of cases) {
       const result = await refusedRender(args, env);
@@ -224,15 +322,36 @@ describe('the real CLI ends with the code of each row of the exit-code table', (
       expect(result.stderr).toMatch(/\nRun 'clusterstack render --help' for its options and examples\.\n$/);
       expect(result.code, args.join(' ')).toBe(2);
     }
-    const oci = await runCliProcess(['render', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--oci', 'oci://localhost:1/fleet:Bad tag']);
+    const oci = await runCliProcess([
+      'render',
+      EXAMPLE_MANIFESTS,
+      '--release-source',
+      EXAMPLE_RELEASES,
+      '--oci',
+      'oci://localhost:1/fleet:Bad tag',
+    ]);
     expect(oci.stderr).toMatch(/^error: --oci oci:\/\/localhost:1\/fleet:Bad tag: "Bad tag" is not a valid tag/);
     expect(oci.code).toBe(2);
     for (const [args, message] of [
-      [['--kubernetes-version', 'one.thirty'], 'error: --kubernetes-version must be a Kubernetes minor version such as 1.30, not "one.thirty"'],
-      [['--channel', 'Stable'], 'error: --channel must be a channel such as stable, custom or alpha (lowercase letters and digits), not "Stable"'],
-      [['--source', 'github:only-owner'], 'error: --source: release source github:only-owner: expected github:<owner>/<repo>'],
+      [
+        ['--kubernetes-version', 'one.thirty'],
+        'error: --kubernetes-version must be a Kubernetes minor version such as 1.30, not "one.thirty"',
+      ],
+      [
+        ['--channel', 'Stable'],
+        'error: --channel must be a channel such as stable, custom or alpha (lowercase letters and digits), not "Stable"',
+      ],
+      [
+        ['--source', 'github:only-owner'],
+        'error: --source: release source github:only-owner: expected github:<owner>/<repo>',
+      ],
     ] as const) {
-      const result = await runCliProcess(['releases', 'list', ...(args[0] === '--source' ? [] : ['--source', EXAMPLE_RELEASES]), ...args]);
+      const result = await runCliProcess([
+        'releases',
+        'list',
+        ...(args[0] === '--source' ? [] : ['--source', EXAMPLE_RELEASES]),
+        ...args,
+      ]);
       expect(result.stderr).toContain(message);
       expect(result.stdout).toBe('');
       expect(result.code).toBe(2);
@@ -241,10 +360,23 @@ describe('the real CLI ends with the code of each row of the exit-code table', (
 
   it('3: a release source that is down, blamed instead of the Clusters', async () => {
     const port = await closedPort();
-    const result = await plan(['--release-source', 'github:example/stacks', '--github-api-url', `http://127.0.0.1:${port}`, '--remote-timeout', '2s', '--cache-dir', await tempDir()]);
+    const result = await plan([
+      '--release-source',
+      'github:example/stacks',
+      '--github-api-url',
+      `http://127.0.0.1:${port}`,
+      '--remote-timeout',
+      '2s',
+      '--cache-dir',
+      await tempDir(),
+    ]);
     expect(result.code).toBe(3);
-    expect(result.stdout).toMatch(/ClusterStack cluster-stacks\/docker-ferrol-1-30: GitHub at http:\/\/127\.0\.0\.1:\d+: .*retry later/);
-    expect(result.stdout).toMatch(/cluster-stacks\/alpha .*whose release source github:example\/stacks could not be listed .*; retry later/);
+    expect(result.stdout).toMatch(
+      /ClusterStack cluster-stacks\/docker-ferrol-1-30: GitHub at http:\/\/127\.0\.0\.1:\d+: .*retry later/,
+    );
+    expect(result.stdout).toMatch(
+      /cluster-stacks\/alpha .*whose release source github:example\/stacks could not be listed .*; retry later/,
+    );
     expect(result.stdout).not.toMatch(/create one/);
   });
 
@@ -252,9 +384,13 @@ describe('the real CLI ends with the code of each row of the exit-code table', (
     // Injected into the real process, no hook in the product: a preloaded module breaks stdout, so
     // printing the release list throws a TypeError no code of ours declares a kind for.
     const breakStdout = `data:text/javascript,${encodeURIComponent("process.stdout.write = () => { throw new TypeError('stdout is broken on purpose'); };")}`;
-    const result = await runCliProcess(['releases', 'list', '--source', EXAMPLE_RELEASES], { nodeArgs: ['--import', breakStdout] });
+    const result = await runCliProcess(['releases', 'list', '--source', EXAMPLE_RELEASES], {
+      nodeArgs: ['--import', breakStdout],
+    });
     expect(result.code).toBe(4);
-    expect(result.stderr).toMatch(/^error: stdout is broken on purpose\nThis is a bug in clusterstack \(an error of a kind it does not know\): please report it with this output and the command line\.\n {4}at /);
+    expect(result.stderr).toMatch(
+      /^error: stdout is broken on purpose\nThis is a bug in clusterstack \(an error of a kind it does not know\): please report it with this output and the command line\.\n {4}at /,
+    );
   });
 });
 

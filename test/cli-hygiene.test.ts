@@ -47,7 +47,9 @@ describe('clusterstack --version', () => {
     const result = await runClusterstack(['version', '--helm', bundled]);
     expect(result.code).toBe(0);
     expect(result.stdout).toContain(`helm v3.10.1 (configured: ${bundled}), below the supported range\n`);
-    expect(result.stderr).toMatch(/^warning: helm v3\.10\.1 \(.*\) is below the supported range \(helm 3\.22 or a later helm 3, or helm 4\.3 or a later helm 4; tested: v3\.22\.0, v4\.3\.1\): .*install helm 3\.22/);
+    expect(result.stderr).toMatch(
+      /^warning: helm v3\.10\.1 \(.*\) is below the supported range \(helm 3\.22 or a later helm 3, or helm 4\.3 or a later helm 4; tested: v3\.22\.0, v4\.3\.1\): .*install helm 3\.22/,
+    );
   });
 
   it('still answers when no helm can be found, and says why', async () => {
@@ -59,10 +61,16 @@ describe('clusterstack --version', () => {
 
   it('finds package.json from the built dist/ as from src/ under tsx, and from a bundle as a process', async () => {
     const version = await packageVersion();
-    expect(await readPackageVersion(pathToFileURL(path.join(REPO_ROOT, 'dist/src/cli/version-command.js')).href)).toBe(version);
-    expect(await readPackageVersion(pathToFileURL(path.join(REPO_ROOT, 'src/cli/version-command.ts')).href)).toBe(version);
+    expect(await readPackageVersion(pathToFileURL(path.join(REPO_ROOT, 'dist/src/cli/version-command.js')).href)).toBe(
+      version,
+    );
+    expect(await readPackageVersion(pathToFileURL(path.join(REPO_ROOT, 'src/cli/version-command.ts')).href)).toBe(
+      version,
+    );
     // Above our package there is no package.json of ours: no guess.
-    expect(await readPackageVersion(pathToFileURL(path.join(path.dirname(REPO_ROOT), 'elsewhere', 'x.js')).href)).toBeUndefined();
+    expect(
+      await readPackageVersion(pathToFileURL(path.join(path.dirname(REPO_ROOT), 'elsewhere', 'x.js')).href),
+    ).toBeUndefined();
     const processResult = await runCliProcess(['--version']);
     expect(processResult.code).toBe(0);
     expect(processResult.stdout.split('\n')[0]).toBe(`clusterstack ${version}`);
@@ -72,20 +80,38 @@ describe('clusterstack --version', () => {
 describe('did you mean', () => {
   it('names the flag meant for a typo, with a hint to --help, and exits 2 without writing anything', async () => {
     const out = path.join(await tempDir('csk-typo-'), 'out');
-    const result = await runClusterstack(['render', EXAMPLE_MANIFESTS, '--relase-source', EXAMPLE_RELEASES, '--output', out]);
+    const result = await runClusterstack([
+      'render',
+      EXAMPLE_MANIFESTS,
+      '--relase-source',
+      EXAMPLE_RELEASES,
+      '--output',
+      out,
+    ]);
     expect(result.code).toBe(2);
-    expect(result.stderr).toBe("error: unknown flag --relase-source; did you mean --release-source?\nRun 'clusterstack render --help' for its options and examples.\n");
+    expect(result.stderr).toBe(
+      "error: unknown flag --relase-source; did you mean --release-source?\nRun 'clusterstack render --help' for its options and examples.\n",
+    );
     expect(result.stdout).toBe('');
     expect(await exists(out)).toBe(false);
   });
 
   it('suggests flags for every command, through the one parser', async () => {
     const cases: [string[], string][] = [
-      [['plan', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--jsno'], 'unknown flag --jsno; did you mean --json?'],
+      [
+        ['plan', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--jsno'],
+        'unknown flag --jsno; did you mean --json?',
+      ],
       [['releases', 'list', '--sourse', EXAMPLE_RELEASES], 'unknown flag --sourse; did you mean --source?'],
       [['cache', 'size', '--cache-dri', '/tmp/x'], 'unknown flag --cache-dri; did you mean --cache-dir?'],
-      [['controller', '--release-source', 'x', '--leader-elcet'], 'unknown flag --leader-elcet; did you mean --leader-elect?'],
-      [['render', EXAMPLE_MANIFESTS, '--release', EXAMPLE_RELEASES], 'unknown flag --release; did you mean --release-source?'],
+      [
+        ['controller', '--release-source', 'x', '--leader-elcet'],
+        'unknown flag --leader-elcet; did you mean --leader-elect?',
+      ],
+      [
+        ['render', EXAMPLE_MANIFESTS, '--release', EXAMPLE_RELEASES],
+        'unknown flag --release; did you mean --release-source?',
+      ],
       [['plan', EXAMPLE_MANIFESTS, '--frobnicate'], 'unknown flag --frobnicate for clusterstack plan'],
     ];
     for (const [args, message] of cases) {
@@ -102,7 +128,10 @@ describe('did you mean', () => {
       [['rendr'], 'error: unknown command "rendr"; did you mean render?'],
       [['contoller'], 'error: unknown command "contoller"; did you mean controller?'],
       [['--verison'], 'error: unknown flag --verison; did you mean --version?'],
-      [['releases', 'lsit', '--source', EXAMPLE_RELEASES], 'releases needs a subcommand: list (not "lsit"; did you mean list?)'],
+      [
+        ['releases', 'lsit', '--source', EXAMPLE_RELEASES],
+        'releases needs a subcommand: list (not "lsit"; did you mean list?)',
+      ],
       [['cache', 'prnue'], 'cache needs a subcommand: size or prune (not "prnue"; did you mean prune?)'],
     ];
     for (const [args, message] of cases) {
@@ -111,15 +140,29 @@ describe('did you mean', () => {
       expect(result.stderr).toContain(message);
       expect(result.stderr).toMatch(/Run 'clusterstack [a-z ]*--help'/);
     }
-    expect((await runClusterstack(['xyzzy'])).stderr).toBe("error: unknown command \"xyzzy\"\nRun 'clusterstack --help' for the commands.\n");
+    expect((await runClusterstack(['xyzzy'])).stderr).toBe(
+      'error: unknown command "xyzzy"\nRun \'clusterstack --help\' for the commands.\n',
+    );
   });
 
   it('says which flag lacks its value, which switch got one, and which argument is stray', async () => {
     const cases: [string[], string][] = [
-      [['plan', EXAMPLE_MANIFESTS, '--release-source'], 'error: flag --release-source needs a value, e.g. --release-source <value>'],
-      [['plan', EXAMPLE_MANIFESTS, '--release-source', '--json'], 'error: flag --release-source needs a value but is followed by --json; write --release-source=--json if that is the value'],
-      [['plan', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--json=yes'], 'error: flag --json is a switch and takes no value (not "yes")'],
-      [['releases', 'list', '--source', EXAMPLE_RELEASES, 'extra'], 'error: unexpected argument "extra": clusterstack releases list takes only flags'],
+      [
+        ['plan', EXAMPLE_MANIFESTS, '--release-source'],
+        'error: flag --release-source needs a value, e.g. --release-source <value>',
+      ],
+      [
+        ['plan', EXAMPLE_MANIFESTS, '--release-source', '--json'],
+        'error: flag --release-source needs a value but is followed by --json; write --release-source=--json if that is the value',
+      ],
+      [
+        ['plan', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--json=yes'],
+        'error: flag --json is a switch and takes no value (not "yes")',
+      ],
+      [
+        ['releases', 'list', '--source', EXAMPLE_RELEASES, 'extra'],
+        'error: unexpected argument "extra": clusterstack releases list takes only flags',
+      ],
       [['cache', 'size', 'extra'], 'error: unexpected argument "extra": clusterstack cache size takes only flags'],
     ];
     for (const [args, message] of cases) {
@@ -160,7 +203,10 @@ describe('help', () => {
 
   it('shows Examples and the exit codes in every command help, by --help or help <command>', async () => {
     for (const command of COMMANDS) {
-      for (const args of [[command, '--help'], ['help', command]]) {
+      for (const args of [
+        [command, '--help'],
+        ['help', command],
+      ]) {
         const result = await runClusterstack(args);
         expect(result.code, args.join(' ')).toBe(0);
         expect(result.stdout).toMatch(/^Usage: clusterstack /);
@@ -172,7 +218,13 @@ describe('help', () => {
 
   it('shows the quick start, a GitHub and an OCI source, a pull request and Flux wiring among the examples', async () => {
     const render = (await runClusterstack(['render', '--help'])).stdout;
-    for (const fragment of ['--release-source examples/quickstart/releases', '--release-source github:', '--release-source oci://', '--pull-request', '--gitops flux']) {
+    for (const fragment of [
+      '--release-source examples/quickstart/releases',
+      '--release-source github:',
+      '--release-source oci://',
+      '--pull-request',
+      '--gitops flux',
+    ]) {
       expect(render).toContain(fragment);
     }
     const controller = (await runClusterstack(['controller', '--help'])).stdout;
@@ -188,7 +240,14 @@ describe('help', () => {
     for (const command of ['plan', 'render', 'releases', 'cache']) {
       const help = (await runClusterstack([command, '--help'])).stdout;
       const examples = help.slice(help.indexOf('\nExamples:\n'), help.indexOf('\nExit codes:\n'));
-      lines.push(...examples.split('\n').filter((line) => line.startsWith('  clusterstack ') && line.includes('examples/quickstart') && !line.endsWith('\\')));
+      lines.push(
+        ...examples
+          .split('\n')
+          .filter(
+            (line) =>
+              line.startsWith('  clusterstack ') && line.includes('examples/quickstart') && !line.endsWith('\\'),
+          ),
+      );
     }
     expect(lines.length).toBeGreaterThanOrEqual(5);
     for (const line of lines) {

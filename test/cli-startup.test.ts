@@ -9,9 +9,23 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { clusterYaml, EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, FERROL_STACK_YAML, runClusterstack, tempDir, writeTree } from './support/cli.js';
+import {
+  clusterYaml,
+  EXAMPLE_MANIFESTS,
+  EXAMPLE_RELEASES,
+  FERROL_STACK_YAML,
+  runClusterstack,
+  tempDir,
+  writeTree,
+} from './support/cli.js';
 import { cliEnvironment, REPO_ROOT, removeCliBundle, runCliProcess } from './support/cli-process.js';
-import { buildOrcReleases, ORC_IMAGE_NAME, ORC_PREFIX, orcClusterStack, orcRelease } from './support/orc-stack-releases.js';
+import {
+  buildOrcReleases,
+  ORC_IMAGE_NAME,
+  ORC_PREFIX,
+  orcClusterStack,
+  orcRelease,
+} from './support/orc-stack-releases.js';
 
 afterAll(() => removeCliBundle());
 
@@ -26,9 +40,15 @@ async function moduleRecorder(): Promise<{ nodeArgs: string[]; loaded: () => Pro
   const dir = await tempDir('csk-module-recorder-');
   const log = path.join(dir, 'loaded.txt');
   const hooks = path.join(dir, 'hooks.mjs');
-  await writeFile(hooks, `import { appendFileSync } from 'node:fs';\nexport async function load(url, context, next) { appendFileSync(${JSON.stringify(log)}, url + '\\n'); return next(url, context); }\n`);
+  await writeFile(
+    hooks,
+    `import { appendFileSync } from 'node:fs';\nexport async function load(url, context, next) { appendFileSync(${JSON.stringify(log)}, url + '\\n'); return next(url, context); }\n`,
+  );
   const register = path.join(dir, 'register.mjs');
-  await writeFile(register, `import { register } from 'node:module';\nregister(${JSON.stringify(pathToFileURL(hooks).href)});\n`);
+  await writeFile(
+    register,
+    `import { register } from 'node:module';\nregister(${JSON.stringify(pathToFileURL(hooks).href)});\n`,
+  );
   const requires = path.join(dir, 'requires.cjs');
   await writeFile(
     requires,
@@ -36,7 +56,10 @@ async function moduleRecorder(): Promise<{ nodeArgs: string[]; loaded: () => Pro
       `Module._load = function (request, parent, isMain) { try { appendFileSync(${JSON.stringify(log)}, 'file://' + Module._resolveFilename(request, parent, isMain) + '\\n'); } catch {} return load.apply(this, arguments); };\n`,
   );
   await writeFile(log, '');
-  return { nodeArgs: ['--require', requires, '--import', register], loaded: async () => (await readFile(log, 'utf8')).split('\n').filter(Boolean) };
+  return {
+    nodeArgs: ['--require', requires, '--import', register],
+    loaded: async () => (await readFile(log, 'utf8')).split('\n').filter(Boolean),
+  };
 }
 
 /** The packages (node_modules/<name>) among loaded module URLs. */
@@ -65,12 +88,24 @@ describe('clusterstack start-up', () => {
     expect(plan.code).toBe(0);
     expect(JSON.parse(plan.stdout).clusterStacks[0].name).toBe('docker-ferrol-1-30');
     const planTimes = timings(plan.stderr);
-    expect([...planTimes.keys()]).toEqual(['node', 'modules', 'start-up', 'inputs-and-releases', 'render-check', 'report', 'total']);
+    expect([...planTimes.keys()]).toEqual([
+      'node',
+      'modules',
+      'start-up',
+      'inputs-and-releases',
+      'render-check',
+      'report',
+      'total',
+    ]);
     // start-up is what came before the command's own work: node's start and loading its modules.
-    expect(Math.abs(planTimes.get('start-up')! - planTimes.get('node')! - planTimes.get('modules')!)).toBeLessThanOrEqual(1);
+    expect(
+      Math.abs(planTimes.get('start-up')! - planTimes.get('node')! - planTimes.get('modules')!),
+    ).toBeLessThanOrEqual(1);
     expect(planTimes.get('start-up')!).toBeLessThanOrEqual(planTimes.get('total')!);
     expect(plan.stderr).toMatch(/render-check=\d+ms \(3 charts, 0 from cache; 7 values templates, 0 from cache\)/);
-    console.log(`start-up (this machine, under test load): --help ${helpTimes.get('total')} ms in all; plan ${planTimes.get('start-up')} ms until its own work, ${planTimes.get('total')} ms in all`);
+    console.log(
+      `start-up (this machine, under test load): --help ${helpTimes.get('total')} ms in all; plan ${planTimes.get('start-up')} ms until its own work, ${planTimes.get('total')} ms in all`,
+    );
 
     // Without the variable a --json run says nothing on stderr.
     const quiet = await runCliProcess(planArgs, { env: { CLUSTERSTACK_CACHE_DIR: cache } });
@@ -82,16 +117,39 @@ describe('clusterstack start-up', () => {
   it('render prints its own phases under CLUSTERSTACK_TIMINGS=1: loading the pipeline, reading the previous output, rendering with its helm processes, publishing', async () => {
     const env = { CLUSTERSTACK_TIMINGS: '1', CLUSTERSTACK_CACHE_DIR: await tempDir('csk-startup-cache-') };
     // The example stack with clusters that all render (the quick start withholds one on purpose, which keeps its runs from settling).
-    const inputs = await writeTree({ 'fleet.yaml': `${FERROL_STACK_YAML}${clusterYaml('alpha', 'docker-ferrol-1-30-v1')}${clusterYaml('bravo', 'docker-ferrol-1-30-v1')}` });
-    const args = ['render', inputs, '--release-source', EXAMPLE_RELEASES, '--output', path.join(await tempDir('csk-startup-out-'), 'out'), '--json'];
+    const inputs = await writeTree({
+      'fleet.yaml': `${FERROL_STACK_YAML}${clusterYaml('alpha', 'docker-ferrol-1-30-v1')}${clusterYaml('bravo', 'docker-ferrol-1-30-v1')}`,
+    });
+    const args = [
+      'render',
+      inputs,
+      '--release-source',
+      EXAMPLE_RELEASES,
+      '--output',
+      path.join(await tempDir('csk-startup-out-'), 'out'),
+      '--json',
+    ];
     const full = await runCliProcess(args, { env });
     expect(full.code, full.stderr).toBe(0);
     const report = JSON.parse(full.stdout) as { helmProcesses: number; changed: boolean };
     expect(report.changed).toBe(true);
     const times = timings(full.stderr);
-    expect([...times.keys()]).toEqual(['node', 'modules', 'start-up', 'inputs-and-releases', 'render-modules', 'read-previous', 'render', 'publish', 'total']);
+    expect([...times.keys()]).toEqual([
+      'node',
+      'modules',
+      'start-up',
+      'inputs-and-releases',
+      'render-modules',
+      'read-previous',
+      'render',
+      'publish',
+      'total',
+    ]);
     expect(full.stderr).toContain(`render=${times.get('render')}ms (${report.helmProcesses} helm processes)`);
-    const phases = ['start-up', 'inputs-and-releases', 'render-modules', 'read-previous', 'render', 'publish'].reduce((sum, phase) => sum + times.get(phase)!, 0);
+    const phases = ['start-up', 'inputs-and-releases', 'render-modules', 'read-previous', 'render', 'publish'].reduce(
+      (sum, phase) => sum + times.get(phase)!,
+      0,
+    );
     expect(phases).toBeLessThanOrEqual(times.get('total')!);
     console.log(`render of the example stack (this machine, under test load): ${full.stderr.trim()}`);
 
@@ -105,12 +163,29 @@ describe('clusterstack start-up', () => {
     // the sources (the bundle's chunks have no module names to see), which are other code than the
     // bundle: the first such run renders again (reusing every unit), the second is settled.
     const recorder = await moduleRecorder();
-    const fromSources = async (nodeArgs: string[] = []): Promise<string> => (await execFileAsync(process.execPath, ['--import', 'tsx', ...nodeArgs, path.join(REPO_ROOT, 'src/cli/main.ts'), ...args], { cwd: REPO_ROOT, env: cliEnvironment(env) })).stdout;
+    const fromSources = async (nodeArgs: string[] = []): Promise<string> =>
+      (
+        await execFileAsync(
+          process.execPath,
+          ['--import', 'tsx', ...nodeArgs, path.join(REPO_ROOT, 'src/cli/main.ts'), ...args],
+          { cwd: REPO_ROOT, env: cliEnvironment(env) },
+        )
+      ).stdout;
     await fromSources();
     expect(JSON.parse(await fromSources(recorder.nodeArgs))).toHaveProperty('noop');
     const loaded = (await recorder.loaded()).map((url) => path.basename(url).replace(/\.[jt]s$/, ''));
     expect(loaded).toContain('directory-publisher');
-    for (const unneeded of ['render-and-publish', 'helm-runner', 'oci-artifact-publisher', 'reproducible-tar', 'registry-client', 'oci-layout-source', 'oci-release-source', 'github-release-source', 'git-publisher']) {
+    for (const unneeded of [
+      'render-and-publish',
+      'helm-runner',
+      'oci-artifact-publisher',
+      'reproducible-tar',
+      'registry-client',
+      'oci-layout-source',
+      'oci-release-source',
+      'github-release-source',
+      'git-publisher',
+    ]) {
       expect(loaded, `a settled render loaded ${unneeded}`).not.toContain(unneeded);
     }
   });
@@ -119,12 +194,18 @@ describe('clusterstack start-up', () => {
     const releases = path.join(await tempDir('csk-startup-releases-'), 'releases');
     await cp(EXAMPLE_RELEASES, releases, { recursive: true });
     const config = path.join(releases, 'docker-ferrol-1-30-v2', 'clusteraddon.yaml');
-    await writeFile(config, (await readFile(config, 'utf8')).replace('kindnet.status.numberReady > 0 &&', 'kindnet.status.numberReady > &&'));
+    await writeFile(
+      config,
+      (await readFile(config, 'utf8')).replace('kindnet.status.numberReady > 0 &&', 'kindnet.status.numberReady > &&'),
+    );
     const env = { CLUSTERSTACK_CACHE_DIR: await tempDir('csk-startup-cache-') };
     const runs = [];
     for (let run = 0; run < 2; run += 1) {
       const recorder = await moduleRecorder();
-      const result = await runCliProcess(['plan', EXAMPLE_MANIFESTS, '--release-source', releases, '--json'], { nodeArgs: recorder.nodeArgs, env });
+      const result = await runCliProcess(['plan', EXAMPLE_MANIFESTS, '--release-source', releases, '--json'], {
+        nodeArgs: recorder.nodeArgs,
+        env,
+      });
       expect(result.code, result.stderr).toBe(0);
       runs.push({ stdout: result.stdout, cel: packagesOf(await recorder.loaded()).has('@marcbachmann/cel-js') });
     }
@@ -135,12 +216,23 @@ describe('clusterstack start-up', () => {
 
   it('plan on the quick start loads none of the packages only publishing, Git, GitHub, encryption or the controller need', async () => {
     const recorder = await moduleRecorder();
-    const result = await runCliProcess(['plan', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--json'], { nodeArgs: recorder.nodeArgs, env: { CLUSTERSTACK_CACHE_DIR: await tempDir('csk-startup-cache-') } });
+    const result = await runCliProcess(['plan', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--json'], {
+      nodeArgs: recorder.nodeArgs,
+      env: { CLUSTERSTACK_CACHE_DIR: await tempDir('csk-startup-cache-') },
+    });
     expect(result.code).toBe(0);
     const packages = packagesOf(await recorder.loaded());
     // What plan does need was recorded: the recorder works.
     expect(packages.has('js-yaml')).toBe(true);
-    for (const heavy of ['@octokit/request', 'handlebars', 'age-encryption', '@kubernetes/client-node', 'undici', 'pino', 'prom-client']) {
+    for (const heavy of [
+      '@octokit/request',
+      'handlebars',
+      'age-encryption',
+      '@kubernetes/client-node',
+      'undici',
+      'pino',
+      'prom-client',
+    ]) {
       expect(packages.has(heavy), `plan loaded ${heavy}`).toBe(false);
     }
     // render still loads what it needs on demand (its help loads the command).
@@ -160,7 +252,8 @@ describe('plan keeps its ClusterClass renders across runs', () => {
   it('an unchanged plan renders nothing again and says the same; a changed chart renders again and its conflict shows', async () => {
     const inputs = await writeTree({ 'stack.yaml': orcClusterStack(['v1', 'v2']) });
     const env = { CLUSTERSTACK_CACHE_DIR: await tempDir('csk-plan-cache-'), CLUSTERSTACK_TIMINGS: '1' };
-    const plan = (): ReturnType<typeof runClusterstack> => runClusterstack(['plan', inputs, '--release-source', releases, '--json'], { env });
+    const plan = (): ReturnType<typeof runClusterstack> =>
+      runClusterstack(['plan', inputs, '--release-source', releases, '--json'], { env });
 
     const first = await plan();
     expect(first.code).toBe(0);
@@ -179,33 +272,59 @@ describe('plan keeps its ClusterClass renders across runs', () => {
     const changed = await plan();
     expect(changed.code).toBe(0);
     expect(changed.stderr).toMatch(/render-check=\d+ms \(2 charts, 1 from cache;/);
-    expect(JSON.parse(changed.stdout).clusterStacks[0].notes.filter((note: string) => note.includes('will be withheld'))).toEqual([
-      expect.stringContaining(`release ${orcRelease('v2')} will be withheld: it renders Image.openstack.k-orc.cloud fleet/${ORC_IMAGE_NAME} unlike the older release ${orcRelease('v1')}`),
+    expect(
+      JSON.parse(changed.stdout).clusterStacks[0].notes.filter((note: string) => note.includes('will be withheld')),
+    ).toEqual([
+      expect.stringContaining(
+        `release ${orcRelease('v2')} will be withheld: it renders Image.openstack.k-orc.cloud fleet/${ORC_IMAGE_NAME} unlike the older release ${orcRelease('v1')}`,
+      ),
     ]);
   });
 
-  it('cache size counts those renders and cache prune keeps only the kept releases\' (for the helm plan uses)', async () => {
+  it("cache size counts those renders and cache prune keeps only the kept releases' (for the helm plan uses)", async () => {
     const env = { CLUSTERSTACK_CACHE_DIR: await tempDir('csk-plan-cache-'), CLUSTERSTACK_TIMINGS: '1' };
     const both = await writeTree({ 'stack.yaml': orcClusterStack(['v1', 'v3']) });
-    expect((await runClusterstack(['plan', both, '--release-source', releases, '--json'], { env })).stderr).toMatch(/\(2 charts, 0 from cache;/);
-    const size = async (): Promise<{ entries: number; bytes: number }> => JSON.parse((await runClusterstack(['cache', 'size', '--json'], { env: { CLUSTERSTACK_CACHE_DIR: env.CLUSTERSTACK_CACHE_DIR } })).stdout).chartRenders;
+    expect((await runClusterstack(['plan', both, '--release-source', releases, '--json'], { env })).stderr).toMatch(
+      /\(2 charts, 0 from cache;/,
+    );
+    const size = async (): Promise<{ entries: number; bytes: number }> =>
+      JSON.parse(
+        (
+          await runClusterstack(['cache', 'size', '--json'], {
+            env: { CLUSTERSTACK_CACHE_DIR: env.CLUSTERSTACK_CACHE_DIR },
+          })
+        ).stdout,
+      ).chartRenders;
     expect((await size()).entries).toBe(2);
     expect((await size()).bytes).toBeGreaterThan(0);
 
     const onlyV1 = await writeTree({ 'stack.yaml': orcClusterStack(['v1']) });
-    const pruned = await runClusterstack(['cache', 'prune', onlyV1, '--release-source', releases, '--json'], { env: { CLUSTERSTACK_CACHE_DIR: env.CLUSTERSTACK_CACHE_DIR } });
+    const pruned = await runClusterstack(['cache', 'prune', onlyV1, '--release-source', releases, '--json'], {
+      env: { CLUSTERSTACK_CACHE_DIR: env.CLUSTERSTACK_CACHE_DIR },
+    });
     expect(pruned.code).toBe(0);
     expect(JSON.parse(pruned.stdout).removedChartRenders).toBe(1);
     expect((await size()).entries).toBe(1);
     // v1's render stayed: the next plan of both renders only v3.
-    expect((await runClusterstack(['plan', both, '--release-source', releases, '--json'], { env })).stderr).toMatch(/\(2 charts, 1 from cache;/);
+    expect((await runClusterstack(['plan', both, '--release-source', releases, '--json'], { env })).stderr).toMatch(
+      /\(2 charts, 1 from cache;/,
+    );
   });
 
   it('without a usable helm what render would withhold is not checked: a warning, and the plan stands', async () => {
-    const env = { CLUSTERSTACK_CACHE_DIR: await tempDir('csk-plan-cache-'), CLUSTERSTACK_TIMINGS: '1', CLUSTERSTACK_HELM: '/does/not/exist/helm' };
-    const two = await runClusterstack(['plan', await writeTree({ 'stack.yaml': orcClusterStack(['v1', 'v2']) }), '--release-source', releases], { env });
+    const env = {
+      CLUSTERSTACK_CACHE_DIR: await tempDir('csk-plan-cache-'),
+      CLUSTERSTACK_TIMINGS: '1',
+      CLUSTERSTACK_HELM: '/does/not/exist/helm',
+    };
+    const two = await runClusterstack(
+      ['plan', await writeTree({ 'stack.yaml': orcClusterStack(['v1', 'v2']) }), '--release-source', releases],
+      { env },
+    );
     expect(two.code).toBe(0);
-    expect(two.stderr).toContain('warning: what render would withhold was not checked: helm not found at /does/not/exist/helm');
+    expect(two.stderr).toContain(
+      'warning: what render would withhold was not checked: helm not found at /does/not/exist/helm',
+    );
     expect(two.stderr).toMatch(/render-check=\d+ms \(not checked\)/);
     expect(two.stdout).toContain(orcRelease('v2'));
     expect(two.stdout).not.toContain('A render would withhold');

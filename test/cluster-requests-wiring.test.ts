@@ -7,7 +7,12 @@ import { FLUX_SCHEMAS } from './support/engine-schemas/flux-schemas.js';
 import { KUSTOMIZE_SCHEMAS } from './support/engine-schemas/kubernetes-schemas.js';
 import { fleet, kustomizationProblems, object, schemaProblems } from './support/engine-schemas/wiring-checks.js';
 
-const flux: WiringOptions = { engine: 'flux', name: 'clusterstacks', namespace: 'flux-system', source: { kind: 'git', url: 'https://git.example.com/platform/fleet.git', branch: 'main', path: 'rendered' } };
+const flux: WiringOptions = {
+  engine: 'flux',
+  name: 'clusterstacks',
+  namespace: 'flux-system',
+  source: { kind: 'git', url: 'https://git.example.com/platform/fleet.git', branch: 'main', path: 'rendered' },
+};
 const argocd: WiringOptions = { ...flux, engine: 'argocd', namespace: 'argocd' };
 
 describe('cluster requests wiring', () => {
@@ -15,9 +20,19 @@ describe('cluster requests wiring', () => {
     const files = renderWiring(fleet(), flux, { clusterRequests: true });
     const kustomization = object(files, 'flux/management/_cluster-requests.yaml');
     expect(kustomization.metadata).toMatchObject({ name: 'clusterstacks-cluster-requests', namespace: 'flux-system' });
-    expect(kustomization.spec).toMatchObject({ path: './rendered/management/_cluster-requests', prune: true, deletionPolicy: 'Orphan', sourceRef: { kind: 'GitRepository', name: 'clusterstacks' } });
+    expect(kustomization.spec).toMatchObject({
+      path: './rendered/management/_cluster-requests',
+      prune: true,
+      deletionPolicy: 'Orphan',
+      sourceRef: { kind: 'GitRepository', name: 'clusterstacks' },
+    });
     // Releases only: each namespace's shared.yaml is applied before its releases anyway.
-    const releases = [...files.keys()].filter((file) => /^flux\/management\/[a-z-]+\/[^/]+\.yaml$/.test(file) && !file.endsWith('kustomization.yaml') && !file.endsWith('/shared.yaml'));
+    const releases = [...files.keys()].filter(
+      (file) =>
+        /^flux\/management\/[a-z-]+\/[^/]+\.yaml$/.test(file) &&
+        !file.endsWith('kustomization.yaml') &&
+        !file.endsWith('/shared.yaml'),
+    );
     expect(kustomization.spec.dependsOn).toHaveLength(releases.length);
     expect(schemaProblems(files, [...FLUX_SCHEMAS, ...KUSTOMIZE_SCHEMAS])).toEqual([]);
     expect(kustomizationProblems(files)).toEqual([]);
@@ -35,6 +50,7 @@ describe('cluster requests wiring', () => {
   });
 
   it('adds nothing without cluster requests', () => {
-    for (const options of [flux, argocd]) expect([...renderWiring(fleet(), options).keys()].some((file) => file.includes('_cluster-requests'))).toBe(false);
+    for (const options of [flux, argocd])
+      expect([...renderWiring(fleet(), options).keys()].some((file) => file.includes('_cluster-requests'))).toBe(false);
   });
 });

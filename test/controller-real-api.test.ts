@@ -45,10 +45,32 @@ const ADDONS = `/apis/clusterstack.x-k8s.io/v1alpha1/namespaces/${NS}/clusteradd
 const CLUSTERS = `/apis/cluster.x-k8s.io/v1beta2/namespaces/${NS}/clusters`;
 const FINALIZER = 'clusterstack.x-k8s.io/finalizer';
 
-type Live = { metadata: { name: string; uid: string; finalizers?: string[]; deletionTimestamp?: string; ownerReferences?: { kind: string; name: string }[] }; spec?: Record<string, unknown>; status?: { conditions?: Condition[] } };
+type Live = {
+  metadata: {
+    name: string;
+    uid: string;
+    finalizers?: string[];
+    deletionTimestamp?: string;
+    ownerReferences?: { kind: string; name: string }[];
+  };
+  spec?: Record<string, unknown>;
+  status?: { conditions?: Condition[] };
+};
 
 function aStack(name: string, spec: Record<string, unknown> = {}): Record<string, unknown> {
-  return { apiVersion: 'clusterstack.x-k8s.io/v1alpha1', kind: 'ClusterStack', metadata: { name, namespace: NS }, spec: { provider: 'docker', name: 'ferrol', kubernetesVersion: '1.30', versions: ['v2'], noProvider: true, ...spec } };
+  return {
+    apiVersion: 'clusterstack.x-k8s.io/v1alpha1',
+    kind: 'ClusterStack',
+    metadata: { name, namespace: NS },
+    spec: {
+      provider: 'docker',
+      name: 'ferrol',
+      kubernetesVersion: '1.30',
+      versions: ['v2'],
+      noProvider: true,
+      ...spec,
+    },
+  };
 }
 
 /** A Cluster as Cluster API 1.14 stores it (v1beta2): its class in classRef, its control plane named by group only. */
@@ -79,7 +101,10 @@ describe('the controller on a real API server under the shipped RBAC', { timeout
   let releases: string;
   let bundle: string;
   let kubeconfig: string;
-  const replicas = new Map<string, { process: ControllerProcess; port: number; metrics: string; exitCode?: number | null }>();
+  const replicas = new Map<
+    string,
+    { process: ControllerProcess; port: number; metrics: string; exitCode?: number | null }
+  >();
   const timings: Record<string, string> = {};
   let restartWindow = { from: 0, to: 0 };
 
@@ -96,7 +121,11 @@ describe('the controller on a real API server under the shipped RBAC', { timeout
     if (response.status !== 201) throw new Error(`POST ${collection}: ${response.status} ${response.text}`);
   }
 
-  async function eventually<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 60_000): Promise<T> {
+  async function eventually<T>(
+    what: string,
+    probe: () => Promise<T | undefined | false>,
+    timeoutMs = 60_000,
+  ): Promise<T> {
     let value: T | undefined | false;
     await waitUntil(what, async () => Boolean((value = await probe())), api.processes, timeoutMs);
     return value as T;
@@ -118,7 +147,11 @@ describe('the controller on a real API server under the shipped RBAC', { timeout
       CLUSTERSTACK_LOG_LEVEL: 'debug',
       ...env,
     });
-    const replica: { process: ControllerProcess; port: number; metrics: string; exitCode?: number | null } = { process, port, metrics: `http://127.0.0.1:${port}/metrics` };
+    const replica: { process: ControllerProcess; port: number; metrics: string; exitCode?: number | null } = {
+      process,
+      port,
+      metrics: `http://127.0.0.1:${port}/metrics`,
+    };
     void process.exited.then((code) => (replica.exitCode = code));
     replicas.set(name, replica);
     return process;
@@ -144,7 +177,14 @@ describe('the controller on a real API server under the shipped RBAC', { timeout
         spec: {
           user: SA_USER,
           groups: ['system:serviceaccounts', `system:serviceaccounts:${SYSTEM}`, 'system:authenticated'],
-          resourceAttributes: { verb: event.verb, group: ref.apiGroup ?? '', resource: ref.resource, subresource: ref.subresource ?? '', namespace: ref.namespace ?? '', name: ref.name ?? '' },
+          resourceAttributes: {
+            verb: event.verb,
+            group: ref.apiGroup ?? '',
+            resource: ref.resource,
+            subresource: ref.subresource ?? '',
+            namespace: ref.namespace ?? '',
+            name: ref.name ?? '',
+          },
         },
       },
     });
@@ -161,8 +201,12 @@ describe('the controller on a real API server under the shipped RBAC', { timeout
     kcm = await startKubeControllerManager(api, { controllers: ['garbagecollector', 'namespace'] });
     timings['kube-controller-manager'] = `${Date.now() - started} ms`;
     started = Date.now();
-    const ours = ['clusterstacks', 'clusterstackreleases', 'clusteraddons'].map((plural) => path.resolve(`crds/clusterstack.x-k8s.io_${plural}.yaml`));
-    const capi = engineCrdFiles('cluster-api').filter((file) => /cluster\.x-k8s\.io_(clusters|clusterclasses)\.yaml$|kubeadmcontrolplanes\.yaml$/.test(file));
+    const ours = ['clusterstacks', 'clusterstackreleases', 'clusteraddons'].map((plural) =>
+      path.resolve(`crds/clusterstack.x-k8s.io_${plural}.yaml`),
+    );
+    const capi = engineCrdFiles('cluster-api').filter((file) =>
+      /cluster\.x-k8s\.io_(clusters|clusterclasses)\.yaml$|kubeadmcontrolplanes\.yaml$/.test(file),
+    );
     await installCrds(api, [...ours, ...capi]);
     timings['CRDs'] = `${Date.now() - started} ms`;
     kubeconfig = (await applyShippedIdentity(api)).kubeconfigFile;
@@ -184,22 +228,39 @@ describe('the controller on a real API server under the shipped RBAC', { timeout
     git?.cleanup();
     if (work) await rm(work, { recursive: true, force: true });
     if (releases) await rm(releases, { recursive: true, force: true });
-    console.log(`controller-real-api: ${Object.entries(timings).map(([what, value]) => `${what}: ${value}`).join(', ')}`);
+    console.log(
+      `controller-real-api: ${Object.entries(timings)
+        .map(([what, value]) => `${what}: ${value}`)
+        .join(', ')}`,
+    );
   }, 60_000);
 
-  it('refuses, by the server\'s own CEL rules, an invalid spec and a change of an immutable field', async () => {
-    const invalid = await api.admin.client.request('POST', STACKS, { body: aStack('no-provider', { noProvider: false }) });
+  it("refuses, by the server's own CEL rules, an invalid spec and a change of an immutable field", async () => {
+    const invalid = await api.admin.client.request('POST', STACKS, {
+      body: aStack('no-provider', { noProvider: false }),
+    });
     expect(invalid.status).toBe(422);
-    expect(invalid.body.message).toMatch(/spec\.providerRef: Required value: providerRef is required unless noProvider is true/);
-    const channel = await api.admin.client.request('POST', STACKS, { body: aStack('wrong-channel', { versions: ['v1-beta.1'] }) });
+    expect(invalid.body.message).toMatch(
+      /spec\.providerRef: Required value: providerRef is required unless noProvider is true/,
+    );
+    const channel = await api.admin.client.request('POST', STACKS, {
+      body: aStack('wrong-channel', { versions: ['v1-beta.1'] }),
+    });
     expect(channel.status).toBe(422);
-    expect(channel.body.message).toMatch(/spec\.versions: Invalid value: .*v1-beta\.1 belongs to the beta channel, but this ClusterStack follows stable/);
+    expect(channel.body.message).toMatch(
+      /spec\.versions: Invalid value: .*v1-beta\.1 belongs to the beta channel, but this ClusterStack follows stable/,
+    );
     expect(await read(`${STACKS}/no-provider`)).toBeUndefined();
 
     await create(STACKS, aStack('immutable'));
-    const change = await api.admin.client.request('PATCH', `${STACKS}/immutable`, { contentType: 'application/merge-patch+json', body: { spec: { kubernetesVersion: '1.31' } } });
+    const change = await api.admin.client.request('PATCH', `${STACKS}/immutable`, {
+      contentType: 'application/merge-patch+json',
+      body: { spec: { kubernetesVersion: '1.31' } },
+    });
     expect(change.status).toBe(422);
-    expect(change.body.message).toMatch(/spec\.kubernetesVersion: Invalid value: .*spec\.kubernetesVersion is immutable/);
+    expect(change.body.message).toMatch(
+      /spec\.kubernetesVersion: Invalid value: .*spec\.kubernetesVersion is immutable/,
+    );
     expect((await read(`${STACKS}/immutable`))?.spec?.['kubernetesVersion']).toBe('1.30');
     // Gone before the controller starts: it only tested the server.
     await api.admin.client.request('DELETE', `${STACKS}/immutable`);
@@ -213,10 +274,13 @@ describe('the controller on a real API server under the shipped RBAC', { timeout
     startReplica('replica-a', portA!);
     startReplica('replica-b', portB!);
 
-    const lease = await eventually('a replica to hold the Lease', async () => (await read(LEASE)) as { spec?: { holderIdentity?: string } } | undefined);
+    const lease = await eventually(
+      'a replica to hold the Lease',
+      async () => (await read(LEASE)) as { spec?: { holderIdentity?: string } } | undefined,
+    );
     const leader = lease.spec!.holderIdentity!;
     expect(['replica-a', 'replica-b']).toContain(leader);
-    const addon = await eventually('alpha\'s addons published', async () => {
+    const addon = await eventually("alpha's addons published", async () => {
       const live = await read(`${ADDONS}/alpha`);
       return conditionOf(live, 'ManifestsPublished')?.status === 'True' && live;
     });
@@ -229,48 +293,81 @@ describe('the controller on a real API server under the shipped RBAC', { timeout
     });
     expect(stack.metadata.finalizers).toContain(FINALIZER);
     const release = await read(`${RELEASES}/docker-ferrol-1-30-v2`);
-    expect(release?.metadata.ownerReferences?.map((owner) => `${owner.kind}/${owner.name}`)).toEqual(['ClusterStack/ferrol']);
+    expect(release?.metadata.ownerReferences?.map((owner) => `${owner.kind}/${owner.name}`)).toEqual([
+      'ClusterStack/ferrol',
+    ]);
     expect(conditionOf(release, 'ManifestsPublished')).toMatchObject({ status: 'True' });
     expect(conditionOf(addon, 'ManifestsPublished')).toMatchObject({ status: 'True' });
 
     // The real server drops status from writes to the main resource: status arrived through
     // the status subresource, and only the leader wrote.
-    const writes = auditEvents(api).filter((event) => event.user.username === SA_USER && ['patch', 'update', 'create'].includes(event.verb) && event.objectRef?.apiGroup === 'clusterstack.x-k8s.io');
-    expect(writes.filter((event) => event.objectRef?.subresource === 'status').map((event) => event.objectRef?.resource)).toEqual(expect.arrayContaining(['clusterstacks', 'clusterstackreleases', 'clusteraddons']));
+    const writes = auditEvents(api).filter(
+      (event) =>
+        event.user.username === SA_USER &&
+        ['patch', 'update', 'create'].includes(event.verb) &&
+        event.objectRef?.apiGroup === 'clusterstack.x-k8s.io',
+    );
+    expect(
+      writes.filter((event) => event.objectRef?.subresource === 'status').map((event) => event.objectRef?.resource),
+    ).toEqual(expect.arrayContaining(['clusterstacks', 'clusterstackreleases', 'clusteraddons']));
     expect(await leaderMetric(leader)).toBe(1);
     expect(await leaderMetric(leader === 'replica-a' ? 'replica-b' : 'replica-a')).toBe(0);
   });
 
   it('records Events on its objects that `kubectl describe` shows', async () => {
     const stack = (await read(`${STACKS}/ferrol`))!;
-    const events = await api.admin.client.get(`/api/v1/namespaces/${NS}/events?fieldSelector=${encodeURIComponent(`involvedObject.uid=${stack.metadata.uid}`)}`);
-    const reasons = (events.items as { reason: string; source?: { component?: string } }[]).map((event) => event.reason);
+    const events = await api.admin.client.get(
+      `/api/v1/namespaces/${NS}/events?fieldSelector=${encodeURIComponent(`involvedObject.uid=${stack.metadata.uid}`)}`,
+    );
+    const reasons = (events.items as { reason: string; source?: { component?: string } }[]).map(
+      (event) => event.reason,
+    );
     expect(reasons.length).toBeGreaterThan(0);
-    const described = execFileSync('kubectl', ['--kubeconfig', api.admin.kubeconfigFile, 'describe', 'clusterstack', 'ferrol', '-n', NS], { encoding: 'utf8' });
+    const described = execFileSync(
+      'kubectl',
+      ['--kubeconfig', api.admin.kubeconfigFile, 'describe', 'clusterstack', 'ferrol', '-n', NS],
+      { encoding: 'utf8' },
+    );
     const eventsSection = described.slice(described.indexOf('Events:'));
     for (const reason of reasons) expect(eventsSection).toContain(reason);
     // Our category lists all three kinds, and does not shadow the singular name used above.
-    const listed = execFileSync('kubectl', ['--kubeconfig', api.admin.kubeconfigFile, 'get', 'cluster-stacks', '-n', NS, '-o', 'name'], { encoding: 'utf8' });
+    const listed = execFileSync(
+      'kubectl',
+      ['--kubeconfig', api.admin.kubeconfigFile, 'get', 'cluster-stacks', '-n', NS, '-o', 'name'],
+      { encoding: 'utf8' },
+    );
     expect(listed).toMatch(/^clusterstack\.clusterstack\.x-k8s\.io\/ferrol$/m);
     expect(listed).toMatch(/^clusterstackrelease\.clusterstack\.x-k8s\.io\/docker-ferrol-1-30-v2$/m);
     expect(listed).toMatch(/^clusteraddon\.clusterstack\.x-k8s\.io\/alpha$/m);
   });
 
   it('keeps the addons and the ClusterAddon of a published Cluster whose class it can no longer read, saying why', async () => {
-    const addonsOf = () => Object.entries(git.files(remote, 'main')).filter(([file]) => file.startsWith(`clusters/${NS}/alpha/`));
+    const addonsOf = () =>
+      Object.entries(git.files(remote, 'main')).filter(([file]) => file.startsWith(`clusters/${NS}/alpha/`));
     const before = addonsOf();
     expect(before.length).toBeGreaterThan(0);
     // A ClusterClass of someone else's: the Cluster is no longer ours to render, but its addons were published.
-    const patched = await api.admin.client.request('PATCH', `${CLUSTERS}/alpha`, { contentType: 'application/merge-patch+json', body: { spec: { topology: { classRef: { name: 'hand-made-class' } } } } });
+    const patched = await api.admin.client.request('PATCH', `${CLUSTERS}/alpha`, {
+      contentType: 'application/merge-patch+json',
+      body: { spec: { topology: { classRef: { name: 'hand-made-class' } } } },
+    });
     expect(patched.status, patched.text).toBe(200);
     const held = await eventually('the held Cluster to say why', async () => {
       const condition = conditionOf(await read(`${ADDONS}/alpha`), 'ClusterClassAvailable');
       return condition?.status === 'False' && condition;
     });
-    expect(held.message).toMatch(/spec\.topology\.classRef\.name names hand-made-class, which is not a cluster stack class, but the published tree holds this Cluster's addons/);
+    expect(held.message).toMatch(
+      /spec\.topology\.classRef\.name names hand-made-class, which is not a cluster stack class, but the published tree holds this Cluster's addons/,
+    );
     expect(addonsOf()).toEqual(before);
-    await api.admin.client.request('PATCH', `${CLUSTERS}/alpha`, { contentType: 'application/merge-patch+json', body: { spec: { topology: { classRef: { name: 'docker-ferrol-1-30-v2' } } } } });
-    await eventually('alpha back on its class', async () => conditionOf(await read(`${ADDONS}/alpha`), 'ClusterClassAvailable')?.status === 'True');
+    await api.admin.client.request('PATCH', `${CLUSTERS}/alpha`, {
+      contentType: 'application/merge-patch+json',
+      body: { spec: { topology: { classRef: { name: 'docker-ferrol-1-30-v2' } } } },
+    });
+    await eventually(
+      'alpha back on its class',
+      async () => conditionOf(await read(`${ADDONS}/alpha`), 'ClusterClassAvailable')?.status === 'True',
+    );
   });
 
   it('keeps reconciling after the API server restarts, its watches opened again', async () => {
@@ -280,9 +377,19 @@ describe('the controller on a real API server under the shipped RBAC', { timeout
     restartWindow = { from: restarted, to: Date.now() + 5_000 };
     timings['API server restart'] = `${Date.now() - restarted} ms`;
     await create(CLUSTERS, aCluster('bravo', 'docker-ferrol-1-30-v2'));
-    await eventually('bravo\'s addons published after the restart', async () => conditionOf(await read(`${ADDONS}/bravo`), 'ManifestsPublished')?.status === 'True', 90_000);
-    const watchesAfter = auditEvents(api).slice(mark).filter((event) => event.user.username === SA_USER && event.verb === 'watch' && event.stage === 'ResponseStarted');
-    expect([...new Set(watchesAfter.map((event) => event.objectRef?.resource))]).toEqual(expect.arrayContaining(['clusterstacks', 'clusterstackreleases', 'clusteraddons', 'clusters']));
+    await eventually(
+      "bravo's addons published after the restart",
+      async () => conditionOf(await read(`${ADDONS}/bravo`), 'ManifestsPublished')?.status === 'True',
+      90_000,
+    );
+    const watchesAfter = auditEvents(api)
+      .slice(mark)
+      .filter(
+        (event) => event.user.username === SA_USER && event.verb === 'watch' && event.stage === 'ResponseStarted',
+      );
+    expect([...new Set(watchesAfter.map((event) => event.objectRef?.resource))]).toEqual(
+      expect.arrayContaining(['clusterstacks', 'clusterstackreleases', 'clusteraddons', 'clusters']),
+    );
     // A leader that could not renew its Lease during the outage (10 s) exits with 3, as documented,
     // and Kubernetes would restart its container: so does the test, to keep two replicas.
     for (const [name, replica] of replicas) {
@@ -297,7 +404,12 @@ describe('the controller on a real API server under the shipped RBAC', { timeout
     const standby = holder === 'replica-a' ? 'replica-b' : 'replica-a';
     const killed = Date.now();
     await replicas.get(holder)!.process.killHard();
-    await eventually(`${standby} to take the Lease`, async () => ((await read(LEASE)) as unknown as { spec: { holderIdentity?: string } }).spec.holderIdentity === standby, 40_000);
+    await eventually(
+      `${standby} to take the Lease`,
+      async () =>
+        ((await read(LEASE)) as unknown as { spec: { holderIdentity?: string } }).spec.holderIdentity === standby,
+      40_000,
+    );
     const takeover = Date.now() - killed;
     timings['takeover after SIGKILL'] = `${takeover} ms`;
     // The standby counts the lease duration (15 s) from the last renewal it observed, which it may
@@ -307,7 +419,11 @@ describe('the controller on a real API server under the shipped RBAC', { timeout
     await eventually(`${standby} to report itself leader`, async () => (await leaderMetric(standby)) === 1, 10_000);
 
     await create(CLUSTERS, aCluster('charlie', 'docker-ferrol-1-30-v2'));
-    await eventually('charlie\'s addons published by the new leader', async () => conditionOf(await read(`${ADDONS}/charlie`), 'ManifestsPublished')?.status === 'True', 60_000);
+    await eventually(
+      "charlie's addons published by the new leader",
+      async () => conditionOf(await read(`${ADDONS}/charlie`), 'ManifestsPublished')?.status === 'True',
+      60_000,
+    );
   });
 
   it('holds a deleted ClusterStack by its finalizer while Clusters use its release, and lets go when they are gone', async () => {
@@ -320,9 +436,17 @@ describe('the controller on a real API server under the shipped RBAC', { timeout
     expect(conditionOf(blocked, 'Ready')?.message).toMatch(/alpha/);
 
     for (const name of ['alpha', 'bravo', 'charlie']) await api.admin.client.request('DELETE', `${CLUSTERS}/${name}`);
-    await eventually('the ClusterStack gone', async () => (await read(`${STACKS}/ferrol`)) === undefined && true, 60_000);
+    await eventually(
+      'the ClusterStack gone',
+      async () => (await read(`${STACKS}/ferrol`)) === undefined && true,
+      60_000,
+    );
     // Its ClusterStackReleases go with it (owner references, kube-controller-manager's garbage collector).
-    await eventually('its ClusterStackReleases gone', async () => ((await api.admin.client.get(RELEASES)).items as unknown[]).length === 0 && true, 60_000);
+    await eventually(
+      'its ClusterStackReleases gone',
+      async () => ((await api.admin.client.get(RELEASES)).items as unknown[]).length === 0 && true,
+      60_000,
+    );
   });
 
   it('was never refused a request (403) under the shipped RBAC, never acted as anyone else, and said who it is', async () => {
@@ -343,7 +467,12 @@ describe('the controller on a real API server under the shipped RBAC', { timeout
     }
     expect(unexcused).toEqual([]);
     // The review is no rubber stamp: what deploy/ does not grant, it refuses.
-    expect(await grantedNow({ verb: 'delete', objectRef: { apiGroup: 'clusterstack.x-k8s.io', resource: 'clusterstacks', namespace: NS } } as AuditEvent)).toBe(false);
+    expect(
+      await grantedNow({
+        verb: 'delete',
+        objectRef: { apiGroup: 'clusterstack.x-k8s.io', resource: 'clusterstacks', namespace: NS },
+      } as AuditEvent),
+    ).toBe(false);
     timings['403s while the API server restarted'] = String(forbidden.length);
     const controllerAgent = events.filter((event) => event.userAgent?.startsWith('clusterstack-gitops/'));
     expect([...new Set(controllerAgent.map((event) => event.user.username))]).toEqual([SA_USER]);
@@ -351,14 +480,24 @@ describe('the controller on a real API server under the shipped RBAC', { timeout
     expect([...new Set(ours.map((event) => event.userAgent))]).toEqual([USER_AGENT]);
     const writes = ours.filter((event) => ['create', 'update', 'patch'].includes(event.verb));
     expect(writes.length).toBeGreaterThan(0);
-    expect(writes.filter((event) => new URL(event.requestURI, api.server).searchParams.get('fieldManager') !== FIELD_MANAGER).map(describeAuditEvent)).toEqual([]);
+    expect(
+      writes
+        .filter((event) => new URL(event.requestURI, api.server).searchParams.get('fieldManager') !== FIELD_MANAGER)
+        .map(describeAuditEvent),
+    ).toEqual([]);
     // Clusters are watched in the version the server prefers (Cluster API 1.14: v1beta2), never v1beta1.
-    const clusterWatches = ours.filter((event) => event.verb === 'watch' && event.objectRef?.resource === 'clusters').map((event) => new URL(event.requestURI, api.server).pathname);
+    const clusterWatches = ours
+      .filter((event) => event.verb === 'watch' && event.objectRef?.resource === 'clusters')
+      .map((event) => new URL(event.requestURI, api.server).pathname);
     expect(clusterWatches.length).toBeGreaterThan(0);
     expect([...new Set(clusterWatches)]).toEqual(['/apis/cluster.x-k8s.io/v1beta2/clusters']);
     // The control plane, named by group only, is watched in the version the server prefers.
-    const controlPlaneWatches = ours.filter((event) => event.verb === 'watch' && event.objectRef?.resource === 'kubeadmcontrolplanes').map((event) => new URL(event.requestURI, api.server).pathname);
-    expect([...new Set(controlPlaneWatches)]).toEqual(['/apis/controlplane.cluster.x-k8s.io/v1beta2/kubeadmcontrolplanes']);
+    const controlPlaneWatches = ours
+      .filter((event) => event.verb === 'watch' && event.objectRef?.resource === 'kubeadmcontrolplanes')
+      .map((event) => new URL(event.requestURI, api.server).pathname);
+    expect([...new Set(controlPlaneWatches)]).toEqual([
+      '/apis/controlplane.cluster.x-k8s.io/v1beta2/kubeadmcontrolplanes',
+    ]);
   });
   it('deploy/namespaced: a controller for one namespace, as a ServiceAccount bound only by its Roles, reconciles with no 403', async () => {
     // The cluster-wide replicas would act on this namespace too: gone first.
@@ -370,19 +509,37 @@ describe('the controller on a real API server under the shipped RBAC', { timeout
     const identity = await applyShippedIdentity(api, { overlay: 'namespaced', namespace: 'clusterstack-namespaced' });
     const review = async (namespace: string): Promise<boolean> => {
       const answer = await api.admin.client.request('POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', {
-        body: { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec: { user: identity.user, groups: ['system:serviceaccounts', `system:serviceaccounts:${identity.namespace}`, 'system:authenticated'], resourceAttributes: { verb: 'list', group: 'clusterstack.x-k8s.io', resource: 'clusterstacks', namespace } } },
+        body: {
+          apiVersion: 'authorization.k8s.io/v1',
+          kind: 'SubjectAccessReview',
+          spec: {
+            user: identity.user,
+            groups: ['system:serviceaccounts', `system:serviceaccounts:${identity.namespace}`, 'system:authenticated'],
+            resourceAttributes: { verb: 'list', group: 'clusterstack.x-k8s.io', resource: 'clusterstacks', namespace },
+          },
+        },
       });
       return answer.body.status?.allowed === true;
     };
     expect([await review(WATCHED), await review(''), await review(NS)]).toEqual([true, false, false]);
 
     // A wait that times out says what the server refused the ServiceAccount, the likely cause.
-    const refused = (): string[] => auditEvents(api).filter((event) => event.user.username === identity.user && event.responseStatus?.code === 403).map(describeAuditEvent);
-    const waitFor = async <T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 60_000): Promise<T> => {
+    const refused = (): string[] =>
+      auditEvents(api)
+        .filter((event) => event.user.username === identity.user && event.responseStatus?.code === 403)
+        .map(describeAuditEvent);
+    const waitFor = async <T>(
+      what: string,
+      probe: () => Promise<T | undefined | false>,
+      timeoutMs = 60_000,
+    ): Promise<T> => {
       try {
         return await eventually(what, probe, timeoutMs);
       } catch (error) {
-        throw new Error(`${String((error as Error).message).split('\n')[0]}; refused to ${identity.user}:\n${[...new Set(refused())].join('\n') || '(nothing)'}`, { cause: error });
+        throw new Error(
+          `${String((error as Error).message).split('\n')[0]}; refused to ${identity.user}:\n${[...new Set(refused())].join('\n') || '(nothing)'}`,
+          { cause: error },
+        );
       }
     };
     const collection = (apiPath: string): string => apiPath.replace(`/namespaces/${NS}/`, `/namespaces/${WATCHED}/`);
@@ -400,24 +557,38 @@ describe('the controller on a real API server under the shipped RBAC', { timeout
       CLUSTERSTACK_GIT: namespacedRemote,
     });
 
-    await waitFor('delta\'s addons published by the namespaced controller', async () => conditionOf(await read(`${collection(ADDONS)}/delta`), 'ManifestsPublished')?.status === 'True', 90_000);
-    expect(Object.keys(git.files(namespacedRemote, 'main')).some((file) => file.startsWith(`clusters/${WATCHED}/delta/`))).toBe(true);
+    await waitFor(
+      "delta's addons published by the namespaced controller",
+      async () => conditionOf(await read(`${collection(ADDONS)}/delta`), 'ManifestsPublished')?.status === 'True',
+      90_000,
+    );
+    expect(
+      Object.keys(git.files(namespacedRemote, 'main')).some((file) => file.startsWith(`clusters/${WATCHED}/delta/`)),
+    ).toBe(true);
     const ready = await waitFor('the stack with Ready and its finalizer', async () => {
       const live = await read(`${collection(STACKS)}/ferrol`);
       return conditionOf(live, 'Ready') !== undefined && (live?.metadata.finalizers ?? []).includes(FINALIZER) && live;
     });
     expect(ready.metadata.finalizers).toContain(FINALIZER);
-    expect(conditionOf(await read(`${collection(RELEASES)}/docker-ferrol-1-30-v2`), 'ManifestsPublished')).toMatchObject({ status: 'True' });
+    expect(
+      conditionOf(await read(`${collection(RELEASES)}/docker-ferrol-1-30-v2`), 'ManifestsPublished'),
+    ).toMatchObject({ status: 'True' });
     // Deletion under the same Roles: the Cluster, then the stack, its finalizer let go by the controller.
     await api.admin.client.request('DELETE', `${collection(CLUSTERS)}/delta`);
     await api.admin.client.request('DELETE', `${collection(STACKS)}/ferrol`);
-    await waitFor('the namespaced ClusterStack gone', async () => (await read(`${collection(STACKS)}/ferrol`)) === undefined && true, 60_000);
+    await waitFor(
+      'the namespaced ClusterStack gone',
+      async () => (await read(`${collection(STACKS)}/ferrol`)) === undefined && true,
+      60_000,
+    );
     timings['namespaced: publish and delete'] = `${Date.now() - mark} ms`;
 
     const ours = auditEvents(api).filter((event) => event.user.username === identity.user);
     expect(ours.length).toBeGreaterThan(20);
     expect(refused()).toEqual([]);
     // It stays where its Roles are: the watched namespace, and its own for the Lease.
-    expect([...new Set(ours.map((event) => event.objectRef?.namespace).filter(Boolean))].sort()).toEqual([identity.namespace, WATCHED].sort());
+    expect([...new Set(ours.map((event) => event.objectRef?.namespace).filter(Boolean))].sort()).toEqual(
+      [identity.namespace, WATCHED].sort(),
+    );
   });
 });

@@ -39,78 +39,93 @@ const crds = Object.fromEntries(
 
 // ---------------------------------------------------------------------------------------------
 
-describe.each(KINDS.map((k) => [k.kind, k] as const))('%s CRD, like every CRD of ours,', (kind, { plural, shortName }) => {
-  const crd = crds[kind];
-  const schema = versionSchema(crd, VERSION);
+describe.each(KINDS.map((k) => [k.kind, k] as const))(
+  '%s CRD, like every CRD of ours,',
+  (kind, { plural, shortName }) => {
+    const crd = crds[kind];
+    const schema = versionSchema(crd, VERSION);
 
-  it('is a namespaced apiextensions.k8s.io/v1 CRD serving and storing v1alpha1', () => {
-    expect(crd.apiVersion).toBe('apiextensions.k8s.io/v1');
-    expect(crd.metadata.name).toBe(`${plural}.${GROUP}`);
-    expect(crd.spec.group).toBe(GROUP);
-    expect(crd.spec.scope).toBe('Namespaced');
-    expect(crd.spec.names).toMatchObject({ kind, listKind: `${kind}List`, plural, singular: kind.toLowerCase() });
-    expect(crd.spec.versions.map((v) => [v.name, v.served, v.storage])).toEqual([[VERSION, true, true]]);
-  });
-
-  it(`has the short name ${shortName} and the categories cluster-api and cluster-stacks (not clusterstack: kubectl would expand that category where the singular is meant)`, () => {
-    expect(crd.spec.names.shortNames).toEqual([shortName]);
-    expect(crd.spec.names.categories).toEqual(['cluster-api', 'cluster-stacks']);
-  });
-
-  it('carries the provider label and the Cluster API contract label for v1alpha1', () => {
-    expect(crd.metadata.labels).toMatchObject({
-      'cluster.x-k8s.io/provider': 'clusterstack-gitops',
-      'cluster.x-k8s.io/v1beta1': VERSION,
+    it('is a namespaced apiextensions.k8s.io/v1 CRD serving and storing v1alpha1', () => {
+      expect(crd.apiVersion).toBe('apiextensions.k8s.io/v1');
+      expect(crd.metadata.name).toBe(`${plural}.${GROUP}`);
+      expect(crd.spec.group).toBe(GROUP);
+      expect(crd.spec.scope).toBe('Namespaced');
+      expect(crd.spec.names).toMatchObject({ kind, listKind: `${kind}List`, plural, singular: kind.toLowerCase() });
+      expect(crd.spec.versions.map((v) => [v.name, v.served, v.storage])).toEqual([[VERSION, true, true]]);
     });
-  });
 
-  it('has the status subresource', () => {
-    expect(crd.spec.versions[0]?.subresources).toEqual({ status: {} });
-  });
-
-  it('has a structural schema', () => {
-    expect(structuralProblems(schema)).toEqual([]);
-  });
-
-  it('has printer columns whose jsonPaths exist in the schema with the column type', () => {
-    const columnTypes: Record<string, string[]> = {
-      string: ['string'], boolean: ['boolean'], integer: ['integer'], number: ['number', 'integer'], date: ['date-time'],
-    };
-    const problems = (crd.spec.versions[0]?.additionalPrinterColumns ?? []).flatMap((column) => {
-      const resolved = resolveColumnPath(schema, column.jsonPath);
-      if ('problem' in resolved) return [`${column.name}: ${resolved.problem}`];
-      return columnTypes[column.type]?.includes(resolved.type) ? [] : [`${column.name}: column type ${column.type}, schema type ${resolved.type}`];
+    it(`has the short name ${shortName} and the categories cluster-api and cluster-stacks (not clusterstack: kubectl would expand that category where the singular is meant)`, () => {
+      expect(crd.spec.names.shortNames).toEqual([shortName]);
+      expect(crd.spec.names.categories).toEqual(['cluster-api', 'cluster-stacks']);
     });
-    expect(problems).toEqual([]);
-  });
 
-  it('ends its columns with Age and the Ready condition reason and message', () => {
-    const columns = crd.spec.versions[0]?.additionalPrinterColumns ?? [];
-    expect(columns.slice(-3).map((c) => [c.name, c.jsonPath])).toEqual([
-      ['Age', '.metadata.creationTimestamp'],
-      ['Reason', ".status.conditions[?(@.type=='Ready')].reason"],
-      ['Message', ".status.conditions[?(@.type=='Ready')].message"],
-    ]);
-  });
+    it('carries the provider label and the Cluster API contract label for v1alpha1', () => {
+      expect(crd.metadata.labels).toMatchObject({
+        'cluster.x-k8s.io/provider': 'clusterstack-gitops',
+        'cluster.x-k8s.io/v1beta1': VERSION,
+      });
+    });
 
-  it('gives the conditions the Cluster API shape', () => {
-    const condition = schemaAt(schema, '.status.conditions[*]');
-    expect(condition?.required?.sort()).toEqual(['lastTransitionTime', 'status', 'type']);
-    expect(condition?.properties?.status?.enum).toEqual(['True', 'False', 'Unknown']);
-    expect(condition?.properties?.lastTransitionTime).toMatchObject({ type: 'string', format: 'date-time' });
-    expect(Object.keys(condition?.properties ?? {}).sort()).toEqual(
-      ['lastTransitionTime', 'message', 'observedGeneration', 'reason', 'severity', 'status', 'type'],
-    );
-  });
+    it('has the status subresource', () => {
+      expect(crd.spec.versions[0]?.subresources).toEqual({ status: {} });
+    });
 
-  it('puts every transition rule on a field that is always present (required or defaulted)', () => {
-    const gaps = celRules(schema)
-      .filter(isTransitionRule)
-      .map((rule) => transitionRuleGap(rule.node))
-      .filter((gap) => gap !== undefined);
-    expect(gaps).toEqual([]);
-  });
-});
+    it('has a structural schema', () => {
+      expect(structuralProblems(schema)).toEqual([]);
+    });
+
+    it('has printer columns whose jsonPaths exist in the schema with the column type', () => {
+      const columnTypes: Record<string, string[]> = {
+        string: ['string'],
+        boolean: ['boolean'],
+        integer: ['integer'],
+        number: ['number', 'integer'],
+        date: ['date-time'],
+      };
+      const problems = (crd.spec.versions[0]?.additionalPrinterColumns ?? []).flatMap((column) => {
+        const resolved = resolveColumnPath(schema, column.jsonPath);
+        if ('problem' in resolved) return [`${column.name}: ${resolved.problem}`];
+        return columnTypes[column.type]?.includes(resolved.type)
+          ? []
+          : [`${column.name}: column type ${column.type}, schema type ${resolved.type}`];
+      });
+      expect(problems).toEqual([]);
+    });
+
+    it('ends its columns with Age and the Ready condition reason and message', () => {
+      const columns = crd.spec.versions[0]?.additionalPrinterColumns ?? [];
+      expect(columns.slice(-3).map((c) => [c.name, c.jsonPath])).toEqual([
+        ['Age', '.metadata.creationTimestamp'],
+        ['Reason', ".status.conditions[?(@.type=='Ready')].reason"],
+        ['Message', ".status.conditions[?(@.type=='Ready')].message"],
+      ]);
+    });
+
+    it('gives the conditions the Cluster API shape', () => {
+      const condition = schemaAt(schema, '.status.conditions[*]');
+      expect(condition?.required?.sort()).toEqual(['lastTransitionTime', 'status', 'type']);
+      expect(condition?.properties?.status?.enum).toEqual(['True', 'False', 'Unknown']);
+      expect(condition?.properties?.lastTransitionTime).toMatchObject({ type: 'string', format: 'date-time' });
+      expect(Object.keys(condition?.properties ?? {}).sort()).toEqual([
+        'lastTransitionTime',
+        'message',
+        'observedGeneration',
+        'reason',
+        'severity',
+        'status',
+        'type',
+      ]);
+    });
+
+    it('puts every transition rule on a field that is always present (required or defaulted)', () => {
+      const gaps = celRules(schema)
+        .filter(isTransitionRule)
+        .map((rule) => transitionRuleGap(rule.node))
+        .filter((gap) => gap !== undefined);
+      expect(gaps).toEqual([]);
+    });
+  },
+);
 
 describe('the CRD schemas and src/api/types.ts', () => {
   const types = new TypeSource(join(ROOT, 'src', 'api', 'types.ts'));
@@ -140,11 +155,14 @@ describe('the CRD schemas and src/api/types.ts', () => {
     ['ClusterAddon', '.status.conditions[*]', 'Condition'],
   ];
 
-  it.each(mapping)('%s schema at "%s" has exactly the fields of %s, required where the type requires them', (kind, path, typeName) => {
-    const node = schemaAt(versionSchema(crds[kind], VERSION), path);
-    expect(node, `${kind} schema has no ${path}`).toBeDefined();
-    expect(compareWithType(node!, types.fields(typeName), path, path === '' ? serverSet : {})).toEqual([]);
-  });
+  it.each(mapping)(
+    '%s schema at "%s" has exactly the fields of %s, required where the type requires them',
+    (kind, path, typeName) => {
+      const node = schemaAt(versionSchema(crds[kind], VERSION), path);
+      expect(node, `${kind} schema has no ${path}`).toBeDefined();
+      expect(compareWithType(node!, types.fields(typeName), path, path === '' ? serverSet : {})).toEqual([]);
+    },
+  );
 });
 
 describe('ClusterStack CRD', () => {
@@ -166,9 +184,12 @@ describe('ClusterStack CRD', () => {
     });
 
     it('are not on other fields: versions, autoSubscribe, providerRef and values may change', () => {
-      expect(rules.filter(isTransitionRule).map((rule) => rule.path).sort()).toEqual(
-        ['.spec.channel', '.spec.kubernetesVersion', '.spec.name', '.spec.provider'],
-      );
+      expect(
+        rules
+          .filter(isTransitionRule)
+          .map((rule) => rule.path)
+          .sort(),
+      ).toEqual(['.spec.channel', '.spec.kubernetesVersion', '.spec.name', '.spec.provider']);
     });
 
     it('require providerRef unless noProvider is true, pointing at the field', () => {
@@ -181,14 +202,14 @@ describe('ClusterStack CRD', () => {
       expect(rule?.message).toMatch(/^providerRef is required unless noProvider is true: /);
     });
 
-    it('keep <provider>-<name>-<major>-<minor> within Helm\'s 53-character release names', () => {
+    it("keep <provider>-<name>-<major>-<minor> within Helm's 53-character release names", () => {
       const rule = rules.find((r) => r.path === '.spec' && r.rule.includes('size('));
       // kubernetesVersion keeps its length when "." becomes "-"; two dashes join the three parts.
       expect(rule?.rule).toBe('size(self.provider) + size(self.name) + size(self.kubernetesVersion) <= 51');
       expect(rule?.message).toMatch(/Helm limits to 53 characters: use a shorter provider or name$/);
     });
 
-    it('of the channel: a channel name on spec.channel, and versions of the stack\'s channel on spec, with a bounded list for their cost', () => {
+    it("of the channel: a channel name on spec.channel, and versions of the stack's channel on spec, with a bounded list for their cost", () => {
       const channelRule = rules.find((r) => r.path === '.spec.channel' && !isTransitionRule(r));
       const versionsRule = rules.find((r) => r.path === '.spec' && r.fieldPath === '.versions');
       expect(channelRule?.rule).toBe("self.matches('^[a-z][a-z0-9]*$')");
@@ -207,7 +228,9 @@ describe('ClusterStack CRD', () => {
 
 describe('ClusterStackRelease CRD', () => {
   it('shows whether the manifests are published from the ManifestsPublished condition', () => {
-    const published = crds.ClusterStackRelease.spec.versions[0]?.additionalPrinterColumns?.find((c) => c.name === 'Published');
+    const published = crds.ClusterStackRelease.spec.versions[0]?.additionalPrinterColumns?.find(
+      (c) => c.name === 'Published',
+    );
     expect(published?.jsonPath).toBe(".status.conditions[?(@.type=='ManifestsPublished')].status");
   });
 });
@@ -221,7 +244,10 @@ describe('ClusterAddon CRD', () => {
 
 describe('crds/kustomization.yaml', () => {
   it('lists every CRD file in crds/ and nothing else', () => {
-    const kustomization = yaml.load(readFileSync(join(CRD_DIR, 'kustomization.yaml'), 'utf8')) as { kind: string; resources: string[] };
+    const kustomization = yaml.load(readFileSync(join(CRD_DIR, 'kustomization.yaml'), 'utf8')) as {
+      kind: string;
+      resources: string[];
+    };
     const crdFiles = readdirSync(CRD_DIR).filter((file) => file !== 'kustomization.yaml' && file.endsWith('.yaml'));
     expect(kustomization.kind).toBe('Kustomization');
     expect([...kustomization.resources].sort()).toEqual(crdFiles.sort());

@@ -11,7 +11,13 @@ import { EXAMPLE_RELEASES, readTree, tempDir, writeTree } from './support/cli.js
 import { removeCliBundle, runCliProcess } from './support/cli-process.js';
 import { kubernetesDecode } from './support/kube-yaml-oracle.js';
 
-const WORKER_DIR = path.join(import.meta.dirname, '..', 'node_modules', '.cache', `clusterstack-deep-worker-${process.pid}`);
+const WORKER_DIR = path.join(
+  import.meta.dirname,
+  '..',
+  'node_modules',
+  '.cache',
+  `clusterstack-deep-worker-${process.pid}`,
+);
 afterAll(async () => {
   await removeCliBundle();
   await rm(WORKER_DIR, { recursive: true, force: true });
@@ -53,11 +59,22 @@ spec:
 let workerFile: Promise<string> | undefined;
 
 /** Reads `text` on a worker with the CLI's deep stack, as the deep run does (the worker bundled, as the CLI is for process tests). */
-async function decodeOnDeepStack(text: string): Promise<{ json?: string; encoded?: string; jsonLength?: number; error?: string }> {
+async function decodeOnDeepStack(
+  text: string,
+): Promise<{ json?: string; encoded?: string; jsonLength?: number; error?: string }> {
   workerFile ??= (async () => {
     // Inside the repository, so that its packages resolve (as the CLI bundle of cli-process.ts).
     const outfile = path.join(WORKER_DIR, 'deep-stack-decode-worker.mjs');
-    await build({ entryPoints: [path.join(import.meta.dirname, 'support/deep-stack-decode-worker.ts')], bundle: true, format: 'esm', platform: 'node', target: 'node20', packages: 'external', outfile, logLevel: 'warning' });
+    await build({
+      entryPoints: [path.join(import.meta.dirname, 'support/deep-stack-decode-worker.ts')],
+      bundle: true,
+      format: 'esm',
+      platform: 'node',
+      target: 'node20',
+      packages: 'external',
+      outfile,
+      logLevel: 'warning',
+    });
     return outfile;
   })();
   const file = await workerFile;
@@ -81,7 +98,9 @@ describe('nesting as deep as Kubernetes reads', () => {
 
   it(`refuses ${KUBERNETES_DEPTH + 1} levels on the deep stack, as Kubernetes does`, async () => {
     const text = `${'['.repeat(KUBERNETES_DEPTH + 1)}${']'.repeat(KUBERNETES_DEPTH + 1)}\n`;
-    expect((await decodeOnDeepStack(text)).error).toMatch(/YamlDecodeError: nests collections more than 10000 levels deep, which Kubernetes refuses too/);
+    expect((await decodeOnDeepStack(text)).error).toMatch(
+      /YamlDecodeError: nests collections more than 10000 levels deep, which Kubernetes refuses too/,
+    );
     expect(await kubernetesDecode(text)).toEqual([{ line: 1, error: 'yaml: exceeded max depth of 10000' }]);
   });
 
@@ -102,7 +121,9 @@ describe('nesting as deep as Kubernetes reads', () => {
     const out = path.join(await tempDir(), 'out');
     const run = await runCliProcess(['render', inputs, '--release-source', EXAMPLE_RELEASES, '--output', out]);
     expect(run.code).toBe(1);
-    expect(run.stderr).toMatch(/stack\.yaml:12: is not valid YAML: nests collections more than 10000 levels deep, which Kubernetes refuses too/);
+    expect(run.stderr).toMatch(
+      /stack\.yaml:12: is not valid YAML: nests collections more than 10000 levels deep, which Kubernetes refuses too/,
+    );
     expect(run.stderr).not.toMatch(/\n {4}at /);
     await expect(stat(out)).rejects.toThrow();
   }, 240_000);

@@ -13,13 +13,23 @@ describe('DirectoryPublisher', () => {
     const dir = path.join(await tempDir(), 'out');
     const first = new DirectoryPublisher(dir);
     await first.readPrevious();
-    await first.publish(new Map([['a/kept.yaml', 'kept: 1\n'], ['a/changed.yaml', 'value: 1\n']]));
+    await first.publish(
+      new Map([
+        ['a/kept.yaml', 'kept: 1\n'],
+        ['a/changed.yaml', 'value: 1\n'],
+      ]),
+    );
     const keptBefore = await stat(path.join(dir, 'current', 'a', 'kept.yaml'));
     const changedBefore = await stat(path.join(dir, 'current', 'a', 'changed.yaml'));
 
     const second = new DirectoryPublisher(dir);
     await second.readPrevious();
-    const result = await second.publish(new Map([['a/kept.yaml', 'kept: 1\n'], ['a/changed.yaml', 'value: 2\n']]));
+    const result = await second.publish(
+      new Map([
+        ['a/kept.yaml', 'kept: 1\n'],
+        ['a/changed.yaml', 'value: 2\n'],
+      ]),
+    );
 
     expect(result.changed).toBe(true);
     const keptAfter = await stat(path.join(dir, 'current', 'a', 'kept.yaml'));
@@ -49,15 +59,18 @@ describe('DirectoryPublisher', () => {
         for (const entry of readdirSync(path.join(root, relative), { withFileTypes: true })) {
           const child = relative === '' ? entry.name : `${relative}/${entry.name}`;
           if (entry.isDirectory()) walk(child);
-          else found[child] = entry.isSymbolicLink() ? `-> ${readlinkSync(path.join(root, child))}` : readFileSync(path.join(root, child), 'utf8');
+          else
+            found[child] = entry.isSymbolicLink()
+              ? `-> ${readlinkSync(path.join(root, child))}`
+              : readFileSync(path.join(root, child), 'utf8');
         }
       };
       walk('');
       return found;
     };
-    const first = { 'a/kept.yaml': 'kept\n', 'a/changed.yaml': 'v1\n', 'b/gone.yaml': 'gone\n', 'c': 'a file\n' };
+    const first = { 'a/kept.yaml': 'kept\n', 'a/changed.yaml': 'v1\n', 'b/gone.yaml': 'gone\n', c: 'a file\n' };
     const firstTree = await publish(first);
-    const second = { 'a/kept.yaml': 'kept\n', 'a/changed.yaml': 'v2\n', 'b/gone.yaml': 'gone\n', 'c': 'a file\n' };
+    const second = { 'a/kept.yaml': 'kept\n', 'a/changed.yaml': 'v2\n', 'b/gone.yaml': 'gone\n', c: 'a file\n' };
     const secondTree = await publish(second);
     // Someone wrote into the spare tree (no reader should): what it holds is not trusted.
     writeFileSync(path.join(firstTree, 'stray.yaml'), 'stray\n');
@@ -65,15 +78,25 @@ describe('DirectoryPublisher', () => {
     writeFileSync(path.join(firstTree, 'd', 'deep', 'x.yaml'), 'x\n');
     symlinkSync('/etc/passwd', path.join(firstTree, 'e.yaml'));
     const secondBefore = listTree(secondTree);
-    const third = { 'a/kept.yaml': 'kept\n', 'a/changed.yaml': 'v3\n', 'c/now-a-directory.yaml': 'c\n', 'e.yaml': 'e\n', 'f/new.yaml': 'new\n' };
+    const third = {
+      'a/kept.yaml': 'kept\n',
+      'a/changed.yaml': 'v3\n',
+      'c/now-a-directory.yaml': 'c\n',
+      'e.yaml': 'e\n',
+      'f/new.yaml': 'new\n',
+    };
     const thirdTree = await publish(third);
 
     expect(listTree(thirdTree)).toEqual(third);
     // The current tree before this publish kept every byte, though the two share unchanged files.
     expect(listTree(secondTree)).toEqual(secondBefore);
-    expect(lstatSync(path.join(thirdTree, 'a', 'kept.yaml')).ino).toBe(lstatSync(path.join(secondTree, 'a', 'kept.yaml')).ino);
+    expect(lstatSync(path.join(thirdTree, 'a', 'kept.yaml')).ino).toBe(
+      lstatSync(path.join(secondTree, 'a', 'kept.yaml')).ino,
+    );
     // One spare besides the current tree: the one just replaced.
-    expect(readdirSync(path.join(dir, '.clusterstack', 'trees')).sort()).toEqual([path.basename(secondTree), path.basename(thirdTree)].sort());
+    expect(readdirSync(path.join(dir, '.clusterstack', 'trees')).sort()).toEqual(
+      [path.basename(secondTree), path.basename(thirdTree)].sort(),
+    );
 
     // And back to the first content: the spare (second tree) is reworked again, whole.
     const fourthTree = await publish(first);

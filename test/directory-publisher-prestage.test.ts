@@ -25,10 +25,14 @@ function listTree(root: string): Record<string, string> {
   return found;
 }
 
-const tree = (files: Record<string, string>): RenderedTree => new Map(Object.entries(files).sort(([a], [b]) => a.localeCompare(b)));
+const tree = (files: Record<string, string>): RenderedTree =>
+  new Map(Object.entries(files).sort(([a], [b]) => a.localeCompare(b)));
 
 /** The staging directories of `dir` (a run in progress). */
-const stagings = (dir: string): string[] => (existsSync(path.join(dir, STATE)) ? readdirSync(path.join(dir, STATE)).filter((entry) => entry.startsWith('staging-')) : []);
+const stagings = (dir: string): string[] =>
+  existsSync(path.join(dir, STATE))
+    ? readdirSync(path.join(dir, STATE)).filter((entry) => entry.startsWith('staging-'))
+    : [];
 
 /**
  * Waits until `file` exists in the one staging directory, and returns when it was written (ns). A
@@ -37,7 +41,9 @@ const stagings = (dir: string): string[] => (existsSync(path.join(dir, STATE)) ?
 async function writtenAhead(dir: string, file: string): Promise<bigint> {
   for (let tries = 0; tries < 200; tries += 1) {
     const [staging] = stagings(dir);
-    const info = staging ? lstatSync(path.join(dir, STATE, staging, file), { throwIfNoEntry: false, bigint: true }) : undefined;
+    const info = staging
+      ? lstatSync(path.join(dir, STATE, staging, file), { throwIfNoEntry: false, bigint: true })
+      : undefined;
     if (info) return info.mtimeNs;
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
@@ -45,7 +51,11 @@ async function writtenAhead(dir: string, file: string): Promise<bigint> {
 }
 
 /** One run: lock, read, `during` (the render), publish `files` (or not), release. */
-async function run(dir: string, during: (publisher: DirectoryPublisher) => Promise<void>, files?: Record<string, string>): Promise<string | undefined> {
+async function run(
+  dir: string,
+  during: (publisher: DirectoryPublisher) => Promise<void>,
+  files?: Record<string, string>,
+): Promise<string | undefined> {
   const publisher = new DirectoryPublisher(dir);
   const lock = await publisher.lock({ timeoutMs: 0, command: 'test' });
   try {
@@ -62,7 +72,11 @@ describe('DirectoryPublisher.prestage', () => {
   it('keeps what was written ahead with the published content, rewrites what changed since, and removes what the tree does not hold', async () => {
     const dir = path.join(await tempDir(), 'out');
     let keptWritten = 0n;
-    const final = { 'clusters/a/cni/kept.yaml': 'kept\n', 'clusters/a/cni/changed.yaml': 'v2\n', 'README.md': 'readme\n' };
+    const final = {
+      'clusters/a/cni/kept.yaml': 'kept\n',
+      'clusters/a/cni/changed.yaml': 'v2\n',
+      'README.md': 'readme\n',
+    };
     const current = await run(
       dir,
       async (publisher) => {
@@ -103,7 +117,9 @@ describe('DirectoryPublisher.prestage', () => {
         await writtenAhead(dir, 'a/changed.yaml');
         expect(listTree(second!)).toEqual(secondBefore);
         const [staging] = stagings(dir);
-        expect(lstatSync(path.join(dir, STATE, staging!, 'a/kept.yaml')).ino).toBe(lstatSync(path.join(second!, 'a/kept.yaml')).ino);
+        expect(lstatSync(path.join(dir, STATE, staging!, 'a/kept.yaml')).ino).toBe(
+          lstatSync(path.join(second!, 'a/kept.yaml')).ino,
+        );
       },
       third,
     );
@@ -113,7 +129,7 @@ describe('DirectoryPublisher.prestage', () => {
     expect(lstatSync(path.join(thirdTree!, 'a/kept.yaml')).ino).toBe(lstatSync(path.join(second!, 'a/kept.yaml')).ino);
   });
 
-  it('leaves nothing behind when the run does not publish: not the staging directory, not a first run\'s directory', async () => {
+  it("leaves nothing behind when the run does not publish: not the staging directory, not a first run's directory", async () => {
     const dir = path.join(await tempDir(), 'out');
     await run(dir, async (publisher) => {
       publisher.prestage([['clusters/a/cni/x.yaml', 'x\n']]);
@@ -149,7 +165,10 @@ describe('DirectoryPublisher.prestage', () => {
     const current = await run(
       dir,
       async (publisher) => {
-        publisher.prestage([['../outside/escape.yaml', 'escaped\n'], ['ok.yaml', 'ok\n']]);
+        publisher.prestage([
+          ['../outside/escape.yaml', 'escaped\n'],
+          ['ok.yaml', 'ok\n'],
+        ]);
         publisher.prestage([['later.yaml', 'later\n']]);
         await new Promise((resolve) => setTimeout(resolve, 50));
       },

@@ -1,4 +1,17 @@
-import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -71,7 +84,12 @@ describe('DirectoryPublisher', () => {
     const out = path.join(root, 'out');
     // 256 KiB chunks: a two-byte character at every odd offset straddles each chunk boundary.
     const large = `${'é'.repeat(300_000)}x\n`;
-    const files = tree({ 'empty.yaml': '', 'exact.yaml': 'a'.repeat(256 * 1024), 'large.yaml': large, 'small.yaml': 'ünï\n' });
+    const files = tree({
+      'empty.yaml': '',
+      'exact.yaml': 'a'.repeat(256 * 1024),
+      'large.yaml': large,
+      'small.yaml': 'ünï\n',
+    });
     await new DirectoryPublisher(out).publish(files, CHANGE);
     expect(await new DirectoryPublisher(out).readPrevious()).toEqual(files);
   });
@@ -80,11 +98,17 @@ describe('DirectoryPublisher', () => {
     const out = path.join(root, 'out');
     const publisher = new DirectoryPublisher(out);
     await publisher.publish(tree({ 'a.yaml': 'a\n', 'b/c.yaml': 'c\n' }), CHANGE);
-    const before = { link: lstatSync(path.join(out, 'current')), file: statSync(path.join(out, 'current', 'b', 'c.yaml')) };
+    const before = {
+      link: lstatSync(path.join(out, 'current')),
+      file: statSync(path.join(out, 'current', 'b', 'c.yaml')),
+    };
 
     const result = await publisher.publish(tree({ 'b/c.yaml': 'c\n', 'a.yaml': 'a\n' }), CHANGE);
     expect(result).toEqual({ changed: false, written: [], removed: [], revision: null });
-    const after = { link: lstatSync(path.join(out, 'current')), file: statSync(path.join(out, 'current', 'b', 'c.yaml')) };
+    const after = {
+      link: lstatSync(path.join(out, 'current')),
+      file: statSync(path.join(out, 'current', 'b', 'c.yaml')),
+    };
     expect(after.link.ino).toBe(before.link.ino);
     expect(after.file.ino).toBe(before.file.ino);
     expect(after.file.mtimeMs).toBe(before.file.mtimeMs);
@@ -137,7 +161,9 @@ describe('DirectoryPublisher', () => {
     const publisher = new DirectoryPublisher(out);
     await publisher.publish(tree({ 'old.yaml': 'old\n', 'x/y.yaml': 'y\n' }), CHANGE);
     // Sorted last, so earlier files are already written when this name is refused by the file system.
-    const error = await rejection(publisher.publish(tree({ 'a.yaml': 'a\n', [`z/${'n'.repeat(300)}.yaml`]: 'too long\n' }), CHANGE));
+    const error = await rejection(
+      publisher.publish(tree({ 'a.yaml': 'a\n', [`z/${'n'.repeat(300)}.yaml`]: 'too long\n' }), CHANGE),
+    );
     expect(error.message).toMatch(/ENAMETOOLONG/);
     expect(error.message).toMatch(/the previous contents are unchanged/);
     expect(current(out)).toEqual({ 'old.yaml': 'old\n', 'x/y.yaml': 'y\n' });
@@ -147,8 +173,12 @@ describe('DirectoryPublisher', () => {
 
   it('says so when a parent of the output path is a file', async () => {
     writeFileSync(path.join(root, 'file'), 'x');
-    const error = await rejection(new DirectoryPublisher(path.join(root, 'file', 'out')).publish(tree({ 'a.yaml': 'a\n' }), CHANGE));
-    expect(error.message).toBe(`cannot write --output ${path.join(root, 'file', 'out')}: a parent of it is a file, not a directory`);
+    const error = await rejection(
+      new DirectoryPublisher(path.join(root, 'file', 'out')).publish(tree({ 'a.yaml': 'a\n' }), CHANGE),
+    );
+    expect(error.message).toBe(
+      `cannot write --output ${path.join(root, 'file', 'out')}: a parent of it is a file, not a directory`,
+    );
     expect(readdirSync(root)).toEqual(['file']);
   });
 });
@@ -197,7 +227,9 @@ describe('DirectoryPublisher ownership', () => {
     writeFileSync(path.join(out, 'provenance.json'), '{"generator": "clusterstack-gitops", "units": []}\n');
     writeFileSync(path.join(out, 'management', 'a.yaml'), 'a\n');
     const publisher = new DirectoryPublisher(out);
-    expect(await publisher.readPrevious()).toEqual(tree({ 'management/a.yaml': 'a\n', 'provenance.json': '{"generator": "clusterstack-gitops", "units": []}\n' }));
+    expect(await publisher.readPrevious()).toEqual(
+      tree({ 'management/a.yaml': 'a\n', 'provenance.json': '{"generator": "clusterstack-gitops", "units": []}\n' }),
+    );
     await publisher.publish(tree({ 'management/a.yaml': 'a\n', 'provenance.json': '{}\n' }), CHANGE);
     expect(readdirSync(out).sort()).toEqual(['.clusterstack', 'current']);
     expect(current(out)).toEqual({ 'management/a.yaml': 'a\n', 'provenance.json': '{}\n' });
@@ -229,13 +261,16 @@ describe('DirectoryPublisher ownership', () => {
     await lock.release();
     expect(readdirSync(state).sort()).toEqual(['output.json', 'trees']);
     // The first other tree in name order stays, for the next publish to rework.
-    expect(readdirSync(path.join(state, 'trees')).sort()).toEqual(['0000000000000000', path.basename(readlinkSync(path.join(out, 'current')))].sort());
+    expect(readdirSync(path.join(state, 'trees')).sort()).toEqual(
+      ['0000000000000000', path.basename(readlinkSync(path.join(out, 'current')))].sort(),
+    );
   });
 
   it('removes the .new/.old directories an earlier version’s interrupted swap left beside it', async () => {
     const out = path.join(root, 'out');
     await new DirectoryPublisher(out).publish(tree({ 'a.yaml': 'a\n' }), CHANGE);
-    for (const leftover of ['.out.new-0123456789ab', '.out.old-ba9876543210', '.other.new-0123456789ab']) mkdirSync(path.join(root, leftover, 'x'), { recursive: true });
+    for (const leftover of ['.out.new-0123456789ab', '.out.old-ba9876543210', '.other.new-0123456789ab'])
+      mkdirSync(path.join(root, leftover, 'x'), { recursive: true });
     const publisher = new DirectoryPublisher(out);
     const lock = await publisher.lock(LOCK);
     await publisher.readPrevious();
@@ -246,7 +281,8 @@ describe('DirectoryPublisher ownership', () => {
   it('refuses to be an input directory or hold one', async () => {
     const inputs = path.join(root, 'fleet', 'manifests');
     mkdirSync(inputs, { recursive: true });
-    const guarded = (dir: string): DirectoryPublisher => new DirectoryPublisher(dir, { adopt: true, protectedPaths: [{ label: 'input', path: inputs }] });
+    const guarded = (dir: string): DirectoryPublisher =>
+      new DirectoryPublisher(dir, { adopt: true, protectedPaths: [{ label: 'input', path: inputs }] });
     expect((await rejection(guarded(inputs).lock(LOCK))).message).toBe(
       `--output ${inputs} is the input ${inputs}; publishing there would replace or delete it, so nothing was written. Give an output directory outside your inputs and release source`,
     );

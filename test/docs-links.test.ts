@@ -68,7 +68,8 @@ describe('the README and docs/', () => {
       const [target, anchor] = link.split('#') as [string, string | undefined];
       const resolved = target === '' ? file : path.posix.normalize(path.posix.join(path.posix.dirname(file), target));
       if (!existsSync(path.join(REPO_ROOT, resolved))) broken.push(`${link}: no file ${resolved}`);
-      else if (anchor !== undefined && !anchors(read(resolved)).has(anchor)) broken.push(`${link}: no heading #${anchor} in ${resolved}`);
+      else if (anchor !== undefined && !anchors(read(resolved)).has(anchor))
+        broken.push(`${link}: no heading #${anchor} in ${resolved}`);
     }
     expect(broken).toEqual([]);
   });

@@ -5,7 +5,15 @@ import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import * as tar from 'tar';
 import { describe, expect, it } from 'vitest';
-import { clusterYaml, copyExampleReleases, FERROL_STACK_YAML, readTree, renderWithReport, tempDir, writeTree } from './support/cli.js';
+import {
+  clusterYaml,
+  copyExampleReleases,
+  FERROL_STACK_YAML,
+  readTree,
+  renderWithReport,
+  tempDir,
+  writeTree,
+} from './support/cli.js';
 import { writeScript } from './support/helm-fixtures.js';
 
 const V2 = 'docker-ferrol-1-30-v2';
@@ -13,7 +21,11 @@ const V2_CLASS = `management/cluster-stacks/${V2}/clusterclass-docker-ferrol-1-3
 const readOutput = (output: string): Promise<Record<string, string>> => readTree(path.join(output, 'current'));
 
 /** Inputs: the example stack on v2 (multi-stage addons: cni, metrics-server) and one Cluster on it. */
-const v2Inputs = (): Promise<string> => writeTree({ 'stack.yaml': FERROL_STACK_YAML.replace('versions: [v1]', 'versions: [v2]'), 'c.yaml': clusterYaml('one', V2) });
+const v2Inputs = (): Promise<string> =>
+  writeTree({
+    'stack.yaml': FERROL_STACK_YAML.replace('versions: [v1]', 'versions: [v2]'),
+    'c.yaml': clusterYaml('one', V2),
+  });
 
 /** Puts every template of a chart directory behind a value no one sets: helm then renders nothing. */
 async function hideTemplates(templatesDir: string): Promise<void> {
@@ -54,7 +66,9 @@ describe('render: an empty render is withheld, never published', () => {
         kind: 'release',
         namespace: 'cluster-stacks',
         name: V2,
-        reason: expect.stringMatching(/docker-ferrol-1-30-cluster-class-v2 for release docker-ferrol-1-30-v2 renders no object .*withheld: check that its templates are not all behind a value left unset/),
+        reason: expect.stringMatching(
+          /docker-ferrol-1-30-cluster-class-v2 for release docker-ferrol-1-30-v2 renders no object .*withheld: check that its templates are not all behind a value left unset/,
+        ),
         previousOutputKept: true,
       },
     ]);
@@ -85,16 +99,27 @@ describe('render: an empty render is withheld, never published', () => {
     const empty = await renderWithReport([inputs, '--release-source', releases, '--output', out]);
     expect(empty.code).toBe(0);
     expect(empty.report.withheld).toEqual([
-      { kind: 'cluster', namespace: 'cluster-stacks', name: 'one', reason: expect.stringMatching(/^stage metrics-server: .*:metrics-server for Cluster cluster-stacks\/one \(stage metrics-server, release docker-ferrol-1-30-v2\) renders no object/), previousOutputKept: true },
+      {
+        kind: 'cluster',
+        namespace: 'cluster-stacks',
+        name: 'one',
+        reason: expect.stringMatching(
+          /^stage metrics-server: .*:metrics-server for Cluster cluster-stacks\/one \(stage metrics-server, release docker-ferrol-1-30-v2\) renders no object/,
+        ),
+        previousOutputKept: true,
+      },
     ]);
     const after = await readOutput(out);
-    for (const file of Object.keys(before).filter((name) => name.startsWith('clusters/'))) expect(after[file], file).toBe(before[file]);
+    for (const file of Object.keys(before).filter((name) => name.startsWith('clusters/')))
+      expect(after[file], file).toBe(before[file]);
     expect(after['README.md']).toMatch(/cluster cluster-stacks\/one: stage metrics-server: .*renders no object/);
 
     // Never published: nothing of the Cluster appears, and the run says why.
     const fresh = path.join(await tempDir(), 'out');
     const first = await renderWithReport([inputs, '--release-source', releases, '--output', fresh]);
-    expect(first.report.withheld).toEqual([expect.objectContaining({ kind: 'cluster', name: 'one', previousOutputKept: false })]);
+    expect(first.report.withheld).toEqual([
+      expect.objectContaining({ kind: 'cluster', name: 'one', previousOutputKept: false }),
+    ]);
     expect(Object.keys(await readOutput(fresh)).some((file) => file.startsWith('clusters/'))).toBe(false);
   });
 
@@ -104,16 +129,35 @@ describe('render: an empty render is withheld, never published', () => {
     const out = path.join(await tempDir(), 'out');
     expect((await renderWithReport([inputs, '--release-source', releases, '--output', out])).code).toBe(0);
     const before = await readOutput(out);
-    const silentHelm = await writeScript(path.join(await tempDir(), 'helm'), 'if [ "$1" = version ]; then echo v3.15.4; fi\nexit 0');
+    const silentHelm = await writeScript(
+      path.join(await tempDir(), 'helm'),
+      'if [ "$1" = version ]; then echo v3.15.4; fi\nexit 0',
+    );
     // Another secret policy changes every unit's inputs: all of them go to this helm.
-    const silent = await renderWithReport([inputs, '--release-source', releases, '--output', out, '--helm', silentHelm, '--secrets', 'drop']);
+    const silent = await renderWithReport([
+      inputs,
+      '--release-source',
+      releases,
+      '--output',
+      out,
+      '--helm',
+      silentHelm,
+      '--secrets',
+      'drop',
+    ]);
     expect(silent.code).toBe(0);
     expect(silent.report.withheld).toEqual([
       expect.objectContaining({ kind: 'cluster', name: 'one', previousOutputKept: true }),
-      expect.objectContaining({ kind: 'release', name: V2, reason: expect.stringContaining('renders no object'), previousOutputKept: true }),
+      expect.objectContaining({
+        kind: 'release',
+        name: V2,
+        reason: expect.stringContaining('renders no object'),
+        previousOutputKept: true,
+      }),
     ]);
     expect(silent.report.files.removed).toEqual([]);
     const after = await readOutput(out);
-    for (const file of Object.keys(before).filter((name) => !/(^|\/)(README\.md|provenance\.json)$/.test(name))) expect(after[file], file).toBe(before[file]);
+    for (const file of Object.keys(before).filter((name) => !/(^|\/)(README\.md|provenance\.json)$/.test(name)))
+      expect(after[file], file).toBe(before[file]);
   });
 });

@@ -14,8 +14,14 @@ describe('failureKindOf and exitCodeOf', () => {
   it('take the kind and exit code from the class', () => {
     const input = new InputError([{ source: 'a.yaml', message: 'bad' }]);
     expect([failureKindOf(input), exitCodeOf(input)]).toEqual(['fix-input', 1]);
-    expect([failureKindOf(new HelmRenderError('r', 'c', 'boom')), exitCodeOf(new HelmRenderError('r', 'c', 'boom'))]).toEqual(['fix-input', 1]);
-    expect([failureKindOf(new RemoteFailureError('down')), exitCodeOf(new RemoteFailureError('down'))]).toEqual(['retry', 3]);
+    expect([
+      failureKindOf(new HelmRenderError('r', 'c', 'boom')),
+      exitCodeOf(new HelmRenderError('r', 'c', 'boom')),
+    ]).toEqual(['fix-input', 1]);
+    expect([failureKindOf(new RemoteFailureError('down')), exitCodeOf(new RemoteFailureError('down'))]).toEqual([
+      'retry',
+      3,
+    ]);
     expect(exitCodeOf(new Failure('wait', 'not ready'))).toBe(3);
   });
 
@@ -26,7 +32,7 @@ describe('failureKindOf and exitCodeOf', () => {
     }
   });
 
-  it('derive a release source\'s and a publisher\'s kind from what failed', () => {
+  it("derive a release source's and a publisher's kind from what failed", () => {
     expect(failureKindOf(new ReleaseSourceError('unavailable', 'registry down'))).toBe('retry');
     expect(failureKindOf(new ReleaseSourceError('rate-limited', 'slow down'))).toBe('retry');
     expect(failureKindOf(new ReleaseSourceError('not-found', 'no such release'))).toBe('fix-input');
@@ -38,7 +44,9 @@ describe('failureKindOf and exitCodeOf', () => {
 
   it('count anything else as internal, even when it looks like one of ours', () => {
     expect(failureKindOf(new Error('surprise'))).toBe('internal');
-    expect(failureKindOf(Object.assign(new Error('look-alike'), { failureKind: 'fix-input', retryable: true }))).toBe('internal');
+    expect(failureKindOf(Object.assign(new Error('look-alike'), { failureKind: 'fix-input', retryable: true }))).toBe(
+      'internal',
+    );
     expect(failureKindOf('a string')).toBe('internal');
     expect(exitCodeOf(undefined)).toBe(4);
   });

@@ -29,7 +29,13 @@ import {
   type ObjectCache,
 } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { serviceAccountUser, startFakeKubeApi, type FakeKubeApi, type KubeObject, type Status } from './support/fake-kube-api/index.js';
+import {
+  serviceAccountUser,
+  startFakeKubeApi,
+  type FakeKubeApi,
+  type KubeObject,
+  type Status,
+} from './support/fake-kube-api/index.js';
 
 const GROUP = 'clusterstack.x-k8s.io';
 const VERSION = 'v1alpha1';
@@ -43,7 +49,10 @@ interface CustomObject extends KubernetesObject {
   status?: Record<string, unknown>;
 }
 
-function aClusterStack(name: string, spec: Record<string, unknown> = { provider: 'docker', name: 'ferrol', kubernetesVersion: '1.30' }): CustomObject {
+function aClusterStack(
+  name: string,
+  spec: Record<string, unknown> = { provider: 'docker', name: 'ferrol', kubernetesVersion: '1.30' },
+): CustomObject {
   return { apiVersion: API_VERSION, kind: 'ClusterStack', metadata: { name, namespace: NS }, spec };
 }
 
@@ -87,19 +96,27 @@ describe('fake kube api through @kubernetes/client-node', () => {
     await api.close();
   });
 
-  const createStack = (obj: CustomObject) => custom.createNamespacedCustomObject({ ...STACKS, namespace: NS, body: obj }) as Promise<CustomObject>;
-  const getStack = (name: string) => custom.getNamespacedCustomObject({ ...STACKS, namespace: NS, name }) as Promise<CustomObject>;
+  const createStack = (obj: CustomObject) =>
+    custom.createNamespacedCustomObject({ ...STACKS, namespace: NS, body: obj }) as Promise<CustomObject>;
+  const getStack = (name: string) =>
+    custom.getNamespacedCustomObject({ ...STACKS, namespace: NS, name }) as Promise<CustomObject>;
 
-  function stackInformer(labelSelector?: string): { informer: Informer<CustomObject> & ObjectCache<CustomObject>; events: Recorded[] } {
+  function stackInformer(labelSelector?: string): {
+    informer: Informer<CustomObject> & ObjectCache<CustomObject>;
+    events: Recorded[];
+  } {
     const informer = makeInformer<CustomObject>(
       kc,
       STACKS_PATH,
-      () => custom.listNamespacedCustomObject({ ...STACKS, namespace: NS, ...(labelSelector ? { labelSelector } : {}) }),
+      () =>
+        custom.listNamespacedCustomObject({ ...STACKS, namespace: NS, ...(labelSelector ? { labelSelector } : {}) }),
       labelSelector,
     );
     const events: Recorded[] = [];
     for (const event of ['add', 'update', 'delete'] as const) {
-      informer.on(event, (obj) => events.push({ event, ...(obj.metadata?.name ? { name: obj.metadata.name } : {}), object: obj }));
+      informer.on(event, (obj) =>
+        events.push({ event, ...(obj.metadata?.name ? { name: obj.metadata.name } : {}), object: obj }),
+      );
     }
     informer.on('connect', () => events.push({ event: 'connect' }));
     informer.on('error', (error) => events.push({ event: 'error', error }));
@@ -112,22 +129,59 @@ describe('fake kube api through @kubernetes/client-node', () => {
       expect((await kc.makeApiClient(VersionApi).getCode()).gitVersion).toMatch(/^v1\.\d+/);
       expect((await kc.makeApiClient(CoreApi).getAPIVersions()).versions).toEqual(['v1']);
       const groups = (await kc.makeApiClient(ApisApi).getAPIVersions()).groups.map((g) => g.name);
-      for (const group of [GROUP, 'cluster.x-k8s.io', 'coordination.k8s.io', 'events.k8s.io', 'kustomize.toolkit.fluxcd.io', 'argoproj.io', 'infrastructure.clusterstack.x-k8s.io']) {
+      for (const group of [
+        GROUP,
+        'cluster.x-k8s.io',
+        'coordination.k8s.io',
+        'events.k8s.io',
+        'kustomize.toolkit.fluxcd.io',
+        'argoproj.io',
+        'infrastructure.clusterstack.x-k8s.io',
+      ]) {
         expect(groups).toContain(group);
       }
 
       const resources = (await custom.getAPIResources({ group: GROUP, version: VERSION })).resources;
-      expect(resources).toContainEqual(expect.objectContaining({ name: 'clusterstacks', singularName: 'clusterstack', namespaced: true, kind: 'ClusterStack', shortNames: ['csk'] }));
-      expect(resources).toContainEqual(expect.objectContaining({ name: 'clusterstacks/status', kind: 'ClusterStack', verbs: ['get', 'patch', 'update'] }));
+      expect(resources).toContainEqual(
+        expect.objectContaining({
+          name: 'clusterstacks',
+          singularName: 'clusterstack',
+          namespaced: true,
+          kind: 'ClusterStack',
+          shortNames: ['csk'],
+        }),
+      );
+      expect(resources).toContainEqual(
+        expect.objectContaining({
+          name: 'clusterstacks/status',
+          kind: 'ClusterStack',
+          verbs: ['get', 'patch', 'update'],
+        }),
+      );
       const core = (await kc.makeApiClient(CoreV1Api).getAPIResources()).resources.map((r) => r.name);
       expect(core).toEqual(expect.arrayContaining(['namespaces', 'secrets', 'configmaps', 'events']));
     });
 
     it('lets KubernetesObjectApi find plurals through discovery, including registered kinds', async () => {
-      api.registerResource({ group: 'infrastructure.clusterstack.x-k8s.io', version: 'v1alpha1', kind: 'FakeClusterStackRelease', plural: 'fakeclusterstackreleases', namespaced: true, statusSubresource: true });
+      api.registerResource({
+        group: 'infrastructure.clusterstack.x-k8s.io',
+        version: 'v1alpha1',
+        kind: 'FakeClusterStackRelease',
+        plural: 'fakeclusterstackreleases',
+        namespaced: true,
+        statusSubresource: true,
+      });
       const objects = KubernetesObjectApi.makeApiClient(kc);
-      await objects.create({ apiVersion: 'infrastructure.clusterstack.x-k8s.io/v1alpha1', kind: 'FakeClusterStackRelease', metadata: { name: 'r1', namespace: NS } });
-      const read = await objects.read({ apiVersion: 'infrastructure.clusterstack.x-k8s.io/v1alpha1', kind: 'FakeClusterStackRelease', metadata: { name: 'r1', namespace: NS } });
+      await objects.create({
+        apiVersion: 'infrastructure.clusterstack.x-k8s.io/v1alpha1',
+        kind: 'FakeClusterStackRelease',
+        metadata: { name: 'r1', namespace: NS },
+      });
+      const read = await objects.read({
+        apiVersion: 'infrastructure.clusterstack.x-k8s.io/v1alpha1',
+        kind: 'FakeClusterStackRelease',
+        metadata: { name: 'r1', namespace: NS },
+      });
       expect(read.metadata?.uid).toBeTruthy();
       expect(api.requests.map((r) => r.path)).toContain('/apis/infrastructure.clusterstack.x-k8s.io/v1alpha1');
     });
@@ -143,12 +197,21 @@ describe('fake kube api through @kubernetes/client-node', () => {
       // With a status subresource, status sent on create is dropped.
       expect(created.status).toBeUndefined();
 
-      const list = (await custom.listNamespacedCustomObject({ ...STACKS, namespace: NS })) as { kind: string; metadata: { resourceVersion: string }; items: CustomObject[] };
+      const list = (await custom.listNamespacedCustomObject({ ...STACKS, namespace: NS })) as {
+        kind: string;
+        metadata: { resourceVersion: string };
+        items: CustomObject[];
+      };
       expect(list.kind).toBe('ClusterStackList');
       expect(list.items.map((i) => i.metadata?.name)).toEqual(['ferrol']);
       expect(Number(list.metadata.resourceVersion)).toBeGreaterThanOrEqual(Number(created.metadata?.resourceVersion));
 
-      const replaced = (await custom.replaceNamespacedCustomObject({ ...STACKS, namespace: NS, name: 'ferrol', body: { ...created, spec: { ...created.spec, versions: ['v1'] } } })) as CustomObject;
+      const replaced = (await custom.replaceNamespacedCustomObject({
+        ...STACKS,
+        namespace: NS,
+        name: 'ferrol',
+        body: { ...created, spec: { ...created.spec, versions: ['v1'] } },
+      })) as CustomObject;
       expect(replaced.spec?.['versions']).toEqual(['v1']);
       expect(replaced.metadata?.generation).toBe(2);
       expect(Number(replaced.metadata?.resourceVersion)).toBeGreaterThan(Number(created.metadata?.resourceVersion));
@@ -156,28 +219,48 @@ describe('fake kube api through @kubernetes/client-node', () => {
       await custom.deleteNamespacedCustomObject({ ...STACKS, namespace: NS, name: 'ferrol' });
       const missing = await failure(getStack('ferrol'));
       expect(missing.code).toBe(404);
-      expect(missing.status).toMatchObject({ kind: 'Status', status: 'Failure', reason: 'NotFound', code: 404, message: 'clusterstacks.clusterstack.x-k8s.io "ferrol" not found' });
+      expect(missing.status).toMatchObject({
+        kind: 'Status',
+        status: 'Failure',
+        reason: 'NotFound',
+        code: 404,
+        message: 'clusterstacks.clusterstack.x-k8s.io "ferrol" not found',
+      });
     });
 
     it('answers AlreadyExists, honours generateName and refuses bad names and missing namespaces', async () => {
       await createStack(aClusterStack('ferrol'));
       const again = await failure(createStack(aClusterStack('ferrol')));
       expect(again.code).toBe(409);
-      expect(again.status).toMatchObject({ reason: 'AlreadyExists', message: 'clusterstacks.clusterstack.x-k8s.io "ferrol" already exists' });
+      expect(again.status).toMatchObject({
+        reason: 'AlreadyExists',
+        message: 'clusterstacks.clusterstack.x-k8s.io "ferrol" already exists',
+      });
 
-      const generated = await createStack({ ...aClusterStack(''), metadata: { generateName: 'stack-', namespace: NS } });
+      const generated = await createStack({
+        ...aClusterStack(''),
+        metadata: { generateName: 'stack-', namespace: NS },
+      });
       expect(generated.metadata?.name).toMatch(/^stack-[a-z0-9]{5}$/);
 
       const badName = await failure(createStack(aClusterStack('Not_Valid')));
       expect(badName.code).toBe(422);
       expect(badName.status.reason).toBe('Invalid');
 
-      const noNamespace = await failure(custom.createNamespacedCustomObject({ ...STACKS, namespace: 'nowhere', body: { ...aClusterStack('x'), metadata: { name: 'x' } } }));
+      const noNamespace = await failure(
+        custom.createNamespacedCustomObject({
+          ...STACKS,
+          namespace: 'nowhere',
+          body: { ...aClusterStack('x'), metadata: { name: 'x' } },
+        }),
+      );
       expect(noNamespace.code).toBe(404);
       expect(noNamespace.status.message).toBe('namespaces "nowhere" not found');
 
       // Copying a fetched object into a create fails on a real server too.
-      const withVersion = await failure(createStack({ ...aClusterStack('copy'), metadata: { name: 'copy', resourceVersion: '5' } }));
+      const withVersion = await failure(
+        createStack({ ...aClusterStack('copy'), metadata: { name: 'copy', resourceVersion: '5' } }),
+      );
       expect(withVersion.code).toBe(500);
     });
 
@@ -188,13 +271,19 @@ describe('fake kube api through @kubernetes/client-node', () => {
       expect(ns.status?.phase).toBe('Active');
       expect(ns.metadata?.labels?.['kubernetes.io/metadata.name']).toBe('capi-system');
 
-      await core.createNamespacedSecret({ namespace: 'capi-system', body: { metadata: { name: 'git' }, stringData: { token: 's3cret' } } });
+      await core.createNamespacedSecret({
+        namespace: 'capi-system',
+        body: { metadata: { name: 'git' }, stringData: { token: 's3cret' } },
+      });
       const secret = await core.readNamespacedSecret({ namespace: 'capi-system', name: 'git' });
       expect(secret.data?.['token']).toBe(Buffer.from('s3cret').toString('base64'));
       expect(secret.stringData).toBeUndefined();
       expect(secret.type).toBe('Opaque');
 
-      await core.createNamespacedConfigMap({ namespace: 'capi-system', body: { metadata: { name: 'values', labels: { app: 'x' } }, data: { a: '1' } } });
+      await core.createNamespacedConfigMap({
+        namespace: 'capi-system',
+        body: { metadata: { name: 'values', labels: { app: 'x' } }, data: { a: '1' } },
+      });
       const maps = await core.listConfigMapForAllNamespaces({ labelSelector: 'app=x' });
       expect(maps.items.map((m) => `${m.metadata?.namespace}/${m.metadata?.name}`)).toEqual(['capi-system/values']);
     });
@@ -203,17 +292,41 @@ describe('fake kube api through @kubernetes/client-node', () => {
       const leases = kc.makeApiClient(CoordinationV1Api);
       const lease = await leases.createNamespacedLease({
         namespace: NS,
-        body: { metadata: { name: 'clusterstack-controller' }, spec: { holderIdentity: 'pod-a', leaseDurationSeconds: 15, acquireTime: new Date(), renewTime: new Date() } },
+        body: {
+          metadata: { name: 'clusterstack-controller' },
+          spec: { holderIdentity: 'pod-a', leaseDurationSeconds: 15, acquireTime: new Date(), renewTime: new Date() },
+        },
       });
-      const renewed = await leases.replaceNamespacedLease({ namespace: NS, name: 'clusterstack-controller', body: { ...lease, spec: { ...lease.spec, renewTime: new Date() } } });
+      const renewed = await leases.replaceNamespacedLease({
+        namespace: NS,
+        name: 'clusterstack-controller',
+        body: { ...lease, spec: { ...lease.spec, renewTime: new Date() } },
+      });
       expect(Number(renewed.metadata?.resourceVersion)).toBeGreaterThan(Number(lease.metadata?.resourceVersion));
-      const stolen = await failure(leases.replaceNamespacedLease({ namespace: NS, name: 'clusterstack-controller', body: { ...lease, spec: { ...lease.spec, holderIdentity: 'pod-b' } } }));
+      const stolen = await failure(
+        leases.replaceNamespacedLease({
+          namespace: NS,
+          name: 'clusterstack-controller',
+          body: { ...lease, spec: { ...lease.spec, holderIdentity: 'pod-b' } },
+        }),
+      );
       expect(stolen.code).toBe(409);
 
       const events = kc.makeApiClient(EventsV1Api);
-      const incomplete = await failure(events.createNamespacedEvent({ namespace: NS, body: { metadata: { generateName: 'ferrol.' }, eventTime: new Date() } }));
+      const incomplete = await failure(
+        events.createNamespacedEvent({
+          namespace: NS,
+          body: { metadata: { generateName: 'ferrol.' }, eventTime: new Date() },
+        }),
+      );
       expect(incomplete.code).toBe(422);
-      expect(incomplete.status.details?.causes?.map((c) => c.field)).toEqual(['reportingController', 'reportingInstance', 'action', 'reason', 'type']);
+      expect(incomplete.status.details?.causes?.map((c) => c.field)).toEqual([
+        'reportingController',
+        'reportingInstance',
+        'action',
+        'reason',
+        'type',
+      ]);
       const event = await events.createNamespacedEvent({
         namespace: NS,
         body: {
@@ -232,7 +345,13 @@ describe('fake kube api through @kubernetes/client-node', () => {
 
       const coreEvent = await kc.makeApiClient(CoreV1Api).createNamespacedEvent({
         namespace: NS,
-        body: { metadata: { generateName: 'ferrol.' }, involvedObject: { kind: 'ClusterStack', name: 'ferrol', namespace: NS }, reason: 'Rendered', type: 'Normal', message: 'ok' },
+        body: {
+          metadata: { generateName: 'ferrol.' },
+          involvedObject: { kind: 'ClusterStack', name: 'ferrol', namespace: NS },
+          reason: 'Rendered',
+          type: 'Normal',
+          message: 'ok',
+        },
       });
       expect(coreEvent.involvedObject.name).toBe('ferrol');
     });
@@ -254,12 +373,25 @@ describe('fake kube api through @kubernetes/client-node', () => {
 
       // patch*Status with a merge patch: the usual way to write conditions.
       const patched = (await custom.patchNamespacedCustomObjectStatus(
-        { ...STACKS, namespace: NS, name: 'ferrol', body: { status: { conditions: [{ type: 'Ready', status: 'True', reason: 'Published' }] } } },
+        {
+          ...STACKS,
+          namespace: NS,
+          name: 'ferrol',
+          body: { status: { conditions: [{ type: 'Ready', status: 'True', reason: 'Published' }] } },
+        },
         setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
       )) as CustomObject;
-      expect(patched.status).toEqual({ usableVersions: ['v1'], conditions: [{ type: 'Ready', status: 'True', reason: 'Published' }] });
+      expect(patched.status).toEqual({
+        usableVersions: ['v1'],
+        conditions: [{ type: 'Ready', status: 'True', reason: 'Published' }],
+      });
 
-      const mainUpdate = (await custom.replaceNamespacedCustomObject({ ...STACKS, namespace: NS, name: 'ferrol', body: { ...patched, status: { usableVersions: [] } } })) as CustomObject;
+      const mainUpdate = (await custom.replaceNamespacedCustomObject({
+        ...STACKS,
+        namespace: NS,
+        name: 'ferrol',
+        body: { ...patched, status: { usableVersions: [] } },
+      })) as CustomObject;
       expect(mainUpdate.status?.['usableVersions']).toEqual(['v1']);
       // Nothing changed, so the write is a no-op: same resourceVersion, same generation.
       expect(mainUpdate.metadata?.resourceVersion).toBe(patched.metadata?.resourceVersion);
@@ -278,30 +410,66 @@ describe('fake kube api through @kubernetes/client-node', () => {
 
     it('answers 409 Conflict with the real message when the resourceVersion is stale', async () => {
       const created = await createStack(aClusterStack('ferrol'));
-      await custom.replaceNamespacedCustomObject({ ...STACKS, namespace: NS, name: 'ferrol', body: { ...created, spec: { ...created.spec, versions: ['v1'] } } });
-      const stale = await failure(custom.replaceNamespacedCustomObject({ ...STACKS, namespace: NS, name: 'ferrol', body: { ...created, spec: { ...created.spec, versions: ['v2'] } } }));
+      await custom.replaceNamespacedCustomObject({
+        ...STACKS,
+        namespace: NS,
+        name: 'ferrol',
+        body: { ...created, spec: { ...created.spec, versions: ['v1'] } },
+      });
+      const stale = await failure(
+        custom.replaceNamespacedCustomObject({
+          ...STACKS,
+          namespace: NS,
+          name: 'ferrol',
+          body: { ...created, spec: { ...created.spec, versions: ['v2'] } },
+        }),
+      );
       expect(stale.code).toBe(409);
       expect(stale.status).toEqual({
         kind: 'Status',
         apiVersion: 'v1',
         metadata: {},
         status: 'Failure',
-        message: 'Operation cannot be fulfilled on clusterstacks.clusterstack.x-k8s.io "ferrol": the object has been modified; please apply your changes to the latest version and try again',
+        message:
+          'Operation cannot be fulfilled on clusterstacks.clusterstack.x-k8s.io "ferrol": the object has been modified; please apply your changes to the latest version and try again',
         reason: 'Conflict',
         details: { name: 'ferrol', group: GROUP, kind: 'clusterstacks' },
         code: 409,
       });
       // Same check through the status endpoint, and through a merge patch that carries a resourceVersion.
-      expect((await failure(custom.replaceNamespacedCustomObjectStatus({ ...STACKS, namespace: NS, name: 'ferrol', body: { ...created, status: {} } }))).code).toBe(409);
+      expect(
+        (
+          await failure(
+            custom.replaceNamespacedCustomObjectStatus({
+              ...STACKS,
+              namespace: NS,
+              name: 'ferrol',
+              body: { ...created, status: {} },
+            }),
+          )
+        ).code,
+      ).toBe(409);
       const lockedPatch = custom.patchNamespacedCustomObject(
-        { ...STACKS, namespace: NS, name: 'ferrol', body: { metadata: { resourceVersion: created.metadata?.resourceVersion }, spec: { versions: [] } } },
+        {
+          ...STACKS,
+          namespace: NS,
+          name: 'ferrol',
+          body: { metadata: { resourceVersion: created.metadata?.resourceVersion }, spec: { versions: [] } },
+        },
         setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
       );
       expect((await failure(lockedPatch)).code).toBe(409);
 
       // Custom resources refuse unconditional updates (a PUT without resourceVersion).
       const { resourceVersion: _rv, ...metadataWithoutVersion } = created.metadata ?? {};
-      const unconditional = await failure(custom.replaceNamespacedCustomObject({ ...STACKS, namespace: NS, name: 'ferrol', body: { ...created, metadata: metadataWithoutVersion } }));
+      const unconditional = await failure(
+        custom.replaceNamespacedCustomObject({
+          ...STACKS,
+          namespace: NS,
+          name: 'ferrol',
+          body: { ...created, metadata: metadataWithoutVersion },
+        }),
+      );
       expect(unconditional.code).toBe(422);
     });
   });
@@ -311,26 +479,33 @@ describe('fake kube api through @kubernetes/client-node', () => {
       await createStack({ ...aClusterStack('ferrol'), metadata: { name: 'ferrol', labels: { a: '1', b: '2' } } });
       // Merge patch (RFC 7386): objects merge, null deletes, arrays replace.
       await custom.patchNamespacedCustomObject(
-        { ...STACKS, namespace: NS, name: 'ferrol', body: { metadata: { labels: { b: null, c: '3' } }, spec: { versions: ['v1', 'v2'] } } },
-        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-      );
-      // JSON patch (RFC 6902) is also what the patch* calls send when given no options.
-      const patched = (await custom.patchNamespacedCustomObject(
         {
           ...STACKS,
           namespace: NS,
           name: 'ferrol',
-          body: [
-            { op: 'test', path: '/spec/versions/0', value: 'v1' },
-            { op: 'add', path: '/spec/versions/-', value: 'v3' },
-            { op: 'remove', path: '/spec/versions/1' },
-            { op: 'replace', path: '/spec/channel', value: 'stable' },
-            { op: 'copy', from: '/spec/name', path: '/spec/alias' },
-            { op: 'move', from: '/spec/alias', path: '/metadata/annotations' },
-          ],
+          body: { metadata: { labels: { b: null, c: '3' } }, spec: { versions: ['v1', 'v2'] } },
         },
-        setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
-      ).catch((e: unknown) => e)) as CustomObject | { code: number };
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+      // JSON patch (RFC 6902) is also what the patch* calls send when given no options.
+      const patched = (await custom
+        .patchNamespacedCustomObject(
+          {
+            ...STACKS,
+            namespace: NS,
+            name: 'ferrol',
+            body: [
+              { op: 'test', path: '/spec/versions/0', value: 'v1' },
+              { op: 'add', path: '/spec/versions/-', value: 'v3' },
+              { op: 'remove', path: '/spec/versions/1' },
+              { op: 'replace', path: '/spec/channel', value: 'stable' },
+              { op: 'copy', from: '/spec/name', path: '/spec/alias' },
+              { op: 'move', from: '/spec/alias', path: '/metadata/annotations' },
+            ],
+          },
+          setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
+        )
+        .catch((e: unknown) => e)) as CustomObject | { code: number };
       // `replace` needs the path to exist: /spec/channel does not, so the whole patch fails atomically.
       expect((patched as { code: number }).code).toBe(422);
       expect(api.get(API_VERSION, 'ClusterStack', NS, 'ferrol')?.['spec']).toMatchObject({ versions: ['v1', 'v2'] });
@@ -357,34 +532,60 @@ describe('fake kube api through @kubernetes/client-node', () => {
       expect(ok.metadata?.annotations).toEqual({ a: '1', 'moved/key': '3' });
 
       const failedTest = await failure(
-        custom.patchNamespacedCustomObject({ ...STACKS, namespace: NS, name: 'ferrol', body: [{ op: 'test', path: '/spec/channel', value: 'alpha' }] }),
+        custom.patchNamespacedCustomObject({
+          ...STACKS,
+          namespace: NS,
+          name: 'ferrol',
+          body: [{ op: 'test', path: '/spec/channel', value: 'alpha' }],
+        }),
       );
       expect(failedTest.code).toBe(422);
 
       const contentTypes = api.requests.filter((r) => r.method === 'PATCH').map((r) => r.contentType);
-      expect(contentTypes).toEqual([PatchStrategy.MergePatch, PatchStrategy.JsonPatch, PatchStrategy.JsonPatch, 'application/json-patch+json']);
+      expect(contentTypes).toEqual([
+        PatchStrategy.MergePatch,
+        PatchStrategy.JsonPatch,
+        PatchStrategy.JsonPatch,
+        'application/json-patch+json',
+      ]);
     });
 
     it('shows the gotchas: a merge-style body without options, strategic merge and apply on custom resources', async () => {
       await createStack(aClusterStack('ferrol'));
       // Forgetting the options sends the object as a JSON patch: 400 from the server.
-      const forgot = await failure(custom.patchNamespacedCustomObject({ ...STACKS, namespace: NS, name: 'ferrol', body: { spec: { versions: [] } } }));
+      const forgot = await failure(
+        custom.patchNamespacedCustomObject({
+          ...STACKS,
+          namespace: NS,
+          name: 'ferrol',
+          body: { spec: { versions: [] } },
+        }),
+      );
       expect(forgot.code).toBe(400);
       // Real servers refuse strategic merge patch for custom resources (KubernetesObjectApi.patch defaults to it!).
       const strategic = await failure(
-        custom.patchNamespacedCustomObject({ ...STACKS, namespace: NS, name: 'ferrol', body: { spec: {} } }, setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch)),
+        custom.patchNamespacedCustomObject(
+          { ...STACKS, namespace: NS, name: 'ferrol', body: { spec: {} } },
+          setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch),
+        ),
       );
       expect(strategic.code).toBe(415);
       expect(strategic.status.reason).toBe('UnsupportedMediaType');
       const apply = await failure(
-        custom.patchNamespacedCustomObject({ ...STACKS, namespace: NS, name: 'ferrol', body: { spec: {} }, fieldManager: 'x' }, setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply)),
+        custom.patchNamespacedCustomObject(
+          { ...STACKS, namespace: NS, name: 'ferrol', body: { spec: {} }, fieldManager: 'x' },
+          setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply),
+        ),
       );
       expect(apply.code).toBe(415);
 
       // Built-in kinds accept strategic merge patch.
       const core = kc.makeApiClient(CoreV1Api);
       await core.createNamespacedConfigMap({ namespace: NS, body: { metadata: { name: 'cm' }, data: { a: '1' } } });
-      const cm = await core.patchNamespacedConfigMap({ namespace: NS, name: 'cm', body: { data: { b: '2' } } }, setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch));
+      const cm = await core.patchNamespacedConfigMap(
+        { namespace: NS, name: 'cm', body: { data: { b: '2' } } },
+        setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch),
+      );
       expect(cm.data).toEqual({ a: '1', b: '2' });
     });
   });
@@ -396,9 +597,11 @@ describe('fake kube api through @kubernetes/client-node', () => {
       api.seed({ ...aClusterStack('c'), metadata: { name: 'c', namespace: NS } });
       api.seed({ ...aClusterStack('d'), metadata: { name: 'd', namespace: 'other', labels: { env: 'prod' } } });
       const names = async (options: { labelSelector?: string; fieldSelector?: string }, namespace?: string) => {
-        const list = (namespace
-          ? await custom.listNamespacedCustomObject({ ...STACKS, namespace, ...options })
-          : await custom.listClusterCustomObject({ ...STACKS, ...options })) as { items: CustomObject[] };
+        const list = (
+          namespace
+            ? await custom.listNamespacedCustomObject({ ...STACKS, namespace, ...options })
+            : await custom.listClusterCustomObject({ ...STACKS, ...options })
+        ) as { items: CustomObject[] };
         return list.items.map((i) => i.metadata?.name);
       };
       expect(await names({ labelSelector: 'env=prod' })).toEqual(['a', 'd']);
@@ -413,9 +616,13 @@ describe('fake kube api through @kubernetes/client-node', () => {
 
       const bad = await failure(custom.listClusterCustomObject({ ...STACKS, labelSelector: 'env in prod' }));
       expect(bad.code).toBe(400);
-      const badField = await failure(custom.listClusterCustomObject({ ...STACKS, fieldSelector: 'spec.provider=docker' }));
+      const badField = await failure(
+        custom.listClusterCustomObject({ ...STACKS, fieldSelector: 'spec.provider=docker' }),
+      );
       expect(badField.code).toBe(400);
-      expect(api.list(API_VERSION, 'csk', undefined, { labelSelector: 'env=prod' }).map((o) => o.metadata.name)).toEqual(['a', 'd']);
+      expect(
+        api.list(API_VERSION, 'csk', undefined, { labelSelector: 'env=prod' }).map((o) => o.metadata.name),
+      ).toEqual(['a', 'd']);
     });
   });
 
@@ -434,7 +641,11 @@ describe('fake kube api through @kubernetes/client-node', () => {
       );
       await custom.deleteNamespacedCustomObject({ ...STACKS, namespace: NS, name: 'ferrol' });
       await waitFor(() => events.some((e) => e.event === 'delete'), 'the delete event');
-      expect(events.slice(2).map((e) => `${e.event}:${e.name}`)).toEqual(['add:ferrol', 'update:ferrol', 'delete:ferrol']);
+      expect(events.slice(2).map((e) => `${e.event}:${e.name}`)).toEqual([
+        'add:ferrol',
+        'update:ferrol',
+        'delete:ferrol',
+      ]);
       expect(informer.get('ferrol', NS)).toBeUndefined();
       expect(informer.get('existing', NS)?.metadata?.name).toBe('existing');
       expect(created.metadata?.uid).toBe((events[2]?.object as CustomObject).metadata?.uid);
@@ -477,7 +688,12 @@ describe('fake kube api through @kubernetes/client-node', () => {
 
       const received: Array<{ type: string; object: Status }> = [];
       const ended = new Promise<unknown>((resolve) => {
-        void new Watch(kc).watch(STACKS_PATH, { resourceVersion: first.metadata?.resourceVersion }, (type, object) => received.push({ type, object }), resolve);
+        void new Watch(kc).watch(
+          STACKS_PATH,
+          { resourceVersion: first.metadata?.resourceVersion },
+          (type, object) => received.push({ type, object }),
+          resolve,
+        );
       });
       expect(await ended).toBeNull();
       expect(received).toHaveLength(1);
@@ -487,13 +703,22 @@ describe('fake kube api through @kubernetes/client-node', () => {
     });
 
     it('streams bookmarks, ends on timeoutSeconds, and turns selector moves into ADDED/DELETED', async () => {
-      const created = await createStack({ ...aClusterStack('ferrol'), metadata: { name: 'ferrol', labels: { watched: 'yes' } } });
+      const created = await createStack({
+        ...aClusterStack('ferrol'),
+        metadata: { name: 'ferrol', labels: { watched: 'yes' } },
+      });
       const received: string[] = [];
       let done = false;
       await new Watch(kc).watch(
         STACKS_PATH,
-        { resourceVersion: created.metadata?.resourceVersion, allowWatchBookmarks: true, timeoutSeconds: 1, labelSelector: 'watched=yes' },
-        (type, object: KubeObject) => received.push(`${type}:${object.metadata.name ?? object.metadata.resourceVersion}`),
+        {
+          resourceVersion: created.metadata?.resourceVersion,
+          allowWatchBookmarks: true,
+          timeoutSeconds: 1,
+          labelSelector: 'watched=yes',
+        },
+        (type, object: KubeObject) =>
+          received.push(`${type}:${object.metadata.name ?? object.metadata.resourceVersion}`),
         () => {
           done = true;
         },
@@ -501,11 +726,25 @@ describe('fake kube api through @kubernetes/client-node', () => {
       await api.waitForWatches();
       api.sendBookmarks();
       const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-      await custom.patchNamespacedCustomObject({ ...STACKS, namespace: NS, name: 'ferrol', body: { metadata: { labels: { watched: 'no' } } } }, merge);
-      await custom.patchNamespacedCustomObject({ ...STACKS, namespace: NS, name: 'ferrol', body: { metadata: { labels: { watched: 'yes' } } } }, merge);
-      await custom.patchNamespacedCustomObject({ ...STACKS, namespace: NS, name: 'ferrol', body: { spec: { versions: ['v1'] } } }, merge);
+      await custom.patchNamespacedCustomObject(
+        { ...STACKS, namespace: NS, name: 'ferrol', body: { metadata: { labels: { watched: 'no' } } } },
+        merge,
+      );
+      await custom.patchNamespacedCustomObject(
+        { ...STACKS, namespace: NS, name: 'ferrol', body: { metadata: { labels: { watched: 'yes' } } } },
+        merge,
+      );
+      await custom.patchNamespacedCustomObject(
+        { ...STACKS, namespace: NS, name: 'ferrol', body: { spec: { versions: ['v1'] } } },
+        merge,
+      );
       await waitFor(() => done, 'the watch to end after timeoutSeconds');
-      expect(received).toEqual([`BOOKMARK:${created.metadata?.resourceVersion}`, 'DELETED:ferrol', 'ADDED:ferrol', 'MODIFIED:ferrol']);
+      expect(received).toEqual([
+        `BOOKMARK:${created.metadata?.resourceVersion}`,
+        'DELETED:ferrol',
+        'ADDED:ferrol',
+        'MODIFIED:ferrol',
+      ]);
     });
 
     it('replays the current state as ADDED events for a watch without resourceVersion', async () => {
@@ -532,7 +771,9 @@ describe('fake kube api through @kubernetes/client-node', () => {
 
       await api.stop();
       await waitFor(() => events.some((e) => e.event === 'error'), 'the error event');
-      expect((events.find((e) => e.event === 'error')?.error as { code?: string }).code).toBe('ERR_STREAM_PREMATURE_CLOSE');
+      expect((events.find((e) => e.event === 'error')?.error as { code?: string }).code).toBe(
+        'ERR_STREAM_PREMATURE_CLOSE',
+      );
       await api.restart();
       // Give a (non-existent) automatic retry a chance; there is none: the informer stays stopped.
       await new Promise((resolve) => setTimeout(resolve, 100));
@@ -543,7 +784,10 @@ describe('fake kube api through @kubernetes/client-node', () => {
 
       // What the controller must do: start again. It watches from its last resourceVersion and catches up.
       await informer.start();
-      await waitFor(() => events.some((e) => e.event === 'add' && e.name === 'missed'), 'the add after restarting the informer');
+      await waitFor(
+        () => events.some((e) => e.event === 'add' && e.name === 'missed'),
+        'the add after restarting the informer',
+      );
       expect(api.url).toBe(kc.getCurrentCluster()?.server);
     });
 
@@ -620,10 +864,15 @@ describe('fake kube api through @kubernetes/client-node', () => {
     it('refuses label values longer than 63 characters, as apimachinery does', async () => {
       const custom = api.kubeConfig().makeApiClient(CustomObjectsApi);
       const long = 'a'.repeat(64);
-      const stack = { ...aClusterStack('labelled'), metadata: { name: 'labelled', namespace: NS, labels: { 'clusterstack.x-k8s.io/cluster-stack': long } } };
+      const stack = {
+        ...aClusterStack('labelled'),
+        metadata: { name: 'labelled', namespace: NS, labels: { 'clusterstack.x-k8s.io/cluster-stack': long } },
+      };
       const refused = await failure(custom.createNamespacedCustomObject({ ...STACKS, namespace: NS, body: stack }));
       expect(refused.code).toBe(422);
-      expect(refused.status.message).toContain(`metadata.labels: Invalid value: "${long}": must be no more than 63 characters`);
+      expect(refused.status.message).toContain(
+        `metadata.labels: Invalid value: "${long}": must be no more than 63 characters`,
+      );
       stack.metadata.labels['clusterstack.x-k8s.io/cluster-stack'] = 'a'.repeat(63);
       await custom.createNamespacedCustomObject({ ...STACKS, namespace: NS, body: stack });
     });
@@ -632,8 +881,22 @@ describe('fake kube api through @kubernetes/client-node', () => {
       const secured = await startFakeKubeApi({ users: { 'sa-token': serviceAccountUser('ops', 'robot') } });
       try {
         secured.seed({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'ops' } });
-        secured.seed({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'stacks', namespace: NS }, rules: [{ apiGroups: [GROUP], resources: ['clusterstacks'], verbs: ['list', 'watch'] }, { apiGroups: [GROUP], resources: ['clusterstacks/status'], verbs: ['patch'] }] } as never);
-        secured.seed({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'stacks', namespace: NS }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'stacks' }, subjects: [{ kind: 'ServiceAccount', name: 'robot', namespace: 'ops' }] } as never);
+        secured.seed({
+          apiVersion: 'rbac.authorization.k8s.io/v1',
+          kind: 'Role',
+          metadata: { name: 'stacks', namespace: NS },
+          rules: [
+            { apiGroups: [GROUP], resources: ['clusterstacks'], verbs: ['list', 'watch'] },
+            { apiGroups: [GROUP], resources: ['clusterstacks/status'], verbs: ['patch'] },
+          ],
+        } as never);
+        secured.seed({
+          apiVersion: 'rbac.authorization.k8s.io/v1',
+          kind: 'RoleBinding',
+          metadata: { name: 'stacks', namespace: NS },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'stacks' },
+          subjects: [{ kind: 'ServiceAccount', name: 'robot', namespace: 'ops' }],
+        } as never);
         const robot = secured.kubeConfig('sa-token').makeApiClient(CustomObjectsApi);
         expect((await robot.listNamespacedCustomObject({ ...STACKS, namespace: NS })).items).toEqual([]);
         const clusterWide = await failure(robot.listClusterCustomObject(STACKS));
@@ -641,14 +904,21 @@ describe('fake kube api through @kubernetes/client-node', () => {
         expect(clusterWide.status).toMatchObject({
           kind: 'Status',
           reason: 'Forbidden',
-          message: 'clusterstacks.clusterstack.x-k8s.io is forbidden: User "system:serviceaccount:ops:robot" cannot list resource "clusterstacks" in API group "clusterstack.x-k8s.io" at the cluster scope',
+          message:
+            'clusterstacks.clusterstack.x-k8s.io is forbidden: User "system:serviceaccount:ops:robot" cannot list resource "clusterstacks" in API group "clusterstack.x-k8s.io" at the cluster scope',
           details: { group: GROUP, kind: 'clusterstacks' },
         });
         const named = await failure(robot.getNamespacedCustomObject({ ...STACKS, namespace: NS, name: 'x' }));
-        expect(named.status.message).toBe('clusterstacks.clusterstack.x-k8s.io "x" is forbidden: User "system:serviceaccount:ops:robot" cannot get resource "clusterstacks" in API group "clusterstack.x-k8s.io" in the namespace "default"');
+        expect(named.status.message).toBe(
+          'clusterstacks.clusterstack.x-k8s.io "x" is forbidden: User "system:serviceaccount:ops:robot" cannot get resource "clusterstacks" in API group "clusterstack.x-k8s.io" in the namespace "default"',
+        );
         // The admin token is still allowed everything; discovery is open to every user.
-        expect((await secured.kubeConfig().makeApiClient(CustomObjectsApi).listClusterCustomObject(STACKS)).items).toEqual([]);
-        expect((await secured.kubeConfig('sa-token').makeApiClient(ApisApi).getAPIVersions()).groups.length).toBeGreaterThan(0);
+        expect(
+          (await secured.kubeConfig().makeApiClient(CustomObjectsApi).listClusterCustomObject(STACKS)).items,
+        ).toEqual([]);
+        expect(
+          (await secured.kubeConfig('sa-token').makeApiClient(ApisApi).getAPIVersions()).groups.length,
+        ).toBeGreaterThan(0);
         expect((await failure(secured.kubeConfig('nope').makeApiClient(CoreV1Api).listNamespace())).code).toBe(401);
       } finally {
         await secured.close();
@@ -662,18 +932,32 @@ describe('fake kube api through @kubernetes/client-node', () => {
     const merge = () => setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
     it('keeps an object with finalizers until they are removed, and refuses new finalizers meanwhile', async () => {
-      await createStack({ ...aClusterStack('ferrol'), metadata: { name: 'ferrol', finalizers: ['clusterstack.x-k8s.io/finalizer'] } });
+      await createStack({
+        ...aClusterStack('ferrol'),
+        metadata: { name: 'ferrol', finalizers: ['clusterstack.x-k8s.io/finalizer'] },
+      });
       await custom.deleteNamespacedCustomObject({ ...STACKS, namespace: NS, name: 'ferrol' });
       const terminating = await getStack('ferrol');
       expect(terminating.metadata?.deletionTimestamp).toBeTruthy();
       expect(terminating.metadata?.generation).toBe(2);
 
       const added = await failure(
-        custom.patchNamespacedCustomObject({ ...STACKS, namespace: NS, name: 'ferrol', body: { metadata: { finalizers: ['clusterstack.x-k8s.io/finalizer', 'other'] } } }, merge()),
+        custom.patchNamespacedCustomObject(
+          {
+            ...STACKS,
+            namespace: NS,
+            name: 'ferrol',
+            body: { metadata: { finalizers: ['clusterstack.x-k8s.io/finalizer', 'other'] } },
+          },
+          merge(),
+        ),
       );
       expect(added.code).toBe(422);
 
-      await custom.patchNamespacedCustomObject({ ...STACKS, namespace: NS, name: 'ferrol', body: [{ op: 'remove', path: '/metadata/finalizers' }] }, setHeaderOptions('Content-Type', PatchStrategy.JsonPatch));
+      await custom.patchNamespacedCustomObject(
+        { ...STACKS, namespace: NS, name: 'ferrol', body: [{ op: 'remove', path: '/metadata/finalizers' }] },
+        setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
+      );
       expect((await failure(getStack('ferrol'))).code).toBe(404);
     });
 
@@ -681,15 +965,30 @@ describe('fake kube api through @kubernetes/client-node', () => {
       const cluster = (await custom.createNamespacedCustomObject({
         ...CLUSTERS,
         namespace: NS,
-        body: { apiVersion: 'cluster.x-k8s.io/v1beta1', kind: 'Cluster', metadata: { name: 'workload', finalizers: ['cluster.cluster.x-k8s.io'] }, spec: {} },
+        body: {
+          apiVersion: 'cluster.x-k8s.io/v1beta1',
+          kind: 'Cluster',
+          metadata: { name: 'workload', finalizers: ['cluster.cluster.x-k8s.io'] },
+          spec: {},
+        },
       })) as CustomObject;
       const stack = await createStack(aClusterStack('ferrol'));
-      const ownerRef = (o: CustomObject) => ({ apiVersion: o.apiVersion ?? '', kind: o.kind ?? '', name: o.metadata?.name ?? '', uid: o.metadata?.uid ?? '' });
+      const ownerRef = (o: CustomObject) => ({
+        apiVersion: o.apiVersion ?? '',
+        kind: o.kind ?? '',
+        name: o.metadata?.name ?? '',
+        uid: o.metadata?.uid ?? '',
+      });
       const addon = (name: string, owners: CustomObject[]) =>
         custom.createNamespacedCustomObject({
           ...ADDONS,
           namespace: NS,
-          body: { apiVersion: API_VERSION, kind: 'ClusterAddon', metadata: { name, ownerReferences: owners.map(ownerRef) }, spec: { clusterRef: { name: 'workload' } } },
+          body: {
+            apiVersion: API_VERSION,
+            kind: 'ClusterAddon',
+            metadata: { name, ownerReferences: owners.map(ownerRef) },
+            spec: { clusterRef: { name: 'workload' } },
+          },
         });
       await addon('only-cluster', [cluster]);
       await addon('shared', [cluster, stack]);
@@ -700,9 +999,15 @@ describe('fake kube api through @kubernetes/client-node', () => {
 
       await custom.deleteNamespacedCustomObject({ ...CLUSTERS, namespace: NS, name: 'workload' });
       // Finalizer still set: nothing is collected yet.
-      expect(api.list('clusterstack.x-k8s.io/v1alpha1', 'ClusterAddon', NS).map((a) => a.metadata.name)).toEqual(['only-cluster', 'shared']);
+      expect(api.list('clusterstack.x-k8s.io/v1alpha1', 'ClusterAddon', NS).map((a) => a.metadata.name)).toEqual([
+        'only-cluster',
+        'shared',
+      ]);
 
-      await custom.patchNamespacedCustomObject({ ...CLUSTERS, namespace: NS, name: 'workload', body: { metadata: { finalizers: null } } }, merge());
+      await custom.patchNamespacedCustomObject(
+        { ...CLUSTERS, namespace: NS, name: 'workload', body: { metadata: { finalizers: null } } },
+        merge(),
+      );
       expect(api.get('cluster.x-k8s.io/v1beta1', 'Cluster', NS, 'workload')).toBeUndefined();
       const remaining = api.list(API_VERSION, 'clusteraddons', NS);
       expect(remaining.map((a) => a.metadata.name)).toEqual(['shared']);
@@ -722,10 +1027,19 @@ describe('fake kube api through @kubernetes/client-node', () => {
       await core.deleteNamespace({ name: 'team-a' });
       expect((await core.readNamespace({ name: 'team-a' })).status?.phase).toBe('Terminating');
       expect(api.list(API_VERSION, 'ClusterStack', 'team-a').map((o) => o.metadata.name)).toEqual(['held']);
-      const blocked = await failure(custom.createNamespacedCustomObject({ ...STACKS, namespace: 'team-a', body: { ...aClusterStack('new'), metadata: { name: 'new' } } }));
+      const blocked = await failure(
+        custom.createNamespacedCustomObject({
+          ...STACKS,
+          namespace: 'team-a',
+          body: { ...aClusterStack('new'), metadata: { name: 'new' } },
+        }),
+      );
       expect(blocked.code).toBe(403);
 
-      await custom.patchNamespacedCustomObject({ ...STACKS, namespace: 'team-a', name: 'held', body: { metadata: { finalizers: [] } } }, merge());
+      await custom.patchNamespacedCustomObject(
+        { ...STACKS, namespace: 'team-a', name: 'held', body: { metadata: { finalizers: [] } } },
+        merge(),
+      );
       expect((await failure(core.readNamespace({ name: 'team-a' }))).code).toBe(404);
     });
   });

@@ -6,7 +6,7 @@ import { parseManifests } from '../src/inputs/parse-manifests.js';
 import { fieldLine } from '../src/yaml/field-line.js';
 describe('fieldLine', () => {
   it('finds block fields, sequence items and indentless sequences; a missing field at its parent, a flow value on its line', () => {
-  const doc = `apiVersion: cluster.x-k8s.io/v1beta2
+    const doc = `apiVersion: cluster.x-k8s.io/v1beta2
 kind: Cluster
 metadata:
   name: bravo
@@ -30,17 +30,17 @@ versions:
 - v2
 tail: 1
 `;
-  expect(fieldLine(doc, 'spec.topology.classRef.name')).toBe(12);
-  expect(fieldLine(doc, 'spec.topology.version')).toBe(13);
-  expect(fieldLine(doc, 'spec.topology.classRef.namespace')).toBe(11);
-  expect(fieldLine(doc, 'spec.clusterNetwork.pods.cidrBlocks[0]')).toBe(8);
-  expect(fieldLine(doc, 'spec.topology.workers.machineDeployments[1].name')).toBe(19);
-  expect(fieldLine(doc, 'spec.topology.workers.machineDeployments[1]')).toBe(18);
-  expect(fieldLine(doc, 'spec.topology.workers.machineDeployments[0].name')).toBe(17);
-  expect(fieldLine(doc, 'versions[1]')).toBe(22);
-  expect(fieldLine(doc, 'tail')).toBe(23);
-  expect(fieldLine(doc, 'metadata.name')).toBe(4);
-  expect(fieldLine(doc, 'nothing.here')).toBeUndefined();
+    expect(fieldLine(doc, 'spec.topology.classRef.name')).toBe(12);
+    expect(fieldLine(doc, 'spec.topology.version')).toBe(13);
+    expect(fieldLine(doc, 'spec.topology.classRef.namespace')).toBe(11);
+    expect(fieldLine(doc, 'spec.clusterNetwork.pods.cidrBlocks[0]')).toBe(8);
+    expect(fieldLine(doc, 'spec.topology.workers.machineDeployments[1].name')).toBe(19);
+    expect(fieldLine(doc, 'spec.topology.workers.machineDeployments[1]')).toBe(18);
+    expect(fieldLine(doc, 'spec.topology.workers.machineDeployments[0].name')).toBe(17);
+    expect(fieldLine(doc, 'versions[1]')).toBe(22);
+    expect(fieldLine(doc, 'tail')).toBe(23);
+    expect(fieldLine(doc, 'metadata.name')).toBe(4);
+    expect(fieldLine(doc, 'nothing.here')).toBeUndefined();
   });
 });
 

@@ -11,12 +11,18 @@ import { EXAMPLE_RELEASES, tempDir } from './support/cli.js';
 const RELEASE = path.join(EXAMPLE_RELEASES, 'docker-ferrol-1-30-v1');
 
 /** One process's view: fresh modules, the memo of `cacheRoot` loaded. */
-async function freshRun(cacheRoot: string): Promise<{ digest: () => Promise<string>; computed: () => number; save: () => Promise<void> }> {
+async function freshRun(
+  cacheRoot: string,
+): Promise<{ digest: () => Promise<string>; computed: () => number; save: () => Promise<void> }> {
   vi.resetModules();
   const content = await import('../src/release/content-digest.js');
   const memo = await import('../src/release/file-digest-memo.js');
   await memo.loadFileDigestMemo(cacheRoot);
-  return { digest: () => content.treeDigest(RELEASE), computed: () => content.computedFileDigests(), save: () => memo.saveFileDigestMemo(cacheRoot) };
+  return {
+    digest: () => content.treeDigest(RELEASE),
+    computed: () => content.computedFileDigests(),
+    save: () => memo.saveFileDigestMemo(cacheRoot),
+  };
 }
 
 describe('file digest memo', () => {
@@ -42,10 +48,21 @@ describe('file digest memo', () => {
     const digest = await first.digest();
     await first.save();
     const file = path.join(cache, 'file-digests.json');
-    const memo = JSON.parse(await readFile(file, 'utf8')) as { schema: 1; entries: [string, string, string][]; digest: string };
+    const memo = JSON.parse(await readFile(file, 'utf8')) as {
+      schema: 1;
+      entries: [string, string, string][];
+      digest: string;
+    };
 
     // A wrong digest for one file, with the file's own checksum left as it was: the whole file is ignored.
-    const tampered = { ...memo, entries: memo.entries.map(([name, stamp, value], index): [string, string, string] => [name, stamp, index === 0 ? `sha256:${'0'.repeat(64)}` : value]) };
+    const tampered = {
+      ...memo,
+      entries: memo.entries.map(([name, stamp, value], index): [string, string, string] => [
+        name,
+        stamp,
+        index === 0 ? `sha256:${'0'.repeat(64)}` : value,
+      ]),
+    };
     await writeFile(file, JSON.stringify(tampered));
     const second = await freshRun(cache);
     expect(await second.digest()).toBe(digest);
@@ -54,8 +71,19 @@ describe('file digest memo', () => {
     // A stale stamp, checksum recomputed (as a memo written before the file changed would have it):
     // that one file is read again, the rest are not.
     const { sha256Digest } = await import('../src/release/content-digest.js');
-    const stale = memo.entries.map(([name, stamp, value], index): [string, string, string] => [name, index === 0 ? `${stamp}-older` : stamp, index === 0 ? `sha256:${'0'.repeat(64)}` : value]);
-    await writeFile(file, JSON.stringify({ schema: 1, entries: stale, digest: sha256Digest(JSON.stringify({ schema: 1, entries: stale })) }));
+    const stale = memo.entries.map(([name, stamp, value], index): [string, string, string] => [
+      name,
+      index === 0 ? `${stamp}-older` : stamp,
+      index === 0 ? `sha256:${'0'.repeat(64)}` : value,
+    ]);
+    await writeFile(
+      file,
+      JSON.stringify({
+        schema: 1,
+        entries: stale,
+        digest: sha256Digest(JSON.stringify({ schema: 1, entries: stale })),
+      }),
+    );
     const third = await freshRun(cache);
     expect(await third.digest()).toBe(digest);
     expect(third.computed()).toBe(1);

@@ -22,24 +22,33 @@ describe('GitCommand', () => {
   });
 
   it('stops a git process that has been silent for the idle limit, as a retryable failure', async () => {
-    const git = new GitCommand(await mkdtemp(path.join(os.tmpdir(), 'git-command-')), { author: { name: 't', email: 't@example.test' }, env: { PATH: process.env.PATH ?? '' }, idleTimeoutMs: 1_000 });
+    const git = new GitCommand(await mkdtemp(path.join(os.tmpdir(), 'git-command-')), {
+      author: { name: 't', email: 't@example.test' },
+      env: { PATH: process.env.PATH ?? '' },
+      idleTimeoutMs: 1_000,
+    });
     const started = Date.now();
     const failure = await git.run(['ls-remote', url], 'listing the remote').then(
       () => undefined,
       (error: unknown) => error,
     );
     expect(failure).toBeInstanceOf(PublishError);
-    expect((failure as PublishError).message).toMatch(/listing the remote failed: git printed nothing for 1 s and was stopped/);
+    expect((failure as PublishError).message).toMatch(
+      /listing the remote failed: git printed nothing for 1 s and was stopped/,
+    );
     expect((failure as PublishError).retryable).toBe(true);
     expect(Date.now() - started).toBeLessThan(15_000);
   });
 
-  it('feeds a long input through backpressure without piling listeners on git\'s stdin (no MaxListenersExceededWarning)', async () => {
+  it("feeds a long input through backpressure without piling listeners on git's stdin (no MaxListenersExceededWarning)", async () => {
     const warnings: Error[] = [];
     const onWarning = (warning: Error) => void warnings.push(warning);
     process.on('warning', onWarning);
     try {
-      const git = new GitCommand(await mkdtemp(path.join(os.tmpdir(), 'git-command-')), { author: { name: 't', email: 't@example.test' }, env: { PATH: process.env.PATH ?? '' } });
+      const git = new GitCommand(await mkdtemp(path.join(os.tmpdir(), 'git-command-')), {
+        author: { name: 't', email: 't@example.test' },
+        env: { PATH: process.env.PATH ?? '' },
+      });
       // 8 MiB in 64 KiB writes to a reader that takes 64 KiB at a time with a pause (a git alias
       // running the shell): each write fills the pipe, so the writer waits for drain over a hundred times.
       const piece = Buffer.alloc(65_536, 'x');

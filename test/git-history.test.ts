@@ -19,15 +19,43 @@ describe('GitHistoryReader', () => {
   async function reader(remote: string, subdir: string): Promise<GitHistoryReader> {
     const work = await mkdtemp(path.join(os.tmpdir(), 'csk-history-'));
     dirs.push(work);
-    return new GitHistoryReader({ repository: remote, branch: 'main', path: subdir, workDir: path.join(work, 'mirror'), author: { name: 'a', email: 'a@example.test' }, env: hermeticGitEnv(work) });
+    return new GitHistoryReader({
+      repository: remote,
+      branch: 'main',
+      path: subdir,
+      workDir: path.join(work, 'mirror'),
+      author: { name: 'a', email: 'a@example.test' },
+      env: hermeticGitEnv(work),
+    });
   }
 
   it('names the newest commit that changed each unit directory under the path, and the order of commits', async () => {
     const remote = git.bareRepo('history');
-    const c1 = git.commitFiles(remote, 'main', { 'rendered/management/ns/docker-ferrol-1-30-v2/clusterclass-a.yaml': 'a', 'rendered/clusters/ns/alpha/cni/daemonset-cni.yaml': '1' }, 'first render');
-    const c2 = git.commitFiles(remote, 'main', { 'rendered/clusters/ns/bravo/cni/daemonset-cni.yaml': '1', 'rendered/clusters/ns/alpha/kustomization.yaml': 'k' }, 'bravo');
+    const c1 = git.commitFiles(
+      remote,
+      'main',
+      {
+        'rendered/management/ns/docker-ferrol-1-30-v2/clusterclass-a.yaml': 'a',
+        'rendered/clusters/ns/alpha/cni/daemonset-cni.yaml': '1',
+      },
+      'first render',
+    );
+    const c2 = git.commitFiles(
+      remote,
+      'main',
+      {
+        'rendered/clusters/ns/bravo/cni/daemonset-cni.yaml': '1',
+        'rendered/clusters/ns/alpha/kustomization.yaml': 'k',
+      },
+      'bravo',
+    );
     const c3 = git.commitFiles(remote, 'main', { 'docs/notes.md': 'a person writes outside the path' }, 'notes');
-    const c4 = git.commitFiles(remote, 'main', { 'rendered/clusters/ns/alpha/cni/daemonset-cni.yaml': '2' }, 'alpha moved');
+    const c4 = git.commitFiles(
+      remote,
+      'main',
+      { 'rendered/clusters/ns/alpha/cni/daemonset-cni.yaml': '2' },
+      'alpha moved',
+    );
 
     const history = await (await reader(remote, 'rendered')).read(unitDirOf);
     expect(history.head).toBe(c4);
@@ -41,6 +69,10 @@ describe('GitHistoryReader', () => {
 
   it('knows an empty history for a branch that does not exist yet', async () => {
     const remote = git.bareRepo('empty');
-    expect(await (await reader(remote, '')).read(unitDirOf)).toEqual({ head: null, history: [], unitRevisions: new Map() });
+    expect(await (await reader(remote, '')).read(unitDirOf)).toEqual({
+      head: null,
+      history: [],
+      unitRevisions: new Map(),
+    });
   });
 });

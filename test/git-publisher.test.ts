@@ -1,4 +1,15 @@
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,7 +27,11 @@ const AUTHOR = { name: 'Clusterstack Bot', email: 'bot@example.com' };
 const DIGEST = 'sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef';
 
 function change(title = 'Render stack v1'): ChangeSummary {
-  return { title, body: 'Clusters:\n- default/alpha: addons v1', trailers: { 'Clusterstack-Input-Digest': DIGEST, 'Clusterstack-Stack': 'docker-ferrol-1-29' } };
+  return {
+    title,
+    body: 'Clusters:\n- default/alpha: addons v1',
+    trailers: { 'Clusterstack-Input-Digest': DIGEST, 'Clusterstack-Stack': 'docker-ferrol-1-29' },
+  };
 }
 
 function tree(files: Record<string, string>): RenderedTree {
@@ -63,8 +78,14 @@ describe('GitPublisher with a bare repository', () => {
     const first = await git.publish(tree({ 'b/two.yaml': 'two\n', 'a.yaml': 'one\n' }), change());
     expect(first).toMatchObject({ changed: true, written: ['a.yaml', 'b/two.yaml'], removed: [] });
     expect(first.revision).toBe(sandbox.head(bare, 'main'));
-    expect(sandbox.files(bare, 'main')).toEqual({ 'README.md': 'hand-written\n', 'clusters/a.yaml': 'one\n', 'clusters/b/two.yaml': 'two\n' });
-    expect(sandbox.git(bare, 'log', '-1', '--format=%an <%ae>|%cn <%ce>')).toBe('Clusterstack Bot <bot@example.com>|Clusterstack Bot <bot@example.com>');
+    expect(sandbox.files(bare, 'main')).toEqual({
+      'README.md': 'hand-written\n',
+      'clusters/a.yaml': 'one\n',
+      'clusters/b/two.yaml': 'two\n',
+    });
+    expect(sandbox.git(bare, 'log', '-1', '--format=%an <%ae>|%cn <%ce>')).toBe(
+      'Clusterstack Bot <bot@example.com>|Clusterstack Bot <bot@example.com>',
+    );
     expect(sandbox.git(bare, 'log', '-1', '--format=%s')).toBe('Render stack v1');
     expect(sandbox.git(bare, 'log', '-1', '--format=%(trailers:key=Clusterstack-Input-Digest,valueonly)')).toBe(DIGEST);
     const message = sandbox.git(bare, 'log', '-1', '--format=%B');
@@ -78,14 +99,27 @@ describe('GitPublisher with a bare repository', () => {
   });
 
   it('replaces the tree under the path: stale files removed, files outside the path untouched', async () => {
-    const bare = sandbox.bareRepo('replace', { branch: 'main', files: { 'README.md': 'keep\n', 'clusters/old.yaml': 'old\n', 'clusters/same.yaml': 'same\n', 'management/x.yaml': 'x\n' } });
+    const bare = sandbox.bareRepo('replace', {
+      branch: 'main',
+      files: {
+        'README.md': 'keep\n',
+        'clusters/old.yaml': 'old\n',
+        'clusters/same.yaml': 'same\n',
+        'management/x.yaml': 'x\n',
+      },
+    });
     const before = sandbox.commitCount(bare, 'main');
     const git = publisher(bare);
     expect(await git.readPrevious()).toEqual(tree({ 'old.yaml': 'old\n', 'same.yaml': 'same\n' }));
     const result = await git.publish(tree({ 'same.yaml': 'same\n', 'new/ü.yaml': 'ünïcode\n' }), change());
     expect(result).toMatchObject({ changed: true, written: ['new/ü.yaml'], removed: ['old.yaml'] });
     expect(sandbox.commitCount(bare, 'main')).toBe(before + 1);
-    expect(sandbox.files(bare, 'main')).toEqual({ 'README.md': 'keep\n', 'clusters/new/ü.yaml': 'ünïcode\n', 'clusters/same.yaml': 'same\n', 'management/x.yaml': 'x\n' });
+    expect(sandbox.files(bare, 'main')).toEqual({
+      'README.md': 'keep\n',
+      'clusters/new/ü.yaml': 'ünïcode\n',
+      'clusters/same.yaml': 'same\n',
+      'management/x.yaml': 'x\n',
+    });
     // The trailer block is the message's last paragraph, as git parses it.
     const trailers = sandbox.git(bare, 'log', '-1', '--format=%(trailers:only,unfold)');
     expect(trailers).toBe(`Clusterstack-Input-Digest: ${DIGEST}\nClusterstack-Stack: docker-ferrol-1-29`);
@@ -101,11 +135,18 @@ describe('GitPublisher with a bare repository', () => {
 
     const result = await git.publish(tree({ 'a.yaml': '2\n' }), change('Render v2'));
     expect(sandbox.foreignPushes(workDir)).toBe(1);
-    expect(entries.filter((entry) => entry.level === 'warn').map((entry) => entry.message)).toEqual(['Push lost a race with another writer, rebuilding on the new remote head']);
+    expect(entries.filter((entry) => entry.level === 'warn').map((entry) => entry.message)).toEqual([
+      'Push lost a race with another writer, rebuilding on the new remote head',
+    ]);
     expect(result.changed).toBe(true);
     expect(result.revision).toBe(sandbox.head(bare, 'main'));
     expect(sandbox.files(bare, 'main')).toEqual({ 'README.md': 'v0\nforeign 1\n', 'clusters/a.yaml': '2\n' });
-    expect(sandbox.git(bare, 'log', '--format=%s', 'main').split('\n')).toEqual(['Render v2', 'Foreign commit', 'Render stack v1', 'Seed']);
+    expect(sandbox.git(bare, 'log', '--format=%s', 'main').split('\n')).toEqual([
+      'Render v2',
+      'Foreign commit',
+      'Render stack v1',
+      'Seed',
+    ]);
   });
 
   it('gives up with a clear error when every push attempt is overtaken', async () => {
@@ -152,26 +193,42 @@ describe('GitPublisher with a bare repository', () => {
 
 describe('GitPublisher committing from the tree it knows', () => {
   it('commits only what differs from its last push, without touching the clone, with the message git commit writes', async () => {
-    const bare = sandbox.bareRepo('known', { branch: 'main', files: { 'README.md': 'keep\n', 'management/x.yaml': 'x\n' } });
+    const bare = sandbox.bareRepo('known', {
+      branch: 'main',
+      files: { 'README.md': 'keep\n', 'management/x.yaml': 'x\n' },
+    });
     const workDir = path.join(sandbox.root, 'known-work');
     const git = publisher(bare, { workDir, messageTemplate: '  {{title}}   \n\n\n\n{{body}}\t\n\n\n' });
     const first = await git.publish(tree({ 'a.yaml': '1\n', 'b/b.yaml': 'b\n', 'c.yaml': 'c\n' }), change('First'));
     const firstMessage = sandbox.git(bare, 'log', '-1', '--format=%B');
 
-    const second = await git.publish(tree({ 'a.yaml': '2\n', 'b/b.yaml': 'b\n', 'd/"odd" name.yaml': 'd\n' }), change('First'));
+    const second = await git.publish(
+      tree({ 'a.yaml': '2\n', 'b/b.yaml': 'b\n', 'd/"odd" name.yaml': 'd\n' }),
+      change('First'),
+    );
     expect(second).toMatchObject({ changed: true, written: ['a.yaml', 'd/"odd" name.yaml'], removed: ['c.yaml'] });
     expect(second.revision).toBe(sandbox.head(bare, 'main'));
     expect(sandbox.git(bare, 'rev-parse', 'main^')).toBe(first.revision);
-    expect(sandbox.files(bare, 'main')).toEqual({ 'README.md': 'keep\n', 'management/x.yaml': 'x\n', 'clusters/a.yaml': '2\n', 'clusters/b/b.yaml': 'b\n', 'clusters/d/"odd" name.yaml': 'd\n' });
+    expect(sandbox.files(bare, 'main')).toEqual({
+      'README.md': 'keep\n',
+      'management/x.yaml': 'x\n',
+      'clusters/a.yaml': '2\n',
+      'clusters/b/b.yaml': 'b\n',
+      'clusters/d/"odd" name.yaml': 'd\n',
+    });
     // The same message text the first commit got from git commit --cleanup=whitespace.
     expect(sandbox.git(bare, 'log', '-1', '--format=%B')).toBe(firstMessage);
-    expect(sandbox.git(bare, 'log', '-1', '--format=%an <%ae>|%cn <%ce>')).toBe('Clusterstack Bot <bot@example.com>|Clusterstack Bot <bot@example.com>');
+    expect(sandbox.git(bare, 'log', '-1', '--format=%an <%ae>|%cn <%ce>')).toBe(
+      'Clusterstack Bot <bot@example.com>|Clusterstack Bot <bot@example.com>',
+    );
     // Neither the clone's files nor its index were involved.
     expect(readFileSync(path.join(workDir, 'clusters', 'a.yaml'), 'utf8')).toBe('1\n');
     expect(sandbox.git(workDir, 'diff', '--cached', '--name-only', 'HEAD^')).toBe('');
 
     // The same tree again: nothing to commit, the branch is where it was.
-    expect(await git.publish(tree({ 'a.yaml': '2\n', 'b/b.yaml': 'b\n', 'd/"odd" name.yaml': 'd\n' }), change())).toEqual({ changed: false, written: [], removed: [], revision: second.revision });
+    expect(
+      await git.publish(tree({ 'a.yaml': '2\n', 'b/b.yaml': 'b\n', 'd/"odd" name.yaml': 'd\n' }), change()),
+    ).toEqual({ changed: false, written: [], removed: [], revision: second.revision });
     expect(sandbox.commitCount(bare, 'main')).toBe(3);
   });
 
@@ -181,15 +238,26 @@ describe('GitPublisher committing from the tree it knows', () => {
     const { logger, entries } = recordingLogger();
     const git = publisher(bare, { workDir, logger });
     await git.publish(tree({ 'a.yaml': '1\n', 'b.yaml': 'b\n' }), change());
-    const foreign = sandbox.commitFiles(bare, 'main', { 'README.md': 'v1\n', 'clusters/b.yaml': 'changed by a person\n' }, 'Foreign commit');
+    const foreign = sandbox.commitFiles(
+      bare,
+      'main',
+      { 'README.md': 'v1\n', 'clusters/b.yaml': 'changed by a person\n' },
+      'Foreign commit',
+    );
     sandbox.git(workDir, 'rm', '--quiet', '--cached', 'clusters/a.yaml');
     await writeFile(path.join(workDir, 'clusters', 'stray.yaml'), 'stray\n');
 
     const result = await git.publish(tree({ 'a.yaml': '2\n', 'b.yaml': 'b\n' }), change('Render v2'));
     expect(result).toMatchObject({ changed: true, written: ['a.yaml', 'b.yaml'], removed: [] });
     expect(sandbox.git(bare, 'rev-parse', 'main^')).toBe(foreign);
-    expect(sandbox.files(bare, 'main')).toEqual({ 'README.md': 'v1\n', 'clusters/a.yaml': '2\n', 'clusters/b.yaml': 'b\n' });
-    expect(entries.filter((entry) => entry.level === 'warn').map((entry) => entry.message)).toEqual(['Push lost a race with another writer, rebuilding on the new remote head']);
+    expect(sandbox.files(bare, 'main')).toEqual({
+      'README.md': 'v1\n',
+      'clusters/a.yaml': '2\n',
+      'clusters/b.yaml': 'b\n',
+    });
+    expect(entries.filter((entry) => entry.level === 'warn').map((entry) => entry.message)).toEqual([
+      'Push lost a race with another writer, rebuilding on the new remote head',
+    ]);
   });
 
   it('publishes the full way when the tree it read holds a symbolic link, which the render removes', async () => {
@@ -222,7 +290,10 @@ describe('GitPublisher with a local path', () => {
     expect(sandbox.git(repo, 'status', '--porcelain')).toBe('');
 
     // A second run (a new process) finds the repository and changes nothing.
-    const again = await publisher(repo, { path: '' }).publish(tree({ 'clusters/a.yaml': 'a\n', 'README.md': 'generated\n' }), change());
+    const again = await publisher(repo, { path: '' }).publish(
+      tree({ 'clusters/a.yaml': 'a\n', 'README.md': 'generated\n' }),
+      change(),
+    );
     expect(again).toEqual({ changed: false, written: [], removed: [], revision: first.revision });
     expect(sandbox.commitCount(repo, 'main')).toBe(1);
   });
@@ -249,7 +320,11 @@ describe('GitPublisher over HTTP with a token', () => {
     expect(result.changed).toBe(true);
     expect(sandbox.head(bare, 'main')).toBe(result.revision);
     expect(sandbox.files(bare, 'main')['clusters/a.yaml']).toBe('over http\n');
-    expect(server.requests.some((request) => request.startsWith('POST /http-ok.git/git-receive-pack') && request.endsWith('200'))).toBe(true);
+    expect(
+      server.requests.some(
+        (request) => request.startsWith('POST /http-ok.git/git-receive-pack') && request.endsWith('200'),
+      ),
+    ).toBe(true);
 
     expect(server.authorizations).toContain(`Basic ${Buffer.from(`x-access-token:${TOKEN}`).toString('base64')}`);
     const config = readFileSync(path.join(workDir, '.git', 'config'), 'utf8');
@@ -262,14 +337,18 @@ describe('GitPublisher over HTTP with a token', () => {
     ['no token', undefined],
     ['a wrong token', 'ghp_wrongTokenValue9876'],
   ])('fails with a clear error and no secret in it given %s', async (_label, token) => {
-    const bare = sandbox.bareRepo(`http-denied-${token === undefined ? 'none' : 'wrong'}`, { branch: 'main', files: { 'README.md': 'v0\n' } });
+    const bare = sandbox.bareRepo(`http-denied-${token === undefined ? 'none' : 'wrong'}`, {
+      branch: 'main',
+      files: { 'README.md': 'v0\n' },
+    });
     const head = sandbox.head(bare, 'main');
     const git = publisher(`${server.url}/${path.basename(bare)}`, { token });
     const error = await rejection(git.publish(tree({ 'a.yaml': '1\n' }), change()));
     expect(error.kind).toBe('auth');
     expect(error.message).toContain(`${server.url}/${path.basename(bare)}`);
     expect(error.message).toMatch(/CLUSTERSTACK_GIT_TOKEN/);
-    for (const secret of [TOKEN, token ?? TOKEN, Buffer.from(`x-access-token:${token}`).toString('base64')]) expect(error.message).not.toContain(secret);
+    for (const secret of [TOKEN, token ?? TOKEN, Buffer.from(`x-access-token:${token}`).toString('base64')])
+      expect(error.message).not.toContain(secret);
     expect(sandbox.head(bare, 'main')).toBe(head);
   });
 });
@@ -277,29 +356,45 @@ describe('GitPublisher over HTTP with a token', () => {
 describe('GitPublisher input checks', () => {
   it('refuses a URL carrying a token, a bad branch, and a template with unknown variables before touching anything', () => {
     const workDir = path.join(sandbox.root, 'never-created');
-    expect(() => publisher('https://user:ghp_abc@example.com/org/repo.git', { workDir })).toThrow(/carries a password or token; remove it from the URL/);
+    expect(() => publisher('https://user:ghp_abc@example.com/org/repo.git', { workDir })).toThrow(
+      /carries a password or token; remove it from the URL/,
+    );
     expect(() => publisher('https://user:ghp_abc@example.com/org/repo.git', { workDir })).not.toThrow(/ghp_abc/);
-    expect(() => publisher('/tmp/x', { branch: 'bad..name', workDir })).toThrow(/--branch "bad..name" is not a valid Git branch name/);
-    expect(() => publisher('/tmp/x', { messageTemplate: '{{title}} {{clusterName}}', workDir })).toThrow(/commit message template: "clusterName" not defined/);
-    expect(() => publisher('/tmp/x', { messageTemplate: '{{lookup this "constructor"}}', workDir })).toThrow(/unknown helper lookup/);
+    expect(() => publisher('/tmp/x', { branch: 'bad..name', workDir })).toThrow(
+      /--branch "bad..name" is not a valid Git branch name/,
+    );
+    expect(() => publisher('/tmp/x', { messageTemplate: '{{title}} {{clusterName}}', workDir })).toThrow(
+      /commit message template: "clusterName" not defined/,
+    );
+    expect(() => publisher('/tmp/x', { messageTemplate: '{{lookup this "constructor"}}', workDir })).toThrow(
+      /unknown helper lookup/,
+    );
     expect(existsSync(workDir)).toBe(false);
   });
 
   it('renders a custom commit message template as plain text', async () => {
     const bare = sandbox.bareRepo('template', { branch: 'main', files: { 'README.md': 'v0\n' } });
-    const git = publisher(bare, { messageTemplate: 'chore(gitops): {{title}}\n\n{{#each trailers}}- {{key}} <{{value}}>\n{{/each}}' });
+    const git = publisher(bare, {
+      messageTemplate: 'chore(gitops): {{title}}\n\n{{#each trailers}}- {{key}} <{{value}}>\n{{/each}}',
+    });
     await git.publish(tree({ 'a.yaml': '1\n' }), change('render "stack" & <addons>'));
     expect(sandbox.git(bare, 'log', '-1', '--format=%s')).toBe('chore(gitops): render "stack" & <addons>');
     expect(sandbox.git(bare, 'log', '-1', '--format=%b')).toContain(`- Clusterstack-Input-Digest <${DIGEST}>`);
-    expect(sandbox.git(bare, 'log', '-1', '--format=%(trailers:key=Clusterstack-Stack,valueonly)')).toBe('docker-ferrol-1-29');
+    expect(sandbox.git(bare, 'log', '-1', '--format=%(trailers:key=Clusterstack-Stack,valueonly)')).toBe(
+      'docker-ferrol-1-29',
+    );
   });
 
   it('refuses a tree path that would escape the path or write into .git, with nothing pushed', async () => {
     const bare = sandbox.bareRepo('escape', { branch: 'main', files: { 'README.md': 'v0\n' } });
     const head = sandbox.head(bare, 'main');
     const git = publisher(bare);
-    expect((await rejection(git.publish(tree({ '../README.md': 'x' }), change()))).message).toMatch(/"\.\.\/README\.md" is not a normalized relative path/);
-    expect((await rejection(git.publish(tree({ 'x/.git/config': 'x' }), change()))).message).toMatch(/inside a \.git directory/);
+    expect((await rejection(git.publish(tree({ '../README.md': 'x' }), change()))).message).toMatch(
+      /"\.\.\/README\.md" is not a normalized relative path/,
+    );
+    expect((await rejection(git.publish(tree({ 'x/.git/config': 'x' }), change()))).message).toMatch(
+      /inside a \.git directory/,
+    );
     expect(sandbox.head(bare, 'main')).toBe(head);
   });
 });
@@ -380,7 +475,9 @@ describe('a commit that fails leaves the work tree and index as they were', () =
       const error = await rejection(git.publish(tree(SECOND), change()));
       expect(error.kind).toBe('unavailable');
       expect(error.retryable).toBe(true);
-      expect(error.message).toContain(`${lock} exists: another git process is running in this repository; wait for it, or remove ${lock} if none is`);
+      expect(error.message).toContain(
+        `${lock} exists: another git process is running in this repository; wait for it, or remove ${lock} if none is`,
+      );
       expect(error.message).toContain('Nothing was written');
     } finally {
       await held.release();
@@ -389,7 +486,10 @@ describe('a commit that fails leaves the work tree and index as they were', () =
     expect(existsSync(lock)).toBe(true);
 
     // A journal of a killed run does not make the next run take the lock for its own.
-    writeFileSync(path.join(repo, '.git', 'clusterstack-publish.json'), JSON.stringify({ pid: 1, head: sandbox.head(repo, 'main'), created: [], directories: [], edited: {} }));
+    writeFileSync(
+      path.join(repo, '.git', 'clusterstack-publish.json'),
+      JSON.stringify({ pid: 1, head: sandbox.head(repo, 'main'), created: [], directories: [], edited: {} }),
+    );
     const next = publisher(repo, { path: '' });
     const nextHeld = await next.lock({ timeoutMs: 0, command: 'test' });
     try {
@@ -416,9 +516,13 @@ describe('a commit that fails leaves the work tree and index as they were', () =
   it('a lock that appears while git runs is reported by name as one to retry', async () => {
     const repo = await repository();
     writeFileSync(path.join(repo, '.git', 'index.lock'), '');
-    const error = await rejection(new GitCommand(repo, { author: AUTHOR, env: { PATH: process.env.PATH } }).run(['add', '--all'], 'git add'));
+    const error = await rejection(
+      new GitCommand(repo, { author: AUTHOR, env: { PATH: process.env.PATH } }).run(['add', '--all'], 'git add'),
+    );
     expect(error.kind).toBe('unavailable');
-    expect(error.message).toBe(`git add failed: ${path.join(repo, '.git', 'index.lock')} exists: another git process is running in this repository; wait for it, or remove ${path.join(repo, '.git', 'index.lock')} if none is (a crashed git process leaves it behind)`);
+    expect(error.message).toBe(
+      `git add failed: ${path.join(repo, '.git', 'index.lock')} exists: another git process is running in this repository; wait for it, or remove ${path.join(repo, '.git', 'index.lock')} if none is (a crashed git process leaves it behind)`,
+    );
   });
 
   it('a pre-commit hook refuses: the render is unstaged and its files gone, the hook named with what it said (fix input)', async () => {
@@ -430,7 +534,9 @@ describe('a commit that fails leaves the work tree and index as they were', () =
     const error = await rejection(publisher(repo, { path: '' }).publish(tree(SECOND), change()));
     expect(error.kind).toBe('invalid-target');
     expect(error.retryable).toBe(false);
-    expect(error.message).toContain(`--git ${repo}: a commit hook refused the commit (pre-commit in ${path.join(repo, '.git', 'hooks')}): yamllint: clusters/a.yaml: wrong indentation. Fix what it reports`);
+    expect(error.message).toContain(
+      `--git ${repo}: a commit hook refused the commit (pre-commit in ${path.join(repo, '.git', 'hooks')}): yamllint: clusters/a.yaml: wrong indentation. Fix what it reports`,
+    );
     expect(error.message).toContain(`Nothing was committed; --git ${repo} is as it was before the run`);
     expect(state(repo)).toEqual(before);
   });
@@ -470,7 +576,9 @@ describe('uncommitted edits to rendered files', () => {
     const before = state(repo);
     const error = await rejection(publisher(repo, { path: '' }).publish(tree(SECOND), change()));
     expect(error.kind).toBe('invalid-target');
-    expect(error.message).toBe(`--git ${repo} has uncommitted edits to files the render writes (clusters/a.yaml, clusters/b.yaml); commit, stash or discard them, or pass --force to overwrite them. Then run again. Nothing was written`);
+    expect(error.message).toBe(
+      `--git ${repo} has uncommitted edits to files the render writes (clusters/a.yaml, clusters/b.yaml); commit, stash or discard them, or pass --force to overwrite them. Then run again. Nothing was written`,
+    );
     expect(state(repo)).toEqual(before);
   });
 
@@ -506,7 +614,11 @@ describe('uncommitted edits to rendered files', () => {
 
     rmSync(hook);
     const result = await publisher(repo, { path: '', overwriteEdits: true }).publish(tree(SECOND), change());
-    expect(result).toMatchObject({ changed: true, written: ['clusters/a.yaml', 'clusters/new/c.yaml'], removed: ['clusters/b.yaml'] });
+    expect(result).toMatchObject({
+      changed: true,
+      written: ['clusters/a.yaml', 'clusters/new/c.yaml'],
+      removed: ['clusters/b.yaml'],
+    });
     expect(sandbox.files(repo, 'main')).toEqual(SECOND);
     expect(sandbox.git(repo, 'status', '--porcelain=v1', '--untracked-files=all')).toBe('?? NOTES.md');
   });
@@ -533,7 +645,9 @@ describe('no git on PATH', () => {
 
   it('says so (a setting of the machine) and leaves no directory behind, in place and for a clone', async () => {
     const parent = path.join(sandbox.root, `nogit-${++counter}`);
-    const inPlace = await rejection(publisher(path.join(parent, 'repo'), { path: '', env: NO_GIT }).lock({ timeoutMs: 0, command: 'test' }));
+    const inPlace = await rejection(
+      publisher(path.join(parent, 'repo'), { path: '', env: NO_GIT }).lock({ timeoutMs: 0, command: 'test' }),
+    );
     expect(inPlace.kind).toBe('missing-tool');
     expect(inPlace.retryable).toBe(false);
     expect(inPlace.message).toBe(`git not found: git init ${path.join(parent, 'repo')} ${message}`);
@@ -547,13 +661,22 @@ describe('no git on PATH', () => {
     expect(existsSync(parent)).toBe(false);
 
     const pullRequest = new PullRequestPublisher({
-      git: { repository: 'https://github.com/example/fleet.git', baseBranch: 'main', path: '', workDir, author: AUTHOR, env: NO_GIT },
+      git: {
+        repository: 'https://github.com/example/fleet.git',
+        baseBranch: 'main',
+        path: '',
+        workDir,
+        author: AUTHOR,
+        env: NO_GIT,
+      },
       github: { token: 'test-token' },
     });
     expect((await rejection(pullRequest.readPrevious())).message).toContain(message);
     expect(existsSync(parent)).toBe(false);
 
-    await expect(checkGitAvailable(NO_GIT, '--git https://example.com/fleet.git')).rejects.toThrow(`git not found: --git https://example.com/fleet.git ${message}`);
+    await expect(checkGitAvailable(NO_GIT, '--git https://example.com/fleet.git')).rejects.toThrow(
+      `git not found: --git https://example.com/fleet.git ${message}`,
+    );
     await expect(checkGitAvailable({ PATH: process.env.PATH }, '--git x')).resolves.toBeUndefined();
   });
 });

@@ -8,7 +8,12 @@ import { ReleaseSourceError } from '../src/release/release-source.js';
 import { GitHubReleaseSource, type GitHubReleaseSourceOptions } from '../src/sources/github-release-source.js';
 import { createSourceOpener } from '../src/sources/open-release-source.js';
 import { ReleaseCache } from '../src/sources/release-cache.js';
-import { type AssetSpec, type FakeGitHub, type FakeGitHubOptions, startFakeGitHub } from './support/fake-github/index.js';
+import {
+  type AssetSpec,
+  type FakeGitHub,
+  type FakeGitHubOptions,
+  startFakeGitHub,
+} from './support/fake-github/index.js';
 
 const OWNER = 'example';
 const REPO = 'stacks';
@@ -51,7 +56,10 @@ function source(overrides: Partial<GitHubReleaseSourceOptions> = {}): GitHubRele
 
 function releaseAssets(tag: string, extra: AssetSpec[] = []): AssetSpec[] {
   return [
-    { name: 'metadata.yaml', content: `apiVersion: metadata.clusterstack.x-k8s.io/v1alpha1\nversions:\n  clusterStack: ${tag}\n` },
+    {
+      name: 'metadata.yaml',
+      content: `apiVersion: metadata.clusterstack.x-k8s.io/v1alpha1\nversions:\n  clusterStack: ${tag}\n`,
+    },
     { name: `${tag}-cluster-class.tgz`, content: Buffer.alloc(64 * 1024, 7) },
     ...extra,
   ];
@@ -92,7 +100,8 @@ afterEach(async () => {
 describe('GitHubReleaseSource.list', () => {
   it('lists every release across Link-paginated pages', async () => {
     await startGitHub();
-    for (let major = 1; major <= 250; major++) github.addRelease(OWNER, REPO, { tag: `docker-ferrol-1-30-v${major}`, assets: releaseAssets(`v${major}`) });
+    for (let major = 1; major <= 250; major++)
+      github.addRelease(OWNER, REPO, { tag: `docker-ferrol-1-30-v${major}`, assets: releaseAssets(`v${major}`) });
     const listing = await source().list();
     expect(listing.releases).toHaveLength(250);
     expect(listing.skipped).toEqual([]);
@@ -117,12 +126,14 @@ describe('GitHubReleaseSource.list', () => {
     const listing = await source().list();
     expect(listing.releases.map((release) => release.tag)).toEqual([TAG]);
     expect(listing.skipped.map((skipped) => skipped.name)).toEqual(['docker-ferrol-1-x-v1', 'v1.2.3']);
-    for (const skipped of listing.skipped) expect(skipped.reason).toContain(`"${skipped.name}" is not a cluster stack release tag`);
+    for (const skipped of listing.skipped)
+      expect(skipped.reason).toContain(`"${skipped.name}" is not a cluster stack release tag`);
   });
 
   it('lists an unchanged repository again with conditional requests only, all answered 304 at no rate-limit cost', async () => {
     await startGitHub();
-    for (let major = 1; major <= 250; major++) github.addRelease(OWNER, REPO, { tag: `docker-ferrol-1-30-v${major}`, assets: releaseAssets(`v${major}`) });
+    for (let major = 1; major <= 250; major++)
+      github.addRelease(OWNER, REPO, { tag: `docker-ferrol-1-30-v${major}`, assets: releaseAssets(`v${major}`) });
     const releases = source();
     const first = await releases.list();
     const remaining = github.rate.remaining;
@@ -171,7 +182,10 @@ describe('GitHubReleaseSource.list', () => {
 
     const hidden = await rejection(source({ repo: 'private-stacks' }).list());
     expect(hidden.kind).toBe('not-found');
-    await expect(source({ repo: 'private-stacks', token: TOKEN }).list()).resolves.toEqual({ releases: [], skipped: [] });
+    await expect(source({ repo: 'private-stacks', token: TOKEN }).list()).resolves.toEqual({
+      releases: [],
+      skipped: [],
+    });
   });
 
   it('reports a refused token without revealing it', async () => {
@@ -194,7 +208,9 @@ describe('GitHubReleaseSource.list', () => {
     expect(listing.releases.map((release) => release.tag)).toEqual([TAG]);
     expect(sleeps).toEqual([2000]);
     expect(warnings).toHaveLength(1);
-    expect(warnings[0]).toContain('GitHub rate limit for example/stacks is exhausted; waiting 2 s until 2025-06-01T12:00:02.000Z');
+    expect(warnings[0]).toContain(
+      'GitHub rate limit for example/stacks is exhausted; waiting 2 s until 2025-06-01T12:00:02.000Z',
+    );
     expect(apiRequests().map((request) => request.rateLimited)).toEqual([true, false]);
   });
 
@@ -205,7 +221,9 @@ describe('GitHubReleaseSource.list', () => {
     const error = await rejection(source({ maxRateLimitWaitMs: 60_000 }).list());
     expect(error.kind).toBe('rate-limited');
     expect(error.retryable).toBe(true);
-    expect(error.message).toBe('GitHub rate limit for example/stacks is exhausted until 2025-06-01T13:00:00.000Z; set GITHUB_TOKEN for a higher limit or wait');
+    expect(error.message).toBe(
+      'GitHub rate limit for example/stacks is exhausted until 2025-06-01T13:00:00.000Z; set GITHUB_TOKEN for a higher limit or wait',
+    );
     expect(sleeps).toEqual([]);
     expect(apiRequests()).toHaveLength(1);
   });
@@ -326,10 +344,17 @@ describe('GitHubReleaseSource.fetch', () => {
     await startGitHub();
     const release = github.addRelease(OWNER, REPO, { tag: TAG, assets: releaseAssets(TAG) });
     const chart = release.assets.find((asset) => asset.name.endsWith('.tgz'))!;
-    github.addFault({ server: 'download', pathIncludes: `/download/${chart.id}?`, times: Infinity, fault: { shortBody: true } });
+    github.addFault({
+      server: 'download',
+      pathIncludes: `/download/${chart.id}?`,
+      times: Infinity,
+      fault: { shortBody: true },
+    });
     const error = await rejection(source().fetch(TAG));
     expect(error.kind).toBe('invalid-release');
-    expect(error.message).toContain(`asset ${TAG}-cluster-class.tgz of release ${TAG} in example/stacks is truncated: downloaded 32768 of 65536 bytes (after 4 attempts)`);
+    expect(error.message).toContain(
+      `asset ${TAG}-cluster-class.tgz of release ${TAG} in example/stacks is truncated: downloaded 32768 of 65536 bytes (after 4 attempts)`,
+    );
     await cacheIsEmpty();
   });
 
@@ -351,10 +376,15 @@ describe('GitHubReleaseSource.fetch', () => {
 
   it('refuses an asset larger than GitHub lists it, without retrying', async () => {
     await startGitHub();
-    github.addRelease(OWNER, REPO, { tag: TAG, assets: releaseAssets(TAG, [{ name: 'hashes.json', content: '{"a":1}', size: 3 }]) });
+    github.addRelease(OWNER, REPO, {
+      tag: TAG,
+      assets: releaseAssets(TAG, [{ name: 'hashes.json', content: '{"a":1}', size: 3 }]),
+    });
     const error = await rejection(source().fetch(TAG));
     expect(error.kind).toBe('invalid-release');
-    expect(error.message).toContain('asset hashes.json of release docker-ferrol-1-30-v1 in example/stacks is larger than the 3 bytes GitHub lists for it');
+    expect(error.message).toContain(
+      'asset hashes.json of release docker-ferrol-1-30-v1 in example/stacks is larger than the 3 bytes GitHub lists for it',
+    );
     expect(sleeps).toEqual([]);
     await cacheIsEmpty();
   });
@@ -371,7 +401,10 @@ describe('GitHubReleaseSource.fetch', () => {
 
   it('refuses asset names that are not plain file names', async () => {
     await startGitHub();
-    github.addRelease(OWNER, REPO, { tag: TAG, assets: releaseAssets(TAG, [{ name: '../escape.yaml', content: 'x' }]) });
+    github.addRelease(OWNER, REPO, {
+      tag: TAG,
+      assets: releaseAssets(TAG, [{ name: '../escape.yaml', content: 'x' }]),
+    });
     const error = await rejection(source().fetch(TAG));
     expect(error.kind).toBe('invalid-release');
     expect(error.message).toContain('has an asset named "../escape.yaml"; asset names must be plain file names');
@@ -405,7 +438,14 @@ describe('createSourceOpener', () => {
     const open = createSourceOpener({ cacheDir: cacheRoot, githubApiUrl: github.apiUrl, githubToken: TOKEN });
     const releases = open('github:example/stacks');
     // Octokit loads on first use: the opener hands out a stand-in with the adapter's own name.
-    expect(releases.location).toBe(new GitHubReleaseSource({ owner: 'example', repo: 'stacks', baseUrl: github.apiUrl, cache: new ReleaseCache(cacheRoot) }).location);
+    expect(releases.location).toBe(
+      new GitHubReleaseSource({
+        owner: 'example',
+        repo: 'stacks',
+        baseUrl: github.apiUrl,
+        cache: new ReleaseCache(cacheRoot),
+      }).location,
+    );
     expect(open('github:example/stacks')).toBe(releases);
     expect(releases.location).not.toContain(TOKEN);
     expect((await releases.list()).releases.map((release) => release.tag)).toEqual([TAG]);

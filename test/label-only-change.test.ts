@@ -27,9 +27,15 @@ describe('a label- or annotation-only change on a Cluster', () => {
     const out = path.join(await tempDir(), 'out');
     expect((await renderWithReport([inputs, '--release-source', EXAMPLE_RELEASES, '--output', out])).code).toBe(0);
     const before = await files(out);
-    expect(Object.keys(before).some((file) => file.endsWith('provenance.json')), Object.keys(before).join(' ')).toBe(true);
+    expect(
+      Object.keys(before).some((file) => file.endsWith('provenance.json')),
+      Object.keys(before).join(' '),
+    ).toBe(true);
 
-    const labelled = clusters.replace('  name: alpha\n  namespace: cluster-stacks\n', '  name: alpha\n  namespace: cluster-stacks\n  labels:\n    team: payments\n  annotations:\n    example.com/owner: someone\n');
+    const labelled = clusters.replace(
+      '  name: alpha\n  namespace: cluster-stacks\n',
+      '  name: alpha\n  namespace: cluster-stacks\n  labels:\n    team: payments\n  annotations:\n    example.com/owner: someone\n',
+    );
     expect(labelled).not.toBe(clusters);
     await writeTree({ 'clusters.yaml': labelled }, inputs);
     expect((await renderWithReport([inputs, '--release-source', EXAMPLE_RELEASES, '--output', out])).code).toBe(0);
@@ -38,18 +44,41 @@ describe('a label- or annotation-only change on a Cluster', () => {
 });
 
 describe('readableContext', () => {
-  const cluster = { apiVersion: 'cluster.x-k8s.io/v1beta1', kind: 'Cluster', metadata: { name: 'alpha', labels: { team: 'a' }, annotations: { note: 'b' } }, spec: { x: 1 } } as KubeObject;
+  const cluster = {
+    apiVersion: 'cluster.x-k8s.io/v1beta1',
+    kind: 'Cluster',
+    metadata: { name: 'alpha', labels: { team: 'a' }, annotations: { note: 'b' } },
+    spec: { x: 1 },
+  } as KubeObject;
 
   it('leaves out labels and annotations a template cannot reach, and the whole context of an empty template', () => {
     expect(readableContext('', { Cluster: cluster })).toBeNull();
-    for (const template of ['name: {{ .Cluster.metadata.name }}', 'x: {{ .Cluster.spec.x }}', '{{ with .Cluster.spec }}{{ .x }}{{ end }}', 'x: {{ $.Cluster.spec.x | default 2 }}']) {
-      expect(readableContext(template, { Cluster: cluster })?.Cluster, template).toEqual({ ...cluster, metadata: { name: 'alpha' } });
+    for (const template of [
+      'name: {{ .Cluster.metadata.name }}',
+      'x: {{ .Cluster.spec.x }}',
+      '{{ with .Cluster.spec }}{{ .x }}{{ end }}',
+      'x: {{ $.Cluster.spec.x | default 2 }}',
+    ]) {
+      expect(readableContext(template, { Cluster: cluster })?.Cluster, template).toEqual({
+        ...cluster,
+        metadata: { name: 'alpha' },
+      });
     }
   });
 
   it('keeps what a template names, and everything when it uses an object, its metadata or the context whole', () => {
-    expect(readableContext('team: {{ .Cluster.metadata.labels.team }}', { Cluster: cluster })?.Cluster).toEqual({ ...cluster, metadata: { name: 'alpha', labels: { team: 'a' } } });
-    for (const template of ['{{ toYaml .Cluster }}', '{{ index .Cluster.metadata "annotations" }}', '{{ $m := .Cluster.metadata }}{{ $m.name }}', '{{ toYaml . }}', '{{ toYaml $ }}', '{{ with .InfraCluster }}{{ .spec }}{{ end }}']) {
+    expect(readableContext('team: {{ .Cluster.metadata.labels.team }}', { Cluster: cluster })?.Cluster).toEqual({
+      ...cluster,
+      metadata: { name: 'alpha', labels: { team: 'a' } },
+    });
+    for (const template of [
+      '{{ toYaml .Cluster }}',
+      '{{ index .Cluster.metadata "annotations" }}',
+      '{{ $m := .Cluster.metadata }}{{ $m.name }}',
+      '{{ toYaml . }}',
+      '{{ toYaml $ }}',
+      '{{ with .InfraCluster }}{{ .spec }}{{ end }}',
+    ]) {
       expect(readableContext(template, { Cluster: cluster })?.Cluster, template).toEqual(cluster);
     }
   });

@@ -21,15 +21,19 @@ let github: FakeGitHub;
 beforeEach(async () => {
   github = await startFakeGitHub();
   // 150 releases: two pages of 100.
-  for (let major = 1; major <= 150; major += 1) github.addRelease(OWNER, REPO, { tag: `docker-ferrol-1-30-v${major}`, assets: [] });
+  for (let major = 1; major <= 150; major += 1)
+    github.addRelease(OWNER, REPO, { tag: `docker-ferrol-1-30-v${major}`, assets: [] });
 });
 afterEach(async () => github.close());
 afterAll(removeCliBundle);
 
-const listingRequests = (): FakeGitHub['requests'] => github.requests.filter((request) => request.server === 'api' && request.path.endsWith('/releases'));
+const listingRequests = (): FakeGitHub['requests'] =>
+  github.requests.filter((request) => request.server === 'api' && request.path.endsWith('/releases'));
 
 async function listReleases(cacheDir: string): Promise<string[]> {
-  const result = await runCliProcess(['releases', 'list', '--source', `github:${OWNER}/${REPO}`, '--json'], { env: { GITHUB_API_URL: github.apiUrl, CLUSTERSTACK_CACHE_DIR: cacheDir } });
+  const result = await runCliProcess(['releases', 'list', '--source', `github:${OWNER}/${REPO}`, '--json'], {
+    env: { GITHUB_API_URL: github.apiUrl, CLUSTERSTACK_CACHE_DIR: cacheDir },
+  });
   expect(result.stderr).toBe('');
   expect(result.code).toBe(0);
   return (JSON.parse(result.stdout) as { tag: string }[]).map((row) => row.tag);
@@ -40,7 +44,9 @@ describe('listing validators across runs', () => {
     const cacheDir = await tempDir();
     const first = await listReleases(cacheDir);
     expect(first).toHaveLength(150);
-    expect(listingRequests().map((request) => [request.status, request.counted, request.ifNoneMatch !== undefined])).toEqual([
+    expect(
+      listingRequests().map((request) => [request.status, request.counted, request.ifNoneMatch !== undefined]),
+    ).toEqual([
       [200, true, false],
       [200, true, false],
     ]);
@@ -50,7 +56,9 @@ describe('listing validators across runs', () => {
     const second = await listReleases(cacheDir);
 
     expect(second).toEqual(first);
-    expect(listingRequests().map((request) => [request.status, request.counted, request.ifNoneMatch !== undefined])).toEqual([
+    expect(
+      listingRequests().map((request) => [request.status, request.counted, request.ifNoneMatch !== undefined]),
+    ).toEqual([
       [304, false, true],
       [304, false, true],
     ]);
@@ -88,7 +96,9 @@ describe('listing validators across runs', () => {
     github.clearRequests();
 
     expect(await listReleases(cacheDir)).toEqual(first);
-    expect(listingRequests().map((request) => [request.status, request.counted, request.ifNoneMatch !== undefined])).toEqual([
+    expect(
+      listingRequests().map((request) => [request.status, request.counted, request.ifNoneMatch !== undefined]),
+    ).toEqual([
       [200, true, false],
       [200, true, false],
     ]);
@@ -98,10 +108,24 @@ describe('listing validators across runs', () => {
 describe('ListingValidators', () => {
   it('keeps pages apart per kind, source and URL, and writes no credential', async () => {
     const root = await tempDir();
-    const github = new ListingValidators<{ n: number }>(root, 'github-releases', 'github:org/stacks@https://api.github.com');
-    const other = new ListingValidators<{ n: number }>(root, 'github-releases', 'github:org/other@https://api.github.com');
-    await github.put('https://api.github.com/repos/org/stacks/releases?per_page=100', { etag: 'W/"1"', page: { n: 1 } });
-    expect(await github.get('https://api.github.com/repos/org/stacks/releases?per_page=100')).toEqual({ etag: 'W/"1"', page: { n: 1 } });
+    const github = new ListingValidators<{ n: number }>(
+      root,
+      'github-releases',
+      'github:org/stacks@https://api.github.com',
+    );
+    const other = new ListingValidators<{ n: number }>(
+      root,
+      'github-releases',
+      'github:org/other@https://api.github.com',
+    );
+    await github.put('https://api.github.com/repos/org/stacks/releases?per_page=100', {
+      etag: 'W/"1"',
+      page: { n: 1 },
+    });
+    expect(await github.get('https://api.github.com/repos/org/stacks/releases?per_page=100')).toEqual({
+      etag: 'W/"1"',
+      page: { n: 1 },
+    });
     expect(await github.get('https://api.github.com/repos/org/stacks/releases?per_page=100&page=2')).toBeUndefined();
     expect(await other.get('https://api.github.com/repos/org/stacks/releases?per_page=100')).toBeUndefined();
     await github.remove('https://api.github.com/repos/org/stacks/releases?per_page=100');
@@ -142,18 +166,33 @@ describe('OCI tag lists across runs', () => {
     const registry = await startRegistry();
     try {
       const client = new RegistryClient({ registry: registry.host, plainHttp: true });
-      await pushReleaseDirectory(client, 'scs/stacks', 'docker-ferrol-1-30-v1', path.resolve('examples/quickstart/releases/docker-ferrol-1-30-v1'));
+      await pushReleaseDirectory(
+        client,
+        'scs/stacks',
+        'docker-ferrol-1-30-v1',
+        path.resolve('examples/quickstart/releases/docker-ferrol-1-30-v1'),
+      );
       const cacheDir = await tempDir();
       const log: { status: number; conditional: boolean }[] = [];
       // Two openers on one cache directory: two runs.
-      const list = async (): Promise<string[]> => (await createSourceOpener({ cacheDir, plainHttp: true, fetch: etagFetch(log) })(`oci://${registry.host}/scs/stacks`).list()).releases.map((release) => release.tag);
+      const list = async (): Promise<string[]> =>
+        (
+          await createSourceOpener({ cacheDir, plainHttp: true, fetch: etagFetch(log) })(
+            `oci://${registry.host}/scs/stacks`,
+          ).list()
+        ).releases.map((release) => release.tag);
       expect(await list()).toEqual(['docker-ferrol-1-30-v1']);
       expect(await list()).toEqual(['docker-ferrol-1-30-v1']);
       expect(log).toEqual([
         { status: 200, conditional: false },
         { status: 304, conditional: true },
       ]);
-      await pushReleaseDirectory(client, 'scs/stacks', 'docker-ferrol-1-30-v3', path.resolve('examples/quickstart/releases/docker-ferrol-1-30-v3'));
+      await pushReleaseDirectory(
+        client,
+        'scs/stacks',
+        'docker-ferrol-1-30-v3',
+        path.resolve('examples/quickstart/releases/docker-ferrol-1-30-v3'),
+      );
       expect(await list()).toEqual(['docker-ferrol-1-30-v1', 'docker-ferrol-1-30-v3']);
       expect(log.at(-1)).toEqual({ status: 200, conditional: true });
     } finally {

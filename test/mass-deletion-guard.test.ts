@@ -15,14 +15,20 @@ function cluster(name: string, tag = 'docker-ferrol-1-30-v1'): PublishedUnit[] {
 describe('checkMassDeletion', () => {
   it('lets everything through when nothing goes', () => {
     const units = [release('docker-ferrol-1-30-v1'), ...cluster('a')];
-    expect(checkMassDeletion(units, units, DEFAULT)).toEqual({ refused: false, releases: { published: 1, removed: [] }, clusters: { published: 1, removed: [] } });
+    expect(checkMassDeletion(units, units, DEFAULT)).toEqual({
+      refused: false,
+      releases: { published: 1, removed: [] },
+      clusters: { published: 1, removed: [] },
+    });
   });
 
   it('refuses removing every cluster, naming them', () => {
     const verdict = checkMassDeletion([...cluster('a'), ...cluster('b')], [], DEFAULT);
     expect(verdict.refused).toBe(true);
     expect(verdict.clusters.removed).toEqual(['fleet/a', 'fleet/b']);
-    expect(verdict.message).toMatch(/^this render would remove 2 of 2 published clusters \(fleet\/a, fleet\/b\), more than the 50% one render may remove \(--max-delete-share\)/);
+    expect(verdict.message).toMatch(
+      /^this render would remove 2 of 2 published clusters \(fleet\/a, fleet\/b\), more than the 50% one render may remove \(--max-delete-share\)/,
+    );
     expect(verdict.message).toMatch(/run again with --allow-mass-delete$/);
   });
 
@@ -46,8 +52,14 @@ describe('checkMassDeletion', () => {
 
   it('refuses when a stack loses all its releases, also when another channel or namespace keeps one', () => {
     const before = [release('docker-ferrol-1-30-v1'), release('docker-ferrol-1-30-v1-alpha-5')];
-    expect(checkMassDeletion(before, [release('docker-ferrol-1-30-v1-alpha-6')], DEFAULT)).toMatchObject({ refused: false });
-    const moved = checkMassDeletion(before, [release('docker-ferrol-1-30-v1', 'other'), release('docker-ferrol-1-30-v1-alpha-5', 'other')], DEFAULT);
+    expect(checkMassDeletion(before, [release('docker-ferrol-1-30-v1-alpha-6')], DEFAULT)).toMatchObject({
+      refused: false,
+    });
+    const moved = checkMassDeletion(
+      before,
+      [release('docker-ferrol-1-30-v1', 'other'), release('docker-ferrol-1-30-v1-alpha-5', 'other')],
+      DEFAULT,
+    );
     expect(moved.refused).toBe(true);
     expect(moved.releases.removed).toEqual(['stacks/docker-ferrol-1-30-v1', 'stacks/docker-ferrol-1-30-v1-alpha-5']);
     expect(moved.message).toMatch(/2 of 2 published releases .*leaving their stacks without any release/);

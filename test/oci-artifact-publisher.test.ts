@@ -33,7 +33,11 @@ const run = promisify(execFile);
 const SOURCE = 'https://github.com/example/fleet';
 const FAST_RETRY = { attempts: 2, baseDelayMs: 1, maxDelayMs: 1 };
 const noSleep = async (): Promise<void> => {};
-const CHANGE: ChangeSummary = { title: 'Render', body: '', trailers: { 'Clusterstack-Input-Digest': `sha256:${'a'.repeat(64)}` } };
+const CHANGE: ChangeSummary = {
+  title: 'Render',
+  body: '',
+  trailers: { 'Clusterstack-Input-Digest': `sha256:${'a'.repeat(64)}` },
+};
 
 function tree(files: Record<string, string>): RenderedTree {
   return new Map(Object.entries(files));
@@ -79,7 +83,11 @@ let scratch: string;
 let repositories = 0;
 
 beforeAll(async () => {
-  [anonymous, basic, readOnly] = await Promise.all([startRegistry(), startRegistry({ auth: 'basic' }), startRegistry({ readOnly: true })]);
+  [anonymous, basic, readOnly] = await Promise.all([
+    startRegistry(),
+    startRegistry({ auth: 'basic' }),
+    startRegistry({ readOnly: true }),
+  ]);
   scratch = await mkdtemp(path.join(os.tmpdir(), 'oci-artifact-publisher-'));
 });
 
@@ -89,7 +97,15 @@ afterAll(async () => {
 });
 
 function publisher(reference: string, options: Partial<OciArtifactPublisherOptions> = {}): OciArtifactPublisher {
-  return new OciArtifactPublisher({ reference, source: SOURCE, plainHttp: true, retry: FAST_RETRY, sleep: noSleep, tempDir: scratch, ...options });
+  return new OciArtifactPublisher({
+    reference,
+    source: SOURCE,
+    plainHttp: true,
+    retry: FAST_RETRY,
+    sleep: noSleep,
+    tempDir: scratch,
+    ...options,
+  });
 }
 
 function newRepository(): string {
@@ -99,7 +115,12 @@ function newRepository(): string {
 
 async function skopeoRaw(host: string, repository: string, reference: string): Promise<string> {
   const separator = reference.startsWith('sha256:') ? '@' : ':';
-  const { stdout } = await run('skopeo', ['inspect', '--raw', '--tls-verify=false', `docker://${host}/${repository}${separator}${reference}`]);
+  const { stdout } = await run('skopeo', [
+    'inspect',
+    '--raw',
+    '--tls-verify=false',
+    `docker://${host}/${repository}${separator}${reference}`,
+  ]);
   return stdout;
 }
 
@@ -131,7 +152,8 @@ describe('reproducibleTar', () => {
     // ustar magic, empty owner names, and no pax header (type "x") anywhere.
     expect(tar.subarray(257, 265).toString('latin1')).toBe('ustar\u000000');
     expect(tar.subarray(265, 265 + 64).every((byte) => byte === 0)).toBe(true);
-    for (let offset = 0; offset < tar.length; offset += 512) expect(String.fromCharCode(tar[offset + 156] ?? 0)).not.toBe('x');
+    for (let offset = 0; offset < tar.length; offset += 512)
+      expect(String.fromCharCode(tar[offset + 156] ?? 0)).not.toBe('x');
   });
 
   it('writes a gzip header without file name or time', () => {
@@ -181,13 +203,20 @@ describe('reproducibleTar', () => {
     expect(() => readTarTree(rename('/etc/passwd'), 'evil')).toThrow(/absolute path/);
     expect(() => readTarTree(rename('link.yaml', '2'), 'evil')).toThrow(/not a regular file or directory/);
     expect(() => readTarTree(rename('.git/config'), 'evil')).toThrow(/\.git directory/);
-    expect(() => readTarTree(Buffer.from('not a tar at all, but long enough '.repeat(20)), 'junk')).toThrow(/corrupt tar header/);
+    expect(() => readTarTree(Buffer.from('not a tar at all, but long enough '.repeat(20)), 'junk')).toThrow(
+      /corrupt tar header/,
+    );
   });
 });
 
 describe('parseOciArtifactReference', () => {
   it('splits registry, repository and tag', () => {
-    expect(parseOciArtifactReference('oci://127.0.0.1:5000/fleet/rendered:v1.2_3')).toEqual({ registry: '127.0.0.1:5000', apiHost: '127.0.0.1:5000', repository: 'fleet/rendered', tag: 'v1.2_3' });
+    expect(parseOciArtifactReference('oci://127.0.0.1:5000/fleet/rendered:v1.2_3')).toEqual({
+      registry: '127.0.0.1:5000',
+      apiHost: '127.0.0.1:5000',
+      repository: 'fleet/rendered',
+      tag: 'v1.2_3',
+    });
     expect(parseOciArtifactReference('oci://ghcr.io/org/fleet:latest').tag).toBe('latest');
   });
 
@@ -233,17 +262,41 @@ describe('OciArtifactPublisher', () => {
       mediaType: OCI_MANIFEST,
       artifactType: RENDERED_TREE_ARTIFACT_TYPE,
       config: { mediaType: EMPTY_CONFIG.mediaType, digest: EMPTY_CONFIG.digest, size: 2, data: EMPTY_CONFIG.data },
-      layers: [{ mediaType: RENDERED_TREE_LAYER, digest: sha256(gzip), size: gzip.length, annotations: { 'org.opencontainers.image.title': 'rendered-tree.tar.gz' } }],
-      annotations: { [CREATED_ANNOTATION]: REPRODUCIBLE_CREATED, [REVISION_ANNOTATION]: sha256(tar), [SOURCE_ANNOTATION]: SOURCE },
+      layers: [
+        {
+          mediaType: RENDERED_TREE_LAYER,
+          digest: sha256(gzip),
+          size: gzip.length,
+          annotations: { 'org.opencontainers.image.title': 'rendered-tree.tar.gz' },
+        },
+      ],
+      annotations: {
+        [CREATED_ANNOTATION]: REPRODUCIBLE_CREATED,
+        [REVISION_ANNOTATION]: sha256(tar),
+        [SOURCE_ANNOTATION]: SOURCE,
+      },
     });
     expect(await skopeoRaw(anonymous.host, repository, contentTagFor(sha256(gzip)))).toBe(raw);
     expect(contentTagFor(sha256(gzip))).toMatch(/^sha-[0-9a-f]{12}$/);
 
     const copy = path.join(scratch, `copy-${repositories}`);
-    await run('skopeo', ['--insecure-policy', 'copy', '--src-tls-verify=false', `docker://${anonymous.host}/${repository}:production`, `dir:${copy}`]);
+    await run('skopeo', [
+      '--insecure-policy',
+      'copy',
+      '--src-tls-verify=false',
+      `docker://${anonymous.host}/${repository}:production`,
+      `dir:${copy}`,
+    ]);
     const layerFile = path.join(copy, sha256(gzip).slice('sha256:'.length));
     expect((await readFile(layerFile)).equals(gzip)).toBe(true);
-    expect((await readdir(copy)).sort()).toEqual([EMPTY_CONFIG.digest.slice('sha256:'.length), sha256(gzip).slice('sha256:'.length), 'manifest.json', 'version'].sort());
+    expect((await readdir(copy)).sort()).toEqual(
+      [
+        EMPTY_CONFIG.digest.slice('sha256:'.length),
+        sha256(gzip).slice('sha256:'.length),
+        'manifest.json',
+        'version',
+      ].sort(),
+    );
   });
 
   it('pushes nothing for the same tree, and gives the same digest wherever the tree is pushed', async () => {
@@ -255,7 +308,9 @@ describe('OciArtifactPublisher', () => {
     const reordered = new Map([...FIRST].reverse());
     const second = await again.publish(reordered, { ...CHANGE, title: 'Another render' });
     expect(second).toEqual({ changed: false, written: [], removed: [], revision: first.revision });
-    expect(recorder.requests.filter((request) => !request.startsWith('GET ') && !request.startsWith('HEAD '))).toEqual([]);
+    expect(recorder.requests.filter((request) => !request.startsWith('GET ') && !request.startsWith('HEAD '))).toEqual(
+      [],
+    );
 
     // Another tag, another publisher, another moment: the same manifest.
     const elsewhere = await publisher(`oci://${anonymous.host}/${newRepository()}:staging`).publish(FIRST, CHANGE);
@@ -272,10 +327,16 @@ describe('OciArtifactPublisher', () => {
     next.set('management/default/stack-v1/clusterclass.yaml', 'kind: ClusterClass\nspec: {}\n');
 
     const recorder = recordingFetch();
-    const second = await publisher(`oci://${anonymous.host}/${repository}:main`, { fetch: recorder.fetch }).publish(next, CHANGE);
+    const second = await publisher(`oci://${anonymous.host}/${repository}:main`, { fetch: recorder.fetch }).publish(
+      next,
+      CHANGE,
+    );
     expect(second.changed).toBe(true);
     expect(second.revision).not.toBe(first.revision);
-    expect(second.written).toEqual(['clusters/default/beta/cni/kustomization.yaml', 'management/default/stack-v1/clusterclass.yaml']);
+    expect(second.written).toEqual([
+      'clusters/default/beta/cni/kustomization.yaml',
+      'management/default/stack-v1/clusterclass.yaml',
+    ]);
     expect(second.removed).toEqual(['README.md']);
     // The empty config was there already; the tag moves last.
     const writes = recorder.requests.filter((request) => request.startsWith('PUT ') || request.startsWith('POST '));
@@ -283,7 +344,13 @@ describe('OciArtifactPublisher', () => {
     expect(writes.at(-1)).toBe(`PUT /v2/${repository}/manifests/main`);
 
     expect(sha256(Buffer.from(await skopeoRaw(anonymous.host, repository, 'main')))).toBe(second.revision);
-    expect(sha256(Buffer.from(await skopeoRaw(anonymous.host, repository, contentTagFor(sha256(reproducibleTarGzip(FIRST).gzip)))))).toBe(first.revision);
+    expect(
+      sha256(
+        Buffer.from(
+          await skopeoRaw(anonymous.host, repository, contentTagFor(sha256(reproducibleTarGzip(FIRST).gzip))),
+        ),
+      ),
+    ).toBe(first.revision);
     expect(await publisher(`oci://${anonymous.host}/${repository}:main`).readPrevious()).toEqual(next);
   });
 
@@ -300,7 +367,9 @@ describe('OciArtifactPublisher', () => {
     const repository = newRepository();
     const clock = (): Date => new Date('2030-05-06T07:08:09.123Z');
     await publisher(`oci://${anonymous.host}/${repository}:v1`, { reproducible: false, clock }).publish(FIRST, CHANGE);
-    const manifest = JSON.parse(await skopeoRaw(anonymous.host, repository, 'v1')) as { annotations: Record<string, string> };
+    const manifest = JSON.parse(await skopeoRaw(anonymous.host, repository, 'v1')) as {
+      annotations: Record<string, string>;
+    };
     expect(manifest.annotations[CREATED_ANNOTATION]).toBe('2030-05-06T07:08:09Z');
   });
 
@@ -309,10 +378,20 @@ describe('OciArtifactPublisher', () => {
     const client = new RegistryClient({ registry: anonymous.host, plainHttp: true });
     const config = Buffer.from('{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}');
     const configBlob = await client.pushBlob(repository, config);
-    const image = Buffer.from(JSON.stringify({ schemaVersion: 2, mediaType: OCI_MANIFEST, config: { mediaType: OCI_IMAGE_CONFIG, digest: configBlob.digest, size: configBlob.size }, layers: [] }));
+    const image = Buffer.from(
+      JSON.stringify({
+        schemaVersion: 2,
+        mediaType: OCI_MANIFEST,
+        config: { mediaType: OCI_IMAGE_CONFIG, digest: configBlob.digest, size: configBlob.size },
+        layers: [],
+      }),
+    );
     const imageDigest = await client.pushManifest(repository, 'latest', image, OCI_MANIFEST);
 
-    const error = await rejection(publisher(`oci://${anonymous.host}/${repository}:latest`).publish(FIRST, CHANGE), PublishError);
+    const error = await rejection(
+      publisher(`oci://${anonymous.host}/${repository}:latest`).publish(FIRST, CHANGE),
+      PublishError,
+    );
     expect(error.kind).toBe('invalid-target');
     expect(error.message).toContain('holds a container image, not a rendered tree');
     expect((await client.getManifest(repository, 'latest')).digest).toBe(imageDigest);
@@ -325,18 +404,28 @@ describe('OciArtifactPublisher', () => {
     expect(result.changed).toBe(true);
 
     const next = new Map(FIRST).set('extra.yaml', 'x\n');
-    const wrong = await rejection(publisher(`oci://${basic.host}/${repository}:v1`, { credentials: { username: basic.username, password: 'wrong' } }).publish(next, CHANGE), PublishError);
+    const wrong = await rejection(
+      publisher(`oci://${basic.host}/${repository}:v1`, {
+        credentials: { username: basic.username, password: 'wrong' },
+      }).publish(next, CHANGE),
+      PublishError,
+    );
     expect(wrong.kind).toBe('auth');
     expect(wrong.message).toContain('refused the credentials');
     expect(wrong.message).toContain('CLUSTERSTACK_REGISTRY_PASSWORD');
     expect(wrong.message).not.toContain('wrong');
-    const missing = await rejection(publisher(`oci://${basic.host}/${repository}:v1`).publish(next, CHANGE), PublishError);
+    const missing = await rejection(
+      publisher(`oci://${basic.host}/${repository}:v1`).publish(next, CHANGE),
+      PublishError,
+    );
     expect(missing.kind).toBe('auth');
     expect(missing.message).toContain('requires credentials');
 
     const client = new RegistryClient({ registry: basic.host, plainHttp: true, credentials });
     expect((await client.getManifest(repository, 'v1')).digest).toBe(result.revision);
-    expect((await client.listTags(repository)).sort()).toEqual([contentTagFor(sha256(reproducibleTarGzip(FIRST).gzip)), 'v1'].sort());
+    expect((await client.listTags(repository)).sort()).toEqual(
+      [contentTagFor(sha256(reproducibleTarGzip(FIRST).gzip)), 'v1'].sort(),
+    );
   });
 
   it('reports a read-only registry refusing the upload, with no tag created', async () => {
@@ -350,7 +439,10 @@ describe('OciArtifactPublisher', () => {
   });
 
   it('says to pass --plain-http when the registry speaks plain HTTP', async () => {
-    const error = await rejection(publisher(`oci://${anonymous.host}/${newRepository()}:v1`, { plainHttp: false }).publish(FIRST, CHANGE), PublishError);
+    const error = await rejection(
+      publisher(`oci://${anonymous.host}/${newRepository()}:v1`, { plainHttp: false }).publish(FIRST, CHANGE),
+      PublishError,
+    );
     expect(error.message).toContain('--plain-http');
   });
 });

@@ -7,7 +7,13 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { OciError } from '../src/oci/oci-error.js';
-import { DOCKER_MANIFEST_V2, EMPTY_CONFIG, OCI_FILE_LAYER, OCI_MANIFEST, TITLE_ANNOTATION } from '../src/oci/oci-manifest.js';
+import {
+  DOCKER_MANIFEST_V2,
+  EMPTY_CONFIG,
+  OCI_FILE_LAYER,
+  OCI_MANIFEST,
+  TITLE_ANNOTATION,
+} from '../src/oci/oci-manifest.js';
 import { buildArtifactManifest } from '../src/oci/artifact-manifest.js';
 import { RegistryClient } from '../src/oci/registry-client.js';
 import { CLUSTER_STACK_ARTIFACT_TYPE } from '../src/oci/release-artifact.js';
@@ -35,7 +41,11 @@ let token: TestRegistry;
 let scratch: string;
 
 beforeAll(async () => {
-  [anonymous, basic, token] = await Promise.all([startRegistry(), startRegistry({ auth: 'basic' }), startRegistry({ auth: 'token' })]);
+  [anonymous, basic, token] = await Promise.all([
+    startRegistry(),
+    startRegistry({ auth: 'basic' }),
+    startRegistry({ auth: 'token' }),
+  ]);
   scratch = await mkdtemp(path.join(os.tmpdir(), 'oci-release-source-'));
   const client = new RegistryClient({ registry: anonymous.host, plainHttp: true });
   await pushReleaseDirectory(client, REPO, V1, path.join(RELEASES, V1));
@@ -54,7 +64,14 @@ function newCache(): ReleaseCache {
 }
 
 function sourceFor(registry: { host: string }, options: Partial<OciReleaseSourceOptions> = {}): OciReleaseSource {
-  return new OciReleaseSource({ reference: `oci://${registry.host}/${REPO}`, plainHttp: true, cache: newCache(), sleep: noSleep, retry: FAST_RETRY, ...options });
+  return new OciReleaseSource({
+    reference: `oci://${registry.host}/${REPO}`,
+    plainHttp: true,
+    cache: newCache(),
+    sleep: noSleep,
+    retry: FAST_RETRY,
+    ...options,
+  });
 }
 
 async function rejection(promise: Promise<unknown>): Promise<ReleaseSourceError> {
@@ -78,8 +95,18 @@ async function cacheContents(cache: ReleaseCache): Promise<{ entries: number; te
 
 describe('pushArtifact', () => {
   it('pushes a release in the published layout, as skopeo reads it back', async () => {
-    const { stdout } = await run('skopeo', ['inspect', '--raw', '--tls-verify=false', `docker://${anonymous.host}/${REPO}:${V1}`]);
-    const manifest = JSON.parse(stdout) as { mediaType: string; artifactType: string; config: { mediaType: string; digest: string }; layers: { mediaType: string; digest: string; size: number; annotations: Record<string, string> }[] };
+    const { stdout } = await run('skopeo', [
+      'inspect',
+      '--raw',
+      '--tls-verify=false',
+      `docker://${anonymous.host}/${REPO}:${V1}`,
+    ]);
+    const manifest = JSON.parse(stdout) as {
+      mediaType: string;
+      artifactType: string;
+      config: { mediaType: string; digest: string };
+      layers: { mediaType: string; digest: string; size: number; annotations: Record<string, string> }[];
+    };
     expect(manifest.mediaType).toBe(OCI_MANIFEST);
     expect(manifest.artifactType).toBe(CLUSTER_STACK_ARTIFACT_TYPE);
     expect(manifest.config).toMatchObject({ mediaType: EMPTY_CONFIG.mediaType, digest: EMPTY_CONFIG.digest });
@@ -93,7 +120,9 @@ describe('pushArtifact', () => {
 
   it('refuses a release directory holding a sub-directory before pushing anything', async () => {
     const client = new RegistryClient({ registry: anonymous.host, plainHttp: true });
-    const error = await rejection(pushReleaseDirectory(client, REPO, 'docker-ferrol-1-30-v2', path.join(RELEASES, 'docker-ferrol-1-30-v2')));
+    const error = await rejection(
+      pushReleaseDirectory(client, REPO, 'docker-ferrol-1-30-v2', path.join(RELEASES, 'docker-ferrol-1-30-v2')),
+    );
     expect(error.message).toMatch(/docker-ferrol-1-30-cluster-class-v2 is not a regular file/);
     expect(await client.listTags(REPO)).not.toContain('docker-ferrol-1-30-v2');
   });
@@ -103,7 +132,9 @@ describe('OciReleaseSource', () => {
   it('lists the tags that are releases and skips the others with the reason', async () => {
     const listing = await sourceFor(anonymous).list();
     expect(listing.releases.map((release) => release.tag)).toEqual([V1, V3]);
-    expect(listing.skipped).toEqual([{ name: 'latest', reason: expect.stringMatching(/not a cluster stack release tag/) }]);
+    expect(listing.skipped).toEqual([
+      { name: 'latest', reason: expect.stringMatching(/not a cluster stack release tag/) },
+    ]);
   });
 
   it('follows Link pagination of the tag list', async () => {
@@ -117,7 +148,9 @@ describe('OciReleaseSource', () => {
     expect(source.location).toBe(`oci://${anonymous.host}/${REPO}`);
     const release = await source.fetch(V1);
     expect(release.digest).toBe(await localDigest(V1));
-    expect(await readFile(path.join(release.dir, 'metadata.yaml'), 'utf8')).toBe(await readFile(path.join(RELEASES, V1, 'metadata.yaml'), 'utf8'));
+    expect(await readFile(path.join(release.dir, 'metadata.yaml'), 'utf8')).toBe(
+      await readFile(path.join(RELEASES, V1, 'metadata.yaml'), 'utf8'),
+    );
     const requests = counting.mock.calls.length;
     expect(await source.fetch(V1)).toEqual(release);
     expect(counting.mock.calls.length).toBe(requests);
@@ -127,18 +160,36 @@ describe('OciReleaseSource', () => {
     const missingTag = await rejection(sourceFor(anonymous).fetch('docker-ferrol-1-30-v9'));
     expect(missingTag.kind).toBe('not-found');
     expect(missingTag.message).toMatch(/tag docker-ferrol-1-30-v9 not found/);
-    const missingRepo = await rejection(new OciReleaseSource({ reference: `oci://${anonymous.host}/nobody/here`, plainHttp: true, cache: newCache() }).list());
+    const missingRepo = await rejection(
+      new OciReleaseSource({
+        reference: `oci://${anonymous.host}/nobody/here`,
+        plainHttp: true,
+        cache: newCache(),
+      }).list(),
+    );
     expect(missingRepo.kind).toBe('not-found');
     expect(missingRepo.message).toMatch(/repository nobody\/here does not exist/);
   });
 
   it('refuses a Docker image with a clear message and stores nothing', async () => {
     const client = new RegistryClient({ registry: anonymous.host, plainHttp: true });
-    const config = await client.pushBlob('docker/image', Buffer.from('{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}'));
-    const manifest = Buffer.from(JSON.stringify({ schemaVersion: 2, mediaType: DOCKER_MANIFEST_V2, config: { mediaType: 'application/vnd.docker.container.image.v1+json', ...config }, layers: [] }));
+    const config = await client.pushBlob(
+      'docker/image',
+      Buffer.from('{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}'),
+    );
+    const manifest = Buffer.from(
+      JSON.stringify({
+        schemaVersion: 2,
+        mediaType: DOCKER_MANIFEST_V2,
+        config: { mediaType: 'application/vnd.docker.container.image.v1+json', ...config },
+        layers: [],
+      }),
+    );
     await client.pushManifest('docker/image', V1, manifest, DOCKER_MANIFEST_V2);
     const cache = newCache();
-    const error = await rejection(new OciReleaseSource({ reference: `oci://${anonymous.host}/docker/image`, plainHttp: true, cache }).fetch(V1));
+    const error = await rejection(
+      new OciReleaseSource({ reference: `oci://${anonymous.host}/docker/image`, plainHttp: true, cache }).fetch(V1),
+    );
     expect(error.kind).toBe('invalid-release');
     expect(error.message).toMatch(/is a Docker v2 image manifest .*not an OCI artifact manifest/);
     expect(await cacheContents(cache)).toEqual({ entries: 0, temp: [] });
@@ -146,13 +197,24 @@ describe('OciReleaseSource', () => {
 
   it('refuses artifacts of another type and layers whose title is not a plain file name', async () => {
     const client = new RegistryClient({ registry: anonymous.host, plainHttp: true });
-    await pushArtifact(client, { repository: 'other/artifacts', tag: V1, artifactType: 'application/vnd.example.thing', files: [{ name: 'metadata.yaml', content: Buffer.from('x') }] });
+    await pushArtifact(client, {
+      repository: 'other/artifacts',
+      tag: V1,
+      artifactType: 'application/vnd.example.thing',
+      files: [{ name: 'metadata.yaml', content: Buffer.from('x') }],
+    });
     const blob = await client.pushBlob('other/artifacts', Buffer.from('apiVersion: x'));
     await client.pushBlob('other/artifacts', Buffer.from(EMPTY_CONFIG.data, 'base64'));
-    const escaping = buildArtifactManifest(CLUSTER_STACK_ARTIFACT_TYPE, [{ mediaType: OCI_FILE_LAYER, ...blob, annotations: { [TITLE_ANNOTATION]: '../metadata.yaml' } }]);
+    const escaping = buildArtifactManifest(CLUSTER_STACK_ARTIFACT_TYPE, [
+      { mediaType: OCI_FILE_LAYER, ...blob, annotations: { [TITLE_ANNOTATION]: '../metadata.yaml' } },
+    ]);
     await client.pushManifest('other/artifacts', V3, escaping, OCI_MANIFEST);
     const cache = newCache();
-    const source = new OciReleaseSource({ reference: `oci://${anonymous.host}/other/artifacts`, plainHttp: true, cache });
+    const source = new OciReleaseSource({
+      reference: `oci://${anonymous.host}/other/artifacts`,
+      plainHttp: true,
+      cache,
+    });
     const wrongType = await rejection(source.fetch(V1));
     expect(wrongType.kind).toBe('invalid-release');
     expect(wrongType.message).toMatch(/artifact of type application\/vnd\.example\.thing, not a cluster stack release/);
@@ -166,9 +228,20 @@ describe('OciReleaseSource', () => {
     const metadata = await readFile(path.join(RELEASES, V1, 'metadata.yaml'));
     const layer = await client.pushBlob('legacy/stacks', metadata);
     const config = await client.pushBlob('legacy/stacks', Buffer.from('{}'));
-    const manifest = Buffer.from(JSON.stringify({ schemaVersion: 2, mediaType: OCI_MANIFEST, config: { mediaType: CLUSTER_STACK_ARTIFACT_TYPE, ...config }, layers: [{ mediaType: OCI_FILE_LAYER, ...layer, annotations: { [TITLE_ANNOTATION]: 'metadata.yaml' } }] }));
+    const manifest = Buffer.from(
+      JSON.stringify({
+        schemaVersion: 2,
+        mediaType: OCI_MANIFEST,
+        config: { mediaType: CLUSTER_STACK_ARTIFACT_TYPE, ...config },
+        layers: [{ mediaType: OCI_FILE_LAYER, ...layer, annotations: { [TITLE_ANNOTATION]: 'metadata.yaml' } }],
+      }),
+    );
     await client.pushManifest('legacy/stacks', V1, manifest, OCI_MANIFEST);
-    const release = await new OciReleaseSource({ reference: `oci://${anonymous.host}/legacy/stacks`, plainHttp: true, cache: newCache() }).fetch(V1);
+    const release = await new OciReleaseSource({
+      reference: `oci://${anonymous.host}/legacy/stacks`,
+      plainHttp: true,
+      cache: newCache(),
+    }).fetch(V1);
     expect(await readdir(release.dir)).toEqual(['metadata.yaml']);
   });
 
@@ -178,7 +251,9 @@ describe('OciReleaseSource', () => {
       const cache = newCache();
       const error = await rejection(sourceFor(proxy, { cache }).fetch(V1));
       expect(error.kind).toBe('invalid-release');
-      expect(error.message).toMatch(/file cluster-addon-values\.yaml: blob sha256:\w+ of .* arrived as sha256:\w+ .*altered it/);
+      expect(error.message).toMatch(
+        /file cluster-addon-values\.yaml: blob sha256:\w+ of .* arrived as sha256:\w+ .*altered it/,
+      );
       expect(proxy.corrupted.length).toBe(1);
       expect(await cacheContents(cache)).toEqual({ entries: 0, temp: [] });
     } finally {
@@ -209,7 +284,11 @@ describe.each([
 ] as const)('a registry with %s auth', (mode, registryOf) => {
   beforeAll(async () => {
     const registry = registryOf();
-    const client = new RegistryClient({ registry: registry.host, plainHttp: true, credentials: { username: registry.username, password: registry.password } });
+    const client = new RegistryClient({
+      registry: registry.host,
+      plainHttp: true,
+      credentials: { username: registry.username, password: registry.password },
+    });
     await pushReleaseDirectory(client, REPO, V1, path.join(RELEASES, V1));
   });
 
@@ -227,7 +306,9 @@ describe.each([
   it('refuses a wrong password with an auth error that does not reveal it', async () => {
     const registry = registryOf();
     const wrong = `${registry.password}-wrong`;
-    const error = await rejection(sourceFor(registry, { credentials: { username: registry.username, password: wrong } }).fetch(V1));
+    const error = await rejection(
+      sourceFor(registry, { credentials: { username: registry.username, password: wrong } }).fetch(V1),
+    );
     expect(error.kind).toBe('auth');
     expect(error.message).toMatch(new RegExp(`registry ${registry.host} refused the credentials to read ${REPO}`));
     expect(error.message).not.toContain(registry.password);
@@ -246,7 +327,13 @@ describe('OciLayoutSource', () => {
   beforeAll(async () => {
     layout = path.join(scratch, 'mirror');
     for (const tag of [V1, V3]) {
-      await run('skopeo', ['--insecure-policy', 'copy', '--src-tls-verify=false', `docker://${anonymous.host}/${REPO}:${tag}`, `oci:${layout}:${tag}`]);
+      await run('skopeo', [
+        '--insecure-policy',
+        'copy',
+        '--src-tls-verify=false',
+        `docker://${anonymous.host}/${REPO}:${tag}`,
+        `oci:${layout}:${tag}`,
+      ]);
     }
   });
 
@@ -279,7 +366,9 @@ describe('OciLayoutSource', () => {
     const cache = newCache();
     const error = await rejection(new OciLayoutSource(broken, { cache }).fetch(V1));
     expect(error.kind).toBe('invalid-release');
-    expect(error.message).toMatch(/file metadata\.yaml: blob sha256:\w+ in .* holds sha256:\w+ .*the layout is corrupt/);
+    expect(error.message).toMatch(
+      /file metadata\.yaml: blob sha256:\w+ in .* holds sha256:\w+ .*the layout is corrupt/,
+    );
     expect(await cacheContents(cache)).toEqual({ entries: 0, temp: [] });
   });
 });

@@ -65,15 +65,20 @@ describe('the library entry (src/index.ts)', () => {
     // tsconfig: rootDir '.', outDir 'dist', so src/index.ts becomes dist/src/index.{js,d.ts}.
     expect(PACKAGE.main).toBe('dist/src/index.js');
     expect(PACKAGE.types).toBe('dist/src/index.d.ts');
-    expect(PACKAGE.exports).toEqual({ '.': { types: './dist/src/index.d.ts', import: './dist/src/index.js', default: './dist/src/index.js' } });
+    expect(PACKAGE.exports).toEqual({
+      '.': { types: './dist/src/index.d.ts', import: './dist/src/index.js', default: './dist/src/index.js' },
+    });
   });
 });
 
 /** Runs a command, failing with its output; npm_* variables of an outer `npm test` are dropped so npm acts on `cwd` only. */
 function run(command: string, args: string[], cwd: string): string {
-  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.toLowerCase().startsWith('npm_')));
+  const env = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !name.toLowerCase().startsWith('npm_')),
+  );
   const result = spawnSync(command, args, { cwd, env, encoding: 'utf8' });
-  if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} failed (${result.status}): ${result.stderr}${result.stdout}`);
+  if (result.status !== 0)
+    throw new Error(`${command} ${args.join(' ')} failed (${result.status}): ${result.stderr}${result.stdout}`);
   return result.stdout;
 }
 
@@ -93,9 +98,15 @@ describe('the packed package', () => {
     // without the 20 s type check that `npm run typecheck` and `npm run build` do anyway).
     const stage = path.join(work, 'stage');
     mkdirSync(stage);
-    for (const item of ['package.json', 'README.md', 'crds', 'examples', 'docs', 'gitops/health']) cpSync(path.join(ROOT, item), path.join(stage, item), { recursive: true });
+    for (const item of ['package.json', 'README.md', 'crds', 'examples', 'docs', 'gitops/health'])
+      cpSync(path.join(ROOT, item), path.join(stage, item), { recursive: true });
     for (const file of ['src', 'renderers', 'gitops'].flatMap(typeScriptFiles)) {
-      const { code } = transformSync(readFileSync(path.join(ROOT, file), 'utf8'), { loader: 'ts', format: 'esm', target: 'node20', sourcefile: file });
+      const { code } = transformSync(readFileSync(path.join(ROOT, file), 'utf8'), {
+        loader: 'ts',
+        format: 'esm',
+        target: 'node20',
+        sourcefile: file,
+      });
       const out = path.join(stage, 'dist', file.replace(/\.ts$/, '.js'));
       mkdirSync(path.dirname(out), { recursive: true });
       writeFileSync(out, code);
@@ -103,14 +114,19 @@ describe('the packed package', () => {
     // The entry's declarations: the real pack has every .d.ts from tsc; here the one `types` names.
     writeFileSync(path.join(stage, PACKAGE.types), 'export {};\n');
 
-    const tarball = run('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', work], stage).trim().split('\n').pop()!;
+    const tarball = run('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', work], stage)
+      .trim()
+      .split('\n')
+      .pop()!;
     const tarballPath = path.join(work, tarball);
 
     // A fresh project whose lock holds the tarball and this repository's locked dependencies, so
     // `npm ci` installs exactly what a user gets, from npm's cache (the registry when missing).
     const consumer = path.join(work, 'consumer');
     mkdirSync(consumer);
-    const lock = JSON.parse(readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean; link?: boolean }> };
+    const lock = JSON.parse(readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8')) as {
+      packages: Record<string, { dev?: boolean; link?: boolean }>;
+    };
     const dependency = `file:${tarball}`;
     cpSync(tarballPath, path.join(consumer, tarball));
     const packages: Record<string, unknown> = {
@@ -122,14 +138,35 @@ describe('the packed package', () => {
         dependencies: PACKAGE.dependencies,
       },
     };
-    for (const [key, value] of Object.entries(lock.packages)) if (key !== '' && !value.dev && !value.link) packages[key] = value;
+    for (const [key, value] of Object.entries(lock.packages))
+      if (key !== '' && !value.dev && !value.link) packages[key] = value;
     // The repository's overrides pin what its lock holds; a consumer needs them for the same tree.
-    writeFileSync(path.join(consumer, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module', dependencies: { [PACKAGE.name]: dependency }, overrides: PACKAGE.overrides ?? {} }));
-    writeFileSync(path.join(consumer, 'package-lock.json'), JSON.stringify({ name: 'consumer', lockfileVersion: 3, requires: true, packages }));
+    writeFileSync(
+      path.join(consumer, 'package.json'),
+      JSON.stringify({
+        name: 'consumer',
+        private: true,
+        type: 'module',
+        dependencies: { [PACKAGE.name]: dependency },
+        overrides: PACKAGE.overrides ?? {},
+      }),
+    );
+    writeFileSync(
+      path.join(consumer, 'package-lock.json'),
+      JSON.stringify({ name: 'consumer', lockfileVersion: 3, requires: true, packages }),
+    );
     run('npm', ['ci', '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], consumer);
 
     const installed = path.join(consumer, 'node_modules', PACKAGE.name);
-    const printed = run(process.execPath, ['--input-type=module', '-e', `const api = await import(${JSON.stringify(PACKAGE.name)}); console.log(JSON.stringify(Object.keys(api).sort()));`], consumer);
+    const printed = run(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `const api = await import(${JSON.stringify(PACKAGE.name)}); console.log(JSON.stringify(Object.keys(api).sort()));`,
+      ],
+      consumer,
+    );
     expect(JSON.parse(printed)).toEqual([...EXPORTS].sort());
 
     // What the package reads at run time or users take from it: health checks, CRDs, the example.
@@ -151,9 +188,23 @@ describe('the packed package', () => {
     expect(docLinks.length).toBeGreaterThan(5);
     for (const file of docLinks) expect(existsSync(path.join(installed, file)), file).toBe(true);
     // The module that reads the health scripts finds them in the installed package.
-    const healthDir = run(process.execPath, ['--input-type=module', '-e', `const m = await import(${JSON.stringify(path.join(installed, 'dist/gitops/health/argocd-health-patch.js'))}); console.log(m.defaultHealthDir());`], consumer).trim();
+    const healthDir = run(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `const m = await import(${JSON.stringify(path.join(installed, 'dist/gitops/health/argocd-health-patch.js'))}); console.log(m.defaultHealthDir());`,
+      ],
+      consumer,
+    ).trim();
     expect(healthDir).toBe(path.join(installed, 'gitops/health'));
     // Internal modules stay internal.
-    expect(() => run(process.execPath, ['--input-type=module', '-e', `await import('${PACKAGE.name}/dist/src/config.js')`], consumer)).toThrow(/ERR_PACKAGE_PATH_NOT_EXPORTED/);
+    expect(() =>
+      run(
+        process.execPath,
+        ['--input-type=module', '-e', `await import('${PACKAGE.name}/dist/src/config.js')`],
+        consumer,
+      ),
+    ).toThrow(/ERR_PACKAGE_PATH_NOT_EXPORTED/);
   }, 60_000);
 });

@@ -8,12 +8,23 @@ import type { RenderedTree } from '../src/output/rendered-tree.js';
 import type { ChangeSummary } from '../src/output/tree-changes.js';
 import type { ControllerRuntime } from '../src/controller/run-controller.js';
 import { runClusterstack, writeTree } from './support/cli.js';
-import { aCluster, aStack, type ControllerFixture, startControllerFixture, waitFor } from './support/controller-fixture.js';
+import {
+  aCluster,
+  aStack,
+  type ControllerFixture,
+  startControllerFixture,
+  waitFor,
+} from './support/controller-fixture.js';
 
 const NS = 'drivers';
 const URL = 'https://git.example.test/fleet.git';
 // What `--gitops flux --gitops-url <URL>` resolves to for a --git target on main at the root.
-const WIRING = { engine: 'flux' as const, name: 'clusterstacks', namespace: 'flux-system', source: { kind: 'git' as const, url: URL, branch: 'main', path: '' } };
+const WIRING = {
+  engine: 'flux' as const,
+  name: 'clusterstacks',
+  namespace: 'flux-system',
+  source: { kind: 'git' as const, url: URL, branch: 'main', path: '' },
+};
 
 /** A publisher that keeps what it is asked to publish in memory. */
 function capturingPublisher(): Publisher & { published: { tree: RenderedTree; change: ChangeSummary }[] } {
@@ -33,7 +44,11 @@ function capturingPublisher(): Publisher & { published: { tree: RenderedTree; ch
 
 /** Unit directories and wiring: provenance and README carry input digests of the objects as each driver read them. */
 const units = (tree: Map<string, string> | Record<string, string>): Record<string, string> =>
-  Object.fromEntries([...(tree instanceof Map ? tree.entries() : Object.entries(tree))].filter(([file]) => /^(management|clusters|flux)\//.test(file)).sort(([a], [b]) => a.localeCompare(b)));
+  Object.fromEntries(
+    [...(tree instanceof Map ? tree.entries() : Object.entries(tree))]
+      .filter(([file]) => /^(management|clusters|flux)\//.test(file))
+      .sort(([a], [b]) => a.localeCompare(b)),
+  );
 
 describe('one pipeline for the CLI and the controller', () => {
   let fx: ControllerFixture;
@@ -52,16 +67,46 @@ describe('one pipeline for the CLI and the controller', () => {
 
   it('publishes the same units and wiring with the same summary, and a pull request body from both', async () => {
     // The CLI reads the objects as the controller does: from the API server, exported to files.
-    const objects = [fx.get('ClusterStack', NS, 'ferrol'), fx.get('Cluster', NS, 'alpha'), fx.get('Cluster', NS, 'bravo')];
+    const objects = [
+      fx.get('ClusterStack', NS, 'ferrol'),
+      fx.get('Cluster', NS, 'alpha'),
+      fx.get('Cluster', NS, 'bravo'),
+    ];
     const inputs = await writeTree({ 'objects.yaml': objects.map((object) => jsYaml.dump(object)).join('---\n') });
     const remote = fx.git.bareRepo('cli');
-    const cli = await runClusterstack(['render', inputs, '--release-source', fx.releases, '--git', remote, '--gitops', 'flux', '--gitops-url', URL, '--json']);
+    const cli = await runClusterstack([
+      'render',
+      inputs,
+      '--release-source',
+      fx.releases,
+      '--git',
+      remote,
+      '--gitops',
+      'flux',
+      '--gitops-url',
+      URL,
+      '--json',
+    ]);
     expect(cli.stderr).toBe('');
     expect(cli.code).toBe(0);
 
     const publisher = capturingPublisher();
-    runtime = await fx.start('drivers', { publisher, history: undefined, engine: 'flux', wiring: WIRING, pullRequest: true, revisionKind: 'none' });
-    await waitFor(() => publisher.published.some(({ tree }) => [...tree.keys()].some((file) => file.startsWith(`clusters/${NS}/bravo/`))), 'the controller to publish both clusters', 30_000);
+    runtime = await fx.start('drivers', {
+      publisher,
+      history: undefined,
+      engine: 'flux',
+      wiring: WIRING,
+      pullRequest: true,
+      revisionKind: 'none',
+    });
+    await waitFor(
+      () =>
+        publisher.published.some(({ tree }) =>
+          [...tree.keys()].some((file) => file.startsWith(`clusters/${NS}/bravo/`)),
+        ),
+      'the controller to publish both clusters',
+      30_000,
+    );
     const { tree, change } = publisher.published.at(-1)!;
 
     expect(units(tree)).toEqual(units(fx.git.files(remote, 'main')));

@@ -5,7 +5,17 @@
 import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { clusterYaml, copyExampleReleases, EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, FERROL_STACK_YAML, renderWithReport, runClusterstack, tempDir, writeTree } from './support/cli.js';
+import {
+  clusterYaml,
+  copyExampleReleases,
+  EXAMPLE_MANIFESTS,
+  EXAMPLE_RELEASES,
+  FERROL_STACK_YAML,
+  renderWithReport,
+  runClusterstack,
+  tempDir,
+  writeTree,
+} from './support/cli.js';
 
 const V2 = 'docker-ferrol-1-30-v2';
 
@@ -16,7 +26,8 @@ async function planJson(args: string[], cacheDir: string): Promise<{ code: numbe
 }
 
 /** What render's report lists as withheld, as plan lists it (plan cannot know what a target holds). */
-const asPlanned = (withheld: Record<string, unknown>[]): Record<string, unknown>[] => withheld.map(({ previousOutputKept: _kept, ...entry }) => entry);
+const asPlanned = (withheld: Record<string, unknown>[]): Record<string, unknown>[] =>
+  withheld.map(({ previousOutputKept: _kept, ...entry }) => entry);
 
 /** Every file and directory under `dir` with its permission bits. */
 async function modesUnder(dir: string): Promise<{ path: string; mode: number; directory: boolean }[]> {
@@ -30,43 +41,104 @@ async function modesUnder(dir: string): Promise<{ path: string; mode: number; di
 
 describe('plan names what render withholds', () => {
   it('on the quick start: delta, whose values read a field it does not have, with render’s reason; the others decided at render', async () => {
-    const plan = await planJson([EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES], await tempDir('csk-plan-cache-'));
-    const render = await renderWithReport([EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--output', path.join(await tempDir(), 'out')]);
+    const plan = await planJson(
+      [EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES],
+      await tempDir('csk-plan-cache-'),
+    );
+    const render = await renderWithReport([
+      EXAMPLE_MANIFESTS,
+      '--release-source',
+      EXAMPLE_RELEASES,
+      '--output',
+      path.join(await tempDir(), 'out'),
+    ]);
     expect(plan.code).toBe(0);
-    expect(plan.report.withheld).toEqual([expect.objectContaining({ kind: 'cluster', namespace: 'cluster-stacks', name: 'delta', reason: expect.stringContaining('.Cluster.spec.controlPlaneEndpoint.host') })]);
+    expect(plan.report.withheld).toEqual([
+      expect.objectContaining({
+        kind: 'cluster',
+        namespace: 'cluster-stacks',
+        name: 'delta',
+        reason: expect.stringContaining('.Cluster.spec.controlPlaneEndpoint.host'),
+      }),
+    ]);
     expect(plan.report.withheld).toEqual(asPlanned(render.report.withheld));
-    expect(plan.report.decidedAtRender.map((entry: { name: string }) => entry.name)).toEqual(['alpha', 'bravo', 'charlie']);
-    expect(plan.report.decidedAtRender[1].reason).toMatch(/^the addon charts \(cni, metrics-server\) render only in render: a stage that renders no object/);
+    expect(plan.report.decidedAtRender.map((entry: { name: string }) => entry.name)).toEqual([
+      'alpha',
+      'bravo',
+      'charlie',
+    ]);
+    expect(plan.report.decidedAtRender[1].reason).toMatch(
+      /^the addon charts \(cni, metrics-server\) render only in render: a stage that renders no object/,
+    );
 
-    const text = await runClusterstack(['plan', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES], { env: { CLUSTERSTACK_CACHE_DIR: await tempDir('csk-plan-cache-') } });
+    const text = await runClusterstack(['plan', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES], {
+      env: { CLUSTERSTACK_CACHE_DIR: await tempDir('csk-plan-cache-') },
+    });
     expect(text.code).toBe(0);
-    expect(text.stdout).toMatch(/A render would withhold \(what it published before stays\):\n {2}cluster cluster-stacks\/delta: addon values need \.Cluster\.spec\.controlPlaneEndpoint\.host/);
-    expect(text.stdout).toContain('Decided at render (plan renders no addon chart): cluster cluster-stacks/alpha, cluster cluster-stacks/bravo, cluster cluster-stacks/charlie.');
+    expect(text.stdout).toMatch(
+      /A render would withhold \(what it published before stays\):\n {2}cluster cluster-stacks\/delta: addon values need \.Cluster\.spec\.controlPlaneEndpoint\.host/,
+    );
+    expect(text.stdout).toContain(
+      'Decided at render (plan renders no addon chart): cluster cluster-stacks/alpha, cluster cluster-stacks/bravo, cluster cluster-stacks/charlie.',
+    );
   });
 
   it('a ClusterClass chart that renders nothing: the release, with render’s reason', async () => {
     const releases = await copyExampleReleases();
     const templates = path.join(releases, V2, 'docker-ferrol-1-30-cluster-class-v2', 'templates');
     for (const name of (await readdir(templates)).filter((file) => file.endsWith('.yaml'))) {
-      await writeFile(path.join(templates, name), `{{- if .Values.neverSet }}\n${await readFile(path.join(templates, name), 'utf8')}\n{{- end }}\n`);
+      await writeFile(
+        path.join(templates, name),
+        `{{- if .Values.neverSet }}\n${await readFile(path.join(templates, name), 'utf8')}\n{{- end }}\n`,
+      );
     }
-    const inputs = await writeTree({ 'stack.yaml': FERROL_STACK_YAML.replace('versions: [v1]', 'versions: [v1, v2]'), 'c.yaml': clusterYaml('one', V2) });
+    const inputs = await writeTree({
+      'stack.yaml': FERROL_STACK_YAML.replace('versions: [v1]', 'versions: [v1, v2]'),
+      'c.yaml': clusterYaml('one', V2),
+    });
     const plan = await planJson([inputs, '--release-source', releases], await tempDir('csk-plan-cache-'));
-    const render = await renderWithReport([inputs, '--release-source', releases, '--output', path.join(await tempDir(), 'out')]);
-    expect(plan.report.withheld).toEqual([{ kind: 'release', namespace: 'cluster-stacks', name: V2, reason: expect.stringContaining('renders no object') }]);
+    const render = await renderWithReport([
+      inputs,
+      '--release-source',
+      releases,
+      '--output',
+      path.join(await tempDir(), 'out'),
+    ]);
+    expect(plan.report.withheld).toEqual([
+      { kind: 'release', namespace: 'cluster-stacks', name: V2, reason: expect.stringContaining('renders no object') },
+    ]);
     expect(plan.report.withheld).toEqual(asPlanned(render.report.withheld));
     // The release is still kept (it is in use): plan's table says so, and its exit code is render's.
-    expect(plan.report.clusterStacks[0].releases.find((release: { name: string }) => release.name === V2)).toMatchObject({ kept: true });
+    expect(
+      plan.report.clusterStacks[0].releases.find((release: { name: string }) => release.name === V2),
+    ).toMatchObject({ kept: true });
     expect(plan.code).toBe(render.code);
   });
 
   it('a release whose provider object is not ready yet, with render’s reason', async () => {
-    const stack = FERROL_STACK_YAML.replace('noProvider: true', 'noProvider: false, providerRef: {apiVersion: infrastructure.clusterstack.x-k8s.io/v1alpha1, kind: DockerClusterStackReleaseTemplate, name: t}');
-    const pending = '---\napiVersion: infrastructure.clusterstack.x-k8s.io/v1alpha1\nkind: DockerClusterStackRelease\nmetadata: {name: docker-ferrol-1-30-v1, namespace: cluster-stacks}\nstatus: {ready: false}\n';
+    const stack = FERROL_STACK_YAML.replace(
+      'noProvider: true',
+      'noProvider: false, providerRef: {apiVersion: infrastructure.clusterstack.x-k8s.io/v1alpha1, kind: DockerClusterStackReleaseTemplate, name: t}',
+    );
+    const pending =
+      '---\napiVersion: infrastructure.clusterstack.x-k8s.io/v1alpha1\nkind: DockerClusterStackRelease\nmetadata: {name: docker-ferrol-1-30-v1, namespace: cluster-stacks}\nstatus: {ready: false}\n';
     const inputs = await writeTree({ 's.yaml': stack + pending });
     const plan = await planJson([inputs, '--release-source', EXAMPLE_RELEASES], await tempDir('csk-plan-cache-'));
-    const render = await renderWithReport([inputs, '--release-source', EXAMPLE_RELEASES, '--output', path.join(await tempDir(), 'out')]);
-    expect(plan.report.withheld).toEqual([{ kind: 'release', namespace: 'cluster-stacks', name: 'docker-ferrol-1-30-v1', reason: expect.stringMatching(/status.ready: true/) }]);
+    const render = await renderWithReport([
+      inputs,
+      '--release-source',
+      EXAMPLE_RELEASES,
+      '--output',
+      path.join(await tempDir(), 'out'),
+    ]);
+    expect(plan.report.withheld).toEqual([
+      {
+        kind: 'release',
+        namespace: 'cluster-stacks',
+        name: 'docker-ferrol-1-30-v1',
+        reason: expect.stringMatching(/status.ready: true/),
+      },
+    ]);
     expect(plan.report.withheld).toEqual(asPlanned(render.report.withheld));
   });
 });
@@ -81,7 +153,10 @@ describe('plan’s cache holds no Secret value', () => {
       `apiVersion: v1\nkind: Secret\nmetadata:\n  name: credentials\nstringData:\n  token: ${token}\ndata:\n  key: ${Buffer.from(key).toString('base64')}\n`,
     );
     const cacheDir = path.join(await tempDir(), 'cache');
-    const inputs = await writeTree({ 'stack.yaml': FERROL_STACK_YAML.replace('versions: [v1]', 'versions: [v2]'), 'c.yaml': clusterYaml('one', V2) });
+    const inputs = await writeTree({
+      'stack.yaml': FERROL_STACK_YAML.replace('versions: [v1]', 'versions: [v2]'),
+      'c.yaml': clusterYaml('one', V2),
+    });
     const plan = await planJson([inputs, '--release-source', releases], cacheDir);
     expect(plan.code).toBe(0);
     expect(plan.report.withheld).toEqual([]);
@@ -93,7 +168,8 @@ describe('plan’s cache holds no Secret value', () => {
       if (entry.directory) continue;
       const bytes = await readFile(entry.path);
       // v2's ClusterClass chart is a directory of the release source, read in place: nothing in the cache may hold its Secret.
-      for (const secret of [token, key, Buffer.from(key).toString('base64'), Buffer.from(token).toString('base64')]) expect(bytes.includes(secret), `${entry.path} holds ${secret}`).toBe(false);
+      for (const secret of [token, key, Buffer.from(key).toString('base64'), Buffer.from(token).toString('base64')])
+        expect(bytes.includes(secret), `${entry.path} holds ${secret}`).toBe(false);
     }
     expect((await stat(cacheDir)).mode & 0o777).toBe(0o700);
   });

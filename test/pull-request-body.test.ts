@@ -16,15 +16,42 @@ const SUMMARY: RenderSummary = {
       usableVersions: 'v2, v3',
       releases: [
         { name: 'docker-ferrol-1-30-v2', version: 'v2', status: 'yes', reasons: ['used by Cluster cs/a'] },
-        { name: 'docker-ferrol-1-30-v3', version: 'v3', status: 'withheld', reasons: ['newest release (autoSubscribe)'] },
+        {
+          name: 'docker-ferrol-1-30-v3',
+          version: 'v3',
+          status: 'withheld',
+          reasons: ['newest release (autoSubscribe)'],
+        },
       ],
     },
   ],
   clusters: [
-    { namespace: 'cs', name: 'a', release: 'docker-ferrol-1-30-v2', addonVersion: 'v2', stages: ['cni'], status: 'rendered' },
-    { namespace: 'cs', name: 'b"<x>', release: 'docker-ferrol-1-30-v2', addonVersion: 'v2', stages: ['cni'], status: 'withheld' },
+    {
+      namespace: 'cs',
+      name: 'a',
+      release: 'docker-ferrol-1-30-v2',
+      addonVersion: 'v2',
+      stages: ['cni'],
+      status: 'rendered',
+    },
+    {
+      namespace: 'cs',
+      name: 'b"<x>',
+      release: 'docker-ferrol-1-30-v2',
+      addonVersion: 'v2',
+      stages: ['cni'],
+      status: 'withheld',
+    },
   ],
-  withheld: [{ kind: 'release', namespace: 'cs', name: 'docker-ferrol-1-30-v3', reason: 'waiting for the provider', previousKept: false }],
+  withheld: [
+    {
+      kind: 'release',
+      namespace: 'cs',
+      name: 'docker-ferrol-1-30-v3',
+      reason: 'waiting for the provider',
+      previousKept: false,
+    },
+  ],
 };
 
 const CHANGES: TreeChanges = {
@@ -32,7 +59,18 @@ const CHANGES: TreeChanges = {
     { namespace: 'cs', release: 'docker-ferrol-1-30-v1', change: 'removed' },
     { namespace: 'cs', release: 'docker-ferrol-1-30-v2', change: 'added' },
   ],
-  clusters: [{ namespace: 'cs', cluster: 'a', change: 'updated', releaseBefore: 'docker-ferrol-1-30-v1', releaseAfter: 'docker-ferrol-1-30-v2', addonVersionBefore: 'v1', addonVersionAfter: 'v2', stages: ['cni'] }],
+  clusters: [
+    {
+      namespace: 'cs',
+      cluster: 'a',
+      change: 'updated',
+      releaseBefore: 'docker-ferrol-1-30-v1',
+      releaseAfter: 'docker-ferrol-1-30-v2',
+      addonVersionBefore: 'v1',
+      addonVersionAfter: 'v2',
+      stages: ['cni'],
+    },
+  ],
   withheld: SUMMARY.withheld,
   otherFiles: [],
 };
@@ -49,8 +87,17 @@ describe('renderPullRequestBody', () => {
   });
 
   it('shows the upgrade order of each Cluster moving to a release with other addons, step by step, naming what the hook waits for', () => {
-    const summary: RenderSummary = { ...SUMMARY, clusters: [{ ...SUMMARY.clusters[0]!, kubernetesVersion: 'v1.30.4', afterUpgradeStages: ['metrics-server'] }, SUMMARY.clusters[1]!] };
-    const changes: TreeChanges = { ...CHANGES, clusters: [{ ...CHANGES.clusters[0]!, stages: ['cni', 'metrics-server'] }] };
+    const summary: RenderSummary = {
+      ...SUMMARY,
+      clusters: [
+        { ...SUMMARY.clusters[0]!, kubernetesVersion: 'v1.30.4', afterUpgradeStages: ['metrics-server'] },
+        SUMMARY.clusters[1]!,
+      ],
+    };
+    const changes: TreeChanges = {
+      ...CHANGES,
+      clusters: [{ ...CHANGES.clusters[0]!, stages: ['cni', 'metrics-server'] }],
+    };
     const body = renderPullRequestBody(changes, summary, undefined, { engine: 'flux' });
     expect(body).toContain('## Upgrade order');
     expect(body).toContain(
@@ -64,16 +111,31 @@ describe('renderPullRequestBody', () => {
       ].join('\n'),
     );
     const argo = renderPullRequestBody(changes, summary, undefined, { engine: 'argocd', argocdNamespace: 'argocd' });
-    expect(argo).toMatch(/2\. hook BeforeClusterUpgrade waits for Argo CD Applications argocd\/\S+, argocd\/\S+ Synced and Healthy at a revision ≥ the commit publishing them/);
-    const sameAddons = renderPullRequestBody({ ...CHANGES, clusters: [{ ...CHANGES.clusters[0]!, addonVersionBefore: 'v2' }] }, SUMMARY);
+    expect(argo).toMatch(
+      /2\. hook BeforeClusterUpgrade waits for Argo CD Applications argocd\/\S+, argocd\/\S+ Synced and Healthy at a revision ≥ the commit publishing them/,
+    );
+    const sameAddons = renderPullRequestBody(
+      { ...CHANGES, clusters: [{ ...CHANGES.clusters[0]!, addonVersionBefore: 'v2' }] },
+      SUMMARY,
+    );
     expect(sameAddons).not.toContain('## Upgrade order');
   });
 
-  it('says in the upgrade order when the target release\'s addons are withheld, instead of promising a publish', () => {
-    const withheld = { kind: 'cluster' as const, namespace: 'cs', name: 'a', reason: 'values: .InfraCluster.spec.network is not set yet', previousKept: true };
+  it("says in the upgrade order when the target release's addons are withheld, instead of promising a publish", () => {
+    const withheld = {
+      kind: 'cluster' as const,
+      namespace: 'cs',
+      name: 'a',
+      reason: 'values: .InfraCluster.spec.network is not set yet',
+      previousKept: true,
+    };
     const body = renderPullRequestBody({ ...CHANGES, withheld: [withheld] }, SUMMARY);
-    expect(body).toContain('1. addons v2 withheld (values: .InfraCluster.spec.network is not set yet): nothing of release docker-ferrol-1-30-v2 is published for this Cluster, and the BeforeClusterUpgrade hook holds the upgrade saying so until they render (or its timeout ends the wait)');
-    expect(body).toContain('2. hook BeforeClusterUpgrade waits for them to be published (no GitOps engine wired: their application is not checked)');
+    expect(body).toContain(
+      '1. addons v2 withheld (values: .InfraCluster.spec.network is not set yet): nothing of release docker-ferrol-1-30-v2 is published for this Cluster, and the BeforeClusterUpgrade hook holds the upgrade saying so until they render (or its timeout ends the wait)',
+    );
+    expect(body).toContain(
+      '2. hook BeforeClusterUpgrade waits for them to be published (no GitOps engine wired: their application is not checked)',
+    );
     expect(body).toContain('4. hook AfterClusterUpgrade: no stages of its own');
   });
 
@@ -97,12 +159,46 @@ describe('renderPullRequestBody with addon layers', () => {
     const summary: RenderSummary = {
       ...SUMMARY,
       layers: [
-        { namespace: 'cs', cluster: 'a', layer: 'base', version: '1.1.0', status: 'on hold', after: ['cluster-stack'], waitingOn: [] },
-        { namespace: 'cs', cluster: 'a', layer: 'ingress', version: '1.0.0', status: 'rendered', after: ['base@1.1.0'], waitingOn: ['base@1.1.0 (on hold)'] },
-        { namespace: 'cs', cluster: 'a', layer: 'apps', version: '2.0.0', status: 'withheld', reason: 'base is at 1.1.0, apps needs base@1.2.0', after: [], waitingOn: [] },
+        {
+          namespace: 'cs',
+          cluster: 'a',
+          layer: 'base',
+          version: '1.1.0',
+          status: 'on hold',
+          after: ['cluster-stack'],
+          waitingOn: [],
+        },
+        {
+          namespace: 'cs',
+          cluster: 'a',
+          layer: 'ingress',
+          version: '1.0.0',
+          status: 'rendered',
+          after: ['base@1.1.0'],
+          waitingOn: ['base@1.1.0 (on hold)'],
+        },
+        {
+          namespace: 'cs',
+          cluster: 'a',
+          layer: 'apps',
+          version: '2.0.0',
+          status: 'withheld',
+          reason: 'base is at 1.1.0, apps needs base@1.2.0',
+          after: [],
+          waitingOn: [],
+        },
       ],
     };
-    const withheld = [{ kind: 'layer' as const, namespace: 'cs', name: 'a', layer: 'apps', reason: 'base is at 1.1.0, apps needs base@1.2.0', previousKept: true }];
+    const withheld = [
+      {
+        kind: 'layer' as const,
+        namespace: 'cs',
+        name: 'a',
+        layer: 'apps',
+        reason: 'base is at 1.1.0, apps needs base@1.2.0',
+        previousKept: true,
+      },
+    ];
     const body = renderPullRequestBody({ ...CHANGES, withheld }, summary);
     expect(body).toContain(
       [
@@ -130,15 +226,41 @@ describe('renderPullRequestBody with ClusterRequests', () => {
       clusterRequests: {
         profiles: [],
         requests: [
-          { namespace: 'team-a', name: 'r1', purpose: 'platform', phase: 'Pending', reason: 'PurposeChanged', cluster: 'workload-clusters/workload-1a2b3', message: 'spec.purpose was "workload" and is now "platform", but a request\'s purpose is immutable' },
-          { namespace: 'team-a', name: 'n1', purpose: '', phase: 'Pending', reason: 'MissingPurpose', cluster: null, message: 'spec.purpose is required' },
-          { namespace: 'team-a', name: 'r2', purpose: 'workload', phase: 'Granted', reason: 'Scheduled', cluster: 'workload-clusters/workload-1a2b3', message: 'scheduled' },
+          {
+            namespace: 'team-a',
+            name: 'r1',
+            purpose: 'platform',
+            phase: 'Pending',
+            reason: 'PurposeChanged',
+            cluster: 'workload-clusters/workload-1a2b3',
+            message: 'spec.purpose was "workload" and is now "platform", but a request\'s purpose is immutable',
+          },
+          {
+            namespace: 'team-a',
+            name: 'n1',
+            purpose: '',
+            phase: 'Pending',
+            reason: 'MissingPurpose',
+            cluster: null,
+            message: 'spec.purpose is required',
+          },
+          {
+            namespace: 'team-a',
+            name: 'r2',
+            purpose: 'workload',
+            phase: 'Granted',
+            reason: 'Scheduled',
+            cluster: 'workload-clusters/workload-1a2b3',
+            message: 'scheduled',
+          },
         ],
       },
     };
     const body = renderPullRequestBody(CHANGES, summary);
     expect(body).toContain('## ClusterRequests not granted');
-    expect(body).toContain('| team-a/r1 | platform | PurposeChanged | workload-clusters/workload-1a2b3 | spec.purpose was "workload" and is now "platform", but a request\'s purpose is immutable |');
+    expect(body).toContain(
+      '| team-a/r1 | platform | PurposeChanged | workload-clusters/workload-1a2b3 | spec.purpose was "workload" and is now "platform", but a request\'s purpose is immutable |',
+    );
     expect(body).toContain('| team-a/n1 | - | MissingPurpose | - | spec.purpose is required |');
     expect(body).not.toContain('team-a/r2');
     expect(renderPullRequestBody(CHANGES, SUMMARY)).not.toContain('ClusterRequests not granted');

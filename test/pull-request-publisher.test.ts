@@ -5,7 +5,12 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PublishError } from '../gitops/publish-error.js';
 import type { ChangeSummary } from '../src/output/tree-changes.js';
 import type { RenderedTree } from '../src/output/rendered-tree.js';
-import { defaultPullRequestBranch, parseGitHubRepository, PullRequestPublisher, type PullRequestPublisherOptions } from '../gitops/pull-request-publisher.js';
+import {
+  defaultPullRequestBranch,
+  parseGitHubRepository,
+  PullRequestPublisher,
+  type PullRequestPublisherOptions,
+} from '../gitops/pull-request-publisher.js';
 import { startFakeGitHub, type FakeGitHub } from './support/fake-github/index.js';
 import { startGitHttpServer, type GitHttpServer } from './support/git-http-server.js';
 import { GitSandbox } from './support/git-repos.js';
@@ -18,15 +23,26 @@ const DIGEST = `sha256:${'0123456789abcdef'.repeat(4)}`;
 const BRANCH = defaultPullRequestBranch('main', 'clusters');
 
 function change(title = 'Render stack v1', body = 'Clusters:\n- default/alpha: addons v1'): ChangeSummary {
-  return { title, body, trailers: { 'Clusterstack-Input-Digest': DIGEST }, pullRequest: { title: `PR: ${title}`, body: `## What changes\n\n${body}` } };
+  return {
+    title,
+    body,
+    trailers: { 'Clusterstack-Input-Digest': DIGEST },
+    pullRequest: { title: `PR: ${title}`, body: `## What changes\n\n${body}` },
+  };
 }
 
 function tree(files: Record<string, string>): RenderedTree {
   return new Map(Object.entries(files));
 }
 
-const FIRST = tree({ 'default/alpha/cni/cilium.yaml': 'cilium v1\n', 'default/alpha/kustomization.yaml': 'resources: []\n' });
-const SECOND = tree({ 'default/alpha/cni/cilium.yaml': 'cilium v2\n', 'default/beta/kustomization.yaml': 'resources: []\n' });
+const FIRST = tree({
+  'default/alpha/cni/cilium.yaml': 'cilium v1\n',
+  'default/alpha/kustomization.yaml': 'resources: []\n',
+});
+const SECOND = tree({
+  'default/alpha/cni/cilium.yaml': 'cilium v2\n',
+  'default/beta/kustomization.yaml': 'resources: []\n',
+});
 
 async function rejection(promise: Promise<unknown>): Promise<PublishError> {
   const error = await promise.then(
@@ -70,7 +86,11 @@ function newRepository(files: Record<string, string> = { 'README.md': 'fleet\n' 
 }
 
 /** `githubToken` null: none given. */
-function publisher(name: string, overrides: Partial<PullRequestPublisherOptions> = {}, githubToken: string | null = TOKEN): PullRequestPublisher {
+function publisher(
+  name: string,
+  overrides: Partial<PullRequestPublisherOptions> = {},
+  githubToken: string | null = TOKEN,
+): PullRequestPublisher {
   workDirs += 1;
   return new PullRequestPublisher({
     git: {
@@ -82,7 +102,12 @@ function publisher(name: string, overrides: Partial<PullRequestPublisherOptions>
       token: TOKEN,
       env: { PATH: process.env.PATH, HOME: path.join(sandbox.root, 'home') },
     },
-    github: { owner: OWNER, repo: name, baseUrl: github.apiUrl, ...(githubToken === null ? {} : { token: githubToken }) },
+    github: {
+      owner: OWNER,
+      repo: name,
+      baseUrl: github.apiUrl,
+      ...(githubToken === null ? {} : { token: githubToken }),
+    },
     ...overrides,
   });
 }
@@ -92,18 +117,29 @@ function pushes(name: string): number {
 }
 
 function apiWrites(): string[] {
-  return github.requests.filter((request) => request.server === 'api' && request.method !== 'GET').map((request) => `${request.method} ${request.path} -> ${request.status}`);
+  return github.requests
+    .filter((request) => request.server === 'api' && request.method !== 'GET')
+    .map((request) => `${request.method} ${request.path} -> ${request.status}`);
 }
 
 function underPath(files: Record<string, string>, prefix: string): Record<string, string> {
-  return Object.fromEntries(Object.entries(files).filter(([file]) => file.startsWith(`${prefix}/`)).map(([file, content]) => [file.slice(prefix.length + 1), content]));
+  return Object.fromEntries(
+    Object.entries(files)
+      .filter(([file]) => file.startsWith(`${prefix}/`))
+      .map(([file, content]) => [file.slice(prefix.length + 1), content]),
+  );
 }
 
 describe('parseGitHubRepository', () => {
   it('reads owner and repository from github.com and GitHub Enterprise URLs', () => {
-    expect(parseGitHubRepository('https://github.com/fleet-org/fleet.git')).toEqual({ owner: 'fleet-org', repo: 'fleet' });
+    expect(parseGitHubRepository('https://github.com/fleet-org/fleet.git')).toEqual({
+      owner: 'fleet-org',
+      repo: 'fleet',
+    });
     expect(parseGitHubRepository('https://github.com/fleet-org/fleet')).toEqual({ owner: 'fleet-org', repo: 'fleet' });
-    expect(parseGitHubRepository('https://ghe.example.com/ops/clusters.git', 'https://ghe.example.com/api/v3')).toEqual({ owner: 'ops', repo: 'clusters' });
+    expect(parseGitHubRepository('https://ghe.example.com/ops/clusters.git', 'https://ghe.example.com/api/v3')).toEqual(
+      { owner: 'ops', repo: 'clusters' },
+    );
   });
 
   it.each([
@@ -126,25 +162,46 @@ describe('PullRequestPublisher', () => {
     expect(await pr.readPrevious()).toEqual(new Map());
 
     const result = await pr.publish(FIRST, change());
-    expect(result).toMatchObject({ changed: true, written: ['default/alpha/cni/cilium.yaml', 'default/alpha/kustomization.yaml'], removed: [] });
+    expect(result).toMatchObject({
+      changed: true,
+      written: ['default/alpha/cni/cilium.yaml', 'default/alpha/kustomization.yaml'],
+      removed: [],
+    });
     expect(result.revision).toBe(sandbox.head(bare, BRANCH));
     expect(sandbox.head(bare, 'main')).toBe(mainHead);
     expect(sandbox.git(bare, 'rev-parse', `${BRANCH}^`)).toBe(mainHead);
-    expect(sandbox.files(bare, BRANCH)).toEqual({ 'README.md': 'fleet\n', 'clusters/default/alpha/cni/cilium.yaml': 'cilium v1\n', 'clusters/default/alpha/kustomization.yaml': 'resources: []\n' });
-    expect(sandbox.git(bare, 'log', '-1', '--format=%an <%ae>|%cn <%ce>', BRANCH)).toBe('Clusterstack Bot <bot@example.com>|Clusterstack Bot <bot@example.com>');
-    expect(sandbox.git(bare, 'log', '-1', '--format=%(trailers:key=Clusterstack-Input-Digest,valueonly)', BRANCH)).toBe(DIGEST);
+    expect(sandbox.files(bare, BRANCH)).toEqual({
+      'README.md': 'fleet\n',
+      'clusters/default/alpha/cni/cilium.yaml': 'cilium v1\n',
+      'clusters/default/alpha/kustomization.yaml': 'resources: []\n',
+    });
+    expect(sandbox.git(bare, 'log', '-1', '--format=%an <%ae>|%cn <%ce>', BRANCH)).toBe(
+      'Clusterstack Bot <bot@example.com>|Clusterstack Bot <bot@example.com>',
+    );
+    expect(sandbox.git(bare, 'log', '-1', '--format=%(trailers:key=Clusterstack-Input-Digest,valueonly)', BRANCH)).toBe(
+      DIGEST,
+    );
     expect(sandbox.git(bare, 'log', '-1', '--format=%s', BRANCH)).toBe('Render stack v1');
 
     const pulls = github.pulls(OWNER, name);
     expect(pulls).toHaveLength(1);
-    expect(pulls[0]).toMatchObject({ state: 'open', headLabel: `${OWNER}:${BRANCH}`, baseRef: 'main', title: 'PR: Render stack v1', body: '## What changes\n\nClusters:\n- default/alpha: addons v1' });
+    expect(pulls[0]).toMatchObject({
+      state: 'open',
+      headLabel: `${OWNER}:${BRANCH}`,
+      baseRef: 'main',
+      title: 'PR: Render stack v1',
+      body: '## What changes\n\nClusters:\n- default/alpha: addons v1',
+    });
     expect(result.pullRequest).toBe(`https://github.example/${OWNER}/${name}/pull/1`);
     // What is merged is what runs: the base is still the previous state.
     expect(await pr.readPrevious()).toEqual(new Map());
   });
 
   it('updates the same branch and pull request for a changed tree, always based on the base head', async () => {
-    const { name, bare } = newRepository({ 'README.md': 'fleet\n', 'clusters/default/alpha/cni/cilium.yaml': 'cilium v0\n' });
+    const { name, bare } = newRepository({
+      'README.md': 'fleet\n',
+      'clusters/default/alpha/cni/cilium.yaml': 'cilium v0\n',
+    });
     const first = await publisher(name).publish(FIRST, change());
     // The base moves on meanwhile.
     const mainHead = sandbox.commitFiles(bare, 'main', { 'docs/guide.md': 'guide\n' }, 'Docs');
@@ -152,7 +209,12 @@ describe('PullRequestPublisher', () => {
     const pr = publisher(name);
     expect(await pr.readPrevious()).toEqual(tree({ 'default/alpha/cni/cilium.yaml': 'cilium v0\n' }));
     const second = await pr.publish(SECOND, change('Render stack v2', 'Clusters:\n- default/beta: new'));
-    expect(second).toMatchObject({ changed: true, written: ['default/alpha/cni/cilium.yaml', 'default/beta/kustomization.yaml'], removed: [], pullRequest: first.pullRequest });
+    expect(second).toMatchObject({
+      changed: true,
+      written: ['default/alpha/cni/cilium.yaml', 'default/beta/kustomization.yaml'],
+      removed: [],
+      pullRequest: first.pullRequest,
+    });
     expect(second.revision).toBe(sandbox.head(bare, BRANCH));
     // Our own earlier commit was replaced: one commit on top of the new base head.
     expect(sandbox.git(bare, 'rev-parse', `${BRANCH}^`)).toBe(mainHead);
@@ -162,19 +224,31 @@ describe('PullRequestPublisher', () => {
 
     const pulls = github.pulls(OWNER, name);
     expect(pulls).toHaveLength(1);
-    expect(pulls[0]).toMatchObject({ state: 'open', title: 'PR: Render stack v2', body: '## What changes\n\nClusters:\n- default/beta: new' });
+    expect(pulls[0]).toMatchObject({
+      state: 'open',
+      title: 'PR: Render stack v2',
+      body: '## What changes\n\nClusters:\n- default/beta: new',
+    });
   });
 
   it('finds and updates a pull request someone opened already, through the 422 of a duplicate', async () => {
     const { name } = newRepository();
     github.addPull(OWNER, name, { title: 'Opened by hand', head: BRANCH, base: 'main', body: 'hand-written' });
     // GitHub's list lags behind: the first search misses the pull request, so creating it answers 422.
-    github.addFault({ method: 'GET', pathIncludes: `/repos/${OWNER}/${name}/pulls`, times: 1, fault: { status: 200, body: [] } });
+    github.addFault({
+      method: 'GET',
+      pathIncludes: `/repos/${OWNER}/${name}/pulls`,
+      times: 1,
+      fault: { status: 200, body: [] },
+    });
     github.clearRequests();
 
     const result = await publisher(name).publish(FIRST, change());
     expect(result.pullRequest).toBe(`https://github.example/${OWNER}/${name}/pull/1`);
-    expect(apiWrites()).toEqual([`POST /repos/${OWNER}/${name}/pulls -> 422`, `PATCH /repos/${OWNER}/${name}/pulls/1 -> 200`]);
+    expect(apiWrites()).toEqual([
+      `POST /repos/${OWNER}/${name}/pulls -> 422`,
+      `PATCH /repos/${OWNER}/${name}/pulls/1 -> 200`,
+    ]);
     const pulls = github.pulls(OWNER, name);
     expect(pulls).toHaveLength(1);
     expect(pulls[0]).toMatchObject({ number: 1, state: 'open', title: 'PR: Render stack v1' });
@@ -189,7 +263,13 @@ describe('PullRequestPublisher', () => {
 
     for (const pr of [publisher(name), publisher(name)]) {
       const again = await pr.publish(new Map([...FIRST].reverse()), change('Render again', 'another body'));
-      expect(again).toEqual({ changed: false, written: [], removed: [], revision: branchHead, pullRequest: first.pullRequest });
+      expect(again).toEqual({
+        changed: false,
+        written: [],
+        removed: [],
+        revision: branchHead,
+        pullRequest: first.pullRequest,
+      });
     }
     expect(pushes(name)).toBe(pushesBefore);
     expect(sandbox.head(bare, BRANCH)).toBe(branchHead);
@@ -200,12 +280,23 @@ describe('PullRequestPublisher', () => {
   it('closes the open pull request with a comment when the base already holds the tree', async () => {
     const { name, bare } = newRepository();
     await publisher(name).publish(FIRST, change());
-    const mainHead = sandbox.commitFiles(bare, 'main', Object.fromEntries([...FIRST].map(([file, content]) => [`clusters/${file}`, content])), 'Merged by hand');
+    const mainHead = sandbox.commitFiles(
+      bare,
+      'main',
+      Object.fromEntries([...FIRST].map(([file, content]) => [`clusters/${file}`, content])),
+      'Merged by hand',
+    );
     const branchHead = sandbox.head(bare, BRANCH);
     const pushesBefore = pushes(name);
 
     const result = await publisher(name).publish(FIRST, change());
-    expect(result).toEqual({ changed: false, written: [], removed: [], revision: mainHead, pullRequest: `https://github.example/${OWNER}/${name}/pull/1` });
+    expect(result).toEqual({
+      changed: false,
+      written: [],
+      removed: [],
+      revision: mainHead,
+      pullRequest: `https://github.example/${OWNER}/${name}/pull/1`,
+    });
     const [pull] = github.pulls(OWNER, name);
     expect(pull?.state).toBe('closed');
     expect(pull?.comments).toHaveLength(1);
@@ -222,7 +313,12 @@ describe('PullRequestPublisher', () => {
   it('leaves the open pull request alone when configured to', async () => {
     const { name, bare } = newRepository();
     await publisher(name).publish(FIRST, change());
-    sandbox.commitFiles(bare, 'main', Object.fromEntries([...FIRST].map(([file, content]) => [`clusters/${file}`, content])), 'Merged by hand');
+    sandbox.commitFiles(
+      bare,
+      'main',
+      Object.fromEntries([...FIRST].map(([file, content]) => [`clusters/${file}`, content])),
+      'Merged by hand',
+    );
     github.clearRequests();
 
     const result = await publisher(name, { whenUnnecessary: 'leave' }).publish(FIRST, change());
@@ -235,7 +331,12 @@ describe('PullRequestPublisher', () => {
   it('commits on top of a reviewer’s commits on an open pull request instead of force-pushing over them', async () => {
     const { name, bare } = newRepository();
     await publisher(name).publish(FIRST, change());
-    const foreign = sandbox.commitFiles(bare, BRANCH, { 'clusters/default/alpha/reviewer.yaml': 'added by a reviewer\n', 'docs/notes.md': 'review notes\n' }, 'Reviewer tweak');
+    const foreign = sandbox.commitFiles(
+      bare,
+      BRANCH,
+      { 'clusters/default/alpha/reviewer.yaml': 'added by a reviewer\n', 'docs/notes.md': 'review notes\n' },
+      'Reviewer tweak',
+    );
 
     const result = await publisher(name).publish(SECOND, change('Render stack v2'));
     expect(result.changed).toBe(true);
@@ -268,7 +369,9 @@ describe('PullRequestPublisher', () => {
       }
       return fetch(input, init);
     };
-    const pr = publisher(name, { github: { owner: OWNER, repo: name, baseUrl: github.apiUrl, token: TOKEN, fetch: racingFetch } });
+    const pr = publisher(name, {
+      github: { owner: OWNER, repo: name, baseUrl: github.apiUrl, token: TOKEN, fetch: racingFetch },
+    });
     const result = await pr.publish(SECOND, change('Render stack v2'));
     expect(racer).not.toBe('');
     expect(result.changed).toBe(true);
@@ -283,7 +386,12 @@ describe('PullRequestPublisher', () => {
     await publisher(name).publish(FIRST, change());
     const [pull] = github.pulls(OWNER, name);
     pull!.state = 'closed';
-    const foreign = sandbox.commitFiles(bare, BRANCH, { 'clusters/default/alpha/manual.yaml': 'manual\n' }, 'Manual change');
+    const foreign = sandbox.commitFiles(
+      bare,
+      BRANCH,
+      { 'clusters/default/alpha/manual.yaml': 'manual\n' },
+      'Manual change',
+    );
     const pushesBefore = pushes(name);
 
     const error = await rejection(publisher(name).publish(SECOND, change('Render stack v2')));
@@ -321,7 +429,11 @@ describe('PullRequestPublisher', () => {
     expect(readOnly.message).toContain(`may read ${OWNER}/${name} but not push to it`);
     expect(readOnly.message).not.toContain(READ_ONLY_TOKEN);
 
-    github.addFault({ method: 'GET', pathIncludes: `/repos/${OWNER}/${name}`, fault: { status: 403, message: 'Resource not accessible by personal access token' } });
+    github.addFault({
+      method: 'GET',
+      pathIncludes: `/repos/${OWNER}/${name}`,
+      fault: { status: 403, message: 'Resource not accessible by personal access token' },
+    });
     const forbidden = await rejection(publisher(name).publish(FIRST, change()));
     expect(forbidden.kind).toBe('auth');
     expect(forbidden.message).toContain('403: Resource not accessible by personal access token');

@@ -28,13 +28,27 @@ describe('RankedSlots', () => {
       gates.set(name, g);
       return slots.run(priority, g.work);
     };
-    const all = [submit('a', 5), submit('b', 5), submit('late-low', 3), submit('c', 1), submit('d', 1), submit('values', Number.NEGATIVE_INFINITY), submit('e', 9)];
+    const all = [
+      submit('a', 5),
+      submit('b', 5),
+      submit('late-low', 3),
+      submit('c', 1),
+      submit('d', 1),
+      submit('values', Number.NEGATIVE_INFINITY),
+      submit('e', 9),
+    ];
     await turn();
     // Free slots are taken at once, whatever the priority.
     expect(log).toEqual(['a', 'b']);
     expect(slots.waiting).toBe(5);
 
-    for (const [ended, expected] of [['a', 'values'], ['b', 'c'], ['values', 'd'], ['c', 'late-low'], ['d', 'e']] as const) {
+    for (const [ended, expected] of [
+      ['a', 'values'],
+      ['b', 'c'],
+      ['values', 'd'],
+      ['c', 'late-low'],
+      ['d', 'e'],
+    ] as const) {
       gates.get(ended)!.open();
       await turn();
       expect(log.at(-1)).toBe(expected);
@@ -64,11 +78,14 @@ describe('RankedSlots', () => {
     const runs = priorities.map((priority, i) => slots.run(priority, async () => void started.push(i)));
     blocker.open();
     await Promise.all([first, ...runs]);
-    const expected = priorities.map((priority, i) => ({ priority, i })).sort((x, y) => x.priority - y.priority || x.i - y.i).map(({ i }) => i);
+    const expected = priorities
+      .map((priority, i) => ({ priority, i }))
+      .sort((x, y) => x.priority - y.priority || x.i - y.i)
+      .map(({ i }) => i);
     expect(started).toEqual(expected);
   });
 
-  it('maps items at most its size at once, results in the items\' order', async () => {
+  it("maps items at most its size at once, results in the items' order", async () => {
     const slots = new RankedSlots(3);
     let running = 0;
     let most = 0;

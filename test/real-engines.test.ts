@@ -27,7 +27,10 @@ describe('real engines', () => {
   let git: GitHttpServer | undefined;
 
   beforeAll(async () => {
-    [management, workload] = await Promise.all([startRealKubeApi({ name: 'management' }), startRealKubeApi({ name: 'workload' })]);
+    [management, workload] = await Promise.all([
+      startRealKubeApi({ name: 'management' }),
+      startRealKubeApi({ name: 'workload' }),
+    ]);
   }, 240_000);
 
   afterAll(async () => {
@@ -35,7 +38,12 @@ describe('real engines', () => {
     await git?.close();
     await controllerManager?.stop();
     await Promise.all([management?.stop(), workload?.stop()]);
-    for (const process of [...(management?.processes ?? []), ...(workload?.processes ?? []), ...(controllerManager ? [controllerManager.process] : []), ...(flux ? [flux.sourceController, flux.kustomizeController] : [])]) {
+    for (const process of [
+      ...(management?.processes ?? []),
+      ...(workload?.processes ?? []),
+      ...(controllerManager ? [controllerManager.process] : []),
+      ...(flux ? [flux.sourceController, flux.kustomizeController] : []),
+    ]) {
       expect(process.exited(), `${process.name} (pid ${process.pid}) is still running`).toBe(true);
     }
   }, 60_000);
@@ -48,32 +56,57 @@ describe('real engines', () => {
       expect(built.binaries.sort()).toEqual(Object.keys(pinned.bin ?? {}).sort());
       if (pinned.crds) expect(built.crds.length).toBeGreaterThan(0);
       expect(built.replaced).toEqual(pinned.replace ?? {});
-      const replaced = Object.entries(built.replaced).map(([module, version]) => `; ${module} at ${version}`).join('');
+      const replaced = Object.entries(built.replaced)
+        .map(([module, version]) => `; ${module} at ${version}`)
+        .join('');
       const what = built.binaries.length ? `built with ${built.go}: ${built.binaries.join(', ')}` : 'downloaded';
-      lines.push(`${pinned.name.padEnd(22)} ${built.version.padEnd(9)} ${built.module}  (${what}${built.crds.length ? `; ${built.crds.length} CRDs` : ''}${replaced})`);
+      lines.push(
+        `${pinned.name.padEnd(22)} ${built.version.padEnd(9)} ${built.module}  (${what}${built.crds.length ? `; ${built.crds.length} CRDs` : ''}${replaced})`,
+      );
     }
     console.log(`Real engines in this run:\n${lines.join('\n')}`);
   });
 
   it('the built programs report the pinned versions', () => {
     const kubernetes = builtEngine('kubernetes').version;
-    expect(execFileSync(engineBinary('kubernetes', 'kube-apiserver'), ['--version'], { encoding: 'utf8' }).trim()).toBe(`Kubernetes ${kubernetes}`);
-    expect(execFileSync(engineBinary('kubernetes', 'kube-controller-manager'), ['--version'], { encoding: 'utf8' }).trim()).toBe(`Kubernetes ${kubernetes}`);
-    expect(execFileSync(engineBinary('etcd', 'etcd'), ['--version'], { encoding: 'utf8' })).toContain(`etcd Version: ${builtEngine('etcd').version.slice(1)}`);
-    expect(execFileSync(engineBinary('helm3', 'helm'), ['version', '--short'], { encoding: 'utf8' })).toContain(builtEngine('helm3').version);
-    expect(execFileSync(engineBinary('helm4', 'helm'), ['version', '--short'], { encoding: 'utf8' })).toContain(builtEngine('helm4').version);
+    expect(execFileSync(engineBinary('kubernetes', 'kube-apiserver'), ['--version'], { encoding: 'utf8' }).trim()).toBe(
+      `Kubernetes ${kubernetes}`,
+    );
+    expect(
+      execFileSync(engineBinary('kubernetes', 'kube-controller-manager'), ['--version'], { encoding: 'utf8' }).trim(),
+    ).toBe(`Kubernetes ${kubernetes}`);
+    expect(execFileSync(engineBinary('etcd', 'etcd'), ['--version'], { encoding: 'utf8' })).toContain(
+      `etcd Version: ${builtEngine('etcd').version.slice(1)}`,
+    );
+    expect(execFileSync(engineBinary('helm3', 'helm'), ['version', '--short'], { encoding: 'utf8' })).toContain(
+      builtEngine('helm3').version,
+    );
+    expect(execFileSync(engineBinary('helm4', 'helm'), ['version', '--short'], { encoding: 'utf8' })).toContain(
+      builtEngine('helm4').version,
+    );
   });
 
   it('runs a management and a workload API server, separate clusters that both answer', async () => {
     for (const api of [management!, workload!]) {
-      expect(((await api.admin.client.get('/version')) as { gitVersion: string }).gitVersion).toBe(builtEngine('kubernetes').version);
-      expect(api.versions).toEqual({ kubernetes: builtEngine('kubernetes').version, etcd: builtEngine('etcd').version });
+      expect(((await api.admin.client.get('/version')) as { gitVersion: string }).gitVersion).toBe(
+        builtEngine('kubernetes').version,
+      );
+      expect(api.versions).toEqual({
+        kubernetes: builtEngine('kubernetes').version,
+        etcd: builtEngine('etcd').version,
+      });
     }
     expect(management!.server).not.toBe(workload!.server);
-    const created = await workload!.admin.client.request('POST', '/api/v1/namespaces/default/configmaps', { body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'only-in-workload' }, data: { mode: '0400' } } });
+    const created = await workload!.admin.client.request('POST', '/api/v1/namespaces/default/configmaps', {
+      body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'only-in-workload' }, data: { mode: '0400' } },
+    });
     expect(created.status).toBe(201);
-    expect((await workload!.admin.client.get('/api/v1/namespaces/default/configmaps/only-in-workload')).data).toEqual({ mode: '0400' });
-    expect((await management!.admin.client.request('GET', '/api/v1/namespaces/default/configmaps/only-in-workload')).status).toBe(404);
+    expect((await workload!.admin.client.get('/api/v1/namespaces/default/configmaps/only-in-workload')).data).toEqual({
+      mode: '0400',
+    });
+    expect(
+      (await management!.admin.client.request('GET', '/api/v1/namespaces/default/configmaps/only-in-workload')).status,
+    ).toBe(404);
     // RBAC is on: a user without bindings is refused, as the controller's ServiceAccount will be outside its role.
     const stranger = management!.credential('clusterstack-test-stranger');
     expect((await stranger.client.request('GET', '/api/v1/namespaces/default/configmaps')).status).toBe(403);
@@ -83,24 +116,56 @@ describe('real engines', () => {
     const api = management!;
     controllerManager = await startKubeControllerManager(api);
     const client = api.admin.client;
-    expect((await client.request('POST', '/api/v1/namespaces', { body: { metadata: { name: 'doomed' } } })).status).toBe(201);
-    expect((await client.request('POST', '/api/v1/namespaces/doomed/configmaps', { body: { metadata: { name: 'content' } } })).status).toBe(201);
-    const owner = await client.request('POST', '/api/v1/namespaces/default/configmaps', { body: { metadata: { name: 'owner' } } });
+    expect(
+      (await client.request('POST', '/api/v1/namespaces', { body: { metadata: { name: 'doomed' } } })).status,
+    ).toBe(201);
+    expect(
+      (
+        await client.request('POST', '/api/v1/namespaces/doomed/configmaps', {
+          body: { metadata: { name: 'content' } },
+        })
+      ).status,
+    ).toBe(201);
+    const owner = await client.request('POST', '/api/v1/namespaces/default/configmaps', {
+      body: { metadata: { name: 'owner' } },
+    });
     expect(owner.status).toBe(201);
     const ownerReference = { apiVersion: 'v1', kind: 'ConfigMap', name: 'owner', uid: owner.body.metadata.uid };
-    expect((await client.request('POST', '/api/v1/namespaces/default/configmaps', { body: { metadata: { name: 'dependent', ownerReferences: [ownerReference] } } })).status).toBe(201);
+    expect(
+      (
+        await client.request('POST', '/api/v1/namespaces/default/configmaps', {
+          body: { metadata: { name: 'dependent', ownerReferences: [ownerReference] } },
+        })
+      ).status,
+    ).toBe(201);
 
     expect((await client.request('DELETE', '/api/v1/namespaces/doomed')).status).toBe(200);
     expect((await client.request('DELETE', '/api/v1/namespaces/default/configmaps/owner')).status).toBe(200);
-    await waitUntil('namespace doomed to be gone', async () => (await client.request('GET', '/api/v1/namespaces/doomed')).status === 404, [controllerManager.process, ...api.processes], 90_000);
-    await waitUntil('the dependent ConfigMap to be collected', async () => (await client.request('GET', '/api/v1/namespaces/default/configmaps/dependent')).status === 404, [controllerManager.process, ...api.processes], 90_000);
+    await waitUntil(
+      'namespace doomed to be gone',
+      async () => (await client.request('GET', '/api/v1/namespaces/doomed')).status === 404,
+      [controllerManager.process, ...api.processes],
+      90_000,
+    );
+    await waitUntil(
+      'the dependent ConfigMap to be collected',
+      async () => (await client.request('GET', '/api/v1/namespaces/default/configmaps/dependent')).status === 404,
+      [controllerManager.process, ...api.processes],
+      90_000,
+    );
   }, 200_000);
 
-  it("runs Flux (its CRDs from the same modules): a GitRepository served on loopback, applied by a Kustomization to the workload cluster through a kubeconfig Secret", async () => {
+  it('runs Flux (its CRDs from the same modules): a GitRepository served on loopback, applied by a Kustomization to the workload cluster through a kubeconfig Secret', async () => {
     const sandbox = new GitSandbox();
-    const sha = sandbox.commitFiles(sandbox.bareRepo('fleet'), 'main', {
-      'app/configmap.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-flux\n  namespace: default\ndata:\n  mode: "0400"\n',
-    }, 'An object for the workload cluster');
+    const sha = sandbox.commitFiles(
+      sandbox.bareRepo('fleet'),
+      'main',
+      {
+        'app/configmap.yaml':
+          'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-flux\n  namespace: default\ndata:\n  mode: "0400"\n',
+      },
+      'An object for the workload cluster',
+    );
     git = await startGitHttpServer({ projectRoot: sandbox.root });
     flux = await startFluxControllers(management!);
     const client = management!.admin.client;
@@ -109,24 +174,54 @@ describe('real engines', () => {
       expect(response.status, `${path}: ${response.text}`).toBe(201);
     };
     // What Cluster API writes for a workload cluster, and what the generated wiring points Flux at.
-    await create('/api/v1/namespaces/flux-system/secrets', { metadata: { name: 'workload-kubeconfig' }, stringData: { value: workload!.admin.kubeconfig } });
+    await create('/api/v1/namespaces/flux-system/secrets', {
+      metadata: { name: 'workload-kubeconfig' },
+      stringData: { value: workload!.admin.kubeconfig },
+    });
     await create('/apis/source.toolkit.fluxcd.io/v1/namespaces/flux-system/gitrepositories', {
-      apiVersion: 'source.toolkit.fluxcd.io/v1', kind: 'GitRepository', metadata: { name: 'fleet' },
+      apiVersion: 'source.toolkit.fluxcd.io/v1',
+      kind: 'GitRepository',
+      metadata: { name: 'fleet' },
       spec: { url: `${git.url}/fleet.git`, ref: { branch: 'main' }, interval: '1m' },
     });
     await create('/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/flux-system/kustomizations', {
-      apiVersion: 'kustomize.toolkit.fluxcd.io/v1', kind: 'Kustomization', metadata: { name: 'workload-app' },
-      spec: { sourceRef: { kind: 'GitRepository', name: 'fleet' }, path: './app', prune: true, interval: '1m', kubeConfig: { secretRef: { name: 'workload-kubeconfig', key: 'value' } } },
+      apiVersion: 'kustomize.toolkit.fluxcd.io/v1',
+      kind: 'Kustomization',
+      metadata: { name: 'workload-app' },
+      spec: {
+        sourceRef: { kind: 'GitRepository', name: 'fleet' },
+        path: './app',
+        prune: true,
+        interval: '1m',
+        kubeConfig: { secretRef: { name: 'workload-kubeconfig', key: 'value' } },
+      },
     });
     const watched = [flux.sourceController, flux.kustomizeController, ...management!.processes, ...workload!.processes];
-    await waitUntil('the ConfigMap applied by Flux in the workload cluster', async () => (await workload!.admin.client.request('GET', '/api/v1/namespaces/default/configmaps/from-flux')).status === 200, watched, 120_000);
-    expect((await workload!.admin.client.get('/api/v1/namespaces/default/configmaps/from-flux')).data).toEqual({ mode: '0400' });
+    await waitUntil(
+      'the ConfigMap applied by Flux in the workload cluster',
+      async () =>
+        (await workload!.admin.client.request('GET', '/api/v1/namespaces/default/configmaps/from-flux')).status === 200,
+      watched,
+      120_000,
+    );
+    expect((await workload!.admin.client.get('/api/v1/namespaces/default/configmaps/from-flux')).data).toEqual({
+      mode: '0400',
+    });
     expect((await client.request('GET', '/api/v1/namespaces/default/configmaps/from-flux')).status).toBe(404);
     let kustomization: any;
-    await waitUntil('the Kustomization to report Ready', async () => {
-      kustomization = await client.get('/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/flux-system/kustomizations/workload-app');
-      return (kustomization.status?.conditions ?? []).some((condition: any) => condition.type === 'Ready' && condition.status === 'True');
-    }, watched, 60_000);
+    await waitUntil(
+      'the Kustomization to report Ready',
+      async () => {
+        kustomization = await client.get(
+          '/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/flux-system/kustomizations/workload-app',
+        );
+        return (kustomization.status?.conditions ?? []).some(
+          (condition: any) => condition.type === 'Ready' && condition.status === 'True',
+        );
+      },
+      watched,
+      60_000,
+    );
     expect(kustomization.status.lastAppliedRevision).toBe(`main@sha1:${sha}`);
   }, 300_000);
 });

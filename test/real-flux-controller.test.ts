@@ -17,7 +17,13 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runClusterstack } from './support/cli.js';
 import { bundleCli, spawnController, type ControllerProcess } from './support/controller-process.js';
-import { beforeClusterUpgradeRequest, callExtension, hookPath, HOOKS_V1ALPHA1, type HookCall } from './support/fake-capi-caller.js';
+import {
+  beforeClusterUpgradeRequest,
+  callExtension,
+  hookPath,
+  HOOKS_V1ALPHA1,
+  type HookCall,
+} from './support/fake-capi-caller.js';
 import {
   bootstrapFlux,
   classReconciled,
@@ -77,8 +83,29 @@ describe('real Flux: SOPS decryption, ManifestsSynced and the upgrade gate', () 
     const keys = await ageKeygen(tempDir('csk-age-'), 'age.agekey');
     const bare = world!.sandbox.bareRepo('sops');
     // Its own wiring name, so that it lives beside the controller's (`clusterstacks`) in flux-system.
-    const result = await runClusterstack(['render', 'examples/sops-secrets/manifests', '--release-source', 'examples/sops-secrets/releases', '--git', bare,
-      '--secrets', 'encrypt', '--age-recipient', keys.recipient, '--gitops', 'flux', '--gitops-url', `${world!.git.url}/sops.git`, '--gitops-name', 'sops', '--helm', engineBinary('helm3', 'helm')], { cwd: ROOT });
+    const result = await runClusterstack(
+      [
+        'render',
+        'examples/sops-secrets/manifests',
+        '--release-source',
+        'examples/sops-secrets/releases',
+        '--git',
+        bare,
+        '--secrets',
+        'encrypt',
+        '--age-recipient',
+        keys.recipient,
+        '--gitops',
+        'flux',
+        '--gitops-url',
+        `${world!.git.url}/sops.git`,
+        '--gitops-name',
+        'sops',
+        '--helm',
+        engineBinary('helm3', 'helm'),
+      ],
+      { cwd: ROOT },
+    );
     expect(result.code, result.stderr).toBe(0);
     const files = world!.sandbox.files(bare, 'main');
     const encrypted = files['clusters/cluster-stacks/echo/cluster-addon/secret-cilium-ca.yaml']!;
@@ -93,22 +120,49 @@ describe('real Flux: SOPS decryption, ManifestsSynced and the upgrade gate', () 
 
     // Without the identity Flux cannot decrypt: the stage fails naming the Secret, and nothing is applied.
     let refused = '';
-    await waitInWorld(world!, 'the stage to fail for want of the age identity', async () => {
-      const ready = conditionOf(await mgmt().get(stage), 'Ready');
-      refused = ready?.status === 'False' ? String(ready.message) : '';
-      return /sops-age/.test(refused);
-    }, 120_000);
+    await waitInWorld(
+      world!,
+      'the stage to fail for want of the age identity',
+      async () => {
+        const ready = conditionOf(await mgmt().get(stage), 'Ready');
+        refused = ready?.status === 'False' ? String(ready.message) : '';
+        return /sops-age/.test(refused);
+      },
+      120_000,
+    );
     expect(refused).toBe('secrets "sops-age" not found');
     expect(await statusOf(wl(), caSecret)).toBe(404);
 
     // docs/secrets.md: `kubectl -n cluster-stacks create secret generic sops-age --from-file=age.agekey=age.agekey`
-    execFileSync('kubectl', ['--kubeconfig', world!.management.admin.kubeconfigFile, '-n', 'cluster-stacks', 'create', 'secret', 'generic', 'sops-age', `--from-file=age.agekey=${keys.identityFile}`], { stdio: 'pipe' });
+    execFileSync(
+      'kubectl',
+      [
+        '--kubeconfig',
+        world!.management.admin.kubeconfigFile,
+        '-n',
+        'cluster-stacks',
+        'create',
+        'secret',
+        'generic',
+        'sops-age',
+        `--from-file=age.agekey=${keys.identityFile}`,
+      ],
+      { stdio: 'pipe' },
+    );
     await requestReconcile(mgmt(), stage);
-    await waitInWorld(world!, 'the decrypted Secrets in the workload cluster', async () => isReady(await mgmt().get(stage)) && (await statusOf(wl(), serverSecret)) === 200, 120_000);
+    await waitInWorld(
+      world!,
+      'the decrypted Secrets in the workload cluster',
+      async () => isReady(await mgmt().get(stage)) && (await statusOf(wl(), serverSecret)) === 200,
+      120_000,
+    );
 
     // What is live is what the SOPS document holds, decrypted by an implementation we did not write.
     const live = await wl().get(caSecret);
-    const expected = (await decryptWithSopsAge(encrypted, keys.identity)) as { data: Record<string, string>; type: string };
+    const expected = (await decryptWithSopsAge(encrypted, keys.identity)) as {
+      data: Record<string, string>;
+      type: string;
+    };
     expect(live.type).toBe(expected.type);
     expect(live.data).toEqual(expected.data);
     expect(encrypted).not.toContain(live.data['ca.key']);
@@ -127,27 +181,42 @@ describe('real Flux: SOPS decryption, ManifestsSynced and the upgrade gate', () 
     let cert: SelfSignedCert | undefined;
     let bare = '';
     let extensionUrl = '';
-    const head = (): string => execFileSync('git', ['--git-dir', bare, 'rev-parse', 'main'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const head = (): string =>
+      execFileSync('git', ['--git-dir', bare, 'rev-parse', 'main'], {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'ignore'],
+      }).trim();
     const release = (name: string) => mgmt().get(`${STACKS}/clusterstackreleases/${name}`);
     const addon = () => mgmt().get(`${STACKS}/clusteraddons/alpha`);
-    const kustomization = (namespace: string, name: string) => mgmt().get(`${KUSTOMIZATIONS}/${namespace}/kustomizations/${name}`);
-    const controllerLog = (): string => `controller log (last lines):\n${controller!.lines.slice(-15).map((line) => JSON.stringify(line).slice(0, 400)).join('\n')}`;
+    const kustomization = (namespace: string, name: string) =>
+      mgmt().get(`${KUSTOMIZATIONS}/${namespace}/kustomizations/${name}`);
+    const controllerLog = (): string =>
+      `controller log (last lines):\n${controller!.lines
+        .slice(-15)
+        .map((line) => JSON.stringify(line).slice(0, 400))
+        .join('\n')}`;
     /** Asks Flux to reconcile `times` times, one after the other, sampling its Ready and the ClusterAddon's ManifestsSynced (distinct states, in order). */
-    async function reconcileWatching(namespace: string, name: string, times: number): Promise<{ flux: string[]; synced: string[] }> {
+    async function reconcileWatching(
+      namespace: string,
+      name: string,
+      times: number,
+    ): Promise<{ flux: string[]; synced: string[] }> {
       const apiPath = `${KUSTOMIZATIONS}/${namespace}/kustomizations/${name}`;
       const seen = { flux: new Set<string>(), synced: [] as string[] };
       const sample = async (): Promise<void> => {
         const ready = conditionOf(await mgmt().get(apiPath), 'Ready');
         seen.flux.add(`${ready?.status}/${ready?.reason}`);
         const synced = conditionOf(await addon(), 'ManifestsSynced');
-        if (seen.synced.at(-1) !== `${synced?.status}/${synced?.reason}`) seen.synced.push(`${synced?.status}/${synced?.reason}`);
+        if (seen.synced.at(-1) !== `${synced?.status}/${synced?.reason}`)
+          seen.synced.push(`${synced?.status}/${synced?.reason}`);
       };
       for (let time = 0; time < times; time += 1) {
         const token = await requestReconcile(mgmt(), apiPath);
         // Sampled as fast as the API server answers: a reconcile that fails takes about a second.
         const deadline = Date.now() + 60_000;
         while ((await mgmt().get(apiPath)).status?.lastHandledReconcileAt !== token) {
-          if (Date.now() > deadline) throw new Error(`Flux did not finish the reconcile asked for at ${token} within 60s`);
+          if (Date.now() > deadline)
+            throw new Error(`Flux did not finish the reconcile asked for at ${token} within 60s`);
           await sample();
         }
       }
@@ -157,25 +226,56 @@ describe('real Flux: SOPS decryption, ManifestsSynced and the upgrade gate', () 
       return { flux: [...seen.flux], synced: seen.synced };
     }
     /** Every Event about one of our objects in NS, oldest first: `<time> x<count> <message> | <type> <reason>`. */
-    const eventsOf = async (kind: string, name: string): Promise<string[]> => (await mgmt().get(`/api/v1/namespaces/${NS}/events`)).items
-      .filter((event: any) => event.involvedObject?.kind === kind && event.involvedObject?.name === name)
-      .sort((a: any, b: any) => String(a.firstTimestamp ?? a.eventTime).localeCompare(String(b.firstTimestamp ?? b.eventTime)))
-      .map((event: any) => `${event.firstTimestamp ?? event.eventTime} x${event.count ?? 1} ${event.message} | ${event.type} ${event.reason}`);
+    const eventsOf = async (kind: string, name: string): Promise<string[]> =>
+      (await mgmt().get(`/api/v1/namespaces/${NS}/events`)).items
+        .filter((event: any) => event.involvedObject?.kind === kind && event.involvedObject?.name === name)
+        .sort((a: any, b: any) =>
+          String(a.firstTimestamp ?? a.eventTime).localeCompare(String(b.firstTimestamp ?? b.eventTime)),
+        )
+        .map(
+          (event: any) =>
+            `${event.firstTimestamp ?? event.eventTime} x${event.count ?? 1} ${event.message} | ${event.type} ${event.reason}`,
+        );
     const callBeforeClusterUpgrade = async (cluster: unknown): Promise<HookCall> =>
-      callExtension(extensionUrl, hookPath('BeforeClusterUpgrade', 'before-cluster-upgrade'), beforeClusterUpgradeRequest(cluster as Record<string, unknown>, 'v1.30.2', 'v1.30.4'), cert!.ca);
+      callExtension(
+        extensionUrl,
+        hookPath('BeforeClusterUpgrade', 'before-cluster-upgrade'),
+        beforeClusterUpgradeRequest(cluster as Record<string, unknown>, 'v1.30.2', 'v1.30.4'),
+        cert!.ca,
+      );
 
     beforeAll(async () => {
       // What the user and Cluster API provide: the stack, a Cluster on release v1, its kubeconfig Secret.
-      const credential = await applyShippedIdentity(world!.management, { overlay: 'flux', components: ['runtime-extension'] });
+      const credential = await applyShippedIdentity(world!.management, {
+        overlay: 'flux',
+        components: ['runtime-extension'],
+      });
       await ensureNamespace(mgmt(), NS);
       const stack = await mgmt().request('POST', `${STACKS}/clusterstacks`, {
-        body: { apiVersion: 'clusterstack.x-k8s.io/v1alpha1', kind: 'ClusterStack', metadata: { name: 'ferrol', namespace: NS }, spec: { provider: 'docker', name: 'ferrol', kubernetesVersion: '1.30', versions: ['v1', 'v3'], noProvider: true } },
+        body: {
+          apiVersion: 'clusterstack.x-k8s.io/v1alpha1',
+          kind: 'ClusterStack',
+          metadata: { name: 'ferrol', namespace: NS },
+          spec: {
+            provider: 'docker',
+            name: 'ferrol',
+            kubernetesVersion: '1.30',
+            versions: ['v1', 'v3'],
+            noProvider: true,
+          },
+        },
       });
       expect(stack.status, stack.text).toBe(201);
       const cluster = await mgmt().request('POST', CLUSTERS, {
         body: {
-          apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Cluster', metadata: { name: 'alpha', namespace: NS },
-          spec: { controlPlaneEndpoint: { host: '172.18.0.11', port: 6443 }, clusterNetwork: { pods: { cidrBlocks: ['192.168.0.0/16'] } }, topology: { classRef: { name: 'docker-ferrol-1-30-v1' }, version: 'v1.30.2' } },
+          apiVersion: 'cluster.x-k8s.io/v1beta2',
+          kind: 'Cluster',
+          metadata: { name: 'alpha', namespace: NS },
+          spec: {
+            controlPlaneEndpoint: { host: '172.18.0.11', port: 6443 },
+            clusterNetwork: { pods: { cidrBlocks: ['192.168.0.0/16'] } },
+            topology: { classRef: { name: 'docker-ferrol-1-30-v1' }, version: 'v1.30.2' },
+          },
         },
       });
       expect(cluster.status, cluster.text).toBe(201);
@@ -186,56 +286,125 @@ describe('real Flux: SOPS decryption, ManifestsSynced and the upgrade gate', () 
       const [port] = await distinctFreePorts(1);
       extensionUrl = `https://127.0.0.1:${port}`;
       const home = tempDir('csk-controller-home-');
-      controller = spawnController(bundleCli(), [
-        '--kubeconfig', credential.kubeconfigFile,
-        '--release-source', path.join(ROOT, 'examples/quickstart/releases'),
-        '--git', bare, '--gitops', 'flux', '--gitops-url', `${world!.git.url}/fleet.git`,
-        '--helm', engineBinary('helm3', 'helm'),
-        '--cache-dir', path.join(home, 'cache'),
-        '--metrics-addr', '0', '--batch-window', '200ms',
-        '--runtime-extension-addr', `127.0.0.1:${port}`, '--runtime-extension-cert-dir', cert.dir, '--hook-retry-after', '3s',
-      ], { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home });
-      await waitInWorld(world!, 'the controller to publish alpha\'s addons', async () => conditionOf(await addon(), 'ManifestsPublished')?.status === 'True', 180_000, controllerLog);
+      controller = spawnController(
+        bundleCli(),
+        [
+          '--kubeconfig',
+          credential.kubeconfigFile,
+          '--release-source',
+          path.join(ROOT, 'examples/quickstart/releases'),
+          '--git',
+          bare,
+          '--gitops',
+          'flux',
+          '--gitops-url',
+          `${world!.git.url}/fleet.git`,
+          '--helm',
+          engineBinary('helm3', 'helm'),
+          '--cache-dir',
+          path.join(home, 'cache'),
+          '--metrics-addr',
+          '0',
+          '--batch-window',
+          '200ms',
+          '--runtime-extension-addr',
+          `127.0.0.1:${port}`,
+          '--runtime-extension-cert-dir',
+          cert.dir,
+          '--hook-retry-after',
+          '3s',
+        ],
+        { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home },
+      );
+      await waitInWorld(
+        world!,
+        "the controller to publish alpha's addons",
+        async () => conditionOf(await addon(), 'ManifestsPublished')?.status === 'True',
+        180_000,
+        controllerLog,
+      );
     }, 300_000);
 
     afterAll(async () => {
       if (controller) expect(await controller.terminate(), controller.stderr.join('')).toBe(0);
       // Every request ran under the shipped RBAC: a refusal would show in the controller's log.
-      const forbidden = (controller?.lines ?? []).filter((line) => /forbidden|HTTP 403|"(status|statusCode|code)":403\b/i.test(JSON.stringify(line)));
+      const forbidden = (controller?.lines ?? []).filter((line) =>
+        /forbidden|HTTP 403|"(status|statusCode|code)":403\b/i.test(JSON.stringify(line)),
+      );
       expect(forbidden.map((line) => JSON.stringify(line).slice(0, 500))).toEqual([]);
     }, 60_000);
 
     it("j: ManifestsSynced follows the real Kustomizations: WaitingForGitOps before the wiring, Progressing while Flux waits, True at the published revision, SyncFailed with Flux's reason for a broken object", async () => {
       // A DaemonSet in the workload cluster that the addon's kindnet cannot be applied over (spec.selector is immutable).
       const broken = await wl().request('POST', '/apis/apps/v1/namespaces/kube-system/daemonsets', {
-        body: { metadata: { name: 'kindnet', namespace: 'kube-system' }, spec: { selector: { matchLabels: { app: 'hand-made' } }, template: { metadata: { labels: { app: 'hand-made' } }, spec: { containers: [{ name: 'pause', image: 'registry.k8s.io/pause:3.10' }] } } } },
+        body: {
+          metadata: { name: 'kindnet', namespace: 'kube-system' },
+          spec: {
+            selector: { matchLabels: { app: 'hand-made' } },
+            template: {
+              metadata: { labels: { app: 'hand-made' } },
+              spec: { containers: [{ name: 'pause', image: 'registry.k8s.io/pause:3.10' }] },
+            },
+          },
+        },
       });
       expect(broken.status, broken.text).toBe(201);
 
       const v1 = 'docker-ferrol-1-30-v1';
-      expect(conditionOf(await release(v1), 'ManifestsSynced')).toMatchObject({ status: 'Unknown', reason: 'WaitingForGitOps' });
+      expect(conditionOf(await release(v1), 'ManifestsSynced')).toMatchObject({
+        status: 'Unknown',
+        reason: 'WaitingForGitOps',
+      });
       const published = head();
       bootstrapFlux(world!, bare);
 
       // Flux applies the ClusterClass and waits for CAPI (played here) to reconcile it: that is progress, not failure.
       const releaseKustomization = `team-${v1}`;
-      await waitInWorld(world!, 'ManifestsSynced Progressing while Flux waits for the ClusterClass', async () => {
-        const synced = conditionOf(await release(v1), 'ManifestsSynced');
-        return synced?.status === 'False' && synced.reason === 'Progressing';
-      }, 120_000, controllerLog);
-      expect(conditionOf(await release(v1), 'ManifestsSynced')?.message).toContain(`Flux Kustomization flux-system/${releaseKustomization}`);
+      await waitInWorld(
+        world!,
+        'ManifestsSynced Progressing while Flux waits for the ClusterClass',
+        async () => {
+          const synced = conditionOf(await release(v1), 'ManifestsSynced');
+          return synced?.status === 'False' && synced.reason === 'Progressing';
+        },
+        120_000,
+        controllerLog,
+      );
+      expect(conditionOf(await release(v1), 'ManifestsSynced')?.message).toContain(
+        `Flux Kustomization flux-system/${releaseKustomization}`,
+      );
       for (const name of [v1, 'docker-ferrol-1-30-v3']) {
-        await waitInWorld(world!, `ClusterClass ${name}`, async () => (await statusOf(mgmt(), `${CLASSES}/${name}`)) === 200, 60_000);
+        await waitInWorld(
+          world!,
+          `ClusterClass ${name}`,
+          async () => (await statusOf(mgmt(), `${CLASSES}/${name}`)) === 200,
+          60_000,
+        );
         await setStatus(mgmt(), `${CLASSES}/${name}`, classReconciled);
       }
-      await waitInWorld(world!, 'ManifestsSynced True on the release', async () => conditionOf(await release(v1), 'ManifestsSynced')?.status === 'True', 120_000, controllerLog);
+      await waitInWorld(
+        world!,
+        'ManifestsSynced True on the release',
+        async () => conditionOf(await release(v1), 'ManifestsSynced')?.status === 'True',
+        120_000,
+        controllerLog,
+      );
       const live = await kustomization('flux-system', releaseKustomization);
       expect(isReady(live)).toBe(true);
-      expect(conditionOf(await release(v1), 'ManifestsSynced')).toMatchObject({ reason: 'Synced', message: `Flux Kustomization flux-system/${releaseKustomization} applied ${live.status.lastAppliedRevision}` });
+      expect(conditionOf(await release(v1), 'ManifestsSynced')).toMatchObject({
+        reason: 'Synced',
+        message: `Flux Kustomization flux-system/${releaseKustomization} applied ${live.status.lastAppliedRevision}`,
+      });
       expect(live.status.lastAppliedRevision).toBe(`main@sha1:${published}`);
 
       // The addon stage fails on the broken object: SyncFailed, with Flux's own reason and message.
-      await waitInWorld(world!, 'ManifestsSynced SyncFailed on the ClusterAddon', async () => conditionOf(await addon(), 'ManifestsSynced')?.reason === 'SyncFailed', 120_000, controllerLog);
+      await waitInWorld(
+        world!,
+        'ManifestsSynced SyncFailed on the ClusterAddon',
+        async () => conditionOf(await addon(), 'ManifestsSynced')?.reason === 'SyncFailed',
+        120_000,
+        controllerLog,
+      );
       const flux = conditionOf(await kustomization(NS, 'alpha-cluster-addon'), 'Ready');
       const failed = conditionOf(await addon(), 'ManifestsSynced')!;
       expect(failed.status).toBe('False');
@@ -246,7 +415,10 @@ describe('real Flux: SOPS decryption, ManifestsSynced and the upgrade gate', () 
       // with Ready Unknown, and the condition stays SyncFailed through it, with no Event more.
       const failedEvents = await eventsOf('ClusterAddon', 'alpha');
       // One Event for the failure; none for the bootstrap's waits (Flux reports ArtifactFailed until its source is fetched).
-      expect(failedEvents.filter((event) => !event.endsWith('ManifestsPublished')), failedEvents.join('\n')).toEqual([expect.stringMatching(/ReconciliationFailed.*\| Warning SyncFailed$/s)]);
+      expect(
+        failedEvents.filter((event) => !event.endsWith('ManifestsPublished')),
+        failedEvents.join('\n'),
+      ).toEqual([expect.stringMatching(/ReconciliationFailed.*\| Warning SyncFailed$/s)]);
       const retried = await reconcileWatching(NS, 'alpha-cluster-addon', 2);
       expect(retried.flux).toContain('Unknown/Progressing');
       expect(retried.synced).toEqual(['False/SyncFailed']);
@@ -255,41 +427,98 @@ describe('real Flux: SOPS decryption, ManifestsSynced and the upgrade gate', () 
       // Fixed by hand: Flux applies the addon, the workload's controllers (played here) roll it out, and the condition follows.
       expect((await wl().request('DELETE', KINDNET)).status).toBe(200);
       await requestReconcile(mgmt(), `${KUSTOMIZATIONS}/${NS}/kustomizations/alpha-cluster-addon`);
-      await waitInWorld(world!, 'kindnet applied by Flux', async () => (await statusOf(wl(), KINDNET)) === 200 && (await statusOf(wl(), METRICS_SERVER)) === 200
-        && (await wl().get(KINDNET)).spec.selector.matchLabels['app.kubernetes.io/name'] === 'kindnet', 120_000);
+      await waitInWorld(
+        world!,
+        'kindnet applied by Flux',
+        async () =>
+          (await statusOf(wl(), KINDNET)) === 200 &&
+          (await statusOf(wl(), METRICS_SERVER)) === 200 &&
+          (await wl().get(KINDNET)).spec.selector.matchLabels['app.kubernetes.io/name'] === 'kindnet',
+        120_000,
+      );
       await setStatus(wl(), KINDNET, daemonSetRolledOut(1));
       await setStatus(wl(), METRICS_SERVER, deploymentRolledOut);
-      await waitInWorld(world!, 'ManifestsSynced True on the ClusterAddon', async () => conditionOf(await addon(), 'ManifestsSynced')?.status === 'True', 120_000, controllerLog);
+      await waitInWorld(
+        world!,
+        'ManifestsSynced True on the ClusterAddon',
+        async () => conditionOf(await addon(), 'ManifestsSynced')?.status === 'True',
+        120_000,
+        controllerLog,
+      );
       const stage = await kustomization(NS, 'alpha-cluster-addon');
-      expect(conditionOf(await addon(), 'ManifestsSynced')?.message).toBe(`Flux Kustomization ${NS}/alpha-cluster-addon applied ${stage.status.lastAppliedRevision}`);
+      expect(conditionOf(await addon(), 'ManifestsSynced')?.message).toBe(
+        `Flux Kustomization ${NS}/alpha-cluster-addon applied ${stage.status.lastAppliedRevision}`,
+      );
       // Flux checks again what it applied (every interval; asked for here): Ready goes Unknown meanwhile, the condition stays True.
       const checked = await reconcileWatching(NS, 'alpha-cluster-addon', 2);
       expect(checked.synced).toEqual(['True/Synced']);
       // Progress is no news: applying, waiting and checking again made no Event, only the failure did.
-      expect((await eventsOf('ClusterAddon', 'alpha')).filter((event) => !event.endsWith('ManifestsPublished') && !event.endsWith('SyncFailed'))).toEqual([]);
+      expect(
+        (await eventsOf('ClusterAddon', 'alpha')).filter(
+          (event) => !event.endsWith('ManifestsPublished') && !event.endsWith('SyncFailed'),
+        ),
+      ).toEqual([]);
     }, 600_000);
 
     it('k: BeforeClusterUpgrade holds the upgrade until real Flux reports the publishing revision Ready on every stage of the target release, then lets it go', async () => {
       const target = 'docker-ferrol-1-30-v3';
       const before = head();
       const current = await mgmt().get(`${CLUSTERS}/alpha`);
-      const moving = { ...current, spec: { ...current.spec, topology: { ...current.spec.topology, classRef: { name: target }, version: 'v1.30.4' } } };
+      const moving = {
+        ...current,
+        spec: {
+          ...current.spec,
+          topology: { ...current.spec.topology, classRef: { name: target }, version: 'v1.30.4' },
+        },
+      };
       // Asked before the Cluster moved: the target release's addons are not even rendered yet.
       const early = await callBeforeClusterUpgrade(moving);
       expect(early.status).toBe(200);
-      expect(early.body).toMatchObject({ apiVersion: HOOKS_V1ALPHA1, kind: 'BeforeClusterUpgradeResponse', status: 'Success', retryAfterSeconds: 3 });
-      expect(early.body['message']).toMatch(new RegExp(`for the controller to render and publish the addons of release ${target} for Cluster ${NS}/alpha \\(it last rendered release docker-ferrol-1-30-v1\\)`));
+      expect(early.body).toMatchObject({
+        apiVersion: HOOKS_V1ALPHA1,
+        kind: 'BeforeClusterUpgradeResponse',
+        status: 'Success',
+        retryAfterSeconds: 3,
+      });
+      expect(early.body['message']).toMatch(
+        new RegExp(
+          `for the controller to render and publish the addons of release ${target} for Cluster ${NS}/alpha \\(it last rendered release docker-ferrol-1-30-v1\\)`,
+        ),
+      );
 
       // A node joined but its kindnet pod is not ready yet: whatever applies the CNI next waits for it.
-      await setStatus(wl(), KINDNET, (daemonSet) => ({ ...daemonSetRolledOut(1)(daemonSet), numberReady: 0, numberAvailable: 0, numberUnavailable: 1 }));
-      const moved = await mgmt().request('PATCH', `${CLUSTERS}/alpha`, { body: { spec: { topology: { classRef: { name: target }, version: 'v1.30.4' } } }, contentType: 'application/merge-patch+json' });
+      await setStatus(wl(), KINDNET, (daemonSet) => ({
+        ...daemonSetRolledOut(1)(daemonSet),
+        numberReady: 0,
+        numberAvailable: 0,
+        numberUnavailable: 1,
+      }));
+      const moved = await mgmt().request('PATCH', `${CLUSTERS}/alpha`, {
+        body: { spec: { topology: { classRef: { name: target }, version: 'v1.30.4' } } },
+        contentType: 'application/merge-patch+json',
+      });
       expect(moved.status, moved.text).toBe(200);
-      await waitInWorld(world!, `alpha's ${target} addons published`, async () => {
-        const stages = ((await addon()).status?.stages ?? []) as { name: string; release: string; revision?: string }[];
-        return stages.length > 0 && stages.every((stage) => stage.release === target && stage.revision !== undefined && stage.revision !== before);
-      }, 180_000, controllerLog);
+      await waitInWorld(
+        world!,
+        `alpha's ${target} addons published`,
+        async () => {
+          const stages = ((await addon()).status?.stages ?? []) as {
+            name: string;
+            release: string;
+            revision?: string;
+          }[];
+          return (
+            stages.length > 0 &&
+            stages.every(
+              (stage) => stage.release === target && stage.revision !== undefined && stage.revision !== before,
+            )
+          );
+        },
+        180_000,
+        controllerLog,
+      );
       const publishing = head();
-      const stages = ((await addon()).status.stages as { name: string; revision: string }[]);
+      const stages = (await addon()).status.stages as { name: string; revision: string }[];
       expect(stages.map((stage) => stage.name)).toEqual(['cni', 'metrics-server']);
       expect(stages.every((stage) => stage.revision === publishing)).toBe(true);
 
@@ -297,7 +526,12 @@ describe('real Flux: SOPS decryption, ManifestsSynced and the upgrade gate', () 
       const appliedByFlux = async (): Promise<boolean> => {
         for (const name of ['alpha-cni', 'alpha-metrics-server']) {
           const response = await mgmt().request('GET', `${KUSTOMIZATIONS}/${NS}/kustomizations/${name}`);
-          if (response.status !== 200 || !isReady(response.body) || response.body.status.lastAppliedRevision !== `main@sha1:${publishing}`) return false;
+          if (
+            response.status !== 200 ||
+            !isReady(response.body) ||
+            response.body.status.lastAppliedRevision !== `main@sha1:${publishing}`
+          )
+            return false;
         }
         return true;
       };
@@ -316,29 +550,47 @@ describe('real Flux: SOPS decryption, ManifestsSynced and the upgrade gate', () 
       // Flux fetches the commit (as at its interval) and the root applies the new stage Kustomizations.
       await requestReconcile(mgmt(), `${GIT_REPOSITORIES}/flux-system/gitrepositories/clusterstacks`);
       await requestReconcile(mgmt(), `${KUSTOMIZATIONS}/flux-system/kustomizations/clusterstacks`);
-      await waitInWorld(world!, 'Flux to apply the cni stage at the publishing commit and wait for kindnet', async () => {
-        await callAndCheck();
-        const response = await mgmt().request('GET', `${KUSTOMIZATIONS}/${NS}/kustomizations/alpha-cni`);
-        return response.status === 200 && response.body.status?.lastAttemptedRevision === `main@sha1:${publishing}`;
-      }, 120_000, controllerLog);
+      await waitInWorld(
+        world!,
+        'Flux to apply the cni stage at the publishing commit and wait for kindnet',
+        async () => {
+          await callAndCheck();
+          const response = await mgmt().request('GET', `${KUSTOMIZATIONS}/${NS}/kustomizations/alpha-cni`);
+          return response.status === 200 && response.body.status?.lastAttemptedRevision === `main@sha1:${publishing}`;
+        },
+        120_000,
+        controllerLog,
+      );
       const waiting = await callAndCheck();
       expect(waiting.body['retryAfterSeconds']).toBe(3);
       expect(waiting.body['message']).toMatch(/stage cni: Flux Kustomization team\/alpha-cni /);
 
       // kindnet rolls out: cni goes Ready, metrics-server (dependsOn cni) applies, and the hook lets the upgrade go.
-      await waitInWorld(world!, 'kindnet applied by the cni stage', async () => (await wl().get(KINDNET)).metadata.labels?.['kustomize.toolkit.fluxcd.io/name'] === 'alpha-cni', 60_000);
+      await waitInWorld(
+        world!,
+        'kindnet applied by the cni stage',
+        async () => (await wl().get(KINDNET)).metadata.labels?.['kustomize.toolkit.fluxcd.io/name'] === 'alpha-cni',
+        60_000,
+      );
       await setStatus(wl(), KINDNET, daemonSetRolledOut(1));
       let passed: HookCall | undefined;
-      await waitInWorld(world!, 'BeforeClusterUpgrade to let the upgrade go', async () => {
-        const answer = await callAndCheck();
-        if ((await statusOf(wl(), METRICS_SERVER)) === 200) {
-          const deployment = await wl().get(METRICS_SERVER);
-          if (deployment.status?.observedGeneration !== deployment.metadata.generation) await setStatus(wl(), METRICS_SERVER, deploymentRolledOut);
-        }
-        if (answer.body['retryAfterSeconds'] !== 0) return false;
-        passed = answer;
-        return true;
-      }, 180_000, controllerLog);
+      await waitInWorld(
+        world!,
+        'BeforeClusterUpgrade to let the upgrade go',
+        async () => {
+          const answer = await callAndCheck();
+          if ((await statusOf(wl(), METRICS_SERVER)) === 200) {
+            const deployment = await wl().get(METRICS_SERVER);
+            if (deployment.status?.observedGeneration !== deployment.metadata.generation)
+              await setStatus(wl(), METRICS_SERVER, deploymentRolledOut);
+          }
+          if (answer.body['retryAfterSeconds'] !== 0) return false;
+          passed = answer;
+          return true;
+        },
+        180_000,
+        controllerLog,
+      );
       expect(passed!.body).toEqual({
         apiVersion: HOOKS_V1ALPHA1,
         kind: 'BeforeClusterUpgradeResponse',

@@ -46,12 +46,26 @@ describe('real Flux applies what clusterstack publishes', () => {
 
   const mgmt = () => world!.mgmt();
   const wl = () => world!.wl();
-  const waitFor = (what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> => waitInWorld(world!, what, check, timeoutMs);
+  const waitFor = (what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> =>
+    waitInWorld(world!, what, check, timeoutMs);
 
   /** Renders the inputs into the bare repository with the Flux wiring; returns the commit. */
   async function publish(): Promise<string> {
-    const result = await runClusterstack(['render', inputs!, '--release-source', path.join(ROOT, 'examples/quickstart/releases'), '--git', bare,
-      '--gitops', 'flux', '--gitops-url', `${world!.git.url}/fleet.git`], { cwd: ROOT });
+    const result = await runClusterstack(
+      [
+        'render',
+        inputs!,
+        '--release-source',
+        path.join(ROOT, 'examples/quickstart/releases'),
+        '--git',
+        bare,
+        '--gitops',
+        'flux',
+        '--gitops-url',
+        `${world!.git.url}/fleet.git`,
+      ],
+      { cwd: ROOT },
+    );
     expect(result.code, result.stderr).toBe(0);
     return execFileSync('git', ['--git-dir', bare, 'rev-parse', 'main'], { encoding: 'utf8' }).trim();
   }
@@ -77,33 +91,59 @@ describe('real Flux applies what clusterstack publishes', () => {
     const sha = await publish();
     // The README's bootstrap, against the management server.
     bootstrapFlux(world!, bare);
-    await waitFor('the root Kustomization to apply the first commit', async () => {
-      const root = await mgmt().get(ROOT_KUSTOMIZATION);
-      return ready(root) && root.status.lastAppliedRevision === `main@sha1:${sha}`;
-    }, 90_000);
+    await waitFor(
+      'the root Kustomization to apply the first commit',
+      async () => {
+        const root = await mgmt().get(ROOT_KUSTOMIZATION);
+        return ready(root) && root.status.lastAppliedRevision === `main@sha1:${sha}`;
+      },
+      90_000,
+    );
 
     // Management side: every release's ClusterClass and templates, live. Flux applies the *Class
     // kinds in a stage of their own and waits for them, with our health check, before it applies
     // anything else of the directory: until CAPI (played here) reports the class's variables
     // reconciled, its templates are not applied (see docs/real-engines.md).
-    const releaseKustomization = (release: string): string => `${KUSTOMIZATIONS}/flux-system/kustomizations/cluster-stacks-docker-ferrol-1-30-${release}`;
+    const releaseKustomization = (release: string): string =>
+      `${KUSTOMIZATIONS}/flux-system/kustomizations/cluster-stacks-docker-ferrol-1-30-${release}`;
     for (const release of RELEASES) {
-      await waitFor(`ClusterClass docker-ferrol-1-30-${release}`, async () => (await status(mgmt(), `${CLASSES}/docker-ferrol-1-30-${release}`)) === 200, 60_000);
+      await waitFor(
+        `ClusterClass docker-ferrol-1-30-${release}`,
+        async () => (await status(mgmt(), `${CLASSES}/docker-ferrol-1-30-${release}`)) === 200,
+        60_000,
+      );
     }
-    const template = (release: string): string => `/apis/infrastructure.cluster.x-k8s.io/v1beta1/namespaces/cluster-stacks/dockerclustertemplates/docker-ferrol-1-30-${release}-cluster`;
+    const template = (release: string): string =>
+      `/apis/infrastructure.cluster.x-k8s.io/v1beta1/namespaces/cluster-stacks/dockerclustertemplates/docker-ferrol-1-30-${release}-cluster`;
     expect(await status(mgmt(), template('v3'))).toBe(404);
     expect(ready(await mgmt().get(releaseKustomization('v3')))).toBe(false);
-    for (const release of RELEASES) await setStatus(mgmt(), `${CLASSES}/docker-ferrol-1-30-${release}`, classReconciled);
+    for (const release of RELEASES)
+      await setStatus(mgmt(), `${CLASSES}/docker-ferrol-1-30-${release}`, classReconciled);
     for (const release of RELEASES) {
-      await waitFor(`DockerClusterTemplate docker-ferrol-1-30-${release}-cluster`, async () => (await status(mgmt(), template(release))) === 200, 60_000);
-      await waitFor(`the release Kustomization ${release} to be Ready`, async () => ready(await mgmt().get(releaseKustomization(release))), 60_000);
+      await waitFor(
+        `DockerClusterTemplate docker-ferrol-1-30-${release}-cluster`,
+        async () => (await status(mgmt(), template(release))) === 200,
+        60_000,
+      );
+      await waitFor(
+        `the release Kustomization ${release} to be Ready`,
+        async () => ready(await mgmt().get(releaseKustomization(release))),
+        60_000,
+      );
     }
     // The class variables' defaults are integers, as helm rendered them (v1 110, v2 150), not strings.
-    const maxPods = async (release: string): Promise<unknown> => (await mgmt().get(`${CLASSES}/docker-ferrol-1-30-${release}`)).spec.variables.find((v: any) => v.name === 'maxPods')?.schema.openAPIV3Schema.default;
+    const maxPods = async (release: string): Promise<unknown> =>
+      (await mgmt().get(`${CLASSES}/docker-ferrol-1-30-${release}`)).spec.variables.find(
+        (v: any) => v.name === 'maxPods',
+      )?.schema.openAPIV3Schema.default;
     expect([await maxPods('v1'), await maxPods('v2')]).toEqual([110, 150]);
 
     // Workload side: bravo's first stage (cni) applied through the kubeconfig Secret, with bravo's values; nothing of it in the management server.
-    await waitFor('the cni DaemonSet in the workload cluster', async () => (await status(wl(), DAEMON_SET)) === 200, 60_000);
+    await waitFor(
+      'the cni DaemonSet in the workload cluster',
+      async () => (await status(wl(), DAEMON_SET)) === 200,
+      60_000,
+    );
     const config = await wl().get(CNI_CONFIG);
     expect(config.data['cluster-name']).toBe(WORKLOAD_CLUSTER);
     expect(JSON.parse(config.data['10-kindnet.conflist']).plugins[0].mtu).toBe(1500);
@@ -123,7 +163,11 @@ describe('real Flux applies what clusterstack publishes', () => {
 
     await setStatus(wl(), DAEMON_SET, daemonSetRolledOut());
     await waitFor('the cni stage to be Ready', async () => ready(await mgmt().get(cni)), 60_000);
-    await waitFor('metrics-server applied after cni is Ready', async () => (await status(wl(), DEPLOYMENT)) === 200, 60_000);
+    await waitFor(
+      'metrics-server applied after cni is Ready',
+      async () => (await status(wl(), DEPLOYMENT)) === 200,
+      60_000,
+    );
     // helm's meaning: integers stay integers.
     expect((await wl().get(DEPLOYMENT)).spec.replicas).toBe(1);
     expect((await wl().get('/api/v1/namespaces/kube-system/services/metrics-server')).spec.ports[0].port).toBe(443);
@@ -133,27 +177,60 @@ describe('real Flux applies what clusterstack publishes', () => {
 
   it('drift: a live addon object edited by hand is put back by the next reconcile', async () => {
     const before = await wl().get(CNI_CONFIG);
-    const edited = await wl().request('PATCH', CNI_CONFIG, { body: { data: { 'cluster-name': 'hand-edited' } }, contentType: 'application/merge-patch+json' });
+    const edited = await wl().request('PATCH', CNI_CONFIG, {
+      body: { data: { 'cluster-name': 'hand-edited' } },
+      contentType: 'application/merge-patch+json',
+    });
     expect(edited.status, edited.text).toBe(200);
     expect(edited.body.data['cluster-name']).toBe('hand-edited');
     await requestReconcile(mgmt(), `${KUSTOMIZATIONS}/cluster-stacks/kustomizations/${WORKLOAD_CLUSTER}-cni`);
-    await waitFor('the hand edit reverted', async () => (await wl().get(CNI_CONFIG)).data['cluster-name'] === WORKLOAD_CLUSTER, 60_000);
+    await waitFor(
+      'the hand edit reverted',
+      async () => (await wl().get(CNI_CONFIG)).data['cluster-name'] === WORKLOAD_CLUSTER,
+      60_000,
+    );
     expect((await wl().get(CNI_CONFIG)).data).toEqual(before.data);
   }, 120_000);
 
   it('a dropped release and a removed Cluster: their objects are pruned, releases in use stay', async () => {
     // bravo leaves the inputs, and v2 (bravo's release, pinned in spec.versions) is no longer asked for.
     const clustersFile = path.join(inputs!, 'clusters.yaml');
-    writeFileSync(clustersFile, readFileSync(clustersFile, 'utf8').split(/^---$/m).filter((doc) => !/^\s*name: bravo$/m.test(doc)).join('---'));
+    writeFileSync(
+      clustersFile,
+      readFileSync(clustersFile, 'utf8')
+        .split(/^---$/m)
+        .filter((doc) => !/^\s*name: bravo$/m.test(doc))
+        .join('---'),
+    );
     const stackFile = path.join(inputs!, 'clusterstack.yaml');
     writeFileSync(stackFile, readFileSync(stackFile, 'utf8').replace(/versions:\n\s+- v2\n/, 'versions: []\n'));
     const sha = await publish();
-    await syncWiring(world!, `${GIT_REPOSITORIES}/flux-system/gitrepositories/clusterstacks`, ROOT_KUSTOMIZATION, `main@sha1:${sha}`);
+    await syncWiring(
+      world!,
+      `${GIT_REPOSITORIES}/flux-system/gitrepositories/clusterstacks`,
+      ROOT_KUSTOMIZATION,
+      `main@sha1:${sha}`,
+    );
 
-    await waitFor('bravo\'s addons removed from the workload cluster', async () => (await status(wl(), DAEMON_SET)) === 404
-      && (await status(wl(), DEPLOYMENT)) === 404 && (await status(wl(), CNI_CONFIG)) === 404, 90_000);
-    await waitFor('ClusterClass v2 pruned', async () => (await status(mgmt(), `${CLASSES}/docker-ferrol-1-30-v2`)) === 404, 60_000);
-    expect(await status(mgmt(), '/apis/infrastructure.cluster.x-k8s.io/v1beta1/namespaces/cluster-stacks/dockerclustertemplates/docker-ferrol-1-30-v2-cluster')).toBe(404);
+    await waitFor(
+      "bravo's addons removed from the workload cluster",
+      async () =>
+        (await status(wl(), DAEMON_SET)) === 404 &&
+        (await status(wl(), DEPLOYMENT)) === 404 &&
+        (await status(wl(), CNI_CONFIG)) === 404,
+      90_000,
+    );
+    await waitFor(
+      'ClusterClass v2 pruned',
+      async () => (await status(mgmt(), `${CLASSES}/docker-ferrol-1-30-v2`)) === 404,
+      60_000,
+    );
+    expect(
+      await status(
+        mgmt(),
+        '/apis/infrastructure.cluster.x-k8s.io/v1beta1/namespaces/cluster-stacks/dockerclustertemplates/docker-ferrol-1-30-v2-cluster',
+      ),
+    ).toBe(404);
     // v1 (alpha) and v3 (charlie, and the newest) are in use: never pruned.
     expect(await status(mgmt(), `${CLASSES}/docker-ferrol-1-30-v1`)).toBe(200);
     expect(await status(mgmt(), `${CLASSES}/docker-ferrol-1-30-v3`)).toBe(200);

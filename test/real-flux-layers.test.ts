@@ -11,7 +11,15 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runClusterstack, tempDir, writeTree } from './support/cli.js';
-import { AGENT_CHART, clusterInput, configMapManifest, layerInput, providerInputs, stackInput, WIDGET_GROUP } from './support/real-flux-inputs.js';
+import {
+  AGENT_CHART,
+  clusterInput,
+  configMapManifest,
+  layerInput,
+  providerInputs,
+  stackInput,
+  WIDGET_GROUP,
+} from './support/real-flux-inputs.js';
 import {
   applyWiring,
   bootstrapFlux,
@@ -44,7 +52,8 @@ const ROOT_KUSTOMIZATION = `${KUSTOMIZATIONS}/flux-system/kustomizations/cluster
 const GIT_SOURCE = '/apis/source.toolkit.fluxcd.io/v1/namespaces/flux-system/gitrepositories/clusterstacks';
 const stage = (name: string): string => `${KUSTOMIZATIONS}/${NS}/kustomizations/${CLUSTER}-${name}`;
 const layerKustomization = (name: string): string => stage(`layer-${name}`);
-const configMap = (name: string, namespace = 'kube-system'): string => `/api/v1/namespaces/${namespace}/configmaps/${name}`;
+const configMap = (name: string, namespace = 'kube-system'): string =>
+  `/api/v1/namespaces/${namespace}/configmaps/${name}`;
 const crd = (name: string): string => `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`;
 const AGENT = '/apis/apps/v1/namespaces/kube-system/daemonsets/agent';
 const KINDNET = '/apis/apps/v1/namespaces/kube-system/daemonsets/kindnet';
@@ -60,27 +69,52 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
 
   const mgmt = () => world!.mgmt();
   const wl = () => world!.wl();
-  const waitFor = (what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> => waitInWorld(world!, what, check, timeoutMs);
+  const waitFor = (what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> =>
+    waitInWorld(world!, what, check, timeoutMs);
 
   /** Writes the inputs repository: the stack, bravo, the layers (monitoring at `monitoring`), the providers. */
   function writeInputs(monitoring: '1.0.0' | '1.1.0', widget: 'v1.0.0' | 'v1.1.0' | undefined): void {
-    writeFileSync(path.join(inputs, 'manifests/layers.yaml'), layerInput('monitoring', monitoring) + layerInput('agent', '1.0.0') + layerInput('paused', '1.0.0', { hold: true }));
+    writeFileSync(
+      path.join(inputs, 'manifests/layers.yaml'),
+      layerInput('monitoring', monitoring) +
+        layerInput('agent', '1.0.0') +
+        layerInput('paused', '1.0.0', { hold: true }),
+    );
     writeFileSync(path.join(inputs, 'manifests/providers.yaml'), providerInputs(widget));
     rmSync(path.join(inputs, 'addons/monitoring'), { recursive: true, force: true });
     mkdirSync(path.join(inputs, 'addons/monitoring'), { recursive: true });
     writeFileSync(path.join(inputs, 'addons/monitoring/keep.yaml'), configMapManifest('monitoring-keep', monitoring));
     // 1.1.0 dropped this addon.
-    if (monitoring === '1.0.0') writeFileSync(path.join(inputs, 'addons/monitoring/dropped.yaml'), configMapManifest('monitoring-dropped', monitoring));
+    if (monitoring === '1.0.0')
+      writeFileSync(
+        path.join(inputs, 'addons/monitoring/dropped.yaml'),
+        configMapManifest('monitoring-dropped', monitoring),
+      );
   }
 
   /** Renders the inputs into the bare repository with the Flux wiring; returns Flux's revision of the commit. */
   async function publish(): Promise<string> {
-    const result = await runClusterstack(['render', path.join(inputs, 'manifests'), '--release-source', RELEASES, '--git', bare, '--gitops', 'flux', '--gitops-url', `${world!.git.url}/fleet.git`], { cwd: ROOT });
+    const result = await runClusterstack(
+      [
+        'render',
+        path.join(inputs, 'manifests'),
+        '--release-source',
+        RELEASES,
+        '--git',
+        bare,
+        '--gitops',
+        'flux',
+        '--gitops-url',
+        `${world!.git.url}/fleet.git`,
+      ],
+      { cwd: ROOT },
+    );
     expect(result.code, result.stderr).toBe(0);
     return `main@sha1:${execFileSync('git', ['--git-dir', bare, 'rev-parse', 'main'], { encoding: 'utf8' }).trim()}`;
   }
 
-  const applied = async (apiPath: string): Promise<string | undefined> => (await mgmt().get(apiPath)).status?.lastAppliedRevision;
+  const applied = async (apiPath: string): Promise<string | undefined> =>
+    (await mgmt().get(apiPath)).status?.lastAppliedRevision;
 
   beforeAll(async () => {
     world = await startFluxWorld();
@@ -112,11 +146,23 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
   it("first publish: the layers reach the workload cluster, helm's octal defaultMode 0400 reads live as 256, and the held layer is suspended with nothing of it applied", async () => {
     const revision = await publish();
     bootstrapFlux(world!, bare);
-    await waitFor('the root Kustomization to apply the first commit', async () => (await applied(ROOT_KUSTOMIZATION)) === revision, 90_000);
+    await waitFor(
+      'the root Kustomization to apply the first commit',
+      async () => (await applied(ROOT_KUSTOMIZATION)) === revision,
+      90_000,
+    );
 
-    await waitFor('the agent DaemonSet in the workload cluster', async () => (await status(wl(), AGENT)) === 200, 90_000);
+    await waitFor(
+      'the agent DaemonSet in the workload cluster',
+      async () => (await status(wl(), AGENT)) === 200,
+      90_000,
+    );
     expect((await wl().get(AGENT)).spec.template.spec.volumes[0].secret.defaultMode).toBe(256);
-    await waitFor('the monitoring layer applied', async () => (await status(wl(), configMap('monitoring-dropped'))) === 200, 60_000);
+    await waitFor(
+      'the monitoring layer applied',
+      async () => (await status(wl(), configMap('monitoring-dropped'))) === 200,
+      60_000,
+    );
     expect((await wl().get(configMap('monitoring-keep'))).data.value).toBe('1.0.0');
 
     const paused = await mgmt().get(layerKustomization('paused'));
@@ -130,7 +176,8 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
     await setStatus(wl(), KINDNET, daemonSetRolledOut());
     await waitFor('metrics-server applied after cni', async () => (await status(wl(), METRICS_SERVER)) === 200, 90_000);
     await setStatus(wl(), METRICS_SERVER, deploymentRolledOut);
-    for (const name of ['cni', 'metrics-server', 'layer-agent', 'layer-monitoring']) await waitFor(`${name} Ready`, async () => isReady(await mgmt().get(stage(name))), 90_000);
+    for (const name of ['cni', 'metrics-server', 'layer-agent', 'layer-monitoring'])
+      await waitFor(`${name} Ready`, async () => isReady(await mgmt().get(stage(name))), 90_000);
   }, 300_000);
 
   it('a fresh ClusterClass is waited for until Cluster API reports its variables, and its templates follow without status.observedGeneration (which CAPI writes only once they exist)', async () => {
@@ -141,9 +188,18 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
     // Kustomization's timeout), then fails the reconcile naming each class's status and retries
     // later. A class without any status is Unknown to it (CEL cannot test for a missing top-level
     // field), not Failed: it waits, as for InProgress, and says what is missing.
-    await waitFor('the class stage to time out', async () => (await mgmt().get(RELEASE_KUSTOMIZATION)).status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'False'), 120_000);
+    await waitFor(
+      'the class stage to time out',
+      async () =>
+        (await mgmt().get(RELEASE_KUSTOMIZATION)).status?.conditions?.some(
+          (c: any) => c.type === 'Ready' && c.status === 'False',
+        ),
+      120_000,
+    );
     const verdict = (await mgmt().get(RELEASE_KUSTOMIZATION)).status.conditions.find((c: any) => c.type === 'Ready');
-    expect(verdict.message).toContain(`timeout waiting for: [ClusterClass/${NS}/docker-ferrol-1-30-v2 status: 'Unknown'`);
+    expect(verdict.message).toContain(
+      `timeout waiting for: [ClusterClass/${NS}/docker-ferrol-1-30-v2 status: 'Unknown'`,
+    );
     expect(verdict.message).toContain('no such attribute(s): status');
     expect(await status(mgmt(), TEMPLATE)).toBe(404);
 
@@ -151,17 +207,29 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
     // variables reconciled, status.observedGeneration not written. That is enough for Flux to go on.
     await setStatus(mgmt(), CLASS, (cls) => classStatus(cls, false));
     await requestReconcile(mgmt(), RELEASE_KUSTOMIZATION);
-    await waitFor('the templates applied after the class reported its variables', async () => (await status(mgmt(), TEMPLATE)) === 200, 90_000);
+    await waitFor(
+      'the templates applied after the class reported its variables',
+      async () => (await status(mgmt(), TEMPLATE)) === 200,
+      90_000,
+    );
     // CAPI's next pass finds the templates and writes observedGeneration: the release is Ready.
     await setStatus(mgmt(), CLASS, (cls) => classStatus(cls, true));
-    await waitFor('the release Kustomization Ready', async () => isReady(await mgmt().get(RELEASE_KUSTOMIZATION)), 90_000);
+    await waitFor(
+      'the release Kustomization Ready',
+      async () => isReady(await mgmt().get(RELEASE_KUSTOMIZATION)),
+      90_000,
+    );
   }, 300_000);
 
   it('a layer version bump that drops an addon: real Flux prunes it and updates what both versions keep; the held layer stays paused while everything else applies the new revision', async () => {
     writeInputs('1.1.0', 'v1.0.0');
     const revision = await publish();
     await syncWiring(world!, GIT_SOURCE, ROOT_KUSTOMIZATION, revision);
-    await waitFor('the dropped addon pruned', async () => (await status(wl(), configMap('monitoring-dropped'))) === 404, 90_000);
+    await waitFor(
+      'the dropped addon pruned',
+      async () => (await status(wl(), configMap('monitoring-dropped'))) === 404,
+      90_000,
+    );
     expect((await wl().get(configMap('monitoring-keep'))).data.value).toBe('1.1.0');
     const monitoring = await mgmt().get(layerKustomization('monitoring'));
     expect(monitoring.metadata.labels['clusterstack.x-k8s.io/layer-version']).toBe('1.1.0');
@@ -169,7 +237,11 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
     for (const name of ['cni', 'metrics-server', 'layer-agent', 'layer-monitoring']) {
       await waitFor(`${name} at the new revision`, async () => (await applied(stage(name))) === revision, 90_000);
     }
-    await waitFor('the release at the new revision', async () => (await applied(RELEASE_KUSTOMIZATION)) === revision, 90_000);
+    await waitFor(
+      'the release at the new revision',
+      async () => (await applied(RELEASE_KUSTOMIZATION)) === revision,
+      90_000,
+    );
     const paused = await mgmt().get(layerKustomization('paused'));
     expect(paused.spec.suspend).toBe(true);
     expect(paused.status?.lastAppliedRevision).toBeUndefined();
@@ -178,9 +250,20 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
 
   it('Cluster API providers: a CRD a new provider version dropped and the CRDs of a removed provider are never pruned, nor the objects made through them', async () => {
     const widgetProvider = `${KUSTOMIZATIONS}/flux-system/kustomizations/provider-infrastructureprovider-widget`;
-    await waitFor('the widget provider applied', async () => (await status(mgmt(), crd(`widgetmachines.${WIDGET_GROUP}`))) === 200, 60_000);
+    await waitFor(
+      'the widget provider applied',
+      async () => (await status(mgmt(), crd(`widgetmachines.${WIDGET_GROUP}`))) === 200,
+      60_000,
+    );
     // A user's object of the provider's kind.
-    const machine = await mgmt().request('POST', `/apis/${WIDGET_GROUP}/v1beta1/namespaces/${NS}/widgetmachines`, { body: { apiVersion: `${WIDGET_GROUP}/v1beta1`, kind: 'WidgetMachine', metadata: { name: 'worker-0' }, spec: { size: 2 } } });
+    const machine = await mgmt().request('POST', `/apis/${WIDGET_GROUP}/v1beta1/namespaces/${NS}/widgetmachines`, {
+      body: {
+        apiVersion: `${WIDGET_GROUP}/v1beta1`,
+        kind: 'WidgetMachine',
+        metadata: { name: 'worker-0' },
+        spec: { size: 2 },
+      },
+    });
     expect(machine.status, machine.text).toBe(201);
 
     // v1.1.0 no longer ships WidgetMachine.
@@ -196,41 +279,95 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
     writeInputs('1.1.0', undefined);
     revision = await publish();
     await syncWiring(world!, GIT_SOURCE, ROOT_KUSTOMIZATION, revision);
-    await waitFor('the widget provider Kustomization deleted', async () => (await status(mgmt(), widgetProvider)) === 404, 90_000);
-    await waitFor('its ConfigMap deleted', async () => (await status(mgmt(), configMap('provider-version', 'widget-system'))) === 404, 60_000);
-    for (const name of ['widgetclusters', 'widgetmachines']) expect(await status(mgmt(), crd(`${name}.${WIDGET_GROUP}`)), name).toBe(200);
+    await waitFor(
+      'the widget provider Kustomization deleted',
+      async () => (await status(mgmt(), widgetProvider)) === 404,
+      90_000,
+    );
+    await waitFor(
+      'its ConfigMap deleted',
+      async () => (await status(mgmt(), configMap('provider-version', 'widget-system'))) === 404,
+      60_000,
+    );
+    for (const name of ['widgetclusters', 'widgetmachines'])
+      expect(await status(mgmt(), crd(`${name}.${WIDGET_GROUP}`)), name).toBe(200);
     expect((await mgmt().get('/api/v1/namespaces/widget-system')).status.phase).toBe('Active');
     expect(await status(mgmt(), `/apis/${WIDGET_GROUP}/v1beta1/namespaces/${NS}/widgetmachines/worker-0`)).toBe(200);
     // The core provider, untouched.
-    expect(isReady(await mgmt().get(`${KUSTOMIZATIONS}/flux-system/kustomizations/provider-coreprovider-cluster-api`))).toBe(true);
+    expect(
+      isReady(await mgmt().get(`${KUSTOMIZATIONS}/flux-system/kustomizations/provider-coreprovider-cluster-api`)),
+    ).toBe(true);
   }, 300_000);
 
   it('OCI: the artifact clusterstack pushes to a real registry is the source: an OCIRepository, bootstrapped from the artifact itself, applies the first publish', async () => {
     const stackDir = await writeTree({ 'stack.yaml': stackInput('oci-stacks', ['v1']) });
     temps.push(stackDir);
     const reference = `oci://${registry!.host}/fleet/tree:main`;
-    const result = await runClusterstack(['render', stackDir, '--release-source', RELEASES, '--oci', reference, '--plain-http', '--gitops', 'flux', '--gitops-name', 'oci-fleet'], { cwd: ROOT });
+    const result = await runClusterstack(
+      [
+        'render',
+        stackDir,
+        '--release-source',
+        RELEASES,
+        '--oci',
+        reference,
+        '--plain-http',
+        '--gitops',
+        'flux',
+        '--gitops-name',
+        'oci-fleet',
+      ],
+      { cwd: ROOT },
+    );
     expect(result.code, result.stderr).toBe(0);
 
     // Bootstrap from what the registry serves: the manifest's one layer, a tar.gz of the tree.
-    const manifest = (await (await fetch(`http://${registry!.host}/v2/fleet/tree/manifests/main`, { headers: { accept: 'application/vnd.oci.image.manifest.v1+json' } })).json()) as { layers: { digest: string }[] };
+    const manifest = (await (
+      await fetch(`http://${registry!.host}/v2/fleet/tree/manifests/main`, {
+        headers: { accept: 'application/vnd.oci.image.manifest.v1+json' },
+      })
+    ).json()) as { layers: { digest: string }[] };
     expect(manifest.layers).toHaveLength(1);
-    const blob = Buffer.from(await (await fetch(`http://${registry!.host}/v2/fleet/tree/blobs/${manifest.layers[0]!.digest}`)).arrayBuffer());
+    const blob = Buffer.from(
+      await (await fetch(`http://${registry!.host}/v2/fleet/tree/blobs/${manifest.layers[0]!.digest}`)).arrayBuffer(),
+    );
     const tree = await tempDir('csk-flux-oci-tree-');
     temps.push(tree);
     execFileSync('tar', ['-xzf', '-', '-C', tree], { input: blob });
     applyWiring(world!, tree);
 
-    const source = await mgmt().get('/apis/source.toolkit.fluxcd.io/v1/namespaces/flux-system/ocirepositories/oci-fleet');
-    expect(source.spec).toMatchObject({ url: `oci://${registry!.host}/fleet/tree`, ref: { tag: 'main' }, insecure: true });
+    const source = await mgmt().get(
+      '/apis/source.toolkit.fluxcd.io/v1/namespaces/flux-system/ocirepositories/oci-fleet',
+    );
+    expect(source.spec).toMatchObject({
+      url: `oci://${registry!.host}/fleet/tree`,
+      ref: { tag: 'main' },
+      insecure: true,
+    });
     const cls = '/apis/cluster.x-k8s.io/v1beta2/namespaces/oci-stacks/clusterclasses/docker-ferrol-1-30-v1';
-    await waitFor('the root Kustomization to apply the artifact', async () => isReady(await mgmt().get(`${KUSTOMIZATIONS}/flux-system/kustomizations/oci-fleet`)), 90_000);
-    expect(await applied(`${KUSTOMIZATIONS}/flux-system/kustomizations/oci-fleet`)).toMatch(/^main@sha256:[0-9a-f]{64}$/);
+    await waitFor(
+      'the root Kustomization to apply the artifact',
+      async () => isReady(await mgmt().get(`${KUSTOMIZATIONS}/flux-system/kustomizations/oci-fleet`)),
+      90_000,
+    );
+    expect(await applied(`${KUSTOMIZATIONS}/flux-system/kustomizations/oci-fleet`)).toMatch(
+      /^main@sha256:[0-9a-f]{64}$/,
+    );
     await waitFor('the ClusterClass from the artifact', async () => (await status(mgmt(), cls)) === 200, 90_000);
     await setStatus(mgmt(), cls, (object) => classStatus(object, false));
-    await waitFor('its templates', async () => (await status(mgmt(), '/apis/infrastructure.cluster.x-k8s.io/v1beta1/namespaces/oci-stacks/dockerclustertemplates/docker-ferrol-1-30-v1-cluster')) === 200, 90_000);
+    await waitFor(
+      'its templates',
+      async () =>
+        (await status(
+          mgmt(),
+          '/apis/infrastructure.cluster.x-k8s.io/v1beta1/namespaces/oci-stacks/dockerclustertemplates/docker-ferrol-1-30-v1-cluster',
+        )) === 200,
+      90_000,
+    );
     // The class variables' defaults are integers, as helm rendered them.
-    expect((await mgmt().get(cls)).spec.variables.find((v: any) => v.name === 'maxPods')?.schema.openAPIV3Schema.default).toBe(110);
+    expect(
+      (await mgmt().get(cls)).spec.variables.find((v: any) => v.name === 'maxPods')?.schema.openAPIV3Schema.default,
+    ).toBe(110);
   }, 300_000);
 
   it('deleting a stage Kustomization while it waits for an unhealthy object: real Flux finishes the health check (up to its timeout) before the finalizer runs', async () => {
@@ -238,10 +375,22 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
     const layer = await mgmt().get(layerKustomization('agent'));
     const stuck = `${KUSTOMIZATIONS}/${NS}/kustomizations/stuck-stage`;
     const created = await mgmt().request('POST', `${KUSTOMIZATIONS}/${NS}/kustomizations`, {
-      body: { apiVersion: 'kustomize.toolkit.fluxcd.io/v1', kind: 'Kustomization', metadata: { name: 'stuck-stage' }, spec: { ...layer.spec, namePrefix: 'stuck-', timeout: '30s' } },
+      body: {
+        apiVersion: 'kustomize.toolkit.fluxcd.io/v1',
+        kind: 'Kustomization',
+        metadata: { name: 'stuck-stage' },
+        spec: { ...layer.spec, namePrefix: 'stuck-', timeout: '30s' },
+      },
     });
     expect(created.status, created.text).toBe(201);
-    await waitFor('the copy to wait on its health check', async () => (await mgmt().get(stuck)).status?.conditions?.some((c: any) => c.type === 'Reconciling' && String(c.message).startsWith('Running health checks')), 60_000);
+    await waitFor(
+      'the copy to wait on its health check',
+      async () =>
+        (await mgmt().get(stuck)).status?.conditions?.some(
+          (c: any) => c.type === 'Reconciling' && String(c.message).startsWith('Running health checks'),
+        ),
+      60_000,
+    );
     const waitingSince = Date.now();
     expect((await mgmt().request('DELETE', stuck)).status).toBe(200);
     await waitFor('the deleted Kustomization gone', async () => (await status(mgmt(), stuck)) === 404, 90_000);
@@ -251,6 +400,10 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
     // health check is not interrupted, and then at once, not after retryInterval.
     expect(seconds).toBeGreaterThan(20);
     // Then its finalizer deletes what it applied.
-    await waitFor('its DaemonSet deleted', async () => (await status(wl(), '/apis/apps/v1/namespaces/kube-system/daemonsets/stuck-agent')) === 404, 60_000);
+    await waitFor(
+      'its DaemonSet deleted',
+      async () => (await status(wl(), '/apis/apps/v1/namespaces/kube-system/daemonsets/stuck-agent')) === 404,
+      60_000,
+    );
   }, 180_000);
 });

@@ -23,7 +23,14 @@ import {
 import { checkCrdRules } from './support/crd-rule-check.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
-const CRD_ENGINES = ['cluster-api', 'cluster-api-docker', 'cluster-api-operator', 'source-controller', 'kustomize-controller', 'argo-cd'];
+const CRD_ENGINES = [
+  'cluster-api',
+  'cluster-api-docker',
+  'cluster-api-operator',
+  'source-controller',
+  'kustomize-controller',
+  'argo-cd',
+];
 
 /** YAML files under `dir` (sorted), skipping kustomize's own kustomization.yaml, which is configuration, not an object. */
 function yamlFiles(dir: string, skipDir: (relative: string) => boolean = () => false): string[] {
@@ -55,9 +62,14 @@ describe('strict server-side validation on a real API server', () => {
 
   /** Validates the files (labelled relative to `base`), prints every verdict, and returns them. */
   async function validate(title: string, base: string, files: string[]): Promise<ObjectVerdict[]> {
-    const verdicts = await validateOnServer(api!.admin.client, documentsOfFiles(files.map((file) => ({ file, label: path.relative(base, file) }))));
+    const verdicts = await validateOnServer(
+      api!.admin.client,
+      documentsOfFiles(files.map((file) => ({ file, label: path.relative(base, file) }))),
+    );
     const unchecked = verdicts.filter((verdict) => verdict.outcome === 'unchecked');
-    console.log(`${title}: ${verdicts.length - unchecked.length} objects checked, ${unchecked.length} unchecked\n${describeVerdicts(verdicts)}`);
+    console.log(
+      `${title}: ${verdicts.length - unchecked.length} objects checked, ${unchecked.length} unchecked\n${describeVerdicts(verdicts)}`,
+    );
     return verdicts;
   }
 
@@ -66,13 +78,32 @@ describe('strict server-side validation on a real API server', () => {
   }
 
   function acceptedKinds(verdicts: ObjectVerdict[]): string[] {
-    return [...new Set(verdicts.filter((verdict) => verdict.outcome === 'accepted').map((verdict) => `${verdict.apiVersion} ${verdict.kind}`))].sort();
+    return [
+      ...new Set(
+        verdicts
+          .filter((verdict) => verdict.outcome === 'accepted')
+          .map((verdict) => `${verdict.apiVersion} ${verdict.kind}`),
+      ),
+    ].sort();
   }
 
   async function renderQuickstart(engine: 'flux' | 'argocd'): Promise<string> {
     const out = await tempDir('csk-validate-');
-    const result = await runClusterstack(['render', 'examples/quickstart/manifests', '--release-source', 'examples/quickstart/releases', '--output', out,
-      '--gitops', engine, '--gitops-url', 'https://git.example.com/platform/fleet.git'], { cwd: ROOT });
+    const result = await runClusterstack(
+      [
+        'render',
+        'examples/quickstart/manifests',
+        '--release-source',
+        'examples/quickstart/releases',
+        '--output',
+        out,
+        '--gitops',
+        engine,
+        '--gitops-url',
+        'https://git.example.com/platform/fleet.git',
+      ],
+      { cwd: ROOT },
+    );
     expect(result.code, result.stderr).toBe(0);
     return path.join(out, 'current');
   }
@@ -82,16 +113,18 @@ describe('strict server-side validation on a real API server', () => {
     const verdicts = await validate('quick start (Flux)', tree, yamlFiles(tree));
     expect(refused(verdicts)).toBe('');
     expect(verdicts.filter((verdict) => verdict.outcome === 'unchecked')).toEqual([]);
-    expect(acceptedKinds(verdicts)).toEqual(expect.arrayContaining([
-      'cluster.x-k8s.io/v1beta1 ClusterClass',
-      'infrastructure.cluster.x-k8s.io/v1beta1 DockerClusterTemplate',
-      'infrastructure.cluster.x-k8s.io/v1beta1 DockerMachineTemplate',
-      'bootstrap.cluster.x-k8s.io/v1beta1 KubeadmConfigTemplate',
-      'controlplane.cluster.x-k8s.io/v1beta1 KubeadmControlPlaneTemplate',
-      'source.toolkit.fluxcd.io/v1 GitRepository',
-      'kustomize.toolkit.fluxcd.io/v1 Kustomization',
-      'apps/v1 DaemonSet',
-    ]));
+    expect(acceptedKinds(verdicts)).toEqual(
+      expect.arrayContaining([
+        'cluster.x-k8s.io/v1beta1 ClusterClass',
+        'infrastructure.cluster.x-k8s.io/v1beta1 DockerClusterTemplate',
+        'infrastructure.cluster.x-k8s.io/v1beta1 DockerMachineTemplate',
+        'bootstrap.cluster.x-k8s.io/v1beta1 KubeadmConfigTemplate',
+        'controlplane.cluster.x-k8s.io/v1beta1 KubeadmControlPlaneTemplate',
+        'source.toolkit.fluxcd.io/v1 GitRepository',
+        'kustomize.toolkit.fluxcd.io/v1 Kustomization',
+        'apps/v1 DaemonSet',
+      ]),
+    );
   });
 
   // The wiring writes Applications only (an app of apps per cluster, gitops/wiring/argocd-wiring.ts):
@@ -101,18 +134,37 @@ describe('strict server-side validation on a real API server', () => {
     const verdicts = await validate('quick start (Argo CD)', tree, yamlFiles(tree));
     expect(refused(verdicts)).toBe('');
     expect(verdicts.filter((verdict) => verdict.outcome === 'unchecked')).toEqual([]);
-    expect(acceptedKinds(verdicts)).toEqual(expect.arrayContaining(['argoproj.io/v1alpha1 Application', 'cluster.x-k8s.io/v1beta1 ClusterClass']));
+    expect(acceptedKinds(verdicts)).toEqual(
+      expect.arrayContaining(['argoproj.io/v1alpha1 Application', 'cluster.x-k8s.io/v1beta1 ClusterClass']),
+    );
   });
 
   it('the sops-secrets example rendered (Secrets in the clear, as Flux applies them after decrypting) is accepted', async () => {
     const out = await tempDir('csk-validate-');
-    const result = await runClusterstack(['render', 'examples/sops-secrets/manifests', '--release-source', 'examples/sops-secrets/releases', '--output', out,
-      '--secrets', 'allow', '--gitops', 'flux', '--gitops-url', 'https://git.example.com/platform/fleet.git'], { cwd: ROOT });
+    const result = await runClusterstack(
+      [
+        'render',
+        'examples/sops-secrets/manifests',
+        '--release-source',
+        'examples/sops-secrets/releases',
+        '--output',
+        out,
+        '--secrets',
+        'allow',
+        '--gitops',
+        'flux',
+        '--gitops-url',
+        'https://git.example.com/platform/fleet.git',
+      ],
+      { cwd: ROOT },
+    );
     expect(result.code, result.stderr).toBe(0);
     const tree = path.join(out, 'current');
     const verdicts = await validate('sops-secrets example', tree, yamlFiles(tree));
     expect(refused(verdicts)).toBe('');
-    expect(acceptedKinds(verdicts)).toEqual(expect.arrayContaining(['v1 Secret', 'cluster.x-k8s.io/v1beta1 ClusterClass']));
+    expect(acceptedKinds(verdicts)).toEqual(
+      expect.arrayContaining(['v1 Secret', 'cluster.x-k8s.io/v1beta1 ClusterClass']),
+    );
   });
 
   it('the fixture releases rendered (pre-release and hash channels, with a Cluster for the addons) are accepted', async () => {
@@ -133,31 +185,58 @@ describe('strict server-side validation on a real API server', () => {
       ].join('\n'),
     });
     const out = await tempDir('csk-validate-');
-    const result = await runClusterstack(['render', inputs, '--release-source', 'test/fixtures/releases', '--output', out, '--gitops', 'flux',
-      '--gitops-url', 'https://git.example.com/platform/fleet.git'], { cwd: ROOT });
+    const result = await runClusterstack(
+      [
+        'render',
+        inputs,
+        '--release-source',
+        'test/fixtures/releases',
+        '--output',
+        out,
+        '--gitops',
+        'flux',
+        '--gitops-url',
+        'https://git.example.com/platform/fleet.git',
+      ],
+      { cwd: ROOT },
+    );
     expect(result.code, result.stderr).toBe(0);
     const tree = path.join(out, 'current');
     const verdicts = await validate('fixture releases', tree, yamlFiles(tree));
     expect(refused(verdicts)).toBe('');
     expect(verdicts.filter((verdict) => verdict.outcome === 'unchecked')).toEqual([]);
-    expect(verdicts.filter((verdict) => verdict.kind === 'ClusterClass' && verdict.outcome === 'accepted')).toHaveLength(5);
-    expect(verdicts.some((verdict) => verdict.source.startsWith('clusters/cluster-stacks/echo/') && verdict.outcome === 'accepted')).toBe(true);
+    expect(
+      verdicts.filter((verdict) => verdict.kind === 'ClusterClass' && verdict.outcome === 'accepted'),
+    ).toHaveLength(5);
+    expect(
+      verdicts.some(
+        (verdict) => verdict.source.startsWith('clusters/cluster-stacks/echo/') && verdict.outcome === 'accepted',
+      ),
+    ).toBe(true);
   });
 
   it('the examples we ship as objects (inputs and layer manifests) are accepted, or listed as unchecked', async () => {
     const examples = path.join(ROOT, 'examples');
     // Charts (rendered above and in the other tests), release contents and chart sources are not objects to apply.
-    const files = yamlFiles(examples, (relative) => /(^|\/)(releases|chart-sources)$/.test(relative) || existsSync(path.join(examples, relative, 'Chart.yaml')));
+    const files = yamlFiles(
+      examples,
+      (relative) =>
+        /(^|\/)(releases|chart-sources)$/.test(relative) || existsSync(path.join(examples, relative, 'Chart.yaml')),
+    );
     const verdicts = await validate('examples', examples, files);
     expect(refused(verdicts)).toBe('');
-    expect(acceptedKinds(verdicts)).toEqual(expect.arrayContaining(['clusterstack.x-k8s.io/v1alpha1 ClusterStack', 'cluster.x-k8s.io/v1beta1 Cluster']));
+    expect(acceptedKinds(verdicts)).toEqual(
+      expect.arrayContaining(['clusterstack.x-k8s.io/v1alpha1 ClusterStack', 'cluster.x-k8s.io/v1beta1 Cluster']),
+    );
   });
 
   it("the controller's manifests (deploy/, each kustomization as kubectl apply -k builds it) are accepted", async () => {
     const built = await tempDir('csk-validate-deploy-');
     const files: string[] = [];
     for (const dir of ['deploy', 'deploy/flux', 'deploy/argocd', 'deploy/namespaced', 'deploy/layers']) {
-      const run = spawnSync(process.env.KUBECTL ?? 'kubectl', ['kustomize', path.join(ROOT, dir)], { encoding: 'utf8' });
+      const run = spawnSync(process.env.KUBECTL ?? 'kubectl', ['kustomize', path.join(ROOT, dir)], {
+        encoding: 'utf8',
+      });
       expect(run.status, `kubectl kustomize ${dir}: ${run.stderr}`).toBe(0);
       const file = path.join(built, `${dir.replace(/\//g, '-')}.yaml`);
       writeFileSync(file, run.stdout);
@@ -165,27 +244,36 @@ describe('strict server-side validation on a real API server', () => {
     }
     const verdicts = await validate('deploy', built, files);
     expect(refused(verdicts)).toBe('');
-    expect(acceptedKinds(verdicts)).toEqual(expect.arrayContaining(['apps/v1 Deployment', 'rbac.authorization.k8s.io/v1 ClusterRole', 'v1 ConfigMap']));
+    expect(acceptedKinds(verdicts)).toEqual(
+      expect.arrayContaining(['apps/v1 Deployment', 'rbac.authorization.k8s.io/v1 ClusterRole', 'v1 ConfigMap']),
+    );
   });
 
   it('refuses what strict validation exists for: the field name the quick start had wrong (jsonPatch) and a field of the wrong type', async () => {
-    const classWith = (definition: string): string => [
-      'apiVersion: cluster.x-k8s.io/v1beta1',
-      'kind: ClusterClass',
-      'metadata: {name: negative-control, namespace: default}',
-      'spec:',
-      '  controlPlane: {ref: {apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: KubeadmControlPlaneTemplate, name: cp}}',
-      '  infrastructure: {ref: {apiVersion: infrastructure.cluster.x-k8s.io/v1beta1, kind: DockerClusterTemplate, name: infra}}',
-      '  patches:',
-      '    - name: image',
-      '      definitions:',
-      '        - selector: {apiVersion: infrastructure.cluster.x-k8s.io/v1beta1, kind: DockerMachineTemplate, matchResources: {controlPlane: true}}',
-      `          ${definition}`,
-      '',
-    ].join('\n');
+    const classWith = (definition: string): string =>
+      [
+        'apiVersion: cluster.x-k8s.io/v1beta1',
+        'kind: ClusterClass',
+        'metadata: {name: negative-control, namespace: default}',
+        'spec:',
+        '  controlPlane: {ref: {apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: KubeadmControlPlaneTemplate, name: cp}}',
+        '  infrastructure: {ref: {apiVersion: infrastructure.cluster.x-k8s.io/v1beta1, kind: DockerClusterTemplate, name: infra}}',
+        '  patches:',
+        '    - name: image',
+        '      definitions:',
+        '        - selector: {apiVersion: infrastructure.cluster.x-k8s.io/v1beta1, kind: DockerMachineTemplate, matchResources: {controlPlane: true}}',
+        `          ${definition}`,
+        '',
+      ].join('\n');
     const [wrongName, rightName, wrongType] = await validateOnServer(api!.admin.client, [
-      { source: 'jsonPatch', text: classWith('jsonPatch: [{op: add, path: /spec/template/spec/customImage, value: kindest/node}]') },
-      { source: 'jsonPatches', text: classWith('jsonPatches: [{op: add, path: /spec/template/spec/customImage, value: kindest/node}]') },
+      {
+        source: 'jsonPatch',
+        text: classWith('jsonPatch: [{op: add, path: /spec/template/spec/customImage, value: kindest/node}]'),
+      },
+      {
+        source: 'jsonPatches',
+        text: classWith('jsonPatches: [{op: add, path: /spec/template/spec/customImage, value: kindest/node}]'),
+      },
       { source: 'wrong type', text: classWith('jsonPatches: {op: add}') },
     ]);
     expect(wrongName).toMatchObject({ outcome: 'refused' });
@@ -233,7 +321,11 @@ describe('strict server-side validation on a real API server', () => {
     };
     /** A dry-run status write on a stored object, as the controller writes status. */
     const statusWrite = (plural: string, name: string, status: Record<string, unknown>) =>
-      api!.admin.client.request('PATCH', `${NS_PATH}/${plural}/${name}/status`, { contentType: 'application/merge-patch+json', body: { status }, query: { dryRun: 'All', fieldValidation: 'Strict' } });
+      api!.admin.client.request('PATCH', `${NS_PATH}/${plural}/${name}/status`, {
+        contentType: 'application/merge-patch+json',
+        body: { status },
+        query: { dryRun: 'All', fieldValidation: 'Strict' },
+      });
     const statusRefusal = async (plural: string, name: string, status: Record<string, unknown>): Promise<string> => {
       const response = await statusWrite(plural, name, status);
       expect(response.status, response.text).toBe(422);
@@ -243,10 +335,28 @@ describe('strict server-side validation on a real API server', () => {
     beforeAll(async () => {
       for (const [plural, body] of [
         ['clusterstacks', { ...aStack(), metadata: { name: 'status-target', namespace: 'default' } }],
-        ['clusterstackreleases', { apiVersion: 'clusterstack.x-k8s.io/v1alpha1', kind: 'ClusterStackRelease', metadata: { name: 'status-target', namespace: 'default' } }],
-        ['clusteraddons', { apiVersion: 'clusterstack.x-k8s.io/v1alpha1', kind: 'ClusterAddon', metadata: { name: 'status-target', namespace: 'default' }, spec: { clusterRef: { kind: 'Cluster', name: 'bravo' } } }],
+        [
+          'clusterstackreleases',
+          {
+            apiVersion: 'clusterstack.x-k8s.io/v1alpha1',
+            kind: 'ClusterStackRelease',
+            metadata: { name: 'status-target', namespace: 'default' },
+          },
+        ],
+        [
+          'clusteraddons',
+          {
+            apiVersion: 'clusterstack.x-k8s.io/v1alpha1',
+            kind: 'ClusterAddon',
+            metadata: { name: 'status-target', namespace: 'default' },
+            spec: { clusterRef: { kind: 'Cluster', name: 'bravo' } },
+          },
+        ],
       ] as const) {
-        const response = await api!.admin.client.request('POST', `${NS_PATH}/${plural}`, { body, query: { fieldValidation: 'Strict' } });
+        const response = await api!.admin.client.request('POST', `${NS_PATH}/${plural}`, {
+          body,
+          query: { fieldValidation: 'Strict' },
+        });
         expect(response.status, response.text).toBe(201);
       }
     });
@@ -266,13 +376,25 @@ describe('strict server-side validation on a real API server', () => {
         '  providerRef: {apiVersion: infrastructure.clusterstack.x-k8s.io/v1alpha1, kind: DockerClusterStackReleaseTemplate, name: cspotemplate}',
         '',
       ].join('\n');
-      expect((await admitted('clusterstacks', yaml, { yaml: true })).spec).toMatchObject({ autoSubscribe: false, noProvider: false, versions: ['v1', 'v2'] });
+      expect((await admitted('clusterstacks', yaml, { yaml: true })).spec).toMatchObject({
+        autoSubscribe: false,
+        noProvider: false,
+        versions: ['v1', 'v2'],
+      });
       // Unquoted, YAML reads 1.30 as a number.
-      expect(await refusal('clusterstacks', yaml.replace('"1.27"', '1.30'), { yaml: true })).toMatch(/spec\.kubernetesVersion: Invalid value: "number": spec\.kubernetesVersion in body must be of type string/);
+      expect(await refusal('clusterstacks', yaml.replace('"1.27"', '1.30'), { yaml: true })).toMatch(
+        /spec\.kubernetesVersion: Invalid value: "number": spec\.kubernetesVersion in body must be of type string/,
+      );
     });
 
     it('defaults channel stable, autoSubscribe true and noProvider false', async () => {
-      const stored = await admitted('clusterstacks', withoutField(aStack({ providerRef: { kind: 'DockerClusterStackReleaseTemplate', name: 'images' } }), 'noProvider'));
+      const stored = await admitted(
+        'clusterstacks',
+        withoutField(
+          aStack({ providerRef: { kind: 'DockerClusterStackReleaseTemplate', name: 'images' } }),
+          'noProvider',
+        ),
+      );
       expect(stored.spec).toMatchObject({ channel: 'stable', autoSubscribe: true, noProvider: false });
     });
 
@@ -290,32 +412,89 @@ describe('strict server-side validation on a real API server', () => {
     it('keeps free-form addon values as they are', async () => {
       const addonValues = { cilium: { hubble: { relay: { enabled: true } } }, list: [1, 'two', { three: 3 }] };
       const addonStageValues = { cni: { anything: { goes: ['here'] } } };
-      expect((await admitted('clusterstacks', aStack({ addonValues, addonStageValues }))).spec).toMatchObject({ addonValues, addonStageValues });
+      expect((await admitted('clusterstacks', aStack({ addonValues, addonStageValues }))).spec).toMatchObject({
+        addonValues,
+        addonStageValues,
+      });
     });
 
     const refusals: [string, Record<string, unknown>, RegExp][] = [
-      ['a provider containing a dash', { provider: 'do-cker' }, /spec\.provider: Invalid value: "do-cker": spec\.provider in body should match/],
-      ['a name containing a dash', { name: 'fer-rol' }, /spec\.name: Invalid value: "fer-rol": spec\.name in body should match/],
-      ['a name with capitals', { name: 'Ferrol' }, /spec\.name: Invalid value: "Ferrol": spec\.name in body should match/],
-      ['an empty provider', { provider: '' }, /spec\.provider: Invalid value: "": spec\.provider in body should be at least 1 chars long/],
-      ['an empty name', { name: '' }, /spec\.name: Invalid value: "": spec\.name in body should be at least 1 chars long/],
-      ['a kubernetesVersion with a patch level', { kubernetesVersion: '1.30.1' }, /spec\.kubernetesVersion: Invalid value: "1\.30\.1": spec\.kubernetesVersion in body should match/],
-      ['a kubernetesVersion with a v prefix', { kubernetesVersion: 'v1.30' }, /spec\.kubernetesVersion: Invalid value: "v1\.30": spec\.kubernetesVersion in body should match/],
-      ['a kubernetesVersion with a leading zero, which would not round-trip through release tags', { kubernetesVersion: '1.030' }, /spec\.kubernetesVersion: Invalid value: "1\.030": spec\.kubernetesVersion in body should match/],
-      ['a non-boolean autoSubscribe', { autoSubscribe: 'yes' }, /spec\.autoSubscribe: Invalid value: "string": spec\.autoSubscribe in body must be of type boolean/],
-      ...['3', 'v1.alpha-5', 'v1-alpha-5', 'v01', 'v1-Alpha.5', 'v1-alpha.'].map((version): [string, Record<string, unknown>, RegExp] => [`a version ${version}`, { versions: ['v1', version] }, /spec\.versions\[1\]: Invalid value: ".*": spec\.versions\[1\] in body should match/]),
-      ...['Alpha', 'pre-release', '1rc', ''].map((channel): [string, Record<string, unknown>, RegExp] => [`a channel ${JSON.stringify(channel)}`, { channel }, /spec\.channel: Invalid value: /]),
+      [
+        'a provider containing a dash',
+        { provider: 'do-cker' },
+        /spec\.provider: Invalid value: "do-cker": spec\.provider in body should match/,
+      ],
+      [
+        'a name containing a dash',
+        { name: 'fer-rol' },
+        /spec\.name: Invalid value: "fer-rol": spec\.name in body should match/,
+      ],
+      [
+        'a name with capitals',
+        { name: 'Ferrol' },
+        /spec\.name: Invalid value: "Ferrol": spec\.name in body should match/,
+      ],
+      [
+        'an empty provider',
+        { provider: '' },
+        /spec\.provider: Invalid value: "": spec\.provider in body should be at least 1 chars long/,
+      ],
+      [
+        'an empty name',
+        { name: '' },
+        /spec\.name: Invalid value: "": spec\.name in body should be at least 1 chars long/,
+      ],
+      [
+        'a kubernetesVersion with a patch level',
+        { kubernetesVersion: '1.30.1' },
+        /spec\.kubernetesVersion: Invalid value: "1\.30\.1": spec\.kubernetesVersion in body should match/,
+      ],
+      [
+        'a kubernetesVersion with a v prefix',
+        { kubernetesVersion: 'v1.30' },
+        /spec\.kubernetesVersion: Invalid value: "v1\.30": spec\.kubernetesVersion in body should match/,
+      ],
+      [
+        'a kubernetesVersion with a leading zero, which would not round-trip through release tags',
+        { kubernetesVersion: '1.030' },
+        /spec\.kubernetesVersion: Invalid value: "1\.030": spec\.kubernetesVersion in body should match/,
+      ],
+      [
+        'a non-boolean autoSubscribe',
+        { autoSubscribe: 'yes' },
+        /spec\.autoSubscribe: Invalid value: "string": spec\.autoSubscribe in body must be of type boolean/,
+      ],
+      ...['3', 'v1.alpha-5', 'v1-alpha-5', 'v01', 'v1-Alpha.5', 'v1-alpha.'].map(
+        (version): [string, Record<string, unknown>, RegExp] => [
+          `a version ${version}`,
+          { versions: ['v1', version] },
+          /spec\.versions\[1\]: Invalid value: ".*": spec\.versions\[1\] in body should match/,
+        ],
+      ),
+      ...['Alpha', 'pre-release', '1rc', ''].map((channel): [string, Record<string, unknown>, RegExp] => [
+        `a channel ${JSON.stringify(channel)}`,
+        { channel },
+        /spec\.channel: Invalid value: /,
+      ]),
     ];
     it.each(refusals)('refuses %s', async (_label, spec, message) => {
       expect(await refusal('clusterstacks', aStack(spec))).toMatch(message);
     });
 
     it.each(['provider', 'name', 'kubernetesVersion'])('refuses a spec without %s', async (field) => {
-      expect(await refusal('clusterstacks', withoutField(aStack(), field))).toMatch(new RegExp(`spec\\.${field}: Required value`));
+      expect(await refusal('clusterstacks', withoutField(aStack(), field))).toMatch(
+        new RegExp(`spec\\.${field}: Required value`),
+      );
     });
 
     it('refuses an object without spec', async () => {
-      expect(await refusal('clusterstacks', { apiVersion: 'clusterstack.x-k8s.io/v1alpha1', kind: 'ClusterStack', metadata: { name: 'no-spec' } })).toMatch(/spec: Required value/);
+      expect(
+        await refusal('clusterstacks', {
+          apiVersion: 'clusterstack.x-k8s.io/v1alpha1',
+          kind: 'ClusterStack',
+          metadata: { name: 'no-spec' },
+        }),
+      ).toMatch(/spec: Required value/);
     });
 
     it('drops unknown fields silently unless asked to be strict, and then names them', async () => {
@@ -325,13 +504,24 @@ describe('strict server-side validation on a real API server', () => {
       expect(stored.spec).not.toHaveProperty('autosubscribe');
       expect(stored.spec['autoSubscribe']).toBe(true);
       expect(stored).not.toHaveProperty('extra');
-      expect(await refusal('clusterstacks', withTypo)).toMatch(/strict decoding error: unknown field "extra", unknown field "spec\.autosubscribe"/);
+      expect(await refusal('clusterstacks', withTypo)).toMatch(
+        /strict decoding error: unknown field "extra", unknown field "spec\.autosubscribe"/,
+      );
       // Metadata is ObjectMeta: labels and annotations pass.
-      await admitted('clusterstacks', { ...aStack(), metadata: { name: 'with-metadata', namespace: 'default', labels: { a: 'b' }, annotations: { 'clusterstack.x-k8s.io/release-source': 'github:o/r' } } });
+      await admitted('clusterstacks', {
+        ...aStack(),
+        metadata: {
+          name: 'with-metadata',
+          namespace: 'default',
+          labels: { a: 'b' },
+          annotations: { 'clusterstack.x-k8s.io/release-source': 'github:o/r' },
+        },
+      });
     });
 
     describe('every CRD rule, evaluated by the CLI and the controller as the API server evaluates it', () => {
-      const ours = (spec: Record<string, unknown>): string[] => checkCrdRules('ClusterStack', aStack(spec)).map((problem) => `${problem.path}: ${problem.message}`);
+      const ours = (spec: Record<string, unknown>): string[] =>
+        checkCrdRules('ClusterStack', aStack(spec)).map((problem) => `${problem.path}: ${problem.message}`);
 
       it.each([
         ['providerRef missing without noProvider', { noProvider: false }, 'spec.providerRef'],
@@ -351,7 +541,10 @@ describe('strict server-side validation on a real API server', () => {
     });
 
     describe('the channel rules, said as the controller says them (the CRD rules themselves, src/api/crd-rules.ts)', () => {
-      const controller = (spec: Record<string, unknown>): string[] => validateClusterStack(aStack(spec) as never, checkCrdRules).filter((problem) => /^spec\.(channel|versions)/.test(problem.path ?? '')).map((problem) => problem.message);
+      const controller = (spec: Record<string, unknown>): string[] =>
+        validateClusterStack(aStack(spec) as never, checkCrdRules)
+          .filter((problem) => /^spec\.(channel|versions)/.test(problem.path ?? ''))
+          .map((problem) => problem.message);
 
       it.each([
         ['stable versions', { versions: ['v1', 'v3'] }],
@@ -364,11 +557,31 @@ describe('strict server-side validation on a real API server', () => {
       });
 
       it.each([
-        ['a pre-release version on stable', { versions: ['v1', 'v1-alpha.5'] }, 'v1-alpha.5 belongs to the alpha channel, but this ClusterStack follows stable; list only stable versions or change spec.channel'],
-        ['a hash build outside custom', { channel: 'alpha', versions: ['v0-sha.abc1234'] }, 'v0-sha.abc1234 belongs to the custom channel, but this ClusterStack follows alpha; list only alpha versions or change spec.channel'],
-        ['a stable version on custom', { channel: 'custom', versions: ['v3'] }, 'v3 belongs to the stable channel, but this ClusterStack follows custom; list only custom versions or change spec.channel'],
-        ['another pre-release channel', { channel: 'beta', versions: ['v1-alpha.5'] }, 'v1-alpha.5 belongs to the alpha channel, but this ClusterStack follows beta; list only beta versions or change spec.channel'],
-        ['an unknown channel', { channel: 'Beta1' }, 'must be stable, custom or a pre-release channel name such as alpha, found "Beta1"'],
+        [
+          'a pre-release version on stable',
+          { versions: ['v1', 'v1-alpha.5'] },
+          'v1-alpha.5 belongs to the alpha channel, but this ClusterStack follows stable; list only stable versions or change spec.channel',
+        ],
+        [
+          'a hash build outside custom',
+          { channel: 'alpha', versions: ['v0-sha.abc1234'] },
+          'v0-sha.abc1234 belongs to the custom channel, but this ClusterStack follows alpha; list only alpha versions or change spec.channel',
+        ],
+        [
+          'a stable version on custom',
+          { channel: 'custom', versions: ['v3'] },
+          'v3 belongs to the stable channel, but this ClusterStack follows custom; list only custom versions or change spec.channel',
+        ],
+        [
+          'another pre-release channel',
+          { channel: 'beta', versions: ['v1-alpha.5'] },
+          'v1-alpha.5 belongs to the alpha channel, but this ClusterStack follows beta; list only beta versions or change spec.channel',
+        ],
+        [
+          'an unknown channel',
+          { channel: 'Beta1' },
+          'must be stable, custom or a pre-release channel name such as alpha, found "Beta1"',
+        ],
       ])('refuse %s with the message of the controller', async (_label, spec, message) => {
         expect(await refusal('clusterstacks', aStack(spec))).toContain(message);
         expect(controller(spec)).toEqual([message]);
@@ -376,19 +589,84 @@ describe('strict server-side validation on a real API server', () => {
     });
 
     it.each([
-      ['clusterstacks', 'a condition whose status is Maybe', { conditions: [{ ...READY, status: 'Maybe' }] }, /status\.conditions\[0\]\.status: Unsupported value: "Maybe"/],
-      ['clusterstacks', 'a condition without lastTransitionTime', { conditions: [{ type: 'Ready', status: 'True' }] }, /status\.conditions\[0\]\.lastTransitionTime: Required value/],
-      ['clusterstacks', 'a lastTransitionTime that is not RFC 3339', { conditions: [{ ...READY, lastTransitionTime: 'yesterday' }] }, /status\.conditions\[0\]\.lastTransitionTime: Invalid value: "yesterday"/],
-      ['clusterstacks', 'a condition severity Cluster API does not know', { conditions: [{ ...READY, status: 'False', severity: 'Fatal' }] }, /status\.conditions\[0\]\.severity: Unsupported value: "Fatal"/],
-      ['clusterstacks', 'a summary entry with an unknown phase', { summary: [{ name: 'docker-ferrol-1-30-v1', ready: false, phase: 'applying' }] }, /status\.summary\[0\]\.phase: Unsupported value: "applying"/],
-      ['clusterstacks', 'a summary entry without ready', { summary: [{ name: 'docker-ferrol-1-30-v1', phase: 'done' }] }, /status\.summary\[0\]\.ready: Required value/],
-      ['clusterstackreleases', 'a resource status other than synced, not-synced or empty', { resources: [{ kind: 'ClusterClass', name: 'x', status: 'Synced' }] }, /status\.resources\[0\]\.status: Unsupported value: "Synced"/],
-      ['clusterstackreleases', 'a resource without kind', { resources: [{ name: 'x' }] }, /status\.resources\[0\]\.kind: Required value/],
-      ['clusterstackreleases', 'a resource without name', { resources: [{ kind: 'ClusterClass' }] }, /status\.resources\[0\]\.name: Required value/],
-      ['clusterstackreleases', 'a non-boolean ready', { ready: 'true' }, /status\.ready: Invalid value: "string": ready in body must be of type boolean/],
-      ['clusteraddons', 'a stage action other than apply or delete', { stages: [{ name: 'cni', action: 'upgrade' }] }, /status\.stages\[0\]\.action: Unsupported value: "upgrade"/],
-      ['clusteraddons', 'a stage without a name', { stages: [{ action: 'apply' }] }, /status\.stages\[0\]\.name: Required value/],
-      ['clusteraddons', 'a condition whose status is Maybe', { conditions: [{ ...READY, status: 'Maybe' }] }, /status\.conditions\[0\]\.status: Unsupported value: "Maybe"/],
+      [
+        'clusterstacks',
+        'a condition whose status is Maybe',
+        { conditions: [{ ...READY, status: 'Maybe' }] },
+        /status\.conditions\[0\]\.status: Unsupported value: "Maybe"/,
+      ],
+      [
+        'clusterstacks',
+        'a condition without lastTransitionTime',
+        { conditions: [{ type: 'Ready', status: 'True' }] },
+        /status\.conditions\[0\]\.lastTransitionTime: Required value/,
+      ],
+      [
+        'clusterstacks',
+        'a lastTransitionTime that is not RFC 3339',
+        { conditions: [{ ...READY, lastTransitionTime: 'yesterday' }] },
+        /status\.conditions\[0\]\.lastTransitionTime: Invalid value: "yesterday"/,
+      ],
+      [
+        'clusterstacks',
+        'a condition severity Cluster API does not know',
+        { conditions: [{ ...READY, status: 'False', severity: 'Fatal' }] },
+        /status\.conditions\[0\]\.severity: Unsupported value: "Fatal"/,
+      ],
+      [
+        'clusterstacks',
+        'a summary entry with an unknown phase',
+        { summary: [{ name: 'docker-ferrol-1-30-v1', ready: false, phase: 'applying' }] },
+        /status\.summary\[0\]\.phase: Unsupported value: "applying"/,
+      ],
+      [
+        'clusterstacks',
+        'a summary entry without ready',
+        { summary: [{ name: 'docker-ferrol-1-30-v1', phase: 'done' }] },
+        /status\.summary\[0\]\.ready: Required value/,
+      ],
+      [
+        'clusterstackreleases',
+        'a resource status other than synced, not-synced or empty',
+        { resources: [{ kind: 'ClusterClass', name: 'x', status: 'Synced' }] },
+        /status\.resources\[0\]\.status: Unsupported value: "Synced"/,
+      ],
+      [
+        'clusterstackreleases',
+        'a resource without kind',
+        { resources: [{ name: 'x' }] },
+        /status\.resources\[0\]\.kind: Required value/,
+      ],
+      [
+        'clusterstackreleases',
+        'a resource without name',
+        { resources: [{ kind: 'ClusterClass' }] },
+        /status\.resources\[0\]\.name: Required value/,
+      ],
+      [
+        'clusterstackreleases',
+        'a non-boolean ready',
+        { ready: 'true' },
+        /status\.ready: Invalid value: "string": ready in body must be of type boolean/,
+      ],
+      [
+        'clusteraddons',
+        'a stage action other than apply or delete',
+        { stages: [{ name: 'cni', action: 'upgrade' }] },
+        /status\.stages\[0\]\.action: Unsupported value: "upgrade"/,
+      ],
+      [
+        'clusteraddons',
+        'a stage without a name',
+        { stages: [{ action: 'apply' }] },
+        /status\.stages\[0\]\.name: Required value/,
+      ],
+      [
+        'clusteraddons',
+        'a condition whose status is Maybe',
+        { conditions: [{ ...READY, status: 'Maybe' }] },
+        /status\.conditions\[0\]\.status: Unsupported value: "Maybe"/,
+      ],
     ])('refuses in a %s status %s', async (plural, _label, status, message) => {
       expect(await statusRefusal(plural, 'status-target', status)).toMatch(message);
     });
@@ -401,9 +679,16 @@ describe('strict server-side validation on a real API server', () => {
     });
 
     it('stores an object of each kind with every field of the types filled in, spec and status, dropping nothing', async () => {
-      for (const [plural, object] of [['clusterstacks', fullClusterStack], ['clusterstackreleases', fullClusterStackRelease], ['clusteraddons', fullClusterAddon]] as const) {
+      for (const [plural, object] of [
+        ['clusterstacks', fullClusterStack],
+        ['clusterstackreleases', fullClusterStackRelease],
+        ['clusteraddons', fullClusterAddon],
+      ] as const) {
         const { status, ...rest } = object as { status: Record<string, unknown> };
-        const created = await api!.admin.client.request('POST', `${NS_PATH}/${plural}`, { body: rest, query: { fieldValidation: 'Strict' } });
+        const created = await api!.admin.client.request('POST', `${NS_PATH}/${plural}`, {
+          body: rest,
+          query: { fieldValidation: 'Strict' },
+        });
         expect(created.status, created.text).toBe(201);
         expect(created.body.spec, plural).toEqual((rest as { spec: unknown }).spec);
         const written = await statusWrite(plural, (rest as { metadata: { name: string } }).metadata.name, status);
@@ -413,7 +698,14 @@ describe('strict server-side validation on a real API server', () => {
     });
 
     it('refuses a ClusterAddon whose clusterRef is not an object', async () => {
-      expect(await refusal('clusteraddons', { apiVersion: 'clusterstack.x-k8s.io/v1alpha1', kind: 'ClusterAddon', metadata: { name: 'bad-ref' }, spec: { clusterRef: 'bravo' } })).toMatch(/spec\.clusterRef: Invalid value: "string": spec\.clusterRef in body must be of type object/);
+      expect(
+        await refusal('clusteraddons', {
+          apiVersion: 'clusterstack.x-k8s.io/v1alpha1',
+          kind: 'ClusterAddon',
+          metadata: { name: 'bad-ref' },
+          spec: { clusterRef: 'bravo' },
+        }),
+      ).toMatch(/spec\.clusterRef: Invalid value: "string": spec\.clusterRef in body must be of type object/);
     });
   });
 
@@ -422,9 +714,21 @@ describe('strict server-side validation on a real API server', () => {
       apiVersion: 'clusterstack.x-k8s.io/v1alpha1',
       kind: 'ClusterStack',
       metadata: { name, namespace: 'default' },
-      spec: { provider: 'docker', name: 'ferrol', kubernetesVersion: '1.30', channel: 'stable', noProvider: true, versions: ['v1'], ...spec },
+      spec: {
+        provider: 'docker',
+        name: 'ferrol',
+        kubernetesVersion: '1.30',
+        channel: 'stable',
+        noProvider: true,
+        versions: ['v1'],
+        ...spec,
+      },
     });
-    const create = (body: Record<string, unknown>) => api!.admin.client.request('POST', '/apis/clusterstack.x-k8s.io/v1alpha1/namespaces/default/clusterstacks', { body, query: { fieldValidation: 'Strict' } });
+    const create = (body: Record<string, unknown>) =>
+      api!.admin.client.request('POST', '/apis/clusterstack.x-k8s.io/v1alpha1/namespaces/default/clusterstacks', {
+        body,
+        query: { fieldValidation: 'Strict' },
+      });
 
     it('refuses a provider with a dash, a ClusterStack without providerRef or noProvider, and a release name too long for helm', async () => {
       const dash = await create(stack({ provider: 'open-stack' }, 'dash'));
@@ -441,13 +745,19 @@ describe('strict server-side validation on a real API server', () => {
     it('refuses a change of an immutable field on a stored ClusterStack', async () => {
       const created = await create(stack({}, 'immutable'));
       expect(created.status, created.text).toBe(201);
-      const changed = await api!.admin.client.request('PATCH', '/apis/clusterstack.x-k8s.io/v1alpha1/namespaces/default/clusterstacks/immutable', {
-        contentType: 'application/merge-patch+json',
-        body: { spec: { channel: 'beta' } },
-      });
+      const changed = await api!.admin.client.request(
+        'PATCH',
+        '/apis/clusterstack.x-k8s.io/v1alpha1/namespaces/default/clusterstacks/immutable',
+        {
+          contentType: 'application/merge-patch+json',
+          body: { spec: { channel: 'beta' } },
+        },
+      );
       expect(changed.status).toBe(422);
       expect(changed.body.message).toContain('spec.channel is immutable');
-      const kept = await api!.admin.client.get('/apis/clusterstack.x-k8s.io/v1alpha1/namespaces/default/clusterstacks/immutable');
+      const kept = await api!.admin.client.get(
+        '/apis/clusterstack.x-k8s.io/v1alpha1/namespaces/default/clusterstacks/immutable',
+      );
       expect(kept.spec.channel).toBe('stable');
     });
   });

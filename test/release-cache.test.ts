@@ -44,7 +44,12 @@ describe('ReleaseCache', () => {
     expect(await cache.get('github:other/repo@https://api.github.com', TAG)).toBeUndefined();
 
     const manifest = JSON.parse(await readFile(path.join(path.dirname(stored.dir), 'manifest.json'), 'utf8'));
-    expect(manifest).toMatchObject({ sourceKey: SOURCE, tag: TAG, digest: stored.digest, storedAt: '2025-01-02T03:04:05.000Z' });
+    expect(manifest).toMatchObject({
+      sourceKey: SOURCE,
+      tag: TAG,
+      digest: stored.digest,
+      storedAt: '2025-01-02T03:04:05.000Z',
+    });
     expect(manifest.files).toEqual([
       { path: 'chart.tgz', sha256: expect.stringMatching(/^sha256:[0-9a-f]{64}$/), size: 5 },
       { path: 'metadata.yaml', sha256: expect.stringMatching(/^sha256:[0-9a-f]{64}$/), size: 52 },
@@ -114,14 +119,20 @@ describe('ReleaseCache', () => {
 
   it('refuses symlinks written into an entry', async () => {
     const cache = new ReleaseCache(root);
-    await expect(cache.put(SOURCE, TAG, (dir) => symlink('/etc/passwd', path.join(dir, 'metadata.yaml')))).rejects.toThrow(/metadata.yaml is not a regular file/);
+    await expect(
+      cache.put(SOURCE, TAG, (dir) => symlink('/etc/passwd', path.join(dir, 'metadata.yaml'))),
+    ).rejects.toThrow(/metadata.yaml is not a regular file/);
     expect(await visibleEntries()).toEqual([]);
   });
 
   it('lets concurrent puts of the same release both succeed with one entry', async () => {
     const cache = new ReleaseCache(root);
     const other = new ReleaseCache(root);
-    const results = await Promise.all([cache.put(SOURCE, TAG, writeRelease), other.put(SOURCE, TAG, writeRelease), cache.put(SOURCE, TAG, writeRelease)]);
+    const results = await Promise.all([
+      cache.put(SOURCE, TAG, writeRelease),
+      other.put(SOURCE, TAG, writeRelease),
+      cache.put(SOURCE, TAG, writeRelease),
+    ]);
     expect(new Set(results.map((result) => result.digest)).size).toBe(1);
     expect(new Set(results.map((result) => result.dir)).size).toBe(1);
     expect(await visibleEntries()).toHaveLength(1);
@@ -133,7 +144,9 @@ describe('ReleaseCache', () => {
     const cache = new ReleaseCache(root, { clock: () => new Date('2025-01-01T00:00:00Z') });
     await cache.put(SOURCE, 'docker-ferrol-1-30-v2', writeRelease);
     await cache.put(SOURCE, TAG, writeRelease);
-    await cache.put('oci://registry.example/stacks', TAG, async (dir) => writeFile(path.join(dir, 'metadata.yaml'), 'abc'));
+    await cache.put('oci://registry.example/stacks', TAG, async (dir) =>
+      writeFile(path.join(dir, 'metadata.yaml'), 'abc'),
+    );
     const entries = await cache.entries();
     expect(entries.map((entry) => `${entry.sourceKey} ${entry.tag} ${entry.bytes}`)).toEqual([
       `${SOURCE} docker-ferrol-1-30-v1 57`,

@@ -17,24 +17,44 @@ describe('parseReleaseMetadata', () => {
       'apiVersion: metadata.clusterstack.x-k8s.io/v1alpha1\nversions:\n  clusterStack: v3\n  kubernetes: v1.30.4\n  components:\n    clusterAddon: v2\n    nodeImage: v1\n',
       TAG,
     );
-    expect(result.metadata).toEqual({ clusterStack: { major: 3 }, kubernetesVersion: '1.30.4', clusterAddonVersion: 'v2', nodeImageVersion: 'v1' });
+    expect(result.metadata).toEqual({
+      clusterStack: { major: 3 },
+      kubernetesVersion: '1.30.4',
+      clusterAddonVersion: 'v2',
+      nodeImageVersion: 'v1',
+    });
   });
 
   it('reads the Kubernetes version as a semver release with patch, with or without the v', () => {
-    const kubernetes = (version: string) => parseReleaseMetadata(`versions:\n  clusterStack: v3\n  kubernetes: "${version}"\n  components:\n    clusterAddon: v2\n`, TAG);
+    const kubernetes = (version: string) =>
+      parseReleaseMetadata(
+        `versions:\n  clusterStack: v3\n  kubernetes: "${version}"\n  components:\n    clusterAddon: v2\n`,
+        TAG,
+      );
     expect(kubernetes('1.30.4').metadata?.kubernetesVersion).toBe('1.30.4');
     expect(kubernetes('v1.30.10').metadata?.kubernetesVersion).toBe('1.30.10');
     for (const refused of ['v1.30', 'v1.30.4-rc.1', 'v1.30.4+k3s1', ' v1.30.4', 'V1.30.4']) {
-      expect(kubernetes(refused).problems.map((p) => p.message)).toEqual([expect.stringMatching(/must be a Kubernetes version with patch such as v1.30.4/)]);
+      expect(kubernetes(refused).problems.map((p) => p.message)).toEqual([
+        expect.stringMatching(/must be a Kubernetes version with patch such as v1.30.4/),
+      ]);
     }
   });
 
   it('reports versions that do not parse or contradict the tag, all at once', () => {
-    const result = parseReleaseMetadata('versions:\n  clusterStack: v4\n  kubernetes: v1.29.1\n  components: {}\n', TAG);
-    expect(result.problems.map((p) => p.path)).toEqual(['versions.clusterStack', 'versions.kubernetes', 'versions.components.clusterAddon']);
+    const result = parseReleaseMetadata(
+      'versions:\n  clusterStack: v4\n  kubernetes: v1.29.1\n  components: {}\n',
+      TAG,
+    );
+    expect(result.problems.map((p) => p.path)).toEqual([
+      'versions.clusterStack',
+      'versions.kubernetes',
+      'versions.components.clusterAddon',
+    ]);
     expect(result.problems[0]!.message).toMatch(/says v4 but the release tag says v3/);
     expect(result.problems[1]!.message).toMatch(/is v1.29.1 but the release tag is for Kubernetes 1.30/);
-    expect(parseReleaseMetadata('versions:\n  clusterStack: three\n', TAG).problems[0]!.message).toMatch(/not a cluster stack version/);
+    expect(parseReleaseMetadata('versions:\n  clusterStack: three\n', TAG).problems[0]!.message).toMatch(
+      /not a cluster stack version/,
+    );
   });
 
   it('reports YAML that does not parse', () => {
@@ -75,7 +95,11 @@ describe('parseClusterAddonConfig', () => {
 
     expect(problems).toEqual([]);
     expect(warnings).toEqual([]);
-    expect(Object.keys(config!.addonStages)).toEqual(['AfterControlPlaneInitialized', 'BeforeClusterUpgrade', 'AfterClusterUpgrade']);
+    expect(Object.keys(config!.addonStages)).toEqual([
+      'AfterControlPlaneInitialized',
+      'BeforeClusterUpgrade',
+      'AfterClusterUpgrade',
+    ]);
     expect(effectiveStages(config!)).toEqual([
       { name: 'cni', action: 'apply', order: 0 },
       { name: 'old-csi', action: 'delete', order: 1 },
@@ -85,7 +109,10 @@ describe('parseClusterAddonConfig', () => {
   });
 
   it('reads the hooks in lifecycle order, however the file orders its keys', () => {
-    const { config } = parseClusterAddonConfig('addonStages:\n  AfterClusterUpgrade:\n  - {name: cni, action: delete}\n  AfterControlPlaneInitialized:\n  - {name: cni, action: apply}\n  - {name: csi, action: apply}\n', 'x');
+    const { config } = parseClusterAddonConfig(
+      'addonStages:\n  AfterClusterUpgrade:\n  - {name: cni, action: delete}\n  AfterControlPlaneInitialized:\n  - {name: cni, action: apply}\n  - {name: csi, action: apply}\n',
+      'x',
+    );
 
     expect(effectiveStages(config!)).toEqual([
       { name: 'cni', action: 'delete', order: 0 },
@@ -104,14 +131,18 @@ describe('parseClusterAddonConfig', () => {
       {
         source: 'docker-ferrol-1-30-v4/clusteraddon.yaml',
         path: 'addonStages.BeforeClusterDelete',
-        message: 'is not a hook the cluster-stack-operator runs (AfterControlPlaneInitialized, BeforeClusterUpgrade, AfterClusterUpgrade); its stages are ignored. Check the spelling if they should be rendered',
+        message:
+          'is not a hook the cluster-stack-operator runs (AfterControlPlaneInitialized, BeforeClusterUpgrade, AfterClusterUpgrade); its stages are ignored. Check the spelling if they should be rendered',
       },
     ]);
     expect(effectiveStages(config!)).toEqual([{ name: 'cni', action: 'apply', order: 0 }]);
   });
 
   it('reads a hook without stages as an empty list, as the operator does', () => {
-    const { config, problems } = parseClusterAddonConfig('addonStages:\n  AfterControlPlaneInitialized:\n  - {name: cni, action: apply}\n  AfterClusterUpgrade:\n', 'x');
+    const { config, problems } = parseClusterAddonConfig(
+      'addonStages:\n  AfterControlPlaneInitialized:\n  - {name: cni, action: apply}\n  AfterClusterUpgrade:\n',
+      'x',
+    );
 
     expect(problems).toEqual([]);
     expect(config!.addonStages.AfterClusterUpgrade).toEqual([]);
@@ -134,7 +165,12 @@ describe('parseClusterAddonConfig', () => {
 
   it('names every hook when addonStages is missing', () => {
     expect(parseClusterAddonConfig('apiVersion: x\n', 'r/clusteraddon.yaml').problems).toEqual([
-      { source: 'r/clusteraddon.yaml', path: 'addonStages', message: 'is required: a map from hook (AfterControlPlaneInitialized, BeforeClusterUpgrade, AfterClusterUpgrade) to a list of stages' },
+      {
+        source: 'r/clusteraddon.yaml',
+        path: 'addonStages',
+        message:
+          'is required: a map from hook (AfterControlPlaneInitialized, BeforeClusterUpgrade, AfterClusterUpgrade) to a list of stages',
+      },
     ]);
   });
 });
@@ -158,7 +194,9 @@ describe('loadRelease (local source)', () => {
     const source = new LocalReleaseSource(EXAMPLE_RELEASES);
     const v2 = await loadRelease(await source.fetch('docker-ferrol-1-30-v2'), work);
     const v3 = await loadRelease(await source.fetch('docker-ferrol-1-30-v3'), work);
-    expect(v2.addons.format === 'multi-stage' && v3.addons.format === 'multi-stage' && v2.addons.digest === v3.addons.digest).toBe(true);
+    expect(
+      v2.addons.format === 'multi-stage' && v3.addons.format === 'multi-stage' && v2.addons.digest === v3.addons.digest,
+    ).toBe(true);
     expect(v2.clusterClassChart.digest).not.toBe(v3.clusterClassChart.digest);
   });
 

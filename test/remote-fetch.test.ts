@@ -24,7 +24,9 @@ describe('createConnectingFetch', () => {
       const received = await body(request);
       response.setHeader('content-type', 'application/json');
       response.setHeader('etag', '"v1"');
-      response.end(JSON.stringify({ method: request.method, url: request.url, accept: request.headers.accept, received }));
+      response.end(
+        JSON.stringify({ method: request.method, url: request.url, accept: request.headers.accept, received }),
+      );
     });
     await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
     httpUrl = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
@@ -42,10 +44,20 @@ describe('createConnectingFetch', () => {
 
   it(`fetches through its own Agent on Node ${process.versions.node}: global Headers, a body and an AbortSignal go in, a Response comes out`, async () => {
     const fetcher = createConnectingFetch(5_000);
-    const response = await fetcher(new URL('/releases?page=2', httpUrl), { method: 'POST', headers: new Headers({ accept: 'application/vnd.github+json' }), body: 'hello', signal: AbortSignal.timeout(5_000) });
+    const response = await fetcher(new URL('/releases?page=2', httpUrl), {
+      method: 'POST',
+      headers: new Headers({ accept: 'application/vnd.github+json' }),
+      body: 'hello',
+      signal: AbortSignal.timeout(5_000),
+    });
     expect(response.status).toBe(200);
     expect(response.headers.get('etag')).toBe('"v1"');
-    expect(await response.json()).toEqual({ method: 'POST', url: '/releases?page=2', accept: 'application/vnd.github+json', received: 'hello' });
+    expect(await response.json()).toEqual({
+      method: 'POST',
+      url: '/releases?page=2',
+      accept: 'application/vnd.github+json',
+      received: 'hello',
+    });
     // The Agent is made once and reused for later requests.
     expect((await fetcher(`${httpUrl}/again`)).ok).toBe(true);
   });

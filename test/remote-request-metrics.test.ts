@@ -17,16 +17,36 @@ const RELEASES = path.resolve(import.meta.dirname, '../examples/quickstart/relea
 const TAG = 'docker-ferrol-1-30-v1';
 
 describe('countingFetch', () => {
-  const answering = (status: number): typeof fetch => async () => new Response(null, { status });
+  const answering =
+    (status: number): typeof fetch =>
+    async () =>
+      new Response(null, { status });
 
   it('counts answers as ok, server failures, throttling and requests without an answer as error', async () => {
     const outcomes: RequestOutcome[] = [];
-    for (const status of [200, 304, 401, 404]) expect((await countingFetch(() => answering(status), (o) => outcomes.push(o))('http://x/')).status).toBe(status);
-    for (const status of [429, 500, 503]) await countingFetch(() => answering(status), (o) => outcomes.push(o))('http://x/');
+    for (const status of [200, 304, 401, 404])
+      expect(
+        (
+          await countingFetch(
+            () => answering(status),
+            (o) => outcomes.push(o),
+          )('http://x/')
+        ).status,
+      ).toBe(status);
+    for (const status of [429, 500, 503])
+      await countingFetch(
+        () => answering(status),
+        (o) => outcomes.push(o),
+      )('http://x/');
     const refused: typeof fetch = async () => {
       throw new TypeError('fetch failed');
     };
-    await expect(countingFetch(() => refused, (o) => outcomes.push(o))('http://x/')).rejects.toThrow('fetch failed');
+    await expect(
+      countingFetch(
+        () => refused,
+        (o) => outcomes.push(o),
+      )('http://x/'),
+    ).rejects.toThrow('fetch failed');
     expect(outcomes).toEqual(['ok', 'ok', 'ok', 'ok', 'error', 'error', 'error', 'error']);
   });
 });
@@ -40,11 +60,18 @@ describe('release sources count their requests into the controller metrics', () 
     [github, registry] = await Promise.all([startFakeGitHub(), startRegistry({ auth: 'token' })]);
     cacheDir = await mkdtemp(path.join(os.tmpdir(), 'remote-request-metrics-'));
     const assets = [
-      { name: 'metadata.yaml', content: `apiVersion: metadata.clusterstack.x-k8s.io/v1alpha1\nversions:\n  clusterStack: ${TAG}\n` },
+      {
+        name: 'metadata.yaml',
+        content: `apiVersion: metadata.clusterstack.x-k8s.io/v1alpha1\nversions:\n  clusterStack: ${TAG}\n`,
+      },
       { name: `${TAG}-cluster-class.tgz`, content: Buffer.alloc(1024, 7) },
     ];
     github.addRelease('example', 'stacks', { tag: TAG, assets });
-    const client = new RegistryClient({ registry: registry.host, plainHttp: true, credentials: { username: registry.username, password: registry.password } });
+    const client = new RegistryClient({
+      registry: registry.host,
+      plainHttp: true,
+      credentials: { username: registry.username, password: registry.password },
+    });
     await pushReleaseDirectory(client, 'scs/cluster-stacks', TAG, path.join(RELEASES, TAG));
   });
 
@@ -54,7 +81,9 @@ describe('release sources count their requests into the controller metrics', () 
   });
 
   const count = async (metrics: PrometheusMetrics, kind: string, outcome: string): Promise<number> => {
-    const line = (await metrics.render()).split('\n').find((l) => l.startsWith(`clusterstack_remote_requests_total{kind="${kind}",outcome="${outcome}"} `));
+    const line = (await metrics.render())
+      .split('\n')
+      .find((l) => l.startsWith(`clusterstack_remote_requests_total{kind="${kind}",outcome="${outcome}"} `));
     return Number(line?.split(' ')[1]);
   };
 

@@ -51,10 +51,12 @@ function losslessParse(json: string): Decoded {
 async function decodeObjects(stream: string): Promise<Map<string, Decoded>> {
   const objects = new Map<string, Decoded>();
   for (const document of await kubernetesDecode(stream)) {
-    if ('error' in document) throw new Error(`Kubernetes cannot decode a document at line ${document.line}: ${document.error}`);
+    if ('error' in document)
+      throw new Error(`Kubernetes cannot decode a document at line ${document.line}: ${document.error}`);
     const object = losslessParse(document.json);
     if (object === null) continue;
-    for (const item of object.kind === 'List' ? object.items : [object]) objects.set(`${item.kind}/${item.metadata.name}`, item);
+    for (const item of object.kind === 'List' ? object.items : [object])
+      objects.set(`${item.kind}/${item.metadata.name}`, item);
   }
   return objects;
 }
@@ -62,7 +64,8 @@ async function decodeObjects(stream: string): Promise<Map<string, Decoded>> {
 async function filesUnder(dir: string): Promise<string[]> {
   const found: string[] = [];
   for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
-    if (entry.isFile() && entry.name.endsWith('.yaml') && entry.name !== 'kustomization.yaml') found.push(path.join(entry.parentPath, entry.name));
+    if (entry.isFile() && entry.name.endsWith('.yaml') && entry.name !== 'kustomization.yaml')
+      found.push(path.join(entry.parentPath, entry.name));
   }
   return found.sort();
 }
@@ -78,7 +81,11 @@ async function decodeOutput(dir: string): Promise<Map<string, Decoded>> {
   return objects;
 }
 
-function withAdditions(object: Decoded, namespace: string | undefined, annotations: Record<string, string> = {}): Decoded {
+function withAdditions(
+  object: Decoded,
+  namespace: string | undefined,
+  annotations: Record<string, string> = {},
+): Decoded {
   const copy = structuredClone(object);
   if (namespace) copy.metadata.namespace = namespace;
   if (Object.keys(annotations).length > 0) copy.metadata.annotations = { ...copy.metadata.annotations, ...annotations };
@@ -101,7 +108,19 @@ describe('render fidelity (what Kubernetes reads equals what helm rendered)', ()
     await writeFile(path.join(v1, 'cluster-addon-values.yaml'), VALUES_TEMPLATE);
     out = path.join(await tempDir(), 'out');
     const inputs = await writeTree({ 'inputs.yaml': STACK });
-    const result = await runClusterstack(['render', inputs, '--release-source', releases, '--output', out, '--gitops', 'argocd', '--gitops-url', 'https://git.example.test/fleet.git', '--json']);
+    const result = await runClusterstack([
+      'render',
+      inputs,
+      '--release-source',
+      releases,
+      '--output',
+      out,
+      '--gitops',
+      'argocd',
+      '--gitops-url',
+      'https://git.example.test/fleet.git',
+      '--json',
+    ]);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     report = JSON.parse(result.stdout);
@@ -111,8 +130,27 @@ describe('render fidelity (what Kubernetes reads equals what helm rendered)', ()
     const helm = (await resolveHelmBinary({ pathEnv: process.env.PATH ?? '' })).path;
     const scratch = await tempDir();
     await writeFile(path.join(scratch, 'values.yaml'), EVALUATED_VALUES);
-    const addons = await run(helm, ['template', 'cluster-addon', ADDONS, '--namespace', 'kube-system', '--kube-version', KUBE_VERSION, '--include-crds', '-f', path.join(scratch, 'values.yaml')]);
-    const clusterClass = await run(helm, ['template', 'docker-ferrol-1-30', CLUSTER_CLASS, '--namespace', 'cluster-stacks', '--kube-version', KUBE_VERSION]);
+    const addons = await run(helm, [
+      'template',
+      'cluster-addon',
+      ADDONS,
+      '--namespace',
+      'kube-system',
+      '--kube-version',
+      KUBE_VERSION,
+      '--include-crds',
+      '-f',
+      path.join(scratch, 'values.yaml'),
+    ]);
+    const clusterClass = await run(helm, [
+      'template',
+      'docker-ferrol-1-30',
+      CLUSTER_CLASS,
+      '--namespace',
+      'cluster-stacks',
+      '--kube-version',
+      KUBE_VERSION,
+    ]);
     helmAddons = await decodeObjects(addons.stdout);
     helmClass = await decodeObjects(clusterClass.stdout);
     // A render, two helm runs and the Go oracle's first build; once per helm, the projects in parallel.
@@ -120,7 +158,14 @@ describe('render fidelity (what Kubernetes reads equals what helm rendered)', ()
 
   it('writes every addon object so that it decodes to helm’s object, plus a namespace only where the kind is known to be namespaced', async () => {
     const ours = await decodeOutput(path.join(out, 'clusters/cluster-stacks/one'));
-    const namespaced = new Set(['DaemonSet/agent', 'Settings/scalars', 'ConfigMap/tagged', 'ConfigMap/listed-one', 'ConfigMap/listed-two', 'ConfigMap/from-json']);
+    const namespaced = new Set([
+      'DaemonSet/agent',
+      'Settings/scalars',
+      'ConfigMap/tagged',
+      'ConfigMap/listed-one',
+      'ConfigMap/listed-two',
+      'ConfigMap/from-json',
+    ]);
     expect([...ours.keys()].sort()).toEqual([...helmAddons.keys()].sort());
     for (const [key, helmObject] of helmAddons) {
       expect(ours.get(key), key).toEqual(withAdditions(helmObject, namespaced.has(key) ? 'kube-system' : undefined));
@@ -128,14 +173,23 @@ describe('render fidelity (what Kubernetes reads equals what helm rendered)', ()
     // The traps, spelled out: octal stays octal, YAML 1.1 booleans stay booleans, integers stay exact.
     const agent = ours.get('DaemonSet/agent')!;
     expect(agent.spec.template.spec.volumes[0].projected.defaultMode).toBe(256);
-    expect(agent.metadata.labels).toEqual({ 'app.kubernetes.io/name': 'agent', 'app.kubernetes.io/part-of': 'cilium', 'app.kubernetes.io/managed-by': 'Helm', 'app.kubernetes.io/version': '1.16.5' });
+    expect(agent.metadata.labels).toEqual({
+      'app.kubernetes.io/name': 'agent',
+      'app.kubernetes.io/part-of': 'cilium',
+      'app.kubernetes.io/managed-by': 'Helm',
+      'app.kubernetes.io/version': '1.16.5',
+    });
     expect(agent.spec.template.spec.containers[0].env[0].value).toBe('https://one.example.test:6443');
     const settings = ours.get('Settings/scalars')!.spec;
     expect(settings.booleans.slice(0, 6)).toEqual([true, false, true, false, true, false]);
     expect(settings.true).toBe('a key that Kubernetes reads as "true"');
     expect(settings.octal).toEqual([256, 420, 15, 8]);
     expect(settings.quotedLookalikes).toEqual(['1_000', '+.5', '0X1F', '0400', '1e3', 'null', '~']);
-    expect(settings.bigIntegers.slice(0, 3)).toEqual(['#int:9007199254740993', '#int:9223372036854775807', '#int:18446744073709551615']);
+    expect(settings.bigIntegers.slice(0, 3)).toEqual([
+      '#int:9007199254740993',
+      '#int:9223372036854775807',
+      '#int:18446744073709551615',
+    ]);
     expect(settings.generation).toBe(12345678);
     expect(settings.date).toBe('2001-12-14');
     expect(ours.get('ClusterRole/agent-role')!.metadata.name).toBe('agent-role');
@@ -144,25 +198,43 @@ describe('render fidelity (what Kubernetes reads equals what helm rendered)', ()
 
   it('writes the ClusterClass side with the namespace and Argo CD sync waves, nothing else changed', async () => {
     const ours = await decodeOutput(path.join(out, 'management/cluster-stacks/docker-ferrol-1-30-v1'));
-    const waves: Record<string, string> = { 'ClusterClass/docker-ferrol-1-30-v1': '0', 'DockerClusterTemplate/docker-ferrol-1-30-cluster': '-1', 'KubeadmControlPlaneTemplate/docker-ferrol-1-30-control-plane': '-1' };
+    const waves: Record<string, string> = {
+      'ClusterClass/docker-ferrol-1-30-v1': '0',
+      'DockerClusterTemplate/docker-ferrol-1-30-cluster': '-1',
+      'KubeadmControlPlaneTemplate/docker-ferrol-1-30-control-plane': '-1',
+    };
     expect([...ours.keys()].sort()).toEqual([...helmClass.keys()].sort());
     for (const [key, helmObject] of helmClass) {
-      expect(ours.get(key), key).toEqual(withAdditions(helmObject, 'cluster-stacks', { 'argocd.argoproj.io/sync-wave': waves[key]! }));
+      expect(ours.get(key), key).toEqual(
+        withAdditions(helmObject, 'cluster-stacks', { 'argocd.argoproj.io/sync-wave': waves[key]! }),
+      );
     }
-    expect(ours.get('ClusterClass/docker-ferrol-1-30-v1')!.spec.variables[0].schema.openAPIV3Schema.description).toMatch(/^The port the API server listens on\. It is used by every component/);
+    expect(
+      ours.get('ClusterClass/docker-ferrol-1-30-v1')!.spec.variables[0].schema.openAPIV3Schema.description,
+    ).toMatch(/^The port the API server listens on\. It is used by every component/);
   });
 
   it('keeps helm’s bytes for documents it did not need to change', async () => {
-    const raw = await readFile(path.join(out, 'clusters/cluster-stacks/one/cluster-addon/serviceaccount-agent.yaml'), 'utf8');
-    expect(raw).toBe('# Source: fidelity-addons/templates/scopes.yaml\n# Already namespaced by the chart: untouched.\napiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: agent\n  namespace: kube-system\n');
-    const daemonset = await readFile(path.join(out, 'clusters/cluster-stacks/one/cluster-addon/daemonset-agent.yaml'), 'utf8');
+    const raw = await readFile(
+      path.join(out, 'clusters/cluster-stacks/one/cluster-addon/serviceaccount-agent.yaml'),
+      'utf8',
+    );
+    expect(raw).toBe(
+      '# Source: fidelity-addons/templates/scopes.yaml\n# Already namespaced by the chart: untouched.\napiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: agent\n  namespace: kube-system\n',
+    );
+    const daemonset = await readFile(
+      path.join(out, 'clusters/cluster-stacks/one/cluster-addon/daemonset-agent.yaml'),
+      'utf8',
+    );
     expect(daemonset).toContain('defaultMode: 0400');
     expect(daemonset).toMatch(/^# Source: fidelity-addons\/templates\/daemonset\.yaml\n# A Cilium-style agent/); // helm's bytes, comments kept
     expect(daemonset).toContain('metadata:\n  namespace: kube-system\n  name: agent\n'); // our one addition, inserted as a line
   });
 
   it('reports what it accepted but a person should look at: duplicate keys and kinds of unknown scope', () => {
-    expect(report.warnings.join('\n')).toMatch(/fidelity-addons\/templates\/clusterrole\.yaml: key "name" appears more than once/);
+    expect(report.warnings.join('\n')).toMatch(
+      /fidelity-addons\/templates\/clusterrole\.yaml: key "name" appears more than once/,
+    );
     expect(report.warnings.join('\n')).toMatch(/Widget \(widgets\.example\.org\): scope unknown/);
   });
 

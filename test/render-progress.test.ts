@@ -4,7 +4,15 @@ import { formatDuration, progressLine, terminalProgress } from '../src/cli/rende
 import type { RenderProgress } from '../src/render/render-output.js';
 import { EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, runClusterstack, tempDir } from './support/cli.js';
 
-const at = (done: number, rendered: number, total = 10): RenderProgress => ({ releasesDone: 1, releasesTotal: 2, clustersDone: 3, clustersTotal: 4, unitsDone: done, unitsTotal: total, unitsRendered: rendered });
+const at = (done: number, rendered: number, total = 10): RenderProgress => ({
+  releasesDone: 1,
+  releasesTotal: 2,
+  clustersDone: 3,
+  clustersTotal: 4,
+  unitsDone: done,
+  unitsTotal: total,
+  unitsRendered: rendered,
+});
 
 describe('progressLine', () => {
   it('shows units done of all, releases and clusters, and the time left from the pace of rendered units', () => {
@@ -27,7 +35,10 @@ describe('terminalProgress', () => {
   it('redraws at most ten times a second, always draws the last unit, and ends the line', () => {
     let clock = 0;
     let written = '';
-    const progress = terminalProgress((text) => (written += text), () => clock);
+    const progress = terminalProgress(
+      (text) => (written += text),
+      () => clock,
+    );
     progress.onProgress(at(1, 1));
     clock = 50;
     progress.onProgress(at(2, 2));
@@ -44,11 +55,32 @@ describe('terminalProgress', () => {
 
 describe('render progress on the command line', () => {
   it('draws progress on a terminal, and keeps stderr silent with --json', async () => {
-    const tty = await runClusterstack(['render', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--output', path.join(await tempDir(), 'out')], { isTty: true });
+    const tty = await runClusterstack(
+      [
+        'render',
+        EXAMPLE_MANIFESTS,
+        '--release-source',
+        EXAMPLE_RELEASES,
+        '--output',
+        path.join(await tempDir(), 'out'),
+      ],
+      { isTty: true },
+    );
     expect(tty.code).toBe(0);
     expect(tty.stderr).toMatch(/\rrendering: (\d+)\/\1 units \(releases 3\/3, clusters 4\/4\), done\s*\n$/);
 
-    const json = await runClusterstack(['render', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--output', path.join(await tempDir(), 'out'), '--json'], { isTty: true });
+    const json = await runClusterstack(
+      [
+        'render',
+        EXAMPLE_MANIFESTS,
+        '--release-source',
+        EXAMPLE_RELEASES,
+        '--output',
+        path.join(await tempDir(), 'out'),
+        '--json',
+      ],
+      { isTty: true },
+    );
     expect(json.code).toBe(0);
     expect(json.stderr).toBe('');
     expect(JSON.parse(json.stdout)).toMatchObject({ changed: true });

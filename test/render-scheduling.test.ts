@@ -6,7 +6,11 @@ import { describe, expect, it } from 'vitest';
 import type { KubeObject } from '../src/api/types.js';
 import { readInputFiles } from '../src/inputs/read-input-files.js';
 import { buildPlan, type Plan } from '../src/plan/build-plan.js';
-import type { RenderDependencies, ValuesTemplateItem, ValuesTemplateResult } from '../src/render/render-dependencies.js';
+import type {
+  RenderDependencies,
+  ValuesTemplateItem,
+  ValuesTemplateResult,
+} from '../src/render/render-dependencies.js';
 import { renderPlan } from './support/render-plan.js';
 import { createSourceOpener } from '../src/sources/open-release-source.js';
 import { aCluster } from './support/builders.js';
@@ -16,13 +20,34 @@ import { checkCrdRules } from './support/crd-rule-check.js';
 async function planWith(count: number): Promise<Plan> {
   const base = await readInputFiles([path.join(EXAMPLE_MANIFESTS, 'clusterstack.yaml')]);
   // v3 is multi-stage: two stages per cluster.
-  const clusters = Array.from({ length: count }, (_, i) => aCluster(`c${String(i).padStart(2, '0')}`, 'docker-ferrol-1-30-v3', { controlPlaneEndpoint: { host: `10.0.0.${i}`, port: 6443 }, clusterNetwork: { pods: { cidrBlocks: ['10.1.0.0/16'] } } }));
+  const clusters = Array.from({ length: count }, (_, i) =>
+    aCluster(`c${String(i).padStart(2, '0')}`, 'docker-ferrol-1-30-v3', {
+      controlPlaneEndpoint: { host: `10.0.0.${i}`, port: 6443 },
+      clusterNetwork: { pods: { cidrBlocks: ['10.1.0.0/16'] } },
+    }),
+  );
   const workDir = await tempDir();
-  return buildPlan({ manifests: { objects: [...base.objects, ...clusters.map((object) => ({ source: 'test', object: object as unknown as KubeObject }))], problems: [] }, defaultSource: EXAMPLE_RELEASES, openSource: createSourceOpener({ cacheDir: workDir }), workDir , checkCrdRules });
+  return buildPlan({
+    manifests: {
+      objects: [
+        ...base.objects,
+        ...clusters.map((object) => ({ source: 'test', object: object as unknown as KubeObject })),
+      ],
+      problems: [],
+    },
+    defaultSource: EXAMPLE_RELEASES,
+    openSource: createSourceOpener({ cacheDir: workDir }),
+    workDir,
+    checkCrdRules,
+  });
 }
 
 /** A renderer whose values batches resolve only when the test says so; every call is logged. */
-function recordingDeps(failing: Set<string> = new Set()): { deps: RenderDependencies; events: string[]; batches: { items: ValuesTemplateItem[]; release: () => void }[] } {
+function recordingDeps(failing: Set<string> = new Set()): {
+  deps: RenderDependencies;
+  events: string[];
+  batches: { items: ValuesTemplateItem[]; release: () => void }[];
+} {
   const events: string[] = [];
   const batches: { items: ValuesTemplateItem[]; release: () => void }[] = [];
   const deps: RenderDependencies = {
@@ -33,14 +58,23 @@ function recordingDeps(failing: Set<string> = new Set()): { deps: RenderDependen
         batches.push({
           items,
           release: () =>
-            resolve(items.map((item) => (failing.has(item.id.split('/')[2]!) && item.id.endsWith('/cni') ? { id: item.id, ok: false, message: 'broken template', error: new Error('broken template') } : { id: item.id, ok: true, values: { cluster: item.id } }))),
+            resolve(
+              items.map((item) =>
+                failing.has(item.id.split('/')[2]!) && item.id.endsWith('/cni')
+                  ? { id: item.id, ok: false, message: 'broken template', error: new Error('broken template') }
+                  : { id: item.id, ok: true, values: { cluster: item.id } },
+              ),
+            ),
         });
       }),
     renderChart: async (request) => {
       const values = request.values?.[0] as { cluster?: string } | undefined;
       events.push(`render ${values?.cluster ?? request.releaseName}`);
       // One name per chart: two stages rendering one object differently would be a conflict.
-      const name = request.chart.origin.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '');
+      const name = request.chart.origin
+        .toLowerCase()
+        .replace(/[^a-z0-9]+/g, '-')
+        .replace(/^-|-$/g, '');
       return `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\ndata:\n  from: ${JSON.stringify(values?.cluster ?? request.releaseName)}\n`;
     },
   };
@@ -56,10 +90,13 @@ describe('renderOutput scheduling', () => {
     const outcome = renderPlan(plan, deps, { secrets: 'refuse', previous: new Map() });
     await settle();
     // One chunk at a time: the first, of two whole clusters, is the only one asked for.
-    const clustersOf = (batch: { items: ValuesTemplateItem[] }): number => new Set(batch.items.map((item) => item.id.split('/')[2])).size;
+    const clustersOf = (batch: { items: ValuesTemplateItem[] }): number =>
+      new Set(batch.items.map((item) => item.id.split('/')[2])).size;
     expect(batches.map(clustersOf)).toEqual([2]);
     // The kept release renders without waiting for any values.
-    expect(events.filter((event) => event.startsWith('render ')).every((event) => event.startsWith('render docker-ferrol'))).toBe(true);
+    expect(
+      events.filter((event) => event.startsWith('render ')).every((event) => event.startsWith('render docker-ferrol')),
+    ).toBe(true);
     expect(events.some((event) => event.startsWith('render docker-ferrol'))).toBe(true);
 
     batches[0]!.release();
@@ -89,7 +126,9 @@ describe('renderOutput scheduling', () => {
       },
       renderChart: async () => 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n',
     };
-    await expect(renderPlan(plan, deps, { secrets: 'refuse', previous: new Map() })).rejects.toThrow('helm could not be started');
+    await expect(renderPlan(plan, deps, { secrets: 'refuse', previous: new Map() })).rejects.toThrow(
+      'helm could not be started',
+    );
     await settle();
     expect(asked).toBe(1);
   });
@@ -103,9 +142,14 @@ describe('renderOutput scheduling', () => {
       batches[answered]!.release();
     }
     const result = await outcome;
-    expect(result.withheld).toMatchObject([{ kind: 'cluster', namespace: 'cluster-stacks', name: 'c01', reason: 'broken template' }]);
+    expect(result.withheld).toMatchObject([
+      { kind: 'cluster', namespace: 'cluster-stacks', name: 'c01', reason: 'broken template' },
+    ]);
     expect(events.filter((event) => event.includes('/c01/'))).toEqual([]);
     expect(events.filter((event) => /^render clusters\/cluster-stacks\/c0[02]\//.test(event))).toHaveLength(4);
-    expect(result.provenance.valuesFailures.map((failure) => failure.dir)).toEqual(['clusters/cluster-stacks/c01/cni', 'clusters/cluster-stacks/c01/metrics-server']);
+    expect(result.provenance.valuesFailures.map((failure) => failure.dir)).toEqual([
+      'clusters/cluster-stacks/c01/cni',
+      'clusters/cluster-stacks/c01/metrics-server',
+    ]);
   });
 });

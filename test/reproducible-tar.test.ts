@@ -30,6 +30,8 @@ describe('reproducibleTar digests', () => {
     // these bytes: a changed writer (or a tar library in its place) would re-push every unchanged
     // tree once and give it a new revision. Only the uncompressed tar is pinned: another zlib may
     // compress differently.
-    expect(sha256(reproducibleTar(new Map(FILES)))).toBe('6ef22cc772eb86bafee6facb5324f7aff9f81e3d97e3bfc4a05d6b7f87f1e4a1');
+    expect(sha256(reproducibleTar(new Map(FILES)))).toBe(
+      '6ef22cc772eb86bafee6facb5324f7aff9f81e3d97e3bfc4a05d6b7f87f1e4a1',
+    );
   });
 });

@@ -20,11 +20,20 @@ function scheduled(clusterApiVersion: string | undefined, stackNamespace = 'clus
     class: 'docker-ferrol-1-30-v3',
     version: 'v1.30.4',
     requests: ['team-a/r1'],
-    release: { release: 'docker-ferrol-1-30-v3', className: 'docker-ferrol-1-30-v3', kubernetesVersion: '1.30.4', deprecated: false, ...(clusterApiVersion ? { clusterApiVersion } : {}) },
+    release: {
+      release: 'docker-ferrol-1-30-v3',
+      className: 'docker-ferrol-1-30-v3',
+      kubernetesVersion: '1.30.4',
+      deprecated: false,
+      ...(clusterApiVersion ? { clusterApiVersion } : {}),
+    },
     stackNamespace,
     template: {
       tenancyCount: 2,
-      template: { metadata: { namespace: 'workload-clusters', labels: { tier: 'shared' }, annotations: {} }, spec: { profile: 'cluster-stacks.docker.ferrol-1-30', tenancy: 'Shared' } },
+      template: {
+        metadata: { namespace: 'workload-clusters', labels: { tier: 'shared' }, annotations: {} },
+        spec: { profile: 'cluster-stacks.docker.ferrol-1-30', tenancy: 'Shared' },
+      },
       clusterSpec: { topology: { variables: [{ name: 'region', value: 'eu' }] } },
     },
   };
@@ -34,7 +43,12 @@ describe('requestedClusterObject', () => {
   it('writes a v1beta1 Cluster with topology.class for a v1beta1 stack', () => {
     const object = requestedClusterObject(scheduled('cluster.x-k8s.io/v1beta1'));
     expect(object.apiVersion).toBe('cluster.x-k8s.io/v1beta1');
-    expect(object.spec?.topology).toEqual({ class: 'docker-ferrol-1-30-v3', classNamespace: 'cluster-stacks', version: 'v1.30.4', variables: [{ name: 'region', value: 'eu' }] });
+    expect(object.spec?.topology).toEqual({
+      class: 'docker-ferrol-1-30-v3',
+      classNamespace: 'cluster-stacks',
+      version: 'v1.30.4',
+      variables: [{ name: 'region', value: 'eu' }],
+    });
     expect(checkObject(object, CLUSTER_API_SCHEMAS, 'v1beta1')).toEqual([]);
   });
 
@@ -45,7 +59,11 @@ describe('requestedClusterObject', () => {
   it('writes a v1beta2 Cluster with topology.classRef for a v1beta2 stack', () => {
     const object = requestedClusterObject(scheduled('cluster.x-k8s.io/v1beta2'));
     expect(object.apiVersion).toBe('cluster.x-k8s.io/v1beta2');
-    expect(object.spec?.topology).toEqual({ classRef: { name: 'docker-ferrol-1-30-v3', namespace: 'cluster-stacks' }, version: 'v1.30.4', variables: [{ name: 'region', value: 'eu' }] });
+    expect(object.spec?.topology).toEqual({
+      classRef: { name: 'docker-ferrol-1-30-v3', namespace: 'cluster-stacks' },
+      version: 'v1.30.4',
+      variables: [{ name: 'region', value: 'eu' }],
+    });
     expect(checkObject(object, CLUSTER_API_SCHEMAS, 'v1beta2')).toEqual([]);
   });
 
@@ -65,10 +83,19 @@ describe('clusterClassApiVersion', () => {
   it('finds the class in a chart’s templates, and falls back to v1beta1 for a templated apiVersion', async () => {
     const chart = await tempDir('csk-class-version-');
     await mkdir(path.join(chart, 'templates'), { recursive: true });
-    await writeFile(path.join(chart, 'templates', 'a-templates.yaml'), 'apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\nkind: DockerClusterTemplate\n');
-    await writeFile(path.join(chart, 'templates', 'cluster-class.yaml'), 'apiVersion: "cluster.x-k8s.io/v1beta2"\nkind: ClusterClass\n');
+    await writeFile(
+      path.join(chart, 'templates', 'a-templates.yaml'),
+      'apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\nkind: DockerClusterTemplate\n',
+    );
+    await writeFile(
+      path.join(chart, 'templates', 'cluster-class.yaml'),
+      'apiVersion: "cluster.x-k8s.io/v1beta2"\nkind: ClusterClass\n',
+    );
     expect(await clusterClassApiVersion(chart)).toBe('cluster.x-k8s.io/v1beta2');
-    await writeFile(path.join(chart, 'templates', 'cluster-class.yaml'), 'apiVersion: {{ .Values.capiVersion }}\nkind: ClusterClass\n');
+    await writeFile(
+      path.join(chart, 'templates', 'cluster-class.yaml'),
+      'apiVersion: {{ .Values.capiVersion }}\nkind: ClusterClass\n',
+    );
     expect(await clusterClassApiVersion(chart)).toBe('cluster.x-k8s.io/v1beta1');
     expect(await clusterClassApiVersion(path.join(chart, 'missing'))).toBe('cluster.x-k8s.io/v1beta1');
   });

@@ -93,7 +93,9 @@ describe('extractArchive', () => {
 
     await extractArchive(archive, destination, 'chart.tgz');
     expect(await readFile(path.join(destination, 'mychart', 'Chart.yaml'), 'utf8')).toContain('name: mychart');
-    expect(await readFile(path.join(destination, 'mychart', 'templates', 'configmap.yaml'), 'utf8')).toBe('kind: ConfigMap\n');
+    expect(await readFile(path.join(destination, 'mychart', 'templates', 'configmap.yaml'), 'utf8')).toBe(
+      'kind: ConfigMap\n',
+    );
     expect(await readdir(destinationParent)).toEqual(['chart']);
   });
 
@@ -119,14 +121,25 @@ describe('extractArchive', () => {
 
   it('lets concurrent extractions of the same archive to the same destination both succeed', async () => {
     await writeArchive(gzipSync(rawTar([{ name: 'chart/Chart.yaml', content: 'name: chart\n' }])));
-    await Promise.all([extractArchive(archive, destination, 'chart.tgz'), extractArchive(archive, destination, 'chart.tgz'), extractArchive(archive, destination, 'chart.tgz')]);
+    await Promise.all([
+      extractArchive(archive, destination, 'chart.tgz'),
+      extractArchive(archive, destination, 'chart.tgz'),
+      extractArchive(archive, destination, 'chart.tgz'),
+    ]);
     expect(await readdir(destinationParent)).toEqual(['chart']);
     expect(await readFile(path.join(destination, 'chart', 'Chart.yaml'), 'utf8')).toBe('name: chart\n');
   });
 
   describe('refuses, naming the entry and writing nothing', () => {
     it('a path with ".."', async () => {
-      await writeArchive(gzipSync(rawTar([{ name: 'chart/Chart.yaml', content: 'x' }, { name: '../x', content: 'owned' }])));
+      await writeArchive(
+        gzipSync(
+          rawTar([
+            { name: 'chart/Chart.yaml', content: 'x' },
+            { name: '../x', content: 'owned' },
+          ]),
+        ),
+      );
       await expectRefused('../x', /points outside the archive directory/);
     });
 
@@ -194,14 +207,26 @@ describe('extractArchive', () => {
     });
 
     it('an entry declaring a huge size', async () => {
-      await writeArchive(gzipSync(rawTar([{ name: 'chart/big.bin', content: 'tiny', size: 0o77777777777 }], { end: false })));
+      await writeArchive(
+        gzipSync(rawTar([{ name: 'chart/big.bin', content: 'tiny', size: 0o77777777777 }], { end: false })),
+      );
       await expectRefused('chart/big.bin', /is 8589934591 bytes, over the per-file limit of 67108864/);
     });
 
     it('archives over the total size and entry count limits', async () => {
-      await writeArchive(rawTar([{ name: 'a', content: 'x'.repeat(600) }, { name: 'b', content: 'x'.repeat(600) }, { name: 'c', content: 'x' }]));
-      await expect(extractArchive(archive, destination, 'chart.tgz', { maxFileBytes: 1000, maxTotalBytes: 1000, maxEntries: 10 })).rejects.toThrow('entry "b" takes the archive over its total size limit of 1000 bytes');
-      await expect(extractArchive(archive, destination, 'chart.tgz', { maxFileBytes: 1000, maxTotalBytes: 10_000, maxEntries: 2 })).rejects.toThrow('entry "c" is one entry too many (limit 2)');
+      await writeArchive(
+        rawTar([
+          { name: 'a', content: 'x'.repeat(600) },
+          { name: 'b', content: 'x'.repeat(600) },
+          { name: 'c', content: 'x' },
+        ]),
+      );
+      await expect(
+        extractArchive(archive, destination, 'chart.tgz', { maxFileBytes: 1000, maxTotalBytes: 1000, maxEntries: 10 }),
+      ).rejects.toThrow('entry "b" takes the archive over its total size limit of 1000 bytes');
+      await expect(
+        extractArchive(archive, destination, 'chart.tgz', { maxFileBytes: 1000, maxTotalBytes: 10_000, maxEntries: 2 }),
+      ).rejects.toThrow('entry "c" is one entry too many (limit 2)');
       expect(await readdir(destinationParent).catch(() => [])).toEqual([]);
     });
 

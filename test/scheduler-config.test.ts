@@ -36,7 +36,10 @@ describe('parseSchedulerConfig', () => {
     expect([...config.purposeMappings.keys()]).toEqual(['mcp', 'workload']);
     expect(config.purposeMappings.get('workload')).toEqual({
       tenancyCount: 20,
-      template: { metadata: { namespace: 'workload-clusters', labels: { team: 'platform' }, annotations: {} }, spec: { profile: 'cluster-stacks.docker.ferrol-1-30', tenancy: 'Shared' } },
+      template: {
+        metadata: { namespace: 'workload-clusters', labels: { team: 'platform' }, annotations: {} },
+        spec: { profile: 'cluster-stacks.docker.ferrol-1-30', tenancy: 'Shared' },
+      },
     });
     const bare = parseSchedulerConfig('purposeMappings: {}\n', 'bare.yaml');
     expect(bare).toMatchObject({ scope: 'Cluster', strategy: 'Balanced' });
@@ -44,9 +47,14 @@ describe('parseSchedulerConfig', () => {
 
   it('digests what the configuration says, not how it is written', () => {
     const config = parseSchedulerConfig(VALID, 'a.yaml');
-    const reformatted = parseSchedulerConfig(`# same meaning\n${VALID.replace('strategy: Simple', 'strategy: "Simple"')}`, 'b.yaml');
+    const reformatted = parseSchedulerConfig(
+      `# same meaning\n${VALID.replace('strategy: Simple', 'strategy: "Simple"')}`,
+      'b.yaml',
+    );
     expect(reformatted.digest).toBe(config.digest);
-    expect(parseSchedulerConfig(VALID.replace('tenancyCount: 20', 'tenancyCount: 21'), 'c.yaml').digest).not.toBe(config.digest);
+    expect(parseSchedulerConfig(VALID.replace('tenancyCount: 20', 'tenancyCount: 21'), 'c.yaml').digest).not.toBe(
+      config.digest,
+    );
   });
 
   it('refuses a file that does not parse', () => {
@@ -54,14 +62,18 @@ describe('parseSchedulerConfig', () => {
   });
 
   it('refuses an unknown strategy and scope, naming the valid ones', () => {
-    const message = problemsOf(VALID.replace('strategy: Simple', 'strategy: LeastLoaded').replace('scope: Namespaced', 'scope: Global'));
+    const message = problemsOf(
+      VALID.replace('strategy: Simple', 'strategy: LeastLoaded').replace('scope: Namespaced', 'scope: Global'),
+    );
     expect(message).toMatch(/strategy: must be one of Balanced, Random, Simple, not "LeastLoaded"/);
     expect(message).toMatch(/scope: must be one of Cluster, Namespaced, not "Global"/);
   });
 
   it('refuses two mappings for one purpose', () => {
     const twice = `${VALID}    workload:\n      template:\n        spec: {profile: other, tenancy: Shared}\n`;
-    expect(problemsOf(twice)).toMatch(/key "workload" is given more than once; keep one \(for a purpose: one mapping per purpose\)/);
+    expect(problemsOf(twice)).toMatch(
+      /key "workload" is given more than once; keep one \(for a purpose: one mapping per purpose\)/,
+    );
   });
 
   it('refuses a missing profile or tenancy, an unknown tenancy, a tenancyCount on an Exclusive template and a name prefix no Cluster can have', () => {
@@ -74,15 +86,25 @@ describe('parseSchedulerConfig', () => {
 `);
     expect(message).toMatch(/purposeMappings\.a\.template\.spec\.profile: is required/);
     expect(message).toMatch(/purposeMappings\.b\.template\.spec\.tenancy: is required: one of Exclusive, Shared/);
-    expect(message).toMatch(/purposeMappings\.c\.template\.spec\.tenancy: must be one of Exclusive, Shared, not "Dedicated"/);
-    expect(message).toMatch(/purposeMappings\.d\.tenancyCount: must be 0 \(or left out\) when the template's tenancy is Exclusive/);
-    expect(message).toMatch(/purposeMappings\.e\.template\.metadata\.generateName: "Big_Cluster-" is not a valid name prefix/);
+    expect(message).toMatch(
+      /purposeMappings\.c\.template\.spec\.tenancy: must be one of Exclusive, Shared, not "Dedicated"/,
+    );
+    expect(message).toMatch(
+      /purposeMappings\.d\.tenancyCount: must be 0 \(or left out\) when the template's tenancy is Exclusive/,
+    );
+    expect(message).toMatch(
+      /purposeMappings\.e\.template\.metadata\.generateName: "Big_Cluster-" is not a valid name prefix/,
+    );
   });
 
   it('refuses unknown fields rather than ignoring them', () => {
-    const message = problemsOf(`strategy: Balanced\nselectors: {clusters: {matchLabels: {a: b}}, nodes: {}}\npurposeMapings: {}\n`);
+    const message = problemsOf(
+      `strategy: Balanced\nselectors: {clusters: {matchLabels: {a: b}}, nodes: {}}\npurposeMapings: {}\n`,
+    );
     expect(message).toMatch(/selectors\.nodes: is not a field here; known fields are requests, clusters/);
-    expect(message).toMatch(/purposeMapings: is not a field here; known fields are scope, strategy, purposeMappings, selectors/);
+    expect(message).toMatch(
+      /purposeMapings: is not a field here; known fields are scope, strategy, purposeMappings, selectors/,
+    );
   });
 });
 
@@ -136,17 +158,34 @@ describe('label selectors (selectors.requests, selectors.clusters, purposeMappin
 
   it('keeps the digest of a configuration without selectors, and changes it with them', () => {
     const without = parseSchedulerConfig(VALID, 'a.yaml');
-    const nulls = parseSchedulerConfig(VALID.replace('  strategy: Simple\n', '  strategy: Simple\n  selectors: {requests: null}\n'), 'b.yaml');
+    const nulls = parseSchedulerConfig(
+      VALID.replace('  strategy: Simple\n', '  strategy: Simple\n  selectors: {requests: null}\n'),
+      'b.yaml',
+    );
     expect(nulls.digest).toBe(without.digest);
-    const selected = parseSchedulerConfig(VALID.replace('  strategy: Simple\n', '  strategy: Simple\n  selectors: {requests: {matchLabels: {team: a}}}\n'), 'c.yaml');
+    const selected = parseSchedulerConfig(
+      VALID.replace('  strategy: Simple\n', '  strategy: Simple\n  selectors: {requests: {matchLabels: {team: a}}}\n'),
+      'c.yaml',
+    );
     expect(selected.digest).not.toBe(without.digest);
   });
 
   it('refuses, as the operator does, a template whose labels its selectors would not find, and a selector that is not valid', () => {
-    const message = problemsOf(OPENMCP.replace('labels: {openmcp.cloud/scheduler: main, size: small}', 'labels: {size: large}').replace('operator: DoesNotExist', 'operator: Missing'));
-    expect(message).toMatch(/purposeMappings\.mcp\.template\.metadata\.labels: \{"size":"large"\} do not match selectors\.clusters: the scheduler could never find the Clusters it makes/);
-    expect(message).toMatch(/purposeMappings\.mcp\.template\.metadata\.labels: \{"size":"large"\} do not match purposeMappings\.mcp\.selector/);
-    expect(message).toMatch(/purposeMappings\.workload\.selector\.matchExpressions\[0\]\.operator: must be one of In, NotIn, Exists, DoesNotExist, found "Missing"/);
+    const message = problemsOf(
+      OPENMCP.replace('labels: {openmcp.cloud/scheduler: main, size: small}', 'labels: {size: large}').replace(
+        'operator: DoesNotExist',
+        'operator: Missing',
+      ),
+    );
+    expect(message).toMatch(
+      /purposeMappings\.mcp\.template\.metadata\.labels: \{"size":"large"\} do not match selectors\.clusters: the scheduler could never find the Clusters it makes/,
+    );
+    expect(message).toMatch(
+      /purposeMappings\.mcp\.template\.metadata\.labels: \{"size":"large"\} do not match purposeMappings\.mcp\.selector/,
+    );
+    expect(message).toMatch(
+      /purposeMappings\.workload\.selector\.matchExpressions\[0\]\.operator: must be one of In, NotIn, Exists, DoesNotExist, found "Missing"/,
+    );
     expect(problemsOf('selectors: {requests: "team=a"}\n')).toMatch(/selectors\.requests: must be a label selector/);
   });
 });
@@ -166,14 +205,20 @@ describe('clusterstack.clusterSpecs (our section beside openMCP’s scheduler:)'
     const config = parseSchedulerConfig(WITH_SPECS, 'scheduler.yaml');
     expect(config.purposeMappings.get('workload')!.clusterSpec).toEqual({
       clusterNetwork: { pods: { cidrBlocks: ['10.8.0.0/16'] } },
-      topology: { controlPlane: { replicas: 3 }, workers: { machineDeployments: [{ class: 'default-worker', name: 'md-0', replicas: 2 }] }, variables: [{ name: 'maxPods', value: 150 }] },
+      topology: {
+        controlPlane: { replicas: 3 },
+        workers: { machineDeployments: [{ class: 'default-worker', name: 'md-0', replicas: 2 }] },
+        variables: [{ name: 'maxPods', value: 150 }],
+      },
     });
     expect(config.purposeMappings.get('mcp')!.clusterSpec).toBeUndefined();
     expect(config.digest).not.toBe(parseSchedulerConfig(VALID, 'scheduler.yaml').digest);
   });
 
   it('still reads the operator’s whole config file, other sections left alone', () => {
-    expect(() => parseSchedulerConfig(`managedControlPlane: {mcpClusterPurpose: mcp}\n${WITH_SPECS}`, 'scheduler.yaml')).not.toThrow();
+    expect(() =>
+      parseSchedulerConfig(`managedControlPlane: {mcpClusterPurpose: mcp}\n${WITH_SPECS}`, 'scheduler.yaml'),
+    ).not.toThrow();
   });
 
   it('refuses what clusterstack or CAPI set, unknown fields and purposes, and the section inside scheduler:', () => {
@@ -186,14 +231,22 @@ describe('clusterstack.clusterSpecs (our section beside openMCP’s scheduler:)'
     gaming:
       clusterNetwork: {}
 `);
-    expect(message).toContain('clusterstack.clusterSpecs.workload.controlPlaneEndpoint: cannot be set here: Cluster API fills it in');
-    expect(message).toContain('clusterstack.clusterSpecs.workload.topology.class: cannot be set here: the profile decides it');
+    expect(message).toContain(
+      'clusterstack.clusterSpecs.workload.controlPlaneEndpoint: cannot be set here: Cluster API fills it in',
+    );
+    expect(message).toContain(
+      'clusterstack.clusterSpecs.workload.topology.class: cannot be set here: the profile decides it',
+    );
     expect(message).toContain('clusterstack.clusterSpecs.workload.topology.version: cannot be set here');
-    expect(message).toContain('clusterstack.clusterSpecs.workload.paused: is not a field clusterstack sets on a generated Cluster');
+    expect(message).toContain(
+      'clusterstack.clusterSpecs.workload.paused: is not a field clusterstack sets on a generated Cluster',
+    );
     expect(message).toContain('clusterstack.clusterSpecs.workload.topology.rolloutAfter: is not a field');
     expect(message).toContain('clusterstack.clusterSpecs.workload.topology.variables: must be a list of {name, value}');
     expect(message).toContain('clusterstack.clusterSpecs.gaming: purpose "gaming" is not in scheduler.purposeMappings');
-    const inside = problemsOf(VALID.replace('  scope: Namespaced', '  scope: Namespaced\n  clusterstack: {clusterSpecs: {}}'));
+    const inside = problemsOf(
+      VALID.replace('  scope: Namespaced', '  scope: Namespaced\n  clusterstack: {clusterSpecs: {}}'),
+    );
     expect(inside).toContain('clusterstack: goes beside the scheduler: section, not inside it');
   });
 });

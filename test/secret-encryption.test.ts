@@ -16,8 +16,12 @@ describe('checkAgeRecipients', () => {
 
   it('refuses a recipient with a wrong checksum or shape, naming where it came from', () => {
     const flipped = `${ALICE.slice(0, 10)}${ALICE[10] === 'q' ? 'p' : 'q'}${ALICE.slice(11)}`;
-    expect(() => checkAgeRecipients([flipped], '--age-recipient')).toThrow(/--age-recipient: ".*" is not a valid age recipient \(Invalid checksum/);
-    expect(() => checkAgeRecipients(['AGE-SECRET-KEY-1QQQ'], 'CLUSTERSTACK_AGE_RECIPIENTS')).toThrow(/CLUSTERSTACK_AGE_RECIPIENTS: "AGE-SECRET-KEY-1QQQ" is not an age X25519 recipient/);
+    expect(() => checkAgeRecipients([flipped], '--age-recipient')).toThrow(
+      /--age-recipient: ".*" is not a valid age recipient \(Invalid checksum/,
+    );
+    expect(() => checkAgeRecipients(['AGE-SECRET-KEY-1QQQ'], 'CLUSTERSTACK_AGE_RECIPIENTS')).toThrow(
+      /CLUSTERSTACK_AGE_RECIPIENTS: "AGE-SECRET-KEY-1QQQ" is not an age X25519 recipient/,
+    );
   });
 
   it('splits lists as sops does (commas, white space, trailing commas)', () => {
@@ -37,25 +41,48 @@ describe('parseSopsConfig', () => {
 `;
 
   it('takes the first rule that matches a path, a rule without path_regex matching all', () => {
-    const encryption = resolveSecretEncryption({ recipients: [], recipientsOrigin: '--age-recipient', sopsConfig: { text: config, origin: '.sops.yaml' } }, undefined);
+    const encryption = resolveSecretEncryption(
+      { recipients: [], recipientsOrigin: '--age-recipient', sopsConfig: { text: config, origin: '.sops.yaml' } },
+      undefined,
+    );
     expect(recipientsForFile(encryption, 'management/ns/rel/secret-a.yaml')).toEqual([ALICE]);
     expect(recipientsForFile(encryption, 'clusters/ns/c/s/secret-a.yaml')).toEqual([ALICE, BOB].sort());
     expect(recipientsForFile(encryption, 'clusters/ns/c/s/other.yaml')).toEqual([BOB]);
   });
 
   it('prefers recipients given explicitly, then a given .sops.yaml, then the target’s', () => {
-    expect(resolveSecretEncryption({ recipients: [BOB], recipientsOrigin: '--age-recipient', sopsConfig: { text: config, origin: 'x' } }, config).rules).toEqual([{ recipients: [BOB] }]);
-    expect(resolveSecretEncryption({ recipients: [], recipientsOrigin: '--age-recipient' }, config).origin).toBe('the .sops.yaml of the target');
-    expect(() => resolveSecretEncryption({ recipients: [], recipientsOrigin: '--age-recipient' }, undefined)).toThrow(/needs age recipients/);
+    expect(
+      resolveSecretEncryption(
+        { recipients: [BOB], recipientsOrigin: '--age-recipient', sopsConfig: { text: config, origin: 'x' } },
+        config,
+      ).rules,
+    ).toEqual([{ recipients: [BOB] }]);
+    expect(resolveSecretEncryption({ recipients: [], recipientsOrigin: '--age-recipient' }, config).origin).toBe(
+      'the .sops.yaml of the target',
+    );
+    expect(() => resolveSecretEncryption({ recipients: [], recipientsOrigin: '--age-recipient' }, undefined)).toThrow(
+      /needs age recipients/,
+    );
   });
 
   it('refuses what it cannot use: no rules, bad regex, other key types, a matching rule without age, no match', () => {
     expect(() => parseSopsConfig('creation_rules: []\n', '.sops.yaml')).toThrow(/has no creation_rules list/);
-    expect(() => parseSopsConfig('creation_rules:\n  - path_regex: "("\n    age: x\n', '.sops.yaml')).toThrow(/creation_rules\[0\]: path_regex "\(" is not a regular expression/);
-    expect(() => parseSopsConfig('creation_rules:\n  - kms: arn:aws:kms:x\n', '.sops.yaml')).toThrow(/uses kms; clusterstack encrypts for age recipients only/);
-    const rules = parseSopsConfig(`creation_rules:\n  - path_regex: ^a/\n  - path_regex: ^b/\n    age: ${ALICE}\n`, '.sops.yaml');
-    expect(() => recipientsForFile({ rules, origin: '.sops.yaml' }, 'a/x.yaml')).toThrow(/creation_rules\[0\] matches a\/x.yaml but names no age recipients/);
-    expect(() => recipientsForFile({ rules, origin: '.sops.yaml' }, 'c/x.yaml')).toThrow(/no creation rule matches c\/x.yaml/);
+    expect(() => parseSopsConfig('creation_rules:\n  - path_regex: "("\n    age: x\n', '.sops.yaml')).toThrow(
+      /creation_rules\[0\]: path_regex "\(" is not a regular expression/,
+    );
+    expect(() => parseSopsConfig('creation_rules:\n  - kms: arn:aws:kms:x\n', '.sops.yaml')).toThrow(
+      /uses kms; clusterstack encrypts for age recipients only/,
+    );
+    const rules = parseSopsConfig(
+      `creation_rules:\n  - path_regex: ^a/\n  - path_regex: ^b/\n    age: ${ALICE}\n`,
+      '.sops.yaml',
+    );
+    expect(() => recipientsForFile({ rules, origin: '.sops.yaml' }, 'a/x.yaml')).toThrow(
+      /creation_rules\[0\] matches a\/x.yaml but names no age recipients/,
+    );
+    expect(() => recipientsForFile({ rules, origin: '.sops.yaml' }, 'c/x.yaml')).toThrow(
+      /no creation rule matches c\/x.yaml/,
+    );
   });
 });
 
@@ -65,6 +92,8 @@ describe('secretsDigestPart', () => {
     const a = secretsDigestPart('encrypt', { rules: [{ recipients: [ALICE] }], origin: 'x' });
     const b = secretsDigestPart('encrypt', { rules: [{ recipients: [BOB] }], origin: 'x' });
     expect(JSON.stringify(a)).not.toBe(JSON.stringify(b));
-    expect(JSON.stringify(a)).toBe(JSON.stringify(secretsDigestPart('encrypt', { rules: [{ recipients: [ALICE] }], origin: 'another origin' })));
+    expect(JSON.stringify(a)).toBe(
+      JSON.stringify(secretsDigestPart('encrypt', { rules: [{ recipients: [ALICE] }], origin: 'another origin' })),
+    );
   });
 });

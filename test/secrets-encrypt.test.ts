@@ -11,7 +11,13 @@ import { decodeYamlDocument, splitYamlDocuments } from '../src/yaml/kube-yaml.js
 import { renderWithReport, type RenderRun, runClusterstack, tempDir, writeTree } from './support/cli.js';
 import { GitSandbox } from './support/git-repos.js';
 import { writeScript } from './support/helm-fixtures.js';
-import { ageKeygen, decryptWithSopsAge, decryptWithSopsDecoder, sopsMetadataOf, unwrapDataKeyWithAgeCli } from './support/sops-oracle.js';
+import {
+  ageKeygen,
+  decryptWithSopsAge,
+  decryptWithSopsDecoder,
+  sopsMetadataOf,
+  unwrapDataKeyWithAgeCli,
+} from './support/sops-oracle.js';
 
 const MANIFESTS = path.resolve('examples/sops-secrets/manifests');
 const RELEASES = path.resolve('examples/sops-secrets/releases');
@@ -23,7 +29,8 @@ const sandbox = new GitSandbox();
 afterAll(() => sandbox.cleanup());
 
 type Run = RenderRun;
-const render = (args: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> => renderWithReport([MANIFESTS, '--release-source', RELEASES, ...args], env);
+const render = (args: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> =>
+  renderWithReport([MANIFESTS, '--release-source', RELEASES, ...args], env);
 
 /** The Secrets helm printed (through the capturing wrapper), by name, as Kubernetes reads them. */
 async function helmSecrets(capture: string): Promise<Map<string, Record<string, any>>> {
@@ -70,14 +77,36 @@ describe('render --secrets encrypt (genCA example, real helm, git, age and two S
     const captureDir = await tempDir('csk-helm-capture-');
     capture = path.join(captureDir, 'helm-output.yaml');
     const real = (await resolveHelmBinary({ pathEnv: process.env.PATH })).path;
-    helm = await writeScript(path.join(captureDir, 'helm'), `out="${captureDir}/out.$$"\n"${real}" "$@" > "$out"\nrc=$?\ncat "$out" >> "${capture}"\ncat "$out"\nrm -f "$out"\nexit $rc`);
-    first = await render(['--git', remote, '--secrets', 'encrypt', '--age-recipient', alice.recipient, ...FLUX, '--helm', helm, '--cache-dir', cache]);
+    helm = await writeScript(
+      path.join(captureDir, 'helm'),
+      `out="${captureDir}/out.$$"\n"${real}" "$@" > "$out"\nrc=$?\ncat "$out" >> "${capture}"\ncat "$out"\nrm -f "$out"\nexit $rc`,
+    );
+    first = await render([
+      '--git',
+      remote,
+      '--secrets',
+      'encrypt',
+      '--age-recipient',
+      alice.recipient,
+      ...FLUX,
+      '--helm',
+      helm,
+      '--cache-dir',
+      cache,
+    ]);
   });
 
   it('renders with no other flag change and reports the encrypted Secrets by name', () => {
     expect(first.code, first.stderr).toBe(0);
     expect(first.report.secrets).toEqual({
-      units: [{ dir: STAGE, count: 2, names: ['kube-system/cilium-ca', 'kube-system/hubble-server-certs'], encryptedInThisRun: 2 }],
+      units: [
+        {
+          dir: STAGE,
+          count: 2,
+          names: ['kube-system/cilium-ca', 'kube-system/hubble-server-certs'],
+          encryptedInThisRun: 2,
+        },
+      ],
       total: 2,
       encryptedInThisRun: 2,
       recipientsChanged: 0,
@@ -107,16 +136,24 @@ describe('render --secrets encrypt (genCA example, real helm, git, age and two S
       for (const value of Object.values(secret['data'] as Record<string, string>)) {
         needles.add(value);
         // And the PEM body lines of the decoded key material.
-        for (const line of Buffer.from(value, 'base64').toString('utf8').split('\n')) if (line.length >= 40) needles.add(line);
+        for (const line of Buffer.from(value, 'base64').toString('utf8').split('\n'))
+          if (line.length >= 40) needles.add(line);
       }
     }
     expect(needles.size).toBeGreaterThan(5);
     // A control: the values are helm's real output (the capture, outside the checked directories, holds them).
     const captured = await readFile(capture);
-    for (const secret of secrets) for (const value of Object.values(secret['data'] as Record<string, string>)) expect(captured.includes(value)).toBe(true);
+    for (const secret of secrets)
+      for (const value of Object.values(secret['data'] as Record<string, string>))
+        expect(captured.includes(value)).toBe(true);
     const history = sandbox.git(remote, 'log', '-p', '--all', '--format=%H%n%B');
     const revisions = sandbox.git(remote, 'rev-list', '--all').split('\n');
-    const everything = [history, first.stdout, first.stderr, ...revisions.map((revision) => sandbox.git(remote, 'show', '--format=%B', revision))];
+    const everything = [
+      history,
+      first.stdout,
+      first.stderr,
+      ...revisions.map((revision) => sandbox.git(remote, 'show', '--format=%B', revision)),
+    ];
     const onDisk = await allFiles(cache);
     expect(onDisk.length).toBeGreaterThan(10);
     for (const needle of needles) {
@@ -129,15 +166,28 @@ describe('render --secrets encrypt (genCA example, real helm, git, age and two S
     const files = sandbox.files(remote, 'main');
     const stage = decodeYamlDocument(files['flux/clusters/cluster-stacks/echo/cluster-addon.yaml']!).value as any;
     expect(stage.spec.decryption).toEqual({ provider: 'sops', secretRef: { name: 'sops-age' } });
-    const release = decodeYamlDocument(files['flux/management/cluster-stacks/docker-hubble-1-30-v1.yaml']!).value as any;
+    const release = decodeYamlDocument(files['flux/management/cluster-stacks/docker-hubble-1-30-v1.yaml']!)
+      .value as any;
     expect(release.spec.decryption).toBeUndefined();
-    expect(files['README.md']).toContain('| kube-system/cilium-ca | `clusters/cluster-stacks/echo/cluster-addon/secret-cilium-ca.yaml` | Flux: Secret `sops-age` (key `age.agekey`) in namespace `cluster-stacks` of the management cluster |');
+    expect(files['README.md']).toContain(
+      '| kube-system/cilium-ca | `clusters/cluster-stacks/echo/cluster-addon/secret-cilium-ca.yaml` | Flux: Secret `sops-age` (key `age.agekey`) in namespace `cluster-stacks` of the management cluster |',
+    );
   });
 
   it('keeps every encrypted file byte for byte when nothing changed: no commit', async () => {
     const before = sandbox.files(remote, 'main');
     const commits = sandbox.commitCount(remote, 'main');
-    const again = await render(['--git', remote, '--secrets', 'encrypt', '--age-recipient', alice.recipient, ...FLUX, '--cache-dir', cache]);
+    const again = await render([
+      '--git',
+      remote,
+      '--secrets',
+      'encrypt',
+      '--age-recipient',
+      alice.recipient,
+      ...FLUX,
+      '--cache-dir',
+      cache,
+    ]);
     expect(again.code, again.stderr).toBe(0);
     expect(again.report.changed).toBe(false);
     expect(again.report.helmProcesses).toBe(0);
@@ -148,7 +198,17 @@ describe('render --secrets encrypt (genCA example, real helm, git, age and two S
 
   it('encrypts every Secret again, once, when the recipients change, and says so', async () => {
     const commits = sandbox.commitCount(remote, 'main');
-    const rotated = await render(['--git', remote, '--secrets', 'encrypt', '--age-recipient', bob.recipient, ...FLUX, '--cache-dir', cache]);
+    const rotated = await render([
+      '--git',
+      remote,
+      '--secrets',
+      'encrypt',
+      '--age-recipient',
+      bob.recipient,
+      ...FLUX,
+      '--cache-dir',
+      cache,
+    ]);
     expect(rotated.code, rotated.stderr).toBe(0);
     expect(rotated.report.secrets).toMatchObject({ total: 2, encryptedInThisRun: 2, recipientsChanged: 2 });
     expect(sandbox.commitCount(remote, 'main')).toBe(commits + 1);
@@ -156,7 +216,21 @@ describe('render --secrets encrypt (genCA example, real helm, git, age and two S
     expect(sopsMetadataOf(document).age.map((entry) => entry.recipient)).toEqual([bob.recipient]);
     const dataKey = await unwrapDataKeyWithAgeCli(document, bob.identityFile, bob.recipient);
     expect((await decryptWithSopsDecoder(document, dataKey))['kind']).toBe('Secret');
-    const text = await runClusterstack(['render', MANIFESTS, '--release-source', RELEASES, '--git', remote, '--secrets', 'encrypt', '--age-recipient', bob.recipient, ...FLUX, '--cache-dir', cache]);
+    const text = await runClusterstack([
+      'render',
+      MANIFESTS,
+      '--release-source',
+      RELEASES,
+      '--git',
+      remote,
+      '--secrets',
+      'encrypt',
+      '--age-recipient',
+      bob.recipient,
+      ...FLUX,
+      '--cache-dir',
+      cache,
+    ]);
     expect(text.stdout).toContain('Nothing changed');
     expect(text.stdout).toContain('Secrets: 2 encrypted with SOPS in 1 units, 0 of them in this run.');
     expect(sandbox.commitCount(remote, 'main')).toBe(commits + 1);
@@ -164,18 +238,45 @@ describe('render --secrets encrypt (genCA example, real helm, git, age and two S
 
   it('encrypts a file edited by hand again from the render, with a warning, never crashing', async () => {
     const document = sandbox.files(remote, 'main')[SECRET_FILES[1]!]!;
-    const edited = document.replace(/tls\.key: ENC\[AES256_GCM,data:(.)/, (match, char: string) => match.slice(0, -1) + (char === 'A' ? 'B' : 'A'));
+    const edited = document.replace(
+      /tls\.key: ENC\[AES256_GCM,data:(.)/,
+      (match, char: string) => match.slice(0, -1) + (char === 'A' ? 'B' : 'A'),
+    );
     expect(edited).not.toBe(document);
     sandbox.commitFiles(remote, 'main', { [SECRET_FILES[1]!]: edited }, 'Edit a Secret by hand');
-    const repaired = await render(['--git', remote, '--secrets', 'encrypt', '--age-recipient', bob.recipient, ...FLUX, '--cache-dir', cache]);
+    const repaired = await render([
+      '--git',
+      remote,
+      '--secrets',
+      'encrypt',
+      '--age-recipient',
+      bob.recipient,
+      ...FLUX,
+      '--cache-dir',
+      cache,
+    ]);
     expect(repaired.code, repaired.stderr).toBe(0);
-    expect(repaired.report.warnings).toContainEqual(expect.stringContaining(`${SECRET_FILES[1]} was changed since clusterstack encrypted it (edited by hand?); it was encrypted again from the render`));
+    expect(repaired.report.warnings).toContainEqual(
+      expect.stringContaining(
+        `${SECRET_FILES[1]} was changed since clusterstack encrypted it (edited by hand?); it was encrypted again from the render`,
+      ),
+    );
     const now = sandbox.files(remote, 'main')[SECRET_FILES[1]!]!;
     expect(now).not.toBe(edited);
     const dataKey = await unwrapDataKeyWithAgeCli(now, bob.identityFile, bob.recipient);
     expect((await decryptWithSopsDecoder(now, dataKey))['metadata']).toMatchObject({ name: 'hubble-server-certs' });
     // Repaired: the next run reuses it and warns no more.
-    const quiet = await render(['--git', remote, '--secrets', 'encrypt', '--age-recipient', bob.recipient, ...FLUX, '--cache-dir', cache]);
+    const quiet = await render([
+      '--git',
+      remote,
+      '--secrets',
+      'encrypt',
+      '--age-recipient',
+      bob.recipient,
+      ...FLUX,
+      '--cache-dir',
+      cache,
+    ]);
     expect(quiet.report.changed).toBe(false);
     expect(quiet.report.warnings).toEqual([]);
   });
@@ -188,7 +289,11 @@ describe('render --secrets encrypt (genCA example, real helm, git, age and two S
     const files = sandbox.files(remote, 'main');
     expect(files['.sops.yaml']).toBe(sopsYaml);
     const document = files[SECRET_FILES[0]!]!;
-    expect(sopsMetadataOf(document).age.map((entry) => entry.recipient).sort()).toEqual([alice.recipient, bob.recipient].sort());
+    expect(
+      sopsMetadataOf(document)
+        .age.map((entry) => entry.recipient)
+        .sort(),
+    ).toEqual([alice.recipient, bob.recipient].sort());
     for (const who of [alice, bob]) expect((await decryptWithSopsAge(document, who.identity))['kind']).toBe('Secret');
   });
 });
@@ -211,7 +316,9 @@ describe('render --secrets encrypt (bad input: clear message, nothing written)',
     const broken = `${recipient.slice(0, -1)}${recipient.endsWith('x') ? 'y' : 'x'}`;
     const result = await refused(['--secrets', 'encrypt', '--age-recipient', broken]);
     expect(result.code).toBe(2);
-    expect(result.stderr).toMatch(/--age-recipient: ".*" is not a valid age recipient .*nothing was rendered or written/);
+    expect(result.stderr).toMatch(
+      /--age-recipient: ".*" is not a valid age recipient .*nothing was rendered or written/,
+    );
     const typo = await refused(['--secrets', 'encrypt', '--age-recipient', 'age1short']);
     expect(typo.code).toBe(2);
     expect(typo.stderr).toContain('is not an age X25519 recipient');
@@ -231,7 +338,9 @@ describe('render --secrets encrypt (bad input: clear message, nothing written)',
     const parse = await refused(['--secrets', 'encrypt', '--sops-config', path.join(broken, '.sops.yaml')]);
     expect(parse.code).toBe(1);
     expect(parse.stderr).toMatch(/\.sops\.yaml is not valid YAML/);
-    const nomatch = await writeTree({ '.sops.yaml': `creation_rules:\n  - path_regex: ^management/\n    age: ${recipient}\n` });
+    const nomatch = await writeTree({
+      '.sops.yaml': `creation_rules:\n  - path_regex: ^management/\n    age: ${recipient}\n`,
+    });
     const result = await refused(['--secrets', 'encrypt', '--sops-config', path.join(nomatch, '.sops.yaml')]);
     expect(result.code).toBe(1);
     expect(result.stderr).toContain(`no creation rule matches ${STAGE}/secret-cilium-ca.yaml`);
@@ -241,7 +350,16 @@ describe('render --secrets encrypt (bad input: clear message, nothing written)',
   });
 
   it('refuses encrypt with Argo CD wiring, naming the alternatives', async () => {
-    const result = await refused(['--secrets', 'encrypt', '--age-recipient', recipient, '--gitops', 'argocd', '--gitops-url', 'https://git.example.test/fleet.git']);
+    const result = await refused([
+      '--secrets',
+      'encrypt',
+      '--age-recipient',
+      recipient,
+      '--gitops',
+      'argocd',
+      '--gitops-url',
+      'https://git.example.test/fleet.git',
+    ]);
     expect(result.code).toBe(1);
     expect(result.stderr).toContain('--secrets encrypt cannot be combined with --gitops argocd');
     expect(result.stderr).toContain('--gitops flux');

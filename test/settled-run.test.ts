@@ -10,7 +10,18 @@ import { DirectoryPublisher } from '../gitops/directory-publisher.js';
 import { resolveHelmBinary } from '../renderers/helm-binary.js';
 import type { Plan } from '../src/plan/build-plan.js';
 import { planMaterial, runFingerprint } from '../src/pipeline/run-fingerprint.js';
-import { clusterYaml, copyExampleReleases, EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, FERROL_STACK_YAML, readTree, renderWithReport, runClusterstack, tempDir, writeTree } from './support/cli.js';
+import {
+  clusterYaml,
+  copyExampleReleases,
+  EXAMPLE_MANIFESTS,
+  EXAMPLE_RELEASES,
+  FERROL_STACK_YAML,
+  readTree,
+  renderWithReport,
+  runClusterstack,
+  tempDir,
+  writeTree,
+} from './support/cli.js';
 import { GitSandbox } from './support/git-repos.js';
 import { ageKeygen } from './support/sops-oracle.js';
 
@@ -26,7 +37,10 @@ async function fleet(hosts: { alpha?: string; bravo?: string } = {}): Promise<st
   return writeTree({ 'fleet.yaml': FERROL_STACK_YAML + cluster('alpha', hosts.alpha) + cluster('bravo', hosts.bravo) });
 }
 
-const unitFile = (tree: Record<string, string>): string => Object.keys(tree).find((file) => file.startsWith('clusters/cluster-stacks/alpha/') && !file.endsWith('kustomization.yaml'))!;
+const unitFile = (tree: Record<string, string>): string =>
+  Object.keys(tree).find(
+    (file) => file.startsWith('clusters/cluster-stacks/alpha/') && !file.endsWith('kustomization.yaml'),
+  )!;
 
 describe('a render that changes nothing, into a directory', () => {
   it('ends without rendering after a settled run, says so, and a forced full render agrees that nothing changed', async () => {
@@ -41,10 +55,20 @@ describe('a render that changes nothing, into a directory', () => {
 
     const second = await render(args);
     expect(second.code).toBe(0);
-    expect(second.report).toMatchObject({ changed: false, commit: null, summary: 'nothing changed', helmProcesses: 0, withheld: [], files: { written: [], removed: [] } });
+    expect(second.report).toMatchObject({
+      changed: false,
+      commit: null,
+      summary: 'nothing changed',
+      helmProcesses: 0,
+      withheld: [],
+      files: { written: [], removed: [] },
+    });
     expect(second.report.noop.fingerprint).toMatch(/^sha256:[0-9a-f]{64}$/);
     // Same shape as a rendering no-op: every unit counted as reused.
-    expect(second.report.units).toEqual({ rendered: 0, reused: first.report.units.rendered + first.report.units.reused });
+    expect(second.report.units).toEqual({
+      rendered: 0,
+      reused: first.report.units.rendered + first.report.units.reused,
+    });
     expect(await readTree(path.join(out, 'current'))).toEqual(tree);
 
     // The shortcut only ever stands in for a render that would change nothing.
@@ -108,7 +132,10 @@ describe('a render that changes nothing, into a directory', () => {
     expect((await render(args)).report.noop).toBeDefined();
 
     // An input: bravo's endpoint moves.
-    await writeFile(path.join(inputs, 'fleet.yaml'), FERROL_STACK_YAML + cluster('alpha') + cluster('bravo', '10.9.9.9'));
+    await writeFile(
+      path.join(inputs, 'fleet.yaml'),
+      FERROL_STACK_YAML + cluster('alpha') + cluster('bravo', '10.9.9.9'),
+    );
     const changedInput = await render(args);
     expect(changedInput.report.noop).toBeUndefined();
     expect(changedInput.report.changed).toBe(true);
@@ -157,7 +184,10 @@ describe('a render that changes nothing, into a directory', () => {
     const fleetArgs = [inputs, '--release-source', EXAMPLE_RELEASES, '--output', fleetOut];
     await render(fleetArgs);
     expect((await render(fleetArgs)).report.noop).toBeDefined();
-    await writeFile(path.join(inputs, 'fleet.yaml'), FERROL_STACK_YAML + cluster('alpha') + cluster('bravo').replace(/ {2}controlPlaneEndpoint: .*\n/, ''));
+    await writeFile(
+      path.join(inputs, 'fleet.yaml'),
+      FERROL_STACK_YAML + cluster('alpha') + cluster('bravo').replace(/ {2}controlPlaneEndpoint: .*\n/, ''),
+    );
     for (let run = 0; run < 2; run += 1) {
       const result = await render(fleetArgs);
       expect(result.report.noop).toBeUndefined();
@@ -296,7 +326,13 @@ describe('a render that changes nothing, into Git', () => {
 });
 
 describe('runFingerprint', () => {
-  const material = { tool: { version: '1.0.0', code: ['src sha256:a'] }, helm: { candidates: [] }, plan: { releases: new Map([['ns/v1', { digest: 'sha256:1' }]]) }, options: { secrets: 'refuse' }, target: '/out' };
+  const material = {
+    tool: { version: '1.0.0', code: ['src sha256:a'] },
+    helm: { candidates: [] },
+    plan: { releases: new Map([['ns/v1', { digest: 'sha256:1' }]]) },
+    options: { secrets: 'refuse' },
+    target: '/out',
+  };
 
   it('changes with our version, helm, the plan, the options and the target, and not with key order', () => {
     const base = runFingerprint(material);
@@ -326,11 +362,28 @@ describe('runFingerprint', () => {
 
   it('digests a plan with Cluster API providers, leaving out only their fetcher (a capability, not data)', () => {
     const fetcher = { versions: async () => [], fetch: async () => ({}) };
-    const plan = { inputs: {}, releases: new Map(), problems: [], warnings: [], providers: { providers: [{ dir: 'management/providers/coreprovider-cluster-api', version: 'v1.8.0' }], problems: [], fetcher, inputs: [] } } as unknown as Plan;
+    const plan = {
+      inputs: {},
+      releases: new Map(),
+      problems: [],
+      warnings: [],
+      providers: {
+        providers: [{ dir: 'management/providers/coreprovider-cluster-api', version: 'v1.8.0' }],
+        problems: [],
+        fetcher,
+        inputs: [],
+      },
+    } as unknown as Plan;
     expect(runFingerprint({ ...material, plan })).toBeUndefined();
     const described = runFingerprint({ ...material, plan: planMaterial(plan) });
     expect(described).toMatch(/^sha256:/);
-    const other = { ...plan, providers: { ...plan.providers!, providers: [{ dir: 'management/providers/coreprovider-cluster-api', version: 'v1.9.0' }] } } as unknown as Plan;
+    const other = {
+      ...plan,
+      providers: {
+        ...plan.providers!,
+        providers: [{ dir: 'management/providers/coreprovider-cluster-api', version: 'v1.9.0' }],
+      },
+    } as unknown as Plan;
     expect(runFingerprint({ ...material, plan: planMaterial(other) })).not.toBe(described);
   });
 });

@@ -8,7 +8,12 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { UnitRecord } from '../src/output/provenance.js';
-import { findReleaseConflicts, findStageConflicts, handoverNotes, placeSharedObjects } from '../src/render/shared-objects.js';
+import {
+  findReleaseConflicts,
+  findStageConflicts,
+  handoverNotes,
+  placeSharedObjects,
+} from '../src/render/shared-objects.js';
 import { withholdConflicts } from '../src/render/withhold-units.js';
 import { compareTrees, summarizeChanges } from '../src/output/tree-changes.js';
 import { renderPullRequestBody } from '../gitops/pull-request-body.js';
@@ -21,30 +26,76 @@ import { buildOrcReleases, ORC_IMAGE_NAME, orcClusterStack, orcRelease } from '.
 
 const image = (url: string, comment = ''): string =>
   `${comment}apiVersion: openstack.k-orc.cloud/v1alpha1\nkind: Image\nmetadata:\n  name: ${ORC_IMAGE_NAME}\n  namespace: fleet\nspec:\n  resource:\n    content:\n      download:\n        url: ${url}\n`;
-const classOf = (release: string): string => `apiVersion: cluster.x-k8s.io/v1beta1\nkind: ClusterClass\nmetadata:\n  name: ${release}\n  namespace: fleet\n`;
+const classOf = (release: string): string =>
+  `apiVersion: cluster.x-k8s.io/v1beta1\nkind: ClusterClass\nmetadata:\n  name: ${release}\n  namespace: fleet\n`;
 
 function releaseRecord(version: string, files: string[]): UnitRecord {
   const release = orcRelease(version);
-  return { dir: `management/fleet/${release}`, kind: 'release', namespace: 'fleet', name: release, release, inputDigest: 'i', renderDigest: 'r', files };
+  return {
+    dir: `management/fleet/${release}`,
+    kind: 'release',
+    namespace: 'fleet',
+    name: release,
+    release,
+    inputDigest: 'i',
+    renderDigest: 'r',
+    files,
+  };
 }
 
 function stageRecord(stage: string, order: number, files: string[]): UnitRecord {
-  return { dir: `clusters/fleet/alpha/${stage}`, kind: 'cluster-stage', namespace: 'fleet', name: 'alpha', release: orcRelease('v1'), stage, order, inputDigest: 'i', renderDigest: 'r', files };
+  return {
+    dir: `clusters/fleet/alpha/${stage}`,
+    kind: 'cluster-stage',
+    namespace: 'fleet',
+    name: 'alpha',
+    release: orcRelease('v1'),
+    stage,
+    order,
+    inputDigest: 'i',
+    renderDigest: 'r',
+    files,
+  };
 }
 
 describe('placeSharedObjects', () => {
   it('writes an object two releases render alike once, in the shared directory, with both releases, as the older one rendered it', () => {
-    const records = [releaseRecord('v2', ['clusterclass.yaml', 'image.yaml']), releaseRecord('v1', ['clusterclass.yaml', 'image.yaml'])];
+    const records = [
+      releaseRecord('v2', ['clusterclass.yaml', 'image.yaml']),
+      releaseRecord('v1', ['clusterclass.yaml', 'image.yaml']),
+    ];
     const rendered = new Map([
-      [records[0]!.dir, new Map([['clusterclass.yaml', classOf(orcRelease('v2'))], ['image.yaml', image('https://x/a.qcow2', '# Source: v2\n')]])],
-      [records[1]!.dir, new Map([['clusterclass.yaml', classOf(orcRelease('v1'))], ['image.yaml', image('https://x/a.qcow2', '# Source: v1\n')]])],
+      [
+        records[0]!.dir,
+        new Map([
+          ['clusterclass.yaml', classOf(orcRelease('v2'))],
+          ['image.yaml', image('https://x/a.qcow2', '# Source: v2\n')],
+        ]),
+      ],
+      [
+        records[1]!.dir,
+        new Map([
+          ['clusterclass.yaml', classOf(orcRelease('v1'))],
+          ['image.yaml', image('https://x/a.qcow2', '# Source: v1\n')],
+        ]),
+      ],
     ]);
     expect(findReleaseConflicts(records, rendered)).toEqual([]);
     const placed = placeSharedObjects(records, rendered);
     const sharedPath = `management/fleet/shared/image-${ORC_IMAGE_NAME}.yaml`;
     expect([...placed.sharedFiles.keys()]).toEqual([sharedPath]);
     expect(placed.sharedFiles.get(sharedPath)).toContain('# Source: v1');
-    expect(placed.sharedObjects).toEqual([{ path: sharedPath, group: 'openstack.k-orc.cloud', version: 'v1alpha1', kind: 'Image', namespace: 'fleet', name: ORC_IMAGE_NAME, renderedBy: [orcRelease('v1'), orcRelease('v2')] }]);
+    expect(placed.sharedObjects).toEqual([
+      {
+        path: sharedPath,
+        group: 'openstack.k-orc.cloud',
+        version: 'v1alpha1',
+        kind: 'Image',
+        namespace: 'fleet',
+        name: ORC_IMAGE_NAME,
+        renderedBy: [orcRelease('v1'), orcRelease('v2')],
+      },
+    ]);
     for (const record of placed.records) {
       expect(record.files).toEqual(['clusterclass.yaml']);
       expect(record.shared).toEqual({ 'image.yaml': sharedPath });
@@ -62,15 +113,26 @@ describe('placeSharedObjects', () => {
     const records = layouts.map((_, index) => releaseRecord(`v${index + 1}`, ['image.yaml']));
     const rendered = new Map(records.map((record, index) => [record.dir, new Map([['image.yaml', layouts[index]!]])]));
     expect(findReleaseConflicts(records, rendered)).toEqual([]);
-    expect(placeSharedObjects(records, rendered).sharedObjects.map((shared) => [shared.name, shared.renderedBy.length])).toEqual([[ORC_IMAGE_NAME, 3]]);
+    expect(
+      placeSharedObjects(records, rendered).sharedObjects.map((shared) => [shared.name, shared.renderedBy.length]),
+    ).toEqual([[ORC_IMAGE_NAME, 3]]);
     // A differently named object is another object.
-    const other = new Map([...rendered, [records[0]!.dir, new Map([['image.yaml', layouts[0]!.replace(`"${ORC_IMAGE_NAME}"`, 'other-image')]])]]);
-    expect(placeSharedObjects(records, other).sharedObjects[0]!.renderedBy).toEqual([orcRelease('v2'), orcRelease('v3')]);
+    const other = new Map([
+      ...rendered,
+      [records[0]!.dir, new Map([['image.yaml', layouts[0]!.replace(`"${ORC_IMAGE_NAME}"`, 'other-image')]])],
+    ]);
+    expect(placeSharedObjects(records, other).sharedObjects[0]!.renderedBy).toEqual([
+      orcRelease('v2'),
+      orcRelease('v3'),
+    ]);
   });
 
   it('leaves an object one release renders in that release, and still names the (empty) shared directory', () => {
     const records = [releaseRecord('v1', ['image.yaml'])];
-    const placed = placeSharedObjects(records, new Map([[records[0]!.dir, new Map([['image.yaml', image('https://x/a.qcow2')]])]]));
+    const placed = placeSharedObjects(
+      records,
+      new Map([[records[0]!.dir, new Map([['image.yaml', image('https://x/a.qcow2')]])]]),
+    );
     expect(placed.sharedFiles.size).toBe(0);
     expect(placed.records[0]!.files).toEqual(['image.yaml']);
     expect(placed.records[0]!.shared).toBeUndefined();
@@ -78,7 +140,11 @@ describe('placeSharedObjects', () => {
   });
 
   it('withholds the newer of two releases rendering one object differently, naming both, whatever their order of discovery', () => {
-    const records = [releaseRecord('v10', ['image.yaml']), releaseRecord('v9', ['image.yaml']), releaseRecord('v2', ['image.yaml'])];
+    const records = [
+      releaseRecord('v10', ['image.yaml']),
+      releaseRecord('v9', ['image.yaml']),
+      releaseRecord('v2', ['image.yaml']),
+    ];
     const rendered = new Map([
       [records[0]!.dir, new Map([['image.yaml', image('https://x/rebuilt.qcow2')]])],
       [records[1]!.dir, new Map([['image.yaml', image('https://x/a.qcow2')]])],
@@ -86,7 +152,9 @@ describe('placeSharedObjects', () => {
     ]);
     const conflicts = findReleaseConflicts(records, rendered);
     expect(conflicts.map((conflict) => conflict.record.release)).toEqual([orcRelease('v10')]);
-    expect(conflicts[0]!.reason).toContain(`renders Image.openstack.k-orc.cloud fleet/${ORC_IMAGE_NAME} unlike the older release ${orcRelease('v2')}`);
+    expect(conflicts[0]!.reason).toContain(
+      `renders Image.openstack.k-orc.cloud fleet/${ORC_IMAGE_NAME} unlike the older release ${orcRelease('v2')}`,
+    );
   });
 
   it('keeps an object two stages of a cluster render alike in the earlier stage only, and names stages rendering it differently', () => {
@@ -98,13 +166,18 @@ describe('placeSharedObjects', () => {
     expect(findStageConflicts(records, same)).toEqual([]);
     const placed = placeSharedObjects(records, same);
     expect(placed.records.find((r) => r.stage === 'cni')!.files).toEqual(['image.yaml']);
-    expect(placed.records.find((r) => r.stage === 'csi')).toMatchObject({ files: [], shared: { 'image.yaml': 'clusters/fleet/alpha/cni/image.yaml' } });
+    expect(placed.records.find((r) => r.stage === 'csi')).toMatchObject({
+      files: [],
+      shared: { 'image.yaml': 'clusters/fleet/alpha/cni/image.yaml' },
+    });
     expect(placed.sharedDirs).toEqual([]);
 
     const different = new Map([...same, [records[0]!.dir, new Map([['image.yaml', image('https://x/b.qcow2')]])]]);
     const conflicts = findStageConflicts(records, different);
     expect(conflicts).toHaveLength(1);
-    expect(conflicts[0]!.reason).toBe(`stages cni and csi both render Image.openstack.k-orc.cloud fleet/${ORC_IMAGE_NAME} with different content; one object cannot have two contents: render it in one stage only`);
+    expect(conflicts[0]!.reason).toBe(
+      `stages cni and csi both render Image.openstack.k-orc.cloud fleet/${ORC_IMAGE_NAME} with different content; one object cannot have two contents: render it in one stage only`,
+    );
   });
 
   it('keeps the previous placement of a cluster whose stages were all reused, without reading their objects, and computes it otherwise', () => {
@@ -122,15 +195,33 @@ describe('placeSharedObjects', () => {
     expect(reused.sharedObjects).toEqual(full.sharedObjects);
     expect(reused.rendered).toEqual(full.rendered);
     // Proof that nothing was read: an object under another name would stay apart if computed.
-    const unread = new Map([...same, [records[0]!.dir, new Map([['image.yaml', image('https://x/a.qcow2').replaceAll(ORC_IMAGE_NAME, 'another-image')]])]]);
+    const unread = new Map([
+      ...same,
+      [
+        records[0]!.dir,
+        new Map([['image.yaml', image('https://x/a.qcow2').replaceAll(ORC_IMAGE_NAME, 'another-image')]]),
+      ],
+    ]);
     expect(placeSharedObjects(records, unread, previous).records).toEqual(full.records);
     // A stage rendered now, a stage that moved in the order, another render digest: computed again.
-    expect(placeSharedObjects(records, unread, { ...previous, renderedClusters: new Set(['clusters/fleet/alpha']) }).records.find((r) => r.stage === 'csi')).toMatchObject({ files: ['image.yaml'] });
+    expect(
+      placeSharedObjects(records, unread, {
+        ...previous,
+        renderedClusters: new Set(['clusters/fleet/alpha']),
+      }).records.find((r) => r.stage === 'csi'),
+    ).toMatchObject({ files: ['image.yaml'] });
     const reordered = [{ ...records[0]!, order: -1 }, records[1]!];
-    expect(placeSharedObjects(reordered, same, previous).records.find((r) => r.stage === 'csi')).toMatchObject({ files: ['image.yaml'] });
-    expect(placeSharedObjects(reordered, same, previous).records.find((r) => r.stage === 'cni')).toMatchObject({ files: [], shared: { 'image.yaml': 'clusters/fleet/alpha/csi/image.yaml' } });
+    expect(placeSharedObjects(reordered, same, previous).records.find((r) => r.stage === 'csi')).toMatchObject({
+      files: ['image.yaml'],
+    });
+    expect(placeSharedObjects(reordered, same, previous).records.find((r) => r.stage === 'cni')).toMatchObject({
+      files: [],
+      shared: { 'image.yaml': 'clusters/fleet/alpha/csi/image.yaml' },
+    });
     const redigested = [{ ...records[0]!, renderDigest: 'other' }, records[1]!];
-    expect(placeSharedObjects(redigested, unread, previous).records.find((r) => r.stage === 'csi')).toMatchObject({ files: ['image.yaml'] });
+    expect(placeSharedObjects(redigested, unread, previous).records.find((r) => r.stage === 'csi')).toMatchObject({
+      files: ['image.yaml'],
+    });
   });
 });
 
@@ -141,7 +232,15 @@ describe('withholdConflicts', () => {
     const records = [...stages, ...releasesKept];
     const rendered = new Map(records.map((record) => [record.dir, new Map([['x.yaml', 'x']])]));
     const withheld: WithheldEntry[] = [];
-    withholdConflicts([{ record: stages[1]!, reason: 'stages differ' }, { record: releasesKept[1]!, reason: 'image differs' }], rendered, records, withheld);
+    withholdConflicts(
+      [
+        { record: stages[1]!, reason: 'stages differ' },
+        { record: releasesKept[1]!, reason: 'image differs' },
+      ],
+      rendered,
+      records,
+      withheld,
+    );
     expect(records.map((record) => record.dir)).toEqual([releasesKept[0]!.dir]);
     expect([...rendered.keys()]).toEqual([releasesKept[0]!.dir]);
     expect(withheld).toEqual([
@@ -154,10 +253,14 @@ describe('withholdConflicts', () => {
     const record = releaseRecord('v3', ['i.yaml']);
     const records = [record];
     const rendered = new Map([[record.dir, new Map([['i.yaml', 'x']])]]);
-    const withheld: WithheldEntry[] = [{ kind: 'release', namespace: 'fleet', name: orcRelease('v3'), reason: 'image differs', previousKept: true }];
+    const withheld: WithheldEntry[] = [
+      { kind: 'release', namespace: 'fleet', name: orcRelease('v3'), reason: 'image differs', previousKept: true },
+    ];
     withholdConflicts([{ record, reason: 'image differs' }], rendered, records, withheld);
     expect(records).toEqual([]);
-    expect(withheld).toEqual([{ kind: 'release', namespace: 'fleet', name: orcRelease('v3'), reason: 'image differs', previousKept: false }]);
+    expect(withheld).toEqual([
+      { kind: 'release', namespace: 'fleet', name: orcRelease('v3'), reason: 'image differs', previousKept: false },
+    ]);
   });
 });
 
@@ -182,7 +285,9 @@ describe('handoverNotes', () => {
   it('warns when an object moves from a dropped release straight to another release, and says how to move it safely', () => {
     const [note] = handoverNotes(at(v1), at(v2), new Set([v2]));
     expect(note).toContain(`moves from the dropped release directory ${v1}/ straight to ${v2}/ in one commit`);
-    expect(note).toContain('keeping the old release one render longer (in spec.versions) moves it through the shared directory instead');
+    expect(note).toContain(
+      'keeping the old release one render longer (in spec.versions) moves it through the shared directory instead',
+    );
   });
 });
 
@@ -191,7 +296,11 @@ function objectPaths(tree: Record<string, string>): Map<string, string[]> {
   const paths = new Map<string, string[]>();
   for (const [file, text] of Object.entries(tree)) {
     if (!/^(management|clusters)\//.test(file) || file.endsWith('/kustomization.yaml')) continue;
-    const object = decodeYamlDocument(text).value as { apiVersion: string; kind: string; metadata: { namespace?: string; name: string } };
+    const object = decodeYamlDocument(text).value as {
+      apiVersion: string;
+      kind: string;
+      metadata: { namespace?: string; name: string };
+    };
     const key = `${object.apiVersion.split('/')[0]}/${object.kind}/${object.metadata.namespace ?? ''}/${object.metadata.name}`;
     paths.set(key, [...(paths.get(key) ?? []), file]);
   }
@@ -230,12 +339,20 @@ function handoverProblems(before: Record<string, string>, after: Record<string, 
     const leftOwner = ownerOf(after, oldPath);
     if (oldOwner.kind === 'Kustomization') {
       const neverPrunes = oldOwner.spec.prune === false && (!leftOwner || leftOwner.spec.prune === false);
-      const waits = [oldOwner, leftOwner].every((ks) => ks && (ks.spec.dependsOn ?? []).some((dep: { name: string }) => dep.name === newOwner.metadata.name));
-      if (!neverPrunes && !waits) problems.push(`${key} moves from Kustomization ${oldOwner.metadata.name} to ${newOwner.metadata.name}, which the first may prune before the second applies it`);
+      const waits = [oldOwner, leftOwner].every(
+        (ks) => ks && (ks.spec.dependsOn ?? []).some((dep: { name: string }) => dep.name === newOwner.metadata.name),
+      );
+      if (!neverPrunes && !waits)
+        problems.push(
+          `${key} moves from Kustomization ${oldOwner.metadata.name} to ${newOwner.metadata.name}, which the first may prune before the second applies it`,
+        );
     } else {
       const prunes = [oldOwner, leftOwner].some((app) => app && app.spec.syncPolicy?.automated?.prune !== false);
       const cascades = !leftOwner && (oldOwner.metadata.finalizers ?? []).length > 0;
-      if (prunes || cascades) problems.push(`${key} moves from Application ${oldOwner.metadata.name} to ${newOwner.metadata.name}, and the first may delete it`);
+      if (prunes || cascades)
+        problems.push(
+          `${key} moves from Application ${oldOwner.metadata.name} to ${newOwner.metadata.name}, and the first may delete it`,
+        );
     }
   }
   return problems;
@@ -273,86 +390,150 @@ describe('shared objects through the release lifecycle, in a real Git repository
     return readTree(dir);
   }
 
-  it.each(['flux', 'argocd'])('moves the node image v1 -> shared -> v2 in one commit each, never in two places, never pruned (%s)', async (engine) => {
-    const bare = sandbox.bareRepo(`fleet-${engine}`);
-    const cache = await tempDir('csk-shared-cache-');
-    const render = async (versions: string[]): Promise<{ changed: boolean; helmProcesses: number }> => {
-      const inputs = await writeTree({ 'stack.yaml': orcClusterStack(versions) });
-      const result = await runClusterstack(['render', inputs, '--release-source', releases, '--git', bare, '--gitops', engine, '--gitops-url', 'https://git.example.test/fleet.git', '--json'], { env: { CLUSTERSTACK_CACHE_DIR: cache } });
-      expect(result.stderr).toBe('');
-      expect(result.code).toBe(0);
-      return JSON.parse(result.stdout);
-    };
-    const steps: [string[], string][] = [
-      [['v1'], `management/fleet/${orcRelease('v1')}`],
-      [['v1', 'v2'], 'management/fleet/shared'],
-      [['v2'], `management/fleet/${orcRelease('v2')}`],
-    ];
-    const trees: Record<string, string>[] = [];
-    for (const [versions, home] of steps) {
-      expect((await render(versions)).changed).toBe(true);
-      const tree = await treeAt(bare, 'main');
-      // In every tree, exactly once, where the reference count says.
-      expect(objectPaths(tree).get(IMAGE_KEY), versions.join('+')).toEqual([`${home}/image-${ORC_IMAGE_NAME}.yaml`]);
-      for (const [key, files] of objectPaths(tree)) expect(files, key).toHaveLength(1);
-      expect(kustomizeEveryDirectory(tree), versions.join('+')).toEqual([]);
-      expect(kustomizeBuild(new Map(Object.entries(tree)), 'management').filter((o) => o.kind === 'Image')).toHaveLength(1);
-      trees.push(tree);
-      if (versions.length === 2) {
-        // The same inputs again: shared objects are reused with their units, nothing is rendered or committed.
-        const again = await render(versions);
-        expect(again).toMatchObject({ changed: false, helmProcesses: 0 });
+  it.each(['flux', 'argocd'])(
+    'moves the node image v1 -> shared -> v2 in one commit each, never in two places, never pruned (%s)',
+    async (engine) => {
+      const bare = sandbox.bareRepo(`fleet-${engine}`);
+      const cache = await tempDir('csk-shared-cache-');
+      const render = async (versions: string[]): Promise<{ changed: boolean; helmProcesses: number }> => {
+        const inputs = await writeTree({ 'stack.yaml': orcClusterStack(versions) });
+        const result = await runClusterstack(
+          [
+            'render',
+            inputs,
+            '--release-source',
+            releases,
+            '--git',
+            bare,
+            '--gitops',
+            engine,
+            '--gitops-url',
+            'https://git.example.test/fleet.git',
+            '--json',
+          ],
+          { env: { CLUSTERSTACK_CACHE_DIR: cache } },
+        );
+        expect(result.stderr).toBe('');
+        expect(result.code).toBe(0);
+        return JSON.parse(result.stdout);
+      };
+      const steps: [string[], string][] = [
+        [['v1'], `management/fleet/${orcRelease('v1')}`],
+        [['v1', 'v2'], 'management/fleet/shared'],
+        [['v2'], `management/fleet/${orcRelease('v2')}`],
+      ];
+      const trees: Record<string, string>[] = [];
+      for (const [versions, home] of steps) {
+        expect((await render(versions)).changed).toBe(true);
+        const tree = await treeAt(bare, 'main');
+        // In every tree, exactly once, where the reference count says.
+        expect(objectPaths(tree).get(IMAGE_KEY), versions.join('+')).toEqual([`${home}/image-${ORC_IMAGE_NAME}.yaml`]);
+        for (const [key, files] of objectPaths(tree)) expect(files, key).toHaveLength(1);
+        expect(kustomizeEveryDirectory(tree), versions.join('+')).toEqual([]);
+        expect(
+          kustomizeBuild(new Map(Object.entries(tree)), 'management').filter((o) => o.kind === 'Image'),
+        ).toHaveLength(1);
+        trees.push(tree);
+        if (versions.length === 2) {
+          // The same inputs again: shared objects are reused with their units, nothing is rendered or committed.
+          const again = await render(versions);
+          expect(again).toMatchObject({ changed: false, helmProcesses: 0 });
+        }
       }
-    }
-    // One commit per step, and an unchanged render commits nothing.
-    expect(sandbox.commitCount(bare, 'main')).toBe(3);
-    expect((await render(['v2'])).changed).toBe(false);
+      // One commit per step, and an unchanged render commits nothing.
+      expect(sandbox.commitCount(bare, 'main')).toBe(3);
+      expect((await render(['v2'])).changed).toBe(false);
 
-    // Reference counting, in provenance and README.
-    const shared = JSON.parse(trees[1]!['provenance.json']!).sharedObjects;
-    expect(shared).toEqual([{ path: `management/fleet/shared/image-${ORC_IMAGE_NAME}.yaml`, group: 'openstack.k-orc.cloud', version: 'v1alpha1', kind: 'Image', namespace: 'fleet', name: ORC_IMAGE_NAME, renderedBy: [orcRelease('v1'), orcRelease('v2')] }]);
-    expect(trees[1]!['README.md']).toContain(`| Image.openstack.k-orc.cloud fleet/${ORC_IMAGE_NAME} | \`management/fleet/shared/image-${ORC_IMAGE_NAME}.yaml\` | ${orcRelease('v1')}, ${orcRelease('v2')} |`);
-    expect(JSON.parse(trees[2]!['provenance.json']!).sharedObjects).toBeUndefined();
-    // The commit message and a pull request name the shared object's move.
-    const sharedPath = `management/fleet/shared/image-${ORC_IMAGE_NAME}.yaml`;
-    const changes = compareTrees(new Map(Object.entries(trees[0]!)), new Map(Object.entries(trees[1]!)));
-    expect(changes.shared).toEqual([{ path: sharedPath, change: 'added' }]);
-    expect(summarizeChanges(changes, 'sha256:x').body).toContain(`- Shared object ${sharedPath} added`);
-    const body = renderPullRequestBody(changes, { inputDigest: 'x', stacks: [], clusters: [], withheld: [], notes: [], sharedObjects: [{ path: sharedPath, object: 'Image', renderedBy: [orcRelease('v1'), orcRelease('v2')] }] });
-    expect(body).toContain(`| \`${sharedPath}\` | added | ${orcRelease('v1')}, ${orcRelease('v2')} |`);
-    // Each move is safe by the engine's own pruning rules.
-    expect(handoverProblems(trees[0]!, trees[1]!)).toEqual([]);
-    expect(handoverProblems(trees[1]!, trees[2]!)).toEqual([]);
-    // The check has teeth: a shared owner that pruned would lose the image on its way back to v2.
-    const pruning = Object.fromEntries(Object.entries(trees[1]!).map(([file, text]) => [file, file.endsWith('/shared.yaml') ? text.replace('prune: false', 'prune: true') : text]));
-    expect(handoverProblems(pruning, trees[2]!)).toHaveLength(1);
-  });
+      // Reference counting, in provenance and README.
+      const shared = JSON.parse(trees[1]!['provenance.json']!).sharedObjects;
+      expect(shared).toEqual([
+        {
+          path: `management/fleet/shared/image-${ORC_IMAGE_NAME}.yaml`,
+          group: 'openstack.k-orc.cloud',
+          version: 'v1alpha1',
+          kind: 'Image',
+          namespace: 'fleet',
+          name: ORC_IMAGE_NAME,
+          renderedBy: [orcRelease('v1'), orcRelease('v2')],
+        },
+      ]);
+      expect(trees[1]!['README.md']).toContain(
+        `| Image.openstack.k-orc.cloud fleet/${ORC_IMAGE_NAME} | \`management/fleet/shared/image-${ORC_IMAGE_NAME}.yaml\` | ${orcRelease('v1')}, ${orcRelease('v2')} |`,
+      );
+      expect(JSON.parse(trees[2]!['provenance.json']!).sharedObjects).toBeUndefined();
+      // The commit message and a pull request name the shared object's move.
+      const sharedPath = `management/fleet/shared/image-${ORC_IMAGE_NAME}.yaml`;
+      const changes = compareTrees(new Map(Object.entries(trees[0]!)), new Map(Object.entries(trees[1]!)));
+      expect(changes.shared).toEqual([{ path: sharedPath, change: 'added' }]);
+      expect(summarizeChanges(changes, 'sha256:x').body).toContain(`- Shared object ${sharedPath} added`);
+      const body = renderPullRequestBody(changes, {
+        inputDigest: 'x',
+        stacks: [],
+        clusters: [],
+        withheld: [],
+        notes: [],
+        sharedObjects: [{ path: sharedPath, object: 'Image', renderedBy: [orcRelease('v1'), orcRelease('v2')] }],
+      });
+      expect(body).toContain(`| \`${sharedPath}\` | added | ${orcRelease('v1')}, ${orcRelease('v2')} |`);
+      // Each move is safe by the engine's own pruning rules.
+      expect(handoverProblems(trees[0]!, trees[1]!)).toEqual([]);
+      expect(handoverProblems(trees[1]!, trees[2]!)).toEqual([]);
+      // The check has teeth: a shared owner that pruned would lose the image on its way back to v2.
+      const pruning = Object.fromEntries(
+        Object.entries(trees[1]!).map(([file, text]) => [
+          file,
+          file.endsWith('/shared.yaml') ? text.replace('prune: false', 'prune: true') : text,
+        ]),
+      );
+      expect(handoverProblems(pruning, trees[2]!)).toHaveLength(1);
+    },
+  );
 
   it('shows in plan which release a render would withhold for the conflict, and why', async () => {
     const inputs = await writeTree({ 'stack.yaml': orcClusterStack(['v1', 'v3']) });
-    const result = await runClusterstack(['plan', inputs, '--release-source', releases, '--json'], { env: { CLUSTERSTACK_CACHE_DIR: await tempDir('csk-shared-cache-') } });
+    const result = await runClusterstack(['plan', inputs, '--release-source', releases, '--json'], {
+      env: { CLUSTERSTACK_CACHE_DIR: await tempDir('csk-shared-cache-') },
+    });
     expect(result.code).toBe(0);
     const notes: string[] = JSON.parse(result.stdout).clusterStacks[0].notes;
     expect(notes.filter((note) => note.includes('will be withheld'))).toEqual([
-      expect.stringContaining(`release ${orcRelease('v3')} will be withheld: it renders Image.openstack.k-orc.cloud fleet/${ORC_IMAGE_NAME} unlike the older release ${orcRelease('v1')}`),
+      expect.stringContaining(
+        `release ${orcRelease('v3')} will be withheld: it renders Image.openstack.k-orc.cloud fleet/${ORC_IMAGE_NAME} unlike the older release ${orcRelease('v1')}`,
+      ),
     ]);
-    const text = await runClusterstack(['plan', inputs, '--release-source', releases], { env: { CLUSTERSTACK_CACHE_DIR: await tempDir('csk-shared-cache-') } });
+    const text = await runClusterstack(['plan', inputs, '--release-source', releases], {
+      env: { CLUSTERSTACK_CACHE_DIR: await tempDir('csk-shared-cache-') },
+    });
     expect(text.stdout).toContain(`note: release ${orcRelease('v3')} will be withheld`);
-    const agreeing = await runClusterstack(['plan', await writeTree({ 'stack.yaml': orcClusterStack(['v1', 'v2']) }), '--release-source', releases, '--json']);
-    expect(JSON.parse(agreeing.stdout).clusterStacks[0].notes.filter((note: string) => note.includes('will be withheld'))).toEqual([]);
+    const agreeing = await runClusterstack([
+      'plan',
+      await writeTree({ 'stack.yaml': orcClusterStack(['v1', 'v2']) }),
+      '--release-source',
+      releases,
+      '--json',
+    ]);
+    expect(
+      JSON.parse(agreeing.stdout).clusterStacks[0].notes.filter((note: string) => note.includes('will be withheld')),
+    ).toEqual([]);
   });
 
   it('withholds the newer release rendering the image with other content, naming the older one, and publishes the rest', async () => {
     const bare = sandbox.bareRepo('fleet-conflict');
     const inputs = await writeTree({ 'stack.yaml': orcClusterStack(['v1', 'v3']) });
-    const result = await runClusterstack(['render', inputs, '--release-source', releases, '--git', bare, '--json'], { env: { CLUSTERSTACK_CACHE_DIR: await tempDir('csk-shared-cache-') } });
+    const result = await runClusterstack(['render', inputs, '--release-source', releases, '--git', bare, '--json'], {
+      env: { CLUSTERSTACK_CACHE_DIR: await tempDir('csk-shared-cache-') },
+    });
     expect(result.code).toBe(0);
     const report = JSON.parse(result.stdout);
     const withheld = report.withheld.find((entry: { name: string }) => entry.name === orcRelease('v3'));
-    expect(withheld.reason).toContain(`renders Image.openstack.k-orc.cloud fleet/${ORC_IMAGE_NAME} unlike the older release ${orcRelease('v1')}`);
+    expect(withheld.reason).toContain(
+      `renders Image.openstack.k-orc.cloud fleet/${ORC_IMAGE_NAME} unlike the older release ${orcRelease('v1')}`,
+    );
     const tree = await treeAt(bare, 'main');
     expect(Object.keys(tree).some((file) => file.startsWith(`management/fleet/${orcRelease('v3')}/`))).toBe(false);
-    expect(objectPaths(tree).get(IMAGE_KEY)).toEqual([`management/fleet/${orcRelease('v1')}/image-${ORC_IMAGE_NAME}.yaml`]);
+    expect(objectPaths(tree).get(IMAGE_KEY)).toEqual([
+      `management/fleet/${orcRelease('v1')}/image-${ORC_IMAGE_NAME}.yaml`,
+    ]);
     expect(tree['README.md']).toContain(`release fleet/${orcRelease('v3')}: renders Image.openstack.k-orc.cloud`);
     expect(kustomizeEveryDirectory(tree)).toEqual([]);
   });

@@ -6,12 +6,23 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encryptAsSopsDocument, SOPS_ENCRYPTED_REGEX } from '../src/secrets/sops-document.js';
 import { decodeYamlDocument } from '../src/yaml/kube-yaml.js';
-import { ageKeygen, decryptWithSopsAge, decryptWithSopsDecoder, sopsMetadataOf, unwrapDataKeyWithAgeCli } from './support/sops-oracle.js';
+import {
+  ageKeygen,
+  decryptWithSopsAge,
+  decryptWithSopsDecoder,
+  sopsMetadataOf,
+  unwrapDataKeyWithAgeCli,
+} from './support/sops-oracle.js';
 
 const secret = {
   apiVersion: 'v1',
   kind: 'Secret',
-  metadata: { name: 'cilium-ca', namespace: 'kube-system', labels: { 'app.kubernetes.io/part-of': 'cilium', on: 'yes' }, creationTimestamp: null },
+  metadata: {
+    name: 'cilium-ca',
+    namespace: 'kube-system',
+    labels: { 'app.kubernetes.io/part-of': 'cilium', on: 'yes' },
+    creationTimestamp: null,
+  },
   type: 'Opaque',
   data: { 'ca.crt': 'LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t', 'ca.key': 'c2VjcmV0LWtleS1tYXRlcmlhbA==', empty: '' },
   stringData: { 'config.yaml': 'token: s3cr3t\nport: 6443\n' },
@@ -30,7 +41,10 @@ afterAll(async () => rm(dir, { recursive: true, force: true }));
 
 describe('encryptAsSopsDocument', () => {
   it('writes a document the age CLI, sops-age and sops-decoder (MAC verified) decrypt to the Secret', async () => {
-    const document = await encryptAsSopsDocument(secret, { recipients: [alice.recipient, bob.recipient], lastModified: '2026-11-23T10:00:00Z' });
+    const document = await encryptAsSopsDocument(secret, {
+      recipients: [alice.recipient, bob.recipient],
+      lastModified: '2026-11-23T10:00:00Z',
+    });
     for (const who of [alice, bob]) {
       const dataKey = await unwrapDataKeyWithAgeCli(document, who.identityFile, who.recipient);
       expect(dataKey).toHaveLength(32);
@@ -46,16 +60,23 @@ describe('encryptAsSopsDocument', () => {
   });
 
   it('keeps metadata readable and no plaintext value in the document', async () => {
-    const document = await encryptAsSopsDocument(secret, { recipients: [alice.recipient], lastModified: '2026-11-23T10:00:00Z' });
+    const document = await encryptAsSopsDocument(secret, {
+      recipients: [alice.recipient],
+      lastModified: '2026-11-23T10:00:00Z',
+    });
     const decoded = decodeYamlDocument(document).value as typeof secret;
     expect(decoded.metadata).toEqual(secret.metadata);
     expect(decoded.data['ca.crt']).toMatch(/^ENC\[AES256_GCM,data:[^,]+,iv:[^,]+,tag:[^,]+,type:str\]$/);
     expect(decoded.data.empty).toBe('');
-    for (const value of ['LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t', 'c2VjcmV0LWtleS1tYXRlcmlhbA==', 's3cr3t']) expect(document).not.toContain(value);
+    for (const value of ['LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t', 'c2VjcmV0LWtleS1tYXRlcmlhbA==', 's3cr3t'])
+      expect(document).not.toContain(value);
   });
 
   it('is rejected by the MAC-checking decoder when a value or the MAC was changed', async () => {
-    const document = await encryptAsSopsDocument(secret, { recipients: [alice.recipient], lastModified: '2026-11-23T10:00:00Z' });
+    const document = await encryptAsSopsDocument(secret, {
+      recipients: [alice.recipient],
+      lastModified: '2026-11-23T10:00:00Z',
+    });
     const dataKey = await unwrapDataKeyWithAgeCli(document, alice.identityFile, alice.recipient);
     const flip = (text: string, marker: string): string => {
       const start = document.indexOf(marker) + marker.length;
@@ -63,20 +84,32 @@ describe('encryptAsSopsDocument', () => {
       return `${text.slice(0, start + 2)}${char === 'A' ? 'B' : 'A'}${text.slice(start + 3)}`;
     };
     // A flipped byte in an encrypted value: the GCM tag fails.
-    await expect(decryptWithSopsDecoder(flip(document, 'ca.key: ENC[AES256_GCM,data:'), dataKey)).rejects.toThrow(/rejected/);
+    await expect(decryptWithSopsDecoder(flip(document, 'ca.key: ENC[AES256_GCM,data:'), dataKey)).rejects.toThrow(
+      /rejected/,
+    );
     await expect(decryptWithSopsAge(flip(document, 'ca.key: ENC[AES256_GCM,data:'), alice.identity)).rejects.toThrow();
     // A flipped byte in the MAC.
-    await expect(decryptWithSopsDecoder(flip(document, 'mac: ENC[AES256_GCM,data:'), dataKey)).rejects.toThrow(/rejected/);
+    await expect(decryptWithSopsDecoder(flip(document, 'mac: ENC[AES256_GCM,data:'), dataKey)).rejects.toThrow(
+      /rejected/,
+    );
     // A changed readable value (the namespace) is caught by the MAC alone.
-    await expect(decryptWithSopsDecoder(document.replace('namespace: "kube-system"', 'namespace: "default"'), dataKey)).rejects.toThrow(/Hash mismatch/);
+    await expect(
+      decryptWithSopsDecoder(document.replace('namespace: "kube-system"', 'namespace: "default"'), dataKey),
+    ).rejects.toThrow(/Hash mismatch/);
   });
 });
 
 describe('encryptAsSopsDocument key order', () => {
   it('writes keys sorted at every level, the order Flux hands the object to sops in (JSON from a Go map)', async () => {
-    const document = await encryptAsSopsDocument(secret, { recipients: [alice.recipient], lastModified: '2026-11-23T10:00:00Z' });
+    const document = await encryptAsSopsDocument(secret, {
+      recipients: [alice.recipient],
+      lastModified: '2026-11-23T10:00:00Z',
+    });
     const body = document.slice(0, document.indexOf('\nsops:'));
-    const topLevel = body.split('\n').filter((line) => /^[A-Za-z"]/.test(line)).map((line) => line.split(':')[0]);
+    const topLevel = body
+      .split('\n')
+      .filter((line) => /^[A-Za-z"]/.test(line))
+      .map((line) => line.split(':')[0]);
     expect(topLevel).toEqual(['apiVersion', 'data', 'kind', 'metadata', 'stringData', 'type']);
     expect(body.indexOf('  ca.crt:')).toBeLessThan(body.indexOf('  ca.key:'));
     expect(body.indexOf('  creationTimestamp:')).toBeLessThan(body.indexOf('  labels:'));

@@ -8,6 +8,10 @@ describe('sortKeysDeep', () => {
   });
 
   it('drops keys whose value is undefined and keeps null, bigint and strings as they are', () => {
-    expect(sortKeysDeep({ gone: undefined, kept: null, big: 9007199254740993n, text: 'b' })).toEqual({ big: 9007199254740993n, kept: null, text: 'b' });
+    expect(sortKeysDeep({ gone: undefined, kept: null, big: 9007199254740993n, text: 'b' })).toEqual({
+      big: 9007199254740993n,
+      kept: null,
+      text: 'b',
+    });
   });
 });

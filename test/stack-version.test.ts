@@ -18,10 +18,13 @@ describe('parseStackVersion', () => {
     expect(parseStackVersion(input)).toEqual(expected);
   });
 
-  it.each(['3', 'v1.alpha-5', 'v1-alpha', 'V1', 'v01', 'v1-alpha.5.1', ''])('rejects %j with the expected shape in the message', (input) => {
-    expect(() => parseStackVersion(input)).toThrow(VersionSyntaxError);
-    expect(() => parseStackVersion(input)).toThrow(/expected v<major>/);
-  });
+  it.each(['3', 'v1.alpha-5', 'v1-alpha', 'V1', 'v01', 'v1-alpha.5.1', ''])(
+    'rejects %j with the expected shape in the message',
+    (input) => {
+      expect(() => parseStackVersion(input)).toThrow(VersionSyntaxError);
+      expect(() => parseStackVersion(input)).toThrow(/expected v<major>/);
+    },
+  );
 
   it('points out a dash form where the dot form is required', () => {
     expect(() => parseStackVersion('v1-alpha-5')).toThrow(/write v1-alpha.5 here/);
@@ -47,7 +50,8 @@ describe('channelOf', () => {
 });
 
 describe('compareStackVersions', () => {
-  const compare = (a: string, b: string): number | undefined => compareStackVersions(parseStackVersion(a), parseStackVersion(b));
+  const compare = (a: string, b: string): number | undefined =>
+    compareStackVersions(parseStackVersion(a), parseStackVersion(b));
 
   it('orders majors and integer patches numerically', () => {
     expect(compare('v1-alpha.5', 'v1-alpha.6')).toBeLessThan(0);

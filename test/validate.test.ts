@@ -20,7 +20,11 @@ describe('validateClusterStack', () => {
         channel: 'stable',
         autoSubscribe: false,
         noProvider: false,
-        providerRef: { apiVersion: 'infrastructure.clusterstack.x-k8s.io/v1alpha1', kind: 'DockerClusterStackReleaseTemplate', name: 'cspotemplate' },
+        providerRef: {
+          apiVersion: 'infrastructure.clusterstack.x-k8s.io/v1alpha1',
+          kind: 'DockerClusterStackReleaseTemplate',
+          name: 'cspotemplate',
+        },
         versions: ['v1', 'v2'],
       },
     };
@@ -28,49 +32,101 @@ describe('validateClusterStack', () => {
   });
 
   it('returns every problem at once, each with its path and a way out', () => {
-    const bad = aClusterStack().withSpec({ provider: 'do-cker', kubernetesVersion: '1.30.1', versions: ['v1-alpha.5', '3'], noProvider: false }).build();
+    const bad = aClusterStack()
+      .withSpec({ provider: 'do-cker', kubernetesVersion: '1.30.1', versions: ['v1-alpha.5', '3'], noProvider: false })
+      .build();
     const problems = validateClusterStack(bad, checkCrdRules);
     // The schema's checks first, then the CRD's CEL rules (in the CRD's order) with the CRD's messages.
-    expect(pathsOf(problems)).toEqual(['spec.provider', 'spec.kubernetesVersion', 'spec.versions[1]', 'spec.providerRef', 'spec.versions']);
+    expect(pathsOf(problems)).toEqual([
+      'spec.provider',
+      'spec.kubernetesVersion',
+      'spec.versions[1]',
+      'spec.providerRef',
+      'spec.versions',
+    ]);
     expect(problems[0]!.message).toMatch(/contains "-".*use letters and digits only \(e\.g\. docker\)/);
     expect(problems[1]!.message).toMatch(/major\.minor in quotes such as "1\.30", found "1\.30\.1"/);
     expect(problems[2]!.message).toMatch(/not a cluster stack version/);
-    expect(problems[3]!.message).toMatch(/^providerRef is required unless noProvider is true: point it at the <Provider>ClusterStackReleaseTemplate/);
-    expect(problems[4]!.message).toBe('v1-alpha.5 belongs to the alpha channel, but this ClusterStack follows stable; list only stable versions or change spec.channel');
+    expect(problems[3]!.message).toMatch(
+      /^providerRef is required unless noProvider is true: point it at the <Provider>ClusterStackReleaseTemplate/,
+    );
+    expect(problems[4]!.message).toBe(
+      'v1-alpha.5 belongs to the alpha channel, but this ClusterStack follows stable; list only stable versions or change spec.channel',
+    );
   });
 
   it('rejects a kubernetesVersion written as a number (1.3 instead of "1.30")', () => {
-    const bad = aClusterStack().withSpec({ kubernetesVersion: 1.3 as unknown as string }).build();
+    const bad = aClusterStack()
+      .withSpec({ kubernetesVersion: 1.3 as unknown as string })
+      .build();
     expect(validateClusterStack(bad, checkCrdRules)[0]!.message).toMatch(/found 1\.3$/);
   });
 
   it('names unknown fields so typos do not silently do nothing', () => {
     const bad = aClusterStack().build() as unknown as { spec: Record<string, unknown> };
     bad.spec.autoSubcribe = true;
-    expect(validateClusterStack(bad, checkCrdRules)).toEqual([{ path: 'spec.autoSubcribe', message: expect.stringMatching(/not a field.*check the spelling/) }]);
+    expect(validateClusterStack(bad, checkCrdRules)).toEqual([
+      { path: 'spec.autoSubcribe', message: expect.stringMatching(/not a field.*check the spelling/) },
+    ]);
   });
 
   it('accepts hash versions in the custom channel', () => {
-    expect(validateClusterStack(aClusterStack().withChannel('custom').withVersions('v0-sha.hipstsw').build(), checkCrdRules)).toEqual([]);
+    expect(
+      validateClusterStack(aClusterStack().withChannel('custom').withVersions('v0-sha.hipstsw').build(), checkCrdRules),
+    ).toEqual([]);
   });
 
   it('refuses more versions than the CRD allows (its maxItems bounds the cost of its CEL rules)', () => {
     const versions = Array.from({ length: MAX_VERSIONS + 1 }, (_, index) => `v${index + 1}`);
-    expect(validateClusterStack(aClusterStack().withVersions(...versions).build(), checkCrdRules)).toEqual([
-      { path: 'spec.versions', message: `lists ${MAX_VERSIONS + 1} versions; keep at most ${MAX_VERSIONS} (the CRD's limit, which bounds the cost of its CEL rules)` },
+    expect(
+      validateClusterStack(
+        aClusterStack()
+          .withVersions(...versions)
+          .build(),
+        checkCrdRules,
+      ),
+    ).toEqual([
+      {
+        path: 'spec.versions',
+        message: `lists ${MAX_VERSIONS + 1} versions; keep at most ${MAX_VERSIONS} (the CRD's limit, which bounds the cost of its CEL rules)`,
+      },
     ]);
-    expect(validateClusterStack(aClusterStack().withVersions(...versions.slice(1)).build(), checkCrdRules)).toEqual([]);
+    expect(
+      validateClusterStack(
+        aClusterStack()
+          .withVersions(...versions.slice(1))
+          .build(),
+        checkCrdRules,
+      ),
+    ).toEqual([]);
   });
 
   it('checks our optional additions', () => {
-    const bad = aClusterStack().withSpec({ addonValues: [] as unknown as Record<string, unknown>, addonStageValues: { cni: 'x' } as unknown as Record<string, Record<string, unknown>>, releaseSource: '' }).build();
-    expect(pathsOf(validateClusterStack(bad, checkCrdRules))).toEqual(['spec.releaseSource', 'spec.addonValues', 'spec.addonStageValues.cni']);
+    const bad = aClusterStack()
+      .withSpec({
+        addonValues: [] as unknown as Record<string, unknown>,
+        addonStageValues: { cni: 'x' } as unknown as Record<string, Record<string, unknown>>,
+        releaseSource: '',
+      })
+      .build();
+    expect(pathsOf(validateClusterStack(bad, checkCrdRules))).toEqual([
+      'spec.releaseSource',
+      'spec.addonValues',
+      'spec.addonStageValues.cni',
+    ]);
   });
 });
 
 describe('validateClusterAddon', () => {
   it('requires a spec and known fields', () => {
-    expect(pathsOf(validateClusterAddon({ apiVersion: 'clusterstack.x-k8s.io/v1alpha1', kind: 'ClusterAddon', metadata: { name: 'a' } }, checkCrdRules))).toEqual(['spec']);
+    expect(
+      pathsOf(
+        validateClusterAddon(
+          { apiVersion: 'clusterstack.x-k8s.io/v1alpha1', kind: 'ClusterAddon', metadata: { name: 'a' } },
+          checkCrdRules,
+        ),
+      ),
+    ).toEqual(['spec']);
   });
 });
 

@@ -3,14 +3,24 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeInt64s } from '../renderers/go-template-int64.js';
 import { strictFieldAccess } from '../renderers/go-template-strict.js';
 import type { HelmRunner } from '../renderers/helm-runner.js';
-import { evaluateValuesTemplates, ValuesTemplateError, type ValuesTemplateResult } from '../renderers/values-template.js';
+import {
+  evaluateValuesTemplates,
+  ValuesTemplateError,
+  type ValuesTemplateResult,
+} from '../renderers/values-template.js';
 import type { ValuesTemplateItem } from '../src/render/render-dependencies.js';
 import { aHelmRunner, helmTempDir, writeChart } from './support/helm-fixtures.js';
 
 const ORIGIN = 'docker-ferrol-1-30-v1/cluster-addon-values.yaml';
 
-function aCluster(name: string, options: { endpoint?: boolean | { host?: string; port?: number } } = {}): Record<string, unknown> {
-  const endpoint = options.endpoint === undefined || options.endpoint === true ? { host: `${name}.example.com`, port: 6443 } : options.endpoint;
+function aCluster(
+  name: string,
+  options: { endpoint?: boolean | { host?: string; port?: number } } = {},
+): Record<string, unknown> {
+  const endpoint =
+    options.endpoint === undefined || options.endpoint === true
+      ? { host: `${name}.example.com`, port: 6443 }
+      : options.endpoint;
   return {
     apiVersion: 'cluster.x-k8s.io/v1beta1',
     kind: 'Cluster',
@@ -18,12 +28,26 @@ function aCluster(name: string, options: { endpoint?: boolean | { host?: string;
     spec: {
       clusterNetwork: { pods: { cidrBlocks: ['192.168.0.0/16'] }, services: { cidrBlocks: ['10.96.0.0/12'] } },
       ...(endpoint ? { controlPlaneEndpoint: endpoint } : {}),
-      topology: { class: 'docker-ferrol-1-30-v1', version: 'v1.30.4', workers: { machineDeployments: [{ name: 'md-0', class: 'default' }, { name: 'md-1', class: 'large' }] } },
+      topology: {
+        class: 'docker-ferrol-1-30-v1',
+        version: 'v1.30.4',
+        workers: {
+          machineDeployments: [
+            { name: 'md-0', class: 'default' },
+            { name: 'md-1', class: 'large' },
+          ],
+        },
+      },
     },
   };
 }
 
-const item = (id: string, template: string, context: ValuesTemplateItem['context'], origin = ORIGIN): ValuesTemplateItem => ({ id, origin, template, context });
+const item = (
+  id: string,
+  template: string,
+  context: ValuesTemplateItem['context'],
+  origin = ORIGIN,
+): ValuesTemplateItem => ({ id, origin, template, context });
 
 function ok(result: ValuesTemplateResult | undefined): Record<string, unknown> {
   if (!result?.ok) throw new Error(`expected values, got ${JSON.stringify(result)}`);
@@ -56,7 +80,11 @@ async function evaluate(items: ValuesTemplateItem[]): Promise<{ results: ValuesT
 describe('evaluateValuesTemplates', () => {
   it('takes the values from a top-level `values` string, or else the whole result', async () => {
     const { results } = await evaluate([
-      item('legacy', 'values: |\n  cilium:\n    k8sServiceHost: {{ .Cluster.spec.controlPlaneEndpoint.host }}\n    k8sServicePort: {{ .Cluster.spec.controlPlaneEndpoint.port }}\n', { Cluster: aCluster('alpha') }),
+      item(
+        'legacy',
+        'values: |\n  cilium:\n    k8sServiceHost: {{ .Cluster.spec.controlPlaneEndpoint.host }}\n    k8sServicePort: {{ .Cluster.spec.controlPlaneEndpoint.port }}\n',
+        { Cluster: aCluster('alpha') },
+      ),
       item('whole', 'cilium:\n  cluster:\n    name: {{ .Cluster.metadata.name }}\n', { Cluster: aCluster('beta') }),
       item('values-map', 'values:\n  a: 1\n', { Cluster: aCluster('gamma') }),
     ]);
@@ -111,7 +139,9 @@ describe('evaluateValuesTemplates', () => {
     expect(ok(results[0])).toEqual({ k8sServiceHost: 'ready.example.com' });
     const missing = failure(results[1]);
     expect(missing.missingField).toBe('.Cluster.spec.controlPlaneEndpoint.host');
-    expect(missing.message).toContain(`${ORIGIN} line 2: missing field .Cluster.spec.controlPlaneEndpoint.host (.Cluster.spec.controlPlaneEndpoint does not exist)`);
+    expect(missing.message).toContain(
+      `${ORIGIN} line 2: missing field .Cluster.spec.controlPlaneEndpoint.host (.Cluster.spec.controlPlaneEndpoint does not exist)`,
+    );
     expect(missing.error).toBeInstanceOf(ValuesTemplateError);
     expect(missing.error.reason).toBe('MissingField');
     const half = failure(results[2]);
@@ -120,7 +150,9 @@ describe('evaluateValuesTemplates', () => {
   });
 
   it('maps a deep missing path to the field instead of a nil pointer', async () => {
-    const { results } = await evaluate([item('deep', 'x: {{ .Cluster.spec.network.apiServerPort.value }}', { Cluster: aCluster('alpha') })]);
+    const { results } = await evaluate([
+      item('deep', 'x: {{ .Cluster.spec.network.apiServerPort.value }}', { Cluster: aCluster('alpha') }),
+    ]);
 
     const deep = failure(results[0]);
     expect(deep.missingField).toBe('.Cluster.spec.network.apiServerPort.value');
@@ -130,9 +162,15 @@ describe('evaluateValuesTemplates', () => {
 
   it('names the full field inside with, range and variables', async () => {
     const { results } = await evaluate([
-      item('with', '{{ with .Cluster.spec.topology }}x: {{ .controlPlane.replicas }}{{ end }}', { Cluster: aCluster('alpha') }),
-      item('range', '{{ range .Cluster.spec.topology.workers.machineDeployments }}{{ .replicas }}{{ end }}', { Cluster: aCluster('alpha') }),
-      item('var', '{{ $cp := .Cluster.spec.controlPlaneEndpoint }}x: {{ $cp.hostname }}', { Cluster: aCluster('alpha') }),
+      item('with', '{{ with .Cluster.spec.topology }}x: {{ .controlPlane.replicas }}{{ end }}', {
+        Cluster: aCluster('alpha'),
+      }),
+      item('range', '{{ range .Cluster.spec.topology.workers.machineDeployments }}{{ .replicas }}{{ end }}', {
+        Cluster: aCluster('alpha'),
+      }),
+      item('var', '{{ $cp := .Cluster.spec.controlPlaneEndpoint }}x: {{ $cp.hostname }}', {
+        Cluster: aCluster('alpha'),
+      }),
     ]);
 
     expect(failure(results[0]).missingField).toBe('.Cluster.spec.topology.controlPlane.replicas');
@@ -143,20 +181,31 @@ describe('evaluateValuesTemplates', () => {
   it('treats a missing .ControlPlane or .InfraCluster as a missing field', async () => {
     const template = 'replicas: {{ .ControlPlane.spec.replicas }}\nnetwork: {{ .InfraCluster.status.network.id }}\n';
     const { results } = await evaluate([
-      item('both', template, { Cluster: aCluster('a'), ControlPlane: { spec: { replicas: 3 } }, InfraCluster: { status: { network: { id: 'net-1' } } } }),
+      item('both', template, {
+        Cluster: aCluster('a'),
+        ControlPlane: { spec: { replicas: 3 } },
+        InfraCluster: { status: { network: { id: 'net-1' } } },
+      }),
       item('no-cp', template, { Cluster: aCluster('b'), InfraCluster: { status: { network: { id: 'net-1' } } } }),
     ]);
 
     expect(ok(results[0])).toEqual({ replicas: 3, network: 'net-1' });
     const noControlPlane = failure(results[1]);
     expect(noControlPlane.missingField).toBe('.ControlPlane.spec.replicas');
-    expect(noControlPlane.message).toContain("no ControlPlane object was given: the Cluster's spec.controlPlaneRef is unset");
+    expect(noControlPlane.message).toContain(
+      "no ControlPlane object was given: the Cluster's spec.controlPlaneRef is unset",
+    );
   });
 
   it('reports a syntax error with the template origin and line, without helm temp-chart paths', async () => {
     const { results } = await evaluate([
       item('broken', 'values: |\n  name: {{ .Cluster.metadata.name \n', { Cluster: aCluster('a') }),
-      item('unknown-function', 'x: {{ nosuchfunc .Cluster.metadata.name }}', { Cluster: aCluster('a') }, 'docker-ferrol-1-30-v2/cni/overwrite.yaml'),
+      item(
+        'unknown-function',
+        'x: {{ nosuchfunc .Cluster.metadata.name }}',
+        { Cluster: aCluster('a') },
+        'docker-ferrol-1-30-v2/cni/overwrite.yaml',
+      ),
       item('fine', 'x: 1', { Cluster: aCluster('a') }),
       item('unclosed-if', 'a: 1\n{{ if .Cluster.metadata.name }}\nb: 2\n', { Cluster: aCluster('a') }),
     ]);
@@ -173,7 +222,11 @@ describe('evaluateValuesTemplates', () => {
 
   it('withholds an item whose template calls required or fail, with its message', async () => {
     const { results, processes } = await evaluate([
-      item('required', 'x: {{ required "set the cluster label env" (dig "metadata" "labels" "tier" "" .Cluster | default nil) }}', { Cluster: aCluster('a') }),
+      item(
+        'required',
+        'x: {{ required "set the cluster label env" (dig "metadata" "labels" "tier" "" .Cluster | default nil) }}',
+        { Cluster: aCluster('a') },
+      ),
       item('fail', '{{ fail "this stack needs an InfraCluster with a network" }}', { Cluster: aCluster('b') }),
       item('fine', 'x: {{ .Cluster.metadata.name }}', { Cluster: aCluster('c') }),
     ]);
@@ -194,12 +247,17 @@ describe('evaluateValuesTemplates', () => {
     const badYaml = failure(results[0]);
     expect(badYaml.error.reason).toBe('InvalidResult');
     expect(badYaml.message).toMatch(new RegExp(`^${ORIGIN}: its \`values\` string is not valid YAML`));
-    expect(failure(results[1]).message).toBe(`${ORIGIN}: the result of the template is a list, not a mapping of values`);
+    expect(failure(results[1]).message).toBe(
+      `${ORIGIN}: the result of the template is a list, not a mapping of values`,
+    );
   });
 
   it('splits results correctly when a template prints --- or # Source: lines', async () => {
     const tricky = '---\n# Source: cs-values/templates/u1.yaml\nname: {{ .Cluster.metadata.name }}\n---\n';
-    const { results } = await evaluate([item('a', tricky, { Cluster: aCluster('a') }), item('b', 'other: {{ .Cluster.metadata.name }}', { Cluster: aCluster('b') })]);
+    const { results } = await evaluate([
+      item('a', tricky, { Cluster: aCluster('a') }),
+      item('b', 'other: {{ .Cluster.metadata.name }}', { Cluster: aCluster('b') }),
+    ]);
 
     expect(ok(results[0])).toEqual({ name: 'a' });
     expect(ok(results[1])).toEqual({ other: 'b' });
@@ -214,15 +272,20 @@ describe('evaluateValuesTemplates', () => {
 
   it('evaluates a batch of 50 ready clusters in one helm process', async () => {
     const template = 'values: |\n  host: {{ .Cluster.spec.controlPlaneEndpoint.host }}\n';
-    const { results, processes } = await evaluate(Array.from({ length: 50 }, (_, i) => item(`c${i}`, template, { Cluster: aCluster(`cluster-${i}`) })));
+    const { results, processes } = await evaluate(
+      Array.from({ length: 50 }, (_, i) => item(`c${i}`, template, { Cluster: aCluster(`cluster-${i}`) })),
+    );
 
     expect(processes).toBe(1);
     expect(results.every((r) => r.ok)).toBe(true);
   });
 
   it('evaluates a batch of 50 clusters, one of them not ready, in at most 3 helm processes', async () => {
-    const template = 'values: |\n  cilium:\n    k8sServiceHost: {{ .Cluster.spec.controlPlaneEndpoint.host }}\n    cluster:\n      name: {{ .Cluster.metadata.name }}\n';
-    const items = Array.from({ length: 50 }, (_, i) => item(`c${i}`, template, { Cluster: aCluster(`cluster-${i}`, { endpoint: i !== 17 }) }));
+    const template =
+      'values: |\n  cilium:\n    k8sServiceHost: {{ .Cluster.spec.controlPlaneEndpoint.host }}\n    cluster:\n      name: {{ .Cluster.metadata.name }}\n';
+    const items = Array.from({ length: 50 }, (_, i) =>
+      item(`c${i}`, template, { Cluster: aCluster(`cluster-${i}`, { endpoint: i !== 17 }) }),
+    );
     items.push(item('dup', template, { Cluster: aCluster('cluster-3') }));
 
     const { results, processes } = await evaluate(items);
@@ -230,29 +293,34 @@ describe('evaluateValuesTemplates', () => {
     expect(processes).toBeLessThanOrEqual(3);
     expect(results.map((r) => r.id)).toEqual(items.map((i) => i.id));
     expect(results.filter((r) => !r.ok).map((r) => r.id)).toEqual(['c17']);
-    expect(ok(results[42])).toEqual({ cilium: { k8sServiceHost: 'cluster-42.example.com', cluster: { name: 'cluster-42' } } });
+    expect(ok(results[42])).toEqual({
+      cilium: { k8sServiceHost: 'cluster-42.example.com', cluster: { name: 'cluster-42' } },
+    });
     expect(ok(results[50])).toEqual(ok(results[3]));
   });
 });
 
-  it('stops a template that loops at the time limit and fails that item alone, the others of its batch evaluated', async () => {
-    // A loop of 10^15 iterations in small lists: CPU, no memory, never ends in a test's lifetime.
-    const template = 'values: |\n  name: {{ .Cluster.metadata.name }}\n{{- if eq .Cluster.metadata.name "loops" }}{{ range until 100000 }}{{ range until 100000 }}{{ range until 100000 }}{{ end }}{{ end }}{{ end }}{{ end }}\n';
-    const items = ['one', 'loops', 'three'].map((name) => item(name, template, { Cluster: aCluster(name) }));
-    const started = Date.now();
+it('stops a template that loops at the time limit and fails that item alone, the others of its batch evaluated', async () => {
+  // A loop of 10^15 iterations in small lists: CPU, no memory, never ends in a test's lifetime.
+  const template =
+    'values: |\n  name: {{ .Cluster.metadata.name }}\n{{- if eq .Cluster.metadata.name "loops" }}{{ range until 100000 }}{{ range until 100000 }}{{ range until 100000 }}{{ end }}{{ end }}{{ end }}{{ end }}\n';
+  const items = ['one', 'loops', 'three'].map((name) => item(name, template, { Cluster: aCluster(name) }));
+  const started = Date.now();
 
-    const results = await evaluateValuesTemplates(runner, items, '1.30.4', { timeoutMs: 1500 });
+  const results = await evaluateValuesTemplates(runner, items, '1.30.4', { timeoutMs: 1500 });
 
-    // The batch runs out once, then each item alone: the looping one runs out again.
-    expect(Date.now() - started).toBeLessThan(15_000);
-    expect(ok(results[0])).toEqual({ name: 'one' });
-    expect(ok(results[2])).toEqual({ name: 'three' });
-    const looped = failure(results[1]);
-    expect(looped.timedOut).toBe(true);
-    expect(looped.missingField).toBeUndefined();
-    expect(looped.message).toBe(`${ORIGIN}: did not finish within 1.5s and was stopped: a template that never ends (a loop, a recursive include) is the usual cause; fix it, or if it really needs longer raise --values-timeout (CLUSTERSTACK_VALUES_TIMEOUT)`);
-    expect(runner.inFlight).toBe(0);
-  });
+  // The batch runs out once, then each item alone: the looping one runs out again.
+  expect(Date.now() - started).toBeLessThan(15_000);
+  expect(ok(results[0])).toEqual({ name: 'one' });
+  expect(ok(results[2])).toEqual({ name: 'three' });
+  const looped = failure(results[1]);
+  expect(looped.timedOut).toBe(true);
+  expect(looped.missingField).toBeUndefined();
+  expect(looped.message).toBe(
+    `${ORIGIN}: did not finish within 1.5s and was stopped: a template that never ends (a loop, a recursive include) is the usual cause; fix it, or if it really needs longer raise --values-timeout (CLUSTERSTACK_VALUES_TIMEOUT)`,
+  );
+  expect(runner.inFlight).toBe(0);
+});
 
 describe('evaluateValuesTemplates: numbers keep their Go types', () => {
   // What the cluster-stack-operator's unstructured objects hold: int64 integers, float64 floats,
@@ -288,14 +356,27 @@ describe('evaluateValuesTemplates: numbers keep their Go types', () => {
     cluster.metadata['generation'] = 12345678;
     cluster.metadata['labels'] = { port: '6443', mode: '0400', exp: '1e3' };
     cluster.spec['ports'] = [80, 443];
-    cluster.spec['matrix'] = [[1, 2], ['3', 4.5]];
+    cluster.spec['matrix'] = [
+      [1, 2],
+      ['3', 4.5],
+    ];
     // An integer in a map in a list, in a map beside an integer in a list, under a key that is no identifier.
     cluster.spec['mixed'] = [1, { a: 2 }];
     cluster.metadata['annotations'] = { 'example.com/weight': 10 };
-    (cluster.spec['topology'] as { workers: { machineDeployments: Record<string, unknown>[] } }).workers.machineDeployments[1]!['replicas'] = 5;
+    (
+      cluster.spec['topology'] as { workers: { machineDeployments: Record<string, unknown>[] } }
+    ).workers.machineDeployments[1]!['replicas'] = 5;
     return {
       Cluster: cluster,
-      InfraCluster: { spec: { big: 9007199254740993n, largest: 9223372036854775807n, negative: -9007199254740993n, beyondInt64: 9223372036854775808n, ratio: 1.5 } },
+      InfraCluster: {
+        spec: {
+          big: 9007199254740993n,
+          largest: 9223372036854775807n,
+          negative: -9007199254740993n,
+          beyondInt64: 9223372036854775808n,
+          ratio: 1.5,
+        },
+      },
     };
   }
 
@@ -329,7 +410,9 @@ describe('evaluateValuesTemplates: numbers keep their Go types', () => {
 
   it('keeps the types in lint and the re-render when another item of the batch fails', async () => {
     const { results, processes } = await evaluate([
-      item('not-ready', 'host: {{ .Cluster.spec.controlPlaneEndpoint.host }}', { Cluster: aCluster('new', { endpoint: false }) }),
+      item('not-ready', 'host: {{ .Cluster.spec.controlPlaneEndpoint.host }}', {
+        Cluster: aCluster('new', { endpoint: false }),
+      }),
       item('typed', template, typedContext('typed')),
     ]);
 
@@ -340,7 +423,13 @@ describe('evaluateValuesTemplates: numbers keep their Go types', () => {
   });
 
   it('withholds an item whose template finds a float where it wants an integer, with its message', async () => {
-    const { results } = await evaluate([item('float', 'x: {{ if not (kindIs "int64" .Cluster.spec.ratio) }}{{ fail (printf "ratio is %s" (kindOf .Cluster.spec.ratio)) }}{{ end }}', { Cluster: { spec: { ratio: 0.5 } } })]);
+    const { results } = await evaluate([
+      item(
+        'float',
+        'x: {{ if not (kindIs "int64" .Cluster.spec.ratio) }}{{ fail (printf "ratio is %s" (kindOf .Cluster.spec.ratio)) }}{{ end }}',
+        { Cluster: { spec: { ratio: 0.5 } } },
+      ),
+    ]);
 
     expect(failure(results[0]).message).toBe(`${ORIGIN}: ratio is float64`);
   });
@@ -349,7 +438,9 @@ describe('evaluateValuesTemplates: numbers keep their Go types', () => {
     const template = 'kind: {{ kindOf .Cluster.spec.controlPlaneEndpoint.port }}';
     const { results } = await evaluate([
       item('int', template, { Cluster: aCluster('a', { endpoint: { host: 'a', port: 6443 } }) }),
-      item('string', template, { Cluster: { ...aCluster('a'), spec: { controlPlaneEndpoint: { host: 'a', port: '6443' } } } }),
+      item('string', template, {
+        Cluster: { ...aCluster('a'), spec: { controlPlaneEndpoint: { host: 'a', port: '6443' } } },
+      }),
     ]);
 
     expect(ok(results[0])).toEqual({ kind: 'int64' });
@@ -359,9 +450,29 @@ describe('evaluateValuesTemplates: numbers keep their Go types', () => {
 
 describe('encodeInt64s', () => {
   it('writes integers as decimal strings and records where they were, leaving strings and floats alone', () => {
-    const encoded = encodeInt64s({ port: 6443, port2: '6443', big: 9007199254740993n, ratio: 0.25, huge: 2n ** 64n, unsafe: 2 ** 60, list: [1, 'x', [2n]], empty: {}, none: null });
+    const encoded = encodeInt64s({
+      port: 6443,
+      port2: '6443',
+      big: 9007199254740993n,
+      ratio: 0.25,
+      huge: 2n ** 64n,
+      unsafe: 2 ** 60,
+      list: [1, 'x', [2n]],
+      empty: {},
+      none: null,
+    });
 
-    expect(encoded.value).toEqual({ port: '6443', port2: '6443', big: '9007199254740993', ratio: 0.25, huge: 18446744073709552000, unsafe: 2 ** 60, list: ['1', 'x', ['2']], empty: {}, none: null });
+    expect(encoded.value).toEqual({
+      port: '6443',
+      port2: '6443',
+      big: '9007199254740993',
+      ratio: 0.25,
+      huge: 18446744073709552000,
+      unsafe: 2 ** 60,
+      list: ['1', 'x', ['2']],
+      empty: {},
+      none: null,
+    });
     expect(encoded.positions).toEqual({ port: true, big: true, list: { 0: true, 2: { 0: true } } });
     expect(() => JSON.stringify(encoded.value)).not.toThrow();
   });
@@ -385,11 +496,16 @@ describe('helm without the field rewrite (why it exists)', () => {
       const chart = await writeChart(path.join(temp.dir, 'premise'), {
         'Chart.yaml': 'apiVersion: v2\nname: premise\nversion: 0.1.0\n',
         'values.yaml': 'Cluster:\n  spec:\n    controlPlaneEndpoint:\n      port: 6443\n',
-        'templates/values.txt': 'quoted: x{{ .Values.Cluster.spec.controlPlaneEndpoint.host | quote }}x\nplain: x{{ .Values.Cluster.spec.controlPlaneEndpoint.host }}x\n',
+        'templates/values.txt':
+          'quoted: x{{ .Values.Cluster.spec.controlPlaneEndpoint.host | quote }}x\nplain: x{{ .Values.Cluster.spec.controlPlaneEndpoint.host }}x\n',
       });
 
-      const template = await runner.run(['template', 'premise', chart], { purpose: 'showing helm template on a missing key' });
-      const lint = await runner.run(['lint', '--strict', chart], { purpose: 'showing helm lint --strict on a missing key' });
+      const template = await runner.run(['template', 'premise', chart], {
+        purpose: 'showing helm template on a missing key',
+      });
+      const lint = await runner.run(['lint', '--strict', chart], {
+        purpose: 'showing helm lint --strict on a missing key',
+      });
 
       expect(template.stdout).toContain('quoted: xx\nplain: xx\n');
       expect(lint.exitCode).toBe(0);
@@ -401,12 +517,15 @@ describe('helm without the field rewrite (why it exists)', () => {
 
 describe('strictFieldAccess', () => {
   it('rewrites field chains but leaves strings, raw strings, comments and escaped braces alone', () => {
-    const source = '{{/* .Cluster.x */}}a {{ "{{" }} ds.meta_data.hostname {{ "}}" }} {{- `.raw}}` }} {{ printf "%s }}" .Cluster.metadata.name -}}\n{{ 1.5 }} {{ $x := 2 }}';
+    const source =
+      '{{/* .Cluster.x */}}a {{ "{{" }} ds.meta_data.hostname {{ "}}" }} {{- `.raw}}` }} {{ printf "%s }}" .Cluster.metadata.name -}}\n{{ 1.5 }} {{ $x := 2 }}';
 
     const strict = strictFieldAccess(source);
 
     expect(strict.rewritten).toBe(true);
-    expect(strict.text).toContain('{{/* .Cluster.x */}}a {{ "{{" }} ds.meta_data.hostname {{ "}}" }} {{- `.raw}}` }} {{ printf "%s }}" (last (list ');
+    expect(strict.text).toContain(
+      '{{/* .Cluster.x */}}a {{ "{{" }} ds.meta_data.hostname {{ "}}" }} {{- `.raw}}` }} {{ printf "%s }}" (last (list ',
+    );
     expect(strict.text).toContain('.Cluster.metadata.name)) -}}\n{{ 1.5 }} {{ $x := 2 }}');
     expect(strict.text.split('\n')).toHaveLength(2);
     expect([...strict.restore.values()]).toEqual(['.Cluster.metadata.name']);
@@ -417,6 +536,9 @@ describe('strictFieldAccess', () => {
   });
 
   it('leaves a template it cannot lex for helm to report', () => {
-    expect(strictFieldAccess('{{ .Cluster.metadata.name ')).toMatchObject({ text: '{{ .Cluster.metadata.name ', rewritten: false });
+    expect(strictFieldAccess('{{ .Cluster.metadata.name ')).toMatchObject({
+      text: '{{ .Cluster.metadata.name ',
+      rewritten: false,
+    });
   });
 });

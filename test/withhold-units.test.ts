@@ -11,7 +11,16 @@ function published(units: Map<string, UnitRecord>, tree: Map<string, string>): P
 }
 
 function stage(namespace: string, name: string, dir: string): UnitRecord {
-  return { dir, kind: 'cluster-stage', namespace, name, release: 'docker-ferrol-1-30-v1', inputDigest: 'sha256:i', renderDigest: 'sha256:r', files: ['a.yaml'] };
+  return {
+    dir,
+    kind: 'cluster-stage',
+    namespace,
+    name,
+    release: 'docker-ferrol-1-30-v1',
+    inputDigest: 'sha256:i',
+    renderDigest: 'sha256:r',
+    files: ['a.yaml'],
+  };
 }
 
 describe('keepPreviousOutput', () => {
@@ -25,21 +34,35 @@ describe('keepPreviousOutput', () => {
     ];
     const before = new Map(units.map((unit) => [unit.dir, unit]));
     const previous = new Map(units.map((unit) => [`${unit.dir}/a.yaml`, `kind: ConfigMap # ${unit.dir}\n`]));
-    const withheld: WithheldEntry[] = [{ kind: 'cluster', namespace: 'ns', name: 'web', reason: 'values failed', previousKept: false }];
+    const withheld: WithheldEntry[] = [
+      { kind: 'cluster', namespace: 'ns', name: 'web', reason: 'values failed', previousKept: false },
+    ];
     const rendered = new Map<string, Map<string, string>>();
     const records: UnitRecord[] = [];
 
     keepPreviousOutput(withheld, published(before, previous), rendered, records, EVERY_ENGINE_KEEP_MARKS);
 
-    expect([...rendered.keys()].sort()).toEqual([`${clusterDir('ns', 'web')}/cni`, `${clusterDir('ns', 'web')}/metrics`]);
-    expect(rendered.get(`${clusterDir('ns', 'web')}/cni`)).toEqual(new Map([['a.yaml', `kind: ConfigMap # ${clusterDir('ns', 'web')}/cni\n`]]));
-    expect(records.map((record) => record.dir).sort()).toEqual([`${clusterDir('ns', 'web')}/cni`, `${clusterDir('ns', 'web')}/metrics`]);
+    expect([...rendered.keys()].sort()).toEqual([
+      `${clusterDir('ns', 'web')}/cni`,
+      `${clusterDir('ns', 'web')}/metrics`,
+    ]);
+    expect(rendered.get(`${clusterDir('ns', 'web')}/cni`)).toEqual(
+      new Map([['a.yaml', `kind: ConfigMap # ${clusterDir('ns', 'web')}/cni\n`]]),
+    );
+    expect(records.map((record) => record.dir).sort()).toEqual([
+      `${clusterDir('ns', 'web')}/cni`,
+      `${clusterDir('ns', 'web')}/metrics`,
+    ]);
     expect(withheld[0]!.previousKept).toBe(true);
   });
 
   it('keeps nothing for a withheld Cluster the previous tree never had', () => {
-    const before = new Map([[`${clusterDir('ns', 'other')}/cni`, stage('ns', 'other', `${clusterDir('ns', 'other')}/cni`)]]);
-    const withheld: WithheldEntry[] = [{ kind: 'cluster', namespace: 'ns', name: 'new', reason: 'values failed', previousKept: false }];
+    const before = new Map([
+      [`${clusterDir('ns', 'other')}/cni`, stage('ns', 'other', `${clusterDir('ns', 'other')}/cni`)],
+    ]);
+    const withheld: WithheldEntry[] = [
+      { kind: 'cluster', namespace: 'ns', name: 'new', reason: 'values failed', previousKept: false },
+    ];
     const rendered = new Map<string, Map<string, string>>();
     keepPreviousOutput(withheld, published(before, new Map()), rendered, [], EVERY_ENGINE_KEEP_MARKS);
     expect(rendered.size).toBe(0);

@@ -49,11 +49,15 @@ export function defaultHealthDir(): string {
 
 /** The health scripts' text, read from `dir`. */
 export function readArgoHealthScripts(dir = defaultHealthDir()): Map<ArgoHealthScript, string> {
-  return new Map(ARGOCD_HEALTH_SCRIPTS.map((script) => [script, readFileSync(path.join(dir, `${script}.lua`), 'utf8')]));
+  return new Map(
+    ARGOCD_HEALTH_SCRIPTS.map((script) => [script, readFileSync(path.join(dir, `${script}.lua`), 'utf8')]),
+  );
 }
 
 /** The patch YAML for the given scripts (read from the .lua files by default); same scripts, same bytes. */
-export function renderArgoHealthPatch(scripts: ReadonlyMap<ArgoHealthScript, string> = readArgoHealthScripts()): string {
+export function renderArgoHealthPatch(
+  scripts: ReadonlyMap<ArgoHealthScript, string> = readArgoHealthScripts(),
+): string {
   const data: Record<string, string> = {};
   for (const script of ARGOCD_HEALTH_SCRIPTS) {
     const text = scripts.get(script);
@@ -64,7 +68,10 @@ export function renderArgoHealthPatch(scripts: ReadonlyMap<ArgoHealthScript, str
   const patch = {
     apiVersion: 'v1',
     kind: 'ConfigMap',
-    metadata: { name: 'argocd-cm', labels: { 'app.kubernetes.io/name': 'argocd-cm', 'app.kubernetes.io/part-of': 'argocd' } },
+    metadata: {
+      name: 'argocd-cm',
+      labels: { 'app.kubernetes.io/name': 'argocd-cm', 'app.kubernetes.io/part-of': 'argocd' },
+    },
     data,
   } as unknown as KubeObject;
   return `${HEADER}${serializeObject(patch)}`;

@@ -40,9 +40,24 @@ export interface HealthScriptKind {
 }
 
 export const HEALTH_SCRIPT_KINDS: readonly HealthScriptKind[] = [
-  { kind: 'ClusterStack', readsStatusReady: false, noReadyMessage: 'Waiting for the Ready condition', progressingExamples: 'waiting for releases, providers' },
-  { kind: 'ClusterStackRelease', readsStatusReady: true, noReadyMessage: 'Waiting for the release to become ready', progressingExamples: 'downloading, rendering, syncing' },
-  { kind: 'ClusterAddon', readsStatusReady: true, noReadyMessage: 'Waiting for the cluster addons to become ready', progressingExamples: 'rendering, waiting for stages' },
+  {
+    kind: 'ClusterStack',
+    readsStatusReady: false,
+    noReadyMessage: 'Waiting for the Ready condition',
+    progressingExamples: 'waiting for releases, providers',
+  },
+  {
+    kind: 'ClusterStackRelease',
+    readsStatusReady: true,
+    noReadyMessage: 'Waiting for the release to become ready',
+    progressingExamples: 'downloading, rendering, syncing',
+  },
+  {
+    kind: 'ClusterAddon',
+    readsStatusReady: true,
+    noReadyMessage: 'Waiting for the cluster addons to become ready',
+    progressingExamples: 'rendering, waiting for stages',
+  },
 ];
 
 /** The argocd-cm key suffix (and file name without `.lua`) of a kind's script. */
@@ -68,7 +83,9 @@ export function degradedReasonSuffixes(reactions: Readonly<Record<FailureKind, F
       for (const a of degradedSuffixes) {
         for (const b of progressingSuffixes) {
           if (a.endsWith(b) || b.endsWith(a)) {
-            throw new Error(`failure table: reason suffix "${a}" (${degradedKind}, Degraded) and "${b}" (${progressingKind}, Progressing) overlap; a reason ending in the longer one would be classified both ways`);
+            throw new Error(
+              `failure table: reason suffix "${a}" (${degradedKind}, Degraded) and "${b}" (${progressingKind}, Progressing) overlap; a reason ending in the longer one would be classified both ways`,
+            );
           }
         }
       }
@@ -84,16 +101,22 @@ export function degradedReasonSuffixes(reactions: Readonly<Record<FailureKind, F
 /** Lines `--   left   -> right`, the arrows aligned; a row with no right side continues the one above. */
 function outcomeTable(rows: readonly [string, string][]): string {
   const width = Math.max(...rows.filter(([, right]) => right !== '').map(([left]) => left.length));
-  return rows.map(([left, right]) => (right === '' ? `--   ${left}` : `--   ${left.padEnd(width)}  -> ${right}`)).join('\n');
+  return rows
+    .map(([left, right]) => (right === '' ? `--   ${left}` : `--   ${left.padEnd(width)}  -> ${right}`))
+    .join('\n');
 }
 
 function luaStringList(values: readonly string[]): string {
-  for (const value of values) if (!/^[A-Za-z]+$/.test(value)) throw new Error(`reason suffix ${JSON.stringify(value)} is not a PascalCase word`);
+  for (const value of values)
+    if (!/^[A-Za-z]+$/.test(value)) throw new Error(`reason suffix ${JSON.stringify(value)} is not a PascalCase word`);
   return `{ ${values.map((value) => `"${value}"`).join(', ')} }`;
 }
 
 /** The complete Lua 5.1 health script of one of our kinds; same table, same bytes. */
-export function clusterStackHealthScript(spec: HealthScriptKind, reactions: Readonly<Record<FailureKind, FailureReaction>> = FAILURE_REACTIONS): string {
+export function clusterStackHealthScript(
+  spec: HealthScriptKind,
+  reactions: Readonly<Record<FailureKind, FailureReaction>> = FAILURE_REACTIONS,
+): string {
   const { kinds, suffixes, progressingKinds } = degradedReasonSuffixes(reactions);
   const name = healthScriptName(spec.kind);
   const article = /^[AEIOU]/.test(spec.kind) ? 'an' : 'a';
@@ -102,7 +125,14 @@ export function clusterStackHealthScript(spec: HealthScriptKind, reactions: Read
     ['Ready False, reason ending in one of DEGRADED_SUFFIXES', 'Degraded'],
     [`  (failure kinds ${kinds.join(', ')}: a person has to look)`, ''],
     spec.readsStatusReady ? ['Ready True and status.ready not false', 'Healthy'] : ['Ready True', 'Healthy'],
-    ...(spec.readsStatusReady ? [['no Ready condition but status.ready true', 'Healthy (status written by CSO-style controllers)'] as [string, string]] : []),
+    ...(spec.readsStatusReady
+      ? [
+          ['no Ready condition but status.ready true', 'Healthy (status written by CSO-style controllers)'] as [
+            string,
+            string,
+          ],
+        ]
+      : []),
     [`anything else (${spec.progressingExamples})`, 'Progressing'],
   ];
 

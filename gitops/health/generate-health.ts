@@ -6,18 +6,30 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ARGOCD_HEALTH_PATCH_FILE, ARGOCD_HEALTH_SCRIPTS, defaultHealthDir, renderArgoHealthPatch, type ArgoHealthScript } from './argocd-health-patch.js';
+import {
+  ARGOCD_HEALTH_PATCH_FILE,
+  ARGOCD_HEALTH_SCRIPTS,
+  defaultHealthDir,
+  renderArgoHealthPatch,
+  type ArgoHealthScript,
+} from './argocd-health-patch.js';
 import { clusterStackHealthScript, HEALTH_SCRIPT_KINDS, healthScriptName } from './clusterstack-health-script.js';
 import { ORC_IMAGE_HEALTH_SCRIPT, orcImageHealthScript } from './node-image-health-script.js';
 
 /** Every generated file of `dir` (name -> text): our three kinds' scripts, the ORC Image script and the argocd-cm patch. */
 export function generateHealthFiles(dir = defaultHealthDir()): Map<string, string> {
   const generated = new Map<ArgoHealthScript, string>([
-    ...HEALTH_SCRIPT_KINDS.map((spec): [ArgoHealthScript, string] => [healthScriptName(spec.kind), clusterStackHealthScript(spec)]),
+    ...HEALTH_SCRIPT_KINDS.map((spec): [ArgoHealthScript, string] => [
+      healthScriptName(spec.kind),
+      clusterStackHealthScript(spec),
+    ]),
     [ORC_IMAGE_HEALTH_SCRIPT, orcImageHealthScript()],
   ]);
   const scripts = new Map<ArgoHealthScript, string>(
-    ARGOCD_HEALTH_SCRIPTS.map((script) => [script, generated.get(script) ?? readFileSync(path.join(dir, `${script}.lua`), 'utf8')]),
+    ARGOCD_HEALTH_SCRIPTS.map((script) => [
+      script,
+      generated.get(script) ?? readFileSync(path.join(dir, `${script}.lua`), 'utf8'),
+    ]),
   );
   const files = new Map<string, string>([...generated].map(([script, text]) => [`${script}.lua`, text]));
   files.set(ARGOCD_HEALTH_PATCH_FILE, renderArgoHealthPatch(scripts));

@@ -9,7 +9,8 @@ import { ORC_IMAGE_API_VERSION, ORC_IMAGE_KIND } from '../wiring/node-image-heal
 import { LUA_DESCRIBE_CONDITION } from './clusterstack-health-script.js';
 
 /** The argocd-cm key suffix (and file name without `.lua`): `openstack.k-orc.cloud_Image`. */
-export const ORC_IMAGE_HEALTH_SCRIPT = `${ORC_IMAGE_API_VERSION.split('/')[0]}_${ORC_IMAGE_KIND}` as 'openstack.k-orc.cloud_Image';
+export const ORC_IMAGE_HEALTH_SCRIPT =
+  `${ORC_IMAGE_API_VERSION.split('/')[0]}_${ORC_IMAGE_KIND}` as 'openstack.k-orc.cloud_Image';
 
 /** The complete Lua 5.1 health script of an ORC Image; always the same bytes. */
 export function orcImageHealthScript(): string {

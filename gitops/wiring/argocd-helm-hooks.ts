@@ -12,8 +12,9 @@ export function checkArgoCdHookLayout(units: UnitRecord[]): void {
   for (const unit of units) {
     const misplaced = (unit.hooks ?? []).filter((hook) => hook.file === undefined || hook.file.includes('/'));
     if (misplaced.length > 0) {
-      throw new Error(`internal error: ${unit.dir} was rendered with its helm hooks moved or left out (${misplaced.map((hook) => `${hook.kind} ${hook.name}`).join(', ')}), not left for Argo CD to map`);
+      throw new Error(
+        `internal error: ${unit.dir} was rendered with its helm hooks moved or left out (${misplaced.map((hook) => `${hook.kind} ${hook.name}`).join(', ')}), not left for Argo CD to map`,
+      );
     }
   }
 }
-

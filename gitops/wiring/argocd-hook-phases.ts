@@ -26,19 +26,37 @@ const HELM_TO_ARGOCD: Record<string, string> = {
 };
 
 function csv(value: string | undefined): string[] {
-  return value === undefined ? [] : value.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  return value === undefined
+    ? []
+    : value
+        .split(',')
+        .map((entry) => entry.trim())
+        .filter((entry) => entry !== '');
 }
 
 /** What Argo CD does with an object carrying these annotations (see the header for the source). */
 export function argoCdHookHandling(annotations: Readonly<Record<string, string>> | undefined): HookHandling {
   const argoTypes = csv(annotations?.[ARGOCD_HOOK_ANNOTATION]).filter((type) => ARGOCD_HOOK_TYPES.has(type));
-  const types = argoTypes.length > 0 ? argoTypes : csv(annotations?.[HELM_HOOK_ANNOTATION]).flatMap((event) => (HELM_TO_ARGOCD[event] ? [HELM_TO_ARGOCD[event]!] : []));
+  const types =
+    argoTypes.length > 0
+      ? argoTypes
+      : csv(annotations?.[HELM_HOOK_ANNOTATION]).flatMap((event) =>
+          HELM_TO_ARGOCD[event] ? [HELM_TO_ARGOCD[event]!] : [],
+        );
   const skipOnly = types.includes('Skip') && types.length === 1;
-  const hook = annotations?.[ARGOCD_HOOK_ANNOTATION] !== undefined ? !skipOnly : annotations?.[HELM_HOOK_ANNOTATION] !== undefined && annotations[HELM_HOOK_ANNOTATION] !== 'crd-install';
+  const hook =
+    annotations?.[ARGOCD_HOOK_ANNOTATION] !== undefined
+      ? !skipOnly
+      : annotations?.[HELM_HOOK_ANNOTATION] !== undefined && annotations[HELM_HOOK_ANNOTATION] !== 'crd-install';
   if (skipOnly) return { hook: false, types, syncPhases: [] };
   if (!hook) return { hook: false, types: [], syncPhases: ['Sync'] };
   return { hook, types: [...new Set(types)], syncPhases: [...new Set(types.filter((type) => SYNC_PHASES.has(type)))] };
 }
 
 /** Argo CD's hook phases, as the render's helm hook placement takes them. */
-export const ARGOCD_HOOK_PHASES: HookPhases = { placement: 'argocd', engine: 'Argo CD', hookAnnotation: ARGOCD_HOOK_ANNOTATION, handling: argoCdHookHandling };
+export const ARGOCD_HOOK_PHASES: HookPhases = {
+  placement: 'argocd',
+  engine: 'Argo CD',
+  hookAnnotation: ARGOCD_HOOK_ANNOTATION,
+  handling: argoCdHookHandling,
+};

@@ -21,5 +21,11 @@ export function syncWaveFor(kind: string, apiVersion?: string): string | undefin
 export function withSyncWave<T extends Pick<KubeObject, 'kind' | 'metadata'> & { apiVersion?: string }>(object: T): T {
   const wave = syncWaveFor(object.kind, object.apiVersion);
   if (wave === undefined || object.metadata.annotations?.[ARGOCD_SYNC_WAVE_ANNOTATION] !== undefined) return object;
-  return { ...object, metadata: { ...object.metadata, annotations: { ...object.metadata.annotations, [ARGOCD_SYNC_WAVE_ANNOTATION]: wave } } };
+  return {
+    ...object,
+    metadata: {
+      ...object.metadata,
+      annotations: { ...object.metadata.annotations, [ARGOCD_SYNC_WAVE_ANNOTATION]: wave },
+    },
+  };
 }

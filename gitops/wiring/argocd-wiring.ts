@@ -86,7 +86,10 @@ const SYNC_POLICY = {
 
 /** Automated sync with selfHeal, pruning unless `prune: false`; none for a layer on hold (`manual`). */
 function syncPolicy(parts: Pick<ApplicationParts, 'prune' | 'manual'>): Record<string, unknown> {
-  const policy: Record<string, unknown> = { ...structuredClone(SYNC_POLICY), automated: { prune: parts.prune ?? true, selfHeal: true } };
+  const policy: Record<string, unknown> = {
+    ...structuredClone(SYNC_POLICY),
+    automated: { prune: parts.prune ?? true, selfHeal: true },
+  };
   if (parts.manual === true) delete policy.automated;
   return policy;
 }
@@ -125,7 +128,8 @@ function layerWaves(stageWaves: number, layers: LayerUnit[]): { waves: Map<strin
 
 function applicationSource(options: WiringOptions, treeDir: string): Record<string, string> {
   const path = sourcePath(options.source, treeDir);
-  if (options.source.kind === 'git') return { repoURL: options.source.url, targetRevision: options.source.branch, path };
+  if (options.source.kind === 'git')
+    return { repoURL: options.source.url, targetRevision: options.source.branch, path };
   // Argo CD 3.1+ OCI sources: the artifact is extracted and `path` selects a directory in it.
   return { repoURL: options.source.url, targetRevision: options.source.tag, path: path === '' ? '.' : path };
 }
@@ -151,22 +155,39 @@ function application(options: WiringOptions, parts: ApplicationParts): KubeObjec
     apiVersion: ARGOCD_APPLICATION_API,
     kind: 'Application',
     metadata,
-    spec: { project: options.project ?? DEFAULT_PROJECT, source: applicationSource(options, parts.treeDir), destination: parts.destination, syncPolicy: syncPolicy(parts) },
+    spec: {
+      project: options.project ?? DEFAULT_PROJECT,
+      source: applicationSource(options, parts.treeDir),
+      destination: parts.destination,
+      syncPolicy: syncPolicy(parts),
+    },
   };
 }
 
 /** Argo CD wiring files (paths under `argocd/`) for the rendered units. Pure; throws InputError on bad options. */
-export function renderArgoWiring(units: UnitRecord[], options: WiringOptions, extras: WiringExtras = {}): Map<string, string> {
+export function renderArgoWiring(
+  units: UnitRecord[],
+  options: WiringOptions,
+  extras: WiringExtras = {},
+): Map<string, string> {
   checkWiringOptions({ ...options, engine: 'argocd' });
   // Helm hooks stay in each unit's directory, annotations as helm wrote them: Argo CD maps them itself.
   checkArgoCdHookLayout(units);
   const { releases, clusters } = groupUnits(units);
   const objects = new Map<string, KubeObject>();
-  const names: { namespace: string; name: string; what: string }[] = [{ namespace: options.namespace, name: options.name, what: 'the root Application' }];
+  const names: { namespace: string; name: string; what: string }[] = [
+    { namespace: options.namespace, name: options.name, what: 'the root Application' },
+  ];
 
   objects.set(
     `${ARGOCD_DIR}/root.yaml`,
-    application(options, { name: options.name, labels: wiringLabels(options.name, 'root'), treeDir: ARGOCD_DIR, destination: { server: ARGOCD_IN_CLUSTER, namespace: options.namespace }, finalizer: false }),
+    application(options, {
+      name: options.name,
+      labels: wiringLabels(options.name, 'root'),
+      treeDir: ARGOCD_DIR,
+      destination: { server: ARGOCD_IN_CLUSTER, namespace: options.namespace },
+      finalizer: false,
+    }),
   );
 
   // Shared objects (management/<ns>/shared/, one Application per namespace with a release, even when
@@ -203,7 +224,14 @@ export function renderArgoWiring(units: UnitRecord[], options: WiringOptions, ex
   // Cluster API providers in earlier sync waves of the root (core first); releases need their CRDs.
   const providerApps = argoProviderApplications(
     extras.providers ?? [],
-    (parts) => application(options, { name: parts.name, labels: parts.labels, treeDir: parts.treeDir, destination: { server: ARGOCD_IN_CLUSTER, namespace: parts.namespace }, finalizer: true }),
+    (parts) =>
+      application(options, {
+        name: parts.name,
+        labels: parts.labels,
+        treeDir: parts.treeDir,
+        destination: { server: ARGOCD_IN_CLUSTER, namespace: parts.namespace },
+        finalizer: true,
+      }),
     options,
   );
   for (const [file, object] of providerApps) {
@@ -218,7 +246,10 @@ export function renderArgoWiring(units: UnitRecord[], options: WiringOptions, ex
       `${ARGOCD_DIR}/${release.dir}.yaml`,
       application(options, {
         name,
-        labels: wiringLabels(options.name, 'release', { [LABEL_NAMESPACE]: release.namespace, [LABEL_RELEASE]: release.release }),
+        labels: wiringLabels(options.name, 'release', {
+          [LABEL_NAMESPACE]: release.namespace,
+          [LABEL_RELEASE]: release.release,
+        }),
         treeDir: release.dir,
         destination: { server: ARGOCD_IN_CLUSTER, namespace: release.namespace },
         finalizer: true,
@@ -234,7 +265,14 @@ export function renderArgoWiring(units: UnitRecord[], options: WiringOptions, ex
     names.push({ namespace: options.namespace, name, what: 'the cluster requests' });
     objects.set(
       `${ARGOCD_DIR}/${CLUSTER_REQUESTS_DIR}.yaml`,
-      application(options, { name, labels: wiringLabels(options.name, 'cluster-requests'), treeDir: CLUSTER_REQUESTS_DIR, destination: { server: ARGOCD_IN_CLUSTER }, finalizer: false, wave: 1 }),
+      application(options, {
+        name,
+        labels: wiringLabels(options.name, 'cluster-requests'),
+        treeDir: CLUSTER_REQUESTS_DIR,
+        destination: { server: ARGOCD_IN_CLUSTER },
+        finalizer: false,
+        wave: 1,
+      }),
     );
   }
 
@@ -256,7 +294,11 @@ export function renderArgoWiring(units: UnitRecord[], options: WiringOptions, ex
     cluster.groups.forEach((group, wave) => {
       for (const stage of group) {
         const name = argoStageApplicationName(cluster.namespace, cluster.name, stage.stage);
-        names.push({ namespace: options.namespace, name, what: `stage ${stage.stage} of Cluster ${cluster.namespace}/${cluster.name}` });
+        names.push({
+          namespace: options.namespace,
+          name,
+          what: `stage ${stage.stage} of Cluster ${cluster.namespace}/${cluster.name}`,
+        });
         objects.set(
           `${childrenDir}/${stage.dir.split('/').at(-1)}.yaml`,
           application(options, {
@@ -274,12 +316,20 @@ export function renderArgoWiring(units: UnitRecord[], options: WiringOptions, ex
     const { waves, paused } = layerWaves(cluster.groups.length, cluster.layers);
     for (const layer of cluster.layers) {
       const name = argoLayerApplicationName(cluster.namespace, cluster.name, layer.layer.name);
-      names.push({ namespace: options.namespace, name, what: `layer ${layer.layer.name} of Cluster ${cluster.namespace}/${cluster.name}` });
+      names.push({
+        namespace: options.namespace,
+        name,
+        what: `layer ${layer.layer.name} of Cluster ${cluster.namespace}/${cluster.name}`,
+      });
       objects.set(
         `${childrenDir}/layer-${layer.layer.name}.yaml`,
         application(options, {
           name,
-          labels: wiringLabels(options.name, 'cluster-layer', { ...clusterLabels, [LABEL_LAYER]: layer.layer.name, [LABEL_LAYER_VERSION]: layer.layer.version }),
+          labels: wiringLabels(options.name, 'cluster-layer', {
+            ...clusterLabels,
+            [LABEL_LAYER]: layer.layer.name,
+            [LABEL_LAYER_VERSION]: layer.layer.version,
+          }),
           treeDir: layer.dir,
           destination: { name: argoClusterName(cluster.namespace, cluster.name) },
           finalizer: true,

@@ -52,14 +52,31 @@ function hookDirs(hooks: HelmHookRecord[], phase: 'before' | 'after'): { dir: st
  * `after` (what the unit itself waits for). `path` maps a tree directory to the source path. Throws
  * when the unit's hooks were laid out for Argo CD: Flux would apply its delete and test hooks.
  */
-export function fluxHookKustomizations(unit: UnitRecord, main: UnitKustomization, after: KustomizationRef[], path: (treeDir: string) => string): UnitHookKustomizations {
+export function fluxHookKustomizations(
+  unit: UnitRecord,
+  main: UnitKustomization,
+  after: KustomizationRef[],
+  path: (treeDir: string) => string,
+): UnitHookKustomizations {
   const hooks = unit.hooks ?? [];
-  const misplaced = hooks.filter((hook) => hook.decision === 'with-objects' || hook.decision === 'on-delete' || hook.decision === 'never' || (hook.file !== undefined && !hook.file.includes('/')));
+  const misplaced = hooks.filter(
+    (hook) =>
+      hook.decision === 'with-objects' ||
+      hook.decision === 'on-delete' ||
+      hook.decision === 'never' ||
+      (hook.file !== undefined && !hook.file.includes('/')),
+  );
   if (misplaced.length > 0) {
-    throw new Error(`internal error: ${unit.dir} holds helm hooks laid out for Argo CD (${misplaced.map((hook) => `${hook.kind} ${hook.name}`).join(', ')}); Flux would apply them as ordinary objects`);
+    throw new Error(
+      `internal error: ${unit.dir} holds helm hooks laid out for Argo CD (${misplaced.map((hook) => `${hook.kind} ${hook.name}`).join(', ')}); Flux would apply them as ordinary objects`,
+    );
   }
   const objects: [string, KubeObject][] = [];
-  const chain = (phase: 'pre' | 'post', dirs: { dir: string; weight: number }[], first: KustomizationRef[]): KustomizationRef[] => {
+  const chain = (
+    phase: 'pre' | 'post',
+    dirs: { dir: string; weight: number }[],
+    first: KustomizationRef[],
+  ): KustomizationRef[] => {
     let previous = first;
     for (const { dir, weight } of dirs) {
       const ref = { name: fluxHookKustomizationName(main.name, phase, weight), namespace: main.namespace };
@@ -69,7 +86,14 @@ export function fluxHookKustomizations(unit: UnitRecord, main: UnitKustomization
           apiVersion: FLUX_KUSTOMIZATION_API,
           kind: 'Kustomization',
           metadata: { name: ref.name, namespace: ref.namespace, labels: main.labels },
-          spec: { ...structuredClone(main.spec), path: path(`${unit.dir}/${dir}`), prune: true, wait: true, force: true, ...(previous.length > 0 ? { dependsOn: previous } : {}) },
+          spec: {
+            ...structuredClone(main.spec),
+            path: path(`${unit.dir}/${dir}`),
+            prune: true,
+            wait: true,
+            force: true,
+            ...(previous.length > 0 ? { dependsOn: previous } : {}),
+          },
         },
       ]);
       previous = [ref];
@@ -79,6 +103,9 @@ export function fluxHookKustomizations(unit: UnitRecord, main: UnitKustomization
   const pre = hookDirs(hooks, 'before');
   const post = hookDirs(hooks, 'after');
   const before = pre.length > 0 ? chain('pre', pre, after) : [];
-  const done = post.length > 0 ? chain('post', post, [{ name: main.name, namespace: main.namespace }])[0]! : { name: main.name, namespace: main.namespace };
+  const done =
+    post.length > 0
+      ? chain('post', post, [{ name: main.name, namespace: main.namespace }])[0]!
+      : { name: main.name, namespace: main.namespace };
   return { objects, before, done };
 }

@@ -98,29 +98,71 @@ function sourceObject(options: WiringOptions): KubeObject {
   const metadata = { name: options.name, namespace: options.namespace, labels: wiringLabels(options.name, 'source') };
   const secretRef = options.source.secretName ? { secretRef: { name: options.source.secretName } } : {};
   if (options.source.kind === 'git') {
-    return { apiVersion: FLUX_SOURCE_API, kind: 'GitRepository', metadata, spec: { interval: SOURCE_INTERVAL, url: options.source.url, ref: { branch: options.source.branch }, ...secretRef } };
+    return {
+      apiVersion: FLUX_SOURCE_API,
+      kind: 'GitRepository',
+      metadata,
+      spec: {
+        interval: SOURCE_INTERVAL,
+        url: options.source.url,
+        ref: { branch: options.source.branch },
+        ...secretRef,
+      },
+    };
   }
   // A registry the render reached over plain HTTP is one Flux must reach the same way.
   const insecure = options.source.insecure ? { insecure: true } : {};
-  return { apiVersion: FLUX_SOURCE_API, kind: 'OCIRepository', metadata, spec: { interval: SOURCE_INTERVAL, url: options.source.url, ref: { tag: options.source.tag }, ...secretRef, ...insecure } };
+  return {
+    apiVersion: FLUX_SOURCE_API,
+    kind: 'OCIRepository',
+    metadata,
+    spec: {
+      interval: SOURCE_INTERVAL,
+      url: options.source.url,
+      ref: { tag: options.source.tag },
+      ...secretRef,
+      ...insecure,
+    },
+  };
 }
 
 /** Flux wiring files (paths under `flux/`) for the rendered units. Pure; throws InputError on bad options. */
-export function renderFluxWiring(units: UnitRecord[], options: WiringOptions, extras: WiringExtras = {}): Map<string, string> {
+export function renderFluxWiring(
+  units: UnitRecord[],
+  options: WiringOptions,
+  extras: WiringExtras = {},
+): Map<string, string> {
   checkWiringOptions({ ...options, engine: 'flux' });
   const { releases, clusters } = groupUnits(units);
   const sourceKind = options.source.kind === 'git' ? 'GitRepository' : 'OCIRepository';
   const localSource = { kind: sourceKind, name: options.name };
   const objects = new Map<string, KubeObject>();
-  const names: { namespace: string; name: string; what: string }[] = [{ namespace: options.namespace, name: options.name, what: 'the root Kustomization' }];
+  const names: { namespace: string; name: string; what: string }[] = [
+    { namespace: options.namespace, name: options.name, what: 'the root Kustomization' },
+  ];
   const unitsByDir = new Map(units.map((unit) => [unit.dir, unit]));
   // A unit's helm install hooks, each phase and weight its own Kustomization around the unit's (flux-helm-hooks.ts).
-  const withHooks = (dir: string, main: KubeObject, after: KustomizationRef[], extraLabels: Record<string, string>): KustomizationRef => {
+  const withHooks = (
+    dir: string,
+    main: KubeObject,
+    after: KustomizationRef[],
+    extraLabels: Record<string, string>,
+  ): KustomizationRef => {
     const unit = unitsByDir.get(dir);
     const mainRef = { name: main.metadata.name, namespace: main.metadata.namespace! };
     if (!unit?.hooks?.length) return mainRef;
-    const { path: _path, dependsOn: _dependsOn, healthCheckExprs: _health, ...shared } = main.spec as Record<string, unknown>;
-    const hooks = fluxHookKustomizations(unit, { ...mainRef, labels: wiringLabels(options.name, 'helm-hooks', extraLabels), spec: shared }, after, (treeDir) => path(options, treeDir));
+    const {
+      path: _path,
+      dependsOn: _dependsOn,
+      healthCheckExprs: _health,
+      ...shared
+    } = main.spec as Record<string, unknown>;
+    const hooks = fluxHookKustomizations(
+      unit,
+      { ...mainRef, labels: wiringLabels(options.name, 'helm-hooks', extraLabels), spec: shared },
+      after,
+      (treeDir) => path(options, treeDir),
+    );
     for (const [file, object] of hooks.objects) {
       objects.set(file, object);
       names.push({ namespace: object.metadata.namespace!, name: object.metadata.name, what: `helm hooks ${file}` });
@@ -135,7 +177,14 @@ export function renderFluxWiring(units: UnitRecord[], options: WiringOptions, ex
     kind: 'Kustomization',
     metadata: { name: options.name, namespace: options.namespace, labels: wiringLabels(options.name, 'root') },
     // No wait: the root only applies Kustomizations; each reports its own readiness.
-    spec: { interval: INTERVAL, retryInterval: RETRY_INTERVAL, timeout: TIMEOUT, path: path(options, FLUX_DIR), prune: true, sourceRef: localSource },
+    spec: {
+      interval: INTERVAL,
+      retryInterval: RETRY_INTERVAL,
+      timeout: TIMEOUT,
+      path: path(options, FLUX_DIR),
+      prune: true,
+      sourceRef: localSource,
+    },
   });
 
   // Objects several releases render live in management/<ns>/shared/ (every namespace with a release
@@ -157,7 +206,11 @@ export function renderFluxWiring(units: UnitRecord[], options: WiringOptions, ex
     objects.set(`${FLUX_DIR}/${sharedDir(namespace)}.yaml`, {
       apiVersion: FLUX_KUSTOMIZATION_API,
       kind: 'Kustomization',
-      metadata: { name, namespace: options.namespace, labels: wiringLabels(options.name, 'shared', { [LABEL_NAMESPACE]: namespace }) },
+      metadata: {
+        name,
+        namespace: options.namespace,
+        labels: wiringLabels(options.name, 'shared', { [LABEL_NAMESPACE]: namespace }),
+      },
       spec: {
         interval: INTERVAL,
         retryInterval: RETRY_INTERVAL,
@@ -172,7 +225,12 @@ export function renderFluxWiring(units: UnitRecord[], options: WiringOptions, ex
   }
 
   // Cluster API providers first (core, then the others); releases need their CRDs.
-  const providerWiring = fluxProviderKustomizations(extras.providers ?? [], options, { interval: INTERVAL, retryInterval: RETRY_INTERVAL, timeout: TIMEOUT, sourceRef: localSource });
+  const providerWiring = fluxProviderKustomizations(extras.providers ?? [], options, {
+    interval: INTERVAL,
+    retryInterval: RETRY_INTERVAL,
+    timeout: TIMEOUT,
+    sourceRef: localSource,
+  });
   for (const [file, object] of providerWiring.objects) {
     objects.set(file, object);
     names.push({ namespace: options.namespace, name: object.metadata.name, what: `provider ${file}` });
@@ -184,7 +242,14 @@ export function renderFluxWiring(units: UnitRecord[], options: WiringOptions, ex
     const main: KubeObject = {
       apiVersion: FLUX_KUSTOMIZATION_API,
       kind: 'Kustomization',
-      metadata: { name, namespace: options.namespace, labels: wiringLabels(options.name, 'release', { [LABEL_NAMESPACE]: release.namespace, [LABEL_RELEASE]: release.release }) },
+      metadata: {
+        name,
+        namespace: options.namespace,
+        labels: wiringLabels(options.name, 'release', {
+          [LABEL_NAMESPACE]: release.namespace,
+          [LABEL_RELEASE]: release.release,
+        }),
+      },
       // No targetNamespace: every object carries its namespace. Flux applies kinds ending in
       // "Class" before the rest, so the ClusterClass needs no ordering of its own.
       spec: {
@@ -202,7 +267,15 @@ export function renderFluxWiring(units: UnitRecord[], options: WiringOptions, ex
       },
     };
     const releaseLabels = { [LABEL_NAMESPACE]: release.namespace, [LABEL_RELEASE]: release.release };
-    withHooks(release.dir, main, [{ name: sharedNames.get(release.namespace)!, namespace: options.namespace }, ...providerWiring.dependsOn.map((dependency) => ({ ...dependency, namespace: options.namespace }))], releaseLabels);
+    withHooks(
+      release.dir,
+      main,
+      [
+        { name: sharedNames.get(release.namespace)!, namespace: options.namespace },
+        ...providerWiring.dependsOn.map((dependency) => ({ ...dependency, namespace: options.namespace })),
+      ],
+      releaseLabels,
+    );
     objects.set(`${FLUX_DIR}/${release.dir}.yaml`, main);
   }
 
@@ -223,7 +296,13 @@ export function renderFluxWiring(units: UnitRecord[], options: WiringOptions, ex
         prune: true,
         deletionPolicy: 'Orphan',
         sourceRef: localSource,
-        ...(releases.length > 0 ? { dependsOn: releases.map((release) => ({ name: fluxReleaseKustomizationName(release.namespace, release.release) })) } : {}),
+        ...(releases.length > 0
+          ? {
+              dependsOn: releases.map((release) => ({
+                name: fluxReleaseKustomizationName(release.namespace, release.release),
+              })),
+            }
+          : {}),
       },
     });
   }
@@ -235,14 +314,22 @@ export function renderFluxWiring(units: UnitRecord[], options: WiringOptions, ex
       const current: { name: string; namespace: string }[] = [];
       for (const stage of group) {
         const name = fluxStageKustomizationName(cluster.name, stage.stage);
-        names.push({ namespace: cluster.namespace, name, what: `stage ${stage.stage} of Cluster ${cluster.namespace}/${cluster.name}` });
+        names.push({
+          namespace: cluster.namespace,
+          name,
+          what: `stage ${stage.stage} of Cluster ${cluster.namespace}/${cluster.name}`,
+        });
         const main: KubeObject = {
           apiVersion: FLUX_KUSTOMIZATION_API,
           kind: 'Kustomization',
           metadata: {
             name,
             namespace: cluster.namespace,
-            labels: wiringLabels(options.name, 'cluster-stage', { [LABEL_NAMESPACE]: cluster.namespace, [LABEL_CLUSTER]: cluster.name, [LABEL_STAGE]: stage.stage }),
+            labels: wiringLabels(options.name, 'cluster-stage', {
+              [LABEL_NAMESPACE]: cluster.namespace,
+              [LABEL_CLUSTER]: cluster.name,
+              [LABEL_STAGE]: stage.stage,
+            }),
           },
           spec: {
             interval: INTERVAL,
@@ -258,21 +345,41 @@ export function renderFluxWiring(units: UnitRecord[], options: WiringOptions, ex
           },
         };
         // The next group waits for this stage's install to be complete: its post-install hooks included.
-        current.push(withHooks(stage.dir, main, previous, { [LABEL_NAMESPACE]: cluster.namespace, [LABEL_CLUSTER]: cluster.name, [LABEL_STAGE]: stage.stage }));
+        current.push(
+          withHooks(stage.dir, main, previous, {
+            [LABEL_NAMESPACE]: cluster.namespace,
+            [LABEL_CLUSTER]: cluster.name,
+            [LABEL_STAGE]: stage.stage,
+          }),
+        );
         objects.set(`${FLUX_DIR}/${stage.dir}.yaml`, main);
       }
       previous = current;
     }
     for (const layer of cluster.layers) {
       const name = fluxLayerKustomizationName(cluster.name, layer.layer.name);
-      names.push({ namespace: cluster.namespace, name, what: `layer ${layer.layer.name} of Cluster ${cluster.namespace}/${cluster.name}` });
+      names.push({
+        namespace: cluster.namespace,
+        name,
+        what: `layer ${layer.layer.name} of Cluster ${cluster.namespace}/${cluster.name}`,
+      });
       // After the stack's last stage group (when it says cluster-stack) and the layers it names.
       const after = [
         ...(layer.layer.afterStack ? previous : []),
-        ...layer.layer.dependsOn.map((dependency) => ({ name: fluxLayerKustomizationName(cluster.name, dependency.layer), namespace: cluster.namespace })),
+        ...layer.layer.dependsOn.map((dependency) => ({
+          name: fluxLayerKustomizationName(cluster.name, dependency.layer),
+          namespace: cluster.namespace,
+        })),
       ];
-      const main = layerKustomization(options, cluster, layer, name, after, { ...localSource, namespace: options.namespace });
-      withHooks(layer.dir, main, after, { [LABEL_NAMESPACE]: cluster.namespace, [LABEL_CLUSTER]: cluster.name, [LABEL_LAYER]: layer.layer.name });
+      const main = layerKustomization(options, cluster, layer, name, after, {
+        ...localSource,
+        namespace: options.namespace,
+      });
+      withHooks(layer.dir, main, after, {
+        [LABEL_NAMESPACE]: cluster.namespace,
+        [LABEL_CLUSTER]: cluster.name,
+        [LABEL_LAYER]: layer.layer.name,
+      });
       objects.set(`${FLUX_DIR}/${layer.dir}.yaml`, main);
     }
   }
@@ -307,7 +414,12 @@ function layerKustomization(
     metadata: {
       name,
       namespace: cluster.namespace,
-      labels: wiringLabels(options.name, 'cluster-layer', { [LABEL_NAMESPACE]: cluster.namespace, [LABEL_CLUSTER]: cluster.name, [LABEL_LAYER]: layer.name, [LABEL_LAYER_VERSION]: layer.version }),
+      labels: wiringLabels(options.name, 'cluster-layer', {
+        [LABEL_NAMESPACE]: cluster.namespace,
+        [LABEL_CLUSTER]: cluster.name,
+        [LABEL_LAYER]: layer.name,
+        [LABEL_LAYER_VERSION]: layer.version,
+      }),
     },
     spec: {
       interval: layer.interval ?? INTERVAL,

@@ -14,10 +14,19 @@ const ARGOCD_NO_PRUNE = 'Prune=false';
 /** Both engines' marks, merged into the sync options an object already has (any other `Prune=` option is replaced). */
 export const EVERY_ENGINE_KEEP_MARKS: KeepMarks = {
   annotationsFor(existing) {
-    const options = (existing[ARGOCD_SYNC_OPTIONS_ANNOTATION] ?? '').split(',').map((option) => option.trim()).filter((option) => option !== '' && !option.startsWith('Prune='));
-    return { [FLUX_PRUNE_ANNOTATION]: FLUX_PRUNE_DISABLED, [ARGOCD_SYNC_OPTIONS_ANNOTATION]: [...options, ARGOCD_NO_PRUNE].join(',') };
+    const options = (existing[ARGOCD_SYNC_OPTIONS_ANNOTATION] ?? '')
+      .split(',')
+      .map((option) => option.trim())
+      .filter((option) => option !== '' && !option.startsWith('Prune='));
+    return {
+      [FLUX_PRUNE_ANNOTATION]: FLUX_PRUNE_DISABLED,
+      [ARGOCD_SYNC_OPTIONS_ANNOTATION]: [...options, ARGOCD_NO_PRUNE].join(','),
+    };
   },
   isMarkLine(line) {
-    return /^\s+kustomize\.toolkit\.fluxcd\.io\/prune: disabled$/.test(line) || /^\s+argocd\.argoproj\.io\/sync-options: Prune=false$/.test(line);
+    return (
+      /^\s+kustomize\.toolkit\.fluxcd\.io\/prune: disabled$/.test(line) ||
+      /^\s+argocd\.argoproj\.io\/sync-options: Prune=false$/.test(line)
+    );
   },
 };

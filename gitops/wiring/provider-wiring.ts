@@ -42,14 +42,23 @@ export function fluxProviderKustomizations(
   for (const record of providers) {
     // cert-manager first, then the core, then the others (each after both).
     const before = isCertManager(record) ? [] : isCore(record) ? [certManager] : [certManager, core];
-    const dependsOn = before.filter((other): other is ProviderRecord => other !== undefined).map((other) => ({ name: providerWiringName(other) }));
+    const dependsOn = before
+      .filter((other): other is ProviderRecord => other !== undefined)
+      .map((other) => ({ name: providerWiringName(other) }));
     // cert-manager is ready when its webhook (and the other Deployments and CRDs) are: providers'
     // Certificates are refused until the webhook answers.
-    const health = isCertManager(record) && record.healthChecks && record.healthChecks.length > 0 ? { wait: false, healthChecks: record.healthChecks } : { wait: true };
+    const health =
+      isCertManager(record) && record.healthChecks && record.healthChecks.length > 0
+        ? { wait: false, healthChecks: record.healthChecks }
+        : { wait: true };
     objects.set(`flux/${record.dir}.yaml`, {
       apiVersion: 'kustomize.toolkit.fluxcd.io/v1',
       kind: 'Kustomization',
-      metadata: { name: providerWiringName(record), namespace: options.namespace, labels: wiringLabels(options.name, 'release', { [LABEL_PROVIDER]: record.dir.split('/').at(-1)! }) },
+      metadata: {
+        name: providerWiringName(record),
+        namespace: options.namespace,
+        labels: wiringLabels(options.name, 'release', { [LABEL_PROVIDER]: record.dir.split('/').at(-1)! }),
+      },
       spec: {
         ...spec,
         path: `./${sourcePath(options.source, record.dir)}`,
@@ -63,11 +72,30 @@ export function fluxProviderKustomizations(
 }
 
 /** Argo CD Applications for the providers (path under argocd/ -> object), in sync waves before the releases. */
-export function argoProviderApplications(providers: ProviderRecord[], application: (parts: { name: string; labels: Record<string, string>; treeDir: string; namespace: string }) => KubeObject, options: WiringOptions): Map<string, KubeObject> {
+export function argoProviderApplications(
+  providers: ProviderRecord[],
+  application: (parts: {
+    name: string;
+    labels: Record<string, string>;
+    treeDir: string;
+    namespace: string;
+  }) => KubeObject,
+  options: WiringOptions,
+): Map<string, KubeObject> {
   const objects = new Map<string, KubeObject>();
   for (const record of providers) {
-    const app = application({ name: providerWiringName(record), labels: wiringLabels(options.name, 'release', { [LABEL_PROVIDER]: record.dir.split('/').at(-1)! }), treeDir: record.dir, namespace: record.namespace });
-    app.metadata.annotations = { ...app.metadata.annotations, [ARGOCD_SYNC_WAVE_ANNOTATION]: String(isCertManager(record) ? CERT_MANAGER_WAVE : isCore(record) ? CORE_WAVE : PROVIDER_WAVE) };
+    const app = application({
+      name: providerWiringName(record),
+      labels: wiringLabels(options.name, 'release', { [LABEL_PROVIDER]: record.dir.split('/').at(-1)! }),
+      treeDir: record.dir,
+      namespace: record.namespace,
+    });
+    app.metadata.annotations = {
+      ...app.metadata.annotations,
+      [ARGOCD_SYNC_WAVE_ANNOTATION]: String(
+        isCertManager(record) ? CERT_MANAGER_WAVE : isCore(record) ? CORE_WAVE : PROVIDER_WAVE,
+      ),
+    };
     objects.set(`argocd/${record.dir}.yaml`, app);
   }
   return objects;

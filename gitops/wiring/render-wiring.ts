@@ -15,7 +15,11 @@ export type { WiringExtras, WiringOptions } from './wiring-options.js';
  * directory with a kustomization.yaml; empty for `none`. Same units and options, same bytes. Only
  * names of Secrets appear in it, never their contents. Throws InputError when the options are unusable.
  */
-export function renderWiring(units: UnitRecord[], options: WiringOptions, extras: WiringExtras = {}): Map<string, string> {
+export function renderWiring(
+  units: UnitRecord[],
+  options: WiringOptions,
+  extras: WiringExtras = {},
+): Map<string, string> {
   switch (options.engine) {
     case 'none':
       return new Map();

@@ -10,7 +10,11 @@ import type { UnitRecord } from '../../src/output/provenance.js';
 export const DEFAULT_SOPS_SECRET = 'sops-age';
 
 /** `decryption` for the Kustomization of `dir` when that directory holds encrypted Secrets; none otherwise. */
-export function fluxDecryptionFor(units: UnitRecord[], dir: string, secretName: string | undefined): { decryption?: { provider: 'sops'; secretRef: { name: string } } } {
+export function fluxDecryptionFor(
+  units: UnitRecord[],
+  dir: string,
+  secretName: string | undefined,
+): { decryption?: { provider: 'sops'; secretRef: { name: string } } } {
   const unit = units.find((candidate) => candidate.dir === dir);
   if (!unit?.secrets || unit.secrets.length === 0) return {};
   return { decryption: { provider: 'sops', secretRef: { name: secretName ?? DEFAULT_SOPS_SECRET } } };

@@ -72,7 +72,9 @@ export function groupUnits(units: UnitRecord[]): WiringUnits {
     .sort((a, b) => compareText(a.namespace, b.namespace) || compareText(a.name, b.name))
     .map(({ namespace, name, stages, layers }) => {
       const orders = [...new Set(stages.map((s) => s.order))].sort((a, b) => a - b);
-      const groups = orders.map((order) => stages.filter((s) => s.order === order).sort((a, b) => compareText(a.stage, b.stage)));
+      const groups = orders.map((order) =>
+        stages.filter((s) => s.order === order).sort((a, b) => compareText(a.stage, b.stage)),
+      );
       layers.sort((a, b) => a.layer.depth - b.layer.depth || compareText(a.layer.name, b.layer.name));
       return { namespace, name, groups, layers };
     });
@@ -80,8 +82,16 @@ export function groupUnits(units: UnitRecord[]): WiringUnits {
 }
 
 /** The labels every wiring object carries; `extra` values are made valid label values. */
-export function wiringLabels(partOf: string, role: WiringRole, extra: Record<string, string> = {}): Record<string, string> {
-  const labels: Record<string, string> = { [LABEL_MANAGED_BY]: MANAGED_BY_VALUE, [LABEL_PART_OF]: labelValue(partOf), [LABEL_WIRING]: role };
+export function wiringLabels(
+  partOf: string,
+  role: WiringRole,
+  extra: Record<string, string> = {},
+): Record<string, string> {
+  const labels: Record<string, string> = {
+    [LABEL_MANAGED_BY]: MANAGED_BY_VALUE,
+    [LABEL_PART_OF]: labelValue(partOf),
+    [LABEL_WIRING]: role,
+  };
   for (const [key, value] of Object.entries(extra)) labels[key] = labelValue(value);
   return labels;
 }
@@ -92,7 +102,10 @@ export function wiringLabels(partOf: string, role: WiringRole, extra: Record<str
  * engine's root, unless `aggregates(parent)` is false: then neither that parent nor anything above
  * it lists the directory (it is read on its own, by path).
  */
-export function wiringFiles(objects: Map<string, KubeObject>, aggregates: (dir: string) => boolean): Map<string, string> {
+export function wiringFiles(
+  objects: Map<string, KubeObject>,
+  aggregates: (dir: string) => boolean,
+): Map<string, string> {
   const files = new Map<string, string>();
   const entries = new Map<string, Set<string>>();
   const add = (dir: string, entry: string): void => {
@@ -111,7 +124,14 @@ export function wiringFiles(objects: Map<string, KubeObject>, aggregates: (dir: 
   }
   for (const [dir, listed] of entries) {
     const resources = [...listed].sort(compareText);
-    files.set(`${dir}/${WIRING_KUSTOMIZATION_FILE}`, serializeObject({ apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', resources } as unknown as KubeObject));
+    files.set(
+      `${dir}/${WIRING_KUSTOMIZATION_FILE}`,
+      serializeObject({
+        apiVersion: 'kustomize.config.k8s.io/v1beta1',
+        kind: 'Kustomization',
+        resources,
+      } as unknown as KubeObject),
+    );
   }
   return new Map([...files.entries()].sort(([a], [b]) => compareText(a, b)));
 }

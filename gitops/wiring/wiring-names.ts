@@ -14,7 +14,16 @@ export const LABEL_LAYER = 'clusterstack.x-k8s.io/layer';
 export const LABEL_LAYER_VERSION = 'clusterstack.x-k8s.io/layer-version';
 
 /** What a wiring object applies: the value of LABEL_WIRING. */
-export type WiringRole = 'source' | 'root' | 'shared' | 'release' | 'cluster' | 'cluster-stage' | 'cluster-layer' | 'cluster-requests' | 'helm-hooks';
+export type WiringRole =
+  | 'source'
+  | 'root'
+  | 'shared'
+  | 'release'
+  | 'cluster'
+  | 'cluster-stage'
+  | 'cluster-layer'
+  | 'cluster-requests'
+  | 'helm-hooks';
 
 const MAX_LABEL = 63;
 const HASH_LENGTH = 8;
@@ -31,7 +40,10 @@ function shortHash(text: string): string {
  */
 function dnsLabel(...parts: string[]): string {
   const joined = parts.join('-');
-  const slug = joined.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '');
+  const slug = joined
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, '-')
+    .replace(/^-+|-+$/g, '');
   if (slug.length <= MAX_LABEL && slug !== '') return slug;
   const head = slug.slice(0, MAX_LABEL - HASH_LENGTH - 1).replace(/-+$/, '');
   return head === '' ? shortHash(joined) : `${head}-${shortHash(joined)}`;
@@ -113,7 +125,8 @@ export function assertUniqueNames(kind: string, entries: { namespace: string; na
   for (const entry of entries) {
     const key = `${entry.namespace}/${entry.name}`;
     const other = seen.get(key);
-    if (other !== undefined && other !== entry.what) problems.push(`${other} and ${entry.what} would both be ${kind} ${key}; rename one of them`);
+    if (other !== undefined && other !== entry.what)
+      problems.push(`${other} and ${entry.what} would both be ${kind} ${key}; rename one of them`);
     else seen.set(key, entry.what);
   }
   if (problems.length > 0) throw new InputError(problems.map((message) => ({ object: 'GitOps wiring', message })));

@@ -51,7 +51,8 @@ function normalizePath(subdir: string): string | undefined {
   const trimmed = subdir.replace(/^\/+|\/+$/g, '');
   if (trimmed === '' || trimmed === '.') return '';
   const segments = trimmed.split('/');
-  if (segments.some((s) => s === '' || s === '.' || s === '..' || s.toLowerCase() === '.git') || /[\\\0]/.test(trimmed)) return undefined;
+  if (segments.some((s) => s === '' || s === '.' || s === '..' || s.toLowerCase() === '.git') || /[\\\0]/.test(trimmed))
+    return undefined;
   return trimmed;
 }
 
@@ -73,10 +74,17 @@ function wiringOptionProblems(options: WiringOptions): Problem[] {
   const add = (path: string, message: string): void => {
     problems.push({ path, message });
   };
-  if (!DNS_LABEL.test(options.namespace) || options.namespace.length > 63) add('namespace', `"${options.namespace}" is not a Kubernetes namespace name (lowercase letters, digits and "-", at most 63)`);
-  if (!DNS_LABEL.test(options.name) || options.name.length > 63) add('name', `"${options.name}" is not a valid object name (lowercase letters, digits and "-", at most 63)`);
-  if (options.project !== undefined && options.project.trim() === '') add('project', 'give an Argo CD AppProject name or leave it out for "default"');
-  if (options.sopsSecret !== undefined && (!DNS_SUBDOMAIN.test(options.sopsSecret) || options.sopsSecret.length > 253)) add('sopsSecret', `"${options.sopsSecret}" is not a Secret name`);
+  if (!DNS_LABEL.test(options.namespace) || options.namespace.length > 63)
+    add(
+      'namespace',
+      `"${options.namespace}" is not a Kubernetes namespace name (lowercase letters, digits and "-", at most 63)`,
+    );
+  if (!DNS_LABEL.test(options.name) || options.name.length > 63)
+    add('name', `"${options.name}" is not a valid object name (lowercase letters, digits and "-", at most 63)`);
+  if (options.project !== undefined && options.project.trim() === '')
+    add('project', 'give an Argo CD AppProject name or leave it out for "default"');
+  if (options.sopsSecret !== undefined && (!DNS_SUBDOMAIN.test(options.sopsSecret) || options.sopsSecret.length > 253))
+    add('sopsSecret', `"${options.sopsSecret}" is not a Secret name`);
   const source = options.source;
   if (source.secretName !== undefined && (!DNS_SUBDOMAIN.test(source.secretName) || source.secretName.length > 253)) {
     add('source.secretName', `"${source.secretName}" is not a Secret name`);
@@ -84,14 +92,28 @@ function wiringOptionProblems(options: WiringOptions): Problem[] {
   if (source.kind === 'git') {
     if (source.url.trim() === '' || /\s/.test(source.url)) add('source.url', 'give the Git clone URL (no spaces)');
     else if (urlCarriesCredentials(source.url)) {
-      add('source.url', 'the Git URL carries credentials; remove them and let the engine use its own (a Secret named by source.secretName for Flux, a repository credential for Argo CD)');
+      add(
+        'source.url',
+        'the Git URL carries credentials; remove them and let the engine use its own (a Secret named by source.secretName for Flux, a repository credential for Argo CD)',
+      );
     } else if (options.engine === 'flux' && !/^(https?|ssh):\/\//.test(source.url)) {
-      add('source.url', `Flux clones only http://, https:// and ssh:// URLs; write ${/^[^@/]+@[^:]+:/.test(source.url) ? `ssh://${source.url.replace(':', '/')}` : 'one of those'} instead of ${source.url}`);
+      add(
+        'source.url',
+        `Flux clones only http://, https:// and ssh:// URLs; write ${/^[^@/]+@[^:]+:/.test(source.url) ? `ssh://${source.url.replace(':', '/')}` : 'one of those'} instead of ${source.url}`,
+      );
     }
     if (!BRANCH.test(source.branch)) add('source.branch', `"${source.branch}" is not a Git branch name`);
-    if (normalizePath(source.path) === undefined) add('source.path', `"${source.path}" must be a relative directory inside the repository (no "..", "." or ".git" segments)`);
+    if (normalizePath(source.path) === undefined)
+      add(
+        'source.path',
+        `"${source.path}" must be a relative directory inside the repository (no "..", "." or ".git" segments)`,
+      );
   } else {
-    if (/^oci:\/\/[^/]*@/.test(source.url)) add('source.url', 'the OCI URL carries credentials; remove them and name a docker-registry Secret with source.secretName (Flux) or add a repository credential (Argo CD)');
+    if (/^oci:\/\/[^/]*@/.test(source.url))
+      add(
+        'source.url',
+        'the OCI URL carries credentials; remove them and name a docker-registry Secret with source.secretName (Flux) or add a repository credential (Argo CD)',
+      );
     else {
       try {
         parseOciRepository(source.url);
@@ -99,7 +121,8 @@ function wiringOptionProblems(options: WiringOptions): Problem[] {
         add('source.url', error instanceof InputError ? error.message : String(error));
       }
     }
-    if (!OCI_TAG.test(source.tag)) add('source.tag', `"${source.tag}" is not an OCI tag (letters, digits, "_", "." and "-", at most 128)`);
+    if (!OCI_TAG.test(source.tag))
+      add('source.tag', `"${source.tag}" is not an OCI tag (letters, digits, "_", "." and "-", at most 128)`);
   }
   return problems;
 }

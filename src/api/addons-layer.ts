@@ -79,7 +79,18 @@ export interface LayerDependency {
   version?: string;
 }
 
-const SPEC_FIELDS = ['version', 'hold', 'interval', 'timeout', 'prereqs', 'source', 'clusterSelector', 'namespace', 'values', 'valuesTemplate'];
+const SPEC_FIELDS = [
+  'version',
+  'hold',
+  'interval',
+  'timeout',
+  'prereqs',
+  'source',
+  'clusterSelector',
+  'namespace',
+  'values',
+  'valuesTemplate',
+];
 const PREREQ_FIELDS = ['k8sVersion', 'dependsOn'];
 const SOURCE_FIELDS = ['kind', 'name', 'namespace', 'path', 'chart'];
 const CHART_FIELDS = ['repository', 'name', 'version', 'digest'];
@@ -95,43 +106,62 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 /** `base@1.2.0` -> {layer, version}, `base` -> {layer} (as Kraan reads it); a problem message when the entry does not parse. */
 export function parseLayerDependency(entry: unknown): LayerDependency | string {
-  if (typeof entry !== 'string' || entry === '') return `must be "<layer>@<version>" such as base@1.2.0, or "<layer>", found ${JSON.stringify(entry ?? null)}`;
+  if (typeof entry !== 'string' || entry === '')
+    return `must be "<layer>@<version>" such as base@1.2.0, or "<layer>", found ${JSON.stringify(entry ?? null)}`;
   if (entry === CLUSTER_STACK_LAYER) return { layer: CLUSTER_STACK_LAYER };
   const at = entry.lastIndexOf('@');
-  if (at < 0) return DNS_LABEL.test(entry) ? { layer: entry } : `"${entry}" is not a layer name (lowercase letters, digits and "-")`;
+  if (at < 0)
+    return DNS_LABEL.test(entry)
+      ? { layer: entry }
+      : `"${entry}" is not a layer name (lowercase letters, digits and "-")`;
   const layer = entry.slice(0, at);
   const version = entry.slice(at + 1);
-  if (layer === CLUSTER_STACK_LAYER) return `"${entry}": ${CLUSTER_STACK_LAYER} (the stack's own addons) takes no version; write ${CLUSTER_STACK_LAYER}`;
+  if (layer === CLUSTER_STACK_LAYER)
+    return `"${entry}": ${CLUSTER_STACK_LAYER} (the stack's own addons) takes no version; write ${CLUSTER_STACK_LAYER}`;
   if (!DNS_LABEL.test(layer)) return `"${entry}": "${layer}" is not a layer name (lowercase letters, digits and "-")`;
-  if (normalizeVersion(version) === undefined) return `"${entry}": "${version}" is not a version (numbers such as 1.2.0, "v" optional)`;
+  if (normalizeVersion(version) === undefined)
+    return `"${entry}": "${version}" is not a version (numbers such as 1.2.0, "v" optional)`;
   return { layer, version };
 }
 
 function unknownFields(value: Record<string, unknown>, known: string[], path: string, problems: Problem[]): void {
   for (const key of Object.keys(value)) {
-    if (!known.includes(key)) problems.push({ path: `${path}.${key}`, message: `is not a field of an AddonsLayer; known fields are ${known.join(', ')} (check the spelling)` });
+    if (!known.includes(key))
+      problems.push({
+        path: `${path}.${key}`,
+        message: `is not a field of an AddonsLayer; known fields are ${known.join(', ')} (check the spelling)`,
+      });
   }
 }
 
 /** spec.prereqs: a Kubernetes version gate and dependencies on other layers (never on itself). */
 function validatePrereqs(prereqs: unknown, name: unknown, problems: Problem[]): void {
   if (prereqs === undefined) return;
-  if (!isRecord(prereqs)) problems.push({ path: 'spec.prereqs', message: 'must be a mapping with k8sVersion and/or dependsOn' });
+  if (!isRecord(prereqs))
+    problems.push({ path: 'spec.prereqs', message: 'must be a mapping with k8sVersion and/or dependsOn' });
   else {
     unknownFields(prereqs, PREREQ_FIELDS, 'spec.prereqs', problems);
     const gate = prereqs.k8sVersion;
     // Kraan writes the field always (no omitempty): an empty string means no gate.
     if (gate !== undefined && gate !== '' && (typeof gate !== 'string' || normalizeVersion(gate) === undefined)) {
-      problems.push({ path: 'spec.prereqs.k8sVersion', message: `must be a Kubernetes version such as "1.30" (meaning 1.30.0 or newer; quote it), found ${JSON.stringify(gate)}` });
+      problems.push({
+        path: 'spec.prereqs.k8sVersion',
+        message: `must be a Kubernetes version such as "1.30" (meaning 1.30.0 or newer; quote it), found ${JSON.stringify(gate)}`,
+      });
     }
     const dependsOn = prereqs.dependsOn;
     if (dependsOn !== undefined && dependsOn !== null) {
-      if (!Array.isArray(dependsOn)) problems.push({ path: 'spec.prereqs.dependsOn', message: 'must be a list such as [base@1.2.0]' });
+      if (!Array.isArray(dependsOn))
+        problems.push({ path: 'spec.prereqs.dependsOn', message: 'must be a list such as [base@1.2.0]' });
       else {
         dependsOn.forEach((entry: unknown, index) => {
           const parsed = parseLayerDependency(entry);
           if (typeof parsed === 'string') problems.push({ path: `spec.prereqs.dependsOn[${index}]`, message: parsed });
-          else if (parsed.layer === name) problems.push({ path: `spec.prereqs.dependsOn[${index}]`, message: `a layer cannot depend on itself (${String(entry)})` });
+          else if (parsed.layer === name)
+            problems.push({
+              path: `spec.prereqs.dependsOn[${index}]`,
+              message: `a layer cannot depend on itself (${String(entry)})`,
+            });
         });
       }
     }
@@ -140,17 +170,35 @@ function validatePrereqs(prereqs: unknown, name: unknown, problems: Problem[]): 
 
 /** spec.source: a directory of the inputs' repository (inside it) or a chart reference, not both. */
 function validateSource(source: unknown, problems: Problem[]): void {
-  if (!isRecord(source)) problems.push({ path: 'spec.source', message: 'is required: {path: ./<directory>} in the repository holding the inputs, or {chart: {repository, name, version}}' });
+  if (!isRecord(source))
+    problems.push({
+      path: 'spec.source',
+      message:
+        'is required: {path: ./<directory>} in the repository holding the inputs, or {chart: {repository, name, version}}',
+    });
   else {
     unknownFields(source, SOURCE_FIELDS, 'spec.source', problems);
     const path = source.path;
     if (source.chart !== undefined) {
-      if (path !== undefined) problems.push({ path: 'spec.source', message: 'give either path (a directory of the repository) or chart (a chart from a repository), not both' });
+      if (path !== undefined)
+        problems.push({
+          path: 'spec.source',
+          message: 'give either path (a directory of the repository) or chart (a chart from a repository), not both',
+        });
       problems.push(...validateChartRef(source.chart));
-    } else if (typeof path !== 'string' || !path.startsWith('./')) problems.push({ path: 'spec.source.path', message: `must be a directory of the inputs' repository starting with "./" (as in Kraan), found ${JSON.stringify(path ?? null)}` });
-    else if (escapesRoot(path)) problems.push({ path: 'spec.source.path', message: `"${path}" leads outside the repository; layer sources must be inside it` });
+    } else if (typeof path !== 'string' || !path.startsWith('./'))
+      problems.push({
+        path: 'spec.source.path',
+        message: `must be a directory of the inputs' repository starting with "./" (as in Kraan), found ${JSON.stringify(path ?? null)}`,
+      });
+    else if (escapesRoot(path))
+      problems.push({
+        path: 'spec.source.path',
+        message: `"${path}" leads outside the repository; layer sources must be inside it`,
+      });
     for (const field of ['kind', 'name', 'namespace'] as const) {
-      if (source[field] !== undefined && typeof source[field] !== 'string') problems.push({ path: `spec.source.${field}`, message: 'must be a string' });
+      if (source[field] !== undefined && typeof source[field] !== 'string')
+        problems.push({ path: `spec.source.${field}`, message: 'must be a string' });
     }
   }
 }
@@ -159,13 +207,23 @@ function validateSource(source: unknown, problems: Problem[]): void {
 export function validateAddonsLayer(object: unknown): Problem[] {
   if (!isRecord(object)) return [{ message: 'an AddonsLayer must be a YAML mapping' }];
   const problems: Problem[] = [];
-  if (object.apiVersion !== ADDONS_LAYER_API_VERSION) problems.push({ path: 'apiVersion', message: `must be ${ADDONS_LAYER_API_VERSION}, found ${JSON.stringify(object.apiVersion ?? null)}` });
+  if (object.apiVersion !== ADDONS_LAYER_API_VERSION)
+    problems.push({
+      path: 'apiVersion',
+      message: `must be ${ADDONS_LAYER_API_VERSION}, found ${JSON.stringify(object.apiVersion ?? null)}`,
+    });
   const metadata = isRecord(object.metadata) ? object.metadata : {};
   const name = metadata.name;
   if (typeof name !== 'string' || !DNS_LABEL.test(name) || name.length > 63) {
-    problems.push({ path: 'metadata.name', message: `must be a lowercase DNS label (letters, digits, "-"; at most 63): it names the layer's directory and wiring; found ${JSON.stringify(name ?? null)}` });
+    problems.push({
+      path: 'metadata.name',
+      message: `must be a lowercase DNS label (letters, digits, "-"; at most 63): it names the layer's directory and wiring; found ${JSON.stringify(name ?? null)}`,
+    });
   } else if (name === CLUSTER_STACK_LAYER) {
-    problems.push({ path: 'metadata.name', message: `"${CLUSTER_STACK_LAYER}" stands for the stack's own addon stages; give the layer another name` });
+    problems.push({
+      path: 'metadata.name',
+      message: `"${CLUSTER_STACK_LAYER}" stands for the stack's own addon stages; give the layer another name`,
+    });
   }
   const spec = object.spec;
   if (!isRecord(spec)) {
@@ -174,43 +232,93 @@ export function validateAddonsLayer(object: unknown): Problem[] {
   }
   unknownFields(spec, SPEC_FIELDS, 'spec', problems);
 
-  if (spec.version !== undefined && (typeof spec.version !== 'string' || normalizeVersion(spec.version) === undefined)) {
-    problems.push({ path: 'spec.version', message: `must be a version such as "1.2.0" (numbers, "v" optional; quote it), found ${JSON.stringify(spec.version)}` });
+  if (
+    spec.version !== undefined &&
+    (typeof spec.version !== 'string' || normalizeVersion(spec.version) === undefined)
+  ) {
+    problems.push({
+      path: 'spec.version',
+      message: `must be a version such as "1.2.0" (numbers, "v" optional; quote it), found ${JSON.stringify(spec.version)}`,
+    });
   }
-  if (spec.hold !== undefined && typeof spec.hold !== 'boolean') problems.push({ path: 'spec.hold', message: `must be true or false, found ${JSON.stringify(spec.hold)}` });
+  if (spec.hold !== undefined && typeof spec.hold !== 'boolean')
+    problems.push({ path: 'spec.hold', message: `must be true or false, found ${JSON.stringify(spec.hold)}` });
   for (const field of ['interval', 'timeout'] as const) {
     const value = spec[field];
-    if (value !== undefined && (typeof value !== 'string' || !DURATION.test(value))) problems.push({ path: `spec.${field}`, message: `must be a duration such as 1m, 30s or 1h30m, found ${JSON.stringify(value)}` });
+    if (value !== undefined && (typeof value !== 'string' || !DURATION.test(value)))
+      problems.push({
+        path: `spec.${field}`,
+        message: `must be a duration such as 1m, 30s or 1h30m, found ${JSON.stringify(value)}`,
+      });
   }
 
   validatePrereqs(spec.prereqs, name, problems);
   validateSource(spec.source, problems);
 
-  if (spec.clusterSelector !== undefined && spec.clusterSelector !== null) problems.push(...validateLabelSelector(spec.clusterSelector, 'spec.clusterSelector'));
-  if (spec.namespace !== undefined && (typeof spec.namespace !== 'string' || !DNS_LABEL.test(spec.namespace))) problems.push({ path: 'spec.namespace', message: `must be a namespace name, found ${JSON.stringify(spec.namespace)}` });
-  if (spec.values !== undefined && !isRecord(spec.values)) problems.push({ path: 'spec.values', message: 'must be a mapping of Helm values' });
-  if (spec.valuesTemplate !== undefined && typeof spec.valuesTemplate !== 'string') problems.push({ path: 'spec.valuesTemplate', message: 'must be a string (a Go template producing Helm values)' });
+  if (spec.clusterSelector !== undefined && spec.clusterSelector !== null)
+    problems.push(...validateLabelSelector(spec.clusterSelector, 'spec.clusterSelector'));
+  if (spec.namespace !== undefined && (typeof spec.namespace !== 'string' || !DNS_LABEL.test(spec.namespace)))
+    problems.push({
+      path: 'spec.namespace',
+      message: `must be a namespace name, found ${JSON.stringify(spec.namespace)}`,
+    });
+  if (spec.values !== undefined && !isRecord(spec.values))
+    problems.push({ path: 'spec.values', message: 'must be a mapping of Helm values' });
+  if (spec.valuesTemplate !== undefined && typeof spec.valuesTemplate !== 'string')
+    problems.push({ path: 'spec.valuesTemplate', message: 'must be a string (a Go template producing Helm values)' });
   return problems;
 }
 
 /** Problems of `spec.source.chart`. */
 function validateChartRef(chart: unknown): Problem[] {
   const at = 'spec.source.chart';
-  if (!isRecord(chart)) return [{ path: at, message: 'must be {repository: oci://host/path/chart or https://host/path, name (HTTP repositories), version}' }];
+  if (!isRecord(chart))
+    return [
+      {
+        path: at,
+        message: 'must be {repository: oci://host/path/chart or https://host/path, name (HTTP repositories), version}',
+      },
+    ];
   const problems: Problem[] = [];
   unknownFields(chart, CHART_FIELDS, at, problems);
   const repository = chart.repository;
   const isOci = typeof repository === 'string' && repository.startsWith('oci://');
   if (typeof repository !== 'string' || !(isOci || /^https?:\/\/[^/@\s]+(\/\S*)?$/.test(repository))) {
     // Never echo a URL with credentials in it.
-    const found = typeof repository === 'string' && repository.includes('@') ? 'a URL with credentials in it (only public repositories are supported)' : JSON.stringify(repository ?? null);
-    problems.push({ path: `${at}.repository`, message: `must be oci://<registry>/<path>/<chart> or an HTTP chart repository https://<host>/<path> (no credentials in it), found ${found}` });
+    const found =
+      typeof repository === 'string' && repository.includes('@')
+        ? 'a URL with credentials in it (only public repositories are supported)'
+        : JSON.stringify(repository ?? null);
+    problems.push({
+      path: `${at}.repository`,
+      message: `must be oci://<registry>/<path>/<chart> or an HTTP chart repository https://<host>/<path> (no credentials in it), found ${found}`,
+    });
   }
-  if (chart.name !== undefined && (typeof chart.name !== 'string' || !CHART_NAME.test(chart.name))) problems.push({ path: `${at}.name`, message: `must be a chart name (lowercase letters, digits, "-", "_", "."), found ${JSON.stringify(chart.name)}` });
-  if (typeof repository === 'string' && !isOci && chart.name === undefined) problems.push({ path: `${at}.name`, message: 'is required for an HTTP chart repository: the chart to take from its index.yaml' });
-  if (isOci && typeof chart.name === 'string' && !repository.replace(/\/+$/, '').endsWith(`/${chart.name}`)) problems.push({ path: `${at}.name`, message: `names the chart, which for oci:// is the last part of the repository: ${repository} does not end in /${chart.name}` });
-  if (typeof chart.version !== 'string' || chart.version === '' || !/^v?[0-9A-Za-z.+_-]+$/.test(chart.version)) problems.push({ path: `${at}.version`, message: `must be the chart's exact version such as "1.2.3" (quote it; ranges are not taken: the render must not change by itself), found ${JSON.stringify(chart.version ?? null)}` });
-  if (chart.digest !== undefined && (typeof chart.digest !== 'string' || !SHA256_DIGEST.test(chart.digest))) problems.push({ path: `${at}.digest`, message: `must be sha256:<64 hex digits>, found ${JSON.stringify(chart.digest)}` });
+  if (chart.name !== undefined && (typeof chart.name !== 'string' || !CHART_NAME.test(chart.name)))
+    problems.push({
+      path: `${at}.name`,
+      message: `must be a chart name (lowercase letters, digits, "-", "_", "."), found ${JSON.stringify(chart.name)}`,
+    });
+  if (typeof repository === 'string' && !isOci && chart.name === undefined)
+    problems.push({
+      path: `${at}.name`,
+      message: 'is required for an HTTP chart repository: the chart to take from its index.yaml',
+    });
+  if (isOci && typeof chart.name === 'string' && !repository.replace(/\/+$/, '').endsWith(`/${chart.name}`))
+    problems.push({
+      path: `${at}.name`,
+      message: `names the chart, which for oci:// is the last part of the repository: ${repository} does not end in /${chart.name}`,
+    });
+  if (typeof chart.version !== 'string' || chart.version === '' || !/^v?[0-9A-Za-z.+_-]+$/.test(chart.version))
+    problems.push({
+      path: `${at}.version`,
+      message: `must be the chart's exact version such as "1.2.3" (quote it; ranges are not taken: the render must not change by itself), found ${JSON.stringify(chart.version ?? null)}`,
+    });
+  if (chart.digest !== undefined && (typeof chart.digest !== 'string' || !SHA256_DIGEST.test(chart.digest)))
+    problems.push({
+      path: `${at}.digest`,
+      message: `must be sha256:<64 hex digits>, found ${JSON.stringify(chart.digest)}`,
+    });
   return problems;
 }
 

@@ -70,7 +70,8 @@ function pick<T extends object, K extends keyof T>(value: T, keys: K[]): Partial
 function celValue(value: unknown): unknown {
   if (typeof value === 'number' && Number.isSafeInteger(value)) return BigInt(value);
   if (Array.isArray(value)) return value.map(celValue);
-  if (typeof value === 'object' && value !== null) return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, celValue(item)]));
+  if (typeof value === 'object' && value !== null)
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, celValue(item)]));
   return value;
 }
 
@@ -88,7 +89,11 @@ function program(expression: string): ReturnType<ReturnType<typeof celLibrary>['
 
 function valueAt(object: Record<string, unknown>, at: string[]): unknown {
   let value: unknown = object;
-  for (const name of at) value = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>)[name] : undefined;
+  for (const name of at)
+    value =
+      typeof value === 'object' && value !== null && !Array.isArray(value)
+        ? (value as Record<string, unknown>)[name]
+        : undefined;
   return value;
 }
 

@@ -32,14 +32,32 @@ const PATH_SEGMENT: NameRule = { format: 'path-segment', maxLength: Number.POSIT
 
 /** `group/Kind` (core group empty) -> its rule, where it differs from its group's default. */
 const RULES = new Map<string, NameRule>();
-const rule = (value: NameRule, group: string, kinds: string[]): void => kinds.forEach((kind) => RULES.set(`${group}/${kind}`, value));
+const rule = (value: NameRule, group: string, kinds: string[]): void =>
+  kinds.forEach((kind) => RULES.set(`${group}/${kind}`, value));
 
 rule(LABEL, '', ['Namespace', 'Service']);
-rule(SUBDOMAIN, '', ['Pod', 'ConfigMap', 'Secret', 'ServiceAccount', 'Endpoints', 'PersistentVolume', 'PersistentVolumeClaim', 'ReplicationController', 'LimitRange', 'ResourceQuota', 'PodTemplate', 'Node']);
+rule(SUBDOMAIN, '', [
+  'Pod',
+  'ConfigMap',
+  'Secret',
+  'ServiceAccount',
+  'Endpoints',
+  'PersistentVolume',
+  'PersistentVolumeClaim',
+  'ReplicationController',
+  'LimitRange',
+  'ResourceQuota',
+  'PodTemplate',
+  'Node',
+]);
 rule(LABEL, 'apps', ['StatefulSet']);
 rule(SUBDOMAIN, 'apps', ['Deployment', 'DaemonSet', 'ReplicaSet', 'ControllerRevision']);
 rule(SUBDOMAIN, 'batch', ['Job']);
-rule({ format: 'dns-subdomain', maxLength: 52, by: 'Kubernetes', why: 'a CronJob names its Jobs <name>-<11 characters>' }, 'batch', ['CronJob']);
+rule(
+  { format: 'dns-subdomain', maxLength: 52, by: 'Kubernetes', why: 'a CronJob names its Jobs <name>-<11 characters>' },
+  'batch',
+  ['CronJob'],
+);
 rule(SUBDOMAIN, 'networking.k8s.io', ['Ingress', 'IngressClass', 'NetworkPolicy']);
 rule(SUBDOMAIN, 'storage.k8s.io', ['StorageClass', 'CSIDriver', 'VolumeAttachment']);
 rule(SUBDOMAIN, 'scheduling.k8s.io', ['PriorityClass']);
@@ -48,13 +66,23 @@ rule(SUBDOMAIN, 'policy', ['PodDisruptionBudget']);
 rule(SUBDOMAIN, 'admissionregistration.k8s.io', ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration']);
 rule(SUBDOMAIN, 'apiextensions.k8s.io', ['CustomResourceDefinition']);
 rule(PATH_SEGMENT, 'rbac.authorization.k8s.io', ['Role', 'ClusterRole', 'RoleBinding', 'ClusterRoleBinding']);
-rule({ format: 'dns-subdomain', maxLength: 63, by: 'Cluster API', why: 'the name is the value of the cluster.x-k8s.io/cluster-name label' }, 'cluster.x-k8s.io', ['Cluster']);
+rule(
+  {
+    format: 'dns-subdomain',
+    maxLength: 63,
+    by: 'Cluster API',
+    why: 'the name is the value of the cluster.x-k8s.io/cluster-name label',
+  },
+  'cluster.x-k8s.io',
+  ['Cluster'],
+);
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 /** Kubernetes serves this group itself (or a Kubernetes SIG's CRDs do): only its listed kinds have rules beyond a path segment. */
-const isKubernetesGroup = (group: string): boolean => group === '' || !group.includes('.') || group === 'k8s.io' || group.endsWith('.k8s.io');
+const isKubernetesGroup = (group: string): boolean =>
+  group === '' || !group.includes('.') || group === 'k8s.io' || group.endsWith('.k8s.io');
 
 /** The rule the API server applies to names of this kind. */
 export function nameRuleFor(apiVersion: string, kind: string): NameRule {
@@ -75,8 +103,10 @@ export function nameProblem(name: string, rule: NameRule): string | undefined {
   const shape = rule.format === 'dns-label' ? DNS_LABEL : rule.format === 'dns-subdomain' ? DNS_SUBDOMAIN : undefined;
   // Every name is a path segment in the API's URLs, whatever else its kind asks.
   const segment = name !== '.' && name !== '..' && !/[/%]/.test(name);
-  if (!segment || (shape && !shape.test(name))) return `must be ${rule.format === 'path-segment' ? 'a path segment' : `an RFC 1123 ${rule.format === 'dns-label' ? 'label' : 'subdomain'}`} (${DESCRIBED[rule.format]}); ${rule.by} refuses it`;
-  if (name.length > rule.maxLength) return `is ${name.length} characters long, over the ${rule.maxLength} ${rule.by} allows${rule.why ? ` (${rule.why})` : ''}`;
+  if (!segment || (shape && !shape.test(name)))
+    return `must be ${rule.format === 'path-segment' ? 'a path segment' : `an RFC 1123 ${rule.format === 'dns-label' ? 'label' : 'subdomain'}`} (${DESCRIBED[rule.format]}); ${rule.by} refuses it`;
+  if (name.length > rule.maxLength)
+    return `is ${name.length} characters long, over the ${rule.maxLength} ${rule.by} allows${rule.why ? ` (${rule.why})` : ''}`;
   return undefined;
 }
 

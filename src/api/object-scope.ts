@@ -8,9 +8,24 @@ export type ObjectScope = 'Namespaced' | 'Cluster' | 'Unknown';
 
 /** `group/Kind` (core group empty) of kinds whose scope is known without their CRD. */
 const KNOWN_SCOPES = new Map<string, ObjectScope>();
-const known = (scope: ObjectScope, group: string, kinds: string[]): void => kinds.forEach((kind) => KNOWN_SCOPES.set(`${group}/${kind}`, scope));
+const known = (scope: ObjectScope, group: string, kinds: string[]): void =>
+  kinds.forEach((kind) => KNOWN_SCOPES.set(`${group}/${kind}`, scope));
 
-known('Namespaced', '', ['Pod', 'Service', 'ConfigMap', 'Secret', 'ServiceAccount', 'Endpoints', 'PersistentVolumeClaim', 'ReplicationController', 'LimitRange', 'ResourceQuota', 'Event', 'PodTemplate', 'Binding']);
+known('Namespaced', '', [
+  'Pod',
+  'Service',
+  'ConfigMap',
+  'Secret',
+  'ServiceAccount',
+  'Endpoints',
+  'PersistentVolumeClaim',
+  'ReplicationController',
+  'LimitRange',
+  'ResourceQuota',
+  'Event',
+  'PodTemplate',
+  'Binding',
+]);
 known('Cluster', '', ['Namespace', 'Node', 'PersistentVolume', 'ComponentStatus']);
 known('Namespaced', 'apps', ['Deployment', 'DaemonSet', 'StatefulSet', 'ReplicaSet', 'ControllerRevision']);
 known('Namespaced', 'batch', ['Job', 'CronJob']);
@@ -25,10 +40,23 @@ known('Namespaced', 'coordination.k8s.io', ['Lease']);
 known('Namespaced', 'discovery.k8s.io', ['EndpointSlice']);
 known('Namespaced', 'events.k8s.io', ['Event']);
 known('Namespaced', 'storage.k8s.io', ['CSIStorageCapacity']);
-known('Cluster', 'storage.k8s.io', ['StorageClass', 'CSIDriver', 'CSINode', 'VolumeAttachment', 'VolumeAttributesClass']);
+known('Cluster', 'storage.k8s.io', [
+  'StorageClass',
+  'CSIDriver',
+  'CSINode',
+  'VolumeAttachment',
+  'VolumeAttributesClass',
+]);
 known('Cluster', 'apiextensions.k8s.io', ['CustomResourceDefinition']);
 known('Cluster', 'apiregistration.k8s.io', ['APIService']);
-known('Cluster', 'admissionregistration.k8s.io', ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding', 'MutatingAdmissionPolicy', 'MutatingAdmissionPolicyBinding']);
+known('Cluster', 'admissionregistration.k8s.io', [
+  'MutatingWebhookConfiguration',
+  'ValidatingWebhookConfiguration',
+  'ValidatingAdmissionPolicy',
+  'ValidatingAdmissionPolicyBinding',
+  'MutatingAdmissionPolicy',
+  'MutatingAdmissionPolicyBinding',
+]);
 known('Cluster', 'scheduling.k8s.io', ['PriorityClass']);
 known('Cluster', 'node.k8s.io', ['RuntimeClass']);
 known('Cluster', 'flowcontrol.apiserver.k8s.io', ['FlowSchema', 'PriorityLevelConfiguration']);
@@ -37,20 +65,66 @@ known('Namespaced', 'resource.k8s.io', ['ResourceClaim', 'ResourceClaimTemplate'
 known('Cluster', 'resource.k8s.io', ['DeviceClass', 'ResourceSlice']);
 // CRDs that addon stages install in workload clusters but whose definitions are not rendered beside
 // the objects (the operator creates them at run time, or another stage ships them).
-known('Namespaced', 'cilium.io', ['CiliumNetworkPolicy', 'CiliumEndpoint', 'CiliumNodeConfig', 'CiliumEnvoyConfig', 'CiliumLocalRedirectPolicy']);
+known('Namespaced', 'cilium.io', [
+  'CiliumNetworkPolicy',
+  'CiliumEndpoint',
+  'CiliumNodeConfig',
+  'CiliumEnvoyConfig',
+  'CiliumLocalRedirectPolicy',
+]);
 known('Cluster', 'cilium.io', [
-  'CiliumClusterwideNetworkPolicy', 'CiliumLoadBalancerIPPool', 'CiliumNode', 'CiliumIdentity', 'CiliumL2AnnouncementPolicy', 'CiliumBGPPeeringPolicy',
-  'CiliumBGPClusterConfig', 'CiliumBGPPeerConfig', 'CiliumBGPAdvertisement', 'CiliumBGPNodeConfig', 'CiliumBGPNodeConfigOverride', 'CiliumEgressGatewayPolicy',
-  'CiliumClusterwideEnvoyConfig', 'CiliumCIDRGroup', 'CiliumPodIPPool',
+  'CiliumClusterwideNetworkPolicy',
+  'CiliumLoadBalancerIPPool',
+  'CiliumNode',
+  'CiliumIdentity',
+  'CiliumL2AnnouncementPolicy',
+  'CiliumBGPPeeringPolicy',
+  'CiliumBGPClusterConfig',
+  'CiliumBGPPeerConfig',
+  'CiliumBGPAdvertisement',
+  'CiliumBGPNodeConfig',
+  'CiliumBGPNodeConfigOverride',
+  'CiliumEgressGatewayPolicy',
+  'CiliumClusterwideEnvoyConfig',
+  'CiliumCIDRGroup',
+  'CiliumPodIPPool',
 ]);
 known('Namespaced', 'snapshot.storage.k8s.io', ['VolumeSnapshot']);
 known('Cluster', 'snapshot.storage.k8s.io', ['VolumeSnapshotClass', 'VolumeSnapshotContent']);
-known('Namespaced', 'monitoring.coreos.com', ['ServiceMonitor', 'PodMonitor', 'PrometheusRule', 'Probe', 'Prometheus', 'Alertmanager', 'AlertmanagerConfig', 'PrometheusAgent', 'ScrapeConfig', 'ThanosRuler']);
+known('Namespaced', 'monitoring.coreos.com', [
+  'ServiceMonitor',
+  'PodMonitor',
+  'PrometheusRule',
+  'Probe',
+  'Prometheus',
+  'Alertmanager',
+  'AlertmanagerConfig',
+  'PrometheusAgent',
+  'ScrapeConfig',
+  'ThanosRuler',
+]);
 known('Namespaced', 'cert-manager.io', ['Certificate', 'CertificateRequest', 'Issuer']);
 known('Cluster', 'cert-manager.io', ['ClusterIssuer']);
-known('Namespaced', 'gateway.networking.k8s.io', ['Gateway', 'HTTPRoute', 'GRPCRoute', 'TCPRoute', 'TLSRoute', 'UDPRoute', 'ReferenceGrant']);
+known('Namespaced', 'gateway.networking.k8s.io', [
+  'Gateway',
+  'HTTPRoute',
+  'GRPCRoute',
+  'TCPRoute',
+  'TLSRoute',
+  'UDPRoute',
+  'ReferenceGrant',
+]);
 known('Cluster', 'gateway.networking.k8s.io', ['GatewayClass']);
-known('Namespaced', 'openstack.k-orc.cloud', ['Image', 'Network', 'Subnet', 'Port', 'Router', 'SecurityGroup', 'Flavor', 'Server']);
+known('Namespaced', 'openstack.k-orc.cloud', [
+  'Image',
+  'Network',
+  'Subnet',
+  'Port',
+  'Router',
+  'SecurityGroup',
+  'Flavor',
+  'Server',
+]);
 known('Cluster', 'runtime.cluster.x-k8s.io', ['ExtensionConfig']);
 
 /** The API group of an apiVersion (`apps/v1` → `apps`, `v1` → ``). */
@@ -60,13 +134,16 @@ export function apiGroup(apiVersion: string): string {
 }
 
 /** Decides scopes for one render: its own CRDs first, then the known kinds. */
-export function scopeResolver(objects: readonly KubeObject[]): (object: Pick<KubeObject, 'apiVersion' | 'kind'>) => ObjectScope {
+export function scopeResolver(
+  objects: readonly KubeObject[],
+): (object: Pick<KubeObject, 'apiVersion' | 'kind'>) => ObjectScope {
   const defined = new Map<string, ObjectScope>();
   for (const object of objects) {
     if (object.kind !== 'CustomResourceDefinition' || apiGroup(object.apiVersion) !== 'apiextensions.k8s.io') continue;
     const spec = (object as { spec?: { group?: unknown; scope?: unknown; names?: { kind?: unknown } } }).spec;
     if (typeof spec?.group !== 'string' || typeof spec.names?.kind !== 'string') continue;
-    if (spec.scope === 'Namespaced' || spec.scope === 'Cluster') defined.set(`${spec.group}/${spec.names.kind}`, spec.scope);
+    if (spec.scope === 'Namespaced' || spec.scope === 'Cluster')
+      defined.set(`${spec.group}/${spec.names.kind}`, spec.scope);
   }
   return (object) => {
     const group = apiGroup(object.apiVersion);

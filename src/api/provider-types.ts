@@ -19,7 +19,8 @@ export const ALLOW_DOWNGRADE_ANNOTATION = 'clusterstack.x-k8s.io/allow-downgrade
 export const CERT_MANAGER_VERSION_ANNOTATION = 'clusterstack.x-k8s.io/cert-manager-version';
 export const CERT_MANAGER_URL_ANNOTATION = 'clusterstack.x-k8s.io/cert-manager-url';
 /** clusterctl's default cert-manager URL; its `latest` segment is replaced by the version. */
-export const CERT_MANAGER_DEFAULT_URL = 'https://github.com/cert-manager/cert-manager/releases/latest/cert-manager.yaml';
+export const CERT_MANAGER_DEFAULT_URL =
+  'https://github.com/cert-manager/cert-manager/releases/latest/cert-manager.yaml';
 
 export interface ProviderKindInfo {
   /** The operator's provider type (OCI file names, ConfigMap names): `core`, `control-plane`, `runtimeextension`, ... */
@@ -33,17 +34,40 @@ export interface ProviderKindInfo {
 /** Every provider kind the operator defines, with how clusterctl names its files and labels. */
 export const PROVIDER_KINDS: Readonly<Record<string, ProviderKindInfo>> = {
   CoreProvider: { type: 'core', componentsAsset: 'core-components.yaml', manifestLabel: () => 'cluster-api' },
-  BootstrapProvider: { type: 'bootstrap', componentsAsset: 'bootstrap-components.yaml', manifestLabel: (name) => `bootstrap-${name}` },
-  ControlPlaneProvider: { type: 'control-plane', componentsAsset: 'control-plane-components.yaml', manifestLabel: (name) => `control-plane-${name}` },
-  InfrastructureProvider: { type: 'infrastructure', componentsAsset: 'infrastructure-components.yaml', manifestLabel: (name) => `infrastructure-${name}` },
+  BootstrapProvider: {
+    type: 'bootstrap',
+    componentsAsset: 'bootstrap-components.yaml',
+    manifestLabel: (name) => `bootstrap-${name}`,
+  },
+  ControlPlaneProvider: {
+    type: 'control-plane',
+    componentsAsset: 'control-plane-components.yaml',
+    manifestLabel: (name) => `control-plane-${name}`,
+  },
+  InfrastructureProvider: {
+    type: 'infrastructure',
+    componentsAsset: 'infrastructure-components.yaml',
+    manifestLabel: (name) => `infrastructure-${name}`,
+  },
   IPAMProvider: { type: 'ipam', componentsAsset: 'ipam-components.yaml', manifestLabel: (name) => `ipam-${name}` },
-  RuntimeExtensionProvider: { type: 'runtimeextension', componentsAsset: 'runtime-extension-components.yaml', manifestLabel: (name) => `runtime-extension-${name}` },
+  RuntimeExtensionProvider: {
+    type: 'runtimeextension',
+    componentsAsset: 'runtime-extension-components.yaml',
+    manifestLabel: (name) => `runtime-extension-${name}`,
+  },
   AddonProvider: { type: 'addon', componentsAsset: 'addon-components.yaml', manifestLabel: (name) => `addon-${name}` },
 };
 
 export interface ProviderPatch {
   patch?: string;
-  target?: { group?: string; version?: string; kind?: string; name?: string; namespace?: string; labelSelector?: string };
+  target?: {
+    group?: string;
+    version?: string;
+    kind?: string;
+    name?: string;
+    namespace?: string;
+    labelSelector?: string;
+  };
 }
 
 interface ProviderContainerSpec {
@@ -67,7 +91,15 @@ export interface ProviderDeploymentSpec {
 
 export interface ProviderManagerSpec {
   syncPeriod?: string;
-  leaderElection?: { leaderElect?: boolean; resourceName?: string; resourceNamespace?: string; leaseDuration?: string; renewDeadline?: string; retryPeriod?: string; resourceLock?: string };
+  leaderElection?: {
+    leaderElect?: boolean;
+    resourceName?: string;
+    resourceNamespace?: string;
+    leaseDuration?: string;
+    renewDeadline?: string;
+    retryPeriod?: string;
+    resourceLock?: string;
+  };
   cacheNamespace?: string;
   gracefulShutDown?: string;
   controller?: { groupKindConcurrency?: Record<string, number>; cacheSyncTimeout?: unknown; recoverPanic?: boolean };
@@ -86,7 +118,14 @@ export interface ProviderSpec {
   manager?: ProviderManagerSpec;
   deployment?: ProviderDeploymentSpec;
   configSecret?: { name: string; namespace?: string };
-  fetchConfig?: { url?: string; oci?: string; selector?: { matchLabels?: Record<string, string>; matchExpressions?: { key: string; operator: string; values?: string[] }[] } };
+  fetchConfig?: {
+    url?: string;
+    oci?: string;
+    selector?: {
+      matchLabels?: Record<string, string>;
+      matchExpressions?: { key: string; operator: string; values?: string[] }[];
+    };
+  };
   additionalManifests?: { name: string; namespace?: string };
   manifestPatches?: string[];
   patches?: ProviderPatch[];

@@ -222,7 +222,13 @@ export interface CapiCluster extends KubeObject {
   kind: 'Cluster';
   spec?: {
     /** v1beta1 `class`/`classNamespace`, v1beta2 `classRef: {name, namespace}`. */
-    topology?: { class?: string; classNamespace?: string; classRef?: { name?: string; namespace?: string }; version?: string; [key: string]: unknown };
+    topology?: {
+      class?: string;
+      classNamespace?: string;
+      classRef?: { name?: string; namespace?: string };
+      version?: string;
+      [key: string]: unknown;
+    };
     /** v1beta1 `{apiVersion, kind, name, namespace}`, v1beta2 `{apiGroup, kind, name}`. */
     controlPlaneRef?: ObjectReference & { apiGroup?: string };
     infrastructureRef?: ObjectReference & { apiGroup?: string };
@@ -234,7 +240,9 @@ export interface CapiCluster extends KubeObject {
 const DEFAULT_CHANNEL = 'stable';
 
 /** The spec with CSO's defaults applied (channel stable, autoSubscribe true, noProvider false). */
-export function withSpecDefaults(spec: ClusterStackSpec): Required<Pick<ClusterStackSpec, 'channel' | 'autoSubscribe' | 'noProvider' | 'versions'>> & ClusterStackSpec {
+export function withSpecDefaults(
+  spec: ClusterStackSpec,
+): Required<Pick<ClusterStackSpec, 'channel' | 'autoSubscribe' | 'noProvider' | 'versions'>> & ClusterStackSpec {
   return {
     ...spec,
     channel: spec.channel ?? DEFAULT_CHANNEL,

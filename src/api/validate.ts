@@ -46,7 +46,10 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 function unknownFields(value: Record<string, unknown>, known: string[], path: string, problems: Problem[]): void {
   for (const key of Object.keys(value)) {
     if (!known.includes(key)) {
-      problems.push({ path: path ? `${path}.${key}` : key, message: `is not a field of this object; known fields are ${known.join(', ')} (check the spelling)` });
+      problems.push({
+        path: path ? `${path}.${key}` : key,
+        message: `is not a field of this object; known fields are ${known.join(', ')} (check the spelling)`,
+      });
     }
   }
 }
@@ -58,10 +61,19 @@ function validateMetadata(object: Record<string, unknown>, problems: Problem[]):
     return;
   }
   if (typeof metadata.name !== 'string' || !DNS_SUBDOMAIN.test(metadata.name) || metadata.name.length > 253) {
-    problems.push({ path: 'metadata.name', message: `must be a lowercase DNS name (letters, digits, "-", "."), found ${JSON.stringify(metadata.name ?? null)}` });
+    problems.push({
+      path: 'metadata.name',
+      message: `must be a lowercase DNS name (letters, digits, "-", "."), found ${JSON.stringify(metadata.name ?? null)}`,
+    });
   }
-  if (metadata.namespace !== undefined && (typeof metadata.namespace !== 'string' || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(metadata.namespace))) {
-    problems.push({ path: 'metadata.namespace', message: `must be a namespace name, found ${JSON.stringify(metadata.namespace)}` });
+  if (
+    metadata.namespace !== undefined &&
+    (typeof metadata.namespace !== 'string' || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(metadata.namespace))
+  ) {
+    problems.push({
+      path: 'metadata.namespace',
+      message: `must be a namespace name, found ${JSON.stringify(metadata.namespace)}`,
+    });
   }
 }
 
@@ -72,12 +84,17 @@ function validateReference(value: unknown, path: string, problems: Problem[], re
   }
   unknownFields(value, OBJECT_REFERENCE_FIELDS, path, problems);
   for (const field of required) {
-    if (typeof value[field] !== 'string' || value[field] === '') problems.push({ path: `${path}.${field}`, message: 'is required' });
+    if (typeof value[field] !== 'string' || value[field] === '')
+      problems.push({ path: `${path}.${field}`, message: 'is required' });
   }
 }
 
 function validateTypeMeta(object: Record<string, unknown>, kind: string, problems: Problem[]): void {
-  if (object.apiVersion !== API_VERSION) problems.push({ path: 'apiVersion', message: `must be ${API_VERSION}, found ${JSON.stringify(object.apiVersion ?? null)}` });
+  if (object.apiVersion !== API_VERSION)
+    problems.push({
+      path: 'apiVersion',
+      message: `must be ${API_VERSION}, found ${JSON.stringify(object.apiVersion ?? null)}`,
+    });
   if (object.kind !== kind) problems.push({ path: 'kind', message: `must be ${kind}` });
   unknownFields(object, TOP_LEVEL_FIELDS, '', problems);
   validateMetadata(object, problems);
@@ -100,7 +117,10 @@ export function validateClusterStack(object: unknown, checkRules: CrdRuleChecker
     if (typeof value !== 'string' || value === '') {
       problems.push({ path: `spec.${field}`, message: 'is required' });
     } else if (value.includes('-')) {
-      problems.push({ path: `spec.${field}`, message: `"${value}" contains "-", which release tags use as separator; use letters and digits only (e.g. ${value.replaceAll('-', '')})` });
+      problems.push({
+        path: `spec.${field}`,
+        message: `"${value}" contains "-", which release tags use as separator; use letters and digits only (e.g. ${value.replaceAll('-', '')})`,
+      });
     } else if (!SEGMENT.test(value)) {
       problems.push({ path: `spec.${field}`, message: `"${value}" must be lowercase letters and digits only` });
     }
@@ -109,19 +129,28 @@ export function validateClusterStack(object: unknown, checkRules: CrdRuleChecker
   const kubernetesVersion = spec.kubernetesVersion;
   if (typeof kubernetesVersion !== 'string' || !KUBERNETES_MINOR.test(kubernetesVersion)) {
     const found = JSON.stringify(kubernetesVersion ?? null);
-    problems.push({ path: 'spec.kubernetesVersion', message: `must be a Kubernetes major.minor in quotes such as "1.30", found ${found}` });
+    problems.push({
+      path: 'spec.kubernetesVersion',
+      message: `must be a Kubernetes major.minor in quotes such as "1.30", found ${found}`,
+    });
   }
 
   // Which names are channels is the CRD's rule; a value that is no string at all is the schema's type.
   if (spec.channel !== undefined && typeof spec.channel !== 'string') {
-    problems.push({ path: 'spec.channel', message: `must be a channel name such as stable, custom or alpha, found ${JSON.stringify(spec.channel)}` });
+    problems.push({
+      path: 'spec.channel',
+      message: `must be a channel name such as stable, custom or alpha, found ${JSON.stringify(spec.channel)}`,
+    });
   }
 
   if (spec.versions !== undefined) {
     if (!Array.isArray(spec.versions)) {
       problems.push({ path: 'spec.versions', message: 'must be a list of versions such as [v1, v2]' });
     } else if (spec.versions.length > MAX_VERSIONS) {
-      problems.push({ path: 'spec.versions', message: `lists ${spec.versions.length} versions; keep at most ${MAX_VERSIONS} (the CRD's limit, which bounds the cost of its CEL rules)` });
+      problems.push({
+        path: 'spec.versions',
+        message: `lists ${spec.versions.length} versions; keep at most ${MAX_VERSIONS} (the CRD's limit, which bounds the cost of its CEL rules)`,
+      });
     } else {
       spec.versions.forEach((version: unknown, index) => {
         const path = `spec.versions[${index}]`;
@@ -145,9 +174,13 @@ export function validateClusterStack(object: unknown, checkRules: CrdRuleChecker
     }
   }
   // Whether providerRef must be there is the CRD's rule; what it must hold, the schema's.
-  if (spec.providerRef !== undefined && spec.providerRef !== null) validateReference(spec.providerRef, 'spec.providerRef', problems, ['apiVersion', 'kind', 'name']);
+  if (spec.providerRef !== undefined && spec.providerRef !== null)
+    validateReference(spec.providerRef, 'spec.providerRef', problems, ['apiVersion', 'kind', 'name']);
   if (spec.releaseSource !== undefined && (typeof spec.releaseSource !== 'string' || spec.releaseSource === '')) {
-    problems.push({ path: 'spec.releaseSource', message: 'must be a source such as github:owner/repo, oci://registry/repo or a directory' });
+    problems.push({
+      path: 'spec.releaseSource',
+      message: 'must be a source such as github:owner/repo, oci://registry/repo or a directory',
+    });
   }
   if (spec.addonValues !== undefined && !isRecord(spec.addonValues)) {
     problems.push({ path: 'spec.addonValues', message: 'must be a mapping of Helm values' });
@@ -157,7 +190,8 @@ export function validateClusterStack(object: unknown, checkRules: CrdRuleChecker
       problems.push({ path: 'spec.addonStageValues', message: 'must map stage names to mappings of Helm values' });
     } else {
       for (const [stage, values] of Object.entries(spec.addonStageValues)) {
-        if (!isRecord(values)) problems.push({ path: `spec.addonStageValues.${stage}`, message: 'must be a mapping of Helm values' });
+        if (!isRecord(values))
+          problems.push({ path: `spec.addonStageValues.${stage}`, message: 'must be a mapping of Helm values' });
       }
     }
   }
@@ -174,7 +208,8 @@ export function validateClusterStackRelease(object: unknown, checkRules: CrdRule
     if (!isRecord(object.spec)) problems.push({ path: 'spec', message: 'must be a mapping' });
     else {
       unknownFields(object.spec, CLUSTER_STACK_RELEASE_SPEC_FIELDS, 'spec', problems);
-      if (object.spec.providerRef !== undefined) validateReference(object.spec.providerRef, 'spec.providerRef', problems, ['kind', 'name']);
+      if (object.spec.providerRef !== undefined)
+        validateReference(object.spec.providerRef, 'spec.providerRef', problems, ['kind', 'name']);
     }
   }
   problems.push(...checkRules('ClusterStackRelease', object));
@@ -191,9 +226,11 @@ export function validateClusterAddon(object: unknown, checkRules: CrdRuleChecker
     return problems;
   }
   unknownFields(object.spec, CLUSTER_ADDON_SPEC_FIELDS, 'spec', problems);
-  if (object.spec.clusterRef !== undefined) validateReference(object.spec.clusterRef, 'spec.clusterRef', problems, ['name']);
+  if (object.spec.clusterRef !== undefined)
+    validateReference(object.spec.clusterRef, 'spec.clusterRef', problems, ['name']);
   for (const field of ['clusterStack', 'version', 'hook'] as const) {
-    if (object.spec[field] !== undefined && typeof object.spec[field] !== 'string') problems.push({ path: `spec.${field}`, message: 'must be a string' });
+    if (object.spec[field] !== undefined && typeof object.spec[field] !== 'string')
+      problems.push({ path: `spec.${field}`, message: 'must be a string' });
   }
   problems.push(...checkRules('ClusterAddon', object));
   return problems;
@@ -205,7 +242,13 @@ export function findDuplicateStacks(stacks: ClusterStack[]): Problem[] {
   const problems: Problem[] = [];
   for (const stack of stacks) {
     const { provider, name, kubernetesVersion } = stack.spec;
-    const key = [stack.metadata.namespace ?? 'default', provider, name, kubernetesVersion, stack.spec.channel ?? 'stable'].join('/');
+    const key = [
+      stack.metadata.namespace ?? 'default',
+      provider,
+      name,
+      kubernetesVersion,
+      stack.spec.channel ?? 'stable',
+    ].join('/');
     const first = seen.get(key);
     if (first) {
       problems.push({

@@ -26,7 +26,13 @@ export async function readCacheEntryJson(file: string): Promise<unknown> {
  * Writes `entry` as JSON to `file` (in `dir`) in one rename: written first under `tempDir` (the
  * cache's own, on the same file system), named after `kind`, this process and a random part.
  */
-export async function writeCacheEntryJson(dir: string, file: string, tempDir: string, kind: string, entry: unknown): Promise<void> {
+export async function writeCacheEntryJson(
+  dir: string,
+  file: string,
+  tempDir: string,
+  kind: string,
+  entry: unknown,
+): Promise<void> {
   await makePrivateDir(dir);
   await makePrivateDir(tempDir);
   const temp = path.join(tempDir, `${kind}-${process.pid}-${randomBytes(6).toString('hex')}.json`);

@@ -7,7 +7,14 @@ import { retryableProblems } from '../plan/plan-report.js';
 import { type CliIo, EXIT_OK, RemoteFailureError, UsageError } from './cli-io.js';
 import { didYouMean } from '../core/did-you-mean.js';
 import { parseCommandLine } from './parse-command-line.js';
-import { checkCacheDir, configFromFlags, resolveLocation, SOURCE_OPTIONS, planFromInputs, type SourceFlags } from './common-options.js';
+import {
+  checkCacheDir,
+  configFromFlags,
+  resolveLocation,
+  SOURCE_OPTIONS,
+  planFromInputs,
+  type SourceFlags,
+} from './common-options.js';
 import type { Config } from '../config.js';
 import { ChartRenderCache } from '../render/chart-render-cache.js';
 import { chartRenderKeysOf } from './plan-render-check.js';
@@ -47,7 +54,9 @@ async function directoryBytes(dir: string): Promise<number> {
 
 async function chartDirs(cacheDir: string): Promise<string[]> {
   try {
-    return (await readdir(path.join(cacheDir, 'charts'), { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => path.join(cacheDir, 'charts', e.name));
+    return (await readdir(path.join(cacheDir, 'charts'), { withFileTypes: true }))
+      .filter((e) => e.isDirectory())
+      .map((e) => path.join(cacheDir, 'charts', e.name));
   } catch {
     return [];
   }
@@ -59,8 +68,15 @@ function mebibytes(bytes: number): string {
 
 export async function cacheCommand(args: string[], io: CliIo): Promise<number> {
   const [action, ...rest] = args;
-  if (action !== 'size' && action !== 'prune') throw new UsageError(`cache needs a subcommand: size or prune${action ? ` (not "${action}"${didYouMean(action, ['size', 'prune'])})` : ''}`);
-  const { values, positionals } = parseCommandLine(`cache ${action}`, { args: rest, allowPositionals: action === 'prune', options: { ...SOURCE_OPTIONS, json: { type: 'boolean', default: false } } });
+  if (action !== 'size' && action !== 'prune')
+    throw new UsageError(
+      `cache needs a subcommand: size or prune${action ? ` (not "${action}"${didYouMean(action, ['size', 'prune'])})` : ''}`,
+    );
+  const { values, positionals } = parseCommandLine(`cache ${action}`, {
+    args: rest,
+    allowPositionals: action === 'prune',
+    options: { ...SOURCE_OPTIONS, json: { type: 'boolean', default: false } },
+  });
   const config = configFromFlags(values, io);
   await checkCacheDir(config, values, io);
   const cache = new ReleaseCache(config.cacheDir);
@@ -75,7 +91,12 @@ async function cacheSize(config: Readonly<Config>, cache: ReleaseCache, json: bo
   const chartBytes = (await Promise.all(charts.map(directoryBytes))).reduce((a, b) => a + b, 0);
   const renders = await new ChartRenderCache(config.cacheDir).list();
   const renderBytes = renders.reduce((sum, entry) => sum + entry.bytes, 0);
-  const report = { cacheDir: config.cacheDir, releases, charts: { entries: charts.length, bytes: chartBytes }, chartRenders: { entries: renders.length, bytes: renderBytes } };
+  const report = {
+    cacheDir: config.cacheDir,
+    releases,
+    charts: { entries: charts.length, bytes: chartBytes },
+    chartRenders: { entries: renders.length, bytes: renderBytes },
+  };
   io.stdout(
     json
       ? `${JSON.stringify(report, null, 2)}\n`
@@ -85,15 +106,33 @@ async function cacheSize(config: Readonly<Config>, cache: ReleaseCache, json: bo
 }
 
 /** `cache prune`: removes the releases, charts and renders the inputs no longer keep; nothing when the inputs cannot be read whole. */
-async function cachePrune(positionals: string[], values: SourceFlags & { json: boolean }, config: Readonly<Config>, cache: ReleaseCache, io: CliIo): Promise<number> {
-  if (positionals.length === 0 || !values['release-source']) throw new UsageError('cache prune needs the inputs (ClusterStacks and Clusters) and --release-source, to know which releases are still kept');
+async function cachePrune(
+  positionals: string[],
+  values: SourceFlags & { json: boolean },
+  config: Readonly<Config>,
+  cache: ReleaseCache,
+  io: CliIo,
+): Promise<number> {
+  if (positionals.length === 0 || !values['release-source'])
+    throw new UsageError(
+      'cache prune needs the inputs (ClusterStacks and Clusters) and --release-source, to know which releases are still kept',
+    );
   const location = resolveLocation(values['release-source'], io.cwd, '--release-source');
   const plan = await planFromInputs(positionals, location, config, values, io);
   // What is kept is not known unless the inputs and their sources could all be read: remove nothing.
   const remote = retryableProblems(plan);
-  if (remote.length > 0) throw new RemoteFailureError(`cache prune removed nothing: a release source failed, so what is kept is not known; retry later:\n  ${remote.map(formatProblem).join('\n  ')}`);
-  if (plan.problems.length > 0) throw new InputError(plan.problems, `cache prune removed nothing: it reads the inputs to know what is kept, and they have problems; fix them first (clusterstack plan shows them):\n  ${plan.problems.map(formatProblem).join('\n  ')}`);
-  const keptTags = new Set(plan.resolution.clusterStacks.flatMap((stack) => stack.releases.filter((r) => r.kept).map((r) => r.name)));
+  if (remote.length > 0)
+    throw new RemoteFailureError(
+      `cache prune removed nothing: a release source failed, so what is kept is not known; retry later:\n  ${remote.map(formatProblem).join('\n  ')}`,
+    );
+  if (plan.problems.length > 0)
+    throw new InputError(
+      plan.problems,
+      `cache prune removed nothing: it reads the inputs to know what is kept, and they have problems; fix them first (clusterstack plan shows them):\n  ${plan.problems.map(formatProblem).join('\n  ')}`,
+    );
+  const keptTags = new Set(
+    plan.resolution.clusterStacks.flatMap((stack) => stack.releases.filter((r) => r.kept).map((r) => r.name)),
+  );
   // Cluster API provider releases the inputs render (their tag is the version) stay too.
   for (const provider of plan.providers?.providers ?? []) if (provider.version) keptTags.add(provider.version);
   const removed = await cache.prune((entry) => keptTags.has(entry.tag));
@@ -101,8 +140,12 @@ async function cachePrune(positionals: string[], values: SourceFlags & { json: b
   for (const release of plan.releases.values()) {
     const content = release.content;
     if (!content) continue;
-    for (const dir of [content.clusterClassChart.dir, content.addons.format === 'legacy' ? content.addons.chart.dir : content.addons.stages[0]?.chart?.dir]) {
-      if (dir?.startsWith(path.join(config.cacheDir, 'charts') + path.sep)) keptCharts.add(dir.slice(0, path.join(config.cacheDir, 'charts').length + 65));
+    for (const dir of [
+      content.clusterClassChart.dir,
+      content.addons.format === 'legacy' ? content.addons.chart.dir : content.addons.stages[0]?.chart?.dir,
+    ]) {
+      if (dir?.startsWith(path.join(config.cacheDir, 'charts') + path.sep))
+        keptCharts.add(dir.slice(0, path.join(config.cacheDir, 'charts').length + 65));
     }
   }
   const staleCharts = (await chartDirs(config.cacheDir)).filter((dir) => !keptCharts.has(dir));
@@ -112,7 +155,16 @@ async function cachePrune(positionals: string[], values: SourceFlags & { json: b
   const keptRenders = await chartRenderKeysOf(plan, config);
   const staleRenders = (await renderCache.list()).filter((entry) => !keptRenders.has(entry.key));
   for (const entry of staleRenders) await renderCache.remove(entry.key);
-  const report = { removedReleases: removed.map((entry) => ({ source: entry.sourceKey, tag: entry.tag, bytes: entry.bytes })), removedCharts: staleCharts.length, removedChartRenders: staleRenders.length, keptReleases: [...keptTags].sort() };
-  io.stdout(values.json ? `${JSON.stringify(report, null, 2)}\n` : `Removed ${removed.length} releases, ${staleCharts.length} extracted charts and ${staleRenders.length} ClusterClass renders and values verdicts no input uses; ${keptTags.size} releases are kept.\n`);
+  const report = {
+    removedReleases: removed.map((entry) => ({ source: entry.sourceKey, tag: entry.tag, bytes: entry.bytes })),
+    removedCharts: staleCharts.length,
+    removedChartRenders: staleRenders.length,
+    keptReleases: [...keptTags].sort(),
+  };
+  io.stdout(
+    values.json
+      ? `${JSON.stringify(report, null, 2)}\n`
+      : `Removed ${removed.length} releases, ${staleCharts.length} extracted charts and ${staleRenders.length} ClusterClass renders and values verdicts no input uses; ${keptTags.size} releases are kept.\n`,
+  );
   return EXIT_OK;
 }

@@ -50,7 +50,10 @@ export class RemoteFailureError extends Failure {
  * relative paths point. A person fixes it with a `cd` (exit 1), which the message says.
  */
 export function workingDirectoryGone(): Failure {
-  return new Failure('fix-input', 'the current working directory no longer exists (it was removed or moved away while the shell was in it), so relative paths mean nothing; cd into an existing directory and run the command again');
+  return new Failure(
+    'fix-input',
+    'the current working directory no longer exists (it was removed or moved away while the shell was in it), so relative paths mean nothing; cd into an existing directory and run the command again',
+  );
 }
 
 /** Whether `error` is node failing to read the working directory (`uv_cwd`). */

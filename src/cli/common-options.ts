@@ -7,7 +7,12 @@ import { type Config, ConfigError, ENVIRONMENT, resolveConfig } from '../config.
 import { Failure } from '../core/failure.js';
 import { readInputFiles } from '../inputs/read-input-files.js';
 import { buildPlan, type Plan } from '../plan/build-plan.js';
-import { checkSourceLocation, createSourceOpener, type SourceOpener, type SourceOptions } from '../sources/open-release-source.js';
+import {
+  checkSourceLocation,
+  createSourceOpener,
+  type SourceOpener,
+  type SourceOptions,
+} from '../sources/open-release-source.js';
 import type { ProviderFetcher } from '../providers/provider-fetcher.js';
 import { createConnectingFetch } from '../http/remote-fetch.js';
 import { makePrivateDir } from '../cache/private-cache-file.js';
@@ -108,7 +113,11 @@ export async function checkCacheDir(config: Readonly<Config>, flags: SourceFlags
     await makePrivateDir(config.cacheDir);
     await access(config.cacheDir, constants.W_OK | constants.X_OK);
   } catch (error) {
-    const named = flags['cache-dir'] ? '--cache-dir' : io.env[ENVIRONMENT.cacheDir]?.trim() ? ENVIRONMENT.cacheDir : undefined;
+    const named = flags['cache-dir']
+      ? '--cache-dir'
+      : io.env[ENVIRONMENT.cacheDir]?.trim()
+        ? ENVIRONMENT.cacheDir
+        : undefined;
     const why = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
     const message = `the cache directory ${config.cacheDir}${named ? ` (${named})` : ' (the default, under XDG_CACHE_HOME or HOME)'} cannot be created or written (${why}); point --cache-dir or ${ENVIRONMENT.cacheDir} at a directory this user may write`;
     throw named ? new ConfigError(message) : new Failure('fix-input', message);
@@ -116,23 +125,45 @@ export async function checkCacheDir(config: Readonly<Config>, flags: SourceFlags
 }
 
 /** What createHelmDependencies takes from the configuration: the binary, PATH, work directory and time limits. */
-export function helmOptionsFrom(config: Readonly<Config>): { configured?: string; pathEnv: string; workDir: string; timeouts: Config['helmTimeouts'] } {
-  return { ...(config.helmBinary ? { configured: config.helmBinary } : {}), pathEnv: config.pathEnv, workDir: path.join(config.cacheDir, 'helm'), timeouts: config.helmTimeouts };
+export function helmOptionsFrom(config: Readonly<Config>): {
+  configured?: string;
+  pathEnv: string;
+  workDir: string;
+  timeouts: Config['helmTimeouts'];
+} {
+  return {
+    ...(config.helmBinary ? { configured: config.helmBinary } : {}),
+    pathEnv: config.pathEnv,
+    workDir: path.join(config.cacheDir, 'helm'),
+    timeouts: config.helmTimeouts,
+  };
 }
 
-export function sourceOpenerFrom(config: Readonly<Config>, flags: SourceFlags, onWarning?: (message: string) => void, onRequest?: SourceOptions['onRequest']): SourceOpener {
+export function sourceOpenerFrom(
+  config: Readonly<Config>,
+  flags: SourceFlags,
+  onWarning?: (message: string) => void,
+  onRequest?: SourceOptions['onRequest'],
+): SourceOpener {
   return createSourceOpener(sourceOptionsFrom(config, flags, onWarning, onRequest));
 }
 
 /** Fetches Cluster API provider releases with the options release sources use, through `openSource`. */
-export function providerFetcherFrom(config: Readonly<Config>, flags: SourceFlags, openSource: SourceOpener): ProviderFetcher {
+export function providerFetcherFrom(
+  config: Readonly<Config>,
+  flags: SourceFlags,
+  openSource: SourceOpener,
+): ProviderFetcher {
   return lazyProviderFetcher(sourceOptionsFrom(config, flags), openSource);
 }
 
 /** A ProviderFetcher whose module loads when a provider is first looked up. */
 function lazyProviderFetcher(options: SourceOptions, openSource: SourceOpener): ProviderFetcher {
   let loaded: Promise<ProviderFetcher> | undefined;
-  const fetcher = (): Promise<ProviderFetcher> => (loaded ??= import('../providers/provider-fetcher.js').then((module) => module.createProviderFetcher(options, openSource)));
+  const fetcher = (): Promise<ProviderFetcher> =>
+    (loaded ??= import('../providers/provider-fetcher.js').then((module) =>
+      module.createProviderFetcher(options, openSource),
+    ));
   return {
     versions: async (provider, inputs) => (await fetcher()).versions(provider, inputs),
     fetch: async (provider, version, inputs) => (await fetcher()).fetch(provider, version, inputs),
@@ -145,7 +176,12 @@ function lazyProviderFetcher(options: SourceOptions, openSource: SourceOpener): 
 }
 
 /** The options release sources (and Cluster API provider fetches) are opened with. */
-function sourceOptionsFrom(config: Readonly<Config>, flags: SourceFlags, onWarning?: (message: string) => void, onRequest?: SourceOptions['onRequest']): SourceOptions {
+function sourceOptionsFrom(
+  config: Readonly<Config>,
+  flags: SourceFlags,
+  onWarning?: (message: string) => void,
+  onRequest?: SourceOptions['onRequest'],
+): SourceOptions {
   return {
     ...(onRequest ? { onRequest } : {}),
     cacheDir: config.cacheDir,
@@ -154,7 +190,9 @@ function sourceOptionsFrom(config: Readonly<Config>, flags: SourceFlags, onWarni
     timeouts: config.timeouts,
     ...(config.githubToken ? { githubToken: config.githubToken } : {}),
     ...(config.githubApiUrl ? { githubApiUrl: config.githubApiUrl } : {}),
-    ...(config.registryUsername && config.registryPassword ? { registryCredentials: { username: config.registryUsername, password: config.registryPassword } } : {}),
+    ...(config.registryUsername && config.registryPassword
+      ? { registryCredentials: { username: config.registryUsername, password: config.registryPassword } }
+      : {}),
     ...(onWarning ? { onWarning } : {}),
   };
 }
@@ -166,7 +204,13 @@ export function layerChartFetcherFrom(config: Readonly<Config>, flags: SourceFla
   // Loaded when a layer first names a chart in a repository.
   return async (...args) => {
     loaded ??= import('../sources/helm-chart-source.js').then((module) =>
-      module.createLayerChartFetcher({ cacheDir: options.cacheDir, ...(options.fetch ? { fetch: options.fetch } : {}), plainHttp: options.plainHttp ?? false, ...(options.registryCredentials ? { registryCredentials: options.registryCredentials } : {}), ...(options.timeouts ? { timeouts: options.timeouts } : {}) }),
+      module.createLayerChartFetcher({
+        cacheDir: options.cacheDir,
+        ...(options.fetch ? { fetch: options.fetch } : {}),
+        plainHttp: options.plainHttp ?? false,
+        ...(options.registryCredentials ? { registryCredentials: options.registryCredentials } : {}),
+        ...(options.timeouts ? { timeouts: options.timeouts } : {}),
+      }),
     );
     return (await loaded)(...args);
   };
@@ -177,9 +221,20 @@ export function layerChartFetcherFrom(config: Readonly<Config>, flags: SourceFla
  * A local release source (and `exclude`, e.g. the output directory) inside an input directory is
  * not read as input.
  */
-export async function planFromInputs(inputs: string[], location: string, config: Readonly<Config>, flags: SourceFlags, io: CliIo, onWarning?: (message: string) => void, exclude: readonly string[] = []): Promise<Plan> {
+export async function planFromInputs(
+  inputs: string[],
+  location: string,
+  config: Readonly<Config>,
+  flags: SourceFlags,
+  io: CliIo,
+  onWarning?: (message: string) => void,
+  exclude: readonly string[] = [],
+): Promise<Plan> {
   // The release source and the output (when they sit inside an input directory) are not inputs.
-  const manifests = await readInputFiles(inputs.map((input) => path.resolve(io.cwd, input)), [...(isRemoteLocation(location) ? [] : [location]), ...exclude]);
+  const manifests = await readInputFiles(
+    inputs.map((input) => path.resolve(io.cwd, input)),
+    [...(isRemoteLocation(location) ? [] : [location]), ...exclude],
+  );
   const sourceOptions = sourceOptionsFrom(config, flags, onWarning);
   const openSource = createSourceOpener(sourceOptions);
   // Provider releases go through the same sources, cache, tokens, timeouts and registry credentials.
@@ -189,7 +244,17 @@ export async function planFromInputs(inputs: string[], location: string, config:
   // The CRDs' rules, their verdicts remembered: a second plan of unchanged inputs loads no CEL.
   const crdRules = await CrdRuleVerdicts.open(config.cacheDir);
   try {
-    return await buildPlan({ manifests, defaultSource: location, openSource, providerFetcher, layerChartFetcher, workDir: config.cacheDir, checkCrdRules: crdRules.check, ...(onWarning ? { onWarning } : {}), ...(flags['layer-root'] ? { layerRoot: path.resolve(io.cwd, flags['layer-root']) } : {}) });
+    return await buildPlan({
+      manifests,
+      defaultSource: location,
+      openSource,
+      providerFetcher,
+      layerChartFetcher,
+      workDir: config.cacheDir,
+      checkCrdRules: crdRules.check,
+      ...(onWarning ? { onWarning } : {}),
+      ...(flags['layer-root'] ? { layerRoot: path.resolve(io.cwd, flags['layer-root']) } : {}),
+    });
   } finally {
     // A memo that cannot be written only means evaluating the rules again next time.
     await crdRules.save().catch(() => undefined);

@@ -1,7 +1,14 @@
 // `clusterstack controller --release-source <src> (--git <repo> | --output <dir> | --oci <ref>) [options]`
 import path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { checkOutputSettings, createOutputPublisher, isUrl, type OutputSettings, revisionKindOf, wiringOptionsFor } from './output-publisher.js';
+import {
+  checkOutputSettings,
+  createOutputPublisher,
+  isUrl,
+  type OutputSettings,
+  revisionKindOf,
+  wiringOptionsFor,
+} from './output-publisher.js';
 import { checkGitAvailable } from '../../gitops/git-command.js';
 import { GitHistoryReader, historyMirrorDir } from '../../gitops/git-history.js';
 import { sha256Hex } from '../release/content-digest.js';
@@ -20,9 +27,28 @@ import { type CliIo, EXIT_FAILURE, EXIT_OK, UsageError } from './cli-io.js';
 import { controllerSecretSettings } from './secret-options.js';
 import { parseCommandLine } from './parse-command-line.js';
 import { SchedulerConfigFile } from '../controller/reconcile/scheduler-config-file.js';
-import { parseShardScope, SHARDS_DIR, shardObjectName, shardsRoot, shardSubtree, type ShardScope } from '../shards/shard-scope.js';
+import {
+  parseShardScope,
+  SHARDS_DIR,
+  shardObjectName,
+  shardsRoot,
+  shardSubtree,
+  type ShardScope,
+} from '../shards/shard-scope.js';
 import { directoryShardsReader, gitShardsReader } from '../../gitops/shard-fleet.js';
-import { checkCacheDir, configFromFlags, HELM_TIMEOUT_HELP, HELM_TIMEOUT_OPTIONS, helmOptionsFrom, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, layerChartFetcherFrom, providerFetcherFrom, sourceOpenerFrom } from './common-options.js';
+import {
+  checkCacheDir,
+  configFromFlags,
+  HELM_TIMEOUT_HELP,
+  HELM_TIMEOUT_OPTIONS,
+  helmOptionsFrom,
+  resolveLocation,
+  SOURCE_HELP,
+  SOURCE_OPTIONS,
+  layerChartFetcherFrom,
+  providerFetcherFrom,
+  sourceOpenerFrom,
+} from './common-options.js';
 
 export const CONTROLLER_USAGE = `Usage: clusterstack controller --release-source <source> (--git <repo> | --output <dir> | --oci <ref>) [options]
 
@@ -119,18 +145,24 @@ Examples:
 function loadKubeConfig(settings: Pick<ControllerSettings, 'kubeconfig' | 'inCluster'>, cwd: string): KubeConfig {
   const kubeConfig = new KubeConfig();
   if (!settings.kubeconfig && !settings.inCluster) {
-    throw new UsageError('no Kubernetes configuration: this is not a pod (KUBERNETES_SERVICE_HOST is not set) and neither --kubeconfig nor KUBECONFIG names a kubeconfig file; run the controller in the management cluster (deploy/) or give --kubeconfig <file>');
+    throw new UsageError(
+      'no Kubernetes configuration: this is not a pod (KUBERNETES_SERVICE_HOST is not set) and neither --kubeconfig nor KUBECONFIG names a kubeconfig file; run the controller in the management cluster (deploy/) or give --kubeconfig <file>',
+    );
   }
   try {
     if (settings.kubeconfig) kubeConfig.loadFromFile(path.resolve(cwd, settings.kubeconfig));
     else kubeConfig.loadFromCluster();
   } catch (error) {
-    throw new UsageError(`cannot load the Kubernetes configuration (${(error as Error).message}); run in a pod or give --kubeconfig`);
+    throw new UsageError(
+      `cannot load the Kubernetes configuration (${(error as Error).message}); run in a pod or give --kubeconfig`,
+    );
   }
   const server = kubeConfig.getCurrentCluster()?.server;
   if (!server || !URL.canParse(server)) {
     const where = settings.kubeconfig ? `the kubeconfig ${settings.kubeconfig}` : 'the in-cluster configuration';
-    throw new UsageError(`${where} names no usable API server (${server ? `"${server}" is not a URL` : 'no current cluster'}); check its current-context and clusters[].cluster.server`);
+    throw new UsageError(
+      `${where} names no usable API server (${server ? `"${server}" is not a URL` : 'no current cluster'}); check its current-context and clusters[].cluster.server`,
+    );
   }
   return kubeConfig;
 }
@@ -139,12 +171,10 @@ function loadKubeConfig(settings: Pick<ControllerSettings, 'kubeconfig' | 'inClu
 export function parseListenAddress(value: string): { host?: string; port: number } | undefined {
   if (value === '0' || value === '') return undefined;
   const match = /^(?:\[?([^\]]*?)\]?)?:(\d+)$/.exec(value) ?? /^()(\d+)$/.exec(value);
-  if (!match || Number(match[2]) > 65535) throw new UsageError(`--metrics-addr must be [host]:port such as :8080, not "${value}"`);
+  if (!match || Number(match[2]) > 65535)
+    throw new UsageError(`--metrics-addr must be [host]:port such as :8080, not "${value}"`);
   return match[1] ? { host: match[1], port: Number(match[2]) } : { port: Number(match[2]) };
 }
-
-
-
 
 function nonEmptyValue(flag: string | undefined, variable: string | undefined): string | undefined {
   return flag !== undefined && flag !== '' ? flag : variable !== undefined && variable !== '' ? variable : undefined;
@@ -156,9 +186,18 @@ function nonEmptyValue(flag: string | undefined, variable: string | undefined): 
  * request branch) and a scheduler configuration (requests span the fleet) are refused.
  */
 function shardSettings(settings: Readonly<ControllerSettings>, shard: ShardScope): Readonly<ControllerSettings> {
-  if (settings.oci) throw new UsageError(`--shard publishes to a subtree of one Git branch or directory; --oci ${settings.oci} holds one tree per tag. Use --git or --output, or run one unsharded controller per OCI target`);
-  if (settings.pullRequest) throw new UsageError('--shard cannot propose pull requests (shards would race on one PR branch); publish with --git to a branch, or run unsharded');
-  if (settings.schedulerConfig) throw new UsageError(`--shard cannot schedule ClusterRequests (--scheduler-config ${settings.schedulerConfig}): requests are placed across the whole fleet; run the scheduler in an unsharded controller`);
+  if (settings.oci)
+    throw new UsageError(
+      `--shard publishes to a subtree of one Git branch or directory; --oci ${settings.oci} holds one tree per tag. Use --git or --output, or run one unsharded controller per OCI target`,
+    );
+  if (settings.pullRequest)
+    throw new UsageError(
+      '--shard cannot propose pull requests (shards would race on one PR branch); publish with --git to a branch, or run unsharded',
+    );
+  if (settings.schedulerConfig)
+    throw new UsageError(
+      `--shard cannot schedule ClusterRequests (--scheduler-config ${settings.schedulerConfig}): requests are placed across the whole fleet; run the scheduler in an unsharded controller`,
+    );
   return Object.freeze({
     ...settings,
     path: shardSubtree(settings.path, shard.name),
@@ -219,7 +258,10 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
   let settings: Readonly<ControllerSettings>;
   let shard: ShardScope | undefined;
   try {
-    shard = parseShardScope(nonEmptyValue(values.shard, io.env['CLUSTERSTACK_SHARD']), nonEmptyValue(values['shard-selector'], io.env['CLUSTERSTACK_SHARD_SELECTOR']));
+    shard = parseShardScope(
+      nonEmptyValue(values.shard, io.env['CLUSTERSTACK_SHARD']),
+      nonEmptyValue(values['shard-selector'], io.env['CLUSTERSTACK_SHARD_SELECTOR']),
+    );
     settings = resolveControllerSettings(io.env, {
       releaseSource: values['release-source'],
       git: values.git,
@@ -255,8 +297,13 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
   }
   const fleetPath = settings.path;
   if (shard) settings = shardSettings(settings, shard);
-  const defaultSource = resolveLocation(settings.releaseSource, io.cwd, '--release-source (CLUSTERSTACK_RELEASE_SOURCE)');
-  if (!SECRET_POLICIES.includes(settings.secrets as SecretPolicy)) throw new UsageError(`--secrets must be one of ${SECRET_POLICIES.join(', ')}, not "${settings.secrets}"`);
+  const defaultSource = resolveLocation(
+    settings.releaseSource,
+    io.cwd,
+    '--release-source (CLUSTERSTACK_RELEASE_SOURCE)',
+  );
+  if (!SECRET_POLICIES.includes(settings.secrets as SecretPolicy))
+    throw new UsageError(`--secrets must be one of ${SECRET_POLICIES.join(', ')}, not "${settings.secrets}"`);
   let engine: WiringOptions['engine'];
   try {
     engine = parseGitOpsEngine(settings.gitops);
@@ -264,19 +311,24 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
     throw new UsageError((error as Error).message);
   }
   const secretSettings = await controllerSecretSettings(settings.secrets, engine, values, io);
-  if (!['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'].includes(settings.logLevel)) throw new UsageError(`--log-level must be debug, info, warn or error, not "${settings.logLevel}"`);
+  if (!['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'].includes(settings.logLevel))
+    throw new UsageError(`--log-level must be debug, info, warn or error, not "${settings.logLevel}"`);
   const listen = parseListenAddress(settings.metricsAddr);
   let extension: Readonly<RuntimeExtensionSettings> | undefined;
   try {
-    extension = resolveRuntimeExtensionSettings(io.env, {
-      addr: values['runtime-extension-addr'],
-      certDir: values['runtime-extension-cert-dir'],
-      timeout: values['hook-timeout'],
-      onTimeout: values['hook-on-timeout'],
-      retryAfter: values['hook-retry-after'],
-      failurePolicy: values['hook-failure-policy'],
-      service: values['runtime-extension-service'],
-    }, io.cwd);
+    extension = resolveRuntimeExtensionSettings(
+      io.env,
+      {
+        addr: values['runtime-extension-addr'],
+        certDir: values['runtime-extension-cert-dir'],
+        timeout: values['hook-timeout'],
+        onTimeout: values['hook-on-timeout'],
+        retryAfter: values['hook-retry-after'],
+        failurePolicy: values['hook-failure-policy'],
+        service: values['runtime-extension-service'],
+      },
+      io.cwd,
+    );
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
@@ -287,29 +339,45 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
   logProcessWarnings(logger);
   // Read at start and again whenever the file changes (a ConfigMap volume): a file that cannot be
   // read stops the start; one that is not valid keeps the published requests output until fixed.
-  const scheduler = settings.schedulerConfig ? await SchedulerConfigFile.open({ file: settings.schedulerConfig, cwd: io.cwd, logger }) : undefined;
+  const scheduler = settings.schedulerConfig
+    ? await SchedulerConfigFile.open({ file: settings.schedulerConfig, cwd: io.cwd, logger })
+    : undefined;
   const kubeConfig = loadKubeConfig(settings, io.cwd);
   const output: OutputSettings = { ...settings, plainHttp: values['plain-http'] };
   checkOutputSettings(output);
   // Every reconcile would fail on it: refuse at start, saying so.
   if (output.git) await checkGitAvailable(config.childEnv, `--git ${output.git}`);
   const wiring = wiringOptionsFor(output, { ...settings, sopsSecret: secretSettings.sopsSecret }, false);
-  if (engine !== 'none' && !wiring) logger.info({ engine }, 'No --gitops-url: wiring is not generated; sync state is read from existing objects');
+  if (engine !== 'none' && !wiring)
+    logger.info({ engine }, 'No --gitops-url: wiring is not generated; sync state is read from existing objects');
 
   // Ours alone from here on; a controller killed before us may have left git locks in its clones.
   try {
     const repaired = await claimCacheDir(config.cacheDir);
-    if (repaired.length > 0) logger.warn({ cacheDir: config.cacheDir, files: repaired }, 'Removed git lock files a killed controller left in its clones');
+    if (repaired.length > 0)
+      logger.warn(
+        { cacheDir: config.cacheDir, files: repaired },
+        'Removed git lock files a killed controller left in its clones',
+      );
   } catch (error) {
     if (error instanceof CacheDirBusyError) throw new UsageError(error.message);
     throw error;
   }
   // In pull-request mode the history read is the base branch's: what the engine applies.
-  const repository = settings.git !== undefined ? (isUrl(settings.git) ? settings.git : path.resolve(io.cwd, settings.git)) : undefined;
+  const repository =
+    settings.git !== undefined ? (isUrl(settings.git) ? settings.git : path.resolve(io.cwd, settings.git)) : undefined;
   // The pull request publisher fetches with the GitHub token when no Git token is set; so does its history.
   const historyToken = config.gitToken ?? (settings.pullRequest ? config.githubToken : undefined);
   const history = repository
-    ? new GitHistoryReader({ repository, branch: settings.branch, path: settings.path, workDir: historyMirrorDir(config.cacheDir, sha256Hex(`${repository}\n${settings.branch}`).slice(0, 16)), author: { name: config.gitAuthorName, email: config.gitAuthorEmail }, env: config.childEnv, ...(historyToken ? { token: historyToken } : {}) })
+    ? new GitHistoryReader({
+        repository,
+        branch: settings.branch,
+        path: settings.path,
+        workDir: historyMirrorDir(config.cacheDir, sha256Hex(`${repository}\n${settings.branch}`).slice(0, 16)),
+        author: { name: config.gitAuthorName, email: config.gitAuthorEmail },
+        env: config.childEnv,
+        ...(historyToken ? { token: historyToken } : {}),
+      })
     : undefined;
   // Created here so the release sources, opened before the runtime, count their requests into it.
   const metrics = new PrometheusMetrics();
@@ -322,7 +390,19 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
   const shardOption = shard && {
     scope: shard,
     publishedElsewhere: repository
-      ? () => gitShardsReader({ repository, branch: settings.branch, workDir: path.join(config.cacheDir, 'shards-read'), author: { name: config.gitAuthorName, email: config.gitAuthorEmail }, env: config.childEnv, ...(config.gitToken ? { token: config.gitToken } : {}) }, shardsRoot(fleetPath), shard.name)
+      ? () =>
+          gitShardsReader(
+            {
+              repository,
+              branch: settings.branch,
+              workDir: path.join(config.cacheDir, 'shards-read'),
+              author: { name: config.gitAuthorName, email: config.gitAuthorEmail },
+              env: config.childEnv,
+              ...(config.gitToken ? { token: config.gitToken } : {}),
+            },
+            shardsRoot(fleetPath),
+            shard.name,
+          )
       : () => directoryShardsReader(path.resolve(io.cwd, settings.output!, '..'), shard.name),
   };
   const runtime = await runController({
@@ -348,16 +428,34 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
     argocdNamespace: settings.argocdNamespace,
     ...(settings.layerRoot ? { layerRoot: path.resolve(io.cwd, settings.layerRoot) } : {}),
     ...(scheduler ? { scheduler } : {}),
-    ...(settings.namespace ? { watchNamespace: settings.namespace, engineNamespaces: [settings.gitopsNamespace ?? (engine === 'flux' ? 'flux-system' : 'argocd')] } : {}),
+    ...(settings.namespace
+      ? {
+          watchNamespace: settings.namespace,
+          engineNamespaces: [settings.gitopsNamespace ?? (engine === 'flux' ? 'flux-system' : 'argocd')],
+        }
+      : {}),
     logger,
     resyncMs: settings.resyncMs,
     batchWindowMs: settings.batchWindowMs,
-    ...(settings.leaderElect ? { leaderElection: { namespace: settings.leaseNamespace, name: settings.leaseName, identity: settings.identity } } : {}),
+    ...(settings.leaderElect
+      ? {
+          leaderElection: { namespace: settings.leaseNamespace, name: settings.leaseName, identity: settings.identity },
+        }
+      : {}),
     ...(listen ? { health: listen } : {}),
     ...(extension ? { runtimeExtension: extension } : {}),
   });
   logger.info(
-    { target: settings.git ?? settings.output, ...(shard ? { shard: shard.name, shardSelector: shard.selectorText, path: settings.path } : {}), gitops: engine, namespace: settings.namespace ?? 'all', leaderElect: settings.leaderElect, identity: settings.identity, health: runtime.healthUrl ?? 'off', runtimeExtension: runtime.extensionUrl ?? 'off' },
+    {
+      target: settings.git ?? settings.output,
+      ...(shard ? { shard: shard.name, shardSelector: shard.selectorText, path: settings.path } : {}),
+      gitops: engine,
+      namespace: settings.namespace ?? 'all',
+      leaderElect: settings.leaderElect,
+      identity: settings.identity,
+      health: runtime.healthUrl ?? 'off',
+      runtimeExtension: runtime.extensionUrl ?? 'off',
+    },
     'Controller started',
   );
   const removeSignals = onShutdownSignals(() => runtime.stop(), { timeoutMs: 30_000, logger });

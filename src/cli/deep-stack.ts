@@ -17,14 +17,20 @@ export const DEEP_STACK_MB = 256;
 export function runOnDeepStack(entry: URL, argv: string[], isTty: boolean): Promise<number> {
   return new Promise((resolve) => {
     let code: number | undefined;
-    const worker = new Worker(entry, { argv: [DEEP_STACK_MARK], workerData: { deepStack: true, argv, isTty }, resourceLimits: { stackSizeMb: DEEP_STACK_MB } });
+    const worker = new Worker(entry, {
+      argv: [DEEP_STACK_MARK],
+      workerData: { deepStack: true, argv, isTty },
+      resourceLimits: { stackSizeMb: DEEP_STACK_MB },
+    });
     worker.on('message', (message: { code?: number }) => {
       code = message.code;
       // As main.ts does for itself: a handle left open must not keep a finished command alive.
       setTimeout(() => void worker.terminate(), 5000).unref();
     });
     worker.on('error', (error) => {
-      process.stderr.write(`error: the run on a deep stack failed: ${error.message}\nThis is a bug in clusterstack: please report it with this output and the command line.\n`);
+      process.stderr.write(
+        `error: the run on a deep stack failed: ${error.message}\nThis is a bug in clusterstack: please report it with this output and the command line.\n`,
+      );
       code ??= FAILURE_REACTIONS.internal.exitCode;
     });
     // Its output reaches this process's streams before it ends.

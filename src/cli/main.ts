@@ -14,7 +14,10 @@ endPhase('node');
 // The deep-stack thread is started with a marker argument, so that a normal run does not load
 // node:worker_threads to ask (the thread's own data says the rest).
 const thread = process.argv[2] === DEEP_STACK_MARK ? await import('node:worker_threads') : undefined;
-const workerData = thread && !thread.isMainThread ? (thread.workerData as { deepStack?: boolean; argv: string[]; isTty: boolean } | undefined) : undefined;
+const workerData =
+  thread && !thread.isMainThread
+    ? (thread.workerData as { deepStack?: boolean; argv: string[]; isTty: boolean } | undefined)
+    : undefined;
 const deep = workerData?.deepStack === true;
 const parentPort = thread?.parentPort;
 const argv = deep ? workerData!.argv : process.argv.slice(2);
@@ -38,9 +41,17 @@ const io: CliIo = {
     }
   },
   isTty,
-  ...(deep ? {} : { rerunOnDeepStack: async () => (await import('./deep-stack.js')).runOnDeepStack(new URL(import.meta.url), argv, isTty) }),
+  ...(deep
+    ? {}
+    : {
+        rerunOnDeepStack: async () =>
+          (await import('./deep-stack.js')).runOnDeepStack(new URL(import.meta.url), argv, isTty),
+      }),
 };
-const code = deep || argv[0] !== 'controller' || !workingDirectoryReadable() ? await runCli(argv, io) : await (await import('./deep-stack.js')).runOnDeepStack(new URL(import.meta.url), argv, isTty);
+const code =
+  deep || argv[0] !== 'controller' || !workingDirectoryReadable()
+    ? await runCli(argv, io)
+    : await (await import('./deep-stack.js')).runOnDeepStack(new URL(import.meta.url), argv, isTty);
 /** A thread cannot start in a removed directory: then the command runs here, and says what is wrong. */
 function workingDirectoryReadable(): boolean {
   try {

@@ -6,11 +6,20 @@ import type { Config } from '../config.js';
 import { checkOutputSettings, type OutputSettings, type PublisherGuards } from './output-settings.js';
 
 /** What createOutputPublisher (output-publisher.ts) gives for `settings`, with only that publisher loaded. */
-export async function openOutputPublisher(settings: OutputSettings, config: Readonly<Config>, cwd: string, messageTemplate?: string, guards: PublisherGuards = {}): Promise<Publisher> {
+export async function openOutputPublisher(
+  settings: OutputSettings,
+  config: Readonly<Config>,
+  cwd: string,
+  messageTemplate?: string,
+  guards: PublisherGuards = {},
+): Promise<Publisher> {
   checkOutputSettings(settings);
   if (settings.output) {
     const { DirectoryPublisher } = await import('../../gitops/directory-publisher.js');
-    return new DirectoryPublisher(path.resolve(cwd, settings.output), { adopt: guards.adoptOutput ?? false, protectedPaths: guards.protectedPaths ?? [] });
+    return new DirectoryPublisher(path.resolve(cwd, settings.output), {
+      adopt: guards.adoptOutput ?? false,
+      protectedPaths: guards.protectedPaths ?? [],
+    });
   }
   const { createOutputPublisher } = await import('./output-publisher.js');
   return createOutputPublisher(settings, config, cwd, messageTemplate, guards);

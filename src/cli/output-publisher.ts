@@ -16,7 +16,13 @@ import { checkOutputSettings, isUrl, type OutputSettings, type PublisherGuards }
 
 // The settings side lives in output-settings.ts (no publisher loaded), the wiring options in
 // wiring-options.ts; their names stay importable from here.
-export { checkOutputSettings, isUrl, type OutputSettings, type PublisherGuards, revisionKindOf } from './output-settings.js';
+export {
+  checkOutputSettings,
+  isUrl,
+  type OutputSettings,
+  type PublisherGuards,
+  revisionKindOf,
+} from './output-settings.js';
 export { wiringOptionsFor } from './wiring-options.js';
 
 function githubRepository(value: string | undefined): { owner?: string; repo?: string } {
@@ -27,10 +33,20 @@ function githubRepository(value: string | undefined): { owner?: string; repo?: s
 }
 
 /** The publisher for the chosen output, with the remote timeouts of `config` and the guards a render sets. */
-export function createOutputPublisher(settings: OutputSettings, config: Readonly<Config>, cwd: string, messageTemplate?: string, guards: PublisherGuards = {}): Publisher {
+export function createOutputPublisher(
+  settings: OutputSettings,
+  config: Readonly<Config>,
+  cwd: string,
+  messageTemplate?: string,
+  guards: PublisherGuards = {},
+): Publisher {
   checkOutputSettings(settings);
   const protectedPaths = guards.protectedPaths ?? [];
-  if (settings.output) return new DirectoryPublisher(path.resolve(cwd, settings.output), { adopt: guards.adoptOutput ?? false, protectedPaths });
+  if (settings.output)
+    return new DirectoryPublisher(path.resolve(cwd, settings.output), {
+      adopt: guards.adoptOutput ?? false,
+      protectedPaths,
+    });
   if (settings.oci) {
     return new OciArtifactPublisher({
       reference: settings.oci,
@@ -40,20 +56,50 @@ export function createOutputPublisher(settings: OutputSettings, config: Readonly
       timeoutMs: config.timeouts.readMs,
       totalTimeoutMs: config.timeouts.totalMs,
       ...(settings.ociSource ? { source: settings.ociSource } : {}),
-      ...(config.registryUsername && config.registryPassword ? { credentials: { username: config.registryUsername, password: config.registryPassword } } : {}),
+      ...(config.registryUsername && config.registryPassword
+        ? { credentials: { username: config.registryUsername, password: config.registryPassword } }
+        : {}),
     });
   }
   const repository = isUrl(settings.git!) ? settings.git! : path.resolve(cwd, settings.git!);
   const author = { name: config.gitAuthorName, email: config.gitAuthorEmail };
-  const common = { env: config.childEnv, ...(config.gitToken ? { token: config.gitToken } : {}), ...(messageTemplate !== undefined ? { messageTemplate } : {}) };
+  const common = {
+    env: config.childEnv,
+    ...(config.gitToken ? { token: config.gitToken } : {}),
+    ...(messageTemplate !== undefined ? { messageTemplate } : {}),
+  };
   if (settings.pullRequest) {
     return new PullRequestPublisher({
-      git: { repository, baseBranch: settings.branch, path: settings.path, workDir: path.join(config.cacheDir, 'git-pr', sha256Hex(`${repository}\n${settings.branch}\n${settings.path}`).slice(0, 16)), author, ...common },
-      github: { fetch: fetchWithTimeout(createConnectingFetch(config.timeouts.connectMs), config.timeouts.readMs), ...(config.githubApiUrl ? { baseUrl: config.githubApiUrl } : {}), ...(config.githubToken ? { token: config.githubToken } : {}), ...githubRepository(settings.githubRepo) },
+      git: {
+        repository,
+        baseBranch: settings.branch,
+        path: settings.path,
+        workDir: path.join(
+          config.cacheDir,
+          'git-pr',
+          sha256Hex(`${repository}\n${settings.branch}\n${settings.path}`).slice(0, 16),
+        ),
+        author,
+        ...common,
+      },
+      github: {
+        fetch: fetchWithTimeout(createConnectingFetch(config.timeouts.connectMs), config.timeouts.readMs),
+        ...(config.githubApiUrl ? { baseUrl: config.githubApiUrl } : {}),
+        ...(config.githubToken ? { token: config.githubToken } : {}),
+        ...githubRepository(settings.githubRepo),
+      },
       whenUnnecessary: (settings.prWhenUnnecessary ?? 'close') as 'close' | 'leave',
       ...(settings.prBranch ? { branch: settings.prBranch } : {}),
     });
   }
-  return new GitPublisher({ repository, branch: settings.branch, path: settings.path, workDir: path.join(config.cacheDir, 'git', sha256Hex(`${repository}\n${settings.branch}`).slice(0, 16)), author, protectedPaths, overwriteEdits: guards.force ?? false, ...common });
+  return new GitPublisher({
+    repository,
+    branch: settings.branch,
+    path: settings.path,
+    workDir: path.join(config.cacheDir, 'git', sha256Hex(`${repository}\n${settings.branch}`).slice(0, 16)),
+    author,
+    protectedPaths,
+    overwriteEdits: guards.force ?? false,
+    ...common,
+  });
 }
-

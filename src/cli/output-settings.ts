@@ -30,10 +30,12 @@ export interface WiringSettings {
 
 /** Checks that exactly one output is chosen, that its options fit together, and that an --oci reference parses (a usage error otherwise). */
 export function checkOutputSettings(settings: OutputSettings): void {
-  if ([settings.output, settings.git, settings.oci].filter(Boolean).length !== 1) throw new UsageError('exactly one of --output <dir>, --git <repo> or --oci <oci://registry/repo:tag> is needed');
+  if ([settings.output, settings.git, settings.oci].filter(Boolean).length !== 1)
+    throw new UsageError('exactly one of --output <dir>, --git <repo> or --oci <oci://registry/repo:tag> is needed');
   if (settings.pullRequest && !settings.git) throw new UsageError('--pull-request needs --git <GitHub repository URL>');
   const when = settings.prWhenUnnecessary ?? 'close';
-  if (when !== 'close' && when !== 'leave') throw new UsageError(`--pr-when-unnecessary must be close or leave, not "${when}"`);
+  if (when !== 'close' && when !== 'leave')
+    throw new UsageError(`--pr-when-unnecessary must be close or leave, not "${when}"`);
   const pathProblem = settings.git ? subdirProblem(settings.path) : undefined;
   if (pathProblem !== undefined) throw new UsageError(`--path "${settings.path}" ${pathProblem}`);
   if (settings.oci) {

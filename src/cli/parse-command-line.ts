@@ -23,7 +23,13 @@ function flagName(name: string): string {
 function firstMistake(command: string, config: ParseArgsConfig): string | undefined {
   const options = config.options ?? {};
   // Lenient parse for its tokens only: it never throws, so every mistake can be named precisely.
-  const { tokens } = parseArgs({ args: config.args ?? [], options, allowPositionals: true, strict: false, tokens: true });
+  const { tokens } = parseArgs({
+    args: config.args ?? [],
+    options,
+    allowPositionals: true,
+    strict: false,
+    tokens: true,
+  });
   for (const token of tokens as Token[]) {
     if (token.kind === 'positional' && !config.allowPositionals) {
       return `unexpected argument "${token.value}": clusterstack ${command} takes only flags`;
@@ -51,14 +57,18 @@ function firstMistake(command: string, config: ParseArgsConfig): string | undefi
  * parseArgs for `clusterstack <command>`, strict, with the same typed result; any mistake on the
  * command line is thrown as a UsageError naming the flag (and the flag probably meant), exit 2.
  */
-export function parseCommandLine<T extends ParseArgsConfig>(command: string, config: T): ReturnType<typeof parseArgs<T>> {
+export function parseCommandLine<T extends ParseArgsConfig>(
+  command: string,
+  config: T,
+): ReturnType<typeof parseArgs<T>> {
   const mistake = firstMistake(command, config);
   if (mistake) throw new UsageError(mistake);
   try {
     return parseArgs(config);
   } catch (error) {
     // Anything the check above did not foresee is still a usage error, in parseArgs' own words.
-    if ((error as { code?: unknown }).code?.toString().startsWith('ERR_PARSE_ARGS')) throw new UsageError((error as Error).message);
+    if ((error as { code?: unknown }).code?.toString().startsWith('ERR_PARSE_ARGS'))
+      throw new UsageError((error as Error).message);
     throw error;
   }
 }

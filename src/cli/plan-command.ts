@@ -2,10 +2,25 @@
 // What only some runs need loads when they need it (a target's readers, ClusterRequests, upgrade
 // orders, helm): plan on plain inputs starts fast (docs/operations.md, "A command is slow to start").
 import path from 'node:path';
-import { formatPlanReport, type PlanReport, planReport, reportHasProblems, retryableProblems } from '../plan/plan-report.js';
+import {
+  formatPlanReport,
+  type PlanReport,
+  planReport,
+  reportHasProblems,
+  retryableProblems,
+} from '../plan/plan-report.js';
 import { type CliIo, EXIT_FAILURE, EXIT_OK, EXIT_PROBLEMS, UsageError } from './cli-io.js';
 import { parseCommandLine } from './parse-command-line.js';
-import { checkCacheDir, configFromFlags, HELM_TIMEOUT_HELP, HELM_TIMEOUT_OPTIONS, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, planFromInputs } from './common-options.js';
+import {
+  checkCacheDir,
+  configFromFlags,
+  HELM_TIMEOUT_HELP,
+  HELM_TIMEOUT_OPTIONS,
+  resolveLocation,
+  SOURCE_HELP,
+  SOURCE_OPTIONS,
+  planFromInputs,
+} from './common-options.js';
 import { readSchedulerConfigOption, SCHEDULER_CONFIG_HELP } from './scheduler-config-option.js';
 import { localOutputDirectory } from './output-settings.js';
 import { PLAN_TARGET_HELP, PLAN_TARGET_OPTIONS, planTargetSettings, readPlanTarget } from './plan-target.js';
@@ -71,10 +86,12 @@ export async function planCommand(args: string[], io: CliIo): Promise<number> {
     },
   });
   const gitops = values.gitops;
-  if (gitops !== 'none' && gitops !== 'flux' && gitops !== 'argocd') throw new UsageError(`--gitops must be none, flux or argocd, not "${gitops}"`);
+  if (gitops !== 'none' && gitops !== 'flux' && gitops !== 'argocd')
+    throw new UsageError(`--gitops must be none, flux or argocd, not "${gitops}"`);
   if (positionals.length === 0) throw new UsageError('plan needs at least one input file or directory');
   const releaseSource = values['release-source'];
-  if (!releaseSource) throw new UsageError('plan needs --release-source (a directory, github:owner/repo or oci://registry/repo)');
+  if (!releaseSource)
+    throw new UsageError('plan needs --release-source (a directory, github:owner/repo or oci://registry/repo)');
   const config = configFromFlags(values, io);
   await checkCacheDir(config, values, io);
   const location = resolveLocation(releaseSource, io.cwd, '--release-source');
@@ -85,7 +102,10 @@ export async function planCommand(args: string[], io: CliIo): Promise<number> {
   const targetSettings = planTargetSettings(values);
   const outputDir = targetSettings ? localOutputDirectory(targetSettings, io.cwd) : undefined;
   // The scheduler configuration is no input object, even inside an input directory; nor is the target.
-  const plan = await planFromInputs(positionals, location, config, values, io, warn, [...(values['scheduler-config'] ? [path.resolve(io.cwd, values['scheduler-config'])] : []), ...(outputDir ? [outputDir] : [])]);
+  const plan = await planFromInputs(positionals, location, config, values, io, warn, [
+    ...(values['scheduler-config'] ? [path.resolve(io.cwd, values['scheduler-config'])] : []),
+    ...(outputDir ? [outputDir] : []),
+  ]);
   endPhase('inputs-and-releases');
   // The published tree, read and never written: providers compare with it, requests keep the
   // clusters it gave them, Clusters moving to another addon version get their upgrade order.
@@ -109,10 +129,25 @@ export async function planCommand(args: string[], io: CliIo): Promise<number> {
     warn?.(helm.warning);
   }
   const requests = run.requests ? await clusterRequestsSection(run.requests, target !== undefined) : undefined;
-  const upgrades = previous ? await upgradeOrder(plan, [...published.units.values()], { engine: gitops, argocdNamespace: values['argocd-namespace'] }) : undefined;
+  const upgrades = previous
+    ? await upgradeOrder(plan, [...published.units.values()], {
+        engine: gitops,
+        argocdNamespace: values['argocd-namespace'],
+      })
+    : undefined;
   const units = unitsReport(run);
-  if (values.json) io.stdout(`${JSON.stringify({ ...report, helm: helm.json, ...(target ? { target: target.target } : {}), ...requests?.report, ...(upgrades ? { upgrades } : {}), units: units.units, leaving: units.leaving }, null, 2)}\n`);
-  else io.stdout(formatPlanReport({ ...report, warnings: [] }) + (requests ? `${target ? `ClusterRequests against ${target.target}:\n` : ''}${requests.text}` : '') + (upgrades ? formatUpgradeOrder(upgrades) : '') + (target ? formatUnits(units, target.target) : '') + `${helm.line}\n`);
+  if (values.json)
+    io.stdout(
+      `${JSON.stringify({ ...report, helm: helm.json, ...(target ? { target: target.target } : {}), ...requests?.report, ...(upgrades ? { upgrades } : {}), units: units.units, leaving: units.leaving }, null, 2)}\n`,
+    );
+  else
+    io.stdout(
+      formatPlanReport({ ...report, warnings: [] }) +
+        (requests ? `${target ? `ClusterRequests against ${target.target}:\n` : ''}${requests.text}` : '') +
+        (upgrades ? formatUpgradeOrder(upgrades) : '') +
+        (target ? formatUnits(units, target.target) : '') +
+        `${helm.line}\n`,
+    );
   endPhase('report');
   // A remote that failed is not the inputs' fault: exit 3, so CI retries rather than blames the change.
   if (retryableProblems(plan).length > 0) return EXIT_FAILURE;
@@ -120,13 +155,20 @@ export async function planCommand(args: string[], io: CliIo): Promise<number> {
 }
 
 /** Adds what render would withhold (and the check's warnings, also printed) to the report. */
-function addRenderCheck(report: PlanReport, check: Awaited<ReturnType<typeof planRenderCheck>>, warn: ((message: string) => void) | undefined): void {
+function addRenderCheck(
+  report: PlanReport,
+  check: Awaited<ReturnType<typeof planRenderCheck>>,
+  warn: ((message: string) => void) | undefined,
+): void {
   for (const message of check.warnings) {
     report.warnings.push(message);
     warn?.(message);
   }
   for (const conflict of check.foresight?.conflicts ?? []) {
-    const stack = report.clusterStacks.find((entry) => entry.namespace === conflict.namespace && entry.releases.some((release) => release.name === conflict.release));
+    const stack = report.clusterStacks.find(
+      (entry) =>
+        entry.namespace === conflict.namespace && entry.releases.some((release) => release.name === conflict.release),
+    );
     stack?.notes.push(`release ${conflict.release} will be withheld: it ${conflict.reason}`);
   }
   if (check.foresight) {
@@ -139,11 +181,20 @@ function addRenderCheck(report: PlanReport, check: Awaited<ReturnType<typeof pla
  * The helm a render would use, for the report (`helm` in JSON, its last line in text), and a warning
  * when it is below the supported range or missing: the plan stands either way.
  */
-async function helmInUseNote(config: Readonly<Config>): Promise<{ json: { version: string; source: string; path: string } | null; line: string; warning?: string }> {
+async function helmInUseNote(
+  config: Readonly<Config>,
+): Promise<{ json: { version: string; source: string; path: string } | null; line: string; warning?: string }> {
   const { describeHelm, resolveHelmBinary } = await import('../../renderers/helm-binary.js');
   try {
-    const helm = await resolveHelmBinary({ ...(config.helmBinary ? { configured: config.helmBinary } : {}), pathEnv: config.pathEnv });
-    return { json: { version: helm.version, source: helm.source, path: helm.path }, line: describeHelm(helm), ...(helm.warning ? { warning: helm.warning } : {}) };
+    const helm = await resolveHelmBinary({
+      ...(config.helmBinary ? { configured: config.helmBinary } : {}),
+      pathEnv: config.pathEnv,
+    });
+    return {
+      json: { version: helm.version, source: helm.source, path: helm.path },
+      line: describeHelm(helm),
+      ...(helm.warning ? { warning: helm.warning } : {}),
+    };
   } catch (error) {
     return { json: null, line: 'helm: none usable', warning: `a render would fail: ${(error as Error).message}` };
   }
@@ -154,14 +205,31 @@ async function helmInUseNote(config: Readonly<Config>): Promise<{ json: { versio
  * default secret policy and the engine's annotations, held Clusters and provider guards withheld
  * rather than refused (plan reports them), requests scheduled with --scheduler-config.
  */
-async function decidePlan(plan: Plan, published: PublishedState, engine: 'none' | 'flux' | 'argocd', scheduler: SchedulerConfig | undefined): Promise<RunPlan> {
+async function decidePlan(
+  plan: Plan,
+  published: PublishedState,
+  engine: 'none' | 'flux' | 'argocd',
+  scheduler: SchedulerConfig | undefined,
+): Promise<RunPlan> {
   const { planRun, runSettings } = await import('../pipeline/plan-run.js');
-  const settings = await runSettings({ secrets: 'refuse', ...(engine !== 'none' ? { gitops: { engine } } : {}), heldClusters: 'withhold', providerGuards: 'withhold', ...(scheduler ? { scheduler } : {}) }, published);
+  const settings = await runSettings(
+    {
+      secrets: 'refuse',
+      ...(engine !== 'none' ? { gitops: { engine } } : {}),
+      heldClusters: 'withhold',
+      providerGuards: 'withhold',
+      ...(scheduler ? { scheduler } : {}),
+    },
+    published,
+  );
   return planRun(plan, published, settings);
 }
 
 /** Which cluster each ClusterRequest keeps or gets, as the run's plan scheduled them: loaded only with --scheduler-config. */
-async function clusterRequestsSection(planned: PlannedClusterRequests, againstTarget: boolean): Promise<{ report: ClusterRequestsReport; text: string }> {
+async function clusterRequestsSection(
+  planned: PlannedClusterRequests,
+  againstTarget: boolean,
+): Promise<{ report: ClusterRequestsReport; text: string }> {
   const { clusterRequestsReport, formatClusterRequestsReport } = await import('../cluster-requests/requests-report.js');
   const report = clusterRequestsReport(planned, againstTarget);
   return { report, text: formatClusterRequestsReport(report) };
@@ -177,14 +245,23 @@ interface UnitEntry {
 
 /** The run's unit decisions (render may still withhold a unit it renders: see decidedAtRender) and what leaves the tree. */
 function unitsReport(run: RunPlan): { units: UnitEntry[]; leaving: string[] } {
-  const units = run.units.units.map(({ unit, decision }) => ({ dir: unit.record.dir, decision: decision.kind, reason: decision.reason, inputDigest: unit.record.inputDigest }));
+  const units = run.units.units.map(({ unit, decision }) => ({
+    dir: unit.record.dir,
+    decision: decision.kind,
+    reason: decision.reason,
+    inputDigest: unit.record.inputDigest,
+  }));
   return { units: units.sort((a, b) => compareText(a.dir, b.dir)), leaving: [...run.leaving] };
 }
 
 function formatUnits({ units, leaving }: { units: UnitEntry[]; leaving: string[] }, target: string): string {
   const count = (decision: UnitEntry['decision']): number => units.filter((unit) => unit.decision === decision).length;
-  const lines = ['', `Units against ${target}: ${count('reuse')} reused, ${count('render')} to render (what only helm's output shows is decided at render), ${count('withhold')} withheld`];
-  for (const unit of units.filter((entry) => entry.decision !== 'reuse')) lines.push(`  ${unit.decision} ${unit.dir}: ${unit.reason}`);
+  const lines = [
+    '',
+    `Units against ${target}: ${count('reuse')} reused, ${count('render')} to render (what only helm's output shows is decided at render), ${count('withhold')} withheld`,
+  ];
+  for (const unit of units.filter((entry) => entry.decision !== 'reuse'))
+    lines.push(`  ${unit.decision} ${unit.dir}: ${unit.reason}`);
   for (const dir of leaving) lines.push(`  leaves ${dir}`);
   return `${lines.join('\n')}\n`;
 }
@@ -197,19 +274,31 @@ type UpgradeOrderEntry = Omit<ClusterMove, 'withheld'> & { steps: string[] };
  * addon version, each with its upgrade order. `plan` renders nothing, so step 1 is what the render
  * will publish; a render that withholds them says so in its own report and in the hook's answer.
  */
-async function upgradeOrder(plan: Awaited<ReturnType<typeof planFromInputs>>, units: UnitRecord[], engine: SequenceEngine): Promise<UpgradeOrderEntry[]> {
+async function upgradeOrder(
+  plan: Awaited<ReturnType<typeof planFromInputs>>,
+  units: UnitRecord[],
+  engine: SequenceEngine,
+): Promise<UpgradeOrderEntry[]> {
   const { upgradeSequence } = await import('../../gitops/upgrade-sequence.js');
   const entries: UpgradeOrderEntry[] = [];
   for (const cluster of plan.resolution.clusters) {
     if (!cluster.managed || !cluster.release) continue;
-    const before = units.filter((unit) => unit.kind === 'cluster-stage' && unit.namespace === cluster.namespace && unit.name === cluster.name);
+    const before = units.filter(
+      (unit) => unit.kind === 'cluster-stage' && unit.namespace === cluster.namespace && unit.name === cluster.name,
+    );
     const from = before[0];
     if (!from || from.release === cluster.release) continue;
     const content = loadedRelease(plan, cluster.stack?.namespace ?? cluster.namespace, cluster.release)?.content;
     const addonsTo = content?.metadata.clusterAddonVersion ?? '-';
     if (from.addonVersion === addonsTo) continue;
-    const stages = content?.addons.format === 'multi-stage' ? content.addons.stages.filter((stage) => stage.action === 'apply').map((stage) => stage.name) : ['cluster-addon'];
-    const after = content?.addons.format === 'multi-stage' ? (content.addons.config.addonStages.AfterClusterUpgrade ?? []).map((stage) => stage.name) : [];
+    const stages =
+      content?.addons.format === 'multi-stage'
+        ? content.addons.stages.filter((stage) => stage.action === 'apply').map((stage) => stage.name)
+        : ['cluster-addon'];
+    const after =
+      content?.addons.format === 'multi-stage'
+        ? (content.addons.config.addonStages.AfterClusterUpgrade ?? []).map((stage) => stage.name)
+        : [];
     const move: ClusterMove = {
       namespace: cluster.namespace,
       cluster: cluster.name,
@@ -227,10 +316,16 @@ async function upgradeOrder(plan: Awaited<ReturnType<typeof planFromInputs>>, un
 }
 
 function formatUpgradeOrder(entries: UpgradeOrderEntry[]): string {
-  if (entries.length === 0) return '\nUpgrade order: no Cluster moves to a release with another cluster addon version.\n';
-  const lines = ['', 'Upgrade order (the target release\'s addons are published first; the runtime extension\'s hooks hold the control plane until they are applied):'];
+  if (entries.length === 0)
+    return '\nUpgrade order: no Cluster moves to a release with another cluster addon version.\n';
+  const lines = [
+    '',
+    "Upgrade order (the target release's addons are published first; the runtime extension's hooks hold the control plane until they are applied):",
+  ];
   for (const entry of entries) {
-    lines.push(`  ${entry.namespace}/${entry.cluster}: ${entry.from} -> ${entry.to} (cluster addon ${entry.addonsFrom} -> ${entry.addonsTo})`);
+    lines.push(
+      `  ${entry.namespace}/${entry.cluster}: ${entry.from} -> ${entry.to} (cluster addon ${entry.addonsFrom} -> ${entry.addonsTo})`,
+    );
     for (const step of entry.steps) lines.push(`    ${step}`);
   }
   return `${lines.join('\n')}\n`;

@@ -29,16 +29,24 @@ class HelmMissingError extends Failure {
 
 /** Runs the check with helm (through plan's chart-render cache); a missing helm is a warning, not a failure. */
 export async function planRenderCheck(plan: Plan, config: Readonly<Config>): Promise<PlanRenderCheck> {
-  const [{ foreseeWithholds }, { cachedRenderChart, cachedValuesVerdicts, ChartRenderCache }, { helmBinaryIdentity }] = await Promise.all([
-    import('../render/foresee-withholds.js'),
-    import('../render/chart-render-cache.js'),
-    import('../../renderers/helm-binary.js'),
-  ]);
+  const [{ foreseeWithholds }, { cachedRenderChart, cachedValuesVerdicts, ChartRenderCache }, { helmBinaryIdentity }] =
+    await Promise.all([
+      import('../render/foresee-withholds.js'),
+      import('../render/chart-render-cache.js'),
+      import('../../renderers/helm-binary.js'),
+    ]);
   const helmOptions = { ...(config.helmBinary ? { configured: config.helmBinary } : {}), pathEnv: config.pathEnv };
   // Helm's code loads on first use: a plan whose charts are all cached and that has no values template loads none of it.
   const loadHelm = async (): Promise<{ deps: RenderDependencies; missing: (error: unknown) => never }> => {
-    const [{ createHelmDependencies }, { HelmNotFoundError }] = await Promise.all([import('../../renderers/helm-dependencies.js'), import('../../renderers/helm-errors.js')]);
-    const deps = createHelmDependencies({ ...helmOptions, workDir: path.join(config.cacheDir, 'helm'), timeouts: config.helmTimeouts });
+    const [{ createHelmDependencies }, { HelmNotFoundError }] = await Promise.all([
+      import('../../renderers/helm-dependencies.js'),
+      import('../../renderers/helm-errors.js'),
+    ]);
+    const deps = createHelmDependencies({
+      ...helmOptions,
+      workDir: path.join(config.cacheDir, 'helm'),
+      timeouts: config.helmTimeouts,
+    });
     // A chart helm refuses is the check's to report; no helm at all means nothing was checked.
     const missing = (error: unknown): never => {
       throw error instanceof HelmNotFoundError ? new HelmMissingError(error.message) : error;
@@ -57,13 +65,23 @@ export async function planRenderCheck(plan: Plan, config: Readonly<Config>): Pro
     return (items, kubeVersion) => deps.evaluateValues(items, kubeVersion).catch(missing);
   });
   try {
-    const foresight = await foreseeWithholds(plan, { renderChart: renderer.renderChart, evaluateValues: values.evaluateValues });
+    const foresight = await foreseeWithholds(plan, {
+      renderChart: renderer.renderChart,
+      evaluateValues: values.evaluateValues,
+    });
     const charts = renderer.stats();
     const templates = values.stats();
-    return { foresight, warnings: [], summary: `${charts.hits + charts.rendered} charts, ${charts.hits} from cache; ${templates.hits + templates.rendered} values templates, ${templates.hits} from cache` };
+    return {
+      foresight,
+      warnings: [],
+      summary: `${charts.hits + charts.rendered} charts, ${charts.hits} from cache; ${templates.hits + templates.rendered} values templates, ${templates.hits} from cache`,
+    };
   } catch (error) {
     // Helm missing, or failing for another reason than a chart or template (a timeout): plan still answers.
-    return { warnings: [`what render would withhold was not checked: ${(error as Error).message}`], summary: 'not checked' };
+    return {
+      warnings: [`what render would withhold was not checked: ${(error as Error).message}`],
+      summary: 'not checked',
+    };
   }
 }
 
@@ -72,19 +90,51 @@ export async function planRenderCheck(plan: Plan, config: Readonly<Config>): Pro
  * it would use): what `cache prune` keeps of `chart-renders/`.
  */
 export async function chartRenderKeysOf(plan: Plan, config: Readonly<Config>): Promise<Set<string>> {
-  const [{ planUnits }, { layerUnits }, { chartRenderKey, valuesVerdictKey }, { helmBinaryIdentity }] = await Promise.all([
-    import('../render/render-units.js'),
-    import('../render/layer-units.js'),
-    import('../render/chart-render-cache.js'),
-    import('../../renderers/helm-binary.js'),
-  ]);
-  const helm = await helmBinaryIdentity({ ...(config.helmBinary ? { configured: config.helmBinary } : {}), pathEnv: config.pathEnv });
+  const [{ planUnits }, { layerUnits }, { chartRenderKey, valuesVerdictKey }, { helmBinaryIdentity }] =
+    await Promise.all([
+      import('../render/render-units.js'),
+      import('../render/layer-units.js'),
+      import('../render/chart-render-cache.js'),
+      import('../../renderers/helm-binary.js'),
+    ]);
+  const helm = await helmBinaryIdentity({
+    ...(config.helmBinary ? { configured: config.helmBinary } : {}),
+    pathEnv: config.pathEnv,
+  });
   if (helm === undefined) return new Set();
   const units = [...planUnits(plan, { secrets: 'allow' }).units, ...layerUnits(plan, 'allow').units];
   return new Set(
     units.flatMap((unit) => [
-      ...(unit.record.kind === 'release' ? [chartRenderKey({ releaseName: unit.releaseName, chart: unit.chart, namespace: unit.renderNamespace, kubeVersion: unit.kubeVersion, apiVersions: unit.apiVersions, values: unit.values, includeCrds: unit.includeCrds }, helm)] : []),
-      ...(unit.template ? [valuesVerdictKey({ id: unit.record.dir, origin: unit.template.origin, template: unit.template.text, context: unit.template.context }, unit.kubeVersion, helm)] : []),
+      ...(unit.record.kind === 'release'
+        ? [
+            chartRenderKey(
+              {
+                releaseName: unit.releaseName,
+                chart: unit.chart,
+                namespace: unit.renderNamespace,
+                kubeVersion: unit.kubeVersion,
+                apiVersions: unit.apiVersions,
+                values: unit.values,
+                includeCrds: unit.includeCrds,
+              },
+              helm,
+            ),
+          ]
+        : []),
+      ...(unit.template
+        ? [
+            valuesVerdictKey(
+              {
+                id: unit.record.dir,
+                origin: unit.template.origin,
+                template: unit.template.text,
+                context: unit.template.context,
+              },
+              unit.kubeVersion,
+              helm,
+            ),
+          ]
+        : []),
     ]),
   );
 }

@@ -29,18 +29,38 @@ export const PLAN_TARGET_HELP = `Target (optional, the same flags as render; rea
                            gets now (new), or why it is Pending`;
 
 /** The target named by the flags, if any. */
-export function planTargetSettings(values: { output?: string | undefined; git?: string | undefined; oci?: string | undefined; branch: string; path: string; 'pull-request'?: boolean | undefined; 'plain-http'?: boolean | undefined }): OutputSettings | undefined {
+export function planTargetSettings(values: {
+  output?: string | undefined;
+  git?: string | undefined;
+  oci?: string | undefined;
+  branch: string;
+  path: string;
+  'pull-request'?: boolean | undefined;
+  'plain-http'?: boolean | undefined;
+}): OutputSettings | undefined {
   if (!values.output && !values.git && !values.oci) {
     if (values['pull-request']) checkOutputSettings({ branch: values.branch, path: values.path, pullRequest: true });
     return undefined;
   }
-  const settings: OutputSettings = { output: values.output, git: values.git, oci: values.oci, branch: values.branch, path: values.path, pullRequest: values['pull-request'], plainHttp: values['plain-http'] };
+  const settings: OutputSettings = {
+    output: values.output,
+    git: values.git,
+    oci: values.oci,
+    branch: values.branch,
+    path: values.path,
+    pullRequest: values['pull-request'],
+    plainHttp: values['plain-http'],
+  };
   checkOutputSettings(settings);
   return settings;
 }
 
 /** What the target holds now (empty when it holds nothing yet), and how to name it. */
-export async function readPlanTarget(settings: OutputSettings, config: Readonly<Config>, cwd: string): Promise<{ target: string; tree: RenderedTree }> {
+export async function readPlanTarget(
+  settings: OutputSettings,
+  config: Readonly<Config>,
+  cwd: string,
+): Promise<{ target: string; tree: RenderedTree }> {
   if (settings.git) {
     const { readPublishedGitTree } = await import('../../gitops/read-git-tree.js');
     const repository = isUrl(settings.git) ? settings.git : path.resolve(cwd, settings.git);
@@ -53,10 +73,18 @@ export async function readPlanTarget(settings: OutputSettings, config: Readonly<
       env: config.childEnv,
       ...(config.gitToken ? { token: config.gitToken } : {}),
     });
-    return { target: `${repository} (branch ${settings.branch}${settings.path ? `, path ${settings.path}` : ''})`, tree };
+    return {
+      target: `${repository} (branch ${settings.branch}${settings.path ? `, path ${settings.path}` : ''})`,
+      tree,
+    };
   }
   // A directory someone else's files are in reads as what clusterstack wrote there (or nothing).
-  const [{ DirectoryPublisher }, { createOutputPublisher }] = await Promise.all([import('../../gitops/directory-publisher.js'), import('./output-publisher.js')]);
-  const publisher = settings.output ? new DirectoryPublisher(path.resolve(cwd, settings.output), { adopt: true }) : createOutputPublisher(settings, config, cwd);
+  const [{ DirectoryPublisher }, { createOutputPublisher }] = await Promise.all([
+    import('../../gitops/directory-publisher.js'),
+    import('./output-publisher.js'),
+  ]);
+  const publisher = settings.output
+    ? new DirectoryPublisher(path.resolve(cwd, settings.output), { adopt: true })
+    : createOutputPublisher(settings, config, cwd);
   return { target: publisher.target, tree: await publisher.readPrevious() };
 }

@@ -32,7 +32,10 @@ Examples:
 
 export async function releasesCommand(args: string[], io: CliIo): Promise<number> {
   const [action, ...rest] = args;
-  if (action !== 'list') throw new UsageError(`releases needs a subcommand: list${action ? ` (not "${action}"${didYouMean(action, ['list'])})` : ''}`);
+  if (action !== 'list')
+    throw new UsageError(
+      `releases needs a subcommand: list${action ? ` (not "${action}"${didYouMean(action, ['list'])})` : ''}`,
+    );
   const { values } = parseCommandLine('releases list', {
     args: rest,
     options: {
@@ -47,21 +50,34 @@ export async function releasesCommand(args: string[], io: CliIo): Promise<number
   });
   const kubernetesVersion = kubernetesMinorFilter(values['kubernetes-version']);
   // Channels are `stable`, `custom` or a pre-release label (`alpha`): lowercase, as version tags spell them.
-  if (values.channel !== undefined && !/^[a-z][a-z0-9]*$/.test(values.channel)) throw new UsageError(`--channel must be a channel such as stable, custom or alpha (lowercase letters and digits), not "${values.channel}"`);
+  if (values.channel !== undefined && !/^[a-z][a-z0-9]*$/.test(values.channel))
+    throw new UsageError(
+      `--channel must be a channel such as stable, custom or alpha (lowercase letters and digits), not "${values.channel}"`,
+    );
   const location = values.source ?? values['release-source'];
-  if (!location) throw new UsageError('releases list needs --source (a directory, github:owner/repo or oci://registry/repo)');
+  if (!location)
+    throw new UsageError('releases list needs --source (a directory, github:owner/repo or oci://registry/repo)');
   const config = configFromFlags(values, io);
   await checkCacheDir(config, values, io);
   const warn = (message: string): void => io.stderr(`warning: ${message}\n`);
-  const source = sourceOpenerFrom(config, values, warn)(resolveLocation(location, io.cwd, values.source !== undefined ? '--source' : '--release-source'));
+  const source = sourceOpenerFrom(
+    config,
+    values,
+    warn,
+  )(resolveLocation(location, io.cwd, values.source !== undefined ? '--source' : '--release-source'));
   const listing = await source.list();
   for (const skipped of listing.skipped) warn(`skipped "${skipped.name}": ${skipped.reason}`);
   const matching = listing.releases
-    .filter((release) => (values.provider === undefined || release.parsed.provider === values.provider) && (values.name === undefined || release.parsed.name === values.name))
+    .filter(
+      (release) =>
+        (values.provider === undefined || release.parsed.provider === values.provider) &&
+        (values.name === undefined || release.parsed.name === values.name),
+    )
     .filter((release) => kubernetesVersion === undefined || kubernetesMinorOf(release.parsed) === kubernetesVersion)
     .filter((release) => values.channel === undefined || channelOf(release.parsed.version) === values.channel);
   // Group by stack and channel (versions only compare within one), oldest first inside each group.
-  const groupKey = (release: (typeof matching)[number]): string => `${release.tag.split('-').slice(0, 4).join('-')} ${channelOf(release.parsed.version)}`;
+  const groupKey = (release: (typeof matching)[number]): string =>
+    `${release.tag.split('-').slice(0, 4).join('-')} ${channelOf(release.parsed.version)}`;
   matching.sort((a, b) => compareText(groupKey(a), groupKey(b)) || compareReleases(a, b));
   const rows = matching.map((release) => ({
     tag: release.tag,
@@ -85,17 +101,30 @@ export async function releasesCommand(args: string[], io: CliIo): Promise<number
 }
 
 /** The rows as an aligned text table, one release a line under a header. */
-function releaseTable(rows: { tag: string; kubernetesVersion: string; channel: string; version: string; publishedAt: string | null }[]): string {
+function releaseTable(
+  rows: { tag: string; kubernetesVersion: string; channel: string; version: string; publishedAt: string | null }[],
+): string {
   const header = ['TAG', 'K8S', 'CHANNEL', 'VERSION', 'PUBLISHED'];
-  const table = [header, ...rows.map((row) => [row.tag, row.kubernetesVersion, row.channel, row.version, row.publishedAt ?? '-'])];
+  const table = [
+    header,
+    ...rows.map((row) => [row.tag, row.kubernetesVersion, row.channel, row.version, row.publishedAt ?? '-']),
+  ];
   const widths = header.map((_, column) => Math.max(...table.map((row) => row[column]!.length)));
-  return `${table.map((row) => row.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd()).join('\n')}\n`;
+  return `${table
+    .map((row) =>
+      row
+        .map((cell, column) => cell.padEnd(widths[column]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n')}\n`;
 }
 
 /** `--kubernetes-version 1.30` (or `v1.30`) as release tags hold it; anything else is a usage error, not a filter that matches nothing. */
 function kubernetesMinorFilter(value: string | undefined): string | undefined {
   if (value === undefined) return undefined;
   const match = /^v?(\d+)\.(\d+)$/.exec(value.trim());
-  if (!match) throw new UsageError(`--kubernetes-version must be a Kubernetes minor version such as 1.30, not "${value}"`);
+  if (!match)
+    throw new UsageError(`--kubernetes-version must be a Kubernetes minor version such as 1.30, not "${value}"`);
   return `${Number(match[1])}.${Number(match[2])}`;
 }

@@ -4,7 +4,11 @@ import path from 'node:path';
 import { formatProblem, InputError } from '../core/problem.js';
 import { planReport, reportHasProblems, retryableProblems } from '../plan/plan-report.js';
 import type { Plan } from '../plan/build-plan.js';
-import { describeEncryptedSecrets, type EncryptedSecretsReport, reportEncryptedSecrets } from '../output/encrypted-secrets-report.js';
+import {
+  describeEncryptedSecrets,
+  type EncryptedSecretsReport,
+  reportEncryptedSecrets,
+} from '../output/encrypted-secrets-report.js';
 import { readProvenance, type UnitRecord, type WithheldEntry } from '../output/provenance.js';
 import type { HelmHookRecord } from '../output/helm-hooks-record.js';
 import type { PipelineOptions, renderAndPublish as RenderAndPublishTree } from '../pipeline/render-and-publish.js';
@@ -23,7 +27,18 @@ import { openOutputPublisher } from './open-output-publisher.js';
 import { checkOutputSettings, localOutputDirectory, type OutputSettings } from './output-settings.js';
 import { wiringOptionsFor } from './wiring-options.js';
 import { SECRET_HELP, secretSettingsFrom } from './secret-options.js';
-import { checkCacheDir, configFromFlags, HELM_TIMEOUT_HELP, HELM_TIMEOUT_OPTIONS, helmOptionsFrom, isRemoteLocation, resolveLocation, SOURCE_HELP, SOURCE_OPTIONS, planFromInputs } from './common-options.js';
+import {
+  checkCacheDir,
+  configFromFlags,
+  HELM_TIMEOUT_HELP,
+  HELM_TIMEOUT_OPTIONS,
+  helmOptionsFrom,
+  isRemoteLocation,
+  resolveLocation,
+  SOURCE_HELP,
+  SOURCE_OPTIONS,
+  planFromInputs,
+} from './common-options.js';
 import { readSchedulerConfigOption, SCHEDULER_CONFIG_HELP } from './scheduler-config-option.js';
 
 export const RENDER_USAGE = `Usage: clusterstack render <files or dirs...> --release-source <source> (--output <dir> | --git <repo> | --oci <ref>) [options]
@@ -107,14 +122,29 @@ interface RenderReport {
   commit: string | null;
   pullRequest?: string;
   files: { written: string[]; removed: string[] };
-  withheld: { kind: 'release' | 'cluster' | 'provider' | 'layer'; namespace: string; name: string; layer?: string; reason: string; previousOutputKept: boolean }[];
+  withheld: {
+    kind: 'release' | 'cluster' | 'provider' | 'layer';
+    namespace: string;
+    name: string;
+    layer?: string;
+    reason: string;
+    previousOutputKept: boolean;
+  }[];
   summary: string;
   units: { rendered: number; reused: number };
   /** With --secrets encrypt: the encrypted Secrets per unit (names only) and what this run encrypted. */
   secrets?: EncryptedSecretsReport;
   helmProcesses: number;
   /** With --scheduler-config: every ClusterRequest's phase, the cluster it has and why (Pending: refused or waiting). */
-  clusterRequests?: { namespace: string; name: string; purpose: string; phase: string; reason: string; cluster: string | null; message: string }[];
+  clusterRequests?: {
+    namespace: string;
+    name: string;
+    purpose: string;
+    phase: string;
+    reason: string;
+    cluster: string | null;
+    message: string;
+  }[];
   /** With --scheduler-config: requests outside its `selectors.requests`, left alone. */
   clusterRequestsNotOurs?: { namespace: string; name: string; message: string }[];
   /** Every helm hook object of the published units (present when there is one) and what became of it. */
@@ -169,7 +199,8 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
     },
   });
   if (positionals.length === 0) throw new UsageError('render needs at least one input file or directory');
-  if (!values['release-source']) throw new UsageError('render needs --release-source (a directory, github:owner/repo or oci://registry/repo)');
+  if (!values['release-source'])
+    throw new UsageError('render needs --release-source (a directory, github:owner/repo or oci://registry/repo)');
   const output: OutputSettings = {
     output: values.output,
     git: values.git,
@@ -185,10 +216,22 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   };
   checkOutputSettings(output);
   if (values.force && !output.git) throw new UsageError('--force applies to --git (a local work tree) only');
-  if (!SECRET_POLICIES.includes(values.secrets as SecretPolicy)) throw new UsageError(`--secrets must be one of ${SECRET_POLICIES.join(', ')}, not "${values.secrets}"`);
+  if (!SECRET_POLICIES.includes(values.secrets as SecretPolicy))
+    throw new UsageError(`--secrets must be one of ${SECRET_POLICIES.join(', ')}, not "${values.secrets}"`);
 
   const secretSettings = await secretSettingsFrom(values.secrets, values, io.env, io.cwd);
-  const gitops = wiringOptionsFor(output, { gitops: values.gitops, gitopsUrl: values['gitops-url'], gitopsNamespace: values['gitops-namespace'], gitopsName: values['gitops-name'], gitopsSecret: values['gitops-secret'], sopsSecret: secretSettings.sopsSecret }, true);
+  const gitops = wiringOptionsFor(
+    output,
+    {
+      gitops: values.gitops,
+      gitopsUrl: values['gitops-url'],
+      gitopsNamespace: values['gitops-namespace'],
+      gitopsName: values['gitops-name'],
+      gitopsSecret: values['gitops-secret'],
+      sopsSecret: secretSettings.sopsSecret,
+    },
+    true,
+  );
   const config = configFromFlags(values, io);
   await checkCacheDir(config, values, io);
   const location = resolveLocation(values['release-source'], io.cwd, '--release-source');
@@ -197,16 +240,26 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
     warnings.push(message);
     if (!values.json) io.stderr(`warning: ${message}\n`);
   };
-  const readmeTemplate = values['readme-template'] ? await readTemplate(values['readme-template'], io.cwd, '--readme-template') : undefined;
-  const commitTemplate = values['commit-template'] ? await readTemplate(values['commit-template'], io.cwd, '--commit-template') : undefined;
-  const prTemplate = values['pr-template'] ? await readTemplate(values['pr-template'], io.cwd, '--pr-template') : undefined;
+  const readmeTemplate = values['readme-template']
+    ? await readTemplate(values['readme-template'], io.cwd, '--readme-template')
+    : undefined;
+  const commitTemplate = values['commit-template']
+    ? await readTemplate(values['commit-template'], io.cwd, '--commit-template')
+    : undefined;
+  const prTemplate = values['pr-template']
+    ? await readTemplate(values['pr-template'], io.cwd, '--pr-template')
+    : undefined;
   const scheduler = await readSchedulerConfigOption(values['scheduler-config'], io.cwd);
 
   const protectedPaths: ProtectedPath[] = [
     ...positionals.map((input) => ({ label: 'input', path: path.resolve(io.cwd, input) })),
     ...(isRemoteLocation(location) ? [] : [{ label: 'release source', path: location }]),
   ];
-  const publisher = await openOutputPublisher(output, config, io.cwd, commitTemplate, { protectedPaths, adoptOutput: values['adopt-output'], force: values.force });
+  const publisher = await openOutputPublisher(output, config, io.cwd, commitTemplate, {
+    protectedPaths,
+    adoptOutput: values['adopt-output'],
+    force: values.force,
+  });
   const outputDir = localOutputDirectory(output, io.cwd);
   const settledRuns = isSettledRunStore(publisher) ? publisher : undefined;
   // A run that will render for sure (asked to, or no settled run recorded that it could match)
@@ -219,7 +272,10 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   // Observe and decide; any problem with the inputs stops here, before anything is written.
   // The scheduler configuration is no input object, even inside an input directory.
   const schedulerFile = values['scheduler-config'] ? [path.resolve(io.cwd, values['scheduler-config'])] : [];
-  const plan = await planFromInputs(positionals, location, config, values, io, warn, [...(outputDir ? [outputDir] : []), ...schedulerFile]);
+  const plan = await planFromInputs(positionals, location, config, values, io, warn, [
+    ...(outputDir ? [outputDir] : []),
+    ...schedulerFile,
+  ]);
   endPhase('inputs-and-releases');
   const allowPartial = values['allow-partial'];
   refusePlanProblems(plan, allowPartial);
@@ -235,11 +291,20 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
     ...(scheduler ? { scheduler } : {}),
   };
   // Everything that decides what this run publishes, known before rendering (run-fingerprint.ts).
-  const fingerprint = settledRuns ? runFingerprint({ tool: toolIdentity(), helm: helmIdentity({ configured: config.helmBinary, pathEnv: config.pathEnv }), plan: planMaterial(plan), options: pipelineOptions, target: publisher.target }) : undefined;
+  const fingerprint = settledRuns
+    ? runFingerprint({
+        tool: toolIdentity(),
+        helm: helmIdentity({ configured: config.helmBinary, pathEnv: config.pathEnv }),
+        plan: planMaterial(plan),
+        options: pipelineOptions,
+        target: publisher.target,
+      })
+    : undefined;
   // One run at a time per target, from reading what is there to replacing it.
   const lock = await publisher.lock?.({ timeoutMs: config.lockTimeoutMs, command: 'clusterstack render' });
   try {
-    const settled = fingerprint && settledRuns && !values['full-render'] ? await settledRuns.readSettledRun(fingerprint) : undefined;
+    const settled =
+      fingerprint && settledRuns && !values['full-render'] ? await settledRuns.readSettledRun(fingerprint) : undefined;
     if (settled) return reportUnchanged(settled);
     return await renderAndPublish();
   } finally {
@@ -262,7 +327,11 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
       ...(recorded.clusterRequests ? { clusterRequests: recorded.clusterRequests } : {}),
       ...(recorded.clusterRequestsNotOurs ? { clusterRequestsNotOurs: recorded.clusterRequestsNotOurs } : {}),
       warnings,
-      noop: { fingerprint: settled.fingerprint, reason: 'the inputs, releases, options and tool versions are those of the last settled run, and the target still holds what it left: not rendered again' },
+      noop: {
+        fingerprint: settled.fingerprint,
+        reason:
+          'the inputs, releases, options and tool versions are those of the last settled run, and the target still holds what it left: not rendered again',
+      },
     };
     io.stdout(values.json ? `${JSON.stringify(report, null, 2)}\n` : formatRenderReport(report, ''));
     return EXIT_OK;
@@ -271,7 +340,10 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   /** Loads the pipeline and helm's seam; with `checkHelm`, starts finding and checking helm too. */
   async function startRenderer(checkHelm: boolean): Promise<Renderer> {
     // Loaded only when rendering: a run that changes nothing never needs helm or the pipeline.
-    const [{ createHelmDependencies }, { renderAndPublish: renderAndPublishTree }] = await Promise.all([import('../../renderers/helm-dependencies.js'), import('../pipeline/render-and-publish.js')]);
+    const [{ createHelmDependencies }, { renderAndPublish: renderAndPublishTree }] = await Promise.all([
+      import('../../renderers/helm-dependencies.js'),
+      import('../pipeline/render-and-publish.js'),
+    ]);
     const helm = createHelmDependencies(helmOptionsFrom(config));
     if (checkHelm) helm.prepare();
     return { helm, renderAndPublishTree };
@@ -285,20 +357,30 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
     // Progress only for a person at a terminal: --json output is read by programs.
     const progress = io.isTty && !values.json ? terminalProgress(io.stderr) : undefined;
     const warningsBefore = warnings.length;
-    const run = await renderAndPublishTree(plan, previous, {
-      renderer: helm,
-      publish: async (tree, change) => {
-        // The record of an earlier settled run never outlives the target state it describes.
-        await settledRuns?.forgetSettledRun();
-        endPhase('render', `${helm.processesSpawned()} helm processes`);
-        const published = await publisher.publish(tree, change);
-        endPhase('publish');
-        return published;
+    const run = await renderAndPublishTree(
+      plan,
+      previous,
+      {
+        renderer: helm,
+        publish: async (tree, change) => {
+          // The record of an earlier settled run never outlives the target state it describes.
+          await settledRuns?.forgetSettledRun();
+          endPhase('render', `${helm.processesSpawned()} helm processes`);
+          const published = await publisher.publish(tree, change);
+          endPhase('publish');
+          return published;
+        },
+        ...(publisher.prestage
+          ? { prestage: (files: Iterable<readonly [string, string]>) => publisher.prestage!(files) }
+          : {}),
+        // The CLI tells people through its report: notes become warnings there.
+        logger: {
+          info: () => undefined,
+          warn: (fields, message) => warn(typeof fields['note'] === 'string' ? fields['note'] : message),
+        },
       },
-      ...(publisher.prestage ? { prestage: (files: Iterable<readonly [string, string]>) => publisher.prestage!(files) } : {}),
-      // The CLI tells people through its report: notes become warnings there.
-      logger: { info: () => undefined, warn: (fields, message) => warn(typeof fields['note'] === 'string' ? fields['note'] : message) },
-    }, { ...pipelineOptions, ...(progress ? { onProgress: progress.onProgress } : {}) });
+      { ...pipelineOptions, ...(progress ? { onProgress: progress.onProgress } : {}) },
+    );
     progress?.finish();
     if (run.status !== 'published') throw new Error('internal error: a CLI render was aborted');
     const { outcome, change, published: result } = run;
@@ -327,7 +409,9 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
       ...(secrets ? { secrets } : {}),
       helmProcesses: helm.processesSpawned(),
       ...(outcome.summary.clusterRequests ? { clusterRequests: outcome.summary.clusterRequests.requests } : {}),
-      ...(outcome.summary.clusterRequests?.notOurs ? { clusterRequestsNotOurs: outcome.summary.clusterRequests.notOurs } : {}),
+      ...(outcome.summary.clusterRequests?.notOurs
+        ? { clusterRequestsNotOurs: outcome.summary.clusterRequests.notOurs }
+        : {}),
       ...helmHooksReport(outcome.provenance.units),
       warnings,
     };
@@ -343,13 +427,26 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
  */
 function refusePlanProblems(plan: Plan, allowPartial: boolean): void {
   const remote = retryableProblems(plan);
-  if (remote.length > 0) throw new RemoteFailureError(`nothing was rendered or written: a release source failed; retry later:\n  ${remote.map(formatProblem).join('\n  ')}`);
+  if (remote.length > 0)
+    throw new RemoteFailureError(
+      `nothing was rendered or written: a release source failed; retry later:\n  ${remote.map(formatProblem).join('\n  ')}`,
+    );
   const problems = planReport(plan);
   if (!reportHasProblems(allowPartial ? { ...problems, clusters: [] } : problems)) return;
   const clusterProblems = problems.clusters.flatMap((c) => c.problems);
-  const all = [...problems.problems, ...problems.clusterStacks.flatMap((s) => [...s.problems, ...s.releases.flatMap((r) => r.problems)]), ...clusterProblems];
-  const hint = clusterProblems.length > 0 && !allowPartial ? `\n(--allow-partial publishes everything else and keeps the previous output of the Clusters named here)` : '';
-  throw new InputError(all.map((message) => ({ message })), `nothing was rendered or written:\n  ${all.join('\n  ')}${hint}`);
+  const all = [
+    ...problems.problems,
+    ...problems.clusterStacks.flatMap((s) => [...s.problems, ...s.releases.flatMap((r) => r.problems)]),
+    ...clusterProblems,
+  ];
+  const hint =
+    clusterProblems.length > 0 && !allowPartial
+      ? `\n(--allow-partial publishes everything else and keeps the previous output of the Clusters named here)`
+      : '';
+  throw new InputError(
+    all.map((message) => ({ message })),
+    `nothing was rendered or written:\n  ${all.join('\n  ')}${hint}`,
+  );
 }
 
 /** What a render needs beyond the plan: helm's seam and the pipeline, loaded on demand. */
@@ -365,18 +462,23 @@ function helmHooksReport(units: UnitRecord[]): Pick<RenderReport, 'helmHooks'> {
 }
 
 function toReportEntry(entry: WithheldEntry): RenderReport['withheld'][number] {
-  return { kind: entry.kind, namespace: entry.namespace, name: entry.name, ...(entry.layer ? { layer: entry.layer } : {}), reason: entry.reason, previousOutputKept: entry.previousKept };
+  return {
+    kind: entry.kind,
+    namespace: entry.namespace,
+    name: entry.name,
+    ...(entry.layer ? { layer: entry.layer } : {}),
+    reason: entry.reason,
+    previousOutputKept: entry.previousKept,
+  };
 }
-
-
-
-
 
 async function readTemplate(file: string, cwd: string, flag: string): Promise<string> {
   try {
     return await readFile(path.resolve(cwd, file), 'utf8');
   } catch (error) {
-    throw new UsageError(`${flag} ${file} cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+    throw new UsageError(
+      `${flag} ${file} cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+    );
   }
 }
 
@@ -385,14 +487,24 @@ function formatRenderReport(report: RenderReport, body: string): string {
   if (report.changed) {
     lines.push(`${report.summary}`);
     if (body) lines.push(body);
-    lines.push(`${report.files.written.length} files written, ${report.files.removed.length} removed in ${report.target}${report.commit ? ` (${report.commit.startsWith('sha256:') ? report.commit : `commit ${report.commit.slice(0, 12)}`})` : ''}`);
+    lines.push(
+      `${report.files.written.length} files written, ${report.files.removed.length} removed in ${report.target}${report.commit ? ` (${report.commit.startsWith('sha256:') ? report.commit : `commit ${report.commit.slice(0, 12)}`})` : ''}`,
+    );
     if (report.pullRequest) lines.push(`Pull request: ${report.pullRequest}`);
   } else {
     lines.push(`Nothing changed: ${report.target} already holds this render.`);
-    if (report.noop) lines.push('Not rendered again: the inputs, releases, options and tool versions are those of the last settled run, and the target still holds what it left (--full-render renders anyway).');
-    for (const entry of report.withheld) lines.push(`- Withheld ${entry.kind} ${entry.namespace}/${entry.name}${entry.layer ? `/${entry.layer}` : ''}: ${entry.reason}${entry.previousOutputKept ? ' (previous output kept)' : ''}`);
+    if (report.noop)
+      lines.push(
+        'Not rendered again: the inputs, releases, options and tool versions are those of the last settled run, and the target still holds what it left (--full-render renders anyway).',
+      );
+    for (const entry of report.withheld)
+      lines.push(
+        `- Withheld ${entry.kind} ${entry.namespace}/${entry.name}${entry.layer ? `/${entry.layer}` : ''}: ${entry.reason}${entry.previousOutputKept ? ' (previous output kept)' : ''}`,
+      );
   }
-  lines.push(`Units: ${report.units.rendered} rendered, ${report.units.reused} unchanged; helm processes: ${report.helmProcesses}.`);
+  lines.push(
+    `Units: ${report.units.rendered} rendered, ${report.units.reused} unchanged; helm processes: ${report.helmProcesses}.`,
+  );
   if (report.secrets) lines.push(describeEncryptedSecrets(report.secrets));
   return `${lines.join('\n')}\n`;
 }

@@ -20,12 +20,20 @@ export function formatDuration(ms: number): string {
  */
 export function progressLine(progress: RenderProgress, elapsedMs: number): string {
   const left = progress.unitsTotal - progress.unitsDone;
-  const eta = left === 0 ? 'done' : progress.unitsRendered > 0 && elapsedMs > 0 ? `about ${formatDuration((elapsedMs / progress.unitsRendered) * left)} left` : 'estimating time left';
+  const eta =
+    left === 0
+      ? 'done'
+      : progress.unitsRendered > 0 && elapsedMs > 0
+        ? `about ${formatDuration((elapsedMs / progress.unitsRendered) * left)} left`
+        : 'estimating time left';
   return `rendering: ${progress.unitsDone}/${progress.unitsTotal} units (releases ${progress.releasesDone}/${progress.releasesTotal}, clusters ${progress.clustersDone}/${progress.clustersTotal}), ${eta}`;
 }
 
 /** An onProgress that redraws one stderr line, and `finish` that ends it. */
-export function terminalProgress(write: (text: string) => void, now: () => number = () => performance.now()): { onProgress: (progress: RenderProgress) => void; finish: () => void } {
+export function terminalProgress(
+  write: (text: string) => void,
+  now: () => number = () => performance.now(),
+): { onProgress: (progress: RenderProgress) => void; finish: () => void } {
   let started: number | undefined;
   let lastDraw = -Infinity;
   let width = 0;

@@ -10,12 +10,32 @@ type Command = (args: string[], io: CliIo) => Promise<number>;
 
 // Commands load on demand: `render` need not pay for the controller's Kubernetes client at start-up.
 const COMMANDS: Record<string, { load: () => Promise<{ run: Command; usage: string }>; summary: string }> = {
-  plan: { load: async () => import('./plan-command.js').then((m) => ({ run: m.planCommand, usage: m.PLAN_USAGE })), summary: 'resolve which releases each stack keeps and which each cluster uses' },
-  render: { load: async () => import('./render-command.js').then((m) => ({ run: m.renderCommand, usage: m.RENDER_USAGE })), summary: 'render ClusterClasses and cluster addons into a directory or Git repository' },
-  releases: { load: async () => import('./releases-command.js').then((m) => ({ run: m.releasesCommand, usage: m.RELEASES_USAGE })), summary: 'list the releases a source offers (releases list --source ...)' },
-  cache: { load: async () => import('./cache-command.js').then((m) => ({ run: m.cacheCommand, usage: m.CACHE_USAGE })), summary: 'show the release cache size, or prune releases no stack keeps' },
-  controller: { load: async () => import('./controller-command.js').then((m) => ({ run: m.controllerCommand, usage: m.CONTROLLER_USAGE })), summary: 'run in the management cluster: watch, render and publish on every change, report status' },
-  version: { load: async () => import('./version-command.js').then((m) => ({ run: m.versionCommand, usage: m.VERSION_USAGE })), summary: 'print the versions of clusterstack, helm and Node.js (also --version)' },
+  plan: {
+    load: async () => import('./plan-command.js').then((m) => ({ run: m.planCommand, usage: m.PLAN_USAGE })),
+    summary: 'resolve which releases each stack keeps and which each cluster uses',
+  },
+  render: {
+    load: async () => import('./render-command.js').then((m) => ({ run: m.renderCommand, usage: m.RENDER_USAGE })),
+    summary: 'render ClusterClasses and cluster addons into a directory or Git repository',
+  },
+  releases: {
+    load: async () =>
+      import('./releases-command.js').then((m) => ({ run: m.releasesCommand, usage: m.RELEASES_USAGE })),
+    summary: 'list the releases a source offers (releases list --source ...)',
+  },
+  cache: {
+    load: async () => import('./cache-command.js').then((m) => ({ run: m.cacheCommand, usage: m.CACHE_USAGE })),
+    summary: 'show the release cache size, or prune releases no stack keeps',
+  },
+  controller: {
+    load: async () =>
+      import('./controller-command.js').then((m) => ({ run: m.controllerCommand, usage: m.CONTROLLER_USAGE })),
+    summary: 'run in the management cluster: watch, render and publish on every change, report status',
+  },
+  version: {
+    load: async () => import('./version-command.js').then((m) => ({ run: m.versionCommand, usage: m.VERSION_USAGE })),
+    summary: 'print the versions of clusterstack, helm and Node.js (also --version)',
+  },
 };
 
 const HELP_FLAGS = new Set(['--help', '-h']);
@@ -74,8 +94,12 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
   const entry = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   if (!entry) {
     // A mistyped flag here can only be one of the two flags that stand in for a command.
-    const suggestion = name.startsWith('-') ? didYouMean(name, ['--help', '--version']) : didYouMean(name, [...Object.keys(COMMANDS), 'help']);
-    io.stderr(`error: ${name.startsWith('-') ? `unknown flag ${name}` : `unknown command "${name}"`}${suggestion}\nRun 'clusterstack --help' for the commands.\n`);
+    const suggestion = name.startsWith('-')
+      ? didYouMean(name, ['--help', '--version'])
+      : didYouMean(name, [...Object.keys(COMMANDS), 'help']);
+    io.stderr(
+      `error: ${name.startsWith('-') ? `unknown flag ${name}` : `unknown command "${name}"`}${suggestion}\nRun 'clusterstack --help' for the commands.\n`,
+    );
     return EXIT_USAGE;
   }
   const command = await entry.load();
@@ -92,7 +116,8 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
     // A document nested deeper than this thread's stack reads (kube-yaml.ts DeepNestingError): the
     // whole command again where the stack holds Kubernetes' depth. Checked by its marker, so that
     // commands that never read YAML do not load the reader.
-    if (io.rerunOnDeepStack && (error as { needsDeepStack?: unknown } | null)?.needsDeepStack === true) return io.rerunOnDeepStack();
+    if (io.rerunOnDeepStack && (error as { needsDeepStack?: unknown } | null)?.needsDeepStack === true)
+      return io.rerunOnDeepStack();
     return reportError(error, io, name);
   }
 }
@@ -114,7 +139,9 @@ function reportError(thrown: unknown, io: CliIo, command: string): number {
   if (kind === 'internal') {
     // Nothing declared what should happen next: we did not foresee it, so it is ours to fix.
     const stack = error instanceof Error && error.stack ? `\n${error.stack.split('\n').slice(1).join('\n')}` : '';
-    io.stderr(`error: ${message}\nThis is a bug in clusterstack (an error of a kind it does not know): please report it with this output and the command line.${stack}\n`);
+    io.stderr(
+      `error: ${message}\nThis is a bug in clusterstack (an error of a kind it does not know): please report it with this output and the command line.${stack}\n`,
+    );
     return exitCode;
   }
   // A wait ends a run as done (the table's exit code): what waits is left for a later run.

@@ -10,14 +10,19 @@ export const SCHEDULER_CONFIG_HELP = `  --scheduler-config <file>  openMCP sched
                            Clusters`;
 
 /** The scheduler configuration named by the flag, if any. */
-export async function readSchedulerConfigOption(file: string | undefined, cwd: string): Promise<SchedulerConfig | undefined> {
+export async function readSchedulerConfigOption(
+  file: string | undefined,
+  cwd: string,
+): Promise<SchedulerConfig | undefined> {
   if (file === undefined || file === '') return undefined;
   let text: string;
   try {
     text = await readFile(path.resolve(cwd, file), 'utf8');
   } catch (error) {
     // A file the flag names that is not there is a bad flag value, as for --sops-config and the templates.
-    throw new UsageError(`--scheduler-config ${file} cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+    throw new UsageError(
+      `--scheduler-config ${file} cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+    );
   }
   // Loaded only when the flag is given: a run without ClusterRequests does not pay for it.
   const { parseSchedulerConfig } = await import('../cluster-requests/scheduler-config.js');

@@ -36,7 +36,11 @@ export async function secretSettingsFrom(
   if (policy !== 'encrypt') {
     // splitRecipientList's separators: a flag of only commas and spaces names no recipient.
     const recipientGiven = (flags['age-recipient'] ?? []).some((value) => /[^,\s]/.test(value));
-    const given = [recipientGiven && '--age-recipient', flags['sops-config'] && '--sops-config', flags['sops-secret'] && '--sops-secret'].filter(Boolean);
+    const given = [
+      recipientGiven && '--age-recipient',
+      flags['sops-config'] && '--sops-config',
+      flags['sops-secret'] && '--sops-secret',
+    ].filter(Boolean);
     if (given.length > 0) throw new UsageError(`${given.join(', ')} only apply with --secrets encrypt`);
     return {};
   }
@@ -44,7 +48,10 @@ export async function secretSettingsFrom(
   const fromFlags = (flags['age-recipient'] ?? []).flatMap(splitRecipientList);
   const fromEnv = splitRecipientList(env[AGE_RECIPIENTS_VARIABLE] ?? '');
   const recipients = fromFlags.length > 0 ? fromFlags : fromEnv;
-  const encryption: EncryptionInput = { recipients, recipientsOrigin: fromFlags.length > 0 ? '--age-recipient' : AGE_RECIPIENTS_VARIABLE };
+  const encryption: EncryptionInput = {
+    recipients,
+    recipientsOrigin: fromFlags.length > 0 ? '--age-recipient' : AGE_RECIPIENTS_VARIABLE,
+  };
   try {
     checkAgeRecipients(recipients, encryption.recipientsOrigin);
   } catch (error) {
@@ -55,7 +62,9 @@ export async function secretSettingsFrom(
     try {
       encryption.sopsConfig = { text: await readFile(file, 'utf8'), origin: `--sops-config ${flags['sops-config']}` };
     } catch (error) {
-      throw new UsageError(`--sops-config ${flags['sops-config']} cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+      throw new UsageError(
+        `--sops-config ${flags['sops-config']} cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+      );
     }
   }
   return { encryption, ...(flags['sops-secret'] ? { sopsSecret: flags['sops-secret'] } : {}) };
@@ -76,14 +85,29 @@ export async function controllerSecretSettings(
   const fromEnv = (name: string): string | undefined => (policy === 'encrypt' ? nonEmpty(io.env[name]) : undefined);
   const sopsConfig = flags['sops-config'] ?? fromEnv('CLUSTERSTACK_SOPS_CONFIG');
   const sopsSecret = flags['sops-secret'] ?? fromEnv('CLUSTERSTACK_SOPS_SECRET');
-  const settings = await secretSettingsFrom(policy, { ...flags, ...(sopsConfig ? { 'sops-config': sopsConfig } : {}), ...(sopsSecret ? { 'sops-secret': sopsSecret } : {}) }, io.env, io.cwd);
+  const settings = await secretSettingsFrom(
+    policy,
+    {
+      ...flags,
+      ...(sopsConfig ? { 'sops-config': sopsConfig } : {}),
+      ...(sopsSecret ? { 'sops-secret': sopsSecret } : {}),
+    },
+    io.env,
+    io.cwd,
+  );
   if (!settings.encryption) return settings;
-  const [{ checkEncryptionEngine }, { resolveSecretEncryption }] = await Promise.all([import('../secrets/encryption-engine.js'), import('../secrets/secret-encryption.js')]);
+  const [{ checkEncryptionEngine }, { resolveSecretEncryption }] = await Promise.all([
+    import('../secrets/encryption-engine.js'),
+    import('../secrets/secret-encryption.js'),
+  ]);
   try {
     checkEncryptionEngine(engine);
-    if (settings.encryption.recipients.length > 0 || settings.encryption.sopsConfig) resolveSecretEncryption(settings.encryption, undefined);
+    if (settings.encryption.recipients.length > 0 || settings.encryption.sopsConfig)
+      resolveSecretEncryption(settings.encryption, undefined);
   } catch (error) {
-    throw new UsageError((error as Error).message.replace(/; nothing was rendered or written$|\. Nothing was rendered or written$/i, ''));
+    throw new UsageError(
+      (error as Error).message.replace(/; nothing was rendered or written$|\. Nothing was rendered or written$/i, ''),
+    );
   }
   return settings;
 }

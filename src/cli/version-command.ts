@@ -32,7 +32,10 @@ export async function readPackageVersion(moduleUrl: string = import.meta.url): P
   let dir = path.dirname(fileURLToPath(moduleUrl));
   for (;;) {
     try {
-      const manifest = JSON.parse(await readFile(path.join(dir, 'package.json'), 'utf8')) as { name?: unknown; version?: unknown };
+      const manifest = JSON.parse(await readFile(path.join(dir, 'package.json'), 'utf8')) as {
+        name?: unknown;
+        version?: unknown;
+      };
       // Another package.json on the way up (a workspace, node_modules) is not ours: keep looking.
       if (manifest.name === PACKAGE_NAME && typeof manifest.version === 'string') return manifest.version;
     } catch {
@@ -49,7 +52,11 @@ export async function versionCommand(args: string[], io: CliIo): Promise<number>
   const { values } = parseCommandLine('version', { args, options: { helm: { type: 'string' } } });
   const version = await readPackageVersion();
   const helm = await helmLine(values.helm, io);
-  const lines = [`clusterstack ${version ?? '(unknown: its package.json was not found)'}`, helm.line, `node ${process.version}`];
+  const lines = [
+    `clusterstack ${version ?? '(unknown: its package.json was not found)'}`,
+    helm.line,
+    `node ${process.version}`,
+  ];
   io.stdout(`${lines.join('\n')}\n`);
   if (helm.warning) io.stderr(`warning: ${helm.warning}\n`);
   return EXIT_OK;
@@ -58,7 +65,10 @@ export async function versionCommand(args: string[], io: CliIo): Promise<number>
 async function helmLine(flag: string | undefined, io: CliIo): Promise<{ line: string; warning?: string }> {
   try {
     const config = resolveConfig(io.env, flag ? { helmBinary: path.resolve(io.cwd, flag) } : {});
-    const helm = await resolveHelmBinary({ ...(config.helmBinary ? { configured: config.helmBinary } : {}), pathEnv: config.pathEnv });
+    const helm = await resolveHelmBinary({
+      ...(config.helmBinary ? { configured: config.helmBinary } : {}),
+      pathEnv: config.pathEnv,
+    });
     return { line: describeHelm(helm), ...(helm.warning ? { warning: helm.warning } : {}) };
   } catch (error) {
     return { line: `helm (none usable): ${(error as Error).message}` };

@@ -29,19 +29,34 @@ const FLAG_OF_FIELD: Readonly<Record<string, string>> = {
  * sync state); the render command requires one. A value the engine could not use (a namespace that
  * is no DNS label, a Secret name with capitals) is a usage error naming the flag, before anything runs.
  */
-export function wiringOptionsFor(output: OutputSettings, wiring: WiringSettings & { sopsSecret?: string | undefined }, required: boolean): WiringOptions | undefined {
+export function wiringOptionsFor(
+  output: OutputSettings,
+  wiring: WiringSettings & { sopsSecret?: string | undefined },
+  required: boolean,
+): WiringOptions | undefined {
   const options = unchecked(output, wiring, required);
   if (!options) return undefined;
   try {
     checkWiringOptions(options);
   } catch (error) {
     if (!(error instanceof InputError)) throw error;
-    throw new UsageError(error.problems.map((problem) => `${FLAG_OF_FIELD[problem.path ?? ''] ?? `GitOps wiring ${problem.path ?? ''}`.trim()}: ${problem.message}`).join('\n'));
+    throw new UsageError(
+      error.problems
+        .map(
+          (problem) =>
+            `${FLAG_OF_FIELD[problem.path ?? ''] ?? `GitOps wiring ${problem.path ?? ''}`.trim()}: ${problem.message}`,
+        )
+        .join('\n'),
+    );
   }
   return options;
 }
 
-function unchecked(output: OutputSettings, wiring: WiringSettings & { sopsSecret?: string | undefined }, required: boolean): WiringOptions | undefined {
+function unchecked(
+  output: OutputSettings,
+  wiring: WiringSettings & { sopsSecret?: string | undefined },
+  required: boolean,
+): WiringOptions | undefined {
   let engine: ReturnType<typeof parseGitOpsEngine>;
   try {
     engine = parseGitOpsEngine(wiring.gitops);
@@ -50,14 +65,31 @@ function unchecked(output: OutputSettings, wiring: WiringSettings & { sopsSecret
   }
   if (engine === 'none') return undefined;
   const secret = wiring.gitopsSecret ? { secretName: wiring.gitopsSecret } : {};
-  const base = { engine, name: wiring.gitopsName, namespace: wiring.gitopsNamespace ?? (engine === 'flux' ? 'flux-system' : 'argocd'), ...(wiring.sopsSecret ? { sopsSecret: wiring.sopsSecret } : {}) };
+  const base = {
+    engine,
+    name: wiring.gitopsName,
+    namespace: wiring.gitopsNamespace ?? (engine === 'flux' ? 'flux-system' : 'argocd'),
+    ...(wiring.sopsSecret ? { sopsSecret: wiring.sopsSecret } : {}),
+  };
   if (output.oci) {
     const reference = parseOciArtifactReference(output.oci);
-    return { ...base, source: { kind: 'oci', url: `oci://${reference.registry}/${reference.repository}`, tag: reference.tag, ...secret, ...(output.plainHttp ? { insecure: true } : {}) } };
+    return {
+      ...base,
+      source: {
+        kind: 'oci',
+        url: `oci://${reference.registry}/${reference.repository}`,
+        tag: reference.tag,
+        ...secret,
+        ...(output.plainHttp ? { insecure: true } : {}),
+      },
+    };
   }
   const url = wiring.gitopsUrl ?? (output.git && isUrl(output.git) ? output.git : undefined);
   if (!url) {
-    if (required) throw new UsageError(`--gitops ${engine} needs --gitops-url: the URL ${engine === 'flux' ? 'Flux' : 'Argo CD'} fetches the rendered tree from`);
+    if (required)
+      throw new UsageError(
+        `--gitops ${engine} needs --gitops-url: the URL ${engine === 'flux' ? 'Flux' : 'Argo CD'} fetches the rendered tree from`,
+      );
     return undefined;
   }
   return { ...base, source: { kind: 'git', url, branch: output.branch, path: output.path, ...secret } };

@@ -47,7 +47,10 @@ export interface LoadedReleaseFacts {
 }
 
 /** Every ClusterStack's profile, sorted by name; `factsOf` reads a loaded release (undefined: not loaded). */
-export function clusterProfiles(resolution: Resolution, factsOf: (namespace: string, release: string) => LoadedReleaseFacts | undefined): ClusterProfileInfo[] {
+export function clusterProfiles(
+  resolution: Resolution,
+  factsOf: (namespace: string, release: string) => LoadedReleaseFacts | undefined,
+): ClusterProfileInfo[] {
   return resolution.clusterStacks
     .map((stack) => {
       const releases: ProfileRelease[] = [];
@@ -62,7 +65,11 @@ export function clusterProfiles(resolution: Resolution, factsOf: (namespace: str
           deprecated: decision.reasons.every((reason) => reason.startsWith(USED_BY_PREFIX)),
         });
       }
-      const info: ClusterProfileInfo = { name: profileNameOf(stack), stack: { namespace: stack.namespace, name: stack.name, provider: stack.stack.spec.provider }, releases };
+      const info: ClusterProfileInfo = {
+        name: profileNameOf(stack),
+        stack: { namespace: stack.namespace, name: stack.name, provider: stack.stack.spec.provider },
+        releases,
+      };
       const chosen = releases.filter((release) => !release.deprecated).at(-1) ?? releases.at(-1);
       if (chosen) info.newClusterRelease = chosen;
       return info;
@@ -93,7 +100,11 @@ export function clusterProfileObject(profile: ClusterProfileInfo): KubeObject {
     apiVersion: OPENMCP_CLUSTERS_API,
     kind: 'ClusterProfile',
     metadata: { name: profile.name },
-    spec: { providerRef: { name: profile.stack.provider }, providerConfigRef: { name: profile.stack.name }, supportedVersions },
+    spec: {
+      providerRef: { name: profile.stack.provider },
+      providerConfigRef: { name: profile.stack.name },
+      supportedVersions,
+    },
   };
 }
 

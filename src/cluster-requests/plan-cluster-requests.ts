@@ -11,9 +11,21 @@ import { clusterProfileFile, requestedClusterFile } from '../output/tree-layout.
 import { loadedRelease, type Plan } from '../plan/build-plan.js';
 import { serializeObject } from '../render/manifest-objects.js';
 import { decodeYamlDocument } from '../yaml/kube-yaml.js';
-import { type ClusterProfileInfo, clusterProfileObject, clusterProfiles, OPENMCP_CLUSTERS_API } from './cluster-profiles.js';
+import {
+  type ClusterProfileInfo,
+  clusterProfileObject,
+  clusterProfiles,
+  OPENMCP_CLUSTERS_API,
+} from './cluster-profiles.js';
 import { REQUESTED_PURPOSE_LABEL, requestedClusterObject } from './requested-clusters.js';
-import { type ClusterRequestInput, type NotOurRequest, type RequestOutcome, type ScheduledCluster, scheduleRequests, type WithheldCluster } from './schedule-requests.js';
+import {
+  type ClusterRequestInput,
+  type NotOurRequest,
+  type RequestOutcome,
+  type ScheduledCluster,
+  scheduleRequests,
+  type WithheldCluster,
+} from './schedule-requests.js';
 import type { SchedulerConfig } from './scheduler-config.js';
 import { compareText } from '../core/compare-text.js';
 
@@ -66,7 +78,13 @@ function clusterRequestsOf(plan: Plan): ClusterRequestInput[] {
     const purpose = (object as KubeObject & { spec?: { purpose?: unknown } }).spec?.purpose;
     const namespace = object.metadata.namespace ?? 'default';
     const labels = object.metadata.labels;
-    requests.push({ namespace, name: object.metadata.name, purpose: typeof purpose === 'string' ? purpose : '', ...(labels ? { labels } : {}), source });
+    requests.push({
+      namespace,
+      name: object.metadata.name,
+      purpose: typeof purpose === 'string' ? purpose : '',
+      ...(labels ? { labels } : {}),
+      source,
+    });
   }
   return requests;
 }
@@ -77,18 +95,42 @@ function clusterRequestsOf(plan: Plan): ClusterRequestInput[] {
  * a cluster a request already had stays (see schedule-requests.ts). `setting` may say the
  * configuration is refused (controller): then every cluster of the previous tree is kept as it was.
  */
-export function planClusterRequests(plan: Plan, setting: SchedulerSetting | SchedulerConfig | undefined, published: PublishedState): PlannedClusterRequests {
-  const config = setting === undefined ? undefined : 'config' in setting ? setting.config : 'refused' in setting ? undefined : setting;
+export function planClusterRequests(
+  plan: Plan,
+  setting: SchedulerSetting | SchedulerConfig | undefined,
+  published: PublishedState,
+): PlannedClusterRequests {
+  const config =
+    setting === undefined
+      ? undefined
+      : 'config' in setting
+        ? setting.config
+        : 'refused' in setting
+          ? undefined
+          : setting;
   const refused = setting !== undefined && 'refused' in setting ? setting.refused : undefined;
   const requests = clusterRequestsOf(plan);
   const profiles = clusterProfiles(plan.resolution, (namespace, release) => {
     const content = loadedRelease(plan, namespace, release)?.content;
-    return content && { kubernetesVersion: content.metadata.kubernetesVersion, clusterApiVersion: content.clusterClassApiVersion };
+    return (
+      content && {
+        kubernetesVersion: content.metadata.kubernetesVersion,
+        clusterApiVersion: content.clusterClassApiVersion,
+      }
+    );
   });
   // A Cluster in the inputs carrying our purpose label is the live copy of one we generated (the
   // controller sees it once Argo CD or Flux applied it); any other is a person's, never touched.
-  const observed = new Map(plan.inputs.clusters.filter((c) => c.object.metadata.labels?.[REQUESTED_PURPOSE_LABEL] !== undefined).map((c) => [key(c.object.metadata.namespace ?? 'default', c.object.metadata.name), c.object]));
-  const people = new Set(plan.inputs.clusters.map((c) => key(c.object.metadata.namespace ?? 'default', c.object.metadata.name)).filter((k) => !observed.has(k)));
+  const observed = new Map(
+    plan.inputs.clusters
+      .filter((c) => c.object.metadata.labels?.[REQUESTED_PURPOSE_LABEL] !== undefined)
+      .map((c) => [key(c.object.metadata.namespace ?? 'default', c.object.metadata.name), c.object]),
+  );
+  const people = new Set(
+    plan.inputs.clusters
+      .map((c) => key(c.object.metadata.namespace ?? 'default', c.object.metadata.name))
+      .filter((k) => !observed.has(k)),
+  );
   const previousRecord = published.clusterRequests;
   const scheduled = scheduleRequests({
     requests,
@@ -103,14 +145,24 @@ export function planClusterRequests(plan: Plan, setting: SchedulerSetting | Sche
   const notes: string[] = [];
   const { files, objects } = requestFiles(profiles, scheduled, published, notes);
   for (const request of scheduled.requests) {
-    if (REFUSALS.has(request.reason)) notes.push(`ClusterRequest ${key(request.namespace, request.name)} is Pending (${request.reason}): ${request.message}`);
+    if (REFUSALS.has(request.reason))
+      notes.push(
+        `ClusterRequest ${key(request.namespace, request.name)} is Pending (${request.reason}): ${request.message}`,
+      );
   }
 
   return {
     plan: { ...plan, resolution: withGeneratedClusters(plan.resolution, objects, observed) },
     output: {
       files,
-      record: { ...(config ? { schedulerConfig: config.digest } : previousRecord?.schedulerConfig ? { schedulerConfig: previousRecord.schedulerConfig } : {}), ...scheduled.record },
+      record: {
+        ...(config
+          ? { schedulerConfig: config.digest }
+          : previousRecord?.schedulerConfig
+            ? { schedulerConfig: previousRecord.schedulerConfig }
+            : {}),
+        ...scheduled.record,
+      },
       summary: requestsSummary(profiles, scheduled),
     },
     profiles,
@@ -127,14 +179,25 @@ export function planClusterRequests(plan: Plan, setting: SchedulerSetting | Sche
 type GeneratedCluster = { id: string; object: CapiCluster; className: string; stackNamespace: string };
 
 /** The files requests write (profiles, generated Clusters, withheld ones as they were) and the Clusters among them. */
-function requestFiles(profiles: ClusterProfileInfo[], scheduled: ReturnType<typeof scheduleRequests>, published: PublishedState, notes: string[]): { files: Map<string, string>; objects: GeneratedCluster[] } {
+function requestFiles(
+  profiles: ClusterProfileInfo[],
+  scheduled: ReturnType<typeof scheduleRequests>,
+  published: PublishedState,
+  notes: string[],
+): { files: Map<string, string>; objects: GeneratedCluster[] } {
   const files = new Map<string, string>();
-  for (const profile of profiles) files.set(clusterProfileFile(profile.name), serializeObject(clusterProfileObject(profile)));
+  for (const profile of profiles)
+    files.set(clusterProfileFile(profile.name), serializeObject(clusterProfileObject(profile)));
   const objects: GeneratedCluster[] = [];
   for (const cluster of scheduled.clusters) {
     const object = requestedClusterObject(cluster);
     files.set(requestedClusterFile(cluster.namespace, cluster.name), serializeObject(object));
-    objects.push({ id: key(cluster.namespace, cluster.name), object, className: cluster.release.className, stackNamespace: cluster.stackNamespace });
+    objects.push({
+      id: key(cluster.namespace, cluster.name),
+      object,
+      className: cluster.release.className,
+      stackNamespace: cluster.stackNamespace,
+    });
   }
   // Withheld clusters: the previous manifest, byte for byte (it never leaves the tree for a refusal).
   keepWithheldClusters(scheduled.withheld, published, files, objects, notes);
@@ -142,29 +205,53 @@ function requestFiles(profiles: ClusterProfileInfo[], scheduled: ReturnType<type
 }
 
 /** Each withheld Cluster's previous manifest, kept as written (a note says why), or a note that there is none to keep. */
-function keepWithheldClusters(withheld: WithheldCluster[], published: PublishedState, files: Map<string, string>, objects: GeneratedCluster[], notes: string[]): void {
+function keepWithheldClusters(
+  withheld: WithheldCluster[],
+  published: PublishedState,
+  files: Map<string, string>,
+  objects: GeneratedCluster[],
+  notes: string[],
+): void {
   for (const cluster of withheld) {
     const file = requestedClusterFile(cluster.namespace, cluster.name);
     const text = published.tree.get(file);
     if (text === undefined) {
-      notes.push(`Cluster ${key(cluster.namespace, cluster.name)} (made for requests) is not written: ${cluster.reason}, and the previous tree has no ${file} to keep`);
+      notes.push(
+        `Cluster ${key(cluster.namespace, cluster.name)} (made for requests) is not written: ${cluster.reason}, and the previous tree has no ${file} to keep`,
+      );
       continue;
     }
     files.set(file, text);
-    notes.push(`Cluster ${key(cluster.namespace, cluster.name)} (made for requests) is kept as the previous render wrote it: ${cluster.reason}`);
+    notes.push(
+      `Cluster ${key(cluster.namespace, cluster.name)} (made for requests) is kept as the previous render wrote it: ${cluster.reason}`,
+    );
     const object = decodeYamlDocument(text).value as CapiCluster;
     const named = clusterClassOf(object);
-    if (named.kind === 'class') objects.push({ id: key(cluster.namespace, cluster.name), object, className: named.name, stackNamespace: named.namespace });
+    if (named.kind === 'class')
+      objects.push({
+        id: key(cluster.namespace, cluster.name),
+        object,
+        className: named.name,
+        stackNamespace: named.namespace,
+      });
   }
 }
 
 /** The summary plan prints: each profile's versions and each request's phase and cluster. */
-function requestsSummary(profiles: ClusterProfileInfo[], scheduled: ReturnType<typeof scheduleRequests>): ClusterRequestsOutput['summary'] {
+function requestsSummary(
+  profiles: ClusterProfileInfo[],
+  scheduled: ReturnType<typeof scheduleRequests>,
+): ClusterRequestsOutput['summary'] {
   return {
     profiles: profiles.map((profile) => ({
       name: profile.name,
       stack: key(profile.stack.namespace, profile.stack.name),
-      versions: profile.releases.map((release) => `${release.kubernetesVersion} (${release.release}${release.deprecated ? ', deprecated' : ''})`).join(', ') || 'none',
+      versions:
+        profile.releases
+          .map(
+            (release) => `${release.kubernetesVersion} (${release.release}${release.deprecated ? ', deprecated' : ''})`,
+          )
+          .join(', ') || 'none',
     })),
     requests: scheduled.requests.map((request) => ({
       namespace: request.namespace,
@@ -188,7 +275,11 @@ function requestsSummary(profiles: ClusterProfileInfo[], scheduled: ReturnType<t
  * Cluster already holds its new addons ("published first": the BeforeClusterUpgrade hook waits for
  * them). The release it moves from keeps the Cluster in its usedBy until the live copy moved.
  */
-function withGeneratedClusters(resolution: Resolution, generated: GeneratedCluster[], observed: Map<string, CapiCluster>): Resolution {
+function withGeneratedClusters(
+  resolution: Resolution,
+  generated: GeneratedCluster[],
+  observed: Map<string, CapiCluster>,
+): Resolution {
   // A copy: the plan the caller holds keeps describing the inputs alone.
   const next = structuredClone(resolution);
   for (const { id, object, className, stackNamespace } of generated) {
@@ -197,7 +288,9 @@ function withGeneratedClusters(resolution: Resolution, generated: GeneratedClust
     const liveClass = live ? clusterClassOf(live) : undefined;
     if (liveClass?.kind === 'class' && liveClass.name === className) continue;
     // A kept manifest may name a release no stack keeps any more: it is written, but renders nothing.
-    const stack = next.clusterStacks.find((s) => s.namespace === stackNamespace && s.releases.some((r) => r.className === className));
+    const stack = next.clusterStacks.find(
+      (s) => s.namespace === stackNamespace && s.releases.some((r) => r.className === className),
+    );
     const decision = stack?.releases.find((r) => r.className === className);
     if (!stack || !decision) continue;
     decision.usedBy.push(id);
@@ -232,7 +325,12 @@ function movingTo(live: CapiCluster, generated: CapiCluster): CapiCluster {
   const { class: className, classNamespace, classRef, ...rest } = topology;
   const name = classRef?.name ?? className;
   const namespace = classRef?.namespace ?? classNamespace;
-  const { class: _class, classNamespace: _classNamespace, classRef: _classRef, ...liveTopology } = moved.spec.topology ?? {};
+  const {
+    class: _class,
+    classNamespace: _classNamespace,
+    classRef: _classRef,
+    ...liveTopology
+  } = moved.spec.topology ?? {};
   moved.spec.topology = usesClassRef(live.apiVersion)
     ? { ...liveTopology, ...rest, classRef: { name, ...(namespace !== undefined ? { namespace } : {}) } }
     : { ...liveTopology, ...rest, class: name, ...(namespace !== undefined ? { classNamespace: namespace } : {}) };

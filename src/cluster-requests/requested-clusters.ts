@@ -30,18 +30,26 @@ function requestLabelName(request: string): string {
 /** The Cluster object for a scheduled cluster. */
 export function requestedClusterObject(cluster: ScheduledCluster): CapiCluster {
   const { labels, annotations } = cluster.template.template.metadata;
-  const version = cluster.release.kubernetesVersion.startsWith('v') ? cluster.release.kubernetesVersion : `v${cluster.release.kubernetesVersion}`;
+  const version = cluster.release.kubernetesVersion.startsWith('v')
+    ? cluster.release.kubernetesVersion
+    : `v${cluster.release.kubernetesVersion}`;
   const apiVersion = cluster.release.clusterApiVersion ?? DEFAULT_CLUSTER_API_VERSION;
   const classNamespace = cluster.stackNamespace !== cluster.namespace ? { namespace: cluster.stackNamespace } : {};
   // The stack's ClusterClass version decides the Cluster's: v1beta2 names the class in classRef.
   const topology: NonNullable<NonNullable<CapiCluster['spec']>['topology']> = usesClassRef(apiVersion)
     ? { classRef: { name: cluster.release.className, ...classNamespace }, version }
-    : { class: cluster.release.className, ...(classNamespace.namespace ? { classNamespace: classNamespace.namespace } : {}), version };
+    : {
+        class: cluster.release.className,
+        ...(classNamespace.namespace ? { classNamespace: classNamespace.namespace } : {}),
+        version,
+      };
   const extra = cluster.template.clusterSpec;
   if (extra?.topology?.controlPlane) topology['controlPlane'] = extra.topology.controlPlane;
   if (extra?.topology?.workers) topology['workers'] = extra.topology.workers;
   if (extra?.topology?.variables) topology['variables'] = extra.topology.variables;
-  const spec: NonNullable<CapiCluster['spec']> = extra?.clusterNetwork ? { clusterNetwork: extra.clusterNetwork, topology } : { topology };
+  const spec: NonNullable<CapiCluster['spec']> = extra?.clusterNetwork
+    ? { clusterNetwork: extra.clusterNetwork, topology }
+    : { topology };
   return {
     apiVersion,
     kind: 'Cluster',
@@ -52,9 +60,15 @@ export function requestedClusterObject(cluster: ScheduledCluster): CapiCluster {
         ...labels,
         [DELETE_WITHOUT_REQUESTS_LABEL]: labels[DELETE_WITHOUT_REQUESTS_LABEL] ?? 'true',
         [REQUESTED_PURPOSE_LABEL]: cluster.purpose,
-        ...Object.fromEntries(cluster.requests.map((request) => [`${REQUEST_LABEL_PREFIX}${requestLabelName(request)}`, 'true'])),
+        ...Object.fromEntries(
+          cluster.requests.map((request) => [`${REQUEST_LABEL_PREFIX}${requestLabelName(request)}`, 'true']),
+        ),
       },
-      annotations: { ...annotations, [PROFILE_ANNOTATION]: cluster.profile, [REQUESTS_ANNOTATION]: cluster.requests.join(',') },
+      annotations: {
+        ...annotations,
+        [PROFILE_ANNOTATION]: cluster.profile,
+        [REQUESTS_ANNOTATION]: cluster.requests.join(','),
+      },
     },
     spec,
   };

@@ -19,7 +19,11 @@
 // reconciles it again), and a Cluster is shared only when its labels (the template's, openMCP's
 // delete-without-requests, and whatever its live copy carries) match the purpose's selector and
 // `selectors.clusters`. A granted request keeps its cluster whatever the selectors say.
-import type { ClusterRequestsRecord, RequestAssignmentRecord, RequestedClusterRecord } from '../output/cluster-requests-record.js';
+import type {
+  ClusterRequestsRecord,
+  RequestAssignmentRecord,
+  RequestedClusterRecord,
+} from '../output/cluster-requests-record.js';
 import { sha256Hex } from '../release/content-digest.js';
 import type { ClusterProfileInfo, ProfileRelease } from './cluster-profiles.js';
 import { matchesLabelSelector } from '../core/label-selector.js';
@@ -62,7 +66,16 @@ export interface RequestOutcome {
  * (refused: the request keeps what it had); the configuration is not valid (controller: the
  * previous output is kept).
  */
-type RequestReason = 'Scheduled' | 'UnknownPurpose' | 'UnknownProfile' | 'NoReadyRelease' | 'NameConflict' | 'NoSchedulerConfig' | 'PurposeChanged' | 'MissingPurpose' | 'SchedulerConfigInvalid';
+type RequestReason =
+  | 'Scheduled'
+  | 'UnknownPurpose'
+  | 'UnknownProfile'
+  | 'NoReadyRelease'
+  | 'NameConflict'
+  | 'NoSchedulerConfig'
+  | 'PurposeChanged'
+  | 'MissingPurpose'
+  | 'SchedulerConfigInvalid';
 
 /**
  * A cluster made for requests earlier that cannot be written again now (its purpose has no usable
@@ -117,7 +130,8 @@ export interface ScheduleResult {
 }
 
 const key = (namespace: string, name: string): string => `${namespace}/${name}`;
-const byKey = <T extends { namespace: string; name: string }>(a: T, b: T): number => compareText(key(a.namespace, a.name), key(b.namespace, b.name));
+const byKey = <T extends { namespace: string; name: string }>(a: T, b: T): number =>
+  compareText(key(a.namespace, a.name), key(b.namespace, b.name));
 /** openMCP's label: only Clusters carrying it with "true" are removed with their last request. */
 export const DELETE_WITHOUT_REQUESTS_LABEL = 'clusters.openmcp.cloud/delete-without-requests';
 
@@ -152,11 +166,22 @@ export function scheduleRequests(input: ScheduleInput): ScheduleResult {
 
   /** What a purpose is scheduled with now, or why it cannot be. */
   const fitFor = (purpose: string): Fit | { reason: RequestReason; message: string } => {
-    if (input.configRefused !== undefined) return { reason: 'SchedulerConfigInvalid', message: `the scheduler configuration is not valid, nothing is scheduled until it is fixed: ${input.configRefused}` };
-    if (!config) return { reason: 'NoSchedulerConfig', message: 'no scheduler configuration was given (--scheduler-config); nothing is scheduled' };
+    if (input.configRefused !== undefined)
+      return {
+        reason: 'SchedulerConfigInvalid',
+        message: `the scheduler configuration is not valid, nothing is scheduled until it is fixed: ${input.configRefused}`,
+      };
+    if (!config)
+      return {
+        reason: 'NoSchedulerConfig',
+        message: 'no scheduler configuration was given (--scheduler-config); nothing is scheduled',
+      };
     const definition = config.purposeMappings.get(purpose);
     if (!definition) {
-      return { reason: 'UnknownPurpose', message: `purpose "${purpose}" is not in the scheduler configuration's purposeMappings (known: ${[...config.purposeMappings.keys()].join(', ') || 'none'}); add a mapping for it` };
+      return {
+        reason: 'UnknownPurpose',
+        message: `purpose "${purpose}" is not in the scheduler configuration's purposeMappings (known: ${[...config.purposeMappings.keys()].join(', ') || 'none'}); add a mapping for it`,
+      };
     }
     const profile = profiles.get(definition.template.spec.profile);
     if (!profile) {
@@ -166,7 +191,10 @@ export function scheduleRequests(input: ScheduleInput): ScheduleResult {
       };
     }
     if (!profile.newClusterRelease) {
-      return { reason: 'NoReadyRelease', message: `ClusterProfile ${profile.name} (ClusterStack ${key(profile.stack.namespace, profile.stack.name)}) has no kept, ready release yet; the request is scheduled once one is ready` };
+      return {
+        reason: 'NoReadyRelease',
+        message: `ClusterProfile ${profile.name} (ClusterStack ${key(profile.stack.namespace, profile.stack.name)}) has no kept, ready release yet; the request is scheduled once one is ready`,
+      };
     }
     return { definition, profile, release: profile.newClusterRelease };
   };
@@ -205,29 +233,66 @@ export function scheduleRequests(input: ScheduleInput): ScheduleResult {
   };
   const grant = (request: ClusterRequestInput, target: ScheduledCluster): void => {
     target.requests.push(key(request.namespace, request.name));
-    outcomes.push({ namespace: request.namespace, name: request.name, purpose: request.purpose, phase: 'Granted', cluster: { namespace: target.namespace, name: target.name }, reason: 'Scheduled', message: `scheduled to Cluster ${key(target.namespace, target.name)}` });
-    assignments.push({ namespace: request.namespace, name: request.name, purpose: request.purpose, cluster: { namespace: target.namespace, name: target.name } });
+    outcomes.push({
+      namespace: request.namespace,
+      name: request.name,
+      purpose: request.purpose,
+      phase: 'Granted',
+      cluster: { namespace: target.namespace, name: target.name },
+      reason: 'Scheduled',
+      message: `scheduled to Cluster ${key(target.namespace, target.name)}`,
+    });
+    assignments.push({
+      namespace: request.namespace,
+      name: request.name,
+      purpose: request.purpose,
+      cluster: { namespace: target.namespace, name: target.name },
+    });
   };
   /**
    * Pending for `reason`, keeping the cluster the request had (under the purpose it had): written
    * again when that purpose still fits, else kept as the previous render wrote it.
    */
-  const keep = (request: ClusterRequestInput, held: RequestedClusterRecord, reason: RequestReason, message: string): void => {
+  const keep = (
+    request: ClusterRequestInput,
+    held: RequestedClusterRecord,
+    reason: RequestReason,
+    message: string,
+  ): void => {
     const fit = fitOf(held.purpose);
     const target = isFit(fit) ? cluster(held, fit) : withhold(held, fit.message);
     target.requests.push(key(request.namespace, request.name));
     const at = { namespace: held.namespace, name: held.name };
-    outcomes.push({ namespace: request.namespace, name: request.name, purpose: request.purpose, phase: 'Pending', cluster: at, reason, message: `${message}; it keeps Cluster ${key(held.namespace, held.name)}${isFit(fit) ? '' : ' as the previous render wrote it'}` });
+    outcomes.push({
+      namespace: request.namespace,
+      name: request.name,
+      purpose: request.purpose,
+      phase: 'Pending',
+      cluster: at,
+      reason,
+      message: `${message}; it keeps Cluster ${key(held.namespace, held.name)}${isFit(fit) ? '' : ' as the previous render wrote it'}`,
+    });
     assignments.push({ namespace: request.namespace, name: request.name, purpose: held.purpose, cluster: at });
   };
   const pending = (request: ClusterRequestInput, reason: RequestReason, message: string): void => {
-    outcomes.push({ namespace: request.namespace, name: request.name, purpose: request.purpose, phase: 'Pending', reason, message });
+    outcomes.push({
+      namespace: request.namespace,
+      name: request.name,
+      purpose: request.purpose,
+      phase: 'Pending',
+      reason,
+      message,
+    });
   };
   const notOurs: NotOurRequest[] = [];
   /** Labels a shared cluster is selected by: what openMCP puts on it, and what its live copy carries. */
   const labelsOf = (target: ScheduledCluster): Record<string, string> => {
     const { labels } = target.template.template.metadata;
-    return { ...labels, [DELETE_WITHOUT_REQUESTS_LABEL]: labels[DELETE_WITHOUT_REQUESTS_LABEL] ?? 'true', ...input.liveLabels?.get(key(target.namespace, target.name)) };
+    return {
+      ...labels,
+      [DELETE_WITHOUT_REQUESTS_LABEL]: labels[DELETE_WITHOUT_REQUESTS_LABEL] ?? 'true',
+      ...input.liveLabels?.get(key(target.namespace, target.name)),
+    };
   };
 
   // First the requests that have a cluster already: they keep it, whatever else changed.
@@ -238,10 +303,16 @@ export function scheduleRequests(input: ScheduleInput): ScheduleResult {
     if (config && !handlesRequest(config, request.labels)) {
       // Not ours: left alone. A cluster it was given before still serves it (and stays).
       const had = held ? `; it keeps Cluster ${key(held.namespace, held.name)}, given before` : '';
-      notOurs.push({ namespace: request.namespace, name: request.name, message: `its labels do not match the scheduler configuration's selectors.requests (${config.origin}): left to another scheduler${had}` });
+      notOurs.push({
+        namespace: request.namespace,
+        name: request.name,
+        message: `its labels do not match the scheduler configuration's selectors.requests (${config.origin}): left to another scheduler${had}`,
+      });
       if (held && before) {
         const fit = fitOf(held.purpose);
-        (isFit(fit) ? cluster(held, fit) : withhold(held, fit.message)).requests.push(key(request.namespace, request.name));
+        (isFit(fit) ? cluster(held, fit) : withhold(held, fit.message)).requests.push(
+          key(request.namespace, request.name),
+        );
         assignments.push(before);
       }
       continue;
@@ -250,14 +321,24 @@ export function scheduleRequests(input: ScheduleInput): ScheduleResult {
       // Immutable in openMCP: refused, and the request keeps what it had under its old purpose.
       const [reason, message] =
         request.purpose === ''
-          ? (['MissingPurpose', `spec.purpose is missing, but the request was scheduled for purpose "${before.purpose}" and a request's purpose is immutable; put it back, or create a new request with its own name and delete this one`] as const)
-          : (['PurposeChanged', `spec.purpose was "${before.purpose}" and is now "${request.purpose}", but a request's purpose is immutable; put it back, or create a new request with its own name and delete this one`] as const);
+          ? ([
+              'MissingPurpose',
+              `spec.purpose is missing, but the request was scheduled for purpose "${before.purpose}" and a request's purpose is immutable; put it back, or create a new request with its own name and delete this one`,
+            ] as const)
+          : ([
+              'PurposeChanged',
+              `spec.purpose was "${before.purpose}" and is now "${request.purpose}", but a request's purpose is immutable; put it back, or create a new request with its own name and delete this one`,
+            ] as const);
       if (held) keep(request, held, reason, message);
       else pending(request, reason, message);
       continue;
     }
     if (request.purpose === '') {
-      pending(request, 'MissingPurpose', "spec.purpose is required: the purpose the cluster is for (a key of the scheduler configuration's purposeMappings); the request is skipped");
+      pending(
+        request,
+        'MissingPurpose',
+        "spec.purpose is required: the purpose the cluster is for (a key of the scheduler configuration's purposeMappings); the request is skipped",
+      );
       continue;
     }
     const fit = fitOf(request.purpose);
@@ -297,11 +378,19 @@ export function scheduleRequests(input: ScheduleInput): ScheduleResult {
     if (clusters.has(key(namespace, name)) || withheld.has(key(namespace, name))) {
       // Only an unlimited shared cluster's fixed name can be taken: by the one cluster of the purpose,
       // which the selectors keep this request from sharing. The operator would conflict too.
-      pending(request, 'NameConflict', `a new Cluster for it would be ${key(namespace, name)}, the purpose's existing cluster, which it may not share: its labels do not match purposeMappings.${request.purpose}.selector and selectors.clusters (${config!.origin}); set template.metadata.generateName for purpose ${request.purpose}, or label that Cluster to match`);
+      pending(
+        request,
+        'NameConflict',
+        `a new Cluster for it would be ${key(namespace, name)}, the purpose's existing cluster, which it may not share: its labels do not match purposeMappings.${request.purpose}.selector and selectors.clusters (${config!.origin}); set template.metadata.generateName for purpose ${request.purpose}, or label that Cluster to match`,
+      );
       continue;
     }
     if (input.peopleClusters.has(key(namespace, name))) {
-      pending(request, 'NameConflict', `a new Cluster for it would be ${key(namespace, name)}, but a Cluster of that name is in the inputs and is not one created for requests; rename that Cluster or set template.metadata.generateName for purpose ${request.purpose}`);
+      pending(
+        request,
+        'NameConflict',
+        `a new Cluster for it would be ${key(namespace, name)}, but a Cluster of that name is in the inputs and is not one created for requests; rename that Cluster or set template.metadata.generateName for purpose ${request.purpose}`,
+      );
       continue;
     }
     const labels = fit.definition.template.metadata.labels;
@@ -320,25 +409,53 @@ export function scheduleRequests(input: ScheduleInput): ScheduleResult {
 
   // A cluster created for requests leaves with its last request, when its label says so.
   const kept = [...clusters.values()].filter((c) => c.requests.length > 0 || !c.deleteWithoutRequests).sort(byKey);
-  const keptWithheld = [...withheld.values()].filter((c) => c.requests.length > 0 || !c.deleteWithoutRequests).sort(byKey);
+  const keptWithheld = [...withheld.values()]
+    .filter((c) => c.requests.length > 0 || !c.deleteWithoutRequests)
+    .sort(byKey);
   for (const c of [...kept, ...keptWithheld]) c.requests.sort();
   outcomes.sort(byKey);
   assignments.sort(byKey);
-  const recordOf = ({ namespace, name, purpose, profile, tenancy, deleteWithoutRequests, class: className, version }: RequestedClusterRecord): RequestedClusterRecord => ({ namespace, name, purpose, profile, tenancy, deleteWithoutRequests, class: className, version });
+  const recordOf = ({
+    namespace,
+    name,
+    purpose,
+    profile,
+    tenancy,
+    deleteWithoutRequests,
+    class: className,
+    version,
+  }: RequestedClusterRecord): RequestedClusterRecord => ({
+    namespace,
+    name,
+    purpose,
+    profile,
+    tenancy,
+    deleteWithoutRequests,
+    class: className,
+    version,
+  });
   const record: ClusterRequestsRecord = { assignments, clusters: [...kept, ...keptWithheld].map(recordOf).sort(byKey) };
   return { requests: outcomes, clusters: kept, withheld: keptWithheld, notOurs, record };
 }
 
-function pick(candidates: ScheduledCluster[], strategy: SchedulerConfig['strategy'], request: ClusterRequestInput): ScheduledCluster {
+function pick(
+  candidates: ScheduledCluster[],
+  strategy: SchedulerConfig['strategy'],
+  request: ClusterRequestInput,
+): ScheduledCluster {
   switch (strategy) {
     case 'Simple':
       return candidates[0]!;
     case 'Random':
       // Deterministic: the request's identity is the seed, so a render is repeatable.
-      return candidates[Number.parseInt(sha256Hex(key(request.namespace, request.name)).slice(0, 8), 16) % candidates.length]!;
+      return candidates[
+        Number.parseInt(sha256Hex(key(request.namespace, request.name)).slice(0, 8), 16) % candidates.length
+      ]!;
     case 'Balanced':
       // The fewest requests; ties go to the first by namespace/name.
-      return candidates.reduce((best, candidate) => (candidate.requests.length < best.requests.length ? candidate : best));
+      return candidates.reduce((best, candidate) =>
+        candidate.requests.length < best.requests.length ? candidate : best,
+      );
   }
 }
 
@@ -347,7 +464,14 @@ function pick(candidates: ScheduledCluster[], strategy: SchedulerConfig['strateg
  * the purpose itself; others `<generateName or purpose->` plus a suffix, here hashed from the
  * request's namespace/name (and lengthened until it is free).
  */
-function newClusterName(request: ClusterRequestInput, definition: ClusterDefinition, namespace: string, clusters: Map<string, ScheduledCluster>, people: Set<string>, withheld: Map<string, WithheldCluster>): string {
+function newClusterName(
+  request: ClusterRequestInput,
+  definition: ClusterDefinition,
+  namespace: string,
+  clusters: Map<string, ScheduledCluster>,
+  people: Set<string>,
+  withheld: Map<string, WithheldCluster>,
+): string {
   const { metadata } = definition.template;
   const unlimited = definition.template.spec.tenancy === 'Shared' && definition.tenancyCount === 0;
   if (unlimited && !metadata.generateName) return metadata.name ?? request.purpose;
@@ -355,7 +479,8 @@ function newClusterName(request: ClusterRequestInput, definition: ClusterDefinit
   const hash = sha256Hex(key(request.namespace, request.name));
   for (let length = 5; length <= hash.length; length += 1) {
     const name = `${prefix}${hash.slice(0, length)}`.slice(0, 63).replace(/-+$/, '');
-    if (!clusters.has(key(namespace, name)) && !people.has(key(namespace, name)) && !withheld.has(key(namespace, name))) return name;
+    if (!clusters.has(key(namespace, name)) && !people.has(key(namespace, name)) && !withheld.has(key(namespace, name)))
+      return name;
   }
   return `${prefix}${hash}`;
 }

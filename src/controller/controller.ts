@@ -37,7 +37,12 @@ import { OwnWrites } from './reconcile/own-writes.js';
 import { addonSnapshot, type AddonSnapshot } from './reconcile/lifecycle-hooks.js';
 import { SourceListings } from './reconcile/source-listings.js';
 import { stackKey, stackOfKey, WatchFilter } from './reconcile/watch-filter.js';
-import { fallbackReleaseTags, standInStack, WITHHELD_SOURCE_PREFIX, withheldSource } from './reconcile/withheld-stacks.js';
+import {
+  fallbackReleaseTags,
+  standInStack,
+  WITHHELD_SOURCE_PREFIX,
+  withheldSource,
+} from './reconcile/withheld-stacks.js';
 import type { KindCache } from './runtime/informer-cache.js';
 import type { ControllerMetrics, WatchedKind, WatchEvent } from './runtime/runtime-contract.js';
 import { desiredState } from './desired-state/desired-state.js';
@@ -52,7 +57,17 @@ import { writeStatus } from './reconcile/write-status.js';
 import { createProviderFetcher, type ProviderFetcher } from '../providers/provider-fetcher.js';
 import { readProviderConfig } from './reconcile/provider-config-objects.js';
 import type { LayerChartFetcher } from '../sources/helm-chart-source.js';
-import { ADDONS_LAYERS, ARGO_APPLICATIONS, CAPI_CLUSTERS, CAPI_PROVIDER_KINDS, CLUSTER_ADDONS, CLUSTER_REQUESTS, CLUSTER_STACK_RELEASES, CLUSTER_STACKS, FLUX_KUSTOMIZATIONS } from './desired-state/watched-kinds.js';
+import {
+  ADDONS_LAYERS,
+  ARGO_APPLICATIONS,
+  CAPI_CLUSTERS,
+  CAPI_PROVIDER_KINDS,
+  CLUSTER_ADDONS,
+  CLUSTER_REQUESTS,
+  CLUSTER_STACK_RELEASES,
+  CLUSTER_STACKS,
+  FLUX_KUSTOMIZATIONS,
+} from './desired-state/watched-kinds.js';
 import type { SchedulerConfig } from '../cluster-requests/scheduler-config.js';
 import type { SchedulerSetting } from '../cluster-requests/plan-cluster-requests.js';
 import type { SchedulerSource } from './reconcile/scheduler-config-file.js';
@@ -163,18 +178,34 @@ export class Controller {
   private readonly providerFetcher: ProviderFetcher;
 
   constructor(private readonly options: ControllerOptions) {
-    this.providerFetcher = options.providerFetcher ?? createProviderFetcher({ cacheDir: options.workDir }, options.openSource);
-    this.listings = new SourceListings(options.openSource, options.listingWaitMs !== undefined ? { listingWaitMs: options.listingWaitMs } : {});
+    this.providerFetcher =
+      options.providerFetcher ?? createProviderFetcher({ cacheDir: options.workDir }, options.openSource);
+    this.listings = new SourceListings(
+      options.openSource,
+      options.listingWaitMs !== undefined ? { listingWaitMs: options.listingWaitMs } : {},
+    );
     this.tracker = new PublishTracker(options.publisher, {
       revisionKind: options.revisionKind,
       resyncMs: options.resyncMs ?? 300_000,
       ...(options.history ? { history: options.history } : {}),
       ...(options.pullRequest ? { proposes: true } : {}),
-      onHistoryError: (error) => options.logger.warn({ target: options.publisher.target, error: errorMessage(error) }, 'Could not read the published history; conditions name the head commit until the next publish'),
+      onHistoryError: (error) =>
+        options.logger.warn(
+          { target: options.publisher.target, error: errorMessage(error) },
+          'Could not read the published history; conditions name the head commit until the next publish',
+        ),
     });
     this.events = new EventRecorder({ sink: options.kube, logger: options.logger });
-    this.watchFilter = new WatchFilter({ defaultSource: options.defaultSource, inScope: (object) => this.inScope(object), onDelete: (object) => this.ownWrites.forget(object) });
-    this.argoSecrets = new ArgoClusterSecrets({ store: options.kube, namespace: options.argocdNamespace, logger: options.logger });
+    this.watchFilter = new WatchFilter({
+      defaultSource: options.defaultSource,
+      inScope: (object) => this.inScope(object),
+      onDelete: (object) => this.ownWrites.forget(object),
+    });
+    this.argoSecrets = new ArgoClusterSecrets({
+      store: options.kube,
+      namespace: options.argocdNamespace,
+      logger: options.logger,
+    });
   }
 
   /**
@@ -182,12 +213,27 @@ export class Controller {
    * Clusters name them. With `namespace`, every kind is watched in that namespace only, and the
    * engine's objects also in `engineNamespaces` (where the generated wiring puts them).
    */
-  static watchedKinds(engine: GitOpsEngine, scope: { namespace?: string; engineNamespaces?: string[]; layers?: boolean } = {}, clusterRequests = false): WatchedKind[] {
-    const inScope = (kind: WatchedKind, namespace = scope.namespace): WatchedKind => (namespace === undefined ? kind : { ...kind, namespace });
-    const kinds = [CLUSTER_STACKS, CLUSTER_STACK_RELEASES, CLUSTER_ADDONS, CAPI_CLUSTERS, ...CAPI_PROVIDER_KINDS, ...(clusterRequests ? [CLUSTER_REQUESTS] : [])].map((kind) => inScope(kind));
+  static watchedKinds(
+    engine: GitOpsEngine,
+    scope: { namespace?: string; engineNamespaces?: string[]; layers?: boolean } = {},
+    clusterRequests = false,
+  ): WatchedKind[] {
+    const inScope = (kind: WatchedKind, namespace = scope.namespace): WatchedKind =>
+      namespace === undefined ? kind : { ...kind, namespace };
+    const kinds = [
+      CLUSTER_STACKS,
+      CLUSTER_STACK_RELEASES,
+      CLUSTER_ADDONS,
+      CAPI_CLUSTERS,
+      ...CAPI_PROVIDER_KINDS,
+      ...(clusterRequests ? [CLUSTER_REQUESTS] : []),
+    ].map((kind) => inScope(kind));
     const engineKind = engine === 'flux' ? FLUX_KUSTOMIZATIONS : engine === 'argocd' ? ARGO_APPLICATIONS : undefined;
     if (engineKind) {
-      const namespaces = scope.namespace === undefined ? [undefined] : [...new Set([scope.namespace, ...(scope.engineNamespaces ?? [])])];
+      const namespaces =
+        scope.namespace === undefined
+          ? [undefined]
+          : [...new Set([scope.namespace, ...(scope.engineNamespaces ?? [])])];
       for (const namespace of namespaces) kinds.push(inScope(engineKind, namespace));
     }
     // AddonsLayers are cluster-scoped (as in Kraan): watched cluster-wide even in namespaced mode.
@@ -246,7 +292,11 @@ export class Controller {
    * own, when the source is down); `onSourcesChanged` is called when what its source offers
    * changed, so the runtime can schedule a publish. The publish key is a full reconcile.
    */
-  async handle(key: string, signal?: AbortSignal, onSourcesChanged?: () => void): Promise<{ requeueAfterMs: number; resync?: boolean }> {
+  async handle(
+    key: string,
+    signal?: AbortSignal,
+    onSourcesChanged?: () => void,
+  ): Promise<{ requeueAfterMs: number; resync?: boolean }> {
     if (stackOfKey(key)) {
       const { changed, gone } = await this.refreshStackSource(key).catch((error: unknown) => {
         onSourcesChanged?.();
@@ -291,7 +341,10 @@ export class Controller {
     } catch (error) {
       const failure = typedFailure(error);
       failure.message = `ClusterStack ${namespace}/${name}: listing releases from ${location} failed: ${failure.message}`;
-      this.options.logger.warn({ stack: `${namespace}/${name}`, source: location, error: errorMessage(error), next: failure.kind }, 'Release source failed; the stack is withheld');
+      this.options.logger.warn(
+        { stack: `${namespace}/${name}`, source: location, error: errorMessage(error), next: failure.kind },
+        'Release source failed; the stack is withheld',
+      );
       nextReconcile([failure], { resyncMs: this.resyncMs });
       return { changed: true };
     }
@@ -302,16 +355,22 @@ export class Controller {
    * statuses and events. The failures met on the way decide the requeue (nextReconcile): it
    * throws RetryLaterError, after writing status, when one of them backs off.
    */
-  async reconcileOnce(signal?: AbortSignal): Promise<{ requeueAfterMs: number; resync?: true } & { summary?: ReconcileSummary }> {
+  async reconcileOnce(
+    signal?: AbortSignal,
+  ): Promise<{ requeueAfterMs: number; resync?: true } & { summary?: ReconcileSummary }> {
     const { cache, logger: baseLogger } = this.options;
     const round = ++this.reconciles;
     const logger = baseLogger.child({ reconcile: round });
     if (!cache.synced()) return { requeueAfterMs: 500 };
     const now = (this.options.now ?? (() => new Date()))();
-    const phase = (name: string, since: number) => logger.debug({ phase: name, ms: Date.now() - since }, 'Reconcile phase done');
+    const phase = (name: string, since: number) =>
+      logger.debug({ phase: name, ms: Date.now() - since }, 'Reconcile phase done');
 
     // Observe.
-    const observation = await observeLive(cache, { live: (kind) => this.listLive(kind), own: (kind) => this.listOwn(kind) });
+    const observation = await observeLive(cache, {
+      live: (kind) => this.listLive(kind),
+      own: (kind) => this.listOwn(kind),
+    });
     if (!observation) {
       logger.debug('Waiting for newly watched kinds to list');
       return { requeueAfterMs: 250 };
@@ -340,21 +399,39 @@ export class Controller {
 
     // Decide: plan from the live objects (invalid stacks from their last valid spec, or withheld).
     const stackIssues = new Map<string, StackIssue>();
-    const { selected, standIns } = this.stackSpecs.select(live.stacks, stackIssues, (stack, problems) => standInStack(stack, problems, fallbackTags()));
+    const { selected, standIns } = this.stackSpecs.select(live.stacks, stackIssues, (stack, problems) =>
+      standInStack(stack, problems, fallbackTags()),
+    );
     const sources = this.listings.roundOpener(fallbackTags);
     const opener: SourceOpener = (location) =>
       location.startsWith(WITHHELD_SOURCE_PREFIX)
-        ? withheldSource(location, fallbackTags(), `ClusterStack ${location.slice(WITHHELD_SOURCE_PREFIX.length)} has an invalid spec (see its ReleasesResolved condition); its published manifests stay in place until it is fixed`)
+        ? withheldSource(
+            location,
+            fallbackTags(),
+            `ClusterStack ${location.slice(WITHHELD_SOURCE_PREFIX.length)} has an invalid spec (see its ReleasesResolved condition); its published manifests stay in place until it is fixed`,
+          )
         : sources.opener(location);
     let plan: Plan | undefined;
     let planFailure: TypedFailure | undefined;
     // What the providers name (configSecret, additionalManifests, selector ConfigMaps), read afresh.
     // Sharded: the Cluster API providers are published by the shard their labels select (one owner each).
-    const capiProviders = (live.capiProviders ?? []).filter((provider) => !this.options.shard || shardOwns(this.options.shard.scope, provider));
-    const providerConfig = capiProviders.length > 0 ? await readProviderConfig(capiProviders, this.options.kube) : undefined;
+    const capiProviders = (live.capiProviders ?? []).filter(
+      (provider) => !this.options.shard || shardOwns(this.options.shard.scope, provider),
+    );
+    const providerConfig =
+      capiProviders.length > 0 ? await readProviderConfig(capiProviders, this.options.kube) : undefined;
     try {
       plan = await buildPlan({
-        manifests: manifestsFrom({ stacks: selected, clusters: live.clusters, providerReleases: live.providerReleases, referenced, requests, capiProviders, layers: this.liveLayers(), providerConfig: providerConfig?.objects ?? [] }),
+        manifests: manifestsFrom({
+          stacks: selected,
+          clusters: live.clusters,
+          providerReleases: live.providerReleases,
+          referenced,
+          requests,
+          capiProviders,
+          layers: this.liveLayers(),
+          providerConfig: providerConfig?.objects ?? [],
+        }),
         ...(providerConfig ? { providerInputProblems: providerConfig.problems } : {}),
         ...(this.options.layerRoot !== undefined ? { layerRoot: this.options.layerRoot } : {}),
         defaultSource: this.options.defaultSource,
@@ -374,7 +451,11 @@ export class Controller {
     // Sharded: every shard's Clusters, whose Argo CD cluster Secrets the other shards keep.
     let fleetClusters: Set<string> | undefined;
     if (plan && previous && this.options.shard) {
-      fleetClusters = new Set(plan.resolution.clusters.filter((cluster) => cluster.managed).map((cluster) => `${cluster.namespace}/${cluster.name}`));
+      fleetClusters = new Set(
+        plan.resolution.clusters
+          .filter((cluster) => cluster.managed)
+          .map((cluster) => `${cluster.namespace}/${cluster.name}`),
+      );
       plan = await this.shardPartOf(plan, previous, logger);
     }
     for (const stack of live.stacks) {
@@ -383,11 +464,25 @@ export class Controller {
       const failure = sources.failureOf(sourceLocationOf(specOnly(stack), this.options.defaultSource));
       if (failure) {
         const reason = failure.kind === 'fix-input' ? 'ReleaseSourceFailed' : 'ReleaseSourceUnavailable';
-        stackIssues.set(key, { reason, problems: [failure.message], fallback: failure.fallback, keptPublished: !failure.fallback });
-      } else if (planFailure) stackIssues.set(key, { reason: planFailure.kind === 'fix-input' ? 'ReleaseSourceFailed' : 'ReleaseSourceUnavailable', problems: [planFailure.message], fallback: false });
+        stackIssues.set(key, {
+          reason,
+          problems: [failure.message],
+          fallback: failure.fallback,
+          keptPublished: !failure.fallback,
+        });
+      } else if (planFailure)
+        stackIssues.set(key, {
+          reason: planFailure.kind === 'fix-input' ? 'ReleaseSourceFailed' : 'ReleaseSourceUnavailable',
+          problems: [planFailure.message],
+          fallback: false,
+        });
       const planProblems = (plan?.problems ?? []).filter((problem) => problem.object === `ClusterStack ${key}`);
       if (planProblems.length > 0 && !stackIssues.has(key)) {
-        stackIssues.set(key, { reason: 'InvalidSpec', problems: planProblems.map((problem) => `${problem.path ? `${problem.path} ` : ''}${problem.message}`), fallback: false });
+        stackIssues.set(key, {
+          reason: 'InvalidSpec',
+          problems: planProblems.map((problem) => `${problem.path ? `${problem.path} ` : ''}${problem.message}`),
+          fallback: false,
+        });
       }
     }
 
@@ -402,29 +497,35 @@ export class Controller {
       let attempt: PublishAttempt | undefined;
       let abortedTree: Map<string, string> | undefined;
       try {
-        const run = await renderAndPublish(plan, previous, {
-          renderer: this.options.helm,
-          publish: (tree, change) => this.tracker.publish(tree, change),
-          logger,
-          // Phases are logged as they end (tests and operators follow them in the debug log).
-          metrics: {
-            renderDuration: (seconds) => {
-              this.options.metrics?.renderDuration(seconds);
-              logger.debug({ phase: 'render', ms: Math.round(seconds * 1000) }, 'Reconcile phase done');
+        const run = await renderAndPublish(
+          plan,
+          previous,
+          {
+            renderer: this.options.helm,
+            publish: (tree, change) => this.tracker.publish(tree, change),
+            logger,
+            // Phases are logged as they end (tests and operators follow them in the debug log).
+            metrics: {
+              renderDuration: (seconds) => {
+                this.options.metrics?.renderDuration(seconds);
+                logger.debug({ phase: 'render', ms: Math.round(seconds * 1000) }, 'Reconcile phase done');
+              },
+              publishDuration: (seconds) =>
+                logger.debug({ phase: 'publish', ms: Math.round(seconds * 1000) }, 'Reconcile phase done'),
             },
-            publishDuration: (seconds) => logger.debug({ phase: 'publish', ms: Math.round(seconds * 1000) }, 'Reconcile phase done'),
           },
-        }, {
-          secrets: this.options.secrets,
-          ...(this.options.encryption ? { encryption: this.options.encryption } : {}),
-          ...(this.options.wiring ? { gitops: this.options.wiring } : {}),
-          ...(this.options.pullRequest ? { pullRequest: {} } : {}),
-          massDeletion: this.options.massDeletion ?? { allow: true, maxShare: 1 },
-          // A provider downgrade or contract mismatch holds back that provider, not the whole publish.
-          providerGuards: 'withhold',
-          ...(scheduler ? { scheduler: scheduler.setting } : {}),
-          ...(signal ? { signal } : {}),
-        });
+          {
+            secrets: this.options.secrets,
+            ...(this.options.encryption ? { encryption: this.options.encryption } : {}),
+            ...(this.options.wiring ? { gitops: this.options.wiring } : {}),
+            ...(this.options.pullRequest ? { pullRequest: {} } : {}),
+            massDeletion: this.options.massDeletion ?? { allow: true, maxShare: 1 },
+            // A provider downgrade or contract mismatch holds back that provider, not the whole publish.
+            providerGuards: 'withhold',
+            ...(scheduler ? { scheduler: scheduler.setting } : {}),
+            ...(signal ? { signal } : {}),
+          },
+        );
         render = run.outcome;
         if (run.status === 'aborted') abortedTree = run.tree;
         else attempt = run.published;
@@ -435,26 +536,43 @@ export class Controller {
         logger.error({ error: renderFailure.message, next: renderFailure.kind }, 'Render failed');
       }
       this.options.metrics?.helmProcesses(this.options.helm.processesSpawned() - helmBefore);
-      if (!attempt) publish = this.tracker.skipped(abortedTree ? 'the controller is shutting down' : (renderFailure?.message ?? 'nothing rendered'), abortedTree);
+      if (!attempt)
+        publish = this.tracker.skipped(
+          abortedTree ? 'the controller is shutting down' : (renderFailure?.message ?? 'nothing rendered'),
+          abortedTree,
+        );
       else {
         publish = attempt.state;
         if (attempt.durationSeconds !== undefined) this.options.metrics?.publishDuration(attempt.durationSeconds);
-        if (attempt.durationSeconds !== undefined && this.options.revisionKind === 'commit') this.options.metrics?.remoteRequest('git', publish.outcome === 'failed' ? 'error' : 'ok');
+        if (attempt.durationSeconds !== undefined && this.options.revisionKind === 'commit')
+          this.options.metrics?.remoteRequest('git', publish.outcome === 'failed' ? 'error' : 'ok');
         if (publish.outcome === 'failed') {
           // A refused push (auth, protected branch) waits for the resync or the next change instead.
-          failures.push({ kind: attempt.retryable === false ? 'fix-input' : 'retry', message: publish.message ?? 'publish failed' });
-          logger.warn({ target: publish.target, error: publish.message }, 'Publish failed; the previous output stays in place');
-        } else if (publish.outcome === 'published') logger.info({ target: publish.target, revision: publish.revision, units: publish.dirtyDirs.size }, 'Published rendered manifests');
+          failures.push({
+            kind: attempt.retryable === false ? 'fix-input' : 'retry',
+            message: publish.message ?? 'publish failed',
+          });
+          logger.warn(
+            { target: publish.target, error: publish.message },
+            'Publish failed; the previous output stays in place',
+          );
+        } else if (publish.outcome === 'published')
+          logger.info(
+            { target: publish.target, revision: publish.revision, units: publish.dirtyDirs.size },
+            'Published rendered manifests',
+          );
       }
     }
 
     // Report back: owned objects, statuses, events, Argo CD cluster Secrets. A stand-in is no
     // resolution of its own: its stack reports the invalid spec, its objects stay as they are.
-    const shardPlanOf = (whole: Plan | undefined) => (whole && this.options.shard ? shardStatusPlan(whole, this.options.shard.scope) : whole);
+    const shardPlanOf = (whole: Plan | undefined) =>
+      whole && this.options.shard ? shardStatusPlan(whole, this.options.shard.scope) : whole;
     const ownPlan = shardPlanOf(plan && standIns.size > 0 ? withoutStandIns(plan, standIns) : plan);
     // A Cluster the render held (its class unreadable now, its addons published before) keeps its
     // ClusterAddon, which says why, instead of losing it as a Cluster that is not ours.
-    const statusPlan = ownPlan && previous ? holdPublishedClusters(ownPlan, readPublishedState(previous)).plan : ownPlan;
+    const statusPlan =
+      ownPlan && previous ? holdPublishedClusters(ownPlan, readPublishedState(previous)).plan : ownPlan;
     const sync = this.syncState(render, publish);
     if (plan) this.snapshot = addonSnapshot(statusPlan, render, publish);
     const inputs: StatusInputs = {
@@ -475,31 +593,67 @@ export class Controller {
     const desired = desiredState(inputs);
     const applyStarted = Date.now();
     const apply = await applyDesiredState(this.options.kube, desired, { now: inputs.now, logger, kindOf: restKind });
-    const layerEvents = await this.writeLayerStatuses({ now: inputs.now, layers: this.liveLayers(), sync, engine: this.options.engine, ...(statusPlan ? { plan: statusPlan } : {}), ...(render ? { render } : {}) }, apply, logger);
+    const layerEvents = await this.writeLayerStatuses(
+      {
+        now: inputs.now,
+        layers: this.liveLayers(),
+        sync,
+        engine: this.options.engine,
+        ...(statusPlan ? { plan: statusPlan } : {}),
+        ...(render ? { render } : {}),
+      },
+      apply,
+      logger,
+    );
     desired.events.push(...layerEvents);
     // ClusterRequests hear what the render decided: Granted with their cluster, or Pending and why.
-    const requestStatuses = await writeRequestStatuses(this.options.kube, desiredRequestStatuses(requests, render?.summary.clusterRequests, inputs.now), { now: inputs.now, logger });
+    const requestStatuses = await writeRequestStatuses(
+      this.options.kube,
+      desiredRequestStatuses(requests, render?.summary.clusterRequests, inputs.now),
+      { now: inputs.now, logger },
+    );
     // A configuration that is not valid is told on every request (the recorder keeps it to once an hour).
-    if (scheduler?.problem) desired.events.push(...requests.map((request) => ({ regarding: regarding(request), type: 'Warning' as const, reason: 'SchedulerConfigInvalid', message: scheduler.problem! })));
+    if (scheduler?.problem)
+      desired.events.push(
+        ...requests.map((request) => ({
+          regarding: regarding(request),
+          type: 'Warning' as const,
+          reason: 'SchedulerConfigInvalid',
+          message: scheduler.problem!,
+        })),
+      );
     apply.statusesWritten += requestStatuses.written;
-    if (requestStatuses.failed > 0) failures.push({ kind: 'retry', message: `${requestStatuses.failed} ClusterRequest status(es) could not be written` });
+    if (requestStatuses.failed > 0)
+      failures.push({
+        kind: 'retry',
+        message: `${requestStatuses.failed} ClusterRequest status(es) could not be written`,
+      });
     phase('apply', applyStarted);
     this.ownWrites.record(apply.written);
     const reportedErrors = this.ownedObjectErrors;
     this.ownedObjectErrors = new Map();
     for (const failure of apply.errors) {
       if (!failure.stack) continue;
-      this.ownedObjectErrors.set(failure.stack, [...(this.ownedObjectErrors.get(failure.stack) ?? []), `${failure.object}: ${errorMessage(failure.error)}`]);
+      this.ownedObjectErrors.set(failure.stack, [
+        ...(this.ownedObjectErrors.get(failure.stack) ?? []),
+        `${failure.object}: ${errorMessage(failure.error)}`,
+      ]);
     }
     // The statuses just written reported the previous round's failures: look again soon if that changed.
     const reportAgain = JSON.stringify([...reportedErrors]) !== JSON.stringify([...this.ownedObjectErrors]);
     await this.events.record(eventsWithSubjects(desired.events, apply));
     this.finished += 1;
     if (this.options.engine === 'argocd' && plan) {
-      const workload = (statusPlan ?? plan).resolution.clusters.filter((cluster) => cluster.managed).map((cluster) => ({ namespace: cluster.namespace, name: cluster.name }));
+      const workload = (statusPlan ?? plan).resolution.clusters
+        .filter((cluster) => cluster.managed)
+        .map((cluster) => ({ namespace: cluster.namespace, name: cluster.name }));
       try {
         const report = await this.argoSecrets.reconcile(workload, fleetClusters);
-        if (report.errors.length > 0) failures.push({ kind: 'retry', message: `${report.errors.length} Argo CD cluster secret(s) could not be written` });
+        if (report.errors.length > 0)
+          failures.push({
+            kind: 'retry',
+            message: `${report.errors.length} Argo CD cluster secret(s) could not be written`,
+          });
       } catch (error) {
         failures.push({ kind: 'retry', message: `Argo CD cluster secrets: ${errorMessage(error)}` });
       }
@@ -513,13 +667,26 @@ export class Controller {
       problems: [...stackIssues.entries()].map(([key, issue]) => `${key}: ${issue.reason}`),
     };
     logger.info(
-      { published: publish.outcome, revision: publish.revision, created: apply.created.length, updated: apply.updated.length, deleted: apply.deleted.length, statuses: apply.statusesWritten, withheld: summary.withheld, issues: summary.problems.length },
+      {
+        published: publish.outcome,
+        revision: publish.revision,
+        created: apply.created.length,
+        updated: apply.updated.length,
+        deleted: apply.deleted.length,
+        statuses: apply.statusesWritten,
+        withheld: summary.withheld,
+        issues: summary.problems.length,
+      },
       'Reconciled',
     );
-    if (apply.errors.length > 0) failures.push({ kind: 'retry', message: `${apply.errors.length} object(s) could not be written` });
+    if (apply.errors.length > 0)
+      failures.push({ kind: 'retry', message: `${apply.errors.length} object(s) could not be written` });
     // A handover in progress looks again soon: the new shard's commit is no event here.
     const soonMs = reportAgain ? 1000 : this.handingOver > 0 ? HANDOVER_RECHECK_MS : undefined;
-    return { ...nextReconcile(failures, { resyncMs: this.resyncMs, ...(soonMs !== undefined ? { soonMs } : {}) }), summary };
+    return {
+      ...nextReconcile(failures, { resyncMs: this.resyncMs, ...(soonMs !== undefined ? { soonMs } : {}) }),
+      summary,
+    };
   }
 
   /**
@@ -531,14 +698,25 @@ export class Controller {
     let elsewhere: ReadonlySet<string> | undefined;
     if (clustersToHandOver(plan, shard.scope, previous).length > 0) {
       elsewhere = await shard.publishedElsewhere().catch((error: unknown) => {
-        logger.warn({ shard: shard.scope.name, error: errorMessage(error) }, 'Could not read the other shards\' subtrees; Clusters being handed over stay published here');
+        logger.warn(
+          { shard: shard.scope.name, error: errorMessage(error) },
+          "Could not read the other shards' subtrees; Clusters being handed over stay published here",
+        );
         return undefined;
       });
     }
     const part = shardPlan(plan, shard.scope, previous, elsewhere);
     this.handingOver = part.handingOver.length;
-    if (part.handingOver.length > 0) logger.info({ shard: shard.scope.name, clusters: part.handingOver }, 'Still publishing Clusters another shard owns until its subtree holds them');
-    if (part.handedOver.length > 0) logger.info({ shard: shard.scope.name, clusters: part.handedOver }, 'Handed over Clusters their new shard publishes');
+    if (part.handingOver.length > 0)
+      logger.info(
+        { shard: shard.scope.name, clusters: part.handingOver },
+        'Still publishing Clusters another shard owns until its subtree holds them',
+      );
+    if (part.handedOver.length > 0)
+      logger.info(
+        { shard: shard.scope.name, clusters: part.handedOver },
+        'Handed over Clusters their new shard publishes',
+      );
     return part.plan;
   }
 
@@ -558,16 +736,29 @@ export class Controller {
   }
 
   /** Writes each AddonsLayer's Kraan-shaped status (when it changed); returns the events of state changes. */
-  private async writeLayerStatuses(input: LayerStatusInputs, apply: ApplyReport, logger: Logger): Promise<EventIntent[]> {
+  private async writeLayerStatuses(
+    input: LayerStatusInputs,
+    apply: ApplyReport,
+    logger: Logger,
+  ): Promise<EventIntent[]> {
     if (input.layers.length === 0) return [];
     const { layers, events } = desiredLayerStatuses(input);
     for (const { live, status } of layers) {
       try {
-        const result = await writeStatus(this.options.kube, ADDONS_LAYERS, live, status as unknown as Record<string, unknown>, { now: input.now });
+        const result = await writeStatus(
+          this.options.kube,
+          ADDONS_LAYERS,
+          live,
+          status as unknown as Record<string, unknown>,
+          { now: input.now },
+        );
         if (result.outcome === 'written') apply.statusesWritten += 1;
       } catch (error) {
         apply.errors.push({ object: `AddonsLayer ${live.metadata.name}`, error });
-        logger.warn({ object: `AddonsLayer ${live.metadata.name}`, error: errorMessage(error) }, 'could not write a status; the reconcile will be retried');
+        logger.warn(
+          { object: `AddonsLayer ${live.metadata.name}`, error: errorMessage(error) },
+          'could not write a status; the reconcile will be retried',
+        );
       }
     }
     return events;
@@ -578,8 +769,18 @@ export class Controller {
     const kind = this.options.engine === 'flux' ? FLUX_KUSTOMIZATIONS : ARGO_APPLICATIONS;
     const objects = this.options.cache.list(kind);
     // Shared directories (objects several releases render) have their own Kustomization / Application.
-    const sharedDirs = new Set((render.provenance.sharedObjects ?? []).filter((shared) => shared.path.startsWith('management/')).map(sharedDirOf));
-    return syncStateOf(this.options.engine, objects, [...render.provenance.units.map((unit) => unit.dir), ...sharedDirs], publish.order, this.options.outputPath);
+    const sharedDirs = new Set(
+      (render.provenance.sharedObjects ?? [])
+        .filter((shared) => shared.path.startsWith('management/'))
+        .map(sharedDirOf),
+    );
+    return syncStateOf(
+      this.options.engine,
+      objects,
+      [...render.provenance.units.map((unit) => unit.dir), ...sharedDirs],
+      publish.order,
+      this.options.outputPath,
+    );
   }
 }
 
@@ -588,7 +789,8 @@ export class Controller {
  * not resolutions of their own, and their Clusters belong to no resolved stack.
  */
 function withoutStandIns(plan: Plan, standIns: Set<string>): Plan {
-  const isStandIn = (stack: { namespace: string; name: string } | undefined) => stack !== undefined && standIns.has(`${stack.namespace}/${stack.name}`);
+  const isStandIn = (stack: { namespace: string; name: string } | undefined) =>
+    stack !== undefined && standIns.has(`${stack.namespace}/${stack.name}`);
   const clusterStacks = plan.resolution.clusterStacks.filter((stack) => !isStandIn(stack));
   const clusters = plan.resolution.clusters.map((cluster) => {
     if (!isStandIn(cluster.stack)) return cluster;

@@ -23,7 +23,14 @@ import { CLUSTER_ADDONS } from './desired-state/watched-kinds.js';
 export interface ControllerRuntimeOptions extends Omit<ControllerOptions, 'cache' | 'metrics'> {
   kubeConfig: KubeConfig;
   /** Undefined: no leader election (a single replica). */
-  leaderElection?: { namespace: string; name: string; identity: string; leaseDurationMs?: number; renewDeadlineMs?: number; retryPeriodMs?: number };
+  leaderElection?: {
+    namespace: string;
+    name: string;
+    identity: string;
+    leaseDurationMs?: number;
+    renewDeadlineMs?: number;
+    retryPeriodMs?: number;
+  };
   /** Undefined: no health/metrics server. */
   health?: { port: number; host?: string };
   /** Changes within this window are published together. Default 200 ms (a burst of watch events arrives within tens of ms). */
@@ -109,7 +116,12 @@ export async function runController(options: ControllerRuntimeOptions): Promise<
     if (key) stackQueue?.add(key, { inputsChanged: true });
     requestPublish();
   };
-  const scope = { ...(options.watchNamespace !== undefined ? { namespace: options.watchNamespace, engineNamespaces: options.engineNamespaces ?? [] } : {}), layers: options.layerRoot !== undefined };
+  const scope = {
+    ...(options.watchNamespace !== undefined
+      ? { namespace: options.watchNamespace, engineNamespaces: options.engineNamespaces ?? [] }
+      : {}),
+    layers: options.layerRoot !== undefined,
+  };
   const cache = new InformerCache({
     kubeConfig: options.kubeConfig,
     kinds: Controller.watchedKinds(options.engine, scope, options.scheduler !== undefined),
@@ -119,7 +131,14 @@ export async function runController(options: ControllerRuntimeOptions): Promise<
     ...(options.watchNamespace !== undefined ? { namespace: options.watchNamespace } : {}),
   });
   let hooks: LifecycleHooks | undefined;
-  controller = new Controller({ ...options, cache, metrics, ...(options.runtimeExtension ? { hookProgress: (namespace: string, name: string) => hooks?.progressOf(namespace, name) } : {}) });
+  controller = new Controller({
+    ...options,
+    cache,
+    metrics,
+    ...(options.runtimeExtension
+      ? { hookProgress: (namespace: string, name: string) => hooks?.progressOf(namespace, name) }
+      : {}),
+  });
   const ctl = controller;
   const newQueue = (concurrency: number) =>
     new KeyedWorkQueue({
@@ -135,7 +154,13 @@ export async function runController(options: ControllerRuntimeOptions): Promise<
   let ending = false;
   let health: HealthServer | undefined;
   if (options.health) {
-    health = await startHealthServer({ port: options.health.port, ...(options.health.host ? { host: options.health.host } : {}), metrics, ready: () => !ending && cache.synced(), healthy: () => !ending });
+    health = await startHealthServer({
+      port: options.health.port,
+      ...(options.health.host ? { host: options.health.host } : {}),
+      metrics,
+      ready: () => !ending && cache.synced(),
+      healthy: () => !ending,
+    });
   }
   let extension: ExtensionServer | undefined;
   if (options.runtimeExtension) {
@@ -151,7 +176,8 @@ export async function runController(options: ControllerRuntimeOptions): Promise<
       onProgress: requestPublish,
       metrics,
       logger,
-      persistedSince: (hook, namespace, name, target) => hookSinceOf(cache.get(CLUSTER_ADDONS, namespace, name), hook, target),
+      persistedSince: (hook, namespace, name, target) =>
+        hookSinceOf(cache.get(CLUSTER_ADDONS, namespace, name), hook, target),
       ...(settings.timeoutMs !== undefined ? { timeoutMs: settings.timeoutMs } : {}),
       ...(settings.onTimeout ? { onTimeout: settings.onTimeout } : {}),
       ...(settings.retryAfterSeconds !== undefined ? { retryAfterSeconds: settings.retryAfterSeconds } : {}),
@@ -167,13 +193,18 @@ export async function runController(options: ControllerRuntimeOptions): Promise<
       keyFile: settings.keyFile,
       handlers: hooks.handlers(),
       ...(settings.reloadIntervalMs !== undefined ? { reloadIntervalMs: settings.reloadIntervalMs } : {}),
-      onReloadError: (error) => logger.warn({ error: error.message }, 'Could not reload the runtime extension certificate; the previous one stays in use'),
+      onReloadError: (error) =>
+        logger.warn(
+          { error: error.message },
+          'Could not reload the runtime extension certificate; the previous one stays in use',
+        ),
     });
   }
   await cache.start();
   // A scheduler configuration file that changes is read again, and the change published.
   const scheduler = options.scheduler;
-  const unwatchScheduler = scheduler && 'watch' in scheduler && scheduler.watch ? scheduler.watch(requestPublish) : undefined;
+  const unwatchScheduler =
+    scheduler && 'watch' in scheduler && scheduler.watch ? scheduler.watch(requestPublish) : undefined;
 
   let resolveDone!: (value: { reason: string }) => void;
   const done = new Promise<{ reason: string }>((resolve) => {
@@ -192,7 +223,9 @@ export async function runController(options: ControllerRuntimeOptions): Promise<
     const queues = [publishQueue, stackQueue];
     publishQueue = undefined;
     stackQueue = undefined;
-    await Promise.all(queues.map((queue) => queue?.shutdown({ drain: false, timeoutMs: options.shutdownTimeoutMs ?? 20_000 })));
+    await Promise.all(
+      queues.map((queue) => queue?.shutdown({ drain: false, timeoutMs: options.shutdownTimeoutMs ?? 20_000 })),
+    );
   };
 
   let stopped = false;
@@ -219,10 +252,16 @@ export async function runController(options: ControllerRuntimeOptions): Promise<
     for (let attempt = 0; !stopped && !signal?.aborted; attempt += 1) {
       try {
         await publishLeaderEndpoint(options.kube, endpoint);
-        logger.info({ service: `${route.namespace}/${route.service}`, podIP: route.podIP }, 'Runtime extension Service routed to this replica');
+        logger.info(
+          { service: `${route.namespace}/${route.service}`, podIP: route.podIP },
+          'Runtime extension Service routed to this replica',
+        );
         return;
       } catch (error) {
-        logger.warn({ service: `${route.namespace}/${route.service}`, error: errorMessage(error) }, 'Could not route the runtime extension Service to this replica; retrying (grant create, get and patch on endpointslices)');
+        logger.warn(
+          { service: `${route.namespace}/${route.service}`, error: errorMessage(error) },
+          'Could not route the runtime extension Service to this replica; retrying (grant create, get and patch on endpointslices)',
+        );
         await new Promise<void>((resolve) => {
           setTimeout(resolve, equalJitterDelay(attempt, backoff)).unref();
         });

@@ -78,14 +78,21 @@ export function conditionSyntaxError(expression: string): string | undefined {
  * Evaluates one condition over the objects read for it (`undefined`: the object does not exist).
  * Never throws: every way of not holding is a verdict with a message.
  */
-export function evaluateWaitCondition(condition: WaitCondition, objects: ReadonlyMap<string, Record<string, unknown> | undefined>): ConditionVerdict {
+export function evaluateWaitCondition(
+  condition: WaitCondition,
+  objects: ReadonlyMap<string, Record<string, unknown> | undefined>,
+): ConditionVerdict {
   const expression = condition.conditions.trim();
   const missing = condition.objects.filter((object) => objects.get(object.key) === undefined);
   if (missing.length > 0) {
-    return { holds: false, message: `waits for ${missing.map((object) => `${describeConditionObject(object)} (${object.key})`).join(', ')} to exist in the workload cluster` };
+    return {
+      holds: false,
+      message: `waits for ${missing.map((object) => `${describeConditionObject(object)} (${object.key})`).join(', ')} to exist in the workload cluster`,
+    };
   }
   const program = compile(expression);
-  if (program instanceof Error) return { holds: false, message: `condition \`${expression}\` is not valid CEL: ${firstLine(program)}` };
+  if (program instanceof Error)
+    return { holds: false, message: `condition \`${expression}\` is not valid CEL: ${firstLine(program)}` };
   const context: Record<string, unknown> = {};
   for (const object of condition.objects) context[object.key] = objects.get(object.key);
   let result: unknown;
@@ -94,6 +101,12 @@ export function evaluateWaitCondition(condition: WaitCondition, objects: Readonl
   } catch (error) {
     return { holds: false, message: `condition \`${expression}\` cannot be evaluated yet: ${firstLine(error)}` };
   }
-  if (typeof result !== 'boolean') return { holds: false, message: `condition \`${expression}\` yields ${typeof result === 'bigint' ? 'an int' : typeof result}, not a bool; fix clusteraddon.yaml` };
-  return result ? { holds: true, message: `condition \`${expression}\` holds` } : { holds: false, message: `condition \`${expression}\` is false` };
+  if (typeof result !== 'boolean')
+    return {
+      holds: false,
+      message: `condition \`${expression}\` yields ${typeof result === 'bigint' ? 'an int' : typeof result}, not a bool; fix clusteraddon.yaml`,
+    };
+  return result
+    ? { holds: true, message: `condition \`${expression}\` holds` }
+    : { holds: false, message: `condition \`${expression}\` is false` };
 }

@@ -30,10 +30,34 @@ export interface FailureReaction {
 }
 
 export const FAILURE_REACTIONS: Readonly<Record<FailureKind, FailureReaction>> = {
-  'fix-input': { requeue: 'when-inputs-change', eventType: 'Warning', argoHealth: 'Degraded', exitCode: 1, reasonSuffixes: ['Failed', 'Invalid', 'NotFound', 'Refused'] },
-  retry: { requeue: 'backoff', eventType: 'Warning', argoHealth: 'Progressing', exitCode: 3, reasonSuffixes: ['Retrying', 'Unavailable'] },
-  wait: { requeue: 'on-signal', eventType: 'Normal', argoHealth: 'Progressing', exitCode: 3, reasonSuffixes: ['Waiting', 'Pending', 'NotReady'] },
-  internal: { requeue: 'backoff', eventType: 'Warning', argoHealth: 'Degraded', exitCode: 4, reasonSuffixes: ['InternalError'] },
+  'fix-input': {
+    requeue: 'when-inputs-change',
+    eventType: 'Warning',
+    argoHealth: 'Degraded',
+    exitCode: 1,
+    reasonSuffixes: ['Failed', 'Invalid', 'NotFound', 'Refused'],
+  },
+  retry: {
+    requeue: 'backoff',
+    eventType: 'Warning',
+    argoHealth: 'Progressing',
+    exitCode: 3,
+    reasonSuffixes: ['Retrying', 'Unavailable'],
+  },
+  wait: {
+    requeue: 'on-signal',
+    eventType: 'Normal',
+    argoHealth: 'Progressing',
+    exitCode: 3,
+    reasonSuffixes: ['Waiting', 'Pending', 'NotReady'],
+  },
+  internal: {
+    requeue: 'backoff',
+    eventType: 'Warning',
+    argoHealth: 'Degraded',
+    exitCode: 4,
+    reasonSuffixes: ['InternalError'],
+  },
 };
 
 /** A failure as decisions see it: what happens next, and what to tell a person. */
@@ -69,7 +93,11 @@ export const EXIT_CODES: readonly { code: number; meaning: string }[] = [
   { code: 0, meaning: 'done; units that must wait (e.g. for a provider) are withheld and listed, not failed' },
   { code: 1, meaning: 'an input, chart or setting needs a fix (the message says which); retrying alone will not help' },
   { code: COMMAND_LINE_EXIT_CODE, meaning: 'the command line is wrong' },
-  { code: 3, meaning: 'something outside failed or is not ready yet (a registry, GitHub, a Git remote, a lock another run holds); retrying later may help' },
+  {
+    code: 3,
+    meaning:
+      'something outside failed or is not ready yet (a registry, GitHub, a Git remote, a lock another run holds); retrying later may help',
+  },
   { code: 4, meaning: 'an internal error: a bug, please report it with the message' },
 ];
 

@@ -76,9 +76,27 @@ const API_TABLE_MINORS = { first: 16, last: 37 } as const;
  * for a kind.
  */
 const CLUSTER_API: readonly string[] = (() => {
-  const groups = ['cluster.x-k8s.io', 'bootstrap.cluster.x-k8s.io', 'controlplane.cluster.x-k8s.io', 'addons.cluster.x-k8s.io', 'ipam.cluster.x-k8s.io', 'runtime.cluster.x-k8s.io'];
-  const kinds = ['Cluster', 'ClusterClass', 'Machine', 'MachineDeployment', 'MachineHealthCheck', 'MachinePool', 'MachineSet'];
-  return ['v1beta1', 'v1beta2'].flatMap((version) => [...groups.map((group) => `${group}/${version}`), ...kinds.map((kind) => `cluster.x-k8s.io/${version}/${kind}`)]);
+  const groups = [
+    'cluster.x-k8s.io',
+    'bootstrap.cluster.x-k8s.io',
+    'controlplane.cluster.x-k8s.io',
+    'addons.cluster.x-k8s.io',
+    'ipam.cluster.x-k8s.io',
+    'runtime.cluster.x-k8s.io',
+  ];
+  const kinds = [
+    'Cluster',
+    'ClusterClass',
+    'Machine',
+    'MachineDeployment',
+    'MachineHealthCheck',
+    'MachinePool',
+    'MachineSet',
+  ];
+  return ['v1beta1', 'v1beta2'].flatMap((version) => [
+    ...groups.map((group) => `${group}/${version}`),
+    ...kinds.map((kind) => `cluster.x-k8s.io/${version}/${kind}`),
+  ]);
 })();
 
 /** A built-in group/version's `{ since, removed }` minors, or undefined when it is not built in. */
@@ -112,12 +130,17 @@ export function crdApiVersions(crds: readonly unknown[]): string[] {
   const found = new Set<string>();
   for (const crd of crds) {
     if (crd === null || typeof crd !== 'object') continue;
-    const object = crd as { kind?: unknown; spec?: { group?: unknown; names?: { kind?: unknown }; versions?: unknown; version?: unknown } };
+    const object = crd as {
+      kind?: unknown;
+      spec?: { group?: unknown; names?: { kind?: unknown }; versions?: unknown; version?: unknown };
+    };
     if (object.kind !== 'CustomResourceDefinition' || typeof object.spec?.group !== 'string') continue;
     const group = object.spec.group;
     const kind = typeof object.spec.names?.kind === 'string' ? object.spec.names.kind : undefined;
     const versions = Array.isArray(object.spec.versions)
-      ? (object.spec.versions as { name?: unknown; served?: unknown }[]).filter((version) => version?.served !== false && typeof version?.name === 'string').map((version) => version.name as string)
+      ? (object.spec.versions as { name?: unknown; served?: unknown }[])
+          .filter((version) => version?.served !== false && typeof version?.name === 'string')
+          .map((version) => version.name as string)
       : typeof object.spec.version === 'string'
         ? [object.spec.version]
         : [];
@@ -147,6 +170,9 @@ export function servedApiProblem(apiVersion: string, kubeVersion: string): strin
   if (!known || parsed === undefined) return undefined;
   const minor = clampMinor(parsed);
   if (known.since <= minor && (known.removed === undefined || minor < known.removed)) return undefined;
-  const served = known.removed === undefined ? `served from 1.${known.since}` : `served from 1.${known.since} until 1.${known.removed - 1}`;
+  const served =
+    known.removed === undefined
+      ? `served from 1.${known.since}`
+      : `served from 1.${known.since} until 1.${known.removed - 1}`;
   return `${apiVersion} is not served by Kubernetes 1.${parsed} (${served})`;
 }

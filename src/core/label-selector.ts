@@ -28,8 +28,10 @@ function keyProblem(key: string): string | undefined {
   const slash = key.indexOf('/');
   const prefix = slash >= 0 ? key.slice(0, slash) : undefined;
   const name = slash >= 0 ? key.slice(slash + 1) : key;
-  if (prefix !== undefined && (prefix.length > 253 || !PREFIX.test(prefix))) return `label key "${key}" has an invalid prefix (a DNS subdomain such as example.com)`;
-  if (name.length > 63 || !NAME.test(name)) return `"${key}" is not a valid label key (letters, digits, "-", "_", ".", at most 63, starting and ending alphanumeric)`;
+  if (prefix !== undefined && (prefix.length > 253 || !PREFIX.test(prefix)))
+    return `label key "${key}" has an invalid prefix (a DNS subdomain such as example.com)`;
+  if (name.length > 63 || !NAME.test(name))
+    return `"${key}" is not a valid label key (letters, digits, "-", "_", ".", at most 63, starting and ending alphanumeric)`;
   return undefined;
 }
 
@@ -42,12 +44,24 @@ function valueProblem(value: unknown): string | undefined {
 /** Every problem of a label selector at `path` (empty when it is valid). */
 export function validateLabelSelector(selector: unknown, path: string): Problem[] {
   const problems: Problem[] = [];
-  if (!isRecord(selector)) return [{ path, message: 'must be a label selector: a mapping with matchLabels and/or matchExpressions ({} selects every Cluster)' }];
+  if (!isRecord(selector))
+    return [
+      {
+        path,
+        message:
+          'must be a label selector: a mapping with matchLabels and/or matchExpressions ({} selects every Cluster)',
+      },
+    ];
   for (const key of Object.keys(selector)) {
-    if (key !== 'matchLabels' && key !== 'matchExpressions') problems.push({ path: `${path}.${key}`, message: 'is not a field of a label selector; use matchLabels or matchExpressions' });
+    if (key !== 'matchLabels' && key !== 'matchExpressions')
+      problems.push({
+        path: `${path}.${key}`,
+        message: 'is not a field of a label selector; use matchLabels or matchExpressions',
+      });
   }
   if (selector.matchLabels !== undefined) {
-    if (!isRecord(selector.matchLabels)) problems.push({ path: `${path}.matchLabels`, message: 'must map label keys to values' });
+    if (!isRecord(selector.matchLabels))
+      problems.push({ path: `${path}.matchLabels`, message: 'must map label keys to values' });
     else {
       for (const [key, value] of Object.entries(selector.matchLabels)) {
         const problem = keyProblem(key) ?? valueProblem(value);
@@ -56,7 +70,8 @@ export function validateLabelSelector(selector: unknown, path: string): Problem[
     }
   }
   if (selector.matchExpressions !== undefined) {
-    if (!Array.isArray(selector.matchExpressions)) problems.push({ path: `${path}.matchExpressions`, message: 'must be a list of {key, operator, values}' });
+    if (!Array.isArray(selector.matchExpressions))
+      problems.push({ path: `${path}.matchExpressions`, message: 'must be a list of {key, operator, values}' });
     else {
       selector.matchExpressions.forEach((expression: unknown, index) => {
         const at = `${path}.matchExpressions[${index}]`;
@@ -68,13 +83,21 @@ export function validateLabelSelector(selector: unknown, path: string): Problem[
         const keyError = key === '' ? 'key is required' : keyProblem(key);
         if (keyError) problems.push({ path: `${at}.key`, message: keyError });
         if (typeof expression.operator !== 'string' || !OPERATORS.includes(expression.operator)) {
-          problems.push({ path: `${at}.operator`, message: `must be one of ${OPERATORS.join(', ')}, found ${JSON.stringify(expression.operator ?? null)}` });
+          problems.push({
+            path: `${at}.operator`,
+            message: `must be one of ${OPERATORS.join(', ')}, found ${JSON.stringify(expression.operator ?? null)}`,
+          });
           return;
         }
         const values = expression.values;
         const needsValues = expression.operator === 'In' || expression.operator === 'NotIn';
-        if (needsValues && (!Array.isArray(values) || values.length === 0)) problems.push({ path: `${at}.values`, message: `must list at least one value for operator ${expression.operator}` });
-        else if (!needsValues && values !== undefined && (!Array.isArray(values) || values.length > 0)) problems.push({ path: `${at}.values`, message: `must be empty for operator ${expression.operator}` });
+        if (needsValues && (!Array.isArray(values) || values.length === 0))
+          problems.push({
+            path: `${at}.values`,
+            message: `must list at least one value for operator ${expression.operator}`,
+          });
+        else if (!needsValues && values !== undefined && (!Array.isArray(values) || values.length > 0))
+          problems.push({ path: `${at}.values`, message: `must be empty for operator ${expression.operator}` });
         else if (Array.isArray(values)) {
           for (const value of values) {
             const problem = valueProblem(value);
@@ -109,10 +132,17 @@ export function parseLabelSelector(text: string): LabelSelector {
       match = /^([\w./-]+)\s*(==|=|!=)\s*([\w.-]*)$/.exec(part);
       if (match) return { key: match[1]!, operator: match[2] === '!=' ? 'NotIn' : 'In', values: [match[3]!] };
       match = /^([\w./-]+)\s+(in|notin)\s*\(([^()]*)\)$/.exec(part);
-      if (match) return { key: match[1]!, operator: match[2] === 'in' ? 'In' : 'NotIn', values: match[3]!.split(',').map((value) => value.trim()) };
+      if (match)
+        return {
+          key: match[1]!,
+          operator: match[2] === 'in' ? 'In' : 'NotIn',
+          values: match[3]!.split(',').map((value) => value.trim()),
+        };
       match = /^([\w./-]+)$/.exec(part);
       if (match) return { key: match[1]!, operator: 'Exists' };
-      throw new Error(`cannot parse "${part}"; expected key=value, key!=value, key in (a,b), key notin (a,b), key or !key`);
+      throw new Error(
+        `cannot parse "${part}"; expected key=value, key!=value, key in (a,b), key notin (a,b), key or !key`,
+      );
     });
   return { matchExpressions };
 }
@@ -121,7 +151,10 @@ export function parseLabelSelector(text: string): LabelSelector {
  * Both selectors at once (their requirements ANDed), as openMCP's scheduler combines a purpose's
  * `selector` with `selectors.clusters`: on a matchLabels key both give, `global`'s value wins.
  */
-export function combineLabelSelectors(local: LabelSelector | undefined, global: LabelSelector | undefined): LabelSelector | undefined {
+export function combineLabelSelectors(
+  local: LabelSelector | undefined,
+  global: LabelSelector | undefined,
+): LabelSelector | undefined {
   if (!local) return global;
   if (!global) return local;
   return {

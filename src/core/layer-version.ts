@@ -5,7 +5,8 @@ import { semver } from './semver-functions.js';
 
 // Up to three dot-separated numbers (leading zeros allowed: Kraan's examples use "0.1.01"), then
 // an optional pre-release and build part as in semver.
-const VERSION = /^v?(\d+)(?:\.(\d+))?(?:\.(\d+))?(-[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?$/;
+const VERSION =
+  /^v?(\d+)(?:\.(\d+))?(?:\.(\d+))?(-[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?$/;
 
 /** A version as a full semver string (`1.16` -> `1.16.0`, `v1.30.2-rc.1` -> `1.30.2-rc.1`), or undefined when it does not parse. */
 export function normalizeVersion(text: string): string | undefined {

@@ -80,18 +80,34 @@ function percent(share: number): string {
  * publish (`next`). Refuses when all, or more than `maxShare`, of the published clusters would go,
  * or of the published releases without another release of their stack and channel staying.
  */
-export function checkMassDeletion(previous: readonly PublishedUnit[], next: readonly PublishedUnit[], policy: MassDeletionPolicy): MassDeletionVerdict {
+export function checkMassDeletion(
+  previous: readonly PublishedUnit[],
+  next: readonly PublishedUnit[],
+  policy: MassDeletionPolicy,
+): MassDeletionVerdict {
   const before = published(previous);
   const after = published(next);
   const linesAfter = new Set(after.releases.values());
   const releases: DeletionCount = {
     published: before.releases.size,
-    removed: [...before.releases].filter(([key, line]) => !after.releases.has(key) && !linesAfter.has(line)).map(([key]) => key).sort(),
+    removed: [...before.releases]
+      .filter(([key, line]) => !after.releases.has(key) && !linesAfter.has(line))
+      .map(([key]) => key)
+      .sort(),
   };
-  const clusters: DeletionCount = { published: before.clusters.size, removed: [...before.clusters].filter((key) => !after.clusters.has(key)).sort() };
+  const clusters: DeletionCount = {
+    published: before.clusters.size,
+    removed: [...before.clusters].filter((key) => !after.clusters.has(key)).sort(),
+  };
   const over = [
-    ...(exceeds(releases, policy.maxShare) ? [`${releases.removed.length} of ${releases.published} published releases (${names(releases.removed)}), leaving their stacks without any release`] : []),
-    ...(exceeds(clusters, policy.maxShare) ? [`${clusters.removed.length} of ${clusters.published} published clusters (${names(clusters.removed)})`] : []),
+    ...(exceeds(releases, policy.maxShare)
+      ? [
+          `${releases.removed.length} of ${releases.published} published releases (${names(releases.removed)}), leaving their stacks without any release`,
+        ]
+      : []),
+    ...(exceeds(clusters, policy.maxShare)
+      ? [`${clusters.removed.length} of ${clusters.published} published clusters (${names(clusters.removed)})`]
+      : []),
   ];
   if (policy.allow || over.length === 0) return { refused: false, releases, clusters };
   return {
@@ -119,6 +135,12 @@ export function unitsOfProvenance(text: string | undefined): PublishedUnit[] {
 export function publishedUnitsOf(units: unknown): PublishedUnit[] {
   if (!Array.isArray(units)) return [];
   return units.filter(
-    (unit): unit is PublishedUnit => typeof unit === 'object' && unit !== null && typeof unit.kind === 'string' && typeof unit.namespace === 'string' && typeof unit.name === 'string' && typeof unit.release === 'string',
+    (unit): unit is PublishedUnit =>
+      typeof unit === 'object' &&
+      unit !== null &&
+      typeof unit.kind === 'string' &&
+      typeof unit.namespace === 'string' &&
+      typeof unit.name === 'string' &&
+      typeof unit.release === 'string',
   );
 }

@@ -20,7 +20,10 @@ export function formatProblem(problem: Problem): string {
 
 /** Raised when input is wrong; carries every problem found so the user can fix them in one go. */
 export class InputError extends Failure {
-  constructor(readonly problems: Problem[], summary?: string) {
+  constructor(
+    readonly problems: Problem[],
+    summary?: string,
+  ) {
     super('fix-input', summary ?? problems.map(formatProblem).join('\n'));
     this.name = 'InputError';
   }

@@ -50,7 +50,7 @@ export class RankedSlots {
   #push(entry: Waiting): void {
     const heap = this.#heap;
     heap.push(entry);
-    for (let at = heap.length - 1; at > 0; ) {
+    for (let at = heap.length - 1; at > 0;) {
       const parent = (at - 1) >> 1;
       if (!this.#before(heap[at]!, heap[parent]!)) break;
       [heap[at], heap[parent]] = [heap[parent]!, heap[at]!];
@@ -64,7 +64,7 @@ export class RankedSlots {
     const last = heap.pop();
     if (heap.length === 0 || last === undefined) return top;
     heap[0] = last;
-    for (let at = 0; ; ) {
+    for (let at = 0; ;) {
       const left = 2 * at + 1;
       const right = left + 1;
       let first = at;

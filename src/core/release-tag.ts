@@ -18,7 +18,10 @@ export interface ReleaseTag {
 }
 
 export class TagSyntaxError extends Failure {
-  constructor(readonly input: string, reason: string) {
+  constructor(
+    readonly input: string,
+    reason: string,
+  ) {
     super('fix-input', `"${input}" is not a cluster stack release tag: ${reason}`);
     this.name = 'TagSyntaxError';
   }
@@ -59,7 +62,9 @@ export function tryParseReleaseTag(input: string): ReleaseTag | undefined {
 }
 
 /** `<provider>-<name>-<maj>-<min>`: the Helm release name of the cluster-class chart and chart name prefix. */
-export function stackPrefix(tag: Pick<ReleaseTag, 'provider' | 'name' | 'kubernetesMajor' | 'kubernetesMinor'>): string {
+export function stackPrefix(
+  tag: Pick<ReleaseTag, 'provider' | 'name' | 'kubernetesMajor' | 'kubernetesMinor'>,
+): string {
   return `${tag.provider}-${tag.name}-${tag.kubernetesMajor}-${tag.kubernetesMinor}`;
 }
 
@@ -80,7 +85,11 @@ export function parseClusterClassName(className: string): ReleaseTag {
   const dots = className.split('.').length - 1;
   if (dots > 1) throw new TagSyntaxError(className, 'a cluster stack ClusterClass name has at most one "."');
   const tag = parseReleaseTag(className.replace('.', '-'));
-  if (clusterClassName(tag) !== className) throw new TagSyntaxError(className, `the ClusterClass of release ${formatReleaseTag(tag)} is ${clusterClassName(tag)}`);
+  if (clusterClassName(tag) !== className)
+    throw new TagSyntaxError(
+      className,
+      `the ClusterClass of release ${formatReleaseTag(tag)} is ${clusterClassName(tag)}`,
+    );
   return tag;
 }
 

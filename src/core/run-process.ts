@@ -73,22 +73,47 @@ const INPUT_BATCH_BYTES = 65_536;
  * (callers decide what a non-zero status means); rejects with a ProcessError only when the program
  * cannot start, runs out of time, falls silent, is aborted or prints more than the bound.
  */
-export function runProcess(program: string, args: readonly string[], options: RunProcessOptions): Promise<ProcessResult> {
+export function runProcess(
+  program: string,
+  args: readonly string[],
+  options: RunProcessOptions,
+): Promise<ProcessResult> {
   const name = path.basename(program);
-  if (options.signal?.aborted) return Promise.reject(new ProcessError('aborted', program, `${name} was not started: the run was cancelled`));
+  if (options.signal?.aborted)
+    return Promise.reject(new ProcessError('aborted', program, `${name} was not started: the run was cancelled`));
   return new Promise((resolve, reject) => {
     const started = performance.now();
     const maxOutput = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
     const maxError = options.maxErrorBytes ?? DEFAULT_MAX_ERROR_BYTES;
-    const child = spawn(program, [...args], { shell: false, cwd: options.cwd, env: { ...options.env }, stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true });
+    const child = spawn(program, [...args], {
+      shell: false,
+      cwd: options.cwd,
+      env: { ...options.env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+      windowsHide: true,
+    });
     const stdout: Buffer[] = [];
     let stdoutBytes = 0;
     let stderr: Buffer[] = [];
     let stderrBytes = 0;
     let settled = false;
     let idleTimer: NodeJS.Timeout | undefined;
-    const totalTimer = options.timeoutMs === undefined ? undefined : setTimeout(() => stop(new ProcessError('timed-out', program, `${name} ran longer than ${formatSeconds(options.timeoutMs!)} and was stopped`)), options.timeoutMs);
-    const onAbort = (): void => stop(new ProcessError('aborted', program, `${name} was stopped: the run was cancelled`));
+    const totalTimer =
+      options.timeoutMs === undefined
+        ? undefined
+        : setTimeout(
+            () =>
+              stop(
+                new ProcessError(
+                  'timed-out',
+                  program,
+                  `${name} ran longer than ${formatSeconds(options.timeoutMs!)} and was stopped`,
+                ),
+              ),
+            options.timeoutMs,
+          );
+    const onAbort = (): void =>
+      stop(new ProcessError('aborted', program, `${name} was stopped: the run was cancelled`));
     options.signal?.addEventListener('abort', onAbort, { once: true });
     const finish = (): boolean => {
       if (settled) return false;
@@ -109,13 +134,30 @@ export function runProcess(program: string, args: readonly string[], options: Ru
     const heardFrom = (): void => {
       if (options.idleTimeoutMs === undefined || settled) return;
       clearTimeout(idleTimer);
-      idleTimer = setTimeout(() => stop(new ProcessError('idle', program, `${name} printed nothing for ${formatSeconds(options.idleTimeoutMs!)} and was stopped`)), options.idleTimeoutMs);
+      idleTimer = setTimeout(
+        () =>
+          stop(
+            new ProcessError(
+              'idle',
+              program,
+              `${name} printed nothing for ${formatSeconds(options.idleTimeoutMs!)} and was stopped`,
+            ),
+          ),
+        options.idleTimeoutMs,
+      );
     };
     heardFrom();
     child.stdout.on('data', (chunk: Buffer) => {
       heardFrom();
       stdoutBytes += chunk.length;
-      if (stdoutBytes > maxOutput) stop(new ProcessError('output-too-large', program, `${name} printed more than ${Math.round(maxOutput / 1024 / 1024)} MiB and was stopped`));
+      if (stdoutBytes > maxOutput)
+        stop(
+          new ProcessError(
+            'output-too-large',
+            program,
+            `${name} printed more than ${Math.round(maxOutput / 1024 / 1024)} MiB and was stopped`,
+          ),
+        );
       else stdout.push(chunk);
     });
     child.stderr.on('data', (chunk: Buffer) => {
@@ -130,8 +172,12 @@ export function runProcess(program: string, args: readonly string[], options: Ru
     child.on('error', (error: NodeJS.ErrnoException) => {
       if (!finish()) return;
       // Node's message carries internal frames and, for a missing directory, blames the program.
-      const because = error.code === 'ENOENT' ? 'not found' : error.code ?? error.message;
-      reject(new ProcessError('not-started', program, `${name} could not be started (${because})`, error.code, { cause: error }));
+      const because = error.code === 'ENOENT' ? 'not found' : (error.code ?? error.message);
+      reject(
+        new ProcessError('not-started', program, `${name} could not be started (${because})`, error.code, {
+          cause: error,
+        }),
+      );
     });
     child.on('close', (code, signal) => {
       if (!finish()) return;

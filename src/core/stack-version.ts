@@ -17,7 +17,10 @@ export interface StackVersion {
 }
 
 export class VersionSyntaxError extends Failure {
-  constructor(readonly input: string, reason: string) {
+  constructor(
+    readonly input: string,
+    reason: string,
+  ) {
     super('fix-input', `"${input}" is not a cluster stack version: ${reason}`);
     this.name = 'VersionSyntaxError';
   }

@@ -42,11 +42,15 @@ export interface GitHubConnection {
 export function createGitHubClient(options: GitHubClientOptions = {}): GitHubConnection {
   const baseUrl = githubBaseUrl(options.baseUrl);
   const plainFetch = options.fetch ?? globalThis.fetch;
-  const fetchImpl = options.requestTimeoutMs === undefined ? plainFetch : fetchWithTimeout(plainFetch, options.requestTimeoutMs);
+  const fetchImpl =
+    options.requestTimeoutMs === undefined ? plainFetch : fetchWithTimeout(plainFetch, options.requestTimeoutMs);
   const quiet = (): void => {};
   const client = request.defaults({
     baseUrl,
-    headers: { 'user-agent': 'clusterstack-gitops', ...(options.token ? { authorization: authorizationOf(options.token) } : {}) },
+    headers: {
+      'user-agent': 'clusterstack-gitops',
+      ...(options.token ? { authorization: authorizationOf(options.token) } : {}),
+    },
     request: { fetch: fetchImpl, log: { debug: quiet, info: quiet, warn: quiet, error: quiet } },
   });
   return { octokit: { request: client }, fetch: fetchImpl, baseUrl };
@@ -59,5 +63,8 @@ function authorizationOf(token: string): string {
 
 /** True for an error octokit throws for an HTTP status (or a network failure, as status 500 without a response). */
 export function isRequestError(error: unknown): error is RequestError {
-  return error instanceof RequestError || (error instanceof Error && error.name === 'HttpError' && typeof (error as { status?: unknown }).status === 'number');
+  return (
+    error instanceof RequestError ||
+    (error instanceof Error && error.name === 'HttpError' && typeof (error as { status?: unknown }).status === 'number')
+  );
 }

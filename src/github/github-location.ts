@@ -14,7 +14,11 @@ export function githubBaseUrl(baseUrl?: string): string {
  * `github:<owner>/<repo>`, with `@<api>` for another API than github.com's; `printableBase` is that
  * API as messages may print it (no credentials, no query).
  */
-export function githubLocation(owner: string, repo: string, baseUrl?: string): { location: string; sourceKey: string; printableBase: string } {
+export function githubLocation(
+  owner: string,
+  repo: string,
+  baseUrl?: string,
+): { location: string; sourceKey: string; printableBase: string } {
   const printableBase = printableUrl(githubBaseUrl(baseUrl)).replace(/\/+$/, '');
   const isPublic = printableBase === GITHUB_API_URL;
   return {

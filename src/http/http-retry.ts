@@ -10,7 +10,11 @@ export interface RetryPolicy extends BackoffSteps {
   attempts: number;
 }
 
-export const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = Object.freeze({ attempts: 4, baseDelayMs: 500, maxDelayMs: 10_000 });
+export const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = Object.freeze({
+  attempts: 4,
+  baseDelayMs: 500,
+  maxDelayMs: 10_000,
+});
 
 export type Sleep = (ms: number) => Promise<void>;
 
@@ -44,7 +48,10 @@ export interface RetryOptions {
  * the last error is thrown). Waits never outlast the current deadline (remote-deadline.ts); when
  * it ends the operation, the DeadlineExceededError says what failed before it.
  */
-export async function withRetry<T>(operation: (context: RetryContext) => Promise<T>, options: RetryOptions): Promise<T> {
+export async function withRetry<T>(
+  operation: (context: RetryContext) => Promise<T>,
+  options: RetryOptions,
+): Promise<T> {
   const policy = options.policy ?? DEFAULT_RETRY_POLICY;
   const sleep = sleepWithinDeadline(options.sleep ?? realSleep);
   const describe = options.describe ?? ((error: unknown) => error);
@@ -109,7 +116,10 @@ export function rateLimitWaitMs(headers: HeaderBag, now: Date): number | undefin
 
 /** A request that got no answer in time (no headers, or no body bytes for the whole timeout). */
 export class RequestTimeoutError extends Failure {
-  constructor(readonly url: string, readonly timeoutMs: number) {
+  constructor(
+    readonly url: string,
+    readonly timeoutMs: number,
+  ) {
     super('retry', `no response from ${url} within ${timeoutMs} ms`);
     this.name = 'RequestTimeoutError';
   }
@@ -181,7 +191,9 @@ export function fetchWithTimeout(fetchImpl: typeof fetch, timeoutMs: number): ty
           } else stream.enqueue(value);
         } catch (error) {
           detach();
-          stream.error(controller.signal.aborted && controller.signal.reason instanceof Error ? controller.signal.reason : error);
+          stream.error(
+            controller.signal.aborted && controller.signal.reason instanceof Error ? controller.signal.reason : error,
+          );
         } finally {
           clearTimeout(timer);
         }
@@ -191,7 +203,11 @@ export function fetchWithTimeout(fetchImpl: typeof fetch, timeoutMs: number): ty
         return reader.cancel(reason);
       },
     });
-    const wrapped = new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+    const wrapped = new Response(body, {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
     Object.defineProperty(wrapped, 'url', { value: response.url });
     return wrapped;
   };

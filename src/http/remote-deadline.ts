@@ -10,7 +10,12 @@ import { Failure } from '../core/failure.js';
 
 /** A remote operation that ran out of its total time; retrying later may work (exit code 3). */
 export class DeadlineExceededError extends Failure {
-  constructor(readonly what: string, readonly totalMs: number, lastFailure?: string, options?: { cause?: unknown }) {
+  constructor(
+    readonly what: string,
+    readonly totalMs: number,
+    lastFailure?: string,
+    options?: { cause?: unknown },
+  ) {
     super(
       'retry',
       `${what} did not finish within ${formatDuration(totalMs)}${lastFailure ? ` (last failure: ${lastFailure})` : ''}; that is the total time allowed for one remote operation (--remote-timeout or CLUSTERSTACK_REMOTE_TIMEOUT)`,
@@ -21,7 +26,12 @@ export class DeadlineExceededError extends Failure {
 
   /** The same deadline, reached while waiting to retry `failure`: the message says what kept failing. */
   after(failure: unknown): DeadlineExceededError {
-    return new DeadlineExceededError(this.what, this.totalMs, failure instanceof Error ? failure.message : String(failure), { cause: failure });
+    return new DeadlineExceededError(
+      this.what,
+      this.totalMs,
+      failure instanceof Error ? failure.message : String(failure),
+      { cause: failure },
+    );
   }
 }
 
@@ -38,7 +48,10 @@ export class RemoteDeadline {
   private readonly expiresAt: number;
   private readonly timer: NodeJS.Timeout;
 
-  constructor(what: string, readonly totalMs: number) {
+  constructor(
+    what: string,
+    readonly totalMs: number,
+  ) {
     const controller = new AbortController();
     this.signal = controller.signal;
     this.error = new DeadlineExceededError(what, totalMs);
@@ -85,7 +98,11 @@ export async function withDeadline<T>(what: string, totalMs: number, operation: 
 
 /** The DeadlineExceededError behind `error` (client libraries wrap it in causes), if that is what it is. */
 export function deadlineErrorOf(error: unknown): DeadlineExceededError | undefined {
-  for (let current = error, depth = 0; current instanceof Error && depth < 6; current = (current as { cause?: unknown }).cause, depth++) {
+  for (
+    let current = error, depth = 0;
+    current instanceof Error && depth < 6;
+    current = (current as { cause?: unknown }).cause, depth++
+  ) {
     if (current instanceof DeadlineExceededError) return current;
   }
   return undefined;

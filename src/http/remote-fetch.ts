@@ -14,10 +14,16 @@ export function createConnectingFetch(connectMs: number): typeof fetch {
   // undici is loaded on the first remote request: renders from local releases never pay for it.
   let client: Promise<{ fetch: typeof import('undici').fetch; dispatcher: import('undici').Dispatcher }> | undefined;
   return async (input, init) => {
-    client ??= import('undici').then(({ Agent, fetch: undiciFetch }) => ({ fetch: undiciFetch, dispatcher: new Agent({ connect: { timeout: connectMs } }) }));
+    client ??= import('undici').then(({ Agent, fetch: undiciFetch }) => ({
+      fetch: undiciFetch,
+      dispatcher: new Agent({ connect: { timeout: connectMs } }),
+    }));
     const { fetch: undiciFetch, dispatcher } = await client;
     // The Request, Headers and body types of the global fetch and undici's are the same classes at
     // runtime on a matching line and compatible in shape on any: undici reads them as it reads its own.
-    return (await undiciFetch(input as Parameters<typeof undiciFetch>[0], { ...(init as Parameters<typeof undiciFetch>[1]), dispatcher })) as unknown as Response;
+    return (await undiciFetch(input as Parameters<typeof undiciFetch>[0], {
+      ...(init as Parameters<typeof undiciFetch>[1]),
+      dispatcher,
+    })) as unknown as Response;
   };
 }

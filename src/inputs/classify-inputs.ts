@@ -3,7 +3,12 @@
 import { ADDONS_LAYER_KIND, type AddonsLayer, KRAAN_GROUP, validateAddonsLayer } from '../api/addons-layer.js';
 import { API_GROUP, CAPI_API_GROUP, type CapiCluster, type ClusterStack, type KubeObject } from '../api/types.js';
 import type { CrdRuleChecker } from '../api/crd-rules.js';
-import { findDuplicateStacks, validateClusterAddon, validateClusterStack, validateClusterStackRelease } from '../api/validate.js';
+import {
+  findDuplicateStacks,
+  validateClusterAddon,
+  validateClusterStack,
+  validateClusterStackRelease,
+} from '../api/validate.js';
 import { type CapiProvider, OPERATOR_API_GROUP, PROVIDER_KINDS } from '../api/provider-types.js';
 import { didYouMean, nearestName } from '../core/did-you-mean.js';
 import { validateProvider } from '../api/validate-provider.js';
@@ -52,15 +57,25 @@ export function mistypedKind(kind: string): string | undefined {
   // `DockerClusterStackRelase`: the provider prefix is anything, the suffix is ours; the split
   // with the fewest edits says where the prefix ends.
   for (let allowed = 1; allowed <= 2; allowed += 1) {
-    for (let length = PROVIDER_RELEASE_SUFFIX.length - allowed; length <= PROVIDER_RELEASE_SUFFIX.length + allowed && length < kind.length; length += 1) {
-      if (nearestName(kind.slice(-length), [PROVIDER_RELEASE_SUFFIX], allowed)) return `${kind.slice(0, -length)}${PROVIDER_RELEASE_SUFFIX}`;
+    for (
+      let length = PROVIDER_RELEASE_SUFFIX.length - allowed;
+      length <= PROVIDER_RELEASE_SUFFIX.length + allowed && length < kind.length;
+      length += 1
+    ) {
+      if (nearestName(kind.slice(-length), [PROVIDER_RELEASE_SUFFIX], allowed))
+        return `${kind.slice(0, -length)}${PROVIDER_RELEASE_SUFFIX}`;
     }
   }
   return undefined;
 }
 
 /** Where each kind read from the inputs lives. */
-const GROUP_OF_KIND: ReadonlyMap<string, string> = new Map([['Cluster', CAPI_API_GROUP], ...OWN_KINDS.map((kind): [string, string] => [kind, API_GROUP]), [ADDONS_LAYER_KIND, KRAAN_GROUP], ...Object.keys(PROVIDER_KINDS).map((kind): [string, string] => [kind, OPERATOR_API_GROUP])]);
+const GROUP_OF_KIND: ReadonlyMap<string, string> = new Map([
+  ['Cluster', CAPI_API_GROUP],
+  ...OWN_KINDS.map((kind): [string, string] => [kind, API_GROUP]),
+  [ADDONS_LAYER_KIND, KRAAN_GROUP],
+  ...Object.keys(PROVIDER_KINDS).map((kind): [string, string] => [kind, OPERATOR_API_GROUP]),
+]);
 
 /** The group a read kind's apiVersion group is a typo of (`cluser.x-k8s.io` for a Cluster), else undefined. */
 function mistypedGroup(group: string, kind: string): string | undefined {
@@ -70,13 +85,22 @@ function mistypedGroup(group: string, kind: string): string | undefined {
 
 /** Classifies and validates objects (our kinds also by their CRDs' rules, `checkRules`); an invalid ClusterStack is left out and its problems listed. */
 export function classifyInputs(objects: SourcedObject[], checkRules: CrdRuleChecker): Inputs {
-  const inputs: Inputs = { clusterStacks: [], clusters: [], providerReleases: [], providers: [], addonsLayers: [], others: [], problems: [] };
+  const inputs: Inputs = {
+    clusterStacks: [],
+    clusters: [],
+    providerReleases: [],
+    providers: [],
+    addonsLayers: [],
+    others: [],
+    problems: [],
+  };
   // An object defined twice is left out altogether (which copy Kubernetes would keep depends on
   // file order); the problem names every place, and the render stops on it.
   const duplicates = findDuplicateObjects(objects);
   inputs.problems.push(...duplicates);
   const counts = new Map<string, number>();
-  for (const sourced of objects) counts.set(objectIdentity(sourced.object), (counts.get(objectIdentity(sourced.object)) ?? 0) + 1);
+  for (const sourced of objects)
+    counts.set(objectIdentity(sourced.object), (counts.get(objectIdentity(sourced.object)) ?? 0) + 1);
   const duplicated = new Set([...counts].filter(([, count]) => count > 1).map(([identity]) => identity));
   for (const sourced of objects) {
     if (duplicated.has(objectIdentity(sourced.object))) continue;
@@ -84,17 +108,36 @@ export function classifyInputs(objects: SourcedObject[], checkRules: CrdRuleChec
     const group = groupOf(object.apiVersion);
     const meantGroup = mistypedGroup(group, object.kind);
     if (meantGroup) {
-      inputs.problems.push({ source: fieldSource(object, source, 'apiVersion'), object: describeObject(object), path: 'apiVersion', message: `${object.apiVersion} is no API group clusterstack reads for a ${object.kind}, and would be ignored; did you mean ${meantGroup}/${object.apiVersion.slice(group.length + 1)}?` });
+      inputs.problems.push({
+        source: fieldSource(object, source, 'apiVersion'),
+        object: describeObject(object),
+        path: 'apiVersion',
+        message: `${object.apiVersion} is no API group clusterstack reads for a ${object.kind}, and would be ignored; did you mean ${meantGroup}/${object.apiVersion.slice(group.length + 1)}?`,
+      });
       continue;
     }
     if (group === API_GROUP) {
       const validator =
-        object.kind === 'ClusterStack' ? validateClusterStack : object.kind === 'ClusterStackRelease' ? validateClusterStackRelease : object.kind === 'ClusterAddon' ? validateClusterAddon : undefined;
+        object.kind === 'ClusterStack'
+          ? validateClusterStack
+          : object.kind === 'ClusterStackRelease'
+            ? validateClusterStackRelease
+            : object.kind === 'ClusterAddon'
+              ? validateClusterAddon
+              : undefined;
       if (!validator) {
-        inputs.problems.push({ source: fieldSource(object, source, 'kind'), path: 'kind', message: `kind ${object.kind} is not part of ${API_GROUP}; known kinds are ClusterStack, ClusterStackRelease and ClusterAddon${didYouMean(object.kind, OWN_KINDS)}` });
+        inputs.problems.push({
+          source: fieldSource(object, source, 'kind'),
+          path: 'kind',
+          message: `kind ${object.kind} is not part of ${API_GROUP}; known kinds are ClusterStack, ClusterStackRelease and ClusterAddon${didYouMean(object.kind, OWN_KINDS)}`,
+        });
         continue;
       }
-      const problems = validator(object, checkRules).map((problem) => ({ ...problem, source: fieldSource(object, source, problem.path), object: describeObject(object) }));
+      const problems = validator(object, checkRules).map((problem) => ({
+        ...problem,
+        source: fieldSource(object, source, problem.path),
+        object: describeObject(object),
+      }));
       if (problems.length > 0) {
         inputs.problems.push(...problems);
         continue;
@@ -102,11 +145,19 @@ export function classifyInputs(objects: SourcedObject[], checkRules: CrdRuleChec
       // ClusterStackReleases and ClusterAddons are ours to write; as inputs they carry nothing we need.
       if (object.kind === 'ClusterStack') inputs.clusterStacks.push(sourced as unknown as SourcedObject<ClusterStack>);
     } else if (group === KRAAN_GROUP && object.kind === ADDONS_LAYER_KIND) {
-      const problems = validateAddonsLayer(object).map((problem) => ({ ...problem, source: fieldSource(object, source, problem.path), object: `AddonsLayer ${object.metadata.name}` }));
+      const problems = validateAddonsLayer(object).map((problem) => ({
+        ...problem,
+        source: fieldSource(object, source, problem.path),
+        object: `AddonsLayer ${object.metadata.name}`,
+      }));
       if (problems.length > 0) inputs.problems.push(...problems);
       else inputs.addonsLayers.push(sourced as unknown as SourcedObject<AddonsLayer>);
     } else if (group === OPERATOR_API_GROUP) {
-      const problems = validateProvider(object).map((problem) => ({ ...problem, source: fieldSource(object, source, problem.path), object: describeObject(object) }));
+      const problems = validateProvider(object).map((problem) => ({
+        ...problem,
+        source: fieldSource(object, source, problem.path),
+        object: describeObject(object),
+      }));
       if (problems.length > 0) inputs.problems.push(...problems);
       else inputs.providers.push(sourced as SourcedObject<CapiProvider>);
     } else if (group === CAPI_API_GROUP && object.kind === 'Cluster') {
@@ -115,7 +166,13 @@ export function classifyInputs(objects: SourcedObject[], checkRules: CrdRuleChec
       inputs.providerReleases.push(sourced);
     } else {
       const meant = mistypedKind(object.kind);
-      if (meant) inputs.problems.push({ source: fieldSource(object, source, 'kind'), object: describeObject(object), path: 'kind', message: `${object.kind} is no kind clusterstack reads, and would be ignored; did you mean ${meant}?` });
+      if (meant)
+        inputs.problems.push({
+          source: fieldSource(object, source, 'kind'),
+          object: describeObject(object),
+          path: 'kind',
+          message: `${object.kind} is no kind clusterstack reads, and would be ignored; did you mean ${meant}?`,
+        });
       else inputs.others.push(sourced);
     }
   }
@@ -123,7 +180,9 @@ export function classifyInputs(objects: SourcedObject[], checkRules: CrdRuleChec
   if (sameStacks.length > 0) {
     inputs.problems.push(...sameStacks);
     const stacks = new Set(sameStacks.map((problem) => problem.object));
-    inputs.clusterStacks = inputs.clusterStacks.filter((s) => !stacks.has(`ClusterStack ${s.object.metadata.namespace ?? 'default'}/${s.object.metadata.name}`));
+    inputs.clusterStacks = inputs.clusterStacks.filter(
+      (s) => !stacks.has(`ClusterStack ${s.object.metadata.namespace ?? 'default'}/${s.object.metadata.name}`),
+    );
   }
   return inputs;
 }

@@ -28,7 +28,10 @@ const MARKER = 'clusterstack.x-k8s.io_clusterstacks.yaml';
 function findCrdDir(moduleUrl: string = import.meta.url): string {
   for (let dir = path.dirname(fileURLToPath(moduleUrl)); ; dir = path.dirname(dir)) {
     if (existsSync(path.join(dir, 'crds', MARKER))) return path.join(dir, 'crds');
-    if (path.dirname(dir) === dir) throw new Error(`clusterstack's crds/ folder (${MARKER}) was not found above ${fileURLToPath(moduleUrl)}; reinstall the package`);
+    if (path.dirname(dir) === dir)
+      throw new Error(
+        `clusterstack's crds/ folder (${MARKER}) was not found above ${fileURLToPath(moduleUrl)}; reinstall the package`,
+      );
   }
 }
 
@@ -52,7 +55,8 @@ interface Entry {
 }
 
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
-const entryDigest = (rules: string, verdicts: Verdict[]): string => sha256(JSON.stringify({ schema: 1, rules, verdicts }));
+const entryDigest = (rules: string, verdicts: Verdict[]): string =>
+  sha256(JSON.stringify({ schema: 1, rules, verdicts }));
 
 /** Verdicts kept at most; past it a save keeps only the objects this process checked. */
 const KEPT_VERDICTS = 1000;
@@ -84,12 +88,16 @@ export class CrdRuleVerdicts {
   static async open(cacheRoot: string, crdTexts: readonly string[] = readCrdTexts()): Promise<CrdRuleVerdicts> {
     const rules = sha256(JSON.stringify([celLibraryIdentity(), ...crdTexts]));
     const compute = crdRuleChecker(crdTexts);
-    const entry = (await readCacheEntryJson(path.join(cacheRoot, CRD_RULE_VERDICTS_FILE)).catch(() => undefined)) as Partial<Entry> | null | undefined;
+    const entry = (await readCacheEntryJson(path.join(cacheRoot, CRD_RULE_VERDICTS_FILE)).catch(() => undefined)) as
+      Partial<Entry> | null | undefined;
     const valid =
       entry?.schema === 1 &&
       entry.rules === rules &&
       Array.isArray(entry.verdicts) &&
-      entry.verdicts.every((verdict) => Array.isArray(verdict) && verdict.length === 2 && typeof verdict[0] === 'string' && Array.isArray(verdict[1])) &&
+      entry.verdicts.every(
+        (verdict) =>
+          Array.isArray(verdict) && verdict.length === 2 && typeof verdict[0] === 'string' && Array.isArray(verdict[1]),
+      ) &&
       entry.digest === entryDigest(rules, entry.verdicts);
     return new CrdRuleVerdicts(cacheRoot, rules, valid ? entry.verdicts! : [], compute);
   }
@@ -116,10 +124,17 @@ export class CrdRuleVerdicts {
   /** Writes the verdicts when this run made one it did not hold (and has a cache directory). */
   async save(): Promise<void> {
     if (!this.#added || this.cacheRoot === undefined) return;
-    if (this.#verdicts.size > KEPT_VERDICTS) for (const input of [...this.#verdicts.keys()]) if (!this.#used.has(input)) this.#verdicts.delete(input);
+    if (this.#verdicts.size > KEPT_VERDICTS)
+      for (const input of [...this.#verdicts.keys()]) if (!this.#used.has(input)) this.#verdicts.delete(input);
     const verdicts = [...this.#verdicts].sort(([a], [b]) => compareText(a, b));
     const entry: Entry = { schema: 1, rules: this.rules, verdicts, digest: entryDigest(this.rules, verdicts) };
-    await writeCacheEntryJson(this.cacheRoot, path.join(this.cacheRoot, CRD_RULE_VERDICTS_FILE), path.join(this.cacheRoot, 'tmp'), 'crd-rule-verdicts', entry);
+    await writeCacheEntryJson(
+      this.cacheRoot,
+      path.join(this.cacheRoot, CRD_RULE_VERDICTS_FILE),
+      path.join(this.cacheRoot, 'tmp'),
+      'crd-rule-verdicts',
+      entry,
+    );
     this.#added = false;
   }
 }

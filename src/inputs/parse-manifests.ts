@@ -48,19 +48,28 @@ function parseDocument(chunk: string, file: string, firstLine: number, parsed: P
     const decoded = decodeYamlDocument(chunk);
     document = decoded.value;
     for (const duplicate of decoded.duplicateKeys) {
-      parsed.warnings!.push({ source: `${file}:${firstLine + duplicate.line - 1}`, message: `key "${duplicate.key}" appears more than once; Kubernetes keeps the last value, and so do we` });
+      parsed.warnings!.push({
+        source: `${file}:${firstLine + duplicate.line - 1}`,
+        message: `key "${duplicate.key}" appears more than once; Kubernetes keeps the last value, and so do we`,
+      });
     }
   } catch (error) {
     if (error instanceof DeepNestingError) throw new DeepNestingError(firstLine + (error.line ?? 1) - 1, file);
     if (!(error instanceof YamlDecodeError)) throw error;
     const line = error.line !== undefined ? firstLine + error.line - 1 : firstLine;
-    problems.push({ source: `${file}:${line}`, message: `is not valid YAML: ${error.reason}${error.column !== undefined ? ` (column ${error.column})` : ''}` });
+    problems.push({
+      source: `${file}:${line}`,
+      message: `is not valid YAML: ${error.reason}${error.column !== undefined ? ` (column ${error.column})` : ''}`,
+    });
     return;
   }
   if (document === null || document === undefined) return;
   const source = `${file}:${firstLine}`;
   if (typeof document !== 'object' || Array.isArray(document)) {
-    problems.push({ source, message: 'is not a Kubernetes object (expected a mapping with apiVersion, kind and metadata)' });
+    problems.push({
+      source,
+      message: 'is not a Kubernetes object (expected a mapping with apiVersion, kind and metadata)',
+    });
     return;
   }
   const record = document as Record<string, unknown>;
@@ -70,7 +79,11 @@ function parseDocument(chunk: string, file: string, firstLine: number, parsed: P
     return;
   }
   const metadata = record.metadata;
-  if (typeof metadata !== 'object' || metadata === null || typeof (metadata as Record<string, unknown>).name !== 'string') {
+  if (
+    typeof metadata !== 'object' ||
+    metadata === null ||
+    typeof (metadata as Record<string, unknown>).name !== 'string'
+  ) {
     problems.push({ source, object: String(record.kind), message: 'has no metadata.name' });
     return;
   }
@@ -80,7 +93,12 @@ function parseDocument(chunk: string, file: string, firstLine: number, parsed: P
     // Caught here, with the file and line, not later as an output path (a Cluster named `../../x`)
     // or a file name the system refuses (a 300-character name).
     for (const { field, message } of invalid) {
-      problems.push({ source: `${file}:${firstLine + (fieldLine(chunk, `metadata.${field}`) ?? 1) - 1}`, object: object.kind, path: `metadata.${field}`, message: `${message}. Rename it` });
+      problems.push({
+        source: `${file}:${firstLine + (fieldLine(chunk, `metadata.${field}`) ?? 1) - 1}`,
+        object: object.kind,
+        path: `metadata.${field}`,
+        message: `${message}. Rename it`,
+      });
     }
     return;
   }
@@ -95,12 +113,20 @@ const scopeOf = scopeResolver([]);
 function invalidNames(object: KubeObject): { field: 'name' | 'namespace'; message: string }[] {
   const invalid: { field: 'name' | 'namespace'; message: string }[] = [];
   const name = nameProblem(object.metadata.name, nameRuleFor(object.apiVersion, object.kind));
-  if (name) invalid.push({ field: 'name', message: `${JSON.stringify(object.metadata.name)} is not a valid ${object.kind} name: it ${name}` });
+  if (name)
+    invalid.push({
+      field: 'name',
+      message: `${JSON.stringify(object.metadata.name)} is not a valid ${object.kind} name: it ${name}`,
+    });
   const { namespace } = object.metadata as { namespace?: unknown };
   // A cluster-scoped object's namespace is dropped by the API server, never validated.
   if (namespace !== undefined && namespace !== null && scopeOf(object) !== 'Cluster') {
     const problem = typeof namespace === 'string' ? namespaceProblem(namespace) : 'must be a string';
-    if (problem) invalid.push({ field: 'namespace', message: `${JSON.stringify(namespace)} is not a valid namespace: it ${problem}` });
+    if (problem)
+      invalid.push({
+        field: 'namespace',
+        message: `${JSON.stringify(namespace)} is not a valid namespace: it ${problem}`,
+      });
   }
   return invalid;
 }

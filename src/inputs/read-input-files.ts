@@ -29,7 +29,9 @@ interface FoundInputFile {
  * with "." are not walked, and a file or directory reached twice is read once.
  */
 async function findInputFiles(paths: string[], exclude: string[] = []): Promise<FoundInputFile[]> {
-  const excluded = new Set(await Promise.all(exclude.map((entry) => realpath(path.resolve(entry)).catch(() => path.resolve(entry)))));
+  const excluded = new Set(
+    await Promise.all(exclude.map((entry) => realpath(path.resolve(entry)).catch(() => path.resolve(entry)))),
+  );
   const found = new Map<string, FoundInputFile>();
   const problems: Problem[] = [];
   const missing: string[] = [];
@@ -66,7 +68,10 @@ async function findInputFiles(paths: string[], exclude: string[] = []): Promise<
       return;
     }
     if (info.size > MAX_INPUT_FILE_BYTES) {
-      problems.push({ source: file, message: `is ${info.size} bytes; input files may hold at most ${MAX_INPUT_FILE_BYTES} bytes (split it, or leave non-manifest files out of the inputs)` });
+      problems.push({
+        source: file,
+        message: `is ${info.size} bytes; input files may hold at most ${MAX_INPUT_FILE_BYTES} bytes (split it, or leave non-manifest files out of the inputs)`,
+      });
       return;
     }
     found.set(real, { file, inputs: [input], size: Number(info.size) });
@@ -82,11 +87,18 @@ async function findInputFiles(paths: string[], exclude: string[] = []): Promise<
     else await add(input, input, info);
   }
   if (missing.length > 0) {
-    throw new InputError(missing.map((file) => ({ source: file, message: 'does not exist; give YAML files or directories with ClusterStacks and Clusters' })));
+    throw new InputError(
+      missing.map((file) => ({
+        source: file,
+        message: 'does not exist; give YAML files or directories with ClusterStacks and Clusters',
+      })),
+    );
   }
   const total = [...found.values()].reduce((sum, entry) => sum + entry.size, 0);
   if (total > MAX_INPUT_TOTAL_BYTES) {
-    problems.push({ message: `the input files hold ${total} bytes together; at most ${MAX_INPUT_TOTAL_BYTES} are read (give only the directories with your manifests)` });
+    problems.push({
+      message: `the input files hold ${total} bytes together; at most ${MAX_INPUT_TOTAL_BYTES} are read (give only the directories with your manifests)`,
+    });
   }
   if (problems.length > 0) throw new InputError(problems);
   return [...found.values()].sort((a, b) => compareText(a.file, b.file));
@@ -98,7 +110,10 @@ async function readText(file: string, name: string): Promise<string | Problem> {
     return decodeYamlBytes(await readFile(file));
   } catch (error) {
     if (!(error instanceof TextEncodingError)) throw error;
-    return { source: `${name}:${error.line}`, message: `is not text Kubernetes reads: ${error.message}; Kubernetes refuses such a file. Save it as UTF-8 (or UTF-16 with a byte order mark)` };
+    return {
+      source: `${name}:${error.line}`,
+      message: `is not text Kubernetes reads: ${error.message}; Kubernetes refuses such a file. Save it as UTF-8 (or UTF-16 with a byte order mark)`,
+    };
   }
 }
 
@@ -115,18 +130,26 @@ export async function readInputFiles(paths: string[], exclude: string[] = []): P
   for (const { file, inputs } of entries) {
     const name = path.relative(process.cwd(), file) || file;
     const text = await readText(file, name);
-    const parsed: ParsedManifests = typeof text === 'string' ? parseManifests(text, name) : { objects: [], problems: [text] };
+    const parsed: ParsedManifests =
+      typeof text === 'string' ? parseManifests(text, name) : { objects: [], problems: [text] };
     result.objects.push(...parsed.objects);
     result.problems.push(...parsed.problems);
-    for (const input of inputs) yielded.set(input, (yielded.get(input) ?? 0) + parsed.objects.length + parsed.problems.length);
+    for (const input of inputs)
+      yielded.set(input, (yielded.get(input) ?? 0) + parsed.objects.length + parsed.problems.length);
   }
   const empty = paths.filter((input) => yielded.get(input) === 0);
   if (empty.length > 0) {
     throw new InputError(
       empty.map((input) => {
         const files = entries.filter((entry) => entry.inputs.includes(input)).length;
-        const found = files === 0 ? 'holds no YAML files' : `holds ${files} YAML file${files === 1 ? '' : 's'} but no Kubernetes object`;
-        return { source: input, message: `${found}; nothing was rendered or written. An empty input would remove every release and cluster from the output: check the path (or that the volume is mounted)` };
+        const found =
+          files === 0
+            ? 'holds no YAML files'
+            : `holds ${files} YAML file${files === 1 ? '' : 's'} but no Kubernetes object`;
+        return {
+          source: input,
+          message: `${found}; nothing was rendered or written. An empty input would remove every release and cluster from the output: check the path (or that the volume is mounted)`,
+        };
       }),
     );
   }

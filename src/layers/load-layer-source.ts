@@ -28,23 +28,34 @@ function refuse(layer: AddonsLayer, message: string): InputError {
 /** Reads the source of `layer` below `root` (the inputs' repository); throws InputError naming the layer. */
 export async function loadLayerSource(layer: AddonsLayer, root: string): Promise<LayerSource> {
   const relative = layer.spec.source.path;
-  if (relative === undefined) throw new Error(`internal error: AddonsLayer ${layer.metadata.name} has no source.path (a chart source is fetched, not read)`);
+  if (relative === undefined)
+    throw new Error(
+      `internal error: AddonsLayer ${layer.metadata.name} has no source.path (a chart source is fetched, not read)`,
+    );
   const dir = path.resolve(root, relative);
   const realRoot = await realpath(root);
   let realDir: string;
   try {
     realDir = await realpath(dir);
   } catch {
-    throw refuse(layer, `"${relative}" does not exist in ${root}; the path is relative to the repository holding the inputs (--layer-root)`);
+    throw refuse(
+      layer,
+      `"${relative}" does not exist in ${root}; the path is relative to the repository holding the inputs (--layer-root)`,
+    );
   }
   const inside = path.relative(realRoot, realDir);
-  if (inside.startsWith('..') || path.isAbsolute(inside)) throw refuse(layer, `"${relative}" leads to ${realDir}, outside the repository ${realRoot}; layer sources must be inside it`);
+  if (inside.startsWith('..') || path.isAbsolute(inside))
+    throw refuse(
+      layer,
+      `"${relative}" leads to ${realDir}, outside the repository ${realRoot}; layer sources must be inside it`,
+    );
   if (!(await stat(realDir)).isDirectory()) throw refuse(layer, `"${relative}" is not a directory`);
   const label = `AddonsLayer ${layer.metadata.name} ${relative}`;
   await assertInsideRelease(dir, root, label, 'repository');
 
   const origin = `${relative.replace(/\/+$/, '')} (AddonsLayer ${layer.metadata.name})`;
-  if (await isFile(path.join(dir, 'Chart.yaml'))) return { kind: 'chart', chart: { dir, digest: await treeDigest(dir), origin } };
+  if (await isFile(path.join(dir, 'Chart.yaml')))
+    return { kind: 'chart', chart: { dir, digest: await treeDigest(dir), origin } };
 
   const documents: { file: string; text: string }[] = [];
   let total = 0;
@@ -53,7 +64,8 @@ export async function loadLayerSource(layer: AddonsLayer, root: string): Promise
     const file = path.join(dir, name);
     const info = await stat(file);
     if (!info.isFile()) continue;
-    if (info.size > MAX_FILE) throw refuse(layer, `${relative}/${name} is ${info.size} bytes; layer files may hold at most ${MAX_FILE}`);
+    if (info.size > MAX_FILE)
+      throw refuse(layer, `${relative}/${name} is ${info.size} bytes; layer files may hold at most ${MAX_FILE}`);
     total += info.size;
     if (total > MAX_TOTAL) throw refuse(layer, `"${relative}" holds more than ${MAX_TOTAL} bytes of YAML`);
     let text: string;
@@ -61,11 +73,18 @@ export async function loadLayerSource(layer: AddonsLayer, root: string): Promise
       text = decodeYamlBytes(await readFile(file));
     } catch (error) {
       if (!(error instanceof TextEncodingError)) throw error;
-      throw refuse(layer, `${relative}/${name}:${error.line} is not text Kubernetes reads: ${error.message}; save it as UTF-8`);
+      throw refuse(
+        layer,
+        `${relative}/${name}:${error.line} is not text Kubernetes reads: ${error.message}; save it as UTF-8`,
+      );
     }
     documents.push({ file: `${relative.replace(/\/+$/, '')}/${name}`, text });
   }
-  if (documents.length === 0) throw refuse(layer, `"${relative}" holds no YAML files and no Chart.yaml; a layer with nothing to apply would remove what it applied before`);
+  if (documents.length === 0)
+    throw refuse(
+      layer,
+      `"${relative}" holds no YAML files and no Chart.yaml; a layer with nothing to apply would remove what it applied before`,
+    );
   const digest = sha256Digest(JSON.stringify(documents.map((document) => [document.file, document.text])));
   return { kind: 'manifests', digest, origin, documents };
 }

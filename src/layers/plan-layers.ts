@@ -61,10 +61,19 @@ export async function planLayers(
     if (chart) {
       // A repository that fails (down, a version it lacks, content that does not verify) withholds this layer alone.
       try {
-        if (!fetchChart) throw new ReleaseSourceError('unavailable', 'charts from repositories cannot be fetched here (no chart fetcher)');
+        if (!fetchChart)
+          throw new ReleaseSourceError(
+            'unavailable',
+            'charts from repositories cannot be fetched here (no chart fetcher)',
+          );
         sources.set(name, { kind: 'chart', chart: await fetchChart(chart, name) });
       } catch (error) {
-        if (!(error instanceof ReleaseSourceError || error instanceof UnsafeArchiveError || error instanceof InputError)) throw error;
+        if (!(
+          error instanceof ReleaseSourceError ||
+          error instanceof UnsafeArchiveError ||
+          error instanceof InputError
+        ))
+          throw error;
         sourceFailures.set(name, `its chart could not be fetched: ${error.message}`);
       }
       continue;
@@ -73,15 +82,30 @@ export async function planLayers(
       sources.set(sourced.object.metadata.name, await loadLayerSource(sourced.object, layerRootOf(sourced, root)));
     } catch (error) {
       if (!(error instanceof InputError)) throw error;
-      problems.push(...error.problems.map((problem) => ({ ...problem, source: problem.source ? `${sourced.source}: ${problem.source}` : sourced.source })));
+      problems.push(
+        ...error.problems.map((problem) => ({
+          ...problem,
+          source: problem.source ? `${sourced.source}: ${problem.source}` : sourced.source,
+        })),
+      );
     }
   }
   const inputs: LayerClusterInput[] = clusters
     .filter((cluster) => cluster.managed)
     .map((cluster) => {
       const content = contentOf(cluster);
-      const input: LayerClusterInput = { namespace: cluster.namespace, name: cluster.name, cluster: cluster.cluster, stages: addonStagesOf(content) };
-      const withheld = cluster.problems.length > 0 ? cluster.problems.map((problem) => problem.message).join('; ') : !content ? `release ${cluster.release ?? '?'} could not be loaded` : undefined;
+      const input: LayerClusterInput = {
+        namespace: cluster.namespace,
+        name: cluster.name,
+        cluster: cluster.cluster,
+        stages: addonStagesOf(content),
+      };
+      const withheld =
+        cluster.problems.length > 0
+          ? cluster.problems.map((problem) => problem.message).join('; ')
+          : !content
+            ? `release ${cluster.release ?? '?'} could not be loaded`
+            : undefined;
       if (withheld) input.stackWithheld = withheld;
       return input;
     });

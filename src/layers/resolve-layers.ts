@@ -85,7 +85,8 @@ function findCycles(layers: Map<string, AddonsLayer>): { inCycle: Set<string>; c
     }
     state.set(name, 'open');
     stack.push(name);
-    for (const dependency of dependenciesOf(layers.get(name)!)) if (layers.has(dependency.layer)) visit(dependency.layer);
+    for (const dependency of dependenciesOf(layers.get(name)!))
+      if (layers.has(dependency.layer)) visit(dependency.layer);
     stack.pop();
     state.set(name, 'done');
   };
@@ -100,7 +101,8 @@ function dependencyOrder(layers: Map<string, AddonsLayer>): string[] {
   const visit = (name: string): void => {
     if (done.has(name)) return;
     done.add(name);
-    for (const dependency of dependenciesOf(layers.get(name)!)) if (layers.has(dependency.layer)) visit(dependency.layer);
+    for (const dependency of dependenciesOf(layers.get(name)!))
+      if (layers.has(dependency.layer)) visit(dependency.layer);
     order.push(name);
   };
   for (const name of [...layers.keys()].sort()) visit(name);
@@ -114,26 +116,39 @@ export function resolveLayers(layers: AddonsLayer[], clusters: LayerClusterInput
   const byName = new Map(layers.map((layer) => [layer.metadata.name, layer]));
   const { inCycle, cycles } = findCycles(byName);
   for (const cycle of cycles) {
-    problems.push({ object: layerObject(byName.get(cycle[0]!)!), path: 'spec.prereqs.dependsOn', message: `layers depend on each other in a cycle: ${cycle.join(' -> ')}; remove one of these dependencies` });
+    problems.push({
+      object: layerObject(byName.get(cycle[0]!)!),
+      path: 'spec.prereqs.dependsOn',
+      message: `layers depend on each other in a cycle: ${cycle.join(' -> ')}; remove one of these dependencies`,
+    });
   }
   const usable = new Map([...byName].filter(([name]) => !inCycle.has(name)));
   for (const layer of usable.values()) {
     // Kraan applies a layer to the cluster it runs in; every workload cluster rendered here is such
     // a cluster, so a layer without a selector goes to all of them, and the plan says so.
     if (layer.spec.clusterSelector === undefined || layer.spec.clusterSelector === null) {
-      notes.push(`AddonsLayer ${layer.metadata.name} has no spec.clusterSelector: it goes to every Cluster (${clusters.length}), as Kraan applies a layer to the cluster it runs in; set clusterSelector to choose Clusters`);
+      notes.push(
+        `AddonsLayer ${layer.metadata.name} has no spec.clusterSelector: it goes to every Cluster (${clusters.length}), as Kraan applies a layer to the cluster it runs in; set clusterSelector to choose Clusters`,
+      );
     }
     if (layer.spec.version === undefined) {
-      notes.push(`AddonsLayer ${layer.metadata.name} has no spec.version (Kraan's CRD requires one): it is rendered unversioned, and only a bare "${layer.metadata.name}" in dependsOn matches it`);
+      notes.push(
+        `AddonsLayer ${layer.metadata.name} has no spec.version (Kraan's CRD requires one): it is rendered unversioned, and only a bare "${layer.metadata.name}" in dependsOn matches it`,
+      );
     }
   }
   const order = dependencyOrder(usable);
 
   const result: ClusterLayers[] = [];
   const clashes = new Map<string, Set<string>>();
-  for (const cluster of [...clusters].sort((a, b) => compareText(`${a.namespace}/${a.name}`, `${b.namespace}/${b.name}`))) {
+  for (const cluster of [...clusters].sort((a, b) =>
+    compareText(`${a.namespace}/${a.name}`, `${b.namespace}/${b.name}`),
+  )) {
     const decisions = new Map<string, ClusterLayerDecision>();
-    const selected = (layer: AddonsLayer): boolean => layer.spec.clusterSelector === undefined || layer.spec.clusterSelector === null || matchesLabelSelector(layer.spec.clusterSelector, cluster.cluster.metadata.labels);
+    const selected = (layer: AddonsLayer): boolean =>
+      layer.spec.clusterSelector === undefined ||
+      layer.spec.clusterSelector === null ||
+      matchesLabelSelector(layer.spec.clusterSelector, cluster.cluster.metadata.labels);
     for (const name of order) {
       const layer = usable.get(name)!;
       if (!selected(layer)) continue;
@@ -147,7 +162,11 @@ export function resolveLayers(layers: AddonsLayer[], clusters: LayerClusterInput
     result.push({ namespace: cluster.namespace, name: cluster.name, layers: [...decisions.values()] });
   }
   for (const [name, where] of [...clashes].sort(([a], [b]) => compareText(a, b))) {
-    problems.push({ object: layerObject(byName.get(name)!), path: 'metadata.name', message: `is also the name of an addon stage of the cluster stack used by ${[...where].sort().join(', ')}; rename the layer` });
+    problems.push({
+      object: layerObject(byName.get(name)!),
+      path: 'metadata.name',
+      message: `is also the name of an addon stage of the cluster stack used by ${[...where].sort().join(', ')}; rename the layer`,
+    });
   }
   return { problems, notes, clusters: result };
 }
@@ -160,7 +179,15 @@ function decide(
   selected: (layer: AddonsLayer) => boolean,
 ): ClusterLayerDecision {
   const name = layer.metadata.name;
-  const decision: ClusterLayerDecision = { layer: name, version: layer.spec.version ?? '', hold: layer.spec.hold === true, dependsOn: [], afterStack: false, depth: 0, waitingOn: [] };
+  const decision: ClusterLayerDecision = {
+    layer: name,
+    version: layer.spec.version ?? '',
+    hold: layer.spec.hold === true,
+    dependsOn: [],
+    afterStack: false,
+    depth: 0,
+    waitingOn: [],
+  };
   const pending: string[] = [];
   for (const dependency of dependenciesOf(layer)) {
     if (dependency.layer === CLUSTER_STACK_LAYER) {
@@ -175,8 +202,13 @@ function decide(
       continue;
     }
     // A bare name (Kraan) is the dependency at whatever version it is now.
-    if (dependency.version !== undefined && (other.spec.version === undefined || !sameVersion(other.spec.version, dependency.version))) {
-      pending.push(`${dependency.layer} is ${other.spec.version === undefined ? 'unversioned' : `at ${other.spec.version}`}, ${name} needs ${wanted}`);
+    if (
+      dependency.version !== undefined &&
+      (other.spec.version === undefined || !sameVersion(other.spec.version, dependency.version))
+    ) {
+      pending.push(
+        `${dependency.layer} is ${other.spec.version === undefined ? 'unversioned' : `at ${other.spec.version}`}, ${name} needs ${wanted}`,
+      );
       continue;
     }
     if (!selected(other)) {
@@ -202,14 +234,23 @@ function decide(
   // could read it, the Cluster's spec.topology.version otherwise, and the decision says which.
   const gate = layer.spec.prereqs?.k8sVersion;
   const topology = cluster.cluster.spec?.topology?.version;
-  const origin: KubernetesVersionOrigin = cluster.liveVersion !== undefined ? 'workload API server' : 'spec.topology.version';
+  const origin: KubernetesVersionOrigin =
+    cluster.liveVersion !== undefined ? 'workload API server' : 'spec.topology.version';
   const version = cluster.liveVersion ?? (typeof topology === 'string' ? topology : undefined);
   if (gate && version !== undefined) decision.kubernetesVersion = { version, origin };
   const met = gate ? (version !== undefined ? meetsKubernetesGate(version, gate) : undefined) : true;
   if (gate && met !== true) {
     const from = origin === 'workload API server' ? 'its workload API server reports' : 'spec.topology.version';
-    const at = version === undefined ? 'the Cluster has no spec.topology.version' : met === undefined ? `the Cluster's ${from} "${version}" is not a version` : `the Cluster is at ${version} (${from})`;
-    decision.withheld = { state: 'K8sVersion', reason: `${layerRef(name, layer.spec.version)} needs Kubernetes ${normalizeVersion(gate)} or newer; ${at}` };
+    const at =
+      version === undefined
+        ? 'the Cluster has no spec.topology.version'
+        : met === undefined
+          ? `the Cluster's ${from} "${version}" is not a version`
+          : `the Cluster is at ${version} (${from})`;
+    decision.withheld = {
+      state: 'K8sVersion',
+      reason: `${layerRef(name, layer.spec.version)} needs Kubernetes ${normalizeVersion(gate)} or newer; ${at}`,
+    };
   } else if (pending.length > 0) decision.withheld = { state: 'ApplyPending', reason: pending.join('; ') };
   decision.dependsOn.sort((a, b) => compareText(a.layer, b.layer));
   return decision;

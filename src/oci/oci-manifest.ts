@@ -47,16 +47,22 @@ export function isDigest(reference: string): boolean {
 /** Throws unless `digest` is a sha256 digest (the only algorithm this tool verifies). */
 export function assertSha256Digest(digest: unknown, where: string): asserts digest is string {
   if (typeof digest !== 'string' || !SHA256.test(digest)) {
-    throw new OciError('invalid-release', `${where}: ${JSON.stringify(digest)} is not a sha256 digest; only sha256 content is supported`);
+    throw new OciError(
+      'invalid-release',
+      `${where}: ${JSON.stringify(digest)} is not a sha256 digest; only sha256 content is supported`,
+    );
   }
 }
 
 function parseDescriptor(value: unknown, where: string): Descriptor {
-  if (typeof value !== 'object' || value === null) throw new OciError('invalid-release', `${where} is not a descriptor object`);
+  if (typeof value !== 'object' || value === null)
+    throw new OciError('invalid-release', `${where} is not a descriptor object`);
   const d = value as Record<string, unknown>;
-  if (typeof d.mediaType !== 'string' || d.mediaType === '') throw new OciError('invalid-release', `${where} has no mediaType`);
+  if (typeof d.mediaType !== 'string' || d.mediaType === '')
+    throw new OciError('invalid-release', `${where} has no mediaType`);
   assertSha256Digest(d.digest, where);
-  if (typeof d.size !== 'number' || !Number.isSafeInteger(d.size) || d.size < 0) throw new OciError('invalid-release', `${where} has no valid size`);
+  if (typeof d.size !== 'number' || !Number.isSafeInteger(d.size) || d.size < 0)
+    throw new OciError('invalid-release', `${where} has no valid size`);
   const descriptor: Descriptor = { mediaType: d.mediaType, digest: d.digest, size: d.size };
   if (d.annotations !== undefined) descriptor.annotations = parseAnnotations(d.annotations, where);
   if (typeof d.artifactType === 'string') descriptor.artifactType = d.artifactType;
@@ -64,7 +70,8 @@ function parseDescriptor(value: unknown, where: string): Descriptor {
 }
 
 function parseAnnotations(value: unknown, where: string): Record<string, string> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new OciError('invalid-release', `${where}: annotations must be a map of strings`);
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new OciError('invalid-release', `${where}: annotations must be a map of strings`);
   const out: Record<string, string> = {};
   for (const [key, item] of Object.entries(value)) {
     if (typeof item !== 'string') throw new OciError('invalid-release', `${where}: annotation ${key} is not a string`);
@@ -99,16 +106,26 @@ export function parseOciManifest(bytes: Uint8Array, contentType: string | undefi
   } catch {
     throw new OciError('invalid-release', `${where} is not a JSON manifest`);
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new OciError('invalid-release', `${where} is not a JSON manifest`);
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw new OciError('invalid-release', `${where} is not a JSON manifest`);
   const m = parsed as Record<string, unknown>;
   const declared = typeof m.mediaType === 'string' ? m.mediaType : undefined;
   const reported = contentType?.split(';')[0]?.trim();
   const foreign = [DOCKER_MANIFEST_V2, DOCKER_MANIFEST_LIST, OCI_INDEX];
-  const actual = declared ?? (reported && foreign.includes(reported) ? reported : Array.isArray(m.manifests) ? OCI_INDEX : OCI_MANIFEST);
+  const actual =
+    declared ??
+    (reported && foreign.includes(reported) ? reported : Array.isArray(m.manifests) ? OCI_INDEX : OCI_MANIFEST);
   if (actual !== OCI_MANIFEST) {
-    throw new OciError('invalid-release', `${where} is ${describeMediaType(actual)}, not an OCI artifact manifest (${OCI_MANIFEST}); publish the release as an OCI artifact (oras push, csctl)`);
+    throw new OciError(
+      'invalid-release',
+      `${where} is ${describeMediaType(actual)}, not an OCI artifact manifest (${OCI_MANIFEST}); publish the release as an OCI artifact (oras push, csctl)`,
+    );
   }
-  if (m.schemaVersion !== 2) throw new OciError('invalid-release', `${where}: schemaVersion is ${JSON.stringify(m.schemaVersion)}, an OCI manifest has 2`);
+  if (m.schemaVersion !== 2)
+    throw new OciError(
+      'invalid-release',
+      `${where}: schemaVersion is ${JSON.stringify(m.schemaVersion)}, an OCI manifest has 2`,
+    );
   if (!Array.isArray(m.layers)) throw new OciError('invalid-release', `${where} has no layers list`);
   const manifest: OciManifest = {
     schemaVersion: 2,

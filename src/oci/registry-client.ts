@@ -29,11 +29,18 @@ import { currentDeadline, deadlineErrorOf, sleepWithinDeadline, withDeadline } f
 import { nextLink } from '../http/link-header.js';
 import { CONNECT_TIMEOUT_CODE } from '../http/remote-fetch.js';
 import { OciError } from './oci-error.js';
-import { assertSha256Digest, DOCKER_MANIFEST_V2, isDigest, OCI_INDEX, OCI_MANIFEST, type OciManifest, parseOciManifest } from './oci-manifest.js';
+import {
+  assertSha256Digest,
+  DOCKER_MANIFEST_V2,
+  isDigest,
+  OCI_INDEX,
+  OCI_MANIFEST,
+  type OciManifest,
+  parseOciManifest,
+} from './oci-manifest.js';
 import { parseAuthChallenge } from './www-authenticate.js';
 import type { Logger } from '../core/logger.js';
 import { Failure } from '../core/failure.js';
-
 
 /** A tag-list page as stored across runs (listing-validators.ts). */
 export interface StoredTagPage {
@@ -50,14 +57,17 @@ export interface TagPageValidators {
 
 function isTagPage(page: unknown): page is StoredTagPage {
   const candidate = page as Partial<StoredTagPage> | undefined;
-  return Array.isArray(candidate?.tags) && candidate.tags.every((tag) => typeof tag === 'string') && (candidate.next === null || typeof candidate.next === 'string');
+  return (
+    Array.isArray(candidate?.tags) &&
+    candidate.tags.every((tag) => typeof tag === 'string') &&
+    (candidate.next === null || typeof candidate.next === 'string')
+  );
 }
 
 export interface RegistryCredentials {
   username: string;
   password: string;
 }
-
 
 export interface RegistryClientOptions {
   /** `host[:port]` */
@@ -96,7 +106,12 @@ const MANIFEST_ACCEPT = [OCI_MANIFEST, OCI_INDEX, DOCKER_MANIFEST_V2].join(', ')
 const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
 const TAG = /^[\w][\w.-]{0,127}$/;
 // TLS failures that mean "this endpoint does not speak HTTPS".
-const NOT_TLS = new Set(['ERR_SSL_WRONG_VERSION_NUMBER', 'ERR_SSL_PACKET_LENGTH_TOO_LONG', 'ERR_SSL_HTTP_REQUEST', 'EPROTO']);
+const NOT_TLS = new Set([
+  'ERR_SSL_WRONG_VERSION_NUMBER',
+  'ERR_SSL_PACKET_LENGTH_TOO_LONG',
+  'ERR_SSL_HTTP_REQUEST',
+  'EPROTO',
+]);
 const UNTRUSTED_CERT = new Set([
   'DEPTH_ZERO_SELF_SIGNED_CERT',
   'SELF_SIGNED_CERT_IN_CHAIN',
@@ -120,7 +135,11 @@ interface RequestSpec {
 
 /** A failure worth another attempt; turned into an OciError when the attempts run out. */
 class TransientFailure extends Failure {
-  constructor(readonly kind: ReleaseSourceErrorKind, message: string, options?: { cause?: unknown }) {
+  constructor(
+    readonly kind: ReleaseSourceErrorKind,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
     super('retry', message, options);
     this.name = 'TransientFailure';
   }
@@ -167,7 +186,13 @@ export class RegistryClient {
       // A page a registry once answered with an ETag is asked for conditionally (a 304 reuses it).
       const stored = await validators?.get(pageUrl);
       const page: { tags: string[]; next: string | undefined } = await this.retrying(repository, async () => {
-        const response = await this.send({ method: 'GET', url: pageUrl, repository, actions: 'pull', ...(stored ? { headers: { 'if-none-match': stored.etag } } : {}) });
+        const response = await this.send({
+          method: 'GET',
+          url: pageUrl,
+          repository,
+          actions: 'pull',
+          ...(stored ? { headers: { 'if-none-match': stored.etag } } : {}),
+        });
         if (response.status === 304 && stored && isTagPage(stored.page)) {
           await response.body?.cancel();
           return { tags: stored.page.tags, next: stored.page.next ?? undefined };
@@ -205,16 +230,19 @@ export class RegistryClient {
         actions: 'pull',
         headers: { accept: MANIFEST_ACCEPT },
       });
-      if (response.status !== 200) throw await this.failure(response, repository, `${isDigest(reference) ? 'manifest' : 'tag'} ${reference}`);
+      if (response.status !== 200)
+        throw await this.failure(response, repository, `${isDigest(reference) ? 'manifest' : 'tag'} ${reference}`);
       const length = Number(response.headers.get('content-length') ?? '0');
-      if (length > MAX_MANIFEST_BYTES) throw new OciError('invalid-release', `${where} is ${length} bytes, larger than any manifest should be`);
+      if (length > MAX_MANIFEST_BYTES)
+        throw new OciError('invalid-release', `${where} is ${length} bytes, larger than any manifest should be`);
       const body = new Uint8Array(await readBody(response));
       return { bytes: body, contentType: response.headers.get('content-type') ?? undefined };
     });
     const digest = sha256Digest(bytes);
     if (isDigest(reference)) {
       assertSha256Digest(reference, where);
-      if (digest !== reference) throw new OciError('invalid-release', `${where}: the registry sent content with digest ${digest}; refusing it`);
+      if (digest !== reference)
+        throw new OciError('invalid-release', `${where}: the registry sent content with digest ${digest}; refusing it`);
     }
     const manifest = parseOciManifest(bytes, contentType, where);
     return { digest, mediaType: manifest.mediaType ?? OCI_MANIFEST, bytes, manifest };
@@ -225,16 +253,27 @@ export class RegistryClient {
     assertSha256Digest(digest, `blob of ${repository}`);
     const where = `blob ${digest} of ${this.registry}/${repository}`;
     await this.retrying(repository, async () => {
-      const response = await this.send({ method: 'GET', url: `${this.base}/v2/${repository}/blobs/${digest}`, repository, actions: 'pull' });
+      const response = await this.send({
+        method: 'GET',
+        url: `${this.base}/v2/${repository}/blobs/${digest}`,
+        repository,
+        actions: 'pull',
+      });
       if (response.status !== 200) throw await this.failure(response, repository, `blob ${digest}`);
-      if (!response.body) throw new TransientFailure('unavailable', `registry ${this.registry} sent no content for ${where}`);
+      if (!response.body)
+        throw new TransientFailure('unavailable', `registry ${this.registry} sent no content for ${where}`);
       const hash = createHash('sha256');
       let size = 0;
       const counter = new Transform({
         transform(chunk: Buffer, _encoding, done) {
           size += chunk.length;
           if (expectedSize !== undefined && size > expectedSize) {
-            done(new OciError('invalid-release', `${where} is larger than the ${expectedSize} bytes its descriptor declares; refusing it`));
+            done(
+              new OciError(
+                'invalid-release',
+                `${where} is larger than the ${expectedSize} bytes its descriptor declares; refusing it`,
+              ),
+            );
             return;
           }
           hash.update(chunk);
@@ -242,7 +281,11 @@ export class RegistryClient {
         },
       });
       try {
-        await pipeline(Readable.fromWeb(response.body as WebReadableStream<Uint8Array>), counter, createWriteStream(destFile, { mode: PRIVATE_FILE_MODE }));
+        await pipeline(
+          Readable.fromWeb(response.body as WebReadableStream<Uint8Array>),
+          counter,
+          createWriteStream(destFile, { mode: PRIVATE_FILE_MODE }),
+        );
       } catch (error) {
         await rm(destFile, { force: true });
         if (error instanceof OciError) throw error;
@@ -251,7 +294,10 @@ export class RegistryClient {
       const actual = `sha256:${hash.digest('hex')}`;
       if ((expectedSize !== undefined && size !== expectedSize) || actual !== digest) {
         await rm(destFile, { force: true });
-        throw new OciError('invalid-release', `${where} arrived as ${actual} (${size} bytes${expectedSize === undefined ? '' : `, expected ${expectedSize}`}); the registry or something between it and us altered it, so it was discarded`);
+        throw new OciError(
+          'invalid-release',
+          `${where} arrived as ${actual} (${size} bytes${expectedSize === undefined ? '' : `, expected ${expectedSize}`}); the registry or something between it and us altered it, so it was discarded`,
+        );
       }
     });
   }
@@ -260,7 +306,12 @@ export class RegistryClient {
   async blobExists(repository: string, digest: string, actions: Actions = 'pull'): Promise<boolean> {
     assertSha256Digest(digest, `blob of ${repository}`);
     return this.retrying(repository, async () => {
-      const response = await this.send({ method: 'HEAD', url: `${this.base}/v2/${repository}/blobs/${digest}`, repository, actions });
+      const response = await this.send({
+        method: 'HEAD',
+        url: `${this.base}/v2/${repository}/blobs/${digest}`,
+        repository,
+        actions,
+      });
       if (response.status === 200) return true;
       if (response.status === 404) return false;
       throw await this.failure(response, repository, `blob ${digest}`);
@@ -274,11 +325,21 @@ export class RegistryClient {
     const size = isFile ? (await stat(content.file)).size : content.byteLength;
     if (await this.blobExists(repository, digest, 'pull,push')) return { digest, size };
     await this.retrying(repository, async () => {
-      const started = await this.send({ method: 'POST', url: `${this.base}/v2/${repository}/blobs/uploads/`, repository, actions: 'pull,push', headers: { 'content-length': '0' } });
+      const started = await this.send({
+        method: 'POST',
+        url: `${this.base}/v2/${repository}/blobs/uploads/`,
+        repository,
+        actions: 'pull,push',
+        headers: { 'content-length': '0' },
+      });
       if (started.status !== 202) throw await this.failure(started, repository, 'a blob upload');
       await started.body?.cancel();
       const location = started.headers.get('location');
-      if (!location) throw new OciError('unavailable', `registry ${this.registry} started an upload for ${repository} without a Location`);
+      if (!location)
+        throw new OciError(
+          'unavailable',
+          `registry ${this.registry} started an upload for ${repository} without a Location`,
+        );
       const target = new URL(location, `${this.base}/v2/${repository}/blobs/uploads/`).href;
       const url = `${target}${target.includes('?') ? '&' : '?'}digest=${encodeURIComponent(digest)}`;
       const finished = await this.send({
@@ -298,7 +359,8 @@ export class RegistryClient {
   /** Stores a manifest under `reference` (a tag, or its digest); returns its digest. */
   async pushManifest(repository: string, reference: string, bytes: Uint8Array, mediaType: string): Promise<string> {
     const digest = sha256Digest(bytes);
-    if (!TAG.test(reference) && reference !== digest) throw new OciError('invalid-release', `"${reference}" is not a valid tag`);
+    if (!TAG.test(reference) && reference !== digest)
+      throw new OciError('invalid-release', `"${reference}" is not a valid tag`);
     await this.retrying(repository, async () => {
       const response = await this.send({
         method: 'PUT',
@@ -315,7 +377,9 @@ export class RegistryClient {
   }
 
   private async retrying<T>(repository: string, operation: () => Promise<T>): Promise<T> {
-    return withDeadline(`a request to registry ${this.registry} for ${repository}`, this.totalTimeoutMs, () => this.retryingWithinDeadline(repository, operation));
+    return withDeadline(`a request to registry ${this.registry} for ${repository}`, this.totalTimeoutMs, () =>
+      this.retryingWithinDeadline(repository, operation),
+    );
   }
 
   private async retryingWithinDeadline<T>(repository: string, operation: () => Promise<T>): Promise<T> {
@@ -325,13 +389,23 @@ export class RegistryClient {
         sleep: this.sleep,
         isTransient: (error) => error instanceof TransientFailure,
         onRetry: (error, delayMs, { attempt }) =>
-          this.logger?.warn({ registry: this.registry, repository, attempt, delayMs, reason: (error as Error).message }, 'registry request failed, retrying'),
+          this.logger?.warn(
+            { registry: this.registry, repository, attempt, delayMs, reason: (error as Error).message },
+            'registry request failed, retrying',
+          ),
       });
     } catch (error) {
       const deadline = deadlineErrorOf(error) ?? (currentDeadline()?.expired ? currentDeadline()?.error : undefined);
-      if (deadline) throw new OciError('unavailable', `registry ${this.registry}, repository ${repository}: ${deadline.message}; retry later`, { cause: error });
+      if (deadline)
+        throw new OciError(
+          'unavailable',
+          `registry ${this.registry}, repository ${repository}: ${deadline.message}; retry later`,
+          { cause: error },
+        );
       if (error instanceof TransientFailure) {
-        throw new OciError(error.kind, `${error.message} (gave up after ${this.retry.attempts} attempts)`, { cause: error.cause });
+        throw new OciError(error.kind, `${error.message} (gave up after ${this.retry.attempts} attempts)`, {
+          cause: error.cause,
+        });
       }
       throw error;
     }
@@ -358,7 +432,10 @@ export class RegistryClient {
       } else if (challenge?.scheme === 'bearer') {
         throw this.authError(spec, this.credentials ? 'refused' : 'missing');
       } else {
-        throw new OciError('auth', `registry ${this.registry} asks for an unsupported authentication scheme (${challenge?.scheme ?? 'none'}) for ${spec.repository}`);
+        throw new OciError(
+          'auth',
+          `registry ${this.registry} asks for an unsupported authentication scheme (${challenge?.scheme ?? 'none'}) for ${spec.repository}`,
+        );
       }
     }
   }
@@ -371,7 +448,8 @@ export class RegistryClient {
   }
 
   private async fetchToken(spec: RequestSpec, scope: string, challenge: Record<string, string>): Promise<string> {
-    if (!challenge.realm) throw new OciError('auth', `registry ${this.registry} asked for a token without naming a realm`);
+    if (!challenge.realm)
+      throw new OciError('auth', `registry ${this.registry} asked for a token without naming a realm`);
     let realm: URL;
     try {
       realm = new URL(challenge.realm);
@@ -394,12 +472,20 @@ export class RegistryClient {
     }
     if (response.status >= 500 || response.status === 429) {
       await response.body?.cancel();
-      throw new TransientFailure('unavailable', `the token service ${realm.host} of registry ${this.registry} answered ${response.status}`);
+      throw new TransientFailure(
+        'unavailable',
+        `the token service ${realm.host} of registry ${this.registry} answered ${response.status}`,
+      );
     }
-    const body = response.ok ? ((await readJson(response).catch(() => undefined)) as { token?: unknown; access_token?: unknown } | undefined) : undefined;
+    const body = response.ok
+      ? ((await readJson(response).catch(() => undefined)) as { token?: unknown; access_token?: unknown } | undefined)
+      : undefined;
     const token = body?.token ?? body?.access_token;
     if (typeof token !== 'string' || token === '') {
-      throw new OciError('auth', `the token service ${realm.host} of registry ${this.registry} answered ${response.status} without a token`);
+      throw new OciError(
+        'auth',
+        `the token service ${realm.host} of registry ${this.registry} answered ${response.status} without a token`,
+      );
     }
     return token;
   }
@@ -416,7 +502,10 @@ export class RegistryClient {
     try {
       return await this.fetchImpl(spec.url, init);
     } catch (error) {
-      throw this.networkFailure(error, `${spec.method === 'GET' || spec.method === 'HEAD' ? 'reading' : 'writing'} ${spec.repository}`);
+      throw this.networkFailure(
+        error,
+        `${spec.method === 'GET' || spec.method === 'HEAD' ? 'reading' : 'writing'} ${spec.repository}`,
+      );
     }
   }
 
@@ -426,21 +515,50 @@ export class RegistryClient {
     const deadline = deadlineErrorOf(error);
     if (deadline) return deadline;
     if (error instanceof RequestTimeoutError) {
-      return new TransientFailure('unavailable', `registry ${this.registry} did not answer within ${this.timeoutMs} ms while ${doing}`, { cause: error });
+      return new TransientFailure(
+        'unavailable',
+        `registry ${this.registry} did not answer within ${this.timeoutMs} ms while ${doing}`,
+        { cause: error },
+      );
     }
     const cause = (error as { cause?: { code?: unknown; reason?: unknown } })?.cause;
-    const code = typeof cause?.code === 'string' ? cause.code : typeof (error as { code?: unknown })?.code === 'string' ? String((error as { code: string }).code) : undefined;
-    if (!this.plainHttp && code !== undefined && (NOT_TLS.has(code) || /wrong version number|http request/i.test(String(cause?.reason ?? '')))) {
-      return new OciError('unavailable', `registry ${this.registry} does not speak HTTPS (${code}); if it is a plain-HTTP registry, pass --plain-http`, { cause: error });
+    const code =
+      typeof cause?.code === 'string'
+        ? cause.code
+        : typeof (error as { code?: unknown })?.code === 'string'
+          ? String((error as { code: string }).code)
+          : undefined;
+    if (
+      !this.plainHttp &&
+      code !== undefined &&
+      (NOT_TLS.has(code) || /wrong version number|http request/i.test(String(cause?.reason ?? '')))
+    ) {
+      return new OciError(
+        'unavailable',
+        `registry ${this.registry} does not speak HTTPS (${code}); if it is a plain-HTTP registry, pass --plain-http`,
+        { cause: error },
+      );
     }
     if (code !== undefined && UNTRUSTED_CERT.has(code)) {
-      return new OciError('unavailable', `the TLS certificate of registry ${this.registry} is not trusted (${code}); add its CA with NODE_EXTRA_CA_CERTS`, { cause: error });
+      return new OciError(
+        'unavailable',
+        `the TLS certificate of registry ${this.registry} is not trusted (${code}); add its CA with NODE_EXTRA_CA_CERTS`,
+        { cause: error },
+      );
     }
     if (code === CONNECT_TIMEOUT_CODE) {
-      return new TransientFailure('unavailable', `registry ${this.registry} did not accept a connection in time (${code}; --connect-timeout / CLUSTERSTACK_CONNECT_TIMEOUT) while ${doing}; check the address and that the registry is running`, { cause: error });
+      return new TransientFailure(
+        'unavailable',
+        `registry ${this.registry} did not accept a connection in time (${code}; --connect-timeout / CLUSTERSTACK_CONNECT_TIMEOUT) while ${doing}; check the address and that the registry is running`,
+        { cause: error },
+      );
     }
     const reason = code ?? (error instanceof Error ? error.message : String(error));
-    return new TransientFailure('unavailable', `registry ${this.registry} is unreachable (${reason}) while ${doing}; check the address and that the registry is running`, { cause: error });
+    return new TransientFailure(
+      'unavailable',
+      `registry ${this.registry} is unreachable (${reason}) while ${doing}; check the address and that the registry is running`,
+      { cause: error },
+    );
   }
 
   private authError(spec: RequestSpec, problem: 'missing' | 'refused'): OciError {
@@ -448,7 +566,10 @@ export class RegistryClient {
     const fix = `set ${ENVIRONMENT.registryUsername} and ${ENVIRONMENT.registryPassword}`;
     return problem === 'missing'
       ? new OciError('auth', `registry ${this.registry} requires credentials to ${access} ${spec.repository}; ${fix}`)
-      : new OciError('auth', `registry ${this.registry} refused the credentials to ${access} ${spec.repository}; check ${ENVIRONMENT.registryUsername} and ${ENVIRONMENT.registryPassword} and the account's access`);
+      : new OciError(
+          'auth',
+          `registry ${this.registry} refused the credentials to ${access} ${spec.repository}; check ${ENVIRONMENT.registryUsername} and ${ENVIRONMENT.registryPassword} and the account's access`,
+        );
   }
 
   /** Turns a non-success answer into the error to throw: transient ones are retried by `retrying`. */
@@ -458,22 +579,36 @@ export class RegistryClient {
     const detail = codes.length > 0 ? ` (${codes.join(', ')})` : '';
     const status = response.status;
     if (status === 404) {
-      if (codes.includes('NAME_UNKNOWN')) return new OciError('not-found', `repository ${repository} does not exist on registry ${this.registry}`);
+      if (codes.includes('NAME_UNKNOWN'))
+        return new OciError('not-found', `repository ${repository} does not exist on registry ${this.registry}`);
       return new OciError('not-found', `${what} not found in ${this.registry}/${repository}${detail}`);
     }
     if (status === 401 || status === 403) {
-      return new OciError('auth', `registry ${this.registry} denied access to ${what} of ${repository} (${status}${codes.length ? ` ${codes.join(', ')}` : ''}); check ${ENVIRONMENT.registryUsername} and ${ENVIRONMENT.registryPassword} and the account's access`);
+      return new OciError(
+        'auth',
+        `registry ${this.registry} denied access to ${what} of ${repository} (${status}${codes.length ? ` ${codes.join(', ')}` : ''}); check ${ENVIRONMENT.registryUsername} and ${ENVIRONMENT.registryPassword} and the account's access`,
+      );
     }
     if (status === 429) {
       const wait = rateLimitWaitMs(response.headers, new Date());
       if (wait !== undefined && Number.isFinite(wait)) await this.sleep(Math.min(wait, this.retry.maxDelayMs));
-      return new TransientFailure('rate-limited', `registry ${this.registry} rate-limited requests for ${what} of ${repository}`);
+      return new TransientFailure(
+        'rate-limited',
+        `registry ${this.registry} rate-limited requests for ${what} of ${repository}`,
+      );
     }
-    if (status >= 500 || status === 408) return new TransientFailure('unavailable', `registry ${this.registry} answered ${status} for ${what} of ${repository}${detail}`);
+    if (status >= 500 || status === 408)
+      return new TransientFailure(
+        'unavailable',
+        `registry ${this.registry} answered ${status} for ${what} of ${repository}${detail}`,
+      );
     if (status === 400 && this.plainHttp && /HTTP request to an HTTPS server/i.test(text)) {
       return new OciError('unavailable', `registry ${this.registry} speaks HTTPS; drop --plain-http`);
     }
-    return new OciError('invalid-release', `registry ${this.registry} refused ${what} of ${repository} with ${status}${detail}`);
+    return new OciError(
+      'invalid-release',
+      `registry ${this.registry} refused ${what} of ${repository} with ${status}${detail}`,
+    );
   }
 }
 
@@ -485,7 +620,11 @@ async function readBody(response: Response): Promise<ArrayBuffer> {
   try {
     return await response.arrayBuffer();
   } catch (error) {
-    throw new TransientFailure('unavailable', `the connection broke while reading a registry answer (${(error as Error).message})`, { cause: error });
+    throw new TransientFailure(
+      'unavailable',
+      `the connection broke while reading a registry answer (${(error as Error).message})`,
+      { cause: error },
+    );
   }
 }
 

@@ -26,25 +26,48 @@ export function isPlainFileName(name: string): boolean {
  */
 export function releaseLayers(manifest: OciManifest, where: string): ReleaseLayer[] {
   const type = manifest.artifactType ?? manifest.config.mediaType;
-  if (manifest.artifactType !== CLUSTER_STACK_ARTIFACT_TYPE && manifest.config.mediaType !== CLUSTER_STACK_ARTIFACT_TYPE) {
-    const what = manifest.artifactType === undefined && type === OCI_IMAGE_CONFIG ? 'a container image' : `an artifact of type ${type}`;
-    throw new OciError('invalid-release', `${where} is ${what}, not a cluster stack release (artifactType ${CLUSTER_STACK_ARTIFACT_TYPE})`);
+  if (
+    manifest.artifactType !== CLUSTER_STACK_ARTIFACT_TYPE &&
+    manifest.config.mediaType !== CLUSTER_STACK_ARTIFACT_TYPE
+  ) {
+    const what =
+      manifest.artifactType === undefined && type === OCI_IMAGE_CONFIG
+        ? 'a container image'
+        : `an artifact of type ${type}`;
+    throw new OciError(
+      'invalid-release',
+      `${where} is ${what}, not a cluster stack release (artifactType ${CLUSTER_STACK_ARTIFACT_TYPE})`,
+    );
   }
   const layers: ReleaseLayer[] = [];
   const names = new Set<string>();
   manifest.layers.forEach((layer, index) => {
     const title = layer.annotations?.[TITLE_ANNOTATION];
-    if (title === undefined) throw new OciError('invalid-release', `${where}: layer ${index} (${layer.digest}) has no ${TITLE_ANNOTATION} annotation naming its file`);
+    if (title === undefined)
+      throw new OciError(
+        'invalid-release',
+        `${where}: layer ${index} (${layer.digest}) has no ${TITLE_ANNOTATION} annotation naming its file`,
+      );
     if (!isPlainFileName(title)) {
-      throw new OciError('invalid-release', `${where}: layer ${index} is titled ${JSON.stringify(title)}; a release file must be a plain file name (no "/", "..", or empty name)`);
+      throw new OciError(
+        'invalid-release',
+        `${where}: layer ${index} is titled ${JSON.stringify(title)}; a release file must be a plain file name (no "/", "..", or empty name)`,
+      );
     }
     if (layer.annotations?.['io.deis.oras.content.unpack'] === 'true') {
-      throw new OciError('invalid-release', `${where}: layer ${title} is a packed directory; release files must be pushed as plain files`);
+      throw new OciError(
+        'invalid-release',
+        `${where}: layer ${title} is a packed directory; release files must be pushed as plain files`,
+      );
     }
     if (names.has(title)) throw new OciError('invalid-release', `${where}: two layers are titled ${title}`);
     names.add(title);
     layers.push({ file: title, digest: layer.digest, size: layer.size });
   });
-  if (!names.has(METADATA_FILE)) throw new OciError('invalid-release', `${where} has no ${METADATA_FILE} layer; every cluster stack release carries one`);
+  if (!names.has(METADATA_FILE))
+    throw new OciError(
+      'invalid-release',
+      `${where} has no ${METADATA_FILE} layer; every cluster stack release carries one`,
+    );
   return layers.sort((a, b) => compareText(a.file, b.file));
 }

@@ -42,7 +42,15 @@ export interface ClusterRequestsOutput {
 export interface ClusterRequestsSummary {
   profiles: { name: string; stack: string; versions: string }[];
   /** `cluster`: `namespace/name`, or null while the request has none (Pending). */
-  requests: { namespace: string; name: string; purpose: string; phase: string; reason: string; cluster: string | null; message: string }[];
+  requests: {
+    namespace: string;
+    name: string;
+    purpose: string;
+    phase: string;
+    reason: string;
+    cluster: string | null;
+    message: string;
+  }[];
   /** Requests outside the scheduler configuration's `selectors.requests` (left alone); absent when none. */
   notOurs?: { namespace: string; name: string; message: string }[];
 }

@@ -14,7 +14,9 @@ export interface EncryptedSecretsReport {
 
 /** The report for `units` against the units the target held before; undefined when nothing is encrypted. */
 export function reportEncryptedSecrets(before: UnitRecord[], units: UnitRecord[]): EncryptedSecretsReport | undefined {
-  const old = new Map(before.flatMap((unit) => (unit.secrets ?? []).map((secret) => [`${unit.dir}/${secret.file}`, secret] as const)));
+  const old = new Map(
+    before.flatMap((unit) => (unit.secrets ?? []).map((secret) => [`${unit.dir}/${secret.file}`, secret] as const)),
+  );
   const report: EncryptedSecretsReport = { units: [], total: 0, encryptedInThisRun: 0, recipientsChanged: 0 };
   for (const unit of units) {
     if (!unit.secrets || unit.secrets.length === 0) continue;
@@ -23,9 +25,15 @@ export function reportEncryptedSecrets(before: UnitRecord[], units: UnitRecord[]
       const previous = old.get(`${unit.dir}/${secret.file}`);
       if (previous?.digest === secret.digest) continue;
       now += 1;
-      if (previous && [...previous.recipients].sort().join(',') !== [...secret.recipients].sort().join(',')) report.recipientsChanged += 1;
+      if (previous && [...previous.recipients].sort().join(',') !== [...secret.recipients].sort().join(','))
+        report.recipientsChanged += 1;
     }
-    report.units.push({ dir: unit.dir, count: unit.secrets.length, names: unit.secrets.map((secret) => `${secret.namespace}/${secret.name}`), encryptedInThisRun: now });
+    report.units.push({
+      dir: unit.dir,
+      count: unit.secrets.length,
+      names: unit.secrets.map((secret) => `${secret.namespace}/${secret.name}`),
+      encryptedInThisRun: now,
+    });
     report.total += unit.secrets.length;
     report.encryptedInThisRun += now;
   }
@@ -34,6 +42,9 @@ export function reportEncryptedSecrets(before: UnitRecord[], units: UnitRecord[]
 
 /** One line for people: how many Secrets are encrypted and what this run did. */
 export function describeEncryptedSecrets(report: EncryptedSecretsReport): string {
-  const rotation = report.recipientsChanged > 0 ? `; the recipients changed, so ${report.recipientsChanged} were encrypted again for the new ones` : '';
+  const rotation =
+    report.recipientsChanged > 0
+      ? `; the recipients changed, so ${report.recipientsChanged} were encrypted again for the new ones`
+      : '';
   return `Secrets: ${report.total} encrypted with SOPS in ${report.units.length} units, ${report.encryptedInThisRun} of them in this run${rotation}.`;
 }

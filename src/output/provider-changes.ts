@@ -14,14 +14,23 @@ export interface ProviderChange {
 }
 
 function compareVersions(a: string, b: string): number {
-  const parts = (version: string): number[] => version.replace(/^v/, '').split(/[.-]/).map((part) => Number.parseInt(part, 10) || 0);
+  const parts = (version: string): number[] =>
+    version
+      .replace(/^v/, '')
+      .split(/[.-]/)
+      .map((part) => Number.parseInt(part, 10) || 0);
   const [x, y] = [parts(a), parts(b)];
-  for (let i = 0; i < Math.max(x.length, y.length); i += 1) if ((x[i] ?? 0) !== (y[i] ?? 0)) return (x[i] ?? 0) - (y[i] ?? 0);
+  for (let i = 0; i < Math.max(x.length, y.length); i += 1)
+    if ((x[i] ?? 0) !== (y[i] ?? 0)) return (x[i] ?? 0) - (y[i] ?? 0);
   return 0;
 }
 
 /** Provider changes between two provenance records (files compared by the records' digests and file lists). */
-export function compareProviders(before: Provenance | undefined, after: Provenance | undefined, changedFiles: ReadonlySet<string>): ProviderChange[] {
+export function compareProviders(
+  before: Provenance | undefined,
+  after: Provenance | undefined,
+  changedFiles: ReadonlySet<string>,
+): ProviderChange[] {
   const old = new Map((before?.providers ?? []).map((record) => [record.dir, record]));
   const now = new Map((after?.providers ?? []).map((record) => [record.dir, record]));
   const changes: ProviderChange[] = [];
@@ -35,7 +44,13 @@ export function compareProviders(before: Provenance | undefined, after: Provenan
       const touched = [...changedFiles].some((file) => file.startsWith(`${dir}/`));
       if (!touched && was.version === is.version) continue;
       const order = compareVersions(is.version, was.version);
-      changes.push({ ...base(is), change: order > 0 ? 'upgraded' : order < 0 ? 'downgraded' : 'updated', versionBefore: was.version, versionAfter: is.version, contract: is.contract });
+      changes.push({
+        ...base(is),
+        change: order > 0 ? 'upgraded' : order < 0 ? 'downgraded' : 'updated',
+        versionBefore: was.version,
+        versionAfter: is.version,
+        contract: is.contract,
+      });
     }
   }
   return changes;

@@ -6,7 +6,14 @@
 // published: it only costs a full render.
 import type { ClusterRequestsRecord } from './cluster-requests-record.js';
 import type { HookPlacement } from './helm-hooks-record.js';
-import { type AddonHandoverRecord, type Provenance, type ProviderRecord, readProvenance, type SharedObjectRecord, type UnitRecord } from './provenance.js';
+import {
+  type AddonHandoverRecord,
+  type Provenance,
+  type ProviderRecord,
+  readProvenance,
+  type SharedObjectRecord,
+  type UnitRecord,
+} from './provenance.js';
 import type { RenderedTree } from './rendered-tree.js';
 import { SOPS_CONFIG_FILE } from './tree-layout.js';
 
@@ -40,7 +47,9 @@ export function readPublishedState(tree: RenderedTree): PublishedState {
     tree,
     provenance,
     units: new Map((provenance?.units ?? []).map((unit) => [unit.dir, unit])),
-    valuesFailures: new Map((provenance?.valuesFailures ?? []).map((failure) => [`${failure.dir} ${failure.inputDigest}`, failure.reason])),
+    valuesFailures: new Map(
+      (provenance?.valuesFailures ?? []).map((failure) => [`${failure.dir} ${failure.inputDigest}`, failure.reason]),
+    ),
     sharedObjects: provenance?.sharedObjects ?? [],
     addonHandovers: new Map((provenance?.addonHandovers ?? []).map((handover) => [handover.path, handover])),
     providers: provenance?.providers ?? [],

@@ -38,7 +38,15 @@ export interface RenderSummary {
    */
   sharedObjects?: { path: string; object: string; renderedBy: string[] }[];
   /** Cluster API providers in the tree (management/providers/), when there are any. */
-  providers?: { kind: string; namespace: string; name: string; version: string; contract: string; source: string; dir: string }[];
+  providers?: {
+    kind: string;
+    namespace: string;
+    name: string;
+    version: string;
+    contract: string;
+    source: string;
+    dir: string;
+  }[];
   /** Notes of every published unit, prefixed with its directory. */
   notes: string[];
   /** With a scheduler configuration: the ClusterProfiles and every ClusterRequest's phase. */
@@ -65,7 +73,6 @@ export interface HelmHookSummary {
   /** The unit directories rendering it. */
   units: string[];
 }
-
 
 /** One addon layer on one cluster. */
 export interface LayerSummary {

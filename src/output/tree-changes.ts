@@ -3,7 +3,16 @@
 import { readProvenance, type Provenance, type UnitRecord, type WithheldEntry } from './provenance.js';
 import { compareProviders, describeProviderChange, type ProviderChange } from './provider-changes.js';
 import type { RenderedTree } from './rendered-tree.js';
-import { clusterDir, isSharedPath, KUSTOMIZATION_FILE, MANAGEMENT_DIR, PROVIDERS_DIR, requestedClusterOfPath, unitDirOf, unitOfPath } from './tree-layout.js';
+import {
+  clusterDir,
+  isSharedPath,
+  KUSTOMIZATION_FILE,
+  MANAGEMENT_DIR,
+  PROVIDERS_DIR,
+  requestedClusterOfPath,
+  unitDirOf,
+  unitOfPath,
+} from './tree-layout.js';
 
 export type ChangeKind = 'added' | 'removed' | 'updated';
 
@@ -98,7 +107,11 @@ function ownersOf(tree: RenderedTree, ownerOf: (file: string) => FileOwner | und
  * Whether `tree` has files of each of `owners`. For a few owners (a render that changed a cluster
  * or two) the files under each owner's directory are looked at, not every file of the tree.
  */
-function ownerPresence(tree: RenderedTree, owners: readonly string[], ownerOf: (file: string) => FileOwner | undefined): (owner: string) => boolean {
+function ownerPresence(
+  tree: RenderedTree,
+  owners: readonly string[],
+  ownerOf: (file: string) => FileOwner | undefined,
+): (owner: string) => boolean {
   if (owners.length > 16) {
     const all = ownersOf(tree, ownerOf);
     return (owner) => all.has(owner);
@@ -116,7 +129,9 @@ function ownerPresence(tree: RenderedTree, owners: readonly string[], ownerOf: (
 }
 
 function clusterUnits(provenance: Provenance | undefined, owner: string): UnitRecord[] {
-  return (provenance?.units ?? []).filter((unit) => unit.kind === 'cluster-stage' && clusterDir(unit.namespace, unit.name) === owner);
+  return (provenance?.units ?? []).filter(
+    (unit) => unit.kind === 'cluster-stage' && clusterDir(unit.namespace, unit.name) === owner,
+  );
 }
 
 /** Compares two trees unit by unit. */
@@ -124,8 +139,15 @@ export function compareTrees(previous: RenderedTree, next: RenderedTree): TreeCh
   const before = readProvenance(previous);
   const after = readProvenance(next);
   const changedFiles = new Set<string>();
-  for (const file of new Set([...previous.keys(), ...next.keys()])) if (previous.get(file) !== next.get(file)) changedFiles.add(file);
-  const changes: TreeChanges = { releases: [], clusters: [], withheld: after?.withheld ?? [], shared: [], otherFiles: [] };
+  for (const file of new Set([...previous.keys(), ...next.keys()]))
+    if (previous.get(file) !== next.get(file)) changedFiles.add(file);
+  const changes: TreeChanges = {
+    releases: [],
+    clusters: [],
+    withheld: after?.withheld ?? [],
+    shared: [],
+    otherFiles: [],
+  };
   const changedStages = new Map<string, Set<string>>();
   const ownerOf = ownerOfFileByDirectory();
   for (const file of changedFiles) {
@@ -136,7 +158,11 @@ export function compareTrees(previous: RenderedTree, next: RenderedTree): TreeCh
       (changes.requestedClusters ??= []).push({ ...requested, change });
     }
     if (!unit) {
-      if (isSharedPath(file) && !file.endsWith(`/${KUSTOMIZATION_FILE}`)) changes.shared!.push({ path: file, change: !previous.has(file) ? 'added' : !next.has(file) ? 'removed' : 'updated' });
+      if (isSharedPath(file) && !file.endsWith(`/${KUSTOMIZATION_FILE}`))
+        changes.shared!.push({
+          path: file,
+          change: !previous.has(file) ? 'added' : !next.has(file) ? 'removed' : 'updated',
+        });
       else changes.otherFiles.push(file);
       continue;
     }
@@ -156,7 +182,12 @@ export function compareTrees(previous: RenderedTree, next: RenderedTree): TreeCh
     }
     const unitsBefore = clusterUnits(before, owner);
     const unitsAfter = clusterUnits(after, owner);
-    const entry: ClusterChange = { namespace, cluster: name, change, stages: [...(changedStages.get(owner) ?? [])].filter(Boolean).sort() };
+    const entry: ClusterChange = {
+      namespace,
+      cluster: name,
+      change,
+      stages: [...(changedStages.get(owner) ?? [])].filter(Boolean).sort(),
+    };
     if (unitsBefore[0]) {
       entry.releaseBefore = unitsBefore[0].release;
       if (unitsBefore[0].addonVersion) entry.addonVersionBefore = unitsBefore[0].addonVersion;
@@ -181,20 +212,29 @@ export function compareTrees(previous: RenderedTree, next: RenderedTree): TreeCh
 
 function describeCluster(change: ClusterChange): string {
   const subject = `Cluster ${change.namespace}/${change.cluster}`;
-  if (change.change === 'added') return `${subject}: addons ${change.addonVersionAfter ?? ''} from ${change.releaseAfter ?? '?'} added`;
+  if (change.change === 'added')
+    return `${subject}: addons ${change.addonVersionAfter ?? ''} from ${change.releaseAfter ?? '?'} added`;
   if (change.change === 'removed') return `${subject}: addons removed (was ${change.releaseBefore ?? '?'})`;
-  const addon = change.addonVersionBefore !== change.addonVersionAfter ? `addons ${change.addonVersionBefore} -> ${change.addonVersionAfter}` : `addons ${change.addonVersionAfter} updated`;
+  const addon =
+    change.addonVersionBefore !== change.addonVersionAfter
+      ? `addons ${change.addonVersionBefore} -> ${change.addonVersionAfter}`
+      : `addons ${change.addonVersionAfter} updated`;
   const stages = change.stages.length > 0 ? ` (${change.stages.join(', ')})` : '';
   return `${subject}: ${addon}${stages}`;
 }
 
 /** A commit-sized summary: a title line, a body per release and cluster, and trailers. */
 export function summarizeChanges(changes: TreeChanges, inputDigest: string): ChangeSummary {
-  const count = (kind: ChangeKind, list: { change: ChangeKind }[]): number => list.filter((entry) => entry.change === kind).length;
+  const count = (kind: ChangeKind, list: { change: ChangeKind }[]): number =>
+    list.filter((entry) => entry.change === kind).length;
   const parts: string[] = [];
-  const releaseParts = (['added', 'removed', 'updated'] as const).map((kind) => [kind, count(kind, changes.releases)] as const).filter(([, n]) => n > 0);
+  const releaseParts = (['added', 'removed', 'updated'] as const)
+    .map((kind) => [kind, count(kind, changes.releases)] as const)
+    .filter(([, n]) => n > 0);
   for (const [kind, n] of releaseParts) parts.push(`${n} release${n === 1 ? '' : 's'} ${kind}`);
-  const clusterParts = (['added', 'removed', 'updated'] as const).map((kind) => [kind, count(kind, changes.clusters)] as const).filter(([, n]) => n > 0);
+  const clusterParts = (['added', 'removed', 'updated'] as const)
+    .map((kind) => [kind, count(kind, changes.clusters)] as const)
+    .filter(([, n]) => n > 0);
   for (const [kind, n] of clusterParts) parts.push(`${n} cluster${n === 1 ? '' : 's'} ${kind}`);
   const sharedCount = changes.shared?.length ?? 0;
   if (sharedCount > 0) parts.push(`${sharedCount} shared object${sharedCount === 1 ? '' : 's'} changed`);
@@ -207,11 +247,16 @@ export function summarizeChanges(changes: TreeChanges, inputDigest: string): Cha
   }
   const title = `Render cluster stacks: ${parts.length > 0 ? parts.join(', ') : 'README and provenance updated'}`;
   const lines: string[] = [];
-  for (const release of changes.releases) lines.push(`- ClusterClass release ${release.namespace}/${release.release} ${release.change}`);
+  for (const release of changes.releases)
+    lines.push(`- ClusterClass release ${release.namespace}/${release.release} ${release.change}`);
   for (const cluster of changes.clusters) lines.push(`- ${describeCluster(cluster)}`);
   for (const shared of changes.shared ?? []) lines.push(`- Shared object ${shared.path} ${shared.change}`);
   for (const provider of changes.providers ?? []) lines.push(`- ${describeProviderChange(provider)}`);
-  for (const cluster of requested) lines.push(`- Cluster ${cluster.namespace}/${cluster.name} for ClusterRequests ${cluster.change}`);
-  for (const entry of changes.withheld) lines.push(`- Withheld ${entry.kind} ${entry.namespace}/${entry.name}${entry.layer ? ` layer ${entry.layer}` : ''}: ${entry.reason}${entry.previousKept ? ' (previous output kept)' : ''}`);
+  for (const cluster of requested)
+    lines.push(`- Cluster ${cluster.namespace}/${cluster.name} for ClusterRequests ${cluster.change}`);
+  for (const entry of changes.withheld)
+    lines.push(
+      `- Withheld ${entry.kind} ${entry.namespace}/${entry.name}${entry.layer ? ` layer ${entry.layer}` : ''}: ${entry.reason}${entry.previousKept ? ' (previous output kept)' : ''}`,
+    );
   return { title, body: lines.join('\n'), trailers: { [INPUT_DIGEST_TRAILER]: inputDigest } };
 }

@@ -139,10 +139,24 @@ export function unitOfPath(file: string): TreeUnitPath | undefined {
     return { kind: 'release', dir: parts.slice(0, 3).join('/'), namespace: parts[1]!, release: parts[2]! };
   }
   if (isLayerPath(file)) {
-    return { kind: 'cluster-layer', dir: parts.slice(0, 5).join('/'), namespace: parts[1]!, cluster: parts[2]!, layer: parts[4]!, clusterDir: parts.slice(0, 3).join('/') };
+    return {
+      kind: 'cluster-layer',
+      dir: parts.slice(0, 5).join('/'),
+      namespace: parts[1]!,
+      cluster: parts[2]!,
+      layer: parts[4]!,
+      clusterDir: parts.slice(0, 3).join('/'),
+    };
   }
   if (parts[0] === CLUSTERS_DIR && parts.length >= 4 && parts[3] !== LAYERS_DIR) {
-    return { kind: 'cluster-stage', dir: parts.slice(0, 4).join('/'), namespace: parts[1]!, cluster: parts[2]!, stage: parts[3]!, clusterDir: parts.slice(0, 3).join('/') };
+    return {
+      kind: 'cluster-stage',
+      dir: parts.slice(0, 4).join('/'),
+      namespace: parts[1]!,
+      cluster: parts[2]!,
+      stage: parts[3]!,
+      clusterDir: parts.slice(0, 3).join('/'),
+    };
   }
   return undefined;
 }

@@ -38,7 +38,10 @@ export async function runSettings(options: RunOptions, published: PublishedState
   // age and its ciphers are loaded only by runs that encrypt.
   const encryption =
     options.secrets === 'encrypt'
-      ? (await import('../secrets/secret-encryption.js')).resolveSecretEncryption(options.encryption ?? { recipients: [], recipientsOrigin: '' }, published.sopsConfig)
+      ? (await import('../secrets/secret-encryption.js')).resolveSecretEncryption(
+          options.encryption ?? { recipients: [], recipientsOrigin: '' },
+          published.sopsConfig,
+        )
       : undefined;
   const annotations = managementAnnotationsFor(options.gitops?.engine);
   return {
@@ -52,4 +55,3 @@ export async function runSettings(options: RunOptions, published: PublishedState
     ...(options.scheduler ? { scheduler: options.scheduler } : {}),
   };
 }
-

@@ -81,7 +81,14 @@ export interface PipelineOptions {
 }
 
 export type PipelineResult<Published> =
-  | { status: 'published'; outcome: RenderOutcome; tree: RenderedTree; changes: TreeChanges; change: ChangeSummary; published: Published }
+  | {
+      status: 'published';
+      outcome: RenderOutcome;
+      tree: RenderedTree;
+      changes: TreeChanges;
+      change: ChangeSummary;
+      published: Published;
+    }
   | { status: 'aborted'; outcome: RenderOutcome; tree: RenderedTree };
 
 /** Refused because the render would remove most of what is published (a user must confirm). */
@@ -93,7 +100,9 @@ export class MassDeletionRefusedError extends Failure {
 }
 
 /** Each unit's files, and its directory's kustomization, handed to the target to write ahead as the unit renders. */
-function prestageUnits(prestage: (files: Iterable<readonly [string, string]>) => void): (dir: string, files: ReadonlyMap<string, string>) => void {
+function prestageUnits(
+  prestage: (files: Iterable<readonly [string, string]>) => void,
+): (dir: string, files: ReadonlyMap<string, string>) => void {
   const encode = kustomizationEncoder();
   return (dir, files) => prestage(unitFilesAhead(dir, files, encode));
 }
@@ -103,7 +112,12 @@ function prestageUnits(prestage: (files: Iterable<readonly [string, string]>) =>
  * deletion, summarizes the change and publishes it. Throws for failures that are not one unit's
  * own (a refused Secret, a refused mass deletion, helm missing, a publisher that throws).
  */
-export async function renderAndPublish<Published>(inputPlan: Plan, previous: RenderedTree, deps: PipelineDependencies<Published>, options: PipelineOptions): Promise<PipelineResult<Published>> {
+export async function renderAndPublish<Published>(
+  inputPlan: Plan,
+  previous: RenderedTree,
+  deps: PipelineDependencies<Published>,
+  options: PipelineOptions,
+): Promise<PipelineResult<Published>> {
   // Bad wiring options are a user error: say so before any helm process runs.
   if (options.gitops) checkWiringOptions(options.gitops);
   if (options.secrets === 'encrypt') checkEncryptionEngine(options.gitops?.engine);
@@ -111,20 +125,37 @@ export async function renderAndPublish<Published>(inputPlan: Plan, previous: Ren
   const published = readPublishedState(previous);
   const run = await planRun(inputPlan, published, await runSettings(options, published));
   refuseWhatThePlanRefuses(run);
-  if (run.unscheduledRequests > 0) deps.logger.warn({ note: `${run.unscheduledRequests} ClusterRequest(s) in the inputs are not scheduled: no scheduler configuration was given (--scheduler-config)` }, 'ClusterRequests not scheduled');
+  if (run.unscheduledRequests > 0)
+    deps.logger.warn(
+      {
+        note: `${run.unscheduledRequests} ClusterRequest(s) in the inputs are not scheduled: no scheduler configuration was given (--scheduler-config)`,
+      },
+      'ClusterRequests not scheduled',
+    );
   // Refused requests and kept clusters withhold only themselves: said, never thrown.
   for (const note of run.requests?.notes ?? []) deps.logger.warn({ note }, 'ClusterRequest withheld');
   return renderPlannedRun(run, deps, options);
 }
 
 /** Carries out a decided run: renders, guards provider removal, wires, and publishes (see renderAndPublish). */
-async function renderPlannedRun<Published>(run: RunPlan, deps: PipelineDependencies<Published>, options: PipelineOptions): Promise<PipelineResult<Published>> {
+async function renderPlannedRun<Published>(
+  run: RunPlan,
+  deps: PipelineDependencies<Published>,
+  options: PipelineOptions,
+): Promise<PipelineResult<Published>> {
   const now = deps.now ?? Date.now;
   const renderStarted = now();
   const outcome = await renderOutput(run.units, deps.renderer, {
     ...(run.requests ? { clusterRequests: run.requests.output } : {}),
     ...(run.units.settings.encryption ? { renderTime: renderStarted } : {}),
-    ...(run.units.settings.encryption && options.gitops?.engine === 'flux' ? { decryptionKey: { secretName: options.gitops.sopsSecret ?? DEFAULT_SOPS_SECRET, managementNamespace: options.gitops.namespace } } : {}),
+    ...(run.units.settings.encryption && options.gitops?.engine === 'flux'
+      ? {
+          decryptionKey: {
+            secretName: options.gitops.sopsSecret ?? DEFAULT_SOPS_SECRET,
+            managementNamespace: options.gitops.namespace,
+          },
+        }
+      : {}),
     previous: run.published,
     ...(options.readmeTemplate !== undefined ? { readmeTemplate: options.readmeTemplate } : {}),
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
@@ -132,18 +163,35 @@ async function renderPlannedRun<Published>(run: RunPlan, deps: PipelineDependenc
   });
   deps.metrics?.renderDuration((now() - renderStarted) / 1000);
   for (const note of outcome.notes) deps.logger.warn({ note }, 'Rendered with a note');
-  guardProviderRemoval([...run.published.providers], outcome.provenance.providers ?? [], outcome.tree, run.plan.inputs.clusters.map((sourced) => sourced.object));
+  guardProviderRemoval(
+    [...run.published.providers],
+    outcome.provenance.providers ?? [],
+    outcome.tree,
+    run.plan.inputs.clusters.map((sourced) => sourced.object),
+  );
   const sorted = wiredTree(outcome, run, options);
   if (options.signal?.aborted) return { status: 'aborted', outcome, tree: sorted };
 
   // Argo CD and Flux prune what leaves the output: a render that would take most of it away is far
   // more often a wrong input than a wish.
-  const verdict = checkMassDeletion(publishedUnitsOf(run.published.provenance?.units), outcome.provenance.units, options.massDeletion);
-  if (verdict.refused) throw new MassDeletionRefusedError(verdict.message ?? 'the render would remove most of what is published');
+  const verdict = checkMassDeletion(
+    publishedUnitsOf(run.published.provenance?.units),
+    outcome.provenance.units,
+    options.massDeletion,
+  );
+  if (verdict.refused)
+    throw new MassDeletionRefusedError(verdict.message ?? 'the render would remove most of what is published');
 
   const changes = compareTrees(run.published.tree, sorted);
   const change = summarizeChanges(changes, outcome.provenance.inputDigest);
-  if (options.pullRequest) change.pullRequest = { title: change.title, body: renderPullRequestBody(changes, outcome.summary, options.pullRequest.template, { engine: options.gitops?.engine ?? 'none', ...(options.gitops?.engine === 'argocd' ? { argocdNamespace: options.gitops.namespace } : {}) }) };
+  if (options.pullRequest)
+    change.pullRequest = {
+      title: change.title,
+      body: renderPullRequestBody(changes, outcome.summary, options.pullRequest.template, {
+        engine: options.gitops?.engine ?? 'none',
+        ...(options.gitops?.engine === 'argocd' ? { argocdNamespace: options.gitops.namespace } : {}),
+      }),
+    };
   const publishStarted = now();
   const published = await deps.publish(sorted, change);
   deps.metrics?.publishDuration((now() - publishStarted) / 1000);
@@ -154,14 +202,23 @@ async function renderPlannedRun<Published>(run: RunPlan, deps: PipelineDependenc
 function refuseWhatThePlanRefuses(run: RunPlan): void {
   if (run.refused.providers.length > 0) throw providerGuardError(run.refused.providers);
   const held = run.refused.heldClusters;
-  if (held.length > 0) throw new InputError([...held], `nothing was rendered or written:\n  ${held.map(formatProblem).join('\n  ')}\n(--allow-partial publishes everything else and keeps the previous output of the Clusters named here)`);
+  if (held.length > 0)
+    throw new InputError(
+      [...held],
+      `nothing was rendered or written:\n  ${held.map(formatProblem).join('\n  ')}\n(--allow-partial publishes everything else and keeps the previous output of the Clusters named here)`,
+    );
 }
 
 /** The rendered tree with the wiring beside it and the user's .sops.yaml kept, sorted by path. */
 function wiredTree(outcome: RenderOutcome, run: RunPlan, options: PipelineOptions): RenderedTree {
   // The wiring follows the units: a release or cluster that leaves the tree leaves the wiring too.
   const tree = new Map(outcome.tree);
-  if (options.gitops) for (const [file, content] of renderWiring(outcome.provenance.units, options.gitops, { clusterRequests: run.requests !== undefined, ...(outcome.provenance.providers ? { providers: outcome.provenance.providers } : {}) })) tree.set(file, content);
+  if (options.gitops)
+    for (const [file, content] of renderWiring(outcome.provenance.units, options.gitops, {
+      clusterRequests: run.requests !== undefined,
+      ...(outcome.provenance.providers ? { providers: outcome.provenance.providers } : {}),
+    }))
+      tree.set(file, content);
   // The user's sops configuration at the root stays: the target holds exactly the tree otherwise.
   if (run.published.sopsConfig !== undefined) tree.set(SOPS_CONFIG_FILE, run.published.sopsConfig);
   return new Map([...tree.entries()].sort(([a], [b]) => compareText(a, b)));

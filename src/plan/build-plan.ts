@@ -5,7 +5,14 @@ import type { CrdRuleChecker } from '../api/crd-rules.js';
 import { ANNOTATION_RELEASE_SOURCE, type ClusterStack } from '../api/types.js';
 import { formatProblem, InputError, type Problem } from '../core/problem.js';
 import { clusterClassName } from '../core/release-tag.js';
-import { type AvailableRelease, type ReleaseDecision, type Resolution, resolveReleases, type StackInput, type UnlistedStack } from '../release/resolve-releases.js';
+import {
+  type AvailableRelease,
+  type ReleaseDecision,
+  type Resolution,
+  resolveReleases,
+  type StackInput,
+  type UnlistedStack,
+} from '../release/resolve-releases.js';
 import { formatDotVersion } from '../core/stack-version.js';
 import { classifyInputs, type Inputs } from '../inputs/classify-inputs.js';
 import { fieldSource, type ParsedManifests } from '../inputs/parse-manifests.js';
@@ -72,7 +79,11 @@ export function releaseKey(namespace: string, tag: string): string {
 }
 
 /** The kept release `tag` of the stacks in `namespace`, as the plan loaded it. */
-export function loadedRelease(plan: Pick<Plan, 'releases'>, namespace: string, tag: string | undefined): LoadedRelease | undefined {
+export function loadedRelease(
+  plan: Pick<Plan, 'releases'>,
+  namespace: string,
+  tag: string | undefined,
+): LoadedRelease | undefined {
   return tag === undefined ? undefined : plan.releases.get(releaseKey(namespace, tag));
 }
 
@@ -109,7 +120,11 @@ async function assemblePlan(options: PlanOptions): Promise<Plan> {
     try {
       source = options.openSource(location);
     } catch (error) {
-      problems.push({ source: origin, object: `ClusterStack ${stack.metadata.namespace ?? 'default'}/${stack.metadata.name}`, message: errorMessage(error) });
+      problems.push({
+        source: origin,
+        object: `ClusterStack ${stack.metadata.namespace ?? 'default'}/${stack.metadata.name}`,
+        message: errorMessage(error),
+      });
       continue;
     }
     stackSources.set(stack, source);
@@ -118,8 +133,14 @@ async function assemblePlan(options: PlanOptions): Promise<Plan> {
     try {
       listing = await listings.get(location)!;
     } catch (error) {
-      if (error instanceof ReleaseSourceError && location === options.defaultSource && error.kind === 'not-found') throw new InputError([{ message: error.message }]);
-      problems.push({ source: origin, object: `ClusterStack ${stack.metadata.namespace ?? 'default'}/${stack.metadata.name}`, message: errorMessage(error), ...retryableOf(error) });
+      if (error instanceof ReleaseSourceError && location === options.defaultSource && error.kind === 'not-found')
+        throw new InputError([{ message: error.message }]);
+      problems.push({
+        source: origin,
+        object: `ClusterStack ${stack.metadata.namespace ?? 'default'}/${stack.metadata.name}`,
+        message: errorMessage(error),
+        ...retryableOf(error),
+      });
       unlisted.push({ stack, source: location, retryable: retryableOf(error).retryable === true });
       continue;
     }
@@ -132,7 +153,8 @@ async function assemblePlan(options: PlanOptions): Promise<Plan> {
   }
   for (const [location, listing] of listings) {
     const result = await listing.catch(() => undefined);
-    for (const skipped of result?.skipped ?? []) warn(`release source ${location}: skipped "${skipped.name}": ${skipped.reason}`);
+    for (const skipped of result?.skipped ?? [])
+      warn(`release source ${location}: skipped "${skipped.name}": ${skipped.reason}`);
   }
 
   const clusters = inputs.clusters.map((c) => c.object);
@@ -149,7 +171,10 @@ async function assemblePlan(options: PlanOptions): Promise<Plan> {
   let resolution: Resolution;
   for (;;) {
     resolution = resolveReleases({
-      stacks: stackInputs.map((input) => ({ ...input, releases: input.releases.filter((release) => !skipped.get(input.stack)?.has(release.tag)) })),
+      stacks: stackInputs.map((input) => ({
+        ...input,
+        releases: input.releases.filter((release) => !skipped.get(input.stack)?.has(release.tag)),
+      })),
       unlisted,
       clusters,
       providerReleases,
@@ -163,7 +188,10 @@ async function assemblePlan(options: PlanOptions): Promise<Plan> {
         let loaded = attempts.get(key);
         if (!loaded) {
           const down = unavailable.get(source);
-          loaded = down === undefined ? await loadKeptRelease(source, decision.name, options.workDir) : notTried(source, decision.name, down);
+          loaded =
+            down === undefined
+              ? await loadKeptRelease(source, decision.name, options.workDir)
+              : notTried(source, decision.name, down);
           attempts.set(key, loaded);
           // Reported (plan and render print them, the controller logs them), never withholding the release.
           for (const warning of loaded.content?.warnings ?? []) warn(formatProblem(warning));
@@ -174,7 +202,9 @@ async function assemblePlan(options: PlanOptions): Promise<Plan> {
         const reason = loaded.problems.map(formatProblem).join('; ');
         if (!skipped.has(stack.stack)) skipped.set(stack.stack, new Map());
         skipped.get(stack.stack)!.set(decision.name, reason);
-        warn(`ClusterStack ${stack.namespace}/${stack.name}: release ${decision.name} cannot be loaded and is skipped (${reason}); no spec.versions entry or Cluster needs it, so the newest release that loads is used instead`);
+        warn(
+          `ClusterStack ${stack.namespace}/${stack.name}: release ${decision.name} cannot be loaded and is skipped (${reason}); no spec.versions entry or Cluster needs it, so the newest release that loads is used instead`,
+        );
         skippedMore = true;
       }
     }
@@ -192,27 +222,55 @@ async function assemblePlan(options: PlanOptions): Promise<Plan> {
       releases.set(key, loaded);
     }
     // Skipped releases stay visible in plans and reports, with the reason.
-    for (const [tag, reason] of skipped.get(stack.stack) ?? []) stack.releases.push(skippedDecision(tag, reason, stackInputs.find((input) => input.stack === stack.stack)));
+    for (const [tag, reason] of skipped.get(stack.stack) ?? [])
+      stack.releases.push(
+        skippedDecision(
+          tag,
+          reason,
+          stackInputs.find((input) => input.stack === stack.stack),
+        ),
+      );
   }
   checkClusters(resolution, inputs, releases);
   const plan: Plan = { inputs, resolution, releases, problems, warnings };
   if (inputs.providers.length > 0) {
     const objects = options.manifests.objects.map((sourced) => sourced.object);
-    const [{ planProviders }, { createProviderFetcher }] = await Promise.all([import('../providers/plan-providers.js'), import('../providers/provider-fetcher.js')]);
-    plan.providers = await planProviders(inputs.providers, objects, options.providerFetcher ?? createProviderFetcher({ cacheDir: options.workDir }, options.openSource), options.providerInputProblems);
-    problems.push(...plan.providers.problems, ...plan.providers.providers.flatMap((planned) => planned.problems), ...(plan.providers.certManager?.problems ?? []));
+    const [{ planProviders }, { createProviderFetcher }] = await Promise.all([
+      import('../providers/plan-providers.js'),
+      import('../providers/provider-fetcher.js'),
+    ]);
+    plan.providers = await planProviders(
+      inputs.providers,
+      objects,
+      options.providerFetcher ?? createProviderFetcher({ cacheDir: options.workDir }, options.openSource),
+      options.providerInputProblems,
+    );
+    problems.push(
+      ...plan.providers.problems,
+      ...plan.providers.providers.flatMap((planned) => planned.problems),
+      ...(plan.providers.certManager?.problems ?? []),
+    );
     const providersNamespace = PROVIDERS_DIR.split('/')[1];
-    for (const { object: stack, source } of inputs.clusterStacks.filter((sourced) => sourced.object.metadata.namespace === providersNamespace)) {
-      problems.push({ source, object: `ClusterStack ${providersNamespace}/${stack.metadata.name}`, message: `lives in namespace "${providersNamespace}", whose output directory (${PROVIDERS_DIR}/) holds the Cluster API providers; move the ClusterStack to another namespace` });
+    for (const { object: stack, source } of inputs.clusterStacks.filter(
+      (sourced) => sourced.object.metadata.namespace === providersNamespace,
+    )) {
+      problems.push({
+        source,
+        object: `ClusterStack ${providersNamespace}/${stack.metadata.name}`,
+        message: `lives in namespace "${providersNamespace}", whose output directory (${PROVIDERS_DIR}/) holds the Cluster API providers; move the ClusterStack to another namespace`,
+      });
     }
   }
-  const contentOf = (cluster: { stack?: { namespace: string }; namespace: string; release?: string }) => loadedRelease({ releases }, cluster.stack?.namespace ?? cluster.namespace, cluster.release)?.content;
-  const layers = inputs.addonsLayers.length === 0 ? undefined : await planAddonsLayers(inputs, resolution, contentOf, options);
+  const contentOf = (cluster: { stack?: { namespace: string }; namespace: string; release?: string }) =>
+    loadedRelease({ releases }, cluster.stack?.namespace ?? cluster.namespace, cluster.release)?.content;
+  const layers =
+    inputs.addonsLayers.length === 0 ? undefined : await planAddonsLayers(inputs, resolution, contentOf, options);
   if (layers) {
     plan.layers = layers;
     problems.push(...layers.problems);
     for (const note of layers.resolution.notes) warn(note);
-    for (const [name, reason] of layers.sourceFailures) warn(`AddonsLayer ${name}: ${reason}; the layer is withheld for its Clusters`);
+    for (const [name, reason] of layers.sourceFailures)
+      warn(`AddonsLayer ${name}: ${reason}; the layer is withheld for its Clusters`);
   }
   return plan;
 }
@@ -227,9 +285,16 @@ function checkClusters(resolution: Resolution, inputs: Inputs, releases: Map<str
   const sources = new Map(inputs.clusters.map((sourced) => [sourced.object, sourced.source]));
   for (const cluster of resolution.clusters) {
     const version = cluster.cluster.spec?.topology?.version;
-    const content = cluster.stack ? loadedRelease({ releases }, cluster.stack.namespace, cluster.release)?.content : undefined;
+    const content = cluster.stack
+      ? loadedRelease({ releases }, cluster.stack.namespace, cluster.release)?.content
+      : undefined;
     const expected = content ? `v${content.metadata.kubernetesVersion}` : undefined;
-    if (expected && typeof version === 'string' && version !== expected && !cluster.problems.some((problem) => problem.path === 'spec.topology.version')) {
+    if (
+      expected &&
+      typeof version === 'string' &&
+      version !== expected &&
+      !cluster.problems.some((problem) => problem.path === 'spec.topology.version')
+    ) {
       cluster.problems.push({
         object: `Cluster ${cluster.namespace}/${cluster.name}`,
         path: 'spec.topology.version',
@@ -237,7 +302,8 @@ function checkClusters(resolution: Resolution, inputs: Inputs, releases: Map<str
       });
     }
     const source = sources.get(cluster.cluster);
-    if (source) for (const problem of cluster.problems) problem.source ??= fieldSource(cluster.cluster, source, problem.path);
+    if (source)
+      for (const problem of cluster.problems) problem.source ??= fieldSource(cluster.cluster, source, problem.path);
   }
   // A ClusterStack's problems name the line of their field too (`spec.versions[1]`).
   const stackSources = new Map(inputs.clusterStacks.map((sourced) => [sourced.object, sourced.source]));
@@ -248,9 +314,18 @@ function checkClusters(resolution: Resolution, inputs: Inputs, releases: Map<str
 }
 
 /** The addon layers of the inputs (which hold at least one AddonsLayer). */
-async function planAddonsLayers(inputs: Inputs, resolution: Resolution, contentOf: Parameters<typeof import('../layers/plan-layers.js').planLayers>[2], options: PlanOptions): Promise<LayerPlan | undefined> {
+async function planAddonsLayers(
+  inputs: Inputs,
+  resolution: Resolution,
+  contentOf: Parameters<typeof import('../layers/plan-layers.js').planLayers>[2],
+  options: PlanOptions,
+): Promise<LayerPlan | undefined> {
   const { planLayers } = await import('../layers/plan-layers.js');
-  const chartFetcher = options.layerChartFetcher ?? (inputs.addonsLayers.some((layer) => layer.object.spec.source.chart) ? (await import('../sources/helm-chart-source.js')).createLayerChartFetcher({ cacheDir: options.workDir }) : undefined);
+  const chartFetcher =
+    options.layerChartFetcher ??
+    (inputs.addonsLayers.some((layer) => layer.object.spec.source.chart)
+      ? (await import('../sources/helm-chart-source.js')).createLayerChartFetcher({ cacheDir: options.workDir })
+      : undefined);
   return planLayers(inputs.addonsLayers, resolution.clusters, contentOf, options.layerRoot, chartFetcher);
 }
 
@@ -269,7 +344,18 @@ async function loadKeptRelease(source: ReleaseSource, tag: string, workDir: stri
 }
 
 function notTried(source: ReleaseSource, tag: string, because: string): LoadAttempt {
-  return { tag, source, skippable: false, problems: [{ source: tag, message: `not fetched: ${source.location} failed earlier in this run (${because})`, retryable: true }] };
+  return {
+    tag,
+    source,
+    skippable: false,
+    problems: [
+      {
+        source: tag,
+        message: `not fetched: ${source.location} failed earlier in this run (${because})`,
+        retryable: true,
+      },
+    ],
+  };
 }
 
 /** Broken content or a release that is not (fully) there; not a remote that is down or refuses us. */
@@ -302,7 +388,8 @@ function retryableOf(error: unknown): { retryable?: true } {
 }
 
 function problemsOf(error: unknown, release: string): Problem[] {
-  if (error instanceof InputError) return error.problems.map((problem) => ({ ...problem, source: problem.source ?? release }));
+  if (error instanceof InputError)
+    return error.problems.map((problem) => ({ ...problem, source: problem.source ?? release }));
   return [{ source: release, message: errorMessage(error), ...retryableOf(error) }];
 }
 

@@ -15,7 +15,8 @@ import { fieldSource } from '../inputs/parse-manifests.js';
  */
 export function holdPublishedClusters(plan: Plan, published: PublishedState): { plan: Plan; problems: Problem[] } {
   const heldReleases = new Map<string, string>();
-  for (const unit of published.units.values()) if (unit.kind === 'cluster-stage') heldReleases.set(`${unit.namespace}/${unit.name}`, unit.release);
+  for (const unit of published.units.values())
+    if (unit.kind === 'cluster-stage') heldReleases.set(`${unit.namespace}/${unit.name}`, unit.release);
   if (heldReleases.size === 0) return { plan, problems: [] };
   const sources = new Map(plan.inputs.clusters.map((sourced) => [sourced.object, sourced.source]));
   const problems: Problem[] = [];
@@ -23,7 +24,10 @@ export function holdPublishedClusters(plan: Plan, published: PublishedState): { 
     const release = heldReleases.get(`${cluster.namespace}/${cluster.name}`);
     if (cluster.managed || release === undefined) return cluster;
     const source = sources.get(cluster.cluster);
-    const names = cluster.className === undefined ? 'names no ClusterClass' : `names ${cluster.className}, which is not a cluster stack class`;
+    const names =
+      cluster.className === undefined
+        ? 'names no ClusterClass'
+        : `names ${cluster.className}, which is not a cluster stack class`;
     const path = cluster.classField ?? 'spec.topology';
     const problem: Problem = {
       ...(source ? { source: fieldSource(cluster.cluster, source, path) } : {}),

@@ -11,7 +11,15 @@ export interface PlanReport {
     name: string;
     latestRelease: string | null;
     usableVersions: string;
-    releases: { name: string; version: string; kept: boolean; ready: boolean; reasons: string[]; usedBy: string[]; problems: string[] }[];
+    releases: {
+      name: string;
+      version: string;
+      kept: boolean;
+      ready: boolean;
+      reasons: string[];
+      usedBy: string[];
+      problems: string[];
+    }[];
     problems: string[];
     notes: string[];
   }[];
@@ -82,7 +90,10 @@ function planLayers(plan: Plan): PlanLayer[] {
       version: decision.version,
       state: decision.withheld?.state ?? (decision.hold ? 'hold' : 'render'),
       ...(decision.withheld ? { reason: decision.withheld.reason } : {}),
-      after: [...(decision.afterStack ? ['cluster-stack'] : []), ...decision.dependsOn.map((d) => layerRef(d.layer, d.version))],
+      after: [
+        ...(decision.afterStack ? ['cluster-stack'] : []),
+        ...decision.dependsOn.map((d) => layerRef(d.layer, d.version)),
+      ],
       waitingOn: decision.waitingOn,
       ...(decision.kubernetesVersion ? { kubernetesVersion: decision.kubernetesVersion } : {}),
     })),
@@ -119,7 +130,11 @@ export function planReport(plan: Plan, target?: { name: string; providers: reado
         name: cluster.name,
         class: cluster.className ?? null,
         release: cluster.release ?? null,
-        addonVersion: (cluster.release && loadedRelease(plan, cluster.stack?.namespace ?? cluster.namespace, cluster.release)?.content?.metadata.clusterAddonVersion) || null,
+        addonVersion:
+          (cluster.release &&
+            loadedRelease(plan, cluster.stack?.namespace ?? cluster.namespace, cluster.release)?.content?.metadata
+              .clusterAddonVersion) ||
+          null,
         problems: cluster.problems.map(formatProblem),
       })),
     ...(plan.layers ? { layers: planLayers(plan) } : {}),
@@ -145,19 +160,52 @@ function providerEntries(providers: NonNullable<Plan['providers']>): NonNullable
   }));
   const certManager = providers.certManager;
   if (certManager) {
-    entries.push({ kind: 'CertManager', namespace: 'cert-manager', name: 'cert-manager', version: certManager.version, pinned: true, contract: null, source: certManager.release?.source ?? null, problems: certManager.problems.map(formatProblem) });
+    entries.push({
+      kind: 'CertManager',
+      namespace: 'cert-manager',
+      name: 'cert-manager',
+      version: certManager.version,
+      pinned: true,
+      contract: null,
+      source: certManager.release?.source ?? null,
+      problems: certManager.problems.map(formatProblem),
+    });
   }
   return entries;
 }
 
 /** What a render would change in each provider against the target's, removals and refusals included. */
-function compareProviders(report: PlanReport, plan: Plan, target: { name: string; providers: readonly ProviderRecord[] }): void {
+function compareProviders(
+  report: PlanReport,
+  plan: Plan,
+  target: { name: string; providers: readonly ProviderRecord[] },
+): void {
   report.comparedWith = target.name;
   const entries = report.providers ?? [];
-  for (const change of plan.providers ? providerPlanChanges(plan.providers, target.providers) : target.providers.map((record) => ({ ...record, change: 'removed' as const, from: record.version, to: undefined, note: undefined }))) {
-    let entry = entries.find((candidate) => candidate.kind === change.kind && candidate.namespace === change.namespace && candidate.name === change.name);
+  for (const change of plan.providers
+    ? providerPlanChanges(plan.providers, target.providers)
+    : target.providers.map((record) => ({
+        ...record,
+        change: 'removed' as const,
+        from: record.version,
+        to: undefined,
+        note: undefined,
+      }))) {
+    let entry = entries.find(
+      (candidate) =>
+        candidate.kind === change.kind && candidate.namespace === change.namespace && candidate.name === change.name,
+    );
     if (!entry) {
-      entry = { kind: change.kind, namespace: change.namespace, name: change.name, version: '', pinned: true, contract: null, source: null, problems: [] };
+      entry = {
+        kind: change.kind,
+        namespace: change.namespace,
+        name: change.name,
+        version: '',
+        pinned: true,
+        contract: null,
+        source: null,
+        problems: [],
+      };
       entries.push(entry);
     }
     entry.change = change.change;
@@ -165,14 +213,19 @@ function compareProviders(report: PlanReport, plan: Plan, target: { name: string
     if (change.note) entry.note = change.note;
     // The lock: a render publishes the version first rendered, not the newest.
     if (change.change === 'unchanged' && change.to) entry.version = change.to;
-    if (change.change === 'refused') report.problems.push(`${change.kind} ${change.namespace}/${change.name}: ${change.note}`);
+    if (change.change === 'refused')
+      report.problems.push(`${change.kind} ${change.namespace}/${change.name}: ${change.note}`);
   }
   report.providers = entries;
 }
 
 /** Problems caused by a remote that failed (retrying later may help), not by the inputs. */
 export function retryableProblems(plan: Plan): Problem[] {
-  const all = [...plan.problems, ...[...plan.releases.values()].flatMap((release) => release.problems), ...plan.resolution.clusterStacks.flatMap((stack) => stack.problems)];
+  const all = [
+    ...plan.problems,
+    ...[...plan.releases.values()].flatMap((release) => release.problems),
+    ...plan.resolution.clusterStacks.flatMap((stack) => stack.problems),
+  ];
   return all.filter((problem) => problem.retryable === true);
 }
 
@@ -180,7 +233,9 @@ export function retryableProblems(plan: Plan): Problem[] {
 export function reportHasProblems(report: PlanReport): boolean {
   return (
     report.problems.length > 0 ||
-    report.clusterStacks.some((stack) => stack.problems.length > 0 || stack.releases.some((release) => release.problems.length > 0)) ||
+    report.clusterStacks.some(
+      (stack) => stack.problems.length > 0 || stack.releases.some((release) => release.problems.length > 0),
+    ) ||
     report.clusters.some((cluster) => cluster.problems.length > 0)
   );
 }
@@ -191,22 +246,34 @@ function unitName(unit: PlannedUnit): string {
 
 function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => (row[column] ?? '').length)));
-  return rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd()).join('\n');
+  return rows
+    .map((row) =>
+      row
+        .map((cell, column) => cell.padEnd(widths[column]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }
 
 /** One stack's lines: its releases (kept, and the last five dropped), notes and problems, then a blank line. */
 function formatStack(stack: PlanReport['clusterStacks'][number]): string[] {
   const out: string[] = [];
-  out.push(`ClusterStack ${stack.namespace}/${stack.name}  latest: ${stack.latestRelease ?? '-'}  usable: ${stack.usableVersions || '-'}`);
+  out.push(
+    `ClusterStack ${stack.namespace}/${stack.name}  latest: ${stack.latestRelease ?? '-'}  usable: ${stack.usableVersions || '-'}`,
+  );
   const kept = stack.releases.filter((release) => release.kept);
   const dropped = stack.releases.filter((release) => !release.kept);
   const rows = [['  RELEASE', 'VERSION', 'KEPT', 'READY', 'WHY']];
-  for (const release of kept) rows.push([`  ${release.name}`, release.version, 'yes', release.ready ? 'yes' : 'no', release.reasons.join('; ')]);
-  for (const release of dropped.slice(-5)) rows.push([`  ${release.name}`, release.version, 'no', release.ready ? 'yes' : 'no', release.reasons.join('; ')]);
+  for (const release of kept)
+    rows.push([`  ${release.name}`, release.version, 'yes', release.ready ? 'yes' : 'no', release.reasons.join('; ')]);
+  for (const release of dropped.slice(-5))
+    rows.push([`  ${release.name}`, release.version, 'no', release.ready ? 'yes' : 'no', release.reasons.join('; ')]);
   out.push(table(rows));
   if (dropped.length > 5) out.push(`  ... and ${dropped.length - 5} older releases dropped`);
   for (const note of stack.notes) out.push(`  note: ${note}`);
-  for (const problem of [...stack.problems, ...stack.releases.flatMap((release) => release.problems)]) out.push(`  problem: ${problem}`);
+  for (const problem of [...stack.problems, ...stack.releases.flatMap((release) => release.problems)])
+    out.push(`  problem: ${problem}`);
   out.push('');
   return out;
 }
@@ -217,12 +284,24 @@ function formatProviders(providers: NonNullable<PlanReport['providers']>, compar
   const compared = comparedWith !== undefined;
   const rows = [['PROVIDER', 'VERSION', 'CONTRACT', 'SOURCE', ...(compared ? ['CHANGE'] : [])]];
   for (const provider of providers) {
-    const change = provider.change === 'upgraded' || provider.change === 'downgraded' || provider.change === 'refused' ? `${provider.change} ${provider.previousVersion} -> ${provider.version}` : provider.change === 'removed' ? `removed (was ${provider.previousVersion})` : (provider.change ?? '-');
+    const change =
+      provider.change === 'upgraded' || provider.change === 'downgraded' || provider.change === 'refused'
+        ? `${provider.change} ${provider.previousVersion} -> ${provider.version}`
+        : provider.change === 'removed'
+          ? `removed (was ${provider.previousVersion})`
+          : (provider.change ?? '-');
     const lockNote = !compared && !provider.pinned ? ' (newest; kept once published)' : '';
-    rows.push([`${provider.kind} ${provider.namespace}/${provider.name}`, `${provider.version || '-'}${lockNote}`, provider.contract ?? '-', provider.source ?? '-', ...(compared ? [change] : [])]);
+    rows.push([
+      `${provider.kind} ${provider.namespace}/${provider.name}`,
+      `${provider.version || '-'}${lockNote}`,
+      provider.contract ?? '-',
+      provider.source ?? '-',
+      ...(compared ? [change] : []),
+    ]);
   }
   out.push(...(compared ? [`Providers compared with ${comparedWith}:`] : []), table(rows), '');
-  for (const provider of providers.filter((entry) => entry.note && entry.change !== 'refused')) out.push(`note: ${provider.kind} ${provider.namespace}/${provider.name}: ${provider.note}`);
+  for (const provider of providers.filter((entry) => entry.note && entry.change !== 'refused'))
+    out.push(`note: ${provider.kind} ${provider.namespace}/${provider.name}: ${provider.note}`);
   return out;
 }
 
@@ -233,18 +312,31 @@ export function formatPlanReport(report: PlanReport): string {
   if (report.clusters.length > 0) {
     const rows = [['CLUSTER', 'RELEASE', 'ADDONS', 'PROBLEMS']];
     for (const cluster of report.clusters) {
-      rows.push([`${cluster.namespace}/${cluster.name}`, cluster.release ?? '-', cluster.addonVersion ?? '-', cluster.problems.length > 0 ? cluster.problems.join('; ') : '-']);
+      rows.push([
+        `${cluster.namespace}/${cluster.name}`,
+        cluster.release ?? '-',
+        cluster.addonVersion ?? '-',
+        cluster.problems.length > 0 ? cluster.problems.join('; ') : '-',
+      ]);
     }
     out.push(table(rows), '');
   }
   if (report.layers && report.layers.length > 0) {
     const rows = [['CLUSTER', 'LAYER', 'VERSION', 'STATE', 'AFTER', 'WHY / WAITING ON']];
     for (const layer of report.layers) {
-      rows.push([`${layer.namespace}/${layer.cluster}`, layer.layer, layer.version || '-', layer.state, layer.after.join(', ') || '-', layer.reason ?? (layer.waitingOn.length > 0 ? layer.waitingOn.join(', ') : '-')]);
+      rows.push([
+        `${layer.namespace}/${layer.cluster}`,
+        layer.layer,
+        layer.version || '-',
+        layer.state,
+        layer.after.join(', ') || '-',
+        layer.reason ?? (layer.waitingOn.length > 0 ? layer.waitingOn.join(', ') : '-'),
+      ]);
     }
     out.push(table(rows), '');
   }
-  if (report.providers && report.providers.length > 0) out.push(...formatProviders(report.providers, report.comparedWith));
+  if (report.providers && report.providers.length > 0)
+    out.push(...formatProviders(report.providers, report.comparedWith));
   if (report.withheld && report.withheld.length > 0) {
     out.push('A render would withhold (what it published before stays):');
     for (const unit of report.withheld) out.push(`  ${unitName(unit)}: ${unit.reason}`);
@@ -253,7 +345,10 @@ export function formatPlanReport(report: PlanReport): string {
   if (report.decidedAtRender && report.decidedAtRender.length > 0) {
     const names = report.decidedAtRender.map(unitName);
     const shown = names.length > 5 ? `${names.slice(0, 5).join(', ')} and ${names.length - 5} more` : names.join(', ');
-    out.push(`Decided at render (plan renders no addon chart): ${shown}. A chart that renders no object or a document Kubernetes would refuse withholds its Cluster (or layer) there.`, '');
+    out.push(
+      `Decided at render (plan renders no addon chart): ${shown}. A chart that renders no object or a document Kubernetes would refuse withholds its Cluster (or layer) there.`,
+      '',
+    );
   }
   for (const warning of report.warnings) out.push(`warning: ${warning}`);
   for (const problem of report.problems) out.push(`problem: ${problem}`);

@@ -4,7 +4,12 @@
 // customisation, and its patches in order. Pure: objects in, objects out; a spec that cannot be
 // applied (a container that does not exist, a patch that fails) throws ProviderRenderError.
 import jsonPatch from 'fast-json-patch';
-import type { ProviderDeploymentSpec, ProviderManagerSpec, ProviderPatch, ProviderSpec } from '../api/provider-types.js';
+import type {
+  ProviderDeploymentSpec,
+  ProviderManagerSpec,
+  ProviderPatch,
+  ProviderSpec,
+} from '../api/provider-types.js';
 import type { KubeObject } from '../api/types.js';
 import { decodeYamlDocuments, YamlDecodeError } from '../yaml/kube-yaml.js';
 import { matchesLabelSelector, parseLabelSelector } from '../core/label-selector.js';
@@ -88,23 +93,35 @@ function fixNamespace(object: KubeObject, options: CustomizeOptions): KubeObject
   if (!options.isClusterScoped(object)) object.metadata.namespace = target;
   const annotations = object.metadata.annotations;
   const injectFrom = annotations?.['cert-manager.io/inject-ca-from'];
-  if (annotations && injectFrom?.includes('/')) annotations['cert-manager.io/inject-ca-from'] = `${target}/${injectFrom.slice(injectFrom.indexOf('/') + 1)}`;
+  if (annotations && injectFrom?.includes('/'))
+    annotations['cert-manager.io/inject-ca-from'] = `${target}/${injectFrom.slice(injectFrom.indexOf('/') + 1)}`;
   const body = object as Record<string, unknown>;
   if ((kind === 'ClusterRoleBinding' || kind === 'RoleBinding') && Array.isArray(body.subjects)) {
-    for (const subject of body.subjects) if (isRecord(subject) && subject.kind === 'ServiceAccount') subject.namespace = target;
+    for (const subject of body.subjects)
+      if (isRecord(subject) && subject.kind === 'ServiceAccount') subject.namespace = target;
   }
-  if ((kind === 'MutatingWebhookConfiguration' || kind === 'ValidatingWebhookConfiguration') && Array.isArray(body.webhooks)) {
+  if (
+    (kind === 'MutatingWebhookConfiguration' || kind === 'ValidatingWebhookConfiguration') &&
+    Array.isArray(body.webhooks)
+  ) {
     for (const webhook of body.webhooks) {
       const service = isRecord(webhook) && isRecord(webhook.clientConfig) ? webhook.clientConfig.service : undefined;
       if (isRecord(service)) service.namespace = target;
     }
   }
-  if (kind === 'CustomResourceDefinition' && isRecord(body.spec) && isRecord(body.spec.conversion) && isRecord(body.spec.conversion.webhook)) {
+  if (
+    kind === 'CustomResourceDefinition' &&
+    isRecord(body.spec) &&
+    isRecord(body.spec.conversion) &&
+    isRecord(body.spec.conversion.webhook)
+  ) {
     const clientConfig = body.spec.conversion.webhook.clientConfig;
     if (isRecord(clientConfig) && isRecord(clientConfig.service)) clientConfig.service.namespace = target;
   }
   if (kind === 'Certificate' && isRecord(body.spec) && Array.isArray(body.spec.dnsNames) && old) {
-    body.spec.dnsNames = body.spec.dnsNames.map((name) => (typeof name === 'string' ? name.replace(`.${old}.svc`, `.${target}.svc`) : name));
+    body.spec.dnsNames = body.spec.dnsNames.map((name) =>
+      typeof name === 'string' ? name.replace(`.${old}.svc`, `.${target}.svc`) : name,
+    );
   }
   return object;
 }
@@ -125,7 +142,10 @@ function overrideImages(object: KubeObject, component: string, images: ImageOver
   const override = { ...images.all, ...images[component] };
   if (!override.repository && !override.tag) return;
   const podSpec = podSpecOf(object);
-  for (const container of [...containersOf(podSpec), ...(Array.isArray(podSpec?.initContainers) ? podSpec.initContainers.filter(isRecord) : [])]) {
+  for (const container of [
+    ...containersOf(podSpec),
+    ...(Array.isArray(podSpec?.initContainers) ? podSpec.initContainers.filter(isRecord) : []),
+  ]) {
     if (typeof container.image !== 'string') continue;
     const image = container.image.split('@')[0]!;
     const slash = image.lastIndexOf('/');
@@ -145,7 +165,11 @@ function setArg(args: unknown[], name: string, value: string): unknown[] {
   return args;
 }
 
-function customizeDeployment(deployment: KubeObject, deploymentSpec: ProviderDeploymentSpec | undefined, managerSpec: ProviderManagerSpec | undefined): void {
+function customizeDeployment(
+  deployment: KubeObject,
+  deploymentSpec: ProviderDeploymentSpec | undefined,
+  managerSpec: ProviderManagerSpec | undefined,
+): void {
   const where = `Deployment ${deployment.metadata.namespace ?? ''}/${deployment.metadata.name}`;
   const spec = record(deployment as Record<string, unknown>, 'spec');
   const podSpec = record(record(spec, 'template'), 'spec');
@@ -158,13 +182,26 @@ function customizeDeployment(deployment: KubeObject, deploymentSpec: ProviderDep
     if (deploymentSpec.imagePullSecrets !== undefined) podSpec.imagePullSecrets = deploymentSpec.imagePullSecrets;
     for (const wanted of deploymentSpec.containers ?? []) {
       const container = containersOf(podSpec).find((candidate) => candidate.name === wanted.name);
-      if (!container) throw new ProviderRenderError(`spec.deployment.containers: ${where} has no container "${wanted.name}" (it has ${containersOf(podSpec).map((c) => c.name).join(', ') || 'none'})`);
+      if (!container)
+        throw new ProviderRenderError(
+          `spec.deployment.containers: ${where} has no container "${wanted.name}" (it has ${
+            containersOf(podSpec)
+              .map((c) => c.name)
+              .join(', ') || 'none'
+          })`,
+        );
       const args = Array.isArray(container.args) ? container.args : [];
-      for (const [name, value] of Object.entries(wanted.args ?? {}).sort(([a], [b]) => compareText(a, b))) setArg(args, name, value);
+      for (const [name, value] of Object.entries(wanted.args ?? {}).sort(([a], [b]) => compareText(a, b)))
+        setArg(args, name, value);
       if (wanted.args) container.args = args;
       if (wanted.env) {
         const names = new Set(wanted.env.map((env) => env.name));
-        container.env = [...(Array.isArray(container.env) ? container.env.filter((env) => !(isRecord(env) && names.has(env.name))) : []), ...wanted.env];
+        container.env = [
+          ...(Array.isArray(container.env)
+            ? container.env.filter((env) => !(isRecord(env) && names.has(env.name)))
+            : []),
+          ...wanted.env,
+        ];
       }
       if (wanted.resources !== undefined) container.resources = wanted.resources;
       if (wanted.imageUrl !== undefined) container.image = wanted.imageUrl;
@@ -174,15 +211,20 @@ function customizeDeployment(deployment: KubeObject, deploymentSpec: ProviderDep
   if (managerSpec) {
     const containers = containersOf(podSpec);
     const manager = containers.find((container) => container.name === MANAGER_CONTAINER) ?? containers[0];
-    if (!manager) throw new ProviderRenderError(`spec.manager: ${where} has no "${MANAGER_CONTAINER}" container to pass flags to`);
+    if (!manager)
+      throw new ProviderRenderError(`spec.manager: ${where} has no "${MANAGER_CONTAINER}" container to pass flags to`);
     manager.args = customizeManagerArgs(Array.isArray(manager.args) ? [...manager.args] : [], managerSpec, where);
   }
 }
 
 /** The manager's flags as the operator sets them (feature gates merged with the manifest's, sorted). */
 function customizeManagerArgs(args: unknown[], manager: ProviderManagerSpec, where: string): unknown[] {
-  for (const [groupKind, value] of Object.entries(manager.controller?.groupKindConcurrency ?? {}).sort(([a], [b]) => compareText(a, b))) setArg(args, `--${groupKind.toLowerCase()}-concurrency`, String(value));
-  if (manager.maxConcurrentReconciles) setArg(args, '--max-concurrent-reconciles', String(manager.maxConcurrentReconciles));
+  for (const [groupKind, value] of Object.entries(manager.controller?.groupKindConcurrency ?? {}).sort(([a], [b]) =>
+    compareText(a, b),
+  ))
+    setArg(args, `--${groupKind.toLowerCase()}-concurrency`, String(value));
+  if (manager.maxConcurrentReconciles)
+    setArg(args, '--max-concurrent-reconciles', String(manager.maxConcurrentReconciles));
   const strings: [string, string | undefined][] = [
     ['--namespace', manager.cacheNamespace],
     ['--health-addr', manager.health?.healthProbeBindAddress],
@@ -196,12 +238,14 @@ function customizeManagerArgs(args: unknown[], manager: ProviderManagerSpec, whe
   const leader = manager.leaderElection;
   if (leader?.leaderElect !== undefined) {
     setArg(args, '--leader-elect', String(leader.leaderElect));
-    if (leader.leaderElect && leader.resourceName && leader.resourceNamespace) setArg(args, '--leader-election-id', `${leader.resourceNamespace}/${leader.resourceName}`);
+    if (leader.leaderElect && leader.resourceName && leader.resourceNamespace)
+      setArg(args, '--leader-election-id', `${leader.resourceNamespace}/${leader.resourceName}`);
   }
   if (manager.metrics?.insecureDiagnostics) setArg(args, '--insecure-diagnostics', 'true');
   if (manager.webhook?.port !== undefined) setArg(args, '--webhook-port', String(manager.webhook.port));
   if (manager.syncPeriod) setArg(args, '--sync-period', manager.syncPeriod);
-  if (manager.verbosity !== undefined && manager.verbosity !== DEFAULT_VERBOSITY) setArg(args, '--v', String(manager.verbosity));
+  if (manager.verbosity !== undefined && manager.verbosity !== DEFAULT_VERBOSITY)
+    setArg(args, '--v', String(manager.verbosity));
   if (manager.featureGates && Object.keys(manager.featureGates).length > 0) {
     const gates = new Map<string, boolean>();
     const existing = args.find((arg): arg is string => typeof arg === 'string' && arg.startsWith('--feature-gates='));
@@ -210,10 +254,20 @@ function customizeManagerArgs(args: unknown[], manager: ProviderManagerSpec, whe
       if (name && value !== undefined) gates.set(name, value === 'true');
     }
     for (const [name, value] of Object.entries(manager.featureGates)) gates.set(name, value);
-    setArg(args, '--feature-gates', [...gates].map(([name, value]) => `${name}=${value}`).sort().join(','));
+    setArg(
+      args,
+      '--feature-gates',
+      [...gates]
+        .map(([name, value]) => `${name}=${value}`)
+        .sort()
+        .join(','),
+    );
   }
   for (const [flag, value] of Object.entries(manager.additionalArgs ?? {}).sort(([a], [b]) => compareText(a, b))) {
-    if (args.some((arg) => typeof arg === 'string' && arg.startsWith(`${flag}=`))) throw new ProviderRenderError(`spec.manager.additionalArgs: ${where} already passes ${flag}; set it through the field the operator maps it from, or drop it from additionalArgs`);
+    if (args.some((arg) => typeof arg === 'string' && arg.startsWith(`${flag}=`)))
+      throw new ProviderRenderError(
+        `spec.manager.additionalArgs: ${where} already passes ${flag}; set it through the field the operator maps it from, or drop it from additionalArgs`,
+      );
     setArg(args, flag, value);
   }
   return args;
@@ -235,14 +289,17 @@ function readPatch(text: string, where: string): unknown {
     const documents = decodeYamlDocuments(text);
     return documents[0]?.value ?? null;
   } catch (error) {
-    if (error instanceof YamlDecodeError) throw new ProviderRenderError(`${where}: is not valid YAML: ${error.message}`);
+    if (error instanceof YamlDecodeError)
+      throw new ProviderRenderError(`${where}: is not valid YAML: ${error.message}`);
     throw error;
   }
 }
 
 function groupVersion(apiVersion: string): { group: string; version: string } {
   const slash = apiVersion.indexOf('/');
-  return slash < 0 ? { group: '', version: apiVersion } : { group: apiVersion.slice(0, slash), version: apiVersion.slice(slash + 1) };
+  return slash < 0
+    ? { group: '', version: apiVersion }
+    : { group: apiVersion.slice(0, slash), version: apiVersion.slice(slash + 1) };
 }
 
 /** spec.patches: each patch (a merge patch, or a list of JSON patch operations) on every object its target selects, in order. */
@@ -272,10 +329,13 @@ function applyPatches(objects: KubeObject[], patches: ProviderPatch[]): KubeObje
         try {
           return jsonPatch.applyPatch(structuredClone(object), body as jsonPatch.Operation[], true, false).newDocument;
         } catch (error) {
-          throw new ProviderRenderError(`${where}: cannot be applied to ${object.kind} ${object.metadata.name}: ${(error as Error).message.split('\n')[0]}`);
+          throw new ProviderRenderError(
+            `${where}: cannot be applied to ${object.kind} ${object.metadata.name}: ${(error as Error).message.split('\n')[0]}`,
+          );
         }
       }
-      if (!isRecord(body)) throw new ProviderRenderError(`${where}: must be a mapping (a merge patch) or a list of JSON patch operations`);
+      if (!isRecord(body))
+        throw new ProviderRenderError(`${where}: must be a mapping (a merge patch) or a list of JSON patch operations`);
       return mergePatch(object, body) as KubeObject;
     });
   });
@@ -286,7 +346,10 @@ function applyPatches(objects: KubeObject[], patches: ProviderPatch[]): KubeObje
 function applyManifestPatches(objects: KubeObject[], patches: string[]): KubeObject[] {
   const parsed = patches.map((text, index) => {
     const body = readPatch(text, `spec.manifestPatches[${index}]`);
-    if (!isRecord(body) || typeof body.kind !== 'string') throw new ProviderRenderError(`spec.manifestPatches[${index}]: must be a merge patch with kind (and apiVersion) saying which objects it patches`);
+    if (!isRecord(body) || typeof body.kind !== 'string')
+      throw new ProviderRenderError(
+        `spec.manifestPatches[${index}]: must be a merge patch with kind (and apiVersion) saying which objects it patches`,
+      );
     return body;
   });
   return objects.map((object) =>

@@ -72,7 +72,10 @@ export function substituteVariables(text: string, lookup: (name: string) => stri
       let j = i + 2;
       while (j < text.length && NAME_CHAR.test(text[j]!)) j += 1;
       const name = text.slice(i + 2, j);
-      if (name === '' || !NAME_START.test(name[0]!)) throw new SubstitutionSyntaxError(`line ${lineOf(text, i)}: "${text.slice(i, i + 20)}" is not a variable reference; write \${NAME}, or $$ for a literal $`);
+      if (name === '' || !NAME_START.test(name[0]!))
+        throw new SubstitutionSyntaxError(
+          `line ${lineOf(text, i)}: "${text.slice(i, i + 20)}" is not a variable reference; write \${NAME}, or $$ for a literal $`,
+        );
       variables.add(name);
       const value = lookup(name);
       if (text[j] === '}') {
@@ -83,12 +86,16 @@ export function substituteVariables(text: string, lookup: (name: string) => stri
       }
       const operator = DEFAULT_OPERATORS.find((candidate) => text.startsWith(candidate, j));
       if (!operator) {
-        if (j >= text.length) throw new SubstitutionSyntaxError(`line ${lineOf(text, i)}: \${${name} is never closed with "}"`);
-        throw new SubstitutionSyntaxError(`line ${lineOf(text, i)}: \${${name}${text[j]}...} uses an operator clusterctl's provider templates do not use; only \${${name}}, \${${name}:=default} and \${${name}:-default} are substituted`);
+        if (j >= text.length)
+          throw new SubstitutionSyntaxError(`line ${lineOf(text, i)}: \${${name} is never closed with "}"`);
+        throw new SubstitutionSyntaxError(
+          `line ${lineOf(text, i)}: \${${name}${text[j]}...} uses an operator clusterctl's provider templates do not use; only \${${name}}, \${${name}:=default} and \${${name}:-default} are substituted`,
+        );
       }
       const missingBefore = new Set(missing);
       const fallback = parse(j + operator.length, true);
-      if (fallback.end >= text.length) throw new SubstitutionSyntaxError(`line ${lineOf(text, i)}: \${${name}${operator}... is never closed with "}"`);
+      if (fallback.end >= text.length)
+        throw new SubstitutionSyntaxError(`line ${lineOf(text, i)}: \${${name}${operator}... is never closed with "}"`);
       const useDefault = value === undefined || value === '';
       // Variables inside a default that is not used are not needed.
       if (!useDefault) for (const inner of [...missing]) if (!missingBefore.has(inner)) missing.delete(inner);

@@ -5,12 +5,23 @@
 // previously published tree (version lock, downgrade, contract after locking, removal in use) run
 // in guard-providers.ts.
 import { semver } from '../core/semver-functions.js';
-import { CERT_MANAGER_DEFAULT_URL, CERT_MANAGER_URL_ANNOTATION, CERT_MANAGER_VERSION_ANNOTATION, type CapiProvider, describeProvider } from '../api/provider-types.js';
+import {
+  CERT_MANAGER_DEFAULT_URL,
+  CERT_MANAGER_URL_ANNOTATION,
+  CERT_MANAGER_VERSION_ANNOTATION,
+  type CapiProvider,
+  describeProvider,
+} from '../api/provider-types.js';
 import type { KubeObject } from '../api/types.js';
 import type { Problem } from '../core/problem.js';
 import type { SourcedObject } from '../inputs/parse-manifests.js';
 import { CERT_MANAGER_DIR, providerDir } from '../output/tree-layout.js';
-import { type CertManagerRelease, fetchProblem, type ProviderFetcher, type ProviderRelease } from './provider-fetcher.js';
+import {
+  type CertManagerRelease,
+  fetchProblem,
+  type ProviderFetcher,
+  type ProviderRelease,
+} from './provider-fetcher.js';
 import { contractOf, parseReleaseSeries } from './provider-metadata.js';
 import { compareText } from '../core/compare-text.js';
 
@@ -60,7 +71,13 @@ export interface ProviderPlan {
 }
 
 function findInput(inputs: KubeObject[], kinds: string[], name: string, namespace: string): KubeObject | undefined {
-  return inputs.find((object) => object.apiVersion === 'v1' && kinds.includes(object.kind) && object.metadata.name === name && (object.metadata.namespace ?? 'default') === namespace);
+  return inputs.find(
+    (object) =>
+      object.apiVersion === 'v1' &&
+      kinds.includes(object.kind) &&
+      object.metadata.name === name &&
+      (object.metadata.namespace ?? 'default') === namespace,
+  );
 }
 
 /** The key-value pairs of a Secret (data base64, stringData) or ConfigMap (data). */
@@ -71,7 +88,9 @@ function keyValues(object: KubeObject): Map<string, string> {
     if (typeof value !== 'string') continue;
     values.set(key, object.kind === 'Secret' ? Buffer.from(value, 'base64').toString('utf8') : value);
   }
-  if (object.kind === 'Secret') for (const [key, value] of Object.entries(body.stringData ?? {})) if (typeof value === 'string') values.set(key, value);
+  if (object.kind === 'Secret')
+    for (const [key, value] of Object.entries(body.stringData ?? {}))
+      if (typeof value === 'string') values.set(key, value);
   return values;
 }
 
@@ -79,7 +98,11 @@ function keyValues(object: KubeObject): Map<string, string> {
 export function readContract(planned: PlannedProvider): void {
   if (!planned.release) return;
   try {
-    planned.contract = contractOf(parseReleaseSeries(planned.release.metadata, `${planned.release.source} ${planned.version} metadata.yaml`), planned.version, `${planned.release.source} ${planned.version} metadata.yaml`);
+    planned.contract = contractOf(
+      parseReleaseSeries(planned.release.metadata, `${planned.release.source} ${planned.version} metadata.yaml`),
+      planned.version,
+      `${planned.release.source} ${planned.version} metadata.yaml`,
+    );
   } catch (error) {
     planned.problems.push({ object: describeProvider(planned.provider), message: (error as Error).message });
   }
@@ -92,7 +115,10 @@ function newestVersion(versions: string[]): string | undefined {
 }
 
 /** The key of a problem reading what a provider's field names (the controller's reads): the provider and the field path. */
-export function providerInputKey(provider: KubeObject, path: 'spec.configSecret' | 'spec.additionalManifests' | 'spec.fetchConfig.selector' | string): string {
+export function providerInputKey(
+  provider: KubeObject,
+  path: 'spec.configSecret' | 'spec.additionalManifests' | 'spec.fetchConfig.selector' | string,
+): string {
   return `${describeProvider(provider)}\n${path}`;
 }
 
@@ -101,7 +127,12 @@ export function providerInputKey(provider: KubeObject, path: 'spec.configSecret'
  * shared. `unreadable` holds why an object a field names could not be read (the controller reads
  * them from the API server), in place of "not among the inputs".
  */
-export async function planProviders(providers: SourcedObject<CapiProvider>[], inputs: KubeObject[], fetcher: ProviderFetcher, unreadable?: ReadonlyMap<string, Problem>): Promise<ProviderPlan> {
+export async function planProviders(
+  providers: SourcedObject<CapiProvider>[],
+  inputs: KubeObject[],
+  fetcher: ProviderFetcher,
+  unreadable?: ReadonlyMap<string, Problem>,
+): Promise<ProviderPlan> {
   const plan: ProviderPlan = { providers: [], problems: [], fetcher, inputs };
   if (providers.length === 0) return plan;
   const cores = providers.filter((sourced) => sourced.object.kind === 'CoreProvider');
@@ -118,7 +149,11 @@ export async function planProviders(providers: SourcedObject<CapiProvider>[], in
     const dir = providerDir(sourced.object.kind, sourced.object.metadata.name);
     const first = byDir.get(dir);
     if (first) {
-      plan.problems.push({ source: sourced.source, object: describeProvider(sourced.object), message: `has the same kind and name as ${describeProvider(first.object)} at ${first.source}; a provider kind and name may appear once (clusterctl installs one instance per provider)` });
+      plan.problems.push({
+        source: sourced.source,
+        object: describeProvider(sourced.object),
+        message: `has the same kind and name as ${describeProvider(first.object)} at ${first.source}; a provider kind and name may appear once (clusterctl installs one instance per provider)`,
+      });
       continue;
     }
     byDir.set(dir, sourced);
@@ -126,7 +161,15 @@ export async function planProviders(providers: SourcedObject<CapiProvider>[], in
 
   await Promise.all(
     [...byDir].map(async ([dir, { object: provider, source: origin }]) => {
-      const planned: PlannedProvider = { provider, origin, dir, version: provider.spec?.version ?? '', pinned: provider.spec?.version !== undefined, variables: new Map(), problems: [] };
+      const planned: PlannedProvider = {
+        provider,
+        origin,
+        dir,
+        version: provider.spec?.version ?? '',
+        pinned: provider.spec?.version !== undefined,
+        variables: new Map(),
+        problems: [],
+      };
       plan.providers.push(planned);
       await planProvider(planned, inputs, fetcher, unreadable);
     }),
@@ -140,7 +183,12 @@ export async function planProviders(providers: SourcedObject<CapiProvider>[], in
 }
 
 /** One provider's configuration (Secret, additional manifests), version (newest when unpinned), release and contract, into `planned`. */
-async function planProvider(planned: PlannedProvider, inputs: KubeObject[], fetcher: ProviderFetcher, unreadable: ReadonlyMap<string, Problem> | undefined): Promise<void> {
+async function planProvider(
+  planned: PlannedProvider,
+  inputs: KubeObject[],
+  fetcher: ProviderFetcher,
+  unreadable: ReadonlyMap<string, Problem> | undefined,
+): Promise<void> {
   const { provider, origin } = planned;
   const object = describeProvider(provider);
   const namespace = provider.metadata.namespace ?? 'default';
@@ -152,14 +200,26 @@ async function planProvider(planned: PlannedProvider, inputs: KubeObject[], fetc
   const secret = provider.spec?.configSecret;
   if (secret && !unread('spec.configSecret')) {
     const found = findInput(inputs, ['Secret', 'ConfigMap'], secret.name, secret.namespace ?? namespace);
-    if (!found) planned.problems.push({ source: origin, object, path: 'spec.configSecret', message: `names ${secret.namespace ?? namespace}/${secret.name}, which is not among the inputs; add the Secret (or a ConfigMap of the same name) holding the provider's variables` });
+    if (!found)
+      planned.problems.push({
+        source: origin,
+        object,
+        path: 'spec.configSecret',
+        message: `names ${secret.namespace ?? namespace}/${secret.name}, which is not among the inputs; add the Secret (or a ConfigMap of the same name) holding the provider's variables`,
+      });
     else planned.variables = keyValues(found);
   }
   const extra = provider.spec?.additionalManifests;
   if (extra && !unread('spec.additionalManifests')) {
     const found = findInput(inputs, ['ConfigMap'], extra.name, extra.namespace ?? namespace);
     const manifests = found ? keyValues(found).get('manifests') : undefined;
-    if (manifests === undefined) planned.problems.push({ source: origin, object, path: 'spec.additionalManifests', message: `names ConfigMap ${extra.namespace ?? namespace}/${extra.name}, which is not among the inputs or has no data.manifests` });
+    if (manifests === undefined)
+      planned.problems.push({
+        source: origin,
+        object,
+        path: 'spec.additionalManifests',
+        message: `names ConfigMap ${extra.namespace ?? namespace}/${extra.name}, which is not among the inputs or has no data.manifests`,
+      });
     else planned.additionalManifests = manifests;
   }
   if (provider.spec?.fetchConfig?.selector && unread('spec.fetchConfig.selector')) return;
@@ -167,7 +227,12 @@ async function planProvider(planned: PlannedProvider, inputs: KubeObject[], fetc
     if (!planned.pinned) {
       const newest = newestVersion(await fetcher.versions(provider, inputs));
       if (!newest) {
-        planned.problems.push({ source: origin, object, message: 'has no spec.version and its source offers no release with a semantic version; set spec.version or publish a release' });
+        planned.problems.push({
+          source: origin,
+          object,
+          message:
+            'has no spec.version and its source offers no release with a semantic version; set spec.version or publish a release',
+        });
         return;
       }
       planned.version = newest;
@@ -181,23 +246,42 @@ async function planProvider(planned: PlannedProvider, inputs: KubeObject[], fetc
 }
 
 /** cert-manager as the CoreProvider's annotations declare it (none: undefined), fetched; problems are its own. */
-async function planCertManager(core: CapiProvider, origin: string, fetcher: ProviderFetcher): Promise<PlannedCertManager | undefined> {
+async function planCertManager(
+  core: CapiProvider,
+  origin: string,
+  fetcher: ProviderFetcher,
+): Promise<PlannedCertManager | undefined> {
   const annotations = core.metadata.annotations ?? {};
   const version = annotations[CERT_MANAGER_VERSION_ANNOTATION];
   const declaredUrl = annotations[CERT_MANAGER_URL_ANNOTATION];
   if (version === undefined && declaredUrl === undefined) return undefined;
   const url = declaredUrl ?? CERT_MANAGER_DEFAULT_URL;
-  const planned: PlannedCertManager = { core, origin, dir: CERT_MANAGER_DIR, url, version: version ?? '', problems: [] };
+  const planned: PlannedCertManager = {
+    core,
+    origin,
+    dir: CERT_MANAGER_DIR,
+    url,
+    version: version ?? '',
+    problems: [],
+  };
   const object = `${describeProvider(core)} cert-manager`;
   if (!fetcher.certManager) {
-    planned.problems.push({ source: origin, object, message: 'cert-manager cannot be fetched by this provider fetcher' });
+    planned.problems.push({
+      source: origin,
+      object,
+      message: 'cert-manager cannot be fetched by this provider fetcher',
+    });
     return planned;
   }
   try {
     planned.release = await fetcher.certManager(url, version);
     planned.version = planned.release.version;
   } catch (error) {
-    planned.problems.push({ source: origin, path: `metadata.annotations[${CERT_MANAGER_URL_ANNOTATION}]`, ...fetchProblem(error, object) });
+    planned.problems.push({
+      source: origin,
+      path: `metadata.annotations[${CERT_MANAGER_URL_ANNOTATION}]`,
+      ...fetchProblem(error, object),
+    });
   }
   return planned;
 }
@@ -213,4 +297,3 @@ export function contractProblems(plan: ProviderPlan): Problem[] {
       message: `${planned.version} implements Cluster API contract ${planned.contract}, but ${describeProvider(core.provider)} ${core.version} implements ${core.contract}; choose a version of ${planned.provider.metadata.name} whose metadata.yaml names ${core.contract} for its series, or move the core to ${planned.contract}`,
     }));
 }
-

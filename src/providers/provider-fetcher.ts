@@ -9,7 +9,12 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { semver } from '../core/semver-functions.js';
-import { COMPRESSED_ANNOTATION, CONFIGMAP_VERSION_LABEL, type CapiProvider, PROVIDER_KINDS } from '../api/provider-types.js';
+import {
+  COMPRESSED_ANNOTATION,
+  CONFIGMAP_VERSION_LABEL,
+  type CapiProvider,
+  PROVIDER_KINDS,
+} from '../api/provider-types.js';
 import type { KubeObject } from '../api/types.js';
 import { InputError } from '../core/problem.js';
 import { OciError } from '../oci/oci-error.js';
@@ -53,7 +58,8 @@ export interface ProviderFetcher {
 }
 
 /** Where cert-manager comes from: a GitHub release asset, or a local file. */
-export type CertManagerLocation = { kind: 'github'; owner: string; repo: string; tag: string; asset: string } | { kind: 'file'; path: string };
+export type CertManagerLocation =
+  { kind: 'github'; owner: string; repo: string; tag: string; asset: string } | { kind: 'file'; path: string };
 
 /**
  * Reads clusterctl's `cert-manager.url` with its `version`: a GitHub release asset
@@ -62,12 +68,23 @@ export type CertManagerLocation = { kind: 'github'; owner: string; repo: string;
  * replaces it. Returns the location and the version (from the URL when it names a tag). Throws
  * ReleaseSourceError `not-found` (the input's to fix).
  */
-export function certManagerLocation(url: string, version: string | undefined, githubHosts: readonly string[]): { location: CertManagerLocation; version: string } {
+export function certManagerLocation(
+  url: string,
+  version: string | undefined,
+  githubHosts: readonly string[],
+): { location: CertManagerLocation; version: string } {
   const refuse = (why: string): never => {
     throw new ReleaseSourceError('not-found', `cert-manager URL ${JSON.stringify(url)}: ${why}`);
   };
-  if (version !== undefined && semver.valid(version) === null) refuse(`version ${JSON.stringify(version)} is not a semantic version (e.g. v1.16.2)`);
-  const replaceLatest = (segments: string[]): string[] => segments.map((segment) => (segment === 'latest' ? (version ?? refuse('names "latest" but no version is given; set the version (clusterctl replaces "latest" with it)')) : segment));
+  if (version !== undefined && semver.valid(version) === null)
+    refuse(`version ${JSON.stringify(version)} is not a semantic version (e.g. v1.16.2)`);
+  const replaceLatest = (segments: string[]): string[] =>
+    segments.map((segment) =>
+      segment === 'latest'
+        ? (version ??
+          refuse('names "latest" but no version is given; set the version (clusterctl replaces "latest" with it)'))
+        : segment,
+    );
   if (url.startsWith('file://') || url.startsWith('/')) {
     const file = url.startsWith('file://') ? url.slice('file://'.length) : url;
     if (!path.isAbsolute(file)) refuse('a local file must be an absolute path (file:///path/to/cert-manager.yaml)');
@@ -80,15 +97,27 @@ export function certManagerLocation(url: string, version: string | undefined, gi
   } catch {
     return refuse('is neither a URL nor an absolute path');
   }
-  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') refuse('must be https://, file:// or an absolute path');
-  if (!githubHosts.includes(parsed.host)) refuse(`only GitHub release assets (${githubHosts.join(', ')}) or local files are supported`);
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:')
+    refuse('must be https://, file:// or an absolute path');
+  if (!githubHosts.includes(parsed.host))
+    refuse(`only GitHub release assets (${githubHosts.join(', ')}) or local files are supported`);
   const segments = parsed.pathname.split('/').filter((segment) => segment !== '');
-  const shape = segments.length === 6 && segments[2] === 'releases' && segments[3] === 'download' ? [segments[0], segments[1], segments[4], segments[5]] : segments.length === 5 && segments[2] === 'releases' ? [segments[0], segments[1], segments[3], segments[4]] : undefined;
-  if (!shape) return refuse('expected https://github.com/<owner>/<repo>/releases/[download/]<version or latest>/<asset>, as clusterctl names it');
+  const shape =
+    segments.length === 6 && segments[2] === 'releases' && segments[3] === 'download'
+      ? [segments[0], segments[1], segments[4], segments[5]]
+      : segments.length === 5 && segments[2] === 'releases'
+        ? [segments[0], segments[1], segments[3], segments[4]]
+        : undefined;
+  if (!shape)
+    return refuse(
+      'expected https://github.com/<owner>/<repo>/releases/[download/]<version or latest>/<asset>, as clusterctl names it',
+    );
   const [owner, repo, named, asset] = shape as [string, string, string, string];
-  if (![owner, repo, asset].every((part) => /^[A-Za-z0-9_.-]+$/.test(part) && part !== '.' && part !== '..')) refuse('owner, repository and asset must be plain names');
+  if (![owner, repo, asset].every((part) => /^[A-Za-z0-9_.-]+$/.test(part) && part !== '.' && part !== '..'))
+    refuse('owner, repository and asset must be plain names');
   const tag = named === 'latest' ? replaceLatest([named])[0]! : named;
-  if (version !== undefined && tag !== version) refuse(`names release ${tag}, but the version says ${version}; give one of them, or put "latest" in the URL`);
+  if (version !== undefined && tag !== version)
+    refuse(`names release ${tag}, but the version says ${version}; give one of them, or put "latest" in the URL`);
   if (semver.valid(tag) === null) refuse(`release ${JSON.stringify(tag)} is not a semantic version`);
   return { location: { kind: 'github', owner, repo, tag, asset }, version: tag };
 }
@@ -101,7 +130,10 @@ function releaseOf(version: string, metadata: string, components: string, source
 }
 
 /** The operator's OCI reference: `[http://]registry/repo[:tag]`, the tag defaulting to the version. */
-function parseProviderOci(reference: string, version: string): { registry: string; repository: string; tag: string; plainHttp: boolean } {
+function parseProviderOci(
+  reference: string,
+  version: string,
+): { registry: string; repository: string; tag: string; plainHttp: boolean } {
   const plainHttp = reference.startsWith('http://');
   let rest = reference.replace(/^(https?|oci):\/\//, '');
   let tag = version;
@@ -111,7 +143,11 @@ function parseProviderOci(reference: string, version: string): { registry: strin
     tag = rest.slice(colon + 1);
     rest = rest.slice(0, colon);
   }
-  if (slash < 0) throw new ReleaseSourceError('not-found', `fetchConfig.oci ${JSON.stringify(reference)} must be registry/repository[:tag]`);
+  if (slash < 0)
+    throw new ReleaseSourceError(
+      'not-found',
+      `fetchConfig.oci ${JSON.stringify(reference)} must be registry/repository[:tag]`,
+    );
   return { registry: rest.slice(0, slash), repository: rest.slice(slash + 1), tag, plainHttp };
 }
 
@@ -120,31 +156,60 @@ function fromInputs(provider: CapiProvider, inputs: KubeObject[]): { version: st
   const selector = (provider.spec?.fetchConfig?.selector ?? {}) as LabelSelector;
   const namespace = provider.metadata.namespace ?? 'default';
   return inputs
-    .filter((object) => object.kind === 'ConfigMap' && object.apiVersion === 'v1' && (object.metadata.namespace ?? 'default') === namespace && matchesLabelSelector(selector, object.metadata.labels))
-    .map((configMap) => ({ version: configMap.metadata.labels?.[CONFIGMAP_VERSION_LABEL] ?? configMap.metadata.name, configMap }));
+    .filter(
+      (object) =>
+        object.kind === 'ConfigMap' &&
+        object.apiVersion === 'v1' &&
+        (object.metadata.namespace ?? 'default') === namespace &&
+        matchesLabelSelector(selector, object.metadata.labels),
+    )
+    .map((configMap) => ({
+      version: configMap.metadata.labels?.[CONFIGMAP_VERSION_LABEL] ?? configMap.metadata.name,
+      configMap,
+    }));
 }
 
 function configMapRelease(provider: CapiProvider, version: string, inputs: KubeObject[]): ProviderRelease {
   const found = fromInputs(provider, inputs).filter((entry) => entry.version === version);
   const where = `ConfigMaps matching ${provider.kind} ${provider.metadata.namespace ?? 'default'}/${provider.metadata.name}'s fetchConfig.selector`;
-  if (found.length === 0) throw new ReleaseSourceError('not-found', `no ConfigMap for version ${version} among the ${where}`);
-  if (found.length > 1) throw new ReleaseSourceError('invalid-release', `${found.length} ConfigMaps hold version ${version} among the ${where}: ${found.map((entry) => entry.configMap.metadata.name).join(', ')}; keep one`);
-  const configMap = found[0]!.configMap as KubeObject & { data?: Record<string, unknown>; binaryData?: Record<string, unknown> };
+  if (found.length === 0)
+    throw new ReleaseSourceError('not-found', `no ConfigMap for version ${version} among the ${where}`);
+  if (found.length > 1)
+    throw new ReleaseSourceError(
+      'invalid-release',
+      `${found.length} ConfigMaps hold version ${version} among the ${where}: ${found.map((entry) => entry.configMap.metadata.name).join(', ')}; keep one`,
+    );
+  const configMap = found[0]!.configMap as KubeObject & {
+    data?: Record<string, unknown>;
+    binaryData?: Record<string, unknown>;
+  };
   const name = `ConfigMap ${configMap.metadata.namespace ?? 'default'}/${configMap.metadata.name}`;
   const metadata = configMap.data?.metadata;
-  if (typeof metadata !== 'string') throw new ReleaseSourceError('invalid-release', `${name} has no data.metadata (the provider's metadata.yaml)`);
+  if (typeof metadata !== 'string')
+    throw new ReleaseSourceError('invalid-release', `${name} has no data.metadata (the provider's metadata.yaml)`);
   let components: unknown;
   if (configMap.metadata.annotations?.[COMPRESSED_ANNOTATION] === 'true') {
     const packed = configMap.binaryData?.components;
-    if (typeof packed !== 'string') throw new ReleaseSourceError('invalid-release', `${name} is annotated ${COMPRESSED_ANNOTATION}: "true" but has no binaryData.components`);
+    if (typeof packed !== 'string')
+      throw new ReleaseSourceError(
+        'invalid-release',
+        `${name} is annotated ${COMPRESSED_ANNOTATION}: "true" but has no binaryData.components`,
+      );
     try {
       // Bounded like release archives: a components file is a few MiB.
       components = gunzipSync(Buffer.from(packed, 'base64'), { maxOutputLength: 64 * 1024 * 1024 }).toString('utf8');
     } catch (error) {
-      throw new ReleaseSourceError('invalid-release', `${name}: binaryData.components is not gzip data of at most 64 MiB (${(error as Error).message})`);
+      throw new ReleaseSourceError(
+        'invalid-release',
+        `${name}: binaryData.components is not gzip data of at most 64 MiB (${(error as Error).message})`,
+      );
     }
   } else components = configMap.data?.components;
-  if (typeof components !== 'string') throw new ReleaseSourceError('invalid-release', `${name} has no data.components (or binaryData.components with ${COMPRESSED_ANNOTATION}: "true")`);
+  if (typeof components !== 'string')
+    throw new ReleaseSourceError(
+      'invalid-release',
+      `${name} has no data.components (or binaryData.components with ${COMPRESSED_ANNOTATION}: "true")`,
+    );
   return releaseOf(version, metadata, components, name);
 }
 
@@ -178,12 +243,18 @@ export function createProviderFetcher(options: SourceOptions, openSource: Source
     // github.com, or the GitHub Enterprise host --github-api-url names.
     const enterpriseHost = options.githubApiUrl ? new URL(options.githubApiUrl).host : undefined;
     if (!match || (match[1] !== 'github.com' && match[1] !== enterpriseHost)) {
-      throw new ReleaseSourceError('not-found', `fetchConfig.url ${JSON.stringify(url)} is not a GitHub repository URL (https://github.com/<owner>/<repo>/releases, or on the GitHub Enterprise host --github-api-url names); other hosts are not supported`);
+      throw new ReleaseSourceError(
+        'not-found',
+        `fetchConfig.url ${JSON.stringify(url)} is not a GitHub repository URL (https://github.com/<owner>/<repo>/releases, or on the GitHub Enterprise host --github-api-url names); other hosts are not supported`,
+      );
     }
     return `github:${match[2]}/${match[3]!.replace(/\.git$/, '')}`;
   };
   const noSource = (provider: CapiProvider): never => {
-    throw new ReleaseSourceError('not-found', `${provider.kind} ${provider.metadata.namespace ?? 'default'}/${provider.metadata.name} has no spec.fetchConfig; clusterctl's built-in provider list is not bundled, so name the release with fetchConfig.url (e.g. https://github.com/kubernetes-sigs/cluster-api/releases), oci or selector`);
+    throw new ReleaseSourceError(
+      'not-found',
+      `${provider.kind} ${provider.metadata.namespace ?? 'default'}/${provider.metadata.name} has no spec.fetchConfig; clusterctl's built-in provider list is not bundled, so name the release with fetchConfig.url (e.g. https://github.com/kubernetes-sigs/cluster-api/releases), oci or selector`,
+    );
   };
 
   return {
@@ -192,7 +263,10 @@ export function createProviderFetcher(options: SourceOptions, openSource: Source
       if (fetchConfig?.url) {
         // Every tag is in the listing: stack release tags as releases, the others (v1.8.0) as skipped names.
         const listing = await openSource(githubOf(provider)).list();
-        return sortedVersions([...listing.releases.map((release) => release.tag), ...listing.skipped.map((skipped) => skipped.name)]);
+        return sortedVersions([
+          ...listing.releases.map((release) => release.tag),
+          ...listing.skipped.map((skipped) => skipped.name),
+        ]);
       }
       if (fetchConfig?.oci) {
         const ref = parseProviderOci(fetchConfig.oci, '');
@@ -214,7 +288,11 @@ export function createProviderFetcher(options: SourceOptions, openSource: Source
           try {
             return await readFile(path.join(fetched.dir, file), 'utf8');
           } catch (error) {
-            if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new ReleaseSourceError('invalid-release', `release ${version} of ${location} has no ${file} asset (a ${provider.kind} needs ${METADATA_FILE} and ${info.componentsAsset})`);
+            if ((error as NodeJS.ErrnoException).code === 'ENOENT')
+              throw new ReleaseSourceError(
+                'invalid-release',
+                `release ${version} of ${location} has no ${file} asset (a ${provider.kind} needs ${METADATA_FILE} and ${info.componentsAsset})`,
+              );
             throw error;
           }
         };
@@ -231,11 +309,16 @@ export function createProviderFetcher(options: SourceOptions, openSource: Source
           const { manifest } = await client.getManifest(ref.repository, ref.tag);
           const layers = manifest.layers.map((layer, index) => {
             const title = layer.annotations?.[TITLE_ANNOTATION];
-            if (title === undefined || !isPlainFileName(title)) throw new OciError('invalid-release', `${where}: layer ${index} has no plain file name in ${TITLE_ANNOTATION}`);
+            if (title === undefined || !isPlainFileName(title))
+              throw new OciError(
+                'invalid-release',
+                `${where}: layer ${index} has no plain file name in ${TITLE_ANNOTATION}`,
+              );
             return { file: title, digest: layer.digest, size: layer.size };
           });
           entry = await cache.put(sourceKey, ref.tag, async (dir) => {
-            for (const layer of layers) await client.fetchBlob(ref.repository, layer.digest, path.join(dir, layer.file), layer.size);
+            for (const layer of layers)
+              await client.fetchBlob(ref.repository, layer.digest, path.join(dir, layer.file), layer.size);
           });
         }
         const name = provider.metadata.name;
@@ -247,10 +330,16 @@ export function createProviderFetcher(options: SourceOptions, openSource: Source
               if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
             }
           }
-          throw new ReleaseSourceError('invalid-release', `${where} has no ${what}: it needs one of ${candidates.join(', ')} (the cluster-api-operator's layout)`);
+          throw new ReleaseSourceError(
+            'invalid-release',
+            `${where} has no ${what}: it needs one of ${candidates.join(', ')} (the cluster-api-operator's layout)`,
+          );
         };
         const metadata = await pick([`${info.type}-${name}-${version}-metadata.yaml`, METADATA_FILE], 'metadata');
-        const components = await pick([`${info.type}-${name}-${version}-components.yaml`, `${info.type}-components.yaml`, 'components.yaml'], 'components');
+        const components = await pick(
+          [`${info.type}-${name}-${version}-components.yaml`, `${info.type}-components.yaml`, 'components.yaml'],
+          'components',
+        );
         return releaseOf(version, metadata, components, `oci://${ref.registry}/${ref.repository}`);
       }
       return noSource(provider);
@@ -258,13 +347,17 @@ export function createProviderFetcher(options: SourceOptions, openSource: Source
 
     async certManager(url, version) {
       const enterpriseHost = options.githubApiUrl ? new URL(options.githubApiUrl).host : undefined;
-      const { location, version: resolved } = certManagerLocation(url, version, ['github.com', ...(enterpriseHost ? [enterpriseHost] : [])]);
+      const { location, version: resolved } = certManagerLocation(url, version, [
+        'github.com',
+        ...(enterpriseHost ? [enterpriseHost] : []),
+      ]);
       if (location.kind === 'file') {
         let components: string;
         try {
           components = await readFile(location.path, 'utf8');
         } catch (error) {
-          if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new ReleaseSourceError('not-found', `cert-manager ${resolved}: there is no file ${location.path}`);
+          if ((error as NodeJS.ErrnoException).code === 'ENOENT')
+            throw new ReleaseSourceError('not-found', `cert-manager ${resolved}: there is no file ${location.path}`);
           throw error;
         }
         return { version: resolved, components, source: location.path, digest: sha256Digest(components) };

@@ -34,17 +34,23 @@ export function parseReleaseSeries(text: string, origin: string): ReleaseSeries[
   try {
     documents = decodeYamlDocuments(text);
   } catch (error) {
-    if (error instanceof YamlDecodeError) throw new ProviderMetadataError(`${origin}: is not valid YAML: ${error.message}`);
+    if (error instanceof YamlDecodeError)
+      throw new ProviderMetadataError(`${origin}: is not valid YAML: ${error.message}`);
     throw error;
   }
   const value = documents[0]?.value;
-  if (!isRecord(value) || !Array.isArray(value.releaseSeries)) throw new ProviderMetadataError(`${origin}: has no releaseSeries; a provider's metadata.yaml lists {major, minor, contract} per release series (clusterctl's Metadata)`);
+  if (!isRecord(value) || !Array.isArray(value.releaseSeries))
+    throw new ProviderMetadataError(
+      `${origin}: has no releaseSeries; a provider's metadata.yaml lists {major, minor, contract} per release series (clusterctl's Metadata)`,
+    );
   return value.releaseSeries.map((entry: unknown, index) => {
     const major = isRecord(entry) ? asInteger(entry.major) : undefined;
     const minor = isRecord(entry) ? asInteger(entry.minor) : undefined;
     const contract = isRecord(entry) ? entry.contract : undefined;
     if (major === undefined || minor === undefined || typeof contract !== 'string' || contract === '') {
-      throw new ProviderMetadataError(`${origin}: releaseSeries[${index}] must have a whole-number major and minor and a contract such as v1beta1`);
+      throw new ProviderMetadataError(
+        `${origin}: releaseSeries[${index}] must have a whole-number major and minor and a contract such as v1beta1`,
+      );
     }
     return { major, minor, contract };
   });
@@ -53,11 +59,16 @@ export function parseReleaseSeries(text: string, origin: string): ReleaseSeries[
 /** The contract of `version` (e.g. `v1.8.2`) according to its release series. */
 export function contractOf(series: ReleaseSeries[], version: string, origin: string): string {
   const parsed = semver.parse(version);
-  if (!parsed) throw new ProviderMetadataError(`${origin}: version ${JSON.stringify(version)} is not a semantic version such as v1.8.0`);
+  if (!parsed)
+    throw new ProviderMetadataError(
+      `${origin}: version ${JSON.stringify(version)} is not a semantic version such as v1.8.0`,
+    );
   const found = series.find((entry) => entry.major === parsed.major && entry.minor === parsed.minor);
   if (!found) {
     const listed = series.map((entry) => `${entry.major}.${entry.minor}`).join(', ') || 'none';
-    throw new ProviderMetadataError(`${origin}: has no releaseSeries entry for ${parsed.major}.${parsed.minor} (version ${version}); it lists ${listed}. The release is incomplete or the version is wrong`);
+    throw new ProviderMetadataError(
+      `${origin}: has no releaseSeries entry for ${parsed.major}.${parsed.minor} (version ${version}); it lists ${listed}. The release is incomplete or the version is wrong`,
+    );
   }
   return found.contract;
 }

@@ -51,15 +51,25 @@ export class CelSyntaxMemo {
   }
 
   /** The memo kept under `cacheRoot` for this library; empty when there is none or it does not verify. */
-  static async open(cacheRoot: string, options: { library?: string; compute?: (expression: string) => string | undefined } = {}): Promise<CelSyntaxMemo> {
+  static async open(
+    cacheRoot: string,
+    options: { library?: string; compute?: (expression: string) => string | undefined } = {},
+  ): Promise<CelSyntaxMemo> {
     const library = options.library ?? celLibraryIdentity();
     const compute = options.compute ?? conditionSyntaxError;
-    const entry = (await readCacheEntryJson(path.join(cacheRoot, CEL_SYNTAX_FILE))) as Partial<Entry> | null | undefined;
+    const entry = (await readCacheEntryJson(path.join(cacheRoot, CEL_SYNTAX_FILE))) as
+      Partial<Entry> | null | undefined;
     const valid =
       entry?.schema === 1 &&
       entry.library === library &&
       Array.isArray(entry.verdicts) &&
-      entry.verdicts.every((verdict) => Array.isArray(verdict) && verdict.length === 2 && typeof verdict[0] === 'string' && (verdict[1] === null || typeof verdict[1] === 'string')) &&
+      entry.verdicts.every(
+        (verdict) =>
+          Array.isArray(verdict) &&
+          verdict.length === 2 &&
+          typeof verdict[0] === 'string' &&
+          (verdict[1] === null || typeof verdict[1] === 'string'),
+      ) &&
       entry.digest === entryDigest(library, entry.verdicts);
     return new CelSyntaxMemo(cacheRoot, library, valid ? entry.verdicts! : [], compute);
   }
@@ -78,10 +88,19 @@ export class CelSyntaxMemo {
   /** Writes the memo when this run checked an expression it did not hold. */
   async save(): Promise<void> {
     if (!this.#added) return;
-    const kept = this.#verdicts.size > KEPT_VERDICTS ? [...this.#verdicts].filter(([expression]) => this.#used.has(expression)) : [...this.#verdicts];
+    const kept =
+      this.#verdicts.size > KEPT_VERDICTS
+        ? [...this.#verdicts].filter(([expression]) => this.#used.has(expression))
+        : [...this.#verdicts];
     const verdicts = kept.sort(([a], [b]) => compareText(a, b));
     const entry: Entry = { schema: 1, library: this.library, verdicts, digest: entryDigest(this.library, verdicts) };
-    await writeCacheEntryJson(this.cacheRoot, path.join(this.cacheRoot, CEL_SYNTAX_FILE), path.join(this.cacheRoot, 'tmp'), 'cel-syntax', entry);
+    await writeCacheEntryJson(
+      this.cacheRoot,
+      path.join(this.cacheRoot, CEL_SYNTAX_FILE),
+      path.join(this.cacheRoot, 'tmp'),
+      'cel-syntax',
+      entry,
+    );
     this.#added = false;
   }
 }

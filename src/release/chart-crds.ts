@@ -32,7 +32,10 @@ async function crdsOf(chartDir: string): Promise<unknown[]> {
 async function filesUnder(dir: string): Promise<string[]> {
   try {
     const entries = await readdir(dir, { withFileTypes: true, recursive: true });
-    return entries.filter((entry) => entry.isFile()).map((entry) => path.join(entry.parentPath, entry.name)).sort();
+    return entries
+      .filter((entry) => entry.isFile())
+      .map((entry) => path.join(entry.parentPath, entry.name))
+      .sort();
   } catch {
     return [];
   }
@@ -40,7 +43,10 @@ async function filesUnder(dir: string): Promise<string[]> {
 
 async function directoriesIn(dir: string): Promise<string[]> {
   try {
-    return (await readdir(dir, { withFileTypes: true })).filter((entry) => entry.isDirectory()).map((entry) => path.join(dir, entry.name)).sort();
+    return (await readdir(dir, { withFileTypes: true }))
+      .filter((entry) => entry.isDirectory())
+      .map((entry) => path.join(dir, entry.name))
+      .sort();
   } catch {
     return [];
   }

@@ -67,7 +67,11 @@ export interface ParsedClusterAddonConfig {
  * Parses and validates clusteraddon.yaml; reports every problem and every warning with its path.
  * `checkSyntax` says whether a wait condition is valid CEL (a caller may remember its verdicts).
  */
-export function parseClusterAddonConfig(text: string, source: string, checkSyntax: (expression: string) => string | undefined = conditionSyntaxError): ParsedClusterAddonConfig {
+export function parseClusterAddonConfig(
+  text: string,
+  source: string,
+  checkSyntax: (expression: string) => string | undefined = conditionSyntaxError,
+): ParsedClusterAddonConfig {
   let document: unknown;
   try {
     document = decodeYamlDocument(text).value;
@@ -77,13 +81,26 @@ export function parseClusterAddonConfig(text: string, source: string, checkSynta
   const problems: Problem[] = [];
   const warnings: Problem[] = [];
   if (!isRecord(document) || !isRecord(document.addonStages)) {
-    return { problems: [{ source, path: 'addonStages', message: `is required: a map from hook (${ADDON_HOOKS.join(', ')}) to a list of stages` }], warnings };
+    return {
+      problems: [
+        {
+          source,
+          path: 'addonStages',
+          message: `is required: a map from hook (${ADDON_HOOKS.join(', ')}) to a list of stages`,
+        },
+      ],
+      warnings,
+    };
   }
   const addonStages: ClusterAddonConfig['addonStages'] = {};
   for (const [hook, entries] of Object.entries(document.addonStages)) {
     const hookPath = `addonStages.${hook}`;
     if (!(ADDON_HOOKS as readonly string[]).includes(hook)) {
-      warnings.push({ source, path: hookPath, message: `is not a hook the cluster-stack-operator runs (${ADDON_HOOKS.join(', ')}); its stages are ignored. Check the spelling if they should be rendered` });
+      warnings.push({
+        source,
+        path: hookPath,
+        message: `is not a hook the cluster-stack-operator runs (${ADDON_HOOKS.join(', ')}); its stages are ignored. Check the spelling if they should be rendered`,
+      });
       continue;
     }
     if (entries === null) {
@@ -108,18 +125,33 @@ export function parseClusterAddonConfig(text: string, source: string, checkSynta
 }
 
 /** One stage of a hook: its name, action and wait conditions (a condition that is not valid CEL only warns). */
-function parseStage(entry: unknown, path: string, source: string, problems: Problem[], warnings: Problem[], checkSyntax: (expression: string) => string | undefined): AddonStageEntry | undefined {
+function parseStage(
+  entry: unknown,
+  path: string,
+  source: string,
+  problems: Problem[],
+  warnings: Problem[],
+  checkSyntax: (expression: string) => string | undefined,
+): AddonStageEntry | undefined {
   if (!isRecord(entry)) {
     problems.push({ source, path, message: 'must be a mapping with name and action' });
     return undefined;
   }
   const { name, action } = entry;
   if (typeof name !== 'string' || !STAGE_NAME.test(name)) {
-    problems.push({ source, path: `${path}.name`, message: `must be the name of a chart folder in the addon archive (lowercase, digits, "-"), found ${JSON.stringify(name ?? null)}` });
+    problems.push({
+      source,
+      path: `${path}.name`,
+      message: `must be the name of a chart folder in the addon archive (lowercase, digits, "-"), found ${JSON.stringify(name ?? null)}`,
+    });
     return undefined;
   }
   if (action !== 'apply' && action !== 'delete') {
-    problems.push({ source, path: `${path}.action`, message: `must be apply or delete, found ${JSON.stringify(action ?? null)}` });
+    problems.push({
+      source,
+      path: `${path}.action`,
+      message: `must be apply or delete, found ${JSON.stringify(action ?? null)}`,
+    });
     return undefined;
   }
   const stage: AddonStageEntry = { name, action };
@@ -130,23 +162,49 @@ function parseStage(entry: unknown, path: string, source: string, problems: Prob
     stage[key] = condition;
     // The operator only finds out when it evaluates; say so at load, without refusing the release.
     const syntax = checkSyntax(condition.conditions);
-    if (syntax) warnings.push({ source, path: `${path}.${key}.conditions`, message: `is not valid CEL (${syntax}): a lifecycle hook waiting on it can only time out. Fix the expression` });
+    if (syntax)
+      warnings.push({
+        source,
+        path: `${path}.${key}.conditions`,
+        message: `is not valid CEL (${syntax}): a lifecycle hook waiting on it can only time out. Fix the expression`,
+      });
   }
   return stage;
 }
 
-function parseWaitCondition(value: unknown, path: string, source: string, problems: Problem[]): WaitCondition | undefined {
+function parseWaitCondition(
+  value: unknown,
+  path: string,
+  source: string,
+  problems: Problem[],
+): WaitCondition | undefined {
   if (!isRecord(value) || !Array.isArray(value.objects) || typeof value.conditions !== 'string') {
-    problems.push({ source, path, message: 'must have objects (a list of {key, apiVersion, kind, name, namespace}) and conditions (a CEL expression)' });
+    problems.push({
+      source,
+      path,
+      message:
+        'must have objects (a list of {key, apiVersion, kind, name, namespace}) and conditions (a CEL expression)',
+    });
     return undefined;
   }
   const objects: WaitCondition['objects'] = [];
   value.objects.forEach((object: unknown, index) => {
-    if (!isRecord(object) || typeof object.key !== 'string' || typeof object.apiVersion !== 'string' || typeof object.kind !== 'string' || typeof object.name !== 'string') {
+    if (
+      !isRecord(object) ||
+      typeof object.key !== 'string' ||
+      typeof object.apiVersion !== 'string' ||
+      typeof object.kind !== 'string' ||
+      typeof object.name !== 'string'
+    ) {
       problems.push({ source, path: `${path}.objects[${index}]`, message: 'needs key, apiVersion, kind and name' });
       return;
     }
-    const entry: WaitCondition['objects'][number] = { key: object.key, apiVersion: object.apiVersion, kind: object.kind, name: object.name };
+    const entry: WaitCondition['objects'][number] = {
+      key: object.key,
+      apiVersion: object.apiVersion,
+      kind: object.kind,
+      name: object.name,
+    };
     if (typeof object.namespace === 'string') entry.namespace = object.namespace;
     objects.push(entry);
   });

@@ -38,11 +38,19 @@ export function loadFileDigestMemo(cacheRoot: string): Promise<void> {
   let loaded = state.get(key);
   if (!loaded) {
     loaded = (async () => {
-      const file = (await readCacheEntryJson(path.join(key, FILE_DIGESTS_FILE)).catch(() => undefined)) as Partial<MemoFile> | null | undefined;
+      const file = (await readCacheEntryJson(path.join(key, FILE_DIGESTS_FILE)).catch(() => undefined)) as
+        Partial<MemoFile> | null | undefined;
       const valid =
         file?.schema === 1 &&
         Array.isArray(file.entries) &&
-        file.entries.every((entry) => Array.isArray(entry) && entry.length === 3 && entry.every((part) => typeof part === 'string') && path.isAbsolute(entry[0]) && DIGEST.test(entry[2])) &&
+        file.entries.every(
+          (entry) =>
+            Array.isArray(entry) &&
+            entry.length === 3 &&
+            entry.every((part) => typeof part === 'string') &&
+            path.isAbsolute(entry[0]) &&
+            DIGEST.test(entry[2]),
+        ) &&
         file.digest === entryDigest(file.entries);
       if (valid) rememberFileDigests(file.entries!);
       return { computedAtSave: computedFileDigests() };

@@ -5,7 +5,12 @@ import path from 'node:path';
 import { InputError, type Problem } from '../core/problem.js';
 import { clusterAddonChartName, clusterClassChartName, parseReleaseTag, type ReleaseTag } from '../core/release-tag.js';
 import { formatDotVersion } from '../core/stack-version.js';
-import { CLUSTER_ADDON_CONFIG_FILE, type ClusterAddonConfig, effectiveStages, parseClusterAddonConfig } from './cluster-addon-config.js';
+import {
+  CLUSTER_ADDON_CONFIG_FILE,
+  type ClusterAddonConfig,
+  effectiveStages,
+  parseClusterAddonConfig,
+} from './cluster-addon-config.js';
 import { fileDigest, treeDigest } from './content-digest.js';
 import { METADATA_FILE, parseReleaseMetadata, type ReleaseMetadata } from './release-metadata.js';
 import type { FetchedRelease } from './release-source.js';
@@ -79,7 +84,12 @@ export async function loadRelease(fetched: FetchedRelease, workDir: string): Pro
   const source = fetched.tag;
   const metadataText = await readOptional(path.join(fetched.dir, METADATA_FILE), fetched.dir, source);
   if (metadataText === undefined) {
-    throw new InputError([{ source, message: `has no ${METADATA_FILE}; every release must carry one (versions.clusterStack, versions.kubernetes, versions.components.clusterAddon)` }]);
+    throw new InputError([
+      {
+        source,
+        message: `has no ${METADATA_FILE}; every release must carry one (versions.clusterStack, versions.kubernetes, versions.components.clusterAddon)`,
+      },
+    ]);
   }
   const metadataResult = parseReleaseMetadata(metadataText, parsed);
   problems.push(...metadataResult.problems);
@@ -88,12 +98,18 @@ export async function loadRelease(fetched: FetchedRelease, workDir: string): Pro
   const stackVersion = formatDotVersion(parsed.version);
   const classEntry = findChartEntry(files, clusterClassChartName(parsed), stackVersion);
   if (!classEntry) {
-    problems.push({ source, message: `has no cluster-class chart; expected ${clusterClassChartName(parsed)}-${stackVersion}.tgz (or an unpacked chart directory of that name)` });
+    problems.push({
+      source,
+      message: `has no cluster-class chart; expected ${clusterClassChartName(parsed)}-${stackVersion}.tgz (or an unpacked chart directory of that name)`,
+    });
   }
   const addonVersion = metadataResult.metadata?.clusterAddonVersion;
   const addonEntry = findChartEntry(files, clusterAddonChartName(parsed), addonVersion);
   if (!addonEntry) {
-    problems.push({ source, message: `has no cluster-addon chart; expected ${clusterAddonChartName(parsed)}-${addonVersion ?? '<clusterAddon version>'}.tgz (or an unpacked directory of that name)` });
+    problems.push({
+      source,
+      message: `has no cluster-addon chart; expected ${clusterAddonChartName(parsed)}-${addonVersion ?? '<clusterAddon version>'}.tgz (or an unpacked directory of that name)`,
+    });
   }
   if (problems.length > 0 || !metadataResult.metadata || !classEntry || !addonEntry) throw new InputError(problems);
 
@@ -110,10 +126,25 @@ export async function loadRelease(fetched: FetchedRelease, workDir: string): Pro
   } else {
     addons = await prepareStages(fetched.dir, addonEntry, configText, workDir, source, warnings);
   }
-  const chartDirs = [clusterClassChart.dir, ...(addons.format === 'legacy' ? [addons.chart.dir] : addons.stages.flatMap((stage) => (stage.chart ? [stage.chart.dir] : [])))];
+  const chartDirs = [
+    clusterClassChart.dir,
+    ...(addons.format === 'legacy'
+      ? [addons.chart.dir]
+      : addons.stages.flatMap((stage) => (stage.chart ? [stage.chart.dir] : []))),
+  ];
   const crdApiVersions = await chartCrdApiVersions(chartDirs);
   const classApiVersion = await clusterClassApiVersion(clusterClassChart.dir);
-  return { tag: fetched.tag, parsed, digest: fetched.digest, metadata: metadataResult.metadata, clusterClassChart, addons, warnings, crdApiVersions, clusterClassApiVersion: classApiVersion };
+  return {
+    tag: fetched.tag,
+    parsed,
+    digest: fetched.digest,
+    metadata: metadataResult.metadata,
+    clusterClassChart,
+    addons,
+    warnings,
+    crdApiVersions,
+    clusterClassApiVersion: classApiVersion,
+  };
 }
 
 /** The release file for a chart: `<name>-<version>.tgz`, that directory, or the one entry starting with `<name>-`. */
@@ -123,7 +154,9 @@ function findChartEntry(files: string[], chartName: string, version: string | un
       if (files.includes(candidate)) return candidate;
     }
   }
-  const loose = files.filter((file) => file.startsWith(`${chartName}-`) && (file.endsWith('.tgz') || !file.includes('.')));
+  const loose = files.filter(
+    (file) => file.startsWith(`${chartName}-`) && (file.endsWith('.tgz') || !file.includes('.')),
+  );
   return loose.length === 1 ? loose[0] : undefined;
 }
 
@@ -134,7 +167,12 @@ async function prepareChart(releaseDir: string, entry: string, workDir: string, 
 }
 
 /** A directory entry is used in place; a .tgz is extracted once per digest. */
-async function unpack(releaseDir: string, entry: string, workDir: string, source: string): Promise<{ dir: string; digest: string }> {
+async function unpack(
+  releaseDir: string,
+  entry: string,
+  workDir: string,
+  source: string,
+): Promise<{ dir: string; digest: string }> {
   const full = path.join(releaseDir, entry);
   // Helm follows links in a chart directory: none may lead out of the release.
   await assertInsideRelease(full, releaseDir, `${source}/${entry}`);
@@ -152,33 +190,57 @@ async function chartRoot(dir: string, origin: string): Promise<string> {
   if (entries.length === 1 && entries[0] && (await exists(path.join(dir, entries[0].name, 'Chart.yaml')))) {
     return path.join(dir, entries[0].name);
   }
-  throw new InputError([{ source: origin, message: 'is not a Helm chart: it has no Chart.yaml at its top (or in its one top-level folder)' }]);
+  throw new InputError([
+    {
+      source: origin,
+      message: 'is not a Helm chart: it has no Chart.yaml at its top (or in its one top-level folder)',
+    },
+  ]);
 }
 
-async function prepareStages(releaseDir: string, entry: string, configText: string, workDir: string, source: string, warnings: Problem[]): Promise<MultiStageAddons> {
+async function prepareStages(
+  releaseDir: string,
+  entry: string,
+  configText: string,
+  workDir: string,
+  source: string,
+  warnings: Problem[],
+): Promise<MultiStageAddons> {
   // The wait conditions' syntax verdicts are remembered across runs: checking needs the CEL library,
   // which is most of a plan's start-up. A memo that cannot be read or written only means checking again.
   const memo = await celSyntaxMemo(workDir).catch(() => undefined);
-  const parsedConfig = parseClusterAddonConfig(configText, `${source}/${CLUSTER_ADDON_CONFIG_FILE}`, memo ? (expression) => memo.check(expression) : undefined);
+  const parsedConfig = parseClusterAddonConfig(
+    configText,
+    `${source}/${CLUSTER_ADDON_CONFIG_FILE}`,
+    memo ? (expression) => memo.check(expression) : undefined,
+  );
   await memo?.save().catch(() => undefined);
   if (!parsedConfig.config) throw new InputError(parsedConfig.problems);
   warnings.push(...parsedConfig.warnings);
   const unpacked = await unpack(releaseDir, entry, workDir, source);
-  const base = await stageBase(unpacked.dir, effectiveStages(parsedConfig.config).map((s) => s.name));
+  const base = await stageBase(
+    unpacked.dir,
+    effectiveStages(parsedConfig.config).map((s) => s.name),
+  );
   const stages: AddonStage[] = [];
   const problems: Problem[] = [];
   for (const stage of effectiveStages(parsedConfig.config)) {
     const stageDir = path.join(base, stage.name);
     const present = await exists(path.join(stageDir, 'Chart.yaml'));
     if (!present) {
-      if (stage.action === 'apply') problems.push({ source: `${source}/${entry}`, message: `has no chart folder "${stage.name}/" for the stage clusteraddon.yaml applies` });
+      if (stage.action === 'apply')
+        problems.push({
+          source: `${source}/${entry}`,
+          message: `has no chart folder "${stage.name}/" for the stage clusteraddon.yaml applies`,
+        });
       stages.push({ ...stage, valuesTemplate: '' });
       continue;
     }
     stages.push({
       ...stage,
       chart: { dir: stageDir, digest: await treeDigest(stageDir), origin: `${source}/${entry}:${stage.name}` },
-      valuesTemplate: (await readOptional(path.join(stageDir, STAGE_VALUES_FILE), unpacked.dir, `${source}/${entry}`)) ?? '',
+      valuesTemplate:
+        (await readOptional(path.join(stageDir, STAGE_VALUES_FILE), unpacked.dir, `${source}/${entry}`)) ?? '',
     });
   }
   if (problems.length > 0) throw new InputError(problems);
@@ -203,12 +265,20 @@ async function readOptional(file: string, root: string, source: string): Promise
   }
   await assertInsideRelease(file, root, label);
   const { size } = await stat(file);
-  if (size > MAX_RELEASE_TEXT_BYTES) throw new InputError([{ source: label, message: `is ${size} bytes; release text files may hold at most ${MAX_RELEASE_TEXT_BYTES}` }]);
+  if (size > MAX_RELEASE_TEXT_BYTES)
+    throw new InputError([
+      { source: label, message: `is ${size} bytes; release text files may hold at most ${MAX_RELEASE_TEXT_BYTES}` },
+    ]);
   try {
     return decodeYamlBytes(await readFile(file));
   } catch (error) {
     if (!(error instanceof TextEncodingError)) throw error;
-    throw new InputError([{ source: `${label}:${error.line}`, message: `is not text Kubernetes reads: ${error.message}; the release must be fixed (save the file as UTF-8)` }]);
+    throw new InputError([
+      {
+        source: `${label}:${error.line}`,
+        message: `is not text Kubernetes reads: ${error.message}; the release must be fixed (save the file as UTF-8)`,
+      },
+    ]);
   }
 }
 

@@ -21,7 +21,12 @@ function refuse(label: string, message: string): InputError {
  * is synchronous: a chart is hundreds of small files, and a promise per stat cost several times
  * more (every plan checks the releases it loads).
  */
-export async function assertInsideRelease(entry: string, root: string, label: string, what: 'release' | 'repository' = 'release'): Promise<void> {
+export async function assertInsideRelease(
+  entry: string,
+  root: string,
+  label: string,
+  what: 'release' | 'repository' = 'release',
+): Promise<void> {
   const realRoot = realpathSync.native(root);
   const visited = new Set<string>();
   const check = (file: string, shown: string): void => {
@@ -33,11 +38,19 @@ export async function assertInsideRelease(entry: string, root: string, label: st
       } catch {
         throw refuse(shown, 'is a symbolic link to something that does not exist');
       }
-      if (!isInside(target, realRoot)) throw refuse(shown, `is a symbolic link to ${target}, outside the ${what}; ${what === 'release' ? 'releases may only link within themselves' : 'copy the file into the repository instead of linking to it'}`);
+      if (!isInside(target, realRoot))
+        throw refuse(
+          shown,
+          `is a symbolic link to ${target}, outside the ${what}; ${what === 'release' ? 'releases may only link within themselves' : 'copy the file into the repository instead of linking to it'}`,
+        );
     }
     const info = own.isSymbolicLink() ? statSync(file) : own;
     if (info.isFile()) return;
-    if (!info.isDirectory()) throw refuse(shown, 'is not a regular file or directory (a device, pipe or socket); only files and directories are read');
+    if (!info.isDirectory())
+      throw refuse(
+        shown,
+        'is not a regular file or directory (a device, pipe or socket); only files and directories are read',
+      );
     const real = realpathSync.native(target);
     // A directory reached twice (two links to it, or a link back up) is checked once.
     if (visited.has(real)) return;

@@ -17,7 +17,8 @@ export interface ReleaseMetadata {
   nodeImageVersion?: string;
 }
 
-export type MetadataResult = { metadata: ReleaseMetadata; problems: [] } | { metadata?: undefined; problems: Problem[] };
+export type MetadataResult =
+  { metadata: ReleaseMetadata; problems: [] } | { metadata?: undefined; problems: Problem[] };
 
 /**
  * A Kubernetes release version with patch (`v1.30.4` or `1.30.4`): Kubernetes versions are semver,
@@ -42,7 +43,11 @@ export function parseReleaseMetadata(text: string, tag: ReleaseTag): MetadataRes
   const root = isRecord(document) ? document : {};
   if (!isRecord(document)) problems.push({ source, message: 'must be a YAML mapping with apiVersion and versions' });
   if (root.apiVersion !== undefined && root.apiVersion !== METADATA_API_VERSION) {
-    problems.push({ source, path: 'apiVersion', message: `must be ${METADATA_API_VERSION}, found ${String(root.apiVersion)}` });
+    problems.push({
+      source,
+      path: 'apiVersion',
+      message: `must be ${METADATA_API_VERSION}, found ${String(root.apiVersion)}`,
+    });
   }
   const versions = isRecord(root.versions) ? root.versions : {};
   const components = isRecord(versions.components) ? versions.components : {};
@@ -69,7 +74,11 @@ export function parseReleaseMetadata(text: string, tag: ReleaseTag): MetadataRes
   const kubernetes = versions.kubernetes;
   const parsed = kubernetesPatchVersion(kubernetes);
   if (!parsed) {
-    problems.push({ source, path: 'versions.kubernetes', message: `must be a Kubernetes version with patch such as v1.30.4, found ${JSON.stringify(kubernetes ?? null)}` });
+    problems.push({
+      source,
+      path: 'versions.kubernetes',
+      message: `must be a Kubernetes version with patch such as v1.30.4, found ${JSON.stringify(kubernetes ?? null)}`,
+    });
   } else {
     kubernetesVersion = parsed.version;
     if (parsed.major !== tag.kubernetesMajor || parsed.minor !== tag.kubernetesMinor) {
@@ -83,7 +92,11 @@ export function parseReleaseMetadata(text: string, tag: ReleaseTag): MetadataRes
 
   const clusterAddon = components.clusterAddon;
   if (typeof clusterAddon !== 'string' || clusterAddon === '') {
-    problems.push({ source, path: 'versions.components.clusterAddon', message: 'is required (the cluster addon version, e.g. v2)' });
+    problems.push({
+      source,
+      path: 'versions.components.clusterAddon',
+      message: 'is required (the cluster addon version, e.g. v2)',
+    });
   } else {
     try {
       parseAnyVersion(clusterAddon);
@@ -96,7 +109,8 @@ export function parseReleaseMetadata(text: string, tag: ReleaseTag): MetadataRes
     problems.push({ source, path: 'versions.components.nodeImage', message: 'must be a string such as v1' });
   }
 
-  if (problems.length > 0 || !clusterStack || !kubernetesVersion || typeof clusterAddon !== 'string') return { problems };
+  if (problems.length > 0 || !clusterStack || !kubernetesVersion || typeof clusterAddon !== 'string')
+    return { problems };
   const metadata: ReleaseMetadata = { clusterStack, kubernetesVersion, clusterAddonVersion: clusterAddon };
   if (typeof nodeImage === 'string') metadata.nodeImageVersion = nodeImage;
   return { metadata, problems: [] };

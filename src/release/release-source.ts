@@ -27,7 +27,9 @@ export interface ReleaseListing {
  * The listing for tags as a backend found them, in the order given: tags that parse become
  * releases, the others are skipped with the reason (a warning, never fatal).
  */
-export function listingFromTags(tags: readonly { tag: string; publishedAt?: string | null | undefined }[]): ReleaseListing {
+export function listingFromTags(
+  tags: readonly { tag: string; publishedAt?: string | null | undefined }[],
+): ReleaseListing {
   const listing: ReleaseListing = { releases: [], skipped: [] };
   for (const { tag, publishedAt } of tags) {
     try {
@@ -60,7 +62,11 @@ export type ReleaseSourceErrorKind = 'not-found' | 'auth' | 'rate-limited' | 'un
 
 /** A failure of a release source, classified so callers can decide: fix input, or retry later. */
 export class ReleaseSourceError extends Failure {
-  constructor(readonly kind: ReleaseSourceErrorKind, message: string, options?: { cause?: unknown }) {
+  constructor(
+    readonly kind: ReleaseSourceErrorKind,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
     super(kind === 'rate-limited' || kind === 'unavailable' ? 'retry' : 'fix-input', message, options);
     this.name = 'ReleaseSourceError';
   }

@@ -1,11 +1,30 @@
 // Which releases each ClusterStack keeps and why, and which release each Cluster uses. Pure: the
 // callers have already listed releases and read the objects.
-import { type CapiCluster, type ClusterStack, type ClusterStackReleaseSummary, type KubeObject, withSpecDefaults } from '../api/types.js';
+import {
+  type CapiCluster,
+  type ClusterStack,
+  type ClusterStackReleaseSummary,
+  type KubeObject,
+  withSpecDefaults,
+} from '../api/types.js';
 import { clusterClassOf } from '../api/capi-cluster.js';
 import { nearestName } from '../core/did-you-mean.js';
 import type { Problem } from '../core/problem.js';
-import { clusterClassName, formatReleaseTag, kubernetesMinorOf, parseClusterClassName, type ReleaseTag } from '../core/release-tag.js';
-import { channelOf, compareStackVersions, formatDotVersion, isHashBuild, parseStackVersion, sameVersion } from '../core/stack-version.js';
+import {
+  clusterClassName,
+  formatReleaseTag,
+  kubernetesMinorOf,
+  parseClusterClassName,
+  type ReleaseTag,
+} from '../core/release-tag.js';
+import {
+  channelOf,
+  compareStackVersions,
+  formatDotVersion,
+  isHashBuild,
+  parseStackVersion,
+  sameVersion,
+} from '../core/stack-version.js';
 import { compareText } from '../core/compare-text.js';
 
 export interface AvailableRelease {
@@ -40,7 +59,8 @@ export interface UnlistedStack {
 }
 
 /** Why a release stays in the output; anything else is dropped (and pruned by the GitOps engine). */
-type KeepReason = 'listed in spec.versions' | 'newest release (autoSubscribe)' | 'newest ready release' | `used by Cluster ${string}`;
+type KeepReason =
+  'listed in spec.versions' | 'newest release (autoSubscribe)' | 'newest ready release' | `used by Cluster ${string}`;
 
 export interface ReleaseDecision {
   name: string;
@@ -128,17 +148,29 @@ export function compareReleases(a: AvailableRelease, b: AvailableRelease): numbe
   return compareText(a.tag, b.tag);
 }
 
-function providerReadiness(stack: ClusterStack, tag: string, providerReleases: KubeObject[]): { ready: boolean; message?: string } {
+function providerReadiness(
+  stack: ClusterStack,
+  tag: string,
+  providerReleases: KubeObject[],
+): { ready: boolean; message?: string } {
   const spec = withSpecDefaults(stack.spec);
   if (spec.noProvider) return { ready: true };
   const kind = spec.providerRef?.kind?.replace(/Template$/, '') ?? '<Provider>ClusterStackRelease';
   const object = providerReleases.find(
-    (candidate) => candidate.metadata.name === tag && namespaceOf(candidate) === namespaceOf(stack) && candidate.kind === kind,
+    (candidate) =>
+      candidate.metadata.name === tag && namespaceOf(candidate) === namespaceOf(stack) && candidate.kind === kind,
   );
-  if (!object) return { ready: false, message: `waiting for ${kind} ${namespaceOf(stack)}/${tag}: the provider has not prepared this release yet` };
+  if (!object)
+    return {
+      ready: false,
+      message: `waiting for ${kind} ${namespaceOf(stack)}/${tag}: the provider has not prepared this release yet`,
+    };
   const status = (object as { status?: { ready?: unknown } }).status;
   if (status?.ready === true) return { ready: true };
-  return { ready: false, message: `waiting for ${kind} ${namespaceOf(stack)}/${tag} to report status.ready: true (node images may still be building)` };
+  return {
+    ready: false,
+    message: `waiting for ${kind} ${namespaceOf(stack)}/${tag} to report status.ready: true (node images may still be building)`,
+  };
 }
 
 function findStackForClass(tag: ReleaseTag, namespace: string, stacks: StackInput[]): StackInput | undefined {
@@ -147,7 +179,15 @@ function findStackForClass(tag: ReleaseTag, namespace: string, stacks: StackInpu
 
 /** The ClusterClass names of the releases the stacks offer (each stack's own releases), in order. */
 function offeredClasses(stacks: StackInput[]): string[] {
-  return [...new Set(stacks.flatMap((input) => input.releases.filter((release) => releaseMatchesStack(release.parsed, input.stack)).map((release) => clusterClassName(release.parsed))))];
+  return [
+    ...new Set(
+      stacks.flatMap((input) =>
+        input.releases
+          .filter((release) => releaseMatchesStack(release.parsed, input.stack))
+          .map((release) => clusterClassName(release.parsed)),
+      ),
+    ),
+  ];
 }
 
 /**
@@ -160,7 +200,13 @@ function meantAsStackClass(className: string, stacks: StackInput[]): string | un
   const near = nearestName(className, classes, CLASS_TYPO_EDITS);
   const stack = stacks.find((input) => className.startsWith(`${input.stack.spec.provider}-${input.stack.spec.name}-`));
   if (!near && !stack) return undefined;
-  const suggestion = near ?? nearestName(className, classes.filter((name) => !stack || name.startsWith(`${stack.stack.spec.provider}-${stack.stack.spec.name}-`)), Math.floor(className.length / 3));
+  const suggestion =
+    near ??
+    nearestName(
+      className,
+      classes.filter((name) => !stack || name.startsWith(`${stack.stack.spec.provider}-${stack.stack.spec.name}-`)),
+      Math.floor(className.length / 3),
+    );
   const owner = stack ? ` of ClusterStack ${objectKey(stack.stack)}` : '';
   return `names ${className}, which is not a cluster stack class${owner} (expected <provider>-<name>-<k8s major>-<k8s minor>-<version>, e.g. ${suggestion ?? `${stack!.stack.spec.provider}-${stack!.stack.spec.name}-${stack!.stack.spec.kubernetesVersion.replace('.', '-')}-v1`})${suggestion ? `; did you mean ${suggestion}?` : ''}`;
 }
@@ -175,7 +221,8 @@ function resolveCluster(cluster: CapiCluster, stacks: StackInput[], unlisted: Un
   const named = clusterClassOf(cluster);
   if (named.kind === 'none') return { ...base, managed: false };
   // A topology that names no class is no foreign Cluster: it is a broken one, and it may be ours.
-  if (named.kind === 'invalid') return { ...base, managed: true, problems: [{ object, path: named.path, message: named.message }] };
+  if (named.kind === 'invalid')
+    return { ...base, managed: true, problems: [{ object, path: named.path, message: named.message }] };
   const className = named.name;
   const classPath = named.path;
   let tag: ReleaseTag;
@@ -183,7 +230,14 @@ function resolveCluster(cluster: CapiCluster, stacks: StackInput[], unlisted: Un
     tag = parseClusterClassName(className);
   } catch {
     const meant = meantAsStackClass(className, stacks);
-    if (meant) return { ...base, managed: true, className, classField: classPath, problems: [{ object, path: classPath, message: meant }] };
+    if (meant)
+      return {
+        ...base,
+        managed: true,
+        className,
+        classField: classPath,
+        problems: [{ object, path: classPath, message: meant }],
+      };
     return { ...base, managed: false, className, classField: classPath };
   }
   const release = formatReleaseTag(tag);
@@ -192,7 +246,9 @@ function resolveCluster(cluster: CapiCluster, stacks: StackInput[], unlisted: Un
   const versionProblem = topologyVersionProblem(cluster.spec?.topology?.version, className, tag);
   if (versionProblem) resolution.problems.push({ object, path: 'spec.topology.version', message: versionProblem });
   const stackInput = findStackForClass(tag, classNamespace, stacks);
-  const unlistedStack = stackInput ? undefined : unlisted.find((entry) => findStackForClass(tag, classNamespace, [{ stack: entry.stack, releases: [] }]));
+  const unlistedStack = stackInput
+    ? undefined
+    : unlisted.find((entry) => findStackForClass(tag, classNamespace, [{ stack: entry.stack, releases: [] }]));
   if (unlistedStack) {
     resolution.problems.push({
       object,
@@ -230,8 +286,10 @@ function resolveCluster(cluster: CapiCluster, stacks: StackInput[], unlisted: Un
 function topologyVersionProblem(version: unknown, className: string, tag: ReleaseTag): string | undefined {
   if (version === undefined || version === null) return undefined;
   const match = typeof version === 'string' ? KUBE_SEMVER.exec(version) : null;
-  if (!match) return `is ${JSON.stringify(version)}, not a Kubernetes version: Cluster API takes a version such as v${kubernetesMinorOf(tag)}.0 (with "v" and the patch), and the cluster-stack-operator the exact Kubernetes version of class ${className}'s release`;
-  if (`${match[1]}.${match[2]}` !== kubernetesMinorOf(tag)) return `is ${String(version)} but class ${className} is for Kubernetes ${kubernetesMinorOf(tag)}; use a class of the same minor version`;
+  if (!match)
+    return `is ${JSON.stringify(version)}, not a Kubernetes version: Cluster API takes a version such as v${kubernetesMinorOf(tag)}.0 (with "v" and the patch), and the cluster-stack-operator the exact Kubernetes version of class ${className}'s release`;
+  if (`${match[1]}.${match[2]}` !== kubernetesMinorOf(tag))
+    return `is ${String(version)} but class ${className} is for Kubernetes ${kubernetesMinorOf(tag)}; use a class of the same minor version`;
   return undefined;
 }
 
@@ -257,8 +315,18 @@ function reasonsFromListedVersions(
     if (release) addReason(release.tag, 'listed in spec.versions');
     else {
       const [major, minor] = spec.kubernetesVersion.split('.').map(Number);
-      const expected = formatReleaseTag({ provider: spec.provider, name: spec.name, kubernetesMajor: major ?? 0, kubernetesMinor: minor ?? 0, version: parsed });
-      problems.push({ object, path: `spec.versions[${index}]`, message: `${version} is not in the release source (no release ${expected}); remove it or publish that release` });
+      const expected = formatReleaseTag({
+        provider: spec.provider,
+        name: spec.name,
+        kubernetesMajor: major ?? 0,
+        kubernetesMinor: minor ?? 0,
+        version: parsed,
+      });
+      problems.push({
+        object,
+        path: `spec.versions[${index}]`,
+        message: `${version} is not in the release source (no release ${expected}); remove it or publish that release`,
+      });
     }
   });
 }
@@ -278,7 +346,8 @@ function releaseDecisions(
       className: clusterClassName(release.parsed),
       version: formatDotVersion(release.parsed.version),
       kept: why.length > 0,
-      reasons: why.length > 0 ? why : ['not listed in spec.versions, not the newest (ready) release, and no Cluster uses it'],
+      reasons:
+        why.length > 0 ? why : ['not listed in spec.versions, not the newest (ready) release, and no Cluster uses it'],
       ready: ready.ready,
       usedBy: usedBy.get(release.tag) ?? [],
     };
@@ -292,13 +361,21 @@ function releaseSummary(releases: readonly ReleaseDecision[]): ClusterStackRelea
   return releases
     .filter((release) => release.kept)
     .map((release) => {
-      const entry: ClusterStackReleaseSummary = { name: release.name, ready: release.ready, phase: release.ready ? 'done' : 'provider-specific work' };
+      const entry: ClusterStackReleaseSummary = {
+        name: release.name,
+        ready: release.ready,
+        phase: release.ready ? 'done' : 'provider-specific work',
+      };
       if (release.readyMessage) entry.message = release.readyMessage;
       return entry;
     });
 }
 
-function resolveStack(input: StackInput, clusters: ClusterResolution[], providerReleases: KubeObject[]): StackResolution {
+function resolveStack(
+  input: StackInput,
+  clusters: ClusterResolution[],
+  providerReleases: KubeObject[],
+): StackResolution {
   const { stack } = input;
   const spec = withSpecDefaults(stack.spec);
   const namespace = namespaceOf(stack);
@@ -321,7 +398,9 @@ function resolveStack(input: StackInput, clusters: ClusterResolution[], provider
 
   reasonsFromListedVersions(spec, matching, object, addReason, problems);
 
-  const readiness = new Map(matching.map((release) => [release.tag, providerReadiness(stack, release.tag, providerReleases)]));
+  const readiness = new Map(
+    matching.map((release) => [release.tag, providerReadiness(stack, release.tag, providerReleases)]),
+  );
   const newest = matching.at(-1);
   if (spec.autoSubscribe && newest) addReason(newest.tag, 'newest release (autoSubscribe)');
   // With autoSubscribe, the newest ready release stays too, so a failing newer one never removes
@@ -331,14 +410,23 @@ function resolveStack(input: StackInput, clusters: ClusterResolution[], provider
 
   const usedBy = new Map<string, string[]>();
   for (const cluster of clusters) {
-    if (!cluster.release || !cluster.stack || cluster.stack.namespace !== namespace || cluster.stack.name !== stack.metadata.name) continue;
+    if (
+      !cluster.release ||
+      !cluster.stack ||
+      cluster.stack.namespace !== namespace ||
+      cluster.stack.name !== stack.metadata.name
+    )
+      continue;
     const key = `${cluster.namespace}/${cluster.name}`;
     usedBy.set(cluster.release, [...(usedBy.get(cluster.release) ?? []), key]);
     addReason(cluster.release, `used by Cluster ${key}`);
   }
 
   if (matching.length === 0) {
-    problems.push({ object, message: `the release source has no release for provider ${spec.provider}, name ${spec.name}, Kubernetes ${spec.kubernetesVersion}, channel ${spec.channel}` });
+    problems.push({
+      object,
+      message: `the release source has no release for provider ${spec.provider}, name ${spec.name}, Kubernetes ${spec.kubernetesVersion}, channel ${spec.channel}`,
+    });
   } else if (!spec.autoSubscribe && spec.versions.length === 0 && usedBy.size === 0) {
     notes.push('autoSubscribe is false and spec.versions is empty: no release is kept');
   }
@@ -372,7 +460,9 @@ export function resolveReleases(input: ResolveInput): Resolution {
     .map((stackInput) => resolveStack(stackInput, clusters, input.providerReleases ?? []));
   for (const cluster of clusters) {
     if (!cluster.release || !cluster.stack) continue;
-    const stack = clusterStacks.find((candidate) => candidate.namespace === cluster.stack?.namespace && candidate.name === cluster.stack?.name);
+    const stack = clusterStacks.find(
+      (candidate) => candidate.namespace === cluster.stack?.namespace && candidate.name === cluster.stack?.name,
+    );
     const decision = stack?.releases.find((release) => release.name === cluster.release);
     if (decision && !decision.ready) {
       cluster.problems.push({

@@ -45,15 +45,28 @@ const ENTRY_OVERHEAD_BYTES = 3 * 512;
 
 /** An archive that must not be extracted; names the archive (and release) and the entry. */
 export class UnsafeArchiveError extends Failure {
-  constructor(readonly archive: string, readonly entry: string | undefined, reason: string) {
-    super('fix-input', entry === undefined ? `archive ${archive}: ${reason}` : `archive ${archive}: entry "${entry}" ${reason}`);
+  constructor(
+    readonly archive: string,
+    readonly entry: string | undefined,
+    reason: string,
+  ) {
+    super(
+      'fix-input',
+      entry === undefined ? `archive ${archive}: ${reason}` : `archive ${archive}: entry "${entry}" ${reason}`,
+    );
     this.name = 'UnsafeArchiveError';
   }
 }
 
 const ALLOWED_TYPES = new Set(['File', 'OldFile', 'ContiguousFile', 'Directory', 'SymbolicLink', 'Link']);
 // pax and GNU long-name headers describe the next entry; node-tar applies them itself.
-const METADATA_TYPES = new Set(['ExtendedHeader', 'GlobalExtendedHeader', 'NextFileHasLongPath', 'NextFileHasLongLinkpath', 'OldExtendedHeader']);
+const METADATA_TYPES = new Set([
+  'ExtendedHeader',
+  'GlobalExtendedHeader',
+  'NextFileHasLongPath',
+  'NextFileHasLongLinkpath',
+  'OldExtendedHeader',
+]);
 
 /** Returns the entry's own path as normalized components, refusing absolute paths and any "..". */
 function entryComponents(archive: string, entry: string): string[] {
@@ -72,7 +85,11 @@ function entryComponents(archive: string, entry: string): string[] {
  * symlinks declared earlier in the archive are followed (textual normalization alone misses
  * `a -> .` followed by `b -> a/..`). Returns undefined when the path leaves the root.
  */
-function resolvePhysical(parts: readonly string[], links: ReadonlyMap<string, string>, depth = 0): string[] | undefined {
+function resolvePhysical(
+  parts: readonly string[],
+  links: ReadonlyMap<string, string>,
+  depth = 0,
+): string[] | undefined {
   if (depth > 40) return undefined; // A symlink loop: the file system would refuse it too.
   const out: string[] = [];
   for (const part of parts) {
@@ -109,8 +126,18 @@ async function checkArchiveHead(file: string, label: string, limits: ExtractLimi
   } finally {
     await handle.close();
   }
-  if (size > limits.maxArchiveBytes) throw new UnsafeArchiveError(label, undefined, `is ${size} bytes, over the archive size limit of ${limits.maxArchiveBytes}`);
-  if (startsWith(head, ZSTD_MAGIC)) throw new UnsafeArchiveError(label, undefined, 'is zstd-compressed; release archives must be tar or tar.gz (helm package writes tar.gz)');
+  if (size > limits.maxArchiveBytes)
+    throw new UnsafeArchiveError(
+      label,
+      undefined,
+      `is ${size} bytes, over the archive size limit of ${limits.maxArchiveBytes}`,
+    );
+  if (startsWith(head, ZSTD_MAGIC))
+    throw new UnsafeArchiveError(
+      label,
+      undefined,
+      'is zstd-compressed; release archives must be tar or tar.gz (helm package writes tar.gz)',
+    );
   return startsWith(head, GZIP_MAGIC);
 }
 
@@ -120,7 +147,14 @@ async function checkArchiveHead(file: string, label: string, limits: ExtractLimi
  * tar end. With `stopAfter`, feeding stops after that many tar bytes (what a first pass found).
  * Returns how many tar bytes were fed up to and including the chunk holding the tar end.
  */
-async function feedTar(file: string, label: string, limits: ExtractLimits, parser: tar.Parser, stopAfter?: number, failed: () => boolean = () => false): Promise<number> {
+async function feedTar(
+  file: string,
+  label: string,
+  limits: ExtractLimits,
+  parser: tar.Parser,
+  stopAfter?: number,
+  failed: () => boolean = () => false,
+): Promise<number> {
   const gzipped = await checkArchiveHead(file, label, limits);
   const maxTarBytes = limits.maxTotalBytes + (limits.maxEntries + 2) * ENTRY_OVERHEAD_BYTES;
   const raw = createReadStream(file, { highWaterMark: CHUNK_BYTES });
@@ -153,13 +187,22 @@ async function feedTar(file: string, label: string, limits: ExtractLimits, parse
         if (endOffset < 0) endOffset = fed;
         trailing += chunk.length;
         if (trailing > limits.maxTrailingBytes) {
-          throw new UnsafeArchiveError(label, undefined, `goes on with more than ${limits.maxTrailingBytes} bytes after the end of its tar archive; it is damaged or a decompression bomb, so it was not read further`);
+          throw new UnsafeArchiveError(
+            label,
+            undefined,
+            `goes on with more than ${limits.maxTrailingBytes} bytes after the end of its tar archive; it is damaged or a decompression bomb, so it was not read further`,
+          );
         }
         if (stopAfter !== undefined) break;
         continue;
       }
       fed += chunk.length;
-      if (fed > maxTarBytes) throw new UnsafeArchiveError(label, undefined, `decompresses to more than ${maxTarBytes} bytes, over the total size limit of ${limits.maxTotalBytes} bytes of files`);
+      if (fed > maxTarBytes)
+        throw new UnsafeArchiveError(
+          label,
+          undefined,
+          `decompresses to more than ${maxTarBytes} bytes, over the total size limit of ${limits.maxTotalBytes} bytes of files`,
+        );
       if (!parser.write(chunk)) await new Promise<void>((resolve) => parser.once('drain', resolve));
     }
   } finally {
@@ -189,27 +232,47 @@ function parserDone(parser: tar.Parser, event: 'end' | 'close'): Promise<void> {
  * Refuses a link entry whose target is empty, absolute, outside the archive, the archive directory
  * (hard link) or a symlink (hard link); records a symlink in `links`.
  */
-function checkLink(label: string, entryPath: string, type: 'SymbolicLink' | 'Link', rawLinkpath: string, parts: string[], own: string, links: Map<string, string>): void {
+function checkLink(
+  label: string,
+  entryPath: string,
+  type: 'SymbolicLink' | 'Link',
+  rawLinkpath: string,
+  parts: string[],
+  own: string,
+  links: Map<string, string>,
+): void {
   const linkpath = rawLinkpath.replaceAll('\\', '/');
   const kind = type === 'Link' ? 'hard link' : 'symlink';
-  if (linkpath === '' || linkpath.includes('\0')) throw new UnsafeArchiveError(label, entryPath, `is a ${kind} without a valid target`);
-  if (linkpath.startsWith('/') || /^[a-zA-Z]:/.test(linkpath)) throw new UnsafeArchiveError(label, entryPath, `is a ${kind} to the absolute path ${linkpath}`);
+  if (linkpath === '' || linkpath.includes('\0'))
+    throw new UnsafeArchiveError(label, entryPath, `is a ${kind} without a valid target`);
+  if (linkpath.startsWith('/') || /^[a-zA-Z]:/.test(linkpath))
+    throw new UnsafeArchiveError(label, entryPath, `is a ${kind} to the absolute path ${linkpath}`);
   // A symlink's target is relative to its directory, a hard link's to the archive root.
   const base = type === 'SymbolicLink' ? parts.slice(0, -1) : [];
   const target = resolvePhysical([...base, ...linkpath.split('/')], links);
-  if (target === undefined) throw new UnsafeArchiveError(label, entryPath, `is a ${kind} to ${linkpath}, outside the archive directory`);
-  if (type === 'Link' && target.length === 0) throw new UnsafeArchiveError(label, entryPath, `is a hard link to the archive directory itself`);
+  if (target === undefined)
+    throw new UnsafeArchiveError(label, entryPath, `is a ${kind} to ${linkpath}, outside the archive directory`);
+  if (type === 'Link' && target.length === 0)
+    throw new UnsafeArchiveError(label, entryPath, `is a hard link to the archive directory itself`);
   // Linux hard-links a symlink itself; its relative target would then resolve from elsewhere.
   if (type === 'Link') {
     const parent = resolvePhysical([...linkpath.split('/')].slice(0, -1), links);
-    const last = linkpath.split('/').filter((part) => part !== '' && part !== '.').at(-1);
-    if (parent && last && links.has([...parent, last].join('/'))) throw new UnsafeArchiveError(label, entryPath, `is a hard link to the symlink ${linkpath}`);
+    const last = linkpath
+      .split('/')
+      .filter((part) => part !== '' && part !== '.')
+      .at(-1);
+    if (parent && last && links.has([...parent, last].join('/')))
+      throw new UnsafeArchiveError(label, entryPath, `is a hard link to the symlink ${linkpath}`);
   }
   if (type === 'SymbolicLink') links.set(own, target.join('/'));
 }
 
 /** Checks every entry of the archive against the limits and the escape rules, writing nothing; returns the entries. */
-async function inspect(file: string, label: string, limits: ExtractLimits): Promise<{ entries: string[]; tarBytes: number }> {
+async function inspect(
+  file: string,
+  label: string,
+  limits: ExtractLimits,
+): Promise<{ entries: string[]; tarBytes: number }> {
   const entries: string[] = [];
   // Symlinks declared so far, by normalized path, with their targets relative to the root.
   const links = new Map<string, string>();
@@ -227,21 +290,43 @@ async function inspect(file: string, label: string, limits: ExtractLimits): Prom
         try {
           const type = String(entry.type);
           if (METADATA_TYPES.has(type)) return;
-          if (!ALLOWED_TYPES.has(type)) throw new UnsafeArchiveError(label, entry.path, `is a ${type}; only files, directories and links inside the archive are allowed`);
+          if (!ALLOWED_TYPES.has(type))
+            throw new UnsafeArchiveError(
+              label,
+              entry.path,
+              `is a ${type}; only files, directories and links inside the archive are allowed`,
+            );
           const parts = entryComponents(label, entry.path);
           const own = parts.length === 0 ? '.' : parts.join('/');
           // Writing through a symlinked directory lands wherever the link points; node-tar refuses it too.
           for (let i = 1; i < parts.length; i++) {
-            if (links.has(parts.slice(0, i).join('/'))) throw new UnsafeArchiveError(label, entry.path, `lies inside the symlink ${parts.slice(0, i).join('/')}; entries may not be written through links`);
+            if (links.has(parts.slice(0, i).join('/')))
+              throw new UnsafeArchiveError(
+                label,
+                entry.path,
+                `lies inside the symlink ${parts.slice(0, i).join('/')}; entries may not be written through links`,
+              );
           }
-          if (type === 'SymbolicLink' || type === 'Link') checkLink(label, entry.path, type, String(entry.linkpath ?? ''), parts, own, links);
+          if (type === 'SymbolicLink' || type === 'Link')
+            checkLink(label, entry.path, type, String(entry.linkpath ?? ''), parts, own, links);
           else links.delete(own);
           const size = entry.size ?? 0;
-          if (size > limits.maxFileBytes) throw new UnsafeArchiveError(label, entry.path, `is ${size} bytes, over the per-file limit of ${limits.maxFileBytes}`);
+          if (size > limits.maxFileBytes)
+            throw new UnsafeArchiveError(
+              label,
+              entry.path,
+              `is ${size} bytes, over the per-file limit of ${limits.maxFileBytes}`,
+            );
           total += size;
-          if (total > limits.maxTotalBytes) throw new UnsafeArchiveError(label, entry.path, `takes the archive over its total size limit of ${limits.maxTotalBytes} bytes`);
+          if (total > limits.maxTotalBytes)
+            throw new UnsafeArchiveError(
+              label,
+              entry.path,
+              `takes the archive over its total size limit of ${limits.maxTotalBytes} bytes`,
+            );
           entries.push(own);
-          if (entries.length > limits.maxEntries) throw new UnsafeArchiveError(label, entry.path, `is one entry too many (limit ${limits.maxEntries})`);
+          if (entries.length > limits.maxEntries)
+            throw new UnsafeArchiveError(label, entry.path, `is one entry too many (limit ${limits.maxEntries})`);
         } catch (error) {
           failure = error as Error;
         }
@@ -255,7 +340,11 @@ async function inspect(file: string, label: string, limits: ExtractLimits): Prom
   } catch (error) {
     if (failure) throw failure;
     if (error instanceof UnsafeArchiveError) throw error;
-    throw new UnsafeArchiveError(label, undefined, `cannot be read as a tar archive (${(error as Error).message}); the file is truncated or not a .tgz`);
+    throw new UnsafeArchiveError(
+      label,
+      undefined,
+      `cannot be read as a tar archive (${(error as Error).message}); the file is truncated or not a .tgz`,
+    );
   }
   if (failure) throw failure;
   if (entries.length === 0) throw new UnsafeArchiveError(label, undefined, 'is empty or not a tar archive');
@@ -268,7 +357,12 @@ async function inspect(file: string, label: string, limits: ExtractLimits): Prom
  * first; extracts into a sibling temp directory and renames it, so `destination` either is complete
  * or does not exist.
  */
-export async function extractArchive(file: string, destination: string, label: string, partialLimits: Partial<ExtractLimits> = {}): Promise<void> {
+export async function extractArchive(
+  file: string,
+  destination: string,
+  label: string,
+  partialLimits: Partial<ExtractLimits> = {},
+): Promise<void> {
   const limits = { ...DEFAULT_EXTRACT_LIMITS, ...partialLimits };
   const { tarBytes } = await inspect(file, label, limits);
   // Random, not a timestamp: two extractions in the same millisecond must not share a directory.

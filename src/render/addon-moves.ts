@@ -42,7 +42,15 @@ export function unmarkedText(marked: string, digest: string, marks: KeepMarks): 
   const added = lines.map((line, index) => ({ line, index })).filter(({ line }) => marks.isMarkLine(line));
   const drop = new Set(added.map(({ index }) => index));
   // An `annotations:` line the marks brought with them is left without children: drop it too.
-  const candidates = [drop, new Set([...drop, ...added.map(({ index }) => index - 1).filter((index) => index >= 0 && /^\s+annotations:\s*$/.test(lines[index]!))])];
+  const candidates = [
+    drop,
+    new Set([
+      ...drop,
+      ...added
+        .map(({ index }) => index - 1)
+        .filter((index) => index >= 0 && /^\s+annotations:\s*$/.test(lines[index]!)),
+    ]),
+  ];
   for (const skip of candidates) {
     const text = lines.filter((_, index) => !skip.has(index)).join('\n');
     if (sha256Digest(text) === digest) return text;
@@ -82,7 +90,11 @@ function isAddonRecord(record: UnitRecord): boolean {
  * The cluster directories whose addon units differ from the previous tree's (another set of
  * directories, or a unit whose render inputs changed), or that had a handover in progress.
  */
-function clustersWithChangedAddons(previousUnits: readonly UnitRecord[], records: readonly UnitRecord[], handedOver: ReadonlyMap<string, AddonHandoverRecord>): Set<string> {
+function clustersWithChangedAddons(
+  previousUnits: readonly UnitRecord[],
+  records: readonly UnitRecord[],
+  handedOver: ReadonlyMap<string, AddonHandoverRecord>,
+): Set<string> {
   const signatures = (units: readonly UnitRecord[]): Map<string, string[]> => {
     const byCluster = new Map<string, string[]>();
     for (const unit of units) {
@@ -97,7 +109,10 @@ function clustersWithChangedAddons(previousUnits: readonly UnitRecord[], records
   const now = signatures(records);
   const changed = new Set<string>();
   for (const cluster of new Set([...before.keys(), ...now.keys()])) {
-    if ((before.get(cluster) ?? []).sort(compareText).join('\n') !== (now.get(cluster) ?? []).sort(compareText).join('\n')) changed.add(cluster);
+    if (
+      (before.get(cluster) ?? []).sort(compareText).join('\n') !== (now.get(cluster) ?? []).sort(compareText).join('\n')
+    )
+      changed.add(cluster);
   }
   for (const handover of handedOver.values()) changed.add(clusterDirOf(handover.from));
   return changed;
@@ -126,7 +141,12 @@ export interface AddonMoves {
  * them over (see the top of this file): takes each out of its new directory (listing it there
  * under `shared`) and returns its copy, marked with `marks`, for the old one. Mutates `rendered` and `records`.
  */
-export function handOverAddonMoves(published: PublishedState, rendered: Map<string, Map<string, string>>, records: UnitRecord[], marks: KeepMarks): AddonMoves {
+export function handOverAddonMoves(
+  published: PublishedState,
+  rendered: Map<string, Map<string, string>>,
+  records: UnitRecord[],
+  marks: KeepMarks,
+): AddonMoves {
   const moves: AddonMoves = { files: new Map(), handovers: [], notes: [], warnings: [] };
   const previous = published.tree;
   const handedOver = published.addonHandovers;
@@ -140,8 +160,17 @@ export function handOverAddonMoves(published: PublishedState, rendered: Map<stri
   if (before.size === 0) return moves;
   const heldBefore = new Set(previousUnits.filter((unit) => unit.layer?.hold === true).map((unit) => unit.dir));
   const recordOf = new Map(records.map((record) => [record.dir, record]));
-  const addonRecords = records.filter((record) => (record.kind === 'cluster-stage' || record.kind === 'cluster-layer') && changed.has(clusterDirOf(record.dir))).sort((a, b) => compareText(a.dir, b.dir));
-  const now = addonHomes(addonRecords.flatMap((record) => [...(rendered.get(record.dir) ?? [])].map(([file, text]): [string, string] => [`${record.dir}/${file}`, text])));
+  const addonRecords = records
+    .filter(
+      (record) =>
+        (record.kind === 'cluster-stage' || record.kind === 'cluster-layer') && changed.has(clusterDirOf(record.dir)),
+    )
+    .sort((a, b) => compareText(a.dir, b.dir));
+  const now = addonHomes(
+    addonRecords.flatMap((record) =>
+      [...(rendered.get(record.dir) ?? [])].map(([file, text]): [string, string] => [`${record.dir}/${file}`, text]),
+    ),
+  );
   for (const record of addonRecords) {
     const files = rendered.get(record.dir);
     if (!files) continue;
@@ -162,20 +191,33 @@ export function handOverAddonMoves(published: PublishedState, rendered: Map<stri
       // Handed over in the previous render to this directory (and applied by then): the move completes now.
       if (earlier && earlier.to === record.dir && !held) continue;
       if (!fromRecord || !rendered.has(from.dir)) {
-        moves.warnings.push(`${subject} moves from ${from.dir}/, which leaves the tree in the same commit, to ${record.dir}/: its old owner may delete it before the new one applies it (it is then created again); keep the old directory one render longer to have it handed over safely`);
+        moves.warnings.push(
+          `${subject} moves from ${from.dir}/, which leaves the tree in the same commit, to ${record.dir}/: its old owner may delete it before the new one applies it (it is then created again); keep the old directory one render longer to have it handed over safely`,
+        );
         continue;
       }
       const name = from.path.slice(from.dir.length + 1);
       const marked = /^sops:/m.test(text) ? undefined : markedAgainstPrune(text, marks);
       if (marked === undefined || rendered.get(from.dir)!.has(name) || moves.files.has(from.path)) {
-        moves.warnings.push(`${subject} moves from ${from.dir}/ to ${record.dir}/ without a handover (${marked === undefined ? 'it cannot be annotated: an encrypted or unreadable document' : `${from.dir}/${name} is taken by another object`}): its old owner may delete it before the new one applies it`);
+        moves.warnings.push(
+          `${subject} moves from ${from.dir}/ to ${record.dir}/ without a handover (${marked === undefined ? 'it cannot be annotated: an encrypted or unreadable document' : `${from.dir}/${name} is taken by another object`}): its old owner may delete it before the new one applies it`,
+        );
         continue;
       }
       files.delete(file);
       record.files = record.files.filter((entry) => entry !== file);
-      record.shared = Object.fromEntries(Object.entries({ ...record.shared, [file]: from.path }).sort(([a], [b]) => compareText(a, b)));
+      record.shared = Object.fromEntries(
+        Object.entries({ ...record.shared, [file]: from.path }).sort(([a], [b]) => compareText(a, b)),
+      );
       moves.files.set(from.path, marked);
-      moves.handovers.push({ path: from.path, from: from.dir, to: record.dir, file, digest: sha256Digest(text), ...found.identity });
+      moves.handovers.push({
+        path: from.path,
+        from: from.dir,
+        to: record.dir,
+        file,
+        digest: sha256Digest(text),
+        ...found.identity,
+      });
       moves.notes.push(
         held
           ? `${subject} moves from ${from.dir}/ to ${record.dir}/: it stays in ${from.dir}/, marked against pruning, while that layer is on hold and for the render that lifts the hold; the render after that completes the move`

@@ -15,18 +15,24 @@ const MAX_OBJECT_BYTES = 1.5 * 1024 * 1024;
 /** Text below this many characters cannot reach MAX_OBJECT_BYTES as JSON (at most 6 bytes a character, `\u0000`) without aliases. */
 const SMALL_TEXT = Math.floor(MAX_OBJECT_BYTES / 6);
 
-const describe = (object: KubeObject): string => `${object.kind} ${object.metadata.namespace ? `${object.metadata.namespace}/` : ''}${object.metadata.name}`;
+const describe = (object: KubeObject): string =>
+  `${object.kind} ${object.metadata.namespace ? `${object.metadata.namespace}/` : ''}${object.metadata.name}`;
 const utf8Bytes = (value: unknown): number => (typeof value === 'string' ? Buffer.byteLength(value, 'utf8') : 0);
 // Base64 without decoding it: three bytes per four characters, less the padding.
-const base64Bytes = (value: unknown): number => (typeof value === 'string' ? Math.floor((value.replace(/\s+/g, '').replace(/=+$/, '').length * 3) / 4) : 0);
-const entries = (map: unknown): [string, unknown][] => (typeof map === 'object' && map !== null && !Array.isArray(map) ? Object.entries(map) : []);
+const base64Bytes = (value: unknown): number =>
+  typeof value === 'string' ? Math.floor((value.replace(/\s+/g, '').replace(/=+$/, '').length * 3) / 4) : 0;
+const entries = (map: unknown): [string, unknown][] =>
+  typeof map === 'object' && map !== null && !Array.isArray(map) ? Object.entries(map) : [];
 
 /** The bytes of data a ConfigMap or Secret holds as the API server counts them, or undefined for other kinds. */
 function dataBytes(object: KubeObject): number | undefined {
   if (object.apiVersion !== 'v1') return undefined;
   const record = object as unknown as Record<string, unknown>;
   if (object.kind === 'ConfigMap') {
-    return entries(record.data).reduce((sum, [, value]) => sum + utf8Bytes(value), 0) + entries(record.binaryData).reduce((sum, [, value]) => sum + base64Bytes(value), 0);
+    return (
+      entries(record.data).reduce((sum, [, value]) => sum + utf8Bytes(value), 0) +
+      entries(record.binaryData).reduce((sum, [, value]) => sum + base64Bytes(value), 0)
+    );
   }
   if (object.kind === 'Secret') {
     // stringData is merged into data (its keys win) before the API server validates the Secret.
@@ -43,15 +49,20 @@ function dataBytes(object: KubeObject): number | undefined {
  */
 export function apiServerProblem(object: KubeObject, text: string | undefined): string | undefined {
   const name = nameProblem(object.metadata.name, nameRuleFor(object.apiVersion, object.kind));
-  if (name) return `${object.kind} name ${JSON.stringify(object.metadata.name)} ${name}; rename it in the chart (or the values that make it)`;
+  if (name)
+    return `${object.kind} name ${JSON.stringify(object.metadata.name)} ${name}; rename it in the chart (or the values that make it)`;
   const data = dataBytes(object);
   if (data !== undefined && data > MAX_DATA_BYTES) {
     return `${describe(object)} holds ${data} bytes of data, over the ${MAX_DATA_BYTES} (1 MiB) Kubernetes allows in a ${object.kind}; split it or move the content elsewhere`;
   }
   // Only an anchor (`&`) with an alias (`*`) lets a short text expand; `"*"` alone is common in RBAC rules.
   if (text === undefined || text.length > SMALL_TEXT || (text.includes('&') && text.includes('*'))) {
-    const size = Buffer.byteLength(JSON.stringify(object, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value)), 'utf8');
-    if (size > MAX_OBJECT_BYTES) return `${describe(object)} is ${size} bytes as JSON, over the ${MAX_OBJECT_BYTES} (1.5 MiB) etcd stores in one object by default; make it smaller`;
+    const size = Buffer.byteLength(
+      JSON.stringify(object, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value)),
+      'utf8',
+    );
+    if (size > MAX_OBJECT_BYTES)
+      return `${describe(object)} is ${size} bytes as JSON, over the ${MAX_OBJECT_BYTES} (1.5 MiB) etcd stores in one object by default; make it smaller`;
   }
   return undefined;
 }
@@ -62,5 +73,7 @@ export function namespaceLimitProblem(object: KubeObject, scope: ObjectScope): s
   // A cluster-scoped object's namespace is dropped, and one of unknown scope may be: neither is refused.
   if (scope !== 'Namespaced' || typeof namespace !== 'string' || namespace === '') return undefined;
   const problem = namespaceProblem(namespace);
-  return problem ? `${describe(object)}: namespace ${JSON.stringify(namespace)} ${problem}; change it in the chart (or the values that set it)` : undefined;
+  return problem
+    ? `${describe(object)}: namespace ${JSON.stringify(namespace)} ${problem}; change it in the chart (or the values that set it)`
+    : undefined;
 }

@@ -4,7 +4,14 @@ import { OUTPUT_README_TEMPLATE } from '../output/output-readme-template.js';
 import type { Provenance, UnitRecord } from '../output/provenance.js';
 import type { RenderSummary } from '../output/render-summary.js';
 import type { RenderedTree } from '../output/rendered-tree.js';
-import { aggregatingDirs, KUSTOMIZATION_FILE, MANAGEMENT_DIR, CLUSTERS_DIR, PROVENANCE_FILE, README_FILE } from '../output/tree-layout.js';
+import {
+  aggregatingDirs,
+  KUSTOMIZATION_FILE,
+  MANAGEMENT_DIR,
+  CLUSTERS_DIR,
+  PROVENANCE_FILE,
+  README_FILE,
+} from '../output/tree-layout.js';
 import { kustomizationEncoder } from './kustomization-yaml.js';
 import { compileTemplate } from './sandboxed-template.js';
 import { compareText } from '../core/compare-text.js';
@@ -45,10 +52,15 @@ function kustomizations(tree: Map<string, string>, emptyDirs: readonly string[])
  * files listed) when none of them sits in a sub-directory: for writing ahead while the render runs
  * (Publisher.prestage). The tree decides in the end; publishing rewrites what differs.
  */
-export function unitFilesAhead(dir: string, files: ReadonlyMap<string, string>, encode: (resources: readonly string[]) => string): [string, string][] {
+export function unitFilesAhead(
+  dir: string,
+  files: ReadonlyMap<string, string>,
+  encode: (resources: readonly string[]) => string,
+): [string, string][] {
   const ahead = [...files].map(([file, content]): [string, string] => [`${dir}/${file}`, content]);
   const names = [...files.keys()];
-  if (names.length > 0 && names.every((name) => !name.includes('/'))) ahead.push([`${dir}/${KUSTOMIZATION_FILE}`, encode(names.sort())]);
+  if (names.length > 0 && names.every((name) => !name.includes('/')))
+    ahead.push([`${dir}/${KUSTOMIZATION_FILE}`, encode(names.sort())]);
   return ahead;
 }
 
@@ -86,7 +98,12 @@ export function assembleTree(
   for (const [file, content] of shared.files) files.set(file, content);
   for (const [file, content] of kustomizations(files, shared.dirs)) files.set(file, content);
   files.set(PROVENANCE_FILE, `${JSON.stringify(provenance, null, 2)}\n`);
-  files.set(README_FILE, compileTemplate(readmeTemplate ?? OUTPUT_README_TEMPLATE, readmeTemplate ? 'readme template' : 'default README template')(summary));
+  files.set(
+    README_FILE,
+    compileTemplate(
+      readmeTemplate ?? OUTPUT_README_TEMPLATE,
+      readmeTemplate ? 'readme template' : 'default README template',
+    )(summary),
+  );
   return new Map([...files.entries()].sort(([a], [b]) => compareText(a, b)));
 }
-

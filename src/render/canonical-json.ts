@@ -50,7 +50,10 @@ function plainKind(value: unknown): PlainKind | undefined {
     case 'object': {
       if (Array.isArray(value)) return 'array';
       const prototype = Object.getPrototypeOf(value) as unknown;
-      return (prototype === Object.prototype || prototype === null) && typeof (value as { toJSON?: unknown }).toJSON !== 'function' ? 'object' : undefined;
+      return (prototype === Object.prototype || prototype === null) &&
+        typeof (value as { toJSON?: unknown }).toJSON !== 'function'
+        ? 'object'
+        : undefined;
     }
     default:
       return undefined;
@@ -77,12 +80,14 @@ function compareInPlace(a: unknown, b: unknown): boolean | undefined {
   // A key one side holds with a value (undefined ones are dropped) and the other does not: different,
   // unless that value is one JSON leaves out (a function), which writing both decides.
   for (const key of Object.keys(right)) {
-    if (right[key] !== undefined && (left[key] === undefined || !Object.hasOwn(left, key))) return plainKind(right[key]) === undefined ? undefined : false;
+    if (right[key] !== undefined && (left[key] === undefined || !Object.hasOwn(left, key)))
+      return plainKind(right[key]) === undefined ? undefined : false;
   }
   for (const key of Object.keys(left)) {
     const value = left[key];
     if (value === undefined) continue;
-    if (right[key] === undefined || !Object.hasOwn(right, key)) return plainKind(value) === undefined ? undefined : false;
+    if (right[key] === undefined || !Object.hasOwn(right, key))
+      return plainKind(value) === undefined ? undefined : false;
     const same = compareInPlace(value, right[key]);
     if (same !== true) return same;
   }

@@ -29,7 +29,12 @@ import { readCacheEntryJson, writeCacheEntryJson } from '../cache/cache-entry-fi
 import path from 'node:path';
 import { sha256Digest, sha256Hex } from '../release/content-digest.js';
 import { canonicalJson } from './canonical-json.js';
-import type { ChartRenderRequest, RenderDependencies, ValuesTemplateItem, ValuesTemplateResult } from './render-dependencies.js';
+import type {
+  ChartRenderRequest,
+  RenderDependencies,
+  ValuesTemplateItem,
+  ValuesTemplateResult,
+} from './render-dependencies.js';
 
 export const CHART_RENDERS_DIR = 'chart-renders';
 
@@ -103,7 +108,12 @@ export class ChartRenderCache {
     await this.open();
     const entry = (await readCacheEntryJson(this.file(key))) as Partial<Entry> | null | undefined;
     if (entry === undefined) return undefined;
-    if (entry?.schema !== SCHEMA || entry.key !== key || typeof entry.output !== 'string' || entry.digest !== entryDigest(key, entry.output)) {
+    if (
+      entry?.schema !== SCHEMA ||
+      entry.key !== key ||
+      typeof entry.output !== 'string' ||
+      entry.digest !== entryDigest(key, entry.output)
+    ) {
       await rm(this.file(key), { force: true });
       return undefined;
     }
@@ -176,7 +186,17 @@ export function cachedRenderChart(
 
 /** The key of a values template's verdict: the template, its origin, the objects it reads, the Kubernetes version and `helm`. */
 export function valuesVerdictKey(item: ValuesTemplateItem, kubeVersion: string, helm: string): string {
-  return sha256Hex(canonicalJson({ schema: SCHEMA, verdict: 'values-template', helm, origin: item.origin, template: item.template, context: item.context, kubeVersion }));
+  return sha256Hex(
+    canonicalJson({
+      schema: SCHEMA,
+      verdict: 'values-template',
+      helm,
+      origin: item.origin,
+      template: item.template,
+      context: item.context,
+      kubeVersion,
+    }),
+  );
 }
 
 /** A stored verdict: the failure as evaluateValues gave it, or ok. */
@@ -186,7 +206,12 @@ function verdictOf(text: string): Verdict | undefined {
   try {
     const verdict = JSON.parse(text) as Partial<{ ok: boolean; missingField: unknown; message: unknown }>;
     if (verdict.ok === true) return { ok: true };
-    if (verdict.ok === false && typeof verdict.message === 'string') return { ok: false, message: verdict.message, ...(typeof verdict.missingField === 'string' ? { missingField: verdict.missingField } : {}) };
+    if (verdict.ok === false && typeof verdict.message === 'string')
+      return {
+        ok: false,
+        message: verdict.message,
+        ...(typeof verdict.missingField === 'string' ? { missingField: verdict.missingField } : {}),
+      };
   } catch {
     // not a verdict: evaluated again
   }
@@ -205,14 +230,27 @@ export function cachedValuesVerdicts(
 ): { evaluateValues: RenderDependencies['evaluateValues']; stats: () => ChartRenderCacheStats } {
   const stats: ChartRenderCacheStats = { hits: 0, rendered: 0 };
   let identity: Promise<string | undefined> | undefined;
-  const answer = (id: string, verdict: Verdict): ValuesTemplateResult => (verdict.ok ? { id, ok: true, values: {} } : { id, ok: false, message: verdict.message, error: new Error(verdict.message), ...(verdict.missingField ? { missingField: verdict.missingField } : {}) });
+  const answer = (id: string, verdict: Verdict): ValuesTemplateResult =>
+    verdict.ok
+      ? { id, ok: true, values: {} }
+      : {
+          id,
+          ok: false,
+          message: verdict.message,
+          error: new Error(verdict.message),
+          ...(verdict.missingField ? { missingField: verdict.missingField } : {}),
+        };
   return {
     stats: () => ({ ...stats }),
     evaluateValues: async (items, kubeVersion) => {
       identity ??= helmIdentity();
       const helm = await identity;
       const keys = items.map((item) => (helm === undefined ? undefined : valuesVerdictKey(item, kubeVersion, helm)));
-      const stored = await Promise.all(keys.map(async (key) => (key === undefined ? undefined : verdictOf((await cache.get(key).catch(() => undefined)) ?? ''))));
+      const stored = await Promise.all(
+        keys.map(async (key) =>
+          key === undefined ? undefined : verdictOf((await cache.get(key).catch(() => undefined)) ?? ''),
+        ),
+      );
       const missing = items.filter((_, index) => stored[index] === undefined);
       stats.hits += items.length - missing.length;
       stats.rendered += missing.length;
@@ -223,11 +261,24 @@ export function cachedValuesVerdicts(
           const known = stored[index];
           if (known) return answer(item.id, known);
           const result = byId.get(item.id);
-          if (!result) return { id: item.id, ok: false, message: 'values template was not evaluated', error: new Error('values template was not evaluated') };
-          const verdict: Verdict = result.ok ? { ok: true } : { ok: false, message: result.message, ...(result.missingField ? { missingField: result.missingField } : {}) };
+          if (!result)
+            return {
+              id: item.id,
+              ok: false,
+              message: 'values template was not evaluated',
+              error: new Error('values template was not evaluated'),
+            };
+          const verdict: Verdict = result.ok
+            ? { ok: true }
+            : {
+                ok: false,
+                message: result.message,
+                ...(result.missingField ? { missingField: result.missingField } : {}),
+              };
           // A template stopped at the time limit may pass under a larger one: not remembered, as in render.
           const lasting = result.ok || !result.timedOut;
-          if (keys[index] !== undefined && lasting) await cache.put(keys[index]!, JSON.stringify(verdict)).catch(() => undefined);
+          if (keys[index] !== undefined && lasting)
+            await cache.put(keys[index]!, JSON.stringify(verdict)).catch(() => undefined);
           return result;
         }),
       );

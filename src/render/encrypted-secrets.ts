@@ -11,16 +11,33 @@ import type { UnitFiles } from './unit-files.js';
 import { compareText } from '../core/compare-text.js';
 
 /** Replaces the unit's Secret files in `result.files` by SOPS documents; returns their records. */
-export async function encryptUnitSecrets(dir: string, result: UnitFiles, encryption: SecretEncryption, lastModified: string): Promise<EncryptedSecretRecord[]> {
+export async function encryptUnitSecrets(
+  dir: string,
+  result: UnitFiles,
+  encryption: SecretEncryption,
+  lastModified: string,
+): Promise<EncryptedSecretRecord[]> {
   const records: EncryptedSecretRecord[] = [];
   if (result.secrets.length === 0) return records;
   // Loaded only when there is something to encrypt: age and its ciphers are most of the modules a render would load.
-  const [{ recipientsForFile }, { encryptAsSopsDocument }] = await Promise.all([import('../secrets/secret-encryption.js'), import('../secrets/sops-document.js')]);
+  const [{ recipientsForFile }, { encryptAsSopsDocument }] = await Promise.all([
+    import('../secrets/secret-encryption.js'),
+    import('../secrets/sops-document.js'),
+  ]);
   for (const { file, object } of result.secrets) {
     const recipients = recipientsForFile(encryption, `${dir}/${file}`);
-    const document = await encryptAsSopsDocument(object as unknown as Record<string, unknown>, { recipients, lastModified });
+    const document = await encryptAsSopsDocument(object as unknown as Record<string, unknown>, {
+      recipients,
+      lastModified,
+    });
     result.files.set(file, document);
-    records.push({ file, namespace: object.metadata.namespace ?? '', name: object.metadata.name, digest: sha256Digest(document), recipients });
+    records.push({
+      file,
+      namespace: object.metadata.namespace ?? '',
+      name: object.metadata.name,
+      digest: sha256Digest(document),
+      recipients,
+    });
   }
   result.secrets = [];
   return records.sort((a, b) => compareText(a.file, b.file));
@@ -49,7 +66,10 @@ export interface DecryptionKeyRef {
 }
 
 /** The encrypted Secrets of the published units, for the tree's README: each with what decrypts it. */
-export function describeEncryptedSecrets(records: UnitRecord[], key: DecryptionKeyRef | undefined): NonNullable<RenderSummary['encryptedSecrets']> {
+export function describeEncryptedSecrets(
+  records: UnitRecord[],
+  key: DecryptionKeyRef | undefined,
+): NonNullable<RenderSummary['encryptedSecrets']> {
   return records.flatMap((record) =>
     (record.secrets ?? []).map((secret) => {
       // Flux reads decryption.secretRef from the Kustomization's namespace, and every Kustomization runs in the management cluster.

@@ -33,7 +33,11 @@ const MAX_CHUNK_CLUSTERS = 64;
  * before with the same inputs) are failed from the start and not evaluated. A chunk whose
  * evaluation rejects (helm could not run) rejects every later one too.
  */
-export function evaluateUnitValues(units: readonly PendingUnit[], deps: RenderDependencies, knownFailures: ReadonlyMap<string, string> = new Map()): ValuesOutcome {
+export function evaluateUnitValues(
+  units: readonly PendingUnit[],
+  deps: RenderDependencies,
+  knownFailures: ReadonlyMap<string, string> = new Map(),
+): ValuesOutcome {
   const failedClusters = new Map(knownFailures);
   const timedOutClusters = new Set<string>();
   const ready = new Map<PendingUnit, Promise<void>>();
@@ -53,16 +57,37 @@ export function evaluateUnitValues(units: readonly PendingUnit[], deps: RenderDe
  * fail again without helm next time. A template that ran out of time is not recorded (`timedOut`):
  * a run with a larger limit evaluates it again.
  */
-export function valuesFailureRecords(units: readonly PendingUnit[], failedClusters: Map<string, string>, timedOut: ReadonlySet<string> = new Set()): Provenance['valuesFailures'] {
+export function valuesFailureRecords(
+  units: readonly PendingUnit[],
+  failedClusters: Map<string, string>,
+  timedOut: ReadonlySet<string> = new Set(),
+): Provenance['valuesFailures'] {
   return units
-    .filter((unit) => unit.record.kind !== 'release' && failedClusters.has(ownerKey(unit)) && !timedOut.has(ownerKey(unit)))
-    .map((unit) => ({ dir: unit.record.dir, inputDigest: unit.record.inputDigest, reason: failedClusters.get(ownerKey(unit))! }))
+    .filter(
+      (unit) => unit.record.kind !== 'release' && failedClusters.has(ownerKey(unit)) && !timedOut.has(ownerKey(unit)),
+    )
+    .map((unit) => ({
+      dir: unit.record.dir,
+      inputDigest: unit.record.inputDigest,
+      reason: failedClusters.get(ownerKey(unit))!,
+    }))
     .sort((a, b) => compareText(a.dir, b.dir));
 }
 
-async function evaluateChunk(chunk: PendingUnit[], deps: RenderDependencies, values: Map<PendingUnit, Record<string, unknown>[]>, failedClusters: Map<string, string>, timedOutClusters: Set<string>): Promise<void> {
+async function evaluateChunk(
+  chunk: PendingUnit[],
+  deps: RenderDependencies,
+  values: Map<PendingUnit, Record<string, unknown>[]>,
+  failedClusters: Map<string, string>,
+  timedOutClusters: Set<string>,
+): Promise<void> {
   const results = await deps.evaluateValues(
-    chunk.map((unit) => ({ id: unit.record.dir, origin: unit.template!.origin, template: unit.template!.text, context: unit.template!.context })),
+    chunk.map((unit) => ({
+      id: unit.record.dir,
+      origin: unit.template!.origin,
+      template: unit.template!.text,
+      context: unit.template!.context,
+    })),
     chunk[0]!.kubeVersion,
   );
   const byId = new Map(results.map((result) => [result.id, result]));
@@ -92,7 +117,8 @@ function chunksOf(units: readonly PendingUnit[]): PendingUnit[][] {
 }
 
 function describeValuesFailure(result: Extract<ValuesTemplateResult, { ok: false }>): string {
-  if (result.missingField) return `addon values need ${result.missingField}, which the Cluster does not have yet (${result.message})`;
+  if (result.missingField)
+    return `addon values need ${result.missingField}, which the Cluster does not have yet (${result.message})`;
   return result.message;
 }
 

@@ -58,12 +58,24 @@ export async function foreseeWithholds(plan: Plan, deps: RenderDependencies): Pr
   const records: UnitRecord[] = [];
   const failures = new Map<PendingUnit, string>();
   // What plan sees: the ClusterClass charts and a layer's manifests (a layer's values never fail: it has none).
-  const visible = units.filter((unit) => unit.record.kind === 'release' || (unit.manifests !== undefined && !failedClusters.has(ownerKey(unit))));
+  const visible = units.filter(
+    (unit) => unit.record.kind === 'release' || (unit.manifests !== undefined && !failedClusters.has(ownerKey(unit))),
+  );
   await Promise.all(
     visible.map(async (unit) => {
       let output: string;
       try {
-        output = unit.manifests ?? (await deps.renderChart({ releaseName: unit.releaseName, chart: unit.chart, namespace: unit.renderNamespace, kubeVersion: unit.kubeVersion, apiVersions: unit.apiVersions, values: unit.values, includeCrds: unit.includeCrds }));
+        output =
+          unit.manifests ??
+          (await deps.renderChart({
+            releaseName: unit.releaseName,
+            chart: unit.chart,
+            namespace: unit.renderNamespace,
+            kubeVersion: unit.kubeVersion,
+            apiVersions: unit.apiVersions,
+            values: unit.values,
+            includeCrds: unit.includeCrds,
+          }));
       } catch (error) {
         if (failureKindOf(error) !== 'fix-input') throw error;
         failures.set(unit, (error as Error).message);
@@ -86,16 +98,22 @@ export async function foreseeWithholds(plan: Plan, deps: RenderDependencies): Pr
   const decidedAtRender = decidedAtRenderOf(units, withheld);
   const order = (entry: ForeseenUnit): string => `${entry.kind}/${entry.namespace}/${entry.name}/${entry.layer ?? ''}`;
   return {
-    withheld: withheld.map(({ previousKept: _previousKept, ...entry }) => entry).sort((a, b) => compareText(order(a), order(b))),
+    withheld: withheld
+      .map(({ previousKept: _previousKept, ...entry }) => entry)
+      .sort((a, b) => compareText(order(a), order(b))),
     decidedAtRender: decidedAtRender.sort((a, b) => compareText(order(a), order(b))),
-    conflicts: conflicts.map(({ record, reason }) => ({ namespace: record.namespace, release: record.release, reason })).sort((a, b) => compareText(`${a.namespace}/${a.release}`, `${b.namespace}/${b.release}`)),
+    conflicts: conflicts
+      .map(({ record, reason }) => ({ namespace: record.namespace, release: record.release, reason }))
+      .sort((a, b) => compareText(`${a.namespace}/${a.release}`, `${b.namespace}/${b.release}`)),
   };
 }
 
 /** The Clusters and layers not withheld whose charts only render reveals, each with what render may still withhold it for. */
 function decidedAtRenderOf(units: PendingUnit[], withheld: WithheldEntry[]): ForeseenUnit[] {
   const isWithheld = (kind: WithheldEntry['kind'], namespace: string, name: string, layer?: string): boolean =>
-    withheld.some((entry) => entry.kind === kind && entry.namespace === namespace && entry.name === name && entry.layer === layer);
+    withheld.some(
+      (entry) => entry.kind === kind && entry.namespace === namespace && entry.name === name && entry.layer === layer,
+    );
   const decidedAtRender: ForeseenUnit[] = [];
   const stages = new Map<string, { namespace: string; name: string; stages: string[] }>();
   for (const unit of units.filter((candidate) => candidate.record.kind === 'cluster-stage')) {
@@ -106,12 +124,23 @@ function decidedAtRenderOf(units: PendingUnit[], withheld: WithheldEntry[]): For
   }
   for (const { namespace, name, stages: names } of stages.values()) {
     if (isWithheld('cluster', namespace, name)) continue;
-    decidedAtRender.push({ kind: 'cluster', namespace, name, reason: `the addon charts (${names.join(', ')}) render only in render: a stage that renders no object or a document Kubernetes would refuse, or two stages rendering one object differently, withholds the Cluster there (and a Secret the --secrets policy refuses stops the render)` });
+    decidedAtRender.push({
+      kind: 'cluster',
+      namespace,
+      name,
+      reason: `the addon charts (${names.join(', ')}) render only in render: a stage that renders no object or a document Kubernetes would refuse, or two stages rendering one object differently, withholds the Cluster there (and a Secret the --secrets policy refuses stops the render)`,
+    });
   }
   for (const unit of units.filter((candidate) => candidate.record.layer && candidate.manifests === undefined)) {
     const layer = unit.record.layer!.name;
     if (isWithheld('layer', unit.record.namespace, unit.record.name, layer)) continue;
-    decidedAtRender.push({ kind: 'layer', namespace: unit.record.namespace, name: unit.record.name, layer, reason: `the chart of layer ${layer} renders only in render: no object or a document Kubernetes would refuse withholds the layer there (and a Secret the --secrets policy refuses stops the render)` });
+    decidedAtRender.push({
+      kind: 'layer',
+      namespace: unit.record.namespace,
+      name: unit.record.name,
+      layer,
+      reason: `the chart of layer ${layer} renders only in render: no object or a document Kubernetes would refuse withholds the layer there (and a Secret the --secrets policy refuses stops the render)`,
+    });
   }
   return decidedAtRender;
 }

@@ -15,7 +15,8 @@ import { decodeYamlDocument } from '../yaml/kube-yaml.js';
 function classOf(text: string): { name: string; namespace?: string } | undefined {
   try {
     const object = decodeYamlDocument(text).value as CapiCluster | null;
-    if (!object || typeof object !== 'object' || typeof object.metadata !== 'object' || object.metadata === null) return undefined;
+    if (!object || typeof object !== 'object' || typeof object.metadata !== 'object' || object.metadata === null)
+      return undefined;
     const named = clusterClassOf(object);
     return named.kind === 'class' ? { name: named.name, namespace: named.namespace } : undefined;
   } catch {
@@ -28,7 +29,11 @@ function classOf(text: string): { name: string; namespace?: string } | undefined
  * Cluster's addons or the target release are withheld is replaced by the previous file. Returns
  * the files and one note per held move.
  */
-export function holdWithheldClusterMoves(files: Map<string, string>, withheld: readonly WithheldEntry[], previous: RenderedTree): { files: Map<string, string>; notes: string[] } {
+export function holdWithheldClusterMoves(
+  files: Map<string, string>,
+  withheld: readonly WithheldEntry[],
+  previous: RenderedTree,
+): { files: Map<string, string>; notes: string[] } {
   const notes: string[] = [];
   const result = new Map(files);
   for (const [file, text] of files) {
@@ -41,11 +46,16 @@ export function holdWithheldClusterMoves(files: Map<string, string>, withheld: r
     const release = releaseOfClusterClass(to.name);
     const stackNamespace = to.namespace ?? cluster.namespace;
     const reason =
-      withheld.find((entry) => entry.kind === 'cluster' && entry.namespace === cluster.namespace && entry.name === cluster.name)?.reason ??
-      withheld.find((entry) => entry.kind === 'release' && entry.namespace === stackNamespace && entry.name === release)?.reason;
+      withheld.find(
+        (entry) => entry.kind === 'cluster' && entry.namespace === cluster.namespace && entry.name === cluster.name,
+      )?.reason ??
+      withheld.find((entry) => entry.kind === 'release' && entry.namespace === stackNamespace && entry.name === release)
+        ?.reason;
     if (reason === undefined) continue;
     result.set(file, before);
-    notes.push(`Cluster ${cluster.namespace}/${cluster.name} (made for requests) stays on class ${from.name}: its move to ${to.name} is written once that release and the Cluster's addons for it publish (${reason})`);
+    notes.push(
+      `Cluster ${cluster.namespace}/${cluster.name} (made for requests) stays on class ${from.name}: its move to ${to.name} is written once that release and the Cluster's addons for it publish (${reason})`,
+    );
   }
   return { files: result, notes };
 }

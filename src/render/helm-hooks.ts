@@ -27,7 +27,18 @@ const HELM_HOOK_WEIGHT_ANNOTATION = 'helm.sh/hook-weight';
 const HELM_HOOK_DELETE_POLICY_ANNOTATION = 'helm.sh/hook-delete-policy';
 
 /** The events helm 3 and 4 know (pkg/release hook events; the manifest sorter takes `test-success` as `test`). */
-const HELM_EVENTS = new Set(['pre-install', 'post-install', 'pre-delete', 'post-delete', 'pre-upgrade', 'post-upgrade', 'pre-rollback', 'post-rollback', 'test', 'test-success']);
+const HELM_EVENTS = new Set([
+  'pre-install',
+  'post-install',
+  'pre-delete',
+  'post-delete',
+  'pre-upgrade',
+  'post-upgrade',
+  'pre-rollback',
+  'post-rollback',
+  'test',
+  'test-success',
+]);
 const BEFORE_EVENTS = ['pre-install', 'pre-upgrade'];
 const AFTER_EVENTS = ['post-install', 'post-upgrade'];
 
@@ -51,8 +62,19 @@ export function readHelmHook(object: KubeObject): HelmHook | undefined {
   const weightText = annotations?.[HELM_HOOK_WEIGHT_ANNOTATION];
   const weight = typeof weightText === 'string' && /^[+-]?\d{1,18}$/.test(weightText) ? Number(weightText) : 0;
   const policies = annotations?.[HELM_HOOK_DELETE_POLICY_ANNOTATION];
-  const deletePolicies = typeof policies === 'string' ? policies.split(',').map((policy) => policy.trim()).filter((policy) => policy !== '') : [];
-  return { events, weight: Object.is(weight, -0) ? 0 : weight, deletePolicies, unknownEvents: events.filter((event) => !HELM_EVENTS.has(event)) };
+  const deletePolicies =
+    typeof policies === 'string'
+      ? policies
+          .split(',')
+          .map((policy) => policy.trim())
+          .filter((policy) => policy !== '')
+      : [];
+  return {
+    events,
+    weight: Object.is(weight, -0) ? 0 : weight,
+    deletePolicies,
+    unknownEvents: events.filter((event) => !HELM_EVENTS.has(event)),
+  };
 }
 
 export interface PlacedHooks {
@@ -72,7 +94,11 @@ export function hookPlacementOf(phases: HookPhases | undefined): HookPlacement {
  * maps it; without, staged. File names for the objects that are written (ordinary ones as
  * fileNamesFor names them, hooks as the placement says) and a record per hook.
  */
-export function placeHelmHooks(objects: KubeObject[], defaultNamespace: string, phases: HookPhases | undefined): PlacedHooks {
+export function placeHelmHooks(
+  objects: KubeObject[],
+  defaultNamespace: string,
+  phases: HookPhases | undefined,
+): PlacedHooks {
   const hooks = objects.map(readHelmHook);
   if (hooks.every((hook) => hook === undefined)) return { files: fileNamesFor(objects, defaultNamespace), hooks: [] };
   const decided = objects.map((object, index) => (hooks[index] ? decide(object, hooks[index], phases) : undefined));
@@ -87,7 +113,10 @@ export function placeHelmHooks(objects: KubeObject[], defaultNamespace: string, 
     byDir.set(dir, [...(byDir.get(dir) ?? []), index]);
   });
   for (const [dir, indexes] of byDir) {
-    const names = fileNamesFor(indexes.map((index) => objects[index]!), defaultNamespace);
+    const names = fileNamesFor(
+      indexes.map((index) => objects[index]!),
+      defaultNamespace,
+    );
     indexes.forEach((index, position) => (files[index] = dir === '' ? names[position]! : `${dir}/${names[position]!}`));
   }
 
@@ -124,21 +153,42 @@ function decide(object: KubeObject, hook: HelmHook, phases: HookPhases | undefin
   const before = hook.events.some((event) => BEFORE_EVENTS.includes(event));
   const after = hook.events.some((event) => AFTER_EVENTS.includes(event));
   const otherEvents = hook.events.filter((event) => !BEFORE_EVENTS.includes(event) && !AFTER_EVENTS.includes(event));
-  const notEmulated = (before || after) && otherEvents.length > 0 ? `; its ${otherEvents.join(',')} run is not emulated` : '';
+  const notEmulated =
+    (before || after) && otherEvents.length > 0 ? `; its ${otherEvents.join(',')} run is not emulated` : '';
   // A GitOps engine cannot tell an install from an upgrade (Argo CD maps both to one phase too).
-  const upgradeOnly = !hook.events.includes('pre-install') && !hook.events.includes('post-install') ? ' (helm runs it at upgrade only; an engine cannot tell an install from an upgrade, so it also runs at install)' : '';
+  const upgradeOnly =
+    !hook.events.includes('pre-install') && !hook.events.includes('post-install')
+      ? ' (helm runs it at upgrade only; an engine cannot tell an install from an upgrade, so it also runs at install)'
+      : '';
   if (phases) return decideForEngine(object, events, phases);
   if (hook.unknownEvents.length > 0) {
-    return { decision: 'dropped', reason: `helm skips objects with a hook it does not know (${hook.unknownEvents.join(',')}): left out, as helm leaves it out` };
+    return {
+      decision: 'dropped',
+      reason: `helm skips objects with a hook it does not know (${hook.unknownEvents.join(',')}): left out, as helm leaves it out`,
+    };
   }
-  const kept = hook.deletePolicies.length > 0 ? ` It stays once applied (delete policy ${hook.deletePolicies.join(',')} is not emulated: a deleted hook would be applied again); a changed one is replaced.` : '';
+  const kept =
+    hook.deletePolicies.length > 0
+      ? ` It stays once applied (delete policy ${hook.deletePolicies.join(',')} is not emulated: a deleted hook would be applied again); a changed one is replaced.`
+      : '';
   if (before) {
-    return { decision: 'before', dir: helmHookDir('pre', hook.weight), reason: `helm runs it (${events}, weight ${hook.weight}) before the chart's objects at install and upgrade: applied before them, in weight order${upgradeOnly}${notEmulated}.${kept}` };
+    return {
+      decision: 'before',
+      dir: helmHookDir('pre', hook.weight),
+      reason: `helm runs it (${events}, weight ${hook.weight}) before the chart's objects at install and upgrade: applied before them, in weight order${upgradeOnly}${notEmulated}.${kept}`,
+    };
   }
   if (after) {
-    return { decision: 'after', dir: helmHookDir('post', hook.weight), reason: `helm runs it (${events}, weight ${hook.weight}) once the chart's objects are ready at install and upgrade: applied after them, in weight order${upgradeOnly}${notEmulated}.${kept}` };
+    return {
+      decision: 'after',
+      dir: helmHookDir('post', hook.weight),
+      reason: `helm runs it (${events}, weight ${hook.weight}) once the chart's objects are ready at install and upgrade: applied after them, in weight order${upgradeOnly}${notEmulated}.${kept}`,
+    };
   }
-  return { decision: 'dropped', reason: `helm runs it only on ${describeEvents(hook.events)} (${events}), never at install: left out` };
+  return {
+    decision: 'dropped',
+    reason: `helm runs it only on ${describeEvents(hook.events)} (${events}), never at install: left out`,
+  };
 }
 
 /** What the engine does with a hook it is given, from its own mapping (its HookPhases). */
@@ -147,18 +197,39 @@ function decideForEngine(object: KubeObject, events: string, phases: HookPhases)
   const own = object.metadata.annotations?.[phases.hookAnnotation];
   const source = own !== undefined ? `the chart's ${phases.hookAnnotation} (${own})` : `helm.sh/hook ${events}`;
   const engine = phases.engine;
-  if (!handling.hook && handling.syncPhases.includes('Sync')) return { decision: 'with-objects', reason: `${engine} applies it as an ordinary object (${source})` };
-  if (handling.syncPhases.includes('PreSync')) return { decision: 'before', reason: `${engine} runs it as a PreSync hook, before the other objects (${source})` };
-  if (handling.syncPhases.includes('Sync')) return { decision: 'with-objects', reason: `${engine} runs it as a Sync hook, with the other objects (${source})` };
-  if (handling.syncPhases.includes('PostSync')) return { decision: 'after', reason: `${engine} runs it as a PostSync hook, once the other objects are healthy (${source})` };
-  if (handling.syncPhases.length > 0) return { decision: 'never', reason: `${engine} runs it only when a sync fails (${source})` };
+  if (!handling.hook && handling.syncPhases.includes('Sync'))
+    return { decision: 'with-objects', reason: `${engine} applies it as an ordinary object (${source})` };
+  if (handling.syncPhases.includes('PreSync'))
+    return { decision: 'before', reason: `${engine} runs it as a PreSync hook, before the other objects (${source})` };
+  if (handling.syncPhases.includes('Sync'))
+    return { decision: 'with-objects', reason: `${engine} runs it as a Sync hook, with the other objects (${source})` };
+  if (handling.syncPhases.includes('PostSync'))
+    return {
+      decision: 'after',
+      reason: `${engine} runs it as a PostSync hook, once the other objects are healthy (${source})`,
+    };
+  if (handling.syncPhases.length > 0)
+    return { decision: 'never', reason: `${engine} runs it only when a sync fails (${source})` };
   if (handling.types.some((type) => type === 'PreDelete' || type === 'PostDelete')) {
-    return { decision: 'on-delete', reason: `${engine} never applies it in a sync; it runs it as ${handling.types.join(',')} when the Application is deleted (${source})` };
+    return {
+      decision: 'on-delete',
+      reason: `${engine} never applies it in a sync; it runs it as ${handling.types.join(',')} when the Application is deleted (${source})`,
+    };
   }
   return { decision: 'never', reason: `${engine} never applies it: it has no ${engine} phase for ${source}` };
 }
 
 function describeEvents(events: string[]): string {
-  const kinds = new Set(events.map((event) => (event.endsWith('delete') ? 'delete' : event.endsWith('rollback') ? 'rollback' : event.startsWith('test') ? '`helm test`' : event)));
+  const kinds = new Set(
+    events.map((event) =>
+      event.endsWith('delete')
+        ? 'delete'
+        : event.endsWith('rollback')
+          ? 'rollback'
+          : event.startsWith('test')
+            ? '`helm test`'
+            : event,
+    ),
+  );
   return [...kinds].join(' or ');
 }

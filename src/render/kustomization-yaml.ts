@@ -30,7 +30,12 @@ export function kustomizationEncoder(): (resources: readonly string[]) => string
   };
   return (resources) => {
     const encoded = resources.map(line);
-    if (resources.length === 0 || encoded.includes(null)) return serializeObject({ apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', resources: [...resources] } as unknown as KubeObject);
+    if (resources.length === 0 || encoded.includes(null))
+      return serializeObject({
+        apiVersion: 'kustomize.config.k8s.io/v1beta1',
+        kind: 'Kustomization',
+        resources: [...resources],
+      } as unknown as KubeObject);
     return HEADER + encoded.join('');
   };
 }

@@ -27,9 +27,17 @@ export function layerUnits(plan: Plan, secrets: unknown): { units: PendingUnit[]
   const others = plan.inputs.others.map((sourced) => sourced.object);
   const byName = new Map(plan.layers.layers.map((layer) => [layer.metadata.name, layer]));
   for (const cluster of plan.layers.resolution.clusters) {
-    const resolved = plan.resolution.clusters.find((c) => c.namespace === cluster.namespace && c.name === cluster.name)!;
+    const resolved = plan.resolution.clusters.find(
+      (c) => c.namespace === cluster.namespace && c.name === cluster.name,
+    )!;
     for (const decision of cluster.layers) {
-      const entry = { kind: 'layer' as const, namespace: cluster.namespace, name: cluster.name, layer: decision.layer, previousKept: false };
+      const entry = {
+        kind: 'layer' as const,
+        namespace: cluster.namespace,
+        name: cluster.name,
+        layer: decision.layer,
+        previousKept: false,
+      };
       if (decision.withheld) {
         withheld.push({ ...entry, reason: decision.withheld.reason });
         continue;
@@ -40,19 +48,43 @@ export function layerUnits(plan: Plan, secrets: unknown): { units: PendingUnit[]
       // helm needs a Kubernetes version: the Cluster's own, else its release's.
       const kubeVersion = resolved.cluster.spec?.topology?.version ?? content?.metadata.kubernetesVersion;
       if (!source || typeof kubeVersion !== 'string') {
-        withheld.push({ ...entry, reason: !source ? `${layerRef(decision.layer, decision.version)}: ${plan.layers.sourceFailures.get(decision.layer) ?? 'its source could not be read'}` : 'the Cluster has no spec.topology.version and no release to take a Kubernetes version from' });
+        withheld.push({
+          ...entry,
+          reason: !source
+            ? `${layerRef(decision.layer, decision.version)}: ${plan.layers.sourceFailures.get(decision.layer) ?? 'its source could not be read'}`
+            : 'the Cluster has no spec.topology.version and no release to take a Kubernetes version from',
+        });
         continue;
       }
       // The layer renders against what the Cluster serves: its version, and the CRDs its stack's release ships.
       const apiVersions = targetApiVersions(kubeVersion, content?.crdApiVersions ?? []);
-      units.push(layerUnit(layer, decision, resolved.cluster, resolved.release ?? '', source, kubeVersion, apiVersions, others, secrets));
+      units.push(
+        layerUnit(
+          layer,
+          decision,
+          resolved.cluster,
+          resolved.release ?? '',
+          source,
+          kubeVersion,
+          apiVersions,
+          others,
+          secrets,
+        ),
+      );
     }
   }
   return { units, withheld };
 }
 
 function layerRecordOf(layer: AddonsLayer, decision: ClusterLayerDecision): LayerRecord {
-  const record: LayerRecord = { name: decision.layer, version: decision.version, hold: decision.hold, dependsOn: decision.dependsOn, afterStack: decision.afterStack, depth: decision.depth };
+  const record: LayerRecord = {
+    name: decision.layer,
+    version: decision.version,
+    hold: decision.hold,
+    dependsOn: decision.dependsOn,
+    afterStack: decision.afterStack,
+    depth: decision.depth,
+  };
   if (layer.spec.interval) record.interval = layer.spec.interval;
   if (layer.spec.timeout) record.timeout = layer.spec.timeout;
   return record;
@@ -73,14 +105,36 @@ function layerUnit(
   const targetNamespace = layer.spec.namespace ?? LAYER_DEFAULT_NAMESPACE;
   const isChart = source.kind === 'chart';
   const template = isChart ? (layer.spec.valuesTemplate ?? '') : '';
-  const context = isChart && template.trim() !== '' ? clusterContext(cluster as Parameters<typeof clusterContext>[0], others) : undefined;
+  const context =
+    isChart && template.trim() !== ''
+      ? clusterContext(cluster as Parameters<typeof clusterContext>[0], others)
+      : undefined;
   const digest = isChart ? source.chart.digest : source.digest;
   // Hold and dependencies change only the wiring, never the layer's objects: not in the digest.
   const inputDigest = sha256Digest(
-    canonicalJson({ format: OUTPUT_FORMAT, layer: decision.layer, source: digest, template: template || null, context: context ? readableContext(template, context) : null, values: (isChart ? layer.spec.values : undefined) ?? null, kubeVersion, apiVersions, namespace: targetNamespace, secrets }),
+    canonicalJson({
+      format: OUTPUT_FORMAT,
+      layer: decision.layer,
+      source: digest,
+      template: template || null,
+      context: context ? readableContext(template, context) : null,
+      values: (isChart ? layer.spec.values : undefined) ?? null,
+      kubeVersion,
+      apiVersions,
+      namespace: targetNamespace,
+      secrets,
+    }),
   );
   const unit: PendingUnit = {
-    record: { dir: layerDir(namespace, cluster.metadata.name, decision.layer), kind: 'cluster-layer', namespace, name: cluster.metadata.name, release, layer: layerRecordOf(layer, decision), inputDigest },
+    record: {
+      dir: layerDir(namespace, cluster.metadata.name, decision.layer),
+      kind: 'cluster-layer',
+      namespace,
+      name: cluster.metadata.name,
+      release,
+      layer: layerRecordOf(layer, decision),
+      inputDigest,
+    },
     chart: isChart ? source.chart : { dir: '', digest: source.digest, origin: source.origin },
     releaseName: decision.layer,
     renderNamespace: targetNamespace,
@@ -93,7 +147,9 @@ function layerUnit(
   };
   if (source.kind === 'manifests') {
     // Like helm's output: each file's objects under a `# Source:` line naming it (for messages).
-    unit.manifests = source.documents.map((document) => `---\n# Source: ${document.file}\n${document.text.replace(/\n?$/, '\n')}`).join('');
+    unit.manifests = source.documents
+      .map((document) => `---\n# Source: ${document.file}\n${document.text.replace(/\n?$/, '\n')}`)
+      .join('');
     return unit;
   }
   if (layer.spec.values) unit.extraValues = layer.spec.values;

@@ -4,7 +4,14 @@
 // for Argo CD, a sync-wave annotation; they are inserted as lines and checked by decoding the result.
 // A document Kubernetes would accept never fails the unit; one it would refuse is a problem.
 import type { KubeObject } from '../api/types.js';
-import { decodeYamlDocument, encodeScalar, encodeYaml, sameYamlValue, splitYamlDocuments, YamlDecodeError } from '../yaml/kube-yaml.js';
+import {
+  decodeYamlDocument,
+  encodeScalar,
+  encodeYaml,
+  sameYamlValue,
+  splitYamlDocuments,
+  YamlDecodeError,
+} from '../yaml/kube-yaml.js';
 import { apiGroup, type ObjectScope, scopeResolver } from '../api/object-scope.js';
 import { apiServerProblem, namespaceLimitProblem } from './api-server-limits.js';
 
@@ -68,13 +75,17 @@ export function readManifests(output: string, origin: string): ManifestReading {
       decoded = decodeDocument(document.text);
     } catch (error) {
       if (!(error instanceof YamlDecodeError)) throw error;
-      reading.problems.push(`${where}: is not valid YAML: ${error.reason}${error.line !== undefined ? ` (line ${error.line} of that document)` : ''}`);
+      reading.problems.push(
+        `${where}: is not valid YAML: ${error.reason}${error.line !== undefined ? ` (line ${error.line} of that document)` : ''}`,
+      );
       continue;
     }
     const { value, duplicateKeys, ignoredTags, yaml11Only } = decoded;
     if (value === null) continue; // an empty document, or comments only
     for (const duplicate of duplicateKeys) {
-      reading.warnings.push(`${where}: key "${duplicate.key}" appears more than once (line ${duplicate.line} of that document); Kubernetes keeps the last value, and so does the output`);
+      reading.warnings.push(
+        `${where}: key "${duplicate.key}" appears more than once (line ${duplicate.line} of that document); Kubernetes keeps the last value, and so does the output`,
+      );
     }
     // Kustomize (which Flux and Argo CD run over the output) is a YAML 1.2 tool: it refuses duplicate
     // keys, reads `yes`/`on` as strings and `2001-12-14` as a timestamp, and tags other than the
@@ -92,7 +103,13 @@ export function readManifests(output: string, origin: string): ManifestReading {
       labels.set(item as KubeObject, label);
     };
     const record = value as Record<string, unknown>;
-    if (typeof value === 'object' && !Array.isArray(value) && typeof record.kind === 'string' && record.kind.endsWith('List') && Array.isArray(record.items)) {
+    if (
+      typeof value === 'object' &&
+      !Array.isArray(value) &&
+      typeof record.kind === 'string' &&
+      record.kind.endsWith('List') &&
+      Array.isArray(record.items)
+    ) {
       // kubectl and Argo CD apply the items of a List, never the List itself.
       record.items.forEach((item, index) => add(item, undefined, `${where}: ${record.kind} item ${index + 1}`));
       continue;
@@ -117,7 +134,8 @@ function objectProblem(value: unknown): string | undefined {
   const missing = ['apiVersion', 'kind'].filter((key) => typeof record[key] !== 'string' || record[key] === '');
   if (missing.length > 0) return `has no ${missing.join(' and ')}; every document must be a Kubernetes object`;
   const metadata = record.metadata as Record<string, unknown> | undefined;
-  if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) return `${record.kind} has no metadata`;
+  if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata))
+    return `${record.kind} has no metadata`;
   if (typeof metadata.name !== 'string' || metadata.name === '') {
     if (typeof metadata.generateName === 'string') {
       return `${record.kind} has only metadata.generateName "${metadata.generateName}": Kubernetes makes up its name at creation, so Argo CD and Flux could never find it again to update or prune it; give it a fixed name in the chart values`;
@@ -139,7 +157,10 @@ export interface Placement {
  * the chart did not set them. Never touches what the chart wrote. Returns the placed objects and,
  * per kind of unknown scope left without a namespace, a note for the report.
  */
-export function placeObjects(objects: ManifestObject[], placement: Placement): { objects: ManifestObject[]; notes: string[] } {
+export function placeObjects(
+  objects: ManifestObject[],
+  placement: Placement,
+): { objects: ManifestObject[]; notes: string[] } {
   const scopeOf = scopeResolver(objects.map((entry) => entry.object));
   const unknownKinds = new Set<string>();
   const placed = objects.map((entry) => {
@@ -147,14 +168,20 @@ export function placeObjects(objects: ManifestObject[], placement: Placement): {
     const namespace = object.metadata.namespace;
     const scope: ObjectScope = scopeOf(object);
     const needsNamespace = scope === 'Namespaced' && (typeof namespace !== 'string' || namespace === '');
-    if (scope === 'Unknown' && !namespace) unknownKinds.add(`${object.kind} (${apiGroup(object.apiVersion) || 'core'})`);
+    if (scope === 'Unknown' && !namespace)
+      unknownKinds.add(`${object.kind} (${apiGroup(object.apiVersion) || 'core'})`);
     const wanted = placement.annotationsFor?.(object) ?? {};
     const existing = object.metadata.annotations ?? {};
     const annotations = Object.fromEntries(Object.entries(wanted).filter(([key]) => !Object.hasOwn(existing, key)));
     if (!needsNamespace && Object.keys(annotations).length === 0) return entry;
     return withMetadata(entry, needsNamespace ? placement.defaultNamespace : undefined, annotations);
   });
-  const notes = [...unknownKinds].sort().map((kind) => `${kind}: scope unknown (no CustomResourceDefinition in this render), left without a namespace as the chart wrote it`);
+  const notes = [...unknownKinds]
+    .sort()
+    .map(
+      (kind) =>
+        `${kind}: scope unknown (no CustomResourceDefinition in this render), left without a namespace as the chart wrote it`,
+    );
   return { objects: placed, notes };
 }
 
@@ -164,7 +191,11 @@ export function placeObjects(objects: ManifestObject[], placement: Placement): {
  * is kept byte for byte, a block ends at the next line with content in column 0, and the block must
  * decode to the whole of the new metadata (so it cannot have lost anything that went on below it).
  */
-function withMetadata(entry: ManifestObject, namespace: string | undefined, annotations: Record<string, string>): ManifestObject {
+function withMetadata(
+  entry: ManifestObject,
+  namespace: string | undefined,
+  annotations: Record<string, string>,
+): ManifestObject {
   const metadata = { ...entry.object.metadata };
   if (namespace !== undefined) metadata.namespace = namespace;
   if (Object.keys(annotations).length > 0) metadata.annotations = { ...metadata.annotations, ...annotations };
@@ -189,19 +220,26 @@ function decodesTo(text: string, expected: unknown): boolean {
  * them (checked by decoding, as placeObjects does), re-encoded when it set one to another value.
  * Undefined when the text does not decode to an object.
  */
-export function withAnnotations(text: string, wantedFor: (existing: Record<string, string>) => Record<string, string>): string | undefined {
+export function withAnnotations(
+  text: string,
+  wantedFor: (existing: Record<string, string>) => Record<string, string>,
+): string | undefined {
   let object: KubeObject | null;
   try {
     object = decodeYamlDocument(text).value as KubeObject | null;
   } catch {
     return undefined;
   }
-  if (!object || typeof object !== 'object' || typeof object.metadata !== 'object' || object.metadata === null) return undefined;
+  if (!object || typeof object !== 'object' || typeof object.metadata !== 'object' || object.metadata === null)
+    return undefined;
   const existing = object.metadata.annotations ?? {};
   const wanted = wantedFor(existing);
   const missing = Object.fromEntries(Object.entries(wanted).filter(([key]) => !Object.hasOwn(existing, key)));
-  const differing = Object.entries(wanted).some(([key, value]) => Object.hasOwn(existing, key) && existing[key] !== value);
-  if (!differing) return Object.keys(missing).length === 0 ? text : withMetadata({ object, text }, undefined, missing).text;
+  const differing = Object.entries(wanted).some(
+    ([key, value]) => Object.hasOwn(existing, key) && existing[key] !== value,
+  );
+  if (!differing)
+    return Object.keys(missing).length === 0 ? text : withMetadata({ object, text }, undefined, missing).text;
   const changed = structuredClone(object);
   changed.metadata.annotations = { ...existing, ...wanted };
   const header = SOURCE_COMMENT.exec(text)?.[0];
@@ -234,13 +272,17 @@ const indentOf = (line: string): number => line.length - line.trimStart().length
  * the document is not laid out that way (flow style, JSON, empty annotations), so the caller
  * re-encodes it instead. Returns the new text and the new block alone, as a document of its own.
  */
-function insertMetadataLines(text: string, namespace: string | undefined, annotations: Record<string, string>): { text: string; block: string } | undefined {
+function insertMetadataLines(
+  text: string,
+  namespace: string | undefined,
+  annotations: Record<string, string>,
+): { text: string; block: string } | undefined {
   const blockStart = metadataLine(text);
   if (blockStart < 0) return undefined;
   // The block: from `metadata:` to the next line with content in column 0 (or the end).
   const block: string[] = [];
   let blockEnd = text.length;
-  for (let position = blockStart; position < text.length; ) {
+  for (let position = blockStart; position < text.length;) {
     const newline = text.indexOf('\n', position);
     const lineEnd = newline < 0 ? text.length : newline;
     const line = text.slice(position, lineEnd);
@@ -258,10 +300,13 @@ function insertMetadataLines(text: string, namespace: string | undefined, annota
   const pad = ' '.repeat(indent);
   const entries = Object.entries(annotations).map(([key, value]) => `${encodeScalar(key)}: ${encodeScalar(value)}`);
   const after = new Map<number, string[]>(); // index in block → lines to insert after it
-  const insertAfter = (index: number, added: string[]): void => void after.set(index, [...(after.get(index) ?? []), ...added]);
+  const insertAfter = (index: number, added: string[]): void =>
+    void after.set(index, [...(after.get(index) ?? []), ...added]);
   if (namespace !== undefined) insertAfter(0, [`${pad}namespace: ${encodeScalar(namespace)}`]);
   if (entries.length > 0) {
-    const annotationsLine = block.findIndex((line) => line.startsWith(`${pad}annotations:`) && indentOf(line) === indent);
+    const annotationsLine = block.findIndex(
+      (line) => line.startsWith(`${pad}annotations:`) && indentOf(line) === indent,
+    );
     if (annotationsLine < 0) {
       insertAfter(0, [`${pad}annotations:`, ...entries.map((entry) => `${pad}${pad}${entry}`)]);
     } else {
@@ -269,7 +314,10 @@ function insertMetadataLines(text: string, namespace: string | undefined, annota
       const child = block.findIndex((line, index) => index > annotationsLine && !BLANK_OR_COMMENT.test(line));
       const childIndent = child < 0 ? 0 : indentOf(block[child]!);
       if (childIndent <= indent) return undefined; // empty annotations
-      insertAfter(annotationsLine, entries.map((entry) => `${' '.repeat(childIndent)}${entry}`));
+      insertAfter(
+        annotationsLine,
+        entries.map((entry) => `${' '.repeat(childIndent)}${entry}`),
+      );
     }
   }
   // Every line of the block ended with a newline (checked above for a block that ends the text).
@@ -287,7 +335,10 @@ function slug(text: string): string {
  */
 export function fileNamesFor(objects: KubeObject[], defaultNamespace: string): string[] {
   const base = objects.map((object) => {
-    const namespace = object.metadata.namespace && object.metadata.namespace !== defaultNamespace ? `.${object.metadata.namespace}` : '';
+    const namespace =
+      object.metadata.namespace && object.metadata.namespace !== defaultNamespace
+        ? `.${object.metadata.namespace}`
+        : '';
     return `${slug(object.kind)}-${slug(object.metadata.name)}${namespace}`;
   });
   const counts = new Map<string, number>();

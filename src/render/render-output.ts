@@ -14,18 +14,36 @@ import type { RenderSummary } from '../output/render-summary.js';
 import type { RenderedTree } from '../output/rendered-tree.js';
 import { failureKindOf } from '../core/failure.js';
 import { assembleTree, warmReadmeTemplate } from './assemble-tree.js';
-import { type DecryptionKeyRef, describeEncryptedSecrets, encryptUnitSecrets, sopsTimestamp } from './encrypted-secrets.js';
+import {
+  type DecryptionKeyRef,
+  describeEncryptedSecrets,
+  encryptUnitSecrets,
+  sopsTimestamp,
+} from './encrypted-secrets.js';
 import { evaluateUnitValues, type ValuesOutcome, valuesFailureRecords } from './evaluate-values.js';
 import { previousFiles } from './previous-output.js';
 import type { RenderDependencies } from './render-dependencies.js';
 import { chartValues, ownerKey, type PendingUnit, renderDigestOf } from './render-units.js';
 import { SecretRefusedError } from './secret-policy.js';
-import { findReleaseConflicts, findStageConflicts, handoverNotes, identifyUnitObjects, placeSharedObjects } from './shared-objects.js';
+import {
+  findReleaseConflicts,
+  findStageConflicts,
+  handoverNotes,
+  identifyUnitObjects,
+  placeSharedObjects,
+} from './shared-objects.js';
 import { buildProvenance, buildSummary } from './tree-records.js';
 import { unitFiles, type UnitFiles } from './unit-files.js';
 import type { UnitDecision, UnitPlan } from './unit-decisions.js';
 import { handOverAddonMoves } from './addon-moves.js';
-import { holdReleasesOfKeptClusters, keepPreviousOutput, withholdConflicts, withholdFailedUnits, withholdStrandedLayers, withholdValuesFailures } from './withhold-units.js';
+import {
+  holdReleasesOfKeptClusters,
+  keepPreviousOutput,
+  withholdConflicts,
+  withholdFailedUnits,
+  withholdStrandedLayers,
+  withholdValuesFailures,
+} from './withhold-units.js';
 import { renderProviders } from './render-providers.js';
 import { summarizeHelmHooks } from './helm-hooks-summary.js';
 import { hookPlacementOf } from './helm-hooks.js';
@@ -92,11 +110,21 @@ interface UnitsRendered {
  * only helm's output shows (reported in the outcome); throws only for a refused Secret or a
  * failure that is not the unit's own. The plan itself is never changed.
  */
-export async function renderOutput(units: UnitPlan, deps: RenderDependencies, options: RenderOptions): Promise<RenderOutcome> {
-  if (units.settings.secrets === 'encrypt' && !units.settings.encryption) throw new Error('internal error: --secrets encrypt without resolved recipients');
+export async function renderOutput(
+  units: UnitPlan,
+  deps: RenderDependencies,
+  options: RenderOptions,
+): Promise<RenderOutcome> {
+  if (units.settings.secrets === 'encrypt' && !units.settings.encryption)
+    throw new Error('internal error: --secrets encrypt without resolved recipients');
   const run = await renderUnits(units, deps, options);
   if (run.refusals.length > 0) {
-    throw run.refusals.length === 1 ? run.refusals[0]! : new SecretRefusedError(run.refusals.map((r) => r.unit).join(', '), run.refusals.flatMap((r) => r.findings));
+    throw run.refusals.length === 1
+      ? run.refusals[0]!
+      : new SecretRefusedError(
+          run.refusals.map((r) => r.unit).join(', '),
+          run.refusals.flatMap((r) => r.findings),
+        );
   }
   const clustersRenderedNow = settleWithholds(run, options.previous, units.settings.engine.keepMarks);
   return assembleOutcome(units, run, clustersRenderedNow, options);
@@ -107,8 +135,20 @@ async function renderUnits(plan: UnitPlan, deps: RenderDependencies, options: Re
   const toRender = plan.units.filter(({ decision }) => decision.kind === 'render').map(({ unit }) => unit);
   // Values are evaluated in chunks while the charts of earlier chunks (and every release) render.
   const values = evaluateUnitValues(toRender, deps, plan.knownValuesFailures);
-  const run: UnitsRendered = { rendered: new Map(), records: [], withheld: plan.withheld.map((entry) => ({ ...entry })), refusals: [], unitFailures: new Map(), failedClusters: values.failedClusters, timedOutClusters: values.timedOutClusters, renderedNow: new Set() };
-  const progress = progressTracker(plan.units.map(({ unit }) => unit), options.onProgress);
+  const run: UnitsRendered = {
+    rendered: new Map(),
+    records: [],
+    withheld: plan.withheld.map((entry) => ({ ...entry })),
+    refusals: [],
+    unitFailures: new Map(),
+    failedClusters: values.failedClusters,
+    timedOutClusters: values.timedOutClusters,
+    renderedNow: new Set(),
+  };
+  const progress = progressTracker(
+    plan.units.map(({ unit }) => unit),
+    options.onProgress,
+  );
   const renderOne = unitRenderer(plan, deps, values, options);
   await Promise.all(
     plan.units.map(async ({ unit, decision }) => {
@@ -136,10 +176,17 @@ async function renderUnits(plan: UnitPlan, deps: RenderDependencies, options: Re
   return run;
 }
 
-type UnitResult = { helmAnswered: boolean } & ({ files: Map<string, string>; record: UnitRecord } | { failure: string } | { refusal: SecretRefusedError });
+type UnitResult = { helmAnswered: boolean } & (
+  { files: Map<string, string>; record: UnitRecord } | { failure: string } | { refusal: SecretRefusedError }
+);
 
 /** One unit: its published files when the plan (or, for evaluated values, the render digest) says reuse; else helm's output, checked and encrypted. */
-function unitRenderer(plan: UnitPlan, deps: RenderDependencies, values: ValuesOutcome, options: RenderOptions): (unit: PendingUnit, decision: UnitDecision) => Promise<UnitResult> {
+function unitRenderer(
+  plan: UnitPlan,
+  deps: RenderDependencies,
+  values: ValuesOutcome,
+  options: RenderOptions,
+): (unit: PendingUnit, decision: UnitDecision) => Promise<UnitResult> {
   const { settings, secretsPart } = plan;
   const lastModified = sopsTimestamp(options.renderTime ?? 0);
   // Compiled once the first chart that waited for values is under way (not while the values are
@@ -153,15 +200,44 @@ function unitRenderer(plan: UnitPlan, deps: RenderDependencies, values: ValuesOu
   return async (unit, decision) => {
     const old = options.previous.units.get(unit.record.dir);
     const helmValues = chartValues(unit, values.values.get(unit));
-    const renderDigest = decision.kind === 'reuse' ? decision.previous.renderDigest : renderDigestOf(unit, helmValues, secretsPart, settings.managementAnnotations?.id);
+    const renderDigest =
+      decision.kind === 'reuse'
+        ? decision.previous.renderDigest
+        : renderDigestOf(unit, helmValues, secretsPart, settings.managementAnnotations?.id);
     // Reused as planned, or (values evaluated now) because helm would be given what it was given before.
-    const reused = decision.kind === 'reuse' ? decision.files : old && old.renderDigest === renderDigest && !plan.notReusable.has(unit.record.dir) ? previousFiles(old, options.previous, settings.engine.keepMarks) : undefined;
-    if (reused) return { files: new Map(reused), record: { ...unit.record, renderDigest, files: [...reused.keys()].sort(), ...(old?.notes ? { notes: old.notes } : {}), ...(old?.secrets ? { secrets: old.secrets } : {}), ...(old?.renderedWith ? { renderedWith: old.renderedWith } : {}), ...(old?.hooks ? { hooks: old.hooks } : {}) }, helmAnswered: false };
+    const reused =
+      decision.kind === 'reuse'
+        ? decision.files
+        : old && old.renderDigest === renderDigest && !plan.notReusable.has(unit.record.dir)
+          ? previousFiles(old, options.previous, settings.engine.keepMarks)
+          : undefined;
+    if (reused)
+      return {
+        files: new Map(reused),
+        record: {
+          ...unit.record,
+          renderDigest,
+          files: [...reused.keys()].sort(),
+          ...(old?.notes ? { notes: old.notes } : {}),
+          ...(old?.secrets ? { secrets: old.secrets } : {}),
+          ...(old?.renderedWith ? { renderedWith: old.renderedWith } : {}),
+          ...(old?.hooks ? { hooks: old.hooks } : {}),
+        },
+        helmAnswered: false,
+      };
     let output: string;
     try {
       if (unit.manifests !== undefined) output = unit.manifests;
       else {
-        const rendering = deps.renderChart({ releaseName: unit.releaseName, chart: unit.chart, namespace: unit.renderNamespace, kubeVersion: unit.kubeVersion, apiVersions: unit.apiVersions, values: helmValues, includeCrds: unit.includeCrds });
+        const rendering = deps.renderChart({
+          releaseName: unit.releaseName,
+          chart: unit.chart,
+          namespace: unit.renderNamespace,
+          kubeVersion: unit.kubeVersion,
+          apiVersions: unit.apiVersions,
+          values: helmValues,
+          includeCrds: unit.includeCrds,
+        });
         if (values.ready.has(unit)) warmWhileHelmRuns();
         output = await rendering;
       }
@@ -172,15 +248,36 @@ function unitRenderer(plan: UnitPlan, deps: RenderDependencies, values: ValuesOu
     }
     let result: UnitFiles;
     try {
-      result = unitFiles(output, unit, settings.secrets, settings.managementAnnotations?.annotationsFor, settings.engine.hookPhases);
+      result = unitFiles(
+        output,
+        unit,
+        settings.secrets,
+        settings.managementAnnotations?.annotationsFor,
+        settings.engine.hookPhases,
+      );
     } catch (error) {
       if (!(error instanceof SecretRefusedError)) throw error;
       return { refusal: error, helmAnswered: true };
     }
     if (result.problems.length > 0) return { failure: result.problems.join('; '), helmAnswered: true };
-    const secrets = result.secrets.length > 0 ? await encryptUnitSecrets(unit.record.dir, result, settings.encryption!, lastModified) : undefined;
+    const secrets =
+      result.secrets.length > 0
+        ? await encryptUnitSecrets(unit.record.dir, result, settings.encryption!, lastModified)
+        : undefined;
     const renderedWith = unit.manifests === undefined ? deps.rendererName?.() : undefined;
-    return { files: result.files, record: { ...unit.record, renderDigest, files: [...result.files.keys()].sort(), ...(result.notes.length > 0 ? { notes: result.notes } : {}), ...(secrets ? { secrets } : {}), ...(renderedWith ? { renderedWith } : {}), ...(result.hooks.length > 0 ? { hooks: result.hooks } : {}) }, helmAnswered: true };
+    return {
+      files: result.files,
+      record: {
+        ...unit.record,
+        renderDigest,
+        files: [...result.files.keys()].sort(),
+        ...(result.notes.length > 0 ? { notes: result.notes } : {}),
+        ...(secrets ? { secrets } : {}),
+        ...(renderedWith ? { renderedWith } : {}),
+        ...(result.hooks.length > 0 ? { hooks: result.hooks } : {}),
+      },
+      helmAnswered: true,
+    };
   };
 }
 
@@ -199,57 +296,147 @@ function settleWithholds(run: UnitsRendered, published: PublishedState, marks: K
   // One object, one content: a release (or a cluster) rendering an object another kept release
   // (or another stage) renders differently is withheld; what it published before comes back only
   // if that does not bring the conflict back with it.
-  const conflicts = (onlyClusters?: Set<string>): ReturnType<typeof findReleaseConflicts> => [...findReleaseConflicts(records, rendered), ...findStageConflicts(records, rendered, onlyClusters)];
+  const conflicts = (onlyClusters?: Set<string>): ReturnType<typeof findReleaseConflicts> => [
+    ...findReleaseConflicts(records, rendered),
+    ...findStageConflicts(records, rendered, onlyClusters),
+  ];
   // Stages reused together from the previous tree were checked together when it was rendered (a
   // conflict there withheld a unit, which renders again now): only clusters with a stage rendered
   // now can have a new conflict.
-  const clustersRenderedNow = new Set(records.filter((record) => record.kind === 'cluster-stage' && run.renderedNow.has(record.dir)).map((record) => clusterDir(record.namespace, record.name)));
+  const clustersRenderedNow = new Set(
+    records
+      .filter((record) => record.kind === 'cluster-stage' && run.renderedNow.has(record.dir))
+      .map((record) => clusterDir(record.namespace, record.name)),
+  );
   withholdConflicts(conflicts(clustersRenderedNow), rendered, records, withheld);
   keepPreviousOutput(withheld, published, rendered, records, marks);
   // A Cluster whose previous addons stay keeps the release they were rendered for.
-  if (holdReleasesOfKeptClusters(withheld, published.units, records)) keepPreviousOutput(withheld, published, rendered, records, marks);
+  if (holdReleasesOfKeptClusters(withheld, published.units, records))
+    keepPreviousOutput(withheld, published, rendered, records, marks);
   if (withheld.some((entry) => entry.previousKept)) withholdConflicts(conflicts(), rendered, records, withheld);
   // A layer whose dependency (or the stack's addons) ended up with nothing in the tree waits too.
-  if (withholdStrandedLayers(rendered, records, withheld)) keepPreviousOutput(withheld, published, rendered, records, marks);
+  if (withholdStrandedLayers(rendered, records, withheld))
+    keepPreviousOutput(withheld, published, rendered, records, marks);
   return clustersRenderedNow;
 }
 
 /** Places shared objects and handovers, renders the providers, and builds the records and the tree. */
-function assembleOutcome(plan: UnitPlan, run: UnitsRendered, clustersRenderedNow: Set<string>, options: RenderOptions): RenderOutcome {
+function assembleOutcome(
+  plan: UnitPlan,
+  run: UnitsRendered,
+  clustersRenderedNow: Set<string>,
+  options: RenderOptions,
+): RenderOutcome {
   const published = options.previous;
   const { withheld } = run;
   // A cluster none of whose stages rendered now keeps the placement the previous tree recorded.
-  const placement = placeSharedObjects(run.records, run.rendered, { renderedClusters: clustersRenderedNow, before: published.units, sharedObjects: [...published.sharedObjects] });
+  const placement = placeSharedObjects(run.records, run.rendered, {
+    renderedClusters: clustersRenderedNow,
+    before: published.units,
+    sharedObjects: [...published.sharedObjects],
+  });
   // An addon object that changed directory within its cluster stays one render in the old one, marked against pruning.
   const moves = handOverAddonMoves(published, placement.rendered, placement.records, plan.settings.engine.keepMarks);
   const placed = placement.records.sort((a, b) => compareText(a.dir, b.dir));
   // Cluster API providers (management/providers/): no helm, rendered every time, same bytes.
-  const providers = renderProviders(plan.plan.providers, published.tree, [...published.providers], plan.settings.secrets, plan.settings.engine.keepMarks);
+  const providers = renderProviders(
+    plan.plan.providers,
+    published.tree,
+    [...published.providers],
+    plan.settings.secrets,
+    plan.settings.engine.keepMarks,
+  );
   for (const [dir, files] of providers.rendered) placement.rendered.set(dir, files);
   withheld.push(...providers.withheld);
-  withheld.sort((a, b) => compareText(`${a.kind}/${a.namespace}/${a.name}/${a.layer ?? ''}`, `${b.kind}/${b.namespace}/${b.name}/${b.layer ?? ''}`));
+  withheld.sort((a, b) =>
+    compareText(
+      `${a.kind}/${a.namespace}/${a.name}/${a.layer ?? ''}`,
+      `${b.kind}/${b.namespace}/${b.name}/${b.layer ?? ''}`,
+    ),
+  );
 
   const allUnits = plan.units.map(({ unit }) => unit);
-  const provenance = buildProvenance(plan.plan, placed, withheld, valuesFailureRecords(allUnits, run.failedClusters, run.timedOutClusters), providers.records, placement.sharedObjects);
+  const provenance = buildProvenance(
+    plan.plan,
+    placed,
+    withheld,
+    valuesFailureRecords(allUnits, run.failedClusters, run.timedOutClusters),
+    providers.records,
+    placement.sharedObjects,
+  );
   if (moves.handovers.length > 0) provenance.addonHandovers = moves.handovers;
   provenance.helmHooks = hookPlacementOf(plan.settings.engine.hookPhases);
-  const summary = buildSummary(plan.plan, placed, withheld, provenance.inputDigest, plan.clusterUnits as Map<string, PendingUnit[]>, placement.sharedObjects);
-  if (providers.records.length > 0) summary.providers = providers.records.map(({ kind, namespace, name, version, contract, source, dir }) => ({ kind, namespace, name, version, contract, source, dir }));
+  const summary = buildSummary(
+    plan.plan,
+    placed,
+    withheld,
+    provenance.inputDigest,
+    plan.clusterUnits as Map<string, PendingUnit[]>,
+    placement.sharedObjects,
+  );
+  if (providers.records.length > 0)
+    summary.providers = providers.records.map(({ kind, namespace, name, version, contract, source, dir }) => ({
+      kind,
+      namespace,
+      name,
+      version,
+      contract,
+      source,
+      dir,
+    }));
   if (options.clusterRequests) {
     provenance.clusterRequests = options.clusterRequests.record;
     summary.clusterRequests = options.clusterRequests.summary;
   }
   const helmHooks = summarizeHelmHooks(placed);
   if (helmHooks.length > 0) summary.helmHooks = helmHooks;
-  if (placed.some((record) => record.secrets)) summary.encryptedSecrets = describeEncryptedSecrets(placed, options.decryptionKey);
-  const placedFiles = [...placed.filter((record) => record.kind === 'release').flatMap((record) => [...(placement.rendered.get(record.dir) ?? [])].map(([file, text]): [string, string] => [`${record.dir}/${file}`, text])), ...placement.sharedFiles];
-  summary.notes.push(...handoverNotes(published.tree, placedFiles, new Set(placed.filter((record) => record.kind === 'release').map((record) => record.dir))), ...moves.notes);
+  if (placed.some((record) => record.secrets))
+    summary.encryptedSecrets = describeEncryptedSecrets(placed, options.decryptionKey);
+  const placedFiles = [
+    ...placed
+      .filter((record) => record.kind === 'release')
+      .flatMap((record) =>
+        [...(placement.rendered.get(record.dir) ?? [])].map(([file, text]): [string, string] => [
+          `${record.dir}/${file}`,
+          text,
+        ]),
+      ),
+    ...placement.sharedFiles,
+  ];
+  summary.notes.push(
+    ...handoverNotes(
+      published.tree,
+      placedFiles,
+      new Set(placed.filter((record) => record.kind === 'release').map((record) => record.dir)),
+    ),
+    ...moves.notes,
+  );
   // A Cluster made for requests moves to another class only with its new addons (held-cluster-moves.ts).
-  const requestFiles = options.clusterRequests ? holdWithheldClusterMoves(options.clusterRequests.files, withheld, published.tree) : undefined;
+  const requestFiles = options.clusterRequests
+    ? holdWithheldClusterMoves(options.clusterRequests.files, withheld, published.tree)
+    : undefined;
   if (requestFiles) summary.notes.push(...requestFiles.notes);
-  const tree = assembleTree(placement.rendered, [...placed, ...providers.records], provenance, summary, options.readmeTemplate, requestFiles?.files, { files: new Map([...placement.sharedFiles, ...moves.files]), dirs: placement.sharedDirs });
+  const tree = assembleTree(
+    placement.rendered,
+    [...placed, ...providers.records],
+    provenance,
+    summary,
+    options.readmeTemplate,
+    requestFiles?.files,
+    { files: new Map([...placement.sharedFiles, ...moves.files]), dirs: placement.sharedDirs },
+  );
   const notes = [...summary.notes, ...moves.warnings, ...handEditWarnings(plan, placed, published)];
-  return { tree, provenance, summary, withheld, notes, stats: { unitsRendered: run.renderedNow.size, unitsReused: placed.filter((record) => !run.renderedNow.has(record.dir)).length } };
+  return {
+    tree,
+    provenance,
+    summary,
+    withheld,
+    notes,
+    stats: {
+      unitsRendered: run.renderedNow.size,
+      unitsReused: placed.filter((record) => !run.renderedNow.has(record.dir)).length,
+    },
+  };
 }
 
 /**
@@ -260,12 +447,18 @@ function handEditWarnings(plan: UnitPlan, placed: readonly UnitRecord[], publish
   const recordOf = new Map(placed.map((record) => [record.dir, record]));
   return [...plan.handEdited].flatMap(([dir, files]) => {
     const renderedAgain = recordOf.has(dir) && recordOf.get(dir)!.secrets !== published.units.get(dir)?.secrets;
-    return files.map((file) => `${file} was changed since clusterstack encrypted it (edited by hand?); ${renderedAgain ? 'it was encrypted again from the render' : 'it is kept as it is while its unit is withheld'}`);
+    return files.map(
+      (file) =>
+        `${file} was changed since clusterstack encrypted it (edited by hand?); ${renderedAgain ? 'it was encrypted again from the render' : 'it is kept as it is while its unit is withheld'}`,
+    );
   });
 }
 
 /** Counts finished releases and clusters (a cluster when its last stage is done) for onProgress. */
-function progressTracker(active: readonly PendingUnit[], onProgress: RenderOptions['onProgress']): (unit: PendingUnit, rendered?: boolean) => void {
+function progressTracker(
+  active: readonly PendingUnit[],
+  onProgress: RenderOptions['onProgress'],
+): (unit: PendingUnit, rendered?: boolean) => void {
   const progress: RenderProgress = {
     releasesDone: 0,
     releasesTotal: active.filter((u) => u.record.kind === 'release').length,
@@ -276,7 +469,8 @@ function progressTracker(active: readonly PendingUnit[], onProgress: RenderOptio
     unitsRendered: 0,
   };
   const stagesLeft = new Map<string, number>();
-  for (const unit of active) if (unit.record.kind === 'cluster-stage') stagesLeft.set(ownerKey(unit), (stagesLeft.get(ownerKey(unit)) ?? 0) + 1);
+  for (const unit of active)
+    if (unit.record.kind === 'cluster-stage') stagesLeft.set(ownerKey(unit), (stagesLeft.get(ownerKey(unit)) ?? 0) + 1);
   return (unit, rendered = false) => {
     progress.unitsDone += 1;
     if (rendered) progress.unitsRendered += 1;

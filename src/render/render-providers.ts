@@ -50,8 +50,16 @@ function readDocuments(text: string, origin: string): KubeObject[] {
     const value = document.value as Record<string, unknown> | null;
     if (value === null) continue;
     const metadata = value.metadata as Record<string, unknown> | undefined;
-    if (typeof value !== 'object' || Array.isArray(value) || typeof value.apiVersion !== 'string' || typeof value.kind !== 'string' || typeof metadata?.name !== 'string') {
-      throw new Withhold(`${origin}, document at line ${document.startLine}: is not a Kubernetes object with apiVersion, kind and metadata.name`);
+    if (
+      typeof value !== 'object' ||
+      Array.isArray(value) ||
+      typeof value.apiVersion !== 'string' ||
+      typeof value.kind !== 'string' ||
+      typeof metadata?.name !== 'string'
+    ) {
+      throw new Withhold(
+        `${origin}, document at line ${document.startLine}: is not a Kubernetes object with apiVersion, kind and metadata.name`,
+      );
     }
     objects.push(value as unknown as KubeObject);
   }
@@ -67,8 +75,12 @@ function substitute(text: string, planned: PlannedProvider, what: string): strin
     throw error;
   }
   if (result.missing.length > 0) {
-    const where = planned.provider.spec?.configSecret ? `the Secret spec.configSecret names (${planned.provider.spec.configSecret.name})` : 'a Secret named by spec.configSecret';
-    throw new Withhold(`${what} needs variable${result.missing.length > 1 ? 's' : ''} ${result.missing.join(', ')}, which ${result.missing.length > 1 ? 'have' : 'has'} no value and no default; set ${result.missing.length > 1 ? 'them' : 'it'} in ${where}`);
+    const where = planned.provider.spec?.configSecret
+      ? `the Secret spec.configSecret names (${planned.provider.spec.configSecret.name})`
+      : 'a Secret named by spec.configSecret';
+    throw new Withhold(
+      `${what} needs variable${result.missing.length > 1 ? 's' : ''} ${result.missing.join(', ')}, which ${result.missing.length > 1 ? 'have' : 'has'} no value and no default; set ${result.missing.length > 1 ? 'them' : 'it'} in ${where}`,
+    );
   }
   return result.text;
 }
@@ -77,7 +89,10 @@ function imageOverrides(planned: PlannedProvider): ImageOverrides | undefined {
   const text = planned.variables.get('images');
   if (text === undefined) return undefined;
   const value = readDocumentsValue(text);
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Withhold('the "images" entry of the configuration must map components (or "all") to {repository, tag}, as in clusterctl\'s configuration');
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new Withhold(
+      'the "images" entry of the configuration must map components (or "all") to {repository, tag}, as in clusterctl\'s configuration',
+    );
   return value as ImageOverrides;
 }
 
@@ -85,7 +100,8 @@ function readDocumentsValue(text: string): unknown {
   try {
     return decodeYamlDocuments(text)[0]?.value;
   } catch (error) {
-    if (error instanceof YamlDecodeError) throw new Withhold(`the "images" entry of the configuration is not valid YAML: ${error.message}`);
+    if (error instanceof YamlDecodeError)
+      throw new Withhold(`the "images" entry of the configuration is not valid YAML: ${error.message}`);
     throw error;
   }
 }
@@ -103,12 +119,17 @@ function definedKinds(objects: KubeObject[]): string[] {
   for (const object of objects) {
     if (object.kind !== 'CustomResourceDefinition' || apiGroup(object.apiVersion) !== 'apiextensions.k8s.io') continue;
     const spec = (object as { spec?: { group?: unknown; names?: { kind?: unknown } } }).spec;
-    if (typeof spec?.group === 'string' && typeof spec.names?.kind === 'string') kinds.add(`${spec.group}/${spec.names.kind}`);
+    if (typeof spec?.group === 'string' && typeof spec.names?.kind === 'string')
+      kinds.add(`${spec.group}/${spec.names.kind}`);
   }
   return [...kinds].sort();
 }
 
-function renderOne(planned: PlannedProvider, secrets: SecretPolicy, marks: KeepMarks): { files: Map<string, string>; kinds: string[]; notes: string[] } {
+function renderOne(
+  planned: PlannedProvider,
+  secrets: SecretPolicy,
+  marks: KeepMarks,
+): { files: Map<string, string>; kinds: string[]; notes: string[] } {
   const release = planned.release!;
   const info = PROVIDER_KINDS[planned.provider.kind]!;
   const namespace = planned.provider.metadata.namespace ?? 'default';
@@ -133,9 +154,13 @@ function renderOne(planned: PlannedProvider, secrets: SecretPolicy, marks: KeepM
     throw error;
   }
   if (planned.additionalManifests !== undefined) {
-    const extra = readDocuments(substitute(planned.additionalManifests, planned, 'spec.additionalManifests'), 'spec.additionalManifests');
+    const extra = readDocuments(
+      substitute(planned.additionalManifests, planned, 'spec.additionalManifests'),
+      'spec.additionalManifests',
+    );
     const extraScope = scopeResolver([...objects, ...extra]);
-    for (const object of extra) if (!object.metadata.namespace && extraScope(object) === 'Namespaced') object.metadata.namespace = namespace;
+    for (const object of extra)
+      if (!object.metadata.namespace && extraScope(object) === 'Namespaced') object.metadata.namespace = namespace;
     customized.push(...extra);
   }
   for (const object of customized) markNeverPruned(object, marks);
@@ -144,16 +169,35 @@ function renderOne(planned: PlannedProvider, secrets: SecretPolicy, marks: KeepM
   // Provider components are not helm units: their Secrets are not SOPS-encrypted (yet), so under
   // --secrets encrypt a provider rendering one is withheld rather than committed in plain text.
   if (kept.toEncrypt.size > 0) {
-    const names = [...kept.toEncrypt].map((entry) => `${entry.object.metadata.namespace ?? namespace}/${entry.object.metadata.name}`).join(', ');
-    throw new Withhold(`its components render Secret ${names}; --secrets encrypt covers the stacks' Secrets, not provider components: leave it out with a manifestPatch, or render providers with --secrets drop`);
+    const names = [...kept.toEncrypt]
+      .map((entry) => `${entry.object.metadata.namespace ?? namespace}/${entry.object.metadata.name}`)
+      .join(', ');
+    throw new Withhold(
+      `its components render Secret ${names}; --secrets encrypt covers the stacks' Secrets, not provider components: leave it out with a manifestPatch, or render providers with --secrets drop`,
+    );
   }
-  const names = fileNamesFor(kept.objects.map((entry) => entry.object), namespace);
-  const notes = kept.dropped.map((finding) => `${finding.object.kind} ${finding.object.metadata.name} left out (--secrets drop): it ${finding.why}`);
-  return { files: new Map(kept.objects.map((entry, index) => [names[index]!, entry.text])), kinds: definedKinds(objects), notes };
+  const names = fileNamesFor(
+    kept.objects.map((entry) => entry.object),
+    namespace,
+  );
+  const notes = kept.dropped.map(
+    (finding) => `${finding.object.kind} ${finding.object.metadata.name} left out (--secrets drop): it ${finding.why}`,
+  );
+  return {
+    files: new Map(kept.objects.map((entry, index) => [names[index]!, entry.text])),
+    kinds: definedKinds(objects),
+    notes,
+  };
 }
 
 /** Renders every provider whose plan has no problem (CRDs and Namespaces with `marks`); a provider that cannot be rendered is withheld, its previous files kept. Throws SecretRefusedError. */
-export function renderProviders(plan: ProviderPlan | undefined, previous: RenderedTree, previousRecords: ProviderRecord[], secrets: SecretPolicy, marks: KeepMarks): ProviderRenderResult {
+export function renderProviders(
+  plan: ProviderPlan | undefined,
+  previous: RenderedTree,
+  previousRecords: ProviderRecord[],
+  secrets: SecretPolicy,
+  marks: KeepMarks,
+): ProviderRenderResult {
   const result: ProviderRenderResult = { rendered: new Map(), records: [], withheld: [] };
   const refusals: SecretRefusedError[] = [];
   for (const planned of plan?.providers ?? []) {
@@ -162,12 +206,24 @@ export function renderProviders(plan: ProviderPlan | undefined, previous: Render
     const entry = { kind: 'provider' as const, namespace, name: `${provider.kind}/${provider.metadata.name}` };
     const withhold = (reason: string): void => {
       const old = previousRecords.find((record) => record.dir === planned.dir);
-      const files = old ? new Map(old.files.flatMap((file) => (previous.has(`${old.dir}/${file}`) ? [[file, previous.get(`${old.dir}/${file}`)!] as [string, string]] : []))) : undefined;
+      const files = old
+        ? new Map(
+            old.files.flatMap((file) =>
+              previous.has(`${old.dir}/${file}`)
+                ? [[file, previous.get(`${old.dir}/${file}`)!] as [string, string]]
+                : [],
+            ),
+          )
+        : undefined;
       if (old && files && files.size === old.files.length) {
         result.rendered.set(old.dir, files);
         result.records.push(old);
       }
-      result.withheld.push({ ...entry, reason, previousKept: Boolean(old && files && files.size === old.files.length) });
+      result.withheld.push({
+        ...entry,
+        reason,
+        previousKept: Boolean(old && files && files.size === old.files.length),
+      });
     };
     if (planned.problems.length > 0 || !planned.release) {
       withhold(planned.problems.map(formatProblem).join('; ') || 'no release');
@@ -186,7 +242,16 @@ export function renderProviders(plan: ProviderPlan | undefined, previous: Render
         contract: planned.contract ?? '',
         source: planned.release.source,
         digest: planned.release.digest,
-        inputDigest: sha256Digest(canonicalJson({ release: planned.release.digest, spec: provider.spec ?? {}, namespace, variables: [...planned.variables.keys()].sort(), additional: planned.additionalManifests ?? null, secrets })),
+        inputDigest: sha256Digest(
+          canonicalJson({
+            release: planned.release.digest,
+            spec: provider.spec ?? {},
+            namespace,
+            variables: [...planned.variables.keys()].sort(),
+            additional: planned.additionalManifests ?? null,
+            secrets,
+          }),
+        ),
         kinds,
         files: [...files.keys()].sort(),
         ...(notes.length > 0 ? { notes } : {}),
@@ -206,7 +271,13 @@ export function renderProviders(plan: ProviderPlan | undefined, previous: Render
       else throw error;
     }
   }
-  if (refusals.length > 0) throw refusals.length === 1 ? refusals[0]! : new SecretRefusedError(refusals.map((r) => r.unit).join(', '), refusals.flatMap((r) => r.findings));
+  if (refusals.length > 0)
+    throw refusals.length === 1
+      ? refusals[0]!
+      : new SecretRefusedError(
+          refusals.map((r) => r.unit).join(', '),
+          refusals.flatMap((r) => r.findings),
+        );
   result.records.sort((a, b) => compareText(a.dir, b.dir));
   return result;
 }
@@ -214,9 +285,20 @@ export function renderProviders(plan: ProviderPlan | undefined, previous: Render
 /** The kinds Flux waits for before any provider: cert-manager's Deployments (its webhook among them) and CRDs. */
 function certManagerHealthChecks(objects: KubeObject[]): NonNullable<ProviderRecord['healthChecks']> {
   return objects
-    .filter((object) => (object.kind === 'Deployment' && apiGroup(object.apiVersion) === 'apps') || (object.kind === 'CustomResourceDefinition' && apiGroup(object.apiVersion) === 'apiextensions.k8s.io'))
-    .map((object) => ({ apiVersion: object.apiVersion, kind: object.kind, ...(object.metadata.namespace ? { namespace: object.metadata.namespace } : {}), name: object.metadata.name }))
-    .sort((a, b) => compareText(`${a.kind}/${a.namespace ?? ''}/${a.name}`, `${b.kind}/${b.namespace ?? ''}/${b.name}`));
+    .filter(
+      (object) =>
+        (object.kind === 'Deployment' && apiGroup(object.apiVersion) === 'apps') ||
+        (object.kind === 'CustomResourceDefinition' && apiGroup(object.apiVersion) === 'apiextensions.k8s.io'),
+    )
+    .map((object) => ({
+      apiVersion: object.apiVersion,
+      kind: object.kind,
+      ...(object.metadata.namespace ? { namespace: object.metadata.namespace } : {}),
+      name: object.metadata.name,
+    }))
+    .sort((a, b) =>
+      compareText(`${a.kind}/${a.namespace ?? ''}/${a.name}`, `${b.kind}/${b.namespace ?? ''}/${b.name}`),
+    );
 }
 
 /**
@@ -224,11 +306,24 @@ function certManagerHealthChecks(objects: KubeObject[]): NonNullable<ProviderRec
  * target namespace), CRDs and Namespaces never pruned, one object per file; withheld alone (its
  * previous files kept) when they cannot be read. Throws SecretRefusedError.
  */
-function renderCertManager(planned: PlannedCertManager, previous: RenderedTree, previousRecords: ProviderRecord[], secrets: SecretPolicy, marks: KeepMarks, result: ProviderRenderResult): void {
+function renderCertManager(
+  planned: PlannedCertManager,
+  previous: RenderedTree,
+  previousRecords: ProviderRecord[],
+  secrets: SecretPolicy,
+  marks: KeepMarks,
+  result: ProviderRenderResult,
+): void {
   const namespace = 'cert-manager';
   const withhold = (reason: string): void => {
     const old = previousRecords.find((record) => record.dir === planned.dir);
-    const files = old ? new Map(old.files.flatMap((file) => (previous.has(`${old.dir}/${file}`) ? [[file, previous.get(`${old.dir}/${file}`)!] as [string, string]] : []))) : undefined;
+    const files = old
+      ? new Map(
+          old.files.flatMap((file) =>
+            previous.has(`${old.dir}/${file}`) ? [[file, previous.get(`${old.dir}/${file}`)!] as [string, string]] : [],
+          ),
+        )
+      : undefined;
     const kept = Boolean(old && files && files.size === old.files.length);
     if (kept) {
       result.rendered.set(old!.dir, files!);
@@ -248,13 +343,28 @@ function renderCertManager(planned: PlannedCertManager, previous: RenderedTree, 
     if (error instanceof Withhold) return withhold(error.message);
     throw error;
   }
-  if (!objects.some((object) => object.kind === 'Deployment')) return withhold(`cert-manager ${release.version} (${release.source}) holds no Deployment: it is not cert-manager's cert-manager.yaml`);
+  if (!objects.some((object) => object.kind === 'Deployment'))
+    return withhold(
+      `cert-manager ${release.version} (${release.source}) holds no Deployment: it is not cert-manager's cert-manager.yaml`,
+    );
   for (const object of objects) markNeverPruned(object, marks);
-  const kept = applySecretPolicy(objects.map((object) => ({ object, text: encodeYaml(object) })), secrets, 'cert-manager');
-  if (kept.toEncrypt.size > 0) return withhold(`its components hold Secrets; --secrets encrypt covers the stacks' Secrets, not cert-manager's: render with --secrets drop`);
-  const names = fileNamesFor(kept.objects.map((entry) => entry.object), namespace);
+  const kept = applySecretPolicy(
+    objects.map((object) => ({ object, text: encodeYaml(object) })),
+    secrets,
+    'cert-manager',
+  );
+  if (kept.toEncrypt.size > 0)
+    return withhold(
+      `its components hold Secrets; --secrets encrypt covers the stacks' Secrets, not cert-manager's: render with --secrets drop`,
+    );
+  const names = fileNamesFor(
+    kept.objects.map((entry) => entry.object),
+    namespace,
+  );
   const files = new Map(kept.objects.map((entry, index) => [names[index]!, entry.text]));
-  const notes = kept.dropped.map((finding) => `${finding.object.kind} ${finding.object.metadata.name} left out (--secrets drop): it ${finding.why}`);
+  const notes = kept.dropped.map(
+    (finding) => `${finding.object.kind} ${finding.object.metadata.name} left out (--secrets drop): it ${finding.why}`,
+  );
   result.rendered.set(planned.dir, files);
   result.records.push({
     dir: planned.dir,

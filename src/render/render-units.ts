@@ -45,7 +45,6 @@ export interface PendingUnit {
   manifests?: string;
 }
 
-
 /** What every unit's digest depends on beyond its own inputs. */
 export interface UnitSettings {
   secrets: SecretPolicy;
@@ -56,7 +55,10 @@ export interface UnitSettings {
 }
 
 /** The units of a plan, per cluster too, and what is withheld before anything renders. */
-export function planUnits(plan: Plan, settings: UnitSettings): { units: PendingUnit[]; clusterUnits: Map<string, PendingUnit[]>; withheld: WithheldEntry[] } {
+export function planUnits(
+  plan: Plan,
+  settings: UnitSettings,
+): { units: PendingUnit[]; clusterUnits: Map<string, PendingUnit[]>; withheld: WithheldEntry[] } {
   const withheld: WithheldEntry[] = [];
   const units: PendingUnit[] = [];
   const others = plan.inputs.others.map((sourced) => sourced.object);
@@ -67,7 +69,13 @@ export function planUnits(plan: Plan, settings: UnitSettings): { units: PendingU
       const loaded = loadedRelease(plan, stack.namespace, decision.name);
       const reason = releaseWithheldReason(decision, loaded);
       if (reason || !loaded?.content) {
-        withheld.push({ kind: 'release', namespace: stack.namespace, name: decision.name, reason: reason ?? 'release could not be loaded', previousKept: false });
+        withheld.push({
+          kind: 'release',
+          namespace: stack.namespace,
+          name: decision.name,
+          reason: reason ?? 'release could not be loaded',
+          previousKept: false,
+        });
         continue;
       }
       units.push(releaseUnit(stack, loaded.content, settings));
@@ -85,11 +93,25 @@ export function planUnits(plan: Plan, settings: UnitSettings): { units: PendingU
           ? `release ${cluster.release} could not be loaded: ${(loaded?.problems ?? []).map(formatProblem).join('; ') || 'it is not kept by its ClusterStack'}`
           : undefined;
     if (reason || !loaded?.content) {
-      withheld.push({ kind: 'cluster', namespace: cluster.namespace, name: cluster.name, reason: reason ?? 'release missing', previousKept: false });
+      withheld.push({
+        kind: 'cluster',
+        namespace: cluster.namespace,
+        name: cluster.name,
+        reason: reason ?? 'release missing',
+        previousKept: false,
+      });
       continue;
     }
-    const stack = plan.resolution.clusterStacks.find((s) => s.namespace === cluster.stack?.namespace && s.name === cluster.stack?.name)!;
-    const pending = addonUnits(cluster, stack, loaded.content, others, secretsDigestPart(settings.secrets, settings.encryption));
+    const stack = plan.resolution.clusterStacks.find(
+      (s) => s.namespace === cluster.stack?.namespace && s.name === cluster.stack?.name,
+    )!;
+    const pending = addonUnits(
+      cluster,
+      stack,
+      loaded.content,
+      others,
+      secretsDigestPart(settings.secrets, settings.encryption),
+    );
     clusterUnits.set(`${cluster.namespace}/${cluster.name}`, pending);
     units.push(...pending);
   }
@@ -103,7 +125,10 @@ function clusterProblemText(problem: Problem): string {
 }
 
 /** Every values document helm gets for `unit`: `values` (the evaluated template, or the static ones) then the user's. */
-export function chartValues(unit: PendingUnit, values: readonly Record<string, unknown>[] = unit.values): Record<string, unknown>[] {
+export function chartValues(
+  unit: PendingUnit,
+  values: readonly Record<string, unknown>[] = unit.values,
+): Record<string, unknown>[] {
   return [...values, ...(unit.extraValues ? [unit.extraValues] : [])];
 }
 
@@ -111,8 +136,26 @@ export function chartValues(unit: PendingUnit, values: readonly Record<string, u
  * The digest of exactly what helm is given for `unit` with `values` (chartValues): equal digests
  * render equal output, so a unit whose render digest the target records is reused without helm.
  */
-export function renderDigestOf(unit: PendingUnit, values: readonly Record<string, unknown>[], secretsPart: unknown, annotationsId: string | undefined): string {
-  return sha256Digest(canonicalJson({ format: OUTPUT_FORMAT, chart: unit.chart.digest, values, kubeVersion: unit.kubeVersion, apiVersions: unit.apiVersions, releaseName: unit.releaseName, namespace: unit.renderNamespace, includeCrds: unit.includeCrds, secrets: secretsPart, annotations: unit.annotated ? (annotationsId ?? null) : null }));
+export function renderDigestOf(
+  unit: PendingUnit,
+  values: readonly Record<string, unknown>[],
+  secretsPart: unknown,
+  annotationsId: string | undefined,
+): string {
+  return sha256Digest(
+    canonicalJson({
+      format: OUTPUT_FORMAT,
+      chart: unit.chart.digest,
+      values,
+      kubeVersion: unit.kubeVersion,
+      apiVersions: unit.apiVersions,
+      releaseName: unit.releaseName,
+      namespace: unit.renderNamespace,
+      includeCrds: unit.includeCrds,
+      secrets: secretsPart,
+      annotations: unit.annotated ? (annotationsId ?? null) : null,
+    }),
+  );
 }
 
 /** The `namespace/name` of a unit's cluster (or release); a layer's is `namespace/cluster/layers/<layer>` (it fails alone). */
@@ -128,19 +171,37 @@ export function ownerKey(unit: PendingUnit): string {
  * one-cluster change at 2000 Clusters.
  */
 export function stableContext(object: KubeObject): KubeObject {
-  const { managedFields: _managedFields, resourceVersion: _resourceVersion, ...metadata } = object.metadata as unknown as Record<string, unknown>;
+  const {
+    managedFields: _managedFields,
+    resourceVersion: _resourceVersion,
+    ...metadata
+  } = object.metadata as unknown as Record<string, unknown>;
   return { ...object, metadata } as unknown as KubeObject;
 }
 
 /** The object a Cluster's control plane or infrastructure reference names (v1beta1 or v1beta2 shape), among the inputs. */
-function findReferenced(cluster: CapiCluster, field: 'controlPlaneRef' | 'infrastructureRef', others: KubeObject[]): KubeObject | undefined {
+function findReferenced(
+  cluster: CapiCluster,
+  field: 'controlPlaneRef' | 'infrastructureRef',
+  others: KubeObject[],
+): KubeObject | undefined {
   const ref = clusterReference(cluster, field);
   if (!ref) return undefined;
-  return others.find((object) => object.kind === ref.kind && object.metadata.name === ref.name && (object.metadata.namespace ?? 'default') === ref.namespace && (ref.group === undefined || groupOf(object.apiVersion) === ref.group));
+  return others.find(
+    (object) =>
+      object.kind === ref.kind &&
+      object.metadata.name === ref.name &&
+      (object.metadata.namespace ?? 'default') === ref.namespace &&
+      (ref.group === undefined || groupOf(object.apiVersion) === ref.group),
+  );
 }
 
-function releaseWithheldReason(decision: StackResolution['releases'][number], loaded: LoadedRelease | undefined): string | undefined {
-  if (!loaded?.content) return `release could not be loaded: ${(loaded?.problems ?? []).map(formatProblem).join('; ') || 'unknown error'}`;
+function releaseWithheldReason(
+  decision: StackResolution['releases'][number],
+  loaded: LoadedRelease | undefined,
+): string | undefined {
+  if (!loaded?.content)
+    return `release could not be loaded: ${(loaded?.problems ?? []).map(formatProblem).join('; ') || 'unknown error'}`;
   if (!decision.ready) return decision.readyMessage ?? 'provider release is not ready';
   return undefined;
 }
@@ -152,9 +213,27 @@ function releaseUnit(stack: StackResolution, content: ReleaseContent, settings: 
   const namespace = stack.namespace;
   const kubeVersion = content.metadata.kubernetesVersion;
   const apiVersions = targetApiVersions(kubeVersion, content.crdApiVersions);
-  const inputDigest = sha256Digest(canonicalJson({ format: OUTPUT_FORMAT, chart: content.clusterClassChart.digest, releaseName, namespace, kubeVersion, apiVersions, annotations: settings.managementAnnotations ?? null, secrets: secretsDigestPart(settings.secrets, settings.encryption) }));
+  const inputDigest = sha256Digest(
+    canonicalJson({
+      format: OUTPUT_FORMAT,
+      chart: content.clusterClassChart.digest,
+      releaseName,
+      namespace,
+      kubeVersion,
+      apiVersions,
+      annotations: settings.managementAnnotations ?? null,
+      secrets: secretsDigestPart(settings.secrets, settings.encryption),
+    }),
+  );
   return {
-    record: { dir: releaseDir(namespace, content.tag), kind: 'release', namespace, name: content.tag, release: content.tag, inputDigest },
+    record: {
+      dir: releaseDir(namespace, content.tag),
+      kind: 'release',
+      namespace,
+      name: content.tag,
+      release: content.tag,
+      inputDigest,
+    },
     chart: content.clusterClassChart,
     releaseName,
     renderNamespace: namespace,
@@ -177,7 +256,13 @@ export function clusterContext(cluster: CapiCluster, others: KubeObject[]): Valu
   return context;
 }
 
-function addonUnits(cluster: ClusterResolution, stack: StackResolution, content: ReleaseContent, others: KubeObject[], secrets: unknown): PendingUnit[] {
+function addonUnits(
+  cluster: ClusterResolution,
+  stack: StackResolution,
+  content: ReleaseContent,
+  others: KubeObject[],
+  secrets: unknown,
+): PendingUnit[] {
   const context = clusterContext(cluster.cluster, others);
   const kubeVersion = content.metadata.kubernetesVersion;
   const apiVersions = targetApiVersions(kubeVersion, content.crdApiVersions);
@@ -186,17 +271,53 @@ function addonUnits(cluster: ClusterResolution, stack: StackResolution, content:
   const base = { namespace: cluster.namespace, name: cluster.name, release: content.tag, addonVersion };
   const stages =
     content.addons.format === 'legacy'
-      ? [{ name: LEGACY_STAGE, order: 0, chart: content.addons.chart, valuesTemplate: content.addons.valuesTemplate, extra: spec.addonValues, origin: `${content.tag}/cluster-addon-values.yaml` }]
+      ? [
+          {
+            name: LEGACY_STAGE,
+            order: 0,
+            chart: content.addons.chart,
+            valuesTemplate: content.addons.valuesTemplate,
+            extra: spec.addonValues,
+            origin: `${content.tag}/cluster-addon-values.yaml`,
+          },
+        ]
       : content.addons.stages
           .filter((stage) => stage.action === 'apply' && stage.chart)
-          .map((stage) => ({ name: stage.name, order: stage.order, chart: stage.chart!, valuesTemplate: stage.valuesTemplate, extra: spec.addonStageValues?.[stage.name], origin: `${content.tag}/${stage.name}/overwrite.yaml` }));
+          .map((stage) => ({
+            name: stage.name,
+            order: stage.order,
+            chart: stage.chart!,
+            valuesTemplate: stage.valuesTemplate,
+            extra: spec.addonStageValues?.[stage.name],
+            origin: `${content.tag}/${stage.name}/overwrite.yaml`,
+          }));
   return stages.map((stage) => {
     // Nothing release-specific beyond the addon content: a Cluster moving between releases that
     // share an addon version keeps its output byte for byte.
     // Only what the values template can read of the context: a label it cannot see renders nothing new.
-    const inputDigest = sha256Digest(canonicalJson({ format: OUTPUT_FORMAT, chart: stage.chart.digest, template: stage.valuesTemplate, context: readableContext(stage.valuesTemplate, context), extra: stage.extra ?? null, kubeVersion, apiVersions, stage: stage.name, addonVersion, secrets }));
+    const inputDigest = sha256Digest(
+      canonicalJson({
+        format: OUTPUT_FORMAT,
+        chart: stage.chart.digest,
+        template: stage.valuesTemplate,
+        context: readableContext(stage.valuesTemplate, context),
+        extra: stage.extra ?? null,
+        kubeVersion,
+        apiVersions,
+        stage: stage.name,
+        addonVersion,
+        secrets,
+      }),
+    );
     const unit: PendingUnit = {
-      record: { ...base, dir: stageDir(cluster.namespace, cluster.name, stage.name), kind: 'cluster-stage', stage: stage.name, order: stage.order, inputDigest },
+      record: {
+        ...base,
+        dir: stageDir(cluster.namespace, cluster.name, stage.name),
+        kind: 'cluster-stage',
+        stage: stage.name,
+        order: stage.order,
+        inputDigest,
+      },
       chart: stage.chart,
       releaseName: ADDON_RELEASE_NAME,
       renderNamespace: ADDON_NAMESPACE,
@@ -208,8 +329,8 @@ function addonUnits(cluster: ClusterResolution, stack: StackResolution, content:
       values: [],
     };
     if (stage.extra) unit.extraValues = stage.extra;
-    if (stage.valuesTemplate.trim() !== '') unit.template = { text: stage.valuesTemplate, origin: stage.origin, context };
+    if (stage.valuesTemplate.trim() !== '')
+      unit.template = { text: stage.valuesTemplate, origin: stage.origin, context };
     return unit;
   });
 }
-

@@ -4,7 +4,10 @@ import type Handlebars from 'handlebars';
 import { Failure } from '../core/failure.js';
 
 export class TemplateError extends Failure {
-  constructor(readonly templateName: string, readonly reason: string) {
+  constructor(
+    readonly templateName: string,
+    readonly reason: string,
+  ) {
     super('fix-input', `template ${templateName}: ${reason}`);
     this.name = 'TemplateError';
   }
@@ -15,10 +18,14 @@ function createEnvironment(): typeof Handlebars {
   // Only the block helpers (if, unless, each, with) and ours below: lookup and log are not needed.
   created.unregisterHelper('lookup');
   created.unregisterHelper('log');
-  created.registerHelper('join', (list: unknown, separator: unknown) => (Array.isArray(list) ? list.join(typeof separator === 'string' ? separator : ', ') : ''));
+  created.registerHelper('join', (list: unknown, separator: unknown) =>
+    Array.isArray(list) ? list.join(typeof separator === 'string' ? separator : ', ') : '',
+  );
   created.registerHelper('eq', (a: unknown, b: unknown) => a === b);
   created.registerHelper('length', (list: unknown) => (Array.isArray(list) ? list.length : 0));
-  created.registerHelper('plural', (count: unknown, singular: unknown, plural: unknown) => (count === 1 ? singular : plural));
+  created.registerHelper('plural', (count: unknown, singular: unknown, plural: unknown) =>
+    count === 1 ? singular : plural,
+  );
   return created;
 }
 
@@ -42,7 +49,11 @@ const COMPILED_KEPT = 32;
  * Compiles a template once; `noEscape` because we write Markdown and commit messages, not HTML.
  * Only our helpers exist; with `strict`, naming a variable the data does not have is an error.
  */
-export function compileTemplate(source: string, name: string, options: { strict?: boolean } = {}): (data: object) => string {
+export function compileTemplate(
+  source: string,
+  name: string,
+  options: { strict?: boolean } = {},
+): (data: object) => string {
   const strict = options.strict ?? false;
   const key = `${strict}\0${source}`;
   let compiled = compiledTemplates.get(key);
@@ -60,7 +71,11 @@ export function compileTemplate(source: string, name: string, options: { strict?
   const template = compiled;
   return (data) => {
     try {
-      return template(data, { allowProtoPropertiesByDefault: false, allowProtoMethodsByDefault: false, allowCallsToHelperMissing: false });
+      return template(data, {
+        allowProtoPropertiesByDefault: false,
+        allowProtoMethodsByDefault: false,
+        allowCallsToHelperMissing: false,
+      });
     } catch (error) {
       throw new TemplateError(name, (error as Error).message);
     }

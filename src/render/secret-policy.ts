@@ -21,7 +21,8 @@ function containsKeyMaterial(value: unknown): boolean {
   }
   if (value !== null && typeof value === 'object') {
     // A loop rather than Object.values: every object of every render passes here.
-    for (const key in value) if (Object.hasOwn(value, key) && containsKeyMaterial((value as Record<string, unknown>)[key])) return true;
+    for (const key in value)
+      if (Object.hasOwn(value, key) && containsKeyMaterial((value as Record<string, unknown>)[key])) return true;
   }
   return false;
 }
@@ -46,8 +47,17 @@ function findSecrets(objects: KubeObject[]): SecretFinding[] {
 }
 
 export class SecretRefusedError extends Failure {
-  constructor(readonly unit: string, readonly findings: SecretFinding[], encrypting = false) {
-    const names = findings.map((f) => `${f.object.kind} ${f.object.metadata.namespace ? `${f.object.metadata.namespace}/` : ''}${f.object.metadata.name} (${f.why})`).join(', ');
+  constructor(
+    readonly unit: string,
+    readonly findings: SecretFinding[],
+    encrypting = false,
+  ) {
+    const names = findings
+      .map(
+        (f) =>
+          `${f.object.kind} ${f.object.metadata.namespace ? `${f.object.metadata.namespace}/` : ''}${f.object.metadata.name} (${f.why})`,
+      )
+      .join(', ');
     super(
       'fix-input',
       encrypting
@@ -66,7 +76,11 @@ export class SecretRefusedError extends Failure {
  * Applies the policy to one unit's objects: throws (refuse), filters (drop), keeps (allow), or keeps
  * and marks the Secrets to encrypt (encrypt; other key material is refused).
  */
-export function applySecretPolicy<T extends { object: KubeObject }>(entries: T[], policy: SecretPolicy, unit: string): { objects: T[]; dropped: SecretFinding[]; toEncrypt: Set<T> } {
+export function applySecretPolicy<T extends { object: KubeObject }>(
+  entries: T[],
+  policy: SecretPolicy,
+  unit: string,
+): { objects: T[]; dropped: SecretFinding[]; toEncrypt: Set<T> } {
   if (policy === 'allow') return { objects: entries, dropped: [], toEncrypt: new Set() };
   const findings = findSecrets(entries.map((entry) => entry.object));
   if (findings.length === 0) return { objects: entries, dropped: [], toEncrypt: new Set() };

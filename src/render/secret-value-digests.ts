@@ -30,9 +30,16 @@ export function withSecretValueDigests(output: string): string | undefined {
     const header = SOURCE_LINE.exec(document.text)?.[0];
     const written = (object: unknown): string => `${header ? `${header}\n` : ''}${encodeYaml(object)}`;
     const record = value as Record<string, unknown> | null;
-    if (isObject(record) && typeof record.kind === 'string' && record.kind.endsWith('List') && Array.isArray(record.items)) {
+    if (
+      isObject(record) &&
+      typeof record.kind === 'string' &&
+      record.kind.endsWith('List') &&
+      Array.isArray(record.items)
+    ) {
       // kubectl applies the items of a List: each item is looked at on its own, as plan reads them.
-      const items = record.items.map((item) => (isObject(item) && secretReason(item as unknown as KubeObject) ? withDigest(item, encodeYaml(item)) : item));
+      const items = record.items.map((item) =>
+        isObject(item) && secretReason(item as unknown as KubeObject) ? withDigest(item, encodeYaml(item)) : item,
+      );
       if (items.some((item, index) => item !== (record.items as unknown[])[index])) {
         replaced = true;
         documents.push(written({ ...record, items }));
@@ -55,7 +62,13 @@ function isObject(value: unknown): value is Record<string, unknown> {
 /** The object's identity (what plan compares and names) and a digest of everything it held. */
 function withDigest(object: Record<string, unknown>, text: string): Record<string, unknown> {
   const metadata = isObject(object.metadata) ? object.metadata : {};
-  const identity = Object.fromEntries(['name', 'generateName', 'namespace'].filter((key) => typeof metadata[key] === 'string').map((key) => [key, metadata[key]]));
-  const kept = Object.fromEntries(['apiVersion', 'kind'].filter((key) => object[key] !== undefined).map((key) => [key, object[key]]));
+  const identity = Object.fromEntries(
+    ['name', 'generateName', 'namespace']
+      .filter((key) => typeof metadata[key] === 'string')
+      .map((key) => [key, metadata[key]]),
+  );
+  const kept = Object.fromEntries(
+    ['apiVersion', 'kind'].filter((key) => object[key] !== undefined).map((key) => [key, object[key]]),
+  );
   return { ...kept, metadata: identity, contentDigest: sha256Digest(text) };
 }

@@ -55,8 +55,12 @@ const YAML11_WORD = /^(y|yes|n|no|true|false|on|off|null)$/i;
 /** A scalar that reads as the same string in go-yaml v2 and in this pattern, or undefined. */
 function plainString(raw: string | undefined): string | undefined {
   if (raw === undefined) return undefined;
-  const value = raw.replace(/\s+#.*$/, '').trim().replace(/^"(.*)"$|^'(.*)'$/, '$1$2');
-  if (!SIMPLE_NAME.test(value) || YAML11_WORD.test(value) || /^[-+.\d]/.test(value) && !/[A-Za-z]/.test(value)) return undefined;
+  const value = raw
+    .replace(/\s+#.*$/, '')
+    .trim()
+    .replace(/^"(.*)"$|^'(.*)'$/, '$1$2');
+  if (!SIMPLE_NAME.test(value) || YAML11_WORD.test(value) || (/^[-+.\d]/.test(value) && !/[A-Za-z]/.test(value)))
+    return undefined;
   return value;
 }
 
@@ -78,12 +82,21 @@ function topLevel(text: string, key: string): string | undefined {
  */
 function quickIdentity(text: string): ObjectIdentity | undefined {
   const [group, version, ...rest] = (topLevel(text, 'apiVersion') ?? '').trim().split('/');
-  const apiVersion = rest.length > 0 || !plainString(group) || (version !== undefined && !plainString(version)) ? undefined : `${group}${version === undefined ? '' : `/${version}`}`;
+  const apiVersion =
+    rest.length > 0 || !plainString(group) || (version !== undefined && !plainString(version))
+      ? undefined
+      : `${group}${version === undefined ? '' : `/${version}`}`;
   const kind = plainString(topLevel(text, 'kind'));
   const metadataAt = text.startsWith('metadata:') ? 0 : text.indexOf('\nmetadata:') + 1;
-  if (!apiVersion || !kind || metadataAt <= 0 && !text.startsWith('metadata:')) return undefined;
+  if (!apiVersion || !kind || (metadataAt <= 0 && !text.startsWith('metadata:'))) return undefined;
   let line = text.indexOf('\n', metadataAt);
-  if (text.slice(metadataAt + 'metadata:'.length, line < 0 ? undefined : line).replace(/#.*/, '').trim() !== '') return undefined; // flow style
+  if (
+    text
+      .slice(metadataAt + 'metadata:'.length, line < 0 ? undefined : line)
+      .replace(/#.*/, '')
+      .trim() !== ''
+  )
+    return undefined; // flow style
   let indent: string | undefined;
   const fields = new Map<string, string>();
   while (line >= 0) {
@@ -116,7 +129,13 @@ function decodeObject(text: string): KubeObject | undefined {
     return undefined; // written by us from a decoded document; nothing to identify
   }
   const object = value as KubeObject | null;
-  if (!object || typeof object.kind !== 'string' || typeof object.apiVersion !== 'string' || typeof object.metadata?.name !== 'string') return undefined;
+  if (
+    !object ||
+    typeof object.kind !== 'string' ||
+    typeof object.apiVersion !== 'string' ||
+    typeof object.metadata?.name !== 'string'
+  )
+    return undefined;
   return object;
 }
 
@@ -126,7 +145,12 @@ export function identityOfText(text: string): { identity: ObjectIdentity; key: s
   if (!identity) {
     const decoded = decodeObject(text);
     if (!decoded) return undefined;
-    identity = { group: apiGroup(decoded.apiVersion), kind: decoded.kind, namespace: decoded.metadata.namespace ?? '', name: decoded.metadata.name };
+    identity = {
+      group: apiGroup(decoded.apiVersion),
+      kind: decoded.kind,
+      namespace: decoded.metadata.namespace ?? '',
+      name: decoded.metadata.name,
+    };
   }
   return { identity, key: identityKey(identity) };
 }
@@ -153,7 +177,12 @@ function fileObjects(files: Map<string, string>): FileObject[] {
     if (!identity) {
       decoded = decodeObject(text);
       if (!decoded) continue;
-      identity = { group: apiGroup(decoded.apiVersion), kind: decoded.kind, namespace: decoded.metadata.namespace ?? '', name: decoded.metadata.name };
+      identity = {
+        group: apiGroup(decoded.apiVersion),
+        kind: decoded.kind,
+        namespace: decoded.metadata.namespace ?? '',
+        name: decoded.metadata.name,
+      };
     }
     objects.push({ file, text, identity, key: identityKey(identity), ...(decoded ? { decoded } : {}) });
   }
@@ -197,7 +226,14 @@ function versionOf(object: KubeObject): string {
 function olderReleaseFirst(a: UnitRecord, b: UnitRecord): number {
   const tagA = tryParseReleaseTag(a.release);
   const tagB = tryParseReleaseTag(b.release);
-  if (tagA && tagB && tagA.provider === tagB.provider && tagA.name === tagB.name && tagA.kubernetesMajor === tagB.kubernetesMajor && tagA.kubernetesMinor === tagB.kubernetesMinor) {
+  if (
+    tagA &&
+    tagB &&
+    tagA.provider === tagB.provider &&
+    tagA.name === tagB.name &&
+    tagA.kubernetesMajor === tagB.kubernetesMajor &&
+    tagA.kubernetesMinor === tagB.kubernetesMinor
+  ) {
     const order = compareStackVersions(tagA.version, tagB.version);
     if (order !== undefined && order !== 0) return order;
   }
@@ -210,7 +246,11 @@ function earlierStageFirst(a: UnitRecord, b: UnitRecord): number {
 }
 
 /** Objects by identity, each list in the given unit order. */
-function groupByIdentity(units: UnitRecord[], rendered: Map<string, Map<string, string>>, order: (a: UnitRecord, b: UnitRecord) => number): Map<string, UnitObject[]> {
+function groupByIdentity(
+  units: UnitRecord[],
+  rendered: Map<string, Map<string, string>>,
+  order: (a: UnitRecord, b: UnitRecord) => number,
+): Map<string, UnitObject[]> {
   const groups = new Map<string, UnitObject[]>();
   for (const record of [...units].sort(order)) {
     for (const object of unitObjects(record, rendered.get(record.dir) ?? new Map())) {
@@ -234,7 +274,10 @@ export interface ObjectConflict {
  * once, against the oldest release rendering that object; withholding them leaves no conflict
  * among the rest (the check is repeated on what remains until none is left).
  */
-export function findReleaseConflicts(records: UnitRecord[], rendered: Map<string, Map<string, string>>): ObjectConflict[] {
+export function findReleaseConflicts(
+  records: UnitRecord[],
+  rendered: Map<string, Map<string, string>>,
+): ObjectConflict[] {
   const conflicts: ObjectConflict[] = [];
   let remaining = records.filter((record) => record.kind === 'release');
   for (;;) {
@@ -260,7 +303,11 @@ export function findReleaseConflicts(records: UnitRecord[], rendered: Map<string
  * `onlyClusters` (cluster directories) limits the check to those: a cluster whose stages were all
  * reused from a tree that held them together has none.
  */
-export function findStageConflicts(records: UnitRecord[], rendered: Map<string, Map<string, string>>, onlyClusters?: Set<string>): ObjectConflict[] {
+export function findStageConflicts(
+  records: UnitRecord[],
+  rendered: Map<string, Map<string, string>>,
+  onlyClusters?: Set<string>,
+): ObjectConflict[] {
   const conflicts: ObjectConflict[] = [];
   for (const [cluster, stages] of clusterStages(records)) {
     if (onlyClusters && !onlyClusters.has(cluster)) continue;
@@ -321,7 +368,11 @@ export interface PreviousPlacement {
  * oldest release), written as that release rendered it. Addons: an object two stages of a cluster
  * render stays in the earlier stage. Every namespace with a release gets its shared directory.
  */
-export function placeSharedObjects(records: UnitRecord[], rendered: Map<string, Map<string, string>>, previous?: PreviousPlacement): SharedPlacement {
+export function placeSharedObjects(
+  records: UnitRecord[],
+  rendered: Map<string, Map<string, string>>,
+  previous?: PreviousPlacement,
+): SharedPlacement {
   const placed = new Map<string, Map<string, string>>([...rendered].map(([dir, files]) => [dir, new Map(files)]));
   const shared = new Map<string, Record<string, string>>(); // dir -> unit file -> tree path
   const sharedObjects: SharedObjectRecord[] = [];
@@ -342,12 +393,20 @@ export function placeSharedObjects(records: UnitRecord[], rendered: Map<string, 
   for (const [dir, groups] of [...byDir].sort(([a], [b]) => compareText(a, b))) {
     const namespace = dir.split('/')[1]!;
     groups.sort((a, b) => compareText(a[0]!.key, b[0]!.key));
-    const names = fileNamesFor(groups.map((objects) => objects[0]!.value), namespace);
+    const names = fileNamesFor(
+      groups.map((objects) => objects[0]!.value),
+      namespace,
+    );
     groups.forEach((objects, index) => {
       const path = `${dir}/${names[index]!}`;
       sharedFiles.set(path, objects[0]!.text);
       for (const object of objects) moveOut(object, path);
-      sharedObjects.push({ path, ...objects[0]!.identity, version: versionOf(objects[0]!.value), renderedBy: [...new Set(objects.map((object) => object.record.release))].sort(compareText) });
+      sharedObjects.push({
+        path,
+        ...objects[0]!.identity,
+        version: versionOf(objects[0]!.value),
+        renderedBy: [...new Set(objects.map((object) => object.record.release))].sort(compareText),
+      });
     });
   }
 
@@ -368,7 +427,12 @@ export function placeSharedObjects(records: UnitRecord[], rendered: Map<string, 
       const [first, ...later] = objects;
       const path = `${first!.record.dir}/${first!.file}`;
       for (const object of later) moveOut(object, path);
-      sharedObjects.push({ path, ...first!.identity, version: versionOf(first!.value), renderedBy: objects.map((object) => object.record.dir).sort(compareText) });
+      sharedObjects.push({
+        path,
+        ...first!.identity,
+        version: versionOf(first!.value),
+        renderedBy: objects.map((object) => object.record.dir).sort(compareText),
+      });
     }
   }
 
@@ -376,9 +440,13 @@ export function placeSharedObjects(records: UnitRecord[], rendered: Map<string, 
     const { shared: _previous, ...rest } = record;
     const moved = shared.get(record.dir);
     const files = [...(placed.get(record.dir)?.keys() ?? [])].sort(compareText);
-    return moved ? { ...rest, files, shared: Object.fromEntries(Object.entries(moved).sort(([a], [b]) => compareText(a, b))) } : { ...rest, files };
+    return moved
+      ? { ...rest, files, shared: Object.fromEntries(Object.entries(moved).sort(([a], [b]) => compareText(a, b))) }
+      : { ...rest, files };
   });
-  const sharedDirs = [...new Set(releases.map((record) => sharedDir(record.namespace)).concat([...byDir.keys()]))].sort(compareText);
+  const sharedDirs = [...new Set(releases.map((record) => sharedDir(record.namespace)).concat([...byDir.keys()]))].sort(
+    compareText,
+  );
   sharedObjects.sort((a, b) => compareText(a.path, b.path));
   return { rendered: placed, records: placedRecords, sharedFiles, sharedDirs, sharedObjects };
 }
@@ -415,7 +483,14 @@ function previousPlacement(
   const moves: { record: { dir: string }; file: string; path: string }[] = [];
   for (const stage of stages) {
     const old = previous.before.get(stage.dir);
-    if (!old || old.kind !== 'cluster-stage' || old.renderDigest !== stage.renderDigest || old.stage !== stage.stage || (old.order ?? 0) !== (stage.order ?? 0)) return undefined;
+    if (
+      !old ||
+      old.kind !== 'cluster-stage' ||
+      old.renderDigest !== stage.renderDigest ||
+      old.stage !== stage.stage ||
+      (old.order ?? 0) !== (stage.order ?? 0)
+    )
+      return undefined;
     for (const [file, path] of Object.entries(old.shared ?? {})) {
       if (!placed.get(stage.dir)?.has(file) || !path.startsWith(`${cluster}/`)) return undefined;
       moves.push({ record: { dir: stage.dir }, file, path });
@@ -423,7 +498,17 @@ function previousPlacement(
   }
   const objects = previousShared.get(cluster) ?? [];
   // Each recorded object must be one the moves produce: its copy in a stage of this cluster.
-  if (objects.some((object) => !stages.some((stage) => object.path.startsWith(`${stage.dir}/`) && placed.get(stage.dir)?.has(object.path.slice(stage.dir.length + 1))))) return undefined;
+  if (
+    objects.some(
+      (object) =>
+        !stages.some(
+          (stage) =>
+            object.path.startsWith(`${stage.dir}/`) &&
+            placed.get(stage.dir)?.has(object.path.slice(stage.dir.length + 1)),
+        ),
+    )
+  )
+    return undefined;
   if (new Set(moves.map((move) => move.path)).size !== objects.length) return undefined;
   return { moves, objects: objects.map((object) => ({ ...object, renderedBy: [...object.renderedBy] })) };
 }
@@ -438,7 +523,12 @@ function managementHomes(files: Iterable<[string, string]>): Map<string, { dir: 
     if (!identity) {
       const object = decodeObject(text);
       if (!object) continue;
-      identity = { group: apiGroup(object.apiVersion), kind: object.kind, namespace: object.metadata.namespace ?? '', name: object.metadata.name };
+      identity = {
+        group: apiGroup(object.apiVersion),
+        kind: object.kind,
+        namespace: object.metadata.namespace ?? '',
+        name: object.metadata.name,
+      };
     }
     homes.set(identityKey(identity), { dir: parts.slice(0, 3).join('/'), identity });
   }
@@ -446,7 +536,8 @@ function managementHomes(files: Iterable<[string, string]>): Map<string, { dir: 
 }
 
 function kubectlDelete(identity: ObjectIdentity): string {
-  const resource = identity.group === '' ? identity.kind.toLowerCase() : `${identity.kind.toLowerCase()}.${identity.group}`;
+  const resource =
+    identity.group === '' ? identity.kind.toLowerCase() : `${identity.kind.toLowerCase()}.${identity.group}`;
   return `kubectl delete ${resource}${identity.namespace === '' ? '' : ` -n ${identity.namespace}`} ${identity.name}`;
 }
 
@@ -457,7 +548,11 @@ function kubectlDelete(identity: ObjectIdentity): string {
  * straight to another release (two owners in one revision with no order between them: the
  * engine may delete it before the new owner applies it; moving through shared/ is safe).
  */
-export function handoverNotes(previous: Iterable<[string, string]>, next: Iterable<[string, string]>, keptReleaseDirs: ReadonlySet<string>): string[] {
+export function handoverNotes(
+  previous: Iterable<[string, string]>,
+  next: Iterable<[string, string]>,
+  keptReleaseDirs: ReadonlySet<string>,
+): string[] {
   const before = managementHomes(previous);
   const after = managementHomes(next);
   const notes: string[] = [];
@@ -465,9 +560,19 @@ export function handoverNotes(previous: Iterable<[string, string]>, next: Iterab
     const now = after.get(key);
     const subject = describeIdentity(identity);
     if (dir.endsWith(`/${SHARED}`) && !now) {
-      notes.push(`${subject} left ${dir}/ with the last release rendering it; shared objects are never pruned by Flux or Argo CD (so that moving between releases never deletes them): once nothing uses it, delete it with \`${kubectlDelete(identity)}\``);
-    } else if (now && !dir.endsWith(`/${SHARED}`) && !now.dir.endsWith(`/${SHARED}`) && now.dir !== dir && !keptReleaseDirs.has(dir)) {
-      notes.push(`${subject} moves from the dropped release directory ${dir}/ straight to ${now.dir}/ in one commit: Flux or Argo CD may delete it with the old release before the new one applies it; keeping the old release one render longer (in spec.versions) moves it through the shared directory instead, which is safe`);
+      notes.push(
+        `${subject} left ${dir}/ with the last release rendering it; shared objects are never pruned by Flux or Argo CD (so that moving between releases never deletes them): once nothing uses it, delete it with \`${kubectlDelete(identity)}\``,
+      );
+    } else if (
+      now &&
+      !dir.endsWith(`/${SHARED}`) &&
+      !now.dir.endsWith(`/${SHARED}`) &&
+      now.dir !== dir &&
+      !keptReleaseDirs.has(dir)
+    ) {
+      notes.push(
+        `${subject} moves from the dropped release directory ${dir}/ straight to ${now.dir}/ in one commit: Flux or Argo CD may delete it with the old release before the new one applies it; keeping the old release one render longer (in spec.versions) moves it through the shared directory instead, which is safe`,
+      );
     }
   }
   return notes.sort(compareText);

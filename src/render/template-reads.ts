@@ -34,7 +34,9 @@ function without<T extends object>(object: T, drop: ('labels' | 'annotations')[]
 export function readableContext<C extends Context>(template: string, context: C): C | null {
   if (template.trim() === '') return null;
   const drop = (['labels', 'annotations'] as const).filter((field) => !mayRead(template, field));
-  return Object.fromEntries(Object.entries(context).map(([key, object]) => [key, object && without(object, drop)])) as C;
+  return Object.fromEntries(
+    Object.entries(context).map(([key, object]) => [key, object && without(object, drop)]),
+  ) as C;
 }
 
 /** An input object as provenance.json digests it: without its labels and annotations (see provenance.ts). */

@@ -37,7 +37,12 @@ export interface UnitPlanSettings {
 
 /** One unit's decision. */
 export type UnitDecision =
-  | { readonly kind: 'reuse'; readonly reason: string; readonly previous: UnitRecord; readonly files: ReadonlyMap<string, string> }
+  | {
+      readonly kind: 'reuse';
+      readonly reason: string;
+      readonly previous: UnitRecord;
+      readonly files: ReadonlyMap<string, string>;
+    }
   | { readonly kind: 'render'; readonly reason: string }
   | { readonly kind: 'withhold'; readonly reason: string };
 
@@ -69,12 +74,25 @@ export interface UnitPlan {
 /** Decides every unit of `plan` against what the target holds; pure, and the result is frozen. */
 export function decideUnits(plan: Plan, published: PublishedState, settings: UnitPlanSettings): UnitPlan {
   const secretsPart = secretsDigestPart(settings.secrets, settings.encryption);
-  const { units, clusterUnits, withheld } = planUnits(plan, { secrets: settings.secrets, ...(settings.encryption ? { encryption: settings.encryption } : {}), ...(settings.managementAnnotations ? { managementAnnotations: settings.managementAnnotations.id } : {}) });
+  const { units, clusterUnits, withheld } = planUnits(plan, {
+    secrets: settings.secrets,
+    ...(settings.encryption ? { encryption: settings.encryption } : {}),
+    ...(settings.managementAnnotations ? { managementAnnotations: settings.managementAnnotations.id } : {}),
+  });
   const layers = layerUnits(plan, secretsPart);
   units.push(...layers.units);
   withheld.push(...layers.withheld);
-  const handEdited = new Map(units.map((unit) => [unit.record.dir, handEditedSecrets(published.units.get(unit.record.dir), published.tree)] as const).filter(([, files]) => files.length > 0));
-  const notReusable = new Set([...handEdited.keys(), ...unitsWithMisplacedHooks(published, hookPlacementOf(settings.engine.hookPhases))]);
+  const handEdited = new Map(
+    units
+      .map(
+        (unit) => [unit.record.dir, handEditedSecrets(published.units.get(unit.record.dir), published.tree)] as const,
+      )
+      .filter(([, files]) => files.length > 0),
+  );
+  const notReusable = new Set([
+    ...handEdited.keys(),
+    ...unitsWithMisplacedHooks(published, hookPlacementOf(settings.engine.hookPhases)),
+  ]);
   const knownValuesFailures = new Map<string, string>();
   for (const unit of units) {
     const known = published.valuesFailures.get(`${unit.record.dir} ${unit.record.inputDigest}`);
@@ -82,23 +100,67 @@ export function decideUnits(plan: Plan, published: PublishedState, settings: Uni
   }
   const decided = units.map((unit): DecidedUnit => {
     Object.freeze(unit.record);
-    return Object.freeze({ unit: Object.freeze(unit), decision: Object.freeze(decideUnit(unit, published, notReusable, knownValuesFailures, secretsPart, settings.managementAnnotations?.id, settings.engine.keepMarks)) });
+    return Object.freeze({
+      unit: Object.freeze(unit),
+      decision: Object.freeze(
+        decideUnit(
+          unit,
+          published,
+          notReusable,
+          knownValuesFailures,
+          secretsPart,
+          settings.managementAnnotations?.id,
+          settings.engine.keepMarks,
+        ),
+      ),
+    });
   });
   for (const entry of withheld) Object.freeze(entry);
-  return Object.freeze({ plan, settings, secretsPart, units: Object.freeze(decided), clusterUnits, withheld: Object.freeze(withheld), knownValuesFailures, handEdited, notReusable });
+  return Object.freeze({
+    plan,
+    settings,
+    secretsPart,
+    units: Object.freeze(decided),
+    clusterUnits,
+    withheld: Object.freeze(withheld),
+    knownValuesFailures,
+    handEdited,
+    notReusable,
+  });
 }
 
 /** One unit's decision, in render's order: a known values failure, the input digest, then the render digest when the values are known now. */
-function decideUnit(unit: PendingUnit, published: PublishedState, notReusable: ReadonlySet<string>, knownFailures: ReadonlyMap<string, string>, secretsPart: unknown, annotationsId: string | undefined, marks: KeepMarks): UnitDecision {
+function decideUnit(
+  unit: PendingUnit,
+  published: PublishedState,
+  notReusable: ReadonlySet<string>,
+  knownFailures: ReadonlyMap<string, string>,
+  secretsPart: unknown,
+  annotationsId: string | undefined,
+  marks: KeepMarks,
+): UnitDecision {
   const known = unit.record.kind === 'release' ? undefined : knownFailures.get(ownerKey(unit));
-  if (known !== undefined) return { kind: 'withhold', reason: `its values template failed before with the same inputs: ${known}` };
+  if (known !== undefined)
+    return { kind: 'withhold', reason: `its values template failed before with the same inputs: ${known}` };
   const old = published.units.get(unit.record.dir);
   if (!old) return { kind: 'render', reason: 'not published yet' };
-  if (notReusable.has(unit.record.dir)) return { kind: 'render', reason: 'its published files cannot be reused (encrypted Secrets edited by hand, or helm hooks laid out for another engine)' };
+  if (notReusable.has(unit.record.dir))
+    return {
+      kind: 'render',
+      reason:
+        'its published files cannot be reused (encrypted Secrets edited by hand, or helm hooks laid out for another engine)',
+    };
   const files = previousFiles(old, published, marks);
   if (!files) return { kind: 'render', reason: 'the target no longer holds all its published files' };
-  if (old.inputDigest === unit.record.inputDigest) return { kind: 'reuse', reason: 'its inputs are unchanged', previous: old, files };
-  if (unit.template !== undefined) return { kind: 'render', reason: 'its inputs changed; its values template is evaluated at render, and the published files are reused if helm would be given the same' };
-  if (old.renderDigest === renderDigestOf(unit, chartValues(unit), secretsPart, annotationsId)) return { kind: 'reuse', reason: 'helm would be given the same chart and values', previous: old, files };
+  if (old.inputDigest === unit.record.inputDigest)
+    return { kind: 'reuse', reason: 'its inputs are unchanged', previous: old, files };
+  if (unit.template !== undefined)
+    return {
+      kind: 'render',
+      reason:
+        'its inputs changed; its values template is evaluated at render, and the published files are reused if helm would be given the same',
+    };
+  if (old.renderDigest === renderDigestOf(unit, chartValues(unit), secretsPart, annotationsId))
+    return { kind: 'reuse', reason: 'helm would be given the same chart and values', previous: old, files };
   return { kind: 'render', reason: 'its inputs changed' };
 }

@@ -15,13 +15,27 @@ import type { ObjectConflict } from './shared-objects.js';
  * Takes failed units out of the output and records them as withheld: a release alone, a cluster
  * whole (half an addon set is worse than the old one). Their previous output is kept later.
  */
-export function withholdFailedUnits(failures: Map<PendingUnit, string>, rendered: Map<string, Map<string, string>>, records: UnitRecord[], withheld: WithheldEntry[]): void {
-  const reasons = new Map<string, { kind: WithheldEntry['kind']; namespace: string; name: string; layer?: string; reasons: string[] }>();
+export function withholdFailedUnits(
+  failures: Map<PendingUnit, string>,
+  rendered: Map<string, Map<string, string>>,
+  records: UnitRecord[],
+  withheld: WithheldEntry[],
+): void {
+  const reasons = new Map<
+    string,
+    { kind: WithheldEntry['kind']; namespace: string; name: string; layer?: string; reasons: string[] }
+  >();
   for (const [unit, reason] of failures) {
     const layer = unit.record.layer?.name;
     const kind = unit.record.kind === 'release' ? 'release' : layer ? 'layer' : 'cluster';
     const key = `${kind}/${unit.record.namespace}/${unit.record.name}/${layer ?? ''}`;
-    const entry = reasons.get(key) ?? { kind, namespace: unit.record.namespace, name: unit.record.name, ...(layer ? { layer } : {}), reasons: [] };
+    const entry = reasons.get(key) ?? {
+      kind,
+      namespace: unit.record.namespace,
+      name: unit.record.name,
+      ...(layer ? { layer } : {}),
+      reasons: [],
+    };
     entry.reasons.push(kind === 'cluster' ? `stage ${unit.record.stage}: ${reason}` : reason);
     reasons.set(key, entry);
   }
@@ -34,7 +48,14 @@ export function withholdFailedUnits(failures: Map<PendingUnit, string>, rendered
       rendered.delete(record.dir);
       records.splice(index, 1);
     }
-    withheld.push({ kind: entry.kind, namespace: entry.namespace, name: entry.name, ...(entry.layer ? { layer: entry.layer } : {}), reason: entry.reasons.sort().join('; '), previousKept: false });
+    withheld.push({
+      kind: entry.kind,
+      namespace: entry.namespace,
+      name: entry.name,
+      ...(entry.layer ? { layer: entry.layer } : {}),
+      reason: entry.reasons.sort().join('; '),
+      previousKept: false,
+    });
   }
 }
 
@@ -42,12 +63,19 @@ export function withholdFailedUnits(failures: Map<PendingUnit, string>, rendered
 export function withholdValuesFailures(failedClusters: Map<string, string>, withheld: WithheldEntry[]): void {
   for (const [key, reason] of failedClusters) {
     const [namespace, name, , layer] = key.split('/') as [string, string, string?, string?];
-    withheld.push(layer ? { kind: 'layer', namespace, name, layer, reason, previousKept: false } : { kind: 'cluster', namespace, name, reason, previousKept: false });
+    withheld.push(
+      layer
+        ? { kind: 'layer', namespace, name, layer, reason, previousKept: false }
+        : { kind: 'cluster', namespace, name, reason, previousKept: false },
+    );
   }
 }
 
 /** The unit directories a withheld entry stands for: a release's, a cluster's stages (not its layers), or one layer's. */
-function ownDirs(entry: { kind: WithheldEntry['kind']; namespace: string; name: string; layer?: string }, dirs: SortedDirs): string[] {
+function ownDirs(
+  entry: { kind: WithheldEntry['kind']; namespace: string; name: string; layer?: string },
+  dirs: SortedDirs,
+): string[] {
   if (entry.kind === 'release') return [releaseDir(entry.namespace, entry.name)];
   if (entry.kind === 'layer') return [layerDir(entry.namespace, entry.name, entry.layer ?? '')];
   if (entry.kind !== 'cluster') return [];
@@ -76,7 +104,8 @@ class SortedDirs {
       else high = middle;
     }
     const found: string[] = [];
-    for (let index = low; index < this.dirs.length && this.dirs[index]!.startsWith(prefix); index += 1) found.push(this.dirs[index]!);
+    for (let index = low; index < this.dirs.length && this.dirs[index]!.startsWith(prefix); index += 1)
+      found.push(this.dirs[index]!);
     return found;
   }
 }
@@ -86,28 +115,47 @@ class SortedDirs {
  * failed, or the stack's addons withheld with no previous output): the engine would wait for them
  * forever. Returns whether it withheld any.
  */
-export function withholdStrandedLayers(rendered: Map<string, Map<string, string>>, records: UnitRecord[], withheld: WithheldEntry[]): boolean {
+export function withholdStrandedLayers(
+  rendered: Map<string, Map<string, string>>,
+  records: UnitRecord[],
+  withheld: WithheldEntry[],
+): boolean {
   let changed = false;
   const layers = records.filter((record) => record.layer).sort((a, b) => a.layer!.depth - b.layer!.depth);
   for (const record of layers) {
     const { layer } = record;
     const missing: string[] = [];
     for (const dependency of layer!.dependsOn) {
-      if (!rendered.has(layerDir(record.namespace, record.name, dependency.layer))) missing.push(`${layerRef(dependency.layer, dependency.version)} is withheld on this Cluster`);
+      if (!rendered.has(layerDir(record.namespace, record.name, dependency.layer)))
+        missing.push(`${layerRef(dependency.layer, dependency.version)} is withheld on this Cluster`);
     }
     const stackPrefix = `${clusterDir(record.namespace, record.name)}/`;
-    if (layer!.afterStack && ![...rendered.keys()].some((dir) => dir.startsWith(stackPrefix) && !isLayerPath(dir))) missing.push("the cluster stack's addons are withheld on this Cluster");
+    if (layer!.afterStack && ![...rendered.keys()].some((dir) => dir.startsWith(stackPrefix) && !isLayerPath(dir)))
+      missing.push("the cluster stack's addons are withheld on this Cluster");
     if (missing.length === 0) continue;
     rendered.delete(record.dir);
     records.splice(records.indexOf(record), 1);
-    withheld.push({ kind: 'layer', namespace: record.namespace, name: record.name, layer: layer!.name, reason: `${layer!.name} waits: ${missing.join('; ')}`, previousKept: false });
+    withheld.push({
+      kind: 'layer',
+      namespace: record.namespace,
+      name: record.name,
+      layer: layer!.name,
+      reason: `${layer!.name} waits: ${missing.join('; ')}`,
+      previousKept: false,
+    });
     changed = true;
   }
   return changed;
 }
 
 /** Puts back the previous output of withheld units that were published before, marking them so (`marks`: how handed-over copies were marked). */
-export function keepPreviousOutput(withheld: WithheldEntry[], published: PublishedState, rendered: Map<string, Map<string, string>>, records: UnitRecord[], marks: KeepMarks): void {
+export function keepPreviousOutput(
+  withheld: WithheldEntry[],
+  published: PublishedState,
+  rendered: Map<string, Map<string, string>>,
+  records: UnitRecord[],
+  marks: KeepMarks,
+): void {
   const beforeDirs = new SortedDirs(published.units.keys());
   for (const entry of withheld) {
     const dirs = ownDirs(entry, beforeDirs);
@@ -129,9 +177,17 @@ export function keepPreviousOutput(withheld: WithheldEntry[], published: Publish
  * record is the previous tree's in the cluster's namespace, else every one of that tag (a class in
  * another namespace). Returns whether it withheld any.
  */
-export function holdReleasesOfKeptClusters(withheld: WithheldEntry[], before: ReadonlyMap<string, UnitRecord>, records: UnitRecord[]): boolean {
+export function holdReleasesOfKeptClusters(
+  withheld: WithheldEntry[],
+  before: ReadonlyMap<string, UnitRecord>,
+  records: UnitRecord[],
+): boolean {
   const users = new Map<string, { namespace: string; clusters: string[] }>();
-  const kept = new Set(withheld.filter((entry) => entry.kind === 'cluster' && entry.previousKept).map((entry) => `${entry.namespace}/${entry.name}`));
+  const kept = new Set(
+    withheld
+      .filter((entry) => entry.kind === 'cluster' && entry.previousKept)
+      .map((entry) => `${entry.namespace}/${entry.name}`),
+  );
   for (const record of before.values()) {
     const key = `${record.namespace}/${record.name}`;
     if (record.kind !== 'cluster-stage' || !kept.has(key)) continue;
@@ -145,8 +201,19 @@ export function holdReleasesOfKeptClusters(withheld: WithheldEntry[], before: Re
     const candidates = [...before.values()].filter((record) => record.kind === 'release' && record.name === release);
     const own = candidates.filter((record) => record.namespace === namespace);
     for (const record of own.length > 0 ? own : candidates) {
-      if (withheld.some((entry) => entry.kind === 'release' && entry.namespace === record.namespace && entry.name === release)) continue;
-      withheld.push({ kind: 'release', namespace: record.namespace, name: release, reason: `kept for Cluster${clusters.length === 1 ? '' : 's'} ${clusters.sort().join(', ')}, whose withheld addons are kept and use it`, previousKept: false });
+      if (
+        withheld.some(
+          (entry) => entry.kind === 'release' && entry.namespace === record.namespace && entry.name === release,
+        )
+      )
+        continue;
+      withheld.push({
+        kind: 'release',
+        namespace: record.namespace,
+        name: release,
+        reason: `kept for Cluster${clusters.length === 1 ? '' : 's'} ${clusters.sort().join(', ')}, whose withheld addons are kept and use it`,
+        previousKept: false,
+      });
       added = true;
     }
   }
@@ -157,18 +224,28 @@ export function holdReleasesOfKeptClusters(withheld: WithheldEntry[], before: Re
  * Takes the units of conflicts out of the output: a release alone, a cluster whole. A unit already
  * withheld (its previous output put back, and that output conflicts too) loses the previous output.
  */
-export function withholdConflicts(conflicts: ObjectConflict[], rendered: Map<string, Map<string, string>>, records: UnitRecord[], withheld: WithheldEntry[]): void {
+export function withholdConflicts(
+  conflicts: ObjectConflict[],
+  rendered: Map<string, Map<string, string>>,
+  records: UnitRecord[],
+  withheld: WithheldEntry[],
+): void {
   for (const { record, reason } of conflicts) {
     const kind = record.kind === 'release' ? 'release' : 'cluster';
     const prefix = `${clusterDir(record.namespace, record.name)}/`;
     for (let index = records.length - 1; index >= 0; index -= 1) {
       const candidate = records[index]!;
-      const matches = kind === 'release' ? candidate.dir === record.dir : candidate.kind === 'cluster-stage' && candidate.dir.startsWith(prefix);
+      const matches =
+        kind === 'release'
+          ? candidate.dir === record.dir
+          : candidate.kind === 'cluster-stage' && candidate.dir.startsWith(prefix);
       if (!matches) continue;
       rendered.delete(candidate.dir);
       records.splice(index, 1);
     }
-    const entry = withheld.find((item) => item.kind === kind && item.namespace === record.namespace && item.name === record.name);
+    const entry = withheld.find(
+      (item) => item.kind === kind && item.namespace === record.namespace && item.name === record.name,
+    );
     if (!entry) withheld.push({ kind, namespace: record.namespace, name: record.name, reason, previousKept: false });
     else {
       entry.previousKept = false;

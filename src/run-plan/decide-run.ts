@@ -11,7 +11,12 @@ import type { PublishedState } from '../output/published-state.js';
 import { clusterDir, isLayerPath, layerDir, releaseDir } from '../output/tree-layout.js';
 import type { Plan } from '../plan/build-plan.js';
 import { holdPublishedClusters } from '../plan/held-published-clusters.js';
-import { countClusterRequests, type PlannedClusterRequests, planClusterRequests, type SchedulerSetting } from '../cluster-requests/plan-cluster-requests.js';
+import {
+  countClusterRequests,
+  type PlannedClusterRequests,
+  planClusterRequests,
+  type SchedulerSetting,
+} from '../cluster-requests/plan-cluster-requests.js';
 import type { SchedulerConfig } from '../cluster-requests/scheduler-config.js';
 import { guardProviderVersions, type LockedProviders } from '../providers/guard-providers.js';
 import { decideUnits, type UnitPlan, type UnitPlanSettings } from '../render/unit-decisions.js';
@@ -56,7 +61,12 @@ export interface RunPlan {
 }
 
 /** Decides the run (see the header); pure. `locked` is the plan's providers with their locked releases loaded. */
-export function decideRun(plan: Plan, locked: LockedProviders | undefined, published: PublishedState, settings: RunSettings): RunPlan {
+export function decideRun(
+  plan: Plan,
+  locked: LockedProviders | undefined,
+  published: PublishedState,
+  settings: RunSettings,
+): RunPlan {
   const guards = locked ? guardProviderVersions(locked, published.providers, settings.providerGuards) : undefined;
   const guarded: Plan = guards ? { ...plan, providers: guards.plan } : plan;
   // A Cluster the target renders is never dropped for what the inputs now say about it: it is held.
@@ -70,7 +80,10 @@ export function decideRun(plan: Plan, locked: LockedProviders | undefined, publi
     plan: freezePlan(final),
     keptReleases: Object.freeze(keptReleases(final)),
     heldClusters: Object.freeze(held.problems),
-    refused: Object.freeze({ providers: Object.freeze([...(guards?.refused ?? [])]), heldClusters: Object.freeze(settings.heldClusters === 'withhold' ? [] : held.problems) }),
+    refused: Object.freeze({
+      providers: Object.freeze([...(guards?.refused ?? [])]),
+      heldClusters: Object.freeze(settings.heldClusters === 'withhold' ? [] : held.problems),
+    }),
     requests,
     unscheduledRequests: settings.scheduler ? 0 : countClusterRequests(final),
     requestAssignments: requests?.output.record,
@@ -84,21 +97,52 @@ export function decideRun(plan: Plan, locked: LockedProviders | undefined, publi
  * and frozen, so the caller's plan stays its own; loaded releases and sources are shared as they are.
  */
 function freezePlan(plan: Plan): Plan {
-  const resolution = Object.freeze({ ...plan.resolution, clusters: Object.freeze([...plan.resolution.clusters]) as Plan['resolution']['clusters'] });
-  const providers = plan.providers ? Object.freeze({ ...plan.providers, providers: Object.freeze([...plan.providers.providers]) as NonNullable<Plan['providers']>['providers'] }) : undefined;
+  const resolution = Object.freeze({
+    ...plan.resolution,
+    clusters: Object.freeze([...plan.resolution.clusters]) as Plan['resolution']['clusters'],
+  });
+  const providers = plan.providers
+    ? Object.freeze({
+        ...plan.providers,
+        providers: Object.freeze([...plan.providers.providers]) as NonNullable<Plan['providers']>['providers'],
+      })
+    : undefined;
   return Object.freeze({ ...plan, resolution, ...(providers ? { providers } : {}) });
 }
 
 function keptReleases(plan: Plan): KeptRelease[] {
-  return plan.resolution.clusterStacks.flatMap((stack) => stack.releases.filter((release) => release.kept).map((release) => ({ namespace: stack.namespace, stack: stack.name, release: release.name, reasons: release.reasons })));
+  return plan.resolution.clusterStacks.flatMap((stack) =>
+    stack.releases
+      .filter((release) => release.kept)
+      .map((release) => ({
+        namespace: stack.namespace,
+        stack: stack.name,
+        release: release.name,
+        reasons: release.reasons,
+      })),
+  );
 }
 
 /** Published directories no planned unit, provider or withheld entry accounts for. */
 function leavingDirs(plan: Plan, units: UnitPlan, published: PublishedState): string[] {
   const staying = new Set(units.units.map(({ unit }) => unit.record.dir));
   const withheld = (entry: WithheldEntry, dir: string): boolean =>
-    entry.kind === 'release' ? dir === releaseDir(entry.namespace, entry.name) : entry.kind === 'layer' ? dir === layerDir(entry.namespace, entry.name, entry.layer ?? '') : entry.kind === 'cluster' && dir.startsWith(`${clusterDir(entry.namespace, entry.name)}/`) && !isLayerPath(dir);
-  const unitDirs = [...published.units.keys()].filter((dir) => !staying.has(dir) && !units.withheld.some((entry) => withheld(entry, dir)));
-  const providerDirs = new Set([...(plan.providers?.providers ?? []).map((planned) => planned.dir), ...(plan.providers?.certManager ? [plan.providers.certManager.dir] : [])]);
-  return [...unitDirs, ...published.providers.map((record) => record.dir).filter((dir) => !providerDirs.has(dir))].sort();
+    entry.kind === 'release'
+      ? dir === releaseDir(entry.namespace, entry.name)
+      : entry.kind === 'layer'
+        ? dir === layerDir(entry.namespace, entry.name, entry.layer ?? '')
+        : entry.kind === 'cluster' &&
+          dir.startsWith(`${clusterDir(entry.namespace, entry.name)}/`) &&
+          !isLayerPath(dir);
+  const unitDirs = [...published.units.keys()].filter(
+    (dir) => !staying.has(dir) && !units.withheld.some((entry) => withheld(entry, dir)),
+  );
+  const providerDirs = new Set([
+    ...(plan.providers?.providers ?? []).map((planned) => planned.dir),
+    ...(plan.providers?.certManager ? [plan.providers.certManager.dir] : []),
+  ]);
+  return [
+    ...unitDirs,
+    ...published.providers.map((record) => record.dir).filter((dir) => !providerDirs.has(dir)),
+  ].sort();
 }

@@ -20,16 +20,24 @@ export function splitRecipientList(text: string): string[] {
 
 /** The recipients, each checked (bech32 checksum included), without duplicates, sorted; throws a fix-input Failure naming `origin`. */
 export function checkAgeRecipients(recipients: string[], origin: string): string[] {
-  const unique = [...new Set(recipients.map((recipient) => recipient.trim()).filter((recipient) => recipient !== ''))].sort();
+  const unique = [
+    ...new Set(recipients.map((recipient) => recipient.trim()).filter((recipient) => recipient !== '')),
+  ].sort();
   for (const recipient of unique) {
     const shown = recipient.length > 70 ? `${recipient.slice(0, 70)}...` : recipient;
     if (!X25519_RECIPIENT.test(recipient)) {
-      throw new Failure('fix-input', `${origin}: "${shown}" is not an age X25519 recipient (age1 followed by 58 characters, as age-keygen -y prints it); nothing was rendered or written`);
+      throw new Failure(
+        'fix-input',
+        `${origin}: "${shown}" is not an age X25519 recipient (age1 followed by 58 characters, as age-keygen -y prints it); nothing was rendered or written`,
+      );
     }
     try {
       new Encrypter().addRecipient(recipient);
     } catch (error) {
-      throw new Failure('fix-input', `${origin}: "${shown}" is not a valid age recipient (${(error as Error).message}); nothing was rendered or written`);
+      throw new Failure(
+        'fix-input',
+        `${origin}: "${shown}" is not a valid age recipient (${(error as Error).message}); nothing was rendered or written`,
+      );
     }
   }
   return unique;

@@ -20,10 +20,22 @@ export interface EncryptionInput {
 }
 
 /** The encryption of a run; `targetSopsConfig` is the `.sops.yaml` the target tree holds, if any. Throws a fix-input Failure. */
-export function resolveSecretEncryption(input: EncryptionInput, targetSopsConfig: string | undefined): SecretEncryption {
-  if (input.recipients.length > 0) return { rules: [{ recipients: checkAgeRecipients(input.recipients, input.recipientsOrigin) }], origin: input.recipientsOrigin };
-  if (input.sopsConfig) return { rules: parseSopsConfig(input.sopsConfig.text, input.sopsConfig.origin), origin: input.sopsConfig.origin };
-  if (targetSopsConfig !== undefined) return { rules: parseSopsConfig(targetSopsConfig, 'the .sops.yaml of the target'), origin: 'the .sops.yaml of the target' };
+export function resolveSecretEncryption(
+  input: EncryptionInput,
+  targetSopsConfig: string | undefined,
+): SecretEncryption {
+  if (input.recipients.length > 0)
+    return {
+      rules: [{ recipients: checkAgeRecipients(input.recipients, input.recipientsOrigin) }],
+      origin: input.recipientsOrigin,
+    };
+  if (input.sopsConfig)
+    return { rules: parseSopsConfig(input.sopsConfig.text, input.sopsConfig.origin), origin: input.sopsConfig.origin };
+  if (targetSopsConfig !== undefined)
+    return {
+      rules: parseSopsConfig(targetSopsConfig, 'the .sops.yaml of the target'),
+      origin: 'the .sops.yaml of the target',
+    };
   throw new Failure(
     'fix-input',
     '--secrets encrypt needs age recipients: pass --age-recipient age1... (repeatable; or CLUSTERSTACK_AGE_RECIPIENTS), --sops-config <.sops.yaml>, ' +

@@ -16,5 +16,8 @@ export interface SecretEncryption {
  */
 export function secretsDigestPart(policy: string, encryption: SecretEncryption | undefined): unknown {
   if (policy !== 'encrypt' || !encryption) return policy;
-  return { policy, rules: encryption.rules.map((rule) => ({ pathRegex: rule.pathRegex ?? null, recipients: rule.recipients })) };
+  return {
+    policy,
+    rules: encryption.rules.map((rule) => ({ pathRegex: rule.pathRegex ?? null, recipients: rule.recipients })),
+  };
 }

@@ -26,39 +26,59 @@ export function parseSopsConfig(text: string, origin: string): SopsCreationRule[
   }
   const rules = (value as { creation_rules?: unknown } | null)?.creation_rules;
   if (!Array.isArray(rules) || rules.length === 0) {
-    throw new Failure('fix-input', `${origin} has no creation_rules list: add one, e.g. creation_rules: [{path_regex: '\\.yaml$', age: 'age1...'}]`);
+    throw new Failure(
+      'fix-input',
+      `${origin} has no creation_rules list: add one, e.g. creation_rules: [{path_regex: '\\.yaml$', age: 'age1...'}]`,
+    );
   }
   return rules.map((rule, index) => parseRule(rule, `${origin} creation_rules[${index}]`));
 }
 
 function parseRule(rule: unknown, where: string): SopsCreationRule {
-  if (rule === null || typeof rule !== 'object' || Array.isArray(rule)) throw new Failure('fix-input', `${where} is not a mapping`);
+  if (rule === null || typeof rule !== 'object' || Array.isArray(rule))
+    throw new Failure('fix-input', `${where} is not a mapping`);
   const { path_regex: pathRegex, age } = rule as Record<string, unknown>;
-  if (pathRegex !== undefined && pathRegex !== null && typeof pathRegex !== 'string') throw new Failure('fix-input', `${where}: path_regex must be a string`);
+  if (pathRegex !== undefined && pathRegex !== null && typeof pathRegex !== 'string')
+    throw new Failure('fix-input', `${where}: path_regex must be a string`);
   if (typeof pathRegex === 'string' && pathRegex !== '') {
     try {
       new RegExp(pathRegex);
     } catch (error) {
-      throw new Failure('fix-input', `${where}: path_regex ${JSON.stringify(pathRegex)} is not a regular expression (${(error as Error).message})`);
+      throw new Failure(
+        'fix-input',
+        `${where}: path_regex ${JSON.stringify(pathRegex)} is not a regular expression (${(error as Error).message})`,
+      );
     }
   }
   let listed: string[];
   if (age === undefined || age === null) listed = [];
   else if (typeof age === 'string') listed = splitRecipientList(age);
-  else if (Array.isArray(age) && age.every((entry) => typeof entry === 'string')) listed = age.flatMap((entry: string) => splitRecipientList(entry));
+  else if (Array.isArray(age) && age.every((entry) => typeof entry === 'string'))
+    listed = age.flatMap((entry: string) => splitRecipientList(entry));
   else throw new Failure('fix-input', `${where}: age must be a string or a list of strings`);
   const others = OTHER_KEY_TYPES.filter((key) => (rule as Record<string, unknown>)[key] !== undefined);
   if (listed.length === 0 && others.length > 0) {
-    throw new Failure('fix-input', `${where} uses ${others.join(', ')}; clusterstack encrypts for age recipients only: add an age entry to the rule, or pass --age-recipient`);
+    throw new Failure(
+      'fix-input',
+      `${where} uses ${others.join(', ')}; clusterstack encrypts for age recipients only: add an age entry to the rule, or pass --age-recipient`,
+    );
   }
-  return { ...(typeof pathRegex === 'string' && pathRegex !== '' ? { pathRegex } : {}), recipients: listed.length > 0 ? checkAgeRecipients(listed, where) : [] };
+  return {
+    ...(typeof pathRegex === 'string' && pathRegex !== '' ? { pathRegex } : {}),
+    recipients: listed.length > 0 ? checkAgeRecipients(listed, where) : [],
+  };
 }
 
 /** The recipients for a tree path: those of the first rule that matches; throws a fix-input Failure when none does or it names none. */
 export function recipientsForPath(rules: SopsCreationRule[], file: string, origin: string): string[] {
   const index = rules.findIndex((rule) => rule.pathRegex === undefined || new RegExp(rule.pathRegex).test(file));
-  if (index < 0) throw new Failure('fix-input', `${origin}: no creation rule matches ${file}; add a rule whose path_regex matches it (or one without path_regex), or pass --age-recipient`);
+  if (index < 0)
+    throw new Failure(
+      'fix-input',
+      `${origin}: no creation rule matches ${file}; add a rule whose path_regex matches it (or one without path_regex), or pass --age-recipient`,
+    );
   const rule = rules[index]!;
-  if (rule.recipients.length === 0) throw new Failure('fix-input', `${origin} creation_rules[${index}] matches ${file} but names no age recipients`);
+  if (rule.recipients.length === 0)
+    throw new Failure('fix-input', `${origin} creation_rules[${index}] matches ${file} but names no age recipients`);
   return rule.recipients;
 }

@@ -44,9 +44,13 @@ export interface SopsEncryptOptions {
 }
 
 /** `object` (a decoded Secret) as a SOPS document encrypted for `options.recipients`. */
-export async function encryptAsSopsDocument(object: Record<string, unknown>, options: SopsEncryptOptions): Promise<string> {
+export async function encryptAsSopsDocument(
+  object: Record<string, unknown>,
+  options: SopsEncryptOptions,
+): Promise<string> {
   if (options.recipients.length === 0) throw new Error('a SOPS document needs at least one age recipient');
-  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/.test(options.lastModified)) throw new Error(`lastmodified "${options.lastModified}" is not RFC 3339 in UTC`);
+  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/.test(options.lastModified))
+    throw new Error(`lastmodified "${options.lastModified}" is not RFC 3339 in UTC`);
   if ('sops' in object) throw new Error('the object already has a top-level "sops" key');
   const dataKey = randomBytes(DATA_KEY_BYTES);
   const encryptedRegex = new RegExp(SOPS_ENCRYPTED_REGEX);
@@ -54,7 +58,9 @@ export async function encryptAsSopsDocument(object: Record<string, unknown>, opt
   const lines: string[] = [];
   emitMapping(object, [], 0, lines, { dataKey, encryptedRegex, mac });
   const macHex = createMacHex(mac);
-  const stanzas = await Promise.all(options.recipients.map(async (recipient) => ({ recipient, enc: await wrapDataKey(dataKey, recipient) })));
+  const stanzas = await Promise.all(
+    options.recipients.map(async (recipient) => ({ recipient, enc: await wrapDataKey(dataKey, recipient) })),
+  );
   lines.push('sops:');
   lines.push('  age:');
   for (const stanza of stanzas) {
@@ -84,7 +90,13 @@ function createMacHex(parts: Buffer[]): string {
   return hash.digest('hex').toUpperCase();
 }
 
-function emitMapping(map: Record<string, unknown>, path: string[], indent: number, lines: string[], state: WalkState): void {
+function emitMapping(
+  map: Record<string, unknown>,
+  path: string[],
+  indent: number,
+  lines: string[],
+  state: WalkState,
+): void {
   const pad = ' '.repeat(indent);
   for (const [key, value] of sortedEntries(map)) {
     const keyText = yamlKey(key);
@@ -134,19 +146,28 @@ function scalarText(value: Scalar, path: string[], state: WalkState): string {
 }
 
 /** How a scalar is written (readable alike by go-yaml v2 and v3), its sops bytes and its sops type. */
-function scalarForSops(value: Exclude<Scalar, null>, path: string[]): { plain: string; bytes: string; type: 'str' | 'int' | 'float' | 'bool' } {
+function scalarForSops(
+  value: Exclude<Scalar, null>,
+  path: string[],
+): { plain: string; bytes: string; type: 'str' | 'int' | 'float' | 'bool' } {
   if (typeof value === 'string') return { plain: JSON.stringify(value), bytes: value, type: 'str' };
   if (typeof value === 'boolean') return { plain: String(value), bytes: value ? 'True' : 'False', type: 'bool' };
   if (typeof value === 'bigint') return { plain: value.toString(), bytes: value.toString(), type: 'int' };
   if (Number.isInteger(value)) return { plain: String(value), bytes: String(value), type: 'int' };
   // Go's strconv.FormatFloat(v, 'f', -1, 64) never uses an exponent; JavaScript does beyond these bounds.
   const text = String(value);
-  if (!Number.isFinite(value) || /e/i.test(text)) throw new Error(`the number ${text} at ${path.join('.')} cannot be written the way sops reads it`);
+  if (!Number.isFinite(value) || /e/i.test(text))
+    throw new Error(`the number ${text} at ${path.join('.')} cannot be written the way sops reads it`);
   return { plain: text.includes('.') ? text : `${text}.0`, bytes: text, type: 'float' };
 }
 
 /** One value as sops' cipher writes it; empty plaintext stays empty, as sops keeps it. */
-function encryptValue(plaintext: string, key: Buffer, additionalData: string, type: 'str' | 'int' | 'float' | 'bool' = 'str'): string {
+function encryptValue(
+  plaintext: string,
+  key: Buffer,
+  additionalData: string,
+  type: 'str' | 'int' | 'float' | 'bool' = 'str',
+): string {
   if (plaintext === '' && type === 'str') return '""';
   const nonce = randomBytes(NONCE_BYTES);
   const cipher = createCipheriv('aes-256-gcm', key, nonce, { authTagLength: TAG_BYTES });

@@ -14,7 +14,8 @@ import { shardOwns, type ShardScope } from './shard-scope.js';
 /** `namespace/name` of every Cluster whose addons a (shard's) provenance records as published. */
 export function publishedClusters(provenance: Provenance | undefined): Set<string> {
   const keys = new Set<string>();
-  for (const unit of provenance?.units ?? []) if (unit.kind === 'cluster-stage') keys.add(`${unit.namespace}/${unit.name}`);
+  for (const unit of provenance?.units ?? [])
+    if (unit.kind === 'cluster-stage') keys.add(`${unit.namespace}/${unit.name}`);
   return keys;
 }
 
@@ -24,7 +25,9 @@ export function publishedClusters(provenance: Provenance | undefined): Set<strin
  */
 export function clustersToHandOver(plan: Plan, scope: ShardScope, previous: RenderedTree): string[] {
   const published = publishedClusters(readProvenance(previous));
-  return plan.resolution.clusters.filter((cluster) => !shardOwns(scope, cluster.cluster) && published.has(`${cluster.namespace}/${cluster.name}`)).map((cluster) => `${cluster.namespace}/${cluster.name}`);
+  return plan.resolution.clusters
+    .filter((cluster) => !shardOwns(scope, cluster.cluster) && published.has(`${cluster.namespace}/${cluster.name}`))
+    .map((cluster) => `${cluster.namespace}/${cluster.name}`);
 }
 
 export interface ShardPlan {
@@ -39,7 +42,12 @@ export interface ShardPlan {
  * The shard's part of `plan`. `publishedElsewhere` holds the Clusters the other shards' trees
  * publish (read only when clustersToHandOver is not empty; undefined keeps every handover going).
  */
-export function shardPlan(plan: Plan, scope: ShardScope, previous: RenderedTree, publishedElsewhere: ReadonlySet<string> | undefined): ShardPlan {
+export function shardPlan(
+  plan: Plan,
+  scope: ShardScope,
+  previous: RenderedTree,
+  publishedElsewhere: ReadonlySet<string> | undefined,
+): ShardPlan {
   const pending = new Set(clustersToHandOver(plan, scope, previous));
   const handingOver: string[] = [];
   const handedOver: string[] = [];
@@ -57,7 +65,9 @@ export function shardPlan(plan: Plan, scope: ShardScope, previous: RenderedTree,
   }
   const clusters = plan.resolution.clusters.filter((cluster) => keep.has(`${cluster.namespace}/${cluster.name}`));
   const kept = new Set(clusters.map((cluster) => cluster.cluster));
-  const clusterStacks = plan.resolution.clusterStacks.map((stack) => (shardOwns(scope, stack.stack) ? stack : { ...stack, publishedByAnotherShard: true as const }));
+  const clusterStacks = plan.resolution.clusterStacks.map((stack) =>
+    shardOwns(scope, stack.stack) ? stack : { ...stack, publishedByAnotherShard: true as const },
+  );
   return {
     plan: {
       ...plan,

@@ -29,16 +29,24 @@ const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 export function parseShardScope(name: string | undefined, selectorText: string | undefined): ShardScope | undefined {
   if (name === undefined && selectorText === undefined) return undefined;
   if (name === undefined || selectorText === undefined) {
-    throw new Error(`--shard and --shard-selector go together: give both (e.g. --shard shard1 --shard-selector ${SHARD_LABEL}=shard1, or --shard main --shard-selector '!${SHARD_LABEL}' for the shard of unlabelled objects)`);
+    throw new Error(
+      `--shard and --shard-selector go together: give both (e.g. --shard shard1 --shard-selector ${SHARD_LABEL}=shard1, or --shard main --shard-selector '!${SHARD_LABEL}' for the shard of unlabelled objects)`,
+    );
   }
-  if (name.length > 40 || !DNS_LABEL.test(name)) throw new Error(`--shard must be a lowercase DNS label of at most 40 characters (it names the shard's directory, Lease and wiring), not "${name}"`);
+  if (name.length > 40 || !DNS_LABEL.test(name))
+    throw new Error(
+      `--shard must be a lowercase DNS label of at most 40 characters (it names the shard's directory, Lease and wiring), not "${name}"`,
+    );
   let selector: LabelSelector;
   try {
     selector = parseLabelSelector(selectorText);
   } catch (error) {
     throw new Error(`--shard-selector "${selectorText}": ${(error as Error).message}`, { cause: error });
   }
-  if ((selector.matchExpressions ?? []).length === 0) throw new Error(`--shard-selector must select part of the fleet, e.g. ${SHARD_LABEL}=${name}; an empty selector would make every shard publish everything`);
+  if ((selector.matchExpressions ?? []).length === 0)
+    throw new Error(
+      `--shard-selector must select part of the fleet, e.g. ${SHARD_LABEL}=${name}; an empty selector would make every shard publish everything`,
+    );
   return { name, selector, selectorText };
 }
 

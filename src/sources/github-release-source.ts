@@ -96,13 +96,19 @@ interface StoredListingPage {
 
 function toStoredPage(page: RememberedPage): StoredListingPage {
   return {
-    releases: page.releases.map((release) => ({ tag_name: release.tag, draft: release.draft, ...(release.publishedAt ? { published_at: release.publishedAt } : {}), assets: release.assets })),
+    releases: page.releases.map((release) => ({
+      tag_name: release.tag,
+      draft: release.draft,
+      ...(release.publishedAt ? { published_at: release.publishedAt } : {}),
+      assets: release.assets,
+    })),
     ...(page.next ? { next: page.next } : {}),
   };
 }
 
 function fromStoredPage(etag: string, stored: StoredListingPage): RememberedPage | undefined {
-  if (!Array.isArray(stored?.releases) || (stored.next !== undefined && typeof stored.next !== 'string')) return undefined;
+  if (!Array.isArray(stored?.releases) || (stored.next !== undefined && typeof stored.next !== 'string'))
+    return undefined;
   const page: RememberedPage = { etag, releases: stored.releases.flatMap((raw) => toRelease(raw) ?? []) };
   if (stored.next) page.next = stored.next;
   return page;
@@ -110,7 +116,12 @@ function fromStoredPage(etag: string, stored: StoredListingPage): RememberedPage
 
 /** A download that failed in a way the asset API does not describe by a RequestError. */
 class TransferError extends Failure {
-  constructor(message: string, readonly transient: boolean, readonly kind: 'unavailable' | 'invalid-release' | 'not-found' = 'unavailable', options?: { cause?: unknown }) {
+  constructor(
+    message: string,
+    readonly transient: boolean,
+    readonly kind: 'unavailable' | 'invalid-release' | 'not-found' = 'unavailable',
+    options?: { cause?: unknown },
+  ) {
     super(transient ? 'retry' : 'fix-input', message, options);
     this.name = 'TransferError';
   }
@@ -122,7 +133,11 @@ function isNetworkFailure(error: { response?: unknown }): boolean {
 }
 
 function timeoutOf(error: unknown): RequestTimeoutError | undefined {
-  for (let current = error, depth = 0; current instanceof Error && depth < 5; current = (current as { cause?: unknown }).cause, depth++) {
+  for (
+    let current = error, depth = 0;
+    current instanceof Error && depth < 5;
+    current = (current as { cause?: unknown }).cause, depth++
+  ) {
     if (current instanceof RequestTimeoutError) return current;
   }
   return undefined;
@@ -157,8 +172,11 @@ function toRelease(raw: unknown): GitHubRelease | undefined {
   const release: GitHubRelease = {
     tag: item.tag_name,
     draft: item.draft === true,
-    assets: (Array.isArray(item.assets) ? item.assets : []).flatMap((asset: { id?: unknown; name?: unknown; size?: unknown }) =>
-      typeof asset?.id === 'number' && typeof asset.name === 'string' && typeof asset.size === 'number' ? [{ id: asset.id, name: asset.name, size: asset.size }] : [],
+    assets: (Array.isArray(item.assets) ? item.assets : []).flatMap(
+      (asset: { id?: unknown; name?: unknown; size?: unknown }) =>
+        typeof asset?.id === 'number' && typeof asset.name === 'string' && typeof asset.size === 'number'
+          ? [{ id: asset.id, name: asset.name, size: asset.size }]
+          : [],
     ),
   };
   if (typeof item.published_at === 'string') release.publishedAt = item.published_at;
@@ -228,9 +246,14 @@ export class GitHubReleaseSource implements ReleaseSource {
   /** Every published release whose tag parses; drafts are left out, other tags reported as skipped. */
   list(): Promise<ReleaseListing> {
     const now = this.clock().getTime();
-    if (this.lastListing && this.minListIntervalMs > 0 && now - this.lastListing.at < this.minListIntervalMs) return Promise.resolve(this.lastListing.listing);
+    if (this.lastListing && this.minListIntervalMs > 0 && now - this.lastListing.at < this.minListIntervalMs)
+      return Promise.resolve(this.lastListing.listing);
     // Concurrent callers share one walk over the pages.
-    this.listing ??= withDeadline(`listing the releases of ${this.name} at ${this.printableBase}`, this.totalTimeoutMs, () => this.listFresh()).finally(() => {
+    this.listing ??= withDeadline(
+      `listing the releases of ${this.name} at ${this.printableBase}`,
+      this.totalTimeoutMs,
+      () => this.listFresh(),
+    ).finally(() => {
       this.listing = undefined;
     });
     return this.listing;
@@ -239,7 +262,8 @@ export class GitHubReleaseSource implements ReleaseSource {
   private async listFresh(): Promise<ReleaseListing> {
     const all: GitHubRelease[] = [];
     const seenPages = new Set<string>();
-    let url: string | undefined = `${this.baseUrl}/repos/${encodeURIComponent(this.owner)}/${encodeURIComponent(this.repo)}/releases?per_page=100`;
+    let url: string | undefined =
+      `${this.baseUrl}/repos/${encodeURIComponent(this.owner)}/${encodeURIComponent(this.repo)}/releases?per_page=100`;
     while (url) {
       if (seenPages.has(url)) break; // A Link loop would otherwise never end.
       seenPages.add(url);
@@ -257,7 +281,10 @@ export class GitHubReleaseSource implements ReleaseSource {
 
   private async listPage(url: string): Promise<RememberedPage> {
     if (new URL(url).origin !== new URL(this.baseUrl).origin) {
-      throw new ReleaseSourceError('unavailable', `GitHub at ${this.printableBase} sent a pagination link to another host (${printableUrl(url)}) while listing releases of ${this.name}; not following it`);
+      throw new ReleaseSourceError(
+        'unavailable',
+        `GitHub at ${this.printableBase} sent a pagination link to another host (${printableUrl(url)}) while listing releases of ${this.name}; not following it`,
+      );
     }
     const remembered = this.pages.get(url) ?? (await this.storedPage(url));
     try {
@@ -265,7 +292,11 @@ export class GitHubReleaseSource implements ReleaseSource {
         this.octokit.request({ method: 'GET', url, headers: remembered ? { 'if-none-match': remembered.etag } : {} }),
       );
       const data: unknown = response.data;
-      if (!Array.isArray(data)) throw new ReleaseSourceError('unavailable', `GitHub at ${this.printableBase} answered the release list of ${this.name} with something that is not a list`);
+      if (!Array.isArray(data))
+        throw new ReleaseSourceError(
+          'unavailable',
+          `GitHub at ${this.printableBase} answered the release list of ${this.name} with something that is not a list`,
+        );
       const headers = response.headers as Record<string, string | undefined>;
       const page: RememberedPage = { etag: headers.etag ?? '', releases: data.flatMap((raw) => toRelease(raw) ?? []) };
       const next = nextLink(headers.link);
@@ -297,14 +328,20 @@ export class GitHubReleaseSource implements ReleaseSource {
   fetch(tag: string): Promise<FetchedRelease> {
     let pending = this.fetching.get(tag);
     if (!pending) {
-      pending = withDeadline(`downloading release ${tag} of ${this.name} from ${this.printableBase}`, this.totalTimeoutMs, () => this.fetchUncoalesced(tag)).finally(() => this.fetching.delete(tag));
+      pending = withDeadline(
+        `downloading release ${tag} of ${this.name} from ${this.printableBase}`,
+        this.totalTimeoutMs,
+        () => this.fetchUncoalesced(tag),
+      ).finally(() => this.fetching.delete(tag));
       this.fetching.set(tag, pending);
     }
     return pending;
   }
 
   private async fetchUncoalesced(tag: string): Promise<FetchedRelease> {
-    const cacheKey = this.options.assets ? `${this.sourceKey}#assets=${[...this.options.assets].sort().join(',')}` : this.sourceKey;
+    const cacheKey = this.options.assets
+      ? `${this.sourceKey}#assets=${[...this.options.assets].sort().join(',')}`
+      : this.sourceKey;
     const cached = await this.options.cache.get(cacheKey, tag);
     if (cached) return cached;
     let release = this.releasesByTag.get(tag);
@@ -312,16 +349,24 @@ export class GitHubReleaseSource implements ReleaseSource {
       await this.list();
       release = this.releasesByTag.get(tag);
     }
-    if (!release || release.draft) throw new ReleaseSourceError('not-found', `release ${tag} is not in ${this.name}${this.location.includes('@') ? ` at ${this.printableBase}` : ''}`);
+    if (!release || release.draft)
+      throw new ReleaseSourceError(
+        'not-found',
+        `release ${tag} is not in ${this.name}${this.location.includes('@') ? ` at ${this.printableBase}` : ''}`,
+      );
     const found = release;
     for (const asset of found.assets) {
       if (!isPlainFileName(asset.name)) {
-        throw new ReleaseSourceError('invalid-release', `release ${tag} in ${this.name} has an asset named "${asset.name}"; asset names must be plain file names (no "/", "\\" or "..")`);
+        throw new ReleaseSourceError(
+          'invalid-release',
+          `release ${tag} in ${this.name} has an asset named "${asset.name}"; asset names must be plain file names (no "/", "\\" or "..")`,
+        );
       }
     }
     const wanted = this.options.assets ?? [METADATA_ASSET];
     for (const name of wanted) {
-      if (!found.assets.some((asset) => asset.name === name)) throw new ReleaseSourceError('invalid-release', `release ${tag} in ${this.name} has no ${name} asset`);
+      if (!found.assets.some((asset) => asset.name === name))
+        throw new ReleaseSourceError('invalid-release', `release ${tag} in ${this.name} has no ${name} asset`);
     }
     const downloads = this.options.assets ? found.assets.filter((asset) => wanted.includes(asset.name)) : found.assets;
     return this.options.cache.put(cacheKey, tag, async (dir) => {
@@ -342,7 +387,11 @@ export class GitHubReleaseSource implements ReleaseSource {
       if (response.status >= 300 && response.status < 400) {
         await body?.cancel().catch(() => {});
         const location = (response.headers as Record<string, string | undefined>).location;
-        if (!location) throw new TransferError(`GitHub answered HTTP ${response.status} without a Location for asset ${asset.name}`, true);
+        if (!location)
+          throw new TransferError(
+            `GitHub answered HTTP ${response.status} without a Location for asset ${asset.name}`,
+            true,
+          );
         body = await this.followDownload(new URL(location, this.baseUrl), asset);
       }
       if (!body) throw new TransferError(`GitHub sent no content for asset ${asset.name}`, true);
@@ -355,25 +404,43 @@ export class GitHubReleaseSource implements ReleaseSource {
     const apiOrigin = new URL(this.baseUrl).origin;
     let url = start;
     for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
-      const headers: Record<string, string> = { accept: 'application/octet-stream', 'user-agent': 'clusterstack-gitops' };
+      const headers: Record<string, string> = {
+        accept: 'application/octet-stream',
+        'user-agent': 'clusterstack-gitops',
+      };
       if (this.options.token && url.origin === apiOrigin) headers.authorization = `token ${this.options.token}`;
       let response: Response;
       try {
         response = await this.fetchImpl(url, { headers, redirect: 'manual' });
       } catch (error) {
-        throw new TransferError(timeoutOf(error) ? describeFailure(error) : `network error downloading asset ${asset.name} from ${url.origin}: ${(error as Error).message}`, true, 'unavailable', { cause: error });
+        throw new TransferError(
+          timeoutOf(error)
+            ? describeFailure(error)
+            : `network error downloading asset ${asset.name} from ${url.origin}: ${(error as Error).message}`,
+          true,
+          'unavailable',
+          { cause: error },
+        );
       }
       if (response.status >= 300 && response.status < 400) {
         await response.body?.cancel().catch(() => {});
         const location = response.headers.get('location');
-        if (!location) throw new TransferError(`the download host ${url.origin} answered HTTP ${response.status} without a Location for asset ${asset.name}`, true);
+        if (!location)
+          throw new TransferError(
+            `the download host ${url.origin} answered HTTP ${response.status} without a Location for asset ${asset.name}`,
+            true,
+          );
         url = new URL(location, url);
         continue;
       }
       if (!response.ok) {
         await response.body?.cancel().catch(() => {});
         const transient = response.status >= 500 || response.status === 408 || response.status === 429;
-        throw new TransferError(`the download host ${url.origin} answered HTTP ${response.status} for asset ${asset.name}`, transient, response.status === 404 ? 'not-found' : 'unavailable');
+        throw new TransferError(
+          `the download host ${url.origin} answered HTTP ${response.status} for asset ${asset.name}`,
+          transient,
+          response.status === 404 ? 'not-found' : 'unavailable',
+        );
       }
       return response.body;
     }
@@ -381,7 +448,12 @@ export class GitHubReleaseSource implements ReleaseSource {
   }
 
   /** Streams to `file`, refusing more bytes than the asset declares and fewer at the end. */
-  private async writeBody(body: ReadableStream<Uint8Array>, file: string, tag: string, asset: GitHubAsset): Promise<void> {
+  private async writeBody(
+    body: ReadableStream<Uint8Array>,
+    file: string,
+    tag: string,
+    asset: GitHubAsset,
+  ): Promise<void> {
     const handle = await open(file, 'w', PRIVATE_FILE_MODE);
     const reader = body.getReader();
     let bytes = 0;
@@ -392,7 +464,9 @@ export class GitHubReleaseSource implements ReleaseSource {
           chunk = await reader.read();
         } catch (error) {
           throw new TransferError(
-            timeoutOf(error) ? `asset ${asset.name}: ${describeFailure(error)}` : `asset ${asset.name} was cut off after ${bytes} of ${asset.size} bytes (${(error as Error).message})`,
+            timeoutOf(error)
+              ? `asset ${asset.name}: ${describeFailure(error)}`
+              : `asset ${asset.name} was cut off after ${bytes} of ${asset.size} bytes (${(error as Error).message})`,
             true,
             'unavailable',
             { cause: error },
@@ -401,7 +475,11 @@ export class GitHubReleaseSource implements ReleaseSource {
         if (chunk.done) break;
         bytes += chunk.value.byteLength;
         if (bytes > asset.size) {
-          throw new TransferError(`asset ${asset.name} of release ${tag} in ${this.name} is larger than the ${asset.size} bytes GitHub lists for it`, false, 'invalid-release');
+          throw new TransferError(
+            `asset ${asset.name} of release ${tag} in ${this.name} is larger than the ${asset.size} bytes GitHub lists for it`,
+            false,
+            'invalid-release',
+          );
         }
         await handle.write(chunk.value);
       }
@@ -412,7 +490,11 @@ export class GitHubReleaseSource implements ReleaseSource {
       await handle.close();
     }
     if (bytes !== asset.size) {
-      throw new TransferError(`asset ${asset.name} of release ${tag} in ${this.name} is truncated: downloaded ${bytes} of ${asset.size} bytes`, true, 'invalid-release');
+      throw new TransferError(
+        `asset ${asset.name} of release ${tag} in ${this.name} is truncated: downloaded ${bytes} of ${asset.size} bytes`,
+        true,
+        'invalid-release',
+      );
     }
   }
 
@@ -445,7 +527,11 @@ export class GitHubReleaseSource implements ReleaseSource {
             if (waitMs === undefined) return undefined;
             const until = new Date(this.clock().getTime() + (Number.isFinite(waitMs) ? waitMs : 0));
             // A reset after the operation's deadline cannot be waited for either.
-            if (waitedForRateLimit || waitMs > this.maxRateLimitWaitMs || waitMs >= (currentDeadline()?.remainingMs() ?? Number.POSITIVE_INFINITY)) {
+            if (
+              waitedForRateLimit ||
+              waitMs > this.maxRateLimitWaitMs ||
+              waitMs >= (currentDeadline()?.remainingMs() ?? Number.POSITIVE_INFINITY)
+            ) {
               throw new ReleaseSourceError(
                 'rate-limited',
                 `GitHub rate limit for ${this.name} is exhausted until ${Number.isFinite(waitMs) ? until.toISOString() : 'an unknown time'}; ${this.options.token ? 'wait, or use a token with a higher limit' : 'set GITHUB_TOKEN for a higher limit or wait'}`,
@@ -453,10 +539,17 @@ export class GitHubReleaseSource implements ReleaseSource {
               );
             }
             waitedForRateLimit = true;
-            this.warn({ repository: this.name, waitMs, resetAt: until.toISOString() }, `GitHub rate limit for ${this.name} is exhausted; waiting ${Math.ceil(waitMs / 1000)} s until ${until.toISOString()} before ${what}`);
+            this.warn(
+              { repository: this.name, waitMs, resetAt: until.toISOString() },
+              `GitHub rate limit for ${this.name} is exhausted; waiting ${Math.ceil(waitMs / 1000)} s until ${until.toISOString()} before ${what}`,
+            );
             return waitMs;
           },
-          onRetry: (error, delayMs, { attempt }) => this.options.logger?.warn({ repository: this.name, attempt, delayMs, failure: describeFailure(error) }, 'GitHub request failed; retrying'),
+          onRetry: (error, delayMs, { attempt }) =>
+            this.options.logger?.warn(
+              { repository: this.name, attempt, delayMs, failure: describeFailure(error) },
+              'GitHub request failed; retrying',
+            ),
         },
       );
     } catch (error) {
@@ -483,19 +576,47 @@ export class GitHubReleaseSource implements ReleaseSource {
 
   private toSourceError(what: string, error: unknown, attempts: number): ReleaseSourceError {
     const deadline = deadlineErrorOf(error);
-    if (deadline) return new ReleaseSourceError('unavailable', `GitHub at ${this.printableBase}: ${deadline.message}; retry later`, { cause: error });
-    if (error instanceof TransferError && !error.transient) return new ReleaseSourceError(error.kind, error.message, { cause: error });
-    if (error instanceof TransferError && error.kind === 'invalid-release') return new ReleaseSourceError('invalid-release', `${error.message} (after ${attempts} attempts)`, { cause: error });
+    if (deadline)
+      return new ReleaseSourceError(
+        'unavailable',
+        `GitHub at ${this.printableBase}: ${deadline.message}; retry later`,
+        { cause: error },
+      );
+    if (error instanceof TransferError && !error.transient)
+      return new ReleaseSourceError(error.kind, error.message, { cause: error });
+    if (error instanceof TransferError && error.kind === 'invalid-release')
+      return new ReleaseSourceError('invalid-release', `${error.message} (after ${attempts} attempts)`, {
+        cause: error,
+      });
     if (isRequestError(error) && !isNetworkFailure(error) && !timeoutOf(error)) {
       const message = error.message.replace(/ - https?:\/\/\S+$/, '');
       if (error.status === 404) {
         return what === 'listing releases'
-          ? new ReleaseSourceError('not-found', `repository ${this.name} not found${this.location.includes('@') ? ` at ${this.printableBase}` : ''} (or private: set GITHUB_TOKEN)`, { cause: error })
+          ? new ReleaseSourceError(
+              'not-found',
+              `repository ${this.name} not found${this.location.includes('@') ? ` at ${this.printableBase}` : ''} (or private: set GITHUB_TOKEN)`,
+              { cause: error },
+            )
           : new ReleaseSourceError('not-found', `GitHub answered 404 ${what} in ${this.name}`, { cause: error });
       }
-      if (error.status === 401) return new ReleaseSourceError('auth', `GitHub refused the token: ${message}; check GITHUB_TOKEN (${what} in ${this.name})`, { cause: error });
-      if (error.status === 403) return new ReleaseSourceError('auth', `GitHub refused access to ${this.name}: ${message}; check that the token may read this repository`, { cause: error });
-      if (error.status < 500) return new ReleaseSourceError('unavailable', `GitHub answered HTTP ${error.status} ${what} in ${this.name}: ${message}`, { cause: error });
+      if (error.status === 401)
+        return new ReleaseSourceError(
+          'auth',
+          `GitHub refused the token: ${message}; check GITHUB_TOKEN (${what} in ${this.name})`,
+          { cause: error },
+        );
+      if (error.status === 403)
+        return new ReleaseSourceError(
+          'auth',
+          `GitHub refused access to ${this.name}: ${message}; check that the token may read this repository`,
+          { cause: error },
+        );
+      if (error.status < 500)
+        return new ReleaseSourceError(
+          'unavailable',
+          `GitHub answered HTTP ${error.status} ${what} in ${this.name}: ${message}`,
+          { cause: error },
+        );
     }
     return new ReleaseSourceError(
       'unavailable',

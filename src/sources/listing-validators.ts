@@ -42,7 +42,11 @@ export class ListingValidators<T> {
   private readonly tempDir: string;
 
   /** `sourceKey` names the source without any credential (it is written to disk). */
-  constructor(cacheRoot: string, private readonly kind: string, private readonly sourceKey: string) {
+  constructor(
+    cacheRoot: string,
+    private readonly kind: string,
+    private readonly sourceKey: string,
+  ) {
     this.dir = path.join(cacheRoot, LISTINGS);
     this.tempDir = path.join(cacheRoot, 'tmp');
   }
@@ -63,7 +67,15 @@ export class ListingValidators<T> {
       entry.url === url &&
       typeof entry.etag === 'string' &&
       entry.etag !== '' &&
-      entry.digest === digestOf({ schema: 1, kind: entry.kind, sourceKey: entry.sourceKey, url: entry.url, etag: entry.etag, page: entry.page });
+      entry.digest ===
+        digestOf({
+          schema: 1,
+          kind: entry.kind,
+          sourceKey: entry.sourceKey,
+          url: entry.url,
+          etag: entry.etag,
+          page: entry.page,
+        });
     if (!sound) {
       await rm(file, { force: true });
       return undefined;
@@ -73,7 +85,14 @@ export class ListingValidators<T> {
 
   /** Stores `page` with its validator, replacing what was there in one rename. */
   async put(url: string, stored: StoredPage<T>): Promise<void> {
-    const body: Omit<Entry, 'digest'> = { schema: 1, kind: this.kind, sourceKey: this.sourceKey, url, etag: stored.etag, page: stored.page };
+    const body: Omit<Entry, 'digest'> = {
+      schema: 1,
+      kind: this.kind,
+      sourceKey: this.sourceKey,
+      url,
+      etag: stored.etag,
+      page: stored.page,
+    };
     const entry: Entry = { ...body, digest: digestOf(body) };
     await writeCacheEntryJson(this.dir, this.file(url), this.tempDir, 'listing', entry);
   }

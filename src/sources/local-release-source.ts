@@ -23,11 +23,18 @@ export class LocalReleaseSource implements ReleaseSource {
     let entries;
     try {
       const stats = await stat(this.root);
-      if (!stats.isDirectory()) throw new ReleaseSourceError('not-found', `release source ${this.root} is a file; give a directory with one sub-directory per release tag`);
+      if (!stats.isDirectory())
+        throw new ReleaseSourceError(
+          'not-found',
+          `release source ${this.root} is a file; give a directory with one sub-directory per release tag`,
+        );
       entries = await readdir(this.root, { withFileTypes: true });
     } catch (error) {
       if (error instanceof ReleaseSourceError) throw error;
-      throw new ReleaseSourceError('not-found', `release source ${this.root} does not exist or cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); give a directory with one sub-directory per release tag, e.g. docker-ferrol-1-30-v1/`);
+      throw new ReleaseSourceError(
+        'not-found',
+        `release source ${this.root} does not exist or cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); give a directory with one sub-directory per release tag, e.g. docker-ferrol-1-30-v1/`,
+      );
     }
     const directories = entries.filter((e) => e.isDirectory() && !e.name.startsWith('.')).map((e) => e.name);
     return listingFromTags(directories.sort(compareText).map((tag) => ({ tag })));

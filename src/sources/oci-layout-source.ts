@@ -13,7 +13,13 @@ import { OciError } from '../oci/oci-error.js';
 import { assertSha256Digest, type Descriptor, parseOciManifest, REF_NAME_ANNOTATION } from '../oci/oci-manifest.js';
 import { releaseLayers } from '../oci/release-artifact.js';
 import { sha256Digest } from '../release/content-digest.js';
-import { type FetchedRelease, listingFromTags, OCI_LAYOUT_FILE, type ReleaseListing, type ReleaseSource } from '../release/release-source.js';
+import {
+  type FetchedRelease,
+  listingFromTags,
+  OCI_LAYOUT_FILE,
+  type ReleaseListing,
+  type ReleaseSource,
+} from '../release/release-source.js';
 import type { ReleaseCache } from './release-cache.js';
 import { PRIVATE_FILE_MODE } from '../cache/private-cache-file.js';
 
@@ -61,12 +67,19 @@ export class OciLayoutSource implements ReleaseSource {
       layout = JSON.parse(await readFile(path.join(this.root, OCI_LAYOUT_FILE), 'utf8'));
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT' || code === 'ENOTDIR') throw new OciError('not-found', `${this.location} is not an OCI layout (no ${OCI_LAYOUT_FILE} file); copy releases into it with skopeo copy or oras copy --to-oci-layout`);
+      if (code === 'ENOENT' || code === 'ENOTDIR')
+        throw new OciError(
+          'not-found',
+          `${this.location} is not an OCI layout (no ${OCI_LAYOUT_FILE} file); copy releases into it with skopeo copy or oras copy --to-oci-layout`,
+        );
       throw new OciError('invalid-release', `${this.location}/${OCI_LAYOUT_FILE} is not readable JSON`);
     }
     const version = (layout as { imageLayoutVersion?: unknown } | null)?.imageLayoutVersion;
     if (typeof version !== 'string' || !version.startsWith('1.')) {
-      throw new OciError('invalid-release', `${this.location}/${OCI_LAYOUT_FILE} declares image layout version ${JSON.stringify(version)}; only 1.x is supported`);
+      throw new OciError(
+        'invalid-release',
+        `${this.location}/${OCI_LAYOUT_FILE} declares image layout version ${JSON.stringify(version)}; only 1.x is supported`,
+      );
     }
     let index: unknown;
     try {
@@ -75,14 +88,16 @@ export class OciLayoutSource implements ReleaseSource {
       throw new OciError('invalid-release', `${this.location}/index.json is missing or not JSON`);
     }
     const manifests = (index as { manifests?: unknown } | null)?.manifests;
-    if (!Array.isArray(manifests)) throw new OciError('invalid-release', `${this.location}/index.json has no manifests list`);
+    if (!Array.isArray(manifests))
+      throw new OciError('invalid-release', `${this.location}/index.json has no manifests list`);
     const tags = new Map<string, Descriptor>();
     manifests.forEach((entry: unknown, i) => {
       const d = entry as Partial<Descriptor> | null;
       const name = d?.annotations?.[REF_NAME_ANNOTATION];
       if (typeof name !== 'string' || name === '') return; // untagged content: not a release
       assertSha256Digest(d?.digest, `${this.location}/index.json manifests[${i}]`);
-      if (typeof d?.size !== 'number' || typeof d.mediaType !== 'string') throw new OciError('invalid-release', `${this.location}/index.json manifests[${i}] is not a descriptor`);
+      if (typeof d?.size !== 'number' || typeof d.mediaType !== 'string')
+        throw new OciError('invalid-release', `${this.location}/index.json manifests[${i}] is not a descriptor`);
       tags.set(name, { mediaType: d.mediaType, digest: d.digest as string, size: d.size });
     });
     return tags;
@@ -94,16 +109,26 @@ export class OciLayoutSource implements ReleaseSource {
 
   /** A small blob (a manifest), read whole and verified. */
   private async readBlob(descriptor: Descriptor, what: string): Promise<Uint8Array> {
-    if (descriptor.size > MAX_MANIFEST_BYTES) throw new OciError('invalid-release', `${what} declares ${descriptor.size} bytes, larger than any manifest should be`);
+    if (descriptor.size > MAX_MANIFEST_BYTES)
+      throw new OciError(
+        'invalid-release',
+        `${what} declares ${descriptor.size} bytes, larger than any manifest should be`,
+      );
     let bytes: Buffer;
     try {
       bytes = await readFile(this.blobPath(descriptor.digest));
     } catch {
-      throw new OciError('invalid-release', `${what}: blob ${descriptor.digest} is missing from ${this.location}; the layout is incomplete`);
+      throw new OciError(
+        'invalid-release',
+        `${what}: blob ${descriptor.digest} is missing from ${this.location}; the layout is incomplete`,
+      );
     }
     const actual = sha256Digest(bytes);
     if (actual !== descriptor.digest || bytes.length !== descriptor.size) {
-      throw new OciError('invalid-release', `${what}: blob ${descriptor.digest} in ${this.location} holds ${actual} (${bytes.length} bytes); the layout is corrupt`);
+      throw new OciError(
+        'invalid-release',
+        `${what}: blob ${descriptor.digest} in ${this.location} holds ${actual} (${bytes.length} bytes); the layout is corrupt`,
+      );
     }
     return bytes;
   }
@@ -114,7 +139,10 @@ export class OciLayoutSource implements ReleaseSource {
     try {
       await stat(source);
     } catch {
-      throw new OciError('invalid-release', `${what}: blob ${layer.digest} is missing from ${this.location}; the layout is incomplete`);
+      throw new OciError(
+        'invalid-release',
+        `${what}: blob ${layer.digest} is missing from ${this.location}; the layout is incomplete`,
+      );
     }
     const hash = createHash('sha256');
     let size = 0;
@@ -131,7 +159,10 @@ export class OciLayoutSource implements ReleaseSource {
     );
     const actual = `sha256:${hash.digest('hex')}`;
     if (actual !== layer.digest || size !== layer.size) {
-      throw new OciError('invalid-release', `${what}: blob ${layer.digest} in ${this.location} holds ${actual} (${size} bytes, expected ${layer.size}); the layout is corrupt, nothing was stored`);
+      throw new OciError(
+        'invalid-release',
+        `${what}: blob ${layer.digest} in ${this.location} holds ${actual} (${size} bytes, expected ${layer.size}); the layout is corrupt, nothing was stored`,
+      );
     }
   }
 }

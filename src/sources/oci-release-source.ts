@@ -7,7 +7,12 @@ import { formatOciRepository, type OciRepositoryRef, parseOciRepository } from '
 import { RegistryClient, type RegistryCredentials, type StoredTagPage } from '../oci/registry-client.js';
 import { ListingValidators } from './listing-validators.js';
 import { releaseLayers } from '../oci/release-artifact.js';
-import { type FetchedRelease, listingFromTags, type ReleaseListing, type ReleaseSource } from '../release/release-source.js';
+import {
+  type FetchedRelease,
+  listingFromTags,
+  type ReleaseListing,
+  type ReleaseSource,
+} from '../release/release-source.js';
 import type { RetryPolicy, Sleep } from '../http/http-retry.js';
 import type { ReleaseCache } from './release-cache.js';
 import { withDeadline } from '../http/remote-deadline.js';
@@ -60,7 +65,9 @@ export class OciReleaseSource implements ReleaseSource {
 
   /** The repository's tags that parse as release tags; other tags are skipped with the reason. */
   async list(): Promise<ReleaseListing> {
-    const tags = await withDeadline(`listing the tags of ${this.location}`, this.totalTimeoutMs, () => this.client.listTags(this.ref.repository, this.tagPages));
+    const tags = await withDeadline(`listing the tags of ${this.location}`, this.totalTimeoutMs, () =>
+      this.client.listTags(this.ref.repository, this.tagPages),
+    );
     return listingFromTags(tags.sort().map((tag) => ({ tag })));
   }
 
@@ -68,7 +75,9 @@ export class OciReleaseSource implements ReleaseSource {
   async fetch(tag: string): Promise<FetchedRelease> {
     const cached = await this.cache.get(this.location, tag);
     if (cached) return cached;
-    return withDeadline(`downloading release ${tag} from ${this.location}`, this.totalTimeoutMs, () => this.download(tag));
+    return withDeadline(`downloading release ${tag} from ${this.location}`, this.totalTimeoutMs, () =>
+      this.download(tag),
+    );
   }
 
   private async download(tag: string): Promise<FetchedRelease> {
@@ -80,7 +89,8 @@ export class OciReleaseSource implements ReleaseSource {
         try {
           await this.client.fetchBlob(this.ref.repository, layer.digest, path.join(dir, layer.file), layer.size);
         } catch (error) {
-          if (error instanceof OciError) throw new OciError(error.kind, `${where} file ${layer.file}: ${error.message}`, { cause: error });
+          if (error instanceof OciError)
+            throw new OciError(error.kind, `${where} file ${layer.file}: ${error.message}`, { cause: error });
           throw error;
         }
       }

@@ -46,7 +46,11 @@ export function checkSourceLocation(location: string): void {
 }
 
 function githubLocationError(location: string): InputError {
-  return new InputError([{ message: `release source ${location}: expected github:<owner>/<repo>, e.g. github:SovereignCloudStack/cluster-stacks` }]);
+  return new InputError([
+    {
+      message: `release source ${location}: expected github:<owner>/<repo>, e.g. github:SovereignCloudStack/cluster-stacks`,
+    },
+  ]);
 }
 
 /** Opens a release source; the same string always yields the same (shared) source object. */
@@ -57,7 +61,12 @@ export function createSourceOpener(options: SourceOptions): SourceOpener {
   let cache: ReleaseCache | undefined;
   const { onRequest } = options;
   const fetchFor = (kind: 'github' | 'oci'): typeof fetch | undefined =>
-    onRequest ? countingFetch(() => options.fetch ?? globalThis.fetch, (outcome) => onRequest(kind, outcome)) : options.fetch;
+    onRequest
+      ? countingFetch(
+          () => options.fetch ?? globalThis.fetch,
+          (outcome) => onRequest(kind, outcome),
+        )
+      : options.fetch;
   return (location) => {
     const existing = opened.get(location);
     if (existing) return existing;
@@ -68,34 +77,49 @@ export function createSourceOpener(options: SourceOptions): SourceOpener {
       const releaseCache = (cache ??= new ReleaseCache(options.cacheDir));
       const fetchImpl = fetchFor('github');
       // Octokit is loaded when the source is first listed or fetched, not when it is named.
-      source = lazyReleaseSource(githubLocation(match[1]!, match[2]!, options.githubApiUrl).location, async () => new (await import('./github-release-source.js')).GitHubReleaseSource({
-        owner: match[1]!,
-        repo: match[2]!,
-        cache: releaseCache,
-        ...(options.githubApiUrl ? { baseUrl: options.githubApiUrl } : {}),
-        ...(options.githubToken ? { token: options.githubToken } : {}),
-        ...(fetchImpl ? { fetch: fetchImpl } : {}),
-        ...(options.logger ? { logger: options.logger } : {}),
-        ...(options.onWarning ? { onWarning: options.onWarning } : {}),
-        ...(options.timeouts ? { requestTimeoutMs: options.timeouts.readMs, totalTimeoutMs: options.timeouts.totalMs } : {}),
-        ...(match[3] ? { assets: match[3].split(',') } : {}),
-      }));
+      source = lazyReleaseSource(
+        githubLocation(match[1]!, match[2]!, options.githubApiUrl).location,
+        async () =>
+          new (await import('./github-release-source.js')).GitHubReleaseSource({
+            owner: match[1]!,
+            repo: match[2]!,
+            cache: releaseCache,
+            ...(options.githubApiUrl ? { baseUrl: options.githubApiUrl } : {}),
+            ...(options.githubToken ? { token: options.githubToken } : {}),
+            ...(fetchImpl ? { fetch: fetchImpl } : {}),
+            ...(options.logger ? { logger: options.logger } : {}),
+            ...(options.onWarning ? { onWarning: options.onWarning } : {}),
+            ...(options.timeouts
+              ? { requestTimeoutMs: options.timeouts.readMs, totalTimeoutMs: options.timeouts.totalMs }
+              : {}),
+            ...(match[3] ? { assets: match[3].split(',') } : {}),
+          }),
+      );
     } else if (location.startsWith('oci://')) {
       const releaseCache = (cache ??= new ReleaseCache(options.cacheDir));
       const fetchImpl = fetchFor('oci');
       // A malformed reference is refused here, as before; the registry client loads on first use.
-      source = lazyReleaseSource(formatOciRepository(parseOciRepository(location)), async () => new (await import('./oci-release-source.js')).OciReleaseSource({
-        reference: location,
-        plainHttp: options.plainHttp ?? false,
-        cache: releaseCache,
-        ...(options.registryCredentials ? { credentials: options.registryCredentials } : {}),
-        ...(fetchImpl ? { fetch: fetchImpl } : {}),
-        ...(options.logger ? { logger: options.logger } : {}),
-        ...(options.timeouts ? { timeoutMs: options.timeouts.readMs, totalTimeoutMs: options.timeouts.totalMs } : {}),
-      }));
+      source = lazyReleaseSource(
+        formatOciRepository(parseOciRepository(location)),
+        async () =>
+          new (await import('./oci-release-source.js')).OciReleaseSource({
+            reference: location,
+            plainHttp: options.plainHttp ?? false,
+            cache: releaseCache,
+            ...(options.registryCredentials ? { credentials: options.registryCredentials } : {}),
+            ...(fetchImpl ? { fetch: fetchImpl } : {}),
+            ...(options.logger ? { logger: options.logger } : {}),
+            ...(options.timeouts
+              ? { timeoutMs: options.timeouts.readMs, totalTimeoutMs: options.timeouts.totalMs }
+              : {}),
+          }),
+      );
     } else if (existsSync(path.join(location, OCI_LAYOUT_FILE))) {
       const releaseCache = (cache ??= new ReleaseCache(options.cacheDir));
-      source = lazyReleaseSource(location, async () => new (await import('./oci-layout-source.js')).OciLayoutSource(location, { cache: releaseCache }));
+      source = lazyReleaseSource(
+        location,
+        async () => new (await import('./oci-layout-source.js')).OciLayoutSource(location, { cache: releaseCache }),
+      );
     } else {
       source = new LocalReleaseSource(location);
     }

@@ -73,7 +73,10 @@ export class ReleaseCache {
   private readonly releasesDir: string;
   private readonly tempDir: string;
 
-  constructor(readonly root: string, options: ReleaseCacheOptions = {}) {
+  constructor(
+    readonly root: string,
+    options: ReleaseCacheOptions = {},
+  ) {
     this.clock = options.clock ?? (() => new Date());
     this.releasesDir = path.join(root, 'releases');
     this.tempDir = path.join(root, 'tmp');
@@ -93,7 +96,12 @@ export class ReleaseCache {
       if (await exists(dir)) await this.remove(dir);
       return undefined;
     }
-    if (manifest === 'corrupt' || manifest.sourceKey !== sourceKey || manifest.tag !== tag || !(await verifyFiles(path.join(dir, FILES), manifest))) {
+    if (
+      manifest === 'corrupt' ||
+      manifest.sourceKey !== sourceKey ||
+      manifest.tag !== tag ||
+      !(await verifyFiles(path.join(dir, FILES), manifest))
+    ) {
       await this.remove(dir);
       return undefined;
     }
@@ -230,14 +238,22 @@ async function readManifest(dir: string): Promise<CacheManifest | 'missing' | 'c
   try {
     text = await readFile(path.join(dir, MANIFEST), 'utf8');
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT' || (error as NodeJS.ErrnoException).code === 'ENOTDIR') return 'missing';
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT' || (error as NodeJS.ErrnoException).code === 'ENOTDIR')
+      return 'missing';
     return 'corrupt';
   }
   try {
     const parsed = JSON.parse(text) as CacheManifest;
-    if (typeof parsed.sourceKey !== 'string' || typeof parsed.tag !== 'string' || typeof parsed.digest !== 'string' || !Array.isArray(parsed.files)) return 'corrupt';
+    if (
+      typeof parsed.sourceKey !== 'string' ||
+      typeof parsed.tag !== 'string' ||
+      typeof parsed.digest !== 'string' ||
+      !Array.isArray(parsed.files)
+    )
+      return 'corrupt';
     for (const file of parsed.files) {
-      if (typeof file?.path !== 'string' || typeof file.sha256 !== 'string' || typeof file.size !== 'number') return 'corrupt';
+      if (typeof file?.path !== 'string' || typeof file.sha256 !== 'string' || typeof file.size !== 'number')
+        return 'corrupt';
     }
     if (digestOfFiles(parsed.files) !== parsed.digest) return 'corrupt';
     return parsed;
@@ -254,8 +270,12 @@ async function hashTree(root: string): Promise<CachedFile[]> {
       const relative = prefix ? `${prefix}/${entry.name}` : entry.name;
       const full = path.join(dir, entry.name);
       if (entry.isDirectory()) await walk(full, relative);
-      else if (entry.isFile()) files.push({ path: relative, sha256: await fileDigest(full), size: (await lstat(full)).size });
-      else throw new ReleaseCacheError(`cache entry file ${relative} is not a regular file; release caches hold regular files only`);
+      else if (entry.isFile())
+        files.push({ path: relative, sha256: await fileDigest(full), size: (await lstat(full)).size });
+      else
+        throw new ReleaseCacheError(
+          `cache entry file ${relative} is not a regular file; release caches hold regular files only`,
+        );
     }
   }
   await walk(root, '');

@@ -70,11 +70,15 @@ export function fieldLine(text: string, path: string): number | undefined {
       found = hit + 1;
       const value = lines[hit]!.replace(key, '').trim();
       // A value on the key's own line (a scalar or a flow collection) holds whatever is below it.
-      if (value !== '' && !value.startsWith('#') && !/^[|>]/.test(value) && !/^&\S+\s*(#.*)?$/.test(value)) return found;
+      if (value !== '' && !value.startsWith('#') && !/^[|>]/.test(value) && !/^&\S+\s*(#.*)?$/.test(value))
+        return found;
       start = hit + 1;
       // A sequence may sit at its key's own indentation (`versions:` then `- v1`).
       const next = lines.slice(start).find(isContent);
-      parentIndent = next !== undefined && indentOf(next) === childIndent && next.trimStart().startsWith('-') ? childIndent - 0.5 : childIndent;
+      parentIndent =
+        next !== undefined && indentOf(next) === childIndent && next.trimStart().startsWith('-')
+          ? childIndent - 0.5
+          : childIndent;
     }
     // The block ends where a line is indented no deeper than the field itself (for a sequence at
     // its key's indentation: at the first line there that is no item).
@@ -82,7 +86,12 @@ export function fieldLine(text: string, path: string): number | undefined {
     const sequenceAtKey = !Number.isInteger(parentIndent);
     while (end < lines.length) {
       const line = lines[end]!;
-      if (isContent(line) && (indentOf(line) <= parentIndent || (sequenceAtKey && indentOf(line) === parentIndent + 0.5 && !line.trimStart().startsWith('-')))) break;
+      if (
+        isContent(line) &&
+        (indentOf(line) <= parentIndent ||
+          (sequenceAtKey && indentOf(line) === parentIndent + 0.5 && !line.trimStart().startsWith('-')))
+      )
+        break;
       end += 1;
     }
   }

@@ -19,7 +19,24 @@ for (const text of ['.inf', '.Inf', '.INF', '+.inf', '+.Inf', '+.INF']) FIXED.se
 for (const text of ['-.inf', '-.Inf', '-.INF']) FIXED.set(text, Number.NEGATIVE_INFINITY);
 
 /** Booleans only in YAML 1.1: go-yaml v2 (Kubernetes) reads them as booleans, YAML 1.2 tools as strings. */
-const YAML11_BOOLEANS = new Set(['y', 'Y', 'yes', 'Yes', 'YES', 'on', 'On', 'ON', 'n', 'N', 'no', 'No', 'NO', 'off', 'Off', 'OFF']);
+const YAML11_BOOLEANS = new Set([
+  'y',
+  'Y',
+  'yes',
+  'Yes',
+  'YES',
+  'on',
+  'On',
+  'ON',
+  'n',
+  'N',
+  'no',
+  'No',
+  'NO',
+  'off',
+  'Off',
+  'OFF',
+]);
 /** Plain scalars go-yaml v3 (kustomize) reads as timestamps and rewrites; v2 keeps them as strings. */
 const TIMESTAMP_LIKE = /^[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt ]|$)/;
 
@@ -84,7 +101,8 @@ function parseGoInt(text: string): number | bigint | undefined {
   let magnitude: bigint;
   const prefix = digits.slice(0, 2).toLowerCase();
   if (prefix === '0x' || prefix === '0b' || prefix === '0o') magnitude = BigInt(`0${prefix[1]}${digits.slice(2)}`);
-  else if (digits.length > 1 && digits.startsWith('0')) magnitude = BigInt(`0o${digits.slice(1)}`); // a leading 0 means octal
+  else if (digits.length > 1 && digits.startsWith('0'))
+    magnitude = BigInt(`0o${digits.slice(1)}`); // a leading 0 means octal
   else magnitude = BigInt(digits);
   const value = sign === '-' ? -magnitude : magnitude;
   // ParseUint takes no sign at all, so a signed value must fit int64.

@@ -11,7 +11,14 @@
 // keys and formats float keys with 32-bit precision).
 // - Writing quotes every string that go-yaml would otherwise read as something else.
 import * as jsYaml from 'js-yaml';
-import { formatPlainScalar, isTimestampLike, isYaml11Only, MERGE_KEY, resolvePlainScalar, type PlainScalar } from './go-yaml-scalars.js';
+import {
+  formatPlainScalar,
+  isTimestampLike,
+  isYaml11Only,
+  MERGE_KEY,
+  resolvePlainScalar,
+  type PlainScalar,
+} from './go-yaml-scalars.js';
 import { Failure } from '../core/failure.js';
 
 const CORE = 'tag:yaml.org,2002:';
@@ -59,7 +66,8 @@ const plainScalar = new jsYaml.Type('tag:clusterstack.x-k8s.io,2024:plain', {
 const timestampLike = new jsYaml.Type('tag:clusterstack.x-k8s.io,2024:timestamp-like', {
   kind: 'scalar',
   // Only the timestamp shape stays a string among YAML 1.1-only scalars (the rest are booleans).
-  resolve: (data: unknown) => typeof data === 'string' && isTimestampLike(data) && typeof resolvePlainScalar(data) === 'string',
+  resolve: (data: unknown) =>
+    typeof data === 'string' && isTimestampLike(data) && typeof resolvePlainScalar(data) === 'string',
   construct: (data: string) => {
     noticed.yaml11Only = true;
     return data;
@@ -67,7 +75,10 @@ const timestampLike = new jsYaml.Type('tag:clusterstack.x-k8s.io,2024:timestamp-
 });
 
 /** `!!int`, `!!float`, `!!bool`, `!!null`: the scalar must resolve to that type (go-yaml fails otherwise). */
-function explicitScalar(name: 'int' | 'float' | 'bool' | 'null', accepts: (value: PlainScalar) => boolean): jsYaml.Type {
+function explicitScalar(
+  name: 'int' | 'float' | 'bool' | 'null',
+  accepts: (value: PlainScalar) => boolean,
+): jsYaml.Type {
   return new jsYaml.Type(`${CORE}${name}`, {
     kind: 'scalar',
     resolve: (data: unknown) => typeof data === 'string' && accepts(resolvePlainScalar(data)),
@@ -78,7 +89,8 @@ function explicitScalar(name: 'int' | 'float' | 'bool' | 'null', accepts: (value
   });
 }
 
-const isInteger = (value: PlainScalar): boolean => typeof value === 'bigint' || (typeof value === 'number' && Number.isInteger(value));
+const isInteger = (value: PlainScalar): boolean =>
+  typeof value === 'bigint' || (typeof value === 'number' && Number.isInteger(value));
 const explicitTypes = [
   explicitScalar('int', (value) => isInteger(value)),
   explicitScalar('float', (value) => typeof value === 'number' || typeof value === 'bigint'),
@@ -112,7 +124,10 @@ function ignoredTag(kind: 'scalar' | 'sequence' | 'mapping', construct: (data: u
 const mergeType = (jsYaml as unknown as { types: Record<string, jsYaml.Type> }).types['merge']!;
 
 /** go-yaml v2 semantics for reading and writing; the only schema any Kubernetes YAML goes through. */
-const KUBE_YAML_SCHEMA = jsYaml.FAILSAFE_SCHEMA.extend({ implicit: [mergeType, timestampLike, plainScalar], explicit: explicitTypes });
+const KUBE_YAML_SCHEMA = jsYaml.FAILSAFE_SCHEMA.extend({
+  implicit: [mergeType, timestampLike, plainScalar],
+  explicit: explicitTypes,
+});
 
 /** A YAML text that cannot be read; `line` is 1-based within the text given. */
 export class YamlDecodeError extends Failure {
@@ -121,7 +136,10 @@ export class YamlDecodeError extends Failure {
     readonly line?: number,
     readonly column?: number,
   ) {
-    super('fix-input', `${reason}${line !== undefined ? ` (line ${line}${column !== undefined ? `, column ${column}` : ''})` : ''}`);
+    super(
+      'fix-input',
+      `${reason}${line !== undefined ? ` (line ${line}${column !== undefined ? `, column ${column}` : ''})` : ''}`,
+    );
     this.name = 'YamlDecodeError';
   }
 }
@@ -183,7 +201,10 @@ export class DeepNestingError extends Failure {
     file?: string,
   ) {
     const where = file !== undefined ? `${file}${line !== undefined ? `:${line}` : ''}: ` : '';
-    super('fix-input', `${where}nests collections more than ${DEFAULT_STACK_NESTING_DEPTH} levels deep${file === undefined && line !== undefined ? ` (line ${line})` : ''}; Kubernetes reads up to ${MAX_NESTING_DEPTH}, and reading it needs a thread with a deep stack, which the clusterstack command starts by itself`);
+    super(
+      'fix-input',
+      `${where}nests collections more than ${DEFAULT_STACK_NESTING_DEPTH} levels deep${file === undefined && line !== undefined ? ` (line ${line})` : ''}; Kubernetes reads up to ${MAX_NESTING_DEPTH}, and reading it needs a thread with a deep stack, which the clusterstack command starts by itself`,
+    );
     this.name = 'DeepNestingError';
   }
 }
@@ -213,7 +234,12 @@ export function decodeYamlDocument(text: string): DecodedDocument {
   }
   // Without an alias indicator nothing is shared, and only a scalar read as .inf/.nan needs the walk.
   if (noticed.nonFinite || text.includes('*')) checkAliasExpansion(value);
-  return { value: value === undefined ? null : value, duplicateKeys, ignoredTags: [...new Set(noticed.ignoredTags)], yaml11Only: noticed.yaml11Only };
+  return {
+    value: value === undefined ? null : value,
+    duplicateKeys,
+    ignoredTags: [...new Set(noticed.ignoredTags)],
+    yaml11Only: noticed.yaml11Only,
+  };
 }
 
 function toDecodeError(error: unknown): YamlDecodeError | DeepNestingError {
@@ -223,9 +249,14 @@ function toDecodeError(error: unknown): YamlDecodeError | DeepNestingError {
     const tooDeep = error.reason.startsWith('nesting exceeded maxDepth');
     // Past this thread's stack: read again where the stack holds Kubernetes' depth (and is refused there beyond it).
     if (tooDeep && nestingLimit < MAX_NESTING_DEPTH) return new DeepNestingError(line);
-    return new YamlDecodeError(tooDeep ? TOO_DEEP : error.reason, line, mark?.column !== undefined ? mark.column + 1 : undefined);
+    return new YamlDecodeError(
+      tooDeep ? TOO_DEEP : error.reason,
+      line,
+      mark?.column !== undefined ? mark.column + 1 : undefined,
+    );
   }
-  if (error instanceof RangeError) return nestingLimit < MAX_NESTING_DEPTH ? new DeepNestingError() : new YamlDecodeError(TOO_DEEP);
+  if (error instanceof RangeError)
+    return nestingLimit < MAX_NESTING_DEPTH ? new DeepNestingError() : new YamlDecodeError(TOO_DEEP);
   return new YamlDecodeError(error instanceof Error ? error.message : String(error));
 }
 
@@ -245,9 +276,13 @@ function findDuplicateKeys(text: string): { key: string; line: number }[] {
     } catch (error) {
       if (!(error instanceof jsYaml.YAMLException) || error.reason !== DUPLICATE_KEY) break;
       const position = (error.mark as { position: number }).position;
-      const key = /^(?:"(?:[^"\\]|\\.)*"|'(?:[^']|'')*'|[^:\n]*?)(?=\s*:(?:\s|$))/.exec(scratch.slice(position))?.[0] ?? '';
+      const key =
+        /^(?:"(?:[^"\\]|\\.)*"|'(?:[^']|'')*'|[^:\n]*?)(?=\s*:(?:\s|$))/.exec(scratch.slice(position))?.[0] ?? '';
       const original = position - shift;
-      found.push({ key: key.replace(/^["']|["']$/g, ''), line: text.slice(0, Math.max(0, original)).split('\n').length });
+      found.push({
+        key: key.replace(/^["']|["']$/g, ''),
+        line: text.slice(0, Math.max(0, original)).split('\n').length,
+      });
       const marker = `cs-duplicate-${round}-`;
       scratch = `${scratch.slice(0, position)}${marker}${scratch.slice(position)}`;
       shift += marker.length;
@@ -279,7 +314,8 @@ function checkAliasExpansion(root: unknown): void {
   let distinct = 0;
   const measure = (value: unknown): { nodes: number; text: number } => {
     if (value === null || typeof value !== 'object') {
-      if (typeof value === 'number' && !Number.isFinite(value)) throw new YamlDecodeError('holds .inf or .nan, which JSON (and so Kubernetes) cannot carry');
+      if (typeof value === 'number' && !Number.isFinite(value))
+        throw new YamlDecodeError('holds .inf or .nan, which JSON (and so Kubernetes) cannot carry');
       distinct += 1; // a scalar is never shared: js-yaml aliases share containers only
       return { nodes: 1, text: typeof value === 'string' ? value.length : 8 };
     }
@@ -301,7 +337,9 @@ function checkAliasExpansion(root: unknown): void {
   const { nodes, text } = measure(root);
   const aliased = nodes - distinct;
   if ((aliased > 100 && nodes > 1000 && aliased / nodes > allowedAliasRatio(nodes)) || text > EXPANDED_TEXT_LIMIT) {
-    throw new YamlDecodeError(`contains excessive aliasing (its anchors expand to ${nodes} nodes); Kubernetes refuses such documents too`);
+    throw new YamlDecodeError(
+      `contains excessive aliasing (its anchors expand to ${nodes} nodes); Kubernetes refuses such documents too`,
+    );
   }
 }
 
@@ -342,10 +380,20 @@ export function decodeYamlDocuments(stream: string): (DecodedDocument & SplitDoc
   return splitYamlDocuments(stream).map((document) => {
     try {
       const decoded = decodeYamlDocument(document.text);
-      return { ...document, ...decoded, duplicateKeys: decoded.duplicateKeys.map((d) => ({ ...d, line: d.line + document.startLine - 1 })) };
+      return {
+        ...document,
+        ...decoded,
+        duplicateKeys: decoded.duplicateKeys.map((d) => ({ ...d, line: d.line + document.startLine - 1 })),
+      };
     } catch (error) {
-      if (error instanceof YamlDecodeError) throw new YamlDecodeError(error.reason, error.line !== undefined ? error.line + document.startLine - 1 : document.startLine, error.column);
-      if (error instanceof DeepNestingError) throw new DeepNestingError(error.line !== undefined ? error.line + document.startLine - 1 : document.startLine);
+      if (error instanceof YamlDecodeError)
+        throw new YamlDecodeError(
+          error.reason,
+          error.line !== undefined ? error.line + document.startLine - 1 : document.startLine,
+          error.column,
+        );
+      if (error instanceof DeepNestingError)
+        throw new DeepNestingError(error.line !== undefined ? error.line + document.startLine - 1 : document.startLine);
       throw error;
     }
   });
@@ -365,7 +413,14 @@ export function encodeYaml(value: unknown, options: EncodeOptions = {}): string 
   // Collections nested deeper than the default stack reads are written in flow style: in block
   // style each level indents further, and 10,000 levels would take 100 MB of spaces. No document
   // that shallower readers accept changes.
-  return jsYaml.dump(value, { schema: KUBE_YAML_SCHEMA, lineWidth: -1, noRefs: true, sortKeys: options.sortKeys ?? false, quotingType: '"', flowLevel: DEFAULT_STACK_NESTING_DEPTH });
+  return jsYaml.dump(value, {
+    schema: KUBE_YAML_SCHEMA,
+    lineWidth: -1,
+    noRefs: true,
+    sortKeys: options.sortKeys ?? false,
+    quotingType: '"',
+    flowLevel: DEFAULT_STACK_NESTING_DEPTH,
+  });
 }
 
 /** One scalar as go-yaml v2 reads it back (for text inserted into a document). */
@@ -377,13 +432,24 @@ export function encodeScalar(value: string | number | boolean): string {
 export function sameYamlValue(a: unknown, b: unknown): boolean {
   if (typeof a === 'number' && typeof b === 'number') return a === b || (Number.isNaN(a) && Number.isNaN(b));
   if (typeof a === 'bigint' || typeof b === 'bigint') {
-    const integer = (v: unknown): v is bigint | number => typeof v === 'bigint' || (typeof v === 'number' && Number.isInteger(v));
+    const integer = (v: unknown): v is bigint | number =>
+      typeof v === 'bigint' || (typeof v === 'number' && Number.isInteger(v));
     return integer(a) && integer(b) && BigInt(a) === BigInt(b);
   }
   if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return a === b;
   if (Array.isArray(a) !== Array.isArray(b)) return false;
-  if (Array.isArray(a)) return a.length === (b as unknown[]).length && a.every((item, index) => sameYamlValue(item, (b as unknown[])[index]));
+  if (Array.isArray(a))
+    return (
+      a.length === (b as unknown[]).length && a.every((item, index) => sameYamlValue(item, (b as unknown[])[index]))
+    );
   const keysA = Object.keys(a);
   const keysB = Object.keys(b);
-  return keysA.length === keysB.length && keysA.every((key) => Object.hasOwn(b, key) && sameYamlValue((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key]));
+  return (
+    keysA.length === keysB.length &&
+    keysA.every(
+      (key) =>
+        Object.hasOwn(b, key) &&
+        sameYamlValue((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key]),
+    )
+  );
 }

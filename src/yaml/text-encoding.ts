@@ -44,7 +44,10 @@ export function decodeUtf8Strict(bytes: Uint8Array): { text: string; error?: Tex
   try {
     return { text: UTF8.decode(bytes) };
   } catch {
-    return { text: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'), error: utf8Error(bytes) };
+    return {
+      text: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'),
+      error: utf8Error(bytes),
+    };
   }
 }
 
@@ -59,7 +62,8 @@ function decodeUtf16(bytes: Uint8Array, decoder: { decode(input: Uint8Array): st
 function lineAt(bytes: Uint8Array, offset: number, unit: number, littleEndian = true): number {
   let line = 1;
   for (let at = 0; at + unit <= offset; at += unit) {
-    const code = unit === 1 ? bytes[at]! : littleEndian ? bytes[at]! | (bytes[at + 1]! << 8) : (bytes[at]! << 8) | bytes[at + 1]!;
+    const code =
+      unit === 1 ? bytes[at]! : littleEndian ? bytes[at]! | (bytes[at + 1]! << 8) : (bytes[at]! << 8) | bytes[at + 1]!;
     if (code === 0x0a) line += 1;
   }
   return line;
@@ -67,10 +71,12 @@ function lineAt(bytes: Uint8Array, offset: number, unit: number, littleEndian = 
 
 /** The first invalid UTF-8 sequence, named as go-yaml's reader names it. */
 function utf8Error(bytes: Uint8Array): TextEncodingError {
-  const fail = (reason: string, offset: number): TextEncodingError => new TextEncodingError(reason, offset, lineAt(bytes, offset, 1));
-  for (let at = 0; at < bytes.length; ) {
+  const fail = (reason: string, offset: number): TextEncodingError =>
+    new TextEncodingError(reason, offset, lineAt(bytes, offset, 1));
+  for (let at = 0; at < bytes.length;) {
     const lead = bytes[at]!;
-    const width = lead < 0x80 ? 1 : (lead & 0xe0) === 0xc0 ? 2 : (lead & 0xf0) === 0xe0 ? 3 : (lead & 0xf8) === 0xf0 ? 4 : 0;
+    const width =
+      lead < 0x80 ? 1 : (lead & 0xe0) === 0xc0 ? 2 : (lead & 0xf0) === 0xe0 ? 3 : (lead & 0xf8) === 0xf0 ? 4 : 0;
     if (width === 0) return fail('invalid leading UTF-8 octet', at);
     if (at + width > bytes.length) return fail('incomplete UTF-8 octet sequence', at);
     let value = width === 1 ? lead : width === 2 ? lead & 0x1f : width === 3 ? lead & 0x0f : lead & 0x07;
@@ -90,8 +96,14 @@ function utf8Error(bytes: Uint8Array): TextEncodingError {
 
 /** The first invalid UTF-16 unit, named as go-yaml's reader names it. */
 function utf16Error(bytes: Uint8Array, littleEndian: boolean): TextEncodingError {
-  const unitAt = (at: number): number => (littleEndian ? bytes[at]! | (bytes[at + 1]! << 8) : (bytes[at]! << 8) | bytes[at + 1]!);
-  const fail = (reason: string, offset: number): TextEncodingError => new TextEncodingError(`${reason} (UTF-16${littleEndian ? 'LE' : 'BE'})`, offset, lineAt(bytes, offset, 2, littleEndian));
+  const unitAt = (at: number): number =>
+    littleEndian ? bytes[at]! | (bytes[at + 1]! << 8) : (bytes[at]! << 8) | bytes[at + 1]!;
+  const fail = (reason: string, offset: number): TextEncodingError =>
+    new TextEncodingError(
+      `${reason} (UTF-16${littleEndian ? 'LE' : 'BE'})`,
+      offset,
+      lineAt(bytes, offset, 2, littleEndian),
+    );
   for (let at = 2; at < bytes.length; at += 2) {
     if (at + 2 > bytes.length) return fail('incomplete UTF-16 character', at);
     const unit = unitAt(at);

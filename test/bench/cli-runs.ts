@@ -68,10 +68,20 @@ async function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliR
     child.on('close', resolve);
   });
   const ms = performance.now() - start;
-  const usage = JSON.parse(await readFile(rssFile, 'utf8').catch(() => '{"maxRSS":0,"cpuUs":0}')) as { maxRSS: number; cpuUs: number };
+  const usage = JSON.parse(await readFile(rssFile, 'utf8').catch(() => '{"maxRSS":0,"cpuUs":0}')) as {
+    maxRSS: number;
+    cpuUs: number;
+  };
   await rm(rssDir, { recursive: true, force: true });
   const nodeMs = usage.cpuUs / 1000;
-  return { ms, code, stdout, stderr, maxRssMiB: usage.maxRSS / 1024, cpuMs: { node: nodeMs, children: Math.max(0, childrenCpuMs() - childrenBefore - nodeMs) } };
+  return {
+    ms,
+    code,
+    stdout,
+    stderr,
+    maxRssMiB: usage.maxRSS / 1024,
+    cpuMs: { node: nodeMs, children: Math.max(0, childrenCpuMs() - childrenBefore - nodeMs) },
+  };
 }
 
 /** Runs the CLI and fails the benchmark (with its stderr) when it does not exit 0. */
@@ -89,15 +99,24 @@ export interface CliProcess {
 }
 
 /** Starts `clusterstack <args>` (the built CLI) and leaves it running; `nodeFlags` go to node before the CLI. */
-export async function startCli(args: string[], env: NodeJS.ProcessEnv = {}, logFile?: string, nodeFlags: string[] = []): Promise<CliProcess> {
+export async function startCli(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  logFile?: string,
+  nodeFlags: string[] = [],
+): Promise<CliProcess> {
   const rssDir = await mkdtemp(path.join(os.tmpdir(), 'csk-bench-rss-'));
   const rssFile = path.join(rssDir, 'rss');
   // CSK_BENCH_NODE_ARGS: node flags for the process, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` (not allowed in NODE_OPTIONS).
   const nodeArgs = process.env.CSK_BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
-  const child = spawn(process.execPath, [...nodeFlags, '--expose-gc', ...nodeArgs, '--import', await rssPreload(), CLI_ENTRY, ...args], {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? os.tmpdir(), ...env, CSK_BENCH_RSS_FILE: rssFile },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [...nodeFlags, '--expose-gc', ...nodeArgs, '--import', await rssPreload(), CLI_ENTRY, ...args],
+    {
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? os.tmpdir(), ...env, CSK_BENCH_RSS_FILE: rssFile },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   // The log (pino writes to stdout) and stderr, the newest 64 KiB: what a failed benchmark shows.
   let stderr = '';
   const keep = (chunk: Buffer) => (stderr = (stderr + chunk.toString('utf8')).slice(-65_536));
@@ -113,9 +132,18 @@ export async function startCli(args: string[], env: NodeJS.ProcessEnv = {}, logF
     async stop() {
       child.kill('SIGTERM');
       const code = await exited;
-      const usage = JSON.parse(await readFile(rssFile, 'utf8').catch(() => '{"maxRSS":0,"cpuUs":0}')) as { maxRSS: number; cpuUs: number; liveHeap?: number };
+      const usage = JSON.parse(await readFile(rssFile, 'utf8').catch(() => '{"maxRSS":0,"cpuUs":0}')) as {
+        maxRSS: number;
+        cpuUs: number;
+        liveHeap?: number;
+      };
       await rm(rssDir, { recursive: true, force: true });
-      return { code, maxRssMiB: usage.maxRSS / 1024, cpuMs: usage.cpuUs / 1000, liveHeapMiB: (usage.liveHeap ?? 0) / 1048576 };
+      return {
+        code,
+        maxRssMiB: usage.maxRSS / 1024,
+        cpuMs: usage.cpuUs / 1000,
+        liveHeapMiB: (usage.liveHeap ?? 0) / 1048576,
+      };
     },
   };
 }

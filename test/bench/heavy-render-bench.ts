@@ -25,7 +25,8 @@ import { HEAVY_CLASS, type HeavyShape, writeHeavyRelease } from './heavy-stack.j
 import { checkCrdRules } from '../support/crd-rule-check.js';
 
 const seconds = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
-const verdict = (name: string, value: number, target: number): string => `  ${value <= target ? 'PASS' : 'FAIL'}  ${name}: ${value.toFixed(3)} (target <= ${target})`;
+const verdict = (name: string, value: number, target: number): string =>
+  `  ${value <= target ? 'PASS' : 'FAIL'}  ${name}: ${value.toFixed(3)} (target <= ${target})`;
 
 function clusterObject(index: number, host: string): Record<string, unknown> {
   return {
@@ -33,16 +34,29 @@ function clusterObject(index: number, host: string): Record<string, unknown> {
     kind: 'Cluster',
     metadata: { name: `cluster-${String(index).padStart(4, '0')}`, namespace: 'cluster-stacks' },
     spec: {
-      clusterNetwork: { pods: { cidrBlocks: [`10.${index % 250}.0.0/16`] }, services: { cidrBlocks: ['10.128.0.0/12'] } },
+      clusterNetwork: {
+        pods: { cidrBlocks: [`10.${index % 250}.0.0/16`] },
+        services: { cidrBlocks: ['10.128.0.0/12'] },
+      },
       controlPlaneEndpoint: { host, port: 6443 },
       topology: { class: HEAVY_CLASS, version: 'v1.30.4' },
     },
   };
 }
 
-async function writeInputs(dir: string, clusterStack: Record<string, unknown>, count: number, changed?: number): Promise<void> {
+async function writeInputs(
+  dir: string,
+  clusterStack: Record<string, unknown>,
+  count: number,
+  changed?: number,
+): Promise<void> {
   await mkdir(dir, { recursive: true });
-  const docs = [clusterStack, ...Array.from({ length: count }, (_, i) => clusterObject(i, i === changed ? '10.99.99.99' : `10.0.${Math.floor(i / 250)}.${i % 250}`))];
+  const docs = [
+    clusterStack,
+    ...Array.from({ length: count }, (_, i) =>
+      clusterObject(i, i === changed ? '10.99.99.99' : `10.0.${Math.floor(i / 250)}.${i % 250}`),
+    ),
+  ];
   await writeFile(path.join(dir, 'fleet.yaml'), docs.map((doc) => encodeYaml(doc)).join('---\n'));
 }
 
@@ -51,10 +65,22 @@ async function writeInputs(dir: string, clusterStack: Record<string, unknown>, c
  * Sequential with Go's defaults, it is the naive loop; with the runner's processes in flight and
  * its Go settings, it is the floor: what helm alone costs this run, with nothing of ours around it.
  */
-async function helmLoop(releaseDir: string, count: number, outDir: string, { inFlight, goRuntime }: { inFlight: number; goRuntime: Readonly<Record<string, string>> }): Promise<{ ms: number; cpuMs: number; processes: number }> {
+async function helmLoop(
+  releaseDir: string,
+  count: number,
+  outDir: string,
+  { inFlight, goRuntime }: { inFlight: number; goRuntime: Readonly<Record<string, string>> },
+): Promise<{ ms: number; cpuMs: number; processes: number }> {
   const helm = (await resolveHelmBinary({})).path;
   const helmHome = await mkdtemp(path.join(os.tmpdir(), 'csk-naive-helm-'));
-  const env = { PATH: process.env.PATH ?? '', HOME: helmHome, HELM_CACHE_HOME: helmHome, HELM_CONFIG_HOME: helmHome, HELM_DATA_HOME: helmHome, ...goRuntime };
+  const env = {
+    PATH: process.env.PATH ?? '',
+    HOME: helmHome,
+    HELM_CACHE_HOME: helmHome,
+    HELM_CONFIG_HOME: helmHome,
+    HELM_DATA_HOME: helmHome,
+    ...goRuntime,
+  };
   const addons = path.join(releaseDir, 'docker-heavy-1-30-cluster-addon-v1');
   const jobs: { args: string[]; file: string }[] = [];
   for (let index = 0; index < count; index += 1) {
@@ -62,9 +88,32 @@ async function helmLoop(releaseDir: string, count: number, outDir: string, { inF
     const dir = path.join(outDir, name);
     await mkdir(dir, { recursive: true });
     const values = path.join(dir, 'values.yaml');
-    await writeFile(values, JSON.stringify({ clusterName: name, podCIDR: `10.${index % 250}.0.0/16`, hubble: { clusterName: name }, operator: { clusterName: name }, apiServerHost: `10.0.${Math.floor(index / 250)}.${index % 250}` }));
+    await writeFile(
+      values,
+      JSON.stringify({
+        clusterName: name,
+        podCIDR: `10.${index % 250}.0.0/16`,
+        hubble: { clusterName: name },
+        operator: { clusterName: name },
+        apiServerHost: `10.0.${Math.floor(index / 250)}.${index % 250}`,
+      }),
+    );
     for (const stage of ['cni', 'metrics-server']) {
-      jobs.push({ args: ['template', 'cluster-addon', path.join(addons, stage), '--namespace', 'kube-system', '--include-crds', '--kube-version', 'v1.30.4', '-f', values], file: path.join(dir, `${stage}.yaml`) });
+      jobs.push({
+        args: [
+          'template',
+          'cluster-addon',
+          path.join(addons, stage),
+          '--namespace',
+          'kube-system',
+          '--include-crds',
+          '--kube-version',
+          'v1.30.4',
+          '-f',
+          values,
+        ],
+        file: path.join(dir, `${stage}.yaml`),
+      });
     }
   }
   const run = ({ args, file }: { args: string[]; file: string }): Promise<void> =>
@@ -73,7 +122,11 @@ async function helmLoop(releaseDir: string, count: number, outDir: string, { inF
       const chunks: Buffer[] = [];
       child.stdout.on('data', (chunk: Buffer) => chunks.push(chunk));
       child.on('error', reject);
-      child.on('close', (code) => (code === 0 ? writeFile(file, Buffer.concat(chunks)).then(resolve, reject) : reject(new Error(`helm exited ${code}`))));
+      child.on('close', (code) =>
+        code === 0
+          ? writeFile(file, Buffer.concat(chunks)).then(resolve, reject)
+          : reject(new Error(`helm exited ${code}`)),
+      );
     });
   const cpuBefore = childrenCpuMs();
   const start = performance.now();
@@ -125,7 +178,11 @@ class TimedRunner extends HelmRunner {
 
 /** A full render in this process with every helm process timed: plan, values, helm and write times. */
 async function breakdown(inputs: string, releases: string, work: string): Promise<string[]> {
-  const runner = new TimedRunner({ binary: (await resolveHelmBinary({})).path, workDir: path.join(work, 'helm'), concurrency: DEFAULT_HELM_CONCURRENCY });
+  const runner = new TimedRunner({
+    binary: (await resolveHelmBinary({})).path,
+    workDir: path.join(work, 'helm'),
+    concurrency: DEFAULT_HELM_CONCURRENCY,
+  });
   const renderer = new HelmRenderer(runner);
   const deps: RenderDependencies = {
     evaluateValues: (items, kubeVersion) => evaluateValuesTemplates(runner, items, kubeVersion),
@@ -134,12 +191,21 @@ async function breakdown(inputs: string, releases: string, work: string): Promis
   const publisher = new DirectoryPublisher(path.join(work, 'out'));
   const start = performance.now();
   const manifests = await readInputFiles([inputs]);
-  const plan = await buildPlan({ manifests, defaultSource: releases, openSource: createSourceOpener({ cacheDir: path.join(work, 'cache') }), workDir: path.join(work, 'cache') , checkCrdRules });
+  const plan = await buildPlan({
+    manifests,
+    defaultSource: releases,
+    openSource: createSourceOpener({ cacheDir: path.join(work, 'cache') }),
+    workDir: path.join(work, 'cache'),
+    checkCrdRules,
+  });
   const planned = performance.now();
   const previous = await publisher.readPrevious();
   const outcome = await renderPlan(plan, deps, { secrets: 'refuse', previous });
   const rendered = performance.now();
-  await publisher.publish(outcome.tree, summarizeChanges(compareTrees(previous, outcome.tree), outcome.provenance.inputDigest));
+  await publisher.publish(
+    outcome.tree,
+    summarizeChanges(compareTrees(previous, outcome.tree), outcome.provenance.inputDigest),
+  );
   const end = performance.now();
   const renderMs = rendered - planned;
   const cores = os.availableParallelism();
@@ -163,7 +229,9 @@ async function breakdown(inputs: string, releases: string, work: string): Promis
 export async function benchHeavy(count: number, { name, shape }: { name: string; shape: HeavyShape }): Promise<void> {
   assertCliBuilt();
   const cores = os.availableParallelism();
-  console.log(`\n== real-weight render: ${count} clusters on a generated CNI-sized release, shape "${name}" (${cores} cores) ==`);
+  console.log(
+    `\n== real-weight render: ${count} clusters on a generated CNI-sized release, shape "${name}" (${cores} cores) ==`,
+  );
   const work = await mkdtemp(path.join(os.tmpdir(), 'csk-bench-heavy-'));
   const { releases, clusterStack } = await writeHeavyRelease(path.join(work, 'releases'), shape);
   const inputs = path.join(work, 'inputs');
@@ -173,38 +241,62 @@ export async function benchHeavy(count: number, { name, shape }: { name: string;
 
   const releaseDir = path.join(releases, 'docker-heavy-1-30-v1');
   const naive = await helmLoop(releaseDir, count, path.join(work, 'naive'), { inFlight: 1, goRuntime: {} });
-  const floor = await helmLoop(releaseDir, count, path.join(work, 'floor'), { inFlight: DEFAULT_HELM_CONCURRENCY, goRuntime: HELM_GO_RUNTIME });
+  const floor = await helmLoop(releaseDir, count, path.join(work, 'floor'), {
+    inFlight: DEFAULT_HELM_CONCURRENCY,
+    goRuntime: HELM_GO_RUNTIME,
+  });
   const full = await runCliOk(args, env);
   const noop = await runCliOk(args, env);
   await writeInputs(inputs, clusterStack, count, 7);
   const changed = await runCliOk(args, env);
-  const report = (run: { stdout: string }): { helmProcesses: number; units: unknown } => JSON.parse(run.stdout) as { helmProcesses: number; units: unknown };
+  const report = (run: { stdout: string }): { helmProcesses: number; units: unknown } =>
+    JSON.parse(run.stdout) as { helmProcesses: number; units: unknown };
   await writeInputs(inputs, clusterStack, count);
   const lines = await breakdown(inputs, releases, path.join(work, 'in-process'));
   const cniRender = await readFile(path.join(work, 'naive', 'cluster-0000', 'cni.yaml'));
   const objects = cniRender.toString('utf8').split(/^kind: /m).length - 1;
   console.log(`  chart weight:         ${objects} objects, ${(cniRender.length / 1024).toFixed(0)} KiB per CNI render`);
   const cpu = (run: CliRun): string => `CPU ${seconds(run.cpuMs.node)} node + ${seconds(run.cpuMs.children)} helm`;
-  console.log(`  load average:         ${os.loadavg()[0]!.toFixed(1)} on ${cores} cores (wall times mean little above the core count; CPU times still do)`);
-  console.log(`  naive loop:           ${seconds(naive.ms)}, ${naive.processes} helm processes (sequential, values given for free), CPU ${seconds(naive.cpuMs)} helm`);
-  console.log(`  helm alone, in flight: ${seconds(floor.ms)}, the same ${floor.processes} processes ${DEFAULT_HELM_CONCURRENCY} at a time with the runner's Go settings (values given for free, nothing else done), CPU ${seconds(floor.cpuMs)} helm`);
-  console.log(`  full render (CLI):    ${seconds(full.ms)}, ${report(full).helmProcesses} helm processes, peak ${full.maxRssMiB.toFixed(0)} MiB, ${cpu(full)}`);
-  console.log(`  no-op re-render:      ${seconds(noop.ms)}, ${report(noop).helmProcesses} helm processes, ${cpu(noop)}`);
-  console.log(`  one cluster changed:  ${seconds(changed.ms)}, ${report(changed).helmProcesses} helm processes, ${cpu(changed)}`);
+  console.log(
+    `  load average:         ${os.loadavg()[0]!.toFixed(1)} on ${cores} cores (wall times mean little above the core count; CPU times still do)`,
+  );
+  console.log(
+    `  naive loop:           ${seconds(naive.ms)}, ${naive.processes} helm processes (sequential, values given for free), CPU ${seconds(naive.cpuMs)} helm`,
+  );
+  console.log(
+    `  helm alone, in flight: ${seconds(floor.ms)}, the same ${floor.processes} processes ${DEFAULT_HELM_CONCURRENCY} at a time with the runner's Go settings (values given for free, nothing else done), CPU ${seconds(floor.cpuMs)} helm`,
+  );
+  console.log(
+    `  full render (CLI):    ${seconds(full.ms)}, ${report(full).helmProcesses} helm processes, peak ${full.maxRssMiB.toFixed(0)} MiB, ${cpu(full)}`,
+  );
+  console.log(
+    `  no-op re-render:      ${seconds(noop.ms)}, ${report(noop).helmProcesses} helm processes, ${cpu(noop)}`,
+  );
+  console.log(
+    `  one cluster changed:  ${seconds(changed.ms)}, ${report(changed).helmProcesses} helm processes, ${cpu(changed)}`,
+  );
   for (const line of lines) console.log(line);
   console.log(verdict('full render / naive loop', full.ms / naive.ms, 0.5));
-  console.log(`  info  helm alone, in flight / naive loop: ${(floor.ms / naive.ms).toFixed(3)} (the floor for this run: what the full render spends above it is ours)`);
+  console.log(
+    `  info  helm alone, in flight / naive loop: ${(floor.ms / naive.ms).toFixed(3)} (the floor for this run: what the full render spends above it is ours)`,
+  );
   console.log(verdict('full render / helm alone in flight (the floor)', full.ms / floor.ms, 1.05));
   // On busy cores our own CPU displaces helm: about half of it (two cores) shows up as wall time.
-  console.log(`  info  full render above the floor: ${seconds(full.ms - floor.ms)}; node's CPU spread over ${cores} cores is ${seconds(full.cpuMs.node / cores)}, helm's CPU beyond the floor's ${seconds((full.cpuMs.children - floor.cpuMs) / cores)}`);
+  console.log(
+    `  info  full render above the floor: ${seconds(full.ms - floor.ms)}; node's CPU spread over ${cores} cores is ${seconds(full.cpuMs.node / cores)}, helm's CPU beyond the floor's ${seconds((full.cpuMs.children - floor.cpuMs) / cores)}`,
+  );
   // The target's wall time on every core, less what helm alone needed: all the CPU left for
   // everything else (Node's start, planning, values, reading and checking helm's output, writing).
   const budgetMs = 0.5 * naive.ms * cores - floor.cpuMs;
-  console.log(`  info  CPU the 0.5 target leaves beside helm alone: ${seconds(budgetMs)} on ${cores} cores; this run spent ${seconds(full.cpuMs.node)} in node and ${seconds(full.cpuMs.children - floor.cpuMs)} more in helm`);
+  console.log(
+    `  info  CPU the 0.5 target leaves beside helm alone: ${seconds(budgetMs)} on ${cores} cores; this run spent ${seconds(full.cpuMs.node)} in node and ${seconds(full.cpuMs.children - floor.cpuMs)} more in helm`,
+  );
   console.log(verdict('no-op re-render / full render', noop.ms / full.ms, 0.03));
   console.log(verdict('one changed cluster / full render', changed.ms / full.ms, 0.05));
   // What two cores could reach if nothing else ran: the run's CPU spread over both, against the loop's wall.
   const fullCpu = full.cpuMs.node + full.cpuMs.children;
-  console.log(`  info  full render CPU / naive loop CPU: ${(fullCpu / naive.cpuMs).toFixed(3)}; on ${cores} idle cores at best ${(fullCpu / cores / naive.cpuMs).toFixed(3)} of the loop`);
+  console.log(
+    `  info  full render CPU / naive loop CPU: ${(fullCpu / naive.cpuMs).toFixed(3)}; on ${cores} idle cores at best ${(fullCpu / cores / naive.cpuMs).toFixed(3)} of the loop`,
+  );
   console.log(`  info  no-op CPU / full render CPU: ${((noop.cpuMs.node + noop.cpuMs.children) / fullCpu).toFixed(3)}`);
 }

@@ -32,14 +32,26 @@ export interface HeavyShape {
  * render walk long lists of switches and hash their configuration, which is where helm spends
  * its time. Calibrated to take about as long per `helm template` as DENSE_HEAVY_SHAPE.
  */
-const DEFAULT_HEAVY_SHAPE: HeavyShape = { cniTemplates: 260, subchartTemplates: 40, enabledEvery: 16, listLength: 24, features: 2000 };
+const DEFAULT_HEAVY_SHAPE: HeavyShape = {
+  cniTemplates: 260,
+  subchartTemplates: 40,
+  enabledEvery: 16,
+  listLength: 24,
+  features: 2000,
+};
 
 /**
  * Every template renders (about 450 objects, 700 KiB per render): ten times the output of a real
  * CNI chart for the same helm time, which weighs on everything done per object and per byte
  * after helm. Kept as the stress case (`--heavy-shape dense`).
  */
-const DENSE_HEAVY_SHAPE: HeavyShape = { cniTemplates: 260, subchartTemplates: 40, enabledEvery: 1, listLength: 24, features: 0 };
+const DENSE_HEAVY_SHAPE: HeavyShape = {
+  cniTemplates: 260,
+  subchartTemplates: 40,
+  enabledEvery: 1,
+  listLength: 24,
+  features: 0,
+};
 
 /** The shapes `--heavy-shape` names. */
 const HEAVY_SHAPES: Record<string, HeavyShape> = { released: DEFAULT_HEAVY_SHAPE, dense: DENSE_HEAVY_SHAPE };
@@ -57,7 +69,10 @@ async function write(file: string, text: string): Promise<void> {
 }
 
 function chartYaml(name: string, description: string, dependencies: string[] = []): string {
-  const deps = dependencies.length === 0 ? '' : `dependencies:\n${dependencies.map((dep) => `  - name: ${dep}\n    version: 0.1.0\n`).join('')}`;
+  const deps =
+    dependencies.length === 0
+      ? ''
+      : `dependencies:\n${dependencies.map((dep) => `  - name: ${dep}\n    version: 0.1.0\n`).join('')}`;
   return `apiVersion: v2\nname: ${name}\ndescription: ${description}\ntype: application\nversion: 0.1.0\nappVersion: "1.0.0"\n${deps}`;
 }
 
@@ -111,9 +126,19 @@ failureThreshold: {{ .failures | default 3 }}
 }
 
 function valuesYaml(chart: string, shape: HeavyShape, count: number): string {
-  const options = Array.from({ length: shape.listLength }, (_, i) => `    - name: option-${i}\n      value: "${chart}-${i}"\n`).join('');
-  const components = Array.from({ length: count }, (_, i) => `  c${i}:\n    enabled: ${i % shape.enabledEvery === 0}\n    replicas: ${1 + (i % 3)}\n    port: ${9000 + i}\n`).join('');
-  const features = Array.from({ length: shape.features }, (_, i) => `  f${String(i).padStart(4, '0')}:\n    enabled: ${i % 50 === 0}\n    value: "${chart}-feature-${i}"\n`).join('');
+  const options = Array.from(
+    { length: shape.listLength },
+    (_, i) => `    - name: option-${i}\n      value: "${chart}-${i}"\n`,
+  ).join('');
+  const components = Array.from(
+    { length: count },
+    (_, i) =>
+      `  c${i}:\n    enabled: ${i % shape.enabledEvery === 0}\n    replicas: ${1 + (i % 3)}\n    port: ${9000 + i}\n`,
+  ).join('');
+  const features = Array.from(
+    { length: shape.features },
+    (_, i) => `  f${String(i).padStart(4, '0')}:\n    enabled: ${i % 50 === 0}\n    value: "${chart}-feature-${i}"\n`,
+  ).join('');
   return `clusterName: unset
 podCIDR: 10.0.0.0/16
 nameOverride: ""
@@ -141,7 +166,9 @@ ${components}features:${features === '' ? ' {}\n' : `\n${features}`}`;
 function componentTemplate(chart: string, index: number, shape: HeavyShape): string {
   // The switches: all of them hashed into an annotation (work for helm, a line of output), the few that are on written out.
   const featureAnnotation =
-    shape.features > 0 ? `  annotations:\n    checksum/features: {{ include "${chart}.features" . | sha256sum }}\n` : '';
+    shape.features > 0
+      ? `  annotations:\n    checksum/features: {{ include "${chart}.features" . | sha256sum }}\n`
+      : '';
   const featureData =
     shape.features > 0
       ? `  {{- range $key, $feature := .Values.features }}\n  {{- if $feature.enabled }}\n  feature-{{ $key }}: {{ $feature.value | quote }}\n  {{- end }}\n  {{- end }}\n`
@@ -200,13 +227,23 @@ ${featureData}${deployment}{{- end }}
 `;
 }
 
-async function writeChart(dir: string, chart: string, description: string, templates: number, shape: HeavyShape, subcharts: string[] = []): Promise<void> {
+async function writeChart(
+  dir: string,
+  chart: string,
+  description: string,
+  templates: number,
+  shape: HeavyShape,
+  subcharts: string[] = [],
+): Promise<void> {
   await write(path.join(dir, 'Chart.yaml'), chartYaml(chart, description, subcharts));
   await write(path.join(dir, 'values.yaml'), valuesYaml(chart, shape, templates));
   await write(path.join(dir, 'templates', '_helpers.tpl'), helpers(chart));
   for (let index = 0; index < templates; index += 1) {
     // Spread over folders, as large charts organise theirs.
-    await write(path.join(dir, 'templates', `part-${index % 8}`, `component-${index}.yaml`), componentTemplate(chart, index, shape));
+    await write(
+      path.join(dir, 'templates', `part-${index % 8}`, `component-${index}.yaml`),
+      componentTemplate(chart, index, shape),
+    );
   }
   for (const sub of subcharts) {
     await writeChart(path.join(dir, 'charts', sub), sub, `the ${sub} part of ${chart}`, shape.subchartTemplates, shape);
@@ -262,7 +299,13 @@ spec:
 
 /** A small cluster-class chart: a ClusterClass naming its release. */
 async function writeClusterClassChart(dir: string): Promise<void> {
-  await write(path.join(dir, 'Chart.yaml'), chartYaml('docker-heavy-1-30-cluster-class', 'ClusterClass of the generated heavy stack').replace('version: 0.1.0', 'version: v1'));
+  await write(
+    path.join(dir, 'Chart.yaml'),
+    chartYaml('docker-heavy-1-30-cluster-class', 'ClusterClass of the generated heavy stack').replace(
+      'version: 0.1.0',
+      'version: v1',
+    ),
+  );
   await write(path.join(dir, 'values.yaml'), 'workers: 3\n');
   await write(
     path.join(dir, 'templates', 'cluster-class.yaml'),
@@ -284,24 +327,47 @@ spec:
  * Writes a local release source holding the heavy release into `root` (one sub-directory per tag)
  * and returns the ClusterStack that keeps it.
  */
-export async function writeHeavyRelease(root: string, shape: HeavyShape = DEFAULT_HEAVY_SHAPE): Promise<{ releases: string; clusterStack: Record<string, unknown> }> {
+export async function writeHeavyRelease(
+  root: string,
+  shape: HeavyShape = DEFAULT_HEAVY_SHAPE,
+): Promise<{ releases: string; clusterStack: Record<string, unknown> }> {
   const release = path.join(root, HEAVY_TAG);
-  await write(path.join(release, 'metadata.yaml'), `apiVersion: metadata.clusterstack.x-k8s.io/v1alpha1\nversions:\n  clusterStack: v1\n  kubernetes: ${KUBERNETES}\n  components:\n    clusterAddon: v1\n`);
+  await write(
+    path.join(release, 'metadata.yaml'),
+    `apiVersion: metadata.clusterstack.x-k8s.io/v1alpha1\nversions:\n  clusterStack: v1\n  kubernetes: ${KUBERNETES}\n  components:\n    clusterAddon: v1\n`,
+  );
   await write(
     path.join(release, 'clusteraddon.yaml'),
     `apiVersion: clusteraddonconfig.x-k8s.io/v1alpha1\naddonStages:\n  AfterControlPlaneInitialized:\n    - name: cni\n      action: apply\n    - name: metrics-server\n      action: apply\n`,
   );
   await writeClusterClassChart(path.join(release, 'docker-heavy-1-30-cluster-class-v1'));
   const addons = path.join(release, 'docker-heavy-1-30-cluster-addon-v1');
-  await writeChart(path.join(addons, 'cni'), 'cni', 'a generated CNI-sized chart', shape.cniTemplates, shape, ['hubble', 'operator']);
-  await write(path.join(addons, 'cni', 'overwrite.yaml'), 'values: |\n  clusterName: {{ .Cluster.metadata.name }}\n  podCIDR: {{ index .Cluster.spec.clusterNetwork.pods.cidrBlocks 0 }}\n  hubble:\n    clusterName: {{ .Cluster.metadata.name }}\n  operator:\n    clusterName: {{ .Cluster.metadata.name }}\n');
+  await writeChart(path.join(addons, 'cni'), 'cni', 'a generated CNI-sized chart', shape.cniTemplates, shape, [
+    'hubble',
+    'operator',
+  ]);
+  await write(
+    path.join(addons, 'cni', 'overwrite.yaml'),
+    'values: |\n  clusterName: {{ .Cluster.metadata.name }}\n  podCIDR: {{ index .Cluster.spec.clusterNetwork.pods.cidrBlocks 0 }}\n  hubble:\n    clusterName: {{ .Cluster.metadata.name }}\n  operator:\n    clusterName: {{ .Cluster.metadata.name }}\n',
+  );
   await writeSmallChart(path.join(addons, 'metrics-server'));
-  await write(path.join(addons, 'metrics-server', 'overwrite.yaml'), 'values: |\n  apiServerHost: {{ .Cluster.spec.controlPlaneEndpoint.host }}\n');
+  await write(
+    path.join(addons, 'metrics-server', 'overwrite.yaml'),
+    'values: |\n  apiServerHost: {{ .Cluster.spec.controlPlaneEndpoint.host }}\n',
+  );
   const clusterStack = {
     apiVersion: 'clusterstack.x-k8s.io/v1alpha1',
     kind: 'ClusterStack',
     metadata: { name: 'heavy', namespace: 'cluster-stacks' },
-    spec: { provider: 'docker', name: 'heavy', kubernetesVersion: '1.30', channel: 'stable', versions: ['v1'], autoSubscribe: false, noProvider: true },
+    spec: {
+      provider: 'docker',
+      name: 'heavy',
+      kubernetesVersion: '1.30',
+      channel: 'stable',
+      versions: ['v1'],
+      autoSubscribe: false,
+      noProvider: true,
+    },
   };
   return { releases: root, clusterStack };
 }

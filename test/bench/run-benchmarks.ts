@@ -37,7 +37,15 @@ import { benchShards } from './shards-bench.js';
 import { benchStartup } from './startup-bench.js';
 import { checkCrdRules } from '../support/crd-rule-check.js';
 
-const { values } = parseArgs({ options: { clusters: { type: 'string', default: '200' }, 'heavy-clusters': { type: 'string', default: '48' }, 'heavy-shape': { type: 'string', default: 'released' }, only: { type: 'string' }, 'helm-seconds': { type: 'string', default: '0.5' } } });
+const { values } = parseArgs({
+  options: {
+    clusters: { type: 'string', default: '200' },
+    'heavy-clusters': { type: 'string', default: '48' },
+    'heavy-shape': { type: 'string', default: 'released' },
+    only: { type: 'string' },
+    'helm-seconds': { type: 'string', default: '0.5' },
+  },
+});
 const CLUSTERS = Number(values.clusters);
 const EXAMPLE = path.resolve('examples/quickstart');
 const RELEASES = ['docker-ferrol-1-30-v1', 'docker-ferrol-1-30-v2', 'docker-ferrol-1-30-v3'];
@@ -60,7 +68,10 @@ async function timed<T>(work: () => Promise<T>): Promise<{ result: T; ms: number
 }
 
 /** The example's ClusterStack and `count` Clusters spread over its three releases. */
-async function syntheticManifests(count: number, changedHost?: { index: number; host: string }): Promise<ParsedManifests> {
+async function syntheticManifests(
+  count: number,
+  changedHost?: { index: number; host: string },
+): Promise<ParsedManifests> {
   const base = await readInputFiles([path.join(EXAMPLE, 'manifests', 'clusterstack.yaml')]);
   const objects: SourcedObject[] = [...base.objects];
   for (let index = 0; index < count; index += 1) {
@@ -83,26 +94,50 @@ async function syntheticManifests(count: number, changedHost?: { index: number; 
 }
 
 async function planFor(manifests: ParsedManifests, workDir: string): Promise<Plan> {
-  return buildPlan({ manifests, defaultSource: path.join(EXAMPLE, 'releases'), openSource: createSourceOpener({ cacheDir: workDir }), workDir , checkCrdRules });
+  return buildPlan({
+    manifests,
+    defaultSource: path.join(EXAMPLE, 'releases'),
+    openSource: createSourceOpener({ cacheDir: workDir }),
+    workDir,
+    checkCrdRules,
+  });
 }
 
-async function renderOnce(manifests: ParsedManifests, publisher: DirectoryPublisher, workDir: string, helm: ReturnType<typeof createHelmDependencies>): Promise<{ ms: number; helm: number; rendered: number }> {
+async function renderOnce(
+  manifests: ParsedManifests,
+  publisher: DirectoryPublisher,
+  workDir: string,
+  helm: ReturnType<typeof createHelmDependencies>,
+): Promise<{ ms: number; helm: number; rendered: number }> {
   const before = helm.processesSpawned();
   const { ms, result } = await timed(async () => {
     const plan = await planFor(manifests, workDir);
     const previous = await publisher.readPrevious();
     const outcome = await renderPlan(plan, helm, { secrets: 'refuse', previous });
-    await publisher.publish(outcome.tree, summarizeChanges(compareTrees(previous, outcome.tree), outcome.provenance.inputDigest));
+    await publisher.publish(
+      outcome.tree,
+      summarizeChanges(compareTrees(previous, outcome.tree), outcome.provenance.inputDigest),
+    );
     return outcome;
   });
   return { ms, helm: helm.processesSpawned() - before, rendered: result.stats.unitsRendered };
 }
 
 /** One `helm template` per cluster per chart, one after another, each writing its output: what a script would do. */
-async function naiveBaseline(plan: Plan, outDir: string, helmBinary: string): Promise<{ ms: number; processes: number }> {
+async function naiveBaseline(
+  plan: Plan,
+  outDir: string,
+  helmBinary: string,
+): Promise<{ ms: number; processes: number }> {
   let processes = 0;
   const helmHome = await mkdtemp(path.join(os.tmpdir(), 'csk-naive-helm-'));
-  const env = { PATH: process.env.PATH ?? '', HOME: helmHome, HELM_CACHE_HOME: helmHome, HELM_CONFIG_HOME: helmHome, HELM_DATA_HOME: helmHome };
+  const env = {
+    PATH: process.env.PATH ?? '',
+    HOME: helmHome,
+    HELM_CACHE_HOME: helmHome,
+    HELM_CONFIG_HOME: helmHome,
+    HELM_DATA_HOME: helmHome,
+  };
   const run = (args: string[], file: string): Promise<void> =>
     new Promise((resolve, reject) => {
       processes += 1;
@@ -110,7 +145,11 @@ async function naiveBaseline(plan: Plan, outDir: string, helmBinary: string): Pr
       const chunks: Buffer[] = [];
       child.stdout.on('data', (chunk: Buffer) => chunks.push(chunk));
       child.on('error', reject);
-      child.on('close', (code) => (code === 0 ? writeFile(file, Buffer.concat(chunks)).then(resolve, reject) : reject(new Error(`helm exited ${code}`))));
+      child.on('close', (code) =>
+        code === 0
+          ? writeFile(file, Buffer.concat(chunks)).then(resolve, reject)
+          : reject(new Error(`helm exited ${code}`)),
+      );
     });
   const { ms } = await timed(async () => {
     for (const cluster of plan.resolution.clusters.filter((c) => c.managed && c.release)) {
@@ -120,10 +159,35 @@ async function naiveBaseline(plan: Plan, outDir: string, helmBinary: string): Pr
       await mkdir(dir, { recursive: true });
       // The baseline gets its values for free (no template evaluation): it is a lower bound.
       const valuesFile = path.join(dir, 'values.yaml');
-      const charts = content.addons.format === 'legacy' ? [{ name: 'cluster-addon', dir: content.addons.chart.dir }] : content.addons.stages.filter((s) => s.chart).map((s) => ({ name: s.name, dir: s.chart!.dir }));
-      await writeFile(valuesFile, JSON.stringify({ clusterName: cluster.name, apiServerHost: host, cni: { clusterName: cluster.name }, 'metrics-server': { apiServerHost: host } }));
+      const charts =
+        content.addons.format === 'legacy'
+          ? [{ name: 'cluster-addon', dir: content.addons.chart.dir }]
+          : content.addons.stages.filter((s) => s.chart).map((s) => ({ name: s.name, dir: s.chart!.dir }));
+      await writeFile(
+        valuesFile,
+        JSON.stringify({
+          clusterName: cluster.name,
+          apiServerHost: host,
+          cni: { clusterName: cluster.name },
+          'metrics-server': { apiServerHost: host },
+        }),
+      );
       for (const chart of charts) {
-        await run(['template', 'cluster-addon', chart.dir, '--namespace', 'kube-system', '--include-crds', '--kube-version', `v${content.metadata.kubernetesVersion}`, '-f', valuesFile], path.join(dir, `${chart.name}.yaml`));
+        await run(
+          [
+            'template',
+            'cluster-addon',
+            chart.dir,
+            '--namespace',
+            'kube-system',
+            '--include-crds',
+            '--kube-version',
+            `v${content.metadata.kubernetesVersion}`,
+            '-f',
+            valuesFile,
+          ],
+          path.join(dir, `${chart.name}.yaml`),
+        );
       }
     }
   });
@@ -131,7 +195,9 @@ async function naiveBaseline(plan: Plan, outDir: string, helmBinary: string): Pr
 }
 
 async function benchRender(): Promise<void> {
-  console.log(`\n== render: ${CLUSTERS} clusters over ${RELEASES.length} releases (${os.availableParallelism()} cores) ==`);
+  console.log(
+    `\n== render: ${CLUSTERS} clusters over ${RELEASES.length} releases (${os.availableParallelism()} cores) ==`,
+  );
   const workDir = await mkdtemp(path.join(os.tmpdir(), 'csk-bench-'));
   const helm = createHelmDependencies({ workDir: path.join(workDir, 'helm') });
   const publisher = new DirectoryPublisher(path.join(workDir, 'out'));
@@ -139,15 +205,26 @@ async function benchRender(): Promise<void> {
 
   const full = await renderOnce(manifests, publisher, workDir, helm);
   const noop = await renderOnce(manifests, publisher, workDir, helm);
-  const changed = await renderOnce(await syntheticManifests(CLUSTERS, { index: 7, host: '10.99.99.99' }), publisher, workDir, helm);
+  const changed = await renderOnce(
+    await syntheticManifests(CLUSTERS, { index: 7, host: '10.99.99.99' }),
+    publisher,
+    workDir,
+    helm,
+  );
   const maxRssMiB = process.resourceUsage().maxRSS / 1024;
   const binary = await resolveHelmBinary({});
   const naive = await naiveBaseline(await planFor(manifests, workDir), path.join(workDir, 'naive'), binary.path);
 
-  console.log(`  full render:          ${seconds(full.ms)}, ${full.helm} helm processes, ${full.rendered} units rendered`);
+  console.log(
+    `  full render:          ${seconds(full.ms)}, ${full.helm} helm processes, ${full.rendered} units rendered`,
+  );
   console.log(`  no-op re-render:      ${seconds(noop.ms)}, ${noop.helm} helm processes`);
-  console.log(`  one cluster changed:  ${seconds(changed.ms)}, ${changed.helm} helm processes, ${changed.rendered} units rendered`);
-  console.log(`  naive baseline:       ${seconds(naive.ms)}, ${naive.processes} helm processes (sequential, values given for free)`);
+  console.log(
+    `  one cluster changed:  ${seconds(changed.ms)}, ${changed.helm} helm processes, ${changed.rendered} units rendered`,
+  );
+  console.log(
+    `  naive baseline:       ${seconds(naive.ms)}, ${naive.processes} helm processes (sequential, values given for free)`,
+  );
   console.log(`  peak memory (node):   ${maxRssMiB.toFixed(0)} MiB`);
   console.log(verdict('no-op re-render / full render', noop.ms / full.ms, 0.05));
   console.log(`  ${noop.helm === 0 ? 'PASS' : 'FAIL'}  no-op re-render spawns zero helm processes: ${noop.helm}`);
@@ -161,12 +238,19 @@ async function benchGitHub(): Promise<void> {
   console.log(`\n== GitHub polling: ${stacks} ClusterStacks on one repository with ${releases} releases ==`);
   const github = await startFakeGitHub();
   try {
-    const metadata = (version: string): string => `apiVersion: metadata.clusterstack.x-k8s.io/v1alpha1\nversions:\n  clusterStack: ${version}\n  kubernetes: v1.30.4\n  components:\n    clusterAddon: v1\n`;
+    const metadata = (version: string): string =>
+      `apiVersion: metadata.clusterstack.x-k8s.io/v1alpha1\nversions:\n  clusterStack: ${version}\n  kubernetes: v1.30.4\n  components:\n    clusterAddon: v1\n`;
     for (let index = 1; index <= releases; index += 1) {
       const minor = 11 + (index % stacks);
-      github.addRelease('org', 'stacks', { tag: `docker-ferrol-1-${minor}-v${index}`, assets: [{ name: 'metadata.yaml', content: metadata(`v${index}`).replace('v1.30.4', `v1.${minor}.4`) }] });
+      github.addRelease('org', 'stacks', {
+        tag: `docker-ferrol-1-${minor}-v${index}`,
+        assets: [{ name: 'metadata.yaml', content: metadata(`v${index}`).replace('v1.30.4', `v1.${minor}.4`) }],
+      });
     }
-    const opener = createSourceOpener({ cacheDir: await mkdtemp(path.join(os.tmpdir(), 'csk-bench-gh-')), githubApiUrl: github.apiUrl });
+    const opener = createSourceOpener({
+      cacheDir: await mkdtemp(path.join(os.tmpdir(), 'csk-bench-gh-')),
+      githubApiUrl: github.apiUrl,
+    });
     const cycle = async (): Promise<{ requests: number; counted: number }> => {
       github.clearRequests();
       // A poll cycle: every stack asks for the releases of its (shared) source.
@@ -182,7 +266,9 @@ async function benchGitHub(): Promise<void> {
     const second = await cycle();
     console.log(`  first cycle:   ${first.requests} HTTP requests, ${first.counted} counted against the rate limit`);
     console.log(`  second cycle:  ${second.requests} HTTP requests, ${second.counted} counted against the rate limit`);
-    console.log(`  ${second.requests === 1 && second.counted === 0 ? 'PASS' : 'FAIL'}  second cycle of an unchanged repository: one conditional request, zero rate limit`);
+    console.log(
+      `  ${second.requests === 1 && second.counted === 0 ? 'PASS' : 'FAIL'}  second cycle of an unchanged repository: one conditional request, zero rate limit`,
+    );
   } finally {
     await github.close();
   }
@@ -221,7 +307,9 @@ async function benchController(): Promise<void> {
   assertCliBuilt();
   const stacks = 5;
   const clusters = values.clusters === '200' ? 2000 : CLUSTERS;
-  console.log(`\n== controller: ${clusters} Clusters and ${stacks} ClusterStacks in the (fake) API, the controller as its own process ==`);
+  console.log(
+    `\n== controller: ${clusters} Clusters and ${stacks} ClusterStacks in the (fake) API, the controller as its own process ==`,
+  );
   const { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } = await import('@kubernetes/client-node');
   const { startFakeKubeApi } = await import('../support/fake-kube-api/index.js');
   const { GitSandbox } = await import('../support/git-repos.js');
@@ -237,14 +325,23 @@ async function benchController(): Promise<void> {
   for (let s = 0; s < stacks; s += 1) {
     const namespace = `fleet-${s}`;
     await core.createNamespace({ body: { metadata: { name: namespace } } });
-    api.seed({ apiVersion: 'clusterstack.x-k8s.io/v1alpha1', kind: 'ClusterStack', metadata: { name: 'ferrol', namespace }, spec: { provider: 'docker', name: 'ferrol', kubernetesVersion: '1.30', versions: ['v2'], noProvider: true } });
+    api.seed({
+      apiVersion: 'clusterstack.x-k8s.io/v1alpha1',
+      kind: 'ClusterStack',
+      metadata: { name: 'ferrol', namespace },
+      spec: { provider: 'docker', name: 'ferrol', kubernetesVersion: '1.30', versions: ['v2'], noProvider: true },
+    });
   }
   for (let index = 0; index < clusters; index += 1) {
     api.seed({
       apiVersion: 'cluster.x-k8s.io/v1beta1',
       kind: 'Cluster',
       metadata: { name: `cluster-${index}`, namespace: `fleet-${index % stacks}` },
-      spec: { clusterNetwork: { pods: { cidrBlocks: ['192.168.0.0/16'] } }, controlPlaneEndpoint: { host: `10.1.${Math.floor(index / 250)}.${index % 250}`, port: 6443 }, topology: { class: RELEASES[index % RELEASES.length], version: RELEASE_KUBERNETES[index % RELEASES.length] } },
+      spec: {
+        clusterNetwork: { pods: { cidrBlocks: ['192.168.0.0/16'] } },
+        controlPlaneEndpoint: { host: `10.1.${Math.floor(index / 250)}.${index % 250}`, port: 6443 },
+        topology: { class: RELEASES[index % RELEASES.length], version: RELEASE_KUBERNETES[index % RELEASES.length] },
+      },
     });
   }
   const commits = (): number => git.commitCount(remote, 'main');
@@ -254,7 +351,19 @@ async function benchController(): Promise<void> {
   const logFile = process.env.CSK_BENCH_LOG ?? path.join(work, 'controller.log');
   const started = performance.now();
   const controller = await startCli(
-    ['controller', '--kubeconfig', kubeconfigFile, '--release-source', path.join(EXAMPLE, 'releases'), '--git', remote, '--metrics-addr', '0', '--log-level', 'debug'],
+    [
+      'controller',
+      '--kubeconfig',
+      kubeconfigFile,
+      '--release-source',
+      path.join(EXAMPLE, 'releases'),
+      '--git',
+      remote,
+      '--metrics-addr',
+      '0',
+      '--log-level',
+      'debug',
+    ],
     { CLUSTERSTACK_CACHE_DIR: path.join(work, 'cache'), HOME: work },
     logFile,
     // CSK_BENCH_HOST_HEAP=1: the heap sized from this host's memory, as a process outside a container gets it.
@@ -270,26 +379,43 @@ async function benchController(): Promise<void> {
     // the API has seen no write for two seconds (on a loaded machine the statuses are computed for
     // longer than that before the first one is written).
     const writes = (): number => api.requests.filter((request) => request.method !== 'GET').length;
-    const reported = (): boolean => api.list('clusterstack.x-k8s.io/v1alpha1', 'ClusterAddon').filter((addon) => (addon as { status?: unknown }).status !== undefined).length >= clusters;
+    const reported = (): boolean =>
+      api
+        .list('clusterstack.x-k8s.io/v1alpha1', 'ClusterAddon')
+        .filter((addon) => (addon as { status?: unknown }).status !== undefined).length >= clusters;
     let lastWrites = writes();
     let quietSince = performance.now();
-    await until(() => {
-      const now = writes();
-      if (now !== lastWrites) [lastWrites, quietSince] = [now, performance.now()];
-      return performance.now() - quietSince >= 2000 && reported();
-    }, 'the first reconcile to settle', 600_000);
+    await until(
+      () => {
+        const now = writes();
+        if (now !== lastWrites) [lastWrites, quietSince] = [now, performance.now()];
+        return performance.now() - quietSince >= 2000 && reported();
+      },
+      'the first reconcile to settle',
+      600_000,
+    );
     const settledMs = performance.now() - started - 2000;
     const before = commits();
     // One Cluster's endpoint changes: the time until its commit lands.
     const { ms: ownRenderMs } = await timed(async () => {
       const single = await syntheticManifests(1);
       const helm = createHelmDependencies({ workDir: path.join(work, 'solo-helm') });
-      await renderPlan(await planFor(single, path.join(work, 'solo')), helm, { secrets: 'refuse', previous: new Map() });
+      await renderPlan(await planFor(single, path.join(work, 'solo')), helm, {
+        secrets: 'refuse',
+        previous: new Map(),
+      });
     });
     const changeStarted = performance.now();
     const changeEpoch = Date.now();
     await custom.patchNamespacedCustomObject(
-      { group: 'cluster.x-k8s.io', version: 'v1beta1', namespace: 'fleet-1', plural: 'clusters', name: 'cluster-1', body: { spec: { controlPlaneEndpoint: { host: '10.99.0.1', port: 6443 } } } },
+      {
+        group: 'cluster.x-k8s.io',
+        version: 'v1beta1',
+        namespace: 'fleet-1',
+        plural: 'clusters',
+        name: 'cluster-1',
+        body: { spec: { controlPlaneEndpoint: { host: '10.99.0.1', port: 6443 } } },
+      },
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
     );
     await until(() => commits() > before, 'the commit of the changed cluster');
@@ -297,13 +423,28 @@ async function benchController(): Promise<void> {
     const exit = await controller.stop();
     stopped = true;
     const phases = changeBreakdown(await readFile(logFile, 'utf8'), changeEpoch);
-    console.log(`  start to first complete publish: ${seconds(firstPublishMs)}; to the last status written: ${seconds(settledMs)}`);
-    console.log(`  one Cluster's change to its commit: ${seconds(changeMs)} (that cluster's own render, measured alone: ${seconds(ownRenderMs)})`);
-    if (phases) console.log(`    breakdown: ${seconds(phases.waitMs)} until its reconcile started (the batch window and the queue), then ${phases.phases.map(([name, ms]) => `${name} ${seconds(ms)}`).join(', ')}`);
-    console.log(`  controller heap: ${process.env.CSK_BENCH_HOST_HEAP ? "sized from this host's memory (CSK_BENCH_HOST_HEAP)" : `V8 old space ${heap.oldSpaceMiB} MiB, as Node sizes it under the shipped Deployment's memory limit (${heap.limit})`}`);
-    console.log(`  controller process: peak memory ${exit.maxRssMiB.toFixed(0)} MiB (live heap after a full collection at exit: ${exit.liveHeapMiB.toFixed(0)} MiB), CPU ${seconds(exit.cpuMs)}, exit code ${exit.code} on SIGTERM`);
-    console.log(`  ${changeMs <= 2000 + ownRenderMs ? 'PASS' : 'FAIL'}  change published within 2 s plus its own render: ${seconds(changeMs)} <= ${seconds(2000 + ownRenderMs)}`);
-    console.log(`  ${exit.maxRssMiB <= 400 ? 'PASS' : 'FAIL'}  controller memory at most 400 MiB: ${exit.maxRssMiB.toFixed(0)} MiB`);
+    console.log(
+      `  start to first complete publish: ${seconds(firstPublishMs)}; to the last status written: ${seconds(settledMs)}`,
+    );
+    console.log(
+      `  one Cluster's change to its commit: ${seconds(changeMs)} (that cluster's own render, measured alone: ${seconds(ownRenderMs)})`,
+    );
+    if (phases)
+      console.log(
+        `    breakdown: ${seconds(phases.waitMs)} until its reconcile started (the batch window and the queue), then ${phases.phases.map(([name, ms]) => `${name} ${seconds(ms)}`).join(', ')}`,
+      );
+    console.log(
+      `  controller heap: ${process.env.CSK_BENCH_HOST_HEAP ? "sized from this host's memory (CSK_BENCH_HOST_HEAP)" : `V8 old space ${heap.oldSpaceMiB} MiB, as Node sizes it under the shipped Deployment's memory limit (${heap.limit})`}`,
+    );
+    console.log(
+      `  controller process: peak memory ${exit.maxRssMiB.toFixed(0)} MiB (live heap after a full collection at exit: ${exit.liveHeapMiB.toFixed(0)} MiB), CPU ${seconds(exit.cpuMs)}, exit code ${exit.code} on SIGTERM`,
+    );
+    console.log(
+      `  ${changeMs <= 2000 + ownRenderMs ? 'PASS' : 'FAIL'}  change published within 2 s plus its own render: ${seconds(changeMs)} <= ${seconds(2000 + ownRenderMs)}`,
+    );
+    console.log(
+      `  ${exit.maxRssMiB <= 400 ? 'PASS' : 'FAIL'}  controller memory at most 400 MiB: ${exit.maxRssMiB.toFixed(0)} MiB`,
+    );
   } catch (error) {
     console.log(`  controller stderr:\n${controller.stderr().slice(-4000)}`);
     throw error;
@@ -318,7 +459,10 @@ async function benchController(): Promise<void> {
  * From the controller's debug log: the reconcile that published the change made at `changeEpoch`,
  * how long after the change it started, and its phases (read target, plan, render, publish) in order.
  */
-function changeBreakdown(log: string, changeEpoch: number): { waitMs: number; phases: Array<[string, number]> } | undefined {
+function changeBreakdown(
+  log: string,
+  changeEpoch: number,
+): { waitMs: number; phases: Array<[string, number]> } | undefined {
   type Line = { time: number; reconcile?: number; phase?: string; ms?: number; msg?: string };
   const lines = log.split('\n').flatMap((line): Line[] => {
     try {
@@ -327,9 +471,17 @@ function changeBreakdown(log: string, changeEpoch: number): { waitMs: number; ph
       return [];
     }
   });
-  const published = lines.find((line) => line.msg === 'Published rendered manifests' && line.time >= changeEpoch && line.reconcile !== undefined);
+  const published = lines.find(
+    (line) => line.msg === 'Published rendered manifests' && line.time >= changeEpoch && line.reconcile !== undefined,
+  );
   if (!published) return undefined;
-  const phases = lines.filter((line) => line.reconcile === published.reconcile && line.phase !== undefined && line.ms !== undefined && line.phase !== 'apply');
+  const phases = lines.filter(
+    (line) =>
+      line.reconcile === published.reconcile &&
+      line.phase !== undefined &&
+      line.ms !== undefined &&
+      line.phase !== 'apply',
+  );
   if (phases.length === 0) return undefined;
   const start = phases[0]!.time - phases[0]!.ms!;
   return { waitMs: start - changeEpoch, phases: phases.map((line) => [line.phase!, line.ms!]) };

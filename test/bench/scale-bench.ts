@@ -39,12 +39,29 @@ export async function benchScale(sizes: number[] = [250, 500, 1000]): Promise<vo
   for (const size of sizes) {
     const inputs = path.join(work, `fleet-${size}`);
     await writeFleet(inputs, size);
-    const run = await runCliOk(['render', inputs, '--release-source', path.join(EXAMPLE, 'releases'), '--output', path.join(work, `out-${size}`), '--json'], { CLUSTERSTACK_CACHE_DIR: path.join(work, 'cache') });
+    const run = await runCliOk(
+      [
+        'render',
+        inputs,
+        '--release-source',
+        path.join(EXAMPLE, 'releases'),
+        '--output',
+        path.join(work, `out-${size}`),
+        '--json',
+      ],
+      { CLUSTERSTACK_CACHE_DIR: path.join(work, 'cache') },
+    );
     perCluster.push(run.ms / size);
     peak = Math.max(peak, run.maxRssMiB);
-    console.log(`  ${String(size).padStart(5)} clusters: ${(run.ms / 1000).toFixed(2)} s, ${(run.ms / size).toFixed(1)} ms per cluster, peak ${run.maxRssMiB.toFixed(0)} MiB`);
+    console.log(
+      `  ${String(size).padStart(5)} clusters: ${(run.ms / 1000).toFixed(2)} s, ${(run.ms / size).toFixed(1)} ms per cluster, peak ${run.maxRssMiB.toFixed(0)} MiB`,
+    );
   }
   const growth = perCluster[perCluster.length - 1]! / perCluster[0]!;
-  console.log(`  ${growth <= 1.25 ? 'PASS' : 'FAIL'}  time per cluster at ${sizes[sizes.length - 1]} / at ${sizes[0]}: ${growth.toFixed(2)} (linear: <= 1.25)`);
-  console.log(`  ${peak <= MEMORY_LIMIT_MIB ? 'PASS' : 'FAIL'}  peak memory of the CLI process: ${peak.toFixed(0)} MiB (target <= ${MEMORY_LIMIT_MIB})`);
+  console.log(
+    `  ${growth <= 1.25 ? 'PASS' : 'FAIL'}  time per cluster at ${sizes[sizes.length - 1]} / at ${sizes[0]}: ${growth.toFixed(2)} (linear: <= 1.25)`,
+  );
+  console.log(
+    `  ${peak <= MEMORY_LIMIT_MIB ? 'PASS' : 'FAIL'}  peak memory of the CLI process: ${peak.toFixed(0)} MiB (target <= ${MEMORY_LIMIT_MIB})`,
+  );
 }

@@ -28,7 +28,7 @@ async function fixedCostHelm(dir: string, seconds: number): Promise<string> {
       '#!/bin/sh',
       '# `helm template <release> <chart> ...` sleeps a fixed time and prints one fixed object; a chunk of',
       '# values templates (`helm template values .`, run in the generated chart) sleeps as long and gives',
-      '# every template the digest of the chunk\'s inputs; anything else (version) goes to the real helm.',
+      "# every template the digest of the chunk's inputs; anything else (version) goes to the real helm.",
       `if [ "$1" = template ] && [ "$2" = values ]; then`,
       `  sleep ${seconds}`,
       // Values that change with the chunk's inputs (a digest of them), so a changed Cluster renders again.
@@ -58,7 +58,11 @@ async function until(check: () => boolean, what: string, timeoutMs = 600_000): P
 }
 
 /** Seconds for `shards` shard processes to publish every Cluster again after all changed. */
-async function run(shards: number, clusters: number, helm: string): Promise<{ firstMs: number; waveMs: number; commits: number }> {
+async function run(
+  shards: number,
+  clusters: number,
+  helm: string,
+): Promise<{ firstMs: number; waveMs: number; commits: number }> {
   const { CustomObjectsApi, PatchStrategy, setHeaderOptions, CoreV1Api } = await import('@kubernetes/client-node');
   const { startFakeKubeApi } = await import('../support/fake-kube-api/index.js');
   const { GitSandbox } = await import('../support/git-repos.js');
@@ -73,18 +77,32 @@ async function run(shards: number, clusters: number, helm: string): Promise<{ fi
   // One stack per shard, each in its namespace; the Clusters spread over the three shards.
   for (let s = 0; s < SHARD_COUNT; s += 1) {
     await core.createNamespace({ body: { metadata: { name: `fleet-${s}` } } });
-    api.seed({ apiVersion: 'clusterstack.x-k8s.io/v1alpha1', kind: 'ClusterStack', metadata: { name: 'ferrol', namespace: `fleet-${s}`, labels: { [SHARD_LABEL]: `s${s}` } }, spec: { provider: 'docker', name: 'ferrol', kubernetesVersion: '1.30', versions: ['v2'], noProvider: true } });
+    api.seed({
+      apiVersion: 'clusterstack.x-k8s.io/v1alpha1',
+      kind: 'ClusterStack',
+      metadata: { name: 'ferrol', namespace: `fleet-${s}`, labels: { [SHARD_LABEL]: `s${s}` } },
+      spec: { provider: 'docker', name: 'ferrol', kubernetesVersion: '1.30', versions: ['v2'], noProvider: true },
+    });
   }
   for (let index = 0; index < clusters; index += 1) {
     api.seed({
       apiVersion: 'cluster.x-k8s.io/v1beta1',
       kind: 'Cluster',
-      metadata: { name: `cluster-${index}`, namespace: `fleet-${index % SHARD_COUNT}`, labels: { [SHARD_LABEL]: `s${index % SHARD_COUNT}` } },
-      spec: { clusterNetwork: { pods: { cidrBlocks: ['192.168.0.0/16'] } }, controlPlaneEndpoint: { host: `10.1.0.${index % 250}`, port: 6443 }, topology: { class: RELEASE, version: 'v1.30.4' } },
+      metadata: {
+        name: `cluster-${index}`,
+        namespace: `fleet-${index % SHARD_COUNT}`,
+        labels: { [SHARD_LABEL]: `s${index % SHARD_COUNT}` },
+      },
+      spec: {
+        clusterNetwork: { pods: { cidrBlocks: ['192.168.0.0/16'] } },
+        controlPlaneEndpoint: { host: `10.1.0.${index % 250}`, port: 6443 },
+        topology: { class: RELEASE, version: 'v1.30.4' },
+      },
     });
   }
   // One shard selects every shard label; three select one each.
-  const selectors = shards === 1 ? [['all', SHARD_LABEL]] : Array.from({ length: shards }, (_, s) => [`s${s}`, `${SHARD_LABEL}=s${s}`]);
+  const selectors =
+    shards === 1 ? [['all', SHARD_LABEL]] : Array.from({ length: shards }, (_, s) => [`s${s}`, `${SHARD_LABEL}=s${s}`]);
   const processes: CliProcess[] = [];
   const provenance = (shard: string): { units: { kind: string; name: string; renderDigest: string }[] } | undefined => {
     try {
@@ -96,7 +114,9 @@ async function run(shards: number, clusters: number, helm: string): Promise<{ fi
   /** Each published Cluster's addon digest, over every shard's subtree. */
   const digests = (): Map<string, string> => {
     const map = new Map<string, string>();
-    for (const [shard] of selectors) for (const unit of provenance(shard!)?.units ?? []) if (unit.kind === 'cluster-stage') map.set(unit.name, unit.renderDigest);
+    for (const [shard] of selectors)
+      for (const unit of provenance(shard!)?.units ?? [])
+        if (unit.kind === 'cluster-stage') map.set(unit.name, unit.renderDigest);
     return map;
   };
   try {
@@ -104,14 +124,38 @@ async function run(shards: number, clusters: number, helm: string): Promise<{ fi
     for (const [shard, selector] of selectors) {
       processes.push(
         await startCli(
-          ['controller', '--kubeconfig', kubeconfigFile, '--release-source', path.join(EXAMPLE, 'releases'), '--git', remote, '--metrics-addr', '0', '--log-level', process.env.CSK_BENCH_LOG ? 'debug' : 'warn', '--helm', helm, '--shard', shard!, '--shard-selector', selector!, '--batch-window', '200ms'],
+          [
+            'controller',
+            '--kubeconfig',
+            kubeconfigFile,
+            '--release-source',
+            path.join(EXAMPLE, 'releases'),
+            '--git',
+            remote,
+            '--metrics-addr',
+            '0',
+            '--log-level',
+            process.env.CSK_BENCH_LOG ? 'debug' : 'warn',
+            '--helm',
+            helm,
+            '--shard',
+            shard!,
+            '--shard-selector',
+            selector!,
+            '--batch-window',
+            '200ms',
+          ],
           { CLUSTERSTACK_CACHE_DIR: path.join(work, `cache-${shard}`), HOME: work },
           // CSK_BENCH_LOG=<file> keeps each shard's debug log in <file>.<shard>.
           process.env.CSK_BENCH_LOG ? `${process.env.CSK_BENCH_LOG}.${shard}` : undefined,
         ),
       );
     }
-    await until(() => digests().size === clusters, 'every Cluster published', Number(process.env.CSK_BENCH_TIMEOUT_MS ?? 600_000));
+    await until(
+      () => digests().size === clusters,
+      'every Cluster published',
+      Number(process.env.CSK_BENCH_TIMEOUT_MS ?? 600_000),
+    );
     const firstMs = performance.now() - started;
     await new Promise((resolve) => setTimeout(resolve, 3000));
     const before = digests();
@@ -120,16 +164,31 @@ async function run(shards: number, clusters: number, helm: string): Promise<{ fi
     await Promise.all(
       Array.from({ length: clusters }, (_, index) =>
         custom.patchNamespacedCustomObject(
-          { group: 'cluster.x-k8s.io', version: 'v1beta1', namespace: `fleet-${index % SHARD_COUNT}`, plural: 'clusters', name: `cluster-${index}`, body: { spec: { controlPlaneEndpoint: { host: `10.2.0.${index % 250}`, port: 6443 } } } },
+          {
+            group: 'cluster.x-k8s.io',
+            version: 'v1beta1',
+            namespace: `fleet-${index % SHARD_COUNT}`,
+            plural: 'clusters',
+            name: `cluster-${index}`,
+            body: { spec: { controlPlaneEndpoint: { host: `10.2.0.${index % 250}`, port: 6443 } } },
+          },
           setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
         ),
       ),
     );
-    await until(() => {
-      const now = digests();
-      return [...before].every(([name, digest]) => now.has(name) && now.get(name) !== digest);
-    }, 'every changed Cluster published again', Number(process.env.CSK_BENCH_TIMEOUT_MS ?? 600_000));
-    return { firstMs, waveMs: performance.now() - waveStarted, commits: git.commitCount(remote, 'main') - commitsBefore };
+    await until(
+      () => {
+        const now = digests();
+        return [...before].every(([name, digest]) => now.has(name) && now.get(name) !== digest);
+      },
+      'every changed Cluster published again',
+      Number(process.env.CSK_BENCH_TIMEOUT_MS ?? 600_000),
+    );
+    return {
+      firstMs,
+      waveMs: performance.now() - waveStarted,
+      commits: git.commitCount(remote, 'main') - commitsBefore,
+    };
   } catch (error) {
     for (const process of processes) console.log(`  shard stderr:\n${process.stderr().slice(-3000)}`);
     throw error;
@@ -143,13 +202,22 @@ async function run(shards: number, clusters: number, helm: string): Promise<{ fi
 /** `npm run bench -- --only shards`: one shard against three, the fleet and helm's cost fixed. */
 export async function benchShards(clusters = 60, helmSeconds = 0.5): Promise<void> {
   assertCliBuilt();
-  console.log(`\n== shards: ${clusters} Clusters, 3 ClusterStacks, helm a fixed ${helmSeconds} s per chart; 1 shard, then ${SHARD_COUNT} shards on one branch ==`);
+  console.log(
+    `\n== shards: ${clusters} Clusters, 3 ClusterStacks, helm a fixed ${helmSeconds} s per chart; 1 shard, then ${SHARD_COUNT} shards on one branch ==`,
+  );
   const helm = await fixedCostHelm(await mkdtemp(path.join(os.tmpdir(), 'csk-bench-helm-')), helmSeconds);
   const one = await run(1, clusters, helm);
   const three = await run(SHARD_COUNT, clusters, helm);
-  for (const [name, result] of [['1 shard', one], [`${SHARD_COUNT} shards`, three]] as const) {
-    console.log(`  ${name}: first publish of all ${(result.firstMs / 1000).toFixed(2)} s; all ${clusters} Clusters changed → all published again ${(result.waveMs / 1000).toFixed(2)} s (${(clusters / (result.waveMs / 1000)).toFixed(1)} Clusters/s, ${result.commits} commits)`);
+  for (const [name, result] of [
+    ['1 shard', one],
+    [`${SHARD_COUNT} shards`, three],
+  ] as const) {
+    console.log(
+      `  ${name}: first publish of all ${(result.firstMs / 1000).toFixed(2)} s; all ${clusters} Clusters changed → all published again ${(result.waveMs / 1000).toFixed(2)} s (${(clusters / (result.waveMs / 1000)).toFixed(1)} Clusters/s, ${result.commits} commits)`,
+    );
   }
   const ratio = one.waveMs / three.waveMs;
-  console.log(`  ${ratio >= 2.5 ? 'PASS' : 'FAIL'}  throughput of ${SHARD_COUNT} shards / 1 shard at fixed helm cost: ${ratio.toFixed(2)} (target >= 2.5)`);
+  console.log(
+    `  ${ratio >= 2.5 ? 'PASS' : 'FAIL'}  throughput of ${SHARD_COUNT} shards / 1 shard at fixed helm cost: ${ratio.toFixed(2)} (target >= 2.5)`,
+  );
 }

@@ -23,7 +23,9 @@ function nodeFloorMs(times = RUNS): number {
   const runs: number[] = [];
   for (let index = 0; index < times; index += 1) {
     const start = performance.now();
-    spawnSync(process.execPath, ['-e', '0'], { env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? os.tmpdir() } });
+    spawnSync(process.execPath, ['-e', '0'], {
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? os.tmpdir() },
+    });
     runs.push(performance.now() - start);
   }
   return median(runs);
@@ -49,14 +51,20 @@ interface Measured {
 }
 
 /** `runs` processes; wall, CPU (node and its helm children) and each phase as the median over runs. */
-async function measure(runs: number, args: string[], env: () => Promise<NodeJS.ProcessEnv>, after?: () => Promise<void>): Promise<Measured> {
+async function measure(
+  runs: number,
+  args: string[],
+  env: () => Promise<NodeJS.ProcessEnv>,
+  after?: () => Promise<void>,
+): Promise<Measured> {
   const results: CliRun[] = [];
   for (let index = 0; index < runs; index += 1) {
     results.push(await runCliOk(args, { ...(await env()), CLUSTERSTACK_TIMINGS: '1' }));
     await after?.();
   }
   const phases = new Map<string, number>();
-  for (const name of phasesOf(results[0]!).keys()) phases.set(name, median(results.map((run) => phasesOf(run).get(name) ?? 0)));
+  for (const name of phasesOf(results[0]!).keys())
+    phases.set(name, median(results.map((run) => phasesOf(run).get(name) ?? 0)));
   return {
     wallMs: median(results.map((run) => run.ms)),
     cpuMs: median(results.map((run) => run.cpuMs.node + run.cpuMs.children)),
@@ -77,11 +85,19 @@ export async function benchStartup(): Promise<void> {
   assertCliBuilt();
   console.log(`\n== CLI start-up (median of ${RUNS} processes each; ms) ==`);
   const example = path.resolve('examples/quickstart');
-  const planArgs = ['plan', path.join(example, 'manifests'), '--release-source', path.join(example, 'releases'), '--json'];
+  const planArgs = [
+    'plan',
+    path.join(example, 'manifests'),
+    '--release-source',
+    path.join(example, 'releases'),
+    '--json',
+  ];
   const scratch = await mkdtemp(path.join(os.tmpdir(), 'csk-bench-startup-'));
   try {
     const floor = nodeFloorMs();
-    const help = await measure(RUNS, ['--help'], async () => ({ CLUSTERSTACK_CACHE_DIR: path.join(scratch, 'help-cache') }));
+    const help = await measure(RUNS, ['--help'], async () => ({
+      CLUSTERSTACK_CACHE_DIR: path.join(scratch, 'help-cache'),
+    }));
     // Cold: a new cache directory for every run, removed after it.
     let coldDir = '';
     const cold = await measure(
@@ -94,23 +110,44 @@ export async function benchStartup(): Promise<void> {
       () => rm(coldDir, { recursive: true, force: true }),
     );
     // Warm: one cache directory, filled by a first run that is not counted.
-    const warmEnv = async (): Promise<NodeJS.ProcessEnv> => ({ CLUSTERSTACK_CACHE_DIR: path.join(scratch, 'warm-cache') });
+    const warmEnv = async (): Promise<NodeJS.ProcessEnv> => ({
+      CLUSTERSTACK_CACHE_DIR: path.join(scratch, 'warm-cache'),
+    });
     await runCliOk(planArgs, await warmEnv());
     const warm = await measure(RUNS, planArgs, warmEnv);
 
     console.log(`  node -e 0:                         ${floor.toFixed(0)} (the floor on this machine)`);
     console.log(`  clusterstack --help:               ${help.wallMs.toFixed(0)} wall, ${help.cpuMs.toFixed(0)} CPU`);
-    console.log(`  clusterstack plan (quick start), cold cache: ${cold.wallMs.toFixed(0)} wall, ${cold.cpuMs.toFixed(0)} CPU (node + helm)`);
+    console.log(
+      `  clusterstack plan (quick start), cold cache: ${cold.wallMs.toFixed(0)} wall, ${cold.cpuMs.toFixed(0)} CPU (node + helm)`,
+    );
     console.log(`      ${breakdown(cold)}`);
     for (const note of cold.notes) console.log(`      ${note}`);
-    console.log(`  clusterstack plan (quick start), warm cache: ${warm.wallMs.toFixed(0)} wall, ${warm.cpuMs.toFixed(0)} CPU`);
+    console.log(
+      `  clusterstack plan (quick start), warm cache: ${warm.wallMs.toFixed(0)} wall, ${warm.cpuMs.toFixed(0)} CPU`,
+    );
     console.log(`      ${breakdown(warm)}`);
     for (const note of warm.notes) console.log(`      ${note}`);
     const startUp = warm.phases.get('start-up') ?? Number.NaN;
     console.log(verdict(help.wallMs <= TARGET_MS, `--help within ${TARGET_MS} ms: ${help.wallMs.toFixed(0)} ms`));
-    console.log(verdict(startUp <= TARGET_MS, `plan starts (until the command begins its own work) within ${TARGET_MS} ms: ${startUp} ms`));
-    console.log(verdict(warm.wallMs <= TARGET_MS, `plan on the quick start, warm cache, within ${TARGET_MS} ms: ${warm.wallMs.toFixed(0)} ms`));
-    console.log(verdict(cold.wallMs <= TARGET_MS, `plan on the quick start, cold cache, within ${TARGET_MS} ms: ${cold.wallMs.toFixed(0)} ms`));
+    console.log(
+      verdict(
+        startUp <= TARGET_MS,
+        `plan starts (until the command begins its own work) within ${TARGET_MS} ms: ${startUp} ms`,
+      ),
+    );
+    console.log(
+      verdict(
+        warm.wallMs <= TARGET_MS,
+        `plan on the quick start, warm cache, within ${TARGET_MS} ms: ${warm.wallMs.toFixed(0)} ms`,
+      ),
+    );
+    console.log(
+      verdict(
+        cold.wallMs <= TARGET_MS,
+        `plan on the quick start, cold cache, within ${TARGET_MS} ms: ${cold.wallMs.toFixed(0)} ms`,
+      ),
+    );
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }

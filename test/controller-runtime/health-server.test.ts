@@ -48,14 +48,28 @@ function parseExposition(text: string): Map<string, Family> {
       current = name;
       continue;
     }
-    const sample = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{((?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\]|\\["\\n])*",?)*)\})? (\S+)$/.exec(line);
+    const sample =
+      /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{((?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\]|\\["\\n])*",?)*)\})? (\S+)$/.exec(line);
     if (!sample) throw new Error(`not a sample line: ${line}`);
     const [, name, labelText, value] = sample as unknown as [string, string, string | undefined, string];
     const family = current === undefined ? undefined : families.get(current);
     if (!family || current === undefined) throw new Error(`sample before any TYPE: ${line}`);
-    const suffixes = family.type === 'histogram' ? ['_bucket', '_sum', '_count'] : family.type === 'summary' ? ['', '_sum', '_count'] : [''];
-    expect(suffixes.map((suffix) => `${current}${suffix}`), line).toContain(name);
-    const labels = Object.fromEntries([...(labelText ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\["\\n])*)"/g)].map(([, key, raw]) => [key!, raw!]));
+    const suffixes =
+      family.type === 'histogram'
+        ? ['_bucket', '_sum', '_count']
+        : family.type === 'summary'
+          ? ['', '_sum', '_count']
+          : [''];
+    expect(
+      suffixes.map((suffix) => `${current}${suffix}`),
+      line,
+    ).toContain(name);
+    const labels = Object.fromEntries(
+      [...(labelText ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\["\\n])*)"/g)].map(([, key, raw]) => [
+        key!,
+        raw!,
+      ]),
+    );
     const number = value === '+Inf' ? Infinity : value === '-Inf' ? -Infinity : Number(value);
     // Prometheus reads floats with Go's ParseFloat, which ignores case: prom-client writes `Nan`.
     expect(/^nan$/i.test(value) || !Number.isNaN(number), line).toBe(true);
@@ -155,7 +169,9 @@ describe('health server and metrics', () => {
   it('escapes label values', async () => {
     const metrics = new PrometheusMetrics();
     metrics.informerRestart('we"ird\\kind\nname');
-    expect(await metrics.render()).toContain('clusterstack_informer_restarts_total{kind="we\\"ird\\\\kind\\nname"} 1\n');
+    expect(await metrics.render()).toContain(
+      'clusterstack_informer_restarts_total{kind="we\\"ird\\\\kind\\nname"} 1\n',
+    );
   });
 
   it('serves a well-formed exposition with our families and the process metrics, on its own registry', async () => {
@@ -185,17 +201,33 @@ describe('health server and metrics', () => {
     });
     for (const [name, family] of ours) expect(family.help, name).not.toBe('');
     // Every labelled series exists from the start; a reader that throws is NaN, not a failed scrape.
-    expect(families.get('clusterstack_remote_requests_total')!.samples.map((sample) => `${sample.labels.kind}/${sample.labels.outcome}=${sample.value}`).sort()).toEqual(
-      ['git/error=0', 'git/ok=0', 'github/error=0', 'github/ok=0', 'oci/error=0', 'oci/ok=0'],
-    );
-    expect(families.get('clusterstack_workqueue_depth')!.samples).toEqual([{ name: 'clusterstack_workqueue_depth', labels: {}, value: NaN }]);
-    expect(families.get('clusterstack_informer_restarts_total')!.samples).toEqual([{ name: 'clusterstack_informer_restarts_total', labels: { kind: 'Cluster' }, value: 1 }]);
-    expect(families.get('clusterstack_render_duration_seconds')!.samples.filter((sample) => sample.name.endsWith('_bucket')).map((sample) => sample.labels.le)).toEqual(
-      ['0.05', '0.1', '0.25', '0.5', '1', '2.5', '5', '10', '30', '60', '120', '300', '+Inf'],
-    );
+    expect(
+      families
+        .get('clusterstack_remote_requests_total')!
+        .samples.map((sample) => `${sample.labels.kind}/${sample.labels.outcome}=${sample.value}`)
+        .sort(),
+    ).toEqual(['git/error=0', 'git/ok=0', 'github/error=0', 'github/ok=0', 'oci/error=0', 'oci/ok=0']);
+    expect(families.get('clusterstack_workqueue_depth')!.samples).toEqual([
+      { name: 'clusterstack_workqueue_depth', labels: {}, value: NaN },
+    ]);
+    expect(families.get('clusterstack_informer_restarts_total')!.samples).toEqual([
+      { name: 'clusterstack_informer_restarts_total', labels: { kind: 'Cluster' }, value: 1 },
+    ]);
+    expect(
+      families
+        .get('clusterstack_render_duration_seconds')!
+        .samples.filter((sample) => sample.name.endsWith('_bucket'))
+        .map((sample) => sample.labels.le),
+    ).toEqual(['0.05', '0.1', '0.25', '0.5', '1', '2.5', '5', '10', '30', '60', '120', '300', '+Inf']);
 
     // Node's process metrics, as every Node service exports them.
-    for (const name of ['process_cpu_user_seconds_total', 'process_resident_memory_bytes', 'process_start_time_seconds', 'nodejs_eventloop_lag_seconds', 'nodejs_heap_size_used_bytes']) {
+    for (const name of [
+      'process_cpu_user_seconds_total',
+      'process_resident_memory_bytes',
+      'process_start_time_seconds',
+      'nodejs_eventloop_lag_seconds',
+      'nodejs_heap_size_used_bytes',
+    ]) {
       expect(families.get(name)?.samples.length, name).toBeGreaterThan(0);
     }
     expect(families.get('process_resident_memory_bytes')!.samples[0]!.value).toBeGreaterThan(0);

@@ -5,10 +5,29 @@ import { recordingLogger } from '../support/test-logger.js';
 import type { WatchedKind, WatchEvent } from '../../src/controller/runtime/runtime-contract.js';
 import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api/index.js';
 
-const STACKS: WatchedKind = { group: 'clusterstack.x-k8s.io', version: 'v1alpha1', kind: 'ClusterStack', plural: 'clusterstacks', namespaced: true };
-const CLUSTERS: WatchedKind = { group: 'cluster.x-k8s.io', version: 'v1beta1', kind: 'Cluster', plural: 'clusters', namespaced: true };
+const STACKS: WatchedKind = {
+  group: 'clusterstack.x-k8s.io',
+  version: 'v1alpha1',
+  kind: 'ClusterStack',
+  plural: 'clusterstacks',
+  namespaced: true,
+};
+const CLUSTERS: WatchedKind = {
+  group: 'cluster.x-k8s.io',
+  version: 'v1beta1',
+  kind: 'Cluster',
+  plural: 'clusters',
+  namespaced: true,
+};
 const SECRETS: WatchedKind = { group: '', version: 'v1', kind: 'Secret', plural: 'secrets', namespaced: true };
-const GADGETS: WatchedKind = { group: 'example.com', version: 'v1', kind: 'Gadget', plural: 'gadgets', namespaced: true, optional: true };
+const GADGETS: WatchedKind = {
+  group: 'example.com',
+  version: 'v1',
+  kind: 'Gadget',
+  plural: 'gadgets',
+  namespaced: true,
+  optional: true,
+};
 
 const aStack = (name: string, namespace = 'default') => ({
   apiVersion: 'clusterstack.x-k8s.io/v1alpha1',
@@ -25,7 +44,8 @@ async function waitFor(condition: () => boolean, what: string, timeoutMs = 3000)
   }
 }
 
-const describeEvent = (e: WatchEvent) => `${e.type}:${e.kind.kind}:${e.object.metadata.namespace ?? ''}/${e.object.metadata.name}`;
+const describeEvent = (e: WatchEvent) =>
+  `${e.type}:${e.kind.kind}:${e.object.metadata.namespace ?? ''}/${e.object.metadata.name}`;
 
 describe('InformerSet', () => {
   let api: FakeKubeApi;
@@ -60,22 +80,40 @@ describe('InformerSet', () => {
   it('lists every kind across namespaces, serves the cache and forwards events', async () => {
     api.seed(aStack('a'));
     api.seed(aStack('b', 'team-a'));
-    api.seed({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'workload-kubeconfig', namespace: 'default' }, data: { value: Buffer.from('kubeconfig').toString('base64') } });
+    api.seed({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'workload-kubeconfig', namespace: 'default' },
+      data: { value: Buffer.from('kubeconfig').toString('base64') },
+    });
     const { set, events } = anInformerSet([STACKS, CLUSTERS, SECRETS]);
     expect(set.synced()).toBe(false);
     await set.start();
     await set.whenSynced();
 
     expect(set.synced()).toBe(true);
-    expect(set.list(STACKS).map((o) => `${o.metadata.namespace}/${o.metadata.name}`)).toEqual(['default/a', 'team-a/b']);
+    expect(set.list(STACKS).map((o) => `${o.metadata.namespace}/${o.metadata.name}`)).toEqual([
+      'default/a',
+      'team-a/b',
+    ]);
     expect(set.get({ ...STACKS }, 'team-a', 'b')?.['spec']).toMatchObject({ name: 'ferrol' });
-    expect(set.get(SECRETS, 'default', 'workload-kubeconfig')?.['data']).toEqual({ value: Buffer.from('kubeconfig').toString('base64') });
+    expect(set.get(SECRETS, 'default', 'workload-kubeconfig')?.['data']).toEqual({
+      value: Buffer.from('kubeconfig').toString('base64'),
+    });
     expect(set.list(CLUSTERS)).toEqual([]);
     // Core kinds list under /api/v1, everything cluster-wide.
     expect(api.requests.map((r) => `${r.method} ${r.path}`)).toEqual(
-      expect.arrayContaining(['GET /apis/clusterstack.x-k8s.io/v1alpha1/clusterstacks', 'GET /api/v1/secrets', 'GET /apis/cluster.x-k8s.io/v1beta1/clusters']),
+      expect.arrayContaining([
+        'GET /apis/clusterstack.x-k8s.io/v1alpha1/clusterstacks',
+        'GET /api/v1/secrets',
+        'GET /apis/cluster.x-k8s.io/v1beta1/clusters',
+      ]),
     );
-    expect(events.sort()).toEqual(['add:ClusterStack:default/a', 'add:ClusterStack:team-a/b', 'add:Secret:default/workload-kubeconfig']);
+    expect(events.sort()).toEqual([
+      'add:ClusterStack:default/a',
+      'add:ClusterStack:team-a/b',
+      'add:Secret:default/workload-kubeconfig',
+    ]);
 
     await api.waitForWatches(3);
     // Watches carry a server-side timeout (300 s default, jittered up to twice that).
@@ -83,8 +121,20 @@ describe('InformerSet', () => {
     expect(watchTimeouts).toHaveLength(3);
     for (const t of watchTimeouts) expect(t >= 300 && t <= 600).toBe(true);
     const custom = api.kubeConfig().makeApiClient(CustomObjectsApi);
-    await custom.createNamespacedCustomObject({ group: CLUSTERS.group, version: CLUSTERS.version, plural: CLUSTERS.plural, namespace: 'default', body: { apiVersion: 'cluster.x-k8s.io/v1beta1', kind: 'Cluster', metadata: { name: 'workload' }, spec: {} } });
-    await custom.deleteNamespacedCustomObject({ group: STACKS.group, version: STACKS.version, plural: STACKS.plural, namespace: 'default', name: 'a' });
+    await custom.createNamespacedCustomObject({
+      group: CLUSTERS.group,
+      version: CLUSTERS.version,
+      plural: CLUSTERS.plural,
+      namespace: 'default',
+      body: { apiVersion: 'cluster.x-k8s.io/v1beta1', kind: 'Cluster', metadata: { name: 'workload' }, spec: {} },
+    });
+    await custom.deleteNamespacedCustomObject({
+      group: STACKS.group,
+      version: STACKS.version,
+      plural: STACKS.plural,
+      namespace: 'default',
+      name: 'a',
+    });
     await waitFor(() => events.includes('delete:ClusterStack:default/a'), 'the delete event');
     expect(events).toContain('add:Cluster:default/workload');
     expect(set.get(STACKS, 'default', 'a')).toBeUndefined();
@@ -105,7 +155,10 @@ describe('InformerSet', () => {
     await api.waitForWatches(1);
 
     const warnings = entries.filter((e) => e.level === 'warn');
-    expect(warnings[0]).toMatchObject({ message: 'watch failed; restarting after backoff', fields: { kind: 'ClusterStack', attempt: 1 } });
+    expect(warnings[0]).toMatchObject({
+      message: 'watch failed; restarting after backoff',
+      fields: { kind: 'ClusterStack', attempt: 1 },
+    });
     expect(warnings.map((w) => w.fields['attempt'])).toEqual(warnings.map((_, i) => i + 1));
     expect(entries.some((e) => e.level === 'info' && e.message === 'watch resumed')).toBe(true);
     expect(JSON.stringify(entries)).not.toContain('fake-token');
@@ -121,7 +174,10 @@ describe('InformerSet', () => {
     await api.waitForWatches(1);
     api.clearRequests();
     await waitFor(() => api.requests.length >= 1, 'the next watch');
-    expect(api.requests[0]?.query).toMatchObject({ timeoutSeconds: '1', resourceVersion: expect.stringMatching(/^\d+$/) });
+    expect(api.requests[0]?.query).toMatchObject({
+      timeoutSeconds: '1',
+      resourceVersion: expect.stringMatching(/^\d+$/),
+    });
     expect(api.requests.every((r) => r.query['watch'] === 'true')).toBe(true);
     api.seed(aStack('late'));
     await waitFor(() => events.includes('add:ClusterStack:default/late'), 'the add after resuming');
@@ -133,7 +189,10 @@ describe('InformerSet', () => {
     await api.waitForWatches(1);
     api.clearRequests();
     api.expireWatches();
-    await waitFor(() => api.watchCount() === 1 && api.requests.some((r) => !r.query['watch']), 'the relist and the new watch');
+    await waitFor(
+      () => api.watchCount() === 1 && api.requests.some((r) => !r.query['watch']),
+      'the relist and the new watch',
+    );
     api.seed(aStack('after-relist'));
     await waitFor(() => events.includes('add:ClusterStack:default/after-relist'), 'the add after the relist');
     expect(entries.filter((e) => e.level !== 'info')).toEqual([]);
@@ -152,8 +211,17 @@ describe('InformerSet', () => {
     const custom = () => api.kubeConfig().makeApiClient(CustomObjectsApi);
     for (const name of ['n1', 'n2', 'n3']) api.seed(aStack(name));
     await api.restart();
-    await custom().deleteNamespacedCustomObject({ group: STACKS.group, version: STACKS.version, plural: STACKS.plural, namespace: 'default', name: 'gone' });
-    await waitFor(() => events.includes('delete:ClusterStack:default/gone') && events.includes('add:ClusterStack:default/n3'), 'the relist');
+    await custom().deleteNamespacedCustomObject({
+      group: STACKS.group,
+      version: STACKS.version,
+      plural: STACKS.plural,
+      namespace: 'default',
+      name: 'gone',
+    });
+    await waitFor(
+      () => events.includes('delete:ClusterStack:default/gone') && events.includes('add:ClusterStack:default/n3'),
+      'the relist',
+    );
     expect(set.list(STACKS).map((o) => o.metadata.name)).toEqual(['kept', 'n1', 'n2', 'n3']);
   });
 
@@ -170,11 +238,28 @@ describe('InformerSet', () => {
   });
 
   it('says while a kind cannot be read (since when, the API error), so a stale cache is not taken for the truth', async () => {
-    api.failNext({ method: 'GET', pathIncludes: 'clusterstacks', status: 403, times: 2, reason: 'Forbidden', message: 'clusterstacks.clusterstack.x-k8s.io is forbidden' });
+    api.failNext({
+      method: 'GET',
+      pathIncludes: 'clusterstacks',
+      status: 403,
+      times: 2,
+      reason: 'Forbidden',
+      message: 'clusterstacks.clusterstack.x-k8s.io is forbidden',
+    });
     let now = 1_000;
-    const { set } = anInformerSet([STACKS], { random: () => 0, clock: { now: () => now, setTimeout: (callback, ms) => setTimeout(callback, ms), clearTimeout: (timer) => clearTimeout(timer as ReturnType<typeof setTimeout>) } });
+    const { set } = anInformerSet([STACKS], {
+      random: () => 0,
+      clock: {
+        now: () => now,
+        setTimeout: (callback, ms) => setTimeout(callback, ms),
+        clearTimeout: (timer) => clearTimeout(timer as ReturnType<typeof setTimeout>),
+      },
+    });
     await set.start();
-    expect(set.readState(STACKS)).toEqual({ listed: false, failing: { since: 1_000, error: 'HTTP 403: clusterstacks.clusterstack.x-k8s.io is forbidden' } });
+    expect(set.readState(STACKS)).toEqual({
+      listed: false,
+      failing: { since: 1_000, error: 'HTTP 403: clusterstacks.clusterstack.x-k8s.io is forbidden' },
+    });
     now = 5_000;
     await waitFor(() => set.readState(STACKS).listed, 'the list once allowed');
     expect(set.readState(STACKS)).toEqual({ listed: true, served: true });
@@ -205,7 +290,9 @@ describe('InformerSet', () => {
     expect(set.isServed(GADGETS)).toBe(false);
     expect(set.isServed(STACKS)).toBe(true);
     expect(set.list(GADGETS)).toEqual([]);
-    expect(entries.find((e) => e.message === 'optional kind is not served; looking again later')?.fields).toMatchObject({ kind: 'Gadget', apiVersion: 'example.com/v1' });
+    expect(entries.find((e) => e.message === 'optional kind is not served; looking again later')?.fields).toMatchObject(
+      { kind: 'Gadget', apiVersion: 'example.com/v1' },
+    );
     expect(entries.filter((e) => e.level === 'warn')).toEqual([]);
 
     api.registerResource({ group: 'example.com', version: 'v1', kind: 'Gadget', plural: 'gadgets', namespaced: true });
@@ -219,7 +306,11 @@ describe('InformerSet', () => {
     await set.start();
     await waitFor(() => entries.some((e) => e.level === 'warn'), 'the warning');
     expect(set.synced()).toBe(false);
-    expect(entries.find((e) => e.level === 'warn')?.fields).toMatchObject({ kind: 'Gadget', error: { status: 404 }, hint: expect.stringContaining('CustomResourceDefinition') });
+    expect(entries.find((e) => e.level === 'warn')?.fields).toMatchObject({
+      kind: 'Gadget',
+      error: { status: 404 },
+      hint: expect.stringContaining('CustomResourceDefinition'),
+    });
   });
 
   it('keeps watching when the event callback throws', async () => {
@@ -235,6 +326,9 @@ describe('InformerSet', () => {
     api.seed(aStack('bad'));
     api.seed(aStack('good'));
     await waitFor(() => seen.includes('good'), 'the event after the throwing one');
-    expect(entries.find((e) => e.level === 'error')).toMatchObject({ message: 'watch event handler failed', fields: { name: 'bad' } });
+    expect(entries.find((e) => e.level === 'error')).toMatchObject({
+      message: 'watch event handler failed',
+      fields: { name: 'bad' },
+    });
   });
 });

@@ -7,7 +7,6 @@ import { startFakeKubeApi, type FakeKubeApi, type KubeObject } from '../support/
 const NS = 'kube-system';
 const LEASE = 'clusterstack-gitops-controller';
 
-
 async function waitFor(condition: () => boolean, what: string, timeoutMs = 3000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!condition()) {
@@ -41,7 +40,9 @@ describe('LeaderElector', () => {
     await api.close();
   });
 
-  const lease = () => api.get('coordination.k8s.io/v1', 'Lease', NS, LEASE) as (KubeObject & { spec?: Record<string, unknown> }) | undefined;
+  const lease = () =>
+    api.get('coordination.k8s.io/v1', 'Lease', NS, LEASE) as
+      (KubeObject & { spec?: Record<string, unknown> }) | undefined;
 
   function candidate(identity: string, options: Partial<LeaderElectorOptions> = {}): Candidate {
     const elector = new LeaderElector({
@@ -105,7 +106,13 @@ describe('LeaderElector', () => {
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',
       metadata: { name: LEASE, namespace: NS },
-      spec: { holderIdentity: 'crashed-pod', leaseDurationSeconds: 15, acquireTime: now.toISOString(), renewTime: now.toISOString(), leaseTransitions: 4 },
+      spec: {
+        holderIdentity: 'crashed-pod',
+        leaseDurationSeconds: 15,
+        acquireTime: now.toISOString(),
+        renewTime: now.toISOString(),
+        leaseTransitions: 4,
+      },
     });
     const clock = skewedClock();
     const b = candidate('pod-b', { clock });
@@ -141,7 +148,13 @@ describe('LeaderElector', () => {
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',
       metadata: { name: LEASE, namespace: NS },
-      spec: { holderIdentity: 'crashed-pod', leaseDurationSeconds: 1, acquireTime: future, renewTime: future, leaseTransitions: 2 },
+      spec: {
+        holderIdentity: 'crashed-pod',
+        leaseDurationSeconds: 1,
+        acquireTime: future,
+        renewTime: future,
+        leaseTransitions: 2,
+      },
     });
     const started = Date.now();
     const b = candidate('pod-b');
@@ -161,7 +174,16 @@ describe('LeaderElector', () => {
   });
 
   it('passes a signal that aborts when leadership ends, and ends leadership when onStartedLeading fails', async () => {
-    const elector = new LeaderElector({ kubeConfig: api.kubeConfig(), namespace: NS, name: LEASE, identity: 'pod-a', leaseDurationMs: 1000, renewDeadlineMs: 400, retryPeriodMs: 50, logger: silentLogger });
+    const elector = new LeaderElector({
+      kubeConfig: api.kubeConfig(),
+      namespace: NS,
+      name: LEASE,
+      identity: 'pod-a',
+      leaseDurationMs: 1000,
+      renewDeadlineMs: 400,
+      retryPeriodMs: 50,
+      logger: silentLogger,
+    });
     electors.push(elector);
     let signal: AbortSignal | undefined;
     const stopped: string[] = [];
@@ -181,7 +203,11 @@ describe('LeaderElector', () => {
 
   it('refuses timings that cannot work', () => {
     const base = { kubeConfig: api.kubeConfig(), namespace: NS, name: LEASE, identity: 'x', logger: silentLogger };
-    expect(() => new LeaderElector({ ...base, leaseDurationMs: 1000, renewDeadlineMs: 1000, retryPeriodMs: 100 })).toThrow(/leaseDurationMs must be greater/);
-    expect(() => new LeaderElector({ ...base, leaseDurationMs: 1000, renewDeadlineMs: 100, retryPeriodMs: 100 })).toThrow(/renewDeadlineMs must be greater/);
+    expect(
+      () => new LeaderElector({ ...base, leaseDurationMs: 1000, renewDeadlineMs: 1000, retryPeriodMs: 100 }),
+    ).toThrow(/leaseDurationMs must be greater/);
+    expect(
+      () => new LeaderElector({ ...base, leaseDurationMs: 1000, renewDeadlineMs: 100, retryPeriodMs: 100 }),
+    ).toThrow(/renewDeadlineMs must be greater/);
   });
 });

@@ -119,7 +119,9 @@ describe('onShutdownSignals', () => {
     proc.emit('SIGTERM', 'SIGTERM');
     await settle();
     expect(proc.exits).toEqual([1]);
-    expect(entries.filter((entry) => entry.level === 'error').map((entry) => entry.message)).toEqual(['shutdown failed; exiting']);
+    expect(entries.filter((entry) => entry.level === 'error').map((entry) => entry.message)).toEqual([
+      'shutdown failed; exiting',
+    ]);
     dispose();
     expect(proc.listenerCount('SIGTERM') + proc.listenerCount('SIGINT')).toBe(0);
   });

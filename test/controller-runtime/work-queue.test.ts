@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { Clock, ClockTimer } from '../../src/controller/runtime/runtime-contract.js';
-import { KeyedWorkQueue, failureBackoffMs, type HandlerResult, type KeyedWorkQueueOptions } from '../../src/controller/runtime/work-queue.js';
+import {
+  KeyedWorkQueue,
+  failureBackoffMs,
+  type HandlerResult,
+  type KeyedWorkQueueOptions,
+} from '../../src/controller/runtime/work-queue.js';
 
 /** A clock whose time only moves when the test says so; timers fire in due order. */
 class ManualClock implements Clock {
@@ -55,9 +60,20 @@ function deferred(): { promise: Promise<void>; resolve: () => void; reject: (err
   return { promise, resolve, reject };
 }
 
-function aQueue(handler: (key: string, signal: AbortSignal) => Promise<HandlerResult>, options: Partial<KeyedWorkQueueOptions> = {}) {
+function aQueue(
+  handler: (key: string, signal: AbortSignal) => Promise<HandlerResult>,
+  options: Partial<KeyedWorkQueueOptions> = {},
+) {
   const clock = new ManualClock();
-  const queue = new KeyedWorkQueue({ concurrency: 1, handler, baseDelayMs: 100, maxDelayMs: 1000, random: () => 0.5, clock, ...options });
+  const queue = new KeyedWorkQueue({
+    concurrency: 1,
+    handler,
+    baseDelayMs: 100,
+    maxDelayMs: 1000,
+    random: () => 0.5,
+    clock,
+    ...options,
+  });
   return { queue, clock };
 }
 

@@ -23,16 +23,24 @@ function recordingWriter(): { writer: ObjectWriter; log: string[]; maxInFlight: 
   };
   const stored = new Map<string, KubeObject>();
   const writer: ObjectWriter = {
-    get: async (_kind: ResourceKind, namespace: string, name: string) => answer(`get ${namespace}/${name}`, () => stored.get(`${namespace}/${name}`)),
+    get: async (_kind: ResourceKind, namespace: string, name: string) =>
+      answer(`get ${namespace}/${name}`, () => stored.get(`${namespace}/${name}`)),
     create: async (_kind, namespace, object) =>
       answer(`create ${namespace}/${object.metadata.name}`, () => {
-        const created = { ...object, metadata: { ...object.metadata, uid: `uid-${object.metadata.name}`, resourceVersion: String(++version) } };
+        const created = {
+          ...object,
+          metadata: { ...object.metadata, uid: `uid-${object.metadata.name}`, resourceVersion: String(++version) },
+        };
         stored.set(`${namespace}/${object.metadata.name}`, created);
         return created;
       }),
     patchStatus: async (_kind, namespace, name, patch) =>
       answer(`status ${namespace}/${name}`, () => {
-        const updated = { ...stored.get(`${namespace}/${name}`)!, status: patch['status'], metadata: { ...stored.get(`${namespace}/${name}`)!.metadata, resourceVersion: String(++version) } } as KubeObject;
+        const updated = {
+          ...stored.get(`${namespace}/${name}`)!,
+          status: patch['status'],
+          metadata: { ...stored.get(`${namespace}/${name}`)!.metadata, resourceVersion: String(++version) },
+        } as KubeObject;
         stored.set(`${namespace}/${name}`, updated);
         return updated;
       }),
@@ -52,7 +60,12 @@ function recordingWriter(): { writer: ObjectWriter; log: string[]; maxInFlight: 
 function addon(index: number): DesiredState['addons'][number] {
   const name = `cluster-${index}`;
   return {
-    object: { apiVersion: 'clusterstack.x-k8s.io/v1alpha1', kind: 'ClusterAddon', metadata: { name, namespace: 'fleet' }, spec: { clusterRef: { name } } } as unknown as DesiredState['addons'][number]['object'],
+    object: {
+      apiVersion: 'clusterstack.x-k8s.io/v1alpha1',
+      kind: 'ClusterAddon',
+      metadata: { name, namespace: 'fleet' },
+      spec: { clusterRef: { name } },
+    } as unknown as DesiredState['addons'][number]['object'],
     status: { ready: true } as unknown as DesiredState['addons'][number]['status'],
   };
 }
@@ -60,9 +73,28 @@ function addon(index: number): DesiredState['addons'][number] {
 describe('applyDesiredState', () => {
   it('writes many objects of a kind at once, at most APPLY_CONCURRENCY, each created before its status is written', async () => {
     const { writer, log, maxInFlight } = recordingWriter();
-    const state: DesiredState = { stacks: [], releases: [], releasesToDelete: [], addons: Array.from({ length: 60 }, (_, i) => addon(i)), addonsToDelete: [], providerReleases: [], providerReleasesToDelete: [], capiProviders: [], events: [] };
+    const state: DesiredState = {
+      stacks: [],
+      releases: [],
+      releasesToDelete: [],
+      addons: Array.from({ length: 60 }, (_, i) => addon(i)),
+      addonsToDelete: [],
+      providerReleases: [],
+      providerReleasesToDelete: [],
+      capiProviders: [],
+      events: [],
+    };
     const logged: unknown[] = [];
-    const report = await applyDesiredState(writer, state, { now: '2026-11-23T00:00:00Z', logger: { info: () => undefined, warn: (fields: unknown) => logged.push(fields), debug: () => undefined, error: () => undefined } as never, kindOf: () => undefined });
+    const report = await applyDesiredState(writer, state, {
+      now: '2026-11-23T00:00:00Z',
+      logger: {
+        info: () => undefined,
+        warn: (fields: unknown) => logged.push(fields),
+        debug: () => undefined,
+        error: () => undefined,
+      } as never,
+      kindOf: () => undefined,
+    });
 
     expect(logged).toEqual([]);
     expect(report.errors).toEqual([]);

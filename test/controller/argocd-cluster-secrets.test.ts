@@ -27,18 +27,36 @@ describe('ArgoClusterSecrets', () => {
     const kubeConfig = api.kubeConfig();
     const core = kubeConfig.makeApiClient(CoreV1Api);
     for (const name of ['argocd', 'workloads']) await core.createNamespace({ body: { metadata: { name } } });
-    await core.createNamespacedSecret({ namespace: 'workloads', body: { metadata: { name: 'alpha-kubeconfig' }, stringData: { value: KUBECONFIG } } });
+    await core.createNamespacedSecret({
+      namespace: 'workloads',
+      body: { metadata: { name: 'alpha-kubeconfig' }, stringData: { value: KUBECONFIG } },
+    });
     const { logger, entries } = recordingLogger();
     let now = 0;
-    const secrets = new ArgoClusterSecrets({ store: createKubeClient({ kubeConfig, identity: 'test' }), namespace: 'argocd', logger, now: () => now });
+    const secrets = new ArgoClusterSecrets({
+      store: createKubeClient({ kubeConfig, identity: 'test' }),
+      namespace: 'argocd',
+      logger,
+      now: () => now,
+    });
 
-    const first = await secrets.reconcile([{ namespace: 'workloads', name: 'alpha' }, { namespace: 'workloads', name: 'bravo' }]);
-    expect(first).toMatchObject({ written: ['argocd/cluster-workloads-alpha'], waiting: ['workloads/bravo'], errors: [] });
+    const first = await secrets.reconcile([
+      { namespace: 'workloads', name: 'alpha' },
+      { namespace: 'workloads', name: 'bravo' },
+    ]);
+    expect(first).toMatchObject({
+      written: ['argocd/cluster-workloads-alpha'],
+      waiting: ['workloads/bravo'],
+      errors: [],
+    });
     const stored = api.get('v1', 'Secret', 'argocd', 'cluster-workloads-alpha')!;
     expect(stored.metadata.labels).toMatchObject({ 'argocd.argoproj.io/secret-type': 'cluster' });
     const data = stored['data'] as Record<string, string>;
     expect(Buffer.from(data['server']!, 'base64').toString()).toBe('https://alpha.example.test:6443');
-    expect(JSON.parse(Buffer.from(data['config']!, 'base64').toString())).toEqual({ bearerToken: 's3cret-token-value', tlsClientConfig: { insecure: false, caData: 'Q0E=' } });
+    expect(JSON.parse(Buffer.from(data['config']!, 'base64').toString())).toEqual({
+      bearerToken: 's3cret-token-value',
+      tlsClientConfig: { insecure: false, caData: 'Q0E=' },
+    });
 
     now = 10 * 60_000;
     api.clearRequests();
@@ -47,6 +65,8 @@ describe('ArgoClusterSecrets', () => {
 
     expect((await secrets.reconcile([])).deleted).toEqual(['argocd/cluster-workloads-alpha']);
     expect(api.get('v1', 'Secret', 'argocd', 'cluster-workloads-alpha')).toBeUndefined();
-    expect(entries.map((entry) => `${entry.message} ${JSON.stringify(entry.fields)}`).join('\n')).not.toContain('s3cret');
+    expect(entries.map((entry) => `${entry.message} ${JSON.stringify(entry.fields)}`).join('\n')).not.toContain(
+      's3cret',
+    );
   });
 });

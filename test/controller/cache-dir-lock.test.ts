@@ -19,8 +19,13 @@ describe('claimCacheDir', () => {
     const cache = await mkdtemp(path.join(os.tmpdir(), 'csk-cache-lock-'));
     dirs.push(cache);
     expect(await claimCacheDir(cache, { pid: 100, hostname: 'pod-a', isAlive: () => true })).toEqual([]);
-    expect(JSON.parse(await readFile(path.join(cache, 'controller.pid'), 'utf8'))).toEqual({ pid: 100, hostname: 'pod-a' });
-    await expect(claimCacheDir(cache, { pid: 200, hostname: 'pod-a', isAlive: (pid) => pid === 100 })).rejects.toBeInstanceOf(CacheDirBusyError);
+    expect(JSON.parse(await readFile(path.join(cache, 'controller.pid'), 'utf8'))).toEqual({
+      pid: 100,
+      hostname: 'pod-a',
+    });
+    await expect(
+      claimCacheDir(cache, { pid: 200, hostname: 'pod-a', isAlive: (pid) => pid === 100 }),
+    ).rejects.toBeInstanceOf(CacheDirBusyError);
 
     // A clone with the locks a git killed mid-command leaves, and a bare mirror with a ref lock.
     const clone = path.join(cache, 'git', 'abc');
@@ -34,7 +39,11 @@ describe('claimCacheDir', () => {
     await writeFile(path.join(mirror, 'HEAD.lock'), '');
     // The process is gone: the next one (here with the same pid, as in a restarted container) takes over.
     const removed = await claimCacheDir(cache, { pid: 100, hostname: 'pod-a', isAlive: () => true });
-    expect(removed.map((file) => path.relative(cache, file)).sort()).toEqual(['git-history/def/HEAD.lock', 'git/abc/.git/index.lock', 'git/abc/.git/refs/heads/main.lock']);
+    expect(removed.map((file) => path.relative(cache, file)).sort()).toEqual([
+      'git-history/def/HEAD.lock',
+      'git/abc/.git/index.lock',
+      'git/abc/.git/refs/heads/main.lock',
+    ]);
     git.git(clone, 'status', '--short');
   });
 });

@@ -4,7 +4,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../src/api/types.js';
 import { parseSchedulerConfig } from '../../src/cluster-requests/scheduler-config.js';
-import { aCluster, aStack, MERGE, startControllerFixture, waitFor, type ControllerFixture } from '../support/controller-fixture.js';
+import {
+  aCluster,
+  aStack,
+  MERGE,
+  startControllerFixture,
+  waitFor,
+  type ControllerFixture,
+} from '../support/controller-fixture.js';
 
 const NS = 'cluster-stacks';
 const TEAM = 'team-a';
@@ -21,12 +28,21 @@ const SCHEDULER = parseSchedulerConfig(
 );
 
 function request(name: string, purpose: string): KubeObject {
-  return { apiVersion: 'clusters.openmcp.cloud/v1alpha1', kind: 'ClusterRequest', metadata: { name, namespace: TEAM }, spec: { purpose } };
+  return {
+    apiVersion: 'clusters.openmcp.cloud/v1alpha1',
+    kind: 'ClusterRequest',
+    metadata: { name, namespace: TEAM },
+    spec: { purpose },
+  };
 }
 
 describe('controller with --scheduler-config', () => {
   let fx: ControllerFixture;
-  const status = (name: string) => (fx.api.get('clusters.openmcp.cloud/v1alpha1', 'ClusterRequest', TEAM, name) as { status?: Record<string, any> } | undefined)?.status;
+  const status = (name: string) =>
+    (
+      fx.api.get('clusters.openmcp.cloud/v1alpha1', 'ClusterRequest', TEAM, name) as
+        { status?: Record<string, any> } | undefined
+    )?.status;
   // One git command per look (the branch moves while the controller publishes).
   const treeFiles = (dir: string): string[] => {
     try {
@@ -42,21 +58,45 @@ describe('controller with --scheduler-config', () => {
       return '';
     }
   };
-  const requestedClusters = () => treeFiles('management/_cluster-requests/clusters').filter((file) => !file.endsWith('kustomization.yaml'));
+  const requestedClusters = () =>
+    treeFiles('management/_cluster-requests/clusters').filter((file) => !file.endsWith('kustomization.yaml'));
 
   beforeAll(async () => {
     fx = await startControllerFixture({
-      api: { resources: [{ ...OPENMCP, kind: 'ClusterRequest', plural: 'clusterrequests', namespaced: true, statusSubresource: true, shortNames: ['cr', 'creq'] }] },
+      api: {
+        resources: [
+          {
+            ...OPENMCP,
+            kind: 'ClusterRequest',
+            plural: 'clusterrequests',
+            namespaced: true,
+            statusSubresource: true,
+            shortNames: ['cr', 'creq'],
+          },
+        ],
+      },
     });
     await fx.createNamespace(NS);
     await fx.createNamespace(TEAM);
     await fx.create(aStack('docker-ferrol-1-30', NS));
     await fx.create(aCluster('alpha', NS, 'docker-ferrol-1-30-v2'));
-    for (const [name, purpose] of [['web', 'workload'], ['batch', 'workload'], ['game', 'gaming']] as const) {
-      await fx.custom.createNamespacedCustomObject({ ...OPENMCP, plural: 'clusterrequests', namespace: TEAM, body: request(name, purpose) });
+    for (const [name, purpose] of [
+      ['web', 'workload'],
+      ['batch', 'workload'],
+      ['game', 'gaming'],
+    ] as const) {
+      await fx.custom.createNamespacedCustomObject({
+        ...OPENMCP,
+        plural: 'clusterrequests',
+        namespace: TEAM,
+        body: request(name, purpose),
+      });
     }
     await fx.start('requests', { scheduler: SCHEDULER });
-    await waitFor(() => status('web')?.phase === 'Granted' && status('game')?.phase === 'Pending', 'the requests’ statuses');
+    await waitFor(
+      () => status('web')?.phase === 'Granted' && status('game')?.phase === 'Pending',
+      'the requests’ statuses',
+    );
   });
 
   afterAll(async () => {
@@ -69,21 +109,47 @@ describe('controller with --scheduler-config', () => {
     expect(web.cluster).toEqual({ name: expect.stringMatching(/^workload-[0-9a-f]{5}$/), namespace: TEAM });
     expect(batch.cluster).toEqual(web.cluster);
     expect(web.observedGeneration).toBe(1);
-    expect(web.conditions).toEqual([expect.objectContaining({ type: 'Scheduled', status: 'True', reason: 'Scheduled', lastTransitionTime: expect.any(String) })]);
-    expect(requestedClusters()).toEqual([`management/_cluster-requests/clusters/${TEAM}/cluster-${web.cluster.name}.yaml`]);
+    expect(web.conditions).toEqual([
+      expect.objectContaining({
+        type: 'Scheduled',
+        status: 'True',
+        reason: 'Scheduled',
+        lastTransitionTime: expect.any(String),
+      }),
+    ]);
+    expect(requestedClusters()).toEqual([
+      `management/_cluster-requests/clusters/${TEAM}/cluster-${web.cluster.name}.yaml`,
+    ]);
   });
 
   it('writes Pending with the reason for a purpose nobody mapped', () => {
     const game = status('game')!;
     expect(game.cluster).toBeUndefined();
-    expect(game.conditions).toEqual([expect.objectContaining({ type: 'Scheduled', status: 'False', reason: 'UnknownPurpose', message: expect.stringContaining('purpose "gaming"') })]);
+    expect(game.conditions).toEqual([
+      expect.objectContaining({
+        type: 'Scheduled',
+        status: 'False',
+        reason: 'UnknownPurpose',
+        message: expect.stringContaining('purpose "gaming"'),
+      }),
+    ]);
   });
 
   it('publishes the stack’s ClusterProfile and keeps it current as releases come and go', async () => {
     const profile = 'management/_cluster-requests/profiles/clusterprofile-cluster-stacks.docker.ferrol-1-30.yaml';
     expect(fileAt(profile)).toContain('version: 1.30.4');
     // alpha moves to v1: v1 (Kubernetes 1.30.2) is now kept only because alpha uses it.
-    await fx.custom.patchNamespacedCustomObject({ group: 'cluster.x-k8s.io', version: 'v1beta1', plural: 'clusters', namespace: NS, name: 'alpha', body: { spec: { topology: { class: 'docker-ferrol-1-30-v1', version: 'v1.30.2' } } } }, MERGE());
+    await fx.custom.patchNamespacedCustomObject(
+      {
+        group: 'cluster.x-k8s.io',
+        version: 'v1beta1',
+        plural: 'clusters',
+        namespace: NS,
+        name: 'alpha',
+        body: { spec: { topology: { class: 'docker-ferrol-1-30-v1', version: 'v1.30.2' } } },
+      },
+      MERGE(),
+    );
     await waitFor(() => fileAt(profile).includes('1.30.2'), 'the profile to list 1.30.2');
     expect(fileAt(profile)).toMatch(/deprecated: true\n\s+version: 1\.30\.2/);
   });
@@ -91,7 +157,8 @@ describe('controller with --scheduler-config', () => {
   it('removes the generated Cluster in the publish where its last request is deleted', async () => {
     const before = requestedClusters();
     expect(before).toHaveLength(1);
-    for (const name of ['web', 'batch']) await fx.custom.deleteNamespacedCustomObject({ ...OPENMCP, plural: 'clusterrequests', namespace: TEAM, name });
+    for (const name of ['web', 'batch'])
+      await fx.custom.deleteNamespacedCustomObject({ ...OPENMCP, plural: 'clusterrequests', namespace: TEAM, name });
     await waitFor(() => requestedClusters().length === 0, 'the generated Cluster to leave the tree');
     expect(status('game')?.phase).toBe('Pending');
   });

@@ -9,17 +9,40 @@ import { EXAMPLE_RELEASES, runClusterstack, tempDir } from '../support/cli.js';
 describe('resolveControllerSettings', () => {
   it('takes flags over the environment over defaults', () => {
     const settings = resolveControllerSettings(
-      { CLUSTERSTACK_RELEASE_SOURCE: 'github:org/stacks', CLUSTERSTACK_GIT: 'https://git.example/a.git', CLUSTERSTACK_LEADER_ELECT: 'true', POD_NAME: 'pod-1', POD_NAMESPACE: 'ops' },
+      {
+        CLUSTERSTACK_RELEASE_SOURCE: 'github:org/stacks',
+        CLUSTERSTACK_GIT: 'https://git.example/a.git',
+        CLUSTERSTACK_LEADER_ELECT: 'true',
+        POD_NAME: 'pod-1',
+        POD_NAMESPACE: 'ops',
+      },
       { git: 'https://git.example/b.git', gitops: 'flux', resync: '2m' },
     );
-    expect(settings).toMatchObject({ releaseSource: 'github:org/stacks', git: 'https://git.example/b.git', gitops: 'flux', leaderElect: true, identity: 'pod-1', leaseNamespace: 'ops', branch: 'main', metricsAddr: ':8080', argocdNamespace: 'argocd', resyncMs: 120_000, batchWindowMs: 200 });
+    expect(settings).toMatchObject({
+      releaseSource: 'github:org/stacks',
+      git: 'https://git.example/b.git',
+      gitops: 'flux',
+      leaderElect: true,
+      identity: 'pod-1',
+      leaseNamespace: 'ops',
+      branch: 'main',
+      metricsAddr: ':8080',
+      argocdNamespace: 'argocd',
+      resyncMs: 120_000,
+      batchWindowMs: 200,
+    });
     expect(Object.isFrozen(settings)).toBe(true);
   });
 
   it('names the flag or variable that is missing or wrong', () => {
     expect(() => resolveControllerSettings({}, {})).toThrow(/--release-source \(or CLUSTERSTACK_RELEASE_SOURCE\)/);
     expect(() => resolveControllerSettings({ CLUSTERSTACK_RELEASE_SOURCE: 'x' }, {})).toThrow(/exactly one of --git/);
-    expect(() => resolveControllerSettings({ CLUSTERSTACK_RELEASE_SOURCE: 'x', CLUSTERSTACK_OUTPUT: 'o', CLUSTERSTACK_LEADER_ELECT: 'maybe' }, {})).toThrow(/CLUSTERSTACK_LEADER_ELECT must be true or false/);
+    expect(() =>
+      resolveControllerSettings(
+        { CLUSTERSTACK_RELEASE_SOURCE: 'x', CLUSTERSTACK_OUTPUT: 'o', CLUSTERSTACK_LEADER_ELECT: 'maybe' },
+        {},
+      ),
+    ).toThrow(/CLUSTERSTACK_LEADER_ELECT must be true or false/);
     expect(() => parseDuration('soon', '--resync')).toThrow(/--resync must be a duration/);
     expect(parseListenAddress(':8080')).toEqual({ port: 8080 });
     expect(parseListenAddress('127.0.0.1:9090')).toEqual({ host: '127.0.0.1', port: 9090 });
@@ -38,15 +61,36 @@ describe('controller without a cluster', () => {
   it('exits at once with a clear message outside a pod without a kubeconfig, or with a kubeconfig naming no server', async () => {
     const out = await tempDir('csk-ctl-out-');
     const started = Date.now();
-    const result = await runClusterstack(['controller', '--release-source', EXAMPLE_RELEASES, '--output', out, '--metrics-addr', '0'], { env: {} });
+    const result = await runClusterstack(
+      ['controller', '--release-source', EXAMPLE_RELEASES, '--output', out, '--metrics-addr', '0'],
+      { env: {} },
+    );
     expect(result.code).toBe(2);
-    expect(result.stderr).toContain('no Kubernetes configuration: this is not a pod (KUBERNETES_SERVICE_HOST is not set)');
+    expect(result.stderr).toContain(
+      'no Kubernetes configuration: this is not a pod (KUBERNETES_SERVICE_HOST is not set)',
+    );
     expect(result.stderr).toContain('--kubeconfig');
     expect(Date.now() - started).toBeLessThan(5000);
 
     const kubeconfig = path.join(out, 'kubeconfig');
-    await writeFile(kubeconfig, 'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "https://"}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n');
-    const broken = await runClusterstack(['controller', '--release-source', EXAMPLE_RELEASES, '--output', out, '--metrics-addr', '0', '--kubeconfig', kubeconfig], { env: {} });
+    await writeFile(
+      kubeconfig,
+      'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "https://"}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n',
+    );
+    const broken = await runClusterstack(
+      [
+        'controller',
+        '--release-source',
+        EXAMPLE_RELEASES,
+        '--output',
+        out,
+        '--metrics-addr',
+        '0',
+        '--kubeconfig',
+        kubeconfig,
+      ],
+      { env: {} },
+    );
     expect(broken.code).toBe(2);
     expect(broken.stderr).toContain('names no usable API server');
   });
@@ -54,11 +98,28 @@ describe('controller without a cluster', () => {
   it('refuses to start without git on PATH when it publishes to Git (exit 1), and an absolute --path (exit 2)', async () => {
     const dir = await tempDir('csk-ctl-git-');
     const kubeconfig = path.join(dir, 'kubeconfig');
-    await writeFile(kubeconfig, 'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n');
-    const flags = ['controller', '--release-source', EXAMPLE_RELEASES, '--git', 'https://git.example/fleet.git', '--metrics-addr', '0', '--kubeconfig', kubeconfig, '--cache-dir', path.join(dir, 'cache')];
+    await writeFile(
+      kubeconfig,
+      'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n',
+    );
+    const flags = [
+      'controller',
+      '--release-source',
+      EXAMPLE_RELEASES,
+      '--git',
+      'https://git.example/fleet.git',
+      '--metrics-addr',
+      '0',
+      '--kubeconfig',
+      kubeconfig,
+      '--cache-dir',
+      path.join(dir, 'cache'),
+    ];
     const noGit = await runClusterstack(flags, { env: { PATH: '/nonexistent-bin' } });
     expect(noGit.code).toBe(1);
-    expect(noGit.stderr).toContain('git not found: --git https://git.example/fleet.git needs the git command, and there is none on PATH (/nonexistent-bin); install git, or put it on PATH');
+    expect(noGit.stderr).toContain(
+      'git not found: --git https://git.example/fleet.git needs the git command, and there is none on PATH (/nonexistent-bin); install git, or put it on PATH',
+    );
     expect(noGit.stderr).not.toMatch(/^\s+at /m);
     const absolute = await runClusterstack([...flags, '--path', '/srv/fleet'], { env: { PATH: '/nonexistent-bin' } });
     expect(absolute.code).toBe(2);
@@ -68,11 +129,30 @@ describe('controller without a cluster', () => {
 
 describe('controller outputs', () => {
   it('takes an OCI artifact or a pull request as its output, like render', () => {
-    const oci = resolveControllerSettings({ CLUSTERSTACK_RELEASE_SOURCE: 'x', CLUSTERSTACK_OCI: 'oci://registry.example/fleet:main' });
+    const oci = resolveControllerSettings({
+      CLUSTERSTACK_RELEASE_SOURCE: 'x',
+      CLUSTERSTACK_OCI: 'oci://registry.example/fleet:main',
+    });
     expect(oci.oci).toBe('oci://registry.example/fleet:main');
-    const pr = resolveControllerSettings({ CLUSTERSTACK_RELEASE_SOURCE: 'x', CLUSTERSTACK_GIT: 'https://github.com/o/r.git', CLUSTERSTACK_PULL_REQUEST: 'true' });
+    const pr = resolveControllerSettings({
+      CLUSTERSTACK_RELEASE_SOURCE: 'x',
+      CLUSTERSTACK_GIT: 'https://github.com/o/r.git',
+      CLUSTERSTACK_PULL_REQUEST: 'true',
+    });
     expect(pr).toMatchObject({ pullRequest: true, prWhenUnnecessary: 'close' });
-    expect(() => resolveControllerSettings({ CLUSTERSTACK_RELEASE_SOURCE: 'x', CLUSTERSTACK_GIT: 'g', CLUSTERSTACK_OCI: 'oci://r/f:t' })).toThrow(/exactly one of --git/);
-    expect(() => resolveControllerSettings({ CLUSTERSTACK_RELEASE_SOURCE: 'x', CLUSTERSTACK_GIT: 'g', CLUSTERSTACK_PULL_REQUEST: 'maybe' })).toThrow(/CLUSTERSTACK_PULL_REQUEST must be true or false/);
+    expect(() =>
+      resolveControllerSettings({
+        CLUSTERSTACK_RELEASE_SOURCE: 'x',
+        CLUSTERSTACK_GIT: 'g',
+        CLUSTERSTACK_OCI: 'oci://r/f:t',
+      }),
+    ).toThrow(/exactly one of --git/);
+    expect(() =>
+      resolveControllerSettings({
+        CLUSTERSTACK_RELEASE_SOURCE: 'x',
+        CLUSTERSTACK_GIT: 'g',
+        CLUSTERSTACK_PULL_REQUEST: 'maybe',
+      }),
+    ).toThrow(/CLUSTERSTACK_PULL_REQUEST must be true or false/);
   });
 });

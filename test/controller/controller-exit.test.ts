@@ -40,19 +40,44 @@ describe('the controller process after losing its lease', { timeout: 120_000 }, 
     const kubeconfig = path.join(work, 'kubeconfig.yaml');
     await writeFile(kubeconfig, api.kubeConfigYaml());
     const kc = api.kubeConfig();
-    for (const name of [NS, 'clusterstack-system']) await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name } } });
+    for (const name of [NS, 'clusterstack-system'])
+      await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name } } });
     const custom = kc.makeApiClient(CustomObjectsApi);
-    await custom.createNamespacedCustomObject({ ...GROUP, plural: 'clusterstacks', namespace: NS, body: aStack('ferrol', NS) });
-    await custom.createNamespacedCustomObject({ ...CAPI, plural: 'clusters', namespace: NS, body: aCluster('alpha', NS, 'docker-ferrol-1-30-v2') });
-
-    controller = spawnController(bundle, ['--git', bare, '--namespace', NS, '--leader-elect', '--lease-namespace', 'clusterstack-system', '--metrics-addr', '127.0.0.1:0'], {
-      PATH: process.env.PATH ?? '/usr/bin:/bin',
-      HOME: work,
-      KUBECONFIG: kubeconfig,
-      CLUSTERSTACK_CACHE_DIR: path.join(work, 'cache'),
-      CLUSTERSTACK_RELEASE_SOURCE: releases,
-      CLUSTERSTACK_BATCH_WINDOW: '50ms',
+    await custom.createNamespacedCustomObject({
+      ...GROUP,
+      plural: 'clusterstacks',
+      namespace: NS,
+      body: aStack('ferrol', NS),
     });
+    await custom.createNamespacedCustomObject({
+      ...CAPI,
+      plural: 'clusters',
+      namespace: NS,
+      body: aCluster('alpha', NS, 'docker-ferrol-1-30-v2'),
+    });
+
+    controller = spawnController(
+      bundle,
+      [
+        '--git',
+        bare,
+        '--namespace',
+        NS,
+        '--leader-elect',
+        '--lease-namespace',
+        'clusterstack-system',
+        '--metrics-addr',
+        '127.0.0.1:0',
+      ],
+      {
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        HOME: work,
+        KUBECONFIG: kubeconfig,
+        CLUSTERSTACK_CACHE_DIR: path.join(work, 'cache'),
+        CLUSTERSTACK_RELEASE_SOURCE: releases,
+        CLUSTERSTACK_BATCH_WINDOW: '50ms',
+      },
+    );
     const started = await controller.waitForLine((line) => line['msg'] === 'Controller started');
     const healthUrl = String(started['health']);
     await controller.waitForLine((line) => line['msg'] === 'became leader');
@@ -63,7 +88,12 @@ describe('the controller process after losing its lease', { timeout: 120_000 }, 
         return 'closed';
       }
     };
-    await waitFor(() => (api!.get('clusterstack.x-k8s.io/v1alpha1', 'ClusterAddon', NS, 'alpha') as { status?: unknown } | undefined)?.status !== undefined, 'the leader to publish');
+    await waitFor(
+      () =>
+        (api!.get('clusterstack.x-k8s.io/v1alpha1', 'ClusterAddon', NS, 'alpha') as { status?: unknown } | undefined)
+          ?.status !== undefined,
+      'the leader to publish',
+    );
     expect(await readiness()).toBe(200);
 
     api.pause();
@@ -81,7 +111,10 @@ describe('the controller process after losing its lease', { timeout: 120_000 }, 
     const firstNotReady = seen.indexOf(500);
     expect(firstNotReady).toBeGreaterThanOrEqual(0);
     expect(seen.slice(firstNotReady).every((status) => status !== 200)).toBe(true);
-    expect(controller.lines.find((line) => line['msg'] === 'Controller stopped')).toMatchObject({ reason: 'leadership ended', exitCode: 3 });
+    expect(controller.lines.find((line) => line['msg'] === 'Controller stopped')).toMatchObject({
+      reason: 'leadership ended',
+      exitCode: 3,
+    });
     expect(controller.unparsed).toEqual([]);
     expect(controller.stderr.join('')).toBe('');
   });

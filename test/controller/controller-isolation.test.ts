@@ -9,7 +9,17 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ControllerRuntime } from '../../src/controller/run-controller.js';
 import { copyExampleReleases } from '../support/cli.js';
-import { aCluster, aStack, CAPI, condition, GROUP, MERGE, startControllerFixture, waitFor, type ControllerFixture } from '../support/controller-fixture.js';
+import {
+  aCluster,
+  aStack,
+  CAPI,
+  condition,
+  GROUP,
+  MERGE,
+  startControllerFixture,
+  waitFor,
+  type ControllerFixture,
+} from '../support/controller-fixture.js';
 
 const A = 'cluster-stacks';
 const B = 'team-b';
@@ -37,7 +47,13 @@ describe('controller failure isolation', { timeout: TEST_MS }, () => {
     await fx.create(aStack('ferrol', B, { releaseSource: teamBSource, versions: ['v3'] }));
     await fx.create(aCluster('bravo', B, 'docker-ferrol-1-30-v3'));
     runtime = await fx.start('first', { backoff: SLOW_BACKOFF });
-    await waitFor(() => condition(fx.get('ClusterAddon', B, 'bravo'), 'ManifestsPublished')?.status === 'True' && condition(fx.get('ClusterAddon', A, 'alpha'), 'ManifestsPublished')?.status === 'True', 'both stacks published', WAIT_MS);
+    await waitFor(
+      () =>
+        condition(fx.get('ClusterAddon', B, 'bravo'), 'ManifestsPublished')?.status === 'True' &&
+        condition(fx.get('ClusterAddon', A, 'alpha'), 'ManifestsPublished')?.status === 'True',
+      'both stacks published',
+      WAIT_MS,
+    );
   }, TEST_MS);
 
   afterAll(async () => {
@@ -45,23 +61,44 @@ describe('controller failure isolation', { timeout: TEST_MS }, () => {
   });
 
   const patchCluster = (namespace: string, name: string, host: string) =>
-    fx.custom.patchNamespacedCustomObject({ ...CAPI, plural: 'clusters', namespace, name, body: { spec: { controlPlaneEndpoint: { host } } } }, MERGE());
+    fx.custom.patchNamespacedCustomObject(
+      { ...CAPI, plural: 'clusters', namespace, name, body: { spec: { controlPlaneEndpoint: { host } } } },
+      MERGE(),
+    );
   /** Everything published for Cluster alpha, as one text. */
-  const alphaFiles = () => Object.entries(fx.published()).filter(([file]) => file.startsWith(`clusters/${A}/alpha/`)).map(([, content]) => content).join('\n');
+  const alphaFiles = () =>
+    Object.entries(fx.published())
+      .filter(([file]) => file.startsWith(`clusters/${A}/alpha/`))
+      .map(([, content]) => content)
+      .join('\n');
 
   it("publishes other stacks' changes at once after a restart while a published stack's source hangs, keeping that stack's output", async () => {
     const teamB = () => Object.fromEntries(Object.entries(fx.published()).filter(([file]) => file.includes(`/${B}/`)));
     const teamBBefore = teamB();
-    expect(Object.keys(teamBBefore).some((file) => file.startsWith(`management/${B}/docker-ferrol-1-30-v3/`))).toBe(true);
+    expect(Object.keys(teamBBefore).some((file) => file.startsWith(`management/${B}/docker-ferrol-1-30-v3/`))).toBe(
+      true,
+    );
     await runtime.stop();
 
     // A new process: no listing of team B's source in memory, and the source never answers.
     fx.down.set(teamBSource, 'hang');
     runtime = await fx.start('after-restart', { backoff: SLOW_BACKOFF });
-    await waitFor(() => condition(fx.get('ClusterStack', B, 'ferrol'), 'ReleasesResolved')?.reason === 'ReleaseSourceUnavailable', "team B's condition", WAIT_MS);
-    expect(condition(fx.get('ClusterStack', B, 'ferrol'), 'ReleasesResolved')?.message).toContain('has not answered within 300 ms; the releases published before stay in place, withheld');
-    expect(condition(fx.get('ClusterStackRelease', B, 'docker-ferrol-1-30-v3'), 'ManifestsRendered')).toMatchObject({ status: 'False', reason: 'ManifestsWithheld' });
-    expect(condition(fx.get('ClusterAddon', B, 'bravo'), 'ManifestsRendered')).toMatchObject({ status: 'False', reason: 'AddonsWithheld' });
+    await waitFor(
+      () => condition(fx.get('ClusterStack', B, 'ferrol'), 'ReleasesResolved')?.reason === 'ReleaseSourceUnavailable',
+      "team B's condition",
+      WAIT_MS,
+    );
+    expect(condition(fx.get('ClusterStack', B, 'ferrol'), 'ReleasesResolved')?.message).toContain(
+      'has not answered within 300 ms; the releases published before stay in place, withheld',
+    );
+    expect(condition(fx.get('ClusterStackRelease', B, 'docker-ferrol-1-30-v3'), 'ManifestsRendered')).toMatchObject({
+      status: 'False',
+      reason: 'ManifestsWithheld',
+    });
+    expect(condition(fx.get('ClusterAddon', B, 'bravo'), 'ManifestsRendered')).toMatchObject({
+      status: 'False',
+      reason: 'AddonsWithheld',
+    });
 
     // Team B still hangs; a change to team A goes out with the next publish.
     const started = Date.now();
@@ -74,19 +111,35 @@ describe('controller failure isolation', { timeout: TEST_MS }, () => {
     console.info(`isolation: alpha's change reached Git ${took} ms after the patch while team B's source hung`);
   });
 
-  it("looks at a failing stack at once when it changes, not after its backoff", async () => {
+  it('looks at a failing stack at once when it changes, not after its backoff', async () => {
     // Team B's key failed above and backs off now (ten minutes); the fix below must not wait for that.
     expect(condition(fx.get('ClusterStack', B, 'ferrol'), 'ReleasesResolved')?.reason).toBe('ReleaseSourceUnavailable');
     const fixed = await copyExampleReleases();
-    await fx.custom.patchNamespacedCustomObject({ ...GROUP, plural: 'clusterstacks', namespace: B, name: 'ferrol', body: { spec: { releaseSource: fixed } } }, MERGE());
-    await waitFor(() => condition(fx.get('ClusterStack', B, 'ferrol'), 'ReleasesResolved')?.status === 'True', 'team B resolved from its new source', WAIT_MS);
-    await waitFor(() => condition(fx.get('ClusterStackRelease', B, 'docker-ferrol-1-30-v3'), 'ManifestsRendered')?.status === 'True', "team B's release rendered again", WAIT_MS);
+    await fx.custom.patchNamespacedCustomObject(
+      { ...GROUP, plural: 'clusterstacks', namespace: B, name: 'ferrol', body: { spec: { releaseSource: fixed } } },
+      MERGE(),
+    );
+    await waitFor(
+      () => condition(fx.get('ClusterStack', B, 'ferrol'), 'ReleasesResolved')?.status === 'True',
+      'team B resolved from its new source',
+      WAIT_MS,
+    );
+    await waitFor(
+      () =>
+        condition(fx.get('ClusterStackRelease', B, 'docker-ferrol-1-30-v3'), 'ManifestsRendered')?.status === 'True',
+      "team B's release rendered again",
+      WAIT_MS,
+    );
   });
 
   it('runs a publish that keeps failing again as soon as something changes, not after its backoff', async () => {
     fx.git.declinePushes(fx.remote, 'pushes are frozen');
     await patchCluster(A, 'alpha', 'alpha-frozen.test');
-    await waitFor(() => condition(fx.get('ClusterAddon', A, 'alpha'), 'ManifestsPublished')?.reason === 'PublishRetrying', 'the failed publish in the status', WAIT_MS);
+    await waitFor(
+      () => condition(fx.get('ClusterAddon', A, 'alpha'), 'ManifestsPublished')?.reason === 'PublishRetrying',
+      'the failed publish in the status',
+      WAIT_MS,
+    );
     // The publish key now backs off for ten minutes; the remote recovers and a Cluster changes.
     await unlink(path.join(fx.remote, 'hooks', 'pre-receive'));
     await patchCluster(A, 'alpha', 'alpha-thawed.test');

@@ -67,8 +67,18 @@ describe('controller killed while publishing', { timeout: 600_000 }, () => {
     custom = kc.makeApiClient(CustomObjectsApi);
     for (const namespace of ['git-stacks', 'pr-stacks']) {
       await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
-      await custom.createNamespacedCustomObject({ ...GROUP, plural: 'clusterstacks', namespace, body: aStack('ferrol', namespace) });
-      await custom.createNamespacedCustomObject({ ...CAPI, plural: 'clusters', namespace, body: aCluster('alpha', namespace, 'docker-ferrol-1-30-v2') });
+      await custom.createNamespacedCustomObject({
+        ...GROUP,
+        plural: 'clusterstacks',
+        namespace,
+        body: aStack('ferrol', namespace),
+      });
+      await custom.createNamespacedCustomObject({
+        ...CAPI,
+        plural: 'clusters',
+        namespace,
+        body: aCluster('alpha', namespace, 'docker-ferrol-1-30-v2'),
+      });
     }
   });
 
@@ -95,14 +105,30 @@ describe('controller killed while publishing', { timeout: 600_000 }, () => {
     };
   }
 
-  const moveAlpha = (namespace: string, host: string) => custom.patchNamespacedCustomObject({ ...CAPI, plural: 'clusters', namespace, name: 'alpha', body: { spec: { controlPlaneEndpoint: { host } } } }, MERGE());
-  const alphaPublished = (namespace: string) => ((api.get('clusterstack.x-k8s.io/v1alpha1', 'ClusterAddon', namespace, 'alpha') as { status?: { conditions?: Condition[] } } | undefined)?.status?.conditions ?? []).find((c) => c.type === 'ManifestsPublished');
+  const moveAlpha = (namespace: string, host: string) =>
+    custom.patchNamespacedCustomObject(
+      { ...CAPI, plural: 'clusters', namespace, name: 'alpha', body: { spec: { controlPlaneEndpoint: { host } } } },
+      MERGE(),
+    );
+  const alphaPublished = (namespace: string) =>
+    (
+      (
+        api.get('clusterstack.x-k8s.io/v1alpha1', 'ClusterAddon', namespace, 'alpha') as
+          { status?: { conditions?: Condition[] } } | undefined
+      )?.status?.conditions ?? []
+    ).find((c) => c.type === 'ManifestsPublished');
   // Under load every kill may land before the first push: then the branch does not exist yet.
-  const onBranch = (bare: string, branch: string, namespace: string) => Object.entries(git.head(bare, branch) === '' ? {} : git.files(bare, branch)).filter(([file]) => file.startsWith(`clusters/${namespace}/alpha/`)).map(([, content]) => content).join('\n');
+  const onBranch = (bare: string, branch: string, namespace: string) =>
+    Object.entries(git.head(bare, branch) === '' ? {} : git.files(bare, branch))
+      .filter(([file]) => file.startsWith(`clusters/${namespace}/alpha/`))
+      .map(([, content]) => content)
+      .join('\n');
 
   /** Where the last log line said the controller was. */
   const lastPhase = (controller: ControllerProcess): string => {
-    const last = controller.lines.filter((line) => typeof line['phase'] === 'string' || typeof line['msg'] === 'string').at(-1);
+    const last = controller.lines
+      .filter((line) => typeof line['phase'] === 'string' || typeof line['msg'] === 'string')
+      .at(-1);
     return String(last?.['phase'] ?? last?.['msg'] ?? 'start');
   };
 
@@ -118,14 +144,25 @@ describe('controller killed while publishing', { timeout: 600_000 }, () => {
    * step (a step it never reaches fails the test); then `randomKills` more, killed at random
    * points: the first while starting, the others in the reconcile that publishes.
    */
-  async function killRepeatedly(steps: readonly string[], randomKills: number, namespace: string, args: string[], env: Record<string, string>, bare: string, random: () => number): Promise<string[]> {
+  async function killRepeatedly(
+    steps: readonly string[],
+    randomKills: number,
+    namespace: string,
+    args: string[],
+    env: Record<string, string>,
+    bare: string,
+    random: () => number,
+  ): Promise<string[]> {
     const points: string[] = [];
     for (const [i, step] of steps.entries()) {
       await moveAlpha(namespace, `crash-${i}.test`);
       const controller = spawnController(bundle, args, { ...env, CLUSTERSTACK_CRASH_AT: step });
       running.push(controller);
       // The crash is the event waited for; the deadline only stops a controller that never gets there.
-      const code = await Promise.race([controller.exited, new Promise<'running'>((resolve) => setTimeout(() => resolve('running'), CONVERGE_MS))]);
+      const code = await Promise.race([
+        controller.exited,
+        new Promise<'running'>((resolve) => setTimeout(() => resolve('running'), CONVERGE_MS)),
+      ]);
       expect({ step, code, stderr: controller.stderr.join('') }).toEqual({ step, code: null, stderr: '' });
       points.push(`${step} (after ${lastPhase(controller)})`);
       await afterKill(controller, bare);
@@ -147,47 +184,79 @@ describe('controller killed while publishing', { timeout: 600_000 }, () => {
     return points;
   }
 
-  it.concurrent(`keeps the remote fsck-clean through a crash at each of ${GIT_STEPS.length} write steps and ${GIT_RANDOM_KILLS} random kills, and converges afterwards`, async () => {
-    const namespace = 'git-stacks';
-    const bare = git.bareRepo('fleet');
-    git.git(bare, 'config', 'http.receivepack', 'true');
-    const cacheDir = path.join(git.root, 'cache-git');
-    const args = ['--git', `${server.url}/fleet.git`, '--namespace', namespace];
-    const points = await killRepeatedly(GIT_STEPS, GIT_RANDOM_KILLS, namespace, args, environment(cacheDir), bare, randomFrom(seed));
-    console.info(`kill test (seed ${seed}): killed at ${points.join('; ')}`);
+  it.concurrent(
+    `keeps the remote fsck-clean through a crash at each of ${GIT_STEPS.length} write steps and ${GIT_RANDOM_KILLS} random kills, and converges afterwards`,
+    async () => {
+      const namespace = 'git-stacks';
+      const bare = git.bareRepo('fleet');
+      git.git(bare, 'config', 'http.receivepack', 'true');
+      const cacheDir = path.join(git.root, 'cache-git');
+      const args = ['--git', `${server.url}/fleet.git`, '--namespace', namespace];
+      const points = await killRepeatedly(
+        GIT_STEPS,
+        GIT_RANDOM_KILLS,
+        namespace,
+        args,
+        environment(cacheDir),
+        bare,
+        randomFrom(seed),
+      );
+      console.info(`kill test (seed ${seed}): killed at ${points.join('; ')}`);
 
-    await moveAlpha(namespace, 'converged.test');
-    const controller = spawnController(bundle, args, environment(cacheDir));
-    running.push(controller);
-    await waitFor(() => onBranch(bare, 'main', namespace).includes('converged.test') && alphaPublished(namespace)?.message?.includes(git.head(bare, 'main')) === true, 'the restarted controller to publish and report the last change', CONVERGE_MS);
-    expect(alphaPublished(namespace)).toMatchObject({ status: 'True', reason: 'ManifestsPublished' });
-    expect(await controller.terminate()).toBe(0);
-    running.splice(running.indexOf(controller), 1);
-    git.git(bare, 'fsck', '--full', '--strict', '--no-progress');
-  });
+      await moveAlpha(namespace, 'converged.test');
+      const controller = spawnController(bundle, args, environment(cacheDir));
+      running.push(controller);
+      await waitFor(
+        () =>
+          onBranch(bare, 'main', namespace).includes('converged.test') &&
+          alphaPublished(namespace)?.message?.includes(git.head(bare, 'main')) === true,
+        'the restarted controller to publish and report the last change',
+        CONVERGE_MS,
+      );
+      expect(alphaPublished(namespace)).toMatchObject({ status: 'True', reason: 'ManifestsPublished' });
+      expect(await controller.terminate()).toBe(0);
+      running.splice(running.indexOf(controller), 1);
+      git.git(bare, 'fsck', '--full', '--strict', '--no-progress');
+    },
+  );
 
-  it.concurrent(`opens one pull request, never two, through a crash at each of ${PR_STEPS.length} write steps and ${PR_RANDOM_KILLS} random kills in pull-request mode`, async () => {
-    const namespace = 'pr-stacks';
-    const bare = git.bareRepo('fleet-pr', { branch: 'main', files: { 'README.md': 'fleet\n' } });
-    git.git(bare, 'config', 'http.receivepack', 'true');
-    github.addRepo(OWNER, 'fleet-pr');
-    const cacheDir = path.join(git.root, 'cache-pr');
-    const args = ['--git', `${server.url}/fleet-pr.git`, '--pull-request', '--github-repo', `${OWNER}/fleet-pr`, '--namespace', namespace];
-    const env = environment(cacheDir, { GITHUB_TOKEN: TOKEN, GITHUB_API_URL: github.apiUrl });
-    const points = await killRepeatedly(PR_STEPS, PR_RANDOM_KILLS, namespace, args, env, bare, randomFrom(seed + 1));
-    console.info(`kill test, pull requests (seed ${seed}): killed at ${points.join('; ')}`);
-    const open = () => github.pulls(OWNER, 'fleet-pr').filter((pull) => pull.state === 'open');
-    expect(open().length).toBeLessThanOrEqual(1);
+  it.concurrent(
+    `opens one pull request, never two, through a crash at each of ${PR_STEPS.length} write steps and ${PR_RANDOM_KILLS} random kills in pull-request mode`,
+    async () => {
+      const namespace = 'pr-stacks';
+      const bare = git.bareRepo('fleet-pr', { branch: 'main', files: { 'README.md': 'fleet\n' } });
+      git.git(bare, 'config', 'http.receivepack', 'true');
+      github.addRepo(OWNER, 'fleet-pr');
+      const cacheDir = path.join(git.root, 'cache-pr');
+      const args = [
+        '--git',
+        `${server.url}/fleet-pr.git`,
+        '--pull-request',
+        '--github-repo',
+        `${OWNER}/fleet-pr`,
+        '--namespace',
+        namespace,
+      ];
+      const env = environment(cacheDir, { GITHUB_TOKEN: TOKEN, GITHUB_API_URL: github.apiUrl });
+      const points = await killRepeatedly(PR_STEPS, PR_RANDOM_KILLS, namespace, args, env, bare, randomFrom(seed + 1));
+      console.info(`kill test, pull requests (seed ${seed}): killed at ${points.join('; ')}`);
+      const open = () => github.pulls(OWNER, 'fleet-pr').filter((pull) => pull.state === 'open');
+      expect(open().length).toBeLessThanOrEqual(1);
 
-    await moveAlpha(namespace, 'converged-pr.test');
-    const controller = spawnController(bundle, args, env);
-    running.push(controller);
-    await waitFor(() => open().length === 1 && onBranch(bare, open()[0]!.headRef, namespace).includes('converged-pr.test'), 'the pull request to carry the last change', CONVERGE_MS);
-    expect(await controller.terminate()).toBe(0);
-    running.splice(running.indexOf(controller), 1);
-    // One pull request per head branch, ever: a duplicate would show as a second (open or closed) one.
-    const heads = github.pulls(OWNER, 'fleet-pr').map((pull) => pull.headRef);
-    expect(new Set(heads).size).toBe(heads.length);
-    git.git(bare, 'fsck', '--full', '--strict', '--no-progress');
-  });
+      await moveAlpha(namespace, 'converged-pr.test');
+      const controller = spawnController(bundle, args, env);
+      running.push(controller);
+      await waitFor(
+        () => open().length === 1 && onBranch(bare, open()[0]!.headRef, namespace).includes('converged-pr.test'),
+        'the pull request to carry the last change',
+        CONVERGE_MS,
+      );
+      expect(await controller.terminate()).toBe(0);
+      running.splice(running.indexOf(controller), 1);
+      // One pull request per head branch, ever: a duplicate would show as a second (open or closed) one.
+      const heads = github.pulls(OWNER, 'fleet-pr').map((pull) => pull.headRef);
+      expect(new Set(heads).size).toBe(heads.length);
+      git.git(bare, 'fsck', '--full', '--strict', '--no-progress');
+    },
+  );
 });

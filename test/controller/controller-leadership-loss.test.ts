@@ -5,12 +5,28 @@
 // the API answers again and publishes the next change. No replica is ever left alive but idle.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ControllerRuntime, ControllerRuntimeOptions } from '../../src/controller/run-controller.js';
-import { aCluster, aStack, CAPI, condition, MERGE, startControllerFixture, waitFor, type ControllerFixture } from '../support/controller-fixture.js';
+import {
+  aCluster,
+  aStack,
+  CAPI,
+  condition,
+  MERGE,
+  startControllerFixture,
+  waitFor,
+  type ControllerFixture,
+} from '../support/controller-fixture.js';
 
 const NS = 'cluster-stacks';
 
 const election = (identity: string): Partial<ControllerRuntimeOptions> => ({
-  leaderElection: { namespace: 'clusterstack-system', name: 'clusterstack-gitops-controller', identity, leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 200 },
+  leaderElection: {
+    namespace: 'clusterstack-system',
+    name: 'clusterstack-gitops-controller',
+    identity,
+    leaseDurationMs: 3000,
+    renewDeadlineMs: 2000,
+    retryPeriodMs: 200,
+  },
   health: { port: 0, host: '127.0.0.1' },
 });
 
@@ -40,7 +56,10 @@ describe('a leader that loses its lease in an API outage', () => {
 
   it('stops and ends its run, not-ready first, while the standby takes over and publishes (an API that accepts and never answers)', async () => {
     const first = await fx.start('first', election('first'));
-    await waitFor(() => first.isLeader() && condition(fx.get('ClusterAddon', NS, 'alpha'), 'ManifestsPublished')?.status === 'True', 'the first replica leading and publishing');
+    await waitFor(
+      () => first.isLeader() && condition(fx.get('ClusterAddon', NS, 'alpha'), 'ManifestsPublished')?.status === 'True',
+      'the first replica leading and publishing',
+    );
     const second = await fx.start('second', election('second'));
     await waitFor(() => second.cache.synced(), 'the standby synced');
     expect(await readiness(second)).toBe(200);
@@ -79,10 +98,21 @@ describe('a leader that loses its lease in an API outage', () => {
     fx.api.resume();
     await waitFor(() => second.isLeader(), 'the standby to take the lease over');
     const commits = fx.git.commitCount(fx.remote, 'main');
-    await fx.custom.patchNamespacedCustomObject({ ...CAPI, plural: 'clusters', namespace: NS, name: 'alpha', body: { spec: { controlPlaneEndpoint: { host: 'moved.test' } } } }, MERGE());
+    await fx.custom.patchNamespacedCustomObject(
+      {
+        ...CAPI,
+        plural: 'clusters',
+        namespace: NS,
+        name: 'alpha',
+        body: { spec: { controlPlaneEndpoint: { host: 'moved.test' } } },
+      },
+      MERGE(),
+    );
     await waitFor(() => fx.git.commitCount(fx.remote, 'main') > commits, 'the standby to publish the change');
     expect(first.isLeader()).toBe(false);
     expect(first.controller.completedReconciles).toBeGreaterThan(0);
-    expect(fx.api.get('coordination.k8s.io/v1', 'Lease', 'clusterstack-system', 'clusterstack-gitops-controller')?.['spec']).toMatchObject({ holderIdentity: 'second' });
+    expect(
+      fx.api.get('coordination.k8s.io/v1', 'Lease', 'clusterstack-system', 'clusterstack-gitops-controller')?.['spec'],
+    ).toMatchObject({ holderIdentity: 'second' });
   }, 90_000);
 });

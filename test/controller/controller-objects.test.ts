@@ -4,7 +4,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../src/api/types.js';
 import type { ControllerRuntime } from '../../src/controller/run-controller.js';
-import { aCluster, aStack, condition, startControllerFixture, waitFor, type ControllerFixture } from '../support/controller-fixture.js';
+import {
+  aCluster,
+  aStack,
+  condition,
+  startControllerFixture,
+  waitFor,
+  type ControllerFixture,
+} from '../support/controller-fixture.js';
 
 const NS = 'cluster-stacks';
 const LONG = `ferrol-${'x'.repeat(60)}-stack`;
@@ -13,7 +20,10 @@ const PROVIDER_GROUP = 'infrastructure.example.com';
 const versions = (fx: ControllerFixture) =>
   Object.fromEntries(
     ['ClusterStack', 'ClusterStackRelease', 'ClusterAddon'].flatMap((kind) =>
-      (fx.api.list('clusterstack.x-k8s.io/v1alpha1', kind, NS) as KubeObject[]).map((object) => [`${kind}/${object.metadata.name}`, object.metadata.resourceVersion]),
+      (fx.api.list('clusterstack.x-k8s.io/v1alpha1', kind, NS) as KubeObject[]).map((object) => [
+        `${kind}/${object.metadata.name}`,
+        object.metadata.resourceVersion,
+      ]),
     ),
   );
 
@@ -26,8 +36,21 @@ describe('controller objects, events and statuses', () => {
       api: {
         // A provider whose plurals are not "lowercase kind + s": only discovery finds them.
         resources: [
-          { group: PROVIDER_GROUP, version: 'v1alpha1', kind: 'ExampleClusterStackReleaseTemplate', plural: 'exampletemplates', namespaced: true },
-          { group: PROVIDER_GROUP, version: 'v1alpha1', kind: 'ExampleClusterStackRelease', plural: 'examplereleases', namespaced: true, statusSubresource: true },
+          {
+            group: PROVIDER_GROUP,
+            version: 'v1alpha1',
+            kind: 'ExampleClusterStackReleaseTemplate',
+            plural: 'exampletemplates',
+            namespaced: true,
+          },
+          {
+            group: PROVIDER_GROUP,
+            version: 'v1alpha1',
+            kind: 'ExampleClusterStackRelease',
+            plural: 'examplereleases',
+            namespaced: true,
+            statusSubresource: true,
+          },
         ],
       },
     });
@@ -35,7 +58,10 @@ describe('controller objects, events and statuses', () => {
     await fx.create(aStack(LONG, NS));
     await fx.create(aCluster('alpha', NS, 'docker-ferrol-1-30-v2'));
     runtime = await fx.start('first');
-    await waitFor(() => condition(fx.get('ClusterAddon', NS, 'alpha'), 'ManifestsPublished')?.status === 'True', 'the first publish');
+    await waitFor(
+      () => condition(fx.get('ClusterAddon', NS, 'alpha'), 'ManifestsPublished')?.status === 'True',
+      'the first publish',
+    );
   });
 
   afterAll(async () => {
@@ -43,7 +69,10 @@ describe('controller objects, events and statuses', () => {
   });
 
   it('serves a ClusterStack whose name is longer than 63 characters', async () => {
-    await waitFor(() => condition(fx.get('ClusterStack', NS, LONG), 'Ready')?.status === 'True', 'the long-named stack Ready');
+    await waitFor(
+      () => condition(fx.get('ClusterStack', NS, LONG), 'Ready')?.status === 'True',
+      'the long-named stack Ready',
+    );
     const release = fx.get('ClusterStackRelease', NS, 'docker-ferrol-1-30-v2')!;
     const label = release.metadata.labels?.['clusterstack.x-k8s.io/cluster-stack'] ?? '';
     expect(label.length).toBeLessThanOrEqual(63);
@@ -54,33 +83,84 @@ describe('controller objects, events and statuses', () => {
   it('records every event with the uid of the object it is about', async () => {
     const events = () => fx.api.list('v1', 'Event', NS) as Record<string, any>[];
     // Events are recorded once the objects they are about exist: after the statuses.
-    await waitFor(() => events().some((event) => event['reason'] === 'ManifestsPublished' && event['involvedObject'].kind === 'ClusterAddon'), 'the events of the first publish');
+    await waitFor(
+      () =>
+        events().some(
+          (event) => event['reason'] === 'ManifestsPublished' && event['involvedObject'].kind === 'ClusterAddon',
+        ),
+      'the events of the first publish',
+    );
     const kinds = new Set(events().map((event) => event['involvedObject'].kind));
     expect([...kinds].sort()).toEqual(['ClusterAddon', 'ClusterStack', 'ClusterStackRelease']);
     for (const event of events()) {
-      const subject = fx.api.get(event['involvedObject'].apiVersion, event['involvedObject'].kind, NS, event['involvedObject'].name);
-      expect({ reason: event['reason'], uid: event['involvedObject'].uid }).toEqual({ reason: event['reason'], uid: subject?.metadata.uid });
+      const subject = fx.api.get(
+        event['involvedObject'].apiVersion,
+        event['involvedObject'].kind,
+        NS,
+        event['involvedObject'].name,
+      );
+      expect({ reason: event['reason'], uid: event['involvedObject'].uid }).toEqual({
+        reason: event['reason'],
+        uid: subject?.metadata.uid,
+      });
     }
   });
 
   it('finds provider kinds through discovery, and says which kind is not served', async () => {
-    fx.api.seed({ apiVersion: `${PROVIDER_GROUP}/v1alpha1`, kind: 'ExampleClusterStackReleaseTemplate', metadata: { name: 'images', namespace: NS }, spec: { template: { spec: { imageSize: 'large' } } } });
-    const providerStack = aStack('example', NS, { provider: 'example', versions: [], noProvider: false, providerRef: { apiVersion: `${PROVIDER_GROUP}/v1alpha1`, kind: 'ExampleClusterStackReleaseTemplate', name: 'images' } });
+    fx.api.seed({
+      apiVersion: `${PROVIDER_GROUP}/v1alpha1`,
+      kind: 'ExampleClusterStackReleaseTemplate',
+      metadata: { name: 'images', namespace: NS },
+      spec: { template: { spec: { imageSize: 'large' } } },
+    });
+    const providerStack = aStack('example', NS, {
+      provider: 'example',
+      versions: [],
+      noProvider: false,
+      providerRef: {
+        apiVersion: `${PROVIDER_GROUP}/v1alpha1`,
+        kind: 'ExampleClusterStackReleaseTemplate',
+        name: 'images',
+      },
+    });
     await fx.create(providerStack);
-    await fx.create(aStack('missing', NS, { provider: 'missing', versions: [], noProvider: false, providerRef: { apiVersion: 'infrastructure.missing.example/v1', kind: 'MissingClusterStackReleaseTemplate', name: 'x' } }));
-    await waitFor(() => condition(fx.get('ClusterStack', NS, 'missing'), 'Ready')?.reason === 'ProviderKindNotServed', 'the missing kind reported');
-    expect(condition(fx.get('ClusterStack', NS, 'missing'), 'Ready')?.message).toContain('MissingClusterStackReleaseTemplate (infrastructure.missing.example/v1) is not served: the API server does not serve infrastructure.missing.example/v1');
+    await fx.create(
+      aStack('missing', NS, {
+        provider: 'missing',
+        versions: [],
+        noProvider: false,
+        providerRef: {
+          apiVersion: 'infrastructure.missing.example/v1',
+          kind: 'MissingClusterStackReleaseTemplate',
+          name: 'x',
+        },
+      }),
+    );
+    await waitFor(
+      () => condition(fx.get('ClusterStack', NS, 'missing'), 'Ready')?.reason === 'ProviderKindNotServed',
+      'the missing kind reported',
+    );
+    expect(condition(fx.get('ClusterStack', NS, 'missing'), 'Ready')?.message).toContain(
+      'MissingClusterStackReleaseTemplate (infrastructure.missing.example/v1) is not served: the API server does not serve infrastructure.missing.example/v1',
+    );
     // The example kinds were listed and watched under their real plurals.
-    expect(fx.api.requests.some((request) => request.path.endsWith(`/${PROVIDER_GROUP}/v1alpha1/exampletemplates`))).toBe(true);
+    expect(
+      fx.api.requests.some((request) => request.path.endsWith(`/${PROVIDER_GROUP}/v1alpha1/exampletemplates`)),
+    ).toBe(true);
     expect(fx.api.requests.some((request) => request.path.includes('exampleclusterstackreleasetemplates'))).toBe(false);
   });
 
   it('writes no status again after a restart: the commits it names come from Git', async () => {
     // A second commit, so that the directories last changed in different commits.
     await fx.create(aCluster('bravo', NS, 'docker-ferrol-1-30-v2'));
-    await waitFor(() => condition(fx.get('ClusterAddon', NS, 'bravo'), 'ManifestsPublished')?.status === 'True', 'bravo published');
+    await waitFor(
+      () => condition(fx.get('ClusterAddon', NS, 'bravo'), 'ManifestsPublished')?.status === 'True',
+      'bravo published',
+    );
     const alphaCommit = condition(fx.get('ClusterAddon', NS, 'alpha'), 'ManifestsPublished')?.message;
-    expect(alphaCommit).not.toEqual(condition(fx.get('ClusterAddon', NS, 'bravo'), 'ManifestsPublished')?.message?.replace('bravo', 'alpha'));
+    expect(alphaCommit).not.toEqual(
+      condition(fx.get('ClusterAddon', NS, 'bravo'), 'ManifestsPublished')?.message?.replace('bravo', 'alpha'),
+    );
     await waitFor(() => runtime.metrics.reconciles.value({ result: 'success' }) > 0, 'a settled reconcile');
     await runtime.stop();
     const before = versions(fx);

@@ -26,7 +26,10 @@ const SECRET_VALUE = 'tcp://docker-host-s3cr3t.example:2376';
 /** `kubectl kustomize deploy/`: what `kubectl apply -k deploy/` applies. */
 function baseDeploy(): Record<string, any>[] {
   const run = spawnSync(process.env.KUBECTL ?? 'kubectl', ['kustomize', 'deploy'], { encoding: 'utf8' });
-  if (run.status !== 0) throw new Error(`kubectl kustomize deploy failed (kubectl is needed for this test): ${run.stderr || run.error?.message}`);
+  if (run.status !== 0)
+    throw new Error(
+      `kubectl kustomize deploy failed (kubectl is needed for this test): ${run.stderr || run.error?.message}`,
+    );
   return (yaml.loadAll(run.stdout) as Record<string, any>[]).filter(Boolean);
 }
 
@@ -37,14 +40,39 @@ describe('controller reading provider Secrets and ConfigMaps', () => {
   beforeAll(async () => {
     github = await startFakeGitHub();
     addProviderRelease(github, 'infrastructure', 'v1.8.0');
-    fx = await startControllerFixture({ api: { users: { [SA_TOKEN]: serviceAccountUser('clusterstack-system', 'clusterstack-gitops-controller') } } });
-    for (const kind of ['CoreProvider', 'InfrastructureProvider']) fx.api.registerResource({ ...OPERATOR, kind, plural: `${kind.toLowerCase()}s`, namespaced: true, statusSubresource: true });
-    for (const namespace of ['clusterstack-system', 'capi-system', 'capd-system', 'noperm']) await fx.createNamespace(namespace);
+    fx = await startControllerFixture({
+      api: { users: { [SA_TOKEN]: serviceAccountUser('clusterstack-system', 'clusterstack-gitops-controller') } },
+    });
+    for (const kind of ['CoreProvider', 'InfrastructureProvider'])
+      fx.api.registerResource({
+        ...OPERATOR,
+        kind,
+        plural: `${kind.toLowerCase()}s`,
+        namespaced: true,
+        statusSubresource: true,
+      });
+    for (const namespace of ['clusterstack-system', 'capi-system', 'capd-system', 'noperm'])
+      await fx.createNamespace(namespace);
     // deploy/ as shipped: the provider-config ClusterRole bound nowhere ...
-    for (const object of baseDeploy().filter((candidate) => ['ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'].includes(candidate['kind']))) fx.api.seed(object as never);
+    for (const object of baseDeploy().filter((candidate) =>
+      ['ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'].includes(candidate['kind']),
+    ))
+      fx.api.seed(object as never);
     // ... then bound, as its comment says, in the namespaces holding providers (not in noperm).
     for (const namespace of ['capi-system', 'capd-system']) {
-      fx.api.seed({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'clusterstack-gitops-provider-config', namespace }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'clusterstack-gitops-provider-config' }, subjects: [{ kind: 'ServiceAccount', name: 'clusterstack-gitops-controller', namespace: 'clusterstack-system' }] } as never);
+      fx.api.seed({
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'RoleBinding',
+        metadata: { name: 'clusterstack-gitops-provider-config', namespace },
+        roleRef: {
+          apiGroup: 'rbac.authorization.k8s.io',
+          kind: 'ClusterRole',
+          name: 'clusterstack-gitops-provider-config',
+        },
+        subjects: [
+          { kind: 'ServiceAccount', name: 'clusterstack-gitops-controller', namespace: 'clusterstack-system' },
+        ],
+      } as never);
     }
   });
   afterAll(async () => {
@@ -52,61 +80,178 @@ describe('controller reading provider Secrets and ConfigMaps', () => {
     await github?.close();
   });
 
-  const provider = (kind: string, namespace: string, name: string, spec: Record<string, unknown>): KubeObject => ({ apiVersion: `${OPERATOR.group}/${OPERATOR.version}`, kind, metadata: { name, namespace }, spec });
-  const live = (kind: string, namespace: string, name: string) => fx.api.get(`${OPERATOR.group}/${OPERATOR.version}`, kind, namespace, name) as (KubeObject & { status?: Record<string, unknown> }) | undefined;
-  const dockerSpec = (secret: string) => ({ version: 'v1.8.0', configSecret: { name: secret }, fetchConfig: { url: 'https://github.com/kubernetes-sigs/cluster-api-provider-docker/releases' } });
+  const provider = (kind: string, namespace: string, name: string, spec: Record<string, unknown>): KubeObject => ({
+    apiVersion: `${OPERATOR.group}/${OPERATOR.version}`,
+    kind,
+    metadata: { name, namespace },
+    spec,
+  });
+  const live = (kind: string, namespace: string, name: string) =>
+    fx.api.get(`${OPERATOR.group}/${OPERATOR.version}`, kind, namespace, name) as
+      (KubeObject & { status?: Record<string, unknown> }) | undefined;
+  const dockerSpec = (secret: string) => ({
+    version: 'v1.8.0',
+    configSecret: { name: secret },
+    fetchConfig: { url: 'https://github.com/kubernetes-sigs/cluster-api-provider-docker/releases' },
+  });
 
   it('renders with the named Secret, additional manifests and selector ConfigMaps; withholds a provider whose Secret is missing or forbidden, naming it', async () => {
     const { custom } = fx;
     // The core from selector ConfigMaps (listed by label), two unrelated ConfigMaps beside it.
-    fx.api.seed({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'core-cluster-api-v1.8.0', namespace: 'capi-system', labels: { 'provider.cluster.x-k8s.io/name': 'cluster-api', 'provider.cluster.x-k8s.io/version': 'v1.8.0' } }, data: { metadata: providerFixture('core', 'v1.8.0', 'metadata.yaml'), components: providerFixture('core', 'v1.8.0', 'core-components.yaml') } } as never);
-    fx.api.seed({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'unrelated', namespace: 'capi-system', labels: { 'provider.cluster.x-k8s.io/name': 'other' } }, data: { metadata: 'x', components: 'y' } } as never);
-    fx.api.seed({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'docker-variables', namespace: 'capd-system' }, data: { DOCKER_HOST: Buffer.from(SECRET_VALUE).toString('base64') } } as never);
-    fx.api.seed({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'docker-extra', namespace: 'capd-system' }, data: { manifests: 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: docker-extra-settings\ndata:\n  from: additionalManifests\n' } } as never);
-    fx.api.seed({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'docker-variables', namespace: 'noperm' }, data: { DOCKER_HOST: Buffer.from(SECRET_VALUE).toString('base64') } } as never);
+    fx.api.seed({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: {
+        name: 'core-cluster-api-v1.8.0',
+        namespace: 'capi-system',
+        labels: { 'provider.cluster.x-k8s.io/name': 'cluster-api', 'provider.cluster.x-k8s.io/version': 'v1.8.0' },
+      },
+      data: {
+        metadata: providerFixture('core', 'v1.8.0', 'metadata.yaml'),
+        components: providerFixture('core', 'v1.8.0', 'core-components.yaml'),
+      },
+    } as never);
+    fx.api.seed({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'unrelated', namespace: 'capi-system', labels: { 'provider.cluster.x-k8s.io/name': 'other' } },
+      data: { metadata: 'x', components: 'y' },
+    } as never);
+    fx.api.seed({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'docker-variables', namespace: 'capd-system' },
+      data: { DOCKER_HOST: Buffer.from(SECRET_VALUE).toString('base64') },
+    } as never);
+    fx.api.seed({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'docker-extra', namespace: 'capd-system' },
+      data: {
+        manifests:
+          'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: docker-extra-settings\ndata:\n  from: additionalManifests\n',
+      },
+    } as never);
+    fx.api.seed({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'docker-variables', namespace: 'noperm' },
+      data: { DOCKER_HOST: Buffer.from(SECRET_VALUE).toString('base64') },
+    } as never);
 
     const objects = [
-      provider('CoreProvider', 'capi-system', 'cluster-api', { version: 'v1.8.0', fetchConfig: { selector: { matchLabels: { 'provider.cluster.x-k8s.io/name': 'cluster-api' } } } }),
-      provider('InfrastructureProvider', 'capd-system', 'docker', { ...dockerSpec('docker-variables'), additionalManifests: { name: 'docker-extra' } }),
+      provider('CoreProvider', 'capi-system', 'cluster-api', {
+        version: 'v1.8.0',
+        fetchConfig: { selector: { matchLabels: { 'provider.cluster.x-k8s.io/name': 'cluster-api' } } },
+      }),
+      provider('InfrastructureProvider', 'capd-system', 'docker', {
+        ...dockerSpec('docker-variables'),
+        additionalManifests: { name: 'docker-extra' },
+      }),
       provider('InfrastructureProvider', 'capd-system', 'docker-missing', dockerSpec('no-such-secret')),
       provider('InfrastructureProvider', 'noperm', 'docker-forbidden', dockerSpec('docker-variables')),
     ];
-    for (const object of objects) await custom.createNamespacedCustomObject({ ...OPERATOR, plural: `${object.kind.toLowerCase()}s`, namespace: object.metadata.namespace!, body: object });
+    for (const object of objects)
+      await custom.createNamespacedCustomObject({
+        ...OPERATOR,
+        plural: `${object.kind.toLowerCase()}s`,
+        namespace: object.metadata.namespace!,
+        body: object,
+      });
 
     const cacheDir = path.join(fx.work, 'provider-config-cache');
     const openSource = createSourceOpener({ cacheDir, githubApiUrl: github.apiUrl });
-    const sink = new Writable({ write(chunk, _encoding, done) { logLines.push(String(chunk)); done(); } });
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        logLines.push(String(chunk));
+        done();
+      },
+    });
     fx.api.clearRequests();
-    await fx.start('provider-config', { kubeConfig: fx.api.kubeConfig(SA_TOKEN), providerFetcher: createProviderFetcher({ cacheDir, githubApiUrl: github.apiUrl }, openSource), logger: pino({ level: 'debug' }, sink) });
+    await fx.start('provider-config', {
+      kubeConfig: fx.api.kubeConfig(SA_TOKEN),
+      providerFetcher: createProviderFetcher({ cacheDir, githubApiUrl: github.apiUrl }, openSource),
+      logger: pino({ level: 'debug' }, sink),
+    });
 
-    await waitFor(() => condition(live('InfrastructureProvider', 'capd-system', 'docker'), 'ManifestsPublished')?.status === 'True', 'the docker provider published');
-    await waitFor(() => condition(live('InfrastructureProvider', 'noperm', 'docker-forbidden'), 'ManifestsRendered')?.reason === 'ManifestsWithheld', 'the forbidden provider withheld');
-    await waitFor(() => condition(live('InfrastructureProvider', 'capd-system', 'docker-missing'), 'ManifestsRendered')?.reason === 'ManifestsWithheld', 'the missing-secret provider withheld');
+    await waitFor(
+      () => condition(live('InfrastructureProvider', 'capd-system', 'docker'), 'ManifestsPublished')?.status === 'True',
+      'the docker provider published',
+    );
+    await waitFor(
+      () =>
+        condition(live('InfrastructureProvider', 'noperm', 'docker-forbidden'), 'ManifestsRendered')?.reason ===
+        'ManifestsWithheld',
+      'the forbidden provider withheld',
+    );
+    await waitFor(
+      () =>
+        condition(live('InfrastructureProvider', 'capd-system', 'docker-missing'), 'ManifestsRendered')?.reason ===
+        'ManifestsWithheld',
+      'the missing-secret provider withheld',
+    );
 
     const published = fx.published();
-    const dockerObjects = Object.entries(published).filter(([file]) => file.startsWith('management/providers/infrastructureprovider-docker/') && !file.endsWith('kustomization.yaml')).flatMap(([, text]) => decodeYamlDocuments(text).map((document) => document.value as any));
+    const dockerObjects = Object.entries(published)
+      .filter(
+        ([file]) =>
+          file.startsWith('management/providers/infrastructureprovider-docker/') &&
+          !file.endsWith('kustomization.yaml'),
+      )
+      .flatMap(([, text]) => decodeYamlDocuments(text).map((document) => document.value as any));
     // The variable's value from the Secret, the object from additionalManifests.
-    expect(dockerObjects.find((object) => object.kind === 'ConfigMap' && object.metadata.name === 'capd-settings')?.data.dockerHost).toBe(SECRET_VALUE);
-    expect(dockerObjects.find((object) => object.metadata.name === 'docker-extra-settings')).toMatchObject({ kind: 'ConfigMap', metadata: { namespace: 'capd-system' }, data: { from: 'additionalManifests' } });
+    expect(
+      dockerObjects.find((object) => object.kind === 'ConfigMap' && object.metadata.name === 'capd-settings')?.data
+        .dockerHost,
+    ).toBe(SECRET_VALUE);
+    expect(dockerObjects.find((object) => object.metadata.name === 'docker-extra-settings')).toMatchObject({
+      kind: 'ConfigMap',
+      metadata: { namespace: 'capd-system' },
+      data: { from: 'additionalManifests' },
+    });
     // The core from its selector ConfigMap.
-    expect(live('CoreProvider', 'capi-system', 'cluster-api')!.status).toMatchObject({ installedVersion: 'v1.8.0', contract: 'v1beta1' });
-    expect(condition(live('CoreProvider', 'capi-system', 'cluster-api'), 'ManifestsRendered')!.message).toContain('ConfigMap capi-system/core-cluster-api-v1.8.0');
+    expect(live('CoreProvider', 'capi-system', 'cluster-api')!.status).toMatchObject({
+      installedVersion: 'v1.8.0',
+      contract: 'v1beta1',
+    });
+    expect(condition(live('CoreProvider', 'capi-system', 'cluster-api'), 'ManifestsRendered')!.message).toContain(
+      'ConfigMap capi-system/core-cluster-api-v1.8.0',
+    );
 
-    const forbidden = condition(live('InfrastructureProvider', 'noperm', 'docker-forbidden'), 'ManifestsRendered')!.message as string;
+    const forbidden = condition(live('InfrastructureProvider', 'noperm', 'docker-forbidden'), 'ManifestsRendered')!
+      .message as string;
     expect(forbidden).toContain('Secret noperm/docker-variables cannot be read');
     expect(forbidden).toContain('may not get secrets in namespace noperm (403 Forbidden)');
-    expect(forbidden).toContain('kubectl create rolebinding clusterstack-gitops-provider-config -n noperm --clusterrole clusterstack-gitops-provider-config');
-    expect(condition(live('InfrastructureProvider', 'capd-system', 'docker-missing'), 'ManifestsRendered')!.message).toContain('Secret capd-system/no-such-secret does not exist');
-    expect(Object.keys(published).some((file) => file.includes('docker-missing') || file.includes('docker-forbidden'))).toBe(false);
+    expect(forbidden).toContain(
+      'kubectl create rolebinding clusterstack-gitops-provider-config -n noperm --clusterrole clusterstack-gitops-provider-config',
+    );
+    expect(
+      condition(live('InfrastructureProvider', 'capd-system', 'docker-missing'), 'ManifestsRendered')!.message,
+    ).toContain('Secret capd-system/no-such-secret does not exist');
+    expect(
+      Object.keys(published).some((file) => file.includes('docker-missing') || file.includes('docker-forbidden')),
+    ).toBe(false);
 
     // Least privilege: Secrets are read one by one (GET), never listed or watched; ConfigMaps listed
     // only in the selector's namespace. The one 403 is the forbidden Secret.
     const secretRequests = fx.api.requests.filter((request) => /\/secrets(\/|$|\?)/.test(request.path));
     expect(secretRequests.length).toBeGreaterThan(0);
-    expect(secretRequests.every((request) => request.method === 'GET' && /\/namespaces\/[^/]+\/secrets\/[^/]+$/.test(request.path))).toBe(true);
+    expect(
+      secretRequests.every(
+        (request) => request.method === 'GET' && /\/namespaces\/[^/]+\/secrets\/[^/]+$/.test(request.path),
+      ),
+    ).toBe(true);
     const configMapLists = fx.api.requests.filter((request) => /\/configmaps$/.test(request.path));
-    expect([...new Set(configMapLists.map((request) => request.path))]).toEqual(['/api/v1/namespaces/capi-system/configmaps']);
-    expect([...new Set(fx.api.requests.filter((request) => request.status === 403).map((request) => `${request.method} ${request.path}`))]).toEqual(['GET /api/v1/namespaces/noperm/secrets/docker-variables']);
+    expect([...new Set(configMapLists.map((request) => request.path))]).toEqual([
+      '/api/v1/namespaces/capi-system/configmaps',
+    ]);
+    expect([
+      ...new Set(
+        fx.api.requests
+          .filter((request) => request.status === 403)
+          .map((request) => `${request.method} ${request.path}`),
+      ),
+    ]).toEqual(['GET /api/v1/namespaces/noperm/secrets/docker-variables']);
 
     // The value is in the rendered ConfigMap (the components ask for it), nowhere else.
     const everything = JSON.stringify([

@@ -42,7 +42,14 @@ describe('controller runtime', () => {
       runController({
         kubeConfig,
         kube: createKubeClient({ kubeConfig, identity }),
-        publisher: new GitPublisher({ repository: remote, branch: 'main', path: '', workDir: path.join(work, identity, 'clone'), author: { name: 'clusterstack', email: 'clusterstack@example.test' }, env: { PATH: process.env.PATH ?? '', HOME: work } }),
+        publisher: new GitPublisher({
+          repository: remote,
+          branch: 'main',
+          path: '',
+          workDir: path.join(work, identity, 'clone'),
+          author: { name: 'clusterstack', email: 'clusterstack@example.test' },
+          env: { PATH: process.env.PATH ?? '', HOME: work },
+        }),
         revisionKind: 'commit',
         defaultSource: releases,
         openSource: createSourceOpener({ cacheDir: path.join(work, identity, 'cache') }),
@@ -54,7 +61,14 @@ describe('controller runtime', () => {
         argocdNamespace: 'argocd',
         logger: pino({ level: 'silent' }),
         batchWindowMs: 300,
-        leaderElection: { namespace: 'clusterstack-system', name: 'clusterstack-gitops-controller', identity, leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 200 },
+        leaderElection: {
+          namespace: 'clusterstack-system',
+          name: 'clusterstack-gitops-controller',
+          identity,
+          leaseDurationMs: 3000,
+          renewDeadlineMs: 2000,
+          retryPeriodMs: 200,
+        },
         health: { port: 0, host: '127.0.0.1' },
       });
     const replicas = await Promise.all([start('replica-a'), start('replica-b')]);
@@ -70,30 +84,68 @@ describe('controller runtime', () => {
       version: 'v1alpha1',
       plural: 'clusterstacks',
       namespace: NS,
-      body: { apiVersion: 'clusterstack.x-k8s.io/v1alpha1', kind: 'ClusterStack', metadata: { name: 'ferrol' }, spec: { provider: 'docker', name: 'ferrol', kubernetesVersion: '1.30', versions: ['v2'], noProvider: true } },
+      body: {
+        apiVersion: 'clusterstack.x-k8s.io/v1alpha1',
+        kind: 'ClusterStack',
+        metadata: { name: 'ferrol' },
+        spec: { provider: 'docker', name: 'ferrol', kubernetesVersion: '1.30', versions: ['v2'], noProvider: true },
+      },
     });
-    for (const [name, className] of [['alpha', 'docker-ferrol-1-30-v2'], ['bravo', 'docker-ferrol-1-30-v3']]) {
+    for (const [name, className] of [
+      ['alpha', 'docker-ferrol-1-30-v2'],
+      ['bravo', 'docker-ferrol-1-30-v3'],
+    ]) {
       await custom.createNamespacedCustomObject({
         group: 'cluster.x-k8s.io',
         version: 'v1beta1',
         plural: 'clusters',
         namespace: NS,
-        body: { apiVersion: 'cluster.x-k8s.io/v1beta1', kind: 'Cluster', metadata: { name }, spec: { controlPlaneEndpoint: { host: `${name}.test`, port: 6443 }, clusterNetwork: { pods: { cidrBlocks: ['10.0.0.0/16'] } }, topology: { class: className, version: 'v1.30.4' } } },
+        body: {
+          apiVersion: 'cluster.x-k8s.io/v1beta1',
+          kind: 'Cluster',
+          metadata: { name },
+          spec: {
+            controlPlaneEndpoint: { host: `${name}.test`, port: 6443 },
+            clusterNetwork: { pods: { cidrBlocks: ['10.0.0.0/16'] } },
+            topology: { class: className, version: 'v1.30.4' },
+          },
+        },
       });
     }
 
-    const addon = (name: string) => api.get('clusterstack.x-k8s.io/v1alpha1', 'ClusterAddon', NS, name) as ClusterAddon | undefined;
-    await waitFor(() => addon('alpha')?.status?.conditions?.some((c) => c.type === 'ManifestsPublished' && c.status === 'True') === true && addon('bravo')?.status !== undefined, 'both ClusterAddons published');
-    const releasesNow = api.list('clusterstack.x-k8s.io/v1alpha1', 'ClusterStackRelease', NS) as unknown as ClusterStackRelease[];
-    expect(releasesNow.map((release) => release.metadata.name)).toEqual(['docker-ferrol-1-30-v2', 'docker-ferrol-1-30-v3']);
+    const addon = (name: string) =>
+      api.get('clusterstack.x-k8s.io/v1alpha1', 'ClusterAddon', NS, name) as ClusterAddon | undefined;
+    await waitFor(
+      () =>
+        addon('alpha')?.status?.conditions?.some((c) => c.type === 'ManifestsPublished' && c.status === 'True') ===
+          true && addon('bravo')?.status !== undefined,
+      'both ClusterAddons published',
+    );
+    const releasesNow = api.list(
+      'clusterstack.x-k8s.io/v1alpha1',
+      'ClusterStackRelease',
+      NS,
+    ) as unknown as ClusterStackRelease[];
+    expect(releasesNow.map((release) => release.metadata.name)).toEqual([
+      'docker-ferrol-1-30-v2',
+      'docker-ferrol-1-30-v3',
+    ]);
     expect(git.commitCount(remote, 'main')).toBe(1);
     // It never conflicted with its own writes (finalizer, then status, then the next reconcile on a lagging cache).
-    expect(api.requests.filter((request) => request.status === 409 && !request.path.includes('/leases')).map((request) => `${request.method} ${request.path}`)).toEqual([]);
+    expect(
+      api.requests
+        .filter((request) => request.status === 409 && !request.path.includes('/leases'))
+        .map((request) => `${request.method} ${request.path}`),
+    ).toEqual([]);
 
     // Only the leader reconciled.
     const [leader, follower] = replicas[0]!.isLeader() ? [replicas[0]!, replicas[1]!] : [replicas[1]!, replicas[0]!];
     expect(follower.isLeader()).toBe(false);
-    const reconciles = (replica: ControllerRuntime) => (['success', 'error', 'requeue'] as const).reduce((sum, result) => sum + replica.metrics.reconciles.value({ result }), 0);
+    const reconciles = (replica: ControllerRuntime) =>
+      (['success', 'error', 'requeue'] as const).reduce(
+        (sum, result) => sum + replica.metrics.reconciles.value({ result }),
+        0,
+      );
     expect(reconciles(follower)).toBe(0);
     expect(reconciles(leader)).toBeGreaterThan(0);
     const metrics = await (await fetch(`${leader.healthUrl}/metrics`)).text();
@@ -103,7 +155,13 @@ describe('controller runtime', () => {
     expect((await fetch(`${leader.healthUrl}/readyz`)).status).toBe(200);
 
     // A deleted object it owns comes back.
-    await custom.deleteNamespacedCustomObject({ group: 'clusterstack.x-k8s.io', version: 'v1alpha1', plural: 'clusteraddons', namespace: NS, name: 'bravo' });
+    await custom.deleteNamespacedCustomObject({
+      group: 'clusterstack.x-k8s.io',
+      version: 'v1alpha1',
+      plural: 'clusteraddons',
+      namespace: NS,
+      name: 'bravo',
+    });
     await waitFor(() => addon('bravo')?.status?.conditions !== undefined, 'the ClusterAddon recreated');
     expect(git.commitCount(remote, 'main')).toBe(1);
 
@@ -114,7 +172,14 @@ describe('controller runtime', () => {
     api.expireWatches();
     await new Promise((resolve) => setTimeout(resolve, 100));
     await custom.patchNamespacedCustomObject(
-      { group: 'cluster.x-k8s.io', version: 'v1beta1', plural: 'clusters', namespace: NS, name: 'alpha', body: { spec: { controlPlaneEndpoint: { host: 'alpha-moved.test' } } } },
+      {
+        group: 'cluster.x-k8s.io',
+        version: 'v1beta1',
+        plural: 'clusters',
+        namespace: NS,
+        name: 'alpha',
+        body: { spec: { controlPlaneEndpoint: { host: 'alpha-moved.test' } } },
+      },
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
     );
     await waitFor(() => git.commitCount(remote, 'main') === 2, 'the change after the API server came back');

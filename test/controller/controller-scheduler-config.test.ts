@@ -12,7 +12,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../src/api/types.js';
 import { SchedulerConfigFile } from '../../src/controller/reconcile/scheduler-config-file.js';
 import type { ControllerRuntime } from '../../src/controller/run-controller.js';
-import { aCluster, aStack, MERGE, startControllerFixture, waitFor, type ControllerFixture } from '../support/controller-fixture.js';
+import {
+  aCluster,
+  aStack,
+  MERGE,
+  startControllerFixture,
+  waitFor,
+  type ControllerFixture,
+} from '../support/controller-fixture.js';
 
 const NS = 'cluster-stacks';
 const TEAM = 'team-a';
@@ -56,14 +63,23 @@ class ConfigMapVolume {
 }
 
 function request(name: string, purpose: string): KubeObject {
-  return { apiVersion: 'clusters.openmcp.cloud/v1alpha1', kind: 'ClusterRequest', metadata: { name, namespace: TEAM }, spec: { purpose } };
+  return {
+    apiVersion: 'clusters.openmcp.cloud/v1alpha1',
+    kind: 'ClusterRequest',
+    metadata: { name, namespace: TEAM },
+    spec: { purpose },
+  };
 }
 
 describe('controller with a scheduler configuration file that changes', () => {
   let fx: ControllerFixture;
   let volume: ConfigMapVolume;
   let runtime: ControllerRuntime;
-  const status = (name: string) => (fx.api.get('clusters.openmcp.cloud/v1alpha1', 'ClusterRequest', TEAM, name) as { status?: Record<string, any> } | undefined)?.status;
+  const status = (name: string) =>
+    (
+      fx.api.get('clusters.openmcp.cloud/v1alpha1', 'ClusterRequest', TEAM, name) as
+        { status?: Record<string, any> } | undefined
+    )?.status;
   const scheduled = (name: string) => status(name)?.conditions?.find((c: { type: string }) => c.type === 'Scheduled');
   const treeFiles = (dir: string): string[] => {
     try {
@@ -72,14 +88,39 @@ describe('controller with a scheduler configuration file that changes', () => {
       return [];
     }
   };
-  const requestedClusters = () => treeFiles('management/_cluster-requests/clusters').filter((file) => !file.endsWith('kustomization.yaml'));
-  const events = (reason: string) => fx.api.list('v1', 'Event', TEAM).filter((event) => event['reason'] === reason) as (KubeObject & { message?: string; note?: string; regarding?: { name: string }; involvedObject?: { name: string } })[];
-  const createRequest = (name: string, purpose: string) => fx.custom.createNamespacedCustomObject({ ...OPENMCP, plural: 'clusterrequests', namespace: TEAM, body: request(name, purpose) });
-  const open = (file: string) => SchedulerConfigFile.open({ file, cwd: '/', logger: pino({ level: 'silent' }), debounceMs: 50, pollMs: 600_000 });
+  const requestedClusters = () =>
+    treeFiles('management/_cluster-requests/clusters').filter((file) => !file.endsWith('kustomization.yaml'));
+  const events = (reason: string) =>
+    fx.api.list('v1', 'Event', TEAM).filter((event) => event['reason'] === reason) as (KubeObject & {
+      message?: string;
+      note?: string;
+      regarding?: { name: string };
+      involvedObject?: { name: string };
+    })[];
+  const createRequest = (name: string, purpose: string) =>
+    fx.custom.createNamespacedCustomObject({
+      ...OPENMCP,
+      plural: 'clusterrequests',
+      namespace: TEAM,
+      body: request(name, purpose),
+    });
+  const open = (file: string) =>
+    SchedulerConfigFile.open({ file, cwd: '/', logger: pino({ level: 'silent' }), debounceMs: 50, pollMs: 600_000 });
 
   beforeAll(async () => {
     fx = await startControllerFixture({
-      api: { resources: [{ ...OPENMCP, kind: 'ClusterRequest', plural: 'clusterrequests', namespaced: true, statusSubresource: true, shortNames: ['cr', 'creq'] }] },
+      api: {
+        resources: [
+          {
+            ...OPENMCP,
+            kind: 'ClusterRequest',
+            plural: 'clusterrequests',
+            namespaced: true,
+            statusSubresource: true,
+            shortNames: ['cr', 'creq'],
+          },
+        ],
+      },
     });
     volume = new ConfigMapVolume(await mkdtemp(path.join(os.tmpdir(), 'csk-configmap-')));
     await volume.write(WORKLOAD);
@@ -87,10 +128,18 @@ describe('controller with a scheduler configuration file that changes', () => {
     await fx.createNamespace(TEAM);
     await fx.create(aStack('docker-ferrol-1-30', NS));
     await fx.create(aCluster('alpha', NS, 'docker-ferrol-1-30-v2'));
-    for (const [name, purpose] of [['web', 'workload'], ['batch', 'workload'], ['game', 'gaming']] as const) await createRequest(name, purpose);
+    for (const [name, purpose] of [
+      ['web', 'workload'],
+      ['batch', 'workload'],
+      ['game', 'gaming'],
+    ] as const)
+      await createRequest(name, purpose);
     // The poll is ten minutes: only the watch of the directory can see the swaps below in time.
     runtime = await fx.start('watching', { scheduler: await open(volume.file) });
-    await waitFor(() => status('web')?.phase === 'Granted' && scheduled('game')?.reason === 'UnknownPurpose', 'the first statuses');
+    await waitFor(
+      () => status('web')?.phase === 'Granted' && scheduled('game')?.reason === 'UnknownPurpose',
+      'the first statuses',
+    );
   });
 
   afterAll(async () => {
@@ -111,7 +160,9 @@ describe('controller with a scheduler configuration file that changes', () => {
     await waitFor(() => events('SchedulerConfigInvalid').length > 0, 'a SchedulerConfigInvalid event');
     const event = events('SchedulerConfigInvalid')[0]!;
     expect(event.type).toBe('Warning');
-    expect(event.note ?? event.message).toMatch(/scheduler\.yaml changed but is not valid \(.*not valid YAML.*\); the configuration read before \(sha256:[0-9a-f]{64}\) stays in effect/);
+    expect(event.note ?? event.message).toMatch(
+      /scheduler\.yaml changed but is not valid \(.*not valid YAML.*\); the configuration read before \(sha256:[0-9a-f]{64}\) stays in effect/,
+    );
     // Still scheduling with the previous mappings: a new workload request is granted.
     await createRequest('api', 'workload');
     await waitFor(() => status('api')?.phase === 'Granted', 'api to be granted under the configuration in effect');
@@ -127,11 +178,30 @@ describe('controller with a scheduler configuration file that changes', () => {
 
   it('keeps the cluster of a request whose purpose changed, reports it, and publishes the rest', async () => {
     const cluster = status('web')!.cluster;
-    await fx.custom.patchNamespacedCustomObject({ ...OPENMCP, plural: 'clusterrequests', namespace: TEAM, name: 'web', body: { spec: { purpose: 'gaming' } } }, MERGE());
+    await fx.custom.patchNamespacedCustomObject(
+      { ...OPENMCP, plural: 'clusterrequests', namespace: TEAM, name: 'web', body: { spec: { purpose: 'gaming' } } },
+      MERGE(),
+    );
     await createRequest('late', 'gaming');
-    await waitFor(() => scheduled('web')?.reason === 'PurposeChanged' && status('late')?.phase === 'Granted', 'web refused and late granted');
-    expect(status('web')).toMatchObject({ phase: 'Pending', cluster, conditions: [expect.objectContaining({ type: 'Scheduled', status: 'False', reason: 'PurposeChanged', message: expect.stringContaining(`was "workload" and is now "gaming"`) })] });
-    expect(requestedClusters()).toContain(`management/_cluster-requests/clusters/${cluster.namespace}/cluster-${cluster.name}.yaml`);
+    await waitFor(
+      () => scheduled('web')?.reason === 'PurposeChanged' && status('late')?.phase === 'Granted',
+      'web refused and late granted',
+    );
+    expect(status('web')).toMatchObject({
+      phase: 'Pending',
+      cluster,
+      conditions: [
+        expect.objectContaining({
+          type: 'Scheduled',
+          status: 'False',
+          reason: 'PurposeChanged',
+          message: expect.stringContaining(`was "workload" and is now "gaming"`),
+        }),
+      ],
+    });
+    expect(requestedClusters()).toContain(
+      `management/_cluster-requests/clusters/${cluster.namespace}/cluster-${cluster.name}.yaml`,
+    );
     expect(requestedClusters()).toHaveLength(4);
   });
 
@@ -146,6 +216,8 @@ describe('controller with a scheduler configuration file that changes', () => {
     expect(scheduled('batch')!.message).toMatch(/strategy: must be one of Balanced, Random, Simple, not "RoundRobin"/);
     expect(requestedClusters()).toEqual(published);
     // The profiles still follow the stacks.
-    expect(treeFiles('management/_cluster-requests/profiles')).toContain(`management/_cluster-requests/profiles/clusterprofile-${PROFILE}.yaml`);
+    expect(treeFiles('management/_cluster-requests/profiles')).toContain(
+      `management/_cluster-requests/profiles/clusterprofile-${PROFILE}.yaml`,
+    );
   });
 });

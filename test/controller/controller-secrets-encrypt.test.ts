@@ -6,7 +6,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ControllerRuntime } from '../../src/controller/run-controller.js';
 import { decodeYamlDocument } from '../../src/yaml/kube-yaml.js';
 import { runClusterstack, tempDir } from '../support/cli.js';
-import { aCluster, aStack, type ControllerFixture, startControllerFixture, waitFor } from '../support/controller-fixture.js';
+import {
+  aCluster,
+  aStack,
+  type ControllerFixture,
+  startControllerFixture,
+  waitFor,
+} from '../support/controller-fixture.js';
 import { ageKeygen, decryptWithSopsDecoder, sopsMetadataOf, unwrapDataKeyWithAgeCli } from '../support/sops-oracle.js';
 import { pino } from 'pino';
 
@@ -41,32 +47,54 @@ describe('controller --secrets encrypt', () => {
       secrets: 'encrypt',
       encryption: { recipients: [alice.recipient], recipientsOrigin: '--age-recipient' },
       engine: 'flux',
-      wiring: { engine: 'flux', name: 'clusterstacks', namespace: 'flux-system', source: { kind: 'git', url: URL, branch: 'main', path: '' }, sopsSecret: 'fleet-age' },
+      wiring: {
+        engine: 'flux',
+        name: 'clusterstacks',
+        namespace: 'flux-system',
+        source: { kind: 'git', url: URL, branch: 'main', path: '' },
+        sopsSecret: 'fleet-age',
+      },
     });
-    await waitFor(() => fx.git.head(fx.remote, 'main') !== '' && fx.published()[SECRET] !== undefined, 'the controller to publish the encrypted Secret');
+    await waitFor(
+      () => fx.git.head(fx.remote, 'main') !== '' && fx.published()[SECRET] !== undefined,
+      'the controller to publish the encrypted Secret',
+    );
     const files = fx.git.files(fx.remote, 'main');
     const document = files[SECRET]!;
     expect(sopsMetadataOf(document).age.map((entry) => entry.recipient)).toEqual([alice.recipient]);
     const dataKey = await unwrapDataKeyWithAgeCli(document, alice.identityFile, alice.recipient);
     const secret = await decryptWithSopsDecoder(document, dataKey);
     expect(secret).toMatchObject({ kind: 'Secret', metadata: { name: 'cilium-ca', namespace: 'kube-system' } });
-    expect(Buffer.from((secret['data'] as Record<string, string>)['ca.key']!, 'base64').toString('utf8')).toContain('PRIVATE KEY-----');
+    expect(Buffer.from((secret['data'] as Record<string, string>)['ca.key']!, 'base64').toString('utf8')).toContain(
+      'PRIVATE KEY-----',
+    );
     const stage = decodeYamlDocument(files[`flux/clusters/${NS}/echo/cluster-addon.yaml`]!).value as any;
     expect(stage.spec.decryption).toEqual({ provider: 'sops', secretRef: { name: 'fleet-age' } });
     const logged = entries.join('');
     expect(entries.length).toBeGreaterThan(0);
-    for (const value of Object.values(secret['data'] as Record<string, string>)) expect(logged).not.toContain(value.slice(0, 40));
+    for (const value of Object.values(secret['data'] as Record<string, string>))
+      expect(logged).not.toContain(value.slice(0, 40));
   });
 });
 
 describe('controller --secrets encrypt (start-up checks)', () => {
-  const base = ['controller', '--release-source', 'examples/sops-secrets/releases', '--output', '/nonexistent/csk-out', '--kubeconfig', '/nonexistent/kubeconfig'];
+  const base = [
+    'controller',
+    '--release-source',
+    'examples/sops-secrets/releases',
+    '--output',
+    '/nonexistent/csk-out',
+    '--kubeconfig',
+    '/nonexistent/kubeconfig',
+  ];
 
   it('refuses an invalid recipient, Argo CD wiring, or recipients without encrypt, before it starts', async () => {
     const bad = await runClusterstack([...base, '--secrets', 'encrypt', '--age-recipient', 'age1nope']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('is not an age X25519 recipient');
-    const argo = await runClusterstack([...base, '--secrets', 'encrypt', '--gitops', 'argocd'], { env: { CLUSTERSTACK_AGE_RECIPIENTS: (await ageKeygen(await tempDir('csk-age-'))).recipient } });
+    const argo = await runClusterstack([...base, '--secrets', 'encrypt', '--gitops', 'argocd'], {
+      env: { CLUSTERSTACK_AGE_RECIPIENTS: (await ageKeygen(await tempDir('csk-age-'))).recipient },
+    });
     expect(argo.code).toBe(2);
     expect(argo.stderr).toContain('--secrets encrypt cannot be combined with --gitops argocd');
     const stray = await runClusterstack([...base, '--age-recipient', 'age1nope']);

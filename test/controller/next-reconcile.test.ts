@@ -19,8 +19,12 @@ describe('nextReconcile', () => {
   });
 
   it('does not back off for failures a retry cannot fix or that wait for a signal', () => {
-    expect(nextReconcile([{ kind: 'fix-input', message: 'Secret refused' }], delays)).toEqual({ requeueAfterMs: 300_000 });
-    expect(nextReconcile([{ kind: 'wait', message: 'provider not ready' }], delays)).toEqual({ requeueAfterMs: 300_000 });
+    expect(nextReconcile([{ kind: 'fix-input', message: 'Secret refused' }], delays)).toEqual({
+      requeueAfterMs: 300_000,
+    });
+    expect(nextReconcile([{ kind: 'wait', message: 'provider not ready' }], delays)).toEqual({
+      requeueAfterMs: 300_000,
+    });
     expect(nextReconcile([], { ...delays, soonMs: 1000 })).toEqual({ requeueAfterMs: 1000 });
   });
 
@@ -51,10 +55,24 @@ describe('reasons and event types from the table', () => {
     expect(eventTypeOfReason('PublishRetrying')).toBe('Warning');
     expect(eventTypeOfReason('InvalidSpec')).toBe('Warning');
     expect(eventTypeOfReason('OutOfSync')).toBe('Warning');
-    const object = { apiVersion: 'clusterstack.x-k8s.io/v1alpha1', kind: 'ClusterStackRelease', metadata: { namespace: 'fleet', name: 'r' } };
-    const waiting = eventOnFailure(object, [], { type: 'ProviderReleaseReady', status: 'False', reason: 'ProviderReleaseNotReady', message: 'uploading the image' });
+    const object = {
+      apiVersion: 'clusterstack.x-k8s.io/v1alpha1',
+      kind: 'ClusterStackRelease',
+      metadata: { namespace: 'fleet', name: 'r' },
+    };
+    const waiting = eventOnFailure(object, [], {
+      type: 'ProviderReleaseReady',
+      status: 'False',
+      reason: 'ProviderReleaseNotReady',
+      message: 'uploading the image',
+    });
     expect(waiting).toMatchObject({ type: 'Normal', reason: 'ProviderReleaseNotReady' });
-    const failed = eventOnFailure(object, [], { type: 'ManifestsRendered', status: 'False', reason: 'RenderFailed', message: 'chart failed' });
+    const failed = eventOnFailure(object, [], {
+      type: 'ManifestsRendered',
+      status: 'False',
+      reason: 'RenderFailed',
+      message: 'chart failed',
+    });
     expect(failed).toMatchObject({ type: 'Warning' });
   });
 });

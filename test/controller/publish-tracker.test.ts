@@ -11,7 +11,12 @@ function countingPublisher(): Publisher {
   return {
     target: 'fake',
     readPrevious: async () => new Map(),
-    publish: async (): Promise<PublishResult> => ({ changed: true, written: [], removed: [], revision: `c${++commits}` }),
+    publish: async (): Promise<PublishResult> => ({
+      changed: true,
+      written: [],
+      removed: [],
+      revision: `c${++commits}`,
+    }),
   } as unknown as Publisher;
 }
 
@@ -21,25 +26,68 @@ function tree(files: Record<string, string>): RenderedTree {
 
 describe('dirtyUnitDirs', () => {
   it('names the unit directories with a written, changed or removed file, not those with only a kustomization change', () => {
-    const before = tree({ 'clusters/ns/a/addons/x.yaml': '1', 'clusters/ns/b/addons/x.yaml': '1', 'clusters/ns/c/addons/kustomization.yaml': '1', 'clusters/ns/gone/addons/x.yaml': '1' });
-    const after = tree({ 'clusters/ns/a/addons/x.yaml': '2', 'clusters/ns/b/addons/x.yaml': '1', 'clusters/ns/c/addons/kustomization.yaml': '2', 'clusters/ns/new/addons/x.yaml': '1' });
-    expect([...dirtyUnitDirs(before, after)].sort()).toEqual(['clusters/ns/a/addons', 'clusters/ns/gone/addons', 'clusters/ns/new/addons']);
+    const before = tree({
+      'clusters/ns/a/addons/x.yaml': '1',
+      'clusters/ns/b/addons/x.yaml': '1',
+      'clusters/ns/c/addons/kustomization.yaml': '1',
+      'clusters/ns/gone/addons/x.yaml': '1',
+    });
+    const after = tree({
+      'clusters/ns/a/addons/x.yaml': '2',
+      'clusters/ns/b/addons/x.yaml': '1',
+      'clusters/ns/c/addons/kustomization.yaml': '2',
+      'clusters/ns/new/addons/x.yaml': '1',
+    });
+    expect([...dirtyUnitDirs(before, after)].sort()).toEqual([
+      'clusters/ns/a/addons',
+      'clusters/ns/gone/addons',
+      'clusters/ns/new/addons',
+    ]);
   });
 });
 
 describe('PublishTracker', () => {
   it('names for each unit directory the commit that last changed it, across publishes that add, change and remove directories', async () => {
     const tracker = new PublishTracker(countingPublisher(), { revisionKind: 'commit', resyncMs: 60_000 });
-    const first = await tracker.publish(tree({ 'clusters/ns/a/addons/x.yaml': '1', 'clusters/ns/a/addons/y.yaml': '1', 'clusters/ns/b/addons/x.yaml': '1', 'management/ns/r1/cc.yaml': '1' }), CHANGE);
-    expect(Object.fromEntries(first.state.order.unitRevisions)).toEqual({ 'clusters/ns/a/addons': 'c1', 'clusters/ns/b/addons': 'c1', 'management/ns/r1': 'c1' });
+    const first = await tracker.publish(
+      tree({
+        'clusters/ns/a/addons/x.yaml': '1',
+        'clusters/ns/a/addons/y.yaml': '1',
+        'clusters/ns/b/addons/x.yaml': '1',
+        'management/ns/r1/cc.yaml': '1',
+      }),
+      CHANGE,
+    );
+    expect(Object.fromEntries(first.state.order.unitRevisions)).toEqual({
+      'clusters/ns/a/addons': 'c1',
+      'clusters/ns/b/addons': 'c1',
+      'management/ns/r1': 'c1',
+    });
 
     // a loses one of its two files (stays), b changes, r1 goes, c comes.
-    const second = await tracker.publish(tree({ 'clusters/ns/a/addons/x.yaml': '1', 'clusters/ns/b/addons/x.yaml': '2', 'clusters/ns/c/addons/x.yaml': '1' }), CHANGE);
-    expect(Object.fromEntries(second.state.order.unitRevisions)).toEqual({ 'clusters/ns/a/addons': 'c2', 'clusters/ns/b/addons': 'c2', 'clusters/ns/c/addons': 'c2' });
+    const second = await tracker.publish(
+      tree({
+        'clusters/ns/a/addons/x.yaml': '1',
+        'clusters/ns/b/addons/x.yaml': '2',
+        'clusters/ns/c/addons/x.yaml': '1',
+      }),
+      CHANGE,
+    );
+    expect(Object.fromEntries(second.state.order.unitRevisions)).toEqual({
+      'clusters/ns/a/addons': 'c2',
+      'clusters/ns/b/addons': 'c2',
+      'clusters/ns/c/addons': 'c2',
+    });
 
     // a loses its last file; c is untouched and keeps its commit.
-    const third = await tracker.publish(tree({ 'clusters/ns/b/addons/x.yaml': '3', 'clusters/ns/c/addons/x.yaml': '1' }), CHANGE);
-    expect(Object.fromEntries(third.state.order.unitRevisions)).toEqual({ 'clusters/ns/b/addons': 'c3', 'clusters/ns/c/addons': 'c2' });
+    const third = await tracker.publish(
+      tree({ 'clusters/ns/b/addons/x.yaml': '3', 'clusters/ns/c/addons/x.yaml': '1' }),
+      CHANGE,
+    );
+    expect(Object.fromEntries(third.state.order.unitRevisions)).toEqual({
+      'clusters/ns/b/addons': 'c3',
+      'clusters/ns/c/addons': 'c2',
+    });
     expect(third.state.order.history).toEqual(['c1', 'c2', 'c3']);
   });
 });

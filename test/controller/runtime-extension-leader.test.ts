@@ -15,17 +15,37 @@ describe('runtime extension Service routed to the leader', () => {
   let cert: SelfSignedCert;
   const replicas = new Map<string, ControllerRuntime>();
 
-  const slice = () => fixture.api.get('discovery.k8s.io/v1', 'EndpointSlice', NS, `${SERVICE}-leader`) as Record<string, any> | undefined;
+  const slice = () =>
+    fixture.api.get('discovery.k8s.io/v1', 'EndpointSlice', NS, `${SERVICE}-leader`) as Record<string, any> | undefined;
   const sliceAddress = () => slice()?.['endpoints']?.[0]?.addresses?.[0] as string | undefined;
   const start = (name: string, podIP: string) =>
     fixture.start(name, {
-      leaderElection: { namespace: NS, name: 'clusterstack-gitops-controller', identity: name, leaseDurationMs: 1500, renewDeadlineMs: 1000, retryPeriodMs: 100 },
-      runtimeExtension: { port: 0, host: '127.0.0.1', certFile: cert.certFile, keyFile: cert.keyFile, leaderService: { service: SERVICE, namespace: NS, podIP, podName: name } },
+      leaderElection: {
+        namespace: NS,
+        name: 'clusterstack-gitops-controller',
+        identity: name,
+        leaseDurationMs: 1500,
+        renewDeadlineMs: 1000,
+        retryPeriodMs: 100,
+      },
+      runtimeExtension: {
+        port: 0,
+        host: '127.0.0.1',
+        certFile: cert.certFile,
+        keyFile: cert.keyFile,
+        leaderService: { service: SERVICE, namespace: NS, podIP, podName: name },
+      },
     });
 
   beforeAll(async () => {
     fixture = await startControllerFixture();
-    fixture.api.registerResource({ group: 'discovery.k8s.io', version: 'v1', kind: 'EndpointSlice', plural: 'endpointslices', namespaced: true });
+    fixture.api.registerResource({
+      group: 'discovery.k8s.io',
+      version: 'v1',
+      kind: 'EndpointSlice',
+      plural: 'endpointslices',
+      namespaced: true,
+    });
     await fixture.createNamespace(NS);
     cert = makeSelfSignedCert();
     replicas.set('replica-a', await start('replica-a', '10.0.0.1'));
@@ -44,9 +64,20 @@ describe('runtime extension Service routed to the leader', () => {
     const ipOf = (name: string) => (name === 'replica-a' ? '10.0.0.1' : '10.0.0.2');
     await waitFor(() => sliceAddress() === ipOf(leaderName), 'the slice naming the leader');
     expect(slice()).toMatchObject({
-      metadata: { labels: { 'kubernetes.io/service-name': SERVICE, 'endpointslice.kubernetes.io/managed-by': 'clusterstack-gitops' } },
+      metadata: {
+        labels: {
+          'kubernetes.io/service-name': SERVICE,
+          'endpointslice.kubernetes.io/managed-by': 'clusterstack-gitops',
+        },
+      },
       addressType: 'IPv4',
-      endpoints: [{ addresses: [ipOf(leaderName)], conditions: { ready: true }, targetRef: { kind: 'Pod', namespace: NS, name: leaderName } }],
+      endpoints: [
+        {
+          addresses: [ipOf(leaderName)],
+          conditions: { ready: true },
+          targetRef: { kind: 'Pod', namespace: NS, name: leaderName },
+        },
+      ],
       ports: [{ name: 'https', protocol: 'TCP', port: Number(new URL(leader.extensionUrl!).port) }],
     });
 

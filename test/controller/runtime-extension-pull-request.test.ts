@@ -11,7 +11,16 @@ import { GitHistoryReader } from '../../gitops/git-history.js';
 import { PullRequestPublisher } from '../../gitops/pull-request-publisher.js';
 import type { KubeObject } from '../../src/api/types.js';
 import type { ControllerRuntime } from '../../src/controller/run-controller.js';
-import { aStack, CAPI, condition, MERGE, readyKustomization, startControllerFixture, waitFor, type ControllerFixture } from '../support/controller-fixture.js';
+import {
+  aStack,
+  CAPI,
+  condition,
+  MERGE,
+  readyKustomization,
+  startControllerFixture,
+  waitFor,
+  type ControllerFixture,
+} from '../support/controller-fixture.js';
 import { beforeClusterUpgradeRequest, callExtension, hookPath, type HookCall } from '../support/fake-capi-caller.js';
 import { startFakeGitHub, type FakeGitHub } from '../support/fake-github/index.js';
 import { makeSelfSignedCert, type SelfSignedCert } from '../support/self-signed-cert.js';
@@ -33,12 +42,17 @@ describe('runtime extension in pull-request mode', () => {
     apiVersion: 'cluster.x-k8s.io/v1beta1',
     kind: 'Cluster',
     metadata: { name: 'alpha', namespace: NS },
-    spec: { controlPlaneEndpoint: { host: 'alpha.test', port: 6443 }, clusterNetwork: { pods: { cidrBlocks: ['10.0.0.0/16'] } }, topology: { class: className, version } },
+    spec: {
+      controlPlaneEndpoint: { host: 'alpha.test', port: 6443 },
+      clusterNetwork: { pods: { cidrBlocks: ['10.0.0.0/16'] } },
+      topology: { class: className, version },
+    },
   });
   const liveCluster = () => fixture.get('Cluster', NS, 'alpha') as KubeObject;
   const onBranch = (branch: string) => (fixture.git.head(bare, branch) === '' ? {} : fixture.git.files(bare, branch));
   const openPulls = () => github.pulls(OWNER, REPO).filter((pull) => pull.state === 'open');
-  const call = (body: unknown): Promise<HookCall> => callExtension(runtime.extensionUrl!, hookPath('BeforeClusterUpgrade', 'before-cluster-upgrade'), body, cert.ca);
+  const call = (body: unknown): Promise<HookCall> =>
+    callExtension(runtime.extensionUrl!, hookPath('BeforeClusterUpgrade', 'before-cluster-upgrade'), body, cert.ca);
   /** What GitHub does on "Squash and merge": one new commit on main with the branch's tree. */
   const squashMerge = (branch: string): string => {
     const parent = fixture.git.head(bare, 'main');
@@ -48,7 +62,8 @@ describe('runtime extension in pull-request mode', () => {
     return commit;
   };
   /** Flux reporting it applied `revision` of main for the cluster's directory. */
-  const fluxApplied = (revision: string) => fixture.api.seed(readyKustomization('alpha', `clusters/${NS}/alpha`, revision));
+  const fluxApplied = (revision: string) =>
+    fixture.api.seed(readyKustomization('alpha', `clusters/${NS}/alpha`, revision));
   async function callUntil(body: () => unknown, check: (answer: HookCall) => boolean, what: string): Promise<HookCall> {
     let last: HookCall | undefined;
     const deadline = Date.now() + 60_000;
@@ -77,14 +92,32 @@ describe('runtime extension in pull-request mode', () => {
         git: { repository: bare, baseBranch: 'main', path: '', workDir: path.join(dir, 'clone'), author, env },
         github: { owner: OWNER, repo: REPO, baseUrl: github.apiUrl, token: TOKEN },
       }),
-      history: new GitHistoryReader({ repository: bare, branch: 'main', path: '', workDir: path.join(dir, 'history'), author, env }),
-      runtimeExtension: { port: 0, host: '127.0.0.1', certFile: cert.certFile, keyFile: cert.keyFile, retryAfterSeconds: 5, timeoutMs: 30 * 60_000, revisitIntervalMs: 200 },
+      history: new GitHistoryReader({
+        repository: bare,
+        branch: 'main',
+        path: '',
+        workDir: path.join(dir, 'history'),
+        author,
+        env,
+      }),
+      runtimeExtension: {
+        port: 0,
+        host: '127.0.0.1',
+        certFile: cert.certFile,
+        keyFile: cert.keyFile,
+        retryAfterSeconds: 5,
+        timeoutMs: 30 * 60_000,
+        revisitIntervalMs: 200,
+      },
     });
     await fixture.create(aStack('ferrol', NS, { versions: ['v1', 'v3'] }));
     await fixture.create(cluster('docker-ferrol-1-30-v1', 'v1.30.2'));
     await waitFor(() => openPulls().length === 1, 'the first pull request');
     prBranch = openPulls()[0]!.headRef;
-    await waitFor(() => Object.keys(onBranch(prBranch)).some((file) => file.startsWith(`clusters/${NS}/alpha/cluster-addon/`)), 'the v1 addons on the pull request branch');
+    await waitFor(
+      () => Object.keys(onBranch(prBranch)).some((file) => file.startsWith(`clusters/${NS}/alpha/cluster-addon/`)),
+      'the v1 addons on the pull request branch',
+    );
     fluxApplied(squashMerge(prBranch));
   }, 120_000);
 
@@ -95,28 +128,56 @@ describe('runtime extension in pull-request mode', () => {
   });
 
   it('holds the upgrade while the addons are only proposed, even when Flux applied a newer commit of main, and lets go once it applied the squash merge', async () => {
-    await fixture.custom.patchNamespacedCustomObject({ ...CAPI, plural: 'clusters', namespace: NS, name: 'alpha', body: { spec: { topology: { class: 'docker-ferrol-1-30-v3', version: 'v1.30.4' } } } }, MERGE());
-    await waitFor(() => Object.keys(onBranch(prBranch)).some((file) => file.startsWith(`clusters/${NS}/alpha/cni/`)), 'the v3 addons on the pull request branch');
+    await fixture.custom.patchNamespacedCustomObject(
+      {
+        ...CAPI,
+        plural: 'clusters',
+        namespace: NS,
+        name: 'alpha',
+        body: { spec: { topology: { class: 'docker-ferrol-1-30-v3', version: 'v1.30.4' } } },
+      },
+      MERGE(),
+    );
+    await waitFor(
+      () => Object.keys(onBranch(prBranch)).some((file) => file.startsWith(`clusters/${NS}/alpha/cni/`)),
+      'the v3 addons on the pull request branch',
+    );
     const request = () => beforeClusterUpgradeRequest(liveCluster(), 'v1.30.2', 'v1.30.4');
 
     // A person's commit lands on main meanwhile, and Flux applies it: it does not hold the v3 addons.
     const unrelated = fixture.git.commitFiles(bare, 'main', { 'docs/notes.md': 'unrelated\n' }, 'Notes');
     fluxApplied(unrelated);
-    const held = await callUntil(request, (answer) => /proposed in pull request .* not merged yet/.test(String(answer.body['message'])), 'naming the unmerged pull request');
+    const held = await callUntil(
+      request,
+      (answer) => /proposed in pull request .* not merged yet/.test(String(answer.body['message'])),
+      'naming the unmerged pull request',
+    );
     expect(held.body).toMatchObject({ status: 'Success', retryAfterSeconds: 5 });
-    expect(condition(fixture.get('ClusterAddon', NS, 'alpha'), 'ManifestsPublished')).toMatchObject({ status: 'Unknown', reason: 'ProposedInPullRequest' });
+    expect(condition(fixture.get('ClusterAddon', NS, 'alpha'), 'ManifestsPublished')).toMatchObject({
+      status: 'Unknown',
+      reason: 'ProposedInPullRequest',
+    });
 
     // Squash and merge: a commit the controller never pushed. Until Flux applied it, still held.
     const merged = squashMerge(prBranch);
     const stillHeld = await call(request());
     expect(stillHeld.body['retryAfterSeconds']).toBe(5);
     fluxApplied(merged);
-    const released = await callUntil(request, (answer) => answer.body['retryAfterSeconds'] === 0, 'letting the upgrade go');
+    const released = await callUntil(
+      request,
+      (answer) => answer.body['retryAfterSeconds'] === 0,
+      'letting the upgrade go',
+    );
     expect(released.body).toMatchObject({ status: 'Success', retryAfterSeconds: 0 });
     // The ClusterAddon names the merge commit as the one holding each v3 stage.
     await waitFor(() => {
-      const stages = ((fixture.get('ClusterAddon', NS, 'alpha')?.['status'] as { stages?: { release?: string; revision?: string }[] })?.stages ?? []);
-      return stages.length > 0 && stages.every((stage) => stage.release === 'docker-ferrol-1-30-v3' && stage.revision === merged);
+      const stages =
+        (fixture.get('ClusterAddon', NS, 'alpha')?.['status'] as { stages?: { release?: string; revision?: string }[] })
+          ?.stages ?? [];
+      return (
+        stages.length > 0 &&
+        stages.every((stage) => stage.release === 'docker-ferrol-1-30-v3' && stage.revision === merged)
+      );
     }, 'the stages recorded at the merge commit');
     // The base holds the tree now: the pull request GitHub would have closed on merge is closed as unnecessary here.
     await waitFor(() => openPulls().length === 0, 'the pull request closed once the base holds the tree');

@@ -2,7 +2,12 @@
 // source fails or hangs, and downloads that never wait on a source that is down.
 import { describe, expect, it } from 'vitest';
 import { SourceListings } from '../../src/controller/reconcile/source-listings.js';
-import { listingFromTags, ReleaseSourceError, type ReleaseListing, type ReleaseSource } from '../../src/release/release-source.js';
+import {
+  listingFromTags,
+  ReleaseSourceError,
+  type ReleaseListing,
+  type ReleaseSource,
+} from '../../src/release/release-source.js';
 
 const V1 = 'docker-ferrol-1-30-v1';
 const V2 = 'docker-ferrol-1-30-v2';
@@ -14,7 +19,8 @@ function aSource(location: string) {
     location,
     list: (): Promise<ReleaseListing> => {
       if (control.mode === 'fail') return Promise.reject(new ReleaseSourceError('unavailable', 'GitHub answered 503'));
-      if (control.mode === 'refuse') return Promise.reject(new ReleaseSourceError('not-found', 'repository org/stacks not found'));
+      if (control.mode === 'refuse')
+        return Promise.reject(new ReleaseSourceError('not-found', 'repository org/stacks not found'));
       if (control.mode === 'hang') return new Promise(() => undefined);
       return Promise.resolve(listingFromTags(control.tags.map((tag) => ({ tag }))));
     },
@@ -44,7 +50,11 @@ describe('SourceListings', () => {
     const round = listings.roundOpener(() => [V2]);
     const opened = round.opener('github:org/stacks');
     expect(tagsOf(await opened.list())).toEqual([V1]);
-    expect(round.failureOf('github:org/stacks')).toEqual({ message: 'listing releases from github:org/stacks failed: GitHub answered 503', fallback: true, kind: 'retry' });
+    expect(round.failureOf('github:org/stacks')).toEqual({
+      message: 'listing releases from github:org/stacks failed: GitHub answered 503',
+      fallback: true,
+      kind: 'retry',
+    });
     expect((await opened.fetch(V1)).tag).toBe(V1);
     await expect(opened.fetch(V2)).rejects.toThrow(/github:org\/stacks is unavailable/);
     expect(control.fetches).toEqual([V1]);
@@ -94,7 +104,9 @@ describe('SourceListings', () => {
       location: 'github:org/slow',
       list: () => {
         calls += 1;
-        return calls === 1 ? new Promise<ReleaseListing>((resolve) => (answer = resolve)) : Promise.resolve(listingFromTags([{ tag: V1 }]));
+        return calls === 1
+          ? new Promise<ReleaseListing>((resolve) => (answer = resolve))
+          : Promise.resolve(listingFromTags([{ tag: V1 }]));
       },
       fetch: async (tag) => ({ tag, dir: `/releases/${tag}`, digest: `sha256:${tag}` }),
     };
@@ -106,7 +118,14 @@ describe('SourceListings', () => {
     await new Promise((resolve) => setImmediate(resolve));
     // The late answer is in; the next refresh says a render should look (its stack key asks for a publish).
     expect(await listings.refresh('github:org/slow')).toEqual({ changed: true });
-    expect(tagsOf(await listings.roundOpener(() => []).opener('github:org/slow').list())).toEqual([V1]);
+    expect(
+      tagsOf(
+        await listings
+          .roundOpener(() => [])
+          .opener('github:org/slow')
+          .list(),
+      ),
+    ).toEqual([V1]);
   });
 
   it('lists a source nobody listed yet once, for the first round that needs it', async () => {

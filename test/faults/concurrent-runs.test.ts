@@ -19,7 +19,15 @@ interface Rendered {
 }
 
 async function render(inputs: string, target: string[], extra: string[] = []): Promise<Rendered> {
-  const result = await runClusterstack(['render', inputs, '--release-source', EXAMPLE_RELEASES, ...target, '--json', ...extra]);
+  const result = await runClusterstack([
+    'render',
+    inputs,
+    '--release-source',
+    EXAMPLE_RELEASES,
+    ...target,
+    '--json',
+    ...extra,
+  ]);
   return { code: result.code, stderr: result.stderr, report: result.stdout ? JSON.parse(result.stdout) : {} };
 }
 
@@ -28,7 +36,13 @@ async function withoutAlpha(): Promise<string> {
   const dir = await tempDir('csk-b-');
   await cp(EXAMPLE_MANIFESTS, dir, { recursive: true });
   const clusters = readFileSync(path.join(dir, 'clusters.yaml'), 'utf8');
-  writeFileSync(path.join(dir, 'clusters.yaml'), clusters.split(/^---$/m).filter((doc) => !/name: alpha\n/.test(doc)).join('---'));
+  writeFileSync(
+    path.join(dir, 'clusters.yaml'),
+    clusters
+      .split(/^---$/m)
+      .filter((doc) => !/name: alpha\n/.test(doc))
+      .join('---'),
+  );
   return dir;
 }
 
@@ -46,13 +60,19 @@ async function processId(alive: boolean): Promise<{ pid: number; stop: () => voi
 
 function writeLock(file: string, pid: number): void {
   mkdirSync(path.dirname(file), { recursive: true });
-  writeFileSync(file, `${JSON.stringify({ pid, hostname: os.hostname(), since: '2026-11-23T10:00:00.000Z', command: 'clusterstack render', token: 'someone-else' })}\n`);
+  writeFileSync(
+    file,
+    `${JSON.stringify({ pid, hostname: os.hostname(), since: '2026-11-23T10:00:00.000Z', command: 'clusterstack render', token: 'someone-else' })}\n`,
+  );
 }
 
 describe('two renders into one in-place work tree', () => {
   it('with the same inputs: one commit; the other says nothing changed, which is true', async () => {
     const repo = path.join(await tempDir('csk-race-'), 'repo');
-    const [first, second] = await Promise.all([render(EXAMPLE_MANIFESTS, ['--git', repo]), render(EXAMPLE_MANIFESTS, ['--git', repo])]);
+    const [first, second] = await Promise.all([
+      render(EXAMPLE_MANIFESTS, ['--git', repo]),
+      render(EXAMPLE_MANIFESTS, ['--git', repo]),
+    ]);
     expect([first.code, second.code]).toEqual([0, 0]);
     expect(sandbox.commitCount(repo, 'main')).toBe(1);
     const [committed, unchanged] = first.report.changed ? [first, second] : [second, first];
@@ -68,7 +88,8 @@ describe('two renders into one in-place work tree', () => {
     expect([a.code, other.code]).toEqual([0, 0]);
     expect(a.report.changed && other.report.changed).toBe(true);
     expect(sandbox.commitCount(repo, 'main')).toBe(2);
-    const withAlpha = (commit: string): boolean => sandbox.git(repo, 'ls-tree', '-r', '--name-only', commit).includes('clusters/cluster-stacks/alpha/');
+    const withAlpha = (commit: string): boolean =>
+      sandbox.git(repo, 'ls-tree', '-r', '--name-only', commit).includes('clusters/cluster-stacks/alpha/');
     expect(withAlpha(a.report.commit!)).toBe(true);
     expect(withAlpha(other.report.commit!)).toBe(false);
     expect(committedDigest(repo, a.report.commit!)).not.toBe(committedDigest(repo, other.report.commit!));
@@ -79,7 +100,10 @@ describe('two renders into one in-place work tree', () => {
 describe('two renders into one --output directory', () => {
   it('take turns: the directory ends up wholly one render, and the later run reports truly', async () => {
     const out = path.join(await tempDir('csk-race-'), 'out');
-    const [first, second] = await Promise.all([render(EXAMPLE_MANIFESTS, ['--output', out]), render(EXAMPLE_MANIFESTS, ['--output', out])]);
+    const [first, second] = await Promise.all([
+      render(EXAMPLE_MANIFESTS, ['--output', out]),
+      render(EXAMPLE_MANIFESTS, ['--output', out]),
+    ]);
     expect([first.code, second.code]).toEqual([0, 0]);
     expect([first.report.changed, second.report.changed].sort()).toEqual([false, true]);
     expect(readFileSync(path.join(out, 'current', 'README.md'), 'utf8')).toMatch(/cluster-stacks\/alpha/);
@@ -96,7 +120,9 @@ describe('the lock', () => {
       writeLock(path.join(repo, '.git', 'clusterstack.lock'), holder.pid);
       const result = await render(await withoutAlpha(), ['--git', repo], ['--lock-timeout', '0']);
       expect(result.code).toBe(3);
-      expect(result.stderr).toContain(`is in use by clusterstack render (pid ${holder.pid} on ${os.hostname()}, since 2026-11-23T10:00:00.000Z)`);
+      expect(result.stderr).toContain(
+        `is in use by clusterstack render (pid ${holder.pid} on ${os.hostname()}, since 2026-11-23T10:00:00.000Z)`,
+      );
       expect(result.stderr).toMatch(/--lock-timeout\. If no such run exists, remove .*\.git\/clusterstack\.lock/);
       expect(sandbox.head(repo, 'main')).toBe(head);
     } finally {

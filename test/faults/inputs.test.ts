@@ -41,13 +41,23 @@ describe('inputs through symbolic links', () => {
     const plain = await render([EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--output', fromFiles]);
     expect(viaLinks.code).toBe(0);
     expect(viaLinks.report.files.written).toEqual(plain.report.files.written);
-    expect(viaLinks.report.files.written).toContain('clusters/cluster-stacks/alpha/cluster-addon/daemonset-kindnet.yaml');
+    expect(viaLinks.report.files.written).toContain(
+      'clusters/cluster-stacks/alpha/cluster-addon/daemonset-kindnet.yaml',
+    );
   });
 
   it('reads overlapping inputs (a directory, a file in it, a link to it) once, without calling any of them empty', async () => {
     const link = path.join(await tempDir('csk-link-'), 'manifests');
     symlinkSync(EXAMPLE_MANIFESTS, link);
-    const result = await render([EXAMPLE_MANIFESTS, path.join(EXAMPLE_MANIFESTS, 'clusters.yaml'), link, '--release-source', EXAMPLE_RELEASES, '--output', path.join(await tempDir(), 'out')]);
+    const result = await render([
+      EXAMPLE_MANIFESTS,
+      path.join(EXAMPLE_MANIFESTS, 'clusters.yaml'),
+      link,
+      '--release-source',
+      EXAMPLE_RELEASES,
+      '--output',
+      path.join(await tempDir(), 'out'),
+    ]);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
   });
@@ -64,17 +74,25 @@ describe('an input that yields nothing is an error, never an empty fleet', () =>
 
   it.each([
     ['an empty directory', async () => tempDir('csk-empty-'), /holds no YAML files; nothing was rendered or written/],
-    ['a directory with only empty files', async () => {
-      const dir = await tempDir('csk-blank-');
-      writeFileSync(path.join(dir, 'clusters.yaml'), '');
-      writeFileSync(path.join(dir, 'stack.yaml'), '---\n# nothing yet\n');
-      return dir;
-    }, /holds 2 YAML files but no Kubernetes object; nothing was rendered or written/],
-    ['a ConfigMap volume whose data is not there', async () => {
-      const volume = await tempDir('csk-configmap-');
-      symlinkSync('..data/clusters.yaml', path.join(volume, 'clusters.yaml'));
-      return volume;
-    }, /holds no YAML files/],
+    [
+      'a directory with only empty files',
+      async () => {
+        const dir = await tempDir('csk-blank-');
+        writeFileSync(path.join(dir, 'clusters.yaml'), '');
+        writeFileSync(path.join(dir, 'stack.yaml'), '---\n# nothing yet\n');
+        return dir;
+      },
+      /holds 2 YAML files but no Kubernetes object; nothing was rendered or written/,
+    ],
+    [
+      'a ConfigMap volume whose data is not there',
+      async () => {
+        const volume = await tempDir('csk-configmap-');
+        symlinkSync('..data/clusters.yaml', path.join(volume, 'clusters.yaml'));
+        return volume;
+      },
+      /holds no YAML files/,
+    ],
   ])('refuses %s and commits nothing', async (_name, make, message) => {
     const result = await render([await make(), '--release-source', EXAMPLE_RELEASES, '--git', remote]);
     expect(result.code).toBe(1);
@@ -84,14 +102,27 @@ describe('an input that yields nothing is an error, never an empty fleet', () =>
   });
 
   it('refuses a wrong path', async () => {
-    const result = await render([path.join(EXAMPLE_MANIFESTS, 'nope'), '--release-source', EXAMPLE_RELEASES, '--git', remote]);
+    const result = await render([
+      path.join(EXAMPLE_MANIFESTS, 'nope'),
+      '--release-source',
+      EXAMPLE_RELEASES,
+      '--git',
+      remote,
+    ]);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/nope: does not exist/);
     expect(sandbox.head(remote, 'main')).toBe(head);
   });
 
   it('refuses a second input path that is empty even when the first one is fine', async () => {
-    const result = await render([EXAMPLE_MANIFESTS, await tempDir('csk-empty-'), '--release-source', EXAMPLE_RELEASES, '--git', remote]);
+    const result = await render([
+      EXAMPLE_MANIFESTS,
+      await tempDir('csk-empty-'),
+      '--release-source',
+      EXAMPLE_RELEASES,
+      '--git',
+      remote,
+    ]);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/csk-empty-\w+: holds no YAML files/);
     expect(sandbox.head(remote, 'main')).toBe(head);
@@ -112,17 +143,24 @@ describe('the mass-deletion guard', () => {
     writeFileSync(path.join(onlyStack, 'clusterstack.yaml'), STACK);
     const result = await render([onlyStack, '--release-source', EXAMPLE_RELEASES, '--git', remote]);
     expect(result.code).toBe(1);
-    expect(result.stderr).toContain('this render would remove 3 of 3 published clusters (cluster-stacks/alpha, cluster-stacks/bravo, cluster-stacks/charlie)');
+    expect(result.stderr).toContain(
+      'this render would remove 3 of 3 published clusters (cluster-stacks/alpha, cluster-stacks/bravo, cluster-stacks/charlie)',
+    );
     expect(result.stderr).toContain('--allow-mass-delete');
     expect(sandbox.head(remote, 'main')).toBe(head);
   });
 
   it('refuses a render that removes a whole stack’s releases', async () => {
     const otherNamespace = await tempDir('csk-moved-');
-    writeFileSync(path.join(otherNamespace, 'all.yaml'), `${STACK}\n---\n${CLUSTERS}`.replaceAll('namespace: cluster-stacks', 'namespace: elsewhere'));
+    writeFileSync(
+      path.join(otherNamespace, 'all.yaml'),
+      `${STACK}\n---\n${CLUSTERS}`.replaceAll('namespace: cluster-stacks', 'namespace: elsewhere'),
+    );
     const result = await render([otherNamespace, '--release-source', EXAMPLE_RELEASES, '--git', remote]);
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/remove 3 of 3 published releases \(cluster-stacks\/docker-ferrol-1-30-v1, cluster-stacks\/docker-ferrol-1-30-v2, cluster-stacks\/docker-ferrol-1-30-v3\), leaving their stacks without any release and 3 of 3 published clusters/);
+    expect(result.stderr).toMatch(
+      /remove 3 of 3 published releases \(cluster-stacks\/docker-ferrol-1-30-v1, cluster-stacks\/docker-ferrol-1-30-v2, cluster-stacks\/docker-ferrol-1-30-v3\), leaving their stacks without any release and 3 of 3 published clusters/,
+    );
     expect(sandbox.head(remote, 'main')).toBe(head);
   });
 
@@ -130,20 +168,42 @@ describe('the mass-deletion guard', () => {
     const manifests = await tempDir('csk-two-');
     await cp(EXAMPLE_MANIFESTS, manifests, { recursive: true });
     // alpha and bravo go: two of three published clusters, over the default 50%.
-    writeFileSync(path.join(manifests, 'clusters.yaml'), CLUSTERS.split(/^---$/m).filter((doc) => !/name: (alpha|bravo)\n/.test(doc)).join('---'));
+    writeFileSync(
+      path.join(manifests, 'clusters.yaml'),
+      CLUSTERS.split(/^---$/m)
+        .filter((doc) => !/name: (alpha|bravo)\n/.test(doc))
+        .join('---'),
+    );
     const refused = await render([manifests, '--release-source', EXAMPLE_RELEASES, '--git', remote]);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain('2 of 3 published clusters (cluster-stacks/alpha, cluster-stacks/bravo)');
     expect(refused.stderr).toContain('more than the 50% one render may remove');
-    const allowed = await render([manifests, '--release-source', EXAMPLE_RELEASES, '--git', remote, '--max-delete-share', '70%']);
+    const allowed = await render([
+      manifests,
+      '--release-source',
+      EXAMPLE_RELEASES,
+      '--git',
+      remote,
+      '--max-delete-share',
+      '70%',
+    ]);
     expect(allowed.code).toBe(0);
-    expect(allowed.report.files.removed).toContain('clusters/cluster-stacks/alpha/cluster-addon/daemonset-kindnet.yaml');
+    expect(allowed.report.files.removed).toContain(
+      'clusters/cluster-stacks/alpha/cluster-addon/daemonset-kindnet.yaml',
+    );
   });
 
   it('publishes the removal of everything with --allow-mass-delete', async () => {
     const onlyStack = await tempDir('csk-stack-');
     writeFileSync(path.join(onlyStack, 'clusterstack.yaml'), STACK);
-    const result = await render([onlyStack, '--release-source', EXAMPLE_RELEASES, '--git', remote, '--allow-mass-delete']);
+    const result = await render([
+      onlyStack,
+      '--release-source',
+      EXAMPLE_RELEASES,
+      '--git',
+      remote,
+      '--allow-mass-delete',
+    ]);
     expect(result.code).toBe(0);
     expect(result.report.changed).toBe(true);
     expect(Object.keys(sandbox.files(remote, 'main')).some((file) => file.startsWith('clusters/'))).toBe(false);
@@ -160,12 +220,14 @@ describe('duplicate objects', () => {
     const out = path.join(await tempDir(), 'out');
     const result = await render([dir, '--release-source', EXAMPLE_RELEASES, '--output', out]);
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/b-clusters\.yaml:\d+ Cluster\.cluster\.x-k8s\.io cluster-stacks\/alpha: is defined again at .*c-more\.yaml:3; every object may appear once in the inputs/);
+    expect(result.stderr).toMatch(
+      /b-clusters\.yaml:\d+ Cluster\.cluster\.x-k8s\.io cluster-stacks\/alpha: is defined again at .*c-more\.yaml:3; every object may appear once in the inputs/,
+    );
     expect(() => readFileSync(path.join(out, 'current', 'README.md'))).toThrow();
   });
 });
 
-describe("inputs as Kubernetes reads them: what it refuses stops the render, what it reads is read", () => {
+describe('inputs as Kubernetes reads them: what it refuses stops the render, what it reads is read', () => {
   let remote: string;
   let head: string;
   beforeAll(async () => {
@@ -184,52 +246,118 @@ describe("inputs as Kubernetes reads them: what it refuses stops the render, wha
 
   it('refuses an input file with invalid UTF-8, naming the file, line and byte, and commits nothing', async () => {
     const at = CLUSTERS.indexOf('name: bravo') + 'name: bra'.length;
-    const broken = Buffer.concat([Buffer.from(CLUSTERS.slice(0, at)), Buffer.from([0xe9]), Buffer.from(CLUSTERS.slice(at + 1))]);
+    const broken = Buffer.concat([
+      Buffer.from(CLUSTERS.slice(0, at)),
+      Buffer.from([0xe9]),
+      Buffer.from(CLUSTERS.slice(at + 1)),
+    ]);
     const line = CLUSTERS.slice(0, at).split('\n').length;
     const result = await render([await inputsWith(broken), '--release-source', EXAMPLE_RELEASES, '--git', remote]);
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(new RegExp(`clusters\\.yaml:${line}: is not text Kubernetes reads: invalid trailing UTF-8 octet at byte offset ${at + 1} \\(line ${line}\\); Kubernetes refuses such a file\\. Save it as UTF-8`));
+    expect(result.stderr).toMatch(
+      new RegExp(
+        `clusters\\.yaml:${line}: is not text Kubernetes reads: invalid trailing UTF-8 octet at byte offset ${at + 1} \\(line ${line}\\); Kubernetes refuses such a file\\. Save it as UTF-8`,
+      ),
+    );
     expect(result.stderr).toContain('nothing was rendered or written');
     expect(sandbox.head(remote, 'main')).toBe(head);
   });
 
   it.each([
-    ['Alpha_One', (text: string) => text.replace('name: alpha\n', 'name: Alpha_One\n'), /clusters\.yaml:14 Cluster metadata\.name: "Alpha_One" is not a valid Cluster name: it must be an RFC 1123 subdomain .*; Cluster API refuses it\. Rename it/],
-    ['../../escape', (text: string) => text.replace('name: alpha\n', 'name: ../../escape\n'), /clusters\.yaml:14 Cluster metadata\.name: "\.\.\/\.\.\/escape" is not a valid Cluster name/],
-    ['a namespace ../..', (text: string) => text.replace('name: alpha\n  namespace: cluster-stacks\n', 'name: alpha\n  namespace: ../..\n'), /clusters\.yaml:15 Cluster metadata\.namespace: "\.\.\/\.\." is not a valid namespace: it must be an RFC 1123 label/],
-    ['a 300-character name', (text: string) => text.replace('name: alpha\n', `name: ${'a'.repeat(300)}\n`), /clusters\.yaml:14 Cluster metadata\.name: "a{300}" is not a valid Cluster name: it is 300 characters long, over the 63 Cluster API allows/],
-  ])('refuses a Cluster named %s at read time (exit 1, file, line, field and value) and commits nothing', async (_name, edit, message) => {
-    const result = await render([await inputsWith(edit(CLUSTERS)), '--release-source', EXAMPLE_RELEASES, '--git', remote]);
-    expect(result.stderr).toMatch(message);
-    expect(result.code).toBe(1);
-    expect(sandbox.head(remote, 'main')).toBe(head);
-  });
+    [
+      'Alpha_One',
+      (text: string) => text.replace('name: alpha\n', 'name: Alpha_One\n'),
+      /clusters\.yaml:14 Cluster metadata\.name: "Alpha_One" is not a valid Cluster name: it must be an RFC 1123 subdomain .*; Cluster API refuses it\. Rename it/,
+    ],
+    [
+      '../../escape',
+      (text: string) => text.replace('name: alpha\n', 'name: ../../escape\n'),
+      /clusters\.yaml:14 Cluster metadata\.name: "\.\.\/\.\.\/escape" is not a valid Cluster name/,
+    ],
+    [
+      'a namespace ../..',
+      (text: string) => text.replace('name: alpha\n  namespace: cluster-stacks\n', 'name: alpha\n  namespace: ../..\n'),
+      /clusters\.yaml:15 Cluster metadata\.namespace: "\.\.\/\.\." is not a valid namespace: it must be an RFC 1123 label/,
+    ],
+    [
+      'a 300-character name',
+      (text: string) => text.replace('name: alpha\n', `name: ${'a'.repeat(300)}\n`),
+      /clusters\.yaml:14 Cluster metadata\.name: "a{300}" is not a valid Cluster name: it is 300 characters long, over the 63 Cluster API allows/,
+    ],
+  ])(
+    'refuses a Cluster named %s at read time (exit 1, file, line, field and value) and commits nothing',
+    async (_name, edit, message) => {
+      const result = await render([
+        await inputsWith(edit(CLUSTERS)),
+        '--release-source',
+        EXAMPLE_RELEASES,
+        '--git',
+        remote,
+      ]);
+      expect(result.stderr).toMatch(message);
+      expect(result.code).toBe(1);
+      expect(sandbox.head(remote, 'main')).toBe(head);
+    },
+  );
 
   it('reads UTF-16 (either byte order) and UTF-8 with a byte order mark as the same inputs', async () => {
     const utf16 = (bigEndian: boolean): Buffer => {
       const units = Buffer.from(CLUSTERS, 'utf16le');
       return Buffer.concat([Buffer.from(bigEndian ? [0xfe, 0xff] : [0xff, 0xfe]), bigEndian ? units.swap16() : units]);
     };
-    const plain = await render([EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--output', path.join(await tempDir(), 'out')]);
-    for (const encoded of [utf16(false), utf16(true), Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(CLUSTERS)])]) {
+    const plain = await render([
+      EXAMPLE_MANIFESTS,
+      '--release-source',
+      EXAMPLE_RELEASES,
+      '--output',
+      path.join(await tempDir(), 'out'),
+    ]);
+    for (const encoded of [
+      utf16(false),
+      utf16(true),
+      Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(CLUSTERS)]),
+    ]) {
       const out = path.join(await tempDir(), 'out');
       const result = await render([await inputsWith(encoded), '--release-source', EXAMPLE_RELEASES, '--output', out]);
       expect(result.code).toBe(0);
       expect(result.report.files.written).toEqual(plain.report.files.written);
-      expect(readFileSync(path.join(out, 'current', 'clusters/cluster-stacks/alpha/cluster-addon/daemonset-kindnet.yaml'), 'utf8')).toContain('kindnet');
+      expect(
+        readFileSync(
+          path.join(out, 'current', 'clusters/cluster-stacks/alpha/cluster-addon/daemonset-kindnet.yaml'),
+          'utf8',
+        ),
+      ).toContain('kindnet');
     }
   });
 
   it('reads a Cluster nested hundreds of levels deep, and refuses one past the limit naming it, writing nothing', async () => {
-    const withVariable = (depth: number): string => CLUSTERS.replace('    class: docker-ferrol-1-30-v1\n', `    class: docker-ferrol-1-30-v1\n    variables:\n    - name: deep\n      value: ${'['.repeat(depth)}${']'.repeat(depth)}\n`);
-    const accepted = await render([await inputsWith(withVariable(900)), '--release-source', EXAMPLE_RELEASES, '--output', path.join(await tempDir(), 'out')]);
+    const withVariable = (depth: number): string =>
+      CLUSTERS.replace(
+        '    class: docker-ferrol-1-30-v1\n',
+        `    class: docker-ferrol-1-30-v1\n    variables:\n    - name: deep\n      value: ${'['.repeat(depth)}${']'.repeat(depth)}\n`,
+      );
+    const accepted = await render([
+      await inputsWith(withVariable(900)),
+      '--release-source',
+      EXAMPLE_RELEASES,
+      '--output',
+      path.join(await tempDir(), 'out'),
+    ]);
     expect(accepted.stderr).toBe('');
     expect(accepted.code).toBe(0);
     const out = path.join(await tempDir(), 'out');
-    const refused = await render([await inputsWith(withVariable(5000)), '--release-source', EXAMPLE_RELEASES, '--output', out]);
+    const refused = await render([
+      await inputsWith(withVariable(5000)),
+      '--release-source',
+      EXAMPLE_RELEASES,
+      '--output',
+      out,
+    ]);
     expect(refused.code).toBe(1);
     // In-process there is no deep-stack rerun (the clusterstack command does it: deep-nesting.test.ts).
-    expect(refused.stderr).toMatch(/clusters\.yaml:\d+: nests collections more than 1000 levels deep; Kubernetes reads up to 10000, and reading it needs a thread with a deep stack/);
+    expect(refused.stderr).toMatch(
+      /clusters\.yaml:\d+: nests collections more than 1000 levels deep; Kubernetes reads up to 10000, and reading it needs a thread with a deep stack/,
+    );
     expect(() => readFileSync(path.join(out, 'current', 'README.md'))).toThrow();
   });
 });

@@ -8,7 +8,16 @@ import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OciArtifactPublisher } from '../../gitops/oci-artifact-publisher.js';
-import { clusterYaml, EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, FERROL_STACK_YAML, readTree, runClusterstack, tempDir, writeTree } from '../support/cli.js';
+import {
+  clusterYaml,
+  EXAMPLE_MANIFESTS,
+  EXAMPLE_RELEASES,
+  FERROL_STACK_YAML,
+  readTree,
+  runClusterstack,
+  tempDir,
+  writeTree,
+} from '../support/cli.js';
 import { removeCliBundle, startCli } from '../support/cli-process.js';
 import { CLI_CRASH_STEPS } from '../support/crash-steps.js';
 import { GitSandbox } from '../support/git-repos.js';
@@ -38,7 +47,19 @@ beforeAll(async () => {
   registry = await startRegistry();
   const reference = async (flags: string[]): Promise<Tree> => {
     const out = path.join(await tempDir('csk-kill-ref-'), 'out');
-    expect((await runClusterstack(['render', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--output', out, ...flags])).code).toBe(0);
+    expect(
+      (
+        await runClusterstack([
+          'render',
+          EXAMPLE_MANIFESTS,
+          '--release-source',
+          EXAMPLE_RELEASES,
+          '--output',
+          out,
+          ...flags,
+        ])
+      ).code,
+    ).toBe(0);
     return readTree(path.join(out, 'current'));
   };
   trees = { a: await reference(RENDERS.a), b: await reference(RENDERS.b) };
@@ -70,7 +91,16 @@ function gitTree(repo: string): Tree | undefined {
   return sandbox.head(repo, 'main') === '' ? undefined : sandbox.files(repo, 'main');
 }
 
-const render = (target: Target, cache: string, flags: string[]) => ['render', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, ...target.flags, ...flags, '--cache-dir', cache];
+const render = (target: Target, cache: string, flags: string[]) => [
+  'render',
+  EXAMPLE_MANIFESTS,
+  '--release-source',
+  EXAMPLE_RELEASES,
+  ...target.flags,
+  ...flags,
+  '--cache-dir',
+  cache,
+];
 
 /** A normal run to the quick start: after a kill it must succeed, whatever the kill left. */
 async function runToA(target: Target, cache: string): Promise<void> {
@@ -120,7 +150,8 @@ async function killAtRandom(target: Target, cache: string): Promise<number> {
     void run.done.then(() => (exited = true));
     // Waiting for the lock to appear is event enough: the kill time is what is random.
     const started = Date.now();
-    while (!exited && target.lockFile!() === undefined && Date.now() - started < 60_000) await new Promise((resolve) => setTimeout(resolve, 2));
+    while (!exited && target.lockFile!() === undefined && Date.now() - started < 60_000)
+      await new Promise((resolve) => setTimeout(resolve, 2));
     const lockedAt = Date.now();
     await new Promise((resolve) => setTimeout(resolve, Math.random() * spanMs));
     if (!exited) {
@@ -154,7 +185,9 @@ async function converge(target: Target, cache: string): Promise<void> {
 async function killAll(name: string, target: Target, cache: string): Promise<void> {
   const published = await crashAtEveryStep(target, cache);
   const random = target.lockFile === undefined ? 0 : await killAtRandom(target, cache);
-  console.info(`${name}: crashed at ${target.steps.length} steps (${published.length} showed the new render: ${published.join(', ') || 'none'}); ${random} random kills`);
+  console.info(
+    `${name}: crashed at ${target.steps.length} steps (${published.length} showed the new render: ${published.join(', ') || 'none'}); ${random} random kills`,
+  );
   await converge(target, cache);
 }
 
@@ -166,7 +199,8 @@ describe.concurrent('kill -9 while publishing', { timeout: 600_000 }, () => {
     const target: Target = {
       flags: ['--output', out],
       steps: CLI_CRASH_STEPS.output,
-      lockFile: () => (existsSync(path.join(out, '.clusterstack', 'lock')) ? path.join(out, '.clusterstack', 'lock') : undefined),
+      lockFile: () =>
+        existsSync(path.join(out, '.clusterstack', 'lock')) ? path.join(out, '.clusterstack', 'lock') : undefined,
       published: async () => (existsSync(path.join(out, 'current')) ? readTree(path.join(out, 'current')) : undefined),
       consistent: () => expect(readdirSync(out).filter((entry) => entry !== '.clusterstack')).toEqual(['current']),
     };
@@ -199,7 +233,8 @@ describe.concurrent('kill -9 while publishing', { timeout: 600_000 }, () => {
     const target: Target = {
       flags: ['--git', remote],
       steps: CLI_CRASH_STEPS.bareGit,
-      lockFile: () => (existsSync(clones) && readdirSync(clones).some((entry) => entry.endsWith('.lock')) ? 'held' : undefined),
+      lockFile: () =>
+        existsSync(clones) && readdirSync(clones).some((entry) => entry.endsWith('.lock')) ? 'held' : undefined,
       published: async () => gitTree(remote),
       consistent: () => fsckClean(remote),
     };
@@ -210,12 +245,29 @@ describe.concurrent('kill -9 while publishing', { timeout: 600_000 }, () => {
     const reference = `oci://${registry.host}/fleet/kill:main`;
     const cache = await tempDir('csk-kill-cache-');
     const read = async (tagged: string): Promise<Tree | undefined> => {
-      const tree = await new OciArtifactPublisher({ reference: tagged, plainHttp: true, tempDir: cache }).readPrevious();
+      const tree = await new OciArtifactPublisher({
+        reference: tagged,
+        plainHttp: true,
+        tempDir: cache,
+      }).readPrevious();
       return tree.size === 0 ? undefined : Object.fromEntries(tree);
     };
     // The wiring names the artifact: the two renders as published to this very reference.
     const referenceTree = async (flags: string[]): Promise<Tree> => {
-      expect((await runClusterstack(['render', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--oci', reference, '--plain-http', ...flags])).code).toBe(0);
+      expect(
+        (
+          await runClusterstack([
+            'render',
+            EXAMPLE_MANIFESTS,
+            '--release-source',
+            EXAMPLE_RELEASES,
+            '--oci',
+            reference,
+            '--plain-http',
+            ...flags,
+          ])
+        ).code,
+      ).toBe(0);
       return (await read(reference))!;
     };
     const target: Target = {
@@ -231,10 +283,25 @@ describe.concurrent('kill -9 while publishing', { timeout: 600_000 }, () => {
 
   it('while recording a settled run: the next run renders in full, leaves no partial record, and the one after it is settled', async () => {
     // Two clusters on v1: nothing withheld, so the run is recorded as settled (the quick start is not).
-    const inputs = await writeTree({ 'fleet.yaml': FERROL_STACK_YAML + clusterYaml('alpha', 'docker-ferrol-1-30-v1') + clusterYaml('bravo', 'docker-ferrol-1-30-v1') });
+    const inputs = await writeTree({
+      'fleet.yaml':
+        FERROL_STACK_YAML +
+        clusterYaml('alpha', 'docker-ferrol-1-30-v1') +
+        clusterYaml('bravo', 'docker-ferrol-1-30-v1'),
+    });
     const out = path.join(await tempDir('csk-kill-settled-'), 'out');
     const cache = await tempDir('csk-kill-cache-');
-    const args = ['render', inputs, '--release-source', EXAMPLE_RELEASES, '--output', out, '--cache-dir', cache, '--json'];
+    const args = [
+      'render',
+      inputs,
+      '--release-source',
+      EXAMPLE_RELEASES,
+      '--output',
+      out,
+      '--cache-dir',
+      cache,
+      '--json',
+    ];
     const [step] = CLI_CRASH_STEPS.settledRun;
     const crashed = await (await startCli(args, { env: { CLUSTERSTACK_CRASH_AT: step } })).done;
     expect({ signal: crashed.signal, stderr: crashed.stderr }).toEqual({ signal: 'SIGKILL', stderr: '' });
@@ -243,7 +310,9 @@ describe.concurrent('kill -9 while publishing', { timeout: 600_000 }, () => {
     expect(next.code).toBe(0);
     expect(JSON.parse(next.stdout)).toMatchObject({ changed: false });
     expect(JSON.parse(next.stdout).noop).toBeUndefined();
-    expect(readdirSync(path.join(out, '.clusterstack')).filter((entry) => entry.startsWith('settled-run.json.'))).toEqual([]);
+    expect(
+      readdirSync(path.join(out, '.clusterstack')).filter((entry) => entry.startsWith('settled-run.json.')),
+    ).toEqual([]);
     const settled = await runClusterstack(args);
     expect(JSON.parse(settled.stdout).noop).toBeDefined();
     expect(await readTree(path.join(out, 'current'))).toEqual(tree);

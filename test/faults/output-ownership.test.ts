@@ -25,7 +25,9 @@ describe('--output refuses what is not ours', () => {
     mkdirSync(path.join(dir, 'photos'));
     const result = await render([EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--output', dir]);
     expect(result.code).toBe(1);
-    expect(result.stderr).toContain(`--output ${dir} holds files clusterstack did not write (notes.txt, photos); nothing was written`);
+    expect(result.stderr).toContain(
+      `--output ${dir} holds files clusterstack did not write (notes.txt, photos); nothing was written`,
+    );
     expect(result.stderr).toContain('--adopt-output');
     expect(listing(dir)).toEqual(['notes.txt', 'photos']);
   });
@@ -65,7 +67,14 @@ describe('--output refuses what is not ours', () => {
   it('adopts a directory when asked, leaving its files in place, and renders into <dir>/current', async () => {
     const dir = await tempDir('csk-volume-');
     writeFileSync(path.join(dir, 'lost+found'), '');
-    const result = await render([EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--output', dir, '--adopt-output']);
+    const result = await render([
+      EXAMPLE_MANIFESTS,
+      '--release-source',
+      EXAMPLE_RELEASES,
+      '--output',
+      dir,
+      '--adopt-output',
+    ]);
     expect(result.code).toBe(0);
     expect(readdirSync(dir).sort()).toEqual(['.clusterstack', 'current', 'lost+found']);
     expect(existsSync(path.join(dir, 'current', 'management', 'cluster-stacks', 'docker-ferrol-1-30-v3'))).toBe(true);
@@ -84,7 +93,13 @@ describe('--git in place owns only what it tracks under --path', () => {
     const stack = await tempDir('csk-in-');
     await cp(EXAMPLE_MANIFESTS, stack, { recursive: true });
     // A change for the next render to commit: user values for alpha's (legacy) addons.
-    writeFileSync(path.join(stack, 'clusterstack.yaml'), readFileSync(path.join(EXAMPLE_MANIFESTS, 'clusterstack.yaml'), 'utf8').replace('noProvider: true', 'noProvider: true\n  addonValues: {mtu: 1400}'));
+    writeFileSync(
+      path.join(stack, 'clusterstack.yaml'),
+      readFileSync(path.join(EXAMPLE_MANIFESTS, 'clusterstack.yaml'), 'utf8').replace(
+        'noProvider: true',
+        'noProvider: true\n  addonValues: {mtu: 1400}',
+      ),
+    );
     const result = await render([stack, '--release-source', EXAMPLE_RELEASES, '--git', repo, '--json']);
     expect(result.code).toBe(0);
     expect(JSON.parse(result.stdout).changed).toBe(true);
@@ -92,7 +107,10 @@ describe('--git in place owns only what it tracks under --path', () => {
     expect(readFileSync(path.join(repo, 'management', 'scratch', 'draft.yaml'), 'utf8')).toBe('draft: true\n');
     const committed = sandbox.git(repo, 'ls-files');
     expect(committed).not.toMatch(/NOTES\.md|draft\.yaml/);
-    expect(sandbox.git(repo, 'status', '--porcelain', '--untracked-files=all').split('\n').sort()).toEqual(['?? NOTES.md', '?? management/scratch/draft.yaml']);
+    expect(sandbox.git(repo, 'status', '--porcelain', '--untracked-files=all').split('\n').sort()).toEqual([
+      '?? NOTES.md',
+      '?? management/scratch/draft.yaml',
+    ]);
   });
 
   it('refuses an untracked file where the render would write, naming it, and writes nothing', async () => {
@@ -116,16 +134,25 @@ describe('--git in place owns only what it tracks under --path', () => {
     const head = sandbox.head(repo, 'main');
     const result = await render(['manifests', '--release-source', EXAMPLE_RELEASES, '--git', '.'], repo);
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/--git .* contains the input .*manifests; publishing there would replace or delete it.*--path/);
+    expect(result.stderr).toMatch(
+      /--git .* contains the input .*manifests; publishing there would replace or delete it.*--path/,
+    );
     expect(sandbox.head(repo, 'main')).toBe(head);
     // With a --path of its own, the same repository works.
-    expect((await render(['manifests', '--release-source', EXAMPLE_RELEASES, '--git', '.', '--path', 'rendered'], repo)).code).toBe(0);
-    expect(sandbox.git(repo, 'ls-files', 'manifests').split('\n').sort()).toEqual(['manifests/clusters.yaml', 'manifests/clusterstack.yaml']);
+    expect(
+      (await render(['manifests', '--release-source', EXAMPLE_RELEASES, '--git', '.', '--path', 'rendered'], repo))
+        .code,
+    ).toBe(0);
+    expect(sandbox.git(repo, 'ls-files', 'manifests').split('\n').sort()).toEqual([
+      'manifests/clusters.yaml',
+      'manifests/clusterstack.yaml',
+    ]);
   });
 });
 
 describe('--git in place: what the command line says when the work tree cannot take the render', () => {
-  const renderInto = (repo: string, ...flags: string[]) => render([EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--git', repo, ...flags]);
+  const renderInto = (repo: string, ...flags: string[]) =>
+    render([EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--git', repo, ...flags]);
 
   it('an edited rendered file: exit 1 naming it, nothing written; --force overwrites it', async () => {
     const repo = path.join(await tempDir('csk-inplace-'), 'repo');
@@ -134,20 +161,37 @@ describe('--git in place: what the command line says when the work tree cannot t
     writeFileSync(path.join(repo, 'README.md'), 'my notes on the fleet\n');
     const refused = await renderInto(repo);
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toContain(`--git ${repo} has uncommitted edits to files the render writes (README.md); commit, stash or discard them, or pass --force to overwrite them`);
+    expect(refused.stderr).toContain(
+      `--git ${repo} has uncommitted edits to files the render writes (README.md); commit, stash or discard them, or pass --force to overwrite them`,
+    );
     expect(readFileSync(path.join(repo, 'README.md'), 'utf8')).toBe('my notes on the fleet\n');
     expect(sandbox.head(repo, 'main')).toBe(head);
     const forced = await renderInto(repo, '--force');
     expect(forced.code).toBe(0);
     expect(sandbox.git(repo, 'status', '--porcelain')).toBe('');
     expect(sandbox.head(repo, 'main')).toBe(head);
-    expect((await render([EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--output', path.join(repo, 'x'), '--force'])).code).toBe(2);
+    expect(
+      (
+        await render([
+          EXAMPLE_MANIFESTS,
+          '--release-source',
+          EXAMPLE_RELEASES,
+          '--output',
+          path.join(repo, 'x'),
+          '--force',
+        ])
+      ).code,
+    ).toBe(2);
   });
 
   it('a failing pre-commit hook is exit 1, a foreign index.lock exit 3; both leave the work tree as it was', async () => {
     const repo = path.join(await tempDir('csk-inplace-'), 'repo');
     sandbox.git(path.dirname(repo), 'init', '--quiet', '--initial-branch=main', repo);
-    writeFileSync(path.join(repo, '.git', 'hooks', 'pre-commit'), '#!/bin/sh\necho "no YAML without review" >&2\nexit 1\n', { mode: 0o755 });
+    writeFileSync(
+      path.join(repo, '.git', 'hooks', 'pre-commit'),
+      '#!/bin/sh\necho "no YAML without review" >&2\nexit 1\n',
+      { mode: 0o755 },
+    );
     const hooked = await renderInto(repo);
     expect(hooked.code).toBe(1);
     expect(hooked.stderr).toContain('a commit hook refused the commit (pre-commit in');
@@ -159,7 +203,9 @@ describe('--git in place: what the command line says when the work tree cannot t
     writeFileSync(path.join(repo, '.git', 'index.lock'), '');
     const locked = await renderInto(repo, '--lock-timeout', '0');
     expect(locked.code).toBe(3);
-    expect(locked.stderr).toContain(`${path.join(repo, '.git', 'index.lock')} exists: another git process is running in this repository`);
+    expect(locked.stderr).toContain(
+      `${path.join(repo, '.git', 'index.lock')} exists: another git process is running in this repository`,
+    );
     expect(existsSync(path.join(repo, '.git', 'index.lock'))).toBe(true);
     expect(readdirSync(repo)).toEqual(['.git']);
   });
@@ -176,7 +222,10 @@ describe('--git in place: what the command line says when the work tree cannot t
 
   it('without git on PATH: says so (exit 1), no stack frames, no repository directory left', async () => {
     const parent = await tempDir('csk-nogit-');
-    const result = await runClusterstack(['render', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--git', path.join(parent, 'repo')], { env: { PATH: '/nonexistent-bin' } });
+    const result = await runClusterstack(
+      ['render', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--git', path.join(parent, 'repo')],
+      { env: { PATH: '/nonexistent-bin' } },
+    );
     expect(result.code).toBe(1);
     expect(result.stderr).toContain('git not found: git init');
     expect(result.stderr).toContain('install git, or put it on PATH');

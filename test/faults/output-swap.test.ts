@@ -17,7 +17,6 @@ afterAll(async () => {
   await removeCliBundle();
 });
 
-
 function aTree(label: string, files: number): RenderedTree {
   return new Map(Array.from({ length: files }, (_, index) => [`clusters/c${index}/cm.yaml`, `${label} ${index}\n`]));
 }
@@ -56,12 +55,31 @@ describe('--output on a mount point', () => {
     await mkdir(out);
     const cache = await tempDir('csk-cache-');
     const render = async (inputs: string): Promise<string[]> => {
-      const { command, args } = await cliCommand(['render', inputs, '--release-source', EXAMPLE_RELEASES, '--output', out, '--cache-dir', cache, '--json']);
+      const { command, args } = await cliCommand([
+        'render',
+        inputs,
+        '--release-source',
+        EXAMPLE_RELEASES,
+        '--output',
+        out,
+        '--cache-dir',
+        cache,
+        '--json',
+      ]);
       return [command, ...args];
     };
     const oneStack = await tempDir('csk-one-');
-    await writeFile(path.join(oneStack, 'clusterstack.yaml'), await readFile(path.join(EXAMPLE_MANIFESTS, 'clusterstack.yaml'), 'utf8'));
-    await writeFile(path.join(oneStack, 'clusters.yaml'), (await readFile(path.join(EXAMPLE_MANIFESTS, 'clusters.yaml'), 'utf8')).split(/^---$/m).filter((doc) => !/name: charlie\n/.test(doc)).join('---'));
+    await writeFile(
+      path.join(oneStack, 'clusterstack.yaml'),
+      await readFile(path.join(EXAMPLE_MANIFESTS, 'clusterstack.yaml'), 'utf8'),
+    );
+    await writeFile(
+      path.join(oneStack, 'clusters.yaml'),
+      (await readFile(path.join(EXAMPLE_MANIFESTS, 'clusters.yaml'), 'utf8'))
+        .split(/^---$/m)
+        .filter((doc) => !/name: charlie\n/.test(doc))
+        .join('---'),
+    );
     const quote = (argv: string[]): string => argv.map((arg) => `'${arg.replaceAll("'", "'\\''")}'`).join(' ');
     // Everything happens inside one mount namespace: the tmpfs (and its files) vanish with it.
     const script = [
@@ -74,10 +92,15 @@ describe('--output on a mount point', () => {
       `ls ${quote([path.join(out, 'current', 'clusters', 'cluster-stacks')])}`,
     ].join('\n');
     const result = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-      execFile('unshare', ['--user', '--map-root-user', '--mount', 'sh', '-c', script], { env: cliEnvironment(), cwd: REPO_ROOT }, (error, stdout, stderr) => {
-        if (error && typeof error.code !== 'number') reject(error);
-        else resolve({ code: error ? (error.code as number) : 0, stdout, stderr });
-      });
+      execFile(
+        'unshare',
+        ['--user', '--map-root-user', '--mount', 'sh', '-c', script],
+        { env: cliEnvironment(), cwd: REPO_ROOT },
+        (error, stdout, stderr) => {
+          if (error && typeof error.code !== 'number') reject(error);
+          else resolve({ code: error ? (error.code as number) : 0, stdout, stderr });
+        },
+      );
     });
     expect(result.stderr).not.toMatch(/EBUSY|error/i);
     expect(result.code).toBe(0);
@@ -85,7 +108,10 @@ describe('--output on a mount point', () => {
     expect(mounted).toBe('1');
     expect(lines).toEqual(['.clusterstack', 'current', 'alpha', 'bravo']);
     expect(JSON.parse(await readFile(path.join(root, 'first.json'), 'utf8'))).toMatchObject({ changed: true });
-    expect(JSON.parse(await readFile(path.join(root, 'second.json'), 'utf8'))).toMatchObject({ changed: true, files: { removed: expect.arrayContaining(['clusters/cluster-stacks/charlie/cni/daemonset-kindnet.yaml']) } });
+    expect(JSON.parse(await readFile(path.join(root, 'second.json'), 'utf8'))).toMatchObject({
+      changed: true,
+      files: { removed: expect.arrayContaining(['clusters/cluster-stacks/charlie/cni/daemonset-kindnet.yaml']) },
+    });
   });
 });
 
@@ -94,16 +120,47 @@ describe('--git in place after kill -9', () => {
     const repo = path.join(await tempDir('csk-killed-'), 'repo');
     const cache = await tempDir('csk-cache-');
     const oneStack = await tempDir('csk-one-');
-    await writeFile(path.join(oneStack, 'clusterstack.yaml'), await readFile(path.join(EXAMPLE_MANIFESTS, 'clusterstack.yaml'), 'utf8'));
-    await writeFile(path.join(oneStack, 'clusters.yaml'), (await readFile(path.join(EXAMPLE_MANIFESTS, 'clusters.yaml'), 'utf8')).split(/^---$/m).filter((doc) => !/name: alpha\n/.test(doc)).join('---'));
-    expect((await runClusterstack(['render', oneStack, '--release-source', EXAMPLE_RELEASES, '--git', repo, '--cache-dir', cache])).code).toBe(0);
+    await writeFile(
+      path.join(oneStack, 'clusterstack.yaml'),
+      await readFile(path.join(EXAMPLE_MANIFESTS, 'clusterstack.yaml'), 'utf8'),
+    );
+    await writeFile(
+      path.join(oneStack, 'clusters.yaml'),
+      (await readFile(path.join(EXAMPLE_MANIFESTS, 'clusters.yaml'), 'utf8'))
+        .split(/^---$/m)
+        .filter((doc) => !/name: alpha\n/.test(doc))
+        .join('---'),
+    );
+    expect(
+      (
+        await runClusterstack([
+          'render',
+          oneStack,
+          '--release-source',
+          EXAMPLE_RELEASES,
+          '--git',
+          repo,
+          '--cache-dir',
+          cache,
+        ])
+      ).code,
+    ).toBe(0);
     const head = sandbox.head(repo, 'main');
     await writeFile(path.join(repo, 'NOTES.md'), 'mine, untracked\n');
 
     // Kill the next run the moment it starts writing the work tree (its journal appears).
     let killedWhileWriting = false;
     for (let attempt = 0; attempt < 5 && !killedWhileWriting; attempt++) {
-      const run = await startCli(['render', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--git', repo, '--cache-dir', cache]);
+      const run = await startCli([
+        'render',
+        EXAMPLE_MANIFESTS,
+        '--release-source',
+        EXAMPLE_RELEASES,
+        '--git',
+        repo,
+        '--cache-dir',
+        cache,
+      ]);
       const watcher = watch(path.join(repo, '.git'), (_event, name) => {
         if (name === 'clusterstack-publish.json') run.child.kill('SIGKILL');
       });
@@ -114,13 +171,25 @@ describe('--git in place after kill -9', () => {
     expect(killedWhileWriting).toBe(true);
     expect(sandbox.git(repo, 'fsck', '--no-progress')).not.toMatch(/error|missing|broken/i);
 
-    const repaired = await runClusterstack(['render', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--git', repo, '--cache-dir', cache, '--json']);
+    const repaired = await runClusterstack([
+      'render',
+      EXAMPLE_MANIFESTS,
+      '--release-source',
+      EXAMPLE_RELEASES,
+      '--git',
+      repo,
+      '--cache-dir',
+      cache,
+      '--json',
+    ]);
     expect(repaired.code).toBe(0);
     const report = JSON.parse(repaired.stdout) as { changed: boolean; commit: string };
     expect(report.changed).toBe(true);
     expect(sandbox.git(repo, 'rev-parse', `${report.commit}^`)).toBe(head);
     expect(sandbox.git(repo, 'status', '--porcelain')).toBe('?? NOTES.md');
-    expect(sandbox.git(repo, 'ls-tree', '-r', '--name-only', 'HEAD')).toContain('clusters/cluster-stacks/alpha/cluster-addon/daemonset-kindnet.yaml');
+    expect(sandbox.git(repo, 'ls-tree', '-r', '--name-only', 'HEAD')).toContain(
+      'clusters/cluster-stacks/alpha/cluster-addon/daemonset-kindnet.yaml',
+    );
     expect(await readFile(path.join(repo, 'NOTES.md'), 'utf8')).toBe('mine, untracked\n');
   });
 });

@@ -7,14 +7,23 @@ import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import * as tar from 'tar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { copyExampleReleases, copyExampleReleasesAsArchives, EXAMPLE_MANIFESTS, runClusterstack, tempDir } from '../support/cli.js';
+import {
+  copyExampleReleases,
+  copyExampleReleasesAsArchives,
+  EXAMPLE_MANIFESTS,
+  runClusterstack,
+  tempDir,
+} from '../support/cli.js';
 import { removeCliBundle, runCliProcess } from '../support/cli-process.js';
 import { type FakeGitHub, startFakeGitHub } from '../support/fake-github/index.js';
 
 const V3 = 'docker-ferrol-1-30-v3';
 const V4 = 'docker-ferrol-1-30-v4';
 
-async function render(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stderr: string; report: Record<string, any> }> {
+async function render(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ code: number; stderr: string; report: Record<string, any> }> {
   const result = await runClusterstack(['render', ...args, '--json'], { env });
   return { code: result.code, stderr: result.stderr, report: result.stdout ? JSON.parse(result.stdout) : {} };
 }
@@ -32,7 +41,10 @@ async function releasesWithV4(make: (dir: string) => Promise<void>): Promise<str
 async function copyOfV3(releases: string, v4: string): Promise<void> {
   await cp(path.join(releases, V3), v4, { recursive: true });
   await rm(path.join(v4, 'docker-ferrol-1-30-cluster-class-v3.tgz'));
-  await writeFile(path.join(v4, 'metadata.yaml'), (await readFile(path.join(releases, V3, 'metadata.yaml'), 'utf8')).replace('clusterStack: v3', 'clusterStack: v4'));
+  await writeFile(
+    path.join(v4, 'metadata.yaml'),
+    (await readFile(path.join(releases, V3, 'metadata.yaml'), 'utf8')).replace('clusterStack: v3', 'clusterStack: v4'),
+  );
 }
 
 let zeros: Buffer | undefined;
@@ -43,7 +55,11 @@ async function zeroBomb(file: string, chartTgz: string, gib: number): Promise<vo
   await tar.x({ file: chartTgz, cwd: staging });
   const chartTar = await new Promise<Buffer>((resolve, reject) => {
     const chunks: Buffer[] = [];
-    tar.c({ cwd: staging, portable: true }, readdirSync(staging)).on('data', (chunk: Buffer) => chunks.push(chunk)).on('end', () => resolve(Buffer.concat(chunks))).on('error', reject);
+    tar
+      .c({ cwd: staging, portable: true }, readdirSync(staging))
+      .on('data', (chunk: Buffer) => chunks.push(chunk))
+      .on('end', () => resolve(Buffer.concat(chunks)))
+      .on('error', reject);
   });
   // gzip members concatenate into one stream: 64 MiB of zeros compresses to ~64 KiB, reused.
   zeros ??= gzipSync(Buffer.alloc(64 * 1024 * 1024), { level: 1 });
@@ -53,19 +69,28 @@ async function zeroBomb(file: string, chartTgz: string, gib: number): Promise<vo
 describe('a broken release nobody needs never blocks the others', () => {
   it.each([
     ['an empty directory', async (_v4: string) => {}, /has no metadata\.yaml/],
-    ['a truncated cluster-class archive', async (v4: string) => {
-      const releases = path.dirname(v4);
-      await copyOfV3(releases, v4);
-      const whole = await readFile(path.join(releases, V3, 'docker-ferrol-1-30-cluster-class-v3.tgz'));
-      await writeFile(path.join(v4, 'docker-ferrol-1-30-cluster-class-v4.tgz'), whole.subarray(0, Math.floor(whole.length / 2)));
-    }, /cannot be read as a tar archive/],
+    [
+      'a truncated cluster-class archive',
+      async (v4: string) => {
+        const releases = path.dirname(v4);
+        await copyOfV3(releases, v4);
+        const whole = await readFile(path.join(releases, V3, 'docker-ferrol-1-30-cluster-class-v3.tgz'));
+        await writeFile(
+          path.join(v4, 'docker-ferrol-1-30-cluster-class-v4.tgz'),
+          whole.subarray(0, Math.floor(whole.length / 2)),
+        );
+      },
+      /cannot be read as a tar archive/,
+    ],
   ])('skips a newest release that is %s, with a warning, and renders v3 as the newest', async (_name, make, reason) => {
     const releases = await releasesWithV4(make);
     const out = path.join(await tempDir(), 'out');
     const result = await render([EXAMPLE_MANIFESTS, '--release-source', releases, '--output', out]);
     expect(result.code).toBe(0);
     const warning = result.report.warnings.find((message: string) => message.includes(V4));
-    expect(warning).toMatch(/ClusterStack cluster-stacks\/docker-ferrol-1-30: release docker-ferrol-1-30-v4 cannot be loaded and is skipped/);
+    expect(warning).toMatch(
+      /ClusterStack cluster-stacks\/docker-ferrol-1-30: release docker-ferrol-1-30-v4 cannot be loaded and is skipped/,
+    );
     expect(warning).toMatch(reason);
     expect(result.report.files.written).toContain(`management/cluster-stacks/${V3}/clusterclass-${V3}.yaml`);
     expect(result.report.files.written.some((file: string) => file.includes(V4))).toBe(false);
@@ -74,20 +99,37 @@ describe('a broken release nobody needs never blocks the others', () => {
   it('skips a newest release whose archive is a decompression bomb, fast', async () => {
     const releases = await releasesWithV4(async (v4) => {
       await copyOfV3(path.dirname(v4), v4);
-      await zeroBomb(path.join(v4, 'docker-ferrol-1-30-cluster-class-v4.tgz'), path.join(path.dirname(v4), V3, 'docker-ferrol-1-30-cluster-class-v3.tgz'), 4);
+      await zeroBomb(
+        path.join(v4, 'docker-ferrol-1-30-cluster-class-v4.tgz'),
+        path.join(path.dirname(v4), V3, 'docker-ferrol-1-30-cluster-class-v3.tgz'),
+        4,
+      );
     });
     const started = Date.now();
-    const result = await render([EXAMPLE_MANIFESTS, '--release-source', releases, '--output', path.join(await tempDir(), 'out'), '--cache-dir', await tempDir()]);
+    const result = await render([
+      EXAMPLE_MANIFESTS,
+      '--release-source',
+      releases,
+      '--output',
+      path.join(await tempDir(), 'out'),
+      '--cache-dir',
+      await tempDir(),
+    ]);
     expect(Date.now() - started).toBeLessThan(15_000);
     expect(result.code).toBe(0);
-    expect(result.report.warnings.join('\n')).toMatch(/docker-ferrol-1-30-v4 cannot be loaded and is skipped .*goes on with more than 1048576 bytes after the end of its tar archive/);
+    expect(result.report.warnings.join('\n')).toMatch(
+      /docker-ferrol-1-30-v4 cannot be loaded and is skipped .*goes on with more than 1048576 bytes after the end of its tar archive/,
+    );
   });
 
   it('still refuses a broken release that spec.versions pins, writing nothing', async () => {
     const releases = await releasesWithV4(async () => {});
     const pinned = await tempDir('csk-pinned-');
     await cp(EXAMPLE_MANIFESTS, pinned, { recursive: true });
-    await writeFile(path.join(pinned, 'clusterstack.yaml'), (await readFile(path.join(EXAMPLE_MANIFESTS, 'clusterstack.yaml'), 'utf8')).replace('- v2', '- v2\n    - v4'));
+    await writeFile(
+      path.join(pinned, 'clusterstack.yaml'),
+      (await readFile(path.join(EXAMPLE_MANIFESTS, 'clusterstack.yaml'), 'utf8')).replace('- v2', '- v2\n    - v4'),
+    );
     const out = path.join(await tempDir(), 'out');
     const result = await render([pinned, '--release-source', releases, '--output', out]);
     expect(result.code).toBe(1);
@@ -102,10 +144,20 @@ describe('a broken release nobody needs never blocks the others', () => {
     await cp(chart, original);
     await zeroBomb(chart, original, 4);
     const started = Date.now();
-    const result = await render([EXAMPLE_MANIFESTS, '--release-source', releases, '--output', path.join(await tempDir(), 'out'), '--cache-dir', await tempDir()]);
+    const result = await render([
+      EXAMPLE_MANIFESTS,
+      '--release-source',
+      releases,
+      '--output',
+      path.join(await tempDir(), 'out'),
+      '--cache-dir',
+      await tempDir(),
+    ]);
     expect(Date.now() - started).toBeLessThan(15_000);
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/archive docker-ferrol-1-30-v3\/docker-ferrol-1-30-cluster-class-v3\.tgz: goes on with more than 1048576 bytes after the end of its tar archive/);
+    expect(result.stderr).toMatch(
+      /archive docker-ferrol-1-30-v3\/docker-ferrol-1-30-cluster-class-v3\.tgz: goes on with more than 1048576 bytes after the end of its tar archive/,
+    );
   });
 });
 
@@ -115,14 +167,29 @@ describe('a half-uploaded GitHub release', () => {
     github = await startFakeGitHub();
     await github.addReleasesFromDirectory('example', 'stacks', await copyExampleReleasesAsArchives());
     // Only some of its assets made it: no metadata.yaml.
-    github.addRelease('example', 'stacks', { tag: V4, assets: [{ name: 'docker-ferrol-1-30-cluster-class-v4.tgz', content: Buffer.from('partial') }] });
+    github.addRelease('example', 'stacks', {
+      tag: V4,
+      assets: [{ name: 'docker-ferrol-1-30-cluster-class-v4.tgz', content: Buffer.from('partial') }],
+    });
   });
   afterAll(() => github.close());
 
   it('is skipped with a warning; the others render', async () => {
-    const result = await render([EXAMPLE_MANIFESTS, '--release-source', 'github:example/stacks', '--github-api-url', github.apiUrl, '--output', path.join(await tempDir(), 'out'), '--cache-dir', await tempDir()]);
+    const result = await render([
+      EXAMPLE_MANIFESTS,
+      '--release-source',
+      'github:example/stacks',
+      '--github-api-url',
+      github.apiUrl,
+      '--output',
+      path.join(await tempDir(), 'out'),
+      '--cache-dir',
+      await tempDir(),
+    ]);
     expect(result.code).toBe(0);
-    expect(result.report.warnings.join('\n')).toMatch(/release docker-ferrol-1-30-v4 cannot be loaded and is skipped \(.*has no metadata\.yaml asset\)/);
+    expect(result.report.warnings.join('\n')).toMatch(
+      /release docker-ferrol-1-30-v4 cannot be loaded and is skipped \(.*has no metadata\.yaml asset\)/,
+    );
     expect(result.report.files.written).toContain(`management/cluster-stacks/${V3}/clusterclass-${V3}.yaml`);
   });
 });
@@ -140,7 +207,9 @@ describe('local chart directories', () => {
     const out = path.join(await tempDir(), 'out');
     const result = await render([EXAMPLE_MANIFESTS, '--release-source', releases, '--output', out]);
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/docker-ferrol-1-30-v1\/docker-ferrol-1-30-cluster-addon-v1\/templates\/leak\.yaml: is a symbolic link to \/etc\/hostname, outside the release/);
+    expect(result.stderr).toMatch(
+      /docker-ferrol-1-30-v1\/docker-ferrol-1-30-cluster-addon-v1\/templates\/leak\.yaml: is a symbolic link to \/etc\/hostname, outside the release/,
+    );
     await expect(readFile(path.join(out, 'current', 'README.md'))).rejects.toThrow();
   });
 });
@@ -159,15 +228,34 @@ describe('memory', () => {
     const inputs = await tempDir('csk-junk-');
     await cp(EXAMPLE_MANIFESTS, inputs, { recursive: true });
     // Just under the per-file limit: a kind the render ignores, with one huge value.
-    await writeFile(path.join(inputs, 'junk.yaml'), `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: junk, namespace: default}\ndata:\n  blob: "${'x'.repeat(7 * 1024 * 1024)}"\n`);
+    await writeFile(
+      path.join(inputs, 'junk.yaml'),
+      `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: junk, namespace: default}\ndata:\n  blob: "${'x'.repeat(7 * 1024 * 1024)}"\n`,
+    );
     await symlink('/dev/zero', path.join(inputs, 'zero.txt'));
     const releases = await releasesWithV4(async (v4) => {
       await copyOfV3(path.dirname(v4), v4);
-      await zeroBomb(path.join(v4, 'docker-ferrol-1-30-cluster-class-v4.tgz'), path.join(path.dirname(v4), V3, 'docker-ferrol-1-30-cluster-class-v3.tgz'), 4);
+      await zeroBomb(
+        path.join(v4, 'docker-ferrol-1-30-cluster-class-v4.tgz'),
+        path.join(path.dirname(v4), V3, 'docker-ferrol-1-30-cluster-class-v3.tgz'),
+        4,
+      );
     });
-    const result = await runCliProcess(['render', inputs, '--release-source', releases, '--output', path.join(await tempDir(), 'out'), '--cache-dir', await tempDir()], {
-      nodeArgs: ['--import', PEAK],
-    });
+    const result = await runCliProcess(
+      [
+        'render',
+        inputs,
+        '--release-source',
+        releases,
+        '--output',
+        path.join(await tempDir(), 'out'),
+        '--cache-dir',
+        await tempDir(),
+      ],
+      {
+        nodeArgs: ['--import', PEAK],
+      },
+    );
     expect(result.code).toBe(0);
     const peak = peakMiB(result.stderr);
     console.info(`render of the quick start with junk inputs and a bomb release: peak RSS ${peak.toFixed(0)} MiB`);

@@ -15,7 +15,16 @@ const LIMITS = ['--remote-timeout', '2s', '--read-timeout', '1500ms', '--connect
 async function renderTimed(args: string[]): Promise<{ code: number; stderr: string; ms: number; out: string }> {
   const out = path.join(await tempDir(), 'out');
   const started = Date.now();
-  const result = await runClusterstack(['render', EXAMPLE_MANIFESTS, ...args, ...LIMITS, '--output', out, '--cache-dir', await tempDir()]);
+  const result = await runClusterstack([
+    'render',
+    EXAMPLE_MANIFESTS,
+    ...args,
+    ...LIMITS,
+    '--output',
+    out,
+    '--cache-dir',
+    await tempDir(),
+  ]);
   return { code: result.code, stderr: result.stderr, ms: Date.now() - started, out };
 }
 
@@ -50,13 +59,20 @@ describe('GitHub that trickles', () => {
 
   it('fails the release listing within the total deadline, with exit code 3', async () => {
     github.clearFaults();
-    github.addFault({ server: 'api', pathIncludes: '/releases', times: Number.POSITIVE_INFINITY, fault: { trickle: true, intervalMs: 200 } });
+    github.addFault({
+      server: 'api',
+      pathIncludes: '/releases',
+      times: Number.POSITIVE_INFINITY,
+      fault: { trickle: true, intervalMs: 200 },
+    });
     const result = await renderTimed(['--release-source', 'github:example/stacks', '--github-api-url', github.apiUrl]);
     github.clearFaults();
     expect(result.code).toBe(3);
     expect(result.ms).toBeLessThan(8_000);
     expect(result.stderr).toMatch(/nothing was rendered or written: a release source failed; retry later/);
-    expect(result.stderr).toMatch(/listing the releases of example\/stacks .* did not finish within 2 s.*--remote-timeout/);
+    expect(result.stderr).toMatch(
+      /listing the releases of example\/stacks .* did not finish within 2 s.*--remote-timeout/,
+    );
     await nothingWritten(result.out);
   });
 
@@ -67,7 +83,9 @@ describe('GitHub that trickles', () => {
     github.clearFaults();
     expect(result.code).toBe(3);
     expect(result.ms).toBeLessThan(8_000);
-    expect(result.stderr).toMatch(/downloading release docker-ferrol-1-30-v\d of example\/stacks .* did not finish within 2 s/);
+    expect(result.stderr).toMatch(
+      /downloading release docker-ferrol-1-30-v\d of example\/stacks .* did not finish within 2 s/,
+    );
     await nothingWritten(result.out);
   });
 });
@@ -85,7 +103,13 @@ describe('an OCI registry that trickles or never shakes hands', () => {
         res.end('{}');
         return;
       }
-      trickle(res, JSON.stringify({ name: 'stacks', tags: ['docker-ferrol-1-30-v1', 'docker-ferrol-1-30-v2', 'docker-ferrol-1-30-v3'] }));
+      trickle(
+        res,
+        JSON.stringify({
+          name: 'stacks',
+          tags: ['docker-ferrol-1-30-v1', 'docker-ferrol-1-30-v2', 'docker-ferrol-1-30-v3'],
+        }),
+      );
     });
     registryPort = await listen(registry);
     // Accepts TCP connections and says nothing: a TLS handshake never completes.
@@ -106,7 +130,9 @@ describe('an OCI registry that trickles or never shakes hands', () => {
     const result = await renderTimed(['--release-source', `oci://127.0.0.1:${registryPort}/stacks`, '--plain-http']);
     expect(result.code).toBe(3);
     expect(result.ms).toBeLessThan(8_000);
-    expect(result.stderr).toMatch(new RegExp(`registry 127\\.0\\.0\\.1:${registryPort}, repository stacks: .* did not finish within 2 s`));
+    expect(result.stderr).toMatch(
+      new RegExp(`registry 127\\.0\\.0\\.1:${registryPort}, repository stacks: .* did not finish within 2 s`),
+    );
     await nothingWritten(result.out);
   });
 
@@ -121,10 +147,23 @@ describe('an OCI registry that trickles or never shakes hands', () => {
 
 describe('timeout settings', () => {
   it('refuses a duration that is not one, naming the flag (exit code 2)', async () => {
-    const result = await runClusterstack(['render', EXAMPLE_MANIFESTS, '--release-source', 'github:a/b', '--output', path.join(await tempDir(), 'o'), '--remote-timeout', 'soon']);
+    const result = await runClusterstack([
+      'render',
+      EXAMPLE_MANIFESTS,
+      '--release-source',
+      'github:a/b',
+      '--output',
+      path.join(await tempDir(), 'o'),
+      '--remote-timeout',
+      'soon',
+    ]);
     expect(result.code).toBe(2);
-    expect(result.stderr).toMatch(/--remote-timeout \/ CLUSTERSTACK_REMOTE_TIMEOUT must be a duration such as 500ms, 2s or 5m, not "soon"/);
-    const fromEnv = await runClusterstack(['plan', EXAMPLE_MANIFESTS, '--release-source', 'github:a/b'], { env: { CLUSTERSTACK_CONNECT_TIMEOUT: '0' } });
+    expect(result.stderr).toMatch(
+      /--remote-timeout \/ CLUSTERSTACK_REMOTE_TIMEOUT must be a duration such as 500ms, 2s or 5m, not "soon"/,
+    );
+    const fromEnv = await runClusterstack(['plan', EXAMPLE_MANIFESTS, '--release-source', 'github:a/b'], {
+      env: { CLUSTERSTACK_CONNECT_TIMEOUT: '0' },
+    });
     expect(fromEnv.code).toBe(2);
     expect(fromEnv.stderr).toMatch(/--connect-timeout \/ CLUSTERSTACK_CONNECT_TIMEOUT must be at least 1 ms/);
   });

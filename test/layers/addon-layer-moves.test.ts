@@ -29,7 +29,8 @@ spec:
 `;
 function layers(holdBase = false): string {
   return ['base', 'extra']
-    .map((name) => `---
+    .map(
+      (name) => `---
 apiVersion: kraan.io/v1alpha1
 kind: AddonsLayer
 metadata: {name: ${name}}
@@ -38,11 +39,14 @@ spec:
   hold: ${name === 'base' && holdBase}
   source: {path: ./addons/${name}}
   clusterSelector: {}
-`)
+`,
+    )
     .join('');
 }
-const MOVING = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: moving\n  namespace: kube-system\n  annotations:\n    team: platform\ndata:\n  key: value\n';
-const KEEP = (name: string): string => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: keep-${name}\n  namespace: kube-system\ndata: {}\n`;
+const MOVING =
+  'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: moving\n  namespace: kube-system\n  annotations:\n    team: platform\ndata:\n  key: value\n';
+const KEEP = (name: string): string =>
+  `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: keep-${name}\n  namespace: kube-system\ndata: {}\n`;
 
 const CLUSTER_DIR = 'clusters/fleet/one';
 const DIRS = [`${CLUSTER_DIR}/layers/base`, `${CLUSTER_DIR}/layers/extra`, `${CLUSTER_DIR}/cluster-addon`];
@@ -55,7 +59,9 @@ function copiesOf(files: Record<string, string>): Map<string, Record<string, any
   const copies = new Map<string, Record<string, any>>();
   for (const dir of DIRS) {
     if (!files[`${dir}/kustomization.yaml`]) continue;
-    const found = kustomizeBuild(tree, dir).find((object) => object.kind === 'ConfigMap' && object.metadata.name === 'moving');
+    const found = kustomizeBuild(tree, dir).find(
+      (object) => object.kind === 'ConfigMap' && object.metadata.name === 'moving',
+    );
     if (found) copies.set(dir, found);
   }
   return copies;
@@ -64,7 +70,12 @@ function copiesOf(files: Record<string, string>): Map<string, Record<string, any
 /** Whether both engines skip this live object when its owner garbage-collects it. */
 function markedForBoth(object: Record<string, any>): boolean {
   const annotations = object.metadata.annotations ?? {};
-  return annotations[FLUX_PRUNE] === 'disabled' && String(annotations[ARGO_OPTIONS] ?? '').split(',').includes('Prune=false');
+  return (
+    annotations[FLUX_PRUNE] === 'disabled' &&
+    String(annotations[ARGO_OPTIONS] ?? '')
+      .split(',')
+      .includes('Prune=false')
+  );
 }
 
 /**
@@ -78,10 +89,12 @@ function movesSafely(trees: Record<string, string>[]): string[] {
   const copies = trees.map(copiesOf);
   copies.forEach((tree, index) => {
     if (tree.size === 0) problems.push(`tree ${index}: the object is missing`);
-    if (tree.size > 1 && ![...tree.values()].every(markedForBoth)) problems.push(`tree ${index}: in ${[...tree.keys()].join(' and ')}, not all marked`);
+    if (tree.size > 1 && ![...tree.values()].every(markedForBoth))
+      problems.push(`tree ${index}: in ${[...tree.keys()].join(' and ')}, not all marked`);
     if (index === 0) return;
     for (const [dir, object] of copies[index - 1]!) {
-      if (!tree.has(dir) && !markedForBoth(object)) problems.push(`tree ${index}: leaves ${dir} unmarked, its owner may prune it`);
+      if (!tree.has(dir) && !markedForBoth(object))
+        problems.push(`tree ${index}: leaves ${dir} unmarked, its owner may prune it`);
     }
   });
   return problems;
@@ -95,7 +108,19 @@ describe('an object moved between addon layers is handed over, never pruned (rea
   const reports: Record<string, any>[] = [];
 
   async function render(): Promise<void> {
-    const result = await runClusterstack(['render', path.join(repo, 'manifests'), '--release-source', releases, '--git', remote, '--json', '--gitops', 'flux', '--gitops-url', 'https://git.example.test/fleet.git']);
+    const result = await runClusterstack([
+      'render',
+      path.join(repo, 'manifests'),
+      '--release-source',
+      releases,
+      '--git',
+      remote,
+      '--json',
+      '--gitops',
+      'flux',
+      '--gitops-url',
+      'https://git.example.test/fleet.git',
+    ]);
     if (result.code !== 0) throw new Error(result.stderr);
     reports.push(JSON.parse(result.stdout));
     trees.push(sandbox.files(remote, 'main'));
@@ -132,20 +157,39 @@ describe('an object moved between addon layers is handed over, never pruned (rea
     const handover = copiesOf(trees[1]!);
     expect([...handover.keys()]).toEqual([`${CLUSTER_DIR}/layers/base`]);
     const marked = handover.get(`${CLUSTER_DIR}/layers/base`)!;
-    expect(marked.metadata.annotations).toEqual({ team: 'platform', [FLUX_PRUNE]: 'disabled', [ARGO_OPTIONS]: 'Prune=false' });
+    expect(marked.metadata.annotations).toEqual({
+      team: 'platform',
+      [FLUX_PRUNE]: 'disabled',
+      [ARGO_OPTIONS]: 'Prune=false',
+    });
     expect(marked.data).toEqual({ key: 'value' });
     // Written as the manifests say, with the two marks added as lines.
-    expect(trees[1]![`${CLUSTER_DIR}/layers/base/configmap-moving.kube-system.yaml`]).toContain(`  annotations:\n    ${FLUX_PRUNE}: disabled\n    ${ARGO_OPTIONS}: Prune=false\n    team: platform\n`);
+    expect(trees[1]![`${CLUSTER_DIR}/layers/base/configmap-moving.kube-system.yaml`]).toContain(
+      `  annotations:\n    ${FLUX_PRUNE}: disabled\n    ${ARGO_OPTIONS}: Prune=false\n    team: platform\n`,
+    );
     expect(JSON.parse(trees[1]!['provenance.json']!).addonHandovers).toEqual([
-      expect.objectContaining({ path: `${CLUSTER_DIR}/layers/base/configmap-moving.kube-system.yaml`, from: `${CLUSTER_DIR}/layers/base`, to: `${CLUSTER_DIR}/layers/extra`, kind: 'ConfigMap', namespace: 'kube-system', name: 'moving' }),
+      expect.objectContaining({
+        path: `${CLUSTER_DIR}/layers/base/configmap-moving.kube-system.yaml`,
+        from: `${CLUSTER_DIR}/layers/base`,
+        to: `${CLUSTER_DIR}/layers/extra`,
+        kind: 'ConfigMap',
+        namespace: 'kube-system',
+        name: 'moving',
+      }),
     ]);
-    expect(reports[1]!.warnings).toContainEqual(expect.stringContaining(`ConfigMap kube-system/moving moves from ${CLUSTER_DIR}/layers/base/ to ${CLUSTER_DIR}/layers/extra/`));
+    expect(reports[1]!.warnings).toContainEqual(
+      expect.stringContaining(
+        `ConfigMap kube-system/moving moves from ${CLUSTER_DIR}/layers/base/ to ${CLUSTER_DIR}/layers/extra/`,
+      ),
+    );
   });
 
   it('completes the move on the next render: in the new layer only, unmarked, as the source says; then nothing changes', () => {
     const moved = copiesOf(trees[2]!);
     expect([...moved.keys()]).toEqual([`${CLUSTER_DIR}/layers/extra`]);
-    expect(trees[2]![`${CLUSTER_DIR}/layers/extra/configmap-moving.kube-system.yaml`]).toBe(`# Source: ./addons/extra/moving.yaml\n${MOVING}`);
+    expect(trees[2]![`${CLUSTER_DIR}/layers/extra/configmap-moving.kube-system.yaml`]).toBe(
+      `# Source: ./addons/extra/moving.yaml\n${MOVING}`,
+    );
     expect(JSON.parse(trees[2]!['provenance.json']!).addonHandovers).toBeUndefined();
     expect(reports[2]).toMatchObject({ changed: true });
     expect(reports[3]).toMatchObject({ changed: false, helmProcesses: 0 });
@@ -161,13 +205,21 @@ describe('an object moved between addon layers is handed over, never pruned (rea
   });
 
   it('the check itself catches a move published in one commit (what happened before)', () => {
-    expect(movesSafely([trees[0]!, trees[2]!])).toEqual([`tree 1: leaves ${CLUSTER_DIR}/layers/base unmarked, its owner may prune it`]);
+    expect(movesSafely([trees[0]!, trees[2]!])).toEqual([
+      `tree 1: leaves ${CLUSTER_DIR}/layers/base unmarked, its owner may prune it`,
+    ]);
   });
 
   it('each layer directory stays its own Flux Kustomization, prune on, so the marks are what protects the object', () => {
     for (const tree of trees) {
-      expect(parseObject(tree['flux/clusters/fleet/one/layers/base.yaml']!).spec).toMatchObject({ path: `./${CLUSTER_DIR}/layers/base`, prune: true });
-      expect(parseObject(tree['flux/clusters/fleet/one/layers/extra.yaml']!).spec).toMatchObject({ path: `./${CLUSTER_DIR}/layers/extra`, prune: true });
+      expect(parseObject(tree['flux/clusters/fleet/one/layers/base.yaml']!).spec).toMatchObject({
+        path: `./${CLUSTER_DIR}/layers/base`,
+        prune: true,
+      });
+      expect(parseObject(tree['flux/clusters/fleet/one/layers/extra.yaml']!).spec).toMatchObject({
+        path: `./${CLUSTER_DIR}/layers/extra`,
+        prune: true,
+      });
     }
   });
 });
@@ -175,12 +227,27 @@ describe('an object moved between addon layers is handed over, never pruned (rea
 describe('a move out of a layer on hold waits for the hold to be lifted', () => {
   it('keeps the marked copy in the held layer render after render, and completes once the hold is lifted', async () => {
     const releases = await copyExampleReleases();
-    const repo = await writeTree({ 'manifests/stack.yaml': STACK, 'manifests/cluster.yaml': CLUSTER, 'manifests/layers.yaml': layers(true), 'addons/base/moving.yaml': MOVING, 'addons/base/keep.yaml': KEEP('base'), 'addons/extra/keep.yaml': KEEP('extra') });
+    const repo = await writeTree({
+      'manifests/stack.yaml': STACK,
+      'manifests/cluster.yaml': CLUSTER,
+      'manifests/layers.yaml': layers(true),
+      'addons/base/moving.yaml': MOVING,
+      'addons/base/keep.yaml': KEEP('base'),
+      'addons/extra/keep.yaml': KEEP('extra'),
+    });
     execFileSync('git', ['init', '-q', repo]);
     const remote = sandbox.bareRepo('layer-moves-hold');
     const trees: Record<string, string>[] = [];
     const render = async (): Promise<void> => {
-      const result = await runClusterstack(['render', path.join(repo, 'manifests'), '--release-source', releases, '--git', remote, '--json']);
+      const result = await runClusterstack([
+        'render',
+        path.join(repo, 'manifests'),
+        '--release-source',
+        releases,
+        '--git',
+        remote,
+        '--json',
+      ]);
       if (result.code !== 0) throw new Error(result.stderr);
       trees.push(sandbox.files(remote, 'main'));
     };

@@ -49,7 +49,12 @@ spec:
 `;
 
 function layer(spec: Record<string, unknown>, name = 'apps'): Record<string, unknown> {
-  return { apiVersion: 'kraan.io/v1alpha1', kind: 'AddonsLayer', metadata: { name }, spec: { version: '1.0.0', source: { path: './addons/apps' }, ...spec } };
+  return {
+    apiVersion: 'kraan.io/v1alpha1',
+    kind: 'AddonsLayer',
+    metadata: { name },
+    spec: { version: '1.0.0', source: { path: './addons/apps' }, ...spec },
+  };
 }
 
 const messages = (object: unknown): string[] => validateAddonsLayer(object).map((p) => `${p.path}: ${p.message}`);
@@ -64,17 +69,33 @@ describe('validateAddonsLayer', () => {
   });
 
   it('accepts our additions: a label selector, a namespace, values and a values template', () => {
-    expect(messages(layer({ clusterSelector: { matchLabels: { tier: 'prod' }, matchExpressions: [{ key: 'example.com/zone', operator: 'In', values: ['a', 'b'] }] }, namespace: 'monitoring', values: { replicas: 2 }, valuesTemplate: 'name: {{ .Cluster.metadata.name }}' }))).toEqual([]);
+    expect(
+      messages(
+        layer({
+          clusterSelector: {
+            matchLabels: { tier: 'prod' },
+            matchExpressions: [{ key: 'example.com/zone', operator: 'In', values: ['a', 'b'] }],
+          },
+          namespace: 'monitoring',
+          values: { replicas: 2 },
+          valuesTemplate: 'name: {{ .Cluster.metadata.name }}',
+        }),
+      ),
+    ).toEqual([]);
   });
 
   it('accepts a dependsOn entry without @version, as Kraan does, and refuses one that is not a layer name', () => {
     expect(messages(layer({ prereqs: { dependsOn: ['base'] } }))).toEqual([]);
     expect(parseLayerDependency('base')).toEqual({ layer: 'base' });
-    expect(messages(layer({ prereqs: { dependsOn: ['Base'] } }))).toEqual(['spec.prereqs.dependsOn[0]: "Base" is not a layer name (lowercase letters, digits and "-")']);
+    expect(messages(layer({ prereqs: { dependsOn: ['Base'] } }))).toEqual([
+      'spec.prereqs.dependsOn[0]: "Base" is not a layer name (lowercase letters, digits and "-")',
+    ]);
   });
 
   it('refuses an invalid layer version, dependency version and Kubernetes gate', () => {
-    expect(messages(layer({ version: 'latest', prereqs: { dependsOn: ['base@one'], k8sVersion: 'one.thirty' } }))).toEqual([
+    expect(
+      messages(layer({ version: 'latest', prereqs: { dependsOn: ['base@one'], k8sVersion: 'one.thirty' } })),
+    ).toEqual([
       'spec.version: must be a version such as "1.2.0" (numbers, "v" optional; quote it), found "latest"',
       'spec.prereqs.k8sVersion: must be a Kubernetes version such as "1.30" (meaning 1.30.0 or newer; quote it), found "one.thirty"',
       'spec.prereqs.dependsOn[0]: "base@one": "one" is not a version (numbers such as 1.2.0, "v" optional)',
@@ -82,18 +103,32 @@ describe('validateAddonsLayer', () => {
   });
 
   it('refuses a selector that does not parse', () => {
-    expect(messages(layer({ clusterSelector: { matchExpressions: [{ key: 'tier', operator: 'Equals', values: ['a'] }] } }))).toEqual(['spec.clusterSelector.matchExpressions[0].operator: must be one of In, NotIn, Exists, DoesNotExist, found "Equals"']);
-    expect(messages(layer({ clusterSelector: { matchLabels: { 'bad key!': 'x' } } }))).toEqual(['spec.clusterSelector.matchLabels: "bad key!" is not a valid label key (letters, digits, "-", "_", ".", at most 63, starting and ending alphanumeric)']);
-    expect(messages(layer({ clusterSelector: 'tier=prod' }))).toEqual(['spec.clusterSelector: must be a label selector: a mapping with matchLabels and/or matchExpressions ({} selects every Cluster)']);
+    expect(
+      messages(layer({ clusterSelector: { matchExpressions: [{ key: 'tier', operator: 'Equals', values: ['a'] }] } })),
+    ).toEqual([
+      'spec.clusterSelector.matchExpressions[0].operator: must be one of In, NotIn, Exists, DoesNotExist, found "Equals"',
+    ]);
+    expect(messages(layer({ clusterSelector: { matchLabels: { 'bad key!': 'x' } } }))).toEqual([
+      'spec.clusterSelector.matchLabels: "bad key!" is not a valid label key (letters, digits, "-", "_", ".", at most 63, starting and ending alphanumeric)',
+    ]);
+    expect(messages(layer({ clusterSelector: 'tier=prod' }))).toEqual([
+      'spec.clusterSelector: must be a label selector: a mapping with matchLabels and/or matchExpressions ({} selects every Cluster)',
+    ]);
   });
 
   it('refuses a source path outside the repository or not starting with ./', () => {
-    expect(messages(layer({ source: { path: './addons/../../etc' } }))).toEqual(['spec.source.path: "./addons/../../etc" leads outside the repository; layer sources must be inside it']);
-    expect(messages(layer({ source: { path: '/etc' } }))).toEqual(['spec.source.path: must be a directory of the inputs\' repository starting with "./" (as in Kraan), found "/etc"']);
+    expect(messages(layer({ source: { path: './addons/../../etc' } }))).toEqual([
+      'spec.source.path: "./addons/../../etc" leads outside the repository; layer sources must be inside it',
+    ]);
+    expect(messages(layer({ source: { path: '/etc' } }))).toEqual([
+      'spec.source.path: must be a directory of the inputs\' repository starting with "./" (as in Kraan), found "/etc"',
+    ]);
   });
 
   it('refuses the reserved name cluster-stack, a dependency on itself and a versioned cluster-stack', () => {
-    expect(messages(layer({}, 'cluster-stack'))).toEqual(['metadata.name: "cluster-stack" stands for the stack\'s own addon stages; give the layer another name']);
+    expect(messages(layer({}, 'cluster-stack'))).toEqual([
+      'metadata.name: "cluster-stack" stands for the stack\'s own addon stages; give the layer another name',
+    ]);
     expect(messages(layer({ prereqs: { dependsOn: ['apps@1.0.0', 'cluster-stack@v1'] } }))).toEqual([
       'spec.prereqs.dependsOn[0]: a layer cannot depend on itself (apps@1.0.0)',
       'spec.prereqs.dependsOn[1]: "cluster-stack@v1": cluster-stack (the stack\'s own addons) takes no version; write cluster-stack',
@@ -101,10 +136,19 @@ describe('validateAddonsLayer', () => {
   });
 
   it('reports an invalid AddonsLayer as an input problem with its file', () => {
-    const parsed = parseManifests('apiVersion: kraan.io/v1alpha1\nkind: AddonsLayer\nmetadata: {name: apps}\nspec: {version: 1.0.0, source: {path: ./a}, prereqs: {dependsOn: [Base]}}\n', 'layers.yaml');
+    const parsed = parseManifests(
+      'apiVersion: kraan.io/v1alpha1\nkind: AddonsLayer\nmetadata: {name: apps}\nspec: {version: 1.0.0, source: {path: ./a}, prereqs: {dependsOn: [Base]}}\n',
+      'layers.yaml',
+    );
     const inputs = classifyInputs(parsed.objects, checkCrdRules);
     expect(inputs.addonsLayers).toEqual([]);
-    expect(inputs.problems).toEqual([expect.objectContaining({ source: 'layers.yaml:4', object: 'AddonsLayer apps', path: 'spec.prereqs.dependsOn[0]' })]);
+    expect(inputs.problems).toEqual([
+      expect.objectContaining({
+        source: 'layers.yaml:4',
+        object: 'AddonsLayer apps',
+        path: 'spec.prereqs.dependsOn[0]',
+      }),
+    ]);
   });
 });
 
@@ -140,8 +184,12 @@ describe('matchesLabelSelector', () => {
     const labels = { tier: 'prod', zone: 'a' };
     expect(matchesLabelSelector({ matchLabels: { tier: 'prod' } }, labels)).toBe(true);
     expect(matchesLabelSelector({ matchLabels: { tier: 'dev' } }, labels)).toBe(false);
-    expect(matchesLabelSelector({ matchExpressions: [{ key: 'zone', operator: 'In', values: ['a', 'b'] }] }, labels)).toBe(true);
-    expect(matchesLabelSelector({ matchExpressions: [{ key: 'zone', operator: 'NotIn', values: ['a'] }] }, labels)).toBe(false);
+    expect(
+      matchesLabelSelector({ matchExpressions: [{ key: 'zone', operator: 'In', values: ['a', 'b'] }] }, labels),
+    ).toBe(true);
+    expect(
+      matchesLabelSelector({ matchExpressions: [{ key: 'zone', operator: 'NotIn', values: ['a'] }] }, labels),
+    ).toBe(false);
     expect(matchesLabelSelector({ matchExpressions: [{ key: 'gpu', operator: 'DoesNotExist' }] }, labels)).toBe(true);
     expect(matchesLabelSelector({ matchExpressions: [{ key: 'gpu', operator: 'Exists' }] }, labels)).toBe(false);
   });

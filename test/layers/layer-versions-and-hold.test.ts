@@ -40,7 +40,8 @@ spec:
   prereqs: {dependsOn: [cluster-stack]}
   clusterSelector: {}
 `;
-const configMap = (name: string, value: string): string => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\n  namespace: kube-system\ndata:\n  value: "${value}"\n`;
+const configMap = (name: string, value: string): string =>
+  `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\n  namespace: kube-system\ndata:\n  value: "${value}"\n`;
 
 const KEEP = 'clusters/fleet/one: ConfigMap kube-system/monitoring-keep';
 const DROPPED = 'clusters/fleet/one: ConfigMap kube-system/monitoring-dropped';
@@ -69,7 +70,19 @@ async function walkOnce(engine: Engine): Promise<Record<string, string>[]> {
   const remote = sandbox.bareRepo(`layer-versions-${engine}`);
   const trees: Record<string, string>[] = [];
   const render = async (): Promise<void> => {
-    const result = await runClusterstack(['render', path.join(repo, 'manifests'), '--release-source', releases, '--git', remote, '--json', '--gitops', engine, '--gitops-url', 'https://git.example.test/fleet.git']);
+    const result = await runClusterstack([
+      'render',
+      path.join(repo, 'manifests'),
+      '--release-source',
+      releases,
+      '--git',
+      remote,
+      '--json',
+      '--gitops',
+      engine,
+      '--gitops-url',
+      'https://git.example.test/fleet.git',
+    ]);
     if (result.code !== 0) throw new Error(result.stderr);
     trees.push(sandbox.files(remote, 'main'));
   };
@@ -83,31 +96,44 @@ async function walkOnce(engine: Engine): Promise<Record<string, string>[]> {
   return trees;
 }
 
-describe.each(['flux', 'argocd'] as const)('a layer version bump and a layer removal under %s (real git and kustomize, the engine\'s prune rules)', (engine) => {
-  let trees: Record<string, string>[];
-  beforeAll(async () => {
-    trees = await walk(engine);
-  });
+describe.each(['flux', 'argocd'] as const)(
+  "a layer version bump and a layer removal under %s (real git and kustomize, the engine's prune rules)",
+  (engine) => {
+    let trees: Record<string, string>[];
+    beforeAll(async () => {
+      trees = await walk(engine);
+    });
 
-  it('the bump prunes what the new version dropped and neither re-creates nor orphans what both keep', () => {
-    expect(transition(trees[0]!, trees[1]!, engine)).toEqual({ pruned: [DROPPED], orphaned: [], recreated: [] });
-  });
+    it('the bump prunes what the new version dropped and neither re-creates nor orphans what both keep', () => {
+      expect(transition(trees[0]!, trees[1]!, engine)).toEqual({ pruned: [DROPPED], orphaned: [], recreated: [] });
+    });
 
-  it('removing the layer prunes its objects and touches no other layer', () => {
-    expect(transition(trees[1]!, trees[2]!, engine)).toEqual({ pruned: [KEEP], orphaned: [], recreated: [] });
-    expect(kustomizeBuild(new Map(Object.entries(trees[2]!)), 'clusters/fleet/one/layers/other').map((o) => o.metadata.name)).toEqual(['other']);
-  });
+    it('removing the layer prunes its objects and touches no other layer', () => {
+      expect(transition(trees[1]!, trees[2]!, engine)).toEqual({ pruned: [KEEP], orphaned: [], recreated: [] });
+      expect(
+        kustomizeBuild(new Map(Object.entries(trees[2]!)), 'clusters/fleet/one/layers/other').map(
+          (o) => o.metadata.name,
+        ),
+      ).toEqual(['other']);
+    });
 
-  it('keeps one owner per layer across versions, its version in a label', () => {
-    const file = engine === 'flux' ? 'flux/clusters/fleet/one/layers/monitoring.yaml' : 'argocd/cluster-addons/fleet/one/layer-monitoring.yaml';
-    const [before, after] = [parseObject(trees[0]![file]!), parseObject(trees[1]![file]!)];
-    expect(after.metadata.name).toBe(before.metadata.name);
-    expect(after.metadata.name).toBe(engine === 'flux' ? 'one-layer-monitoring' : 'fleet-one-layer-monitoring');
-    expect([before, after].map((o) => o.metadata.labels['clusterstack.x-k8s.io/layer-version'])).toEqual(['1.0.0', '1.1.0']);
-    expect(trees[2]![file]).toBeUndefined();
-    expect(transition(trees[0]!, trees[1]!, engine).orphaned).not.toContain(OTHER);
-  });
-});
+    it('keeps one owner per layer across versions, its version in a label', () => {
+      const file =
+        engine === 'flux'
+          ? 'flux/clusters/fleet/one/layers/monitoring.yaml'
+          : 'argocd/cluster-addons/fleet/one/layer-monitoring.yaml';
+      const [before, after] = [parseObject(trees[0]![file]!), parseObject(trees[1]![file]!)];
+      expect(after.metadata.name).toBe(before.metadata.name);
+      expect(after.metadata.name).toBe(engine === 'flux' ? 'one-layer-monitoring' : 'fleet-one-layer-monitoring');
+      expect([before, after].map((o) => o.metadata.labels['clusterstack.x-k8s.io/layer-version'])).toEqual([
+        '1.0.0',
+        '1.1.0',
+      ]);
+      expect(trees[2]![file]).toBeUndefined();
+      expect(transition(trees[0]!, trees[1]!, engine).orphaned).not.toContain(OTHER);
+    });
+  },
+);
 
 describe('the prune rules catch what the wiring used to do', () => {
   it('Flux: a Kustomization per version with deletionPolicy Orphan orphans what the new version dropped', async () => {
@@ -115,20 +141,54 @@ describe('the prune rules catch what the wiring used to do', () => {
     const file = 'flux/clusters/fleet/one/layers/monitoring.yaml';
     const versioned = (tree: Record<string, string>, version: string): Record<string, string> => ({
       ...tree,
-      [file]: tree[file]!.replace('name: one-layer-monitoring', `name: one-monitoring-v${version}`).replace('  prune: true\n', '  prune: true\n  deletionPolicy: Orphan\n'),
+      [file]: tree[file]!.replace('name: one-layer-monitoring', `name: one-monitoring-v${version}`).replace(
+        '  prune: true\n',
+        '  prune: true\n  deletionPolicy: Orphan\n',
+      ),
     });
     expect(versioned(trees[0]!, '1-0-0')[file]).toContain('deletionPolicy: Orphan');
-    expect(transition(versioned(trees[0]!, '1-0-0'), versioned(trees[1]!, '1-1-0'), 'flux')).toEqual({ pruned: [], orphaned: [DROPPED], recreated: [] });
-    expect(transition(versioned(trees[1]!, '1-1-0'), trees[2]!, 'flux')).toEqual({ pruned: [], orphaned: [KEEP], recreated: [] });
+    expect(transition(versioned(trees[0]!, '1-0-0'), versioned(trees[1]!, '1-1-0'), 'flux')).toEqual({
+      pruned: [],
+      orphaned: [DROPPED],
+      recreated: [],
+    });
+    expect(transition(versioned(trees[1]!, '1-1-0'), trees[2]!, 'flux')).toEqual({
+      pruned: [],
+      orphaned: [KEEP],
+      recreated: [],
+    });
   });
 });
 
 // Hold, on the wiring the render generates from its unit records.
-const options = (engine: Engine): WiringOptions => ({ engine, name: 'clusterstacks', namespace: engine === 'flux' ? 'flux-system' : 'argocd', source: { kind: 'git', url: 'https://git.example.test/fleet.git', branch: 'main', path: '' } });
+const options = (engine: Engine): WiringOptions => ({
+  engine,
+  name: 'clusterstacks',
+  namespace: engine === 'flux' ? 'flux-system' : 'argocd',
+  source: { kind: 'git', url: 'https://git.example.test/fleet.git', branch: 'main', path: '' },
+});
 
 function layerUnit(name: string, extra: Partial<LayerRecord> = {}): UnitRecord {
-  const layer: LayerRecord = { name, version: '1.0.0', hold: false, dependsOn: [], afterStack: true, depth: 0, ...extra };
-  return { dir: `clusters/fleet/one/layers/${name}`, kind: 'cluster-layer', namespace: 'fleet', name: 'one', release: 'docker-ferrol-1-30-v1', layer, inputDigest: 'sha256:in', renderDigest: 'sha256:out', files: ['configmap-x.yaml'] };
+  const layer: LayerRecord = {
+    name,
+    version: '1.0.0',
+    hold: false,
+    dependsOn: [],
+    afterStack: true,
+    depth: 0,
+    ...extra,
+  };
+  return {
+    dir: `clusters/fleet/one/layers/${name}`,
+    kind: 'cluster-layer',
+    namespace: 'fleet',
+    name: 'one',
+    release: 'docker-ferrol-1-30-v1',
+    layer,
+    inputDigest: 'sha256:in',
+    renderDigest: 'sha256:out',
+    files: ['configmap-x.yaml'],
+  };
 }
 
 /** base (held) <- apps <- web; logging unrelated; stages cni then csi. */
@@ -148,7 +208,12 @@ describe('hold pauses that layer and its dependants only', () => {
   it('Argo CD: held layers and their dependants sync by hand in the last wave, after every other child, so nothing waits for them', () => {
     const files = renderWiring(heldFleet(), options('argocd'));
     const children = kustomizeBuild(files, 'argocd/cluster-addons/fleet/one');
-    const view = Object.fromEntries(children.map((app) => [app.metadata.name, `${app.metadata.annotations['argocd.argoproj.io/sync-wave']} ${app.spec.syncPolicy.automated ? 'auto' : 'manual'}`]));
+    const view = Object.fromEntries(
+      children.map((app) => [
+        app.metadata.name,
+        `${app.metadata.annotations['argocd.argoproj.io/sync-wave']} ${app.spec.syncPolicy.automated ? 'auto' : 'manual'}`,
+      ]),
+    );
     expect(view).toEqual({
       'fleet-one-cni': '0 auto',
       'fleet-one-csi': '1 auto',
@@ -160,22 +225,50 @@ describe('hold pauses that layer and its dependants only', () => {
     });
     // Argo CD waits for a wave's health only before a later wave (gitops-engine ends a sync once
     // its last wave is applied): no automated child is in or after a wave holding a paused one.
-    const pausedWaves = children.filter((app) => !app.spec.syncPolicy.automated).map((app) => Number(app.metadata.annotations['argocd.argoproj.io/sync-wave']));
-    const lastAutomated = Math.max(...children.filter((app) => app.spec.syncPolicy.automated).map((app) => Number(app.metadata.annotations['argocd.argoproj.io/sync-wave'])));
+    const pausedWaves = children
+      .filter((app) => !app.spec.syncPolicy.automated)
+      .map((app) => Number(app.metadata.annotations['argocd.argoproj.io/sync-wave']));
+    const lastAutomated = Math.max(
+      ...children
+        .filter((app) => app.spec.syncPolicy.automated)
+        .map((app) => Number(app.metadata.annotations['argocd.argoproj.io/sync-wave'])),
+    );
     expect(Math.min(...pausedWaves)).toBeGreaterThan(lastAutomated);
   });
 
   it('Argo CD: lifting the hold puts the layer and its dependants back in their waves, automated', () => {
-    const lifted = heldFleet().map((unit) => (unit.layer?.name === 'base' ? { ...unit, layer: { ...unit.layer, hold: false } } : unit));
+    const lifted = heldFleet().map((unit) =>
+      unit.layer?.name === 'base' ? { ...unit, layer: { ...unit.layer, hold: false } } : unit,
+    );
     const children = kustomizeBuild(renderWiring(lifted, options('argocd')), 'argocd/cluster-addons/fleet/one');
-    const view = Object.fromEntries(children.filter((app) => app.metadata.name.includes('-layer-')).map((app) => [app.metadata.name, `${app.metadata.annotations['argocd.argoproj.io/sync-wave']} ${app.spec.syncPolicy.automated ? 'auto' : 'manual'}`]));
-    expect(view).toEqual({ 'fleet-one-layer-base': '2 auto', 'fleet-one-layer-logging': '2 auto', 'fleet-one-layer-apps': '3 auto', 'fleet-one-layer-metrics': '3 auto', 'fleet-one-layer-web': '4 auto' });
+    const view = Object.fromEntries(
+      children
+        .filter((app) => app.metadata.name.includes('-layer-'))
+        .map((app) => [
+          app.metadata.name,
+          `${app.metadata.annotations['argocd.argoproj.io/sync-wave']} ${app.spec.syncPolicy.automated ? 'auto' : 'manual'}`,
+        ]),
+    );
+    expect(view).toEqual({
+      'fleet-one-layer-base': '2 auto',
+      'fleet-one-layer-logging': '2 auto',
+      'fleet-one-layer-apps': '3 auto',
+      'fleet-one-layer-metrics': '3 auto',
+      'fleet-one-layer-web': '4 auto',
+    });
   });
 
   it('Flux: only the held layer is suspended; its dependants wait on it by dependsOn and nothing else depends on it', () => {
     const files = renderWiring(heldFleet(), options('flux'));
-    const kustomizations = kustomizeBuild(files, 'flux').filter((o) => o.kind === 'Kustomization' && o.metadata.namespace === 'fleet');
-    const view = Object.fromEntries(kustomizations.map((k) => [k.metadata.name, `${k.spec.suspend ? 'suspended' : 'active'} after ${(k.spec.dependsOn ?? []).map((d: { name: string }) => d.name).join(',') || '-'}`]));
+    const kustomizations = kustomizeBuild(files, 'flux').filter(
+      (o) => o.kind === 'Kustomization' && o.metadata.namespace === 'fleet',
+    );
+    const view = Object.fromEntries(
+      kustomizations.map((k) => [
+        k.metadata.name,
+        `${k.spec.suspend ? 'suspended' : 'active'} after ${(k.spec.dependsOn ?? []).map((d: { name: string }) => d.name).join(',') || '-'}`,
+      ]),
+    );
     expect(view).toEqual({
       'one-cni': 'active after -',
       'one-csi': 'active after one-cni',

@@ -10,7 +10,10 @@ describe('substituteVariables', () => {
   });
 
   it('takes the default of ${VAR:=d}, ${VAR:-d}, ${VAR=d} and ${VAR-d} when the value is absent or empty', () => {
-    const result = substituteVariables('${A:=one} ${B:-two} ${C=three} ${D-four} ${E:=five}', values({ C: '', E: 'given' }));
+    const result = substituteVariables(
+      '${A:=one} ${B:-two} ${C=three} ${D-four} ${E:=five}',
+      values({ C: '', E: 'given' }),
+    );
     expect(result.text).toBe('one two three four given');
     expect(result.missing).toEqual([]);
   });

@@ -68,22 +68,44 @@ describe('validateProvider', () => {
   });
 
   it('accepts every provider kind of the operator and no spec at all', () => {
-    for (const kind of ['CoreProvider', 'BootstrapProvider', 'ControlPlaneProvider', 'InfrastructureProvider', 'AddonProvider', 'IPAMProvider', 'RuntimeExtensionProvider']) {
-      expect(validateProvider({ apiVersion: 'operator.cluster.x-k8s.io/v1alpha2', kind, metadata: { name: 'x' } })).toEqual([]);
+    for (const kind of [
+      'CoreProvider',
+      'BootstrapProvider',
+      'ControlPlaneProvider',
+      'InfrastructureProvider',
+      'AddonProvider',
+      'IPAMProvider',
+      'RuntimeExtensionProvider',
+    ]) {
+      expect(
+        validateProvider({ apiVersion: 'operator.cluster.x-k8s.io/v1alpha2', kind, metadata: { name: 'x' } }),
+      ).toEqual([]);
     }
   });
 
   it('refuses two sources in fetchConfig, naming them', () => {
     const spec = parse(OPERATOR_SPEC);
     spec.spec.fetchConfig.oci = 'registry.example.com/capd:v1.8.0';
-    expect(validateProvider(spec)).toEqual([{ path: 'spec.fetchConfig', message: expect.stringContaining('sets url and oci; set exactly one of url, oci or selector') }]);
+    expect(validateProvider(spec)).toEqual([
+      {
+        path: 'spec.fetchConfig',
+        message: expect.stringContaining('sets url and oci; set exactly one of url, oci or selector'),
+      },
+    ]);
   });
 
   it('refuses a fetchConfig selector Kubernetes would refuse, naming the operator', () => {
     const spec = parse(OPERATOR_SPEC);
     delete spec.spec.fetchConfig.url;
-    spec.spec.fetchConfig.selector = { matchExpressions: [{ key: 'provider-components', operator: 'Equals', values: ['capd'] }] };
-    expect(validateProvider(spec)).toEqual([{ path: 'spec.fetchConfig.selector.matchExpressions[0].operator', message: 'must be one of In, NotIn, Exists, DoesNotExist, found "Equals"' }]);
+    spec.spec.fetchConfig.selector = {
+      matchExpressions: [{ key: 'provider-components', operator: 'Equals', values: ['capd'] }],
+    };
+    expect(validateProvider(spec)).toEqual([
+      {
+        path: 'spec.fetchConfig.selector.matchExpressions[0].operator',
+        message: 'must be one of In, NotIn, Exists, DoesNotExist, found "Equals"',
+      },
+    ]);
   });
 
   it('refuses a version that is not semver, and both patch styles', () => {
@@ -98,16 +120,33 @@ describe('validateProvider', () => {
   it('names a misspelt field', () => {
     const spec = parse(OPERATOR_SPEC);
     spec.spec.deployment.replica = 3;
-    expect(validateProvider(spec)).toEqual([{ path: 'spec.deployment.replica', message: expect.stringContaining('is not a field') }]);
+    expect(validateProvider(spec)).toEqual([
+      { path: 'spec.deployment.replica', message: expect.stringContaining('is not a field') },
+    ]);
   });
 
   it('makes an unknown kind of the operator group an input problem, and keeps valid providers', () => {
     const objects = [
-      { object: { apiVersion: 'operator.cluster.x-k8s.io/v1alpha2', kind: 'DatabaseProvider', metadata: { name: 'x', namespace: 'a' } }, source: 'p.yaml:1' },
+      {
+        object: {
+          apiVersion: 'operator.cluster.x-k8s.io/v1alpha2',
+          kind: 'DatabaseProvider',
+          metadata: { name: 'x', namespace: 'a' },
+        },
+        source: 'p.yaml:1',
+      },
       { object: parse(OPERATOR_SPEC), source: 'p.yaml:5' },
     ];
     const inputs = classifyInputs(objects as never, checkCrdRules);
     expect(inputs.providers.map((p) => p.object.metadata.name)).toEqual(['docker']);
-    expect(inputs.problems).toEqual([expect.objectContaining({ source: 'p.yaml:1', path: 'kind', message: expect.stringContaining('"DatabaseProvider" is not a kind of operator.cluster.x-k8s.io; known kinds are CoreProvider') })]);
+    expect(inputs.problems).toEqual([
+      expect.objectContaining({
+        source: 'p.yaml:1',
+        path: 'kind',
+        message: expect.stringContaining(
+          '"DatabaseProvider" is not a kind of operator.cluster.x-k8s.io; known kinds are CoreProvider',
+        ),
+      }),
+    ]);
   });
 });

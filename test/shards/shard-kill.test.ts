@@ -29,7 +29,10 @@ function randomFrom(seed: number): () => number {
   };
 }
 
-const labelled = (object: KubeObject, shard: string): KubeObject => ({ ...object, metadata: { ...object.metadata, labels: { [SHARD_LABEL]: shard } } });
+const labelled = (object: KubeObject, shard: string): KubeObject => ({
+  ...object,
+  metadata: { ...object.metadata, labels: { [SHARD_LABEL]: shard } },
+});
 
 describe('a shard killed while publishing, and a Cluster handed over', { timeout: 300_000 }, () => {
   let api: FakeKubeApi;
@@ -52,9 +55,24 @@ describe('a shard killed while publishing, and a Cluster handed over', { timeout
     custom = kc.makeApiClient(CustomObjectsApi);
     await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: NAMESPACE } } });
     // The stack (its releases) is s1's; alpha's addons are s0's, beta's s1's.
-    await custom.createNamespacedCustomObject({ ...GROUP, plural: 'clusterstacks', namespace: NAMESPACE, body: labelled(aStack('ferrol', NAMESPACE), 's1') });
-    await custom.createNamespacedCustomObject({ ...CAPI, plural: 'clusters', namespace: NAMESPACE, body: labelled(aCluster('alpha', NAMESPACE, 'docker-ferrol-1-30-v2'), 's0') });
-    await custom.createNamespacedCustomObject({ ...CAPI, plural: 'clusters', namespace: NAMESPACE, body: labelled(aCluster('beta', NAMESPACE, 'docker-ferrol-1-30-v2'), 's1') });
+    await custom.createNamespacedCustomObject({
+      ...GROUP,
+      plural: 'clusterstacks',
+      namespace: NAMESPACE,
+      body: labelled(aStack('ferrol', NAMESPACE), 's1'),
+    });
+    await custom.createNamespacedCustomObject({
+      ...CAPI,
+      plural: 'clusters',
+      namespace: NAMESPACE,
+      body: labelled(aCluster('alpha', NAMESPACE, 'docker-ferrol-1-30-v2'), 's0'),
+    });
+    await custom.createNamespacedCustomObject({
+      ...CAPI,
+      plural: 'clusters',
+      namespace: NAMESPACE,
+      body: labelled(aCluster('beta', NAMESPACE, 'docker-ferrol-1-30-v2'), 's1'),
+    });
   });
 
   afterAll(async () => {
@@ -74,16 +92,42 @@ describe('a shard killed while publishing, and a Cluster handed over', { timeout
       CLUSTERSTACK_BATCH_WINDOW: '50ms',
       CLUSTERSTACK_LOG_LEVEL: 'debug',
     };
-    const controller = spawnController(bundle, ['--git', bare, '--path', 'rendered', '--shard', name, '--shard-selector', `${SHARD_LABEL}=${name}`], env);
+    const controller = spawnController(
+      bundle,
+      ['--git', bare, '--path', 'rendered', '--shard', name, '--shard-selector', `${SHARD_LABEL}=${name}`],
+      env,
+    );
     running.push(controller);
     return controller;
   }
-  const move = (name: string, host: string) => custom.patchNamespacedCustomObject({ ...CAPI, plural: 'clusters', namespace: NAMESPACE, name, body: { spec: { controlPlaneEndpoint: { host } } } }, MERGE());
+  const move = (name: string, host: string) =>
+    custom.patchNamespacedCustomObject(
+      { ...CAPI, plural: 'clusters', namespace: NAMESPACE, name, body: { spec: { controlPlaneEndpoint: { host } } } },
+      MERGE(),
+    );
   /** alpha's addon files at `commit`, per shard. */
   const alphaIn = (bare: string, commit: string): string[] =>
-    ['s0', 's1'].filter((name) => git.git(bare, 'ls-tree', '-r', '--name-only', commit, '--', `rendered/shards/${name}/clusters/${NAMESPACE}/alpha/`).trim() !== '');
+    ['s0', 's1'].filter(
+      (name) =>
+        git
+          .git(
+            bare,
+            'ls-tree',
+            '-r',
+            '--name-only',
+            commit,
+            '--',
+            `rendered/shards/${name}/clusters/${NAMESPACE}/alpha/`,
+          )
+          .trim() !== '',
+    );
   const alphaText = (bare: string, name: string): string =>
-    git.head(bare, 'main') === '' ? '' : Object.entries(git.files(bare, 'main')).filter(([file]) => file.startsWith(`rendered/shards/${name}/clusters/${NAMESPACE}/alpha/`)).map(([, text]) => text).join('\n');
+    git.head(bare, 'main') === ''
+      ? ''
+      : Object.entries(git.files(bare, 'main'))
+          .filter(([file]) => file.startsWith(`rendered/shards/${name}/clusters/${NAMESPACE}/alpha/`))
+          .map(([, text]) => text)
+          .join('\n');
 
   it('keeps every commit of the other shard and publishes a moved Cluster without a gap', async () => {
     const random = randomFrom(seed);
@@ -97,7 +141,9 @@ describe('a shard killed while publishing, and a Cluster handed over', { timeout
       const s0 = shard('s0', bare, path.join(git.root, `cache-s0-${i}`));
       await s0.waitForLine((line) => line['phase'] === 'render', 60_000);
       await new Promise((resolve) => setTimeout(resolve, Math.floor(random() * 700)));
-      const last = s0.lines.filter((line) => typeof line['phase'] === 'string' || typeof line['msg'] === 'string').at(-1);
+      const last = s0.lines
+        .filter((line) => typeof line['phase'] === 'string' || typeof line['msg'] === 'string')
+        .at(-1);
       await s0.killHard();
       running.splice(running.indexOf(s0), 1);
       points.push(String(last?.['phase'] ?? last?.['msg'] ?? 'start'));
@@ -106,11 +152,28 @@ describe('a shard killed while publishing, and a Cluster handed over', { timeout
     console.info(`shard kill test (seed ${seed}): killed s0 after ${points.join('; ')}`);
     await move('alpha', 'converged.test');
     const s0 = shard('s0', bare, path.join(git.root, 'cache-s0-final'));
-    await waitFor(() => alphaText(bare, 's0').includes('converged.test'), 'the replacement shard to publish alpha', 90_000);
+    await waitFor(
+      () => alphaText(bare, 's0').includes('converged.test'),
+      'the replacement shard to publish alpha',
+      90_000,
+    );
 
     // The handover: alpha's label moves it to s1; s0 drops it only once s1's subtree holds it.
-    await custom.patchNamespacedCustomObject({ ...CAPI, plural: 'clusters', namespace: NAMESPACE, name: 'alpha', body: { metadata: { labels: { [SHARD_LABEL]: 's1' } } } }, MERGE());
-    await waitFor(() => alphaText(bare, 's1').includes('converged.test') && alphaText(bare, 's0') === '', 'alpha to move from s0 to s1', 90_000);
+    await custom.patchNamespacedCustomObject(
+      {
+        ...CAPI,
+        plural: 'clusters',
+        namespace: NAMESPACE,
+        name: 'alpha',
+        body: { metadata: { labels: { [SHARD_LABEL]: 's1' } } },
+      },
+      MERGE(),
+    );
+    await waitFor(
+      () => alphaText(bare, 's1').includes('converged.test') && alphaText(bare, 's0') === '',
+      'alpha to move from s0 to s1',
+      90_000,
+    );
     await s0.waitForLine((line) => line['msg'] === 'Handed over Clusters their new shard publishes', 30_000);
     expect(await s0.terminate()).toBe(0);
     expect(await s1.terminate()).toBe(0);
@@ -120,15 +183,24 @@ describe('a shard killed while publishing, and a Cluster handed over', { timeout
     const head = git.head(bare, 'main');
     const history = git.git(bare, 'rev-list', '--reverse', 'main').split('\n').filter(Boolean);
     for (const commit of history.slice(1)) {
-      const touched = new Set(git.git(bare, 'diff-tree', '--no-commit-id', '--name-only', '-r', `${commit}^`, commit).split('\n').filter(Boolean).map((file) => file.split('/').slice(0, 3).join('/')));
+      const touched = new Set(
+        git
+          .git(bare, 'diff-tree', '--no-commit-id', '--name-only', '-r', `${commit}^`, commit)
+          .split('\n')
+          .filter(Boolean)
+          .map((file) => file.split('/').slice(0, 3).join('/')),
+      );
       expect(touched.size, `commit ${commit} touches ${[...touched].join(', ')}`).toBe(1);
     }
-    const s1Revisions = s1.lines.filter((line) => line['msg'] === 'Published rendered manifests').map((line) => String(line['revision']));
+    const s1Revisions = s1.lines
+      .filter((line) => line['msg'] === 'Published rendered manifests')
+      .map((line) => String(line['revision']));
     expect(s1Revisions.length).toBeGreaterThan(KILLS);
     for (const revision of s1Revisions) expect(history, `s1's commit ${revision}`).toContain(revision);
     const first = history.findIndex((commit) => alphaIn(bare, commit).length > 0);
     expect(first).toBeGreaterThanOrEqual(0);
-    for (const commit of history.slice(first)) expect(alphaIn(bare, commit), `alpha's addons in commit ${commit}`).not.toEqual([]);
+    for (const commit of history.slice(first))
+      expect(alphaIn(bare, commit), `alpha's addons in commit ${commit}`).not.toEqual([]);
     expect(alphaIn(bare, head)).toEqual(['s1']);
   });
 });

@@ -23,7 +23,10 @@ afterAll(() => {
 });
 
 function git(repo: string, ...args: string[]): string {
-  return execFileSync('git', ['-C', repo, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH!, HOME: sandbox.root } });
+  return execFileSync('git', ['-C', repo, ...args], {
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH!, HOME: sandbox.root },
+  });
 }
 
 /** The files under `dir` at `commit`, relative to it. */
@@ -38,8 +41,14 @@ function subtreeAt(repo: string, commit: string, dir: string): Record<string, st
 function roundTree(shard: string, round: number): RenderedTree {
   return new Map([
     ['README.md', `# ${shard}, round ${round}\n`],
-    ['provenance.json', `${JSON.stringify({ units: [{ kind: 'cluster-stage', namespace: 'fleet', name: `${shard}-c${round}`, dir: `clusters/fleet/${shard}-c${round}/cluster-addon` }] })}\n`],
-    [`clusters/fleet/${shard}-c${round}/cluster-addon/addon.yaml`, `kind: ConfigMap\nmetadata:\n  name: ${shard}-${round}\n`],
+    [
+      'provenance.json',
+      `${JSON.stringify({ units: [{ kind: 'cluster-stage', namespace: 'fleet', name: `${shard}-c${round}`, dir: `clusters/fleet/${shard}-c${round}/cluster-addon` }] })}\n`,
+    ],
+    [
+      `clusters/fleet/${shard}-c${round}/cluster-addon/addon.yaml`,
+      `kind: ConfigMap\nmetadata:\n  name: ${shard}-${round}\n`,
+    ],
   ]);
 }
 
@@ -49,7 +58,14 @@ describe('sharded publishing to one Git branch', () => {
     const published = new Map<string, { round: number; revision: string; tree: RenderedTree }[]>();
     await Promise.all(
       SHARDS.map(async (shard) => {
-        const publisher = new GitPublisher({ repository: bare, branch: 'main', path: shardSubtree('rendered', shard), workDir: path.join(sandbox.root, `work-${shard}`), author: AUTHOR, env: { PATH: process.env.PATH, HOME: sandbox.root } });
+        const publisher = new GitPublisher({
+          repository: bare,
+          branch: 'main',
+          path: shardSubtree('rendered', shard),
+          workDir: path.join(sandbox.root, `work-${shard}`),
+          author: AUTHOR,
+          env: { PATH: process.env.PATH, HOME: sandbox.root },
+        });
         const mine: { round: number; revision: string; tree: RenderedTree }[] = [];
         published.set(shard, mine);
         for (let round = 0; round < ROUNDS; round += 1) {
@@ -76,9 +92,15 @@ describe('sharded publishing to one Git branch', () => {
     // through its published rounds in order (a revert would show an older round again).
     const states = new Map<string, string[]>(SHARDS.map((shard) => [shard, []]));
     for (const commit of history.slice(1)) {
-      const touched = new Set(git(bare, 'diff-tree', '--no-commit-id', '--name-only', '-r', `${commit}^`, commit).split('\n').filter(Boolean).map((file) => file.split('/').slice(0, 3).join('/')));
+      const touched = new Set(
+        git(bare, 'diff-tree', '--no-commit-id', '--name-only', '-r', `${commit}^`, commit)
+          .split('\n')
+          .filter(Boolean)
+          .map((file) => file.split('/').slice(0, 3).join('/')),
+      );
       expect(touched.size).toBe(1);
-      for (const shard of SHARDS) states.get(shard)!.push(subtreeAt(bare, commit, shardSubtree('rendered', shard))['README.md']?.trim() ?? '');
+      for (const shard of SHARDS)
+        states.get(shard)!.push(subtreeAt(bare, commit, shardSubtree('rendered', shard))['README.md']?.trim() ?? '');
     }
     expect(history).toHaveLength(1 + SHARDS.length * ROUNDS);
     for (const shard of SHARDS) {
@@ -87,6 +109,9 @@ describe('sharded publishing to one Git branch', () => {
     }
     // What a shard reads to finish a handover: the others' Clusters, not its own.
     const shardsTree = new Map(Object.entries(subtreeAt(bare, head, 'rendered/shards')));
-    expect([...clustersOfOtherShards(shardsTree, 'shard0')].sort()).toEqual([`fleet/shard1-c${ROUNDS - 1}`, `fleet/shard2-c${ROUNDS - 1}`]);
+    expect([...clustersOfOtherShards(shardsTree, 'shard0')].sort()).toEqual([
+      `fleet/shard1-c${ROUNDS - 1}`,
+      `fleet/shard2-c${ROUNDS - 1}`,
+    ]);
   }, 120_000);
 });

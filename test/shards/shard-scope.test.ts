@@ -6,7 +6,13 @@ import { describe, expect, it } from 'vitest';
 import type { CapiCluster, ClusterAddon, ClusterStack, ClusterStackRelease } from '../../src/api/types.js';
 import type { Plan } from '../../src/plan/build-plan.js';
 import { clustersToHandOver, shardPlan } from '../../src/shards/shard-plan.js';
-import { parseShardScope, SHARD_LABEL, shardObjectName, shardOwns, shardSubtree } from '../../src/shards/shard-scope.js';
+import {
+  parseShardScope,
+  SHARD_LABEL,
+  shardObjectName,
+  shardOwns,
+  shardSubtree,
+} from '../../src/shards/shard-scope.js';
 import { shardLive, shardStatusPlan } from '../../src/controller/reconcile/shard-view.js';
 import type { LiveObjects } from '../../src/controller/desired-state/status-inputs.js';
 import { runClusterstack, tempDir } from '../support/cli.js';
@@ -14,29 +20,60 @@ import { runClusterstack, tempDir } from '../support/cli.js';
 const ONE = parseShardScope('shard1', `${SHARD_LABEL}=shard1`)!;
 const MAIN = parseShardScope('main', `!${SHARD_LABEL}`)!;
 
-function labelled(name: string, shard?: string): { metadata: { name: string; namespace: string; labels?: Record<string, string>; uid: string } } {
-  return { metadata: { name, namespace: 'fleet', uid: `uid-${name}`, ...(shard ? { labels: { [SHARD_LABEL]: shard } } : {}) } };
+function labelled(
+  name: string,
+  shard?: string,
+): { metadata: { name: string; namespace: string; labels?: Record<string, string>; uid: string } } {
+  return {
+    metadata: { name, namespace: 'fleet', uid: `uid-${name}`, ...(shard ? { labels: { [SHARD_LABEL]: shard } } : {}) },
+  };
 }
 
 /** A plan of two stacks (one per shard) and three Clusters: a (shard1), b (main), c (main, published by shard1 before). */
 function fleetPlan(): Plan {
-  const stacks = [{ ...labelled('stack-one', 'shard1'), spec: {} }, { ...labelled('stack-main'), spec: {} }] as unknown as ClusterStack[];
+  const stacks = [
+    { ...labelled('stack-one', 'shard1'), spec: {} },
+    { ...labelled('stack-main'), spec: {} },
+  ] as unknown as ClusterStack[];
   const clusters = [labelled('a', 'shard1'), labelled('b'), labelled('c')] as unknown as CapiCluster[];
   return {
     inputs: { clusters: clusters.map((object) => ({ object, source: `${object.metadata.name}.yaml` })) },
     resolution: {
       clusterStacks: stacks.map((stack) => ({ namespace: 'fleet', name: stack.metadata.name, stack, releases: [] })),
-      clusters: clusters.map((cluster) => ({ namespace: 'fleet', name: cluster.metadata.name, cluster, managed: true, release: 'r', stack: { namespace: 'fleet', name: 'stack-main' }, problems: [] })),
+      clusters: clusters.map((cluster) => ({
+        namespace: 'fleet',
+        name: cluster.metadata.name,
+        cluster,
+        managed: true,
+        release: 'r',
+        stack: { namespace: 'fleet', name: 'stack-main' },
+        problems: [],
+      })),
     },
   } as unknown as Plan;
 }
 
 /** A shard's previous tree whose provenance records the addons of `clusters`. */
 function previousWith(...clusters: string[]): Map<string, string> {
-  return new Map([['provenance.json', JSON.stringify({ units: clusters.map((name) => ({ kind: 'cluster-stage', namespace: 'fleet', name, dir: `clusters/fleet/${name}/cluster-addon` })) })]]);
+  return new Map([
+    [
+      'provenance.json',
+      JSON.stringify({
+        units: clusters.map((name) => ({
+          kind: 'cluster-stage',
+          namespace: 'fleet',
+          name,
+          dir: `clusters/fleet/${name}/cluster-addon`,
+        })),
+      }),
+    ],
+  ]);
 }
 
-const names = (plan: Plan) => ({ clusters: plan.resolution.clusters.map((c) => c.name), inputs: plan.inputs.clusters.map((c) => c.object.metadata.name) });
+const names = (plan: Plan) => ({
+  clusters: plan.resolution.clusters.map((c) => c.name),
+  inputs: plan.inputs.clusters.map((c) => c.object.metadata.name),
+});
 
 describe('shard identity', () => {
   it('selects by label; the main shard takes what has no shard label', () => {
@@ -51,18 +88,25 @@ describe('shard identity', () => {
 
   it('refuses a half-given, misnamed or empty shard with what to give instead', () => {
     expect(parseShardScope(undefined, undefined)).toBeUndefined();
-    expect(() => parseShardScope('shard1', undefined)).toThrow(`--shard and --shard-selector go together: give both (e.g. --shard shard1 --shard-selector ${SHARD_LABEL}=shard1`);
-    expect(() => parseShardScope('Shard_1', 'a=b')).toThrow('--shard must be a lowercase DNS label of at most 40 characters (it names the shard\'s directory, Lease and wiring), not "Shard_1"');
+    expect(() => parseShardScope('shard1', undefined)).toThrow(
+      `--shard and --shard-selector go together: give both (e.g. --shard shard1 --shard-selector ${SHARD_LABEL}=shard1`,
+    );
+    expect(() => parseShardScope('Shard_1', 'a=b')).toThrow(
+      '--shard must be a lowercase DNS label of at most 40 characters (it names the shard\'s directory, Lease and wiring), not "Shard_1"',
+    );
     expect(() => parseShardScope('s', ' ')).toThrow('an empty selector would make every shard publish everything');
     expect(() => parseShardScope('s', 'a in b')).toThrow('--shard-selector "a in b": cannot parse "a in b"');
   });
 });
 
-describe('a shard\'s part of the plan', () => {
-  it('renders its own Clusters, and its stacks\' releases only', () => {
+describe("a shard's part of the plan", () => {
+  it("renders its own Clusters, and its stacks' releases only", () => {
     const { plan, handingOver, handedOver } = shardPlan(fleetPlan(), ONE, new Map(), undefined);
     expect(names(plan)).toEqual({ clusters: ['a'], inputs: ['a'] });
-    expect(plan.resolution.clusterStacks.map((stack) => [stack.name, stack.publishedByAnotherShard ?? false])).toEqual([['stack-one', false], ['stack-main', true]]);
+    expect(plan.resolution.clusterStacks.map((stack) => [stack.name, stack.publishedByAnotherShard ?? false])).toEqual([
+      ['stack-one', false],
+      ['stack-main', true],
+    ]);
     expect([handingOver, handedOver]).toEqual([[], []]);
   });
 
@@ -85,12 +129,21 @@ describe('a shard\'s part of the plan', () => {
     const status = shardStatusPlan(whole, MAIN);
     expect(status.resolution.clusters.map((c) => c.name)).toEqual(['b', 'c']);
     expect(status.resolution.clusterStacks.map((s) => s.name)).toEqual(['stack-main']);
-    const owned = (name: string, kind: string, owner: string) => ({ ...labelled(name), metadata: { ...labelled(name).metadata, ownerReferences: [{ apiVersion: 'v1', kind, name: owner, uid: `uid-${owner}`, controller: true }] } });
+    const owned = (name: string, kind: string, owner: string) => ({
+      ...labelled(name),
+      metadata: {
+        ...labelled(name).metadata,
+        ownerReferences: [{ apiVersion: 'v1', kind, name: owner, uid: `uid-${owner}`, controller: true }],
+      },
+    });
     const plan = fleetPlan();
     const live = {
       stacks: plan.resolution.clusterStacks.map((s) => s.stack),
       clusters: plan.resolution.clusters.map((c) => c.cluster),
-      releases: [owned('r1', 'ClusterStack', 'stack-one'), owned('r2', 'ClusterStack', 'stack-main')] as unknown as ClusterStackRelease[],
+      releases: [
+        owned('r1', 'ClusterStack', 'stack-one'),
+        owned('r2', 'ClusterStack', 'stack-main'),
+      ] as unknown as ClusterStackRelease[],
       addons: [owned('a', 'Cluster', 'a'), owned('b', 'Cluster', 'b')] as unknown as ClusterAddon[],
       providerReleases: [],
       providerTemplates: [],
@@ -108,12 +161,30 @@ describe('a shard\'s part of the plan', () => {
 describe('clusterstack controller --shard', () => {
   it('2: refuses a shard without selector, and an OCI target, before writing anything', async () => {
     const dir = await tempDir();
-    const half = await runClusterstack(['controller', '--release-source', 'releases', '--output', 'out', '--shard', 'shard1'], { cwd: dir });
+    const half = await runClusterstack(
+      ['controller', '--release-source', 'releases', '--output', 'out', '--shard', 'shard1'],
+      { cwd: dir },
+    );
     expect(half.code).toBe(2);
     expect(half.stderr).toContain('--shard and --shard-selector go together');
-    const oci = await runClusterstack(['controller', '--release-source', 'releases', '--oci', 'oci://localhost:5000/fleet:latest', '--shard', 'shard1', '--shard-selector', `${SHARD_LABEL}=shard1`], { cwd: dir });
+    const oci = await runClusterstack(
+      [
+        'controller',
+        '--release-source',
+        'releases',
+        '--oci',
+        'oci://localhost:5000/fleet:latest',
+        '--shard',
+        'shard1',
+        '--shard-selector',
+        `${SHARD_LABEL}=shard1`,
+      ],
+      { cwd: dir },
+    );
     expect(oci.code).toBe(2);
-    expect(oci.stderr).toContain('--shard publishes to a subtree of one Git branch or directory; --oci oci://localhost:5000/fleet:latest holds one tree per tag');
+    expect(oci.stderr).toContain(
+      '--shard publishes to a subtree of one Git branch or directory; --oci oci://localhost:5000/fleet:latest holds one tree per tag',
+    );
     expect(existsSync(path.join(dir, 'out'))).toBe(false);
   });
 });

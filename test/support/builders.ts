@@ -1,5 +1,11 @@
 // Small builders for the objects tests need: aClusterStack().withVersions('v1').build().
-import { API_VERSION, type CapiCluster, type ClusterStack, type ClusterStackSpec, type KubeObject } from '../../src/api/types.js';
+import {
+  API_VERSION,
+  type CapiCluster,
+  type ClusterStack,
+  type ClusterStackSpec,
+  type KubeObject,
+} from '../../src/api/types.js';
 import type { AvailableRelease } from '../../src/release/resolve-releases.js';
 import { parseReleaseTag } from '../../src/core/release-tag.js';
 
@@ -8,7 +14,15 @@ class ClusterStackBuilder {
     apiVersion: API_VERSION,
     kind: 'ClusterStack',
     metadata: { name: 'docker-ferrol-1-30', namespace: 'cluster-stacks' },
-    spec: { provider: 'docker', name: 'ferrol', kubernetesVersion: '1.30', channel: 'stable', autoSubscribe: true, noProvider: true, versions: [] },
+    spec: {
+      provider: 'docker',
+      name: 'ferrol',
+      kubernetesVersion: '1.30',
+      channel: 'stable',
+      autoSubscribe: true,
+      noProvider: true,
+      versions: [],
+    },
   };
 
   named(name: string, namespace = 'cluster-stacks'): this {
@@ -34,7 +48,10 @@ class ClusterStackBuilder {
   }
 
   withProvider(kind = 'DockerClusterStackReleaseTemplate'): this {
-    return this.withSpec({ noProvider: false, providerRef: { apiVersion: 'infrastructure.clusterstack.x-k8s.io/v1alpha1', kind, name: 'docker-template' } });
+    return this.withSpec({
+      noProvider: false,
+      providerRef: { apiVersion: 'infrastructure.clusterstack.x-k8s.io/v1alpha1', kind, name: 'docker-template' },
+    });
   }
 
   build(): ClusterStack {
@@ -56,7 +73,12 @@ export function kubernetesVersionOf(className: string): string {
   return /^docker-ferrol-1-30-v[01]([-.]|$)/.test(className) ? 'v1.30.2' : 'v1.30.4';
 }
 
-export function aCluster(name: string, className: string | undefined, extra: Partial<NonNullable<CapiCluster['spec']>> = {}, namespace = 'cluster-stacks'): CapiCluster {
+export function aCluster(
+  name: string,
+  className: string | undefined,
+  extra: Partial<NonNullable<CapiCluster['spec']>> = {},
+  namespace = 'cluster-stacks',
+): CapiCluster {
   const spec: NonNullable<CapiCluster['spec']> = {
     controlPlaneEndpoint: { host: `${name}.example.test`, port: 6443 },
     clusterNetwork: { pods: { cidrBlocks: ['192.168.0.0/16'] } },
@@ -67,10 +89,18 @@ export function aCluster(name: string, className: string | undefined, extra: Par
 }
 
 /** The same Cluster as aCluster makes, as Cluster API v1beta2 serves it: `topology.classRef`, references by apiGroup. */
-export function aV1beta2Cluster(name: string, className: string, classNamespace?: string, namespace = 'cluster-stacks'): CapiCluster {
+export function aV1beta2Cluster(
+  name: string,
+  className: string,
+  classNamespace?: string,
+  namespace = 'cluster-stacks',
+): CapiCluster {
   const cluster = aCluster(name, className, {}, namespace);
   cluster.apiVersion = 'cluster.x-k8s.io/v1beta2';
-  cluster.spec!.topology = { classRef: { name: className, ...(classNamespace ? { namespace: classNamespace } : {}) }, version: kubernetesVersionOf(className) };
+  cluster.spec!.topology = {
+    classRef: { name: className, ...(classNamespace ? { namespace: classNamespace } : {}) },
+    version: kubernetesVersionOf(className),
+  };
   return cluster;
 }
 

@@ -12,14 +12,27 @@ import { build } from 'esbuild';
 export const REPO_ROOT = path.resolve(import.meta.dirname, '../..');
 
 // Inside the repository so that the bundle's imports resolve from node_modules; one per test file.
-const BUNDLE_DIR = path.join(REPO_ROOT, 'node_modules', '.cache', `clusterstack-cli-${process.pid}-${randomBytes(4).toString('hex')}`);
+const BUNDLE_DIR = path.join(
+  REPO_ROOT,
+  'node_modules',
+  '.cache',
+  `clusterstack-cli-${process.pid}-${randomBytes(4).toString('hex')}`,
+);
 let bundled: Promise<string> | undefined;
 
 /** The bundled CLI's entry file, built on first use. */
 function cliEntry(): Promise<string> {
-  bundled ??= build({ entryPoints: [path.join(REPO_ROOT, 'src/cli/main.ts')], bundle: true, splitting: true, format: 'esm', platform: 'node', target: 'node20', packages: 'external', outdir: BUNDLE_DIR, logLevel: 'warning' }).then(() =>
-    path.join(BUNDLE_DIR, 'main.js'),
-  );
+  bundled ??= build({
+    entryPoints: [path.join(REPO_ROOT, 'src/cli/main.ts')],
+    bundle: true,
+    splitting: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    packages: 'external',
+    outdir: BUNDLE_DIR,
+    logLevel: 'warning',
+  }).then(() => path.join(BUNDLE_DIR, 'main.js'));
   return bundled;
 }
 
@@ -57,9 +70,15 @@ export function cliEnvironment(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv
 }
 
 /** The command line that starts the CLI: `prefix` wraps it (e.g. unshare), `nodeArgs` go to node. */
-export async function cliCommand(args: string[], prefix: string[] = [], nodeArgs: string[] = []): Promise<{ command: string; args: string[] }> {
+export async function cliCommand(
+  args: string[],
+  prefix: string[] = [],
+  nodeArgs: string[] = [],
+): Promise<{ command: string; args: string[] }> {
   const node = [process.execPath, ...nodeArgs, await cliEntry(), ...args];
-  return prefix.length > 0 ? { command: prefix[0]!, args: [...prefix.slice(1), ...node] } : { command: node[0]!, args: node.slice(1) };
+  return prefix.length > 0
+    ? { command: prefix[0]!, args: [...prefix.slice(1), ...node] }
+    : { command: node[0]!, args: node.slice(1) };
 }
 
 export interface StartedCli {
@@ -70,7 +89,11 @@ export interface StartedCli {
 /** Starts the CLI; `done` resolves when it exits (by itself or by a signal). */
 export async function startCli(args: string[], options: CliProcessOptions = {}): Promise<StartedCli> {
   const { command, args: argv } = await cliCommand(args, options.prefix, options.nodeArgs);
-  const child = spawn(command, argv, { cwd: options.cwd ?? REPO_ROOT, env: cliEnvironment(options.env), stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(command, argv, {
+    cwd: options.cwd ?? REPO_ROOT,
+    env: cliEnvironment(options.env),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));

@@ -12,13 +12,21 @@ export interface CliResult {
   stderr: string;
 }
 
-export async function runClusterstack(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; isTty?: boolean } = {}): Promise<CliResult> {
+export async function runClusterstack(
+  args: string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv; isTty?: boolean } = {},
+): Promise<CliResult> {
   let stdout = '';
   let stderr = '';
   const code = await runCli(args, {
     stdout: (text) => (stdout += text),
     stderr: (text) => (stderr += text),
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, CLUSTERSTACK_CACHE_DIR: path.join(os.tmpdir(), 'csk-test-cache'), ...options.env },
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      CLUSTERSTACK_CACHE_DIR: path.join(os.tmpdir(), 'csk-test-cache'),
+      ...options.env,
+    },
     cwd: options.cwd ?? process.cwd(),
     isTty: options.isTty ?? false,
   });
@@ -73,7 +81,9 @@ export async function copyExampleReleases(): Promise<string> {
 export async function copyExampleReleasesAsArchives(): Promise<string> {
   const releases = await copyExampleReleases();
   const v2 = path.join(releases, 'docker-ferrol-1-30-v2');
-  await tar.c({ gzip: true, portable: true, cwd: v2, file: path.join(v2, 'docker-ferrol-1-30-cluster-class-v2.tgz') }, ['docker-ferrol-1-30-cluster-class-v2']);
+  await tar.c({ gzip: true, portable: true, cwd: v2, file: path.join(v2, 'docker-ferrol-1-30-cluster-class-v2.tgz') }, [
+    'docker-ferrol-1-30-cluster-class-v2',
+  ]);
   await rm(path.join(v2, 'docker-ferrol-1-30-cluster-class-v2'), { recursive: true });
   return releases;
 }

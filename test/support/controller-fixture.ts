@@ -10,7 +10,11 @@ import { GitPublisher } from '../../gitops/git-publisher.js';
 import { GitHistoryReader } from '../../gitops/git-history.js';
 import { createHelmDependencies } from '../../renderers/helm-dependencies.js';
 import type { Condition, KubeObject } from '../../src/api/types.js';
-import { runController, type ControllerRuntime, type ControllerRuntimeOptions } from '../../src/controller/run-controller.js';
+import {
+  runController,
+  type ControllerRuntime,
+  type ControllerRuntimeOptions,
+} from '../../src/controller/run-controller.js';
 import { createKubeClient } from '../../src/controller/runtime/kube-client.js';
 import { ReleaseSourceError } from '../../src/release/release-source.js';
 import { createSourceOpener, type SourceOpener } from '../../src/sources/open-release-source.js';
@@ -39,11 +43,25 @@ export async function waitFor(check: () => boolean, what: string, limitMs = WAIT
 }
 
 export function condition(object: KubeObject | undefined, type: string): Condition | undefined {
-  return ((object as { status?: { conditions?: Condition[] } } | undefined)?.status?.conditions ?? []).find((c) => c.type === type);
+  return ((object as { status?: { conditions?: Condition[] } } | undefined)?.status?.conditions ?? []).find(
+    (c) => c.type === type,
+  );
 }
 
 export function aStack(name: string, namespace: string, spec: Record<string, unknown> = {}): KubeObject {
-  return { apiVersion: 'clusterstack.x-k8s.io/v1alpha1', kind: 'ClusterStack', metadata: { name, namespace }, spec: { provider: 'docker', name: 'ferrol', kubernetesVersion: '1.30', versions: ['v2'], noProvider: true, ...spec } };
+  return {
+    apiVersion: 'clusterstack.x-k8s.io/v1alpha1',
+    kind: 'ClusterStack',
+    metadata: { name, namespace },
+    spec: {
+      provider: 'docker',
+      name: 'ferrol',
+      kubernetesVersion: '1.30',
+      versions: ['v2'],
+      noProvider: true,
+      ...spec,
+    },
+  };
 }
 
 export function aCluster(name: string, namespace: string, className: string): KubeObject {
@@ -51,7 +69,11 @@ export function aCluster(name: string, namespace: string, className: string): Ku
     apiVersion: 'cluster.x-k8s.io/v1beta1',
     kind: 'Cluster',
     metadata: { name, namespace },
-    spec: { controlPlaneEndpoint: { host: `${name}.test`, port: 6443 }, clusterNetwork: { pods: { cidrBlocks: ['10.0.0.0/16'] } }, topology: { class: className, version: kubernetesVersionOf(className) } },
+    spec: {
+      controlPlaneEndpoint: { host: `${name}.test`, port: 6443 },
+      clusterNetwork: { pods: { cidrBlocks: ['10.0.0.0/16'] } },
+      topology: { class: className, version: kubernetesVersionOf(className) },
+    },
   };
 }
 
@@ -118,8 +140,22 @@ export async function startControllerFixture(options: { api?: FakeKubeApiOptions
       const runtime = await runController({
         kubeConfig: runtimeKubeConfig,
         kube: createKubeClient({ kubeConfig: runtimeKubeConfig, identity: name }),
-        publisher: new GitPublisher({ repository: remote, branch: 'main', path: '', workDir: path.join(dir, 'clone'), author, env }),
-        history: new GitHistoryReader({ repository: remote, branch: 'main', path: '', workDir: path.join(dir, 'history'), author, env }),
+        publisher: new GitPublisher({
+          repository: remote,
+          branch: 'main',
+          path: '',
+          workDir: path.join(dir, 'clone'),
+          author,
+          env,
+        }),
+        history: new GitHistoryReader({
+          repository: remote,
+          branch: 'main',
+          path: '',
+          workDir: path.join(dir, 'history'),
+          author,
+          env,
+        }),
         revisionKind: 'commit',
         defaultSource: releases,
         openSource: openerFor(path.join(dir, 'cache')),
@@ -129,7 +165,9 @@ export async function startControllerFixture(options: { api?: FakeKubeApiOptions
         engine: 'none',
         outputPath: '',
         argocdNamespace: 'argocd',
-        logger: process.env.CSK_TEST_LOG ? pino({ level: 'debug' }, pino.destination(process.env.CSK_TEST_LOG)) : pino({ level: 'silent' }),
+        logger: process.env.CSK_TEST_LOG
+          ? pino({ level: 'debug' }, pino.destination(process.env.CSK_TEST_LOG))
+          : pino({ level: 'silent' }),
         batchWindowMs: 100,
         listingWaitMs: 300,
         ...overrides,
@@ -143,14 +181,23 @@ export async function startControllerFixture(options: { api?: FakeKubeApiOptions
     async create(object) {
       const plural = object.kind === 'Cluster' ? 'clusters' : `${object.kind.toLowerCase()}s`;
       const group = object.kind === 'Cluster' ? CAPI : GROUP;
-      await custom.createNamespacedCustomObject({ ...group, plural, namespace: object.metadata.namespace ?? 'default', body: object });
+      await custom.createNamespacedCustomObject({
+        ...group,
+        plural,
+        namespace: object.metadata.namespace ?? 'default',
+        body: object,
+      });
     },
     get(kind, namespace, name) {
       const apiVersion = kind === 'Cluster' ? 'cluster.x-k8s.io/v1beta1' : 'clusterstack.x-k8s.io/v1alpha1';
       return api.get(apiVersion, kind, namespace, name) as KubeObject | undefined;
     },
     published() {
-      return Object.fromEntries(Object.entries(git.files(remote, 'main')).filter(([file]) => file.startsWith('management/') || file.startsWith('clusters/')));
+      return Object.fromEntries(
+        Object.entries(git.files(remote, 'main')).filter(
+          ([file]) => file.startsWith('management/') || file.startsWith('clusters/'),
+        ),
+      );
     },
     async cleanup() {
       for (const runtime of runtimes.reverse()) await runtime.stop();
@@ -170,6 +217,17 @@ export function readyKustomization(name: string, dirPath: string, revision: stri
     kind: 'Kustomization',
     metadata: { name, namespace: 'flux-system' },
     spec: { path: `./${dirPath}`, prune: true, sourceRef: { kind: 'GitRepository', name: 'clusterstacks' } },
-    status: { lastAppliedRevision: `main@sha1:${revision}`, conditions: [{ type: 'Ready', status: 'True', reason: 'ReconciliationSucceeded', message: `Applied revision: main@sha1:${revision}`, lastTransitionTime: new Date().toISOString() }] },
+    status: {
+      lastAppliedRevision: `main@sha1:${revision}`,
+      conditions: [
+        {
+          type: 'Ready',
+          status: 'True',
+          reason: 'ReconciliationSucceeded',
+          message: `Applied revision: main@sha1:${revision}`,
+          lastTransitionTime: new Date().toISOString(),
+        },
+      ],
+    },
   } as KubeObject;
 }

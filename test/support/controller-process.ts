@@ -14,7 +14,19 @@ export function bundleCli(): string {
   if (!existsSync(esbuild)) throw new Error('node_modules/.bin/esbuild is missing (it comes with tsx): run npm ci');
   mkdirSync(BUNDLE_DIR, { recursive: true });
   const outfile = path.join(BUNDLE_DIR, `main-${process.pid}.mjs`);
-  const run = spawnSync(esbuild, ['src/cli/main.ts', '--bundle', '--platform=node', '--format=esm', '--packages=external', '--log-level=warning', `--outfile=${outfile}`], { encoding: 'utf8' });
+  const run = spawnSync(
+    esbuild,
+    [
+      'src/cli/main.ts',
+      '--bundle',
+      '--platform=node',
+      '--format=esm',
+      '--packages=external',
+      '--log-level=warning',
+      `--outfile=${outfile}`,
+    ],
+    { encoding: 'utf8' },
+  );
   if (run.status !== 0) throw new Error(`esbuild failed: ${run.stderr}`);
   return outfile;
 }
@@ -37,11 +49,18 @@ export interface ControllerProcess {
 
 /** Starts `node <bundle> controller <args>` with exactly `env`. */
 export function spawnController(bundle: string, args: string[], env: Record<string, string>): ControllerProcess {
-  const child = spawn(process.execPath, [bundle, 'controller', ...args], { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [bundle, 'controller', ...args], {
+    env,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const lines: Record<string, unknown>[] = [];
   const unparsed: string[] = [];
   const stderr: string[] = [];
-  const waiters: { match: (line: Record<string, unknown>) => boolean; resolve: (line: Record<string, unknown>) => void }[] = [];
+  const waiters: {
+    match: (line: Record<string, unknown>) => boolean;
+    resolve: (line: Record<string, unknown>) => void;
+  }[] = [];
   let buffer = '';
   child.stdout!.on('data', (chunk: Buffer) => {
     buffer += chunk.toString('utf8');
@@ -76,7 +95,11 @@ export function spawnController(bundle: string, args: string[], env: Record<stri
       const seen = lines.find(match);
       if (seen) return Promise.resolve(seen);
       return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no matching log line within ${timeoutMs} ms; stderr: ${stderr.join('').slice(-2000)}`)), timeoutMs);
+        const timer = setTimeout(
+          () =>
+            reject(new Error(`no matching log line within ${timeoutMs} ms; stderr: ${stderr.join('').slice(-2000)}`)),
+          timeoutMs,
+        );
         const waiter = {
           match,
           resolve: (line: Record<string, unknown>) => {
@@ -87,7 +110,9 @@ export function spawnController(bundle: string, args: string[], env: Record<stri
         waiters.push(waiter);
         void exited.then((code) => {
           clearTimeout(timer);
-          reject(new Error(`the controller exited (${code}) before the log line; stderr: ${stderr.join('').slice(-2000)}`));
+          reject(
+            new Error(`the controller exited (${code}) before the log line; stderr: ${stderr.join('').slice(-2000)}`),
+          );
         });
       });
     },

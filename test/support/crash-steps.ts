@@ -10,8 +10,20 @@ const firstAndTenth = (step: CrashStep): CrashAt[] => [`${step}:1`, `${step}:10`
 
 /** What test/faults/kill-9.test.ts crashes the CLI at, per target. */
 export const CLI_CRASH_STEPS = {
-  output: ['directory:staging', ...firstAndTenth('directory:write-file'), 'directory:tree-renamed', 'directory:link-made', 'directory:swapped'],
-  inPlaceGit: ['git:journal', ...firstAndTenth('work-tree:write-file'), 'git:staged', 'git:commit-message', 'git:committed'],
+  output: [
+    'directory:staging',
+    ...firstAndTenth('directory:write-file'),
+    'directory:tree-renamed',
+    'directory:link-made',
+    'directory:swapped',
+  ],
+  inPlaceGit: [
+    'git:journal',
+    ...firstAndTenth('work-tree:write-file'),
+    'git:staged',
+    'git:commit-message',
+    'git:committed',
+  ],
   // A run reads the branch head's tree first, so it commits what differs with fast-import, not through the work tree.
   bareGit: ['git:fast-committed', 'git:pushed'],
   oci: ['oci:blobs', 'oci:manifest', 'oci:content-tag', 'oci:tagged'],
@@ -21,5 +33,12 @@ export const CLI_CRASH_STEPS = {
 /** What test/controller/controller-kill.test.ts crashes the controller at (its first publish after a start). */
 export const CONTROLLER_CRASH_STEPS = {
   git: ['git:fast-committed', 'git:pushed'],
-  pullRequest: ['work-tree:write-file:1', 'pull-request:staged', 'pull-request:commit-message', 'pull-request:committed', 'pull-request:pushed', 'pull-request:opened'],
+  pullRequest: [
+    'work-tree:write-file:1',
+    'pull-request:staged',
+    'pull-request:commit-message',
+    'pull-request:committed',
+    'pull-request:pushed',
+    'pull-request:opened',
+  ],
 } satisfies Record<string, CrashAt[]>;

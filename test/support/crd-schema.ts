@@ -64,7 +64,14 @@ export interface CustomResourceDefinition {
   spec: {
     group: string;
     scope: string;
-    names: { kind: string; listKind: string; plural: string; singular: string; shortNames?: string[]; categories?: string[] };
+    names: {
+      kind: string;
+      listKind: string;
+      plural: string;
+      singular: string;
+      shortNames?: string[];
+      categories?: string[];
+    };
     versions: CrdVersion[];
   };
 }
@@ -74,7 +81,8 @@ export function loadCrd(file: string): CustomResourceDefinition {
   const docs = yaml.loadAll(readFileSync(file, 'utf8')).filter((doc) => doc != null);
   if (docs.length !== 1) throw new Error(`${file}: expected one document, found ${docs.length}`);
   const crd = docs[0] as CustomResourceDefinition;
-  if (crd.kind !== 'CustomResourceDefinition') throw new Error(`${file}: kind is ${String(crd.kind)}, not CustomResourceDefinition`);
+  if (crd.kind !== 'CustomResourceDefinition')
+    throw new Error(`${file}: kind is ${String(crd.kind)}, not CustomResourceDefinition`);
   return crd;
 }
 
@@ -100,10 +108,16 @@ export interface SchemaNode {
 function walkSchema(root: SchemaProps, visit: (node: SchemaNode) => void): void {
   const go = (node: SchemaNode): void => {
     visit(node);
-    const step = (schema: SchemaProps, path: string, via: 'property' | 'items' | 'additionalProperties', key?: string): void => {
+    const step = (
+      schema: SchemaProps,
+      path: string,
+      via: 'property' | 'items' | 'additionalProperties',
+      key?: string,
+    ): void => {
       go({ path, schema, ancestors: [...node.ancestors, { node, via, ...(key === undefined ? {} : { key }) }] });
     };
-    for (const [key, child] of Object.entries(node.schema.properties ?? {})) step(child, `${node.path}.${key}`, 'property', key);
+    for (const [key, child] of Object.entries(node.schema.properties ?? {}))
+      step(child, `${node.path}.${key}`, 'property', key);
     if (node.schema.items && typeof node.schema.items === 'object') step(node.schema.items, `${node.path}[*]`, 'items');
     if (node.schema.additionalProperties && typeof node.schema.additionalProperties === 'object') {
       step(node.schema.additionalProperties, `${node.path}{*}`, 'additionalProperties');
@@ -125,7 +139,19 @@ export function schemaAt(root: SchemaProps, path: string): SchemaProps | undefin
 // Structural schema rules (apiextensions.k8s.io/v1)
 
 // Keys the API server refuses anywhere in a v1 CRD schema.
-const FORBIDDEN_KEYS = ['$ref', '$schema', 'definitions', 'dependencies', 'deprecated', 'discriminator', 'id', 'patternProperties', 'readOnly', 'writeOnly', 'xml'];
+const FORBIDDEN_KEYS = [
+  '$ref',
+  '$schema',
+  'definitions',
+  'dependencies',
+  'deprecated',
+  'discriminator',
+  'id',
+  'patternProperties',
+  'readOnly',
+  'writeOnly',
+  'xml',
+];
 const RULE_KEYS = new Set(['rule', 'message', 'messageExpression', 'reason', 'fieldPath', 'optionalOldSelf']);
 const RULE_REASONS = new Set(['FieldValueInvalid', 'FieldValueForbidden', 'FieldValueRequired', 'FieldValueDuplicate']);
 const JSON_TYPES = new Set(['object', 'array', 'string', 'integer', 'number', 'boolean']);
@@ -139,39 +165,55 @@ export function structuralProblems(root: SchemaProps): string[] {
   if (root.type !== 'object') problems.push('(root): type must be object');
   walkSchema(root, ({ path, schema, ancestors }) => {
     const at = path || '(root)';
-    const untyped = schema['x-kubernetes-int-or-string'] === true || schema['x-kubernetes-preserve-unknown-fields'] === true;
+    const untyped =
+      schema['x-kubernetes-int-or-string'] === true || schema['x-kubernetes-preserve-unknown-fields'] === true;
     if (schema.type === undefined && !untyped) problems.push(`${at}: has no type`);
     if (schema.type !== undefined && !JSON_TYPES.has(schema.type)) problems.push(`${at}: unknown type ${schema.type}`);
     for (const key of FORBIDDEN_KEYS) if (key in schema) problems.push(`${at}: ${key} is not allowed in a CRD schema`);
-    if (schema.uniqueItems === true) problems.push(`${at}: uniqueItems: true is not allowed; use x-kubernetes-list-type: set`);
-    if (schema.additionalProperties === false) problems.push(`${at}: additionalProperties: false is not allowed; unknown fields are pruned anyway`);
-    if (schema.properties && schema.additionalProperties !== undefined) problems.push(`${at}: properties and additionalProperties are mutually exclusive`);
+    if (schema.uniqueItems === true)
+      problems.push(`${at}: uniqueItems: true is not allowed; use x-kubernetes-list-type: set`);
+    if (schema.additionalProperties === false)
+      problems.push(`${at}: additionalProperties: false is not allowed; unknown fields are pruned anyway`);
+    if (schema.properties && schema.additionalProperties !== undefined)
+      problems.push(`${at}: properties and additionalProperties are mutually exclusive`);
     if (schema.type === 'array' && !schema.items) problems.push(`${at}: an array needs items`);
     if (Array.isArray(schema.items)) problems.push(`${at}: items must be one schema, not a tuple`);
     const isMetadata = ancestors.length === 1 && path === '.metadata';
     if (
-      schema.type === 'object' && !isMetadata && !schema.properties && schema.additionalProperties === undefined &&
-      schema['x-kubernetes-preserve-unknown-fields'] !== true && schema['x-kubernetes-embedded-resource'] !== true
+      schema.type === 'object' &&
+      !isMetadata &&
+      !schema.properties &&
+      schema.additionalProperties === undefined &&
+      schema['x-kubernetes-preserve-unknown-fields'] !== true &&
+      schema['x-kubernetes-embedded-resource'] !== true
     ) {
-      problems.push(`${at}: an object without properties, additionalProperties or x-kubernetes-preserve-unknown-fields loses all its content to pruning`);
+      problems.push(
+        `${at}: an object without properties, additionalProperties or x-kubernetes-preserve-unknown-fields loses all its content to pruning`,
+      );
     }
     if (isMetadata) {
       const extra = Object.keys(schema).filter((key) => !['type', 'description', 'properties'].includes(key));
-      if (extra.length > 0) problems.push(`.metadata: only name and generateName may be constrained, found ${extra.join(', ')}`);
+      if (extra.length > 0)
+        problems.push(`.metadata: only name and generateName may be constrained, found ${extra.join(', ')}`);
       const fields = Object.keys(schema.properties ?? {}).filter((key) => key !== 'name' && key !== 'generateName');
-      if (fields.length > 0) problems.push(`.metadata: only name and generateName may be constrained, found ${fields.join(', ')}`);
+      if (fields.length > 0)
+        problems.push(`.metadata: only name and generateName may be constrained, found ${fields.join(', ')}`);
     }
     for (const value of schema.enum ?? []) {
-      if (!matchesType(value, schema.type)) problems.push(`${at}: enum value ${JSON.stringify(value)} is not a ${schema.type}`);
+      if (!matchesType(value, schema.type))
+        problems.push(`${at}: enum value ${JSON.stringify(value)} is not a ${schema.type}`);
     }
     for (const key of schema.required ?? []) {
       if (!schema.properties?.[key]) problems.push(`${at}: requires ${key}, which is not a property`);
     }
     const listType = schema['x-kubernetes-list-type'];
-    if (listType !== undefined && !['atomic', 'set', 'map'].includes(listType)) problems.push(`${at}: unknown x-kubernetes-list-type ${listType}`);
-    if (listType !== undefined && schema.type !== 'array') problems.push(`${at}: x-kubernetes-list-type on a non-array`);
+    if (listType !== undefined && !['atomic', 'set', 'map'].includes(listType))
+      problems.push(`${at}: unknown x-kubernetes-list-type ${listType}`);
+    if (listType !== undefined && schema.type !== 'array')
+      problems.push(`${at}: x-kubernetes-list-type on a non-array`);
     const mapKeys = schema['x-kubernetes-list-map-keys'];
-    if ((mapKeys !== undefined) !== (listType === 'map')) problems.push(`${at}: x-kubernetes-list-map-keys goes with x-kubernetes-list-type: map, and only with it`);
+    if ((mapKeys !== undefined) !== (listType === 'map'))
+      problems.push(`${at}: x-kubernetes-list-map-keys goes with x-kubernetes-list-type: map, and only with it`);
     for (const key of mapKeys ?? []) {
       const item = schema.items;
       if (!item?.properties?.[key]) problems.push(`${at}: list map key ${key} is not an item property`);
@@ -184,10 +226,13 @@ export function structuralProblems(root: SchemaProps): string[] {
       if (typeof rule.rule !== 'string' || rule.rule.trim() === '') problems.push(`${where} has no rule`);
       const unknown = Object.keys(rule).filter((key) => !RULE_KEYS.has(key));
       if (unknown.length > 0) problems.push(`${where} has unknown keys ${unknown.join(', ')}`);
-      if (rule.reason !== undefined && !RULE_REASONS.has(rule.reason)) problems.push(`${where} has unknown reason ${rule.reason}`);
-      if (!rule.message && !rule.messageExpression) problems.push(`${where} has no message; users would see the bare rule`);
+      if (rule.reason !== undefined && !RULE_REASONS.has(rule.reason))
+        problems.push(`${where} has unknown reason ${rule.reason}`);
+      if (!rule.message && !rule.messageExpression)
+        problems.push(`${where} has no message; users would see the bare rule`);
       if (rule.message?.includes('\n')) problems.push(`${where}: a message must not contain line breaks`);
-      if (rule.fieldPath !== undefined && !fieldPathExists(schema, rule.fieldPath)) problems.push(`${where}: fieldPath ${rule.fieldPath} is not a field here`);
+      if (rule.fieldPath !== undefined && !fieldPathExists(schema, rule.fieldPath))
+        problems.push(`${where}: fieldPath ${rule.fieldPath} is not a field here`);
     }
   });
   return problems;
@@ -204,13 +249,20 @@ function fieldPathExists(schema: SchemaProps, fieldPath: string): boolean {
 
 function matchesType(value: unknown, type: string | undefined): boolean {
   switch (type) {
-    case 'string': return typeof value === 'string';
-    case 'boolean': return typeof value === 'boolean';
-    case 'integer': return Number.isInteger(value);
-    case 'number': return typeof value === 'number';
-    case 'array': return Array.isArray(value);
-    case 'object': return typeof value === 'object' && value !== null && !Array.isArray(value);
-    default: return true;
+    case 'string':
+      return typeof value === 'string';
+    case 'boolean':
+      return typeof value === 'boolean';
+    case 'integer':
+      return Number.isInteger(value);
+    case 'number':
+      return typeof value === 'number';
+    case 'array':
+      return Array.isArray(value);
+    case 'object':
+      return typeof value === 'object' && value !== null && !Array.isArray(value);
+    default:
+      return true;
   }
 }
 
@@ -253,7 +305,8 @@ export function transitionRuleGap(node: SchemaNode): string | undefined {
       if (!required && child.schema.default === undefined) return `${child.path} is optional and has no default`;
     } else if (parent.via === 'items') {
       const listType = parent.node.schema['x-kubernetes-list-type'];
-      if (listType !== 'map' && listType !== 'set') return `${child.path} is in a ${listType ?? 'atomic'} list, whose items are not correlated`;
+      if (listType !== 'map' && listType !== 'set')
+        return `${child.path} is in a ${listType ?? 'atomic'} list, whose items are not correlated`;
     }
   }
   return undefined;
@@ -263,9 +316,18 @@ export function transitionRuleGap(node: SchemaNode): string | undefined {
 // Printer columns
 
 const OBJECT_META_FIELDS: Record<string, string> = {
-  name: 'string', generateName: 'string', namespace: 'string', uid: 'string', resourceVersion: 'string',
-  generation: 'integer', creationTimestamp: 'date-time', deletionTimestamp: 'date-time', labels: 'object',
-  annotations: 'object', ownerReferences: 'array', finalizers: 'array',
+  name: 'string',
+  generateName: 'string',
+  namespace: 'string',
+  uid: 'string',
+  resourceVersion: 'string',
+  generation: 'integer',
+  creationTimestamp: 'date-time',
+  deletionTimestamp: 'date-time',
+  labels: 'object',
+  annotations: 'object',
+  ownerReferences: 'array',
+  finalizers: 'array',
 };
 
 /**
@@ -275,7 +337,8 @@ const OBJECT_META_FIELDS: Record<string, string> = {
  */
 export function resolveColumnPath(root: SchemaProps, jsonPath: string): { type: string } | { problem: string } {
   const tokens = jsonPath.match(/\.[A-Za-z0-9_-]+|\[[^\]]*\]/g);
-  if (!jsonPath.startsWith('.') || !tokens || tokens.join('') !== jsonPath) return { problem: `cannot parse ${jsonPath}` };
+  if (!jsonPath.startsWith('.') || !tokens || tokens.join('') !== jsonPath)
+    return { problem: `cannot parse ${jsonPath}` };
   let node: SchemaProps = root;
   for (const [index, token] of tokens.entries()) {
     if (token.startsWith('.')) {
@@ -283,16 +346,20 @@ export function resolveColumnPath(root: SchemaProps, jsonPath: string): { type: 
       if (index === 0 && key === 'metadata') {
         const field = tokens[1]?.slice(1);
         const type = field === undefined ? 'object' : OBJECT_META_FIELDS[field];
-        if (type === undefined || tokens.length > 2) return { problem: `${jsonPath}: ${field ?? ''} is not an ObjectMeta field this check knows` };
+        if (type === undefined || tokens.length > 2)
+          return { problem: `${jsonPath}: ${field ?? ''} is not an ObjectMeta field this check knows` };
         return { type };
       }
-      const next = node.properties?.[key] ?? (typeof node.additionalProperties === 'object' ? node.additionalProperties : undefined);
+      const next =
+        node.properties?.[key] ??
+        (typeof node.additionalProperties === 'object' ? node.additionalProperties : undefined);
       if (!next) return { problem: `${jsonPath}: ${key} is not in the schema` };
       node = next;
     } else {
       if (node.type !== 'array' || !node.items) return { problem: `${jsonPath}: ${token} indexes a non-array` };
       const filter = /^\[\?\(@\.([A-Za-z0-9_]+)\s*==\s*(['"])[^'"]*\2\)\]$/.exec(token);
-      if (filter && !node.items.properties?.[filter[1]!]) return { problem: `${jsonPath}: filter field ${filter[1]} is not an item property` };
+      if (filter && !node.items.properties?.[filter[1]!])
+        return { problem: `${jsonPath}: filter field ${filter[1]} is not an item property` };
       if (!filter && !/^\[(\*|\d+)\]$/.test(token)) return { problem: `${jsonPath}: unsupported ${token}` };
       node = node.items;
     }
@@ -362,13 +429,20 @@ export class TypeSource {
 
   private schemaTypes(type: ts.TypeNode): string[] | undefined {
     switch (type.kind) {
-      case ts.SyntaxKind.StringKeyword: return ['string'];
-      case ts.SyntaxKind.BooleanKeyword: return ['boolean'];
-      case ts.SyntaxKind.NumberKeyword: return ['integer', 'number'];
-      case ts.SyntaxKind.ArrayType: return ['array'];
-      case ts.SyntaxKind.TypeLiteral: return ['object'];
-      case ts.SyntaxKind.TypeQuery: return ['string'];
-      default: break;
+      case ts.SyntaxKind.StringKeyword:
+        return ['string'];
+      case ts.SyntaxKind.BooleanKeyword:
+        return ['boolean'];
+      case ts.SyntaxKind.NumberKeyword:
+        return ['integer', 'number'];
+      case ts.SyntaxKind.ArrayType:
+        return ['array'];
+      case ts.SyntaxKind.TypeLiteral:
+        return ['object'];
+      case ts.SyntaxKind.TypeQuery:
+        return ['string'];
+      default:
+        break;
     }
     if (ts.isTypeReferenceNode(type) && ts.isIdentifier(type.typeName)) {
       const name = type.typeName.text;
@@ -390,7 +464,12 @@ export interface CompareOptions {
  * Differences between a schema object node and a TypeScript interface: fields only on one side,
  * required-ness that disagrees, mismatching types and enums. Empty when they agree.
  */
-export function compareWithType(node: SchemaProps, fields: TypeField[], path: string, options: CompareOptions = {}): string[] {
+export function compareWithType(
+  node: SchemaProps,
+  fields: TypeField[],
+  path: string,
+  options: CompareOptions = {},
+): string[] {
   const problems: string[] = [];
   const properties = node.properties ?? {};
   const required = new Set(node.required ?? []);
@@ -402,8 +481,10 @@ export function compareWithType(node: SchemaProps, fields: TypeField[], path: st
       continue;
     }
     const serverSet = options.serverSet?.includes(field.name) ?? false;
-    if (!field.optional && !serverSet && !required.has(field.name)) problems.push(`${at} is required in the type but not in the schema`);
-    if (field.optional && required.has(field.name)) problems.push(`${at} is optional in the type but required in the schema`);
+    if (!field.optional && !serverSet && !required.has(field.name))
+      problems.push(`${at} is required in the type but not in the schema`);
+    if (field.optional && required.has(field.name))
+      problems.push(`${at} is optional in the type but required in the schema`);
     if (field.schemaTypes && property.type !== undefined && !field.schemaTypes.includes(property.type)) {
       problems.push(`${at} is ${field.schemaTypes.join('/')} in the type but ${property.type} in the schema`);
     }
@@ -411,11 +492,14 @@ export function compareWithType(node: SchemaProps, fields: TypeField[], path: st
       const schemaEnum = (property.enum ?? []).map(String).sort();
       const literals = [...field.literals].sort();
       if (JSON.stringify(schemaEnum) !== JSON.stringify(literals)) {
-        problems.push(`${at} allows ${JSON.stringify(literals)} in the type but ${JSON.stringify(schemaEnum)} in the schema`);
+        problems.push(
+          `${at} allows ${JSON.stringify(literals)} in the type but ${JSON.stringify(schemaEnum)} in the schema`,
+        );
       }
     }
   }
   const known = new Set(fields.map((field) => field.name));
-  for (const key of Object.keys(properties)) if (!known.has(key)) problems.push(`${path}.${key} is in the schema but not in the type`);
+  for (const key of Object.keys(properties))
+    if (!known.has(key)) problems.push(`${path}.${key} is in the schema but not in the type`);
   return problems;
 }

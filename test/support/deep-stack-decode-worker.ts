@@ -9,7 +9,11 @@ try {
   const value = decodeYamlDocument(workerData as string).value;
   // structuredClone and JSON are steps every document takes in a render: they must hold too.
   const copy = structuredClone(value);
-  parentPort!.postMessage({ json: goJson(copy), encoded: encodeYaml(copy, { sortKeys: true }), jsonLength: JSON.stringify(value).length });
+  parentPort!.postMessage({
+    json: goJson(copy),
+    encoded: encodeYaml(copy, { sortKeys: true }),
+    jsonLength: JSON.stringify(value).length,
+  });
 } catch (error) {
   parentPort!.postMessage({ error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) });
 }

@@ -62,7 +62,9 @@ function owners(tree: Map<string, string>, engine: Engine): Owner[] {
       }));
   }
   // Each cluster's app of apps reads its children by path; the root lists the parents.
-  const parents = kustomizeBuild(tree, 'argocd').filter((o) => o.kind === 'Application' && o.metadata.labels?.['clusterstack.x-k8s.io/wiring'] === 'cluster');
+  const parents = kustomizeBuild(tree, 'argocd').filter(
+    (o) => o.kind === 'Application' && o.metadata.labels?.['clusterstack.x-k8s.io/wiring'] === 'cluster',
+  );
   return parents
     .flatMap((parent) => kustomizeBuild(tree, parent.spec.source.path))
     .map((o) => ({
@@ -81,7 +83,11 @@ function inventory(tree: Map<string, string>, dir: string): Map<string, boolean>
   if (!tree.has(`${dir}/kustomization.yaml`)) return out;
   for (const object of kustomizeBuild(tree, dir)) {
     const annotations = object.metadata.annotations ?? {};
-    const marked = annotations[FLUX_PRUNE] === 'disabled' || String(annotations[ARGO_OPTIONS] ?? '').split(',').includes('Prune=false');
+    const marked =
+      annotations[FLUX_PRUNE] === 'disabled' ||
+      String(annotations[ARGO_OPTIONS] ?? '')
+        .split(',')
+        .includes('Prune=false');
     out.set(`${cluster}: ${object.kind} ${object.metadata.namespace ?? ''}/${object.metadata.name}`, marked);
   }
   return out;
@@ -91,15 +97,20 @@ function inventory(tree: Map<string, string>, dir: string): Map<string, boolean>
 export function transition(before: Record<string, string>, after: Record<string, string>, engine: Engine): Transition {
   const oldTree = new Map(Object.entries(before));
   const newTree = new Map(Object.entries(after));
-  const oldOwners = new Map(owners(oldTree, engine).map((o) => [o.id, { owner: o, objects: inventory(oldTree, o.dir) }]));
-  const newOwners = new Map(owners(newTree, engine).map((o) => [o.id, { owner: o, objects: inventory(newTree, o.dir) }]));
+  const oldOwners = new Map(
+    owners(oldTree, engine).map((o) => [o.id, { owner: o, objects: inventory(oldTree, o.dir) }]),
+  );
+  const newOwners = new Map(
+    owners(newTree, engine).map((o) => [o.id, { owner: o, objects: inventory(newTree, o.dir) }]),
+  );
   const wanted = new Set([...newOwners.values()].flatMap(({ objects }) => [...objects.keys()]));
   const had = new Set([...oldOwners.values()].flatMap(({ objects }) => [...objects.keys()]));
 
   const walk = (newFirst: boolean): { deleted: Set<string>; live: Map<string, Live> } => {
     // The cluster as the old tree left it: each object applied by the owner that syncs it.
     const live = new Map<string, Live>();
-    for (const { owner, objects } of oldOwners.values()) if (owner.syncs) for (const [key, marked] of objects) live.set(key, { owner: owner.id, marked });
+    for (const { owner, objects } of oldOwners.values())
+      if (owner.syncs) for (const [key, marked] of objects) live.set(key, { owner: owner.id, marked });
     const deleted = new Set<string>();
     const remove = (owner: string, keys: Iterable<string>): void => {
       for (const key of keys) {
@@ -112,14 +123,19 @@ export function transition(before: Record<string, string>, after: Record<string,
     };
     const steps: (() => void)[] = [];
     // Owners gone from the new tree: deleted, their finalizer deleting their inventory or not.
-    for (const [id, { owner, objects }] of oldOwners) if (!newOwners.has(id) && owner.deletesOnRemoval) steps.push(() => remove(id, objects.keys()));
+    for (const [id, { owner, objects }] of oldOwners)
+      if (!newOwners.has(id) && owner.deletesOnRemoval) steps.push(() => remove(id, objects.keys()));
     const applies: (() => void)[] = [];
     for (const [id, { owner, objects }] of newOwners) {
       if (!owner.syncs) continue;
       applies.push(() => {
         for (const [key, marked] of objects) live.set(key, { owner: id, marked });
         const previous = oldOwners.get(id)?.objects;
-        if (previous && owner.prunes) remove(id, [...previous.keys()].filter((key) => !objects.has(key)));
+        if (previous && owner.prunes)
+          remove(
+            id,
+            [...previous.keys()].filter((key) => !objects.has(key)),
+          );
       });
     }
     for (const step of newFirst ? [...applies, ...steps] : [...steps, ...applies]) step();

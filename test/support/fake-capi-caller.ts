@@ -11,22 +11,35 @@ export interface HookCall {
 }
 
 /** POSTs `body` to `url + path` and parses the answer. */
-export function callExtension(url: string, path: string, body: unknown, ca: string, method = 'POST'): Promise<HookCall> {
+export function callExtension(
+  url: string,
+  path: string,
+  body: unknown,
+  ca: string,
+  method = 'POST',
+): Promise<HookCall> {
   return new Promise((resolve, reject) => {
     const target = new URL(path, url);
     const text = body === undefined ? '' : typeof body === 'string' ? body : JSON.stringify(body);
-    const req = request(target, { method, ca, headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => {
-        const raw = Buffer.concat(chunks).toString('utf8');
-        try {
-          resolve({ status: res.statusCode ?? 0, body: raw === '' ? {} : (JSON.parse(raw) as Record<string, unknown>) });
-        } catch (error) {
-          reject(new Error(`not JSON (${res.statusCode}): ${raw.slice(0, 200)} ${(error as Error).message}`));
-        }
-      });
-    });
+    const req = request(
+      target,
+      { method, ca, headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => {
+          const raw = Buffer.concat(chunks).toString('utf8');
+          try {
+            resolve({
+              status: res.statusCode ?? 0,
+              body: raw === '' ? {} : (JSON.parse(raw) as Record<string, unknown>),
+            });
+          } catch (error) {
+            reject(new Error(`not JSON (${res.statusCode}): ${raw.slice(0, 200)} ${(error as Error).message}`));
+          }
+        });
+      },
+    );
     req.on('error', reject);
     req.end(text);
   });
@@ -41,8 +54,19 @@ export function hookPath(hook: string, handler: string): string {
 }
 
 /** A BeforeClusterUpgradeRequest as the topology controller sends it. */
-export function beforeClusterUpgradeRequest(cluster: Record<string, unknown>, from: string, to: string): Record<string, unknown> {
-  return { apiVersion: HOOKS_V1ALPHA1, kind: 'BeforeClusterUpgradeRequest', settings: {}, cluster, fromKubernetesVersion: from, toKubernetesVersion: to };
+export function beforeClusterUpgradeRequest(
+  cluster: Record<string, unknown>,
+  from: string,
+  to: string,
+): Record<string, unknown> {
+  return {
+    apiVersion: HOOKS_V1ALPHA1,
+    kind: 'BeforeClusterUpgradeRequest',
+    settings: {},
+    cluster,
+    fromKubernetesVersion: from,
+    toKubernetesVersion: to,
+  };
 }
 
 /** An AfterControlPlaneInitializedRequest. */

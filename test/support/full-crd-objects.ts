@@ -4,7 +4,9 @@
 import type { ClusterAddon, ClusterStack, ClusterStackRelease } from '../../src/api/types.js';
 import { API_VERSION } from '../../src/api/types.js';
 
-type DeepPartial<T> = { [K in keyof T]?: T[K] extends Array<infer U> ? Array<DeepPartial<U>> : T[K] extends object ? DeepPartial<T[K]> : T[K] };
+type DeepPartial<T> = {
+  [K in keyof T]?: T[K] extends Array<infer U> ? Array<DeepPartial<U>> : T[K] extends object ? DeepPartial<T[K]> : T[K];
+};
 
 export const fullClusterStack: DeepPartial<ClusterStack> = {
   apiVersion: API_VERSION,
@@ -36,7 +38,12 @@ export const fullClusterStack: DeepPartial<ClusterStack> = {
     usableVersions: 'v1-alpha.5, v2-alpha.0',
     summary: [
       { name: 'openstack-scs-1-32-v1-alpha-5', ready: true, phase: 'done' },
-      { name: 'openstack-scs-1-32-v2-alpha-0', ready: false, phase: 'provider-specific work', message: 'waiting for node images' },
+      {
+        name: 'openstack-scs-1-32-v2-alpha-0',
+        ready: false,
+        phase: 'provider-specific work',
+        message: 'waiting for node images',
+      },
     ],
     conditions: [
       {
@@ -58,18 +65,42 @@ export const fullClusterStackRelease: DeepPartial<ClusterStackRelease> = {
   kind: 'ClusterStackRelease',
   metadata: { name: 'docker-ferrol-1-27-v3', namespace: 'default' },
   spec: {
-    providerRef: { apiVersion: 'infrastructure.clusterstack.x-k8s.io/v1alpha1', kind: 'DockerClusterStackRelease', name: 'docker-ferrol-1-27-v3' },
+    providerRef: {
+      apiVersion: 'infrastructure.clusterstack.x-k8s.io/v1alpha1',
+      kind: 'DockerClusterStackRelease',
+      name: 'docker-ferrol-1-27-v3',
+    },
   },
   status: {
     kubernetesVersion: '1.27.3',
     ready: true,
     resources: [
-      { group: 'cluster.x-k8s.io', version: 'v1beta1', kind: 'ClusterClass', namespace: 'cluster', name: 'docker-ferrol-1-27-v3', status: 'synced' },
-      { version: 'v1', kind: 'ConfigMap', namespace: 'cluster', name: 'values', status: 'not-synced', error: 'Application is OutOfSync' },
+      {
+        group: 'cluster.x-k8s.io',
+        version: 'v1beta1',
+        kind: 'ClusterClass',
+        namespace: 'cluster',
+        name: 'docker-ferrol-1-27-v3',
+        status: 'synced',
+      },
+      {
+        version: 'v1',
+        kind: 'ConfigMap',
+        namespace: 'cluster',
+        name: 'values',
+        status: 'not-synced',
+        error: 'Application is OutOfSync',
+      },
       { kind: 'Namespace', name: 'cluster', status: '' },
     ],
     conditions: [
-      { type: 'ManifestsPublished', status: 'True', reason: 'Published', message: 'published at 3f2a7c1', lastTransitionTime: '2024-05-06T07:08:09.123Z' },
+      {
+        type: 'ManifestsPublished',
+        status: 'True',
+        reason: 'Published',
+        message: 'published at 3f2a7c1',
+        lastTransitionTime: '2024-05-06T07:08:09.123Z',
+      },
       { type: 'Ready', status: 'True', lastTransitionTime: '2024-05-06T07:08:09+02:00', observedGeneration: 1 },
     ],
     observedGeneration: 1,
@@ -87,12 +118,29 @@ export const fullClusterAddon: DeepPartial<ClusterAddon> = {
     hook: 'AfterControlPlaneInitialized',
   },
   status: {
-    resources: [{ group: 'apps', version: 'v1', kind: 'Deployment', namespace: 'kube-system', name: 'metrics-server', status: 'synced' }],
+    resources: [
+      {
+        group: 'apps',
+        version: 'v1',
+        kind: 'Deployment',
+        namespace: 'kube-system',
+        name: 'metrics-server',
+        status: 'synced',
+      },
+    ],
     stages: [
       { name: 'cni', action: 'apply', phase: 'done', synced: true },
       { name: 'metrics-server', action: 'delete', phase: 'waiting for precondition', synced: false },
     ],
-    hooks: [{ name: 'AfterControlPlaneInitialized', release: 'docker-ferrol-1-30-v2', outcome: 'Succeeded', message: 'addons of release docker-ferrol-1-30-v2 are applied and healthy', since: '2024-05-06T07:08:09.123Z' }],
+    hooks: [
+      {
+        name: 'AfterControlPlaneInitialized',
+        release: 'docker-ferrol-1-30-v2',
+        outcome: 'Succeeded',
+        message: 'addons of release docker-ferrol-1-30-v2 are applied and healthy',
+        since: '2024-05-06T07:08:09.123Z',
+      },
+    ],
     ready: false,
     conditions: [{ type: 'Ready', status: 'Unknown', severity: '', lastTransitionTime: '2024-05-06T07:08:09Z' }],
     observedGeneration: 2,

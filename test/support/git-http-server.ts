@@ -31,7 +31,13 @@ function tokenOf(header: string | undefined): string | undefined {
 }
 
 /** Runs the CGI and copies its `Status:` and headers into the response, then streams the body. */
-function runBackend(projectRoot: string, request: IncomingMessage, response: ServerResponse, remoteUser: string, done: (status: number) => void): void {
+function runBackend(
+  projectRoot: string,
+  request: IncomingMessage,
+  response: ServerResponse,
+  remoteUser: string,
+  done: (status: number) => void,
+): void {
   const url = new URL(request.url ?? '/', 'http://localhost');
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
@@ -47,7 +53,8 @@ function runBackend(projectRoot: string, request: IncomingMessage, response: Ser
     HOME: projectRoot,
   };
   if (request.headers['content-length'] !== undefined) env.CONTENT_LENGTH = request.headers['content-length'];
-  if (request.headers['content-encoding'] !== undefined) env.HTTP_CONTENT_ENCODING = request.headers['content-encoding'];
+  if (request.headers['content-encoding'] !== undefined)
+    env.HTTP_CONTENT_ENCODING = request.headers['content-encoding'];
   if (request.headers['git-protocol'] !== undefined) env.GIT_PROTOCOL = String(request.headers['git-protocol']);
   const cgi = spawn(BACKEND, [], { env, stdio: ['pipe', 'pipe', 'inherit'] });
   request.pipe(cgi.stdin);
@@ -107,7 +114,13 @@ export async function startGitHttpServer(options: GitHttpServerOptions): Promise
       response.end('authentication required\n');
       return;
     }
-    runBackend(options.projectRoot, request, response, options.token === undefined ? 'anonymous' : 'token-user', (status) => requests.push(`${line} -> ${status}`));
+    runBackend(
+      options.projectRoot,
+      request,
+      response,
+      options.token === undefined ? 'anonymous' : 'token-user',
+      (status) => requests.push(`${line} -> ${status}`),
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;

@@ -30,7 +30,12 @@ export class GitSandbox {
 
   /** Runs git and returns trimmed stdout; throws with stderr on failure. */
   git(cwd: string, ...args: string[]): string {
-    return execFileSync('git', args, { cwd, env: this.env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+    return execFileSync('git', args, {
+      cwd,
+      env: this.env,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }).trim();
   }
 
   /** A bare repository at `<root>/<name>.git`, optionally seeded with files on `branch`. */
@@ -75,16 +80,25 @@ export class GitSandbox {
     const entries = this.git(repo, 'ls-tree', '-r', '-z', commit)
       .split('\0')
       .filter(Boolean)
-      .map((entry) => ({ meta: entry.slice(0, entry.indexOf('\t')).split(' '), file: entry.slice(entry.indexOf('\t') + 1) }))
+      .map((entry) => ({
+        meta: entry.slice(0, entry.indexOf('\t')).split(' '),
+        file: entry.slice(entry.indexOf('\t') + 1),
+      }))
       .filter(({ meta }) => meta[1] === 'blob');
     // One `git cat-file --batch` reads every blob: a process per file costs more than the test it serves.
-    const batch = execFileSync('git', ['cat-file', '--batch'], { cwd: repo, env: this.env, input: entries.map(({ meta }) => `${meta[2]}\n`).join(''), maxBuffer: 1024 * 1024 * 1024 });
+    const batch = execFileSync('git', ['cat-file', '--batch'], {
+      cwd: repo,
+      env: this.env,
+      input: entries.map(({ meta }) => `${meta[2]}\n`).join(''),
+      maxBuffer: 1024 * 1024 * 1024,
+    });
     const files: Record<string, string> = {};
     let at = 0;
     for (const { file, meta } of entries) {
       const header = batch.toString('latin1', at, batch.indexOf(0x0a, at));
       const [object, type, size] = header.split(' ');
-      if (object !== meta[2] || type !== 'blob') throw new Error(`git cat-file --batch answered "${header}" for ${file} (${meta[2]})`);
+      if (object !== meta[2] || type !== 'blob')
+        throw new Error(`git cat-file --batch answered "${header}" for ${file} (${meta[2]})`);
       const start = at + header.length + 1;
       files[file] = batch.toString('utf8', start, start + Number(size));
       at = start + Number(size) + 1;
@@ -109,9 +123,17 @@ export class GitSandbox {
    * committed, however it did, and before its push reaches the remote) pushes a commit changing
    * `file` on `branch` of `remote` from a separate clone, once or before every push.
    */
-  pushForeignCommitBeforePush(clone: string, remote: string, branch: string, file: string, mode: 'once' | 'always'): void {
+  pushForeignCommitBeforePush(
+    clone: string,
+    remote: string,
+    branch: string,
+    file: string,
+    mode: 'once' | 'always',
+  ): void {
     const marker = path.join(this.root, `foreign-pushed-${path.basename(clone)}`);
-    const env = Object.entries(this.env).map(([name, value]) => `${name}='${value}'`).join(' ');
+    const env = Object.entries(this.env)
+      .map(([name, value]) => `${name}='${value}'`)
+      .join(' ');
     const script = [
       mode === 'once' ? `[ -e '${marker}' ] && exit 0` : ':',
       `echo x >> '${marker}'`,

@@ -36,9 +36,16 @@ export async function writeScript(file: string, body: string): Promise<string> {
 }
 
 /** A runner on the real (bundled or PATH) helm with its own work dir. */
-export async function aHelmRunner(options: Partial<HelmRunnerOptions> = {}): Promise<{ runner: HelmRunner; cleanup: () => Promise<void> }> {
+export async function aHelmRunner(
+  options: Partial<HelmRunnerOptions> = {},
+): Promise<{ runner: HelmRunner; cleanup: () => Promise<void> }> {
   const temp = await helmTempDir('helm-runner');
   const binary = options.binary ?? (await resolveHelmBinary({ pathEnv: process.env.PATH })).path;
-  const runner = new HelmRunner({ pathEnv: process.env.PATH, ...options, binary, workDir: options.workDir ?? temp.dir });
+  const runner = new HelmRunner({
+    pathEnv: process.env.PATH,
+    ...options,
+    binary,
+    workDir: options.workDir ?? temp.dir,
+  });
   return { runner, cleanup: temp.cleanup };
 }

@@ -25,7 +25,11 @@ export interface MatrixHelm {
 export function matrixHelms(): MatrixHelm[] {
   return pinnedEngines()
     .filter((engine) => /^helm\d+$/.test(engine.name))
-    .map((engine) => ({ engine: engine.name, version: engine.version, binDir: path.join(engineCacheDir(), `${engine.name}-${engine.version}`, 'bin') }));
+    .map((engine) => ({
+      engine: engine.name,
+      version: engine.version,
+      binDir: path.join(engineCacheDir(), `${engine.name}-${engine.version}`, 'bin'),
+    }));
 }
 
 /** Throws, saying what to run, when a pinned helm is not built: the suites fail rather than skip. */

@@ -22,16 +22,23 @@ let built: Promise<string> | undefined;
  */
 function buildKey(): string {
   const hash = createHash('sha256');
-  for (const file of readdirSync(SOURCE).sort()) hash.update(`${file}\0`).update(readFileSync(path.join(SOURCE, file))).update('\0');
+  for (const file of readdirSync(SOURCE).sort())
+    hash
+      .update(`${file}\0`)
+      .update(readFileSync(path.join(SOURCE, file)))
+      .update('\0');
   hash.update(execFileSync('go', ['env', 'GOVERSION'], { encoding: 'utf8' }));
   const walk = (dir: string): void => {
-    for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+    for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) =>
+      a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
+    )) {
       const full = path.join(dir, entry.name);
       if (entry.isDirectory()) walk(full);
       else if (entry.name.endsWith('.go')) hash.update(`${full} ${statSync(full).size} ${statSync(full).mtimeMs}\n`);
     }
   };
-  for (const dependency of ['sigs.k8s.io/yaml', 'gopkg.in/yaml.v2']) if (existsSync(path.join(GOPATH, 'src', dependency))) walk(path.join(GOPATH, 'src', dependency));
+  for (const dependency of ['sigs.k8s.io/yaml', 'gopkg.in/yaml.v2'])
+    if (existsSync(path.join(GOPATH, 'src', dependency))) walk(path.join(GOPATH, 'src', dependency));
   return hash.digest('hex').slice(0, 16);
 }
 
@@ -102,7 +109,8 @@ function goString(text: string): string {
     else if (char === '\n') out += '\\n';
     else if (char === '\r') out += '\\r';
     else if (char === '\t') out += '\\t';
-    else if (code < 0x20 || char === '<' || char === '>' || char === '&' || code === 0x2028 || code === 0x2029) out += `\\u${code.toString(16).padStart(4, '0')}`;
+    else if (code < 0x20 || char === '<' || char === '>' || char === '&' || code === 0x2028 || code === 0x2029)
+      out += `\\u${code.toString(16).padStart(4, '0')}`;
     else out += char;
   }
   return `${out}"`;

@@ -12,7 +12,10 @@ const CHARTS = path.resolve(import.meta.dirname, '../fixtures/charts');
 export const ORC_PREFIX = 'openstack-scs-1-32';
 export const ORC_IMAGE_NAME = 'ubuntu-capi-image-v1.32.5';
 const KUBERNETES = 'v1.32.5';
-const REBUILT_IMAGE = { url: 'https://images.example.test/ubuntu-2404-kube-v1.32.5-rebuilt.qcow2', hash: '0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9' };
+const REBUILT_IMAGE = {
+  url: 'https://images.example.test/ubuntu-2404-kube-v1.32.5-rebuilt.qcow2',
+  hash: '0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9',
+};
 
 /** The release tag of a stack version of the fixture stack (`v2` -> `openstack-scs-1-32-v2`). */
 export function orcRelease(version: string): string {
@@ -40,10 +43,25 @@ export async function buildOrcReleases(): Promise<string> {
       path.join(release, 'metadata.yaml'),
       `apiVersion: metadata.clusterstack.x-k8s.io/v1alpha1\nversions:\n  clusterStack: ${version}\n  kubernetes: ${KUBERNETES}\n  components:\n    clusterAddon: v1\n    nodeImage: v1\n`,
     );
-    const values = version === 'v3' ? baseValues.replace(/url: .*/, `url: ${REBUILT_IMAGE.url}`).replace(/hash: .*/, `hash: ${REBUILT_IMAGE.hash}`) : undefined;
-    await packWithVersion(path.join(CHARTS, 'orc-cluster-class'), version, path.join(release, `${ORC_PREFIX}-cluster-class-${version}.tgz`), values);
-    await packWithVersion(path.join(CHARTS, 'orc-cluster-addon'), 'v1', path.join(release, `${ORC_PREFIX}-cluster-addon-v1.tgz`));
-    await writeFile(path.join(release, 'cluster-addon-values.yaml'), 'values: |\n  clusterName: {{ .Cluster.metadata.name }}\n');
+    const values =
+      version === 'v3'
+        ? baseValues.replace(/url: .*/, `url: ${REBUILT_IMAGE.url}`).replace(/hash: .*/, `hash: ${REBUILT_IMAGE.hash}`)
+        : undefined;
+    await packWithVersion(
+      path.join(CHARTS, 'orc-cluster-class'),
+      version,
+      path.join(release, `${ORC_PREFIX}-cluster-class-${version}.tgz`),
+      values,
+    );
+    await packWithVersion(
+      path.join(CHARTS, 'orc-cluster-addon'),
+      'v1',
+      path.join(release, `${ORC_PREFIX}-cluster-addon-v1.tgz`),
+    );
+    await writeFile(
+      path.join(release, 'cluster-addon-values.yaml'),
+      'values: |\n  clusterName: {{ .Cluster.metadata.name }}\n',
+    );
   }
   return dir;
 }

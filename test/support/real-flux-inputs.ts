@@ -28,7 +28,11 @@ spec:
 }
 
 /** An AddonsLayer of `./addons/<name>`, independent of the stack's stages unless `dependsOn` says so. */
-export function layerInput(name: string, version: string, extra: { hold?: boolean; dependsOn?: string[] } = {}): string {
+export function layerInput(
+  name: string,
+  version: string,
+  extra: { hold?: boolean; dependsOn?: string[] } = {},
+): string {
   return `---
 apiVersion: kraan.io/v1alpha1
 kind: AddonsLayer
@@ -107,8 +111,11 @@ export const WIDGET_GROUP = 'infrastructure.widget.test';
 
 /** Provider components (clusterctl's format) for `type` at `version`: a Namespace, CRDs, a ConfigMap naming the version. */
 function components(namespace: string, crds: string[], version: string): string {
-  return [`apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ${namespace}\n`, ...crds,
-    `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: provider-version\n  namespace: ${namespace}\ndata:\n  version: ${version}\n`].join('---\n');
+  return [
+    `apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ${namespace}\n`,
+    ...crds,
+    `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: provider-version\n  namespace: ${namespace}\ndata:\n  version: ${version}\n`,
+  ].join('---\n');
 }
 
 /** The ConfigMap `fetchConfig.selector` finds for one provider version (keys `metadata` and `components`). */
@@ -144,7 +151,10 @@ spec:
   fetchConfig: {selector: {matchLabels: {provider.cluster.x-k8s.io/name: cluster-api}}}
 ${providerConfigMap('capi-system', 'cluster-api', 'v1.0.0', components('capi-system', [crd('core.widget.test', 'CoreWidget', 'corewidgets')], 'v1.0.0'))}`;
   if (!widgetVersion) return core;
-  const crds = [crd(WIDGET_GROUP, 'WidgetCluster', 'widgetclusters'), ...(widgetVersion === 'v1.0.0' ? [crd(WIDGET_GROUP, 'WidgetMachine', 'widgetmachines')] : [])];
+  const crds = [
+    crd(WIDGET_GROUP, 'WidgetCluster', 'widgetclusters'),
+    ...(widgetVersion === 'v1.0.0' ? [crd(WIDGET_GROUP, 'WidgetMachine', 'widgetmachines')] : []),
+  ];
   return `${core}---
 apiVersion: operator.cluster.x-k8s.io/v1alpha2
 kind: InfrastructureProvider

@@ -42,7 +42,10 @@ export interface FluxWorld {
 
 /** Starts both servers, the Cluster API CRDs, Flux (dependency waits of 2 s) and the Git server. */
 export async function startFluxWorld(options: { kustomizeControllerArgs?: string[] } = {}): Promise<FluxWorld> {
-  const [management, workload] = await Promise.all([startRealKubeApi({ name: 'management' }), startRealKubeApi({ name: 'workload' })]);
+  const [management, workload] = await Promise.all([
+    startRealKubeApi({ name: 'management' }),
+    startRealKubeApi({ name: 'workload' }),
+  ]);
   let flux: FluxControllers | undefined;
   let git: GitHttpServer | undefined;
   const sandbox = new GitSandbox();
@@ -51,13 +54,21 @@ export async function startFluxWorld(options: { kustomizeControllerArgs?: string
     await git?.close();
     await Promise.all([management.stop(), workload.stop()]);
     sandbox.cleanup();
-    const alive = [flux?.sourceController, flux?.kustomizeController, ...management.processes, ...workload.processes].filter((process) => process && !process.exited());
-    if (alive.length > 0) throw new Error(`still running: ${alive.map((process) => `${process!.name} (pid ${process!.pid})`).join(', ')}`);
+    const alive = [
+      flux?.sourceController,
+      flux?.kustomizeController,
+      ...management.processes,
+      ...workload.processes,
+    ].filter((process) => process && !process.exited());
+    if (alive.length > 0)
+      throw new Error(`still running: ${alive.map((process) => `${process!.name} (pid ${process!.pid})`).join(', ')}`);
   };
   try {
     await installCrds(management, [...engineCrdFiles('cluster-api'), ...engineCrdFiles('cluster-api-docker')]);
     // A dependency not yet Ready is looked at again after 2 s instead of 30 s, to keep files short.
-    flux = await startFluxControllers(management, { kustomizeControllerArgs: ['--requeue-dependency=2s', ...(options.kustomizeControllerArgs ?? [])] });
+    flux = await startFluxControllers(management, {
+      kustomizeControllerArgs: ['--requeue-dependency=2s', ...(options.kustomizeControllerArgs ?? [])],
+    });
     git = await startGitHttpServer({ projectRoot: sandbox.root });
   } catch (error) {
     await stop().catch(() => undefined);
@@ -87,7 +98,10 @@ export async function statusOf(client: KubeClient, apiPath: string): Promise<num
 }
 
 /** A condition of a live object, by type. */
-export function conditionOf(object: any, type: string): { type: string; status: string; reason?: string; message?: string } | undefined {
+export function conditionOf(
+  object: any,
+  type: string,
+): { type: string; status: string; reason?: string; message?: string } | undefined {
   return (object?.status?.conditions ?? []).find((c: any) => c.type === type);
 }
 
@@ -99,19 +113,30 @@ export function isReady(object: any): boolean {
 /** Every Flux Kustomization with its Ready condition, applied revision and inventory size: what a failed wait prints. */
 async function fluxState(client: KubeClient): Promise<string> {
   const list = await client.get('/apis/kustomize.toolkit.fluxcd.io/v1/kustomizations');
-  return list.items.map((k: any) => {
-    const ready = conditionOf(k, 'Ready');
-    return `${k.metadata.namespace}/${k.metadata.name}${k.metadata.deletionTimestamp ? ' (deleting)' : ''}${k.spec.suspend ? ' (suspended)' : ''}: Ready=${ready?.status ?? '-'} ${ready?.reason ?? ''} ${String(ready?.message ?? '').slice(0, 300)} [applied ${k.status?.lastAppliedRevision ?? '-'}, ${k.status?.inventory?.entries?.length ?? 0} in inventory]`;
-  }).join('\n');
+  return list.items
+    .map((k: any) => {
+      const ready = conditionOf(k, 'Ready');
+      return `${k.metadata.namespace}/${k.metadata.name}${k.metadata.deletionTimestamp ? ' (deleting)' : ''}${k.spec.suspend ? ' (suspended)' : ''}: Ready=${ready?.status ?? '-'} ${ready?.reason ?? ''} ${String(ready?.message ?? '').slice(0, 300)} [applied ${k.status?.lastAppliedRevision ?? '-'}, ${k.status?.inventory?.entries?.length ?? 0} in inventory]`;
+    })
+    .join('\n');
 }
 
 /** waitUntil on the world's processes, failing with Flux's view of things (and `extra`) instead of every log's tail. */
-export async function waitInWorld(world: FluxWorld, what: string, check: () => Promise<boolean>, timeoutMs: number, extra?: () => Promise<string> | string): Promise<void> {
+export async function waitInWorld(
+  world: FluxWorld,
+  what: string,
+  check: () => Promise<boolean>,
+  timeoutMs: number,
+  extra?: () => Promise<string> | string,
+): Promise<void> {
   try {
     await waitUntil(what, check, world.watched, timeoutMs);
   } catch (error) {
     const more = extra ? `\n${await extra()}` : '';
-    throw new Error(`${String((error as Error).message).split('\n')[0]}\nFlux Kustomizations:\n${await fluxState(world.mgmt())}${more}`, { cause: error });
+    throw new Error(
+      `${String((error as Error).message).split('\n')[0]}\nFlux Kustomizations:\n${await fluxState(world.mgmt())}${more}`,
+      { cause: error },
+    );
   }
 }
 
@@ -134,13 +159,25 @@ export async function requestReconcile(client: KubeClient, apiPath: string): Pro
 export async function syncWiring(world: FluxWorld, source: string, root: string, revision: string): Promise<void> {
   await requestReconcile(world.mgmt(), source);
   await requestReconcile(world.mgmt(), root);
-  await waitInWorld(world, `${root} to apply ${revision}`, async () => (await world.mgmt().get(root)).status?.lastAppliedRevision === revision, 90_000);
+  await waitInWorld(
+    world,
+    `${root} to apply ${revision}`,
+    async () => (await world.mgmt().get(root)).status?.lastAppliedRevision === revision,
+    90_000,
+  );
 }
 
 /** Writes `status` through the status subresource, as the object's own controller would (neither server runs one). */
-export async function setStatus(client: KubeClient, apiPath: string, status: (object: any) => Record<string, unknown>): Promise<void> {
+export async function setStatus(
+  client: KubeClient,
+  apiPath: string,
+  status: (object: any) => Record<string, unknown>,
+): Promise<void> {
   const object = await client.get(apiPath);
-  const response = await client.request('PATCH', `${apiPath}/status`, { body: { status: status(object) }, contentType: 'application/merge-patch+json' });
+  const response = await client.request('PATCH', `${apiPath}/status`, {
+    body: { status: status(object) },
+    contentType: 'application/merge-patch+json',
+  });
   if (response.status !== 200) throw new Error(`PATCH ${apiPath}/status: ${response.status} ${response.text}`);
 }
 
@@ -148,18 +185,44 @@ export async function setStatus(client: KubeClient, apiPath: string, status: (ob
 const now = (): string => new Date().toISOString().replace(/\.\d+Z$/, 'Z');
 
 /** kstatus calls a DaemonSet Current once its controller observed it with every pod in place: here `pods` of `pods` (no nodes: zero of zero). */
-export const daemonSetRolledOut = (pods = 0) => (daemonSet: any): Record<string, unknown> => ({
-  observedGeneration: daemonSet.metadata.generation, desiredNumberScheduled: pods, currentNumberScheduled: pods, updatedNumberScheduled: pods, numberAvailable: pods, numberReady: pods, numberMisscheduled: 0,
-});
+export const daemonSetRolledOut =
+  (pods = 0) =>
+  (daemonSet: any): Record<string, unknown> => ({
+    observedGeneration: daemonSet.metadata.generation,
+    desiredNumberScheduled: pods,
+    currentNumberScheduled: pods,
+    updatedNumberScheduled: pods,
+    numberAvailable: pods,
+    numberReady: pods,
+    numberMisscheduled: 0,
+  });
 
 /** A Deployment whose replicas are all updated, ready and available, as kstatus requires. */
 export const deploymentRolledOut = (deployment: any): Record<string, unknown> => {
   const replicas = deployment.spec.replicas;
   return {
-    observedGeneration: deployment.metadata.generation, replicas, updatedReplicas: replicas, readyReplicas: replicas, availableReplicas: replicas,
+    observedGeneration: deployment.metadata.generation,
+    replicas,
+    updatedReplicas: replicas,
+    readyReplicas: replicas,
+    availableReplicas: replicas,
     conditions: [
-      { type: 'Available', status: 'True', reason: 'MinimumReplicasAvailable', message: '', lastUpdateTime: now(), lastTransitionTime: now() },
-      { type: 'Progressing', status: 'True', reason: 'NewReplicaSetAvailable', message: '', lastUpdateTime: now(), lastTransitionTime: now() },
+      {
+        type: 'Available',
+        status: 'True',
+        reason: 'MinimumReplicasAvailable',
+        message: '',
+        lastUpdateTime: now(),
+        lastTransitionTime: now(),
+      },
+      {
+        type: 'Progressing',
+        status: 'True',
+        reason: 'NewReplicaSetAvailable',
+        message: '',
+        lastUpdateTime: now(),
+        lastTransitionTime: now(),
+      },
     ],
   };
 };
@@ -174,11 +237,35 @@ export function classStatus(cls: any, templatesFound: boolean): Record<string, u
   const generation = cls.metadata.generation;
   const at = now();
   const refs = templatesFound
-    ? { type: 'RefVersionsUpToDate', status: 'True', reason: 'RefVersionsUpToDate', message: '', observedGeneration: generation, lastTransitionTime: at }
-    : { type: 'RefVersionsUpToDate', status: 'Unknown', reason: 'InternalError', message: 'Please check controller logs for errors', observedGeneration: generation, lastTransitionTime: at };
+    ? {
+        type: 'RefVersionsUpToDate',
+        status: 'True',
+        reason: 'RefVersionsUpToDate',
+        message: '',
+        observedGeneration: generation,
+        lastTransitionTime: at,
+      }
+    : {
+        type: 'RefVersionsUpToDate',
+        status: 'Unknown',
+        reason: 'InternalError',
+        message: 'Please check controller logs for errors',
+        observedGeneration: generation,
+        lastTransitionTime: at,
+      };
   return {
     ...(templatesFound ? { observedGeneration: generation } : {}),
-    conditions: [refs, { type: 'VariablesReady', status: 'True', reason: 'VariablesReady', message: '', observedGeneration: generation, lastTransitionTime: at }],
+    conditions: [
+      refs,
+      {
+        type: 'VariablesReady',
+        status: 'True',
+        reason: 'VariablesReady',
+        message: '',
+        observedGeneration: generation,
+        lastTransitionTime: at,
+      },
+    ],
   };
 }
 
@@ -187,7 +274,11 @@ export const classReconciled = (cls: any): Record<string, unknown> => classStatu
 
 /** `kubectl apply -k <tree>/flux` on the management server: the README's bootstrap from a published tree on disk. */
 export function applyWiring(world: FluxWorld, tree: string): void {
-  execFileSync('kubectl', ['--kubeconfig', world.management.admin.kubeconfigFile, 'apply', '-k', path.join(tree, 'flux')], { encoding: 'utf8', stdio: 'pipe' });
+  execFileSync(
+    'kubectl',
+    ['--kubeconfig', world.management.admin.kubeconfigFile, 'apply', '-k', path.join(tree, 'flux')],
+    { encoding: 'utf8', stdio: 'pipe' },
+  );
 }
 
 /** The README's bootstrap: `kubectl apply -k flux` from a checkout of `bare`'s main branch, on the management server. */
@@ -202,15 +293,26 @@ export function bootstrapFlux(world: FluxWorld, bare: string): void {
 }
 
 /** Puts `kubeconfig` into Cluster API's `<cluster>-kubeconfig` Secret (key `value`) on the management server. */
-export async function writeClusterKubeconfig(world: FluxWorld, namespace: string, cluster: string, kubeconfig: string): Promise<void> {
+export async function writeClusterKubeconfig(
+  world: FluxWorld,
+  namespace: string,
+  cluster: string,
+  kubeconfig: string,
+): Promise<void> {
   const response = await world.mgmt().request('POST', `/api/v1/namespaces/${namespace}/secrets`, {
-    body: { metadata: { name: `${cluster}-kubeconfig`, namespace, labels: { 'cluster.x-k8s.io/cluster-name': cluster } }, type: 'cluster.x-k8s.io/secret', stringData: { value: kubeconfig } },
+    body: {
+      metadata: { name: `${cluster}-kubeconfig`, namespace, labels: { 'cluster.x-k8s.io/cluster-name': cluster } },
+      type: 'cluster.x-k8s.io/secret',
+      stringData: { value: kubeconfig },
+    },
   });
-  if (response.status !== 201) throw new Error(`creating Secret ${namespace}/${cluster}-kubeconfig: ${response.status} ${response.text}`);
+  if (response.status !== 201)
+    throw new Error(`creating Secret ${namespace}/${cluster}-kubeconfig: ${response.status} ${response.text}`);
 }
 
 /** Creates a namespace (on either server); an existing one is fine. */
 export async function ensureNamespace(client: KubeClient, name: string): Promise<void> {
   const response = await client.request('POST', '/api/v1/namespaces', { body: { metadata: { name } } });
-  if (response.status !== 201 && response.status !== 409) throw new Error(`creating namespace ${name}: ${response.status} ${response.text}`);
+  if (response.status !== 201 && response.status !== 409)
+    throw new Error(`creating namespace ${name}: ${response.status} ${response.text}`);
 }

@@ -9,9 +9,20 @@ import { decideUnits, type UnitPlanSettings } from '../../src/render/unit-decisi
 import { engineRulesFor } from '../../gitops/wiring/engine-rules.js';
 
 /** renderOutput over `plan` decided against `previous` with `settings` (secrets, hook placement, annotations). */
-export function renderPlan(plan: Plan, deps: RenderDependencies, options: Omit<UnitPlanSettings, 'engine'> & Partial<Pick<UnitPlanSettings, 'engine'>> & Omit<RenderOptions, 'previous'> & { previous: RenderedTree }): Promise<RenderOutcome> {
+export function renderPlan(
+  plan: Plan,
+  deps: RenderDependencies,
+  options: Omit<UnitPlanSettings, 'engine'> &
+    Partial<Pick<UnitPlanSettings, 'engine'>> &
+    Omit<RenderOptions, 'previous'> & { previous: RenderedTree },
+): Promise<RenderOutcome> {
   const { secrets, encryption, managementAnnotations, engine = engineRulesFor('none'), previous, ...rest } = options;
   const published = readPublishedState(previous);
-  const units = decideUnits(plan, published, { secrets, ...(encryption ? { encryption } : {}), ...(managementAnnotations ? { managementAnnotations } : {}), engine });
+  const units = decideUnits(plan, published, {
+    secrets,
+    ...(encryption ? { encryption } : {}),
+    ...(managementAnnotations ? { managementAnnotations } : {}),
+    engine,
+  });
   return renderOutput(units, deps, { ...rest, previous: published });
 }

@@ -14,9 +14,34 @@ export interface SelfSignedCert {
 }
 
 /** Writes tls.crt and tls.key into `dir` (a new temporary directory when not given). */
-export function makeSelfSignedCert(dir = mkdtempSync(path.join(os.tmpdir(), 'csk-tls-')), commonName = 'clusterstack-runtime-extension'): SelfSignedCert {
+export function makeSelfSignedCert(
+  dir = mkdtempSync(path.join(os.tmpdir(), 'csk-tls-')),
+  commonName = 'clusterstack-runtime-extension',
+): SelfSignedCert {
   const certFile = path.join(dir, 'tls.crt');
   const keyFile = path.join(dir, 'tls.key');
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', `/CN=${commonName}`, '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost', '-keyout', keyFile, '-out', certFile], { stdio: 'pipe' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-days',
+      '1',
+      '-subj',
+      `/CN=${commonName}`,
+      '-addext',
+      'subjectAltName=IP:127.0.0.1,DNS:localhost',
+      '-keyout',
+      keyFile,
+      '-out',
+      certFile,
+    ],
+    { stdio: 'pipe' },
+  );
   return { dir, certFile, keyFile, ca: readFileSync(certFile, 'utf8') };
 }

@@ -37,13 +37,21 @@ export function kustomizeDeploy(dir: string, components: string[] = []): DeployD
     temp = mkdtempSync(path.join(os.tmpdir(), 'csk-deploy-'));
     // kustomize refuses absolute paths to other roots; relative ones outside the overlay are fine.
     const relative = (name: string): string => path.relative(temp!, path.join(ROOT, 'deploy', name));
-    writeFileSync(path.join(temp, 'kustomization.yaml'), `resources:\n  - ${relative(dir)}\ncomponents:\n${components.map((component) => `  - ${relative(component)}\n`).join('')}`);
+    writeFileSync(
+      path.join(temp, 'kustomization.yaml'),
+      `resources:\n  - ${relative(dir)}\ncomponents:\n${components.map((component) => `  - ${relative(component)}\n`).join('')}`,
+    );
     built = temp;
   }
   try {
     const run = spawnSync(KUBECTL, ['kustomize', built], { encoding: 'utf8' });
-    if (run.status !== 0) throw new Error(`kubectl kustomize deploy/${dir} failed (kubectl is needed for this test): ${run.stderr || run.error?.message}`);
-    return decodeYamlDocuments(run.stdout).map((document) => document.value as DeployDoc | null).filter((doc): doc is DeployDoc => doc !== null);
+    if (run.status !== 0)
+      throw new Error(
+        `kubectl kustomize deploy/${dir} failed (kubectl is needed for this test): ${run.stderr || run.error?.message}`,
+      );
+    return decodeYamlDocuments(run.stdout)
+      .map((document) => document.value as DeployDoc | null)
+      .filter((doc): doc is DeployDoc => doc !== null);
   } finally {
     if (temp) rmSync(temp, { recursive: true, force: true });
   }
@@ -58,8 +66,19 @@ function inControllerNamespace(docs: DeployDoc[], namespace: string): DeployDoc[
   const moved = (name: string | undefined): string | undefined => (name === CONTROLLER_NAMESPACE ? namespace : name);
   return docs.map((doc) => ({
     ...doc,
-    metadata: { ...doc.metadata, ...(doc.kind === 'Namespace' ? { name: moved(doc.metadata.name)! } : {}), ...(doc.metadata.namespace ? { namespace: moved(doc.metadata.namespace) } : {}) },
-    ...(doc.subjects ? { subjects: doc.subjects.map((subject) => ({ ...subject, ...(subject.namespace ? { namespace: moved(subject.namespace) } : {}) })) } : {}),
+    metadata: {
+      ...doc.metadata,
+      ...(doc.kind === 'Namespace' ? { name: moved(doc.metadata.name)! } : {}),
+      ...(doc.metadata.namespace ? { namespace: moved(doc.metadata.namespace) } : {}),
+    },
+    ...(doc.subjects
+      ? {
+          subjects: doc.subjects.map((subject) => ({
+            ...subject,
+            ...(subject.namespace ? { namespace: moved(subject.namespace) } : {}),
+          })),
+        }
+      : {}),
   }));
 }
 
@@ -75,19 +94,42 @@ export interface ShippedIdentity {
  * apply, waits for its CRDs, and returns the ServiceAccount's credentials (token valid 2 h).
  * `namespace` puts the controller's own objects there instead of clusterstack-system.
  */
-export async function applyShippedIdentity(api: RealKubeApi, options: { overlay?: string; components?: string[]; namespace?: string } = {}): Promise<ShippedIdentity> {
+export async function applyShippedIdentity(
+  api: RealKubeApi,
+  options: { overlay?: string; components?: string[]; namespace?: string } = {},
+): Promise<ShippedIdentity> {
   const namespace = options.namespace ?? CONTROLLER_NAMESPACE;
-  const built = kustomizeDeploy(options.overlay ?? '', options.components ?? []).filter((doc) => !NOT_APPLIED.has(doc.kind));
+  const built = kustomizeDeploy(options.overlay ?? '', options.components ?? []).filter(
+    (doc) => !NOT_APPLIED.has(doc.kind),
+  );
   const docs = namespace === CONTROLLER_NAMESPACE ? built : inControllerNamespace(built, namespace);
   // Namespaces and CRDs first: kubectl applies in the order given.
   const first = (doc: DeployDoc): number => Number(doc.kind === 'Namespace' || doc.kind === 'CustomResourceDefinition');
   docs.sort((a, b) => first(b) - first(a));
   const input = JSON.stringify({ apiVersion: 'v1', kind: 'List', items: docs });
   const kubectl = (args: string[], stdin?: string): void => {
-    const run = spawnSync(KUBECTL, ['--kubeconfig', api.admin.kubeconfigFile, ...args], { input: stdin, encoding: 'utf8' });
-    if (run.status !== 0) throw new Error(`kubectl ${args[0]} of deploy/${options.overlay ?? ''} failed: ${run.stderr || run.error?.message}`);
+    const run = spawnSync(KUBECTL, ['--kubeconfig', api.admin.kubeconfigFile, ...args], {
+      input: stdin,
+      encoding: 'utf8',
+    });
+    if (run.status !== 0)
+      throw new Error(
+        `kubectl ${args[0]} of deploy/${options.overlay ?? ''} failed: ${run.stderr || run.error?.message}`,
+      );
   };
   kubectl(['apply', '--server-side', '--field-manager=clusterstack-test', '-f', '-'], input);
-  if (docs.some((doc) => doc.kind === 'CustomResourceDefinition')) kubectl(['wait', '--for=condition=Established', '--timeout=120s', 'crd', '-l', 'app.kubernetes.io/part-of=clusterstack-gitops']);
-  return { kubeconfigFile: await serviceAccountKubeconfig(api, namespace, CONTROLLER_SERVICE_ACCOUNT, 7200), user: serviceAccountUserName(namespace, CONTROLLER_SERVICE_ACCOUNT), namespace };
+  if (docs.some((doc) => doc.kind === 'CustomResourceDefinition'))
+    kubectl([
+      'wait',
+      '--for=condition=Established',
+      '--timeout=120s',
+      'crd',
+      '-l',
+      'app.kubernetes.io/part-of=clusterstack-gitops',
+    ]);
+  return {
+    kubeconfigFile: await serviceAccountKubeconfig(api, namespace, CONTROLLER_SERVICE_ACCOUNT, 7200),
+    user: serviceAccountUserName(namespace, CONTROLLER_SERVICE_ACCOUNT),
+    namespace,
+  };
 }

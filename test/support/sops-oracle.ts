@@ -19,11 +19,16 @@ import { decodeYamlDocument } from '../../src/yaml/kube-yaml.js';
 const run = promisify(execFile);
 
 /** A fresh age identity made by `age-keygen`, with its recipient. */
-export async function ageKeygen(dir: string, name = 'age.key'): Promise<{ identityFile: string; identity: string; recipient: string }> {
+export async function ageKeygen(
+  dir: string,
+  name = 'age.key',
+): Promise<{ identityFile: string; identity: string; recipient: string }> {
   const identityFile = path.join(dir, name);
   await run('age-keygen', ['-o', identityFile]);
   const { stdout } = await run('age-keygen', ['-y', identityFile]);
-  const identity = (await readFile(identityFile, 'utf8')).split('\n').find((line) => line.startsWith('AGE-SECRET-KEY-'))!;
+  const identity = (await readFile(identityFile, 'utf8'))
+    .split('\n')
+    .find((line) => line.startsWith('AGE-SECRET-KEY-'))!;
   return { identityFile, identity, recipient: stdout.trim() };
 }
 
@@ -40,7 +45,11 @@ export function sopsMetadataOf(document: string): SopsMetadata {
 }
 
 /** The data key, unwrapped by the `age` CLI from the stanza of the recipient that `identityFile` belongs to. */
-export async function unwrapDataKeyWithAgeCli(document: string, identityFile: string, recipient: string): Promise<Buffer> {
+export async function unwrapDataKeyWithAgeCli(
+  document: string,
+  identityFile: string,
+  recipient: string,
+): Promise<Buffer> {
   const stanza = sopsMetadataOf(document).age.find((entry) => entry.recipient === recipient);
   if (!stanza) throw new Error(`no age stanza for ${recipient}`);
   const dir = await mkdtemp(path.join(os.tmpdir(), 'sops-oracle-'));
@@ -86,11 +95,15 @@ export async function decryptWithSopsDecoder(document: string, dataKey: Buffer):
     request.on('end', () => {
       const target = String(request.headers['x-amz-target'] ?? '');
       if (!target.endsWith('.Decrypt')) {
-        response.writeHead(400, { 'content-type': 'application/x-amz-json-1.1' }).end(JSON.stringify({ __type: 'UnsupportedOperation', message: target }));
+        response
+          .writeHead(400, { 'content-type': 'application/x-amz-json-1.1' })
+          .end(JSON.stringify({ __type: 'UnsupportedOperation', message: target }));
         return;
       }
       const { CiphertextBlob } = JSON.parse(body) as { CiphertextBlob: string };
-      response.writeHead(200, { 'content-type': 'application/x-amz-json-1.1' }).end(JSON.stringify({ KeyId: arn, Plaintext: CiphertextBlob, EncryptionAlgorithm: 'SYMMETRIC_DEFAULT' }));
+      response
+        .writeHead(200, { 'content-type': 'application/x-amz-json-1.1' })
+        .end(JSON.stringify({ KeyId: arn, Plaintext: CiphertextBlob, EncryptionAlgorithm: 'SYMMETRIC_DEFAULT' }));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -98,7 +111,14 @@ export async function decryptWithSopsDecoder(document: string, dataKey: Buffer):
   try {
     const child = execFile(process.execPath, ['-e', DECODER_SCRIPT], {
       cwd: path.resolve(import.meta.dirname, '../..'),
-      env: { PATH: process.env['PATH'] ?? '', AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test', AWS_REGION: 'us-east-1', AWS_ENDPOINT_URL_KMS: `http://127.0.0.1:${port}`, AWS_EC2_METADATA_DISABLED: 'true' },
+      env: {
+        PATH: process.env['PATH'] ?? '',
+        AWS_ACCESS_KEY_ID: 'test',
+        AWS_SECRET_ACCESS_KEY: 'test',
+        AWS_REGION: 'us-east-1',
+        AWS_ENDPOINT_URL_KMS: `http://127.0.0.1:${port}`,
+        AWS_EC2_METADATA_DISABLED: 'true',
+      },
       maxBuffer: 16 * 1024 * 1024,
     });
     child.stdin!.end(JSON.stringify(tree));

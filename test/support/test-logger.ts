@@ -11,11 +11,24 @@ export interface LogEntry {
 export function recordingLogger(): { logger: Logger; entries: LogEntry[] } {
   const entries: LogEntry[] = [];
   const make = (bound: LogFields): Logger => {
-    const at = (level: LogEntry['level']) => (fields: LogFields, message: string) => void entries.push({ level, fields: { ...bound, ...fields }, message });
-    return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error'), child: (fields) => make({ ...bound, ...fields }) };
+    const at = (level: LogEntry['level']) => (fields: LogFields, message: string) =>
+      void entries.push({ level, fields: { ...bound, ...fields }, message });
+    return {
+      debug: at('debug'),
+      info: at('info'),
+      warn: at('warn'),
+      error: at('error'),
+      child: (fields) => make({ ...bound, ...fields }),
+    };
   };
   return { logger: make({}), entries };
 }
 
 /** A Logger that drops every line. */
-export const silentLogger: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined, child: () => silentLogger };
+export const silentLogger: Logger = {
+  debug: () => undefined,
+  info: () => undefined,
+  warn: () => undefined,
+  error: () => undefined,
+  child: () => silentLogger,
+};

@@ -18,14 +18,28 @@ export async function buildV1beta2Releases(into?: string): Promise<string> {
   const dir = into ?? (await tempDir('csk-v1beta2-releases-'));
   const release = path.join(dir, V1BETA2_RELEASE);
   await mkdir(release, { recursive: true });
-  await writeFile(path.join(release, 'metadata.yaml'), `apiVersion: metadata.clusterstack.x-k8s.io/v1alpha1\nversions:\n  clusterStack: v1\n  kubernetes: ${V1BETA2_KUBERNETES}\n  components:\n    clusterAddon: v1\n    nodeImage: v1\n`);
+  await writeFile(
+    path.join(release, 'metadata.yaml'),
+    `apiVersion: metadata.clusterstack.x-k8s.io/v1alpha1\nversions:\n  clusterStack: v1\n  kubernetes: ${V1BETA2_KUBERNETES}\n  components:\n    clusterAddon: v1\n    nodeImage: v1\n`,
+  );
   await cp(path.join(SOURCE, 'clusteraddon.yaml'), path.join(release, 'clusteraddon.yaml'));
   const work = await tempDir('csk-v1beta2-charts-');
   await cp(path.join(SOURCE, 'cluster-class'), path.join(work, 'docker-scs2-1-33-cluster-class'), { recursive: true });
-  await packChart(path.join(work, 'docker-scs2-1-33-cluster-class'), path.join(release, 'docker-scs2-1-33-cluster-class-v1.tgz'));
+  await packChart(
+    path.join(work, 'docker-scs2-1-33-cluster-class'),
+    path.join(release, 'docker-scs2-1-33-cluster-class-v1.tgz'),
+  );
   // The multi-stage addon archive holds one directory per stage at its top.
   const { create } = await import('tar');
-  await create({ gzip: true, file: path.join(release, 'docker-scs2-1-33-cluster-addon-v1.tgz'), cwd: path.join(SOURCE, 'cluster-addon'), portable: true }, ['cni']);
+  await create(
+    {
+      gzip: true,
+      file: path.join(release, 'docker-scs2-1-33-cluster-addon-v1.tgz'),
+      cwd: path.join(SOURCE, 'cluster-addon'),
+      portable: true,
+    },
+    ['cni'],
+  );
   return dir;
 }
 
@@ -44,8 +58,12 @@ spec: {provider: docker, name: scs2, kubernetesVersion: "1.33", channel: stable,
 export function v1beta2TwinObjects(version: 'v1beta1' | 'v1beta2', name = 'alpha'): string {
   const v1beta2 = version === 'v1beta2';
   const topology = v1beta2 ? `    classRef: {name: ${V1BETA2_CLASS}}\n` : `    class: ${V1BETA2_CLASS}\n`;
-  const controlPlaneRef = v1beta2 ? `{apiGroup: controlplane.cluster.x-k8s.io, kind: KubeadmControlPlane, name: ${name}-cp}` : `{apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: KubeadmControlPlane, name: ${name}-cp, namespace: fleet}`;
-  const infrastructureRef = v1beta2 ? `{apiGroup: infrastructure.cluster.x-k8s.io, kind: DockerCluster, name: ${name}-infra}` : `{apiVersion: infrastructure.cluster.x-k8s.io/v1beta1, kind: DockerCluster, name: ${name}-infra, namespace: fleet}`;
+  const controlPlaneRef = v1beta2
+    ? `{apiGroup: controlplane.cluster.x-k8s.io, kind: KubeadmControlPlane, name: ${name}-cp}`
+    : `{apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: KubeadmControlPlane, name: ${name}-cp, namespace: fleet}`;
+  const infrastructureRef = v1beta2
+    ? `{apiGroup: infrastructure.cluster.x-k8s.io, kind: DockerCluster, name: ${name}-infra}`
+    : `{apiVersion: infrastructure.cluster.x-k8s.io/v1beta1, kind: DockerCluster, name: ${name}-infra, namespace: fleet}`;
   const status = v1beta2
     ? `status:\n  initialization: {infrastructureProvisioned: true, controlPlaneInitialized: true}\n  conditions:\n  - {type: Available, status: "True", reason: Available, lastTransitionTime: "2025-01-01T00:00:00Z"}\n`
     : `status:\n  infrastructureReady: true\n  controlPlaneReady: true\n  conditions:\n  - {type: Ready, status: "True", lastTransitionTime: "2025-01-01T00:00:00Z"}\n`;

@@ -36,7 +36,14 @@ interface LayerStatus {
   version: string;
   revision: string;
   observedGeneration?: number;
-  conditions: { type: LayerState; status: 'True'; version: string; reason: string; message: string; lastTransitionTime: string }[];
+  conditions: {
+    type: LayerState;
+    status: 'True';
+    version: string;
+    reason: string;
+    message: string;
+    lastTransitionTime: string;
+  }[];
 }
 
 export interface DesiredLayerStatus {
@@ -76,9 +83,19 @@ function clusterStates(layer: AddonsLayer, input: LayerStatusInputs): ClusterSta
       out.push({ cluster: id, state: decision.withheld.state, message: decision.withheld.reason });
       continue;
     }
-    const withheld = input.render?.withheld.find((entry) => entry.kind === 'layer' && entry.namespace === cluster.namespace && entry.name === cluster.name && entry.layer === name);
+    const withheld = input.render?.withheld.find(
+      (entry) =>
+        entry.kind === 'layer' &&
+        entry.namespace === cluster.namespace &&
+        entry.name === cluster.name &&
+        entry.layer === name,
+    );
     if (withheld) {
-      out.push({ cluster: id, state: withheld.reason.includes(' waits: ') ? 'ApplyPending' : 'Failed', message: withheld.reason });
+      out.push({
+        cluster: id,
+        state: withheld.reason.includes(' waits: ') ? 'ApplyPending' : 'Failed',
+        message: withheld.reason,
+      });
       continue;
     }
     if (decision.hold) {
@@ -86,17 +103,33 @@ function clusterStates(layer: AddonsLayer, input: LayerStatusInputs): ClusterSta
       continue;
     }
     const sync = input.sync.get(layerDir(cluster.namespace, cluster.name, name));
-    if (input.engine === 'none') out.push({ cluster: id, state: 'Deployed', message: 'published (no GitOps engine to read back)' });
-    else if (!sync) out.push({ cluster: id, state: 'Pending', message: `published; waiting for the ${input.engine === 'flux' ? 'Flux Kustomization' : 'Argo CD Application'}` });
-    else if (sync.state === 'synced') out.push({ cluster: id, state: 'Deployed', message: `${sync.source}: ${sync.message}`, ...(sync.revision ? { revision: sync.revision } : {}) });
-    else if (sync.state === 'failed') out.push({ cluster: id, state: 'Failed', message: `${sync.source}: ${sync.message}` });
+    if (input.engine === 'none')
+      out.push({ cluster: id, state: 'Deployed', message: 'published (no GitOps engine to read back)' });
+    else if (!sync)
+      out.push({
+        cluster: id,
+        state: 'Pending',
+        message: `published; waiting for the ${input.engine === 'flux' ? 'Flux Kustomization' : 'Argo CD Application'}`,
+      });
+    else if (sync.state === 'synced')
+      out.push({
+        cluster: id,
+        state: 'Deployed',
+        message: `${sync.source}: ${sync.message}`,
+        ...(sync.revision ? { revision: sync.revision } : {}),
+      });
+    else if (sync.state === 'failed')
+      out.push({ cluster: id, state: 'Failed', message: `${sync.source}: ${sync.message}` });
     else out.push({ cluster: id, state: 'Pending', message: `${sync.source}: ${sync.message}` });
   }
   return out;
 }
 
 /** The status every live AddonsLayer should have, and events for those whose state changes. */
-export function desiredLayerStatuses(input: LayerStatusInputs): { layers: DesiredLayerStatus[]; events: EventIntent[] } {
+export function desiredLayerStatuses(input: LayerStatusInputs): {
+  layers: DesiredLayerStatus[];
+  events: EventIntent[];
+} {
   const layers: DesiredLayerStatus[] = [];
   const events: EventIntent[] = [];
   for (const live of input.layers) {
@@ -110,7 +143,8 @@ export function desiredLayerStatuses(input: LayerStatusInputs): { layers: Desire
       state = 'Failed';
       byState.set('Failed', [states]);
     } else {
-      for (const entry of states) byState.set(entry.state, [...(byState.get(entry.state) ?? []), `${entry.cluster}: ${entry.message}`]);
+      for (const entry of states)
+        byState.set(entry.state, [...(byState.get(entry.state) ?? []), `${entry.cluster}: ${entry.message}`]);
       if (layer.spec.hold === true) state = 'Hold';
       else if (states.length === 0) {
         state = 'Pending';
@@ -126,14 +160,31 @@ export function desiredLayerStatuses(input: LayerStatusInputs): { layers: Desire
         const previous = before?.conditions?.find((condition) => condition.type === type);
         const message = messages.join('; ');
         const changed = !previous || previous.message !== message || previous.version !== version;
-        return { type, status: 'True' as const, version, reason: REASONS[type], message, lastTransitionTime: changed ? input.now : previous.lastTransitionTime };
+        return {
+          type,
+          status: 'True' as const,
+          version,
+          reason: REASONS[type],
+          message,
+          lastTransitionTime: changed ? input.now : previous.lastTransitionTime,
+        };
       });
-    const status: LayerStatus = { state, version, revision: state === 'Deployed' && revisions.size === 1 ? [...revisions][0]! : (before?.revision ?? ''), conditions };
+    const status: LayerStatus = {
+      state,
+      version,
+      revision: state === 'Deployed' && revisions.size === 1 ? [...revisions][0]! : (before?.revision ?? ''),
+      conditions,
+    };
     if (live.metadata.generation !== undefined) status.observedGeneration = live.metadata.generation;
     layers.push({ live, status });
     if (before?.state !== state) {
       const message = conditions[0]?.message ?? '';
-      events.push({ regarding: regarding(live), type: state === 'Failed' ? 'Warning' : 'Normal', reason: `Layer${state}`, message: `AddonsLayer ${layerRef(layer.metadata.name, version)} is ${state}: ${message}` });
+      events.push({
+        regarding: regarding(live),
+        type: state === 'Failed' ? 'Warning' : 'Normal',
+        reason: `Layer${state}`,
+        message: `AddonsLayer ${layerRef(layer.metadata.name, version)} is ${state}: ${message}`,
+      });
     }
   }
   return { layers, events };

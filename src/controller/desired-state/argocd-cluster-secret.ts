@@ -73,7 +73,8 @@ export function credentialsFromKubeconfig(text: string, what: string): ClusterCr
   if (key) credentials.keyData = key;
   if (token) credentials.bearerToken = token;
   if (cluster['insecure-skip-tls-verify'] === true) credentials.insecure = true;
-  if (!token && !(cert && key)) throw new KubeconfigError(`${what}: the kubeconfig has neither a client certificate and key nor a token`);
+  if (!token && !(cert && key))
+    throw new KubeconfigError(`${what}: the kubeconfig has neither a client certificate and key nor a token`);
   return credentials;
 }
 
@@ -82,7 +83,11 @@ export function argoClusterSecretName(namespace: string, cluster: string): strin
 }
 
 /** The Argo CD cluster Secret for a workload cluster. */
-export function desiredArgoClusterSecret(cluster: { namespace: string; name: string }, credentials: ClusterCredentials, argoNamespace: string): ArgoClusterSecret {
+export function desiredArgoClusterSecret(
+  cluster: { namespace: string; name: string },
+  credentials: ClusterCredentials,
+  argoNamespace: string,
+): ArgoClusterSecret {
   const tlsClientConfig: Record<string, unknown> = { insecure: credentials.insecure ?? false };
   if (credentials.caData) tlsClientConfig['caData'] = credentials.caData;
   if (credentials.certData) tlsClientConfig['certData'] = credentials.certData;
@@ -95,18 +100,35 @@ export function desiredArgoClusterSecret(cluster: { namespace: string; name: str
     metadata: {
       name: argoClusterSecretName(cluster.namespace, cluster.name),
       namespace: argoNamespace,
-      labels: managedLabels({ [ARGOCD_SECRET_TYPE_LABEL]: 'cluster', [LABEL_CLUSTER_NAMESPACE]: cluster.namespace, [LABEL_CLUSTER_NAME]: labelValue(cluster.name) }),
+      labels: managedLabels({
+        [ARGOCD_SECRET_TYPE_LABEL]: 'cluster',
+        [LABEL_CLUSTER_NAMESPACE]: cluster.namespace,
+        [LABEL_CLUSTER_NAME]: labelValue(cluster.name),
+      }),
     },
     type: 'Opaque',
-    stringData: { name: `${cluster.namespace}-${cluster.name}`, server: credentials.server, config: JSON.stringify(config) },
+    stringData: {
+      name: `${cluster.namespace}-${cluster.name}`,
+      server: credentials.server,
+      config: JSON.stringify(config),
+    },
   };
 }
 
 /** Whether a live Secret (base64 `data`) already holds the desired `stringData` and labels. */
-export function secretMatches(live: { data?: Record<string, string>; metadata?: { labels?: Record<string, string> } }, desired: ArgoClusterSecret): boolean {
+export function secretMatches(
+  live: { data?: Record<string, string>; metadata?: { labels?: Record<string, string> } },
+  desired: ArgoClusterSecret,
+): boolean {
   const data = live.data ?? {};
   const keys = Object.keys(desired.stringData);
   if (Object.keys(data).length !== keys.length) return false;
-  if (keys.some((key) => data[key] === undefined || Buffer.from(data[key]!, 'base64').toString('utf8') !== desired.stringData[key])) return false;
+  if (
+    keys.some(
+      (key) =>
+        data[key] === undefined || Buffer.from(data[key]!, 'base64').toString('utf8') !== desired.stringData[key],
+    )
+  )
+    return false;
   return Object.entries(desired.metadata.labels).every(([key, value]) => live.metadata?.labels?.[key] === value);
 }

@@ -17,12 +17,34 @@ import {
 import { clusterClassName, tryParseReleaseTag } from '../../core/release-tag.js';
 import { type ClusterResolution, namespaceOf, releaseMatchesStack } from '../../release/resolve-releases.js';
 import type { UnitRecord } from '../../output/provenance.js';
-import { falseCondition, mergeConditions, readySummary, trueCondition, unknownCondition, type DesiredCondition } from './conditions.js';
+import {
+  falseCondition,
+  mergeConditions,
+  readySummary,
+  trueCondition,
+  unknownCondition,
+  type DesiredCondition,
+} from './conditions.js';
 import { eventOnFailure, regarding, type EventIntent } from './event-intents.js';
-import { controllerReference, isManagedByUs, keyOf, LABEL_CLUSTER_NAME, managedLabels, nameLabels, ownerOfKind } from './owned-objects.js';
+import {
+  controllerReference,
+  isManagedByUs,
+  keyOf,
+  LABEL_CLUSTER_NAME,
+  managedLabels,
+  nameLabels,
+  ownerOfKind,
+} from './owned-objects.js';
 import { LIFECYCLE_HOOKS, type HookProgress } from './lifecycle-hook-decision.js';
 import type { StatusInputs } from './status-inputs.js';
-import { countsForReady, MANIFESTS_RENDERED, MANIFESTS_SYNCED, publishedCondition, renderFailedCondition, syncedCondition } from './unit-conditions.js';
+import {
+  countsForReady,
+  MANIFESTS_RENDERED,
+  MANIFESTS_SYNCED,
+  publishedCondition,
+  renderFailedCondition,
+  syncedCondition,
+} from './unit-conditions.js';
 import { resourceStatuses } from './unit-resources.js';
 
 const CLUSTER_CLASS_AVAILABLE = 'ClusterClassAvailable';
@@ -48,45 +70,93 @@ function classField(cluster: ClusterResolution): string {
 
 function classCondition(input: StatusInputs, cluster: ClusterResolution): DesiredCondition {
   const versionProblem = cluster.problems.find((problem) => problem.path === 'spec.topology.version');
-  if (versionProblem) return falseCondition(CLUSTER_CLASS_AVAILABLE, 'KubernetesVersionMismatch', `spec.topology.version ${versionProblem.message}`, 'Error');
+  if (versionProblem)
+    return falseCondition(
+      CLUSTER_CLASS_AVAILABLE,
+      'KubernetesVersionMismatch',
+      `spec.topology.version ${versionProblem.message}`,
+      'Error',
+    );
   const tag = cluster.release ? tryParseReleaseTag(cluster.release) : undefined;
   if (!cluster.stack) {
     // A stack may exist but be unusable right now (invalid spec, source down): say so instead of "unknown".
     const named = clusterClassOf(cluster.cluster);
     const classNamespace = named.kind === 'class' ? named.namespace : cluster.namespace;
-    const troubled = tag && input.live.stacks.find((stack) => namespaceOf(stack) === classNamespace && releaseMatchesStack(tag, stack) && input.stackIssues.has(keyOf(stack)));
+    const troubled =
+      tag &&
+      input.live.stacks.find(
+        (stack) =>
+          namespaceOf(stack) === classNamespace &&
+          releaseMatchesStack(tag, stack) &&
+          input.stackIssues.has(keyOf(stack)),
+      );
     if (troubled) {
-      return falseCondition(CLUSTER_CLASS_AVAILABLE, 'ClusterStackNotReady', `class ${cluster.className} belongs to ClusterStack ${keyOf(troubled)}, which cannot be resolved now (see its conditions); the previous addons stay in place`, 'Warning');
+      return falseCondition(
+        CLUSTER_CLASS_AVAILABLE,
+        'ClusterStackNotReady',
+        `class ${cluster.className} belongs to ClusterStack ${keyOf(troubled)}, which cannot be resolved now (see its conditions); the previous addons stay in place`,
+        'Warning',
+      );
     }
-    const message = cluster.problems.map((problem) => `${problem.path ? `${problem.path} ` : ''}${problem.message}`).join('; ') || `${classField(cluster)} names ${cluster.className}, which belongs to no ClusterStack`;
+    const message =
+      cluster.problems.map((problem) => `${problem.path ? `${problem.path} ` : ''}${problem.message}`).join('; ') ||
+      `${classField(cluster)} names ${cluster.className}, which belongs to no ClusterStack`;
     return falseCondition(CLUSTER_CLASS_AVAILABLE, 'ClusterClassUnknown', message, 'Error');
   }
-  const resolution = input.plan?.resolution.clusterStacks.find((stack) => stack.namespace === cluster.stack?.namespace && stack.name === cluster.stack?.name);
+  const resolution = input.plan?.resolution.clusterStacks.find(
+    (stack) => stack.namespace === cluster.stack?.namespace && stack.name === cluster.stack?.name,
+  );
   const decision = resolution?.releases.find((release) => release.name === cluster.release);
   if (!decision) {
-    const message = cluster.problems.map((problem) => `${problem.path ? `${problem.path} ` : ''}${problem.message}`).join('; ') || `${classField(cluster)} names ${cluster.className}, which is not a release of ClusterStack ${cluster.stack.namespace}/${cluster.stack.name}`;
+    const message =
+      cluster.problems.map((problem) => `${problem.path ? `${problem.path} ` : ''}${problem.message}`).join('; ') ||
+      `${classField(cluster)} names ${cluster.className}, which is not a release of ClusterStack ${cluster.stack.namespace}/${cluster.stack.name}`;
     return falseCondition(CLUSTER_CLASS_AVAILABLE, 'ClusterClassUnknown', message, 'Error');
   }
-  if (!decision.ready) return falseCondition(CLUSTER_CLASS_AVAILABLE, 'ReleaseNotReady', `release ${decision.name} is not ready: ${decision.readyMessage ?? 'provider work pending'}`, 'Info');
+  if (!decision.ready)
+    return falseCondition(
+      CLUSTER_CLASS_AVAILABLE,
+      'ReleaseNotReady',
+      `release ${decision.name} is not ready: ${decision.readyMessage ?? 'provider work pending'}`,
+      'Info',
+    );
   const loaded = input.plan ? loadedRelease(input.plan, cluster.stack.namespace, decision.name) : undefined;
   if (loaded && !loaded.content) {
-    return falseCondition(CLUSTER_CLASS_AVAILABLE, 'ReleaseAssetsUnavailable', `release ${decision.name} could not be loaded (see ClusterStackRelease ${cluster.stack.namespace}/${decision.name})`, 'Warning');
+    return falseCondition(
+      CLUSTER_CLASS_AVAILABLE,
+      'ReleaseAssetsUnavailable',
+      `release ${decision.name} could not be loaded (see ClusterStackRelease ${cluster.stack.namespace}/${decision.name})`,
+      'Warning',
+    );
   }
-  return trueCondition(CLUSTER_CLASS_AVAILABLE, 'ClusterClassAvailable', `class ${cluster.className} is release ${decision.name} of ClusterStack ${cluster.stack.namespace}/${cluster.stack.name}`);
+  return trueCondition(
+    CLUSTER_CLASS_AVAILABLE,
+    'ClusterClassAvailable',
+    `class ${cluster.className} is release ${decision.name} of ClusterStack ${cluster.stack.namespace}/${cluster.stack.name}`,
+  );
 }
 
 function stagePhase(dir: string, input: StatusInputs): { phase: string; synced: boolean } {
   const verdict = input.sync.get(dir);
-  if (input.publish.dirtyDirs.has(dir) && input.publish.outcome !== 'published') return { phase: 'publishing manifests', synced: false };
+  if (input.publish.dirtyDirs.has(dir) && input.publish.outcome !== 'published')
+    return { phase: 'publishing manifests', synced: false };
   if (input.engine === 'none') return { phase: 'published', synced: false };
   if (!verdict) return { phase: 'waiting for GitOps', synced: false };
   return { phase: verdict.state, synced: verdict.state === 'synced' };
 }
 
-function addonStatus(input: StatusInputs, cluster: ClusterResolution, units: UnitRecord[], live: ClusterAddon | undefined, hooks: ClusterAddonHookStatus[]): ClusterAddonStatus {
+function addonStatus(
+  input: StatusInputs,
+  cluster: ClusterResolution,
+  units: UnitRecord[],
+  live: ClusterAddon | undefined,
+  hooks: ClusterAddonHookStatus[],
+): ClusterAddonStatus {
   const dirs = units.map((unit) => unit.dir);
   const subject = `Cluster ${cluster.namespace}/${cluster.name}`;
-  const withheld = input.render?.withheld.find((entry) => entry.kind === 'cluster' && entry.namespace === cluster.namespace && entry.name === cluster.name);
+  const withheld = input.render?.withheld.find(
+    (entry) => entry.kind === 'cluster' && entry.namespace === cluster.namespace && entry.name === cluster.name,
+  );
   const clusterClass = classCondition(input, cluster);
   let rendered: DesiredCondition;
   if (input.renderFailure) rendered = renderFailedCondition(input.renderFailure);
@@ -99,31 +169,58 @@ function addonStatus(input: StatusInputs, cluster: ClusterResolution, units: Uni
     );
   } else if (units.length > 0) {
     const first = units[0]!;
-    rendered = trueCondition(MANIFESTS_RENDERED, 'ManifestsRendered', `stages ${units.map((unit) => unit.stage).join(', ')} rendered from release ${first.release} (cluster addon ${first.addonVersion ?? '-'})`);
+    rendered = trueCondition(
+      MANIFESTS_RENDERED,
+      'ManifestsRendered',
+      `stages ${units.map((unit) => unit.stage).join(', ')} rendered from release ${first.release} (cluster addon ${first.addonVersion ?? '-'})`,
+    );
   } else rendered = unknownCondition(MANIFESTS_RENDERED, 'RenderPending', 'the addons have not been rendered yet');
   const published = publishedCondition(dirs, input.publish, subject);
   const synced = syncedCondition(dirs, input.engine, input.sync);
   const parts = [clusterClass, rendered, published, ...(countsForReady(input.engine) ? [synced] : [])];
   const hook = hookCondition(hooks, live);
-  const conditions = [clusterClass, rendered, published, synced, ...(hook ? [hook] : []), readySummary(parts, `the addons of ${subject} are ${countsForReady(input.engine) ? 'published and applied' : 'published'}`)];
+  const conditions = [
+    clusterClass,
+    rendered,
+    published,
+    synced,
+    ...(hook ? [hook] : []),
+    readySummary(
+      parts,
+      `the addons of ${subject} are ${countsForReady(input.engine) ? 'published and applied' : 'published'}`,
+    ),
+  ];
   const generation = live?.metadata.generation ?? 1;
   const stages: ClusterAddonStageStatus[] = [...units]
     .sort((a, b) => (a.order ?? 0) - (b.order ?? 0))
     .map((unit) => {
       const revision = input.publish.order.unitRevisions.get(unit.dir);
-      return { name: unit.stage ?? unit.dir, action: 'apply', ...stagePhase(unit.dir, input), release: unit.release, ...(revision ? { revision } : {}) };
+      return {
+        name: unit.stage ?? unit.dir,
+        action: 'apply',
+        ...stagePhase(unit.dir, input),
+        release: unit.release,
+        ...(revision ? { revision } : {}),
+      };
     });
   return {
     ready: conditions.at(-1)?.status === 'True',
     stages,
     ...(hooks.length > 0 ? { hooks } : {}),
-    resources: units.length > 0 ? units.flatMap((unit) => resourceStatuses(input.unitObjects(unit), input.sync.get(unit.dir))) : (live?.status?.resources ?? []),
+    resources:
+      units.length > 0
+        ? units.flatMap((unit) => resourceStatuses(input.unitObjects(unit), input.sync.get(unit.dir)))
+        : (live?.status?.resources ?? []),
     conditions: mergeConditions(live?.status?.conditions, conditions, input.now, generation),
     observedGeneration: generation,
   };
 }
 
-const HOOK_OUTCOMES: Record<Exclude<HookProgress['outcome'], 'not-ours'>, ClusterAddonHookStatus['outcome']> = { ready: 'Succeeded', waiting: 'Waiting', 'timed-out': 'TimedOut' };
+const HOOK_OUTCOMES: Record<Exclude<HookProgress['outcome'], 'not-ours'>, ClusterAddonHookStatus['outcome']> = {
+  ready: 'Succeeded',
+  waiting: 'Waiting',
+  'timed-out': 'TimedOut',
+};
 
 /**
  * Each hook's last outcome: what the ClusterAddon says (as read back), with what this process
@@ -133,14 +230,23 @@ function hookStatuses(progress: HookProgress[], live: ClusterAddon | undefined):
   const byName = new Map((live?.status?.hooks ?? []).map((hook) => [hook.name, hook]));
   for (const entry of progress) {
     if (entry.outcome === 'not-ours') continue;
-    byName.set(entry.hook, { name: entry.hook, release: entry.targetRelease, outcome: HOOK_OUTCOMES[entry.outcome], message: entry.message, since: entry.since });
+    byName.set(entry.hook, {
+      name: entry.hook,
+      release: entry.targetRelease,
+      outcome: HOOK_OUTCOMES[entry.outcome],
+      message: entry.message,
+      since: entry.since,
+    });
   }
   return LIFECYCLE_HOOKS.flatMap((hook) => byName.get(hook) ?? []);
 }
 
 /** The newest of the hooks' outcomes (the hook whose wait started last). */
 function newestHook(hooks: ClusterAddonHookStatus[]): ClusterAddonHookStatus | undefined {
-  return hooks.reduce<ClusterAddonHookStatus | undefined>((newest, hook) => (!newest || hook.since >= newest.since ? hook : newest), undefined);
+  return hooks.reduce<ClusterAddonHookStatus | undefined>(
+    (newest, hook) => (!newest || hook.since >= newest.since ? hook : newest),
+    undefined,
+  );
 }
 
 /**
@@ -152,7 +258,15 @@ function hookCondition(hooks: ClusterAddonHookStatus[], live: ClusterAddon | und
   const hook = newestHook(hooks);
   if (!hook) {
     const kept = live?.status?.conditions?.find((condition) => condition.type === LIFECYCLE_HOOK);
-    return kept ? { type: kept.type, status: kept.status, reason: kept.reason ?? 'LifecycleHook', message: kept.message ?? '', ...(kept.severity ? { severity: kept.severity as DesiredCondition['severity'] } : {}) } : undefined;
+    return kept
+      ? {
+          type: kept.type,
+          status: kept.status,
+          reason: kept.reason ?? 'LifecycleHook',
+          message: kept.message ?? '',
+          ...(kept.severity ? { severity: kept.severity as DesiredCondition['severity'] } : {}),
+        }
+      : undefined;
   }
   const text = `${hook.name} for release ${hook.release} (since ${hook.since}): ${hook.message}`;
   if (hook.outcome === 'Succeeded') return trueCondition(LIFECYCLE_HOOK, 'HookSucceeded', text);
@@ -161,9 +275,20 @@ function hookCondition(hooks: ClusterAddonHookStatus[], live: ClusterAddon | und
   return falseCondition(LIFECYCLE_HOOK, 'WaitingForAddons', text, 'Info');
 }
 
-function desiredAddonObject(cluster: CapiCluster, units: UnitRecord[], live: ClusterAddon | undefined, hook?: string): ClusterAddon {
+function desiredAddonObject(
+  cluster: CapiCluster,
+  units: UnitRecord[],
+  live: ClusterAddon | undefined,
+  hook?: string,
+): ClusterAddon {
   const spec: ClusterAddon['spec'] = {
-    clusterRef: { apiVersion: cluster.apiVersion, kind: 'Cluster', name: cluster.metadata.name, namespace: namespaceOf(cluster), ...(cluster.metadata.uid ? { uid: cluster.metadata.uid } : {}) },
+    clusterRef: {
+      apiVersion: cluster.apiVersion,
+      kind: 'Cluster',
+      name: cluster.metadata.name,
+      namespace: namespaceOf(cluster),
+      ...(cluster.metadata.uid ? { uid: cluster.metadata.uid } : {}),
+    },
   };
   // What was last rendered: the units in the output (including kept previous ones), else what the object says.
   const tag = units[0] ? tryParseReleaseTag(units[0].release) : undefined;
@@ -204,7 +329,12 @@ function addonEvents(input: StatusInputs, desired: DesiredAddon, dirs: string[])
   }
   const changed = dirs.filter((dir) => input.publish.dirtyDirs.has(dir));
   if (input.publish.outcome === 'published' && changed.length > 0) {
-    events.push({ regarding: regarding(subject), type: 'Normal', reason: 'ManifestsPublished', message: `${changed.join(', ')} published to ${input.publish.target}${input.publish.revision ? ` (${input.publish.revisionKind} ${input.publish.revision})` : ''}` });
+    events.push({
+      regarding: regarding(subject),
+      type: 'Normal',
+      reason: 'ManifestsPublished',
+      message: `${changed.join(', ')} published to ${input.publish.target}${input.publish.revision ? ` (${input.publish.revisionKind} ${input.publish.revision})` : ''}`,
+    });
   }
   return events;
 }
@@ -236,10 +366,20 @@ export function desiredAddons(input: StatusInputs): AddonChanges {
     };
     if (live) desired.live = live;
     changes.addons.push(desired);
-    changes.events.push(...addonEvents(input, desired, clusterUnits.map((unit) => unit.dir)));
+    changes.events.push(
+      ...addonEvents(
+        input,
+        desired,
+        clusterUnits.map((unit) => unit.dir),
+      ),
+    );
   }
   // Ours, and its Cluster is gone or no longer uses a cluster stack class.
-  const managed = new Set(input.plan.resolution.clusters.filter((cluster) => cluster.managed).map((cluster) => `${cluster.namespace}/${cluster.name}`));
+  const managed = new Set(
+    input.plan.resolution.clusters
+      .filter((cluster) => cluster.managed)
+      .map((cluster) => `${cluster.namespace}/${cluster.name}`),
+  );
   for (const addon of input.live.addons) {
     if (!isManagedByUs(addon) || addon.metadata.deletionTimestamp || managed.has(keyOf(addon))) continue;
     changes.toDelete.push(addon);

@@ -21,7 +21,11 @@ interface LiveRequestStatus {
  * statuses stay as they are). openMCP refuses removing `status.cluster` once set, so a request that
  * falls back to Pending keeps naming the cluster it had.
  */
-export function desiredRequestStatuses(live: KubeObject[], summary: ClusterRequestsSummary | undefined, now: string): DesiredRequestStatus[] {
+export function desiredRequestStatuses(
+  live: KubeObject[],
+  summary: ClusterRequestsSummary | undefined,
+  now: string,
+): DesiredRequestStatus[] {
   if (!summary) return [];
   const outcomes = new Map(summary.requests.map((request) => [`${request.namespace}/${request.name}`, request]));
   const out: DesiredRequestStatus[] = [];
@@ -30,7 +34,12 @@ export function desiredRequestStatuses(live: KubeObject[], summary: ClusterReque
     if (!outcome) continue;
     const current = (request as { status?: LiveRequestStatus }).status ?? {};
     const granted = outcome.phase === 'Granted';
-    const condition: DesiredCondition = { type: 'Scheduled', status: granted ? 'True' : 'False', reason: outcome.reason, message: outcome.message };
+    const condition: DesiredCondition = {
+      type: 'Scheduled',
+      status: granted ? 'True' : 'False',
+      reason: outcome.reason,
+      message: outcome.message,
+    };
     const generation = request.metadata.generation;
     const status: Record<string, unknown> = {
       observedGeneration: generation ?? 0,

@@ -19,7 +19,12 @@ export function trueCondition(type: string, reason: string, message: string): De
   return { type, status: 'True', reason, message };
 }
 
-export function falseCondition(type: string, reason: string, message: string, severity: DesiredCondition['severity'] = 'Warning'): DesiredCondition {
+export function falseCondition(
+  type: string,
+  reason: string,
+  message: string,
+  severity: DesiredCondition['severity'] = 'Warning',
+): DesiredCondition {
   return { type, status: 'False', reason, message, severity };
 }
 
@@ -31,7 +36,12 @@ export function unknownCondition(type: string, reason: string, message: string):
  * The conditions to write: the desired ones in the given order, each keeping the current
  * lastTransitionTime when its status did not change. Conditions the controller no longer sets are dropped.
  */
-export function mergeConditions(current: Condition[] | undefined, desired: DesiredCondition[], now: string, observedGeneration?: number): Condition[] {
+export function mergeConditions(
+  current: Condition[] | undefined,
+  desired: DesiredCondition[],
+  now: string,
+  observedGeneration?: number,
+): Condition[] {
   return desired.map((condition) => {
     const before = current?.find((existing) => existing.type === condition.type);
     const merged: Condition = {
@@ -39,7 +49,8 @@ export function mergeConditions(current: Condition[] | undefined, desired: Desir
       status: condition.status,
       reason: condition.reason,
       message: condition.message,
-      lastTransitionTime: before && before.status === condition.status && before.lastTransitionTime ? before.lastTransitionTime : now,
+      lastTransitionTime:
+        before && before.status === condition.status && before.lastTransitionTime ? before.lastTransitionTime : now,
     };
     // CAPI sets severity only on False conditions.
     if (condition.status === 'False' && condition.severity) merged.severity = condition.severity;
@@ -55,7 +66,13 @@ export function mergeConditions(current: Condition[] | undefined, desired: Desir
 export function readySummary(parts: DesiredCondition[], readyMessage: string): DesiredCondition {
   const failing = parts.find((part) => part.status === 'False') ?? parts.find((part) => part.status === 'Unknown');
   if (!failing) return trueCondition('Ready', 'Ready', readyMessage);
-  return { type: 'Ready', status: 'False', reason: failing.reason, message: failing.message, severity: failing.severity ?? 'Info' };
+  return {
+    type: 'Ready',
+    status: 'False',
+    reason: failing.reason,
+    message: failing.message,
+    severity: failing.severity ?? 'Info',
+  };
 }
 
 /** The condition of a type, if present. */
@@ -70,7 +87,8 @@ export function findCondition<T extends { type: string }>(conditions: T[] | unde
 export function rebaseConditions(conditions: Condition[], fresh: Condition[] | undefined, now: string): Condition[] {
   return conditions.map((condition) => {
     const current = fresh?.find((existing) => existing.type === condition.type);
-    if (current && current.status === condition.status && current.lastTransitionTime) return { ...condition, lastTransitionTime: current.lastTransitionTime };
+    if (current && current.status === condition.status && current.lastTransitionTime)
+      return { ...condition, lastTransitionTime: current.lastTransitionTime };
     return current ? { ...condition, lastTransitionTime: now } : condition;
   });
 }

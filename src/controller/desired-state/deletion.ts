@@ -23,24 +23,37 @@ function releaseOfCluster(cluster: CapiCluster): ClusterRelease | undefined {
   } catch {
     return undefined;
   }
-  return { key: `${namespaceOf(cluster)}/${cluster.metadata.name}`, namespace: named.namespace, release: formatReleaseTag(tag), tag };
+  return {
+    key: `${namespaceOf(cluster)}/${cluster.metadata.name}`,
+    namespace: named.namespace,
+    release: formatReleaseTag(tag),
+    tag,
+  };
 }
 
 /** Clusters (`ns/name`, sorted) whose class names release `release` in `namespace`. */
 export function clustersUsingRelease(namespace: string, release: string, clusters: CapiCluster[]): string[] {
   return clusters
     .map(releaseOfCluster)
-    .filter((used): used is ClusterRelease => used !== undefined && used.namespace === namespace && used.release === release)
+    .filter(
+      (used): used is ClusterRelease => used !== undefined && used.namespace === namespace && used.release === release,
+    )
     .map((used) => used.key)
     .sort();
 }
 
 /** Clusters (`ns/name`, sorted) whose class names any release of `stack`. */
-export function clustersUsingStack(stack: ClusterStack, clusters: CapiCluster[]): { cluster: string; release: string }[] {
+export function clustersUsingStack(
+  stack: ClusterStack,
+  clusters: CapiCluster[],
+): { cluster: string; release: string }[] {
   const namespace = namespaceOf(stack);
   return clusters
     .map(releaseOfCluster)
-    .filter((used): used is ClusterRelease => used !== undefined && used.namespace === namespace && releaseMatchesStack(used.tag, stack))
+    .filter(
+      (used): used is ClusterRelease =>
+        used !== undefined && used.namespace === namespace && releaseMatchesStack(used.tag, stack),
+    )
     .map((used) => ({ cluster: used.key, release: used.release }))
     .sort((a, b) => compareText(a.cluster, b.cluster));
 }

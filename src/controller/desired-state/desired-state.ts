@@ -51,7 +51,9 @@ export function sameStatus(current: unknown, desired: unknown): boolean {
 function contains(actual: unknown, wanted: unknown): boolean {
   if (wanted === null || typeof wanted !== 'object' || Array.isArray(wanted)) return sameCanonicalJson(actual, wanted);
   if (actual === null || typeof actual !== 'object' || Array.isArray(actual)) return false;
-  return Object.entries(wanted as Record<string, unknown>).every(([key, value]) => value === undefined || contains((actual as Record<string, unknown>)[key], value));
+  return Object.entries(wanted as Record<string, unknown>).every(
+    ([key, value]) => value === undefined || contains((actual as Record<string, unknown>)[key], value),
+  );
 }
 
 export interface OwnedObjectDrift {
@@ -70,13 +72,21 @@ export interface OwnedObjectDrift {
 export function ownedObjectDrift(live: KubeObject, desired: KubeObject): OwnedObjectDrift | undefined {
   const drift: OwnedObjectDrift = {};
   const labels = desired.metadata.labels ?? {};
-  if (Object.entries(labels).some(([key, value]) => live.metadata.labels?.[key] !== value)) drift.labels = { ...live.metadata.labels, ...labels };
+  if (Object.entries(labels).some(([key, value]) => live.metadata.labels?.[key] !== value))
+    drift.labels = { ...live.metadata.labels, ...labels };
   const annotations = desired.metadata.annotations ?? {};
-  if (Object.entries(annotations).some(([key, value]) => live.metadata.annotations?.[key] !== value)) drift.annotations = annotations;
+  if (Object.entries(annotations).some(([key, value]) => live.metadata.annotations?.[key] !== value))
+    drift.annotations = annotations;
   const wanted = desired.metadata.ownerReferences ?? [];
   const have = live.metadata.ownerReferences ?? [];
-  const missing = wanted.filter((ref) => !have.some((existing) => existing.uid === ref.uid && existing.kind === ref.kind));
-  if (missing.length > 0) drift.ownerReferences = [...have.filter((existing) => !(existing.controller && missing.some((ref) => ref.controller))), ...missing];
+  const missing = wanted.filter(
+    (ref) => !have.some((existing) => existing.uid === ref.uid && existing.kind === ref.kind),
+  );
+  if (missing.length > 0)
+    drift.ownerReferences = [
+      ...have.filter((existing) => !(existing.controller && missing.some((ref) => ref.controller))),
+      ...missing,
+    ];
   if ('spec' in desired && !contains(live['spec'] ?? {}, desired['spec'] ?? {})) drift.spec = desired['spec'];
   return Object.keys(drift).length > 0 ? drift : undefined;
 }

@@ -115,9 +115,12 @@ function awaitedFor(input: HookDecisionInput): string[] {
   const target = input.targetRelease!;
   const rendered = input.rendered;
   if (!rendered || rendered.release !== target) {
-    return [`the controller to render and publish the addons of release ${target} for ${subject}${rendered?.release ? ` (it last rendered release ${rendered.release})` : ''}`];
+    return [
+      `the controller to render and publish the addons of release ${target} for ${subject}${rendered?.release ? ` (it last rendered release ${rendered.release})` : ''}`,
+    ];
   }
-  if (rendered.withheld) return [`the addons of release ${target} for ${subject}, which are withheld: ${rendered.withheld}`];
+  if (rendered.withheld)
+    return [`the addons of release ${target} for ${subject}, which are withheld: ${rendered.withheld}`];
   if (rendered.stages.length === 0) return [`the addons of release ${target} for ${subject} to be rendered`];
   const waiting: string[] = [];
   const unpublished = new Set(rendered.unpublished);
@@ -125,7 +128,9 @@ function awaitedFor(input: HookDecisionInput): string[] {
   for (const stage of rendered.stages) {
     // Never count another release's files as the target's, whatever the engine says about them.
     if (stage.release !== target) {
-      waiting.push(`stage ${stage.stage}: ${stage.dir} still holds release ${stage.release}'s addons, not release ${target}'s`);
+      waiting.push(
+        `stage ${stage.stage}: ${stage.dir} still holds release ${stage.release}'s addons, not release ${target}'s`,
+      );
       continue;
     }
     if (unpublished.has(stage.dir)) {
@@ -135,13 +140,16 @@ function awaitedFor(input: HookDecisionInput): string[] {
     if (input.engine === 'none' || input.engineUnreadable) continue;
     const verdict = input.sync.get(stage.dir);
     if (!verdict) {
-      waiting.push(`stage ${stage.stage}: a ${input.engine === 'flux' ? 'Flux Kustomization' : 'Argo CD Application'} applying ${stage.dir} (none covers it)`);
+      waiting.push(
+        `stage ${stage.stage}: a ${input.engine === 'flux' ? 'Flux Kustomization' : 'Argo CD Application'} applying ${stage.dir} (none covers it)`,
+      );
       continue;
     }
     if (verdict.state !== 'synced') waiting.push(`stage ${stage.stage}: ${verdict.message}`);
   }
   for (const condition of input.conditions) {
-    if (!condition.verdict.holds) waiting.push(`stage ${condition.stage} ${condition.kind}: ${condition.verdict.message}`);
+    if (!condition.verdict.holds)
+      waiting.push(`stage ${condition.stage} ${condition.kind}: ${condition.verdict.message}`);
   }
   return waiting;
 }
@@ -156,13 +164,28 @@ function awaitedFor(input: HookDecisionInput): string[] {
 export function decideLifecycleHook(input: HookDecisionInput): HookDecision {
   const subject = `Cluster ${input.cluster.namespace}/${input.cluster.name}`;
   if (!input.targetRelease) {
-    return { status: 'Success', message: `${subject} uses no cluster stack class; nothing to wait for`, retryAfterSeconds: 0, outcome: 'not-ours', waitingFor: [] };
+    return {
+      status: 'Success',
+      message: `${subject} uses no cluster stack class; nothing to wait for`,
+      retryAfterSeconds: 0,
+      outcome: 'not-ours',
+      waitingFor: [],
+    };
   }
   const waitingFor = awaitedFor(input);
   if (waitingFor.length === 0) {
     const stages = input.rendered?.stages.map((stage) => stage.stage) ?? [];
-    const how = input.engine === 'none' ? 'published (no GitOps engine is watched, so application is not checked)' : `applied and healthy${revisionNote(input)}`;
-    return { status: 'Success', message: `addons of release ${input.targetRelease} for ${subject} are ${how}: stages ${stages.join(', ')}`, retryAfterSeconds: 0, outcome: 'ready', waitingFor };
+    const how =
+      input.engine === 'none'
+        ? 'published (no GitOps engine is watched, so application is not checked)'
+        : `applied and healthy${revisionNote(input)}`;
+    return {
+      status: 'Success',
+      message: `addons of release ${input.targetRelease} for ${subject} are ${how}: stages ${stages.join(', ')}`,
+      retryAfterSeconds: 0,
+      outcome: 'ready',
+      waitingFor,
+    };
   }
   const elapsed = Math.max(0, input.now - input.since);
   const list = waitingFor.join('; ');
@@ -170,20 +193,45 @@ export function decideLifecycleHook(input: HookDecisionInput): HookDecision {
   if (elapsed >= input.timeoutMs) {
     const after = `after ${minutes(elapsed)} (the hook timeout is ${minutes(input.timeoutMs)})`;
     if (input.hook === 'BeforeClusterUpgrade' && input.onTimeout === 'hold') {
-      return { status: 'Success', message: `still holding the upgrade ${after} (--hook-on-timeout hold), not confirmed: ${list}. Fix the addons or their conditions, or raise --hook-timeout`, retryAfterSeconds, outcome: 'timed-out', waitingFor };
+      return {
+        status: 'Success',
+        message: `still holding the upgrade ${after} (--hook-on-timeout hold), not confirmed: ${list}. Fix the addons or their conditions, or raise --hook-timeout`,
+        retryAfterSeconds,
+        outcome: 'timed-out',
+        waitingFor,
+      };
     }
-    const what = input.hook === 'BeforeClusterUpgrade' ? 'letting the upgrade go' : 'not holding the Cluster any longer';
-    return { status: 'Success', message: `${what} ${after} without confirming: ${list}. Fix the addons or their conditions, or raise --hook-timeout`, retryAfterSeconds: 0, outcome: 'timed-out', waitingFor };
+    const what =
+      input.hook === 'BeforeClusterUpgrade' ? 'letting the upgrade go' : 'not holding the Cluster any longer';
+    return {
+      status: 'Success',
+      message: `${what} ${after} without confirming: ${list}. Fix the addons or their conditions, or raise --hook-timeout`,
+      retryAfterSeconds: 0,
+      outcome: 'timed-out',
+      waitingFor,
+    };
   }
   const message = `waiting ${minutes(elapsed)} of ${minutes(input.timeoutMs)} for ${list}`;
   if (input.hook === 'AfterControlPlaneInitialized') {
     // Non-blocking: Cluster API goes on either way; the controller follows the wait on the ClusterAddon.
-    return { status: 'Success', message: `not holding (${input.hook} is non-blocking); the ClusterAddon follows the wait: ${message}`, retryAfterSeconds: 0, outcome: 'waiting', waitingFor };
+    return {
+      status: 'Success',
+      message: `not holding (${input.hook} is non-blocking); the ClusterAddon follows the wait: ${message}`,
+      retryAfterSeconds: 0,
+      outcome: 'waiting',
+      waitingFor,
+    };
   }
   return { status: 'Success', message, retryAfterSeconds, outcome: 'waiting', waitingFor };
 }
 
 function revisionNote(input: HookDecisionInput): string {
-  const revisions = [...new Set((input.rendered?.stages ?? []).map((stage) => input.sync.get(stage.dir)?.revision).filter((revision): revision is string => revision !== undefined))];
+  const revisions = [
+    ...new Set(
+      (input.rendered?.stages ?? [])
+        .map((stage) => input.sync.get(stage.dir)?.revision)
+        .filter((revision): revision is string => revision !== undefined),
+    ),
+  ];
   return revisions.length === 1 ? ` at ${revisions[0]}` : '';
 }

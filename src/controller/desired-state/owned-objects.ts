@@ -1,6 +1,12 @@
 // Names, labels, finalizers and owner references of the objects the controller writes.
 import { createHash } from 'node:crypto';
-import { API_GROUP, type KubeObject, LABEL_MANAGED_BY, MANAGED_BY_VALUE, type OwnerReference } from '../../api/types.js';
+import {
+  API_GROUP,
+  type KubeObject,
+  LABEL_MANAGED_BY,
+  MANAGED_BY_VALUE,
+  type OwnerReference,
+} from '../../api/types.js';
 
 /** Held on ClusterStacks and ClusterStackReleases until no Cluster uses their releases. */
 export const FINALIZER = `${API_GROUP}/finalizer`;
@@ -32,7 +38,10 @@ export function labelValue(value: string): string {
  * Labels naming objects (`key: name`), shortened where needed, and annotations holding the full
  * names of those that were shortened (`clusterstack.x-k8s.io/full-<label name>`).
  */
-export function nameLabels(names: Record<string, string>): { labels: Record<string, string>; annotations: Record<string, string> } {
+export function nameLabels(names: Record<string, string>): {
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+} {
   const labels: Record<string, string> = {};
   const annotations: Record<string, string> = {};
   for (const [key, name] of Object.entries(names)) {
@@ -47,12 +56,24 @@ export function keyOf(object: { metadata: { namespace?: string; name: string } }
 }
 
 /** A controller owner reference to `owner` (which must have a uid: it came from the API server). */
-export function controllerReference(owner: KubeObject | { apiVersion: string; kind: string; metadata: { name: string; uid?: string } }): OwnerReference {
-  return { apiVersion: owner.apiVersion, kind: owner.kind, name: owner.metadata.name, uid: owner.metadata.uid ?? '', controller: true, blockOwnerDeletion: true };
+export function controllerReference(
+  owner: KubeObject | { apiVersion: string; kind: string; metadata: { name: string; uid?: string } },
+): OwnerReference {
+  return {
+    apiVersion: owner.apiVersion,
+    kind: owner.kind,
+    name: owner.metadata.name,
+    uid: owner.metadata.uid ?? '',
+    controller: true,
+    blockOwnerDeletion: true,
+  };
 }
 
 /** The owner reference of a given kind, if any. */
-export function ownerOfKind(object: { metadata: { ownerReferences?: OwnerReference[] } }, kind: string): OwnerReference | undefined {
+export function ownerOfKind(
+  object: { metadata: { ownerReferences?: OwnerReference[] } },
+  kind: string,
+): OwnerReference | undefined {
   return (object.metadata.ownerReferences ?? []).find((ref) => ref.kind === kind);
 }
 
@@ -63,4 +84,3 @@ export function managedLabels(extra: Record<string, string> = {}): Record<string
 export function isManagedByUs(object: { metadata: { labels?: Record<string, string> } }): boolean {
   return object.metadata.labels?.[LABEL_MANAGED_BY] === MANAGED_BY_VALUE;
 }
-

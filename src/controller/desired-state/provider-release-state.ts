@@ -5,7 +5,15 @@ import { type ClusterStack, type KubeObject, withSpecDefaults } from '../../api/
 import { groupOf } from '../../inputs/classify-inputs.js';
 import { namespaceOf } from '../../release/resolve-releases.js';
 import { clustersUsingRelease } from './deletion.js';
-import { controllerReference, isManagedByUs, keyOf, LABEL_CLUSTER_STACK, managedLabels, nameLabels, ownerOfKind } from './owned-objects.js';
+import {
+  controllerReference,
+  isManagedByUs,
+  keyOf,
+  LABEL_CLUSTER_STACK,
+  managedLabels,
+  nameLabels,
+  ownerOfKind,
+} from './owned-objects.js';
 import type { StatusInputs } from './status-inputs.js';
 
 export interface DesiredProviderRelease {
@@ -27,13 +35,17 @@ export function providerReleaseKind(templateKind: string): string {
  * Why the API server cannot serve a provider-mode stack's template or release kind, if it cannot:
  * the provider's CRDs are missing, or spec.providerRef names a wrong apiVersion or kind.
  */
-export function unservedProviderKind(stack: ClusterStack, unserved: Map<string, string> | undefined): string | undefined {
+export function unservedProviderKind(
+  stack: ClusterStack,
+  unserved: Map<string, string> | undefined,
+): string | undefined {
   const spec = withSpecDefaults(stack.spec);
   const ref = spec.providerRef;
   if (spec.noProvider || !ref?.apiVersion || !ref.kind || !unserved) return undefined;
   for (const kind of [ref.kind, providerReleaseKind(ref.kind)]) {
     const reason = unserved.get(`${ref.apiVersion}/${kind}`);
-    if (reason !== undefined) return `${kind} (${ref.apiVersion}) is not served: ${reason}; install the provider's CustomResourceDefinitions or fix spec.providerRef.apiVersion and kind`;
+    if (reason !== undefined)
+      return `${kind} (${ref.apiVersion}) is not served: ${reason}; install the provider's CustomResourceDefinitions or fix spec.providerRef.apiVersion and kind`;
   }
   return undefined;
 }
@@ -54,14 +66,18 @@ export function providerTemplateOf(stack: ClusterStack, templates: KubeObject[])
 
 function templateSpec(template: KubeObject): Record<string, unknown> {
   const spec = (template as { spec?: { template?: { spec?: unknown } } }).spec?.template?.spec;
-  return typeof spec === 'object' && spec !== null && !Array.isArray(spec) ? structuredClone(spec as Record<string, unknown>) : {};
+  return typeof spec === 'object' && spec !== null && !Array.isArray(spec)
+    ? structuredClone(spec as Record<string, unknown>)
+    : {};
 }
 
 /** Desired provider release objects of every resolved provider-mode stack, and owned ones to delete. */
 export function desiredProviderReleases(input: StatusInputs): ProviderReleaseChanges {
   const changes: ProviderReleaseChanges = { releases: [], toDelete: [] };
   for (const resolution of input.plan?.resolution.clusterStacks ?? []) {
-    const stack = input.live.stacks.find((candidate) => keyOf(candidate) === `${resolution.namespace}/${resolution.name}`);
+    const stack = input.live.stacks.find(
+      (candidate) => keyOf(candidate) === `${resolution.namespace}/${resolution.name}`,
+    );
     if (!stack) continue;
     const spec = withSpecDefaults(resolution.stack.spec);
     if (spec.noProvider || !spec.providerRef?.kind) continue;
@@ -69,7 +85,9 @@ export function desiredProviderReleases(input: StatusInputs): ProviderReleaseCha
     const kind = providerReleaseKind(spec.providerRef.kind);
     const apiVersion = template?.apiVersion ?? spec.providerRef.apiVersion ?? '';
     const kept = new Set(resolution.releases.filter((release) => release.kept).map((release) => release.name));
-    const ours = input.live.providerReleases.filter((object) => object.kind === kind && namespaceOf(object) === resolution.namespace);
+    const ours = input.live.providerReleases.filter(
+      (object) => object.kind === kind && namespaceOf(object) === resolution.namespace,
+    );
     if (template && !stack.metadata.deletionTimestamp) {
       for (const name of kept) {
         const live = ours.find((object) => object.metadata.name === name);

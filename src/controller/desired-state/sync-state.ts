@@ -33,8 +33,18 @@ export interface RevisionOrder {
   pending?: Map<string, string>;
 }
 
-export const FLUX_KUSTOMIZATION = { group: 'kustomize.toolkit.fluxcd.io', version: 'v1', kind: 'Kustomization', plural: 'kustomizations' } as const;
-export const ARGO_APPLICATION = { group: 'argoproj.io', version: 'v1alpha1', kind: 'Application', plural: 'applications' } as const;
+export const FLUX_KUSTOMIZATION = {
+  group: 'kustomize.toolkit.fluxcd.io',
+  version: 'v1',
+  kind: 'Kustomization',
+  plural: 'kustomizations',
+} as const;
+export const ARGO_APPLICATION = {
+  group: 'argoproj.io',
+  version: 'v1alpha1',
+  kind: 'Application',
+  plural: 'applications',
+} as const;
 
 export function resourceKey(resource: { group?: string; kind: string; namespace?: string; name: string }): string {
   return `${resource.group ?? ''}/${resource.kind}/${resource.namespace ?? ''}/${resource.name}`;
@@ -68,7 +78,11 @@ function commitOf(revision: string | undefined): string | undefined {
 }
 
 /** Whether `applied` includes the unit's last change; unknown revisions (older, or foreign) count as applied. */
-function appliedIncludes(applied: string | undefined, dir: string, order: RevisionOrder): { ok: boolean; wanted?: string; proposedIn?: string } {
+function appliedIncludes(
+  applied: string | undefined,
+  dir: string,
+  order: RevisionOrder,
+): { ok: boolean; wanted?: string; proposedIn?: string } {
   const proposedIn = order.pending?.get(dir);
   if (proposedIn !== undefined) return { ok: false, proposedIn };
   const wanted = order.unitRevisions.get(dir);
@@ -82,7 +96,8 @@ function appliedIncludes(applied: string | undefined, dir: string, order: Revisi
 }
 
 function waitingFor(applied: { wanted?: string; proposedIn?: string }, verb: string): string {
-  if (applied.proposedIn !== undefined) return `the change is proposed in ${applied.proposedIn} and not merged yet: the branch the engine reads does not hold it`;
+  if (applied.proposedIn !== undefined)
+    return `the change is proposed in ${applied.proposedIn} and not merged yet: the branch the engine reads does not hold it`;
   return `waiting for it to ${verb} commit ${applied.wanted}`;
 }
 
@@ -120,9 +135,17 @@ function fluxVerdict(object: KubeObject, dir: string, order: RevisionOrder): Uni
   const status = record(object['status']);
   const spec = record(object['spec']);
   const revision = text(status['lastAppliedRevision']);
-  const ready = findCondition(status['conditions'] as { type: string; status?: string; reason?: string; message?: string }[] | undefined, 'Ready');
+  const ready = findCondition(
+    status['conditions'] as { type: string; status?: string; reason?: string; message?: string }[] | undefined,
+    'Ready',
+  );
   const base = { engine: 'flux' as const, source, ...(revision ? { revision } : {}) };
-  if (spec['suspend'] === true) return { ...base, state: 'out-of-sync', message: `${source} is suspended: Flux neither applies changes nor corrects drift; resume it with flux resume kustomization` };
+  if (spec['suspend'] === true)
+    return {
+      ...base,
+      state: 'out-of-sync',
+      message: `${source} is suspended: Flux neither applies changes nor corrects drift; resume it with flux resume kustomization`,
+    };
   if (!ready || ready.status === 'Unknown') {
     // kustomize-controller marks Ready Unknown at the start of every reconcile, the periodic and
     // retried ones of a revision it already finished too. Then its last finished attempt says
@@ -131,14 +154,26 @@ function fluxVerdict(object: KubeObject, dir: string, order: RevisionOrder): Uni
     // revision it last applied and found healthy stays applied while Flux checks it again.
     const last = lastFluxAttempt(status);
     if (last && last.outcome !== 'ReconciliationSucceeded') {
-      return { ...base, state: 'failed', message: `${source} is trying again; its last attempt${last.revision ? ` (${last.revision})` : ''} failed (${last.outcome})` };
+      return {
+        ...base,
+        state: 'failed',
+        message: `${source} is trying again; its last attempt${last.revision ? ` (${last.revision})` : ''} failed (${last.outcome})`,
+      };
     }
     if (!last || revision === undefined || last.revision !== revision) {
-      return { ...base, state: 'progressing', message: `${source} is reconciling${ready?.message ? `: ${ready.message}` : ''}` };
+      return {
+        ...base,
+        state: 'progressing',
+        message: `${source} is reconciling${ready?.message ? `: ${ready.message}` : ''}`,
+      };
     }
   } else if (ready.status === 'False') {
     const waiting = FLUX_WAITING_REASONS.has(ready.reason ?? '');
-    return { ...base, state: waiting ? 'progressing' : 'failed', message: `${source} is not ready (${ready.reason ?? 'NotReady'}): ${ready.message ?? 'no message'}` };
+    return {
+      ...base,
+      state: waiting ? 'progressing' : 'failed',
+      message: `${source} is not ready (${ready.reason ?? 'NotReady'}): ${ready.message ?? 'no message'}`,
+    };
   }
   // As kstatus reads it: Flux sets observedGeneration when a reconcile succeeds, so a lower one
   // means the spec changed (a new path, decryption, health checks) since what it applied. It also
@@ -148,11 +183,19 @@ function fluxVerdict(object: KubeObject, dir: string, order: RevisionOrder): Uni
   const generation = record(object.metadata)['generation'];
   const observed = status['observedGeneration'];
   if (typeof generation === 'number' && typeof observed === 'number' && observed < generation) {
-    const what = observed < 1 ? 'has not finished its first reconcile' : `has not applied its changed spec yet (generation ${generation}, last applied ${observed})`;
+    const what =
+      observed < 1
+        ? 'has not finished its first reconcile'
+        : `has not applied its changed spec yet (generation ${generation}, last applied ${observed})`;
     return { ...base, state: 'progressing', message: `${source} ${what}` };
   }
   const applied = appliedIncludes(revision, dir, order);
-  if (!applied.ok) return { ...base, state: 'progressing', message: `${source} applied ${revision ?? 'nothing yet'}; ${waitingFor(applied, 'apply')}` };
+  if (!applied.ok)
+    return {
+      ...base,
+      state: 'progressing',
+      message: `${source} applied ${revision ?? 'nothing yet'}; ${waitingFor(applied, 'apply')}`,
+    };
   return { ...base, state: 'synced', message: `${source} applied ${revision ?? 'the latest revision'}` };
 }
 
@@ -173,40 +216,77 @@ function argoVerdict(object: KubeObject, dir: string, order: RevisionOrder): Uni
     if (!kind || !name) continue;
     const healthMessage = text(record(resource['health'])['message']);
     const entry: { synced: boolean; message?: string } = { synced: resource['status'] === 'Synced' };
-    if (!entry.synced) entry.message = `${text(resource['status']) ?? 'Unknown'}${healthMessage ? `: ${healthMessage}` : ''}`;
-    resources.set(resourceKey({ group: text(resource['group']) ?? '', kind, namespace: text(resource['namespace']) ?? '', name }), entry);
+    if (!entry.synced)
+      entry.message = `${text(resource['status']) ?? 'Unknown'}${healthMessage ? `: ${healthMessage}` : ''}`;
+    resources.set(
+      resourceKey({ group: text(resource['group']) ?? '', kind, namespace: text(resource['namespace']) ?? '', name }),
+      entry,
+    );
   }
   const base = { engine: 'argocd' as const, source, ...(revision ? { revision } : {}), resources };
   const phase = text(operation['phase']);
   if (phase === 'Failed' || phase === 'Error') {
-    return { ...base, state: 'failed', message: `${source}: sync ${phase.toLowerCase()}: ${text(operation['message']) ?? 'no message'}` };
+    return {
+      ...base,
+      state: 'failed',
+      message: `${source}: sync ${phase.toLowerCase()}: ${text(operation['message']) ?? 'no message'}`,
+    };
   }
   // A sync under way (the first sync of a new Application, or of a new revision) is progress: the
   // live objects differ from Git until it finishes, which is not drift.
   if (phase === 'Running' || phase === 'Terminating') {
     const target = text(record(record(operation['operation'])['sync'])['revision']) ?? revision;
-    return { ...base, state: 'progressing', message: `${source} is syncing${target ? ` ${target}` : ''} (${syncStatus}, ${healthStatus})${text(operation['message']) ? `: ${text(operation['message'])}` : ''}` };
+    return {
+      ...base,
+      state: 'progressing',
+      message: `${source} is syncing${target ? ` ${target}` : ''} (${syncStatus}, ${healthStatus})${text(operation['message']) ? `: ${text(operation['message'])}` : ''}`,
+    };
   }
   if (syncStatus === 'OutOfSync') {
-    const drifted = [...resources.entries()].filter(([, entry]) => !entry.synced).map(([key]) => key.split('/').slice(1).filter(Boolean).join('/'));
-    const which = drifted.length > 0 ? ` (${drifted.slice(0, 5).join(', ')}${drifted.length > 5 ? `, ${drifted.length - 5} more` : ''})` : '';
-    return { ...base, state: 'out-of-sync', message: `${source} is OutOfSync${which}: the live objects differ from Git (drift, or a sync pending); self-heal or sync the Application` };
+    const drifted = [...resources.entries()]
+      .filter(([, entry]) => !entry.synced)
+      .map(([key]) => key.split('/').slice(1).filter(Boolean).join('/'));
+    const which =
+      drifted.length > 0
+        ? ` (${drifted.slice(0, 5).join(', ')}${drifted.length > 5 ? `, ${drifted.length - 5} more` : ''})`
+        : '';
+    return {
+      ...base,
+      state: 'out-of-sync',
+      message: `${source} is OutOfSync${which}: the live objects differ from Git (drift, or a sync pending); self-heal or sync the Application`,
+    };
   }
   if (healthStatus === 'Degraded' || healthStatus === 'Missing') {
-    return { ...base, state: 'failed', message: `${source} is ${syncStatus} but ${healthStatus}${text(health['message']) ? `: ${text(health['message'])}` : ''}` };
+    return {
+      ...base,
+      state: 'failed',
+      message: `${source} is ${syncStatus} but ${healthStatus}${text(health['message']) ? `: ${text(health['message'])}` : ''}`,
+    };
   }
   if (syncStatus !== 'Synced' || healthStatus !== 'Healthy') {
     return { ...base, state: 'progressing', message: `${source} is ${syncStatus} and ${healthStatus}` };
   }
   const applied = appliedIncludes(revision, dir, order);
-  if (!applied.ok) return { ...base, state: 'progressing', message: `${source} synced ${revision ?? 'nothing yet'}; ${waitingFor(applied, 'sync')}` };
-  return { ...base, state: 'synced', message: `${source} is Synced and Healthy at ${revision ?? 'the latest revision'}` };
+  if (!applied.ok)
+    return {
+      ...base,
+      state: 'progressing',
+      message: `${source} synced ${revision ?? 'nothing yet'}; ${waitingFor(applied, 'sync')}`,
+    };
+  return {
+    ...base,
+    state: 'synced',
+    message: `${source} is Synced and Healthy at ${revision ?? 'the latest revision'}`,
+  };
 }
 
 function enginePaths(engine: SyncEngine, object: KubeObject): string[] {
   const spec = record(object['spec']);
   if (engine === 'flux') return text(spec['path']) ? [text(spec['path'])!] : [];
-  const sources = [record(spec['source']), ...(Array.isArray(spec['sources']) ? (spec['sources'] as unknown[]).map(record) : [])];
+  const sources = [
+    record(spec['source']),
+    ...(Array.isArray(spec['sources']) ? (spec['sources'] as unknown[]).map(record) : []),
+  ];
   return sources.map((source) => text(source['path'])).filter((path): path is string => path !== undefined);
 }
 
@@ -215,7 +295,13 @@ function enginePaths(engine: SyncEngine, object: KubeObject): string[] {
  * object wins (a per-stage one over a per-cluster one). Paths are indexed by their trailing
  * segments, so thousands of directories and objects cost one lookup per covering path.
  */
-export function syncStateOf(engine: SyncEngine, objects: KubeObject[], unitDirs: Iterable<string>, order: RevisionOrder, outputPath = ''): Map<string, UnitSync> {
+export function syncStateOf(
+  engine: SyncEngine,
+  objects: KubeObject[],
+  unitDirs: Iterable<string>,
+  order: RevisionOrder,
+  outputPath = '',
+): Map<string, UnitSync> {
   void outputPath; // a path under --path ends with the directory anyway; kept for callers that know it
   const bySuffix = new Map<string, KubeObject>();
   for (const object of objects) {

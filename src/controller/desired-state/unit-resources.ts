@@ -26,8 +26,18 @@ export function unitObjects(tree: RenderedTree, unit: Pick<UnitRecord, 'dir' | '
     } catch {
       continue; // we wrote these files; a damaged one shows up in the render, not here
     }
-    const object = document as { apiVersion?: unknown; kind?: unknown; metadata?: { name?: unknown; namespace?: unknown } } | null;
-    if (!object || typeof object.apiVersion !== 'string' || typeof object.kind !== 'string' || typeof object.metadata?.name !== 'string') continue;
+    const object = document as {
+      apiVersion?: unknown;
+      kind?: unknown;
+      metadata?: { name?: unknown; namespace?: unknown };
+    } | null;
+    if (
+      !object ||
+      typeof object.apiVersion !== 'string' ||
+      typeof object.kind !== 'string' ||
+      typeof object.metadata?.name !== 'string'
+    )
+      continue;
     const slash = object.apiVersion.indexOf('/');
     const entry: UnitObject = {
       group: slash < 0 ? '' : object.apiVersion.slice(0, slash),
@@ -35,7 +45,8 @@ export function unitObjects(tree: RenderedTree, unit: Pick<UnitRecord, 'dir' | '
       kind: object.kind,
       name: object.metadata.name,
     };
-    if (typeof object.metadata.namespace === 'string' && object.metadata.namespace !== '') entry.namespace = object.metadata.namespace;
+    if (typeof object.metadata.namespace === 'string' && object.metadata.namespace !== '')
+      entry.namespace = object.metadata.namespace;
     objects.push(entry);
   }
   return objects;
@@ -47,13 +58,19 @@ export function unitObjects(tree: RenderedTree, unit: Pick<UnitRecord, 'dir' | '
  */
 export function resourceStatuses(objects: UnitObject[], sync: UnitSync | undefined): ResourceStatus[] {
   return objects.map((object) => {
-    const status: ResourceStatus = { group: object.group, version: object.version, kind: object.kind, name: object.name };
+    const status: ResourceStatus = {
+      group: object.group,
+      version: object.version,
+      kind: object.kind,
+      name: object.name,
+    };
     if (object.namespace) status.namespace = object.namespace;
     if (!sync) {
       status.status = '';
       return status;
     }
-    const perObject = sync.resources?.get(resourceKey(object)) ?? sync.resources?.get(resourceKey({ ...object, namespace: '' }));
+    const perObject =
+      sync.resources?.get(resourceKey(object)) ?? sync.resources?.get(resourceKey({ ...object, namespace: '' }));
     const synced = perObject ? perObject.synced && sync.state !== 'failed' : sync.state === 'synced';
     status.status = synced ? 'synced' : 'not-synced';
     if (!synced) status.error = perObject?.message ?? sync.message;

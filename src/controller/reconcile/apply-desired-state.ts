@@ -13,7 +13,12 @@ import { writeStatus } from './write-status.js';
 import { ownedObjectDrift, type DesiredState } from '../desired-state/desired-state.js';
 import type { EventIntent } from '../desired-state/event-intents.js';
 import { FINALIZER } from '../desired-state/owned-objects.js';
-import { CAPI_PROVIDER_KINDS, CLUSTER_ADDONS, CLUSTER_STACK_RELEASES, CLUSTER_STACKS } from '../desired-state/watched-kinds.js';
+import {
+  CAPI_PROVIDER_KINDS,
+  CLUSTER_ADDONS,
+  CLUSTER_STACK_RELEASES,
+  CLUSTER_STACKS,
+} from '../desired-state/watched-kinds.js';
 
 export interface ApplyOptions {
   now: string;
@@ -45,7 +50,11 @@ export interface ApplyReport {
 }
 
 /** `<apiVersion>/<kind>/<namespace>/<name>`: how applied objects and event subjects are matched. */
-export function objectKey(object: { apiVersion: string; kind: string; metadata: { namespace?: string; name: string } }): string {
+export function objectKey(object: {
+  apiVersion: string;
+  kind: string;
+  metadata: { namespace?: string; name: string };
+}): string {
   return `${object.apiVersion}/${object.kind}/${object.metadata.namespace ?? 'default'}/${object.metadata.name}`;
 }
 
@@ -64,20 +73,36 @@ class Writes {
   record(before: KubeObject | undefined, after: KubeObject): KubeObject {
     const key = objectKey(after);
     const earlier = this.report.written.get(key);
-    const versions = [...(earlier?.before ?? []), ...(earlier ? [earlier.object.metadata.resourceVersion ?? ''] : []), ...(before?.metadata.resourceVersion ? [before.metadata.resourceVersion] : [])];
-    this.report.written.set(key, { before: [...new Set(versions)].filter((version) => version !== after.metadata.resourceVersion), created: earlier?.created ?? before === undefined, object: after });
+    const versions = [
+      ...(earlier?.before ?? []),
+      ...(earlier ? [earlier.object.metadata.resourceVersion ?? ''] : []),
+      ...(before?.metadata.resourceVersion ? [before.metadata.resourceVersion] : []),
+    ];
+    this.report.written.set(key, {
+      before: [...new Set(versions)].filter((version) => version !== after.metadata.resourceVersion),
+      created: earlier?.created ?? before === undefined,
+      object: after,
+    });
     return after;
   }
 }
 
 /** Sets metadata.finalizers conditionally on the resourceVersion; on a conflict re-reads and tries again. Returns the updated object. */
-async function setFinalizers(client: ObjectWriter, kind: ResourceKind, live: KubeObject, change: (finalizers: string[]) => string[] | undefined, maxAttempts: number): Promise<KubeObject | undefined> {
+async function setFinalizers(
+  client: ObjectWriter,
+  kind: ResourceKind,
+  live: KubeObject,
+  change: (finalizers: string[]) => string[] | undefined,
+  maxAttempts: number,
+): Promise<KubeObject | undefined> {
   let current: KubeObject | undefined = live;
   for (let attempt = 1; current; attempt++) {
     const next = change(current.metadata.finalizers ?? []);
     if (!next) return undefined;
     try {
-      return await client.patch(kind, current.metadata.namespace ?? 'default', current.metadata.name, { metadata: { finalizers: next, resourceVersion: current.metadata.resourceVersion } });
+      return await client.patch(kind, current.metadata.namespace ?? 'default', current.metadata.name, {
+        metadata: { finalizers: next, resourceVersion: current.metadata.resourceVersion },
+      });
     } catch (error) {
       if (error instanceof KubeRequestError && error.notFound) return undefined;
       if (!(error instanceof KubeRequestError && error.conflict) || attempt >= maxAttempts) throw error;
@@ -87,14 +112,24 @@ async function setFinalizers(client: ObjectWriter, kind: ResourceKind, live: Kub
   return undefined;
 }
 
-const addFinalizer = (finalizers: string[]) => (finalizers.includes(FINALIZER) ? undefined : [...finalizers, FINALIZER]);
-const dropFinalizer = (finalizers: string[]) => (finalizers.includes(FINALIZER) ? finalizers.filter((finalizer) => finalizer !== FINALIZER) : undefined);
+const addFinalizer = (finalizers: string[]) =>
+  finalizers.includes(FINALIZER) ? undefined : [...finalizers, FINALIZER];
+const dropFinalizer = (finalizers: string[]) =>
+  finalizers.includes(FINALIZER) ? finalizers.filter((finalizer) => finalizer !== FINALIZER) : undefined;
 
 /**
  * Creates the object, or brings a live one's labels, annotations, owner references, finalizer and
  * spec in line; a conflict (the cache was stale) is retried on a fresh read.
  */
-async function applyOwned(client: ObjectWriter, kind: ResourceKind, desired: KubeObject, live: KubeObject | undefined, report: ApplyReport, writes: Writes, maxAttempts: number): Promise<KubeObject | undefined> {
+async function applyOwned(
+  client: ObjectWriter,
+  kind: ResourceKind,
+  desired: KubeObject,
+  live: KubeObject | undefined,
+  report: ApplyReport,
+  writes: Writes,
+  maxAttempts: number,
+): Promise<KubeObject | undefined> {
   const namespace = desired.metadata.namespace ?? 'default';
   if (!live) {
     try {
@@ -112,7 +147,8 @@ async function applyOwned(client: ObjectWriter, kind: ResourceKind, desired: Kub
     if (base.metadata.deletionTimestamp) return base;
     let current = base;
     const drift = ownedObjectDrift(base, desired);
-    const wantsFinalizer = (desired.metadata.finalizers ?? []).includes(FINALIZER) && !(base.metadata.finalizers ?? []).includes(FINALIZER);
+    const wantsFinalizer =
+      (desired.metadata.finalizers ?? []).includes(FINALIZER) && !(base.metadata.finalizers ?? []).includes(FINALIZER);
     try {
       if (drift?.labels || drift?.annotations || drift?.ownerReferences || wantsFinalizer) {
         const metadata: Record<string, unknown> = { resourceVersion: current.metadata.resourceVersion };
@@ -122,7 +158,11 @@ async function applyOwned(client: ObjectWriter, kind: ResourceKind, desired: Kub
         if (wantsFinalizer) metadata['finalizers'] = [...(base.metadata.finalizers ?? []), FINALIZER];
         current = writes.record(current, await client.patch(kind, namespace, base.metadata.name, { metadata }));
       }
-      if (drift && 'spec' in drift) current = writes.record(current, await client.replaceSpec(kind, namespace, base.metadata.name, drift.spec, current.metadata.resourceVersion));
+      if (drift && 'spec' in drift)
+        current = writes.record(
+          current,
+          await client.replaceSpec(kind, namespace, base.metadata.name, drift.spec, current.metadata.resourceVersion),
+        );
       if (current !== base) report.updated.push(describe(desired));
       return current;
     } catch (error) {
@@ -140,13 +180,23 @@ function owningStack(object: KubeObject | undefined): string | undefined {
   return owner ? `${object!.metadata.namespace ?? 'default'}/${owner.name}` : undefined;
 }
 
-async function attempt(report: ApplyReport, logger: Logger, object: string, action: string, run: () => Promise<void>, owner?: KubeObject): Promise<void> {
+async function attempt(
+  report: ApplyReport,
+  logger: Logger,
+  object: string,
+  action: string,
+  run: () => Promise<void>,
+  owner?: KubeObject,
+): Promise<void> {
   try {
     await run();
   } catch (error) {
     const stack = owningStack(owner);
     report.errors.push({ object, error, ...(stack ? { stack } : {}) });
-    logger.warn({ object, action, error: error instanceof Error ? error.message : String(error) }, 'could not apply a change; the reconcile will be retried');
+    logger.warn(
+      { object, action, error: error instanceof Error ? error.message : String(error) },
+      'could not apply a change; the reconcile will be retried',
+    );
   }
 }
 
@@ -164,7 +214,13 @@ async function forEachBounded<T>(items: readonly T[], limit: number, fn: (item: 
 }
 
 /** Writes of status and finalizers that start from the latest object this round wrote, and record what they wrote. */
-function statusWriters(client: ObjectWriter, writes: Writes, report: ApplyReport, options: ApplyOptions, maxAttempts: number) {
+function statusWriters(
+  client: ObjectWriter,
+  writes: Writes,
+  report: ApplyReport,
+  options: ApplyOptions,
+  maxAttempts: number,
+) {
   const { now } = options;
   const status = async (kind: ResourceKind, live: KubeObject, desired: Record<string, unknown>) => {
     const base = writes.latest(live);
@@ -172,7 +228,11 @@ function statusWriters(client: ObjectWriter, writes: Writes, report: ApplyReport
     if (result.object) writes.record(base, result.object);
     if (result.outcome === 'written') report.statusesWritten += 1;
   };
-  const finalizers = async (kind: ResourceKind, live: KubeObject, change: (finalizers: string[]) => string[] | undefined) => {
+  const finalizers = async (
+    kind: ResourceKind,
+    live: KubeObject,
+    change: (finalizers: string[]) => string[] | undefined,
+  ) => {
     const base = writes.latest(live);
     const updated = await setFinalizers(client, kind, base, change, maxAttempts);
     if (!updated) return;
@@ -183,42 +243,89 @@ function statusWriters(client: ObjectWriter, writes: Writes, report: ApplyReport
 }
 
 /** Applies the kept ClusterStackReleases, provider releases and ClusterAddons (and their statuses), `concurrency` at a time. */
-async function applyKept(client: ObjectWriter, state: DesiredState, options: ApplyOptions, round: { report: ApplyReport; writes: Writes } & ReturnType<typeof statusWriters>, concurrency: number): Promise<void> {
+async function applyKept(
+  client: ObjectWriter,
+  state: DesiredState,
+  options: ApplyOptions,
+  round: { report: ApplyReport; writes: Writes } & ReturnType<typeof statusWriters>,
+  concurrency: number,
+): Promise<void> {
   const { report, writes, status, finalizers } = round;
   const { logger } = options;
   const maxAttempts = options.maxConflictRetries ?? 5;
   await forEachBounded(state.releases, concurrency, async (release) => {
-    await attempt(report, logger, describe(release.object), 'apply', async () => {
-      if (release.removeFinalizer && release.live) {
-        await finalizers(CLUSTER_STACK_RELEASES, release.live as unknown as KubeObject, dropFinalizer);
-        return;
-      }
-      const applied = await applyOwned(client, CLUSTER_STACK_RELEASES, release.object as unknown as KubeObject, release.live as unknown as KubeObject | undefined, report, writes, maxAttempts);
-      if (applied) await status(CLUSTER_STACK_RELEASES, applied, release.status as Record<string, unknown>);
-    }, release.object as unknown as KubeObject);
+    await attempt(
+      report,
+      logger,
+      describe(release.object),
+      'apply',
+      async () => {
+        if (release.removeFinalizer && release.live) {
+          await finalizers(CLUSTER_STACK_RELEASES, release.live as unknown as KubeObject, dropFinalizer);
+          return;
+        }
+        const applied = await applyOwned(
+          client,
+          CLUSTER_STACK_RELEASES,
+          release.object as unknown as KubeObject,
+          release.live as unknown as KubeObject | undefined,
+          report,
+          writes,
+          maxAttempts,
+        );
+        if (applied) await status(CLUSTER_STACK_RELEASES, applied, release.status as Record<string, unknown>);
+      },
+      release.object as unknown as KubeObject,
+    );
   });
   await forEachBounded(state.providerReleases, concurrency, async (provider) => {
-    await attempt(report, logger, describe(provider.object), 'apply', async () => {
-      const kind = options.kindOf(provider.object.apiVersion, provider.object.kind);
-      if (!kind) return; // not served: the stack's condition says so
-      await applyOwned(client, kind, provider.object, provider.live, report, writes, maxAttempts);
-    }, provider.object);
+    await attempt(
+      report,
+      logger,
+      describe(provider.object),
+      'apply',
+      async () => {
+        const kind = options.kindOf(provider.object.apiVersion, provider.object.kind);
+        if (!kind) return; // not served: the stack's condition says so
+        await applyOwned(client, kind, provider.object, provider.live, report, writes, maxAttempts);
+      },
+      provider.object,
+    );
   });
   await forEachBounded(state.addons, concurrency, async (addon) => {
     await attempt(report, logger, describe(addon.object), 'apply', async () => {
-      const applied = await applyOwned(client, CLUSTER_ADDONS, addon.object as unknown as KubeObject, addon.live as unknown as KubeObject | undefined, report, writes, maxAttempts);
+      const applied = await applyOwned(
+        client,
+        CLUSTER_ADDONS,
+        addon.object as unknown as KubeObject,
+        addon.live as unknown as KubeObject | undefined,
+        report,
+        writes,
+        maxAttempts,
+      );
       if (applied) await status(CLUSTER_ADDONS, applied, addon.status as Record<string, unknown>);
     });
   });
-
 }
 
 /** Deletes the releases, provider releases and ClusterAddons no stack keeps any more, `concurrency` at a time. */
-async function deleteDropped(client: ObjectWriter, state: DesiredState, options: ApplyOptions, report: ApplyReport, concurrency: number): Promise<void> {
+async function deleteDropped(
+  client: ObjectWriter,
+  state: DesiredState,
+  options: ApplyOptions,
+  report: ApplyReport,
+  concurrency: number,
+): Promise<void> {
   const deletions: [ResourceKind | undefined, KubeObject][] = [
-    ...state.releasesToDelete.map((object) => [CLUSTER_STACK_RELEASES, object as unknown as KubeObject] as [ResourceKind, KubeObject]),
-    ...state.providerReleasesToDelete.map((object) => [options.kindOf(object.apiVersion, object.kind), object] as [ResourceKind | undefined, KubeObject]),
-    ...state.addonsToDelete.map((object) => [CLUSTER_ADDONS, object as unknown as KubeObject] as [ResourceKind, KubeObject]),
+    ...state.releasesToDelete.map(
+      (object) => [CLUSTER_STACK_RELEASES, object as unknown as KubeObject] as [ResourceKind, KubeObject],
+    ),
+    ...state.providerReleasesToDelete.map(
+      (object) => [options.kindOf(object.apiVersion, object.kind), object] as [ResourceKind | undefined, KubeObject],
+    ),
+    ...state.addonsToDelete.map(
+      (object) => [CLUSTER_ADDONS, object as unknown as KubeObject] as [ResourceKind, KubeObject],
+    ),
   ];
   await forEachBounded(deletions, concurrency, async ([kind, object]) => {
     if (!kind) return;
@@ -230,8 +337,19 @@ async function deleteDropped(client: ObjectWriter, state: DesiredState, options:
 }
 
 /** Applies the desired state to the API server; returns what it did, what failed, and the objects as written. */
-export async function applyDesiredState(client: ObjectWriter, state: DesiredState, options: ApplyOptions): Promise<ApplyReport> {
-  const report: ApplyReport = { created: [], updated: [], deleted: [], statusesWritten: 0, errors: [], written: new Map() };
+export async function applyDesiredState(
+  client: ObjectWriter,
+  state: DesiredState,
+  options: ApplyOptions,
+): Promise<ApplyReport> {
+  const report: ApplyReport = {
+    created: [],
+    updated: [],
+    deleted: [],
+    statusesWritten: 0,
+    errors: [],
+    written: new Map(),
+  };
   const writes = new Writes(report);
   const { logger } = options;
   const maxAttempts = options.maxConflictRetries ?? 5;
@@ -239,7 +357,9 @@ export async function applyDesiredState(client: ObjectWriter, state: DesiredStat
 
   // Finalizers first: a stack must carry ours before anything it owns can outlive a deletion.
   for (const stack of state.stacks.filter((entry) => entry.finalizer === 'ensure')) {
-    await attempt(report, logger, describe(stack.live), 'add finalizer', () => finalizers(CLUSTER_STACKS, stack.live as unknown as KubeObject, addFinalizer));
+    await attempt(report, logger, describe(stack.live), 'add finalizer', () =>
+      finalizers(CLUSTER_STACKS, stack.live as unknown as KubeObject, addFinalizer),
+    );
   }
 
   const concurrency = options.concurrency ?? APPLY_CONCURRENCY;
@@ -252,14 +372,20 @@ export async function applyDesiredState(client: ObjectWriter, state: DesiredStat
   for (const provider of state.capiProviders ?? []) {
     const kind = CAPI_PROVIDER_KINDS.find((candidate) => candidate.kind === provider.live.kind);
     if (!kind) continue;
-    await attempt(report, logger, describe(provider.live), 'write status', () => status(kind, provider.live, provider.status as unknown as Record<string, unknown>));
+    await attempt(report, logger, describe(provider.live), 'write status', () =>
+      status(kind, provider.live, provider.status as unknown as Record<string, unknown>),
+    );
   }
   for (const stack of state.stacks) {
-    await attempt(report, logger, describe(stack.live), 'write status', () => status(CLUSTER_STACKS, stack.live as unknown as KubeObject, stack.status as Record<string, unknown>));
+    await attempt(report, logger, describe(stack.live), 'write status', () =>
+      status(CLUSTER_STACKS, stack.live as unknown as KubeObject, stack.status as Record<string, unknown>),
+    );
   }
   // Last: a stack whose deletion may proceed lets go only after its status said so.
   for (const stack of state.stacks.filter((entry) => entry.finalizer === 'remove')) {
-    await attempt(report, logger, describe(stack.live), 'remove finalizer', () => finalizers(CLUSTER_STACKS, stack.live as unknown as KubeObject, dropFinalizer));
+    await attempt(report, logger, describe(stack.live), 'remove finalizer', () =>
+      finalizers(CLUSTER_STACKS, stack.live as unknown as KubeObject, dropFinalizer),
+    );
   }
   return report;
 }

@@ -48,10 +48,16 @@ export class ArgoClusterSecrets {
    * Converges the Secrets on `clusters` (`{namespace, name}` of every workload cluster we render
    * for); a sharded controller passes `othersKeep`, the fleet's Clusters, whose Secrets other shards write.
    */
-  async reconcile(clusters: { namespace: string; name: string }[], othersKeep?: ReadonlySet<string>): Promise<ArgoSecretsReport> {
+  async reconcile(
+    clusters: { namespace: string; name: string }[],
+    othersKeep?: ReadonlySet<string>,
+  ): Promise<ArgoSecretsReport> {
     const { store, namespace: argoNamespace, logger } = this.options;
     const report: ArgoSecretsReport = { written: [], deleted: [], waiting: [], errors: [] };
-    const existing = await store.listSecrets(argoNamespace, `${LABEL_MANAGED_BY}=${MANAGED_BY_VALUE},${ARGOCD_SECRET_TYPE_LABEL}=cluster`);
+    const existing = await store.listSecrets(
+      argoNamespace,
+      `${LABEL_MANAGED_BY}=${MANAGED_BY_VALUE},${ARGOCD_SECRET_TYPE_LABEL}=cluster`,
+    );
     const byName = new Map(existing.map((secret) => [secret.metadata.name, secret]));
     const wanted = new Set<string>();
     for (const cluster of clusters) {
@@ -69,7 +75,10 @@ export class ArgoClusterSecrets {
           report.waiting.push(key);
           continue;
         }
-        const credentials = credentialsFromKubeconfig(Buffer.from(encoded, 'base64').toString('utf8'), `Secret ${cluster.namespace}/${kubeconfigName}`);
+        const credentials = credentialsFromKubeconfig(
+          Buffer.from(encoded, 'base64').toString('utf8'),
+          `Secret ${cluster.namespace}/${kubeconfigName}`,
+        );
         const desired = desiredArgoClusterSecret(cluster, credentials, argoNamespace);
         if (!current || !secretMatches(current, desired)) {
           await store.writeSecret(desired, current?.metadata.resourceVersion);
@@ -79,13 +88,19 @@ export class ArgoClusterSecrets {
         this.checkedAt.set(key, this.now());
       } catch (error) {
         report.errors.push({ cluster: key, error });
-        const reason = error instanceof KubeconfigError ? error.message : error instanceof Error ? error.message : 'unknown error';
+        const reason =
+          error instanceof KubeconfigError ? error.message : error instanceof Error ? error.message : 'unknown error';
         logger.warn({ cluster: key, error: reason }, 'could not write the Argo CD cluster secret');
       }
     }
     for (const secret of existing) {
       if (wanted.has(secret.metadata.name)) continue;
-      if (othersKeep?.has(`${secret.metadata.labels?.[LABEL_CLUSTER_NAMESPACE]}/${secret.metadata.labels?.[LABEL_CLUSTER_NAME]}`)) continue;
+      if (
+        othersKeep?.has(
+          `${secret.metadata.labels?.[LABEL_CLUSTER_NAMESPACE]}/${secret.metadata.labels?.[LABEL_CLUSTER_NAME]}`,
+        )
+      )
+        continue;
       try {
         await store.deleteSecret(argoNamespace, secret.metadata.name);
         report.deleted.push(`${argoNamespace}/${secret.metadata.name}`);
@@ -94,7 +109,13 @@ export class ArgoClusterSecrets {
         logger.info({ cluster, secret: `${argoNamespace}/${secret.metadata.name}` }, 'Argo CD cluster secret removed');
       } catch (error) {
         report.errors.push({ cluster: secret.metadata.name, error });
-        logger.warn({ secret: `${argoNamespace}/${secret.metadata.name}`, error: error instanceof Error ? error.message : String(error) }, 'could not remove the Argo CD cluster secret');
+        logger.warn(
+          {
+            secret: `${argoNamespace}/${secret.metadata.name}`,
+            error: error instanceof Error ? error.message : String(error),
+          },
+          'could not remove the Argo CD cluster secret',
+        );
       }
     }
     return report;

@@ -8,7 +8,11 @@ import type { StatusWriter } from '../runtime/kube-client.js';
 import { writeStatus } from './write-status.js';
 
 /** Writes every desired status; returns how many were written and how many failed. */
-export async function writeRequestStatuses(client: StatusWriter, desired: DesiredRequestStatus[], options: { now: string; logger: Logger }): Promise<{ written: number; failed: number }> {
+export async function writeRequestStatuses(
+  client: StatusWriter,
+  desired: DesiredRequestStatus[],
+  options: { now: string; logger: Logger },
+): Promise<{ written: number; failed: number }> {
   let written = 0;
   let failed = 0;
   for (const { live, status } of desired) {
@@ -17,7 +21,13 @@ export async function writeRequestStatuses(client: StatusWriter, desired: Desire
       if (result.outcome === 'written') written += 1;
     } catch (error) {
       failed += 1;
-      options.logger.warn({ object: `ClusterRequest ${live.metadata.namespace ?? 'default'}/${live.metadata.name}`, error: error instanceof Error ? error.message : String(error) }, 'could not write a ClusterRequest status; the reconcile will be retried');
+      options.logger.warn(
+        {
+          object: `ClusterRequest ${live.metadata.namespace ?? 'default'}/${live.metadata.name}`,
+          error: error instanceof Error ? error.message : String(error),
+        },
+        'could not write a ClusterRequest status; the reconcile will be retried',
+      );
     }
   }
   return { written, failed };

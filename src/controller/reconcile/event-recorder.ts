@@ -43,7 +43,16 @@ export class EventRecorder {
         if (this.recent.size > this.capacity) this.recent.delete(this.recent.keys().next().value as string);
       } catch (error) {
         // Events are best effort: the status already says the same, so a lost event must not block it.
-        this.options.logger.warn({ reason: intent.reason, kind: intent.regarding.kind, namespace: intent.regarding.namespace, name: intent.regarding.name, error: error instanceof Error ? error.message : String(error) }, 'could not record an event');
+        this.options.logger.warn(
+          {
+            reason: intent.reason,
+            kind: intent.regarding.kind,
+            namespace: intent.regarding.namespace,
+            name: intent.regarding.name,
+            error: error instanceof Error ? error.message : String(error),
+          },
+          'could not record an event',
+        );
       }
     }
     return recorded;

@@ -22,13 +22,26 @@ import { loadedRelease, type Plan } from '../../plan/build-plan.js';
 import type { RenderOutcome } from '../../render/render-output.js';
 import type { ExtensionHandler } from '../runtime/extension-server.js';
 import type { EventIntent, ObjectCache, WatchedKind } from '../runtime/runtime-contract.js';
-import { answersWithRetry, decideLifecycleHook, followedByController, LIFECYCLE_HOOKS, type HookDecisionInput, type HookOutcome, type HookProgress, type HookTimeoutAction, type LifecycleHook, type RenderedAddons } from '../desired-state/lifecycle-hook-decision.js';
+import {
+  answersWithRetry,
+  decideLifecycleHook,
+  followedByController,
+  LIFECYCLE_HOOKS,
+  type HookDecisionInput,
+  type HookOutcome,
+  type HookProgress,
+  type HookTimeoutAction,
+  type LifecycleHook,
+  type RenderedAddons,
+} from '../desired-state/lifecycle-hook-decision.js';
 import type { PublishState } from '../desired-state/status-inputs.js';
 import { syncStateOf, type RevisionOrder } from '../desired-state/sync-state.js';
 import { ARGO_APPLICATIONS, CAPI_CLUSTERS, FLUX_KUSTOMIZATIONS } from '../desired-state/watched-kinds.js';
 
 /** The CEL conditions of each hook's stages, as clusteraddon.yaml lists them. */
-type HookConditions = Partial<Record<LifecycleHook, { stage: string; precondition?: WaitCondition; postcondition?: WaitCondition }[]>>;
+type HookConditions = Partial<
+  Record<LifecycleHook, { stage: string; precondition?: WaitCondition; postcondition?: WaitCondition }[]>
+>;
 
 /** What the last reconcile rendered and published, per Cluster (`namespace/name`). */
 export interface AddonSnapshot {
@@ -37,14 +50,24 @@ export interface AddonSnapshot {
 }
 
 /** Builds the snapshot the hook handlers read, from one reconcile's plan, render and publish. */
-export function addonSnapshot(plan: Plan | undefined, render: RenderOutcome | undefined, publish: PublishState): AddonSnapshot {
+export function addonSnapshot(
+  plan: Plan | undefined,
+  render: RenderOutcome | undefined,
+  publish: PublishState,
+): AddonSnapshot {
   const clusters: AddonSnapshot['clusters'] = new Map();
   const published = publish.outcome === 'published' || publish.outcome === 'unchanged';
   for (const cluster of plan?.resolution.clusters ?? []) {
     if (!cluster.managed) continue;
     const key = `${cluster.namespace}/${cluster.name}`;
-    const units = (render?.provenance.units ?? []).filter((unit) => unit.kind === 'cluster-stage' && unit.namespace === cluster.namespace && unit.name === cluster.name).sort((a, b) => (a.order ?? 0) - (b.order ?? 0));
-    const withheld = render?.withheld.find((entry) => entry.kind === 'cluster' && entry.namespace === cluster.namespace && entry.name === cluster.name);
+    const units = (render?.provenance.units ?? [])
+      .filter(
+        (unit) => unit.kind === 'cluster-stage' && unit.namespace === cluster.namespace && unit.name === cluster.name,
+      )
+      .sort((a, b) => (a.order ?? 0) - (b.order ?? 0));
+    const withheld = render?.withheld.find(
+      (entry) => entry.kind === 'cluster' && entry.namespace === cluster.namespace && entry.name === cluster.name,
+    );
     const content = cluster.stack ? loadedRelease(plan!, cluster.stack.namespace, cluster.release)?.content : undefined;
     const conditions: HookConditions = {};
     if (content?.addons.format === 'multi-stage') {
@@ -71,7 +94,11 @@ export function addonSnapshot(plan: Plan | undefined, render: RenderOutcome | un
  * Reads the objects a condition names from the Cluster's workload cluster (`undefined`: not there),
  * giving up (and closing its connections) when `signal` aborts.
  */
-export type WorkloadObjectReader = (cluster: { namespace: string; name: string }, objects: WaitCondition['objects'], signal: AbortSignal) => Promise<Map<string, Record<string, unknown> | undefined>>;
+export type WorkloadObjectReader = (
+  cluster: { namespace: string; name: string },
+  objects: WaitCondition['objects'],
+  signal: AbortSignal,
+) => Promise<Map<string, Record<string, unknown> | undefined>>;
 
 /**
  * How long the workload cluster reads of one hook call may take together. Cluster API gives every
@@ -125,7 +152,11 @@ function record(value: unknown): Record<string, unknown> {
 
 /** The release a Cluster's class names (v1beta1 `topology.class`, v1beta2 `topology.classRef.name`); undefined when it is no cluster stack class. */
 function targetReleaseOf(cluster: Record<string, unknown>): string | undefined {
-  const named = clusterClassOf({ apiVersion: cluster['apiVersion'], metadata: record(cluster['metadata']), spec: cluster['spec'] });
+  const named = clusterClassOf({
+    apiVersion: cluster['apiVersion'],
+    metadata: record(cluster['metadata']),
+    spec: cluster['spec'],
+  });
   return named.kind === 'class' ? releaseOfClusterClass(named.name) : undefined;
 }
 
@@ -182,7 +213,8 @@ export class LifecycleHooks {
     for (const wait of this.waits.values()) {
       const progress = wait.progress;
       const before = progress ? newest.get(progress.hook) : undefined;
-      if (progress && wait.clusterKey === `${namespace}/${name}` && (!before || progress.since >= before.since)) newest.set(progress.hook, progress);
+      if (progress && wait.clusterKey === `${namespace}/${name}` && (!before || progress.since >= before.since))
+        newest.set(progress.hook, progress);
     }
     return [...newest.values()];
   }
@@ -192,13 +224,21 @@ export class LifecycleHooks {
     const started = Date.now();
     const cluster = record(request['cluster']);
     const metadata = record(cluster['metadata']);
-    if (typeof metadata['name'] !== 'string') return { status: 'Failure', message: `the ${hook}Request has no cluster.metadata.name`, ...(answersWithRetry(hook) ? { retryAfterSeconds: 0 } : {}) };
+    if (typeof metadata['name'] !== 'string')
+      return {
+        status: 'Failure',
+        message: `the ${hook}Request has no cluster.metadata.name`,
+        ...(answersWithRetry(hook) ? { retryAfterSeconds: 0 } : {}),
+      };
     if (!this.leading()) return this.standbyAnswer(hook);
     // Non-blocking AfterControlPlaneInitialized is answered from what is known now; its conditions
     // are read in the background (the ClusterAddon shows them), so no read ever delays that answer.
     const readNow = answersWithRetry(hook);
     const decision = await this.evaluate(hook, cluster, readNow);
-    if (!readNow) void this.evaluate(hook, cluster, true).catch((error: Error) => this.options.logger.warn({ hook, error: error.message }, 'Could not look at a lifecycle hook wait'));
+    if (!readNow)
+      void this.evaluate(hook, cluster, true).catch((error: Error) =>
+        this.options.logger.warn({ hook, error: error.message }, 'Could not look at a lifecycle hook wait'),
+      );
     this.options.metrics?.hookResponse(hook, decision.outcome, (Date.now() - started) / 1000);
     const answer: Record<string, unknown> = { status: decision.status, message: decision.message };
     if (answersWithRetry(hook)) answer['retryAfterSeconds'] = decision.retryAfterSeconds;
@@ -217,8 +257,16 @@ export class LifecycleHooks {
    */
   private standbyAnswer(hook: LifecycleHook): Record<string, unknown> {
     this.options.metrics?.hookResponse(hook, 'standby', 0);
-    if (!answersWithRetry(hook)) return { status: 'Success', message: 'answered by a standby replica: the leading replica follows the first install on the ClusterAddon' };
-    return { status: 'Success', message: 'this replica is a standby and has not rendered the addons; the leading replica answers', retryAfterSeconds: this.options.retryAfterSeconds ?? 10 };
+    if (!answersWithRetry(hook))
+      return {
+        status: 'Success',
+        message: 'answered by a standby replica: the leading replica follows the first install on the ClusterAddon',
+      };
+    return {
+      status: 'Success',
+      message: 'this replica is a standby and has not rendered the addons; the leading replica answers',
+      retryAfterSeconds: this.options.retryAfterSeconds ?? 10,
+    };
   }
 
   /**
@@ -235,7 +283,10 @@ export class LifecycleHooks {
         const [namespace, name] = wait.clusterKey.split('/') as [string, string];
         const live = this.options.cache.get(CAPI_CLUSTERS, namespace, name) as Record<string, unknown> | undefined;
         const cluster = live ?? wait.cluster;
-        if ((live && targetReleaseOf(live) !== wait.targetRelease) || record(record(live)['metadata'])['deletionTimestamp']) {
+        if (
+          (live && targetReleaseOf(live) !== wait.targetRelease) ||
+          record(record(live)['metadata'])['deletionTimestamp']
+        ) {
           this.waits.delete(key);
           this.options.onProgress();
           continue;
@@ -243,7 +294,10 @@ export class LifecycleHooks {
         await this.evaluate(wait.hook, cluster, true);
       }
     } catch (error) {
-      this.options.logger.warn({ error: (error as Error).message }, 'Could not look at the open lifecycle hook waits again');
+      this.options.logger.warn(
+        { error: (error as Error).message },
+        'Could not look at the open lifecycle hook waits again',
+      );
     } finally {
       this.revisiting = false;
     }
@@ -263,7 +317,13 @@ export class LifecycleHooks {
     if (!wait) {
       // Another replica (or this one before a restart) may have started the wait: its ClusterAddon says since when.
       const persisted = targetRelease ? this.options.persistedSince?.(hook, namespace, name, targetRelease) : undefined;
-      wait = { hook, clusterKey, ...(targetRelease ? { targetRelease } : {}), since: persisted !== undefined && persisted <= now ? persisted : now, cluster };
+      wait = {
+        hook,
+        clusterKey,
+        ...(targetRelease ? { targetRelease } : {}),
+        since: persisted !== undefined && persisted <= now ? persisted : now,
+        cluster,
+      };
       this.waits.set(waitKey, wait);
     } else if (wait.outcome === 'ready') {
       // Asked again after it was ready (the addons changed since): a new wait.
@@ -274,7 +334,8 @@ export class LifecycleHooks {
     const rendered = snapshot?.clusters.get(clusterKey);
     const sync = this.syncOf(rendered, snapshot?.order);
     const engineUnreadable = this.engineUnreadable(now);
-    const stages = rendered && targetRelease && rendered.release === targetRelease ? (rendered.conditions[hook] ?? []) : [];
+    const stages =
+      rendered && targetRelease && rendered.release === targetRelease ? (rendered.conditions[hook] ?? []) : [];
     let conditions: ConditionResult[];
     if (readRemote && !wait.reading) {
       wait.reading = true;
@@ -302,16 +363,30 @@ export class LifecycleHooks {
       retryAfterSeconds: this.options.retryAfterSeconds ?? 10,
       ...(this.options.onTimeout ? { onTimeout: this.options.onTimeout } : {}),
     });
-    if (decision.outcome !== 'not-ours' && targetRelease) this.recordProgress(wait, decision, hook, cluster, { namespace, name }, targetRelease);
+    if (decision.outcome !== 'not-ours' && targetRelease)
+      this.recordProgress(wait, decision, hook, cluster, { namespace, name }, targetRelease);
     return decision;
   }
 
   /** Keeps the wait's answer for the ClusterAddon's status, and on a new outcome logs it and records an Event. */
-  private recordProgress(wait: HookWait, decision: ReturnType<typeof decideLifecycleHook>, hook: LifecycleHook, cluster: Record<string, unknown>, { namespace, name }: { namespace: string; name: string }, targetRelease: string): void {
+  private recordProgress(
+    wait: HookWait,
+    decision: ReturnType<typeof decideLifecycleHook>,
+    hook: LifecycleHook,
+    cluster: Record<string, unknown>,
+    { namespace, name }: { namespace: string; name: string },
+    targetRelease: string,
+  ): void {
     const log = this.options.logger.child({ hook, cluster: wait.clusterKey, release: targetRelease });
     // The status names what is awaited, not the seconds elapsed: it changes when the wait does.
     const message = decision.outcome === 'waiting' ? `waiting for ${decision.waitingFor.join('; ')}` : decision.message;
-    const progress: HookProgress = { hook, targetRelease, outcome: decision.outcome, message, since: new Date(wait.since).toISOString() };
+    const progress: HookProgress = {
+      hook,
+      targetRelease,
+      outcome: decision.outcome,
+      message,
+      since: new Date(wait.since).toISOString(),
+    };
     const changed = wait.outcome !== decision.outcome || wait.progress?.message !== message;
     const transition = wait.outcome !== decision.outcome;
     wait.outcome = decision.outcome;
@@ -319,7 +394,9 @@ export class LifecycleHooks {
     if (transition) {
       log.info({ outcome: decision.outcome, waitingFor: decision.waitingFor.length }, 'Lifecycle hook answered');
       // Not awaited: an API server slow to take the Event must not delay the answer.
-      void Promise.resolve(this.options.recordEvents([this.eventFor(hook, cluster, namespace, name, decision.outcome, decision.message)])).catch((error: Error) => log.warn({ error: error.message }, 'Could not record the lifecycle hook event'));
+      void Promise.resolve(
+        this.options.recordEvents([this.eventFor(hook, cluster, namespace, name, decision.outcome, decision.message)]),
+      ).catch((error: Error) => log.warn({ error: error.message }, 'Could not record the lifecycle hook event'));
     }
     if (changed) this.options.onProgress();
   }
@@ -330,7 +407,8 @@ export class LifecycleHooks {
     const kind: WatchedKind = this.options.engine === 'flux' ? FLUX_KUSTOMIZATIONS : ARGO_APPLICATIONS;
     const what = this.options.engine === 'flux' ? 'Flux Kustomizations' : 'Argo CD Applications';
     const state = this.options.cache.readState(kind);
-    if (state.served === false) return `the API server to serve ${what} (${kind.group}/${kind.version} ${kind.plural} is not installed), so no stage can be seen applied`;
+    if (state.served === false)
+      return `the API server to serve ${what} (${kind.group}/${kind.version} ${kind.plural} is not installed), so no stage can be seen applied`;
     if (state.failing) {
       const seconds = Math.max(0, Math.round((now - state.failing.since) / 1000));
       return `the controller to read ${what} again: listing or watching them has failed for ${seconds}s (${state.failing.error}), so what they applied is unknown; check the controller's RBAC and the API server`;
@@ -339,11 +417,29 @@ export class LifecycleHooks {
     return undefined;
   }
 
-  private eventFor(hook: LifecycleHook, cluster: Record<string, unknown>, namespace: string, name: string, outcome: HookOutcome, message: string): EventIntent {
+  private eventFor(
+    hook: LifecycleHook,
+    cluster: Record<string, unknown>,
+    namespace: string,
+    name: string,
+    outcome: HookOutcome,
+    message: string,
+  ): EventIntent {
     const uid = record(cluster['metadata'])['uid'];
-    const reason = outcome === 'ready' ? 'LifecycleHookSucceeded' : outcome === 'timed-out' ? 'LifecycleHookTimedOut' : 'LifecycleHookWaiting';
+    const reason =
+      outcome === 'ready'
+        ? 'LifecycleHookSucceeded'
+        : outcome === 'timed-out'
+          ? 'LifecycleHookTimedOut'
+          : 'LifecycleHookWaiting';
     return {
-      regarding: { apiVersion: typeof cluster['apiVersion'] === 'string' ? cluster['apiVersion'] : 'cluster.x-k8s.io/v1beta1', kind: 'Cluster', namespace, name, ...(typeof uid === 'string' ? { uid } : {}) },
+      regarding: {
+        apiVersion: typeof cluster['apiVersion'] === 'string' ? cluster['apiVersion'] : 'cluster.x-k8s.io/v1beta1',
+        kind: 'Cluster',
+        namespace,
+        name,
+        ...(typeof uid === 'string' ? { uid } : {}),
+      },
       type: outcome === 'timed-out' ? 'Warning' : 'Normal',
       reason,
       message: `${hook}: ${message}`,
@@ -353,7 +449,12 @@ export class LifecycleHooks {
   private syncOf(rendered: RenderedAddons | undefined, order: RevisionOrder | undefined) {
     if (!rendered || !order || this.options.engine === 'none') return new Map();
     const kind: WatchedKind = this.options.engine === 'flux' ? FLUX_KUSTOMIZATIONS : ARGO_APPLICATIONS;
-    return syncStateOf(this.options.engine, this.options.cache.list(kind) as KubeObject[], rendered.stages.map((stage) => stage.dir), order);
+    return syncStateOf(
+      this.options.engine,
+      this.options.cache.list(kind) as KubeObject[],
+      rendered.stages.map((stage) => stage.dir),
+      order,
+    );
   }
 
   /**
@@ -361,15 +462,27 @@ export class LifecycleHooks {
    * one deadline: a read still pending then is aborted and its condition counts as not holding,
    * saying the workload cluster did not answer in time.
    */
-  private async readConditions(hook: LifecycleHook, cluster: { namespace: string; name: string }, stages: { stage: string; precondition?: WaitCondition; postcondition?: WaitCondition }[]): Promise<ConditionResult[]> {
-    const wanted = stages.flatMap((stage) => (['precondition', 'postcondition'] as const).flatMap((kind) => (stage[kind] ? [{ stage: stage.stage, kind, condition: stage[kind] }] : [])));
+  private async readConditions(
+    hook: LifecycleHook,
+    cluster: { namespace: string; name: string },
+    stages: { stage: string; precondition?: WaitCondition; postcondition?: WaitCondition }[],
+  ): Promise<ConditionResult[]> {
+    const wanted = stages.flatMap((stage) =>
+      (['precondition', 'postcondition'] as const).flatMap((kind) =>
+        stage[kind] ? [{ stage: stage.stage, kind, condition: stage[kind] }] : [],
+      ),
+    );
     if (wanted.length === 0) return [];
     const deadlineMs = this.options.workloadReadTimeoutMs ?? WORKLOAD_READ_DEADLINE_MS;
     const abort = new AbortController();
     let timer: ReturnType<typeof setTimeout> | undefined;
     const expired = new Promise<never>((_resolve, reject) => {
       timer = setTimeout(() => {
-        reject(new Error(`it did not answer within ${deadlineMs / 1000}s (a hook must answer Cluster API within its 10s call timeout, so reads are cut off then)`));
+        reject(
+          new Error(
+            `it did not answer within ${deadlineMs / 1000}s (a hook must answer Cluster API within its 10s call timeout, so reads are cut off then)`,
+          ),
+        );
         abort.abort();
       }, deadlineMs);
     });
@@ -378,11 +491,21 @@ export class LifecycleHooks {
       return await Promise.all(
         wanted.map(async ({ stage, kind, condition }): Promise<ConditionResult> => {
           try {
-            const objects = await Promise.race([this.options.readWorkloadObjects(cluster, condition.objects, abort.signal), expired]);
+            const objects = await Promise.race([
+              this.options.readWorkloadObjects(cluster, condition.objects, abort.signal),
+              expired,
+            ]);
             return { stage, kind, verdict: evaluateWaitCondition(condition, objects) };
           } catch (error) {
-            this.options.logger.warn({ hook, cluster: `${cluster.namespace}/${cluster.name}`, stage, error: (error as Error).message }, 'Could not read workload cluster objects for a condition');
-            return { stage, kind, verdict: { holds: false, message: `the workload cluster cannot be read: ${(error as Error).message}` } };
+            this.options.logger.warn(
+              { hook, cluster: `${cluster.namespace}/${cluster.name}`, stage, error: (error as Error).message },
+              'Could not read workload cluster objects for a condition',
+            );
+            return {
+              stage,
+              kind,
+              verdict: { holds: false, message: `the workload cluster cannot be read: ${(error as Error).message}` },
+            };
           }
         }),
       );
@@ -393,9 +516,25 @@ export class LifecycleHooks {
 }
 
 /** The stages' conditions before the workload cluster was first read: none holds yet. */
-function notReadYet(stages: { stage: string; precondition?: WaitCondition; postcondition?: WaitCondition }[]): ConditionResult[] {
+function notReadYet(
+  stages: { stage: string; precondition?: WaitCondition; postcondition?: WaitCondition }[],
+): ConditionResult[] {
   return stages.flatMap((stage) =>
-    (['precondition', 'postcondition'] as const).flatMap((kind) => (stage[kind] ? [{ stage: stage.stage, kind, verdict: { holds: false, message: 'not read from the workload cluster yet (the controller reads it in the background and shows the result on the ClusterAddon)' } }] : [])),
+    (['precondition', 'postcondition'] as const).flatMap((kind) =>
+      stage[kind]
+        ? [
+            {
+              stage: stage.stage,
+              kind,
+              verdict: {
+                holds: false,
+                message:
+                  'not read from the workload cluster yet (the controller reads it in the background and shows the result on the ClusterAddon)',
+              },
+            },
+          ]
+        : [],
+    ),
   );
 }
 
@@ -404,17 +543,30 @@ function notReadYet(stages: { stage: string; precondition?: WaitCondition; postc
  * (waiting or timed out), else, for a ClusterAddon written before those were kept, its
  * LifecycleHook condition (it turned False then and stays False while waiting and after a timeout).
  */
-export function hookSinceOf(addon: KubeObject | undefined, hook: LifecycleHook, targetRelease: string): number | undefined {
+export function hookSinceOf(
+  addon: KubeObject | undefined,
+  hook: LifecycleHook,
+  targetRelease: string,
+): number | undefined {
   const status = record(addon?.['status']);
-  const hooks = Array.isArray(status['hooks']) ? (status['hooks'] as { name?: string; release?: string; outcome?: string; since?: string }[]) : [];
+  const hooks = Array.isArray(status['hooks'])
+    ? (status['hooks'] as { name?: string; release?: string; outcome?: string; since?: string }[])
+    : [];
   const entry = hooks.find((candidate) => candidate.name === hook);
   if (entry) {
     if (entry.release !== targetRelease || entry.outcome === 'Succeeded' || !entry.since) return undefined;
     const since = Date.parse(entry.since);
     return Number.isNaN(since) ? undefined : since;
   }
-  const conditions = (status['conditions'] ?? []) as { type?: string; status?: string; message?: string; lastTransitionTime?: string }[];
-  const condition = Array.isArray(conditions) ? conditions.find((candidate) => candidate.type === 'LifecycleHook') : undefined;
+  const conditions = (status['conditions'] ?? []) as {
+    type?: string;
+    status?: string;
+    message?: string;
+    lastTransitionTime?: string;
+  }[];
+  const condition = Array.isArray(conditions)
+    ? conditions.find((candidate) => candidate.type === 'LifecycleHook')
+    : undefined;
   if (!condition || condition.status !== 'False' || !condition.lastTransitionTime) return undefined;
   if (!condition.message?.startsWith(`${hook} for release ${targetRelease} `)) return undefined;
   const since = Date.parse(condition.lastTransitionTime);

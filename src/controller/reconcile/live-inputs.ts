@@ -21,7 +21,9 @@ function stableMetadata(metadata: ObjectMeta): ObjectMeta {
   const out: ObjectMeta = { name: metadata.name };
   if (metadata.namespace) out.namespace = metadata.namespace;
   if (metadata.labels && Object.keys(metadata.labels).length > 0) out.labels = { ...metadata.labels };
-  const annotations = Object.fromEntries(Object.entries(metadata.annotations ?? {}).filter(([key]) => key !== LAST_APPLIED));
+  const annotations = Object.fromEntries(
+    Object.entries(metadata.annotations ?? {}).filter(([key]) => key !== LAST_APPLIED),
+  );
   if (Object.keys(annotations).length > 0) out.annotations = annotations;
   return out;
 }
@@ -37,7 +39,12 @@ export function specOnly<T extends { apiVersion: string; kind: string; metadata:
 /** A provider release as resolution reads it: only whether it is ready. */
 function providerReadiness(object: KubeObject): KubeObject {
   const ready = (object as { status?: { ready?: unknown } }).status?.ready === true;
-  return { apiVersion: object.apiVersion, kind: object.kind, metadata: stableMetadata(object.metadata), status: { ready } };
+  return {
+    apiVersion: object.apiVersion,
+    kind: object.kind,
+    metadata: stableMetadata(object.metadata),
+    status: { ready },
+  };
 }
 
 /**
@@ -45,7 +52,9 @@ function providerReadiness(object: KubeObject): KubeObject {
  * A v1beta1 reference names its apiVersion, a v1beta2 one its group only (capi-cluster.ts).
  */
 export function referencedObjectKeys(cluster: CapiCluster): (ClusterReference & { group: string })[] {
-  return [clusterReference(cluster, 'controlPlaneRef'), clusterReference(cluster, 'infrastructureRef')].filter((ref): ref is ClusterReference & { group: string } => ref?.group !== undefined);
+  return [clusterReference(cluster, 'controlPlaneRef'), clusterReference(cluster, 'infrastructureRef')].filter(
+    (ref): ref is ClusterReference & { group: string } => ref?.group !== undefined,
+  );
 }
 
 export interface InputSnapshot {
@@ -76,7 +85,11 @@ export class StackSpecMemory {
    * known), else as `standIn` makes them (published output kept, see withheld-stacks.ts). Every
    * invalid one gets an InvalidSpec issue listing all its problems.
    */
-  select(stacks: ClusterStack[], issues: Map<string, StackIssue>, standIn?: (stack: ClusterStack, problems: Problem[]) => ClusterStack | undefined): { selected: ClusterStack[]; standIns: Set<string> } {
+  select(
+    stacks: ClusterStack[],
+    issues: Map<string, StackIssue>,
+    standIn?: (stack: ClusterStack, problems: Problem[]) => ClusterStack | undefined,
+  ): { selected: ClusterStack[]; standIns: Set<string> } {
     const selected: ClusterStack[] = [];
     const standIns = new Set<string>();
     const present = new Set<string>();
@@ -92,7 +105,11 @@ export class StackSpecMemory {
       }
       const fallback = this.lastValid.get(key);
       const substitute = fallback ? undefined : standIn?.(stack, problems);
-      const issue: StackIssue = { reason: 'InvalidSpec', problems: problems.map((problem) => `${problem.path ? `${problem.path} ` : ''}${problem.message}`), fallback: fallback !== undefined };
+      const issue: StackIssue = {
+        reason: 'InvalidSpec',
+        problems: problems.map((problem) => `${problem.path ? `${problem.path} ` : ''}${problem.message}`),
+        fallback: fallback !== undefined,
+      };
       if (substitute) issue.keptPublished = true;
       issues.set(key, issue);
       if (fallback) selected.push(fallback);
@@ -122,6 +139,15 @@ export function manifestsFrom(snapshot: InputSnapshot): ParsedManifests {
 }
 
 /** Whether `object` is one of `keys` (API group, kind, namespace, name). */
-export function isReferenced(object: KubeObject, keys: { group: string; kind: string; namespace: string; name: string }[]): boolean {
-  return keys.some((key) => key.kind === object.kind && key.name === object.metadata.name && key.namespace === namespaceOf(object) && key.group === groupOf(object.apiVersion));
+export function isReferenced(
+  object: KubeObject,
+  keys: { group: string; kind: string; namespace: string; name: string }[],
+): boolean {
+  return keys.some(
+    (key) =>
+      key.kind === object.kind &&
+      key.name === object.metadata.name &&
+      key.namespace === namespaceOf(object) &&
+      key.group === groupOf(object.apiVersion),
+  );
 }

@@ -20,7 +20,10 @@ export class RetryLaterError extends Failure {
  * backs off (naming it, and how many more), else the delay until the next look; `resync` when
  * nothing went wrong and the next look is only the periodic resync (the reconcile succeeded).
  */
-export function nextReconcile(failures: readonly TypedFailure[], delays: { resyncMs: number; soonMs?: number }): { requeueAfterMs: number; resync?: true } {
+export function nextReconcile(
+  failures: readonly TypedFailure[],
+  delays: { resyncMs: number; soonMs?: number },
+): { requeueAfterMs: number; resync?: true } {
   const backingOff = failures.filter((failure) => FAILURE_REACTIONS[failure.kind].requeue === 'backoff');
   if (backingOff.length > 0) {
     const more = backingOff.length > 1 ? ` (and ${backingOff.length - 1} more)` : '';

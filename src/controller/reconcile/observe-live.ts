@@ -6,7 +6,13 @@ import type { CapiCluster, ClusterAddon, ClusterStack, ClusterStackRelease, Kube
 import { withSpecDefaults } from '../../api/types.js';
 import { providerReleaseKind } from '../desired-state/provider-release-state.js';
 import type { LiveObjects } from '../desired-state/status-inputs.js';
-import { CAPI_CLUSTERS, CAPI_PROVIDER_KINDS, CLUSTER_ADDONS, CLUSTER_STACK_RELEASES, CLUSTER_STACKS } from '../desired-state/watched-kinds.js';
+import {
+  CAPI_CLUSTERS,
+  CAPI_PROVIDER_KINDS,
+  CLUSTER_ADDONS,
+  CLUSTER_STACK_RELEASES,
+  CLUSTER_STACKS,
+} from '../desired-state/watched-kinds.js';
 import type { KindCache } from '../runtime/informer-cache.js';
 import { kindRefKey, type KindRef } from '../runtime/kind-discovery.js';
 import type { ResourceKind } from '../runtime/kube-client.js';
@@ -31,7 +37,11 @@ export interface ObservedLists {
 }
 
 /** Provider template and release kinds the stacks name, and the kinds Clusters reference. */
-function kindRefs(stacks: ClusterStack[], clusters: CapiCluster[], groupVersions: Map<string, string>): { templates: KindRef[]; releases: KindRef[]; referenced: KindRef[] } {
+function kindRefs(
+  stacks: ClusterStack[],
+  clusters: CapiCluster[],
+  groupVersions: Map<string, string>,
+): { templates: KindRef[]; releases: KindRef[]; referenced: KindRef[] } {
   const templates = new Map<string, KindRef>();
   const releases = new Map<string, KindRef>();
   for (const stack of stacks) {
@@ -46,8 +56,10 @@ function kindRefs(stacks: ClusterStack[], clusters: CapiCluster[], groupVersions
   const referenced = new Map<string, KindRef>();
   for (const cluster of clusters) {
     for (const ref of referencedObjectKeys(cluster)) {
-      const apiVersion = ref.apiVersion ?? (groupVersions.has(ref.group) ? `${ref.group}/${groupVersions.get(ref.group)}` : undefined);
-      if (apiVersion !== undefined) referenced.set(kindRefKey({ apiVersion, kind: ref.kind }), { apiVersion, kind: ref.kind });
+      const apiVersion =
+        ref.apiVersion ?? (groupVersions.has(ref.group) ? `${ref.group}/${groupVersions.get(ref.group)}` : undefined);
+      if (apiVersion !== undefined)
+        referenced.set(kindRefKey({ apiVersion, kind: ref.kind }), { apiVersion, kind: ref.kind });
     }
   }
   return { templates: [...templates.values()], releases: [...releases.values()], referenced: [...referenced.values()] };
@@ -58,8 +70,19 @@ export async function observeLive(cache: KindCache, lists: ObservedLists): Promi
   const stacks = lists.own(CLUSTER_STACKS) as unknown as ClusterStack[];
   const clusters = lists.live(CAPI_CLUSTERS) as CapiCluster[];
   // v1beta2 references name a group only: the object is watched in the version the API server prefers.
-  const groupsOnly = [...new Set(clusters.flatMap(referencedObjectKeys).filter((ref) => ref.apiVersion === undefined).map((ref) => ref.group))];
-  const refs = kindRefs(stacks, clusters, groupsOnly.length > 0 ? await cache.preferredVersions(groupsOnly) : new Map());
+  const groupsOnly = [
+    ...new Set(
+      clusters
+        .flatMap(referencedObjectKeys)
+        .filter((ref) => ref.apiVersion === undefined)
+        .map((ref) => ref.group),
+    ),
+  ];
+  const refs = kindRefs(
+    stacks,
+    clusters,
+    groupsOnly.length > 0 ? await cache.preferredVersions(groupsOnly) : new Map(),
+  );
   const lookups = await cache.resolveKinds([...refs.templates, ...refs.releases, ...refs.referenced]);
   const served = (list: KindRef[]): WatchedKind[] =>
     list.flatMap((ref) => {
@@ -68,7 +91,11 @@ export async function observeLive(cache: KindCache, lists: ObservedLists): Promi
     });
   const unservedKinds = new Map<string, string>();
   for (const [key, lookup] of lookups) if (!lookup.served) unservedKinds.set(key, lookup.reason);
-  const dynamic = { templates: served(refs.templates), releases: served(refs.releases), referenced: served(refs.referenced) };
+  const dynamic = {
+    templates: served(refs.templates),
+    releases: served(refs.releases),
+    referenced: served(refs.referenced),
+  };
   if (!cache.ensureWatched([...dynamic.templates, ...dynamic.releases, ...dynamic.referenced])) return undefined;
   const referencedKeys = clusters.flatMap(referencedObjectKeys);
   return {
@@ -81,7 +108,9 @@ export async function observeLive(cache: KindCache, lists: ObservedLists): Promi
       providerTemplates: dynamic.templates.flatMap((kind) => lists.live(kind)),
       capiProviders: CAPI_PROVIDER_KINDS.flatMap((kind) => lists.live(kind)),
     },
-    referenced: dynamic.referenced.flatMap((kind) => lists.live(kind)).filter((object) => isReferenced(object, referencedKeys)),
+    referenced: dynamic.referenced
+      .flatMap((kind) => lists.live(kind))
+      .filter((object) => isReferenced(object, referencedKeys)),
     unservedKinds,
     restKind: (apiVersion, kind) => {
       const lookup = lookups.get(kindRefKey({ apiVersion, kind }));

@@ -31,9 +31,18 @@ export class OwnWrites {
   record(written: Map<string, OwnWrite>): void {
     for (const [key, write] of written) {
       const earlier = this.objects.get(key);
-      const before = new Set([...(earlier ? [...earlier.before, earlier.object.metadata.resourceVersion ?? ''] : []), ...write.before]);
+      const before = new Set([
+        ...(earlier ? [...earlier.before, earlier.object.metadata.resourceVersion ?? ''] : []),
+        ...write.before,
+      ]);
       before.delete(write.object.metadata.resourceVersion ?? '');
-      this.objects.set(key, { before, created: (earlier?.created ?? false) || write.created, cacheSaw: earlier?.cacheSaw ?? !write.created, object: write.object, at: this.now() });
+      this.objects.set(key, {
+        before,
+        created: (earlier?.created ?? false) || write.created,
+        cacheSaw: earlier?.cacheSaw ?? !write.created,
+        object: write.object,
+        at: this.now(),
+      });
     }
   }
 
@@ -59,7 +68,8 @@ export class OwnWrites {
       remembered.cacheSaw = true;
       const version = object.metadata.resourceVersion ?? '';
       const stale = remembered.before.has(version) || (remembered.created && version === '');
-      if (now - remembered.at < ttl && stale && object.metadata.uid === remembered.object.metadata.uid) return remembered.object as T;
+      if (now - remembered.at < ttl && stale && object.metadata.uid === remembered.object.metadata.uid)
+        return remembered.object as T;
       this.objects.delete(key);
       return object;
     });

@@ -51,11 +51,25 @@ function labelSelectorQuery(selector: Selector): string {
 }
 
 function secretObject(secret: Awaited<ReturnType<SecretStore['readSecret']>> & object): KubeObject {
-  return { apiVersion: 'v1', kind: 'Secret', metadata: { name: secret.metadata.name, ...(secret.metadata.namespace ? { namespace: secret.metadata.namespace } : {}) }, ...(secret.data ? { data: secret.data } : {}) } as KubeObject;
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: {
+      name: secret.metadata.name,
+      ...(secret.metadata.namespace ? { namespace: secret.metadata.namespace } : {}),
+    },
+    ...(secret.data ? { data: secret.data } : {}),
+  } as KubeObject;
 }
 
 /** What a failed read tells the person: a missing permission by verb, resource and namespace, else the API's answer. */
-function readFailure(error: unknown, verb: 'get' | 'list', resource: 'secrets' | 'configmaps', namespace: string, what: string): Omit<Problem, 'object' | 'path'> {
+function readFailure(
+  error: unknown,
+  verb: 'get' | 'list',
+  resource: 'secrets' | 'configmaps',
+  namespace: string,
+  what: string,
+): Omit<Problem, 'object' | 'path'> {
   if (error instanceof KubeRequestError && error.status === 403) {
     return {
       message:
@@ -67,7 +81,10 @@ function readFailure(error: unknown, verb: 'get' | 'list', resource: 'secrets' |
 }
 
 /** Reads every Secret and ConfigMap the providers name; never throws for one provider's object. */
-export async function readProviderConfig(providers: KubeObject[], reader: Pick<SecretStore, 'readSecret'> & ConfigMapReader): Promise<ProviderConfigRead> {
+export async function readProviderConfig(
+  providers: KubeObject[],
+  reader: Pick<SecretStore, 'readSecret'> & ConfigMapReader,
+): Promise<ProviderConfigRead> {
   const found = new Map<string, KubeObject>();
   const problems = new Map<string, Problem>();
   const keep = (object: KubeObject): void => {
@@ -91,7 +108,10 @@ export async function readProviderConfig(providers: KubeObject[], reader: Pick<S
             try {
               const configMap = await reader.readConfigMap(where, name);
               if (configMap) keep(configMap);
-              else fail('spec.configSecret', { message: `Secret ${where}/${name} does not exist (nor a ConfigMap of that name); create it with the provider's variables` });
+              else
+                fail('spec.configSecret', {
+                  message: `Secret ${where}/${name} does not exist (nor a ConfigMap of that name); create it with the provider's variables`,
+                });
             } catch (error) {
               fail('spec.configSecret', readFailure(error, 'get', 'configmaps', where, `ConfigMap ${where}/${name}`));
             }
@@ -106,19 +126,37 @@ export async function readProviderConfig(providers: KubeObject[], reader: Pick<S
         try {
           const configMap = await reader.readConfigMap(where, name);
           if (configMap) keep(configMap);
-          else fail('spec.additionalManifests', { message: `ConfigMap ${where}/${name} does not exist; create it with the manifests under data.manifests` });
+          else
+            fail('spec.additionalManifests', {
+              message: `ConfigMap ${where}/${name} does not exist; create it with the manifests under data.manifests`,
+            });
         } catch (error) {
-          fail('spec.additionalManifests', readFailure(error, 'get', 'configmaps', where, `ConfigMap ${where}/${name}`));
+          fail(
+            'spec.additionalManifests',
+            readFailure(error, 'get', 'configmaps', where, `ConfigMap ${where}/${name}`),
+          );
         }
       }
       if (spec.fetchConfig?.selector) {
         try {
-          for (const configMap of await reader.listConfigMaps(namespace, labelSelectorQuery(spec.fetchConfig.selector))) keep(configMap);
+          for (const configMap of await reader.listConfigMaps(namespace, labelSelectorQuery(spec.fetchConfig.selector)))
+            keep(configMap);
         } catch (error) {
-          fail('spec.fetchConfig.selector', readFailure(error, 'list', 'configmaps', namespace, `The ConfigMaps of spec.fetchConfig.selector`));
+          fail(
+            'spec.fetchConfig.selector',
+            readFailure(error, 'list', 'configmaps', namespace, `The ConfigMaps of spec.fetchConfig.selector`),
+          );
         }
       }
     }),
   );
-  return { objects: [...found.values()].sort((a, b) => compareText(`${a.kind}/${a.metadata.namespace}/${a.metadata.name}`, `${b.kind}/${b.metadata.namespace}/${b.metadata.name}`)), problems };
+  return {
+    objects: [...found.values()].sort((a, b) =>
+      compareText(
+        `${a.kind}/${a.metadata.namespace}/${a.metadata.name}`,
+        `${b.kind}/${b.metadata.namespace}/${b.metadata.name}`,
+      ),
+    ),
+    problems,
+  };
 }

@@ -172,9 +172,14 @@ export class PublishTracker {
     }
     const dirty = dirtyUnitDirs(previous, tree);
     // Nothing rendered yet and nothing there: a README-only first commit would be noise.
-    if (previous.size === 0 && ![...tree.keys()].some((file) => unitDirOf(file) !== undefined || file.startsWith(`${PROVIDERS_DIR}/`))) return { state: this.baseState('unchanged', dirty) };
+    if (
+      previous.size === 0 &&
+      ![...tree.keys()].some((file) => unitDirOf(file) !== undefined || file.startsWith(`${PROVIDERS_DIR}/`))
+    )
+      return { state: this.baseState('unchanged', dirty) };
     const resyncDue = now() - this.lastCall >= this.options.resyncMs;
-    if (this.published && !this.lastFailed && !this.baseMoved && !resyncDue && sameTree(previous, tree)) return { state: this.baseState('unchanged', dirty) };
+    if (this.published && !this.lastFailed && !this.baseMoved && !resyncDue && sameTree(previous, tree))
+      return { state: this.baseState('unchanged', dirty) };
     const started = now();
     try {
       const result = await this.publisher.publish(tree, change);
@@ -188,17 +193,25 @@ export class PublishTracker {
         this.markPending(tree, result.pullRequest);
       } else {
         // The branch moved without us (a person's commit, another writer): learn its history again.
-        const movedWithoutUs = !result.changed && result.revision !== null && this.revision !== null && result.revision !== this.revision;
+        const movedWithoutUs =
+          !result.changed && result.revision !== null && this.revision !== null && result.revision !== this.revision;
         this.revision = result.revision;
         if (movedWithoutUs) await this.loadHistory();
         if (result.revision) this.record(result.revision, tree, dirty, previous);
       }
-      return { state: this.baseState(result.changed ? 'published' : 'unchanged', dirty), durationSeconds: (now() - started) / 1000 };
+      return {
+        state: this.baseState(result.changed ? 'published' : 'unchanged', dirty),
+        durationSeconds: (now() - started) / 1000,
+      };
     } catch (error) {
       this.lastFailed = true;
       this.lastCall = now();
       // Only a failure that needs someone to change something waits; anything else is tried again.
-      return { state: this.baseState('failed', dirty, errorText(error)), retryable: failureKindOf(error) !== 'fix-input', durationSeconds: (now() - started) / 1000 };
+      return {
+        state: this.baseState('failed', dirty, errorText(error)),
+        retryable: failureKindOf(error) !== 'fix-input',
+        durationSeconds: (now() - started) / 1000,
+      };
     }
   }
 
@@ -217,7 +230,8 @@ export class PublishTracker {
       const moved = this.base !== undefined;
       this.base = { head, tree };
       // What the base holds now may be what was pending.
-      for (const dir of [...this.pending.keys()]) if (!dirtyUnitDirs(tree, this.previous ?? tree).has(dir)) this.pending.delete(dir);
+      for (const dir of [...this.pending.keys()])
+        if (!dirtyUnitDirs(tree, this.previous ?? tree).has(dir)) this.pending.delete(dir);
       // Compared with the base again, and the publisher asked even when the base holds the tree, so
       // it looks at the pull request (merged: closed as unnecessary; the base changed by someone
       // else: proposed again on top of it).
@@ -234,7 +248,8 @@ export class PublishTracker {
   private markPending(tree: RenderedTree, pullRequest: string | undefined): void {
     this.pending.clear();
     if (!this.base) return;
-    for (const dir of dirtyUnitDirs(this.base.tree, tree)) this.pending.set(dir, pullRequest ? `pull request ${pullRequest}` : 'a pull request');
+    for (const dir of dirtyUnitDirs(this.base.tree, tree))
+      this.pending.set(dir, pullRequest ? `pull request ${pullRequest}` : 'a pull request');
   }
 
   private record(revision: string, tree: RenderedTree, dirty: Set<string>, previous: RenderedTree): void {
@@ -242,7 +257,8 @@ export class PublishTracker {
     if (this.history.length > HISTORY_LIMIT) this.history.splice(0, this.history.length - HISTORY_LIMIT);
     const present = this.unitDirs;
     present.update(tree, previous);
-    for (const dir of present.dirs()) if (dirty.has(dir) || !this.unitRevisions.has(dir)) this.unitRevisions.set(dir, revision);
+    for (const dir of present.dirs())
+      if (dirty.has(dir) || !this.unitRevisions.has(dir)) this.unitRevisions.set(dir, revision);
     for (const dir of [...this.unitRevisions.keys()]) if (!present.has(dir)) this.unitRevisions.delete(dir);
   }
 }

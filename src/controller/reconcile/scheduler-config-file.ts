@@ -34,7 +34,8 @@ export interface SchedulerConfigFileOptions {
 }
 
 function problemOf(error: unknown): string {
-  if (error instanceof InputError) return error.problems.map((p) => `${p.path ? `${p.path}: ` : ''}${p.message}`).join('; ');
+  if (error instanceof InputError)
+    return error.problems.map((p) => `${p.path ? `${p.path}: ` : ''}${p.message}`).join('; ');
   return error instanceof Error ? error.message : String(error);
 }
 
@@ -66,7 +67,12 @@ export class SchedulerConfigFile implements SchedulerSource {
     try {
       text = await readFile(source.absolute, 'utf8');
     } catch (error) {
-      throw new InputError([{ source: options.file, message: `--scheduler-config cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})` }]);
+      throw new InputError([
+        {
+          source: options.file,
+          message: `--scheduler-config cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+        },
+      ]);
     }
     source.accept(text);
     return source;
@@ -100,7 +106,8 @@ export class SchedulerConfigFile implements SchedulerSource {
         // Between kubelet's rename and the next event the file may be missing for a moment; a
         // file gone for good keeps the configuration in effect and says so.
         const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
-        if (this.note(`${this.options.file} cannot be read (${code})`)) for (const listener of this.listeners) listener();
+        if (this.note(`${this.options.file} cannot be read (${code})`))
+          for (const listener of this.listeners) listener();
         return;
       }
       if (text === this.text) return;
@@ -118,26 +125,41 @@ export class SchedulerConfigFile implements SchedulerSource {
       this.config = config;
       this.refused = undefined;
       this.latestProblem = undefined;
-      if (changed) this.options.logger.info({ file: this.options.file, digest: config.digest, purposes: [...config.purposeMappings.keys()] }, 'Scheduler configuration in effect');
+      if (changed)
+        this.options.logger.info(
+          { file: this.options.file, digest: config.digest, purposes: [...config.purposeMappings.keys()] },
+          'Scheduler configuration in effect',
+        );
     } catch (error) {
       const problem = problemOf(error);
       if (this.config) {
         this.latestProblem = `${this.options.file} changed but is not valid (${problem}); the configuration read before (${this.config.digest}) stays in effect`;
-        this.options.logger.error({ file: this.options.file, problem, inEffect: this.config.digest }, 'Scheduler configuration is not valid; the previous one stays in effect');
+        this.options.logger.error(
+          { file: this.options.file, problem, inEffect: this.config.digest },
+          'Scheduler configuration is not valid; the previous one stays in effect',
+        );
       } else {
         this.refused = `${this.options.file}: ${problem}`;
-        this.options.logger.error({ file: this.options.file, problem }, 'Scheduler configuration is not valid; nothing is scheduled and the published requests output is kept until it is fixed');
+        this.options.logger.error(
+          { file: this.options.file, problem },
+          'Scheduler configuration is not valid; nothing is scheduled and the published requests output is kept until it is fixed',
+        );
       }
     }
   }
 
   /** Records a file that cannot be read; true when that is news. */
   private note(problem: string): boolean {
-    const message = this.config ? `${problem}; the configuration read before (${this.config.digest}) stays in effect` : problem;
+    const message = this.config
+      ? `${problem}; the configuration read before (${this.config.digest}) stays in effect`
+      : problem;
     if (message === (this.config ? this.latestProblem : this.refused)) return false;
     if (this.config) this.latestProblem = message;
     else this.refused = message;
-    this.options.logger.warn({ file: this.options.file, problem }, 'Scheduler configuration file cannot be read; the one in effect stays');
+    this.options.logger.warn(
+      { file: this.options.file, problem },
+      'Scheduler configuration file cannot be read; the one in effect stays',
+    );
     return true;
   }
 
@@ -154,12 +176,18 @@ export class SchedulerConfigFile implements SchedulerSource {
       // The directory: a swap of `..data` (or an editor's rename) replaces the file's inode.
       this.watcher = watch(path.dirname(this.absolute), { persistent: false }, schedule);
       this.watcher.on('error', (error) => {
-        this.options.logger.warn({ file: this.options.file, error: error.message }, 'Watching the scheduler configuration failed; it is read on the poll');
+        this.options.logger.warn(
+          { file: this.options.file, error: error.message },
+          'Watching the scheduler configuration failed; it is read on the poll',
+        );
         this.watcher?.close();
         this.watcher = undefined;
       });
     } catch (error) {
-      this.options.logger.warn({ file: this.options.file, error: (error as Error).message }, 'Cannot watch the scheduler configuration; it is read on the poll');
+      this.options.logger.warn(
+        { file: this.options.file, error: (error as Error).message },
+        'Cannot watch the scheduler configuration; it is read on the poll',
+      );
     }
     this.poll = setInterval(schedule, this.options.pollMs ?? 30_000);
     this.poll.unref?.();

@@ -12,7 +12,9 @@ import type { LiveObjects } from '../desired-state/status-inputs.js';
 /** The shard's part of a plan for status: its stacks' resolutions and its Clusters only. */
 export function shardStatusPlan(plan: Plan, scope: ShardScope): Plan {
   const clusters = plan.resolution.clusters.filter((cluster) => shardOwns(scope, cluster.cluster));
-  const clusterStacks = plan.resolution.clusterStacks.filter((stack) => !stack.publishedByAnotherShard && shardOwns(scope, stack.stack));
+  const clusterStacks = plan.resolution.clusterStacks.filter(
+    (stack) => !stack.publishedByAnotherShard && shardOwns(scope, stack.stack),
+  );
   return { ...plan, resolution: { ...plan.resolution, clusters, clusterStacks } };
 }
 
@@ -30,13 +32,21 @@ function controlledByOneOf(object: KubeObject, kind: string, owners: ReadonlySet
 export function shardLive(live: LiveObjects, scope: ShardScope): LiveObjects {
   const stacks = live.stacks.filter((stack) => shardOwns(scope, stack));
   const ownStacks = new Set(stacks.map((stack: ClusterStack) => `${namespaceOf(stack)}/${stack.metadata.name}`));
-  const ownClusters = new Set(live.clusters.filter((cluster) => shardOwns(scope, cluster)).map((cluster) => `${namespaceOf(cluster)}/${cluster.metadata.name}`));
+  const ownClusters = new Set(
+    live.clusters
+      .filter((cluster) => shardOwns(scope, cluster))
+      .map((cluster) => `${namespaceOf(cluster)}/${cluster.metadata.name}`),
+  );
   return {
     ...live,
     stacks,
-    releases: live.releases.filter((release) => controlledByOneOf(release as unknown as KubeObject, 'ClusterStack', ownStacks)),
+    releases: live.releases.filter((release) =>
+      controlledByOneOf(release as unknown as KubeObject, 'ClusterStack', ownStacks),
+    ),
     addons: live.addons.filter((addon) => controlledByOneOf(addon as unknown as KubeObject, 'Cluster', ownClusters)),
     providerReleases: live.providerReleases.filter((release) => controlledByOneOf(release, 'ClusterStack', ownStacks)),
-    ...(live.capiProviders ? { capiProviders: live.capiProviders.filter((provider) => shardOwns(scope, provider)) } : {}),
+    ...(live.capiProviders
+      ? { capiProviders: live.capiProviders.filter((provider) => shardOwns(scope, provider)) }
+      : {}),
   };
 }

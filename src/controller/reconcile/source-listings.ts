@@ -3,7 +3,13 @@
 // only reads what is known (`roundOpener`) and never waits on a source that is down. A source that
 // fails keeps serving its last good listing or, after a restart, the releases the target already
 // holds; their downloads fail fast, so render withholds them and keeps their published output.
-import { ReleaseSourceError, listingFromTags, type FetchedRelease, type ReleaseListing, type ReleaseSource } from '../../release/release-source.js';
+import {
+  ReleaseSourceError,
+  listingFromTags,
+  type FetchedRelease,
+  type ReleaseListing,
+  type ReleaseSource,
+} from '../../release/release-source.js';
 import type { SourceOpener } from '../../sources/open-release-source.js';
 import { failureKindOf, type FailureKind } from '../../core/failure.js';
 
@@ -57,7 +63,11 @@ function describe(error: unknown): string {
 
 function sameListing(a: ReleaseListing | undefined, b: ReleaseListing): boolean {
   if (!a) return false;
-  const key = (listing: ReleaseListing) => JSON.stringify([listing.releases.map((release) => [release.tag, release.publishedAt ?? '']), listing.skipped.map((skipped) => skipped.name)]);
+  const key = (listing: ReleaseListing) =>
+    JSON.stringify([
+      listing.releases.map((release) => [release.tag, release.publishedAt ?? '']),
+      listing.skipped.map((skipped) => skipped.name),
+    ]);
   return key(a) === key(b);
 }
 
@@ -67,7 +77,10 @@ export class SourceListings {
   private readonly listingWaitMs: number;
   private readonly now: () => number;
 
-  constructor(private readonly open: SourceOpener, options: SourceListingsOptions = {}) {
+  constructor(
+    private readonly open: SourceOpener,
+    options: SourceListingsOptions = {},
+  ) {
     this.listingWaitMs = options.listingWaitMs ?? 15_000;
     this.now = options.now ?? Date.now;
   }
@@ -157,7 +170,8 @@ export class SourceListings {
    */
   roundOpener(fallbackTags: () => string[]): RoundSources {
     const failures = new Map<string, SourceFailure>();
-    const fail = (location: string, message: string, fallback: boolean, kind: FailureKind = 'retry') => failures.set(location, { message, fallback, kind });
+    const fail = (location: string, message: string, fallback: boolean, kind: FailureKind = 'retry') =>
+      failures.set(location, { message, fallback, kind });
     const sources = new Map<string, ReleaseSource>();
     const opener: SourceOpener = (location) => {
       const existing = sources.get(location);
@@ -170,7 +184,8 @@ export class SourceListings {
           const state = this.stateOf(location);
           state.seen = state.version;
           const silent = `listing releases from ${location} has not answered within ${duration(this.listingWaitMs)}`;
-          if (state.failure !== undefined) fail(location, state.failure, state.listing !== undefined, state.failureKind);
+          if (state.failure !== undefined)
+            fail(location, state.failure, state.listing !== undefined, state.failureKind);
           else if (!state.listing || this.hanging(state)) fail(location, silent, state.listing !== undefined);
           return state.listing ?? listingFromTags(fallbackTags().map((tag) => ({ tag })));
         },
@@ -182,7 +197,10 @@ export class SourceListings {
           // process already has is used until it answers again.
           if (state.failure !== undefined || !state.listing || this.hanging(state)) {
             // No error text here: it ends up in the published README, which must not change with every retry.
-            throw new ReleaseSourceError('unavailable', `release source ${location} is unavailable (see the ClusterStack's ReleasesResolved condition); the release is downloaded once it answers`);
+            throw new ReleaseSourceError(
+              'unavailable',
+              `release source ${location} is unavailable (see the ClusterStack's ReleasesResolved condition); the release is downloaded once it answers`,
+            );
           }
           const fetched = await inner.fetch(tag);
           state.fetched.set(tag, fetched);

@@ -28,19 +28,41 @@ function fingerprint(kind: WatchedKind, object: KubeObject): string {
   const meta = object.metadata;
   const common = { deletion: meta.deletionTimestamp ?? null, labels: meta.labels ?? null };
   if (kind.group === CLUSTER_STACKS.group) {
-    return JSON.stringify({ ...common, generation: meta.generation ?? null, finalizers: meta.finalizers ?? null, owners: meta.ownerReferences ?? null });
+    return JSON.stringify({
+      ...common,
+      generation: meta.generation ?? null,
+      finalizers: meta.finalizers ?? null,
+      owners: meta.ownerReferences ?? null,
+    });
   }
-  if (kindId(kind) === kindId(FLUX_KUSTOMIZATIONS) || kindId(kind) === kindId(ARGO_APPLICATIONS)) return JSON.stringify({ spec: object['spec'] ?? null, status: object['status'] ?? null });
-  const annotations = Object.fromEntries(Object.entries(meta.annotations ?? {}).filter(([key]) => key !== 'kubectl.kubernetes.io/last-applied-configuration'));
+  if (kindId(kind) === kindId(FLUX_KUSTOMIZATIONS) || kindId(kind) === kindId(ARGO_APPLICATIONS))
+    return JSON.stringify({ spec: object['spec'] ?? null, status: object['status'] ?? null });
+  const annotations = Object.fromEntries(
+    Object.entries(meta.annotations ?? {}).filter(
+      ([key]) => key !== 'kubectl.kubernetes.io/last-applied-configuration',
+    ),
+  );
   const ready = (object as { status?: { ready?: unknown } }).status?.ready ?? null;
-  return JSON.stringify({ ...common, annotations, spec: object['spec'] ?? null, ready, owners: meta.ownerReferences ?? null });
+  return JSON.stringify({
+    ...common,
+    annotations,
+    spec: object['spec'] ?? null,
+    ready,
+    owners: meta.ownerReferences ?? null,
+  });
 }
 
 export class WatchFilter {
   private readonly seen = new Map<string, string>();
   private readonly stackSources = new Map<string, string>();
 
-  constructor(private readonly options: { defaultSource: string; inScope: (object: KubeObject) => boolean; onDelete?: (object: KubeObject) => void }) {}
+  constructor(
+    private readonly options: {
+      defaultSource: string;
+      inScope: (object: KubeObject) => boolean;
+      onDelete?: (object: KubeObject) => void;
+    },
+  ) {}
 
   /** Whether a watch event can change what we publish or report. */
   isRelevant(event: WatchEvent): boolean {

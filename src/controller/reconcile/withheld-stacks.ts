@@ -27,7 +27,12 @@ function publishedReleaseTags(previous: RenderedTree): string[] {
 
 /** The tags a source that cannot be listed falls back on: the published releases and the ClusterStackReleases that exist. */
 export function fallbackReleaseTags(previous: RenderedTree | undefined, releases: ClusterStackRelease[]): string[] {
-  return [...new Set([...(previous ? publishedReleaseTags(previous) : []), ...releases.map((release) => release.metadata.name)])].sort();
+  return [
+    ...new Set([
+      ...(previous ? publishedReleaseTags(previous) : []),
+      ...releases.map((release) => release.metadata.name),
+    ]),
+  ].sort();
 }
 
 /**
@@ -39,19 +44,31 @@ export function fallbackReleaseTags(previous: RenderedTree | undefined, releases
 export function standInStack(stack: ClusterStack, problems: Problem[], tags: string[]): ClusterStack | undefined {
   if (problems.some((problem) => IDENTITY_PATHS.includes(problem.path ?? ''))) return undefined;
   const spec = stack.spec as Partial<ClusterStack['spec']> | undefined;
-  if (typeof spec?.provider !== 'string' || typeof spec.name !== 'string' || typeof spec.kubernetesVersion !== 'string') return undefined;
+  if (typeof spec?.provider !== 'string' || typeof spec.name !== 'string' || typeof spec.kubernetesVersion !== 'string')
+    return undefined;
   const identity: ClusterStack = {
     apiVersion: stack.apiVersion,
     kind: stack.kind,
     metadata: { name: stack.metadata.name, namespace: namespaceOf(stack) },
-    spec: { provider: spec.provider, name: spec.name, kubernetesVersion: spec.kubernetesVersion, ...(typeof spec.channel === 'string' ? { channel: spec.channel } : {}) },
+    spec: {
+      provider: spec.provider,
+      name: spec.name,
+      kubernetesVersion: spec.kubernetesVersion,
+      ...(typeof spec.channel === 'string' ? { channel: spec.channel } : {}),
+    },
   };
   const versions = tags
     .map(tryParseReleaseTag)
     .filter((tag): tag is NonNullable<typeof tag> => tag !== undefined && releaseMatchesStack(tag, identity))
     .map((tag) => formatDotVersion(tag.version));
   if (versions.length === 0) return undefined;
-  identity.spec = { ...identity.spec, versions: [...new Set(versions)], autoSubscribe: false, noProvider: true, releaseSource: `${WITHHELD_SOURCE_PREFIX}${namespaceOf(stack)}/${stack.metadata.name}` };
+  identity.spec = {
+    ...identity.spec,
+    versions: [...new Set(versions)],
+    autoSubscribe: false,
+    noProvider: true,
+    releaseSource: `${WITHHELD_SOURCE_PREFIX}${namespaceOf(stack)}/${stack.metadata.name}`,
+  };
   return identity;
 }
 

@@ -4,7 +4,13 @@
 // `undefined` (the condition then waits for it), any other failure throws with the object named.
 // Every request, discovery included, carries the caller's AbortSignal: when the hook's deadline
 // passes, connections to a workload API server that never answers are closed, not left open.
-import { createConfiguration, KubeConfig, KubernetesObjectApi, ServerConfiguration, type RequestContext } from '@kubernetes/client-node';
+import {
+  createConfiguration,
+  KubeConfig,
+  KubernetesObjectApi,
+  ServerConfiguration,
+  type RequestContext,
+} from '@kubernetes/client-node';
 import type { WaitConditionObject } from '../../core/addon-wait-conditions.js';
 import { describeConditionObject } from '../../core/addon-wait-conditions.js';
 import type { SecretStore } from '../runtime/kube-client.js';
@@ -17,7 +23,12 @@ function objectApi(kubeConfig: KubeConfig, signal: AbortSignal, source: string):
   const configuration = createConfiguration({
     baseServer: new ServerConfiguration(server, {}),
     authMethods: { default: kubeConfig },
-    promiseMiddleware: [{ pre: async (context: RequestContext) => (context.setSignal(signal), context), post: async (response) => response }],
+    promiseMiddleware: [
+      {
+        pre: async (context: RequestContext) => (context.setSignal(signal), context),
+        post: async (response) => response,
+      },
+    ],
   });
   return new DefaultNamespaceObjectApi(configuration, kubeConfig);
 }
@@ -31,7 +42,8 @@ class DefaultNamespaceObjectApi extends KubernetesObjectApi {
 }
 
 function statusCode(error: unknown): number | undefined {
-  const code = (error as { code?: unknown; statusCode?: unknown }).code ?? (error as { statusCode?: unknown }).statusCode;
+  const code =
+    (error as { code?: unknown; statusCode?: unknown }).code ?? (error as { statusCode?: unknown }).statusCode;
   return typeof code === 'number' ? code : undefined;
 }
 
@@ -41,7 +53,10 @@ export function workloadObjectReader(secrets: Pick<SecretStore, 'readSecret'>): 
     const secretName = `${cluster.name}-kubeconfig`;
     const secret = await secrets.readSecret(cluster.namespace, secretName);
     const encoded = secret?.data?.['value'];
-    if (!encoded) throw new Error(`Secret ${cluster.namespace}/${secretName} (key value) does not exist yet; Cluster API writes it once the control plane is up`);
+    if (!encoded)
+      throw new Error(
+        `Secret ${cluster.namespace}/${secretName} (key value) does not exist yet; Cluster API writes it once the control plane is up`,
+      );
     const kubeConfig = new KubeConfig();
     try {
       kubeConfig.loadFromString(Buffer.from(encoded, 'base64').toString('utf8'));
@@ -52,7 +67,11 @@ export function workloadObjectReader(secrets: Pick<SecretStore, 'readSecret'>): 
     const result = new Map<string, Record<string, unknown> | undefined>();
     for (const object of objects) {
       try {
-        const read = await api.read({ apiVersion: object.apiVersion, kind: object.kind, metadata: { name: object.name, ...(object.namespace ? { namespace: object.namespace } : {}) } });
+        const read = await api.read({
+          apiVersion: object.apiVersion,
+          kind: object.kind,
+          metadata: { name: object.name, ...(object.namespace ? { namespace: object.namespace } : {}) },
+        });
         // A plain JSON shape, as the operator's unstructured content (dates as strings, no class instances).
         result.set(object.key, JSON.parse(JSON.stringify(read)) as Record<string, unknown>);
       } catch (error) {
@@ -60,7 +79,10 @@ export function workloadObjectReader(secrets: Pick<SecretStore, 'readSecret'>): 
           result.set(object.key, undefined);
           continue;
         }
-        throw new Error(`reading ${describeConditionObject(object)} from the workload cluster of ${cluster.namespace}/${cluster.name} failed: ${(error as Error).message.split('\n')[0]}`, { cause: error });
+        throw new Error(
+          `reading ${describeConditionObject(object)} from the workload cluster of ${cluster.namespace}/${cluster.name} failed: ${(error as Error).message.split('\n')[0]}`,
+          { cause: error },
+        );
       }
     }
     return result;

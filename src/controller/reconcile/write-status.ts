@@ -15,7 +15,10 @@ export interface StatusWriteResult {
 }
 
 /** An RFC 7386 merge patch turning `current` into `desired` at the top level (removed keys become null). */
-export function statusMergePatch(current: Record<string, unknown> | undefined, desired: Record<string, unknown>): Record<string, unknown> {
+export function statusMergePatch(
+  current: Record<string, unknown> | undefined,
+  desired: Record<string, unknown>,
+): Record<string, unknown> {
   const patch: Record<string, unknown> = {};
   for (const key of Object.keys(current ?? {})) if (!(key in desired) || desired[key] === undefined) patch[key] = null;
   for (const [key, value] of Object.entries(desired)) if (value !== undefined) patch[key] = value;
@@ -49,7 +52,8 @@ export async function writeStatus(
   for (let attempt = 1; ; attempt++) {
     const status = current['status'] as Record<string, unknown> | undefined;
     // After a conflict the fresh copy may already say it (another replica, or our own earlier write).
-    if (sameStatus(status, wanted)) return attempt === 1 ? { outcome: 'unchanged' } : { outcome: 'unchanged', object: current };
+    if (sameStatus(status, wanted))
+      return attempt === 1 ? { outcome: 'unchanged' } : { outcome: 'unchanged', object: current };
     const patch: Record<string, unknown> = { status: statusMergePatch(status, wanted) };
     if (current.metadata.resourceVersion) patch['metadata'] = { resourceVersion: current.metadata.resourceVersion };
     try {

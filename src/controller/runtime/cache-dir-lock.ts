@@ -14,8 +14,14 @@ const CACHE_LOCK_FILE = 'controller.pid';
 const CLONE_PARENTS = ['git', 'git-pr', 'git-history'];
 
 export class CacheDirBusyError extends Failure {
-  constructor(readonly dir: string, readonly pid: number) {
-    super('fix-input', `the cache directory ${dir} is in use by another controller (pid ${pid} on this host); give each controller its own --cache-dir (CLUSTERSTACK_CACHE_DIR)`);
+  constructor(
+    readonly dir: string,
+    readonly pid: number,
+  ) {
+    super(
+      'fix-input',
+      `the cache directory ${dir} is in use by another controller (pid ${pid} on this host); give each controller its own --cache-dir (CLUSTERSTACK_CACHE_DIR)`,
+    );
     this.name = 'CacheDirBusyError';
   }
 }
@@ -35,7 +41,10 @@ function alive(pid: number): boolean {
  * removes the git lock files that process may have left in its clones. Returns the files removed.
  * Throws CacheDirBusyError while another live process on this host owns the directory.
  */
-export async function claimCacheDir(cacheDir: string, options: { pid?: number; hostname?: string; isAlive?: (pid: number) => boolean } = {}): Promise<string[]> {
+export async function claimCacheDir(
+  cacheDir: string,
+  options: { pid?: number; hostname?: string; isAlive?: (pid: number) => boolean } = {},
+): Promise<string[]> {
   const pid = options.pid ?? process.pid;
   const hostname = options.hostname ?? os.hostname();
   const isAlive = options.isAlive ?? alive;
@@ -46,7 +55,13 @@ export async function claimCacheDir(cacheDir: string, options: { pid?: number; h
     () => undefined,
   );
   // In a restarted container the new process often gets the old pid: the same pid is the old us.
-  if (previous && typeof previous.pid === 'number' && previous.hostname === hostname && previous.pid !== pid && isAlive(previous.pid)) {
+  if (
+    previous &&
+    typeof previous.pid === 'number' &&
+    previous.hostname === hostname &&
+    previous.pid !== pid &&
+    isAlive(previous.pid)
+  ) {
     throw new CacheDirBusyError(cacheDir, previous.pid);
   }
   const temporary = `${file}.${pid}.tmp`;

@@ -27,7 +27,8 @@ interface HeaderHook {
 export function identifyClient(kubeConfig: KubeConfig): KubeConfig {
   const hook = kubeConfig as unknown as HeaderHook;
   if (hook[IDENTIFIED]) return kubeConfig;
-  if (typeof hook.applyOptions !== 'function') throw new Error('@kubernetes/client-node changed: KubeConfig.applyOptions is gone; update client-identity.ts');
+  if (typeof hook.applyOptions !== 'function')
+    throw new Error('@kubernetes/client-node changed: KubeConfig.applyOptions is gone; update client-identity.ts');
   const original = hook.applyOptions.bind(kubeConfig);
   hook.applyOptions = async (opts) => {
     await original(opts);

@@ -87,7 +87,8 @@ function discoveryResponse(handlers: ExtensionHandler[]): Record<string, unknown
 async function handle(handlers: ExtensionHandler[], req: IncomingMessage, res: ServerResponse): Promise<void> {
   const path = new URL(req.url ?? '/', 'https://localhost').pathname;
   const prefix = `/${HOOKS_API_VERSION}/`;
-  if (!path.startsWith(prefix)) return send(res, 404, failure('Status', `no runtime hook at ${path}; hooks live under ${prefix}`));
+  if (!path.startsWith(prefix))
+    return send(res, 404, failure('Status', `no runtime hook at ${path}; hooks live under ${prefix}`));
   const [hookSegment, nameSegment, ...rest] = path.slice(prefix.length).split('/');
   if (req.method !== 'POST') {
     res.setHeader('Allow', 'POST');
@@ -99,8 +100,19 @@ async function handle(handlers: ExtensionHandler[], req: IncomingMessage, res: S
     return send(res, 200, discoveryResponse(handlers));
   }
   // Cluster API may append the ExtensionConfig's name to the handler's (`<handler>.<config>`).
-  const handler = handlers.find((candidate) => candidate.hook.toLowerCase() === hookSegment && nameSegment !== undefined && rest.length === 0 && (nameSegment === candidate.name || nameSegment.startsWith(`${candidate.name}.`)));
-  if (!handler) return send(res, 404, failure('Status', `no handler at ${path}; discovery (${prefix}discovery) lists the handlers`));
+  const handler = handlers.find(
+    (candidate) =>
+      candidate.hook.toLowerCase() === hookSegment &&
+      nameSegment !== undefined &&
+      rest.length === 0 &&
+      (nameSegment === candidate.name || nameSegment.startsWith(`${candidate.name}.`)),
+  );
+  if (!handler)
+    return send(
+      res,
+      404,
+      failure('Status', `no handler at ${path}; discovery (${prefix}discovery) lists the handlers`),
+    );
   const responseKind = `${handler.hook}Response`;
   let request: unknown;
   try {
@@ -109,15 +121,32 @@ async function handle(handlers: ExtensionHandler[], req: IncomingMessage, res: S
     return send(res, 400, failure(responseKind, `the request is not JSON: ${(error as Error).message}`));
   }
   const body = request as Record<string, unknown>;
-  if (typeof request !== 'object' || request === null || Array.isArray(request) || body['kind'] !== `${handler.hook}Request` || body['apiVersion'] !== HOOKS_API_VERSION) {
-    return send(res, 400, failure(responseKind, `expected a ${handler.hook}Request of ${HOOKS_API_VERSION}, got ${JSON.stringify(body?.['kind'] ?? null)} of ${JSON.stringify(body?.['apiVersion'] ?? null)}`));
+  if (
+    typeof request !== 'object' ||
+    request === null ||
+    Array.isArray(request) ||
+    body['kind'] !== `${handler.hook}Request` ||
+    body['apiVersion'] !== HOOKS_API_VERSION
+  ) {
+    return send(
+      res,
+      400,
+      failure(
+        responseKind,
+        `expected a ${handler.hook}Request of ${HOOKS_API_VERSION}, got ${JSON.stringify(body?.['kind'] ?? null)} of ${JSON.stringify(body?.['apiVersion'] ?? null)}`,
+      ),
+    );
   }
   try {
     const answer = await handler.handle(body);
     return send(res, 200, { apiVersion: HOOKS_API_VERSION, kind: responseKind, ...answer });
   } catch (error) {
     // A Failure is what Cluster API understands; it retries and shows the message on the Cluster.
-    return send(res, 200, failure(responseKind, `the extension failed to handle the hook: ${(error as Error).message}`));
+    return send(
+      res,
+      200,
+      failure(responseKind, `the extension failed to handle the hook: ${(error as Error).message}`),
+    );
   }
 }
 

@@ -8,7 +8,15 @@ import type { KubeObject } from '../../api/types.js';
 import { InformerSet } from './informer-set.js';
 import type { KindReadState, ObjectCache, WatchedKind, WatchEvent } from './runtime-contract.js';
 import { kindId } from './runtime-contract.js';
-import { type DiscoverPreferredVersions, discoverWithClient, KindDiscovery, kindRefKey, type KindLookup, type KindRef, preferredVersionsWithClient } from './kind-discovery.js';
+import {
+  type DiscoverPreferredVersions,
+  discoverWithClient,
+  KindDiscovery,
+  kindRefKey,
+  type KindLookup,
+  type KindRef,
+  preferredVersionsWithClient,
+} from './kind-discovery.js';
 import { describeKubeError } from './informer-set.js';
 import { compareText } from '../../core/compare-text.js';
 
@@ -61,7 +69,13 @@ export class InformerCache implements KindCache {
   }
 
   private makeSet(kinds: WatchedKind[]): InformerSet {
-    return new InformerSet({ kubeConfig: this.options.kubeConfig, kinds, onEvent: this.options.onEvent, logger: this.options.logger, ...(this.options.onRestart ? { onRestart: this.options.onRestart } : {}) });
+    return new InformerSet({
+      kubeConfig: this.options.kubeConfig,
+      kinds,
+      onEvent: this.options.onEvent,
+      logger: this.options.logger,
+      ...(this.options.onRestart ? { onRestart: this.options.onRestart } : {}),
+    });
   }
 
   async start(): Promise<void> {
@@ -94,16 +108,24 @@ export class InformerCache implements KindCache {
     if (following.length === 0) return;
     let versions: Map<string, string>;
     try {
-      versions = await (this.options.preferredVersions ?? preferredVersionsWithClient(this.options.kubeConfig))([...new Set(following.map((kind) => kind.group))]);
+      versions = await (this.options.preferredVersions ?? preferredVersionsWithClient(this.options.kubeConfig))([
+        ...new Set(following.map((kind) => kind.group)),
+      ]);
     } catch (error) {
-      this.options.logger.warn({ error: String(describeKubeError(error)['message']) }, 'Could not read the API groups; watching the declared versions');
+      this.options.logger.warn(
+        { error: String(describeKubeError(error)['message']) },
+        'Could not read the API groups; watching the declared versions',
+      );
       return;
     }
     for (const kind of following) {
       const version = versions.get(kind.group);
       if (version === undefined || version === kind.version) continue;
       this.servedVersions.set(`${kind.group}/${kind.plural}`, version);
-      this.options.logger.info({ kind: kind.kind, apiVersion: `${kind.group}/${version}` }, 'Watching the version the API server prefers');
+      this.options.logger.info(
+        { kind: kind.kind, apiVersion: `${kind.group}/${version}` },
+        'Watching the version the API server prefers',
+      );
     }
     if (this.servedVersions.size === 0) return;
     this.watched = this.watched.map((kind) => this.served(kind));
@@ -111,13 +133,17 @@ export class InformerCache implements KindCache {
   }
 
   /** The kind as it is watched: a `preferredVersion` kind in the version the API server prefers. */
-  private served<T extends Pick<WatchedKind, 'group' | 'version' | 'plural'> & { preferredVersion?: boolean | undefined }>(kind: T): T {
+  private served<
+    T extends Pick<WatchedKind, 'group' | 'version' | 'plural'> & { preferredVersion?: boolean | undefined },
+  >(kind: T): T {
     const version = kind.preferredVersion ? this.servedVersions.get(`${kind.group}/${kind.plural}`) : undefined;
     return version === undefined ? kind : { ...kind, version };
   }
 
   /** Every watched entry of a kind (one per namespace it is watched in) and the set holding it. */
-  private entriesOf(declared: Pick<WatchedKind, 'group' | 'version' | 'plural'> & { preferredVersion?: boolean | undefined }): [WatchedKind, InformerSet][] {
+  private entriesOf(
+    declared: Pick<WatchedKind, 'group' | 'version' | 'plural'> & { preferredVersion?: boolean | undefined },
+  ): [WatchedKind, InformerSet][] {
     const kind = this.served(declared);
     const id = kindId(kind);
     const entries: [WatchedKind, InformerSet][] = [];
@@ -145,8 +171,16 @@ export class InformerCache implements KindCache {
     const states = this.entriesOf(kind).map(([watched, set]) => set.readState(watched));
     if (states.length === 0) return { listed: false };
     const failing = states.find((state) => state.failing)?.failing;
-    const served = states.some((state) => state.served === false) ? false : states.every((state) => state.served === true) ? true : undefined;
-    return { listed: states.every((state) => state.listed), ...(served !== undefined ? { served } : {}), ...(failing ? { failing } : {}) };
+    const served = states.some((state) => state.served === false)
+      ? false
+      : states.every((state) => state.served === true)
+        ? true
+        : undefined;
+    return {
+      listed: states.every((state) => state.listed),
+      ...(served !== undefined ? { served } : {}),
+      ...(failing ? { failing } : {}),
+    };
   }
 
   get(kind: WatchedKind, namespace: string | undefined, name: string): KubeObject | undefined {
@@ -161,14 +195,23 @@ export class InformerCache implements KindCache {
     const missing = groups.filter((group) => !this.groupVersions.has(group));
     if (missing.length > 0) {
       try {
-        const found = await (this.options.preferredVersions ?? preferredVersionsWithClient(this.options.kubeConfig))(missing);
+        const found = await (this.options.preferredVersions ?? preferredVersionsWithClient(this.options.kubeConfig))(
+          missing,
+        );
         // Positive answers are kept (a group's preferred version changes with an upgrade, which restarts us); absent groups are asked again.
         for (const [group, version] of found) this.groupVersions.set(group, version);
       } catch (error) {
-        this.options.logger.warn({ groups: missing, error: String(describeKubeError(error)['message']) }, 'Could not read the API groups; references naming only a group wait for the next reconcile');
+        this.options.logger.warn(
+          { groups: missing, error: String(describeKubeError(error)['message']) },
+          'Could not read the API groups; references naming only a group wait for the next reconcile',
+        );
       }
     }
-    return new Map(groups.flatMap((group) => (this.groupVersions.has(group) ? [[group, this.groupVersions.get(group)!] as const] : [])));
+    return new Map(
+      groups.flatMap((group) =>
+        this.groupVersions.has(group) ? [[group, this.groupVersions.get(group)!] as const] : [],
+      ),
+    );
   }
 
   async resolveKinds(refs: KindRef[]): Promise<Map<string, KindLookup>> {
@@ -177,7 +220,8 @@ export class InformerCache implements KindCache {
       const key = kindRefKey(ref);
       if (result.has(key)) continue;
       const lookup = await this.discovery.lookup(ref);
-      if (lookup.served && lookup.kind.namespaced && this.options.namespace !== undefined) result.set(key, { served: true, kind: { ...lookup.kind, namespace: this.options.namespace } });
+      if (lookup.served && lookup.kind.namespaced && this.options.namespace !== undefined)
+        result.set(key, { served: true, kind: { ...lookup.kind, namespace: this.options.namespace } });
       else result.set(key, lookup);
     }
     return result;
@@ -193,7 +237,15 @@ export class InformerCache implements KindCache {
         this.watched.push(kind);
         this.dynamic.set(id, set);
         this.since.set(id, Date.now());
-        this.options.logger.info({ kind: kind.kind, apiVersion: `${kind.group}/${kind.version}`, plural: kind.plural, namespace: kind.namespace ?? 'all' }, 'Watching a kind named by a ClusterStack or Cluster');
+        this.options.logger.info(
+          {
+            kind: kind.kind,
+            apiVersion: `${kind.group}/${kind.version}`,
+            plural: kind.plural,
+            namespace: kind.namespace ?? 'all',
+          },
+          'Watching a kind named by a ClusterStack or Cluster',
+        );
         if (this.running) void set.start();
       }
       if (set === this.core || set.isServed(kind) !== undefined) continue;
@@ -203,7 +255,10 @@ export class InformerCache implements KindCache {
       if (waited < this.listGraceMs) ready = false;
       else if (!this.givenUp.has(id)) {
         this.givenUp.add(id);
-        this.options.logger.warn({ kind: kind.kind, apiVersion: `${kind.group}/${kind.version}`, waitedMs: waited }, 'A watched kind has not listed; going on without it (check the RBAC rules for it)');
+        this.options.logger.warn(
+          { kind: kind.kind, apiVersion: `${kind.group}/${kind.version}`, waitedMs: waited },
+          'A watched kind has not listed; going on without it (check the RBAC rules for it)',
+        );
       }
     }
     return ready;

@@ -16,7 +16,16 @@ import {
 import type { KubeObject } from '../../api/types.js';
 import { type BackoffSteps, equalJitterDelay } from '../../core/backoff.js';
 import type { Logger } from '../../core/logger.js';
-import { systemClock, type Clock, type ClockTimer, type KindReadState, type ObjectCache, type WatchedKind, type WatchEvent, type WatchEventType } from './runtime-contract.js';
+import {
+  systemClock,
+  type Clock,
+  type ClockTimer,
+  type KindReadState,
+  type ObjectCache,
+  type WatchedKind,
+  type WatchEvent,
+  type WatchEventType,
+} from './runtime-contract.js';
 import { compareText } from '../../core/compare-text.js';
 import { Failure } from '../../core/failure.js';
 
@@ -48,9 +57,13 @@ export interface InformerSetOptions {
  * `.../namespaces/<ns>/<plural>` when the kind is watched in one namespace (a Role there is enough);
  * `/api/v1/...` for the core group.
  */
-function collectionPath(kind: Pick<WatchedKind, 'group' | 'version' | 'plural'> & { namespace?: string | undefined }): string {
+function collectionPath(
+  kind: Pick<WatchedKind, 'group' | 'version' | 'plural'> & { namespace?: string | undefined },
+): string {
   const base = kind.group === '' ? `/api/${kind.version}` : `/apis/${kind.group}/${kind.version}`;
-  return kind.namespace !== undefined ? `${base}/namespaces/${kind.namespace}/${kind.plural}` : `${base}/${kind.plural}`;
+  return kind.namespace !== undefined
+    ? `${base}/namespaces/${kind.namespace}/${kind.plural}`
+    : `${base}/${kind.plural}`;
 }
 
 /** `group/version/plural[@namespace]`, the identity of a watched kind in this set. */
@@ -59,7 +72,11 @@ function kindKey(kind: Pick<WatchedKind, 'group' | 'version' | 'plural'> & { nam
 }
 
 function kindFields(kind: WatchedKind): Record<string, unknown> {
-  return { kind: kind.kind, apiVersion: kind.group ? `${kind.group}/${kind.version}` : kind.version, ...(kind.namespace !== undefined ? { namespace: kind.namespace } : {}) };
+  return {
+    kind: kind.kind,
+    apiVersion: kind.group ? `${kind.group}/${kind.version}` : kind.version,
+    ...(kind.namespace !== undefined ? { namespace: kind.namespace } : {}),
+  };
 }
 
 /** The HTTP status of a client-node failure: ApiException `code`, Watch `statusCode`. */
@@ -129,7 +146,12 @@ class GuardedWatch extends Watch {
     done: (err: unknown) => void,
   ): Promise<AbortController> {
     try {
-      const controller = await super.watch(path, { timeoutSeconds: this.timeoutSeconds(), ...queryParams }, callback, done);
+      const controller = await super.watch(
+        path,
+        { timeoutSeconds: this.timeoutSeconds(), ...queryParams },
+        callback,
+        done,
+      );
       if (this.stopped()) controller.abort();
       return controller;
     } catch (error) {
@@ -198,17 +220,37 @@ export class InformerSet implements ObjectCache {
         const coreGroup = kind.group === '' ? CORE_GROUP_PATH : undefined;
         const result = (
           kind.namespace !== undefined
-            ? await custom.listNamespacedCustomObject({ group: kind.group, version: kind.version, plural: kind.plural, namespace: kind.namespace }, coreGroup)
-            : await custom.listClusterCustomObject({ group: kind.group, version: kind.version, plural: kind.plural }, coreGroup)
+            ? await custom.listNamespacedCustomObject(
+                { group: kind.group, version: kind.version, plural: kind.plural, namespace: kind.namespace },
+                coreGroup,
+              )
+            : await custom.listClusterCustomObject(
+                { group: kind.group, version: kind.version, plural: kind.plural },
+                coreGroup,
+              )
         ) as KubernetesListObject<KubernetesObject>;
         if (this.stopped) throw new StoppedError();
         this.listed(key);
         return result;
       };
       const watchTimeout = () => Math.max(1, Math.round((options.watchTimeoutSeconds ?? 300) * (1 + this.random())));
-      const informer = new ListWatch(collectionPath(kind), new GuardedWatch(options.kubeConfig, () => this.stopped, watchTimeout), list, false);
-      const state: KindState = { kind, informer, listed: false, served: undefined, failures: 0, errored: false, timer: undefined };
-      for (const type of ['add', 'update', 'delete'] as const) informer.on(type, (object) => this.forward(type, kind, object));
+      const informer = new ListWatch(
+        collectionPath(kind),
+        new GuardedWatch(options.kubeConfig, () => this.stopped, watchTimeout),
+        list,
+        false,
+      );
+      const state: KindState = {
+        kind,
+        informer,
+        listed: false,
+        served: undefined,
+        failures: 0,
+        errored: false,
+        timer: undefined,
+      };
+      for (const type of ['add', 'update', 'delete'] as const)
+        informer.on(type, (object) => this.forward(type, kind, object));
       informer.on('error', (error) => this.failed(state, error));
       this.states.set(key, state);
     }
@@ -257,7 +299,11 @@ export class InformerSet implements ObjectCache {
   /** Whether a kind's cache can be trusted now: listed, served, and its watch not failing. */
   readState(kind: WatchedKind): KindReadState {
     const state = this.stateOf(kind);
-    return { listed: state.listed, ...(state.served !== undefined ? { served: state.served } : {}), ...(state.failing ? { failing: { ...state.failing } } : {}) };
+    return {
+      listed: state.listed,
+      ...(state.served !== undefined ? { served: state.served } : {}),
+      ...(state.failing ? { failing: { ...state.failing } } : {}),
+    };
   }
 
   /** The cached objects of a kind in every namespace, sorted by namespace and name. Do not mutate them. */
@@ -269,7 +315,8 @@ export class InformerSet implements ObjectCache {
 
   /** One cached object; `namespace` is ignored for cluster-scoped kinds. Do not mutate it. */
   get(kind: WatchedKind, namespace: string | undefined, name: string): KubeObject | undefined {
-    return this.stateOf(kind).informer.get(name, kind.namespaced ? namespace : undefined) as unknown as KubeObject | undefined;
+    return this.stateOf(kind).informer.get(name, kind.namespaced ? namespace : undefined) as unknown as
+      KubeObject | undefined;
   }
 
   private stateOf(kind: WatchedKind): KindState {
@@ -318,7 +365,11 @@ export class InformerSet implements ObjectCache {
     const fields = kindFields(state.kind);
     let delayMs: number;
     if (httpStatusOf(error) === 404 && state.kind.optional) {
-      if (state.served !== false) this.options.logger.info({ ...fields, recheckInMs: this.absentRecheckMs }, 'optional kind is not served; looking again later');
+      if (state.served !== false)
+        this.options.logger.info(
+          { ...fields, recheckInMs: this.absentRecheckMs },
+          'optional kind is not served; looking again later',
+        );
       state.served = false;
       delete state.failing;
       delayMs = this.absentRecheckMs;
@@ -326,8 +377,14 @@ export class InformerSet implements ObjectCache {
       state.failures += 1;
       state.failing = { since: state.failing?.since ?? this.clock.now(), error: kubeErrorSentence(error) };
       delayMs = equalJitterDelay(state.failures - 1, this.restartPolicy, this.random);
-      const hint = httpStatusOf(error) === 404 ? { hint: 'the API server does not serve this kind: install its CustomResourceDefinition' } : {};
-      this.options.logger.warn({ ...fields, attempt: state.failures, retryInMs: delayMs, error: describeKubeError(error), ...hint }, 'watch failed; restarting after backoff');
+      const hint =
+        httpStatusOf(error) === 404
+          ? { hint: 'the API server does not serve this kind: install its CustomResourceDefinition' }
+          : {};
+      this.options.logger.warn(
+        { ...fields, attempt: state.failures, retryInMs: delayMs, error: describeKubeError(error), ...hint },
+        'watch failed; restarting after backoff',
+      );
       try {
         this.options.onRestart?.(state.kind);
       } catch (hookError) {
@@ -344,7 +401,10 @@ export class InformerSet implements ObjectCache {
       this.options.onEvent({ type, kind, object: object as unknown as KubeObject });
     } catch (error) {
       // A throwing callback is a bug; letting it escape would break the informer's own bookkeeping.
-      this.options.logger.error({ ...kindFields(kind), name: object.metadata?.name, error: describeKubeError(error) }, 'watch event handler failed');
+      this.options.logger.error(
+        { ...kindFields(kind), name: object.metadata?.name, error: describeKubeError(error) },
+        'watch event handler failed',
+      );
     }
   }
 }

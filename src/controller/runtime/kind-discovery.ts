@@ -38,10 +38,22 @@ export function discoverWithClient(kubeConfig: KubeConfig): DiscoverKind {
     const version = slash < 0 ? ref.apiVersion : ref.apiVersion.slice(slash + 1);
     try {
       const resource = await api.lookupResource(ref.apiVersion, ref.kind);
-      if (!resource) return { served: false, reason: `the API server serves ${ref.apiVersion} but no kind ${ref.kind} in it` };
-      return { served: true, kind: { group, version, kind: ref.kind, plural: resource.name, namespaced: resource.namespaced, optional: true } };
+      if (!resource)
+        return { served: false, reason: `the API server serves ${ref.apiVersion} but no kind ${ref.kind} in it` };
+      return {
+        served: true,
+        kind: {
+          group,
+          version,
+          kind: ref.kind,
+          plural: resource.name,
+          namespaced: resource.namespaced,
+          optional: true,
+        },
+      };
     } catch (error) {
-      if (httpStatusOf(error) === 404 || /404/.test(String((error as Error).message))) return { served: false, reason: `the API server does not serve ${ref.apiVersion}` };
+      if (httpStatusOf(error) === 404 || /404/.test(String((error as Error).message)))
+        return { served: false, reason: `the API server does not serve ${ref.apiVersion}` };
       throw error;
     }
   };
@@ -53,7 +65,10 @@ export class KindDiscovery {
   private readonly recheckMs: number;
   private readonly now: () => number;
 
-  constructor(private readonly discover: DiscoverKind, options: { recheckMs?: number; now?: () => number } = {}) {
+  constructor(
+    private readonly discover: DiscoverKind,
+    options: { recheckMs?: number; now?: () => number } = {},
+  ) {
     this.recheckMs = options.recheckMs ?? 30_000;
     this.now = options.now ?? Date.now;
   }
@@ -68,7 +83,10 @@ export class KindDiscovery {
       lookup = await this.discover(ref);
     } catch (error) {
       // A positive answer from before stays good; plurals do not change.
-      lookup = { served: false, reason: `discovery of ${ref.apiVersion} failed: ${String(describeKubeError(error)['message'])}` };
+      lookup = {
+        served: false,
+        reason: `discovery of ${ref.apiVersion} failed: ${String(describeKubeError(error)['message'])}`,
+      };
     }
     this.known.set(key, { lookup, at: this.now() });
     return lookup;

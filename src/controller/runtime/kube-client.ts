@@ -2,7 +2,15 @@
 // merge-patch (object or status subresource), delete, the Argo CD cluster Secrets, and Events.
 // Reconcilers receive the narrow slice they call (`StatusWriter`, `ObjectWriter`, ...), never the client.
 import { createHash } from 'node:crypto';
-import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig, type V1ConfigMap, type V1Secret } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  PatchStrategy,
+  setHeaderOptions,
+  type KubeConfig,
+  type V1ConfigMap,
+  type V1Secret,
+} from '@kubernetes/client-node';
 import type { KubeObject } from '../../api/types.js';
 import { FIELD_MANAGER, identifyClient } from './client-identity.js';
 import { describeKubeError, httpStatusOf } from './informer-set.js';
@@ -20,7 +28,11 @@ export interface ResourceKind {
 
 /** A failed API call: the HTTP status and the Status message, never headers or bodies with credentials. */
 export class KubeRequestError extends Failure {
-  constructor(readonly status: number | undefined, readonly operation: string, message: string) {
+  constructor(
+    readonly status: number | undefined,
+    readonly operation: string,
+    message: string,
+  ) {
     super('internal', `${operation}: ${status ? `HTTP ${status}: ` : ''}${message}`);
     this.name = 'KubeRequestError';
   }
@@ -31,7 +43,10 @@ export class KubeRequestError extends Failure {
    * as a 409: the copy we patched from is stale; read again and retry.
    */
   get conflict(): boolean {
-    return this.status === 409 || (this.status === 422 && /testing value \/metadata\/resourceVersion failed/.test(this.message));
+    return (
+      this.status === 409 ||
+      (this.status === 422 && /testing value \/metadata\/resourceVersion failed/.test(this.message))
+    );
   }
 
   get notFound(): boolean {
@@ -65,7 +80,13 @@ export interface ObjectWriter extends StatusWriter {
   /** Merge-patches the object (metadata, spec). */
   patch(kind: ResourceKind, namespace: string, name: string, patch: Record<string, unknown>): Promise<KubeObject>;
   /** Replaces `.spec` as a whole (a JSON patch), so fields the template dropped disappear. */
-  replaceSpec(kind: ResourceKind, namespace: string, name: string, spec: unknown, resourceVersion?: string): Promise<KubeObject>;
+  replaceSpec(
+    kind: ResourceKind,
+    namespace: string,
+    name: string,
+    spec: unknown,
+    resourceVersion?: string,
+  ): Promise<KubeObject>;
   /** Deletes; a missing object is fine. `uid` guards against deleting a recreated namesake. */
   remove(kind: ResourceKind, namespace: string, name: string, uid?: string): Promise<void>;
 }
@@ -74,7 +95,13 @@ export interface SecretStore {
   readSecret(namespace: string, name: string): Promise<SecretData | undefined>;
   listSecrets(namespace: string, labelSelector: string): Promise<SecretData[]>;
   /** Creates or replaces (when `resourceVersion` is given) a Secret from `stringData`. */
-  writeSecret(secret: { metadata: { name: string; namespace: string; labels: Record<string, string> }; stringData: Record<string, string> }, resourceVersion?: string): Promise<void>;
+  writeSecret(
+    secret: {
+      metadata: { name: string; namespace: string; labels: Record<string, string> };
+      stringData: Record<string, string>;
+    },
+    resourceVersion?: string,
+  ): Promise<void>;
   deleteSecret(namespace: string, name: string): Promise<void>;
 }
 
@@ -104,7 +131,11 @@ const MAX_EVENT_MESSAGE = 1024;
 
 /** Events are named by what they say, so the same event twice bumps a count instead of adding one. */
 function eventName(intent: EventIntent): string {
-  const digest = createHash('sha256').update(`${intent.regarding.kind}\n${intent.regarding.uid ?? intent.regarding.name}\n${intent.reason}\n${intent.message}`).digest('hex');
+  const digest = createHash('sha256')
+    .update(
+      `${intent.regarding.kind}\n${intent.regarding.uid ?? intent.regarding.name}\n${intent.reason}\n${intent.message}`,
+    )
+    .digest('hex');
   const base = intent.regarding.name.slice(0, 200);
   return `${base}.${digest.slice(0, 16)}`;
 }
@@ -115,12 +146,19 @@ export function createKubeClient(options: KubeClientOptions): KubeClient {
   const custom = options.kubeConfig.makeApiClient(CustomObjectsApi);
   const core = options.kubeConfig.makeApiClient(CoreV1Api);
   const now = options.now ?? (() => new Date());
-  const describe = (kind: ResourceKind, namespace: string, name?: string) => `${kind.plural}.${kind.group || 'core'} ${namespace}/${name ?? ''}`;
+  const describe = (kind: ResourceKind, namespace: string, name?: string) =>
+    `${kind.plural}.${kind.group || 'core'} ${namespace}/${name ?? ''}`;
 
   return {
     async get(kind, namespace, name) {
       try {
-        if (kind.namespaced === false) return (await custom.getClusterCustomObject({ group: kind.group, version: kind.version, plural: kind.plural, name })) as KubeObject;
+        if (kind.namespaced === false)
+          return (await custom.getClusterCustomObject({
+            group: kind.group,
+            version: kind.version,
+            plural: kind.plural,
+            name,
+          })) as KubeObject;
         return (await custom.getNamespacedCustomObject({ ...kind, namespace, name })) as KubeObject;
       } catch (error) {
         if (httpStatusOf(error) === 404) return undefined;
@@ -129,14 +167,22 @@ export function createKubeClient(options: KubeClientOptions): KubeClient {
     },
     async create(kind, namespace, object) {
       try {
-        return (await custom.createNamespacedCustomObject({ ...kind, namespace, body: object, fieldManager: FIELD_MANAGER })) as KubeObject;
+        return (await custom.createNamespacedCustomObject({
+          ...kind,
+          namespace,
+          body: object,
+          fieldManager: FIELD_MANAGER,
+        })) as KubeObject;
       } catch (error) {
         throw wrap(error, `create ${describe(kind, namespace, object.metadata.name)}`);
       }
     },
     async patch(kind, namespace, name, patch) {
       try {
-        return (await custom.patchNamespacedCustomObject({ ...kind, namespace, name, body: patch, fieldManager: FIELD_MANAGER }, MERGE_PATCH())) as KubeObject;
+        return (await custom.patchNamespacedCustomObject(
+          { ...kind, namespace, name, body: patch, fieldManager: FIELD_MANAGER },
+          MERGE_PATCH(),
+        )) as KubeObject;
       } catch (error) {
         throw wrap(error, `patch ${describe(kind, namespace, name)}`);
       }
@@ -146,22 +192,44 @@ export function createKubeClient(options: KubeClientOptions): KubeClient {
       if (resourceVersion) ops.push({ op: 'test', path: '/metadata/resourceVersion', value: resourceVersion });
       ops.push({ op: 'add', path: '/spec', value: spec });
       try {
-        return (await custom.patchNamespacedCustomObject({ ...kind, namespace, name, body: ops, fieldManager: FIELD_MANAGER }, JSON_PATCH())) as KubeObject;
+        return (await custom.patchNamespacedCustomObject(
+          { ...kind, namespace, name, body: ops, fieldManager: FIELD_MANAGER },
+          JSON_PATCH(),
+        )) as KubeObject;
       } catch (error) {
         throw wrap(error, `patch spec of ${describe(kind, namespace, name)}`);
       }
     },
     async patchStatus(kind, namespace, name, patch) {
       try {
-        if (kind.namespaced === false) return (await custom.patchClusterCustomObjectStatus({ group: kind.group, version: kind.version, plural: kind.plural, name, body: patch, fieldManager: FIELD_MANAGER }, MERGE_PATCH())) as KubeObject;
-        return (await custom.patchNamespacedCustomObjectStatus({ ...kind, namespace, name, body: patch, fieldManager: FIELD_MANAGER }, MERGE_PATCH())) as KubeObject;
+        if (kind.namespaced === false)
+          return (await custom.patchClusterCustomObjectStatus(
+            {
+              group: kind.group,
+              version: kind.version,
+              plural: kind.plural,
+              name,
+              body: patch,
+              fieldManager: FIELD_MANAGER,
+            },
+            MERGE_PATCH(),
+          )) as KubeObject;
+        return (await custom.patchNamespacedCustomObjectStatus(
+          { ...kind, namespace, name, body: patch, fieldManager: FIELD_MANAGER },
+          MERGE_PATCH(),
+        )) as KubeObject;
       } catch (error) {
         throw wrap(error, `patch status of ${describe(kind, namespace, name)}`);
       }
     },
     async remove(kind, namespace, name, uid) {
       try {
-        await custom.deleteNamespacedCustomObject({ ...kind, namespace, name, ...(uid ? { body: { preconditions: { uid } } } : {}) });
+        await custom.deleteNamespacedCustomObject({
+          ...kind,
+          namespace,
+          name,
+          ...(uid ? { body: { preconditions: { uid } } } : {}),
+        });
       } catch (error) {
         if (httpStatusOf(error) === 404) return;
         throw wrap(error, `delete ${describe(kind, namespace, name)}`);
@@ -199,12 +267,32 @@ export function createKubeClient(options: KubeClientOptions): KubeClient {
       }
     },
     async writeSecret(secret, resourceVersion) {
-      const body: V1Secret = { apiVersion: 'v1', kind: 'Secret', type: 'Opaque', metadata: { ...secret.metadata, ...(resourceVersion ? { resourceVersion } : {}) }, stringData: secret.stringData };
+      const body: V1Secret = {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        type: 'Opaque',
+        metadata: { ...secret.metadata, ...(resourceVersion ? { resourceVersion } : {}) },
+        stringData: secret.stringData,
+      };
       try {
-        if (resourceVersion) await core.replaceNamespacedSecret({ namespace: secret.metadata.namespace, name: secret.metadata.name, body, fieldManager: FIELD_MANAGER });
-        else await core.createNamespacedSecret({ namespace: secret.metadata.namespace, body, fieldManager: FIELD_MANAGER });
+        if (resourceVersion)
+          await core.replaceNamespacedSecret({
+            namespace: secret.metadata.namespace,
+            name: secret.metadata.name,
+            body,
+            fieldManager: FIELD_MANAGER,
+          });
+        else
+          await core.createNamespacedSecret({
+            namespace: secret.metadata.namespace,
+            body,
+            fieldManager: FIELD_MANAGER,
+          });
       } catch (error) {
-        throw wrap(error, `${resourceVersion ? 'replace' : 'create'} secret ${secret.metadata.namespace}/${secret.metadata.name}`);
+        throw wrap(
+          error,
+          `${resourceVersion ? 'replace' : 'create'} secret ${secret.metadata.namespace}/${secret.metadata.name}`,
+        );
       }
     },
     async deleteSecret(namespace, name) {
@@ -220,7 +308,13 @@ export function createKubeClient(options: KubeClientOptions): KubeClient {
       const namespace = intent.regarding.namespace;
       const name = eventName(intent);
       const stamp = now();
-      const involvedObject = { apiVersion: intent.regarding.apiVersion, kind: intent.regarding.kind, name: intent.regarding.name, namespace, ...(intent.regarding.uid ? { uid: intent.regarding.uid } : {}) };
+      const involvedObject = {
+        apiVersion: intent.regarding.apiVersion,
+        kind: intent.regarding.kind,
+        name: intent.regarding.name,
+        namespace,
+        ...(intent.regarding.uid ? { uid: intent.regarding.uid } : {}),
+      };
       try {
         await core.createNamespacedEvent({
           namespace,
@@ -244,7 +338,15 @@ export function createKubeClient(options: KubeClientOptions): KubeClient {
         // The same event again: count it on the existing one.
         try {
           const existing = await core.readNamespacedEvent({ namespace, name });
-          await core.patchNamespacedEvent({ namespace, name, body: { count: (existing.count ?? 1) + 1, lastTimestamp: stamp.toISOString() }, fieldManager: FIELD_MANAGER }, MERGE_PATCH());
+          await core.patchNamespacedEvent(
+            {
+              namespace,
+              name,
+              body: { count: (existing.count ?? 1) + 1, lastTimestamp: stamp.toISOString() },
+              fieldManager: FIELD_MANAGER,
+            },
+            MERGE_PATCH(),
+          );
         } catch (patchError) {
           throw wrap(patchError, `update event ${namespace}/${name}`);
         }
@@ -267,5 +369,11 @@ function toConfigMapObject(configMap: V1ConfigMap): KubeObject {
   if (configMap.metadata?.namespace) metadata.namespace = configMap.metadata.namespace;
   if (configMap.metadata?.labels) metadata.labels = configMap.metadata.labels;
   if (configMap.metadata?.annotations) metadata.annotations = configMap.metadata.annotations;
-  return { apiVersion: 'v1', kind: 'ConfigMap', metadata, ...(configMap.data ? { data: configMap.data } : {}), ...(configMap.binaryData ? { binaryData: configMap.binaryData } : {}) } as KubeObject;
+  return {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata,
+    ...(configMap.data ? { data: configMap.data } : {}),
+    ...(configMap.binaryData ? { binaryData: configMap.binaryData } : {}),
+  } as KubeObject;
 }

@@ -10,7 +10,13 @@
 // Hand-written on purpose: @kubernetes/client-node ships no leader election, and the npm packages
 // that offer one are small single-author projects that judge expiry from the Lease's timestamps
 // (so clock skew between replicas decides who leads). No maintained library fits.
-import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease, type V1LeaseSpec } from '@kubernetes/client-node';
+import {
+  CoordinationV1Api,
+  V1MicroTime,
+  type KubeConfig,
+  type V1Lease,
+  type V1LeaseSpec,
+} from '@kubernetes/client-node';
 import { FIELD_MANAGER, identifyClient } from './client-identity.js';
 import { describeKubeError, httpStatusOf } from './informer-set.js';
 import type { Logger } from '../../core/logger.js';
@@ -47,8 +53,15 @@ export interface LeaderCallbacks {
 
 /** The lease record as compared between polls: any change means its holder is alive (or changed). */
 function recordOf(spec: V1LeaseSpec | undefined): string {
-  const time = (value: unknown) => (value instanceof Date ? value.toISOString() : value === undefined || value === null ? null : String(value));
-  return JSON.stringify([spec?.holderIdentity ?? '', spec?.leaseDurationSeconds ?? null, time(spec?.acquireTime), time(spec?.renewTime), spec?.leaseTransitions ?? null]);
+  const time = (value: unknown) =>
+    value instanceof Date ? value.toISOString() : value === undefined || value === null ? null : String(value);
+  return JSON.stringify([
+    spec?.holderIdentity ?? '',
+    spec?.leaseDurationSeconds ?? null,
+    time(spec?.acquireTime),
+    time(spec?.renewTime),
+    spec?.leaseTransitions ?? null,
+  ]);
 }
 
 /** Campaigns for a Lease and keeps it while leading. */
@@ -67,8 +80,10 @@ export class LeaderElector {
 
   constructor(private readonly options: LeaderElectorOptions) {
     const { leaseDurationMs, renewDeadlineMs, retryPeriodMs } = options;
-    if (!(leaseDurationMs > renewDeadlineMs)) throw new Error('leader election: leaseDurationMs must be greater than renewDeadlineMs');
-    if (!(renewDeadlineMs > retryPeriodMs) || !(retryPeriodMs > 0)) throw new Error('leader election: renewDeadlineMs must be greater than retryPeriodMs, which must be positive');
+    if (!(leaseDurationMs > renewDeadlineMs))
+      throw new Error('leader election: leaseDurationMs must be greater than renewDeadlineMs');
+    if (!(renewDeadlineMs > retryPeriodMs) || !(retryPeriodMs > 0))
+      throw new Error('leader election: renewDeadlineMs must be greater than retryPeriodMs, which must be positive');
     this.api = identifyClient(options.kubeConfig).makeApiClient(CoordinationV1Api);
     this.clock = options.clock ?? systemClock;
     this.leaseDurationSeconds = Math.max(1, Math.ceil(leaseDurationMs / 1000));
@@ -134,13 +149,20 @@ export class LeaderElector {
 
     this.leading = false;
     leadership.abort(new Error('leadership ended'));
-    if (lost) log.error({ ...fields, renewDeadlineMs: this.options.renewDeadlineMs }, 'lost leadership: could not renew the lease in time');
+    if (lost)
+      log.error(
+        { ...fields, renewDeadlineMs: this.options.renewDeadlineMs },
+        'lost leadership: could not renew the lease in time',
+      );
     else log.info(fields, 'stopped leading');
     try {
       callbacks.onStoppedLeading();
     } finally {
       // Also after a loss: a renewal that timed out may still have landed, and the release checks the holder.
-      await this.withTimeout(this.release().then(() => true), this.options.renewDeadlineMs);
+      await this.withTimeout(
+        this.release().then(() => true),
+        this.options.renewDeadlineMs,
+      );
     }
     if (failure !== undefined) throw failure;
   }
@@ -174,9 +196,21 @@ export class LeaderElector {
     // 1. The leader renews straight from the lease it last wrote; a conflict falls back to reading it.
     if (this.holdsObserved() && this.observedValid(now)) {
       const known = this.observed!.lease;
-      const renewed: V1Lease = { ...known, spec: { ...known.spec, holderIdentity: identity, leaseDurationSeconds: this.leaseDurationSeconds, renewTime: stamp } };
+      const renewed: V1Lease = {
+        ...known,
+        spec: {
+          ...known.spec,
+          holderIdentity: identity,
+          leaseDurationSeconds: this.leaseDurationSeconds,
+          renewTime: stamp,
+        },
+      };
       try {
-        this.setObserved(await this.api.replaceNamespacedLease({ name, namespace, body: renewed, fieldManager: FIELD_MANAGER }), this.clock.now(), callbacks);
+        this.setObserved(
+          await this.api.replaceNamespacedLease({ name, namespace, body: renewed, fieldManager: FIELD_MANAGER }),
+          this.clock.now(),
+          callbacks,
+        );
         return true;
       } catch (error) {
         if (httpStatusOf(error) !== 409) this.attemptFailed(error);
@@ -193,7 +227,16 @@ export class LeaderElector {
         const created = await this.api.createNamespacedLease({
           namespace,
           fieldManager: FIELD_MANAGER,
-          body: { metadata: { name, namespace }, spec: { holderIdentity: identity, leaseDurationSeconds: this.leaseDurationSeconds, acquireTime: stamp, renewTime: stamp, leaseTransitions: 0 } },
+          body: {
+            metadata: { name, namespace },
+            spec: {
+              holderIdentity: identity,
+              leaseDurationSeconds: this.leaseDurationSeconds,
+              acquireTime: stamp,
+              renewTime: stamp,
+              leaseTransitions: 0,
+            },
+          },
         });
         this.setObserved(created, this.clock.now(), callbacks);
         return true;
@@ -214,17 +257,36 @@ export class LeaderElector {
   }
 
   /** Writes this replica into the lease it read, as its new holder or renewing its hold; false when another wrote first. */
-  private async takeOrRenew(lease: V1Lease, holder: string | undefined, stamp: V1MicroTime, callbacks: LeaderCallbacks): Promise<boolean> {
+  private async takeOrRenew(
+    lease: V1Lease,
+    holder: string | undefined,
+    stamp: V1MicroTime,
+    callbacks: LeaderCallbacks,
+  ): Promise<boolean> {
     const { namespace, name, identity } = this.options;
     const spec: V1LeaseSpec = lease.spec ?? {};
-    const next: V1LeaseSpec = { ...spec, holderIdentity: identity, leaseDurationSeconds: this.leaseDurationSeconds, renewTime: stamp };
+    const next: V1LeaseSpec = {
+      ...spec,
+      holderIdentity: identity,
+      leaseDurationSeconds: this.leaseDurationSeconds,
+      renewTime: stamp,
+    };
     if (holder !== identity) {
       next.acquireTime = stamp;
       next.leaseTransitions = (spec.leaseTransitions ?? 0) + 1;
     }
     try {
       // metadata.resourceVersion makes this conditional: a 409 means someone else wrote first.
-      this.setObserved(await this.api.replaceNamespacedLease({ name, namespace, body: { ...lease, spec: next }, fieldManager: FIELD_MANAGER }), this.clock.now(), callbacks);
+      this.setObserved(
+        await this.api.replaceNamespacedLease({
+          name,
+          namespace,
+          body: { ...lease, spec: next },
+          fieldManager: FIELD_MANAGER,
+        }),
+        this.clock.now(),
+        callbacks,
+      );
     } catch (error) {
       return httpStatusOf(error) === 409 ? false : this.attemptFailed(error);
     }
@@ -244,12 +306,18 @@ export class LeaderElector {
       this.options.logger.info({ lease: `${namespace}/${name}`, identity }, 'released the leader lease');
     } catch (error) {
       // The lease expires by itself; a failed release only delays the next leader.
-      this.options.logger.warn({ lease: `${namespace}/${name}`, error: describeKubeError(error) }, 'could not release the leader lease; it will expire');
+      this.options.logger.warn(
+        { lease: `${namespace}/${name}`, error: describeKubeError(error) },
+        'could not release the leader lease; it will expire',
+      );
     }
   }
 
   private attemptFailed(error: unknown): false {
-    this.options.logger.warn({ lease: `${this.options.namespace}/${this.options.name}`, error: describeKubeError(error) }, 'leader lease request failed');
+    this.options.logger.warn(
+      { lease: `${this.options.namespace}/${this.options.name}`, error: describeKubeError(error) },
+      'leader lease request failed',
+    );
     return false;
   }
 

@@ -30,13 +30,19 @@ function leaderEndpointSlice(endpoint: LeaderEndpoint): KubeObject {
   return {
     apiVersion: 'discovery.k8s.io/v1',
     kind: 'EndpointSlice',
-    metadata: { name: `${endpoint.service}-leader`, namespace: endpoint.namespace, labels: { [SERVICE_NAME_LABEL]: endpoint.service, [MANAGED_BY_LABEL]: MANAGED_BY } },
+    metadata: {
+      name: `${endpoint.service}-leader`,
+      namespace: endpoint.namespace,
+      labels: { [SERVICE_NAME_LABEL]: endpoint.service, [MANAGED_BY_LABEL]: MANAGED_BY },
+    },
     addressType: endpoint.podIP.includes(':') ? 'IPv6' : 'IPv4',
     endpoints: [
       {
         addresses: [endpoint.podIP],
         conditions: { ready: true },
-        ...(endpoint.podName ? { targetRef: { kind: 'Pod', namespace: endpoint.namespace, name: endpoint.podName } } : {}),
+        ...(endpoint.podName
+          ? { targetRef: { kind: 'Pod', namespace: endpoint.namespace, name: endpoint.podName } }
+          : {}),
       },
     ],
     ports: [{ name: endpoint.portName, port: endpoint.port, protocol: 'TCP' }],
@@ -44,7 +50,10 @@ function leaderEndpointSlice(endpoint: LeaderEndpoint): KubeObject {
 }
 
 /** Writes the EndpointSlice (creates it, or replaces its endpoints and ports). */
-export async function publishLeaderEndpoint(kube: Pick<ObjectWriter, 'get' | 'create' | 'patch'>, endpoint: LeaderEndpoint): Promise<void> {
+export async function publishLeaderEndpoint(
+  kube: Pick<ObjectWriter, 'get' | 'create' | 'patch'>,
+  endpoint: LeaderEndpoint,
+): Promise<void> {
   const desired = leaderEndpointSlice(endpoint);
   const name = desired.metadata.name;
   const live = await kube.get(ENDPOINT_SLICES, endpoint.namespace, name);
@@ -53,5 +62,9 @@ export async function publishLeaderEndpoint(kube: Pick<ObjectWriter, 'get' | 'cr
     return;
   }
   // A merge patch replaces lists whole: the endpoints become this replica's alone.
-  await kube.patch(ENDPOINT_SLICES, endpoint.namespace, name, { metadata: { labels: desired.metadata.labels }, endpoints: desired['endpoints'], ports: desired['ports'] });
+  await kube.patch(ENDPOINT_SLICES, endpoint.namespace, name, {
+    metadata: { labels: desired.metadata.labels },
+    endpoints: desired['endpoints'],
+    ports: desired['ports'],
+  });
 }

@@ -9,7 +9,18 @@ export interface LoggerOptions {
   destination?: DestinationStream;
 }
 
-const SECRET_KEYS = ['token', 'password', 'authorization', 'cookie', 'githubToken', 'gitToken', 'registryPassword', 'bearerToken', 'clientKey', 'client-key-data'];
+const SECRET_KEYS = [
+  'token',
+  'password',
+  'authorization',
+  'cookie',
+  'githubToken',
+  'gitToken',
+  'registryPassword',
+  'bearerToken',
+  'clientKey',
+  'client-key-data',
+];
 
 /**
  * Paths pino censors. pino's `*` matches exactly one level, so each secret key is listed at the top
@@ -20,10 +31,23 @@ const REDACT_PATHS: readonly string[] = Object.freeze(
     const k = /^[A-Za-z_$][\w$]*$/.test(key) ? key : `["${key}"]`;
     const join = (prefix: string) => (k.startsWith('[') ? `${prefix}${k}` : `${prefix}.${k}`);
     return [k, join('*'), join('*.*'), join('*.*.*')];
-  }).concat(['headers["set-cookie"]', '*.headers["set-cookie"]', '*.*.headers["set-cookie"]', 'headers["proxy-authorization"]', '*.headers["proxy-authorization"]']),
+  }).concat([
+    'headers["set-cookie"]',
+    '*.headers["set-cookie"]',
+    '*.*.headers["set-cookie"]',
+    'headers["proxy-authorization"]',
+    '*.headers["proxy-authorization"]',
+  ]),
 );
 
-const LEVEL_NAMES: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
+const LEVEL_NAMES: Record<number, string> = {
+  10: 'TRACE',
+  20: 'DEBUG',
+  30: 'INFO',
+  40: 'WARN',
+  50: 'ERROR',
+  60: 'FATAL',
+};
 
 /** A destination that turns pino's JSON lines into `time LEVEL message key=value ...` (after redaction). */
 function prettyDestination(target: DestinationStream): DestinationStream {
@@ -37,9 +61,13 @@ function prettyDestination(target: DestinationStream): DestinationStream {
         return;
       }
       const { level, time, msg, pid: _pid, hostname: _hostname, ...fields } = entry;
-      const rest = Object.entries(fields).map(([key, value]) => `${key}=${typeof value === 'string' ? value : JSON.stringify(value)}`);
+      const rest = Object.entries(fields).map(
+        ([key, value]) => `${key}=${typeof value === 'string' ? value : JSON.stringify(value)}`,
+      );
       const stamp = typeof time === 'number' ? new Date(time).toISOString() : '';
-      target.write(`${stamp} ${LEVEL_NAMES[level as number] ?? String(level)} ${String(msg ?? '')}${rest.length ? ` ${rest.join(' ')}` : ''}\n`);
+      target.write(
+        `${stamp} ${LEVEL_NAMES[level as number] ?? String(level)} ${String(msg ?? '')}${rest.length ? ` ${rest.join(' ')}` : ''}\n`,
+      );
     },
   };
 }
@@ -70,11 +98,25 @@ export interface WarningSource {
  * break JSON log ingestion. Node's own printer is a `warning` listener: it is removed, and put
  * back by the function returned.
  */
-export function logProcessWarnings(logger: Logger, source: WarningSource = process as unknown as WarningSource): () => void {
+export function logProcessWarnings(
+  logger: Logger,
+  source: WarningSource = process as unknown as WarningSource,
+): () => void {
   const previous = source.listeners('warning');
   source.removeAllListeners('warning');
   const listener = (warning: Error & { code?: string; detail?: string }): void => {
-    logger.warn({ warning: { name: warning.name, message: warning.message, ...(warning.code ? { code: warning.code } : {}), ...(warning.detail ? { detail: warning.detail } : {}), stack: warning.stack } }, 'Node.js process warning');
+    logger.warn(
+      {
+        warning: {
+          name: warning.name,
+          message: warning.message,
+          ...(warning.code ? { code: warning.code } : {}),
+          ...(warning.detail ? { detail: warning.detail } : {}),
+          stack: warning.stack,
+        },
+      },
+      'Node.js process warning',
+    );
   };
   source.on('warning', listener);
   return () => {

@@ -40,29 +40,73 @@ export interface PrometheusMetricsOptions {
 export class PrometheusMetrics implements ControllerMetrics {
   readonly registry = new Registry();
 
-  private readonly reconcileCounter = new Counter({ name: 'clusterstack_reconcile_total', help: 'Reconciles by result.', labelNames: ['result'], registers: [this.registry] });
-  private readonly reconcileErrors = new Counter({ name: 'clusterstack_reconcile_errors_total', help: 'Reconciles that failed.', registers: [this.registry] });
+  private readonly reconcileCounter = new Counter({
+    name: 'clusterstack_reconcile_total',
+    help: 'Reconciles by result.',
+    labelNames: ['result'],
+    registers: [this.registry],
+  });
+  private readonly reconcileErrors = new Counter({
+    name: 'clusterstack_reconcile_errors_total',
+    help: 'Reconciles that failed.',
+    registers: [this.registry],
+  });
   private readQueueDepth: () => number = () => 0;
   private readLeader: () => number = () => 0;
-  private readonly queueDepth = new Gauge({ name: 'clusterstack_workqueue_depth', help: 'Keys waiting in the work queue.', registers: [this.registry], collect: atScrape(() => this.readQueueDepth()) });
-  private readonly renderSeconds = new Histogram({ name: 'clusterstack_render_duration_seconds', help: 'Time to render manifests.', buckets: DURATION_BUCKETS, registers: [this.registry] });
-  private readonly publishSeconds = new Histogram({ name: 'clusterstack_publish_duration_seconds', help: 'Time to publish rendered manifests.', buckets: DURATION_BUCKETS, registers: [this.registry] });
-  private readonly helmProcessCount = new Counter({ name: 'clusterstack_helm_processes_total', help: 'helm processes started.', registers: [this.registry] });
+  private readonly queueDepth = new Gauge({
+    name: 'clusterstack_workqueue_depth',
+    help: 'Keys waiting in the work queue.',
+    registers: [this.registry],
+    collect: atScrape(() => this.readQueueDepth()),
+  });
+  private readonly renderSeconds = new Histogram({
+    name: 'clusterstack_render_duration_seconds',
+    help: 'Time to render manifests.',
+    buckets: DURATION_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly publishSeconds = new Histogram({
+    name: 'clusterstack_publish_duration_seconds',
+    help: 'Time to publish rendered manifests.',
+    buckets: DURATION_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly helmProcessCount = new Counter({
+    name: 'clusterstack_helm_processes_total',
+    help: 'helm processes started.',
+    registers: [this.registry],
+  });
   private readonly remoteRequests = new Counter({
     name: 'clusterstack_remote_requests_total',
     help: 'Requests to GitHub, OCI registries and Git remotes by outcome.',
     labelNames: ['kind', 'outcome'],
     registers: [this.registry],
   });
-  private readonly leader = new Gauge({ name: 'clusterstack_leader', help: '1 while this replica holds the leader lease.', registers: [this.registry], collect: atScrape(() => this.readLeader()) });
+  private readonly leader = new Gauge({
+    name: 'clusterstack_leader',
+    help: '1 while this replica holds the leader lease.',
+    registers: [this.registry],
+    collect: atScrape(() => this.readLeader()),
+  });
   private readonly hookResponses = new Counter({
     name: 'clusterstack_lifecycle_hook_responses_total',
     help: 'Cluster API lifecycle hook calls answered, by hook and outcome (ready, waiting, timed-out, not-ours; standby: answered by a replica that does not lead).',
     labelNames: ['hook', 'outcome'],
     registers: [this.registry],
   });
-  private readonly hookSeconds = new Histogram({ name: 'clusterstack_lifecycle_hook_duration_seconds', help: 'Time to answer a Cluster API lifecycle hook call, by hook.', labelNames: ['hook'], buckets: DURATION_BUCKETS, registers: [this.registry] });
-  private readonly informerRestarts = new Counter({ name: 'clusterstack_informer_restarts_total', help: 'Watches restarted after an error, by kind.', labelNames: ['kind'], registers: [this.registry] });
+  private readonly hookSeconds = new Histogram({
+    name: 'clusterstack_lifecycle_hook_duration_seconds',
+    help: 'Time to answer a Cluster API lifecycle hook call, by hook.',
+    labelNames: ['hook'],
+    buckets: DURATION_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly informerRestarts = new Counter({
+    name: 'clusterstack_informer_restarts_total',
+    help: 'Watches restarted after an error, by kind.',
+    labelNames: ['kind'],
+    registers: [this.registry],
+  });
 
   // prom-client reads values asynchronously; the runtime and its tests need the reconcile counts
   // at once (to wait for a settled reconcile), so they are also kept here.
@@ -75,7 +119,8 @@ export class PrometheusMetrics implements ControllerMetrics {
     // Every labelled series the controller can write exists from the start (at 0), so rate() and
     // alerts see a series before the first event.
     for (const result of RECONCILE_RESULTS) this.reconcileCounter.inc({ result }, 0);
-    for (const kind of REMOTE_KINDS) for (const outcome of REMOTE_OUTCOMES) this.remoteRequests.inc({ kind, outcome }, 0);
+    for (const kind of REMOTE_KINDS)
+      for (const outcome of REMOTE_OUTCOMES) this.remoteRequests.inc({ kind, outcome }, 0);
     for (const hook of HOOKS) for (const outcome of HOOK_OUTCOMES) this.hookResponses.inc({ hook, outcome }, 0);
     if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
   }

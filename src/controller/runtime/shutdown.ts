@@ -34,7 +34,10 @@ export function signalExitCode(signal: NodeJS.Signals): number {
  * flight finishes, or is abandoned at its own, shorter timeout), then stop the leader elector,
  * which releases the lease only after that publish ended, and close the health server.
  */
-export function onShutdownSignals(handler: (signal: NodeJS.Signals, abort: AbortSignal) => Promise<void>, options: ShutdownSignalOptions): () => void {
+export function onShutdownSignals(
+  handler: (signal: NodeJS.Signals, abort: AbortSignal) => Promise<void>,
+  options: ShutdownSignalOptions,
+): () => void {
   const target: SignalTarget = options.process ?? process;
   const clock = options.clock ?? systemClock;
   const signals = options.signals ?? ['SIGTERM', 'SIGINT'];

@@ -79,7 +79,12 @@ export interface AddOptions {
  * The delay before retrying a key that failed `failures` times in a row: "full jitter", a random
  * point in [0, min(max, base * 2^(failures-1))).
  */
-export function failureBackoffMs(failures: number, baseDelayMs: number, maxDelayMs: number, random: () => number): number {
+export function failureBackoffMs(
+  failures: number,
+  baseDelayMs: number,
+  maxDelayMs: number,
+  random: () => number,
+): number {
   return fullJitterDelay(failures - 1, { baseDelayMs, maxDelayMs }, random);
 }
 
@@ -172,10 +177,13 @@ export class KeyedWorkQueue implements WorkQueue {
     const firstAt = open?.firstAt ?? now;
     const inputsChanged = Boolean(open?.inputsChanged || options.inputsChanged);
     const due = Math.min(now + windowMs, firstAt + maxWaitMs);
-    const timer = this.clock.setTimeout(() => {
-      this.batches.delete(key);
-      this.add(key, { inputsChanged });
-    }, Math.max(0, due - now));
+    const timer = this.clock.setTimeout(
+      () => {
+        this.batches.delete(key);
+        this.add(key, { inputsChanged });
+      },
+      Math.max(0, due - now),
+    );
     this.batches.set(key, { firstAt, timer, inputsChanged });
   }
 
@@ -225,10 +233,13 @@ export class KeyedWorkQueue implements WorkQueue {
     if (existing?.backoff && !backoff) return;
     if (existing && !backoff && existing.due <= due) return;
     if (existing) this.cancelDelayed(key);
-    const timer = this.clock.setTimeout(() => {
-      this.delayed.delete(key);
-      this.add(key);
-    }, Math.max(0, delayMs));
+    const timer = this.clock.setTimeout(
+      () => {
+        this.delayed.delete(key);
+        this.add(key);
+      },
+      Math.max(0, delayMs),
+    );
     this.delayed.set(key, { due, timer, backoff });
   }
 
@@ -258,11 +269,17 @@ export class KeyedWorkQueue implements WorkQueue {
       .then(() => this.options.handler(key, controller.signal))
       .then(
         (result) => this.finished(key, startedAt, result ?? undefined, undefined),
-        (error: unknown) => this.finished(key, startedAt, undefined, error ?? new Error('handler rejected without a reason')),
+        (error: unknown) =>
+          this.finished(key, startedAt, undefined, error ?? new Error('handler rejected without a reason')),
       );
   }
 
-  private finished(key: string, startedAt: number, result: { requeueAfterMs: number; resync?: boolean } | undefined, error: unknown): void {
+  private finished(
+    key: string,
+    startedAt: number,
+    result: { requeueAfterMs: number; resync?: boolean } | undefined,
+    error: unknown,
+  ): void {
     const durationMs = this.clock.now() - startedAt;
     this.active.delete(key);
     const wasDirty = this.dirty.has(key);
@@ -274,7 +291,10 @@ export class KeyedWorkQueue implements WorkQueue {
       const failures = (this.failures.get(key) ?? 0) + 1;
       this.failures.set(key, failures);
       const delayMs = failureBackoffMs(failures, this.baseDelayMs, this.maxDelayMs, this.random);
-      this.options.logger?.warn({ key, failures, retryInMs: delayMs, err: error }, 'reconcile failed; retrying after backoff');
+      this.options.logger?.warn(
+        { key, failures, retryInMs: delayMs, err: error },
+        'reconcile failed; retrying after backoff',
+      );
       // The retry also covers adds that arrived during the run (the dirty mark), unless one of them
       // changed the inputs: the failed run may not have seen that change.
       this.schedule(key, delayMs, true);

@@ -39,5 +39,11 @@ const applicationSpec: Fact = obj(
 );
 
 export const ARGOCD_SCHEMAS: readonly KindFacts[] = [
-  kindFacts('argoproj.io/v1alpha1', 'Application', 'argoproj/argo-cd manifests/crds/application-crd.yaml', { spec: applicationSpec, operation: any }, ['spec']),
+  kindFacts(
+    'argoproj.io/v1alpha1',
+    'Application',
+    'argoproj/argo-cd manifests/crds/application-crd.yaml',
+    { spec: applicationSpec, operation: any },
+    ['spec'],
+  ),
 ];

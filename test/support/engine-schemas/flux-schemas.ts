@@ -18,7 +18,13 @@ const kustomizationSpec: Fact = obj(
     deletionPolicy: str({ enum: ['MirrorPrune', 'Delete', 'WaitForTermination', 'Orphan'] }),
     dependsOn: arr(obj({ name: str(), namespace: str(), readyExpr: str() }, ['name'])),
     force: bool,
-    healthCheckExprs: arr(obj({ apiVersion: str(), kind: str(), current: str(), inProgress: str(), failed: str() }, ['apiVersion', 'kind', 'current'])),
+    healthCheckExprs: arr(
+      obj({ apiVersion: str(), kind: str(), current: str(), inProgress: str(), failed: str() }, [
+        'apiVersion',
+        'kind',
+        'current',
+      ]),
+    ),
     healthChecks: arr(obj({ apiVersion: str(), kind: str(), name: str(), namespace: str() }, ['kind', 'name'])),
     ignoreMissingComponents: bool,
     images: any,
@@ -32,7 +38,15 @@ const kustomizationSpec: Fact = obj(
     prune: bool,
     retryInterval: str({ pattern: DURATION }),
     serviceAccountName: str(),
-    sourceRef: obj({ apiVersion: str(), kind: str({ enum: ['OCIRepository', 'GitRepository', 'Bucket', 'ExternalArtifact'] }), name: str(), namespace: str() }, ['kind', 'name']),
+    sourceRef: obj(
+      {
+        apiVersion: str(),
+        kind: str({ enum: ['OCIRepository', 'GitRepository', 'Bucket', 'ExternalArtifact'] }),
+        name: str(),
+        namespace: str(),
+      },
+      ['kind', 'name'],
+    ),
     suspend: bool,
     targetNamespace: str(),
     timeout: str({ pattern: DURATION }),
@@ -81,7 +95,25 @@ const ociRepositorySpec: Fact = obj(
 );
 
 export const FLUX_SCHEMAS: readonly KindFacts[] = [
-  kindFacts('kustomize.toolkit.fluxcd.io/v1', 'Kustomization', 'fluxcd/kustomize-controller api/v1', { spec: kustomizationSpec }, ['spec']),
-  kindFacts('source.toolkit.fluxcd.io/v1', 'GitRepository', 'fluxcd/source-controller api/v1/gitrepository_types.go', { spec: gitRepositorySpec }, ['spec']),
-  kindFacts('source.toolkit.fluxcd.io/v1', 'OCIRepository', 'fluxcd/source-controller api/v1/ocirepository_types.go', { spec: ociRepositorySpec }, ['spec']),
+  kindFacts(
+    'kustomize.toolkit.fluxcd.io/v1',
+    'Kustomization',
+    'fluxcd/kustomize-controller api/v1',
+    { spec: kustomizationSpec },
+    ['spec'],
+  ),
+  kindFacts(
+    'source.toolkit.fluxcd.io/v1',
+    'GitRepository',
+    'fluxcd/source-controller api/v1/gitrepository_types.go',
+    { spec: gitRepositorySpec },
+    ['spec'],
+  ),
+  kindFacts(
+    'source.toolkit.fluxcd.io/v1',
+    'OCIRepository',
+    'fluxcd/source-controller api/v1/ocirepository_types.go',
+    { spec: ociRepositorySpec },
+    ['spec'],
+  ),
 ];

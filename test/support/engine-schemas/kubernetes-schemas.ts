@@ -23,4 +23,6 @@ export const KUSTOMIZE_SCHEMAS: readonly KindFacts[] = [
   },
 ];
 
-export const CORE_SCHEMAS: readonly KindFacts[] = [kindFacts('v1', 'ConfigMap', 'Kubernetes core/v1', { data: map(str()), binaryData: map(str()), immutable: bool }, [])];
+export const CORE_SCHEMAS: readonly KindFacts[] = [
+  kindFacts('v1', 'ConfigMap', 'Kubernetes core/v1', { data: map(str()), binaryData: map(str()), immutable: bool }, []),
+];

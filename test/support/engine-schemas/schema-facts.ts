@@ -21,11 +21,18 @@ export interface KindFacts {
   schema: Fact & { type: 'object' };
 }
 
-export const str = (options: { enum?: readonly string[]; pattern?: RegExp } = {}): Fact => ({ type: 'string', ...options });
+export const str = (options: { enum?: readonly string[]; pattern?: RegExp } = {}): Fact => ({
+  type: 'string',
+  ...options,
+});
 export const bool: Fact = { type: 'boolean' };
 export const int: Fact = { type: 'integer' };
 export const any: Fact = { type: 'any' };
-export const obj = (properties: Record<string, Fact>, required: readonly string[] = []): Fact & { type: 'object' } => ({ type: 'object', properties, required });
+export const obj = (properties: Record<string, Fact>, required: readonly string[] = []): Fact & { type: 'object' } => ({
+  type: 'object',
+  properties,
+  required,
+});
 export const arr = (items: Fact): Fact => ({ type: 'array', items });
 export const map = (values: Fact): Fact => ({ type: 'map', values });
 
@@ -44,12 +51,21 @@ const objectMeta = obj(
 );
 
 /** A top-level kind: apiVersion and kind fixed, metadata, and the given spec. */
-export function kindFacts(apiVersion: string, kind: string, source: string, body: Record<string, Fact>, required: readonly string[]): KindFacts {
+export function kindFacts(
+  apiVersion: string,
+  kind: string,
+  source: string,
+  body: Record<string, Fact>,
+  required: readonly string[],
+): KindFacts {
   return {
     apiVersion,
     kind,
     source,
-    schema: obj({ apiVersion: str({ enum: [apiVersion] }), kind: str({ enum: [kind] }), metadata: objectMeta, ...body }, ['apiVersion', 'kind', 'metadata', ...required]),
+    schema: obj(
+      { apiVersion: str({ enum: [apiVersion] }), kind: str({ enum: [kind] }), metadata: objectMeta, ...body },
+      ['apiVersion', 'kind', 'metadata', ...required],
+    ),
   };
 }
 
@@ -69,24 +85,31 @@ function checkFact(value: unknown, fact: Fact, at: string): string[] {
     case 'string': {
       if (actual !== 'string') return [`${at}: expected a string, found ${actual}`];
       const problems: string[] = [];
-      if (fact.enum && !fact.enum.includes(value as string)) problems.push(`${at}: "${String(value)}" is not one of ${fact.enum.join(', ')}`);
-      if (fact.pattern && !fact.pattern.test(value as string)) problems.push(`${at}: "${String(value)}" does not match ${String(fact.pattern)}`);
+      if (fact.enum && !fact.enum.includes(value as string))
+        problems.push(`${at}: "${String(value)}" is not one of ${fact.enum.join(', ')}`);
+      if (fact.pattern && !fact.pattern.test(value as string))
+        problems.push(`${at}: "${String(value)}" does not match ${String(fact.pattern)}`);
       return problems;
     }
     case 'boolean':
     case 'integer':
-      return actual === fact.type ? [] : [`${at}: expected ${fact.type === 'integer' ? 'an integer' : 'a boolean'}, found ${actual}`];
+      return actual === fact.type
+        ? []
+        : [`${at}: expected ${fact.type === 'integer' ? 'an integer' : 'a boolean'}, found ${actual}`];
     case 'array':
       if (actual !== 'array') return [`${at}: expected an array, found ${actual}`];
       return (value as unknown[]).flatMap((item, index) => checkFact(item, fact.items, `${at}[${index}]`));
     case 'map':
       if (actual !== 'object') return [`${at}: expected a map, found ${actual}`];
-      return Object.entries(value as Record<string, unknown>).flatMap(([key, item]) => checkFact(item, fact.values, `${at}.${key}`));
+      return Object.entries(value as Record<string, unknown>).flatMap(([key, item]) =>
+        checkFact(item, fact.values, `${at}.${key}`),
+      );
     case 'object': {
       if (actual !== 'object') return [`${at}: expected an object, found ${actual}`];
       const record = value as Record<string, unknown>;
       const problems: string[] = [];
-      for (const key of fact.required ?? []) if (record[key] === undefined) problems.push(`${at}.${key}: required but missing`);
+      for (const key of fact.required ?? [])
+        if (record[key] === undefined) problems.push(`${at}.${key}: required but missing`);
       for (const [key, item] of Object.entries(record)) {
         const child = fact.properties[key];
         if (!child) problems.push(`${at}.${key}: unknown field`);

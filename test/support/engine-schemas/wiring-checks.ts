@@ -7,10 +7,25 @@ import { checkObject, type KindFacts } from './schema-facts.js';
 
 /** A rendered unit record, as render-output writes it into provenance. */
 export function releaseUnit(namespace: string, release: string): UnitRecord {
-  return { dir: `management/${namespace}/${release}`, kind: 'release', namespace, name: release, release, inputDigest: 'sha256:in', renderDigest: 'sha256:out', files: ['clusterclass-x.yaml'] };
+  return {
+    dir: `management/${namespace}/${release}`,
+    kind: 'release',
+    namespace,
+    name: release,
+    release,
+    inputDigest: 'sha256:in',
+    renderDigest: 'sha256:out',
+    files: ['clusterclass-x.yaml'],
+  };
 }
 
-export function stageUnit(namespace: string, cluster: string, release: string, stage: string, order: number): UnitRecord {
+export function stageUnit(
+  namespace: string,
+  cluster: string,
+  release: string,
+  stage: string,
+  order: number,
+): UnitRecord {
   return {
     dir: `clusters/${namespace}/${cluster}/${stage}`,
     kind: 'cluster-stage',
@@ -58,7 +73,11 @@ export function parseObject(text: string): Record<string, any> {
 
 /** Every object in `files` that is not a kustomization.yaml, by path. */
 export function wiringObjects(files: Map<string, string>): Map<string, Record<string, any>> {
-  return new Map([...files].filter(([path]) => !path.endsWith('/kustomization.yaml')).map(([path, text]) => [path, parseObject(text)]));
+  return new Map(
+    [...files]
+      .filter(([path]) => !path.endsWith('/kustomization.yaml'))
+      .map(([path, text]) => [path, parseObject(text)]),
+  );
 }
 
 /** Schema problems of every file (kustomization.yaml files included), each prefixed with its path. */
@@ -96,13 +115,16 @@ export function kustomizationProblems(files: Map<string, string>): string[] {
   for (const dir of kustomizationDirs) {
     const listed = (parseObject(files.get(`${dir}/kustomization.yaml`)!).resources ?? []) as string[];
     const want = [...(expected.get(dir) ?? [])].sort();
-    if (JSON.stringify([...listed]) !== JSON.stringify([...listed].sort())) problems.push(`${dir}/kustomization.yaml: resources are not sorted`);
-    if (JSON.stringify([...listed].sort()) !== JSON.stringify(want)) problems.push(`${dir}/kustomization.yaml lists [${listed.join(', ')}], the directory has [${want.join(', ')}]`);
+    if (JSON.stringify([...listed]) !== JSON.stringify([...listed].sort()))
+      problems.push(`${dir}/kustomization.yaml: resources are not sorted`);
+    if (JSON.stringify([...listed].sort()) !== JSON.stringify(want))
+      problems.push(`${dir}/kustomization.yaml lists [${listed.join(', ')}], the directory has [${want.join(', ')}]`);
   }
   return problems;
 }
 
-const CREDENTIAL_WORDS = /(client-key-data|client-certificate-data|certificate-authority-data|BEGIN [A-Z ]*PRIVATE KEY|password|bearerToken|token:)/i;
+const CREDENTIAL_WORDS =
+  /(client-key-data|client-certificate-data|certificate-authority-data|BEGIN [A-Z ]*PRIVATE KEY|password|bearerToken|token:)/i;
 
 /** Anything in the wiring that is a Secret, holds data, or looks like kubeconfig or key material. */
 export function credentialProblems(files: Map<string, string>): string[] {
@@ -110,7 +132,8 @@ export function credentialProblems(files: Map<string, string>): string[] {
   for (const [path, text] of files) {
     const object = parseObject(text);
     if (object.kind === 'Secret') problems.push(`${path}: is a Secret`);
-    if (object.kind === 'Config' || 'clusters' in object || 'users' in object) problems.push(`${path}: looks like a kubeconfig`);
+    if (object.kind === 'Config' || 'clusters' in object || 'users' in object)
+      problems.push(`${path}: looks like a kubeconfig`);
     if ('data' in object || 'stringData' in object) problems.push(`${path}: carries data`);
     if (CREDENTIAL_WORDS.test(text)) problems.push(`${path}: mentions credential material`);
     if (/[a-z]+:\/\/[^/\s@]+:[^/\s@]+@/.test(text)) problems.push(`${path}: a URL carries credentials`);

@@ -26,7 +26,11 @@ export interface FakeGitHub {
   addReleasesFromDirectory(owner: string, name: string, dir: string): Promise<FakeRelease[]>;
   pulls(owner: string, name: string): FakePullRequest[];
   /** Opens a pull request as someone else would (no request logged); `head` is `branch` or `owner:branch`. */
-  addPull(owner: string, name: string, spec: { title: string; head: string; base: string; body?: string }): FakePullRequest;
+  addPull(
+    owner: string,
+    name: string,
+    spec: { title: string; head: string; base: string; body?: string },
+  ): FakePullRequest;
 
   /** Makes the next matching request(s) fail: an HTTP status, a hang, or a truncated download. */
   addFault(spec: FaultSpec): void;
@@ -57,7 +61,8 @@ export async function startFakeGitHub(options: FakeGitHubOptions = {}): Promise<
     pulls: (owner, name) => store.repo(owner, name)?.pulls ?? [],
     addPull: (owner, name, spec) => {
       const created = store.createPull(store.addRepo(owner, name), spec, options.now?.() ?? new Date());
-      if (created === 'duplicate') throw new Error(`an open pull request for ${spec.head} into ${spec.base} exists already`);
+      if (created === 'duplicate')
+        throw new Error(`an open pull request for ${spec.head} into ${spec.base} exists already`);
       return created;
     },
     addFault: (spec) => server.addFault(spec),

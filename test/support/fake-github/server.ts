@@ -6,7 +6,13 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { type FakeAsset, type FakeGitHubStore, type FakePullRequest, type FakeRelease, type FakeRepo } from './store.js';
+import {
+  type FakeAsset,
+  type FakeGitHubStore,
+  type FakePullRequest,
+  type FakeRelease,
+  type FakeRepo,
+} from './store.js';
 
 export interface FakeGitHubOptions {
   /** Serve the API under this prefix, as GitHub Enterprise does (`/api/v3`). Default: none. */
@@ -70,13 +76,23 @@ interface Fault extends FaultSpec {
 }
 
 class HttpError extends Error {
-  constructor(readonly status: number, message: string, readonly extra: Record<string, unknown> = {}) {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly extra: Record<string, unknown> = {},
+  ) {
     super(message);
   }
 }
 
 /** Headers now, then one byte per interval until the body is out or the client goes away. */
-function trickle(res: ServerResponse, status: number, headers: Record<string, string>, body: Buffer, intervalMs: number): void {
+function trickle(
+  res: ServerResponse,
+  status: number,
+  headers: Record<string, string>,
+  body: Buffer,
+  intervalMs: number,
+): void {
   res.writeHead(status, { ...headers, 'content-length': String(body.length) });
   res.flushHeaders();
   let sent = 0;
@@ -122,7 +138,10 @@ export class FakeGitHubServer {
   downloadPort = 0;
   readonly rate: { limit: number; remaining: number; reset: number; used: number };
 
-  constructor(private readonly store: FakeGitHubStore, private readonly options: FakeGitHubOptions = {}) {
+  constructor(
+    private readonly store: FakeGitHubStore,
+    private readonly options: FakeGitHubOptions = {},
+  ) {
     this.prefix = (options.pathPrefix ?? '').replace(/\/$/, '');
     this.now = options.now ?? (() => new Date());
     this.windowSeconds = options.rateLimitWindowSeconds ?? 3600;
@@ -130,10 +149,11 @@ export class FakeGitHubServer {
     this.rate = { limit, remaining: limit, reset: this.epochSeconds() + this.windowSeconds, used: 0 };
     this.apiServer = createServer((req, res) => void this.handle('api', req, res));
     this.downloadServer = createServer((req, res) => void this.handle('download', req, res));
-    for (const server of [this.apiServer, this.downloadServer]) server.on('connection', (socket) => {
-      this.sockets.add(socket);
-      socket.on('close', () => this.sockets.delete(socket));
-    });
+    for (const server of [this.apiServer, this.downloadServer])
+      server.on('connection', (socket) => {
+        this.sockets.add(socket);
+        socket.on('close', () => this.sockets.delete(socket));
+      });
   }
 
   async start(): Promise<void> {
@@ -151,7 +171,11 @@ export class FakeGitHubServer {
 
   async close(): Promise<void> {
     for (const socket of this.sockets) socket.destroy();
-    await Promise.all([this.apiServer, this.downloadServer].map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
+    await Promise.all(
+      [this.apiServer, this.downloadServer].map(
+        (server) => new Promise<void>((resolve) => server.close(() => resolve())),
+      ),
+    );
   }
 
   addFault(spec: FaultSpec): void {
@@ -175,7 +199,11 @@ export class FakeGitHubServer {
 
   private takeFault(server: 'api' | 'download', method: string, pathAndQuery: string): FaultKind | undefined {
     const index = this.faults.findIndex(
-      (fault) => fault.remaining > 0 && (fault.server ?? 'api') === server && (!fault.method || fault.method === method) && (!fault.pathIncludes || pathAndQuery.includes(fault.pathIncludes)),
+      (fault) =>
+        fault.remaining > 0 &&
+        (fault.server ?? 'api') === server &&
+        (!fault.method || fault.method === method) &&
+        (!fault.pathIncludes || pathAndQuery.includes(fault.pathIncludes)),
     );
     if (index < 0) return undefined;
     const fault = this.faults[index]!;
@@ -235,14 +263,27 @@ export class FakeGitHubServer {
       await this.serveApi(req, url, record, send);
     } catch (error) {
       if (error instanceof HttpError) {
-        send(error.status, { 'content-type': 'application/json; charset=utf-8', ...(server === 'api' ? this.rateHeaders() : {}) }, JSON.stringify({ message: error.message, documentation_url: 'https://docs.github.com/rest', ...error.extra }));
+        send(
+          error.status,
+          { 'content-type': 'application/json; charset=utf-8', ...(server === 'api' ? this.rateHeaders() : {}) },
+          JSON.stringify({ message: error.message, documentation_url: 'https://docs.github.com/rest', ...error.extra }),
+        );
       } else {
-        send(500, { 'content-type': 'application/json; charset=utf-8' }, JSON.stringify({ message: (error as Error).message }));
+        send(
+          500,
+          { 'content-type': 'application/json; charset=utf-8' },
+          JSON.stringify({ message: (error as Error).message }),
+        );
       }
     }
   }
 
-  private serveDownload(url: URL, fault: FaultKind | undefined, record: GitHubRequestRecord, res: ServerResponse): void {
+  private serveDownload(
+    url: URL,
+    fault: FaultKind | undefined,
+    record: GitHubRequestRecord,
+    res: ServerResponse,
+  ): void {
     const match = /^\/download\/(\d+)$/.exec(url.pathname);
     const asset = match ? this.findAnyAsset(Number(match[1])) : undefined;
     if (!asset || url.searchParams.get('sig') !== this.signature(asset.id)) {
@@ -260,7 +301,13 @@ export class FakeGitHubServer {
     }
     if (fault && 'trickle' in fault) {
       record.status = 200;
-      trickle(res, 200, { 'content-type': asset.contentType, 'content-length': String(asset.content.length) }, asset.content, fault.intervalMs ?? 1000);
+      trickle(
+        res,
+        200,
+        { 'content-type': asset.contentType, 'content-length': String(asset.content.length) },
+        asset.content,
+        fault.intervalMs ?? 1000,
+      );
       return;
     }
     const body = fault && 'shortBody' in fault ? half : asset.content;
@@ -300,7 +347,10 @@ export class FakeGitHubServer {
     }
     if (this.rate.remaining <= 0) {
       record.rateLimited = true;
-      throw new HttpError(403, `API rate limit exceeded for 127.0.0.1. (But here's the good news: Authenticated requests get a higher rate limit. Check out the documentation for more details.)`);
+      throw new HttpError(
+        403,
+        `API rate limit exceeded for 127.0.0.1. (But here's the good news: Authenticated requests get a higher rate limit. Check out the documentation for more details.)`,
+      );
     }
     return { authenticated, canWrite };
   }
@@ -317,24 +367,43 @@ export class FakeGitHubServer {
     return repo;
   }
 
-  private async serveApi(req: IncomingMessage, url: URL, record: GitHubRequestRecord, send: (status: number, headers: Record<string, string>, body?: string | Buffer) => void): Promise<void> {
+  private async serveApi(
+    req: IncomingMessage,
+    url: URL,
+    record: GitHubRequestRecord,
+    send: (status: number, headers: Record<string, string>, body?: string | Buffer) => void,
+  ): Promise<void> {
     if (this.prefix && !url.pathname.startsWith(`${this.prefix}/`)) throw new HttpError(404, 'Not Found');
     const route = url.pathname.slice(this.prefix.length);
     const method = req.method ?? 'GET';
     if (method === 'GET' && route === '/rate_limit') {
-      send(200, { 'content-type': 'application/json; charset=utf-8', ...this.rateHeaders() }, JSON.stringify({ resources: { core: this.rate }, rate: this.rate }));
+      send(
+        200,
+        { 'content-type': 'application/json; charset=utf-8', ...this.rateHeaders() },
+        JSON.stringify({ resources: { core: this.rate }, rate: this.rate }),
+      );
       return;
     }
     const { authenticated, canWrite } = this.admit(req, record);
     const json = (status: number, data: unknown, headers: Record<string, string> = {}): void => {
-      send(status, { 'content-type': 'application/json; charset=utf-8', ...this.rateHeaders(), ...headers }, JSON.stringify(data));
+      send(
+        status,
+        { 'content-type': 'application/json; charset=utf-8', ...this.rateHeaders(), ...headers },
+        JSON.stringify(data),
+      );
     };
     // Conditional GETs: a matching ETag is answered 304 and, as on GitHub, not counted.
     const conditional = (data: unknown, headers: Record<string, string> = {}): void => {
       const body = JSON.stringify(data);
       const etag = `W/"${createHash('sha256').update(body).digest('hex').slice(0, 32)}"`;
       const ifNoneMatch = req.headers['if-none-match'];
-      if (ifNoneMatch && ifNoneMatch.split(',').map((value) => value.trim()).includes(etag)) {
+      if (
+        ifNoneMatch &&
+        ifNoneMatch
+          .split(',')
+          .map((value) => value.trim())
+          .includes(etag)
+      ) {
         send(304, { etag, ...this.rateHeaders(), ...headers });
         return;
       }
@@ -366,7 +435,9 @@ export class FakeGitHubServer {
         default_branch: repo.defaultBranch,
         owner: { login: repo.owner },
         // As on GitHub: only authenticated callers see what their token may do.
-        ...(authenticated ? { permissions: { admin: false, maintain: false, push: canWrite, triage: canWrite, pull: true } } : {}),
+        ...(authenticated
+          ? { permissions: { admin: false, maintain: false, push: canWrite, triage: canWrite, pull: true } }
+          : {}),
       });
       return;
     }
@@ -375,7 +446,9 @@ export class FakeGitHubServer {
       const page = Math.max(1, Number(url.searchParams.get('page') ?? 1) || 1);
       const releases = this.store.releasesOf(repo);
       const last = Math.max(1, Math.ceil(releases.length / perPage));
-      const items = releases.slice((page - 1) * perPage, page * perPage).map((release) => this.releaseJson(base, release));
+      const items = releases
+        .slice((page - 1) * perPage, page * perPage)
+        .map((release) => this.releaseJson(base, release));
       const link = (p: number, rel: string): string => `<${base}/releases?per_page=${perPage}&page=${p}>; rel="${rel}"`;
       const links: string[] = [];
       if (page > 1) links.push(link(page - 1, 'prev'));
@@ -386,7 +459,9 @@ export class FakeGitHubServer {
     }
     const tagMatch = /^\/releases\/tags\/(.+)$/.exec(rest);
     if (method === 'GET' && tagMatch) {
-      const release = repo.releases.find((candidate) => candidate.tag === decodeURIComponent(tagMatch[1]!) && !candidate.draft);
+      const release = repo.releases.find(
+        (candidate) => candidate.tag === decodeURIComponent(tagMatch[1]!) && !candidate.draft,
+      );
       this.count(record);
       if (!release) throw new HttpError(404, 'Not Found');
       json(200, this.releaseJson(base, release));
@@ -398,7 +473,10 @@ export class FakeGitHubServer {
       const asset = this.store.findAsset(repo, Number(assetMatch[1]));
       if (!asset) throw new HttpError(404, 'Not Found');
       if ((req.headers.accept ?? '').includes('application/octet-stream')) {
-        send(302, { location: `${this.downloadOrigin}/download/${asset.id}?sig=${this.signature(asset.id)}`, ...this.rateHeaders() });
+        send(302, {
+          location: `${this.downloadOrigin}/download/${asset.id}?sig=${this.signature(asset.id)}`,
+          ...this.rateHeaders(),
+        });
       } else {
         json(200, this.assetJson(base, asset));
       }
@@ -406,7 +484,8 @@ export class FakeGitHubServer {
     }
     if (rest === '/pulls' || /^\/pulls\/\d+$/.test(rest) || /^\/issues\/\d+\/comments$/.test(rest)) {
       this.count(record);
-      if (method !== 'GET' && authenticated && !canWrite) throw new HttpError(403, 'Resource not accessible by personal access token');
+      if (method !== 'GET' && authenticated && !canWrite)
+        throw new HttpError(403, 'Resource not accessible by personal access token');
       await this.servePulls(req, url, repo, rest, json);
       return;
     }
@@ -414,26 +493,66 @@ export class FakeGitHubServer {
     throw new HttpError(404, 'Not Found');
   }
 
-  private async servePulls(req: IncomingMessage, url: URL, repo: FakeRepo, rest: string, json: (status: number, data: unknown) => void): Promise<void> {
+  private async servePulls(
+    req: IncomingMessage,
+    url: URL,
+    repo: FakeRepo,
+    rest: string,
+    json: (status: number, data: unknown) => void,
+  ): Promise<void> {
     const method = req.method ?? 'GET';
     const now = this.now();
     if (rest === '/pulls' && method === 'GET') {
       const state = url.searchParams.get('state') ?? 'open';
       const head = url.searchParams.get('head');
       const baseRef = url.searchParams.get('base');
-      const pulls = repo.pulls.filter((pull) => (state === 'all' || pull.state === state) && (!head || pull.headLabel === head) && (!baseRef || pull.baseRef === baseRef));
-      json(200, pulls.map((pull) => this.pullJson(repo, pull)));
+      const pulls = repo.pulls.filter(
+        (pull) =>
+          (state === 'all' || pull.state === state) &&
+          (!head || pull.headLabel === head) &&
+          (!baseRef || pull.baseRef === baseRef),
+      );
+      json(
+        200,
+        pulls.map((pull) => this.pullJson(repo, pull)),
+      );
       return;
     }
     if (rest === '/pulls' && method === 'POST') {
-      const input = JSON.parse((await readBody(req)) || '{}') as { title?: string; head?: string; base?: string; body?: string; draft?: boolean };
+      const input = JSON.parse((await readBody(req)) || '{}') as {
+        title?: string;
+        head?: string;
+        base?: string;
+        body?: string;
+        draft?: boolean;
+      };
       if (!input.title || !input.head || !input.base) {
-        throw new HttpError(422, 'Validation Failed', { errors: [{ resource: 'PullRequest', code: 'missing_field', field: !input.title ? 'title' : !input.head ? 'head' : 'base' }] });
+        throw new HttpError(422, 'Validation Failed', {
+          errors: [
+            {
+              resource: 'PullRequest',
+              code: 'missing_field',
+              field: !input.title ? 'title' : !input.head ? 'head' : 'base',
+            },
+          ],
+        });
       }
-      const created = this.store.createPull(repo, { title: input.title, head: input.head, base: input.base, body: input.body ?? null, draft: input.draft ?? false }, now);
+      const created = this.store.createPull(
+        repo,
+        {
+          title: input.title,
+          head: input.head,
+          base: input.base,
+          body: input.body ?? null,
+          draft: input.draft ?? false,
+        },
+        now,
+      );
       if (created === 'duplicate') {
         const label = input.head.includes(':') ? input.head : `${repo.owner}:${input.head}`;
-        throw new HttpError(422, 'Validation Failed', { errors: [{ resource: 'PullRequest', code: 'custom', message: `A pull request already exists for ${label}.` }] });
+        throw new HttpError(422, 'Validation Failed', {
+          errors: [{ resource: 'PullRequest', code: 'custom', message: `A pull request already exists for ${label}.` }],
+        });
       }
       json(201, this.pullJson(repo, created));
       return;
@@ -444,9 +563,16 @@ export class FakeGitHubServer {
       const target = repo.pulls.find((candidate) => candidate.number === Number(comment[1]));
       if (!target) throw new HttpError(404, 'Not Found');
       const input = JSON.parse((await readBody(req)) || '{}') as { body?: string };
-      if (!input.body) throw new HttpError(422, 'Validation Failed', { errors: [{ resource: 'IssueComment', code: 'missing_field', field: 'body' }] });
+      if (!input.body)
+        throw new HttpError(422, 'Validation Failed', {
+          errors: [{ resource: 'IssueComment', code: 'missing_field', field: 'body' }],
+        });
       target.comments.push(input.body);
-      json(201, { id: 900_000 + target.comments.length, body: input.body, html_url: `https://github.example/${repo.owner}/${repo.name}/pull/${target.number}#issuecomment-${target.comments.length}` });
+      json(201, {
+        id: 900_000 + target.comments.length,
+        body: input.body,
+        html_url: `https://github.example/${repo.owner}/${repo.name}/pull/${target.number}#issuecomment-${target.comments.length}`,
+      });
       return;
     }
     const number = Number(rest.slice('/pulls/'.length));
@@ -457,7 +583,12 @@ export class FakeGitHubServer {
       return;
     }
     if (method === 'PATCH') {
-      const input = JSON.parse((await readBody(req)) || '{}') as { title?: string; body?: string; state?: 'open' | 'closed'; base?: string };
+      const input = JSON.parse((await readBody(req)) || '{}') as {
+        title?: string;
+        body?: string;
+        state?: 'open' | 'closed';
+        base?: string;
+      };
       if (input.title !== undefined) pull.title = input.title;
       if (input.body !== undefined) pull.body = input.body;
       if (input.state === 'open' || input.state === 'closed') pull.state = input.state;

@@ -88,7 +88,14 @@ export class FakeGitHubStore {
       if (options.private !== undefined) existing.private = options.private;
       return existing;
     }
-    const repo: FakeRepo = { owner, name, private: options.private ?? false, defaultBranch: options.defaultBranch ?? 'main', releases: [], pulls: [] };
+    const repo: FakeRepo = {
+      owner,
+      name,
+      private: options.private ?? false,
+      defaultBranch: options.defaultBranch ?? 'main',
+      releases: [],
+      pulls: [],
+    };
     this.repos.set(`${owner}/${name}`.toLowerCase(), repo);
     return repo;
   }
@@ -107,7 +114,13 @@ export class FakeGitHubStore {
       publishedAt: spec.draft ? null : (spec.publishedAt ?? created),
       assets: (spec.assets ?? []).map((asset) => {
         const content = typeof asset.content === 'string' ? Buffer.from(asset.content) : asset.content;
-        return { id: this.nextId++, name: asset.name, content, contentType: asset.contentType ?? 'application/octet-stream', size: asset.size ?? content.length };
+        return {
+          id: this.nextId++,
+          name: asset.name,
+          content,
+          contentType: asset.contentType ?? 'application/octet-stream',
+          size: asset.size ?? content.length,
+        };
       }),
     };
     repo.releases.push(release);
@@ -117,11 +130,16 @@ export class FakeGitHubStore {
   /** Adds one release per sub-directory of `dir` (named by tag), its files as assets. */
   async addReleasesFromDirectory(owner: string, name: string, dir: string): Promise<FakeRelease[]> {
     const added: FakeRelease[] = [];
-    const entries = (await readdir(dir, { withFileTypes: true })).filter((entry) => entry.isDirectory()).sort((a, b) => a.name.localeCompare(b.name));
+    const entries = (await readdir(dir, { withFileTypes: true }))
+      .filter((entry) => entry.isDirectory())
+      .sort((a, b) => a.name.localeCompare(b.name));
     for (const entry of entries) {
-      const files = (await readdir(path.join(dir, entry.name), { withFileTypes: true })).filter((file) => file.isFile()).sort((a, b) => a.name.localeCompare(b.name));
+      const files = (await readdir(path.join(dir, entry.name), { withFileTypes: true }))
+        .filter((file) => file.isFile())
+        .sort((a, b) => a.name.localeCompare(b.name));
       const assets: AssetSpec[] = [];
-      for (const file of files) assets.push({ name: file.name, content: await readFile(path.join(dir, entry.name, file.name)) });
+      for (const file of files)
+        assets.push({ name: file.name, content: await readFile(path.join(dir, entry.name, file.name)) });
       added.push(this.addRelease(owner, name, { tag: entry.name, assets }));
     }
     return added;
@@ -140,10 +158,15 @@ export class FakeGitHubStore {
     return undefined;
   }
 
-  createPull(repo: FakeRepo, spec: { title: string; head: string; base: string; body?: string | null; draft?: boolean }, now: Date): FakePullRequest | 'duplicate' {
+  createPull(
+    repo: FakeRepo,
+    spec: { title: string; head: string; base: string; body?: string | null; draft?: boolean },
+    now: Date,
+  ): FakePullRequest | 'duplicate' {
     const headRef = spec.head.includes(':') ? spec.head.slice(spec.head.indexOf(':') + 1) : spec.head;
     const headLabel = spec.head.includes(':') ? spec.head : `${repo.owner}:${spec.head}`;
-    if (repo.pulls.some((pull) => pull.state === 'open' && pull.headLabel === headLabel && pull.baseRef === spec.base)) return 'duplicate';
+    if (repo.pulls.some((pull) => pull.state === 'open' && pull.headLabel === headLabel && pull.baseRef === spec.base))
+      return 'duplicate';
     const pull: FakePullRequest = {
       number: repo.pulls.length + 1,
       title: spec.title,

@@ -97,11 +97,16 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions = {}): Promis
   const token = options.token ?? 'fake-token';
   const typeOf = (apiVersion: string, kind: string) => {
     const type = server.registry.byApiVersion(apiVersion, kind);
-    if (!type) throw new Error(`fake kube api: no resource ${kind} in ${apiVersion}; register it with registerResource()`);
+    if (!type)
+      throw new Error(`fake kube api: no resource ${kind} in ${apiVersion}; register it with registerResource()`);
     return type;
   };
   for (const name of ['default', 'kube-system', 'kube-public', 'kube-node-lease']) {
-    server.objects.create(typeOf('v1', 'Namespace'), undefined, { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
+    server.objects.create(typeOf('v1', 'Namespace'), undefined, {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name },
+    });
   }
 
   const kubeConfig = (as: string = token): KubeConfig => {
@@ -137,7 +142,9 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions = {}): Promis
     list: (apiVersion, kind, namespace, { labelSelector } = {}) => {
       const type = typeOf(apiVersion, kind);
       const matches = parseLabelSelector(labelSelector);
-      return server.store.list(typeKey(type), type.namespaced ? namespace : undefined).filter((obj) => matches(obj.metadata.labels));
+      return server.store
+        .list(typeKey(type), type.namespaced ? namespace : undefined)
+        .filter((obj) => matches(obj.metadata.labels));
     },
     get requests() {
       return server.requests;
@@ -146,7 +153,8 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions = {}): Promis
     waitForWatches: async (count = 1, timeoutMs = 5000) => {
       const deadline = Date.now() + timeoutMs;
       while (server.watches.openCount() < count) {
-        if (Date.now() > deadline) throw new Error(`fake kube api: expected ${count} open watch(es), have ${server.watches.openCount()}`);
+        if (Date.now() > deadline)
+          throw new Error(`fake kube api: expected ${count} open watch(es), have ${server.watches.openCount()}`);
         await new Promise((resolve) => setTimeout(resolve, 5));
       }
     },

@@ -33,7 +33,9 @@ const VALUE = String.raw`([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?`;
 
 function parseRequirement(text: string, whole: string): Requirement {
   const fail = (): never => {
-    throw badRequest(`unable to parse requirement: found '${text}', expected: in, notin, =, ==, !=, gt, lt in selector ${JSON.stringify(whole)}`);
+    throw badRequest(
+      `unable to parse requirement: found '${text}', expected: in, notin, =, ==, !=, gt, lt in selector ${JSON.stringify(whole)}`,
+    );
   };
   let m = new RegExp(`^!\\s*(${KEY})$`).exec(text);
   if (m) return { key: m[1] ?? '', op: 'doesnotexist' };

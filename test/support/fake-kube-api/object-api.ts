@@ -66,7 +66,8 @@ function timestamp(date: Date): string {
 
 function randomSuffix(): string {
   let suffix = '';
-  for (let i = 0; i < 5; i++) suffix += GENERATE_NAME_ALPHABET[Math.floor(Math.random() * GENERATE_NAME_ALPHABET.length)];
+  for (let i = 0; i < 5; i++)
+    suffix += GENERATE_NAME_ALPHABET[Math.floor(Math.random() * GENERATE_NAME_ALPHABET.length)];
   return suffix;
 }
 
@@ -122,16 +123,29 @@ export class ObjectApi {
     } else {
       delete obj.metadata.namespace;
     }
-    if (!obj.metadata.name && obj.metadata.generateName) obj.metadata.name = `${obj.metadata.generateName}${randomSuffix()}`;
+    if (!obj.metadata.name && obj.metadata.generateName)
+      obj.metadata.name = `${obj.metadata.generateName}${randomSuffix()}`;
     const name = obj.metadata.name ?? '';
     if (!name) {
-      throw invalid(type, '', [{ reason: 'FieldValueRequired', field: 'metadata.name', message: 'metadata.name: Required value: name or generateName is required' }]);
+      throw invalid(type, '', [
+        {
+          reason: 'FieldValueRequired',
+          field: 'metadata.name',
+          message: 'metadata.name: Required value: name or generateName is required',
+        },
+      ]);
     }
     const existing = this.store.get(typeKey(type), obj.metadata.namespace, name);
     if (seed && existing) return this.seedOver(type, existing, obj);
     if (obj.metadata.resourceVersion && !seed) {
       // What etcd3's storage says; controllers that copy a fetched object into a create hit this.
-      throw new ApiError(failureStatus(500, 'Internal error occurred: resourceVersion should not be set on objects to be created', 'InternalError'));
+      throw new ApiError(
+        failureStatus(
+          500,
+          'Internal error occurred: resourceVersion should not be set on objects to be created',
+          'InternalError',
+        ),
+      );
     }
     if (type.namespaced) this.requireNamespace(obj.metadata.namespace ?? '', seed || this.options.autoCreateNamespaces);
     if (existing) throw alreadyExists(type, name);
@@ -151,13 +165,25 @@ export class ObjectApi {
   }
 
   /** PUT on the object (`subresource` undefined) or on its status subresource. */
-  update(type: ResourceType, namespace: string | undefined, name: string, body: unknown, subresource?: 'status'): KubeObject {
+  update(
+    type: ResourceType,
+    namespace: string | undefined,
+    name: string,
+    body: unknown,
+    subresource?: 'status',
+  ): KubeObject {
     const current = this.get(type, namespace, name);
     const candidate = this.decode(type, body);
     if (candidate.metadata.name !== undefined && candidate.metadata.name !== name) {
-      throw badRequest(`the name of the object (${candidate.metadata.name}) does not match the name on the URL (${name})`);
+      throw badRequest(
+        `the name of the object (${candidate.metadata.name}) does not match the name on the URL (${name})`,
+      );
     }
-    if (type.namespaced && candidate.metadata.namespace && candidate.metadata.namespace !== current.metadata.namespace) {
+    if (
+      type.namespaced &&
+      candidate.metadata.namespace &&
+      candidate.metadata.namespace !== current.metadata.namespace
+    ) {
       throw badRequest('the namespace of the provided object does not match the namespace sent on the request');
     }
     if (!candidate.metadata.resourceVersion && type.custom) {
@@ -168,7 +194,14 @@ export class ObjectApi {
   }
 
   /** PATCH: applies the patch to the stored object, then behaves like an update with the stored resourceVersion. */
-  patch(type: ResourceType, namespace: string | undefined, name: string, patchType: PatchType, patchBody: unknown, subresource?: 'status'): KubeObject {
+  patch(
+    type: ResourceType,
+    namespace: string | undefined,
+    name: string,
+    patchType: PatchType,
+    patchBody: unknown,
+    subresource?: 'status',
+  ): KubeObject {
     if (patchType === 'apply' || (patchType === 'strategic' && type.custom)) {
       throw new ApiError(
         failureStatus(
@@ -190,7 +223,8 @@ export class ObjectApi {
       if (err instanceof PatchError) throw new ApiError(failureStatus(422, err.message, 'Invalid'));
       throw err;
     }
-    if (!isPlainObject(patched) || !isPlainObject(patched['metadata'])) throw badRequest('the patch produced an object without metadata');
+    if (!isPlainObject(patched) || !isPlainObject(patched['metadata']))
+      throw badRequest('the patch produced an object without metadata');
     const candidate = patched as KubeObject;
     if (candidate.metadata.name !== name) {
       throw invalid(type, name, [fieldInvalid('metadata.name', candidate.metadata.name, 'field is immutable')]);
@@ -201,11 +235,20 @@ export class ObjectApi {
   }
 
   /** DELETE: immediate unless finalizers (or a namespace's content) hold the object; then it is only marked. */
-  delete(type: ResourceType, namespace: string | undefined, name: string, options: DeleteOptions = {}): KubeObject | Status {
+  delete(
+    type: ResourceType,
+    namespace: string | undefined,
+    name: string,
+    options: DeleteOptions = {},
+  ): KubeObject | Status {
     const current = this.get(type, namespace, name);
     const pre = options.preconditions;
     if (pre?.uid && pre.uid !== current.metadata.uid) {
-      throw conflict(type, name, `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${current.metadata.uid}`);
+      throw conflict(
+        type,
+        name,
+        `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${current.metadata.uid}`,
+      );
     }
     if (pre?.resourceVersion && pre.resourceVersion !== current.metadata.resourceVersion) {
       throw conflict(
@@ -234,7 +277,8 @@ export class ObjectApi {
         const contained = this.typeOfKey(key);
         const objectName = object.metadata.name ?? '';
         // Earlier deletions may already have collected this object as a dependant.
-        if (!contained?.namespaced || object.metadata.namespace !== name || !this.store.get(key, name, objectName)) continue;
+        if (!contained?.namespaced || object.metadata.namespace !== name || !this.store.get(key, name, objectName))
+          continue;
         this.delete(contained, name, objectName, { propagationPolicy: 'Background' });
       }
       const remaining = this.store.get(NAMESPACES_KEY, undefined, name);
@@ -268,9 +312,12 @@ export class ObjectApi {
       obj.kind ??= type.kind;
     }
     if (obj.apiVersion !== type.apiVersion) {
-      throw badRequest(`the API version in the data (${obj.apiVersion}) does not match the expected API version (${type.apiVersion})`);
+      throw badRequest(
+        `the API version in the data (${obj.apiVersion}) does not match the expected API version (${type.apiVersion})`,
+      );
     }
-    if (obj.kind !== type.kind) throw badRequest(`the kind in the data (${obj.kind}) does not match the expected kind (${type.kind})`);
+    if (obj.kind !== type.kind)
+      throw badRequest(`the kind in the data (${obj.kind}) does not match the expected kind (${type.kind})`);
     if (!isPlainObject(obj.metadata)) obj.metadata = {};
     return obj;
   }
@@ -291,7 +338,11 @@ export class ObjectApi {
 
   private prepareAndValidate(type: ResourceType, obj: KubeObject): void {
     type.prepare?.(obj);
-    const causes: StatusCause[] = [...validateName(obj.metadata.name ?? ''), ...validateLabels(obj.metadata.labels), ...(type.validate?.(obj) ?? [])];
+    const causes: StatusCause[] = [
+      ...validateName(obj.metadata.name ?? ''),
+      ...validateLabels(obj.metadata.labels),
+      ...(type.validate?.(obj) ?? []),
+    ];
     if (causes.length > 0) throw invalid(type, obj.metadata.name ?? '', causes);
   }
 
@@ -300,7 +351,11 @@ export class ObjectApi {
     const name = current.metadata.name ?? '';
     if (candidate.metadata.uid && candidate.metadata.uid !== current.metadata.uid) {
       // A stale copy of an object that was deleted and recreated under the same name.
-      throw conflict(type, name, `Precondition failed: UID in precondition: ${candidate.metadata.uid}, UID in object meta: ${current.metadata.uid}`);
+      throw conflict(
+        type,
+        name,
+        `Precondition failed: UID in precondition: ${candidate.metadata.uid}, UID in object meta: ${current.metadata.uid}`,
+      );
     }
     if (candidate.metadata.resourceVersion && candidate.metadata.resourceVersion !== current.metadata.resourceVersion) {
       throw conflict(type, name);
@@ -313,7 +368,14 @@ export class ObjectApi {
       else next['status'] = candidate['status'];
     } else {
       next = candidate;
-      const kept = ['uid', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'generation', 'namespace'] as const;
+      const kept = [
+        'uid',
+        'creationTimestamp',
+        'deletionTimestamp',
+        'deletionGracePeriodSeconds',
+        'generation',
+        'namespace',
+      ] as const;
       const metadata: Record<string, unknown> = next.metadata;
       for (const field of kept) {
         if (current.metadata[field] === undefined) delete metadata[field];
@@ -331,11 +393,20 @@ export class ObjectApi {
     if (current.metadata.deletionTimestamp) {
       const added = (next.metadata.finalizers ?? []).filter((f) => !(current.metadata.finalizers ?? []).includes(f));
       if (added.length > 0) {
-        throw invalid(type, name, [{ reason: 'FieldValueForbidden', field: 'metadata.finalizers', message: 'metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted' }]);
+        throw invalid(type, name, [
+          {
+            reason: 'FieldValueForbidden',
+            field: 'metadata.finalizers',
+            message: 'metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted',
+          },
+        ]);
       }
     }
     this.prepareAndValidate(type, next);
-    if (type.custom && !jsonEqual(specPart(current, !type.statusSubresource), specPart(next, !type.statusSubresource))) {
+    if (
+      type.custom &&
+      !jsonEqual(specPart(current, !type.statusSubresource), specPart(next, !type.statusSubresource))
+    ) {
       next.metadata.generation = (current.metadata.generation ?? 0) + 1;
     }
     // A write that changes nothing keeps the resourceVersion and wakes no watcher, as on a real server.
@@ -350,7 +421,12 @@ export class ObjectApi {
   /** Removes a terminating object once nothing holds it: no finalizers, and for a namespace, no content. */
   private removeIfReleased(type: ResourceType, obj: KubeObject, policy: PropagationPolicy): KubeObject | undefined {
     if ((obj.metadata.finalizers?.length ?? 0) > 0) return undefined;
-    if (typeKey(type) === NAMESPACES_KEY && this.store.entries().some((e) => e.object.metadata.namespace === obj.metadata.name && this.typeOfKey(e.typeKey)?.namespaced)) {
+    if (
+      typeKey(type) === NAMESPACES_KEY &&
+      this.store
+        .entries()
+        .some((e) => e.object.metadata.namespace === obj.metadata.name && this.typeOfKey(e.typeKey)?.namespaced)
+    ) {
       return undefined;
     }
     return this.removeNow(type, obj, policy);
@@ -409,7 +485,10 @@ export class ObjectApi {
     obj.metadata.uid = existing.metadata.uid;
     obj.metadata.creationTimestamp = existing.metadata.creationTimestamp;
     obj.metadata.resourceVersion = existing.metadata.resourceVersion;
-    if (type.custom) obj.metadata.generation = jsonEqual(specPart(existing, false), specPart(obj, false)) ? existing.metadata.generation : (existing.metadata.generation ?? 0) + 1;
+    if (type.custom)
+      obj.metadata.generation = jsonEqual(specPart(existing, false), specPart(obj, false))
+        ? existing.metadata.generation
+        : (existing.metadata.generation ?? 0) + 1;
     this.prepareAndValidate(type, obj);
     if (jsonEqual(obj, existing)) return existing;
     return this.store.put(typeKey(type), obj);

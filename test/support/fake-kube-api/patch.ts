@@ -58,7 +58,8 @@ function parsePointer(pointer: string): string[] {
 
 function arrayIndex(token: string, length: number, allowEnd: boolean, pointer: string): number {
   if (allowEnd && token === '-') return length;
-  if (!/^(0|[1-9][0-9]*)$/.test(token)) throw new PatchError(`invalid array index ${JSON.stringify(token)} in ${pointer}`);
+  if (!/^(0|[1-9][0-9]*)$/.test(token))
+    throw new PatchError(`invalid array index ${JSON.stringify(token)} in ${pointer}`);
   const index = Number(token);
   if (index > length || (!allowEnd && index === length)) throw new PatchError(`array index out of bounds: ${pointer}`);
   return index;
@@ -130,7 +131,8 @@ export function applyJsonPatch(target: unknown, patch: unknown): unknown {
         doc = addAt(doc, op.path, clone(getAt(doc, op.from ?? '')));
         break;
       case 'test':
-        if (!jsonEqual(getAt(doc, op.path), op.value)) throw new PatchError(`testing value ${op.path} failed: test failed`);
+        if (!jsonEqual(getAt(doc, op.path), op.value))
+          throw new PatchError(`testing value ${op.path} failed: test failed`);
         break;
     }
   }

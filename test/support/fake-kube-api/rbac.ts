@@ -16,7 +16,10 @@ export interface FakeUser {
 
 /** The user of a service account token, with the groups the real token authenticator adds. */
 export function serviceAccountUser(namespace: string, name: string): FakeUser {
-  return { name: `system:serviceaccount:${namespace}:${name}`, groups: ['system:serviceaccounts', `system:serviceaccounts:${namespace}`, 'system:authenticated'] };
+  return {
+    name: `system:serviceaccount:${namespace}:${name}`,
+    groups: ['system:serviceaccounts', `system:serviceaccounts:${namespace}`, 'system:authenticated'],
+  };
 }
 
 /** The authorizer's view of a resource request. */
@@ -91,13 +94,16 @@ function subjectMatches(subject: Subject, user: FakeUser): boolean {
 }
 
 function rulesOf(role: KubeObject | undefined): PolicyRule[] {
-  return ((role?.['rules'] as PolicyRule[] | undefined) ?? []).filter((rule) => typeof rule === 'object' && rule !== null);
+  return ((role?.['rules'] as PolicyRule[] | undefined) ?? []).filter(
+    (rule) => typeof rule === 'object' && rule !== null,
+  );
 }
 
 /** The rules that apply to `user` for a request in `namespace` (undefined: cluster scope). */
 function grantedRules(store: ObjectStore, user: FakeUser, namespace: string | undefined): PolicyRule[] {
   const rules: PolicyRule[] = [];
-  const bound = (binding: KubeObject) => ((binding['subjects'] as Subject[] | undefined) ?? []).some((subject) => subjectMatches(subject, user));
+  const bound = (binding: KubeObject) =>
+    ((binding['subjects'] as Subject[] | undefined) ?? []).some((subject) => subjectMatches(subject, user));
   const roleRef = (binding: KubeObject) => (binding['roleRef'] as { kind?: string; name?: string } | undefined) ?? {};
   for (const binding of store.list(CLUSTER_ROLE_BINDINGS)) {
     if (!bound(binding)) continue;
@@ -122,7 +128,10 @@ export function authorize(store: ObjectStore, user: FakeUser, request: RequestAt
   const scope = request.namespace !== undefined ? `in the namespace "${request.namespace}"` : 'at the cluster scope';
   const reason = `User "${user.name}" cannot ${request.verb} resource "${resource}" in API group "${request.group}" ${scope}`;
   const qualified = request.group ? `${request.resource}.${request.group}` : request.resource;
-  const message = request.name !== undefined ? `${qualified} "${request.name}" is forbidden: ${reason}` : `${qualified} is forbidden: ${reason}`;
+  const message =
+    request.name !== undefined
+      ? `${qualified} "${request.name}" is forbidden: ${reason}`
+      : `${qualified} is forbidden: ${reason}`;
   const details: Record<string, string> = { kind: request.resource };
   if (request.name !== undefined) details['name'] = request.name;
   if (request.group) details['group'] = request.group;

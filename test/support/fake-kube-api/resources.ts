@@ -52,7 +52,11 @@ function apiVersionOf(group: string, version: string): string {
 }
 
 /** Completes a definition with the derived names; `builtin` selects built-in behaviour. */
-function toResourceType(def: ResourceDefinition, builtin = false, extra: Pick<ResourceType, 'prepare' | 'validate'> = {}): ResourceType {
+function toResourceType(
+  def: ResourceDefinition,
+  builtin = false,
+  extra: Pick<ResourceType, 'prepare' | 'validate'> = {},
+): ResourceType {
   return {
     group: def.group,
     version: def.version,
@@ -80,7 +84,8 @@ function prepareSecret(obj: KubeObject): void {
     }
   }
   if (stringData) {
-    for (const [key, value] of Object.entries(stringData)) data[key] = Buffer.from(String(value), 'utf8').toString('base64');
+    for (const [key, value] of Object.entries(stringData))
+      data[key] = Buffer.from(String(value), 'utf8').toString('base64');
     delete obj['stringData'];
   }
   if (Object.keys(data).length > 0) obj['data'] = data;
@@ -101,7 +106,12 @@ function validateEventsV1(obj: KubeObject): StatusCause[] {
     if (obj[field] === undefined || obj[field] === null || obj[field] === '') causes.push(fieldRequired(field));
   }
   const type = obj['type'];
-  if (type !== 'Normal' && type !== 'Warning') causes.push({ reason: 'FieldValueNotSupported', field: 'type', message: `type: Unsupported value: ${JSON.stringify(type ?? '')}: supported values: "Normal", "Warning"` });
+  if (type !== 'Normal' && type !== 'Warning')
+    causes.push({
+      reason: 'FieldValueNotSupported',
+      field: 'type',
+      message: `type: Unsupported value: ${JSON.stringify(type ?? '')}: supported values: "Normal", "Warning"`,
+    });
   return causes;
 }
 
@@ -114,28 +124,138 @@ function validateCoreEvent(obj: KubeObject): StatusCause[] {
 }
 
 const CORE: ResourceType[] = [
-  toResourceType({ group: '', version: 'v1', kind: 'Namespace', plural: 'namespaces', namespaced: false, statusSubresource: true, shortNames: ['ns'] }, true, { prepare: prepareNamespace }),
-  toResourceType({ group: '', version: 'v1', kind: 'Secret', plural: 'secrets', namespaced: true }, true, { prepare: prepareSecret }),
-  toResourceType({ group: '', version: 'v1', kind: 'ConfigMap', plural: 'configmaps', namespaced: true, shortNames: ['cm'] }, true),
-  toResourceType({ group: '', version: 'v1', kind: 'Event', plural: 'events', namespaced: true, shortNames: ['ev'] }, true, { validate: validateCoreEvent }),
-  toResourceType({ group: 'coordination.k8s.io', version: 'v1', kind: 'Lease', plural: 'leases', namespaced: true }, true),
-  toResourceType({ group: 'events.k8s.io', version: 'v1', kind: 'Event', plural: 'events', namespaced: true, shortNames: ['ev'] }, true, { validate: validateEventsV1 }),
+  toResourceType(
+    {
+      group: '',
+      version: 'v1',
+      kind: 'Namespace',
+      plural: 'namespaces',
+      namespaced: false,
+      statusSubresource: true,
+      shortNames: ['ns'],
+    },
+    true,
+    { prepare: prepareNamespace },
+  ),
+  toResourceType({ group: '', version: 'v1', kind: 'Secret', plural: 'secrets', namespaced: true }, true, {
+    prepare: prepareSecret,
+  }),
+  toResourceType(
+    { group: '', version: 'v1', kind: 'ConfigMap', plural: 'configmaps', namespaced: true, shortNames: ['cm'] },
+    true,
+  ),
+  toResourceType(
+    { group: '', version: 'v1', kind: 'Event', plural: 'events', namespaced: true, shortNames: ['ev'] },
+    true,
+    { validate: validateCoreEvent },
+  ),
+  toResourceType(
+    { group: 'coordination.k8s.io', version: 'v1', kind: 'Lease', plural: 'leases', namespaced: true },
+    true,
+  ),
+  toResourceType(
+    { group: 'events.k8s.io', version: 'v1', kind: 'Event', plural: 'events', namespaced: true, shortNames: ['ev'] },
+    true,
+    { validate: validateEventsV1 },
+  ),
   ...RBAC_RESOURCES.map((definition) => toResourceType(definition, true)),
 ];
 
 /** The CRDs a clusterstack controller meets in a management cluster. */
 const DEFAULT_CUSTOM_RESOURCES: ResourceDefinition[] = [
-  { group: 'cluster.x-k8s.io', version: 'v1beta1', kind: 'Cluster', plural: 'clusters', namespaced: true, statusSubresource: true, shortNames: ['cl'] },
-  { group: 'clusterstack.x-k8s.io', version: 'v1alpha1', kind: 'ClusterStack', plural: 'clusterstacks', namespaced: true, statusSubresource: true, shortNames: ['csk'] },
-  { group: 'clusterstack.x-k8s.io', version: 'v1alpha1', kind: 'ClusterStackRelease', plural: 'clusterstackreleases', namespaced: true, statusSubresource: true, shortNames: ['cskr'] },
-  { group: 'clusterstack.x-k8s.io', version: 'v1alpha1', kind: 'ClusterAddon', plural: 'clusteraddons', namespaced: true, statusSubresource: true, shortNames: ['caddon'] },
-  { group: 'infrastructure.clusterstack.x-k8s.io', version: 'v1alpha1', kind: 'OpenStackClusterStackReleaseTemplate', plural: 'openstackclusterstackreleasetemplates', namespaced: true },
-  { group: 'infrastructure.clusterstack.x-k8s.io', version: 'v1alpha1', kind: 'OpenStackClusterStackRelease', plural: 'openstackclusterstackreleases', namespaced: true, statusSubresource: true },
-  { group: 'infrastructure.clusterstack.x-k8s.io', version: 'v1alpha1', kind: 'OpenStackNodeImageRelease', plural: 'openstacknodeimagereleases', namespaced: true, statusSubresource: true },
-  { group: 'kustomize.toolkit.fluxcd.io', version: 'v1', kind: 'Kustomization', plural: 'kustomizations', namespaced: true, statusSubresource: true, shortNames: ['ks'] },
-  { group: 'argoproj.io', version: 'v1alpha1', kind: 'Application', plural: 'applications', namespaced: true, shortNames: ['app', 'apps'] },
-  { group: 'controlplane.cluster.x-k8s.io', version: 'v1beta1', kind: 'KubeadmControlPlane', plural: 'kubeadmcontrolplanes', namespaced: true, statusSubresource: true, shortNames: ['kcp'] },
-  { group: 'infrastructure.cluster.x-k8s.io', version: 'v1beta1', kind: 'DockerCluster', plural: 'dockerclusters', namespaced: true, statusSubresource: true },
+  {
+    group: 'cluster.x-k8s.io',
+    version: 'v1beta1',
+    kind: 'Cluster',
+    plural: 'clusters',
+    namespaced: true,
+    statusSubresource: true,
+    shortNames: ['cl'],
+  },
+  {
+    group: 'clusterstack.x-k8s.io',
+    version: 'v1alpha1',
+    kind: 'ClusterStack',
+    plural: 'clusterstacks',
+    namespaced: true,
+    statusSubresource: true,
+    shortNames: ['csk'],
+  },
+  {
+    group: 'clusterstack.x-k8s.io',
+    version: 'v1alpha1',
+    kind: 'ClusterStackRelease',
+    plural: 'clusterstackreleases',
+    namespaced: true,
+    statusSubresource: true,
+    shortNames: ['cskr'],
+  },
+  {
+    group: 'clusterstack.x-k8s.io',
+    version: 'v1alpha1',
+    kind: 'ClusterAddon',
+    plural: 'clusteraddons',
+    namespaced: true,
+    statusSubresource: true,
+    shortNames: ['caddon'],
+  },
+  {
+    group: 'infrastructure.clusterstack.x-k8s.io',
+    version: 'v1alpha1',
+    kind: 'OpenStackClusterStackReleaseTemplate',
+    plural: 'openstackclusterstackreleasetemplates',
+    namespaced: true,
+  },
+  {
+    group: 'infrastructure.clusterstack.x-k8s.io',
+    version: 'v1alpha1',
+    kind: 'OpenStackClusterStackRelease',
+    plural: 'openstackclusterstackreleases',
+    namespaced: true,
+    statusSubresource: true,
+  },
+  {
+    group: 'infrastructure.clusterstack.x-k8s.io',
+    version: 'v1alpha1',
+    kind: 'OpenStackNodeImageRelease',
+    plural: 'openstacknodeimagereleases',
+    namespaced: true,
+    statusSubresource: true,
+  },
+  {
+    group: 'kustomize.toolkit.fluxcd.io',
+    version: 'v1',
+    kind: 'Kustomization',
+    plural: 'kustomizations',
+    namespaced: true,
+    statusSubresource: true,
+    shortNames: ['ks'],
+  },
+  {
+    group: 'argoproj.io',
+    version: 'v1alpha1',
+    kind: 'Application',
+    plural: 'applications',
+    namespaced: true,
+    shortNames: ['app', 'apps'],
+  },
+  {
+    group: 'controlplane.cluster.x-k8s.io',
+    version: 'v1beta1',
+    kind: 'KubeadmControlPlane',
+    plural: 'kubeadmcontrolplanes',
+    namespaced: true,
+    statusSubresource: true,
+    shortNames: ['kcp'],
+  },
+  {
+    group: 'infrastructure.cluster.x-k8s.io',
+    version: 'v1beta1',
+    kind: 'DockerCluster',
+    plural: 'dockerclusters',
+    namespaced: true,
+    statusSubresource: true,
+  },
 ];
 
 const NAME_PATTERN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -169,8 +289,18 @@ export function validateLabels(labels: Record<string, unknown> | undefined): Sta
     const slash = key.lastIndexOf('/');
     const prefix = slash < 0 ? undefined : key.slice(0, slash);
     const name = slash < 0 ? key : key.slice(slash + 1);
-    if (name.length > 63 || !LABEL_NAME.test(name) || (prefix !== undefined && (prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix)))) {
-      causes.push(fieldInvalid('metadata.labels', key, "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"));
+    if (
+      name.length > 63 ||
+      !LABEL_NAME.test(name) ||
+      (prefix !== undefined && (prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix)))
+    ) {
+      causes.push(
+        fieldInvalid(
+          'metadata.labels',
+          key,
+          "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+        ),
+      );
     }
     if (typeof value !== 'string') {
       causes.push(fieldInvalid(`metadata.labels`, value, 'label values must be strings'));
@@ -178,7 +308,13 @@ export function validateLabels(labels: Record<string, unknown> | undefined): Sta
     }
     if (value.length > 63) causes.push(fieldInvalid('metadata.labels', value, 'must be no more than 63 characters'));
     else if (!LABEL_VALUE.test(value)) {
-      causes.push(fieldInvalid('metadata.labels', value, "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"));
+      causes.push(
+        fieldInvalid(
+          'metadata.labels',
+          value,
+          "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+        ),
+      );
     }
   }
   return causes;
@@ -196,7 +332,9 @@ export class ResourceRegistry {
   /** Adds (or replaces) a custom resource type, as installing a CRD would. */
   register(def: ResourceDefinition): ResourceType {
     const type = toResourceType(def);
-    const existing = this.types.findIndex((t) => t.group === type.group && t.version === type.version && t.plural === type.plural);
+    const existing = this.types.findIndex(
+      (t) => t.group === type.group && t.version === type.version && t.plural === type.plural,
+    );
     if (existing >= 0) this.types.splice(existing, 1, type);
     else this.types.push(type);
     return type;
@@ -210,7 +348,9 @@ export class ResourceRegistry {
   byApiVersion(apiVersion: string, kindOrPlural: string): ResourceType | undefined {
     const lower = kindOrPlural.toLowerCase();
     return this.types.find(
-      (t) => t.apiVersion === apiVersion && (t.kind === kindOrPlural || t.plural === lower || t.singular === lower || t.shortNames.includes(lower)),
+      (t) =>
+        t.apiVersion === apiVersion &&
+        (t.kind === kindOrPlural || t.plural === lower || t.singular === lower || t.shortNames.includes(lower)),
     );
   }
 
@@ -244,11 +384,23 @@ export function apiResourceList(registry: ResourceRegistry, group: string, versi
   if (types.length === 0) return undefined;
   const resources: unknown[] = [];
   for (const t of types) {
-    const entry: Record<string, unknown> = { name: t.plural, singularName: t.singular, namespaced: t.namespaced, kind: t.kind, verbs: VERBS };
+    const entry: Record<string, unknown> = {
+      name: t.plural,
+      singularName: t.singular,
+      namespaced: t.namespaced,
+      kind: t.kind,
+      verbs: VERBS,
+    };
     if (t.shortNames.length > 0) entry['shortNames'] = t.shortNames;
     resources.push(entry);
     if (t.statusSubresource) {
-      resources.push({ name: `${t.plural}/status`, singularName: '', namespaced: t.namespaced, kind: t.kind, verbs: ['get', 'patch', 'update'] });
+      resources.push({
+        name: `${t.plural}/status`,
+        singularName: '',
+        namespaced: t.namespaced,
+        kind: t.kind,
+        verbs: ['get', 'patch', 'update'],
+      });
     }
   }
   return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: apiVersionOf(group, version), resources };
@@ -256,7 +408,11 @@ export function apiResourceList(registry: ResourceRegistry, group: string, versi
 
 function apiGroup(group: string, versions: string[], preferred?: string): unknown {
   const entries = versions.map((v) => ({ groupVersion: `${group}/${v}`, version: v }));
-  return { name: group, versions: entries, preferredVersion: entries.find((entry) => entry.version === preferred) ?? entries[0] };
+  return {
+    name: group,
+    versions: entries,
+    preferredVersion: entries.find((entry) => entry.version === preferred) ?? entries[0],
+  };
 }
 
 /** `/apis`: every named group with its versions. */
@@ -271,12 +427,18 @@ export function apiGroupList(registry: ResourceRegistry): unknown {
 /** `/apis/<group>`, or undefined for an unknown group. */
 export function apiGroupDocument(registry: ResourceRegistry, group: string): unknown | undefined {
   const found = registry.groupVersions().find((g) => g.group === group && group !== '');
-  return found ? { kind: 'APIGroup', apiVersion: 'v1', ...(apiGroup(found.group, found.versions, found.preferred) as object) } : undefined;
+  return found
+    ? { kind: 'APIGroup', apiVersion: 'v1', ...(apiGroup(found.group, found.versions, found.preferred) as object) }
+    : undefined;
 }
 
 /** `/api`: the legacy core group's versions. */
 export function apiVersions(serverAddress: string): unknown {
-  return { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress }] };
+  return {
+    kind: 'APIVersions',
+    versions: ['v1'],
+    serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress }],
+  };
 }
 
 /** `/version`: a plausible current server. */

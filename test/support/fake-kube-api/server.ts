@@ -77,7 +77,8 @@ interface ResolvedPath {
   subresource?: 'status';
 }
 
-const NOT_FOUND_PAGE = (): ApiError => new ApiError(failureStatus(404, 'the server could not find the requested resource', 'NotFound', {}));
+const NOT_FOUND_PAGE = (): ApiError =>
+  new ApiError(failureStatus(404, 'the server could not find the requested resource', 'NotFound', {}));
 
 const PATCH_TYPES: Record<string, PatchType> = {
   'application/json-patch+json': 'json',
@@ -167,7 +168,8 @@ export class FakeKubeApiServer {
 
   private takeFault(method: string, pathAndQuery: string): Fault | undefined {
     const fault = this.faults.find(
-      (f) => (!f.method || f.method.toUpperCase() === method) && (!f.pathIncludes || pathAndQuery.includes(f.pathIncludes)),
+      (f) =>
+        (!f.method || f.method.toUpperCase() === method) && (!f.pathIncludes || pathAndQuery.includes(f.pathIncludes)),
     );
     if (!fault) return undefined;
     fault.remaining -= 1;
@@ -199,9 +201,16 @@ export class FakeKubeApiServer {
       if (user) record.user = user.name;
       const fault = this.takeFault(method, url.pathname + url.search);
       if (fault) {
-        const details = fault.retryAfterSeconds !== undefined ? { retryAfterSeconds: fault.retryAfterSeconds } : undefined;
-        const status = failureStatus(fault.status, fault.message ?? `injected fault (HTTP ${fault.status})`, fault.reason, details);
-        const headers: Record<string, string> = fault.retryAfterSeconds !== undefined ? { 'Retry-After': String(fault.retryAfterSeconds) } : {};
+        const details =
+          fault.retryAfterSeconds !== undefined ? { retryAfterSeconds: fault.retryAfterSeconds } : undefined;
+        const status = failureStatus(
+          fault.status,
+          fault.message ?? `injected fault (HTTP ${fault.status})`,
+          fault.reason,
+          details,
+        );
+        const headers: Record<string, string> =
+          fault.retryAfterSeconds !== undefined ? { 'Retry-After': String(fault.retryAfterSeconds) } : {};
         reply(fault.status, status, headers);
         return;
       }
@@ -220,7 +229,15 @@ export class FakeKubeApiServer {
       reply(status, result);
     } catch (err) {
       if (err instanceof ApiError) reply(err.code, err.status);
-      else reply(500, failureStatus(500, `Internal error occurred: ${err instanceof Error ? err.message : String(err)}`, 'InternalError'));
+      else
+        reply(
+          500,
+          failureStatus(
+            500,
+            `Internal error occurred: ${err instanceof Error ? err.message : String(err)}`,
+            'InternalError',
+          ),
+        );
     }
   }
 
@@ -230,7 +247,8 @@ export class FakeKubeApiServer {
     const user = token !== undefined ? this.options.users?.[token] : undefined;
     if (user) return user;
     const strict = this.options.token !== undefined || this.options.users !== undefined;
-    if (strict && token !== (this.options.token ?? 'fake-token')) throw new ApiError(failureStatus(401, 'Unauthorized', 'Unauthorized'));
+    if (strict && token !== (this.options.token ?? 'fake-token'))
+      throw new ApiError(failureStatus(401, 'Unauthorized', 'Unauthorized'));
     return undefined;
   }
 
@@ -255,8 +273,18 @@ export class FakeKubeApiServer {
   private requestAttributes(method: string, url: URL, target: ResolvedPath): RequestAttributes {
     const watch = url.searchParams.get('watch') === 'true' || url.searchParams.get('watch') === '1';
     const collection = target.name === undefined;
-    const verbs: Record<string, string> = { GET: watch ? 'watch' : collection ? 'list' : 'get', POST: 'create', PUT: 'update', PATCH: 'patch', DELETE: collection ? 'deletecollection' : 'delete' };
-    const attributes: RequestAttributes = { verb: verbs[method] ?? method.toLowerCase(), group: target.type.group, resource: target.type.plural };
+    const verbs: Record<string, string> = {
+      GET: watch ? 'watch' : collection ? 'list' : 'get',
+      POST: 'create',
+      PUT: 'update',
+      PATCH: 'patch',
+      DELETE: collection ? 'deletecollection' : 'delete',
+    };
+    const attributes: RequestAttributes = {
+      verb: verbs[method] ?? method.toLowerCase(),
+      group: target.type.group,
+      resource: target.type.plural,
+    };
     if (target.subresource) attributes.subresource = target.subresource;
     if (target.namespace !== undefined) attributes.namespace = target.namespace;
     if (target.name !== undefined) attributes.name = target.name;
@@ -267,7 +295,10 @@ export class FakeKubeApiServer {
     const segments = url.pathname.split('/').filter(Boolean).map(decodeURIComponent);
     const discovery = this.discovery(segments);
     if (discovery !== undefined) {
-      if (method !== 'GET') throw new ApiError(failureStatus(405, 'the server does not allow this method on the requested resource', 'MethodNotAllowed'));
+      if (method !== 'GET')
+        throw new ApiError(
+          failureStatus(405, 'the server does not allow this method on the requested resource', 'MethodNotAllowed'),
+        );
       return [200, discovery];
     }
     const target = this.resolve(segments);
@@ -289,7 +320,9 @@ export class FakeKubeApiServer {
         case 'DELETE':
           return [200, this.objects.deleteCollection(type, namespace, listOptions)];
       }
-      throw new ApiError(failureStatus(405, 'the server does not allow this method on the requested resource', 'MethodNotAllowed'));
+      throw new ApiError(
+        failureStatus(405, 'the server does not allow this method on the requested resource', 'MethodNotAllowed'),
+      );
     }
     switch (method) {
       case 'GET':
@@ -313,7 +346,9 @@ export class FakeKubeApiServer {
         if (subresource) break;
         return [200, this.objects.delete(type, namespace, name, deleteOptions(body, params))];
     }
-    throw new ApiError(failureStatus(405, 'the server does not allow this method on the requested resource', 'MethodNotAllowed'));
+    throw new ApiError(
+      failureStatus(405, 'the server does not allow this method on the requested resource', 'MethodNotAllowed'),
+    );
   }
 
   /** Discovery documents, or undefined when the path is not a discovery path. */
@@ -322,9 +357,12 @@ export class FakeKubeApiServer {
     if (path === 'version') return VERSION_INFO;
     if (path === 'api') return apiVersions(`127.0.0.1:${this.port}`);
     if (path === 'apis') return apiGroupList(this.registry);
-    if (segments[0] === 'api' && segments.length === 2) return apiResourceList(this.registry, '', segments[1] ?? '') ?? this.throwNotFound();
-    if (segments[0] === 'apis' && segments.length === 2) return apiGroupDocument(this.registry, segments[1] ?? '') ?? this.throwNotFound();
-    if (segments[0] === 'apis' && segments.length === 3) return apiResourceList(this.registry, segments[1] ?? '', segments[2] ?? '') ?? this.throwNotFound();
+    if (segments[0] === 'api' && segments.length === 2)
+      return apiResourceList(this.registry, '', segments[1] ?? '') ?? this.throwNotFound();
+    if (segments[0] === 'apis' && segments.length === 2)
+      return apiGroupDocument(this.registry, segments[1] ?? '') ?? this.throwNotFound();
+    if (segments[0] === 'apis' && segments.length === 3)
+      return apiResourceList(this.registry, segments[1] ?? '', segments[2] ?? '') ?? this.throwNotFound();
     return undefined;
   }
 
@@ -349,7 +387,11 @@ export class FakeKubeApiServer {
       throw NOT_FOUND_PAGE();
     }
     let namespace: string | undefined;
-    if (rest[0] === 'namespaces' && rest.length >= 3 && this.registry.byPath(group, version, rest[2] ?? '')?.namespaced) {
+    if (
+      rest[0] === 'namespaces' &&
+      rest.length >= 3 &&
+      this.registry.byPath(group, version, rest[2] ?? '')?.namespaced
+    ) {
       namespace = rest[1];
       rest = rest.slice(2);
     }
@@ -428,7 +470,9 @@ async function readBody(req: IncomingMessage): Promise<unknown> {
   try {
     return JSON.parse(text) as unknown;
   } catch (err) {
-    throw badRequest(`couldn't get version/kind; json parse error: ${err instanceof Error ? err.message : String(err)}`);
+    throw badRequest(
+      `couldn't get version/kind; json parse error: ${err instanceof Error ? err.message : String(err)}`,
+    );
   }
 }
 
@@ -443,7 +487,10 @@ function deleteOptions(body: unknown, params: URLSearchParams): DeleteOptions {
   const orphan = params.get('orphanDependents') ?? fromBody.orphanDependents;
   if (policy === undefined && (orphan === true || orphan === 'true')) policy = 'Orphan';
   if (policy !== undefined) {
-    if (!PROPAGATION_POLICIES.has(policy)) throw badRequest(`propagationPolicy: Unsupported value: "${policy}": supported values: "Foreground", "Background", "Orphan"`);
+    if (!PROPAGATION_POLICIES.has(policy))
+      throw badRequest(
+        `propagationPolicy: Unsupported value: "${policy}": supported values: "Foreground", "Background", "Orphan"`,
+      );
     options.propagationPolicy = policy as PropagationPolicy;
   }
   if (fromBody.preconditions) options.preconditions = fromBody.preconditions;

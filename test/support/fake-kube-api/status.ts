@@ -91,7 +91,9 @@ function resourceDetails(gr: GroupResource, name: string): StatusDetails {
 
 /** 404 NotFound, worded like the real server. */
 export function notFound(gr: GroupResource, name: string): ApiError {
-  return new ApiError(failureStatus(404, `${qualifiedResource(gr)} "${name}" not found`, 'NotFound', resourceDetails(gr, name)));
+  return new ApiError(
+    failureStatus(404, `${qualifiedResource(gr)} "${name}" not found`, 'NotFound', resourceDetails(gr, name)),
+  );
 }
 
 /** 409 AlreadyExists, for a create whose name is taken. */
@@ -102,9 +104,18 @@ export function alreadyExists(gr: GroupResource, name: string): ApiError {
 }
 
 /** 409 Conflict: a stale resourceVersion, or a failed precondition when `why` is given. */
-export function conflict(gr: GroupResource, name: string, why = 'the object has been modified; please apply your changes to the latest version and try again'): ApiError {
+export function conflict(
+  gr: GroupResource,
+  name: string,
+  why = 'the object has been modified; please apply your changes to the latest version and try again',
+): ApiError {
   return new ApiError(
-    failureStatus(409, `Operation cannot be fulfilled on ${qualifiedResource(gr)} "${name}": ${why}`, 'Conflict', resourceDetails(gr, name)),
+    failureStatus(
+      409,
+      `Operation cannot be fulfilled on ${qualifiedResource(gr)} "${name}": ${why}`,
+      'Conflict',
+      resourceDetails(gr, name),
+    ),
   );
 }
 
@@ -130,7 +141,11 @@ export function forbidden(message: string): ApiError {
 
 /** A field error in the shape of the causes the real server lists on 422 responses. */
 export function fieldInvalid(field: string, value: unknown, detail: string): StatusCause {
-  return { reason: 'FieldValueInvalid', field, message: `${field}: Invalid value: ${JSON.stringify(value)}: ${detail}` };
+  return {
+    reason: 'FieldValueInvalid',
+    field,
+    message: `${field}: Invalid value: ${JSON.stringify(value)}: ${detail}`,
+  };
 }
 
 /** A `Required value` cause for a 422. */

@@ -43,13 +43,16 @@ export class ObjectStore {
   list(typeKey: string, namespace?: string): KubeObject[] {
     const all = [...(this.objects.get(typeKey)?.entries() ?? [])];
     all.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return all.map(([, obj]) => clone(obj)).filter((obj) => namespace === undefined || obj.metadata.namespace === namespace);
+    return all
+      .map(([, obj]) => clone(obj))
+      .filter((obj) => namespace === undefined || obj.metadata.namespace === namespace);
   }
 
   /** Every stored object with its resource key, for garbage collection and namespace cleanup. */
   entries(): Array<{ typeKey: string; object: KubeObject }> {
     const result: Array<{ typeKey: string; object: KubeObject }> = [];
-    for (const [typeKey, objects] of this.objects) for (const object of objects.values()) result.push({ typeKey, object: clone(object) });
+    for (const [typeKey, objects] of this.objects)
+      for (const object of objects.values()) result.push({ typeKey, object: clone(object) });
     return result;
   }
 
@@ -62,12 +65,23 @@ export class ObjectStore {
     const previous = bucket.get(key);
     stored.metadata.resourceVersion = String(++this.revision);
     bucket.set(key, stored);
-    this.record({ type: previous ? 'MODIFIED' : 'ADDED', resourceVersion: this.revision, typeKey, object: clone(stored), ...(previous ? { previous: clone(previous) } : {}) });
+    this.record({
+      type: previous ? 'MODIFIED' : 'ADDED',
+      resourceVersion: this.revision,
+      typeKey,
+      object: clone(stored),
+      ...(previous ? { previous: clone(previous) } : {}),
+    });
     return clone(stored);
   }
 
   /** Removes an object; the DELETED event carries the deletion's own revision, as on a real server. */
-  remove(typeKey: string, namespace: string | undefined, name: string, finalState?: KubeObject): KubeObject | undefined {
+  remove(
+    typeKey: string,
+    namespace: string | undefined,
+    name: string,
+    finalState?: KubeObject,
+  ): KubeObject | undefined {
     const bucket = this.objects.get(typeKey);
     const previous = bucket?.get(objectKey(namespace, name));
     if (!bucket || !previous) return undefined;
@@ -75,7 +89,13 @@ export class ObjectStore {
     // An object released by an update (last finalizer removed) is reported in that final state.
     const deleted = clone(finalState ?? previous);
     deleted.metadata.resourceVersion = String(++this.revision);
-    this.record({ type: 'DELETED', resourceVersion: this.revision, typeKey, object: clone(deleted), previous: clone(previous) });
+    this.record({
+      type: 'DELETED',
+      resourceVersion: this.revision,
+      typeKey,
+      object: clone(deleted),
+      previous: clone(previous),
+    });
     return deleted;
   }
 

@@ -49,7 +49,10 @@ export class WatchHub {
     const fields = parseFieldSelector(request.fieldSelector);
     const key = typeKey(request.type);
     const visible = (obj: KubeObject | undefined): boolean =>
-      obj !== undefined && (request.namespace === undefined || obj.metadata.namespace === request.namespace) && labels(obj.metadata.labels) && fields(obj);
+      obj !== undefined &&
+      (request.namespace === undefined || obj.metadata.namespace === request.namespace) &&
+      labels(obj.metadata.labels) &&
+      fields(obj);
 
     const translate = (event: StoredEvent): WatchEvent | undefined => {
       if (event.typeKey !== key) return undefined;
@@ -116,7 +119,10 @@ export class WatchHub {
     for (const session of this.sessions) {
       if (!session.request.allowWatchBookmarks) continue;
       const { apiVersion, kind } = session.request.type;
-      session.sink.send({ type: 'BOOKMARK', object: { apiVersion, kind, metadata: { resourceVersion: String(this.store.currentRevision()) } } });
+      session.sink.send({
+        type: 'BOOKMARK',
+        object: { apiVersion, kind, metadata: { resourceVersion: String(this.store.currentRevision()) } },
+      });
     }
   }
 
@@ -135,7 +141,11 @@ export class WatchHub {
   private expiredEvent(rv: string): WatchEvent {
     return {
       type: 'ERROR',
-      object: failureStatus(410, `too old resource version: ${rv} (${this.store.oldestWatchableRevision()})`, 'Expired'),
+      object: failureStatus(
+        410,
+        `too old resource version: ${rv} (${this.store.oldestWatchableRevision()})`,
+        'Expired',
+      ),
     };
   }
 }

@@ -37,8 +37,23 @@ export function makeClusterPki(dir: string): ClusterPki {
   const file = (name: string): string => path.join(dir, name);
   const caFile = file('ca.crt');
   const caKey = file('ca.key');
-  openssl(['req', '-x509', ...EC_KEY, '-days', '2', '-subj', '/CN=clusterstack-test-ca', '-keyout', caKey, '-out', caFile,
-    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign,digitalSignature']);
+  openssl([
+    'req',
+    '-x509',
+    ...EC_KEY,
+    '-days',
+    '2',
+    '-subj',
+    '/CN=clusterstack-test-ca',
+    '-keyout',
+    caKey,
+    '-out',
+    caFile,
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign,cRLSign,digitalSignature',
+  ]);
 
   const sign = (name: string, subject: string, extensions: string): { certFile: string; keyFile: string } => {
     const keyFile = file(`${name}.key`);
@@ -47,14 +62,34 @@ export function makeClusterPki(dir: string): ClusterPki {
     const ext = file(`${name}.ext`);
     writeFileSync(ext, extensions);
     openssl(['req', '-new', ...EC_KEY, '-subj', subject, '-keyout', keyFile, '-out', csr]);
-    openssl(['x509', '-req', '-in', csr, '-CA', caFile, '-CAkey', caKey, '-set_serial', `0x${Buffer.from(name).toString('hex').slice(0, 30)}`, '-days', '2', '-out', certFile, '-extfile', ext]);
+    openssl([
+      'x509',
+      '-req',
+      '-in',
+      csr,
+      '-CA',
+      caFile,
+      '-CAkey',
+      caKey,
+      '-set_serial',
+      `0x${Buffer.from(name).toString('hex').slice(0, 30)}`,
+      '-days',
+      '2',
+      '-out',
+      certFile,
+      '-extfile',
+      ext,
+    ]);
     return { certFile, keyFile };
   };
 
   // The names a client in the cluster would use, and loopback, where the tests reach it.
-  const serving = sign('apiserver', '/CN=kube-apiserver',
+  const serving = sign(
+    'apiserver',
+    '/CN=kube-apiserver',
     'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n' +
-      'subjectAltName=IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local\n');
+      'subjectAltName=IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local\n',
+  );
 
   const serviceAccountKeyFile = file('sa.key');
   const serviceAccountPublicKeyFile = file('sa.pub');
@@ -71,8 +106,11 @@ export function makeClusterPki(dir: string): ClusterPki {
     serviceAccountPublicKeyFile,
     clientCertificate(name, user, groups = []) {
       const subject = `/CN=${user}${groups.map((group) => `/O=${group}`).join('')}`;
-      const { certFile, keyFile } = sign(`client-${name}`, subject,
-        'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n');
+      const { certFile, keyFile } = sign(
+        `client-${name}`,
+        subject,
+        'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n',
+      );
       return { certFile, keyFile, cert: readFileSync(certFile, 'utf8'), key: readFileSync(keyFile, 'utf8') };
     },
   };

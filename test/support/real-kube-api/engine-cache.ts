@@ -55,7 +55,9 @@ export function builtEngine(name: string): BuiltEngine {
   const dir = path.join(engineCacheDir(), `${pinned.name}-${pinned.version}`);
   const manifest = path.join(dir, 'engine.json');
   if (!existsSync(manifest)) {
-    throw new Error(`${pinned.name} ${pinned.version} (${pinned.module}) is not built in ${dir}: run test/install-test-deps.sh (it builds the pinned engines from the Go module proxy once per machine)`);
+    throw new Error(
+      `${pinned.name} ${pinned.version} (${pinned.module}) is not built in ${dir}: run test/install-test-deps.sh (it builds the pinned engines from the Go module proxy once per machine)`,
+    );
   }
   return { ...(JSON.parse(readFileSync(manifest, 'utf8')) as Omit<BuiltEngine, 'dir'>), dir };
 }
@@ -63,7 +65,10 @@ export function builtEngine(name: string): BuiltEngine {
 /** The path of one binary of a built engine (e.g. `engineBinary('kubernetes', 'kube-apiserver')`). */
 export function engineBinary(name: string, binary: string): string {
   const engine = builtEngine(name);
-  if (!engine.binaries.includes(binary)) throw new Error(`${name} ${engine.version} in ${engine.dir} has no binary ${binary} (it has ${engine.binaries.join(', ') || 'none'})`);
+  if (!engine.binaries.includes(binary))
+    throw new Error(
+      `${name} ${engine.version} in ${engine.dir} has no binary ${binary} (it has ${engine.binaries.join(', ') || 'none'})`,
+    );
   return path.join(engine.dir, 'bin', binary);
 }
 

@@ -29,14 +29,20 @@ export interface FluxControllerOptions {
 }
 
 /** Installs Flux's CRDs, starts both controllers and waits until both report ready (/readyz). */
-export async function startFluxControllers(api: RealKubeApi, options: FluxControllerOptions = {}): Promise<FluxControllers> {
+export async function startFluxControllers(
+  api: RealKubeApi,
+  options: FluxControllerOptions = {},
+): Promise<FluxControllers> {
   const namespace = options.namespace ?? 'flux-system';
   const credential = options.credential ?? api.admin;
   const sourceBinary = engineBinary('source-controller', 'source-controller');
   const kustomizeBinary = engineBinary('kustomize-controller', 'kustomize-controller');
   await installCrds(api, [...engineCrdFiles('source-controller'), ...engineCrdFiles('kustomize-controller')]);
-  const created = await api.admin.client.request('POST', '/api/v1/namespaces', { body: { metadata: { name: namespace } } });
-  if (created.status !== 201 && created.status !== 409) throw new Error(`creating namespace ${namespace}: ${created.status} ${created.text}`);
+  const created = await api.admin.client.request('POST', '/api/v1/namespaces', {
+    body: { metadata: { name: namespace } },
+  });
+  if (created.status !== 201 && created.status !== 409)
+    throw new Error(`creating namespace ${namespace}: ${created.status} ${created.text}`);
 
   const [storagePort, sourceMetrics, sourceHealth, kustomizeMetrics, kustomizeHealth] = await distinctFreePorts(5);
   const storage = path.join(api.dir, 'flux-storage');
@@ -49,23 +55,40 @@ export async function startFluxControllers(api: RealKubeApi, options: FluxContro
     '--watch-all-namespaces=true',
     '--log-encoding=console',
   ];
-  const sourceController = startLocalProcess(`source-controller (${api.name})`, sourceBinary, [
-    ...common(sourceMetrics!, sourceHealth!),
-    `--storage-path=${storage}`,
-    `--storage-addr=127.0.0.1:${storagePort}`,
-    `--storage-adv-addr=127.0.0.1:${storagePort}`,
-    ...(options.sourceControllerArgs ?? []),
-  ], path.join(api.dir, 'source-controller.log'), env);
-  const kustomizeController = startLocalProcess(`kustomize-controller (${api.name})`, kustomizeBinary, [
-    ...common(kustomizeMetrics!, kustomizeHealth!),
-    ...(options.kustomizeControllerArgs ?? []),
-  ], path.join(api.dir, 'kustomize-controller.log'), env);
+  const sourceController = startLocalProcess(
+    `source-controller (${api.name})`,
+    sourceBinary,
+    [
+      ...common(sourceMetrics!, sourceHealth!),
+      `--storage-path=${storage}`,
+      `--storage-addr=127.0.0.1:${storagePort}`,
+      `--storage-adv-addr=127.0.0.1:${storagePort}`,
+      ...(options.sourceControllerArgs ?? []),
+    ],
+    path.join(api.dir, 'source-controller.log'),
+    env,
+  );
+  const kustomizeController = startLocalProcess(
+    `kustomize-controller (${api.name})`,
+    kustomizeBinary,
+    [...common(kustomizeMetrics!, kustomizeHealth!), ...(options.kustomizeControllerArgs ?? [])],
+    path.join(api.dir, 'kustomize-controller.log'),
+    env,
+  );
   const stop = async (): Promise<void> => {
     await Promise.all([kustomizeController.stop(), sourceController.stop()]);
   };
   try {
-    for (const [process, port] of [[sourceController, sourceHealth], [kustomizeController, kustomizeHealth]] as const) {
-      await waitUntil(`${process.name} /readyz`, async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).ok, [process, ...api.processes], 120_000);
+    for (const [process, port] of [
+      [sourceController, sourceHealth],
+      [kustomizeController, kustomizeHealth],
+    ] as const) {
+      await waitUntil(
+        `${process.name} /readyz`,
+        async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).ok,
+        [process, ...api.processes],
+        120_000,
+      );
     }
   } catch (error) {
     await stop();

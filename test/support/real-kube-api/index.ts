@@ -8,4 +8,10 @@ export { waitUntil, type LocalProcess } from './local-process.js';
 export { distinctFreePorts, startRealKubeApi, type RealKubeApi } from './real-kube-api.js';
 export { startFluxControllers, type FluxControllers } from './flux-controllers.js';
 export { describeVerdicts, documentsOfFiles, validateOnServer, type ObjectVerdict } from './server-side-validation.js';
-export { auditEvents, describeAuditEvent, serviceAccountKubeconfig, serviceAccountUserName, type AuditEvent } from './service-account.js';
+export {
+  auditEvents,
+  describeAuditEvent,
+  serviceAccountKubeconfig,
+  serviceAccountUserName,
+  type AuditEvent,
+} from './service-account.js';

@@ -9,7 +9,10 @@ import { waitUntil, type LocalProcess } from './local-process.js';
 const FIELD_MANAGER = 'clusterstack-test';
 
 /** Applies every CRD in `files` and waits until all are Established; returns their names. */
-export async function installCrds(api: { admin: { client: KubeClient }; processes: LocalProcess[] }, files: string[]): Promise<string[]> {
+export async function installCrds(
+  api: { admin: { client: KubeClient }; processes: LocalProcess[] },
+  files: string[],
+): Promise<string[]> {
   const client = api.admin.client;
   const names: string[] = [];
   for (const file of files) {
@@ -17,24 +20,38 @@ export async function installCrds(api: { admin: { client: KubeClient }; processe
       const crd = document.value as { kind?: string; metadata?: { name?: string } } | null;
       if (crd === null) continue;
       const name = crd.metadata?.name;
-      if (crd.kind !== 'CustomResourceDefinition' || !name) throw new Error(`${file}:${document.startLine}: not a CustomResourceDefinition (kind ${String(crd.kind)})`);
-      const response = await client.request('PATCH', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`, {
-        query: { fieldManager: FIELD_MANAGER, force: 'true' },
-        contentType: 'application/apply-patch+yaml',
-        body: document.text,
-      });
-      if (response.status !== 200 && response.status !== 201) throw new Error(`${file}: installing CRD ${name} failed: ${response.status} ${response.body?.message ?? response.text}`);
+      if (crd.kind !== 'CustomResourceDefinition' || !name)
+        throw new Error(`${file}:${document.startLine}: not a CustomResourceDefinition (kind ${String(crd.kind)})`);
+      const response = await client.request(
+        'PATCH',
+        `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`,
+        {
+          query: { fieldManager: FIELD_MANAGER, force: 'true' },
+          contentType: 'application/apply-patch+yaml',
+          body: document.text,
+        },
+      );
+      if (response.status !== 200 && response.status !== 201)
+        throw new Error(
+          `${file}: installing CRD ${name} failed: ${response.status} ${response.body?.message ?? response.text}`,
+        );
       names.push(name);
     }
   }
   const pending = new Set(names);
-  await waitUntil(`CRDs to be established (${names.length})`, async () => {
-    for (const name of [...pending]) {
-      const crd = await client.get(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`);
-      const conditions = (crd.status?.conditions ?? []) as { type: string; status: string }[];
-      if (conditions.some((condition) => condition.type === 'Established' && condition.status === 'True')) pending.delete(name);
-    }
-    return pending.size === 0;
-  }, api.processes, 120_000);
+  await waitUntil(
+    `CRDs to be established (${names.length})`,
+    async () => {
+      for (const name of [...pending]) {
+        const crd = await client.get(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`);
+        const conditions = (crd.status?.conditions ?? []) as { type: string; status: string }[];
+        if (conditions.some((condition) => condition.type === 'Established' && condition.status === 'True'))
+          pending.delete(name);
+      }
+      return pending.size === 0;
+    },
+    api.processes,
+    120_000,
+  );
   return names;
 }

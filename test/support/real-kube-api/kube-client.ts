@@ -27,34 +27,54 @@ export interface KubeClient {
 
 /** A client for `server` (https://127.0.0.1:<port>) trusting `ca`, as the user of `cert`/`key`. */
 export function kubeClient(server: string, credentials: { ca: string; cert: string; key: string }): KubeClient {
-  const agent = new Agent({ ca: credentials.ca, cert: credentials.cert, key: credentials.key, keepAlive: true, maxSockets: 8 });
+  const agent = new Agent({
+    ca: credentials.ca,
+    cert: credentials.cert,
+    key: credentials.key,
+    keepAlive: true,
+    maxSockets: 8,
+  });
   const call = (method: string, path: string, options: KubeRequest = {}): Promise<KubeResponse> => {
     const url = new URL(path, server);
     for (const [key, value] of Object.entries(options.query ?? {})) url.searchParams.set(key, value);
-    const payload = options.body === undefined ? undefined : typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
+    const payload =
+      options.body === undefined
+        ? undefined
+        : typeof options.body === 'string'
+          ? options.body
+          : JSON.stringify(options.body);
     return new Promise((resolve, reject) => {
-      const outgoing = request(url, {
-        method,
-        agent,
-        headers: {
-          accept: 'application/json',
-          ...(payload === undefined ? {} : { 'content-type': options.contentType ?? 'application/json', 'content-length': Buffer.byteLength(payload) }),
+      const outgoing = request(
+        url,
+        {
+          method,
+          agent,
+          headers: {
+            accept: 'application/json',
+            ...(payload === undefined
+              ? {}
+              : {
+                  'content-type': options.contentType ?? 'application/json',
+                  'content-length': Buffer.byteLength(payload),
+                }),
+          },
         },
-      }, (incoming) => {
-        const chunks: Buffer[] = [];
-        incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
-        incoming.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          let body: any;
-          try {
-            body = text ? JSON.parse(text) : undefined;
-          } catch {
-            body = undefined;
-          }
-          resolve({ status: incoming.statusCode ?? 0, body, text });
-        });
-        incoming.on('error', reject);
-      });
+        (incoming) => {
+          const chunks: Buffer[] = [];
+          incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
+          incoming.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            let body: any;
+            try {
+              body = text ? JSON.parse(text) : undefined;
+            } catch {
+              body = undefined;
+            }
+            resolve({ status: incoming.statusCode ?? 0, body, text });
+          });
+          incoming.on('error', reject);
+        },
+      );
       outgoing.setTimeout(30_000, () => outgoing.destroy(new Error(`${method} ${url.pathname}: no answer in 30s`)));
       outgoing.on('error', reject);
       outgoing.end(payload);
@@ -65,7 +85,8 @@ export function kubeClient(server: string, credentials: { ca: string; cert: stri
     request: call,
     async get(path) {
       const response = await call('GET', path);
-      if (response.status !== 200) throw new Error(`GET ${path}: ${response.status} ${response.body?.message ?? response.text}`);
+      if (response.status !== 200)
+        throw new Error(`GET ${path}: ${response.status} ${response.body?.message ?? response.text}`);
       return response.body;
     },
   };

@@ -23,27 +23,40 @@ export interface ControllerManagerOptions {
 }
 
 /** Starts kube-controller-manager for `api` and waits until its /healthz answers ok; stop it before the API server. */
-export async function startKubeControllerManager(api: RealKubeApi, options: ControllerManagerOptions = {}): Promise<KubeControllerManager> {
+export async function startKubeControllerManager(
+  api: RealKubeApi,
+  options: ControllerManagerOptions = {},
+): Promise<KubeControllerManager> {
   const binary = engineBinary('kubernetes', 'kube-controller-manager');
   const credential = api.credential('system:kube-controller-manager');
   const [port] = await distinctFreePorts(1);
-  const process = startLocalProcess(`kube-controller-manager (${api.name})`, binary, [
-    `--kubeconfig=${credential.kubeconfigFile}`,
-    `--authentication-kubeconfig=${credential.kubeconfigFile}`,
-    `--authorization-kubeconfig=${credential.kubeconfigFile}`,
-    '--bind-address=127.0.0.1',
-    `--secure-port=${port}`,
-    `--cert-dir=${path.join(api.dir, 'controller-manager-certs')}`,
-    `--leader-elect=${options.leaderElect === true}`,
-    `--controllers=${(options.controllers ?? ['*']).join(',')}`,
-    '--use-service-account-credentials=true',
-    `--service-account-private-key-file=${api.pki.serviceAccountKeyFile}`,
-    `--root-ca-file=${api.pki.caFile}`,
-    '--profiling=false',
-  ], path.join(api.dir, 'kube-controller-manager.log'));
+  const process = startLocalProcess(
+    `kube-controller-manager (${api.name})`,
+    binary,
+    [
+      `--kubeconfig=${credential.kubeconfigFile}`,
+      `--authentication-kubeconfig=${credential.kubeconfigFile}`,
+      `--authorization-kubeconfig=${credential.kubeconfigFile}`,
+      '--bind-address=127.0.0.1',
+      `--secure-port=${port}`,
+      `--cert-dir=${path.join(api.dir, 'controller-manager-certs')}`,
+      `--leader-elect=${options.leaderElect === true}`,
+      `--controllers=${(options.controllers ?? ['*']).join(',')}`,
+      '--use-service-account-credentials=true',
+      `--service-account-private-key-file=${api.pki.serviceAccountKeyFile}`,
+      `--root-ca-file=${api.pki.caFile}`,
+      '--profiling=false',
+    ],
+    path.join(api.dir, 'kube-controller-manager.log'),
+  );
   const healthz = `https://127.0.0.1:${port}/healthz`;
   try {
-    await waitUntil(`kube-controller-manager (${api.name}) /healthz`, async () => (await selfSignedGet(healthz)) === 'ok', [process, ...api.processes], 120_000);
+    await waitUntil(
+      `kube-controller-manager (${api.name}) /healthz`,
+      async () => (await selfSignedGet(healthz)) === 'ok',
+      [process, ...api.processes],
+      120_000,
+    );
   } catch (error) {
     await process.stop();
     throw error;

@@ -24,7 +24,13 @@ process.on('exit', () => {
 });
 
 /** Starts `binary args...` with its stdout and stderr appended to `logFile`. */
-export function startLocalProcess(name: string, binary: string, args: string[], logFile: string, env: NodeJS.ProcessEnv = process.env): LocalProcess {
+export function startLocalProcess(
+  name: string,
+  binary: string,
+  args: string[],
+  logFile: string,
+  env: NodeJS.ProcessEnv = process.env,
+): LocalProcess {
   const log = openSync(logFile, 'a');
   const child = spawn(binary, args, { stdio: ['ignore', log, log], env });
   closeSync(log);
@@ -68,11 +74,19 @@ export function startLocalProcess(name: string, binary: string, args: string[], 
 }
 
 /** Polls `check` until it returns true; fails with `what`, and the process's log, when `process` exits or time runs out. */
-export async function waitUntil(what: string, check: () => Promise<boolean>, watched: LocalProcess[], timeoutMs = 60_000): Promise<void> {
+export async function waitUntil(
+  what: string,
+  check: () => Promise<boolean>,
+  watched: LocalProcess[],
+  timeoutMs = 60_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     for (const process of watched) {
-      if (process.exited()) throw new Error(`${process.name} exited while waiting for ${what}; its log (${process.logFile}) ends:\n${process.logTail()}`);
+      if (process.exited())
+        throw new Error(
+          `${process.name} exited while waiting for ${what}; its log (${process.logFile}) ends:\n${process.logTail()}`,
+        );
     }
     if (await check().catch(() => false)) return;
     if (Date.now() > deadline) {

@@ -65,16 +65,31 @@ rules:
 const SERVICE_CIDR = '10.0.0.0/24';
 
 /** A kubeconfig for `server` as `user` with this client certificate. */
-function kubeconfigYaml(name: string, server: string, ca: string, certificate: ClientCertificate, user: string): string {
+function kubeconfigYaml(
+  name: string,
+  server: string,
+  ca: string,
+  certificate: ClientCertificate,
+  user: string,
+): string {
   const base64 = (text: string): string => Buffer.from(text).toString('base64');
-  return `${JSON.stringify({
-    apiVersion: 'v1',
-    kind: 'Config',
-    clusters: [{ name, cluster: { server, 'certificate-authority-data': base64(ca) } }],
-    users: [{ name: user, user: { 'client-certificate-data': base64(certificate.cert), 'client-key-data': base64(certificate.key) } }],
-    contexts: [{ name, context: { cluster: name, user } }],
-    'current-context': name,
-  }, null, 2)}\n`;
+  return `${JSON.stringify(
+    {
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name, cluster: { server, 'certificate-authority-data': base64(ca) } }],
+      users: [
+        {
+          name: user,
+          user: { 'client-certificate-data': base64(certificate.cert), 'client-key-data': base64(certificate.key) },
+        },
+      ],
+      contexts: [{ name, context: { cluster: name, user } }],
+      'current-context': name,
+    },
+    null,
+    2,
+  )}\n`;
 }
 
 /** Starts etcd and kube-apiserver and waits until the API server is ready (/readyz). */
@@ -93,23 +108,32 @@ export async function startRealKubeApi(options: RealKubeApiOptions = {}): Promis
     const [clientPort, peerPort, securePort] = await distinctFreePorts(3);
     const etcdUrl = `http://127.0.0.1:${clientPort}`;
     const peerUrl = `http://127.0.0.1:${peerPort}`;
-    const etcd = startLocalProcess(`etcd (${name})`, etcdBinary, [
-      `--name=${name}`,
-      `--data-dir=${path.join(dir, 'etcd')}`,
-      `--listen-client-urls=${etcdUrl}`,
-      `--advertise-client-urls=${etcdUrl}`,
-      `--listen-peer-urls=${peerUrl}`,
-      `--initial-advertise-peer-urls=${peerUrl}`,
-      `--initial-cluster=${name}=${peerUrl}`,
-      // A test's data need not survive a crash: no fsync, as envtest runs it.
-      '--unsafe-no-fsync',
-      '--log-level=warn',
-    ], path.join(dir, 'etcd.log'));
+    const etcd = startLocalProcess(
+      `etcd (${name})`,
+      etcdBinary,
+      [
+        `--name=${name}`,
+        `--data-dir=${path.join(dir, 'etcd')}`,
+        `--listen-client-urls=${etcdUrl}`,
+        `--advertise-client-urls=${etcdUrl}`,
+        `--listen-peer-urls=${peerUrl}`,
+        `--initial-advertise-peer-urls=${peerUrl}`,
+        `--initial-cluster=${name}=${peerUrl}`,
+        // A test's data need not survive a crash: no fsync, as envtest runs it.
+        '--unsafe-no-fsync',
+        '--log-level=warn',
+      ],
+      path.join(dir, 'etcd.log'),
+    );
     processes.push(etcd);
-    await waitUntil(`etcd (${name}) to be healthy`, async () => {
-      const response = await fetch(`${etcdUrl}/health`);
-      return response.ok && ((await response.json()) as { health?: string }).health === 'true';
-    }, [etcd]);
+    await waitUntil(
+      `etcd (${name}) to be healthy`,
+      async () => {
+        const response = await fetch(`${etcdUrl}/health`);
+        return response.ok && ((await response.json()) as { health?: string }).health === 'true';
+      },
+      [etcd],
+    );
 
     const server = `https://127.0.0.1:${securePort}`;
     const auditLogFile = options.auditLog ? path.join(dir, 'audit.log') : undefined;
@@ -117,7 +141,11 @@ export async function startRealKubeApi(options: RealKubeApiOptions = {}): Promis
     if (auditLogFile) {
       const policyFile = path.join(dir, 'audit-policy.yaml');
       writeFileSync(policyFile, AUDIT_POLICY);
-      auditArgs.push(`--audit-policy-file=${policyFile}`, `--audit-log-path=${auditLogFile}`, '--audit-log-mode=blocking');
+      auditArgs.push(
+        `--audit-policy-file=${policyFile}`,
+        `--audit-log-path=${auditLogFile}`,
+        '--audit-log-mode=blocking',
+      );
     }
     const apiServerArgs = [
       `--etcd-servers=${etcdUrl}`,
@@ -143,7 +171,13 @@ export async function startRealKubeApi(options: RealKubeApiOptions = {}): Promis
       ...auditArgs,
       ...(options.extraArgs ?? []),
     ];
-    const startApiServer = (): LocalProcess => startLocalProcess(`kube-apiserver (${name})`, apiServerBinary, apiServerArgs, path.join(dir, 'kube-apiserver.log'));
+    const startApiServer = (): LocalProcess =>
+      startLocalProcess(
+        `kube-apiserver (${name})`,
+        apiServerBinary,
+        apiServerArgs,
+        path.join(dir, 'kube-apiserver.log'),
+      );
     processes.push(startApiServer());
 
     const credential = (user: string, groups: string[] = []): KubeCredential => {
@@ -152,10 +186,21 @@ export async function startRealKubeApi(options: RealKubeApiOptions = {}): Promis
       const kubeconfig = kubeconfigYaml(name, server, pki.ca, certificate, user);
       const kubeconfigFile = path.join(dir, `${fileName}.kubeconfig`);
       writeFileSync(kubeconfigFile, kubeconfig, { mode: 0o600 });
-      return { kubeconfig, kubeconfigFile, certificate, client: kubeClient(server, { ca: pki.ca, cert: certificate.cert, key: certificate.key }) };
+      return {
+        kubeconfig,
+        kubeconfigFile,
+        certificate,
+        client: kubeClient(server, { ca: pki.ca, cert: certificate.cert, key: certificate.key }),
+      };
     };
     const admin = credential('clusterstack-test-admin', ['system:masters']);
-    const ready = (): Promise<void> => waitUntil(`kube-apiserver (${name}) to be ready`, async () => (await admin.client.request('GET', '/readyz')).status === 200, processes, 120_000);
+    const ready = (): Promise<void> =>
+      waitUntil(
+        `kube-apiserver (${name}) to be ready`,
+        async () => (await admin.client.request('GET', '/readyz')).status === 200,
+        processes,
+        120_000,
+      );
     await ready();
     const version = (await admin.client.get('/version')) as { gitVersion: string };
     return {

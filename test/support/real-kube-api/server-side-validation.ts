@@ -33,7 +33,9 @@ async function servedKinds(client: KubeClient): Promise<Map<string, ServedResour
   const groups = (await client.get('/apis')) as { groups: { versions: { groupVersion: string }[] }[] };
   for (const group of groups.groups) for (const version of group.versions) groupVersions.push(version.groupVersion);
   for (const groupVersion of groupVersions) {
-    const list = (await client.get(groupVersion === 'v1' ? '/api/v1' : `/apis/${groupVersion}`)) as { resources: { name: string; kind: string; namespaced: boolean }[] };
+    const list = (await client.get(groupVersion === 'v1' ? '/api/v1' : `/apis/${groupVersion}`)) as {
+      resources: { name: string; kind: string; namespaced: boolean }[];
+    };
     for (const resource of list.resources) {
       if (resource.name.includes('/')) continue; // subresources
       served.set(`${groupVersion} ${resource.kind}`, { plural: resource.name, namespaced: resource.namespaced });
@@ -63,7 +65,8 @@ export async function validateOnServer(client: KubeClient, documents: SourceDocu
   const namespaces = new Set<string>();
   const verdicts: ObjectVerdict[] = [];
   for (const document of documents) {
-    const value = decodeYamlDocuments(document.text)[0]?.value as { apiVersion?: string; kind?: string; metadata?: { name?: string; namespace?: string } } | undefined;
+    const value = decodeYamlDocuments(document.text)[0]?.value as
+      { apiVersion?: string; kind?: string; metadata?: { name?: string; namespace?: string } } | undefined;
     const apiVersion = String(value?.apiVersion ?? '');
     const kind = String(value?.kind ?? '');
     const name = String(value?.metadata?.name ?? '');
@@ -74,13 +77,20 @@ export async function validateOnServer(client: KubeClient, documents: SourceDocu
     }
     const resource = served.get(`${apiVersion} ${kind}`);
     if (!resource) {
-      verdicts.push({ ...base, outcome: 'unchecked', message: `no CRD or built-in type for ${apiVersion} ${kind} on this server` });
+      verdicts.push({
+        ...base,
+        outcome: 'unchecked',
+        message: `no CRD or built-in type for ${apiVersion} ${kind} on this server`,
+      });
       continue;
     }
     const namespace = resource.namespaced ? (value?.metadata?.namespace ?? 'default') : undefined;
     if (namespace !== undefined && !namespaces.has(namespace)) {
-      const created = await client.request('POST', '/api/v1/namespaces', { body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } } });
-      if (created.status !== 201 && created.status !== 409) throw new Error(`creating namespace ${namespace}: ${created.status} ${created.text}`);
+      const created = await client.request('POST', '/api/v1/namespaces', {
+        body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } },
+      });
+      if (created.status !== 201 && created.status !== 409)
+        throw new Error(`creating namespace ${namespace}: ${created.status} ${created.text}`);
       namespaces.add(namespace);
     }
     const prefix = apiVersion === 'v1' ? '/api/v1' : `/apis/${apiVersion}`;
@@ -90,8 +100,13 @@ export async function validateOnServer(client: KubeClient, documents: SourceDocu
       contentType: 'application/apply-patch+yaml',
       body: document.text,
     });
-    const verdict: ObjectVerdict = { ...base, ...(namespace !== undefined ? { namespace } : {}), outcome: response.status === 200 || response.status === 201 ? 'accepted' : 'refused' };
-    if (verdict.outcome === 'refused') verdict.message = `${response.status} ${response.body?.message ?? response.text}`;
+    const verdict: ObjectVerdict = {
+      ...base,
+      ...(namespace !== undefined ? { namespace } : {}),
+      outcome: response.status === 200 || response.status === 201 ? 'accepted' : 'refused',
+    };
+    if (verdict.outcome === 'refused')
+      verdict.message = `${response.status} ${response.body?.message ?? response.text}`;
     verdicts.push(verdict);
   }
   return verdicts;
@@ -100,6 +115,9 @@ export async function validateOnServer(client: KubeClient, documents: SourceDocu
 /** One line per verdict, for a test's output: `outcome kind/name (source): message`. */
 export function describeVerdicts(verdicts: ObjectVerdict[]): string {
   return verdicts
-    .map((verdict) => `${verdict.outcome.padEnd(9)} ${verdict.apiVersion} ${verdict.kind} ${verdict.namespace ? `${verdict.namespace}/` : ''}${verdict.name} (${verdict.source})${verdict.message ? `: ${verdict.message}` : ''}`)
+    .map(
+      (verdict) =>
+        `${verdict.outcome.padEnd(9)} ${verdict.apiVersion} ${verdict.kind} ${verdict.namespace ? `${verdict.namespace}/` : ''}${verdict.name} (${verdict.source})${verdict.message ? `: ${verdict.message}` : ''}`,
+    )
     .join('\n');
 }

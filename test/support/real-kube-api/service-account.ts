@@ -11,17 +11,34 @@ export function serviceAccountUserName(namespace: string, name: string): string 
 }
 
 /** Requests a token for ServiceAccount `namespace/name` (it must exist) and writes a kubeconfig with it; returns the file. */
-export async function serviceAccountKubeconfig(api: RealKubeApi, namespace: string, name: string, expirationSeconds = 3600): Promise<string> {
-  const response = await api.admin.client.request('POST', `/api/v1/namespaces/${namespace}/serviceaccounts/${name}/token`, {
-    body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds } },
-  });
-  if (response.status !== 201 && response.status !== 200) throw new Error(`TokenRequest for ServiceAccount ${namespace}/${name}: ${response.status} ${response.body?.message ?? response.text}`);
+export async function serviceAccountKubeconfig(
+  api: RealKubeApi,
+  namespace: string,
+  name: string,
+  expirationSeconds = 3600,
+): Promise<string> {
+  const response = await api.admin.client.request(
+    'POST',
+    `/api/v1/namespaces/${namespace}/serviceaccounts/${name}/token`,
+    {
+      body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds } },
+    },
+  );
+  if (response.status !== 201 && response.status !== 200)
+    throw new Error(
+      `TokenRequest for ServiceAccount ${namespace}/${name}: ${response.status} ${response.body?.message ?? response.text}`,
+    );
   const token = response.body.status.token as string;
   const user = serviceAccountUserName(namespace, name);
   const kubeconfig = {
     apiVersion: 'v1',
     kind: 'Config',
-    clusters: [{ name: api.name, cluster: { server: api.server, 'certificate-authority-data': Buffer.from(api.pki.ca).toString('base64') } }],
+    clusters: [
+      {
+        name: api.name,
+        cluster: { server: api.server, 'certificate-authority-data': Buffer.from(api.pki.ca).toString('base64') },
+      },
+    ],
     users: [{ name: user, user: { token } }],
     contexts: [{ name: api.name, context: { cluster: api.name, user, namespace } }],
     'current-context': api.name,
@@ -46,7 +63,8 @@ export interface AuditEvent {
 
 /** The audit log's events so far (the server must run with `auditLog: true`). */
 export function auditEvents(api: RealKubeApi): AuditEvent[] {
-  if (!api.auditLogFile) throw new Error(`API server ${api.name} runs without an audit log: start it with { auditLog: true }`);
+  if (!api.auditLogFile)
+    throw new Error(`API server ${api.name} runs without an audit log: start it with { auditLog: true }`);
   return readFileSync(api.auditLogFile, 'utf8')
     .split('\n')
     .filter((line) => line.trim() !== '')

@@ -12,12 +12,21 @@ export interface CorruptingProxy {
 }
 
 /** Proxies to `target` (`host:port`); GET responses for paths `shouldCorrupt` accepts get their first byte inverted. */
-export async function startCorruptingProxy(target: string, shouldCorrupt: (path: string) => boolean): Promise<CorruptingProxy> {
+export async function startCorruptingProxy(
+  target: string,
+  shouldCorrupt: (path: string) => boolean,
+): Promise<CorruptingProxy> {
   const [targetHost, targetPort] = target.split(':');
   const corrupted: string[] = [];
   const server = createServer((incoming, outgoing) => {
     const upstream = httpRequest(
-      { host: targetHost, port: Number(targetPort), method: incoming.method, path: incoming.url, headers: incoming.headers },
+      {
+        host: targetHost,
+        port: Number(targetPort),
+        method: incoming.method,
+        path: incoming.url,
+        headers: incoming.headers,
+      },
       (answer) => {
         const path = (incoming.url ?? '').split('?')[0] ?? '';
         if (incoming.method !== 'GET' || answer.statusCode !== 200 || !shouldCorrupt(path)) {

@@ -71,7 +71,9 @@ export async function startRegistry(options: { auth?: RegistryAuth; readOnly?: b
       'storage:',
       '  filesystem:',
       `    rootdirectory: ${path.join(dir, 'data')}`,
-      ...(options.readOnly ? ['  maintenance:', '    readonly:', '      enabled: true'] : ['  delete:', '    enabled: true']),
+      ...(options.readOnly
+        ? ['  maintenance:', '    readonly:', '      enabled: true']
+        : ['  delete:', '    enabled: true']),
       'http:',
       `  addr: ${host}`,
       `  secret: ${password}-http-secret`,
@@ -86,10 +88,12 @@ export async function startRegistry(options: { auth?: RegistryAuth; readOnly?: b
     stderr += chunk.toString();
   });
   let exited = false;
-  const exit = new Promise<void>((resolve) => child.once('exit', () => {
-    exited = true;
-    resolve();
-  }));
+  const exit = new Promise<void>((resolve) =>
+    child.once('exit', () => {
+      exited = true;
+      resolve();
+    }),
+  );
   child.once('error', (error) => {
     stderr += String(error);
   });
@@ -107,7 +111,9 @@ export async function startRegistry(options: { auth?: RegistryAuth; readOnly?: b
   for (;;) {
     if (exited) {
       await stop();
-      throw new Error(`${REGISTRY_BINARY} exited before answering: ${stderr.trim() || 'no output'} (install the Debian package docker-registry)`);
+      throw new Error(
+        `${REGISTRY_BINARY} exited before answering: ${stderr.trim() || 'no output'} (install the Debian package docker-registry)`,
+      );
     }
     try {
       await fetch(`http://${host}/v2/`);

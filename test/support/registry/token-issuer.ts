@@ -31,7 +31,25 @@ export interface TokenIssuerOptions {
 export async function startTokenIssuer(options: TokenIssuerOptions): Promise<TokenIssuer> {
   const keyFile = path.join(options.dir, 'token-key.pem');
   const certFile = path.join(options.dir, 'token-cert.pem');
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyFile, '-out', certFile, '-days', '2', '-subj', '/CN=clusterstack-test-token-issuer'], { stdio: 'pipe' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      keyFile,
+      '-out',
+      certFile,
+      '-days',
+      '2',
+      '-subj',
+      '/CN=clusterstack-test-token-issuer',
+    ],
+    { stdio: 'pipe' },
+  );
   const privateKey = readFileSync(keyFile, 'utf8');
   const certificate = new X509Certificate(readFileSync(certFile));
   const service = 'clusterstack-test-registry';
@@ -61,7 +79,16 @@ export async function startTokenIssuer(options: TokenIssuerOptions): Promise<Tok
       const [type, name, actions] = scope.split(':');
       return type && name && actions ? [{ type, name, actions: actions.split(',') }] : [];
     });
-    const token = sign({ iss: issuer, sub: options.username, aud: service, exp: now + 300, nbf: now - 10, iat: now, jti: randomBytes(8).toString('hex'), access });
+    const token = sign({
+      iss: issuer,
+      sub: options.username,
+      aud: service,
+      exp: now + 300,
+      nbf: now - 10,
+      iat: now,
+      jti: randomBytes(8).toString('hex'),
+      access,
+    });
     response.writeHead(200, { 'content-type': 'application/json' });
     response.end(JSON.stringify({ token, expires_in: 300 }));
   });
