@@ -32,9 +32,7 @@ spec:
     .join(''),
 };
 
-async function renderKraan(
-  shape: 'samples' | 'testdata',
-): Promise<{
+async function renderKraan(shape: 'samples' | 'testdata'): Promise<{
   code: number;
   stderr: string;
   report: Record<string, any>;
