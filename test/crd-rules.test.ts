@@ -72,7 +72,7 @@ describe('the CRD rules evaluated on inputs', () => {
       'providerRef is required unless',
       'Helm limits to 53',
       '<= 51',
-      'belongs to the',
+      'channel, but this ClusterStack follows',
       'must be stable, custom or a pre-release',
       '^[a-z][a-z0-9]*$',
     ];
