@@ -234,6 +234,13 @@ describe('real Flux applies what clusterstack publishes', () => {
     // v1 (alpha) and v3 (charlie, and the newest) are in use: never pruned.
     expect(await status(mgmt(), `${CLASSES}/docker-ferrol-1-30-v1`)).toBe(200);
     expect(await status(mgmt(), `${CLASSES}/docker-ferrol-1-30-v3`)).toBe(200);
-    expect(await status(mgmt(), `${KUSTOMIZATIONS}/cluster-stacks/kustomizations/${WORKLOAD_CLUSTER}-cni`)).toBe(404);
+    // Its parent prunes the stage Kustomization; kustomize-controller's finalizer removes its objects
+    // first, so the Kustomization itself goes a moment after bravo's addons did.
+    await waitFor(
+      `the Kustomization ${WORKLOAD_CLUSTER}-cni deleted`,
+      async () =>
+        (await status(mgmt(), `${KUSTOMIZATIONS}/cluster-stacks/kustomizations/${WORKLOAD_CLUSTER}-cni`)) === 404,
+      60_000,
+    );
   }, 240_000);
 });

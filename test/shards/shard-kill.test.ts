@@ -121,13 +121,15 @@ describe('a shard killed while publishing, and a Cluster handed over', { timeout
           )
           .trim() !== '',
     );
-  const alphaText = (bare: string, name: string): string =>
+  /** A Cluster's addon files on the branch's head, in one shard's subtree. */
+  const clusterText = (bare: string, name: string, cluster: string): string =>
     git.head(bare, 'main') === ''
       ? ''
       : Object.entries(git.files(bare, 'main'))
-          .filter(([file]) => file.startsWith(`rendered/shards/${name}/clusters/${NAMESPACE}/alpha/`))
+          .filter(([file]) => file.startsWith(`rendered/shards/${name}/clusters/${NAMESPACE}/${cluster}/`))
           .map(([, text]) => text)
           .join('\n');
+  const alphaText = (bare: string, name: string): string => clusterText(bare, name, 'alpha');
 
   it('keeps every commit of the other shard and publishes a moved Cluster without a gap', async () => {
     const random = randomFrom(seed);
@@ -147,6 +149,13 @@ describe('a shard killed while publishing, and a Cluster handed over', { timeout
       await s0.killHard();
       running.splice(running.indexOf(s0), 1);
       points.push(String(last?.['phase'] ?? last?.['msg'] ?? 'start'));
+      // s1 published this round's change of its own Cluster, concurrently with s0's run (so each
+      // round adds one s1 commit that s0's lost or killed pushes must not revert).
+      await waitFor(
+        () => clusterText(bare, 's1', 'beta').includes(`beta-${i}.test`),
+        `s1 to publish beta-${i}`,
+        90_000,
+      );
       git.git(bare, 'fsck', '--full', '--strict', '--no-progress');
     }
     console.info(`shard kill test (seed ${seed}): killed s0 after ${points.join('; ')}`);
