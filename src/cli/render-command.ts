@@ -19,14 +19,13 @@ import { helmIdentity, toolIdentity } from '../pipeline/tool-identity.js';
 import { isSettledRunStore, type SettledRun } from '../../gitops/settled-run-record.js';
 import { terminalProgress } from './render-progress.js';
 import { endPhase } from './phase-timings.js';
-import { SECRET_POLICIES, type SecretPolicy } from '../render/secret-policy.js';
 import { type CliIo, EXIT_OK, RemoteFailureError, UsageError } from './cli-io.js';
 import { parseCommandLine } from './parse-command-line.js';
 import type { ProtectedPath } from '../../gitops/protected-paths.js';
 import { openOutputPublisher } from './open-output-publisher.js';
 import { checkOutputSettings, localOutputDirectory, type OutputSettings } from './output-settings.js';
 import { wiringOptionsFor } from './wiring-options.js';
-import { SECRET_HELP, secretSettingsFrom } from './secret-options.js';
+import { SECRET_HELP, SECRET_OPTIONS, secretPolicyFrom, secretSettingsFrom } from './secret-options.js';
 import {
   checkCacheDir,
   configFromFlags,
@@ -175,10 +174,7 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
       'github-repo': { type: 'string' },
       branch: { type: 'string', default: 'main' },
       path: { type: 'string', default: '' },
-      secrets: { type: 'string', default: 'refuse' },
-      'age-recipient': { type: 'string', multiple: true },
-      'sops-config': { type: 'string' },
-      'sops-secret': { type: 'string' },
+      ...SECRET_OPTIONS,
       helm: { type: 'string' },
       'readme-template': { type: 'string' },
       'commit-template': { type: 'string' },
@@ -216,8 +212,7 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   };
   checkOutputSettings(output);
   if (values.force && !output.git) throw new UsageError('--force applies to --git (a local work tree) only');
-  if (!SECRET_POLICIES.includes(values.secrets as SecretPolicy))
-    throw new UsageError(`--secrets must be one of ${SECRET_POLICIES.join(', ')}, not "${values.secrets}"`);
+  const secrets = secretPolicyFrom(values.secrets);
 
   const secretSettings = await secretSettingsFrom(values.secrets, values, io.env, io.cwd);
   const gitops = wiringOptionsFor(
@@ -281,7 +276,7 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   refusePlanProblems(plan, allowPartial);
 
   const pipelineOptions: PipelineOptions = {
-    secrets: values.secrets as SecretPolicy,
+    secrets,
     ...(secretSettings.encryption ? { encryption: secretSettings.encryption } : {}),
     ...(gitops ? { gitops } : {}),
     ...(readmeTemplate !== undefined ? { readmeTemplate } : {}),
