@@ -128,7 +128,7 @@ async function planAndRender(
   const run = await planRun(plan, published, await runSettings(options, published));
   const result = await renderAndPublish(
     plan,
-    previous,
+    published,
     { renderer, publish: async () => undefined, logger: { info: () => undefined, warn: () => undefined } },
     options,
   );
@@ -225,7 +225,7 @@ describe('the plan is what render does', () => {
     await expect(
       renderAndPublish(
         heldPlan,
-        first.tree,
+        published,
         {
           renderer: deps([]),
           publish: async () => undefined,
@@ -279,7 +279,7 @@ describe('the plan is what render does', () => {
     await expect(
       renderAndPublish(
         downgrade,
-        first.tree,
+        published,
         {
           renderer: deps([]),
           publish: async () => undefined,

@@ -9,7 +9,9 @@ import {
   type EncryptedSecretsReport,
   reportEncryptedSecrets,
 } from '../output/encrypted-secrets-report.js';
-import { readProvenance, type UnitRecord, type WithheldEntry } from '../output/provenance.js';
+import type { UnitRecord, WithheldEntry } from '../output/provenance.js';
+import type { PublishedState } from '../output/published-state.js';
+import { readPublishedTarget } from '../pipeline/published-target.js';
 import type { HelmHookRecord } from '../output/helm-hooks-record.js';
 import type { PipelineOptions, renderAndPublish as RenderAndPublishTree } from '../pipeline/render-and-publish.js';
 import type { HelmDependencies } from '../../renderers/helm-dependencies.js';
@@ -298,10 +300,15 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   // One run at a time per target, from reading what is there to replacing it.
   const lock = await publisher.lock?.({ timeoutMs: config.lockTimeoutMs, command: 'clusterstack render' });
   try {
-    const settled =
-      fingerprint && settledRuns && !values['full-render'] ? await settledRuns.readSettledRun(fingerprint) : undefined;
-    if (settled) return reportUnchanged(settled);
-    return await renderAndPublish();
+    // The published state, read once: the settled-run record first, the tree only when not settled.
+    let loaded: Renderer | undefined;
+    const target = await readPublishedTarget(publisher, values['full-render'] ? undefined : fingerprint, async () => {
+      loaded = await loadRenderer();
+      endPhase('render-modules');
+    });
+    if (target.settled) return reportUnchanged(target.settled);
+    endPhase('read-previous');
+    return await renderAndPublish(loaded ?? (await loadRenderer()), target.state);
   } finally {
     await lock?.release();
   }
@@ -344,17 +351,13 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
     return { helm, renderAndPublishTree };
   }
 
-  async function renderAndPublish(): Promise<number> {
-    const { helm, renderAndPublishTree } = await loadRenderer();
-    endPhase('render-modules');
-    const previous = await publisher.readPrevious();
-    endPhase('read-previous');
+  async function renderAndPublish({ helm, renderAndPublishTree }: Renderer, published: PublishedState): Promise<number> {
     // Progress only for a person at a terminal: --json output is read by programs.
     const progress = io.isTty && !values.json ? terminalProgress(io.stderr) : undefined;
     const warningsBefore = warnings.length;
     const run = await renderAndPublishTree(
       plan,
-      previous,
+      published,
       {
         renderer: helm,
         publish: async (tree, change) => {
@@ -379,7 +382,7 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
     progress?.finish();
     if (run.status !== 'published') throw new Error('internal error: a CLI render was aborted');
     const { outcome, change, published: result } = run;
-    const secrets = reportEncryptedSecrets(readProvenance(previous)?.units ?? [], outcome.provenance.units);
+    const secrets = reportEncryptedSecrets(published.provenance?.units ?? [], outcome.provenance.units);
     const settledReport = settledRunReport(run, warnings.length - warningsBefore);
     if (settledRuns && fingerprint && settledReport) {
       try {
