@@ -122,12 +122,7 @@ export async function planCommand(args: string[], io: CliIo): Promise<number> {
   if (target) endPhase('target');
   // Read once and decided as render decides: the same published state, the same plan.
   const published = previous ? readPublishedState(previous) : NOTHING_PUBLISHED;
-  const run = await decidePlan(plan, published, {
-    secrets,
-    encryption: secretSettings.encryption,
-    engine: gitops,
-    scheduler,
-  });
+  const run = await decidePlan(plan, published, { secrets, ...secretSettings, engine: gitops, scheduler });
   // The report's stacks and Clusters are the inputs' (held Clusters marked, as render holds them);
   // its providers compare the inputs' versions with the published ones (provider-plan-changes.ts).
   const checked = previous ? holdPublishedClusters(plan, published).plan : plan;
