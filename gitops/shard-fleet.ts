@@ -16,7 +16,8 @@ export function clustersOfOtherShards(files: ReadonlyMap<string, string>, shard:
   for (const [file, text] of files) {
     const [owner, rest] = [file.slice(0, file.indexOf('/')), file.slice(file.indexOf('/') + 1)];
     if (owner === shard || rest !== PROVENANCE_FILE) continue;
-    for (const key of publishedClusters(readPublishedState(new Map([[PROVENANCE_FILE, text]])).provenance)) clusters.add(key);
+    for (const key of publishedClusters(readPublishedState(new Map([[PROVENANCE_FILE, text]])).provenance))
+      clusters.add(key);
   }
   return clusters;
 }

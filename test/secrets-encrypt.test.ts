@@ -196,7 +196,7 @@ describe('render --secrets encrypt (genCA example, real helm, git, age and two S
     expect(sandbox.files(remote, 'main')).toEqual(before);
   });
 
-  it('plan given render\'s secret flags shows every unit reused; without them, every unit to render', async () => {
+  it("plan given render's secret flags shows every unit reused; without them, every unit to render", async () => {
     const plan = (flags: string[]) =>
       runClusterstack([
         'plan',
@@ -212,8 +212,9 @@ describe('render --secrets encrypt (genCA example, real helm, git, age and two S
         '--json',
         ...flags,
       ]);
-    const decisions = (stdout: string): string[] =>
-      [...new Set((JSON.parse(stdout) as { units: { decision: string }[] }).units.map((unit) => unit.decision))];
+    const decisions = (stdout: string): string[] => [
+      ...new Set((JSON.parse(stdout) as { units: { decision: string }[] }).units.map((unit) => unit.decision)),
+    ];
     const same = await plan(['--secrets', 'encrypt', '--age-recipient', alice.recipient]);
     expect(same.code, same.stderr).toBe(0);
     expect(decisions(same.stdout)).toEqual(['reuse']);

@@ -351,7 +351,10 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
     return { helm, renderAndPublishTree };
   }
 
-  async function renderAndPublish({ helm, renderAndPublishTree }: Renderer, published: PublishedState): Promise<number> {
+  async function renderAndPublish(
+    { helm, renderAndPublishTree }: Renderer,
+    published: PublishedState,
+  ): Promise<number> {
     // Progress only for a person at a terminal: --json output is read by programs.
     const progress = io.isTty && !values.json ? terminalProgress(io.stderr) : undefined;
     const warningsBefore = warnings.length;

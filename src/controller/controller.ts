@@ -574,8 +574,7 @@ export class Controller {
     const ownPlan = shardPlanOf(plan && standIns.size > 0 ? withoutStandIns(plan, standIns) : plan);
     // A Cluster the render held (its class unreadable now, its addons published before) keeps its
     // ClusterAddon, which says why, instead of losing it as a Cluster that is not ours.
-    const statusPlan =
-      ownPlan && previous ? holdPublishedClusters(ownPlan, previous).plan : ownPlan;
+    const statusPlan = ownPlan && previous ? holdPublishedClusters(ownPlan, previous).plan : ownPlan;
     const sync = this.syncState(render, publish);
     if (plan) this.snapshot = addonSnapshot(statusPlan, render, publish);
     const inputs: StatusInputs = {
