@@ -214,9 +214,9 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   };
   checkOutputSettings(output);
   if (values.force && !output.git) throw new UsageError('--force applies to --git (a local work tree) only');
-  const secrets = secretPolicyFrom(values.secrets);
+  const secretPolicy = secretPolicyFrom(values.secrets);
 
-  const secretSettings = await secretSettingsFrom(values.secrets, values, io.env, io.cwd);
+  const secretSettings = await secretSettingsFrom(secretPolicy, values, io.env, io.cwd);
   const gitops = wiringOptionsFor(
     output,
     {
@@ -278,7 +278,7 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   refusePlanProblems(plan, allowPartial);
 
   const pipelineOptions: PipelineOptions = {
-    secrets,
+    secrets: secretPolicy,
     ...(secretSettings.encryption ? { encryption: secretSettings.encryption } : {}),
     ...(gitops ? { gitops } : {}),
     ...(readmeTemplate !== undefined ? { readmeTemplate } : {}),
