@@ -4,7 +4,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { PROVENANCE_FILE } from '../src/output/tree-layout.js';
-import { readProvenance } from '../src/output/provenance.js';
+import { readPublishedState } from '../src/output/published-state.js';
 import type { RenderedTree } from '../src/output/rendered-tree.js';
 import { publishedClusters } from '../src/shards/shard-plan.js';
 import { readPublishedGitTree } from './read-git-tree.js';
@@ -16,7 +16,8 @@ export function clustersOfOtherShards(files: ReadonlyMap<string, string>, shard:
   for (const [file, text] of files) {
     const [owner, rest] = [file.slice(0, file.indexOf('/')), file.slice(file.indexOf('/') + 1)];
     if (owner === shard || rest !== PROVENANCE_FILE) continue;
-    for (const key of publishedClusters(readProvenance(new Map([[PROVENANCE_FILE, text]])))) clusters.add(key);
+    for (const key of publishedClusters(readPublishedState(new Map([[PROVENANCE_FILE, text]])).provenance))
+      clusters.add(key);
   }
   return clusters;
 }

@@ -1,13 +1,23 @@
 // Documents nested as deep as Kubernetes reads them (10,000 levels) go through a whole render: the
 // CLI runs the command again on a thread with a deep stack (src/cli/deep-stack.ts), and there every
-// step holds. One level more is refused naming the file and line, with nothing written.
-import { rm, stat } from 'node:fs/promises';
+// step holds. One level more is refused naming the file and line, with nothing written. Helm's
+// output nesting deeper than the default stack reads, from inputs that do not, reruns too (render
+// and plan), with nothing written before the rerun.
+import { execFileSync } from 'node:child_process';
+import { rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { build } from 'esbuild';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DEEP_STACK_MB } from '../src/cli/deep-stack.js';
-import { EXAMPLE_RELEASES, readTree, tempDir, writeTree } from './support/cli.js';
+import {
+  copyExampleReleases,
+  EXAMPLE_MANIFESTS,
+  EXAMPLE_RELEASES,
+  readTree,
+  tempDir,
+  writeTree,
+} from './support/cli.js';
 import { removeCliBundle, runCliProcess } from './support/cli-process.js';
 import { kubernetesDecode } from './support/kube-yaml-oracle.js';
 
@@ -114,6 +124,50 @@ describe('nesting as deep as Kubernetes reads', () => {
     expect(Object.keys(tree).some((file) => file.startsWith('clusters/cluster-stacks/alpha/cni/'))).toBe(true);
     // The values' digest is recorded: the deep values reached the unit.
     expect(tree['provenance.json']).toContain('"kind": "cluster-stage"');
+  }, 240_000);
+
+  it("render and plan run again on the deep stack when only helm's output nests deeper than the default stack reads, nothing written before", async () => {
+    // Shallow inputs; release v2's ClusterClass chart prints a field nesting 1,500 lists (sprig's repeat).
+    const levels = 1500;
+    const releases = await copyExampleReleases();
+    const chart = path.join(releases, 'docker-ferrol-1-30-v2', 'docker-ferrol-1-30-cluster-class-v2');
+    await writeFile(
+      path.join(chart, 'templates', 'deep.yaml'),
+      `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: deep\ndeep: {{ repeat ${levels - 1} "[" }}1{{ repeat ${levels - 1} "]" }}\n`,
+    );
+    const repository = path.join(await tempDir(), 'fleet');
+    const args = [EXAMPLE_MANIFESTS, '--release-source', releases, '--git', repository, '--json'];
+    const env = { CLUSTERSTACK_TIMINGS: '1' };
+    const run = await runCliProcess(['render', ...args], { env });
+    expect(run.code, run.stderr).toBe(0);
+    // Two runs' timings: the one on the default stack ended while rendering (no publish), the deep one published.
+    const timings = run.stderr.split('\n').filter((line) => line.startsWith('timings:'));
+    expect(timings).toHaveLength(2);
+    expect(timings.filter((line) => / publish=/.test(line))).toHaveLength(1);
+    expect(run.stderr).not.toMatch(/deep stack/);
+    // One commit: the first run wrote nothing; what was published reads in Kubernetes as helm printed it.
+    expect(execFileSync('git', ['-C', repository, 'rev-list', '--count', 'main'], { encoding: 'utf8' }).trim()).toBe(
+      '1',
+    );
+    const file = execFileSync(
+      'git',
+      ['-C', repository, 'show', 'main:management/cluster-stacks/docker-ferrol-1-30-v2/configmap-deep.yaml'],
+      { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 },
+    );
+    const [document] = await kubernetesDecode(file);
+    expect(document).toHaveProperty('json');
+    expect((document as { json: string }).json).toContain(`"deep":${'['.repeat(levels - 1)}1${']'.repeat(levels - 1)}`);
+
+    // plan's look at what render would withhold reruns too, instead of warning that it could not check.
+    const plan = await runCliProcess(['plan', ...args], { env });
+    expect(plan.code, plan.stderr).toBe(0);
+    expect(plan.stderr).not.toMatch(/not checked|deep stack/);
+    expect(plan.stderr.split('\n').filter((line) => line.startsWith('timings:'))).toHaveLength(2);
+    const report = JSON.parse(plan.stdout) as { units: { decision: string }[]; withheld: { kind: string }[] };
+    // The deep release renders and is reused: nothing of it is foreseen as withheld.
+    expect(report.units.filter((unit) => unit.decision === 'render')).toEqual([]);
+    expect(report.withheld.filter((entry) => entry.kind === 'release')).toEqual([]);
+    await rm(releases, { recursive: true, force: true });
   }, 240_000);
 
   it(`render refuses ${KUBERNETES_DEPTH + 1} levels naming file and line, and writes nothing`, async () => {

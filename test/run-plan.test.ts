@@ -1,6 +1,6 @@
 // What `plan` says is what `render` does: for a series of runs against one target (a first render,
 // an unchanged one, a changed Cluster, a Cluster whose values wait for a field, a held Cluster, kept
-// releases, provider locks and guards) the complete plan decideRun returns (through planRun, as
+// releases, provider locks and guards, a tree rendered with --secrets encrypt) the complete plan decideRun returns (through planRun, as
 // both commands decide) names exactly the units render then renders, reuses and withholds. A fake
 // helm (the RenderDependencies seam) makes each chart's output depend on its values only.
 import { checkCrdRules } from './support/crd-rule-check.js';
@@ -16,13 +16,17 @@ import { type PipelineOptions, renderAndPublish } from '../src/pipeline/render-a
 import type { ProviderFetcher } from '../src/providers/provider-fetcher.js';
 import type { RenderDependencies, ValuesTemplateResult } from '../src/render/render-dependencies.js';
 import type { RunPlan } from '../src/run-plan/decide-run.js';
+import { planRunOptions } from '../src/cli/plan-run-options.js';
 import { createSourceOpener } from '../src/sources/open-release-source.js';
 import { aCluster } from './support/builders.js';
 import { EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, tempDir } from './support/cli.js';
 import { DOCKER_VARIABLES, dockerProvider, providerFixture } from './support/provider-fixtures.js';
 
-/** A Cluster's values read its endpoint; `waiting` ones have none yet (a missing field, withheld until it exists). */
-const deps = (rendered: string[]): RenderDependencies => ({
+/**
+ * A Cluster's values read its endpoint; `waiting` ones have none yet (a missing field, withheld until
+ * it exists). With `secret`, every chart renders a Secret beside its ConfigMap.
+ */
+const deps = (rendered: string[], secret = false): RenderDependencies => ({
   evaluateValues: async (items) =>
     items.map((item): ValuesTemplateResult => {
       const endpoint = (item.context.Cluster as { spec?: { controlPlaneEndpoint?: { host?: string } } }).spec
@@ -43,7 +47,10 @@ const deps = (rendered: string[]): RenderDependencies => ({
       .replace(/[^a-z0-9]+/g, '-')
       .replace(/^-|-$/g, '');
     rendered.push(own);
-    return `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${own}\ndata:\n  values: ${JSON.stringify(JSON.stringify(request.values ?? []))}\n`;
+    const configMap = `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${own}\ndata:\n  values: ${JSON.stringify(JSON.stringify(request.values ?? []))}\n`;
+    return secret
+      ? `${configMap}---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: ${own}-token\nstringData:\n  token: not-in-git\n`
+      : configMap;
   },
 });
 
@@ -62,6 +69,9 @@ const fetcher = (newest: string): ProviderFetcher => ({
     };
   },
 });
+
+/** An age recipient (test/secret-encryption.test.ts's Alice): encrypting needs no identity. */
+const ALICE = 'age1lj6msxhfwqjumsn6xg5ul68pe9vye2tqnsyytkcksct4zs79ef3qyqwd2q';
 
 const CORE = (version?: string): string =>
   `apiVersion: operator.cluster.x-k8s.io/v1alpha2\nkind: CoreProvider\nmetadata:\n  name: cluster-api\n  namespace: capi-system\nspec:${version ? `\n  version: ${version}` : ' {}'}\n`;
@@ -106,6 +116,7 @@ async function planAndRender(
   plan: Plan,
   previous: RenderedTree,
   options: PipelineOptions = OPTIONS,
+  renderer: RenderDependencies = deps([]),
 ): Promise<{
   run: RunPlan;
   tree: RenderedTree;
@@ -117,8 +128,8 @@ async function planAndRender(
   const run = await planRun(plan, published, await runSettings(options, published));
   const result = await renderAndPublish(
     plan,
-    previous,
-    { renderer: deps([]), publish: async () => undefined, logger: { info: () => undefined, warn: () => undefined } },
+    published,
+    { renderer, publish: async () => undefined, logger: { info: () => undefined, warn: () => undefined } },
     options,
   );
   const { unitsRendered, unitsReused } = result.outcome.stats;
@@ -214,7 +225,7 @@ describe('the plan is what render does', () => {
     await expect(
       renderAndPublish(
         heldPlan,
-        first.tree,
+        published,
         {
           renderer: deps([]),
           publish: async () => undefined,
@@ -268,7 +279,7 @@ describe('the plan is what render does', () => {
     await expect(
       renderAndPublish(
         downgrade,
-        first.tree,
+        published,
         {
           renderer: deps([]),
           publish: async () => undefined,
@@ -287,6 +298,43 @@ describe('the plan is what render does', () => {
       name: 'InfrastructureProvider/docker',
       previousKept: true,
     });
+  });
+
+  it('plans a tree rendered with --secrets encrypt as render does when plan is given the same secret flags', async () => {
+    const cluster = aCluster('a', 'docker-ferrol-1-30-v3', {
+      controlPlaneEndpoint: { host: 'a.test', port: 6443 },
+    }) as unknown as KubeObject;
+    const encryption = { recipients: [ALICE], recipientsOrigin: '--age-recipient' };
+    const encrypting: PipelineOptions = { ...OPTIONS, secrets: 'encrypt', encryption };
+    const plan = await planOf([cluster]);
+    const first = await planAndRender(plan, new Map(), encrypting, deps([], true));
+    expect(first.rendered).toBeGreaterThan(0);
+    const secretFiles = [...first.tree.keys()].filter((file) => /\/secret-.*-token\.yaml$/.test(file));
+    expect(secretFiles.length).toBeGreaterThan(0);
+    expect(first.tree.get(secretFiles[0]!)).toContain('ENC[AES256_GCM');
+
+    // `plan` with render's secret flags: every unit reused, as the render that follows does.
+    const published = readPublishedState(first.tree);
+    const planned = await planRun(
+      plan,
+      published,
+      await runSettings(planRunOptions({ secrets: 'encrypt', encryption, engine: 'none' }), published),
+    );
+    expect(decided(planned, 'render')).toEqual([]);
+    expect(decided(planned, 'reuse')).toHaveLength(first.rendered);
+    const again = await planAndRender(plan, first.tree, encrypting, deps([], true));
+    expect(again.rendered).toBe(0);
+    expect(again.reused).toBe(decided(planned, 'reuse').length);
+    expect(again.tree).toEqual(first.tree);
+
+    // Without them plan decides with another policy, whose digests differ: every unit to render.
+    const otherPolicy = await planRun(
+      plan,
+      published,
+      await runSettings(planRunOptions({ secrets: 'refuse', engine: 'none' }), published),
+    );
+    expect(decided(otherPolicy, 'reuse')).toEqual([]);
+    expect(decided(otherPolicy, 'render')).toEqual(decided(planned, 'reuse'));
   });
 
   it('is frozen: nothing downstream can edit it', async () => {

@@ -196,6 +196,33 @@ describe('render --secrets encrypt (genCA example, real helm, git, age and two S
     expect(sandbox.files(remote, 'main')).toEqual(before);
   });
 
+  it("plan given render's secret flags shows every unit reused; without them, every unit to render", async () => {
+    const plan = (flags: string[]) =>
+      runClusterstack([
+        'plan',
+        MANIFESTS,
+        '--release-source',
+        RELEASES,
+        '--git',
+        remote,
+        '--gitops',
+        'flux',
+        '--cache-dir',
+        cache,
+        '--json',
+        ...flags,
+      ]);
+    const decisions = (stdout: string): string[] => [
+      ...new Set((JSON.parse(stdout) as { units: { decision: string }[] }).units.map((unit) => unit.decision)),
+    ];
+    const same = await plan(['--secrets', 'encrypt', '--age-recipient', alice.recipient]);
+    expect(same.code, same.stderr).toBe(0);
+    expect(decisions(same.stdout)).toEqual(['reuse']);
+    const other = await plan([]);
+    expect(other.code, other.stderr).toBe(0);
+    expect(decisions(other.stdout)).toEqual(['render']);
+  });
+
   it('encrypts every Secret again, once, when the recipients change, and says so', async () => {
     const commits = sandbox.commitCount(remote, 'main');
     const rotated = await render([

@@ -16,6 +16,7 @@ import {
 } from '../src/render/shared-objects.js';
 import { withholdConflicts } from '../src/render/withhold-units.js';
 import { compareTrees, summarizeChanges } from '../src/output/tree-changes.js';
+import { readPublishedState } from '../src/output/published-state.js';
 import { renderPullRequestBody } from '../gitops/pull-request-body.js';
 import type { WithheldEntry } from '../src/output/provenance.js';
 import { decodeYamlDocument } from '../src/yaml/kube-yaml.js';
@@ -463,7 +464,10 @@ describe('shared objects through the release lifecycle, in a real Git repository
       expect(JSON.parse(trees[2]!['provenance.json']!).sharedObjects).toBeUndefined();
       // The commit message and a pull request name the shared object's move.
       const sharedPath = `management/fleet/shared/image-${ORC_IMAGE_NAME}.yaml`;
-      const changes = compareTrees(new Map(Object.entries(trees[0]!)), new Map(Object.entries(trees[1]!)));
+      const changes = compareTrees(
+        readPublishedState(new Map(Object.entries(trees[0]!))),
+        readPublishedState(new Map(Object.entries(trees[1]!))),
+      );
       expect(changes.shared).toEqual([{ path: sharedPath, change: 'added' }]);
       expect(summarizeChanges(changes, 'sha256:x').body).toContain(`- Shared object ${sharedPath} added`);
       const body = renderPullRequestBody(changes, {

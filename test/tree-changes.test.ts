@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { compareTrees, ownerOfFile, ownerOfFileByDirectory } from '../src/output/tree-changes.js';
+import { readPublishedState } from '../src/output/published-state.js';
 
 /** Paths of every kind the layout has, and the odd names that could trip a per-directory answer. */
 const PATHS = [
@@ -43,7 +44,7 @@ describe('tree changes', () => {
     // A real tree: no path is both a file and a directory.
     const files = PATHS.filter((file) => !PATHS.some((other) => other.startsWith(`${file}/`)));
     const next = new Map(files.map((file) => [file, `content of ${file}`]));
-    const changes = compareTrees(new Map(), next);
+    const changes = compareTrees(readPublishedState(new Map()), readPublishedState(next));
     expect(changes.releases).toEqual([{ namespace: 'ns', release: 'docker-ferrol-1-30-v1', change: 'added' }]);
     expect(changes.clusters.map((cluster) => [cluster.cluster, cluster.change, cluster.stages])).toEqual([
       ['c1', 'added', ['cni', 'layers/monitoring']],

@@ -31,6 +31,26 @@ describe('validateClusterStack', () => {
     expect(validateClusterStack(cso, checkCrdRules)).toEqual([]);
   });
 
+  it('refuses values nesting one level deeper than Kubernetes serves an object (10,000 levels), before any rule walks them', () => {
+    // The object, spec, addonStageValues and cni are four levels; then `lists` lists and a scalar.
+    const withValues = (lists: number) => {
+      let deep: unknown = 1;
+      for (let level = 0; level < lists; level += 1) deep = [deep];
+      return {
+        ...aClusterStack().build(),
+        spec: { ...aClusterStack().build().spec, addonStageValues: { cni: { deep } } },
+      };
+    };
+    // 9,995 lists (10,000 levels) are read on the controller's deep stack: test/controller-deep-nesting.test.ts.
+    expect(validateClusterStack(withValues(9996), checkCrdRules)).toEqual([
+      {
+        path: 'spec',
+        message:
+          'nests collections more than 10000 levels deep, which Kubernetes refuses ("exceeded max depth of 10000"): flatten spec.addonStageValues',
+      },
+    ]);
+  });
+
   it('returns every problem at once, each with its path and a way out', () => {
     const bad = aClusterStack()
       .withSpec({ provider: 'do-cker', kubernetesVersion: '1.30.1', versions: ['v1-alpha.5', '3'], noProvider: false })

@@ -10,6 +10,7 @@ import type { Problem } from '../core/problem.js';
 import { parseStackVersion } from '../core/stack-version.js';
 import type { CrdRuleChecker } from './crd-rules.js';
 import { API_VERSION, type ClusterStack } from './types.js';
+import { MAX_NESTING_DEPTH } from '../yaml/kube-yaml.js';
 
 /**
  * The most versions a ClusterStack lists (the CRD's maxItems): the API server refuses a CEL rule
@@ -100,10 +101,35 @@ function validateTypeMeta(object: Record<string, unknown>, kind: string, problem
   validateMetadata(object, problems);
 }
 
+/**
+ * Levels of nodes in `value` as Kubernetes counts them (the object one, each value inside it one
+ * more, a scalar too), walked without recursion and stopped once past `limit`.
+ */
+function nestingDepth(value: unknown, limit: number): number {
+  let deepest = 0;
+  const pending: [unknown, number][] = [[value, 1]];
+  while (pending.length > 0 && deepest <= limit) {
+    const [item, depth] = pending.pop()!;
+    deepest = Math.max(deepest, depth);
+    if (item !== null && typeof item === 'object')
+      for (const child of Object.values(item)) pending.push([child, depth + 1]);
+  }
+  return deepest;
+}
+
 /** Every problem of a ClusterStack, the CRD's rules checked by `checkRules`, or an empty list when it is valid. */
 export function validateClusterStack(object: unknown, checkRules: CrdRuleChecker): Problem[] {
   const problems: Problem[] = [];
   if (!isRecord(object)) return [{ message: 'a ClusterStack must be a YAML mapping' }];
+  // The YAML reader refuses this for files; an object from an API server (which refuses it on write)
+  // or a library caller gets here unchecked, and helm would be handed its values.
+  if (nestingDepth(object, MAX_NESTING_DEPTH) > MAX_NESTING_DEPTH)
+    return [
+      {
+        path: 'spec',
+        message: `nests collections more than ${MAX_NESTING_DEPTH} levels deep, which Kubernetes refuses ("exceeded max depth of ${MAX_NESTING_DEPTH}"): flatten spec.addonStageValues`,
+      },
+    ];
   validateTypeMeta(object, 'ClusterStack', problems);
   const spec = object.spec;
   if (!isRecord(spec)) {

@@ -26,7 +26,6 @@ import { localOutputDirectory } from './output-settings.js';
 import { PLAN_TARGET_HELP, PLAN_TARGET_OPTIONS, planTargetSettings, readPlanTarget } from './plan-target.js';
 import type { ClusterMove, SequenceEngine } from '../../gitops/upgrade-sequence.js';
 import { loadedRelease, type Plan } from '../plan/build-plan.js';
-import type { SchedulerConfig } from '../cluster-requests/scheduler-config.js';
 import type { ClusterRequestsReport } from '../cluster-requests/requests-report.js';
 import type { UnitRecord } from '../output/provenance.js';
 import { NOTHING_PUBLISHED, type PublishedState, readPublishedState } from '../output/published-state.js';
@@ -34,6 +33,8 @@ import type { PlannedClusterRequests } from '../cluster-requests/plan-cluster-re
 import type { RunPlan } from '../run-plan/decide-run.js';
 import { endPhase } from './phase-timings.js';
 import { planRenderCheck } from './plan-render-check.js';
+import { type PlanFlags, planRunOptions } from './plan-run-options.js';
+import { SECRET_HELP, SECRET_OPTIONS, secretPolicyFrom, secretSettingsFrom } from './secret-options.js';
 import { holdPublishedClusters } from '../plan/held-published-clusters.js';
 import type { Config } from '../config.js';
 import { compareText } from '../core/compare-text.js';
@@ -46,6 +47,9 @@ resolves which releases each ClusterStack keeps and which release each Cluster u
 Options:
 ${SOURCE_HELP}
 ${HELM_TIMEOUT_HELP}
+${SECRET_HELP}
+                           (as given to render: they are part of every unit's digest, so a tree
+                           rendered with --secrets encrypt shows its units as reused only with them)
   --json                   print one JSON report instead of tables
 ${SCHEDULER_CONFIG_HELP}
                            (without a target plan schedules as a first render would)
@@ -79,6 +83,7 @@ export async function planCommand(args: string[], io: CliIo): Promise<number> {
       ...SOURCE_OPTIONS,
       ...HELM_TIMEOUT_OPTIONS,
       ...PLAN_TARGET_OPTIONS,
+      ...SECRET_OPTIONS,
       json: { type: 'boolean', default: false },
       'scheduler-config': { type: 'string' },
       gitops: { type: 'string', default: 'none' },
@@ -92,6 +97,9 @@ export async function planCommand(args: string[], io: CliIo): Promise<number> {
   const releaseSource = values['release-source'];
   if (!releaseSource)
     throw new UsageError('plan needs --release-source (a directory, github:owner/repo or oci://registry/repo)');
+  // As render takes them: the policy and recipients are part of every unit's digest.
+  const secrets = secretPolicyFrom(values.secrets);
+  const secretSettings = await secretSettingsFrom(secrets, values, io.env, io.cwd);
   const config = configFromFlags(values, io);
   await checkCacheDir(config, values, io);
   const location = resolveLocation(releaseSource, io.cwd, '--release-source');
@@ -114,7 +122,7 @@ export async function planCommand(args: string[], io: CliIo): Promise<number> {
   if (target) endPhase('target');
   // Read once and decided as render decides: the same published state, the same plan.
   const published = previous ? readPublishedState(previous) : NOTHING_PUBLISHED;
-  const run = await decidePlan(plan, published, gitops, scheduler);
+  const run = await decidePlan(plan, published, { secrets, ...secretSettings, engine: gitops, scheduler });
   // The report's stacks and Clusters are the inputs' (held Clusters marked, as render holds them);
   // its providers compare the inputs' versions with the published ones (provider-plan-changes.ts).
   const checked = previous ? holdPublishedClusters(plan, published).plan : plan;
@@ -201,28 +209,13 @@ async function helmInUseNote(
 }
 
 /**
- * The run's complete plan, decided as render decides it (src/pipeline/plan-run.ts): with render's
- * default secret policy and the engine's annotations, held Clusters and provider guards withheld
- * rather than refused (plan reports them), requests scheduled with --scheduler-config.
+ * The run's complete plan, decided as render decides it (src/pipeline/plan-run.ts), with the options
+ * render would have for these flags (plan-run-options.ts): the same secret policy and recipients,
+ * the engine's annotations, requests scheduled with --scheduler-config.
  */
-async function decidePlan(
-  plan: Plan,
-  published: PublishedState,
-  engine: 'none' | 'flux' | 'argocd',
-  scheduler: SchedulerConfig | undefined,
-): Promise<RunPlan> {
+async function decidePlan(plan: Plan, published: PublishedState, flags: PlanFlags): Promise<RunPlan> {
   const { planRun, runSettings } = await import('../pipeline/plan-run.js');
-  const settings = await runSettings(
-    {
-      secrets: 'refuse',
-      ...(engine !== 'none' ? { gitops: { engine } } : {}),
-      heldClusters: 'withhold',
-      providerGuards: 'withhold',
-      ...(scheduler ? { scheduler } : {}),
-    },
-    published,
-  );
-  return planRun(plan, published, settings);
+  return planRun(plan, published, await runSettings(planRunOptions(flags), published));
 }
 
 /** Which cluster each ClusterRequest keeps or gets, as the run's plan scheduled them: loaded only with --scheduler-config. */

@@ -77,6 +77,9 @@ export async function planRenderCheck(plan: Plan, config: Readonly<Config>): Pro
       summary: `${charts.hits + charts.rendered} charts, ${charts.hits} from cache; ${templates.hits + templates.rendered} values templates, ${templates.hits} from cache`,
     };
   } catch (error) {
+    // Helm's output nested deeper than this thread reads (kube-yaml.ts DeepNestingError): not the
+    // check's to give up on; the CLI runs plan again on a thread with a deep stack (run-cli.ts).
+    if ((error as { needsDeepStack?: unknown } | null)?.needsDeepStack === true) throw error;
     // Helm missing, or failing for another reason than a chart or template (a timeout): plan still answers.
     return {
       warnings: [`what render would withhold was not checked: ${(error as Error).message}`],

@@ -9,7 +9,9 @@ import {
   type EncryptedSecretsReport,
   reportEncryptedSecrets,
 } from '../output/encrypted-secrets-report.js';
-import { readProvenance, type UnitRecord, type WithheldEntry } from '../output/provenance.js';
+import type { UnitRecord, WithheldEntry } from '../output/provenance.js';
+import type { PublishedState } from '../output/published-state.js';
+import { readPublishedTarget } from '../pipeline/published-target.js';
 import type { HelmHookRecord } from '../output/helm-hooks-record.js';
 import type { PipelineOptions, renderAndPublish as RenderAndPublishTree } from '../pipeline/render-and-publish.js';
 import type { HelmDependencies } from '../../renderers/helm-dependencies.js';
@@ -19,14 +21,13 @@ import { helmIdentity, toolIdentity } from '../pipeline/tool-identity.js';
 import { isSettledRunStore, type SettledRun } from '../../gitops/settled-run-record.js';
 import { terminalProgress } from './render-progress.js';
 import { endPhase } from './phase-timings.js';
-import { SECRET_POLICIES, type SecretPolicy } from '../render/secret-policy.js';
 import { type CliIo, EXIT_OK, RemoteFailureError, UsageError } from './cli-io.js';
 import { parseCommandLine } from './parse-command-line.js';
 import type { ProtectedPath } from '../../gitops/protected-paths.js';
 import { openOutputPublisher } from './open-output-publisher.js';
 import { checkOutputSettings, localOutputDirectory, type OutputSettings } from './output-settings.js';
 import { wiringOptionsFor } from './wiring-options.js';
-import { SECRET_HELP, secretSettingsFrom } from './secret-options.js';
+import { SECRET_HELP, SECRET_OPTIONS, secretPolicyFrom, secretSettingsFrom } from './secret-options.js';
 import {
   checkCacheDir,
   configFromFlags,
@@ -175,10 +176,7 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
       'github-repo': { type: 'string' },
       branch: { type: 'string', default: 'main' },
       path: { type: 'string', default: '' },
-      secrets: { type: 'string', default: 'refuse' },
-      'age-recipient': { type: 'string', multiple: true },
-      'sops-config': { type: 'string' },
-      'sops-secret': { type: 'string' },
+      ...SECRET_OPTIONS,
       helm: { type: 'string' },
       'readme-template': { type: 'string' },
       'commit-template': { type: 'string' },
@@ -216,10 +214,9 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   };
   checkOutputSettings(output);
   if (values.force && !output.git) throw new UsageError('--force applies to --git (a local work tree) only');
-  if (!SECRET_POLICIES.includes(values.secrets as SecretPolicy))
-    throw new UsageError(`--secrets must be one of ${SECRET_POLICIES.join(', ')}, not "${values.secrets}"`);
+  const secretPolicy = secretPolicyFrom(values.secrets);
 
-  const secretSettings = await secretSettingsFrom(values.secrets, values, io.env, io.cwd);
+  const secretSettings = await secretSettingsFrom(secretPolicy, values, io.env, io.cwd);
   const gitops = wiringOptionsFor(
     output,
     {
@@ -281,7 +278,7 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   refusePlanProblems(plan, allowPartial);
 
   const pipelineOptions: PipelineOptions = {
-    secrets: values.secrets as SecretPolicy,
+    secrets: secretPolicy,
     ...(secretSettings.encryption ? { encryption: secretSettings.encryption } : {}),
     ...(gitops ? { gitops } : {}),
     ...(readmeTemplate !== undefined ? { readmeTemplate } : {}),
@@ -303,10 +300,15 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   // One run at a time per target, from reading what is there to replacing it.
   const lock = await publisher.lock?.({ timeoutMs: config.lockTimeoutMs, command: 'clusterstack render' });
   try {
-    const settled =
-      fingerprint && settledRuns && !values['full-render'] ? await settledRuns.readSettledRun(fingerprint) : undefined;
-    if (settled) return reportUnchanged(settled);
-    return await renderAndPublish();
+    // The published state, read once: the settled-run record first, the tree only when not settled.
+    let loaded: Renderer | undefined;
+    const target = await readPublishedTarget(publisher, values['full-render'] ? undefined : fingerprint, async () => {
+      loaded = await loadRenderer();
+      endPhase('render-modules');
+    });
+    if (target.settled) return reportUnchanged(target.settled);
+    endPhase('read-previous');
+    return await renderAndPublish(loaded ?? (await loadRenderer()), target.state);
   } finally {
     await lock?.release();
   }
@@ -349,17 +351,16 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
     return { helm, renderAndPublishTree };
   }
 
-  async function renderAndPublish(): Promise<number> {
-    const { helm, renderAndPublishTree } = await loadRenderer();
-    endPhase('render-modules');
-    const previous = await publisher.readPrevious();
-    endPhase('read-previous');
+  async function renderAndPublish(
+    { helm, renderAndPublishTree }: Renderer,
+    published: PublishedState,
+  ): Promise<number> {
     // Progress only for a person at a terminal: --json output is read by programs.
     const progress = io.isTty && !values.json ? terminalProgress(io.stderr) : undefined;
     const warningsBefore = warnings.length;
     const run = await renderAndPublishTree(
       plan,
-      previous,
+      published,
       {
         renderer: helm,
         publish: async (tree, change) => {
@@ -384,7 +385,7 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
     progress?.finish();
     if (run.status !== 'published') throw new Error('internal error: a CLI render was aborted');
     const { outcome, change, published: result } = run;
-    const secrets = reportEncryptedSecrets(readProvenance(previous)?.units ?? [], outcome.provenance.units);
+    const secrets = reportEncryptedSecrets(published.provenance?.units ?? [], outcome.provenance.units);
     const settledReport = settledRunReport(run, warnings.length - warningsBefore);
     if (settledRuns && fingerprint && settledReport) {
       try {

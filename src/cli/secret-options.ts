@@ -6,6 +6,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 // The secrets modules load the age library: only a run that encrypts imports them.
 import type { EncryptionInput } from '../secrets/secret-encryption.js';
+import { SECRET_POLICIES, type SecretPolicy } from '../render/secret-policy.js';
 import { UsageError } from './cli-io.js';
 
 const AGE_RECIPIENTS_VARIABLE = 'CLUSTERSTACK_AGE_RECIPIENTS';
@@ -16,6 +17,21 @@ export const SECRET_HELP = `  --secrets <policy>       refuse (default) | drop |
   --sops-config <file>     with --secrets encrypt: a .sops.yaml whose creation_rules (path_regex, age)
                            pick the recipients per file (default: .sops.yaml at the root of the target tree)
   --sops-secret <name>     Flux: the Secret with the age identity for decryption (default sops-age)`;
+
+/** The secret flags, parsed alike by `render` and `plan` (whose unit digests hold the policy and recipients). */
+export const SECRET_OPTIONS = {
+  secrets: { type: 'string', default: 'refuse' },
+  'age-recipient': { type: 'string', multiple: true },
+  'sops-config': { type: 'string' },
+  'sops-secret': { type: 'string' },
+} as const;
+
+/** `--secrets` as a policy; a usage error (exit 2) naming the policies for any other value. */
+export function secretPolicyFrom(value: string | undefined, flag = '--secrets'): SecretPolicy {
+  if (!SECRET_POLICIES.includes(value as SecretPolicy))
+    throw new UsageError(`${flag} must be one of ${SECRET_POLICIES.join(', ')}, not "${value}"`);
+  return value as SecretPolicy;
+}
 
 /** What the encrypt options say; `sopsSecret` goes to the Flux wiring. */
 export interface SecretSettings {

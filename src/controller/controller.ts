@@ -20,7 +20,8 @@ import { typedFailure, type TypedFailure } from '../core/failure.js';
 import type { MassDeletionPolicy } from '../core/mass-deletion-guard.js';
 import { renderAndPublish } from '../pipeline/render-and-publish.js';
 import { type UnitRecord } from '../output/provenance.js';
-import { readPublishedState } from '../output/published-state.js';
+import { type PublishedState, readPublishedState } from '../output/published-state.js';
+import type { RenderedTree } from '../output/rendered-tree.js';
 import type { SecretPolicy } from '../render/secret-policy.js';
 import type { EncryptionInput } from '../secrets/secret-encryption.js';
 import type { SourceOpener } from '../sources/open-release-source.js';
@@ -175,6 +176,8 @@ export class Controller {
   private ownedObjectErrors = new Map<string, string[]>();
   /** What the last reconcile rendered and published per Cluster, for the lifecycle hook handlers. */
   private snapshot: AddonSnapshot | undefined;
+  /** The published state of the tree the tracker holds: parsed once per tree, which stays across rounds until a publish. */
+  private publishedState: PublishedState | undefined;
   private readonly providerFetcher: ProviderFetcher;
 
   constructor(private readonly options: ControllerOptions) {
@@ -383,11 +386,11 @@ export class Controller {
     const failures: TypedFailure[] = [];
 
     // The target's tree first: a stack that cannot be resolved now keeps what it holds.
-    let previous: Map<string, string> | undefined;
+    let previous: PublishedState | undefined;
     let renderFailure: TypedFailure | undefined;
     const readStarted = Date.now();
     try {
-      previous = await this.tracker.previousTree();
+      previous = this.publishedStateOf(await this.tracker.previousTree());
       phase('read target', readStarted);
     } catch (error) {
       renderFailure = typedFailure(error);
@@ -571,8 +574,7 @@ export class Controller {
     const ownPlan = shardPlanOf(plan && standIns.size > 0 ? withoutStandIns(plan, standIns) : plan);
     // A Cluster the render held (its class unreadable now, its addons published before) keeps its
     // ClusterAddon, which says why, instead of losing it as a Cluster that is not ours.
-    const statusPlan =
-      ownPlan && previous ? holdPublishedClusters(ownPlan, readPublishedState(previous)).plan : ownPlan;
+    const statusPlan = ownPlan && previous ? holdPublishedClusters(ownPlan, previous).plan : ownPlan;
     const sync = this.syncState(render, publish);
     if (plan) this.snapshot = addonSnapshot(statusPlan, render, publish);
     const inputs: StatusInputs = {
@@ -689,11 +691,17 @@ export class Controller {
     };
   }
 
+  /** `tree`'s published state, read again only when the tracker holds another tree. */
+  private publishedStateOf(tree: RenderedTree): PublishedState {
+    if (this.publishedState?.tree !== tree) this.publishedState = readPublishedState(tree);
+    return this.publishedState;
+  }
+
   /**
    * The shard's part of the fleet's plan. Clusters another shard now owns stay while their new
    * shard's subtree does not publish them yet; if that cannot be read, they stay (never a gap).
    */
-  private async shardPartOf(plan: Plan, previous: Map<string, string>, logger: Logger): Promise<Plan> {
+  private async shardPartOf(plan: Plan, previous: PublishedState, logger: Logger): Promise<Plan> {
     const shard = this.options.shard!;
     let elsewhere: ReadonlySet<string> | undefined;
     if (clustersToHandOver(plan, shard.scope, previous).length > 0) {

@@ -3,8 +3,6 @@
 // the controller's status know what is where, and how the mass-deletion guard counts what would go.
 import type { ClusterRequestsRecord } from './cluster-requests-record.js';
 import type { HelmHookRecord, HookPlacement } from './helm-hooks-record.js';
-import type { RenderedTree } from './rendered-tree.js';
-import { PROVENANCE_FILE } from './tree-layout.js';
 
 /**
  * Version of how objects are written. Part of every digest, so a tree written by an older version
@@ -172,38 +170,4 @@ export interface Provenance {
   clusterRequests?: ClusterRequestsRecord;
   /** How the units' helm hooks are laid out; absent in trees written before hooks were handled (their units render again). */
   helmHooks?: HookPlacement;
-}
-
-/** The provenance record of a tree, if it has a readable one (a damaged record reads as none). */
-export function readProvenance(tree: RenderedTree): Provenance | undefined {
-  const text = tree.get(PROVENANCE_FILE);
-  if (!text) return undefined;
-  const known = PARSED.get(tree);
-  if (known?.text === text) return known.provenance;
-  let provenance: Provenance | undefined;
-  try {
-    provenance = deepFreeze(JSON.parse(text) as Provenance);
-  } catch {
-    provenance = undefined;
-  }
-  PARSED.set(tree, { text, provenance });
-  return provenance;
-}
-
-/**
- * The parsed record per tree, while the tree holds that text: one render reads the previous tree's
- * record in half a dozen places, and at thousands of clusters it is megabytes of JSON. Shared, so
- * frozen: a reader that needs to change a part copies it.
- */
-const PARSED = new WeakMap<RenderedTree, { text: string; provenance: Provenance | undefined }>();
-
-function deepFreeze<T>(value: T): T {
-  const pending: unknown[] = [value];
-  while (pending.length > 0) {
-    const item = pending.pop();
-    if (item === null || typeof item !== 'object' || Object.isFrozen(item)) continue;
-    Object.freeze(item);
-    for (const child of Object.values(item)) pending.push(child);
-  }
-  return value;
 }

@@ -2,20 +2,20 @@
 // records about itself (provenance.json), parsed into the parts planning and rendering consult —
 // unit records and their digests, values failures, shared objects, addon handovers, provider locks,
 // ClusterRequest assignments, the helm hook layout and the user's .sops.yaml. Everything downstream
-// reads these fields instead of parsing provenance.json again. A damaged record reads as nothing
-// published: it only costs a full render.
+// reads these fields: this is the one place provenance.json is parsed (no memo elsewhere: a driver
+// keeps the value while its tree stays). A damaged record reads as nothing published: it only costs
+// a full render.
 import type { ClusterRequestsRecord } from './cluster-requests-record.js';
 import type { HookPlacement } from './helm-hooks-record.js';
 import {
   type AddonHandoverRecord,
   type Provenance,
   type ProviderRecord,
-  readProvenance,
   type SharedObjectRecord,
   type UnitRecord,
 } from './provenance.js';
 import type { RenderedTree } from './rendered-tree.js';
-import { SOPS_CONFIG_FILE } from './tree-layout.js';
+import { PROVENANCE_FILE, SOPS_CONFIG_FILE } from './tree-layout.js';
 
 /** The target's state as one typed, read-only value (see the header). */
 export interface PublishedState {
@@ -42,7 +42,7 @@ export interface PublishedState {
 
 /** Reads the state `tree` records about itself; pure. */
 export function readPublishedState(tree: RenderedTree): PublishedState {
-  const provenance = readProvenance(tree);
+  const provenance = parseProvenance(tree);
   return Object.freeze({
     tree,
     provenance,
@@ -57,6 +57,29 @@ export function readPublishedState(tree: RenderedTree): PublishedState {
     helmHooks: provenance?.helmHooks,
     sopsConfig: tree.get(SOPS_CONFIG_FILE),
   });
+}
+
+/** The provenance record of a tree, if it has a readable one (a damaged record reads as none), frozen. */
+function parseProvenance(tree: RenderedTree): Provenance | undefined {
+  const text = tree.get(PROVENANCE_FILE);
+  if (!text) return undefined;
+  try {
+    return deepFreeze(JSON.parse(text) as Provenance);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Frozen all the way down: the record is shared by everything that reads the state; a reader that must change a part copies it. */
+function deepFreeze<T>(value: T): T {
+  const pending: unknown[] = [value];
+  while (pending.length > 0) {
+    const item = pending.pop();
+    if (item === null || typeof item !== 'object' || Object.isFrozen(item)) continue;
+    Object.freeze(item);
+    for (const child of Object.values(item)) pending.push(child);
+  }
+  return value;
 }
 
 /** The state of a target that holds nothing yet. */

@@ -1,6 +1,7 @@
 // What a render changed compared with the target's previous tree, per release and per cluster:
 // the data behind commit messages, pull request bodies and reports.
-import { readProvenance, type Provenance, type UnitRecord, type WithheldEntry } from './provenance.js';
+import type { Provenance, UnitRecord, WithheldEntry } from './provenance.js';
+import type { PublishedState } from './published-state.js';
 import { compareProviders, describeProviderChange, type ProviderChange } from './provider-changes.js';
 import type { RenderedTree } from './rendered-tree.js';
 import {
@@ -134,10 +135,14 @@ function clusterUnits(provenance: Provenance | undefined, owner: string): UnitRe
   );
 }
 
-/** Compares two trees unit by unit. */
-export function compareTrees(previous: RenderedTree, next: RenderedTree): TreeChanges {
-  const before = readProvenance(previous);
-  const after = readProvenance(next);
+/** A tree and its provenance record, as the published state holds them (the next tree's from its render). */
+type RecordedTree = Pick<PublishedState, 'tree' | 'provenance'>;
+
+/** Compares two trees unit by unit, by their records. */
+export function compareTrees(
+  { tree: previous, provenance: before }: RecordedTree,
+  { tree: next, provenance: after }: RecordedTree,
+): TreeChanges {
   const changedFiles = new Set<string>();
   for (const file of new Set([...previous.keys(), ...next.keys()]))
     if (previous.get(file) !== next.get(file)) changedFiles.add(file);

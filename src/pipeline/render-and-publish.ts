@@ -11,7 +11,7 @@ import { Failure } from '../core/failure.js';
 import { formatProblem, InputError } from '../core/problem.js';
 import { checkMassDeletion, type MassDeletionPolicy, publishedUnitsOf } from '../core/mass-deletion-guard.js';
 import type { RenderedTree } from '../output/rendered-tree.js';
-import { readPublishedState } from '../output/published-state.js';
+import type { PublishedState } from '../output/published-state.js';
 import { guardProviderRemoval, providerGuardError } from '../providers/guard-providers.js';
 import { type ChangeSummary, compareTrees, summarizeChanges, type TreeChanges } from '../output/tree-changes.js';
 import { SOPS_CONFIG_FILE } from '../output/tree-layout.js';
@@ -108,21 +108,20 @@ function prestageUnits(
 }
 
 /**
- * Renders `plan` against `previous` (what the target holds), adds the GitOps wiring, refuses a mass
+ * Renders `plan` against `published` (what the target holds, read once by the driver:
+ * readPublishedState, or the CLI's published-target.ts), adds the GitOps wiring, refuses a mass
  * deletion, summarizes the change and publishes it. Throws for failures that are not one unit's
  * own (a refused Secret, a refused mass deletion, helm missing, a publisher that throws).
  */
 export async function renderAndPublish<Published>(
   inputPlan: Plan,
-  previous: RenderedTree,
+  published: PublishedState,
   deps: PipelineDependencies<Published>,
   options: PipelineOptions,
 ): Promise<PipelineResult<Published>> {
   // Bad wiring options are a user error: say so before any helm process runs.
   if (options.gitops) checkWiringOptions(options.gitops);
   if (options.secrets === 'encrypt') checkEncryptionEngine(options.gitops?.engine);
-  // Read once: everything below consults this value, never the tree's provenance.json again.
-  const published = readPublishedState(previous);
   const run = await planRun(inputPlan, published, await runSettings(options, published));
   refuseWhatThePlanRefuses(run);
   if (run.unscheduledRequests > 0)
@@ -182,7 +181,7 @@ async function renderPlannedRun<Published>(
   if (verdict.refused)
     throw new MassDeletionRefusedError(verdict.message ?? 'the render would remove most of what is published');
 
-  const changes = compareTrees(run.published.tree, sorted);
+  const changes = compareTrees(run.published, { tree: sorted, provenance: outcome.provenance });
   const change = summarizeChanges(changes, outcome.provenance.inputDigest);
   if (options.pullRequest)
     change.pullRequest = {

@@ -8,6 +8,7 @@
 // nothing, a refused document, two stages disagreeing on an object) is decided at render: those
 // units are named as such. Nothing is written; the render's previous output is not looked at.
 import { failureKindOf } from '../core/failure.js';
+import { DeepNestingError } from '../yaml/kube-yaml.js';
 import type { UnitRecord, WithheldEntry } from '../output/provenance.js';
 import type { Plan } from '../plan/build-plan.js';
 import { secretsDigestPart } from '../secrets/secrets-digest.js';
@@ -77,7 +78,8 @@ export async function foreseeWithholds(plan: Plan, deps: RenderDependencies): Pr
             includeCrds: unit.includeCrds,
           }));
       } catch (error) {
-        if (failureKindOf(error) !== 'fix-input') throw error;
+        // Output nested deeper than this thread reads is no chart's failure: the command reruns on a deep stack.
+        if (failureKindOf(error) !== 'fix-input' || error instanceof DeepNestingError) throw error;
         failures.set(unit, (error as Error).message);
         return;
       }

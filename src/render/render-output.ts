@@ -13,6 +13,7 @@ import { clusterDir } from '../output/tree-layout.js';
 import type { RenderSummary } from '../output/render-summary.js';
 import type { RenderedTree } from '../output/rendered-tree.js';
 import { failureKindOf } from '../core/failure.js';
+import { DeepNestingError } from '../yaml/kube-yaml.js';
 import { assembleTree, warmReadmeTemplate } from './assemble-tree.js';
 import {
   type DecryptionKeyRef,
@@ -242,8 +243,9 @@ function unitRenderer(
         output = await rendering;
       }
     } catch (error) {
-      // The chart failed for this unit (a template error, a `fail`): withhold the unit alone.
-      if (failureKindOf(error) !== 'fix-input') throw error;
+      // The chart failed for this unit (a template error, a `fail`): withhold the unit alone. Output
+      // nested deeper than this thread reads is not its failure: the command reruns on a deep stack.
+      if (failureKindOf(error) !== 'fix-input' || error instanceof DeepNestingError) throw error;
       return { failure: (error as Error).message, helmAnswered: false };
     }
     let result: UnitFiles;

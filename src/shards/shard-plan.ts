@@ -5,10 +5,10 @@
 //   - addons are rendered by the Cluster's shard, and by the shard that published them before until
 //     the Cluster's shard has published them too (a handover: the output never disappears between
 //     the two). Only then does the old shard drop them.
-// Pure: the caller reads the previous tree and which Clusters the other shards publish.
+// Pure: the caller reads the previous tree's published state and which Clusters the other shards publish.
 import type { Plan } from '../plan/build-plan.js';
-import { readProvenance, type Provenance } from '../output/provenance.js';
-import type { RenderedTree } from '../output/rendered-tree.js';
+import type { Provenance } from '../output/provenance.js';
+import type { PublishedState } from '../output/published-state.js';
 import { shardOwns, type ShardScope } from './shard-scope.js';
 
 /** `namespace/name` of every Cluster whose addons a (shard's) provenance records as published. */
@@ -23,8 +23,8 @@ export function publishedClusters(provenance: Provenance | undefined): Set<strin
  * Clusters another shard owns whose addons this shard's previous tree still holds: each is handed
  * over, so the caller must learn which of them their new shard already publishes.
  */
-export function clustersToHandOver(plan: Plan, scope: ShardScope, previous: RenderedTree): string[] {
-  const published = publishedClusters(readProvenance(previous));
+export function clustersToHandOver(plan: Plan, scope: ShardScope, previous: PublishedState): string[] {
+  const published = publishedClusters(previous.provenance);
   return plan.resolution.clusters
     .filter((cluster) => !shardOwns(scope, cluster.cluster) && published.has(`${cluster.namespace}/${cluster.name}`))
     .map((cluster) => `${cluster.namespace}/${cluster.name}`);
@@ -45,7 +45,7 @@ export interface ShardPlan {
 export function shardPlan(
   plan: Plan,
   scope: ShardScope,
-  previous: RenderedTree,
+  previous: PublishedState,
   publishedElsewhere: ReadonlySet<string> | undefined,
 ): ShardPlan {
   const pending = new Set(clustersToHandOver(plan, scope, previous));

@@ -189,9 +189,11 @@ export function usesDeepStack(): boolean {
 }
 
 /**
- * A document nested deeper than this thread's stack reads (DEFAULT_STACK_NESTING_DEPTH): the command
- * is run again on a thread with a deep stack (src/cli/deep-stack.ts), which reads it up to
- * Kubernetes' limit. Where nothing can do that (a library caller), its message says what happened.
+ * A document nested deeper than this thread's stack reads (DEFAULT_STACK_NESTING_DEPTH), an input or
+ * helm's output alike: the command is run again on a thread with a deep stack (src/cli/deep-stack.ts),
+ * which reads it up to Kubernetes' limit. Nothing may turn it into a unit's withhold or a warning
+ * (plan's render check passes it on too). Where nothing can rerun (a library caller), its message
+ * says what happened and what to do.
  */
 export class DeepNestingError extends Failure {
   /** Read by the CLI (src/cli/run-cli.ts) without loading this module. */
@@ -203,7 +205,7 @@ export class DeepNestingError extends Failure {
     const where = file !== undefined ? `${file}${line !== undefined ? `:${line}` : ''}: ` : '';
     super(
       'fix-input',
-      `${where}nests collections more than ${DEFAULT_STACK_NESTING_DEPTH} levels deep${file === undefined && line !== undefined ? ` (line ${line})` : ''}; Kubernetes reads up to ${MAX_NESTING_DEPTH}, and reading it needs a thread with a deep stack, which the clusterstack command starts by itself`,
+      `${where}nests collections more than ${DEFAULT_STACK_NESTING_DEPTH} levels deep${file === undefined && line !== undefined ? ` (line ${line})` : ''}; Kubernetes reads up to ${MAX_NESTING_DEPTH}, and reading it needs a thread with a deep stack, which this run does not have: run it through the clusterstack command, which runs itself again on such a thread when it meets such a document`,
     );
     this.name = 'DeepNestingError';
   }

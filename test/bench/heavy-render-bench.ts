@@ -17,6 +17,7 @@ import { evaluateValuesTemplates } from '../../renderers/values-template.js';
 import { readInputFiles } from '../../src/inputs/read-input-files.js';
 import { buildPlan } from '../../src/plan/build-plan.js';
 import { compareTrees, summarizeChanges } from '../../src/output/tree-changes.js';
+import { readPublishedState } from '../../src/output/published-state.js';
 import type { RenderDependencies } from '../../src/render/render-dependencies.js';
 import { renderPlan } from '../support/render-plan.js';
 import { createSourceOpener } from '../../src/sources/open-release-source.js';
@@ -221,7 +222,10 @@ async function breakdown(inputs: string, releases: string, work: string): Promis
   const rendered = performance.now();
   await publisher.publish(
     outcome.tree,
-    summarizeChanges(compareTrees(previous, outcome.tree), outcome.provenance.inputDigest),
+    summarizeChanges(
+      compareTrees(readPublishedState(previous), { tree: outcome.tree, provenance: outcome.provenance }),
+      outcome.provenance.inputDigest,
+    ),
   );
   const end = performance.now();
   const renderMs = rendered - planned;

@@ -26,6 +26,7 @@ import { readInputFiles } from '../../src/inputs/read-input-files.js';
 import type { ParsedManifests, SourcedObject } from '../../src/inputs/parse-manifests.js';
 import { buildPlan, loadedRelease, type Plan } from '../../src/plan/build-plan.js';
 import { compareTrees, summarizeChanges } from '../../src/output/tree-changes.js';
+import { readPublishedState } from '../../src/output/published-state.js';
 import { renderPlan } from '../support/render-plan.js';
 import { createSourceOpener } from '../../src/sources/open-release-source.js';
 import { startFakeGitHub } from '../support/fake-github/index.js';
@@ -116,7 +117,10 @@ async function renderOnce(
     const outcome = await renderPlan(plan, helm, { secrets: 'refuse', previous });
     await publisher.publish(
       outcome.tree,
-      summarizeChanges(compareTrees(previous, outcome.tree), outcome.provenance.inputDigest),
+      summarizeChanges(
+        compareTrees(readPublishedState(previous), { tree: outcome.tree, provenance: outcome.provenance }),
+        outcome.provenance.inputDigest,
+      ),
     );
     return outcome;
   });

@@ -11,22 +11,11 @@ import { copyExampleReleases, runClusterstack, writeTree } from '../support/cli.
 import { kustomizeBuild } from '../support/engine-schemas/kustomize-build.js';
 import { parseObject } from '../support/engine-schemas/wiring-checks.js';
 import { GitSandbox } from '../support/git-repos.js';
+import { FLEET_CLUSTER as CLUSTER, FLEET_STACK as STACK } from '../support/layer-fleet.js';
 
 const sandbox = new GitSandbox();
 afterAll(() => sandbox.cleanup());
 
-const STACK = `apiVersion: clusterstack.x-k8s.io/v1alpha1
-kind: ClusterStack
-metadata: {name: docker-ferrol-1-30, namespace: fleet}
-spec: {provider: docker, name: ferrol, kubernetesVersion: "1.30", noProvider: true, autoSubscribe: false, versions: [v1]}
-`;
-const CLUSTER = `apiVersion: cluster.x-k8s.io/v1beta1
-kind: Cluster
-metadata: {name: one, namespace: fleet}
-spec:
-  controlPlaneEndpoint: {host: one.example.test, port: 6443}
-  topology: {class: docker-ferrol-1-30-v1, version: v1.30.2}
-`;
 function layers(holdBase = false): string {
   return ['base', 'extra']
     .map(

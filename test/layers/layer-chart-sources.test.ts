@@ -13,16 +13,13 @@ import { copyExampleReleases, runClusterstack, tempDir, writeTree } from '../sup
 import { kustomizeBuild } from '../support/engine-schemas/kustomize-build.js';
 import { parseObject } from '../support/engine-schemas/wiring-checks.js';
 import { GitSandbox } from '../support/git-repos.js';
+import { FLEET_CLUSTER as CLUSTER, FLEET_STACK as STACK } from '../support/layer-fleet.js';
 import { freePort, startRegistry, type TestRegistry } from '../support/registry/index.js';
 
 const HELM = path.resolve('node_modules/.bin/helm');
 const sandbox = new GitSandbox();
 afterAll(() => sandbox.cleanup());
 
-const STACK =
-  'apiVersion: clusterstack.x-k8s.io/v1alpha1\nkind: ClusterStack\nmetadata: {name: docker-ferrol-1-30, namespace: fleet}\nspec: {provider: docker, name: ferrol, kubernetesVersion: "1.30", noProvider: true, autoSubscribe: false, versions: [v1]}\n';
-const CLUSTER =
-  'apiVersion: cluster.x-k8s.io/v1beta1\nkind: Cluster\nmetadata: {name: one, namespace: fleet}\nspec:\n  clusterNetwork: {pods: {cidrBlocks: [10.1.0.0/16]}}\n  controlPlaneEndpoint: {host: one.example.test, port: 6443}\n  topology: {class: docker-ferrol-1-30-v1, version: v1.30.2}\n';
 const CHART = {
   'Chart.yaml': 'apiVersion: v2\nname: monitoring\nversion: 1.2.0\n',
   'values.yaml': 'replicas: 1\nclusterName: unset\n',

@@ -13,23 +13,11 @@ import { type Engine, transition } from '../support/engine-prune-rules.js';
 import { kustomizeBuild } from '../support/engine-schemas/kustomize-build.js';
 import { parseObject, stageUnit } from '../support/engine-schemas/wiring-checks.js';
 import { GitSandbox } from '../support/git-repos.js';
+import { FLEET_CLUSTER as CLUSTER, FLEET_STACK as STACK } from '../support/layer-fleet.js';
 
 const sandbox = new GitSandbox();
 afterAll(() => sandbox.cleanup());
 
-const STACK = `apiVersion: clusterstack.x-k8s.io/v1alpha1
-kind: ClusterStack
-metadata: {name: docker-ferrol-1-30, namespace: fleet}
-spec: {provider: docker, name: ferrol, kubernetesVersion: "1.30", noProvider: true, autoSubscribe: false, versions: [v1]}
-`;
-const CLUSTER = `apiVersion: cluster.x-k8s.io/v1beta1
-kind: Cluster
-metadata: {name: one, namespace: fleet}
-spec:
-  clusterNetwork: {pods: {cidrBlocks: [10.1.0.0/16]}}
-  controlPlaneEndpoint: {host: one.example.test, port: 6443}
-  topology: {class: docker-ferrol-1-30-v1, version: v1.30.2}
-`;
 const layer = (name: string, version: string): string => `---
 apiVersion: kraan.io/v1alpha1
 kind: AddonsLayer

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Provenance, ProviderRecord } from '../../src/output/provenance.js';
 import { compareTrees, summarizeChanges } from '../../src/output/tree-changes.js';
+import { readPublishedState } from '../../src/output/published-state.js';
 import { renderPullRequestBody } from '../../gitops/pull-request-body.js';
 
 function record(version: string, overrides: Partial<ProviderRecord> = {}): ProviderRecord {
@@ -38,9 +39,12 @@ function tree(providers: ProviderRecord[], content: string): Map<string, string>
   return files;
 }
 
+/** A tree with those provider records, as the published state reads it. */
+const recorded = (providers: ProviderRecord[], content: string) => readPublishedState(tree(providers, content));
+
 describe('provider changes in commit messages and pull request bodies', () => {
   it('reports an upgrade with both versions and the contract', () => {
-    const changes = compareTrees(tree([record('v1.8.0')], 'a'), tree([record('v1.9.0')], 'b'));
+    const changes = compareTrees(recorded([record('v1.8.0')], 'a'), recorded([record('v1.9.0')], 'b'));
     expect(changes.providers).toEqual([
       {
         kind: 'InfrastructureProvider',
@@ -70,17 +74,21 @@ describe('provider changes in commit messages and pull request bodies', () => {
   });
 
   it('reports added, removed and downgraded providers, and nothing for an unchanged one', () => {
-    expect(compareTrees(tree([], ''), tree([record('v1.8.0')], 'a')).providers?.[0]).toMatchObject({
+    expect(compareTrees(recorded([], ''), recorded([record('v1.8.0')], 'a')).providers?.[0]).toMatchObject({
       change: 'added',
       versionAfter: 'v1.8.0',
     });
-    expect(compareTrees(tree([record('v1.8.0')], 'a'), tree([], '')).providers?.[0]).toMatchObject({
+    expect(compareTrees(recorded([record('v1.8.0')], 'a'), recorded([], '')).providers?.[0]).toMatchObject({
       change: 'removed',
       versionBefore: 'v1.8.0',
     });
-    expect(compareTrees(tree([record('v1.10.0')], 'a'), tree([record('v1.9.0')], 'b')).providers?.[0]).toMatchObject({
+    expect(
+      compareTrees(recorded([record('v1.10.0')], 'a'), recorded([record('v1.9.0')], 'b')).providers?.[0],
+    ).toMatchObject({
       change: 'downgraded',
     });
-    expect(compareTrees(tree([record('v1.8.0')], 'a'), tree([record('v1.8.0')], 'a')).providers).toBeUndefined();
+    expect(
+      compareTrees(recorded([record('v1.8.0')], 'a'), recorded([record('v1.8.0')], 'a')).providers,
+    ).toBeUndefined();
   });
 });

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import type { CapiCluster, ClusterAddon, ClusterStack, ClusterStackRelease } from '../../src/api/types.js';
 import type { Plan } from '../../src/plan/build-plan.js';
 import { clustersToHandOver, shardPlan } from '../../src/shards/shard-plan.js';
+import { NOTHING_PUBLISHED, type PublishedState, readPublishedState } from '../../src/output/published-state.js';
 import {
   parseShardScope,
   SHARD_LABEL,
@@ -54,20 +55,22 @@ function fleetPlan(): Plan {
 }
 
 /** A shard's previous tree whose provenance records the addons of `clusters`. */
-function previousWith(...clusters: string[]): Map<string, string> {
-  return new Map([
-    [
-      'provenance.json',
-      JSON.stringify({
-        units: clusters.map((name) => ({
-          kind: 'cluster-stage',
-          namespace: 'fleet',
-          name,
-          dir: `clusters/fleet/${name}/cluster-addon`,
-        })),
-      }),
-    ],
-  ]);
+function previousWith(...clusters: string[]): PublishedState {
+  return readPublishedState(
+    new Map([
+      [
+        'provenance.json',
+        JSON.stringify({
+          units: clusters.map((name) => ({
+            kind: 'cluster-stage',
+            namespace: 'fleet',
+            name,
+            dir: `clusters/fleet/${name}/cluster-addon`,
+          })),
+        }),
+      ],
+    ]),
+  );
 }
 
 const names = (plan: Plan) => ({
@@ -101,7 +104,7 @@ describe('shard identity', () => {
 
 describe("a shard's part of the plan", () => {
   it("renders its own Clusters, and its stacks' releases only", () => {
-    const { plan, handingOver, handedOver } = shardPlan(fleetPlan(), ONE, new Map(), undefined);
+    const { plan, handingOver, handedOver } = shardPlan(fleetPlan(), ONE, NOTHING_PUBLISHED, undefined);
     expect(names(plan)).toEqual({ clusters: ['a'], inputs: ['a'] });
     expect(plan.resolution.clusterStacks.map((stack) => [stack.name, stack.publishedByAnotherShard ?? false])).toEqual([
       ['stack-one', false],

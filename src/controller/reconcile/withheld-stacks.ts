@@ -4,13 +4,12 @@
 // (after a restart), it is rendered as a stand-in that keeps exactly its published releases, from
 // a source whose downloads always fail, so render withholds them and keeps their published files.
 // Everything else renders and publishes as usual.
-import type { RenderedTree } from '../../output/rendered-tree.js';
 import type { ClusterStack, ClusterStackRelease } from '../../api/types.js';
 import type { Problem } from '../../core/problem.js';
 import { tryParseReleaseTag } from '../../core/release-tag.js';
 import { namespaceOf, releaseMatchesStack } from '../../release/resolve-releases.js';
 import { formatDotVersion } from '../../core/stack-version.js';
-import { readProvenance } from '../../output/provenance.js';
+import type { PublishedState } from '../../output/published-state.js';
 import { listingFromTags, ReleaseSourceError, type ReleaseSource } from '../../release/release-source.js';
 
 /** The source location of stand-in stacks: `clusterstack-withheld:<namespace>/<name>`. */
@@ -18,15 +17,14 @@ export const WITHHELD_SOURCE_PREFIX = 'clusterstack-withheld:';
 const IDENTITY_PATHS = ['spec.provider', 'spec.name', 'spec.kubernetesVersion', 'spec.channel'];
 
 /** The release tags whose ClusterClass side the target holds (from its provenance record). */
-function publishedReleaseTags(previous: RenderedTree): string[] {
-  const provenance = readProvenance(previous);
+function publishedReleaseTags(published: PublishedState): string[] {
   const tags = new Set<string>();
-  for (const unit of provenance?.units ?? []) if (unit.kind === 'release') tags.add(unit.release);
+  for (const unit of published.units.values()) if (unit.kind === 'release') tags.add(unit.release);
   return [...tags].sort();
 }
 
 /** The tags a source that cannot be listed falls back on: the published releases and the ClusterStackReleases that exist. */
-export function fallbackReleaseTags(previous: RenderedTree | undefined, releases: ClusterStackRelease[]): string[] {
+export function fallbackReleaseTags(previous: PublishedState | undefined, releases: ClusterStackRelease[]): string[] {
   return [
     ...new Set([
       ...(previous ? publishedReleaseTags(previous) : []),
