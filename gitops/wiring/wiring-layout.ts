@@ -102,7 +102,7 @@ export function wiringLabels(
  * engine's root, unless `aggregates(parent)` is false: then neither that parent nor anything above
  * it lists the directory (it is read on its own, by path).
  */
-export function wiringFiles(objects: Map<string, KubeObject>, aggregates: (dir: string) => boolean): Map<string, string> {
+function wiringFiles(objects: Map<string, KubeObject>, aggregates: (dir: string) => boolean): Map<string, string> {
   const files = new Map<string, string>();
   const entries = new Map<string, Set<string>>();
   const add = (dir: string, entry: string): void => {
