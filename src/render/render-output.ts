@@ -211,73 +211,102 @@ function unitRenderer(
         : old && old.renderDigest === renderDigest && !plan.notReusable.has(unit.record.dir)
           ? previousFiles(old, options.previous, settings.engine.keepMarks)
           : undefined;
-    if (reused)
-      return {
-        files: new Map(reused),
-        record: {
-          ...unit.record,
-          renderDigest,
-          files: [...reused.keys()].sort(),
-          ...(old?.notes ? { notes: old.notes } : {}),
-          ...(old?.secrets ? { secrets: old.secrets } : {}),
-          ...(old?.renderedWith ? { renderedWith: old.renderedWith } : {}),
-          ...(old?.hooks ? { hooks: old.hooks } : {}),
-        },
-        helmAnswered: false,
-      };
-    let output: string;
-    try {
-      if (unit.manifests !== undefined) output = unit.manifests;
-      else {
-        const rendering = deps.renderChart({
-          releaseName: unit.releaseName,
-          chart: unit.chart,
-          namespace: unit.renderNamespace,
-          kubeVersion: unit.kubeVersion,
-          apiVersions: unit.apiVersions,
-          values: helmValues,
-          includeCrds: unit.includeCrds,
-        });
-        if (values.ready.has(unit)) warmWhileHelmRuns();
-        output = await rendering;
-      }
-    } catch (error) {
-      // The chart failed for this unit (a template error, a `fail`): withhold the unit alone.
-      if (failureKindOf(error) !== 'fix-input') throw error;
-      return { failure: (error as Error).message, helmAnswered: false };
-    }
-    let result: UnitFiles;
-    try {
-      result = unitFiles(
-        output,
-        unit,
-        settings.secrets,
-        settings.managementAnnotations?.annotationsFor,
-        settings.engine.hookPhases,
-      );
-    } catch (error) {
-      if (!(error instanceof SecretRefusedError)) throw error;
-      return { refusal: error, helmAnswered: true };
-    }
-    if (result.problems.length > 0) return { failure: result.problems.join('; '), helmAnswered: true };
-    const secrets =
-      result.secrets.length > 0
-        ? await encryptUnitSecrets(unit.record.dir, result, settings.encryption!, lastModified)
-        : undefined;
-    const renderedWith = unit.manifests === undefined ? deps.rendererName?.() : undefined;
-    return {
-      files: result.files,
-      record: {
-        ...unit.record,
-        renderDigest,
-        files: [...result.files.keys()].sort(),
-        ...(result.notes.length > 0 ? { notes: result.notes } : {}),
-        ...(secrets ? { secrets } : {}),
-        ...(renderedWith ? { renderedWith } : {}),
-        ...(result.hooks.length > 0 ? { hooks: result.hooks } : {}),
-      },
-      helmAnswered: true,
-    };
+    if (reused) return reusedUnit(unit, renderDigest, reused, old);
+    const output = await chartOutput(unit, deps, helmValues, values.ready.has(unit) ? warmWhileHelmRuns : undefined);
+    if (typeof output !== 'string') return output;
+    return renderedUnit(plan, deps, unit, output, renderDigest, lastModified);
+  };
+}
+
+/** A unit whose published files stay: its record as published, with this render's digest. */
+function reusedUnit(
+  unit: PendingUnit,
+  renderDigest: string,
+  reused: ReadonlyMap<string, string>,
+  old: UnitRecord | undefined,
+): UnitResult {
+  return {
+    files: new Map(reused),
+    record: {
+      ...unit.record,
+      renderDigest,
+      files: [...reused.keys()].sort(),
+      ...(old?.notes ? { notes: old.notes } : {}),
+      ...(old?.secrets ? { secrets: old.secrets } : {}),
+      ...(old?.renderedWith ? { renderedWith: old.renderedWith } : {}),
+      ...(old?.hooks ? { hooks: old.hooks } : {}),
+    },
+    helmAnswered: false,
+  };
+}
+
+/** The unit's manifests: its own, or helm's for its chart; a chart failing for this unit withholds it alone. */
+async function chartOutput(
+  unit: PendingUnit,
+  deps: RenderDependencies,
+  helmValues: ReturnType<typeof chartValues>,
+  whileHelmRuns: (() => void) | undefined,
+): Promise<string | UnitResult> {
+  try {
+    if (unit.manifests !== undefined) return unit.manifests;
+    const rendering = deps.renderChart({
+      releaseName: unit.releaseName,
+      chart: unit.chart,
+      namespace: unit.renderNamespace,
+      kubeVersion: unit.kubeVersion,
+      apiVersions: unit.apiVersions,
+      values: helmValues,
+      includeCrds: unit.includeCrds,
+    });
+    whileHelmRuns?.();
+    return await rendering;
+  } catch (error) {
+    // The chart failed for this unit (a template error, a `fail`): withhold the unit alone.
+    if (failureKindOf(error) !== 'fix-input') throw error;
+    return { failure: (error as Error).message, helmAnswered: false };
+  }
+}
+
+/** Helm's output as the unit's files: split, checked against the secrets policy, Secrets encrypted. */
+async function renderedUnit(
+  { settings }: UnitPlan,
+  deps: RenderDependencies,
+  unit: PendingUnit,
+  output: string,
+  renderDigest: string,
+  lastModified: string,
+): Promise<UnitResult> {
+  let result: UnitFiles;
+  try {
+    result = unitFiles(
+      output,
+      unit,
+      settings.secrets,
+      settings.managementAnnotations?.annotationsFor,
+      settings.engine.hookPhases,
+    );
+  } catch (error) {
+    if (!(error instanceof SecretRefusedError)) throw error;
+    return { refusal: error, helmAnswered: true };
+  }
+  if (result.problems.length > 0) return { failure: result.problems.join('; '), helmAnswered: true };
+  const secrets =
+    result.secrets.length > 0
+      ? await encryptUnitSecrets(unit.record.dir, result, settings.encryption!, lastModified)
+      : undefined;
+  const renderedWith = unit.manifests === undefined ? deps.rendererName?.() : undefined;
+  return {
+    files: result.files,
+    record: {
+      ...unit.record,
+      renderDigest,
+      files: [...result.files.keys()].sort(),
+      ...(result.notes.length > 0 ? { notes: result.notes } : {}),
+      ...(secrets ? { secrets } : {}),
+      ...(renderedWith ? { renderedWith } : {}),
+      ...(result.hooks.length > 0 ? { hooks: result.hooks } : {}),
+    },
+    helmAnswered: true,
   };
 }
 
