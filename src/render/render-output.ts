@@ -35,7 +35,7 @@ import {
 import { buildProvenance, buildSummary } from './tree-records.js';
 import { unitFiles, type UnitFiles } from './unit-files.js';
 import type { UnitDecision, UnitPlan } from './unit-decisions.js';
-import { handOverAddonMoves } from './addon-moves.js';
+import { type AddonMoves, handOverAddonMoves } from './addon-moves.js';
 import {
   holdReleasesOfKeptClusters,
   keepPreviousOutput,
@@ -367,7 +367,46 @@ function assembleOutcome(
   // An addon object that changed directory within its cluster stays one render in the old one, marked against pruning.
   const moves = handOverAddonMoves(published, placement.rendered, placement.records, plan.settings.engine.keepMarks);
   const placed = placement.records.sort((a, b) => compareText(a.dir, b.dir));
-  // Cluster API providers (management/providers/): no helm, rendered every time, same bytes.
+  const providers = addProviders(plan, published, placement.rendered, withheld);
+  const { provenance, summary } = outcomeRecords(plan, run, placed, placement, providers, moves, options);
+  summary.notes.push(...movedObjectNotes(published, placed, placement, moves));
+  // A Cluster made for requests moves to another class only with its new addons (held-cluster-moves.ts).
+  const requestFiles = options.clusterRequests
+    ? holdWithheldClusterMoves(options.clusterRequests.files, withheld, published.tree)
+    : undefined;
+  if (requestFiles) summary.notes.push(...requestFiles.notes);
+  const tree = assembleTree(
+    placement.rendered,
+    [...placed, ...providers.records],
+    provenance,
+    summary,
+    options.readmeTemplate,
+    requestFiles?.files,
+    { files: new Map([...placement.sharedFiles, ...moves.files]), dirs: placement.sharedDirs },
+  );
+  const notes = [...summary.notes, ...moves.warnings, ...handEditWarnings(plan, placed, published)];
+  return {
+    tree,
+    provenance,
+    summary,
+    withheld,
+    notes,
+    stats: {
+      unitsRendered: run.renderedNow.size,
+      unitsReused: placed.filter((record) => !run.renderedNow.has(record.dir)).length,
+    },
+  };
+}
+
+type Placement = ReturnType<typeof placeSharedObjects>;
+
+/** Cluster API providers (management/providers/): no helm, rendered every time, same bytes. Their withholds join the run's, sorted. */
+function addProviders(
+  plan: UnitPlan,
+  published: PublishedState,
+  rendered: Placement['rendered'],
+  withheld: WithheldEntry[],
+): ReturnType<typeof renderProviders> {
   const providers = renderProviders(
     plan.plan.providers,
     published.tree,
@@ -375,7 +414,7 @@ function assembleOutcome(
     plan.settings.secrets,
     plan.settings.engine.keepMarks,
   );
-  for (const [dir, files] of providers.rendered) placement.rendered.set(dir, files);
+  for (const [dir, files] of providers.rendered) rendered.set(dir, files);
   withheld.push(...providers.withheld);
   withheld.sort((a, b) =>
     compareText(
@@ -383,7 +422,20 @@ function assembleOutcome(
       `${b.kind}/${b.namespace}/${b.name}/${b.layer ?? ''}`,
     ),
   );
+  return providers;
+}
 
+/** The tree's provenance and summary: units, withholds, providers, requests, handovers, hooks and encrypted Secrets. */
+function outcomeRecords(
+  plan: UnitPlan,
+  run: UnitsRendered,
+  placed: UnitRecord[],
+  placement: Placement,
+  providers: ReturnType<typeof renderProviders>,
+  moves: AddonMoves,
+  options: RenderOptions,
+): { provenance: Provenance; summary: RenderSummary } {
+  const { withheld } = run;
   const allUnits = plan.units.map(({ unit }) => unit);
   const provenance = buildProvenance(
     plan.plan,
@@ -421,6 +473,16 @@ function assembleOutcome(
   if (helmHooks.length > 0) summary.helmHooks = helmHooks;
   if (placed.some((record) => record.secrets))
     summary.encryptedSecrets = describeEncryptedSecrets(placed, options.decryptionKey);
+  return { provenance, summary };
+}
+
+/** Notes on objects moving between releases and shared/, and on addon objects handed over between directories. */
+function movedObjectNotes(
+  published: PublishedState,
+  placed: UnitRecord[],
+  placement: Placement,
+  moves: AddonMoves,
+): string[] {
   const placedFiles = [
     ...placed
       .filter((record) => record.kind === 'release')
@@ -432,40 +494,14 @@ function assembleOutcome(
       ),
     ...placement.sharedFiles,
   ];
-  summary.notes.push(
+  return [
     ...handoverNotes(
       published.tree,
       placedFiles,
       new Set(placed.filter((record) => record.kind === 'release').map((record) => record.dir)),
     ),
     ...moves.notes,
-  );
-  // A Cluster made for requests moves to another class only with its new addons (held-cluster-moves.ts).
-  const requestFiles = options.clusterRequests
-    ? holdWithheldClusterMoves(options.clusterRequests.files, withheld, published.tree)
-    : undefined;
-  if (requestFiles) summary.notes.push(...requestFiles.notes);
-  const tree = assembleTree(
-    placement.rendered,
-    [...placed, ...providers.records],
-    provenance,
-    summary,
-    options.readmeTemplate,
-    requestFiles?.files,
-    { files: new Map([...placement.sharedFiles, ...moves.files]), dirs: placement.sharedDirs },
-  );
-  const notes = [...summary.notes, ...moves.warnings, ...handEditWarnings(plan, placed, published)];
-  return {
-    tree,
-    provenance,
-    summary,
-    withheld,
-    notes,
-    stats: {
-      unitsRendered: run.renderedNow.size,
-      unitsReused: placed.filter((record) => !run.renderedNow.has(record.dir)).length,
-    },
-  };
+  ];
 }
 
 /**
