@@ -32,21 +32,27 @@
 // caller must never pass units that leave out a used release. For a deleted workload cluster whose
 // Argo CD cluster Secret is already gone, Argo CD removes the finalizer without pruning.
 import type { KubeObject } from '../../src/api/types.js';
-import type { UnitRecord } from '../../src/output/provenance.js';
+import type { ProviderRecord, UnitRecord } from '../../src/output/provenance.js';
 import { sharedDir } from '../../src/output/tree-layout.js';
 import { checkArgoCdHookLayout } from './argocd-helm-hooks.js';
 import { argoProviderApplications } from './provider-wiring.js';
 import { ARGOCD_SYNC_WAVE_ANNOTATION } from './argocd-sync-waves.js';
 import { CLUSTER_REQUESTS_DIR } from '../../src/output/tree-layout.js';
 import { checkWiringOptions, sourcePath, type WiringExtras, type WiringOptions } from './wiring-options.js';
-import { groupUnits, type LayerUnit, wiringFiles, wiringLabels } from './wiring-layout.js';
+import {
+  type ClusterUnits,
+  groupUnits,
+  type LayerUnit,
+  type ReleaseUnit,
+  WiringObjects,
+  wiringLabels,
+} from './wiring-layout.js';
 import {
   argoClusterApplicationName,
   argoLayerApplicationName,
   argoReleaseApplicationName,
   argoSharedApplicationName,
   argoStageApplicationName,
-  assertUniqueNames,
   LABEL_CLUSTER,
   LABEL_LAYER,
   LABEL_LAYER_VERSION,
@@ -174,12 +180,9 @@ export function renderArgoWiring(
   // Helm hooks stay in each unit's directory, annotations as helm wrote them: Argo CD maps them itself.
   checkArgoCdHookLayout(units);
   const { releases, clusters } = groupUnits(units);
-  const objects = new Map<string, KubeObject>();
-  const names: { namespace: string; name: string; what: string }[] = [
-    { namespace: options.namespace, name: options.name, what: 'the root Application' },
-  ];
-
-  objects.set(
+  const wiring = new WiringObjects();
+  wiring.claim(options.namespace, options.name, 'the root Application');
+  wiring.objects.set(
     `${ARGOCD_DIR}/root.yaml`,
     application(options, {
       name: options.name,
@@ -189,28 +192,39 @@ export function renderArgoWiring(
       finalizer: false,
     }),
   );
+  addSharedApplications(wiring, options, releases);
+  addProviderApplications(wiring, options, extras.providers ?? []);
+  for (const release of releases) addReleaseApplication(wiring, options, release);
+  if (extras.clusterRequests) addClusterRequestsApplication(wiring, options);
+  for (const cluster of clusters) addClusterApplications(wiring, options, cluster);
+  return wiring.files(
+    'Argo CD Application',
+    (dir) => dir !== CLUSTER_ADDONS_DIR && !dir.startsWith(`${CLUSTER_ADDONS_DIR}/`),
+  );
+}
 
-  // Shared objects (management/<ns>/shared/, one Application per namespace with a release, even when
-  // empty) move between it and a release's directory in one revision, and Argo CD orders nothing
-  // between Applications on a new revision: each syncs on its own. Argo CD deletes an object only
-  // through the Application whose tracking id it carries, and only when that Application prunes
-  // (or is deleted with its resources finalizer). So neither side of a move may prune:
-  //  - the shared Application has no automated prune and no resources finalizer: an object moving
-  //    back to a release is left for the release to take over, and removing the Application
-  //    deletes nothing;
-  //  - release Applications do not prune automatically either: a release's content never changes,
-  //    so the only objects that leave a live release are those moving into shared/ (a release
-  //    that is dropped is still cleaned up, by deleting its Application with the finalizer).
-  // An object left behind this way shows as OutOfSync ("requires pruning") until its new owner
-  // tracks it; one leaving the tree straight from shared/ stays that way until pruned by hand.
-  // Wave -1 in the root Application: a new release's Application is created once shared/ is healthy.
+/**
+ * Shared objects (management/<ns>/shared/, one Application per namespace with a release, even when
+ * empty) move between it and a release's directory in one revision, and Argo CD orders nothing
+ * between Applications on a new revision: each syncs on its own. Argo CD deletes an object only
+ * through the Application whose tracking id it carries, and only when that Application prunes
+ * (or is deleted with its resources finalizer). So neither side of a move may prune:
+ *  - the shared Application has no automated prune and no resources finalizer: an object moving
+ *    back to a release is left for the release to take over, and removing the Application
+ *    deletes nothing;
+ *  - release Applications do not prune automatically either: a release's content never changes,
+ *    so the only objects that leave a live release are those moving into shared/ (a release
+ *    that is dropped is still cleaned up, by deleting its Application with the finalizer).
+ * An object left behind this way shows as OutOfSync ("requires pruning") until its new owner
+ * tracks it; one leaving the tree straight from shared/ stays that way until pruned by hand.
+ * Wave -1 in the root Application: a new release's Application is created once shared/ is healthy.
+ */
+function addSharedApplications(wiring: WiringObjects, options: WiringOptions, releases: ReleaseUnit[]): void {
   for (const namespace of [...new Set(releases.map((release) => release.namespace))]) {
-    const name = argoSharedApplicationName(namespace);
-    names.push({ namespace: options.namespace, name, what: `shared objects of namespace ${namespace}` });
-    objects.set(
+    wiring.add(
       `${ARGOCD_DIR}/${sharedDir(namespace)}.yaml`,
       application(options, {
-        name,
+        name: argoSharedApplicationName(namespace),
         labels: wiringLabels(options.name, 'shared', { [LABEL_NAMESPACE]: namespace }),
         treeDir: sharedDir(namespace),
         destination: { server: ARGOCD_IN_CLUSTER, namespace },
@@ -218,12 +232,15 @@ export function renderArgoWiring(
         wave: -1,
         prune: false,
       }),
+      `shared objects of namespace ${namespace}`,
     );
   }
+}
 
-  // Cluster API providers in earlier sync waves of the root (core first); releases need their CRDs.
+/** Cluster API providers in earlier sync waves of the root (core first); releases need their CRDs. */
+function addProviderApplications(wiring: WiringObjects, options: WiringOptions, providers: ProviderRecord[]): void {
   const providerApps = argoProviderApplications(
-    extras.providers ?? [],
+    providers,
     (parts) =>
       application(options, {
         name: parts.name,
@@ -234,112 +251,98 @@ export function renderArgoWiring(
       }),
     options,
   );
-  for (const [file, object] of providerApps) {
-    objects.set(file, object);
-    names.push({ namespace: options.namespace, name: object.metadata.name, what: `provider ${file}` });
-  }
+  for (const [file, object] of providerApps) wiring.add(file, object, `provider ${file}`);
+}
 
-  for (const release of releases) {
-    const name = argoReleaseApplicationName(release.namespace, release.release);
-    names.push({ namespace: options.namespace, name, what: `release ${release.namespace}/${release.release}` });
-    objects.set(
-      `${ARGOCD_DIR}/${release.dir}.yaml`,
-      application(options, {
-        name,
-        labels: wiringLabels(options.name, 'release', {
-          [LABEL_NAMESPACE]: release.namespace,
-          [LABEL_RELEASE]: release.release,
-        }),
-        treeDir: release.dir,
-        destination: { server: ARGOCD_IN_CLUSTER, namespace: release.namespace },
-        finalizer: true,
-        prune: false,
+/** A management release: no automated prune (see addSharedApplications), deleted with its finalizer. */
+function addReleaseApplication(wiring: WiringObjects, options: WiringOptions, release: ReleaseUnit): void {
+  wiring.add(
+    `${ARGOCD_DIR}/${release.dir}.yaml`,
+    application(options, {
+      name: argoReleaseApplicationName(release.namespace, release.release),
+      labels: wiringLabels(options.name, 'release', {
+        [LABEL_NAMESPACE]: release.namespace,
+        [LABEL_RELEASE]: release.release,
       }),
-    );
-  }
+      treeDir: release.dir,
+      destination: { server: ARGOCD_IN_CLUSTER, namespace: release.namespace },
+      finalizer: true,
+      prune: false,
+    }),
+    `release ${release.namespace}/${release.release}`,
+  );
+}
 
-  if (extras.clusterRequests) {
-    // ClusterProfiles and requested Clusters, a wave after the releases' Applications. No deletion
-    // finalizer: removing this Application never deletes workload clusters.
-    const name = `${options.name}-cluster-requests`;
-    names.push({ namespace: options.namespace, name, what: 'the cluster requests' });
-    objects.set(
-      `${ARGOCD_DIR}/${CLUSTER_REQUESTS_DIR}.yaml`,
-      application(options, {
-        name,
-        labels: wiringLabels(options.name, 'cluster-requests'),
-        treeDir: CLUSTER_REQUESTS_DIR,
-        destination: { server: ARGOCD_IN_CLUSTER },
-        finalizer: false,
-        wave: 1,
-      }),
-    );
-  }
+/**
+ * ClusterProfiles and requested Clusters, a wave after the releases' Applications. No deletion
+ * finalizer: removing this Application never deletes workload clusters.
+ */
+function addClusterRequestsApplication(wiring: WiringObjects, options: WiringOptions): void {
+  wiring.add(
+    `${ARGOCD_DIR}/${CLUSTER_REQUESTS_DIR}.yaml`,
+    application(options, {
+      name: `${options.name}-cluster-requests`,
+      labels: wiringLabels(options.name, 'cluster-requests'),
+      treeDir: CLUSTER_REQUESTS_DIR,
+      destination: { server: ARGOCD_IN_CLUSTER },
+      finalizer: false,
+      wave: 1,
+    }),
+    'the cluster requests',
+  );
+}
 
-  for (const cluster of clusters) {
-    const clusterLabels = { [LABEL_NAMESPACE]: cluster.namespace, [LABEL_CLUSTER]: cluster.name };
-    const childrenDir = `${CLUSTER_ADDONS_DIR}/${cluster.namespace}/${cluster.name}`;
-    const parent = argoClusterApplicationName(cluster.namespace, cluster.name);
-    names.push({ namespace: options.namespace, name: parent, what: `Cluster ${cluster.namespace}/${cluster.name}` });
-    objects.set(
-      `${ARGOCD_DIR}/clusters/${cluster.namespace}/${cluster.name}.yaml`,
-      application(options, {
-        name: parent,
-        labels: wiringLabels(options.name, 'cluster', clusterLabels),
-        treeDir: childrenDir,
-        destination: { server: ARGOCD_IN_CLUSTER, namespace: options.namespace },
-        finalizer: true,
-      }),
-    );
-    cluster.groups.forEach((group, wave) => {
-      for (const stage of group) {
-        const name = argoStageApplicationName(cluster.namespace, cluster.name, stage.stage);
-        names.push({
-          namespace: options.namespace,
-          name,
-          what: `stage ${stage.stage} of Cluster ${cluster.namespace}/${cluster.name}`,
-        });
-        objects.set(
-          `${childrenDir}/${stage.dir.split('/').at(-1)}.yaml`,
-          application(options, {
-            name,
-            labels: wiringLabels(options.name, 'cluster-stage', { ...clusterLabels, [LABEL_STAGE]: stage.stage }),
-            treeDir: stage.dir,
-            // No destination namespace: every addon object carries its own (kube-system by default).
-            destination: { name: argoClusterName(cluster.namespace, cluster.name) },
-            finalizer: true,
-            wave,
-          }),
-        );
-      }
-    });
-    const { waves, paused } = layerWaves(cluster.groups.length, cluster.layers);
-    for (const layer of cluster.layers) {
-      const name = argoLayerApplicationName(cluster.namespace, cluster.name, layer.layer.name);
-      names.push({
-        namespace: options.namespace,
-        name,
-        what: `layer ${layer.layer.name} of Cluster ${cluster.namespace}/${cluster.name}`,
-      });
-      objects.set(
-        `${childrenDir}/layer-${layer.layer.name}.yaml`,
+/** A workload cluster's app of apps: its stages in sync waves by group, then its layers (see layerWaves). */
+function addClusterApplications(wiring: WiringObjects, options: WiringOptions, cluster: ClusterUnits): void {
+  const clusterLabels = { [LABEL_NAMESPACE]: cluster.namespace, [LABEL_CLUSTER]: cluster.name };
+  const childrenDir = `${CLUSTER_ADDONS_DIR}/${cluster.namespace}/${cluster.name}`;
+  const destination = { name: argoClusterName(cluster.namespace, cluster.name) };
+  wiring.add(
+    `${ARGOCD_DIR}/clusters/${cluster.namespace}/${cluster.name}.yaml`,
+    application(options, {
+      name: argoClusterApplicationName(cluster.namespace, cluster.name),
+      labels: wiringLabels(options.name, 'cluster', clusterLabels),
+      treeDir: childrenDir,
+      destination: { server: ARGOCD_IN_CLUSTER, namespace: options.namespace },
+      finalizer: true,
+    }),
+    `Cluster ${cluster.namespace}/${cluster.name}`,
+  );
+  cluster.groups.forEach((group, wave) => {
+    for (const stage of group) {
+      wiring.add(
+        `${childrenDir}/${stage.dir.split('/').at(-1)}.yaml`,
         application(options, {
-          name,
-          labels: wiringLabels(options.name, 'cluster-layer', {
-            ...clusterLabels,
-            [LABEL_LAYER]: layer.layer.name,
-            [LABEL_LAYER_VERSION]: layer.layer.version,
-          }),
-          treeDir: layer.dir,
-          destination: { name: argoClusterName(cluster.namespace, cluster.name) },
+          name: argoStageApplicationName(cluster.namespace, cluster.name, stage.stage),
+          labels: wiringLabels(options.name, 'cluster-stage', { ...clusterLabels, [LABEL_STAGE]: stage.stage }),
+          treeDir: stage.dir,
+          // No destination namespace: every addon object carries its own (kube-system by default).
+          destination: { ...destination },
           finalizer: true,
-          wave: waves.get(layer.layer.name)!,
-          manual: paused.has(layer.layer.name),
+          wave,
         }),
+        `stage ${stage.stage} of Cluster ${cluster.namespace}/${cluster.name}`,
       );
     }
+  });
+  const { waves, paused } = layerWaves(cluster.groups.length, cluster.layers);
+  for (const layer of cluster.layers) {
+    wiring.add(
+      `${childrenDir}/layer-${layer.layer.name}.yaml`,
+      application(options, {
+        name: argoLayerApplicationName(cluster.namespace, cluster.name, layer.layer.name),
+        labels: wiringLabels(options.name, 'cluster-layer', {
+          ...clusterLabels,
+          [LABEL_LAYER]: layer.layer.name,
+          [LABEL_LAYER_VERSION]: layer.layer.version,
+        }),
+        treeDir: layer.dir,
+        destination: { ...destination },
+        finalizer: true,
+        wave: waves.get(layer.layer.name)!,
+        manual: paused.has(layer.layer.name),
+      }),
+      `layer ${layer.layer.name} of Cluster ${cluster.namespace}/${cluster.name}`,
+    );
   }
-
-  assertUniqueNames('Argo CD Application', names);
-  return wiringFiles(objects, (dir) => dir !== CLUSTER_ADDONS_DIR && !dir.startsWith(`${CLUSTER_ADDONS_DIR}/`));
 }

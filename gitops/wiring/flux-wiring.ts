@@ -19,16 +19,22 @@
 // writes `<cluster>-kubeconfig` into the Cluster's namespace, so they reach the source across
 // namespaces. The kubeconfig is only ever referenced by name; nothing here carries a credential.
 import type { KubeObject } from '../../src/api/types.js';
-import type { UnitRecord } from '../../src/output/provenance.js';
+import type { ProviderRecord, UnitRecord } from '../../src/output/provenance.js';
 import { CLUSTER_REQUESTS_DIR, sharedDir } from '../../src/output/tree-layout.js';
 import { NODE_IMAGE_HEALTH } from './node-image-health.js';
 import { fluxHookKustomizations, type KustomizationRef } from './flux-helm-hooks.js';
 import { fluxProviderKustomizations } from './provider-wiring.js';
 import { fluxDecryptionFor } from './sops-decryption.js';
 import { checkWiringOptions, sourcePath, type WiringExtras, type WiringOptions } from './wiring-options.js';
-import { groupUnits, type LayerUnit, wiringFiles, wiringLabels } from './wiring-layout.js';
 import {
-  assertUniqueNames,
+  type ClusterUnits,
+  groupUnits,
+  type LayerUnit,
+  type ReleaseUnit,
+  WiringObjects,
+  wiringLabels,
+} from './wiring-layout.js';
+import {
   fluxReleaseKustomizationName,
   fluxSharedKustomizationName,
   fluxLayerKustomizationName,
@@ -134,21 +140,265 @@ export function renderFluxWiring(
 ): Map<string, string> {
   checkWiringOptions({ ...options, engine: 'flux' });
   const { releases, clusters } = groupUnits(units);
-  const sourceKind = options.source.kind === 'git' ? 'GitRepository' : 'OCIRepository';
-  const localSource = { kind: sourceKind, name: options.name };
-  const objects = new Map<string, KubeObject>();
-  const names: { namespace: string; name: string; what: string }[] = [
-    { namespace: options.namespace, name: options.name, what: 'the root Kustomization' },
-  ];
-  const unitsByDir = new Map(units.map((unit) => [unit.dir, unit]));
-  // A unit's helm install hooks, each phase and weight its own Kustomization around the unit's (flux-helm-hooks.ts).
-  const withHooks = (
+  const flux = new FluxWiring(units, options);
+  flux.addSourceAndRoot();
+  const shared = flux.addSharedKustomizations(releases);
+  const providers = flux.addProviders(extras.providers ?? []);
+  for (const release of releases) flux.addRelease(release, shared.get(release.namespace)!, providers);
+  if (extras.clusterRequests) flux.addClusterRequests(releases);
+  for (const cluster of clusters) flux.addLayers(cluster, flux.addStages(cluster));
+  return flux.wiring.files('Flux Kustomization', () => true);
+}
+
+/** The Flux wiring as it is built, one step per kind of Kustomization. */
+class FluxWiring {
+  readonly wiring = new WiringObjects();
+  private readonly localSource: { kind: string; name: string };
+  private readonly unitsByDir: Map<string, UnitRecord>;
+
+  constructor(
+    private readonly units: UnitRecord[],
+    private readonly options: WiringOptions,
+  ) {
+    this.localSource = { kind: options.source.kind === 'git' ? 'GitRepository' : 'OCIRepository', name: options.name };
+    this.unitsByDir = new Map(units.map((unit) => [unit.dir, unit]));
+  }
+
+  /** The source, and the root Kustomization that applies the wiring directory itself. */
+  addSourceAndRoot(): void {
+    const { options } = this;
+    this.wiring.claim(options.namespace, options.name, 'the root Kustomization');
+    this.wiring.objects.set(`${FLUX_DIR}/source.yaml`, sourceObject(options));
+    this.wiring.objects.set(`${FLUX_DIR}/root.yaml`, {
+      apiVersion: FLUX_KUSTOMIZATION_API,
+      kind: 'Kustomization',
+      metadata: { name: options.name, namespace: options.namespace, labels: wiringLabels(options.name, 'root') },
+      // No wait: the root only applies Kustomizations; each reports its own readiness.
+      spec: {
+        interval: INTERVAL,
+        retryInterval: RETRY_INTERVAL,
+        timeout: TIMEOUT,
+        path: path(options, FLUX_DIR),
+        prune: true,
+        sourceRef: this.localSource,
+      },
+    });
+  }
+
+  /**
+   * Objects several releases render live in management/<ns>/shared/ (every namespace with a release
+   * has one, possibly empty). Its Kustomization never prunes and every release of the namespace
+   * depends on it, always, so that an object moving between a release and shared/ in one revision
+   * is never deleted (see docs/output.md, "Shared objects and moves between owners"):
+   *  - into shared/: a release's garbage collection of the new revision waits for shared/ to apply
+   *    it first (dependsOn on the same source also waits for the same revision), and then skips it,
+   *    since kustomize-controller only deletes objects whose owner labels still name itself;
+   *  - out of shared/ (back to the one release still rendering it): shared/ never deletes it, the
+   *    release takes it over (its owner labels) whenever it applies.
+   * The price: an object leaving the tree straight from shared/ (all its releases dropped at once)
+   * is not pruned by Flux; the render names it so it can be deleted by hand.
+   * Returns each namespace's shared Kustomization name.
+   */
+  addSharedKustomizations(releases: ReleaseUnit[]): Map<string, string> {
+    const { options } = this;
+    const sharedNames = new Map<string, string>();
+    for (const namespace of [...new Set(releases.map((release) => release.namespace))]) {
+      const name = fluxSharedKustomizationName(namespace);
+      sharedNames.set(namespace, name);
+      this.wiring.add(
+        `${FLUX_DIR}/${sharedDir(namespace)}.yaml`,
+        {
+          apiVersion: FLUX_KUSTOMIZATION_API,
+          kind: 'Kustomization',
+          metadata: {
+            name,
+            namespace: options.namespace,
+            labels: wiringLabels(options.name, 'shared', { [LABEL_NAMESPACE]: namespace }),
+          },
+          spec: {
+            interval: INTERVAL,
+            retryInterval: RETRY_INTERVAL,
+            timeout: TIMEOUT,
+            path: path(options, sharedDir(namespace)),
+            prune: false,
+            wait: true,
+            sourceRef: this.localSource,
+            healthCheckExprs: structuredClone(NODE_IMAGE_HEALTH),
+          },
+        },
+        `shared objects of namespace ${namespace}`,
+      );
+    }
+    return sharedNames;
+  }
+
+  /** Cluster API providers first (core, then the others); releases need their CRDs. Returns what releases depend on. */
+  addProviders(providers: ProviderRecord[]): { name: string }[] {
+    const providerWiring = fluxProviderKustomizations(providers, this.options, {
+      interval: INTERVAL,
+      retryInterval: RETRY_INTERVAL,
+      timeout: TIMEOUT,
+      sourceRef: this.localSource,
+    });
+    for (const [file, object] of providerWiring.objects) this.wiring.add(file, object, `provider ${file}`);
+    return providerWiring.dependsOn;
+  }
+
+  /** A management release, after its namespace's shared objects and the providers. */
+  addRelease(release: ReleaseUnit, sharedName: string, providers: { name: string }[]): void {
+    const { options, units } = this;
+    const name = fluxReleaseKustomizationName(release.namespace, release.release);
+    this.wiring.claim(options.namespace, name, `release ${release.namespace}/${release.release}`);
+    const releaseLabels = { [LABEL_NAMESPACE]: release.namespace, [LABEL_RELEASE]: release.release };
+    const main: KubeObject = {
+      apiVersion: FLUX_KUSTOMIZATION_API,
+      kind: 'Kustomization',
+      metadata: { name, namespace: options.namespace, labels: wiringLabels(options.name, 'release', releaseLabels) },
+      // No targetNamespace: every object carries its namespace. Flux applies kinds ending in
+      // "Class" before the rest, so the ClusterClass needs no ordering of its own.
+      spec: {
+        interval: INTERVAL,
+        retryInterval: RETRY_INTERVAL,
+        timeout: TIMEOUT,
+        path: path(options, release.dir),
+        prune: true,
+        wait: true,
+        sourceRef: this.localSource,
+        // The shared node images (and the providers) are ready before this release's ClusterClass is applied.
+        dependsOn: [{ name: sharedName }, ...providers],
+        healthCheckExprs: [...structuredClone(CLUSTER_CLASS_HEALTH), ...structuredClone(NODE_IMAGE_HEALTH)],
+        ...fluxDecryptionFor(units, release.dir, options.sopsSecret),
+      },
+    };
+    const after = [
+      { name: sharedName, namespace: options.namespace },
+      ...providers.map((dependency) => ({ ...dependency, namespace: options.namespace })),
+    ];
+    this.withHooks(release.dir, main, after, releaseLabels);
+    this.wiring.objects.set(`${FLUX_DIR}/${release.dir}.yaml`, main);
+  }
+
+  /**
+   * ClusterProfiles and requested Clusters, after every ClusterClass. No wait (a Cluster takes
+   * minutes); Orphan: removing this Kustomization never deletes workload clusters.
+   */
+  addClusterRequests(releases: ReleaseUnit[]): void {
+    const { options } = this;
+    const name = `${options.name}-cluster-requests`;
+    this.wiring.add(
+      `${FLUX_DIR}/${CLUSTER_REQUESTS_DIR}.yaml`,
+      {
+        apiVersion: FLUX_KUSTOMIZATION_API,
+        kind: 'Kustomization',
+        metadata: { name, namespace: options.namespace, labels: wiringLabels(options.name, 'cluster-requests') },
+        spec: {
+          interval: INTERVAL,
+          retryInterval: RETRY_INTERVAL,
+          timeout: TIMEOUT,
+          path: path(options, CLUSTER_REQUESTS_DIR),
+          prune: true,
+          deletionPolicy: 'Orphan',
+          sourceRef: this.localSource,
+          ...(releases.length > 0
+            ? {
+                dependsOn: releases.map((release) => ({
+                  name: fluxReleaseKustomizationName(release.namespace, release.release),
+                })),
+              }
+            : {}),
+        },
+      },
+      'the cluster requests',
+    );
+  }
+
+  /**
+   * A workload cluster's stages: a stage waits for every stage of the group before it, and for
+   * nothing in any other cluster. Returns what the last group's install completes with.
+   */
+  addStages(cluster: ClusterUnits): KustomizationRef[] {
+    const { options, units } = this;
+    let previous: KustomizationRef[] = [];
+    for (const group of cluster.groups) {
+      const current: KustomizationRef[] = [];
+      for (const stage of group) {
+        const name = fluxStageKustomizationName(cluster.name, stage.stage);
+        const what = `stage ${stage.stage} of Cluster ${cluster.namespace}/${cluster.name}`;
+        this.wiring.claim(cluster.namespace, name, what);
+        const stageLabels = {
+          [LABEL_NAMESPACE]: cluster.namespace,
+          [LABEL_CLUSTER]: cluster.name,
+          [LABEL_STAGE]: stage.stage,
+        };
+        const main: KubeObject = {
+          apiVersion: FLUX_KUSTOMIZATION_API,
+          kind: 'Kustomization',
+          metadata: {
+            name,
+            namespace: cluster.namespace,
+            labels: wiringLabels(options.name, 'cluster-stage', stageLabels),
+          },
+          spec: {
+            interval: INTERVAL,
+            retryInterval: RETRY_INTERVAL,
+            timeout: TIMEOUT,
+            path: path(options, stage.dir),
+            prune: true,
+            wait: true,
+            sourceRef: { ...this.localSource, namespace: options.namespace },
+            kubeConfig: { secretRef: { name: capiKubeconfigSecretName(cluster.name), key: CAPI_KUBECONFIG_KEY } },
+            ...(previous.length > 0 ? { dependsOn: previous } : {}),
+            ...fluxDecryptionFor(units, stage.dir, options.sopsSecret),
+          },
+        };
+        // The next group waits for this stage's install to be complete: its post-install hooks included.
+        current.push(this.withHooks(stage.dir, main, previous, stageLabels));
+        this.wiring.objects.set(`${FLUX_DIR}/${stage.dir}.yaml`, main);
+      }
+      previous = current;
+    }
+    return previous;
+  }
+
+  /** A workload cluster's layers: after the stack's last stage group (when it says cluster-stack) and the layers it names. */
+  addLayers(cluster: ClusterUnits, lastStages: KustomizationRef[]): void {
+    const { options } = this;
+    for (const layer of cluster.layers) {
+      const name = fluxLayerKustomizationName(cluster.name, layer.layer.name);
+      const what = `layer ${layer.layer.name} of Cluster ${cluster.namespace}/${cluster.name}`;
+      this.wiring.claim(cluster.namespace, name, what);
+      const after = [
+        ...(layer.layer.afterStack ? lastStages : []),
+        ...layer.layer.dependsOn.map((dependency) => ({
+          name: fluxLayerKustomizationName(cluster.name, dependency.layer),
+          namespace: cluster.namespace,
+        })),
+      ];
+      const main = layerKustomization(options, cluster, layer, name, after, {
+        ...this.localSource,
+        namespace: options.namespace,
+      });
+      this.withHooks(layer.dir, main, after, {
+        [LABEL_NAMESPACE]: cluster.namespace,
+        [LABEL_CLUSTER]: cluster.name,
+        [LABEL_LAYER]: layer.layer.name,
+      });
+      this.wiring.objects.set(`${FLUX_DIR}/${layer.dir}.yaml`, main);
+    }
+  }
+
+  /**
+   * A unit's helm install hooks, each phase and weight its own Kustomization around the unit's
+   * (flux-helm-hooks.ts). Returns what the unit's install completes with.
+   */
+  private withHooks(
     dir: string,
     main: KubeObject,
     after: KustomizationRef[],
     extraLabels: Record<string, string>,
-  ): KustomizationRef => {
-    const unit = unitsByDir.get(dir);
+  ): KustomizationRef {
+    const { options } = this;
+    const unit = this.unitsByDir.get(dir);
     const mainRef = { name: main.metadata.name, namespace: main.metadata.namespace! };
     if (!unit?.hooks?.length) return mainRef;
     const {
@@ -163,229 +413,10 @@ export function renderFluxWiring(
       after,
       (treeDir) => path(options, treeDir),
     );
-    for (const [file, object] of hooks.objects) {
-      objects.set(file, object);
-      names.push({ namespace: object.metadata.namespace!, name: object.metadata.name, what: `helm hooks ${file}` });
-    }
+    for (const [file, object] of hooks.objects) this.wiring.add(file, object, `helm hooks ${file}`);
     if (hooks.before.length > 0) (main.spec as Record<string, unknown>).dependsOn = [...after, ...hooks.before];
     return hooks.done;
-  };
-
-  objects.set(`${FLUX_DIR}/source.yaml`, sourceObject(options));
-  objects.set(`${FLUX_DIR}/root.yaml`, {
-    apiVersion: FLUX_KUSTOMIZATION_API,
-    kind: 'Kustomization',
-    metadata: { name: options.name, namespace: options.namespace, labels: wiringLabels(options.name, 'root') },
-    // No wait: the root only applies Kustomizations; each reports its own readiness.
-    spec: {
-      interval: INTERVAL,
-      retryInterval: RETRY_INTERVAL,
-      timeout: TIMEOUT,
-      path: path(options, FLUX_DIR),
-      prune: true,
-      sourceRef: localSource,
-    },
-  });
-
-  // Objects several releases render live in management/<ns>/shared/ (every namespace with a release
-  // has one, possibly empty). Its Kustomization never prunes and every release of the namespace
-  // depends on it, always, so that an object moving between a release and shared/ in one revision
-  // is never deleted (see docs/output.md, "Shared objects and moves between owners"):
-  //  - into shared/: a release's garbage collection of the new revision waits for shared/ to apply
-  //    it first (dependsOn on the same source also waits for the same revision), and then skips it,
-  //    since kustomize-controller only deletes objects whose owner labels still name itself;
-  //  - out of shared/ (back to the one release still rendering it): shared/ never deletes it, the
-  //    release takes it over (its owner labels) whenever it applies.
-  // The price: an object leaving the tree straight from shared/ (all its releases dropped at once)
-  // is not pruned by Flux; the render names it so it can be deleted by hand.
-  const sharedNames = new Map<string, string>();
-  for (const namespace of [...new Set(releases.map((release) => release.namespace))]) {
-    const name = fluxSharedKustomizationName(namespace);
-    sharedNames.set(namespace, name);
-    names.push({ namespace: options.namespace, name, what: `shared objects of namespace ${namespace}` });
-    objects.set(`${FLUX_DIR}/${sharedDir(namespace)}.yaml`, {
-      apiVersion: FLUX_KUSTOMIZATION_API,
-      kind: 'Kustomization',
-      metadata: {
-        name,
-        namespace: options.namespace,
-        labels: wiringLabels(options.name, 'shared', { [LABEL_NAMESPACE]: namespace }),
-      },
-      spec: {
-        interval: INTERVAL,
-        retryInterval: RETRY_INTERVAL,
-        timeout: TIMEOUT,
-        path: path(options, sharedDir(namespace)),
-        prune: false,
-        wait: true,
-        sourceRef: localSource,
-        healthCheckExprs: structuredClone(NODE_IMAGE_HEALTH),
-      },
-    });
   }
-
-  // Cluster API providers first (core, then the others); releases need their CRDs.
-  const providerWiring = fluxProviderKustomizations(extras.providers ?? [], options, {
-    interval: INTERVAL,
-    retryInterval: RETRY_INTERVAL,
-    timeout: TIMEOUT,
-    sourceRef: localSource,
-  });
-  for (const [file, object] of providerWiring.objects) {
-    objects.set(file, object);
-    names.push({ namespace: options.namespace, name: object.metadata.name, what: `provider ${file}` });
-  }
-
-  for (const release of releases) {
-    const name = fluxReleaseKustomizationName(release.namespace, release.release);
-    names.push({ namespace: options.namespace, name, what: `release ${release.namespace}/${release.release}` });
-    const main: KubeObject = {
-      apiVersion: FLUX_KUSTOMIZATION_API,
-      kind: 'Kustomization',
-      metadata: {
-        name,
-        namespace: options.namespace,
-        labels: wiringLabels(options.name, 'release', {
-          [LABEL_NAMESPACE]: release.namespace,
-          [LABEL_RELEASE]: release.release,
-        }),
-      },
-      // No targetNamespace: every object carries its namespace. Flux applies kinds ending in
-      // "Class" before the rest, so the ClusterClass needs no ordering of its own.
-      spec: {
-        interval: INTERVAL,
-        retryInterval: RETRY_INTERVAL,
-        timeout: TIMEOUT,
-        path: path(options, release.dir),
-        prune: true,
-        wait: true,
-        sourceRef: localSource,
-        // The shared node images (and the providers) are ready before this release's ClusterClass is applied.
-        dependsOn: [{ name: sharedNames.get(release.namespace)! }, ...providerWiring.dependsOn],
-        healthCheckExprs: [...structuredClone(CLUSTER_CLASS_HEALTH), ...structuredClone(NODE_IMAGE_HEALTH)],
-        ...fluxDecryptionFor(units, release.dir, options.sopsSecret),
-      },
-    };
-    const releaseLabels = { [LABEL_NAMESPACE]: release.namespace, [LABEL_RELEASE]: release.release };
-    withHooks(
-      release.dir,
-      main,
-      [
-        { name: sharedNames.get(release.namespace)!, namespace: options.namespace },
-        ...providerWiring.dependsOn.map((dependency) => ({ ...dependency, namespace: options.namespace })),
-      ],
-      releaseLabels,
-    );
-    objects.set(`${FLUX_DIR}/${release.dir}.yaml`, main);
-  }
-
-  if (extras.clusterRequests) {
-    // ClusterProfiles and requested Clusters, after every ClusterClass. No wait (a Cluster takes
-    // minutes); Orphan: removing this Kustomization never deletes workload clusters.
-    const name = `${options.name}-cluster-requests`;
-    names.push({ namespace: options.namespace, name, what: 'the cluster requests' });
-    objects.set(`${FLUX_DIR}/${CLUSTER_REQUESTS_DIR}.yaml`, {
-      apiVersion: FLUX_KUSTOMIZATION_API,
-      kind: 'Kustomization',
-      metadata: { name, namespace: options.namespace, labels: wiringLabels(options.name, 'cluster-requests') },
-      spec: {
-        interval: INTERVAL,
-        retryInterval: RETRY_INTERVAL,
-        timeout: TIMEOUT,
-        path: path(options, CLUSTER_REQUESTS_DIR),
-        prune: true,
-        deletionPolicy: 'Orphan',
-        sourceRef: localSource,
-        ...(releases.length > 0
-          ? {
-              dependsOn: releases.map((release) => ({
-                name: fluxReleaseKustomizationName(release.namespace, release.release),
-              })),
-            }
-          : {}),
-      },
-    });
-  }
-
-  for (const cluster of clusters) {
-    // A stage waits for every stage of the group before it, and for nothing in any other cluster.
-    let previous: { name: string; namespace: string }[] = [];
-    for (const group of cluster.groups) {
-      const current: { name: string; namespace: string }[] = [];
-      for (const stage of group) {
-        const name = fluxStageKustomizationName(cluster.name, stage.stage);
-        names.push({
-          namespace: cluster.namespace,
-          name,
-          what: `stage ${stage.stage} of Cluster ${cluster.namespace}/${cluster.name}`,
-        });
-        const main: KubeObject = {
-          apiVersion: FLUX_KUSTOMIZATION_API,
-          kind: 'Kustomization',
-          metadata: {
-            name,
-            namespace: cluster.namespace,
-            labels: wiringLabels(options.name, 'cluster-stage', {
-              [LABEL_NAMESPACE]: cluster.namespace,
-              [LABEL_CLUSTER]: cluster.name,
-              [LABEL_STAGE]: stage.stage,
-            }),
-          },
-          spec: {
-            interval: INTERVAL,
-            retryInterval: RETRY_INTERVAL,
-            timeout: TIMEOUT,
-            path: path(options, stage.dir),
-            prune: true,
-            wait: true,
-            sourceRef: { ...localSource, namespace: options.namespace },
-            kubeConfig: { secretRef: { name: capiKubeconfigSecretName(cluster.name), key: CAPI_KUBECONFIG_KEY } },
-            ...(previous.length > 0 ? { dependsOn: previous } : {}),
-            ...fluxDecryptionFor(units, stage.dir, options.sopsSecret),
-          },
-        };
-        // The next group waits for this stage's install to be complete: its post-install hooks included.
-        current.push(
-          withHooks(stage.dir, main, previous, {
-            [LABEL_NAMESPACE]: cluster.namespace,
-            [LABEL_CLUSTER]: cluster.name,
-            [LABEL_STAGE]: stage.stage,
-          }),
-        );
-        objects.set(`${FLUX_DIR}/${stage.dir}.yaml`, main);
-      }
-      previous = current;
-    }
-    for (const layer of cluster.layers) {
-      const name = fluxLayerKustomizationName(cluster.name, layer.layer.name);
-      names.push({
-        namespace: cluster.namespace,
-        name,
-        what: `layer ${layer.layer.name} of Cluster ${cluster.namespace}/${cluster.name}`,
-      });
-      // After the stack's last stage group (when it says cluster-stack) and the layers it names.
-      const after = [
-        ...(layer.layer.afterStack ? previous : []),
-        ...layer.layer.dependsOn.map((dependency) => ({
-          name: fluxLayerKustomizationName(cluster.name, dependency.layer),
-          namespace: cluster.namespace,
-        })),
-      ];
-      const main = layerKustomization(options, cluster, layer, name, after, {
-        ...localSource,
-        namespace: options.namespace,
-      });
-      withHooks(layer.dir, main, after, {
-        [LABEL_NAMESPACE]: cluster.namespace,
-        [LABEL_CLUSTER]: cluster.name,
-        [LABEL_LAYER]: layer.layer.name,
-      });
-      objects.set(`${FLUX_DIR}/${layer.dir}.yaml`, main);
-    }
-  }
-
-  assertUniqueNames('Flux Kustomization', names);
-  return wiringFiles(objects, () => true);
 }
 
 /**

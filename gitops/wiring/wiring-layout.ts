@@ -4,13 +4,13 @@
 import { LABEL_MANAGED_BY, LABEL_PART_OF, MANAGED_BY_VALUE, type KubeObject } from '../../src/api/types.js';
 import { serializeObject } from '../../src/render/manifest-objects.js';
 import type { LayerRecord, UnitRecord } from '../../src/output/provenance.js';
-import { LABEL_WIRING, labelValue, type WiringRole } from './wiring-names.js';
+import { assertUniqueNames, LABEL_WIRING, labelValue, type WiringRole } from './wiring-names.js';
 import { compareText } from '../../src/core/compare-text.js';
 
 /** The name kustomize reads (render-output's KUSTOMIZATION_FILE; kept here so wiring imports no render code). */
 const WIRING_KUSTOMIZATION_FILE = 'kustomization.yaml';
 
-interface ReleaseUnit {
+export interface ReleaseUnit {
   namespace: string;
   release: string;
   /** The unit's directory in the rendered tree, e.g. `management/<ns>/<release>`. */
@@ -29,7 +29,7 @@ export interface LayerUnit {
   dir: string;
 }
 
-interface ClusterUnits {
+export interface ClusterUnits {
   namespace: string;
   name: string;
   /** The cluster's addon layers, in dependency order (by depth, then name). */
@@ -102,10 +102,7 @@ export function wiringLabels(
  * engine's root, unless `aggregates(parent)` is false: then neither that parent nor anything above
  * it lists the directory (it is read on its own, by path).
  */
-export function wiringFiles(
-  objects: Map<string, KubeObject>,
-  aggregates: (dir: string) => boolean,
-): Map<string, string> {
+function wiringFiles(objects: Map<string, KubeObject>, aggregates: (dir: string) => boolean): Map<string, string> {
   const files = new Map<string, string>();
   const entries = new Map<string, Set<string>>();
   const add = (dir: string, entry: string): void => {
@@ -134,4 +131,27 @@ export function wiringFiles(
     );
   }
   return new Map([...files.entries()].sort(([a], [b]) => compareText(a, b)));
+}
+
+/** One engine's wiring as it is built: its objects by file, and every name taken with what it stands for. */
+export class WiringObjects {
+  readonly objects = new Map<string, KubeObject>();
+  private readonly names: { namespace: string; name: string; what: string }[] = [];
+
+  /** Takes `namespace/name` for `what`; two different things taking one name are refused by `files`. */
+  claim(namespace: string, name: string, what: string): void {
+    this.names.push({ namespace, name, what });
+  }
+
+  /** `object` at `file`, its name taken for `what`. */
+  add(file: string, object: KubeObject, what: string): void {
+    this.claim(object.metadata.namespace!, object.metadata.name, what);
+    this.objects.set(file, object);
+  }
+
+  /** The wiring's files (see wiringFiles); an InputError naming both sides when two `kind` objects share a name. */
+  files(kind: string, aggregates: (dir: string) => boolean): Map<string, string> {
+    assertUniqueNames(kind, this.names);
+    return wiringFiles(this.objects, aggregates);
+  }
 }

@@ -137,7 +137,16 @@ export function validateClusterStack(object: unknown, checkRules: CrdRuleChecker
     return problems;
   }
   unknownFields(spec, CLUSTER_STACK_SPEC_FIELDS, 'spec', problems);
+  validateStackIdentity(spec, problems);
+  validateStackVersions(spec, problems);
+  validateStackSwitches(spec, problems);
+  validateAddonValues(spec, problems);
+  problems.push(...checkRules('ClusterStack', object));
+  return problems;
+}
 
+/** What release tags are made of: provider, name and Kubernetes minor. */
+function validateStackIdentity(spec: Record<string, unknown>, problems: Problem[]): void {
   for (const field of ['provider', 'name'] as const) {
     const value = spec[field];
     if (typeof value !== 'string' || value === '') {
@@ -160,7 +169,10 @@ export function validateClusterStack(object: unknown, checkRules: CrdRuleChecker
       message: `must be a Kubernetes major.minor in quotes such as "1.30", found ${found}`,
     });
   }
+}
 
+/** The channel and the pinned versions, as far as the CRD's rules do not say already. */
+function validateStackVersions(spec: Record<string, unknown>, problems: Problem[]): void {
   // Which names are channels is the CRD's rule; a value that is no string at all is the schema's type.
   if (spec.channel !== undefined && typeof spec.channel !== 'string') {
     problems.push({
@@ -168,32 +180,33 @@ export function validateClusterStack(object: unknown, checkRules: CrdRuleChecker
       message: `must be a channel name such as stable, custom or alpha, found ${JSON.stringify(spec.channel)}`,
     });
   }
-
-  if (spec.versions !== undefined) {
-    if (!Array.isArray(spec.versions)) {
-      problems.push({ path: 'spec.versions', message: 'must be a list of versions such as [v1, v2]' });
-    } else if (spec.versions.length > MAX_VERSIONS) {
-      problems.push({
-        path: 'spec.versions',
-        message: `lists ${spec.versions.length} versions; keep at most ${MAX_VERSIONS} (the CRD's limit, which bounds the cost of its CEL rules)`,
-      });
-    } else {
-      spec.versions.forEach((version: unknown, index) => {
-        const path = `spec.versions[${index}]`;
-        if (typeof version !== 'string') {
-          problems.push({ path, message: `must be a version string such as v1, found ${JSON.stringify(version)}` });
-          return;
-        }
-        // The form of a version is the schema's pattern; its channel, the CRD's rule.
-        try {
-          parseStackVersion(version);
-        } catch (error) {
-          problems.push({ path, message: (error as Error).message });
-        }
-      });
-    }
+  if (spec.versions === undefined) return;
+  if (!Array.isArray(spec.versions)) {
+    problems.push({ path: 'spec.versions', message: 'must be a list of versions such as [v1, v2]' });
+  } else if (spec.versions.length > MAX_VERSIONS) {
+    problems.push({
+      path: 'spec.versions',
+      message: `lists ${spec.versions.length} versions; keep at most ${MAX_VERSIONS} (the CRD's limit, which bounds the cost of its CEL rules)`,
+    });
+  } else {
+    spec.versions.forEach((version: unknown, index) => {
+      const path = `spec.versions[${index}]`;
+      if (typeof version !== 'string') {
+        problems.push({ path, message: `must be a version string such as v1, found ${JSON.stringify(version)}` });
+        return;
+      }
+      // The form of a version is the schema's pattern; its channel, the CRD's rule.
+      try {
+        parseStackVersion(version);
+      } catch (error) {
+        problems.push({ path, message: (error as Error).message });
+      }
+    });
   }
+}
 
+/** The switches and references: autoSubscribe, noProvider, providerRef, releaseSource. */
+function validateStackSwitches(spec: Record<string, unknown>, problems: Problem[]): void {
   for (const field of ['autoSubscribe', 'noProvider'] as const) {
     if (spec[field] !== undefined && typeof spec[field] !== 'boolean') {
       problems.push({ path: `spec.${field}`, message: `must be true or false, found ${JSON.stringify(spec[field])}` });
@@ -208,21 +221,22 @@ export function validateClusterStack(object: unknown, checkRules: CrdRuleChecker
       message: 'must be a source such as github:owner/repo, oci://registry/repo or a directory',
     });
   }
+}
+
+/** Helm values for the addons: one mapping for all, and one per stage. */
+function validateAddonValues(spec: Record<string, unknown>, problems: Problem[]): void {
   if (spec.addonValues !== undefined && !isRecord(spec.addonValues)) {
     problems.push({ path: 'spec.addonValues', message: 'must be a mapping of Helm values' });
   }
-  if (spec.addonStageValues !== undefined) {
-    if (!isRecord(spec.addonStageValues)) {
-      problems.push({ path: 'spec.addonStageValues', message: 'must map stage names to mappings of Helm values' });
-    } else {
-      for (const [stage, values] of Object.entries(spec.addonStageValues)) {
-        if (!isRecord(values))
-          problems.push({ path: `spec.addonStageValues.${stage}`, message: 'must be a mapping of Helm values' });
-      }
-    }
+  if (spec.addonStageValues === undefined) return;
+  if (!isRecord(spec.addonStageValues)) {
+    problems.push({ path: 'spec.addonStageValues', message: 'must map stage names to mappings of Helm values' });
+    return;
   }
-  problems.push(...checkRules('ClusterStack', object));
-  return problems;
+  for (const [stage, values] of Object.entries(spec.addonStageValues)) {
+    if (!isRecord(values))
+      problems.push({ path: `spec.addonStageValues.${stage}`, message: 'must be a mapping of Helm values' });
+  }
 }
 
 /** Every problem of a ClusterStackRelease, the CRD's rules checked by `checkRules`. */

@@ -14,9 +14,9 @@ import { GitHistoryReader, historyMirrorDir } from '../../gitops/git-history.js'
 import { sha256Hex } from '../release/content-digest.js';
 import { parseGitOpsEngine, type WiringOptions } from '../../gitops/wiring/render-wiring.js';
 import { createHelmDependencies } from '../../renderers/helm-dependencies.js';
-import { type ControllerSettings, resolveControllerSettings } from '../config.js';
+import { type Config, type ControllerSettings, resolveControllerSettings } from '../config.js';
 import { resolveRuntimeExtensionSettings, type RuntimeExtensionSettings } from '../runtime-extension-settings.js';
-import { runController } from '../controller/run-controller.js';
+import { type ControllerRuntime, runController } from '../controller/run-controller.js';
 import { CacheDirBusyError, claimCacheDir } from '../controller/runtime/cache-dir-lock.js';
 import { createKubeClient } from '../controller/runtime/kube-client.js';
 import { createLogger, logProcessWarnings } from '../controller/runtime/logger.js';
@@ -24,7 +24,7 @@ import { PrometheusMetrics } from '../controller/runtime/metrics.js';
 import { onShutdownSignals } from '../controller/runtime/shutdown.js';
 import { SECRET_POLICIES, type SecretPolicy } from '../render/secret-policy.js';
 import { type CliIo, EXIT_FAILURE, EXIT_OK, UsageError } from './cli-io.js';
-import { controllerSecretSettings } from './secret-options.js';
+import { controllerSecretSettings, type SecretSettings } from './secret-options.js';
 import { parseCommandLine } from './parse-command-line.js';
 import { SchedulerConfigFile } from '../controller/reconcile/scheduler-config-file.js';
 import {
@@ -207,54 +207,94 @@ function shardSettings(settings: Readonly<ControllerSettings>, shard: ShardScope
   });
 }
 
+const CONTROLLER_OPTIONS = {
+  ...SOURCE_OPTIONS,
+  ...HELM_TIMEOUT_OPTIONS,
+  git: { type: 'string' },
+  output: { type: 'string' },
+  oci: { type: 'string' },
+  'oci-source': { type: 'string' },
+  'pull-request': { type: 'boolean' },
+  'pr-branch': { type: 'string' },
+  'pr-when-unnecessary': { type: 'string' },
+  'github-repo': { type: 'string' },
+  branch: { type: 'string' },
+  path: { type: 'string' },
+  secrets: { type: 'string' },
+  'age-recipient': { type: 'string', multiple: true },
+  'sops-config': { type: 'string' },
+  'sops-secret': { type: 'string' },
+  helm: { type: 'string' },
+  gitops: { type: 'string' },
+  'gitops-url': { type: 'string' },
+  'gitops-namespace': { type: 'string' },
+  'gitops-name': { type: 'string' },
+  'gitops-secret': { type: 'string' },
+  'argocd-namespace': { type: 'string' },
+  'layer-root': { type: 'string' },
+  'scheduler-config': { type: 'string' },
+  namespace: { type: 'string' },
+  'metrics-addr': { type: 'string' },
+  'leader-elect': { type: 'boolean' },
+  'lease-namespace': { type: 'string' },
+  kubeconfig: { type: 'string' },
+  'log-level': { type: 'string' },
+  'batch-window': { type: 'string' },
+  resync: { type: 'string' },
+  shard: { type: 'string' },
+  'shard-selector': { type: 'string' },
+  'runtime-extension-addr': { type: 'string' },
+  'runtime-extension-cert-dir': { type: 'string' },
+  'hook-timeout': { type: 'string' },
+  'hook-on-timeout': { type: 'string' },
+  'hook-retry-after': { type: 'string' },
+  'hook-failure-policy': { type: 'string' },
+  'runtime-extension-service': { type: 'string' },
+} as const;
+
+type ControllerFlags = ReturnType<
+  typeof parseCommandLine<{ args: string[]; options: typeof CONTROLLER_OPTIONS }>
+>['values'];
+type Logger = ReturnType<typeof createLogger>;
+
+/** Everything the flags and the environment say, checked before the controller touches anything. */
+interface ControllerStart {
+  values: ControllerFlags;
+  settings: Readonly<ControllerSettings>;
+  shard: ShardScope | undefined;
+  /** The fleet's path before sharding: where every shard's subtree lives. */
+  fleetPath: string;
+  defaultSource: string;
+  engine: WiringOptions['engine'];
+  secretSettings: SecretSettings;
+  listen: ReturnType<typeof parseListenAddress>;
+  extension: Readonly<RuntimeExtensionSettings> | undefined;
+  config: Readonly<Config>;
+}
+
+/** What start-up prepared: the logger, the cluster to watch, the output and its wiring. */
+interface Prepared {
+  logger: Logger;
+  scheduler: SchedulerConfigFile | undefined;
+  kubeConfig: KubeConfig;
+  output: OutputSettings;
+  wiring: WiringOptions | undefined;
+}
+
+/** Runs the controller until it is stopped (exit 0) or loses its lease (exit 3). */
 export async function controllerCommand(args: string[], io: CliIo): Promise<number> {
-  const { values } = parseCommandLine('controller', {
-    args,
-    options: {
-      ...SOURCE_OPTIONS,
-      ...HELM_TIMEOUT_OPTIONS,
-      git: { type: 'string' },
-      output: { type: 'string' },
-      oci: { type: 'string' },
-      'oci-source': { type: 'string' },
-      'pull-request': { type: 'boolean' },
-      'pr-branch': { type: 'string' },
-      'pr-when-unnecessary': { type: 'string' },
-      'github-repo': { type: 'string' },
-      branch: { type: 'string' },
-      path: { type: 'string' },
-      secrets: { type: 'string' },
-      'age-recipient': { type: 'string', multiple: true },
-      'sops-config': { type: 'string' },
-      'sops-secret': { type: 'string' },
-      helm: { type: 'string' },
-      gitops: { type: 'string' },
-      'gitops-url': { type: 'string' },
-      'gitops-namespace': { type: 'string' },
-      'gitops-name': { type: 'string' },
-      'gitops-secret': { type: 'string' },
-      'argocd-namespace': { type: 'string' },
-      'layer-root': { type: 'string' },
-      'scheduler-config': { type: 'string' },
-      namespace: { type: 'string' },
-      'metrics-addr': { type: 'string' },
-      'leader-elect': { type: 'boolean' },
-      'lease-namespace': { type: 'string' },
-      kubeconfig: { type: 'string' },
-      'log-level': { type: 'string' },
-      'batch-window': { type: 'string' },
-      resync: { type: 'string' },
-      shard: { type: 'string' },
-      'shard-selector': { type: 'string' },
-      'runtime-extension-addr': { type: 'string' },
-      'runtime-extension-cert-dir': { type: 'string' },
-      'hook-timeout': { type: 'string' },
-      'hook-on-timeout': { type: 'string' },
-      'hook-retry-after': { type: 'string' },
-      'hook-failure-policy': { type: 'string' },
-      'runtime-extension-service': { type: 'string' },
-    },
-  });
+  const { values } = parseCommandLine('controller', { args, options: CONTROLLER_OPTIONS });
+  const start = await checkedStart(values, io);
+  const prepared = await prepare(start, io);
+  const runtime = await startRuntime(start, prepared, io);
+  return serveUntilStopped(start, prepared.logger, runtime);
+}
+
+/** The settings from flags and environment, narrowed to one shard's part of the fleet when sharded. */
+function readSettings(
+  values: ControllerFlags,
+  io: CliIo,
+): { settings: Readonly<ControllerSettings>; shard: ShardScope | undefined; fleetPath: string } {
   let settings: Readonly<ControllerSettings>;
   let shard: ShardScope | undefined;
   try {
@@ -295,8 +335,12 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
-  const fleetPath = settings.path;
-  if (shard) settings = shardSettings(settings, shard);
+  return { settings: shard ? shardSettings(settings, shard) : settings, shard, fleetPath: settings.path };
+}
+
+/** Every setting checked (source, secrets, engine, log level, addresses, hooks, cache); a usage error names the flag. */
+async function checkedStart(values: ControllerFlags, io: CliIo): Promise<ControllerStart> {
+  const { settings, shard, fleetPath } = readSettings(values, io);
   const defaultSource = resolveLocation(
     settings.releaseSource,
     io.cwd,
@@ -334,6 +378,12 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
   }
   const config = configFromFlags(values, io);
   await checkCacheDir(config, values, io);
+  return { values, settings, shard, fleetPath, defaultSource, engine, secretSettings, listen, extension, config };
+}
+
+/** The logger, the scheduler file, the cluster, the output and its wiring; the cache directory claimed. */
+async function prepare(start: ControllerStart, io: CliIo): Promise<Prepared> {
+  const { settings, config, engine } = start;
   const logger = createLogger({ level: settings.logLevel as 'info' });
   // From here on every line the controller prints is JSON, Node's own warnings included.
   logProcessWarnings(logger);
@@ -343,15 +393,19 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
     ? await SchedulerConfigFile.open({ file: settings.schedulerConfig, cwd: io.cwd, logger })
     : undefined;
   const kubeConfig = loadKubeConfig(settings, io.cwd);
-  const output: OutputSettings = { ...settings, plainHttp: values['plain-http'] };
+  const output: OutputSettings = { ...settings, plainHttp: start.values['plain-http'] };
   checkOutputSettings(output);
   // Every reconcile would fail on it: refuse at start, saying so.
   if (output.git) await checkGitAvailable(config.childEnv, `--git ${output.git}`);
-  const wiring = wiringOptionsFor(output, { ...settings, sopsSecret: secretSettings.sopsSecret }, false);
+  const wiring = wiringOptionsFor(output, { ...settings, sopsSecret: start.secretSettings.sopsSecret }, false);
   if (engine !== 'none' && !wiring)
     logger.info({ engine }, 'No --gitops-url: wiring is not generated; sync state is read from existing objects');
+  await claimCache(config, logger);
+  return { logger, scheduler, kubeConfig, output, wiring };
+}
 
-  // Ours alone from here on; a controller killed before us may have left git locks in its clones.
+/** Ours alone from here on; a controller killed before us may have left git locks in its clones. */
+async function claimCache(config: Readonly<Config>, logger: Logger): Promise<void> {
   try {
     const repaired = await claimCacheDir(config.cacheDir);
     if (repaired.length > 0)
@@ -363,12 +417,16 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
     if (error instanceof CacheDirBusyError) throw new UsageError(error.message);
     throw error;
   }
-  // In pull-request mode the history read is the base branch's: what the engine applies.
-  const repository =
-    settings.git !== undefined ? (isUrl(settings.git) ? settings.git : path.resolve(io.cwd, settings.git)) : undefined;
+}
+
+/** The published history's reader (Git only): in pull-request mode the base branch's, what the engine applies. */
+function historyOf(
+  { settings, config }: ControllerStart,
+  repository: string | undefined,
+): GitHistoryReader | undefined {
   // The pull request publisher fetches with the GitHub token when no Git token is set; so does its history.
   const historyToken = config.gitToken ?? (settings.pullRequest ? config.githubToken : undefined);
-  const history = repository
+  return repository
     ? new GitHistoryReader({
         repository,
         branch: settings.branch,
@@ -379,6 +437,43 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
         ...(historyToken ? { token: historyToken } : {}),
       })
     : undefined;
+}
+
+/** A shard's scope and how it reads what the other shards published (from Git or their directories). */
+function shardOptionOf(
+  { settings, config, shard, fleetPath }: ControllerStart,
+  repository: string | undefined,
+  io: CliIo,
+) {
+  return (
+    shard && {
+      scope: shard,
+      publishedElsewhere: repository
+        ? () =>
+            gitShardsReader(
+              {
+                repository,
+                branch: settings.branch,
+                workDir: path.join(config.cacheDir, 'shards-read'),
+                author: { name: config.gitAuthorName, email: config.gitAuthorEmail },
+                env: config.childEnv,
+                ...(config.gitToken ? { token: config.gitToken } : {}),
+              },
+              shardsRoot(fleetPath),
+              shard.name,
+            )
+        : () => directoryShardsReader(path.resolve(io.cwd, settings.output!, '..'), shard.name),
+    }
+  );
+}
+
+/** The controller's runtime, started with its clients, sources, renderer and publisher. */
+async function startRuntime(start: ControllerStart, prepared: Prepared, io: CliIo): Promise<ControllerRuntime> {
+  const { values, settings, config, engine, secretSettings, listen, extension } = start;
+  const { logger, scheduler, kubeConfig, output, wiring } = prepared;
+  const repository =
+    settings.git !== undefined ? (isUrl(settings.git) ? settings.git : path.resolve(io.cwd, settings.git)) : undefined;
+  const history = historyOf(start, repository);
   // Created here so the release sources, opened before the runtime, count their requests into it.
   const metrics = new PrometheusMetrics();
   const openSource = sourceOpenerFrom(
@@ -387,25 +482,8 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
     (message) => logger.warn({ warning: message }, 'Release source warning'),
     (kind, outcome) => metrics.remoteRequest(kind, outcome),
   );
-  const shardOption = shard && {
-    scope: shard,
-    publishedElsewhere: repository
-      ? () =>
-          gitShardsReader(
-            {
-              repository,
-              branch: settings.branch,
-              workDir: path.join(config.cacheDir, 'shards-read'),
-              author: { name: config.gitAuthorName, email: config.gitAuthorEmail },
-              env: config.childEnv,
-              ...(config.gitToken ? { token: config.gitToken } : {}),
-            },
-            shardsRoot(fleetPath),
-            shard.name,
-          )
-      : () => directoryShardsReader(path.resolve(io.cwd, settings.output!, '..'), shard.name),
-  };
-  const runtime = await runController({
+  const shardOption = shardOptionOf(start, repository, io);
+  return runController({
     ...(shardOption ? { shard: shardOption } : {}),
     metrics,
     kubeConfig,
@@ -413,7 +491,7 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
     kube: createKubeClient({ kubeConfig, identity: settings.identity }),
     publisher: createOutputPublisher(output, config, io.cwd),
     revisionKind: revisionKindOf(output),
-    defaultSource,
+    defaultSource: start.defaultSource,
     openSource,
     providerFetcher: providerFetcherFrom(config, values, openSource),
     layerChartFetcher: layerChartFetcherFrom(config, values),
@@ -445,6 +523,14 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
     ...(listen ? { health: listen } : {}),
     ...(extension ? { runtimeExtension: extension } : {}),
   });
+}
+
+/** Says it started, stops on SIGTERM or SIGINT, and gives the exit code for how it stopped. */
+async function serveUntilStopped(
+  { settings, shard, engine }: ControllerStart,
+  logger: Logger,
+  runtime: ControllerRuntime,
+): Promise<number> {
   logger.info(
     {
       target: settings.git ?? settings.output,

@@ -13,21 +13,36 @@ import type { UnitRecord, WithheldEntry } from '../output/provenance.js';
 import type { PublishedState } from '../output/published-state.js';
 import { readPublishedTarget } from '../pipeline/published-target.js';
 import type { HelmHookRecord } from '../output/helm-hooks-record.js';
-import type { PipelineOptions, renderAndPublish as RenderAndPublishTree } from '../pipeline/render-and-publish.js';
+import type {
+  PipelineOptions,
+  PipelineResult,
+  renderAndPublish as RenderAndPublishTree,
+} from '../pipeline/render-and-publish.js';
 import type { HelmDependencies } from '../../renderers/helm-dependencies.js';
 import { planMaterial, runFingerprint } from '../pipeline/run-fingerprint.js';
 import { type SettledRunReport, settledRunReport } from '../pipeline/settled-run.js';
 import { helmIdentity, toolIdentity } from '../pipeline/tool-identity.js';
-import { isSettledRunStore, type SettledRun } from '../../gitops/settled-run-record.js';
+import { isSettledRunStore, type SettledRun, type SettledRunStore } from '../../gitops/settled-run-record.js';
+import type { Publisher, PublishResult } from '../../gitops/publisher.js';
+import type { WiringOptions } from '../../gitops/wiring/render-wiring.js';
+import type { SchedulerConfig } from '../cluster-requests/scheduler-config.js';
+import type { Config } from '../config.js';
 import { terminalProgress } from './render-progress.js';
 import { endPhase } from './phase-timings.js';
+import type { SecretPolicy } from '../render/secret-policy.js';
 import { type CliIo, EXIT_OK, RemoteFailureError, UsageError } from './cli-io.js';
 import { parseCommandLine } from './parse-command-line.js';
 import type { ProtectedPath } from '../../gitops/protected-paths.js';
 import { openOutputPublisher } from './open-output-publisher.js';
 import { checkOutputSettings, localOutputDirectory, type OutputSettings } from './output-settings.js';
 import { wiringOptionsFor } from './wiring-options.js';
-import { SECRET_HELP, SECRET_OPTIONS, secretPolicyFrom, secretSettingsFrom } from './secret-options.js';
+import {
+  SECRET_HELP,
+  SECRET_OPTIONS,
+  type SecretSettings,
+  secretPolicyFrom,
+  secretSettingsFrom,
+} from './secret-options.js';
 import {
   checkCacheDir,
   configFromFlags,
@@ -158,47 +173,151 @@ interface RenderReport {
   noop?: { fingerprint: string; reason: string };
 }
 
+const RENDER_OPTIONS = {
+  ...SOURCE_OPTIONS,
+  ...HELM_TIMEOUT_OPTIONS,
+  output: { type: 'string' },
+  git: { type: 'string' },
+  oci: { type: 'string' },
+  'oci-source': { type: 'string' },
+  'pull-request': { type: 'boolean', default: false },
+  'pr-branch': { type: 'string' },
+  'pr-when-unnecessary': { type: 'string', default: 'close' },
+  'pr-template': { type: 'string' },
+  'github-repo': { type: 'string' },
+  branch: { type: 'string', default: 'main' },
+  path: { type: 'string', default: '' },
+  ...SECRET_OPTIONS,
+  helm: { type: 'string' },
+  'readme-template': { type: 'string' },
+  'commit-template': { type: 'string' },
+  gitops: { type: 'string', default: 'none' },
+  'gitops-url': { type: 'string' },
+  'gitops-namespace': { type: 'string' },
+  'gitops-name': { type: 'string', default: 'clusterstacks' },
+  'gitops-secret': { type: 'string' },
+  json: { type: 'boolean', default: false },
+  'allow-mass-delete': { type: 'boolean', default: false },
+  'allow-partial': { type: 'boolean', default: false },
+  'max-delete-share': { type: 'string' },
+  'lock-timeout': { type: 'string' },
+  'adopt-output': { type: 'boolean', default: false },
+  force: { type: 'boolean', default: false },
+  'scheduler-config': { type: 'string' },
+  'full-render': { type: 'boolean', default: false },
+} as const;
+
+type RenderFlags = ReturnType<typeof parseRenderFlags>['values'];
+
+/** The flag values and settings of one render, read and checked before anything is planned. */
+interface RenderSettings {
+  output: OutputSettings;
+  secretPolicy: SecretPolicy;
+  secretSettings: SecretSettings;
+  gitops: WiringOptions | undefined;
+  config: Readonly<Config>;
+  location: string;
+  readmeTemplate: string | undefined;
+  commitTemplate: string | undefined;
+  prTemplate: string | undefined;
+  scheduler: SchedulerConfig | undefined;
+}
+
+/** One render once its target is open and its plan made: what reporting and publishing share. */
+interface RenderRun {
+  values: RenderFlags;
+  io: CliIo;
+  config: Readonly<Config>;
+  publisher: Publisher;
+  settledRuns: (Publisher & SettledRunStore) | undefined;
+  plan: Plan;
+  pipelineOptions: PipelineOptions;
+  fingerprint: string | undefined;
+  warnings: string[];
+  warn: (message: string) => void;
+}
+
+/** Renders the inputs and publishes the tree, or reports that the last settled run already did; the exit code. */
 export async function renderCommand(args: string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseCommandLine('render', {
-    args,
-    allowPositionals: true,
-    options: {
-      ...SOURCE_OPTIONS,
-      ...HELM_TIMEOUT_OPTIONS,
-      output: { type: 'string' },
-      git: { type: 'string' },
-      oci: { type: 'string' },
-      'oci-source': { type: 'string' },
-      'pull-request': { type: 'boolean', default: false },
-      'pr-branch': { type: 'string' },
-      'pr-when-unnecessary': { type: 'string', default: 'close' },
-      'pr-template': { type: 'string' },
-      'github-repo': { type: 'string' },
-      branch: { type: 'string', default: 'main' },
-      path: { type: 'string', default: '' },
-      ...SECRET_OPTIONS,
-      helm: { type: 'string' },
-      'readme-template': { type: 'string' },
-      'commit-template': { type: 'string' },
-      gitops: { type: 'string', default: 'none' },
-      'gitops-url': { type: 'string' },
-      'gitops-namespace': { type: 'string' },
-      'gitops-name': { type: 'string', default: 'clusterstacks' },
-      'gitops-secret': { type: 'string' },
-      json: { type: 'boolean', default: false },
-      'allow-mass-delete': { type: 'boolean', default: false },
-      'allow-partial': { type: 'boolean', default: false },
-      'max-delete-share': { type: 'string' },
-      'lock-timeout': { type: 'string' },
-      'adopt-output': { type: 'boolean', default: false },
-      force: { type: 'boolean', default: false },
-      'scheduler-config': { type: 'string' },
-      'full-render': { type: 'boolean', default: false },
-    },
-  });
-  if (positionals.length === 0) throw new UsageError('render needs at least one input file or directory');
-  if (!values['release-source'])
+  const { values, positionals } = parseRenderFlags(args);
+  const settings = await renderSettings(values, io);
+  const { config, output } = settings;
+  const warnings: string[] = [];
+  const warn = (message: string): void => {
+    warnings.push(message);
+    if (!values.json) io.stderr(`warning: ${message}\n`);
+  };
+  const publisher = await openPublisher(values, positionals, settings, io);
+  const outputDir = localOutputDirectory(output, io.cwd);
+  const settledRuns = isSettledRunStore(publisher) ? publisher : undefined;
+  // A run that will render for sure (asked to, or no settled run recorded that it could match)
+  // loads the pipeline and checks helm while it reads the inputs and releases, not after.
+  const certainRender = values['full-render'] || (settledRuns ? (await settledRuns.hasSettledRun?.()) === false : true);
+  let renderer: Promise<Renderer> | undefined;
+  const loadRenderer = (): Promise<Renderer> => (renderer ??= startRenderer(config, certainRender));
+  if (certainRender) loadRenderer().catch(() => undefined);
+
+  // Observe and decide; any problem with the inputs stops here, before anything is written.
+  // The scheduler configuration is no input object, even inside an input directory.
+  const schedulerFile = values['scheduler-config'] ? [path.resolve(io.cwd, values['scheduler-config'])] : [];
+  const plan = await planFromInputs(positionals, settings.location, config, values, io, warn, [
+    ...(outputDir ? [outputDir] : []),
+    ...schedulerFile,
+  ]);
+  endPhase('inputs-and-releases');
+  refusePlanProblems(plan, values['allow-partial']);
+
+  const pipelineOptions = pipelineOptionsFor(values, settings);
+  // Everything that decides what this run publishes, known before rendering (run-fingerprint.ts).
+  const fingerprint = settledRuns
+    ? runFingerprint({
+        tool: toolIdentity(),
+        helm: helmIdentity({ configured: config.helmBinary, pathEnv: config.pathEnv }),
+        plan: planMaterial(plan),
+        options: pipelineOptions,
+        target: publisher.target,
+      })
+    : undefined;
+  const run: RenderRun = {
+    values,
+    io,
+    config,
+    publisher,
+    settledRuns,
+    plan,
+    pipelineOptions,
+    fingerprint,
+    warnings,
+    warn,
+  };
+  // One run at a time per target, from reading what is there to replacing it.
+  const lock = await publisher.lock?.({ timeoutMs: config.lockTimeoutMs, command: 'clusterstack render' });
+  try {
+    // The published state, read once: the settled-run record first, the tree only when not settled.
+    let loaded: Renderer | undefined;
+    const target = await readPublishedTarget(publisher, values['full-render'] ? undefined : fingerprint, async () => {
+      loaded = await loadRenderer();
+      endPhase('render-modules');
+    });
+    if (target.settled) return reportUnchanged(run, target.settled);
+    endPhase('read-previous');
+    return await renderAndPublish(run, loaded ?? (await loadRenderer()), target.state);
+  } finally {
+    await lock?.release();
+  }
+}
+
+/** The command line, with the two things a render cannot do without: inputs and a release source. */
+function parseRenderFlags(args: string[]) {
+  const parsed = parseCommandLine('render', { args, allowPositionals: true, options: RENDER_OPTIONS });
+  if (parsed.positionals.length === 0) throw new UsageError('render needs at least one input file or directory');
+  if (!parsed.values['release-source'])
     throw new UsageError('render needs --release-source (a directory, github:owner/repo or oci://registry/repo)');
+  return parsed;
+}
+
+/** Every flag checked and read (output, secrets, wiring, config, templates, scheduler); a usage error names the flag. */
+async function renderSettings(values: RenderFlags, io: CliIo): Promise<RenderSettings> {
   const output: OutputSettings = {
     output: values.output,
     git: values.git,
@@ -231,194 +350,174 @@ export async function renderCommand(args: string[], io: CliIo): Promise<number> 
   );
   const config = configFromFlags(values, io);
   await checkCacheDir(config, values, io);
-  const location = resolveLocation(values['release-source'], io.cwd, '--release-source');
-  const warnings: string[] = [];
-  const warn = (message: string): void => {
-    warnings.push(message);
-    if (!values.json) io.stderr(`warning: ${message}\n`);
-  };
-  const readmeTemplate = values['readme-template']
-    ? await readTemplate(values['readme-template'], io.cwd, '--readme-template')
-    : undefined;
-  const commitTemplate = values['commit-template']
-    ? await readTemplate(values['commit-template'], io.cwd, '--commit-template')
-    : undefined;
-  const prTemplate = values['pr-template']
-    ? await readTemplate(values['pr-template'], io.cwd, '--pr-template')
-    : undefined;
+  const location = resolveLocation(values['release-source']!, io.cwd, '--release-source');
+  const readmeTemplate = await readTemplate(values['readme-template'], io.cwd, '--readme-template');
+  const commitTemplate = await readTemplate(values['commit-template'], io.cwd, '--commit-template');
+  const prTemplate = await readTemplate(values['pr-template'], io.cwd, '--pr-template');
   const scheduler = await readSchedulerConfigOption(values['scheduler-config'], io.cwd);
+  return {
+    output,
+    secretPolicy,
+    secretSettings,
+    gitops,
+    config,
+    location,
+    readmeTemplate,
+    commitTemplate,
+    prTemplate,
+    scheduler,
+  };
+}
 
+/** The publisher of the chosen output, guarded against writing over the inputs or the release source. */
+async function openPublisher(
+  values: RenderFlags,
+  positionals: string[],
+  settings: RenderSettings,
+  io: CliIo,
+): Promise<Publisher> {
   const protectedPaths: ProtectedPath[] = [
     ...positionals.map((input) => ({ label: 'input', path: path.resolve(io.cwd, input) })),
-    ...(isRemoteLocation(location) ? [] : [{ label: 'release source', path: location }]),
+    ...(isRemoteLocation(settings.location) ? [] : [{ label: 'release source', path: settings.location }]),
   ];
-  const publisher = await openOutputPublisher(output, config, io.cwd, commitTemplate, {
+  return openOutputPublisher(settings.output, settings.config, io.cwd, settings.commitTemplate, {
     protectedPaths,
     adoptOutput: values['adopt-output'],
     force: values.force,
   });
-  const outputDir = localOutputDirectory(output, io.cwd);
-  const settledRuns = isSettledRunStore(publisher) ? publisher : undefined;
-  // A run that will render for sure (asked to, or no settled run recorded that it could match)
-  // loads the pipeline and checks helm while it reads the inputs and releases, not after.
-  const certainRender = values['full-render'] || (settledRuns ? (await settledRuns.hasSettledRun?.()) === false : true);
-  let renderer: Promise<Renderer> | undefined;
-  const loadRenderer = (): Promise<Renderer> => (renderer ??= startRenderer(certainRender));
-  if (certainRender) loadRenderer().catch(() => undefined);
+}
 
-  // Observe and decide; any problem with the inputs stops here, before anything is written.
-  // The scheduler configuration is no input object, even inside an input directory.
-  const schedulerFile = values['scheduler-config'] ? [path.resolve(io.cwd, values['scheduler-config'])] : [];
-  const plan = await planFromInputs(positionals, location, config, values, io, warn, [
-    ...(outputDir ? [outputDir] : []),
-    ...schedulerFile,
-  ]);
-  endPhase('inputs-and-releases');
-  const allowPartial = values['allow-partial'];
-  refusePlanProblems(plan, allowPartial);
-
-  const pipelineOptions: PipelineOptions = {
+/** What the pipeline is told beyond the plan: secrets, wiring, templates, guards and the scheduler. */
+function pipelineOptionsFor(values: RenderFlags, settings: RenderSettings): PipelineOptions {
+  const { secretPolicy, secretSettings, gitops, readmeTemplate, prTemplate, scheduler } = settings;
+  return {
     secrets: secretPolicy,
     ...(secretSettings.encryption ? { encryption: secretSettings.encryption } : {}),
     ...(gitops ? { gitops } : {}),
     ...(readmeTemplate !== undefined ? { readmeTemplate } : {}),
     ...(values['pull-request'] ? { pullRequest: prTemplate !== undefined ? { template: prTemplate } : {} } : {}),
-    massDeletion: { allow: values['allow-mass-delete'], maxShare: config.maxDeleteShare },
-    heldClusters: allowPartial ? 'withhold' : 'refuse',
+    massDeletion: { allow: values['allow-mass-delete'], maxShare: settings.config.maxDeleteShare },
+    heldClusters: values['allow-partial'] ? 'withhold' : 'refuse',
     ...(scheduler ? { scheduler } : {}),
   };
-  // Everything that decides what this run publishes, known before rendering (run-fingerprint.ts).
-  const fingerprint = settledRuns
-    ? runFingerprint({
-        tool: toolIdentity(),
-        helm: helmIdentity({ configured: config.helmBinary, pathEnv: config.pathEnv }),
-        plan: planMaterial(plan),
-        options: pipelineOptions,
-        target: publisher.target,
-      })
-    : undefined;
-  // One run at a time per target, from reading what is there to replacing it.
-  const lock = await publisher.lock?.({ timeoutMs: config.lockTimeoutMs, command: 'clusterstack render' });
-  try {
-    // The published state, read once: the settled-run record first, the tree only when not settled.
-    let loaded: Renderer | undefined;
-    const target = await readPublishedTarget(publisher, values['full-render'] ? undefined : fingerprint, async () => {
-      loaded = await loadRenderer();
-      endPhase('render-modules');
-    });
-    if (target.settled) return reportUnchanged(target.settled);
-    endPhase('read-previous');
-    return await renderAndPublish(loaded ?? (await loadRenderer()), target.state);
-  } finally {
-    await lock?.release();
-  }
+}
 
-  /** The last settled run's fingerprint matches and the target still holds what it left: a render would change nothing. */
-  function reportUnchanged(settled: SettledRun): number {
-    const recorded = settled.report as Partial<SettledRunReport>;
-    const report: RenderReport = {
-      target: publisher.target,
-      changed: false,
-      commit: null,
-      files: { written: [], removed: [] },
-      withheld: [],
-      summary: 'nothing changed',
-      units: { rendered: 0, reused: typeof recorded.units === 'number' ? recorded.units : 0 },
-      ...(recorded.secrets ? { secrets: recorded.secrets } : {}),
-      helmProcesses: 0,
-      ...(recorded.clusterRequests ? { clusterRequests: recorded.clusterRequests } : {}),
-      ...(recorded.clusterRequestsNotOurs ? { clusterRequestsNotOurs: recorded.clusterRequestsNotOurs } : {}),
-      warnings,
-      noop: {
-        fingerprint: settled.fingerprint,
-        reason:
-          'the inputs, releases, options and tool versions are those of the last settled run, and the target still holds what it left: not rendered again',
+/** The last settled run's fingerprint matches and the target still holds what it left: a render would change nothing. */
+function reportUnchanged({ publisher, warnings, io, values }: RenderRun, settled: SettledRun): number {
+  const recorded = settled.report as Partial<SettledRunReport>;
+  const report: RenderReport = {
+    target: publisher.target,
+    changed: false,
+    commit: null,
+    files: { written: [], removed: [] },
+    withheld: [],
+    summary: 'nothing changed',
+    units: { rendered: 0, reused: typeof recorded.units === 'number' ? recorded.units : 0 },
+    ...(recorded.secrets ? { secrets: recorded.secrets } : {}),
+    helmProcesses: 0,
+    ...(recorded.clusterRequests ? { clusterRequests: recorded.clusterRequests } : {}),
+    ...(recorded.clusterRequestsNotOurs ? { clusterRequestsNotOurs: recorded.clusterRequestsNotOurs } : {}),
+    warnings,
+    noop: {
+      fingerprint: settled.fingerprint,
+      reason:
+        'the inputs, releases, options and tool versions are those of the last settled run, and the target still holds what it left: not rendered again',
+    },
+  };
+  io.stdout(values.json ? `${JSON.stringify(report, null, 2)}\n` : formatRenderReport(report, ''));
+  return EXIT_OK;
+}
+
+/** Loads the pipeline and helm's seam; with `checkHelm`, starts finding and checking helm too. */
+async function startRenderer(config: Readonly<Config>, checkHelm: boolean): Promise<Renderer> {
+  // Loaded only when rendering: a run that changes nothing never needs helm or the pipeline.
+  const [{ createHelmDependencies }, { renderAndPublish: renderAndPublishTree }] = await Promise.all([
+    import('../../renderers/helm-dependencies.js'),
+    import('../pipeline/render-and-publish.js'),
+  ]);
+  const helm = createHelmDependencies(helmOptionsFrom(config));
+  if (checkHelm) helm.prepare();
+  return { helm, renderAndPublishTree };
+}
+
+/** Renders and publishes the plan, records the run as settled, and reports what it did. */
+async function renderAndPublish(
+  run: RenderRun,
+  { helm, renderAndPublishTree }: Renderer,
+  published: PublishedState,
+): Promise<number> {
+  const { publisher, settledRuns, fingerprint, warnings, warn, io, values } = run;
+  // Progress only for a person at a terminal: --json output is read by programs.
+  const progress = io.isTty && !values.json ? terminalProgress(io.stderr) : undefined;
+  const warningsBefore = warnings.length;
+  const rendered = await renderAndPublishTree(
+    run.plan,
+    published,
+    {
+      renderer: helm,
+      publish: async (tree, change) => {
+        // The record of an earlier settled run never outlives the target state it describes.
+        await settledRuns?.forgetSettledRun();
+        endPhase('render', `${helm.processesSpawned()} helm processes`);
+        const result = await publisher.publish(tree, change);
+        endPhase('publish');
+        return result;
       },
-    };
-    io.stdout(values.json ? `${JSON.stringify(report, null, 2)}\n` : formatRenderReport(report, ''));
-    return EXIT_OK;
-  }
-
-  /** Loads the pipeline and helm's seam; with `checkHelm`, starts finding and checking helm too. */
-  async function startRenderer(checkHelm: boolean): Promise<Renderer> {
-    // Loaded only when rendering: a run that changes nothing never needs helm or the pipeline.
-    const [{ createHelmDependencies }, { renderAndPublish: renderAndPublishTree }] = await Promise.all([
-      import('../../renderers/helm-dependencies.js'),
-      import('../pipeline/render-and-publish.js'),
-    ]);
-    const helm = createHelmDependencies(helmOptionsFrom(config));
-    if (checkHelm) helm.prepare();
-    return { helm, renderAndPublishTree };
-  }
-
-  async function renderAndPublish(
-    { helm, renderAndPublishTree }: Renderer,
-    published: PublishedState,
-  ): Promise<number> {
-    // Progress only for a person at a terminal: --json output is read by programs.
-    const progress = io.isTty && !values.json ? terminalProgress(io.stderr) : undefined;
-    const warningsBefore = warnings.length;
-    const run = await renderAndPublishTree(
-      plan,
-      published,
-      {
-        renderer: helm,
-        publish: async (tree, change) => {
-          // The record of an earlier settled run never outlives the target state it describes.
-          await settledRuns?.forgetSettledRun();
-          endPhase('render', `${helm.processesSpawned()} helm processes`);
-          const published = await publisher.publish(tree, change);
-          endPhase('publish');
-          return published;
-        },
-        ...(publisher.prestage
-          ? { prestage: (files: Iterable<readonly [string, string]>) => publisher.prestage!(files) }
-          : {}),
-        // The CLI tells people through its report: notes become warnings there.
-        logger: {
-          info: () => undefined,
-          warn: (fields, message) => warn(typeof fields['note'] === 'string' ? fields['note'] : message),
-        },
-      },
-      { ...pipelineOptions, ...(progress ? { onProgress: progress.onProgress } : {}) },
-    );
-    progress?.finish();
-    if (run.status !== 'published') throw new Error('internal error: a CLI render was aborted');
-    const { outcome, change, published: result } = run;
-    const secrets = reportEncryptedSecrets(published.provenance?.units ?? [], outcome.provenance.units);
-    const settledReport = settledRunReport(run, warnings.length - warningsBefore);
-    if (settledRuns && fingerprint && settledReport) {
-      try {
-        await settledRuns.recordSettledRun({ fingerprint, report: { ...settledReport } }, result.revision);
-      } catch (error) {
-        warn(`could not record this run as settled (${(error as Error).message}); the next run renders in full`);
-      }
-    }
-
-    // Said on every run that uses such a helm; not part of what a settled run records.
-    const helmWarning = helm.binary()?.warning;
-    if (helmWarning) warn(helmWarning);
-    const report: RenderReport = {
-      target: publisher.target,
-      changed: result.changed,
-      commit: result.changed ? result.revision : null,
-      ...(result.pullRequest ? { pullRequest: result.pullRequest } : {}),
-      files: { written: result.written, removed: result.removed },
-      withheld: outcome.withheld.map(toReportEntry),
-      summary: result.changed ? change.title : 'nothing changed',
-      units: { rendered: outcome.stats.unitsRendered, reused: outcome.stats.unitsReused },
-      ...(secrets ? { secrets } : {}),
-      helmProcesses: helm.processesSpawned(),
-      ...(outcome.summary.clusterRequests ? { clusterRequests: outcome.summary.clusterRequests.requests } : {}),
-      ...(outcome.summary.clusterRequests?.notOurs
-        ? { clusterRequestsNotOurs: outcome.summary.clusterRequests.notOurs }
+      ...(publisher.prestage
+        ? { prestage: (files: Iterable<readonly [string, string]>) => publisher.prestage!(files) }
         : {}),
-      ...helmHooksReport(outcome.provenance.units),
-      warnings,
-    };
-    io.stdout(values.json ? `${JSON.stringify(report, null, 2)}\n` : formatRenderReport(report, change.body));
-    return EXIT_OK;
+      // The CLI tells people through its report: notes become warnings there.
+      logger: {
+        info: () => undefined,
+        warn: (fields, message) => warn(typeof fields['note'] === 'string' ? fields['note'] : message),
+      },
+    },
+    { ...run.pipelineOptions, ...(progress ? { onProgress: progress.onProgress } : {}) },
+  );
+  progress?.finish();
+  if (rendered.status !== 'published') throw new Error('internal error: a CLI render was aborted');
+  const secrets = reportEncryptedSecrets(published.provenance?.units ?? [], rendered.outcome.provenance.units);
+  const settledReport = settledRunReport(rendered, warnings.length - warningsBefore);
+  if (settledRuns && fingerprint && settledReport) {
+    try {
+      await settledRuns.recordSettledRun({ fingerprint, report: { ...settledReport } }, rendered.published.revision);
+    } catch (error) {
+      warn(`could not record this run as settled (${(error as Error).message}); the next run renders in full`);
+    }
   }
+  // Said on every run that uses such a helm; not part of what a settled run records.
+  const helmWarning = helm.binary()?.warning;
+  if (helmWarning) warn(helmWarning);
+  const report = renderedReport(run, rendered, secrets, helm.processesSpawned());
+  io.stdout(values.json ? `${JSON.stringify(report, null, 2)}\n` : formatRenderReport(report, rendered.change.body));
+  return EXIT_OK;
+}
+
+/** The report of a run that rendered: what it wrote, withheld and reused, and the requests' phases. */
+function renderedReport(
+  { publisher, warnings }: RenderRun,
+  { outcome, change, published: result }: Extract<PipelineResult<PublishResult>, { status: 'published' }>,
+  secrets: EncryptedSecretsReport | undefined,
+  helmProcesses: number,
+): RenderReport {
+  return {
+    target: publisher.target,
+    changed: result.changed,
+    commit: result.changed ? result.revision : null,
+    ...(result.pullRequest ? { pullRequest: result.pullRequest } : {}),
+    files: { written: result.written, removed: result.removed },
+    withheld: outcome.withheld.map(toReportEntry),
+    summary: result.changed ? change.title : 'nothing changed',
+    units: { rendered: outcome.stats.unitsRendered, reused: outcome.stats.unitsReused },
+    ...(secrets ? { secrets } : {}),
+    helmProcesses,
+    ...(outcome.summary.clusterRequests ? { clusterRequests: outcome.summary.clusterRequests.requests } : {}),
+    ...(outcome.summary.clusterRequests?.notOurs
+      ? { clusterRequestsNotOurs: outcome.summary.clusterRequests.notOurs }
+      : {}),
+    ...helmHooksReport(outcome.provenance.units),
+    warnings,
+  };
 }
 
 /**
@@ -473,7 +572,9 @@ function toReportEntry(entry: WithheldEntry): RenderReport['withheld'][number] {
   };
 }
 
-async function readTemplate(file: string, cwd: string, flag: string): Promise<string> {
+/** The template a flag names, or undefined without the flag; a file that cannot be read is a usage error. */
+async function readTemplate(file: string | undefined, cwd: string, flag: string): Promise<string | undefined> {
+  if (!file) return undefined;
   try {
     return await readFile(path.resolve(cwd, file), 'utf8');
   } catch (error) {

@@ -137,261 +137,164 @@ export const DELETE_WITHOUT_REQUESTS_LABEL = 'clusters.openmcp.cloud/delete-with
 
 /** Schedules every request; pure and deterministic. Never throws for a request or a mapping: see the header. */
 export function scheduleRequests(input: ScheduleInput): ScheduleResult {
-  const { config } = input;
-  const profiles = new Map(input.profiles.map((profile) => [profile.name, profile]));
-  const requests = [...input.requests].sort(byKey);
-  const outcomes: RequestOutcome[] = [];
-  const assignments: RequestAssignmentRecord[] = [];
-  // Clusters made for requests earlier, by namespace/name; they keep their names and requests.
-  const clusters = new Map<string, ScheduledCluster>();
-  const withheld = new Map<string, WithheldCluster>();
-  // The clusters of each purpose in namespace/name order, kept sorted as clusters are added.
-  const pools = new Map<string, { id: string; cluster: ScheduledCluster }[]>();
-  const addToPool = (created: ScheduledCluster): void => {
-    const pool = pools.get(created.purpose) ?? [];
-    const id = key(created.namespace, created.name);
-    let low = 0;
-    let high = pool.length;
-    while (low < high) {
-      const middle = (low + high) >>> 1;
-      if (compareText(pool[middle]!.id, id) < 0) low = middle + 1;
-      else high = middle;
-    }
-    pool.splice(low, 0, { id, cluster: created });
-    pools.set(created.purpose, pool);
-  };
-  const sortedPool = (purpose: string): ScheduledCluster[] => (pools.get(purpose) ?? []).map((entry) => entry.cluster);
-  const previousClusters = new Map((input.previous?.clusters ?? []).map((c) => [key(c.namespace, c.name), c]));
-  const previousAssignments = new Map((input.previous?.assignments ?? []).map((a) => [key(a.namespace, a.name), a]));
-
-  /** What a purpose is scheduled with now, or why it cannot be. */
-  const fitFor = (purpose: string): Fit | { reason: RequestReason; message: string } => {
-    if (input.configRefused !== undefined)
-      return {
-        reason: 'SchedulerConfigInvalid',
-        message: `the scheduler configuration is not valid, nothing is scheduled until it is fixed: ${input.configRefused}`,
-      };
-    if (!config)
-      return {
-        reason: 'NoSchedulerConfig',
-        message: 'no scheduler configuration was given (--scheduler-config); nothing is scheduled',
-      };
-    const definition = config.purposeMappings.get(purpose);
-    if (!definition) {
-      return {
-        reason: 'UnknownPurpose',
-        message: `purpose "${purpose}" is not in the scheduler configuration's purposeMappings (known: ${[...config.purposeMappings.keys()].join(', ') || 'none'}); add a mapping for it`,
-      };
-    }
-    const profile = profiles.get(definition.template.spec.profile);
-    if (!profile) {
-      return {
-        reason: 'UnknownProfile',
-        message: `purpose "${purpose}" is mapped to ClusterProfile "${definition.template.spec.profile}" (${config.origin}: purposeMappings.${purpose}.template.spec.profile), but no ClusterStack makes it; profiles: ${[...profiles.keys()].join(', ') || 'none (no ClusterStack in the inputs)'}`,
-      };
-    }
-    if (!profile.newClusterRelease) {
-      return {
-        reason: 'NoReadyRelease',
-        message: `ClusterProfile ${profile.name} (ClusterStack ${key(profile.stack.namespace, profile.stack.name)}) has no kept, ready release yet; the request is scheduled once one is ready`,
-      };
-    }
-    return { definition, profile, release: profile.newClusterRelease };
-  };
-  const fits = new Map<string, ReturnType<typeof fitFor>>();
-  const fitOf = (purpose: string): ReturnType<typeof fitFor> => {
-    if (!fits.has(purpose)) fits.set(purpose, fitFor(purpose));
-    return fits.get(purpose)!;
-  };
-  const isFit = (fit: ReturnType<typeof fitFor>): fit is Fit => 'definition' in fit;
-
-  const cluster = (record: RequestedClusterRecord, fit: Fit): ScheduledCluster => {
-    const existing = clusters.get(key(record.namespace, record.name));
-    if (existing) return existing;
-    const created: ScheduledCluster = {
-      ...record,
-      profile: fit.profile.name,
-      release: fit.release,
-      class: fit.release.className,
-      version: fit.release.kubernetesVersion,
-      stackNamespace: fit.profile.stack.namespace,
-      template: fit.definition,
-      requests: [],
-    };
-    clusters.set(key(record.namespace, record.name), created);
-    addToPool(created);
-    return created;
-  };
-  /** A cluster of the previous render kept as it was, because its purpose cannot be written now. */
-  const withhold = (record: RequestedClusterRecord, reason: string): WithheldCluster => {
-    const id = key(record.namespace, record.name);
-    const existing = withheld.get(id);
-    if (existing) return existing;
-    const created: WithheldCluster = { ...record, requests: [], reason };
-    withheld.set(id, created);
-    return created;
-  };
-  const grant = (request: ClusterRequestInput, target: ScheduledCluster): void => {
-    target.requests.push(key(request.namespace, request.name));
-    outcomes.push({
-      namespace: request.namespace,
-      name: request.name,
-      purpose: request.purpose,
-      phase: 'Granted',
-      cluster: { namespace: target.namespace, name: target.name },
-      reason: 'Scheduled',
-      message: `scheduled to Cluster ${key(target.namespace, target.name)}`,
-    });
-    assignments.push({
-      namespace: request.namespace,
-      name: request.name,
-      purpose: request.purpose,
-      cluster: { namespace: target.namespace, name: target.name },
-    });
-  };
-  /**
-   * Pending for `reason`, keeping the cluster the request had (under the purpose it had): written
-   * again when that purpose still fits, else kept as the previous render wrote it.
-   */
-  const keep = (
-    request: ClusterRequestInput,
-    held: RequestedClusterRecord,
-    reason: RequestReason,
-    message: string,
-  ): void => {
-    const fit = fitOf(held.purpose);
-    const target = isFit(fit) ? cluster(held, fit) : withhold(held, fit.message);
-    target.requests.push(key(request.namespace, request.name));
-    const at = { namespace: held.namespace, name: held.name };
-    outcomes.push({
-      namespace: request.namespace,
-      name: request.name,
-      purpose: request.purpose,
-      phase: 'Pending',
-      cluster: at,
-      reason,
-      message: `${message}; it keeps Cluster ${key(held.namespace, held.name)}${isFit(fit) ? '' : ' as the previous render wrote it'}`,
-    });
-    assignments.push({ namespace: request.namespace, name: request.name, purpose: held.purpose, cluster: at });
-  };
-  const pending = (request: ClusterRequestInput, reason: RequestReason, message: string): void => {
-    outcomes.push({
-      namespace: request.namespace,
-      name: request.name,
-      purpose: request.purpose,
-      phase: 'Pending',
-      reason,
-      message,
-    });
-  };
-  const notOurs: NotOurRequest[] = [];
-  /** Labels a shared cluster is selected by: what openMCP puts on it, and what its live copy carries. */
-  const labelsOf = (target: ScheduledCluster): Record<string, string> => {
-    const { labels } = target.template.template.metadata;
-    return {
-      ...labels,
-      [DELETE_WITHOUT_REQUESTS_LABEL]: labels[DELETE_WITHOUT_REQUESTS_LABEL] ?? 'true',
-      ...input.liveLabels?.get(key(target.namespace, target.name)),
-    };
-  };
-
+  const schedule = new Schedule(input);
   // First the requests that have a cluster already: they keep it, whatever else changed.
-  const unassigned: { request: ClusterRequestInput; fit: Fit }[] = [];
-  for (const request of requests) {
-    const before = previousAssignments.get(key(request.namespace, request.name));
-    const held = before ? previousClusters.get(key(before.cluster.namespace, before.cluster.name)) : undefined;
-    if (config && !handlesRequest(config, request.labels)) {
-      // Not ours: left alone. A cluster it was given before still serves it (and stays).
-      const had = held ? `; it keeps Cluster ${key(held.namespace, held.name)}, given before` : '';
-      notOurs.push({
-        namespace: request.namespace,
-        name: request.name,
-        message: `its labels do not match the scheduler configuration's selectors.requests (${config.origin}): left to another scheduler${had}`,
-      });
-      if (held && before) {
-        const fit = fitOf(held.purpose);
-        (isFit(fit) ? cluster(held, fit) : withhold(held, fit.message)).requests.push(
-          key(request.namespace, request.name),
-        );
-        assignments.push(before);
-      }
-      continue;
+  const unassigned = [...input.requests].sort(byKey).flatMap((request) => schedule.placeHeldRequest(request));
+  schedule.keepIdleClusters();
+  for (const { request, fit } of unassigned) schedule.placeNewRequest(request, fit);
+  return schedule.result();
+}
+
+type Unfit = { reason: RequestReason; message: string };
+const isFit = (fit: Fit | Unfit): fit is Fit => 'definition' in fit;
+
+/** One run of the scheduler: the clusters and outcomes so far, and the steps that add to them. */
+class Schedule {
+  private readonly config: SchedulerConfig | undefined;
+  private readonly profiles: Map<string, ClusterProfileInfo>;
+  private readonly outcomes: RequestOutcome[] = [];
+  private readonly assignments: RequestAssignmentRecord[] = [];
+  // Clusters made for requests earlier, by namespace/name; they keep their names and requests.
+  private readonly clusters = new Map<string, ScheduledCluster>();
+  private readonly withheld = new Map<string, WithheldCluster>();
+  // The clusters of each purpose in namespace/name order, kept sorted as clusters are added.
+  private readonly pools = new Map<string, { id: string; cluster: ScheduledCluster }[]>();
+  private readonly previousClusters: Map<string, RequestedClusterRecord>;
+  private readonly previousAssignments: Map<string, RequestAssignmentRecord>;
+  private readonly fits = new Map<string, Fit | Unfit>();
+  private readonly notOurs: NotOurRequest[] = [];
+
+  constructor(private readonly input: ScheduleInput) {
+    this.config = input.config;
+    this.profiles = new Map(input.profiles.map((profile) => [profile.name, profile]));
+    this.previousClusters = new Map((input.previous?.clusters ?? []).map((c) => [key(c.namespace, c.name), c]));
+    this.previousAssignments = new Map((input.previous?.assignments ?? []).map((a) => [key(a.namespace, a.name), a]));
+  }
+
+  /**
+   * A request as it stands against its previous assignment: left alone when not ours, refused when
+   * its purpose changed or is missing, kept or granted on the cluster it had; else returned to be
+   * placed once every held cluster is known.
+   */
+  placeHeldRequest(request: ClusterRequestInput): { request: ClusterRequestInput; fit: Fit }[] {
+    const before = this.previousAssignments.get(key(request.namespace, request.name));
+    const held = before ? this.previousClusters.get(key(before.cluster.namespace, before.cluster.name)) : undefined;
+    if (this.config && !handlesRequest(this.config, request.labels)) {
+      this.leaveToOthers(request, this.config, before, held);
+      return [];
     }
     if (before && before.purpose !== request.purpose) {
-      // Immutable in openMCP: refused, and the request keeps what it had under its old purpose.
-      const [reason, message] =
-        request.purpose === ''
-          ? ([
-              'MissingPurpose',
-              `spec.purpose is missing, but the request was scheduled for purpose "${before.purpose}" and a request's purpose is immutable; put it back, or create a new request with its own name and delete this one`,
-            ] as const)
-          : ([
-              'PurposeChanged',
-              `spec.purpose was "${before.purpose}" and is now "${request.purpose}", but a request's purpose is immutable; put it back, or create a new request with its own name and delete this one`,
-            ] as const);
-      if (held) keep(request, held, reason, message);
-      else pending(request, reason, message);
-      continue;
+      this.refusePurposeChange(request, before, held);
+      return [];
     }
     if (request.purpose === '') {
-      pending(
+      this.pending(
         request,
         'MissingPurpose',
         "spec.purpose is required: the purpose the cluster is for (a key of the scheduler configuration's purposeMappings); the request is skipped",
       );
-      continue;
+      return [];
     }
-    const fit = fitOf(request.purpose);
+    const fit = this.fitOf(request.purpose);
     if (!isFit(fit)) {
-      if (held && held.purpose === request.purpose) keep(request, held, fit.reason, fit.message);
-      else pending(request, fit.reason, fit.message);
-      continue;
+      if (held && held.purpose === request.purpose) this.keep(request, held, fit.reason, fit.message);
+      else this.pending(request, fit.reason, fit.message);
+      return [];
     }
-    if (held && held.purpose === request.purpose) grant(request, cluster(held, fit));
-    else unassigned.push({ request, fit });
-  }
-  // Clusters kept without requests (their template said delete-without-requests is not "true").
-  for (const held of previousClusters.values()) {
-    const id = key(held.namespace, held.name);
-    if (held.deleteWithoutRequests || clusters.has(id) || withheld.has(id)) continue;
-    const fit = fitOf(held.purpose);
-    if (isFit(fit)) cluster(held, fit);
-    else withhold(held, fit.message);
+    if (held && held.purpose === request.purpose) {
+      this.grant(request, this.cluster(held, fit));
+      return [];
+    }
+    return [{ request, fit }];
   }
 
-  for (const { request, fit } of unassigned) {
-    const namespace = fit.definition.template.metadata.namespace ?? request.namespace;
-    const shared = fit.definition.template.spec.tenancy === 'Shared';
-    const selector = clusterSelectorOf(config!, fit.definition);
-    const candidates = shared
-      ? sortedPool(request.purpose)
-          .filter((c) => config!.scope === 'Cluster' || c.namespace === namespace)
-          .filter((c) => fit.definition.tenancyCount === 0 || c.requests.length < fit.definition.tenancyCount)
-          .filter((c) => selector === undefined || matchesLabelSelector(selector, labelsOf(c)))
-      : [];
-    const chosen = candidates.length > 0 ? pick(candidates, config!.strategy, request) : undefined;
-    if (chosen) {
-      grant(request, chosen);
-      continue;
+  /** Not ours: left alone. A cluster it was given before still serves it (and stays). */
+  private leaveToOthers(
+    request: ClusterRequestInput,
+    config: SchedulerConfig,
+    before: RequestAssignmentRecord | undefined,
+    held: RequestedClusterRecord | undefined,
+  ): void {
+    const had = held ? `; it keeps Cluster ${key(held.namespace, held.name)}, given before` : '';
+    this.notOurs.push({
+      namespace: request.namespace,
+      name: request.name,
+      message: `its labels do not match the scheduler configuration's selectors.requests (${config.origin}): left to another scheduler${had}`,
+    });
+    if (held && before) {
+      const fit = this.fitOf(held.purpose);
+      (isFit(fit) ? this.cluster(held, fit) : this.withhold(held, fit.message)).requests.push(
+        key(request.namespace, request.name),
+      );
+      this.assignments.push(before);
     }
-    const name = newClusterName(request, fit.definition, namespace, clusters, input.peopleClusters, withheld);
-    if (clusters.has(key(namespace, name)) || withheld.has(key(namespace, name))) {
+  }
+
+  /** Immutable in openMCP: refused, and the request keeps what it had under its old purpose. */
+  private refusePurposeChange(
+    request: ClusterRequestInput,
+    before: RequestAssignmentRecord,
+    held: RequestedClusterRecord | undefined,
+  ): void {
+    const [reason, message] =
+      request.purpose === ''
+        ? ([
+            'MissingPurpose',
+            `spec.purpose is missing, but the request was scheduled for purpose "${before.purpose}" and a request's purpose is immutable; put it back, or create a new request with its own name and delete this one`,
+          ] as const)
+        : ([
+            'PurposeChanged',
+            `spec.purpose was "${before.purpose}" and is now "${request.purpose}", but a request's purpose is immutable; put it back, or create a new request with its own name and delete this one`,
+          ] as const);
+    if (held) this.keep(request, held, reason, message);
+    else this.pending(request, reason, message);
+  }
+
+  /** Clusters kept without requests (their template said delete-without-requests is not "true"). */
+  keepIdleClusters(): void {
+    for (const held of this.previousClusters.values()) {
+      const id = key(held.namespace, held.name);
+      if (held.deleteWithoutRequests || this.clusters.has(id) || this.withheld.has(id)) continue;
+      const fit = this.fitOf(held.purpose);
+      if (isFit(fit)) this.cluster(held, fit);
+      else this.withhold(held, fit.message);
+    }
+  }
+
+  /** A request without a cluster: a shared one with room when the strategy finds one, else a new one. */
+  placeNewRequest(request: ClusterRequestInput, fit: Fit): void {
+    const config = this.config!;
+    const namespace = fit.definition.template.metadata.namespace ?? request.namespace;
+    const chosen = this.sharedClusterFor(request, fit, config, namespace);
+    if (chosen) {
+      this.grant(request, chosen);
+      return;
+    }
+    const name = newClusterName(
+      request,
+      fit.definition,
+      namespace,
+      this.clusters,
+      this.input.peopleClusters,
+      this.withheld,
+    );
+    if (this.clusters.has(key(namespace, name)) || this.withheld.has(key(namespace, name))) {
       // Only an unlimited shared cluster's fixed name can be taken: by the one cluster of the purpose,
       // which the selectors keep this request from sharing. The operator would conflict too.
-      pending(
+      this.pending(
         request,
         'NameConflict',
-        `a new Cluster for it would be ${key(namespace, name)}, the purpose's existing cluster, which it may not share: its labels do not match purposeMappings.${request.purpose}.selector and selectors.clusters (${config!.origin}); set template.metadata.generateName for purpose ${request.purpose}, or label that Cluster to match`,
+        `a new Cluster for it would be ${key(namespace, name)}, the purpose's existing cluster, which it may not share: its labels do not match purposeMappings.${request.purpose}.selector and selectors.clusters (${config.origin}); set template.metadata.generateName for purpose ${request.purpose}, or label that Cluster to match`,
       );
-      continue;
+      return;
     }
-    if (input.peopleClusters.has(key(namespace, name))) {
-      pending(
+    if (this.input.peopleClusters.has(key(namespace, name))) {
+      this.pending(
         request,
         'NameConflict',
         `a new Cluster for it would be ${key(namespace, name)}, but a Cluster of that name is in the inputs and is not one created for requests; rename that Cluster or set template.metadata.generateName for purpose ${request.purpose}`,
       );
-      continue;
+      return;
     }
     const labels = fit.definition.template.metadata.labels;
     const record: RequestedClusterRecord = {
@@ -404,39 +307,215 @@ export function scheduleRequests(input: ScheduleInput): ScheduleResult {
       class: fit.release.className,
       version: fit.release.kubernetesVersion,
     };
-    grant(request, cluster(record, fit));
+    this.grant(request, this.cluster(record, fit));
   }
 
-  // A cluster created for requests leaves with its last request, when its label says so.
-  const kept = [...clusters.values()].filter((c) => c.requests.length > 0 || !c.deleteWithoutRequests).sort(byKey);
-  const keptWithheld = [...withheld.values()]
-    .filter((c) => c.requests.length > 0 || !c.deleteWithoutRequests)
-    .sort(byKey);
-  for (const c of [...kept, ...keptWithheld]) c.requests.sort();
-  outcomes.sort(byKey);
-  assignments.sort(byKey);
-  const recordOf = ({
-    namespace,
-    name,
-    purpose,
-    profile,
-    tenancy,
-    deleteWithoutRequests,
-    class: className,
-    version,
-  }: RequestedClusterRecord): RequestedClusterRecord => ({
-    namespace,
-    name,
-    purpose,
-    profile,
-    tenancy,
-    deleteWithoutRequests,
-    class: className,
-    version,
-  });
-  const record: ClusterRequestsRecord = { assignments, clusters: [...kept, ...keptWithheld].map(recordOf).sort(byKey) };
-  return { requests: outcomes, clusters: kept, withheld: keptWithheld, notOurs, record };
+  /** The shared cluster of the purpose the strategy picks among those with room that the selectors allow. */
+  private sharedClusterFor(
+    request: ClusterRequestInput,
+    fit: Fit,
+    config: SchedulerConfig,
+    namespace: string,
+  ): ScheduledCluster | undefined {
+    if (fit.definition.template.spec.tenancy !== 'Shared') return undefined;
+    const selector = clusterSelectorOf(config, fit.definition);
+    const candidates = (this.pools.get(request.purpose) ?? [])
+      .map((entry) => entry.cluster)
+      .filter((c) => config.scope === 'Cluster' || c.namespace === namespace)
+      .filter((c) => fit.definition.tenancyCount === 0 || c.requests.length < fit.definition.tenancyCount)
+      .filter((c) => selector === undefined || matchesLabelSelector(selector, this.labelsOf(c)));
+    return candidates.length > 0 ? pick(candidates, config.strategy, request) : undefined;
+  }
+
+  /** What is kept, sorted: a cluster created for requests leaves with its last request, when its label says so. */
+  result(): ScheduleResult {
+    const kept = [...this.clusters.values()]
+      .filter((c) => c.requests.length > 0 || !c.deleteWithoutRequests)
+      .sort(byKey);
+    const keptWithheld = [...this.withheld.values()]
+      .filter((c) => c.requests.length > 0 || !c.deleteWithoutRequests)
+      .sort(byKey);
+    for (const c of [...kept, ...keptWithheld]) c.requests.sort();
+    this.outcomes.sort(byKey);
+    this.assignments.sort(byKey);
+    const record: ClusterRequestsRecord = {
+      assignments: this.assignments,
+      clusters: [...kept, ...keptWithheld].map(recordOf).sort(byKey),
+    };
+    return { requests: this.outcomes, clusters: kept, withheld: keptWithheld, notOurs: this.notOurs, record };
+  }
+
+  /** What a purpose is scheduled with now, or why it cannot be; asked once per purpose. */
+  private fitOf(purpose: string): Fit | Unfit {
+    if (!this.fits.has(purpose)) this.fits.set(purpose, fitFor(this.input, this.profiles, purpose));
+    return this.fits.get(purpose)!;
+  }
+
+  private cluster(record: RequestedClusterRecord, fit: Fit): ScheduledCluster {
+    const existing = this.clusters.get(key(record.namespace, record.name));
+    if (existing) return existing;
+    const created: ScheduledCluster = {
+      ...record,
+      profile: fit.profile.name,
+      release: fit.release,
+      class: fit.release.className,
+      version: fit.release.kubernetesVersion,
+      stackNamespace: fit.profile.stack.namespace,
+      template: fit.definition,
+      requests: [],
+    };
+    this.clusters.set(key(record.namespace, record.name), created);
+    this.addToPool(created);
+    return created;
+  }
+
+  private addToPool(created: ScheduledCluster): void {
+    const pool = this.pools.get(created.purpose) ?? [];
+    const id = key(created.namespace, created.name);
+    let low = 0;
+    let high = pool.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (compareText(pool[middle]!.id, id) < 0) low = middle + 1;
+      else high = middle;
+    }
+    pool.splice(low, 0, { id, cluster: created });
+    this.pools.set(created.purpose, pool);
+  }
+
+  /** A cluster of the previous render kept as it was, because its purpose cannot be written now. */
+  private withhold(record: RequestedClusterRecord, reason: string): WithheldCluster {
+    const id = key(record.namespace, record.name);
+    const existing = this.withheld.get(id);
+    if (existing) return existing;
+    const created: WithheldCluster = { ...record, requests: [], reason };
+    this.withheld.set(id, created);
+    return created;
+  }
+
+  private grant(request: ClusterRequestInput, target: ScheduledCluster): void {
+    target.requests.push(key(request.namespace, request.name));
+    this.outcomes.push({
+      namespace: request.namespace,
+      name: request.name,
+      purpose: request.purpose,
+      phase: 'Granted',
+      cluster: { namespace: target.namespace, name: target.name },
+      reason: 'Scheduled',
+      message: `scheduled to Cluster ${key(target.namespace, target.name)}`,
+    });
+    this.assignments.push({
+      namespace: request.namespace,
+      name: request.name,
+      purpose: request.purpose,
+      cluster: { namespace: target.namespace, name: target.name },
+    });
+  }
+
+  /**
+   * Pending for `reason`, keeping the cluster the request had (under the purpose it had): written
+   * again when that purpose still fits, else kept as the previous render wrote it.
+   */
+  private keep(
+    request: ClusterRequestInput,
+    held: RequestedClusterRecord,
+    reason: RequestReason,
+    message: string,
+  ): void {
+    const fit = this.fitOf(held.purpose);
+    const target = isFit(fit) ? this.cluster(held, fit) : this.withhold(held, fit.message);
+    target.requests.push(key(request.namespace, request.name));
+    const at = { namespace: held.namespace, name: held.name };
+    this.outcomes.push({
+      namespace: request.namespace,
+      name: request.name,
+      purpose: request.purpose,
+      phase: 'Pending',
+      cluster: at,
+      reason,
+      message: `${message}; it keeps Cluster ${key(held.namespace, held.name)}${isFit(fit) ? '' : ' as the previous render wrote it'}`,
+    });
+    this.assignments.push({ namespace: request.namespace, name: request.name, purpose: held.purpose, cluster: at });
+  }
+
+  private pending(request: ClusterRequestInput, reason: RequestReason, message: string): void {
+    this.outcomes.push({
+      namespace: request.namespace,
+      name: request.name,
+      purpose: request.purpose,
+      phase: 'Pending',
+      reason,
+      message,
+    });
+  }
+
+  /** Labels a shared cluster is selected by: what openMCP puts on it, and what its live copy carries. */
+  private labelsOf(target: ScheduledCluster): Record<string, string> {
+    const { labels } = target.template.template.metadata;
+    return {
+      ...labels,
+      [DELETE_WITHOUT_REQUESTS_LABEL]: labels[DELETE_WITHOUT_REQUESTS_LABEL] ?? 'true',
+      ...this.input.liveLabels?.get(key(target.namespace, target.name)),
+    };
+  }
 }
+
+/** What a purpose is scheduled with now, or why it cannot be. */
+function fitFor(input: ScheduleInput, profiles: Map<string, ClusterProfileInfo>, purpose: string): Fit | Unfit {
+  const { config } = input;
+  if (input.configRefused !== undefined)
+    return {
+      reason: 'SchedulerConfigInvalid',
+      message: `the scheduler configuration is not valid, nothing is scheduled until it is fixed: ${input.configRefused}`,
+    };
+  if (!config)
+    return {
+      reason: 'NoSchedulerConfig',
+      message: 'no scheduler configuration was given (--scheduler-config); nothing is scheduled',
+    };
+  const definition = config.purposeMappings.get(purpose);
+  if (!definition) {
+    return {
+      reason: 'UnknownPurpose',
+      message: `purpose "${purpose}" is not in the scheduler configuration's purposeMappings (known: ${[...config.purposeMappings.keys()].join(', ') || 'none'}); add a mapping for it`,
+    };
+  }
+  const profile = profiles.get(definition.template.spec.profile);
+  if (!profile) {
+    return {
+      reason: 'UnknownProfile',
+      message: `purpose "${purpose}" is mapped to ClusterProfile "${definition.template.spec.profile}" (${config.origin}: purposeMappings.${purpose}.template.spec.profile), but no ClusterStack makes it; profiles: ${[...profiles.keys()].join(', ') || 'none (no ClusterStack in the inputs)'}`,
+    };
+  }
+  if (!profile.newClusterRelease) {
+    return {
+      reason: 'NoReadyRelease',
+      message: `ClusterProfile ${profile.name} (ClusterStack ${key(profile.stack.namespace, profile.stack.name)}) has no kept, ready release yet; the request is scheduled once one is ready`,
+    };
+  }
+  return { definition, profile, release: profile.newClusterRelease };
+}
+
+/** The record's own fields, without what the scheduler added to the cluster. */
+const recordOf = ({
+  namespace,
+  name,
+  purpose,
+  profile,
+  tenancy,
+  deleteWithoutRequests,
+  class: className,
+  version,
+}: RequestedClusterRecord): RequestedClusterRecord => ({
+  namespace,
+  name,
+  purpose,
+  profile,
+  tenancy,
+  deleteWithoutRequests,
+  class: className,
+  version,
+});
 
 function pick(
   candidates: ScheduledCluster[],

@@ -2,7 +2,7 @@
 // complete environment given, nothing inherited; input streamed as the child takes it; a limit on
 // the whole run and on silence; killed when the caller aborts; output captured within bounds. Its
 // own messages name the program only, never arguments or environment, where credentials may be.
-import { spawn } from 'node:child_process';
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import path from 'node:path';
 import type { Writable } from 'node:stream';
 import { Failure, type FailureKind } from './failure.js';
@@ -83,8 +83,6 @@ export function runProcess(
     return Promise.reject(new ProcessError('aborted', program, `${name} was not started: the run was cancelled`));
   return new Promise((resolve, reject) => {
     const started = performance.now();
-    const maxOutput = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
-    const maxError = options.maxErrorBytes ?? DEFAULT_MAX_ERROR_BYTES;
     const child = spawn(program, [...args], {
       shell: false,
       cwd: options.cwd,
@@ -92,85 +90,26 @@ export function runProcess(
       stdio: ['pipe', 'pipe', 'pipe'],
       windowsHide: true,
     });
-    const stdout: Buffer[] = [];
-    let stdoutBytes = 0;
-    let stderr: Buffer[] = [];
-    let stderrBytes = 0;
-    let settled = false;
-    let idleTimer: NodeJS.Timeout | undefined;
-    const totalTimer =
-      options.timeoutMs === undefined
-        ? undefined
-        : setTimeout(
-            () =>
-              stop(
-                new ProcessError(
-                  'timed-out',
-                  program,
-                  `${name} ran longer than ${formatSeconds(options.timeoutMs!)} and was stopped`,
-                ),
-              ),
-            options.timeoutMs,
-          );
-    const onAbort = (): void =>
-      stop(new ProcessError('aborted', program, `${name} was stopped: the run was cancelled`));
-    options.signal?.addEventListener('abort', onAbort, { once: true });
-    const finish = (): boolean => {
-      if (settled) return false;
-      settled = true;
-      clearTimeout(totalTimer);
-      clearTimeout(idleTimer);
-      options.signal?.removeEventListener('abort', onAbort);
-      return true;
-    };
-    const stop = (error: ProcessError): void => {
-      if (!finish()) return;
-      child.kill('SIGKILL');
-      child.stdout.destroy();
-      child.stderr.destroy();
-      child.stdin.destroy();
-      reject(error);
-    };
-    const heardFrom = (): void => {
-      if (options.idleTimeoutMs === undefined || settled) return;
-      clearTimeout(idleTimer);
-      idleTimer = setTimeout(
-        () =>
-          stop(
-            new ProcessError(
-              'idle',
-              program,
-              `${name} printed nothing for ${formatSeconds(options.idleTimeoutMs!)} and was stopped`,
-            ),
-          ),
-        options.idleTimeoutMs,
-      );
-    };
-    heardFrom();
+    const watch = new ChildWatch(child, program, options, reject);
+    const stdout = new BoundedOutput(options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES);
+    const stderr = new OutputTail(options.maxErrorBytes ?? DEFAULT_MAX_ERROR_BYTES);
     child.stdout.on('data', (chunk: Buffer) => {
-      heardFrom();
-      stdoutBytes += chunk.length;
-      if (stdoutBytes > maxOutput)
-        stop(
+      watch.heardFrom();
+      if (!stdout.add(chunk))
+        watch.stop(
           new ProcessError(
             'output-too-large',
             program,
-            `${name} printed more than ${Math.round(maxOutput / 1024 / 1024)} MiB and was stopped`,
+            `${name} printed more than ${Math.round(stdout.maxBytes / 1024 / 1024)} MiB and was stopped`,
           ),
         );
-      else stdout.push(chunk);
     });
     child.stderr.on('data', (chunk: Buffer) => {
-      heardFrom();
-      stderr.push(chunk);
-      stderrBytes += chunk.length;
-      if (stderrBytes > 2 * maxError) {
-        const kept = Buffer.concat(stderr).subarray(-maxError);
-        [stderr, stderrBytes] = [[kept], kept.length];
-      }
+      watch.heardFrom();
+      stderr.add(chunk);
     });
     child.on('error', (error: NodeJS.ErrnoException) => {
-      if (!finish()) return;
+      if (!watch.finish()) return;
       // Node's message carries internal frames and, for a missing directory, blames the program.
       const because = error.code === 'ENOENT' ? 'not found' : (error.code ?? error.message);
       reject(
@@ -180,13 +119,12 @@ export function runProcess(
       );
     });
     child.on('close', (code, signal) => {
-      if (!finish()) return;
-      const errorText = Buffer.concat(stderr);
+      if (!watch.finish()) return;
       resolve({
         exitCode: code ?? (signal ? 128 : 1),
         signal,
-        stdout: Buffer.concat(stdout),
-        stderr: errorText.length > maxError ? errorText.subarray(-maxError) : errorText,
+        stdout: stdout.bytes(),
+        stderr: stderr.bytes(),
         elapsedMs: performance.now() - started,
       });
     });
@@ -194,11 +132,130 @@ export function runProcess(
     child.stdin.on('error', () => undefined);
     writeInput(child.stdin, options.input).catch((error: unknown) => {
       // The input could not be produced: the run stops, and the caller hears why.
-      if (!finish()) return;
+      if (!watch.finish()) return;
       child.kill('SIGKILL');
       reject(error);
     });
   });
+}
+
+/**
+ * The limits on one child's run (in all, in silence, the caller's abort), and its settling: once,
+ * whatever comes first, with every timer and listener removed.
+ */
+class ChildWatch {
+  private readonly name: string;
+  private settled = false;
+  private idleTimer: NodeJS.Timeout | undefined;
+  private readonly totalTimer: NodeJS.Timeout | undefined;
+  private readonly onAbort = (): void =>
+    this.stop(new ProcessError('aborted', this.program, `${this.name} was stopped: the run was cancelled`));
+
+  constructor(
+    private readonly child: ChildProcessWithoutNullStreams,
+    private readonly program: string,
+    private readonly options: RunProcessOptions,
+    private readonly reject: (error: unknown) => void,
+  ) {
+    this.name = path.basename(program);
+    const { timeoutMs } = options;
+    this.totalTimer =
+      timeoutMs === undefined
+        ? undefined
+        : setTimeout(
+            () =>
+              this.stop(
+                new ProcessError(
+                  'timed-out',
+                  program,
+                  `${this.name} ran longer than ${formatSeconds(timeoutMs)} and was stopped`,
+                ),
+              ),
+            timeoutMs,
+          );
+    options.signal?.addEventListener('abort', this.onAbort, { once: true });
+    this.heardFrom();
+  }
+
+  /** The child printed something: the silence limit starts again. */
+  heardFrom(): void {
+    const { idleTimeoutMs } = this.options;
+    if (idleTimeoutMs === undefined || this.settled) return;
+    clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(
+      () =>
+        this.stop(
+          new ProcessError(
+            'idle',
+            this.program,
+            `${this.name} printed nothing for ${formatSeconds(idleTimeoutMs)} and was stopped`,
+          ),
+        ),
+      idleTimeoutMs,
+    );
+  }
+
+  /** Settles the run: true the first time only, so one outcome wins. */
+  finish(): boolean {
+    if (this.settled) return false;
+    this.settled = true;
+    clearTimeout(this.totalTimer);
+    clearTimeout(this.idleTimer);
+    this.options.signal?.removeEventListener('abort', this.onAbort);
+    return true;
+  }
+
+  /** Kills the child and rejects with `error`, unless the run has settled already. */
+  stop(error: ProcessError): void {
+    if (!this.finish()) return;
+    this.child.kill('SIGKILL');
+    this.child.stdout.destroy();
+    this.child.stderr.destroy();
+    this.child.stdin.destroy();
+    this.reject(error);
+  }
+}
+
+/** Standard output, all of it up to a bound. */
+class BoundedOutput {
+  private readonly chunks: Buffer[] = [];
+  private size = 0;
+
+  constructor(readonly maxBytes: number) {}
+
+  /** Keeps `chunk`; false, keeping nothing, once the output has grown past the bound. */
+  add(chunk: Buffer): boolean {
+    this.size += chunk.length;
+    if (this.size > this.maxBytes) return false;
+    this.chunks.push(chunk);
+    return true;
+  }
+
+  bytes(): Buffer {
+    return Buffer.concat(this.chunks);
+  }
+}
+
+/** Standard error's last bytes: trimmed as it grows, so a chatty program costs at most twice the bound. */
+class OutputTail {
+  private chunks: Buffer[] = [];
+  private size = 0;
+
+  constructor(private readonly maxBytes: number) {}
+
+  add(chunk: Buffer): void {
+    this.chunks.push(chunk);
+    this.size += chunk.length;
+    if (this.size > 2 * this.maxBytes) {
+      const kept = Buffer.concat(this.chunks).subarray(-this.maxBytes);
+      [this.chunks, this.size] = [[kept], kept.length];
+    }
+  }
+
+  bytes(): Buffer {
+    const text = Buffer.concat(this.chunks);
+    return text.length > this.maxBytes ? text.subarray(-this.maxBytes) : text;
+  }
 }
 
 /** Writes `input` to `stdin` as the child takes it, then closes it; stops quietly when the child closes it first. */

@@ -96,93 +96,101 @@ export function classifyInputs(objects: SourcedObject[], checkRules: CrdRuleChec
   };
   // An object defined twice is left out altogether (which copy Kubernetes would keep depends on
   // file order); the problem names every place, and the render stops on it.
-  const duplicates = findDuplicateObjects(objects);
-  inputs.problems.push(...duplicates);
+  inputs.problems.push(...findDuplicateObjects(objects));
   const counts = new Map<string, number>();
   for (const sourced of objects)
     counts.set(objectIdentity(sourced.object), (counts.get(objectIdentity(sourced.object)) ?? 0) + 1);
   const duplicated = new Set([...counts].filter(([, count]) => count > 1).map(([identity]) => identity));
   for (const sourced of objects) {
-    if (duplicated.has(objectIdentity(sourced.object))) continue;
-    const { object, source } = sourced;
-    const group = groupOf(object.apiVersion);
-    const meantGroup = mistypedGroup(group, object.kind);
-    if (meantGroup) {
-      inputs.problems.push({
-        source: fieldSource(object, source, 'apiVersion'),
-        object: describeObject(object),
-        path: 'apiVersion',
-        message: `${object.apiVersion} is no API group clusterstack reads for a ${object.kind}, and would be ignored; did you mean ${meantGroup}/${object.apiVersion.slice(group.length + 1)}?`,
-      });
-      continue;
-    }
-    if (group === API_GROUP) {
-      const validator =
-        object.kind === 'ClusterStack'
-          ? validateClusterStack
-          : object.kind === 'ClusterStackRelease'
-            ? validateClusterStackRelease
-            : object.kind === 'ClusterAddon'
-              ? validateClusterAddon
-              : undefined;
-      if (!validator) {
-        inputs.problems.push({
-          source: fieldSource(object, source, 'kind'),
-          path: 'kind',
-          message: `kind ${object.kind} is not part of ${API_GROUP}; known kinds are ClusterStack, ClusterStackRelease and ClusterAddon${didYouMean(object.kind, OWN_KINDS)}`,
-        });
-        continue;
-      }
-      const problems = validator(object, checkRules).map((problem) => ({
-        ...problem,
-        source: fieldSource(object, source, problem.path),
-        object: describeObject(object),
-      }));
-      if (problems.length > 0) {
-        inputs.problems.push(...problems);
-        continue;
-      }
-      // ClusterStackReleases and ClusterAddons are ours to write; as inputs they carry nothing we need.
-      if (object.kind === 'ClusterStack') inputs.clusterStacks.push(sourced as unknown as SourcedObject<ClusterStack>);
-    } else if (group === KRAAN_GROUP && object.kind === ADDONS_LAYER_KIND) {
-      const problems = validateAddonsLayer(object).map((problem) => ({
-        ...problem,
-        source: fieldSource(object, source, problem.path),
-        object: `AddonsLayer ${object.metadata.name}`,
-      }));
-      if (problems.length > 0) inputs.problems.push(...problems);
-      else inputs.addonsLayers.push(sourced as unknown as SourcedObject<AddonsLayer>);
-    } else if (group === OPERATOR_API_GROUP) {
-      const problems = validateProvider(object).map((problem) => ({
-        ...problem,
-        source: fieldSource(object, source, problem.path),
-        object: describeObject(object),
-      }));
-      if (problems.length > 0) inputs.problems.push(...problems);
-      else inputs.providers.push(sourced as SourcedObject<CapiProvider>);
-    } else if (group === CAPI_API_GROUP && object.kind === 'Cluster') {
-      inputs.clusters.push(sourced as SourcedObject<CapiCluster>);
-    } else if (object.kind.endsWith('ClusterStackRelease')) {
-      inputs.providerReleases.push(sourced);
-    } else {
-      const meant = mistypedKind(object.kind);
-      if (meant)
-        inputs.problems.push({
-          source: fieldSource(object, source, 'kind'),
-          object: describeObject(object),
-          path: 'kind',
-          message: `${object.kind} is no kind clusterstack reads, and would be ignored; did you mean ${meant}?`,
-        });
-      else inputs.others.push(sourced);
-    }
+    if (!duplicated.has(objectIdentity(sourced.object))) classifyObject(sourced, checkRules, inputs);
   }
-  const sameStacks = findDuplicateStacks(inputs.clusterStacks.map((s) => s.object));
-  if (sameStacks.length > 0) {
-    inputs.problems.push(...sameStacks);
-    const stacks = new Set(sameStacks.map((problem) => problem.object));
-    inputs.clusterStacks = inputs.clusterStacks.filter(
-      (s) => !stacks.has(`ClusterStack ${s.object.metadata.namespace ?? 'default'}/${s.object.metadata.name}`),
-    );
-  }
+  dropDuplicateStacks(inputs);
   return inputs;
+}
+
+/** One object into its group of `inputs`, or its problems into `inputs.problems`. */
+function classifyObject(sourced: SourcedObject, checkRules: CrdRuleChecker, inputs: Inputs): void {
+  const { object, source } = sourced;
+  const group = groupOf(object.apiVersion);
+  const meantGroup = mistypedGroup(group, object.kind);
+  if (meantGroup) {
+    inputs.problems.push({
+      source: fieldSource(object, source, 'apiVersion'),
+      object: describeObject(object),
+      path: 'apiVersion',
+      message: `${object.apiVersion} is no API group clusterstack reads for a ${object.kind}, and would be ignored; did you mean ${meantGroup}/${object.apiVersion.slice(group.length + 1)}?`,
+    });
+  } else if (group === API_GROUP) {
+    classifyOwnObject(sourced, checkRules, inputs);
+  } else if (group === KRAAN_GROUP && object.kind === ADDONS_LAYER_KIND) {
+    const problems = located(validateAddonsLayer(object), sourced, `AddonsLayer ${object.metadata.name}`);
+    if (problems.length > 0) inputs.problems.push(...problems);
+    else inputs.addonsLayers.push(sourced as unknown as SourcedObject<AddonsLayer>);
+  } else if (group === OPERATOR_API_GROUP) {
+    const problems = located(validateProvider(object), sourced);
+    if (problems.length > 0) inputs.problems.push(...problems);
+    else inputs.providers.push(sourced as SourcedObject<CapiProvider>);
+  } else if (group === CAPI_API_GROUP && object.kind === 'Cluster') {
+    inputs.clusters.push(sourced as SourcedObject<CapiCluster>);
+  } else if (object.kind.endsWith('ClusterStackRelease')) {
+    inputs.providerReleases.push(sourced);
+  } else {
+    const meant = mistypedKind(object.kind);
+    if (meant)
+      inputs.problems.push({
+        source: fieldSource(object, source, 'kind'),
+        object: describeObject(object),
+        path: 'kind',
+        message: `${object.kind} is no kind clusterstack reads, and would be ignored; did you mean ${meant}?`,
+      });
+    else inputs.others.push(sourced);
+  }
+}
+
+/** An object of our own API group: validated; only a valid ClusterStack is kept as input. */
+function classifyOwnObject(sourced: SourcedObject, checkRules: CrdRuleChecker, inputs: Inputs): void {
+  const { object, source } = sourced;
+  const validator =
+    object.kind === 'ClusterStack'
+      ? validateClusterStack
+      : object.kind === 'ClusterStackRelease'
+        ? validateClusterStackRelease
+        : object.kind === 'ClusterAddon'
+          ? validateClusterAddon
+          : undefined;
+  if (!validator) {
+    inputs.problems.push({
+      source: fieldSource(object, source, 'kind'),
+      path: 'kind',
+      message: `kind ${object.kind} is not part of ${API_GROUP}; known kinds are ClusterStack, ClusterStackRelease and ClusterAddon${didYouMean(object.kind, OWN_KINDS)}`,
+    });
+    return;
+  }
+  const problems = located(validator(object, checkRules), sourced);
+  if (problems.length > 0) {
+    inputs.problems.push(...problems);
+    return;
+  }
+  // ClusterStackReleases and ClusterAddons are ours to write; as inputs they carry nothing we need.
+  if (object.kind === 'ClusterStack') inputs.clusterStacks.push(sourced as unknown as SourcedObject<ClusterStack>);
+}
+
+/** An object's problems with the file and line of each field, and the object they are about. */
+function located(problems: Problem[], sourced: SourcedObject, object = describeObject(sourced.object)): Problem[] {
+  return problems.map((problem) => ({
+    ...problem,
+    source: fieldSource(sourced.object, sourced.source, problem.path),
+    object,
+  }));
+}
+
+/** Two ClusterStacks that would make the same releases: both are left out, with the problem. */
+function dropDuplicateStacks(inputs: Inputs): void {
+  const sameStacks = findDuplicateStacks(inputs.clusterStacks.map((s) => s.object));
+  if (sameStacks.length === 0) return;
+  inputs.problems.push(...sameStacks);
+  const stacks = new Set(sameStacks.map((problem) => problem.object));
+  inputs.clusterStacks = inputs.clusterStacks.filter(
+    (s) => !stacks.has(`ClusterStack ${s.object.metadata.namespace ?? 'default'}/${s.object.metadata.name}`),
+  );
 }

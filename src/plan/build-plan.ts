@@ -108,26 +108,48 @@ async function assemblePlan(options: PlanOptions): Promise<Plan> {
   };
   const inputs = classifyInputs(options.manifests.objects, options.checkCrdRules);
   const problems = [...options.manifests.problems, ...inputs.problems];
+  const listed = await listStackReleases(inputs, options, problems, warn);
+  const loads = new ReleaseLoads(options.workDir, warn);
+  const { resolution, skipped } = await resolveLoadable(inputs, listed, loads, warn);
+  const releases = keptReleases(resolution, listed, loads, skipped);
+  checkClusters(resolution, inputs, releases);
+  const plan: Plan = { inputs, resolution, releases, problems, warnings };
+  if (inputs.providers.length > 0) await addProviders(plan, options);
+  if (inputs.addonsLayers.length > 0) await addLayers(plan, options, warn);
+  return plan;
+}
 
-  // One listing per source location, however many stacks share it.
+/** Each ClusterStack's listed releases and source, and the stacks whose source could not be listed. */
+interface ListedStacks {
+  stackInputs: StackInput[];
+  unlisted: UnlistedStack[];
+  stackSources: Map<ClusterStack, ReleaseSource>;
+}
+
+/**
+ * Lists the releases of every ClusterStack's source, one listing per source location however many
+ * stacks share it. A source that cannot be opened or listed is the stack's problem; a default source
+ * that does not exist stops the plan (the flag names a wrong place).
+ */
+async function listStackReleases(
+  inputs: Inputs,
+  options: PlanOptions,
+  problems: Problem[],
+  warn: (message: string) => void,
+): Promise<ListedStacks> {
   const listings = new Map<string, Promise<ReleaseListing>>();
-  const stackInputs: StackInput[] = [];
-  const unlisted: UnlistedStack[] = [];
-  const stackSources = new Map<ClusterStack, ReleaseSource>();
+  const listed: ListedStacks = { stackInputs: [], unlisted: [], stackSources: new Map() };
   for (const { object: stack, source: origin } of inputs.clusterStacks) {
     const location = sourceLocationOf(stack, options.defaultSource);
+    const object = `ClusterStack ${stack.metadata.namespace ?? 'default'}/${stack.metadata.name}`;
     let source: ReleaseSource;
     try {
       source = options.openSource(location);
     } catch (error) {
-      problems.push({
-        source: origin,
-        object: `ClusterStack ${stack.metadata.namespace ?? 'default'}/${stack.metadata.name}`,
-        message: errorMessage(error),
-      });
+      problems.push({ source: origin, object, message: errorMessage(error) });
       continue;
     }
-    stackSources.set(stack, source);
+    listed.stackSources.set(stack, source);
     if (!listings.has(location)) listings.set(location, source.list());
     let listing: ReleaseListing;
     try {
@@ -135,13 +157,8 @@ async function assemblePlan(options: PlanOptions): Promise<Plan> {
     } catch (error) {
       if (error instanceof ReleaseSourceError && location === options.defaultSource && error.kind === 'not-found')
         throw new InputError([{ message: error.message }]);
-      problems.push({
-        source: origin,
-        object: `ClusterStack ${stack.metadata.namespace ?? 'default'}/${stack.metadata.name}`,
-        message: errorMessage(error),
-        ...retryableOf(error),
-      });
-      unlisted.push({ stack, source: location, retryable: retryableOf(error).retryable === true });
+      problems.push({ source: origin, object, message: errorMessage(error), ...retryableOf(error) });
+      listed.unlisted.push({ stack, source: location, retryable: retryableOf(error).retryable === true });
       continue;
     }
     const releases: AvailableRelease[] = listing.releases.map((release) => {
@@ -149,28 +166,37 @@ async function assemblePlan(options: PlanOptions): Promise<Plan> {
       if (release.publishedAt) available.publishedAt = release.publishedAt;
       return available;
     });
-    stackInputs.push({ stack, releases });
+    listed.stackInputs.push({ stack, releases });
   }
   for (const [location, listing] of listings) {
     const result = await listing.catch(() => undefined);
     for (const skipped of result?.skipped ?? [])
       warn(`release source ${location}: skipped "${skipped.name}": ${skipped.reason}`);
   }
+  return listed;
+}
 
+/** The releases given up on per stack: tag -> why it cannot be loaded. */
+type SkippedReleases = Map<ClusterStack, Map<string, string>>;
+
+/**
+ * Resolves which releases are kept, and loads them. A release kept only as the newest (ready) one
+ * that cannot be loaded (an empty directory, a truncated archive, a half-uploaded GitHub release) is
+ * skipped for its stack, and the next newest takes its place: a broken new upload nobody asked for
+ * must not stop every other stack. A release pinned in spec.versions or used by a Cluster is never
+ * skipped: its problem is reported. Resolves again until no more are skipped.
+ */
+async function resolveLoadable(
+  inputs: Inputs,
+  { stackInputs, unlisted, stackSources }: ListedStacks,
+  loads: ReleaseLoads,
+  warn: (message: string) => void,
+): Promise<{ resolution: Resolution; skipped: SkippedReleases }> {
   const clusters = inputs.clusters.map((c) => c.object);
   const providerReleases = inputs.providerReleases.map((p) => p.object);
-  // A release kept only as the newest (ready) one that cannot be loaded (an empty directory, a
-  // truncated archive, a half-uploaded GitHub release) is skipped for its stack, and the next newest
-  // takes its place: a broken new upload nobody asked for must not stop every other stack. A release
-  // pinned in spec.versions or used by a Cluster is never skipped: its problem is reported.
-  const skipped = new Map<ClusterStack, Map<string, string>>();
-  const attempts = new Map<string, LoadAttempt>();
-  // A source that failed in a way retrying later may fix (down, timed out) is not asked again in
-  // this run: every further release would wait out the same deadline.
-  const unavailable = new Map<ReleaseSource, string>();
-  let resolution: Resolution;
+  const skipped: SkippedReleases = new Map();
   for (;;) {
-    resolution = resolveReleases({
+    const resolution = resolveReleases({
       stacks: stackInputs.map((input) => ({
         ...input,
         releases: input.releases.filter((release) => !skipped.get(input.stack)?.has(release.tag)),
@@ -184,20 +210,7 @@ async function assemblePlan(options: PlanOptions): Promise<Plan> {
       const source = stackSources.get(stack.stack);
       if (!source) continue;
       for (const decision of stack.releases.filter((release) => release.kept)) {
-        const key = `${source.location}\n${decision.name}`;
-        let loaded = attempts.get(key);
-        if (!loaded) {
-          const down = unavailable.get(source);
-          loaded =
-            down === undefined
-              ? await loadKeptRelease(source, decision.name, options.workDir)
-              : notTried(source, decision.name, down);
-          attempts.set(key, loaded);
-          // Reported (plan and render print them, the controller logs them), never withholding the release.
-          for (const warning of loaded.content?.warnings ?? []) warn(formatProblem(warning));
-          const failure = loaded.problems.find((problem) => problem.retryable);
-          if (failure && !unavailable.has(source)) unavailable.set(source, `${decision.name}: ${failure.message}`);
-        }
+        const loaded = await loads.load(source, decision.name);
         if (loaded.content || !keptOnlyAsNewest(decision) || !loaded.skippable) continue;
         const reason = loaded.problems.map(formatProblem).join('; ');
         if (!skipped.has(stack.stack)) skipped.set(stack.stack, new Map());
@@ -208,9 +221,53 @@ async function assemblePlan(options: PlanOptions): Promise<Plan> {
         skippedMore = true;
       }
     }
-    if (!skippedMore) break;
+    if (!skippedMore) return { resolution, skipped };
+  }
+}
+
+/** Loads of kept releases, each source and tag tried once in a run. */
+class ReleaseLoads {
+  private readonly attempts = new Map<string, LoadAttempt>();
+  // A source that failed in a way retrying later may fix (down, timed out) is not asked again in
+  // this run: every further release would wait out the same deadline.
+  private readonly unavailable = new Map<ReleaseSource, string>();
+
+  constructor(
+    private readonly workDir: string,
+    private readonly warn: (message: string) => void,
+  ) {}
+
+  /** The release loaded, or the problems that stopped it; its warnings reported once. */
+  async load(source: ReleaseSource, tag: string): Promise<LoadAttempt> {
+    const key = `${source.location}\n${tag}`;
+    const earlier = this.attempts.get(key);
+    if (earlier) return earlier;
+    const down = this.unavailable.get(source);
+    const loaded = down === undefined ? await loadKeptRelease(source, tag, this.workDir) : notTried(source, tag, down);
+    this.attempts.set(key, loaded);
+    // Reported (plan and render print them, the controller logs them), never withholding the release.
+    for (const warning of loaded.content?.warnings ?? []) this.warn(formatProblem(warning));
+    const failure = loaded.problems.find((problem) => problem.retryable);
+    if (failure && !this.unavailable.has(source)) this.unavailable.set(source, `${tag}: ${failure.message}`);
+    return loaded;
   }
 
+  /** What `load` gave for a release it was asked for. */
+  loaded(source: ReleaseSource, tag: string): LoadAttempt {
+    return this.attempts.get(`${source.location}\n${tag}`)!;
+  }
+}
+
+/**
+ * The kept releases as loaded, by releaseKey. Skipped releases are added to their stack's decisions,
+ * so plans and reports show them with the reason.
+ */
+function keptReleases(
+  resolution: Resolution,
+  { stackInputs, stackSources }: ListedStacks,
+  loads: ReleaseLoads,
+  skipped: SkippedReleases,
+): Map<string, LoadedRelease> {
   const releases = new Map<string, LoadedRelease>();
   for (const stack of resolution.clusterStacks) {
     const source = stackSources.get(stack.stack);
@@ -218,10 +275,9 @@ async function assemblePlan(options: PlanOptions): Promise<Plan> {
     for (const decision of stack.releases.filter((release) => release.kept)) {
       const key = releaseKey(stack.namespace, decision.name);
       if (releases.has(key)) continue;
-      const { skippable: _skippable, ...loaded } = attempts.get(`${source.location}\n${decision.name}`)!;
+      const { skippable: _skippable, ...loaded } = loads.loaded(source, decision.name);
       releases.set(key, loaded);
     }
-    // Skipped releases stay visible in plans and reports, with the reason.
     for (const [tag, reason] of skipped.get(stack.stack) ?? [])
       stack.releases.push(
         skippedDecision(
@@ -231,48 +287,52 @@ async function assemblePlan(options: PlanOptions): Promise<Plan> {
         ),
       );
   }
-  checkClusters(resolution, inputs, releases);
-  const plan: Plan = { inputs, resolution, releases, problems, warnings };
-  if (inputs.providers.length > 0) {
-    const objects = options.manifests.objects.map((sourced) => sourced.object);
-    const [{ planProviders }, { createProviderFetcher }] = await Promise.all([
-      import('../providers/plan-providers.js'),
-      import('../providers/provider-fetcher.js'),
-    ]);
-    plan.providers = await planProviders(
-      inputs.providers,
-      objects,
-      options.providerFetcher ?? createProviderFetcher({ cacheDir: options.workDir }, options.openSource),
-      options.providerInputProblems,
-    );
-    problems.push(
-      ...plan.providers.problems,
-      ...plan.providers.providers.flatMap((planned) => planned.problems),
-      ...(plan.providers.certManager?.problems ?? []),
-    );
-    const providersNamespace = PROVIDERS_DIR.split('/')[1];
-    for (const { object: stack, source } of inputs.clusterStacks.filter(
-      (sourced) => sourced.object.metadata.namespace === providersNamespace,
-    )) {
-      problems.push({
-        source,
-        object: `ClusterStack ${providersNamespace}/${stack.metadata.name}`,
-        message: `lives in namespace "${providersNamespace}", whose output directory (${PROVIDERS_DIR}/) holds the Cluster API providers; move the ClusterStack to another namespace`,
-      });
-    }
+  return releases;
+}
+
+/** The Cluster API providers of the inputs (which hold at least one), their problems the plan's. */
+async function addProviders(plan: Plan, options: PlanOptions): Promise<void> {
+  const { inputs, problems } = plan;
+  const objects = options.manifests.objects.map((sourced) => sourced.object);
+  const [{ planProviders }, { createProviderFetcher }] = await Promise.all([
+    import('../providers/plan-providers.js'),
+    import('../providers/provider-fetcher.js'),
+  ]);
+  const providers = await planProviders(
+    inputs.providers,
+    objects,
+    options.providerFetcher ?? createProviderFetcher({ cacheDir: options.workDir }, options.openSource),
+    options.providerInputProblems,
+  );
+  plan.providers = providers;
+  problems.push(
+    ...providers.problems,
+    ...providers.providers.flatMap((planned) => planned.problems),
+    ...(providers.certManager?.problems ?? []),
+  );
+  const providersNamespace = PROVIDERS_DIR.split('/')[1];
+  for (const { object: stack, source } of inputs.clusterStacks.filter(
+    (sourced) => sourced.object.metadata.namespace === providersNamespace,
+  )) {
+    problems.push({
+      source,
+      object: `ClusterStack ${providersNamespace}/${stack.metadata.name}`,
+      message: `lives in namespace "${providersNamespace}", whose output directory (${PROVIDERS_DIR}/) holds the Cluster API providers; move the ClusterStack to another namespace`,
+    });
   }
+}
+
+/** The addon layers of the inputs (which hold at least one AddonsLayer): their problems the plan's, their notes warnings. */
+async function addLayers(plan: Plan, options: PlanOptions, warn: (message: string) => void): Promise<void> {
   const contentOf = (cluster: { stack?: { namespace: string }; namespace: string; release?: string }) =>
-    loadedRelease({ releases }, cluster.stack?.namespace ?? cluster.namespace, cluster.release)?.content;
-  const layers =
-    inputs.addonsLayers.length === 0 ? undefined : await planAddonsLayers(inputs, resolution, contentOf, options);
-  if (layers) {
-    plan.layers = layers;
-    problems.push(...layers.problems);
-    for (const note of layers.resolution.notes) warn(note);
-    for (const [name, reason] of layers.sourceFailures)
-      warn(`AddonsLayer ${name}: ${reason}; the layer is withheld for its Clusters`);
-  }
-  return plan;
+    loadedRelease(plan, cluster.stack?.namespace ?? cluster.namespace, cluster.release)?.content;
+  const layers = await planAddonsLayers(plan.inputs, plan.resolution, contentOf, options);
+  if (!layers) return;
+  plan.layers = layers;
+  plan.problems.push(...layers.problems);
+  for (const note of layers.resolution.notes) warn(note);
+  for (const [name, reason] of layers.sourceFailures)
+    warn(`AddonsLayer ${name}: ${reason}; the layer is withheld for its Clusters`);
 }
 
 /**

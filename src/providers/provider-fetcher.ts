@@ -219,11 +219,145 @@ function sortedVersions(tags: string[]): string[] {
 
 /** A fetcher over the same options (cache, tokens, fetch, timeouts) as the stack release sources. */
 export function createProviderFetcher(options: SourceOptions, openSource: SourceOpener): ProviderFetcher {
-  let cache: ReleaseCache | undefined;
-  const clients = new Map<string, RegistryClient>();
-  const registryFor = (registry: string, plainHttp: boolean): RegistryClient => {
+  return new ProviderReleases(options, openSource);
+}
+
+/** Provider releases from GitHub, OCI registries or ConfigMaps of the inputs; one release cache, one client per registry. */
+class ProviderReleases implements ProviderFetcher {
+  private cache: ReleaseCache | undefined;
+  private readonly clients = new Map<string, RegistryClient>();
+
+  constructor(
+    private readonly options: SourceOptions,
+    private readonly openSource: SourceOpener,
+  ) {}
+
+  async versions(provider: CapiProvider, inputs: KubeObject[]): Promise<string[]> {
+    const fetchConfig = provider.spec?.fetchConfig;
+    if (fetchConfig?.url) {
+      // Every tag is in the listing: stack release tags as releases, the others (v1.8.0) as skipped names.
+      const listing = await this.openSource(this.githubOf(provider)).list();
+      return sortedVersions([
+        ...listing.releases.map((release) => release.tag),
+        ...listing.skipped.map((skipped) => skipped.name),
+      ]);
+    }
+    if (fetchConfig?.oci) {
+      const ref = parseProviderOci(fetchConfig.oci, '');
+      if (ref.tag) return [ref.tag];
+      return sortedVersions(await this.registryFor(ref.registry, ref.plainHttp).listTags(ref.repository));
+    }
+    if (fetchConfig?.selector) return sortedVersions(fromInputs(provider, inputs).map((entry) => entry.version));
+    return noSource(provider);
+  }
+
+  async fetch(provider: CapiProvider, version: string, inputs: KubeObject[]): Promise<ProviderRelease> {
+    const fetchConfig = provider.spec?.fetchConfig;
+    if (fetchConfig?.selector) return configMapRelease(provider, version, inputs);
+    if (fetchConfig?.url) return this.fetchFromGitHub(provider, version);
+    if (fetchConfig?.oci) return this.fetchFromOci(provider, version, fetchConfig.oci);
+    return noSource(provider);
+  }
+
+  async certManager(url: string, version: string | undefined): Promise<CertManagerRelease> {
+    const enterpriseHost = this.options.githubApiUrl ? new URL(this.options.githubApiUrl).host : undefined;
+    const { location, version: resolved } = certManagerLocation(url, version, [
+      'github.com',
+      ...(enterpriseHost ? [enterpriseHost] : []),
+    ]);
+    if (location.kind === 'file') {
+      let components: string;
+      try {
+        components = await readFile(location.path, 'utf8');
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT')
+          throw new ReleaseSourceError('not-found', `cert-manager ${resolved}: there is no file ${location.path}`);
+        throw error;
+      }
+      return { version: resolved, components, source: location.path, digest: sha256Digest(components) };
+    }
+    // Only the one asset, through the GitHub source: conditional listing, token, verified cache.
+    const source = `github:${location.owner}/${location.repo}`;
+    const fetched = await this.openSource(`${source}#assets=${location.asset}`).fetch(location.tag);
+    const components = await readFile(path.join(fetched.dir, location.asset), 'utf8');
+    return { version: resolved, components, source: `${source} ${location.asset}`, digest: sha256Digest(components) };
+  }
+
+  /** A release's metadata.yaml and components asset, through the GitHub release source. */
+  private async fetchFromGitHub(provider: CapiProvider, version: string): Promise<ProviderRelease> {
+    const info = PROVIDER_KINDS[provider.kind]!;
+    const location = this.githubOf(provider);
+    const fetched = await this.openSource(location).fetch(version);
+    const read = async (file: string): Promise<string> => {
+      try {
+        return await readFile(path.join(fetched.dir, file), 'utf8');
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT')
+          throw new ReleaseSourceError(
+            'invalid-release',
+            `release ${version} of ${location} has no ${file} asset (a ${provider.kind} needs ${METADATA_FILE} and ${info.componentsAsset})`,
+          );
+        throw error;
+      }
+    };
+    return releaseOf(version, await read(METADATA_FILE), await read(info.componentsAsset), location);
+  }
+
+  /** A release from an OCI artifact in the cluster-api-operator's layout, its layers cached as files. */
+  private async fetchFromOci(provider: CapiProvider, version: string, reference: string): Promise<ProviderRelease> {
+    const info = PROVIDER_KINDS[provider.kind]!;
+    const ref = parseProviderOci(reference, version);
+    const where = `oci://${ref.registry}/${ref.repository}:${ref.tag}`;
+    const entry = await this.cachedArtifact(ref, where);
+    const name = provider.metadata.name;
+    const pick = async (candidates: string[], what: string): Promise<string> => {
+      for (const file of candidates) {
+        try {
+          return await readFile(path.join(entry.dir, file), 'utf8');
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+        }
+      }
+      throw new ReleaseSourceError(
+        'invalid-release',
+        `${where} has no ${what}: it needs one of ${candidates.join(', ')} (the cluster-api-operator's layout)`,
+      );
+    };
+    const metadata = await pick([`${info.type}-${name}-${version}-metadata.yaml`, METADATA_FILE], 'metadata');
+    const components = await pick(
+      [`${info.type}-${name}-${version}-components.yaml`, `${info.type}-components.yaml`, 'components.yaml'],
+      'components',
+    );
+    return releaseOf(version, metadata, components, `oci://${ref.registry}/${ref.repository}`);
+  }
+
+  /** The artifact's layers as files in the release cache, each layer named by its title annotation. */
+  private async cachedArtifact(
+    ref: ReturnType<typeof parseProviderOci>,
+    where: string,
+  ): Promise<NonNullable<Awaited<ReturnType<ReleaseCache['get']>>>> {
+    const client = this.registryFor(ref.registry, ref.plainHttp);
+    this.cache ??= new ReleaseCache(this.options.cacheDir);
+    const sourceKey = `provider-oci:${ref.registry}/${ref.repository}`;
+    const entry = await this.cache.get(sourceKey, ref.tag);
+    if (entry) return entry;
+    const { manifest } = await client.getManifest(ref.repository, ref.tag);
+    const layers = manifest.layers.map((layer, index) => {
+      const title = layer.annotations?.[TITLE_ANNOTATION];
+      if (title === undefined || !isPlainFileName(title))
+        throw new OciError('invalid-release', `${where}: layer ${index} has no plain file name in ${TITLE_ANNOTATION}`);
+      return { file: title, digest: layer.digest, size: layer.size };
+    });
+    return this.cache.put(sourceKey, ref.tag, async (dir) => {
+      for (const layer of layers)
+        await client.fetchBlob(ref.repository, layer.digest, path.join(dir, layer.file), layer.size);
+    });
+  }
+
+  private registryFor(registry: string, plainHttp: boolean): RegistryClient {
+    const { options } = this;
     const key = `${plainHttp ? 'http' : 'https'}://${registry}`;
-    let client = clients.get(key);
+    let client = this.clients.get(key);
     if (!client) {
       client = new RegistryClient({
         registry,
@@ -233,15 +367,16 @@ export function createProviderFetcher(options: SourceOptions, openSource: Source
         ...(options.logger ? { logger: options.logger } : {}),
         ...(options.timeouts ? { timeoutMs: options.timeouts.readMs, totalTimeoutMs: options.timeouts.totalMs } : {}),
       });
-      clients.set(key, client);
+      this.clients.set(key, client);
     }
     return client;
-  };
-  const githubOf = (provider: CapiProvider): string => {
+  }
+
+  /** The GitHub release source of `fetchConfig.url`: github.com, or the GitHub Enterprise host --github-api-url names. */
+  private githubOf(provider: CapiProvider): string {
     const url = provider.spec?.fetchConfig?.url ?? '';
     const match = GITHUB_URL.exec(url);
-    // github.com, or the GitHub Enterprise host --github-api-url names.
-    const enterpriseHost = options.githubApiUrl ? new URL(options.githubApiUrl).host : undefined;
+    const enterpriseHost = this.options.githubApiUrl ? new URL(this.options.githubApiUrl).host : undefined;
     if (!match || (match[1] !== 'github.com' && match[1] !== enterpriseHost)) {
       throw new ReleaseSourceError(
         'not-found',
@@ -249,126 +384,14 @@ export function createProviderFetcher(options: SourceOptions, openSource: Source
       );
     }
     return `github:${match[2]}/${match[3]!.replace(/\.git$/, '')}`;
-  };
-  const noSource = (provider: CapiProvider): never => {
-    throw new ReleaseSourceError(
-      'not-found',
-      `${provider.kind} ${provider.metadata.namespace ?? 'default'}/${provider.metadata.name} has no spec.fetchConfig; clusterctl's built-in provider list is not bundled, so name the release with fetchConfig.url (e.g. https://github.com/kubernetes-sigs/cluster-api/releases), oci or selector`,
-    );
-  };
+  }
+}
 
-  return {
-    async versions(provider, inputs) {
-      const fetchConfig = provider.spec?.fetchConfig;
-      if (fetchConfig?.url) {
-        // Every tag is in the listing: stack release tags as releases, the others (v1.8.0) as skipped names.
-        const listing = await openSource(githubOf(provider)).list();
-        return sortedVersions([
-          ...listing.releases.map((release) => release.tag),
-          ...listing.skipped.map((skipped) => skipped.name),
-        ]);
-      }
-      if (fetchConfig?.oci) {
-        const ref = parseProviderOci(fetchConfig.oci, '');
-        if (ref.tag) return [ref.tag];
-        return sortedVersions(await registryFor(ref.registry, ref.plainHttp).listTags(ref.repository));
-      }
-      if (fetchConfig?.selector) return sortedVersions(fromInputs(provider, inputs).map((entry) => entry.version));
-      return noSource(provider);
-    },
-
-    async fetch(provider, version, inputs) {
-      const fetchConfig = provider.spec?.fetchConfig;
-      const info = PROVIDER_KINDS[provider.kind]!;
-      if (fetchConfig?.selector) return configMapRelease(provider, version, inputs);
-      if (fetchConfig?.url) {
-        const location = githubOf(provider);
-        const fetched = await openSource(location).fetch(version);
-        const read = async (file: string): Promise<string> => {
-          try {
-            return await readFile(path.join(fetched.dir, file), 'utf8');
-          } catch (error) {
-            if ((error as NodeJS.ErrnoException).code === 'ENOENT')
-              throw new ReleaseSourceError(
-                'invalid-release',
-                `release ${version} of ${location} has no ${file} asset (a ${provider.kind} needs ${METADATA_FILE} and ${info.componentsAsset})`,
-              );
-            throw error;
-          }
-        };
-        return releaseOf(version, await read(METADATA_FILE), await read(info.componentsAsset), location);
-      }
-      if (fetchConfig?.oci) {
-        const ref = parseProviderOci(fetchConfig.oci, version);
-        const where = `oci://${ref.registry}/${ref.repository}:${ref.tag}`;
-        const client = registryFor(ref.registry, ref.plainHttp);
-        cache ??= new ReleaseCache(options.cacheDir);
-        const sourceKey = `provider-oci:${ref.registry}/${ref.repository}`;
-        let entry = await cache.get(sourceKey, ref.tag);
-        if (!entry) {
-          const { manifest } = await client.getManifest(ref.repository, ref.tag);
-          const layers = manifest.layers.map((layer, index) => {
-            const title = layer.annotations?.[TITLE_ANNOTATION];
-            if (title === undefined || !isPlainFileName(title))
-              throw new OciError(
-                'invalid-release',
-                `${where}: layer ${index} has no plain file name in ${TITLE_ANNOTATION}`,
-              );
-            return { file: title, digest: layer.digest, size: layer.size };
-          });
-          entry = await cache.put(sourceKey, ref.tag, async (dir) => {
-            for (const layer of layers)
-              await client.fetchBlob(ref.repository, layer.digest, path.join(dir, layer.file), layer.size);
-          });
-        }
-        const name = provider.metadata.name;
-        const pick = async (candidates: string[], what: string): Promise<string> => {
-          for (const file of candidates) {
-            try {
-              return await readFile(path.join(entry.dir, file), 'utf8');
-            } catch (error) {
-              if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-            }
-          }
-          throw new ReleaseSourceError(
-            'invalid-release',
-            `${where} has no ${what}: it needs one of ${candidates.join(', ')} (the cluster-api-operator's layout)`,
-          );
-        };
-        const metadata = await pick([`${info.type}-${name}-${version}-metadata.yaml`, METADATA_FILE], 'metadata');
-        const components = await pick(
-          [`${info.type}-${name}-${version}-components.yaml`, `${info.type}-components.yaml`, 'components.yaml'],
-          'components',
-        );
-        return releaseOf(version, metadata, components, `oci://${ref.registry}/${ref.repository}`);
-      }
-      return noSource(provider);
-    },
-
-    async certManager(url, version) {
-      const enterpriseHost = options.githubApiUrl ? new URL(options.githubApiUrl).host : undefined;
-      const { location, version: resolved } = certManagerLocation(url, version, [
-        'github.com',
-        ...(enterpriseHost ? [enterpriseHost] : []),
-      ]);
-      if (location.kind === 'file') {
-        let components: string;
-        try {
-          components = await readFile(location.path, 'utf8');
-        } catch (error) {
-          if ((error as NodeJS.ErrnoException).code === 'ENOENT')
-            throw new ReleaseSourceError('not-found', `cert-manager ${resolved}: there is no file ${location.path}`);
-          throw error;
-        }
-        return { version: resolved, components, source: location.path, digest: sha256Digest(components) };
-      }
-      // Only the one asset, through the GitHub source: conditional listing, token, verified cache.
-      const source = `github:${location.owner}/${location.repo}`;
-      const fetched = await openSource(`${source}#assets=${location.asset}`).fetch(location.tag);
-      const components = await readFile(path.join(fetched.dir, location.asset), 'utf8');
-      return { version: resolved, components, source: `${source} ${location.asset}`, digest: sha256Digest(components) };
-    },
-  };
+function noSource(provider: CapiProvider): never {
+  throw new ReleaseSourceError(
+    'not-found',
+    `${provider.kind} ${provider.metadata.namespace ?? 'default'}/${provider.metadata.name} has no spec.fetchConfig; clusterctl's built-in provider list is not bundled, so name the release with fetchConfig.url (e.g. https://github.com/kubernetes-sigs/cluster-api/releases), oci or selector`,
+  );
 }
 
 /** Problems of a fetch failure, for the plan: a release that is not there is the input's to fix; a remote down is retryable. */

@@ -148,85 +148,118 @@ export function handOverAddonMoves(
   marks: KeepMarks,
 ): AddonMoves {
   const moves: AddonMoves = { files: new Map(), handovers: [], notes: [], warnings: [] };
-  const previous = published.tree;
-  const handedOver = published.addonHandovers;
   const previousUnits = [...published.units.values()];
   // Only a cluster whose addon units changed can have an object that moved: the others keep every
   // file where it was (their objects are not even looked at, which at thousands of clusters is most
   // of this function's time).
-  const changed = clustersWithChangedAddons(previousUnits, records, handedOver);
+  const changed = clustersWithChangedAddons(previousUnits, records, published.addonHandovers);
   if (changed.size === 0) return moves;
-  const before = addonHomes(entriesOfClusters(previous, changed));
+  const before = addonHomes(entriesOfClusters(published.tree, changed));
   if (before.size === 0) return moves;
-  const heldBefore = new Set(previousUnits.filter((unit) => unit.layer?.hold === true).map((unit) => unit.dir));
-  const recordOf = new Map(records.map((record) => [record.dir, record]));
   const addonRecords = records
-    .filter(
-      (record) =>
-        (record.kind === 'cluster-stage' || record.kind === 'cluster-layer') && changed.has(clusterDirOf(record.dir)),
-    )
+    .filter((record) => isAddonRecord(record) && changed.has(clusterDirOf(record.dir)))
     .sort((a, b) => compareText(a.dir, b.dir));
-  const now = addonHomes(
-    addonRecords.flatMap((record) =>
-      [...(rendered.get(record.dir) ?? [])].map(([file, text]): [string, string] => [`${record.dir}/${file}`, text]),
+  const scan: MoveScan = {
+    rendered,
+    marks,
+    moves,
+    before,
+    now: addonHomes(
+      addonRecords.flatMap((record) =>
+        [...(rendered.get(record.dir) ?? [])].map(([file, text]): [string, string] => [`${record.dir}/${file}`, text]),
+      ),
     ),
-  );
+    handedOver: published.addonHandovers,
+    heldBefore: new Set(previousUnits.filter((unit) => unit.layer?.hold === true).map((unit) => unit.dir)),
+    recordOf: new Map(records.map((record) => [record.dir, record])),
+  };
   for (const record of addonRecords) {
     const files = rendered.get(record.dir);
     if (!files) continue;
-    for (const [file, text] of [...files].sort(([a], [b]) => compareText(a, b))) {
-      const found = identityOfText(text);
-      if (!found) continue;
-      const homes = before.get(`${clusterDirOf(record.dir)}\u0000${found.key}`);
-      if (!homes || homes.some((home) => home.dir === record.dir)) continue;
-      // Still rendered where it was (two directories render it now): not a move.
-      const current = new Set((now.get(`${clusterDirOf(record.dir)}\u0000${found.key}`) ?? []).map((home) => home.dir));
-      if (homes.some((home) => current.has(home.dir))) continue;
-      const from = [...homes].sort((a, b) => compareText(a.path, b.path))[0]!;
-      const subject = describeIdentity(found.identity);
-      const earlier = handedOver.get(from.path);
-      const fromRecord = recordOf.get(from.dir);
-      // A held owner applies nothing: the marks reach the cluster only in the render after the hold is lifted.
-      const held = fromRecord?.layer?.hold === true || heldBefore.has(from.dir);
-      // Handed over in the previous render to this directory (and applied by then): the move completes now.
-      if (earlier && earlier.to === record.dir && !held) continue;
-      if (!fromRecord || !rendered.has(from.dir)) {
-        moves.warnings.push(
-          `${subject} moves from ${from.dir}/, which leaves the tree in the same commit, to ${record.dir}/: its old owner may delete it before the new one applies it (it is then created again); keep the old directory one render longer to have it handed over safely`,
-        );
-        continue;
-      }
-      const name = from.path.slice(from.dir.length + 1);
-      const marked = /^sops:/m.test(text) ? undefined : markedAgainstPrune(text, marks);
-      if (marked === undefined || rendered.get(from.dir)!.has(name) || moves.files.has(from.path)) {
-        moves.warnings.push(
-          `${subject} moves from ${from.dir}/ to ${record.dir}/ without a handover (${marked === undefined ? 'it cannot be annotated: an encrypted or unreadable document' : `${from.dir}/${name} is taken by another object`}): its old owner may delete it before the new one applies it`,
-        );
-        continue;
-      }
-      files.delete(file);
-      record.files = record.files.filter((entry) => entry !== file);
-      record.shared = Object.fromEntries(
-        Object.entries({ ...record.shared, [file]: from.path }).sort(([a], [b]) => compareText(a, b)),
-      );
-      moves.files.set(from.path, marked);
-      moves.handovers.push({
-        path: from.path,
-        from: from.dir,
-        to: record.dir,
-        file,
-        digest: sha256Digest(text),
-        ...found.identity,
-      });
-      moves.notes.push(
-        held
-          ? `${subject} moves from ${from.dir}/ to ${record.dir}/: it stays in ${from.dir}/, marked against pruning, while that layer is on hold and for the render that lifts the hold; the render after that completes the move`
-          : `${subject} moves from ${from.dir}/ to ${record.dir}/: this render keeps it in ${from.dir}/, marked so neither Flux nor Argo CD prunes it; the next render completes the move`,
-      );
-    }
+    for (const [file, text] of [...files].sort(([a], [b]) => compareText(a, b))) handOverMove(scan, record, file, text);
   }
   moves.handovers.sort((a, b) => compareText(a.path, b.path));
   moves.notes.sort(compareText);
   moves.warnings.sort(compareText);
   return moves;
+}
+
+/** What one handOverAddonMoves run looks at, and the moves it has found so far. */
+interface MoveScan {
+  rendered: Map<string, Map<string, string>>;
+  marks: KeepMarks;
+  moves: AddonMoves;
+  /** Where each addon object of the changed clusters lived in the published tree, and lives now. */
+  before: Map<string, Home[]>;
+  now: Map<string, Home[]>;
+  handedOver: ReadonlyMap<string, AddonHandoverRecord>;
+  /** Layer directories that were on hold in the published tree. */
+  heldBefore: Set<string>;
+  recordOf: Map<string, UnitRecord>;
+}
+
+/** Where a rendered object lived before when it moved there from another directory of its cluster. */
+function movedFrom(
+  scan: MoveScan,
+  record: UnitRecord,
+  text: string,
+): { from: Home; found: NonNullable<ReturnType<typeof identityOfText>> } | undefined {
+  const found = identityOfText(text);
+  if (!found) return undefined;
+  const homes = scan.before.get(`${clusterDirOf(record.dir)}\u0000${found.key}`);
+  if (!homes || homes.some((home) => home.dir === record.dir)) return undefined;
+  // Still rendered where it was (two directories render it now): not a move.
+  const current = new Set(
+    (scan.now.get(`${clusterDirOf(record.dir)}\u0000${found.key}`) ?? []).map((home) => home.dir),
+  );
+  if (homes.some((home) => current.has(home.dir))) return undefined;
+  return { from: [...homes].sort((a, b) => compareText(a.path, b.path))[0]!, found };
+}
+
+/** Hands one rendered file over when its object moved, or warns why it cannot be. */
+function handOverMove(scan: MoveScan, record: UnitRecord, file: string, text: string): void {
+  const { moves, rendered } = scan;
+  const move = movedFrom(scan, record, text);
+  if (!move) return;
+  const { from, found } = move;
+  const subject = describeIdentity(found.identity);
+  const earlier = scan.handedOver.get(from.path);
+  const fromRecord = scan.recordOf.get(from.dir);
+  // A held owner applies nothing: the marks reach the cluster only in the render after the hold is lifted.
+  const held = fromRecord?.layer?.hold === true || scan.heldBefore.has(from.dir);
+  // Handed over in the previous render to this directory (and applied by then): the move completes now.
+  if (earlier && earlier.to === record.dir && !held) return;
+  if (!fromRecord || !rendered.has(from.dir)) {
+    moves.warnings.push(
+      `${subject} moves from ${from.dir}/, which leaves the tree in the same commit, to ${record.dir}/: its old owner may delete it before the new one applies it (it is then created again); keep the old directory one render longer to have it handed over safely`,
+    );
+    return;
+  }
+  const name = from.path.slice(from.dir.length + 1);
+  const marked = /^sops:/m.test(text) ? undefined : markedAgainstPrune(text, scan.marks);
+  if (marked === undefined || rendered.get(from.dir)!.has(name) || moves.files.has(from.path)) {
+    moves.warnings.push(
+      `${subject} moves from ${from.dir}/ to ${record.dir}/ without a handover (${marked === undefined ? 'it cannot be annotated: an encrypted or unreadable document' : `${from.dir}/${name} is taken by another object`}): its old owner may delete it before the new one applies it`,
+    );
+    return;
+  }
+  rendered.get(record.dir)!.delete(file);
+  record.files = record.files.filter((entry) => entry !== file);
+  record.shared = Object.fromEntries(
+    Object.entries({ ...record.shared, [file]: from.path }).sort(([a], [b]) => compareText(a, b)),
+  );
+  moves.files.set(from.path, marked);
+  moves.handovers.push({
+    path: from.path,
+    from: from.dir,
+    to: record.dir,
+    file,
+    digest: sha256Digest(text),
+    ...found.identity,
+  });
+  moves.notes.push(
+    held
+      ? `${subject} moves from ${from.dir}/ to ${record.dir}/: it stays in ${from.dir}/, marked against pruning, while that layer is on hold and for the render that lifts the hold; the render after that completes the move`
+      : `${subject} moves from ${from.dir}/ to ${record.dir}/: this render keeps it in ${from.dir}/, marked so neither Flux nor Argo CD prunes it; the next render completes the move`,
+  );
 }

@@ -36,7 +36,7 @@ import {
 import { buildProvenance, buildSummary } from './tree-records.js';
 import { unitFiles, type UnitFiles } from './unit-files.js';
 import type { UnitDecision, UnitPlan } from './unit-decisions.js';
-import { handOverAddonMoves } from './addon-moves.js';
+import { type AddonMoves, handOverAddonMoves } from './addon-moves.js';
 import {
   holdReleasesOfKeptClusters,
   keepPreviousOutput,
@@ -212,74 +212,103 @@ function unitRenderer(
         : old && old.renderDigest === renderDigest && !plan.notReusable.has(unit.record.dir)
           ? previousFiles(old, options.previous, settings.engine.keepMarks)
           : undefined;
-    if (reused)
-      return {
-        files: new Map(reused),
-        record: {
-          ...unit.record,
-          renderDigest,
-          files: [...reused.keys()].sort(),
-          ...(old?.notes ? { notes: old.notes } : {}),
-          ...(old?.secrets ? { secrets: old.secrets } : {}),
-          ...(old?.renderedWith ? { renderedWith: old.renderedWith } : {}),
-          ...(old?.hooks ? { hooks: old.hooks } : {}),
-        },
-        helmAnswered: false,
-      };
-    let output: string;
-    try {
-      if (unit.manifests !== undefined) output = unit.manifests;
-      else {
-        const rendering = deps.renderChart({
-          releaseName: unit.releaseName,
-          chart: unit.chart,
-          namespace: unit.renderNamespace,
-          kubeVersion: unit.kubeVersion,
-          apiVersions: unit.apiVersions,
-          values: helmValues,
-          includeCrds: unit.includeCrds,
-        });
-        if (values.ready.has(unit)) warmWhileHelmRuns();
-        output = await rendering;
-      }
-    } catch (error) {
-      // The chart failed for this unit (a template error, a `fail`): withhold the unit alone. Output
-      // nested deeper than this thread reads is not its failure: the command reruns on a deep stack.
-      if (failureKindOf(error) !== 'fix-input' || error instanceof DeepNestingError) throw error;
-      return { failure: (error as Error).message, helmAnswered: false };
-    }
-    let result: UnitFiles;
-    try {
-      result = unitFiles(
-        output,
-        unit,
-        settings.secrets,
-        settings.managementAnnotations?.annotationsFor,
-        settings.engine.hookPhases,
-      );
-    } catch (error) {
-      if (!(error instanceof SecretRefusedError)) throw error;
-      return { refusal: error, helmAnswered: true };
-    }
-    if (result.problems.length > 0) return { failure: result.problems.join('; '), helmAnswered: true };
-    const secrets =
-      result.secrets.length > 0
-        ? await encryptUnitSecrets(unit.record.dir, result, settings.encryption!, lastModified)
-        : undefined;
-    const renderedWith = unit.manifests === undefined ? deps.rendererName?.() : undefined;
-    return {
-      files: result.files,
-      record: {
-        ...unit.record,
-        renderDigest,
-        files: [...result.files.keys()].sort(),
-        ...(result.notes.length > 0 ? { notes: result.notes } : {}),
-        ...(secrets ? { secrets } : {}),
-        ...(renderedWith ? { renderedWith } : {}),
-        ...(result.hooks.length > 0 ? { hooks: result.hooks } : {}),
-      },
-      helmAnswered: true,
-    };
+    if (reused) return reusedUnit(unit, renderDigest, reused, old);
+    const output = await chartOutput(unit, deps, helmValues, values.ready.has(unit) ? warmWhileHelmRuns : undefined);
+    if (typeof output !== 'string') return output;
+    return renderedUnit(plan, deps, unit, output, renderDigest, lastModified);
+  };
+}
+
+/** A unit whose published files stay: its record as published, with this render's digest. */
+function reusedUnit(
+  unit: PendingUnit,
+  renderDigest: string,
+  reused: ReadonlyMap<string, string>,
+  old: UnitRecord | undefined,
+): UnitResult {
+  return {
+    files: new Map(reused),
+    record: {
+      ...unit.record,
+      renderDigest,
+      files: [...reused.keys()].sort(),
+      ...(old?.notes ? { notes: old.notes } : {}),
+      ...(old?.secrets ? { secrets: old.secrets } : {}),
+      ...(old?.renderedWith ? { renderedWith: old.renderedWith } : {}),
+      ...(old?.hooks ? { hooks: old.hooks } : {}),
+    },
+    helmAnswered: false,
+  };
+}
+
+/** The unit's manifests: its own, or helm's for its chart; a chart failing for this unit withholds it alone. */
+async function chartOutput(
+  unit: PendingUnit,
+  deps: RenderDependencies,
+  helmValues: ReturnType<typeof chartValues>,
+  whileHelmRuns: (() => void) | undefined,
+): Promise<string | UnitResult> {
+  try {
+    if (unit.manifests !== undefined) return unit.manifests;
+    const rendering = deps.renderChart({
+      releaseName: unit.releaseName,
+      chart: unit.chart,
+      namespace: unit.renderNamespace,
+      kubeVersion: unit.kubeVersion,
+      apiVersions: unit.apiVersions,
+      values: helmValues,
+      includeCrds: unit.includeCrds,
+    });
+    whileHelmRuns?.();
+    return await rendering;
+  } catch (error) {
+    // The chart failed for this unit (a template error, a `fail`): withhold the unit alone. Output
+    // nested deeper than this thread reads is not its failure: the command reruns on a deep stack.
+    if (failureKindOf(error) !== 'fix-input' || error instanceof DeepNestingError) throw error;
+    return { failure: (error as Error).message, helmAnswered: false };
+  }
+}
+
+/** Helm's output as the unit's files: split, checked against the secrets policy, Secrets encrypted. */
+async function renderedUnit(
+  { settings }: UnitPlan,
+  deps: RenderDependencies,
+  unit: PendingUnit,
+  output: string,
+  renderDigest: string,
+  lastModified: string,
+): Promise<UnitResult> {
+  let result: UnitFiles;
+  try {
+    result = unitFiles(
+      output,
+      unit,
+      settings.secrets,
+      settings.managementAnnotations?.annotationsFor,
+      settings.engine.hookPhases,
+    );
+  } catch (error) {
+    if (!(error instanceof SecretRefusedError)) throw error;
+    return { refusal: error, helmAnswered: true };
+  }
+  if (result.problems.length > 0) return { failure: result.problems.join('; '), helmAnswered: true };
+  const secrets =
+    result.secrets.length > 0
+      ? await encryptUnitSecrets(unit.record.dir, result, settings.encryption!, lastModified)
+      : undefined;
+  const renderedWith = unit.manifests === undefined ? deps.rendererName?.() : undefined;
+  return {
+    files: result.files,
+    record: {
+      ...unit.record,
+      renderDigest,
+      files: [...result.files.keys()].sort(),
+      ...(result.notes.length > 0 ? { notes: result.notes } : {}),
+      ...(secrets ? { secrets } : {}),
+      ...(renderedWith ? { renderedWith } : {}),
+      ...(result.hooks.length > 0 ? { hooks: result.hooks } : {}),
+    },
+    helmAnswered: true,
   };
 }
 
@@ -340,7 +369,46 @@ function assembleOutcome(
   // An addon object that changed directory within its cluster stays one render in the old one, marked against pruning.
   const moves = handOverAddonMoves(published, placement.rendered, placement.records, plan.settings.engine.keepMarks);
   const placed = placement.records.sort((a, b) => compareText(a.dir, b.dir));
-  // Cluster API providers (management/providers/): no helm, rendered every time, same bytes.
+  const providers = addProviders(plan, published, placement.rendered, withheld);
+  const { provenance, summary } = outcomeRecords(plan, run, placed, placement, providers, moves, options);
+  summary.notes.push(...movedObjectNotes(published, placed, placement, moves));
+  // A Cluster made for requests moves to another class only with its new addons (held-cluster-moves.ts).
+  const requestFiles = options.clusterRequests
+    ? holdWithheldClusterMoves(options.clusterRequests.files, withheld, published.tree)
+    : undefined;
+  if (requestFiles) summary.notes.push(...requestFiles.notes);
+  const tree = assembleTree(
+    placement.rendered,
+    [...placed, ...providers.records],
+    provenance,
+    summary,
+    options.readmeTemplate,
+    requestFiles?.files,
+    { files: new Map([...placement.sharedFiles, ...moves.files]), dirs: placement.sharedDirs },
+  );
+  const notes = [...summary.notes, ...moves.warnings, ...handEditWarnings(plan, placed, published)];
+  return {
+    tree,
+    provenance,
+    summary,
+    withheld,
+    notes,
+    stats: {
+      unitsRendered: run.renderedNow.size,
+      unitsReused: placed.filter((record) => !run.renderedNow.has(record.dir)).length,
+    },
+  };
+}
+
+type Placement = ReturnType<typeof placeSharedObjects>;
+
+/** Cluster API providers (management/providers/): no helm, rendered every time, same bytes. Their withholds join the run's, sorted. */
+function addProviders(
+  plan: UnitPlan,
+  published: PublishedState,
+  rendered: Placement['rendered'],
+  withheld: WithheldEntry[],
+): ReturnType<typeof renderProviders> {
   const providers = renderProviders(
     plan.plan.providers,
     published.tree,
@@ -348,7 +416,7 @@ function assembleOutcome(
     plan.settings.secrets,
     plan.settings.engine.keepMarks,
   );
-  for (const [dir, files] of providers.rendered) placement.rendered.set(dir, files);
+  for (const [dir, files] of providers.rendered) rendered.set(dir, files);
   withheld.push(...providers.withheld);
   withheld.sort((a, b) =>
     compareText(
@@ -356,7 +424,20 @@ function assembleOutcome(
       `${b.kind}/${b.namespace}/${b.name}/${b.layer ?? ''}`,
     ),
   );
+  return providers;
+}
 
+/** The tree's provenance and summary: units, withholds, providers, requests, handovers, hooks and encrypted Secrets. */
+function outcomeRecords(
+  plan: UnitPlan,
+  run: UnitsRendered,
+  placed: UnitRecord[],
+  placement: Placement,
+  providers: ReturnType<typeof renderProviders>,
+  moves: AddonMoves,
+  options: RenderOptions,
+): { provenance: Provenance; summary: RenderSummary } {
+  const { withheld } = run;
   const allUnits = plan.units.map(({ unit }) => unit);
   const provenance = buildProvenance(
     plan.plan,
@@ -394,6 +475,16 @@ function assembleOutcome(
   if (helmHooks.length > 0) summary.helmHooks = helmHooks;
   if (placed.some((record) => record.secrets))
     summary.encryptedSecrets = describeEncryptedSecrets(placed, options.decryptionKey);
+  return { provenance, summary };
+}
+
+/** Notes on objects moving between releases and shared/, and on addon objects handed over between directories. */
+function movedObjectNotes(
+  published: PublishedState,
+  placed: UnitRecord[],
+  placement: Placement,
+  moves: AddonMoves,
+): string[] {
   const placedFiles = [
     ...placed
       .filter((record) => record.kind === 'release')
@@ -405,40 +496,14 @@ function assembleOutcome(
       ),
     ...placement.sharedFiles,
   ];
-  summary.notes.push(
+  return [
     ...handoverNotes(
       published.tree,
       placedFiles,
       new Set(placed.filter((record) => record.kind === 'release').map((record) => record.dir)),
     ),
     ...moves.notes,
-  );
-  // A Cluster made for requests moves to another class only with its new addons (held-cluster-moves.ts).
-  const requestFiles = options.clusterRequests
-    ? holdWithheldClusterMoves(options.clusterRequests.files, withheld, published.tree)
-    : undefined;
-  if (requestFiles) summary.notes.push(...requestFiles.notes);
-  const tree = assembleTree(
-    placement.rendered,
-    [...placed, ...providers.records],
-    provenance,
-    summary,
-    options.readmeTemplate,
-    requestFiles?.files,
-    { files: new Map([...placement.sharedFiles, ...moves.files]), dirs: placement.sharedDirs },
-  );
-  const notes = [...summary.notes, ...moves.warnings, ...handEditWarnings(plan, placed, published)];
-  return {
-    tree,
-    provenance,
-    summary,
-    withheld,
-    notes,
-    stats: {
-      unitsRendered: run.renderedNow.size,
-      unitsReused: placed.filter((record) => !run.renderedNow.has(record.dir)).length,
-    },
-  };
+  ];
 }
 
 /**

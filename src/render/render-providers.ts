@@ -204,27 +204,8 @@ export function renderProviders(
     const { provider } = planned;
     const namespace = provider.metadata.namespace ?? 'default';
     const entry = { kind: 'provider' as const, namespace, name: `${provider.kind}/${provider.metadata.name}` };
-    const withhold = (reason: string): void => {
-      const old = previousRecords.find((record) => record.dir === planned.dir);
-      const files = old
-        ? new Map(
-            old.files.flatMap((file) =>
-              previous.has(`${old.dir}/${file}`)
-                ? [[file, previous.get(`${old.dir}/${file}`)!] as [string, string]]
-                : [],
-            ),
-          )
-        : undefined;
-      if (old && files && files.size === old.files.length) {
-        result.rendered.set(old.dir, files);
-        result.records.push(old);
-      }
-      result.withheld.push({
-        ...entry,
-        reason,
-        previousKept: Boolean(old && files && files.size === old.files.length),
-      });
-    };
+    const withhold = (reason: string): void =>
+      withholdProvider(result, previous, previousRecords, planned.dir, { ...entry, reason });
     if (planned.problems.length > 0 || !planned.release) {
       withhold(planned.problems.map(formatProblem).join('; ') || 'no release');
       continue;
@@ -232,30 +213,7 @@ export function renderProviders(
     try {
       const { files, kinds, notes } = renderOne(planned, secrets, marks);
       result.rendered.set(planned.dir, files);
-      result.records.push({
-        dir: planned.dir,
-        kind: provider.kind,
-        namespace,
-        name: provider.metadata.name,
-        version: planned.version,
-        pinned: planned.pinned,
-        contract: planned.contract ?? '',
-        source: planned.release.source,
-        digest: planned.release.digest,
-        inputDigest: sha256Digest(
-          canonicalJson({
-            release: planned.release.digest,
-            spec: provider.spec ?? {},
-            namespace,
-            variables: [...planned.variables.keys()].sort(),
-            additional: planned.additionalManifests ?? null,
-            secrets,
-          }),
-        ),
-        kinds,
-        files: [...files.keys()].sort(),
-        ...(notes.length > 0 ? { notes } : {}),
-      });
+      result.records.push(providerRecord(planned, planned.release, namespace, secrets, { files, kinds, notes }));
     } catch (error) {
       if (error instanceof SecretRefusedError) refusals.push(error);
       else if (error instanceof Withhold) withhold(error.message);
@@ -280,6 +238,65 @@ export function renderProviders(
         );
   result.records.sort((a, b) => compareText(a.dir, b.dir));
   return result;
+}
+
+/** A rendered provider's record; its input digest covers everything its files are made from. */
+function providerRecord(
+  planned: PlannedProvider,
+  release: NonNullable<PlannedProvider['release']>,
+  namespace: string,
+  secrets: SecretPolicy,
+  { files, kinds, notes }: ReturnType<typeof renderOne>,
+): ProviderRecord {
+  const { provider } = planned;
+  return {
+    dir: planned.dir,
+    kind: provider.kind,
+    namespace,
+    name: provider.metadata.name,
+    version: planned.version,
+    pinned: planned.pinned,
+    contract: planned.contract ?? '',
+    source: release.source,
+    digest: release.digest,
+    inputDigest: sha256Digest(
+      canonicalJson({
+        release: release.digest,
+        spec: provider.spec ?? {},
+        namespace,
+        variables: [...planned.variables.keys()].sort(),
+        additional: planned.additionalManifests ?? null,
+        secrets,
+      }),
+    ),
+    kinds,
+    files: [...files.keys()].sort(),
+    ...(notes.length > 0 ? { notes } : {}),
+  };
+}
+
+/** Withholds a provider (or cert-manager): its previous files and record stay when every file is still in the tree. */
+function withholdProvider(
+  result: ProviderRenderResult,
+  previous: RenderedTree,
+  previousRecords: ProviderRecord[],
+  dir: string,
+  entry: Omit<WithheldEntry, 'previousKept'>,
+): void {
+  const old = previousRecords.find((record) => record.dir === dir);
+  const files = old
+    ? new Map(
+        old.files.flatMap((file) =>
+          previous.has(`${old.dir}/${file}`) ? [[file, previous.get(`${old.dir}/${file}`)!] as [string, string]] : [],
+        ),
+      )
+    : undefined;
+  const kept = Boolean(old && files && files.size === old.files.length);
+  if (kept) {
+    result.rendered.set(old!.dir, files!);
+    result.records.push(old!);
+  }
+  result.withheld.push({ ...entry, previousKept: kept });
 }
 
 /** The kinds Flux waits for before any provider: cert-manager's Deployments (its webhook among them) and CRDs. */
@@ -315,22 +332,13 @@ function renderCertManager(
   result: ProviderRenderResult,
 ): void {
   const namespace = 'cert-manager';
-  const withhold = (reason: string): void => {
-    const old = previousRecords.find((record) => record.dir === planned.dir);
-    const files = old
-      ? new Map(
-          old.files.flatMap((file) =>
-            previous.has(`${old.dir}/${file}`) ? [[file, previous.get(`${old.dir}/${file}`)!] as [string, string]] : [],
-          ),
-        )
-      : undefined;
-    const kept = Boolean(old && files && files.size === old.files.length);
-    if (kept) {
-      result.rendered.set(old!.dir, files!);
-      result.records.push(old!);
-    }
-    result.withheld.push({ kind: 'provider', namespace, name: 'CertManager/cert-manager', reason, previousKept: kept });
-  };
+  const withhold = (reason: string): void =>
+    withholdProvider(result, previous, previousRecords, planned.dir, {
+      kind: 'provider',
+      namespace,
+      name: 'CertManager/cert-manager',
+      reason,
+    });
   const release = planned.release;
   if (planned.problems.length > 0 || !release) {
     withhold(planned.problems.map(formatProblem).join('; ') || 'no release');

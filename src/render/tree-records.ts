@@ -108,70 +108,13 @@ export function buildSummary(
   clusterUnits: Map<string, PendingUnit[]>,
   sharedObjects: SharedObjectRecord[] = [],
 ): RenderSummary {
-  const published = new Set(records.map((record) => record.dir));
   const withheldKeys = new Map(withheld.map((entry) => [`${entry.kind}/${entry.namespace}/${entry.name}`, entry]));
   const layers = summarizeLayers(plan, records, withheld);
   const keptForHeld = releasesKeptForHeldClusters(plan, withheld);
   return {
     inputDigest,
-    // A stack another shard publishes is that shard's README's to describe, not this tree's.
-    stacks: plan.resolution.clusterStacks
-      .filter((stack) => !stack.publishedByAnotherShard)
-      .map((stack) => ({
-        namespace: stack.namespace,
-        name: stack.name,
-        prefix: `${stack.stack.spec.provider}-${stack.stack.spec.name}-${stack.stack.spec.kubernetesVersion.replace('.', '-')}`,
-        channel: stack.stack.spec.channel ?? 'stable',
-        latestRelease: stack.latestRelease ?? null,
-        usableVersions: stack.usableVersions,
-        releases: [
-          ...stack.releases
-            .filter((release) => release.kept)
-            .map((release) => {
-              const entry = withheldKeys.get(`release/${stack.namespace}/${release.name}`);
-              const status = entry
-                ? entry.previousKept
-                  ? 'previous output kept'
-                  : 'withheld'
-                : published.has(releaseDir(stack.namespace, release.name))
-                  ? 'yes'
-                  : 'no';
-              return { name: release.name, version: release.version, status, reasons: release.reasons };
-            }),
-          ...[...keptForHeld]
-            .filter(([, held]) => held.stack === stack)
-            .map(([entry, held]) => ({
-              name: entry.name,
-              version: held.version,
-              status: 'kept for a held Cluster, previous output kept',
-              reasons: [entry.reason],
-            })),
-        ],
-      })),
-    clusters: plan.resolution.clusters
-      .filter((cluster) => cluster.managed)
-      .map((cluster) => {
-        const entry = withheldKeys.get(`cluster/${cluster.namespace}/${cluster.name}`);
-        const stages = (clusterUnits.get(`${cluster.namespace}/${cluster.name}`) ?? []).map(
-          (unit) => unit.record.stage!,
-        );
-        return {
-          namespace: cluster.namespace,
-          name: cluster.name,
-          release: cluster.release ?? '',
-          addonVersion:
-            (cluster.release &&
-              loadedRelease(plan, cluster.stack?.namespace ?? cluster.namespace, cluster.release)?.content?.metadata
-                .clusterAddonVersion) ||
-            '-',
-          stages,
-          status: entry ? (entry.previousKept ? 'withheld, previous output kept' : 'withheld') : 'rendered',
-          ...(cluster.cluster.spec?.topology?.version
-            ? { kubernetesVersion: cluster.cluster.spec.topology.version }
-            : {}),
-          ...afterUpgradeStagesOf(plan, cluster),
-        };
-      }),
+    stacks: stackSummaries(plan, records, withheldKeys, keptForHeld),
+    clusters: clusterSummaries(plan, withheldKeys, clusterUnits),
     ...(layers ? { layers } : {}),
     // A release kept only for a held Cluster is listed in its stack's table; the Cluster says why.
     withheld: withheld.filter((entry) => !keptForHeld.has(entry)),
@@ -182,6 +125,80 @@ export function buildSummary(
     })),
     notes: records.flatMap((record) => (record.notes ?? []).map((note) => `${record.dir}: ${note}`)),
   };
+}
+
+/** Each ClusterStack with its kept releases and whether each is published, withheld or kept for a held Cluster. */
+function stackSummaries(
+  plan: Plan,
+  records: UnitRecord[],
+  withheldKeys: Map<string, WithheldEntry>,
+  keptForHeld: ReturnType<typeof releasesKeptForHeldClusters>,
+): RenderSummary['stacks'] {
+  const published = new Set(records.map((record) => record.dir));
+  // A stack another shard publishes is that shard's README's to describe, not this tree's.
+  return plan.resolution.clusterStacks
+    .filter((stack) => !stack.publishedByAnotherShard)
+    .map((stack) => ({
+      namespace: stack.namespace,
+      name: stack.name,
+      prefix: `${stack.stack.spec.provider}-${stack.stack.spec.name}-${stack.stack.spec.kubernetesVersion.replace('.', '-')}`,
+      channel: stack.stack.spec.channel ?? 'stable',
+      latestRelease: stack.latestRelease ?? null,
+      usableVersions: stack.usableVersions,
+      releases: [
+        ...stack.releases
+          .filter((release) => release.kept)
+          .map((release) => {
+            const entry = withheldKeys.get(`release/${stack.namespace}/${release.name}`);
+            const status = entry
+              ? entry.previousKept
+                ? 'previous output kept'
+                : 'withheld'
+              : published.has(releaseDir(stack.namespace, release.name))
+                ? 'yes'
+                : 'no';
+            return { name: release.name, version: release.version, status, reasons: release.reasons };
+          }),
+        ...[...keptForHeld]
+          .filter(([, held]) => held.stack === stack)
+          .map(([entry, held]) => ({
+            name: entry.name,
+            version: held.version,
+            status: 'kept for a held Cluster, previous output kept',
+            reasons: [entry.reason],
+          })),
+      ],
+    }));
+}
+
+/** Each Cluster we render addons for: its release, stages and whether it was rendered or withheld. */
+function clusterSummaries(
+  plan: Plan,
+  withheldKeys: Map<string, WithheldEntry>,
+  clusterUnits: Map<string, PendingUnit[]>,
+): RenderSummary['clusters'] {
+  return plan.resolution.clusters
+    .filter((cluster) => cluster.managed)
+    .map((cluster) => {
+      const entry = withheldKeys.get(`cluster/${cluster.namespace}/${cluster.name}`);
+      const stages = (clusterUnits.get(`${cluster.namespace}/${cluster.name}`) ?? []).map((unit) => unit.record.stage!);
+      return {
+        namespace: cluster.namespace,
+        name: cluster.name,
+        release: cluster.release ?? '',
+        addonVersion:
+          (cluster.release &&
+            loadedRelease(plan, cluster.stack?.namespace ?? cluster.namespace, cluster.release)?.content?.metadata
+              .clusterAddonVersion) ||
+          '-',
+        stages,
+        status: entry ? (entry.previousKept ? 'withheld, previous output kept' : 'withheld') : 'rendered',
+        ...(cluster.cluster.spec?.topology?.version
+          ? { kubernetesVersion: cluster.cluster.spec.topology.version }
+          : {}),
+        ...afterUpgradeStagesOf(plan, cluster),
+      };
+    });
 }
 
 /**
