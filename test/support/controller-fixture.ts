@@ -4,7 +4,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { GitPublisher } from '../../gitops/git-publisher.js';
 import { GitHistoryReader } from '../../gitops/git-history.js';
@@ -97,18 +97,28 @@ export interface ControllerFixture {
   cleanup(): Promise<void>;
 }
 
-export async function startControllerFixture(options: { api?: FakeKubeApiOptions } = {}): Promise<ControllerFixture> {
-  const api = await startFakeKubeApi(options.api);
-  const git = new GitSandbox();
-  const remote = git.bareRepo('gitops');
-  const work = await mkdtemp(path.join(os.tmpdir(), 'csk-fixture-'));
-  const releases = await copyExampleReleases();
-  const kubeConfig = api.kubeConfig();
-  const custom = kubeConfig.makeApiClient(CustomObjectsApi);
-  const down = new Map<string, 'fail' | 'hang'>();
-  const runtimes: ControllerRuntime[] = [];
+/** The parts of a fixture `startController` needs: where it publishes, its releases, its outages. */
+export interface ControllerWorld {
+  kubeConfig: KubeConfig;
+  remote: string;
+  work: string;
+  releases: string;
+  down: Map<string, 'fail' | 'hang'>;
+  /** Every runtime started, for stopping at cleanup. */
+  runtimes: ControllerRuntime[];
+}
+
+/**
+ * Starts a controller runtime in `world` as the fixtures' `start` does: `name` keeps its clone and
+ * caches apart from other runs; its release sources fail or hang as `world.down` says.
+ */
+export async function startController(
+  world: ControllerWorld,
+  name: string,
+  overrides: Partial<ControllerRuntimeOptions> = {},
+): Promise<ControllerRuntime> {
   const unreachable = (location: string) => {
-    const mode = down.get(location);
+    const mode = world.down.get(location);
     if (mode === 'hang') return new Promise<never>(() => undefined);
     return Promise.reject(new ReleaseSourceError('unavailable', `${location} answered 503 Service Unavailable`));
   };
@@ -118,13 +128,67 @@ export async function startControllerFixture(options: { api?: FakeKubeApiOptions
       const inner = open(location);
       return {
         location: inner.location,
-        list: () => (down.has(location) ? unreachable(location) : inner.list()),
-        fetch: (tag) => (down.has(location) ? unreachable(location) : inner.fetch(tag)),
+        list: () => (world.down.has(location) ? unreachable(location) : inner.list()),
+        fetch: (tag) => (world.down.has(location) ? unreachable(location) : inner.fetch(tag)),
       };
     };
   };
   const author = { name: 'clusterstack', email: 'clusterstack@example.test' };
-  const env = { PATH: process.env.PATH ?? '', HOME: work };
+  const env = { PATH: process.env.PATH ?? '', HOME: world.work };
+  const dir = path.join(world.work, name);
+  const runtimeKubeConfig = overrides.kubeConfig ?? world.kubeConfig;
+  const git = (workDir: string) => ({
+    repository: world.remote,
+    branch: 'main',
+    path: '',
+    workDir: path.join(dir, workDir),
+    author,
+    env,
+  });
+  const runtime = await runController({
+    kubeConfig: runtimeKubeConfig,
+    kube: createKubeClient({ kubeConfig: runtimeKubeConfig, identity: name }),
+    publisher: new GitPublisher(git('clone')),
+    history: new GitHistoryReader(git('history')),
+    revisionKind: 'commit',
+    defaultSource: world.releases,
+    openSource: openerFor(path.join(dir, 'cache')),
+    workDir: path.join(dir, 'cache'),
+    helm: createHelmDependencies({ pathEnv: process.env.PATH ?? '', workDir: path.join(dir, 'helm') }),
+    secrets: 'refuse',
+    engine: 'none',
+    outputPath: '',
+    argocdNamespace: 'argocd',
+    logger: process.env.CSK_TEST_LOG
+      ? pino({ level: 'debug' }, pino.destination(process.env.CSK_TEST_LOG))
+      : pino({ level: 'silent' }),
+    batchWindowMs: 100,
+    listingWaitMs: 300,
+    ...overrides,
+  });
+  world.runtimes.push(runtime);
+  return runtime;
+}
+
+/** Files under management/ and clusters/ on the branch `main` of `remote`. */
+export function publishedFiles(git: GitSandbox, remote: string): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(git.files(remote, 'main')).filter(
+      ([file]) => file.startsWith('management/') || file.startsWith('clusters/'),
+    ),
+  );
+}
+
+export async function startControllerFixture(options: { api?: FakeKubeApiOptions } = {}): Promise<ControllerFixture> {
+  const api = await startFakeKubeApi(options.api);
+  const git = new GitSandbox();
+  const remote = git.bareRepo('gitops');
+  const work = await mkdtemp(path.join(os.tmpdir(), 'csk-fixture-'));
+  const releases = await copyExampleReleases();
+  const kubeConfig = api.kubeConfig();
+  const custom = kubeConfig.makeApiClient(CustomObjectsApi);
+  const down = new Map<string, 'fail' | 'hang'>();
+  const world: ControllerWorld = { kubeConfig, remote, work, releases, down, runtimes: [] };
 
   const fixture: ControllerFixture = {
     api,
@@ -134,47 +198,7 @@ export async function startControllerFixture(options: { api?: FakeKubeApiOptions
     releases,
     custom,
     down,
-    async start(name, overrides = {}) {
-      const dir = path.join(work, name);
-      const runtimeKubeConfig = overrides.kubeConfig ?? kubeConfig;
-      const runtime = await runController({
-        kubeConfig: runtimeKubeConfig,
-        kube: createKubeClient({ kubeConfig: runtimeKubeConfig, identity: name }),
-        publisher: new GitPublisher({
-          repository: remote,
-          branch: 'main',
-          path: '',
-          workDir: path.join(dir, 'clone'),
-          author,
-          env,
-        }),
-        history: new GitHistoryReader({
-          repository: remote,
-          branch: 'main',
-          path: '',
-          workDir: path.join(dir, 'history'),
-          author,
-          env,
-        }),
-        revisionKind: 'commit',
-        defaultSource: releases,
-        openSource: openerFor(path.join(dir, 'cache')),
-        workDir: path.join(dir, 'cache'),
-        helm: createHelmDependencies({ pathEnv: process.env.PATH ?? '', workDir: path.join(dir, 'helm') }),
-        secrets: 'refuse',
-        engine: 'none',
-        outputPath: '',
-        argocdNamespace: 'argocd',
-        logger: process.env.CSK_TEST_LOG
-          ? pino({ level: 'debug' }, pino.destination(process.env.CSK_TEST_LOG))
-          : pino({ level: 'silent' }),
-        batchWindowMs: 100,
-        listingWaitMs: 300,
-        ...overrides,
-      });
-      runtimes.push(runtime);
-      return runtime;
-    },
+    start: (name, overrides = {}) => startController(world, name, overrides),
     async createNamespace(name) {
       await kubeConfig.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name } } });
     },
@@ -192,15 +216,9 @@ export async function startControllerFixture(options: { api?: FakeKubeApiOptions
       const apiVersion = kind === 'Cluster' ? 'cluster.x-k8s.io/v1beta1' : 'clusterstack.x-k8s.io/v1alpha1';
       return api.get(apiVersion, kind, namespace, name) as KubeObject | undefined;
     },
-    published() {
-      return Object.fromEntries(
-        Object.entries(git.files(remote, 'main')).filter(
-          ([file]) => file.startsWith('management/') || file.startsWith('clusters/'),
-        ),
-      );
-    },
+    published: () => publishedFiles(git, remote),
     async cleanup() {
-      for (const runtime of runtimes.reverse()) await runtime.stop();
+      for (const runtime of world.runtimes.reverse()) await runtime.stop();
       await api.close();
       git.cleanup();
       await rm(work, { recursive: true, force: true });
