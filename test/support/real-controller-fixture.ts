@@ -67,6 +67,9 @@ export function resourcePath(apiVersion: string, kind: string, namespace?: strin
   return namespace ? `${base}/namespaces/${namespace}/${plural}` : `${base}/${plural}`;
 }
 
+/** An object to write: a plain object or a client-node model, perhaps with a status. */
+type SeedObject = KubeObject | (KubernetesObject & { [field: string]: unknown });
+
 export interface RealControllerFixture {
   lease: LeasedServer;
   /** Raw REST as the admin, for setting up and for what the mirror does not hold. */
@@ -87,8 +90,13 @@ export interface RealControllerFixture {
   /** Starts a controller runtime as the ServiceAccount; `name` keeps its clone and caches apart. */
   start(name: string, overrides?: Partial<ControllerRuntimeOptions>): Promise<ControllerRuntime>;
   createNamespace(name: string): Promise<void>;
-  /** Creates any object as the admin; a `status` in it is then written through the status subresource. */
-  create(object: KubeObject | (KubernetesObject & { status?: unknown })): Promise<void>;
+  /**
+   * Creates any object as the admin; a `status` in it is then written through the status
+   * subresource. Resolves once the mirror holds what was written, when the kind is mirrored.
+   */
+  create(object: SeedObject): Promise<void>;
+  /** As create, but replaces the object (and its status) when it exists. */
+  put(object: SeedObject): Promise<void>;
   /** Ours or a Cluster, from the mirror. */
   get(kind: string, namespace: string, name: string): KubeObject | undefined;
   /** A mirrored object of any mirrored kind. */
@@ -115,7 +123,9 @@ async function brokerCall(pathName: string, body?: unknown): Promise<Response> {
 }
 
 /** Leases a real API server for this file and sets up the fixture on it; `mirror` adds kinds to read. */
-export async function startRealControllerFixture(options: { mirror?: MirroredKind[] } = {}): Promise<RealControllerFixture> {
+export async function startRealControllerFixture(
+  options: { mirror?: MirroredKind[] } = {},
+): Promise<RealControllerFixture> {
   const leasedAt = new Date();
   const lease = (await (await brokerCall('/lease')).json()) as LeasedServer;
   const admin = kubeClient(lease.server, { ca: lease.ca, cert: lease.admin.cert, key: lease.admin.key });
@@ -175,8 +185,56 @@ export async function startRealControllerFixture(options: { mirror?: MirroredKin
 
   const object = (apiVersion: string, kind: string, namespace: string | undefined, name: string) => {
     const objects = store.get(`${apiVersion}|${kind}`);
-    if (!objects) throw new Error(`${apiVersion} ${kind} is not mirrored: pass it in startRealControllerFixture({ mirror })`);
+    if (!objects)
+      throw new Error(`${apiVersion} ${kind} is not mirrored: pass it in startRealControllerFixture({ mirror })`);
     return objects.get(`${namespace ?? ''}/${name}`);
+  };
+
+  const mirrored = (apiVersion: string, kind: string, namespace: string | undefined, name: string, version: string) =>
+    new Promise<void>((resolve, reject) => {
+      const objects = store.get(`${apiVersion}|${kind}`);
+      if (!objects) return resolve();
+      const key = `${namespace ?? ''}/${name}`;
+      const seen = () => {
+        const rv = objects.get(key)?.metadata.resourceVersion;
+        return rv !== undefined && BigInt(rv) >= BigInt(version);
+      };
+      if (seen()) return resolve();
+      const look = () => {
+        if (!seen()) return;
+        listeners.delete(look);
+        clearTimeout(limit);
+        resolve();
+      };
+      const limit = setTimeout(() => {
+        listeners.delete(look);
+        reject(new Error(`the mirror never saw ${kind} ${key} at resourceVersion ${version}`));
+      }, WAIT_LIMIT_MS);
+      listeners.add(look);
+    });
+  const write = async (input: SeedObject, replace: boolean): Promise<void> => {
+    const { status, ...body } = JSON.parse(JSON.stringify(input)) as KubeObject & { status?: unknown };
+    const { namespace, name } = body.metadata;
+    const collection = resourcePath(body.apiVersion, body.kind, namespace);
+    const what = `${body.kind} ${keyOf(body)}`;
+    let written = await admin.request('POST', collection, { body });
+    if (written.status === 409 && replace) {
+      const live = await admin.get(`${collection}/${name}`);
+      written = await admin.request('PUT', `${collection}/${name}`, {
+        body: { ...body, metadata: { ...body.metadata, resourceVersion: live.metadata.resourceVersion } },
+      });
+    }
+    if (written.status !== 201 && written.status !== 200)
+      throw new Error(`writing ${what}: ${written.status} ${written.body?.message ?? written.text}`);
+    if (status !== undefined) {
+      written = await admin.request('PATCH', `${collection}/${name}/status`, {
+        contentType: 'application/merge-patch+json',
+        body: { status },
+      });
+      if (written.status !== 200)
+        throw new Error(`status of ${what}: ${written.status} ${written.body?.message ?? written.text}`);
+    }
+    await mirrored(body.apiVersion, body.kind, namespace, name, written.body.metadata.resourceVersion as string);
   };
 
   return {
@@ -198,20 +256,8 @@ export async function startRealControllerFixture(options: { mirror?: MirroredKin
       if (response.status === 409 && lease.kept.includes(name)) return;
       if (response.status !== 201) throw new Error(`creating namespace ${name}: ${response.status} ${response.text}`);
     },
-    async create(input) {
-      const { status, ...body } = input as KubeObject & { status?: unknown };
-      const collection = resourcePath(body.apiVersion, body.kind, body.metadata.namespace);
-      const created = await admin.request('POST', collection, { body });
-      if (created.status !== 201)
-        throw new Error(`creating ${body.kind} ${keyOf(body)}: ${created.status} ${created.body?.message ?? created.text}`);
-      if (status === undefined) return;
-      const written = await admin.request('PATCH', `${collection}/${body.metadata.name}/status`, {
-        contentType: 'application/merge-patch+json',
-        body: { status },
-      });
-      if (written.status !== 200)
-        throw new Error(`status of ${body.kind} ${keyOf(body)}: ${written.status} ${written.body?.message ?? written.text}`);
-    },
+    create: (input) => write(input, false),
+    put: (input) => write(input, true),
     get(kind, namespace, name) {
       const apiVersion = kind === 'Cluster' ? 'cluster.x-k8s.io/v1beta2' : 'clusterstack.x-k8s.io/v1alpha1';
       return object(apiVersion, kind, namespace, name);
@@ -219,7 +265,8 @@ export async function startRealControllerFixture(options: { mirror?: MirroredKin
     object,
     objects(apiVersion, kind, namespace) {
       const objects = store.get(`${apiVersion}|${kind}`);
-      if (!objects) throw new Error(`${apiVersion} ${kind} is not mirrored: pass it in startRealControllerFixture({ mirror })`);
+      if (!objects)
+        throw new Error(`${apiVersion} ${kind} is not mirrored: pass it in startRealControllerFixture({ mirror })`);
       return [...objects.entries()]
         .filter(([key]) => namespace === undefined || key.startsWith(`${namespace}/`))
         .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
