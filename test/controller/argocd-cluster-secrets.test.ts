@@ -4,7 +4,6 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createKubeClient } from '../../src/controller/runtime/kube-client.js';
 import { ArgoClusterSecrets } from '../../src/controller/reconcile/argocd-cluster-secrets.js';
 import { startRealControllerFixture, type RealControllerFixture } from '../support/real-controller-fixture.js';
-import { auditEvents } from '../support/real-kube-api/index.js';
 import { recordingLogger } from '../support/test-logger.js';
 
 const KUBECONFIG = `apiVersion: v1
@@ -66,12 +65,7 @@ describe('ArgoClusterSecrets', () => {
     now = 10 * 60_000;
     const since = new Date();
     expect((await secrets.reconcile([{ namespace: 'workloads', name: 'alpha' }])).written).toEqual([]);
-    const writes = auditEvents({ name: fx.lease.name, auditLogFile: fx.lease.auditLogFile }).filter(
-      (event) =>
-        event.user.username === fx.lease.controller.user &&
-        new Date(event.requestReceivedTimestamp) >= since &&
-        !['get', 'list', 'watch'].includes(event.verb),
-    );
+    const writes = fx.controllerRequests(since).filter((event) => !['get', 'list', 'watch'].includes(event.verb));
     expect(writes).toEqual([]);
 
     expect((await secrets.reconcile([])).deleted).toEqual(['argocd/cluster-workloads-alpha']);

@@ -107,6 +107,8 @@ export interface RealControllerFixture {
   waitFor(check: () => boolean, what: string, limitMs?: number): Promise<void>;
   /** Files under management/ and clusters/ on the branch. */
   published(): Record<string, string>;
+  /** The ServiceAccount's requests (from the audit log) since `since`, default the lease's start. */
+  controllerRequests(since?: Date): AuditEvent[];
   /** The ServiceAccount's requests refused with 403 since the lease began. */
   forbidden(): AuditEvent[];
   /** Stops runtimes and the mirror, fails on any 403 of the ServiceAccount, and returns the server to the broker. */
@@ -175,13 +177,11 @@ export async function startRealControllerFixture(
     down: new Map(),
     runtimes: [],
   };
-  const forbidden = () =>
+  const controllerRequests = (since = leasedAt) =>
     auditEvents({ name: lease.name, auditLogFile: lease.auditLogFile }).filter(
-      (event) =>
-        event.user.username === lease.controller.user &&
-        event.responseStatus?.code === 403 &&
-        new Date(event.requestReceivedTimestamp) >= leasedAt,
+      (event) => event.user.username === lease.controller.user && new Date(event.requestReceivedTimestamp) >= since,
     );
+  const forbidden = () => controllerRequests().filter((event) => event.responseStatus?.code === 403);
 
   const object = (apiVersion: string, kind: string, namespace: string | undefined, name: string) => {
     const objects = store.get(`${apiVersion}|${kind}`);
@@ -295,6 +295,7 @@ export async function startRealControllerFixture(
       });
     },
     published: () => publishedFiles(git, remote),
+    controllerRequests,
     forbidden,
     async cleanup() {
       try {

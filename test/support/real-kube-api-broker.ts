@@ -69,19 +69,21 @@ const LEFT_IN_KEPT = [
 /** Servers at most: one per worker (vitest.config.ts maxWorkers). */
 const MAX_SERVERS = 2;
 
-/** The CRDs every leased server has: ours, Cluster API's core, Flux's and Argo CD's. */
+/** The CRDs every leased server has: ours, Cluster API's core, Flux's, Argo CD's and the cluster-api-operator's. */
 function crdFiles(): string[] {
   const ours = ['clusterstacks', 'clusterstackreleases', 'clusteraddons'].map((plural) =>
     path.resolve(`crds/clusterstack.x-k8s.io_${plural}.yaml`),
   );
   const capi = engineCrdFiles('cluster-api').filter((file) =>
-    /cluster\.x-k8s\.io_(clusters|clusterclasses)\.yaml$|kubeadmcontrolplanes\.yaml$|extensionconfigs\.yaml$/.test(file),
+    /cluster\.x-k8s\.io_(clusters|clusterclasses)\.yaml$|kubeadmcontrolplanes\.yaml$|extensionconfigs\.yaml$/.test(
+      file,
+    ),
   );
   const flux = [
     ...engineCrdFiles('kustomize-controller'),
     ...engineCrdFiles('source-controller').filter((file) => /gitrepositories|ocirepositories/.test(file)),
   ];
-  return [...ours, ...capi, ...flux, ...engineCrdFiles('argo-cd')];
+  return [...ours, ...capi, ...flux, ...engineCrdFiles('argo-cd'), ...engineCrdFiles('cluster-api-operator')];
 }
 
 interface Pooled {
@@ -112,7 +114,11 @@ async function startPooled(id: number): Promise<Pooled> {
         name: api.name,
         server: api.server,
         ca: api.pki.ca,
-        admin: { cert: api.admin.certificate.cert, key: api.admin.certificate.key, kubeconfigFile: api.admin.kubeconfigFile },
+        admin: {
+          cert: api.admin.certificate.cert,
+          key: api.admin.certificate.key,
+          kubeconfigFile: api.admin.kubeconfigFile,
+        },
         controller: { kubeconfigFile: identity.kubeconfigFile, user: identity.user, namespace: identity.namespace },
         auditLogFile: api.auditLogFile!,
         kept: [...SYSTEM_NAMESPACES, ...DEPLOY_NAMESPACES],
@@ -159,8 +165,8 @@ async function empty(pooled: Pooled): Promise<void> {
   await waitUntil(
     `the namespaces of the last file (${owned.join(', ')}) to be deleted`,
     async () => {
-      const left = ((await client.get('/api/v1/namespaces')).items as { metadata: { name: string } }[]).filter(
-        (ns) => owned.includes(ns.metadata.name),
+      const left = ((await client.get('/api/v1/namespaces')).items as { metadata: { name: string } }[]).filter((ns) =>
+        owned.includes(ns.metadata.name),
       );
       return left.length === 0;
     },
