@@ -234,7 +234,12 @@ export function readyKustomization(name: string, dirPath: string, revision: stri
     apiVersion: 'kustomize.toolkit.fluxcd.io/v1',
     kind: 'Kustomization',
     metadata: { name, namespace: 'flux-system' },
-    spec: { path: `./${dirPath}`, prune: true, sourceRef: { kind: 'GitRepository', name: 'clusterstacks' } },
+    spec: {
+      interval: '10m',
+      path: `./${dirPath}`,
+      prune: true,
+      sourceRef: { kind: 'GitRepository', name: 'clusterstacks' },
+    },
     status: {
       lastAppliedRevision: `main@sha1:${revision}`,
       conditions: [

@@ -60,7 +60,7 @@ export function aCluster(name: string, namespace: string, className: string): Ku
 }
 
 /** `apis/<group>/<version>` or `api/v1`, and the plural of `kind` (English rules our kinds follow). */
-export function resourcePath(apiVersion: string, kind: string, namespace?: string): string {
+function resourcePath(apiVersion: string, kind: string, namespace?: string): string {
   const lower = kind.toLowerCase();
   const plural = lower.endsWith('y') ? `${lower.slice(0, -1)}ies` : lower.endsWith('s') ? `${lower}es` : `${lower}s`;
   const base = apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
