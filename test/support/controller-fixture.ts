@@ -241,6 +241,9 @@ export function readyKustomization(name: string, dirPath: string, revision: stri
       sourceRef: { kind: 'GitRepository', name: 'clusterstacks' },
     },
     status: {
+      // Flux sets it once a reconcile succeeded; the CRD defaults it to -1 (not yet reconciled).
+      // Its spec never changes here, so it stays at generation 1.
+      observedGeneration: 1,
       lastAppliedRevision: `main@sha1:${revision}`,
       conditions: [
         {

@@ -27,7 +27,6 @@
  *   clash with the deploy/ ClusterRoles installed there; test/controller-real-api.test.ts covers
  *   deploy/namespaced on a real server of its own), and provider kinds with made-up plurals found
  *   only by discovery (controller-objects.test.ts);
- * - not moved yet, though they need none of these: runtime-extension-pull-request.test.ts;
  * - benchmarks (test/bench/*, the shards slice's shard-kill.test.ts) that start many API servers or
  *   seed thousands of objects in milliseconds;
  * - its own tests: test/fake-kube-api.test.ts.
