@@ -140,7 +140,8 @@ export async function startRealControllerFixture(
   const store = new Map<string, Map<string, KubeObject>>();
   const listeners = new Set<() => void>();
   const informers: { stop(): Promise<void> | void }[] = [];
-  const keyOf = (object: KubernetesObject) => `${object.metadata?.namespace ?? ''}/${object.metadata?.name ?? ''}`;
+  const keyOf = (object: { metadata?: { namespace?: string; name?: string } }) =>
+    `${object.metadata?.namespace ?? ''}/${object.metadata?.name ?? ''}`;
   const changed = () => {
     for (const listener of [...listeners]) listener();
   };
