@@ -139,7 +139,8 @@ export async function startRealControllerFixture(
 
   const store = new Map<string, Map<string, KubeObject>>();
   const listeners = new Set<() => void>();
-  const informers: { stop(): Promise<void> | void }[] = [];
+  const informers: { start(): Promise<void>; stop(): Promise<void> | void }[] = [];
+  let mirroring = true;
   const keyOf = (object: { metadata?: { namespace?: string; name?: string } }) =>
     `${object.metadata?.namespace ?? ''}/${object.metadata?.name ?? ''}`;
   const changed = () => {
@@ -160,10 +161,20 @@ export async function startRealControllerFixture(
       objects.delete(keyOf(object));
       changed();
     });
-    // client-node stops a watch after an error other than 410: start it again (the server stays up).
-    informer.on('error', () => setTimeout(() => void informer.start().catch(() => undefined), 200));
-    await informer.start();
+    // client-node stops a watch after an error other than 410: start it again (the server stays up),
+    // unless the fixture is being cleaned up.
+    informer.on('error', () =>
+      setTimeout(() => void (mirroring ? informer.start().catch(() => undefined) : undefined), 200),
+    );
     informers.push(informer);
+  }
+  try {
+    for (const informer of informers) await informer.start();
+  } catch (error) {
+    mirroring = false;
+    for (const informer of informers) await informer.stop();
+    await brokerCall('/release', { id: lease.id });
+    throw error;
   }
 
   const git = new GitSandbox();
@@ -301,6 +312,7 @@ export async function startRealControllerFixture(
     async cleanup() {
       try {
         for (const runtime of world.runtimes.reverse()) await runtime.stop();
+        mirroring = false;
         for (const informer of informers) await informer.stop();
         const refused = forbidden();
         if (refused.length > 0)
