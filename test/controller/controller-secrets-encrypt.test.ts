@@ -8,7 +8,11 @@ import type { ControllerRuntime } from '../../src/controller/run-controller.js';
 import { decodeYamlDocument } from '../../src/yaml/kube-yaml.js';
 import { runClusterstack, tempDir } from '../support/cli.js';
 import { aStack } from '../support/controller-fixture.js';
-import { aCluster, startRealControllerFixture, type RealControllerFixture } from '../support/real-controller-fixture.js';
+import {
+  aCluster,
+  startRealControllerFixture,
+  type RealControllerFixture,
+} from '../support/real-controller-fixture.js';
 import { ageKeygen, decryptWithSopsDecoder, sopsMetadataOf, unwrapDataKeyWithAgeCli } from '../support/sops-oracle.js';
 import { pino } from 'pino';
 

@@ -33,13 +33,51 @@ export const MERGE = () => setHeaderOptions('Content-Type', PatchStrategy.MergeP
  */
 const WAIT_LIMIT_MS = 120_000;
 
-/** Polls `check` every 20 ms until it holds (the controller works on its own; tests only look); throws naming `what` after `limitMs`. */
+/**
+ * Checks that read more than API objects (the Git remote, a runtime's state) are looked at again
+ * this often as well as on every change: a publish lands before the status write that announces it.
+ */
+const RECHECK_MS = 250;
+
+/** Polls `check` every 20 ms until it holds, for code with no fixture to hear changes from; throws naming `what` after `limitMs`. */
 export async function waitFor(check: () => boolean, what: string, limitMs = WAIT_LIMIT_MS): Promise<void> {
   const deadline = Date.now() + limitMs;
   while (!check()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
+}
+
+/**
+ * Resolves once `check` holds, looked at on every change `onChange` reports (an object written on
+ * the API server) and every RECHECK_MS; throws naming `what` after `limitMs`, which only stops a stuck test.
+ */
+export function waitOnChanges(
+  onChange: (listener: () => void) => () => void,
+  check: () => boolean,
+  what: string,
+  limitMs = WAIT_LIMIT_MS,
+): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const done = (error?: Error) => {
+      unsubscribe();
+      clearInterval(recheck);
+      clearTimeout(limit);
+      if (error) reject(error);
+      else resolve();
+    };
+    const look = () => {
+      try {
+        if (check()) done();
+      } catch (error) {
+        done(error as Error);
+      }
+    };
+    const unsubscribe = onChange(look);
+    const recheck = setInterval(look, RECHECK_MS);
+    const limit = setTimeout(() => done(new Error(`timed out waiting for ${what}`)), limitMs);
+    look();
+  });
 }
 
 export function condition(object: KubeObject | undefined, type: string): Condition | undefined {
@@ -94,6 +132,8 @@ export interface ControllerFixture {
   get(kind: string, namespace: string, name: string): KubeObject | undefined;
   /** Files under management/ and clusters/ on the branch. */
   published(): Record<string, string>;
+  /** Resolves once `check` holds, looked at on every change on the API server (and every 250 ms for the Git side). */
+  waitFor(check: () => boolean, what: string, limitMs?: number): Promise<void>;
   cleanup(): Promise<void>;
 }
 
@@ -217,6 +257,7 @@ export async function startControllerFixture(options: { api?: FakeKubeApiOptions
       return api.get(apiVersion, kind, namespace, name) as KubeObject | undefined;
     },
     published: () => publishedFiles(git, remote),
+    waitFor: (check, what, limitMs) => waitOnChanges(api.onChange, check, what, limitMs),
     async cleanup() {
       for (const runtime of world.runtimes.reverse()) await runtime.stop();
       await api.close();

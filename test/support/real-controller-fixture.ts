@@ -14,7 +14,7 @@ import type { KubeObject } from '../../src/api/types.js';
 import type { ControllerRuntime, ControllerRuntimeOptions } from '../../src/controller/run-controller.js';
 import { copyExampleReleases } from './cli.js';
 import { kubernetesVersionOf } from './builders.js';
-import { publishedFiles, startController, type ControllerWorld } from './controller-fixture.js';
+import { publishedFiles, startController, waitOnChanges, type ControllerWorld } from './controller-fixture.js';
 import { GitSandbox } from './git-repos.js';
 import type { LeasedServer } from './real-kube-api-broker.js';
 import { auditEvents, describeAuditEvent, type AuditEvent } from './real-kube-api/service-account.js';
@@ -25,12 +25,6 @@ export const CAPI_V1BETA2 = { group: 'cluster.x-k8s.io', version: 'v1beta2' } as
 
 /** How long a wait may last at most: it ends on what it waits for; this only stops a stuck test. */
 const WAIT_LIMIT_MS = 120_000;
-/**
- * Checks that read more than live objects (the Git remote) are looked at again this often as well
- * as on every watch event: a publish lands before the status write that announces it.
- */
-const RECHECK_MS = 250;
-
 /** The kinds every fixture mirrors; `mirror` adds more. */
 const MIRRORED = [
   { apiVersion: 'clusterstack.x-k8s.io/v1alpha1', kind: 'ClusterStack' },
@@ -284,28 +278,16 @@ export async function startRealControllerFixture(
         .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
         .map(([, value]) => value);
     },
-    waitFor(check, what, limitMs = WAIT_LIMIT_MS) {
-      return new Promise((resolve, reject) => {
-        const done = (error?: Error) => {
-          listeners.delete(look);
-          clearInterval(recheck);
-          clearTimeout(limit);
-          if (error) reject(error);
-          else resolve();
-        };
-        const look = () => {
-          try {
-            if (check()) done();
-          } catch (error) {
-            done(error as Error);
-          }
-        };
-        listeners.add(look);
-        const recheck = setInterval(look, RECHECK_MS);
-        const limit = setTimeout(() => done(new Error(`timed out waiting for ${what}`)), limitMs);
-        look();
-      });
-    },
+    waitFor: (check, what, limitMs) =>
+      waitOnChanges(
+        (listener) => {
+          listeners.add(listener);
+          return () => listeners.delete(listener);
+        },
+        check,
+        what,
+        limitMs,
+      ),
     published: () => publishedFiles(git, remote),
     controllerRequests,
     forbidden,

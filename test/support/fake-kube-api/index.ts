@@ -73,6 +73,8 @@ export interface FakeKubeApi {
   /** Stored objects of a kind (all namespaces when namespace is undefined), sorted by namespace and name. */
   list(apiVersion: string, kind: string, namespace?: string, options?: { labelSelector?: string }): KubeObject[];
 
+  /** Calls `listener` after every stored change (create, update, delete); returns the unsubscribe. */
+  onChange(listener: () => void): () => void;
   /** Every request received so far, oldest first. */
   readonly requests: readonly RequestRecord[];
   clearRequests(): void;
@@ -158,6 +160,7 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions = {}): Promis
         .list(typeKey(type), type.namespaced ? namespace : undefined)
         .filter((obj) => matches(obj.metadata.labels));
     },
+    onChange: (listener) => server.store.subscribe(() => listener()),
     get requests() {
       return server.requests;
     },
