@@ -1,6 +1,8 @@
-// A management cluster for controller tests: the fake API server, a bare Git remote, copies of the
-// quickstart releases, and a function that starts the controller runtime against them with a
-// release source that the test can make fail or hang.
+// A management cluster for controller tests on the fake API server (for the faults only it makes:
+// see its header; everything else uses real-controller-fixture.ts): a bare Git remote, copies of
+// the quickstart releases, and a function that starts the controller runtime against them with a
+// release source that the test can make fail or hang. Both fixtures start runtimes and wait the
+// same way (startController, waitOnChanges), and share the object builders here.
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
