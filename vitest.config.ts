@@ -9,8 +9,13 @@ const onPath = (binDir: string) => ({ PATH: `${binDir}:${process.env.PATH ?? ''}
 
 export default defineConfig({
   test: {
-    // One temporary directory per run, removed at the end (test/support/temp-root.ts); the helms built.
-    globalSetup: ['test/support/temp-root.ts', 'test/support/helm-engines-setup.ts'],
+    // One temporary directory per run, removed at the end (test/support/temp-root.ts); the helms built;
+    // real API servers shared by the controller tests, started when a file first asks for one.
+    globalSetup: [
+      'test/support/temp-root.ts',
+      'test/support/helm-engines-setup.ts',
+      'test/support/real-kube-api-broker.ts',
+    ],
     // Generous: real helm, git and controller processes on a loaded machine take many times their
     // quiet time; a wait ends on what it waits for, so a limit only stops a stuck test.
     testTimeout: 180_000,

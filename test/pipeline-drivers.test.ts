@@ -8,13 +8,8 @@ import type { RenderedTree } from '../src/output/rendered-tree.js';
 import type { ChangeSummary } from '../src/output/tree-changes.js';
 import type { ControllerRuntime } from '../src/controller/run-controller.js';
 import { runClusterstack, writeTree } from './support/cli.js';
-import {
-  aCluster,
-  aStack,
-  type ControllerFixture,
-  startControllerFixture,
-  waitFor,
-} from './support/controller-fixture.js';
+import { aStack } from './support/controller-fixture.js';
+import { aCluster, type RealControllerFixture, startRealControllerFixture } from './support/real-controller-fixture.js';
 
 const NS = 'drivers';
 const URL = 'https://git.example.test/fleet.git';
@@ -51,11 +46,11 @@ const units = (tree: Map<string, string> | Record<string, string>): Record<strin
   );
 
 describe('one pipeline for the CLI and the controller', () => {
-  let fx: ControllerFixture;
+  let fx: RealControllerFixture;
   let runtime: ControllerRuntime | undefined;
 
   beforeAll(async () => {
-    fx = await startControllerFixture();
+    fx = await startRealControllerFixture();
     await fx.createNamespace(NS);
     await fx.create(aStack('ferrol', NS, { versions: ['v2'] }));
     for (const name of ['alpha', 'bravo']) await fx.create(aCluster(name, NS, 'docker-ferrol-1-30-v2'));
@@ -99,7 +94,7 @@ describe('one pipeline for the CLI and the controller', () => {
       pullRequest: true,
       revisionKind: 'none',
     });
-    await waitFor(
+    await fx.waitFor(
       () =>
         publisher.published.some(({ tree }) =>
           [...tree.keys()].some((file) => file.startsWith(`clusters/${NS}/bravo/`)),

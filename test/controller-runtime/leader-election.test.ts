@@ -1,15 +1,20 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+// The LeaderElector on a real API server, as deploy/'s ServiceAccount (its leader-election Role in
+// clusterstack-system), each case on a Lease of its own; lease timings are real time, kept short.
+// One case stays on the fake API server: a renewal answered 500 until the deadline passes, which
+// a real server does not give on demand.
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { LeaderElector, type LeaderElectorOptions } from '../../src/controller/runtime/leader-election.js';
 import { silentLogger } from '../support/test-logger.js';
 import { systemClock, type Clock } from '../../src/controller/runtime/runtime-contract.js';
-import { startFakeKubeApi, type FakeKubeApi, type KubeObject } from '../support/fake-kube-api/index.js';
+import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api/index.js';
+import { startRealControllerFixture, type RealControllerFixture } from '../support/real-controller-fixture.js';
 
-const NS = 'kube-system';
-const LEASE = 'clusterstack-gitops-controller';
+const NS = 'clusterstack-system';
 
-async function waitFor(condition: () => boolean, what: string, timeoutMs = 3000): Promise<void> {
+/** Waits on the electors' own state (no API event shows it); the lease reads are async. */
+async function waitFor(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 3000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
+  while (!(await condition())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
@@ -28,25 +33,35 @@ interface Candidate {
 }
 
 describe('LeaderElector', () => {
-  let api: FakeKubeApi;
+  let fx: RealControllerFixture;
   const electors: LeaderElector[] = [];
+  let cases = 0;
+  let LEASE = '';
 
-  beforeEach(async () => {
-    api = await startFakeKubeApi();
+  beforeAll(async () => {
+    fx = await startRealControllerFixture();
   });
-
+  afterAll(async () => {
+    await fx?.cleanup();
+  });
+  beforeEach(() => {
+    LEASE = `clusterstack-gitops-controller-${++cases}`;
+  });
   afterEach(async () => {
     for (const elector of electors.splice(0)) await elector.stop();
-    await api.close();
   });
 
-  const lease = () =>
-    api.get('coordination.k8s.io/v1', 'Lease', NS, LEASE) as
-      (KubeObject & { spec?: Record<string, unknown> }) | undefined;
+  const leases = `/apis/coordination.k8s.io/v1/namespaces/${NS}/leases`;
+  const lease = async () => {
+    const response = await fx.admin.request('GET', `${leases}/${LEASE}`);
+    return response.status === 404 ? undefined : (response.body as { spec?: Record<string, unknown> });
+  };
+  const seedLease = (spec: Record<string, unknown>) =>
+    fx.create({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: LEASE, namespace: NS }, spec });
 
   function candidate(identity: string, options: Partial<LeaderElectorOptions> = {}): Candidate {
     const elector = new LeaderElector({
-      kubeConfig: api.kubeConfig(),
+      kubeConfig: fx.controllerKubeConfig,
       namespace: NS,
       name: LEASE,
       identity,
@@ -75,10 +90,14 @@ describe('LeaderElector', () => {
     expect([a.elector.isLeader(), b.elector.isLeader()].filter(Boolean)).toHaveLength(1);
     const [leader, standby] = a.elector.isLeader() ? [a, b] : [b, a];
     const leaderName = leader === a ? 'pod-a' : 'pod-b';
-    expect(lease()?.spec).toMatchObject({ holderIdentity: leaderName, leaseDurationSeconds: 1, leaseTransitions: 0 });
+    expect((await lease())?.spec).toMatchObject({
+      holderIdentity: leaderName,
+      leaseDurationSeconds: 1,
+      leaseTransitions: 0,
+    });
     expect(standby.log).toEqual([`leader:${leaderName}`]);
     // renewTime is a MicroTime on the wire: six fractional digits, as a real API server demands.
-    expect(lease()?.spec?.['renewTime']).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
+    expect((await lease())?.spec?.['renewTime']).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
 
     await leader.elector.stop();
     await leader.run;
@@ -88,41 +107,36 @@ describe('LeaderElector', () => {
     // Released, not expired: the standby takes over within a retry period or two.
     await waitFor(() => standby.elector.isLeader(), 'the standby to take over', 500);
     const standbyName = leaderName === 'pod-a' ? 'pod-b' : 'pod-a';
-    expect(lease()?.spec).toMatchObject({ holderIdentity: standbyName, leaseTransitions: 1 });
+    expect((await lease())?.spec).toMatchObject({ holderIdentity: standbyName, leaseTransitions: 1 });
     expect(standby.log).toEqual([`leader:${leaderName}`, 'leader:', `leader:${standbyName}`, 'started']);
   });
 
   it('keeps renewing while leading', async () => {
     const a = candidate('pod-a');
     await waitFor(() => a.elector.isLeader(), 'leadership');
-    const first = String(lease()?.spec?.['renewTime']);
-    await waitFor(() => String(lease()?.spec?.['renewTime']) !== first, 'a renewal');
-    expect(lease()?.spec).toMatchObject({ holderIdentity: 'pod-a', leaseTransitions: 0 });
+    const first = String((await lease())?.spec?.['renewTime']);
+    await waitFor(async () => String((await lease())?.spec?.['renewTime']) !== first, 'a renewal');
+    expect((await lease())?.spec).toMatchObject({ holderIdentity: 'pod-a', leaseTransitions: 0 });
   });
 
   it('waits for a lease held by someone else to expire, then takes it over', async () => {
-    const now = new Date();
-    api.seed({
-      apiVersion: 'coordination.k8s.io/v1',
-      kind: 'Lease',
-      metadata: { name: LEASE, namespace: NS },
-      spec: {
-        holderIdentity: 'crashed-pod',
-        leaseDurationSeconds: 15,
-        acquireTime: now.toISOString(),
-        renewTime: now.toISOString(),
-        leaseTransitions: 4,
-      },
+    const now = new Date().toISOString().replace('Z', '000Z');
+    await seedLease({
+      holderIdentity: 'crashed-pod',
+      leaseDurationSeconds: 15,
+      acquireTime: now,
+      renewTime: now,
+      leaseTransitions: 4,
     });
     const clock = skewedClock();
     const b = candidate('pod-b', { clock });
     await new Promise((resolve) => setTimeout(resolve, 150));
     expect(b.elector.isLeader()).toBe(false);
-    expect(lease()?.spec?.['holderIdentity']).toBe('crashed-pod');
+    expect((await lease())?.spec?.['holderIdentity']).toBe('crashed-pod');
 
     clock.skewMs = 16_000;
     await waitFor(() => b.elector.isLeader(), 'the takeover after expiry');
-    expect(lease()?.spec).toMatchObject({ holderIdentity: 'pod-b', leaseTransitions: 5 });
+    expect((await lease())?.spec).toMatchObject({ holderIdentity: 'pod-b', leaseTransitions: 5 });
   });
 
   it('never takes over a live leader whose clock runs 30 s behind: expiry is judged on its own clock', async () => {
@@ -131,51 +145,37 @@ describe('LeaderElector', () => {
     const a = candidate('pod-a', { clock: slow });
     await waitFor(() => a.elector.isLeader(), 'pod-a leading');
     // Its renewTime is 30 s in the past for everyone else, on every renewal.
-    expect(Date.parse(String(lease()?.spec?.['renewTime']))).toBeLessThan(Date.now() - 25_000);
+    expect(Date.parse(String((await lease())?.spec?.['renewTime']))).toBeLessThan(Date.now() - 25_000);
     const b = candidate('pod-b');
     // Longer than a lease duration (1 s) of polling: pod-b keeps seeing the record change, so it
     // waits. Judged by renewTime, it would have taken over at its first poll.
     await new Promise((resolve) => setTimeout(resolve, 1300));
     expect(b.elector.isLeader()).toBe(false);
     expect(a.elector.isLeader()).toBe(true);
-    expect(lease()?.spec).toMatchObject({ holderIdentity: 'pod-a', leaseTransitions: 0 });
+    expect((await lease())?.spec).toMatchObject({ holderIdentity: 'pod-a', leaseTransitions: 0 });
     expect(b.log).toEqual(['leader:pod-a']);
   });
 
   it('takes over a dead leader whose renewTime lies in the future once it saw no change for the lease duration', async () => {
     const future = new Date(Date.now() + 3_600_000).toISOString().replace('Z', '000Z');
-    api.seed({
-      apiVersion: 'coordination.k8s.io/v1',
-      kind: 'Lease',
-      metadata: { name: LEASE, namespace: NS },
-      spec: {
-        holderIdentity: 'crashed-pod',
-        leaseDurationSeconds: 1,
-        acquireTime: future,
-        renewTime: future,
-        leaseTransitions: 2,
-      },
+    await seedLease({
+      holderIdentity: 'crashed-pod',
+      leaseDurationSeconds: 1,
+      acquireTime: future,
+      renewTime: future,
+      leaseTransitions: 2,
     });
     const started = Date.now();
     const b = candidate('pod-b');
     await waitFor(() => b.elector.isLeader(), 'the takeover of the dead leader', 3000);
     // Not before a whole lease duration of its own observation, not an hour later.
     expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
-    expect(lease()?.spec).toMatchObject({ holderIdentity: 'pod-b', leaseTransitions: 3 });
-  });
-
-  it('gives up leadership when it cannot renew before the deadline', async () => {
-    const a = candidate('pod-a');
-    await waitFor(() => a.elector.isLeader(), 'leadership');
-    api.failNext({ pathIncludes: `/leases/${LEASE}`, status: 500, times: 1000 });
-    await a.run;
-    expect(a.elector.isLeader()).toBe(false);
-    expect(a.log.slice(-2)).toEqual(['started', 'stopped']);
+    expect((await lease())?.spec).toMatchObject({ holderIdentity: 'pod-b', leaseTransitions: 3 });
   });
 
   it('passes a signal that aborts when leadership ends, and ends leadership when onStartedLeading fails', async () => {
     const elector = new LeaderElector({
-      kubeConfig: api.kubeConfig(),
+      kubeConfig: fx.controllerKubeConfig,
       namespace: NS,
       name: LEASE,
       identity: 'pod-a',
@@ -198,16 +198,59 @@ describe('LeaderElector', () => {
     expect(signal?.aborted).toBe(true);
     expect(stopped).toEqual(['stopped']);
     // It released the lease on the way out.
-    expect(lease()?.spec?.['holderIdentity']).toBeUndefined();
+    expect((await lease())?.spec?.['holderIdentity']).toBeUndefined();
   });
 
   it('refuses timings that cannot work', () => {
-    const base = { kubeConfig: api.kubeConfig(), namespace: NS, name: LEASE, identity: 'x', logger: silentLogger };
+    const base = {
+      kubeConfig: fx.controllerKubeConfig,
+      namespace: NS,
+      name: LEASE,
+      identity: 'x',
+      logger: silentLogger,
+    };
     expect(
       () => new LeaderElector({ ...base, leaseDurationMs: 1000, renewDeadlineMs: 1000, retryPeriodMs: 100 }),
     ).toThrow(/leaseDurationMs must be greater/);
     expect(
       () => new LeaderElector({ ...base, leaseDurationMs: 1000, renewDeadlineMs: 100, retryPeriodMs: 100 }),
     ).toThrow(/renewDeadlineMs must be greater/);
+  });
+});
+
+describe('LeaderElector on the fake API server', () => {
+  let api: FakeKubeApi;
+  const electors: LeaderElector[] = [];
+  beforeEach(async () => {
+    api = await startFakeKubeApi();
+  });
+  afterEach(async () => {
+    for (const elector of electors.splice(0)) await elector.stop();
+    await api.close();
+  });
+
+  it('gives up leadership when it cannot renew before the deadline', async () => {
+    const elector = new LeaderElector({
+      kubeConfig: api.kubeConfig(),
+      namespace: 'kube-system',
+      name: 'clusterstack-gitops-controller',
+      identity: 'pod-a',
+      leaseDurationMs: 1000,
+      renewDeadlineMs: 400,
+      retryPeriodMs: 50,
+      logger: silentLogger,
+    });
+    electors.push(elector);
+    const log: string[] = [];
+    const run = elector.run({
+      onStartedLeading: () => void log.push('started'),
+      onStoppedLeading: () => void log.push('stopped'),
+    });
+    await waitFor(() => elector.isLeader(), 'leadership');
+    // Every renewal answered 500 (the real server never fails a valid write on demand).
+    api.failNext({ pathIncludes: '/leases/clusterstack-gitops-controller', status: 500, times: 1000 });
+    await run;
+    expect(elector.isLeader()).toBe(false);
+    expect(log.slice(-2)).toEqual(['started', 'stopped']);
   });
 });

@@ -1,9 +1,9 @@
-// Argo CD cluster Secrets kept from CAPI's kubeconfig Secrets, through the fake API server.
-import { CoreV1Api } from '@kubernetes/client-node';
+// Argo CD cluster Secrets kept from CAPI's kubeconfig Secrets, on a real API server as deploy/argocd's
+// ServiceAccount (its Role in `argocd` is what lets it write there).
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createKubeClient } from '../../src/controller/runtime/kube-client.js';
 import { ArgoClusterSecrets } from '../../src/controller/reconcile/argocd-cluster-secrets.js';
-import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api/index.js';
+import { startRealControllerFixture, type RealControllerFixture } from '../support/real-controller-fixture.js';
 import { recordingLogger } from '../support/test-logger.js';
 
 const KUBECONFIG = `apiVersion: v1
@@ -15,26 +15,30 @@ contexts: [{ name: alpha, context: { cluster: alpha, user: alpha } }]
 `;
 
 describe('ArgoClusterSecrets', () => {
-  let api: FakeKubeApi;
+  let fx: RealControllerFixture;
   beforeEach(async () => {
-    api = await startFakeKubeApi();
+    fx = await startRealControllerFixture();
   });
   afterEach(async () => {
-    await api.close();
+    await fx?.cleanup();
   });
+  const stored = async (name: string) => {
+    const response = await fx.admin.request('GET', `/api/v1/namespaces/argocd/secrets/${name}`);
+    return response.status === 404 ? undefined : (response.body as { metadata: { labels?: object }; data: object });
+  };
 
   it('writes one Secret per cluster from its kubeconfig, leaves it alone when unchanged, removes it with the cluster, and never logs it', async () => {
-    const kubeConfig = api.kubeConfig();
-    const core = kubeConfig.makeApiClient(CoreV1Api);
-    for (const name of ['argocd', 'workloads']) await core.createNamespace({ body: { metadata: { name } } });
-    await core.createNamespacedSecret({
-      namespace: 'workloads',
-      body: { metadata: { name: 'alpha-kubeconfig' }, stringData: { value: KUBECONFIG } },
+    for (const name of ['argocd', 'workloads']) await fx.createNamespace(name);
+    await fx.create({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'alpha-kubeconfig', namespace: 'workloads' },
+      stringData: { value: KUBECONFIG },
     });
     const { logger, entries } = recordingLogger();
     let now = 0;
     const secrets = new ArgoClusterSecrets({
-      store: createKubeClient({ kubeConfig, identity: 'test' }),
+      store: createKubeClient({ kubeConfig: fx.controllerKubeConfig, identity: 'test' }),
       namespace: 'argocd',
       logger,
       now: () => now,
@@ -49,9 +53,9 @@ describe('ArgoClusterSecrets', () => {
       waiting: ['workloads/bravo'],
       errors: [],
     });
-    const stored = api.get('v1', 'Secret', 'argocd', 'cluster-workloads-alpha')!;
-    expect(stored.metadata.labels).toMatchObject({ 'argocd.argoproj.io/secret-type': 'cluster' });
-    const data = stored['data'] as Record<string, string>;
+    const secret = (await stored('cluster-workloads-alpha'))!;
+    expect(secret.metadata.labels).toMatchObject({ 'argocd.argoproj.io/secret-type': 'cluster' });
+    const data = secret.data as Record<string, string>;
     expect(Buffer.from(data['server']!, 'base64').toString()).toBe('https://alpha.example.test:6443');
     expect(JSON.parse(Buffer.from(data['config']!, 'base64').toString())).toEqual({
       bearerToken: 's3cret-token-value',
@@ -59,12 +63,13 @@ describe('ArgoClusterSecrets', () => {
     });
 
     now = 10 * 60_000;
-    api.clearRequests();
+    const since = new Date();
     expect((await secrets.reconcile([{ namespace: 'workloads', name: 'alpha' }])).written).toEqual([]);
-    expect(api.requests.filter((request) => request.method !== 'GET')).toEqual([]);
+    const writes = fx.controllerRequests(since).filter((event) => !['get', 'list', 'watch'].includes(event.verb));
+    expect(writes).toEqual([]);
 
     expect((await secrets.reconcile([])).deleted).toEqual(['argocd/cluster-workloads-alpha']);
-    expect(api.get('v1', 'Secret', 'argocd', 'cluster-workloads-alpha')).toBeUndefined();
+    expect(await stored('cluster-workloads-alpha')).toBeUndefined();
     expect(entries.map((entry) => `${entry.message} ${JSON.stringify(entry.fields)}`).join('\n')).not.toContain(
       's3cret',
     );

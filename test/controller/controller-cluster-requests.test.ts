@@ -9,7 +9,6 @@ import {
   aStack,
   MERGE,
   startControllerFixture,
-  waitFor,
   type ControllerFixture,
 } from '../support/controller-fixture.js';
 
@@ -93,7 +92,7 @@ describe('controller with --scheduler-config', () => {
       });
     }
     await fx.start('requests', { scheduler: SCHEDULER });
-    await waitFor(
+    await fx.waitFor(
       () => status('web')?.phase === 'Granted' && status('game')?.phase === 'Pending',
       'the requests’ statuses',
     );
@@ -150,7 +149,7 @@ describe('controller with --scheduler-config', () => {
       },
       MERGE(),
     );
-    await waitFor(() => fileAt(profile).includes('1.30.2'), 'the profile to list 1.30.2');
+    await fx.waitFor(() => fileAt(profile).includes('1.30.2'), 'the profile to list 1.30.2');
     expect(fileAt(profile)).toMatch(/deprecated: true\n\s+version: 1\.30\.2/);
   });
 
@@ -159,7 +158,7 @@ describe('controller with --scheduler-config', () => {
     expect(before).toHaveLength(1);
     for (const name of ['web', 'batch'])
       await fx.custom.deleteNamespacedCustomObject({ ...OPENMCP, plural: 'clusterrequests', namespace: TEAM, name });
-    await waitFor(() => requestedClusters().length === 0, 'the generated Cluster to leave the tree');
+    await fx.waitFor(() => requestedClusters().length === 0, 'the generated Cluster to leave the tree');
     expect(status('game')?.phase).toBe('Pending');
   });
 });

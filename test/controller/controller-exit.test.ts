@@ -8,7 +8,7 @@ import path from 'node:path';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { copyExampleReleases } from '../support/cli.js';
-import { aCluster, aStack, CAPI, GROUP, waitFor } from '../support/controller-fixture.js';
+import { aCluster, aStack, CAPI, GROUP, waitOnChanges } from '../support/controller-fixture.js';
 import { bundleCli, spawnController, type ControllerProcess } from '../support/controller-process.js';
 import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api/index.js';
 import { GitSandbox } from '../support/git-repos.js';
@@ -88,7 +88,8 @@ describe('the controller process after losing its lease', { timeout: 120_000 }, 
         return 'closed';
       }
     };
-    await waitFor(
+    await waitOnChanges(
+      api.onChange,
       () =>
         (api!.get('clusterstack.x-k8s.io/v1alpha1', 'ClusterAddon', NS, 'alpha') as { status?: unknown } | undefined)
           ?.status !== undefined,

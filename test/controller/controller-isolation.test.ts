@@ -9,17 +9,13 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ControllerRuntime } from '../../src/controller/run-controller.js';
 import { copyExampleReleases } from '../support/cli.js';
+import { aStack, condition, GROUP, MERGE } from '../support/controller-fixture.js';
 import {
   aCluster,
-  aStack,
-  CAPI,
-  condition,
-  GROUP,
-  MERGE,
-  startControllerFixture,
-  waitFor,
-  type ControllerFixture,
-} from '../support/controller-fixture.js';
+  CAPI_V1BETA2,
+  startRealControllerFixture,
+  type RealControllerFixture,
+} from '../support/real-controller-fixture.js';
 
 const A = 'cluster-stacks';
 const B = 'team-b';
@@ -32,12 +28,12 @@ const WAIT_MS = 120_000;
 const TEST_MS = 240_000;
 
 describe('controller failure isolation', { timeout: TEST_MS }, () => {
-  let fx: ControllerFixture;
+  let fx: RealControllerFixture;
   let teamBSource: string;
   let runtime: ControllerRuntime;
 
   beforeAll(async () => {
-    fx = await startControllerFixture();
+    fx = await startRealControllerFixture();
     teamBSource = await copyExampleReleases();
     await fx.createNamespace(A);
     await fx.createNamespace(B);
@@ -47,7 +43,7 @@ describe('controller failure isolation', { timeout: TEST_MS }, () => {
     await fx.create(aStack('ferrol', B, { releaseSource: teamBSource, versions: ['v3'] }));
     await fx.create(aCluster('bravo', B, 'docker-ferrol-1-30-v3'));
     runtime = await fx.start('first', { backoff: SLOW_BACKOFF });
-    await waitFor(
+    await fx.waitFor(
       () =>
         condition(fx.get('ClusterAddon', B, 'bravo'), 'ManifestsPublished')?.status === 'True' &&
         condition(fx.get('ClusterAddon', A, 'alpha'), 'ManifestsPublished')?.status === 'True',
@@ -62,7 +58,7 @@ describe('controller failure isolation', { timeout: TEST_MS }, () => {
 
   const patchCluster = (namespace: string, name: string, host: string) =>
     fx.custom.patchNamespacedCustomObject(
-      { ...CAPI, plural: 'clusters', namespace, name, body: { spec: { controlPlaneEndpoint: { host } } } },
+      { ...CAPI_V1BETA2, plural: 'clusters', namespace, name, body: { spec: { controlPlaneEndpoint: { host } } } },
       MERGE(),
     );
   /** Everything published for Cluster alpha, as one text. */
@@ -83,7 +79,7 @@ describe('controller failure isolation', { timeout: TEST_MS }, () => {
     // A new process: no listing of team B's source in memory, and the source never answers.
     fx.down.set(teamBSource, 'hang');
     runtime = await fx.start('after-restart', { backoff: SLOW_BACKOFF });
-    await waitFor(
+    await fx.waitFor(
       () => condition(fx.get('ClusterStack', B, 'ferrol'), 'ReleasesResolved')?.reason === 'ReleaseSourceUnavailable',
       "team B's condition",
       WAIT_MS,
@@ -103,7 +99,7 @@ describe('controller failure isolation', { timeout: TEST_MS }, () => {
     // Team B still hangs; a change to team A goes out with the next publish.
     const started = Date.now();
     await patchCluster(A, 'alpha', 'alpha-moved.test');
-    await waitFor(() => alphaFiles().includes('alpha-moved.test'), "alpha's change in Git", WAIT_MS);
+    await fx.waitFor(() => alphaFiles().includes('alpha-moved.test'), "alpha's change in Git", WAIT_MS);
     const took = Date.now() - started;
     // Team B's ClusterClass and addons are still there, byte for byte.
     expect(teamB()).toEqual(teamBBefore);
@@ -119,12 +115,12 @@ describe('controller failure isolation', { timeout: TEST_MS }, () => {
       { ...GROUP, plural: 'clusterstacks', namespace: B, name: 'ferrol', body: { spec: { releaseSource: fixed } } },
       MERGE(),
     );
-    await waitFor(
+    await fx.waitFor(
       () => condition(fx.get('ClusterStack', B, 'ferrol'), 'ReleasesResolved')?.status === 'True',
       'team B resolved from its new source',
       WAIT_MS,
     );
-    await waitFor(
+    await fx.waitFor(
       () =>
         condition(fx.get('ClusterStackRelease', B, 'docker-ferrol-1-30-v3'), 'ManifestsRendered')?.status === 'True',
       "team B's release rendered again",
@@ -135,7 +131,7 @@ describe('controller failure isolation', { timeout: TEST_MS }, () => {
   it('runs a publish that keeps failing again as soon as something changes, not after its backoff', async () => {
     fx.git.declinePushes(fx.remote, 'pushes are frozen');
     await patchCluster(A, 'alpha', 'alpha-frozen.test');
-    await waitFor(
+    await fx.waitFor(
       () => condition(fx.get('ClusterAddon', A, 'alpha'), 'ManifestsPublished')?.reason === 'PublishRetrying',
       'the failed publish in the status',
       WAIT_MS,
@@ -143,6 +139,6 @@ describe('controller failure isolation', { timeout: TEST_MS }, () => {
     // The publish key now backs off for ten minutes; the remote recovers and a Cluster changes.
     await unlink(path.join(fx.remote, 'hooks', 'pre-receive'));
     await patchCluster(A, 'alpha', 'alpha-thawed.test');
-    await waitFor(() => alphaFiles().includes('alpha-thawed.test'), 'the change in Git', WAIT_MS);
+    await fx.waitFor(() => alphaFiles().includes('alpha-thawed.test'), 'the change in Git', WAIT_MS);
   });
 });

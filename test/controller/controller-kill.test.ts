@@ -5,20 +5,24 @@
 // steps miss. The remote stays `git fsck`-clean after every kill, no second pull request ever
 // appears, and a controller started afterwards (with the same cache directory, as a restarted
 // container has) converges: the last change is published and reported, and it shuts down cleanly.
-// The two runs use their own namespace (--namespace) and remote, and run side by side.
-import { writeFile } from 'node:fs/promises';
+// The two runs use their own namespace (--namespace) and remote, and run side by side, on a real API
+// server as deploy/'s ServiceAccount.
 import path from 'node:path';
-import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Condition } from '../../src/api/types.js';
 import { copyExampleReleases } from '../support/cli.js';
-import { aCluster, aStack, CAPI, GROUP, MERGE, waitFor } from '../support/controller-fixture.js';
+import { aStack, MERGE } from '../support/controller-fixture.js';
 import { bundleCli, spawnController, type ControllerProcess } from '../support/controller-process.js';
 import { CONTROLLER_CRASH_STEPS } from '../support/crash-steps.js';
 import { startFakeGitHub, type FakeGitHub } from '../support/fake-github/index.js';
-import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api/index.js';
 import { startGitHttpServer, type GitHttpServer } from '../support/git-http-server.js';
 import { GitSandbox } from '../support/git-repos.js';
+import {
+  aCluster,
+  CAPI_V1BETA2,
+  startRealControllerFixture,
+  type RealControllerFixture,
+} from '../support/real-controller-fixture.js';
 
 const TOKEN = 'ghp_controller-kill-token';
 const OWNER = 'fleet-org';
@@ -43,42 +47,29 @@ function randomFrom(seed: number): () => number {
 // Real controller starts, each to a crash: far longer than a unit test, so its own time limit (at
 // load 25 the pull-request half took over 240 s).
 describe('controller killed while publishing', { timeout: 600_000 }, () => {
-  let api: FakeKubeApi;
+  let fx: RealControllerFixture;
   let git: GitSandbox;
   let server: GitHttpServer;
   let github: FakeGitHub;
   let bundle: string;
   let kubeconfig: string;
   let releases: string;
-  let custom: CustomObjectsApi;
   const running: ControllerProcess[] = [];
   const seed = Number(process.env.CSK_KILL_SEED ?? Date.now() % 100_000);
 
   beforeAll(async () => {
     bundle = bundleCli();
-    api = await startFakeKubeApi();
+    fx = await startRealControllerFixture();
     git = new GitSandbox();
     server = await startGitHttpServer({ projectRoot: git.root, token: TOKEN });
     github = await startFakeGitHub({ tokens: [TOKEN] });
     releases = await copyExampleReleases();
-    kubeconfig = path.join(git.root, 'kubeconfig.yaml');
-    await writeFile(kubeconfig, api.kubeConfigYaml());
-    const kc = api.kubeConfig();
-    custom = kc.makeApiClient(CustomObjectsApi);
+    // The controllers run as deploy/'s ServiceAccount.
+    kubeconfig = fx.lease.controller.kubeconfigFile;
     for (const namespace of ['git-stacks', 'pr-stacks']) {
-      await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
-      await custom.createNamespacedCustomObject({
-        ...GROUP,
-        plural: 'clusterstacks',
-        namespace,
-        body: aStack('ferrol', namespace),
-      });
-      await custom.createNamespacedCustomObject({
-        ...CAPI,
-        plural: 'clusters',
-        namespace,
-        body: aCluster('alpha', namespace, 'docker-ferrol-1-30-v2'),
-      });
+      await fx.createNamespace(namespace);
+      await fx.create(aStack('ferrol', namespace));
+      await fx.create(aCluster('alpha', namespace, 'docker-ferrol-1-30-v2'));
     }
   });
 
@@ -86,7 +77,7 @@ describe('controller killed while publishing', { timeout: 600_000 }, () => {
     for (const process of running) await process.killHard();
     await server?.close();
     await github?.close();
-    await api?.close();
+    await fx?.cleanup();
     git?.cleanup();
   });
 
@@ -106,16 +97,20 @@ describe('controller killed while publishing', { timeout: 600_000 }, () => {
   }
 
   const moveAlpha = (namespace: string, host: string) =>
-    custom.patchNamespacedCustomObject(
-      { ...CAPI, plural: 'clusters', namespace, name: 'alpha', body: { spec: { controlPlaneEndpoint: { host } } } },
+    fx.custom.patchNamespacedCustomObject(
+      {
+        ...CAPI_V1BETA2,
+        plural: 'clusters',
+        namespace,
+        name: 'alpha',
+        body: { spec: { controlPlaneEndpoint: { host } } },
+      },
       MERGE(),
     );
   const alphaPublished = (namespace: string) =>
     (
-      (
-        api.get('clusterstack.x-k8s.io/v1alpha1', 'ClusterAddon', namespace, 'alpha') as
-          { status?: { conditions?: Condition[] } } | undefined
-      )?.status?.conditions ?? []
+      (fx.get('ClusterAddon', namespace, 'alpha') as { status?: { conditions?: Condition[] } } | undefined)?.status
+        ?.conditions ?? []
     ).find((c) => c.type === 'ManifestsPublished');
   // Under load every kill may land before the first push: then the branch does not exist yet.
   const onBranch = (bare: string, branch: string, namespace: string) =>
@@ -206,7 +201,7 @@ describe('controller killed while publishing', { timeout: 600_000 }, () => {
       await moveAlpha(namespace, 'converged.test');
       const controller = spawnController(bundle, args, environment(cacheDir));
       running.push(controller);
-      await waitFor(
+      await fx.waitFor(
         () =>
           onBranch(bare, 'main', namespace).includes('converged.test') &&
           alphaPublished(namespace)?.message?.includes(git.head(bare, 'main')) === true,
@@ -246,7 +241,7 @@ describe('controller killed while publishing', { timeout: 600_000 }, () => {
       await moveAlpha(namespace, 'converged-pr.test');
       const controller = spawnController(bundle, args, env);
       running.push(controller);
-      await waitFor(
+      await fx.waitFor(
         () => open().length === 1 && onBranch(bare, open()[0]!.headRef, namespace).includes('converged-pr.test'),
         'the pull request to carry the last change',
         CONVERGE_MS,

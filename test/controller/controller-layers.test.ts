@@ -9,7 +9,6 @@ import {
   aStack,
   MERGE,
   startControllerFixture,
-  waitFor,
   type ControllerFixture,
 } from '../support/controller-fixture.js';
 
@@ -68,7 +67,7 @@ describe('controller with addon layers', () => {
       await fx.custom.createClusterCustomObject({ ...KRAAN, body: object });
     }
     await fx.start('layers', { layerRoot: path.resolve(checkout) });
-    await waitFor(
+    await fx.waitFor(
       () => layer('base')?.status?.state === 'Deployed' && layer('apps')?.status?.state === 'K8sVersion',
       'layer statuses',
     );
@@ -95,7 +94,7 @@ describe('controller with addon layers', () => {
     });
     // Events about cluster-scoped objects go to `default`.
     const events = () => fx.api.list('v1', 'Event', 'default') as Record<string, any>[];
-    await waitFor(
+    await fx.waitFor(
       () =>
         ['LayerK8sVersion', 'LayerDeployed'].every((reason) => events().some((event) => event['reason'] === reason)),
       'the layer events',
@@ -107,7 +106,7 @@ describe('controller with addon layers', () => {
 
   it('says Hold once the layer is put on hold', async () => {
     await fx.custom.patchClusterCustomObject({ ...KRAAN, name: 'base', body: { spec: { hold: true } } }, MERGE());
-    await waitFor(() => layer('base')?.status?.state === 'Hold', 'base on hold');
+    await fx.waitFor(() => layer('base')?.status?.state === 'Hold', 'base on hold');
     expect(layer('base')!.status!.conditions![0]).toMatchObject({ type: 'Hold' });
   });
 });

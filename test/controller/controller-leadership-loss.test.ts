@@ -12,7 +12,6 @@ import {
   condition,
   MERGE,
   startControllerFixture,
-  waitFor,
   type ControllerFixture,
 } from '../support/controller-fixture.js';
 
@@ -56,12 +55,12 @@ describe('a leader that loses its lease in an API outage', () => {
 
   it('stops and ends its run, not-ready first, while the standby takes over and publishes (an API that accepts and never answers)', async () => {
     const first = await fx.start('first', election('first'));
-    await waitFor(
+    await fx.waitFor(
       () => first.isLeader() && condition(fx.get('ClusterAddon', NS, 'alpha'), 'ManifestsPublished')?.status === 'True',
       'the first replica leading and publishing',
     );
     const second = await fx.start('second', election('second'));
-    await waitFor(() => second.cache.synced(), 'the standby synced');
+    await fx.waitFor(() => second.cache.synced(), 'the standby synced');
     expect(await readiness(second)).toBe(200);
     expect(await readiness(first)).toBe(200);
     let ended: string | undefined;
@@ -80,7 +79,7 @@ describe('a leader that loses its lease in an API outage', () => {
     })();
     // As SIGSTOP does to the API server process: connections are accepted, nothing is answered.
     fx.api.pause();
-    await waitFor(() => ended !== undefined, 'the leader to stop by itself');
+    await fx.waitFor(() => ended !== undefined, 'the leader to stop by itself');
     probing = false;
     await probes;
     expect(ended).toBe('leadership ended');
@@ -96,7 +95,7 @@ describe('a leader that loses its lease in an API outage', () => {
 
     // The API answers again: the standby leads and publishes the next change; the first stays stopped.
     fx.api.resume();
-    await waitFor(() => second.isLeader(), 'the standby to take the lease over');
+    await fx.waitFor(() => second.isLeader(), 'the standby to take the lease over');
     const commits = fx.git.commitCount(fx.remote, 'main');
     await fx.custom.patchNamespacedCustomObject(
       {
@@ -108,7 +107,7 @@ describe('a leader that loses its lease in an API outage', () => {
       },
       MERGE(),
     );
-    await waitFor(() => fx.git.commitCount(fx.remote, 'main') > commits, 'the standby to publish the change');
+    await fx.waitFor(() => fx.git.commitCount(fx.remote, 'main') > commits, 'the standby to publish the change');
     expect(first.isLeader()).toBe(false);
     expect(first.controller.completedReconciles).toBeGreaterThan(0);
     expect(

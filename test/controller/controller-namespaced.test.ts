@@ -10,7 +10,6 @@ import {
   aStack,
   condition,
   startControllerFixture,
-  waitFor,
   type ControllerFixture,
 } from '../support/controller-fixture.js';
 
@@ -80,17 +79,17 @@ describe('controller in one namespace', () => {
         retryPeriodMs: 200,
       },
     });
-    await waitFor(
+    await fx.waitFor(
       () => condition(fx.get('ClusterAddon', WATCHED, 'alpha'), 'ManifestsPublished')?.status === 'True',
       'the addons published',
     );
     expect(runtime.isLeader()).toBe(true);
     // Stack statuses come after those of the objects it owns, events after all statuses.
-    await waitFor(
+    await fx.waitFor(
       () => condition(fx.get('ClusterStack', WATCHED, 'ferrol'), 'Ready')?.status === 'True',
       'the stack Ready',
     );
-    await waitFor(
+    await fx.waitFor(
       () => fx.api.list('v1', 'Event', WATCHED).some((event) => event['reason'] === 'ReleaseAppeared'),
       'the events',
     );

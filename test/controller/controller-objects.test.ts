@@ -9,7 +9,6 @@ import {
   aStack,
   condition,
   startControllerFixture,
-  waitFor,
   type ControllerFixture,
 } from '../support/controller-fixture.js';
 
@@ -58,7 +57,7 @@ describe('controller objects, events and statuses', () => {
     await fx.create(aStack(LONG, NS));
     await fx.create(aCluster('alpha', NS, 'docker-ferrol-1-30-v2'));
     runtime = await fx.start('first');
-    await waitFor(
+    await fx.waitFor(
       () => condition(fx.get('ClusterAddon', NS, 'alpha'), 'ManifestsPublished')?.status === 'True',
       'the first publish',
     );
@@ -69,7 +68,7 @@ describe('controller objects, events and statuses', () => {
   });
 
   it('serves a ClusterStack whose name is longer than 63 characters', async () => {
-    await waitFor(
+    await fx.waitFor(
       () => condition(fx.get('ClusterStack', NS, LONG), 'Ready')?.status === 'True',
       'the long-named stack Ready',
     );
@@ -83,7 +82,7 @@ describe('controller objects, events and statuses', () => {
   it('records every event with the uid of the object it is about', async () => {
     const events = () => fx.api.list('v1', 'Event', NS) as Record<string, any>[];
     // Events are recorded once the objects they are about exist: after the statuses.
-    await waitFor(
+    await fx.waitFor(
       () =>
         events().some(
           (event) => event['reason'] === 'ManifestsPublished' && event['involvedObject'].kind === 'ClusterAddon',
@@ -136,7 +135,7 @@ describe('controller objects, events and statuses', () => {
         },
       }),
     );
-    await waitFor(
+    await fx.waitFor(
       () => condition(fx.get('ClusterStack', NS, 'missing'), 'Ready')?.reason === 'ProviderKindNotServed',
       'the missing kind reported',
     );
@@ -153,7 +152,7 @@ describe('controller objects, events and statuses', () => {
   it('writes no status again after a restart: the commits it names come from Git', async () => {
     // A second commit, so that the directories last changed in different commits.
     await fx.create(aCluster('bravo', NS, 'docker-ferrol-1-30-v2'));
-    await waitFor(
+    await fx.waitFor(
       () => condition(fx.get('ClusterAddon', NS, 'bravo'), 'ManifestsPublished')?.status === 'True',
       'bravo published',
     );
@@ -161,13 +160,13 @@ describe('controller objects, events and statuses', () => {
     expect(alphaCommit).not.toEqual(
       condition(fx.get('ClusterAddon', NS, 'bravo'), 'ManifestsPublished')?.message?.replace('bravo', 'alpha'),
     );
-    await waitFor(() => runtime.metrics.reconciles.value({ result: 'success' }) > 0, 'a settled reconcile');
+    await fx.waitFor(() => runtime.metrics.reconciles.value({ result: 'success' }) > 0, 'a settled reconcile');
     await runtime.stop();
     const before = versions(fx);
     const commits = fx.git.commitCount(fx.remote, 'main');
 
     const restarted = await fx.start('restarted');
-    await waitFor(() => restarted.controller.completedReconciles >= 1, 'the restarted controller to reconcile');
+    await fx.waitFor(() => restarted.controller.completedReconciles >= 1, 'the restarted controller to reconcile');
     expect(versions(fx)).toEqual(before);
     expect(fx.git.commitCount(fx.remote, 'main')).toBe(commits);
     expect(condition(fx.get('ClusterAddon', NS, 'alpha'), 'ManifestsPublished')?.message).toBe(alphaCommit);

@@ -17,7 +17,7 @@ import { decodeYamlDocuments } from '../../src/yaml/kube-yaml.js';
 import { startFakeGitHub, type FakeGitHub } from '../support/fake-github/index.js';
 import { addProviderRelease, providerFixture } from '../support/provider-fixtures.js';
 import { serviceAccountUser } from '../support/fake-kube-api/index.js';
-import { condition, startControllerFixture, waitFor, type ControllerFixture } from '../support/controller-fixture.js';
+import { condition, startControllerFixture, type ControllerFixture } from '../support/controller-fixture.js';
 
 const OPERATOR = { group: 'operator.cluster.x-k8s.io', version: 'v1alpha2' } as const;
 const SA_TOKEN = 'provider-config-sa-token';
@@ -174,17 +174,17 @@ describe('controller reading provider Secrets and ConfigMaps', () => {
       logger: pino({ level: 'debug' }, sink),
     });
 
-    await waitFor(
+    await fx.waitFor(
       () => condition(live('InfrastructureProvider', 'capd-system', 'docker'), 'ManifestsPublished')?.status === 'True',
       'the docker provider published',
     );
-    await waitFor(
+    await fx.waitFor(
       () =>
         condition(live('InfrastructureProvider', 'noperm', 'docker-forbidden'), 'ManifestsRendered')?.reason ===
         'ManifestsWithheld',
       'the forbidden provider withheld',
     );
-    await waitFor(
+    await fx.waitFor(
       () =>
         condition(live('InfrastructureProvider', 'capd-system', 'docker-missing'), 'ManifestsRendered')?.reason ===
         'ManifestsWithheld',

@@ -1,6 +1,7 @@
 // The controller with Cluster API provider objects: it watches them, renders their components into
 // management/providers/ of the published tree, and writes their status (contract, installedVersion,
-// conditions) through the status subresource, never their spec.
+// conditions) through the status subresource, never their spec. On a real API server with the
+// cluster-api-operator's CRDs, as deploy/'s ServiceAccount.
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../src/api/types.js';
@@ -8,18 +9,13 @@ import { createProviderFetcher } from '../../src/providers/provider-fetcher.js';
 import { createSourceOpener } from '../../src/sources/open-release-source.js';
 import { startFakeGitHub, type FakeGitHub } from '../support/fake-github/index.js';
 import { addProviderRelease, providerFixture } from '../support/provider-fixtures.js';
-import {
-  condition,
-  MERGE,
-  startControllerFixture,
-  waitFor,
-  type ControllerFixture,
-} from '../support/controller-fixture.js';
+import { condition, MERGE } from '../support/controller-fixture.js';
+import { startRealControllerFixture, type RealControllerFixture } from '../support/real-controller-fixture.js';
 
 const OPERATOR = { group: 'operator.cluster.x-k8s.io', version: 'v1alpha2' } as const;
 
 describe('controller with Cluster API providers', () => {
-  let fixture_: ControllerFixture;
+  let fixture_: RealControllerFixture;
   let github: FakeGitHub;
   beforeAll(async () => {
     github = await startFakeGitHub();
@@ -33,18 +29,15 @@ describe('controller with Cluster API providers', () => {
       tag: 'v1.16.4',
       assets: [{ name: 'cert-manager.yaml', content: 'kind: [unclosed\n' }],
     });
-    fixture_ = await startControllerFixture();
-    for (const kind of ['CoreProvider', 'InfrastructureProvider'])
-      fixture_.api.registerResource({
-        ...OPERATOR,
+    fixture_ = await startRealControllerFixture({
+      mirror: ['CoreProvider', 'InfrastructureProvider'].map((kind) => ({
+        apiVersion: `${OPERATOR.group}/${OPERATOR.version}`,
         kind,
-        plural: `${kind.toLowerCase()}s`,
-        namespaced: true,
-        statusSubresource: true,
-      });
+      })),
+    });
   });
   afterAll(async () => {
-    await fixture_.cleanup();
+    await fixture_?.cleanup();
     await github.close();
   });
 
@@ -55,11 +48,11 @@ describe('controller with Cluster API providers', () => {
     spec,
   });
   const live = (kind: string, namespace: string, name: string) =>
-    fixture_.api.get(`${OPERATOR.group}/${OPERATOR.version}`, kind, namespace, name) as
+    fixture_.object(`${OPERATOR.group}/${OPERATOR.version}`, kind, namespace, name) as
       (KubeObject & { spec?: Record<string, unknown>; status?: Record<string, unknown> }) | undefined;
 
   it('renders providers into the published tree and writes contract, installedVersion and conditions, never the spec', async () => {
-    const { api, custom } = fixture_;
+    const started = new Date();
     const core = provider('CoreProvider', 'capi-system', 'cluster-api', {
       fetchConfig: { url: 'https://github.com/kubernetes-sigs/cluster-api/releases' },
     });
@@ -69,12 +62,7 @@ describe('controller with Cluster API providers', () => {
     });
     for (const object of [core, docker]) {
       await fixture_.createNamespace(object.metadata.namespace!).catch(() => undefined);
-      await custom.createNamespacedCustomObject({
-        ...OPERATOR,
-        plural: `${object.kind.toLowerCase()}s`,
-        namespace: object.metadata.namespace!,
-        body: object,
-      });
+      await fixture_.create(object);
     }
     const cacheDir = path.join(fixture_.work, 'providers-cache');
     const openSource = createSourceOpener({ cacheDir, githubApiUrl: github.apiUrl });
@@ -82,7 +70,7 @@ describe('controller with Cluster API providers', () => {
       providerFetcher: createProviderFetcher({ cacheDir, githubApiUrl: github.apiUrl }, openSource),
     });
 
-    await waitFor(
+    await fixture_.waitFor(
       () =>
         live('CoreProvider', 'capi-system', 'cluster-api')?.status?.['installedVersion'] === 'v1.8.0' &&
         condition(live('CoreProvider', 'capi-system', 'cluster-api'), 'ManifestsPublished')?.status === 'True',
@@ -105,7 +93,7 @@ describe('controller with Cluster API providers', () => {
     ).toContain('management/providers/coreprovider-cluster-api/deployment-capi-controller-manager.yaml');
 
     // DOCKER_HOST has no value (no configSecret): withheld, the variable named.
-    await waitFor(
+    await fixture_.waitFor(
       () =>
         condition(live('InfrastructureProvider', 'capd-system', 'docker'), 'ManifestsRendered')?.reason ===
         'ManifestsWithheld',
@@ -116,12 +104,15 @@ describe('controller with Cluster API providers', () => {
     expect(condition(dockerLive, 'Ready')).toMatchObject({ status: 'False', reason: 'ManifestsWithheld' });
     expect(dockerLive.status?.['installedVersion']).toBeUndefined();
     // Only the status subresource was written (the test's own creates are POSTs).
-    const writes = api.requests.filter(
-      (request) =>
-        /\/(coreproviders|infrastructureproviders)\//.test(request.path) && ['PUT', 'PATCH'].includes(request.method),
-    );
+    const writes = fixture_
+      .controllerRequests(started)
+      .filter(
+        (event) =>
+          ['coreproviders', 'infrastructureproviders'].includes(event.objectRef?.resource ?? '') &&
+          ['update', 'patch'].includes(event.verb),
+      );
     expect(writes.length).toBeGreaterThan(0);
-    expect(writes.filter((request) => !request.path.endsWith('/status'))).toEqual([]);
+    expect(writes.filter((event) => event.objectRef?.subresource !== 'status')).toEqual([]);
   });
 
   it('says on the CoreProvider whether the cert-manager it declares was rendered, or why it is withheld', async () => {
@@ -139,7 +130,7 @@ describe('controller with Cluster API providers', () => {
       );
     // A release whose cert-manager.yaml is not YAML: cert-manager is withheld, and the core provider says so.
     await annotate('v1.16.4');
-    await waitFor(
+    await fixture_.waitFor(
       () => condition(coreProvider(), 'CertManagerRendered')?.reason === 'ManifestsWithheld',
       'cert-manager withheld on the CoreProvider',
     );
@@ -153,7 +144,10 @@ describe('controller with Cluster API providers', () => {
     expect(condition(live('InfrastructureProvider', 'capd-system', 'docker'), 'CertManagerRendered')).toBeUndefined();
 
     await annotate('v1.16.2');
-    await waitFor(() => condition(coreProvider(), 'CertManagerRendered')?.status === 'True', 'cert-manager rendered');
+    await fixture_.waitFor(
+      () => condition(coreProvider(), 'CertManagerRendered')?.status === 'True',
+      'cert-manager rendered',
+    );
     expect(condition(coreProvider(), 'CertManagerRendered')!.message).toContain(
       'cert-manager v1.16.2 from github:cert-manager/cert-manager',
     );

@@ -17,7 +17,6 @@ import {
   aStack,
   condition,
   startControllerFixture,
-  waitFor,
   type ControllerFixture,
 } from '../support/controller-fixture.js';
 import { kustomizeDeploy as built, type DeployDoc } from '../support/shipped-identity.js';
@@ -131,8 +130,8 @@ async function representativeRun(
     },
   });
   const providerRelease = () => fx.api.get(PROVIDER_API, 'DockerClusterStackRelease', namespace, RELEASE);
-  await waitFor(() => providerRelease() !== undefined, 'the DockerClusterStackRelease');
-  await waitFor(
+  await fx.waitFor(() => providerRelease() !== undefined, 'the DockerClusterStackRelease');
+  await fx.waitFor(
     () =>
       fx.api.list('v1', 'Event', namespace).length > 0 &&
       condition(fx.get('ClusterStack', namespace, 'ferrol'), 'Ready') !== undefined,
@@ -154,7 +153,7 @@ async function representativeRun(
       labels: { ...live.metadata.labels, 'clusterstack.x-k8s.io/cluster-stack': 'tampered' },
     },
   });
-  await waitFor(
+  await fx.waitFor(
     () => providerRelease()?.metadata.labels?.['clusterstack.x-k8s.io/cluster-stack'] === 'ferrol',
     'the drift repaired after the conflict',
   );

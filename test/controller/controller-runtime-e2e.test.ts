@@ -15,7 +15,7 @@ import { createSourceOpener } from '../../src/sources/open-release-source.js';
 import { copyExampleReleases } from '../support/cli.js';
 import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api/index.js';
 import { GitSandbox } from '../support/git-repos.js';
-import { waitFor } from '../support/controller-fixture.js';
+import { waitOnChanges } from '../support/controller-fixture.js';
 
 const NS = 'cluster-stacks';
 
@@ -75,7 +75,7 @@ describe('controller runtime', () => {
     cleanups.push(async () => {
       for (const replica of replicas) await replica.stop();
     });
-    await waitFor(() => replicas.some((replica) => replica.isLeader()), 'a leader');
+    await waitOnChanges(api.onChange, () => replicas.some((replica) => replica.isLeader()), 'a leader');
 
     // A burst: the stack and two Clusters within the batch window.
     const custom = kubeConfig.makeApiClient(CustomObjectsApi);
@@ -115,7 +115,8 @@ describe('controller runtime', () => {
 
     const addon = (name: string) =>
       api.get('clusterstack.x-k8s.io/v1alpha1', 'ClusterAddon', NS, name) as ClusterAddon | undefined;
-    await waitFor(
+    await waitOnChanges(
+      api.onChange,
       () =>
         addon('alpha')?.status?.conditions?.some((c) => c.type === 'ManifestsPublished' && c.status === 'True') ===
           true && addon('bravo')?.status !== undefined,
@@ -162,7 +163,11 @@ describe('controller runtime', () => {
       namespace: NS,
       name: 'bravo',
     });
-    await waitFor(() => addon('bravo')?.status?.conditions !== undefined, 'the ClusterAddon recreated');
+    await waitOnChanges(
+      api.onChange,
+      () => addon('bravo')?.status?.conditions !== undefined,
+      'the ClusterAddon recreated',
+    );
     expect(git.commitCount(remote, 'main')).toBe(1);
 
     // The API server goes away and comes back, and watches expire: the informers resume, and the
@@ -182,7 +187,11 @@ describe('controller runtime', () => {
       },
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
     );
-    await waitFor(() => git.commitCount(remote, 'main') === 2, 'the change after the API server came back');
+    await waitOnChanges(
+      api.onChange,
+      () => git.commitCount(remote, 'main') === 2,
+      'the change after the API server came back',
+    );
     expect(leader.isLeader()).toBe(true);
   });
 });

@@ -17,7 +17,6 @@ import {
   aStack,
   MERGE,
   startControllerFixture,
-  waitFor,
   type ControllerFixture,
 } from '../support/controller-fixture.js';
 
@@ -136,7 +135,7 @@ describe('controller with a scheduler configuration file that changes', () => {
       await createRequest(name, purpose);
     // The poll is ten minutes: only the watch of the directory can see the swaps below in time.
     runtime = await fx.start('watching', { scheduler: await open(volume.file) });
-    await waitFor(
+    await fx.waitFor(
       () => status('web')?.phase === 'Granted' && scheduled('game')?.reason === 'UnknownPurpose',
       'the first statuses',
     );
@@ -149,7 +148,10 @@ describe('controller with a scheduler configuration file that changes', () => {
 
   it('reads the file again after kubelet’s ..data swap: a purpose mapped to an unknown profile leaves only its request Pending', async () => {
     await volume.write(gaming('cluster-stacks.docker.ferrol-1-31'));
-    await waitFor(() => scheduled('game')?.reason === 'UnknownProfile', 'game to be Pending for its unknown profile');
+    await fx.waitFor(
+      () => scheduled('game')?.reason === 'UnknownProfile',
+      'game to be Pending for its unknown profile',
+    );
     expect(scheduled('game')!.message).toContain('mapped to ClusterProfile "cluster-stacks.docker.ferrol-1-31"');
     expect(status('web')!.phase).toBe('Granted');
     expect(requestedClusters()).toHaveLength(1);
@@ -157,7 +159,7 @@ describe('controller with a scheduler configuration file that changes', () => {
 
   it('keeps the configuration in effect when the new file is not valid, and says so on the requests', async () => {
     await volume.write('scheduler: {purposeMappings: [\n');
-    await waitFor(() => events('SchedulerConfigInvalid').length > 0, 'a SchedulerConfigInvalid event');
+    await fx.waitFor(() => events('SchedulerConfigInvalid').length > 0, 'a SchedulerConfigInvalid event');
     const event = events('SchedulerConfigInvalid')[0]!;
     expect(event.type).toBe('Warning');
     expect(event.note ?? event.message).toMatch(
@@ -165,13 +167,13 @@ describe('controller with a scheduler configuration file that changes', () => {
     );
     // Still scheduling with the previous mappings: a new workload request is granted.
     await createRequest('api', 'workload');
-    await waitFor(() => status('api')?.phase === 'Granted', 'api to be granted under the configuration in effect');
+    await fx.waitFor(() => status('api')?.phase === 'Granted', 'api to be granted under the configuration in effect');
     expect(scheduled('game')!.reason).toBe('UnknownProfile');
   });
 
   it('takes a valid file again: the mapped purpose is granted', async () => {
     await volume.write(gaming(PROFILE));
-    await waitFor(() => status('game')?.phase === 'Granted', 'game to be granted');
+    await fx.waitFor(() => status('game')?.phase === 'Granted', 'game to be granted');
     expect(status('game')!.cluster.name).toMatch(/^gaming-[0-9a-f]{5}$/);
     expect(requestedClusters()).toHaveLength(3);
   });
@@ -183,7 +185,7 @@ describe('controller with a scheduler configuration file that changes', () => {
       MERGE(),
     );
     await createRequest('late', 'gaming');
-    await waitFor(
+    await fx.waitFor(
       () => scheduled('web')?.reason === 'PurposeChanged' && status('late')?.phase === 'Granted',
       'web refused and late granted',
     );
@@ -211,7 +213,10 @@ describe('controller with a scheduler configuration file that changes', () => {
     await runtime.stop();
     await volume.write('scheduler:\n  strategy: RoundRobin\n');
     await fx.start('refused', { scheduler: await open(volume.file) });
-    await waitFor(() => scheduled('batch')?.reason === 'SchedulerConfigInvalid', 'batch to report the configuration');
+    await fx.waitFor(
+      () => scheduled('batch')?.reason === 'SchedulerConfigInvalid',
+      'batch to report the configuration',
+    );
     expect(status('batch')).toMatchObject({ phase: 'Pending', cluster });
     expect(scheduled('batch')!.message).toMatch(/strategy: must be one of Balanced, Random, Simple, not "RoundRobin"/);
     expect(requestedClusters()).toEqual(published);

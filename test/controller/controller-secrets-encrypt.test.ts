@@ -1,18 +1,18 @@
 // The controller with --secrets encrypt: the same pipeline as `render`, so a stack whose addons
 // generate certificates is published with its Secrets as SOPS documents (decrypted here by the age
 // CLI and the MAC-checking sops-decoder), Flux decrypts them, and the start-up flags are checked.
+// On a real API server, as the shipped ServiceAccount.
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ControllerRuntime } from '../../src/controller/run-controller.js';
 import { decodeYamlDocument } from '../../src/yaml/kube-yaml.js';
 import { runClusterstack, tempDir } from '../support/cli.js';
+import { aStack } from '../support/controller-fixture.js';
 import {
   aCluster,
-  aStack,
-  type ControllerFixture,
-  startControllerFixture,
-  waitFor,
-} from '../support/controller-fixture.js';
+  startRealControllerFixture,
+  type RealControllerFixture,
+} from '../support/real-controller-fixture.js';
 import { ageKeygen, decryptWithSopsDecoder, sopsMetadataOf, unwrapDataKeyWithAgeCli } from '../support/sops-oracle.js';
 import { pino } from 'pino';
 
@@ -21,20 +21,20 @@ const SECRET = `clusters/${NS}/echo/cluster-addon/secret-cilium-ca.yaml`;
 const URL = 'https://git.example.test/fleet.git';
 
 describe('controller --secrets encrypt', () => {
-  let fx: ControllerFixture;
+  let fx: RealControllerFixture;
   let runtime: ControllerRuntime | undefined;
   let alice: Awaited<ReturnType<typeof ageKeygen>>;
 
   beforeAll(async () => {
     alice = await ageKeygen(await tempDir('csk-age-'));
-    fx = await startControllerFixture();
+    fx = await startRealControllerFixture();
     await fx.createNamespace(NS);
     await fx.create(aStack('hubble', NS, { name: 'hubble', versions: ['v1'] }));
     await fx.create(aCluster('echo', NS, 'docker-hubble-1-30-v1'));
   });
   afterAll(async () => {
     await runtime?.stop();
-    await fx.cleanup();
+    await fx?.cleanup();
   });
 
   it('publishes the generated Secrets encrypted for the recipients, with Flux decryption on that stage, and logs no value', async () => {
@@ -55,7 +55,7 @@ describe('controller --secrets encrypt', () => {
         sopsSecret: 'fleet-age',
       },
     });
-    await waitFor(
+    await fx.waitFor(
       () => fx.git.head(fx.remote, 'main') !== '' && fx.published()[SECRET] !== undefined,
       'the controller to publish the encrypted Secret',
     );

@@ -12,7 +12,6 @@ import {
   MERGE,
   readyKustomization,
   startControllerFixture,
-  waitFor,
   type ControllerFixture,
   aStack,
 } from '../support/controller-fixture.js';
@@ -110,10 +109,13 @@ describe('runtime extension (lifecycle hooks)', () => {
     });
     await fixture.create(aStack('ferrol', NS, { versions: ['v1', 'v3'] }));
     await fixture.create(aCluster('alpha', 'docker-ferrol-1-30-v1', 'v1.30.2'));
-    await waitFor(() => publishedUnder(`clusters/${NS}/alpha/cluster-addon/`), 'the v1 addons of alpha published');
+    await fixture.waitFor(
+      () => publishedUnder(`clusters/${NS}/alpha/cluster-addon/`),
+      'the v1 addons of alpha published',
+    );
     // The hooks read what the reconcile that pushed recorded once its push returned; the ClusterAddon's
     // status is written after that, so a loaded machine cannot answer the first call from before it.
-    await waitFor(
+    await fixture.waitFor(
       () => fixture.get('ClusterAddon', NS, 'alpha')?.['status'] !== undefined,
       'the reconcile that published alpha to finish',
     );
@@ -178,7 +180,7 @@ describe('runtime extension (lifecycle hooks)', () => {
       },
       MERGE(),
     );
-    await waitFor(() => publishedUnder(`clusters/${NS}/alpha/cni/`), 'the v3 addons of alpha published');
+    await fixture.waitFor(() => publishedUnder(`clusters/${NS}/alpha/cni/`), 'the v3 addons of alpha published');
     const request = () => beforeClusterUpgradeRequest(liveCluster('alpha'), 'v1.30.2', 'v1.30.4');
 
     const uncovered = await callUntil('BeforeClusterUpgrade', request, /none covers it/);
@@ -187,7 +189,7 @@ describe('runtime extension (lifecycle hooks)', () => {
       `stage cni: a Flux Kustomization applying clusters/${NS}/alpha/cni (none covers it)`,
     );
     // The status follows the wait: what it waits for now, since the first call.
-    await waitFor(
+    await fixture.waitFor(
       () => /waiting for stage cni: /.test(condition(addon('alpha'), 'LifecycleHook')?.message ?? ''),
       'the ClusterAddon showing the wait',
     );
@@ -215,7 +217,7 @@ describe('runtime extension (lifecycle hooks)', () => {
       retryAfterSeconds: 0,
       message: `addons of release docker-ferrol-1-30-v3 for Cluster ${NS}/alpha are applied and healthy at main@sha1:${head}: stages cni, metrics-server`,
     });
-    await waitFor(
+    await fixture.waitFor(
       () => condition(addon('alpha'), 'LifecycleHook')?.status === 'True',
       'the ClusterAddon showing the hook done',
     );
@@ -226,7 +228,7 @@ describe('runtime extension (lifecycle hooks)', () => {
       expect.objectContaining({ name: 'cni', release: 'docker-ferrol-1-30-v3', revision: head }),
       expect.objectContaining({ name: 'metrics-server', release: 'docker-ferrol-1-30-v3', revision: head }),
     ]);
-    await waitFor(() => events('LifecycleHookSucceeded', 'alpha').length === 1, 'the success event');
+    await fixture.waitFor(() => events('LifecycleHookSucceeded', 'alpha').length === 1, 'the success event');
     const metrics = await runtime.metrics.render();
     expect(metrics).toMatch(
       /clusterstack_lifecycle_hook_responses_total\{hook="BeforeClusterUpgrade",outcome="ready"\} 1/,
@@ -247,7 +249,7 @@ describe('runtime extension (lifecycle hooks)', () => {
       `stage cni postcondition: the workload cluster cannot be read: Secret ${NS}/alpha-kubeconfig (key value) does not exist yet`,
     );
     const hookCondition = () => condition(addon('alpha'), 'LifecycleHook');
-    await waitFor(
+    await fixture.waitFor(
       () =>
         /^AfterControlPlaneInitialized for release docker-ferrol-1-30-v3 \(since .*\): waiting for stage cni postcondition/.test(
           hookCondition()?.message ?? '',
@@ -264,7 +266,7 @@ describe('runtime extension (lifecycle hooks)', () => {
       metadata: { name: 'alpha-kubeconfig', namespace: NS },
       data: { value: Buffer.from(fixture.api.kubeConfigYaml()).toString('base64') },
     });
-    await waitFor(
+    await fixture.waitFor(
       () =>
         /waits for DaemonSet kube-system\/kindnet \(kindnet\) to exist in the workload cluster/.test(
           hookCondition()?.message ?? '',
@@ -279,7 +281,7 @@ describe('runtime extension (lifecycle hooks)', () => {
       status: { numberReady: ready, desiredNumberScheduled: 2 },
     });
     fixture.api.seed(daemonSet(1));
-    await waitFor(
+    await fixture.waitFor(
       () =>
         /condition `kindnet.status.numberReady > 0 && kindnet.status.numberReady == kindnet.status.desiredNumberScheduled` is false/.test(
           hookCondition()?.message ?? '',
@@ -289,14 +291,14 @@ describe('runtime extension (lifecycle hooks)', () => {
     expect(hookCondition()?.status).toBe('False');
 
     fixture.api.seed(daemonSet(2));
-    await waitFor(() => hookCondition()?.status === 'True', 'the ClusterAddon showing the first install ready');
+    await fixture.waitFor(() => hookCondition()?.status === 'True', 'the ClusterAddon showing the first install ready');
     expect(hookCondition()).toMatchObject({
       reason: 'HookSucceeded',
       message: expect.stringMatching(
         /^AfterControlPlaneInitialized for release docker-ferrol-1-30-v3 .*applied and healthy/,
       ),
     });
-    await waitFor(
+    await fixture.waitFor(
       () =>
         events('LifecycleHookSucceeded', 'alpha').some((event) =>
           String(event['note'] ?? event['message']).startsWith('AfterControlPlaneInitialized'),
@@ -335,7 +337,7 @@ describe('runtime extension (lifecycle hooks)', () => {
 
   it("lets the upgrade go once the wait outlasts the timeout (never a Failure, which would stop the Cluster's topology reconcile), with a Warning event and the ClusterAddon naming what was not confirmed", async () => {
     await fixture.create(aCluster('bravo', 'docker-ferrol-1-30-v3', 'v1.30.4'));
-    await waitFor(() => publishedUnder(`clusters/${NS}/bravo/cni/`), 'the addons of bravo published');
+    await fixture.waitFor(() => publishedUnder(`clusters/${NS}/bravo/cni/`), 'the addons of bravo published');
     const request = () => beforeClusterUpgradeRequest(liveCluster('bravo'), 'v1.30.2', 'v1.30.4');
     const waiting = await callUntil('BeforeClusterUpgrade', request, /none covers it/);
     expect(waiting.body).toMatchObject({ status: 'Success', retryAfterSeconds: 5 });
@@ -348,9 +350,9 @@ describe('runtime extension (lifecycle hooks)', () => {
         `^letting the upgrade go after 31m \\(the hook timeout is 30m\\) without confirming: stage cni: a Flux Kustomization applying clusters/${NS}/bravo/cni \\(none covers it\\); .* Fix the addons or their conditions, or raise --hook-timeout$`,
       ),
     );
-    await waitFor(() => events('LifecycleHookTimedOut', 'bravo').length === 1, 'the timeout event');
+    await fixture.waitFor(() => events('LifecycleHookTimedOut', 'bravo').length === 1, 'the timeout event');
     expect(events('LifecycleHookTimedOut', 'bravo')[0]).toMatchObject({ type: 'Warning' });
-    await waitFor(
+    await fixture.waitFor(
       () => condition(addon('bravo'), 'LifecycleHook')?.reason === 'HookTimedOut',
       'the ClusterAddon showing the timeout',
     );
@@ -407,7 +409,7 @@ describe('runtime extension (lifecycle hooks)', () => {
     // The restarted controller writes alpha's status again (Flux now reports an older commit applied),
     // and that write keeps alpha's completed hooks: the process that answered them is gone.
     seedKustomization(firstCommit);
-    await waitFor(
+    await fixture.waitFor(
       () => condition(addon('alpha'), 'ManifestsSynced')?.status === 'False',
       "alpha's status written by the restarted controller",
     );
@@ -420,7 +422,7 @@ describe('runtime extension (lifecycle hooks)', () => {
       expect.objectContaining({ name: 'AfterControlPlaneInitialized', outcome: 'Succeeded' }),
     ]);
     seedKustomization(fixture.git.head(fixture.remote, 'main'));
-    await waitFor(() => condition(addon('alpha'), 'ManifestsSynced')?.status === 'True', 'alpha synced again');
+    await fixture.waitFor(() => condition(addon('alpha'), 'ManifestsSynced')?.status === 'True', 'alpha synced again');
     // The wait started before the restart (the ClusterAddon's status.hooks says when): still over, the upgrade goes.
     const after = await callUntil('BeforeClusterUpgrade', request, /^letting the upgrade go after/);
     expect(after.body).toMatchObject({ status: 'Success', retryAfterSeconds: 0 });

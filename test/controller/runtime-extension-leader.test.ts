@@ -1,22 +1,22 @@
 // Two replicas with leader election and the runtime extension: the Service Cluster API calls is
 // routed to the leader alone through the EndpointSlice the leader writes, and a new leader takes it
-// over. The fake API server plays the management cluster; leases and slices are real API objects.
+// over. On a real API server as deploy/'s ServiceAccount (the runtime-extension component's Role).
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ControllerRuntime } from '../../src/controller/run-controller.js';
-import { startControllerFixture, waitFor, type ControllerFixture } from '../support/controller-fixture.js';
+import { startRealControllerFixture, type RealControllerFixture } from '../support/real-controller-fixture.js';
 import { makeSelfSignedCert, type SelfSignedCert } from '../support/self-signed-cert.js';
 
 const NS = 'clusterstack-system';
 const SERVICE = 'clusterstack-gitops-runtime-extension';
 
 describe('runtime extension Service routed to the leader', () => {
-  let fixture: ControllerFixture;
+  let fixture: RealControllerFixture;
   let cert: SelfSignedCert;
   const replicas = new Map<string, ControllerRuntime>();
 
   const slice = () =>
-    fixture.api.get('discovery.k8s.io/v1', 'EndpointSlice', NS, `${SERVICE}-leader`) as Record<string, any> | undefined;
+    fixture.object('discovery.k8s.io/v1', 'EndpointSlice', NS, `${SERVICE}-leader`) as Record<string, any> | undefined;
   const sliceAddress = () => slice()?.['endpoints']?.[0]?.addresses?.[0] as string | undefined;
   const start = (name: string, podIP: string) =>
     fixture.start(name, {
@@ -38,19 +38,14 @@ describe('runtime extension Service routed to the leader', () => {
     });
 
   beforeAll(async () => {
-    fixture = await startControllerFixture();
-    fixture.api.registerResource({
-      group: 'discovery.k8s.io',
-      version: 'v1',
-      kind: 'EndpointSlice',
-      plural: 'endpointslices',
-      namespaced: true,
+    fixture = await startRealControllerFixture({
+      mirror: [{ apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice' }],
     });
     await fixture.createNamespace(NS);
     cert = makeSelfSignedCert();
     replicas.set('replica-a', await start('replica-a', '10.0.0.1'));
     replicas.set('replica-b', await start('replica-b', '10.0.0.2'));
-  }, 60_000);
+  }, 180_000);
 
   afterAll(async () => {
     await fixture?.cleanup();
@@ -58,11 +53,11 @@ describe('runtime extension Service routed to the leader', () => {
   });
 
   it('points the Service at the leader, and at the next leader once it is gone', async () => {
-    await waitFor(() => [...replicas.values()].some((replica) => replica.isLeader()), 'a leader');
+    await fixture.waitFor(() => [...replicas.values()].some((replica) => replica.isLeader()), 'a leader');
     const [leaderName, leader] = [...replicas].find(([, replica]) => replica.isLeader())!;
     const [standbyName, standby] = [...replicas].find(([, replica]) => !replica.isLeader())!;
     const ipOf = (name: string) => (name === 'replica-a' ? '10.0.0.1' : '10.0.0.2');
-    await waitFor(() => sliceAddress() === ipOf(leaderName), 'the slice naming the leader');
+    await fixture.waitFor(() => sliceAddress() === ipOf(leaderName), 'the slice naming the leader');
     expect(slice()).toMatchObject({
       metadata: {
         labels: {
@@ -82,8 +77,8 @@ describe('runtime extension Service routed to the leader', () => {
     });
 
     await leader.stop();
-    await waitFor(() => standby.isLeader(), 'the standby to take the lease over');
-    await waitFor(() => sliceAddress() === ipOf(standbyName), 'the slice naming the new leader');
+    await fixture.waitFor(() => standby.isLeader(), 'the standby to take the lease over');
+    await fixture.waitFor(() => sliceAddress() === ipOf(standbyName), 'the slice naming the new leader');
     expect(slice()!['endpoints']).toHaveLength(1);
     expect(slice()!['ports'][0]['port']).toBe(Number(new URL(standby.extensionUrl!).port));
   }, 60_000);

@@ -2,8 +2,9 @@
 // branch, and a merge (here a squash, which makes a commit of its own that the controller never
 // pushed) is what brings the addons there. BeforeClusterUpgrade must hold while the change is only
 // proposed, whatever revision the engine reports, and let go once the engine applied the merge.
-// Real Git (a bare remote), the fake GitHub API for the pull request, the fake API server for the
-// management cluster and a fake Cluster API caller over HTTPS.
+// Real Git (a bare remote), the fake GitHub API for the pull request, a real API server for the
+// management cluster (the controller as deploy/'s ServiceAccount, Flux's Kustomization CRD) and a
+// fake Cluster API caller over HTTPS.
 import path from 'node:path';
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,16 +12,12 @@ import { GitHistoryReader } from '../../gitops/git-history.js';
 import { PullRequestPublisher } from '../../gitops/pull-request-publisher.js';
 import type { KubeObject } from '../../src/api/types.js';
 import type { ControllerRuntime } from '../../src/controller/run-controller.js';
+import { aStack, condition, MERGE, readyKustomization } from '../support/controller-fixture.js';
 import {
-  aStack,
-  CAPI,
-  condition,
-  MERGE,
-  readyKustomization,
-  startControllerFixture,
-  waitFor,
-  type ControllerFixture,
-} from '../support/controller-fixture.js';
+  CAPI_V1BETA2,
+  startRealControllerFixture,
+  type RealControllerFixture,
+} from '../support/real-controller-fixture.js';
 import { beforeClusterUpgradeRequest, callExtension, hookPath, type HookCall } from '../support/fake-capi-caller.js';
 import { startFakeGitHub, type FakeGitHub } from '../support/fake-github/index.js';
 import { makeSelfSignedCert, type SelfSignedCert } from '../support/self-signed-cert.js';
@@ -31,7 +28,7 @@ const OWNER = 'fleet-org';
 const REPO = 'fleet-pr';
 
 describe('runtime extension in pull-request mode', () => {
-  let fixture: ControllerFixture;
+  let fixture: RealControllerFixture;
   let github: FakeGitHub;
   let runtime: ControllerRuntime;
   let cert: SelfSignedCert;
@@ -39,13 +36,13 @@ describe('runtime extension in pull-request mode', () => {
   let prBranch = '';
 
   const cluster = (className: string, version: string): KubeObject => ({
-    apiVersion: 'cluster.x-k8s.io/v1beta1',
+    apiVersion: 'cluster.x-k8s.io/v1beta2',
     kind: 'Cluster',
     metadata: { name: 'alpha', namespace: NS },
     spec: {
       controlPlaneEndpoint: { host: 'alpha.test', port: 6443 },
       clusterNetwork: { pods: { cidrBlocks: ['10.0.0.0/16'] } },
-      topology: { class: className, version },
+      topology: { classRef: { name: className }, version },
     },
   });
   const liveCluster = () => fixture.get('Cluster', NS, 'alpha') as KubeObject;
@@ -62,8 +59,7 @@ describe('runtime extension in pull-request mode', () => {
     return commit;
   };
   /** Flux reporting it applied `revision` of main for the cluster's directory. */
-  const fluxApplied = (revision: string) =>
-    fixture.api.seed(readyKustomization('alpha', `clusters/${NS}/alpha`, revision));
+  const fluxApplied = (revision: string) => fixture.put(readyKustomization('alpha', `clusters/${NS}/alpha`, revision));
   async function callUntil(body: () => unknown, check: (answer: HookCall) => boolean, what: string): Promise<HookCall> {
     let last: HookCall | undefined;
     const deadline = Date.now() + 60_000;
@@ -76,12 +72,13 @@ describe('runtime extension in pull-request mode', () => {
   }
 
   beforeAll(async () => {
-    fixture = await startControllerFixture();
+    fixture = await startRealControllerFixture();
     github = await startFakeGitHub({ tokens: [TOKEN] });
     github.addRepo(OWNER, REPO);
     bare = fixture.git.bareRepo('fleet-pr', { branch: 'main', files: { 'README.md': 'fleet\n' } });
     cert = makeSelfSignedCert();
     await fixture.createNamespace(NS);
+    await fixture.createNamespace('flux-system');
     const author = { name: 'clusterstack', email: 'clusterstack@example.test' };
     const env = { PATH: process.env.PATH ?? '', HOME: fixture.work };
     const dir = path.join(fixture.work, 'pr');
@@ -112,14 +109,14 @@ describe('runtime extension in pull-request mode', () => {
     });
     await fixture.create(aStack('ferrol', NS, { versions: ['v1', 'v3'] }));
     await fixture.create(cluster('docker-ferrol-1-30-v1', 'v1.30.2'));
-    await waitFor(() => openPulls().length === 1, 'the first pull request');
+    await fixture.waitFor(() => openPulls().length === 1, 'the first pull request');
     prBranch = openPulls()[0]!.headRef;
-    await waitFor(
+    await fixture.waitFor(
       () => Object.keys(onBranch(prBranch)).some((file) => file.startsWith(`clusters/${NS}/alpha/cluster-addon/`)),
       'the v1 addons on the pull request branch',
     );
-    fluxApplied(squashMerge(prBranch));
-  }, 120_000);
+    await fluxApplied(squashMerge(prBranch));
+  }, 240_000);
 
   afterAll(async () => {
     await fixture?.cleanup();
@@ -130,15 +127,15 @@ describe('runtime extension in pull-request mode', () => {
   it('holds the upgrade while the addons are only proposed, even when Flux applied a newer commit of main, and lets go once it applied the squash merge', async () => {
     await fixture.custom.patchNamespacedCustomObject(
       {
-        ...CAPI,
+        ...CAPI_V1BETA2,
         plural: 'clusters',
         namespace: NS,
         name: 'alpha',
-        body: { spec: { topology: { class: 'docker-ferrol-1-30-v3', version: 'v1.30.4' } } },
+        body: { spec: { topology: { classRef: { name: 'docker-ferrol-1-30-v3' }, version: 'v1.30.4' } } },
       },
       MERGE(),
     );
-    await waitFor(
+    await fixture.waitFor(
       () => Object.keys(onBranch(prBranch)).some((file) => file.startsWith(`clusters/${NS}/alpha/cni/`)),
       'the v3 addons on the pull request branch',
     );
@@ -146,7 +143,7 @@ describe('runtime extension in pull-request mode', () => {
 
     // A person's commit lands on main meanwhile, and Flux applies it: it does not hold the v3 addons.
     const unrelated = fixture.git.commitFiles(bare, 'main', { 'docs/notes.md': 'unrelated\n' }, 'Notes');
-    fluxApplied(unrelated);
+    await fluxApplied(unrelated);
     const held = await callUntil(
       request,
       (answer) => /proposed in pull request .* not merged yet/.test(String(answer.body['message'])),
@@ -162,7 +159,7 @@ describe('runtime extension in pull-request mode', () => {
     const merged = squashMerge(prBranch);
     const stillHeld = await call(request());
     expect(stillHeld.body['retryAfterSeconds']).toBe(5);
-    fluxApplied(merged);
+    await fluxApplied(merged);
     const released = await callUntil(
       request,
       (answer) => answer.body['retryAfterSeconds'] === 0,
@@ -170,7 +167,7 @@ describe('runtime extension in pull-request mode', () => {
     );
     expect(released.body).toMatchObject({ status: 'Success', retryAfterSeconds: 0 });
     // The ClusterAddon names the merge commit as the one holding each v3 stage.
-    await waitFor(() => {
+    await fixture.waitFor(() => {
       const stages =
         (fixture.get('ClusterAddon', NS, 'alpha')?.['status'] as { stages?: { release?: string; revision?: string }[] })
           ?.stages ?? [];
@@ -180,6 +177,6 @@ describe('runtime extension in pull-request mode', () => {
       );
     }, 'the stages recorded at the merge commit');
     // The base holds the tree now: the pull request GitHub would have closed on merge is closed as unnecessary here.
-    await waitFor(() => openPulls().length === 0, 'the pull request closed once the base holds the tree');
+    await fixture.waitFor(() => openPulls().length === 0, 'the pull request closed once the base holds the tree');
   }, 240_000);
 });

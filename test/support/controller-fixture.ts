@@ -1,10 +1,12 @@
-// A management cluster for controller tests: the fake API server, a bare Git remote, copies of the
-// quickstart releases, and a function that starts the controller runtime against them with a
-// release source that the test can make fail or hang.
+// A management cluster for controller tests on the fake API server (for the faults only it makes:
+// see its header; everything else uses real-controller-fixture.ts): a bare Git remote, copies of
+// the quickstart releases, and a function that starts the controller runtime against them with a
+// release source that the test can make fail or hang. Both fixtures start runtimes and wait the
+// same way (startController, waitOnChanges), and share the object builders here.
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { GitPublisher } from '../../gitops/git-publisher.js';
 import { GitHistoryReader } from '../../gitops/git-history.js';
@@ -33,13 +35,51 @@ export const MERGE = () => setHeaderOptions('Content-Type', PatchStrategy.MergeP
  */
 const WAIT_LIMIT_MS = 120_000;
 
-/** Polls `check` every 20 ms until it holds (the controller works on its own; tests only look); throws naming `what` after `limitMs`. */
+/**
+ * Checks that read more than API objects (the Git remote, a runtime's state) are looked at again
+ * this often as well as on every change: a publish lands before the status write that announces it.
+ */
+const RECHECK_MS = 250;
+
+/** Polls `check` every 20 ms until it holds, for code with no fixture to hear changes from; throws naming `what` after `limitMs`. */
 export async function waitFor(check: () => boolean, what: string, limitMs = WAIT_LIMIT_MS): Promise<void> {
   const deadline = Date.now() + limitMs;
   while (!check()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
+}
+
+/**
+ * Resolves once `check` holds, looked at on every change `onChange` reports (an object written on
+ * the API server) and every RECHECK_MS; throws naming `what` after `limitMs`, which only stops a stuck test.
+ */
+export function waitOnChanges(
+  onChange: (listener: () => void) => () => void,
+  check: () => boolean,
+  what: string,
+  limitMs = WAIT_LIMIT_MS,
+): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const done = (error?: Error) => {
+      unsubscribe();
+      clearInterval(recheck);
+      clearTimeout(limit);
+      if (error) reject(error);
+      else resolve();
+    };
+    const look = () => {
+      try {
+        if (check()) done();
+      } catch (error) {
+        done(error as Error);
+      }
+    };
+    const unsubscribe = onChange(look);
+    const recheck = setInterval(look, RECHECK_MS);
+    const limit = setTimeout(() => done(new Error(`timed out waiting for ${what}`)), limitMs);
+    look();
+  });
 }
 
 export function condition(object: KubeObject | undefined, type: string): Condition | undefined {
@@ -94,7 +134,91 @@ export interface ControllerFixture {
   get(kind: string, namespace: string, name: string): KubeObject | undefined;
   /** Files under management/ and clusters/ on the branch. */
   published(): Record<string, string>;
+  /** Resolves once `check` holds, looked at on every change on the API server (and every 250 ms for the Git side). */
+  waitFor(check: () => boolean, what: string, limitMs?: number): Promise<void>;
   cleanup(): Promise<void>;
+}
+
+/** The parts of a fixture `startController` needs: where it publishes, its releases, its outages. */
+export interface ControllerWorld {
+  kubeConfig: KubeConfig;
+  remote: string;
+  work: string;
+  releases: string;
+  down: Map<string, 'fail' | 'hang'>;
+  /** Every runtime started, for stopping at cleanup. */
+  runtimes: ControllerRuntime[];
+}
+
+/**
+ * Starts a controller runtime in `world` as the fixtures' `start` does: `name` keeps its clone and
+ * caches apart from other runs; its release sources fail or hang as `world.down` says.
+ */
+export async function startController(
+  world: ControllerWorld,
+  name: string,
+  overrides: Partial<ControllerRuntimeOptions> = {},
+): Promise<ControllerRuntime> {
+  const unreachable = (location: string) => {
+    const mode = world.down.get(location);
+    if (mode === 'hang') return new Promise<never>(() => undefined);
+    return Promise.reject(new ReleaseSourceError('unavailable', `${location} answered 503 Service Unavailable`));
+  };
+  const openerFor = (cacheDir: string): SourceOpener => {
+    const open = createSourceOpener({ cacheDir });
+    return (location) => {
+      const inner = open(location);
+      return {
+        location: inner.location,
+        list: () => (world.down.has(location) ? unreachable(location) : inner.list()),
+        fetch: (tag) => (world.down.has(location) ? unreachable(location) : inner.fetch(tag)),
+      };
+    };
+  };
+  const author = { name: 'clusterstack', email: 'clusterstack@example.test' };
+  const env = { PATH: process.env.PATH ?? '', HOME: world.work };
+  const dir = path.join(world.work, name);
+  const runtimeKubeConfig = overrides.kubeConfig ?? world.kubeConfig;
+  const git = (workDir: string) => ({
+    repository: world.remote,
+    branch: 'main',
+    path: '',
+    workDir: path.join(dir, workDir),
+    author,
+    env,
+  });
+  const runtime = await runController({
+    kubeConfig: runtimeKubeConfig,
+    kube: createKubeClient({ kubeConfig: runtimeKubeConfig, identity: name }),
+    publisher: new GitPublisher(git('clone')),
+    history: new GitHistoryReader(git('history')),
+    revisionKind: 'commit',
+    defaultSource: world.releases,
+    openSource: openerFor(path.join(dir, 'cache')),
+    workDir: path.join(dir, 'cache'),
+    helm: createHelmDependencies({ pathEnv: process.env.PATH ?? '', workDir: path.join(dir, 'helm') }),
+    secrets: 'refuse',
+    engine: 'none',
+    outputPath: '',
+    argocdNamespace: 'argocd',
+    logger: process.env.CSK_TEST_LOG
+      ? pino({ level: 'debug' }, pino.destination(process.env.CSK_TEST_LOG))
+      : pino({ level: 'silent' }),
+    batchWindowMs: 100,
+    listingWaitMs: 300,
+    ...overrides,
+  });
+  world.runtimes.push(runtime);
+  return runtime;
+}
+
+/** Files under management/ and clusters/ on the branch `main` of `remote`. */
+export function publishedFiles(git: GitSandbox, remote: string): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(git.files(remote, 'main')).filter(
+      ([file]) => file.startsWith('management/') || file.startsWith('clusters/'),
+    ),
+  );
 }
 
 export async function startControllerFixture(options: { api?: FakeKubeApiOptions } = {}): Promise<ControllerFixture> {
@@ -106,25 +230,7 @@ export async function startControllerFixture(options: { api?: FakeKubeApiOptions
   const kubeConfig = api.kubeConfig();
   const custom = kubeConfig.makeApiClient(CustomObjectsApi);
   const down = new Map<string, 'fail' | 'hang'>();
-  const runtimes: ControllerRuntime[] = [];
-  const unreachable = (location: string) => {
-    const mode = down.get(location);
-    if (mode === 'hang') return new Promise<never>(() => undefined);
-    return Promise.reject(new ReleaseSourceError('unavailable', `${location} answered 503 Service Unavailable`));
-  };
-  const openerFor = (cacheDir: string): SourceOpener => {
-    const open = createSourceOpener({ cacheDir });
-    return (location) => {
-      const inner = open(location);
-      return {
-        location: inner.location,
-        list: () => (down.has(location) ? unreachable(location) : inner.list()),
-        fetch: (tag) => (down.has(location) ? unreachable(location) : inner.fetch(tag)),
-      };
-    };
-  };
-  const author = { name: 'clusterstack', email: 'clusterstack@example.test' };
-  const env = { PATH: process.env.PATH ?? '', HOME: work };
+  const world: ControllerWorld = { kubeConfig, remote, work, releases, down, runtimes: [] };
 
   const fixture: ControllerFixture = {
     api,
@@ -134,47 +240,7 @@ export async function startControllerFixture(options: { api?: FakeKubeApiOptions
     releases,
     custom,
     down,
-    async start(name, overrides = {}) {
-      const dir = path.join(work, name);
-      const runtimeKubeConfig = overrides.kubeConfig ?? kubeConfig;
-      const runtime = await runController({
-        kubeConfig: runtimeKubeConfig,
-        kube: createKubeClient({ kubeConfig: runtimeKubeConfig, identity: name }),
-        publisher: new GitPublisher({
-          repository: remote,
-          branch: 'main',
-          path: '',
-          workDir: path.join(dir, 'clone'),
-          author,
-          env,
-        }),
-        history: new GitHistoryReader({
-          repository: remote,
-          branch: 'main',
-          path: '',
-          workDir: path.join(dir, 'history'),
-          author,
-          env,
-        }),
-        revisionKind: 'commit',
-        defaultSource: releases,
-        openSource: openerFor(path.join(dir, 'cache')),
-        workDir: path.join(dir, 'cache'),
-        helm: createHelmDependencies({ pathEnv: process.env.PATH ?? '', workDir: path.join(dir, 'helm') }),
-        secrets: 'refuse',
-        engine: 'none',
-        outputPath: '',
-        argocdNamespace: 'argocd',
-        logger: process.env.CSK_TEST_LOG
-          ? pino({ level: 'debug' }, pino.destination(process.env.CSK_TEST_LOG))
-          : pino({ level: 'silent' }),
-        batchWindowMs: 100,
-        listingWaitMs: 300,
-        ...overrides,
-      });
-      runtimes.push(runtime);
-      return runtime;
-    },
+    start: (name, overrides = {}) => startController(world, name, overrides),
     async createNamespace(name) {
       await kubeConfig.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name } } });
     },
@@ -192,15 +258,10 @@ export async function startControllerFixture(options: { api?: FakeKubeApiOptions
       const apiVersion = kind === 'Cluster' ? 'cluster.x-k8s.io/v1beta1' : 'clusterstack.x-k8s.io/v1alpha1';
       return api.get(apiVersion, kind, namespace, name) as KubeObject | undefined;
     },
-    published() {
-      return Object.fromEntries(
-        Object.entries(git.files(remote, 'main')).filter(
-          ([file]) => file.startsWith('management/') || file.startsWith('clusters/'),
-        ),
-      );
-    },
+    published: () => publishedFiles(git, remote),
+    waitFor: (check, what, limitMs) => waitOnChanges(api.onChange, check, what, limitMs),
     async cleanup() {
-      for (const runtime of runtimes.reverse()) await runtime.stop();
+      for (const runtime of world.runtimes.reverse()) await runtime.stop();
       await api.close();
       git.cleanup();
       await rm(work, { recursive: true, force: true });
@@ -216,8 +277,16 @@ export function readyKustomization(name: string, dirPath: string, revision: stri
     apiVersion: 'kustomize.toolkit.fluxcd.io/v1',
     kind: 'Kustomization',
     metadata: { name, namespace: 'flux-system' },
-    spec: { path: `./${dirPath}`, prune: true, sourceRef: { kind: 'GitRepository', name: 'clusterstacks' } },
+    spec: {
+      interval: '10m',
+      path: `./${dirPath}`,
+      prune: true,
+      sourceRef: { kind: 'GitRepository', name: 'clusterstacks' },
+    },
     status: {
+      // Flux sets it once a reconcile succeeded; the CRD defaults it to -1 (not yet reconciled).
+      // Its spec never changes here, so it stays at generation 1.
+      observedGeneration: 1,
       lastAppliedRevision: `main@sha1:${revision}`,
       conditions: [
         {

@@ -2,22 +2,34 @@
  * A fake Kubernetes API server over real HTTP, for driving code that uses the real
  * `@kubernetes/client-node` (CustomObjectsApi, CoreV1Api, informers, watches) in tests.
  *
- * The real kube-apiserver (test/support/real-kube-api/, docs/real-engines.md) plays the part of a
- * normal API server: RBAC under deploy/, our CRDs' validation and CEL rules, status subresources,
- * finalizers, garbage collection, leader election, events and restarts are tested there
- * (test/controller-real-api.test.ts, test/real-server-validation.test.ts). Keep this fake only for
- * what the real server cannot be made to do on demand:
- * - a chosen answer to a chosen request (`failNext`): a 409 on exactly the patch under test, a 422
- *   from a failed JSON-patch `test`, a 500 or 429 from a status write (the real server conflicts
- *   only by racing, and never fails a valid write);
- * - watch streams controlled from the test (`expireWatches` sends 410 Gone to open watches,
- *   `endWatches`, `sendBookmarks`, `dropConnections`) at a chosen moment;
- * - seeding objects of kinds whose CRDs the engine cache does not hold (the cluster-stack-operator's
- *   `<Provider>ClusterStackRelease[Template]`, openMCP's ClusterRequest, which the Go module proxy
- *   does not serve) and hand-set status on them;
- * - a request log per test with the RBAC attributes of each call, and starting in milliseconds for
- *   files that need a fresh cluster per case.
- * Tests that need none of these belong on the real server.
+ * The real kube-apiserver plays the part of a normal API server (test/support/real-kube-api/,
+ * docs/real-engines.md): controller tests lease one shared per worker through
+ * test/support/real-controller-fixture.ts and run the controller there as deploy/'s ServiceAccount.
+ * Tests that need none of the faults below belong there. This fake stays only for what a real
+ * server cannot be made to do on demand, and these files use it for exactly that:
+ * - a chosen answer to a chosen request (`failNext`; the real server conflicts only by racing and
+ *   never fails a valid write): informer-set.test.ts (500s and 410s on list/watch),
+ *   leader-election.test.ts ("gives up leadership when it cannot renew", renewals answered 500),
+ *   controller-e2e.test.ts (a 409 on the status patch under test, a refused owned object; its other
+ *   cases share that file's state), controller-rbac.test.ts (a refused write), runtime-extension-e2e.test.ts;
+ * - watch streams and the server itself controlled at a chosen moment (`expireWatches`, `endWatches`,
+ *   `sendBookmarks`, `dropConnections`, `pause`/`resume`, `stop`/`restart` on the same port):
+ *   informer-set.test.ts, controller-runtime-e2e.test.ts, runtime-extension-e2e.test.ts,
+ *   controller-exit.test.ts and controller-leadership-loss.test.ts (a frozen API server);
+ * - kinds whose CRDs the engine cache does not hold (the Go module proxy does not serve them), with
+ *   hand-set status: the cluster-stack-operator's `<Provider>ClusterStackRelease[Template]`
+ *   (controller-rbac.test.ts, controller-provider-config.test.ts), openMCP's ClusterRequest
+ *   (controller-cluster-requests.test.ts, controller-scheduler-config.test.ts), Kraan's AddonsLayer
+ *   (controller-layers.test.ts);
+ * - a request log with the RBAC attributes of every call checked against deploy/'s rules under
+ *   tokens the test makes up (controller-rbac.test.ts, controller-namespaced.test.ts,
+ *   controller-provider-config.test.ts: deploy/namespaced's Roles on the shared real server would
+ *   clash with the deploy/ ClusterRoles installed there; test/controller-real-api.test.ts covers
+ *   deploy/namespaced on a real server of its own), and provider kinds with made-up plurals found
+ *   only by discovery (controller-objects.test.ts);
+ * - benchmarks (test/bench/*, the shards slice's shard-kill.test.ts) that start many API servers or
+ *   seed thousands of objects in milliseconds;
+ * - its own tests: test/fake-kube-api.test.ts.
  */
 import { KubeConfig } from '@kubernetes/client-node';
 import * as yaml from 'js-yaml';
@@ -61,6 +73,8 @@ export interface FakeKubeApi {
   /** Stored objects of a kind (all namespaces when namespace is undefined), sorted by namespace and name. */
   list(apiVersion: string, kind: string, namespace?: string, options?: { labelSelector?: string }): KubeObject[];
 
+  /** Calls `listener` after every stored change (create, update, delete); returns the unsubscribe. */
+  onChange(listener: () => void): () => void;
   /** Every request received so far, oldest first. */
   readonly requests: readonly RequestRecord[];
   clearRequests(): void;
@@ -146,6 +160,7 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions = {}): Promis
         .list(typeKey(type), type.namespaced ? namespace : undefined)
         .filter((obj) => matches(obj.metadata.labels));
     },
+    onChange: (listener) => server.store.subscribe(() => listener()),
     get requests() {
       return server.requests;
     },

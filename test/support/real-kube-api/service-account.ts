@@ -62,7 +62,7 @@ export interface AuditEvent {
 }
 
 /** The audit log's events so far (the server must run with `auditLog: true`). */
-export function auditEvents(api: RealKubeApi): AuditEvent[] {
+export function auditEvents(api: Pick<RealKubeApi, 'name' | 'auditLogFile'>): AuditEvent[] {
   if (!api.auditLogFile)
     throw new Error(`API server ${api.name} runs without an audit log: start it with { auditLog: true }`);
   return readFileSync(api.auditLogFile, 'utf8')

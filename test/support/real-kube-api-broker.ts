@@ -1,0 +1,270 @@
+// Vitest global setup: real API servers shared by the test files of a run. Starting one (etcd,
+// kube-apiserver, kube-controller-manager, the CRDs, deploy/'s identity) takes 10-30 s, far more
+// than most controller tests, so a run starts at most one per worker, and only once a file asks:
+// a file leases a server for itself (test/support/real-controller-fixture.ts), and at its release
+// the broker empties it (finalizers stripped, the file's namespaces deleted, leases and events
+// gone) before the next file gets it. A file so has the server alone, as if it were fresh, with the
+// same fixed namespace names. The broker runs in vitest's main process and answers the workers on
+// loopback HTTP; teardown stops every server it started.
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import path from 'node:path';
+import type { TestProject } from 'vitest/node';
+import { applyShippedIdentity } from './shipped-identity.js';
+import {
+  engineCrdFiles,
+  installCrds,
+  startKubeControllerManager,
+  startRealKubeApi,
+  waitUntil,
+  type KubeControllerManager,
+  type RealKubeApi,
+} from './real-kube-api/index.js';
+
+/** What a worker needs to use a leased server: all plain data (it crosses processes). */
+export interface LeasedServer {
+  id: number;
+  name: string;
+  /** `https://127.0.0.1:<port>` */
+  server: string;
+  ca: string;
+  /** The admin (`system:masters`): client certificate, and the same as a kubeconfig file. */
+  admin: { cert: string; key: string; kubeconfigFile: string };
+  /** deploy/argocd with the runtime-extension component applied: the controller's ServiceAccount token. */
+  controller: { kubeconfigFile: string; user: string; namespace: string };
+  auditLogFile: string;
+  /** Namespaces the server keeps between files (system ones, deploy/'s): creating one again is a no-op. */
+  kept: string[];
+  versions: { kubernetes: string; etcd: string };
+}
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** The broker's `http://127.0.0.1:<port>`. */
+    realKubeApiBroker: string;
+  }
+}
+
+/** Namespaces a server starts with (and deploy/'s); every other namespace belongs to the file that made it. */
+const SYSTEM_NAMESPACES = new Set(['default', 'kube-system', 'kube-public', 'kube-node-lease']);
+/** deploy/argocd's namespaces: the controller's and Argo CD's (a Role there lets it write cluster Secrets). */
+const DEPLOY_NAMESPACES = ['clusterstack-system', 'argocd'];
+/** The kinds the controller puts finalizers on: stripped, so that a namespace's deletion ends. */
+const FINALIZED = [
+  ['/apis/clusterstack.x-k8s.io/v1alpha1', 'clusterstacks'],
+  ['/apis/clusterstack.x-k8s.io/v1alpha1', 'clusterstackreleases'],
+  ['/apis/clusterstack.x-k8s.io/v1alpha1', 'clusteraddons'],
+  ['/apis/cluster.x-k8s.io/v1beta2', 'clusters'],
+] as const;
+/** What a file may leave in a kept namespace, besides FINALIZED; deploy/'s own objects (labelled part-of) stay. */
+const LEFT_IN_KEPT = [
+  ['/api/v1', 'secrets'],
+  ['/api/v1', 'configmaps'],
+  ['/api/v1', 'events'],
+  ['/apis/coordination.k8s.io/v1', 'leases'],
+  ['/apis/discovery.k8s.io/v1', 'endpointslices'],
+  ['/apis/argoproj.io/v1alpha1', 'applications'],
+  ['/apis/argoproj.io/v1alpha1', 'applicationsets'],
+  ['/apis/argoproj.io/v1alpha1', 'appprojects'],
+] as const;
+/** Servers at most: one per worker (vitest.config.ts maxWorkers). */
+const MAX_SERVERS = 2;
+
+/** The CRDs every leased server has: ours, Cluster API's core, Flux's, Argo CD's and the cluster-api-operator's. */
+function crdFiles(): string[] {
+  const ours = ['clusterstacks', 'clusterstackreleases', 'clusteraddons'].map((plural) =>
+    path.resolve(`crds/clusterstack.x-k8s.io_${plural}.yaml`),
+  );
+  const capi = engineCrdFiles('cluster-api').filter((file) =>
+    /cluster\.x-k8s\.io_(clusters|clusterclasses)\.yaml$|kubeadmcontrolplanes\.yaml$|extensionconfigs\.yaml$/.test(
+      file,
+    ),
+  );
+  const flux = [
+    ...engineCrdFiles('kustomize-controller'),
+    ...engineCrdFiles('source-controller').filter((file) => /gitrepositories|ocirepositories/.test(file)),
+  ];
+  return [...ours, ...capi, ...flux, ...engineCrdFiles('argo-cd'), ...engineCrdFiles('cluster-api-operator')];
+}
+
+interface Pooled {
+  lease: LeasedServer;
+  api: RealKubeApi;
+  kcm: KubeControllerManager;
+  /** Resolves once emptied after its last lease. */
+  clean: Promise<void>;
+  busy: boolean;
+}
+
+async function startPooled(id: number): Promise<Pooled> {
+  const api = await startRealKubeApi({ name: `shared-${id}`, auditLog: true });
+  try {
+    const kcm = await startKubeControllerManager(api, { controllers: ['garbagecollector', 'namespace'] });
+    await installCrds(api, crdFiles());
+    await api.admin.client.request('POST', '/api/v1/namespaces', {
+      body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'argocd' } },
+    });
+    const identity = await applyShippedIdentity(api, { overlay: 'argocd', components: ['runtime-extension'] });
+    return {
+      api,
+      kcm,
+      clean: Promise.resolve(),
+      busy: false,
+      lease: {
+        id,
+        name: api.name,
+        server: api.server,
+        ca: api.pki.ca,
+        admin: {
+          cert: api.admin.certificate.cert,
+          key: api.admin.certificate.key,
+          kubeconfigFile: api.admin.kubeconfigFile,
+        },
+        controller: { kubeconfigFile: identity.kubeconfigFile, user: identity.user, namespace: identity.namespace },
+        auditLogFile: api.auditLogFile!,
+        kept: [...SYSTEM_NAMESPACES, ...DEPLOY_NAMESPACES],
+        versions: api.versions,
+      },
+    };
+  } catch (error) {
+    await api.stop();
+    throw error;
+  }
+}
+
+/** Removes what a file left: finalizers, its namespaces (kube-controller-manager deletes their content), what it put in kept ones. */
+async function empty(pooled: Pooled): Promise<void> {
+  const client = pooled.api.admin.client;
+  const kept = new Set(pooled.lease.kept);
+  for (const [prefix, plural] of FINALIZED) {
+    const listed = await client.get(`${prefix}/${plural}`);
+    for (const item of listed.items as { metadata: { name: string; namespace: string; finalizers?: string[] } }[]) {
+      if (!item.metadata.finalizers?.length) continue;
+      await client.request('PATCH', `${prefix}/namespaces/${item.metadata.namespace}/${plural}/${item.metadata.name}`, {
+        contentType: 'application/merge-patch+json',
+        body: { metadata: { finalizers: null } },
+      });
+    }
+  }
+  const namespaces = (await client.get('/api/v1/namespaces')).items as { metadata: { name: string } }[];
+  const owned = namespaces.map((ns) => ns.metadata.name).filter((name) => !kept.has(name));
+  for (const name of owned) await client.request('DELETE', `/api/v1/namespaces/${name}`);
+  for (const namespace of kept) {
+    for (const [prefix, plural] of [...FINALIZED, ...LEFT_IN_KEPT]) {
+      const collection = `${prefix}/namespaces/${namespace}/${plural}`;
+      // A CRD established moments ago answers 429 while its storage starts: ask again.
+      await waitUntil(
+        `${collection} to be emptied`,
+        async () =>
+          (await client.request('DELETE', collection, { query: { labelSelector: '!app.kubernetes.io/part-of' } }))
+            .status === 200,
+        pooled.api.processes,
+        30_000,
+      );
+    }
+  }
+  await waitUntil(
+    `the namespaces of the last file (${owned.join(', ')}) to be deleted`,
+    async () => {
+      const left = ((await client.get('/api/v1/namespaces')).items as { metadata: { name: string } }[]).filter((ns) =>
+        owned.includes(ns.metadata.name),
+      );
+      return left.length === 0;
+    },
+    [...pooled.api.processes, pooled.kcm.process],
+    120_000,
+  );
+}
+
+function body(request: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    request.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+    request.on('end', () => resolve(text));
+    request.on('error', reject);
+  });
+}
+
+/** Starts the broker and provides its URL; the returned teardown stops every server started. */
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const pool: Pooled[] = [];
+  const starting: Promise<Pooled>[] = [];
+  const waiting: ((pooled: Pooled) => void)[] = [];
+  let nextId = 1;
+
+  const handOver = (pooled: Pooled): void => {
+    const next = waiting.shift();
+    if (next) {
+      pooled.busy = true;
+      next(pooled);
+    } else pooled.busy = false;
+  };
+  const lease = async (): Promise<Pooled> => {
+    const free = pool.find((pooled) => !pooled.busy);
+    if (free) {
+      free.busy = true;
+      await free.clean;
+      return free;
+    }
+    if (pool.length + starting.length < MAX_SERVERS) {
+      const started = startPooled(nextId++);
+      starting.push(started);
+      try {
+        const pooled = await started;
+        pooled.busy = true;
+        pool.push(pooled);
+        return pooled;
+      } finally {
+        starting.splice(starting.indexOf(started), 1);
+      }
+    }
+    const pooled = await new Promise<Pooled>((resolve) => waiting.push(resolve));
+    await pooled.clean;
+    return pooled;
+  };
+
+  const server: Server = createServer((request, response) => {
+    void (async () => {
+      try {
+        if (request.method === 'POST' && request.url === '/lease') {
+          const pooled = await lease();
+          response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(pooled.lease));
+          return;
+        }
+        if (request.method === 'POST' && request.url === '/release') {
+          const { id } = JSON.parse(await body(request)) as { id: number };
+          const pooled = pool.find((candidate) => candidate.lease.id === id);
+          if (!pooled) throw new Error(`no leased server ${id}`);
+          pooled.clean = empty(pooled).catch(async (error: unknown) => {
+            // A server that cannot be emptied is not handed out again: the next lease starts a fresh one.
+            pool.splice(pool.indexOf(pooled), 1);
+            await pooled.kcm.stop();
+            await pooled.api.stop();
+            throw error;
+          });
+          // Seen by the next lease; not an unhandled rejection when there is none.
+          pooled.clean.catch(() => undefined);
+          handOver(pooled);
+          response.writeHead(204).end();
+          return;
+        }
+        response.writeHead(404).end();
+      } catch (error) {
+        response.writeHead(500, { 'content-type': 'text/plain' }).end(String((error as Error).stack ?? error));
+      }
+    })();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address() as { port: number };
+  project.provide('realKubeApiBroker', `http://127.0.0.1:${address.port}`);
+
+  return async () => {
+    server.close();
+    server.closeAllConnections();
+    await Promise.allSettled(starting);
+    for (const pooled of pool) {
+      await pooled.clean.catch(() => undefined);
+      await pooled.kcm.stop();
+      await pooled.api.stop();
+    }
+  };
+}
