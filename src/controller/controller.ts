@@ -483,7 +483,7 @@ export class Controller {
       const planProblems = (plan?.problems ?? []).filter((problem) => problem.object === `ClusterStack ${key}`);
       const split = splitNamespaces?.get(key);
       if (split !== undefined && planProblems.length === 0 && !stackIssues.has(key))
-        stackIssues.set(key, { reason: 'InvalidSpec', problems: [split], fallback: false });
+        stackIssues.set(key, { reason: 'InvalidSpec', problems: [split], fallback: true });
       if (planProblems.length > 0 && !stackIssues.has(key)) {
         stackIssues.set(key, {
           reason: 'InvalidSpec',

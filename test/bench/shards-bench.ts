@@ -97,6 +97,12 @@ async function fakeApi(work: string): Promise<BenchApi> {
   };
 }
 
+/** A v1beta1 Cluster spec as v1beta2 holds it: `topology.class` becomes `topology.classRef.name`. */
+function asV1beta2(spec: unknown): unknown {
+  const { topology, ...rest } = spec as { topology: { class: string; version: string } };
+  return { ...rest, topology: { classRef: { name: topology.class }, version: topology.version } };
+}
+
 /** A real kube-apiserver and etcd from the engine cache (docs/real-engines.md), stopped by close(). */
 async function realApi(): Promise<BenchApi> {
   const { engineCrdFiles, installCrds, startRealKubeApi } = await import('../support/real-kube-api/index.js');
@@ -120,20 +126,25 @@ async function realApi(): Promise<BenchApi> {
   };
   return {
     kubeconfigFile: api.admin.kubeconfigFile,
-    create: (object) => {
-      const ns = object.metadata.namespace;
+    create: (given) => {
+      const ns = given.metadata.namespace;
+      // Cluster API 1.14 serves and stores v1beta2 (its class in classRef); no conversion webhook runs here.
+      const object =
+        given.kind === 'Cluster'
+          ? { ...given, apiVersion: 'cluster.x-k8s.io/v1beta2', spec: asV1beta2(given.spec) }
+          : given;
       const url =
         object.kind === 'Namespace'
           ? '/api/v1/namespaces'
           : object.kind === 'ClusterStack'
             ? `/apis/clusterstack.x-k8s.io/v1alpha1/namespaces/${ns}/clusterstacks`
-            : `/apis/cluster.x-k8s.io/v1beta1/namespaces/${ns}/clusters`;
+            : `/apis/cluster.x-k8s.io/v1beta2/namespaces/${ns}/clusters`;
       return call('POST', url, object);
     },
     patchCluster: (namespace, name, spec) =>
       call(
         'PATCH',
-        `/apis/cluster.x-k8s.io/v1beta1/namespaces/${namespace}/clusters/${name}`,
+        `/apis/cluster.x-k8s.io/v1beta2/namespaces/${namespace}/clusters/${name}`,
         { spec },
         'application/merge-patch+json',
       ),
