@@ -183,7 +183,7 @@ describe('a shard killed while publishing, and a Cluster handed over', { timeout
       'alpha to move from s0 to s1',
       90_000,
     );
-    await s0.waitForLine((line) => line['msg'] === 'Handed over Clusters their new shard publishes', 30_000);
+    await s0.waitForLine((line) => line['msg'] === 'Handed over what its new shard publishes', 30_000);
     expect(await s0.terminate()).toBe(0);
     expect(await s1.terminate()).toBe(0);
     running.length = 0;

@@ -250,8 +250,7 @@ describe("a shard's part of the plan", () => {
       expect(changed.sort()).toEqual(
         [...wiring.keys()]
           .filter(
-            (file) =>
-              !file.endsWith('/kustomization.yaml') && /(\/fleet\/c[/.]|management\/fleet\/r1)/.test(file),
+            (file) => !file.endsWith('/kustomization.yaml') && /(\/fleet\/c[/.]|management\/fleet\/r1)/.test(file),
           )
           .sort(),
       );
