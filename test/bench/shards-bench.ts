@@ -212,7 +212,7 @@ async function run(
    */
   let seen: { head: string; digests: Map<string, string> } = { head: '', digests: new Map() };
   const digests = (): Map<string, string> => {
-    let head = '';
+    let head: string;
     try {
       head = git.git(remote, 'rev-parse', '--verify', '--quiet', 'refs/heads/main').trim();
     } catch {

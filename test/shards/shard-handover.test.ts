@@ -14,7 +14,8 @@ import { SHARD_LABEL } from '../../src/shards/shard-scope.js';
 import { decodeYamlDocument } from '../../src/yaml/kube-yaml.js';
 import { copyExampleReleases } from '../support/cli.js';
 import { aCluster, aStack, CAPI, condition, GROUP, MERGE, waitFor } from '../support/controller-fixture.js';
-import { bundleCli, spawnController, type ControllerProcess } from '../support/controller-process.js';
+import { bundleCli, type ControllerProcess } from '../support/controller-process.js';
+import { labelled, moveToShard, spawnShard } from './shard-fixture.js';
 import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api/index.js';
 import { GitSandbox } from '../support/git-repos.js';
 
@@ -22,11 +23,6 @@ const NAMESPACE = 'fleet';
 const SPLIT = 'split';
 const FLUX = { group: 'kustomize.toolkit.fluxcd.io', version: 'v1', plural: 'kustomizations' } as const;
 const PRUNE_MARK = 'kustomize.toolkit.fluxcd.io/prune: disabled';
-
-const labelled = (object: KubeObject, shard: string): KubeObject => ({
-  ...object,
-  metadata: { ...object.metadata, labels: { [SHARD_LABEL]: shard } },
-});
 
 describe('handovers between shards keep the wiring', { timeout: 300_000 }, () => {
   let api: FakeKubeApi;
@@ -66,33 +62,12 @@ describe('handovers between shards keep the wiring', { timeout: 300_000 }, () =>
   });
 
   function shard(name: string, bare: string): ControllerProcess {
-    const env = {
-      PATH: process.env.PATH ?? '/usr/bin:/bin',
-      HOME: path.join(git.root, 'home'),
-      KUBECONFIG: kubeconfig,
-      CLUSTERSTACK_CACHE_DIR: path.join(git.root, `cache-${name}`),
-      CLUSTERSTACK_RELEASE_SOURCE: releases,
-      CLUSTERSTACK_METRICS_ADDR: '0',
-      CLUSTERSTACK_BATCH_WINDOW: '50ms',
-      CLUSTERSTACK_LOG_LEVEL: 'debug',
-    };
-    const controller = spawnController(
-      bundle,
-      [
-        '--git',
-        bare,
-        '--path',
-        'rendered',
-        '--gitops',
-        'flux',
-        '--gitops-url',
-        'https://git.example/fleet.git',
-        '--shard',
-        name,
-        '--shard-selector',
-        `${SHARD_LABEL}=${name}`,
-      ],
-      env,
+    const controller = spawnShard(
+      { bundle, root: git.root, kubeconfig, releases },
+      name,
+      bare,
+      path.join(git.root, `cache-${name}`),
+      ['--gitops', 'flux', '--gitops-url', 'https://git.example/fleet.git'],
     );
     running.push(controller);
     return controller;
@@ -137,16 +112,7 @@ describe('handovers between shards keep the wiring', { timeout: 300_000 }, () =>
       });
 
     // alpha moves to s1.
-    await custom.patchNamespacedCustomObject(
-      {
-        ...CAPI,
-        plural: 'clusters',
-        namespace: NAMESPACE,
-        name: 'alpha',
-        body: { metadata: { labels: { [SHARD_LABEL]: 's1' } } },
-      },
-      MERGE(),
-    );
+    await moveToShard(custom, CAPI, 'clusters', NAMESPACE, 'alpha', 's1');
     await waitFor(
       () => has('s1', alphaAddons) && filesOf('s0', alphaWiring).some(([, text]) => text.includes(PRUNE_MARK)),
       "s1 to publish alpha and s0 to mark alpha's wiring",
@@ -180,16 +146,7 @@ describe('handovers between shards keep the wiring', { timeout: 300_000 }, () =>
     await s0.waitForLine((line) => line['msg'] === 'Handed over what its new shard publishes', 30_000);
 
     // The stack moves to s0: s1 keeps its release (and marks its wiring) until s0 publishes it.
-    await custom.patchNamespacedCustomObject(
-      {
-        ...GROUP,
-        plural: 'clusterstacks',
-        namespace: NAMESPACE,
-        name: 'ferrol',
-        body: { metadata: { labels: { [SHARD_LABEL]: 's0' } } },
-      },
-      MERGE(),
-    );
+    await moveToShard(custom, GROUP, 'clusterstacks', NAMESPACE, 'ferrol', 's0');
     await waitFor(() => has('s0', ferrolRelease) && !has('s1', ferrolRelease), 'ferrol to move from s1 to s0', 120_000);
 
     // Split namespace: each shard tells its own stack, naming the other.
