@@ -875,6 +875,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
     // when the other writer left our path alone (controller shards); undefined: the work tree path.
     let fastParent: string | null | undefined = this.committed?.revision;
     for (let attempt = 1; attempt <= this.maxPushAttempts; attempt++) {
+      const attemptStarted = Date.now();
       if (this.committed && fastParent !== undefined) {
         const fast = await this.commitFromKnown(workspace, this.committed, tree, message, fastParent, attempt);
         if (fast === 'lost-race') {
@@ -882,7 +883,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
             { target: this.target, attempt, maxAttempts: this.maxPushAttempts },
             'Push lost a race with another writer, rebuilding on the new remote head',
           );
-          await lostRacePause(attempt);
+          await lostRacePause(attempt, Date.now() - attemptStarted);
           fastParent = await this.headKeepingOurPath(workspace, this.committed.revision);
           continue;
         }
@@ -906,7 +907,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
             { target: this.target, attempt, maxAttempts: this.maxPushAttempts },
             'Push lost a race with another writer, rebuilding on the new remote head',
           );
-          await lostRacePause(attempt);
+          await lostRacePause(attempt, Date.now() - attemptStarted);
           continue;
         }
         await this.recover(workspace);
@@ -946,14 +947,16 @@ export class GitPublisher implements Publisher, SettledRunStore {
         ['fetch', '--quiet', '--no-tags', 'origin', `+${branchRef}:${trackingRef}`],
         `git fetch from ${this.remote.display}`,
       );
-      const head = (await git.run(['rev-parse', trackingRef], 'git rev-parse')).trim();
-      const pathTree = (commit: string) =>
-        git.run(['rev-parse', '--verify', '--quiet', `${commit}:${this.subdir}`], 'git rev-parse').then(
-          (out) => out.trim(),
-          () => '',
-        );
-      const [theirs, ours] = await Promise.all([pathTree(head), pathTree(known)]);
-      return ours !== '' && theirs === ours ? head : undefined;
+      // One process for the head and both path trees (a missing path fails it: the full way then).
+      const [head, theirs, ours] = (
+        await git.run(
+          ['rev-parse', trackingRef, `${trackingRef}:${this.subdir}`, `${known}:${this.subdir}`],
+          'git rev-parse',
+        )
+      )
+        .trim()
+        .split('\n');
+      return head && ours && theirs === ours ? head : undefined;
     } catch {
       return undefined;
     }
@@ -1144,9 +1147,12 @@ function parseJournal(text: string): WorkTreeJournal {
   };
 }
 
-/** A random wait after the `attempt`th lost push race (full jitter, 50 ms doubling, at most 2 s): racing writers fall out of step. */
-function lostRacePause(attempt: number): Promise<void> {
-  return new Promise((resolve) =>
-    setTimeout(resolve, fullJitterDelay(attempt - 1, { baseDelayMs: 50, maxDelayMs: 2000 })),
-  );
+/**
+ * A random wait after the `attempt`th lost push race (full jitter, doubling, at most 2 s): racing
+ * writers fall out of step. The step is the lost attempt's own duration (at least 50 ms): a pause
+ * much shorter than one commit-and-push keeps two losers in lockstep, losing to each other again.
+ */
+function lostRacePause(attempt: number, lostAttemptMs = 0): Promise<void> {
+  const baseDelayMs = Math.max(50, lostAttemptMs);
+  return new Promise((resolve) => setTimeout(resolve, fullJitterDelay(attempt - 1, { baseDelayMs, maxDelayMs: 2000 })));
 }

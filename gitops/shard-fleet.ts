@@ -1,25 +1,26 @@
-// Which Clusters the other shards publish, read from their subtrees (`<path>/shards/<shard>/
-// provenance.json`) on the branch or in the output directory. A sharded controller asks only while
-// it hands a Cluster over, so the read of the whole shards directory is rare.
+// What the other shards publish (Clusters' addons, releases), read from their subtrees
+// (`<path>/shards/<shard>/provenance.json`) on the branch or in the output directory. A sharded
+// controller asks only while it hands a Cluster or a ClusterStack over, so the read is rare.
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { PROVENANCE_FILE } from '../src/output/tree-layout.js';
 import { readPublishedState } from '../src/output/published-state.js';
 import type { RenderedTree } from '../src/output/rendered-tree.js';
-import { publishedClusters } from '../src/shards/shard-plan.js';
+import { publishedHoldings, type ShardHoldings } from '../src/shards/shard-plan.js';
 import { readPublishedGitTree } from './read-git-tree.js';
 import type { GitTargetOptions } from './git-command.js';
 
-/** `namespace/name` of the Clusters whose addons any shard but `shard` publishes, from the shards directory's files (relative to it). */
-export function clustersOfOtherShards(files: ReadonlyMap<string, string>, shard: string): Set<string> {
-  const clusters = new Set<string>();
+/** The Clusters and releases any shard but `shard` publishes, from the shards directory's files (relative to it). */
+export function holdingsOfOtherShards(files: ReadonlyMap<string, string>, shard: string): ShardHoldings {
+  const holdings: ShardHoldings = { clusters: new Set(), releases: new Set() };
   for (const [file, text] of files) {
     const [owner, rest] = [file.slice(0, file.indexOf('/')), file.slice(file.indexOf('/') + 1)];
     if (owner === shard || rest !== PROVENANCE_FILE) continue;
-    for (const key of publishedClusters(readPublishedState(new Map([[PROVENANCE_FILE, text]])).provenance))
-      clusters.add(key);
+    const theirs = publishedHoldings(readPublishedState(new Map([[PROVENANCE_FILE, text]])).provenance);
+    for (const key of theirs.clusters) holdings.clusters.add(key);
+    for (const key of theirs.releases) holdings.releases.add(key);
   }
-  return clusters;
+  return holdings;
 }
 
 /** Reads the shards directory of a Git target (`shardsPath` inside the repository) at the branch head. */
@@ -27,13 +28,13 @@ export async function gitShardsReader(
   target: Omit<GitTargetOptions, 'path'>,
   shardsPath: string,
   shard: string,
-): Promise<Set<string>> {
+): Promise<ShardHoldings> {
   const tree: RenderedTree = await readPublishedGitTree({ ...target, path: shardsPath });
-  return clustersOfOtherShards(tree, shard);
+  return holdingsOfOtherShards(tree, shard);
 }
 
 /** Reads the shards directory of a directory target: each shard's provenance.json only. */
-export async function directoryShardsReader(shardsDir: string, shard: string): Promise<Set<string>> {
+export async function directoryShardsReader(shardsDir: string, shard: string): Promise<ShardHoldings> {
   const entries = await readdir(shardsDir, { withFileTypes: true }).catch((error: NodeJS.ErrnoException) => {
     if (error.code === 'ENOENT') return [];
     throw error;
@@ -44,5 +45,5 @@ export async function directoryShardsReader(shardsDir: string, shard: string): P
     const text = await readFile(path.join(shardsDir, entry.name, PROVENANCE_FILE), 'utf8').catch(() => undefined);
     if (text !== undefined) files.set(`${entry.name}/${PROVENANCE_FILE}`, text);
   }
-  return clustersOfOtherShards(files, shard);
+  return holdingsOfOtherShards(files, shard);
 }

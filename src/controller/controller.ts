@@ -73,7 +73,9 @@ import type { SchedulerConfig } from '../cluster-requests/scheduler-config.js';
 import type { SchedulerSetting } from '../cluster-requests/plan-cluster-requests.js';
 import type { SchedulerSource } from './reconcile/scheduler-config-file.js';
 import { desiredRequestStatuses } from './desired-state/cluster-request-state.js';
-import { clustersToHandOver, shardPlan } from '../shards/shard-plan.js';
+import { anyHandover, handoversPending, shardPlan, type Handovers, type ShardHoldings } from '../shards/shard-plan.js';
+import { splitNamespaceProblems } from '../shards/shard-namespaces.js';
+import { markHandoverWiring, wiringReleasedBy } from '../../gitops/shard-handover-wiring.js';
 import { shardOwns, type ShardScope } from '../shards/shard-scope.js';
 import { shardLive, shardStatusPlan } from './reconcile/shard-view.js';
 import { writeRequestStatuses } from './reconcile/cluster-request-statuses.js';
@@ -145,7 +147,7 @@ export interface ControllerOptions {
    * shard's part of the fleet; `publishedElsewhere` reads which Clusters the other shards' subtrees
    * publish (asked only while a Cluster is being handed over).
    */
-  shard?: { scope: ShardScope; publishedElsewhere(): Promise<ReadonlySet<string>> };
+  shard?: { scope: ShardScope; publishedElsewhere(): Promise<ShardHoldings> };
 }
 export interface ReconcileSummary {
   published: PublishState['outcome'];
@@ -171,7 +173,7 @@ export class Controller {
   private reconciles = 0;
   private finished = 0;
   /** Sharded: how many Clusters the last reconcile still published for their new shard. */
-  private handingOver = 0;
+  private handingOver: Handovers = { clusters: [], stacks: [] };
   /** The objects of each stack the last reconcile could not write: the next one reports them. */
   private ownedObjectErrors = new Map<string, string[]>();
   /** What the last reconcile rendered and published per Cluster, for the lifecycle hook handlers. */
@@ -461,6 +463,8 @@ export class Controller {
       );
       plan = await this.shardPartOf(plan, previous, logger);
     }
+    // Sharded: a namespace's stacks split over shards are told so (shard-namespaces.ts).
+    const splitNamespaces = this.options.shard && splitNamespaceProblems(this.options.shard.scope, live.stacks);
     for (const stack of live.stacks) {
       const key = keyOf(stack);
       if (stackIssues.has(key)) continue;
@@ -480,6 +484,9 @@ export class Controller {
           fallback: false,
         });
       const planProblems = (plan?.problems ?? []).filter((problem) => problem.object === `ClusterStack ${key}`);
+      const split = splitNamespaces?.get(key);
+      if (split !== undefined && planProblems.length === 0 && !stackIssues.has(key))
+        stackIssues.set(key, { reason: 'InvalidSpec', problems: [split], fallback: true });
       if (planProblems.length > 0 && !stackIssues.has(key)) {
         stackIssues.set(key, {
           reason: 'InvalidSpec',
@@ -505,7 +512,8 @@ export class Controller {
           previous,
           {
             renderer: this.options.helm,
-            publish: (tree, change) => this.tracker.publish(tree, change),
+            // Sharded: what this shard hands over keeps its wiring, marked against pruning.
+            publish: (tree, change) => this.tracker.publish(this.withHandoverMarks(tree, plan), change),
             logger,
             // Phases are logged as they end (tests and operators follow them in the debug log).
             metrics: {
@@ -598,7 +606,8 @@ export class Controller {
     const layerEvents = await this.writeLayerStatuses(
       {
         now: inputs.now,
-        layers: this.liveLayers(),
+        // Sharded: each AddonsLayer's status has one writer, the shard its labels select.
+        layers: this.liveLayers().filter((layer) => !this.options.shard || shardOwns(this.options.shard.scope, layer)),
         sync,
         engine: this.options.engine,
         ...(statusPlan ? { plan: statusPlan } : {}),
@@ -684,7 +693,7 @@ export class Controller {
     if (apply.errors.length > 0)
       failures.push({ kind: 'retry', message: `${apply.errors.length} object(s) could not be written` });
     // A handover in progress looks again soon: the new shard's commit is no event here.
-    const soonMs = reportAgain ? 1000 : this.handingOver > 0 ? HANDOVER_RECHECK_MS : undefined;
+    const soonMs = reportAgain ? 1000 : anyHandover(this.handingOver) ? HANDOVER_RECHECK_MS : undefined;
     return {
       ...nextReconcile(failures, { resyncMs: this.resyncMs, ...(soonMs !== undefined ? { soonMs } : {}) }),
       summary,
@@ -703,29 +712,51 @@ export class Controller {
    */
   private async shardPartOf(plan: Plan, previous: PublishedState, logger: Logger): Promise<Plan> {
     const shard = this.options.shard!;
-    let elsewhere: ReadonlySet<string> | undefined;
-    if (clustersToHandOver(plan, shard.scope, previous).length > 0) {
+    let elsewhere: ShardHoldings | undefined;
+    if (anyHandover(handoversPending(plan, shard.scope, previous))) {
       elsewhere = await shard.publishedElsewhere().catch((error: unknown) => {
         logger.warn(
           { shard: shard.scope.name, error: errorMessage(error) },
-          "Could not read the other shards' subtrees; Clusters being handed over stay published here",
+          "Could not read the other shards' subtrees; what is being handed over stays published here",
         );
         return undefined;
       });
     }
-    const part = shardPlan(plan, shard.scope, previous, elsewhere);
-    this.handingOver = part.handingOver.length;
-    if (part.handingOver.length > 0)
+    // The live wiring objects a handover must not leave to this shard's root to prune (see shard-plan.ts).
+    const engineKind =
+      this.options.engine === 'flux'
+        ? FLUX_KUSTOMIZATIONS
+        : this.options.engine === 'argocd'
+          ? ARGO_APPLICATIONS
+          : undefined;
+    const wiringReleased =
+      this.options.wiring && engineKind
+        ? wiringReleasedBy(this.options.cache.list(engineKind), this.options.wiring.name)
+        : undefined;
+    const part = shardPlan(plan, shard.scope, previous, {
+      publishedElsewhere: elsewhere,
+      ...(wiringReleased ? { wiringReleased } : {}),
+    });
+    this.handingOver = part.handingOver;
+    if (anyHandover(part.handingOver))
       logger.info(
-        { shard: shard.scope.name, clusters: part.handingOver },
-        'Still publishing Clusters another shard owns until its subtree holds them',
+        { shard: shard.scope.name, ...part.handingOver },
+        'Still publishing what another shard owns until its subtree holds it and no wiring would be pruned',
       );
-    if (part.handedOver.length > 0)
-      logger.info(
-        { shard: shard.scope.name, clusters: part.handedOver },
-        'Handed over Clusters their new shard publishes',
-      );
+    if (anyHandover(part.handedOver))
+      logger.info({ shard: shard.scope.name, ...part.handedOver }, 'Handed over what its new shard publishes');
     return part.plan;
+  }
+
+  /** The tree to publish: sharded, the wiring of what this shard hands over marked against pruning. */
+  private withHandoverMarks(tree: Map<string, string>, plan: Plan): Map<string, string> {
+    if (!this.options.shard || !anyHandover(this.handingOver)) return tree;
+    const releasesOf = (stack: string) =>
+      plan.resolution.clusterStacks
+        .filter((resolved) => `${resolved.namespace}/${resolved.name}` === stack)
+        .flatMap((resolved) => resolved.releases.filter((release) => release.kept))
+        .map((release) => `${stack.slice(0, stack.indexOf('/'))}/${release.name}`);
+    return markHandoverWiring(tree, this.handingOver, releasesOf);
   }
 
   /** The scheduler configuration in effect and what is wrong with the file, if anything. */

@@ -7,6 +7,7 @@
 //   npm run bench -- --heavy-clusters 24   clusters of the real-weight scenario (default 48)
 //   npm run bench -- --heavy-shape dense   every template of the CNI chart renders (ten times a real chart's output)
 //   npm run bench -- --only shards --helm-seconds 1.5   the sharding benchmark's fixed helm cost (default 0.5 s)
+//   npm run bench -- --only shards --shards-api fake    its API servers (default fake,real: both, one after the other)
 //
 // startup, heavy, scale and controller run the built CLI (dist/): run `npm run build` first.
 // The controller benchmark runs `clusterstack controller` as its own process against a fake API
@@ -45,6 +46,7 @@ const { values } = parseArgs({
     'heavy-shape': { type: 'string', default: 'released' },
     only: { type: 'string' },
     'helm-seconds': { type: 'string', default: '0.5' },
+    'shards-api': { type: 'string', default: 'fake,real' },
   },
 });
 const CLUSTERS = Number(values.clusters);
@@ -498,7 +500,12 @@ const benchmarks: Record<string, () => Promise<void>> = {
   scale: () => benchScale(),
   github: benchGitHub,
   controller: benchController,
-  shards: () => benchShards(values.clusters === '200' ? 60 : CLUSTERS, Number(values['helm-seconds'])),
+  shards: () =>
+    benchShards(
+      values.clusters === '200' ? 60 : CLUSTERS,
+      Number(values['helm-seconds']),
+      values['shards-api'].split(',') as ('fake' | 'real')[],
+    ),
 };
 // Every work directory of this run (os.tmpdir() reads TMPDIR on each call) in one, removed at the end.
 const scratch = await mkdtemp(path.join(os.tmpdir(), 'csk-bench-run-'));

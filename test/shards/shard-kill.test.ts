@@ -9,11 +9,10 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { KubeObject } from '../../src/api/types.js';
-import { SHARD_LABEL } from '../../src/shards/shard-scope.js';
 import { copyExampleReleases } from '../support/cli.js';
 import { aCluster, aStack, CAPI, GROUP, MERGE, waitFor } from '../support/controller-fixture.js';
-import { bundleCli, spawnController, type ControllerProcess } from '../support/controller-process.js';
+import { bundleCli, type ControllerProcess } from '../support/controller-process.js';
+import { labelled, moveToShard, spawnShard } from './shard-fixture.js';
 import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api/index.js';
 import { GitSandbox } from '../support/git-repos.js';
 
@@ -28,11 +27,6 @@ function randomFrom(seed: number): () => number {
     return state / 2 ** 32;
   };
 }
-
-const labelled = (object: KubeObject, shard: string): KubeObject => ({
-  ...object,
-  metadata: { ...object.metadata, labels: { [SHARD_LABEL]: shard } },
-});
 
 describe('a shard killed while publishing, and a Cluster handed over', { timeout: 300_000 }, () => {
   let api: FakeKubeApi;
@@ -82,21 +76,7 @@ describe('a shard killed while publishing, and a Cluster handed over', { timeout
   });
 
   function shard(name: string, bare: string, cacheDir: string): ControllerProcess {
-    const env = {
-      PATH: process.env.PATH ?? '/usr/bin:/bin',
-      HOME: path.join(git.root, 'home'),
-      KUBECONFIG: kubeconfig,
-      CLUSTERSTACK_CACHE_DIR: cacheDir,
-      CLUSTERSTACK_RELEASE_SOURCE: releases,
-      CLUSTERSTACK_METRICS_ADDR: '0',
-      CLUSTERSTACK_BATCH_WINDOW: '50ms',
-      CLUSTERSTACK_LOG_LEVEL: 'debug',
-    };
-    const controller = spawnController(
-      bundle,
-      ['--git', bare, '--path', 'rendered', '--shard', name, '--shard-selector', `${SHARD_LABEL}=${name}`],
-      env,
-    );
+    const controller = spawnShard({ bundle, root: git.root, kubeconfig, releases }, name, bare, cacheDir);
     running.push(controller);
     return controller;
   }
@@ -168,22 +148,13 @@ describe('a shard killed while publishing, and a Cluster handed over', { timeout
     );
 
     // The handover: alpha's label moves it to s1; s0 drops it only once s1's subtree holds it.
-    await custom.patchNamespacedCustomObject(
-      {
-        ...CAPI,
-        plural: 'clusters',
-        namespace: NAMESPACE,
-        name: 'alpha',
-        body: { metadata: { labels: { [SHARD_LABEL]: 's1' } } },
-      },
-      MERGE(),
-    );
+    await moveToShard(custom, CAPI, 'clusters', NAMESPACE, 'alpha', 's1');
     await waitFor(
       () => alphaText(bare, 's1').includes('converged.test') && alphaText(bare, 's0') === '',
       'alpha to move from s0 to s1',
       90_000,
     );
-    await s0.waitForLine((line) => line['msg'] === 'Handed over Clusters their new shard publishes', 30_000);
+    await s0.waitForLine((line) => line['msg'] === 'Handed over what its new shard publishes', 30_000);
     expect(await s0.terminate()).toBe(0);
     expect(await s1.terminate()).toBe(0);
     running.length = 0;

@@ -5,7 +5,7 @@ import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GitPublisher } from '../../gitops/git-publisher.js';
-import { clustersOfOtherShards } from '../../gitops/shard-fleet.js';
+import { holdingsOfOtherShards } from '../../gitops/shard-fleet.js';
 import type { RenderedTree } from '../../src/output/rendered-tree.js';
 import { shardSubtree } from '../../src/shards/shard-scope.js';
 import { GitSandbox } from '../support/git-repos.js';
@@ -109,7 +109,7 @@ describe('sharded publishing to one Git branch', () => {
     }
     // What a shard reads to finish a handover: the others' Clusters, not its own.
     const shardsTree = new Map(Object.entries(subtreeAt(bare, head, 'rendered/shards')));
-    expect([...clustersOfOtherShards(shardsTree, 'shard0')].sort()).toEqual([
+    expect([...holdingsOfOtherShards(shardsTree, 'shard0').clusters].sort()).toEqual([
       `fleet/shard1-c${ROUNDS - 1}`,
       `fleet/shard2-c${ROUNDS - 1}`,
     ]);

@@ -1,0 +1,62 @@
+// What the shard controller tests share: objects labelled into a shard, and a shard controller
+// process (the bundled CLI) against the fake API server, publishing to `<bare>` under `rendered/`.
+import path from 'node:path';
+import type { CustomObjectsApi } from '@kubernetes/client-node';
+import type { KubeObject } from '../../src/api/types.js';
+import { SHARD_LABEL } from '../../src/shards/shard-scope.js';
+import { MERGE } from '../support/controller-fixture.js';
+import { spawnController, type ControllerProcess } from '../support/controller-process.js';
+
+/** `object` with the shard label naming `shard`. */
+export const labelled = (object: KubeObject, shard: string): KubeObject => ({
+  ...object,
+  metadata: { ...object.metadata, labels: { [SHARD_LABEL]: shard } },
+});
+
+export interface ShardWorld {
+  bundle: string;
+  /** The sandbox root: home and cache directories go below it. */
+  root: string;
+  kubeconfig: string;
+  releases: string;
+}
+
+/** Shard `name` (selecting `SHARD_LABEL=name`) as a process, its cache in `cacheDir`; `extraArgs` go before the shard flags. */
+export function spawnShard(
+  world: ShardWorld,
+  name: string,
+  bare: string,
+  cacheDir: string,
+  extraArgs: string[] = [],
+): ControllerProcess {
+  const env = {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: path.join(world.root, 'home'),
+    KUBECONFIG: world.kubeconfig,
+    CLUSTERSTACK_CACHE_DIR: cacheDir,
+    CLUSTERSTACK_RELEASE_SOURCE: world.releases,
+    CLUSTERSTACK_METRICS_ADDR: '0',
+    CLUSTERSTACK_BATCH_WINDOW: '50ms',
+    CLUSTERSTACK_LOG_LEVEL: 'debug',
+  };
+  return spawnController(
+    world.bundle,
+    ['--git', bare, '--path', 'rendered', ...extraArgs, '--shard', name, '--shard-selector', `${SHARD_LABEL}=${name}`],
+    env,
+  );
+}
+
+/** Moves a namespaced object (a Cluster, a ClusterStack) to `shard` by its shard label. */
+export async function moveToShard(
+  custom: CustomObjectsApi,
+  group: { group: string; version: string },
+  plural: string,
+  namespace: string,
+  name: string,
+  shard: string,
+): Promise<void> {
+  await custom.patchNamespacedCustomObject(
+    { ...group, plural, namespace, name, body: { metadata: { labels: { [SHARD_LABEL]: shard } } } },
+    MERGE(),
+  );
+}
