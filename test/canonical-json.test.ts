@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, sameCanonicalJson } from '../src/render/canonical-json.js';
+import { canonicalDigestWithHole, canonicalJson, sameCanonicalJson } from '../src/render/canonical-json.js';
+import { sha256Digest } from '../src/release/content-digest.js';
 
 describe('canonicalJson', () => {
   it('gives exactly what JSON.stringify gives for plain data, keys sorted', () => {
@@ -82,6 +83,33 @@ describe('canonicalJson', () => {
       expect(sameCanonicalJson(a, b), `${canonicalJson(a)} vs ${canonicalJson(b)}`).toBe(expected);
     }
     expect(equalPairs).toBeGreaterThan(2_000);
+  });
+});
+
+describe('canonicalDigestWithHole', () => {
+  it('gives the digest of the canonical JSON with the hole filled, wherever the hole sorts', () => {
+    const fixed = { zeta: [3, { b: 1, a: 'x' }], alpha: 'a"b', middle: null, skipped: undefined, n: 10n };
+    const values: unknown[] = [
+      null,
+      'text',
+      { z: { y: 1, x: [true, null] }, a: 0 },
+      [1, 'two', { d: undefined, c: 3 }],
+      undefined,
+      () => 1,
+    ];
+    for (const hole of ['aaa', 'context', 'n', 'zzz', 'alpha']) {
+      const digest = canonicalDigestWithHole(fixed, hole);
+      for (const value of values)
+        expect(digest(value), `${hole} = ${String(value)}`).toBe(
+          sha256Digest(canonicalJson({ ...fixed, [hole]: value })),
+        );
+    }
+  });
+
+  it('gives the same digest for a fixed part with no other member', () => {
+    expect(canonicalDigestWithHole({}, 'context')({ b: 2, a: 1 })).toBe(
+      sha256Digest(canonicalJson({ context: { a: 1, b: 2 } })),
+    );
   });
 });
 

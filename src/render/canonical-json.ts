@@ -1,4 +1,5 @@
 // JSON with sorted keys: the basis of every digest, so equal inputs always hash equal.
+import { createHash } from 'node:crypto';
 import { sortKeysDeep } from '../core/sort-keys.js';
 
 /**
@@ -92,4 +93,30 @@ function compareInPlace(a: unknown, b: unknown): boolean | undefined {
     if (same !== true) return same;
   }
   return true;
+}
+
+/**
+ * The digest `sha256Digest(canonicalJson({ ...fixed, [hole]: value }))`, for many values of one key
+ * beside fixed others: the fixed members are written and hashed once, each call hashes only its
+ * value and what sorts after it. Thousands of addon units share their stage's chart, template and
+ * API versions and differ only in their Cluster's context.
+ */
+export function canonicalDigestWithHole(fixed: Record<string, unknown>, hole: string): (value: unknown) => string {
+  const keys = Object.keys(fixed)
+    .filter((key) => key !== hole && fixed[key] !== undefined)
+    .sort();
+  const member = (key: string): string => `${JSON.stringify(key)}:${canonicalJson(fixed[key])}`;
+  const before = keys.filter((key) => key < hole).map(member);
+  const after = keys.filter((key) => key > hole).map(member);
+  const head = createHash('sha256').update(`{${before.map((text) => `${text},`).join('')}${JSON.stringify(hole)}:`);
+  const tail = `${after.map((text) => `,${text}`).join('')}}`;
+  return (value) => {
+    // A value JSON leaves out (undefined) drops its member: the plain way says what that gives.
+    const written = value === undefined ? undefined : writeJson(sortKeysDeep(value));
+    if (written === undefined)
+      return `sha256:${createHash('sha256')
+        .update(canonicalJson({ ...fixed, [hole]: value }))
+        .digest('hex')}`;
+    return `sha256:${head.copy().update(written).update(tail).digest('hex')}`;
+  };
 }
