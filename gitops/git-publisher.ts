@@ -936,11 +936,6 @@ export class GitPublisher implements Publisher, SettledRunStore {
   }
 
   /**
-   * The commit made from what differs from a known commit, pushed only while the remote branch is
-   * still at that commit. 'lost-race' when it moved on; undefined when the full way must decide
-   * (nothing differs but the branch moved, or fast-import failed).
-   */
-  /**
    * After a lost race: the new remote head, when our path there still holds the tree we pushed last
    * (the other writer changed only other paths, as controller shards do), so that the same file
    * changes apply on top of it; undefined otherwise (or for a target at the repository root).
@@ -968,6 +963,12 @@ export class GitPublisher implements Publisher, SettledRunStore {
     }
   }
 
+  /**
+   * The commit made from what differs from a known commit, pushed only while the remote branch is
+   * still at that commit. 'lost-race' when it moved on; undefined when the full way must decide
+   * (nothing differs but the branch moved, or fast-import failed). `change`, the caller's comparison, is
+   * used when it was made against the known tree.
+   */
   private async commitFromKnown(
     workspace: Workspace,
     known: NonNullable<GitPublisher['committed']>,
