@@ -138,9 +138,11 @@ function clusterUnits(provenance: Provenance | undefined, owner: string): UnitRe
 export function compareTrees(previous: RenderedTree, next: RenderedTree): TreeChanges {
   const before = readProvenance(previous);
   const after = readProvenance(next);
+  // The files of either tree that differ, in the order of their union (previous first), without
+  // building that union: a fleet's trees hold tens of thousands of files each.
   const changedFiles = new Set<string>();
-  for (const file of new Set([...previous.keys(), ...next.keys()]))
-    if (previous.get(file) !== next.get(file)) changedFiles.add(file);
+  for (const [file, content] of previous) if (next.get(file) !== content) changedFiles.add(file);
+  for (const file of next.keys()) if (!previous.has(file)) changedFiles.add(file);
   const changes: TreeChanges = {
     releases: [],
     clusters: [],
