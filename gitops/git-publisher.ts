@@ -42,8 +42,8 @@ import path from 'node:path';
 import { RankedSlots } from '../src/core/ranked-slots.js';
 import { FILE_CONCURRENCY } from './file-concurrency.js';
 import type { ChangeSummary } from '../src/output/tree-changes.js';
-import type { Publisher, PublishResult } from './publisher.js';
-import type { RenderedTree } from '../src/output/rendered-tree.js';
+import type { KnownChange, Publisher, PublishResult } from './publisher.js';
+import { diffTrees, type RenderedTree } from '../src/output/rendered-tree.js';
 import { PublishError } from './publish-error.js';
 import { checkTreePaths, normalizeSubdir } from './tree-paths.js';
 import { readTreeAtCommit } from './read-git-tree.js';
@@ -102,6 +102,8 @@ const LOCK_FILE = 'clusterstack.lock';
 const INIT_LOCK_FILE = '.clusterstack-init.lock';
 /** The longest a run waits for another git process's lock in a work tree to go (less when --lock-timeout is shorter). */
 const GIT_LOCK_WAIT_MS = 10_000;
+/** After how many fast commits `git gc --auto` looks at the clone again (the first one always looks). */
+const GC_EVERY = 10;
 /** The hooks `git commit` runs before it writes the commit: any of them may refuse it. */
 const COMMIT_HOOKS = ['pre-commit', 'prepare-commit-msg', 'commit-msg'];
 /** What git prints when commit.gpgsign (or -S) is set and signing fails, with gpg or ssh keys. */
@@ -165,6 +167,8 @@ export class GitPublisher implements Publisher, SettledRunStore {
    * After a reset to that commit the clone's files under the path are exactly this tree.
    */
   private committed: { revision: string | null; tree: RenderedTree } | undefined;
+  /** Commits made by fast-import in this process (git gc --auto runs after every GC_EVERY-th). */
+  private fastCommits = 0;
 
   constructor(private readonly options: GitPublisherOptions) {
     this.remote = parseGitRemote(options.repository);
@@ -229,12 +233,12 @@ export class GitPublisher implements Publisher, SettledRunStore {
   }
 
   /** Commits (and pushes) `tree` under the path; no commit and no push when nothing changed. */
-  async publish(tree: RenderedTree, change: ChangeSummary): Promise<PublishResult> {
+  async publish(tree: RenderedTree, change: ChangeSummary, known?: KnownChange): Promise<PublishResult> {
     checkTreePaths(tree);
     const message = this.renderMessage(change);
     const workspace = await this.open();
     if (workspace.mode === 'in-place') return this.commitInPlace(workspace, tree, message);
-    return this.commitAndPush(workspace, tree, message);
+    return this.commitAndPush(workspace, tree, message, known);
   }
 
   /**
@@ -869,7 +873,12 @@ export class GitPublisher implements Publisher, SettledRunStore {
     return { written: written.sort(), removed: removed.sort() };
   }
 
-  private async commitAndPush(workspace: Workspace, tree: RenderedTree, message: string): Promise<PublishResult> {
+  private async commitAndPush(
+    workspace: Workspace,
+    tree: RenderedTree,
+    message: string,
+    known?: KnownChange,
+  ): Promise<PublishResult> {
     const branchRef = `refs/heads/${this.branch}`;
     // The commit the fast path builds on: the one we pushed last, or after a lost race the new head
     // when the other writer left our path alone (controller shards); undefined: the work tree path.
@@ -877,7 +886,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
     for (let attempt = 1; attempt <= this.maxPushAttempts; attempt++) {
       const attemptStarted = Date.now();
       if (this.committed && fastParent !== undefined) {
-        const fast = await this.commitFromKnown(workspace, this.committed, tree, message, fastParent, attempt);
+        const fast = await this.commitFromKnown(workspace, this.committed, tree, message, fastParent, attempt, known);
         if (fast === 'lost-race') {
           this.options.logger?.warn(
             { target: this.target, attempt, maxAttempts: this.maxPushAttempts },
@@ -928,11 +937,6 @@ export class GitPublisher implements Publisher, SettledRunStore {
   }
 
   /**
-   * The commit made from what differs from a known commit, pushed only while the remote branch is
-   * still at that commit. 'lost-race' when it moved on; undefined when the full way must decide
-   * (nothing differs but the branch moved, or fast-import failed).
-   */
-  /**
    * After a lost race: the new remote head, when our path there still holds the tree we pushed last
    * (the other writer changed only other paths, as controller shards do), so that the same file
    * changes apply on top of it; undefined otherwise (or for a target at the repository root).
@@ -962,6 +966,12 @@ export class GitPublisher implements Publisher, SettledRunStore {
     }
   }
 
+  /**
+   * The commit made from what differs from a known commit, pushed only while the remote branch is
+   * still at that commit. 'lost-race' when it moved on; undefined when the full way must decide
+   * (nothing differs but the branch moved, or fast-import failed). `change`, the caller's comparison, is
+   * used when it was made against the known tree.
+   */
   private async commitFromKnown(
     workspace: Workspace,
     known: NonNullable<GitPublisher['committed']>,
@@ -969,10 +979,14 @@ export class GitPublisher implements Publisher, SettledRunStore {
     message: string,
     parent: string | null = known.revision,
     attempt = 1,
+    change?: KnownChange,
   ): Promise<PublishResult | 'lost-race' | undefined> {
     const prefix = this.subdir === '' ? '' : `${this.subdir}/`;
-    const written = [...tree.keys()].filter((file) => known.tree.get(file) !== tree.get(file)).sort();
-    const removed = [...known.tree.keys()].filter((file) => !tree.has(file)).sort();
+    // The caller's comparison when it was made against this very tree; else our own.
+    const { written, removed } =
+      change?.previous === known.tree
+        ? { written: [...change.written], removed: [...change.removed] }
+        : diffTrees(known.tree, tree);
     if (written.length === 0 && removed.length === 0) {
       // The tree is there; whether the branch still is, only the remote can say.
       return (await this.remoteHead(workspace)) === (parent ?? '')
@@ -1011,13 +1025,17 @@ export class GitPublisher implements Publisher, SettledRunStore {
       throw error;
     }
     this.committed = { revision, tree };
-    // fast-import leaves one pack per commit: let git pack them together now and then (in the background).
-    await workspace.git.run(['gc', '--auto', '--quiet'], 'git gc').catch((error: unknown) => {
-      this.options.logger?.warn(
-        { target: this.target, error: error instanceof Error ? error.message : String(error) },
-        'git gc --auto failed in the clone; the publish itself is done',
-      );
-    });
+    // fast-import leaves loose objects or one pack per commit: let git pack them together now and
+    // then (in the background). Its thresholds are thousands of loose objects and 50 packs, so
+    // asking on every GC_EVERY-th commit is enough, and spares the other commits a git process.
+    this.fastCommits += 1;
+    if (this.fastCommits % GC_EVERY === 1)
+      await workspace.git.run(['gc', '--auto', '--quiet'], 'git gc').catch((error: unknown) => {
+        this.options.logger?.warn(
+          { target: this.target, error: error instanceof Error ? error.message : String(error) },
+          'git gc --auto failed in the clone; the publish itself is done',
+        );
+      });
     this.options.logger?.info(
       { target: this.target, revision, attempt, written: written.length, removed: removed.length },
       'Pushed rendered tree',

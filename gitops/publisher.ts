@@ -23,6 +23,13 @@ export interface LockRequest {
   command: string;
 }
 
+/** How a tree differs from one the publisher was given before (diffTrees: sorted file lists). */
+export interface KnownChange {
+  previous: RenderedTree;
+  written: readonly string[];
+  removed: readonly string[];
+}
+
 export interface Publisher {
   /** Printable target (no credentials). */
   readonly target: string;
@@ -34,8 +41,12 @@ export interface Publisher {
   lock?(request: LockRequest): Promise<PublishLock>;
   /** The tree the target holds now (empty when new): previous output is reused for unchanged units. */
   readPrevious(): Promise<RenderedTree>;
-  /** Makes the target hold exactly `tree`. Writes nothing when it already does. */
-  publish(tree: RenderedTree, change: ChangeSummary): Promise<PublishResult>;
+  /**
+   * Makes the target hold exactly `tree`. Writes nothing when it already does. `known`, when given,
+   * is how `tree` differs from `known.previous` (the tree readPrevious or the last publish left), so
+   * a publisher that still holds that tree need not compare the two whole trees again.
+   */
+  publish(tree: RenderedTree, change: ChangeSummary, known?: KnownChange): Promise<PublishResult>;
   /**
    * Files the tree about to be published will probably hold, handed over while the render still
    * runs, for a target that can write them ahead (a directory); publish still decides what the

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, sameCanonicalJson } from '../src/render/canonical-json.js';
+import { canonicalDigestWithHole, canonicalJson, sameCanonicalJson } from '../src/render/canonical-json.js';
+import { sha256Digest } from '../src/release/content-digest.js';
+import { sortKeysDeep } from '../src/core/sort-keys.js';
 
 describe('canonicalJson', () => {
   it('gives exactly what JSON.stringify gives for plain data, keys sorted', () => {
@@ -22,6 +24,27 @@ describe('canonicalJson', () => {
     };
 
     expect(canonicalJson(value)).toBe(JSON.stringify(sorted));
+  });
+
+  it('writes what the sorted copy writes, for random data with array-index keys, toJSON and odd prototypes', () => {
+    let seed = 11;
+    const next = (): number => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+    const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
+    const leaves: unknown[] = ['a', '', 0, -0, 7n, 1.5, Number.NaN, true, null, undefined, () => 1, new Date(0)];
+    const value = (depth: number): unknown => {
+      const roll = next();
+      if (depth === 0 || roll < 0.3) return pick(leaves);
+      if (roll < 0.55) return Array.from({ length: Math.floor(next() * 3) }, () => value(depth - 1));
+      if (roll < 0.6) return { toJSON: () => 'j', z: 1 };
+      const object = Object.create(next() < 0.1 ? null : Object.prototype) as Record<string, unknown>;
+      for (const key of ['x', '10', 'b', '2', 'constructor', '01', 'a'].filter(() => next() < 0.5))
+        object[key] = value(depth - 1);
+      return object;
+    };
+    for (let round = 0; round < 2_000; round += 1) {
+      const sample = value(4);
+      expect(canonicalJson(sample)).toBe(sortedCopyJson(sample));
+    }
   });
 
   it('writes a bigint as its exact digits instead of throwing', () => {
@@ -84,6 +107,58 @@ describe('canonicalJson', () => {
     expect(equalPairs).toBeGreaterThan(2_000);
   });
 });
+
+describe('canonicalDigestWithHole', () => {
+  it('gives the digest of the canonical JSON with the hole filled, wherever the hole sorts', () => {
+    const fixed = { zeta: [3, { b: 1, a: 'x' }], alpha: 'a"b', middle: null, skipped: undefined, n: 10n };
+    const values: unknown[] = [
+      null,
+      'text',
+      { z: { y: 1, x: [true, null] }, a: 0 },
+      [1, 'two', { d: undefined, c: 3 }],
+      undefined,
+      () => 1,
+    ];
+    for (const hole of ['aaa', 'context', 'n', 'zzz', 'alpha', '10']) {
+      const digest = canonicalDigestWithHole(fixed, hole);
+      for (const value of values)
+        expect(digest(value), `${hole} = ${String(value)}`).toBe(
+          sha256Digest(canonicalJson({ ...fixed, [hole]: value })),
+        );
+    }
+  });
+
+  it('gives the same digest beside array-index keys, which sort apart', () => {
+    const digest = canonicalDigestWithHole({ '2': 'two', b: 'b' }, 'context');
+    expect(digest({ '10': 1, a: 2 })).toBe(
+      sha256Digest(canonicalJson({ '2': 'two', b: 'b', context: { '10': 1, a: 2 } })),
+    );
+  });
+
+  it('gives the same digest for a fixed part with no other member', () => {
+    expect(canonicalDigestWithHole({}, 'context')({ b: 2, a: 1 })).toBe(
+      sha256Digest(canonicalJson({ context: { a: 1, b: 2 } })),
+    );
+  });
+});
+
+/** canonicalJson as first written: a sorted copy (sortKeysDeep), then JSON.stringify's rules plus bigint. */
+function sortedCopyJson(value: unknown): string {
+  const write = (item: unknown): string | undefined => {
+    if (typeof item === 'bigint') return item.toString();
+    if (Array.isArray(item)) return `[${item.map((element) => write(element) ?? 'null').join(',')}]`;
+    if (item !== null && typeof item === 'object' && typeof (item as { toJSON?: unknown }).toJSON !== 'function') {
+      const members: string[] = [];
+      for (const [key, element] of Object.entries(item)) {
+        const written = write(element);
+        if (written !== undefined) members.push(`${JSON.stringify(key)}:${written}`);
+      }
+      return `{${members.join(',')}}`;
+    }
+    return JSON.stringify(item) as string | undefined;
+  };
+  return write(sortKeysDeep(value)) ?? 'null';
+}
 
 /** A deep copy where one can be made (functions and null prototypes are kept as they are). */
 function structuredCloneOrSame(value: unknown): unknown {

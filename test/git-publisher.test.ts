@@ -232,6 +232,33 @@ describe('GitPublisher committing from the tree it knows', () => {
     expect(sandbox.commitCount(bare, 'main')).toBe(3);
   });
 
+  it("takes the caller's comparison against the tree it committed last, and ignores one made against another tree", async () => {
+    const bare = sandbox.bareRepo('known-change');
+    const git = publisher(bare, { workDir: path.join(sandbox.root, 'known-change-work') });
+    const first = tree({ 'a.yaml': '1\n', 'b.yaml': 'b\n' });
+    await git.publish(first, change('First'));
+
+    // Against the tree it pushed: the files named are the commit (here a.yaml's change alone).
+    const second = tree({ 'a.yaml': '2\n', 'b.yaml': 'b\n', 'c.yaml': 'c\n' });
+    const taken = await git.publish(second, change('Second'), {
+      previous: first,
+      written: ['a.yaml', 'c.yaml'],
+      removed: [],
+    });
+    expect(taken).toMatchObject({ changed: true, written: ['a.yaml', 'c.yaml'], removed: [] });
+    expect(sandbox.files(bare, 'main')).toEqual({
+      'clusters/a.yaml': '2\n',
+      'clusters/b.yaml': 'b\n',
+      'clusters/c.yaml': 'c\n',
+    });
+
+    // Made against another tree (wrong about b.yaml): the publisher compares for itself.
+    const third = tree({ 'a.yaml': '2\n', 'c.yaml': 'c\n' });
+    const ignored = await git.publish(third, change('Third'), { previous: first, written: [], removed: [] });
+    expect(ignored).toMatchObject({ changed: true, written: [], removed: ['b.yaml'] });
+    expect(sandbox.files(bare, 'main')).toEqual({ 'clusters/a.yaml': '2\n', 'clusters/c.yaml': 'c\n' });
+  });
+
   it('builds on a commit another writer pushed since, and on a clone someone left dirty', async () => {
     const bare = sandbox.bareRepo('known-moved', { branch: 'main', files: { 'README.md': 'v0\n' } });
     const workDir = path.join(sandbox.root, 'known-moved-work');

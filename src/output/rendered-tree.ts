@@ -6,9 +6,12 @@ export type RenderedTree = Map<string, string>;
 
 /** Files added or changed and files removed between two trees, sorted. */
 export function diffTrees(previous: RenderedTree, next: RenderedTree): { written: string[]; removed: string[] } {
-  const written = [...next.keys()].filter((file) => previous.get(file) !== next.get(file)).sort();
-  const removed = [...previous.keys()].filter((file) => !next.has(file)).sort();
-  return { written, removed };
+  // One lookup per file: a fleet's trees hold tens of thousands, compared on every publish.
+  const written: string[] = [];
+  for (const [file, content] of next) if (previous.get(file) !== content) written.push(file);
+  const removed: string[] = [];
+  for (const file of previous.keys()) if (!next.has(file)) removed.push(file);
+  return { written: written.sort(), removed: removed.sort() };
 }
 
 /** True when both trees hold the same files with the same content. */

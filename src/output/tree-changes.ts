@@ -143,9 +143,11 @@ export function compareTrees(
   { tree: previous, provenance: before }: RecordedTree,
   { tree: next, provenance: after }: RecordedTree,
 ): TreeChanges {
+  // The files of either tree that differ, in the order of their union (previous first), without
+  // building that union: a fleet's trees hold tens of thousands of files each.
   const changedFiles = new Set<string>();
-  for (const file of new Set([...previous.keys(), ...next.keys()]))
-    if (previous.get(file) !== next.get(file)) changedFiles.add(file);
+  for (const [file, content] of previous) if (next.get(file) !== content) changedFiles.add(file);
+  for (const file of next.keys()) if (!previous.has(file)) changedFiles.add(file);
   const changes: TreeChanges = {
     releases: [],
     clusters: [],

@@ -1,4 +1,5 @@
 // JSON with sorted keys: the basis of every digest, so equal inputs always hash equal.
+import { createHash } from 'node:crypto';
 import { sortKeysDeep } from '../core/sort-keys.js';
 
 /**
@@ -7,7 +8,40 @@ import { sortKeysDeep } from '../core/sort-keys.js';
  * JSON.stringify would throw.
  */
 export function canonicalJson(value: unknown): string {
-  return writeJson(sortKeysDeep(value)) ?? 'null';
+  return writeSorted(value) ?? 'null';
+}
+
+/**
+ * writeJson(sortKeysDeep(value)) in one pass, without the sorted copy (digests of thousands of
+ * Clusters are written on every reconcile). Member order is the sorted copy's: array-index keys
+ * ascending (an object lists those first whatever their insertion order), then the others sorted.
+ * An object with its own toJSON function (the copy keeps it) is written the two-step way.
+ */
+function writeSorted(value: unknown): string | undefined {
+  if (typeof value === 'bigint') return value.toString();
+  if (Array.isArray(value)) return `[${value.map((element) => writeSorted(element) ?? 'null').join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const object = value as Record<string, unknown>;
+    if (Object.hasOwn(object, 'toJSON') && typeof object.toJSON === 'function') return writeJson(sortKeysDeep(value));
+    const keys = Object.keys(object);
+    let indices = 0;
+    while (indices < keys.length && isArrayIndex(keys[indices]!)) indices += 1;
+    const ordered = indices === 0 ? keys.sort() : [...keys.slice(0, indices), ...keys.slice(indices).sort()];
+    const members: string[] = [];
+    for (const key of ordered) {
+      const child = object[key];
+      if (child === undefined) continue;
+      const written = writeSorted(child);
+      if (written !== undefined) members.push(`${JSON.stringify(key)}:${written}`);
+    }
+    return `{${members.join(',')}}`;
+  }
+  return JSON.stringify(value) as string | undefined;
+}
+
+/** Whether an object lists `key` among its integer keys, ahead of the others (an array index). */
+function isArrayIndex(key: string): boolean {
+  return /^(?:0|[1-9]\d{0,9})$/.test(key) && Number(key) < 4294967295;
 }
 
 // JSON.stringify's rules (undefined, functions and symbols: left out of objects, null in arrays),
@@ -92,4 +126,36 @@ function compareInPlace(a: unknown, b: unknown): boolean | undefined {
     if (same !== true) return same;
   }
   return true;
+}
+
+/**
+ * The digest `sha256Digest(canonicalJson({ ...fixed, [hole]: value }))`, for many values of one key
+ * beside fixed others: the fixed members are written and hashed once, each call hashes only its
+ * value and what sorts after it. Thousands of addon units share their stage's chart, template and
+ * API versions and differ only in their Cluster's context.
+ */
+export function canonicalDigestWithHole(fixed: Record<string, unknown>, hole: string): (value: unknown) => string {
+  const keys = Object.keys(fixed)
+    .filter((key) => key !== hole && fixed[key] !== undefined)
+    .sort();
+  // Array-index keys sort apart (canonicalJson): not worth splitting around, digested the plain way.
+  if (isArrayIndex(hole) || keys.some(isArrayIndex))
+    return (value) =>
+      `sha256:${createHash('sha256')
+        .update(canonicalJson({ ...fixed, [hole]: value }))
+        .digest('hex')}`;
+  const member = (key: string): string => `${JSON.stringify(key)}:${canonicalJson(fixed[key])}`;
+  const before = keys.filter((key) => key < hole).map(member);
+  const after = keys.filter((key) => key > hole).map(member);
+  const head = createHash('sha256').update(`{${before.map((text) => `${text},`).join('')}${JSON.stringify(hole)}:`);
+  const tail = `${after.map((text) => `,${text}`).join('')}}`;
+  return (value) => {
+    // A value JSON leaves out (undefined) drops its member: the plain way says what that gives.
+    const written = value === undefined ? undefined : writeSorted(value);
+    if (written === undefined)
+      return `sha256:${createHash('sha256')
+        .update(canonicalJson({ ...fixed, [hole]: value }))
+        .digest('hex')}`;
+    return `sha256:${head.copy().update(written).update(tail).digest('hex')}`;
+  };
 }

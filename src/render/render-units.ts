@@ -11,7 +11,7 @@ import { releaseDir, stageDir } from '../output/tree-layout.js';
 import { loadedRelease, type LoadedRelease, type Plan } from '../plan/build-plan.js';
 import { sha256Digest } from '../release/content-digest.js';
 import type { ChartSource, ReleaseContent } from '../release/load-release.js';
-import { canonicalJson } from './canonical-json.js';
+import { canonicalDigestWithHole, canonicalJson } from './canonical-json.js';
 import { readableContext } from './template-reads.js';
 import { targetApiVersions } from '../core/kube-api-versions.js';
 import type { ValuesTemplateItem } from './render-dependencies.js';
@@ -84,6 +84,7 @@ export function planUnits(
 
   // Addon side: every Cluster whose class resolved, one unit per stage.
   const clusterUnits = new Map<string, PendingUnit[]>();
+  const stageDigests = new StageDigests(secretsDigestPart(settings.secrets, settings.encryption));
   for (const cluster of plan.resolution.clusters.filter((c) => c.managed)) {
     const loaded = loadedRelease(plan, cluster.stack?.namespace ?? cluster.namespace, cluster.release);
     const reason =
@@ -105,13 +106,7 @@ export function planUnits(
     const stack = plan.resolution.clusterStacks.find(
       (s) => s.namespace === cluster.stack?.namespace && s.name === cluster.stack?.name,
     )!;
-    const pending = addonUnits(
-      cluster,
-      stack,
-      loaded.content,
-      others,
-      secretsDigestPart(settings.secrets, settings.encryption),
-    );
+    const pending = addonUnits(cluster, stack, loaded.content, others, stageDigests);
     clusterUnits.set(`${cluster.namespace}/${cluster.name}`, pending);
     units.push(...pending);
   }
@@ -256,16 +251,55 @@ export function clusterContext(cluster: CapiCluster, others: KubeObject[]): Valu
   return context;
 }
 
+/**
+ * One plan's addon digests: per release, stage and stack values, everything but the Cluster's
+ * context is written and hashed once (canonicalDigestWithHole), and the API versions listed once.
+ */
+class StageDigests {
+  private readonly digesters = new Map<ReleaseContent, Map<string, Map<unknown, (context: unknown) => string>>>();
+  private readonly apiVersions = new Map<ReleaseContent, string[]>();
+
+  constructor(readonly secrets: unknown) {}
+
+  apiVersionsOf(content: ReleaseContent): string[] {
+    let versions = this.apiVersions.get(content);
+    if (!versions) {
+      versions = targetApiVersions(content.metadata.kubernetesVersion, content.crdApiVersions);
+      this.apiVersions.set(content, versions);
+    }
+    return versions;
+  }
+
+  /** The digester of one stage (`fixed` builds its members other than `context`, asked once). */
+  digester(
+    content: ReleaseContent,
+    stage: string,
+    extra: unknown,
+    fixed: () => Record<string, unknown>,
+  ): (context: unknown) => string {
+    const byStage = this.digesters.get(content) ?? new Map<string, Map<unknown, (context: unknown) => string>>();
+    this.digesters.set(content, byStage);
+    const byExtra = byStage.get(stage) ?? new Map<unknown, (context: unknown) => string>();
+    byStage.set(stage, byExtra);
+    let digest = byExtra.get(extra);
+    if (!digest) {
+      digest = canonicalDigestWithHole(fixed(), 'context');
+      byExtra.set(extra, digest);
+    }
+    return digest;
+  }
+}
+
 function addonUnits(
   cluster: ClusterResolution,
   stack: StackResolution,
   content: ReleaseContent,
   others: KubeObject[],
-  secrets: unknown,
+  digests: StageDigests,
 ): PendingUnit[] {
   const context = clusterContext(cluster.cluster, others);
   const kubeVersion = content.metadata.kubernetesVersion;
-  const apiVersions = targetApiVersions(kubeVersion, content.crdApiVersions);
+  const apiVersions = digests.apiVersionsOf(content);
   const addonVersion = content.metadata.clusterAddonVersion;
   const spec = stack.stack.spec;
   const base = { namespace: cluster.namespace, name: cluster.name, release: content.tag, addonVersion };
@@ -295,20 +329,17 @@ function addonUnits(
     // Nothing release-specific beyond the addon content: a Cluster moving between releases that
     // share an addon version keeps its output byte for byte.
     // Only what the values template can read of the context: a label it cannot see renders nothing new.
-    const inputDigest = sha256Digest(
-      canonicalJson({
-        format: OUTPUT_FORMAT,
-        chart: stage.chart.digest,
-        template: stage.valuesTemplate,
-        context: readableContext(stage.valuesTemplate, context),
-        extra: stage.extra ?? null,
-        kubeVersion,
-        apiVersions,
-        stage: stage.name,
-        addonVersion,
-        secrets,
-      }),
-    );
+    const inputDigest = digests.digester(content, stage.name, stage.extra, () => ({
+      format: OUTPUT_FORMAT,
+      chart: stage.chart.digest,
+      template: stage.valuesTemplate,
+      extra: stage.extra ?? null,
+      kubeVersion,
+      apiVersions,
+      stage: stage.name,
+      addonVersion,
+      secrets: digests.secrets,
+    }))(readableContext(stage.valuesTemplate, context));
     const unit: PendingUnit = {
       record: {
         ...base,

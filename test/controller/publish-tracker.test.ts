@@ -47,6 +47,30 @@ describe('dirtyUnitDirs', () => {
 });
 
 describe('PublishTracker', () => {
+  it('hands the publisher the files that differ from the tree it holds, compared once', async () => {
+    const calls: unknown[] = [];
+    const publisher = {
+      target: 'fake',
+      readPrevious: async () => tree({ 'clusters/ns/a/addons/x.yaml': '1', 'clusters/ns/b/addons/x.yaml': '1' }),
+      publish: async (_tree: RenderedTree, _change: unknown, known: unknown): Promise<PublishResult> => {
+        calls.push(known);
+        return { changed: true, written: [], removed: [], revision: `c${calls.length}` };
+      },
+    } as unknown as Publisher;
+    const tracker = new PublishTracker(publisher, { revisionKind: 'commit', resyncMs: 60_000 });
+    const held = await tracker.previousTree();
+    const next = tree({ 'clusters/ns/a/addons/x.yaml': '2', 'clusters/ns/c/addons/x.yaml': '1' });
+    await tracker.publish(next, CHANGE);
+    expect(calls).toEqual([
+      {
+        previous: held,
+        written: ['clusters/ns/a/addons/x.yaml', 'clusters/ns/c/addons/x.yaml'],
+        removed: ['clusters/ns/b/addons/x.yaml'],
+      },
+    ]);
+    expect((calls[0] as { previous: RenderedTree }).previous).toBe(held);
+  });
+
   it('names for each unit directory the commit that last changed it, across publishes that add, change and remove directories', async () => {
     const tracker = new PublishTracker(countingPublisher(), { revisionKind: 'commit', resyncMs: 60_000 });
     const first = await tracker.publish(

@@ -20,6 +20,7 @@ import { evaluateWaitCondition, type WaitCondition } from '../../core/addon-wait
 import { releaseOfClusterClass } from '../../core/release-tag.js';
 import { loadedRelease, type Plan } from '../../plan/build-plan.js';
 import type { RenderOutcome } from '../../render/render-output.js';
+import type { UnitRecord, WithheldEntry } from '../../output/provenance.js';
 import type { ExtensionHandler } from '../runtime/extension-server.js';
 import type { EventIntent, ObjectCache, WatchedKind } from '../runtime/runtime-contract.js';
 import {
@@ -57,17 +58,24 @@ export function addonSnapshot(
 ): AddonSnapshot {
   const clusters: AddonSnapshot['clusters'] = new Map();
   const published = publish.outcome === 'published' || publish.outcome === 'unchanged';
+  // Grouped by Cluster once: every reconcile builds this, for thousands of Clusters and their units.
+  const stagesOf = new Map<string, UnitRecord[]>();
+  for (const unit of render?.provenance.units ?? []) {
+    if (unit.kind !== 'cluster-stage') continue;
+    const key = `${unit.namespace}/${unit.name}`;
+    const stages = stagesOf.get(key);
+    if (stages) stages.push(unit);
+    else stagesOf.set(key, [unit]);
+  }
+  const withheldOf = new Map<string, WithheldEntry>();
+  for (const entry of render?.withheld ?? [])
+    if (entry.kind === 'cluster' && !withheldOf.has(`${entry.namespace}/${entry.name}`))
+      withheldOf.set(`${entry.namespace}/${entry.name}`, entry);
   for (const cluster of plan?.resolution.clusters ?? []) {
     if (!cluster.managed) continue;
     const key = `${cluster.namespace}/${cluster.name}`;
-    const units = (render?.provenance.units ?? [])
-      .filter(
-        (unit) => unit.kind === 'cluster-stage' && unit.namespace === cluster.namespace && unit.name === cluster.name,
-      )
-      .sort((a, b) => (a.order ?? 0) - (b.order ?? 0));
-    const withheld = render?.withheld.find(
-      (entry) => entry.kind === 'cluster' && entry.namespace === cluster.namespace && entry.name === cluster.name,
-    );
+    const units = [...(stagesOf.get(key) ?? [])].sort((a, b) => (a.order ?? 0) - (b.order ?? 0));
+    const withheld = withheldOf.get(key);
     const content = cluster.stack ? loadedRelease(plan!, cluster.stack.namespace, cluster.release)?.content : undefined;
     const conditions: HookConditions = {};
     if (content?.addons.format === 'multi-stage') {

@@ -10,7 +10,7 @@
 // commit that brought them.
 import type { PublishedHistory, UnitDirOf } from '../../../gitops/git-history.js';
 import type { Publisher } from '../../../gitops/publisher.js';
-import { type RenderedTree, sameTree } from '../../output/rendered-tree.js';
+import { diffTrees, type RenderedTree } from '../../output/rendered-tree.js';
 import type { ChangeSummary } from '../../output/tree-changes.js';
 import { PROVIDERS_DIR, unitDirOf } from '../../output/tree-layout.js';
 import type { PublishState } from '../desired-state/status-inputs.js';
@@ -20,15 +20,17 @@ const HISTORY_LIMIT = 1000;
 
 /** Unit directories whose files differ between two trees. */
 export function dirtyUnitDirs(before: RenderedTree, after: RenderedTree): Set<string> {
+  return dirtyDirsOf(diffTrees(before, after));
+}
+
+/** Unit directories of the files a diff (diffTrees) names. */
+function dirtyDirsOf(diff: { written: readonly string[]; removed: readonly string[] }): Set<string> {
   const dirs = new Set<string>();
-  const add = (file: string) => {
-    if (file.endsWith('/kustomization.yaml')) return;
+  for (const file of [...diff.written, ...diff.removed]) {
+    if (file.endsWith('/kustomization.yaml')) continue;
     const dir = unitDirOf(file);
     if (dir) dirs.add(dir);
-  };
-  // Two passes over the trees, no union of their (tens of thousands of) paths.
-  for (const [file, content] of after) if (before.get(file) !== content) add(file);
-  for (const file of before.keys()) if (!after.has(file)) add(file);
+  }
   return dirs;
 }
 
@@ -37,14 +39,21 @@ class UnitDirCounts {
   private counts = new Map<string, number>();
   private tree: RenderedTree | undefined;
 
-  /** Moves the counts to `tree`; only the files that differ are looked at when `from` is the tree counted last. */
-  update(tree: RenderedTree, from: RenderedTree | undefined): void {
-    if (from === undefined || from !== this.tree) {
+  /**
+   * Moves the counts to `tree`; when `from` is the tree counted last, only the files `diff` (from
+   * `from` to `tree`) names are looked at.
+   */
+  update(
+    tree: RenderedTree,
+    from: RenderedTree,
+    diff: { written: readonly string[]; removed: readonly string[] },
+  ): void {
+    if (from !== this.tree) {
       this.counts = new Map();
       for (const file of tree.keys()) this.change(file, 1);
     } else {
-      for (const file of tree.keys()) if (!from.has(file)) this.change(file, 1);
-      for (const file of from.keys()) if (!tree.has(file)) this.change(file, -1);
+      for (const file of diff.written) if (!from.has(file)) this.change(file, 1);
+      for (const file of diff.removed) this.change(file, -1);
     }
     this.tree = tree;
   }
@@ -170,7 +179,10 @@ export class PublishTracker {
       await this.followBase();
       previous = this.previous ?? previous;
     }
-    const dirty = dirtyUnitDirs(previous, tree);
+    // One comparison of the two (fleet-sized) trees serves the dirty directories, the equality check,
+    // the publisher's commit and the per-directory revisions.
+    const diff = diffTrees(previous, tree);
+    const dirty = dirtyDirsOf(diff);
     // Nothing rendered yet and nothing there: a README-only first commit would be noise.
     if (
       previous.size === 0 &&
@@ -178,11 +190,12 @@ export class PublishTracker {
     )
       return { state: this.baseState('unchanged', dirty) };
     const resyncDue = now() - this.lastCall >= this.options.resyncMs;
-    if (this.published && !this.lastFailed && !this.baseMoved && !resyncDue && sameTree(previous, tree))
+    const same = diff.written.length === 0 && diff.removed.length === 0;
+    if (this.published && !this.lastFailed && !this.baseMoved && !resyncDue && same)
       return { state: this.baseState('unchanged', dirty) };
     const started = now();
     try {
-      const result = await this.publisher.publish(tree, change);
+      const result = await this.publisher.publish(tree, change, { previous, ...diff });
       this.lastCall = now();
       this.previous = tree;
       this.published = true;
@@ -197,7 +210,7 @@ export class PublishTracker {
           !result.changed && result.revision !== null && this.revision !== null && result.revision !== this.revision;
         this.revision = result.revision;
         if (movedWithoutUs) await this.loadHistory();
-        if (result.revision) this.record(result.revision, tree, dirty, previous);
+        if (result.revision) this.record(result.revision, tree, dirty, previous, diff);
       }
       return {
         state: this.baseState(result.changed ? 'published' : 'unchanged', dirty),
@@ -230,8 +243,8 @@ export class PublishTracker {
       const moved = this.base !== undefined;
       this.base = { head, tree };
       // What the base holds now may be what was pending.
-      for (const dir of [...this.pending.keys()])
-        if (!dirtyUnitDirs(tree, this.previous ?? tree).has(dir)) this.pending.delete(dir);
+      const stillDirty = dirtyUnitDirs(tree, this.previous ?? tree);
+      for (const dir of [...this.pending.keys()]) if (!stillDirty.has(dir)) this.pending.delete(dir);
       // Compared with the base again, and the publisher asked even when the base holds the tree, so
       // it looks at the pull request (merged: closed as unnecessary; the base changed by someone
       // else: proposed again on top of it).
@@ -252,11 +265,17 @@ export class PublishTracker {
       this.pending.set(dir, pullRequest ? `pull request ${pullRequest}` : 'a pull request');
   }
 
-  private record(revision: string, tree: RenderedTree, dirty: Set<string>, previous: RenderedTree): void {
+  private record(
+    revision: string,
+    tree: RenderedTree,
+    dirty: Set<string>,
+    previous: RenderedTree,
+    diff: { written: readonly string[]; removed: readonly string[] },
+  ): void {
     if (this.history.at(-1) !== revision) this.history.push(revision);
     if (this.history.length > HISTORY_LIMIT) this.history.splice(0, this.history.length - HISTORY_LIMIT);
     const present = this.unitDirs;
-    present.update(tree, previous);
+    present.update(tree, previous, diff);
     for (const dir of present.dirs())
       if (dirty.has(dir) || !this.unitRevisions.has(dir)) this.unitRevisions.set(dir, revision);
     for (const dir of [...this.unitRevisions.keys()]) if (!present.has(dir)) this.unitRevisions.delete(dir);
