@@ -1,5 +1,6 @@
 import { defineConfig } from 'vitest/config';
 import { HELM_SUITES, matrixHelms } from './test/support/helm-matrix.js';
+import SlowFilesFirst from './test/support/slow-files-first.js';
 
 // The suites that depend on helm's behaviour run once per pinned helm (test/engines/versions.json),
 // that helm first on PATH; the rest run once, on the newest one.
@@ -17,6 +18,8 @@ export default defineConfig({
     hookTimeout: 180_000,
     // Real helm, git and registry processes: two cores, keep the pool small.
     maxWorkers: 2,
+    // The slowest files start first (test/support/slow-files-first.ts): none is left to run alone at the end.
+    sequence: { sequencer: SlowFilesFirst },
     projects: [
       ...helms.map((helm) => ({
         extends: true as const,
