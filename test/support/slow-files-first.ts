@@ -7,7 +7,7 @@
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /** The suite's slowest files, slowest first (by a profile of the whole suite on two cores). */
-export const SLOW_FILES = [
+const SLOW_FILES = [
   'test/real-flux-layers.test.ts',
   'test/controller/controller-kill.test.ts',
   'test/faults/kill-9.test.ts',
