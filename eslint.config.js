@@ -2,6 +2,7 @@
 // (blank and comment lines not counted) but for those in lint/long-functions.json.
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { URL } from 'node:url';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import functionLength from './lint/function-length.js';
