@@ -5,12 +5,21 @@
 import path from 'node:path';
 import { builtEngine, engineCacheDir, pinnedEngines } from './real-kube-api/engine-cache.js';
 
-/** The suites whose results depend on which helm renders: run once per helm version. */
+/**
+ * The suites whose results depend on which helm renders: run once per helm version. The other suites
+ * that render call helm too, but assert what we do with its output, not what it outputs. Together
+ * these take about 10 s a helm, so the matrix costs little.
+ */
 export const HELM_SUITES = [
+  // helm's flags, exit codes, error text and its own timeout handling, run as a process.
   'test/helm-renderer.test.ts',
+  // values templates evaluated by helm's Go templates: its sprig functions, lexer errors, int64s.
   'test/values-template.test.ts',
+  // that what we write decodes in Kubernetes exactly as helm's own output does.
   'test/render-fidelity.test.ts',
+  // bigints and shared objects through helm's output into the tree.
   'test/render-output.test.ts',
+  // --api-versions and the Capabilities list helm itself builds in.
   'test/api-versions-render.test.ts',
 ];
 
