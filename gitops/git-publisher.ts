@@ -130,6 +130,18 @@ interface WorkTreeJournal {
   edited: Record<string, { data: string; mode: number } | null>;
 }
 
+/** What the path holds before an in-place write: what decides whether the write is refused, and what it journals. */
+interface InPlaceState {
+  /** The files committed under the path (the previous render), relative to it. */
+  tracked: Set<string>;
+  staged: string[];
+  edited: string[];
+  /** The render's files that are not tracked, relative to the path. */
+  created: string[];
+  /** Those of them that exist already: someone else's. */
+  occupied: string[];
+}
+
 /** What git status shows that is not committed: staged changes anywhere, and edits of tracked files under the path. */
 interface UncommittedChanges {
   staged: string[];
@@ -635,20 +647,45 @@ export class GitPublisher implements Publisher, SettledRunStore {
     );
   }
 
+  /**
+   * The in-place publish, as steps: on the right branch and unlocked, look at what the path holds,
+   * refuse work that is not the render's, journal what the write changes, then write and commit
+   * (or put the work tree back).
+   */
   private async commitInPlace(
     workspace: Extract<Workspace, { mode: 'in-place' }>,
     tree: RenderedTree,
     message: string,
   ): Promise<PublishResult> {
-    const { git, dir } = workspace;
-    const current = (await git.run(['symbolic-ref', '--quiet', 'HEAD'], 'git symbolic-ref')).trim();
+    await this.requireBranchCheckedOut(workspace);
+    await this.awaitGitLocks(workspace, 'Nothing was written');
+    const state = await this.inPlaceState(workspace, tree);
+    this.refuseOthersWork(workspace, state);
+    const journal = await this.writeJournal(workspace, state);
+    try {
+      return await this.writeAndCommit(workspace, tree, message, state.tracked);
+    } catch (error) {
+      throw await this.putBack(workspace, journal, error);
+    }
+  }
+
+  /** Throws unless --git has the publisher's branch checked out: the render commits on HEAD. */
+  private async requireBranchCheckedOut(workspace: Extract<Workspace, { mode: 'in-place' }>): Promise<void> {
+    const current = (await workspace.git.run(['symbolic-ref', '--quiet', 'HEAD'], 'git symbolic-ref')).trim();
     if (current !== `refs/heads/${this.branch}`) {
       throw new PublishError(
         'invalid-target',
-        `--git ${dir} has ${current === '' ? 'a detached HEAD' : current.replace('refs/heads/', 'branch ')} checked out, not ${this.branch}; check out ${this.branch} there`,
+        `--git ${workspace.dir} has ${current === '' ? 'a detached HEAD' : current.replace('refs/heads/', 'branch ')} checked out, not ${this.branch}; check out ${this.branch} there`,
       );
     }
-    await this.awaitGitLocks(workspace, 'Nothing was written');
+  }
+
+  /** What the path holds before the write: the render's previous files, uncommitted work, and files the render would create. */
+  private async inPlaceState(
+    workspace: Extract<Workspace, { mode: 'in-place' }>,
+    tree: RenderedTree,
+  ): Promise<InPlaceState> {
+    const { git, dir } = workspace;
     const prefix = this.subdir === '' ? '' : `${this.subdir}/`;
     const pathspec = this.subdir === '' ? '.' : this.subdir;
     // What is ours under the path: the files committed there, i.e. the previous render.
@@ -666,7 +703,13 @@ export class GitPublisher implements Publisher, SettledRunStore {
         (await exists(path.join(dir, prefix, file))) ? file : undefined,
       )
     ).filter((file): file is string => file !== undefined);
-    // Work that is not the render's, where the render would commit or write: refused, one report.
+    return { tracked, staged, edited, created, occupied };
+  }
+
+  /** Throws, in one report, when work that is not the render's is where the render would commit or write. */
+  private refuseOthersWork(workspace: Extract<Workspace, { mode: 'in-place' }>, state: InPlaceState): void {
+    const { staged, edited, occupied } = state;
+    const prefix = this.subdir === '' ? '' : `${this.subdir}/`;
     const refusals: { what: string; files: string[]; advice: string }[] = [];
     if (staged.length > 0)
       refusals.push({
@@ -694,47 +737,64 @@ export class GitPublisher implements Publisher, SettledRunStore {
       );
       throw new PublishError(
         'invalid-target',
-        `--git ${dir} has ${parts.join('; it also has ')}. Then run again. Nothing was written`,
+        `--git ${workspace.dir} has ${parts.join('; it also has ')}. Then run again. Nothing was written`,
       );
     }
+  }
+
+  /** Writes the journal that puts the work tree back if this run fails or is killed, and returns it. */
+  private async writeJournal(
+    workspace: Extract<Workspace, { mode: 'in-place' }>,
+    state: InPlaceState,
+  ): Promise<WorkTreeJournal> {
+    const { dir } = workspace;
+    const prefix = this.subdir === '' ? '' : `${this.subdir}/`;
     const journal: WorkTreeJournal = {
       pid: process.pid,
       head: await this.localHead(workspace),
-      created: created.map((file) => `${prefix}${file}`),
+      created: state.created.map((file) => `${prefix}${file}`),
       directories: await missingDirectories(
         dir,
-        created.map((file) => `${prefix}${file}`),
+        state.created.map((file) => `${prefix}${file}`),
       ),
-      edited: await snapshotFiles(dir, edited),
+      edited: await snapshotFiles(dir, state.edited),
     };
-    const journalFile = path.join(workspace.gitDir, JOURNAL_FILE);
-    await writeFile(journalFile, `${JSON.stringify(journal)}\n`);
+    await writeFile(path.join(workspace.gitDir, JOURNAL_FILE), `${JSON.stringify(journal)}\n`);
     crashPoint('git:journal');
-    try {
-      await syncWorkTree(dir, this.subdir, tree, undefined, tracked);
-      const removed = [...tracked].filter((file) => !tree.has(file));
-      // Exactly the render's paths: untracked files beside them are not ours to commit.
-      await this.addPaths(
-        workspace,
-        [...tree.keys(), ...removed].map((file) => `${prefix}${file}`),
-      );
-      const changes = await this.stagedChanges(workspace, pathspec);
-      if (changes.written.length === 0 && changes.removed.length === 0) {
-        await unlink(journalFile).catch(() => {});
-        return { changed: false, written: [], removed: [], revision: await this.localHead(workspace) };
-      }
-      crashPoint('git:staged');
-      const revision = await this.commit(workspace, message);
-      crashPoint('git:committed');
+    return journal;
+  }
+
+  /** Writes the tree under the path, stages exactly its paths and commits them, then removes the journal. */
+  private async writeAndCommit(
+    workspace: Extract<Workspace, { mode: 'in-place' }>,
+    tree: RenderedTree,
+    message: string,
+    tracked: Set<string>,
+  ): Promise<PublishResult> {
+    const prefix = this.subdir === '' ? '' : `${this.subdir}/`;
+    const pathspec = this.subdir === '' ? '.' : this.subdir;
+    const journalFile = path.join(workspace.gitDir, JOURNAL_FILE);
+    await syncWorkTree(workspace.dir, this.subdir, tree, undefined, tracked);
+    const removed = [...tracked].filter((file) => !tree.has(file));
+    // Exactly the render's paths: untracked files beside them are not ours to commit.
+    await this.addPaths(
+      workspace,
+      [...tree.keys(), ...removed].map((file) => `${prefix}${file}`),
+    );
+    const changes = await this.stagedChanges(workspace, pathspec);
+    if (changes.written.length === 0 && changes.removed.length === 0) {
       await unlink(journalFile).catch(() => {});
-      this.options.logger?.info(
-        { target: this.target, revision, written: changes.written.length, removed: changes.removed.length },
-        'Committed rendered tree',
-      );
-      return { changed: true, ...changes, revision };
-    } catch (error) {
-      throw await this.putBack(workspace, journal, error);
+      return { changed: false, written: [], removed: [], revision: await this.localHead(workspace) };
     }
+    crashPoint('git:staged');
+    const revision = await this.commit(workspace, message);
+    crashPoint('git:committed');
+    await unlink(journalFile).catch(() => {});
+    this.options.logger?.info(
+      { target: this.target, revision, written: changes.written.length, removed: changes.removed.length },
+      'Committed rendered tree',
+    );
+    return { changed: true, ...changes, revision };
   }
 
   /** After a failed write or commit: the work tree and index as before the run, and `error` saying so (or that the next run will). */
