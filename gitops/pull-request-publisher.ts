@@ -241,99 +241,130 @@ export class PullRequestPublisher implements Publisher {
     const git = await this.open();
     await this.checkBranchName(git);
     for (let attempt = 1; attempt <= this.maxPushAttempts; attempt++) {
-      const heads = await this.remoteHeads(git);
-      if (heads.base === undefined) {
-        throw new PublishError(
-          'invalid-target',
-          `${this.remote.display} has no branch ${this.base} for the pull request to target; push an initial commit to it first`,
-        );
-      }
-      await this.fetch(git, heads.branch !== undefined);
-      const baseHead = heads.base;
-      const desiredRoot = await this.stage(git, baseHead, tree);
-      const baseRoot = await this.treeOf(git, `${baseHead}^{tree}`);
-      if (desiredRoot === baseRoot) return this.unnecessary(baseHead);
-      const changes = await this.diff(git, baseRoot, desiredRoot);
-      const open = await this.findOpenPull();
-
-      let commit: string;
-      let push: string[];
-      if (heads.branch !== undefined) {
-        if (
-          (await this.treeOf(git, this.subtree(heads.branch))) === (await this.treeOf(git, this.subtree(desiredRoot)))
-        ) {
-          if (open !== undefined)
-            return { changed: false, written: [], removed: [], revision: heads.branch, pullRequest: open.html_url };
-          // Pushed by an earlier run that could not open the pull request: open it now.
-          const opened = await this.upsertPull(undefined, change);
-          return { changed: true, ...changes, revision: heads.branch, pullRequest: opened.html_url };
-        }
-        const foreign = (await this.branchCommits(git, heads.branch, baseHead)).filter((entry) => !entry.ours);
-        if (foreign.length > 0) {
-          if (open === undefined) {
-            throw new PublishError(
-              'conflict',
-              `branch ${this.branch} of ${this.remote.display} has ${foreign.length} commit(s) not made by clusterstack (${foreign.map((entry) => entry.sha.slice(0, 12)).join(', ')}) and no open pull request; they are not overwritten: merge or delete the branch, or give another branch`,
-            );
-          }
-          this.options.logger?.warn(
-            { target: this.target, branch: this.branch, foreignCommits: foreign.map((entry) => entry.sha) },
-            'Pull request branch has commits by others, committing on top of them',
-          );
-          commit = await this.commitTree(git, await this.stage(git, heads.branch, tree), heads.branch, message);
-          // A plain push: a fast-forward, or refused when the branch moved again.
-          push = ['push', 'origin', `${commit}:refs/heads/${this.branch}`];
-        } else {
-          commit = await this.commitTree(git, desiredRoot, baseHead, message);
-          push = [
-            'push',
-            `--force-with-lease=refs/heads/${this.branch}:${heads.branch}`,
-            'origin',
-            `${commit}:refs/heads/${this.branch}`,
-          ];
-        }
-      } else {
-        commit = await this.commitTree(git, desiredRoot, baseHead, message);
-        // An empty expectation: the branch must still not exist.
-        push = [
-          'push',
-          `--force-with-lease=refs/heads/${this.branch}:`,
-          'origin',
-          `${commit}:refs/heads/${this.branch}`,
-        ];
-      }
-      crashPoint('pull-request:committed');
-      try {
-        await git.run(push, `git push to ${this.remote.display}`);
-        crashPoint('pull-request:pushed');
-      } catch (error) {
-        if (error instanceof PublishError && (error.kind === 'conflict' || /\(stale info\)/.test(error.message))) {
-          this.options.logger?.warn(
-            { target: this.target, attempt, maxAttempts: this.maxPushAttempts },
-            'Pull request branch moved while pushing, rebuilding',
-          );
-          continue;
-        }
-        throw error;
-      }
-      const pull = await this.upsertPull(open, change);
-      crashPoint('pull-request:opened');
-      this.options.logger?.info(
-        {
-          target: this.target,
-          revision: commit,
-          pullRequest: pull.html_url,
-          written: changes.written.length,
-          removed: changes.removed.length,
-        },
-        'Pushed pull request branch',
-      );
-      return { changed: true, ...changes, revision: commit, pullRequest: pull.html_url };
+      const result = await this.proposeOnce(git, tree, change, message, attempt);
+      if (result !== 'moved') return result;
     }
     throw new PublishError(
       'conflict',
       `git push to ${this.remote.display}: branch ${this.branch} moved on during each of ${this.maxPushAttempts} attempts; try again later`,
     );
+  }
+
+  /**
+   * One attempt at proposing `tree` on the remote as it is now: nothing when the base already holds
+   * it or the branch already proposes it, else a commit pushed to the branch and the pull request
+   * opened or updated; 'moved' when the branch moved while pushing.
+   */
+  private async proposeOnce(
+    git: GitCommand,
+    tree: RenderedTree,
+    change: ChangeSummary,
+    message: string,
+    attempt: number,
+  ): Promise<PublishResult | 'moved'> {
+    const heads = await this.remoteHeads(git);
+    if (heads.base === undefined) {
+      throw new PublishError(
+        'invalid-target',
+        `${this.remote.display} has no branch ${this.base} for the pull request to target; push an initial commit to it first`,
+      );
+    }
+    await this.fetch(git, heads.branch !== undefined);
+    const baseHead = heads.base;
+    const desiredRoot = await this.stage(git, baseHead, tree);
+    const baseRoot = await this.treeOf(git, `${baseHead}^{tree}`);
+    if (desiredRoot === baseRoot) return this.unnecessary(baseHead);
+    const changes = await this.diff(git, baseRoot, desiredRoot);
+    const open = await this.findOpenPull();
+    if (
+      heads.branch !== undefined &&
+      (await this.treeOf(git, this.subtree(heads.branch))) === (await this.treeOf(git, this.subtree(desiredRoot)))
+    ) {
+      if (open !== undefined)
+        return { changed: false, written: [], removed: [], revision: heads.branch, pullRequest: open.html_url };
+      // Pushed by an earlier run that could not open the pull request: open it now.
+      const opened = await this.upsertPull(undefined, change);
+      return { changed: true, ...changes, revision: heads.branch, pullRequest: opened.html_url };
+    }
+    const { commit, push } = await this.branchCommit(git, { base: baseHead, branch: heads.branch }, desiredRoot, {
+      tree,
+      message,
+      open,
+    });
+    crashPoint('pull-request:committed');
+    if (!(await this.pushBranch(git, push, attempt))) return 'moved';
+    const pull = await this.upsertPull(open, change);
+    crashPoint('pull-request:opened');
+    this.options.logger?.info(
+      {
+        target: this.target,
+        revision: commit,
+        pullRequest: pull.html_url,
+        written: changes.written.length,
+        removed: changes.removed.length,
+      },
+      'Pushed pull request branch',
+    );
+    return { changed: true, ...changes, revision: commit, pullRequest: pull.html_url };
+  }
+
+  /**
+   * The commit to push and how: on a new branch or one holding only our commits, the desired root on
+   * the base head, pushed with a lease on what the branch was; on a branch with other people's
+   * commits and an open pull request, a commit on top of them, pushed as a fast-forward.
+   */
+  private async branchCommit(
+    git: GitCommand,
+    heads: { base: string; branch?: string },
+    desiredRoot: string,
+    proposal: { tree: RenderedTree; message: string; open: PullRequest | undefined },
+  ): Promise<{ commit: string; push: string[] }> {
+    const { tree, message, open } = proposal;
+    const target = `refs/heads/${this.branch}`;
+    if (heads.branch === undefined) {
+      const commit = await this.commitTree(git, desiredRoot, heads.base, message);
+      // An empty expectation: the branch must still not exist.
+      return { commit, push: ['push', `--force-with-lease=${target}:`, 'origin', `${commit}:${target}`] };
+    }
+    const foreign = (await this.branchCommits(git, heads.branch, heads.base)).filter((entry) => !entry.ours);
+    if (foreign.length === 0) {
+      const commit = await this.commitTree(git, desiredRoot, heads.base, message);
+      return {
+        commit,
+        push: ['push', `--force-with-lease=${target}:${heads.branch}`, 'origin', `${commit}:${target}`],
+      };
+    }
+    if (open === undefined) {
+      throw new PublishError(
+        'conflict',
+        `branch ${this.branch} of ${this.remote.display} has ${foreign.length} commit(s) not made by clusterstack (${foreign.map((entry) => entry.sha.slice(0, 12)).join(', ')}) and no open pull request; they are not overwritten: merge or delete the branch, or give another branch`,
+      );
+    }
+    this.options.logger?.warn(
+      { target: this.target, branch: this.branch, foreignCommits: foreign.map((entry) => entry.sha) },
+      'Pull request branch has commits by others, committing on top of them',
+    );
+    const commit = await this.commitTree(git, await this.stage(git, heads.branch, tree), heads.branch, message);
+    // A plain push: a fast-forward, or refused when the branch moved again.
+    return { commit, push: ['push', 'origin', `${commit}:${target}`] };
+  }
+
+  /** Runs the push; false when the branch moved meanwhile (the lease or fast-forward was refused), so the attempt starts over. */
+  private async pushBranch(git: GitCommand, push: string[], attempt: number): Promise<boolean> {
+    try {
+      await git.run(push, `git push to ${this.remote.display}`);
+      crashPoint('pull-request:pushed');
+      return true;
+    } catch (error) {
+      if (error instanceof PublishError && (error.kind === 'conflict' || /\(stale info\)/.test(error.message))) {
+        this.options.logger?.warn(
+          { target: this.target, attempt, maxAttempts: this.maxPushAttempts },
+          'Pull request branch moved while pushing, rebuilding',
+        );
+        return false;
+      }
+      throw error;
+    }
   }
 
   /** The base holds the tree: close (or leave) the open pull request; nothing is pushed. */
