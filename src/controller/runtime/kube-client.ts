@@ -145,10 +145,22 @@ export function createKubeClient(options: KubeClientOptions): KubeClient {
   identifyClient(options.kubeConfig);
   const custom = options.kubeConfig.makeApiClient(CustomObjectsApi);
   const core = options.kubeConfig.makeApiClient(CoreV1Api);
-  const now = options.now ?? (() => new Date());
-  const describe = (kind: ResourceKind, namespace: string, name?: string) =>
-    `${kind.plural}.${kind.group || 'core'} ${namespace}/${name ?? ''}`;
+  return {
+    ...statusWriter(custom),
+    ...objectWriter(custom),
+    ...secretStore(core),
+    ...configMapReader(core),
+    ...eventSink(core, options.identity, options.now ?? (() => new Date())),
+  };
+}
 
+/** How an operation names the object in its error: `plural.group namespace/name`. */
+function describe(kind: ResourceKind, namespace: string, name?: string): string {
+  return `${kind.plural}.${kind.group || 'core'} ${namespace}/${name ?? ''}`;
+}
+
+/** Custom objects read, and their status subresource merge-patched, namespaced or cluster-scoped. */
+function statusWriter(custom: CustomObjectsApi): StatusWriter {
   return {
     async get(kind, namespace, name) {
       try {
@@ -165,6 +177,34 @@ export function createKubeClient(options: KubeClientOptions): KubeClient {
         throw wrap(error, `get ${describe(kind, namespace, name)}`);
       }
     },
+    async patchStatus(kind, namespace, name, patch) {
+      try {
+        if (kind.namespaced === false)
+          return (await custom.patchClusterCustomObjectStatus(
+            {
+              group: kind.group,
+              version: kind.version,
+              plural: kind.plural,
+              name,
+              body: patch,
+              fieldManager: FIELD_MANAGER,
+            },
+            MERGE_PATCH(),
+          )) as KubeObject;
+        return (await custom.patchNamespacedCustomObjectStatus(
+          { ...kind, namespace, name, body: patch, fieldManager: FIELD_MANAGER },
+          MERGE_PATCH(),
+        )) as KubeObject;
+      } catch (error) {
+        throw wrap(error, `patch status of ${describe(kind, namespace, name)}`);
+      }
+    },
+  };
+}
+
+/** Custom objects created, patched (merge or spec replace) and deleted, in a namespace. */
+function objectWriter(custom: CustomObjectsApi): Omit<ObjectWriter, keyof StatusWriter> {
+  return {
     async create(kind, namespace, object) {
       try {
         return (await custom.createNamespacedCustomObject({
@@ -200,28 +240,6 @@ export function createKubeClient(options: KubeClientOptions): KubeClient {
         throw wrap(error, `patch spec of ${describe(kind, namespace, name)}`);
       }
     },
-    async patchStatus(kind, namespace, name, patch) {
-      try {
-        if (kind.namespaced === false)
-          return (await custom.patchClusterCustomObjectStatus(
-            {
-              group: kind.group,
-              version: kind.version,
-              plural: kind.plural,
-              name,
-              body: patch,
-              fieldManager: FIELD_MANAGER,
-            },
-            MERGE_PATCH(),
-          )) as KubeObject;
-        return (await custom.patchNamespacedCustomObjectStatus(
-          { ...kind, namespace, name, body: patch, fieldManager: FIELD_MANAGER },
-          MERGE_PATCH(),
-        )) as KubeObject;
-      } catch (error) {
-        throw wrap(error, `patch status of ${describe(kind, namespace, name)}`);
-      }
-    },
     async remove(kind, namespace, name, uid) {
       try {
         await custom.deleteNamespacedCustomObject({
@@ -235,28 +253,18 @@ export function createKubeClient(options: KubeClientOptions): KubeClient {
         throw wrap(error, `delete ${describe(kind, namespace, name)}`);
       }
     },
+  };
+}
 
+/** Secrets read, listed by label, created or replaced, and deleted. */
+function secretStore(core: CoreV1Api): SecretStore {
+  return {
     async readSecret(namespace, name) {
       try {
         return toSecretData(await core.readNamespacedSecret({ namespace, name }));
       } catch (error) {
         if (httpStatusOf(error) === 404) return undefined;
         throw wrap(error, `get secret ${namespace}/${name}`);
-      }
-    },
-    async readConfigMap(namespace, name) {
-      try {
-        return toConfigMapObject(await core.readNamespacedConfigMap({ namespace, name }));
-      } catch (error) {
-        if (httpStatusOf(error) === 404) return undefined;
-        throw wrap(error, `get configmap ${namespace}/${name}`);
-      }
-    },
-    async listConfigMaps(namespace, labelSelector) {
-      try {
-        return (await core.listNamespacedConfigMap({ namespace, labelSelector })).items.map(toConfigMapObject);
-      } catch (error) {
-        throw wrap(error, `list configmaps in ${namespace}`);
       }
     },
     async listSecrets(namespace, labelSelector) {
@@ -303,7 +311,33 @@ export function createKubeClient(options: KubeClientOptions): KubeClient {
         throw wrap(error, `delete secret ${namespace}/${name}`);
       }
     },
+  };
+}
 
+/** ConfigMaps read by name or listed by label. */
+function configMapReader(core: CoreV1Api): ConfigMapReader {
+  return {
+    async readConfigMap(namespace, name) {
+      try {
+        return toConfigMapObject(await core.readNamespacedConfigMap({ namespace, name }));
+      } catch (error) {
+        if (httpStatusOf(error) === 404) return undefined;
+        throw wrap(error, `get configmap ${namespace}/${name}`);
+      }
+    },
+    async listConfigMaps(namespace, labelSelector) {
+      try {
+        return (await core.listNamespacedConfigMap({ namespace, labelSelector })).items.map(toConfigMapObject);
+      } catch (error) {
+        throw wrap(error, `list configmaps in ${namespace}`);
+      }
+    },
+  };
+}
+
+/** Events recorded under a name of what they say: the same event again counts up on the existing one. */
+function eventSink(core: CoreV1Api, identity: string, now: () => Date): EventSink {
+  return {
     async recordEvent(intent) {
       const namespace = intent.regarding.namespace;
       const name = eventName(intent);
@@ -330,7 +364,7 @@ export function createKubeClient(options: KubeClientOptions): KubeClient {
             lastTimestamp: stamp,
             source: { component: EVENT_COMPONENT },
             reportingComponent: EVENT_COMPONENT,
-            reportingInstance: options.identity,
+            reportingInstance: identity,
           },
         });
       } catch (error) {
