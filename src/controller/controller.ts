@@ -31,12 +31,12 @@ import { EventRecorder } from './reconcile/event-recorder.js';
 import { manifestsFrom, specOnly, StackSpecMemory } from './reconcile/live-inputs.js';
 import { CrdRuleVerdicts } from '../inputs/crd-rule-verdicts.js';
 import { nextReconcile } from './reconcile/next-reconcile.js';
-import { observeLive } from './reconcile/observe-live.js';
+import { observeLive, type Observation } from './reconcile/observe-live.js';
 import { applyDesiredState, eventsWithSubjects, type ApplyReport } from './reconcile/apply-desired-state.js';
 import { type PublishAttempt, PublishTracker } from './reconcile/publish-tracker.js';
 import { OwnWrites } from './reconcile/own-writes.js';
 import { addonSnapshot, type AddonSnapshot } from './reconcile/lifecycle-hooks.js';
-import { SourceListings } from './reconcile/source-listings.js';
+import { type RoundSources, SourceListings } from './reconcile/source-listings.js';
 import { stackKey, stackOfKey, WatchFilter } from './reconcile/watch-filter.js';
 import {
   fallbackReleaseTags,
@@ -155,6 +155,32 @@ export interface ReconcileSummary {
   apply: ApplyReport;
   withheld: number;
   problems: string[];
+}
+
+/** What one reconcile works from, and the failures it meets on the way (typed by what happens next). */
+interface ReconcileRound extends Observation {
+  logger: Logger;
+  now: Date;
+  requests: KubeObject[];
+  scheduler: { setting: SchedulerSetting; problem?: string } | undefined;
+  failures: TypedFailure[];
+  signal?: AbortSignal;
+}
+
+/** What a reconcile decided before rendering: the plan (or why there is none) and each stack's issue. */
+interface RoundDecision {
+  plan?: Plan;
+  planFailure?: TypedFailure;
+  stackIssues: Map<string, StackIssue>;
+  /** Stacks rendered from a stand-in only to keep their published output. */
+  standIns: Set<string>;
+  /** Sharded: every shard's managed Clusters (namespace/name). */
+  fleetClusters?: Set<string>;
+}
+
+/** Logs a reconcile phase's duration (tests and operators follow them in the debug log). */
+function phaseDone(logger: Logger, name: string, since: number): void {
+  logger.debug({ phase: name, ms: Date.now() - since }, 'Reconcile phase done');
 }
 
 /** Renders and publishes the cluster stacks of a management cluster, and reports back through the API. */
@@ -364,14 +390,9 @@ export class Controller {
     signal?: AbortSignal,
   ): Promise<{ requeueAfterMs: number; resync?: true } & { summary?: ReconcileSummary }> {
     const { cache, logger: baseLogger } = this.options;
-    const round = ++this.reconciles;
-    const logger = baseLogger.child({ reconcile: round });
+    const logger = baseLogger.child({ reconcile: ++this.reconciles });
     if (!cache.synced()) return { requeueAfterMs: 500 };
     const now = (this.options.now ?? (() => new Date()))();
-    const phase = (name: string, since: number) =>
-      logger.debug({ phase: name, ms: Date.now() - since }, 'Reconcile phase done');
-
-    // Observe.
     const observation = await observeLive(cache, {
       live: (kind) => this.listLive(kind),
       own: (kind) => this.listOwn(kind),
@@ -380,34 +401,103 @@ export class Controller {
       logger.debug('Waiting for newly watched kinds to list');
       return { requeueAfterMs: 250 };
     }
-    const { live, referenced, unservedKinds, restKind } = observation;
-    const requests = this.options.scheduler ? this.listLive(CLUSTER_REQUESTS) : [];
-    // The scheduler configuration of this round (a file may have changed since the last one).
-    const scheduler = this.schedulerNow();
-    // What went wrong on the way, typed by what happens next.
-    const failures: TypedFailure[] = [];
-
+    const round: ReconcileRound = {
+      ...observation,
+      logger,
+      now,
+      requests: this.options.scheduler ? this.listLive(CLUSTER_REQUESTS) : [],
+      // The scheduler configuration of this round (a file may have changed since the last one).
+      scheduler: this.schedulerNow(),
+      failures: [],
+      ...(signal ? { signal } : {}),
+    };
     // The target's tree first: a stack that cannot be resolved now keeps what it holds.
-    let previous: PublishedState | undefined;
-    let renderFailure: TypedFailure | undefined;
+    const { previous, readFailure } = await this.readTarget(round);
+    const decided = await this.decide(round, previous);
+    const { render, publish, renderFailure } = await this.renderAndPublishRound(round, decided, previous, readFailure);
+    // Report back: owned objects, statuses, events, Argo CD cluster Secrets. A stand-in is no
+    // resolution of its own: its stack reports the invalid spec, its objects stay as they are.
+    const shardPlanOf = (whole: Plan | undefined) =>
+      whole && this.options.shard ? shardStatusPlan(whole, this.options.shard.scope) : whole;
+    const { plan, standIns } = decided;
+    const ownPlan = shardPlanOf(plan && standIns.size > 0 ? withoutStandIns(plan, standIns) : plan);
+    // A Cluster the render held (its class unreadable now, its addons published before) keeps its
+    // ClusterAddon, which says why, instead of losing it as a Cluster that is not ours.
+    const statusPlan = ownPlan && previous ? holdPublishedClusters(ownPlan, previous).plan : ownPlan;
+    if (plan) this.snapshot = addonSnapshot(statusPlan, render, publish);
+    const { apply, reportAgain } = await this.writeBack(round, {
+      stackIssues: decided.stackIssues,
+      publish,
+      ...(statusPlan ? { statusPlan } : {}),
+      ...(render ? { render } : {}),
+      ...((renderFailure ?? readFailure) ? { renderFailure: renderFailure ?? readFailure } : {}),
+    });
+    this.finished += 1;
+    if (this.options.engine === 'argocd' && plan)
+      await this.writeArgoSecrets(round, statusPlan ?? plan, decided.fleetClusters);
+    return this.finishRound(round, { publish, apply, render, stackIssues: decided.stackIssues, reportAgain });
+  }
+
+  /** The published state of the target, or the failure reading it (then nothing is published this round). */
+  private async readTarget(round: ReconcileRound): Promise<{ previous?: PublishedState; readFailure?: TypedFailure }> {
     const readStarted = Date.now();
     try {
-      previous = this.publishedStateOf(await this.tracker.previousTree());
-      phase('read target', readStarted);
+      const previous = this.publishedStateOf(await this.tracker.previousTree());
+      phaseDone(round.logger, 'read target', readStarted);
+      return { previous };
     } catch (error) {
-      renderFailure = typedFailure(error);
-      renderFailure.message = `the publish target ${this.tracker.target} could not be read: ${renderFailure.message}`;
-      failures.push(renderFailure);
+      const readFailure = typedFailure(error);
+      readFailure.message = `the publish target ${this.tracker.target} could not be read: ${readFailure.message}`;
+      round.failures.push(readFailure);
+      return { readFailure };
     }
+  }
+
+  /**
+   * Decide: plan from the live objects (invalid stacks from their last valid spec, or withheld),
+   * take the shard's part of it, and say per stack what keeps it from being published as it is.
+   */
+  private async decide(round: ReconcileRound, previous: PublishedState | undefined): Promise<RoundDecision> {
+    const { live, logger } = round;
     const fallbackTags = () => fallbackReleaseTags(previous, live.releases);
     const observedAt = Date.now();
-
-    // Decide: plan from the live objects (invalid stacks from their last valid spec, or withheld).
     const stackIssues = new Map<string, StackIssue>();
     const { selected, standIns } = this.stackSpecs.select(live.stacks, stackIssues, (stack, problems) =>
       standInStack(stack, problems, fallbackTags()),
     );
     const sources = this.listings.roundOpener(fallbackTags);
+    const planned = await this.planRound(round, selected, sources, fallbackTags);
+    let plan = planned.plan;
+    const planFailure = planned.planFailure;
+    phaseDone(logger, 'plan', observedAt);
+    // Sharded: every shard's Clusters, whose Argo CD cluster Secrets the other shards keep.
+    let fleetClusters: Set<string> | undefined;
+    if (plan && previous && this.options.shard) {
+      fleetClusters = new Set(
+        plan.resolution.clusters
+          .filter((cluster) => cluster.managed)
+          .map((cluster) => `${cluster.namespace}/${cluster.name}`),
+      );
+      plan = await this.shardPartOf(plan, previous, logger);
+    }
+    this.noteStackIssues(live.stacks, stackIssues, { sources, plan, planFailure });
+    return {
+      stackIssues,
+      standIns,
+      ...(plan ? { plan } : {}),
+      ...(planFailure ? { planFailure } : {}),
+      ...(fleetClusters ? { fleetClusters } : {}),
+    };
+  }
+
+  /** The plan of the selected stacks and the live objects, or the failure that kept it from being made. */
+  private async planRound(
+    round: ReconcileRound,
+    selected: ClusterStack[],
+    sources: RoundSources,
+    fallbackTags: () => string[],
+  ): Promise<{ plan?: Plan; planFailure?: TypedFailure }> {
+    const { live, referenced, requests, logger } = round;
     const opener: SourceOpener = (location) =>
       location.startsWith(WITHHELD_SOURCE_PREFIX)
         ? withheldSource(
@@ -416,8 +506,6 @@ export class Controller {
             `ClusterStack ${location.slice(WITHHELD_SOURCE_PREFIX.length)} has an invalid spec (see its ReleasesResolved condition); its published manifests stay in place until it is fixed`,
           )
         : sources.opener(location);
-    let plan: Plan | undefined;
-    let planFailure: TypedFailure | undefined;
     // What the providers name (configSecret, additionalManifests, selector ConfigMaps), read afresh.
     // Sharded: the Cluster API providers are published by the shard their labels select (one owner each).
     const capiProviders = (live.capiProviders ?? []).filter(
@@ -426,7 +514,7 @@ export class Controller {
     const providerConfig =
       capiProviders.length > 0 ? await readProviderConfig(capiProviders, this.options.kube) : undefined;
     try {
-      plan = await buildPlan({
+      const plan = await buildPlan({
         manifests: manifestsFrom({
           stacks: selected,
           clusters: live.clusters,
@@ -448,24 +536,24 @@ export class Controller {
         checkCrdRules: this.crdRules,
         onWarning: (message) => logger.warn({ warning: message }, 'Release source warning'),
       });
+      return { plan };
     } catch (error) {
-      planFailure = typedFailure(error);
-      failures.push(planFailure);
+      const planFailure = typedFailure(error);
+      round.failures.push(planFailure);
+      return { planFailure };
     }
-    phase('plan', observedAt);
-    // Sharded: every shard's Clusters, whose Argo CD cluster Secrets the other shards keep.
-    let fleetClusters: Set<string> | undefined;
-    if (plan && previous && this.options.shard) {
-      fleetClusters = new Set(
-        plan.resolution.clusters
-          .filter((cluster) => cluster.managed)
-          .map((cluster) => `${cluster.namespace}/${cluster.name}`),
-      );
-      plan = await this.shardPartOf(plan, previous, logger);
-    }
+  }
+
+  /** Per stack without an issue yet: its source's failure, the plan's failure, a split namespace, or its plan problems. */
+  private noteStackIssues(
+    stacks: ClusterStack[],
+    stackIssues: Map<string, StackIssue>,
+    decided: { sources: RoundSources; plan: Plan | undefined; planFailure: TypedFailure | undefined },
+  ): void {
+    const { sources, plan, planFailure } = decided;
     // Sharded: a namespace's stacks split over shards are told so (shard-namespaces.ts).
-    const splitNamespaces = this.options.shard && splitNamespaceProblems(this.options.shard.scope, live.stacks);
-    for (const stack of live.stacks) {
+    const splitNamespaces = this.options.shard && splitNamespaceProblems(this.options.shard.scope, stacks);
+    for (const stack of stacks) {
       const key = keyOf(stack);
       if (stackIssues.has(key)) continue;
       const failure = sources.failureOf(sourceLocationOf(specOnly(stack), this.options.defaultSource));
@@ -495,101 +583,130 @@ export class Controller {
         });
       }
     }
+  }
 
-    // Render and publish, once. Withheld stacks are part of the render (their output kept).
-    let render: RenderOutcome | undefined;
-    let publish: PublishState;
-    if (!plan) publish = this.tracker.skipped(`no plan: ${planFailure?.message ?? 'unknown error'}`);
-    else if (!previous) publish = this.tracker.skipped(renderFailure?.message ?? 'nothing rendered');
-    else {
-      // The same path the CLI takes: render, wire, guard, summarize, publish through the tracker.
-      const helmBefore = this.options.helm.processesSpawned();
-      let attempt: PublishAttempt | undefined;
-      let abortedTree: Map<string, string> | undefined;
-      try {
-        const run = await renderAndPublish(
-          plan,
-          previous,
-          {
-            renderer: this.options.helm,
-            // Sharded: what this shard hands over keeps its wiring, marked against pruning.
-            publish: (tree, change) => this.tracker.publish(this.withHandoverMarks(tree, plan), change),
-            logger,
-            // Phases are logged as they end (tests and operators follow them in the debug log).
-            metrics: {
-              renderDuration: (seconds) => {
-                this.options.metrics?.renderDuration(seconds);
-                logger.debug({ phase: 'render', ms: Math.round(seconds * 1000) }, 'Reconcile phase done');
-              },
-              publishDuration: (seconds) =>
-                logger.debug({ phase: 'publish', ms: Math.round(seconds * 1000) }, 'Reconcile phase done'),
-            },
-          },
-          {
-            secrets: this.options.secrets,
-            ...(this.options.encryption ? { encryption: this.options.encryption } : {}),
-            ...(this.options.wiring ? { gitops: this.options.wiring } : {}),
-            ...(this.options.pullRequest ? { pullRequest: {} } : {}),
-            massDeletion: this.options.massDeletion ?? { allow: true, maxShare: 1 },
-            // A provider downgrade or contract mismatch holds back that provider, not the whole publish.
-            providerGuards: 'withhold',
-            ...(scheduler ? { scheduler: scheduler.setting } : {}),
-            ...(signal ? { signal } : {}),
-          },
-        );
-        render = run.outcome;
-        if (run.status === 'aborted') abortedTree = run.tree;
-        else attempt = run.published;
-      } catch (error) {
-        // A refused mass deletion is fix-input: it waits for a person (or --allow-mass-delete).
-        renderFailure = typedFailure(error);
-        failures.push(renderFailure);
-        logger.error({ error: renderFailure.message, next: renderFailure.kind }, 'Render failed');
-      }
-      this.options.metrics?.helmProcesses(this.options.helm.processesSpawned() - helmBefore);
-      if (!attempt)
-        publish = this.tracker.skipped(
+  /**
+   * Render and publish, once, when there is a plan and a readable target (else the publish is
+   * skipped, saying why). Withheld stacks are part of the render (their output kept).
+   */
+  private async renderAndPublishRound(
+    round: ReconcileRound,
+    decided: RoundDecision,
+    previous: PublishedState | undefined,
+    readFailure: TypedFailure | undefined,
+  ): Promise<{ render?: RenderOutcome; publish: PublishState; renderFailure?: TypedFailure }> {
+    const { plan, planFailure } = decided;
+    if (!plan) return { publish: this.tracker.skipped(`no plan: ${planFailure?.message ?? 'unknown error'}`) };
+    if (!previous) return { publish: this.tracker.skipped(readFailure?.message ?? 'nothing rendered') };
+    const helmBefore = this.options.helm.processesSpawned();
+    const { render, attempt, abortedTree, renderFailure } = await this.renderRound(round, plan, previous);
+    this.options.metrics?.helmProcesses(this.options.helm.processesSpawned() - helmBefore);
+    const publish = attempt
+      ? this.publishOutcome(round, attempt)
+      : this.tracker.skipped(
           abortedTree ? 'the controller is shutting down' : (renderFailure?.message ?? 'nothing rendered'),
           abortedTree,
         );
-      else {
-        publish = attempt.state;
-        if (attempt.durationSeconds !== undefined) this.options.metrics?.publishDuration(attempt.durationSeconds);
-        if (attempt.durationSeconds !== undefined && this.options.revisionKind === 'commit')
-          this.options.metrics?.remoteRequest('git', publish.outcome === 'failed' ? 'error' : 'ok');
-        if (publish.outcome === 'failed') {
-          // A refused push (auth, protected branch) waits for the resync or the next change instead.
-          failures.push({
-            kind: attempt.retryable === false ? 'fix-input' : 'retry',
-            message: publish.message ?? 'publish failed',
-          });
-          logger.warn(
-            { target: publish.target, error: publish.message },
-            'Publish failed; the previous output stays in place',
-          );
-        } else if (publish.outcome === 'published')
-          logger.info(
-            { target: publish.target, revision: publish.revision, units: publish.dirtyDirs.size },
-            'Published rendered manifests',
-          );
-      }
-    }
+    return { publish, ...(render ? { render } : {}), ...(renderFailure ? { renderFailure } : {}) };
+  }
 
-    // Report back: owned objects, statuses, events, Argo CD cluster Secrets. A stand-in is no
-    // resolution of its own: its stack reports the invalid spec, its objects stay as they are.
-    const shardPlanOf = (whole: Plan | undefined) =>
-      whole && this.options.shard ? shardStatusPlan(whole, this.options.shard.scope) : whole;
-    const ownPlan = shardPlanOf(plan && standIns.size > 0 ? withoutStandIns(plan, standIns) : plan);
-    // A Cluster the render held (its class unreadable now, its addons published before) keeps its
-    // ClusterAddon, which says why, instead of losing it as a Cluster that is not ours.
-    const statusPlan = ownPlan && previous ? holdPublishedClusters(ownPlan, previous).plan : ownPlan;
+  /** The same path the CLI takes: render, wire, guard, summarize, publish through the tracker. */
+  private async renderRound(
+    round: ReconcileRound,
+    plan: Plan,
+    previous: PublishedState,
+  ): Promise<{
+    render?: RenderOutcome;
+    attempt?: PublishAttempt;
+    abortedTree?: Map<string, string>;
+    renderFailure?: TypedFailure;
+  }> {
+    const { logger, scheduler, signal } = round;
+    try {
+      const run = await renderAndPublish(
+        plan,
+        previous,
+        {
+          renderer: this.options.helm,
+          // Sharded: what this shard hands over keeps its wiring, marked against pruning.
+          publish: (tree, change) => this.tracker.publish(this.withHandoverMarks(tree, plan), change),
+          logger,
+          // Phases are logged as they end (tests and operators follow them in the debug log).
+          metrics: {
+            renderDuration: (seconds) => {
+              this.options.metrics?.renderDuration(seconds);
+              logger.debug({ phase: 'render', ms: Math.round(seconds * 1000) }, 'Reconcile phase done');
+            },
+            publishDuration: (seconds) =>
+              logger.debug({ phase: 'publish', ms: Math.round(seconds * 1000) }, 'Reconcile phase done'),
+          },
+        },
+        {
+          secrets: this.options.secrets,
+          ...(this.options.encryption ? { encryption: this.options.encryption } : {}),
+          ...(this.options.wiring ? { gitops: this.options.wiring } : {}),
+          ...(this.options.pullRequest ? { pullRequest: {} } : {}),
+          massDeletion: this.options.massDeletion ?? { allow: true, maxShare: 1 },
+          // A provider downgrade or contract mismatch holds back that provider, not the whole publish.
+          providerGuards: 'withhold',
+          ...(scheduler ? { scheduler: scheduler.setting } : {}),
+          ...(signal ? { signal } : {}),
+        },
+      );
+      return run.status === 'aborted'
+        ? { render: run.outcome, abortedTree: run.tree }
+        : { render: run.outcome, attempt: run.published };
+    } catch (error) {
+      // A refused mass deletion is fix-input: it waits for a person (or --allow-mass-delete).
+      const renderFailure = typedFailure(error);
+      round.failures.push(renderFailure);
+      logger.error({ error: renderFailure.message, next: renderFailure.kind }, 'Render failed');
+      return { renderFailure };
+    }
+  }
+
+  /** What a publish attempt did, counted in the metrics and logged; a failed one is a failure of the round. */
+  private publishOutcome(round: ReconcileRound, attempt: PublishAttempt): PublishState {
+    const { logger } = round;
+    const publish = attempt.state;
+    if (attempt.durationSeconds !== undefined) this.options.metrics?.publishDuration(attempt.durationSeconds);
+    if (attempt.durationSeconds !== undefined && this.options.revisionKind === 'commit')
+      this.options.metrics?.remoteRequest('git', publish.outcome === 'failed' ? 'error' : 'ok');
+    if (publish.outcome === 'failed') {
+      // A refused push (auth, protected branch) waits for the resync or the next change instead.
+      round.failures.push({
+        kind: attempt.retryable === false ? 'fix-input' : 'retry',
+        message: publish.message ?? 'publish failed',
+      });
+      logger.warn(
+        { target: publish.target, error: publish.message },
+        'Publish failed; the previous output stays in place',
+      );
+    } else if (publish.outcome === 'published')
+      logger.info(
+        { target: publish.target, revision: publish.revision, units: publish.dirtyDirs.size },
+        'Published rendered manifests',
+      );
+    return publish;
+  }
+
+  /**
+   * Writes back what the round decided: owned objects and statuses, AddonsLayer and ClusterRequest
+   * statuses, and events. `reportAgain`: the owned-object errors differ from those the statuses
+   * just reported (the previous round's), so look again soon.
+   */
+  private async writeBack(
+    round: ReconcileRound,
+    outcome: Pick<StatusInputs, 'stackIssues' | 'publish' | 'render' | 'renderFailure'> & { statusPlan?: Plan },
+  ): Promise<{ apply: ApplyReport; reportAgain: boolean }> {
+    const { logger, live, requests, scheduler, restKind, unservedKinds } = round;
+    const { statusPlan, render, publish } = outcome;
     const sync = this.syncState(render, publish);
-    if (plan) this.snapshot = addonSnapshot(statusPlan, render, publish);
     const inputs: StatusInputs = {
-      now: now.toISOString(),
+      now: round.now.toISOString(),
       engine: this.options.engine,
       live: this.options.shard ? shardLive(live, this.options.shard.scope) : live,
-      stackIssues,
+      stackIssues: outcome.stackIssues,
       publish,
       sync,
       unitObjects: this.unitObjectsOf(render?.tree ?? new Map(), render?.provenance.units ?? []),
@@ -598,7 +715,7 @@ export class Controller {
       ...(this.options.hookProgress ? { hookProgress: this.options.hookProgress } : {}),
       ...(statusPlan ? { plan: statusPlan } : {}),
       ...(render ? { render } : {}),
-      ...(renderFailure ? { renderFailure } : {}),
+      ...(outcome.renderFailure ? { renderFailure: outcome.renderFailure } : {}),
     };
     const desired = desiredState(inputs);
     const applyStarted = Date.now();
@@ -635,12 +752,19 @@ export class Controller {
       );
     apply.statusesWritten += requestStatuses.written;
     if (requestStatuses.failed > 0)
-      failures.push({
+      round.failures.push({
         kind: 'retry',
         message: `${requestStatuses.failed} ClusterRequest status(es) could not be written`,
       });
-    phase('apply', applyStarted);
+    phaseDone(logger, 'apply', applyStarted);
     this.ownWrites.record(apply.written);
+    const reportAgain = this.rememberOwnedObjectErrors(apply);
+    await this.events.record(eventsWithSubjects(desired.events, apply));
+    return { apply, reportAgain };
+  }
+
+  /** Keeps the owned-object errors of this apply for the next round's statuses; true when they changed. */
+  private rememberOwnedObjectErrors(apply: ApplyReport): boolean {
     const reportedErrors = this.ownedObjectErrors;
     this.ownedObjectErrors = new Map();
     for (const failure of apply.errors) {
@@ -650,34 +774,50 @@ export class Controller {
         `${failure.object}: ${errorMessage(failure.error)}`,
       ]);
     }
-    // The statuses just written reported the previous round's failures: look again soon if that changed.
-    const reportAgain = JSON.stringify([...reportedErrors]) !== JSON.stringify([...this.ownedObjectErrors]);
-    await this.events.record(eventsWithSubjects(desired.events, apply));
-    this.finished += 1;
-    if (this.options.engine === 'argocd' && plan) {
-      const workload = (statusPlan ?? plan).resolution.clusters
-        .filter((cluster) => cluster.managed)
-        .map((cluster) => ({ namespace: cluster.namespace, name: cluster.name }));
-      try {
-        const report = await this.argoSecrets.reconcile(workload, fleetClusters);
-        if (report.errors.length > 0)
-          failures.push({
-            kind: 'retry',
-            message: `${report.errors.length} Argo CD cluster secret(s) could not be written`,
-          });
-      } catch (error) {
-        failures.push({ kind: 'retry', message: `Argo CD cluster secrets: ${errorMessage(error)}` });
-      }
-    }
+    return JSON.stringify([...reportedErrors]) !== JSON.stringify([...this.ownedObjectErrors]);
+  }
 
+  /** Argo CD: the managed Clusters' cluster Secrets written; what failed is a retry of the round. */
+  private async writeArgoSecrets(
+    round: ReconcileRound,
+    plan: Plan,
+    fleetClusters: Set<string> | undefined,
+  ): Promise<void> {
+    const workload = plan.resolution.clusters
+      .filter((cluster) => cluster.managed)
+      .map((cluster) => ({ namespace: cluster.namespace, name: cluster.name }));
+    try {
+      const report = await this.argoSecrets.reconcile(workload, fleetClusters);
+      if (report.errors.length > 0)
+        round.failures.push({
+          kind: 'retry',
+          message: `${report.errors.length} Argo CD cluster secret(s) could not be written`,
+        });
+    } catch (error) {
+      round.failures.push({ kind: 'retry', message: `Argo CD cluster secrets: ${errorMessage(error)}` });
+    }
+  }
+
+  /** The round's summary, logged, and when to reconcile next (nextReconcile over the round's failures). */
+  private finishRound(
+    round: ReconcileRound,
+    outcome: {
+      publish: PublishState;
+      apply: ApplyReport;
+      render: RenderOutcome | undefined;
+      stackIssues: Map<string, StackIssue>;
+      reportAgain: boolean;
+    },
+  ): { requeueAfterMs: number; resync?: true } & { summary: ReconcileSummary } {
+    const { publish, apply } = outcome;
     const summary: ReconcileSummary = {
       published: publish.outcome,
       revision: publish.revision,
       apply,
-      withheld: render?.withheld.length ?? 0,
-      problems: [...stackIssues.entries()].map(([key, issue]) => `${key}: ${issue.reason}`),
+      withheld: outcome.render?.withheld.length ?? 0,
+      problems: [...outcome.stackIssues.entries()].map(([key, issue]) => `${key}: ${issue.reason}`),
     };
-    logger.info(
+    round.logger.info(
       {
         published: publish.outcome,
         revision: publish.revision,
@@ -691,11 +831,11 @@ export class Controller {
       'Reconciled',
     );
     if (apply.errors.length > 0)
-      failures.push({ kind: 'retry', message: `${apply.errors.length} object(s) could not be written` });
+      round.failures.push({ kind: 'retry', message: `${apply.errors.length} object(s) could not be written` });
     // A handover in progress looks again soon: the new shard's commit is no event here.
-    const soonMs = reportAgain ? 1000 : anyHandover(this.handingOver) ? HANDOVER_RECHECK_MS : undefined;
+    const soonMs = outcome.reportAgain ? 1000 : anyHandover(this.handingOver) ? HANDOVER_RECHECK_MS : undefined;
     return {
-      ...nextReconcile(failures, { resyncMs: this.resyncMs, ...(soonMs !== undefined ? { soonMs } : {}) }),
+      ...nextReconcile(round.failures, { resyncMs: this.resyncMs, ...(soonMs !== undefined ? { soonMs } : {}) }),
       summary,
     };
   }
