@@ -100,229 +100,349 @@ export async function runController(options: ControllerRuntimeOptions): Promise<
   const { logger } = options;
   identifyClient(options.kubeConfig);
   const metrics = options.metrics ?? new PrometheusMetrics();
-  const batchWindowMs = options.batchWindowMs ?? 200;
   const backoff = options.backoff ?? { baseDelayMs: 1000, maxDelayMs: 120_000 };
-  // Two queues: the publish key never waits behind a stack whose source hangs, and a stack key
-  // never waits behind a long publish.
-  let publishQueue: KeyedWorkQueue | undefined;
-  let stackQueue: KeyedWorkQueue | undefined;
+  const queues = new WorkQueues({ ...options, backoff, metrics });
+  const requestPublish = queues.requestPublish;
   let leading = options.leaderElection === undefined;
-  // eslint-disable-next-line prefer-const -- informer events may arrive before the controller is built (undefined until then)
-  let controller: Controller | undefined;
-  const requestPublish = () => publishQueue?.addBatched(PUBLISH_KEY, batchWindowMs, undefined, { inputsChanged: true });
-  const onEvent = (event: WatchEvent) => {
-    if (!controller?.isRelevant(event)) return;
-    const key = controller.stackKeyFor(event);
-    if (key) stackQueue?.add(key, { inputsChanged: true });
-    requestPublish();
-  };
-  const scope = {
-    ...(options.watchNamespace !== undefined
-      ? { namespace: options.watchNamespace, engineNamespaces: options.engineNamespaces ?? [] }
-      : {}),
-    layers: options.layerRoot !== undefined,
-  };
-  const cache = new InformerCache({
-    kubeConfig: options.kubeConfig,
-    kinds: Controller.watchedKinds(options.engine, scope, options.scheduler !== undefined),
-    onEvent,
-    logger,
-    onRestart: (kind) => metrics.informerRestart(kind.kind),
-    ...(options.watchNamespace !== undefined ? { namespace: options.watchNamespace } : {}),
-  });
-  let hooks: LifecycleHooks | undefined;
-  controller = new Controller({
-    ...options,
-    cache,
-    metrics,
-    ...(options.runtimeExtension
-      ? { hookProgress: (namespace: string, name: string) => hooks?.progressOf(namespace, name) }
-      : {}),
-  });
-  const ctl = controller;
-  const newQueue = (concurrency: number) =>
-    new KeyedWorkQueue({
-      concurrency,
-      handler: (key, signal) => ctl.handle(key, signal, requestPublish),
-      logger,
-      ...backoff,
-      onResult: (_key, outcome) => metrics.reconcileTotal(outcome),
-    });
-
+  const hooksRef: { hooks?: LifecycleHooks } = {};
+  const { controller, cache } = watchAndBuildController(options, metrics, queues, hooksRef);
   // Set when the runtime starts to stop (leadership lost, or stop()): from then on /readyz and
   // /healthz answer 500, so no probe reports a replica that is on its way out as fine.
   let ending = false;
-  let health: HealthServer | undefined;
-  if (options.health) {
-    health = await startHealthServer({
-      port: options.health.port,
-      ...(options.health.host ? { host: options.health.host } : {}),
-      metrics,
-      ready: () => !ending && cache.synced(),
-      healthy: () => !ending,
-    });
-  }
-  let extension: ExtensionServer | undefined;
-  if (options.runtimeExtension) {
-    const settings = options.runtimeExtension;
-    const events = new EventRecorder({ sink: options.kube, logger });
-    hooks = new LifecycleHooks({
-      cache,
-      engine: options.engine,
-      snapshot: () => ctl.addonSnapshot(),
-      isLeader: () => leading,
-      readWorkloadObjects: workloadObjectReader(options.kube),
-      recordEvents: (intents) => events.record(intents),
-      onProgress: requestPublish,
-      metrics,
-      logger,
-      persistedSince: (hook, namespace, name, target) =>
-        hookSinceOf(cache.get(CLUSTER_ADDONS, namespace, name), hook, target),
-      ...(settings.timeoutMs !== undefined ? { timeoutMs: settings.timeoutMs } : {}),
-      ...(settings.onTimeout ? { onTimeout: settings.onTimeout } : {}),
-      ...(settings.retryAfterSeconds !== undefined ? { retryAfterSeconds: settings.retryAfterSeconds } : {}),
-      ...(settings.failurePolicy ? { failurePolicy: settings.failurePolicy } : {}),
-      ...(settings.now ? { now: settings.now } : {}),
-      ...(settings.revisitIntervalMs !== undefined ? { revisitIntervalMs: settings.revisitIntervalMs } : {}),
-    });
-    hooks.start();
-    extension = await startExtensionServer({
-      port: settings.port,
-      ...(settings.host ? { host: settings.host } : {}),
-      certFile: settings.certFile,
-      keyFile: settings.keyFile,
-      handlers: hooks.handlers(),
-      ...(settings.reloadIntervalMs !== undefined ? { reloadIntervalMs: settings.reloadIntervalMs } : {}),
-      onReloadError: (error) =>
-        logger.warn(
-          { error: error.message },
-          'Could not reload the runtime extension certificate; the previous one stays in use',
-        ),
-    });
-  }
+  const { health, hooks, extension } = await startServers(options, {
+    cache,
+    controller,
+    metrics,
+    isLeader: () => leading,
+    isEnding: () => ending,
+    requestPublish,
+  });
+  if (hooks) hooksRef.hooks = hooks;
   await cache.start();
   // A scheduler configuration file that changes is read again, and the change published.
   const scheduler = options.scheduler;
   const unwatchScheduler =
     scheduler && 'watch' in scheduler && scheduler.watch ? scheduler.watch(requestPublish) : undefined;
 
-  let resolveDone!: (value: { reason: string }) => void;
-  const done = new Promise<{ reason: string }>((resolve) => {
-    resolveDone = resolve;
-  });
-  const startQueues = () => {
-    publishQueue = newQueue(1);
-    stackQueue = newQueue(options.sourceConcurrency ?? 4);
-    metrics.observeQueueDepth(() => (publishQueue?.depth ?? 0) + (stackQueue?.depth ?? 0));
-    publishQueue.start();
-    stackQueue.start();
-    for (const key of ctl.stackKeys()) stackQueue.add(key);
-    publishQueue.add(PUBLISH_KEY);
-  };
-  const stopQueues = async () => {
-    const queues = [publishQueue, stackQueue];
-    publishQueue = undefined;
-    stackQueue = undefined;
-    await Promise.all(
-      queues.map((queue) => queue?.shutdown({ drain: false, timeoutMs: options.shutdownTimeoutMs ?? 20_000 })),
-    );
-  };
-
   let stopped = false;
-  let stopping: Promise<void> | undefined;
-  /** Stops in order: informers, queues (the reconcile in flight finishes or is abandoned), lease, servers. Once; a second call waits for the first. */
-  const shutdown = (reason: string): Promise<void> =>
-    (stopping ??= (async () => {
-      stopped = true;
-      ending = true;
-      unwatchScheduler?.();
-      await cache.stop();
-      await stopQueues();
-      await elector?.stop();
-      await health?.close();
-      await extension?.close();
-      hooks?.stop();
-      resolveDone({ reason });
-    })());
-  // The runtime extension's Service points at the leader: written when leading starts, retried until it is.
-  const routeExtensionToLeader = async (signal?: AbortSignal): Promise<void> => {
-    const route = options.runtimeExtension?.leaderService;
-    if (!route || !extension) return;
-    const endpoint = { ...route, port: Number(new URL(extension.url).port), portName: 'https' };
-    for (let attempt = 0; !stopped && !signal?.aborted; attempt += 1) {
-      try {
-        await publishLeaderEndpoint(options.kube, endpoint);
-        logger.info(
-          { service: `${route.namespace}/${route.service}`, podIP: route.podIP },
-          'Runtime extension Service routed to this replica',
-        );
-        return;
-      } catch (error) {
-        logger.warn(
-          { service: `${route.namespace}/${route.service}`, error: errorMessage(error) },
-          'Could not route the runtime extension Service to this replica; retrying (grant create, get and patch on endpointslices)',
-        );
-        await new Promise<void>((resolve) => {
-          setTimeout(resolve, equalJitterDelay(attempt, backoff)).unref();
-        });
-      }
-    }
-  };
+  /** Stops in order: informers, queues (the reconcile in flight finishes or is abandoned), lease, servers. */
+  const end = endOnce(async () => {
+    stopped = true;
+    ending = true;
+    unwatchScheduler?.();
+    await cache.stop();
+    await queues.stop();
+    await elector?.stop();
+    await health?.close();
+    await extension?.close();
+    hooks?.stop();
+  });
+  const routeToLeader = (signal?: AbortSignal) =>
+    routeExtensionToLeader(options, extension, { backoff, stopped: () => stopped, ...(signal ? { signal } : {}) });
 
   let elector: LeaderElector | undefined;
   metrics.observeLeader(() => leading);
   if (options.leaderElection) {
-    const election = options.leaderElection;
-    elector = new LeaderElector({
-      kubeConfig: options.kubeConfig,
-      namespace: election.namespace,
-      name: election.name,
-      identity: election.identity,
-      leaseDurationMs: election.leaseDurationMs ?? 15_000,
-      renewDeadlineMs: election.renewDeadlineMs ?? 10_000,
-      retryPeriodMs: election.retryPeriodMs ?? 2_000,
-      logger,
-    });
-    void elector
-      .run({
-        onStartedLeading: async (signal) => {
-          leading = true;
-          void routeExtensionToLeader(signal);
-          await cache.whenSynced(signal).catch(() => undefined);
-          if (!signal.aborted) startQueues();
-        },
-        onStoppedLeading: () => {
-          leading = false;
-          // Not ready from the moment leadership ends: the lease is being released and everything stops.
-          ending = true;
-          void stopQueues();
-        },
-      })
-      .then(
-        () => 'leadership ended',
-        (error: unknown) => `leader election failed: ${errorMessage(error)}`,
-      )
-      .then((reason) => {
+    elector = electLeader(options.kubeConfig, options.leaderElection, logger, {
+      onStartedLeading: async (signal) => {
+        leading = true;
+        void routeToLeader(signal);
+        await cache.whenSynced(signal).catch(() => undefined);
+        if (!signal.aborted) queues.start(controller);
+      },
+      onStoppedLeading: () => {
+        leading = false;
+        // Not ready from the moment leadership ends: the lease is being released and everything stops.
+        ending = true;
+        void queues.stop();
+      },
+      onEnded: (reason) => {
         // Not by stop(): a replica that lost its lease never campaigns again (the elector's rule),
         // so it must not stay alive idle. Everything stops, then `done` tells the process to exit.
         if (stopped) return;
         ending = true;
         logger.error({ reason }, 'Leadership ended: stopping, to exit and be restarted by Kubernetes');
-        void shutdown(reason);
-      });
+        void end.stop(reason);
+      },
+    });
   } else {
-    void routeExtensionToLeader();
-    startQueues();
+    void routeToLeader();
+    queues.start(controller);
   }
 
   return {
-    controller: ctl,
+    controller,
     metrics,
     cache,
     ...(health ? { healthUrl: health.url } : {}),
     ...(extension ? { extensionUrl: extension.url } : {}),
     isLeader: () => leading,
-    done,
-    stop: () => shutdown('stopped'),
+    done: end.done,
+    stop: () => end.stop('stopped'),
   };
+}
+
+/** `stop(reason)` runs `steps` once (a second call waits for the first); `done` then resolves with the reason. */
+function endOnce(steps: () => Promise<void>): {
+  stop(reason: string): Promise<void>;
+  done: Promise<{ reason: string }>;
+} {
+  let resolveDone!: (value: { reason: string }) => void;
+  const done = new Promise<{ reason: string }>((resolve) => {
+    resolveDone = resolve;
+  });
+  let stopping: Promise<void> | undefined;
+  return {
+    done,
+    stop: (reason) =>
+      (stopping ??= (async () => {
+        await steps();
+        resolveDone({ reason });
+      })()),
+  };
+}
+
+/**
+ * The informer cache and the Controller it feeds: a relevant watch event lists its stack's source
+ * again (a stack key) and asks for a publish. `hooksRef` is where the lifecycle hooks will be.
+ */
+function watchAndBuildController(
+  options: ControllerRuntimeOptions,
+  metrics: PrometheusMetrics,
+  queues: WorkQueues,
+  hooksRef: { hooks?: LifecycleHooks },
+): { controller: Controller; cache: InformerCache } {
+  // eslint-disable-next-line prefer-const -- informer events may arrive before the controller is built (undefined until then)
+  let controller: Controller | undefined;
+  const cache = watchCache(options, metrics, (event) => {
+    if (!controller?.isRelevant(event)) return;
+    const key = controller.stackKeyFor(event);
+    if (key) queues.addStack(key);
+    queues.requestPublish();
+  });
+  controller = new Controller({
+    ...options,
+    cache,
+    metrics,
+    ...(options.runtimeExtension
+      ? { hookProgress: (namespace: string, name: string) => hooksRef.hooks?.progressOf(namespace, name) }
+      : {}),
+  });
+  return { controller, cache };
+}
+
+/** What the servers started beside the controller use of the runtime. */
+interface RuntimeParts {
+  cache: InformerCache;
+  controller: Controller;
+  metrics: PrometheusMetrics;
+  isLeader: () => boolean;
+  requestPublish: () => void;
+}
+
+/** The health/metrics server and the runtime extension with its lifecycle hooks, each when configured. */
+async function startServers(
+  options: ControllerRuntimeOptions,
+  runtime: RuntimeParts & { isEnding: () => boolean },
+): Promise<{ health?: HealthServer; hooks?: LifecycleHooks; extension?: ExtensionServer }> {
+  const { cache, metrics, isEnding } = runtime;
+  const health = options.health
+    ? await startHealthServer({
+        port: options.health.port,
+        ...(options.health.host ? { host: options.health.host } : {}),
+        metrics,
+        ready: () => !isEnding() && cache.synced(),
+        healthy: () => !isEnding(),
+      })
+    : undefined;
+  const served = options.runtimeExtension
+    ? await startRuntimeExtension(options, options.runtimeExtension, runtime)
+    : undefined;
+  return { ...(health ? { health } : {}), ...served };
+}
+
+/**
+ * Two queues: the publish key never waits behind a stack whose source hangs, and a stack key never
+ * waits behind a long publish. They exist while this replica leads.
+ */
+class WorkQueues {
+  private publish: KeyedWorkQueue | undefined;
+  private stacks: KeyedWorkQueue | undefined;
+
+  constructor(
+    private readonly settings: Pick<
+      ControllerRuntimeOptions,
+      'logger' | 'batchWindowMs' | 'sourceConcurrency' | 'shutdownTimeoutMs'
+    > & {
+      backoff: NonNullable<ControllerRuntimeOptions['backoff']>;
+      metrics: PrometheusMetrics;
+    },
+  ) {}
+
+  /** Publishes soon: changes within the batch window are published together. */
+  readonly requestPublish = () =>
+    this.publish?.addBatched(PUBLISH_KEY, this.settings.batchWindowMs ?? 200, undefined, { inputsChanged: true });
+
+  /** Lists the stack's release source again. */
+  addStack(key: string): void {
+    this.stacks?.add(key, { inputsChanged: true });
+  }
+
+  /** Starts both queues with every stack's key and a publish. */
+  start(controller: Controller): void {
+    const { logger, backoff, metrics } = this.settings;
+    const newQueue = (concurrency: number) =>
+      new KeyedWorkQueue({
+        concurrency,
+        handler: (key, signal) => controller.handle(key, signal, this.requestPublish),
+        logger,
+        ...backoff,
+        onResult: (_key, outcome) => metrics.reconcileTotal(outcome),
+      });
+    this.publish = newQueue(1);
+    this.stacks = newQueue(this.settings.sourceConcurrency ?? 4);
+    metrics.observeQueueDepth(() => (this.publish?.depth ?? 0) + (this.stacks?.depth ?? 0));
+    this.publish.start();
+    this.stacks.start();
+    for (const key of controller.stackKeys()) this.stacks.add(key);
+    this.publish.add(PUBLISH_KEY);
+  }
+
+  /** Stops both queues: the reconcile in flight finishes or is abandoned after the shutdown timeout. */
+  async stop(): Promise<void> {
+    const queues = [this.publish, this.stacks];
+    this.publish = undefined;
+    this.stacks = undefined;
+    await Promise.all(
+      queues.map((queue) => queue?.shutdown({ drain: false, timeoutMs: this.settings.shutdownTimeoutMs ?? 20_000 })),
+    );
+  }
+}
+
+/** The informer cache of the kinds the controller watches, in its scope (a namespace, or the cluster). */
+function watchCache(
+  options: ControllerRuntimeOptions,
+  metrics: PrometheusMetrics,
+  onEvent: (event: WatchEvent) => void,
+): InformerCache {
+  const scope = {
+    ...(options.watchNamespace !== undefined
+      ? { namespace: options.watchNamespace, engineNamespaces: options.engineNamespaces ?? [] }
+      : {}),
+    layers: options.layerRoot !== undefined,
+  };
+  return new InformerCache({
+    kubeConfig: options.kubeConfig,
+    kinds: Controller.watchedKinds(options.engine, scope, options.scheduler !== undefined),
+    onEvent,
+    logger: options.logger,
+    onRestart: (kind) => metrics.informerRestart(kind.kind),
+    ...(options.watchNamespace !== undefined ? { namespace: options.watchNamespace } : {}),
+  });
+}
+
+/** The lifecycle hooks, started, and the HTTPS runtime extension server that serves them to Cluster API. */
+async function startRuntimeExtension(
+  options: ControllerRuntimeOptions,
+  settings: RuntimeExtensionOptions,
+  runtime: RuntimeParts,
+): Promise<{ hooks: LifecycleHooks; extension: ExtensionServer }> {
+  const { logger } = options;
+  const { cache, controller, metrics } = runtime;
+  const events = new EventRecorder({ sink: options.kube, logger });
+  const hooks = new LifecycleHooks({
+    cache,
+    engine: options.engine,
+    snapshot: () => controller.addonSnapshot(),
+    isLeader: runtime.isLeader,
+    readWorkloadObjects: workloadObjectReader(options.kube),
+    recordEvents: (intents) => events.record(intents),
+    onProgress: runtime.requestPublish,
+    metrics,
+    logger,
+    persistedSince: (hook, namespace, name, target) =>
+      hookSinceOf(cache.get(CLUSTER_ADDONS, namespace, name), hook, target),
+    ...(settings.timeoutMs !== undefined ? { timeoutMs: settings.timeoutMs } : {}),
+    ...(settings.onTimeout ? { onTimeout: settings.onTimeout } : {}),
+    ...(settings.retryAfterSeconds !== undefined ? { retryAfterSeconds: settings.retryAfterSeconds } : {}),
+    ...(settings.failurePolicy ? { failurePolicy: settings.failurePolicy } : {}),
+    ...(settings.now ? { now: settings.now } : {}),
+    ...(settings.revisitIntervalMs !== undefined ? { revisitIntervalMs: settings.revisitIntervalMs } : {}),
+  });
+  hooks.start();
+  const extension = await startExtensionServer({
+    port: settings.port,
+    ...(settings.host ? { host: settings.host } : {}),
+    certFile: settings.certFile,
+    keyFile: settings.keyFile,
+    handlers: hooks.handlers(),
+    ...(settings.reloadIntervalMs !== undefined ? { reloadIntervalMs: settings.reloadIntervalMs } : {}),
+    onReloadError: (error) =>
+      logger.warn(
+        { error: error.message },
+        'Could not reload the runtime extension certificate; the previous one stays in use',
+      ),
+  });
+  return { hooks, extension };
+}
+
+/** The runtime extension's Service points at the leader: written when leading starts, retried until it is (or the runtime stops). */
+async function routeExtensionToLeader(
+  options: ControllerRuntimeOptions,
+  extension: ExtensionServer | undefined,
+  until: { backoff: NonNullable<ControllerRuntimeOptions['backoff']>; stopped: () => boolean; signal?: AbortSignal },
+): Promise<void> {
+  const { logger } = options;
+  const route = options.runtimeExtension?.leaderService;
+  if (!route || !extension) return;
+  const endpoint = { ...route, port: Number(new URL(extension.url).port), portName: 'https' };
+  for (let attempt = 0; !until.stopped() && !until.signal?.aborted; attempt += 1) {
+    try {
+      await publishLeaderEndpoint(options.kube, endpoint);
+      logger.info(
+        { service: `${route.namespace}/${route.service}`, podIP: route.podIP },
+        'Runtime extension Service routed to this replica',
+      );
+      return;
+    } catch (error) {
+      logger.warn(
+        { service: `${route.namespace}/${route.service}`, error: errorMessage(error) },
+        'Could not route the runtime extension Service to this replica; retrying (grant create, get and patch on endpointslices)',
+      );
+      await new Promise<void>((resolve) => {
+        setTimeout(resolve, equalJitterDelay(attempt, until.backoff)).unref();
+      });
+    }
+  }
+}
+
+/** Campaigns for the lease; `onEnded` says why leading (or the election) ended, whatever ended it. */
+function electLeader(
+  kubeConfig: KubeConfig,
+  election: NonNullable<ControllerRuntimeOptions['leaderElection']>,
+  logger: ControllerRuntimeOptions['logger'],
+  handlers: {
+    onStartedLeading: (signal: AbortSignal) => Promise<void>;
+    onStoppedLeading: () => void;
+    onEnded: (reason: string) => void;
+  },
+): LeaderElector {
+  const elector = new LeaderElector({
+    kubeConfig,
+    namespace: election.namespace,
+    name: election.name,
+    identity: election.identity,
+    leaseDurationMs: election.leaseDurationMs ?? 15_000,
+    renewDeadlineMs: election.renewDeadlineMs ?? 10_000,
+    retryPeriodMs: election.retryPeriodMs ?? 2_000,
+    logger,
+  });
+  void elector
+    .run({ onStartedLeading: handlers.onStartedLeading, onStoppedLeading: handlers.onStoppedLeading })
+    .then(
+      () => 'leadership ended',
+      (error: unknown) => `leader election failed: ${errorMessage(error)}`,
+    )
+    .then(handlers.onEnded);
+  return elector;
 }
