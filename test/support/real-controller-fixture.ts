@@ -16,9 +16,11 @@ import { copyExampleReleases } from './cli.js';
 import { kubernetesVersionOf } from './builders.js';
 import { publishedFiles, startController, waitOnChanges, type ControllerWorld } from './controller-fixture.js';
 import { GitSandbox } from './git-repos.js';
-import type { LeasedServer } from './real-kube-api-broker.js';
+import { FILE_OWNED_LABEL, type LeasedServer } from './real-kube-api-broker.js';
 import { auditEvents, describeAuditEvent, type AuditEvent } from './real-kube-api/service-account.js';
 import { kubeClient, type KubeClient } from './real-kube-api/kube-client.js';
+import { waitUntil } from './real-kube-api/local-process.js';
+import { applyShippedIdentity, type ShippedIdentity } from './shipped-identity.js';
 
 /** Cluster API's served version on the real server (1.14 stores v1beta2; v1beta1 has no conversion webhook here). */
 export const CAPI_V1BETA2 = { group: 'cluster.x-k8s.io', version: 'v1beta2' } as const;
@@ -105,7 +107,19 @@ export interface RealControllerFixture {
   controllerRequests(since?: Date): AuditEvent[];
   /** The ServiceAccount's requests refused with 403 since the lease began. */
   forbidden(): AuditEvent[];
-  /** Stops runtimes and the mirror, fails on any 403 of the ServiceAccount, and returns the server to the broker. */
+  /**
+   * Creates cluster-wide objects this file alone needs (a test CRD, a ClusterRole and its binding,
+   * an admission policy), labelled so that the broker deletes them at release; waits until each CRD
+   * is Established.
+   */
+  install(objects: SeedObject[]): Promise<void>;
+  /**
+   * A second copy of deploy/<overlay> whose ServiceAccount lives in `namespace` (not the shared
+   * clusterstack-system), bound only by that copy's roles: its credentials. The namespace is this
+   * file's, so the broker deletes it with everything in it.
+   */
+  shippedIdentity(options: { overlay: string; namespace: string }): Promise<ShippedIdentity>;
+  /** Stops runtimes and the mirror, fails on any 403 of the ServiceAccount (but `expectForbidden`'s), and returns the server to the broker. */
   cleanup(): Promise<void>;
 }
 
@@ -118,9 +132,13 @@ async function brokerCall(pathName: string, body?: unknown): Promise<Response> {
   return response;
 }
 
-/** Leases a real API server for this file and sets up the fixture on it; `mirror` adds kinds to read. */
+/**
+ * Leases a real API server for this file and sets up the fixture on it; `mirror` adds kinds to read;
+ * `expectForbidden` lists the ServiceAccount's refusals (`<verb> <path>`, as the audit log has them)
+ * the file provokes on purpose, so that cleanup does not fail on them.
+ */
 export async function startRealControllerFixture(
-  options: { mirror?: MirroredKind[] } = {},
+  options: { mirror?: MirroredKind[]; expectForbidden?: string[] } = {},
 ): Promise<RealControllerFixture> {
   const leasedAt = new Date();
   const lease = (await (await brokerCall('/lease')).json()) as LeasedServer;
@@ -188,6 +206,7 @@ export async function startRealControllerFixture(
       (event) => event.user.username === lease.controller.user && new Date(event.requestReceivedTimestamp) >= since,
     );
   const forbidden = () => controllerRequests().filter((event) => event.responseStatus?.code === 403);
+  const expectedForbidden = new Set(options.expectForbidden ?? []);
 
   const object = (apiVersion: string, kind: string, namespace: string | undefined, name: string) => {
     const objects = store.get(`${apiVersion}|${kind}`);
@@ -291,12 +310,45 @@ export async function startRealControllerFixture(
     published: () => publishedFiles(git, remote),
     controllerRequests,
     forbidden,
+    async install(objects) {
+      for (const input of objects) {
+        const { metadata, ...rest } = input as KubeObject;
+        const body = { ...rest, metadata: { ...metadata, labels: { ...metadata.labels, [FILE_OWNED_LABEL]: 'true' } } };
+        const response = await admin.request('POST', resourcePath(body.apiVersion, body.kind), { body });
+        if (response.status !== 201)
+          throw new Error(`installing ${body.kind} ${metadata.name}: ${response.status} ${response.text}`);
+        if (body.kind !== 'CustomResourceDefinition') continue;
+        await waitUntil(
+          `CRD ${metadata.name} to be Established`,
+          async () =>
+            (
+              (await admin.get(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${metadata.name}`)).status
+                ?.conditions as { type: string; status: string }[] | undefined
+            )?.some((condition) => condition.type === 'Established' && condition.status === 'True') ?? false,
+          [],
+          WAIT_LIMIT_MS,
+        );
+      }
+    },
+    shippedIdentity: ({ overlay, namespace }) =>
+      applyShippedIdentity(
+        {
+          name: lease.name,
+          server: lease.server,
+          dir: work,
+          pki: { ca: lease.ca },
+          admin: { client: admin, kubeconfigFile: lease.admin.kubeconfigFile },
+        },
+        { overlay, namespace },
+      ),
     async cleanup() {
       try {
         for (const runtime of world.runtimes.reverse()) await runtime.stop();
         mirroring = false;
         for (const informer of informers) await informer.stop();
-        const refused = forbidden();
+        const refused = forbidden().filter(
+          (event) => !expectedForbidden.has(`${event.verb} ${event.requestURI.split('?')[0]}`),
+        );
         if (refused.length > 0)
           throw new Error(
             `the controller's ServiceAccount was refused (403) under deploy/'s RBAC:\n${refused.map(describeAuditEvent).join('\n')}`,

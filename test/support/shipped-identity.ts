@@ -10,7 +10,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { decodeYamlDocuments } from '../../src/yaml/kube-yaml.js';
-import { serviceAccountKubeconfig, serviceAccountUserName, type RealKubeApi } from './real-kube-api/index.js';
+import { serviceAccountKubeconfig, serviceAccountUserName } from './real-kube-api/index.js';
+import type { ServerAccess } from './real-kube-api/service-account.js';
 
 export interface DeployDoc {
   apiVersion: string;
@@ -95,7 +96,7 @@ export interface ShippedIdentity {
  * `namespace` puts the controller's own objects there instead of clusterstack-system.
  */
 export async function applyShippedIdentity(
-  api: RealKubeApi,
+  api: ServerAccess,
   options: { overlay?: string; components?: string[]; namespace?: string } = {},
 ): Promise<ShippedIdentity> {
   const namespace = options.namespace ?? CONTROLLER_NAMESPACE;
