@@ -115,11 +115,11 @@ export interface RealControllerFixture {
   install(objects: SeedObject[]): Promise<void>;
   /**
    * A second copy of deploy/<overlay> whose ServiceAccount lives in `namespace` (not the shared
-   * clusterstack-system), bound only by that copy's roles: its credentials. The namespace is this
-   * file's, so the broker deletes it with everything in it.
+   * clusterstack-system), bound only by that copy's roles (its ClusterRoles renamed): its
+   * credentials. The namespace and those ClusterRoles are this file's: the broker deletes them.
    */
   shippedIdentity(options: { overlay: string; namespace: string }): Promise<ShippedIdentity>;
-  /** Stops runtimes and the mirror, fails on any 403 of the ServiceAccount (but `expectForbidden`'s), and returns the server to the broker. */
+  /** Stops runtimes and the mirror, fails on any 403 of the ServiceAccount, and returns the server to the broker. */
   cleanup(): Promise<void>;
 }
 
@@ -132,13 +132,9 @@ async function brokerCall(pathName: string, body?: unknown): Promise<Response> {
   return response;
 }
 
-/**
- * Leases a real API server for this file and sets up the fixture on it; `mirror` adds kinds to read;
- * `expectForbidden` lists the ServiceAccount's refusals (`<verb> <path>`, as the audit log has them)
- * the file provokes on purpose, so that cleanup does not fail on them.
- */
+/** Leases a real API server for this file and sets up the fixture on it; `mirror` adds kinds to read. */
 export async function startRealControllerFixture(
-  options: { mirror?: MirroredKind[]; expectForbidden?: string[] } = {},
+  options: { mirror?: MirroredKind[] } = {},
 ): Promise<RealControllerFixture> {
   const leasedAt = new Date();
   const lease = (await (await brokerCall('/lease')).json()) as LeasedServer;
@@ -206,7 +202,6 @@ export async function startRealControllerFixture(
       (event) => event.user.username === lease.controller.user && new Date(event.requestReceivedTimestamp) >= since,
     );
   const forbidden = () => controllerRequests().filter((event) => event.responseStatus?.code === 403);
-  const expectedForbidden = new Set(options.expectForbidden ?? []);
 
   const object = (apiVersion: string, kind: string, namespace: string | undefined, name: string) => {
     const objects = store.get(`${apiVersion}|${kind}`);
@@ -339,16 +334,14 @@ export async function startRealControllerFixture(
           pki: { ca: lease.ca },
           admin: { client: admin, kubeconfigFile: lease.admin.kubeconfigFile },
         },
-        { overlay, namespace },
+        { overlay, namespace, clusterLabels: { [FILE_OWNED_LABEL]: 'true' } },
       ),
     async cleanup() {
       try {
         for (const runtime of world.runtimes.reverse()) await runtime.stop();
         mirroring = false;
         for (const informer of informers) await informer.stop();
-        const refused = forbidden().filter(
-          (event) => !expectedForbidden.has(`${event.verb} ${event.requestURI.split('?')[0]}`),
-        );
+        const refused = forbidden();
         if (refused.length > 0)
           throw new Error(
             `the controller's ServiceAccount was refused (403) under deploy/'s RBAC:\n${refused.map(describeAuditEvent).join('\n')}`,
