@@ -259,6 +259,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
           if (!pooled) throw new Error(`no leased server ${id}`);
           pooled.clean = empty(pooled).catch(async (error: unknown) => {
             // A server that cannot be emptied is not handed out again: the next lease starts a fresh one.
+            // Said on stderr: the run goes on, but slower, and a file's leftovers are worth fixing.
+            process.stderr.write(
+              `real API server ${pooled.lease.name} could not be emptied, replaced: ${String(error)}\n`,
+            );
             pool.splice(pool.indexOf(pooled), 1);
             await pooled.kcm.stop();
             await pooled.api.stop();
