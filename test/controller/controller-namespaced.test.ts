@@ -1,48 +1,37 @@
 // `--namespace` with the RBAC of deploy/namespaced: the controller lists and watches only that
-// namespace, through a service account that has nothing but Roles (the fake API server enforces
-// RBAC and answers 403 like a real one), and still publishes, writes status and records events.
-import { spawnSync } from 'node:child_process';
-import * as yaml from 'js-yaml';
+// namespace, through a service account that has nothing but Roles (on a real API server, so RBAC
+// answers 403), and still publishes, writes status and records events. The copy of deploy/namespaced
+// puts its ServiceAccount in a namespace of this file's, apart from the shared server's deploy/argocd
+// identity in clusterstack-system.
+import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { serviceAccountUser } from '../support/fake-kube-api/index.js';
+import { aStack, condition } from '../support/controller-fixture.js';
 import {
   aCluster,
-  aStack,
-  condition,
-  startControllerFixture,
-  type ControllerFixture,
-} from '../support/controller-fixture.js';
+  startRealControllerFixture,
+  type RealControllerFixture,
+} from '../support/real-controller-fixture.js';
+import { auditEvents } from '../support/real-kube-api/service-account.js';
+import { kustomizeDeploy, type ShippedIdentity } from '../support/shipped-identity.js';
 
 const WATCHED = 'cluster-stacks';
-const SA_TOKEN = 'controller-sa-token';
+/** Where this copy of deploy/namespaced keeps its ServiceAccount, ConfigMap and leader Lease. */
+const CONTROLLER_NS = 'clusterstack-namespaced';
+/** Each test and the setup wait for a publish of a real controller (helm, git), no more. */
+const TEST_MS = 240_000;
 
-/** The objects `kubectl kustomize deploy/namespaced` builds: what `kubectl apply -k` would apply. */
-function namespacedDeploy(): Record<string, any>[] {
-  const run = spawnSync(process.env.KUBECTL ?? 'kubectl', ['kustomize', 'deploy/namespaced'], { encoding: 'utf8' });
-  if (run.status !== 0)
-    throw new Error(
-      `kubectl kustomize deploy/namespaced failed (kubectl is needed for this test): ${run.stderr || run.error?.message}`,
-    );
-  return (yaml.loadAll(run.stdout) as Record<string, any>[]).filter(Boolean);
-}
-
-describe('controller in one namespace', () => {
-  let fx: ControllerFixture;
+describe('controller in one namespace', { timeout: TEST_MS }, () => {
+  let fx: RealControllerFixture;
   let deploy: Record<string, any>[];
+  let identity: ShippedIdentity;
 
   beforeAll(async () => {
-    fx = await startControllerFixture({
-      api: { users: { [SA_TOKEN]: serviceAccountUser('clusterstack-system', 'clusterstack-gitops-controller') } },
-    });
-    deploy = namespacedDeploy();
+    fx = await startRealControllerFixture();
+    deploy = kustomizeDeploy('namespaced') as unknown as Record<string, any>[];
     await fx.createNamespace(WATCHED);
-    await fx.createNamespace('clusterstack-system');
     await fx.createNamespace('elsewhere');
-    for (const object of deploy.filter(
-      (candidate) => candidate['kind'] === 'Role' || candidate['kind'] === 'RoleBinding',
-    ))
-      fx.api.seed(object as never);
-  });
+    identity = await fx.shippedIdentity({ overlay: 'namespaced', namespace: CONTROLLER_NS });
+  }, TEST_MS);
 
   afterAll(async () => {
     await fx?.cleanup();
@@ -66,12 +55,14 @@ describe('controller in one namespace', () => {
     await fx.create(aCluster('alpha', WATCHED, 'docker-ferrol-1-30-v2'));
     // Not its namespace: ignored, and never listed.
     await fx.create(aStack('ferrol', 'elsewhere'));
-    fx.api.clearRequests();
+    const started = new Date();
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromFile(identity.kubeconfigFile);
     const runtime = await fx.start('namespaced', {
-      kubeConfig: fx.api.kubeConfig(SA_TOKEN),
+      kubeConfig,
       watchNamespace: WATCHED,
       leaderElection: {
-        namespace: 'clusterstack-system',
+        namespace: CONTROLLER_NS,
         name: 'clusterstack-gitops-controller',
         identity: 'namespaced',
         leaseDurationMs: 3000,
@@ -90,7 +81,7 @@ describe('controller in one namespace', () => {
       'the stack Ready',
     );
     await fx.waitFor(
-      () => fx.api.list('v1', 'Event', WATCHED).some((event) => event['reason'] === 'ReleaseAppeared'),
+      () => fx.objects('v1', 'Event', WATCHED).some((event) => event['reason'] === 'ReleaseAppeared'),
       'the events',
     );
     expect(fx.get('ClusterStack', 'elsewhere', 'ferrol')?.['status']).toBeUndefined();
@@ -99,17 +90,26 @@ describe('controller in one namespace', () => {
     ).toBe(true);
     expect(Object.keys(fx.published()).some((file) => file.includes('elsewhere'))).toBe(false);
 
-    const forbidden = fx.api.requests
+    // Its requests, from the audit log (this copy's ServiceAccount, not the fixture's).
+    const requests = auditEvents({ name: fx.lease.name, auditLogFile: fx.lease.auditLogFile })
+      .filter((event) => event.user.username === identity.user && new Date(event.requestReceivedTimestamp) >= started)
+      .map((event) => ({
+        method: event.verb,
+        path: event.requestURI.split('?')[0]!,
+        status: event.responseStatus?.code,
+      }));
+    expect(requests.length).toBeGreaterThan(0);
+    const forbidden = requests
       .filter((request) => request.status === 403)
       .map((request) => `${request.method} ${request.path}`);
     expect(forbidden).toEqual([]);
-    const resourceRequests = fx.api.requests.filter(
+    const resourceRequests = requests.filter(
       (request) => /^\/apis?\/[^/]+\/[^/]+\/.+/.test(request.path) && !/^\/apis\/[^/]+\/[^/]+$/.test(request.path),
     );
     const outside = resourceRequests.filter(
       (request) =>
         !request.path.includes(`/namespaces/${WATCHED}/`) &&
-        !request.path.includes('/namespaces/clusterstack-system/leases'),
+        !request.path.includes(`/namespaces/${CONTROLLER_NS}/leases`),
     );
     expect(outside.map((request) => `${request.method} ${request.path}`)).toEqual([]);
   });

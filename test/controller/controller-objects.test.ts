@@ -1,58 +1,97 @@
 // What the running controller writes to the API server: objects for long names, events that
 // `kubectl describe` can show, provider kinds found through discovery, and statuses that stay as
-// they are across a restart (the commits they name come from Git, not from memory).
+// they are across a restart (the commits they name come from Git, not from memory). On a real API
+// server as deploy/'s ServiceAccount; the made-up provider's CRDs, and a ClusterRole granting its
+// kinds as deploy/base/clusterrole.yaml's comment tells a provider to, are this file's alone.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { KubeObject } from '../../src/api/types.js';
 import type { ControllerRuntime } from '../../src/controller/run-controller.js';
+import { aStack, condition } from '../support/controller-fixture.js';
 import {
   aCluster,
-  aStack,
-  condition,
-  startControllerFixture,
-  type ControllerFixture,
-} from '../support/controller-fixture.js';
+  startRealControllerFixture,
+  type RealControllerFixture,
+} from '../support/real-controller-fixture.js';
 
 const NS = 'cluster-stacks';
 const LONG = `ferrol-${'x'.repeat(60)}-stack`;
 const PROVIDER_GROUP = 'infrastructure.example.com';
 
-const versions = (fx: ControllerFixture) =>
+/** Each test and the setup wait for a publish or two of a real controller (helm, git), no more. */
+const TEST_MS = 240_000;
+
+/** A namespaced CRD of the made-up provider whose plural is not "lowercase kind + s": only discovery finds it. */
+function providerCrd(kind: string, plural: string, statusSubresource: boolean): Record<string, unknown> {
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: `${plural}.${PROVIDER_GROUP}` },
+    spec: {
+      group: PROVIDER_GROUP,
+      scope: 'Namespaced',
+      names: { kind, plural, singular: kind.toLowerCase(), listKind: `${kind}List` },
+      versions: [
+        {
+          name: 'v1alpha1',
+          served: true,
+          storage: true,
+          schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+          ...(statusSubresource ? { subresources: { status: {} } } : {}),
+        },
+      ],
+    },
+  };
+}
+
+/** The rules deploy/base/clusterrole.yaml's comment gives for adding a provider, for the made-up one, bound to the controller. */
+function providerRbac(fx: RealControllerFixture): Record<string, unknown>[] {
+  const name = 'clusterstack-gitops-example-provider';
+  return [
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name },
+      rules: [
+        { apiGroups: [PROVIDER_GROUP], resources: ['exampletemplates', 'examplereleases'], verbs: ['list', 'watch'] },
+        { apiGroups: [PROVIDER_GROUP], resources: ['examplereleases'], verbs: ['get', 'create', 'patch', 'delete'] },
+      ],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+      subjects: [
+        {
+          kind: 'ServiceAccount',
+          name: fx.lease.controller.user.split(':').at(-1),
+          namespace: fx.lease.controller.namespace,
+        },
+      ],
+    },
+  ];
+}
+
+const versions = (fx: RealControllerFixture) =>
   Object.fromEntries(
     ['ClusterStack', 'ClusterStackRelease', 'ClusterAddon'].flatMap((kind) =>
-      (fx.api.list('clusterstack.x-k8s.io/v1alpha1', kind, NS) as KubeObject[]).map((object) => [
-        `${kind}/${object.metadata.name}`,
-        object.metadata.resourceVersion,
-      ]),
+      fx
+        .objects('clusterstack.x-k8s.io/v1alpha1', kind, NS)
+        .map((object) => [`${kind}/${object.metadata.name}`, object.metadata.resourceVersion]),
     ),
   );
 
-describe('controller objects, events and statuses', () => {
-  let fx: ControllerFixture;
+describe('controller objects, events and statuses', { timeout: TEST_MS }, () => {
+  let fx: RealControllerFixture;
   let runtime: ControllerRuntime;
 
   beforeAll(async () => {
-    fx = await startControllerFixture({
-      api: {
-        // A provider whose plurals are not "lowercase kind + s": only discovery finds them.
-        resources: [
-          {
-            group: PROVIDER_GROUP,
-            version: 'v1alpha1',
-            kind: 'ExampleClusterStackReleaseTemplate',
-            plural: 'exampletemplates',
-            namespaced: true,
-          },
-          {
-            group: PROVIDER_GROUP,
-            version: 'v1alpha1',
-            kind: 'ExampleClusterStackRelease',
-            plural: 'examplereleases',
-            namespaced: true,
-            statusSubresource: true,
-          },
-        ],
-      },
-    });
+    fx = await startRealControllerFixture();
+    // A provider whose plurals are not "lowercase kind + s": only discovery finds them.
+    await fx.install([
+      providerCrd('ExampleClusterStackReleaseTemplate', 'exampletemplates', false),
+      providerCrd('ExampleClusterStackRelease', 'examplereleases', true),
+      ...providerRbac(fx),
+    ]);
     await fx.createNamespace(NS);
     await fx.create(aStack(LONG, NS));
     await fx.create(aCluster('alpha', NS, 'docker-ferrol-1-30-v2'));
@@ -61,7 +100,7 @@ describe('controller objects, events and statuses', () => {
       () => condition(fx.get('ClusterAddon', NS, 'alpha'), 'ManifestsPublished')?.status === 'True',
       'the first publish',
     );
-  });
+  }, TEST_MS);
 
   afterAll(async () => {
     await fx?.cleanup();
@@ -80,7 +119,7 @@ describe('controller objects, events and statuses', () => {
   });
 
   it('records every event with the uid of the object it is about', async () => {
-    const events = () => fx.api.list('v1', 'Event', NS) as Record<string, any>[];
+    const events = () => fx.objects('v1', 'Event', NS) as Record<string, any>[];
     // Events are recorded once the objects they are about exist: after the statuses.
     await fx.waitFor(
       () =>
@@ -92,7 +131,7 @@ describe('controller objects, events and statuses', () => {
     const kinds = new Set(events().map((event) => event['involvedObject'].kind));
     expect([...kinds].sort()).toEqual(['ClusterAddon', 'ClusterStack', 'ClusterStackRelease']);
     for (const event of events()) {
-      const subject = fx.api.get(
+      const subject = fx.object(
         event['involvedObject'].apiVersion,
         event['involvedObject'].kind,
         NS,
@@ -106,12 +145,20 @@ describe('controller objects, events and statuses', () => {
   });
 
   it('finds provider kinds through discovery, and says which kind is not served', async () => {
-    fx.api.seed({
-      apiVersion: `${PROVIDER_GROUP}/v1alpha1`,
-      kind: 'ExampleClusterStackReleaseTemplate',
-      metadata: { name: 'images', namespace: NS },
-      spec: { template: { spec: { imageSize: 'large' } } },
-    });
+    // Written under its real plural (the fixture's create would guess it from the kind).
+    const template = await fx.admin.request(
+      'POST',
+      `/apis/${PROVIDER_GROUP}/v1alpha1/namespaces/${NS}/exampletemplates`,
+      {
+        body: {
+          apiVersion: `${PROVIDER_GROUP}/v1alpha1`,
+          kind: 'ExampleClusterStackReleaseTemplate',
+          metadata: { name: 'images', namespace: NS },
+          spec: { template: { spec: { imageSize: 'large' } } },
+        },
+      },
+    );
+    expect(template.status).toBe(201);
     const providerStack = aStack('example', NS, {
       provider: 'example',
       versions: [],
@@ -143,10 +190,9 @@ describe('controller objects, events and statuses', () => {
       'MissingClusterStackReleaseTemplate (infrastructure.missing.example/v1) is not served: the API server does not serve infrastructure.missing.example/v1',
     );
     // The example kinds were listed and watched under their real plurals.
-    expect(
-      fx.api.requests.some((request) => request.path.endsWith(`/${PROVIDER_GROUP}/v1alpha1/exampletemplates`)),
-    ).toBe(true);
-    expect(fx.api.requests.some((request) => request.path.includes('exampleclusterstackreleasetemplates'))).toBe(false);
+    const paths = fx.controllerRequests().map((event) => event.requestURI.split('?')[0]!);
+    expect(paths.some((request) => request.endsWith(`/${PROVIDER_GROUP}/v1alpha1/exampletemplates`))).toBe(true);
+    expect(paths.some((request) => request.includes('exampleclusterstackreleasetemplates'))).toBe(false);
   });
 
   it('writes no status again after a restart: the commits it names come from Git', async () => {

@@ -1,13 +1,13 @@
-// The controller reads what Cluster API provider objects name, through the RBAC deploy/ ships (the
-// fake API server enforces it and answers 403 like a real one): the Secret of spec.configSecret and
+// The controller reads what Cluster API provider objects name, through the RBAC deploy/ ships (on a
+// real API server with the cluster-api-operator's CRDs, as the ServiceAccount of a copy of deploy/
+// in a namespace of this file's: the shared server's deploy/argocd may get Secrets anywhere): the Secret of spec.configSecret and
 // the ConfigMap of spec.additionalManifests by name (get), the selector ConfigMaps by label (list in
 // the provider's namespace). A Secret that does not exist, or one the RBAC does not allow, withholds
 // that provider alone with a message naming the object or the permission. Secret values never reach
 // status, events, logs, provenance.json or commit messages.
-import { spawnSync } from 'node:child_process';
 import path from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
 import { Writable } from 'node:stream';
-import * as yaml from 'js-yaml';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../src/api/types.js';
@@ -16,65 +16,52 @@ import { createSourceOpener } from '../../src/sources/open-release-source.js';
 import { decodeYamlDocuments } from '../../src/yaml/kube-yaml.js';
 import { startFakeGitHub, type FakeGitHub } from '../support/fake-github/index.js';
 import { addProviderRelease, providerFixture } from '../support/provider-fixtures.js';
-import { serviceAccountUser } from '../support/fake-kube-api/index.js';
-import { condition, startControllerFixture, type ControllerFixture } from '../support/controller-fixture.js';
+import { condition } from '../support/controller-fixture.js';
+import { startRealControllerFixture, type RealControllerFixture } from '../support/real-controller-fixture.js';
+import { auditEvents } from '../support/real-kube-api/service-account.js';
+import type { ShippedIdentity } from '../support/shipped-identity.js';
 
 const OPERATOR = { group: 'operator.cluster.x-k8s.io', version: 'v1alpha2' } as const;
-const SA_TOKEN = 'provider-config-sa-token';
 const SECRET_VALUE = 'tcp://docker-host-s3cr3t.example:2376';
+/** The one refusal the test provokes: the Secret in a namespace where the provider-config role is not bound. */
+const FORBIDDEN_READ = 'get /api/v1/namespaces/noperm/secrets/docker-variables';
+/** Where this copy of deploy/ keeps its ServiceAccount (apart from the shared clusterstack-system). */
+const CONTROLLER_NS = 'clusterstack-provider-config';
+/** The setup and the test wait for a publish of a real controller (helm, git), no more. */
+const TEST_MS = 240_000;
 
-/** `kubectl kustomize deploy/`: what `kubectl apply -k deploy/` applies. */
-function baseDeploy(): Record<string, any>[] {
-  const run = spawnSync(process.env.KUBECTL ?? 'kubectl', ['kustomize', 'deploy'], { encoding: 'utf8' });
-  if (run.status !== 0)
-    throw new Error(
-      `kubectl kustomize deploy failed (kubectl is needed for this test): ${run.stderr || run.error?.message}`,
-    );
-  return (yaml.loadAll(run.stdout) as Record<string, any>[]).filter(Boolean);
-}
-
-describe('controller reading provider Secrets and ConfigMaps', () => {
-  let fx: ControllerFixture;
+describe('controller reading provider Secrets and ConfigMaps', { timeout: TEST_MS }, () => {
+  let fx: RealControllerFixture;
+  let identity: ShippedIdentity;
   let github: FakeGitHub;
   const logLines: string[] = [];
   beforeAll(async () => {
     github = await startFakeGitHub();
     addProviderRelease(github, 'infrastructure', 'v1.8.0');
-    fx = await startControllerFixture({
-      api: { users: { [SA_TOKEN]: serviceAccountUser('clusterstack-system', 'clusterstack-gitops-controller') } },
-    });
-    for (const kind of ['CoreProvider', 'InfrastructureProvider'])
-      fx.api.registerResource({
-        ...OPERATOR,
+    fx = await startRealControllerFixture({
+      mirror: ['CoreProvider', 'InfrastructureProvider'].map((kind) => ({
+        apiVersion: `${OPERATOR.group}/${OPERATOR.version}`,
         kind,
-        plural: `${kind.toLowerCase()}s`,
-        namespaced: true,
-        statusSubresource: true,
-      });
-    for (const namespace of ['clusterstack-system', 'capi-system', 'capd-system', 'noperm'])
-      await fx.createNamespace(namespace);
-    // deploy/ as shipped: the provider-config ClusterRole bound nowhere ...
-    for (const object of baseDeploy().filter((candidate) =>
-      ['ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'].includes(candidate['kind']),
-    ))
-      fx.api.seed(object as never);
-    // ... then bound, as its comment says, in the namespaces holding providers (not in noperm).
+      })),
+    });
+    identity = await fx.shippedIdentity({ overlay: '', namespace: CONTROLLER_NS });
+    for (const namespace of ['capi-system', 'capd-system', 'noperm']) await fx.createNamespace(namespace);
+    // deploy/ as shipped: the provider-config ClusterRole bound nowhere, then bound, as its comment
+    // says, in the namespaces holding providers (not in noperm).
     for (const namespace of ['capi-system', 'capd-system']) {
-      fx.api.seed({
+      await fx.create({
         apiVersion: 'rbac.authorization.k8s.io/v1',
         kind: 'RoleBinding',
         metadata: { name: 'clusterstack-gitops-provider-config', namespace },
         roleRef: {
           apiGroup: 'rbac.authorization.k8s.io',
           kind: 'ClusterRole',
-          name: 'clusterstack-gitops-provider-config',
+          name: `clusterstack-gitops-provider-config-${CONTROLLER_NS}`,
         },
-        subjects: [
-          { kind: 'ServiceAccount', name: 'clusterstack-gitops-controller', namespace: 'clusterstack-system' },
-        ],
+        subjects: [{ kind: 'ServiceAccount', name: 'clusterstack-gitops-controller', namespace: CONTROLLER_NS }],
       } as never);
     }
-  });
+  }, TEST_MS);
   afterAll(async () => {
     await fx?.cleanup();
     await github?.close();
@@ -87,7 +74,7 @@ describe('controller reading provider Secrets and ConfigMaps', () => {
     spec,
   });
   const live = (kind: string, namespace: string, name: string) =>
-    fx.api.get(`${OPERATOR.group}/${OPERATOR.version}`, kind, namespace, name) as
+    fx.object(`${OPERATOR.group}/${OPERATOR.version}`, kind, namespace, name) as
       (KubeObject & { status?: Record<string, unknown> }) | undefined;
   const dockerSpec = (secret: string) => ({
     version: 'v1.8.0',
@@ -98,7 +85,7 @@ describe('controller reading provider Secrets and ConfigMaps', () => {
   it('renders with the named Secret, additional manifests and selector ConfigMaps; withholds a provider whose Secret is missing or forbidden, naming it', async () => {
     const { custom } = fx;
     // The core from selector ConfigMaps (listed by label), two unrelated ConfigMaps beside it.
-    fx.api.seed({
+    await fx.create({
       apiVersion: 'v1',
       kind: 'ConfigMap',
       metadata: {
@@ -111,19 +98,19 @@ describe('controller reading provider Secrets and ConfigMaps', () => {
         components: providerFixture('core', 'v1.8.0', 'core-components.yaml'),
       },
     } as never);
-    fx.api.seed({
+    await fx.create({
       apiVersion: 'v1',
       kind: 'ConfigMap',
       metadata: { name: 'unrelated', namespace: 'capi-system', labels: { 'provider.cluster.x-k8s.io/name': 'other' } },
       data: { metadata: 'x', components: 'y' },
     } as never);
-    fx.api.seed({
+    await fx.create({
       apiVersion: 'v1',
       kind: 'Secret',
       metadata: { name: 'docker-variables', namespace: 'capd-system' },
       data: { DOCKER_HOST: Buffer.from(SECRET_VALUE).toString('base64') },
     } as never);
-    fx.api.seed({
+    await fx.create({
       apiVersion: 'v1',
       kind: 'ConfigMap',
       metadata: { name: 'docker-extra', namespace: 'capd-system' },
@@ -132,7 +119,7 @@ describe('controller reading provider Secrets and ConfigMaps', () => {
           'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: docker-extra-settings\ndata:\n  from: additionalManifests\n',
       },
     } as never);
-    fx.api.seed({
+    await fx.create({
       apiVersion: 'v1',
       kind: 'Secret',
       metadata: { name: 'docker-variables', namespace: 'noperm' },
@@ -167,9 +154,11 @@ describe('controller reading provider Secrets and ConfigMaps', () => {
         done();
       },
     });
-    fx.api.clearRequests();
+    const started = new Date();
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromFile(identity.kubeconfigFile);
     await fx.start('provider-config', {
-      kubeConfig: fx.api.kubeConfig(SA_TOKEN),
+      kubeConfig,
       providerFetcher: createProviderFetcher({ cacheDir, githubApiUrl: github.apiUrl }, openSource),
       logger: pino({ level: 'debug' }, sink),
     });
@@ -234,29 +223,34 @@ describe('controller reading provider Secrets and ConfigMaps', () => {
 
     // Least privilege: Secrets are read one by one (GET), never listed or watched; ConfigMaps listed
     // only in the selector's namespace. The one 403 is the forbidden Secret.
-    const secretRequests = fx.api.requests.filter((request) => /\/secrets(\/|$|\?)/.test(request.path));
+    const requests = auditEvents({ name: fx.lease.name, auditLogFile: fx.lease.auditLogFile })
+      .filter((event) => event.user.username === identity.user && new Date(event.requestReceivedTimestamp) >= started)
+      .map((event) => ({
+        method: event.verb,
+        path: event.requestURI.split('?')[0]!,
+        status: event.responseStatus?.code,
+      }));
+    const secretRequests = requests.filter((request) => /\/secrets(\/|$)/.test(request.path));
     expect(secretRequests.length).toBeGreaterThan(0);
     expect(
       secretRequests.every(
-        (request) => request.method === 'GET' && /\/namespaces\/[^/]+\/secrets\/[^/]+$/.test(request.path),
+        (request) => request.method === 'get' && /\/namespaces\/[^/]+\/secrets\/[^/]+$/.test(request.path),
       ),
     ).toBe(true);
-    const configMapLists = fx.api.requests.filter((request) => /\/configmaps$/.test(request.path));
+    const configMapLists = requests.filter((request) => /\/configmaps$/.test(request.path));
     expect([...new Set(configMapLists.map((request) => request.path))]).toEqual([
       '/api/v1/namespaces/capi-system/configmaps',
     ]);
     expect([
       ...new Set(
-        fx.api.requests
-          .filter((request) => request.status === 403)
-          .map((request) => `${request.method} ${request.path}`),
+        requests.filter((request) => request.status === 403).map((request) => `${request.method} ${request.path}`),
       ),
-    ]).toEqual(['GET /api/v1/namespaces/noperm/secrets/docker-variables']);
+    ]).toEqual([FORBIDDEN_READ]);
 
     // The value is in the rendered ConfigMap (the components ask for it), nowhere else.
     const everything = JSON.stringify([
       objects.map((object) => live(object.kind, object.metadata.namespace!, object.metadata.name)?.status),
-      ['capi-system', 'capd-system', 'noperm', 'default'].flatMap((namespace) => fx.api.list('v1', 'Event', namespace)),
+      ['capi-system', 'capd-system', 'noperm', 'default'].flatMap((namespace) => fx.objects('v1', 'Event', namespace)),
       fx.git.files(fx.remote, 'main')['provenance.json'],
       fx.git.git(fx.remote, 'log', '--format=%B', 'main'),
       logLines,

@@ -16,9 +16,11 @@ import { copyExampleReleases } from './cli.js';
 import { kubernetesVersionOf } from './builders.js';
 import { publishedFiles, startController, waitOnChanges, type ControllerWorld } from './controller-fixture.js';
 import { GitSandbox } from './git-repos.js';
-import type { LeasedServer } from './real-kube-api-broker.js';
+import { FILE_OWNED_LABEL, type LeasedServer } from './real-kube-api-broker.js';
 import { auditEvents, describeAuditEvent, type AuditEvent } from './real-kube-api/service-account.js';
 import { kubeClient, type KubeClient } from './real-kube-api/kube-client.js';
+import { waitUntil } from './real-kube-api/local-process.js';
+import { applyShippedIdentity, type ShippedIdentity } from './shipped-identity.js';
 
 /** Cluster API's served version on the real server (1.14 stores v1beta2; v1beta1 has no conversion webhook here). */
 export const CAPI_V1BETA2 = { group: 'cluster.x-k8s.io', version: 'v1beta2' } as const;
@@ -105,6 +107,18 @@ export interface RealControllerFixture {
   controllerRequests(since?: Date): AuditEvent[];
   /** The ServiceAccount's requests refused with 403 since the lease began. */
   forbidden(): AuditEvent[];
+  /**
+   * Creates cluster-wide objects this file alone needs (a test CRD, a ClusterRole and its binding,
+   * an admission policy), labelled so that the broker deletes them at release; waits until each CRD
+   * is Established.
+   */
+  install(objects: SeedObject[]): Promise<void>;
+  /**
+   * A second copy of deploy/<overlay> whose ServiceAccount lives in `namespace` (not the shared
+   * clusterstack-system), bound only by that copy's roles (its ClusterRoles renamed): its
+   * credentials. The namespace and those ClusterRoles are this file's: the broker deletes them.
+   */
+  shippedIdentity(options: { overlay: string; namespace: string }): Promise<ShippedIdentity>;
   /** Stops runtimes and the mirror, fails on any 403 of the ServiceAccount, and returns the server to the broker. */
   cleanup(): Promise<void>;
 }
@@ -291,6 +305,37 @@ export async function startRealControllerFixture(
     published: () => publishedFiles(git, remote),
     controllerRequests,
     forbidden,
+    async install(objects) {
+      for (const input of objects) {
+        const { metadata, ...rest } = input as KubeObject;
+        const body = { ...rest, metadata: { ...metadata, labels: { ...metadata.labels, [FILE_OWNED_LABEL]: 'true' } } };
+        const response = await admin.request('POST', resourcePath(body.apiVersion, body.kind), { body });
+        if (response.status !== 201)
+          throw new Error(`installing ${body.kind} ${metadata.name}: ${response.status} ${response.text}`);
+        if (body.kind !== 'CustomResourceDefinition') continue;
+        await waitUntil(
+          `CRD ${metadata.name} to be Established`,
+          async () =>
+            (
+              (await admin.get(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${metadata.name}`)).status
+                ?.conditions as { type: string; status: string }[] | undefined
+            )?.some((condition) => condition.type === 'Established' && condition.status === 'True') ?? false,
+          [],
+          WAIT_LIMIT_MS,
+        );
+      }
+    },
+    shippedIdentity: ({ overlay, namespace }) =>
+      applyShippedIdentity(
+        {
+          name: lease.name,
+          server: lease.server,
+          dir: work,
+          pki: { ca: lease.ca },
+          admin: { client: admin, kubeconfigFile: lease.admin.kubeconfigFile },
+        },
+        { overlay, namespace, clusterLabels: { [FILE_OWNED_LABEL]: 'true' } },
+      ),
     async cleanup() {
       try {
         for (const runtime of world.runtimes.reverse()) await runtime.stop();

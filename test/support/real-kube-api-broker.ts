@@ -66,6 +66,16 @@ const LEFT_IN_KEPT = [
   ['/apis/argoproj.io/v1alpha1', 'applicationsets'],
   ['/apis/argoproj.io/v1alpha1', 'appprojects'],
 ] as const;
+/** Cluster-wide objects a file installed for itself (RealControllerFixture.install): deleted at its release. */
+export const FILE_OWNED_LABEL = 'test.clusterstack.x-k8s.io/file-owned';
+/** The cluster-wide kinds a file may install: deleted by FILE_OWNED_LABEL, CRDs last (their objects go with them). */
+const FILE_OWNED_KINDS = [
+  '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings',
+  '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies',
+  '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings',
+  '/apis/rbac.authorization.k8s.io/v1/clusterroles',
+  '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
+];
 /** Servers at most: one per worker (vitest.config.ts maxWorkers). */
 const MAX_SERVERS = 2;
 
@@ -162,6 +172,19 @@ async function empty(pooled: Pooled): Promise<void> {
       );
     }
   }
+  for (const collection of FILE_OWNED_KINDS)
+    await client.request('DELETE', collection, { query: { labelSelector: FILE_OWNED_LABEL } });
+  // A CRD of the same name installed by the next file would meet this one still terminating.
+  await waitUntil(
+    `the last file's own CRDs to be deleted`,
+    async () =>
+      (
+        (await client.request('GET', FILE_OWNED_KINDS.at(-1)!, { query: { labelSelector: FILE_OWNED_LABEL } })).body
+          .items as unknown[]
+      ).length === 0,
+    pooled.api.processes,
+    120_000,
+  );
   await waitUntil(
     `the namespaces of the last file (${owned.join(', ')}) to be deleted`,
     async () => {
@@ -236,6 +259,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
           if (!pooled) throw new Error(`no leased server ${id}`);
           pooled.clean = empty(pooled).catch(async (error: unknown) => {
             // A server that cannot be emptied is not handed out again: the next lease starts a fresh one.
+            // Said on stderr: the run goes on, but slower, and a file's leftovers are worth fixing.
+            process.stderr.write(
+              `real API server ${pooled.lease.name} could not be emptied, replaced: ${String(error)}\n`,
+            );
             pool.splice(pool.indexOf(pooled), 1);
             await pooled.kcm.stop();
             await pooled.api.stop();

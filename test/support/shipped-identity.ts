@@ -10,12 +10,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { decodeYamlDocuments } from '../../src/yaml/kube-yaml.js';
-import { serviceAccountKubeconfig, serviceAccountUserName, type RealKubeApi } from './real-kube-api/index.js';
+import { serviceAccountKubeconfig, serviceAccountUserName } from './real-kube-api/index.js';
+import type { ServerAccess } from './real-kube-api/service-account.js';
 
 export interface DeployDoc {
   apiVersion: string;
   kind: string;
-  metadata: { name: string; namespace?: string };
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
   rules?: { apiGroups: string[]; resources: string[]; verbs: string[] }[];
   roleRef?: { kind: string; name: string };
   subjects?: { kind: string; name: string; namespace?: string }[];
@@ -57,12 +58,21 @@ export function kustomizeDeploy(dir: string, components: string[] = []): DeployD
   }
 }
 
+/** RBAC kinds without a namespace: a copy of deploy/ renames its own, or it would rebind the first copy's. */
+const CLUSTER_RBAC = new Set(['ClusterRole', 'ClusterRoleBinding']);
+
 /**
  * Moves the controller's own namespace (clusterstack-system: its Namespace, ServiceAccount, the
- * Roles there and every binding's subject) to `namespace`, so that a second copy of deploy/ makes
- * a second, distinct ServiceAccount on the same server, bound only by that copy's roles.
+ * Roles there and every binding's subject) to `namespace`, and suffixes its ClusterRoles and
+ * ClusterRoleBindings (and the roleRefs naming them) with `-<namespace>`, labelled with
+ * `clusterLabels`, so that a second copy of deploy/ makes a second, distinct ServiceAccount on the
+ * same server, bound only by that copy's roles, leaving the first copy's as they were.
  */
-function inControllerNamespace(docs: DeployDoc[], namespace: string): DeployDoc[] {
+function inControllerNamespace(
+  docs: DeployDoc[],
+  namespace: string,
+  clusterLabels: Record<string, string>,
+): DeployDoc[] {
   const moved = (name: string | undefined): string | undefined => (name === CONTROLLER_NAMESPACE ? namespace : name);
   return docs.map((doc) => ({
     ...doc,
@@ -70,7 +80,13 @@ function inControllerNamespace(docs: DeployDoc[], namespace: string): DeployDoc[
       ...doc.metadata,
       ...(doc.kind === 'Namespace' ? { name: moved(doc.metadata.name)! } : {}),
       ...(doc.metadata.namespace ? { namespace: moved(doc.metadata.namespace) } : {}),
+      ...(CLUSTER_RBAC.has(doc.kind)
+        ? { name: `${doc.metadata.name}-${namespace}`, labels: { ...doc.metadata.labels, ...clusterLabels } }
+        : {}),
     },
+    ...(doc.roleRef?.kind === 'ClusterRole'
+      ? { roleRef: { ...doc.roleRef, name: `${doc.roleRef.name}-${namespace}` } }
+      : {}),
     ...(doc.subjects
       ? {
           subjects: doc.subjects.map((subject) => ({
@@ -92,17 +108,19 @@ export interface ShippedIdentity {
 /**
  * Applies deploy/<overlay> (with `components`) except NOT_APPLIED, as the admin with server-side
  * apply, waits for its CRDs, and returns the ServiceAccount's credentials (token valid 2 h).
- * `namespace` puts the controller's own objects there instead of clusterstack-system.
+ * `namespace` puts the controller's own objects there instead of clusterstack-system, and renames
+ * its cluster-wide RBAC (labelled `clusterLabels`) so that it stands beside the first copy.
  */
 export async function applyShippedIdentity(
-  api: RealKubeApi,
-  options: { overlay?: string; components?: string[]; namespace?: string } = {},
+  api: ServerAccess,
+  options: { overlay?: string; components?: string[]; namespace?: string; clusterLabels?: Record<string, string> } = {},
 ): Promise<ShippedIdentity> {
   const namespace = options.namespace ?? CONTROLLER_NAMESPACE;
   const built = kustomizeDeploy(options.overlay ?? '', options.components ?? []).filter(
     (doc) => !NOT_APPLIED.has(doc.kind),
   );
-  const docs = namespace === CONTROLLER_NAMESPACE ? built : inControllerNamespace(built, namespace);
+  const docs =
+    namespace === CONTROLLER_NAMESPACE ? built : inControllerNamespace(built, namespace, options.clusterLabels ?? {});
   // Namespaces and CRDs first: kubectl applies in the order given.
   const first = (doc: DeployDoc): number => Number(doc.kind === 'Namespace' || doc.kind === 'CustomResourceDefinition');
   docs.sort((a, b) => first(b) - first(a));

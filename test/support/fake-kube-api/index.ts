@@ -6,30 +6,34 @@
  * docs/real-engines.md): controller tests lease one shared per worker through
  * test/support/real-controller-fixture.ts and run the controller there as deploy/'s ServiceAccount.
  * Tests that need none of the faults below belong there. This fake stays only for what a real
- * server cannot be made to do on demand, and these files use it for exactly that:
+ * server cannot be made to do on demand; these files use it, each for the reason given:
  * - a chosen answer to a chosen request (`failNext`; the real server conflicts only by racing and
- *   never fails a valid write): informer-set.test.ts (500s and 410s on list/watch),
- *   leader-election.test.ts ("gives up leadership when it cannot renew", renewals answered 500),
- *   controller-e2e.test.ts (a 409 on the status patch under test, a refused owned object; its other
- *   cases share that file's state), controller-rbac.test.ts (a refused write), runtime-extension-e2e.test.ts;
- * - watch streams and the server itself controlled at a chosen moment (`expireWatches`, `endWatches`,
- *   `sendBookmarks`, `dropConnections`, `pause`/`resume`, `stop`/`restart` on the same port):
- *   informer-set.test.ts, controller-runtime-e2e.test.ts, runtime-extension-e2e.test.ts,
- *   controller-exit.test.ts and controller-leadership-loss.test.ts (a frozen API server);
+ *   never fails a valid write): controller-runtime/informer-set.test.ts (500s and 410s on
+ *   list/watch), controller-runtime/leader-election.test.ts ("gives up leadership when it cannot
+ *   renew", renewals answered 500), controller/controller-e2e.test.ts (a 409 on exactly the status
+ *   patch under test; its other cases drive one Controller round by round on that file's state and
+ *   were not split off), controller/controller-rbac.test.ts (a 409 on the provider release's patch),
+ *   controller/runtime-extension-e2e.test.ts;
+ * - watch streams and the server itself controlled at a chosen moment (`expireWatches`,
+ *   `pause`/`resume`, `stop`/`restart` on the same port):
+ *   informer-set.test.ts, controller/controller-runtime-e2e.test.ts, runtime-extension-e2e.test.ts,
+ *   controller/controller-exit.test.ts and controller/controller-leadership-loss.test.ts (a frozen
+ *   API server);
  * - kinds whose CRDs the engine cache does not hold (the Go module proxy does not serve them), with
  *   hand-set status: the cluster-stack-operator's `<Provider>ClusterStackRelease[Template]`
- *   (controller-rbac.test.ts, controller-provider-config.test.ts), openMCP's ClusterRequest
- *   (controller-cluster-requests.test.ts, controller-scheduler-config.test.ts), Kraan's AddonsLayer
- *   (controller-layers.test.ts);
- * - a request log with the RBAC attributes of every call checked against deploy/'s rules under
- *   tokens the test makes up (controller-rbac.test.ts, controller-namespaced.test.ts,
- *   controller-provider-config.test.ts: deploy/namespaced's Roles on the shared real server would
- *   clash with the deploy/ ClusterRoles installed there; test/controller-real-api.test.ts covers
- *   deploy/namespaced on a real server of its own), and provider kinds with made-up plurals found
- *   only by discovery (controller-objects.test.ts);
- * - benchmarks (test/bench/*, the shards slice's shard-kill.test.ts) that start many API servers or
- *   seed thousands of objects in milliseconds;
- * - its own tests: test/fake-kube-api.test.ts.
+ *   (controller-rbac.test.ts), openMCP's ClusterRequest (controller/controller-cluster-requests.test.ts,
+ *   controller/controller-scheduler-config.test.ts), Kraan's AddonsLayer
+ *   (controller/controller-layers.test.ts, shards/shard-layer-status.test.ts);
+ * - RBAC checked per request under tokens the test makes up, a second RBAC variant (deploy/namespaced)
+ *   per case in milliseconds: controller-rbac.test.ts;
+ * - objects nested deeper than Kubernetes' 10,000 levels, which a real server never serves, from a
+ *   thread with a deep stack (deep-fake-kube-api-worker.ts): controller-deep-nesting.test.ts;
+ * - live Flux Kustomizations the test applies by hand at chosen moments, many API servers, or
+ *   thousands of objects seeded in milliseconds: the shards slice's shards/shard-handover.test.ts and
+ *   shards/shard-kill.test.ts, and the benchmarks (bench/run-benchmarks.ts, bench/shards-bench.ts);
+ * - its own tests: test/fake-kube-api.test.ts, which alone use `endWatches`, `sendBookmarks` and
+ *   `dropConnections`, to pin what client-node's informer does on a clean end, a bookmark and a cut
+ *   connection (it stops; the controller's informer set starts it again).
  */
 import { KubeConfig } from '@kubernetes/client-node';
 import * as yaml from 'js-yaml';

@@ -10,9 +10,15 @@ export function serviceAccountUserName(namespace: string, name: string): string 
   return `system:serviceaccount:${namespace}:${name}`;
 }
 
+/** What a ServiceAccount's kubeconfig is made from: a server started here, or one leased from the run's broker. */
+export type ServerAccess = Pick<RealKubeApi, 'name' | 'server' | 'dir'> & {
+  pki: Pick<RealKubeApi['pki'], 'ca'>;
+  admin: Pick<RealKubeApi['admin'], 'client' | 'kubeconfigFile'>;
+};
+
 /** Requests a token for ServiceAccount `namespace/name` (it must exist) and writes a kubeconfig with it; returns the file. */
 export async function serviceAccountKubeconfig(
-  api: RealKubeApi,
+  api: ServerAccess,
   namespace: string,
   name: string,
   expirationSeconds = 3600,
