@@ -1,5 +1,5 @@
 // What the shard controller tests share: objects labelled into a shard, and a shard controller
-// process (the bundled CLI) against the fake API server, publishing to `<bare>` under `rendered/`.
+// process (the bundled CLI) against an API server (fake or leased real), publishing to `<bare>` under `rendered/`.
 import path from 'node:path';
 import type { CustomObjectsApi } from '@kubernetes/client-node';
 import type { KubeObject } from '../../src/api/types.js';

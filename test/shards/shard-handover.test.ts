@@ -1,23 +1,24 @@
-// Handovers between two shard controllers with Flux wiring (real processes, real helm, real git, the
-// fake API server standing in for Flux: the test applies the live Kustomizations as root
-// Kustomizations would). A Cluster moved from s0 to s1 stays in s0's subtree, its wiring marked
+// Handovers between two shard controllers with Flux wiring (real processes, real helm, real git, a
+// leased real API server with Flux's CRDs, the shards running as deploy/'s ServiceAccount; no Flux
+// controller runs: the test creates the live Kustomizations as root Kustomizations would). A Cluster moved from s0 to s1 stays in s0's subtree, its wiring marked
 // `prune: disabled`, while the live Kustomization is still s0's root's and unmarked, even after s1
 // publishes it; once the live object carries the mark, s0 drops it. A ClusterStack moved from s1 to
 // s0 keeps its releases published by s1 until s0 publishes them. Neither output is ever absent from
 // the branch. Stacks of one namespace split over the shards are told so on each shard's stack.
-import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../src/api/types.js';
 import { SHARD_LABEL } from '../../src/shards/shard-scope.js';
 import { decodeYamlDocument } from '../../src/yaml/kube-yaml.js';
-import { copyExampleReleases } from '../support/cli.js';
-import { aCluster, aStack, CAPI, condition, GROUP, MERGE, waitFor } from '../support/controller-fixture.js';
+import { aStack, condition, GROUP, MERGE, waitFor } from '../support/controller-fixture.js';
 import { bundleCli, type ControllerProcess } from '../support/controller-process.js';
+import {
+  aCluster,
+  CAPI_V1BETA2 as CAPI,
+  startRealControllerFixture,
+  type RealControllerFixture,
+} from '../support/real-controller-fixture.js';
 import { labelled, moveToShard, spawnShard } from './shard-fixture.js';
-import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api/index.js';
-import { GitSandbox } from '../support/git-repos.js';
 
 const NAMESPACE = 'fleet';
 const SPLIT = 'split';
@@ -25,45 +26,32 @@ const FLUX = { group: 'kustomize.toolkit.fluxcd.io', version: 'v1', plural: 'kus
 const PRUNE_MARK = 'kustomize.toolkit.fluxcd.io/prune: disabled';
 
 describe('handovers between shards keep the wiring', { timeout: 300_000 }, () => {
-  let api: FakeKubeApi;
-  let git: GitSandbox;
+  let fx: RealControllerFixture;
   let bundle: string;
-  let kubeconfig: string;
-  let releases: string;
-  let custom: CustomObjectsApi;
   const running: ControllerProcess[] = [];
 
   beforeAll(async () => {
     bundle = bundleCli();
-    api = await startFakeKubeApi();
-    git = new GitSandbox();
-    releases = await copyExampleReleases();
-    kubeconfig = path.join(git.root, 'kubeconfig.yaml');
-    await writeFile(kubeconfig, api.kubeConfigYaml());
-    const kc = api.kubeConfig();
-    custom = kc.makeApiClient(CustomObjectsApi);
-    for (const name of [NAMESPACE, SPLIT, 'flux-system'])
-      await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name } } });
-    const create = (object: KubeObject, group: typeof GROUP | typeof CAPI, plural: string) =>
-      custom.createNamespacedCustomObject({ ...group, plural, namespace: object.metadata.namespace!, body: object });
+    fx = await startRealControllerFixture();
+    for (const name of [NAMESPACE, SPLIT, 'flux-system']) await fx.createNamespace(name);
     // The stack (its releases) is s1's; alpha's addons are s0's, beta's s1's.
-    await create(labelled(aStack('ferrol', NAMESPACE), 's1'), GROUP, 'clusterstacks');
-    await create(labelled(aCluster('alpha', NAMESPACE, 'docker-ferrol-1-30-v2'), 's0'), CAPI, 'clusters');
-    await create(labelled(aCluster('beta', NAMESPACE, 'docker-ferrol-1-30-v2'), 's1'), CAPI, 'clusters');
+    await fx.create(labelled(aStack('ferrol', NAMESPACE), 's1'));
+    await fx.create(labelled(aCluster('alpha', NAMESPACE, 'docker-ferrol-1-30-v2'), 's0'));
+    await fx.create(labelled(aCluster('beta', NAMESPACE, 'docker-ferrol-1-30-v2'), 's1'));
     // One namespace, a stack in each shard.
-    await create(labelled(aStack('left', SPLIT), 's0'), GROUP, 'clusterstacks');
-    await create(labelled(aStack('right', SPLIT, { kubernetesVersion: '1.31' }), 's1'), GROUP, 'clusterstacks');
-  });
+    await fx.create(labelled(aStack('left', SPLIT), 's0'));
+    await fx.create(labelled(aStack('right', SPLIT, { kubernetesVersion: '1.31' }), 's1'));
+  }, 300_000);
 
   afterAll(async () => {
     for (const process of running) await process.killHard();
-    await api?.close();
-    git?.cleanup();
+    await fx?.cleanup();
   });
 
   function shard(name: string, bare: string): ControllerProcess {
+    const { git, releases, lease } = fx;
     const controller = spawnShard(
-      { bundle, root: git.root, kubeconfig, releases },
+      { bundle, root: git.root, kubeconfig: lease.controller.kubeconfigFile, releases },
       name,
       bare,
       path.join(git.root, `cache-${name}`),
@@ -74,6 +62,7 @@ describe('handovers between shards keep the wiring', { timeout: 300_000 }, () =>
   }
 
   it('holds a moving Cluster until no root would prune its Kustomization, and hands a ClusterStack over without a gap', async () => {
+    const { git, custom } = fx;
     const bare = git.bareRepo('fleet');
     const s0 = shard('s0', bare);
     const s1 = shard('s1', bare);
@@ -150,23 +139,13 @@ describe('handovers between shards keep the wiring', { timeout: 300_000 }, () =>
     await waitFor(() => has('s0', ferrolRelease) && !has('s1', ferrolRelease), 'ferrol to move from s1 to s0', 120_000);
 
     // Split namespace: each shard tells its own stack, naming the other.
-    const stackOf = async (name: string) =>
-      (await custom.getNamespacedCustomObject({
-        ...GROUP,
-        plural: 'clusterstacks',
-        namespace: SPLIT,
-        name,
-      })) as KubeObject;
     for (const [name, shardName, other] of [
       ['left', 's0', 'right'],
       ['right', 's1', 'left'],
     ] as const) {
-      let resolved = condition(await stackOf(name), 'ReleasesResolved');
-      const deadline = Date.now() + 60_000;
-      while (resolved?.reason !== 'InvalidSpec' && Date.now() < deadline) {
-        await new Promise((resolve) => setTimeout(resolve, 200));
-        resolved = condition(await stackOf(name), 'ReleasesResolved');
-      }
+      const resolvedOf = () => condition(fx.get('ClusterStack', SPLIT, name)!, 'ReleasesResolved');
+      await fx.waitFor(() => resolvedOf()?.reason === 'InvalidSpec', `${name} told of the split`, 60_000);
+      const resolved = resolvedOf();
       expect(resolved?.status).toBe('False');
       expect(resolved?.message).toContain(
         `this ClusterStack is in shard ${shardName} (--shard-selector ${SHARD_LABEL}=${shardName}) but ClusterStack(s) ${other} (${SHARD_LABEL}=${other === 'left' ? 's0' : 's1'}) of namespace ${SPLIT} are not`,
