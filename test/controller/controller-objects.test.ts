@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ControllerRuntime } from '../../src/controller/run-controller.js';
 import { aStack, condition } from '../support/controller-fixture.js';
+import { schemalessCrd } from '../support/schemaless-crd.js';
 import {
   aCluster,
   startRealControllerFixture,
@@ -19,28 +20,9 @@ const PROVIDER_GROUP = 'infrastructure.example.com';
 /** Each test and the setup wait for a publish or two of a real controller (helm, git), no more. */
 const TEST_MS = 240_000;
 
-/** A namespaced CRD of the made-up provider whose plural is not "lowercase kind + s": only discovery finds it. */
-function providerCrd(kind: string, plural: string, statusSubresource: boolean): Record<string, unknown> {
-  return {
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: { name: `${plural}.${PROVIDER_GROUP}` },
-    spec: {
-      group: PROVIDER_GROUP,
-      scope: 'Namespaced',
-      names: { kind, plural, singular: kind.toLowerCase(), listKind: `${kind}List` },
-      versions: [
-        {
-          name: 'v1alpha1',
-          served: true,
-          storage: true,
-          schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
-          ...(statusSubresource ? { subresources: { status: {} } } : {}),
-        },
-      ],
-    },
-  };
-}
+/** A CRD of the made-up provider; its plurals are not "lowercase kind + s": only discovery finds them. */
+const providerCrd = (kind: string, plural: string, statusSubresource: boolean) =>
+  schemalessCrd(PROVIDER_GROUP, kind, plural, statusSubresource);
 
 /** The rules deploy/base/clusterrole.yaml's comment gives for adding a provider, for the made-up one, bound to the controller. */
 function providerRbac(fx: RealControllerFixture): Record<string, unknown>[] {

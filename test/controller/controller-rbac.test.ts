@@ -1,14 +1,16 @@
 // Every (group, resource, verb) the running controller issues is granted by the RBAC deploy/ ships,
-// cluster-wide (deploy/) and for one namespace (deploy/namespaced): recorded from a run against the
-// fake API server, which sees each request as the authorizer would, and compared with the roles
-// `kubectl kustomize` builds. The scenario includes a provider stack (DockerClusterStackRelease
-// created, then re-read after a conflict) and leader election. The same run shows our identity on
-// the wire: a clusterstack-gitops/<version> User-Agent on every request, our field manager on every write.
-// The real API server runs the controller under deploy/'s RBAC too (test/controller-real-api.test.ts);
-// this run stays on the fake for what the real one cannot give: a 409 on exactly the provider
-// release's patch (the re-read `get`), the cluster-stack-operator's provider kinds, whose CRDs the
-// engine cache does not hold, and a second RBAC variant (deploy/namespaced) per case in milliseconds.
-import { afterEach, describe, expect, it } from 'vitest';
+// cluster-wide (deploy/) and for one namespace (deploy/namespaced). On a leased real API server, each
+// variant's copy of deploy/ (fx.shippedIdentity) runs the controller through a representative
+// scenario: a provider stack (the cluster-stack-operator's Docker kinds, from minimal CRDs this file
+// installs: the engine cache holds none), two Clusters, leader election, events, and a drifted
+// DockerClusterStackRelease repaired; the real authorizer refuses nothing, and the audit log shows our
+// identity on the wire: a clusterstack-gitops/<version> User-Agent on every request, our field manager
+// on every write. On the fake API server stays what the real one cannot give: a 409 on exactly the
+// provider release's patch, after which the controller reads it again (the `get` the shipped roles
+// once lacked); there each request is recorded as the authorizer would see it and compared with the
+// roles `kubectl kustomize` builds.
+import { KubeConfig } from '@kubernetes/client-node';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../src/api/types.js';
 import { FIELD_MANAGER, USER_AGENT } from '../../src/controller/runtime/client-identity.js';
 import { serviceAccountUser, type RequestRecord } from '../support/fake-kube-api/index.js';
@@ -19,6 +21,14 @@ import {
   startControllerFixture,
   type ControllerFixture,
 } from '../support/controller-fixture.js';
+import {
+  aCluster as aRealCluster,
+  startRealControllerFixture,
+  type RealControllerFixture,
+} from '../support/real-controller-fixture.js';
+import { waitUntil } from '../support/real-kube-api/index.js';
+import { auditEvents, type AuditEvent } from '../support/real-kube-api/service-account.js';
+import { schemalessCrd } from '../support/schemaless-crd.js';
 import { kustomizeDeploy as built, type DeployDoc } from '../support/shipped-identity.js';
 
 const SA_TOKEN = 'controller-sa-token';
@@ -26,6 +36,34 @@ const SA = serviceAccountUser('clusterstack-system', 'clusterstack-gitops-contro
 const PROVIDER = { group: 'infrastructure.clusterstack.x-k8s.io', version: 'v1alpha1' };
 const PROVIDER_API = `${PROVIDER.group}/${PROVIDER.version}`;
 const RELEASE = 'docker-ferrol-1-30-v2';
+
+/** The provider template, the stack using it and two Clusters (built by `cluster`) of the scenario. */
+function scenarioObjects(namespace: string, cluster: typeof aCluster): KubeObject[] {
+  return [
+    {
+      apiVersion: PROVIDER_API,
+      kind: 'DockerClusterStackReleaseTemplate',
+      metadata: { name: 'docker-template', namespace },
+      spec: { template: { spec: { nodeImages: ['ubuntu'] } } },
+    },
+    aStack('ferrol', namespace, {
+      noProvider: false,
+      providerRef: { apiVersion: PROVIDER_API, kind: 'DockerClusterStackReleaseTemplate', name: 'docker-template' },
+    }),
+    cluster('alpha', namespace, RELEASE),
+    cluster('bravo', namespace, RELEASE),
+  ];
+}
+
+/** Leader election in `namespace`, quick enough that the run renews its Lease. */
+const leaderElection = (namespace: string) => ({
+  namespace,
+  name: 'clusterstack-gitops-controller',
+  identity: 'rbac',
+  leaseDurationMs: 3000,
+  renewDeadlineMs: 2000,
+  retryPeriodMs: 200,
+});
 
 type Rule = { apiGroups: string[]; resources: string[]; verbs: string[] };
 type Doc = DeployDoc;
@@ -102,32 +140,14 @@ async function representativeRun(
   await fx.createNamespace('clusterstack-system');
   for (const doc of deploy.filter((candidate) => /^(Cluster)?Role(Binding)?$/.test(candidate.kind)))
     fx.api.seed(doc as never);
-  fx.api.seed({
-    apiVersion: PROVIDER_API,
-    kind: 'DockerClusterStackReleaseTemplate',
-    metadata: { name: 'docker-template', namespace },
-    spec: { template: { spec: { nodeImages: ['ubuntu'] } } },
-  });
-  await fx.create(
-    aStack('ferrol', namespace, {
-      noProvider: false,
-      providerRef: { apiVersion: PROVIDER_API, kind: 'DockerClusterStackReleaseTemplate', name: 'docker-template' },
-    }),
-  );
-  await fx.create(aCluster('alpha', namespace, RELEASE));
-  await fx.create(aCluster('bravo', namespace, RELEASE));
+  const [template, ...watched] = scenarioObjects(namespace, aCluster);
+  fx.api.seed(template!);
+  for (const object of watched) await fx.create(object);
   fx.api.clearRequests();
   await fx.start(`rbac-${watchNamespace ?? 'all'}`, {
     kubeConfig: fx.api.kubeConfig(SA_TOKEN),
     ...(watchNamespace ? { watchNamespace } : {}),
-    leaderElection: {
-      namespace: 'clusterstack-system',
-      name: 'clusterstack-gitops-controller',
-      identity: 'rbac',
-      leaseDurationMs: 3000,
-      renewDeadlineMs: 2000,
-      retryPeriodMs: 200,
-    },
+    leaderElection: leaderElection('clusterstack-system'),
   });
   const providerRelease = () => fx.api.get(PROVIDER_API, 'DockerClusterStackRelease', namespace, RELEASE);
   await fx.waitFor(() => providerRelease() !== undefined, 'the DockerClusterStackRelease');
@@ -159,7 +179,7 @@ async function representativeRun(
   );
 }
 
-describe('RBAC the controller needs, as deploy/ ships it', () => {
+describe('RBAC for the re-read after a conflict, on the fake API server', () => {
   let fx: ControllerFixture | undefined;
   afterEach(async () => {
     await fx?.cleanup();
@@ -187,7 +207,7 @@ describe('RBAC the controller needs, as deploy/ ships it', () => {
       },
     });
 
-  it('cluster-wide (deploy/): every call is granted, and the calls carry our User-Agent and field manager', async () => {
+  it('cluster-wide (deploy/): every call is granted, the re-read after a 409 included', async () => {
     fx = await startFixture();
     const deploy = built('');
     await representativeRun(fx, 'cluster-stacks', deploy);
@@ -208,21 +228,9 @@ describe('RBAC the controller needs, as deploy/ ships it', () => {
     expect(
       fx.api.requests.filter((request) => request.status === 403).map((request) => `${request.method} ${request.path}`),
     ).toEqual([]);
-
-    // Our identity on the wire: every request of the controller (informers, leases, writes) carries it.
-    const ours = fx.api.requests.filter((request) => request.user === SA.name);
-    expect(USER_AGENT).toMatch(/^clusterstack-gitops\/\d+\.\d+\.\d+/);
-    expect([...new Set(ours.map((request) => request.userAgent))]).toEqual([USER_AGENT]);
-    const writes = ours.filter((request) => ['POST', 'PUT', 'PATCH'].includes(request.method));
-    expect(writes.length).toBeGreaterThan(0);
-    expect(
-      writes
-        .filter((request) => request.query['fieldManager'] !== FIELD_MANAGER)
-        .map((request) => `${request.method} ${request.path}`),
-    ).toEqual([]);
   }, 90_000);
 
-  it('namespaced (deploy/namespaced): every call is granted by the Roles alone', async () => {
+  it('namespaced (deploy/namespaced): every call is granted by the Roles alone, the re-read after a 409 included', async () => {
     fx = await startFixture();
     const deploy = built('namespaced');
     await representativeRun(fx, 'cluster-stacks', deploy, 'cluster-stacks');
@@ -234,4 +242,104 @@ describe('RBAC the controller needs, as deploy/ ships it', () => {
       fx.api.requests.filter((request) => request.status === 403).map((request) => `${request.method} ${request.path}`),
     ).toEqual([]);
   }, 90_000);
+});
+
+/** `group resource[/subresource] verb` of an audited request. */
+const auditKey = (event: AuditEvent) =>
+  `${event.objectRef?.apiGroup || 'core'} ${event.objectRef?.resource}${event.objectRef?.subresource ? `/${event.objectRef.subresource}` : ''} ${event.verb}`;
+
+/** Each test waits for a publish or two of a real controller (helm, git), no more. */
+const REAL_MS = 240_000;
+
+describe('RBAC the controller needs, as deploy/ ships it, on a real API server', { timeout: REAL_MS }, () => {
+  let fx: RealControllerFixture;
+
+  beforeAll(async () => {
+    fx = await startRealControllerFixture();
+    await fx.install([
+      schemalessCrd(PROVIDER.group, 'DockerClusterStackReleaseTemplate', 'dockerclusterstackreleasetemplates', false),
+      schemalessCrd(PROVIDER.group, 'DockerClusterStackRelease', 'dockerclusterstackreleases', true),
+    ]);
+  }, REAL_MS);
+
+  afterAll(async () => {
+    await fx?.cleanup();
+  });
+
+  /** The representative run as `overlay`'s own copy of deploy/; its ServiceAccount's audited requests. */
+  async function realRun(overlay: string, namespace: string, watchNamespace?: string): Promise<AuditEvent[]> {
+    await fx.createNamespace(namespace);
+    const identity = await fx.shippedIdentity({ overlay, namespace: `rbac-${overlay || 'wide'}` });
+    for (const object of scenarioObjects(namespace, aRealCluster)) await fx.create(object);
+    const started = new Date();
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromFile(identity.kubeconfigFile);
+    const runtime = await fx.start(`rbac-${overlay || 'wide'}`, {
+      kubeConfig,
+      ...(watchNamespace ? { watchNamespace } : {}),
+      leaderElection: leaderElection(identity.namespace),
+    });
+    const releasePath = `/apis/${PROVIDER_API}/namespaces/${namespace}/dockerclusterstackreleases/${RELEASE}`;
+    const label = async () =>
+      (await fx.admin.request('GET', releasePath)).body?.metadata?.labels?.['clusterstack.x-k8s.io/cluster-stack'] as
+        string | undefined;
+    await waitUntil('the DockerClusterStackRelease', async () => (await label()) === 'ferrol', [], REAL_MS);
+    await fx.waitFor(
+      () =>
+        fx.objects('v1', 'Event', namespace).length > 0 &&
+        condition(fx.get('ClusterStack', namespace, 'ferrol'), 'Ready') !== undefined,
+      'statuses and events',
+    );
+    // Drift on the provider release: the controller patches it back.
+    const tampered = await fx.admin.request('PATCH', releasePath, {
+      contentType: 'application/merge-patch+json',
+      body: { metadata: { labels: { 'clusterstack.x-k8s.io/cluster-stack': 'tampered' } } },
+    });
+    expect(tampered.status).toBe(200);
+    await waitUntil('the drift repaired', async () => (await label()) === 'ferrol', [], REAL_MS);
+    await runtime.stop();
+    return auditEvents({ name: fx.lease.name, auditLogFile: fx.lease.auditLogFile }).filter(
+      (event) => event.user.username === identity.user && new Date(event.requestReceivedTimestamp) >= started,
+    );
+  }
+  const refused = (events: AuditEvent[]) =>
+    events.filter((event) => event.responseStatus?.code === 403).map((event) => `${event.verb} ${event.requestURI}`);
+
+  it('cluster-wide (deploy/): nothing refused, and the calls carry our User-Agent and field manager', async () => {
+    const ours = await realRun('', 'rbac-cluster-wide');
+    const keys = new Set(ours.map(auditKey));
+    // The scenario reached what it is for: provider releases created and repaired, the lease, statuses, events.
+    for (const key of [
+      `${PROVIDER.group} dockerclusterstackreleases create`,
+      `${PROVIDER.group} dockerclusterstackreleases patch`,
+      'coordination.k8s.io leases update',
+      'clusterstack.x-k8s.io clusteraddons/status patch',
+      'core events create',
+    ]) {
+      expect([...keys]).toContain(key);
+    }
+    expect(refused(ours)).toEqual([]);
+
+    // Our identity on the wire: every request of the controller (informers, leases, writes) carries it.
+    expect(USER_AGENT).toMatch(/^clusterstack-gitops\/\d+\.\d+\.\d+/);
+    expect([...new Set(ours.map((event) => event.userAgent))]).toEqual([USER_AGENT]);
+    const writes = ours.filter((event) => ['create', 'update', 'patch'].includes(event.verb));
+    expect(writes.length).toBeGreaterThan(0);
+    expect(
+      writes
+        .filter(
+          (event) => new URL(event.requestURI, fx.lease.server).searchParams.get('fieldManager') !== FIELD_MANAGER,
+        )
+        .map((event) => `${event.verb} ${event.requestURI}`),
+    ).toEqual([]);
+  });
+
+  it('namespaced (deploy/namespaced): nothing refused under the Roles alone', async () => {
+    expect(grantsOf(built('namespaced')).every((grant) => grant.namespace !== undefined)).toBe(true);
+    const ours = await realRun('namespaced', 'cluster-stacks', 'cluster-stacks');
+    const keys = new Set(ours.map(auditKey));
+    expect([...keys]).toContain(`${PROVIDER.group} dockerclusterstackreleases patch`);
+    expect([...keys]).toContain('coordination.k8s.io leases update');
+    expect(refused(ours)).toEqual([]);
+  });
 });

@@ -12,7 +12,8 @@
  *   list/watch), controller-runtime/leader-election.test.ts ("gives up leadership when it cannot
  *   renew", renewals answered 500), controller/controller-e2e.test.ts (a 409 on exactly the status
  *   patch under test; its other cases drive one Controller round by round on that file's state and
- *   were not split off), controller/controller-rbac.test.ts (a 409 on the provider release's patch),
+ *   were not split off), controller/controller-rbac.test.ts (a 409 on the provider release's patch,
+ *   and the re-read `get` it brings; the rest of that file's RBAC runs on a leased real server),
  *   controller/runtime-extension-e2e.test.ts;
  * - watch streams and the server itself controlled at a chosen moment (`expireWatches`,
  *   `pause`/`resume`, `stop`/`restart` on the same port):
@@ -20,12 +21,9 @@
  *   controller/controller-exit.test.ts and controller/controller-leadership-loss.test.ts (a frozen
  *   API server);
  * - kinds whose CRDs the engine cache does not hold (the Go module proxy does not serve them), with
- *   hand-set status: the cluster-stack-operator's `<Provider>ClusterStackRelease[Template]`
- *   (controller-rbac.test.ts), openMCP's ClusterRequest (controller/controller-cluster-requests.test.ts,
+ *   hand-set status: openMCP's ClusterRequest (controller/controller-cluster-requests.test.ts,
  *   controller/controller-scheduler-config.test.ts), Kraan's AddonsLayer
  *   (controller/controller-layers.test.ts, shards/shard-layer-status.test.ts);
- * - RBAC checked per request under tokens the test makes up, a second RBAC variant (deploy/namespaced)
- *   per case in milliseconds: controller-rbac.test.ts;
  * - objects nested deeper than Kubernetes' 10,000 levels, which a real server never serves, from a
  *   thread with a deep stack (deep-fake-kube-api-worker.ts): controller-deep-nesting.test.ts;
  * - many API servers, or thousands of objects seeded in milliseconds: the benchmarks
