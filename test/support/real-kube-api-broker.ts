@@ -213,6 +213,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const starting: Promise<Pooled>[] = [];
   const waiting: ((pooled: Pooled) => void)[] = [];
   let nextId = 1;
+  // Set by teardown: servers are stopped as they are, without emptying them first.
+  let stopping = false;
 
   const handOver = (pooled: Pooled): void => {
     const next = waiting.shift();
@@ -225,8 +227,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     const free = pool.find((pooled) => !pooled.busy);
     if (free) {
       free.busy = true;
-      await free.clean;
-      return free;
+      return emptied(free);
     }
     if (pool.length + starting.length < MAX_SERVERS) {
       const started = startPooled(nextId++);
@@ -240,9 +241,17 @@ export default async function setup(project: TestProject): Promise<() => Promise
         starting.splice(starting.indexOf(started), 1);
       }
     }
-    const pooled = await new Promise<Pooled>((resolve) => waiting.push(resolve));
-    await pooled.clean;
-    return pooled;
+    return emptied(await new Promise<Pooled>((resolve) => waiting.push(resolve)));
+  };
+  // A server once the last file's leftovers are gone; one that could not be emptied has left the
+  // pool, and the lease goes to another (or a fresh) server instead of failing the file.
+  const emptied = async (pooled: Pooled): Promise<Pooled> => {
+    try {
+      await pooled.clean;
+      return pooled;
+    } catch {
+      return lease();
+    }
   };
 
   const server: Server = createServer((request, response) => {
@@ -258,6 +267,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
           const pooled = pool.find((candidate) => candidate.lease.id === id);
           if (!pooled) throw new Error(`no leased server ${id}`);
           pooled.clean = empty(pooled).catch(async (error: unknown) => {
+            if (stopping) return;
             // A server that cannot be emptied is not handed out again: the next lease starts a fresh one.
             // Said on stderr: the run goes on, but slower, and a file's leftovers are worth fixing.
             process.stderr.write(
@@ -285,11 +295,12 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide('realKubeApiBroker', `http://127.0.0.1:${address.port}`);
 
   return async () => {
+    stopping = true;
     server.close();
     server.closeAllConnections();
     await Promise.allSettled(starting);
+    // Not emptied first: the run is over, and the last file's namespaces may take long to go.
     for (const pooled of pool) {
-      await pooled.clean.catch(() => undefined);
       await pooled.kcm.stop();
       await pooled.api.stop();
     }
