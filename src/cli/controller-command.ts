@@ -22,9 +22,9 @@ import { createKubeClient } from '../controller/runtime/kube-client.js';
 import { createLogger, logProcessWarnings } from '../controller/runtime/logger.js';
 import { PrometheusMetrics } from '../controller/runtime/metrics.js';
 import { onShutdownSignals } from '../controller/runtime/shutdown.js';
-import { SECRET_POLICIES, type SecretPolicy } from '../render/secret-policy.js';
+import type { SecretPolicy } from '../render/secret-policy.js';
 import { type CliIo, EXIT_FAILURE, EXIT_OK, UsageError } from './cli-io.js';
-import { controllerSecretSettings, type SecretSettings } from './secret-options.js';
+import { controllerSecretSettings, type SecretSettings, secretPolicyFrom } from './secret-options.js';
 import { parseCommandLine } from './parse-command-line.js';
 import { SchedulerConfigFile } from '../controller/reconcile/scheduler-config-file.js';
 import {
@@ -346,8 +346,7 @@ async function checkedStart(values: ControllerFlags, io: CliIo): Promise<Control
     io.cwd,
     '--release-source (CLUSTERSTACK_RELEASE_SOURCE)',
   );
-  if (!SECRET_POLICIES.includes(settings.secrets as SecretPolicy))
-    throw new UsageError(`--secrets must be one of ${SECRET_POLICIES.join(', ')}, not "${settings.secrets}"`);
+  secretPolicyFrom(settings.secrets);
   let engine: WiringOptions['engine'];
   try {
     engine = parseGitOpsEngine(settings.gitops);

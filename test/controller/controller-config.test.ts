@@ -54,6 +54,12 @@ describe('resolveControllerSettings', () => {
     const result = await runClusterstack(['controller', '--release-source', 'x'], { env: {} });
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('exactly one of --git');
+    const badPolicy = await runClusterstack(
+      ['controller', '--release-source', 'x', '--output', 'out', '--secrets', 'keep'],
+      { env: {} },
+    );
+    expect(badPolicy.code).toBe(2);
+    expect(badPolicy.stderr).toContain('--secrets must be one of refuse, drop, allow, encrypt, not "keep"');
   });
 });
 
