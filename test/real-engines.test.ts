@@ -209,14 +209,18 @@ describe('real engines', () => {
     });
     expect((await client.request('GET', '/api/v1/namespaces/default/configmaps/from-flux')).status).toBe(404);
     let kustomization: any;
+    // Under load a read has shown Ready=True before lastAppliedRevision was set (load 17): wait for both.
     await waitUntil(
-      'the Kustomization to report Ready',
+      'the Kustomization to report Ready with its applied revision',
       async () => {
         kustomization = await client.get(
           '/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/flux-system/kustomizations/workload-app',
         );
-        return (kustomization.status?.conditions ?? []).some(
-          (condition: any) => condition.type === 'Ready' && condition.status === 'True',
+        return (
+          kustomization.status?.lastAppliedRevision !== undefined &&
+          (kustomization.status?.conditions ?? []).some(
+            (condition: any) => condition.type === 'Ready' && condition.status === 'True',
+          )
         );
       },
       watched,
