@@ -116,7 +116,7 @@ async function fluxState(client: KubeClient): Promise<string> {
   return list.items
     .map((k: any) => {
       const ready = conditionOf(k, 'Ready');
-      return `${k.metadata.namespace}/${k.metadata.name}${k.metadata.deletionTimestamp ? ' (deleting)' : ''}${k.spec.suspend ? ' (suspended)' : ''}: Ready=${ready?.status ?? '-'} ${ready?.reason ?? ''} ${String(ready?.message ?? '').slice(0, 300)} [applied ${k.status?.lastAppliedRevision ?? '-'}, ${k.status?.inventory?.entries?.length ?? 0} in inventory]`;
+      return `${k.metadata.namespace}/${k.metadata.name}${k.metadata.deletionTimestamp ? ' (deleting)' : ''}${k.spec.suspend ? ' (suspended)' : ''}: Ready=${ready?.status ?? '-'} ${ready?.reason ?? ''} ${String(ready?.message ?? '').slice(0, 2000)} [applied ${k.status?.lastAppliedRevision ?? '-'}, ${k.status?.inventory?.entries?.length ?? 0} in inventory]`;
     })
     .join('\n');
 }
