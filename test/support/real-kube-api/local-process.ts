@@ -90,9 +90,19 @@ export async function waitUntil(
     }
     if (await check().catch(() => false)) return;
     if (Date.now() > deadline) {
-      const logs = watched.map((process) => `${process.name} (${process.logFile}):\n${process.logTail(15)}`).join('\n');
+      const logs = watched
+        .map((process) => `${process.name} (${process.logFile}):\n${lastErrorsAndTail(process)}`)
+        .join('\n');
       throw new Error(`timed out after ${timeoutMs / 1000}s waiting for ${what}\n${logs}`);
     }
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
+}
+
+/** A log's last 15 lines, after its last 10 error lines from earlier on: the error behind a timeout is often minutes older than the tail. */
+function lastErrorsAndTail(process: LocalProcess): string {
+  const tail = process.logTail(15);
+  const earlier = process.logTail(Number.MAX_SAFE_INTEGER).split('\n').slice(0, -15);
+  const errors = earlier.filter((line) => /\tERROR\t|"level":"error"|^E\d{4} /.test(line)).slice(-10);
+  return errors.length === 0 ? tail : `(last errors)\n${errors.join('\n')}\n(last lines)\n${tail}`;
 }
