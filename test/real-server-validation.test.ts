@@ -1,8 +1,8 @@
 // Every object we render and every example we ship, validated by a real kube-apiserver against
 // the real CRDs of its kind (Cluster API core, kubeadm bootstrap and control plane, the Docker
-// provider, cluster-api-operator, Flux, Argo CD, and ours): server-side apply, dry run, strict
-// field validation, as Flux applies. Kinds the server has no CRD or built-in type for (openMCP's
-// API is not served by the Go module proxy) are listed as unchecked, never counted as passing.
+// provider, cluster-api-operator, Flux, Argo CD, openMCP, and ours): server-side apply, dry run, strict
+// field validation, as Flux applies. Kinds the server has no CRD or built-in type for (Kraan's
+// AddonsLayer: the Go module proxy refuses its module) are listed as unchecked, never counted as passing.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -30,6 +30,7 @@ const CRD_ENGINES = [
   'source-controller',
   'kustomize-controller',
   'argo-cd',
+  'openmcp',
 ];
 
 /** YAML files under `dir` (sorted), skipping kustomize's own kustomization.yaml, which is configuration, not an object. */
@@ -139,6 +140,41 @@ describe('strict server-side validation on a real API server', () => {
     );
   });
 
+  it("the cluster-requests example rendered: ClusterProfiles accepted by openMCP's own CRD, the requested Clusters by Cluster API's", async () => {
+    const out = await tempDir('csk-validate-');
+    const result = await runClusterstack(
+      [
+        'render',
+        'examples/quickstart/manifests',
+        'examples/cluster-requests/requests.yaml',
+        '--release-source',
+        'examples/quickstart/releases',
+        '--scheduler-config',
+        'examples/cluster-requests/scheduler.yaml',
+        '--output',
+        out,
+        '--gitops',
+        'flux',
+        '--gitops-url',
+        'https://git.example.com/platform/fleet.git',
+      ],
+      { cwd: ROOT },
+    );
+    expect(result.code, result.stderr).toBe(0);
+    const tree = path.join(out, 'current');
+    const verdicts = await validate('cluster-requests example', tree, yamlFiles(tree));
+    expect(refused(verdicts)).toBe('');
+    expect(verdicts.filter((verdict) => verdict.outcome === 'unchecked')).toEqual([]);
+    expect(acceptedKinds(verdicts)).toEqual(
+      expect.arrayContaining(['clusters.openmcp.cloud/v1alpha1 ClusterProfile', 'cluster.x-k8s.io/v1beta1 Cluster']),
+    );
+    expect(
+      verdicts.filter(
+        (verdict) => verdict.source.startsWith('management/_cluster-requests/clusters/') && verdict.kind === 'Cluster',
+      ),
+    ).toHaveLength(3);
+  });
+
   it('the sops-secrets example rendered (Secrets in the clear, as Flux applies them after decrypting) is accepted', async () => {
     const out = await tempDir('csk-validate-');
     const result = await runClusterstack(
@@ -226,7 +262,11 @@ describe('strict server-side validation on a real API server', () => {
     const verdicts = await validate('examples', examples, files);
     expect(refused(verdicts)).toBe('');
     expect(acceptedKinds(verdicts)).toEqual(
-      expect.arrayContaining(['clusterstack.x-k8s.io/v1alpha1 ClusterStack', 'cluster.x-k8s.io/v1beta1 Cluster']),
+      expect.arrayContaining([
+        'clusterstack.x-k8s.io/v1alpha1 ClusterStack',
+        'cluster.x-k8s.io/v1beta1 Cluster',
+        'clusters.openmcp.cloud/v1alpha1 ClusterRequest',
+      ]),
     );
   });
 

@@ -1,20 +1,26 @@
-// The controller with a scheduler configuration: ClusterRequests watched through the fake API
-// server, scheduled in the publish (real helm and git), their status written in openMCP's shape,
-// and profiles and generated Clusters kept current as requests and releases come and go.
+// The controller with a scheduler configuration: ClusterRequests watched on a leased real API server
+// (openMCP's own CRD, from the openmcp-operator API module the engine cache holds), scheduled in the
+// publish (real helm and git), their status written through the status subresource in openMCP's
+// shape (the CRD's schema and CEL rules check it), and profiles and generated Clusters kept current
+// as requests and releases come and go. The controller runs as deploy/'s ServiceAccount.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../src/api/types.js';
 import { parseSchedulerConfig } from '../../src/cluster-requests/scheduler-config.js';
+import { aStack, MERGE } from '../support/controller-fixture.js';
+import { engineCrd } from '../support/engine-crd.js';
 import {
   aCluster,
-  aStack,
-  MERGE,
-  startControllerFixture,
-  type ControllerFixture,
-} from '../support/controller-fixture.js';
+  CAPI_V1BETA2,
+  startRealControllerFixture,
+  type RealControllerFixture,
+} from '../support/real-controller-fixture.js';
 
 const NS = 'cluster-stacks';
 const TEAM = 'team-a';
 const OPENMCP = { group: 'clusters.openmcp.cloud', version: 'v1alpha1' } as const;
+const CLUSTER_REQUEST = { apiVersion: 'clusters.openmcp.cloud/v1alpha1', kind: 'ClusterRequest' } as const;
+/** The setup and each test wait for a publish or two of a real controller (helm, git), no more. */
+const TEST_MS = 240_000;
 
 const SCHEDULER = parseSchedulerConfig(
   `purposeMappings:
@@ -28,18 +34,17 @@ const SCHEDULER = parseSchedulerConfig(
 
 function request(name: string, purpose: string): KubeObject {
   return {
-    apiVersion: 'clusters.openmcp.cloud/v1alpha1',
-    kind: 'ClusterRequest',
+    ...CLUSTER_REQUEST,
     metadata: { name, namespace: TEAM },
     spec: { purpose },
   };
 }
 
-describe('controller with --scheduler-config', () => {
-  let fx: ControllerFixture;
+describe('controller with --scheduler-config', { timeout: TEST_MS }, () => {
+  let fx: RealControllerFixture;
   const status = (name: string) =>
     (
-      fx.api.get('clusters.openmcp.cloud/v1alpha1', 'ClusterRequest', TEAM, name) as
+      fx.object(CLUSTER_REQUEST.apiVersion, CLUSTER_REQUEST.kind, TEAM, name) as
         { status?: Record<string, any> } | undefined
     )?.status;
   // One git command per look (the branch moves while the controller publishes).
@@ -61,19 +66,9 @@ describe('controller with --scheduler-config', () => {
     treeFiles('management/_cluster-requests/clusters').filter((file) => !file.endsWith('kustomization.yaml'));
 
   beforeAll(async () => {
-    fx = await startControllerFixture({
-      api: {
-        resources: [
-          {
-            ...OPENMCP,
-            kind: 'ClusterRequest',
-            plural: 'clusterrequests',
-            namespaced: true,
-            statusSubresource: true,
-            shortNames: ['cr', 'creq'],
-          },
-        ],
-      },
+    fx = await startRealControllerFixture({
+      install: [engineCrd('openmcp', 'clusterrequests.clusters.openmcp.cloud') as unknown as KubeObject],
+      mirror: [CLUSTER_REQUEST],
     });
     await fx.createNamespace(NS);
     await fx.createNamespace(TEAM);
@@ -83,20 +78,14 @@ describe('controller with --scheduler-config', () => {
       ['web', 'workload'],
       ['batch', 'workload'],
       ['game', 'gaming'],
-    ] as const) {
-      await fx.custom.createNamespacedCustomObject({
-        ...OPENMCP,
-        plural: 'clusterrequests',
-        namespace: TEAM,
-        body: request(name, purpose),
-      });
-    }
+    ] as const)
+      await fx.create(request(name, purpose));
     await fx.start('requests', { scheduler: SCHEDULER });
     await fx.waitFor(
       () => status('web')?.phase === 'Granted' && status('game')?.phase === 'Pending',
       'the requests’ statuses',
     );
-  });
+  }, TEST_MS);
 
   afterAll(async () => {
     await fx?.cleanup();
@@ -119,6 +108,12 @@ describe('controller with --scheduler-config', () => {
     expect(requestedClusters()).toEqual([
       `management/_cluster-requests/clusters/${TEAM}/cluster-${web.cluster.name}.yaml`,
     ]);
+    // Only the status subresource was written, as openMCP's own scheduler writes it.
+    const writes = fx
+      .controllerRequests()
+      .filter((event) => event.objectRef?.resource === 'clusterrequests' && ['update', 'patch'].includes(event.verb));
+    expect(writes.length).toBeGreaterThan(0);
+    expect(writes.filter((event) => event.objectRef?.subresource !== 'status')).toEqual([]);
   });
 
   it('writes Pending with the reason for a purpose nobody mapped', () => {
@@ -140,12 +135,11 @@ describe('controller with --scheduler-config', () => {
     // alpha moves to v1: v1 (Kubernetes 1.30.2) is now kept only because alpha uses it.
     await fx.custom.patchNamespacedCustomObject(
       {
-        group: 'cluster.x-k8s.io',
-        version: 'v1beta1',
+        ...CAPI_V1BETA2,
         plural: 'clusters',
         namespace: NS,
         name: 'alpha',
-        body: { spec: { topology: { class: 'docker-ferrol-1-30-v1', version: 'v1.30.2' } } },
+        body: { spec: { topology: { classRef: { name: 'docker-ferrol-1-30-v1' }, version: 'v1.30.2' } } },
       },
       MERGE(),
     );

@@ -1,19 +1,24 @@
-// Addon layers in the running controller: AddonsLayers (cluster-scoped, Kraan's CRD) are watched,
-// rendered per Cluster and published, and each gets a Kraan-shaped status with events on changes.
+// Addon layers in the running controller: AddonsLayers (cluster-scoped, Kraan's kind) are watched,
+// rendered per Cluster and published, and each gets a Kraan-shaped status, written through the
+// status subresource, with events on changes. On a leased real API server, as deploy/'s
+// ServiceAccount with deploy/layers' RBAC beside it; Kraan's CRD is schemaless here
+// (test/support/kraan-addons-layer.ts says why).
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../src/api/types.js';
 import { writeTree } from '../support/cli.js';
+import { aStack, MERGE } from '../support/controller-fixture.js';
+import { ADDONS_LAYER, addonsLayerInstall, untilLayersGranted } from '../support/kraan-addons-layer.js';
 import {
   aCluster,
-  aStack,
-  MERGE,
-  startControllerFixture,
-  type ControllerFixture,
-} from '../support/controller-fixture.js';
+  startRealControllerFixture,
+  type RealControllerFixture,
+} from '../support/real-controller-fixture.js';
 
 const NS = 'cluster-stacks';
 const KRAAN = { group: 'kraan.io', version: 'v1alpha1', plural: 'addonslayers' } as const;
+/** The setup and each test wait for a publish or two of a real controller (helm, git), no more. */
+const TEST_MS = 240_000;
 
 function aLayer(name: string, spec: Record<string, unknown>): KubeObject {
   return {
@@ -29,49 +34,39 @@ function aLayer(name: string, spec: Record<string, unknown>): KubeObject {
   };
 }
 
-describe('controller with addon layers', () => {
-  let fx: ControllerFixture;
+describe('controller with addon layers', { timeout: TEST_MS }, () => {
+  let fx: RealControllerFixture;
   const layer = (name: string) =>
-    fx.api.get('kraan.io/v1alpha1', 'AddonsLayer', '', name) as
+    fx.object(ADDONS_LAYER.apiVersion, ADDONS_LAYER.kind, undefined, name) as
       | (KubeObject & {
           status?: { state?: string; version?: string; conditions?: { type: string; message: string }[] };
         })
       | undefined;
 
   beforeAll(async () => {
-    fx = await startControllerFixture({
-      api: {
-        resources: [
-          {
-            group: 'kraan.io',
-            version: 'v1alpha1',
-            kind: 'AddonsLayer',
-            plural: 'addonslayers',
-            namespaced: false,
-            statusSubresource: true,
-          },
-        ],
+    fx = await startRealControllerFixture({ install: addonsLayerInstall(), mirror: [ADDONS_LAYER] });
+    const checkout = await writeTree(
+      {
+        'addons/base/configmap.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: base}\ndata: {a: "1"}\n',
+        'addons/apps/configmap.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: apps}\n',
       },
-    });
-    const checkout = await writeTree({
-      'addons/base/configmap.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: base}\ndata: {a: "1"}\n',
-      'addons/apps/configmap.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: apps}\n',
-    });
+      path.join(fx.work, 'checkout'),
+    );
     await fx.createNamespace(NS);
     await fx.create(aStack('ferrol', NS, { autoSubscribe: false }));
     await fx.create(aCluster('alpha', NS, 'docker-ferrol-1-30-v2'));
     for (const object of [
       aLayer('base', {}),
       aLayer('apps', { version: '2.0.0', prereqs: { k8sVersion: '1.31', dependsOn: ['base@1.0.0'] } }),
-    ]) {
-      await fx.custom.createClusterCustomObject({ ...KRAAN, body: object });
-    }
-    await fx.start('layers', { layerRoot: path.resolve(checkout) });
+    ])
+      await fx.create(object);
+    await untilLayersGranted(fx);
+    await fx.start('layers', { layerRoot: checkout });
     await fx.waitFor(
       () => layer('base')?.status?.state === 'Deployed' && layer('apps')?.status?.state === 'K8sVersion',
       'layer statuses',
     );
-  });
+  }, TEST_MS);
 
   afterAll(async () => {
     await fx?.cleanup();
@@ -93,7 +88,7 @@ describe('controller with addon layers', () => {
         'cluster-stacks/alpha: apps@2.0.0 needs Kubernetes 1.31.0 or newer; the Cluster is at v1.30.4 (spec.topology.version)',
     });
     // Events about cluster-scoped objects go to `default`.
-    const events = () => fx.api.list('v1', 'Event', 'default') as Record<string, any>[];
+    const events = () => fx.objects('v1', 'Event', 'default') as Record<string, any>[];
     await fx.waitFor(
       () =>
         ['LayerK8sVersion', 'LayerDeployed'].every((reason) => events().some((event) => event['reason'] === reason)),
@@ -102,6 +97,12 @@ describe('controller with addon layers', () => {
     expect(events().find((event) => event['reason'] === 'LayerK8sVersion')?.['message']).toBe(
       'AddonsLayer apps@2.0.0 is K8sVersion: cluster-stacks/alpha: apps@2.0.0 needs Kubernetes 1.31.0 or newer; the Cluster is at v1.30.4 (spec.topology.version)',
     );
+    // The statuses went through the status subresource, as Kraan's own controller writes them.
+    const layerWrites = fx
+      .controllerRequests()
+      .filter((event) => event.objectRef?.resource === 'addonslayers' && ['update', 'patch'].includes(event.verb));
+    expect(layerWrites.length).toBeGreaterThan(0);
+    expect(layerWrites.filter((event) => event.objectRef?.subresource !== 'status')).toEqual([]);
   });
 
   it('says Hold once the layer is put on hold', async () => {

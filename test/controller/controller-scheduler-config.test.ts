@@ -2,8 +2,9 @@
 // kubelet's symlink swap (`..data`), and the controller reads it again, schedules with the new
 // mappings, keeps the previous configuration when the new file is not valid (a Warning event on
 // the requests), and keeps the published clusters when it starts with a file that is not valid.
-// Also: a request whose purpose changes keeps its cluster while the rest publishes. Real helm and
-// git, the fake API server.
+// Also: a request re-created with another purpose keeps its cluster while the rest publishes. Real
+// helm and git, on a leased real API server with openMCP's own ClusterRequest CRD (from the
+// openmcp-operator API module the engine cache holds), the controller as deploy/'s ServiceAccount.
 import { mkdir, mkdtemp, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,17 +13,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../src/api/types.js';
 import { SchedulerConfigFile } from '../../src/controller/reconcile/scheduler-config-file.js';
 import type { ControllerRuntime } from '../../src/controller/run-controller.js';
+import { aStack } from '../support/controller-fixture.js';
+import { engineCrd } from '../support/engine-crd.js';
 import {
   aCluster,
-  aStack,
-  MERGE,
-  startControllerFixture,
-  type ControllerFixture,
-} from '../support/controller-fixture.js';
+  startRealControllerFixture,
+  type RealControllerFixture,
+} from '../support/real-controller-fixture.js';
 
 const NS = 'cluster-stacks';
 const TEAM = 'team-a';
 const OPENMCP = { group: 'clusters.openmcp.cloud', version: 'v1alpha1' } as const;
+const CLUSTER_REQUEST = { apiVersion: 'clusters.openmcp.cloud/v1alpha1', kind: 'ClusterRequest' } as const;
+/** The setup and each test wait for a publish or two of a real controller (helm, git), no more. */
+const TEST_MS = 240_000;
 const PROFILE = 'cluster-stacks.docker.ferrol-1-30';
 
 const WORKLOAD = `scheduler:
@@ -63,20 +67,19 @@ class ConfigMapVolume {
 
 function request(name: string, purpose: string): KubeObject {
   return {
-    apiVersion: 'clusters.openmcp.cloud/v1alpha1',
-    kind: 'ClusterRequest',
+    ...CLUSTER_REQUEST,
     metadata: { name, namespace: TEAM },
     spec: { purpose },
   };
 }
 
-describe('controller with a scheduler configuration file that changes', () => {
-  let fx: ControllerFixture;
+describe('controller with a scheduler configuration file that changes', { timeout: TEST_MS }, () => {
+  let fx: RealControllerFixture;
   let volume: ConfigMapVolume;
   let runtime: ControllerRuntime;
   const status = (name: string) =>
     (
-      fx.api.get('clusters.openmcp.cloud/v1alpha1', 'ClusterRequest', TEAM, name) as
+      fx.object(CLUSTER_REQUEST.apiVersion, CLUSTER_REQUEST.kind, TEAM, name) as
         { status?: Record<string, any> } | undefined
     )?.status;
   const scheduled = (name: string) => status(name)?.conditions?.find((c: { type: string }) => c.type === 'Scheduled');
@@ -90,36 +93,20 @@ describe('controller with a scheduler configuration file that changes', () => {
   const requestedClusters = () =>
     treeFiles('management/_cluster-requests/clusters').filter((file) => !file.endsWith('kustomization.yaml'));
   const events = (reason: string) =>
-    fx.api.list('v1', 'Event', TEAM).filter((event) => event['reason'] === reason) as (KubeObject & {
+    fx.objects('v1', 'Event', TEAM).filter((event) => event['reason'] === reason) as (KubeObject & {
       message?: string;
       note?: string;
       regarding?: { name: string };
       involvedObject?: { name: string };
     })[];
-  const createRequest = (name: string, purpose: string) =>
-    fx.custom.createNamespacedCustomObject({
-      ...OPENMCP,
-      plural: 'clusterrequests',
-      namespace: TEAM,
-      body: request(name, purpose),
-    });
+  const createRequest = (name: string, purpose: string) => fx.create(request(name, purpose));
   const open = (file: string) =>
     SchedulerConfigFile.open({ file, cwd: '/', logger: pino({ level: 'silent' }), debounceMs: 50, pollMs: 600_000 });
 
   beforeAll(async () => {
-    fx = await startControllerFixture({
-      api: {
-        resources: [
-          {
-            ...OPENMCP,
-            kind: 'ClusterRequest',
-            plural: 'clusterrequests',
-            namespaced: true,
-            statusSubresource: true,
-            shortNames: ['cr', 'creq'],
-          },
-        ],
-      },
+    fx = await startRealControllerFixture({
+      install: [engineCrd('openmcp', 'clusterrequests.clusters.openmcp.cloud') as unknown as KubeObject],
+      mirror: [CLUSTER_REQUEST],
     });
     volume = new ConfigMapVolume(await mkdtemp(path.join(os.tmpdir(), 'csk-configmap-')));
     await volume.write(WORKLOAD);
@@ -139,7 +126,7 @@ describe('controller with a scheduler configuration file that changes', () => {
       () => status('web')?.phase === 'Granted' && scheduled('game')?.reason === 'UnknownPurpose',
       'the first statuses',
     );
-  });
+  }, TEST_MS);
 
   afterAll(async () => {
     await fx?.cleanup();
@@ -180,11 +167,27 @@ describe('controller with a scheduler configuration file that changes', () => {
 
   it('keeps the cluster of a request whose purpose changed, reports it, and publishes the rest', async () => {
     const cluster = status('web')!.cluster;
-    await fx.custom.patchNamespacedCustomObject(
-      { ...OPENMCP, plural: 'clusterrequests', namespace: TEAM, name: 'web', body: { spec: { purpose: 'gaming' } } },
-      MERGE(),
+    // openMCP's API refuses changing a request's spec in place ...
+    const changed = await fx.admin.request(
+      'PATCH',
+      `/apis/${OPENMCP.group}/${OPENMCP.version}/namespaces/${TEAM}/clusterrequests/web`,
+      { contentType: 'application/merge-patch+json', body: { spec: { purpose: 'gaming' } } },
     );
+    expect(changed.status).toBe(422);
+    expect(changed.body?.message).toContain('spec is immutable');
+    // ... so the purpose changes the one way it can: the request is deleted and created again with
+    // another purpose while the controller is down. The one started next knows from Git what web had.
+    await runtime.stop();
+    await fx.custom.deleteNamespacedCustomObject({
+      ...OPENMCP,
+      plural: 'clusterrequests',
+      namespace: TEAM,
+      name: 'web',
+    });
+    await fx.waitFor(() => status('web') === undefined, 'web deleted');
+    await createRequest('web', 'gaming');
     await createRequest('late', 'gaming');
+    runtime = await fx.start('re-created', { scheduler: await open(volume.file) });
     await fx.waitFor(
       () => scheduled('web')?.reason === 'PurposeChanged' && status('late')?.phase === 'Granted',
       'web refused and late granted',

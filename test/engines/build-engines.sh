@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the real engines the tests run against (kube-apiserver, kube-controller-manager, etcd, Flux's
 # source-controller and kustomize-controller, helm 3 and 4) and downloads the CRDs we validate against
-# (Cluster API, its Docker provider, cluster-api-operator, Argo CD), all pinned in versions.json and
+# (Cluster API, its Docker provider, cluster-api-operator, Argo CD, openMCP), all pinned in versions.json and
 # taken from the Go module proxy only: no source tree of theirs is fetched or committed.
 #
 # Each lands in a per-machine cache keyed by name and version, so a machine builds each once:

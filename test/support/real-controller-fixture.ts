@@ -132,9 +132,12 @@ async function brokerCall(pathName: string, body?: unknown): Promise<Response> {
   return response;
 }
 
-/** Leases a real API server for this file and sets up the fixture on it; `mirror` adds kinds to read. */
+/**
+ * Leases a real API server for this file and sets up the fixture on it; `mirror` adds kinds to read,
+ * `install` objects to install (as `install` does) before the mirror starts: the CRDs of mirrored kinds.
+ */
 export async function startRealControllerFixture(
-  options: { mirror?: MirroredKind[] } = {},
+  options: { mirror?: MirroredKind[]; install?: SeedObject[] } = {},
 ): Promise<RealControllerFixture> {
   const leasedAt = new Date();
   const lease = (await (await brokerCall('/lease')).json()) as LeasedServer;
@@ -153,6 +156,26 @@ export async function startRealControllerFixture(
     `${object.metadata?.namespace ?? ''}/${object.metadata?.name ?? ''}`;
   const changed = () => {
     for (const listener of [...listeners]) listener();
+  };
+  const install = async (objects: SeedObject[]): Promise<void> => {
+    for (const input of objects) {
+      const { metadata, ...rest } = input as KubeObject;
+      const body = { ...rest, metadata: { ...metadata, labels: { ...metadata.labels, [FILE_OWNED_LABEL]: 'true' } } };
+      const response = await admin.request('POST', resourcePath(body.apiVersion, body.kind), { body });
+      if (response.status !== 201)
+        throw new Error(`installing ${body.kind} ${metadata.name}: ${response.status} ${response.text}`);
+      if (body.kind !== 'CustomResourceDefinition') continue;
+      await waitUntil(
+        `CRD ${metadata.name} to be Established`,
+        async () =>
+          (
+            (await admin.get(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${metadata.name}`)).status
+              ?.conditions as { type: string; status: string }[] | undefined
+          )?.some((condition) => condition.type === 'Established' && condition.status === 'True') ?? false,
+        [],
+        WAIT_LIMIT_MS,
+      );
+    }
   };
   for (const { apiVersion, kind } of [...MIRRORED, ...(options.mirror ?? [])]) {
     const objects = new Map<string, KubeObject>();
@@ -177,6 +200,7 @@ export async function startRealControllerFixture(
     informers.push(informer);
   }
   try {
+    await install(options.install ?? []);
     for (const informer of informers) await informer.start();
   } catch (error) {
     mirroring = false;
@@ -305,26 +329,7 @@ export async function startRealControllerFixture(
     published: () => publishedFiles(git, remote),
     controllerRequests,
     forbidden,
-    async install(objects) {
-      for (const input of objects) {
-        const { metadata, ...rest } = input as KubeObject;
-        const body = { ...rest, metadata: { ...metadata, labels: { ...metadata.labels, [FILE_OWNED_LABEL]: 'true' } } };
-        const response = await admin.request('POST', resourcePath(body.apiVersion, body.kind), { body });
-        if (response.status !== 201)
-          throw new Error(`installing ${body.kind} ${metadata.name}: ${response.status} ${response.text}`);
-        if (body.kind !== 'CustomResourceDefinition') continue;
-        await waitUntil(
-          `CRD ${metadata.name} to be Established`,
-          async () =>
-            (
-              (await admin.get(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${metadata.name}`)).status
-                ?.conditions as { type: string; status: string }[] | undefined
-            )?.some((condition) => condition.type === 'Established' && condition.status === 'True') ?? false,
-          [],
-          WAIT_LIMIT_MS,
-        );
-      }
-    },
+    install,
     shippedIdentity: ({ overlay, namespace }) =>
       applyShippedIdentity(
         {

@@ -4,32 +4,30 @@
  *
  * The real kube-apiserver plays the part of a normal API server (test/support/real-kube-api/,
  * docs/real-engines.md): controller tests lease one shared per worker through
- * test/support/real-controller-fixture.ts and run the controller there as deploy/'s ServiceAccount.
- * Tests that need none of the faults below belong there. This fake stays only for what a real
- * server cannot be made to do on demand; these files use it, each for the reason given:
+ * test/support/real-controller-fixture.ts and run the controller there as deploy/'s ServiceAccount,
+ * with the real CRDs of the kinds they use (ours, Cluster API's, Flux's, Argo CD's, the
+ * cluster-api-operator's, openMCP's ClusterRequest) or a schemaless CRD where the Go module proxy
+ * serves none (Kraan's AddonsLayer, the cluster-stack-operator's provider kinds, a made-up provider).
+ * A missing CRD is no reason to be here. This fake stays only for what a real server cannot be made
+ * to do on demand; these files use it, each for the reason given:
  * - a chosen answer to a chosen request (`failNext`; the real server conflicts only by racing and
  *   never fails a valid write): controller-runtime/informer-set.test.ts (500s and 410s on
  *   list/watch), controller-runtime/leader-election.test.ts ("gives up leadership when it cannot
- *   renew", renewals answered 500), controller/controller-e2e.test.ts (a 409 on exactly the status
- *   patch under test; its other cases drive one Controller round by round on that file's state and
- *   were not split off), controller/controller-rbac.test.ts (a 409 on the provider release's patch,
- *   and the re-read `get` it brings; the rest of that file's RBAC runs on a leased real server),
+ *   renew", renewals answered 500; its other cases run on a leased real server),
+ *   controller/controller-e2e-conflict.test.ts (a 409 on exactly the status patch under test, and the
+ *   re-read it brings; the rest of controller-e2e runs on a leased real server),
+ *   controller/controller-rbac.test.ts (a 409 on the provider release's patch, and the re-read `get`
+ *   it brings; the rest of that file's RBAC runs on a leased real server),
  *   controller/runtime-extension-e2e.test.ts;
  * - watch streams and the server itself controlled at a chosen moment (`expireWatches`,
  *   `pause`/`resume`, `stop`/`restart` on the same port):
  *   informer-set.test.ts, controller/controller-runtime-e2e.test.ts, runtime-extension-e2e.test.ts,
  *   controller/controller-exit.test.ts and controller/controller-leadership-loss.test.ts (a frozen
  *   API server);
- * - kinds whose CRDs the engine cache does not hold (the Go module proxy does not serve them), with
- *   hand-set status: openMCP's ClusterRequest (controller/controller-cluster-requests.test.ts,
- *   controller/controller-scheduler-config.test.ts), Kraan's AddonsLayer
- *   (controller/controller-layers.test.ts, shards/shard-layer-status.test.ts);
  * - objects nested deeper than Kubernetes' 10,000 levels, which a real server never serves, from a
  *   thread with a deep stack (deep-fake-kube-api-worker.ts): controller-deep-nesting.test.ts;
  * - many API servers, or thousands of objects seeded in milliseconds: the benchmarks
- *   (bench/run-benchmarks.ts, bench/shards-bench.ts). shards/shard-kill.test.ts needs none of these
- *   faults and is still to move, as shards/shard-handover.test.ts did (its live Flux Kustomizations
- *   created for real on a leased server, where no Flux controller runs);
+ *   (bench/run-benchmarks.ts, bench/shards-bench.ts);
  * - its own tests: test/fake-kube-api.test.ts, which alone use `endWatches`, `sendBookmarks` and
  *   `dropConnections`, to pin what client-node's informer does on a clean end, a bookmark and a cut
  *   connection (it stops; the controller's informer set starts it again).
