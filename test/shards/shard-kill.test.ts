@@ -155,6 +155,8 @@ describe('a shard killed while publishing, and a Cluster handed over', { timeout
     const bare = git.bareRepo('fleet');
     const s1 = shard('s1', bare, path.join(git.root, 'cache-s1'));
     const kills = shuffled(KILL_POINTS, randomFrom(seed));
+    // Printed first: a round that fails is repeated with CSK_KILL_SEED.
+    console.info(`shard kill test (seed ${seed}): s0 killed ${kills.map((point) => point.name).join('; ')}`);
     const points: string[] = [];
     for (const [i, point] of kills.entries()) {
       await move('alpha', `kill-${i}.test`);
@@ -177,7 +179,7 @@ describe('a shard killed while publishing, and a Cluster handed over', { timeout
       // The group too: children a crash point leaves behind, or helm and git running at the phase's end.
       await s0.killHard();
       running.splice(running.indexOf(s0), 1);
-      points.push(`${point.name} (last line: ${lastLine(s0)})`);
+      points.push(`${point.name}: ${lastLine(s0)}`);
       // s1 published this round's change of its own Cluster, concurrently with s0's run (so each
       // round adds one s1 commit that s0's lost or killed pushes must not revert).
       await whenRemote(
@@ -188,7 +190,7 @@ describe('a shard killed while publishing, and a Cluster handed over', { timeout
       );
       git.git(bare, 'fsck', '--full', '--strict', '--no-progress');
     }
-    console.info(`shard kill test (seed ${seed}): killed s0 ${points.join('; ')}`);
+    console.info(`shard kill test: s0's last log lines when killed: ${points.join('; ')}`);
     await move('alpha', 'converged.test');
     const s0 = shard('s0', bare, path.join(git.root, 'cache-s0-final'));
     await whenRemote(
