@@ -10,8 +10,9 @@
  * serves none (Kraan's AddonsLayer, the cluster-stack-operator's provider kinds, a made-up provider).
  * The shard tests run there too: shards/shard-handover.test.ts (its live Flux Kustomizations
  * created for real, where no Flux controller runs) and shards/shard-kill.test.ts (its shards as the
- * ServiceAccount of a copy of deploy/sharded). A missing CRD is no reason to be here. This fake stays only for what a real server cannot be made
- * to do on demand; these files use it, each for the reason given:
+ * ServiceAccount of a copy of deploy/sharded). A missing CRD is no reason to be here. This fake
+ * stays only for what a real server cannot be made to do on demand; these files use it, each for
+ * the reason given:
  * - a chosen answer to a chosen request (`failNext`; the real server conflicts only by racing and
  *   never fails a valid write): controller-runtime/informer-set.test.ts (500s and 410s on
  *   list/watch), controller-runtime/leader-election.test.ts ("gives up leadership when it cannot
