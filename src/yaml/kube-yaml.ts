@@ -357,23 +357,32 @@ export interface SplitDocument {
  * Documents that hold only whitespace are dropped.
  */
 export function splitYamlDocuments(stream: string): SplitDocument[] {
+  // Walked with indexOf and cut with slice: every rendered unit's output passes here, and splitting
+  // it into lines to join them again made a string per line for the collector.
   const documents: SplitDocument[] = [];
-  const lines = stream.split('\n');
-  let start = 0;
-  const flush = (end: number): void => {
-    const text = lines.slice(start, end).join('\n');
-    if (text.trim() !== '') documents.push({ text: end < lines.length ? `${text}\n` : text, startLine: start + 1 });
+  const flush = (from: number, to: number, startLine: number): void => {
+    const text = stream.slice(from, to);
+    if (text.trim() !== '') documents.push({ text, startLine });
   };
-  lines.forEach((line, index) => {
-    if (line.startsWith('---')) {
-      const rest = line.slice(3).trim();
+  let start = 0; // where the current document starts
+  let startLine = 1;
+  let line = 1;
+  for (let at = 0; at <= stream.length; line += 1) {
+    const newline = stream.indexOf('\n', at);
+    const end = newline < 0 ? stream.length : newline;
+    if (stream.startsWith('---', at)) {
+      const rest = stream.slice(at + 3, end).trim();
       if (rest === '' || rest.startsWith('#')) {
-        flush(index);
-        start = index + 1;
+        // The document is every line before this one, each with its newline.
+        flush(start, at, startLine);
+        start = end + 1;
+        startLine = line + 1;
       }
     }
-  });
-  flush(lines.length);
+    if (newline < 0) break;
+    at = newline + 1;
+  }
+  if (start <= stream.length) flush(start, stream.length, startLine);
   return documents;
 }
 
