@@ -434,9 +434,20 @@ export function encodeYaml(value: unknown, options: EncodeOptions = {}): string 
   });
 }
 
+/** Strings encodeScalar wrote lately: the same namespace and annotations go into every object of a render. */
+const encodedStrings = new Map<string, string>();
+const ENCODED_STRINGS_KEPT = 256;
+
 /** One scalar as go-yaml v2 reads it back (for text inserted into a document). */
 export function encodeScalar(value: string | number | boolean): string {
-  return encodeYaml(value).trimEnd();
+  if (typeof value !== 'string') return encodeYaml(value).trimEnd();
+  let text = encodedStrings.get(value);
+  if (text === undefined) {
+    text = encodeYaml(value).trimEnd();
+    if (encodedStrings.size >= ENCODED_STRINGS_KEPT) encodedStrings.clear();
+    encodedStrings.set(value, text);
+  }
+  return text;
 }
 
 /** Deep equality of decoded values (bigint, NaN and key order handled as Kubernetes sees them). */
