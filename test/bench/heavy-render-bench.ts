@@ -307,7 +307,8 @@ export async function benchHeavy(count: number, { name, shape }: { name: string;
   const cniRender = await readFile(path.join(work, 'naive', 'cluster-0000', 'cni.yaml'));
   const objects = cniRender.toString('utf8').split(/^kind: /m).length - 1;
   console.log(`  chart weight:         ${objects} objects, ${(cniRender.length / 1024).toFixed(0)} KiB per CNI render`);
-  const cpu = (run: CliRun): string => `CPU ${seconds(run.cpuMs.node)} node + ${seconds(run.cpuMs.children)} helm`;
+  const cpu = (run: CliRun): string =>
+    `CPU ${seconds(run.cpuMs.node)} node (${seconds(run.nodeSystemMs)} of it in the kernel) + ${seconds(run.cpuMs.children)} helm`;
   console.log(
     `  load average:         ${os.loadavg()[0]!.toFixed(1)} on ${cores} cores (wall times mean little above the core count; CPU times still do)`,
   );
