@@ -203,6 +203,17 @@ describe('splitYamlDocuments', () => {
     expect(parts.map((p) => ours(p.text))).toEqual(expected.map((e) => ('json' in e ? e.json : '!error')));
   });
 
+  it('keeps each document as the stream holds it, newline included, and drops documents of whitespace alone', () => {
+    const stream = '---\r\na: 1\r\n--- \t\r\n  \n\n---#x\nb: 2\n---x: 3\n---';
+    expect(splitYamlDocuments(stream)).toEqual([
+      { text: 'a: 1\r\n', startLine: 2 },
+      { text: 'b: 2\n---x: 3\n', startLine: 7 },
+    ]);
+    expect(splitYamlDocuments('c: 4')).toEqual([{ text: 'c: 4', startLine: 1 }]);
+    expect(splitYamlDocuments('c: 4\n')).toEqual([{ text: 'c: 4\n', startLine: 1 }]);
+    expect(splitYamlDocuments('\n---\n \n')).toEqual([]);
+  });
+
   it('reports errors with the line in the whole stream', () => {
     expect(() => decodeYamlDocuments('a: 1\n---\nb: 2\nc: [\n')).toThrow(/line [45]/);
   });

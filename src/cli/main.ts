@@ -6,6 +6,7 @@
 // again, whole, on a worker thread of this same file with a deep stack (deep-stack.ts); only such
 // runs pay for the thread. The controller, which meets objects as they come, runs there from the
 // start: a long-running process pays for it once.
+import './v8-tuning.js';
 import { endPhase } from './phase-timings.js';
 import type { CliIo } from './cli-io.js';
 import { DEEP_STACK_MARK } from './deep-stack-mark.js';

@@ -51,12 +51,15 @@ export function apiServerProblem(object: KubeObject, text: string | undefined): 
   const name = nameProblem(object.metadata.name, nameRuleFor(object.apiVersion, object.kind));
   if (name)
     return `${object.kind} name ${JSON.stringify(object.metadata.name)} ${name}; rename it in the chart (or the values that make it)`;
-  const data = dataBytes(object);
+  // Without aliases a value's UTF-8 takes at most 3 bytes per character of the text it was read
+  // from (`\L` is 2 characters for 3 bytes), so a short text cannot hold too much data.
+  const aliased = text === undefined || (text.includes('&') && text.includes('*'));
+  const data = !aliased && text.length * 3 <= MAX_DATA_BYTES ? undefined : dataBytes(object);
   if (data !== undefined && data > MAX_DATA_BYTES) {
     return `${describe(object)} holds ${data} bytes of data, over the ${MAX_DATA_BYTES} (1 MiB) Kubernetes allows in a ${object.kind}; split it or move the content elsewhere`;
   }
   // Only an anchor (`&`) with an alias (`*`) lets a short text expand; `"*"` alone is common in RBAC rules.
-  if (text === undefined || text.length > SMALL_TEXT || (text.includes('&') && text.includes('*'))) {
+  if (aliased || text.length > SMALL_TEXT) {
     const size = Buffer.byteLength(
       JSON.stringify(object, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value)),
       'utf8',

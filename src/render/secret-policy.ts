@@ -29,7 +29,12 @@ function containsKeyMaterial(value: unknown): boolean {
 
 function isBase64PrivateKey(value: string): boolean {
   if (!/^[A-Za-z0-9+/=\s]+$/.test(value)) return false;
-  return PRIVATE_KEY.test(Buffer.from(value.slice(0, 200), 'base64').toString('latin1'));
+  const head = value.slice(0, 200);
+  // Decoded, `-----` holds a whole aligned group `---`, which base64 writes as `LS0t`: text
+  // without it (and without `=`, where decoders differ) cannot hold a PEM header, and most long
+  // strings (checksums, descriptions) are ruled out here without decoding them.
+  if (!head.includes('=') && !(/\s/.test(head) ? head.replace(/\s+/g, '') : head).includes('LS0t')) return false;
+  return PRIVATE_KEY.test(Buffer.from(head, 'base64').toString('latin1'));
 }
 
 /** Why the policy treats `object` as secret (it is a Secret, or carries a private key), or undefined when it does not. */

@@ -357,23 +357,32 @@ export interface SplitDocument {
  * Documents that hold only whitespace are dropped.
  */
 export function splitYamlDocuments(stream: string): SplitDocument[] {
+  // Walked with indexOf and cut with slice: every rendered unit's output passes here, and splitting
+  // it into lines to join them again made a string per line for the collector.
   const documents: SplitDocument[] = [];
-  const lines = stream.split('\n');
-  let start = 0;
-  const flush = (end: number): void => {
-    const text = lines.slice(start, end).join('\n');
-    if (text.trim() !== '') documents.push({ text: end < lines.length ? `${text}\n` : text, startLine: start + 1 });
+  const flush = (from: number, to: number, startLine: number): void => {
+    const text = stream.slice(from, to);
+    if (text.trim() !== '') documents.push({ text, startLine });
   };
-  lines.forEach((line, index) => {
-    if (line.startsWith('---')) {
-      const rest = line.slice(3).trim();
+  let start = 0; // where the current document starts
+  let startLine = 1;
+  let line = 1;
+  for (let at = 0; at <= stream.length; line += 1) {
+    const newline = stream.indexOf('\n', at);
+    const end = newline < 0 ? stream.length : newline;
+    if (stream.startsWith('---', at)) {
+      const rest = stream.slice(at + 3, end).trim();
       if (rest === '' || rest.startsWith('#')) {
-        flush(index);
-        start = index + 1;
+        // The document is every line before this one, each with its newline.
+        flush(start, at, startLine);
+        start = end + 1;
+        startLine = line + 1;
       }
     }
-  });
-  flush(lines.length);
+    if (newline < 0) break;
+    at = newline + 1;
+  }
+  if (start <= stream.length) flush(start, stream.length, startLine);
   return documents;
 }
 
@@ -425,9 +434,20 @@ export function encodeYaml(value: unknown, options: EncodeOptions = {}): string 
   });
 }
 
+/** Strings encodeScalar wrote lately: the same namespace and annotations go into every object of a render. */
+const encodedStrings = new Map<string, string>();
+const ENCODED_STRINGS_KEPT = 256;
+
 /** One scalar as go-yaml v2 reads it back (for text inserted into a document). */
 export function encodeScalar(value: string | number | boolean): string {
-  return encodeYaml(value).trimEnd();
+  if (typeof value !== 'string') return encodeYaml(value).trimEnd();
+  let text = encodedStrings.get(value);
+  if (text === undefined) {
+    text = encodeYaml(value).trimEnd();
+    if (encodedStrings.size >= ENCODED_STRINGS_KEPT) encodedStrings.clear();
+    encodedStrings.set(value, text);
+  }
+  return text;
 }
 
 /** Deep equality of decoded values (bigint, NaN and key order handled as Kubernetes sees them). */

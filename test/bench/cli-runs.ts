@@ -18,6 +18,8 @@ export interface CliRun {
   maxRssMiB: number;
   /** CPU time (user + system) of the node process and of the helm processes it waited for, ms: honest where the machine is shared. */
   cpuMs: { node: number; children: number };
+  /** Of the node process's CPU, the part spent in the kernel (creating files, starting processes), ms. */
+  nodeSystemMs: number;
 }
 
 let preload: Promise<string> | undefined;
@@ -30,7 +32,7 @@ function rssPreload(): Promise<string> {
     await writeFile(
       file,
       // The live heap: what is left after a full collection (global.gc exists with --expose-gc only).
-      "import { writeFileSync } from 'node:fs';\nprocess.on('exit', () => { if (!process.env.CSK_BENCH_RSS_FILE) return; const u = process.resourceUsage(); let live = 0; if (typeof globalThis.gc === 'function') { globalThis.gc(); live = process.memoryUsage().heapUsed; } writeFileSync(process.env.CSK_BENCH_RSS_FILE, JSON.stringify({ maxRSS: u.maxRSS, cpuUs: u.userCPUTime + u.systemCPUTime, liveHeap: live })); });\n",
+      "import { writeFileSync } from 'node:fs';\nprocess.on('exit', () => { if (!process.env.CSK_BENCH_RSS_FILE) return; const u = process.resourceUsage(); let live = 0; if (typeof globalThis.gc === 'function') { globalThis.gc(); live = process.memoryUsage().heapUsed; } writeFileSync(process.env.CSK_BENCH_RSS_FILE, JSON.stringify({ maxRSS: u.maxRSS, cpuUs: u.userCPUTime + u.systemCPUTime, systemUs: u.systemCPUTime, liveHeap: live })); });\n",
     );
     return file;
   })();
@@ -71,6 +73,7 @@ async function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliR
   const usage = JSON.parse(await readFile(rssFile, 'utf8').catch(() => '{"maxRSS":0,"cpuUs":0}')) as {
     maxRSS: number;
     cpuUs: number;
+    systemUs?: number;
   };
   await rm(rssDir, { recursive: true, force: true });
   const nodeMs = usage.cpuUs / 1000;
@@ -81,6 +84,7 @@ async function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliR
     stderr,
     maxRssMiB: usage.maxRSS / 1024,
     cpuMs: { node: nodeMs, children: Math.max(0, childrenCpuMs() - childrenBefore - nodeMs) },
+    nodeSystemMs: (usage.systemUs ?? 0) / 1000,
   };
 }
 

@@ -9,7 +9,7 @@ import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { DirectoryPublisher } from '../../gitops/directory-publisher.js';
-import { resolveHelmBinary } from '../../renderers/helm-binary.js';
+import { describeHelm, type HelmBinary, resolveHelmBinary } from '../../renderers/helm-binary.js';
 import { DEFAULT_HELM_CONCURRENCY } from '../../renderers/helm-dependencies.js';
 import { HelmRenderer } from '../../renderers/helm-renderer.js';
 import { HELM_GO_RUNTIME, HelmRunner, type HelmRunOptions, VALUES_PRIORITY } from '../../renderers/helm-runner.js';
@@ -84,12 +84,12 @@ async function writeInputs(
  * its Go settings, it is the floor: what helm alone costs this run, with nothing of ours around it.
  */
 async function helmLoop(
+  helm: string,
   releaseDir: string,
   count: number,
   outDir: string,
   { inFlight, goRuntime }: { inFlight: number; goRuntime: Readonly<Record<string, string>> },
 ): Promise<{ ms: number; cpuMs: number; processes: number }> {
-  const helm = (await resolveHelmBinary({})).path;
   const helmHome = await mkdtemp(path.join(os.tmpdir(), 'csk-naive-helm-'));
   const env = {
     PATH: process.env.PATH ?? '',
@@ -195,9 +195,9 @@ class TimedRunner extends HelmRunner {
 }
 
 /** A full render in this process with every helm process timed: plan, values, helm and write times. */
-async function breakdown(inputs: string, releases: string, work: string): Promise<string[]> {
+async function breakdown(helm: string, inputs: string, releases: string, work: string): Promise<string[]> {
   const runner = new TimedRunner({
-    binary: (await resolveHelmBinary({})).path,
+    binary: helm,
     workDir: path.join(work, 'helm'),
     concurrency: DEFAULT_HELM_CONCURRENCY,
   });
@@ -253,6 +253,11 @@ export async function benchHeavy(count: number, { name, shape }: { name: string;
   console.log(
     `\n== real-weight render: ${count} clusters on a generated CNI-sized release, shape "${name}" (${cores} cores) ==`,
   );
+  // One helm for the floor, the CLI and the in-process render: the one the CLI would choose from
+  // this PATH (under \`npm run\`, node_modules/.bin comes first: the bundled helm), given to the CLI
+  // by CLUSTERSTACK_HELM so that nothing else can pick another.
+  const helm: HelmBinary = await resolveHelmBinary({ pathEnv: process.env.PATH ?? '' });
+  console.log(`  helm:                 ${describeHelm(helm)}, for the floor, the naive loop and every render`);
   const work = await mkdtemp(path.join(os.tmpdir(), 'csk-bench-heavy-'));
   const { releases, clusterStack } = await writeHeavyRelease(path.join(work, 'releases'), shape);
   const inputs = path.join(work, 'inputs');
@@ -268,20 +273,21 @@ export async function benchHeavy(count: number, { name, shape }: { name: string;
   ];
 
   const releaseDir = path.join(releases, 'docker-heavy-1-30-v1');
-  const naive = await helmLoop(releaseDir, count, path.join(work, 'naive'), { inFlight: 1, goRuntime: {} });
+  const naive = await helmLoop(helm.path, releaseDir, count, path.join(work, 'naive'), { inFlight: 1, goRuntime: {} });
   // The floor and the full render, measured in turns (floor, full, floor, full): on a shared machine
   // the load drifts within minutes, and one of each measured a minute apart compares two machines.
   // Each full render starts from nothing (its own output and cache directories), as the first one does.
   const rounds: Round[] = [];
   for (let round = 1; round <= ROUNDS; round += 1) {
     const floorLoad = os.loadavg()[0]!;
-    const floor = await helmLoop(releaseDir, count, path.join(work, `floor-${round}`), {
+    const floor = await helmLoop(helm.path, releaseDir, count, path.join(work, `floor-${round}`), {
       inFlight: DEFAULT_HELM_CONCURRENCY,
       goRuntime: HELM_GO_RUNTIME,
     });
     const fullLoad = os.loadavg()[0]!;
     const full = await runCliOk(fullArgs(work, round), {
       CLUSTERSTACK_CACHE_DIR: path.join(work, `cache-${round}`),
+      CLUSTERSTACK_HELM: helm.path,
       CLUSTERSTACK_TIMINGS: '1',
     });
     rounds.push({ floor, floorLoad, full, fullLoad });
@@ -290,18 +296,19 @@ export async function benchHeavy(count: number, { name, shape }: { name: string;
   const floor = rounds.reduce((best, round) => (round.floor.ms < best.ms ? round.floor : best), rounds[0]!.floor);
   const full = rounds.reduce((best, round) => (round.full.ms < best.ms ? round.full : best), rounds[0]!.full);
   const args = fullArgs(work, ROUNDS);
-  const env = { CLUSTERSTACK_CACHE_DIR: path.join(work, `cache-${ROUNDS}`) };
+  const env = { CLUSTERSTACK_CACHE_DIR: path.join(work, `cache-${ROUNDS}`), CLUSTERSTACK_HELM: helm.path };
   const noop = await runCliOk(args, env);
   await writeInputs(inputs, clusterStack, count, 7);
   const changed = await runCliOk(args, env);
   const report = (run: { stdout: string }): { helmProcesses: number; units: unknown } =>
     JSON.parse(run.stdout) as { helmProcesses: number; units: unknown };
   await writeInputs(inputs, clusterStack, count);
-  const lines = await breakdown(inputs, releases, path.join(work, 'in-process'));
+  const lines = await breakdown(helm.path, inputs, releases, path.join(work, 'in-process'));
   const cniRender = await readFile(path.join(work, 'naive', 'cluster-0000', 'cni.yaml'));
   const objects = cniRender.toString('utf8').split(/^kind: /m).length - 1;
   console.log(`  chart weight:         ${objects} objects, ${(cniRender.length / 1024).toFixed(0)} KiB per CNI render`);
-  const cpu = (run: CliRun): string => `CPU ${seconds(run.cpuMs.node)} node + ${seconds(run.cpuMs.children)} helm`;
+  const cpu = (run: CliRun): string =>
+    `CPU ${seconds(run.cpuMs.node)} node (${seconds(run.nodeSystemMs)} of it in the kernel) + ${seconds(run.cpuMs.children)} helm`;
   console.log(
     `  load average:         ${os.loadavg()[0]!.toFixed(1)} on ${cores} cores (wall times mean little above the core count; CPU times still do)`,
   );
