@@ -25,7 +25,7 @@ import { evaluateUnitValues, type ValuesOutcome, valuesFailureRecords } from './
 import { previousFiles } from './previous-output.js';
 import type { RenderDependencies } from './render-dependencies.js';
 import { chartValues, ownerKey, type PendingUnit, renderDigestOf } from './render-units.js';
-import { SecretRefusedError } from './secret-policy.js';
+import { SecretRefusedError, throwRefusals } from './secret-policy.js';
 import {
   findReleaseConflicts,
   findStageConflicts,
@@ -119,14 +119,7 @@ export async function renderOutput(
   if (units.settings.secrets === 'encrypt' && !units.settings.encryption)
     throw new Error('internal error: --secrets encrypt without resolved recipients');
   const run = await renderUnits(units, deps, options);
-  if (run.refusals.length > 0) {
-    throw run.refusals.length === 1
-      ? run.refusals[0]!
-      : new SecretRefusedError(
-          run.refusals.map((r) => r.unit).join(', '),
-          run.refusals.flatMap((r) => r.findings),
-        );
-  }
+  throwRefusals(run.refusals);
   const clustersRenderedNow = settleWithholds(run, options.previous, units.settings.engine.keepMarks);
   return assembleOutcome(units, run, clustersRenderedNow, options);
 }

@@ -12,7 +12,7 @@ import type { RenderedTree } from '../output/rendered-tree.js';
 import { canonicalJson } from './canonical-json.js';
 import { fileNamesFor } from './manifest-objects.js';
 import { apiGroup, scopeResolver } from '../api/object-scope.js';
-import { applySecretPolicy, type SecretPolicy, SecretRefusedError } from './secret-policy.js';
+import { applySecretPolicy, type SecretPolicy, SecretRefusedError, throwRefusals } from './secret-policy.js';
 import { sha256Digest } from '../release/content-digest.js';
 import { decodeYamlDocuments, encodeYaml, YamlDecodeError } from '../yaml/kube-yaml.js';
 import { customizeComponents, type ImageOverrides, ProviderRenderError } from '../providers/customize-components.js';
@@ -229,13 +229,7 @@ export function renderProviders(
       else throw error;
     }
   }
-  if (refusals.length > 0)
-    throw refusals.length === 1
-      ? refusals[0]!
-      : new SecretRefusedError(
-          refusals.map((r) => r.unit).join(', '),
-          refusals.flatMap((r) => r.findings),
-        );
+  throwRefusals(refusals);
   result.records.sort((a, b) => compareText(a.dir, b.dir));
   return result;
 }

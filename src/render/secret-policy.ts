@@ -77,6 +77,17 @@ export class SecretRefusedError extends Failure {
   }
 }
 
+/** Throws the units' refusals as one error naming every unit and finding (a lone refusal as it is); returns when there are none. */
+export function throwRefusals(refusals: SecretRefusedError[]): void {
+  if (refusals.length === 0) return;
+  throw refusals.length === 1
+    ? refusals[0]!
+    : new SecretRefusedError(
+        refusals.map((r) => r.unit).join(', '),
+        refusals.flatMap((r) => r.findings),
+      );
+}
+
 /**
  * Applies the policy to one unit's objects: throws (refuse), filters (drop), keeps (allow), or keeps
  * and marks the Secrets to encrypt (encrypt; other key material is refused).
