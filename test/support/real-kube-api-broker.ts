@@ -198,6 +198,21 @@ async function empty(pooled: Pooled): Promise<void> {
   );
 }
 
+/** What a file may do to the kube-apiserver of the server it leased (RealControllerFixture's freeze, thaw, restart). */
+export interface ServerFault {
+  id: number;
+  action: 'freeze' | 'thaw' | 'restart';
+}
+
+/** Freezes (SIGSTOP), thaws (SIGCONT) or restarts the leased server's kube-apiserver: the file has it alone, no other file sees it. */
+async function serverFault(pool: Pooled[], { id, action }: ServerFault): Promise<void> {
+  const pooled = pool.find((candidate) => candidate.lease.id === id && candidate.busy);
+  if (!pooled) throw new Error(`no leased server ${id}`);
+  if (action === 'freeze') pooled.api.freezeApiServer();
+  else if (action === 'thaw') pooled.api.thawApiServer();
+  else await pooled.api.restartApiServer();
+}
+
 function body(request: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
     let text = '';
@@ -266,6 +281,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
           const { id } = JSON.parse(await body(request)) as { id: number };
           const pooled = pool.find((candidate) => candidate.lease.id === id);
           if (!pooled) throw new Error(`no leased server ${id}`);
+          // A file that froze its server and failed before thawing it never hands a frozen one on.
+          pooled.api.thawApiServer();
           pooled.clean = empty(pooled).catch(async (error: unknown) => {
             if (stopping) return;
             // A server that cannot be emptied is not handed out again: the next lease starts a fresh one.
@@ -281,6 +298,11 @@ export default async function setup(project: TestProject): Promise<() => Promise
           // Seen by the next lease; not an unhandled rejection when there is none.
           pooled.clean.catch(() => undefined);
           handOver(pooled);
+          response.writeHead(204).end();
+          return;
+        }
+        if (request.method === 'POST' && request.url === '/api-server') {
+          await serverFault(pool, JSON.parse(await body(request)) as ServerFault);
           response.writeHead(204).end();
           return;
         }
