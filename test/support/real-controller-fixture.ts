@@ -151,8 +151,9 @@ async function brokerCall(pathName: string, body?: unknown): Promise<Response> {
 export async function startRealControllerFixture(
   options: { mirror?: MirroredKind[] } = {},
 ): Promise<RealControllerFixture> {
-  const leasedAt = new Date();
   const lease = (await (await brokerCall('/lease')).json()) as LeasedServer;
+  // Once leased, not before: the lease may wait for another file, whose requests are not this file's.
+  const leasedAt = new Date();
   const admin = kubeClient(lease.server, { ca: lease.ca, cert: lease.admin.cert, key: lease.admin.key });
   const adminKubeConfig = new KubeConfig();
   adminKubeConfig.loadFromFile(lease.admin.kubeconfigFile);
