@@ -8,7 +8,11 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { aStack } from '../support/controller-fixture.js';
 import { bundleCli, spawnController, type ControllerProcess } from '../support/controller-process.js';
-import { aCluster, startRealControllerFixture, type RealControllerFixture } from '../support/real-controller-fixture.js';
+import {
+  aCluster,
+  startRealControllerFixture,
+  type RealControllerFixture,
+} from '../support/real-controller-fixture.js';
 
 const NS = 'cluster-stacks';
 
