@@ -4,8 +4,9 @@
 // a file leases a server for itself (test/support/real-controller-fixture.ts), and at its release
 // the broker empties it (finalizers stripped, the file's namespaces deleted, leases and events
 // gone) before the next file gets it. A file so has the server alone, as if it were fresh, with the
-// same fixed namespace names. The broker runs in vitest's main process and answers the workers on
-// loopback HTTP; teardown stops every server it started.
+// same fixed namespace names. Having it alone, a file may also freeze (SIGSTOP), thaw or restart its
+// kube-apiserver (/api-server); release thaws a frozen one before emptying it. The broker runs in
+// vitest's main process and answers the workers on loopback HTTP; teardown stops every server it started.
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
