@@ -1,66 +1,47 @@
 // The controller as a real process (the bundled CLI) that loses its lease in an API server outage
-// (the API process stopped: connections accepted, nothing answered) longer than the renew deadline
-// (10 s): /readyz answers 500 first, then it stops and the process exits with 3 so that Kubernetes
-// restarts it, even though requests to the stopped API still hang. Every line it printed is JSON.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+// longer than the renew deadline (10 s): /readyz answers 500 first, then it stops and the process
+// exits with 3 so that Kubernetes restarts it, even though requests to the stopped API still hang.
+// Every line it printed is JSON. The outage is real: the leased kube-apiserver is SIGSTOPped (the
+// kernel accepts connections, nothing answers them), and the controller runs as deploy/'s
+// ServiceAccount.
 import path from 'node:path';
-import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
-import { afterAll, describe, expect, it } from 'vitest';
-import { copyExampleReleases } from '../support/cli.js';
-import { aCluster, aStack, CAPI, GROUP, waitOnChanges } from '../support/controller-fixture.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { aStack } from '../support/controller-fixture.js';
 import { bundleCli, spawnController, type ControllerProcess } from '../support/controller-process.js';
-import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api/index.js';
-import { GitSandbox } from '../support/git-repos.js';
+import {
+  aCluster,
+  startRealControllerFixture,
+  type RealControllerFixture,
+} from '../support/real-controller-fixture.js';
 
 const NS = 'cluster-stacks';
 
-describe('the controller process after losing its lease', { timeout: 120_000 }, () => {
-  let api: FakeKubeApi | undefined;
-  let git: GitSandbox | undefined;
+// A real API server leased, a controller started and its first publish: many seconds under load.
+describe('the controller process after losing its lease', { timeout: 300_000 }, () => {
+  let fx: RealControllerFixture | undefined;
   let controller: ControllerProcess | undefined;
-  const dirs: string[] = [];
+
+  beforeAll(async () => {
+    fx = await startRealControllerFixture();
+    await fx.createNamespace(NS);
+    await fx.create(aStack('ferrol', NS));
+    await fx.create(aCluster('alpha', NS, 'docker-ferrol-1-30-v2'));
+  });
 
   afterAll(async () => {
     await controller?.killHard();
-    api?.resume();
-    await api?.close();
-    git?.cleanup();
-    for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+    // Thaws the server before it goes back to the broker, also when the test failed while frozen.
+    await fx?.cleanup();
   });
 
   it('reports not-ready, then exits 3; it never stays alive idle, and prints only JSON', async () => {
+    const world = fx!;
     const bundle = bundleCli();
-    api = await startFakeKubeApi();
-    git = new GitSandbox();
-    const bare = git.bareRepo('fleet');
-    const work = await mkdtemp(path.join(os.tmpdir(), 'csk-exit-'));
-    const releases = await copyExampleReleases();
-    dirs.push(work, releases);
-    const kubeconfig = path.join(work, 'kubeconfig.yaml');
-    await writeFile(kubeconfig, api.kubeConfigYaml());
-    const kc = api.kubeConfig();
-    for (const name of [NS, 'clusterstack-system'])
-      await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name } } });
-    const custom = kc.makeApiClient(CustomObjectsApi);
-    await custom.createNamespacedCustomObject({
-      ...GROUP,
-      plural: 'clusterstacks',
-      namespace: NS,
-      body: aStack('ferrol', NS),
-    });
-    await custom.createNamespacedCustomObject({
-      ...CAPI,
-      plural: 'clusters',
-      namespace: NS,
-      body: aCluster('alpha', NS, 'docker-ferrol-1-30-v2'),
-    });
-
     controller = spawnController(
       bundle,
       [
         '--git',
-        bare,
+        world.remote,
         '--namespace',
         NS,
         '--leader-elect',
@@ -71,16 +52,16 @@ describe('the controller process after losing its lease', { timeout: 120_000 }, 
       ],
       {
         PATH: process.env.PATH ?? '/usr/bin:/bin',
-        HOME: work,
-        KUBECONFIG: kubeconfig,
-        CLUSTERSTACK_CACHE_DIR: path.join(work, 'cache'),
-        CLUSTERSTACK_RELEASE_SOURCE: releases,
+        HOME: world.work,
+        KUBECONFIG: world.lease.controller.kubeconfigFile,
+        CLUSTERSTACK_CACHE_DIR: path.join(world.work, 'cache'),
+        CLUSTERSTACK_RELEASE_SOURCE: world.releases,
         CLUSTERSTACK_BATCH_WINDOW: '50ms',
       },
     );
-    const started = await controller.waitForLine((line) => line['msg'] === 'Controller started');
+    const started = await controller.waitForLine((line) => line['msg'] === 'Controller started', 120_000);
     const healthUrl = String(started['health']);
-    await controller.waitForLine((line) => line['msg'] === 'became leader');
+    await controller.waitForLine((line) => line['msg'] === 'became leader', 120_000);
     const readiness = async (): Promise<number | 'closed'> => {
       try {
         return (await fetch(`${healthUrl}/readyz`, { signal: AbortSignal.timeout(1000) })).status;
@@ -88,16 +69,14 @@ describe('the controller process after losing its lease', { timeout: 120_000 }, 
         return 'closed';
       }
     };
-    await waitOnChanges(
-      api.onChange,
-      () =>
-        (api!.get('clusterstack.x-k8s.io/v1alpha1', 'ClusterAddon', NS, 'alpha') as { status?: unknown } | undefined)
-          ?.status !== undefined,
+    await world.waitFor(
+      () => (world.get('ClusterAddon', NS, 'alpha') as { status?: unknown } | undefined)?.status !== undefined,
       'the leader to publish',
     );
     expect(await readiness()).toBe(200);
+    expect(await world.apiServerAnswers(30_000)).toBe(true);
 
-    api.pause();
+    await world.freezeApiServer();
     const seen: (number | 'closed')[] = [];
     let exitCode: number | null | undefined;
     void controller.exited.then((code) => {
@@ -118,5 +97,9 @@ describe('the controller process after losing its lease', { timeout: 120_000 }, 
     });
     expect(controller.unparsed).toEqual([]);
     expect(controller.stderr.join('')).toBe('');
+    // The server was still frozen when it exited: the exit did not wait for an answer.
+    expect(await world.apiServerAnswers(2000)).toBe(false);
+    await world.thawApiServer();
+    expect(await world.apiServerAnswers(30_000)).toBe(true);
   });
 });

@@ -1,21 +1,21 @@
-// An API server outage (the process stopped: connections accepted, nothing answered) longer than
-// the renew deadline, with two replicas: the leader, unable to
+// An API server outage longer than the renew deadline, with two replicas: the leader, unable to
 // renew, reports not-ready, stops everything (informers, queues, health server) and ends its run
-// (the CLI then exits 3: controller-exit.test.ts); the standby takes the lease over once
-// the API answers again and publishes the next change. No replica is ever left alive but idle.
+// (the CLI then exits 3: controller-exit.test.ts); the standby takes the lease over once the API
+// answers again and publishes the next change. No replica is ever left alive but idle. The outage
+// is real: the leased kube-apiserver is SIGSTOPped (the kernel accepts connections, nothing answers
+// them) and SIGCONTed afterwards; both replicas run as deploy/'s ServiceAccount.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ControllerRuntime, ControllerRuntimeOptions } from '../../src/controller/run-controller.js';
+import { aStack, condition, MERGE } from '../support/controller-fixture.js';
 import {
   aCluster,
-  aStack,
-  CAPI,
-  condition,
-  MERGE,
-  startControllerFixture,
-  type ControllerFixture,
-} from '../support/controller-fixture.js';
+  CAPI_V1BETA2,
+  startRealControllerFixture,
+  type RealControllerFixture,
+} from '../support/real-controller-fixture.js';
 
 const NS = 'cluster-stacks';
+const LEASE = '/apis/coordination.k8s.io/v1/namespaces/clusterstack-system/leases/clusterstack-gitops-controller';
 
 const election = (identity: string): Partial<ControllerRuntimeOptions> => ({
   leaderElection: {
@@ -39,19 +39,19 @@ async function readiness(runtime: ControllerRuntime): Promise<number | 'closed'>
 }
 
 describe('a leader that loses its lease in an API outage', () => {
-  let fx: ControllerFixture;
+  let fx: RealControllerFixture;
 
   beforeAll(async () => {
-    fx = await startControllerFixture();
+    fx = await startRealControllerFixture();
     await fx.createNamespace(NS);
-    await fx.createNamespace('clusterstack-system');
     await fx.create(aStack('ferrol', NS));
     await fx.create(aCluster('alpha', NS, 'docker-ferrol-1-30-v2'));
-  });
+  }, 180_000);
 
   afterAll(async () => {
+    // Thaws the server first (also when the test failed while it was frozen), then stops the replicas.
     await fx?.cleanup();
-  });
+  }, 120_000);
 
   it('stops and ends its run, not-ready first, while the standby takes over and publishes (an API that accepts and never answers)', async () => {
     const first = await fx.start('first', election('first'));
@@ -77,13 +77,15 @@ describe('a leader that loses its lease in an API outage', () => {
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
     })();
-    // As SIGSTOP does to the API server process: connections are accepted, nothing is answered.
-    fx.api.pause();
+    // SIGSTOP to the API server process: connections are accepted, nothing is answered.
+    await fx.freezeApiServer();
     await fx.waitFor(() => ended !== undefined, 'the leader to stop by itself');
     probing = false;
     await probes;
     expect(ended).toBe('leadership ended');
     expect(first.isLeader()).toBe(false);
+    // It stopped while the server was still frozen: nothing it waited for had been answered.
+    expect(await fx.apiServerAnswers(1000)).toBe(false);
     // Ready until the loss, then not-ready, then gone: never ready again once it said not-ready.
     const firstNotReady = seen.indexOf(500);
     expect(firstNotReady).toBeGreaterThanOrEqual(0);
@@ -93,13 +95,13 @@ describe('a leader that loses its lease in an API outage', () => {
     // And the standby, which never led, still campaigns: it is not the one to exit.
     expect(second.isLeader()).toBe(false);
 
-    // The API answers again: the standby leads and publishes the next change; the first stays stopped.
-    fx.api.resume();
+    // The API answers again (SIGCONT): the standby leads and publishes the next change; the first stays stopped.
+    await fx.thawApiServer();
     await fx.waitFor(() => second.isLeader(), 'the standby to take the lease over');
     const commits = fx.git.commitCount(fx.remote, 'main');
     await fx.custom.patchNamespacedCustomObject(
       {
-        ...CAPI,
+        ...CAPI_V1BETA2,
         plural: 'clusters',
         namespace: NS,
         name: 'alpha',
@@ -110,8 +112,6 @@ describe('a leader that loses its lease in an API outage', () => {
     await fx.waitFor(() => fx.git.commitCount(fx.remote, 'main') > commits, 'the standby to publish the change');
     expect(first.isLeader()).toBe(false);
     expect(first.controller.completedReconciles).toBeGreaterThan(0);
-    expect(
-      fx.api.get('coordination.k8s.io/v1', 'Lease', 'clusterstack-system', 'clusterstack-gitops-controller')?.['spec'],
-    ).toMatchObject({ holderIdentity: 'second' });
-  }, 90_000);
+    expect((await fx.admin.get(LEASE)).spec).toMatchObject({ holderIdentity: 'second' });
+  }, 240_000);
 });

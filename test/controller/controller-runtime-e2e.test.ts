@@ -1,142 +1,92 @@
 // The controller driven by its runtime: informers enqueue, the queue batches, and of two replicas
-// started at once only the one holding the Lease reconciles, publishes and writes.
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { pino } from 'pino';
-import { afterAll, describe, expect, it } from 'vitest';
-import { GitPublisher } from '../../gitops/git-publisher.js';
-import { createHelmDependencies } from '../../renderers/helm-dependencies.js';
-import type { ClusterAddon, ClusterStackRelease } from '../../src/api/types.js';
-import { runController, type ControllerRuntime } from '../../src/controller/run-controller.js';
-import { createKubeClient } from '../../src/controller/runtime/kube-client.js';
-import { createSourceOpener } from '../../src/sources/open-release-source.js';
-import { copyExampleReleases } from '../support/cli.js';
-import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api/index.js';
-import { GitSandbox } from '../support/git-repos.js';
-import { waitOnChanges } from '../support/controller-fixture.js';
+// started at once only the one holding the Lease reconciles, publishes and writes. On a leased real
+// kube-apiserver, both replicas as deploy/'s ServiceAccount; the server is restarted for real (on
+// the same port and etcd), which ends every watch and expires their resourceVersions.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ClusterAddon } from '../../src/api/types.js';
+import type { ControllerRuntime, ControllerRuntimeOptions } from '../../src/controller/run-controller.js';
+import { aStack, GROUP, MERGE } from '../support/controller-fixture.js';
+import {
+  aCluster,
+  CAPI_V1BETA2,
+  startRealControllerFixture,
+  type RealControllerFixture,
+} from '../support/real-controller-fixture.js';
 
 const NS = 'cluster-stacks';
 
+// Long enough for the leader to keep its Lease through a real API server restart (seconds under load).
+const election = (identity: string): Partial<ControllerRuntimeOptions> => ({
+  batchWindowMs: 1000,
+  leaderElection: {
+    namespace: 'clusterstack-system',
+    name: 'clusterstack-gitops-controller',
+    identity,
+    leaseDurationMs: 120_000,
+    renewDeadlineMs: 90_000,
+    retryPeriodMs: 500,
+  },
+  health: { port: 0, host: '127.0.0.1' },
+});
+
 describe('controller runtime', () => {
-  const cleanups: (() => Promise<void> | void)[] = [];
+  let fx: RealControllerFixture;
+
+  beforeAll(async () => {
+    fx = await startRealControllerFixture();
+    await fx.createNamespace(NS);
+  }, 180_000);
+
   afterAll(async () => {
-    for (const cleanup of cleanups.reverse()) await cleanup();
-  });
+    await fx?.cleanup();
+  }, 120_000);
 
   it('reconciles from watch events with one replica leading, and publishes a burst in one commit', async () => {
-    const api: FakeKubeApi = await startFakeKubeApi();
-    cleanups.push(() => api.close());
-    const git = new GitSandbox();
-    cleanups.push(() => git.cleanup());
-    const remote = git.bareRepo('gitops');
-    const work = await mkdtemp(path.join(os.tmpdir(), 'csk-runtime-'));
-    cleanups.push(() => rm(work, { recursive: true, force: true }));
-    const releases = await copyExampleReleases();
-    const kubeConfig = api.kubeConfig();
-    await kubeConfig.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: NS } } });
-    await kubeConfig.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: 'clusterstack-system' } } });
-
-    const start = (identity: string): Promise<ControllerRuntime> =>
-      runController({
-        kubeConfig,
-        kube: createKubeClient({ kubeConfig, identity }),
-        publisher: new GitPublisher({
-          repository: remote,
-          branch: 'main',
-          path: '',
-          workDir: path.join(work, identity, 'clone'),
-          author: { name: 'clusterstack', email: 'clusterstack@example.test' },
-          env: { PATH: process.env.PATH ?? '', HOME: work },
-        }),
-        revisionKind: 'commit',
-        defaultSource: releases,
-        openSource: createSourceOpener({ cacheDir: path.join(work, identity, 'cache') }),
-        workDir: path.join(work, identity, 'cache'),
-        helm: createHelmDependencies({ pathEnv: process.env.PATH ?? '', workDir: path.join(work, identity, 'helm') }),
-        secrets: 'refuse',
-        engine: 'none',
-        outputPath: '',
-        argocdNamespace: 'argocd',
-        logger: pino({ level: 'silent' }),
-        batchWindowMs: 300,
-        leaderElection: {
-          namespace: 'clusterstack-system',
-          name: 'clusterstack-gitops-controller',
-          identity,
-          leaseDurationMs: 3000,
-          renewDeadlineMs: 2000,
-          retryPeriodMs: 200,
-        },
-        health: { port: 0, host: '127.0.0.1' },
-      });
-    const replicas = await Promise.all([start('replica-a'), start('replica-b')]);
-    cleanups.push(async () => {
-      for (const replica of replicas) await replica.stop();
-    });
-    await waitOnChanges(api.onChange, () => replicas.some((replica) => replica.isLeader()), 'a leader');
+    const started = new Date();
+    const replicas = await Promise.all([
+      fx.start('replica-a', election('replica-a')),
+      fx.start('replica-b', election('replica-b')),
+    ]);
+    await fx.waitFor(() => replicas.some((replica) => replica.isLeader()), 'a leader');
 
     // A burst: the stack and two Clusters within the batch window.
-    const custom = kubeConfig.makeApiClient(CustomObjectsApi);
-    await custom.createNamespacedCustomObject({
-      group: 'clusterstack.x-k8s.io',
-      version: 'v1alpha1',
-      plural: 'clusterstacks',
-      namespace: NS,
-      body: {
-        apiVersion: 'clusterstack.x-k8s.io/v1alpha1',
-        kind: 'ClusterStack',
-        metadata: { name: 'ferrol' },
-        spec: { provider: 'docker', name: 'ferrol', kubernetesVersion: '1.30', versions: ['v2'], noProvider: true },
-      },
-    });
-    for (const [name, className] of [
-      ['alpha', 'docker-ferrol-1-30-v2'],
-      ['bravo', 'docker-ferrol-1-30-v3'],
-    ]) {
-      await custom.createNamespacedCustomObject({
-        group: 'cluster.x-k8s.io',
-        version: 'v1beta1',
-        plural: 'clusters',
+    await Promise.all([
+      fx.custom.createNamespacedCustomObject({
+        ...GROUP,
+        plural: 'clusterstacks',
         namespace: NS,
-        body: {
-          apiVersion: 'cluster.x-k8s.io/v1beta1',
-          kind: 'Cluster',
-          metadata: { name },
-          spec: {
-            controlPlaneEndpoint: { host: `${name}.test`, port: 6443 },
-            clusterNetwork: { pods: { cidrBlocks: ['10.0.0.0/16'] } },
-            topology: { class: className, version: 'v1.30.4' },
-          },
-        },
-      });
-    }
+        body: aStack('ferrol', NS),
+      }),
+      ...[
+        ['alpha', 'docker-ferrol-1-30-v2'],
+        ['bravo', 'docker-ferrol-1-30-v3'],
+      ].map(([name, className]) =>
+        fx.custom.createNamespacedCustomObject({
+          ...CAPI_V1BETA2,
+          plural: 'clusters',
+          namespace: NS,
+          body: aCluster(name!, NS, className!),
+        }),
+      ),
+    ]);
 
-    const addon = (name: string) =>
-      api.get('clusterstack.x-k8s.io/v1alpha1', 'ClusterAddon', NS, name) as ClusterAddon | undefined;
-    await waitOnChanges(
-      api.onChange,
+    const addon = (name: string) => fx.get('ClusterAddon', NS, name) as ClusterAddon | undefined;
+    await fx.waitFor(
       () =>
         addon('alpha')?.status?.conditions?.some((c) => c.type === 'ManifestsPublished' && c.status === 'True') ===
           true && addon('bravo')?.status !== undefined,
       'both ClusterAddons published',
     );
-    const releasesNow = api.list(
-      'clusterstack.x-k8s.io/v1alpha1',
-      'ClusterStackRelease',
-      NS,
-    ) as unknown as ClusterStackRelease[];
-    expect(releasesNow.map((release) => release.metadata.name)).toEqual([
-      'docker-ferrol-1-30-v2',
-      'docker-ferrol-1-30-v3',
-    ]);
-    expect(git.commitCount(remote, 'main')).toBe(1);
+    expect(
+      fx.objects('clusterstack.x-k8s.io/v1alpha1', 'ClusterStackRelease', NS).map((release) => release.metadata.name),
+    ).toEqual(['docker-ferrol-1-30-v2', 'docker-ferrol-1-30-v3']);
+    expect(fx.git.commitCount(fx.remote, 'main')).toBe(1);
     // It never conflicted with its own writes (finalizer, then status, then the next reconcile on a lagging cache).
     expect(
-      api.requests
-        .filter((request) => request.status === 409 && !request.path.includes('/leases'))
-        .map((request) => `${request.method} ${request.path}`),
+      fx
+        .controllerRequests(started)
+        .filter((event) => event.responseStatus?.code === 409 && event.objectRef?.resource !== 'leases')
+        .map((event) => `${event.verb} ${event.requestURI}`),
     ).toEqual([]);
 
     // Only the leader reconciled.
@@ -155,43 +105,44 @@ describe('controller runtime', () => {
     expect(metrics).toMatch(/clusterstack_leader 1/);
     expect((await fetch(`${leader.healthUrl}/readyz`)).status).toBe(200);
 
-    // A deleted object it owns comes back.
-    await custom.deleteNamespacedCustomObject({
-      group: 'clusterstack.x-k8s.io',
-      version: 'v1alpha1',
+    // A deleted object it owns comes back (a new one: the old one's finalizer let go first).
+    const bravoUid = addon('bravo')!.metadata.uid;
+    await fx.custom.deleteNamespacedCustomObject({
+      ...GROUP,
       plural: 'clusteraddons',
       namespace: NS,
       name: 'bravo',
     });
-    await waitOnChanges(
-      api.onChange,
-      () => addon('bravo')?.status?.conditions !== undefined,
+    await fx.waitFor(
+      () => addon('bravo')?.metadata.uid !== bravoUid && addon('bravo')?.status?.conditions !== undefined,
       'the ClusterAddon recreated',
     );
-    expect(git.commitCount(remote, 'main')).toBe(1);
+    expect(fx.git.commitCount(fx.remote, 'main')).toBe(1);
 
-    // The API server goes away and comes back, and watches expire: the informers resume, and the
-    // next change is still published.
-    await api.stop();
-    await api.restart();
-    api.expireWatches();
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    await custom.patchNamespacedCustomObject(
+    // The API server is killed and started again on the same port and etcd: every watch ends, and
+    // one resumed from before the restart is older than the new server's watch cache (410 Gone).
+    // The informers resume, and the next change is still published.
+    const before = addon('alpha')!.metadata.resourceVersion!;
+    await fx.restartApiServer();
+    const resumed = await fx.admin.request(
+      'GET',
+      `/apis/clusterstack.x-k8s.io/v1alpha1/namespaces/${NS}/clusteraddons`,
       {
-        group: 'cluster.x-k8s.io',
-        version: 'v1beta1',
+        query: { watch: '1', resourceVersion: before, timeoutSeconds: '1' },
+      },
+    );
+    expect(resumed.text).toContain('"code":410');
+    await fx.custom.patchNamespacedCustomObject(
+      {
+        ...CAPI_V1BETA2,
         plural: 'clusters',
         namespace: NS,
         name: 'alpha',
         body: { spec: { controlPlaneEndpoint: { host: 'alpha-moved.test' } } },
       },
-      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      MERGE(),
     );
-    await waitOnChanges(
-      api.onChange,
-      () => git.commitCount(remote, 'main') === 2,
-      'the change after the API server came back',
-    );
+    await fx.waitFor(() => fx.git.commitCount(fx.remote, 'main') === 2, 'the change after the API server came back');
     expect(leader.isLeader()).toBe(true);
-  });
+  }, 300_000);
 });

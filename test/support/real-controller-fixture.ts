@@ -6,6 +6,7 @@
 // from a watch-fed mirror, so reads stay synchronous and waits end on the watch event that makes
 // them true, not on a poll.
 import { mkdtemp, rm } from 'node:fs/promises';
+import { request } from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { CustomObjectsApi, KubeConfig, makeInformer, type KubernetesObject } from '@kubernetes/client-node';
@@ -16,8 +17,8 @@ import { copyExampleReleases } from './cli.js';
 import { kubernetesVersionOf } from './builders.js';
 import { publishedFiles, startController, waitOnChanges, type ControllerWorld } from './controller-fixture.js';
 import { GitSandbox } from './git-repos.js';
-import { FILE_OWNED_LABEL, type LeasedServer } from './real-kube-api-broker.js';
-import { auditEvents, describeAuditEvent, type AuditEvent } from './real-kube-api/service-account.js';
+import { FILE_OWNED_LABEL, type LeasedServer, type ServerFault } from './real-kube-api-broker.js';
+import { auditEvents, describeAuditEvent, grantedNow, type AuditEvent } from './real-kube-api/service-account.js';
 import { kubeClient, type KubeClient } from './real-kube-api/kube-client.js';
 import { waitUntil } from './real-kube-api/local-process.js';
 import { applyShippedIdentity, type ShippedIdentity } from './shipped-identity.js';
@@ -119,7 +120,21 @@ export interface RealControllerFixture {
    * credentials. The namespace and those ClusterRoles are this file's: the broker deletes them.
    */
   shippedIdentity(options: { overlay: string; namespace: string }): Promise<ShippedIdentity>;
-  /** Stops runtimes and the mirror, fails on any 403 of the ServiceAccount, and returns the server to the broker. */
+  /**
+   * SIGSTOPs the leased kube-apiserver: connections are accepted (by the kernel) and never answered,
+   * as a stuck or partitioned server. No other file uses it meanwhile; cleanup thaws it.
+   */
+  freezeApiServer(): Promise<void>;
+  /** SIGCONTs it: what was held is answered, and it serves again. */
+  thawApiServer(): Promise<void>;
+  /** Whether kube-apiserver answers /readyz (on a new connection) within `withinMs`: never while frozen. */
+  apiServerAnswers(withinMs: number): Promise<boolean>;
+  /**
+   * Kills kube-apiserver and starts it again on the same port and etcd (every watch ends); resolves
+   * once ready. A 403 while it starts (its RBAC cache still empty) is excused at cleanup if the server then grants the request.
+   */
+  restartApiServer(): Promise<void>;
+  /** Thaws the server, stops runtimes and the mirror, fails on any 403 of the ServiceAccount (but a restart's), and returns the server to the broker. */
   cleanup(): Promise<void>;
 }
 
@@ -139,8 +154,9 @@ async function brokerCall(pathName: string, body?: unknown): Promise<Response> {
 export async function startRealControllerFixture(
   options: { mirror?: MirroredKind[]; install?: SeedObject[] } = {},
 ): Promise<RealControllerFixture> {
-  const leasedAt = new Date();
   const lease = (await (await brokerCall('/lease')).json()) as LeasedServer;
+  // Once leased, not before: the lease may wait for another file, whose requests are not this file's.
+  const leasedAt = new Date();
   const admin = kubeClient(lease.server, { ca: lease.ca, cert: lease.admin.cert, key: lease.admin.key });
   const adminKubeConfig = new KubeConfig();
   adminKubeConfig.loadFromFile(lease.admin.kubeconfigFile);
@@ -226,6 +242,24 @@ export async function startRealControllerFixture(
       (event) => event.user.username === lease.controller.user && new Date(event.requestReceivedTimestamp) >= since,
     );
   const forbidden = () => controllerRequests().filter((event) => event.responseStatus?.code === 403);
+  let frozen = false;
+  const apiServer = async (action: ServerFault['action']) => {
+    await brokerCall('/api-server', { id: lease.id, action } satisfies ServerFault);
+    frozen = action === 'freeze';
+  };
+  // Right after a restart the API server answers before its RBAC cache holds deploy/'s roles: a
+  // 403 then is the server starting, not a missing grant. It is excused only inside a restart
+  // window, and only if the server, asked at cleanup (SubjectAccessReview), grants that request.
+  const restarts: { from: number; to: number }[] = [];
+  const unexcused = async (refused: AuditEvent[]): Promise<AuditEvent[]> => {
+    const left: AuditEvent[] = [];
+    for (const event of refused) {
+      const at = Date.parse(event.requestReceivedTimestamp);
+      const restarting = restarts.some(({ from, to }) => at >= from && at <= to);
+      if (!restarting || !(await grantedNow(admin, event.user, event))) left.push(event);
+    }
+    return left;
+  };
 
   const object = (apiVersion: string, kind: string, namespace: string | undefined, name: string) => {
     const objects = store.get(`${apiVersion}|${kind}`);
@@ -341,12 +375,38 @@ export async function startRealControllerFixture(
         },
         { overlay, namespace, clusterLabels: { [FILE_OWNED_LABEL]: 'true' } },
       ),
+    freezeApiServer: () => apiServer('freeze'),
+    thawApiServer: () => apiServer('thaw'),
+    apiServerAnswers: (withinMs) =>
+      new Promise((resolve) => {
+        const outgoing = request(
+          `${lease.server}/readyz`,
+          { ca: lease.ca, cert: lease.admin.cert, key: lease.admin.key, agent: false },
+          (incoming) => {
+            incoming.resume();
+            resolve(true);
+          },
+        );
+        outgoing.setTimeout(withinMs, () => {
+          outgoing.destroy();
+          resolve(false);
+        });
+        outgoing.on('error', () => resolve(false));
+        outgoing.end();
+      }),
+    async restartApiServer() {
+      const from = Date.now();
+      await apiServer('restart');
+      restarts.push({ from, to: Date.now() + 5_000 });
+    },
     async cleanup() {
       try {
+        // Stopping a runtime talks to the server: it must answer.
+        if (frozen) await apiServer('thaw');
         for (const runtime of world.runtimes.reverse()) await runtime.stop();
         mirroring = false;
         for (const informer of informers) await informer.stop();
-        const refused = forbidden();
+        const refused = await unexcused(forbidden());
         if (refused.length > 0)
           throw new Error(
             `the controller's ServiceAccount was refused (403) under deploy/'s RBAC:\n${refused.map(describeAuditEvent).join('\n')}`,

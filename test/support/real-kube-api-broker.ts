@@ -4,8 +4,9 @@
 // a file leases a server for itself (test/support/real-controller-fixture.ts), and at its release
 // the broker empties it (finalizers stripped, the file's namespaces deleted, leases and events
 // gone) before the next file gets it. A file so has the server alone, as if it were fresh, with the
-// same fixed namespace names. The broker runs in vitest's main process and answers the workers on
-// loopback HTTP; teardown stops every server it started.
+// same fixed namespace names. Having it alone, a file may also freeze (SIGSTOP), thaw or restart its
+// kube-apiserver (/api-server); release thaws a frozen one before emptying it. The broker runs in
+// vitest's main process and answers the workers on loopback HTTP; teardown stops every server it started.
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
@@ -198,6 +199,21 @@ async function empty(pooled: Pooled): Promise<void> {
   );
 }
 
+/** What a file may do to the kube-apiserver of the server it leased (RealControllerFixture's freeze, thaw, restart). */
+export interface ServerFault {
+  id: number;
+  action: 'freeze' | 'thaw' | 'restart';
+}
+
+/** Freezes (SIGSTOP), thaws (SIGCONT) or restarts the leased server's kube-apiserver: the file has it alone, no other file sees it. */
+async function serverFault(pool: Pooled[], { id, action }: ServerFault): Promise<void> {
+  const pooled = pool.find((candidate) => candidate.lease.id === id && candidate.busy);
+  if (!pooled) throw new Error(`no leased server ${id}`);
+  if (action === 'freeze') pooled.api.freezeApiServer();
+  else if (action === 'thaw') pooled.api.thawApiServer();
+  else await pooled.api.restartApiServer();
+}
+
 function body(request: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
     let text = '';
@@ -266,6 +282,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
           const { id } = JSON.parse(await body(request)) as { id: number };
           const pooled = pool.find((candidate) => candidate.lease.id === id);
           if (!pooled) throw new Error(`no leased server ${id}`);
+          // A file that froze its server and failed before thawing it never hands a frozen one on.
+          pooled.api.thawApiServer();
           pooled.clean = empty(pooled).catch(async (error: unknown) => {
             if (stopping) return;
             // A server that cannot be emptied is not handed out again: the next lease starts a fresh one.
@@ -281,6 +299,11 @@ export default async function setup(project: TestProject): Promise<() => Promise
           // Seen by the next lease; not an unhandled rejection when there is none.
           pooled.clean.catch(() => undefined);
           handOver(pooled);
+          response.writeHead(204).end();
+          return;
+        }
+        if (request.method === 'POST' && request.url === '/api-server') {
+          await serverFault(pool, JSON.parse(await body(request)) as ServerFault);
           response.writeHead(204).end();
           return;
         }

@@ -11,6 +11,7 @@ export { describeVerdicts, documentsOfFiles, validateOnServer, type ObjectVerdic
 export {
   auditEvents,
   describeAuditEvent,
+  grantedNow,
   serviceAccountKubeconfig,
   serviceAccountUserName,
   type AuditEvent,

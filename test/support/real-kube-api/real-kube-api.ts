@@ -40,6 +40,16 @@ export interface RealKubeApi {
    * the same port and etcd, as after a crash; resolves once ready. Clients see their connections cut.
    */
   restartApiServer(): Promise<void>;
+  /**
+   * SIGSTOPs kube-apiserver, as a stuck or partitioned server: the kernel still accepts connections,
+   * nothing answers them, and requests already sent hang. `thawApiServer` (SIGCONT) ends it; `stop`
+   * thaws first, `restartApiServer` kills the frozen process.
+   */
+  freezeApiServer(): void;
+  /** SIGCONTs kube-apiserver: the requests held since the freeze are answered. A no-op when not frozen. */
+  thawApiServer(): void;
+  /** Whether kube-apiserver is frozen (freezeApiServer without thawApiServer since). */
+  frozen(): boolean;
   stop(): Promise<void>;
 }
 
@@ -100,7 +110,21 @@ export async function startRealKubeApi(options: RealKubeApiOptions = {}): Promis
   const dir = mkdtempSync(path.join(os.tmpdir(), `csk-kube-${name}-`));
   const pki = makeClusterPki(mkdirAt(dir, 'pki'));
   const processes: LocalProcess[] = [];
+  let frozen = false;
+  const apiServerProcess = (): LocalProcess | undefined =>
+    processes.find((process) => process.name === `kube-apiserver (${name})`);
+  const signalApiServer = (signal: 'SIGSTOP' | 'SIGCONT'): void => {
+    const process = apiServerProcess();
+    if (process && !process.exited()) globalThis.process.kill(process.pid, signal);
+  };
+  const thawApiServer = (): void => {
+    if (!frozen) return;
+    signalApiServer('SIGCONT');
+    frozen = false;
+  };
   const stop = async (): Promise<void> => {
+    // A stopped process takes no SIGTERM: it would wait out the SIGKILL delay.
+    thawApiServer();
     // The API server first: it would log etcd's absence at length otherwise.
     for (const process of [...processes].reverse()) await process.stop();
   };
@@ -216,10 +240,18 @@ export async function startRealKubeApi(options: RealKubeApiOptions = {}): Promis
       async restartApiServer() {
         // In place: callers hold `processes` to watch it.
         const index = processes.findIndex((process) => process.name === `kube-apiserver (${name})`);
+        // SIGKILL ends a frozen process too, without its held requests being answered first.
         await processes[index]!.kill();
+        frozen = false;
         processes[index] = startApiServer();
         await ready();
       },
+      freezeApiServer() {
+        signalApiServer('SIGSTOP');
+        frozen = true;
+      },
+      thawApiServer,
+      frozen: () => frozen,
       stop,
     };
   } catch (error) {

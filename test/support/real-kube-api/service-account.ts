@@ -3,6 +3,7 @@
 // RBAC decides what it may do; and the API server's audit log, to see what it was refused.
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import type { KubeClient } from './kube-client.js';
 import type { RealKubeApi } from './real-kube-api.js';
 
 /** `system:serviceaccount:<namespace>:<name>`, as the API server names the ServiceAccount's user. */
@@ -83,4 +84,32 @@ export function describeAuditEvent(event: AuditEvent): string {
   const what = `${ref.apiGroup ? `${ref.apiGroup}/` : ''}${ref.resource ?? event.requestURI}${ref.subresource ? `/${ref.subresource}` : ''}`;
   const where = [ref.namespace, ref.name].filter(Boolean).join('/');
   return `${event.verb} ${what}${where ? ` (${where})` : ''}: ${event.responseStatus?.code ?? '?'} ${event.responseStatus?.message ?? ''}`.trim();
+}
+
+/** Whether the server now grants `user` the request of `event` (a SubjectAccessReview asked as `admin`). */
+export async function grantedNow(
+  admin: KubeClient,
+  user: AuditEvent['user'],
+  event: Pick<AuditEvent, 'verb' | 'objectRef'>,
+): Promise<boolean> {
+  const ref = event.objectRef ?? {};
+  const review = await admin.request('POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', {
+    body: {
+      apiVersion: 'authorization.k8s.io/v1',
+      kind: 'SubjectAccessReview',
+      spec: {
+        user: user.username,
+        groups: user.groups ?? [],
+        resourceAttributes: {
+          verb: event.verb,
+          group: ref.apiGroup ?? '',
+          resource: ref.resource,
+          subresource: ref.subresource ?? '',
+          namespace: ref.namespace ?? '',
+          name: ref.name ?? '',
+        },
+      },
+    },
+  });
+  return review.status === 201 && review.body.status?.allowed === true;
 }
