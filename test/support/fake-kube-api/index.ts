@@ -23,10 +23,10 @@
  *   it brings; the rest of that file's RBAC runs on a leased real server),
  *   controller/runtime-extension-e2e.test.ts;
  * - watch streams and the server itself controlled at a chosen moment (`expireWatches`,
- *   `pause`/`resume`, `stop`/`restart` on the same port):
- *   informer-set.test.ts, controller/controller-runtime-e2e.test.ts, runtime-extension-e2e.test.ts,
- *   controller/controller-exit.test.ts and controller/controller-leadership-loss.test.ts (a frozen
- *   API server);
+ *   `stop`/`restart` on the same port): informer-set.test.ts, runtime-extension-e2e.test.ts. A frozen
+ *   or restarted server is not faked for the controller: controller-exit, controller-leadership-loss
+ *   and controller-runtime-e2e SIGSTOP/SIGCONT or restart a leased real kube-apiserver
+ *   (RealControllerFixture's freezeApiServer, thawApiServer, restartApiServer);
  * - objects nested deeper than Kubernetes' 10,000 levels, which a real server never serves, from a
  *   thread with a deep stack (deep-fake-kube-api-worker.ts): controller-deep-nesting.test.ts;
  * - many API servers, or thousands of objects seeded in milliseconds: the benchmarks
@@ -98,10 +98,6 @@ export interface FakeKubeApi {
   sendBookmarks(): void;
   /** Cuts every open connection, watches included, but keeps listening. */
   dropConnections(): void;
-  /** Keeps accepting connections but answers no request until resume() (a SIGSTOPped API server). */
-  pause(): void;
-  /** Answers the requests held since pause(), then all others. */
-  resume(): void;
   /** Stops listening and cuts connections; state is kept for restart(). */
   stop(): Promise<void>;
   /** Listens again on the same port with the same objects and resourceVersions. */
@@ -184,8 +180,6 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions = {}): Promis
     endWatches: () => server.watches.endAll(),
     sendBookmarks: () => server.watches.bookmarkAll(),
     dropConnections: () => server.dropConnections(),
-    pause: () => server.pause(),
-    resume: () => server.resume(),
     stop: () => server.stop(),
     restart: () => server.listen(),
   };

@@ -98,8 +98,6 @@ export class FakeKubeApiServer {
   readonly watches: WatchHub;
   readonly requests: RequestRecord[] = [];
   private faults: Fault[] = [];
-  /** While paused: requests accepted and held unanswered, as a SIGSTOPped API server does. */
-  private held: [IncomingMessage, ServerResponse][] | undefined;
   private server: Server | undefined;
   private port = 0;
 
@@ -146,18 +144,6 @@ export class FakeKubeApiServer {
     this.server?.closeAllConnections();
   }
 
-  /** Accepts connections and requests but answers none until resume(), like an API server process that is stopped (SIGSTOP). */
-  pause(): void {
-    this.held ??= [];
-  }
-
-  /** Answers the held requests, in order, and every request from now on. */
-  resume(): void {
-    const held = this.held ?? [];
-    this.held = undefined;
-    for (const [req, res] of held) void this.handle(req, res);
-  }
-
   addFault(spec: FaultSpec): void {
     this.faults.push({ ...spec, remaining: spec.times ?? 1 });
   }
@@ -178,10 +164,6 @@ export class FakeKubeApiServer {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (this.held) {
-      this.held.push([req, res]);
-      return;
-    }
     const url = new URL(req.url ?? '/', 'http://fake');
     const method = (req.method ?? 'GET').toUpperCase();
     const record: RequestRecord = { method, path: url.pathname, query: Object.fromEntries(url.searchParams) };
