@@ -100,6 +100,7 @@ export function createOutputPublisher(
     author,
     protectedPaths,
     overwriteEdits: guards.force ?? false,
+    ...(settings.shardIndex ? { fleetIndex: true } : {}),
     ...common,
   });
 }
