@@ -105,9 +105,10 @@ function publishedTwice(shards: readonly [string, ShardSummary][], field: 'clust
 
 /**
  * The index's bytes for the shards' subtrees present (shard name -> summary), in any order: the
- * same subtrees give the same bytes, whichever shard computes them.
+ * same subtrees give the same bytes, whichever shard computes them. `treeDir` is where a shard's
+ * tree lies inside its directory ('' in Git; `current/` in an --output directory).
  */
-export function renderFleetIndex(subtrees: ReadonlyMap<string, ShardSummary>): string {
+export function renderFleetIndex(subtrees: ReadonlyMap<string, ShardSummary>, treeDir = ''): string {
   const shards = [...subtrees].sort(([a], [b]) => compareText(a, b));
   const total = (field: 'clusters' | 'releases') => new Set(shards.flatMap(([, summary]) => summary[field])).size;
   const totals = [
@@ -128,7 +129,7 @@ export function renderFleetIndex(subtrees: ReadonlyMap<string, ShardSummary>): s
     '| --- | --- | --- | --- | --- | --- |',
     ...shards.map(([shard, summary]) =>
       summary.readable
-        ? `| ${shard} | ${summary.clusters.length} | ${summary.releases.length} | ${summary.providers.length} | ${summary.withheld} | [${shard}/README.md](${shard}/README.md) |`
+        ? `| ${shard} | ${summary.clusters.length} | ${summary.releases.length} | ${summary.providers.length} | ${summary.withheld} | [${shard}/${treeDir}README.md](${shard}/${treeDir}README.md) |`
         : `| ${shard} | - | - | - | - | no readable ${PROVENANCE_FILE} |`,
     ),
   ];
@@ -139,7 +140,7 @@ export function renderFleetIndex(subtrees: ReadonlyMap<string, ShardSummary>): s
     lines.push(...twice.map((entry) => `- ${entry}`));
   }
   for (const [shard, summary] of shards) {
-    lines.push('', `## ${shard}`, '', `Subtree: [\`${shard}/\`](${shard}/)`);
+    lines.push('', `## ${shard}`, '', `Subtree: [\`${shard}/${treeDir}\`](${shard}/${treeDir})`);
     if (!summary.readable) {
       lines.push('', `No readable \`${PROVENANCE_FILE}\`: what it holds is unknown.`);
       continue;
