@@ -995,6 +995,11 @@ export class GitPublisher implements Publisher, SettledRunStore {
     // The commit the fast path builds on: the one we pushed last, or after a lost race the new head
     // when the other writer left our path alone (controller shards); undefined: the work tree path.
     let fastParent: string | null | undefined = this.committed?.revision;
+    // A shard's branch is moved by the other shards between its commits: most of the time the commit
+    // it pushed last is no longer the head. Looking first (a fetch) spares the commit made on it,
+    // the push the remote refuses and the pause a lost race costs; the race is still handled below.
+    if (this.fleetIndex && this.committed && fastParent !== undefined && !this.sameAsKnown(tree, known))
+      fastParent = await this.headKeepingOurPath(workspace, this.committed.revision);
     for (let attempt = 1; attempt <= this.maxPushAttempts; attempt++) {
       const attemptStarted = Date.now();
       if (this.committed && fastParent !== undefined) {
@@ -1047,6 +1052,14 @@ export class GitPublisher implements Publisher, SettledRunStore {
       'conflict',
       `git push to ${this.remote.display}: branch ${this.branch} moved on during each of ${this.maxPushAttempts} attempts (non-fast-forward); try again later`,
     );
+  }
+
+  /** Whether `tree` is the tree we last committed (by the caller's comparison when it was made against it). */
+  private sameAsKnown(tree: RenderedTree, change?: KnownChange): boolean {
+    const committed = this.committed!.tree;
+    if (change?.previous === committed) return change.written.length === 0 && change.removed.length === 0;
+    const { written, removed } = diffTrees(committed, tree);
+    return written.length === 0 && removed.length === 0;
   }
 
   /**

@@ -166,7 +166,8 @@ describe('sharded publishing to one Git branch', () => {
   it('keeps the index right through a lost push race, a removed shard and a publish with no change', async () => {
     const bare = sandbox.bareRepo('index', { branch: 'main', files: { 'rendered/README.md': 'fleet\n' } });
     const c = recordingLogger();
-    const [a, b] = [shardPublisher(bare, 'shard0'), shardPublisher(bare, 'shard1')];
+    const first = recordingLogger();
+    const [a, b] = [shardPublisher(bare, 'shard0', first.logger), shardPublisher(bare, 'shard1')];
     const lateShard = shardPublisher(bare, 'shard2', c.logger);
     const commits: string[] = [];
     const publish = async (publisher: GitPublisher, shard: string, round: number) => {
@@ -180,17 +181,28 @@ describe('sharded publishing to one Git branch', () => {
     };
     await a.readPrevious();
     await publish(a, 'shard0', 0);
-    // shard1 and shard2 read the same head; shard1 commits first, so shard2's push loses the race
-    // and its commit is made again on shard1's, index and all.
+    // shard1 and shard2 read the same head; shard1 commits first, so shard2 builds on shard1's commit.
     await b.readPrevious();
     await lateShard.readPrevious();
     await publish(b, 'shard1', 0);
+    // Then another writer pushes between shard2's commit and its push: the push loses the race,
+    // and the commit is made again on the new head, index and all.
+    const lateClone = path.join(sandbox.root, `work-${path.basename(bare)}-shard2`);
+    sandbox.pushForeignCommitBeforePush(lateClone, bare, 'main', 'rendered/other.txt', 'once');
     await publish(lateShard, 'shard2', 0);
-    expect(c.entries.map((entry) => entry.message)).toContain(
-      'Push lost a race with another writer, rebuilding on the new remote head',
-    );
-    // shard0 builds on a head two commits past the one it pushed (its own path unchanged there).
+    expect(sandbox.foreignPushes(lateClone)).toBe(1);
+    // One lost race, the foreign push's: shard1's commit it saw by fetching before it committed.
+    const lostRaces = (entries: { message: string }[]) =>
+      entries.filter(
+        (entry) => entry.message === 'Push lost a race with another writer, rebuilding on the new remote head',
+      );
+    expect(lostRaces(c.entries)).toHaveLength(1);
+    const foreign = git(bare, 'rev-parse', `${commits[2]}^`).trim();
+    expect(commits[2]).not.toBe(foreign);
+    expect(git(bare, 'rev-parse', `${foreign}^`).trim()).toBe(commits[1]);
+    // shard0 builds on a head three commits past the one it pushed (its own path unchanged there).
     await publish(a, 'shard0', 1);
+    expect(lostRaces(first.entries)).toHaveLength(0);
     expect(commits.map((commit) => expectIndexOfSubtrees(bare, commit))).toEqual([
       ['shard0'],
       ['shard0', 'shard1'],
