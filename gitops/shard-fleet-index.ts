@@ -1,8 +1,8 @@
 // The shards' fleet-wide index (src/shards/fleet-index.ts) as a shard's Git publisher writes it: for
 // the commit it is about to make on a parent, the index of the subtrees that commit will hold (the
 // parent's other subtrees, read from their provenance.json, and the shard's own new tree). Reading
-// costs two `ls-tree`s per commit; the other shards' provenance is parsed once per blob (a shard's
-// record changes only with that shard's commits), so a busy fleet does not re-read it every time.
+// costs one `ls-tree` per commit, and a `git show` when another shard's record changed: each blob is
+// parsed once (a shard's record changes only with that shard's commits).
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import type { RenderedTree } from '../src/output/rendered-tree.js';
@@ -33,6 +33,12 @@ function parseLsTree(listing: string): TreeEntry[] {
   return entries;
 }
 
+/** `a/b/c` -> [`a`, `b/c`]; `a` -> [`a`, undefined]. */
+function splitOnce(relative: string): [string, string | undefined] {
+  const slash = relative.indexOf('/');
+  return slash < 0 ? [relative, undefined] : [relative.slice(0, slash), relative.slice(slash + 1)];
+}
+
 /** The object id git gives `text` as a blob, in the hash of the repository (told by an id's length). */
 function blobId(text: string, idLength: number): string {
   const bytes = Buffer.from(text, 'utf8');
@@ -50,6 +56,8 @@ export class GitFleetIndex {
   private readonly shard: string;
   private readonly summaries = new Map<string, ShardSummary>();
   private own: { text: string | undefined; summary: ShardSummary } | undefined;
+  /** The other shards the last listing found: their provenance.json is asked for in the next one. */
+  private known = new Set<string>();
 
   /** `subdir` is the shard's subtree inside the repository (`<path>/shards/<shard>`). */
   constructor(subdir: string) {
@@ -64,55 +72,60 @@ export class GitFleetIndex {
    */
   async changedAt(git: GitCommand, parent: string | null, tree: RenderedTree): Promise<string | undefined> {
     const prefix = this.shardsDir === '.' ? '' : `${this.shardsDir}/`;
-    const children =
-      parent === null
-        ? []
-        : parseLsTree(
-            await git.run(['ls-tree', '-z', '-l', parent, '--', prefix === '' ? '.' : prefix], 'git ls-tree'),
-          );
-    const current = children.find((entry) => entry.type === 'blob' && entry.path === this.file);
-    const others = children
-      .filter((entry) => entry.type === 'tree' && entry.path !== `${prefix}${this.shard}`)
-      .map((entry) => entry.path.slice(prefix.length));
     const subtrees = new Map<string, ShardSummary>();
-    for (const [shard, summary] of await this.summariesAt(git, parent, prefix, others)) subtrees.set(shard, summary);
+    let current: TreeEntry | undefined;
+    if (parent !== null) {
+      // One listing: the shards directory's entries, and the provenance.json of each shard seen
+      // before (git descends into those directories, one level); a new shard's is asked for after.
+      const listing = await this.list(git, parent, [
+        prefix === '' ? '.' : prefix,
+        ...[...this.known].map((shard) => `${prefix}${shard}/${PROVENANCE_FILE}`),
+      ]);
+      current = listing.find((entry) => entry.type === 'blob' && entry.path === this.file);
+      const present = new Set<string>();
+      const records = new Map<string, TreeEntry>();
+      for (const entry of listing) {
+        const [shard, rest] = splitOnce(entry.path.slice(prefix.length));
+        if (shard === this.shard || (rest === undefined && entry.type !== 'tree')) continue;
+        present.add(shard);
+        if (rest === PROVENANCE_FILE && entry.type === 'blob') records.set(shard, entry);
+      }
+      const unseen = [...present].filter((shard) => !this.known.has(shard));
+      if (unseen.length > 0)
+        for (const entry of await this.list(
+          git,
+          parent,
+          unseen.map((shard) => `${prefix}${shard}/${PROVENANCE_FILE}`),
+        ))
+          if (entry.type === 'blob') records.set(splitOnce(entry.path.slice(prefix.length))[0], entry);
+      this.known = present;
+      await this.readSummaries(git, [...records.values()]);
+      for (const shard of present) {
+        const record = records.get(shard);
+        subtrees.set(shard, record ? this.summaries.get(record.oid)! : summarizeShard(undefined));
+      }
+    }
     if (tree.size > 0) subtrees.set(this.shard, this.ownSummary(tree.get(PROVENANCE_FILE)));
     const text = renderFleetIndex(subtrees);
     return current && blobId(text, current.oid.length) === current.oid ? undefined : text;
   }
 
-  /** The other shards' summaries at `parent`, from their provenance.json (each blob parsed once). */
-  private async summariesAt(
-    git: GitCommand,
-    parent: string | null,
-    prefix: string,
-    shards: readonly string[],
-  ): Promise<Map<string, ShardSummary>> {
-    const result = new Map<string, ShardSummary>();
-    if (parent === null || shards.length === 0) return result;
-    const records = parseLsTree(
-      await git.run(
-        ['ls-tree', '-z', '-l', parent, '--', ...shards.map((shard) => `${prefix}${shard}/${PROVENANCE_FILE}`)],
-        'git ls-tree',
-      ),
-    ).filter((entry) => entry.type === 'blob');
-    const byShard = new Map(records.map((entry) => [entry.path.slice(prefix.length).split('/')[0]!, entry]));
+  private async list(git: GitCommand, commit: string, paths: string[]): Promise<TreeEntry[]> {
+    return parseLsTree(await git.run(['ls-tree', '-z', '-l', commit, '--', ...paths], 'git ls-tree'));
+  }
+
+  /** Parses the provenance blobs not summarized yet (one `git show` for all of them). */
+  private async readSummaries(git: GitCommand, records: readonly TreeEntry[]): Promise<void> {
     const unread = records.filter((entry) => !this.summaries.has(entry.oid));
-    if (unread.length > 0) {
-      // `git show` of several blobs prints their bytes back to back; ls-tree gave each size.
-      const bytes = await git.showBytes(['--no-textconv', ...unread.map((entry) => entry.oid)], 'git show');
-      let offset = 0;
-      if (this.summaries.size + unread.length > CACHE_LIMIT) this.summaries.clear();
-      for (const entry of unread) {
-        this.summaries.set(entry.oid, summarizeShard(bytes.subarray(offset, offset + entry.size).toString('utf8')));
-        offset += entry.size;
-      }
+    if (unread.length === 0) return;
+    // `git show` of several blobs prints their bytes back to back; ls-tree gave each size.
+    const bytes = await git.showBytes(['--no-textconv', ...unread.map((entry) => entry.oid)], 'git show');
+    let offset = 0;
+    if (this.summaries.size + unread.length > CACHE_LIMIT) this.summaries.clear();
+    for (const entry of unread) {
+      this.summaries.set(entry.oid, summarizeShard(bytes.subarray(offset, offset + entry.size).toString('utf8')));
+      offset += entry.size;
     }
-    for (const shard of shards) {
-      const record = byShard.get(shard);
-      result.set(shard, record ? this.summaries.get(record.oid)! : summarizeShard(undefined));
-    }
-    return result;
   }
 
   /** This shard's summary; the last one is kept while its record stays the same text. */
