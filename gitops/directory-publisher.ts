@@ -76,7 +76,8 @@ export interface DirectoryPublisherOptions {
   protectedPaths?: readonly ProtectedPath[];
   /**
    * Runs after a publish that changed the tree, still under the lock (a controller shard rewrites
-   * the shards' index beside its directory, shard-directory-index.ts); its failure fails the publish.
+   * the shards' index beside its directory, shard-directory-index.ts). Its failure fails the
+   * publish, and it runs again with the next publish, even one that changes nothing.
    */
   afterChange?: () => Promise<void>;
 }
@@ -217,6 +218,8 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
   private readonly adopt: boolean;
   private readonly protectedPaths: readonly ProtectedPath[];
   private readonly afterChange: (() => Promise<void>) | undefined;
+  /** afterChange failed (or never finished) after the tree it follows was published. */
+  private afterChangeOwed = false;
   private lastScan: RenderedTree | undefined;
   private held: PublishLock | undefined;
   private ahead: StagedAhead | undefined;
@@ -406,6 +409,7 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
       (await this.currentTreeId(await this.resolvedDir())) !== undefined
     ) {
       await this.dropAhead();
+      if (this.afterChangeOwed) await this.runAfterChange();
       return { changed: false, written: [], removed: [], revision: null };
     }
     const dir = await this.ensureDirectory();
@@ -416,8 +420,15 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
       ownership.kind === 'legacy' ? new Map() : previous,
       await this.takeAhead(),
     );
-    await this.afterChange?.();
+    await this.runAfterChange();
     return { changed: true, written, removed, revision: null };
+  }
+
+  private async runAfterChange(): Promise<void> {
+    if (!this.afterChange) return;
+    this.afterChangeOwed = true;
+    await this.afterChange();
+    this.afterChangeOwed = false;
   }
 
   /**

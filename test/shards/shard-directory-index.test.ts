@@ -80,4 +80,23 @@ describe('sharded publishing to one --output directory', () => {
     expect(listed(index)).toEqual(['main', 'shard1']);
     expect(index).toContain('- `fleet` (1): shard1-c3\n');
   }, 60_000);
+
+  it('rewrites the index with the next publish when it failed after a tree was published', async () => {
+    const shardsDir = path.join(root, 'failing', 'shards');
+    let calls = 0;
+    const publisher = new DirectoryPublisher(path.join(shardsDir, 'main'), {
+      afterChange: async () => {
+        calls += 1;
+        if (calls === 1) throw new Error('index lock held too long');
+        await refreshDirectoryFleetIndex(shardsDir, 10_000);
+      },
+    });
+    await expect(publish(publisher, roundTree('main', 0))).rejects.toThrow('index lock held too long');
+    // The tree is there; the next publish has nothing new but still writes the index it owes.
+    expect(await publish(publisher, roundTree('main', 0))).toBe(false);
+    expect(calls).toBe(2);
+    expect(listed(readFileSync(path.join(shardsDir, FLEET_INDEX_FILE), 'utf8'))).toEqual(['main']);
+    expect(await publish(publisher, roundTree('main', 0))).toBe(false);
+    expect(calls).toBe(2);
+  });
 });
