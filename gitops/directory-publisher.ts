@@ -58,7 +58,8 @@ import {
 import { checkTreePaths } from './tree-paths.js';
 import { crashPoint } from './crash-point.js';
 
-const CURRENT_LINK = 'current';
+/** `<dir>/current`: the link to the published tree, what readers of the directory use. */
+export const CURRENT_LINK = 'current';
 const STATE_DIR = '.clusterstack';
 const MARKER_FILE = 'output.json';
 const TREES_DIR = 'trees';
@@ -73,6 +74,12 @@ export interface DirectoryPublisherOptions {
   adopt?: boolean;
   /** Inputs and release sources: the directory may be neither of them nor hold them. */
   protectedPaths?: readonly ProtectedPath[];
+  /**
+   * Runs after a publish that changed the tree, still under the lock (a controller shard rewrites
+   * the shards' index beside its directory, shard-directory-index.ts). Its failure fails the
+   * publish, and it runs again with the next publish, even one that changes nothing.
+   */
+  afterChange?: () => Promise<void>;
 }
 
 /** Whose the directory is, as far as its entries tell. */
@@ -210,6 +217,9 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
   private readonly dir: string;
   private readonly adopt: boolean;
   private readonly protectedPaths: readonly ProtectedPath[];
+  private readonly afterChange: (() => Promise<void>) | undefined;
+  /** afterChange failed (or never finished) after the tree it follows was published. */
+  private afterChangeOwed = false;
   private lastScan: RenderedTree | undefined;
   private held: PublishLock | undefined;
   private ahead: StagedAhead | undefined;
@@ -218,6 +228,7 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
     this.dir = path.resolve(dir);
     this.adopt = options.adopt ?? false;
     this.protectedPaths = options.protectedPaths ?? [];
+    this.afterChange = options.afterChange;
     this.target = this.dir;
   }
 
@@ -398,6 +409,7 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
       (await this.currentTreeId(await this.resolvedDir())) !== undefined
     ) {
       await this.dropAhead();
+      if (this.afterChangeOwed) await this.runAfterChange();
       return { changed: false, written: [], removed: [], revision: null };
     }
     const dir = await this.ensureDirectory();
@@ -408,7 +420,15 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
       ownership.kind === 'legacy' ? new Map() : previous,
       await this.takeAhead(),
     );
+    await this.runAfterChange();
     return { changed: true, written, removed, revision: null };
+  }
+
+  private async runAfterChange(): Promise<void> {
+    if (!this.afterChange) return;
+    this.afterChangeOwed = true;
+    await this.afterChange();
+    this.afterChangeOwed = false;
   }
 
   /**

@@ -66,6 +66,7 @@ import {
 } from './settled-run-record.js';
 import type { Logger } from '../src/core/logger.js';
 import { crashPoint } from './crash-point.js';
+import { GitFleetIndex } from './shard-fleet-index.js';
 
 /**
  * `repository` may also be a local work tree (committed in place, `workDir` unused) or a missing
@@ -84,6 +85,13 @@ export interface GitPublisherOptions extends GitTargetOptions {
   protectedPaths?: readonly ProtectedPath[];
   /** `--force`: in place, overwrite uncommitted edits to tracked files under the path (refused otherwise). */
   overwriteEdits?: boolean;
+  /**
+   * The path is one controller shard's subtree (`<path>/shards/<shard>`): every commit also carries
+   * the shards' index beside it (`<path>/shards/README.md`, shard-fleet-index.ts), derived from the
+   * subtrees that commit holds. It is the one file outside the path the publisher writes, and only
+   * in a commit its own subtree needs: an unchanged subtree commits nothing.
+   */
+  fleetIndex?: boolean;
 }
 
 type Workspace =
@@ -140,6 +148,8 @@ interface InPlaceState {
   created: string[];
   /** Those of them that exist already: someone else's. */
   occupied: string[];
+  /** With `fleetIndex`: whether HEAD tracks the shards' index, and whether an untracked file stands there (someone's). */
+  index?: { tracked: boolean; occupied: boolean };
 }
 
 /** What git status shows that is not committed: staged changes anywhere, and edits of tracked files under the path. */
@@ -181,6 +191,8 @@ export class GitPublisher implements Publisher, SettledRunStore {
   private committed: { revision: string | null; tree: RenderedTree } | undefined;
   /** Commits made by fast-import in this process (git gc --auto runs after every GC_EVERY-th). */
   private fastCommits = 0;
+  /** With `fleetIndex`: the shards' index each commit carries. */
+  private readonly fleetIndex: GitFleetIndex | undefined;
 
   constructor(private readonly options: GitPublisherOptions) {
     this.remote = parseGitRemote(options.repository);
@@ -197,6 +209,14 @@ export class GitPublisher implements Publisher, SettledRunStore {
       );
     }
     this.renderMessage = compileCommitMessage(options.messageTemplate);
+    if (options.fleetIndex) {
+      if (this.subdir === '')
+        throw new PublishError(
+          'invalid-input',
+          'a shard publisher needs a path (<path>/shards/<shard>) for its subtree',
+        );
+      this.fleetIndex = new GitFleetIndex(this.subdir);
+    }
     this.target = `${this.remote.display} (branch ${this.branch}${this.subdir === '' ? '' : `, path ${this.subdir}`})`;
   }
 
@@ -358,7 +378,8 @@ export class GitPublisher implements Publisher, SettledRunStore {
       if (entry.length < 4) continue;
       const [staged, unstaged, file] = [entry[0], entry[1], entry.slice(3)];
       if (staged !== ' ' && staged !== '?') changes.staged.push(file);
-      if (unstaged !== ' ' && (prefix === '' || file.startsWith(prefix))) changes.edited.push(file);
+      if (unstaged !== ' ' && (prefix === '' || file.startsWith(prefix) || file === this.fleetIndex?.file))
+        changes.edited.push(file);
     }
     return changes;
   }
@@ -572,6 +593,22 @@ export class GitPublisher implements Publisher, SettledRunStore {
     return this.stagedChanges(workspace, pathspec);
   }
 
+  /**
+   * With `fleetIndex`: writes and stages the shards' index of a commit on `parent` holding `tree`
+   * as this subtree, unless `parent` has it already. Whatever stood at its path is replaced, never
+   * written through (a symbolic link there would lead out of the work tree).
+   */
+  private async stageFleetIndex(workspace: Workspace, parent: string | null, tree: RenderedTree): Promise<void> {
+    if (!this.fleetIndex) return;
+    const text = await this.fleetIndex.changedAt(workspace.git, parent, tree);
+    if (text === undefined) return;
+    const file = path.join(workspace.dir, this.fleetIndex.file);
+    await rm(file, { force: true });
+    await mkdir(path.dirname(file), { recursive: true });
+    await writeFile(file, text);
+    await this.addPaths(workspace, [this.fleetIndex.file]);
+  }
+
   /** Stages exactly `paths` (written, changed or removed), ignoring any .gitignore. */
   private async addPaths(workspace: Workspace, paths: string[]): Promise<void> {
     if (paths.length === 0) return;
@@ -703,7 +740,11 @@ export class GitPublisher implements Publisher, SettledRunStore {
         (await exists(path.join(dir, prefix, file))) ? file : undefined,
       )
     ).filter((file): file is string => file !== undefined);
-    return { tracked, staged, edited, created, occupied };
+    if (!this.fleetIndex) return { tracked, staged, edited, created, occupied };
+    const file = this.fleetIndex.file;
+    const indexTracked = (await git.run(['ls-files', '-z', '--', file], 'git ls-files')) !== '';
+    const index = { tracked: indexTracked, occupied: !indexTracked && (await exists(path.join(dir, file))) };
+    return { tracked, staged, edited, created, occupied, index };
   }
 
   /** Throws, in one report, when work that is not the render's is where the render would commit or write. */
@@ -724,10 +765,13 @@ export class GitPublisher implements Publisher, SettledRunStore {
         advice: 'commit, stash or discard them, or pass --force to overwrite them',
       });
     }
-    if (occupied.length > 0)
+    if (occupied.length > 0 || state.index?.occupied)
       refusals.push({
         what: 'untracked files where the render writes',
-        files: occupied.map((file) => `${prefix}${file}`),
+        files: [
+          ...occupied.map((file) => `${prefix}${file}`),
+          ...(state.index?.occupied ? [this.fleetIndex!.file] : []),
+        ],
         advice: 'move them away or commit them elsewhere',
       });
     if (refusals.length > 0) {
@@ -749,14 +793,16 @@ export class GitPublisher implements Publisher, SettledRunStore {
   ): Promise<WorkTreeJournal> {
     const { dir } = workspace;
     const prefix = this.subdir === '' ? '' : `${this.subdir}/`;
+    // The shards' index is created too when HEAD does not have it yet.
+    const created = [
+      ...state.created.map((file) => `${prefix}${file}`),
+      ...(state.index && !state.index.tracked ? [this.fleetIndex!.file] : []),
+    ];
     const journal: WorkTreeJournal = {
       pid: process.pid,
       head: await this.localHead(workspace),
-      created: state.created.map((file) => `${prefix}${file}`),
-      directories: await missingDirectories(
-        dir,
-        state.created.map((file) => `${prefix}${file}`),
-      ),
+      created,
+      directories: await missingDirectories(dir, created),
       edited: await snapshotFiles(dir, state.edited),
     };
     await writeFile(path.join(workspace.gitDir, JOURNAL_FILE), `${JSON.stringify(journal)}\n`);
@@ -786,6 +832,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
       await unlink(journalFile).catch(() => {});
       return { changed: false, written: [], removed: [], revision: await this.localHead(workspace) };
     }
+    await this.stageFleetIndex(workspace, await this.localHead(workspace), tree);
     crashPoint('git:staged');
     const revision = await this.commit(workspace, message);
     crashPoint('git:committed');
@@ -843,20 +890,25 @@ export class GitPublisher implements Publisher, SettledRunStore {
       workspace,
       'The work tree is left as an interrupted run left it; the next run puts it back',
     );
-    const pathspec = this.subdir === '' ? '.' : this.subdir;
+    // The path, and the shards' index beside it when the publisher keeps one.
+    const pathspecs = [this.subdir === '' ? '.' : this.subdir, ...(this.fleetIndex ? [this.fleetIndex.file] : [])];
     const head = await this.localHead(workspace);
     const atHead = new Set(
       head === null
         ? []
-        : (await git.run(['ls-tree', '-r', '-z', '--name-only', head, '--', pathspec], 'git ls-tree'))
+        : (await git.run(['ls-tree', '-r', '-z', '--name-only', head, '--', ...pathspecs], 'git ls-tree'))
             .split('\0')
             .filter((file) => file !== ''),
     );
     if (head !== null) {
-      await git.run(['reset', '--quiet', head, '--', pathspec], 'git reset');
-      if (atHead.size > 0) await git.run(['checkout', '--quiet', head, '--', pathspec], 'git checkout');
+      await git.run(['reset', '--quiet', head, '--', ...pathspecs], 'git reset');
+      // Only what HEAD holds: checkout refuses a pathspec that matches nothing there.
+      const present = pathspecs.filter((spec) =>
+        spec === '.' ? atHead.size > 0 : atHead.has(spec) || [...atHead].some((file) => file.startsWith(`${spec}/`)),
+      );
+      if (present.length > 0) await git.run(['checkout', '--quiet', head, '--', ...present], 'git checkout');
     } else {
-      await git.run(['rm', '-r', '--cached', '--quiet', '--ignore-unmatch', '--', pathspec], 'git rm');
+      await git.run(['rm', '-r', '--cached', '--quiet', '--ignore-unmatch', '--', ...pathspecs], 'git rm');
     }
     const inside = (file: string): boolean => !file.split('/').includes('..') && !path.isAbsolute(file);
     for (const file of journal.created) {
@@ -943,6 +995,11 @@ export class GitPublisher implements Publisher, SettledRunStore {
     // The commit the fast path builds on: the one we pushed last, or after a lost race the new head
     // when the other writer left our path alone (controller shards); undefined: the work tree path.
     let fastParent: string | null | undefined = this.committed?.revision;
+    // A shard's branch is moved by the other shards between its commits: most of the time the commit
+    // it pushed last is no longer the head. Looking first (a fetch) spares the commit made on it,
+    // the push the remote refuses and the pause a lost race costs; the race is still handled below.
+    if (this.fleetIndex && this.committed && fastParent !== undefined && !this.sameAsKnown(tree, known))
+      fastParent = await this.headKeepingOurPath(workspace, this.committed.revision);
     for (let attempt = 1; attempt <= this.maxPushAttempts; attempt++) {
       const attemptStarted = Date.now();
       if (this.committed && fastParent !== undefined) {
@@ -964,6 +1021,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
       if (changes.written.length === 0 && changes.removed.length === 0) {
         return { changed: false, written: [], removed: [], revision: base };
       }
+      await this.stageFleetIndex(workspace, base, tree);
       crashPoint('git:staged');
       const revision = await this.commit(workspace, message);
       crashPoint('git:committed');
@@ -994,6 +1052,14 @@ export class GitPublisher implements Publisher, SettledRunStore {
       'conflict',
       `git push to ${this.remote.display}: branch ${this.branch} moved on during each of ${this.maxPushAttempts} attempts (non-fast-forward); try again later`,
     );
+  }
+
+  /** Whether `tree` is the tree we last committed (by the caller's comparison when it was made against it). */
+  private sameAsKnown(tree: RenderedTree, change?: KnownChange): boolean {
+    const committed = this.committed!.tree;
+    if (change?.previous === committed) return change.written.length === 0 && change.removed.length === 0;
+    const { written, removed } = diffTrees(committed, tree);
+    return written.length === 0 && removed.length === 0;
   }
 
   /**
@@ -1056,12 +1122,17 @@ export class GitPublisher implements Publisher, SettledRunStore {
     const branchRef = `refs/heads/${this.branch}`;
     let revision: string;
     try {
+      // The shards' index as this commit's subtrees make it (recomputed on each attempt's parent).
+      const index = this.fleetIndex && (await this.fleetIndex.changedAt(workspace.git, parent, tree));
       revision = await fastCommit(workspace.git, {
         ref: branchRef,
         parent,
         author: this.options.author,
         message,
-        written: written.map((file) => [`${prefix}${file}`, tree.get(file)!] as const),
+        written: [
+          ...written.map((file) => [`${prefix}${file}`, tree.get(file)!] as const),
+          ...(index ? [[this.fleetIndex!.file, index] as const] : []),
+        ],
         removed: removed.map((file) => `${prefix}${file}`),
       });
     } catch (error) {

@@ -8,6 +8,7 @@ import { readPublishedState } from '../src/output/published-state.js';
 import type { RenderedTree } from '../src/output/rendered-tree.js';
 import { publishedHoldings, type ShardHoldings } from '../src/shards/shard-plan.js';
 import { readPublishedGitTree } from './read-git-tree.js';
+import { CURRENT_LINK } from './directory-publisher.js';
 import type { GitTargetOptions } from './git-command.js';
 
 /** The Clusters and releases any shard but `shard` publishes, from the shards directory's files (relative to it). */
@@ -33,17 +34,37 @@ export async function gitShardsReader(
   return holdingsOfOtherShards(tree, shard);
 }
 
-/** Reads the shards directory of a directory target: each shard's provenance.json only. */
-export async function directoryShardsReader(shardsDir: string, shard: string): Promise<ShardHoldings> {
+/** The shard directories of an --output target's shards directory (none when it does not exist yet). */
+export async function shardDirectories(shardsDir: string): Promise<string[]> {
   const entries = await readdir(shardsDir, { withFileTypes: true }).catch((error: NodeJS.ErrnoException) => {
     if (error.code === 'ENOENT') return [];
     throw error;
   });
+  return entries.filter((entry) => entry.isDirectory() && !entry.name.startsWith('.')).map((entry) => entry.name);
+}
+
+/**
+ * A shard directory's provenance.json: in its published tree (`<shard>/current/`, directory-publisher.ts),
+ * or at its top where an earlier version wrote the tree; undefined when it has none.
+ */
+export async function shardDirectoryProvenance(shardsDir: string, shard: string): Promise<string | undefined> {
+  for (const file of [
+    path.join(shardsDir, shard, CURRENT_LINK, PROVENANCE_FILE),
+    path.join(shardsDir, shard, PROVENANCE_FILE),
+  ]) {
+    const text = await readFile(file, 'utf8').catch(() => undefined);
+    if (text !== undefined) return text;
+  }
+  return undefined;
+}
+
+/** Reads the shards directory of a directory target: each shard's provenance.json only. */
+export async function directoryShardsReader(shardsDir: string, shard: string): Promise<ShardHoldings> {
   const files = new Map<string, string>();
-  for (const entry of entries) {
-    if (!entry.isDirectory() || entry.name === shard) continue;
-    const text = await readFile(path.join(shardsDir, entry.name, PROVENANCE_FILE), 'utf8').catch(() => undefined);
-    if (text !== undefined) files.set(`${entry.name}/${PROVENANCE_FILE}`, text);
+  for (const name of await shardDirectories(shardsDir)) {
+    if (name === shard) continue;
+    const text = await shardDirectoryProvenance(shardsDir, name);
+    if (text !== undefined) files.set(`${name}/${PROVENANCE_FILE}`, text);
   }
   return holdingsOfOtherShards(files, shard);
 }

@@ -392,7 +392,11 @@ async function prepare(start: ControllerStart, io: CliIo): Promise<Prepared> {
     ? await SchedulerConfigFile.open({ file: settings.schedulerConfig, cwd: io.cwd, logger })
     : undefined;
   const kubeConfig = loadKubeConfig(settings, io.cwd);
-  const output: OutputSettings = { ...settings, plainHttp: start.values['plain-http'] };
+  const output: OutputSettings = {
+    ...settings,
+    plainHttp: start.values['plain-http'],
+    ...(start.shard ? { shardIndex: true } : {}),
+  };
   checkOutputSettings(output);
   // Every reconcile would fail on it: refuse at start, saying so.
   if (output.git) await checkGitAvailable(config.childEnv, `--git ${output.git}`);

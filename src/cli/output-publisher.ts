@@ -12,6 +12,10 @@ import { sha256Hex } from '../release/content-digest.js';
 import { fetchWithTimeout } from '../http/http-retry.js';
 import { createConnectingFetch } from '../http/remote-fetch.js';
 import { UsageError } from './cli-io.js';
+import { refreshDirectoryFleetIndex } from '../../gitops/shard-directory-index.js';
+
+/** How long a shard waits for another one rewriting the shards' index of an --output directory. */
+const SHARD_INDEX_WAIT_MS = 60_000;
 import { checkOutputSettings, isUrl, type OutputSettings, type PublisherGuards } from './output-settings.js';
 
 // The settings side lives in output-settings.ts (no publisher loaded), the wiring options in
@@ -42,11 +46,17 @@ export function createOutputPublisher(
 ): Publisher {
   checkOutputSettings(settings);
   const protectedPaths = guards.protectedPaths ?? [];
-  if (settings.output)
-    return new DirectoryPublisher(path.resolve(cwd, settings.output), {
+  if (settings.output) {
+    const dir = path.resolve(cwd, settings.output);
+    return new DirectoryPublisher(dir, {
       adopt: guards.adoptOutput ?? false,
       protectedPaths,
+      // A shard's directory: the shards' index beside it follows each tree it publishes.
+      ...(settings.shardIndex
+        ? { afterChange: async () => void (await refreshDirectoryFleetIndex(path.dirname(dir), SHARD_INDEX_WAIT_MS)) }
+        : {}),
     });
+  }
   if (settings.oci) {
     return new OciArtifactPublisher({
       reference: settings.oci,
@@ -100,6 +110,7 @@ export function createOutputPublisher(
     author,
     protectedPaths,
     overwriteEdits: guards.force ?? false,
+    ...(settings.shardIndex ? { fleetIndex: true } : {}),
     ...common,
   });
 }

@@ -18,6 +18,8 @@ export interface OutputSettings {
   githubRepo?: string | undefined;
   branch: string;
   path: string;
+  /** The path (or directory) is one controller shard's subtree: keep the shards' index beside it (docs/sharding.md). */
+  shardIndex?: boolean | undefined;
 }
 
 export interface WiringSettings {

@@ -75,6 +75,7 @@ describe('handovers between shards keep the wiring', { timeout: 300_000 }, () =>
     const alphaAddons = `clusters/${NAMESPACE}/alpha/`;
     const alphaWiring = `flux/clusters/${NAMESPACE}/alpha/`;
     const ferrolRelease = `management/${NAMESPACE}/`;
+    const index = () => git.files(bare, 'main')['rendered/shards/README.md'] ?? '';
 
     await waitFor(() => has('s0', alphaAddons) && has('s1', ferrolRelease), 'both shards to publish', 120_000);
     // What root Kustomization s0 applied: alpha's Kustomizations, owned by s0's root and unmarked.
@@ -119,6 +120,8 @@ describe('handovers between shards keep the wiring', { timeout: 300_000 }, () =>
     );
     expect(has('s0', alphaAddons)).toBe(true);
     expect(s0.lines.some((line) => line['msg'] === 'Handed over what its new shard publishes')).toBe(false);
+    // The shards' index, whichever shard committed last, names alpha as published by both.
+    expect(index()).toContain(`- Cluster ${NAMESPACE}/alpha: s0, s1\n`);
 
     // Root s0 applies its marked revision: the live objects carry the mark; s0 drops alpha.
     for (const object of wiring)
@@ -169,5 +172,9 @@ describe('handovers between shards keep the wiring', { timeout: 300_000 }, () =>
       expect(first).toBeGreaterThanOrEqual(0);
       for (const commit of history.slice(first)) expect(inSomeShard(commit, dir), `${dir} in ${commit}`).toBe(true);
     }
+    // The index at the end: both shards, alpha with s1 alone, no handover left.
+    expect(index()).toMatch(/^\| s0 \| \d+ \|.*\n\| s1 \| \d+ \|/m);
+    expect(index()).not.toContain('more than one shard');
+    expect(index()).toMatch(new RegExp(`## s1\\n[^#]*- \`${NAMESPACE}\` \\(\\d+\\): [^\\n]*\\balpha\\b`));
   });
 });

@@ -1,14 +1,19 @@
 // Three shard publishers committing to disjoint subtrees of one branch at the same time, with real
 // git: a push that loses the race restarts from the new head and manages only its own path, so no
-// shard's commit is lost, reverted or touched by another shard.
+// shard's commit is lost, reverted or touched by another shard. Beside the subtrees, every commit
+// carries the shards' index (`rendered/shards/README.md`), derived from the subtrees it holds: at
+// every commit it lists exactly those, whichever shard made it and however the pushes raced.
 import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GitPublisher } from '../../gitops/git-publisher.js';
 import { holdingsOfOtherShards } from '../../gitops/shard-fleet.js';
 import type { RenderedTree } from '../../src/output/rendered-tree.js';
 import { shardSubtree } from '../../src/shards/shard-scope.js';
+import { FLEET_INDEX_FILE, renderFleetIndex, summarizeShard } from '../../src/shards/fleet-index.js';
 import { GitSandbox } from '../support/git-repos.js';
+import { recordingLogger } from '../support/test-logger.js';
 
 const AUTHOR = { name: 'Clusterstack Bot', email: 'bot@example.com' };
 const SHARDS = ['shard0', 'shard1', 'shard2'];
@@ -37,6 +42,51 @@ function subtreeAt(repo: string, commit: string, dir: string): Record<string, st
   return files;
 }
 
+const SHARDS_DIR = 'rendered/shards';
+
+/** A shard publisher on `bare`, keeping the shards' index beside its subtree. */
+function shardPublisher(bare: string, shard: string, logger?: ReturnType<typeof recordingLogger>['logger']) {
+  return new GitPublisher({
+    repository: bare,
+    branch: 'main',
+    path: shardSubtree('rendered', shard),
+    workDir: path.join(sandbox.root, `work-${path.basename(bare)}-${shard}`),
+    author: AUTHOR,
+    env: { PATH: process.env.PATH, HOME: sandbox.root },
+    fleetIndex: true,
+    ...(logger ? { logger } : {}),
+  });
+}
+
+/** The shard subtrees present at `commit`. */
+function subtreesAt(repo: string, commit: string): string[] {
+  return git(repo, 'ls-tree', '-d', '--name-only', commit, '--', `${SHARDS_DIR}/`)
+    .split('\n')
+    .filter(Boolean)
+    .map((dir) => dir.slice(SHARDS_DIR.length + 1));
+}
+
+/**
+ * The index at `commit` lists exactly the shard subtrees that commit holds (by its table's rows),
+ * and is byte for byte the index of their provenance records.
+ */
+function expectIndexOfSubtrees(repo: string, commit: string): string[] {
+  const present = subtreesAt(repo, commit);
+  const index = git(repo, 'show', `${commit}:${SHARDS_DIR}/${FLEET_INDEX_FILE}`);
+  expect(
+    [...index.matchAll(/^\| ([a-z0-9-]+) \| (?:\d+|-) \|/gm)].map((row) => row[1]),
+    commit,
+  ).toEqual(present);
+  const summaries = new Map(
+    present.map((shard) => [
+      shard,
+      summarizeShard(git(repo, 'show', `${commit}:${SHARDS_DIR}/${shard}/provenance.json`)),
+    ]),
+  );
+  expect(index, commit).toBe(renderFleetIndex(summaries));
+  return present;
+}
+
 /** Round `round` of a shard: a README, a provenance naming one Cluster, and one unit file that the next round replaces. */
 function roundTree(shard: string, round: number): RenderedTree {
   return new Map([
@@ -58,14 +108,7 @@ describe('sharded publishing to one Git branch', () => {
     const published = new Map<string, { round: number; revision: string; tree: RenderedTree }[]>();
     await Promise.all(
       SHARDS.map(async (shard) => {
-        const publisher = new GitPublisher({
-          repository: bare,
-          branch: 'main',
-          path: shardSubtree('rendered', shard),
-          workDir: path.join(sandbox.root, `work-${shard}`),
-          author: AUTHOR,
-          env: { PATH: process.env.PATH, HOME: sandbox.root },
-        });
+        const publisher = shardPublisher(bare, shard);
         const mine: { round: number; revision: string; tree: RenderedTree }[] = [];
         published.set(shard, mine);
         for (let round = 0; round < ROUNDS; round += 1) {
@@ -88,21 +131,26 @@ describe('sharded publishing to one Git branch', () => {
       }
       expect(subtreeAt(bare, head, dir)).toEqual(Object.fromEntries(commits.at(-1)!.tree));
     }
-    // Each commit touches one shard's subtree only, and along the history each shard's subtree goes
-    // through its published rounds in order (a revert would show an older round again).
+    // Each commit touches one shard's subtree only (and the shards' index), and along the history
+    // each shard's subtree goes through its published rounds in order (a revert would show an older
+    // round again). The index of every commit lists exactly the subtrees there.
     const states = new Map<string, string[]>(SHARDS.map((shard) => [shard, []]));
     for (const commit of history.slice(1)) {
       const touched = new Set(
         git(bare, 'diff-tree', '--no-commit-id', '--name-only', '-r', `${commit}^`, commit)
           .split('\n')
-          .filter(Boolean)
+          .filter((file) => file !== '' && file !== `${SHARDS_DIR}/${FLEET_INDEX_FILE}`)
           .map((file) => file.split('/').slice(0, 3).join('/')),
       );
       expect(touched.size).toBe(1);
+      expectIndexOfSubtrees(bare, commit);
       for (const shard of SHARDS)
         states.get(shard)!.push(subtreeAt(bare, commit, shardSubtree('rendered', shard))['README.md']?.trim() ?? '');
     }
     expect(history).toHaveLength(1 + SHARDS.length * ROUNDS);
+    expect(subtreesAt(bare, head)).toEqual(SHARDS);
+    // The user's file beside the shards directory is left alone.
+    expect(git(bare, 'show', `${head}:rendered/README.md`)).toBe('fleet\n');
     for (const shard of SHARDS) {
       const seen = [...new Set(states.get(shard)!.filter((state) => state !== ''))];
       expect(seen).toEqual(Array.from({ length: ROUNDS }, (_, round) => `# ${shard}, round ${round}`));
@@ -114,4 +162,122 @@ describe('sharded publishing to one Git branch', () => {
       `fleet/shard2-c${ROUNDS - 1}`,
     ]);
   }, 120_000);
+
+  it('keeps the index right through a lost push race, a removed shard and a publish with no change', async () => {
+    const bare = sandbox.bareRepo('index', { branch: 'main', files: { 'rendered/README.md': 'fleet\n' } });
+    const c = recordingLogger();
+    const first = recordingLogger();
+    const [a, b] = [shardPublisher(bare, 'shard0', first.logger), shardPublisher(bare, 'shard1')];
+    const lateShard = shardPublisher(bare, 'shard2', c.logger);
+    const commits: string[] = [];
+    const publish = async (publisher: GitPublisher, shard: string, round: number) => {
+      const result = await publisher.publish(roundTree(shard, round), {
+        title: `${shard} ${round}`,
+        body: '',
+        trailers: {},
+      });
+      if (result.changed) commits.push(result.revision!);
+      return result;
+    };
+    await a.readPrevious();
+    await publish(a, 'shard0', 0);
+    // shard1 and shard2 read the same head; shard1 commits first, so shard2 builds on shard1's commit.
+    await b.readPrevious();
+    await lateShard.readPrevious();
+    await publish(b, 'shard1', 0);
+    // Then another writer pushes between shard2's commit and its push: the push loses the race,
+    // and the commit is made again on the new head, index and all.
+    const lateClone = path.join(sandbox.root, `work-${path.basename(bare)}-shard2`);
+    sandbox.pushForeignCommitBeforePush(lateClone, bare, 'main', 'rendered/other.txt', 'once');
+    await publish(lateShard, 'shard2', 0);
+    expect(sandbox.foreignPushes(lateClone)).toBe(1);
+    // One lost race, the foreign push's: shard1's commit it saw by fetching before it committed.
+    const lostRaces = (entries: { message: string }[]) =>
+      entries.filter(
+        (entry) => entry.message === 'Push lost a race with another writer, rebuilding on the new remote head',
+      );
+    expect(lostRaces(c.entries)).toHaveLength(1);
+    const foreign = git(bare, 'rev-parse', `${commits[2]}^`).trim();
+    expect(commits[2]).not.toBe(foreign);
+    expect(git(bare, 'rev-parse', `${foreign}^`).trim()).toBe(commits[1]);
+    // shard0 builds on a head three commits past the one it pushed (its own path unchanged there).
+    await publish(a, 'shard0', 1);
+    expect(lostRaces(first.entries)).toHaveLength(0);
+    expect(commits.map((commit) => expectIndexOfSubtrees(bare, commit))).toEqual([
+      ['shard0'],
+      ['shard0', 'shard1'],
+      ['shard0', 'shard1', 'shard2'],
+      ['shard0', 'shard1', 'shard2'],
+    ]);
+    expect(git(bare, 'show', `${commits[3]}:${SHARDS_DIR}/${FLEET_INDEX_FILE}`)).toContain('shard0-c1');
+    // shard2 leaves the fleet: someone removes its subtree. A publish with nothing new commits
+    // nothing (not even the index); the next commit of any shard drops shard2 from the index.
+    const clone = path.join(sandbox.root, 'remover');
+    sandbox.git(sandbox.root, 'clone', '--quiet', '--branch', 'main', bare, clone);
+    sandbox.git(clone, 'rm', '-r', '--quiet', `${SHARDS_DIR}/shard2`);
+    sandbox.git(clone, 'commit', '--quiet', '-m', 'Remove shard2 from the fleet');
+    sandbox.git(clone, 'push', '--quiet', 'origin', 'main');
+    const removed = sandbox.head(bare, 'main');
+    await b.readPrevious();
+    expect((await publish(b, 'shard1', 0)).changed).toBe(false);
+    expect(sandbox.head(bare, 'main')).toBe(removed);
+    await publish(b, 'shard1', 1);
+    expect(expectIndexOfSubtrees(bare, commits.at(-1)!)).toEqual(['shard0', 'shard1']);
+    expect(git(bare, 'rev-parse', `${commits.at(-1)}^`).trim()).toBe(removed);
+    expect(git(bare, 'show', `main:rendered/README.md`)).toBe('fleet\n');
+  }, 120_000);
+
+  it('keeps the index in place too: committed with the subtree, refused over a file that is not its own', async () => {
+    const repo = path.join(sandbox.root, 'in-place');
+    const publisher = (shard: string) =>
+      new GitPublisher({
+        repository: repo,
+        branch: 'main',
+        path: shardSubtree('rendered', shard),
+        workDir: path.join(sandbox.root, 'unused'),
+        author: AUTHOR,
+        env: { PATH: process.env.PATH, HOME: sandbox.root },
+        fleetIndex: true,
+      });
+    const change = { title: 'round', body: '', trailers: {} };
+    const [a, b] = [publisher('shard0'), publisher('shard1')];
+    await a.readPrevious();
+    await a.publish(roundTree('shard0', 0), change);
+    // Someone's untracked file where shard1's commit would write the index: refused, nothing written.
+    rmSync(path.join(repo, SHARDS_DIR, FLEET_INDEX_FILE));
+    git(repo, 'rm', '--cached', '--quiet', `${SHARDS_DIR}/${FLEET_INDEX_FILE}`);
+    git(
+      repo,
+      '-c',
+      'user.name=Someone',
+      '-c',
+      'user.email=someone@example.com',
+      'commit',
+      '--quiet',
+      '-m',
+      'Drop the index',
+    );
+    writeFileSync(path.join(repo, SHARDS_DIR, FLEET_INDEX_FILE), 'mine\n');
+    const before = git(repo, 'rev-parse', 'HEAD');
+    await b.readPrevious();
+    await expect(b.publish(roundTree('shard1', 0), change)).rejects.toThrow(
+      `--git ${repo} has untracked files where the render writes (${SHARDS_DIR}/${FLEET_INDEX_FILE}); move them away or commit them elsewhere. Then run again. Nothing was written`,
+    );
+    expect(git(repo, 'rev-parse', 'HEAD')).toBe(before);
+    expect(existsSync(path.join(repo, shardSubtree('rendered', 'shard1')))).toBe(false);
+    expect(readFileSync(path.join(repo, SHARDS_DIR, FLEET_INDEX_FILE), 'utf8')).toBe('mine\n');
+    rmSync(path.join(repo, SHARDS_DIR, FLEET_INDEX_FILE));
+    await b.publish(roundTree('shard1', 0), change);
+    await a.publish(roundTree('shard0', 1), change);
+    expect(expectIndexOfSubtrees(repo, 'HEAD~3')).toEqual(['shard0']);
+    // A commit a hook refuses puts the index back with the subtree: the work tree is as HEAD has it.
+    const hook = path.join(repo, '.git', 'hooks', 'pre-commit');
+    writeFileSync(hook, '#!/bin/sh\necho refused >&2\nexit 1\n', { mode: 0o755 });
+    await expect(b.publish(roundTree('shard1', 1), change)).rejects.toThrow(/a commit hook refused the commit/);
+    rmSync(hook);
+    expect(git(repo, 'status', '--porcelain', '--untracked-files=all')).toBe('');
+    expect(expectIndexOfSubtrees(repo, 'HEAD~1')).toEqual(['shard0', 'shard1']);
+    expect(expectIndexOfSubtrees(repo, 'HEAD')).toEqual(['shard0', 'shard1']);
+    expect(git(repo, 'status', '--porcelain')).toBe('');
+  }, 60_000);
 });

@@ -1,0 +1,136 @@
+// The shards' fleet-wide index (src/shards/fleet-index.ts) as a shard's Git publisher writes it: for
+// the commit it is about to make on a parent, the index of the subtrees that commit will hold (the
+// parent's other subtrees, read from their provenance.json, and the shard's own new tree). Reading
+// costs one `ls-tree` per commit, and a `git show` when another shard's record changed: each blob is
+// parsed once (a shard's record changes only with that shard's commits).
+import { createHash } from 'node:crypto';
+import path from 'node:path';
+import type { RenderedTree } from '../src/output/rendered-tree.js';
+import { PROVENANCE_FILE } from '../src/output/tree-layout.js';
+import { FLEET_INDEX_FILE, renderFleetIndex, summarizeShard, type ShardSummary } from '../src/shards/fleet-index.js';
+import type { GitCommand } from './git-command.js';
+
+/** Summaries kept by blob id: a few rounds of every shard's record. */
+const CACHE_LIMIT = 256;
+
+/** One `ls-tree -z -l` entry: mode, type, object id, size ('-' for a tree) and the path. */
+interface TreeEntry {
+  type: string;
+  oid: string;
+  size: number;
+  path: string;
+}
+
+function parseLsTree(listing: string): TreeEntry[] {
+  const entries: TreeEntry[] = [];
+  for (const entry of listing.split('\0')) {
+    const tab = entry.indexOf('\t');
+    if (tab < 0) continue;
+    const [, type, oid, size] = entry.slice(0, tab).split(/\s+/);
+    if (type === undefined || oid === undefined) continue;
+    entries.push({ type, oid, size: Number(size), path: entry.slice(tab + 1) });
+  }
+  return entries;
+}
+
+/** `a/b/c` -> [`a`, `b/c`]; `a` -> [`a`, undefined]. */
+function splitOnce(relative: string): [string, string | undefined] {
+  const slash = relative.indexOf('/');
+  return slash < 0 ? [relative, undefined] : [relative.slice(0, slash), relative.slice(slash + 1)];
+}
+
+/** The object id git gives `text` as a blob, in the hash of the repository (told by an id's length). */
+function blobId(text: string, idLength: number): string {
+  const bytes = Buffer.from(text, 'utf8');
+  return createHash(idLength === 64 ? 'sha256' : 'sha1')
+    .update(`blob ${bytes.length}\0`)
+    .update(bytes)
+    .digest('hex');
+}
+
+/** The index a shard's commit carries, kept current for one shard subtree (`<shards dir>/<shard>`). */
+export class GitFleetIndex {
+  /** The index's repository path: `<shards dir>/README.md`. */
+  readonly file: string;
+  private readonly shardsDir: string;
+  private readonly shard: string;
+  private readonly summaries = new Map<string, ShardSummary>();
+  private own: { text: string | undefined; summary: ShardSummary } | undefined;
+  /** The other shards the last listing found: their provenance.json is asked for in the next one. */
+  private known = new Set<string>();
+
+  /** `subdir` is the shard's subtree inside the repository (`<path>/shards/<shard>`). */
+  constructor(subdir: string) {
+    this.shardsDir = path.posix.dirname(subdir);
+    this.shard = path.posix.basename(subdir);
+    this.file = this.shardsDir === '.' ? FLEET_INDEX_FILE : `${this.shardsDir}/${FLEET_INDEX_FILE}`;
+  }
+
+  /**
+   * The index of a commit on `parent` (null: a new branch) whose own subtree is `tree`; undefined
+   * when `parent` holds exactly that index already (nothing to write).
+   */
+  async changedAt(git: GitCommand, parent: string | null, tree: RenderedTree): Promise<string | undefined> {
+    const prefix = this.shardsDir === '.' ? '' : `${this.shardsDir}/`;
+    const subtrees = new Map<string, ShardSummary>();
+    let current: TreeEntry | undefined;
+    if (parent !== null) {
+      // One listing: the shards directory's entries, and the provenance.json of each shard seen
+      // before (git descends into those directories, one level); a new shard's is asked for after.
+      const listing = await this.list(git, parent, [
+        prefix === '' ? '.' : prefix,
+        ...[...this.known].map((shard) => `${prefix}${shard}/${PROVENANCE_FILE}`),
+      ]);
+      current = listing.find((entry) => entry.type === 'blob' && entry.path === this.file);
+      const present = new Set<string>();
+      const records = new Map<string, TreeEntry>();
+      for (const entry of listing) {
+        const [shard, rest] = splitOnce(entry.path.slice(prefix.length));
+        if (shard === this.shard || (rest === undefined && entry.type !== 'tree')) continue;
+        present.add(shard);
+        if (rest === PROVENANCE_FILE && entry.type === 'blob') records.set(shard, entry);
+      }
+      const unseen = [...present].filter((shard) => !this.known.has(shard));
+      if (unseen.length > 0)
+        for (const entry of await this.list(
+          git,
+          parent,
+          unseen.map((shard) => `${prefix}${shard}/${PROVENANCE_FILE}`),
+        ))
+          if (entry.type === 'blob') records.set(splitOnce(entry.path.slice(prefix.length))[0], entry);
+      this.known = present;
+      await this.readSummaries(git, [...records.values()]);
+      for (const shard of present) {
+        const record = records.get(shard);
+        subtrees.set(shard, record ? this.summaries.get(record.oid)! : summarizeShard(undefined));
+      }
+    }
+    if (tree.size > 0) subtrees.set(this.shard, this.ownSummary(tree.get(PROVENANCE_FILE)));
+    const text = renderFleetIndex(subtrees);
+    return current && blobId(text, current.oid.length) === current.oid ? undefined : text;
+  }
+
+  private async list(git: GitCommand, commit: string, paths: string[]): Promise<TreeEntry[]> {
+    return parseLsTree(await git.run(['ls-tree', '-z', '-l', commit, '--', ...paths], 'git ls-tree'));
+  }
+
+  /** Parses the provenance blobs not summarized yet (one `git show` for all of them). */
+  private async readSummaries(git: GitCommand, records: readonly TreeEntry[]): Promise<void> {
+    const unread = records.filter((entry) => !this.summaries.has(entry.oid));
+    if (unread.length === 0) return;
+    // `git show` of several blobs prints their bytes back to back; ls-tree gave each size.
+    const bytes = await git.showBytes(['--no-textconv', ...unread.map((entry) => entry.oid)], 'git show');
+    let offset = 0;
+    if (this.summaries.size + unread.length > CACHE_LIMIT) this.summaries.clear();
+    for (const entry of unread) {
+      this.summaries.set(entry.oid, summarizeShard(bytes.subarray(offset, offset + entry.size).toString('utf8')));
+      offset += entry.size;
+    }
+  }
+
+  /** This shard's summary; the last one is kept while its record stays the same text. */
+  private ownSummary(text: string | undefined): ShardSummary {
+    if (this.own === undefined || this.own.text !== text) this.own = { text, summary: summarizeShard(text) };
+    return this.own.summary;
+  }
+}
