@@ -998,8 +998,10 @@ export class GitPublisher implements Publisher, SettledRunStore {
     // A shard's branch is moved by the other shards between its commits: most of the time the commit
     // it pushed last is no longer the head. Looking first (a fetch) spares the commit made on it,
     // the push the remote refuses and the pause a lost race costs; the race is still handled below.
+    // When the head cannot be built on that way (our path is not in both yet, on a shard's first
+    // publish), the commit we pushed last stays the parent, and a lost race is handled below.
     if (this.fleetIndex && this.committed && fastParent !== undefined && !this.sameAsKnown(tree, known))
-      fastParent = await this.headKeepingOurPath(workspace, this.committed.revision);
+      fastParent = (await this.headKeepingOurPath(workspace, this.committed.revision)) ?? fastParent;
     for (let attempt = 1; attempt <= this.maxPushAttempts; attempt++) {
       const attemptStarted = Date.now();
       if (this.committed && fastParent !== undefined) {
