@@ -1,9 +1,12 @@
 import { defineConfig } from 'vitest/config';
 import { HELM_SUITES, matrixHelms } from './test/support/helm-matrix.js';
+import { SHARED_WORKER_FILES } from './test/support/shared-worker-files.js';
 import SlowFilesFirst from './test/support/slow-files-first.js';
 
 // The suites that depend on helm's behaviour run once per pinned helm (test/engines/versions.json),
-// that helm first on PATH; the rest run once, on the newest one.
+// that helm first on PATH; the rest run once, on the newest one. The files of SHARED_WORKER_FILES
+// share worker processes (test/support/shared-worker-files.ts says which may); every other file
+// runs in a fresh one.
 const helms = matrixHelms();
 const newest = helms[helms.length - 1]!;
 const onPath = (binDir: string) => ({ PATH: `${binDir}:${process.env.PATH ?? ''}` });
@@ -35,9 +38,18 @@ export default defineConfig({
       {
         extends: true as const,
         test: {
+          name: `shared workers on helm ${newest.version}`,
+          include: SHARED_WORKER_FILES,
+          isolate: false,
+          env: onPath(newest.binDir),
+        },
+      },
+      {
+        extends: true as const,
+        test: {
           name: `rest on helm ${newest.version}`,
           include: ['test/**/*.test.ts'],
-          exclude: HELM_SUITES,
+          exclude: [...HELM_SUITES, ...SHARED_WORKER_FILES],
           env: onPath(newest.binDir),
         },
       },

@@ -5,9 +5,20 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-export default function setup(): () => void {
+/** Set to the run's directory by the first setup of a run: the others find it there. */
+const RUN_ROOT = 'CSK_TEST_RUN_ROOT';
+
+export default function setup(): (() => void) | undefined {
+  // Vitest runs a global setup once for the root and once for each project of vitest.config.ts:
+  // one directory serves them all, instead of one nested in the other per project (five deep, whose
+  // long paths reached the engines' logs and Flux's error messages).
+  if (process.env[RUN_ROOT] !== undefined) return undefined;
   const root = mkdtempSync(path.join(os.tmpdir(), 'csk-test-run-'));
   // Workers start after global setup and inherit it; os.tmpdir() reads TMPDIR on every call.
   process.env.TMPDIR = root;
-  return () => rmSync(root, { recursive: true, force: true });
+  process.env[RUN_ROOT] = root;
+  return () => {
+    rmSync(root, { recursive: true, force: true });
+    delete process.env[RUN_ROOT];
+  };
 }
