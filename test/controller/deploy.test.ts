@@ -27,6 +27,26 @@ describe('deploy/', () => {
   const [clusterRole] = docs('base/clusterrole.yaml');
   const rules = clusterRole!['rules'] as Rule[];
 
+  it('grants get on every kind whose status it writes: a status patch that meets a 409 is retried on a fresh read', () => {
+    const variants = {
+      'base/clusterrole.yaml': rules,
+      'namespaced/role.yaml': docs('namespaced/role.yaml').flatMap((doc) => (doc['rules'] as Rule[] | undefined) ?? []),
+      'layers/rbac.yaml': docs('layers/rbac.yaml').flatMap((doc) => (doc['rules'] as Rule[] | undefined) ?? []),
+    };
+    for (const [file, granted] of Object.entries(variants)) {
+      const statusWrites = granted.flatMap((rule) =>
+        rule.verbs.includes('patch')
+          ? rule.resources
+              .filter((resource) => resource.endsWith('/status'))
+              .flatMap((resource) => rule.apiGroups.map((group) => [group, resource.slice(0, -'/status'.length)]))
+          : [],
+      );
+      expect(statusWrites.length, file).toBeGreaterThan(0);
+      for (const [group, resource] of statusWrites)
+        expect(allows(granted, group!, resource!, 'get'), `${file}: get ${resource}.${group}`).toBe(true);
+    }
+  });
+
   it('grants list and watch on every kind the controller watches, and the writes it makes', () => {
     for (const kind of [...Controller.watchedKinds('flux'), ...Controller.watchedKinds('argocd')]) {
       expect(allows(rules, kind.group, kind.plural, 'list'), kind.plural).toBe(true);
