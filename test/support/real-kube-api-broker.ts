@@ -173,6 +173,21 @@ async function empty(pooled: Pooled): Promise<void> {
       );
     }
   }
+  // The namespaces go first, while the file's own CRDs still serve their kinds: deleted together,
+  // kube-controller-manager could finalize a namespace whose objects of such a kind it no longer
+  // saw, and the next file met one (a ClusterRequest of the same name) in its new namespace.
+  await waitUntil(
+    `the namespaces of the last file (${owned.join(', ')}) to be deleted`,
+    async () => {
+      const left = ((await client.get('/api/v1/namespaces')).items as { metadata: { name: string } }[]).filter((ns) =>
+        owned.includes(ns.metadata.name),
+      );
+      return left.length === 0;
+    },
+    [...pooled.api.processes, pooled.kcm.process],
+    120_000,
+  );
+  await deleteObjectsOfOwnCrds(client, pooled.lease.name);
   for (const collection of FILE_OWNED_KINDS)
     await client.request('DELETE', collection, { query: { labelSelector: FILE_OWNED_LABEL } });
   // A CRD of the same name installed by the next file would meet this one still terminating.
@@ -186,17 +201,37 @@ async function empty(pooled: Pooled): Promise<void> {
     pooled.api.processes,
     120_000,
   );
-  await waitUntil(
-    `the namespaces of the last file (${owned.join(', ')}) to be deleted`,
-    async () => {
-      const left = ((await client.get('/api/v1/namespaces')).items as { metadata: { name: string } }[]).filter((ns) =>
-        owned.includes(ns.metadata.name),
+}
+
+/**
+ * Deletes, finalizers stripped, every namespaced object still there of a kind a file-owned CRD
+ * serves. None should be (its namespaces are gone); one that is would meet the next file installing the same
+ * CRD, so it is removed and said on stderr, to be found.
+ */
+async function deleteObjectsOfOwnCrds(client: RealKubeApi['admin']['client'], server: string): Promise<void> {
+  const crds = (await client.get(`${FILE_OWNED_KINDS.at(-1)!}?labelSelector=${encodeURIComponent(FILE_OWNED_LABEL)}`))
+    .items as { spec: { group: string; names: { plural: string }; versions: { name: string; storage: boolean }[] } }[];
+  for (const crd of crds) {
+    const version = crd.spec.versions.find((candidate) => candidate.storage)?.name ?? crd.spec.versions[0]!.name;
+    const collection = `/apis/${crd.spec.group}/${version}/${crd.spec.names.plural}`;
+    const listed = await client.request('GET', collection);
+    const items = (listed.status === 200 ? listed.body.items : []) as {
+      metadata: { name: string; namespace?: string; finalizers?: string[] };
+    }[];
+    // Cluster-scoped ones go with their CRD; a namespaced one left means its namespace went without it.
+    for (const item of items.filter((candidate) => candidate.metadata.namespace !== undefined)) {
+      const where = `/apis/${crd.spec.group}/${version}/namespaces/${item.metadata.namespace}/${crd.spec.names.plural}/${item.metadata.name}`;
+      process.stderr.write(
+        `real API server ${server}: ${crd.spec.names.plural} ${where} outlived its namespace; deleted\n`,
       );
-      return left.length === 0;
-    },
-    [...pooled.api.processes, pooled.kcm.process],
-    120_000,
-  );
+      if (item.metadata.finalizers?.length)
+        await client.request('PATCH', where, {
+          contentType: 'application/merge-patch+json',
+          body: { metadata: { finalizers: null } },
+        });
+      await client.request('DELETE', where);
+    }
+  }
 }
 
 /** What a file may do to the kube-apiserver of the server it leased (RealControllerFixture's freeze, thaw, restart). */
