@@ -237,7 +237,9 @@ describe('clusterstack render --scheduler-config', () => {
     expect(sandbox.commitCount(remote, 'main')).toBe(1);
   });
 
-  describe('later renders', () => {
+  // Steps of one history, in order (shuffle: false): the live-copy step commits a third render and
+  // replaces `after`, which the assignment and removal steps before it read as the second one.
+  describe('later renders', { shuffle: false }, () => {
     let second: Run;
     let after: Record<string, string>;
 
@@ -410,7 +412,9 @@ describe('clusterstack render --scheduler-config', () => {
   });
 });
 
-describe('a Cluster made for requests moving to another release: its new addons are published first', () => {
+// Steps of one move, in order (shuffle: false): the Cluster is kept on its class until the step that
+// publishes its new addons.
+describe('a Cluster made for requests moving to another release: its new addons are published first', { shuffle: false }, () => {
   const PLATFORM_ONLY = `scheduler:
   scope: Cluster
   strategy: Simple
