@@ -123,10 +123,15 @@ export async function helmBinaryIdentity(options: ResolveHelmOptions = {}): Prom
   const found: string[] = [];
   for (const candidate of candidates) {
     if (await executableProblem(candidate)) continue;
-    const info = await stat(candidate);
-    found.push(`${candidate} size=${info.size} mtime=${info.mtimeMs} ino=${info.ino}`);
+    found.push(await fileIdentity(candidate));
   }
   return found.length > 0 ? found.join('; ') : undefined;
+}
+
+/** `<path> size=… mtime=… ino=…` of the file `file` is now (through links): changes when the file is replaced. */
+async function fileIdentity(file: string): Promise<string> {
+  const info = await stat(file);
+  return `${file} size=${info.size} mtime=${info.mtimeMs} ino=${info.ino}`;
 }
 
 async function realPath(file: string | undefined): Promise<string | undefined> {
@@ -165,13 +170,18 @@ async function executableProblem(file: string): Promise<'missing' | string | und
   }
 }
 
-function checkVersion(binary: string, pathEnv: string): Promise<string> {
-  let check = versionChecks.get(binary);
+async function checkVersion(binary: string, pathEnv: string): Promise<string> {
+  // Remembered for the file at `binary`, not its path: a controller renders for weeks in one process,
+  // and an upgrade puts another helm at the same path (a package manager moving its link, a new file
+  // on a mounted volume). By the path alone, every later render named the old version in provenance
+  // and applied the old helm's rules, while the chart cache (helmBinaryIdentity) already saw the new one.
+  const key = await fileIdentity(binary).catch(() => binary);
+  let check = versionChecks.get(key);
   if (!check) {
     check = runVersion(binary, pathEnv);
-    versionChecks.set(binary, check);
+    versionChecks.set(key, check);
     // A failed check is not cached: the user may fix the binary and retry in the same process.
-    check.catch(() => versionChecks.delete(binary));
+    check.catch(() => versionChecks.delete(key));
   }
   return check;
 }

@@ -101,7 +101,9 @@ const clusterFiles = (files: Record<string, string>): string[] =>
   );
 const load = (text: string): Record<string, any> => yaml.load(text) as Record<string, any>;
 
-describe('clusterstack render --scheduler-config', () => {
+// Steps of one history on one remote, in order (shuffle: false, which the nested suites keep): the
+// first render's checks and its no-op rerun come before the later renders commit again.
+describe('clusterstack render --scheduler-config', { shuffle: false }, () => {
   let dir: string;
   let scheduler: string;
   let remote: string;
@@ -237,7 +239,9 @@ describe('clusterstack render --scheduler-config', () => {
     expect(sandbox.commitCount(remote, 'main')).toBe(1);
   });
 
-  describe('later renders', () => {
+  // Steps of one history, in order (shuffle: false): the live-copy step commits a third render and
+  // replaces `after`, which the assignment and removal steps before it read as the second one.
+  describe('later renders', { shuffle: false }, () => {
     let second: Run;
     let after: Record<string, string>;
 
@@ -410,8 +414,13 @@ describe('clusterstack render --scheduler-config', () => {
   });
 });
 
-describe('a Cluster made for requests moving to another release: its new addons are published first', () => {
-  const PLATFORM_ONLY = `scheduler:
+// Steps of one move, in order (shuffle: false): the Cluster is kept on its class until the step that
+// publishes its new addons.
+describe(
+  'a Cluster made for requests moving to another release: its new addons are published first',
+  { shuffle: false },
+  () => {
+    const PLATFORM_ONLY = `scheduler:
   scope: Cluster
   strategy: Simple
   purposeMappings:
@@ -419,132 +428,133 @@ describe('a Cluster made for requests moving to another release: its new addons 
       template:
         spec: {profile: team-stacks.docker.ferrol-1-30, tenancy: Exclusive}
 `;
-  const stacks = (version: string) =>
-    STACKS.replace('autoSubscribe: false, versions: [v1]', `autoSubscribe: false, versions: [${version}]`);
-  let remote: string;
-  let scheduler: string;
-  let brokenReleases: string;
-  let clusterFile = '';
-  let live: Record<string, any>;
-  const unitsOf = (files: Record<string, string>, namespace: string, name: string) =>
-    (
-      JSON.parse(files['provenance.json']!).units as {
-        kind: string;
-        namespace: string;
-        name: string;
-        release: string;
-      }[]
-    ).filter((unit) => unit.kind === 'cluster-stage' && unit.namespace === namespace && unit.name === name);
+    const stacks = (version: string) =>
+      STACKS.replace('autoSubscribe: false, versions: [v1]', `autoSubscribe: false, versions: [${version}]`);
+    let remote: string;
+    let scheduler: string;
+    let brokenReleases: string;
+    let clusterFile = '';
+    let live: Record<string, any>;
+    const unitsOf = (files: Record<string, string>, namespace: string, name: string) =>
+      (
+        JSON.parse(files['provenance.json']!).units as {
+          kind: string;
+          namespace: string;
+          name: string;
+          release: string;
+        }[]
+      ).filter((unit) => unit.kind === 'cluster-stage' && unit.namespace === namespace && unit.name === name);
 
-  beforeAll(async () => {
-    remote = sandbox.bareRepo('requests-moving');
-    scheduler = path.join(await tempDir(), 'scheduler.yaml');
-    await writeFile(scheduler, PLATFORM_ONLY);
-    // The same releases, but v3's addon chart fails to render (a template helm cannot parse).
-    brokenReleases = await copyExampleReleases();
-    const release = path.join(brokenReleases, 'docker-ferrol-1-30-v3');
-    const chart = path.join(release, 'docker-ferrol-1-30-cluster-addon-v2.tgz');
-    const unpacked = await tempDir();
-    execFileSync('tar', ['-xzf', chart, '-C', unpacked]);
-    await appendFile(path.join(unpacked, 'cni', 'templates', 'configmap.yaml'), '\n{{ .Values.broken \n');
-    execFileSync('tar', ['-czf', chart, '-C', unpacked, '.']);
+    beforeAll(async () => {
+      remote = sandbox.bareRepo('requests-moving');
+      scheduler = path.join(await tempDir(), 'scheduler.yaml');
+      await writeFile(scheduler, PLATFORM_ONLY);
+      // The same releases, but v3's addon chart fails to render (a template helm cannot parse).
+      brokenReleases = await copyExampleReleases();
+      const release = path.join(brokenReleases, 'docker-ferrol-1-30-v3');
+      const chart = path.join(release, 'docker-ferrol-1-30-cluster-addon-v2.tgz');
+      const unpacked = await tempDir();
+      execFileSync('tar', ['-xzf', chart, '-C', unpacked]);
+      await appendFile(path.join(unpacked, 'cni', 'templates', 'configmap.yaml'), '\n{{ .Values.broken \n');
+      execFileSync('tar', ['-czf', chart, '-C', unpacked, '.']);
 
-    const first = await render(
-      [await writeTree({ 'stacks.yaml': stacks('v1'), 'requests.yaml': request('p1', 'platform') })],
-      remote,
-      scheduler,
-    );
-    expect(first.code).toBe(0);
-    const files = sandbox.files(remote, 'main');
-    clusterFile = clusterFiles(files)[0]!;
-    const generated = load(files[clusterFile]!);
-    expect(generated.spec.topology.class).toBe('docker-ferrol-1-30-v1');
-    // Flux applied it and CAPI filled in the endpoint: the live copy comes back as an input, and its v1 addons render.
-    live = {
-      ...generated,
-      spec: {
-        ...generated.spec,
-        clusterNetwork: { pods: { cidrBlocks: ['10.9.0.0/16'] } },
-        controlPlaneEndpoint: { host: 'p1.example.test', port: 6443 },
-      },
-    };
-    const second = await render(
-      [
-        await writeTree({
-          'stacks.yaml': stacks('v1'),
-          'live.yaml': yaml.dump(live),
-          'requests.yaml': request('p1', 'platform'),
-        }),
-      ],
-      remote,
-      scheduler,
-    );
-    expect(second.code).toBe(0);
-    expect(
-      unitsOf(sandbox.files(remote, 'main'), live.metadata.namespace, live.metadata.name).map((unit) => unit.release),
-    ).toEqual(['docker-ferrol-1-30-v1']);
-  }, 120_000);
+      const first = await render(
+        [await writeTree({ 'stacks.yaml': stacks('v1'), 'requests.yaml': request('p1', 'platform') })],
+        remote,
+        scheduler,
+      );
+      expect(first.code).toBe(0);
+      const files = sandbox.files(remote, 'main');
+      clusterFile = clusterFiles(files)[0]!;
+      const generated = load(files[clusterFile]!);
+      expect(generated.spec.topology.class).toBe('docker-ferrol-1-30-v1');
+      // Flux applied it and CAPI filled in the endpoint: the live copy comes back as an input, and its v1 addons render.
+      live = {
+        ...generated,
+        spec: {
+          ...generated.spec,
+          clusterNetwork: { pods: { cidrBlocks: ['10.9.0.0/16'] } },
+          controlPlaneEndpoint: { host: 'p1.example.test', port: 6443 },
+        },
+      };
+      const second = await render(
+        [
+          await writeTree({
+            'stacks.yaml': stacks('v1'),
+            'live.yaml': yaml.dump(live),
+            'requests.yaml': request('p1', 'platform'),
+          }),
+        ],
+        remote,
+        scheduler,
+      );
+      expect(second.code).toBe(0);
+      expect(
+        unitsOf(sandbox.files(remote, 'main'), live.metadata.namespace, live.metadata.name).map((unit) => unit.release),
+      ).toEqual(['docker-ferrol-1-30-v1']);
+    }, 120_000);
 
-  it('keeps the Cluster on its class while the new release’s addons for it are withheld, and says why', async () => {
-    const before = sandbox.files(remote, 'main');
-    const run = await render(
-      [
-        await writeTree({
-          'stacks.yaml': stacks('v3'),
-          'live.yaml': yaml.dump(live),
-          'requests.yaml': request('p1', 'platform'),
-        }),
-      ],
-      remote,
-      scheduler,
-      brokenReleases,
-    );
-    expect(run.code).not.toBe(2);
-    const files = sandbox.files(remote, 'main');
-    expect(files[clusterFile]).toBe(before[clusterFile]);
-    expect(load(files[clusterFile]!).spec.topology.class).toBe('docker-ferrol-1-30-v1');
-    expect(run.report.withheld.map((entry: { kind: string; name: string }) => `${entry.kind}/${entry.name}`)).toContain(
-      `cluster/${live.metadata.name}`,
-    );
-    expect(JSON.stringify(run.report)).toMatch(
-      /stays on class docker-ferrol-1-30-v1: its move to docker-ferrol-1-30-v3 is written once/,
-    );
-    // Its addons stay the v1 ones it runs.
-    expect(unitsOf(files, live.metadata.namespace, live.metadata.name).map((unit) => unit.release)).toEqual([
-      'docker-ferrol-1-30-v1',
-    ]);
-  }, 60_000);
+    it('keeps the Cluster on its class while the new release’s addons for it are withheld, and says why', async () => {
+      const before = sandbox.files(remote, 'main');
+      const run = await render(
+        [
+          await writeTree({
+            'stacks.yaml': stacks('v3'),
+            'live.yaml': yaml.dump(live),
+            'requests.yaml': request('p1', 'platform'),
+          }),
+        ],
+        remote,
+        scheduler,
+        brokenReleases,
+      );
+      expect(run.code).not.toBe(2);
+      const files = sandbox.files(remote, 'main');
+      expect(files[clusterFile]).toBe(before[clusterFile]);
+      expect(load(files[clusterFile]!).spec.topology.class).toBe('docker-ferrol-1-30-v1');
+      expect(
+        run.report.withheld.map((entry: { kind: string; name: string }) => `${entry.kind}/${entry.name}`),
+      ).toContain(`cluster/${live.metadata.name}`);
+      expect(JSON.stringify(run.report)).toMatch(
+        /stays on class docker-ferrol-1-30-v1: its move to docker-ferrol-1-30-v3 is written once/,
+      );
+      // Its addons stay the v1 ones it runs.
+      expect(unitsOf(files, live.metadata.namespace, live.metadata.name).map((unit) => unit.release)).toEqual([
+        'docker-ferrol-1-30-v1',
+      ]);
+    }, 60_000);
 
-  it('moves the Cluster in the same commit that publishes its addons for the new release', async () => {
-    const commits = sandbox.commitCount(remote, 'main');
-    const run = await render(
-      [
-        await writeTree({
-          'stacks.yaml': stacks('v3'),
-          'live.yaml': yaml.dump(live),
-          'requests.yaml': request('p1', 'platform'),
-        }),
-      ],
-      remote,
-      scheduler,
-    );
-    expect(run.code).toBe(0);
-    expect(sandbox.commitCount(remote, 'main')).toBe(commits + 1);
-    const files = sandbox.files(remote, 'main');
-    expect(load(files[clusterFile]!).spec.topology).toMatchObject({
-      class: 'docker-ferrol-1-30-v3',
-      version: 'v1.30.4',
-    });
-    // The live copy still says v1, yet the addons are already v3's: what BeforeClusterUpgrade waits for.
-    const units = unitsOf(files, live.metadata.namespace, live.metadata.name);
-    expect(units.length).toBeGreaterThan(1);
-    expect(new Set(units.map((unit) => unit.release))).toEqual(new Set(['docker-ferrol-1-30-v3']));
-    // The ClusterClass the live copy still uses stays published until it moved.
-    expect(Object.keys(files).some((file) => file.startsWith('management/team-stacks/docker-ferrol-1-30-v1/'))).toBe(
-      true,
-    );
-  }, 60_000);
-});
+    it('moves the Cluster in the same commit that publishes its addons for the new release', async () => {
+      const commits = sandbox.commitCount(remote, 'main');
+      const run = await render(
+        [
+          await writeTree({
+            'stacks.yaml': stacks('v3'),
+            'live.yaml': yaml.dump(live),
+            'requests.yaml': request('p1', 'platform'),
+          }),
+        ],
+        remote,
+        scheduler,
+      );
+      expect(run.code).toBe(0);
+      expect(sandbox.commitCount(remote, 'main')).toBe(commits + 1);
+      const files = sandbox.files(remote, 'main');
+      expect(load(files[clusterFile]!).spec.topology).toMatchObject({
+        class: 'docker-ferrol-1-30-v3',
+        version: 'v1.30.4',
+      });
+      // The live copy still says v1, yet the addons are already v3's: what BeforeClusterUpgrade waits for.
+      const units = unitsOf(files, live.metadata.namespace, live.metadata.name);
+      expect(units.length).toBeGreaterThan(1);
+      expect(new Set(units.map((unit) => unit.release))).toEqual(new Set(['docker-ferrol-1-30-v3']));
+      // The ClusterClass the live copy still uses stays published until it moved.
+      expect(Object.keys(files).some((file) => file.startsWith('management/team-stacks/docker-ferrol-1-30-v1/'))).toBe(
+        true,
+      );
+    }, 60_000);
+  },
+);
 
 describe('clusterstack render --scheduler-config: what cannot be scheduled withholds only itself', () => {
   let remote: string;

@@ -1,4 +1,4 @@
-import { chmod, mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import * as yaml from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -438,6 +438,36 @@ describe('resolveHelmBinary', () => {
           `^helm v3\\.19\\.0 \\(${old}\\) is below the supported range \\(helm 3\\.22 or a later helm 3, or helm 4\\.3 or a later helm 4; tested: v3\\.22\\.0, v4\\.3\\.1\\): .*install helm 3\\.22`,
         ),
       );
+    } finally {
+      await temp.cleanup();
+    }
+  });
+
+  it('reads the version of a helm replaced at the same path, as a long-running controller resolves again after an upgrade', async () => {
+    const temp = await helmTempDir('helm-upgraded');
+    try {
+      // A package manager's upgrade: the link on PATH moves to the new helm's file.
+      await fakeHelm(path.join(temp.dir, 'v3.22.0'), 'v3.22.0');
+      await fakeHelm(path.join(temp.dir, 'v4.3.1'), 'v4.3.1');
+      const bin = path.join(temp.dir, 'bin');
+      await mkdir(bin);
+      await symlink(path.join(temp.dir, 'v3.22.0', 'helm'), path.join(bin, 'helm'));
+      expect(await resolveHelmBinary({ pathEnv: bin })).toMatchObject({ version: 'v3.22.0' });
+      expect(await resolveHelmBinary({ configured: path.join(bin, 'helm'), pathEnv: '' })).toMatchObject({
+        version: 'v3.22.0',
+      });
+
+      await rm(path.join(bin, 'helm'));
+      await symlink(path.join(temp.dir, 'v4.3.1', 'helm'), path.join(bin, 'helm'));
+
+      expect(await resolveHelmBinary({ pathEnv: bin })).toEqual({
+        path: path.join(bin, 'helm'),
+        version: 'v4.3.1',
+        source: 'path',
+      });
+      expect(await resolveHelmBinary({ configured: path.join(bin, 'helm'), pathEnv: '' })).toMatchObject({
+        version: 'v4.3.1',
+      });
     } finally {
       await temp.cleanup();
     }

@@ -129,7 +129,9 @@ describe('an input that yields nothing is an error, never an empty fleet', () =>
   });
 });
 
-describe('the mass-deletion guard', () => {
+// Steps against one remote, in order (shuffle: false): the steps let through (--max-delete-share,
+// then --allow-mass-delete) commit removals, after which the refusals before them have less to refuse.
+describe('the mass-deletion guard', { shuffle: false }, () => {
   let remote: string;
   let head: string;
   beforeAll(async () => {

@@ -148,7 +148,9 @@ function treeOf(files: Record<string, string>): Map<string, string> {
   return new Map(Object.entries(files));
 }
 
-describe('addon layers rendered per Cluster (real helm, git and kustomize)', () => {
+// Steps of one history on one remote, in order (shuffle: false): the upgrade of the 1.29 Cluster
+// comes before the step that holds apps back for base's version alone.
+describe('addon layers rendered per Cluster (real helm, git and kustomize)', { shuffle: false }, () => {
   let releases: string;
   let repo: string;
   let remote: string;

@@ -91,6 +91,9 @@ describe('cert-manager as the providers prerequisite', () => {
       'flux',
       '--gitops-url',
       'https://git.example.com/fleet.git',
+      // A cache of its own: the downloads asked below are not already cached by another test of this file.
+      '--cache-dir',
+      await tempDir('csk-cert-manager-cache-'),
     );
     expect(result.stderr).toBe('');
     expect(result.report.withheld).toEqual([]);

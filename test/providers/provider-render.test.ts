@@ -31,7 +31,9 @@ async function inputs(files: Record<string, string>): Promise<string> {
   return writeTree(files);
 }
 
-describe('clusterstack render with Cluster API providers', () => {
+// In order (shuffle: false): the lock step publishes core v2.0.0 on the shared fake GitHub, and the
+// plan step before it expects v1.9.0 to be the newest.
+describe('clusterstack render with Cluster API providers', { shuffle: false }, () => {
   let github: FakeGitHub;
   let env: NodeJS.ProcessEnv;
   beforeAll(async () => {
