@@ -345,9 +345,14 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
       insecure: true,
     });
     const cls = '/apis/cluster.x-k8s.io/v1beta2/namespaces/oci-stacks/clusterclasses/docker-ferrol-1-30-v1';
+    // Ready and the applied revision together: Flux can show Ready=True a moment before it writes
+    // lastAppliedRevision.
     await waitFor(
       'the root Kustomization to apply the artifact',
-      async () => isReady(await mgmt().get(`${KUSTOMIZATIONS}/flux-system/kustomizations/oci-fleet`)),
+      async () => {
+        const root = await mgmt().get(`${KUSTOMIZATIONS}/flux-system/kustomizations/oci-fleet`);
+        return isReady(root) && root.status?.lastAppliedRevision !== undefined;
+      },
       90_000,
     );
     expect(await applied(`${KUSTOMIZATIONS}/flux-system/kustomizations/oci-fleet`)).toMatch(
