@@ -39,7 +39,8 @@ export function formatPhaseTimings(now: number = performance.now()): string {
   const parts: string[] = [];
   let previous = 0;
   for (const mark of marks) {
-    const own = mark.phase === 'start-up' ? mark.at : mark.at - previous;
+    // start-up is by definition the phases before it: their sum, not a clock read a moment later.
+    const own = mark.phase === 'start-up' ? previous : mark.at - previous;
     parts.push(`${mark.phase}=${Math.round(own)}ms${mark.note ? ` (${mark.note})` : ''}`);
     previous = mark.at;
   }
