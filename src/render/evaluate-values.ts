@@ -3,10 +3,13 @@
 // whole, and the same inputs fail again next time without helm.
 //
 // Evaluation is streamed, not a phase: the clusters are split into chunks (all stages of a cluster
-// in one chunk, one Kubernetes version per chunk), the first ones small, evaluated one after
+// in one chunk, one Kubernetes version per chunk), the first one small, evaluated one after
 // another. The first charts render as soon as the first small chunk is in, and each later chunk is
 // evaluated while the charts of the ones before it render: one values process at a time, so they
-// never hold back the charts that are ready.
+// never hold back the charts that are ready. Each chunk is eight times the one before: a values
+// process costs about the same for 4 items as for 40 (helm's start; 10-30 ms of CPU each, measured
+// on the real-weight bench), far less than the charts of the chunk before it, so doubling only added
+// processes (five for 48 Clusters, three now) without starting a chart any sooner.
 import type { Provenance } from '../output/provenance.js';
 import type { RenderDependencies, ValuesTemplateResult } from './render-dependencies.js';
 import { ownerKey, type PendingUnit } from './render-units.js';
@@ -23,8 +26,9 @@ export interface ValuesOutcome {
   values: Map<PendingUnit, Record<string, unknown>[]>;
 }
 
-/** Clusters in the first chunk; each next chunk doubles, up to MAX_CHUNK_CLUSTERS. */
+/** Clusters in the first chunk; each next chunk is CHUNK_GROWTH times larger, up to MAX_CHUNK_CLUSTERS. */
 const FIRST_CHUNK_CLUSTERS = 2;
+const CHUNK_GROWTH = 8;
 const MAX_CHUNK_CLUSTERS = 64;
 
 /**
@@ -103,13 +107,13 @@ async function evaluateChunk(
   }
 }
 
-/** Chunks of whole clusters, one Kubernetes version each, growing from FIRST_CHUNK_CLUSTERS. */
+/** Chunks of whole clusters, one Kubernetes version each, growing from FIRST_CHUNK_CLUSTERS by CHUNK_GROWTH. */
 function chunksOf(units: readonly PendingUnit[]): PendingUnit[][] {
   const chunks: PendingUnit[][] = [];
   for (const sameVersion of groupBy(units, (unit) => unit.kubeVersion).values()) {
     const clusters = [...groupBy(sameVersion, ownerKey).values()];
     let size = FIRST_CHUNK_CLUSTERS;
-    for (let start = 0; start < clusters.length; start += size, size = Math.min(MAX_CHUNK_CLUSTERS, size * 2)) {
+    for (let start = 0; start < clusters.length; start += size, size = Math.min(MAX_CHUNK_CLUSTERS, size * CHUNK_GROWTH)) {
       chunks.push(clusters.slice(start, start + size).flat());
     }
   }
