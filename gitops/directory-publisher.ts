@@ -134,14 +134,15 @@ function reworkTree(
   current?: { root: string; files: RenderedTree },
   writtenAhead?: ReadonlyMap<string, string>,
 ): string[] {
-  const present = { files: [] as string[], directories: [] as string[] };
+  // What staging holds, from one walk: entries that are not directories, and whether each is a regular file.
+  const present = { files: new Map<string, boolean>(), directories: [] as string[] };
   const walk = (relative: string): void => {
     for (const entry of readdirSync(relative === '' ? staging : `${staging}/${relative}`, { withFileTypes: true })) {
       const child = relative === '' ? entry.name : `${relative}/${entry.name}`;
       if (entry.isDirectory()) {
         present.directories.push(child);
         walk(child);
-      } else present.files.push(child);
+      } else present.files.set(child, entry.isFile());
     }
   };
   walk('');
@@ -149,19 +150,26 @@ function reworkTree(
   for (const file of tree.keys())
     for (let slash = file.indexOf('/'); slash >= 0; slash = file.indexOf('/', slash + 1))
       wantedDirectories.add(file.slice(0, slash));
-  for (const file of present.files) if (!tree.has(file)) unlinkSync(`${staging}/${file}`);
+  for (const file of present.files.keys()) if (!tree.has(file)) unlinkSync(`${staging}/${file}`);
   // Deepest first, so a directory is empty of what is unwanted by the time it is removed.
+  const kept = new Set<string>();
   for (const directory of present.directories.reverse())
     if (!wantedDirectories.has(directory)) rmSync(`${staging}/${directory}`, { recursive: true, force: true });
-  for (const directory of [...wantedDirectories].sort()) mkdirSync(`${staging}/${directory}`, { recursive: true });
+    else kept.add(directory);
+  for (const directory of [...wantedDirectories].sort())
+    if (!kept.has(directory)) mkdirSync(`${staging}/${directory}`, { recursive: true });
   const toWrite: string[] = [];
   for (const [file, content] of tree) {
     const target = `${staging}/${file}`;
-    const held = lstatSync(target, { throwIfNoEntry: false });
+    // Only this run writes in staging (it holds the lock): the walk tells what is there without a
+    // stat per file. A directory was removed only when no file of the tree lies below it, so no
+    // entry the walk saw there is one of the tree's files.
+    const heldKind = present.files.get(file);
     // Written ahead with this content, into this staging directory, while the render ran (prestage).
-    if (held?.isFile() && writtenAhead?.get(file) === content) continue;
+    if (heldKind === true && writtenAhead?.get(file) === content) continue;
     if (current && current.files.get(file) === content) {
       const source = lstatSync(`${current.root}/${file}`, { throwIfNoEntry: false });
+      const held = heldKind === undefined ? undefined : lstatSync(target, { throwIfNoEntry: false });
       if (held && source && held.isFile() && held.ino === source.ino && held.dev === source.dev) continue;
       if (held) unlinkSync(target);
       if (source?.isFile()) {
@@ -172,7 +180,7 @@ function reworkTree(
           // No hard links here: written below.
         }
       }
-    } else if (held) unlinkSync(target);
+    } else if (heldKind !== undefined) unlinkSync(target);
     toWrite.push(file);
   }
   return toWrite;
@@ -356,7 +364,12 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
     return ahead;
   }
 
-  /** One file into the staging directory: never written through (a spare tree's file may be a link shared with the current tree). */
+  /**
+   * One file into the staging directory: never written through (a spare tree's file may be a link
+   * shared with the current tree). Created exclusively (`wx`) without looking first: in a new
+   * staging directory nothing is there, and only when something is (EEXIST, a spare tree's file or
+   * directory) is it removed and the file created again. One open, write and close per file.
+   */
   private writeAhead(ahead: StagedAhead, file: string, content: string): void {
     const target = `${ahead.staging}/${file}`;
     for (let slash = file.indexOf('/'); slash >= 0; slash = file.indexOf('/', slash + 1)) {
@@ -365,11 +378,15 @@ export class DirectoryPublisher implements Publisher, SettledRunStore {
       mkdirSync(`${ahead.staging}/${parent}`, { recursive: true });
       ahead.dirs.add(parent);
     }
-    const held = lstatSync(target, { throwIfNoEntry: false });
-    if (held?.isDirectory()) rmSync(target, { recursive: true, force: true });
-    else if (held) unlinkSync(target);
     ahead.written.delete(file);
-    writeFileSync(target, content, { encoding: 'utf8', flag: 'wx' });
+    try {
+      writeFileSync(target, content, { encoding: 'utf8', flag: 'wx' });
+    } catch (error) {
+      if (errorCode(error) !== 'EEXIST') throw error;
+      if (lstatSync(target).isDirectory()) rmSync(target, { recursive: true, force: true });
+      else unlinkSync(target);
+      writeFileSync(target, content, { encoding: 'utf8', flag: 'wx' });
+    }
     ahead.written.set(file, content);
   }
 

@@ -113,7 +113,11 @@ function chunksOf(units: readonly PendingUnit[]): PendingUnit[][] {
   for (const sameVersion of groupBy(units, (unit) => unit.kubeVersion).values()) {
     const clusters = [...groupBy(sameVersion, ownerKey).values()];
     let size = FIRST_CHUNK_CLUSTERS;
-    for (let start = 0; start < clusters.length; start += size, size = Math.min(MAX_CHUNK_CLUSTERS, size * CHUNK_GROWTH)) {
+    for (
+      let start = 0;
+      start < clusters.length;
+      start += size, size = Math.min(MAX_CHUNK_CLUSTERS, size * CHUNK_GROWTH)
+    ) {
       chunks.push(clusters.slice(start, start + size).flat());
     }
   }
