@@ -1,6 +1,6 @@
 // The tree from the rendered units: their files, a kustomization per directory (so Argo CD, Flux and
 // `kubectl apply -k` all read it), provenance.json and the README.
-import { OUTPUT_README_TEMPLATE } from '../output/output-readme-template.js';
+import { OUTPUT_README_PRECOMPILED } from '../output/output-readme-precompiled.js';
 import type { Provenance, UnitRecord } from '../output/provenance.js';
 import type { RenderSummary } from '../output/render-summary.js';
 import type { RenderedTree } from '../output/rendered-tree.js';
@@ -13,7 +13,7 @@ import {
   README_FILE,
 } from '../output/tree-layout.js';
 import { kustomizationEncoder } from './kustomization-yaml.js';
-import { compileTemplate } from './sandboxed-template.js';
+import { compileTemplate, precompiledTemplate } from './sandboxed-template.js';
 import { compareText } from '../core/compare-text.js';
 
 /** A kustomization per directory: each object directory, and the directories that aggregate it (tree-layout.ts). */
@@ -65,13 +65,23 @@ export function unitFilesAhead(
 }
 
 /**
- * Compiles the README template now: Handlebars compiles a template on its first use (tens of
- * milliseconds for the default one), which would otherwise fall after the last helm process. Called
- * while the render waits for helm; an error is left for the real rendering to report.
+ * The README's template: the default one compiled ahead (output-readme-precompiled.ts: compiling it
+ * cost 60-90 ms of CPU in every render), a --readme-template compiled on first use.
+ */
+function readmeRenderer(readmeTemplate: string | undefined): (data: object) => string {
+  return readmeTemplate === undefined
+    ? precompiledTemplate(OUTPUT_README_PRECOMPILED, 'default README template')
+    : compileTemplate(readmeTemplate, 'readme template');
+}
+
+/**
+ * Prepares the README template now: Handlebars compiles a template on its first use (tens of
+ * milliseconds), which would otherwise fall after the last helm process. Called while the render
+ * waits for helm; an error is left for the real rendering to report.
  */
 export function warmReadmeTemplate(readmeTemplate?: string): void {
   try {
-    compileTemplate(readmeTemplate ?? OUTPUT_README_TEMPLATE, 'readme template')({});
+    readmeRenderer(readmeTemplate)({});
   } catch {
     // Reported, with the template's name, when the README is rendered.
   }
@@ -98,12 +108,6 @@ export function assembleTree(
   for (const [file, content] of shared.files) files.set(file, content);
   for (const [file, content] of kustomizations(files, shared.dirs)) files.set(file, content);
   files.set(PROVENANCE_FILE, `${JSON.stringify(provenance, null, 2)}\n`);
-  files.set(
-    README_FILE,
-    compileTemplate(
-      readmeTemplate ?? OUTPUT_README_TEMPLATE,
-      readmeTemplate ? 'readme template' : 'default README template',
-    )(summary),
-  );
+  files.set(README_FILE, readmeRenderer(readmeTemplate)(summary));
   return new Map([...files.entries()].sort(([a], [b]) => compareText(a, b)));
 }

@@ -13,8 +13,8 @@ export class TemplateError extends Failure {
   }
 }
 
-function createEnvironment(): typeof Handlebars {
-  const created = (createRequire(import.meta.url)('handlebars') as typeof Handlebars).create();
+function createEnvironment(module: 'handlebars' | 'handlebars/runtime'): typeof Handlebars {
+  const created = (createRequire(import.meta.url)(module) as typeof Handlebars).create();
   // Only the block helpers (if, unless, each, with) and ours below: lookup and log are not needed.
   created.unregisterHelper('lookup');
   created.unregisterHelper('log');
@@ -34,8 +34,12 @@ function createEnvironment(): typeof Handlebars {
  * its first helm processes are under way (warmReadmeTemplate), not while it plans.
  */
 let environment: typeof Handlebars | undefined;
+/** Handlebars' runtime alone (no compiler): enough for a template compiled ahead (precompiledTemplate). */
+let runtimeEnvironment: typeof Handlebars | undefined;
 
 const HELPERS = { join: true, eq: true, length: true, plural: true, lookup: false, log: false };
+const compileOptions = (strict: boolean) =>
+  ({ noEscape: true, strict, knownHelpers: HELPERS, knownHelpersOnly: true }) as const;
 
 /**
  * Handlebars compiles a template on its first use, which costs more than rendering it many times
@@ -59,16 +63,48 @@ export function compileTemplate(
   let compiled = compiledTemplates.get(key);
   if (!compiled) {
     // Outside the try: Handlebars failing to load is an installation's problem, not the template's.
-    environment ??= createEnvironment();
+    environment ??= createEnvironment('handlebars');
     try {
-      compiled = environment.compile(source, { noEscape: true, strict, knownHelpers: HELPERS, knownHelpersOnly: true });
+      compiled = environment.compile(source, compileOptions(strict));
     } catch (error) {
       throw new TemplateError(name, (error as Error).message);
     }
     if (compiledTemplates.size >= COMPILED_KEPT) compiledTemplates.clear();
     compiledTemplates.set(key, compiled);
   }
-  const template = compiled;
+  return sandboxed(compiled, name);
+}
+
+/**
+ * What Handlebars compiles `source` to, as JavaScript source (a template specification) that
+ * precompiledTemplate runs: compiled ahead, with compileTemplate's options (not strict), a template
+ * that every render uses costs no compiling at run time.
+ */
+export function precompileTemplate(source: string): string {
+  environment ??= createEnvironment('handlebars');
+  // Typed as a specification object; Handlebars returns its source text.
+  return environment.precompile(source, compileOptions(false)) as unknown as string;
+}
+
+let precompiled: { spec: string; template: Handlebars.TemplateDelegate } | undefined;
+
+/**
+ * The template precompileTemplate gave `spec` for: what compileTemplate(source) gives (not strict),
+ * without loading Handlebars' compiler or compiling. Tens of milliseconds of CPU less in every
+ * render that writes the default README (test/readme-precompiled.test.ts keeps the spec current).
+ */
+export function precompiledTemplate(spec: string, name: string): (data: object) => string {
+  if (precompiled?.spec !== spec) {
+    runtimeEnvironment ??= createEnvironment('handlebars/runtime');
+    // The specification is our own build's JavaScript (a module of this package), never input.
+    const specification = new Function(`return ${spec};`)() as Parameters<typeof Handlebars.template>[0];
+    precompiled = { spec, template: runtimeEnvironment.template(specification) };
+  }
+  return sandboxed(precompiled.template, name);
+}
+
+/** Runs a template with prototype access refused, its errors as TemplateError. */
+function sandboxed(template: Handlebars.TemplateDelegate, name: string): (data: object) => string {
   return (data) => {
     try {
       return template(data, {
