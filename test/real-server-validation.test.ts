@@ -12,10 +12,12 @@ import { validateClusterStack } from '../src/api/validate.js';
 import { runClusterstack, tempDir, writeTree } from './support/cli.js';
 import { fullClusterAddon, fullClusterStack, fullClusterStackRelease } from './support/full-crd-objects.js';
 import {
+  crdFilesServing,
   describeVerdicts,
   documentsOfFiles,
   engineCrdFiles,
   installCrds,
+  kindsOfFiles,
   startRealKubeApi,
   validateOnServer,
   type ObjectVerdict,
@@ -57,6 +59,16 @@ function fixtureStack(name: string, channel: string, versions: string[]): string
   return (
     `apiVersion: clusterstack.x-k8s.io/v1alpha1\nkind: ClusterStack\nmetadata: {name: ${name}, namespace: cluster-stacks}\n` +
     `spec: {provider: docker, name: ferrol, kubernetesVersion: "1.30", channel: ${channel}, noProvider: true, versions: [${versions.join(', ')}]}\n`
+  );
+}
+
+/** The examples we ship as objects: charts (rendered by the cases), release contents and chart sources are not objects to apply. */
+function exampleFiles(): string[] {
+  const examples = path.join(ROOT, 'examples');
+  return yamlFiles(
+    examples,
+    (relative) =>
+      /(^|\/)(releases|chart-sources)$/.test(relative) || existsSync(path.join(examples, relative, 'Chart.yaml')),
   );
 }
 
@@ -179,8 +191,24 @@ describe('strict server-side validation on a real API server', () => {
     // Awaited by their cases; not an unhandled rejection meanwhile.
     for (const pending of [...renders.values(), deployBuilt]) pending.catch(() => undefined);
     api = await startRealKubeApi({ name: 'validation' });
-    const ours = yamlFiles(path.join(ROOT, 'crds'));
-    await installCrds(api, [...ours, ...CRD_ENGINES.flatMap((engine) => engineCrdFiles(engine))]);
+    // Of the engines' CRDs, those serving a kind validated here (each costs the server seconds to
+    // establish, most serve nothing here): ours for the admission cases, ClusterClass for the
+    // negative control and the examples' kinds while the renders run, then the renders' and deploy/'s.
+    const engineCrds = CRD_ENGINES.flatMap((engine) => engineCrdFiles(engine));
+    const installed = new Set<string>();
+    const installServing = async (kinds: Set<string>, more: string[] = []): Promise<void> => {
+      const files = [...more, ...crdFilesServing(engineCrds, kinds)].filter((file) => !installed.has(file));
+      for (const file of files) installed.add(file);
+      await installCrds(api!, files);
+    };
+    await installServing(new Set([...kindsOfFiles(exampleFiles()), 'cluster.x-k8s.io/ClusterClass']), [
+      ...yamlFiles(path.join(ROOT, 'crds')),
+    ]);
+    const rendered = (await Promise.allSettled(renders.values())).flatMap((result) =>
+      result.status === 'fulfilled' && result.value.code === 0 ? yamlFiles(result.value.tree) : [],
+    );
+    const built = (await deployBuilt.catch(() => [])).filter(({ status }) => status === 0).map(({ file }) => file);
+    await installServing(kindsOfFiles([...rendered, ...built]));
   }, 240_000);
 
   afterAll(async () => {
@@ -287,14 +315,7 @@ describe('strict server-side validation on a real API server', () => {
   });
 
   it('the examples we ship as objects (inputs and layer manifests) are accepted, or listed as unchecked', async () => {
-    const examples = path.join(ROOT, 'examples');
-    // Charts (rendered above and in the other tests), release contents and chart sources are not objects to apply.
-    const files = yamlFiles(
-      examples,
-      (relative) =>
-        /(^|\/)(releases|chart-sources)$/.test(relative) || existsSync(path.join(examples, relative, 'Chart.yaml')),
-    );
-    const verdicts = await validate('examples', examples, files);
+    const verdicts = await validate('examples', path.join(ROOT, 'examples'), exampleFiles());
     expect(refused(verdicts)).toBe('');
     expect(acceptedKinds(verdicts)).toEqual(
       expect.arrayContaining([
