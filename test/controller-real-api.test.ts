@@ -191,13 +191,16 @@ describe('the controller on a real API server under the shipped RBAC', { timeout
 
   beforeAll(async () => {
     let started = Date.now();
+    // The bundle and the fixtures while the API server starts; kube-controller-manager while the CRDs go in.
+    const starting = startRealKubeApi({ name: 'controller', auditLog: true });
+    starting.catch(() => undefined);
     bundle = bundleCli();
-    api = await startRealKubeApi({ name: 'controller', auditLog: true });
+    git = new GitSandbox();
+    remote = git.bareRepo('gitops');
+    work = await mkdtemp(path.join(os.tmpdir(), 'csk-real-controller-'));
+    releases = await copyExampleReleases();
+    api = await starting;
     timings['API server'] = `${Date.now() - started} ms`;
-    started = Date.now();
-    // Garbage collection (owner references) and namespace deletion, as a cluster runs them.
-    kcm = await startKubeControllerManager(api, { controllers: ['garbagecollector', 'namespace'] });
-    timings['kube-controller-manager'] = `${Date.now() - started} ms`;
     started = Date.now();
     const ours = ['clusterstacks', 'clusterstackreleases', 'clusteraddons'].map((plural) =>
       path.resolve(`crds/clusterstack.x-k8s.io_${plural}.yaml`),
@@ -205,15 +208,16 @@ describe('the controller on a real API server under the shipped RBAC', { timeout
     const capi = engineCrdFiles('cluster-api').filter((file) =>
       /cluster\.x-k8s\.io_(clusters|clusterclasses)\.yaml$|kubeadmcontrolplanes\.yaml$/.test(file),
     );
-    await installCrds(api, [...ours, ...capi]);
-    timings['CRDs'] = `${Date.now() - started} ms`;
+    await Promise.all([
+      // Garbage collection (owner references) and namespace deletion, as a cluster runs them.
+      startKubeControllerManager(api, { controllers: ['garbagecollector', 'namespace'] }).then((started) => {
+        kcm = started;
+      }),
+      installCrds(api, [...ours, ...capi]),
+    ]);
+    timings['kube-controller-manager and CRDs'] = `${Date.now() - started} ms`;
     kubeconfig = (await applyShippedIdentity(api)).kubeconfigFile;
     await create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
-
-    git = new GitSandbox();
-    remote = git.bareRepo('gitops');
-    work = await mkdtemp(path.join(os.tmpdir(), 'csk-real-controller-'));
-    releases = await copyExampleReleases();
   }, 240_000);
 
   afterAll(async () => {
