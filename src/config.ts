@@ -310,6 +310,10 @@ export interface ControllerSettings {
   batchWindowMs: number;
   /** Sources are listed again and the target compared at least this often. */
   resyncMs: number;
+  /** Leader election's timing: a standby takes a lease unrenewed this long; a leader gives up after renewDeadlineMs; both look every retryPeriodMs. */
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
 }
 
 const CONTROLLER_ENVIRONMENT = {
@@ -340,6 +344,9 @@ const CONTROLLER_ENVIRONMENT = {
   logLevel: 'CLUSTERSTACK_LOG_LEVEL',
   batchWindow: 'CLUSTERSTACK_BATCH_WINDOW',
   resync: 'CLUSTERSTACK_RESYNC',
+  leaseDuration: 'CLUSTERSTACK_LEADER_ELECT_LEASE_DURATION',
+  renewDeadline: 'CLUSTERSTACK_LEADER_ELECT_RENEW_DEADLINE',
+  retryPeriod: 'CLUSTERSTACK_LEADER_ELECT_RETRY_PERIOD',
   /** Set from the downward API in deploy/: the pod's name and namespace. */
   podName: 'POD_NAME',
   podNamespace: 'POD_NAMESPACE',
@@ -348,7 +355,17 @@ const CONTROLLER_ENVIRONMENT = {
 
 export type ControllerFlags = Partial<
   Record<
-    keyof Omit<ControllerSettings, 'leaderElect' | 'pullRequest' | 'batchWindowMs' | 'resyncMs' | 'inCluster'>,
+    keyof Omit<
+      ControllerSettings,
+      | 'leaderElect'
+      | 'pullRequest'
+      | 'batchWindowMs'
+      | 'resyncMs'
+      | 'inCluster'
+      | 'leaseDurationMs'
+      | 'renewDeadlineMs'
+      | 'retryPeriodMs'
+    >,
     string
   >
 > & {
@@ -356,6 +373,9 @@ export type ControllerFlags = Partial<
   pullRequest?: boolean;
   batchWindow?: string;
   resync?: string;
+  leaseDuration?: string;
+  renewDeadline?: string;
+  retryPeriod?: string;
 };
 
 /** `500ms`, `2s`, `5m`, `1h` or plain milliseconds; throws on anything else. */
@@ -371,6 +391,33 @@ function booleanSetting(value: string | undefined, what: string): boolean | unde
   if (/^(true|1|yes)$/i.test(value.trim())) return true;
   if (/^(false|0|no)$/i.test(value.trim())) return false;
   throw new Error(`${what} must be true or false, not "${value}"`);
+}
+
+/**
+ * The Lease's duration, renew deadline and retry period (client-go's defaults 15 s, 10 s, 2 s); the
+ * duration must exceed the deadline, and the deadline the period, or a live leader loses its lease.
+ */
+function leaderElectionTiming(
+  flags: ControllerFlags,
+  pick: (flag: string | undefined, variable: string) => string | undefined,
+): Pick<ControllerSettings, 'leaseDurationMs' | 'renewDeadlineMs' | 'retryPeriodMs'> {
+  const E = CONTROLLER_ENVIRONMENT;
+  const setting = (flag: string, given: string | undefined, variable: string, fallback: string) => {
+    const what = `--leader-elect-${flag} / ${variable}`;
+    const value = parseDuration(pick(given, variable) ?? fallback, what);
+    if (value <= 0) throw new Error(`${what} must be longer than 0`);
+    return { value, what };
+  };
+  const duration = setting('lease-duration', flags.leaseDuration, E.leaseDuration, '15s');
+  const deadline = setting('renew-deadline', flags.renewDeadline, E.renewDeadline, '10s');
+  const period = setting('retry-period', flags.retryPeriod, E.retryPeriod, '2s');
+  if (duration.value <= deadline.value)
+    throw new Error(
+      `${duration.what} (${duration.value} ms) must be longer than ${deadline.what} (${deadline.value} ms)`,
+    );
+  if (deadline.value <= period.value)
+    throw new Error(`${deadline.what} (${deadline.value} ms) must be longer than ${period.what} (${period.value} ms)`);
+  return { leaseDurationMs: duration.value, renewDeadlineMs: deadline.value, retryPeriodMs: period.value };
 }
 
 /** Resolves the controller's settings once; throws an Error naming the flag or variable that is wrong. */
@@ -408,6 +455,7 @@ export function resolveControllerSettings(
       `--batch-window / ${E.batchWindow}`,
     ),
     resyncMs: parseDuration(pick(flags.resync, E.resync) ?? '5m', `--resync / ${E.resync}`),
+    ...leaderElectionTiming(flags, pick),
     inCluster:
       nonEmpty(env['KUBERNETES_SERVICE_HOST']) !== undefined && nonEmpty(env['KUBERNETES_SERVICE_PORT']) !== undefined,
   };

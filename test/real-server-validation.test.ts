@@ -3,18 +3,21 @@
 // provider, cluster-api-operator, Flux, Argo CD, openMCP, and ours): server-side apply, dry run, strict
 // field validation, as Flux applies. Kinds the server has no CRD or built-in type for (Kraan's
 // AddonsLayer: the Go module proxy refuses its module) are listed as unchecked, never counted as passing.
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateClusterStack } from '../src/api/validate.js';
 import { runClusterstack, tempDir, writeTree } from './support/cli.js';
 import { fullClusterAddon, fullClusterStack, fullClusterStackRelease } from './support/full-crd-objects.js';
 import {
+  crdFilesServing,
   describeVerdicts,
   documentsOfFiles,
   engineCrdFiles,
   installCrds,
+  kindsOfFiles,
   startRealKubeApi,
   validateOnServer,
   type ObjectVerdict,
@@ -23,6 +26,7 @@ import {
 import { checkCrdRules } from './support/crd-rule-check.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
+const execFileAsync = promisify(execFile);
 const CRD_ENGINES = [
   'cluster-api',
   'cluster-api-docker',
@@ -48,13 +52,163 @@ function yamlFiles(dir: string, skipDir: (relative: string) => boolean = () => f
   return found;
 }
 
+const GITOPS_URL = 'https://git.example.com/platform/fleet.git';
+
+/** The inputs of a ClusterStack on `channel` for the fixture releases. */
+function fixtureStack(name: string, channel: string, versions: string[]): string {
+  return (
+    `apiVersion: clusterstack.x-k8s.io/v1alpha1\nkind: ClusterStack\nmetadata: {name: ${name}, namespace: cluster-stacks}\n` +
+    `spec: {provider: docker, name: ferrol, kubernetesVersion: "1.30", channel: ${channel}, noProvider: true, versions: [${versions.join(', ')}]}\n`
+  );
+}
+
+/** The examples we ship as objects: charts (rendered by the cases), release contents and chart sources are not objects to apply. */
+function exampleFiles(): string[] {
+  const examples = path.join(ROOT, 'examples');
+  return yamlFiles(
+    examples,
+    (relative) =>
+      /(^|\/)(releases|chart-sources)$/.test(relative) || existsSync(path.join(examples, relative, 'Chart.yaml')),
+  );
+}
+
+/**
+ * What each case renders: `render <inputs> --output <dir> --gitops-url ...` with these arguments
+ * (inputs first). A thunk, for inputs written first (the fixture releases' stacks and Cluster).
+ */
+const RENDERS: Record<string, () => Promise<string[]>> = {
+  'quick start (Flux)': async () => [
+    'examples/quickstart/manifests',
+    '--release-source',
+    'examples/quickstart/releases',
+    '--gitops',
+    'flux',
+  ],
+  'quick start (Argo CD)': async () => [
+    'examples/quickstart/manifests',
+    '--release-source',
+    'examples/quickstart/releases',
+    '--gitops',
+    'argocd',
+  ],
+  'cluster-requests example': async () => [
+    'examples/quickstart/manifests',
+    'examples/cluster-requests/requests.yaml',
+    '--release-source',
+    'examples/quickstart/releases',
+    '--scheduler-config',
+    'examples/cluster-requests/scheduler.yaml',
+    '--gitops',
+    'flux',
+  ],
+  'sops-secrets example': async () => [
+    'examples/sops-secrets/manifests',
+    '--release-source',
+    'examples/sops-secrets/releases',
+    '--secrets',
+    'allow',
+    '--gitops',
+    'flux',
+  ],
+  'fixture releases': async () => [
+    await writeTree({
+      'stacks.yaml': `${fixtureStack('docker-ferrol-1-30-alpha', 'alpha', ['v1-alpha.5', 'v1-alpha.6', 'v1-alpha.10', 'v2-alpha.4'])}---\n${fixtureStack('docker-ferrol-1-30-custom', 'custom', ['v0-sha.hipstsw'])}`,
+      'cluster.yaml': [
+        'apiVersion: cluster.x-k8s.io/v1beta1',
+        'kind: Cluster',
+        'metadata: {name: echo, namespace: cluster-stacks}',
+        'spec:',
+        '  clusterNetwork: {pods: {cidrBlocks: [192.168.0.0/16]}, services: {cidrBlocks: [10.128.0.0/12]}}',
+        '  controlPlaneEndpoint: {host: 172.18.0.12, port: 6443}',
+        '  topology: {class: docker-ferrol-1-30-v1-alpha.10, version: v1.30.2}',
+        '',
+      ].join('\n'),
+    }),
+    '--release-source',
+    'test/fixtures/releases',
+    '--gitops',
+    'flux',
+  ],
+};
+
+type RenderTitle = keyof typeof RENDERS;
+
+/** A render's result: its exit code and stderr, and the tree it wrote. */
+interface Rendered {
+  code: number;
+  stderr: string;
+  tree: string;
+}
+
+/** Runs one render of RENDERS into a fresh directory. */
+async function render(title: RenderTitle): Promise<Rendered> {
+  const [inputs, ...options] = await RENDERS[title]!();
+  const out = await tempDir('csk-validate-');
+  const result = await runClusterstack(['render', inputs!, ...options, '--output', out, '--gitops-url', GITOPS_URL], {
+    cwd: ROOT,
+  });
+  return { code: result.code, stderr: result.stderr, tree: path.join(out, 'current') };
+}
+
+/** `kubectl kustomize` of each of deploy/'s kustomizations, each into its own file (empty when it failed), with kubectl's exit code and stderr. */
+async function buildDeploy(): Promise<{ dir: string; file: string; status: number; stderr: string }[]> {
+  const built = await tempDir('csk-validate-deploy-');
+  return Promise.all(
+    ['deploy', 'deploy/flux', 'deploy/argocd', 'deploy/namespaced', 'deploy/layers'].map(async (dir) => {
+      const file = path.join(built, `${dir.replace(/\//g, '-')}.yaml`);
+      const run = await execFileAsync(process.env.KUBECTL ?? 'kubectl', ['kustomize', path.join(ROOT, dir)], {
+        encoding: 'utf8',
+        maxBuffer: 64 * 1024 * 1024,
+      }).then(
+        ({ stdout, stderr }) => ({ status: 0, stdout, stderr }),
+        (error: { code?: number; stdout?: string; stderr?: string; message: string }) => ({
+          status: typeof error.code === 'number' ? error.code : -1,
+          stdout: error.stdout ?? '',
+          stderr: error.stderr || error.message,
+        }),
+      );
+      writeFileSync(file, run.stdout);
+      return { dir, file, status: run.status, stderr: run.stderr };
+    }),
+  );
+}
+
 describe('strict server-side validation on a real API server', () => {
   let api: RealKubeApi | undefined;
+  // The renders and deploy/'s build need no server: they run while it starts, one after another
+  // (each once), and the case that validates one awaits it.
+  const renders = new Map<RenderTitle, Promise<Rendered>>();
+  let deployBuilt: ReturnType<typeof buildDeploy>;
 
   beforeAll(async () => {
+    let previous: Promise<unknown> = Promise.resolve();
+    for (const title of Object.keys(RENDERS)) {
+      const rendered = previous.then(() => render(title));
+      renders.set(title, rendered);
+      previous = rendered.catch(() => undefined);
+    }
+    deployBuilt = previous.then(buildDeploy);
+    // Awaited by their cases; not an unhandled rejection meanwhile.
+    for (const pending of [...renders.values(), deployBuilt]) pending.catch(() => undefined);
     api = await startRealKubeApi({ name: 'validation' });
-    const ours = yamlFiles(path.join(ROOT, 'crds'));
-    await installCrds(api, [...ours, ...CRD_ENGINES.flatMap((engine) => engineCrdFiles(engine))]);
+    // Of the engines' CRDs, those serving a kind validated here (each costs the server seconds to
+    // establish, most serve nothing here): ours for the admission cases, ClusterClass for the
+    // negative control and the examples' kinds while the renders run, then the renders' and deploy/'s.
+    const engineCrds = CRD_ENGINES.flatMap((engine) => engineCrdFiles(engine));
+    const installed = new Set<string>();
+    const installServing = async (kinds: Set<string>, more: string[] = []): Promise<void> => {
+      const files = [...more, ...crdFilesServing(engineCrds, kinds)].filter((file) => !installed.has(file));
+      for (const file of files) installed.add(file);
+      await installCrds(api!, files);
+    };
+    await installServing(new Set([...kindsOfFiles(exampleFiles()), 'cluster.x-k8s.io/ClusterClass']), [
+      ...yamlFiles(path.join(ROOT, 'crds')),
+    ]);
+    const rendered = (await Promise.allSettled(renders.values())).flatMap((result) =>
+      result.status === 'fulfilled' && result.value.code === 0 ? yamlFiles(result.value.tree) : [],
+    );
+    const built = (await deployBuilt.catch(() => [])).filter(({ status }) => status === 0).map(({ file }) => file);
+    await installServing(kindsOfFiles([...rendered, ...built]));
   }, 240_000);
 
   afterAll(async () => {
@@ -88,30 +242,15 @@ describe('strict server-side validation on a real API server', () => {
     ].sort();
   }
 
-  async function renderQuickstart(engine: 'flux' | 'argocd'): Promise<string> {
-    const out = await tempDir('csk-validate-');
-    const result = await runClusterstack(
-      [
-        'render',
-        'examples/quickstart/manifests',
-        '--release-source',
-        'examples/quickstart/releases',
-        '--output',
-        out,
-        '--gitops',
-        engine,
-        '--gitops-url',
-        'https://git.example.com/platform/fleet.git',
-      ],
-      { cwd: ROOT },
-    );
-    expect(result.code, result.stderr).toBe(0);
-    return path.join(out, 'current');
+  /** The render `title` (started in beforeAll) succeeded; every object of its tree validated: the verdicts. */
+  async function validateRender(title: RenderTitle): Promise<ObjectVerdict[]> {
+    const { code, stderr, tree } = await renders.get(title)!;
+    expect(code, stderr).toBe(0);
+    return validate(title, tree, yamlFiles(tree));
   }
 
   it('the quick start rendered with the Flux wiring: ClusterClass side, addons and wiring all accepted', async () => {
-    const tree = await renderQuickstart('flux');
-    const verdicts = await validate('quick start (Flux)', tree, yamlFiles(tree));
+    const verdicts = await validateRender('quick start (Flux)');
     expect(refused(verdicts)).toBe('');
     expect(verdicts.filter((verdict) => verdict.outcome === 'unchecked')).toEqual([]);
     expect(acceptedKinds(verdicts)).toEqual(
@@ -131,8 +270,7 @@ describe('strict server-side validation on a real API server', () => {
   // The wiring writes Applications only (an app of apps per cluster, gitops/wiring/argocd-wiring.ts):
   // no ApplicationSet or AppProject of ours exists to check, though their CRDs are installed.
   it("the quick start rendered with the Argo CD wiring: our Applications accepted by Argo CD's own CRD", async () => {
-    const tree = await renderQuickstart('argocd');
-    const verdicts = await validate('quick start (Argo CD)', tree, yamlFiles(tree));
+    const verdicts = await validateRender('quick start (Argo CD)');
     expect(refused(verdicts)).toBe('');
     expect(verdicts.filter((verdict) => verdict.outcome === 'unchecked')).toEqual([]);
     expect(acceptedKinds(verdicts)).toEqual(
@@ -141,28 +279,7 @@ describe('strict server-side validation on a real API server', () => {
   });
 
   it("the cluster-requests example rendered: ClusterProfiles accepted by openMCP's own CRD, the requested Clusters by Cluster API's", async () => {
-    const out = await tempDir('csk-validate-');
-    const result = await runClusterstack(
-      [
-        'render',
-        'examples/quickstart/manifests',
-        'examples/cluster-requests/requests.yaml',
-        '--release-source',
-        'examples/quickstart/releases',
-        '--scheduler-config',
-        'examples/cluster-requests/scheduler.yaml',
-        '--output',
-        out,
-        '--gitops',
-        'flux',
-        '--gitops-url',
-        'https://git.example.com/platform/fleet.git',
-      ],
-      { cwd: ROOT },
-    );
-    expect(result.code, result.stderr).toBe(0);
-    const tree = path.join(out, 'current');
-    const verdicts = await validate('cluster-requests example', tree, yamlFiles(tree));
+    const verdicts = await validateRender('cluster-requests example');
     expect(refused(verdicts)).toBe('');
     expect(verdicts.filter((verdict) => verdict.outcome === 'unchecked')).toEqual([]);
     expect(acceptedKinds(verdicts)).toEqual(
@@ -176,27 +293,7 @@ describe('strict server-side validation on a real API server', () => {
   });
 
   it('the sops-secrets example rendered (Secrets in the clear, as Flux applies them after decrypting) is accepted', async () => {
-    const out = await tempDir('csk-validate-');
-    const result = await runClusterstack(
-      [
-        'render',
-        'examples/sops-secrets/manifests',
-        '--release-source',
-        'examples/sops-secrets/releases',
-        '--output',
-        out,
-        '--secrets',
-        'allow',
-        '--gitops',
-        'flux',
-        '--gitops-url',
-        'https://git.example.com/platform/fleet.git',
-      ],
-      { cwd: ROOT },
-    );
-    expect(result.code, result.stderr).toBe(0);
-    const tree = path.join(out, 'current');
-    const verdicts = await validate('sops-secrets example', tree, yamlFiles(tree));
+    const verdicts = await validateRender('sops-secrets example');
     expect(refused(verdicts)).toBe('');
     expect(acceptedKinds(verdicts)).toEqual(
       expect.arrayContaining(['v1 Secret', 'cluster.x-k8s.io/v1beta1 ClusterClass']),
@@ -204,41 +301,7 @@ describe('strict server-side validation on a real API server', () => {
   });
 
   it('the fixture releases rendered (pre-release and hash channels, with a Cluster for the addons) are accepted', async () => {
-    const stack = (name: string, channel: string, versions: string[]): string =>
-      `apiVersion: clusterstack.x-k8s.io/v1alpha1\nkind: ClusterStack\nmetadata: {name: ${name}, namespace: cluster-stacks}\n` +
-      `spec: {provider: docker, name: ferrol, kubernetesVersion: "1.30", channel: ${channel}, noProvider: true, versions: [${versions.join(', ')}]}\n`;
-    const inputs = await writeTree({
-      'stacks.yaml': `${stack('docker-ferrol-1-30-alpha', 'alpha', ['v1-alpha.5', 'v1-alpha.6', 'v1-alpha.10', 'v2-alpha.4'])}---\n${stack('docker-ferrol-1-30-custom', 'custom', ['v0-sha.hipstsw'])}`,
-      'cluster.yaml': [
-        'apiVersion: cluster.x-k8s.io/v1beta1',
-        'kind: Cluster',
-        'metadata: {name: echo, namespace: cluster-stacks}',
-        'spec:',
-        '  clusterNetwork: {pods: {cidrBlocks: [192.168.0.0/16]}, services: {cidrBlocks: [10.128.0.0/12]}}',
-        '  controlPlaneEndpoint: {host: 172.18.0.12, port: 6443}',
-        '  topology: {class: docker-ferrol-1-30-v1-alpha.10, version: v1.30.2}',
-        '',
-      ].join('\n'),
-    });
-    const out = await tempDir('csk-validate-');
-    const result = await runClusterstack(
-      [
-        'render',
-        inputs,
-        '--release-source',
-        'test/fixtures/releases',
-        '--output',
-        out,
-        '--gitops',
-        'flux',
-        '--gitops-url',
-        'https://git.example.com/platform/fleet.git',
-      ],
-      { cwd: ROOT },
-    );
-    expect(result.code, result.stderr).toBe(0);
-    const tree = path.join(out, 'current');
-    const verdicts = await validate('fixture releases', tree, yamlFiles(tree));
+    const verdicts = await validateRender('fixture releases');
     expect(refused(verdicts)).toBe('');
     expect(verdicts.filter((verdict) => verdict.outcome === 'unchecked')).toEqual([]);
     expect(
@@ -252,14 +315,7 @@ describe('strict server-side validation on a real API server', () => {
   });
 
   it('the examples we ship as objects (inputs and layer manifests) are accepted, or listed as unchecked', async () => {
-    const examples = path.join(ROOT, 'examples');
-    // Charts (rendered above and in the other tests), release contents and chart sources are not objects to apply.
-    const files = yamlFiles(
-      examples,
-      (relative) =>
-        /(^|\/)(releases|chart-sources)$/.test(relative) || existsSync(path.join(examples, relative, 'Chart.yaml')),
-    );
-    const verdicts = await validate('examples', examples, files);
+    const verdicts = await validate('examples', path.join(ROOT, 'examples'), exampleFiles());
     expect(refused(verdicts)).toBe('');
     expect(acceptedKinds(verdicts)).toEqual(
       expect.arrayContaining([
@@ -271,18 +327,10 @@ describe('strict server-side validation on a real API server', () => {
   });
 
   it("the controller's manifests (deploy/, each kustomization as kubectl apply -k builds it) are accepted", async () => {
-    const built = await tempDir('csk-validate-deploy-');
-    const files: string[] = [];
-    for (const dir of ['deploy', 'deploy/flux', 'deploy/argocd', 'deploy/namespaced', 'deploy/layers']) {
-      const run = spawnSync(process.env.KUBECTL ?? 'kubectl', ['kustomize', path.join(ROOT, dir)], {
-        encoding: 'utf8',
-      });
-      expect(run.status, `kubectl kustomize ${dir}: ${run.stderr}`).toBe(0);
-      const file = path.join(built, `${dir.replace(/\//g, '-')}.yaml`);
-      writeFileSync(file, run.stdout);
-      files.push(file);
-    }
-    const verdicts = await validate('deploy', built, files);
+    const built = await deployBuilt;
+    for (const { dir, status, stderr } of built) expect(status, `kubectl kustomize ${dir}: ${stderr}`).toBe(0);
+    const files = built.map(({ file }) => file);
+    const verdicts = await validate('deploy', path.dirname(files[0]!), files);
     expect(refused(verdicts)).toBe('');
     expect(acceptedKinds(verdicts)).toEqual(
       expect.arrayContaining(['apps/v1 Deployment', 'rbac.authorization.k8s.io/v1 ClusterRole', 'v1 ConfigMap']),

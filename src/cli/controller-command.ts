@@ -95,6 +95,10 @@ Running:
   --metrics-addr <addr>      /healthz, /readyz, /metrics on [host]:port (CLUSTERSTACK_METRICS_ADDR, default :8080; 0 = off)
   --leader-elect             only the holder of a Lease publishes and writes (CLUSTERSTACK_LEADER_ELECT)
   --lease-namespace <ns>     the Lease's namespace (CLUSTERSTACK_LEASE_NAMESPACE, default POD_NAMESPACE)
+  --leader-elect-lease-duration <d>, --leader-elect-renew-deadline <d>, --leader-elect-retry-period <d>
+                             a standby takes a Lease unrenewed this long; a leader that cannot renew
+                             this long exits 3; how often both try (CLUSTERSTACK_LEADER_ELECT_LEASE_DURATION,
+                             _RENEW_DEADLINE, _RETRY_PERIOD; default 15s, 10s, 2s)
   --kubeconfig <file>        default: KUBECONFIG, else the in-cluster service account
   --log-level <level>        debug | info | warn | error (CLUSTERSTACK_LOG_LEVEL, default info)
   --batch-window <duration>  changes within this window share one publish (CLUSTERSTACK_BATCH_WINDOW, default 200ms)
@@ -237,6 +241,9 @@ const CONTROLLER_OPTIONS = {
   'metrics-addr': { type: 'string' },
   'leader-elect': { type: 'boolean' },
   'lease-namespace': { type: 'string' },
+  'leader-elect-lease-duration': { type: 'string' },
+  'leader-elect-renew-deadline': { type: 'string' },
+  'leader-elect-retry-period': { type: 'string' },
   kubeconfig: { type: 'string' },
   'log-level': { type: 'string' },
   'batch-window': { type: 'string' },
@@ -327,6 +334,9 @@ function readSettings(
       metricsAddr: values['metrics-addr'],
       ...(values['leader-elect'] !== undefined ? { leaderElect: values['leader-elect'] } : {}),
       leaseNamespace: values['lease-namespace'],
+      leaseDuration: values['leader-elect-lease-duration'],
+      renewDeadline: values['leader-elect-renew-deadline'],
+      retryPeriod: values['leader-elect-retry-period'],
       kubeconfig: values.kubeconfig,
       logLevel: values['log-level'],
       batchWindow: values['batch-window'],
@@ -520,7 +530,14 @@ async function startRuntime(start: ControllerStart, prepared: Prepared, io: CliI
     batchWindowMs: settings.batchWindowMs,
     ...(settings.leaderElect
       ? {
-          leaderElection: { namespace: settings.leaseNamespace, name: settings.leaseName, identity: settings.identity },
+          leaderElection: {
+            namespace: settings.leaseNamespace,
+            name: settings.leaseName,
+            identity: settings.identity,
+            leaseDurationMs: settings.leaseDurationMs,
+            renewDeadlineMs: settings.renewDeadlineMs,
+            retryPeriodMs: settings.retryPeriodMs,
+          },
         }
       : {}),
     ...(listen ? { health: listen } : {}),

@@ -49,6 +49,33 @@ describe('resolveControllerSettings', () => {
     expect(parseListenAddress('0')).toBeUndefined();
   });
 
+  it("takes leader election's timing from flags or the environment, client-go's by default, and refuses an order that unseats a live leader", () => {
+    const base = { CLUSTERSTACK_RELEASE_SOURCE: 'x', CLUSTERSTACK_OUTPUT: 'o' };
+    expect(resolveControllerSettings(base, {})).toMatchObject({
+      leaseDurationMs: 15_000,
+      renewDeadlineMs: 10_000,
+      retryPeriodMs: 2_000,
+    });
+    expect(
+      resolveControllerSettings(
+        { ...base, CLUSTERSTACK_LEADER_ELECT_LEASE_DURATION: '6s', CLUSTERSTACK_LEADER_ELECT_RENEW_DEADLINE: '4s' },
+        { retryPeriod: '500ms' },
+      ),
+    ).toMatchObject({ leaseDurationMs: 6_000, renewDeadlineMs: 4_000, retryPeriodMs: 500 });
+    expect(() => resolveControllerSettings(base, { leaseDuration: '10s' })).toThrow(
+      '--leader-elect-lease-duration / CLUSTERSTACK_LEADER_ELECT_LEASE_DURATION (10000 ms) must be longer than --leader-elect-renew-deadline / CLUSTERSTACK_LEADER_ELECT_RENEW_DEADLINE (10000 ms)',
+    );
+    expect(() => resolveControllerSettings(base, { renewDeadline: '2s' })).toThrow(
+      /RENEW_DEADLINE \(2000 ms\) must be longer than --leader-elect-retry-period/,
+    );
+    expect(() => resolveControllerSettings(base, { retryPeriod: '0s' })).toThrow(
+      '--leader-elect-retry-period / CLUSTERSTACK_LEADER_ELECT_RETRY_PERIOD must be longer than 0',
+    );
+    expect(() => resolveControllerSettings({ ...base, CLUSTERSTACK_LEADER_ELECT_LEASE_DURATION: 'long' }, {})).toThrow(
+      '--leader-elect-lease-duration / CLUSTERSTACK_LEADER_ELECT_LEASE_DURATION must be a duration such as 500ms, 2s or 5m, not "long"',
+    );
+  });
+
   it('prints its usage, and refuses a command line without an output', async () => {
     expect((await runClusterstack(['controller', '--help'])).stdout).toContain('--leader-elect');
     const result = await runClusterstack(['controller', '--release-source', 'x'], { env: {} });
@@ -60,6 +87,12 @@ describe('resolveControllerSettings', () => {
     );
     expect(badPolicy.code).toBe(2);
     expect(badPolicy.stderr).toContain('--secrets must be one of refuse, drop, allow, encrypt, not "keep"');
+    const badLease = await runClusterstack(
+      ['controller', '--release-source', 'x', '--output', 'out', '--leader-elect-renew-deadline', '20s'],
+      { env: {} },
+    );
+    expect(badLease.code).toBe(2);
+    expect(badLease.stderr).toContain('(15000 ms) must be longer than --leader-elect-renew-deadline');
   });
 });
 

@@ -1,5 +1,5 @@
 // The controller as a real process (the bundled CLI) that loses its lease in an API server outage
-// longer than the renew deadline (10 s): /readyz answers 500 first, then it stops and the process
+// longer than the renew deadline (3 s here, 10 s by default): /readyz answers 500 first, then it stops and the process
 // exits with 3 so that Kubernetes restarts it, even though requests to the stopped API still hang.
 // Every line it printed is JSON. The outage is real: the leased kube-apiserver is SIGSTOPped (the
 // kernel accepts connections, nothing answers them), and the controller runs as deploy/'s
@@ -49,6 +49,14 @@ describe('the controller process after losing its lease', { timeout: 300_000 }, 
         'clusterstack-system',
         '--metrics-addr',
         '127.0.0.1:0',
+        // The outage outlasts the renew deadline, so the exit comes after it: short, but far above
+        // a renewal's round trip on a loaded machine.
+        '--leader-elect-lease-duration',
+        '4s',
+        '--leader-elect-renew-deadline',
+        '3s',
+        '--leader-elect-retry-period',
+        '500ms',
       ],
       {
         PATH: process.env.PATH ?? '/usr/bin:/bin',

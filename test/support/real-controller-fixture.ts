@@ -5,6 +5,7 @@
 // cleanup), a bare Git remote and copies of the quickstart releases. The test reads live objects
 // from a watch-fed mirror, so reads stay synchronous and waits end on the watch event that makes
 // them true, not on a poll.
+import { statSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { request } from 'node:https';
 import os from 'node:os';
@@ -156,6 +157,8 @@ export async function startRealControllerFixture(
 ): Promise<RealControllerFixture> {
   const lease = (await (await brokerCall('/lease')).json()) as LeasedServer;
   // Once leased, not before: the lease may wait for another file, whose requests are not this file's.
+  // The log's size first: what is written after it is read back, of which what came after leasedAt counts.
+  const auditFrom = statSync(lease.auditLogFile).size;
   const leasedAt = new Date();
   const admin = kubeClient(lease.server, { ca: lease.ca, cert: lease.admin.cert, key: lease.admin.key });
   const adminKubeConfig = new KubeConfig();
@@ -217,7 +220,8 @@ export async function startRealControllerFixture(
   }
   try {
     await install(options.install ?? []);
-    for (const informer of informers) await informer.start();
+    // Each lists and opens its watch: together, not one round trip after another.
+    await Promise.all(informers.map((informer) => informer.start()));
   } catch (error) {
     mirroring = false;
     for (const informer of informers) await informer.stop();
@@ -238,7 +242,7 @@ export async function startRealControllerFixture(
     runtimes: [],
   };
   const controllerRequests = (since = leasedAt) =>
-    auditEvents({ name: lease.name, auditLogFile: lease.auditLogFile }).filter(
+    auditEvents({ name: lease.name, auditLogFile: lease.auditLogFile }, auditFrom).filter(
       (event) => event.user.username === lease.controller.user && new Date(event.requestReceivedTimestamp) >= since,
     );
   const forbidden = () => controllerRequests().filter((event) => event.responseStatus?.code === 403);

@@ -1,7 +1,7 @@
 // Real Kubernetes engines for tests (docs/real-engines.md): the engine cache, API servers,
 // kube-controller-manager, CRD installation and strict server-side validation.
 export { builtEngine, engineBinary, engineCrdFiles, pinnedEngines } from './engine-cache.js';
-export { installCrds } from './install-crds.js';
+export { crdFilesServing, installCrds, kindsOfFiles } from './install-crds.js';
 export { type KubeClient } from './kube-client.js';
 export { startKubeControllerManager, type KubeControllerManager } from './kube-controller-manager.js';
 export { waitUntil, type LocalProcess } from './local-process.js';

@@ -55,3 +55,29 @@ export async function installCrds(
   );
   return names;
 }
+
+/** `group/Kind` of every object in `files` (`/Kind` for the core group): the kinds a server must serve for them. */
+export function kindsOfFiles(files: string[]): Set<string> {
+  const kinds = new Set<string>();
+  for (const file of files)
+    for (const document of decodeYamlDocuments(readFileSync(file, 'utf8'))) {
+      const object = document.value as { apiVersion?: unknown; kind?: unknown } | null;
+      if (typeof object?.apiVersion !== 'string' || typeof object.kind !== 'string') continue;
+      const group = object.apiVersion.includes('/') ? object.apiVersion.split('/')[0] : '';
+      kinds.add(`${group}/${object.kind}`);
+    }
+  return kinds;
+}
+
+/**
+ * The CRD files among `crdFiles` that serve one of `kinds` (`group/Kind`, any version): a server
+ * needs no others to validate those objects, and each CRD costs it seconds of CPU to establish.
+ */
+export function crdFilesServing(crdFiles: string[], kinds: Set<string>): string[] {
+  return crdFiles.filter((file) =>
+    decodeYamlDocuments(readFileSync(file, 'utf8')).some((document) => {
+      const crd = document.value as { spec?: { group?: string; names?: { kind?: string } } } | null;
+      return kinds.has(`${crd?.spec?.group ?? ''}/${crd?.spec?.names?.kind ?? ''}`);
+    }),
+  );
+}

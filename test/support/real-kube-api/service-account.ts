@@ -1,7 +1,7 @@
 // A ServiceAccount's own credentials on a real API server: a token from the TokenRequest API (as
 // the kubelet mounts one into a pod) in a kubeconfig, so a process runs as that ServiceAccount and
 // RBAC decides what it may do; and the API server's audit log, to see what it was refused.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readFileSync, readSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { KubeClient } from './kube-client.js';
 import type { RealKubeApi } from './real-kube-api.js';
@@ -68,11 +68,30 @@ export interface AuditEvent {
   requestReceivedTimestamp: string;
 }
 
-/** The audit log's events so far (the server must run with `auditLog: true`). */
-export function auditEvents(api: Pick<RealKubeApi, 'name' | 'auditLogFile'>): AuditEvent[] {
+/**
+ * The audit log's events so far (the server must run with `auditLog: true`); from `fromByte` (an
+ * earlier size of the log) on, the events written since: a shared server's log holds every earlier
+ * file's requests too, and reading them all at each look grows with the run.
+ */
+export function auditEvents(api: Pick<RealKubeApi, 'name' | 'auditLogFile'>, fromByte = 0): AuditEvent[] {
   if (!api.auditLogFile)
     throw new Error(`API server ${api.name} runs without an audit log: start it with { auditLog: true }`);
-  return readFileSync(api.auditLogFile, 'utf8')
+  let text: string;
+  if (fromByte === 0) text = readFileSync(api.auditLogFile, 'utf8');
+  else {
+    // From the byte before: the first line is dropped up to its newline, whole or (when the size
+    // was taken mid-write) the end of a line written before.
+    const file = openSync(api.auditLogFile, 'r');
+    try {
+      const buffer = Buffer.alloc(Math.max(0, fstatSync(file).size - fromByte + 1));
+      const read = readSync(file, buffer, 0, buffer.length, fromByte - 1);
+      const tail = buffer.subarray(0, read).toString('utf8');
+      text = tail.slice(tail.indexOf('\n') + 1);
+    } finally {
+      closeSync(file);
+    }
+  }
+  return text
     .split('\n')
     .filter((line) => line.trim() !== '')
     .map((line) => JSON.parse(line) as AuditEvent);
