@@ -97,10 +97,7 @@ function expectIndexOfSubtrees(repo: string, commit: string): string[] {
     commit,
   ).toEqual(present);
   const summaries = new Map(
-    present.map((shard) => [
-      shard,
-      summarizeShard(fileAt(repo, commit, `${SHARDS_DIR}/${shard}/provenance.json`)),
-    ]),
+    present.map((shard) => [shard, summarizeShard(fileAt(repo, commit, `${SHARDS_DIR}/${shard}/provenance.json`))]),
   );
   expect(index, commit).toBe(renderFleetIndex(summaries));
   return present;
