@@ -17,6 +17,8 @@ import { checkGitAvailable, GitCommand } from '../gitops/git-command.js';
 import { GitPublisher, type GitPublisherOptions } from '../gitops/git-publisher.js';
 import { PublishError } from '../gitops/publish-error.js';
 import { PullRequestPublisher } from '../gitops/pull-request-publisher.js';
+import { createOutputPublisher } from '../src/cli/output-publisher.js';
+import { ENVIRONMENT, resolveConfig } from '../src/config.js';
 import type { ChangeSummary } from '../src/output/tree-changes.js';
 import type { RenderedTree } from '../src/output/rendered-tree.js';
 import { startGitHttpServer, type GitHttpServer } from './support/git-http-server.js';
@@ -358,6 +360,42 @@ describe('GitPublisher over HTTP with a token', () => {
     expect(config).not.toContain(TOKEN);
     expect(config).not.toContain(Buffer.from(`x-access-token:${TOKEN}`).toString('base64'));
     expect(config).toContain(`${server.url}/http-ok.git`);
+  });
+
+  it("logs a push that lost a race once, through the controller's logger given to createOutputPublisher, without the token", async () => {
+    const bare = sandbox.bareRepo('http-race', { branch: 'main', files: { 'README.md': 'v0\n' } });
+    sandbox.git(bare, 'config', 'http.receivepack', 'true');
+    const cacheDir = path.join(sandbox.root, 'output-publisher-cache');
+    const config = resolveConfig({
+      PATH: process.env.PATH,
+      HOME: path.join(sandbox.root, 'home'),
+      [ENVIRONMENT.cacheDir]: cacheDir,
+      [ENVIRONMENT.gitToken]: TOKEN,
+    });
+    const { logger, entries } = recordingLogger();
+    const url = `${server.url}/http-race.git`;
+    const git = createOutputPublisher({ git: url, branch: 'main', path: 'clusters' }, config, sandbox.root, undefined, {
+      logger,
+    });
+    await git.publish(tree({ 'a.yaml': '1\n' }), change());
+    // The clone createOutputPublisher chose under the cache directory: another writer pushes before its next push.
+    const clone = path.join(cacheDir, 'git', readdirSync(path.join(cacheDir, 'git'))[0]!);
+    sandbox.pushForeignCommitBeforePush(clone, bare, 'main', 'README.md', 'once');
+
+    await git.publish(tree({ 'a.yaml': '2\n' }), change('Render v2'));
+    expect(sandbox.foreignPushes(clone)).toBe(1);
+    const lost = entries.filter((entry) => entry.message.startsWith('Push lost a race'));
+    expect(lost).toEqual([
+      {
+        level: 'warn',
+        message: 'Push lost a race with another writer, rebuilding on the new remote head',
+        fields: { target: `${url} (branch main, path clusters)`, attempt: 1, maxAttempts: 8 },
+      },
+    ]);
+    const logged = JSON.stringify(entries);
+    expect(logged).not.toContain(TOKEN);
+    expect(logged).not.toContain(Buffer.from(`x-access-token:${TOKEN}`).toString('base64'));
+    expect(sandbox.files(bare, 'main')).toEqual({ 'README.md': 'v0\nforeign 1\n', 'clusters/a.yaml': '2\n' });
   });
 
   it.each([

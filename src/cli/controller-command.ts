@@ -502,7 +502,7 @@ async function startRuntime(start: ControllerStart, prepared: Prepared, io: CliI
     kubeConfig,
     ...(history ? { history } : {}),
     kube: createKubeClient({ kubeConfig, identity: settings.identity }),
-    publisher: createOutputPublisher(output, config, io.cwd),
+    publisher: createOutputPublisher(output, config, io.cwd, undefined, { logger }),
     revisionKind: revisionKindOf(output),
     defaultSource: start.defaultSource,
     openSource,

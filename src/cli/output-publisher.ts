@@ -46,6 +46,7 @@ export function createOutputPublisher(
 ): Publisher {
   checkOutputSettings(settings);
   const protectedPaths = guards.protectedPaths ?? [];
+  const logged = guards.logger ? { logger: guards.logger } : {};
   if (settings.output) {
     const dir = path.resolve(cwd, settings.output);
     return new DirectoryPublisher(dir, {
@@ -69,6 +70,7 @@ export function createOutputPublisher(
       ...(config.registryUsername && config.registryPassword
         ? { credentials: { username: config.registryUsername, password: config.registryPassword } }
         : {}),
+      ...logged,
     });
   }
   const repository = isUrl(settings.git!) ? settings.git! : path.resolve(cwd, settings.git!);
@@ -100,6 +102,7 @@ export function createOutputPublisher(
       },
       whenUnnecessary: (settings.prWhenUnnecessary ?? 'close') as 'close' | 'leave',
       ...(settings.prBranch ? { branch: settings.prBranch } : {}),
+      ...logged,
     });
   }
   return new GitPublisher({
@@ -112,5 +115,6 @@ export function createOutputPublisher(
     overwriteEdits: guards.force ?? false,
     ...(settings.shardIndex ? { fleetIndex: true } : {}),
     ...common,
+    ...logged,
   });
 }

@@ -2,6 +2,7 @@
 // artifact), checked without loading any publisher: plan only reads a target when one is named.
 import path from 'node:path';
 import type { ProtectedPath } from '../../gitops/protected-paths.js';
+import type { Logger } from '../core/logger.js';
 import { subdirProblem } from '../../gitops/tree-paths.js';
 import { parseOciArtifactReference } from '../oci/oci-reference.js';
 import { UsageError } from './cli-io.js';
@@ -59,7 +60,7 @@ export function revisionKindOf(settings: OutputSettings): 'commit' | 'digest' | 
   return settings.oci ? 'digest' : settings.git ? 'commit' : 'none';
 }
 
-/** What a render adds to the shared output settings: what the output must keep clear of, and whether it may adopt a directory. */
+/** What a run adds to the shared output settings: what the output must keep clear of, whether it may adopt a directory, where the publisher logs. */
 export interface PublisherGuards {
   /** Inputs and the release source: an output directory (or in-place --path) may not be or hold them. */
   protectedPaths?: readonly ProtectedPath[];
@@ -67,6 +68,8 @@ export interface PublisherGuards {
   adoptOutput?: boolean;
   /** `--force`: an in-place --git run overwrites uncommitted edits to the files it renders. */
   force?: boolean;
+  /** The controller's logger: a Git, pull-request or OCI publisher logs there what it recovered from (a push that lost a race). */
+  logger?: Logger;
 }
 
 /** The local directory `--output` or a local `--git` path names (to leave out of the inputs); none for URLs and OCI. */

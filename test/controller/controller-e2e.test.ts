@@ -81,8 +81,10 @@ describe('controller, end to end', { timeout: TEST_MS }, () => {
   const changedFiles = () => fx.git.git(fx.remote, 'diff', '--name-only', 'HEAD~1', 'HEAD').split('\n').filter(Boolean);
 
   beforeAll(async () => {
-    leasedAt = new Date();
     fx = await startRealControllerFixture();
+    // Once leased, not before: the lease may wait for another file, whose controller creates
+    // ClusterStackReleases as the shared identity (caught when three files shared two servers).
+    leasedAt = new Date();
     identity = await fx.shippedIdentity({ overlay: 'flux', namespace: CONTROLLER_NS });
     await fx.createNamespace(NS);
     await fx.createNamespace('flux-system');

@@ -84,6 +84,13 @@ async function walkOnce(engine: Engine): Promise<Record<string, string>[]> {
   return trees;
 }
 
+// Both walks start together: each is a chain of renders that waits on helm and git processes, and
+// the two share nothing but the release cache, which concurrent renders share in any run. A walk's
+// failure is reported by the tests that await it.
+beforeAll(() => {
+  for (const engine of ['flux', 'argocd'] as const) walk(engine).catch(() => undefined);
+});
+
 describe.each(['flux', 'argocd'] as const)(
   "a layer version bump and a layer removal under %s (real git and kustomize, the engine's prune rules)",
   (engine) => {

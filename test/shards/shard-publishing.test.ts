@@ -34,12 +34,31 @@ function git(repo: string, ...args: string[]): string {
   });
 }
 
+/** Commits read so far, by repository and sha: a commit never changes, and the checks read each one many times. */
+const commitFiles = new Map<string, Record<string, string>>();
+
+/** Every file at `revision` (read once per commit: one ls-tree and one cat-file --batch, not a git show per file). */
+function filesAt(repo: string, revision: string): Record<string, string> {
+  const commit = git(repo, 'rev-parse', '--verify', `${revision}^{commit}`).trim();
+  const key = `${repo}\0${commit}`;
+  if (!commitFiles.has(key)) commitFiles.set(key, sandbox.filesAt(repo, commit));
+  return commitFiles.get(key)!;
+}
+
 /** The files under `dir` at `commit`, relative to it. */
 function subtreeAt(repo: string, commit: string, dir: string): Record<string, string> {
-  const files: Record<string, string> = {};
-  const names = git(repo, 'ls-tree', '-r', '--name-only', commit, '--', dir).split('\n').filter(Boolean);
-  for (const name of names) files[name.slice(dir.length + 1)] = git(repo, 'show', `${commit}:${name}`);
-  return files;
+  return Object.fromEntries(
+    Object.entries(filesAt(repo, commit))
+      .filter(([name]) => name.startsWith(`${dir}/`))
+      .map(([name, text]) => [name.slice(dir.length + 1), text]),
+  );
+}
+
+/** The file `name` at `commit`; throws as `git show` would when there is none. */
+function fileAt(repo: string, commit: string, name: string): string {
+  const text = filesAt(repo, commit)[name];
+  if (text === undefined) throw new Error(`${name} is not in ${commit} of ${repo}`);
+  return text;
 }
 
 const SHARDS_DIR = 'rendered/shards';
@@ -58,12 +77,12 @@ function shardPublisher(bare: string, shard: string, logger?: ReturnType<typeof 
   });
 }
 
-/** The shard subtrees present at `commit`. */
+/** The shard subtrees present at `commit`: the directories directly under SHARDS_DIR, in git's (byte) order. */
 function subtreesAt(repo: string, commit: string): string[] {
-  return git(repo, 'ls-tree', '-d', '--name-only', commit, '--', `${SHARDS_DIR}/`)
-    .split('\n')
-    .filter(Boolean)
-    .map((dir) => dir.slice(SHARDS_DIR.length + 1));
+  const dirs = Object.keys(filesAt(repo, commit))
+    .filter((name) => name.startsWith(`${SHARDS_DIR}/`) && name.indexOf('/', SHARDS_DIR.length + 1) > 0)
+    .map((name) => name.slice(SHARDS_DIR.length + 1, name.indexOf('/', SHARDS_DIR.length + 1)));
+  return [...new Set(dirs)].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
 }
 
 /**
@@ -72,16 +91,13 @@ function subtreesAt(repo: string, commit: string): string[] {
  */
 function expectIndexOfSubtrees(repo: string, commit: string): string[] {
   const present = subtreesAt(repo, commit);
-  const index = git(repo, 'show', `${commit}:${SHARDS_DIR}/${FLEET_INDEX_FILE}`);
+  const index = fileAt(repo, commit, `${SHARDS_DIR}/${FLEET_INDEX_FILE}`);
   expect(
     [...index.matchAll(/^\| ([a-z0-9-]+) \| (?:\d+|-) \|/gm)].map((row) => row[1]),
     commit,
   ).toEqual(present);
   const summaries = new Map(
-    present.map((shard) => [
-      shard,
-      summarizeShard(git(repo, 'show', `${commit}:${SHARDS_DIR}/${shard}/provenance.json`)),
-    ]),
+    present.map((shard) => [shard, summarizeShard(fileAt(repo, commit, `${SHARDS_DIR}/${shard}/provenance.json`))]),
   );
   expect(index, commit).toBe(renderFleetIndex(summaries));
   return present;

@@ -75,7 +75,12 @@ export class GitSandbox {
 
   /** Every file at the tip of `branch`, path -> content, read from one commit (the branch may move meanwhile). */
   files(repo: string, branch: string): Record<string, string> {
-    const commit = this.git(repo, 'rev-parse', '--verify', `refs/heads/${branch}^{commit}`).trim();
+    return this.filesAt(repo, `refs/heads/${branch}`);
+  }
+
+  /** Every file of the commit `revision` names (a sha, `HEAD~2`, a ref), path -> content: three git processes however many files. */
+  filesAt(repo: string, revision: string): Record<string, string> {
+    const commit = this.git(repo, 'rev-parse', '--verify', `${revision}^{commit}`).trim();
     // `<mode> <type> <object>\t<path>` per entry; blobs only (a submodule's commit has no content here).
     const entries = this.git(repo, 'ls-tree', '-r', '-z', commit)
       .split('\0')
