@@ -12,6 +12,7 @@ import { runClusterstack, tempDir } from './support/cli.js';
 import {
   bootstrapFlux,
   classReconciled,
+  conditionOf,
   daemonSetRolledOut,
   deploymentRolledOut,
   ensureNamespace,
@@ -78,7 +79,9 @@ describe('real Flux applies what clusterstack publishes', () => {
     // What Cluster API provides: the Clusters' namespace and bravo's kubeconfig Secret, pointing at the workload server.
     await ensureNamespace(mgmt(), 'cluster-stacks');
     await writeClusterKubeconfig(world, 'cluster-stacks', WORKLOAD_CLUSTER, world.workload.admin.kubeconfig);
-    console.log(`Engines: ${fluxEngineVersions()}; started in ${Math.round((Date.now() - started) / 1000)} s`);
+    console.log(
+      `Engines: ${fluxEngineVersions()}; started in ${Math.round((Date.now() - started) / 1000)} s, of which the Flux world ${world.startup}`,
+    );
   }, 240_000);
 
   afterAll(async () => {
@@ -153,8 +156,15 @@ describe('real Flux applies what clusterstack publishes', () => {
   it('stage order: metrics-server is not applied before the cni stage is Ready, and is once it is', async () => {
     const cni = `${KUSTOMIZATIONS}/cluster-stacks/kustomizations/${WORKLOAD_CLUSTER}-cni`;
     const metrics = `${KUSTOMIZATIONS}/cluster-stacks/kustomizations/${WORKLOAD_CLUSTER}-metrics-server`;
-    // The workload server runs no controllers: the DaemonSet is not rolled out by itself, so the cni stage waits.
-    await new Promise((resolve) => setTimeout(resolve, 5_000));
+    // The workload server runs no controllers: the DaemonSet is not rolled out by itself, so the cni
+    // stage waits on its health check, and Flux, having looked at metrics-server, holds it back.
+    await waitFor(
+      'the cni stage to run its health check and metrics-server to wait for it',
+      async () =>
+        String(conditionOf(await mgmt().get(cni), 'Reconciling')?.message).startsWith('Running health checks') &&
+        JSON.stringify((await mgmt().get(metrics)).status?.conditions ?? []).includes('DependencyNotReady'),
+      60_000,
+    );
     expect(ready(await mgmt().get(cni))).toBe(false);
     const waiting = await mgmt().get(metrics);
     expect(ready(waiting)).toBe(false);
