@@ -75,12 +75,9 @@ export async function startFluxWorld(options: { kustomizeControllerArgs?: string
   try {
     // Each settles before the failure is thrown, so that stop() finds everything that was started.
     const started = await Promise.allSettled([
-      // One file per request stream: the server establishes them side by side.
-      Promise.all(
-        [...engineCrdFiles('cluster-api'), ...engineCrdFiles('cluster-api-docker')].map((file) =>
-          installCrds(management, [file]),
-        ),
-      ).then(() => clock.mark('Cluster API CRDs')),
+      installCrds(management, [...engineCrdFiles('cluster-api'), ...engineCrdFiles('cluster-api-docker')]).then(() =>
+        clock.mark('Cluster API CRDs'),
+      ),
       startFluxControllers(management, {
         kustomizeControllerArgs: [
           '--requeue-dependency=1s',
