@@ -43,6 +43,9 @@ describe('real Flux applies what clusterstack publishes', () => {
   let world: FluxWorld | undefined;
   let bare: string;
   let inputs: string | undefined;
+  let gitUrl = '';
+  /** The first render, started while the servers and Flux start (it needs only Git); case one awaits it. */
+  let firstPublish: Promise<string> | undefined;
   const started = Date.now();
 
   const mgmt = () => world!.mgmt();
@@ -63,7 +66,7 @@ describe('real Flux applies what clusterstack publishes', () => {
         '--gitops',
         'flux',
         '--gitops-url',
-        `${world!.git.url}/fleet.git`,
+        `${gitUrl}/fleet.git`,
       ],
       { cwd: ROOT },
     );
@@ -72,10 +75,17 @@ describe('real Flux applies what clusterstack publishes', () => {
   }
 
   beforeAll(async () => {
-    world = await startFluxWorld();
-    bare = world.sandbox.bareRepo('fleet');
     inputs = await tempDir('csk-flux-e2e-');
     cpSync(path.join(ROOT, 'examples/quickstart/manifests'), inputs, { recursive: true });
+    world = await startFluxWorld({
+      whileStarting: (git, sandbox) => {
+        gitUrl = git.url;
+        bare = sandbox.bareRepo('fleet');
+        firstPublish = publish();
+        // Its failure is the first case's, where it is awaited, not an unhandled rejection here.
+        firstPublish.catch(() => undefined);
+      },
+    });
     // What Cluster API provides: the Clusters' namespace and bravo's kubeconfig Secret, pointing at the workload server.
     await ensureNamespace(mgmt(), 'cluster-stacks');
     await writeClusterKubeconfig(world, 'cluster-stacks', WORKLOAD_CLUSTER, world.workload.admin.kubeconfig);
@@ -91,7 +101,7 @@ describe('real Flux applies what clusterstack publishes', () => {
   }, 60_000);
 
   it("first publish: the bootstrap applies the wiring, the releases land in the management server and the first addon stage in the workload server, with helm's meaning", async () => {
-    const sha = await publish();
+    const sha = await firstPublish!;
     // The README's bootstrap, against the management server.
     bootstrapFlux(world!, bare);
     await waitFor(

@@ -67,6 +67,9 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
   let bare: string;
   let inputs: string;
   const temps: string[] = [];
+  let gitUrl = '';
+  /** The first render, started while the servers and Flux start (it needs only Git); the first case awaits it. */
+  let firstPublish: Promise<string> | undefined;
   const started = Date.now();
 
   const mgmt = () => world!.mgmt();
@@ -107,7 +110,7 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
         '--gitops',
         'flux',
         '--gitops-url',
-        `${world!.git.url}/fleet.git`,
+        `${gitUrl}/fleet.git`,
       ],
       { cwd: ROOT },
     );
@@ -119,12 +122,6 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
     (await mgmt().get(apiPath)).status?.lastAppliedRevision;
 
   beforeAll(async () => {
-    // Side by side; each one that started is kept, so that afterAll stops it when the other failed.
-    const [flux, oci] = await Promise.allSettled([startFluxWorld(), startRegistry()]);
-    if (flux.status === 'fulfilled') world = flux.value;
-    if (oci.status === 'fulfilled') registry = oci.value;
-    for (const result of [flux, oci]) if (result.status === 'rejected') throw result.reason;
-    bare = world!.sandbox.bareRepo('fleet');
     // The layers' sources are directories of the Git work tree holding the inputs, as in Kraan.
     inputs = await writeTree({
       'manifests/stack.yaml': stackInput(NS, ['v2']),
@@ -135,6 +132,22 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
     temps.push(inputs);
     execFileSync('git', ['init', '-q', inputs]);
     writeInputs('1.0.0', 'v1.0.0');
+    // Side by side; each one that started is kept, so that afterAll stops it when the other failed.
+    const [flux, oci] = await Promise.allSettled([
+      startFluxWorld({
+        whileStarting: (git, sandbox) => {
+          gitUrl = git.url;
+          bare = sandbox.bareRepo('fleet');
+          firstPublish = publish();
+          // Its failure is the first case's, where it is awaited, not an unhandled rejection here.
+          firstPublish.catch(() => undefined);
+        },
+      }),
+      startRegistry(),
+    ]);
+    if (flux.status === 'fulfilled') world = flux.value;
+    if (oci.status === 'fulfilled') registry = oci.value;
+    for (const result of [flux, oci]) if (result.status === 'rejected') throw result.reason;
     // What Cluster API provides: the Cluster's namespace and bravo's kubeconfig Secret, pointing at the workload server.
     for (const namespace of [NS, 'oci-stacks']) await ensureNamespace(mgmt(), namespace);
     await writeClusterKubeconfig(world!, NS, CLUSTER, world!.workload.admin.kubeconfig);
@@ -151,7 +164,7 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
   }, 60_000);
 
   it("first publish: the layers reach the workload cluster, helm's octal defaultMode 0400 reads live as 256, and the held layer is suspended with nothing of it applied", async () => {
-    const revision = await publish();
+    const revision = await firstPublish!;
     bootstrapFlux(world!, bare);
     await waitFor(
       'the root Kustomization to apply the first commit',

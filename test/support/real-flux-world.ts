@@ -42,25 +42,43 @@ export interface FluxWorld {
   stop(): Promise<void>;
 }
 
+export interface FluxWorldOptions {
+  /** Extra kustomize-controller flags. */
+  kustomizeControllerArgs?: string[];
+  /**
+   * Called once the Git server answers, before the API servers are started: work that needs only
+   * Git and its address (a file's first render) runs while they and Flux start.
+   */
+  whileStarting?: (git: GitHttpServer, sandbox: GitSandbox) => void;
+}
+
 /**
- * Starts both servers, then the Cluster API CRDs, Flux and the Git server side by side. Flux looks at
- * a dependency that is not Ready again after 1 s (its default is 30 s) and runs up to 10
- * Kustomizations at once (default 4), so that a file's cases that wait on Flux in parallel (a class
- * stage's 60 s, a health check's timeout) do not queue behind each other.
+ * Starts the Git server, then both API servers, then the Cluster API CRDs and Flux side by side.
+ * Flux looks at a dependency that is not Ready again after 1 s (its default is 30 s) and runs up to
+ * 10 Kustomizations at once (default 4), so that a file's cases that wait on Flux in parallel (a
+ * class stage's 60 s, a health check's timeout) do not queue behind each other.
  */
-export async function startFluxWorld(options: { kustomizeControllerArgs?: string[] } = {}): Promise<FluxWorld> {
+export async function startFluxWorld(options: FluxWorldOptions = {}): Promise<FluxWorld> {
   const clock = phaseClock();
+  const sandbox = new GitSandbox();
+  const git = await startGitHttpServer({ projectRoot: sandbox.root }).catch((error: unknown) => {
+    sandbox.cleanup();
+    throw error;
+  });
+  options.whileStarting?.(git, sandbox);
   const [management, workload] = await Promise.all([
     startRealKubeApi({ name: 'management' }),
     startRealKubeApi({ name: 'workload' }),
-  ]);
+  ]).catch(async (error: unknown) => {
+    await git.close();
+    sandbox.cleanup();
+    throw error;
+  });
   clock.mark('API servers');
   let flux: FluxControllers | undefined;
-  let git: GitHttpServer | undefined;
-  const sandbox = new GitSandbox();
   const stop = async (): Promise<void> => {
     await flux?.stop();
-    await git?.close();
+    await git.close();
     await Promise.all([management.stop(), workload.stop()]);
     sandbox.cleanup();
     const alive = [
@@ -88,9 +106,6 @@ export async function startFluxWorld(options: { kustomizeControllerArgs?: string
         flux = controllers;
         clock.mark('Flux');
       }),
-      startGitHttpServer({ projectRoot: sandbox.root }).then((server) => {
-        git = server;
-      }),
     ]);
     const failed = started.find((result) => result.status === 'rejected');
     if (failed) throw (failed as PromiseRejectedResult).reason;
@@ -102,7 +117,7 @@ export async function startFluxWorld(options: { kustomizeControllerArgs?: string
     management,
     workload,
     flux: flux!,
-    git: git!,
+    git,
     sandbox,
     watched: [flux!.sourceController, flux!.kustomizeController, ...management.processes, ...workload.processes],
     mgmt: () => management.admin.client,
