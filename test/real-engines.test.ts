@@ -112,120 +112,136 @@ describe('real engines', () => {
     expect((await stranger.client.request('GET', '/api/v1/namespaces/default/configmaps')).status).toBe(403);
   });
 
-  it('runs kube-controller-manager: a deleted namespace is emptied and removed, and the garbage collector follows ownerReferences', async () => {
-    const api = management!;
-    controllerManager = await startKubeControllerManager(api);
-    const client = api.admin.client;
-    expect(
-      (await client.request('POST', '/api/v1/namespaces', { body: { metadata: { name: 'doomed' } } })).status,
-    ).toBe(201);
-    expect(
-      (
-        await client.request('POST', '/api/v1/namespaces/doomed/configmaps', {
-          body: { metadata: { name: 'content' } },
-        })
-      ).status,
-    ).toBe(201);
-    const owner = await client.request('POST', '/api/v1/namespaces/default/configmaps', {
-      body: { metadata: { name: 'owner' } },
-    });
-    expect(owner.status).toBe(201);
-    const ownerReference = { apiVersion: 'v1', kind: 'ConfigMap', name: 'owner', uid: owner.body.metadata.uid };
-    expect(
-      (
-        await client.request('POST', '/api/v1/namespaces/default/configmaps', {
-          body: { metadata: { name: 'dependent', ownerReferences: [ownerReference] } },
-        })
-      ).status,
-    ).toBe(201);
+  // The housekeeping and Flux cases wait on their engines independently (kube-controller-manager on
+  // objects in namespaces Flux does not use): side by side.
+  it.concurrent(
+    'runs kube-controller-manager: a deleted namespace is emptied and removed, and the garbage collector follows ownerReferences',
+    async ({ expect }) => {
+      const api = management!;
+      controllerManager = await startKubeControllerManager(api);
+      const client = api.admin.client;
+      expect(
+        (await client.request('POST', '/api/v1/namespaces', { body: { metadata: { name: 'doomed' } } })).status,
+      ).toBe(201);
+      expect(
+        (
+          await client.request('POST', '/api/v1/namespaces/doomed/configmaps', {
+            body: { metadata: { name: 'content' } },
+          })
+        ).status,
+      ).toBe(201);
+      const owner = await client.request('POST', '/api/v1/namespaces/default/configmaps', {
+        body: { metadata: { name: 'owner' } },
+      });
+      expect(owner.status).toBe(201);
+      const ownerReference = { apiVersion: 'v1', kind: 'ConfigMap', name: 'owner', uid: owner.body.metadata.uid };
+      expect(
+        (
+          await client.request('POST', '/api/v1/namespaces/default/configmaps', {
+            body: { metadata: { name: 'dependent', ownerReferences: [ownerReference] } },
+          })
+        ).status,
+      ).toBe(201);
 
-    expect((await client.request('DELETE', '/api/v1/namespaces/doomed')).status).toBe(200);
-    expect((await client.request('DELETE', '/api/v1/namespaces/default/configmaps/owner')).status).toBe(200);
-    await waitUntil(
-      'namespace doomed to be gone',
-      async () => (await client.request('GET', '/api/v1/namespaces/doomed')).status === 404,
-      [controllerManager.process, ...api.processes],
-      90_000,
-    );
-    await waitUntil(
-      'the dependent ConfigMap to be collected',
-      async () => (await client.request('GET', '/api/v1/namespaces/default/configmaps/dependent')).status === 404,
-      [controllerManager.process, ...api.processes],
-      90_000,
-    );
-  }, 200_000);
+      expect((await client.request('DELETE', '/api/v1/namespaces/doomed')).status).toBe(200);
+      expect((await client.request('DELETE', '/api/v1/namespaces/default/configmaps/owner')).status).toBe(200);
+      await waitUntil(
+        'namespace doomed to be gone',
+        async () => (await client.request('GET', '/api/v1/namespaces/doomed')).status === 404,
+        [controllerManager.process, ...api.processes],
+        90_000,
+      );
+      await waitUntil(
+        'the dependent ConfigMap to be collected',
+        async () => (await client.request('GET', '/api/v1/namespaces/default/configmaps/dependent')).status === 404,
+        [controllerManager.process, ...api.processes],
+        90_000,
+      );
+    },
+    200_000,
+  );
 
-  it('runs Flux (its CRDs from the same modules): a GitRepository served on loopback, applied by a Kustomization to the workload cluster through a kubeconfig Secret', async () => {
-    const sandbox = new GitSandbox();
-    const sha = sandbox.commitFiles(
-      sandbox.bareRepo('fleet'),
-      'main',
-      {
-        'app/configmap.yaml':
-          'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-flux\n  namespace: default\ndata:\n  mode: "0400"\n',
-      },
-      'An object for the workload cluster',
-    );
-    git = await startGitHttpServer({ projectRoot: sandbox.root });
-    flux = await startFluxControllers(management!);
-    const client = management!.admin.client;
-    const create = async (path: string, body: unknown): Promise<void> => {
-      const response = await client.request('POST', path, { body });
-      expect(response.status, `${path}: ${response.text}`).toBe(201);
-    };
-    // What Cluster API writes for a workload cluster, and what the generated wiring points Flux at.
-    await create('/api/v1/namespaces/flux-system/secrets', {
-      metadata: { name: 'workload-kubeconfig' },
-      stringData: { value: workload!.admin.kubeconfig },
-    });
-    await create('/apis/source.toolkit.fluxcd.io/v1/namespaces/flux-system/gitrepositories', {
-      apiVersion: 'source.toolkit.fluxcd.io/v1',
-      kind: 'GitRepository',
-      metadata: { name: 'fleet' },
-      spec: { url: `${git.url}/fleet.git`, ref: { branch: 'main' }, interval: '1m' },
-    });
-    await create('/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/flux-system/kustomizations', {
-      apiVersion: 'kustomize.toolkit.fluxcd.io/v1',
-      kind: 'Kustomization',
-      metadata: { name: 'workload-app' },
-      spec: {
-        sourceRef: { kind: 'GitRepository', name: 'fleet' },
-        path: './app',
-        prune: true,
-        interval: '1m',
-        kubeConfig: { secretRef: { name: 'workload-kubeconfig', key: 'value' } },
-      },
-    });
-    const watched = [flux.sourceController, flux.kustomizeController, ...management!.processes, ...workload!.processes];
-    await waitUntil(
-      'the ConfigMap applied by Flux in the workload cluster',
-      async () =>
-        (await workload!.admin.client.request('GET', '/api/v1/namespaces/default/configmaps/from-flux')).status === 200,
-      watched,
-      120_000,
-    );
-    expect((await workload!.admin.client.get('/api/v1/namespaces/default/configmaps/from-flux')).data).toEqual({
-      mode: '0400',
-    });
-    expect((await client.request('GET', '/api/v1/namespaces/default/configmaps/from-flux')).status).toBe(404);
-    let kustomization: any;
-    // Under load a read has shown Ready=True before lastAppliedRevision was set (load 17): wait for both.
-    await waitUntil(
-      'the Kustomization to report Ready with its applied revision',
-      async () => {
-        kustomization = await client.get(
-          '/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/flux-system/kustomizations/workload-app',
-        );
-        return (
-          kustomization.status?.lastAppliedRevision !== undefined &&
-          (kustomization.status?.conditions ?? []).some(
-            (condition: any) => condition.type === 'Ready' && condition.status === 'True',
-          )
-        );
-      },
-      watched,
-      60_000,
-    );
-    expect(kustomization.status.lastAppliedRevision).toBe(`main@sha1:${sha}`);
-  }, 300_000);
+  it.concurrent(
+    'runs Flux (its CRDs from the same modules): a GitRepository served on loopback, applied by a Kustomization to the workload cluster through a kubeconfig Secret',
+    async ({ expect }) => {
+      const sandbox = new GitSandbox();
+      const sha = sandbox.commitFiles(
+        sandbox.bareRepo('fleet'),
+        'main',
+        {
+          'app/configmap.yaml':
+            'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-flux\n  namespace: default\ndata:\n  mode: "0400"\n',
+        },
+        'An object for the workload cluster',
+      );
+      git = await startGitHttpServer({ projectRoot: sandbox.root });
+      flux = await startFluxControllers(management!);
+      const client = management!.admin.client;
+      const create = async (path: string, body: unknown): Promise<void> => {
+        const response = await client.request('POST', path, { body });
+        expect(response.status, `${path}: ${response.text}`).toBe(201);
+      };
+      // What Cluster API writes for a workload cluster, and what the generated wiring points Flux at.
+      await create('/api/v1/namespaces/flux-system/secrets', {
+        metadata: { name: 'workload-kubeconfig' },
+        stringData: { value: workload!.admin.kubeconfig },
+      });
+      await create('/apis/source.toolkit.fluxcd.io/v1/namespaces/flux-system/gitrepositories', {
+        apiVersion: 'source.toolkit.fluxcd.io/v1',
+        kind: 'GitRepository',
+        metadata: { name: 'fleet' },
+        spec: { url: `${git.url}/fleet.git`, ref: { branch: 'main' }, interval: '1m' },
+      });
+      await create('/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/flux-system/kustomizations', {
+        apiVersion: 'kustomize.toolkit.fluxcd.io/v1',
+        kind: 'Kustomization',
+        metadata: { name: 'workload-app' },
+        spec: {
+          sourceRef: { kind: 'GitRepository', name: 'fleet' },
+          path: './app',
+          prune: true,
+          interval: '1m',
+          kubeConfig: { secretRef: { name: 'workload-kubeconfig', key: 'value' } },
+        },
+      });
+      const watched = [
+        flux.sourceController,
+        flux.kustomizeController,
+        ...management!.processes,
+        ...workload!.processes,
+      ];
+      await waitUntil(
+        'the ConfigMap applied by Flux in the workload cluster',
+        async () =>
+          (await workload!.admin.client.request('GET', '/api/v1/namespaces/default/configmaps/from-flux')).status ===
+          200,
+        watched,
+        120_000,
+      );
+      expect((await workload!.admin.client.get('/api/v1/namespaces/default/configmaps/from-flux')).data).toEqual({
+        mode: '0400',
+      });
+      expect((await client.request('GET', '/api/v1/namespaces/default/configmaps/from-flux')).status).toBe(404);
+      let kustomization: any;
+      // Under load a read has shown Ready=True before lastAppliedRevision was set (load 17): wait for both.
+      await waitUntil(
+        'the Kustomization to report Ready with its applied revision',
+        async () => {
+          kustomization = await client.get(
+            '/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/flux-system/kustomizations/workload-app',
+          );
+          return (
+            kustomization.status?.lastAppliedRevision !== undefined &&
+            (kustomization.status?.conditions ?? []).some(
+              (condition: any) => condition.type === 'Ready' && condition.status === 'True',
+            )
+          );
+        },
+        watched,
+        60_000,
+      );
+      expect(kustomization.status.lastAppliedRevision).toBe(`main@sha1:${sha}`);
+    },
+    300_000,
+  );
 });

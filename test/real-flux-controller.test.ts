@@ -68,9 +68,20 @@ describe('real Flux: SOPS decryption, ManifestsSynced and the upgrade gate', () 
   const wl = () => world!.wl();
   const started = Date.now();
 
+  /** Starts the controller scenario's world (set by its describe); its beforeAll waits for it. */
+  let startControllerScenario: (() => Promise<void>) | undefined;
+  let controllerScenario: Promise<void> | undefined;
+
   beforeAll(async () => {
     world = await startFluxWorld();
-    console.log(`Engines: ${fluxEngineVersions()}; started in ${Math.round((Date.now() - started) / 1000)}s`);
+    console.log(
+      `Engines: ${fluxEngineVersions()}; started in ${Math.round((Date.now() - started) / 1000)}s, of which the Flux world ${world.startup}`,
+    );
+    // The controller starts and makes its first publish (into its own repository and namespace,
+    // under its own wiring name) while f runs: they share nothing but the servers and Flux.
+    controllerScenario = startControllerScenario!();
+    // Its failure is reported by the describe that waits for it, not as an unhandled rejection.
+    controllerScenario.catch(() => undefined);
   }, 300_000);
 
   afterAll(async () => {
@@ -244,7 +255,7 @@ describe('real Flux: SOPS decryption, ManifestsSynced and the upgrade gate', () 
         cert!.ca,
       );
 
-    beforeAll(async () => {
+    startControllerScenario = async () => {
       // What the user and Cluster API provide: the stack, a Cluster on release v1, its kubeconfig Secret.
       const credential = await applyShippedIdentity(world!.management, {
         overlay: 'flux',
@@ -323,6 +334,10 @@ describe('real Flux: SOPS decryption, ManifestsSynced and the upgrade gate', () 
         180_000,
         controllerLog,
       );
+    };
+
+    beforeAll(async () => {
+      await controllerScenario;
     }, 300_000);
 
     afterAll(async () => {

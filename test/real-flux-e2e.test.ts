@@ -12,6 +12,7 @@ import { runClusterstack, tempDir } from './support/cli.js';
 import {
   bootstrapFlux,
   classReconciled,
+  conditionOf,
   daemonSetRolledOut,
   deploymentRolledOut,
   ensureNamespace,
@@ -42,6 +43,9 @@ describe('real Flux applies what clusterstack publishes', () => {
   let world: FluxWorld | undefined;
   let bare: string;
   let inputs: string | undefined;
+  let gitUrl = '';
+  /** The first render, started while the servers and Flux start (it needs only Git); case one awaits it. */
+  let firstPublish: Promise<string> | undefined;
   const started = Date.now();
 
   const mgmt = () => world!.mgmt();
@@ -62,7 +66,7 @@ describe('real Flux applies what clusterstack publishes', () => {
         '--gitops',
         'flux',
         '--gitops-url',
-        `${world!.git.url}/fleet.git`,
+        `${gitUrl}/fleet.git`,
       ],
       { cwd: ROOT },
     );
@@ -71,14 +75,23 @@ describe('real Flux applies what clusterstack publishes', () => {
   }
 
   beforeAll(async () => {
-    world = await startFluxWorld();
-    bare = world.sandbox.bareRepo('fleet');
     inputs = await tempDir('csk-flux-e2e-');
     cpSync(path.join(ROOT, 'examples/quickstart/manifests'), inputs, { recursive: true });
+    world = await startFluxWorld({
+      whileStarting: (git, sandbox) => {
+        gitUrl = git.url;
+        bare = sandbox.bareRepo('fleet');
+        firstPublish = publish();
+        // Its failure is the first case's, where it is awaited, not an unhandled rejection here.
+        firstPublish.catch(() => undefined);
+      },
+    });
     // What Cluster API provides: the Clusters' namespace and bravo's kubeconfig Secret, pointing at the workload server.
     await ensureNamespace(mgmt(), 'cluster-stacks');
     await writeClusterKubeconfig(world, 'cluster-stacks', WORKLOAD_CLUSTER, world.workload.admin.kubeconfig);
-    console.log(`Engines: ${fluxEngineVersions()}; started in ${Math.round((Date.now() - started) / 1000)} s`);
+    console.log(
+      `Engines: ${fluxEngineVersions()}; started in ${Math.round((Date.now() - started) / 1000)} s, of which the Flux world ${world.startup}`,
+    );
   }, 240_000);
 
   afterAll(async () => {
@@ -88,7 +101,7 @@ describe('real Flux applies what clusterstack publishes', () => {
   }, 60_000);
 
   it("first publish: the bootstrap applies the wiring, the releases land in the management server and the first addon stage in the workload server, with helm's meaning", async () => {
-    const sha = await publish();
+    const sha = await firstPublish!;
     // The README's bootstrap, against the management server.
     bootstrapFlux(world!, bare);
     await waitFor(
@@ -153,8 +166,15 @@ describe('real Flux applies what clusterstack publishes', () => {
   it('stage order: metrics-server is not applied before the cni stage is Ready, and is once it is', async () => {
     const cni = `${KUSTOMIZATIONS}/cluster-stacks/kustomizations/${WORKLOAD_CLUSTER}-cni`;
     const metrics = `${KUSTOMIZATIONS}/cluster-stacks/kustomizations/${WORKLOAD_CLUSTER}-metrics-server`;
-    // The workload server runs no controllers: the DaemonSet is not rolled out by itself, so the cni stage waits.
-    await new Promise((resolve) => setTimeout(resolve, 5_000));
+    // The workload server runs no controllers: the DaemonSet is not rolled out by itself, so the cni
+    // stage waits on its health check, and Flux, having looked at metrics-server, holds it back.
+    await waitFor(
+      'the cni stage to run its health check and metrics-server to wait for it',
+      async () =>
+        String(conditionOf(await mgmt().get(cni), 'Reconciling')?.message).startsWith('Running health checks') &&
+        JSON.stringify((await mgmt().get(metrics)).status?.conditions ?? []).includes('DependencyNotReady'),
+      60_000,
+    );
     expect(ready(await mgmt().get(cni))).toBe(false);
     const waiting = await mgmt().get(metrics);
     expect(ready(waiting)).toBe(false);

@@ -5,7 +5,9 @@
 // artifact in a real registry as Flux's source instead of Git. Our CLI renders into a bare repository
 // served by `git http-backend`; the wiring is bootstrapped with `kubectl apply -k flux`; bravo's
 // kubeconfig Secret points at a second API server. Every assertion reads LIVE objects. One
-// management server, one workload server, one Flux for the whole file.
+// management server, one workload server, one Flux for the whole file; cases that do not depend on
+// each other's state run side by side, so that Flux's own waits (a class stage's 60 s, a health
+// check's 30 s) overlap instead of adding up.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -65,6 +67,9 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
   let bare: string;
   let inputs: string;
   const temps: string[] = [];
+  let gitUrl = '';
+  /** The first render, started while the servers and Flux start (it needs only Git); the first case awaits it. */
+  let firstPublish: Promise<string> | undefined;
   const started = Date.now();
 
   const mgmt = () => world!.mgmt();
@@ -105,7 +110,7 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
         '--gitops',
         'flux',
         '--gitops-url',
-        `${world!.git.url}/fleet.git`,
+        `${gitUrl}/fleet.git`,
       ],
       { cwd: ROOT },
     );
@@ -117,9 +122,6 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
     (await mgmt().get(apiPath)).status?.lastAppliedRevision;
 
   beforeAll(async () => {
-    world = await startFluxWorld();
-    bare = world.sandbox.bareRepo('fleet');
-    registry = await startRegistry();
     // The layers' sources are directories of the Git work tree holding the inputs, as in Kraan.
     inputs = await writeTree({
       'manifests/stack.yaml': stackInput(NS, ['v2']),
@@ -130,10 +132,28 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
     temps.push(inputs);
     execFileSync('git', ['init', '-q', inputs]);
     writeInputs('1.0.0', 'v1.0.0');
+    // Side by side; each one that started is kept, so that afterAll stops it when the other failed.
+    const [flux, oci] = await Promise.allSettled([
+      startFluxWorld({
+        whileStarting: (git, sandbox) => {
+          gitUrl = git.url;
+          bare = sandbox.bareRepo('fleet');
+          firstPublish = publish();
+          // Its failure is the first case's, where it is awaited, not an unhandled rejection here.
+          firstPublish.catch(() => undefined);
+        },
+      }),
+      startRegistry(),
+    ]);
+    if (flux.status === 'fulfilled') world = flux.value;
+    if (oci.status === 'fulfilled') registry = oci.value;
+    for (const result of [flux, oci]) if (result.status === 'rejected') throw result.reason;
     // What Cluster API provides: the Cluster's namespace and bravo's kubeconfig Secret, pointing at the workload server.
     for (const namespace of [NS, 'oci-stacks']) await ensureNamespace(mgmt(), namespace);
-    await writeClusterKubeconfig(world, NS, CLUSTER, world.workload.admin.kubeconfig);
-    console.log(`Engines: ${fluxEngineVersions()}; set up in ${Math.round((Date.now() - started) / 1000)} s`);
+    await writeClusterKubeconfig(world!, NS, CLUSTER, world!.workload.admin.kubeconfig);
+    console.log(
+      `Engines: ${fluxEngineVersions()}; set up in ${Math.round((Date.now() - started) / 1000)} s, of which the Flux world ${world!.startup}`,
+    );
   }, 240_000);
 
   afterAll(async () => {
@@ -144,7 +164,7 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
   }, 60_000);
 
   it("first publish: the layers reach the workload cluster, helm's octal defaultMode 0400 reads live as 256, and the held layer is suspended with nothing of it applied", async () => {
-    const revision = await publish();
+    const revision = await firstPublish!;
     bootstrapFlux(world!, bare);
     await waitFor(
       'the root Kustomization to apply the first commit',
@@ -180,46 +200,178 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
       await waitFor(`${name} Ready`, async () => isReady(await mgmt().get(stage(name))), 90_000);
   }, 300_000);
 
-  it('a fresh ClusterClass is waited for until Cluster API reports its variables, and its templates follow without status.observedGeneration (which CAPI writes only once they exist)', async () => {
-    // The providers come first (the release depends on them); then Flux applies the class alone and waits for it.
-    await waitFor('the ClusterClass applied', async () => (await status(mgmt(), CLASS)) === 200, 90_000);
-    expect((await mgmt().get(CLASS)).status).toBeUndefined();
-    // kustomize-controller waits for a *Class stage at most 60 s (fluxcd/pkg/ssa's default, not the
-    // Kustomization's timeout), then fails the reconcile naming each class's status and retries
-    // later. A class without any status is Unknown to it (CEL cannot test for a missing top-level
-    // field), not Failed: it waits, as for InProgress, and says what is missing.
-    await waitFor(
-      'the class stage to time out',
-      async () =>
-        (await mgmt().get(RELEASE_KUSTOMIZATION)).status?.conditions?.some(
-          (c: any) => c.type === 'Ready' && c.status === 'False',
-        ),
-      120_000,
-    );
-    const verdict = (await mgmt().get(RELEASE_KUSTOMIZATION)).status.conditions.find((c: any) => c.type === 'Ready');
-    expect(verdict.message).toContain(
-      `timeout waiting for: [ClusterClass/${NS}/docker-ferrol-1-30-v2 status: 'Unknown'`,
-    );
-    expect(verdict.message).toContain('no such attribute(s): status');
-    expect(await status(mgmt(), TEMPLATE)).toBe(404);
+  // Side by side: two waits on Flux's own clock (the class stage's 60 s, a health check's 30 s) and
+  // the OCI artifact's first publish, which shares nothing with the Git world but the servers.
+  describe('while Flux waits on the fresh ClusterClass', () => {
+    it.concurrent(
+      'a fresh ClusterClass is waited for until Cluster API reports its variables, and its templates follow without status.observedGeneration (which CAPI writes only once they exist)',
+      async ({ expect }) => {
+        // The providers come first (the release depends on them); then Flux applies the class alone and waits for it.
+        await waitFor('the ClusterClass applied', async () => (await status(mgmt(), CLASS)) === 200, 90_000);
+        expect((await mgmt().get(CLASS)).status).toBeUndefined();
+        // kustomize-controller waits for a *Class stage at most 60 s (fluxcd/pkg/ssa's default, not the
+        // Kustomization's timeout), then fails the reconcile naming each class's status and retries
+        // later. A class without any status is Unknown to it (CEL cannot test for a missing top-level
+        // field), not Failed: it waits, as for InProgress, and says what is missing.
+        await waitFor(
+          'the class stage to time out',
+          async () =>
+            (await mgmt().get(RELEASE_KUSTOMIZATION)).status?.conditions?.some(
+              (c: any) => c.type === 'Ready' && c.status === 'False',
+            ),
+          120_000,
+        );
+        const verdict = (await mgmt().get(RELEASE_KUSTOMIZATION)).status.conditions.find(
+          (c: any) => c.type === 'Ready',
+        );
+        expect(verdict.message).toContain(
+          `timeout waiting for: [ClusterClass/${NS}/docker-ferrol-1-30-v2 status: 'Unknown'`,
+        );
+        expect(verdict.message).toContain('no such attribute(s): status');
+        expect(await status(mgmt(), TEMPLATE)).toBe(404);
 
-    // Cluster API's first pass over the class, as real CAPI does it with the templates missing:
-    // variables reconciled, status.observedGeneration not written. That is enough for Flux to go on.
-    await setStatus(mgmt(), CLASS, (cls) => classStatus(cls, false));
-    await requestReconcile(mgmt(), RELEASE_KUSTOMIZATION);
-    await waitFor(
-      'the templates applied after the class reported its variables',
-      async () => (await status(mgmt(), TEMPLATE)) === 200,
-      90_000,
+        // Cluster API's first pass over the class, as real CAPI does it with the templates missing:
+        // variables reconciled, status.observedGeneration not written. That is enough for Flux to go on.
+        await setStatus(mgmt(), CLASS, (cls) => classStatus(cls, false));
+        await requestReconcile(mgmt(), RELEASE_KUSTOMIZATION);
+        await waitFor(
+          'the templates applied after the class reported its variables',
+          async () => (await status(mgmt(), TEMPLATE)) === 200,
+          90_000,
+        );
+        // CAPI's next pass finds the templates and writes observedGeneration: the release is Ready.
+        await setStatus(mgmt(), CLASS, (cls) => classStatus(cls, true));
+        await waitFor(
+          'the release Kustomization Ready',
+          async () => isReady(await mgmt().get(RELEASE_KUSTOMIZATION)),
+          90_000,
+        );
+      },
+      300_000,
     );
-    // CAPI's next pass finds the templates and writes observedGeneration: the release is Ready.
-    await setStatus(mgmt(), CLASS, (cls) => classStatus(cls, true));
-    await waitFor(
-      'the release Kustomization Ready',
-      async () => isReady(await mgmt().get(RELEASE_KUSTOMIZATION)),
-      90_000,
+
+    it.concurrent(
+      'deleting a stage Kustomization while it waits for an unhealthy object: real Flux finishes the health check (up to its timeout) before the finalizer runs',
+      async ({ expect }) => {
+        // A copy of bravo's agent layer whose DaemonSet never rolls out, with a 30 s timeout (Flux's least) instead of the wiring's 5 m.
+        const layer = await mgmt().get(layerKustomization('agent'));
+        const stuck = `${KUSTOMIZATIONS}/${NS}/kustomizations/stuck-stage`;
+        const created = await mgmt().request('POST', `${KUSTOMIZATIONS}/${NS}/kustomizations`, {
+          body: {
+            apiVersion: 'kustomize.toolkit.fluxcd.io/v1',
+            kind: 'Kustomization',
+            metadata: { name: 'stuck-stage' },
+            spec: { ...layer.spec, namePrefix: 'stuck-', timeout: '30s' },
+          },
+        });
+        expect(created.status, created.text).toBe(201);
+        await waitFor(
+          'the copy to wait on its health check',
+          async () =>
+            (await mgmt().get(stuck)).status?.conditions?.some(
+              (c: any) => c.type === 'Reconciling' && String(c.message).startsWith('Running health checks'),
+            ),
+          60_000,
+        );
+        const waitingSince = Date.now();
+        expect((await mgmt().request('DELETE', stuck)).status).toBe(200);
+        await waitFor('the deleted Kustomization gone', async () => (await status(mgmt(), stuck)) === 404, 90_000);
+        const seconds = (Date.now() - waitingSince) / 1000;
+        console.log(`an unhealthy Kustomization (timeout 30s) took ${seconds.toFixed(1)} s to delete`);
+        // kustomize-controller v1.9.6 handles the deletion only when the running reconcile returns: the
+        // health check is not interrupted, and then at once, not after retryInterval.
+        expect(seconds).toBeGreaterThan(20);
+        // Then its finalizer deletes what it applied.
+        await waitFor(
+          'its DaemonSet deleted',
+          async () => (await status(wl(), '/apis/apps/v1/namespaces/kube-system/daemonsets/stuck-agent')) === 404,
+          60_000,
+        );
+      },
+      180_000,
     );
-  }, 300_000);
+    it.concurrent(
+      'OCI: the artifact clusterstack pushes to a real registry is the source: an OCIRepository, bootstrapped from the artifact itself, applies the first publish',
+      async ({ expect }) => {
+        const stackDir = await writeTree({ 'stack.yaml': stackInput('oci-stacks', ['v1']) });
+        temps.push(stackDir);
+        const reference = `oci://${registry!.host}/fleet/tree:main`;
+        const result = await runClusterstack(
+          [
+            'render',
+            stackDir,
+            '--release-source',
+            RELEASES,
+            '--oci',
+            reference,
+            '--plain-http',
+            '--gitops',
+            'flux',
+            '--gitops-name',
+            'oci-fleet',
+          ],
+          { cwd: ROOT },
+        );
+        expect(result.code, result.stderr).toBe(0);
+
+        // Bootstrap from what the registry serves: the manifest's one layer, a tar.gz of the tree.
+        const manifest = (await (
+          await fetch(`http://${registry!.host}/v2/fleet/tree/manifests/main`, {
+            headers: { accept: 'application/vnd.oci.image.manifest.v1+json' },
+          })
+        ).json()) as { layers: { digest: string }[] };
+        expect(manifest.layers).toHaveLength(1);
+        const blob = Buffer.from(
+          await (
+            await fetch(`http://${registry!.host}/v2/fleet/tree/blobs/${manifest.layers[0]!.digest}`)
+          ).arrayBuffer(),
+        );
+        const tree = await tempDir('csk-flux-oci-tree-');
+        temps.push(tree);
+        execFileSync('tar', ['-xzf', '-', '-C', tree], { input: blob });
+        applyWiring(world!, tree);
+
+        const source = await mgmt().get(
+          '/apis/source.toolkit.fluxcd.io/v1/namespaces/flux-system/ocirepositories/oci-fleet',
+        );
+        expect(source.spec).toMatchObject({
+          url: `oci://${registry!.host}/fleet/tree`,
+          ref: { tag: 'main' },
+          insecure: true,
+        });
+        const cls = '/apis/cluster.x-k8s.io/v1beta2/namespaces/oci-stacks/clusterclasses/docker-ferrol-1-30-v1';
+        // Ready and the applied revision together: Flux can show Ready=True a moment before it writes
+        // lastAppliedRevision.
+        await waitFor(
+          'the root Kustomization to apply the artifact',
+          async () => {
+            const root = await mgmt().get(`${KUSTOMIZATIONS}/flux-system/kustomizations/oci-fleet`);
+            return isReady(root) && root.status?.lastAppliedRevision !== undefined;
+          },
+          90_000,
+        );
+        expect(await applied(`${KUSTOMIZATIONS}/flux-system/kustomizations/oci-fleet`)).toMatch(
+          /^main@sha256:[0-9a-f]{64}$/,
+        );
+        await waitFor('the ClusterClass from the artifact', async () => (await status(mgmt(), cls)) === 200, 90_000);
+        await setStatus(mgmt(), cls, (object) => classStatus(object, false));
+        await waitFor(
+          'its templates',
+          async () =>
+            (await status(
+              mgmt(),
+              '/apis/infrastructure.cluster.x-k8s.io/v1beta1/namespaces/oci-stacks/dockerclustertemplates/docker-ferrol-1-30-v1-cluster',
+            )) === 200,
+          90_000,
+        );
+        // The class variables' defaults are integers, as helm rendered them.
+        expect(
+          (await mgmt().get(cls)).spec.variables.find((v: any) => v.name === 'maxPods')?.schema.openAPIV3Schema.default,
+        ).toBe(110);
+      },
+      300_000,
+    );
+  });
 
   it('a layer version bump that drops an addon: real Flux prunes it and updates what both versions keep; the held layer stays paused while everything else applies the new revision', async () => {
     writeInputs('1.1.0', 'v1.0.0');
@@ -298,117 +450,4 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
       isReady(await mgmt().get(`${KUSTOMIZATIONS}/flux-system/kustomizations/provider-coreprovider-cluster-api`)),
     ).toBe(true);
   }, 300_000);
-
-  it('OCI: the artifact clusterstack pushes to a real registry is the source: an OCIRepository, bootstrapped from the artifact itself, applies the first publish', async () => {
-    const stackDir = await writeTree({ 'stack.yaml': stackInput('oci-stacks', ['v1']) });
-    temps.push(stackDir);
-    const reference = `oci://${registry!.host}/fleet/tree:main`;
-    const result = await runClusterstack(
-      [
-        'render',
-        stackDir,
-        '--release-source',
-        RELEASES,
-        '--oci',
-        reference,
-        '--plain-http',
-        '--gitops',
-        'flux',
-        '--gitops-name',
-        'oci-fleet',
-      ],
-      { cwd: ROOT },
-    );
-    expect(result.code, result.stderr).toBe(0);
-
-    // Bootstrap from what the registry serves: the manifest's one layer, a tar.gz of the tree.
-    const manifest = (await (
-      await fetch(`http://${registry!.host}/v2/fleet/tree/manifests/main`, {
-        headers: { accept: 'application/vnd.oci.image.manifest.v1+json' },
-      })
-    ).json()) as { layers: { digest: string }[] };
-    expect(manifest.layers).toHaveLength(1);
-    const blob = Buffer.from(
-      await (await fetch(`http://${registry!.host}/v2/fleet/tree/blobs/${manifest.layers[0]!.digest}`)).arrayBuffer(),
-    );
-    const tree = await tempDir('csk-flux-oci-tree-');
-    temps.push(tree);
-    execFileSync('tar', ['-xzf', '-', '-C', tree], { input: blob });
-    applyWiring(world!, tree);
-
-    const source = await mgmt().get(
-      '/apis/source.toolkit.fluxcd.io/v1/namespaces/flux-system/ocirepositories/oci-fleet',
-    );
-    expect(source.spec).toMatchObject({
-      url: `oci://${registry!.host}/fleet/tree`,
-      ref: { tag: 'main' },
-      insecure: true,
-    });
-    const cls = '/apis/cluster.x-k8s.io/v1beta2/namespaces/oci-stacks/clusterclasses/docker-ferrol-1-30-v1';
-    // Ready and the applied revision together: Flux can show Ready=True a moment before it writes
-    // lastAppliedRevision.
-    await waitFor(
-      'the root Kustomization to apply the artifact',
-      async () => {
-        const root = await mgmt().get(`${KUSTOMIZATIONS}/flux-system/kustomizations/oci-fleet`);
-        return isReady(root) && root.status?.lastAppliedRevision !== undefined;
-      },
-      90_000,
-    );
-    expect(await applied(`${KUSTOMIZATIONS}/flux-system/kustomizations/oci-fleet`)).toMatch(
-      /^main@sha256:[0-9a-f]{64}$/,
-    );
-    await waitFor('the ClusterClass from the artifact', async () => (await status(mgmt(), cls)) === 200, 90_000);
-    await setStatus(mgmt(), cls, (object) => classStatus(object, false));
-    await waitFor(
-      'its templates',
-      async () =>
-        (await status(
-          mgmt(),
-          '/apis/infrastructure.cluster.x-k8s.io/v1beta1/namespaces/oci-stacks/dockerclustertemplates/docker-ferrol-1-30-v1-cluster',
-        )) === 200,
-      90_000,
-    );
-    // The class variables' defaults are integers, as helm rendered them.
-    expect(
-      (await mgmt().get(cls)).spec.variables.find((v: any) => v.name === 'maxPods')?.schema.openAPIV3Schema.default,
-    ).toBe(110);
-  }, 300_000);
-
-  it('deleting a stage Kustomization while it waits for an unhealthy object: real Flux finishes the health check (up to its timeout) before the finalizer runs', async () => {
-    // A copy of bravo's agent layer whose DaemonSet never rolls out, with a 30 s timeout (Flux's least) instead of the wiring's 5 m.
-    const layer = await mgmt().get(layerKustomization('agent'));
-    const stuck = `${KUSTOMIZATIONS}/${NS}/kustomizations/stuck-stage`;
-    const created = await mgmt().request('POST', `${KUSTOMIZATIONS}/${NS}/kustomizations`, {
-      body: {
-        apiVersion: 'kustomize.toolkit.fluxcd.io/v1',
-        kind: 'Kustomization',
-        metadata: { name: 'stuck-stage' },
-        spec: { ...layer.spec, namePrefix: 'stuck-', timeout: '30s' },
-      },
-    });
-    expect(created.status, created.text).toBe(201);
-    await waitFor(
-      'the copy to wait on its health check',
-      async () =>
-        (await mgmt().get(stuck)).status?.conditions?.some(
-          (c: any) => c.type === 'Reconciling' && String(c.message).startsWith('Running health checks'),
-        ),
-      60_000,
-    );
-    const waitingSince = Date.now();
-    expect((await mgmt().request('DELETE', stuck)).status).toBe(200);
-    await waitFor('the deleted Kustomization gone', async () => (await status(mgmt(), stuck)) === 404, 90_000);
-    const seconds = (Date.now() - waitingSince) / 1000;
-    console.log(`an unhealthy Kustomization (timeout 30s) took ${seconds.toFixed(1)} s to delete`);
-    // kustomize-controller v1.9.6 handles the deletion only when the running reconcile returns: the
-    // health check is not interrupted, and then at once, not after retryInterval.
-    expect(seconds).toBeGreaterThan(20);
-    // Then its finalizer deletes what it applied.
-    await waitFor(
-      'its DaemonSet deleted',
-      async () => (await status(wl(), '/apis/apps/v1/namespaces/kube-system/daemonsets/stuck-agent')) === 404,
-      60_000,
-    );
-  }, 180_000);
 });

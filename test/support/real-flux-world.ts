@@ -36,22 +36,49 @@ export interface FluxWorld {
   watched: LocalProcess[];
   mgmt(): KubeClient;
   wl(): KubeClient;
+  /** How long the start took and when each phase was done, for the file's log. */
+  startup: string;
   /** Stops everything it started and removes its temporary files; fails if a process outlives it. */
   stop(): Promise<void>;
 }
 
-/** Starts both servers, the Cluster API CRDs, Flux (dependency waits of 2 s) and the Git server. */
-export async function startFluxWorld(options: { kustomizeControllerArgs?: string[] } = {}): Promise<FluxWorld> {
+export interface FluxWorldOptions {
+  /** Extra kustomize-controller flags. */
+  kustomizeControllerArgs?: string[];
+  /**
+   * Called once the Git server answers, before the API servers are started: work that needs only
+   * Git and its address (a file's first render) runs while they and Flux start.
+   */
+  whileStarting?: (git: GitHttpServer, sandbox: GitSandbox) => void;
+}
+
+/**
+ * Starts the Git server, then both API servers, then the Cluster API CRDs and Flux side by side.
+ * Flux looks at a dependency that is not Ready again after 1 s (its default is 30 s) and runs up to
+ * 10 Kustomizations at once (default 4), so that a file's cases that wait on Flux in parallel (a
+ * class stage's 60 s, a health check's timeout) do not queue behind each other.
+ */
+export async function startFluxWorld(options: FluxWorldOptions = {}): Promise<FluxWorld> {
+  const clock = phaseClock();
+  const sandbox = new GitSandbox();
+  const git = await startGitHttpServer({ projectRoot: sandbox.root }).catch((error: unknown) => {
+    sandbox.cleanup();
+    throw error;
+  });
+  options.whileStarting?.(git, sandbox);
   const [management, workload] = await Promise.all([
     startRealKubeApi({ name: 'management' }),
     startRealKubeApi({ name: 'workload' }),
-  ]);
+  ]).catch(async (error: unknown) => {
+    await git.close();
+    sandbox.cleanup();
+    throw error;
+  });
+  clock.mark('API servers');
   let flux: FluxControllers | undefined;
-  let git: GitHttpServer | undefined;
-  const sandbox = new GitSandbox();
   const stop = async (): Promise<void> => {
     await flux?.stop();
-    await git?.close();
+    await git.close();
     await Promise.all([management.stop(), workload.stop()]);
     sandbox.cleanup();
     const alive = [
@@ -64,12 +91,24 @@ export async function startFluxWorld(options: { kustomizeControllerArgs?: string
       throw new Error(`still running: ${alive.map((process) => `${process!.name} (pid ${process!.pid})`).join(', ')}`);
   };
   try {
-    await installCrds(management, [...engineCrdFiles('cluster-api'), ...engineCrdFiles('cluster-api-docker')]);
-    // A dependency not yet Ready is looked at again after 2 s instead of 30 s, to keep files short.
-    flux = await startFluxControllers(management, {
-      kustomizeControllerArgs: ['--requeue-dependency=2s', ...(options.kustomizeControllerArgs ?? [])],
-    });
-    git = await startGitHttpServer({ projectRoot: sandbox.root });
+    // Each settles before the failure is thrown, so that stop() finds everything that was started.
+    const started = await Promise.allSettled([
+      installCrds(management, [...engineCrdFiles('cluster-api'), ...engineCrdFiles('cluster-api-docker')]).then(() =>
+        clock.mark('Cluster API CRDs'),
+      ),
+      startFluxControllers(management, {
+        kustomizeControllerArgs: [
+          '--requeue-dependency=1s',
+          '--concurrent=10',
+          ...(options.kustomizeControllerArgs ?? []),
+        ],
+      }).then((controllers) => {
+        flux = controllers;
+        clock.mark('Flux');
+      }),
+    ]);
+    const failed = started.find((result) => result.status === 'rejected');
+    if (failed) throw (failed as PromiseRejectedResult).reason;
   } catch (error) {
     await stop().catch(() => undefined);
     throw error;
@@ -77,13 +116,27 @@ export async function startFluxWorld(options: { kustomizeControllerArgs?: string
   return {
     management,
     workload,
-    flux,
+    flux: flux!,
     git,
     sandbox,
-    watched: [flux.sourceController, flux.kustomizeController, ...management.processes, ...workload.processes],
+    watched: [flux!.sourceController, flux!.kustomizeController, ...management.processes, ...workload.processes],
     mgmt: () => management.admin.client,
     wl: () => workload.admin.client,
+    startup: clock.summary(),
     stop,
+  };
+}
+
+/** Marks the end of each phase of a start-up; summary() gives the total and when each phase was done, since the start. */
+function phaseClock(): { mark(phase: string): void; summary(): string } {
+  const begun = performance.now();
+  const marks: [string, number][] = [];
+  return {
+    mark: (phase) => void marks.push([phase, performance.now()]),
+    summary: () =>
+      `${((performance.now() - begun) / 1000).toFixed(1)} s (${marks
+        .map(([phase, at]) => `${phase} done at ${((at - begun) / 1000).toFixed(1)} s`)
+        .join(', ')})`,
   };
 }
 
