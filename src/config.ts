@@ -310,6 +310,8 @@ export interface ControllerSettings {
   batchWindowMs: number;
   /** Sources are listed again and the target compared at least this often. */
   resyncMs: number;
+  /** Sharded: how soon a shard handing objects over reads the new shards' subtrees again. */
+  handoverRecheckMs: number;
 }
 
 const CONTROLLER_ENVIRONMENT = {
@@ -340,6 +342,7 @@ const CONTROLLER_ENVIRONMENT = {
   logLevel: 'CLUSTERSTACK_LOG_LEVEL',
   batchWindow: 'CLUSTERSTACK_BATCH_WINDOW',
   resync: 'CLUSTERSTACK_RESYNC',
+  handoverRecheck: 'CLUSTERSTACK_HANDOVER_RECHECK',
   /** Set from the downward API in deploy/: the pod's name and namespace. */
   podName: 'POD_NAME',
   podNamespace: 'POD_NAMESPACE',
@@ -348,7 +351,10 @@ const CONTROLLER_ENVIRONMENT = {
 
 export type ControllerFlags = Partial<
   Record<
-    keyof Omit<ControllerSettings, 'leaderElect' | 'pullRequest' | 'batchWindowMs' | 'resyncMs' | 'inCluster'>,
+    keyof Omit<
+      ControllerSettings,
+      'leaderElect' | 'pullRequest' | 'batchWindowMs' | 'resyncMs' | 'handoverRecheckMs' | 'inCluster'
+    >,
     string
   >
 > & {
@@ -356,6 +362,7 @@ export type ControllerFlags = Partial<
   pullRequest?: boolean;
   batchWindow?: string;
   resync?: string;
+  handoverRecheck?: string;
 };
 
 /** `500ms`, `2s`, `5m`, `1h` or plain milliseconds; throws on anything else. */
@@ -364,6 +371,19 @@ export function parseDuration(value: string, what: string): number {
   if (!match) throw new Error(`${what} must be a duration such as 500ms, 2s or 5m, not "${value}"`);
   const factor = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(match[2] ?? 'ms') as 'ms' | 's' | 'm' | 'h'];
   return Math.round(Number(match[1]) * factor);
+}
+
+/** Each recheck fetches the branch: below this a shard handing over would fetch without pause. */
+const MIN_HANDOVER_RECHECK_MS = 100;
+
+function handoverRecheckMs(value: string): number {
+  const what = `--handover-recheck / ${CONTROLLER_ENVIRONMENT.handoverRecheck}`;
+  const ms = parseDuration(value, what);
+  if (ms < MIN_HANDOVER_RECHECK_MS)
+    throw new Error(
+      `${what} must be at least ${MIN_HANDOVER_RECHECK_MS}ms (each recheck fetches the branch), not "${value}"`,
+    );
+  return ms;
 }
 
 function booleanSetting(value: string | undefined, what: string): boolean | undefined {
@@ -408,6 +428,7 @@ export function resolveControllerSettings(
       `--batch-window / ${E.batchWindow}`,
     ),
     resyncMs: parseDuration(pick(flags.resync, E.resync) ?? '5m', `--resync / ${E.resync}`),
+    handoverRecheckMs: handoverRecheckMs(pick(flags.handoverRecheck, E.handoverRecheck) ?? '5s'),
     inCluster:
       nonEmpty(env['KUBERNETES_SERVICE_HOST']) !== undefined && nonEmpty(env['KUBERNETES_SERVICE_PORT']) !== undefined,
   };
