@@ -59,18 +59,23 @@ describe('controller killed while publishing', { timeout: 600_000 }, () => {
 
   beforeAll(async () => {
     bundle = bundleCli();
-    fx = await startRealControllerFixture();
     git = new GitSandbox();
-    server = await startGitHttpServer({ projectRoot: git.root, token: TOKEN });
-    github = await startFakeGitHub({ tokens: [TOKEN] });
-    releases = await copyExampleReleases();
+    // Independent of each other: started together, each assigned as it is up so that afterAll stops it.
+    await Promise.all([
+      startRealControllerFixture().then((started) => (fx = started)),
+      startGitHttpServer({ projectRoot: git.root, token: TOKEN }).then((started) => (server = started)),
+      startFakeGitHub({ tokens: [TOKEN] }).then((started) => (github = started)),
+      copyExampleReleases().then((copied) => (releases = copied)),
+    ]);
     // The controllers run as deploy/'s ServiceAccount.
     kubeconfig = fx.lease.controller.kubeconfigFile;
-    for (const namespace of ['git-stacks', 'pr-stacks']) {
-      await fx.createNamespace(namespace);
-      await fx.create(aStack('ferrol', namespace));
-      await fx.create(aCluster('alpha', namespace, 'docker-ferrol-1-30-v2'));
-    }
+    await Promise.all(
+      ['git-stacks', 'pr-stacks'].map(async (namespace) => {
+        await fx.createNamespace(namespace);
+        await fx.create(aStack('ferrol', namespace));
+        await fx.create(aCluster('alpha', namespace, 'docker-ferrol-1-30-v2'));
+      }),
+    );
   });
 
   afterAll(async () => {
