@@ -314,6 +314,8 @@ export interface ControllerSettings {
   leaseDurationMs: number;
   renewDeadlineMs: number;
   retryPeriodMs: number;
+  /** Sharded: how soon a shard handing objects over reads the new shards' subtrees again. */
+  handoverRecheckMs: number;
 }
 
 const CONTROLLER_ENVIRONMENT = {
@@ -347,6 +349,7 @@ const CONTROLLER_ENVIRONMENT = {
   leaseDuration: 'CLUSTERSTACK_LEADER_ELECT_LEASE_DURATION',
   renewDeadline: 'CLUSTERSTACK_LEADER_ELECT_RENEW_DEADLINE',
   retryPeriod: 'CLUSTERSTACK_LEADER_ELECT_RETRY_PERIOD',
+  handoverRecheck: 'CLUSTERSTACK_HANDOVER_RECHECK',
   /** Set from the downward API in deploy/: the pod's name and namespace. */
   podName: 'POD_NAME',
   podNamespace: 'POD_NAMESPACE',
@@ -365,6 +368,7 @@ export type ControllerFlags = Partial<
       | 'leaseDurationMs'
       | 'renewDeadlineMs'
       | 'retryPeriodMs'
+      | 'handoverRecheckMs'
     >,
     string
   >
@@ -376,6 +380,7 @@ export type ControllerFlags = Partial<
   leaseDuration?: string;
   renewDeadline?: string;
   retryPeriod?: string;
+  handoverRecheck?: string;
 };
 
 /** `500ms`, `2s`, `5m`, `1h` or plain milliseconds; throws on anything else. */
@@ -384,6 +389,19 @@ export function parseDuration(value: string, what: string): number {
   if (!match) throw new Error(`${what} must be a duration such as 500ms, 2s or 5m, not "${value}"`);
   const factor = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(match[2] ?? 'ms') as 'ms' | 's' | 'm' | 'h'];
   return Math.round(Number(match[1]) * factor);
+}
+
+/** Each recheck fetches the branch: below this a shard handing over would fetch without pause. */
+const MIN_HANDOVER_RECHECK_MS = 100;
+
+function handoverRecheckMs(value: string): number {
+  const what = `--handover-recheck / ${CONTROLLER_ENVIRONMENT.handoverRecheck}`;
+  const ms = parseDuration(value, what);
+  if (ms < MIN_HANDOVER_RECHECK_MS)
+    throw new Error(
+      `${what} must be at least ${MIN_HANDOVER_RECHECK_MS}ms (each recheck fetches the branch), not "${value}"`,
+    );
+  return ms;
 }
 
 function booleanSetting(value: string | undefined, what: string): boolean | undefined {
@@ -456,6 +474,7 @@ export function resolveControllerSettings(
     ),
     resyncMs: parseDuration(pick(flags.resync, E.resync) ?? '5m', `--resync / ${E.resync}`),
     ...leaderElectionTiming(flags, pick),
+    handoverRecheckMs: handoverRecheckMs(pick(flags.handoverRecheck, E.handoverRecheck) ?? '5s'),
     inCluster:
       nonEmpty(env['KUBERNETES_SERVICE_HOST']) !== undefined && nonEmpty(env['KUBERNETES_SERVICE_PORT']) !== undefined,
   };

@@ -108,6 +108,8 @@ Running:
   --shard-selector <sel>     the shard's ClusterStacks, Clusters and providers by label, e.g.
                              sharding.clusterstack.x-k8s.io/key=shard1, or '!sharding.clusterstack.x-k8s.io/key'
                              for the main shard (CLUSTERSTACK_SHARD_SELECTOR; docs/sharding.md)
+  --handover-recheck <d>     while a shard hands objects over, read the other shards' subtrees this often
+                             (CLUSTERSTACK_HANDOVER_RECHECK, default 5s, at least 100ms)
 
 Cluster API runtime extension (lifecycle hooks; off unless an address is given):
   --runtime-extension-addr <addr>      serve the hooks over HTTPS on [host]:port, e.g. :9443
@@ -248,6 +250,7 @@ const CONTROLLER_OPTIONS = {
   'log-level': { type: 'string' },
   'batch-window': { type: 'string' },
   resync: { type: 'string' },
+  'handover-recheck': { type: 'string' },
   shard: { type: 'string' },
   'shard-selector': { type: 'string' },
   'runtime-extension-addr': { type: 'string' },
@@ -341,6 +344,7 @@ function readSettings(
       logLevel: values['log-level'],
       batchWindow: values['batch-window'],
       resync: values.resync,
+      handoverRecheck: values['handover-recheck'],
     });
   } catch (error) {
     throw new UsageError((error as Error).message);
@@ -527,6 +531,7 @@ async function startRuntime(start: ControllerStart, prepared: Prepared, io: CliI
       : {}),
     logger,
     resyncMs: settings.resyncMs,
+    handoverRecheckMs: settings.handoverRecheckMs,
     batchWindowMs: settings.batchWindowMs,
     ...(settings.leaderElect
       ? {

@@ -82,7 +82,7 @@ import { writeRequestStatuses } from './reconcile/cluster-request-statuses.js';
 
 export { InformerCache } from './runtime/informer-cache.js';
 
-/** How soon a shard handing Clusters over reads the new shards' subtrees again. */
+/** How soon a shard handing Clusters over reads the new shards' subtrees again, unless told otherwise. */
 const HANDOVER_RECHECK_MS = 5000;
 
 /** The key of the reconcile that renders, publishes and reports: every change leads to it. */
@@ -133,6 +133,8 @@ export interface ControllerOptions {
   resyncMs?: number;
   /** How long a source's listing may take before it counts as hanging (the stack is then withheld). Default 15 s. */
   listingWaitMs?: number;
+  /** Sharded: how soon a shard handing objects over reads the new shards' subtrees again. Default 5 s. */
+  handoverRecheckMs?: number;
   /** Render AddonsLayers (watched cluster-wide) whose `spec.source.path`s are relative to this directory (a checkout). */
   layerRoot?: string;
   /** The runtime extension's lifecycle hook progress per Cluster, shown on its ClusterAddon. */
@@ -833,7 +835,11 @@ export class Controller {
     if (apply.errors.length > 0)
       round.failures.push({ kind: 'retry', message: `${apply.errors.length} object(s) could not be written` });
     // A handover in progress looks again soon: the new shard's commit is no event here.
-    const soonMs = outcome.reportAgain ? 1000 : anyHandover(this.handingOver) ? HANDOVER_RECHECK_MS : undefined;
+    const soonMs = outcome.reportAgain
+      ? 1000
+      : anyHandover(this.handingOver)
+        ? (this.options.handoverRecheckMs ?? HANDOVER_RECHECK_MS)
+        : undefined;
     return {
       ...nextReconcile(round.failures, { resyncMs: this.resyncMs, ...(soonMs !== undefined ? { soonMs } : {}) }),
       summary,

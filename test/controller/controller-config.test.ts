@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseDuration, resolveControllerSettings } from '../../src/config.js';
 import { parseListenAddress } from '../../src/cli/controller-command.js';
+import { readdirSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { EXAMPLE_RELEASES, runClusterstack, tempDir } from '../support/cli.js';
@@ -30,6 +31,7 @@ describe('resolveControllerSettings', () => {
       argocdNamespace: 'argocd',
       resyncMs: 120_000,
       batchWindowMs: 200,
+      handoverRecheckMs: 5000,
     });
     expect(Object.isFrozen(settings)).toBe(true);
   });
@@ -93,6 +95,28 @@ describe('resolveControllerSettings', () => {
     );
     expect(badLease.code).toBe(2);
     expect(badLease.stderr).toContain('(15000 ms) must be longer than --leader-elect-renew-deadline');
+  });
+
+  it('reads --handover-recheck over CLUSTERSTACK_HANDOVER_RECHECK, and refuses one that would fetch without pause', async () => {
+    const base = { CLUSTERSTACK_RELEASE_SOURCE: 'x', CLUSTERSTACK_OUTPUT: 'o' };
+    expect(resolveControllerSettings({ ...base, CLUSTERSTACK_HANDOVER_RECHECK: '2s' }).handoverRecheckMs).toBe(2000);
+    expect(
+      resolveControllerSettings({ ...base, CLUSTERSTACK_HANDOVER_RECHECK: '2s' }, { handoverRecheck: '250ms' })
+        .handoverRecheckMs,
+    ).toBe(250);
+    expect(() => resolveControllerSettings({ ...base, CLUSTERSTACK_HANDOVER_RECHECK: 'often' })).toThrow(
+      '--handover-recheck / CLUSTERSTACK_HANDOVER_RECHECK must be a duration such as 500ms, 2s or 5m, not "often"',
+    );
+    const out = await tempDir('csk-ctl-recheck-');
+    const tooOften = await runClusterstack(
+      ['controller', '--release-source', 'x', '--output', out, '--handover-recheck', '10ms'],
+      { env: {} },
+    );
+    expect(tooOften.code).toBe(2);
+    expect(tooOften.stderr).toContain(
+      '--handover-recheck / CLUSTERSTACK_HANDOVER_RECHECK must be at least 100ms (each recheck fetches the branch), not "10ms"',
+    );
+    expect(readdirSync(out)).toEqual([]);
   });
 });
 

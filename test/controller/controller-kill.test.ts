@@ -5,8 +5,8 @@
 // steps miss. The remote stays `git fsck`-clean after every kill, no second pull request ever
 // appears, and a controller started afterwards (with the same cache directory, as a restarted
 // container has) converges: the last change is published and reported, and it shuts down cleanly.
-// The two runs use their own namespace (--namespace) and remote, and run side by side, on a real API
-// server as deploy/'s ServiceAccount.
+// The Git run and the two halves of the pull-request steps each use their own namespace (--namespace)
+// and remote, and run side by side, on a real API server as deploy/'s ServiceAccount.
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Condition } from '../../src/api/types.js';
@@ -32,6 +32,10 @@ const { git: GIT_STEPS, pullRequest: PR_STEPS } = CONTROLLER_CRASH_STEPS;
 /** Random kills besides the steps: the first while starting (clone, fetch, first listing), the others while rendering. */
 const GIT_RANDOM_KILLS = 3;
 const PR_RANDOM_KILLS = 1;
+/** The pull-request steps in two chains that run side by side: the first writes up to the commit, the second pushes and opens. */
+const PR_FIRST_HALF = PR_STEPS.slice(0, Math.ceil(PR_STEPS.length / 2));
+const PR_SECOND_HALF = PR_STEPS.slice(PR_FIRST_HALF.length);
+const PR_NAMESPACES = ['pr-stacks', 'pr-late-stacks'] as const;
 /** Generous: under load a controller start and its first publish take many seconds. */
 const CONVERGE_MS = 120_000;
 
@@ -59,18 +63,23 @@ describe('controller killed while publishing', { timeout: 600_000 }, () => {
 
   beforeAll(async () => {
     bundle = bundleCli();
-    fx = await startRealControllerFixture();
     git = new GitSandbox();
-    server = await startGitHttpServer({ projectRoot: git.root, token: TOKEN });
-    github = await startFakeGitHub({ tokens: [TOKEN] });
-    releases = await copyExampleReleases();
+    // Independent of each other: started together, each assigned as it is up so that afterAll stops it.
+    await Promise.all([
+      startRealControllerFixture().then((started) => (fx = started)),
+      startGitHttpServer({ projectRoot: git.root, token: TOKEN }).then((started) => (server = started)),
+      startFakeGitHub({ tokens: [TOKEN] }).then((started) => (github = started)),
+      copyExampleReleases().then((copied) => (releases = copied)),
+    ]);
     // The controllers run as deploy/'s ServiceAccount.
     kubeconfig = fx.lease.controller.kubeconfigFile;
-    for (const namespace of ['git-stacks', 'pr-stacks']) {
-      await fx.createNamespace(namespace);
-      await fx.create(aStack('ferrol', namespace));
-      await fx.create(aCluster('alpha', namespace, 'docker-ferrol-1-30-v2'));
-    }
+    await Promise.all(
+      ['git-stacks', ...PR_NAMESPACES].map(async (namespace) => {
+        await fx.createNamespace(namespace);
+        await fx.create(aStack('ferrol', namespace));
+        await fx.create(aCluster('alpha', namespace, 'docker-ferrol-1-30-v2'));
+      }),
+    );
   });
 
   afterAll(async () => {
@@ -215,43 +224,61 @@ describe('controller killed while publishing', { timeout: 600_000 }, () => {
     },
   );
 
-  it.concurrent(
-    `opens one pull request, never two, through a crash at each of ${PR_STEPS.length} write steps and ${PR_RANDOM_KILLS} random kills in pull-request mode`,
-    async () => {
-      const namespace = 'pr-stacks';
-      const bare = git.bareRepo('fleet-pr', { branch: 'main', files: { 'README.md': 'fleet\n' } });
-      git.git(bare, 'config', 'http.receivepack', 'true');
-      github.addRepo(OWNER, 'fleet-pr');
-      const cacheDir = path.join(git.root, 'cache-pr');
-      const args = [
-        '--git',
-        `${server.url}/fleet-pr.git`,
-        '--pull-request',
-        '--github-repo',
-        `${OWNER}/fleet-pr`,
-        '--namespace',
-        namespace,
-      ];
-      const env = environment(cacheDir, { GITHUB_TOKEN: TOKEN, GITHUB_API_URL: github.apiUrl });
-      const points = await killRepeatedly(PR_STEPS, PR_RANDOM_KILLS, namespace, args, env, bare, randomFrom(seed + 1));
-      console.info(`kill test, pull requests (seed ${seed}): killed at ${points.join('; ')}`);
-      const open = () => github.pulls(OWNER, 'fleet-pr').filter((pull) => pull.state === 'open');
-      expect(open().length).toBeLessThanOrEqual(1);
+  /**
+   * Pull-request mode, through a crash at each of `steps` and `randomKills` random kills, then a
+   * start that converges: one pull request, never two. Each half of the steps runs as its own chain
+   * (its namespace, remote and repository), side by side: a chain's starts wait on one another,
+   * the two chains on nothing.
+   */
+  async function pullRequestChain(
+    namespace: string,
+    repo: string,
+    steps: readonly string[],
+    randomKills: number,
+    random: () => number,
+  ): Promise<void> {
+    const bare = git.bareRepo(repo, { branch: 'main', files: { 'README.md': 'fleet\n' } });
+    git.git(bare, 'config', 'http.receivepack', 'true');
+    github.addRepo(OWNER, repo);
+    const cacheDir = path.join(git.root, `cache-${repo}`);
+    const args = [
+      '--git',
+      `${server.url}/${repo}.git`,
+      '--pull-request',
+      '--github-repo',
+      `${OWNER}/${repo}`,
+      '--namespace',
+      namespace,
+    ];
+    const env = environment(cacheDir, { GITHUB_TOKEN: TOKEN, GITHUB_API_URL: github.apiUrl });
+    const points = await killRepeatedly(steps, randomKills, namespace, args, env, bare, random);
+    console.info(`kill test, pull requests to ${repo} (seed ${seed}): killed at ${points.join('; ')}`);
+    const open = () => github.pulls(OWNER, repo).filter((pull) => pull.state === 'open');
+    expect(open().length).toBeLessThanOrEqual(1);
 
-      await moveAlpha(namespace, 'converged-pr.test');
-      const controller = spawnController(bundle, args, env);
-      running.push(controller);
-      await fx.waitFor(
-        () => open().length === 1 && onBranch(bare, open()[0]!.headRef, namespace).includes('converged-pr.test'),
-        'the pull request to carry the last change',
-        CONVERGE_MS,
-      );
-      expect(await controller.terminate()).toBe(0);
-      running.splice(running.indexOf(controller), 1);
-      // One pull request per head branch, ever: a duplicate would show as a second (open or closed) one.
-      const heads = github.pulls(OWNER, 'fleet-pr').map((pull) => pull.headRef);
-      expect(new Set(heads).size).toBe(heads.length);
-      git.git(bare, 'fsck', '--full', '--strict', '--no-progress');
-    },
+    await moveAlpha(namespace, 'converged-pr.test');
+    const controller = spawnController(bundle, args, env);
+    running.push(controller);
+    await fx.waitFor(
+      () => open().length === 1 && onBranch(bare, open()[0]!.headRef, namespace).includes('converged-pr.test'),
+      'the pull request to carry the last change',
+      CONVERGE_MS,
+    );
+    expect(await controller.terminate()).toBe(0);
+    running.splice(running.indexOf(controller), 1);
+    // One pull request per head branch, ever: a duplicate would show as a second (open or closed) one.
+    const heads = github.pulls(OWNER, repo).map((pull) => pull.headRef);
+    expect(new Set(heads).size).toBe(heads.length);
+    git.git(bare, 'fsck', '--full', '--strict', '--no-progress');
+  }
+
+  it.concurrent(
+    `opens one pull request, never two, through a crash at each of the first ${PR_FIRST_HALF.length} pull-request write steps`,
+    () => pullRequestChain(PR_NAMESPACES[0], 'fleet-pr', PR_FIRST_HALF, 0, randomFrom(seed + 1)),
+  );
+
+  it.concurrent(
+    `opens one pull request, never two, through a crash at each of the last ${PR_SECOND_HALF.length} pull-request write steps and ${PR_RANDOM_KILLS} random kills`,
+    () => pullRequestChain(PR_NAMESPACES[1], 'fleet-pr-late', PR_SECOND_HALF, PR_RANDOM_KILLS, randomFrom(seed + 2)),
   );
 });

@@ -44,7 +44,6 @@ const RENDERS = { a: [] as string[], b: ['--gitops', 'flux', '--gitops-url', 'ht
 let trees: { a: Tree; b: Tree };
 
 beforeAll(async () => {
-  registry = await startRegistry();
   const reference = async (flags: string[]): Promise<Tree> => {
     const out = path.join(await tempDir('csk-kill-ref-'), 'out');
     expect(
@@ -62,7 +61,14 @@ beforeAll(async () => {
     ).toBe(0);
     return readTree(path.join(out, 'current'));
   };
-  trees = { a: await reference(RENDERS.a), b: await reference(RENDERS.b) };
+  // Independent of each other: the registry starts while both references render (their helm runs side by side).
+  // Assigned as soon as it runs, so that afterAll stops it even when a render fails.
+  const [, a, b] = await Promise.all([
+    startRegistry().then((started) => (registry = started)),
+    reference(RENDERS.a),
+    reference(RENDERS.b),
+  ]);
+  trees = { a, b };
   expect(Object.keys(trees.b).length - Object.keys(trees.a).length).toBeGreaterThan(10);
 });
 

@@ -41,6 +41,9 @@ export function spawnShard(
     CLUSTERSTACK_METRICS_ADDR: '0',
     CLUSTERSTACK_BATCH_WINDOW: '50ms',
     CLUSTERSTACK_LOG_LEVEL: 'debug',
+    // A shard handing over reads the new shard's subtree again this soon (default 5 s): a handover
+    // the test waits for ends within a second of the new shard's push, not up to 5 s after it.
+    CLUSTERSTACK_HANDOVER_RECHECK: '500ms',
     ...extraEnv,
   };
   return spawnController(

@@ -108,7 +108,7 @@ describe('handovers between shards keep the wiring', { timeout: 300_000 }, () =>
       "s1 to publish alpha and s0 to mark alpha's wiring",
       120_000,
     );
-    // s0 has read s1's subtree since (it looks every 5 s) and still publishes alpha: the live
+    // s0 has read s1's subtree since (it looks every 500 ms here) and still publishes alpha: the live
     // Kustomization is its root's and unmarked, so dropping it now could delete it.
     const published = Date.now();
     await s0.waitForLine(
