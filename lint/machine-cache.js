@@ -1,0 +1,66 @@
+// Runs ESLint or Prettier with its --cache file kept per machine, not per clone: a clean clone (CI's
+// `.ci/run`) otherwise lints and formats every file from cold, about 30 CPU-s. Both tools key their
+// cache entries by the file's absolute path, so the kept copy stores the clone's root as a
+// placeholder and each run swaps in its own root: a second clone at another path finds the entries of
+// the first. An entry is reused only while the file's content hash and the tool's config hash match
+// (`--cache-strategy content`), so a file that changed, or a new rule, is checked again, and cached
+// problems are reported again: the cache saves work, never a finding.
+//
+// Usage: node lint/machine-cache.js <name> <clone's cache file> -- <command> <args...>
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import process from 'node:process';
+import console from 'node:console';
+
+const ROOT_MARK = '<clone root>';
+
+const [name, cacheFile, separator, command, ...args] = process.argv.slice(2);
+if (name === undefined || cacheFile === undefined || separator !== '--' || command === undefined) {
+  console.error('usage: node lint/machine-cache.js <name> <cache file> -- <command> <args...>');
+  process.exit(2);
+}
+
+const machineCache = path.join(
+  process.env.CLUSTERSTACK_LINT_CACHE ?? path.join(os.homedir(), '.cache', 'clusterstack-gitops', 'lint'),
+  name,
+);
+const localCache = path.resolve(cacheFile);
+// Only a string that starts with the root (a JSON string's opening quote, then the root and a
+// separator) is a path of this clone; the root as written inside a JSON string.
+const rootInJson = JSON.stringify(process.cwd() + path.sep).slice(0, -1);
+const markInJson = JSON.stringify(ROOT_MARK + path.sep).slice(0, -1);
+
+/** Returns the file's text, or undefined when there is none yet. */
+function readIfPresent(file) {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (error) {
+    if (error.code === 'ENOENT') return undefined;
+    throw error;
+  }
+}
+
+/** Writes the file whole or not at all: another clone may be reading or writing it at the same time. */
+function writeWhole(file, text) {
+  mkdirSync(path.dirname(file), { recursive: true });
+  const temporary = `${file}.${process.pid}.tmp`;
+  writeFileSync(temporary, text);
+  renameSync(temporary, file);
+}
+
+const kept = readIfPresent(machineCache);
+if (kept !== undefined && readIfPresent(localCache) === undefined) {
+  writeWhole(localCache, kept.split(markInJson).join(rootInJson));
+}
+
+const run = spawnSync(command, args, { stdio: 'inherit' });
+if (run.error !== undefined) {
+  console.error(`${command}: ${run.error.message}`);
+  process.exit(3);
+}
+
+const written = readIfPresent(localCache);
+if (written !== undefined) writeWhole(machineCache, written.split(rootInJson).join(markInJson));
+process.exit(run.status ?? 1);
