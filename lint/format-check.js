@@ -10,8 +10,8 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import process from 'node:process';
 import console from 'node:console';
+import process from 'node:process';
 import * as prettier from 'prettier';
 
 // The files of `npm run format` ("{src,renderers,gitops,test,lint}/**/*.{ts,js}" "*.{ts,js}"), as

@@ -1,18 +1,20 @@
-// Runs ESLint or Prettier with its --cache file kept per machine, not per clone: a clean clone (CI's
-// `.ci/run`) otherwise lints and formats every file from cold, about 30 CPU-s. Both tools key their
-// cache entries by the file's absolute path, so the kept copy stores the clone's root as a
-// placeholder and each run swaps in its own root: a second clone at another path finds the entries of
-// the first. An entry is reused only while the file's content hash and the tool's config hash match
-// (`--cache-strategy content`), so a file that changed, or a new rule, is checked again, and cached
-// problems are reported again: the cache saves work, never a finding.
+// Runs a tool with its --cache file kept per machine, not per clone (`npm run lint`: ESLint): a clean
+// clone (CI's `.ci/run`) otherwise linted every file from cold, about 15 CPU-s. ESLint keys its cache
+// entries by the file's absolute path, so the kept copy stores the clone's root as a placeholder and
+// each run swaps in its own root: a second clone at another path finds the entries of the first. An
+// entry is reused only while the file's content hash and the hash of ESLint's config match
+// (`--cache-strategy content`; eslint.config.js puts the rules' code and the locked plugin versions
+// in that hash), so a changed file or rule is linted again, and cached problems are reported again:
+// the cache saves work, never a finding. (Prettier hashes the absolute path into each entry's options
+// hash, which no placeholder can fix: lint/format-check.js keeps its own cache.)
 //
 // Usage: node lint/machine-cache.js <name> <clone's cache file> -- <command> <args...>
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import process from 'node:process';
 import console from 'node:console';
+import process from 'node:process';
 
 const ROOT_MARK = '<clone root>';
 
