@@ -29,13 +29,12 @@ const CACHE_FILE = path.join(
   `prettier-checked-${prettier.version}`,
 );
 
-/** The keys of the files that passed in earlier runs on this machine (none when there is no cache). */
+/** The keys of the files that passed in earlier runs on this machine (none when there is no usable cache: every file is checked). */
 function readPassed() {
   try {
     return new Set(JSON.parse(readFileSync(CACHE_FILE, 'utf8')));
-  } catch (error) {
-    if (error.code === 'ENOENT' || error instanceof SyntaxError) return new Set();
-    throw error;
+  } catch {
+    return new Set();
   }
 }
 
@@ -85,7 +84,14 @@ for (const file of [...new Set(files)]) {
     broken += 1;
   }
 }
-writePassed(nowPassed);
+try {
+  writePassed(nowPassed);
+} catch (error) {
+  // Only a later run's speed depends on it: say so, and keep the check's verdict.
+  console.error(
+    `warning: could not keep the format check's cache in ${CACHE_FILE} (${error.code ?? error.message}); set CLUSTERSTACK_LINT_CACHE to a directory this user may write`,
+  );
+}
 for (const file of unformatted) console.warn(`[warn] ${file}`);
 if (unformatted.length > 0) {
   console.warn(`[warn] Code style issues found in ${unformatted.length} files. Run Prettier with --write to fix.`);

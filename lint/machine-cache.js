@@ -52,7 +52,12 @@ function writeWhole(file, text) {
   renameSync(temporary, file);
 }
 
-const kept = readIfPresent(machineCache);
+let kept;
+try {
+  kept = readIfPresent(machineCache);
+} catch {
+  // No usable kept copy: the tool starts from cold, as without one.
+}
 if (kept !== undefined && readIfPresent(localCache) === undefined) {
   writeWhole(localCache, kept.split(markInJson).join(rootInJson));
 }
@@ -64,5 +69,12 @@ if (run.error !== undefined) {
 }
 
 const written = readIfPresent(localCache);
-if (written !== undefined) writeWhole(machineCache, written.split(rootInJson).join(markInJson));
+try {
+  if (written !== undefined) writeWhole(machineCache, written.split(rootInJson).join(markInJson));
+} catch (error) {
+  // Only a later run's speed depends on it: say so, and keep the tool's verdict.
+  console.error(
+    `warning: could not keep the ${name} cache in ${machineCache} (${error.code ?? error.message}); set CLUSTERSTACK_LINT_CACHE to a directory this user may write`,
+  );
+}
 process.exit(run.status ?? 1);
