@@ -7,7 +7,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import functionLength from './lint/function-length.js';
 
-// `npm run lint` keeps its cache in .cache/eslint (kept across `npm ci`). ESLint reuses a file's
+// `npm run lint` keeps its cache per machine (lint/machine-cache.js). ESLint reuses a file's
 // result while the file and the hash of this config are unchanged, but the hash leaves out rule code,
 // the list the function-length rule reads and the plugins' versions: this setting puts them in.
 const lintCacheKey = createHash('sha256')

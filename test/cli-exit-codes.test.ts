@@ -3,7 +3,7 @@
 // raises an error, and run-cli says what it means and which code ends the run. Then each row of the
 // README's table through the real CLI, in processes of its own.
 import { execFile } from 'node:child_process';
-import { mkdir, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -201,9 +201,9 @@ describe('the real CLI ends with the code of each row of the exit-code table', (
   });
 
   it('1: a removed working directory, for every command that reads paths; help and version still work', async () => {
-    const gone = await tempDir('csk-gone-');
     const inGone = async (args: string[]): Promise<ProcessResult> => {
-      // A shell enters the directory, removes it, and starts the CLI from there.
+      // A shell enters a directory of its own, removes it, and starts the CLI from there.
+      const gone = await tempDir('csk-gone-');
       const { command, args: argv } = await cliCommand(args);
       const script = `cd "$1" && rmdir "$1" && shift && exec "$@"`;
       return new Promise((resolve, reject) => {
@@ -226,16 +226,15 @@ describe('the real CLI ends with the code of each row of the exit-code table', (
       ['cache', 'prune', 'manifests', '--release-source', 'releases'],
       ['controller', '--release-source', 'releases', '--output', 'out'],
     ];
-    for (const args of commands) {
-      await mkdir(gone, { recursive: true });
-      const result = await inGone(args);
+    // Each in its own removed directory, side by side.
+    const [version, ...results] = await Promise.all([inGone(['--version']), ...commands.map(inGone)]);
+    commands.forEach((args, index) => {
+      const result = results[index]!;
       expect(result.stderr, args.join(' ')).toBe(
         'error: the current working directory no longer exists (it was removed or moved away while the shell was in it), so relative paths mean nothing; cd into an existing directory and run the command again\n',
       );
       expect(result.code, args.join(' ')).toBe(1);
-    }
-    await mkdir(gone, { recursive: true });
-    const version = await inGone(['--version']);
+    });
     expect(version.code).toBe(0);
     expect(version.stdout).toMatch(/^clusterstack /);
   });
@@ -316,12 +315,14 @@ describe('the real CLI ends with the code of each row of the exit-code table', (
         'error: the cache directory /dev/null/cache (--cache-dir) cannot be created or written (ENOTDIR)',
       ],
     ];
-    for (const [args, env, message] of cases) {
-      const result = await refusedRender(args, env);
+    // The cases are processes of their own, independent of each other: they run side by side.
+    const refused = await Promise.all(cases.map(([args, env]) => refusedRender(args, env)));
+    cases.forEach(([args, , message], index) => {
+      const result = refused[index]!;
       expect(result.stderr, args.join(' ')).toContain(message);
       expect(result.stderr).toMatch(/\nRun 'clusterstack render --help' for its options and examples\.\n$/);
       expect(result.code, args.join(' ')).toBe(2);
-    }
+    });
     const oci = await runCliProcess([
       'render',
       EXAMPLE_MANIFESTS,
@@ -332,7 +333,7 @@ describe('the real CLI ends with the code of each row of the exit-code table', (
     ]);
     expect(oci.stderr).toMatch(/^error: --oci oci:\/\/localhost:1\/fleet:Bad tag: "Bad tag" is not a valid tag/);
     expect(oci.code).toBe(2);
-    for (const [args, message] of [
+    const listings: (readonly [readonly string[], string])[] = [
       [
         ['--kubernetes-version', 'one.thirty'],
         'error: --kubernetes-version must be a Kubernetes minor version such as 1.30, not "one.thirty"',
@@ -345,17 +346,18 @@ describe('the real CLI ends with the code of each row of the exit-code table', (
         ['--source', 'github:only-owner'],
         'error: --source: release source github:only-owner: expected github:<owner>/<repo>',
       ],
-    ] as const) {
-      const result = await runCliProcess([
-        'releases',
-        'list',
-        ...(args[0] === '--source' ? [] : ['--source', EXAMPLE_RELEASES]),
-        ...args,
-      ]);
+    ];
+    const listed = await Promise.all(
+      listings.map(([args]) =>
+        runCliProcess(['releases', 'list', ...(args[0] === '--source' ? [] : ['--source', EXAMPLE_RELEASES]), ...args]),
+      ),
+    );
+    listings.forEach(([, message], index) => {
+      const result = listed[index]!;
       expect(result.stderr).toContain(message);
       expect(result.stdout).toBe('');
       expect(result.code).toBe(2);
-    }
+    });
   });
 
   it('3: a release source that is down, blamed instead of the Clusters', async () => {

@@ -95,6 +95,42 @@ async function render(inputs: string[], remote: string, scheduler: string, relea
   return { code: result.code, stderr: result.stderr, report: result.stdout ? JSON.parse(result.stdout) : {} };
 }
 
+interface FirstRender {
+  run: Run;
+  dir: string;
+  scheduler: string;
+  remote: string;
+}
+let firstRender: Promise<FirstRender> | undefined;
+
+/** The first render of the five requests, made once for the file: the suites that start from it each take a copy of its remote. */
+function renderFirst(): Promise<FirstRender> {
+  firstRender ??= (async () => {
+    const dir = await writeTree({
+      'stacks.yaml': STACKS,
+      'clusters.yaml': CLUSTERS,
+      'requests.yaml': FIVE_REQUESTS.join(''),
+    });
+    const scheduler = path.join(await tempDir(), 'scheduler.yaml');
+    await writeFile(scheduler, SCHEDULER);
+    const remote = sandbox.bareRepo('requests-first');
+    const run = await render(
+      [path.join(dir, 'stacks.yaml'), path.join(dir, 'clusters.yaml'), path.join(dir, 'requests.yaml')],
+      remote,
+      scheduler,
+    );
+    return { run, dir, scheduler, remote };
+  })();
+  return firstRender;
+}
+
+/** A remote of its own (named `name`) holding `remote`'s history, for a suite that commits on from there. */
+function copyRemote(remote: string, name: string): string {
+  const copy = path.join(path.dirname(remote), `${name}.git`);
+  execFileSync('git', ['clone', '--quiet', '--bare', remote, copy]);
+  return copy;
+}
+
 const clusterFiles = (files: Record<string, string>): string[] =>
   Object.keys(files).filter(
     (file) => file.startsWith('management/_cluster-requests/clusters/') && !file.endsWith('kustomization.yaml'),
@@ -111,19 +147,9 @@ describe('clusterstack render --scheduler-config', { shuffle: false }, () => {
   let files: Record<string, string>;
 
   beforeAll(async () => {
-    dir = await writeTree({
-      'stacks.yaml': STACKS,
-      'clusters.yaml': CLUSTERS,
-      'requests.yaml': FIVE_REQUESTS.join(''),
-    });
-    scheduler = path.join(await tempDir(), 'scheduler.yaml');
-    await writeFile(scheduler, SCHEDULER);
-    remote = sandbox.bareRepo('requests');
-    first = await render(
-      [path.join(dir, 'stacks.yaml'), path.join(dir, 'clusters.yaml'), path.join(dir, 'requests.yaml')],
-      remote,
-      scheduler,
-    );
+    const rendered = await renderFirst();
+    ({ dir, scheduler, run: first } = rendered);
+    remote = copyRemote(rendered.remote, 'requests');
     files = sandbox.files(remote, 'main');
   });
 
@@ -570,15 +596,10 @@ describe('clusterstack render --scheduler-config: what cannot be scheduled withh
     `management/_cluster-requests/clusters/${cluster.namespace}/cluster-${cluster.name}.yaml`;
 
   beforeAll(async () => {
-    remote = sandbox.bareRepo('fail-small');
-    const scheduler = path.join(await tempDir(), 'scheduler.yaml');
-    await writeFile(scheduler, SCHEDULER);
-    const first = await writeTree({
-      'stacks.yaml': STACKS,
-      'clusters.yaml': CLUSTERS,
-      'requests.yaml': FIVE_REQUESTS.join(''),
-    });
-    expect((await render([first], remote, scheduler)).code).toBe(0);
+    // It starts where the first suite's render left its remote: the same inputs, rendered once.
+    const rendered = await renderFirst();
+    expect(rendered.run.code).toBe(0);
+    remote = copyRemote(rendered.remote, 'fail-small');
     before = sandbox.files(remote, 'main');
     // r1 changes its purpose, n1 has none, r4 is new; platform's profile is one no stack makes.
     unknownProfile = path.join(await tempDir(), 'scheduler.yaml');
