@@ -142,14 +142,17 @@ describe('LeaderElector', () => {
   it('never takes over a live leader whose clock runs 30 s behind: expiry is judged on its own clock', async () => {
     const slow = skewedClock();
     slow.skewMs = -30_000;
-    const a = candidate('pod-a', { clock: slow });
+    // A 3 s lease with a 2.5 s renew deadline: pod-a must stay live for the whole wait, and a
+    // 400 ms renew deadline was lost to a stalled event loop at load (4 files per 2 cores).
+    const timing = { leaseDurationMs: 3000, renewDeadlineMs: 2500 };
+    const a = candidate('pod-a', { clock: slow, ...timing });
     await waitFor(() => a.elector.isLeader(), 'pod-a leading');
     // Its renewTime is 30 s in the past for everyone else, on every renewal.
     expect(Date.parse(String((await lease())?.spec?.['renewTime']))).toBeLessThan(Date.now() - 25_000);
-    const b = candidate('pod-b');
-    // Longer than a lease duration (1 s) of polling: pod-b keeps seeing the record change, so it
+    const b = candidate('pod-b', timing);
+    // Longer than a lease duration (3 s) of polling: pod-b keeps seeing the record change, so it
     // waits. Judged by renewTime, it would have taken over at its first poll.
-    await new Promise((resolve) => setTimeout(resolve, 1300));
+    await new Promise((resolve) => setTimeout(resolve, 3300));
     expect(b.elector.isLeader()).toBe(false);
     expect(a.elector.isLeader()).toBe(true);
     expect((await lease())?.spec).toMatchObject({ holderIdentity: 'pod-a', leaseTransitions: 0 });
