@@ -10,8 +10,9 @@
 // Messages of one child keep their order, so every output arrives before its 'close'. When the
 // parent goes (exit, crash, SIGKILL: the channel closes), the children are killed and it exits.
 
-/** The spawner's source; run as `node -e SPAWNER_PROGRAM` with an IPC channel. */
-export const SPAWNER_PROGRAM = String.raw`'use strict';
+/** The spawner's source; run as `node -e SPAWNER_PROGRAM` with an IPC channel. Its first line names it in `ps`. */
+export const SPAWNER_PROGRAM = String.raw`// clusterstack-gitops process spawner (src/core/spawner-program.ts)
+'use strict';
 const { spawn } = require('node:child_process');
 const children = new Map();
 // Outputs wait in this process while the parent reads slowly: past this many unsent messages the
