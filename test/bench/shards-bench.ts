@@ -160,7 +160,7 @@ async function run(
   clusters: number,
   helm: string,
   apiKind: ApiKind,
-): Promise<{ firstMs: number; waveMs: number; commits: number }> {
+): Promise<{ firstMs: number; waveMs: number; commits: number; controllerCpuMs: number; peakRssMiB: number }> {
   const { GitSandbox } = await import('../support/git-repos.js');
   const work = await mkdtemp(path.join(os.tmpdir(), 'csk-bench-shards-'));
   const api = apiKind === 'fake' ? await fakeApi(work) : await realApi();
@@ -285,10 +285,16 @@ async function run(
       'every changed Cluster published again',
       Number(process.env.CSK_BENCH_TIMEOUT_MS ?? 600_000),
     );
+    const waveMs = performance.now() - waveStarted;
+    const commits = git.commitCount(remote, 'main') - commitsBefore;
+    // Each controller's own CPU over the whole run (not its children: helm, git, the spawner).
+    const stopped = await Promise.all(processes.splice(0).map((shard) => shard.stop()));
     return {
       firstMs,
-      waveMs: performance.now() - waveStarted,
-      commits: git.commitCount(remote, 'main') - commitsBefore,
+      waveMs,
+      commits,
+      controllerCpuMs: stopped.reduce((sum, shard) => sum + shard.cpuMs, 0),
+      peakRssMiB: Math.max(...stopped.map((shard) => shard.maxRssMiB)),
     };
   } catch (error) {
     for (const process of processes) console.log(`  shard stderr:\n${process.stderr().slice(-3000)}`);
@@ -381,7 +387,7 @@ export async function benchShards(
       [`${SHARD_COUNT} shards`, three],
     ] as const) {
       console.log(
-        `  ${name}: first publish of all ${(result.firstMs / 1000).toFixed(2)} s; all ${clusters} Clusters changed → all published again ${(result.waveMs / 1000).toFixed(2)} s (${(clusters / (result.waveMs / 1000)).toFixed(1)} Clusters/s, ${result.commits} commits)`,
+        `  ${name}: first publish of all ${(result.firstMs / 1000).toFixed(2)} s; all ${clusters} Clusters changed → all published again ${(result.waveMs / 1000).toFixed(2)} s (${(clusters / (result.waveMs / 1000)).toFixed(1)} Clusters/s, ${result.commits} commits); the controllers' own CPU ${(result.controllerCpuMs / 1000).toFixed(1)} s in all, peak RSS ${Math.round(result.peakRssMiB)} MiB per controller`,
       );
     }
     const ratio = one.waveMs / three.waveMs;
