@@ -236,42 +236,52 @@ describe('ProcessSpawner', () => {
     expect(spawner.pid).not.toBe(first);
   });
 
-  it('dies with its parent, killing its children, and never keeps the parent alive by itself', async () => {
-    // A parent that starts a sleeping child through the spawner and prints both pids: killed with
-    // SIGKILL, it leaves neither behind.
-    const module = path.resolve('src/core/process-spawner.ts');
-    const runner = path.resolve('src/core/run-process.ts');
-    const parentScript = (then: string) =>
-      `const { ProcessSpawner } = await import(${JSON.stringify(module)});` +
-      `const { runProcess } = await import(${JSON.stringify(runner)});` +
-      'const spawner = new ProcessSpawner({ minResidentBytes: 0 }); await spawner.ready();' +
-      `const run = runProcess('/bin/sh', ['-c', 'echo $$; ${then}'], { env: { PATH: '/usr/bin:/bin' }, start: spawner.start });` +
-      'const result = await run; console.log(spawner.pid, result.stdout.toString().trim());';
-    const start = (script: string) =>
-      spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
-        stdio: ['ignore', 'pipe', 'inherit'],
-      });
-    // Ends by itself once its run is done, although the spawner was started with no idle stop yet.
-    const finishing = start(parentScript('exit 0'));
-    let printed = '';
-    finishing.stdout.on('data', (chunk: Buffer) => (printed += chunk.toString()));
-    const code = await new Promise((resolve) => finishing.on('close', resolve));
-    expect(code).toBe(0);
-    const [spawnerPid] = printed.trim().split(' ').map(Number);
-    expect(await gone(spawnerPid!)).toBe(true);
+  // A parent process that loads the spawner (through tsx, as this file does) and runs `script`.
+  const parentProcess = (script: string) =>
+    spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '--input-type=module',
+        '-e',
+        `const { ProcessSpawner } = await import(${JSON.stringify(path.resolve('src/core/process-spawner.ts'))});` +
+          `const { runProcess } = await import(${JSON.stringify(path.resolve('src/core/run-process.ts'))});` +
+          'const spawner = new ProcessSpawner({ minResidentBytes: 0 }); await spawner.ready();' +
+          script,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
 
-    const killed = start(
-      `const { ProcessSpawner } = await import(${JSON.stringify(module)});` +
-        `const { runProcess } = await import(${JSON.stringify(runner)});` +
-        'const spawner = new ProcessSpawner({ minResidentBytes: 0 }); await spawner.ready();' +
-        `runProcess('/bin/sh', ['-c', 'echo $$; exec sleep 60'], { env: { PATH: '/usr/bin:/bin' }, start: (p, a, o) => {` +
+  it("lets its parent end by itself, waited for: its children's CPU counts as the parent's children's", async () => {
+    // The child spends 300 ms of CPU; the parent reads its children's CPU (cutime + cstime) as it exits.
+    const burn = 'const t = process.cpuUsage(); while (process.cpuUsage(t).user < 300_000);';
+    const parent = parentProcess(
+      `const result = await runProcess(process.execPath, ['-e', ${JSON.stringify(burn)}], { env: {}, start: spawner.start });` +
+        "const fs = await import('node:fs'); const pid = spawner.pid; process.on('exit', () => {" +
+        " const f = fs.readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' ');" +
+        ' console.log(JSON.stringify({ code: result.exitCode, pid, remote: spawner.remoteStarts, childrenCpuMs: (Number(f[13]) + Number(f[14])) * 10 })); });',
+    );
+    let printed = '';
+    parent.stdout.on('data', (chunk: Buffer) => (printed += chunk.toString()));
+    const code = await new Promise((resolve) => parent.on('close', resolve));
+    expect(code).toBe(0);
+    const report = JSON.parse(printed) as { code: number; pid: number; remote: number; childrenCpuMs: number };
+    expect(report).toMatchObject({ code: 0, remote: 1 });
+    expect(report.childrenCpuMs).toBeGreaterThanOrEqual(250);
+    expect(alive(report.pid)).toBe(false);
+  }, 60_000);
+
+  it('dies with its parent, killing its children', async () => {
+    const parent = parentProcess(
+      "runProcess('/bin/sh', ['-c', 'echo $$; exec sleep 60'], { env: { PATH: '/usr/bin:/bin' }, start: (p, a, o) => {" +
         ' const child = spawner.start(p, a, o); child.stdout.on("data", (d) => console.log(spawner.pid, String(d).trim())); return child; } });',
     );
     const pids = await new Promise<number[]>((resolve) =>
-      killed.stdout.on('data', (chunk: Buffer) => resolve(chunk.toString().trim().split(' ').map(Number))),
+      parent.stdout.on('data', (chunk: Buffer) => resolve(chunk.toString().trim().split(' ').map(Number))),
     );
     expect(pids).toHaveLength(2);
-    killed.kill('SIGKILL');
+    parent.kill('SIGKILL');
     for (const pid of pids) expect(await gone(pid)).toBe(true);
   }, 60_000);
 });

@@ -35,6 +35,15 @@ const DEFAULT_MAX_FAILURES = 3;
 // The spawner's last words on standard error, kept for the message when it dies.
 const STDERR_TAIL_BYTES = 2048;
 
+/**
+ * Spawners with a running process. When this process is about to end by itself, each is closed and
+ * waited for: the exit of a child this process waited for counts its CPU, and that of the helm
+ * processes it waited for, in this process's children's CPU (/proc stat cutime, `time`), as when
+ * helm is started directly; an unwaited spawner would take that CPU with it.
+ */
+const running = new Set<ProcessSpawner>();
+let reapsBeforeExit = false;
+
 /** A message from the spawner (see spawner-program.ts for the protocol). */
 type SpawnerMessage =
   | { t: 'ready' }
@@ -111,6 +120,13 @@ export class ProcessSpawner {
       });
       const link: Link = { process: child, ready: false, runs: new Map(), stderr: '' };
       this.#link = link;
+      running.add(this);
+      if (!reapsBeforeExit) {
+        reapsBeforeExit = true;
+        process.on('beforeExit', () => {
+          for (const spawner of running) spawner.#closeAndWait();
+        });
+      }
       // The spawner keeps this process alive only while it starts (a short wait for whoever awaits
       // it) and while runs are in flight, as directly spawned children would.
       child.unref();
@@ -145,6 +161,18 @@ export class ProcessSpawner {
     if (!link) return;
     this.#release(link, 'the spawner process that started it was stopped');
     link.process.kill('SIGKILL');
+  }
+
+  /** Closes an idle spawner and keeps this process alive until it exited (see `running`). */
+  #closeAndWait(): void {
+    const link = this.#link;
+    running.delete(this);
+    if (!link || link.runs.size > 0) return;
+    this.#link = undefined;
+    clearTimeout(this.#idleTimer);
+    link.process.ref();
+    if (link.process.connected) link.process.disconnect();
+    else link.process.kill('SIGKILL');
   }
 
   #startRemote(
@@ -192,7 +220,9 @@ export class ProcessSpawner {
     this.#idleTimer = setTimeout(() => {
       if (this.#link !== link || link.runs.size > 0) return;
       this.#link = undefined;
-      // Closing the channel is the spawner's signal to exit; nothing runs there.
+      // Closing the channel is the spawner's signal to exit; nothing runs there. Waited for, as
+      // before this process exits (see `running`).
+      link.process.ref();
       link.process.disconnect();
     }, this.#idleMs);
     this.#idleTimer.unref();
@@ -202,6 +232,7 @@ export class ProcessSpawner {
   #ended(link: Link, how: string): void {
     const expected = this.#link !== link;
     if (!expected) this.#link = undefined;
+    if (!this.#link) running.delete(this);
     this.#starting = undefined;
     const lost = link.runs.size;
     this.#release(link, `the spawner process that started it ${how}`);
@@ -227,6 +258,7 @@ export class ProcessSpawner {
     link.runs.clear();
     link.process.channel?.unref();
     if (this.#link === link) this.#link = undefined;
+    if (!this.#link) running.delete(this);
     for (const run of runs) run.lose(why);
   }
 }
