@@ -39,7 +39,7 @@ export interface SpawnedChild {
 }
 
 /** One output stream of a child. */
-export interface ChildOutput {
+interface ChildOutput {
   on(event: 'data', listener: (chunk: Buffer) => void): unknown;
   destroy(): unknown;
 }
