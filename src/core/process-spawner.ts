@@ -32,8 +32,6 @@ export interface ProcessSpawnerOptions {
 const DEFAULT_MIN_RESIDENT_BYTES = 96 * 1024 * 1024;
 const DEFAULT_IDLE_MS = 60_000;
 const DEFAULT_MAX_FAILURES = 3;
-// The spawner's last words on standard error, kept for the message when it dies.
-const STDERR_TAIL_BYTES = 2048;
 
 /**
  * Spawners with a running process. When this process is about to end by itself, each is closed and
@@ -58,7 +56,6 @@ interface Link {
   process: ChildProcess;
   ready: boolean;
   runs: Map<number, RemoteChild>;
-  stderr: string;
 }
 
 /** Starts children through a small helper process (see above); `start` is runProcess's `start` option. */
@@ -114,11 +111,13 @@ export class ProcessSpawner {
       // a heap size meant for this process.
       const child = spawn(process.execPath, ['-e', SPAWNER_PROGRAM], {
         env: {},
-        stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+        // Its own output is not read: a crash report could quote a request, and requests carry
+        // arguments and environments, where credentials may be.
+        stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
         serialization: 'advanced',
         windowsHide: true,
       });
-      const link: Link = { process: child, ready: false, runs: new Map(), stderr: '' };
+      const link: Link = { process: child, ready: false, runs: new Map() };
       this.#link = link;
       running.add(this);
       if (!reapsBeforeExit) {
@@ -130,10 +129,6 @@ export class ProcessSpawner {
       // The spawner keeps this process alive only while it starts (a short wait for whoever awaits
       // it) and while runs are in flight, as directly spawned children would.
       child.unref();
-      (child.stderr as unknown as { unref?: () => void } | null)?.unref?.();
-      child.stderr?.on('data', (chunk: Buffer) => {
-        link.stderr = (link.stderr + chunk.toString('utf8')).slice(-STDERR_TAIL_BYTES);
-      });
       let ended = false;
       const end = (how: string): void => {
         if (ended) return;
@@ -238,16 +233,14 @@ export class ProcessSpawner {
     this.#release(link, `the spawner process that started it ${how}`);
     if (expected) return;
     this.#failures += 1;
-    const last = link.stderr.trim().split('\n').pop();
-    const detail = `${how}${last ? `: ${last}` : ''}`;
     if (this.#failures >= this.#maxFailures) {
       this.#direct = true;
       this.#warn(
-        `The process spawner ${detail}; that was failure ${this.#failures}, so child processes (helm) are started directly from now on, each costing time that grows with this process's memory${lost ? `; ${lost} run(s) in flight failed and are retried` : ''}`,
+        `The process spawner ${how}; that was failure ${this.#failures}, so child processes (helm) are started directly from now on, each costing time that grows with this process's memory${lost ? `; ${lost} run(s) in flight failed and are retried` : ''}`,
       );
     } else {
       this.#warn(
-        `The process spawner ${detail} (failure ${this.#failures} of ${this.#maxFailures}); it is started again for the next run${lost ? `; ${lost} run(s) in flight failed and are retried` : ''}`,
+        `The process spawner ${how} (failure ${this.#failures} of ${this.#maxFailures}); it is started again for the next run${lost ? `; ${lost} run(s) in flight failed and are retried` : ''}`,
       );
     }
   }
