@@ -168,6 +168,8 @@ export class ProcessSpawner {
     link.process.ref();
     if (link.process.connected) link.process.disconnect();
     else link.process.kill('SIGKILL');
+    // A spawner that does not exit on its own does not hold this process for long.
+    setTimeout(() => link.process.kill('SIGKILL'), 2000).unref();
   }
 
   #startRemote(
