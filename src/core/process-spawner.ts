@@ -154,6 +154,7 @@ export class ProcessSpawner {
   stop(): void {
     const link = this.#link;
     if (!link) return;
+    this.#starting = undefined;
     this.#release(link, 'the spawner process that started it was stopped');
     link.process.kill('SIGKILL');
   }
@@ -227,10 +228,10 @@ export class ProcessSpawner {
 
   /** The spawner is gone: its runs are lost; unexpected exits count towards the fallback. */
   #ended(link: Link, how: string): void {
+    // Expected: it was stopped or closed, and may already have a successor starting.
     const expected = this.#link !== link;
-    if (!expected) this.#link = undefined;
+    if (!expected) [this.#link, this.#starting] = [undefined, undefined];
     if (!this.#link) running.delete(this);
-    this.#starting = undefined;
     const lost = link.runs.size;
     this.#release(link, `the spawner process that started it ${how}`);
     if (expected) return;
