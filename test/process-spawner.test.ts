@@ -225,6 +225,17 @@ describe('ProcessSpawner', () => {
     expect(spawner.pid).toBeUndefined();
   });
 
+  it('starts again after a stop, even one that came while it was starting', async () => {
+    const spawner = new ProcessSpawner({ minResidentBytes: 0, warn: () => expect.fail('a stop is no failure') });
+    spawners.push(spawner);
+    const starting = spawner.ready();
+    spawner.stop();
+    expect(await starting).toBe(false);
+    expect(await spawner.ready()).toBe(true);
+    const result = await node(spawner, 'process.stdout.write(String(process.ppid))');
+    expect(Number(result.stdout.toString())).toBe(spawner.pid);
+  });
+
   it('stops itself when idle, and starts again for the next run past the mark', async () => {
     const spawner = await readySpawner({ idleMs: 300 });
     const first = spawner.pid!;
