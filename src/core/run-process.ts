@@ -2,6 +2,8 @@
 // complete environment given, nothing inherited; input streamed as the child takes it; a limit on
 // the whole run and on silence; killed when the caller aborts; output captured within bounds. Its
 // own messages name the program only, never arguments or environment, where credentials may be.
+// The child is forked here or, through the `start` option, by a small spawner process
+// (src/core/process-spawner.ts); the limits and messages are the same either way.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import type { Writable } from 'node:stream';
