@@ -1,12 +1,14 @@
 // The one place that starts helm, through the process runner (src/core/run-process.ts): a scrubbed
-// environment with runner-owned Helm directories, a bound on processes in flight, a time limit per process.
+// environment with runner-owned Helm directories, a bound on processes in flight, a time limit per
+// process, and (given a ProcessSpawner) forks from a small helper process rather than this one.
 import { mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { DEFAULT_HELM_TIMEOUTS } from '../src/config.js';
 import { cpuBudget } from './cpu-budget.js';
 import { HelmNotFoundError, HelmTimeoutError, HELM_HOW_TO } from './helm-errors.js';
 import { RankedSlots } from '../src/core/ranked-slots.js';
-import { ProcessError, runProcess, type ProcessResult } from '../src/core/run-process.js';
+import type { ProcessSpawner } from '../src/core/process-spawner.js';
+import { ProcessError, runProcess, type ProcessResult, type StartChild } from '../src/core/run-process.js';
 import { decodeUtf8Strict, type TextEncodingError } from '../src/yaml/text-encoding.js';
 import { makePrivateDir } from '../src/cache/private-cache-file.js';
 
@@ -31,6 +33,8 @@ export interface SpawnHelmOptions {
   timeoutSetting?: string;
   /** Written to the child's standard input, which is then closed (none: an empty input). */
   stdin?: string;
+  /** Starts the process (default: Node's spawn from this process). */
+  start?: StartChild;
 }
 
 export const DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin';
@@ -65,6 +69,7 @@ export async function spawnHelm(
       ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
       timeoutMs: options.timeoutMs,
       input: options.stdin,
+      ...(options.start ? { start: options.start } : {}),
     });
   } catch (error) {
     if (error instanceof ProcessError && error.reason === 'timed-out')
@@ -99,6 +104,8 @@ export interface HelmRunnerOptions {
   concurrency?: number;
   /** Per process unless a run says otherwise; defaults to the chart render limit (DEFAULT_HELM_TIMEOUTS). */
   timeoutMs?: number;
+  /** Starts helm from this small process rather than this one (none: directly). */
+  spawner?: ProcessSpawner;
 }
 
 export interface HelmRunOptions {
@@ -121,6 +128,7 @@ export class HelmRunner {
   readonly timeoutMs: number;
   readonly #pathEnv: string;
   readonly #slots: RankedSlots;
+  readonly #spawner: ProcessSpawner | undefined;
   #prepared: Promise<Record<string, string>> | undefined;
   #spawned = 0;
   #inFlight = 0;
@@ -133,6 +141,7 @@ export class HelmRunner {
     this.timeoutMs = options.timeoutMs ?? DEFAULT_HELM_TIMEOUTS.chartMs;
     this.#pathEnv = options.pathEnv ?? DEFAULT_PATH;
     this.#slots = new RankedSlots(this.concurrency);
+    this.#spawner = options.spawner;
   }
 
   /** Helm processes started so far (for metrics and benchmarks). */
@@ -165,6 +174,7 @@ export class HelmRunner {
           purpose: options.purpose,
           ...(options.timeoutSetting ? { timeoutSetting: options.timeoutSetting } : {}),
           ...(options.stdin !== undefined ? { stdin: options.stdin } : {}),
+          ...(this.#spawner ? { start: this.#spawner.start } : {}),
         });
       } finally {
         this.#inFlight -= 1;

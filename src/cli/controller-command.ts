@@ -513,7 +513,10 @@ async function startRuntime(start: ControllerStart, prepared: Prepared, io: CliI
     providerFetcher: providerFetcherFrom(config, values, openSource),
     layerChartFetcher: layerChartFetcherFrom(config, values),
     workDir: config.cacheDir,
-    helm: createHelmDependencies(helmOptionsFrom(config)),
+    helm: createHelmDependencies({
+      ...helmOptionsFrom(config),
+      warn: (message) => logger.warn({ warning: message }, 'Helm process spawner warning'),
+    }),
     secrets: settings.secrets as SecretPolicy,
     ...(secretSettings.encryption ? { encryption: secretSettings.encryption } : {}),
     engine,

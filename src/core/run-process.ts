@@ -2,7 +2,9 @@
 // complete environment given, nothing inherited; input streamed as the child takes it; a limit on
 // the whole run and on silence; killed when the caller aborts; output captured within bounds. Its
 // own messages name the program only, never arguments or environment, where credentials may be.
-import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+// The child is forked here or, through the `start` option, by a small spawner process
+// (src/core/process-spawner.ts); the limits and messages are the same either way.
+import { spawn } from 'node:child_process';
 import path from 'node:path';
 import type { Writable } from 'node:stream';
 import { Failure, type FailureKind } from './failure.js';
@@ -23,7 +25,43 @@ export interface RunProcessOptions {
   maxOutputBytes?: number;
   /** Standard error keeps its last this many bytes (default 1 MiB): the end is where programs say what failed. */
   maxErrorBytes?: number;
+  /** Starts the child (default: Node's spawn, from this process); see ProcessSpawner for one that forks from a small process. */
+  start?: StartChild;
 }
+
+/** What runProcess needs of a started child: Node's ChildProcess, or one started by a spawner process. */
+export interface SpawnedChild {
+  readonly stdin: Writable;
+  readonly stdout: ChildOutput;
+  readonly stderr: ChildOutput;
+  /** 'error': the child could not start (or, a ProcessError, was lost); 'close': it ended and its outputs are read. */
+  on(event: 'error', listener: (error: NodeJS.ErrnoException) => void): unknown;
+  on(event: 'close', listener: (code: number | null, signal: NodeJS.Signals | null) => void): unknown;
+  kill(signal: NodeJS.Signals): boolean;
+}
+
+/** One output stream of a child. */
+interface ChildOutput {
+  on(event: 'data', listener: (chunk: Buffer) => void): unknown;
+  destroy(): unknown;
+}
+
+/** Starts `program` with exactly `env`, its three streams piped; never through a shell. */
+export type StartChild = (
+  program: string,
+  args: readonly string[],
+  options: { cwd?: string; env: Readonly<Record<string, string>> },
+) => SpawnedChild;
+
+/** Node's spawn, from this process: the fork copies this process's page tables, so it costs more the larger the heap. */
+export const spawnDirectly: StartChild = (program, args, options) =>
+  spawn(program, [...args], {
+    shell: false,
+    cwd: options.cwd,
+    env: { ...options.env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+    windowsHide: true,
+  });
 
 export interface ProcessResult {
   /** The exit status; 128 when a signal ended the process, 1 when neither is known. */
@@ -36,7 +74,7 @@ export interface ProcessResult {
 }
 
 /** Why a run did not end by itself. */
-export type ProcessFailureReason = 'not-started' | 'timed-out' | 'idle' | 'aborted' | 'output-too-large';
+export type ProcessFailureReason = 'not-started' | 'timed-out' | 'idle' | 'aborted' | 'output-too-large' | 'lost';
 
 const KIND_OF_REASON: Record<ProcessFailureReason, FailureKind> = {
   // A program that is missing or not executable is a setting of the machine to fix.
@@ -45,6 +83,8 @@ const KIND_OF_REASON: Record<ProcessFailureReason, FailureKind> = {
   idle: 'retry',
   aborted: 'retry',
   'output-too-large': 'fix-input',
+  // The process that started the child went away (src/core/process-spawner.ts); the next run starts another.
+  lost: 'retry',
 };
 
 /** A run that could not start or was stopped; callers turn it into their own failure with the step's words. */
@@ -83,12 +123,9 @@ export function runProcess(
     return Promise.reject(new ProcessError('aborted', program, `${name} was not started: the run was cancelled`));
   return new Promise((resolve, reject) => {
     const started = performance.now();
-    const child = spawn(program, [...args], {
-      shell: false,
-      cwd: options.cwd,
-      env: { ...options.env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-      windowsHide: true,
+    const child = (options.start ?? spawnDirectly)(program, args, {
+      env: options.env,
+      ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
     });
     const watch = new ChildWatch(child, program, options, reject);
     const stdout = new BoundedOutput(options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES);
@@ -110,6 +147,11 @@ export function runProcess(
     });
     child.on('error', (error: NodeJS.ErrnoException) => {
       if (!watch.finish()) return;
+      if (error instanceof ProcessError) {
+        // Started elsewhere and lost there: nothing is left to kill, and the error says why.
+        reject(error);
+        return;
+      }
       // Node's message carries internal frames and, for a missing directory, blames the program.
       const because = error.code === 'ENOENT' ? 'not found' : (error.code ?? error.message);
       reject(
@@ -152,7 +194,7 @@ class ChildWatch {
     this.stop(new ProcessError('aborted', this.program, `${this.name} was stopped: the run was cancelled`));
 
   constructor(
-    private readonly child: ChildProcessWithoutNullStreams,
+    private readonly child: SpawnedChild,
     private readonly program: string,
     private readonly options: RunProcessOptions,
     private readonly reject: (error: unknown) => void,

@@ -10,6 +10,8 @@ import { chmod, mkdtemp, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { resolveHelmBinary } from '../../renderers/helm-binary.js';
+import { ProcessSpawner } from '../../src/core/process-spawner.js';
+import { runProcess, spawnDirectly, type StartChild } from '../../src/core/run-process.js';
 import { SHARD_LABEL } from '../../src/shards/shard-scope.js';
 import { assertCliBuilt, type CliProcess, startCli } from './cli-runs.js';
 
@@ -158,7 +160,7 @@ async function run(
   clusters: number,
   helm: string,
   apiKind: ApiKind,
-): Promise<{ firstMs: number; waveMs: number; commits: number }> {
+): Promise<{ firstMs: number; waveMs: number; commits: number; controllerCpuMs: number; peakRssMiB: number }> {
   const { GitSandbox } = await import('../support/git-repos.js');
   const work = await mkdtemp(path.join(os.tmpdir(), 'csk-bench-shards-'));
   const api = apiKind === 'fake' ? await fakeApi(work) : await realApi();
@@ -283,10 +285,16 @@ async function run(
       'every changed Cluster published again',
       Number(process.env.CSK_BENCH_TIMEOUT_MS ?? 600_000),
     );
+    const waveMs = performance.now() - waveStarted;
+    const commits = git.commitCount(remote, 'main') - commitsBefore;
+    // Each controller's own CPU over the whole run (not its children: helm, git, the spawner).
+    const stopped = await Promise.all(processes.splice(0).map((shard) => shard.stop()));
     return {
       firstMs,
-      waveMs: performance.now() - waveStarted,
-      commits: git.commitCount(remote, 'main') - commitsBefore,
+      waveMs,
+      commits,
+      controllerCpuMs: stopped.reduce((sum, shard) => sum + shard.cpuMs, 0),
+      peakRssMiB: Math.max(...stopped.map((shard) => shard.maxRssMiB)),
     };
   } catch (error) {
     for (const process of processes) console.log(`  shard stderr:\n${process.stderr().slice(-3000)}`);
@@ -307,6 +315,54 @@ function loadNow(): string {
 }
 
 /**
+ * What starting a child costs the main thread of a process with a shard's heap (about 250 MiB),
+ * started directly (Node forks this process) and through the process spawner (a small process
+ * forks): the time the start call blocks, and this process's CPU per run. Children are a short
+ * sleep, three at a time, as the helm runner keeps them.
+ */
+async function benchSpawnCost(heapMiB = 250, runs = 30): Promise<void> {
+  const ballast: unknown[] = [];
+  while (process.memoryUsage().heapUsed < heapMiB * 1024 * 1024)
+    ballast.push({ value: Math.random(), text: String(Math.random()), list: [1, 2, 3] });
+  const spawner = new ProcessSpawner({ minResidentBytes: 0 });
+  await spawner.ready();
+  const measure = async (start: StartChild): Promise<{ blockedMs: number[]; cpuMs: number }> => {
+    const blockedMs: number[] = [];
+    const timed: StartChild = (program, args, options) => {
+      const before = performance.now();
+      const child = start(program, args, options);
+      blockedMs.push(performance.now() - before);
+      return child;
+    };
+    const cpuBefore = process.cpuUsage();
+    const inFlight: Promise<unknown>[] = [];
+    for (let run = 0; run < runs; run += 1) {
+      inFlight.push(runProcess('/bin/sleep', ['0.05'], { env: { PATH: '/usr/bin:/bin' }, start: timed }));
+      if (inFlight.length >= 3) await inFlight.shift();
+    }
+    await Promise.all(inFlight);
+    const cpu = process.cpuUsage(cpuBefore);
+    return { blockedMs: blockedMs.sort((a, b) => a - b), cpuMs: (cpu.user + cpu.system) / 1000 / runs };
+  };
+  try {
+    const rss = Math.round(process.memoryUsage().rss / 1024 / 1024);
+    for (const [name, start] of [
+      ['directly', spawnDirectly],
+      ['through the spawner', spawner.start],
+    ] as const) {
+      const { blockedMs, cpuMs } = await measure(start);
+      const at = (share: number): string => blockedMs[Math.floor(share * (blockedMs.length - 1))]!.toFixed(2);
+      console.log(
+        `  start ${name} at ${rss} MiB resident: the call blocks ${at(0.5)} ms (median), ${at(0.9)} ms (p90); this process's CPU per run ${cpuMs.toFixed(2)} ms`,
+      );
+    }
+  } finally {
+    spawner.stop();
+    ballast.length = 0;
+  }
+}
+
+/**
  * `npm run bench -- --only shards`: one shard against three, the fleet and helm's cost fixed, against
  * the fake API server and a real kube-apiserver (`apis`), each run its own server.
  */
@@ -317,6 +373,8 @@ export async function benchShards(
 ): Promise<void> {
   assertCliBuilt();
   const helm = await fixedCostHelm(await mkdtemp(path.join(os.tmpdir(), 'csk-bench-helm-')), helmSeconds);
+  console.log(`\n== starting helm from a shard-sized process (load average ${loadNow()}) ==`);
+  await benchSpawnCost();
   for (const apiKind of apis) {
     console.log(
       `\n== shards (${apiKind} API server): ${clusters} Clusters, 3 ClusterStacks, helm a fixed ${helmSeconds} s per chart; 1 shard, then ${SHARD_COUNT} shards on one branch ==`,
@@ -329,7 +387,7 @@ export async function benchShards(
       [`${SHARD_COUNT} shards`, three],
     ] as const) {
       console.log(
-        `  ${name}: first publish of all ${(result.firstMs / 1000).toFixed(2)} s; all ${clusters} Clusters changed → all published again ${(result.waveMs / 1000).toFixed(2)} s (${(clusters / (result.waveMs / 1000)).toFixed(1)} Clusters/s, ${result.commits} commits)`,
+        `  ${name}: first publish of all ${(result.firstMs / 1000).toFixed(2)} s; all ${clusters} Clusters changed → all published again ${(result.waveMs / 1000).toFixed(2)} s (${(clusters / (result.waveMs / 1000)).toFixed(1)} Clusters/s, ${result.commits} commits); the controllers' own CPU ${(result.controllerCpuMs / 1000).toFixed(1)} s in all, peak RSS ${Math.round(result.peakRssMiB)} MiB per controller`,
       );
     }
     const ratio = one.waveMs / three.waveMs;
