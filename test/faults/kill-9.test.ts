@@ -165,21 +165,24 @@ type Landings = Record<KillTimerReport['landed'], number>;
 /**
  * A few kills at random times after the run took the target's lock. Each run times its own kill
  * (kill-timer.ts), so a busy test worker cannot delay it past the run's end; the delay is a seeded
- * fraction of how long the last run that finished held its lock, as that run measured it.
+ * fraction of how long the last run that finished held its lock, as that run measured it. A kill
+ * can still come late: the run was quicker than the one before it, or (at load) the timer's thread
+ * got no CPU before the run exited ('never-locked'). Those rounds are counted, and repeated.
  */
 async function killAtRandom(target: Target, cache: string, seed: number): Promise<Landings> {
   const random = seededRandom(seed);
   const landings: Landings = { 'mid-publish': 0, 'after-publish': 0, 'after-exit': 0, 'never-locked': 0 };
   const reports = await tempDir('csk-kill-reports-');
-  // Until a run has finished and said how long it held the lock: about what an unloaded run takes.
-  let heldMs = 300;
+  // Until a run has finished and said how long it held the lock: about what an unloaded --output run takes.
+  let heldMs = 150;
   let held = await target.published();
-  // A kill that comes too late costs a whole run: up to three rounds per kill.
-  for (let round = 0; landings['mid-publish'] < RANDOM_KILLS && round < RANDOM_KILLS * 3; round++) {
+  // A kill that comes too late costs a whole run: up to four rounds per kill.
+  for (let round = 0; landings['mid-publish'] < RANDOM_KILLS && round < RANDOM_KILLS * 4; round++) {
     // Always the render the target does not hold, so every run has something to publish.
     const flags = JSON.stringify(held) === JSON.stringify((target.trees ?? trees).a) ? RENDERS.b : RENDERS.a;
     const report = path.join(reports, `${round}.json`);
-    const afterMs = Math.floor(random() * heldMs);
+    // Within the first three quarters: the next run may be a little quicker than the last.
+    const afterMs = Math.floor(random() * heldMs * 0.75);
     const result = await (
       await startCli(render(target, cache, flags), { killTimer: { ...target.lock!, afterMs, report } })
     ).done;
@@ -187,18 +190,16 @@ async function killAtRandom(target: Target, cache: string, seed: number): Promis
     landings[landed.landed] += 1;
     if (result.signal === null) {
       // A run that was not killed must have succeeded, whatever the killed ones before it left.
-      expect({ code: result.code, stderr: result.stderr, landed: landed.landed }).toEqual({
-        code: 0,
-        stderr: '',
-        landed: 'after-exit',
-      });
-      if (landed.landed === 'after-exit') heldMs = Math.max(50, landed.lockedMs);
+      expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: '' });
+      expect(['after-exit', 'never-locked']).toContain(landed.landed);
+      if (landed.landed === 'after-exit') heldMs = Math.max(20, landed.lockedMs);
     } else {
       expect({ signal: result.signal, stderr: result.stderr }).toEqual({ signal: 'SIGKILL', stderr: '' });
     }
     held = await afterKill(target);
   }
-  // The minimum: every kill timed inside a run lands (an every-kill-late regression fails here).
+  // The minimum: three kills land inside the publish within twelve rounds, at load too (in traced
+  // runs at load 30, at most one round in four came late); a regression that makes every kill late fails here.
   expect(landings['mid-publish']).toBe(RANDOM_KILLS);
   return landings;
 }
@@ -215,18 +216,28 @@ async function converge(target: Target, cache: string): Promise<void> {
 
 /** Every step, then the random kills, then convergence; says what happened. */
 async function killAll(name: string, target: Target, cache: string): Promise<void> {
-  const published = await crashAtEveryStep(target, cache);
+  // Each phase's wall time is printed: where the file's time goes, at whatever load it ran.
+  const phases: string[] = [];
+  const timed = async <T>(phase: string, work: () => Promise<T>): Promise<T> => {
+    const started = performance.now();
+    const result = await work();
+    phases.push(`${phase} ${Math.round(performance.now() - started)} ms`);
+    return result;
+  };
+  const published = await timed('crash steps', () => crashAtEveryStep(target, cache));
+  // Per target, so that replaying one KILL9_SEED gives each target the delays it had, in any order.
   const seed = (SEED + [...name].reduce((sum, char) => sum + char.charCodeAt(0), 0)) >>> 0;
-  const random = target.lock === undefined ? undefined : await killAtRandom(target, cache, seed);
+  const random =
+    target.lock === undefined ? undefined : await timed('random kills', () => killAtRandom(target, cache, seed));
+  await timed('converge', () => converge(target, cache));
   const landings = random
-    ? `random kills (seed ${seed}): ${Object.entries(random)
+    ? `random kills (KILL9_SEED=${SEED}): ${Object.entries(random)
         .map(([where, count]) => `${count} ${where}`)
         .join(', ')}`
     : 'no random kills';
   console.info(
-    `${name}: crashed at ${target.steps.length} steps (${published.length} showed the new render: ${published.join(', ') || 'none'}); ${landings}`,
+    `${name}: crashed at ${target.steps.length} steps (${published.length} showed the new render: ${published.join(', ') || 'none'}); ${landings}; ${phases.join(', ')}`,
   );
-  await converge(target, cache);
 }
 
 // A limit only for a stuck run: at load 25 one target's crashes and random kills took over 240 s.

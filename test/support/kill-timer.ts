@@ -5,7 +5,7 @@
 // landed after the run had already finished; a thread of the run's own, woken by the kernel
 // (inotify) and not blocked by the run's JavaScript, kills where the delay says, at any instruction.
 // Whatever happened is written to a report file, because the run's stderr must stay empty.
-import { readFileSync, watch, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, watch, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { isMainThread, Worker, workerData } from 'node:worker_threads';
 
@@ -29,7 +29,7 @@ export type KillTimerReport =
   | { landed: 'after-publish' }
   /** It exited first, `lockedMs` after taking its lock (the kill came too late). */
   | { landed: 'after-exit'; lockedMs: number }
-  /** It exited without ever taking a lock. */
+  /** It exited before this thread saw it take a lock (none, or the thread got no CPU in time at load). */
   | { landed: 'never-locked' };
 
 export const KILL_TIMER_ENV = 'CLUSTERSTACK_TEST_KILL_TIMER';
@@ -57,19 +57,24 @@ function heldByUs(plan: KillTimerPlan, name: string): boolean {
 function runThread({ plan, shared }: ThreadData): void {
   const name = new RegExp(plan.lockName);
   let ourLock: string | undefined;
-  // A stale lock of an earlier killed run may be there already: only one naming this process counts.
-  const watcher = watch(plan.lockDir, (_event, file) => {
-    if (ourLock !== undefined || file === null || !name.test(file) || !heldByUs(plan, file)) return;
+  const startClock = (file: string): void => {
     ourLock = file;
     shared[0] = Date.now();
     watcher.close();
     setTimeout(() => {
       if (shared[1] === 1) return;
-      const landed = heldByUs(plan, ourLock!) ? 'mid-publish' : 'after-publish';
+      const landed = heldByUs(plan, file) ? 'mid-publish' : 'after-publish';
       writeFileSync(plan.report, JSON.stringify({ landed } satisfies KillTimerReport));
       process.kill(process.pid, 'SIGKILL');
     }, plan.afterMs);
+  };
+  // A stale lock of an earlier killed run may be there already: only one naming this process counts.
+  const watcher = watch(plan.lockDir, (_event, file) => {
+    if (ourLock === undefined && file !== null && name.test(file) && heldByUs(plan, file)) startClock(file);
   });
+  // At load this thread may start after the run took its lock: then the lock is there, and no event comes.
+  const taken = readdirSync(plan.lockDir).find((file) => name.test(file) && heldByUs(plan, file));
+  if (taken !== undefined && ourLock === undefined) startClock(taken);
 }
 
 if (isMainThread) {
