@@ -5,6 +5,7 @@
 // every kill the target holds wholly the old or wholly the new render and git fsck finds nothing
 // wrong; the next normal run succeeds, and at the end a run converges and the run after it changes nothing.
 import { existsSync, readdirSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OciArtifactPublisher } from '../../gitops/oci-artifact-publisher.js';
@@ -19,6 +20,7 @@ import {
   writeTree,
 } from '../support/cli.js';
 import { removeCliBundle, startCli } from '../support/cli-process.js';
+import type { KillTimerReport } from '../support/kill-timer.js';
 import { CLI_CRASH_STEPS } from '../support/crash-steps.js';
 import { GitSandbox } from '../support/git-repos.js';
 import { startRegistry, type TestRegistry } from '../support/registry/index.js';
@@ -77,8 +79,8 @@ interface Target {
   flags: string[];
   /** The crash steps a switch between the two renders passes, in order (CLUSTERSTACK_CRASH_AT values). */
   steps: readonly string[];
-  /** The lock file a run holds while it reads and publishes (its appearance starts a random kill's clock); none: no random kills. */
-  lockFile?: () => string | undefined;
+  /** Where the lock file a run holds while it reads and publishes appears (its appearance starts a random kill's clock); none: no random kills. */
+  lock?: { lockDir: string; lockName: string };
   /** What a reader or Flux would see now. */
   published(): Promise<Tree | undefined>;
   /** Everything that must hold after every kill besides the published tree. */
@@ -132,8 +134,10 @@ async function afterKill(target: Target): Promise<Tree | undefined> {
  */
 async function crashAtEveryStep(target: Target, cache: string): Promise<string[]> {
   const published: string[] = [];
-  for (const step of target.steps) {
-    await runToA(target, cache);
+  for (const [index, step] of target.steps.entries()) {
+    // Each crash starts from the quick start; a target that holds it already (OCI's reference renders) needs no run.
+    if (index > 0 || JSON.stringify(await target.published()) !== JSON.stringify((target.trees ?? trees).a))
+      await runToA(target, cache);
     const run = await startCli(render(target, cache, RENDERS.b), { env: { CLUSTERSTACK_CRASH_AT: step } });
     const result = await run.done;
     expect({ step, signal: result.signal, stderr: result.stderr }).toEqual({ step, signal: 'SIGKILL', stderr: '' });
@@ -142,39 +146,62 @@ async function crashAtEveryStep(target: Target, cache: string): Promise<string[]
   return published;
 }
 
-/** A few kills at random times after the run took the target's lock (or started, without one). */
-async function killAtRandom(target: Target, cache: string): Promise<number> {
-  let killed = 0;
-  let spanMs = 1500;
-  // A fast publish often ends before its kill time: up to six rounds per kill.
-  for (let round = 0; killed < RANDOM_KILLS && round < RANDOM_KILLS * 6; round++) {
+/** A seeded generator of numbers in [0, 1) (mulberry32): a failing run's kill times can be replayed with KILL9_SEED. */
+function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(state ^ (state >>> 15), 1 | state);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const SEED = Number(process.env.KILL9_SEED ?? Math.floor(Math.random() * 2 ** 32));
+
+/** Where the random kills of one target landed, as the killed runs themselves saw it (kill-timer.ts). */
+type Landings = Record<KillTimerReport['landed'], number>;
+
+/**
+ * A few kills at random times after the run took the target's lock. Each run times its own kill
+ * (kill-timer.ts), so a busy test worker cannot delay it past the run's end; the delay is a seeded
+ * fraction of how long the last run that finished held its lock, as that run measured it. A kill
+ * can still come late: the run was quicker than the one before it, or (at load) the timer's thread
+ * got no CPU before the run exited ('never-locked'). Those rounds are counted, and repeated.
+ */
+async function killAtRandom(target: Target, cache: string, seed: number): Promise<Landings> {
+  const random = seededRandom(seed);
+  const landings: Landings = { 'mid-publish': 0, 'after-publish': 0, 'after-exit': 0, 'never-locked': 0 };
+  const reports = await tempDir('csk-kill-reports-');
+  // Until a run has finished and said how long it held the lock: about what an unloaded --output run takes.
+  let heldMs = 150;
+  let held = await target.published();
+  // A kill that comes too late costs a whole run: up to four rounds per kill.
+  for (let round = 0; landings['mid-publish'] < RANDOM_KILLS && round < RANDOM_KILLS * 4; round++) {
     // Always the render the target does not hold, so every run has something to publish.
-    const before = await target.published();
-    const flags = JSON.stringify(before) === JSON.stringify((target.trees ?? trees).a) ? RENDERS.b : RENDERS.a;
-    const run = await startCli(render(target, cache, flags));
-    let exited = false;
-    void run.done.then(() => (exited = true));
-    // Waiting for the lock to appear is event enough: the kill time is what is random.
-    const started = Date.now();
-    while (!exited && target.lockFile!() === undefined && Date.now() - started < 60_000)
-      await new Promise((resolve) => setTimeout(resolve, 2));
-    const lockedAt = Date.now();
-    await new Promise((resolve) => setTimeout(resolve, Math.random() * spanMs));
-    if (!exited) {
-      run.child.kill('SIGKILL');
-      killed += 1;
-    }
-    const result = await run.done;
-    // A run that was not killed must have succeeded, whatever the killed ones before it left; it
-    // tells how long the rest takes, so the next kills aim inside it.
+    const flags = JSON.stringify(held) === JSON.stringify((target.trees ?? trees).a) ? RENDERS.b : RENDERS.a;
+    const report = path.join(reports, `${round}.json`);
+    // Within the first three quarters: the next run may be a little quicker than the last.
+    const afterMs = Math.floor(random() * heldMs * 0.75);
+    const result = await (
+      await startCli(render(target, cache, flags), { killTimer: { ...target.lock!, afterMs, report } })
+    ).done;
+    const landed = JSON.parse(await readFile(report, 'utf8')) as KillTimerReport;
+    landings[landed.landed] += 1;
     if (result.signal === null) {
+      // A run that was not killed must have succeeded, whatever the killed ones before it left.
       expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: '' });
-      spanMs = Math.max(100, Date.now() - lockedAt);
+      expect(['after-exit', 'never-locked']).toContain(landed.landed);
+      if (landed.landed === 'after-exit') heldMs = Math.max(20, landed.lockedMs);
+    } else {
+      expect({ signal: result.signal, stderr: result.stderr }).toEqual({ signal: 'SIGKILL', stderr: '' });
     }
-    await afterKill(target);
+    held = await afterKill(target);
   }
-  expect(killed).toBe(RANDOM_KILLS);
-  return killed;
+  // The minimum: three kills land inside the publish within twelve rounds, at load too (in traced
+  // runs at load 30, at most one round in four came late); a regression that makes every kill late fails here.
+  expect(landings['mid-publish']).toBe(RANDOM_KILLS);
+  return landings;
 }
 
 async function converge(target: Target, cache: string): Promise<void> {
@@ -189,12 +216,28 @@ async function converge(target: Target, cache: string): Promise<void> {
 
 /** Every step, then the random kills, then convergence; says what happened. */
 async function killAll(name: string, target: Target, cache: string): Promise<void> {
-  const published = await crashAtEveryStep(target, cache);
-  const random = target.lockFile === undefined ? 0 : await killAtRandom(target, cache);
+  // Each phase's wall time is printed: where the file's time goes, at whatever load it ran.
+  const phases: string[] = [];
+  const timed = async <T>(phase: string, work: () => Promise<T>): Promise<T> => {
+    const started = performance.now();
+    const result = await work();
+    phases.push(`${phase} ${Math.round(performance.now() - started)} ms`);
+    return result;
+  };
+  const published = await timed('crash steps', () => crashAtEveryStep(target, cache));
+  // Per target, so that replaying one KILL9_SEED gives each target the delays it had, in any order.
+  const seed = (SEED + [...name].reduce((sum, char) => sum + char.charCodeAt(0), 0)) >>> 0;
+  const random =
+    target.lock === undefined ? undefined : await timed('random kills', () => killAtRandom(target, cache, seed));
+  await timed('converge', () => converge(target, cache));
+  const landings = random
+    ? `random kills (KILL9_SEED=${SEED}): ${Object.entries(random)
+        .map(([where, count]) => `${count} ${where}`)
+        .join(', ')}`
+    : 'no random kills';
   console.info(
-    `${name}: crashed at ${target.steps.length} steps (${published.length} showed the new render: ${published.join(', ') || 'none'}); ${random} random kills`,
+    `${name}: crashed at ${target.steps.length} steps (${published.length} showed the new render: ${published.join(', ') || 'none'}); ${landings}; ${phases.join(', ')}`,
   );
-  await converge(target, cache);
 }
 
 // A limit only for a stuck run: at load 25 one target's crashes and random kills took over 240 s.
@@ -205,8 +248,7 @@ describe.concurrent('kill -9 while publishing', { timeout: 600_000 }, () => {
     const target: Target = {
       flags: ['--output', out],
       steps: CLI_CRASH_STEPS.output,
-      lockFile: () =>
-        existsSync(path.join(out, '.clusterstack', 'lock')) ? path.join(out, '.clusterstack', 'lock') : undefined,
+      lock: { lockDir: path.join(out, '.clusterstack'), lockName: '^lock$' },
       published: async () => (existsSync(path.join(out, 'current')) ? readTree(path.join(out, 'current')) : undefined),
       consistent: () => expect(readdirSync(out).filter((entry) => entry !== '.clusterstack')).toEqual(['current']),
     };
@@ -223,7 +265,7 @@ describe.concurrent('kill -9 while publishing', { timeout: 600_000 }, () => {
     const target: Target = {
       flags: ['--git', repo],
       steps: CLI_CRASH_STEPS.inPlaceGit,
-      lockFile: () => (existsSync(path.join(repo, '.git', 'clusterstack.lock')) ? 'held' : undefined),
+      lock: { lockDir: path.join(repo, '.git'), lockName: '^clusterstack\\.lock$' },
       published: async () => gitTree(repo),
       consistent: () => fsckClean(repo),
     };
@@ -239,8 +281,7 @@ describe.concurrent('kill -9 while publishing', { timeout: 600_000 }, () => {
     const target: Target = {
       flags: ['--git', remote],
       steps: CLI_CRASH_STEPS.bareGit,
-      lockFile: () =>
-        existsSync(clones) && readdirSync(clones).some((entry) => entry.endsWith('.lock')) ? 'held' : undefined,
+      lock: { lockDir: clones, lockName: '\\.lock$' },
       published: async () => gitTree(remote),
       consistent: () => fsckClean(remote),
     };
@@ -277,7 +318,8 @@ describe.concurrent('kill -9 while publishing', { timeout: 600_000 }, () => {
       return (await read(reference))!;
     };
     const target: Target = {
-      trees: { a: await referenceTree(RENDERS.a), b: await referenceTree(RENDERS.b) },
+      // b first: the reference is left holding a, where the first crash starts from.
+      trees: await referenceTree(RENDERS.b).then(async (b) => ({ a: await referenceTree(RENDERS.a), b })),
       flags: ['--oci', reference, '--plain-http'],
       steps: CLI_CRASH_STEPS.oci,
       // A registry has no lock to start a random kill's clock: the steps are the pushes themselves.

@@ -8,6 +8,7 @@ import { rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { build } from 'esbuild';
+import { KILL_TIMER_ENV, type KillTimerPlan } from './kill-timer.js';
 
 export const REPO_ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -20,10 +21,13 @@ const BUNDLE_DIR = path.join(
 );
 let bundled: Promise<string> | undefined;
 
-/** The bundled CLI's entry file, built on first use. */
+/** The bundled CLI's entry file, built on first use (kill-timer.js, a preload, beside it). */
 function cliEntry(): Promise<string> {
   bundled ??= build({
-    entryPoints: [path.join(REPO_ROOT, 'src/cli/main.ts')],
+    entryPoints: {
+      main: path.join(REPO_ROOT, 'src/cli/main.ts'),
+      'kill-timer': path.join(REPO_ROOT, 'test/support/kill-timer.ts'),
+    },
     bundle: true,
     splitting: true,
     format: 'esm',
@@ -56,6 +60,8 @@ export interface CliProcessOptions {
   prefix?: string[];
   /** Flags for node itself, before the CLI's. */
   nodeArgs?: string[];
+  /** A kill -9 the process times itself, from its own lock's appearance (kill-timer.ts). */
+  killTimer?: KillTimerPlan;
 }
 
 /** The environment a CLI process starts with: the test cache, no developer git config. */
@@ -88,10 +94,14 @@ export interface StartedCli {
 
 /** Starts the CLI; `done` resolves when it exits (by itself or by a signal). */
 export async function startCli(args: string[], options: CliProcessOptions = {}): Promise<StartedCli> {
-  const { command, args: argv } = await cliCommand(args, options.prefix, options.nodeArgs);
+  const { killTimer } = options;
+  const nodeArgs = killTimer
+    ? [...(options.nodeArgs ?? []), '--import', path.join(path.dirname(await cliEntry()), 'kill-timer.js')]
+    : options.nodeArgs;
+  const { command, args: argv } = await cliCommand(args, options.prefix, nodeArgs);
   const child = spawn(command, argv, {
     cwd: options.cwd ?? REPO_ROOT,
-    env: cliEnvironment(options.env),
+    env: cliEnvironment(killTimer ? { ...options.env, [KILL_TIMER_ENV]: JSON.stringify(killTimer) } : options.env),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';

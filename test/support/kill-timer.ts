@@ -1,0 +1,99 @@
+// A random kill -9 timed inside the CLI process itself, for test/faults/kill-9.test.ts. Loaded with
+// `node --import` (cli-process.ts bundles it beside the CLI), it starts a worker thread that watches
+// for the run's own publish lock and SIGKILLs the process a given delay after it appears. The test
+// worker's event loop is shared with the other kill tests and lags at load, so a kill timed there
+// landed after the run had already finished; a thread of the run's own, woken by the kernel
+// (inotify) and not blocked by the run's JavaScript, kills where the delay says, at any instruction.
+// Whatever happened is written to a report file, because the run's stderr must stay empty.
+import { readdirSync, readFileSync, watch, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { isMainThread, Worker, workerData } from 'node:worker_threads';
+
+/** What the test asks for, as JSON in KILL_TIMER_ENV. */
+export interface KillTimerPlan {
+  /** The directory the lock file appears in (it must exist when the run starts). */
+  lockDir: string;
+  /** A regular expression the lock file's name matches. */
+  lockName: string;
+  /** The delay from the lock's appearance to the kill. */
+  afterMs: number;
+  /** Where the outcome is written: a KillTimerReport as JSON. */
+  report: string;
+}
+
+/** How a run with a kill timer ended, from its own point of view. */
+export type KillTimerReport =
+  /** Killed while it still held its lock, `afterMs` after taking it. */
+  | { landed: 'mid-publish' }
+  /** Killed after it had released its lock, before it exited. */
+  | { landed: 'after-publish' }
+  /** It exited first, `lockedMs` after taking its lock (the kill came too late). */
+  | { landed: 'after-exit'; lockedMs: number }
+  /** It exited before this thread saw it take a lock (none, or the thread got no CPU in time at load). */
+  | { landed: 'never-locked' };
+
+export const KILL_TIMER_ENV = 'CLUSTERSTACK_TEST_KILL_TIMER';
+
+/** Marks the thread this module starts, apart from any the CLI starts (they load the module too). */
+const THREAD_MARK = 'clusterstack-kill-timer';
+
+interface ThreadData {
+  mark: typeof THREAD_MARK;
+  plan: KillTimerPlan;
+  /** [when the lock was seen (epoch ms, 0: not yet), 1 once the process is exiting]. */
+  shared: Float64Array;
+}
+
+/** Whether the lock file `name` in the plan's directory is held by this process. */
+function heldByUs(plan: KillTimerPlan, name: string): boolean {
+  try {
+    return JSON.parse(readFileSync(path.join(plan.lockDir, name), 'utf8')).pid === process.pid;
+  } catch {
+    // Not there, or created and not yet written (its content comes with the next event).
+    return false;
+  }
+}
+
+function runThread({ plan, shared }: ThreadData): void {
+  const name = new RegExp(plan.lockName);
+  let ourLock: string | undefined;
+  const startClock = (file: string): void => {
+    ourLock = file;
+    shared[0] = Date.now();
+    watcher.close();
+    setTimeout(() => {
+      if (shared[1] === 1) return;
+      const landed = heldByUs(plan, file) ? 'mid-publish' : 'after-publish';
+      writeFileSync(plan.report, JSON.stringify({ landed } satisfies KillTimerReport));
+      process.kill(process.pid, 'SIGKILL');
+    }, plan.afterMs);
+  };
+  // A stale lock of an earlier killed run may be there already: only one naming this process counts.
+  const watcher = watch(plan.lockDir, (_event, file) => {
+    if (ourLock === undefined && file !== null && name.test(file) && heldByUs(plan, file)) startClock(file);
+  });
+  // At load this thread may start after the run took its lock: then the lock is there, and no event comes.
+  const taken = readdirSync(plan.lockDir).find((file) => name.test(file) && heldByUs(plan, file));
+  if (taken !== undefined && ourLock === undefined) startClock(taken);
+}
+
+if (isMainThread) {
+  const spec = process.env[KILL_TIMER_ENV];
+  // Not for the processes the CLI starts (they inherit its environment).
+  delete process.env[KILL_TIMER_ENV];
+  if (spec !== undefined) {
+    const plan = JSON.parse(spec) as KillTimerPlan;
+    const shared = new Float64Array(new SharedArrayBuffer(16));
+    const data: ThreadData = { mark: THREAD_MARK, plan, shared };
+    // Unreferenced: a run that finishes before its kill exits as it would without the timer.
+    new Worker(new URL(import.meta.url), { workerData: data, execArgv: [] }).unref();
+    process.on('exit', () => {
+      shared[1] = 1;
+      const report: KillTimerReport =
+        shared[0] === 0 ? { landed: 'never-locked' } : { landed: 'after-exit', lockedMs: Date.now() - shared[0]! };
+      writeFileSync(plan.report, JSON.stringify(report));
+    });
+  }
+} else if ((workerData as ThreadData | undefined)?.mark === THREAD_MARK) {
+  runThread(workerData as ThreadData);
+}
