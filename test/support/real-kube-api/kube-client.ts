@@ -32,7 +32,7 @@ export interface KubeClient {
 }
 
 /** One line of a watch: ADDED, MODIFIED, DELETED, BOOKMARK or ERROR (then `object` is a Status). */
-export interface WatchEvent {
+interface WatchEvent {
   type: string;
   object: any;
 }
