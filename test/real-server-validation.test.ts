@@ -190,25 +190,39 @@ describe('strict server-side validation on a real API server', () => {
     deployBuilt = previous.then(buildDeploy);
     // Awaited by their cases; not an unhandled rejection meanwhile.
     for (const pending of [...renders.values(), deployBuilt]) pending.catch(() => undefined);
+    // Each start-up phase's time, for the file's log (where a slow start goes).
+    const begun = performance.now();
+    const phases: string[] = [];
+    const phase = (what: string, since: number): void =>
+      void phases.push(`${what} ${((performance.now() - since) / 1000).toFixed(1)} s`);
     api = await startRealKubeApi({ name: 'validation' });
+    phase('API server', begun);
     // Of the engines' CRDs, those serving a kind validated here (each costs the server seconds to
     // establish, most serve nothing here): ours for the admission cases, ClusterClass for the
     // negative control and the examples' kinds while the renders run, then the renders' and deploy/'s.
     const engineCrds = CRD_ENGINES.flatMap((engine) => engineCrdFiles(engine));
     const installed = new Set<string>();
-    const installServing = async (kinds: Set<string>, more: string[] = []): Promise<void> => {
+    const installServing = async (what: string, kinds: Set<string>, more: string[] = []): Promise<void> => {
       const files = [...more, ...crdFilesServing(engineCrds, kinds)].filter((file) => !installed.has(file));
       for (const file of files) installed.add(file);
-      await installCrds(api!, files);
+      const since = performance.now();
+      const names = await installCrds(api!, files);
+      phase(`${what} (${names.length})`, since);
     };
-    await installServing(new Set([...kindsOfFiles(exampleFiles()), 'cluster.x-k8s.io/ClusterClass']), [
+    await installServing('CRDs', new Set([...kindsOfFiles(exampleFiles()), 'cluster.x-k8s.io/ClusterClass']), [
       ...yamlFiles(path.join(ROOT, 'crds')),
     ]);
+    const waited = performance.now();
     const rendered = (await Promise.allSettled(renders.values())).flatMap((result) =>
       result.status === 'fulfilled' && result.value.code === 0 ? yamlFiles(result.value.tree) : [],
     );
     const built = (await deployBuilt.catch(() => [])).filter(({ status }) => status === 0).map(({ file }) => file);
-    await installServing(kindsOfFiles([...rendered, ...built]));
+    const renderedKinds = kindsOfFiles([...rendered, ...built]);
+    phase('waiting for the renders', waited);
+    await installServing("renders' CRDs", renderedKinds);
+    console.log(
+      `real-server-validation start-up: ${phases.join(', ')}; total ${((performance.now() - begun) / 1000).toFixed(1)} s`,
+    );
   }, 240_000);
 
   afterAll(async () => {

@@ -5,6 +5,7 @@
 import { type MessagePort, Worker } from 'node:worker_threads';
 import { FAILURE_REACTIONS } from '../core/failure.js';
 import { DEEP_STACK_MARK } from './deep-stack-mark.js';
+import { EXIT_BACKSTOP_MS } from './finished-command.js';
 
 /**
  * The worker's stack, in MB. 10,000 levels take about 6 MB on the deepest step measured
@@ -24,8 +25,9 @@ export function runOnDeepStack(entry: URL, argv: string[], isTty: boolean): Prom
     });
     worker.on('message', (message: { code?: number }) => {
       code = message.code;
-      // As main.ts does for itself: a handle left open must not keep a finished command alive.
-      setTimeout(() => void worker.terminate(), 5000).unref();
+      // The thread ends itself once drained, or by its own backstop (main.ts), which says what held it;
+      // this one is for a thread too stuck to run even that.
+      setTimeout(() => void worker.terminate(), 2 * EXIT_BACKSTOP_MS).unref();
     });
     worker.on('error', (error) => {
       process.stderr.write(

@@ -10,8 +10,11 @@ import './v8-tuning.js';
 import { endPhase } from './phase-timings.js';
 import type { CliIo } from './cli-io.js';
 import { DEEP_STACK_MARK } from './deep-stack-mark.js';
+import { exitIfStillAlive, trackClientRequests } from './finished-command.js';
 
 endPhase('node');
+// From the start, so that a request the command abandons (one to a server that stopped answering) is known at its end.
+const requests = trackClientRequests();
 // The deep-stack thread is started with a marker argument, so that a normal run does not load
 // node:worker_threads to ask (the thread's own data says the rest).
 const thread = process.argv[2] === DEEP_STACK_MARK ? await import('node:worker_threads') : undefined;
@@ -63,12 +66,11 @@ function workingDirectoryReadable(): boolean {
   }
 }
 
-if (deep) {
-  parentPort!.postMessage({ code });
-} else {
-  process.exitCode = code;
-  // A command that returned is done: whatever handle is still open (a socket, a timer of a library)
-  // must not keep the process alive, above all a controller that stopped after losing its lease and
-  // must exit so that Kubernetes restarts it. Unref'd: a process that drains exits at once by itself.
-  setTimeout(() => process.exit(code), 5000).unref();
-}
+// A command that returned is done: what it left open must not keep the process alive, above all a
+// controller that stopped after losing its lease and must exit so that Kubernetes restarts it. The
+// requests it abandoned are let go; anything else still open is a leak, which the backstop names. On
+// the deep-stack thread the backstop ends the thread (deep-stack.ts ends it only later).
+requests.abandon();
+if (deep) parentPort!.postMessage({ code });
+else process.exitCode = code;
+exitIfStillAlive(code, (text) => void process.stderr.write(text));

@@ -100,6 +100,9 @@ describe('the controller process after losing its lease', { timeout: 300_000 }, 
     const firstNotReady = seen.indexOf(500);
     expect(firstNotReady).toBeGreaterThanOrEqual(0);
     expect(seen.slice(firstNotReady).every((status) => status !== 200)).toBe(true);
+    // Its last line arrived whole before the exit, and it exited by itself: the backstop of a
+    // process that does not drain (src/cli/finished-command.ts) would have written to stderr.
+    expect(controller.lines.at(-1)).toMatchObject({ msg: 'Controller stopped' });
     expect(controller.lines.find((line) => line['msg'] === 'Controller stopped')).toMatchObject({
       reason: 'leadership ended',
       exitCode: 3,

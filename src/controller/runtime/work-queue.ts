@@ -209,6 +209,10 @@ export class KeyedWorkQueue implements WorkQueue {
     const idle = new Promise<boolean>((resolve) => this.whenIdle(() => resolve(true)));
     const timedOut = new Promise<boolean>((resolve) => {
       timer = this.clock.setTimeout(() => resolve(false), options.timeoutMs);
+      // Only a limit for a run that hangs: it must not keep the process alive by itself. A leader that
+      // lost its lease stops its queues without waiting for them (the run in flight waits on an API
+      // server that stopped answering), and its process must exit at once, not after this timeout.
+      (timer as { unref?: () => void }).unref?.();
     });
     const completed = await Promise.race([idle, timedOut]);
     if (timer !== undefined) this.clock.clearTimeout(timer);

@@ -38,22 +38,51 @@ export async function installCrds(
       names.push(name);
     }
   }
-  const pending = new Set(names);
+  await waitUntilEstablished(client, new Set(names), api.processes);
+  return names;
+}
+
+const CRDS = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
+
+/**
+ * Waits for the event: each round LISTs the CRDs once, then watches them from that list until every
+ * one of `pending` is Established (or the server ends the watch after a few seconds: another round,
+ * with a check that the server is still running between). A GET per CRD every 250 ms had the server
+ * serialise every pending CRD four times a second while it was busy establishing them.
+ */
+async function waitUntilEstablished(
+  client: KubeClient,
+  pending: Set<string>,
+  processes: LocalProcess[],
+): Promise<void> {
+  const count = pending.size;
+  const seen = (crd: {
+    metadata?: { name?: string };
+    status?: { conditions?: { type: string; status: string }[] };
+  }) => {
+    if (crd.status?.conditions?.some((condition) => condition.type === 'Established' && condition.status === 'True'))
+      pending.delete(crd.metadata?.name ?? '');
+    return pending.size === 0;
+  };
   await waitUntil(
-    `CRDs to be established (${names.length})`,
+    `CRDs to be established (${count})`,
     async () => {
-      for (const name of [...pending]) {
-        const crd = await client.get(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`);
-        const conditions = (crd.status?.conditions ?? []) as { type: string; status: string }[];
-        if (conditions.some((condition) => condition.type === 'Established' && condition.status === 'True'))
-          pending.delete(name);
-      }
-      return pending.size === 0;
+      const list = await client.get(CRDS);
+      for (const crd of list.items ?? []) seen(crd);
+      if (pending.size === 0) return true;
+      return client
+        .watch(
+          CRDS,
+          { resourceVersion: String(list.metadata?.resourceVersion ?? ''), timeoutSeconds: '5' },
+          // An ERROR (the list's version expired) ends this round; the next one lists again.
+          (event) =>
+            event.type === 'ERROR' || ((event.type === 'ADDED' || event.type === 'MODIFIED') && seen(event.object)),
+        )
+        .then((done) => done && pending.size === 0);
     },
-    api.processes,
+    processes,
     120_000,
   );
-  return names;
 }
 
 /** `group/Kind` of every object in `files` (`/Kind` for the core group): the kinds a server must serve for them. */

@@ -23,6 +23,18 @@ export interface KubeClient {
   request(method: string, path: string, options?: KubeRequest): Promise<KubeResponse>;
   /** GET that must answer 200; throws with the server's message otherwise. */
   get(path: string): Promise<any>;
+  /**
+   * Watches the collection at `path` (`query` adds resourceVersion, timeoutSeconds, ...): calls
+   * `onEvent` with each event as it arrives; resolves true once `onEvent` returned true (the watch
+   * is closed then), false when the server ended the watch first.
+   */
+  watch(path: string, query: Record<string, string>, onEvent: (event: WatchEvent) => boolean): Promise<boolean>;
+}
+
+/** One line of a watch: ADDED, MODIFIED, DELETED, BOOKMARK or ERROR (then `object` is a Status). */
+interface WatchEvent {
+  type: string;
+  object: any;
 }
 
 /** A client for `server` (https://127.0.0.1:<port>) trusting `ca`, as the user of `cert`/`key`. */
@@ -80,9 +92,43 @@ export function kubeClient(server: string, credentials: { ca: string; cert: stri
       outgoing.end(payload);
     });
   };
+  const watch = (path: string, query: Record<string, string>, onEvent: (event: WatchEvent) => boolean) => {
+    const url = new URL(path, server);
+    for (const [key, value] of Object.entries({ ...query, watch: 'true' })) url.searchParams.set(key, value);
+    return new Promise<boolean>((resolve, reject) => {
+      const outgoing = request(url, { agent, headers: { accept: 'application/json' } }, (incoming) => {
+        if (incoming.statusCode !== 200) {
+          incoming.resume();
+          reject(new Error(`watch ${url.pathname}: ${incoming.statusCode}`));
+          return;
+        }
+        let buffer = '';
+        incoming.on('data', (chunk: Buffer) => {
+          buffer += chunk.toString('utf8');
+          let newline: number;
+          while ((newline = buffer.indexOf('\n')) >= 0) {
+            const line = buffer.slice(0, newline);
+            buffer = buffer.slice(newline + 1);
+            if (line.trim() && onEvent(JSON.parse(line) as WatchEvent)) {
+              resolve(true);
+              outgoing.destroy();
+              return;
+            }
+          }
+        });
+        incoming.on('end', () => resolve(false));
+        incoming.on('error', reject);
+      });
+      // The server ends a watch at its timeoutSeconds; this only ends one whose server went silent.
+      outgoing.setTimeout(60_000, () => outgoing.destroy(new Error(`watch ${url.pathname}: silent for 60s`)));
+      outgoing.on('error', reject);
+      outgoing.end();
+    });
+  };
   return {
     server,
     request: call,
+    watch,
     async get(path) {
       const response = await call('GET', path);
       if (response.status !== 200)
