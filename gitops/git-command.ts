@@ -1,8 +1,11 @@
 // Runs git in one directory through the process runner with a controlled environment: our identity, no
 // prompts, English messages we can classify, literal pathspecs, the token (if any) as config passed
 // through the environment, and every failure turned into a PublishError with the token scrubbed.
+// A busy process starts git from its process spawner (src/core/process-spawner.ts), as it does helm:
+// a publish runs many git processes, and a direct fork costs time that grows with this process's heap.
 import { existsSync } from 'node:fs';
 import { ENVIRONMENT } from '../src/config.js';
+import { type ProcessSpawner, processSpawner } from '../src/core/process-spawner.js';
 import { RankedSlots } from '../src/core/ranked-slots.js';
 import { ProcessError, runProcess, type ProcessResult, type RunProcessOptions } from '../src/core/run-process.js';
 import { PublishError, type PublishErrorKind } from './publish-error.js';
@@ -21,6 +24,8 @@ export interface GitCommandOptions {
   env?: Readonly<Record<string, string | undefined>>;
   /** A git process that prints nothing for this long is killed (a remote that hangs or trickles). Default 5 min. */
   idleTimeoutMs?: number;
+  /** Starts git (default: this process's spawner, which starts children directly until the process is large). */
+  spawner?: ProcessSpawner;
 }
 
 /** Where a Git target is and how it is reached: what the publisher and the history reader share. */
@@ -121,6 +126,7 @@ export class GitCommand {
   private readonly baseDir: string;
   private readonly env: Record<string, string>;
   private readonly config: string[];
+  private readonly spawner: ProcessSpawner;
   // One git process at a time in this directory: two would fight over its index and ref locks.
   private readonly slot = new RankedSlots(1);
 
@@ -129,6 +135,7 @@ export class GitCommand {
     this.token = options.token;
     this.baseDir = baseDir;
     this.env = gitEnvironment(options).env;
+    this.spawner = options.spawner ?? processSpawner();
     // Identity never comes from the environment: these go before the command as `-c`.
     this.config = [
       `user.name=${options.author.name}`,
@@ -195,6 +202,7 @@ export class GitCommand {
       runProcess('git', [...this.config.flatMap((entry) => ['-c', entry]), ...args], {
         cwd: this.baseDir,
         env: this.env,
+        start: this.spawner.start,
         ...limits,
       });
     try {
@@ -219,6 +227,8 @@ export class GitCommand {
           'unavailable',
           `${action} failed: git printed nothing for ${Math.round(this.idleTimeoutMs / 1000)} s and was stopped; the remote does not answer`,
         );
+      // The spawner that started git went away mid-run: trying the step again may work.
+      if (error.reason === 'lost') return new PublishError('unavailable', `${action} failed: ${error.message}`);
     }
     // git pads `remote:` lines with spaces; keep the text, drop the padding.
     const text = String((error as Error | undefined)?.message ?? error)

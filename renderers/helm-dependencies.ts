@@ -1,7 +1,7 @@
 // Wires the helm seam into what the render pipeline asks for: render a chart, evaluate values
 // templates. One runner (one process budget and counter) serves both.
 import type { HelmTimeouts } from '../src/config.js';
-import { ProcessSpawner } from '../src/core/process-spawner.js';
+import { processSpawner } from '../src/core/process-spawner.js';
 import type { RenderDependencies } from '../src/render/render-dependencies.js';
 import { cpuBudget } from './cpu-budget.js';
 import { type HelmBinary, resolveHelmBinary } from './helm-binary.js';
@@ -41,8 +41,6 @@ export function createHelmDependencies(options: {
   workDir: string;
   concurrency?: number;
   timeouts?: Partial<HelmTimeouts>;
-  /** Where the helm process spawner's exits and fallback are told (default: a Node process warning on stderr). */
-  warn?: (message: string) => void;
 }): HelmDependencies {
   let started: Promise<{ runner: HelmRunner; renderer: HelmRenderer }> | undefined;
   let runner: HelmRunner | undefined;
@@ -59,10 +57,10 @@ export function createHelmDependencies(options: {
         ...(options.pathEnv ? { pathEnv: options.pathEnv } : {}),
         concurrency: options.concurrency ?? DEFAULT_HELM_CONCURRENCY,
         ...(options.timeouts?.chartMs ? { timeoutMs: options.timeouts.chartMs } : {}),
-        // Helm starts from a small spawner process once this one is large enough for a fork to
-        // cost (src/core/process-spawner.ts); made on first use of helm, so a render that reuses
-        // every unit starts none.
-        spawner: new ProcessSpawner(options.warn ? { warn: options.warn } : {}),
+        // Helm starts from this process's spawner, shared with git, once this one is large enough
+        // for a fork to cost (src/core/process-spawner.ts); it starts with the first child past
+        // that mark, so a render that reuses every unit starts none.
+        spawner: processSpawner(),
       });
       return { runner, renderer: new HelmRenderer(runner) };
     }));

@@ -2,9 +2,32 @@ import { mkdtemp } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { GitCommand } from '../gitops/git-command.js';
 import { PublishError } from '../gitops/publish-error.js';
+import { ProcessSpawner, processSpawner } from '../src/core/process-spawner.js';
+
+const spawners: ProcessSpawner[] = [];
+afterEach(() => {
+  for (const spawner of spawners.splice(0)) spawner.stop();
+});
+
+/**
+ * How git is started in a case: directly (a spawner that never starts, below its memory mark), or
+ * through a spawner process that is running; `check` then says the git processes went through it.
+ */
+const STARTS = [
+  ['directly', async () => new ProcessSpawner({ minResidentBytes: Number.MAX_SAFE_INTEGER })],
+  [
+    'through the process spawner',
+    async () => {
+      const spawner = new ProcessSpawner({ minResidentBytes: 0, warn: () => undefined });
+      spawners.push(spawner);
+      expect(await spawner.ready()).toBe(true);
+      return spawner;
+    },
+  ],
+] as const;
 
 describe('GitCommand', () => {
   // A remote that takes the connection and then never says a word.
@@ -21,45 +44,103 @@ describe('GitCommand', () => {
     await new Promise<void>((resolve) => server.close(() => resolve()));
   });
 
-  it('stops a git process that has been silent for the idle limit, as a retryable failure', async () => {
-    const git = new GitCommand(await mkdtemp(path.join(os.tmpdir(), 'git-command-')), {
+  it.each(STARTS)(
+    'stops a git process that has been silent for the idle limit, as a retryable failure (%s)',
+    async (how, made) => {
+      const spawner = await made();
+      const git = new GitCommand(await mkdtemp(path.join(os.tmpdir(), 'git-command-')), {
+        author: { name: 't', email: 't@example.test' },
+        env: { PATH: process.env.PATH ?? '' },
+        idleTimeoutMs: 1_000,
+        spawner,
+      });
+      const started = Date.now();
+      const failure = await git.run(['ls-remote', url], 'listing the remote').then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(failure).toBeInstanceOf(PublishError);
+      expect((failure as PublishError).message).toMatch(
+        /listing the remote failed: git printed nothing for 1 s and was stopped/,
+      );
+      expect((failure as PublishError).retryable).toBe(true);
+      expect(Date.now() - started).toBeLessThan(15_000);
+      expect(spawner.remoteStarts).toBe(how === 'directly' ? 0 : 1);
+    },
+  );
+
+  it('fails a git run whose spawner process died as retryable, naming the step, and runs the next one', async () => {
+    const spawner = (await STARTS[1][1]()) as ProcessSpawner;
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'git-command-'));
+    const git = new GitCommand(dir, {
       author: { name: 't', email: 't@example.test' },
       env: { PATH: process.env.PATH ?? '' },
-      idleTimeoutMs: 1_000,
+      spawner,
     });
-    const started = Date.now();
-    const failure = await git.run(['ls-remote', url], 'listing the remote').then(
+    const listing = git.run(['ls-remote', url], 'listing the remote').then(
       () => undefined,
       (error: unknown) => error,
     );
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    process.kill(spawner.pid!, 'SIGKILL');
+    const failure = await listing;
     expect(failure).toBeInstanceOf(PublishError);
-    expect((failure as PublishError).message).toMatch(
-      /listing the remote failed: git printed nothing for 1 s and was stopped/,
-    );
+    expect(failure).toMatchObject({
+      kind: 'unavailable',
+      message: 'listing the remote failed: git was stopped: the spawner process that started it was killed (SIGKILL)',
+    });
     expect((failure as PublishError).retryable).toBe(true);
-    expect(Date.now() - started).toBeLessThan(15_000);
+    expect(await git.run(['init', '-q', '.'], 'creating the repository')).toBe('');
   });
 
-  it("feeds a long input through backpressure without piling listeners on git's stdin (no MaxListenersExceededWarning)", async () => {
-    const warnings: Error[] = [];
-    const onWarning = (warning: Error) => void warnings.push(warning);
-    process.on('warning', onWarning);
+  it("starts git from this process's spawner by default, the one helm starts from", async () => {
+    const shared = processSpawner();
+    expect(processSpawner()).toBe(shared);
+    expect(await shared.ready()).toBe(true);
     try {
+      const before = shared.remoteStarts;
       const git = new GitCommand(await mkdtemp(path.join(os.tmpdir(), 'git-command-')), {
         author: { name: 't', email: 't@example.test' },
         env: { PATH: process.env.PATH ?? '' },
       });
-      // 8 MiB in 64 KiB writes to a reader that takes 64 KiB at a time with a pause (a git alias
-      // running the shell): each write fills the pipe, so the writer waits for drain over a hundred times.
-      const piece = Buffer.alloc(65_536, 'x');
-      const pieces = Array.from({ length: 128 }, () => piece);
-      const slowReader = `alias.slowread=!sh -c 'n=0; while [ "$(dd bs=65536 count=1 2>/dev/null | wc -c)" -gt 0 ]; do n=$((n+1)); sleep 0.002; done; echo $n'`;
-      const reads = await git.runWithInput(['-c', slowReader, 'slowread'], pieces, 'reading slowly');
-      expect(Number(reads.trim())).toBeGreaterThan(11);
-      await new Promise((resolve) => setImmediate(resolve));
-      expect(warnings.map((warning) => `${warning.name}: ${warning.message}`)).toEqual([]);
+      expect((await git.run(['--version'], 'asking the version')).startsWith('git version')).toBe(true);
+      expect(shared.remoteStarts).toBe(before + 1);
     } finally {
-      process.off('warning', onWarning);
+      shared.stop();
     }
   });
+
+  it.each(STARTS)(
+    "feeds a long input through backpressure without piling listeners on git's stdin (no MaxListenersExceededWarning, %s)",
+    async (how, made) => {
+      const spawner = await made();
+      const warnings: Error[] = [];
+      const onWarning = (warning: Error) => void warnings.push(warning);
+      process.on('warning', onWarning);
+      try {
+        const git = new GitCommand(await mkdtemp(path.join(os.tmpdir(), 'git-command-')), {
+          author: { name: 't', email: 't@example.test' },
+          env: { PATH: process.env.PATH ?? '' },
+          spawner,
+        });
+        // 8 MiB in 64 KiB writes to a reader that takes 64 KiB at a time with a pause (a git alias
+        // running the shell): each write fills the pipe, so the writer waits for drain over a hundred times.
+        const piece = Buffer.alloc(65_536, 'x');
+        const pieces = Array.from({ length: 128 }, () => piece);
+        // It prints how many reads it took and how many bytes came: all of them, through either path.
+        const slowReader = `alias.slowread=!sh -c 'n=0; total=0; while c=$(dd bs=65536 count=1 2>/dev/null | wc -c); [ "$c" -gt 0 ]; do n=$((n+1)); total=$((total+c)); sleep 0.002; done; echo $n $total'`;
+        const [reads, bytes] = (await git.runWithInput(['-c', slowReader, 'slowread'], pieces, 'reading slowly'))
+          .trim()
+          .split(' ')
+          .map(Number);
+        expect(reads).toBeGreaterThan(11);
+        expect(bytes).toBe(128 * 65_536);
+        expect(spawner.remoteStarts).toBe(how === 'directly' ? 0 : 1);
+        await new Promise((resolve) => setImmediate(resolve));
+        expect(warnings.map((warning) => `${warning.name}: ${warning.message}`)).toEqual([]);
+      } finally {
+        process.off('warning', onWarning);
+      }
+    },
+  );
 });

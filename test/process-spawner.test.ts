@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { failureKindOf } from '../src/core/failure.js';
-import { ProcessSpawner } from '../src/core/process-spawner.js';
+import { ProcessSpawner, processSpawner } from '../src/core/process-spawner.js';
 import { ProcessError, runProcess, type RunProcessOptions, type StartChild } from '../src/core/run-process.js';
 
 const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
@@ -42,6 +42,14 @@ async function gone(pid: number, timeoutMs = 10_000): Promise<boolean> {
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   return true;
+}
+
+async function until(check: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    expect(Date.now()).toBeLessThan(deadline);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }
 
 afterEach(() => {
@@ -182,7 +190,7 @@ describe('ProcessSpawner', () => {
     });
     expect(failureKindOf(error)).toBe('retry');
     expect(warnings).toEqual([
-      'The process spawner was killed (SIGKILL) (failure 1 of 3); it is started again for the next run; 1 run(s) in flight failed and are retried',
+      'The process spawner was killed (SIGKILL) (failure 1 of 3 within 10 minutes); it is started again for the next run; 1 run(s) in flight failed and are retried',
     ]);
     // The next run does not wait: it starts directly while another spawner starts.
     const meanwhile = await node(spawner, 'process.stdout.write("direct")');
@@ -194,7 +202,7 @@ describe('ProcessSpawner', () => {
     expect(spawner.remoteStarts).toBe(2);
   });
 
-  it('starts children directly for good after repeated failures, and says so once', async () => {
+  it('starts children directly for good after repeated failures within the window, and says so once', async () => {
     const warnings: string[] = [];
     const spawner = await readySpawner({ maxFailures: 2, warn: (message) => warnings.push(message) });
     for (let attempt = 0; attempt < 2; attempt += 1) {
@@ -206,13 +214,76 @@ describe('ProcessSpawner', () => {
     }
     expect(spawner.fellBack).toBe(true);
     expect(warnings[1]).toBe(
-      "The process spawner was killed (SIGKILL); that was failure 2, so child processes (helm) are started directly from now on, each costing time that grows with this process's memory",
+      "The process spawner was killed (SIGKILL); that was failure 2 within 10 minutes, so child processes (helm, git) are started directly from now on, each costing time that grows with this process's memory",
     );
     expect(await spawner.ready()).toBe(false);
     const direct = await node(spawner, 'process.stdout.write(String(process.ppid))');
     expect(Number(direct.stdout.toString())).toBe(process.pid);
     expect(spawner.remoteStarts).toBe(0);
     expect(warnings).toHaveLength(2);
+  });
+
+  it('counts only the failures within the window: deaths further apart never add up to the fallback', async () => {
+    const warnings: string[] = [];
+    let now = 0;
+    const spawner = await readySpawner({
+      maxFailures: 2,
+      failureWindowMs: 600_000,
+      now: () => now,
+      warn: (message) => warnings.push(message),
+    });
+    const killAt = async (at: number): Promise<void> => {
+      now = at;
+      const pid = spawner.pid!;
+      process.kill(pid, 'SIGKILL');
+      expect(await gone(pid)).toBe(true);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    };
+    // Three deaths, each 10 minutes after the one before: every one is the first in its window.
+    for (const at of [0, 600_000, 1_200_000]) {
+      await killAt(at);
+      expect(spawner.fellBack).toBe(false);
+      expect(await spawner.ready()).toBe(true);
+    }
+    expect(warnings).toEqual(
+      Array(3).fill(
+        'The process spawner was killed (SIGKILL) (failure 1 of 2 within 10 minutes); it is started again for the next run',
+      ),
+    );
+    // Two within 10 minutes: the fallback.
+    await killAt(1_799_999);
+    expect(spawner.fellBack).toBe(true);
+    expect(warnings[3]).toMatch(
+      /^The process spawner was killed \(SIGKILL\); that was failure 2 within 10 minutes, so/,
+    );
+    expect(await spawner.ready()).toBe(false);
+  });
+
+  it("tells its exits to the listeners given by onWarning until they are removed, and this process's spawner is one", async () => {
+    const spawner = new ProcessSpawner({ minResidentBytes: 0 });
+    spawners.push(spawner);
+    const told: string[] = [];
+    const stopTelling = spawner.onWarning((message) => told.push(message));
+    expect(await spawner.ready()).toBe(true);
+    process.kill(spawner.pid!, 'SIGKILL');
+    await until(() => told.length === 1);
+    expect(told[0]).toMatch(/^The process spawner was killed \(SIGKILL\) \(failure 1 of 3 within 10 minutes\)/);
+    stopTelling();
+    // With no listener, a Node process warning (code CLUSTERSTACK_SPAWNER).
+    const warnings: (Error & { code?: string })[] = [];
+    const onWarning = (warning: Error) => void warnings.push(warning);
+    process.on('warning', onWarning);
+    try {
+      expect(await spawner.ready()).toBe(true);
+      process.kill(spawner.pid!, 'SIGKILL');
+      await until(() => warnings.length === 1);
+      expect(warnings[0]).toMatchObject({ code: 'CLUSTERSTACK_SPAWNER' });
+      expect(warnings[0]!.message).toMatch(/\(failure 2 of 3 within 10 minutes\)/);
+      expect(told).toHaveLength(1);
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(processSpawner()).toBe(processSpawner());
   });
 
   it('starts children directly, and no spawner, while this process is below the memory mark', async () => {

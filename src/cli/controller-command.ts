@@ -14,6 +14,7 @@ import { GitHistoryReader, historyMirrorDir } from '../../gitops/git-history.js'
 import { sha256Hex } from '../release/content-digest.js';
 import { parseGitOpsEngine, type WiringOptions } from '../../gitops/wiring/render-wiring.js';
 import { createHelmDependencies } from '../../renderers/helm-dependencies.js';
+import { processSpawner } from '../core/process-spawner.js';
 import { type Config, type ControllerSettings, resolveControllerSettings } from '../config.js';
 import { resolveRuntimeExtensionSettings, type RuntimeExtensionSettings } from '../runtime-extension-settings.js';
 import { type ControllerRuntime, runController } from '../controller/run-controller.js';
@@ -296,8 +297,16 @@ export async function controllerCommand(args: string[], io: CliIo): Promise<numb
   const { values } = parseCommandLine('controller', { args, options: CONTROLLER_OPTIONS });
   const start = await checkedStart(values, io);
   const prepared = await prepare(start, io);
-  const runtime = await startRuntime(start, prepared, io);
-  return serveUntilStopped(start, prepared.logger, runtime);
+  // helm and git start from this process's spawner: its exits and fallback go to the log.
+  const stopWarnings = processSpawner().onWarning((message) =>
+    prepared.logger.warn({ warning: message }, 'Process spawner warning'),
+  );
+  try {
+    const runtime = await startRuntime(start, prepared, io);
+    return await serveUntilStopped(start, prepared.logger, runtime);
+  } finally {
+    stopWarnings();
+  }
 }
 
 /** The settings from flags and environment, narrowed to one shard's part of the fleet when sharded. */
@@ -513,10 +522,7 @@ async function startRuntime(start: ControllerStart, prepared: Prepared, io: CliI
     providerFetcher: providerFetcherFrom(config, values, openSource),
     layerChartFetcher: layerChartFetcherFrom(config, values),
     workDir: config.cacheDir,
-    helm: createHelmDependencies({
-      ...helmOptionsFrom(config),
-      warn: (message) => logger.warn({ warning: message }, 'Helm process spawner warning'),
-    }),
+    helm: createHelmDependencies(helmOptionsFrom(config)),
     secrets: settings.secrets as SecretPolicy,
     ...(secretSettings.encryption ? { encryption: secretSettings.encryption } : {}),
     engine,

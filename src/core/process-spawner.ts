@@ -7,10 +7,12 @@
 // bounds) on this side, so a run behaves the same either way.
 //
 // It is started when this process first needs a child while its resident memory is past
-// `minResidentBytes` (below it a direct fork is cheap); until it is ready, and after it failed to
-// start `maxFailures` times, children are started directly. It dies with this process (the
-// channel closes, it kills its children and exits), stops itself after `idleMs` without work, and
-// a run in flight when it dies fails as 'lost' (retry): the next run starts it again.
+// `minResidentBytes` (below it a direct fork is cheap); until it is ready, and after it died or
+// failed to start `maxFailures` times within `failureWindowMs`, children are started directly. It
+// dies with this process (the channel closes, it kills its children and exits), stops itself after
+// `idleMs` without work, and a run in flight when it dies fails as 'lost' (retry): the next run
+// starts it again. One process-wide instance (`processSpawner()`) serves helm and git alike, so a
+// process runs at most one spawner whatever starts its children.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import path from 'node:path';
@@ -23,15 +25,20 @@ export interface ProcessSpawnerOptions {
   minResidentBytes?: number;
   /** Stop the spawner after this long without a child running (default 60 s); the next run starts it again. */
   idleMs?: number;
-  /** After this many unexpected exits or failed starts, children are started directly for good (default 3). */
+  /** After this many unexpected exits or failed starts within `failureWindowMs`, children are started directly for good (default 3). */
   maxFailures?: number;
-  /** Where the spawner's exits and the fallback are told (an operator's log line). */
+  /** Failures older than this no longer count (default 10 min): a rare death in a long-lived process never adds up to the fallback. */
+  failureWindowMs?: number;
+  /** Where the spawner's exits and the fallback are told (an operator's log line); default: `onWarning`'s listeners, else a Node process warning. */
   warn?: (message: string) => void;
+  /** The clock failures are timed by, in ms (default Date.now). */
+  now?: () => number;
 }
 
 const DEFAULT_MIN_RESIDENT_BYTES = 96 * 1024 * 1024;
 const DEFAULT_IDLE_MS = 60_000;
 const DEFAULT_MAX_FAILURES = 3;
+const DEFAULT_FAILURE_WINDOW_MS = 10 * 60_000;
 
 /**
  * Spawners with a running process. When this process is about to end by itself, each is closed and
@@ -63,10 +70,14 @@ export class ProcessSpawner {
   readonly #minResidentBytes: number;
   readonly #idleMs: number;
   readonly #maxFailures: number;
-  readonly #warn: (message: string) => void;
+  readonly #failureWindowMs: number;
+  readonly #warn: ((message: string) => void) | undefined;
+  readonly #now: () => number;
+  readonly #listeners = new Set<(message: string) => void>();
   #link: Link | undefined;
   #starting: Promise<boolean> | undefined;
-  #failures = 0;
+  /** When each failure that still counts happened. */
+  #failures: number[] = [];
   #direct = false;
   #nextId = 1;
   #idleTimer: NodeJS.Timeout | undefined;
@@ -76,7 +87,15 @@ export class ProcessSpawner {
     this.#minResidentBytes = options.minResidentBytes ?? DEFAULT_MIN_RESIDENT_BYTES;
     this.#idleMs = options.idleMs ?? DEFAULT_IDLE_MS;
     this.#maxFailures = options.maxFailures ?? DEFAULT_MAX_FAILURES;
-    this.#warn = options.warn ?? ((message) => process.emitWarning(message, { code: 'CLUSTERSTACK_SPAWNER' }));
+    this.#failureWindowMs = options.failureWindowMs ?? DEFAULT_FAILURE_WINDOW_MS;
+    this.#warn = options.warn;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** Tells `listener` the spawner's exits and the fallback (instead of a Node process warning) until the returned function is called. */
+  onWarning(listener: (message: string) => void): () => void {
+    this.#listeners.add(listener);
+    return () => void this.#listeners.delete(listener);
   }
 
   /** Starts a child: through the spawner once it is ready, directly before that and after it failed for good. */
@@ -97,7 +116,7 @@ export class ProcessSpawner {
     return this.#remoteStarts;
   }
 
-  /** True once the spawner failed `maxFailures` times: children are started directly from then on. */
+  /** True once the spawner failed `maxFailures` times within the window: children are started directly from then on. */
   get fellBack(): boolean {
     return this.#direct;
   }
@@ -235,17 +254,27 @@ export class ProcessSpawner {
     const lost = link.runs.size;
     this.#release(link, `the spawner process that started it ${how}`);
     if (expected) return;
-    this.#failures += 1;
-    if (this.#failures >= this.#maxFailures) {
+    const now = this.#now();
+    this.#failures = [...this.#failures.filter((at) => now - at < this.#failureWindowMs), now];
+    const count = this.#failures.length;
+    const within = `within ${formatWindow(this.#failureWindowMs)}`;
+    const retried = lost ? `; ${lost} run(s) in flight failed and are retried` : '';
+    if (count >= this.#maxFailures) {
       this.#direct = true;
-      this.#warn(
-        `The process spawner ${how}; that was failure ${this.#failures}, so child processes (helm) are started directly from now on, each costing time that grows with this process's memory${lost ? `; ${lost} run(s) in flight failed and are retried` : ''}`,
+      this.#tell(
+        `The process spawner ${how}; that was failure ${count} ${within}, so child processes (helm, git) are started directly from now on, each costing time that grows with this process's memory${retried}`,
       );
     } else {
-      this.#warn(
-        `The process spawner ${how} (failure ${this.#failures} of ${this.#maxFailures}); it is started again for the next run${lost ? `; ${lost} run(s) in flight failed and are retried` : ''}`,
+      this.#tell(
+        `The process spawner ${how} (failure ${count} of ${this.#maxFailures} ${within}); it is started again for the next run${retried}`,
       );
     }
+  }
+
+  #tell(message: string): void {
+    if (this.#warn) this.#warn(message);
+    else if (this.#listeners.size > 0) for (const listener of this.#listeners) listener(message);
+    else process.emitWarning(message, { code: 'CLUSTERSTACK_SPAWNER' });
   }
 
   /** Fails every run of `link` as lost. */
@@ -257,6 +286,21 @@ export class ProcessSpawner {
     if (!this.#link) running.delete(this);
     for (const run of runs) run.lose(why);
   }
+}
+
+let shared: ProcessSpawner | undefined;
+
+/**
+ * This process's spawner, made on first use with the default rules: helm and git start their
+ * children from it, so a busy process runs one spawner, not one per runner.
+ */
+export function processSpawner(): ProcessSpawner {
+  shared ??= new ProcessSpawner();
+  return shared;
+}
+
+function formatWindow(ms: number): string {
+  return ms % 60_000 === 0 ? `${ms / 60_000} minute${ms === 60_000 ? '' : 's'}` : `${Math.round(ms / 1000)} s`;
 }
 
 /** A child the spawner started, as runProcess sees it: its streams and events come over the channel. */
