@@ -470,6 +470,14 @@ describe(
           release: string;
         }[]
       ).filter((unit) => unit.kind === 'cluster-stage' && unit.namespace === namespace && unit.name === name);
+    /** The inputs of a later render: the stacks at `version`, the live Cluster as Flux applied it, and its request. */
+    const withLiveCluster = async (version: string) => [
+      await writeTree({
+        'stacks.yaml': stacks(version),
+        'live.yaml': yaml.dump(live),
+        'requests.yaml': request('p1', 'platform'),
+      }),
+    ];
 
     beforeAll(async () => {
       remote = sandbox.bareRepo('requests-moving');
@@ -503,17 +511,7 @@ describe(
           controlPlaneEndpoint: { host: 'p1.example.test', port: 6443 },
         },
       };
-      const second = await render(
-        [
-          await writeTree({
-            'stacks.yaml': stacks('v1'),
-            'live.yaml': yaml.dump(live),
-            'requests.yaml': request('p1', 'platform'),
-          }),
-        ],
-        remote,
-        scheduler,
-      );
+      const second = await render(await withLiveCluster('v1'), remote, scheduler);
       expect(second.code).toBe(0);
       expect(
         unitsOf(sandbox.files(remote, 'main'), live.metadata.namespace, live.metadata.name).map((unit) => unit.release),
@@ -522,18 +520,7 @@ describe(
 
     it('keeps the Cluster on its class while the new release’s addons for it are withheld, and says why', async () => {
       const before = sandbox.files(remote, 'main');
-      const run = await render(
-        [
-          await writeTree({
-            'stacks.yaml': stacks('v3'),
-            'live.yaml': yaml.dump(live),
-            'requests.yaml': request('p1', 'platform'),
-          }),
-        ],
-        remote,
-        scheduler,
-        brokenReleases,
-      );
+      const run = await render(await withLiveCluster('v3'), remote, scheduler, brokenReleases);
       expect(run.code).not.toBe(2);
       const files = sandbox.files(remote, 'main');
       expect(files[clusterFile]).toBe(before[clusterFile]);
@@ -552,17 +539,7 @@ describe(
 
     it('moves the Cluster in the same commit that publishes its addons for the new release', async () => {
       const commits = sandbox.commitCount(remote, 'main');
-      const run = await render(
-        [
-          await writeTree({
-            'stacks.yaml': stacks('v3'),
-            'live.yaml': yaml.dump(live),
-            'requests.yaml': request('p1', 'platform'),
-          }),
-        ],
-        remote,
-        scheduler,
-      );
+      const run = await render(await withLiveCluster('v3'), remote, scheduler);
       expect(run.code).toBe(0);
       expect(sandbox.commitCount(remote, 'main')).toBe(commits + 1);
       const files = sandbox.files(remote, 'main');
