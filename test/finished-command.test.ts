@@ -59,16 +59,20 @@ describe('a finished command', { timeout: 120_000 }, () => {
     await rm(dir, { recursive: true, force: true });
   });
 
+  /** Script lines: a lease renewal to the server that never answers, connected, its errors going to `onError`. */
+  const renewalConnected = (onError: string) =>
+    `const pending = request({ host: '127.0.0.1', port: ${port}, path: '/renew', agent: false });
+pending.on('error', ${onError});
+pending.end();
+await new Promise((resolve) => pending.once('socket', (socket) => socket.once('connect', resolve)));`;
+
   it('exits at once by itself with a request still unanswered, after its last line arrived, without the backstop', async () => {
     const run = await runScript(
       dir,
       'abandoned',
       `import { request } from 'node:http';
 const requests = trackClientRequests();
-const pending = request({ host: '127.0.0.1', port: ${port}, path: '/renew', agent: false });
-pending.on('error', (error) => process.stderr.write('request failed: ' + error.message + '\\n'));
-pending.end();
-await new Promise((resolve) => pending.once('socket', (socket) => socket.once('connect', resolve)));
+${renewalConnected("(error) => process.stderr.write('request failed: ' + error.message + '\\n')")}
 requests.abandon();
 process.exitCode = 3;
 exitIfStillAlive(3, (text) => void process.stderr.write(text), 30_000);
@@ -86,10 +90,7 @@ process.stdout.write(JSON.stringify({ msg: 'Controller stopped' }) + '\\n');`,
       dir,
       'held',
       `import { request } from 'node:http';
-const pending = request({ host: '127.0.0.1', port: ${port}, path: '/renew', agent: false });
-pending.on('error', () => undefined);
-pending.end();
-await new Promise((resolve) => pending.once('socket', (socket) => socket.once('connect', resolve)));
+${renewalConnected('() => undefined')}
 exitIfStillAlive(3, (text) => void process.stderr.write(text), 500);
 process.stdout.write('last line\\n');`,
     );
