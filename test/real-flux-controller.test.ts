@@ -45,7 +45,7 @@ import {
 } from './support/real-flux-world.js';
 import { distinctFreePorts, engineBinary } from './support/real-kube-api/index.js';
 import { makeSelfSignedCert, type SelfSignedCert } from './support/self-signed-cert.js';
-import { applyShippedIdentity } from './support/shipped-identity.js';
+import { applyShippedIdentity, type ShippedIdentity } from './support/shipped-identity.js';
 import { ageKeygen, decryptWithSopsAge } from './support/sops-oracle.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -68,12 +68,20 @@ describe('real Flux: SOPS decryption, ManifestsSynced and the upgrade gate', () 
   const wl = () => world!.wl();
   const started = Date.now();
 
+  /** The controller's ServiceAccount under the shipped RBAC, applied while Flux starts. */
+  let controllerIdentity: Promise<ShippedIdentity> | undefined;
   /** Starts the controller scenario's world (set by its describe); its beforeAll waits for it. */
   let startControllerScenario: (() => Promise<void>) | undefined;
   let controllerScenario: Promise<void> | undefined;
 
   beforeAll(async () => {
-    world = await startFluxWorld();
+    world = await startFluxWorld({
+      whileFluxStarts: ({ management }) => {
+        controllerIdentity = applyShippedIdentity(management, { overlay: 'flux', components: ['runtime-extension'] });
+        // Its failure is the controller scenario's, where it is awaited, not an unhandled rejection here.
+        controllerIdentity.catch(() => undefined);
+      },
+    });
     console.log(
       `Engines: ${fluxEngineVersions()}; started in ${Math.round((Date.now() - started) / 1000)}s, of which the Flux world ${world.startup}`,
     );
@@ -257,10 +265,7 @@ describe('real Flux: SOPS decryption, ManifestsSynced and the upgrade gate', () 
 
     startControllerScenario = async () => {
       // What the user and Cluster API provide: the stack, a Cluster on release v1, its kubeconfig Secret.
-      const credential = await applyShippedIdentity(world!.management, {
-        overlay: 'flux',
-        components: ['runtime-extension'],
-      });
+      const credential = await controllerIdentity!;
       await ensureNamespace(mgmt(), NS);
       const stack = await mgmt().request('POST', `${STACKS}/clusterstacks`, {
         body: {

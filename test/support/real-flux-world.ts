@@ -1,9 +1,9 @@
 // The one real-Flux test kit (docs/real-engines.md), shared by every real-Flux file: a world of a
 // management and a workload API server, Flux's source- and kustomize-controller on the management
-// server, Cluster API's CRDs, and Git served on loopback by `git http-backend`; plus what the
-// scenarios do to it: read a status code, ask Flux to reconcile now (as `flux reconcile` does),
-// wait with Flux's own view in the failure message, write the status a missing controller would
-// write, bootstrap a published tree with `kubectl apply -k`. One world per test file.
+// server, the Cluster API CRDs its objects need, and Git served on loopback by `git http-backend`;
+// plus what the scenarios do to it: read a status code, ask Flux to reconcile now (as `flux
+// reconcile` does), wait with Flux's own view in the failure message, write the status a missing
+// controller would write, bootstrap a published tree with `kubectl apply -k`. One world per test file.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -12,6 +12,7 @@ import { startGitHttpServer, type GitHttpServer } from './git-http-server.js';
 import { GitSandbox } from './git-repos.js';
 import {
   builtEngine,
+  crdFilesServing,
   engineCrdFiles,
   installCrds,
   startFluxControllers,
@@ -25,6 +26,23 @@ import {
 
 export const KUSTOMIZATIONS = '/apis/kustomize.toolkit.fluxcd.io/v1/namespaces';
 export const GIT_REPOSITORIES = '/apis/source.toolkit.fluxcd.io/v1/namespaces';
+
+/**
+ * The Cluster API kinds the real-Flux files' objects are made of: the releases' ClusterClass and
+ * templates, a Cluster, and the runtime extension's ExtensionConfig (deploy/runtime-extension).
+ * Only their CRDs are installed, not all 29 of Cluster API and its Docker provider: each CRD costs
+ * the API server seconds of CPU to establish, and nothing here makes the others' objects. A kind
+ * missing here fails Flux's dry-run naming it ("no matches for kind").
+ */
+const CLUSTER_API_KINDS = new Set([
+  'cluster.x-k8s.io/ClusterClass',
+  'cluster.x-k8s.io/Cluster',
+  'infrastructure.cluster.x-k8s.io/DockerClusterTemplate',
+  'infrastructure.cluster.x-k8s.io/DockerMachineTemplate',
+  'bootstrap.cluster.x-k8s.io/KubeadmConfigTemplate',
+  'controlplane.cluster.x-k8s.io/KubeadmControlPlaneTemplate',
+  'runtime.cluster.x-k8s.io/ExtensionConfig',
+]);
 
 export interface FluxWorld {
   management: RealKubeApi;
@@ -50,6 +68,11 @@ export interface FluxWorldOptions {
    * Git and its address (a file's first render) runs while they and Flux start.
    */
   whileStarting?: (git: GitHttpServer, sandbox: GitSandbox) => void;
+  /**
+   * Called once both API servers answer and the Cluster API CRDs are installed, while Flux may still
+   * be starting: work that needs only the servers (a controller's identity) runs beside it.
+   */
+  whileFluxStarts?: (servers: { management: RealKubeApi; workload: RealKubeApi }) => void;
 }
 
 /**
@@ -93,9 +116,13 @@ export async function startFluxWorld(options: FluxWorldOptions = {}): Promise<Fl
   try {
     // Each settles before the failure is thrown, so that stop() finds everything that was started.
     const started = await Promise.allSettled([
-      installCrds(management, [...engineCrdFiles('cluster-api'), ...engineCrdFiles('cluster-api-docker')]).then(() =>
-        clock.mark('Cluster API CRDs'),
-      ),
+      installCrds(
+        management,
+        crdFilesServing([...engineCrdFiles('cluster-api'), ...engineCrdFiles('cluster-api-docker')], CLUSTER_API_KINDS),
+      ).then(() => {
+        clock.mark('Cluster API CRDs');
+        options.whileFluxStarts?.({ management, workload });
+      }),
       startFluxControllers(management, {
         kustomizeControllerArgs: [
           '--requeue-dependency=1s',
