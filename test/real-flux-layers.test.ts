@@ -5,9 +5,10 @@
 // artifact in a real registry as Flux's source instead of Git. Our CLI renders into a bare repository
 // served by `git http-backend`; the wiring is bootstrapped with `kubectl apply -k flux`; bravo's
 // kubeconfig Secret points at a second API server. Every assertion reads LIVE objects. One
-// management server, one workload server, one Flux for the whole file; cases that do not depend on
-// each other's state run side by side, so that Flux's own waits (a class stage's 60 s, a health
-// check's 30 s) overlap instead of adding up.
+// management server, one workload server, one Flux for the whole file; every case runs side by side
+// with those it does not build on, so that Flux's own waits (a class stage's 60 s, a health check's
+// 30 s) overlap each other and the rest instead of adding up. The fresh class has a wiring (source,
+// repository, namespace) of its own: the other cases' publishes would restart its class stage.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -25,6 +26,7 @@ import {
 import {
   applyWiring,
   bootstrapFlux,
+  classReconciled,
   classStatus,
   daemonSetRolledOut,
   deploymentRolledOut,
@@ -47,9 +49,14 @@ const ROOT = path.resolve(import.meta.dirname, '..');
 const RELEASES = path.join(ROOT, 'examples/quickstart/releases');
 const NS = 'fleet';
 const CLUSTER = 'bravo';
-const CLASS = `/apis/cluster.x-k8s.io/v1beta2/namespaces/${NS}/clusterclasses/docker-ferrol-1-30-v2`;
-const TEMPLATE = `/apis/infrastructure.cluster.x-k8s.io/v1beta1/namespaces/${NS}/dockerclustertemplates/docker-ferrol-1-30-v2-cluster`;
+const FLEET_CLASS = `/apis/cluster.x-k8s.io/v1beta2/namespaces/${NS}/clusterclasses/docker-ferrol-1-30-v2`;
 const RELEASE_KUSTOMIZATION = `${KUSTOMIZATIONS}/flux-system/kustomizations/${NS}-docker-ferrol-1-30-v2`;
+/** The fresh-class case's own stack namespace and wiring name. */
+const CLASS_NS = 'class-stacks';
+const CLASS_WIRING = 'fresh-class';
+const CLASS = `/apis/cluster.x-k8s.io/v1beta2/namespaces/${CLASS_NS}/clusterclasses/docker-ferrol-1-30-v2`;
+const TEMPLATE = `/apis/infrastructure.cluster.x-k8s.io/v1beta1/namespaces/${CLASS_NS}/dockerclustertemplates/docker-ferrol-1-30-v2-cluster`;
+const CLASS_RELEASE_KUSTOMIZATION = `${KUSTOMIZATIONS}/flux-system/kustomizations/${CLASS_NS}-docker-ferrol-1-30-v2`;
 const ROOT_KUSTOMIZATION = `${KUSTOMIZATIONS}/flux-system/kustomizations/clusterstacks`;
 const GIT_SOURCE = '/apis/source.toolkit.fluxcd.io/v1/namespaces/flux-system/gitrepositories/clusterstacks';
 const stage = (name: string): string => `${KUSTOMIZATIONS}/${NS}/kustomizations/${CLUSTER}-${name}`;
@@ -70,7 +77,13 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
   let gitUrl = '';
   /** The first render, started while the servers and Flux start (it needs only Git); the first case awaits it. */
   let firstPublish: Promise<string> | undefined;
+  /** The fresh-class case's repository and render, started beside the first. */
+  let classBare: string;
+  let classPublish: Promise<void> | undefined;
   const started = Date.now();
+  /** Cases that build on another's state wait for it; each settles true when its case passed. */
+  const firstPublished = caseOutcome('first publish');
+  const bumped = caseOutcome('a layer version bump');
 
   const mgmt = () => world!.mgmt();
   const wl = () => world!.wl();
@@ -121,6 +134,30 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
   const applied = async (apiPath: string): Promise<string | undefined> =>
     (await mgmt().get(apiPath)).status?.lastAppliedRevision;
 
+  /** Renders a stack of release v2 alone into its own repository, under its own wiring name. */
+  async function publishFreshClass(): Promise<void> {
+    const stackDir = await writeTree({ 'stack.yaml': stackInput(CLASS_NS, ['v2']) });
+    temps.push(stackDir);
+    const result = await runClusterstack(
+      [
+        'render',
+        stackDir,
+        '--release-source',
+        RELEASES,
+        '--git',
+        classBare,
+        '--gitops',
+        'flux',
+        '--gitops-url',
+        `${gitUrl}/classes.git`,
+        '--gitops-name',
+        CLASS_WIRING,
+      ],
+      { cwd: ROOT },
+    );
+    expect(result.code, result.stderr).toBe(0);
+  }
+
   beforeAll(async () => {
     // The layers' sources are directories of the Git work tree holding the inputs, as in Kraan.
     inputs = await writeTree({
@@ -138,9 +175,12 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
         whileStarting: (git, sandbox) => {
           gitUrl = git.url;
           bare = sandbox.bareRepo('fleet');
+          classBare = sandbox.bareRepo('classes');
           firstPublish = publish();
-          // Its failure is the first case's, where it is awaited, not an unhandled rejection here.
+          classPublish = publishFreshClass();
+          // Their failures are the cases', where they are awaited, not unhandled rejections here.
           firstPublish.catch(() => undefined);
+          classPublish.catch(() => undefined);
         },
       }),
       startRegistry(),
@@ -149,7 +189,7 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
     if (oci.status === 'fulfilled') registry = oci.value;
     for (const result of [flux, oci]) if (result.status === 'rejected') throw result.reason;
     // What Cluster API provides: the Cluster's namespace and bravo's kubeconfig Secret, pointing at the workload server.
-    for (const namespace of [NS, 'oci-stacks']) await ensureNamespace(mgmt(), namespace);
+    for (const namespace of [NS, CLASS_NS, 'oci-stacks']) await ensureNamespace(mgmt(), namespace);
     await writeClusterKubeconfig(world!, NS, CLUSTER, world!.workload.admin.kubeconfig);
     console.log(
       `Engines: ${fluxEngineVersions()}; set up in ${Math.round((Date.now() - started) / 1000)} s, of which the Flux world ${world!.startup}`,
@@ -163,291 +203,344 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
     console.log(`real-flux-layers: ${Math.round((Date.now() - started) / 1000)} s in all`);
   }, 60_000);
 
-  it("first publish: the layers reach the workload cluster, helm's octal defaultMode 0400 reads live as 256, and the held layer is suspended with nothing of it applied", async () => {
-    const revision = await firstPublish!;
-    bootstrapFlux(world!, bare);
-    await waitFor(
-      'the root Kustomization to apply the first commit',
-      async () => (await applied(ROOT_KUSTOMIZATION)) === revision,
-      90_000,
-    );
-
-    await waitFor(
-      'the agent DaemonSet in the workload cluster',
-      async () => (await status(wl(), AGENT)) === 200,
-      90_000,
-    );
-    expect((await wl().get(AGENT)).spec.template.spec.volumes[0].secret.defaultMode).toBe(256);
-    await waitFor(
-      'the monitoring layer applied',
-      async () => (await status(wl(), configMap('monitoring-dropped'))) === 200,
-      60_000,
-    );
-    expect((await wl().get(configMap('monitoring-keep'))).data.value).toBe('1.0.0');
-
-    const paused = await mgmt().get(layerKustomization('paused'));
-    expect(paused.spec.suspend).toBe(true);
-    expect(paused.status?.lastAppliedRevision).toBeUndefined();
-    expect(await status(wl(), configMap('paused'))).toBe(404);
-
-    // The stages and the other layers do not wait for it.
-    await setStatus(wl(), AGENT, daemonSetRolledOut());
-    await waitFor('the kindnet DaemonSet', async () => (await status(wl(), KINDNET)) === 200, 60_000);
-    await setStatus(wl(), KINDNET, daemonSetRolledOut());
-    await waitFor('metrics-server applied after cni', async () => (await status(wl(), METRICS_SERVER)) === 200, 90_000);
-    await setStatus(wl(), METRICS_SERVER, deploymentRolledOut);
-    for (const name of ['cni', 'metrics-server', 'layer-agent', 'layer-monitoring'])
-      await waitFor(`${name} Ready`, async () => isReady(await mgmt().get(stage(name))), 90_000);
-  }, 300_000);
-
-  // Side by side: two waits on Flux's own clock (the class stage's 60 s, a health check's 30 s) and
-  // the OCI artifact's first publish, which shares nothing with the Git world but the servers.
-  describe('while Flux waits on the fresh ClusterClass', () => {
-    it.concurrent(
-      'a fresh ClusterClass is waited for until Cluster API reports its variables, and its templates follow without status.observedGeneration (which CAPI writes only once they exist)',
-      async ({ expect }) => {
-        // The providers come first (the release depends on them); then Flux applies the class alone and waits for it.
-        await waitFor('the ClusterClass applied', async () => (await status(mgmt(), CLASS)) === 200, 90_000);
-        expect((await mgmt().get(CLASS)).status).toBeUndefined();
-        // kustomize-controller waits for a *Class stage at most 60 s (fluxcd/pkg/ssa's default, not the
-        // Kustomization's timeout), then fails the reconcile naming each class's status and retries
-        // later. A class without any status is Unknown to it (CEL cannot test for a missing top-level
-        // field), not Failed: it waits, as for InProgress, and says what is missing.
+  it.concurrent(
+    "first publish: the layers reach the workload cluster, helm's octal defaultMode 0400 reads live as 256, and the held layer is suspended with nothing of it applied",
+    async ({ expect }) =>
+      firstPublished.track(async () => {
+        const revision = await firstPublish!;
+        bootstrapFlux(world!, bare);
         await waitFor(
-          'the class stage to time out',
-          async () =>
-            (await mgmt().get(RELEASE_KUSTOMIZATION)).status?.conditions?.some(
-              (c: any) => c.type === 'Ready' && c.status === 'False',
-            ),
-          120_000,
-        );
-        const verdict = (await mgmt().get(RELEASE_KUSTOMIZATION)).status.conditions.find(
-          (c: any) => c.type === 'Ready',
-        );
-        expect(verdict.message).toContain(
-          `timeout waiting for: [ClusterClass/${NS}/docker-ferrol-1-30-v2 status: 'Unknown'`,
-        );
-        expect(verdict.message).toContain('no such attribute(s): status');
-        expect(await status(mgmt(), TEMPLATE)).toBe(404);
-
-        // Cluster API's first pass over the class, as real CAPI does it with the templates missing:
-        // variables reconciled, status.observedGeneration not written. That is enough for Flux to go on.
-        await setStatus(mgmt(), CLASS, (cls) => classStatus(cls, false));
-        await requestReconcile(mgmt(), RELEASE_KUSTOMIZATION);
-        await waitFor(
-          'the templates applied after the class reported its variables',
-          async () => (await status(mgmt(), TEMPLATE)) === 200,
+          'the root Kustomization to apply the first commit',
+          async () => (await applied(ROOT_KUSTOMIZATION)) === revision,
           90_000,
         );
-        // CAPI's next pass finds the templates and writes observedGeneration: the release is Ready.
-        await setStatus(mgmt(), CLASS, (cls) => classStatus(cls, true));
+
         await waitFor(
-          'the release Kustomization Ready',
-          async () => isReady(await mgmt().get(RELEASE_KUSTOMIZATION)),
+          'the agent DaemonSet in the workload cluster',
+          async () => (await status(wl(), AGENT)) === 200,
           90_000,
         );
-      },
-      300_000,
-    );
-
-    it.concurrent(
-      'deleting a stage Kustomization while it waits for an unhealthy object: real Flux finishes the health check (up to its timeout) before the finalizer runs',
-      async ({ expect }) => {
-        // A copy of bravo's agent layer whose DaemonSet never rolls out, with a 30 s timeout (Flux's least) instead of the wiring's 5 m.
-        const layer = await mgmt().get(layerKustomization('agent'));
-        const stuck = `${KUSTOMIZATIONS}/${NS}/kustomizations/stuck-stage`;
-        const created = await mgmt().request('POST', `${KUSTOMIZATIONS}/${NS}/kustomizations`, {
-          body: {
-            apiVersion: 'kustomize.toolkit.fluxcd.io/v1',
-            kind: 'Kustomization',
-            metadata: { name: 'stuck-stage' },
-            spec: { ...layer.spec, namePrefix: 'stuck-', timeout: '30s' },
-          },
-        });
-        expect(created.status, created.text).toBe(201);
+        expect((await wl().get(AGENT)).spec.template.spec.volumes[0].secret.defaultMode).toBe(256);
         await waitFor(
-          'the copy to wait on its health check',
-          async () =>
-            (await mgmt().get(stuck)).status?.conditions?.some(
-              (c: any) => c.type === 'Reconciling' && String(c.message).startsWith('Running health checks'),
-            ),
+          'the monitoring layer applied',
+          async () => (await status(wl(), configMap('monitoring-dropped'))) === 200,
           60_000,
         );
-        const waitingSince = Date.now();
-        expect((await mgmt().request('DELETE', stuck)).status).toBe(200);
-        await waitFor('the deleted Kustomization gone', async () => (await status(mgmt(), stuck)) === 404, 90_000);
-        const seconds = (Date.now() - waitingSince) / 1000;
-        console.log(`an unhealthy Kustomization (timeout 30s) took ${seconds.toFixed(1)} s to delete`);
-        // kustomize-controller v1.9.6 handles the deletion only when the running reconcile returns: the
-        // health check is not interrupted, and then at once, not after retryInterval.
-        expect(seconds).toBeGreaterThan(20);
-        // Then its finalizer deletes what it applied.
-        await waitFor(
-          'its DaemonSet deleted',
-          async () => (await status(wl(), '/apis/apps/v1/namespaces/kube-system/daemonsets/stuck-agent')) === 404,
-          60_000,
-        );
-      },
-      180_000,
-    );
-    it.concurrent(
-      'OCI: the artifact clusterstack pushes to a real registry is the source: an OCIRepository, bootstrapped from the artifact itself, applies the first publish',
-      async ({ expect }) => {
-        const stackDir = await writeTree({ 'stack.yaml': stackInput('oci-stacks', ['v1']) });
-        temps.push(stackDir);
-        const reference = `oci://${registry!.host}/fleet/tree:main`;
-        const result = await runClusterstack(
-          [
-            'render',
-            stackDir,
-            '--release-source',
-            RELEASES,
-            '--oci',
-            reference,
-            '--plain-http',
-            '--gitops',
-            'flux',
-            '--gitops-name',
-            'oci-fleet',
-          ],
-          { cwd: ROOT },
-        );
-        expect(result.code, result.stderr).toBe(0);
+        expect((await wl().get(configMap('monitoring-keep'))).data.value).toBe('1.0.0');
 
-        // Bootstrap from what the registry serves: the manifest's one layer, a tar.gz of the tree.
-        const manifest = (await (
-          await fetch(`http://${registry!.host}/v2/fleet/tree/manifests/main`, {
-            headers: { accept: 'application/vnd.oci.image.manifest.v1+json' },
-          })
-        ).json()) as { layers: { digest: string }[] };
-        expect(manifest.layers).toHaveLength(1);
-        const blob = Buffer.from(
-          await (
-            await fetch(`http://${registry!.host}/v2/fleet/tree/blobs/${manifest.layers[0]!.digest}`)
-          ).arrayBuffer(),
-        );
-        const tree = await tempDir('csk-flux-oci-tree-');
-        temps.push(tree);
-        execFileSync('tar', ['-xzf', '-', '-C', tree], { input: blob });
-        applyWiring(world!, tree);
+        const paused = await mgmt().get(layerKustomization('paused'));
+        expect(paused.spec.suspend).toBe(true);
+        expect(paused.status?.lastAppliedRevision).toBeUndefined();
+        expect(await status(wl(), configMap('paused'))).toBe(404);
 
-        const source = await mgmt().get(
-          '/apis/source.toolkit.fluxcd.io/v1/namespaces/flux-system/ocirepositories/oci-fleet',
-        );
-        expect(source.spec).toMatchObject({
-          url: `oci://${registry!.host}/fleet/tree`,
-          ref: { tag: 'main' },
-          insecure: true,
-        });
-        const cls = '/apis/cluster.x-k8s.io/v1beta2/namespaces/oci-stacks/clusterclasses/docker-ferrol-1-30-v1';
-        // Ready and the applied revision together: Flux can show Ready=True a moment before it writes
-        // lastAppliedRevision.
+        // The stages and the other layers do not wait for it.
+        await setStatus(wl(), AGENT, daemonSetRolledOut());
+        await waitFor('the kindnet DaemonSet', async () => (await status(wl(), KINDNET)) === 200, 60_000);
+        await setStatus(wl(), KINDNET, daemonSetRolledOut());
         await waitFor(
-          'the root Kustomization to apply the artifact',
-          async () => {
-            const root = await mgmt().get(`${KUSTOMIZATIONS}/flux-system/kustomizations/oci-fleet`);
-            return isReady(root) && root.status?.lastAppliedRevision !== undefined;
-          },
+          'metrics-server applied after cni',
+          async () => (await status(wl(), METRICS_SERVER)) === 200,
           90_000,
         );
-        expect(await applied(`${KUSTOMIZATIONS}/flux-system/kustomizations/oci-fleet`)).toMatch(
-          /^main@sha256:[0-9a-f]{64}$/,
-        );
-        await waitFor('the ClusterClass from the artifact', async () => (await status(mgmt(), cls)) === 200, 90_000);
-        await setStatus(mgmt(), cls, (object) => classStatus(object, false));
+        await setStatus(wl(), METRICS_SERVER, deploymentRolledOut);
+        for (const name of ['cni', 'metrics-server', 'layer-agent', 'layer-monitoring'])
+          await waitFor(`${name} Ready`, async () => isReady(await mgmt().get(stage(name))), 90_000);
+        // Cluster API (played here) reconciles bravo's class, so that its release goes on to the
+        // templates: a fresh class's wait is the next case's, in a wiring of its own.
         await waitFor(
-          'its templates',
-          async () =>
-            (await status(
-              mgmt(),
-              '/apis/infrastructure.cluster.x-k8s.io/v1beta1/namespaces/oci-stacks/dockerclustertemplates/docker-ferrol-1-30-v1-cluster',
-            )) === 200,
+          'the ClusterClass of the release applied',
+          async () => (await status(mgmt(), FLEET_CLASS)) === 200,
           90_000,
         );
-        // The class variables' defaults are integers, as helm rendered them.
-        expect(
-          (await mgmt().get(cls)).spec.variables.find((v: any) => v.name === 'maxPods')?.schema.openAPIV3Schema.default,
-        ).toBe(110);
-      },
-      300_000,
-    );
-  });
+        await setStatus(mgmt(), FLEET_CLASS, classReconciled);
+      }),
+    300_000,
+  );
 
-  it('a layer version bump that drops an addon: real Flux prunes it and updates what both versions keep; the held layer stays paused while everything else applies the new revision', async () => {
-    writeInputs('1.1.0', 'v1.0.0');
-    const revision = await publish();
-    await syncWiring(world!, GIT_SOURCE, ROOT_KUSTOMIZATION, revision);
-    await waitFor(
-      'the dropped addon pruned',
-      async () => (await status(wl(), configMap('monitoring-dropped'))) === 404,
-      90_000,
-    );
-    expect((await wl().get(configMap('monitoring-keep'))).data.value).toBe('1.1.0');
-    const monitoring = await mgmt().get(layerKustomization('monitoring'));
-    expect(monitoring.metadata.labels['clusterstack.x-k8s.io/layer-version']).toBe('1.1.0');
+  // Side by side with the first publish and what builds on it: two waits on Flux's own clock (the
+  // class stage's 60 s, a health check's 30 s) and the OCI artifact's first publish, which shares
+  // nothing with the Git world but the servers.
+  it.concurrent(
+    'a fresh ClusterClass is waited for until Cluster API reports its variables, and its templates follow without status.observedGeneration (which CAPI writes only once they exist)',
+    async ({ expect }) => {
+      await classPublish!;
+      bootstrapFlux(world!, classBare);
+      // Flux applies the class alone and waits for it.
+      await waitFor('the ClusterClass applied', async () => (await status(mgmt(), CLASS)) === 200, 90_000);
+      expect((await mgmt().get(CLASS)).status).toBeUndefined();
+      // kustomize-controller waits for a *Class stage at most 60 s (fluxcd/pkg/ssa's default, not the
+      // Kustomization's timeout), then fails the reconcile naming each class's status and retries
+      // later. A class without any status is Unknown to it (CEL cannot test for a missing top-level
+      // field), not Failed: it waits, as for InProgress, and says what is missing.
+      await waitFor(
+        'the class stage to time out',
+        async () =>
+          (await mgmt().get(CLASS_RELEASE_KUSTOMIZATION)).status?.conditions?.some(
+            (c: any) => c.type === 'Ready' && c.status === 'False',
+          ),
+        120_000,
+      );
+      const verdict = (await mgmt().get(CLASS_RELEASE_KUSTOMIZATION)).status.conditions.find(
+        (c: any) => c.type === 'Ready',
+      );
+      expect(verdict.message).toContain(
+        `timeout waiting for: [ClusterClass/${CLASS_NS}/docker-ferrol-1-30-v2 status: 'Unknown'`,
+      );
+      expect(verdict.message).toContain('no such attribute(s): status');
+      expect(await status(mgmt(), TEMPLATE)).toBe(404);
 
-    for (const name of ['cni', 'metrics-server', 'layer-agent', 'layer-monitoring']) {
-      await waitFor(`${name} at the new revision`, async () => (await applied(stage(name))) === revision, 90_000);
-    }
-    await waitFor(
-      'the release at the new revision',
-      async () => (await applied(RELEASE_KUSTOMIZATION)) === revision,
-      90_000,
-    );
-    const paused = await mgmt().get(layerKustomization('paused'));
-    expect(paused.spec.suspend).toBe(true);
-    expect(paused.status?.lastAppliedRevision).toBeUndefined();
-    expect(await status(wl(), configMap('paused'))).toBe(404);
-  }, 300_000);
+      // Cluster API's first pass over the class, as real CAPI does it with the templates missing:
+      // variables reconciled, status.observedGeneration not written. That is enough for Flux to go on.
+      await setStatus(mgmt(), CLASS, (cls) => classStatus(cls, false));
+      await requestReconcile(mgmt(), CLASS_RELEASE_KUSTOMIZATION);
+      await waitFor(
+        'the templates applied after the class reported its variables',
+        async () => (await status(mgmt(), TEMPLATE)) === 200,
+        90_000,
+      );
+      // CAPI's next pass finds the templates and writes observedGeneration: the release is Ready.
+      await setStatus(mgmt(), CLASS, (cls) => classStatus(cls, true));
+      await waitFor(
+        'the release Kustomization Ready',
+        async () => isReady(await mgmt().get(CLASS_RELEASE_KUSTOMIZATION)),
+        90_000,
+      );
+    },
+    300_000,
+  );
 
-  it('Cluster API providers: a CRD a new provider version dropped and the CRDs of a removed provider are never pruned, nor the objects made through them', async () => {
-    const widgetProvider = `${KUSTOMIZATIONS}/flux-system/kustomizations/provider-infrastructureprovider-widget`;
-    await waitFor(
-      'the widget provider applied',
-      async () => (await status(mgmt(), crd(`widgetmachines.${WIDGET_GROUP}`))) === 200,
-      60_000,
-    );
-    // A user's object of the provider's kind.
-    const machine = await mgmt().request('POST', `/apis/${WIDGET_GROUP}/v1beta1/namespaces/${NS}/widgetmachines`, {
-      body: {
-        apiVersion: `${WIDGET_GROUP}/v1beta1`,
-        kind: 'WidgetMachine',
-        metadata: { name: 'worker-0' },
-        spec: { size: 2 },
-      },
-    });
-    expect(machine.status, machine.text).toBe(201);
+  it.concurrent(
+    'deleting a stage Kustomization while it waits for an unhealthy object: real Flux finishes the health check (up to its timeout) before the finalizer runs',
+    async ({ expect }) => {
+      await firstPublished.passed();
+      // A copy of bravo's agent layer whose DaemonSet never rolls out, with a 30 s timeout (Flux's least) instead of the wiring's 5 m.
+      const layer = await mgmt().get(layerKustomization('agent'));
+      const stuck = `${KUSTOMIZATIONS}/${NS}/kustomizations/stuck-stage`;
+      const created = await mgmt().request('POST', `${KUSTOMIZATIONS}/${NS}/kustomizations`, {
+        body: {
+          apiVersion: 'kustomize.toolkit.fluxcd.io/v1',
+          kind: 'Kustomization',
+          metadata: { name: 'stuck-stage' },
+          spec: { ...layer.spec, namePrefix: 'stuck-', timeout: '30s' },
+        },
+      });
+      expect(created.status, created.text).toBe(201);
+      await waitFor(
+        'the copy to wait on its health check',
+        async () =>
+          (await mgmt().get(stuck)).status?.conditions?.some(
+            (c: any) => c.type === 'Reconciling' && String(c.message).startsWith('Running health checks'),
+          ),
+        60_000,
+      );
+      const waitingSince = Date.now();
+      expect((await mgmt().request('DELETE', stuck)).status).toBe(200);
+      await waitFor('the deleted Kustomization gone', async () => (await status(mgmt(), stuck)) === 404, 90_000);
+      const seconds = (Date.now() - waitingSince) / 1000;
+      console.log(`an unhealthy Kustomization (timeout 30s) took ${seconds.toFixed(1)} s to delete`);
+      // kustomize-controller v1.9.6 handles the deletion only when the running reconcile returns: the
+      // health check is not interrupted, and then at once, not after retryInterval.
+      expect(seconds).toBeGreaterThan(20);
+      // Then its finalizer deletes what it applied.
+      await waitFor(
+        'its DaemonSet deleted',
+        async () => (await status(wl(), '/apis/apps/v1/namespaces/kube-system/daemonsets/stuck-agent')) === 404,
+        60_000,
+      );
+    },
+    180_000,
+  );
+  it.concurrent(
+    'OCI: the artifact clusterstack pushes to a real registry is the source: an OCIRepository, bootstrapped from the artifact itself, applies the first publish',
+    async ({ expect }) => {
+      const stackDir = await writeTree({ 'stack.yaml': stackInput('oci-stacks', ['v1']) });
+      temps.push(stackDir);
+      const reference = `oci://${registry!.host}/fleet/tree:main`;
+      const result = await runClusterstack(
+        [
+          'render',
+          stackDir,
+          '--release-source',
+          RELEASES,
+          '--oci',
+          reference,
+          '--plain-http',
+          '--gitops',
+          'flux',
+          '--gitops-name',
+          'oci-fleet',
+        ],
+        { cwd: ROOT },
+      );
+      expect(result.code, result.stderr).toBe(0);
 
-    // v1.1.0 no longer ships WidgetMachine.
-    writeInputs('1.1.0', 'v1.1.0');
-    let revision = await publish();
-    await syncWiring(world!, GIT_SOURCE, ROOT_KUSTOMIZATION, revision);
-    await waitFor('the widget provider at v1.1.0', async () => (await applied(widgetProvider)) === revision, 90_000);
-    expect((await mgmt().get(configMap('provider-version', 'widget-system'))).data.version).toBe('v1.1.0');
-    expect(await status(mgmt(), crd(`widgetmachines.${WIDGET_GROUP}`))).toBe(200);
-    expect(await status(mgmt(), `/apis/${WIDGET_GROUP}/v1beta1/namespaces/${NS}/widgetmachines/worker-0`)).toBe(200);
+      // Bootstrap from what the registry serves: the manifest's one layer, a tar.gz of the tree.
+      const manifest = (await (
+        await fetch(`http://${registry!.host}/v2/fleet/tree/manifests/main`, {
+          headers: { accept: 'application/vnd.oci.image.manifest.v1+json' },
+        })
+      ).json()) as { layers: { digest: string }[] };
+      expect(manifest.layers).toHaveLength(1);
+      const blob = Buffer.from(
+        await (await fetch(`http://${registry!.host}/v2/fleet/tree/blobs/${manifest.layers[0]!.digest}`)).arrayBuffer(),
+      );
+      const tree = await tempDir('csk-flux-oci-tree-');
+      temps.push(tree);
+      execFileSync('tar', ['-xzf', '-', '-C', tree], { input: blob });
+      applyWiring(world!, tree);
 
-    // The provider removed: its Kustomization is deleted and its finalizer deletes what it applied, except the CRDs and the Namespace.
-    writeInputs('1.1.0', undefined);
-    revision = await publish();
-    await syncWiring(world!, GIT_SOURCE, ROOT_KUSTOMIZATION, revision);
-    await waitFor(
-      'the widget provider Kustomization deleted',
-      async () => (await status(mgmt(), widgetProvider)) === 404,
-      90_000,
-    );
-    await waitFor(
-      'its ConfigMap deleted',
-      async () => (await status(mgmt(), configMap('provider-version', 'widget-system'))) === 404,
-      60_000,
-    );
-    for (const name of ['widgetclusters', 'widgetmachines'])
-      expect(await status(mgmt(), crd(`${name}.${WIDGET_GROUP}`)), name).toBe(200);
-    expect((await mgmt().get('/api/v1/namespaces/widget-system')).status.phase).toBe('Active');
-    expect(await status(mgmt(), `/apis/${WIDGET_GROUP}/v1beta1/namespaces/${NS}/widgetmachines/worker-0`)).toBe(200);
-    // The core provider, untouched.
-    expect(
-      isReady(await mgmt().get(`${KUSTOMIZATIONS}/flux-system/kustomizations/provider-coreprovider-cluster-api`)),
-    ).toBe(true);
-  }, 300_000);
+      const source = await mgmt().get(
+        '/apis/source.toolkit.fluxcd.io/v1/namespaces/flux-system/ocirepositories/oci-fleet',
+      );
+      expect(source.spec).toMatchObject({
+        url: `oci://${registry!.host}/fleet/tree`,
+        ref: { tag: 'main' },
+        insecure: true,
+      });
+      const cls = '/apis/cluster.x-k8s.io/v1beta2/namespaces/oci-stacks/clusterclasses/docker-ferrol-1-30-v1';
+      // Ready and the applied revision together: Flux can show Ready=True a moment before it writes
+      // lastAppliedRevision.
+      await waitFor(
+        'the root Kustomization to apply the artifact',
+        async () => {
+          const root = await mgmt().get(`${KUSTOMIZATIONS}/flux-system/kustomizations/oci-fleet`);
+          return isReady(root) && root.status?.lastAppliedRevision !== undefined;
+        },
+        90_000,
+      );
+      expect(await applied(`${KUSTOMIZATIONS}/flux-system/kustomizations/oci-fleet`)).toMatch(
+        /^main@sha256:[0-9a-f]{64}$/,
+      );
+      await waitFor('the ClusterClass from the artifact', async () => (await status(mgmt(), cls)) === 200, 90_000);
+      await setStatus(mgmt(), cls, (object) => classStatus(object, false));
+      await waitFor(
+        'its templates',
+        async () =>
+          (await status(
+            mgmt(),
+            '/apis/infrastructure.cluster.x-k8s.io/v1beta1/namespaces/oci-stacks/dockerclustertemplates/docker-ferrol-1-30-v1-cluster',
+          )) === 200,
+        90_000,
+      );
+      // The class variables' defaults are integers, as helm rendered them.
+      expect(
+        (await mgmt().get(cls)).spec.variables.find((v: any) => v.name === 'maxPods')?.schema.openAPIV3Schema.default,
+      ).toBe(110);
+    },
+    300_000,
+  );
+
+  // Each builds on the one before: the first publish, the bump, the providers' two publishes.
+  it.concurrent(
+    'a layer version bump that drops an addon: real Flux prunes it and updates what both versions keep; the held layer stays paused while everything else applies the new revision',
+    async ({ expect }) => {
+      await firstPublished.passed();
+      await bumped.track(async () => {
+        writeInputs('1.1.0', 'v1.0.0');
+        const revision = await publish();
+        await syncWiring(world!, GIT_SOURCE, ROOT_KUSTOMIZATION, revision);
+        await waitFor(
+          'the dropped addon pruned',
+          async () => (await status(wl(), configMap('monitoring-dropped'))) === 404,
+          90_000,
+        );
+        expect((await wl().get(configMap('monitoring-keep'))).data.value).toBe('1.1.0');
+        const monitoring = await mgmt().get(layerKustomization('monitoring'));
+        expect(monitoring.metadata.labels['clusterstack.x-k8s.io/layer-version']).toBe('1.1.0');
+
+        for (const name of ['cni', 'metrics-server', 'layer-agent', 'layer-monitoring']) {
+          await waitFor(`${name} at the new revision`, async () => (await applied(stage(name))) === revision, 90_000);
+        }
+        await waitFor(
+          'the release at the new revision',
+          async () => (await applied(RELEASE_KUSTOMIZATION)) === revision,
+          90_000,
+        );
+        const paused = await mgmt().get(layerKustomization('paused'));
+        expect(paused.spec.suspend).toBe(true);
+        expect(paused.status?.lastAppliedRevision).toBeUndefined();
+        expect(await status(wl(), configMap('paused'))).toBe(404);
+      });
+    },
+    300_000,
+  );
+
+  it.concurrent(
+    'Cluster API providers: a CRD a new provider version dropped and the CRDs of a removed provider are never pruned, nor the objects made through them',
+    async ({ expect }) => {
+      await bumped.passed();
+      const widgetProvider = `${KUSTOMIZATIONS}/flux-system/kustomizations/provider-infrastructureprovider-widget`;
+      await waitFor(
+        'the widget provider applied',
+        async () => (await status(mgmt(), crd(`widgetmachines.${WIDGET_GROUP}`))) === 200,
+        60_000,
+      );
+      // A user's object of the provider's kind.
+      const machine = await mgmt().request('POST', `/apis/${WIDGET_GROUP}/v1beta1/namespaces/${NS}/widgetmachines`, {
+        body: {
+          apiVersion: `${WIDGET_GROUP}/v1beta1`,
+          kind: 'WidgetMachine',
+          metadata: { name: 'worker-0' },
+          spec: { size: 2 },
+        },
+      });
+      expect(machine.status, machine.text).toBe(201);
+
+      // v1.1.0 no longer ships WidgetMachine.
+      writeInputs('1.1.0', 'v1.1.0');
+      let revision = await publish();
+      await syncWiring(world!, GIT_SOURCE, ROOT_KUSTOMIZATION, revision);
+      await waitFor('the widget provider at v1.1.0', async () => (await applied(widgetProvider)) === revision, 90_000);
+      expect((await mgmt().get(configMap('provider-version', 'widget-system'))).data.version).toBe('v1.1.0');
+      expect(await status(mgmt(), crd(`widgetmachines.${WIDGET_GROUP}`))).toBe(200);
+      expect(await status(mgmt(), `/apis/${WIDGET_GROUP}/v1beta1/namespaces/${NS}/widgetmachines/worker-0`)).toBe(200);
+
+      // The provider removed: its Kustomization is deleted and its finalizer deletes what it applied, except the CRDs and the Namespace.
+      writeInputs('1.1.0', undefined);
+      revision = await publish();
+      await syncWiring(world!, GIT_SOURCE, ROOT_KUSTOMIZATION, revision);
+      await waitFor(
+        'the widget provider Kustomization deleted',
+        async () => (await status(mgmt(), widgetProvider)) === 404,
+        90_000,
+      );
+      await waitFor(
+        'its ConfigMap deleted',
+        async () => (await status(mgmt(), configMap('provider-version', 'widget-system'))) === 404,
+        60_000,
+      );
+      for (const name of ['widgetclusters', 'widgetmachines'])
+        expect(await status(mgmt(), crd(`${name}.${WIDGET_GROUP}`)), name).toBe(200);
+      expect((await mgmt().get('/api/v1/namespaces/widget-system')).status.phase).toBe('Active');
+      expect(await status(mgmt(), `/apis/${WIDGET_GROUP}/v1beta1/namespaces/${NS}/widgetmachines/worker-0`)).toBe(200);
+      // The core provider, untouched.
+      expect(
+        isReady(await mgmt().get(`${KUSTOMIZATIONS}/flux-system/kustomizations/provider-coreprovider-cluster-api`)),
+      ).toBe(true);
+    },
+    300_000,
+  );
 });
+
+/**
+ * A case's outcome, for the cases that build on its state and run beside the rest: track() runs
+ * the case, passed() waits until it has finished and fails, naming it, when it did not pass.
+ */
+function caseOutcome(name: string): { track(body: () => Promise<void>): Promise<void>; passed(): Promise<void> } {
+  let settle!: (passed: boolean) => void;
+  const outcome = new Promise<boolean>((resolve) => (settle = resolve));
+  return {
+    async track(body) {
+      try {
+        await body();
+        settle(true);
+      } catch (error) {
+        settle(false);
+        throw error;
+      }
+    },
+    async passed() {
+      if (!(await outcome)) throw new Error(`this case builds on the case "${name}", which failed`);
+    },
+  };
+}
