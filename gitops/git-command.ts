@@ -88,10 +88,11 @@ function gitEnvironment(options: GitCommandOptions): { env: Record<string, strin
 }
 
 // A push that raced another one: refused as non-fast-forward, or (when both reached the server at
-// once) the ref moved between the advertisement and the update.
+// once) the ref moved between the advertisement and the update, or, on a remote without the branch
+// yet (two shards' first publish), another push created it in between (`reference already exists`).
 // `stale info`: a push with --force-with-lease found the branch elsewhere than the commit it builds on.
 const CONFLICT =
-  /\[rejected\][^\n]*\((fetch first|non-fast-forward|stale info)\)|cannot lock ref '[^']*': is at [0-9a-f]+ but expected/;
+  /\[rejected\][^\n]*\((fetch first|non-fast-forward|stale info)\)|cannot lock ref '[^']*': (is at [0-9a-f]+ but expected|reference already exists)/;
 const AUTH =
   /Authentication failed|could not read (Username|Password)|terminal prompts disabled|requested URL returned error: 40[13]|Permission denied \(publickey|Permission to \S+ denied|Access denied|not authorized/i;
 const REMOTE_REJECTED = /\[remote rejected\]|protected branch|pre-receive hook declined/i;

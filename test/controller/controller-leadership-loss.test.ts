@@ -55,11 +55,16 @@ describe('a leader that loses its lease in an API outage', () => {
 
   it('stops and ends its run, not-ready first, while the standby takes over and publishes (an API that accepts and never answers)', async () => {
     const first = await fx.start('first', election('first'));
-    await fx.waitFor(
-      () => first.isLeader() && condition(fx.get('ClusterAddon', NS, 'alpha'), 'ManifestsPublished')?.status === 'True',
-      'the first replica leading and publishing',
-    );
-    const second = await fx.start('second', election('second'));
+    // The standby starts once the first leads (so it cannot take the lease), while the first publishes.
+    await fx.waitFor(() => first.isLeader(), 'the first replica leading');
+    const [second] = await Promise.all([
+      fx.start('second', election('second')),
+      fx.waitFor(
+        () =>
+          first.isLeader() && condition(fx.get('ClusterAddon', NS, 'alpha'), 'ManifestsPublished')?.status === 'True',
+        'the first replica leading and publishing',
+      ),
+    ]);
     await fx.waitFor(() => second.cache.synced(), 'the standby synced');
     expect(await readiness(second)).toBe(200);
     expect(await readiness(first)).toBe(200);

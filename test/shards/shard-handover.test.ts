@@ -3,14 +3,15 @@
 // controller runs: the test creates the live Kustomizations as root Kustomizations would). A Cluster moved from s0 to s1 stays in s0's subtree, its wiring marked
 // `prune: disabled`, while the live Kustomization is still s0's root's and unmarked, even after s1
 // publishes it; once the live object carries the mark, s0 drops it. A ClusterStack moved from s1 to
-// s0 keeps its releases published by s1 until s0 publishes them. Neither output is ever absent from
-// the branch. Stacks of one namespace split over the shards are told so on each shard's stack.
+// s0 at the same time keeps its releases published by s1 until s0 publishes them. Neither output is
+// ever absent from the branch. Stacks of one namespace split over the shards are told so on each
+// shard's stack.
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../src/api/types.js';
 import { SHARD_LABEL } from '../../src/shards/shard-scope.js';
 import { decodeYamlDocument } from '../../src/yaml/kube-yaml.js';
-import { aStack, condition, GROUP, MERGE, waitFor } from '../support/controller-fixture.js';
+import { aStack, condition, GROUP, MERGE } from '../support/controller-fixture.js';
 import { bundleCli, type ControllerProcess } from '../support/controller-process.js';
 import {
   aCluster,
@@ -18,12 +19,14 @@ import {
   startRealControllerFixture,
   type RealControllerFixture,
 } from '../support/real-controller-fixture.js';
-import { labelled, moveToShard, spawnShard } from './shard-fixture.js';
+import { labelled, moveToShard, spawnShard, whenRemote } from './shard-fixture.js';
 
 const NAMESPACE = 'fleet';
 const SPLIT = 'split';
 const FLUX = { group: 'kustomize.toolkit.fluxcd.io', version: 'v1', plural: 'kustomizations' } as const;
 const PRUNE_MARK = 'kustomize.toolkit.fluxcd.io/prune: disabled';
+/** Waits on the branch end on a push to it (not a poll of git); this only stops a stuck test. */
+const LIMIT_MS = 180_000;
 
 describe('handovers between shards keep the wiring', { timeout: 300_000 }, () => {
   let fx: RealControllerFixture;
@@ -77,7 +80,12 @@ describe('handovers between shards keep the wiring', { timeout: 300_000 }, () =>
     const ferrolRelease = `management/${NAMESPACE}/`;
     const index = () => git.files(bare, 'main')['rendered/shards/README.md'] ?? '';
 
-    await waitFor(() => has('s0', alphaAddons) && has('s1', ferrolRelease), 'both shards to publish', 120_000);
+    await whenRemote(
+      bare,
+      () => has('s0', alphaAddons) && has('s1', ferrolRelease),
+      'both shards to publish',
+      LIMIT_MS,
+    );
     // What root Kustomization s0 applied: alpha's Kustomizations, owned by s0's root and unmarked.
     const root = decodeYamlDocument(filesOf('s0', 'flux/root.yaml')[0]![1]).value as KubeObject;
     const wiring = filesOf('s0', alphaWiring)
@@ -101,12 +109,15 @@ describe('handovers between shards keep the wiring', { timeout: 300_000 }, () =>
         },
       });
 
-    // alpha moves to s1.
+    // alpha moves to s1, and at the same time the stack to s0 (its handover is checked further down):
+    // two handovers in opposite directions, each shard giving one thing up and taking one over.
     await moveToShard(custom, CAPI, 'clusters', NAMESPACE, 'alpha', 's1');
-    await waitFor(
+    await moveToShard(custom, GROUP, 'clusterstacks', NAMESPACE, 'ferrol', 's0');
+    await whenRemote(
+      bare,
       () => has('s1', alphaAddons) && filesOf('s0', alphaWiring).some(([, text]) => text.includes(PRUNE_MARK)),
       "s1 to publish alpha and s0 to mark alpha's wiring",
-      120_000,
+      LIMIT_MS,
     );
     // s0 has read s1's subtree since (it looks every 500 ms here) and still publishes alpha: the live
     // Kustomization is its root's and unmarked, so dropping it now could delete it.
@@ -134,12 +145,17 @@ describe('handovers between shards keep the wiring', { timeout: 300_000 }, () =>
         },
         MERGE(),
       );
-    await waitFor(() => !has('s0', alphaAddons) && !has('s0', alphaWiring), 's0 to drop alpha', 60_000);
+    await whenRemote(bare, () => !has('s0', alphaAddons) && !has('s0', alphaWiring), 's0 to drop alpha', LIMIT_MS);
     await s0.waitForLine((line) => line['msg'] === 'Handed over what its new shard publishes', 30_000);
 
-    // The stack moves to s0: s1 keeps its release (and marks its wiring) until s0 publishes it.
-    await moveToShard(custom, GROUP, 'clusterstacks', NAMESPACE, 'ferrol', 's0');
-    await waitFor(() => has('s0', ferrolRelease) && !has('s1', ferrolRelease), 'ferrol to move from s1 to s0', 120_000);
+    // The stack moved to s0: s1 kept its release (and marked its wiring) until s0 published it (no
+    // gap: the history check below), then dropped it.
+    await whenRemote(
+      bare,
+      () => has('s0', ferrolRelease) && !has('s1', ferrolRelease),
+      'ferrol to move from s1 to s0',
+      LIMIT_MS,
+    );
 
     // Split namespace: each shard tells its own stack, naming the other.
     for (const [name, shardName, other] of [

@@ -4,7 +4,7 @@
 // carries the shards' index (`rendered/shards/README.md`), derived from the subtrees it holds: at
 // every commit it lists exactly those, whichever shard made it and however the pushes raced.
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GitPublisher } from '../../gitops/git-publisher.js';
@@ -63,16 +63,31 @@ function fileAt(repo: string, commit: string, name: string): string {
 
 const SHARDS_DIR = 'rendered/shards';
 
-/** A shard publisher on `bare`, keeping the shards' index beside its subtree. */
-function shardPublisher(bare: string, shard: string, logger?: ReturnType<typeof recordingLogger>['logger']) {
+/**
+ * Push attempts per publish: a push loses a race only to a commit that landed since its shard last
+ * fetched, so a shard loses at most as many races as there are other writers' commits: here the
+ * other shards' (SHARDS.length - 1) * ROUNDS and one foreign push. One attempt more than that can
+ * never run out, however slowly a loaded machine runs the racing pushes (at load 35 the default 8
+ * once did in the three-shard case).
+ */
+const PUSH_ATTEMPTS = (SHARDS.length - 1) * ROUNDS + 2;
+
+/** A shard publisher on `bare`, keeping the shards' index beside its subtree; its git runs with HOME `home`. */
+function shardPublisher(
+  bare: string,
+  shard: string,
+  logger?: ReturnType<typeof recordingLogger>['logger'],
+  home = sandbox.root,
+) {
   return new GitPublisher({
     repository: bare,
     branch: 'main',
     path: shardSubtree('rendered', shard),
     workDir: path.join(sandbox.root, `work-${path.basename(bare)}-${shard}`),
     author: AUTHOR,
-    env: { PATH: process.env.PATH, HOME: sandbox.root },
+    env: { PATH: process.env.PATH, HOME: home },
     fleetIndex: true,
+    maxPushAttempts: PUSH_ATTEMPTS,
     ...(logger ? { logger } : {}),
   });
 }
@@ -118,7 +133,9 @@ function roundTree(shard: string, round: number): RenderedTree {
   ]);
 }
 
-describe('sharded publishing to one Git branch', () => {
+// Each case has its own repositories (the commit cache is keyed by repository): side by side, the
+// two short cases run while the three shards of the first wait on their lost races.
+describe.concurrent('sharded publishing to one Git branch', () => {
   it('loses and reverts no shard commit when three shards publish concurrently', async () => {
     const bare = sandbox.bareRepo('fleet', { branch: 'main', files: { 'rendered/README.md': 'fleet\n' } });
     const published = new Map<string, { round: number; revision: string; tree: RenderedTree }[]>();
@@ -242,6 +259,48 @@ describe('sharded publishing to one Git branch', () => {
     expect(git(bare, 'rev-parse', `${commits.at(-1)}^`).trim()).toBe(removed);
     expect(git(bare, 'show', `main:rendered/README.md`)).toBe('fleet\n');
   }, 120_000);
+
+  it("rebuilds on the other shard's commit when two shards' first pushes both create the branch", async () => {
+    const bare = sandbox.bareRepo('unborn');
+    const change = { title: 'first', body: '', trailers: {} };
+    // shard1's first commit, made on a side branch: the hook below lands it on main at the moment
+    // shard0's push would have created main.
+    const other = new GitPublisher({
+      repository: bare,
+      branch: 'side',
+      path: shardSubtree('rendered', 'shard1'),
+      workDir: path.join(sandbox.root, 'work-unborn-side'),
+      author: AUTHOR,
+      env: { PATH: process.env.PATH, HOME: sandbox.root },
+      fleetIndex: true,
+    });
+    await other.readPrevious();
+    const theirs = (await other.publish(roundTree('shard1', 0), change)).revision!;
+    // shard0's git reads its hooks from `hooks` (its HOME's config; its clone does not exist yet).
+    // pre-push runs once the remote has said it has no main, before the push reaches it: shard1's
+    // push creates main then (only the first time), and the remote answers shard0's push with
+    // "cannot lock ref 'refs/heads/main': reference already exists".
+    const home = path.join(sandbox.root, 'home-unborn');
+    mkdirSync(path.join(home, 'hooks'), { recursive: true });
+    writeFileSync(path.join(home, '.gitconfig'), `[core]\n\thooksPath = ${path.join(home, 'hooks')}\n`);
+    writeFileSync(
+      path.join(home, 'hooks', 'pre-push'),
+      `#!/bin/sh\nenv -i PATH='${process.env.PATH}' git -C '${bare}' update-ref refs/heads/main ${theirs} '' 2>/dev/null || true\n`,
+      { mode: 0o755 },
+    );
+    const log = recordingLogger();
+    const mine = shardPublisher(bare, 'shard0', log.logger, home);
+    await mine.readPrevious();
+    const result = await mine.publish(roundTree('shard0', 0), change);
+    expect(
+      log.entries.filter(
+        (entry) => entry.message === 'Push lost a race with another writer, rebuilding on the new remote head',
+      ),
+    ).toHaveLength(1);
+    expect(git(bare, 'rev-parse', 'main').trim()).toBe(result.revision);
+    expect(git(bare, 'rev-parse', `${result.revision}^`).trim()).toBe(theirs);
+    expect(expectIndexOfSubtrees(bare, result.revision!)).toEqual(['shard0', 'shard1']);
+  }, 60_000);
 
   it('keeps the index in place too: committed with the subtree, refused over a file that is not its own', async () => {
     const repo = path.join(sandbox.root, 'in-place');
