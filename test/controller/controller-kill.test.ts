@@ -1,19 +1,24 @@
 // The controller killed while it publishes: to a Git remote over HTTP, and through pull requests on
 // the fake GitHub. Each controller dies at one named write step of its publisher in turn
 // (CLUSTERSTACK_CRASH_AT, gitops/crash-point.ts: it SIGKILLs itself there; its process group goes
-// after it, as when a pod dies), and a few more are killed at random points as a check on what the
-// steps miss. The remote stays `git fsck`-clean after every kill, no second pull request ever
-// appears, and a controller started afterwards (with the same cache directory, as a restarted
-// container has) converges: the last change is published and reported, and it shuts down cleanly.
-// The Git run and the two halves of the pull-request steps each use their own namespace (--namespace)
-// and remote, and run side by side, on a real API server as deploy/'s ServiceAccount.
+// after it, as when a pod dies), and a few more are killed at random points (timed by the
+// controller itself, test/support/kill-timer.ts) as a check on what the steps miss. The remote
+// stays `git fsck`-clean after every kill, no second pull request ever appears, and a controller
+// started afterwards (with the same cache directory, as a restarted container has) converges: the
+// last change is published and reported, and it shuts down cleanly.
+// Chains of starts that do not depend on each other (the Git steps, the Git random kills, three
+// thirds of the pull-request steps) each use their own namespace (--namespace), remote and cache,
+// and run side by side, on a real API server as deploy/'s ServiceAccount.
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Condition } from '../../src/api/types.js';
 import { copyExampleReleases } from '../support/cli.js';
 import { aStack, MERGE } from '../support/controller-fixture.js';
-import { bundleCli, spawnController, type ControllerProcess } from '../support/controller-process.js';
+import { cliEntry, removeCliBundle } from '../support/cli-process.js';
+import { spawnController, type ControllerProcess } from '../support/controller-process.js';
 import { CONTROLLER_CRASH_STEPS } from '../support/crash-steps.js';
+import type { KillTimerReport } from '../support/kill-timer.js';
 import { startFakeGitHub, type FakeGitHub } from '../support/fake-github/index.js';
 import { startGitHttpServer, type GitHttpServer } from '../support/git-http-server.js';
 import { GitSandbox } from '../support/git-repos.js';
@@ -29,13 +34,21 @@ const OWNER = 'fleet-org';
 
 /** The steps a controller's first publish passes (it reads the branch first, so it commits with fast-import). */
 const { git: GIT_STEPS, pullRequest: PR_STEPS } = CONTROLLER_CRASH_STEPS;
-/** Random kills besides the steps: the first while starting (clone, fetch, first listing), the others while rendering. */
+/** Random kills besides the steps: the first while starting (clone, fetch, first listing), the others around the publish. */
 const GIT_RANDOM_KILLS = 3;
 const PR_RANDOM_KILLS = 1;
-/** The pull-request steps in two chains that run side by side: the first writes up to the commit, the second pushes and opens. */
-const PR_FIRST_HALF = PR_STEPS.slice(0, Math.ceil(PR_STEPS.length / 2));
-const PR_SECOND_HALF = PR_STEPS.slice(PR_FIRST_HALF.length);
-const PR_NAMESPACES = ['pr-stacks', 'pr-late-stacks'] as const;
+/**
+ * The pull-request steps in three chains that run side by side, two steps each, in order: up to
+ * staging, writing the commit, pushing and opening. Each a chain of its own (namespace, remote,
+ * repository, cache): a chain's starts wait on one another, the chains on nothing.
+ */
+const PR_CHAINS = [
+  { namespace: 'pr-stacks', repo: 'fleet-pr', steps: PR_STEPS.slice(0, 2), randomKills: PR_RANDOM_KILLS },
+  { namespace: 'pr-mid-stacks', repo: 'fleet-pr-mid', steps: PR_STEPS.slice(2, 4), randomKills: 0 },
+  { namespace: 'pr-late-stacks', repo: 'fleet-pr-late', steps: PR_STEPS.slice(4), randomKills: 0 },
+] as const;
+/** The Git steps and the Git random kills: two chains that run side by side. */
+const GIT_NAMESPACES = ['git-stacks', 'git-random-stacks'] as const;
 /** Generous: under load a controller start and its first publish take many seconds. */
 const CONVERGE_MS = 120_000;
 
@@ -62,10 +75,10 @@ describe('controller killed while publishing', { timeout: 600_000 }, () => {
   const seed = Number(process.env.CSK_KILL_SEED ?? Date.now() % 100_000);
 
   beforeAll(async () => {
-    bundle = bundleCli();
     git = new GitSandbox();
     // Independent of each other: started together, each assigned as it is up so that afterAll stops it.
     await Promise.all([
+      cliEntry().then((entry) => (bundle = entry)),
       startRealControllerFixture().then((started) => (fx = started)),
       startGitHttpServer({ projectRoot: git.root, token: TOKEN }).then((started) => (server = started)),
       startFakeGitHub({ tokens: [TOKEN] }).then((started) => (github = started)),
@@ -74,7 +87,7 @@ describe('controller killed while publishing', { timeout: 600_000 }, () => {
     // The controllers run as deploy/'s ServiceAccount.
     kubeconfig = fx.lease.controller.kubeconfigFile;
     await Promise.all(
-      ['git-stacks', ...PR_NAMESPACES].map(async (namespace) => {
+      [...GIT_NAMESPACES, ...PR_CHAINS.map((chain) => chain.namespace)].map(async (namespace) => {
         await fx.createNamespace(namespace);
         await fx.create(aStack('ferrol', namespace));
         await fx.create(aCluster('alpha', namespace, 'docker-ferrol-1-30-v2'));
@@ -88,6 +101,7 @@ describe('controller killed while publishing', { timeout: 600_000 }, () => {
     await github?.close();
     await fx?.cleanup();
     git?.cleanup();
+    await removeCliBundle();
   });
 
   function environment(cacheDir: string, extra: Record<string, string> = {}): Record<string, string> {
@@ -136,6 +150,17 @@ describe('controller killed while publishing', { timeout: 600_000 }, () => {
     return String(last?.['phase'] ?? last?.['msg'] ?? 'start');
   };
 
+  /** The controller's exit code once it is gone, or 'running' if it is still there after CONVERGE_MS. */
+  async function exitedWithin(controller: ControllerProcess): Promise<number | null | 'running'> {
+    let timer: NodeJS.Timeout | undefined;
+    const limit = new Promise<'running'>((resolve) => (timer = setTimeout(() => resolve('running'), CONVERGE_MS)));
+    try {
+      return await Promise.race([controller.exited, limit]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   /** Kills the controller's process group (its git and helm children too), then checks the remote's objects and refs. */
   async function afterKill(controller: ControllerProcess, bare: string): Promise<void> {
     await controller.killHard();
@@ -144,9 +169,51 @@ describe('controller killed while publishing', { timeout: 600_000 }, () => {
   }
 
   /**
+   * How far a killed controller got with the change it started for, from its own log (pino writes
+   * each line before going on, so what a kill cut off is not there): not yet rendered ('starting':
+   * informers, clone, plan, helm), rendered and not yet published ('publishing'), or published
+   * ('published': the kill came too late to test anything).
+   */
+  type Landing = 'starting' | 'publishing' | 'published';
+  const landingOf = (controller: ControllerProcess): Landing =>
+    controller.lines.some((line) => line['msg'] === 'Published rendered manifests')
+      ? 'published'
+      : controller.lines.some((line) => line['phase'] === 'render')
+        ? 'publishing'
+        : 'starting';
+
+  /** When a controller took its cache directory, on its own clock (the pid file's mtime; read before the next start). */
+  const claimedAt = (cacheDir: string): number => statSync(path.join(cacheDir, 'controller.pid')).mtimeMs;
+  /** A logged phase's line: its time (epoch ms, the controller's clock) and its duration. */
+  const phaseLine = (controller: ControllerProcess, phase: string) => {
+    const line = controller.lines.find((candidate) => candidate['phase'] === phase);
+    return line && typeof line['time'] === 'number' && typeof line['ms'] === 'number'
+      ? { time: line['time'], ms: line['ms'] }
+      : undefined;
+  };
+
+  /**
+   * How long a start takes from taking its cache directory to its render's end, as the last start
+   * that rendered measured it on its own clock; shared by the chains (they render the same stack).
+   * About an unloaded start's until one says.
+   */
+  let renderedMs = 3000;
+  /** Where a controller's time went, and what it says about the next start's pace. */
+  const measure = (controller: ControllerProcess, cacheDir: string, spawned: number): string => {
+    const claimed = claimedAt(cacheDir);
+    const render = phaseLine(controller, 'render');
+    if (render) renderedMs = Math.max(50, render.time - claimed);
+    return `up ${Math.round(claimed - spawned)} ms, rendered +${render ? Math.round(render.time - claimed) : '-'} ms, gone +${Math.round(Date.now() - claimed)} ms`;
+  };
+
+  /**
    * One controller per step, each publishing a change made before it started and crashing at that
-   * step (a step it never reaches fails the test); then `randomKills` more, killed at random
-   * points: the first while starting, the others in the reconcile that publishes.
+   * step (a step it never reaches fails the test); then `randomKills` more, each timed by the
+   * controller itself (kill-timer.ts: a thread of its own, from its taking the cache directory, so
+   * a busy test worker cannot make it late). The first is aimed before its render's end (while
+   * starting), the others around its publish, from how long the last start that rendered took. A
+   * kill that came after the publish tested nothing: it is counted and repeated, up to three times
+   * per kill, and every random kill must land before its change was published.
    */
   async function killRepeatedly(
     steps: readonly string[],
@@ -158,77 +225,115 @@ describe('controller killed while publishing', { timeout: 600_000 }, () => {
     random: () => number,
   ): Promise<string[]> {
     const points: string[] = [];
+    const cacheDir = env['CLUSTERSTACK_CACHE_DIR']!;
     for (const [i, step] of steps.entries()) {
       await moveAlpha(namespace, `crash-${i}.test`);
+      const spawned = Date.now();
       const controller = spawnController(bundle, args, { ...env, CLUSTERSTACK_CRASH_AT: step });
       running.push(controller);
       // The crash is the event waited for; the deadline only stops a controller that never gets there.
-      const code = await Promise.race([
-        controller.exited,
-        new Promise<'running'>((resolve) => setTimeout(() => resolve('running'), CONVERGE_MS)),
-      ]);
+      const code = await exitedWithin(controller);
       expect({ step, code, stderr: controller.stderr.join('') }).toEqual({ step, code: null, stderr: '' });
-      points.push(`${step} (after ${lastPhase(controller)})`);
+      points.push(`${step} (after ${lastPhase(controller)}; ${measure(controller, cacheDir, spawned)})`);
       await afterKill(controller, bare);
     }
-    for (let i = 0; i < randomKills; i++) {
-      await moveAlpha(namespace, `kill-${i}.test`);
-      const started = Date.now();
-      const controller = spawnController(bundle, args, env);
+    const reports = mkdtempSync(path.join(git.root, 'kill-reports-'));
+    const landings: Record<Landing, number> = { starting: 0, publishing: 0, published: 0 };
+    // How long a publish takes once rendered (a pull request's takes longer): a guess until one finishes.
+    let publishMs = args.includes('--pull-request') ? 1000 : 300;
+    // The kill timer watches it from the start.
+    mkdirSync(cacheDir, { recursive: true });
+    for (let round = 0; landings.starting + landings.publishing < randomKills && round < randomKills * 4; round++) {
+      const aim = landings.starting + landings.publishing;
+      await moveAlpha(namespace, `kill-${round}.test`);
+      // The first within the first half of the way to the render's end (while starting); the others
+      // from 80 % of it to the publish's end (a start may be slower or quicker than the last one).
+      const afterMs = Math.floor(
+        aim === 0 ? random() * 0.5 * renderedMs : 0.8 * renderedMs + random() * (0.2 * renderedMs + publishMs),
+      );
+      const report = path.join(reports, `${round}.json`);
+      const spawned = Date.now();
+      const controller = spawnController(bundle, args, env, {
+        killTimer: { lockDir: cacheDir, lockName: '^controller\\.pid$', afterMs, report },
+      });
       running.push(controller);
-      if (i === 0) {
-        await new Promise((resolve) => setTimeout(resolve, Math.floor(random() * 1500)));
-      } else {
-        await controller.waitForLine((line) => line['phase'] === 'render', CONVERGE_MS);
-        await new Promise((resolve) => setTimeout(resolve, Math.floor(random() * 700)));
-      }
-      points.push(`${Date.now() - started}ms after ${lastPhase(controller)}`);
+      // The kill is the event waited for; the deadline only stops a controller whose timer never fires.
+      const code = await exitedWithin(controller);
+      const timer = existsSync(report) ? (JSON.parse(readFileSync(report, 'utf8')) as KillTimerReport) : 'no report';
+      // Killed by its own timer, while it held its cache directory (it never exits by itself).
+      expect({ round, code, timer, stderr: controller.stderr.join('') }).toEqual({
+        round,
+        code: null,
+        timer: { landed: 'mid-publish' },
+        stderr: '',
+      });
+      const landed = landingOf(controller);
+      landings[landed] += 1;
+      publishMs = phaseLine(controller, 'publish')?.ms ?? publishMs;
+      points.push(
+        `${afterMs} ms after its claim: ${landed} (after ${lastPhase(controller)}; ${measure(controller, cacheDir, spawned)})`,
+      );
       await afterKill(controller, bare);
     }
+    // The minimum: every random kill lands before its change was published, within four rounds
+    // each; a regression that makes every kill late fails here.
+    expect(landings.starting + landings.publishing).toBe(randomKills);
+    if (randomKills > 0)
+      points.push(
+        `random kills: ${Object.entries(landings)
+          .map(([where, count]) => `${count} ${where}`)
+          .join(', ')}`,
+      );
     return points;
   }
 
-  it.concurrent(
-    `keeps the remote fsck-clean through a crash at each of ${GIT_STEPS.length} write steps and ${GIT_RANDOM_KILLS} random kills, and converges afterwards`,
-    async () => {
-      const namespace = 'git-stacks';
-      const bare = git.bareRepo('fleet');
-      git.git(bare, 'config', 'http.receivepack', 'true');
-      const cacheDir = path.join(git.root, 'cache-git');
-      const args = ['--git', `${server.url}/fleet.git`, '--namespace', namespace];
-      const points = await killRepeatedly(
-        GIT_STEPS,
-        GIT_RANDOM_KILLS,
-        namespace,
-        args,
-        environment(cacheDir),
-        bare,
-        randomFrom(seed),
-      );
-      console.info(`kill test (seed ${seed}): killed at ${points.join('; ')}`);
+  /**
+   * Git mode, through a crash at each of `steps` and `randomKills` random kills, then a start that
+   * converges: the last change published and reported in the status. The steps and the random kills
+   * are separate chains (each its namespace, remote and cache), side by side.
+   */
+  async function gitChain(
+    namespace: string,
+    repo: string,
+    steps: readonly string[],
+    randomKills: number,
+    random: () => number,
+  ): Promise<void> {
+    const bare = git.bareRepo(repo);
+    git.git(bare, 'config', 'http.receivepack', 'true');
+    const cacheDir = path.join(git.root, `cache-${repo}`);
+    const args = ['--git', `${server.url}/${repo}.git`, '--namespace', namespace];
+    const points = await killRepeatedly(steps, randomKills, namespace, args, environment(cacheDir), bare, random);
+    console.info(`kill test, commits to ${repo} (seed ${seed}): killed at ${points.join('; ')}`);
 
-      await moveAlpha(namespace, 'converged.test');
-      const controller = spawnController(bundle, args, environment(cacheDir));
-      running.push(controller);
-      await fx.waitFor(
-        () =>
-          onBranch(bare, 'main', namespace).includes('converged.test') &&
-          alphaPublished(namespace)?.message?.includes(git.head(bare, 'main')) === true,
-        'the restarted controller to publish and report the last change',
-        CONVERGE_MS,
-      );
-      expect(alphaPublished(namespace)).toMatchObject({ status: 'True', reason: 'ManifestsPublished' });
-      expect(await controller.terminate()).toBe(0);
-      running.splice(running.indexOf(controller), 1);
-      git.git(bare, 'fsck', '--full', '--strict', '--no-progress');
-    },
+    await moveAlpha(namespace, 'converged.test');
+    const controller = spawnController(bundle, args, environment(cacheDir));
+    running.push(controller);
+    await fx.waitFor(
+      () =>
+        onBranch(bare, 'main', namespace).includes('converged.test') &&
+        alphaPublished(namespace)?.message?.includes(git.head(bare, 'main')) === true,
+      'the restarted controller to publish and report the last change',
+      CONVERGE_MS,
+    );
+    expect(alphaPublished(namespace)).toMatchObject({ status: 'True', reason: 'ManifestsPublished' });
+    expect(await controller.terminate()).toBe(0);
+    running.splice(running.indexOf(controller), 1);
+    git.git(bare, 'fsck', '--full', '--strict', '--no-progress');
+  }
+
+  it.concurrent(
+    `keeps the remote fsck-clean through a crash at each of ${GIT_STEPS.length} write steps, and converges afterwards`,
+    () => gitChain(GIT_NAMESPACES[0], 'fleet', GIT_STEPS, 0, randomFrom(seed)),
+  );
+
+  it.concurrent(`keeps the remote fsck-clean through ${GIT_RANDOM_KILLS} random kills, and converges afterwards`, () =>
+    gitChain(GIT_NAMESPACES[1], 'fleet-random', [], GIT_RANDOM_KILLS, randomFrom(seed + 3)),
   );
 
   /**
    * Pull-request mode, through a crash at each of `steps` and `randomKills` random kills, then a
-   * start that converges: one pull request, never two. Each half of the steps runs as its own chain
-   * (its namespace, remote and repository), side by side: a chain's starts wait on one another,
-   * the two chains on nothing.
+   * start that converges: one pull request, never two (PR_CHAINS: a third of the steps each).
    */
   async function pullRequestChain(
     namespace: string,
@@ -272,13 +377,10 @@ describe('controller killed while publishing', { timeout: 600_000 }, () => {
     git.git(bare, 'fsck', '--full', '--strict', '--no-progress');
   }
 
-  it.concurrent(
-    `opens one pull request, never two, through a crash at each of the first ${PR_FIRST_HALF.length} pull-request write steps`,
-    () => pullRequestChain(PR_NAMESPACES[0], 'fleet-pr', PR_FIRST_HALF, 0, randomFrom(seed + 1)),
-  );
-
-  it.concurrent(
-    `opens one pull request, never two, through a crash at each of the last ${PR_SECOND_HALF.length} pull-request write steps and ${PR_RANDOM_KILLS} random kills`,
-    () => pullRequestChain(PR_NAMESPACES[1], 'fleet-pr-late', PR_SECOND_HALF, PR_RANDOM_KILLS, randomFrom(seed + 2)),
-  );
+  for (const [index, { namespace, repo, steps, randomKills }] of PR_CHAINS.entries()) {
+    it.concurrent(
+      `opens one pull request, never two, through a crash at ${steps.join(' and ')}${randomKills > 0 ? ` and ${randomKills} random kill` : ''}`,
+      () => pullRequestChain(namespace, repo, steps, randomKills, randomFrom(seed + 1 + index)),
+    );
+  }
 });

@@ -21,8 +21,8 @@ const BUNDLE_DIR = path.join(
 );
 let bundled: Promise<string> | undefined;
 
-/** The bundled CLI's entry file, built on first use (kill-timer.js, a preload, beside it). */
-function cliEntry(): Promise<string> {
+/** The bundled CLI's entry file, built on first use (kill-timer.js, a preload, beside it); spawnController runs it too. */
+export function cliEntry(): Promise<string> {
   bundled ??= build({
     entryPoints: {
       main: path.join(REPO_ROOT, 'src/cli/main.ts'),

@@ -1,17 +1,19 @@
 // The controller as a real process, for fault tests that kill it: the CLI bundled once with esbuild
 // (tsx's compiler, already installed; dependencies stay in node_modules) so that a process starts
 // in about a second, spawned in its own process group so that a kill takes its git and helm
-// children with it, as a pod's death does.
+// children with it, as a pod's death does. A kill the controller times itself (kill-timer.ts) is
+// bundled beside it as a preload.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
+import { KILL_TIMER_ENV, type KillTimerPlan } from './kill-timer.js';
 
 const BUNDLE_DIR = path.resolve('node_modules/.cache/clusterstack-test');
 
 /**
  * Bundles src/cli/main.ts into node_modules/.cache (so package imports resolve) and returns its entry's
- * path. Code-split: the controller runs on a worker thread of main.js (src/cli/main.ts), and a single
- * file would have the main thread load all of it (@kubernetes/client-node alone is about a second at
+ * path; test/support/kill-timer.ts goes beside it as kill-timer.js. Code-split: the controller runs
+ * on a worker thread of main.js (src/cli/main.ts), and a single file would have the main thread load all of it (@kubernetes/client-node alone is about a second at
  * load) before the thread loads it again.
  */
 export function bundleCli(): string {
@@ -25,7 +27,9 @@ export function bundleCli(): string {
   const run = spawnSync(
     esbuild,
     [
-      'src/cli/main.ts',
+      // Named, so that both land at the top of outdir (not under src/cli and test/support).
+      'main=src/cli/main.ts',
+      'kill-timer=test/support/kill-timer.ts',
       '--bundle',
       '--splitting',
       '--platform=node',
@@ -56,10 +60,22 @@ export interface ControllerProcess {
   readonly exited: Promise<number | null>;
 }
 
-/** Starts `node <bundle> controller <args>` with exactly `env`. */
-export function spawnController(bundle: string, args: string[], env: Record<string, string>): ControllerProcess {
-  const child = spawn(process.execPath, [bundle, 'controller', ...args], {
-    env,
+export interface SpawnControllerOptions {
+  /** A kill -9 the controller times itself, from its own lock's appearance (kill-timer.ts, preloaded). */
+  killTimer?: KillTimerPlan;
+}
+
+/** Starts `node <bundle> controller <args>` with exactly `env` (and the kill timer's plan, when given). */
+export function spawnController(
+  bundle: string,
+  args: string[],
+  env: Record<string, string>,
+  options: SpawnControllerOptions = {},
+): ControllerProcess {
+  const { killTimer } = options;
+  const preload = killTimer ? ['--import', path.join(path.dirname(bundle), 'kill-timer.js')] : [];
+  const child = spawn(process.execPath, [...preload, bundle, 'controller', ...args], {
+    env: killTimer ? { ...env, [KILL_TIMER_ENV]: JSON.stringify(killTimer) } : env,
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

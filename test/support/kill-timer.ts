@@ -1,9 +1,12 @@
-// A random kill -9 timed inside the CLI process itself, for test/faults/kill-9.test.ts. Loaded with
-// `node --import` (cli-process.ts bundles it beside the CLI), it starts a worker thread that watches
-// for the run's own publish lock and SIGKILLs the process a given delay after it appears. The test
-// worker's event loop is shared with the other kill tests and lags at load, so a kill timed there
-// landed after the run had already finished; a thread of the run's own, woken by the kernel
-// (inotify) and not blocked by the run's JavaScript, kills where the delay says, at any instruction.
+// A random kill -9 timed inside the killed process itself: a CLI run (test/faults/kill-9.test.ts,
+// from its publish lock) or a controller (test/controller/controller-kill.test.ts, from its cache
+// directory's controller.pid, which it holds for its whole life: for it every kill is 'mid-publish',
+// and the test reads from its log how far it got). Loaded with `node --import` (cli-process.ts and
+// controller-process.ts bundle it beside the CLI), it starts a worker thread that watches for the
+// process's own lock and SIGKILLs the process a given delay after it appears. The test worker's
+// event loop is shared with the other kill tests and lags at load, so a kill timed there landed
+// after the run had already finished; a thread of the run's own, woken by the kernel (inotify) and
+// not blocked by the run's JavaScript, kills where the delay says, at any instruction.
 // Whatever happened is written to a report file, because the run's stderr must stay empty.
 import { readdirSync, readFileSync, watch, writeFileSync } from 'node:fs';
 import path from 'node:path';
