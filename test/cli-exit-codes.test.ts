@@ -26,6 +26,7 @@ import { PublishError } from '../gitops/publish-error.js';
 import { LockHeldError } from '../gitops/publish-lock.js';
 import type { KubeObject } from '../src/api/types.js';
 import {
+  type CliResult,
   clusterYaml,
   EXAMPLE_MANIFESTS,
   EXAMPLE_RELEASES,
@@ -330,7 +331,7 @@ describe('the real CLI ends with the code of each row of the exit-code table', (
       ],
     ];
     // The first case in a process of its own, the others here, one after another.
-    const refused = [];
+    const refused: Awaited<ReturnType<typeof refusedRender>>[] = [];
     for (const [index, [args, env]] of cases.entries()) refused.push(await refusedRender(args, env, index > 0));
     cases.forEach(([args, , message], index) => {
       const result = refused[index]!;
@@ -362,7 +363,7 @@ describe('the real CLI ends with the code of each row of the exit-code table', (
         'error: --source: release source github:only-owner: expected github:<owner>/<repo>',
       ],
     ];
-    const listed = [];
+    const listed: CliResult[] = [];
     for (const [args] of listings)
       listed.push(
         await runClusterstack(

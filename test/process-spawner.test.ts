@@ -343,7 +343,8 @@ describe('ProcessSpawner', () => {
   const parentModule = (): Promise<string> =>
     (bundled ??= build({
       stdin: {
-        contents: "export { ProcessSpawner } from './src/core/process-spawner.ts'; export { runProcess } from './src/core/run-process.ts';",
+        contents:
+          "export { ProcessSpawner } from './src/core/process-spawner.ts'; export { runProcess } from './src/core/run-process.ts';",
         resolveDir: path.resolve('.'),
         loader: 'ts',
       },

@@ -5,7 +5,7 @@ import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { build } from 'esbuild';
 
-export const SOURCE_DIRS = ['src', 'renderers', 'gitops'];
+const SOURCE_DIRS = ['src', 'renderers', 'gitops'];
 
 /** Writes `<outDir>/<dir>/<file>.js` for every .ts file under SOURCE_DIRS of `root` (imports and names unchanged). */
 export async function transpileSources(root: string, outDir: string): Promise<void> {
