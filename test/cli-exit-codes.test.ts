@@ -6,7 +6,7 @@ import { execFile } from 'node:child_process';
 import { stat } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
-import { afterAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { EXIT_CODES, Failure, FAILURE_REACTIONS } from '../src/core/failure.js';
 import { InputError } from '../src/core/problem.js';
 import { ConfigError } from '../src/config.js';
@@ -26,6 +26,7 @@ import { PublishError } from '../gitops/publish-error.js';
 import { LockHeldError } from '../gitops/publish-lock.js';
 import type { KubeObject } from '../src/api/types.js';
 import {
+  type CliResult,
   clusterYaml,
   EXAMPLE_MANIFESTS,
   EXAMPLE_RELEASES,
@@ -45,17 +46,26 @@ import {
 
 const failing = vi.hoisted(() => ({ error: undefined as unknown }));
 
-vi.mock('../src/cli/releases-command.js', async (original) => ({
-  ...(await original<typeof import('../src/cli/releases-command.js')>()),
-  releasesCommand: async () => {
-    throw failing.error;
-  },
-}));
+// The command throws what a test of the first block hands it; with nothing handed, it is the real one.
+vi.mock('../src/cli/releases-command.js', async (original) => {
+  const real = await original<typeof import('../src/cli/releases-command.js')>();
+  return {
+    ...real,
+    releasesCommand: async (...args: Parameters<typeof real.releasesCommand>) => {
+      if (failing.error === undefined) return real.releasesCommand(...args);
+      throw failing.error;
+    },
+  };
+});
 
 async function exitFor(error: unknown): Promise<{ code: number; stderr: string }> {
   failing.error = error;
-  const { code, stderr } = await runClusterstack(['releases', 'list', '--source', 'anything']);
-  return { code, stderr };
+  try {
+    const { code, stderr } = await runClusterstack(['releases', 'list', '--source', 'anything']);
+    return { code, stderr };
+  } finally {
+    failing.error = undefined;
+  }
 }
 
 const secret = {
@@ -65,10 +75,6 @@ const secret = {
 } as unknown as KubeObject;
 
 describe('exit codes by kind of failure', () => {
-  beforeEach(() => {
-    failing.error = undefined;
-  });
-
   it('exits 1 for everything a person fixes in the inputs, a chart or the configuration', async () => {
     const fixInput: Error[] = [
       new InputError([{ message: 'spec.provider: is required' }]),
@@ -161,7 +167,9 @@ describe('exit codes by kind of failure', () => {
 
 // One case per row of the README's exit-code table, each through the real CLI in its own process
 // (the bundled src/cli/main.ts: no module above is mocked there), with the message it prints and,
-// for render, nothing written.
+// for render, nothing written. Row 2's many flag values take one process; the rest of them run in
+// this process, where the same runCli decides code and message (the mock above is then the real
+// releases command): the process adds only main.ts passing runCli's code on, which every row shows.
 describe('the real CLI ends with the code of each row of the exit-code table', () => {
   afterAll(async () => {
     await removeCliBundle();
@@ -170,10 +178,17 @@ describe('the real CLI ends with the code of each row of the exit-code table', (
   const plan = (args: string[], options: CliProcessOptions = {}): Promise<ProcessResult> =>
     runCliProcess(['plan', EXAMPLE_MANIFESTS, ...args], options);
 
-  /** A render that must fail before writing anything: the output directory is never created. */
-  async function refusedRender(args: string[], env: NodeJS.ProcessEnv = {}): Promise<ProcessResult> {
+  /** A render that must fail before writing anything (in a process, or in this one): the output directory is never created. */
+  async function refusedRender(
+    args: string[],
+    env: NodeJS.ProcessEnv = {},
+    inProcess = false,
+  ): Promise<Pick<ProcessResult, 'code' | 'stdout' | 'stderr'>> {
     const out = path.join(await tempDir(), 'out');
-    const result = await runCliProcess(['render', EXAMPLE_MANIFESTS, '--output', out, ...args], { env });
+    const argv = ['render', EXAMPLE_MANIFESTS, '--output', out, ...args];
+    const result = inProcess
+      ? await runClusterstack(argv, { env: cliEnvironment(env) })
+      : await runCliProcess(argv, { env });
     await expect(stat(out)).rejects.toThrow();
     return result;
   }
@@ -315,15 +330,16 @@ describe('the real CLI ends with the code of each row of the exit-code table', (
         'error: the cache directory /dev/null/cache (--cache-dir) cannot be created or written (ENOTDIR)',
       ],
     ];
-    // The cases are processes of their own, independent of each other: they run side by side.
-    const refused = await Promise.all(cases.map(([args, env]) => refusedRender(args, env)));
+    // The first case in a process of its own, the others here, one after another.
+    const refused: Awaited<ReturnType<typeof refusedRender>>[] = [];
+    for (const [index, [args, env]] of cases.entries()) refused.push(await refusedRender(args, env, index > 0));
     cases.forEach(([args, , message], index) => {
       const result = refused[index]!;
       expect(result.stderr, args.join(' ')).toContain(message);
       expect(result.stderr).toMatch(/\nRun 'clusterstack render --help' for its options and examples\.\n$/);
       expect(result.code, args.join(' ')).toBe(2);
     });
-    const oci = await runCliProcess([
+    const oci = await runClusterstack([
       'render',
       EXAMPLE_MANIFESTS,
       '--release-source',
@@ -347,11 +363,14 @@ describe('the real CLI ends with the code of each row of the exit-code table', (
         'error: --source: release source github:only-owner: expected github:<owner>/<repo>',
       ],
     ];
-    const listed = await Promise.all(
-      listings.map(([args]) =>
-        runCliProcess(['releases', 'list', ...(args[0] === '--source' ? [] : ['--source', EXAMPLE_RELEASES]), ...args]),
-      ),
-    );
+    const listed: CliResult[] = [];
+    for (const [args] of listings)
+      listed.push(
+        await runClusterstack(
+          ['releases', 'list', ...(args[0] === '--source' ? [] : ['--source', EXAMPLE_RELEASES]), ...args],
+          { env: cliEnvironment() },
+        ),
+      );
     listings.forEach(([, message], index) => {
       const result = listed[index]!;
       expect(result.stderr).toContain(message);

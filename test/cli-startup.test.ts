@@ -4,7 +4,7 @@
 // ever hiding a changed chart. Speed itself is measured by `npm run bench -- --only startup`; these
 // tests assert behaviour only and print the times they saw.
 import { execFile } from 'node:child_process';
-import { copyFile, cp, readFile, writeFile } from 'node:fs/promises';
+import { copyFile, cp, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
@@ -26,8 +26,14 @@ import {
   orcClusterStack,
   orcRelease,
 } from './support/orc-stack-releases.js';
+import { transpileSources } from './support/transpiled-sources.js';
 
-afterAll(() => removeCliBundle());
+// Inside the repository, so that the transpiled modules' imports resolve from node_modules.
+const SOURCES_DIR = path.join(REPO_ROOT, 'node_modules', '.cache', `clusterstack-sources-${process.pid}`);
+afterAll(async () => {
+  await removeCliBundle();
+  await rm(SOURCES_DIR, { recursive: true, force: true });
+});
 
 const execFileAsync = promisify(execFile);
 
@@ -160,16 +166,17 @@ describe('clusterstack start-up', () => {
     expect([...timings(again.stderr).keys()]).toEqual(['node', 'modules', 'start-up', 'inputs-and-releases', 'total']);
 
     // Nor does it load the pipeline, or our adapters for remote sources and other outputs. Run from
-    // the sources (the bundle's chunks have no module names to see), which are other code than the
-    // bundle: the first such run renders again (reusing every unit), the second is settled.
+    // the sources transpiled file for file (the bundle's chunks have no module names to see), which
+    // are other code than the bundle: the first such run renders again (reusing every unit), the
+    // second is settled.
     const recorder = await moduleRecorder();
+    await transpileSources(REPO_ROOT, SOURCES_DIR);
     const fromSources = async (nodeArgs: string[] = []): Promise<string> =>
       (
-        await execFileAsync(
-          process.execPath,
-          ['--import', 'tsx', ...nodeArgs, path.join(REPO_ROOT, 'src/cli/main.ts'), ...args],
-          { cwd: REPO_ROOT, env: cliEnvironment(env) },
-        )
+        await execFileAsync(process.execPath, [...nodeArgs, path.join(SOURCES_DIR, 'src/cli/main.js'), ...args], {
+          cwd: REPO_ROOT,
+          env: cliEnvironment(env),
+        })
       ).stdout;
     await fromSources();
     expect(JSON.parse(await fromSources(recorder.nodeArgs))).toHaveProperty('noop');

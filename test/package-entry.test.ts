@@ -2,12 +2,12 @@
 // works from the packed package installed into a fresh project with npm, imported by plain node.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { transformSync } from 'esbuild';
 import { afterAll, describe, expect, it } from 'vitest';
 import * as entry from '../src/index.js';
+import { transpileSources } from './support/transpiled-sources.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const PACKAGE = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
@@ -82,36 +82,19 @@ function run(command: string, args: string[], cwd: string): string {
   return result.stdout;
 }
 
-/** Every .ts file under `dir`, relative to ROOT. */
-function typeScriptFiles(dir: string): string[] {
-  return readdirSync(path.join(ROOT, dir), { recursive: true, encoding: 'utf8' })
-    .filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts'))
-    .map((file) => path.join(dir, file));
-}
-
 describe('the packed package', () => {
   const work = mkdtempSync(path.join(tmpdir(), 'package-entry-'));
   afterAll(() => rmSync(work, { recursive: true, force: true }));
 
   // The limit only stops a stuck run: unpacking the 164 MB of real dependencies took over 60 s at load 36.
-  it('imports with plain node from a clean npm install of the tarball, with its run-time files', () => {
+  it('imports with plain node from a clean npm install of the tarball, with its run-time files', async () => {
     // A copy of the package with dist/ transpiled file by file (esbuild: the JavaScript tsc emits,
     // without the 20 s type check that `npm run typecheck` and `npm run build` do anyway).
     const stage = path.join(work, 'stage');
     mkdirSync(stage);
     for (const item of ['package.json', 'README.md', 'crds', 'examples', 'docs', 'gitops/health'])
       cpSync(path.join(ROOT, item), path.join(stage, item), { recursive: true });
-    for (const file of ['src', 'renderers', 'gitops'].flatMap(typeScriptFiles)) {
-      const { code } = transformSync(readFileSync(path.join(ROOT, file), 'utf8'), {
-        loader: 'ts',
-        format: 'esm',
-        target: 'node20',
-        sourcefile: file,
-      });
-      const out = path.join(stage, 'dist', file.replace(/\.ts$/, '.js'));
-      mkdirSync(path.dirname(out), { recursive: true });
-      writeFileSync(out, code);
-    }
+    await transpileSources(ROOT, path.join(stage, 'dist'));
     // The entry's declarations: the real pack has every .d.ts from tsc; here the one `types` names.
     writeFileSync(path.join(stage, PACKAGE.types), 'export {};\n');
 

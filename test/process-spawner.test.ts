@@ -3,10 +3,11 @@
 // run stops, a spawner that dies fails only its runs in flight and is started again (or, after
 // repeated failures, children start directly), and it never outlives or holds up its parent.
 import { spawn } from 'node:child_process';
-import { mkdtemp, realpath } from 'node:fs/promises';
+import { mkdtemp, realpath, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { build } from 'esbuild';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { failureKindOf } from '../src/core/failure.js';
 import { ProcessSpawner, processSpawner } from '../src/core/process-spawner.js';
 import { ProcessError, runProcess, type RunProcessOptions, type StartChild } from '../src/core/run-process.js';
@@ -179,10 +180,27 @@ describe('ProcessSpawner', () => {
     const warnings: string[] = [];
     const spawner = await readySpawner({ warn: (message) => warnings.push(message) });
     const first = spawner.pid!;
-    const running = node(spawner, 'setTimeout(() => {}, 60_000)').catch((caught: unknown) => caught);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The child prints its pid once it runs: the spawner is killed under a running child, which
+    // outlives it (it is this test's to end).
+    let childPid = 0;
+    let lost: Promise<unknown> = Promise.resolve();
+    const printed = new Promise<void>((resolve) => {
+      const running = node(spawner, 'process.stdout.write(String(process.pid)); setTimeout(() => {}, 60_000)', {
+        start: (program, args, options) => {
+          const child = spawner.start(program, args, options);
+          child.stdout.on('data', (chunk) => {
+            childPid = Number(chunk.toString());
+            resolve();
+          });
+          return child;
+        },
+      });
+      lost = running.catch((caught: unknown) => caught);
+    });
+    await printed;
     process.kill(first, 'SIGKILL');
-    const error = await running;
+    const error = await lost;
+    if (alive(childPid)) process.kill(childPid, 'SIGKILL');
     expect(error).toBeInstanceOf(ProcessError);
     expect(error).toMatchObject({
       reason: 'lost',
@@ -318,17 +336,35 @@ describe('ProcessSpawner', () => {
     expect(spawner.pid).not.toBe(first);
   });
 
-  // A parent process that loads the spawner (through tsx, as this file does) and runs `script`.
-  const parentProcess = (script: string) =>
+  // The spawner and runProcess bundled into one module, once for the file: a parent process loads
+  // it with plain node, at a fraction of the CPU that compiling the sources through tsx takes.
+  const bundleDir = path.resolve('node_modules', '.cache', `process-spawner-parent-${process.pid}`);
+  let bundled: Promise<string> | undefined;
+  const parentModule = (): Promise<string> =>
+    (bundled ??= build({
+      stdin: {
+        contents:
+          "export { ProcessSpawner } from './src/core/process-spawner.ts'; export { runProcess } from './src/core/run-process.ts';",
+        resolveDir: path.resolve('.'),
+        loader: 'ts',
+      },
+      bundle: true,
+      format: 'esm',
+      platform: 'node',
+      target: 'node20',
+      outfile: path.join(bundleDir, 'spawner.mjs'),
+      logLevel: 'warning',
+    }).then(() => path.join(bundleDir, 'spawner.mjs')));
+  afterAll(() => rm(bundleDir, { recursive: true, force: true }));
+
+  // A parent process that loads the spawner and runs `script`.
+  const parentProcess = async (script: string) =>
     spawn(
       process.execPath,
       [
-        '--import',
-        'tsx',
         '--input-type=module',
         '-e',
-        `const { ProcessSpawner } = await import(${JSON.stringify(path.resolve('src/core/process-spawner.ts'))});` +
-          `const { runProcess } = await import(${JSON.stringify(path.resolve('src/core/run-process.ts'))});` +
+        `const { ProcessSpawner, runProcess } = await import(${JSON.stringify(await parentModule())});` +
           'const spawner = new ProcessSpawner({ minResidentBytes: 0 }); await spawner.ready();' +
           script,
       ],
@@ -338,7 +374,7 @@ describe('ProcessSpawner', () => {
   it("lets its parent end by itself, waited for: its children's CPU counts as the parent's children's", async () => {
     // The child spends 300 ms of CPU; the parent reads its children's CPU (cutime + cstime) as it exits.
     const burn = 'const t = process.cpuUsage(); while (process.cpuUsage(t).user < 300_000);';
-    const parent = parentProcess(
+    const parent = await parentProcess(
       `const result = await runProcess(process.execPath, ['-e', ${JSON.stringify(burn)}], { env: {}, start: spawner.start });` +
         "const fs = await import('node:fs'); const pid = spawner.pid; process.on('exit', () => {" +
         " const f = fs.readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' ');" +
@@ -355,7 +391,7 @@ describe('ProcessSpawner', () => {
   }, 60_000);
 
   it('dies with its parent, killing its children', async () => {
-    const parent = parentProcess(
+    const parent = await parentProcess(
       "runProcess('/bin/sh', ['-c', 'echo $$; exec sleep 60'], { env: { PATH: '/usr/bin:/bin' }, start: (p, a, o) => {" +
         ' const child = spawner.start(p, a, o); child.stdout.on("data", (d) => console.log(spawner.pid, String(d).trim())); return child; } });',
     );
