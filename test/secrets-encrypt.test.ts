@@ -58,7 +58,10 @@ async function allFiles(dir: string): Promise<Buffer[]> {
   return out;
 }
 
-describe('render --secrets encrypt (genCA example, real helm, git, age and two SOPS decoders)', () => {
+// Steps of one history on one output, in order (shuffle: false): the first render's checks and its
+// no-op rerun come before the renders that change the recipients or a file by hand.
+const IN_ORDER = { shuffle: false };
+describe('render --secrets encrypt (genCA example, real helm, git, age and two SOPS decoders)', IN_ORDER, () => {
   let alice: Awaited<ReturnType<typeof ageKeygen>>;
   let bob: Awaited<ReturnType<typeof ageKeygen>>;
   let remote: string;

@@ -1,11 +1,20 @@
 // `clusterstack controller` settings: flags over environment over defaults, resolved in config.ts.
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { parseDuration, resolveControllerSettings } from '../../src/config.js';
 import { parseListenAddress } from '../../src/cli/controller-command.js';
 import { readdirSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { EXAMPLE_RELEASES, runClusterstack, tempDir } from '../support/cli.js';
+
+// An in-process `controller` that gets as far as its logger sends Node's process warnings to that
+// logger from then on (logProcessWarnings: a controller process keeps it until it ends). Node's own
+// printer is put back after each test, so nothing of a run here reaches the files sharing this worker.
+const warningListeners = process.listeners('warning');
+afterEach(() => {
+  process.removeAllListeners('warning');
+  for (const listener of warningListeners) process.on('warning', listener);
+});
 
 describe('resolveControllerSettings', () => {
   it('takes flags over the environment over defaults', () => {

@@ -41,7 +41,9 @@ function aCluster(name: string, className: string, version: string): KubeObject 
   };
 }
 
-describe('runtime extension (lifecycle hooks)', () => {
+// Steps of one history of one Cluster and its release, in order (shuffle: false): the upgrade is held
+// before it is let go, and the restart and standby cases read the waits and outcomes recorded before.
+describe('runtime extension (lifecycle hooks)', { shuffle: false }, () => {
   let fixture: ControllerFixture;
   let runtime: ControllerRuntime;
   let cert: SelfSignedCert;
