@@ -16,13 +16,11 @@ import {
   describeVerdicts,
   documentsOfFiles,
   engineCrdFiles,
-  installCrds,
   kindsOfFiles,
-  startRealKubeApi,
   validateOnServer,
   type ObjectVerdict,
-  type RealKubeApi,
 } from './support/real-kube-api/index.js';
+import { leaseRealKubeApi, type LeasedKubeApi } from './support/real-controller-fixture.js';
 import { checkCrdRules } from './support/crd-rule-check.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -174,7 +172,10 @@ async function buildDeploy(): Promise<{ dir: string; file: string; status: numbe
 }
 
 describe('strict server-side validation on a real API server', () => {
-  let api: RealKubeApi | undefined;
+  // Leased from the run's broker (a server that already has our CRDs, Cluster API's core, Flux's,
+  // Argo CD's and the operator's; the others this file needs are installed as its own and deleted
+  // at release), instead of a server of its own: one start fewer, and fewer CRDs to establish.
+  let api: LeasedKubeApi | undefined;
   // The renders and deploy/'s build need no server: they run while it starts, one after another
   // (each once), and the case that validates one awaits it.
   const renders = new Map<RenderTitle, Promise<Rendered>>();
@@ -195,8 +196,8 @@ describe('strict server-side validation on a real API server', () => {
     const phases: string[] = [];
     const phase = (what: string, since: number): void =>
       void phases.push(`${what} ${((performance.now() - since) / 1000).toFixed(1)} s`);
-    api = await startRealKubeApi({ name: 'validation' });
-    phase('API server', begun);
+    api = await leaseRealKubeApi();
+    phase('API server leased', begun);
     // Of the engines' CRDs, those serving a kind validated here (each costs the server seconds to
     // establish, most serve nothing here): ours for the admission cases, ClusterClass for the
     // negative control and the examples' kinds while the renders run, then the renders' and deploy/'s.
@@ -206,7 +207,7 @@ describe('strict server-side validation on a real API server', () => {
       const files = [...more, ...crdFilesServing(engineCrds, kinds)].filter((file) => !installed.has(file));
       for (const file of files) installed.add(file);
       const since = performance.now();
-      const names = await installCrds(api!, files);
+      const names = await api!.installMissingCrds(files);
       phase(`${what} (${names.length})`, since);
     };
     await installServing('CRDs', new Set([...kindsOfFiles(exampleFiles()), 'cluster.x-k8s.io/ClusterClass']), [
@@ -226,13 +227,13 @@ describe('strict server-side validation on a real API server', () => {
   }, 240_000);
 
   afterAll(async () => {
-    await api?.stop();
+    await api?.release();
   });
 
   /** Validates the files (labelled relative to `base`), prints every verdict, and returns them. */
   async function validate(title: string, base: string, files: string[]): Promise<ObjectVerdict[]> {
     const verdicts = await validateOnServer(
-      api!.admin.client,
+      api!.admin,
       documentsOfFiles(files.map((file) => ({ file, label: path.relative(base, file) }))),
     );
     const unchecked = verdicts.filter((verdict) => verdict.outcome === 'unchecked');
@@ -367,7 +368,7 @@ describe('strict server-side validation on a real API server', () => {
         `          ${definition}`,
         '',
       ].join('\n');
-    const [wrongName, rightName, wrongType] = await validateOnServer(api!.admin.client, [
+    const [wrongName, rightName, wrongType] = await validateOnServer(api!.admin, [
       {
         source: 'jsonPatch',
         text: classWith('jsonPatch: [{op: add, path: /spec/template/spec/customImage, value: kindest/node}]'),
@@ -404,7 +405,7 @@ describe('strict server-side validation on a real API server', () => {
     };
     /** A dry-run create; `strict` refuses unknown fields, as our own spec checks do. */
     const dryCreate = (plural: string, body: unknown, options: { strict?: boolean; yaml?: boolean } = {}) =>
-      api!.admin.client.request('POST', `${NS_PATH}/${plural}`, {
+      api!.admin.request('POST', `${NS_PATH}/${plural}`, {
         body,
         query: { dryRun: 'All', ...(options.strict === false ? {} : { fieldValidation: 'Strict' }) },
         ...(options.yaml ? { contentType: 'application/yaml' } : {}),
@@ -423,7 +424,7 @@ describe('strict server-side validation on a real API server', () => {
     };
     /** A dry-run status write on a stored object, as the controller writes status. */
     const statusWrite = (plural: string, name: string, status: Record<string, unknown>) =>
-      api!.admin.client.request('PATCH', `${NS_PATH}/${plural}/${name}/status`, {
+      api!.admin.request('PATCH', `${NS_PATH}/${plural}/${name}/status`, {
         contentType: 'application/merge-patch+json',
         body: { status },
         query: { dryRun: 'All', fieldValidation: 'Strict' },
@@ -455,7 +456,7 @@ describe('strict server-side validation on a real API server', () => {
           },
         ],
       ] as const) {
-        const response = await api!.admin.client.request('POST', `${NS_PATH}/${plural}`, {
+        const response = await api!.admin.request('POST', `${NS_PATH}/${plural}`, {
           body,
           query: { fieldValidation: 'Strict' },
         });
@@ -787,7 +788,7 @@ describe('strict server-side validation on a real API server', () => {
         ['clusteraddons', fullClusterAddon],
       ] as const) {
         const { status, ...rest } = object as { status: Record<string, unknown> };
-        const created = await api!.admin.client.request('POST', `${NS_PATH}/${plural}`, {
+        const created = await api!.admin.request('POST', `${NS_PATH}/${plural}`, {
           body: rest,
           query: { fieldValidation: 'Strict' },
         });
@@ -827,7 +828,7 @@ describe('strict server-side validation on a real API server', () => {
       },
     });
     const create = (body: Record<string, unknown>) =>
-      api!.admin.client.request('POST', '/apis/clusterstack.x-k8s.io/v1alpha1/namespaces/default/clusterstacks', {
+      api!.admin.request('POST', '/apis/clusterstack.x-k8s.io/v1alpha1/namespaces/default/clusterstacks', {
         body,
         query: { fieldValidation: 'Strict' },
       });
@@ -847,7 +848,7 @@ describe('strict server-side validation on a real API server', () => {
     it('refuses a change of an immutable field on a stored ClusterStack', async () => {
       const created = await create(stack({}, 'immutable'));
       expect(created.status, created.text).toBe(201);
-      const changed = await api!.admin.client.request(
+      const changed = await api!.admin.request(
         'PATCH',
         '/apis/clusterstack.x-k8s.io/v1alpha1/namespaces/default/clusterstacks/immutable',
         {
@@ -857,7 +858,7 @@ describe('strict server-side validation on a real API server', () => {
       );
       expect(changed.status).toBe(422);
       expect(changed.body.message).toContain('spec.channel is immutable');
-      const kept = await api!.admin.client.get(
+      const kept = await api!.admin.get(
         '/apis/clusterstack.x-k8s.io/v1alpha1/namespaces/default/clusterstacks/immutable',
       );
       expect(kept.spec.channel).toBe('stable');

@@ -5,7 +5,7 @@
 // cleanup), a bare Git remote and copies of the quickstart releases. The test reads live objects
 // from a watch-fed mirror, so reads stay synchronous and waits end on the watch event that makes
 // them true, not on a poll.
-import { statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { request } from 'node:https';
 import os from 'node:os';
@@ -13,6 +13,7 @@ import path from 'node:path';
 import { CustomObjectsApi, KubeConfig, makeInformer, type KubernetesObject } from '@kubernetes/client-node';
 import { inject } from 'vitest';
 import type { KubeObject } from '../../src/api/types.js';
+import { decodeYamlDocuments } from '../../src/yaml/kube-yaml.js';
 import type { ControllerRuntime, ControllerRuntimeOptions } from '../../src/controller/run-controller.js';
 import { copyExampleReleases } from './cli.js';
 import { kubernetesVersionOf } from './builders.js';
@@ -20,6 +21,7 @@ import { publishedFiles, startController, waitOnChanges, type ControllerWorld } 
 import { GitSandbox } from './git-repos.js';
 import { FILE_OWNED_LABEL, type LeasedServer, type ServerFault } from './real-kube-api-broker.js';
 import { auditEvents, describeAuditEvent, grantedNow, type AuditEvent } from './real-kube-api/service-account.js';
+import { installCrds } from './real-kube-api/install-crds.js';
 import { kubeClient, type KubeClient } from './real-kube-api/kube-client.js';
 import { waitUntil } from './real-kube-api/local-process.js';
 import { applyShippedIdentity, type ShippedIdentity } from './shipped-identity.js';
@@ -139,6 +141,52 @@ export interface RealControllerFixture {
   cleanup(): Promise<void>;
 }
 
+/** A real API server leased from the run's broker for this file alone: no other file uses it until `release`. */
+export interface LeasedKubeApi {
+  lease: LeasedServer;
+  /** Raw REST as the admin (`system:masters`). */
+  admin: KubeClient;
+  /**
+   * Installs the CRDs of `files` that the server does not have yet, labelled as this file's (the
+   * broker deletes them at release), and waits until they are Established; returns their names. One
+   * it has already (the broker's: the same engines' files) is left as it is, never taken over.
+   */
+  installMissingCrds(files: string[]): Promise<string[]>;
+  /** Returns the server to the broker, which empties it for the next file. */
+  release(): Promise<void>;
+}
+
+/** Leases a real API server from the run's broker (test/support/real-kube-api-broker.ts); waits while every server is leased. */
+export async function leaseRealKubeApi(): Promise<LeasedKubeApi> {
+  const lease = (await (await brokerCall('/lease')).json()) as LeasedServer;
+  const admin = kubeClient(lease.server, { ca: lease.ca, cert: lease.admin.cert, key: lease.admin.key });
+  return {
+    lease,
+    admin,
+    async installMissingCrds(files) {
+      const present = new Set(
+        ((await admin.get(CRDS)).items as { metadata: { name: string } }[]).map((crd) => crd.metadata.name),
+      );
+      const missing = files.filter((file) => {
+        const names = decodeYamlDocuments(readFileSync(file, 'utf8')).flatMap(
+          (document) => (document.value as { metadata?: { name?: string } } | null)?.metadata?.name ?? [],
+        );
+        const had = names.filter((name) => present.has(name));
+        // Applying the file would label the broker's CRD as this file's, and the broker would delete it.
+        if (had.length > 0 && had.length < names.length)
+          throw new Error(`${file}: the leased server has ${had.join(', ')} of its CRDs but not the others`);
+        return had.length === 0;
+      });
+      return installCrds({ admin: { client: admin }, processes: [] }, missing, {
+        labels: { [FILE_OWNED_LABEL]: 'true' },
+      });
+    },
+    release: async () => void (await brokerCall('/release', { id: lease.id })),
+  };
+}
+
+const CRDS = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
+
 async function brokerCall(pathName: string, body?: unknown): Promise<Response> {
   const response = await fetch(`${inject('realKubeApiBroker')}${pathName}`, {
     method: 'POST',
@@ -155,12 +203,11 @@ async function brokerCall(pathName: string, body?: unknown): Promise<Response> {
 export async function startRealControllerFixture(
   options: { mirror?: MirroredKind[]; install?: SeedObject[] } = {},
 ): Promise<RealControllerFixture> {
-  const lease = (await (await brokerCall('/lease')).json()) as LeasedServer;
+  const { lease, admin, release } = await leaseRealKubeApi();
   // Once leased, not before: the lease may wait for another file, whose requests are not this file's.
   // The log's size first: what is written after it is read back, of which what came after leasedAt counts.
   const auditFrom = statSync(lease.auditLogFile).size;
   const leasedAt = new Date();
-  const admin = kubeClient(lease.server, { ca: lease.ca, cert: lease.admin.cert, key: lease.admin.key });
   const adminKubeConfig = new KubeConfig();
   adminKubeConfig.loadFromFile(lease.admin.kubeconfigFile);
   const controllerKubeConfig = new KubeConfig();
@@ -188,8 +235,8 @@ export async function startRealControllerFixture(
         `CRD ${metadata.name} to be Established`,
         async () =>
           (
-            (await admin.get(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${metadata.name}`)).status
-              ?.conditions as { type: string; status: string }[] | undefined
+            (await admin.get(`${CRDS}/${metadata.name}`)).status?.conditions as
+              { type: string; status: string }[] | undefined
           )?.some((condition) => condition.type === 'Established' && condition.status === 'True') ?? false,
         [],
         WAIT_LIMIT_MS,
@@ -225,7 +272,7 @@ export async function startRealControllerFixture(
   } catch (error) {
     mirroring = false;
     for (const informer of informers) await informer.stop();
-    await brokerCall('/release', { id: lease.id });
+    await release();
     throw error;
   }
 
@@ -419,7 +466,7 @@ export async function startRealControllerFixture(
         git.cleanup();
         await rm(work, { recursive: true, force: true });
         await rm(releases, { recursive: true, force: true });
-        await brokerCall('/release', { id: lease.id });
+        await release();
       }
     },
   };

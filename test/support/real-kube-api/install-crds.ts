@@ -2,22 +2,29 @@
 // `kubectl apply --server-side` do (large CRDs such as Argo CD's exceed client-side apply's
 // annotation limit), and waits until the server serves each (Established).
 import { readFileSync } from 'node:fs';
-import { decodeYamlDocuments } from '../../../src/yaml/kube-yaml.js';
+import { decodeYamlDocuments, encodeYaml } from '../../../src/yaml/kube-yaml.js';
 import type { KubeClient } from './kube-client.js';
 import { waitUntil, type LocalProcess } from './local-process.js';
 
 const FIELD_MANAGER = 'clusterstack-test';
 
-/** Applies every CRD in `files` and waits until all are Established; returns their names. */
+/**
+ * Applies every CRD in `files` and waits until all are Established; returns their names. `labels`
+ * go onto each CRD in the same apply (a leased server's broker deletes a file's CRDs by label).
+ */
 export async function installCrds(
   api: { admin: { client: KubeClient }; processes: LocalProcess[] },
   files: string[],
+  options: { labels?: Record<string, string> } = {},
 ): Promise<string[]> {
   const client = api.admin.client;
   const names: string[] = [];
   for (const file of files) {
     for (const document of decodeYamlDocuments(readFileSync(file, 'utf8'))) {
-      const crd = document.value as { kind?: string; metadata?: { name?: string } } | null;
+      const crd = document.value as {
+        kind?: string;
+        metadata?: { name?: string; labels?: Record<string, string> };
+      } | null;
       if (crd === null) continue;
       const name = crd.metadata?.name;
       if (crd.kind !== 'CustomResourceDefinition' || !name)
@@ -28,7 +35,13 @@ export async function installCrds(
         {
           query: { fieldManager: FIELD_MANAGER, force: 'true' },
           contentType: 'application/apply-patch+yaml',
-          body: document.text,
+          // Labelled: re-encoded by kube-yaml, so the server reads the same object plus the labels.
+          body: options.labels
+            ? encodeYaml({
+                ...crd,
+                metadata: { ...crd.metadata, labels: { ...crd.metadata?.labels, ...options.labels } },
+              })
+            : document.text,
         },
       );
       if (response.status !== 200 && response.status !== 201)
