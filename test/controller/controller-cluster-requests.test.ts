@@ -129,7 +129,9 @@ describe('controller with --scheduler-config', { timeout: TEST_MS }, () => {
     ]);
   });
 
-  it('publishes the stack’s ClusterProfile and keeps it current as releases come and go', async () => {
+  // The two changes below are independent (a Cluster's class; requests deleted): they run at the
+  // same time, and may go out in one publish or two.
+  it.concurrent('publishes the stack’s ClusterProfile and keeps it current as releases come and go', async () => {
     const profile = 'management/_cluster-requests/profiles/clusterprofile-cluster-stacks.docker.ferrol-1-30.yaml';
     expect(fileAt(profile)).toContain('version: 1.30.4');
     // alpha moves to v1: v1 (Kubernetes 1.30.2) is now kept only because alpha uses it.
@@ -147,7 +149,7 @@ describe('controller with --scheduler-config', { timeout: TEST_MS }, () => {
     expect(fileAt(profile)).toMatch(/deprecated: true\n\s+version: 1\.30\.2/);
   });
 
-  it('removes the generated Cluster in the publish where its last request is deleted', async () => {
+  it.concurrent('removes the generated Cluster in the publish where its last request is deleted', async () => {
     const before = requestedClusters();
     expect(before).toHaveLength(1);
     for (const name of ['web', 'batch'])

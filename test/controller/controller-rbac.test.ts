@@ -10,7 +10,8 @@
 // once lacked); there each request is recorded as the authorizer would see it and compared with the
 // roles `kubectl kustomize` builds.
 import { KubeConfig } from '@kubernetes/client-node';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { statSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../src/api/types.js';
 import { FIELD_MANAGER, USER_AGENT } from '../../src/controller/runtime/client-identity.js';
 import { serviceAccountUser, type RequestRecord } from '../support/fake-kube-api/index.js';
@@ -55,13 +56,17 @@ function scenarioObjects(namespace: string, cluster: typeof aCluster): KubeObjec
   ];
 }
 
-/** Leader election in `namespace`, quick enough that the run renews its Lease. */
+/**
+ * Leader election in `namespace`: a renewal every 200 ms, so the run renews its Lease at once. The
+ * Lease and its deadline are long: the fake API server's runs share this worker with the real
+ * one's (whose kubectl runs synchronously), and a stalled event loop must not cost the leadership.
+ */
 const leaderElection = (namespace: string) => ({
   namespace,
   name: 'clusterstack-gitops-controller',
   identity: 'rbac',
-  leaseDurationMs: 3000,
-  renewDeadlineMs: 2000,
+  leaseDurationMs: 60_000,
+  renewDeadlineMs: 45_000,
   retryPeriodMs: 200,
 });
 
@@ -179,14 +184,12 @@ async function representativeRun(
   );
 }
 
-describe('RBAC for the re-read after a conflict, on the fake API server', () => {
-  let fx: ControllerFixture | undefined;
-  afterEach(async () => {
-    await fx?.cleanup();
-    fx = undefined;
-  });
-  const startFixture = () =>
-    startControllerFixture({
+// The fake API server's cases and the real one's share nothing (each has its own server, remote and
+// runtime): they run at the same time, each fake case on a fixture of its own.
+describe('RBAC for the re-read after a conflict, on the fake API server', { concurrent: true }, () => {
+  /** A fresh fixture, cleaned up when the case ends. */
+  const startFixture = async (onTestFinished: (cleanup: () => Promise<void>) => void) => {
+    const fx = await startControllerFixture({
       api: {
         users: { [SA_TOKEN]: SA },
         resources: [
@@ -206,9 +209,12 @@ describe('RBAC for the re-read after a conflict, on the fake API server', () => 
         ],
       },
     });
+    onTestFinished(() => fx.cleanup());
+    return fx;
+  };
 
-  it('cluster-wide (deploy/): every call is granted, the re-read after a 409 included', async () => {
-    fx = await startFixture();
+  it('cluster-wide (deploy/): every call is granted, the re-read after a 409 included', async ({ onTestFinished }) => {
+    const fx = await startFixture(onTestFinished);
     const deploy = built('');
     await representativeRun(fx, 'cluster-stacks', deploy);
     const calls = issued(fx.api.requests);
@@ -230,8 +236,10 @@ describe('RBAC for the re-read after a conflict, on the fake API server', () => 
     ).toEqual([]);
   }, 90_000);
 
-  it('namespaced (deploy/namespaced): every call is granted by the Roles alone, the re-read after a 409 included', async () => {
-    fx = await startFixture();
+  it('namespaced (deploy/namespaced): every call is granted by the Roles alone, the re-read after a 409 included', async ({
+    onTestFinished,
+  }) => {
+    const fx = await startFixture(onTestFinished);
     const deploy = built('namespaced');
     await representativeRun(fx, 'cluster-stacks', deploy, 'cluster-stacks');
     const calls = issued(fx.api.requests);
@@ -251,11 +259,18 @@ const auditKey = (event: AuditEvent) =>
 /** Each test waits for a publish or two of a real controller (helm, git), no more. */
 const REAL_MS = 240_000;
 
-describe('RBAC the controller needs, as deploy/ ships it, on a real API server', { timeout: REAL_MS }, () => {
+// At the same time as the fake API server's cases above; its own cases one after the other
+// (it.sequential): the cluster-wide controller would act on the namespaced run's objects too.
+const REAL_SUITE = { timeout: REAL_MS, concurrent: true };
+
+describe('RBAC the controller needs, as deploy/ ships it, on a real API server', REAL_SUITE, () => {
   let fx: RealControllerFixture;
+  /** The audit log's size at the lease: reading starts there (a shared server's log holds earlier files' requests). */
+  let auditFrom: number;
 
   beforeAll(async () => {
     fx = await startRealControllerFixture();
+    auditFrom = statSync(fx.lease.auditLogFile).size;
     await fx.install([
       schemalessCrd(PROVIDER.group, 'DockerClusterStackReleaseTemplate', 'dockerclusterstackreleasetemplates', false),
       schemalessCrd(PROVIDER.group, 'DockerClusterStackRelease', 'dockerclusterstackreleases', true),
@@ -298,43 +313,46 @@ describe('RBAC the controller needs, as deploy/ ships it, on a real API server',
     expect(tampered.status).toBe(200);
     await waitUntil('the drift repaired', async () => (await label()) === 'ferrol', [], REAL_MS);
     await runtime.stop();
-    return auditEvents({ name: fx.lease.name, auditLogFile: fx.lease.auditLogFile }).filter(
+    return auditEvents({ name: fx.lease.name, auditLogFile: fx.lease.auditLogFile }, auditFrom).filter(
       (event) => event.user.username === identity.user && new Date(event.requestReceivedTimestamp) >= started,
     );
   }
   const refused = (events: AuditEvent[]) =>
     events.filter((event) => event.responseStatus?.code === 403).map((event) => `${event.verb} ${event.requestURI}`);
 
-  it('cluster-wide (deploy/): nothing refused, and the calls carry our User-Agent and field manager', async () => {
-    const ours = await realRun('', 'rbac-cluster-wide');
-    const keys = new Set(ours.map(auditKey));
-    // The scenario reached what it is for: provider releases created and repaired, the lease, statuses, events.
-    for (const key of [
-      `${PROVIDER.group} dockerclusterstackreleases create`,
-      `${PROVIDER.group} dockerclusterstackreleases patch`,
-      'coordination.k8s.io leases update',
-      'clusterstack.x-k8s.io clusteraddons/status patch',
-      'core events create',
-    ]) {
-      expect([...keys]).toContain(key);
-    }
-    expect(refused(ours)).toEqual([]);
+  it.sequential(
+    'cluster-wide (deploy/): nothing refused, and the calls carry our User-Agent and field manager',
+    async () => {
+      const ours = await realRun('', 'rbac-cluster-wide');
+      const keys = new Set(ours.map(auditKey));
+      // The scenario reached what it is for: provider releases created and repaired, the lease, statuses, events.
+      for (const key of [
+        `${PROVIDER.group} dockerclusterstackreleases create`,
+        `${PROVIDER.group} dockerclusterstackreleases patch`,
+        'coordination.k8s.io leases update',
+        'clusterstack.x-k8s.io clusteraddons/status patch',
+        'core events create',
+      ]) {
+        expect([...keys]).toContain(key);
+      }
+      expect(refused(ours)).toEqual([]);
 
-    // Our identity on the wire: every request of the controller (informers, leases, writes) carries it.
-    expect(USER_AGENT).toMatch(/^clusterstack-gitops\/\d+\.\d+\.\d+/);
-    expect([...new Set(ours.map((event) => event.userAgent))]).toEqual([USER_AGENT]);
-    const writes = ours.filter((event) => ['create', 'update', 'patch'].includes(event.verb));
-    expect(writes.length).toBeGreaterThan(0);
-    expect(
-      writes
-        .filter(
-          (event) => new URL(event.requestURI, fx.lease.server).searchParams.get('fieldManager') !== FIELD_MANAGER,
-        )
-        .map((event) => `${event.verb} ${event.requestURI}`),
-    ).toEqual([]);
-  });
+      // Our identity on the wire: every request of the controller (informers, leases, writes) carries it.
+      expect(USER_AGENT).toMatch(/^clusterstack-gitops\/\d+\.\d+\.\d+/);
+      expect([...new Set(ours.map((event) => event.userAgent))]).toEqual([USER_AGENT]);
+      const writes = ours.filter((event) => ['create', 'update', 'patch'].includes(event.verb));
+      expect(writes.length).toBeGreaterThan(0);
+      expect(
+        writes
+          .filter(
+            (event) => new URL(event.requestURI, fx.lease.server).searchParams.get('fieldManager') !== FIELD_MANAGER,
+          )
+          .map((event) => `${event.verb} ${event.requestURI}`),
+      ).toEqual([]);
+    },
+  );
 
-  it('namespaced (deploy/namespaced): nothing refused under the Roles alone', async () => {
+  it.sequential('namespaced (deploy/namespaced): nothing refused under the Roles alone', async () => {
     expect(grantsOf(built('namespaced')).every((grant) => grant.namespace !== undefined)).toBe(true);
     const ours = await realRun('namespaced', 'cluster-stacks', 'cluster-stacks');
     const keys = new Set(ours.map(auditKey));

@@ -20,7 +20,9 @@ const NS = 'sops';
 const SECRET = `clusters/${NS}/echo/cluster-addon/secret-cilium-ca.yaml`;
 const URL = 'https://git.example.test/fleet.git';
 
-describe('controller --secrets encrypt', () => {
+// The two describes share nothing: the start-up checks (no API server, no controller) run while
+// the first waits for its lease and its publish.
+describe('controller --secrets encrypt', { concurrent: true }, () => {
   let fx: RealControllerFixture;
   let runtime: ControllerRuntime | undefined;
   let alice: Awaited<ReturnType<typeof ageKeygen>>;
@@ -77,7 +79,7 @@ describe('controller --secrets encrypt', () => {
   });
 });
 
-describe('controller --secrets encrypt (start-up checks)', () => {
+describe('controller --secrets encrypt (start-up checks)', { concurrent: true }, () => {
   const base = [
     'controller',
     '--release-source',
