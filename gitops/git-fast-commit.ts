@@ -16,6 +16,14 @@ export interface FastCommitInput {
   written: ReadonlyArray<readonly [string, string]>;
   /** Repository paths to remove. */
   removed: readonly string[];
+  /** A directory whose tree id in the new commit is wanted (asked of fast-import itself: no other process). */
+  treeOf?: string;
+}
+
+export interface FastCommitResult {
+  commit: string;
+  /** With `treeOf`: that directory's tree id in the commit; undefined when the commit has no such directory. */
+  tree?: string;
 }
 
 /** What `git commit --cleanup=whitespace` makes of a message: trailing spaces and surplus blank lines gone. */
@@ -76,11 +84,16 @@ function* fastImportStream(input: FastCommitInput): Generator<Buffer> {
     yield Buffer.from(`M 100644 inline ${quotePath(file)}\n`, 'utf8');
     yield* data(content);
   }
-  yield Buffer.from('\nget-mark :1\ndone\n');
+  yield Buffer.from('\n');
+  if (input.treeOf !== undefined) yield Buffer.from(`ls :1 ${quotePath(input.treeOf)}\n`, 'utf8');
+  yield Buffer.from('get-mark :1\ndone\n');
 }
 
-/** Writes the commit and points `ref` at it; returns the commit id. Nothing else in the repository changes. */
-export async function fastCommit(git: GitCommand, input: FastCommitInput): Promise<string> {
+/**
+ * Writes the commit and points `ref` at it; returns the commit id (and the tree id of `treeOf`).
+ * Nothing else in the repository changes.
+ */
+export async function fastCommit(git: GitCommand, input: FastCommitInput): Promise<FastCommitResult> {
   // --force: the ref may point elsewhere (a commit a failed push left); --date-format=now: the
   // committer date is the clock's, as `git commit` sets it.
   const output = await git.runWithInput(
@@ -88,8 +101,12 @@ export async function fastCommit(git: GitCommand, input: FastCommitInput): Promi
     fastImportStream(input),
     'git fast-import',
   );
-  const id = output.trim().split('\n').at(-1) ?? '';
+  const lines = output.trim().split('\n');
+  const id = lines.at(-1) ?? '';
   if (!/^[0-9a-f]{40,64}$/.test(id))
     throw new Error(`git fast-import did not name the commit it wrote (printed "${output.trim().slice(0, 200)}")`);
-  return id;
+  // `ls` answers `040000 tree <id>\t<path>` (or `missing <path>`) before get-mark's line.
+  const tree =
+    input.treeOf === undefined ? undefined : /^040000 tree ([0-9a-f]{40,64})\t/.exec(lines.at(-2) ?? '')?.[1];
+  return tree === undefined ? { commit: id } : { commit: id, tree };
 }

@@ -188,7 +188,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
    * the branch did not exist) and the tree under the path in it, which holds regular files only.
    * After a reset to that commit the clone's files under the path are exactly this tree.
    */
-  private committed: { revision: string | null; tree: RenderedTree } | undefined;
+  private committed: { revision: string | null; tree: RenderedTree; subtree?: string } | undefined;
   /** Commits made by fast-import in this process (git gc --auto runs after every GC_EVERY-th). */
   private fastCommits = 0;
   /** With `fleetIndex`: the shards' index each commit carries. */
@@ -1003,7 +1003,6 @@ export class GitPublisher implements Publisher, SettledRunStore {
     if (this.fleetIndex && this.committed && fastParent !== undefined && !this.sameAsKnown(tree, known))
       fastParent = (await this.headKeepingOurPath(workspace, this.committed.revision)) ?? fastParent;
     for (let attempt = 1; attempt <= this.maxPushAttempts; attempt++) {
-      const attemptStarted = Date.now();
       if (this.committed && fastParent !== undefined) {
         const fast = await this.commitFromKnown(workspace, this.committed, tree, message, fastParent, attempt, known);
         if (fast === 'lost-race') {
@@ -1011,7 +1010,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
             { target: this.target, attempt, maxAttempts: this.maxPushAttempts },
             'Push lost a race with another writer, rebuilding on the new remote head',
           );
-          await lostRacePause(attempt, Date.now() - attemptStarted);
+          await lostRacePause(attempt);
           fastParent = await this.headKeepingOurPath(workspace, this.committed.revision);
           continue;
         }
@@ -1036,7 +1035,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
             { target: this.target, attempt, maxAttempts: this.maxPushAttempts },
             'Push lost a race with another writer, rebuilding on the new remote head',
           );
-          await lostRacePause(attempt, Date.now() - attemptStarted);
+          await lostRacePause(attempt);
           continue;
         }
         await this.recover(workspace);
@@ -1076,9 +1075,27 @@ export class GitPublisher implements Publisher, SettledRunStore {
     const trackingRef = `refs/remotes/origin/${this.branch}`;
     try {
       await git.run(
-        ['fetch', '--quiet', '--no-tags', 'origin', `+${branchRef}:${trackingRef}`],
+        // No `git maintenance` after it (one more process before each commit): the fast commits ask
+        // `git gc --auto` themselves (GC_EVERY), after their push.
+        [
+          'fetch',
+          '--quiet',
+          '--no-tags',
+          '--no-auto-maintenance',
+          '--write-fetch-head',
+          'origin',
+          `+${branchRef}:${trackingRef}`,
+        ],
         `git fetch from ${this.remote.display}`,
       );
+      // A shard: the head is in FETCH_HEAD, our path's tree there comes with the listing its index
+      // reads anyway, and the tree we pushed last with its fast-import. Each git process is a
+      // step of the serial fetch-commit-push that shards racing on one branch wait for in turn.
+      const pushed = this.committed?.revision === known ? this.committed.subtree : undefined;
+      if (this.fleetIndex && pushed !== undefined) {
+        const head = await this.fetchedHead(workspace);
+        if (head !== undefined) return (await this.fleetIndex.subtreeAt(git, head)) === pushed ? head : undefined;
+      }
       // One process for the head and both path trees (a missing path fails it: the full way then).
       const [head, theirs, ours] = (
         await git.run(
@@ -1088,10 +1105,20 @@ export class GitPublisher implements Publisher, SettledRunStore {
       )
         .trim()
         .split('\n');
+      // Known from now on: the next attempts and publishes on this commit need no rev-parse.
+      if (ours && this.fleetIndex && this.committed?.revision === known) this.committed.subtree = ours;
       return head && ours && theirs === ours ? head : undefined;
     } catch {
       return undefined;
     }
+  }
+
+  /** The commit the last fetch found (its FETCH_HEAD, one branch fetched); undefined when it cannot be read. */
+  private async fetchedHead(workspace: Workspace): Promise<string | undefined> {
+    const text = await readFile(path.join(await this.gitDirOf(workspace), 'FETCH_HEAD'), 'utf8').catch(() => '');
+    const lines = text.split('\n').filter((line) => line !== '');
+    const id = lines.length === 1 ? lines[0]!.split('\t')[0] : undefined;
+    return id !== undefined && /^[0-9a-f]{40,64}$/.test(id) ? id : undefined;
   }
 
   /**
@@ -1123,10 +1150,11 @@ export class GitPublisher implements Publisher, SettledRunStore {
     }
     const branchRef = `refs/heads/${this.branch}`;
     let revision: string;
+    let subtree: string | undefined;
     try {
       // The shards' index as this commit's subtrees make it (recomputed on each attempt's parent).
       const index = this.fleetIndex && (await this.fleetIndex.changedAt(workspace.git, parent, tree));
-      revision = await fastCommit(workspace.git, {
+      ({ commit: revision, tree: subtree } = await fastCommit(workspace.git, {
         ref: branchRef,
         parent,
         author: this.options.author,
@@ -1136,7 +1164,9 @@ export class GitPublisher implements Publisher, SettledRunStore {
           ...(index ? [[this.fleetIndex!.file, index] as const] : []),
         ],
         removed: removed.map((file) => `${prefix}${file}`),
-      });
+        // A shard's next publish compares this with our path at the head it fetches.
+        ...(this.fleetIndex ? { treeOf: this.subdir } : {}),
+      }));
     } catch (error) {
       this.options.logger?.warn(
         { target: this.target, error: error instanceof Error ? error.message : String(error) },
@@ -1157,7 +1187,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
       await this.recover(workspace);
       throw error;
     }
-    this.committed = { revision, tree };
+    this.committed = subtree === undefined ? { revision, tree } : { revision, tree, subtree };
     // fast-import leaves loose objects or one pack per commit: let git pack them together now and
     // then (in the background). Its thresholds are thousands of loose objects and 50 packs, so
     // asking on every GC_EVERY-th commit is enough, and spares the other commits a git process.
@@ -1299,11 +1329,15 @@ function parseJournal(text: string): WorkTreeJournal {
 }
 
 /**
- * A random wait after the `attempt`th lost push race (full jitter, doubling, at most 2 s): racing
- * writers fall out of step. The step is the lost attempt's own duration (at least 50 ms): a pause
- * much shorter than one commit-and-push keeps two losers in lockstep, losing to each other again.
+ * A short random wait after the `attempt`th lost push race (full jitter from 50 ms, doubling, at
+ * most 2 s), so that losers do not start again in lockstep. It is kept short on purpose: a lost race
+ * means another writer's push has landed, and the next attempt can build on it at once. Two losers
+ * that start together lose to each other again, but each round has a winner, so the last of k writers
+ * that finish together is through after k attempts either way; a pause as long as an attempt (as
+ * before) only added up to that long to each loser's wait (docs/sharding.md, measured).
  */
-function lostRacePause(attempt: number, lostAttemptMs = 0): Promise<void> {
-  const baseDelayMs = Math.max(50, lostAttemptMs);
-  return new Promise((resolve) => setTimeout(resolve, fullJitterDelay(attempt - 1, { baseDelayMs, maxDelayMs: 2000 })));
+function lostRacePause(attempt: number): Promise<void> {
+  return new Promise((resolve) =>
+    setTimeout(resolve, fullJitterDelay(attempt - 1, { baseDelayMs: 50, maxDelayMs: 2000 })),
+  );
 }

@@ -58,6 +58,8 @@ export class GitFleetIndex {
   private own: { text: string | undefined; summary: ShardSummary } | undefined;
   /** The other shards the last listing found: their provenance.json is asked for in the next one. */
   private known = new Set<string>();
+  /** The last listing (subtreeAt's), kept for changedAt on the same commit: one `ls-tree` serves both. */
+  private listed: { commit: string; known: Set<string>; entries: TreeEntry[] } | undefined;
 
   /** `subdir` is the shard's subtree inside the repository (`<path>/shards/<shard>`). */
   constructor(subdir: string) {
@@ -75,12 +77,7 @@ export class GitFleetIndex {
     const subtrees = new Map<string, ShardSummary>();
     let current: TreeEntry | undefined;
     if (parent !== null) {
-      // One listing: the shards directory's entries, and the provenance.json of each shard seen
-      // before (git descends into those directories, one level); a new shard's is asked for after.
-      const listing = await this.list(git, parent, [
-        prefix === '' ? '.' : prefix,
-        ...[...this.known].map((shard) => `${prefix}${shard}/${PROVENANCE_FILE}`),
-      ]);
+      const listing = await this.listing(git, parent);
       current = listing.find((entry) => entry.type === 'blob' && entry.path === this.file);
       const present = new Set<string>();
       const records = new Map<string, TreeEntry>();
@@ -108,6 +105,32 @@ export class GitFleetIndex {
     if (tree.size > 0) subtrees.set(this.shard, this.ownSummary(tree.get(PROVENANCE_FILE)));
     const text = renderFleetIndex(subtrees);
     return current && blobId(text, current.oid.length) === current.oid ? undefined : text;
+  }
+
+  /**
+   * The tree id of this shard's own subtree at `commit` (undefined: none there), from the listing
+   * the index of a commit on `commit` reads anyway.
+   */
+  async subtreeAt(git: GitCommand, commit: string): Promise<string | undefined> {
+    const own = this.shardsDir === '.' ? this.shard : `${this.shardsDir}/${this.shard}`;
+    return (await this.listing(git, commit)).find((entry) => entry.type === 'tree' && entry.path === own)?.oid;
+  }
+
+  /**
+   * One listing of `commit`: the shards directory's entries, and the provenance.json of each shard
+   * seen before (git descends into those directories, one level); a new shard's is asked for after.
+   */
+  private async listing(git: GitCommand, commit: string): Promise<TreeEntry[]> {
+    const listed = this.listed;
+    this.listed = undefined;
+    if (listed && listed.commit === commit && listed.known === this.known) return listed.entries;
+    const prefix = this.shardsDir === '.' ? '' : `${this.shardsDir}/`;
+    const entries = await this.list(git, commit, [
+      prefix === '' ? '.' : prefix,
+      ...[...this.known].map((shard) => `${prefix}${shard}/${PROVENANCE_FILE}`),
+    ]);
+    this.listed = { commit, known: this.known, entries };
+    return entries;
   }
 
   private async list(git: GitCommand, commit: string, paths: string[]): Promise<TreeEntry[]> {

@@ -41,7 +41,7 @@ describe('fastCommit', () => {
       env: { PATH: process.env.PATH ?? '' },
     });
     const names = ['dir/old.yaml', 'sp ace/"quoted" \\ back.yaml', 'ü/日本.yaml', 'tab\there.yaml'];
-    const commit = await fastCommit(git, {
+    const { commit } = await fastCommit(git, {
       ref: 'refs/heads/main',
       parent,
       author: { name: '<Bot>\n', email: 'bot@example.com' },
@@ -62,7 +62,7 @@ describe('fastCommit', () => {
   it('starts a branch with no parent, whatever the ref pointed at before', async () => {
     const bare = sandbox.bareRepo('fast-root', { branch: 'main', files: { 'old.yaml': 'old\n' } });
     const git = new GitCommand(bare, { author: AUTHOR, env: { PATH: process.env.PATH ?? '' } });
-    const commit = await fastCommit(git, {
+    const { commit } = await fastCommit(git, {
       ref: 'refs/heads/main',
       parent: null,
       author: AUTHOR,
@@ -73,5 +73,23 @@ describe('fastCommit', () => {
     expect(sandbox.head(bare, 'main')).toBe(commit);
     expect(sandbox.commitCount(bare, 'main')).toBe(1);
     expect(sandbox.files(bare, 'main')).toEqual({ 'a.yaml': 'a\n' });
+  });
+
+  it('names the tree of a directory in the new commit when asked (treeOf), and none for a missing one', async () => {
+    const bare = sandbox.bareRepo('fast-tree', { branch: 'main', files: { 'shards/b/x.yaml': 'b\n' } });
+    const git = new GitCommand(bare, { author: AUTHOR, env: { PATH: process.env.PATH ?? '' } });
+    const write = (treeOf: string) =>
+      fastCommit(git, {
+        ref: 'refs/heads/main',
+        parent: sandbox.head(bare, 'main'),
+        author: AUTHOR,
+        message: 'Shard a',
+        written: [['shards/a dir/x.yaml', 'a\n']],
+        removed: [],
+        treeOf,
+      });
+    const { commit, tree } = await write('shards/a dir');
+    expect(tree).toBe(sandbox.git(bare, 'rev-parse', `${commit}:shards/a dir`));
+    expect(await write('shards/none')).toEqual({ commit: sandbox.head(bare, 'main') });
   });
 });
