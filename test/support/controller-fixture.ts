@@ -41,15 +41,6 @@ const WAIT_LIMIT_MS = 120_000;
  */
 const RECHECK_MS = 250;
 
-/** Polls `check` every 20 ms until it holds, for code with no fixture to hear changes from; throws naming `what` after `limitMs`. */
-export async function waitFor(check: () => boolean, what: string, limitMs = WAIT_LIMIT_MS): Promise<void> {
-  const deadline = Date.now() + limitMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 /**
  * Resolves once `check` holds, looked at on every change `onChange` reports (an object written on
  * the API server) and every RECHECK_MS; throws naming `what` after `limitMs`, which only stops a stuck test.
