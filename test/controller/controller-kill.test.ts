@@ -76,10 +76,18 @@ describe('controller killed while publishing', { timeout: 600_000 }, () => {
 
   beforeAll(async () => {
     git = new GitSandbox();
+    // How long each part of the setup took (printed: at load the API server's can be most of the file's time).
+    const began = performance.now();
+    const setup: string[] = [];
+    const timed = <T>(what: string, started: Promise<T>): Promise<T> =>
+      started.then((value) => {
+        setup.push(`${what} ${Math.round(performance.now() - began)} ms`);
+        return value;
+      });
     // Independent of each other: started together, each assigned as it is up so that afterAll stops it.
     await Promise.all([
-      cliEntry().then((entry) => (bundle = entry)),
-      startRealControllerFixture().then((started) => (fx = started)),
+      timed('bundle', cliEntry()).then((entry) => (bundle = entry)),
+      timed('API server', startRealControllerFixture()).then((started) => (fx = started)),
       startGitHttpServer({ projectRoot: git.root, token: TOKEN }).then((started) => (server = started)),
       startFakeGitHub({ tokens: [TOKEN] }).then((started) => (github = started)),
       copyExampleReleases().then((copied) => (releases = copied)),
@@ -93,6 +101,7 @@ describe('controller killed while publishing', { timeout: 600_000 }, () => {
         await fx.create(aCluster('alpha', namespace, 'docker-ferrol-1-30-v2'));
       }),
     );
+    console.info(`kill test setup: ${setup.join(', ')}, namespaces ${Math.round(performance.now() - began)} ms`);
   });
 
   afterAll(async () => {
