@@ -152,6 +152,21 @@ export interface LeasedKubeApi {
    * it has already (the broker's: the same engines' files) is left as it is, never taken over.
    */
   installMissingCrds(files: string[]): Promise<string[]>;
+  /** The audit log's events (every request, at Metadata level) since the lease began. */
+  auditEvents(): AuditEvent[];
+  /** Freezes (SIGSTOP), thaws (SIGCONT) or restarts (SIGKILL, start, ready) the leased kube-apiserver. */
+  apiServer(action: ServerFault['action']): Promise<void>;
+  /**
+   * A copy of deploy/<overlay> (with `components`) whose ServiceAccount lives in `namespace`, bound
+   * only by that copy's roles (its ClusterRoles renamed): its credentials, a kubeconfig in `dir`.
+   * The namespace and those ClusterRoles are this file's: the broker deletes them.
+   */
+  shippedIdentity(options: {
+    overlay: string;
+    namespace: string;
+    components?: string[];
+    dir: string;
+  }): Promise<ShippedIdentity>;
   /** Returns the server to the broker, which empties it for the next file. */
   release(): Promise<void>;
 }
@@ -159,10 +174,25 @@ export interface LeasedKubeApi {
 /** Leases a real API server from the run's broker (test/support/real-kube-api-broker.ts); waits while every server is leased. */
 export async function leaseRealKubeApi(): Promise<LeasedKubeApi> {
   const lease = (await (await brokerCall('/lease')).json()) as LeasedServer;
+  // Once leased, not before: the lease may wait for another file, whose requests are not this file's.
+  const auditFrom = statSync(lease.auditLogFile).size;
   const admin = kubeClient(lease.server, { ca: lease.ca, cert: lease.admin.cert, key: lease.admin.key });
   return {
     lease,
     admin,
+    auditEvents: () => auditEvents({ name: lease.name, auditLogFile: lease.auditLogFile }, auditFrom),
+    apiServer: async (action) => void (await brokerCall('/api-server', { id: lease.id, action } satisfies ServerFault)),
+    shippedIdentity: ({ overlay, namespace, components, dir }) =>
+      applyShippedIdentity(
+        {
+          name: lease.name,
+          server: lease.server,
+          dir,
+          pki: { ca: lease.ca },
+          admin: { client: admin, kubeconfigFile: lease.admin.kubeconfigFile },
+        },
+        { overlay, namespace, ...(components ? { components } : {}), clusterLabels: { [FILE_OWNED_LABEL]: 'true' } },
+      ),
     async installMissingCrds(files) {
       const present = new Set(
         ((await admin.get(CRDS)).items as { metadata: { name: string } }[]).map((crd) => crd.metadata.name),
@@ -203,10 +233,9 @@ async function brokerCall(pathName: string, body?: unknown): Promise<Response> {
 export async function startRealControllerFixture(
   options: { mirror?: MirroredKind[]; install?: SeedObject[] } = {},
 ): Promise<RealControllerFixture> {
-  const { lease, admin, release } = await leaseRealKubeApi();
-  // Once leased, not before: the lease may wait for another file, whose requests are not this file's.
-  // The log's size first: what is written after it is read back, of which what came after leasedAt counts.
-  const auditFrom = statSync(lease.auditLogFile).size;
+  const leased = await leaseRealKubeApi();
+  const { lease, admin, release } = leased;
+  // Of the events since the lease, those after leasedAt count.
   const leasedAt = new Date();
   const adminKubeConfig = new KubeConfig();
   adminKubeConfig.loadFromFile(lease.admin.kubeconfigFile);
@@ -289,13 +318,15 @@ export async function startRealControllerFixture(
     runtimes: [],
   };
   const controllerRequests = (since = leasedAt) =>
-    auditEvents({ name: lease.name, auditLogFile: lease.auditLogFile }, auditFrom).filter(
-      (event) => event.user.username === lease.controller.user && new Date(event.requestReceivedTimestamp) >= since,
-    );
+    leased
+      .auditEvents()
+      .filter(
+        (event) => event.user.username === lease.controller.user && new Date(event.requestReceivedTimestamp) >= since,
+      );
   const forbidden = () => controllerRequests().filter((event) => event.responseStatus?.code === 403);
   let frozen = false;
   const apiServer = async (action: ServerFault['action']) => {
-    await brokerCall('/api-server', { id: lease.id, action } satisfies ServerFault);
+    await leased.apiServer(action);
     frozen = action === 'freeze';
   };
   // Right after a restart the API server answers before its RBAC cache holds deploy/'s roles: a
@@ -415,17 +446,7 @@ export async function startRealControllerFixture(
     controllerRequests,
     forbidden,
     install,
-    shippedIdentity: ({ overlay, namespace }) =>
-      applyShippedIdentity(
-        {
-          name: lease.name,
-          server: lease.server,
-          dir: work,
-          pki: { ca: lease.ca },
-          admin: { client: admin, kubeconfigFile: lease.admin.kubeconfigFile },
-        },
-        { overlay, namespace, clusterLabels: { [FILE_OWNED_LABEL]: 'true' } },
-      ),
+    shippedIdentity: ({ overlay, namespace }) => leased.shippedIdentity({ overlay, namespace, dir: work }),
     freezeApiServer: () => apiServer('freeze'),
     thawApiServer: () => apiServer('thaw'),
     apiServerAnswers: (withinMs) =>

@@ -264,6 +264,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const starting: Promise<Pooled>[] = [];
   const waiting: ((pooled: Pooled) => void)[] = [];
   let nextId = 1;
+  // How often a file had to wait for a server and for how long (said at teardown: whether MAX_SERVERS fits maxWorkers).
+  const waits = { leases: 0, waited: 0, totalMs: 0, longestMs: 0 };
   // Set by teardown: servers are stopped as they are, without emptying them first.
   let stopping = false;
 
@@ -292,7 +294,13 @@ export default async function setup(project: TestProject): Promise<() => Promise
         starting.splice(starting.indexOf(started), 1);
       }
     }
-    return emptied(await new Promise<Pooled>((resolve) => waiting.push(resolve)));
+    const since = Date.now();
+    const handed = await emptied(await new Promise<Pooled>((resolve) => waiting.push(resolve)));
+    const waitedMs = Date.now() - since;
+    waits.waited++;
+    waits.totalMs += waitedMs;
+    waits.longestMs = Math.max(waits.longestMs, waitedMs);
+    return handed;
   };
   // A server once the last file's leftovers are gone; one that could not be emptied has left the
   // pool, and the lease goes to another (or a fresh) server instead of failing the file.
@@ -309,6 +317,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     void (async () => {
       try {
         if (request.method === 'POST' && request.url === '/lease') {
+          waits.leases++;
           const pooled = await lease();
           response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(pooled.lease));
           return;
@@ -354,6 +363,11 @@ export default async function setup(project: TestProject): Promise<() => Promise
 
   return async () => {
     stopping = true;
+    if (waits.leases > 0)
+      process.stderr.write(
+        `real API server broker: ${nextId - 1} servers started (at most ${MAX_SERVERS}), ${waits.leases} leases, ` +
+          `${waits.waited} waited for a server: ${(waits.totalMs / 1000).toFixed(1)} s in all, the longest ${(waits.longestMs / 1000).toFixed(1)} s\n`,
+      );
     server.close();
     server.closeAllConnections();
     await Promise.allSettled(starting);

@@ -9,7 +9,6 @@ export { distinctFreePorts, startRealKubeApi, type RealKubeApi } from './real-ku
 export { startFluxControllers, type FluxControllers } from './flux-controllers.js';
 export { describeVerdicts, documentsOfFiles, validateOnServer, type ObjectVerdict } from './server-side-validation.js';
 export {
-  auditEvents,
   describeAuditEvent,
   grantedNow,
   serviceAccountKubeconfig,
