@@ -6,6 +6,7 @@
 // after the informer caches hold what the server holds, so each round's commit and writes can be
 // asserted. The one case that needs a fault only the fake API server makes (a 409 on a chosen
 // status patch) is controller-e2e-conflict.test.ts.
+import { statSync } from 'node:fs';
 import { unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -47,9 +48,11 @@ describe('controller, end to end', { timeout: TEST_MS }, () => {
   let stepped: SteppedController;
   /** When this file leased its server: the audit log holds earlier files' requests too. */
   let leasedAt: Date;
+  /** The audit log's size then: reading starts there, not at the shared log's first file. */
+  let auditFrom: number;
   const round = () => stepped.round();
   const requestsSinceLease = () =>
-    auditEvents({ name: fx.lease.name, auditLogFile: fx.lease.auditLogFile }).filter(
+    auditEvents({ name: fx.lease.name, auditLogFile: fx.lease.auditLogFile }, auditFrom).filter(
       (event) => new Date(event.requestReceivedTimestamp) >= leasedAt,
     );
 
@@ -85,6 +88,7 @@ describe('controller, end to end', { timeout: TEST_MS }, () => {
     // Once leased, not before: the lease may wait for another file, whose controller creates
     // ClusterStackReleases as the shared identity (caught when three files shared two servers).
     leasedAt = new Date();
+    auditFrom = statSync(fx.lease.auditLogFile).size;
     identity = await fx.shippedIdentity({ overlay: 'flux', namespace: CONTROLLER_NS });
     await fx.createNamespace(NS);
     await fx.createNamespace('flux-system');

@@ -5,6 +5,7 @@
 // the provider's namespace). A Secret that does not exist, or one the RBAC does not allow, withholds
 // that provider alone with a message naming the object or the permission. Secret values never reach
 // status, events, logs, provenance.json or commit messages.
+import { statSync } from 'node:fs';
 import path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { Writable } from 'node:stream';
@@ -33,6 +34,8 @@ const TEST_MS = 240_000;
 describe('controller reading provider Secrets and ConfigMaps', { timeout: TEST_MS }, () => {
   let fx: RealControllerFixture;
   let identity: ShippedIdentity;
+  /** The audit log's size at the lease: reading starts there, not at the shared log's first file. */
+  let auditFrom: number;
   let github: FakeGitHub;
   const logLines: string[] = [];
   beforeAll(async () => {
@@ -44,6 +47,7 @@ describe('controller reading provider Secrets and ConfigMaps', { timeout: TEST_M
         kind,
       })),
     });
+    auditFrom = statSync(fx.lease.auditLogFile).size;
     identity = await fx.shippedIdentity({ overlay: '', namespace: CONTROLLER_NS });
     for (const namespace of ['capi-system', 'capd-system', 'noperm']) await fx.createNamespace(namespace);
     // deploy/ as shipped: the provider-config ClusterRole bound nowhere, then bound, as its comment
@@ -223,7 +227,7 @@ describe('controller reading provider Secrets and ConfigMaps', { timeout: TEST_M
 
     // Least privilege: Secrets are read one by one (GET), never listed or watched; ConfigMaps listed
     // only in the selector's namespace. The one 403 is the forbidden Secret.
-    const requests = auditEvents({ name: fx.lease.name, auditLogFile: fx.lease.auditLogFile })
+    const requests = auditEvents({ name: fx.lease.name, auditLogFile: fx.lease.auditLogFile }, auditFrom)
       .filter((event) => event.user.username === identity.user && new Date(event.requestReceivedTimestamp) >= started)
       .map((event) => ({
         method: event.verb,

@@ -24,8 +24,11 @@ describe('runtime extension Service routed to the leader', () => {
         namespace: NS,
         name: 'clusterstack-gitops-controller',
         identity: name,
-        leaseDurationMs: 1500,
-        renewDeadlineMs: 1000,
+        // A stopped leader releases the Lease, and the standby (retrying every 100 ms) takes it
+        // over at once: the long Lease and deadline only keep a loaded machine's stalls from
+        // costing the leadership.
+        leaseDurationMs: 60_000,
+        renewDeadlineMs: 45_000,
         retryPeriodMs: 100,
       },
       runtimeExtension: {

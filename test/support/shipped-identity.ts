@@ -29,8 +29,27 @@ const CONTROLLER_SERVICE_ACCOUNT = 'clusterstack-gitops-controller';
 /** Kinds deploy/ ships that are not applied here: cert-manager's (not installed) and the Deployment (the tests run the controller as a local process). */
 const NOT_APPLIED = new Set(['Certificate', 'Issuer', 'Deployment']);
 
-/** The objects `kubectl kustomize deploy/<dir>` builds (`dir` '' for deploy/ itself), with deploy/<component> for each of `components`. */
+/**
+ * What `kubectl kustomize` printed per overlay and components: deploy/ does not change during a run,
+ * and a file asks for the same overlay several times (spawnSync holds its event loop meanwhile).
+ */
+const kustomized = new Map<string, string>();
+
+/**
+ * The objects `kubectl kustomize deploy/<dir>` builds (`dir` '' for deploy/ itself), with
+ * deploy/<component> for each of `components`: new objects at each call, built once per process.
+ */
 export function kustomizeDeploy(dir: string, components: string[] = []): DeployDoc[] {
+  const key = JSON.stringify([dir, components]);
+  const yaml = kustomized.get(key) ?? kustomizeOnce(dir, components);
+  kustomized.set(key, yaml);
+  return decodeYamlDocuments(yaml)
+    .map((document) => document.value as DeployDoc | null)
+    .filter((doc): doc is DeployDoc => doc !== null);
+}
+
+/** `kubectl kustomize`'s output for deploy/<dir> with deploy/<component> for each of `components`. */
+function kustomizeOnce(dir: string, components: string[]): string {
   const target = path.join(ROOT, 'deploy', dir);
   let temp: string | undefined;
   let built = target;
@@ -50,9 +69,7 @@ export function kustomizeDeploy(dir: string, components: string[] = []): DeployD
       throw new Error(
         `kubectl kustomize deploy/${dir} failed (kubectl is needed for this test): ${run.stderr || run.error?.message}`,
       );
-    return decodeYamlDocuments(run.stdout)
-      .map((document) => document.value as DeployDoc | null)
-      .filter((doc): doc is DeployDoc => doc !== null);
+    return run.stdout;
   } finally {
     if (temp) rmSync(temp, { recursive: true, force: true });
   }
