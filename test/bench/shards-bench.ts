@@ -244,7 +244,8 @@ async function run(
             '--metrics-addr',
             '0',
             '--log-level',
-            process.env.CSK_BENCH_LOG ? 'debug' : 'warn',
+            // info at least: the wave waits for each shard's "Reconciled" (settled, below).
+            process.env.CSK_BENCH_LOG ? 'debug' : 'info',
             '--helm',
             helm,
             '--shard',
@@ -266,6 +267,10 @@ async function run(
       Number(process.env.CSK_BENCH_TIMEOUT_MS ?? 600_000),
     );
     const firstMs = performance.now() - started;
+    // The reconcile that published last goes on writing ClusterAddons and statuses (seconds for 60
+    // Clusters on a loaded machine): the wave starts once each shard finished it, so that one
+    // shard's wave does not begin late by more than three shards' do.
+    await until(() => processes.every(settled), 'every shard done with the reconcile of its last publish');
     await new Promise((resolve) => setTimeout(resolve, 3000));
     const before = digests();
     const commitsBefore = git.commitCount(remote, 'main');
@@ -304,6 +309,13 @@ async function run(
     await api.close();
     git.cleanup();
   }
+}
+
+/** Whether a shard's output shows the reconcile of its last push finished (a "Reconciled" line after it). */
+function settled(shard: CliProcess): boolean {
+  const output = shard.stderr();
+  const pushed = output.lastIndexOf('"msg":"Pushed rendered tree"');
+  return pushed >= 0 && output.includes('"msg":"Reconciled"', pushed);
 }
 
 /** The load averages now (`uptime`'s three numbers): the ratio depends on what else the cores run. */
