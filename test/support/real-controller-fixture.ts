@@ -11,6 +11,7 @@ import { request } from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { CustomObjectsApi, KubeConfig, makeInformer, type KubernetesObject } from '@kubernetes/client-node';
+import { Agent, fetch } from 'undici';
 import { inject } from 'vitest';
 import type { KubeObject } from '../../src/api/types.js';
 import { decodeYamlDocuments } from '../../src/yaml/kube-yaml.js';
@@ -217,9 +218,14 @@ export async function leaseRealKubeApi(): Promise<LeasedKubeApi> {
 
 const CRDS = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
 
+// A lease may wait for other files' servers longer than fetch's default 300 s for the answer's headers at
+// a high load; the file's hook timeout, not the connection, decides how long a file waits.
+const brokerAgent = new Agent({ headersTimeout: 0, bodyTimeout: 0 });
+
 async function brokerCall(pathName: string, body?: unknown): Promise<Response> {
   const response = await fetch(`${inject('realKubeApiBroker')}${pathName}`, {
     method: 'POST',
+    dispatcher: brokerAgent,
     ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
   });
   if (!response.ok) throw new Error(`real API server broker ${pathName}: ${response.status} ${await response.text()}`);

@@ -318,7 +318,18 @@ export default async function setup(project: TestProject): Promise<() => Promise
       try {
         if (request.method === 'POST' && request.url === '/lease') {
           waits.leases++;
+          // A file that gave up waiting (its hook timed out, its worker ended) has closed the connection:
+          // the server it would have had goes to the next file instead of to no one, for the rest of the run.
+          let abandoned = false;
+          response.on('close', () => (abandoned = !response.writableFinished));
           const pooled = await lease();
+          if (abandoned) {
+            process.stderr.write(
+              `real API server broker: a lease was given up while waiting; ${pooled.lease.name} handed on\n`,
+            );
+            handOver(pooled);
+            return;
+          }
           response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(pooled.lease));
           return;
         }

@@ -91,7 +91,9 @@ export function auditEvents(api: Pick<RealKubeApi, 'name' | 'auditLogFile'>, fro
       closeSync(file);
     }
   }
+  // Up to the last newline: the API server may be writing the line after it right now.
   return text
+    .slice(0, text.lastIndexOf('\n') + 1)
     .split('\n')
     .filter((line) => line.trim() !== '')
     .map((line) => JSON.parse(line) as AuditEvent);
