@@ -599,6 +599,11 @@ describe('real Flux: SOPS decryption, ManifestsSynced and the upgrade gate', () 
         'BeforeClusterUpgrade to let the upgrade go',
         async () => {
           const answer = await callAndCheck();
+          // As the DaemonSet controller would, for every generation: once (at load 45) the status
+          // written above went stale under a later generation and cni waited on it past this limit.
+          const kindnet = await wl().get(KINDNET);
+          if (kindnet.status?.observedGeneration !== kindnet.metadata.generation)
+            await setStatus(wl(), KINDNET, daemonSetRolledOut(1));
           if ((await statusOf(wl(), METRICS_SERVER)) === 200) {
             const deployment = await wl().get(METRICS_SERVER);
             if (deployment.status?.observedGeneration !== deployment.metadata.generation)
