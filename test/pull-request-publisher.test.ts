@@ -3,6 +3,7 @@
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PublishError } from '../gitops/publish-error.js';
+import { createConnectingFetch } from '../src/http/remote-fetch.js';
 import type { ChangeSummary } from '../src/output/tree-changes.js';
 import type { RenderedTree } from '../src/output/rendered-tree.js';
 import {
@@ -86,6 +87,10 @@ function newRepository(files: Record<string, string> = { 'README.md': 'fleet\n' 
 }
 
 /** `githubToken` null: none given. */
+// The file's own connection pool, as the CLI and controller give the publisher one: the global
+// fetch's would outlive this file in a worker it shares with others.
+const githubFetch = createConnectingFetch(10_000);
+
 function publisher(
   name: string,
   overrides: Partial<PullRequestPublisherOptions> = {},
@@ -106,6 +111,7 @@ function publisher(
       owner: OWNER,
       repo: name,
       baseUrl: github.apiUrl,
+      fetch: githubFetch,
       ...(githubToken === null ? {} : { token: githubToken }),
     },
     ...overrides,

@@ -95,6 +95,9 @@ describe('LeaderElector', () => {
       leaseDurationSeconds: 1,
       leaseTransitions: 0,
     });
+    // The standby names the leader once one of its attempts read the lease: on a busy machine that
+    // may come after the pause above.
+    await waitFor(() => standby.log.length > 0, 'the standby to see the leader');
     expect(standby.log).toEqual([`leader:${leaderName}`]);
     // renewTime is a MicroTime on the wire: six fractional digits, as a real API server demands.
     expect((await lease())?.spec?.['renewTime']).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);

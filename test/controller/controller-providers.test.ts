@@ -14,7 +14,9 @@ import { startRealControllerFixture, type RealControllerFixture } from '../suppo
 
 const OPERATOR = { group: 'operator.cluster.x-k8s.io', version: 'v1alpha2' } as const;
 
-describe('controller with Cluster API providers', () => {
+// Steps of one history, in order (shuffle: false): the cert-manager case annotates the CoreProvider
+// the first case's render created; shuffled with seed 3 it failed the same alone in a fresh process.
+describe('controller with Cluster API providers', { shuffle: false }, () => {
   let fixture_: RealControllerFixture;
   let github: FakeGitHub;
   beforeAll(async () => {

@@ -2,21 +2,24 @@
 // after another in one process, they import vitest, the sources and their packages once per worker
 // instead of once per file. A fork and its imports cost about 0.3 CPU-s a file, more than many of
 // these files' tests: the first 66 files took 33.1 CPU-s (48 s) isolated and 15.7 CPU-s (21 s) sharing
-// workers, the same 609 tests passing.
+// workers, the same 609 tests passing. Under load it costs more: 36 files with in-process controllers,
+// publishers and registries took 109.7 CPU-s (360 s; vitest's import 159 s summed) isolated and 77.0
+// CPU-s (269 s; import 43 s) sharing workers, at load 27-43, the same 335 tests passing.
 //
-// A file belongs here only when nothing it does outlives it or reaches the next file: no vi.* at all
-// (mocks, spies, fake timers, stubbed env or globals, module resets), no writes to process.env, no
-// chdir, no process listeners left behind, and no assertion on a module-level counter or memo the
-// sources keep (content-digest's, the file digest memo's). Temporary files under os.tmpdir() are
-// fine, and so is a fake GitHub or registry the file starts and closes: each run makes its own fetch
-// and connection pool (createConnectingFetch). Checked by running the list shuffled in shared workers
-// with three seeds (`npx vitest run --project 'shared*' --sequence.shuffle --sequence.seed=<n>`).
-// --sequence.shuffle reorders the tests inside a file as well as the files: the failures it showed
-// when the files that render and publish joined were steps of one history (one output, remote, fake
-// GitHub or cache) run out of order inside a file, never another file's state; capi-v1beta2,
-// cluster-requests and faults/inputs failed the same alone in a fresh process with the same seed.
-// Such suites pin their order with `{ shuffle: false }`. A file that starts doing any of the above
-// leaves this list; a file not on it runs in a fresh process, as before.
+// A file belongs here only when nothing it does outlives it or reaches the next file: no vi.* at all (mocks, spies,
+// fake timers, stubbed env or globals, module resets), no writes to process.env, no chdir, no process listeners left
+// behind (a test whose code sets one puts it back, as controller-config does with the warning printer an in-process
+// `controller` replaces), and no assertion on a module-level counter or memo the sources keep (content-digest's, the
+// file digest memo's). Temporary files under os.tmpdir() are fine, and so is a fake GitHub or registry the file starts
+// and closes: each run makes its own fetch and connection pool (createConnectingFetch), and a test that builds a
+// publisher itself passes it one (pull-request-publisher), not the global fetch's pool, which the worker keeps. Checked
+// by running the list shuffled in shared workers with three seeds (`npx vitest run --project 'shared*'
+// --sequence.shuffle --sequence.seed=<n>`). --sequence.shuffle reorders the tests inside a file as well as the files:
+// the failures it showed when the files that render and publish joined were steps of one history (one output, remote,
+// fake GitHub or cache) run out of order inside a file, never another file's state; capi-v1beta2, cluster-requests and
+// faults/inputs failed the same alone in a fresh process with the same seed. Such suites pin their order with `{
+// shuffle: false }`. A file that starts doing any of the above leaves this list; a file not on it runs in a fresh
+// process, as before.
 export const SHARED_WORKER_FILES = [
   'test/addon-wait-conditions.test.ts',
   'test/architecture.test.ts',
@@ -46,7 +49,6 @@ export const SHARED_WORKER_FILES = [
   'test/controller/cluster-request-state.test.ts',
   'test/controller/controller-config.test.ts',
   'test/controller/controller-e2e-conflict.test.ts',
-  'test/controller/controller-namespaced.test.ts',
   'test/controller/controller-objects.test.ts',
   'test/controller/controller-providers.test.ts',
   'test/controller/deploy-runtime-extension.test.ts',
@@ -56,7 +58,6 @@ export const SHARED_WORKER_FILES = [
   'test/controller/next-reconcile.test.ts',
   'test/controller/publish-tracker.test.ts',
   'test/controller/runtime-extension-e2e.test.ts',
-  'test/controller/runtime-extension-leader.test.ts',
   'test/controller/source-listings.test.ts',
   'test/controller/status.test.ts',
   'test/cpu-budget.test.ts',
