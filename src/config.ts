@@ -59,7 +59,7 @@ export interface HelmTimeouts {
  */
 export const DEFAULT_HELM_TIMEOUTS: Readonly<HelmTimeouts> = Object.freeze({ valuesMs: 20_000, chartMs: 60_000 });
 
-const DEFAULT_TIMEOUTS: Readonly<RemoteTimeouts> = Object.freeze({
+export const DEFAULT_TIMEOUTS: Readonly<RemoteTimeouts> = Object.freeze({
   connectMs: 10_000,
   readMs: 30_000,
   totalMs: 5 * 60_000,

@@ -24,6 +24,7 @@ import { OciLayoutSource } from '../src/sources/oci-layout-source.js';
 import { OciReleaseSource, type OciReleaseSourceOptions } from '../src/sources/oci-release-source.js';
 import { createSourceOpener } from '../src/sources/open-release-source.js';
 import { ReleaseCache } from '../src/sources/release-cache.js';
+import { defaultRemoteFetch } from '../src/http/remote-fetch.js';
 import { freePort, startCorruptingProxy, startRegistry, type TestRegistry } from './support/registry/index.js';
 import { pushArtifact, pushReleaseDirectory } from './support/registry/push-artifact.js';
 
@@ -35,12 +36,12 @@ const REPO = 'scs/cluster-stacks';
 const FAST_RETRY = { attempts: 3, baseDelayMs: 1, maxDelayMs: 1 };
 const noSleep = async (): Promise<void> => {};
 
-/** The global fetch, counting its calls: how many requests a source made. */
-function countingFetch(): { fetch: typeof globalThis.fetch; calls: () => number } {
+/** The sources' default fetch, counting its calls: how many requests a source made. */
+function countingFetch(): { fetch: typeof defaultRemoteFetch; calls: () => number } {
   let calls = 0;
-  const fetch: typeof globalThis.fetch = (...args) => {
+  const fetch: typeof defaultRemoteFetch = (...args) => {
     calls += 1;
-    return globalThis.fetch(...args);
+    return defaultRemoteFetch(...args);
   };
   return { fetch, calls: () => calls };
 }

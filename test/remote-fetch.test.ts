@@ -4,7 +4,7 @@ import { createServer as createHttpServer, type IncomingMessage, type Server } f
 import { createServer as createTcpServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CONNECT_TIMEOUT_CODE, createConnectingFetch } from '../src/http/remote-fetch.js';
+import { CONNECT_TIMEOUT_CODE, createConnectingFetch, defaultRemoteFetch } from '../src/http/remote-fetch.js';
 
 async function body(request: IncomingMessage): Promise<string> {
   let text = '';
@@ -60,6 +60,18 @@ describe('createConnectingFetch', () => {
     });
     // The Agent is made once and reused for later requests.
     expect((await fetcher(`${httpUrl}/again`)).ok).toBe(true);
+  });
+
+  it('is what a client given no fetch uses: a POST with its content-length goes through once undici is loaded (and Node’s global dispatcher may be its Agent)', async () => {
+    // Loading undici makes its Agent Node's global dispatcher when none is set yet; Node 20's own
+    // fetch then fails this request (UND_ERR_INVALID_ARG), which is why no client defaults to it.
+    await import('undici');
+    const response = await defaultRemoteFetch(`${httpUrl}/v2/repo/blobs/uploads/`, {
+      method: 'POST',
+      headers: { 'content-length': '0' },
+    });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({ method: 'POST', url: '/v2/repo/blobs/uploads/', received: '' });
   });
 
   it('gives up on a TLS handshake that is never answered with undici’s connect timeout', async () => {

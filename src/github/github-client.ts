@@ -10,6 +10,7 @@
 import { request } from '@octokit/request';
 import { RequestError } from '@octokit/request-error';
 import { fetchWithTimeout } from '../http/http-retry.js';
+import { defaultRemoteFetch } from '../http/remote-fetch.js';
 import { githubBaseUrl } from './github-location.js';
 
 export { GITHUB_API_URL } from './github-location.js';
@@ -41,7 +42,7 @@ export interface GitHubConnection {
 /** A client for `baseUrl` that makes exactly one HTTP request per call: no retries, no throttling, no log output. */
 export function createGitHubClient(options: GitHubClientOptions = {}): GitHubConnection {
   const baseUrl = githubBaseUrl(options.baseUrl);
-  const plainFetch = options.fetch ?? globalThis.fetch;
+  const plainFetch = options.fetch ?? defaultRemoteFetch;
   const fetchImpl =
     options.requestTimeoutMs === undefined ? plainFetch : fetchWithTimeout(plainFetch, options.requestTimeoutMs);
   const quiet = (): void => {};

@@ -5,6 +5,7 @@
 // handing it an Agent of another undici fails on some lines (UND_ERR_INVALID_ARG). So the fetch and
 // the Agent both come from our undici dependency, whatever Node runs it. Idle timeouts and the total
 // deadline are added by fetchWithTimeout (http-retry.ts), which the sources wrap around this.
+import { DEFAULT_TIMEOUTS } from '../config.js';
 
 /** The error code undici gives a connection that was not open (TCP and TLS) in time. */
 export const CONNECT_TIMEOUT_CODE = 'UND_ERR_CONNECT_TIMEOUT';
@@ -27,3 +28,10 @@ export function createConnectingFetch(connectMs: number): typeof fetch {
     })) as unknown as Response;
   };
 }
+
+/**
+ * The fetch of a client given none: undici's own, with the default connect timeout. Never Node's
+ * global fetch: loading undici makes its Agent the global dispatcher when none is set yet, and Node
+ * 20's fetch handed that Agent fails requests that carry a body length (UND_ERR_INVALID_ARG).
+ */
+export const defaultRemoteFetch: typeof fetch = createConnectingFetch(DEFAULT_TIMEOUTS.connectMs);

@@ -26,6 +26,7 @@ import {
   withRetry,
 } from '../http/http-retry.js';
 import { currentDeadline, deadlineErrorOf, sleepWithinDeadline, withDeadline } from '../http/remote-deadline.js';
+import { defaultRemoteFetch } from '../http/remote-fetch.js';
 import { nextLink } from '../http/link-header.js';
 import { CONNECT_TIMEOUT_CODE } from '../http/remote-fetch.js';
 import { OciError } from './oci-error.js';
@@ -167,7 +168,7 @@ export class RegistryClient {
     this.base = `${this.plainHttp ? 'http' : 'https'}://${options.registry}`;
     this.credentials = options.credentials;
     this.timeoutMs = options.timeoutMs ?? 30_000;
-    this.fetchImpl = fetchWithTimeout(options.fetch ?? globalThis.fetch, this.timeoutMs);
+    this.fetchImpl = fetchWithTimeout(options.fetch ?? defaultRemoteFetch, this.timeoutMs);
     this.sleep = sleepWithinDeadline(options.sleep ?? realSleep);
     this.totalTimeoutMs = options.totalTimeoutMs ?? 5 * 60 * 1000;
     this.logger = options.logger;

@@ -21,6 +21,7 @@ import { ReleaseCache } from './release-cache.js';
 import { makePrivateDir, writePrivateFile } from '../cache/private-cache-file.js';
 import { ReleaseSourceError } from '../release/release-source.js';
 import { withDeadline } from '../http/remote-deadline.js';
+import { defaultRemoteFetch } from '../http/remote-fetch.js';
 
 /** Fetches (or reads from the cache) the chart `ref` of layer `layer`; throws ReleaseSourceError, UnsafeArchiveError or InputError naming it. */
 export type LayerChartFetcher = (ref: LayerChartRef, layer: string) => Promise<ChartSource>;
@@ -69,7 +70,7 @@ function pinMismatch(ref: LayerChartRef, actual: string, what: string): ReleaseS
 /** Creates the fetcher layers use; one cache with stack releases (`<cacheDir>`, entries keyed by repository, chart and version). */
 export function createLayerChartFetcher(options: LayerChartFetcherOptions): LayerChartFetcher {
   const cache = new ReleaseCache(options.cacheDir);
-  const doFetch = options.fetch ?? globalThis.fetch;
+  const doFetch = options.fetch ?? defaultRemoteFetch;
   const totalMs = options.timeouts?.totalMs ?? 5 * 60 * 1000;
   const clients = new Map<string, RegistryClient>();
   // Loaded on first use, like the remote release sources: plans without chart sources never pay for it.

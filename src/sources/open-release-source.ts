@@ -10,6 +10,7 @@ import { formatOciRepository, parseOciRepository } from '../oci/oci-reference.js
 import type { Logger } from '../core/logger.js';
 import { LocalReleaseSource } from './local-release-source.js';
 import { countingFetch, type RequestOutcome } from '../http/counting-fetch.js';
+import { defaultRemoteFetch } from '../http/remote-fetch.js';
 import { lazyReleaseSource } from './lazy-release-source.js';
 import { ReleaseCache } from './release-cache.js';
 
@@ -63,7 +64,7 @@ export function createSourceOpener(options: SourceOptions): SourceOpener {
   const fetchFor = (kind: 'github' | 'oci'): typeof fetch | undefined =>
     onRequest
       ? countingFetch(
-          () => options.fetch ?? globalThis.fetch,
+          () => options.fetch ?? defaultRemoteFetch,
           (outcome) => onRequest(kind, outcome),
         )
       : options.fetch;
