@@ -7,33 +7,34 @@
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /**
- * The suite's slowest files, slowest first: those over 10 s in the profile of a whole `.ci/run` on two
- * cores of 2026-11-26 (session 14, 968 s of file time in all; each file's wall in ms beside it).
+ * The suite's slowest files, slowest first: those over 9 s in the profile of a whole `.ci/run` on two
+ * cores of 2026-11-27 (session 15, 755 s of file time in all; each file's wall in ms beside it).
  */
 const SLOW_FILES = [
-  'test/real-flux-layers.test.ts', // 133844
-  'test/real-flux-controller.test.ts', // 61959
-  'test/controller/controller-kill.test.ts', // 52867
-  'test/controller-real-api.test.ts', // 41153
-  'test/real-flux-e2e.test.ts', // 34036
-  'test/shards/shard-kill.test.ts', // 33521
-  'test/controller/controller-exit.test.ts', // 31108
-  'test/faults/kill-9.test.ts', // 26432
-  'test/shards/shard-handover.test.ts', // 24910
-  'test/controller/controller-leadership-loss.test.ts', // 21956
-  'test/real-server-validation.test.ts', // 21827
-  'test/real-engines.test.ts', // 20021
-  'test/render-command.test.ts', // 15774
-  'test/controller/controller-providers.test.ts', // 14433
-  'test/controller/controller-runtime-e2e.test.ts', // 14278
-  'test/package-entry.test.ts', // 12201
-  'test/layers/layer-versions-and-hold.test.ts', // 12086
-  'test/controller/controller-namespaced.test.ts', // 11967
-  'test/cluster-requests.test.ts', // 11583
-  'test/controller/runtime-extension-leader.test.ts', // 10507
-  'test/controller/controller-secrets-encrypt.test.ts', // 10454
-  'test/git-publisher.test.ts', // 10404
-  'test/layers/addon-layer-moves.test.ts', // 10021
+  'test/real-flux-layers.test.ts', // 77875
+  'test/real-flux-controller.test.ts', // 48496
+  'test/controller/controller-kill.test.ts', // 40927
+  'test/shards/shard-kill.test.ts', // 31979
+  'test/controller-real-api.test.ts', // 24847
+  'test/real-flux-e2e.test.ts', // 22861
+  'test/controller/controller-leadership-loss.test.ts', // 20110
+  'test/controller/controller-exit.test.ts', // 17458
+  'test/faults/kill-9.test.ts', // 16774
+  'test/real-engines.test.ts', // 16388
+  'test/controller/controller-objects.test.ts', // 15214
+  'test/render-command.test.ts', // 15034
+  'test/controller/controller-providers.test.ts', // 14524
+  'test/package-entry.test.ts', // 12709
+  'test/controller/controller-scheduler-config.test.ts', // 12416
+  'test/controller/controller-layers.test.ts', // 12219
+  'test/process-spawner.test.ts', // 11524
+  'test/controller/controller-runtime-e2e.test.ts', // 10107
+  'test/controller/controller-rbac.test.ts', // 10054
+  'test/cluster-requests.test.ts', // 10043
+  'test/real-server-validation.test.ts', // 10027
+  'test/shards/shard-handover.test.ts', // 9618
+  'test/controller/controller-isolation.test.ts', // 9420
+  'test/shards/shard-layer-status.test.ts', // 9234
 ];
 
 /** Starts the files of SLOW_FILES first, in its order; then the rest in Vitest's own order. */
