@@ -8,6 +8,7 @@ import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RegistryClient } from '../src/oci/registry-client.js';
 import { ListingValidators } from '../src/sources/listing-validators.js';
 import { createSourceOpener } from '../src/sources/open-release-source.js';
+import { defaultRemoteFetch } from '../src/http/remote-fetch.js';
 import { removeCliBundle, runCliProcess } from './support/cli-process.js';
 import { tempDir } from './support/cli.js';
 import { type FakeGitHub, startFakeGitHub } from './support/fake-github/index.js';
@@ -149,7 +150,7 @@ describe('OCI tag lists across runs', () => {
   function etagFetch(log: { status: number; conditional: boolean }[]): typeof fetch {
     return async (input, init) => {
       const url = String(input instanceof Request ? input.url : input);
-      const response = await fetch(input, init);
+      const response = await defaultRemoteFetch(input, init);
       if (!url.includes('/tags/list') || response.status !== 200) return response;
       const body = await response.text();
       const etag = `"${createHash('sha256').update(body).digest('hex').slice(0, 16)}"`;

@@ -27,6 +27,7 @@ import { readTarTree, reproducibleTar, reproducibleTarGzip } from '../gitops/rep
 import { InputError } from '../src/core/problem.js';
 import { EMPTY_CONFIG, OCI_IMAGE_CONFIG, OCI_MANIFEST } from '../src/oci/oci-manifest.js';
 import { RegistryClient } from '../src/oci/registry-client.js';
+import { defaultRemoteFetch } from '../src/http/remote-fetch.js';
 import { startRegistry, type TestRegistry } from './support/registry/index.js';
 
 const run = promisify(execFile);
@@ -71,7 +72,7 @@ function recordingFetch(): { fetch: typeof fetch; requests: string[] } {
     fetch: (input, init) => {
       const url = new URL(typeof input === 'string' || input instanceof URL ? input : input.url);
       requests.push(`${init?.method ?? 'GET'} ${url.pathname}`);
-      return fetch(input, init);
+      return defaultRemoteFetch(input, init);
     },
   };
 }

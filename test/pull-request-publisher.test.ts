@@ -373,7 +373,7 @@ describe('PullRequestPublisher', () => {
       if (racer === '' && (init?.method ?? 'GET') === 'GET' && url.includes('/pulls?')) {
         racer = sandbox.commitFiles(bare, BRANCH, { 'docs/racer.md': 'pushed meanwhile\n' }, 'Racing reviewer');
       }
-      return fetch(input, init);
+      return githubFetch(input, init);
     };
     const pr = publisher(name, {
       github: { owner: OWNER, repo: name, baseUrl: github.apiUrl, token: TOKEN, fetch: racingFetch },
