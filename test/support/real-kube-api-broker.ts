@@ -77,7 +77,10 @@ const FILE_OWNED_KINDS = [
   '/apis/rbac.authorization.k8s.io/v1/clusterroles',
   '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
 ];
-/** Servers at most: one per worker (vitest.config.ts maxWorkers). */
+/**
+ * Servers at most, for the whole run: two of the three workers (vitest.config.ts maxWorkers) hold one
+ * each, and a third leasing file waits, which on two cores costs less than starting a third server.
+ */
 const MAX_SERVERS = 2;
 
 /** The CRDs every leased server has: ours, Cluster API's core, Flux's, Argo CD's and the cluster-api-operator's. */
@@ -258,8 +261,36 @@ function body(request: IncomingMessage): Promise<string> {
   });
 }
 
-/** Starts the broker and provides its URL; the returned teardown stops every server started. */
+/** A broker as the projects of one run share it. */
+interface SharedBroker {
+  started: Promise<{ url: string; stop: () => Promise<void> }>;
+  /** Projects whose teardown has not run yet: the last one stops the broker. */
+  users: number;
+}
+const SHARED_BROKER = Symbol.for('clusterstack.test.realKubeApiBroker');
+
+/**
+ * Provides the run's broker URL to a project. Vitest runs a global setup once per project
+ * (vitest.config.ts has one per helm and the shared and the rest, all extending the root): they share
+ * one broker, so that MAX_SERVERS bounds the servers of the run, not of each project. The last
+ * project's teardown stops every server started.
+ */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const holder = globalThis as { [SHARED_BROKER]?: SharedBroker };
+  const shared = (holder[SHARED_BROKER] ??= { started: startBroker(), users: 0 });
+  shared.users++;
+  const { url, stop } = await shared.started;
+  project.provide('realKubeApiBroker', url);
+  return async () => {
+    shared.users--;
+    if (shared.users > 0) return;
+    delete holder[SHARED_BROKER];
+    await stop();
+  };
+}
+
+/** Starts the broker (its HTTP server; API servers start as files lease them); `stop` stops every server started. */
+async function startBroker(): Promise<{ url: string; stop: () => Promise<void> }> {
   const pool: Pooled[] = [];
   const starting: Promise<Pooled>[] = [];
   const waiting: ((pooled: Pooled) => void)[] = [];
@@ -370,9 +401,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address() as { port: number };
-  project.provide('realKubeApiBroker', `http://127.0.0.1:${address.port}`);
+  const url = `http://127.0.0.1:${address.port}`;
 
-  return async () => {
+  const stop = async (): Promise<void> => {
     stopping = true;
     if (waits.leases > 0)
       process.stderr.write(
@@ -388,4 +419,5 @@ export default async function setup(project: TestProject): Promise<() => Promise
       await pooled.api.stop();
     }
   };
+  return { url, stop };
 }
