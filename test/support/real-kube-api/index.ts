@@ -13,5 +13,6 @@ export {
   grantedNow,
   serviceAccountKubeconfig,
   serviceAccountUserName,
+  wireIdentity,
   type AuditEvent,
 } from './service-account.js';

@@ -99,6 +99,25 @@ export function auditEvents(api: Pick<RealKubeApi, 'name' | 'auditLogFile'>, fro
     .map((line) => JSON.parse(line) as AuditEvent);
 }
 
+/**
+ * Our controller's identity on the wire, from its audit events: the User-Agents its requests carried,
+ * how many writes it made, and those writes (described) not under `fieldManager`.
+ */
+export function wireIdentity(
+  events: AuditEvent[],
+  server: string,
+  fieldManager: string,
+): { userAgents: (string | undefined)[]; writes: number; foreignWrites: string[] } {
+  const writes = events.filter((event) => ['create', 'update', 'patch'].includes(event.verb));
+  return {
+    userAgents: [...new Set(events.map((event) => event.userAgent))],
+    writes: writes.length,
+    foreignWrites: writes
+      .filter((event) => new URL(event.requestURI, server).searchParams.get('fieldManager') !== fieldManager)
+      .map(describeAuditEvent),
+  };
+}
+
 /** `verb group/resource[/subresource] (namespace/name): code message` of an audit event, for failure messages. */
 export function describeAuditEvent(event: AuditEvent): string {
   const ref = event.objectRef ?? {};
