@@ -18,7 +18,6 @@ import {
   startRealKubeApi,
   type FluxControllers,
   type LocalProcess,
-  type RealKubeApi,
 } from './real-kube-api/index.js';
 
 declare module 'vitest' {
@@ -103,11 +102,9 @@ async function startWorld(): Promise<World> {
     // Flux first (it would retry against a server going away); one still starting is waited for.
     await (await flux.catch(() => undefined))?.stop();
     await api.stop();
-    const alive = [
-      controllers?.sourceController,
-      controllers?.kustomizeController,
-      ...api.processes,
-    ].filter((process): process is LocalProcess => process !== undefined && !process.exited());
+    const alive = [controllers?.sourceController, controllers?.kustomizeController, ...api.processes].filter(
+      (process): process is LocalProcess => process !== undefined && !process.exited(),
+    );
     if (alive.length > 0)
       throw new Error(
         `the shared Flux world left processes running: ${alive.map((process) => `${process.name} (pid ${process.pid})`).join(', ')}`,
@@ -269,7 +266,8 @@ async function startWorldServer(): Promise<{ url: string; stop: () => Promise<vo
     stop: async () => {
       server.close();
       server.closeAllConnections();
-      if (keeper.starts() > 0) process.stderr.write(`real Flux world: started ${keeper.starts()} time(s) in this run\n`);
+      if (keeper.starts() > 0)
+        process.stderr.write(`real Flux world: started ${keeper.starts()} time(s) in this run\n`);
       await keeper.stop();
     },
   };

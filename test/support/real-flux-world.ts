@@ -29,7 +29,7 @@ export const KUSTOMIZATIONS = '/apis/kustomize.toolkit.fluxcd.io/v1/namespaces';
 export const GIT_REPOSITORIES = '/apis/source.toolkit.fluxcd.io/v1/namespaces';
 
 /** The run's management server as a file uses it: enough for a client, kubectl and applyShippedIdentity. */
-export interface FluxManagement {
+interface FluxManagement {
   name: string;
   server: string;
   /** This file's own directory (removed at stop), for what it writes about the server (a ServiceAccount's kubeconfig). */
