@@ -14,11 +14,13 @@ const onPath = (binDir: string) => ({ PATH: `${binDir}:${process.env.PATH ?? ''}
 export default defineConfig({
   test: {
     // One temporary directory per run, removed at the end (test/support/temp-root.ts); the helms built;
-    // real API servers shared by the controller tests, started when a file first asks for one.
+    // real API servers shared by the controller tests, started when a file first asks for one; the
+    // management server and Flux shared by the real-Flux files, started when the first one joins.
     globalSetup: [
       'test/support/temp-root.ts',
       'test/support/helm-engines-setup.ts',
       'test/support/real-kube-api-broker.ts',
+      'test/support/real-flux-world-setup.ts',
     ],
     // Generous: real helm, git and controller processes on a loaded machine take many times their
     // quiet time; a wait ends on what it waits for, so a limit only stops a stuck test.

@@ -8,7 +8,9 @@
 // - j, k: our controller runs as a process under the ServiceAccount and RBAC deploy/ ships, on the
 //   same management server, publishing into Git what Flux applies; its ManifestsSynced conditions
 //   and its BeforeClusterUpgrade answers are read against the real Kustomizations' status.
-// Every assertion reads live objects or live answers. Engines are started once for the file.
+// Every assertion reads live objects or live answers. The file's workload server is its own; the
+// management server and Flux are shared with the other real-Flux files (test/support/real-flux-world.ts),
+// so the controller's wiring has a name of its own and the SOPS wiring a namespace of its own.
 import { execFileSync } from 'node:child_process';
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -53,6 +55,10 @@ const NS = 'team';
 const STACKS = `/apis/clusterstack.x-k8s.io/v1alpha1/namespaces/${NS}`;
 const CLASSES = `/apis/cluster.x-k8s.io/v1beta2/namespaces/${NS}/clusterclasses`;
 const CLUSTERS = `/apis/cluster.x-k8s.io/v1beta2/namespaces/${NS}/clusters`;
+/** The controller's wiring name: the real-Flux files share one Flux, and the e2e file's quick start has the default one. */
+const WIRING = 'controller';
+/** Where the SOPS case's wiring lives (see the case). */
+const SOPS_WIRING_NAMESPACE = 'sops-system';
 const KINDNET = '/apis/apps/v1/namespaces/kube-system/daemonsets/kindnet';
 const METRICS_SERVER = '/apis/apps/v1/namespaces/kube-system/deployments/metrics-server';
 
@@ -101,7 +107,9 @@ describe('real Flux: SOPS decryption, ManifestsSynced and the upgrade gate', () 
   it('f: render --secrets encrypt: kustomize-controller decrypts with the age identity from the Secret the wiring names, and the Secrets are live and decrypted in the workload cluster', async () => {
     const keys = await ageKeygen(tempDir('csk-age-'), 'age.agekey');
     const bare = world!.sandbox.bareRepo('sops');
-    // Its own wiring name, so that it lives beside the controller's (`clusterstacks`) in flux-system.
+    // Its own wiring name, so that it lives beside the controller's. Its own wiring namespace too: the
+    // stack's namespace (cluster-stacks) is the e2e file's quick start's, whose wiring in flux-system
+    // has a Kustomization cluster-stacks-shared as this one's would.
     const result = await runClusterstack(
       [
         'render',
@@ -120,6 +128,8 @@ describe('real Flux: SOPS decryption, ManifestsSynced and the upgrade gate', () 
         `${world!.git.url}/sops.git`,
         '--gitops-name',
         'sops',
+        '--gitops-namespace',
+        SOPS_WIRING_NAMESPACE,
         '--helm',
         engineBinary('helm3', 'helm'),
       ],
@@ -131,6 +141,7 @@ describe('real Flux: SOPS decryption, ManifestsSynced and the upgrade gate', () 
     expect(encrypted).toContain('ENC[AES256_GCM,');
 
     await ensureNamespace(mgmt(), 'cluster-stacks');
+    await ensureNamespace(mgmt(), SOPS_WIRING_NAMESPACE);
     await writeClusterKubeconfig(world!, 'cluster-stacks', 'echo', world!.workload.admin.kubeconfig);
     bootstrapFlux(world!, bare);
     const stage = `${KUSTOMIZATIONS}/cluster-stacks/kustomizations/echo-cluster-addon`;
@@ -315,6 +326,8 @@ describe('real Flux: SOPS decryption, ManifestsSynced and the upgrade gate', () 
           'flux',
           '--gitops-url',
           `${world!.git.url}/fleet.git`,
+          '--gitops-name',
+          WIRING,
           '--helm',
           engineBinary('helm3', 'helm'),
           '--cache-dir',
@@ -568,8 +581,8 @@ describe('real Flux: SOPS decryption, ManifestsSynced and the upgrade gate', () 
       expect((await callAndCheck()).body['retryAfterSeconds']).toBe(3);
 
       // Flux fetches the commit (as at its interval) and the root applies the new stage Kustomizations.
-      await requestReconcile(mgmt(), `${GIT_REPOSITORIES}/flux-system/gitrepositories/clusterstacks`);
-      await requestReconcile(mgmt(), `${KUSTOMIZATIONS}/flux-system/kustomizations/clusterstacks`);
+      await requestReconcile(mgmt(), `${GIT_REPOSITORIES}/flux-system/gitrepositories/${WIRING}`);
+      await requestReconcile(mgmt(), `${KUSTOMIZATIONS}/flux-system/kustomizations/${WIRING}`);
       await waitInWorld(
         world!,
         'Flux to apply the cni stage at the publishing commit and wait for kindnet',

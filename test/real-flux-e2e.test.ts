@@ -3,7 +3,9 @@
 // management API server, and Flux's own source- and kustomize-controller applying it there and,
 // through Cluster API's `<cluster>-kubeconfig` Secret, into a second real API server standing in
 // for the workload cluster "bravo". Every assertion reads LIVE objects from the servers, never
-// our files. Engines are started once for the file; a missing engine fails the file.
+// our files. The workload server is the file's own; the management server and Flux are shared with
+// the other real-Flux files (test/support/real-flux-world.ts), whose wirings have names of their
+// own: this one keeps the quick start's default. A missing engine fails the file.
 import { execFileSync } from 'node:child_process';
 import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';

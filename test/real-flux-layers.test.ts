@@ -5,7 +5,9 @@
 // artifact in a real registry as Flux's source instead of Git. Our CLI renders into a bare repository
 // served by `git http-backend`; the wiring is bootstrapped with `kubectl apply -k flux`; bravo's
 // kubeconfig Secret points at a second API server. Every assertion reads LIVE objects. One
-// management server, one workload server, one Flux for the whole file; every case runs side by side
+// workload server for the whole file, and the management server and Flux the real-Flux files share
+// (test/support/real-flux-world.ts): the file's wiring is named `layers`, its stacks live in
+// namespaces of its own. Every case runs side by side
 // with those it does not build on, so that Flux's own waits (a class stage's 60 s, a health check's
 // 30 s) overlap each other and the rest instead of adding up. The fresh class has a wiring (source,
 // repository, namespace) of its own: the other cases' publishes would restart its class stage.
@@ -57,8 +59,10 @@ const CLASS_WIRING = 'fresh-class';
 const CLASS = `/apis/cluster.x-k8s.io/v1beta2/namespaces/${CLASS_NS}/clusterclasses/docker-ferrol-1-30-v2`;
 const TEMPLATE = `/apis/infrastructure.cluster.x-k8s.io/v1beta1/namespaces/${CLASS_NS}/dockerclustertemplates/docker-ferrol-1-30-v2-cluster`;
 const CLASS_RELEASE_KUSTOMIZATION = `${KUSTOMIZATIONS}/flux-system/kustomizations/${CLASS_NS}-docker-ferrol-1-30-v2`;
-const ROOT_KUSTOMIZATION = `${KUSTOMIZATIONS}/flux-system/kustomizations/clusterstacks`;
-const GIT_SOURCE = '/apis/source.toolkit.fluxcd.io/v1/namespaces/flux-system/gitrepositories/clusterstacks';
+/** The wiring's name: the real-Flux files share one Flux, and the e2e file's quick start has the default one. */
+const WIRING = 'layers';
+const ROOT_KUSTOMIZATION = `${KUSTOMIZATIONS}/flux-system/kustomizations/${WIRING}`;
+const GIT_SOURCE = `/apis/source.toolkit.fluxcd.io/v1/namespaces/flux-system/gitrepositories/${WIRING}`;
 const stage = (name: string): string => `${KUSTOMIZATIONS}/${NS}/kustomizations/${CLUSTER}-${name}`;
 const layerKustomization = (name: string): string => stage(`layer-${name}`);
 const configMap = (name: string, namespace = 'kube-system'): string =>
@@ -124,6 +128,8 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
         'flux',
         '--gitops-url',
         `${gitUrl}/fleet.git`,
+        '--gitops-name',
+        WIRING,
       ],
       { cwd: ROOT },
     );

@@ -3,22 +3,23 @@
 // server, the Cluster API CRDs its objects need, and Git served on loopback by `git http-backend`;
 // plus what the scenarios do to it: read a status code, ask Flux to reconcile now (as `flux
 // reconcile` does), wait with Flux's own view in the failure message, write the status a missing
-// controller would write, bootstrap a published tree with `kubectl apply -k`. One world per test file.
+// controller would write, bootstrap a published tree with `kubectl apply -k`. The management server
+// and Flux are the run's, shared by the files (test/support/real-flux-world-setup.ts); each file
+// starts its own workload server and Git server, and names its Flux objects apart from the others'.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Agent, fetch } from 'undici';
+import { inject } from 'vitest';
 import { startGitHttpServer, type GitHttpServer } from './git-http-server.js';
 import { GitSandbox } from './git-repos.js';
+import { phaseClock, type SharedFlux, type SharedManagement, type SharedProcess } from './real-flux-world-setup.js';
+import { kubeClient } from './real-kube-api/kube-client.js';
 import {
   builtEngine,
-  crdFilesServing,
-  engineCrdFiles,
-  installCrds,
-  startFluxControllers,
   startRealKubeApi,
   waitUntil,
-  type FluxControllers,
   type KubeClient,
   type LocalProcess,
   type RealKubeApi,
@@ -27,27 +28,20 @@ import {
 export const KUSTOMIZATIONS = '/apis/kustomize.toolkit.fluxcd.io/v1/namespaces';
 export const GIT_REPOSITORIES = '/apis/source.toolkit.fluxcd.io/v1/namespaces';
 
-/**
- * The Cluster API kinds the real-Flux files' objects are made of: the releases' ClusterClass and
- * templates, a Cluster, and the runtime extension's ExtensionConfig (deploy/runtime-extension).
- * Only their CRDs are installed, not all 29 of Cluster API and its Docker provider: each CRD costs
- * the API server seconds of CPU to establish, and nothing here makes the others' objects. A kind
- * missing here fails Flux's dry-run naming it ("no matches for kind").
- */
-const CLUSTER_API_KINDS = new Set([
-  'cluster.x-k8s.io/ClusterClass',
-  'cluster.x-k8s.io/Cluster',
-  'infrastructure.cluster.x-k8s.io/DockerClusterTemplate',
-  'infrastructure.cluster.x-k8s.io/DockerMachineTemplate',
-  'bootstrap.cluster.x-k8s.io/KubeadmConfigTemplate',
-  'controlplane.cluster.x-k8s.io/KubeadmControlPlaneTemplate',
-  'runtime.cluster.x-k8s.io/ExtensionConfig',
-]);
+/** The run's management server as a file uses it: enough for a client, kubectl and applyShippedIdentity. */
+interface FluxManagement {
+  name: string;
+  server: string;
+  /** This file's own directory (removed at stop), for what it writes about the server (a ServiceAccount's kubeconfig). */
+  dir: string;
+  pki: { ca: string };
+  admin: { client: KubeClient; kubeconfig: string; kubeconfigFile: string };
+}
 
 export interface FluxWorld {
-  management: RealKubeApi;
+  management: FluxManagement;
   workload: RealKubeApi;
-  flux: FluxControllers;
+  flux: { namespace: string; storageUrl: string };
   git: GitHttpServer;
   sandbox: GitSandbox;
   /** The processes whose exit fails a wait (Flux, both API servers and their etcd). */
@@ -56,13 +50,14 @@ export interface FluxWorld {
   wl(): KubeClient;
   /** How long the start took and when each phase was done, for the file's log. */
   startup: string;
-  /** Stops everything it started and removes its temporary files; fails if a process outlives it. */
+  /**
+   * Stops what the file started (its workload server, its Git server), removes its temporary files and
+   * leaves the shared world; fails if a process of its own outlives it.
+   */
   stop(): Promise<void>;
 }
 
 export interface FluxWorldOptions {
-  /** Extra kustomize-controller flags. */
-  kustomizeControllerArgs?: string[];
   /**
    * Called once the Git server answers, before the API servers are started: work that needs only
    * Git and its address (a file's first render) runs while they and Flux start.
@@ -72,99 +67,121 @@ export interface FluxWorldOptions {
    * Called once both API servers answer and the Cluster API CRDs are installed, while Flux may still
    * be starting: work that needs only the servers (a controller's identity) runs beside it.
    */
-  whileFluxStarts?: (servers: { management: RealKubeApi; workload: RealKubeApi }) => void;
+  whileFluxStarts?: (servers: { management: FluxManagement; workload: RealKubeApi }) => void;
+}
+
+// The world may start (tens of seconds at a high load) or wait for Flux longer than fetch's default
+// 300 s for the answer's headers: the file's hook timeout, not the connection, decides how long it waits.
+const worldAgent = new Agent({ headersTimeout: 0, bodyTimeout: 0 });
+
+async function worldCall(pathName: string, token?: string): Promise<string> {
+  const url = `${inject('realFluxWorld')}${pathName}${token === undefined ? '' : `?token=${token}`}`;
+  const response = await fetch(url, { method: 'POST', dispatcher: worldAgent });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`the shared Flux world ${pathName}: ${response.status} ${text}`);
+  return text;
 }
 
 /**
- * Starts the Git server, then both API servers, then the Cluster API CRDs and Flux side by side.
- * Flux looks at a dependency that is not Ready again after 1 s (its default is 30 s) and runs up to
- * 10 Kustomizations at once (default 4), so that a file's cases that wait on Flux in parallel (a
- * class stage's 60 s, a health check's timeout) do not queue behind each other.
+ * A process of the shared world, watched from this worker: it has exited when its pid is gone (vitest's
+ * main process, its parent, reaps it at once). Only the world stops it.
+ */
+function sharedProcess({ name, pid, logFile }: SharedProcess): LocalProcess {
+  const notOurs = async (): Promise<void> => {
+    throw new Error(`${name} belongs to the shared Flux world: only the world stops it`);
+  };
+  return {
+    name,
+    pid,
+    logFile,
+    exited: () => {
+      try {
+        process.kill(pid, 0);
+        return false;
+      } catch (error) {
+        return (error as NodeJS.ErrnoException).code === 'ESRCH';
+      }
+    },
+    logTail: (lines = 30) => {
+      try {
+        return readFileSync(logFile, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+      } catch {
+        return '';
+      }
+    },
+    stop: notOurs,
+    kill: notOurs,
+  };
+}
+
+/**
+ * Starts this file's Git server, then joins the run's management server and Flux (started by the
+ * first file that joins) while starting this file's workload server. The file names its Flux objects
+ * apart from the other files' (its own wiring name, stack namespaces): the management server and Flux
+ * see every file's.
  */
 export async function startFluxWorld(options: FluxWorldOptions = {}): Promise<FluxWorld> {
   const clock = phaseClock();
   const sandbox = new GitSandbox();
-  const git = await startGitHttpServer({ projectRoot: sandbox.root }).catch((error: unknown) => {
-    sandbox.cleanup();
-    throw error;
-  });
-  options.whileStarting?.(git, sandbox);
-  const [management, workload] = await Promise.all([
-    startRealKubeApi({ name: 'management' }),
-    startRealKubeApi({ name: 'workload' }),
-  ]).catch(async (error: unknown) => {
-    await git.close();
-    sandbox.cleanup();
-    throw error;
-  });
-  clock.mark('API servers');
-  let flux: FluxControllers | undefined;
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'csk-flux-file-'));
+  let git: GitHttpServer | undefined;
+  let workload: RealKubeApi | undefined;
+  let token: string | undefined;
   const stop = async (): Promise<void> => {
-    await flux?.stop();
-    await git.close();
-    await Promise.all([management.stop(), workload.stop()]);
+    await git?.close();
+    await workload?.stop();
     sandbox.cleanup();
-    const alive = [
-      flux?.sourceController,
-      flux?.kustomizeController,
-      ...management.processes,
-      ...workload.processes,
-    ].filter((process) => process && !process.exited());
+    rmSync(dir, { recursive: true, force: true });
+    if (token !== undefined) await worldCall('/leave', token);
+    const alive = (workload?.processes ?? []).filter((process) => !process.exited());
     if (alive.length > 0)
-      throw new Error(`still running: ${alive.map((process) => `${process!.name} (pid ${process!.pid})`).join(', ')}`);
+      throw new Error(`still running: ${alive.map((process) => `${process.name} (pid ${process.pid})`).join(', ')}`);
   };
   try {
-    // Each settles before the failure is thrown, so that stop() finds everything that was started.
-    const started = await Promise.allSettled([
-      installCrds(
-        management,
-        crdFilesServing([...engineCrdFiles('cluster-api'), ...engineCrdFiles('cluster-api-docker')], CLUSTER_API_KINDS),
-      ).then(() => {
-        clock.mark('Cluster API CRDs');
-        options.whileFluxStarts?.({ management, workload });
-      }),
-      startFluxControllers(management, {
-        kustomizeControllerArgs: [
-          '--requeue-dependency=1s',
-          '--concurrent=10',
-          ...(options.kustomizeControllerArgs ?? []),
-        ],
-      }).then((controllers) => {
-        flux = controllers;
-        clock.mark('Flux');
-      }),
+    git = await startGitHttpServer({ projectRoot: sandbox.root });
+    options.whileStarting?.(git, sandbox);
+    // Each settles before a failure is thrown, so that stop() finds everything that was started.
+    const [joined, started] = await Promise.allSettled([
+      worldCall('/join').then((text) => JSON.parse(text) as { token: string; management: SharedManagement }),
+      startRealKubeApi({ name: 'workload' }),
     ]);
-    const failed = started.find((result) => result.status === 'rejected');
-    if (failed) throw (failed as PromiseRejectedResult).reason;
+    if (joined.status === 'fulfilled') token = joined.value.token;
+    if (started.status === 'fulfilled') workload = started.value;
+    if (joined.status === 'rejected') throw joined.reason;
+    if (started.status === 'rejected') throw started.reason;
+    clock.mark('API servers');
+    const shared = joined.value.management;
+    const management: FluxManagement = {
+      name: shared.name,
+      server: shared.server,
+      dir,
+      pki: { ca: shared.ca },
+      admin: {
+        client: kubeClient(shared.server, { ca: shared.ca, cert: shared.admin.cert, key: shared.admin.key }),
+        kubeconfig: shared.admin.kubeconfig,
+        kubeconfigFile: shared.admin.kubeconfigFile,
+      },
+    };
+    const server = started.value;
+    options.whileFluxStarts?.({ management, workload: server });
+    const flux = JSON.parse(await worldCall('/flux', token)) as SharedFlux;
+    clock.mark('Flux');
+    return {
+      management,
+      workload: server,
+      flux: { namespace: flux.namespace, storageUrl: flux.storageUrl },
+      git,
+      sandbox,
+      watched: [...flux.processes.map(sharedProcess), ...server.processes],
+      mgmt: () => management.admin.client,
+      wl: () => server.admin.client,
+      startup: `${clock.summary()}; the shared management server and Flux: ${flux.startup}`,
+      stop,
+    };
   } catch (error) {
     await stop().catch(() => undefined);
     throw error;
   }
-  return {
-    management,
-    workload,
-    flux: flux!,
-    git,
-    sandbox,
-    watched: [flux!.sourceController, flux!.kustomizeController, ...management.processes, ...workload.processes],
-    mgmt: () => management.admin.client,
-    wl: () => workload.admin.client,
-    startup: clock.summary(),
-    stop,
-  };
-}
-
-/** Marks the end of each phase of a start-up; summary() gives the total and when each phase was done, since the start. */
-function phaseClock(): { mark(phase: string): void; summary(): string } {
-  const begun = performance.now();
-  const marks: [string, number][] = [];
-  return {
-    mark: (phase) => void marks.push([phase, performance.now()]),
-    summary: () =>
-      `${((performance.now() - begun) / 1000).toFixed(1)} s (${marks
-        .map(([phase, at]) => `${phase} done at ${((at - begun) / 1000).toFixed(1)} s`)
-        .join(', ')})`,
-  };
 }
 
 /** The engine versions a file ran against, for its log. */

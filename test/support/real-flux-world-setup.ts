@@ -1,0 +1,301 @@
+// Vitest global setup: the one Flux management cluster the real-Flux files share (a kube-apiserver
+// and its etcd, the Cluster API CRDs their objects need, Flux's CRDs and its source- and
+// kustomize-controller). Starting it costs the API server most of its CPU (each CRD it establishes,
+// the OpenAPI rebuilt after each), and kustomize-controller a start of its own: three files starting
+// one each spent about 20 CPU-s on three copies of the same thing. Started when a file first joins
+// (a run without a real-Flux file pays nothing), stopped when the last file that joined leaves (a
+// later one starts it again) and at the end of the run at the latest. Each file keeps what it must
+// have alone (its workload API server, its Git server) and names its Flux objects apart from the
+// others' (docs/real-engines.md). It runs in vitest's main process and answers the workers on
+// loopback HTTP, as the API server broker does (test/support/real-kube-api-broker.ts).
+import { createServer, type Server } from 'node:http';
+import type { TestProject } from 'vitest/node';
+import {
+  crdFilesServing,
+  engineCrdFiles,
+  installCrds,
+  startFluxControllers,
+  startRealKubeApi,
+  type FluxControllers,
+  type LocalProcess,
+} from './real-kube-api/index.js';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** The shared Flux world's `http://127.0.0.1:<port>`. */
+    realFluxWorld: string;
+  }
+}
+
+/** A process of the shared world, as a worker watches it (by pid) and reads its log. */
+export interface SharedProcess {
+  name: string;
+  pid: number;
+  logFile: string;
+}
+
+/** What a file needs to use the shared management server: plain data (it crosses processes). */
+export interface SharedManagement {
+  name: string;
+  /** `https://127.0.0.1:<port>` */
+  server: string;
+  ca: string;
+  /** The admin (`system:masters`): client certificate, its kubeconfig as text and as a file. */
+  admin: { cert: string; key: string; kubeconfig: string; kubeconfigFile: string };
+  /** kube-apiserver and etcd. */
+  processes: SharedProcess[];
+}
+
+/** Flux on the shared management server, once both controllers report ready. */
+export interface SharedFlux {
+  namespace: string;
+  storageUrl: string;
+  processes: SharedProcess[];
+  /** How long the world's start took and when each phase was done (the same for every file that joined it). */
+  startup: string;
+}
+
+/**
+ * The Cluster API kinds the real-Flux files' objects are made of: the releases' ClusterClass and
+ * templates, a Cluster, and the runtime extension's ExtensionConfig (deploy/runtime-extension).
+ * Only their CRDs are installed, not all 29 of Cluster API and its Docker provider: each CRD costs
+ * the API server seconds of CPU to establish, and nothing here makes the others' objects. A kind
+ * missing here fails Flux's dry-run naming it ("no matches for kind").
+ */
+const CLUSTER_API_KINDS = new Set([
+  'cluster.x-k8s.io/ClusterClass',
+  'cluster.x-k8s.io/Cluster',
+  'infrastructure.cluster.x-k8s.io/DockerClusterTemplate',
+  'infrastructure.cluster.x-k8s.io/DockerMachineTemplate',
+  'bootstrap.cluster.x-k8s.io/KubeadmConfigTemplate',
+  'controlplane.cluster.x-k8s.io/KubeadmControlPlaneTemplate',
+  'runtime.cluster.x-k8s.io/ExtensionConfig',
+]);
+
+/**
+ * kustomize-controller's flags for every file at once. It looks at a dependency that is not Ready
+ * again after 1 s (its default is 30 s); a reconcile holds one of its workers for the whole of a
+ * wait (a class stage's 60 s, a health check up to its timeout), and the three files together have
+ * up to about a dozen such waits at a time, so it runs 24 (default 4) and none queues behind another.
+ */
+const KUSTOMIZE_CONTROLLER_ARGS = ['--requeue-dependency=1s', '--concurrent=24'];
+
+interface World {
+  management: SharedManagement;
+  /** Resolves once Flux is ready. */
+  flux: Promise<SharedFlux>;
+  stop(): Promise<void>;
+}
+
+/** Starts the API server and its Cluster API CRDs; resolves then, while Flux (in `flux`) may still be starting. */
+async function startWorld(): Promise<World> {
+  const clock = phaseClock();
+  const api = await startRealKubeApi({ name: 'flux-management' });
+  clock.mark('API server');
+  let controllers: FluxControllers | undefined;
+  const flux = startFluxControllers(api, { kustomizeControllerArgs: KUSTOMIZE_CONTROLLER_ARGS }).then((started) => {
+    controllers = started;
+    clock.mark('Flux');
+    return started;
+  });
+  const stop = async (): Promise<void> => {
+    // Flux first (it would retry against a server going away); one still starting is waited for.
+    await (await flux.catch(() => undefined))?.stop();
+    await api.stop();
+    const alive = [controllers?.sourceController, controllers?.kustomizeController, ...api.processes].filter(
+      (process): process is LocalProcess => process !== undefined && !process.exited(),
+    );
+    if (alive.length > 0)
+      throw new Error(
+        `the shared Flux world left processes running: ${alive.map((process) => `${process.name} (pid ${process.pid})`).join(', ')}`,
+      );
+  };
+  try {
+    await installCrds(
+      api,
+      crdFilesServing([...engineCrdFiles('cluster-api'), ...engineCrdFiles('cluster-api-docker')], CLUSTER_API_KINDS),
+    );
+    clock.mark('Cluster API CRDs');
+  } catch (error) {
+    await stop().catch(() => undefined);
+    throw error;
+  }
+  // Its failure is answered to each file that waits for Flux, not an unhandled rejection here.
+  flux.catch(() => undefined);
+  const shared = (process: LocalProcess): SharedProcess => ({
+    name: process.name,
+    pid: process.pid,
+    logFile: process.logFile,
+  });
+  return {
+    management: {
+      name: api.name,
+      server: api.server,
+      ca: api.pki.ca,
+      admin: {
+        cert: api.admin.certificate.cert,
+        key: api.admin.certificate.key,
+        kubeconfig: api.admin.kubeconfig,
+        kubeconfigFile: api.admin.kubeconfigFile,
+      },
+      processes: api.processes.map(shared),
+    },
+    flux: flux.then((started) => ({
+      namespace: started.namespace,
+      storageUrl: started.storageUrl,
+      processes: [started.sourceController, started.kustomizeController, ...api.processes].map(shared),
+      startup: clock.summary(),
+    })),
+    stop,
+  };
+}
+
+/** Marks the end of each phase of a start-up; summary() gives the total and when each phase was done, since the start. */
+export function phaseClock(): { mark(phase: string): void; summary(): string } {
+  const begun = performance.now();
+  const marks: [string, number][] = [];
+  return {
+    mark: (phase) => void marks.push([phase, performance.now()]),
+    summary: () =>
+      `${((performance.now() - begun) / 1000).toFixed(1)} s (${marks
+        .map(([phase, at]) => `${phase} done at ${((at - begun) / 1000).toFixed(1)} s`)
+        .join(', ')})`,
+  };
+}
+
+/**
+ * The world's users: `join` starts the world when none runs (after the last one's stop has ended)
+ * and counts the file in; `leave` counts it out and stops the world when it was the last.
+ */
+function worldKeeper(): {
+  join(): Promise<World>;
+  leave(): void;
+  stop(): Promise<void>;
+  starts: () => number;
+} {
+  let world: Promise<World> | undefined;
+  let stopping: Promise<void> = Promise.resolve();
+  let users = 0;
+  let starts = 0;
+  const stopWorld = (): void => {
+    const last = world;
+    world = undefined;
+    if (!last) return;
+    stopping = stopping.then(async () => (await last.catch(() => undefined))?.stop());
+    // Said on stderr, and again by the run's teardown, which awaits it.
+    stopping.catch((error: unknown) => process.stderr.write(`real Flux world: ${String(error)}\n`));
+  };
+  return {
+    join: () => {
+      users++;
+      if (!world) {
+        starts++;
+        world = stopping.catch(() => undefined).then(startWorld);
+        // A start that failed is not handed out again: the next file to join starts a fresh one.
+        world.catch(() => {
+          world = undefined;
+        });
+      }
+      return world;
+    },
+    leave: () => {
+      users = Math.max(0, users - 1);
+      if (users === 0) stopWorld();
+    },
+    stop: async () => {
+      stopWorld();
+      await stopping;
+    },
+    starts: () => starts,
+  };
+}
+
+/** Starts the HTTP server the workers join and leave through; `stop` stops the world and it. */
+async function startWorldServer(): Promise<{ url: string; stop: () => Promise<void> }> {
+  const keeper = worldKeeper();
+  // The world each file joined, by the token /join answered it: /flux and /leave name it.
+  const joined = new Map<string, World>();
+  let nextToken = 1;
+  const server: Server = createServer((request, response) => {
+    void (async () => {
+      try {
+        const url = new URL(request.url ?? '/', 'http://localhost');
+        const answer = (body: unknown): void =>
+          void response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+        if (request.method === 'POST' && url.pathname === '/join') {
+          const token = String(nextToken++);
+          // A file that gave up while the world started (its hook timed out, its worker ended) leaves again.
+          let abandoned = false;
+          response.on('close', () => (abandoned = !response.writableFinished));
+          let world: World;
+          try {
+            world = await keeper.join();
+          } catch (error) {
+            keeper.leave();
+            throw error;
+          }
+          if (abandoned) {
+            keeper.leave();
+            return;
+          }
+          joined.set(token, world);
+          answer({ token, management: world.management });
+          return;
+        }
+        const world = joined.get(url.searchParams.get('token') ?? '');
+        if (request.method === 'POST' && url.pathname === '/flux' && world) {
+          answer(await world.flux);
+          return;
+        }
+        if (request.method === 'POST' && url.pathname === '/leave' && world) {
+          joined.delete(url.searchParams.get('token')!);
+          keeper.leave();
+          response.writeHead(204).end();
+          return;
+        }
+        response.writeHead(404).end();
+      } catch (error) {
+        response.writeHead(500, { 'content-type': 'text/plain' }).end(String((error as Error).stack ?? error));
+      }
+    })();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    stop: async () => {
+      server.close();
+      server.closeAllConnections();
+      if (keeper.starts() > 0)
+        process.stderr.write(`real Flux world: started ${keeper.starts()} time(s) in this run\n`);
+      await keeper.stop();
+    },
+  };
+}
+
+/** The world's server as the projects of one run share it. */
+interface SharedWorldServer {
+  started: Promise<{ url: string; stop: () => Promise<void> }>;
+  /** Projects whose teardown has not run yet: the last one stops the world. */
+  users: number;
+}
+const SHARED_WORLD = Symbol.for('clusterstack.test.realFluxWorld');
+
+/**
+ * Provides the run's world server to a project. Vitest runs a global setup once per project
+ * (vitest.config.ts has several, all extending the root): they share one, so that the real-Flux files
+ * share one world whichever project runs them. The last project's teardown stops whatever still runs.
+ */
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const holder = globalThis as { [SHARED_WORLD]?: SharedWorldServer };
+  const shared = (holder[SHARED_WORLD] ??= { started: startWorldServer(), users: 0 });
+  shared.users++;
+  const { url, stop } = await shared.started;
+  project.provide('realFluxWorld', url);
+  return async () => {
+    shared.users--;
+    if (shared.users > 0) return;
+    delete holder[SHARED_WORLD];
+    await stop();
+  };
+}
