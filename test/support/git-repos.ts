@@ -170,6 +170,21 @@ export class GitSandbox {
     return files;
   }
 
+  /**
+   * The fields `formats` (git log's --format placeholders) give for the commit `revision` names, each
+   * trimmed as `git` trims a lone field: one `git log` for them all, not one per field.
+   */
+  logFields(repo: string, revision: string, ...formats: string[]): string[] {
+    // %x00 between the fields: no placeholder prints a NUL.
+    const output = execFileSync('git', ['log', '-1', `--format=${formats.join('%x00')}`, revision, '--'], {
+      cwd: repo,
+      env: this.env,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    return output.split('\0').map((field) => field.trim());
+  }
+
   /** Number of commits reachable from `branch`. */
   commitCount(repo: string, branch: string): number {
     return Number(this.git(repo, 'rev-list', '--count', `refs/heads/${branch}`));
