@@ -182,7 +182,13 @@ describe('PullRequestPublisher', () => {
       'clusters/default/alpha/kustomization.yaml': 'resources: []\n',
     });
     expect(
-      sandbox.logFields(bare, BRANCH, '%an <%ae>|%cn <%ce>', '%(trailers:key=Clusterstack-Input-Digest,valueonly)', '%s'),
+      sandbox.logFields(
+        bare,
+        BRANCH,
+        '%an <%ae>|%cn <%ce>',
+        '%(trailers:key=Clusterstack-Input-Digest,valueonly)',
+        '%s',
+      ),
     ).toEqual(['Clusterstack Bot <bot@example.com>|Clusterstack Bot <bot@example.com>', DIGEST, 'Render stack v1']);
 
     const pulls = github.pulls(OWNER, name);
