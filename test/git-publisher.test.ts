@@ -85,12 +85,17 @@ describe('GitPublisher with a bare repository', () => {
       'clusters/a.yaml': 'one\n',
       'clusters/b/two.yaml': 'two\n',
     });
-    expect(sandbox.git(bare, 'log', '-1', '--format=%an <%ae>|%cn <%ce>')).toBe(
-      'Clusterstack Bot <bot@example.com>|Clusterstack Bot <bot@example.com>',
+    const [people, subject, digest, message] = sandbox.logFields(
+      bare,
+      'HEAD',
+      '%an <%ae>|%cn <%ce>',
+      '%s',
+      '%(trailers:key=Clusterstack-Input-Digest,valueonly)',
+      '%B',
     );
-    expect(sandbox.git(bare, 'log', '-1', '--format=%s')).toBe('Render stack v1');
-    expect(sandbox.git(bare, 'log', '-1', '--format=%(trailers:key=Clusterstack-Input-Digest,valueonly)')).toBe(DIGEST);
-    const message = sandbox.git(bare, 'log', '-1', '--format=%B');
+    expect(people).toBe('Clusterstack Bot <bot@example.com>|Clusterstack Bot <bot@example.com>');
+    expect(subject).toBe('Render stack v1');
+    expect(digest).toBe(DIGEST);
     expect(message).toContain('- default/alpha: addons v1');
 
     const again = await git.publish(tree({ 'a.yaml': 'one\n', 'b/two.yaml': 'two\n' }), change('Render again'));
@@ -219,10 +224,10 @@ describe('GitPublisher committing from the tree it knows', () => {
       'clusters/d/"odd" name.yaml': 'd\n',
     });
     // The same message text the first commit got from git commit --cleanup=whitespace.
-    expect(sandbox.git(bare, 'log', '-1', '--format=%B')).toBe(firstMessage);
-    expect(sandbox.git(bare, 'log', '-1', '--format=%an <%ae>|%cn <%ce>')).toBe(
+    expect(sandbox.logFields(bare, 'HEAD', '%B', '%an <%ae>|%cn <%ce>')).toEqual([
+      firstMessage,
       'Clusterstack Bot <bot@example.com>|Clusterstack Bot <bot@example.com>',
-    );
+    ]);
     // Neither the clone's files nor its index were involved.
     expect(readFileSync(path.join(workDir, 'clusters', 'a.yaml'), 'utf8')).toBe('1\n');
     expect(sandbox.git(workDir, 'diff', '--cached', '--name-only', 'HEAD^')).toBe('');
@@ -443,11 +448,16 @@ describe('GitPublisher input checks', () => {
       messageTemplate: 'chore(gitops): {{title}}\n\n{{#each trailers}}- {{key}} <{{value}}>\n{{/each}}',
     });
     await git.publish(tree({ 'a.yaml': '1\n' }), change('render "stack" & <addons>'));
-    expect(sandbox.git(bare, 'log', '-1', '--format=%s')).toBe('chore(gitops): render "stack" & <addons>');
-    expect(sandbox.git(bare, 'log', '-1', '--format=%b')).toContain(`- Clusterstack-Input-Digest <${DIGEST}>`);
-    expect(sandbox.git(bare, 'log', '-1', '--format=%(trailers:key=Clusterstack-Stack,valueonly)')).toBe(
-      'docker-ferrol-1-29',
+    const [subject, body, stack] = sandbox.logFields(
+      bare,
+      'HEAD',
+      '%s',
+      '%b',
+      '%(trailers:key=Clusterstack-Stack,valueonly)',
     );
+    expect(subject).toBe('chore(gitops): render "stack" & <addons>');
+    expect(body).toContain(`- Clusterstack-Input-Digest <${DIGEST}>`);
+    expect(stack).toBe('docker-ferrol-1-29');
   });
 
   it('refuses a tree path that would escape the path or write into .git, with nothing pushed', async () => {

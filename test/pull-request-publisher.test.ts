@@ -181,13 +181,15 @@ describe('PullRequestPublisher', () => {
       'clusters/default/alpha/cni/cilium.yaml': 'cilium v1\n',
       'clusters/default/alpha/kustomization.yaml': 'resources: []\n',
     });
-    expect(sandbox.git(bare, 'log', '-1', '--format=%an <%ae>|%cn <%ce>', BRANCH)).toBe(
-      'Clusterstack Bot <bot@example.com>|Clusterstack Bot <bot@example.com>',
-    );
-    expect(sandbox.git(bare, 'log', '-1', '--format=%(trailers:key=Clusterstack-Input-Digest,valueonly)', BRANCH)).toBe(
-      DIGEST,
-    );
-    expect(sandbox.git(bare, 'log', '-1', '--format=%s', BRANCH)).toBe('Render stack v1');
+    expect(
+      sandbox.logFields(
+        bare,
+        BRANCH,
+        '%an <%ae>|%cn <%ce>',
+        '%(trailers:key=Clusterstack-Input-Digest,valueonly)',
+        '%s',
+      ),
+    ).toEqual(['Clusterstack Bot <bot@example.com>|Clusterstack Bot <bot@example.com>', DIGEST, 'Render stack v1']);
 
     const pulls = github.pulls(OWNER, name);
     expect(pulls).toHaveLength(1);

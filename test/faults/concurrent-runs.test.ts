@@ -8,6 +8,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, runClusterstack, tempDir } from '../support/cli.js';
 import { GitSandbox } from '../support/git-repos.js';
+import { copyOfSeed } from '../support/seed-copies.js';
 
 const sandbox = new GitSandbox();
 afterAll(() => sandbox.cleanup());
@@ -44,6 +45,13 @@ async function withoutAlpha(): Promise<string> {
       .join('---'),
   );
   return dir;
+}
+
+/** An in-place work tree of its own holding the quick start as a first render commits it (rendered once: copyOfSeed). */
+function renderedWorkTree(): Promise<string> {
+  return copyOfSeed('quick start in place', 'repo', async (repo) => {
+    expect((await render(EXAMPLE_MANIFESTS, ['--git', repo])).code).toBe(0);
+  });
 }
 
 /** The input digest a commit's provenance records. */
@@ -112,8 +120,7 @@ describe('two renders into one --output directory', () => {
 
 describe('the lock', () => {
   it('held by a live run: fails at once with --lock-timeout 0, naming the holder (exit 3), and writes nothing', async () => {
-    const repo = path.join(await tempDir('csk-held-'), 'repo');
-    expect((await render(EXAMPLE_MANIFESTS, ['--git', repo])).code).toBe(0);
+    const repo = await renderedWorkTree();
     const head = sandbox.head(repo, 'main');
     const holder = await processId(true);
     try {
@@ -148,8 +155,7 @@ describe('the lock', () => {
   });
 
   it('left by a run that died is taken over', async () => {
-    const repo = path.join(await tempDir('csk-stale-'), 'repo');
-    expect((await render(EXAMPLE_MANIFESTS, ['--git', repo])).code).toBe(0);
+    const repo = await renderedWorkTree();
     const dead = await processId(false);
     writeLock(path.join(repo, '.git', 'clusterstack.lock'), dead.pid);
     const result = await render(await withoutAlpha(), ['--git', repo], ['--lock-timeout', '0']);

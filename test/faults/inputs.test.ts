@@ -7,6 +7,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, runClusterstack, tempDir } from '../support/cli.js';
 import { GitSandbox } from '../support/git-repos.js';
+import { copyOfSeed } from '../support/seed-copies.js';
 
 const sandbox = new GitSandbox();
 afterAll(() => sandbox.cleanup());
@@ -17,6 +18,21 @@ const CLUSTERS = readFileSync(path.join(EXAMPLE_MANIFESTS, 'clusters.yaml'), 'ut
 async function render(args: string[]): Promise<{ code: number; stderr: string; report: Record<string, any> }> {
   const result = await runClusterstack(['render', ...args, '--json']);
   return { code: result.code, stderr: result.stderr, report: result.stdout ? JSON.parse(result.stdout) : {} };
+}
+
+/** The quick start rendered to an --output directory, once for the file: the reference two cases compare with. */
+let plainRender: ReturnType<typeof render> | undefined;
+const plainQuickStart = (): ReturnType<typeof render> =>
+  (plainRender ??= tempDir().then((dir) =>
+    render([EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--output', path.join(dir, 'out')]),
+  ));
+
+/** A bare repository of its own holding the quick start as a first render publishes it (rendered once: copyOfSeed). */
+function publishedQuickStart(): Promise<string> {
+  return copyOfSeed('quick start in a bare repository', 'fleet.git', async (remote) => {
+    sandbox.git(sandbox.root, 'init', '--quiet', '--bare', '--initial-branch=main', remote);
+    expect((await render([EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--git', remote])).code).toBe(0);
+  });
 }
 
 /** A directory laid out as Kubernetes mounts a ConfigMap: every file a link through `..data`. */
@@ -36,9 +52,8 @@ describe('inputs through symbolic links', () => {
   it('reads a ConfigMap volume like plain files, each file once', async () => {
     const volume = await configMapVolume({ 'clusterstack.yaml': STACK, 'clusters.yaml': CLUSTERS });
     const fromVolume = path.join(await tempDir(), 'out');
-    const fromFiles = path.join(await tempDir(), 'out');
     const viaLinks = await render([volume, '--release-source', EXAMPLE_RELEASES, '--output', fromVolume]);
-    const plain = await render([EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--output', fromFiles]);
+    const plain = await plainQuickStart();
     expect(viaLinks.code).toBe(0);
     expect(viaLinks.report.files.written).toEqual(plain.report.files.written);
     expect(viaLinks.report.files.written).toContain(
@@ -67,8 +82,7 @@ describe('an input that yields nothing is an error, never an empty fleet', () =>
   let remote: string;
   let head: string;
   beforeAll(async () => {
-    remote = sandbox.bareRepo('fleet');
-    expect((await render([EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--git', remote])).code).toBe(0);
+    remote = await publishedQuickStart();
     head = sandbox.head(remote, 'main');
   });
 
@@ -135,8 +149,7 @@ describe('the mass-deletion guard', { shuffle: false }, () => {
   let remote: string;
   let head: string;
   beforeAll(async () => {
-    remote = sandbox.bareRepo('guarded');
-    expect((await render([EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--git', remote])).code).toBe(0);
+    remote = await publishedQuickStart();
     head = sandbox.head(remote, 'main');
   });
 
@@ -233,8 +246,7 @@ describe('inputs as Kubernetes reads them: what it refuses stops the render, wha
   let remote: string;
   let head: string;
   beforeAll(async () => {
-    remote = sandbox.bareRepo('acceptance');
-    expect((await render([EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--git', remote])).code).toBe(0);
+    remote = await publishedQuickStart();
     head = sandbox.head(remote, 'main');
   });
 
@@ -307,13 +319,7 @@ describe('inputs as Kubernetes reads them: what it refuses stops the render, wha
       const units = Buffer.from(CLUSTERS, 'utf16le');
       return Buffer.concat([Buffer.from(bigEndian ? [0xfe, 0xff] : [0xff, 0xfe]), bigEndian ? units.swap16() : units]);
     };
-    const plain = await render([
-      EXAMPLE_MANIFESTS,
-      '--release-source',
-      EXAMPLE_RELEASES,
-      '--output',
-      path.join(await tempDir(), 'out'),
-    ]);
+    const plain = await plainQuickStart();
     for (const encoded of [
       utf16(false),
       utf16(true),

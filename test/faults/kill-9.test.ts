@@ -96,7 +96,7 @@ function fsckClean(repo: string): void {
 }
 
 function gitTree(repo: string): Tree | undefined {
-  return sandbox.head(repo, 'main') === '' ? undefined : sandbox.files(repo, 'main');
+  return sandbox.filesIfAny(repo, 'main');
 }
 
 const render = (target: Target, cache: string, flags: string[]) => [

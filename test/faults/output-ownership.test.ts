@@ -6,9 +6,17 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { EXAMPLE_MANIFESTS, EXAMPLE_RELEASES, runClusterstack, tempDir } from '../support/cli.js';
 import { GitSandbox } from '../support/git-repos.js';
+import { copyOfSeed } from '../support/seed-copies.js';
 
 const sandbox = new GitSandbox();
 afterAll(() => sandbox.cleanup());
+
+/** An in-place work tree of its own holding the quick start as a first render commits it (rendered once: copyOfSeed). */
+function renderedWorkTree(): Promise<string> {
+  return copyOfSeed('quick start in place', 'repo', async (repo) => {
+    expect((await render([EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--git', repo])).code).toBe(0);
+  });
+}
 
 function listing(dir: string): string[] {
   return readdirSync(dir, { recursive: true }).map(String).sort();
@@ -85,8 +93,7 @@ describe('--output refuses what is not ours', () => {
 
 describe('--git in place owns only what it tracks under --path', () => {
   it('leaves untracked files alone: never deleted, never committed', async () => {
-    const repo = path.join(await tempDir('csk-inplace-'), 'repo');
-    expect((await render([EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--git', repo])).code).toBe(0);
+    const repo = await renderedWorkTree();
     writeFileSync(path.join(repo, 'NOTES.md'), 'my notes\n');
     mkdirSync(path.join(repo, 'management', 'scratch'), { recursive: true });
     writeFileSync(path.join(repo, 'management', 'scratch', 'draft.yaml'), 'draft: true\n');
@@ -155,8 +162,7 @@ describe('--git in place: what the command line says when the work tree cannot t
     render([EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--git', repo, ...flags]);
 
   it('an edited rendered file: exit 1 naming it, nothing written; --force overwrites it', async () => {
-    const repo = path.join(await tempDir('csk-inplace-'), 'repo');
-    expect((await renderInto(repo)).code).toBe(0);
+    const repo = await renderedWorkTree();
     const head = sandbox.head(repo, 'main');
     writeFileSync(path.join(repo, 'README.md'), 'my notes on the fleet\n');
     const refused = await renderInto(repo);

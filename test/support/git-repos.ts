@@ -42,7 +42,8 @@ export class GitSandbox {
   bareRepo(name: string, seed?: { branch: string; files: Record<string, string> }): string {
     const bare = path.join(this.root, `${name}.git`);
     this.git(this.root, 'init', '--quiet', '--bare', `--initial-branch=${seed?.branch ?? 'main'}`, bare);
-    if (seed !== undefined) this.commitFiles(bare, seed.branch, seed.files, 'Seed');
+    // A new repository has no branch and no HEAD tree to build on: nothing to look up first.
+    if (seed !== undefined) this.fastImport(bare, seed.branch, seed.files, 'Seed', { parent: '', headTree: '' });
     return bare;
   }
 
@@ -54,7 +55,18 @@ export class GitSandbox {
    * each a fork of this large test process. Hooks of `remote` do not run.
    */
   commitFiles(remote: string, branch: string, files: Record<string, string>, message: string): string {
-    const parent = this.head(remote, branch);
+    const [parent, headTree] = this.objects(remote, [`refs/heads/${branch}`, 'HEAD^{tree}']);
+    return this.fastImport(remote, branch, files, message, { parent: parent!, headTree: headTree! });
+  }
+
+  /** The commit of `files` on `branch` written by one `git fast-import`, on `parent` or else on `headTree` ('' for none). */
+  private fastImport(
+    remote: string,
+    branch: string,
+    files: Record<string, string>,
+    message: string,
+    base: { parent: string; headTree: string },
+  ): string {
     const lines: Buffer[] = [];
     const text = (value: string): void => void lines.push(Buffer.from(value));
     const data = (content: string | Buffer): void => {
@@ -68,11 +80,8 @@ export class GitSandbox {
     text(`author ${this.env.GIT_AUTHOR_NAME} <${this.env.GIT_AUTHOR_EMAIL}> ${at}\n`);
     text(`committer ${this.env.GIT_COMMITTER_NAME} <${this.env.GIT_COMMITTER_EMAIL}> ${at}\n`);
     data(`${message}\n`);
-    if (parent !== '') text(`from ${parent}\n`);
-    else {
-      const headTree = this.revision(remote, 'HEAD^{tree}');
-      if (headTree !== '') text(`M 040000 ${headTree} ""\n`);
-    }
+    if (base.parent !== '') text(`from ${base.parent}\n`);
+    else if (base.headTree !== '') text(`M 040000 ${base.headTree} ""\n`);
     for (const [file, content] of Object.entries(files)) {
       text(`M 100644 inline ${fastImportPath(file)}\n`);
       data(content);
@@ -87,18 +96,25 @@ export class GitSandbox {
     }).trim();
   }
 
-  /** The object `revision` names in `repo`, or '' when it names none. */
-  private revision(repo: string, revision: string): string {
-    try {
-      return this.git(repo, 'rev-parse', '--verify', '--quiet', revision);
-    } catch {
-      return '';
-    }
+  /**
+   * The object each of `revisions` names in `repo`, '' for one that names none: one `git cat-file
+   * --batch-check` for them all (a git process per name forks this large test process each time).
+   */
+  private objects(repo: string, revisions: string[]): string[] {
+    const answers = execFileSync('git', ['cat-file', '--batch-check=%(objectname)'], {
+      cwd: repo,
+      env: this.env,
+      input: revisions.map((revision) => `${revision}\n`).join(''),
+      encoding: 'utf8',
+      stdio: ['pipe', 'pipe', 'pipe'],
+    }).split('\n');
+    // `<name> missing` (or `ambiguous`) for a name that resolves to no object.
+    return revisions.map((_, index) => (/^[0-9a-f]{40,64}$/.test(answers[index]!) ? answers[index]! : ''));
   }
 
   /** The sha of `branch` in `repo`, or '' when it does not exist. */
   head(repo: string, branch: string): string {
-    return this.revision(repo, `refs/heads/${branch}`);
+    return this.objects(repo, [`refs/heads/${branch}`])[0]!;
   }
 
   /** Every file at the tip of `branch`, path -> content, read from one commit (the branch may move meanwhile). */
@@ -106,11 +122,25 @@ export class GitSandbox {
     return this.filesAt(repo, `refs/heads/${branch}`);
   }
 
-  /** Every file of the commit `revision` names (a sha, `HEAD~2`, a ref), path -> content: three git processes however many files. */
+  /**
+   * As `files`, or undefined when `branch` does not exist (yet), nor a repository at `repo`: two git
+   * processes, one when it is missing (`head` and then `files` took four).
+   */
+  filesIfAny(repo: string, branch: string): Record<string, string> | undefined {
+    try {
+      return this.filesAt(repo, `refs/heads/${branch}`);
+    } catch (error) {
+      const { code, stderr } = error as { code?: unknown; stderr?: unknown };
+      if (code === 'ENOENT' || /Not a valid object name|not a git repository/.test(String(stderr))) return undefined;
+      throw error;
+    }
+  }
+
+  /** Every file of the commit `revision` names (a sha, `HEAD~2`, a ref), path -> content: two git processes however many files. */
   filesAt(repo: string, revision: string): Record<string, string> {
-    const commit = this.git(repo, 'rev-parse', '--verify', `${revision}^{commit}`).trim();
-    // `<mode> <type> <object>\t<path>` per entry; blobs only (a submodule's commit has no content here).
-    const entries = this.git(repo, 'ls-tree', '-r', '-z', commit)
+    // `<mode> <type> <object>\t<path>` per entry, of the one commit the revision names when ls-tree reads it;
+    // blobs only (a submodule's commit has no content here).
+    const entries = this.git(repo, 'ls-tree', '-r', '-z', `${revision}^{commit}`)
       .split('\0')
       .filter(Boolean)
       .map((entry) => ({
@@ -118,6 +148,7 @@ export class GitSandbox {
         file: entry.slice(entry.indexOf('\t') + 1),
       }))
       .filter(({ meta }) => meta[1] === 'blob');
+    if (entries.length === 0) return {};
     // One `git cat-file --batch` reads every blob: a process per file costs more than the test it serves.
     const batch = execFileSync('git', ['cat-file', '--batch'], {
       cwd: repo,
@@ -137,6 +168,21 @@ export class GitSandbox {
       at = start + Number(size) + 1;
     }
     return files;
+  }
+
+  /**
+   * The fields `formats` (git log's --format placeholders) give for the commit `revision` names, each
+   * trimmed as `git` trims a lone field: one `git log` for them all, not one per field.
+   */
+  logFields(repo: string, revision: string, ...formats: string[]): string[] {
+    // %x00 between the fields: no placeholder prints a NUL.
+    const output = execFileSync('git', ['log', '-1', `--format=${formats.join('%x00')}`, revision, '--'], {
+      cwd: repo,
+      env: this.env,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    return output.split('\0').map((field) => field.trim());
   }
 
   /** Number of commits reachable from `branch`. */
