@@ -184,6 +184,17 @@ export class GitCommand {
     return result.stdout.toString('utf8');
   }
 
+  /**
+   * Runs a local git command that reads `input` (`git cat-file --batch`) and returns its standard
+   * output as bytes (object contents are not text until the caller says so); any non-zero exit throws.
+   */
+  async runWithInputBytes(args: string[], input: string, action: string): Promise<Buffer> {
+    const result = await this.spawn(args, action, { idleTimeoutMs: this.idleTimeoutMs, input });
+    if (result.exitCode !== 0)
+      throw this.failure(result.stderr.toString('utf8') || `git ${args[0]} exited with ${result.exitCode}`, action);
+    return result.stdout;
+  }
+
   /** Standard output; a non-zero exit fails only with something on stderr (stdout and stderr then say why). */
   private async lenient(args: string[], action: string): Promise<Buffer> {
     const result = await this.spawn(args, action, { idleTimeoutMs: this.idleTimeoutMs });

@@ -111,6 +111,40 @@ describe('GitCommand', () => {
   });
 
   it.each(STARTS)(
+    'gives back the bytes of `git cat-file --batch` as git wrote them (a tree holds binary ids), and throws when git fails (%s)',
+    async (how, made) => {
+      const spawner = await made();
+      const dir = await mkdtemp(path.join(os.tmpdir(), 'git-command-'));
+      const git = new GitCommand(dir, {
+        author: { name: 't', email: 't@example.test' },
+        env: { PATH: process.env.PATH ?? '' },
+        spawner,
+      });
+      await git.run(['init', '--quiet'], 'git init');
+      const blob = (
+        await git.runWithInput(['hash-object', '-w', '--stdin'], [Buffer.from('é\n')], 'git hash-object')
+      ).trim();
+      const tree = (
+        await git.runWithInput(['mktree'], [Buffer.from(`100644 blob ${blob}\tfile\n`)], 'git mktree')
+      ).trim();
+      const output = await git.runWithInputBytes(['cat-file', '--batch'], `${tree}\n${blob}\n`, 'git cat-file');
+      const treeBody = Buffer.concat([Buffer.from('100644 file\0'), Buffer.from(blob, 'hex')]);
+      expect(output).toEqual(
+        Buffer.concat([
+          Buffer.from(`${tree} tree ${treeBody.length}\n`),
+          treeBody,
+          Buffer.from(`\n${blob} blob 3\n`),
+          Buffer.from('é\n\n'),
+        ]),
+      );
+      await expect(git.runWithInputBytes(['cat-file', '--no-such-flag'], '', 'git cat-file')).rejects.toThrow(
+        /git cat-file/,
+      );
+      expect(spawner.remoteStarts).toBe(how === 'directly' ? 0 : 5);
+    },
+  );
+
+  it.each(STARTS)(
     "feeds a long input through backpressure without piling listeners on git's stdin (no MaxListenersExceededWarning, %s)",
     async (how, made) => {
       const spawner = await made();
