@@ -296,7 +296,11 @@ export async function benchHeavy(count: number, { name, shape }: { name: string;
   const floor = rounds.reduce((best, round) => (round.floor.ms < best.ms ? round.floor : best), rounds[0]!.floor);
   const full = rounds.reduce((best, round) => (round.full.ms < best.ms ? round.full : best), rounds[0]!.full);
   const args = fullArgs(work, ROUNDS);
-  const env = { CLUSTERSTACK_CACHE_DIR: path.join(work, `cache-${ROUNDS}`), CLUSTERSTACK_HELM: helm.path };
+  const env = {
+    CLUSTERSTACK_CACHE_DIR: path.join(work, `cache-${ROUNDS}`),
+    CLUSTERSTACK_HELM: helm.path,
+    CLUSTERSTACK_TIMINGS: '1',
+  };
   const noop = await runCliOk(args, env);
   await writeInputs(inputs, clusterStack, count, 7);
   const changed = await runCliOk(args, env);
@@ -319,6 +323,11 @@ export async function benchHeavy(count: number, { name, shape }: { name: string;
     console.log(
       `  round ${index + 1}: floor ${seconds(round.floor.ms)} (load ${round.floorLoad.toFixed(1)}), full render ${seconds(round.full.ms)} (load ${round.fullLoad.toFixed(1)}): ${(round.full.ms / round.floor.ms).toFixed(3)} of the floor`,
     );
+    // Each round's CPU against its own floor: CPU times move less with the load than wall times,
+    // so the rounds of one run show how much of a ratio is the machine and how much the code.
+    console.log(
+      `           CPU: floor ${seconds(round.floor.cpuMs)} helm, full render ${seconds(round.full.cpuMs.node)} node (${seconds(round.full.nodeSystemMs)} kernel) + ${seconds(round.full.cpuMs.children)} helm: ${((round.full.cpuMs.node + round.full.cpuMs.children) / round.floor.cpuMs).toFixed(3)} of the floor's CPU`,
+    );
     console.log(`           full render's phases: ${phaseTimings(round.full)}`);
   }
   console.log(
@@ -333,6 +342,8 @@ export async function benchHeavy(count: number, { name, shape }: { name: string;
   console.log(
     `  one cluster changed:  ${seconds(changed.ms)}, ${report(changed).helmProcesses} helm processes, ${cpu(changed)}`,
   );
+  // What a change costs besides its Cluster's helm: start-up, planning, reading and rewriting the tree.
+  console.log(`           its phases: ${phaseTimings(changed)}`);
   for (const line of lines) console.log(line);
   console.log(verdict('full render / naive loop', full.ms / naive.ms, 0.5));
   console.log(
@@ -367,4 +378,7 @@ export async function benchHeavy(count: number, { name, shape }: { name: string;
     `  info  full render CPU / naive loop CPU: ${(fullCpu / naive.cpuMs).toFixed(3)}; on ${cores} idle cores at best ${(fullCpu / cores / naive.cpuMs).toFixed(3)} of the loop`,
   );
   console.log(`  info  no-op CPU / full render CPU: ${((noop.cpuMs.node + noop.cpuMs.children) / fullCpu).toFixed(3)}`);
+  console.log(
+    `  info  one change CPU / full render CPU: ${((changed.cpuMs.node + changed.cpuMs.children) / fullCpu).toFixed(3)} (a chain of serial steps: its wall ratio moves with the load, its CPU less)`,
+  );
 }
