@@ -145,52 +145,93 @@ async function startPooled(id: number): Promise<Pooled> {
   }
 }
 
-/** Removes what a file left: finalizers, its namespaces (kube-controller-manager deletes their content), what it put in kept ones. */
+/** Holds a file's namespace Terminating while the broker empties it (see `empty`). */
+const EMPTYING_FINALIZER = 'test.clusterstack.x-k8s.io/emptying';
+
+type Client = RealKubeApi['admin']['client'];
+interface Listed {
+  metadata: {
+    name: string;
+    namespace?: string;
+    finalizers?: string[];
+    labels?: Record<string, string>;
+    resourceVersion?: string;
+    deletionTimestamp?: string;
+  };
+}
+/** A namespaced kind the server serves that can be listed and deleted: `/api/v1` or `/apis/<group>/<version>`, and its plural. */
+interface Collection {
+  prefix: string;
+  group: string;
+  plural: string;
+}
+
+/**
+ * Removes what a file left: its namespaces (with everything in them), what it left in the kept ones
+ * (FINALIZED and LEFT_IN_KEPT kinds without deploy/'s part-of label), and its cluster-wide objects.
+ *
+ * The broker empties a file's namespaces itself instead of leaving them to kube-controller-manager:
+ * its namespace controller asks, for each namespace, every namespaced kind the server serves (about
+ * 90 with the CRDs) for a deletecollection and a list, and again until none is left: about 110
+ * requests a namespace, 0.2 CPU-s of kube-apiserver's, whether the namespace holds anything or not.
+ * The broker lists each kind once across all namespaces and deletes only where it found something.
+ * A namespace is deleted first, as kube-controller-manager has it, so that nothing new is created in
+ * it meanwhile; it is finalized first too (spec.finalizers emptied: its controller deletes it
+ * straight away then, one request) and held Terminating by the broker's own finalizer instead,
+ * removed once a listing finds nothing left in it.
+ */
 async function empty(pooled: Pooled): Promise<void> {
   const client = pooled.api.admin.client;
   const kept = new Set(pooled.lease.kept);
-  for (const [prefix, plural] of FINALIZED) {
-    const listed = await client.get(`${prefix}/${plural}`);
-    for (const item of listed.items as { metadata: { name: string; namespace: string; finalizers?: string[] } }[]) {
-      if (!item.metadata.finalizers?.length) continue;
-      await client.request('PATCH', `${prefix}/namespaces/${item.metadata.namespace}/${plural}/${item.metadata.name}`, {
+  const namespaces = (await client.get('/api/v1/namespaces')).items as (Listed & { spec?: unknown })[];
+  const owned = namespaces.filter((ns) => !kept.has(ns.metadata.name));
+  // One the file deleted itself is kube-controller-manager's already: left to it.
+  const held = owned.filter((ns) => ns.metadata.deletionTimestamp === undefined);
+  for (const namespace of held) {
+    const where = `/api/v1/namespaces/${namespace.metadata.name}`;
+    const { resourceVersion: _, ...metadata } = namespace.metadata;
+    await expectStatus(
+      client.request('PUT', `${where}/finalize`, { body: { ...namespace, metadata, spec: { finalizers: [] } } }),
+      `finalizing namespace ${namespace.metadata.name}`,
+    );
+    await expectStatus(
+      client.request('PATCH', where, {
         contentType: 'application/merge-patch+json',
-        body: { metadata: { finalizers: null } },
-      });
-    }
+        body: { metadata: { finalizers: [...(namespace.metadata.finalizers ?? []), EMPTYING_FINALIZER] } },
+      }),
+      `holding namespace ${namespace.metadata.name}`,
+    );
+    await expectStatus(client.request('DELETE', where), `deleting namespace ${namespace.metadata.name}`);
   }
-  const namespaces = (await client.get('/api/v1/namespaces')).items as { metadata: { name: string } }[];
-  const owned = namespaces.map((ns) => ns.metadata.name).filter((name) => !kept.has(name));
-  for (const name of owned) await client.request('DELETE', `/api/v1/namespaces/${name}`);
-  for (const namespace of kept) {
-    for (const [prefix, plural] of [...FINALIZED, ...LEFT_IN_KEPT]) {
-      const collection = `${prefix}/namespaces/${namespace}/${plural}`;
-      // A CRD established moments ago answers 429 while its storage starts: ask again.
-      await waitUntil(
-        `${collection} to be emptied`,
-        async () =>
-          (await client.request('DELETE', collection, { query: { labelSelector: '!app.kubernetes.io/part-of' } }))
-            .status === 200,
-        pooled.api.processes,
-        30_000,
-      );
-    }
-  }
-  // The namespaces go first, while the file's own CRDs still serve their kinds: deleted together,
-  // kube-controller-manager could finalize a namespace whose objects of such a kind it no longer
-  // saw, and the next file met one (a ClusterRequest of the same name) in its new namespace.
+  const ownedNames = new Set(owned.map((ns) => ns.metadata.name));
+  const collections = await namespacedCollections(client);
+  // The kept namespaces' kinds are emptied once; the file's namespaces until a listing of every kind
+  // finds nothing left there (the garbage collector, deleting dependents meanwhile, may have been
+  // first: a 404 then). A CRD established moments ago answers 429 while its storage starts: asked again.
+  const keptPending = new Set(collections.filter(emptiedInKept));
+  // Only those that held something are listed again: nothing new is created in a Terminating namespace.
+  let pending = collections;
   await waitUntil(
-    `the namespaces of the last file (${owned.join(', ')}) to be deleted`,
-    async () => {
-      const left = ((await client.get('/api/v1/namespaces')).items as { metadata: { name: string } }[]).filter((ns) =>
-        owned.includes(ns.metadata.name),
-      );
-      return left.length === 0;
-    },
+    `the last file's objects (in ${[...ownedNames, ...kept].join(', ')}) to be deleted`,
+    async () => (pending = await sweep(client, pending, ownedNames, keptPending)).length === 0,
     [...pooled.api.processes, pooled.kcm.process],
     120_000,
   );
-  await deleteObjectsOfOwnCrds(client, pooled.lease.name);
+  for (const namespace of held)
+    await expectStatus(
+      client.request('PATCH', `/api/v1/namespaces/${namespace.metadata.name}`, {
+        contentType: 'application/merge-patch+json',
+        body: { metadata: { finalizers: namespace.metadata.finalizers ?? null } },
+      }),
+      `releasing namespace ${namespace.metadata.name}`,
+    );
+  await waitUntil(
+    `the namespaces of the last file (${[...ownedNames].join(', ')}) to be deleted`,
+    async () =>
+      ((await client.get('/api/v1/namespaces')).items as Listed[]).every((ns) => !ownedNames.has(ns.metadata.name)),
+    [...pooled.api.processes, pooled.kcm.process],
+    120_000,
+  );
   for (const collection of FILE_OWNED_KINDS)
     await client.request('DELETE', collection, { query: { labelSelector: FILE_OWNED_LABEL } });
   // A CRD of the same name installed by the next file would meet this one still terminating.
@@ -206,35 +247,98 @@ async function empty(pooled: Pooled): Promise<void> {
   );
 }
 
+/** Throws naming `what` unless the server answered 2xx. */
+async function expectStatus(answer: ReturnType<Client['request']>, what: string): Promise<void> {
+  const response = await answer;
+  if (response.status < 200 || response.status > 299)
+    throw new Error(`${what}: ${response.status} ${response.body?.message ?? response.text}`);
+}
+
+/** Every namespaced kind the server serves that can be listed and deleted (the file's own CRDs' too), at its preferred version. */
+async function namespacedCollections(client: Client): Promise<Collection[]> {
+  const collections: Collection[] = [];
+  for (const root of ['/api', '/apis']) {
+    const response = await client.request('GET', root, {
+      accept: 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList',
+    });
+    if (response.status !== 200) throw new Error(`discovery ${root}: ${response.status} ${response.text}`);
+    for (const group of response.body.items as {
+      metadata: { name?: string };
+      versions: { version: string; resources: { resource: string; scope: string; verbs: string[] }[] }[];
+    }[]) {
+      const preferred = group.versions[0];
+      if (!preferred) continue;
+      const name = group.metadata.name ?? '';
+      for (const resource of preferred.resources) {
+        if (
+          resource.scope !== 'Namespaced' ||
+          !['list', 'deletecollection'].every((verb) => resource.verbs.includes(verb))
+        )
+          continue;
+        collections.push({
+          prefix: name === '' ? `/api/${preferred.version}` : `/apis/${name}/${preferred.version}`,
+          group: name,
+          plural: resource.resource,
+        });
+      }
+    }
+  }
+  return collections;
+}
+
+/** Whether the broker empties `collection` in the kept namespaces too (FINALIZED and LEFT_IN_KEPT). */
+function emptiedInKept({ group, plural }: Collection): boolean {
+  return [...FINALIZED, ...LEFT_IN_KEPT].some(
+    ([prefix, kind]) => kind === plural && (prefix === '/api/v1' ? '' : prefix.split('/')[2]) === group,
+  );
+}
+
 /**
- * Deletes, finalizers stripped, every namespaced object still there of a kind a file-owned CRD
- * serves. None should be (its namespaces are gone); one that is would meet the next file installing the same
- * CRD, so it is removed and said on stderr, to be found.
+ * Lists each collection once across all namespaces and deletes, a collection per namespace and
+ * finalizers stripped first, what it finds of the `owned` namespaces and, for a collection of
+ * `keptPending` (removed from it then), what the kept namespaces hold without deploy/'s part-of
+ * label. Returns the collections to list again: those that held objects of `owned`, or could not be
+ * listed or emptied.
  */
-async function deleteObjectsOfOwnCrds(client: RealKubeApi['admin']['client'], server: string): Promise<void> {
-  const crds = (await client.get(`${FILE_OWNED_KINDS.at(-1)!}?labelSelector=${encodeURIComponent(FILE_OWNED_LABEL)}`))
-    .items as { spec: { group: string; names: { plural: string }; versions: { name: string; storage: boolean }[] } }[];
-  for (const crd of crds) {
-    const version = crd.spec.versions.find((candidate) => candidate.storage)?.name ?? crd.spec.versions[0]!.name;
-    const collection = `/apis/${crd.spec.group}/${version}/${crd.spec.names.plural}`;
-    const listed = await client.request('GET', collection);
-    const items = (listed.status === 200 ? listed.body.items : []) as {
-      metadata: { name: string; namespace?: string; finalizers?: string[] };
-    }[];
-    // Cluster-scoped ones go with their CRD; a namespaced one left means its namespace went without it.
-    for (const item of items.filter((candidate) => candidate.metadata.namespace !== undefined)) {
-      const where = `/apis/${crd.spec.group}/${version}/namespaces/${item.metadata.namespace}/${crd.spec.names.plural}/${item.metadata.name}`;
-      process.stderr.write(
-        `real API server ${server}: ${crd.spec.names.plural} ${where} outlived its namespace; deleted\n`,
-      );
-      if (item.metadata.finalizers?.length)
-        await client.request('PATCH', where, {
+async function sweep(
+  client: Client,
+  collections: Collection[],
+  owned: Set<string>,
+  keptPending: Set<Collection>,
+): Promise<Collection[]> {
+  const again: Collection[] = [];
+  for (const collection of collections) {
+    const listed = await client.request('GET', `${collection.prefix}/${collection.plural}`);
+    if (listed.status !== 200) {
+      again.push(collection);
+      continue;
+    }
+    const inKept = keptPending.delete(collection);
+    const found = (listed.body.items as Listed[]).filter(
+      ({ metadata }) =>
+        owned.has(metadata.namespace!) || (inKept && metadata.labels?.['app.kubernetes.io/part-of'] === undefined),
+    );
+    for (const namespace of new Set(found.map(({ metadata }) => metadata.namespace!))) {
+      const where = `${collection.prefix}/namespaces/${namespace}/${collection.plural}`;
+      const here = found.filter(({ metadata }) => metadata.namespace === namespace);
+      for (const { metadata } of here.filter((item) => item.metadata.finalizers?.length))
+        await client.request('PATCH', `${where}/${metadata.name}`, {
           contentType: 'application/merge-patch+json',
           body: { metadata: { finalizers: null } },
         });
-      await client.request('DELETE', where);
+      if (owned.has(namespace)) {
+        await client.request('DELETE', where);
+        if (!again.includes(collection)) again.push(collection);
+        continue;
+      }
+      const deleted = await client.request('DELETE', where, { query: { labelSelector: '!app.kubernetes.io/part-of' } });
+      if (deleted.status !== 200) {
+        keptPending.add(collection);
+        if (!again.includes(collection)) again.push(collection);
+      }
     }
   }
+  return again;
 }
 
 /** What a file may do to the kube-apiserver of the server it leased (RealControllerFixture's freeze, thaw, restart). */

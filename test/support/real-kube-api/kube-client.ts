@@ -16,6 +16,8 @@ interface KubeRequest {
   body?: unknown;
   /** Default: application/json; server-side apply takes application/apply-patch+yaml. */
   contentType?: string;
+  /** Default: application/json; aggregated discovery is asked for by its own media type. */
+  accept?: string;
 }
 
 export interface KubeClient {
@@ -62,7 +64,7 @@ export function kubeClient(server: string, credentials: { ca: string; cert: stri
           method,
           agent,
           headers: {
-            accept: 'application/json',
+            accept: options.accept ?? 'application/json',
             ...(payload === undefined
               ? {}
               : {
