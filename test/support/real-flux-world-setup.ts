@@ -98,6 +98,8 @@ async function startWorld(): Promise<World> {
     clock.mark('Flux');
     return started;
   });
+  // Its failure is answered to each file that waits for Flux, not an unhandled rejection here.
+  flux.catch(() => undefined);
   const stop = async (): Promise<void> => {
     // Flux first (it would retry against a server going away); one still starting is waited for.
     await (await flux.catch(() => undefined))?.stop();
@@ -120,13 +122,18 @@ async function startWorld(): Promise<World> {
     await stop().catch(() => undefined);
     throw error;
   }
-  // Its failure is answered to each file that waits for Flux, not an unhandled rejection here.
-  flux.catch(() => undefined);
   const shared = (process: LocalProcess): SharedProcess => ({
     name: process.name,
     pid: process.pid,
     logFile: process.logFile,
   });
+  const ready = flux.then((started) => ({
+    namespace: started.namespace,
+    storageUrl: started.storageUrl,
+    processes: [started.sourceController, started.kustomizeController, ...api.processes].map(shared),
+    startup: clock.summary(),
+  }));
+  ready.catch(() => undefined);
   return {
     management: {
       name: api.name,
@@ -140,12 +147,7 @@ async function startWorld(): Promise<World> {
       },
       processes: api.processes.map(shared),
     },
-    flux: flux.then((started) => ({
-      namespace: started.namespace,
-      storageUrl: started.storageUrl,
-      processes: [started.sourceController, started.kustomizeController, ...api.processes].map(shared),
-      startup: clock.summary(),
-    })),
+    flux: ready,
     stop,
   };
 }
@@ -177,23 +179,31 @@ function worldKeeper(): {
   let stopping: Promise<void> = Promise.resolve();
   let users = 0;
   let starts = 0;
+  /** What each stop that failed said (a process that outlived it): said at once, and fails the run's teardown. */
+  const failures: string[] = [];
   const stopWorld = (): void => {
     const last = world;
     world = undefined;
     if (!last) return;
-    stopping = stopping.then(async () => (await last.catch(() => undefined))?.stop());
-    // Said on stderr, and again by the run's teardown, which awaits it.
-    stopping.catch((error: unknown) => process.stderr.write(`real Flux world: ${String(error)}\n`));
+    stopping = stopping.then(async () => {
+      try {
+        await (await last.catch(() => undefined))?.stop();
+      } catch (error) {
+        failures.push(String(error));
+        process.stderr.write(`real Flux world: ${String(error)}\n`);
+      }
+    });
   };
   return {
     join: () => {
       users++;
       if (!world) {
         starts++;
-        world = stopping.catch(() => undefined).then(startWorld);
+        const started = stopping.then(startWorld);
+        world = started;
         // A start that failed is not handed out again: the next file to join starts a fresh one.
-        world.catch(() => {
-          world = undefined;
+        started.catch(() => {
+          if (world === started) world = undefined;
         });
       }
       return world;
@@ -205,6 +215,7 @@ function worldKeeper(): {
     stop: async () => {
       stopWorld();
       await stopping;
+      if (failures.length > 0) throw new Error(failures.join('\n'));
     },
     starts: () => starts,
   };
