@@ -29,7 +29,15 @@ import {
 import { transpileSources } from './support/transpiled-sources.js';
 
 // Inside the repository, so that the transpiled modules' imports resolve from node_modules.
+// Which packages a command loads is seen from these, module for module as the published package
+// has them: the test bundle inlines @kubernetes/client-node (support/cli-bundle.ts).
 const SOURCES_DIR = path.join(REPO_ROOT, 'node_modules', '.cache', `clusterstack-sources-${process.pid}`);
+let transpiled: Promise<string> | undefined;
+/** src/cli/main.js of the sources transpiled file for file, made once per file. */
+function sourcesMain(): Promise<string> {
+  transpiled ??= transpileSources(REPO_ROOT, SOURCES_DIR).then(() => path.join(SOURCES_DIR, 'src/cli/main.js'));
+  return transpiled;
+}
 afterAll(async () => {
   await removeCliBundle();
   await rm(SOURCES_DIR, { recursive: true, force: true });
@@ -66,6 +74,25 @@ async function moduleRecorder(): Promise<{ nodeArgs: string[]; loaded: () => Pro
     nodeArgs: ['--require', requires, '--import', register],
     loaded: async () => (await readFile(log, 'utf8')).split('\n').filter(Boolean),
   };
+}
+
+/** Runs the CLI from the transpiled sources (sourcesMain) to its end, whatever its exit code. */
+async function runSources(
+  args: string[],
+  options: { nodeArgs?: string[]; env?: NodeJS.ProcessEnv } = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const command = [...(options.nodeArgs ?? []), await sourcesMain(), ...args];
+  try {
+    const { stdout, stderr } = await execFileAsync(process.execPath, command, {
+      cwd: REPO_ROOT,
+      env: cliEnvironment(options.env),
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code?: unknown; stdout?: string; stderr?: string };
+    if (typeof failed.code !== 'number') throw error;
+    return { code: failed.code, stdout: failed.stdout ?? '', stderr: failed.stderr ?? '' };
+  }
 }
 
 /** The packages (node_modules/<name>) among loaded module URLs. */
@@ -170,14 +197,11 @@ describe('clusterstack start-up', () => {
     // are other code than the bundle: the first such run renders again (reusing every unit), the
     // second is settled.
     const recorder = await moduleRecorder();
-    await transpileSources(REPO_ROOT, SOURCES_DIR);
-    const fromSources = async (nodeArgs: string[] = []): Promise<string> =>
-      (
-        await execFileAsync(process.execPath, [...nodeArgs, path.join(SOURCES_DIR, 'src/cli/main.js'), ...args], {
-          cwd: REPO_ROOT,
-          env: cliEnvironment(env),
-        })
-      ).stdout;
+    const fromSources = async (nodeArgs: string[] = []): Promise<string> => {
+      const run = await runSources(args, { nodeArgs, env });
+      expect(run.code, run.stderr).toBe(0);
+      return run.stdout;
+    };
     await fromSources();
     expect(JSON.parse(await fromSources(recorder.nodeArgs))).toHaveProperty('noop');
     const loaded = (await recorder.loaded()).map((url) => path.basename(url).replace(/\.[jt]s$/, ''));
@@ -221,13 +245,13 @@ describe('clusterstack start-up', () => {
     expect(runs[1]!.stdout).toBe(runs[0]!.stdout);
   });
 
-  it('plan on the quick start loads none of the packages only publishing, Git, GitHub, encryption or the controller need', async () => {
+  it("plan on the quick start loads none of the packages only publishing, Git, GitHub, encryption or the controller need; nor do the controller's help and flag errors", async () => {
     const recorder = await moduleRecorder();
-    const result = await runCliProcess(['plan', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--json'], {
+    const result = await runSources(['plan', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES, '--json'], {
       nodeArgs: recorder.nodeArgs,
       env: { CLUSTERSTACK_CACHE_DIR: await tempDir('csk-startup-cache-') },
     });
-    expect(result.code).toBe(0);
+    expect(result.code, result.stderr).toBe(0);
     const packages = packagesOf(await recorder.loaded());
     // What plan does need was recorded: the recorder works.
     expect(packages.has('js-yaml')).toBe(true);
@@ -246,6 +270,24 @@ describe('clusterstack start-up', () => {
     const renderHelp = await runCliProcess(['render', '--help']);
     expect(renderHelp.code).toBe(0);
     expect(renderHelp.stdout).toContain('Usage: clusterstack render');
+
+    // The controller's help, and a controller whose flags are wrong, answer before its runtime loads
+    // (the Kubernetes client, the logger, the metrics); the command itself was recorded.
+    const usage = ['controller', '--release-source', EXAMPLE_RELEASES, '--output', 'out', '--log-level', 'loud'];
+    for (const [args, code, says] of [
+      [['controller', '--help'], 0, 'Usage: clusterstack controller'],
+      [usage, 2, '--log-level must be debug, info, warn or error, not "loud"'],
+    ] as const) {
+      const controllerRecorder = await moduleRecorder();
+      const run = await runSources([...args], { nodeArgs: controllerRecorder.nodeArgs });
+      expect(run.code, run.stderr).toBe(code);
+      expect(run.stdout + run.stderr).toContain(says);
+      const loaded = await controllerRecorder.loaded();
+      expect(loaded.some((url) => url.endsWith('/controller-command.js'))).toBe(true);
+      const loadedPackages = packagesOf(loaded);
+      for (const heavy of ['@kubernetes/client-node', 'pino', 'prom-client'])
+        expect(loadedPackages.has(heavy), `${args.join(' ')} loaded ${heavy}`).toBe(false);
+    }
   });
 });
 
