@@ -19,6 +19,7 @@ export default defineConfig({
       'test/support/temp-root.ts',
       'test/support/helm-engines-setup.ts',
       'test/support/real-kube-api-broker.ts',
+      'test/support/cli-bundle-setup.ts',
     ],
     // Generous: real helm, git and controller processes on a loaded machine take many times their
     // quiet time; a wait ends on what it waits for, so a limit only stops a stuck test.

@@ -1,49 +1,21 @@
 // Runs the CLI as a real process: for what an in-process run cannot show, such as kill -9, a mount
-// namespace, or the process's peak memory. The sources are bundled once per test process with
-// esbuild (code-split, so commands still load on demand, packages left to node_modules): a process
-// then starts in a third of the time `node --import tsx` takes, which matters at dozens of kills.
+// namespace, or the process's peak memory. It runs the bundle of cli-bundle.ts (one per test run).
 import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { build } from 'esbuild';
+import { cliBundle, REPO_ROOT, removeOwnCliBundle } from './cli-bundle.js';
 import { KILL_TIMER_ENV, type KillTimerPlan } from './kill-timer.js';
 
-export const REPO_ROOT = path.resolve(import.meta.dirname, '../..');
+export { REPO_ROOT };
 
-// Inside the repository so that the bundle's imports resolve from node_modules; one per test file.
-const BUNDLE_DIR = path.join(
-  REPO_ROOT,
-  'node_modules',
-  '.cache',
-  `clusterstack-cli-${process.pid}-${randomBytes(4).toString('hex')}`,
-);
-let bundled: Promise<string> | undefined;
-
-/** The bundled CLI's entry file, built on first use (kill-timer.js, a preload, beside it); spawnController runs it too. */
-export function cliEntry(): Promise<string> {
-  bundled ??= build({
-    entryPoints: {
-      main: path.join(REPO_ROOT, 'src/cli/main.ts'),
-      'kill-timer': path.join(REPO_ROOT, 'test/support/kill-timer.ts'),
-    },
-    bundle: true,
-    splitting: true,
-    format: 'esm',
-    platform: 'node',
-    target: 'node20',
-    packages: 'external',
-    outdir: BUNDLE_DIR,
-    logLevel: 'warning',
-  }).then(() => path.join(BUNDLE_DIR, 'main.js'));
-  return bundled;
+/** The bundled CLI's entry file (kill-timer.js, a preload, beside it); spawnController runs it too. */
+export async function cliEntry(): Promise<string> {
+  return cliBundle();
 }
 
-/** Removes the bundle (call from afterAll of a test file that started CLI processes). */
+/** Removes this process's own bundle when it built one (call from afterAll of a test file that started CLI processes). */
 export async function removeCliBundle(): Promise<void> {
-  bundled = undefined;
-  await rm(BUNDLE_DIR, { recursive: true, force: true });
+  removeOwnCliBundle();
 }
 
 export interface ProcessResult {

@@ -1,47 +1,15 @@
-// The controller as a real process, for fault tests that kill it: the CLI bundled once with esbuild
-// (tsx's compiler, already installed; dependencies stay in node_modules) so that a process starts
-// in about a second, spawned in its own process group so that a kill takes its git and helm
+// The controller as a real process, for fault tests that kill it: the bundled CLI (cli-bundle.ts,
+// one per test run) spawned in its own process group so that a kill takes its git and helm
 // children with it, as a pod's death does. A kill the controller times itself (kill-timer.ts) is
 // bundled beside it as a preload.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import { cliBundle } from './cli-bundle.js';
 import { KILL_TIMER_ENV, type KillTimerPlan } from './kill-timer.js';
 
-const BUNDLE_DIR = path.resolve('node_modules/.cache/clusterstack-test');
-
-/**
- * Bundles src/cli/main.ts into node_modules/.cache (so package imports resolve) and returns its entry's
- * path; test/support/kill-timer.ts goes beside it as kill-timer.js. Code-split: the controller runs
- * on a worker thread of main.js (src/cli/main.ts), and a single file would have the main thread load all of it (@kubernetes/client-node alone is about a second at
- * load) before the thread loads it again.
- */
+/** The bundled CLI's entry file (cli-bundle.ts), built on first use; kill-timer.js is beside it. */
 export function bundleCli(): string {
-  const esbuild = path.resolve('node_modules/.bin/esbuild');
-  if (!existsSync(esbuild)) throw new Error('node_modules/.bin/esbuild is missing (it comes with tsx): run npm ci');
-  // One directory per test process (vitest forks one per file), emptied first: a pid reused from an
-  // earlier run finds its own old chunks there.
-  const outdir = path.join(BUNDLE_DIR, `main-${process.pid}`);
-  rmSync(outdir, { recursive: true, force: true });
-  mkdirSync(outdir, { recursive: true });
-  const run = spawnSync(
-    esbuild,
-    [
-      // Named, so that both land at the top of outdir (not under src/cli and test/support).
-      'main=src/cli/main.ts',
-      'kill-timer=test/support/kill-timer.ts',
-      '--bundle',
-      '--splitting',
-      '--platform=node',
-      '--format=esm',
-      '--packages=external',
-      '--log-level=warning',
-      `--outdir=${outdir}`,
-    ],
-    { encoding: 'utf8' },
-  );
-  if (run.status !== 0) throw new Error(`esbuild failed: ${run.stderr}`);
-  return path.join(outdir, 'main.js');
+  return cliBundle();
 }
 
 export interface ControllerProcess {
