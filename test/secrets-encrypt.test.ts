@@ -155,7 +155,8 @@ describe('render --secrets encrypt (genCA example, real helm, git, age and two S
       history,
       first.stdout,
       first.stderr,
-      ...revisions.map((revision) => sandbox.git(remote, 'show', '--format=%B', revision)),
+      // Every commit's message and patch, as git show prints them: one git show for all of them.
+      sandbox.git(remote, 'show', '--format=%B', ...revisions),
     ];
     const onDisk = await allFiles(cache);
     expect(onDisk.length).toBeGreaterThan(10);
