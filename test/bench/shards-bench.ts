@@ -8,7 +8,7 @@
 // shards ≥ 2.5 × the throughput of one, against the fake API server and a real kube-apiserver.
 import { execFileSync } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
-import { chmod, mkdtemp, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { resolveHelmBinary } from '../../renderers/helm-binary.js';
@@ -378,6 +378,7 @@ async function run(
     for (const process of processes) await process.stop();
     await api.close();
     git.cleanup();
+    if (gitDir) await rm(gitDir, { recursive: true, force: true });
   }
 }
 
