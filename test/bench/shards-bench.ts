@@ -8,7 +8,7 @@
 // shards ≥ 2.5 × the throughput of one, against the fake API server and a real kube-apiserver.
 import { execFileSync } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
-import { chmod, mkdtemp, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { resolveHelmBinary } from '../../renderers/helm-binary.js';
@@ -27,7 +27,8 @@ async function fixedCostHelm(dir: string, seconds: number, timeline?: string): P
   const real = (await resolveHelmBinary({})).path;
   const file = path.join(dir, 'helm');
   // With a timeline, each render appends `helm <start> <end> <cwd>` (bash's clock: no process of its own).
-  const logged = (exit: string) => (timeline ? `  echo "helm $start $EPOCHREALTIME $PWD" >> '${timeline}'; ${exit}` : `  ${exit}`);
+  const logged = (exit: string) =>
+    timeline ? `  echo "helm $start $EPOCHREALTIME $PWD" >> '${timeline}'; ${exit}` : `  ${exit}`;
   await writeFile(
     file,
     [
@@ -279,8 +280,7 @@ async function run(
     if (head === seen.head) return seen.digests;
     const map = new Map<string, string>();
     for (const record of provenances(head))
-      for (const unit of record?.units ?? [])
-        if (unit.kind === 'cluster-stage') map.set(unit.name, unit.renderDigest);
+      for (const unit of record?.units ?? []) if (unit.kind === 'cluster-stage') map.set(unit.name, unit.renderDigest);
     seen = { head, digests: map };
     return map;
   };
@@ -378,6 +378,7 @@ async function run(
     for (const process of processes) await process.stop();
     await api.close();
     git.cleanup();
+    if (gitDir) await rm(gitDir, { recursive: true, force: true });
   }
 }
 
