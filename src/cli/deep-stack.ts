@@ -3,6 +3,7 @@
 // recurse per level, and Node's default stack (about 1 MB) ends near 1,600. The thread runs the
 // CLI's own entry (main.ts), which reads up to that depth there; its output goes to this process's.
 import { type MessagePort, Worker } from 'node:worker_threads';
+import { signalExitCode } from '../controller/runtime/shutdown.js';
 import { FAILURE_REACTIONS } from '../core/failure.js';
 import { DEEP_STACK_MARK } from './deep-stack-mark.js';
 import { EXIT_BACKSTOP_MS } from './finished-command.js';
@@ -49,10 +50,18 @@ export function runOnDeepStack(entry: URL, argv: string[], isTty: boolean): Prom
 
 const FORWARDED_SIGNALS: NodeJS.Signals[] = ['SIGTERM', 'SIGINT'];
 
-/** On the deep-stack thread: signals the parent forwards are emitted on this thread's process, where the command listens for them. */
+/**
+ * On the deep-stack thread: signals the parent forwards are emitted on this thread's process, where the
+ * command listens for them. A signal nothing listens for yet (a controller still starting, before its
+ * graceful shutdown is set up) ends the command as the signal's default action would end a process,
+ * with 128 + its number: the parent's forwarding listener would otherwise swallow it.
+ */
 export function receiveForwardedSignals(port: MessagePort): void {
   port.on('message', (message: { signal?: NodeJS.Signals }) => {
-    if (message.signal) process.emit(message.signal, message.signal);
+    const { signal } = message;
+    if (!signal) return;
+    if (process.listenerCount(signal) > 0) process.emit(signal, signal);
+    else process.exit(signalExitCode(signal));
   });
   // Listening must not keep a finished command's thread alive.
   port.unref();

@@ -4,6 +4,9 @@
 // Every line it printed is JSON. The outage is real: the leased kube-apiserver is SIGSTOPped (the
 // kernel accepts connections, nothing answers them), and the controller runs as deploy/'s
 // ServiceAccount.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo, type Server } from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { aStack } from '../support/controller-fixture.js';
@@ -114,5 +117,63 @@ describe('the controller process after losing its lease', { timeout: 300_000 }, 
     expect(await world.apiServerAnswers(1000)).toBe(false);
     await world.thawApiServer();
     expect(await world.apiServerAnswers(30_000)).toBe(true);
+  });
+});
+
+// A controller still starting (its informers' first lists waiting on an API server that accepts
+// connections and never answers) has not set up its graceful shutdown yet. SIGTERM must still end
+// it, as a signal nothing handles ends a process: with 143, not a pod that waits out its grace period
+// for a SIGKILL. (The CLI runs the command on a deep-stack thread, and the main thread's forwarding
+// listener had swallowed the signal.)
+describe('the controller process stopped while it starts', { timeout: 180_000 }, () => {
+  let controller: ControllerProcess | undefined;
+  let silent: Server | undefined;
+  let work: string | undefined;
+
+  afterAll(async () => {
+    await controller?.killHard();
+    silent?.close();
+    if (work) rmSync(work, { recursive: true, force: true });
+  });
+
+  it('exits with 143 on SIGTERM before it has started', async () => {
+    work = mkdtempSync(path.join(os.tmpdir(), 'csk-controller-starting-'));
+    let connected: () => void = () => undefined;
+    const firstConnection = new Promise<void>((resolve) => (connected = resolve));
+    silent = createServer(() => connected());
+    await new Promise<void>((resolve) => silent!.listen(0, '127.0.0.1', resolve));
+    const { port } = silent.address() as AddressInfo;
+    const kubeconfig = path.join(work, 'kubeconfig');
+    writeFileSync(
+      kubeconfig,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [
+          { name: 'silent', cluster: { server: `https://127.0.0.1:${port}`, 'insecure-skip-tls-verify': true } },
+        ],
+        users: [{ name: 'someone', user: { token: 'not-a-real-token' } }],
+        contexts: [{ name: 'silent', context: { cluster: 'silent', user: 'someone' } }],
+        'current-context': 'silent',
+      }),
+    );
+    controller = spawnController(bundleCli(), ['--output', path.join(work, 'out'), '--metrics-addr', '127.0.0.1:0'], {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      HOME: work,
+      KUBECONFIG: kubeconfig,
+      CLUSTERSTACK_CACHE_DIR: path.join(work, 'cache'),
+      CLUSTERSTACK_RELEASE_SOURCE: path.resolve('examples/quickstart/releases'),
+    });
+    // Its runtime is starting: it asked the API server for something, which will never answer.
+    await Promise.race([
+      firstConnection,
+      controller.exited.then((code) =>
+        Promise.reject(
+          new Error(`exited ${code}: ${controller!.stderr.join('')} ${JSON.stringify(controller!.lines)}`),
+        ),
+      ),
+    ]);
+    expect(await controller.terminate()).toBe(143);
+    expect(controller.lines.some((line) => line['msg'] === 'Controller started')).toBe(false);
   });
 });
