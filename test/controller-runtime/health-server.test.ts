@@ -1,5 +1,7 @@
+import { createServer, type AddressInfo } from 'node:net';
 import { register as globalRegistry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
+import { Failure } from '../../src/core/failure.js';
 import { startHealthServer, type HealthServer } from '../../src/controller/runtime/health-server.js';
 import { PrometheusMetrics } from '../../src/controller/runtime/metrics.js';
 
@@ -255,5 +257,30 @@ describe('health server and metrics', () => {
     expect(await failed.text()).toBe('metrics failed: collector broke\n');
     fail = false;
     expect((await fetch(`${server.url}/metrics`)).status).toBe(200);
+  });
+
+  it('says which flag to change when its address is taken or may not be bound, as a setting to fix (exit 1), not a bug', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const { port } = taken.address() as AddressInfo;
+    const start = (host: string, at: number) =>
+      startHealthServer({ port: at, host, metrics: { render: () => '' }, ready: () => true, healthy: () => true });
+    try {
+      const inUse = await start('127.0.0.1', port).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(inUse).toBeInstanceOf(Failure);
+      expect((inUse as Failure).exitCode).toBe(1);
+      expect((inUse as Failure).message).toBe(
+        `cannot listen on 127.0.0.1:${port} (--metrics-addr): the address is already in use; choose another address with --metrics-addr, or stop what listens there`,
+      );
+      // An address no interface of this machine has (TEST-NET-1, RFC 5737).
+      await expect(start('192.0.2.1', 0)).rejects.toThrow(
+        'cannot listen on 192.0.2.1:0 (--metrics-addr): no network interface of this machine has that address',
+      );
+    } finally {
+      taken.close();
+    }
   });
 });

@@ -9,6 +9,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { listenOn } from './listen.js';
 
 const HOOKS_API_GROUP = 'hooks.runtime.cluster.x-k8s.io';
 const HOOKS_API_VERSION = `${HOOKS_API_GROUP}/v1alpha1`;
@@ -177,13 +178,7 @@ export async function startExtensionServer(options: ExtensionServerOptions): Pro
     }
   }, options.reloadIntervalMs ?? 60_000);
   reload.unref();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  }).catch((error: unknown) => {
+  await listenOn(server, options.port, options.host, '--runtime-extension-addr').catch((error: unknown) => {
     clearInterval(reload);
     throw error;
   });

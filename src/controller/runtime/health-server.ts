@@ -1,6 +1,7 @@
 // The probe and metrics endpoint kubelet and Prometheus call: /healthz, /readyz, /metrics.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { listenOn } from './listen.js';
 import { PROMETHEUS_CONTENT_TYPE } from './metrics.js';
 
 export interface HealthServerOptions {
@@ -81,13 +82,7 @@ export async function startHealthServer(options: HealthServerOptions): Promise<H
   const server = createServer((req, res) => handle(options, req, res));
   // Probes are short; do not let idle keep-alive sockets hold close() up.
   server.keepAliveTimeout = 5000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
+  await listenOn(server, options.port, options.host, '--metrics-addr');
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return {
