@@ -36,7 +36,9 @@ export default defineConfig({
     // main process took about 2 CPU-s instead of 4 for the same 18 files once they were there.
     ...(moduleCache === undefined ? {} : { experimental: { fsModuleCache: true, fsModuleCachePath: moduleCache } }),
     // The slowest files start first (test/support/slow-files-first.ts): none is left to run alone at the end.
-    sequence: { sequencer: SlowFilesFirst },
+    // Asked to shuffle (`--sequence.shuffle`, `--sequence.shuffle.files`), Vitest's own sequencer orders
+    // the files: a sequencer set here wins over the flag, and the files would run unshuffled.
+    sequence: process.argv.some((arg) => arg.startsWith('--sequence.shuffle')) ? {} : { sequencer: SlowFilesFirst },
     projects: [
       ...helms.map((helm) => ({
         extends: true as const,
