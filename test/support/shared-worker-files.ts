@@ -7,11 +7,10 @@
 // CPU-s (269 s; import 43 s) sharing workers, at load 27-43, the same 335 tests passing. Seven that start CLI
 // processes, registries and Git remotes (cli-hygiene, deep-nesting, output-swap, listing-validators and three of
 // shards/) took 31.1 and 26.9 CPU-s isolated against 24.5 and 25.8 sharing (runs alternated, load 38-46): a fresh
-// worker also costs Vitest's main process, which serves it every module again. Four of them joined. deep-nesting and
-// shard-publishing did not: in the check below, at load 47, their cases ran past their own 240 s and 120 s limits,
-// which could be the load alone, but that was not shown. Nor did listing-validators, which passed every seed, because
-// pull-request-publisher failed in two runs beside it with a connection reset by its own fake GitHub (at load 47-90,
-// most likely a keep-alive socket closed by the server as it was reused, but not shown either).
+// worker also costs Vitest's main process, which serves it every module again. In the check below at load 47-90,
+// deep-nesting and shard-publishing ran past their own 240 s and 120 s limits and pull-request-publisher twice had a
+// connection reset by its own fake GitHub; at load 15-20 all seven and their neighbours passed three seeds of files
+// shuffled (shard-publishing in 6 s): the load, not another file.
 //
 // A file belongs here only when nothing it does outlives it or reaches the next file: no vi.* at all (mocks, spies,
 // fake timers, stubbed env or globals, module resets), no writes to process.env, no chdir, no process listeners left
@@ -78,6 +77,7 @@ export const SHARED_WORKER_FILES = [
   'test/crash-point.test.ts',
   'test/crd-rules.test.ts',
   'test/crds.test.ts',
+  'test/deep-nesting.test.ts',
   'test/directory-publisher-links.test.ts',
   'test/directory-publisher-prestage.test.ts',
   'test/directory-publisher.test.ts',
@@ -113,6 +113,7 @@ export const SHARED_WORKER_FILES = [
   'test/layers/layer-chart-sources.test.ts',
   'test/layers/layer-versions-and-hold.test.ts',
   'test/layers/resolve-layers.test.ts',
+  'test/listing-validators.test.ts',
   'test/manifest-objects.test.ts',
   'test/mass-deletion-guard.test.ts',
   'test/object-name-rules.test.ts',
@@ -159,6 +160,7 @@ export const SHARED_WORKER_FILES = [
   'test/settled-run.test.ts',
   'test/shards/fleet-index.test.ts',
   'test/shards/shard-directory-index.test.ts',
+  'test/shards/shard-publishing.test.ts',
   'test/shards/shard-scope.test.ts',
   'test/shared-objects.test.ts',
   'test/sops-document.test.ts',
