@@ -19,6 +19,7 @@ import {
   type FluxControllers,
   type LocalProcess,
 } from './real-kube-api/index.js';
+import { runWideService } from './run-wide-service.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -284,29 +285,12 @@ async function startWorldServer(): Promise<{ url: string; stop: () => Promise<vo
   };
 }
 
-/** The world's server as the projects of one run share it. */
-interface SharedWorldServer {
-  started: Promise<{ url: string; stop: () => Promise<void> }>;
-  /** Projects whose teardown has not run yet: the last one stops the world. */
-  users: number;
-}
-const SHARED_WORLD = Symbol.for('clusterstack.test.realFluxWorld');
-
 /**
- * Provides the run's world server to a project. Vitest runs a global setup once per project
- * (vitest.config.ts has several, all extending the root): they share one, so that the real-Flux files
- * share one world whichever project runs them. The last project's teardown stops whatever still runs.
+ * Provides the run's world server to a project: one for the run, whichever project runs a real-Flux
+ * file (test/support/run-wide-service.ts); the last project's teardown stops whatever still runs.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  const holder = globalThis as { [SHARED_WORLD]?: SharedWorldServer };
-  const shared = (holder[SHARED_WORLD] ??= { started: startWorldServer(), users: 0 });
-  shared.users++;
-  const { url, stop } = await shared.started;
+  const { url, teardown } = await runWideService('clusterstack.test.realFluxWorld', startWorldServer);
   project.provide('realFluxWorld', url);
-  return async () => {
-    shared.users--;
-    if (shared.users > 0) return;
-    delete holder[SHARED_WORLD];
-    await stop();
-  };
+  return teardown;
 }

@@ -20,6 +20,7 @@ import {
   type KubeControllerManager,
   type RealKubeApi,
 } from './real-kube-api/index.js';
+import { runWideService } from './run-wide-service.js';
 
 /** What a worker needs to use a leased server: all plain data (it crosses processes). */
 export interface LeasedServer {
@@ -365,32 +366,15 @@ function body(request: IncomingMessage): Promise<string> {
   });
 }
 
-/** A broker as the projects of one run share it. */
-interface SharedBroker {
-  started: Promise<{ url: string; stop: () => Promise<void> }>;
-  /** Projects whose teardown has not run yet: the last one stops the broker. */
-  users: number;
-}
-const SHARED_BROKER = Symbol.for('clusterstack.test.realKubeApiBroker');
-
 /**
- * Provides the run's broker URL to a project. Vitest runs a global setup once per project
- * (vitest.config.ts has one per helm and the shared and the rest, all extending the root): they share
- * one broker, so that MAX_SERVERS bounds the servers of the run, not of each project. The last
- * project's teardown stops every server started.
+ * Provides the run's broker URL to a project: one broker for the run (test/support/run-wide-service.ts),
+ * so that MAX_SERVERS bounds the servers of the run, not of each project. The last project's teardown
+ * stops every server started.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  const holder = globalThis as { [SHARED_BROKER]?: SharedBroker };
-  const shared = (holder[SHARED_BROKER] ??= { started: startBroker(), users: 0 });
-  shared.users++;
-  const { url, stop } = await shared.started;
+  const { url, teardown } = await runWideService('clusterstack.test.realKubeApiBroker', startBroker);
   project.provide('realKubeApiBroker', url);
-  return async () => {
-    shared.users--;
-    if (shared.users > 0) return;
-    delete holder[SHARED_BROKER];
-    await stop();
-  };
+  return teardown;
 }
 
 /** Starts the broker (its HTTP server; API servers start as files lease them); `stop` stops every server started. */

@@ -1,0 +1,41 @@
+// One service for a whole vitest run, from a global setup. Vitest runs a global setup once per project
+// (vitest.config.ts has one per helm, the shared workers and the rest, all extending the root), so a
+// service started by each call would run once per project: the first call starts it, every call counts
+// as a user, and the last project's teardown stops it. Kept on globalThis under a Symbol.for key, as
+// each project may load this module anew.
+
+/** A started service: where workers reach it, and how to stop it. */
+export interface RunWideService {
+  url: string;
+  stop(): Promise<void>;
+}
+
+interface Shared {
+  started: Promise<RunWideService>;
+  /** Projects whose teardown has not run yet. */
+  users: number;
+}
+
+/**
+ * The run's one service under `key`, started by `start` on the first call; resolves with its URL and
+ * this project's teardown, which stops the service once every project that asked has torn down.
+ */
+export async function runWideService(
+  key: string,
+  start: () => Promise<RunWideService>,
+): Promise<{ url: string; teardown: () => Promise<void> }> {
+  const symbol = Symbol.for(key);
+  const holder = globalThis as { [symbol: symbol]: Shared | undefined };
+  const shared = (holder[symbol] ??= { started: start(), users: 0 });
+  shared.users++;
+  const { url, stop } = await shared.started;
+  return {
+    url,
+    teardown: async () => {
+      shared.users--;
+      if (shared.users > 0) return;
+      delete holder[symbol];
+      await stop();
+    },
+  };
+}
