@@ -8,7 +8,6 @@
 // have alone (its workload API server, its Git server) and names its Flux objects apart from the
 // others' (docs/real-engines.md). It runs in vitest's main process and answers the workers on
 // loopback HTTP, as the API server broker does (test/support/real-kube-api-broker.ts).
-import { createServer, type Server } from 'node:http';
 import type { TestProject } from 'vitest/node';
 import {
   crdFilesServing,
@@ -19,7 +18,7 @@ import {
   type FluxControllers,
   type LocalProcess,
 } from './real-kube-api/index.js';
-import { runWideService } from './run-wide-service.js';
+import { runWideService, serveOnLoopback } from './run-wide-service.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -228,56 +227,47 @@ async function startWorldServer(): Promise<{ url: string; stop: () => Promise<vo
   // The world each file joined, by the token /join answered it: /flux and /leave name it.
   const joined = new Map<string, World>();
   let nextToken = 1;
-  const server: Server = createServer((request, response) => {
-    void (async () => {
+  const { url: serviceUrl, close } = await serveOnLoopback(async (request, response) => {
+    const url = new URL(request.url ?? '/', 'http://localhost');
+    const answer = (body: unknown): void =>
+      void response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    if (request.method === 'POST' && url.pathname === '/join') {
+      const token = String(nextToken++);
+      // A file that gave up while the world started (its hook timed out, its worker ended) leaves again.
+      let abandoned = false;
+      response.on('close', () => (abandoned = !response.writableFinished));
+      let world: World;
       try {
-        const url = new URL(request.url ?? '/', 'http://localhost');
-        const answer = (body: unknown): void =>
-          void response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-        if (request.method === 'POST' && url.pathname === '/join') {
-          const token = String(nextToken++);
-          // A file that gave up while the world started (its hook timed out, its worker ended) leaves again.
-          let abandoned = false;
-          response.on('close', () => (abandoned = !response.writableFinished));
-          let world: World;
-          try {
-            world = await keeper.join();
-          } catch (error) {
-            keeper.leave();
-            throw error;
-          }
-          if (abandoned) {
-            keeper.leave();
-            return;
-          }
-          joined.set(token, world);
-          answer({ token, management: world.management });
-          return;
-        }
-        const world = joined.get(url.searchParams.get('token') ?? '');
-        if (request.method === 'POST' && url.pathname === '/flux' && world) {
-          answer(await world.flux);
-          return;
-        }
-        if (request.method === 'POST' && url.pathname === '/leave' && world) {
-          joined.delete(url.searchParams.get('token')!);
-          keeper.leave();
-          response.writeHead(204).end();
-          return;
-        }
-        response.writeHead(404).end();
+        world = await keeper.join();
       } catch (error) {
-        response.writeHead(500, { 'content-type': 'text/plain' }).end(String((error as Error).stack ?? error));
+        keeper.leave();
+        throw error;
       }
-    })();
+      if (abandoned) {
+        keeper.leave();
+        return;
+      }
+      joined.set(token, world);
+      answer({ token, management: world.management });
+      return;
+    }
+    const world = joined.get(url.searchParams.get('token') ?? '');
+    if (request.method === 'POST' && url.pathname === '/flux' && world) {
+      answer(await world.flux);
+      return;
+    }
+    if (request.method === 'POST' && url.pathname === '/leave' && world) {
+      joined.delete(url.searchParams.get('token')!);
+      keeper.leave();
+      response.writeHead(204).end();
+      return;
+    }
+    response.writeHead(404).end();
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: serviceUrl,
     stop: async () => {
-      server.close();
-      server.closeAllConnections();
+      close();
       if (keeper.starts() > 0)
         process.stderr.write(`real Flux world: started ${keeper.starts()} time(s) in this run\n`);
       await keeper.stop();

@@ -7,7 +7,7 @@
 // same fixed namespace names. Having it alone, a file may also freeze (SIGSTOP), thaw or restart its
 // kube-apiserver (/api-server); release thaws a frozen one before emptying it. The broker runs in
 // vitest's main process and answers the workers on loopback HTTP; teardown stops every server it started.
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { applyShippedIdentity } from './shipped-identity.js';
@@ -20,7 +20,7 @@ import {
   type KubeControllerManager,
   type RealKubeApi,
 } from './real-kube-api/index.js';
-import { runWideService } from './run-wide-service.js';
+import { runWideService, serveOnLoopback } from './run-wide-service.js';
 
 /** What a worker needs to use a leased server: all plain data (it crosses processes). */
 export interface LeasedServer {
@@ -432,64 +432,53 @@ async function startBroker(): Promise<{ url: string; stop: () => Promise<void> }
     }
   };
 
-  const server: Server = createServer((request, response) => {
-    void (async () => {
-      try {
-        if (request.method === 'POST' && request.url === '/lease') {
-          waits.leases++;
-          // A file that gave up waiting (its hook timed out, its worker ended) has closed the connection:
-          // the server it would have had goes to the next file instead of to no one, for the rest of the run.
-          let abandoned = false;
-          response.on('close', () => (abandoned = !response.writableFinished));
-          const pooled = await lease();
-          if (abandoned) {
-            process.stderr.write(
-              `real API server broker: a lease was given up while waiting; ${pooled.lease.name} handed on\n`,
-            );
-            handOver(pooled);
-            return;
-          }
-          response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(pooled.lease));
-          return;
-        }
-        if (request.method === 'POST' && request.url === '/release') {
-          const { id } = JSON.parse(await body(request)) as { id: number };
-          const pooled = pool.find((candidate) => candidate.lease.id === id);
-          if (!pooled) throw new Error(`no leased server ${id}`);
-          // A file that froze its server and failed before thawing it never hands a frozen one on.
-          pooled.api.thawApiServer();
-          pooled.clean = empty(pooled).catch(async (error: unknown) => {
-            if (stopping) return;
-            // A server that cannot be emptied is not handed out again: the next lease starts a fresh one.
-            // Said on stderr: the run goes on, but slower, and a file's leftovers are worth fixing.
-            process.stderr.write(
-              `real API server ${pooled.lease.name} could not be emptied, replaced: ${String(error)}\n`,
-            );
-            pool.splice(pool.indexOf(pooled), 1);
-            await pooled.kcm.stop();
-            await pooled.api.stop();
-            throw error;
-          });
-          // Seen by the next lease; not an unhandled rejection when there is none.
-          pooled.clean.catch(() => undefined);
-          handOver(pooled);
-          response.writeHead(204).end();
-          return;
-        }
-        if (request.method === 'POST' && request.url === '/api-server') {
-          await serverFault(pool, JSON.parse(await body(request)) as ServerFault);
-          response.writeHead(204).end();
-          return;
-        }
-        response.writeHead(404).end();
-      } catch (error) {
-        response.writeHead(500, { 'content-type': 'text/plain' }).end(String((error as Error).stack ?? error));
+  const { url, close } = await serveOnLoopback(async (request, response) => {
+    if (request.method === 'POST' && request.url === '/lease') {
+      waits.leases++;
+      // A file that gave up waiting (its hook timed out, its worker ended) has closed the connection:
+      // the server it would have had goes to the next file instead of to no one, for the rest of the run.
+      let abandoned = false;
+      response.on('close', () => (abandoned = !response.writableFinished));
+      const pooled = await lease();
+      if (abandoned) {
+        process.stderr.write(
+          `real API server broker: a lease was given up while waiting; ${pooled.lease.name} handed on\n`,
+        );
+        handOver(pooled);
+        return;
       }
-    })();
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(pooled.lease));
+      return;
+    }
+    if (request.method === 'POST' && request.url === '/release') {
+      const { id } = JSON.parse(await body(request)) as { id: number };
+      const pooled = pool.find((candidate) => candidate.lease.id === id);
+      if (!pooled) throw new Error(`no leased server ${id}`);
+      // A file that froze its server and failed before thawing it never hands a frozen one on.
+      pooled.api.thawApiServer();
+      pooled.clean = empty(pooled).catch(async (error: unknown) => {
+        if (stopping) return;
+        // A server that cannot be emptied is not handed out again: the next lease starts a fresh one.
+        // Said on stderr: the run goes on, but slower, and a file's leftovers are worth fixing.
+        process.stderr.write(`real API server ${pooled.lease.name} could not be emptied, replaced: ${String(error)}\n`);
+        pool.splice(pool.indexOf(pooled), 1);
+        await pooled.kcm.stop();
+        await pooled.api.stop();
+        throw error;
+      });
+      // Seen by the next lease; not an unhandled rejection when there is none.
+      pooled.clean.catch(() => undefined);
+      handOver(pooled);
+      response.writeHead(204).end();
+      return;
+    }
+    if (request.method === 'POST' && request.url === '/api-server') {
+      await serverFault(pool, JSON.parse(await body(request)) as ServerFault);
+      response.writeHead(204).end();
+      return;
+    }
+    response.writeHead(404).end();
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address() as { port: number };
-  const url = `http://127.0.0.1:${address.port}`;
 
   const stop = async (): Promise<void> => {
     stopping = true;
@@ -498,8 +487,7 @@ async function startBroker(): Promise<{ url: string; stop: () => Promise<void> }
         `real API server broker: ${nextId - 1} servers started (at most ${MAX_SERVERS}), ${waits.leases} leases, ` +
           `${waits.waited} waited for a server: ${(waits.totalMs / 1000).toFixed(1)} s in all, the longest ${(waits.longestMs / 1000).toFixed(1)} s\n`,
       );
-    server.close();
-    server.closeAllConnections();
+    close();
     await Promise.allSettled(starting);
     // Not emptied first: the run is over, and the last file's namespaces may take long to go.
     for (const pooled of pool) {

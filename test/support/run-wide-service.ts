@@ -3,6 +3,8 @@
 // service started by each call would run once per project: the first call starts it, every call counts
 // as a user, and the last project's teardown stops it. Kept on globalThis under a Symbol.for key, as
 // each project may load this module anew.
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 
 /** A started service: where workers reach it, and how to stop it. */
 export interface RunWideService {
@@ -36,6 +38,29 @@ export async function runWideService(
       if (shared.users > 0) return;
       delete holder[symbol];
       await stop();
+    },
+  };
+}
+
+/**
+ * Serves `handle` on a loopback port, where workers reach a run-wide service; a request whose handler
+ * throws is answered 500 with the error. `close` stops listening and drops open connections.
+ */
+export async function serveOnLoopback(
+  handle: (request: IncomingMessage, response: ServerResponse) => Promise<void>,
+): Promise<{ url: string; close: () => void }> {
+  const server = createServer((request, response) => {
+    handle(request, response).catch((error: unknown) => {
+      response.writeHead(500, { 'content-type': 'text/plain' }).end(String((error as Error).stack ?? error));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => {
+      server.close();
+      server.closeAllConnections();
     },
   };
 }
