@@ -39,7 +39,13 @@ const SLOW_FILES = [
   'test/shards/shard-layer-status.test.ts', // 9234
 ];
 
-/** Starts the files of SLOW_FILES first, in its order; then the rest in Vitest's own order. */
+/**
+ * Starts the files of SLOW_FILES first, in its order; then the rest in Vitest's own order. The files of a
+ * project that shares workers (isolate: false) run one after another: Vitest keeps such a worker for the
+ * next file only when the next file in its queue belongs to the same project, and otherwise stops it and
+ * starts another, which imports everything again. So the isolated slow files come first, then each sharing
+ * project's files (its slow ones first), then the other isolated files.
+ */
 export default class SlowFilesFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const rank = (spec: TestSpecification): number => {
@@ -48,6 +54,13 @@ export default class SlowFilesFirst extends BaseSequencer {
     };
     const slow = files.filter((spec) => rank(spec) < SLOW_FILES.length).sort((a, b) => rank(a) - rank(b));
     const rest = await super.sort(files.filter((spec) => rank(spec) === SLOW_FILES.length));
-    return [...slow, ...rest];
+    const sharing = (spec: TestSpecification): boolean => spec.project.config.isolate === false;
+    const ordered = [...slow, ...rest];
+    const projects = [...new Set(ordered.filter(sharing).map((spec) => spec.project.name))];
+    return [
+      ...slow.filter((spec) => !sharing(spec)),
+      ...projects.flatMap((name) => ordered.filter((spec) => sharing(spec) && spec.project.name === name)),
+      ...rest.filter((spec) => !sharing(spec)),
+    ];
   }
 }
