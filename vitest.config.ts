@@ -8,8 +8,8 @@ import SlowFilesFirst from './test/support/slow-files-first.js';
 
 // The suites that depend on helm's behaviour run once per pinned helm (test/engines/versions.json),
 // that helm first on PATH; the rest run once, on the newest one. The files of SHARED_WORKER_FILES
-// share worker processes (test/support/shared-worker-files.ts says which may); every other file
-// runs in a fresh one.
+// share worker processes (test/support/shared-worker-files.ts says which may), and so do each helm's
+// suites; every other file runs in a fresh one.
 const helms = matrixHelms();
 const newest = helms[helms.length - 1]!;
 const onPath = (binDir: string) => ({ PATH: `${binDir}:${process.env.PATH ?? ''}` });
