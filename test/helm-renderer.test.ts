@@ -4,6 +4,7 @@ import * as yaml from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HELM_HOW_TO, HelmNotFoundError, HelmRenderError, HelmTimeoutError } from '../renderers/helm-errors.js';
 import { resolveHelmBinary } from '../renderers/helm-binary.js';
+import { HELM_VERSIONS_FILE, helmBinaryStamp, rememberedHelmVersion } from '../renderers/helm-version-memo.js';
 import { HelmRenderer } from '../renderers/helm-renderer.js';
 import { HelmRunner, VALUES_PRIORITY } from '../renderers/helm-runner.js';
 import type { ChartRenderRequest } from '../src/render/render-dependencies.js';
@@ -468,6 +469,71 @@ describe('resolveHelmBinary', () => {
       expect(await resolveHelmBinary({ configured: path.join(bin, 'helm'), pathEnv: '' })).toMatchObject({
         version: 'v4.3.1',
       });
+    } finally {
+      await temp.cleanup();
+    }
+  });
+
+  it('remembers `helm version` of a binary for the next process in the memo directory, and answers from it while the file is the same', async () => {
+    const bundled = await resolveHelmBinary({ pathEnv: '' });
+    const temp = await helmTempDir('helm-memo');
+    try {
+      // Links of their own: this process remembers by path as well, and the bundled file is long settled.
+      const [first, second] = [path.join(temp.dir, 'first'), path.join(temp.dir, 'second')];
+      await Promise.all([symlink(bundled.path, first), symlink(bundled.path, second)]);
+      const memoDir = path.join(temp.dir, 'memo');
+
+      expect(await resolveHelmBinary({ configured: first, pathEnv: '', memoDir })).toMatchObject({
+        version: 'v3.10.1',
+      });
+      const stamp = await helmBinaryStamp(first);
+      expect(stamp).toMatch(/ dev=\d+ ino=\d+ size=\d+ mtime=\d+ ctime=\d+$/);
+      expect(await rememberedHelmVersion(memoDir, stamp!)).toBe('v3.10.1');
+
+      // What a later process finds: the answer is taken from the memo, not from helm (which says v3.10.1).
+      const file = path.join(memoDir, HELM_VERSIONS_FILE);
+      const memo = JSON.parse(await readFile(file, 'utf8')) as { entries: [string, string][] };
+      memo.entries.unshift([(await helmBinaryStamp(second))!, 'v3.99.0']);
+      await writeFile(file, JSON.stringify(memo));
+      expect(await resolveHelmBinary({ configured: second, pathEnv: '', memoDir })).toMatchObject({
+        version: 'v3.99.0',
+      });
+    } finally {
+      await temp.cleanup();
+    }
+  });
+
+  it('asks helm again when the remembered answer was for another file at that path, and never remembers a script or a file just written', async () => {
+    const bundled = await resolveHelmBinary({ pathEnv: '' });
+    const temp = await helmTempDir('helm-memo-other');
+    try {
+      const memoDir = path.join(temp.dir, 'memo');
+      const link = path.join(temp.dir, 'helm');
+      await symlink(bundled.path, link);
+      // An answer for the same path whose file has since changed (another change time).
+      const stale = (await helmBinaryStamp(link))!.replace(/ctime=\d+$/, 'ctime=1');
+      await mkdir(memoDir);
+      await writeFile(
+        path.join(memoDir, HELM_VERSIONS_FILE),
+        JSON.stringify({ schema: 1, entries: [[stale, 'v3.99.0']] }),
+      );
+      expect(await resolveHelmBinary({ configured: link, pathEnv: '', memoDir })).toMatchObject({ version: 'v3.10.1' });
+
+      // A shim's answer depends on what it runs; a copy written just now may still change within its clock tick.
+      const script = await fakeHelm(path.join(temp.dir, 'shim'), 'v4.3.1');
+      const copy = path.join(temp.dir, 'copy', 'helm');
+      await mkdir(path.dirname(copy));
+      await writeFile(copy, await readFile(bundled.path));
+      await chmod(copy, 0o755);
+      const fresh = path.join(temp.dir, 'fresh-memo');
+      expect(await resolveHelmBinary({ configured: script, pathEnv: '', memoDir: fresh })).toMatchObject({
+        version: 'v4.3.1',
+      });
+      expect(await helmBinaryStamp(script)).toBeUndefined();
+      expect(await resolveHelmBinary({ configured: copy, pathEnv: '', memoDir: fresh })).toMatchObject({
+        version: 'v3.10.1',
+      });
+      expect(await readdir(temp.dir)).not.toContain('fresh-memo');
     } finally {
       await temp.cleanup();
     }

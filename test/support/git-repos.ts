@@ -1,6 +1,15 @@
 /** Real Git repositories for tests: bare remotes, a second clone pushing in between, hooks. */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -42,6 +51,9 @@ export class GitSandbox {
   bareRepo(name: string, seed?: { branch: string; files: Record<string, string> }): string {
     const bare = path.join(this.root, `${name}.git`);
     this.git(this.root, 'init', '--quiet', '--bare', `--initial-branch=${seed?.branch ?? 'main'}`, bare);
+    // Every push into it would start `git gc --auto` (a git process that finds nothing to do in a test's
+    // few objects): written into its config directly, which a `git config` would take a process for.
+    appendFileSync(path.join(bare, 'config'), '[receive]\n\tautogc = false\n');
     // A new repository has no branch and no HEAD tree to build on: nothing to look up first.
     if (seed !== undefined) this.fastImport(bare, seed.branch, seed.files, 'Seed', { parent: '', headTree: '' });
     return bare;
