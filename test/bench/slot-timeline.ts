@@ -17,6 +17,10 @@ export interface SlotUse {
   idleBesideHelm: number;
   /** Share of the span with no helm process of the shard running. */
   idleNoHelm: number;
+  /** From the shard's first helm start to the end of its last values chunk, seconds: when the charts all have their values. */
+  valuesPhaseS: number;
+  /** Share of slots × that phase that was idle. */
+  idleValuesPhase: number;
 }
 
 /** Each shard's slot use (`slots` helm processes at most) between the marks `wave-start` and `wave-end` of the run with `shards` shards. */
@@ -42,36 +46,57 @@ export function slotUse(timelineFile: string, shards: number, slots: number): Sl
   return [...byShard]
     .sort(([a], [b]) => (a < b ? -1 : 1))
     .map(([shard, runs]) => {
-      const points = runs.flatMap((run) => [
-        { at: run.start, delta: 1 },
-        { at: run.end, delta: -1 },
-      ]);
-      points.sort((a, b) => a.at - b.at || a.delta - b.delta);
-      let running = 0;
-      let besideHelm = 0;
-      let noHelm = 0;
-      for (let index = 0; index < points.length - 1; index += 1) {
-        running += points[index]!.delta;
-        const span = points[index + 1]!.at - points[index]!.at;
-        if (running === 0) noHelm += span;
-        else besideHelm += Math.max(0, slots - running) * span;
-      }
-      const spanS = points[points.length - 1]!.at - points[0]!.at;
+      const first = Math.min(...runs.map((run) => run.start));
+      const last = Math.max(...runs.map((run) => run.end));
+      const valuesEnd = Math.max(first, ...runs.filter((run) => run.values).map((run) => run.end));
+      const whole = occupancy(runs, first, last, slots);
+      const valuesPhase = occupancy(runs, first, valuesEnd, slots);
+      const spanS = last - first;
       return {
         shard,
         helmCalls: runs.length,
         valuesCalls: runs.filter((run) => run.values).length,
         spanS,
-        idleBesideHelm: spanS > 0 ? besideHelm / (slots * spanS) : 0,
-        idleNoHelm: spanS > 0 ? noHelm / spanS : 0,
+        idleBesideHelm: spanS > 0 ? whole.idleBesideHelm / (slots * spanS) : 0,
+        idleNoHelm: spanS > 0 ? whole.noHelm / spanS : 0,
+        valuesPhaseS: valuesEnd - first,
+        idleValuesPhase:
+          valuesEnd > first
+            ? (valuesPhase.idleBesideHelm + slots * valuesPhase.noHelm) / (slots * (valuesEnd - first))
+            : 0,
       };
     });
+}
+
+/** Idle slot-seconds beside running helm, and seconds with none running, between `from` and `to`. */
+function occupancy(
+  runs: readonly { start: number; end: number }[],
+  from: number,
+  to: number,
+  slots: number,
+): { idleBesideHelm: number; noHelm: number } {
+  const points = runs.flatMap((run) => [
+    { at: run.start, delta: 1 },
+    { at: run.end, delta: -1 },
+  ]);
+  points.sort((a, b) => a.at - b.at || a.delta - b.delta);
+  let running = 0;
+  let idleBesideHelm = 0;
+  let noHelm = 0;
+  for (let index = 0; index < points.length - 1; index += 1) {
+    running += points[index]!.delta;
+    const span = Math.min(to, points[index + 1]!.at) - Math.max(from, points[index]!.at);
+    if (span <= 0) continue;
+    if (running === 0) noHelm += span;
+    else idleBesideHelm += Math.max(0, slots - running) * span;
+  }
+  return { idleBesideHelm, noHelm };
 }
 
 /** One line per shard for the bench's output. */
 export function describeSlotUse(uses: readonly SlotUse[], slots: number): string[] {
   return uses.map(
     (use) =>
-      `    shard ${use.shard}: ${use.helmCalls} helm calls (${use.valuesCalls} values chunks) over ${use.spanS.toFixed(2)} s on ${slots} slots; idle: ${(100 * use.idleBesideHelm).toFixed(1)}% beside running helm, ${(100 * use.idleNoHelm).toFixed(1)}% with none running`,
+      `    shard ${use.shard}: ${use.helmCalls} helm calls (${use.valuesCalls} values chunks) over ${use.spanS.toFixed(2)} s on ${slots} slots; idle: ${(100 * use.idleBesideHelm).toFixed(1)}% beside running helm, ${(100 * use.idleNoHelm).toFixed(1)}% with none running; all values in after ${use.valuesPhaseS.toFixed(2)} s, ${(100 * use.idleValuesPhase).toFixed(1)}% of the slots idle until then`,
   );
 }
