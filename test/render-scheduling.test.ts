@@ -4,6 +4,7 @@
 // values fail is withheld whole without any of its stages rendering.
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { createHelmDependencies, DEFAULT_HELM_CONCURRENCY } from '../renderers/helm-dependencies.js';
 import type { KubeObject } from '../src/api/types.js';
 import { readInputFiles } from '../src/inputs/read-input-files.js';
 import { buildPlan, type Plan } from '../src/plan/build-plan.js';
@@ -155,7 +156,9 @@ describe('renderOutput scheduling', () => {
     await settle();
     expect(batches.map((batch) => clustersIn(batch).length)).toEqual([2, 16, 1]);
     expect(batches[2]!.items.map((item) => item.id.split('/')[2])).toEqual(['c18', 'c18']);
-    expect(events.filter((event) => /^render clusters\/cluster-stacks\/c(0[2-9]|1[0-7])\//.test(event))).toHaveLength(32);
+    expect(events.filter((event) => /^render clusters\/cluster-stacks\/c(0[2-9]|1[0-7])\//.test(event))).toHaveLength(
+      32,
+    );
     expect(events.some((event) => /^render clusters\/cluster-stacks\/c0[01]\//.test(event))).toBe(false);
     batches[0]!.release();
     batches[2]!.release();
@@ -178,6 +181,12 @@ describe('renderOutput scheduling', () => {
     expect(threeAtOnce.provenance).toEqual(oneByOne.provenance);
     expect(threeAtOnce.withheld).toEqual(oneByOne.withheld);
     expect([...threeAtOnce.tree.keys()]).toEqual([...oneByOne.tree.keys()]);
+  });
+
+  it("asks helm for as many values chunks at once as helm's runner has slots", async () => {
+    const workDir = await tempDir();
+    expect(createHelmDependencies({ workDir, concurrency: 2 }).valuesInFlight).toBe(2);
+    expect(createHelmDependencies({ workDir }).valuesInFlight).toBe(DEFAULT_HELM_CONCURRENCY);
   });
 
   it('asks no chunk once one could not be evaluated, whatever else is in flight: the render fails with that error', async () => {

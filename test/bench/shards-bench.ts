@@ -492,7 +492,10 @@ export async function benchShards(
       // Per shard, how its helm slots were used during the wave (the controllers' helm concurrency).
       for (const shards of [1, SHARD_COUNT]) {
         console.log(`  helm slots during the wave, ${shards} shard${shards === 1 ? '' : 's'}:`);
-        for (const line of describeSlotUse(slotUse(timeline, shards, DEFAULT_HELM_CONCURRENCY), DEFAULT_HELM_CONCURRENCY))
+        for (const line of describeSlotUse(
+          slotUse(timeline, shards, DEFAULT_HELM_CONCURRENCY),
+          DEFAULT_HELM_CONCURRENCY,
+        ))
           console.log(line);
       }
     }
