@@ -45,6 +45,7 @@ export function createHelmDependencies(options: {
   let started: Promise<{ runner: HelmRunner; renderer: HelmRenderer }> | undefined;
   let runner: HelmRunner | undefined;
   let found: HelmBinary | undefined;
+  const concurrency = options.concurrency ?? DEFAULT_HELM_CONCURRENCY;
   const helm = (): Promise<{ runner: HelmRunner; renderer: HelmRenderer }> =>
     (started ??= resolveHelmBinary({
       ...(options.configured ? { configured: options.configured } : {}),
@@ -57,7 +58,7 @@ export function createHelmDependencies(options: {
         binary: binary.path,
         workDir: options.workDir,
         ...(options.pathEnv ? { pathEnv: options.pathEnv } : {}),
-        concurrency: options.concurrency ?? DEFAULT_HELM_CONCURRENCY,
+        concurrency,
         ...(options.timeouts?.chartMs ? { timeoutMs: options.timeouts.chartMs } : {}),
         // Helm starts from this process's spawner, shared with git, once this one is large enough
         // for a fork to cost (src/core/process-spawner.ts); it starts with the first child past
@@ -71,6 +72,8 @@ export function createHelmDependencies(options: {
     prepare: () => void helm().catch(() => undefined),
     binary: () => found,
     rendererName: () => (found ? `helm ${found.version}` : undefined),
+    // Every slot can take a values chunk: at the start of a render nothing else waits for one.
+    valuesInFlight: concurrency,
     renderChart: async (request) => (await helm()).renderer.renderChart(request),
     evaluateValues: async (items, kubeVersion) =>
       evaluateValuesTemplates(

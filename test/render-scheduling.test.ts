@@ -1,8 +1,10 @@
 // How renderOutput schedules its work, seen through the RenderDependencies seam with a renderer
-// that records the order of events: values are evaluated in chunks of whole clusters, one chunk at a
-// time, while charts render, and a cluster whose values fail is withheld whole without any of its stages rendering.
+// that records the order of events: values are evaluated in chunks of whole clusters, as many at a
+// time as the renderer runs side by side (one by default), while charts render, and a cluster whose
+// values fail is withheld whole without any of its stages rendering.
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { createHelmDependencies, DEFAULT_HELM_CONCURRENCY } from '../renderers/helm-dependencies.js';
 import type { KubeObject } from '../src/api/types.js';
 import { readInputFiles } from '../src/inputs/read-input-files.js';
 import { buildPlan, type Plan } from '../src/plan/build-plan.js';
@@ -43,7 +45,10 @@ async function planWith(count: number): Promise<Plan> {
 }
 
 /** A renderer whose values batches resolve only when the test says so; every call is logged. */
-function recordingDeps(failing: Set<string> = new Set()): {
+function recordingDeps(
+  failing: Set<string> = new Set(),
+  valuesInFlight?: number,
+): {
   deps: RenderDependencies;
   events: string[];
   batches: { items: ValuesTemplateItem[]; release: () => void }[];
@@ -51,6 +56,7 @@ function recordingDeps(failing: Set<string> = new Set()): {
   const events: string[] = [];
   const batches: { items: ValuesTemplateItem[]; release: () => void }[] = [];
   const deps: RenderDependencies = {
+    ...(valuesInFlight !== undefined ? { valuesInFlight } : {}),
     evaluateValues: (items) =>
       new Promise<ValuesTemplateResult[]>((resolve) => {
         const clusters = [...new Set(items.map((item) => item.id.split('/')[2]))];
@@ -83,6 +89,30 @@ function recordingDeps(failing: Set<string> = new Set()): {
 
 const settle = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 20));
 
+/** Clusters (by name) in one values batch. */
+const clustersIn = (batch: { items: ValuesTemplateItem[] }): string[] => [
+  ...new Set(batch.items.map((item) => item.id.split('/')[2]!)),
+];
+
+/** Renders `plan`, answering each values batch once it is asked, the latest first, until the render is done. */
+async function renderAnsweringLatestFirst(
+  plan: Plan,
+  recorded: ReturnType<typeof recordingDeps>,
+): Promise<Awaited<ReturnType<typeof renderPlan>>> {
+  let done = false;
+  const outcome = renderPlan(plan, recorded.deps, { secrets: 'refuse', previous: new Map() }).finally(() => {
+    done = true;
+  });
+  let answered = 0;
+  while (!done) {
+    await settle();
+    const asked = recorded.batches.slice(answered);
+    answered = recorded.batches.length;
+    for (const batch of asked.reverse()) batch.release();
+  }
+  return outcome;
+}
+
 describe('renderOutput scheduling', () => {
   it('renders releases at once and a chunk of clusters as soon as its values are in, while the next chunk is evaluated', async () => {
     const plan = await planWith(8);
@@ -111,6 +141,76 @@ describe('renderOutput scheduling', () => {
     const result = await outcome;
     expect(result.withheld).toEqual([]);
     expect(result.stats.unitsRendered).toBe(events.filter((event) => event.startsWith('render ')).length);
+  });
+
+  it('asks as many chunks at once as the renderer runs side by side, and the next as soon as one of them is in', async () => {
+    // 19 clusters: chunks of 2, 16 and 1 clusters; two in flight.
+    const plan = await planWith(19);
+    const { deps, events, batches } = recordingDeps(new Set(), 2);
+    const outcome = renderPlan(plan, deps, { secrets: 'refuse', previous: new Map() });
+    await settle();
+    // Both slots take a chunk at once: the second is not held back behind the first.
+    expect(batches.map((batch) => clustersIn(batch).length)).toEqual([2, 16]);
+    // The second chunk is in before the first: the third is asked, and the second's charts render.
+    batches[1]!.release();
+    await settle();
+    expect(batches.map((batch) => clustersIn(batch).length)).toEqual([2, 16, 1]);
+    expect(batches[2]!.items.map((item) => item.id.split('/')[2])).toEqual(['c18', 'c18']);
+    expect(events.filter((event) => /^render clusters\/cluster-stacks\/c(0[2-9]|1[0-7])\//.test(event))).toHaveLength(
+      32,
+    );
+    expect(events.some((event) => /^render clusters\/cluster-stacks\/c0[01]\//.test(event))).toBe(false);
+    batches[0]!.release();
+    batches[2]!.release();
+    const result = await outcome;
+    expect(result.withheld).toEqual([]);
+    expect(result.stats.unitsRendered).toBe(events.filter((event) => event.startsWith('render ')).length);
+  });
+
+  it('renders the same tree and records whether chunks are evaluated one at a time or side by side, answered in any order', async () => {
+    const plan = await planWith(19);
+    // One failing cluster in each of the three chunks (c00: first, c05: second, c18: third).
+    const failing = new Set(['c00', 'c05', 'c18']);
+    const oneByOne = await renderAnsweringLatestFirst(plan, recordingDeps(failing));
+    const sideBySide = recordingDeps(failing, 3);
+    const threeAtOnce = await renderAnsweringLatestFirst(plan, sideBySide);
+    // All three chunks were asked before any was answered.
+    expect(sideBySide.batches.map((batch) => clustersIn(batch).length)).toEqual([2, 16, 1]);
+    expect(threeAtOnce.withheld.map((entry) => entry.name)).toEqual(['c00', 'c05', 'c18']);
+    expect(threeAtOnce.tree).toEqual(oneByOne.tree);
+    expect(threeAtOnce.provenance).toEqual(oneByOne.provenance);
+    expect(threeAtOnce.withheld).toEqual(oneByOne.withheld);
+    expect([...threeAtOnce.tree.keys()]).toEqual([...oneByOne.tree.keys()]);
+  });
+
+  it("asks helm for as many values chunks at once as helm's runner has slots", async () => {
+    const workDir = await tempDir();
+    expect(createHelmDependencies({ workDir, concurrency: 2 }).valuesInFlight).toBe(2);
+    expect(createHelmDependencies({ workDir }).valuesInFlight).toBe(DEFAULT_HELM_CONCURRENCY);
+  });
+
+  it('asks no chunk once one could not be evaluated, whatever else is in flight: the render fails with that error', async () => {
+    // 19 clusters, two chunks in flight: the first rejects while the second is out; the third is never asked.
+    const plan = await planWith(19);
+    const asked: number[] = [];
+    let answerSecond: (() => void) | undefined;
+    const deps: RenderDependencies = {
+      valuesInFlight: 2,
+      evaluateValues: (items) => {
+        asked.push(new Set(items.map((item) => item.id.split('/')[2])).size);
+        if (asked.length === 1) return Promise.reject(new Error('helm could not be started'));
+        return new Promise((resolve) => {
+          answerSecond = () => resolve(items.map((item) => ({ id: item.id, ok: true as const, values: {} })));
+        });
+      },
+      renderChart: async () => 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n',
+    };
+    await expect(renderPlan(plan, deps, { secrets: 'refuse', previous: new Map() })).rejects.toThrow(
+      'helm could not be started',
+    );
+    answerSecond!();
+    await settle();
+    expect(asked).toEqual([2, 16]);
   });
 
   it('asks for no later chunk once helm could not evaluate one: the render fails with that error', async () => {

@@ -3,13 +3,19 @@
 // whole, and the same inputs fail again next time without helm.
 //
 // Evaluation is streamed, not a phase: the clusters are split into chunks (all stages of a cluster
-// in one chunk, one Kubernetes version per chunk), the first one small, evaluated one after
-// another. The first charts render as soon as the first small chunk is in, and each later chunk is
-// evaluated while the charts of the ones before it render: one values process at a time, so they
-// never hold back the charts that are ready. Each chunk is eight times the one before: a values
-// process costs about the same for 4 items as for 40 (helm's start; 10-30 ms of CPU each, measured
-// on the real-weight bench), far less than the charts of the chunk before it, so doubling only added
+// in one chunk, one Kubernetes version per chunk), the first one small, and the charts of a chunk
+// render as soon as its values are in. Each chunk is eight times the one before: a values process
+// costs about the same for 4 items as for 40 (helm's start; 10-30 ms of CPU each, measured on the
+// real-weight bench), far less than the charts of the chunk before it, so doubling only added
 // processes (five for 48 Clusters, three now) without starting a chart any sooner.
+//
+// As many chunks are asked at once as the renderer runs processes side by side (valuesInFlight,
+// helm's slots); each next one is asked as soon as one of them is in. Asked one after another, the
+// first chunk ran alone at the start of a render with nothing else to do for the other slots (a
+// wave of changed Clusters has no release to render beside it), and each next chunk, asked only
+// once the one before was in and its files written, lost the freed slots to that chunk's charts
+// and then left them idle when those were done before it: in the sharding bench's timeline, a
+// shard had all its values 2.6-3.5 s after its first helm call, a third of its slots idle until then.
 import type { Provenance } from '../output/provenance.js';
 import type { RenderDependencies, ValuesTemplateResult } from './render-dependencies.js';
 import { ownerKey, type PendingUnit } from './render-units.js';
@@ -34,8 +40,9 @@ const MAX_CHUNK_CLUSTERS = 64;
 /**
  * Starts evaluating the values templates of `units` (those the plan renders); returns at once,
  * before helm answers. `knownFailures` (clusters and layers by ownerKey whose template failed
- * before with the same inputs) are failed from the start and not evaluated. A chunk whose
- * evaluation rejects (helm could not run) rejects every later one too.
+ * before with the same inputs) are failed from the start and not evaluated. Chunks are asked
+ * `deps.valuesInFlight` at a time, in order. Once a chunk's evaluation rejects (helm could not
+ * run), no chunk is asked any more: every chunk not yet asked rejects with the same error.
  */
 export function evaluateUnitValues(
   units: readonly PendingUnit[],
@@ -47,12 +54,41 @@ export function evaluateUnitValues(
   const ready = new Map<PendingUnit, Promise<void>>();
   const values = new Map<PendingUnit, Record<string, unknown>[]>();
   const toEvaluate = units.filter((unit) => unit.template !== undefined && !failedClusters.has(ownerKey(unit)));
-  let previousChunk: Promise<void> = Promise.resolve();
-  for (const chunk of chunksOf(toEvaluate)) {
-    const done = previousChunk.then(() => evaluateChunk(chunk, deps, values, failedClusters, timedOutClusters));
-    for (const unit of chunk) ready.set(unit, done);
-    previousChunk = done;
+  const chunks = chunksOf(toEvaluate).map((units) => ({ units, ...settlement() }));
+  const inFlightAtMost = Math.max(1, Math.floor(deps.valuesInFlight ?? 1));
+  let next = 0;
+  let inFlight = 0;
+  let rejected: { error: unknown } | undefined;
+  // Asks the next chunks, in order, while fewer than `inFlightAtMost` are out.
+  const askMore = (): void => {
+    for (; next < chunks.length && inFlight < inFlightAtMost; next += 1) {
+      const chunk = chunks[next]!;
+      if (rejected) {
+        chunk.reject(rejected.error);
+        continue;
+      }
+      inFlight += 1;
+      evaluateChunk(chunk.units, deps, values, failedClusters, timedOutClusters).then(
+        () => {
+          inFlight -= 1;
+          chunk.resolve();
+          askMore();
+        },
+        (error: unknown) => {
+          inFlight -= 1;
+          rejected ??= { error };
+          chunk.reject(error);
+          askMore();
+        },
+      );
+    }
+  };
+  for (const chunk of chunks) {
+    // Nobody may await a chunk (its units all withheld already): that is no unhandled rejection.
+    chunk.done.catch(() => undefined);
+    for (const unit of chunk.units) ready.set(unit, chunk.done);
   }
+  askMore();
   return { failedClusters, timedOutClusters, ready, values };
 }
 
@@ -122,6 +158,17 @@ function chunksOf(units: readonly PendingUnit[]): PendingUnit[][] {
     }
   }
   return chunks;
+}
+
+/** A promise and the functions that settle it. */
+function settlement(): { done: Promise<void>; resolve: () => void; reject: (error: unknown) => void } {
+  let resolve!: () => void;
+  let reject!: (error: unknown) => void;
+  const done = new Promise<void>((yes, no) => {
+    resolve = yes;
+    reject = no;
+  });
+  return { done, resolve, reject };
 }
 
 function describeValuesFailure(result: Extract<ValuesTemplateResult, { ok: false }>): string {

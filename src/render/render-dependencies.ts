@@ -34,6 +34,11 @@ export interface RenderDependencies {
   renderChart(request: ChartRenderRequest): Promise<string>;
   /** One result per item, in order; an item that fails fails alone. */
   evaluateValues(items: ValuesTemplateItem[], kubeVersion: string): Promise<ValuesTemplateResult[]>;
+  /**
+   * How many values-template chunks to evaluate at once: the processes the renderer runs side by
+   * side (helm's slots). Default 1, one chunk after another.
+   */
+  valuesInFlight?: number;
   /** The program that renders charts, as recorded with each unit it renders (e.g. `helm v4.3.1`); undefined before it was found. */
   rendererName?(): string | undefined;
 }

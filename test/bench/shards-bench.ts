@@ -16,6 +16,8 @@ import { ProcessSpawner } from '../../src/core/process-spawner.js';
 import { runProcess, spawnDirectly, type StartChild } from '../../src/core/run-process.js';
 import { SHARD_LABEL } from '../../src/shards/shard-scope.js';
 import { assertCliBuilt, type CliProcess, startCli } from './cli-runs.js';
+import { DEFAULT_HELM_CONCURRENCY } from '../../renderers/helm-dependencies.js';
+import { describeSlotUse, slotUse } from './slot-timeline.js';
 
 const EXAMPLE = path.resolve('examples/quickstart');
 // The release every stack keeps (versions: [v2]): every Cluster renders.
@@ -485,5 +487,17 @@ export async function benchShards(
     // API server held every change, without its own share of the wave.
     const afterPatch = (one.waveMs - one.patchMs) / (three.waveMs - three.patchMs);
     console.log(`        the same counted from the last change the API server took: ${afterPatch.toFixed(2)}`);
+    const timeline = process.env.CSK_BENCH_TIMELINE;
+    if (timeline) {
+      // Per shard, how its helm slots were used during the wave (the controllers' helm concurrency).
+      for (const shards of [1, SHARD_COUNT]) {
+        console.log(`  helm slots during the wave, ${shards} shard${shards === 1 ? '' : 's'}:`);
+        for (const line of describeSlotUse(
+          slotUse(timeline, shards, DEFAULT_HELM_CONCURRENCY),
+          DEFAULT_HELM_CONCURRENCY,
+        ))
+          console.log(line);
+      }
+    }
   }
 }
