@@ -237,6 +237,44 @@ describe('InformerSet', () => {
     expect(warnings[0]?.fields['error']).toMatchObject({ status: 503 });
   });
 
+  it('waits as long as a 429 asks (Retry-After) and logs it without a warning: a server filling its watch cache', async () => {
+    api.failNext({
+      method: 'GET',
+      pathIncludes: 'clusterstacks',
+      status: 429,
+      times: 2,
+      reason: 'TooManyRequests',
+      message: 'storage is (re)initializing',
+      retryAfterSeconds: 0,
+    });
+    const { set, entries, restarts } = anInformerSet([STACKS], {
+      random: () => 0,
+      restartDelay: { baseMs: 60_000, maxMs: 60_000 },
+    });
+    await set.start();
+    // A backoff of a minute (equal jitter, random 0: 30 s) would outlast this wait: the server's 0 s is what counts.
+    await waitFor(() => set.synced(), 'the list after the server asked to wait 0 s');
+    const asked = entries.filter((e) => e.message === 'API server asked to retry later; watch restarts then');
+    expect(asked.map((e) => [e.level, e.fields['retryInMs'], e.fields['attempt']])).toEqual([
+      ['info', 0, 1],
+      ['info', 0, 2],
+    ]);
+    expect(asked[0]?.fields['error']).toMatchObject({ status: 429, message: 'storage is (re)initializing' });
+    expect(entries.filter((e) => e.level === 'warn')).toEqual([]);
+    expect(restarts).toEqual(['ClusterStack', 'ClusterStack']);
+  });
+
+  it('backs off on a 429 without Retry-After, as on any failure, still without a warning', async () => {
+    api.failNext({ method: 'GET', pathIncludes: 'clusterstacks', status: 429, times: 1, message: 'slow down' });
+    const { set, entries } = anInformerSet([STACKS], { random: () => 0 });
+    await set.start();
+    await set.whenSynced();
+    const asked = entries.filter((e) => e.message === 'API server asked to retry later; watch restarts then');
+    // Equal jitter with random 0: half of 20 ms.
+    expect(asked.map((e) => e.fields['retryInMs'])).toEqual([10]);
+    expect(entries.filter((e) => e.level === 'warn')).toEqual([]);
+  });
+
   it('says while a kind cannot be read (since when, the API error), so a stale cache is not taken for the truth', async () => {
     api.failNext({
       method: 'GET',

