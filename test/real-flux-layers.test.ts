@@ -517,11 +517,13 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
         async () => (await applied(root)) === first,
         90_000,
       );
+      // Applied, not only created: Flux applies CRDs first and waits until the API server serves them.
       await waitFor(
-        'the widget provider applied',
-        async () => (await status(mgmt(), crd(`widgetmachines.${WIDGET_GROUP}`))) === 200,
+        'the widget provider to apply the first commit',
+        async () => (await applied(widgetProvider)) === first,
         90_000,
       );
+      expect(await status(mgmt(), crd(`widgetmachines.${WIDGET_GROUP}`))).toBe(200);
       // A user's object of the provider's kind.
       const machine = await mgmt().request('POST', `/apis/${WIDGET_GROUP}/v1beta1/namespaces/${NS}/widgetmachines`, {
         body: {
