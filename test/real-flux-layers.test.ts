@@ -10,7 +10,9 @@
 // namespaces of its own. Every case runs side by side
 // with those it does not build on, so that Flux's own waits (a class stage's 60 s, a health check's
 // 30 s) overlap each other and the rest instead of adding up. The fresh class has a wiring (source,
-// repository, namespace) of its own: the other cases' publishes would restart its class stage.
+// repository, namespace) of its own: the other cases' publishes would restart its class stage. So
+// do the providers: each publish makes Flux build every Kustomization on the source it changed, and
+// the providers' three publishes in the stack's wiring rebuilt its stages and layers every time.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -63,6 +65,8 @@ const CLASS_RELEASE_KUSTOMIZATION = `${KUSTOMIZATIONS}/flux-system/kustomization
 const WIRING = 'layers';
 const ROOT_KUSTOMIZATION = `${KUSTOMIZATIONS}/flux-system/kustomizations/${WIRING}`;
 const GIT_SOURCE = `/apis/source.toolkit.fluxcd.io/v1/namespaces/flux-system/gitrepositories/${WIRING}`;
+/** The providers case's own wiring name (its root Kustomization and GitRepository). */
+const PROVIDERS_WIRING = 'providers';
 const stage = (name: string): string => `${KUSTOMIZATIONS}/${NS}/kustomizations/${CLUSTER}-${name}`;
 const layerKustomization = (name: string): string => stage(`layer-${name}`);
 const configMap = (name: string, namespace = 'kube-system'): string =>
@@ -84,25 +88,27 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
   /** The fresh-class case's repository and render, started beside the first. */
   let classBare: string;
   let classPublish: Promise<void> | undefined;
+  /** The providers case's inputs and repository, and its first render (widget v1.0.0), started beside the first. */
+  let providerInputsDir: string;
+  let providersBare: string;
+  let providersPublish: Promise<string> | undefined;
   const started = Date.now();
-  /** Cases that build on another's state wait for it; each settles true when its case passed. */
+  /** The cases that build on the first publish's state wait for it; it settles true when that case passed. */
   const firstPublished = caseOutcome('first publish');
-  const bumped = caseOutcome('a layer version bump');
 
   const mgmt = () => world!.mgmt();
   const wl = () => world!.wl();
   const waitFor = (what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> =>
     waitInWorld(world!, what, check, timeoutMs);
 
-  /** Writes the inputs repository: the stack, bravo, the layers (monitoring at `monitoring`), the providers. */
-  function writeInputs(monitoring: '1.0.0' | '1.1.0', widget: 'v1.0.0' | 'v1.1.0' | undefined): void {
+  /** Writes the inputs repository: the stack, bravo, the layers (monitoring at `monitoring`). */
+  function writeInputs(monitoring: '1.0.0' | '1.1.0'): void {
     writeFileSync(
       path.join(inputs, 'manifests/layers.yaml'),
       layerInput('monitoring', monitoring) +
         layerInput('agent', '1.0.0') +
         layerInput('paused', '1.0.0', { hold: true }),
     );
-    writeFileSync(path.join(inputs, 'manifests/providers.yaml'), providerInputs(widget));
     rmSync(path.join(inputs, 'addons/monitoring'), { recursive: true, force: true });
     mkdirSync(path.join(inputs, 'addons/monitoring'), { recursive: true });
     writeFileSync(path.join(inputs, 'addons/monitoring/keep.yaml'), configMapManifest('monitoring-keep', monitoring));
@@ -140,6 +146,30 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
   const applied = async (apiPath: string): Promise<string | undefined> =>
     (await mgmt().get(apiPath)).status?.lastAppliedRevision;
 
+  /** Renders the core provider and the widget provider at `widget` (none when undefined) into the providers' repository; returns Flux's revision. */
+  async function publishProviders(widget: 'v1.0.0' | 'v1.1.0' | undefined): Promise<string> {
+    writeFileSync(path.join(providerInputsDir, 'providers.yaml'), providerInputs(widget));
+    const result = await runClusterstack(
+      [
+        'render',
+        providerInputsDir,
+        '--release-source',
+        RELEASES,
+        '--git',
+        providersBare,
+        '--gitops',
+        'flux',
+        '--gitops-url',
+        `${gitUrl}/providers.git`,
+        '--gitops-name',
+        PROVIDERS_WIRING,
+      ],
+      { cwd: ROOT },
+    );
+    expect(result.code, result.stderr).toBe(0);
+    return `main@sha1:${execFileSync('git', ['--git-dir', providersBare, 'rev-parse', 'main'], { encoding: 'utf8' }).trim()}`;
+  }
+
   /** Renders a stack of release v2 alone into its own repository, under its own wiring name. */
   async function publishFreshClass(): Promise<void> {
     const stackDir = await writeTree({ 'stack.yaml': stackInput(CLASS_NS, ['v2']) });
@@ -174,7 +204,9 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
     });
     temps.push(inputs);
     execFileSync('git', ['init', '-q', inputs]);
-    writeInputs('1.0.0', 'v1.0.0');
+    writeInputs('1.0.0');
+    providerInputsDir = await tempDir('csk-flux-providers-');
+    temps.push(providerInputsDir);
     // Side by side; each one that started is kept, so that afterAll stops it when the other failed.
     const [flux, oci] = await Promise.allSettled([
       startFluxWorld({
@@ -182,11 +214,14 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
           gitUrl = git.url;
           bare = sandbox.bareRepo('fleet');
           classBare = sandbox.bareRepo('classes');
+          providersBare = sandbox.bareRepo('providers');
           firstPublish = publish();
           classPublish = publishFreshClass();
+          providersPublish = publishProviders('v1.0.0');
           // Their failures are the cases', where they are awaited, not unhandled rejections here.
           firstPublish.catch(() => undefined);
           classPublish.catch(() => undefined);
+          providersPublish.catch(() => undefined);
         },
       }),
       startRegistry(),
@@ -436,37 +471,35 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
     300_000,
   );
 
-  // Each builds on the one before: the first publish, the bump, the providers' two publishes.
+  // The bump builds on the first publish.
   it.concurrent(
     'a layer version bump that drops an addon: real Flux prunes it and updates what both versions keep; the held layer stays paused while everything else applies the new revision',
     async ({ expect }) => {
       await firstPublished.passed();
-      await bumped.track(async () => {
-        writeInputs('1.1.0', 'v1.0.0');
-        const revision = await publish();
-        await syncWiring(world!, GIT_SOURCE, ROOT_KUSTOMIZATION, revision);
-        await waitFor(
-          'the dropped addon pruned',
-          async () => (await status(wl(), configMap('monitoring-dropped'))) === 404,
-          90_000,
-        );
-        expect((await wl().get(configMap('monitoring-keep'))).data.value).toBe('1.1.0');
-        const monitoring = await mgmt().get(layerKustomization('monitoring'));
-        expect(monitoring.metadata.labels['clusterstack.x-k8s.io/layer-version']).toBe('1.1.0');
+      writeInputs('1.1.0');
+      const revision = await publish();
+      await syncWiring(world!, GIT_SOURCE, ROOT_KUSTOMIZATION, revision);
+      await waitFor(
+        'the dropped addon pruned',
+        async () => (await status(wl(), configMap('monitoring-dropped'))) === 404,
+        90_000,
+      );
+      expect((await wl().get(configMap('monitoring-keep'))).data.value).toBe('1.1.0');
+      const monitoring = await mgmt().get(layerKustomization('monitoring'));
+      expect(monitoring.metadata.labels['clusterstack.x-k8s.io/layer-version']).toBe('1.1.0');
 
-        for (const name of ['cni', 'metrics-server', 'layer-agent', 'layer-monitoring']) {
-          await waitFor(`${name} at the new revision`, async () => (await applied(stage(name))) === revision, 90_000);
-        }
-        await waitFor(
-          'the release at the new revision',
-          async () => (await applied(RELEASE_KUSTOMIZATION)) === revision,
-          90_000,
-        );
-        const paused = await mgmt().get(layerKustomization('paused'));
-        expect(paused.spec.suspend).toBe(true);
-        expect(paused.status?.lastAppliedRevision).toBeUndefined();
-        expect(await status(wl(), configMap('paused'))).toBe(404);
-      });
+      for (const name of ['cni', 'metrics-server', 'layer-agent', 'layer-monitoring']) {
+        await waitFor(`${name} at the new revision`, async () => (await applied(stage(name))) === revision, 90_000);
+      }
+      await waitFor(
+        'the release at the new revision',
+        async () => (await applied(RELEASE_KUSTOMIZATION)) === revision,
+        90_000,
+      );
+      const paused = await mgmt().get(layerKustomization('paused'));
+      expect(paused.spec.suspend).toBe(true);
+      expect(paused.status?.lastAppliedRevision).toBeUndefined();
+      expect(await status(wl(), configMap('paused'))).toBe(404);
     },
     300_000,
   );
@@ -474,13 +507,23 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
   it.concurrent(
     'Cluster API providers: a CRD a new provider version dropped and the CRDs of a removed provider are never pruned, nor the objects made through them',
     async ({ expect }) => {
-      await bumped.passed();
+      const root = `${KUSTOMIZATIONS}/flux-system/kustomizations/${PROVIDERS_WIRING}`;
+      const source = `/apis/source.toolkit.fluxcd.io/v1/namespaces/flux-system/gitrepositories/${PROVIDERS_WIRING}`;
       const widgetProvider = `${KUSTOMIZATIONS}/flux-system/kustomizations/provider-infrastructureprovider-widget`;
+      const first = await providersPublish!;
+      bootstrapFlux(world!, providersBare);
       await waitFor(
-        'the widget provider applied',
-        async () => (await status(mgmt(), crd(`widgetmachines.${WIDGET_GROUP}`))) === 200,
-        60_000,
+        'the providers root Kustomization to apply the first commit',
+        async () => (await applied(root)) === first,
+        90_000,
       );
+      // Applied, not only created: Flux applies CRDs first and waits until the API server serves them.
+      await waitFor(
+        'the widget provider to apply the first commit',
+        async () => (await applied(widgetProvider)) === first,
+        90_000,
+      );
+      expect(await status(mgmt(), crd(`widgetmachines.${WIDGET_GROUP}`))).toBe(200);
       // A user's object of the provider's kind.
       const machine = await mgmt().request('POST', `/apis/${WIDGET_GROUP}/v1beta1/namespaces/${NS}/widgetmachines`, {
         body: {
@@ -493,18 +536,16 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
       expect(machine.status, machine.text).toBe(201);
 
       // v1.1.0 no longer ships WidgetMachine.
-      writeInputs('1.1.0', 'v1.1.0');
-      let revision = await publish();
-      await syncWiring(world!, GIT_SOURCE, ROOT_KUSTOMIZATION, revision);
+      let revision = await publishProviders('v1.1.0');
+      await syncWiring(world!, source, root, revision);
       await waitFor('the widget provider at v1.1.0', async () => (await applied(widgetProvider)) === revision, 90_000);
       expect((await mgmt().get(configMap('provider-version', 'widget-system'))).data.version).toBe('v1.1.0');
       expect(await status(mgmt(), crd(`widgetmachines.${WIDGET_GROUP}`))).toBe(200);
       expect(await status(mgmt(), `/apis/${WIDGET_GROUP}/v1beta1/namespaces/${NS}/widgetmachines/worker-0`)).toBe(200);
 
       // The provider removed: its Kustomization is deleted and its finalizer deletes what it applied, except the CRDs and the Namespace.
-      writeInputs('1.1.0', undefined);
-      revision = await publish();
-      await syncWiring(world!, GIT_SOURCE, ROOT_KUSTOMIZATION, revision);
+      revision = await publishProviders(undefined);
+      await syncWiring(world!, source, root, revision);
       await waitFor(
         'the widget provider Kustomization deleted',
         async () => (await status(mgmt(), widgetProvider)) === 404,

@@ -252,10 +252,14 @@ export async function requestReconcile(client: KubeClient, apiPath: string): Pro
   return token;
 }
 
-/** Fetches `source` now and re-applies the `root` Kustomization, then waits until the root applied `revision` (`main@sha1:...`). */
+/**
+ * Fetches `source` now, then waits until the `root` Kustomization applied `revision` (`main@sha1:...`).
+ * The source alone is asked: kustomize-controller watches it and reconciles every Kustomization on
+ * it, the root too, once it has the new revision. Asking the root as well made a build of the old
+ * revision, which the source had not fetched yet, before the one that counts.
+ */
 export async function syncWiring(world: FluxWorld, source: string, root: string, revision: string): Promise<void> {
   await requestReconcile(world.mgmt(), source);
-  await requestReconcile(world.mgmt(), root);
   await waitInWorld(
     world,
     `${root} to apply ${revision}`,
