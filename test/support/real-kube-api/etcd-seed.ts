@@ -57,9 +57,9 @@ export function seedKey(crdFiles: string[], serverSettings: Record<string, strin
   return hash.digest('hex').slice(0, 32);
 }
 
-/** The kept seed's etcd data directory for `key`, or undefined when none is kept (or it is incomplete). */
-export function keptSeed(key: string): string | undefined {
-  const dir = path.join(seedCacheDir(), key);
+/** The kept seed's etcd data directory for `key` in `root`, or undefined when none is kept (or it is incomplete). */
+export function keptSeed(root: string, key: string): string | undefined {
+  const dir = path.join(root, key);
   const marker = path.join(dir, MARKER);
   try {
     if ((JSON.parse(readFileSync(marker, 'utf8')) as { key?: string }).key !== key) return undefined;
@@ -73,12 +73,11 @@ export function keptSeed(key: string): string | undefined {
 }
 
 /**
- * Keeps a copy of `etcdDataDir` (etcd stopped cleanly) as the seed for `key`: written under a
+ * Keeps a copy of `etcdDataDir` (etcd stopped cleanly) as the seed for `key` in `root`: written under a
  * temporary name and renamed, so a reader sees a whole seed or none; when another process kept one
  * for the same key first, that one stays. Prunes seeds unused for two weeks.
  */
-export function keepSeed(key: string, etcdDataDir: string, crdNames: string[]): void {
-  const root = seedCacheDir();
+export function keepSeed(root: string, key: string, etcdDataDir: string, crdNames: string[]): void {
   mkdirSync(root, { recursive: true });
   const temp = path.join(root, `.${key}.${process.pid}.${Date.now()}`);
   try {
@@ -95,10 +94,10 @@ export function keepSeed(key: string, etcdDataDir: string, crdNames: string[]): 
   prune(root, key);
 }
 
-/** Removes the seed for `key`: it did not start, or did not hold what its key says. */
-export function dropSeed(key: string): void {
-  const dir = path.join(seedCacheDir(), key);
-  const gone = path.join(seedCacheDir(), `.${key}.dropped.${process.pid}.${Date.now()}`);
+/** Removes the seed for `key` from `root`: it did not start, or did not hold what its key says. */
+export function dropSeed(root: string, key: string): void {
+  const dir = path.join(root, key);
+  const gone = path.join(root, `.${key}.dropped.${process.pid}.${Date.now()}`);
   try {
     renameSync(dir, gone);
   } catch {

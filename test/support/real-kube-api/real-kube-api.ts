@@ -52,6 +52,8 @@ export interface RealKubeApi {
   thawApiServer(): void;
   /** Whether kube-apiserver is frozen (freezeApiServer without thawApiServer since). */
   frozen(): boolean;
+  /** With `crds`: the seed it started on, and whether this start dropped a kept one (broken) or made it (none kept). */
+  seed?: { key: string; dropped: boolean; made: boolean };
   stop(): Promise<void>;
 }
 
@@ -67,6 +69,8 @@ export interface RealKubeApiOptions {
    * these files and engines (etcd-seed.ts), made once by installing them when none is kept.
    */
   crds?: string[];
+  /** Where seeds are kept (default: the per-machine seedCacheDir()). */
+  seedCache?: string;
 }
 
 // Metadata of every request once answered (and of a watch when it starts): enough to find any
@@ -116,29 +120,37 @@ function kubeconfigYaml(
 export async function startRealKubeApi(options: RealKubeApiOptions = {}): Promise<RealKubeApi> {
   const crdFiles = options.crds ?? [];
   if (crdFiles.length === 0) return startServer(options);
-  const key = seedKey(crdFiles, { serviceCidr: SERVICE_CIDR, extraArgs: JSON.stringify(options.extraArgs ?? []) });
+  const key = serverSeedKey(options);
+  const root = options.seedCache ?? seedCacheDir();
   const names = readCrds(crdFiles).map((crd) => crd.name);
-  const kept = keptSeed(key);
+  const kept = keptSeed(root, key);
+  let dropped = false;
   if (kept) {
     try {
-      return await startOnSeed(options, kept, names);
+      return Object.assign(await startOnSeed(options, kept, names), { seed: { key, dropped, made: false } });
     } catch (error) {
       // Never trusted when it does not start or hold what its key says: made again.
       process.stderr.write(`real API server seed ${key} dropped and made again: ${String(error)}\n`);
-      dropSeed(key);
+      dropSeed(root, key);
+      dropped = true;
     }
   }
-  const made = await makeSeed(key, crdFiles, options.extraArgs);
-  return startOnSeed(options, made, names);
+  const made = await makeSeed(root, key, crdFiles, options.extraArgs);
+  return Object.assign(await startOnSeed(options, made, names), { seed: { key, dropped, made: true } });
+}
+
+/** The key of the seed a server started with `options` (and its `crds`) uses. */
+export function serverSeedKey(options: RealKubeApiOptions): string {
+  return seedKey(options.crds ?? [], { serviceCidr: SERVICE_CIDR, extraArgs: JSON.stringify(options.extraArgs ?? []) });
 }
 
 /** The seeds this process is making, by key: two servers asking at once make one. */
 const making = new Map<string, Promise<string>>();
 
 /** The seed for `key`, made by installing `crdFiles` into a fresh server, then stopping it cleanly. */
-function makeSeed(key: string, crdFiles: string[], extraArgs: string[] | undefined): Promise<string> {
+function makeSeed(root: string, key: string, crdFiles: string[], extraArgs: string[] | undefined): Promise<string> {
   const started =
-    making.get(key) ??
+    making.get(`${root}\n${key}`) ??
     (async () => {
       const api = await startServer({ name: 'seed', ...(extraArgs ? { extraArgs } : {}) });
       try {
@@ -148,16 +160,16 @@ function makeSeed(key: string, crdFiles: string[], extraArgs: string[] | undefin
         const [etcd, apiServer] = api.processes;
         await apiServer!.kill();
         await etcd!.stop();
-        keepSeed(key, path.join(api.dir, 'etcd'), names);
+        keepSeed(root, key, path.join(api.dir, 'etcd'), names);
       } finally {
         await api.stop();
         rmSync(api.dir, { recursive: true, force: true });
       }
-      const seed = keptSeed(key);
-      if (!seed) throw new Error(`the real API server seed ${key} was made but is not kept in ${seedCacheDir()}`);
+      const seed = keptSeed(root, key);
+      if (!seed) throw new Error(`the real API server seed ${key} was made but is not kept in ${root}`);
       return seed;
-    })().finally(() => making.delete(key));
-  making.set(key, started);
+    })().finally(() => making.delete(`${root}\n${key}`));
+  making.set(`${root}\n${key}`, started);
   return started;
 }
 
