@@ -1,13 +1,25 @@
 // The real engines themselves, as the controller and Flux scenarios will use them: each is the
 // pinned version built from the Go module proxy (named here, so every run says what it ran
-// against), a management and a workload API server start side by side and answer, and
-// kube-controller-manager does a cluster's housekeeping on a real server.
+// against), a management and a workload API server start side by side and answer (on per-machine
+// seeds of their CRDs, a broken seed made again), and kube-controller-manager does a cluster's
+// housekeeping on a real server.
+//
+// It starts its own pair rather than leasing a broker server: it needs two separate clusters, signs
+// a client certificate for a user of its own (a lease carries no CA key), and runs Flux, whose
+// controllers and further CRDs would outlive a lease on a server the next file gets.
 import { execFileSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   builtEngine,
   engineBinary,
+  engineCrdFiles,
+  keptSeed,
   pinnedEngines,
+  seedKey,
+  serverSeedKey,
   startFluxControllers,
   startKubeControllerManager,
   startRealKubeApi,
@@ -19,21 +31,34 @@ import {
 import { startGitHttpServer, type GitHttpServer } from './support/git-http-server.js';
 import { GitSandbox } from './support/git-repos.js';
 
+/** Flux's CRDs, as startFluxControllers installs them: the management server starts with them. */
+const FLUX_CRDS = [...engineCrdFiles('source-controller'), ...engineCrdFiles('kustomize-controller')];
+/** One small CRD of ours: the workload server starts with it, on a seed of its own made here. */
+const WORKLOAD_CRDS = [path.resolve('crds/clusterstack.x-k8s.io_clusteraddons.yaml')];
+
 describe('real engines', () => {
   let management: RealKubeApi | undefined;
   let workload: RealKubeApi | undefined;
   let controllerManager: KubeControllerManager | undefined;
   let flux: FluxControllers | undefined;
   let git: GitHttpServer | undefined;
+  // The workload's seeds, apart from the machine's: one is planted broken here.
+  const seedCache = mkdtempSync(path.join(os.tmpdir(), 'csk-kube-seeds-'));
+  const workloadKey = serverSeedKey({ crds: WORKLOAD_CRDS });
 
   beforeAll(async () => {
+    // A seed etcd cannot start on (its member directory is a file), kept under the right key.
+    mkdirSync(path.join(seedCache, workloadKey, 'etcd'), { recursive: true });
+    writeFileSync(path.join(seedCache, workloadKey, 'etcd', 'member'), 'not a data directory\n');
+    writeFileSync(path.join(seedCache, workloadKey, 'seed.json'), JSON.stringify({ key: workloadKey }));
     [management, workload] = await Promise.all([
-      startRealKubeApi({ name: 'management' }),
-      startRealKubeApi({ name: 'workload' }),
+      startRealKubeApi({ name: 'management', crds: FLUX_CRDS }),
+      startRealKubeApi({ name: 'workload', crds: WORKLOAD_CRDS, seedCache }),
     ]);
   }, 240_000);
 
   afterAll(async () => {
+    rmSync(seedCache, { recursive: true, force: true });
     await flux?.stop();
     await git?.close();
     await controllerManager?.stop();
@@ -110,6 +135,66 @@ describe('real engines', () => {
     // RBAC is on: a user without bindings is refused, as the controller's ServiceAccount will be outside its role.
     const stranger = management!.credential('clusterstack-test-stranger');
     expect((await stranger.client.request('GET', '/api/v1/namespaces/default/configmaps')).status).toBe(403);
+  });
+
+  it("keys a seed by the engines, the server settings and each CRD file's name and content", () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'csk-seed-key-'));
+    try {
+      const crd = path.join(dir, 'a.yaml');
+      copyFileSync(WORKLOAD_CRDS[0]!, crd);
+      const key = seedKey([crd], { serviceCidr: '10.0.0.0/24' });
+      expect(seedKey([crd], { serviceCidr: '10.0.0.0/24' })).toBe(key);
+      expect(seedKey([crd], { serviceCidr: '10.0.1.0/24' })).not.toBe(key);
+      const renamed = path.join(dir, 'b.yaml');
+      copyFileSync(crd, renamed);
+      expect(seedKey([renamed], { serviceCidr: '10.0.0.0/24' })).not.toBe(key);
+      // One changed description in the CRD: another key, so the old seed is never used for it.
+      writeFileSync(crd, readFileSync(crd, 'utf8').replace(/description: /, 'description: Changed. '));
+      expect(seedKey([crd], { serviceCidr: '10.0.0.0/24' })).not.toBe(key);
+      // A seed whose marker names another key is not kept for this one.
+      mkdirSync(path.join(dir, 'seeds', key), { recursive: true });
+      writeFileSync(path.join(dir, 'seeds', key, 'seed.json'), JSON.stringify({ key: 'another' }));
+      expect(keptSeed(path.join(dir, 'seeds'), key)).toBeUndefined();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('starts servers on seeds of their CRDs: a seed that does not start is dropped and made again', async () => {
+    expect(management!.seed?.key).toBe(serverSeedKey({ crds: FLUX_CRDS }));
+    expect(workload!.seed).toEqual({ key: workloadKey, dropped: true, made: true });
+    // Made again whole: etcd's member directory, and a marker naming the key and its CRDs.
+    expect(statSync(path.join(seedCache, workloadKey, 'etcd', 'member')).isDirectory()).toBe(true);
+    expect(JSON.parse(readFileSync(path.join(seedCache, workloadKey, 'seed.json'), 'utf8'))).toEqual({
+      key: workloadKey,
+      crds: ['clusteraddons.clusterstack.x-k8s.io'],
+    });
+    for (const [api, names] of [
+      [management!, ['kustomizations.kustomize.toolkit.fluxcd.io', 'gitrepositories.source.toolkit.fluxcd.io']],
+      [workload!, ['clusteraddons.clusterstack.x-k8s.io']],
+    ] as const)
+      for (const name of names) {
+        const crd = await api.admin.client.get(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`);
+        expect(crd.status.conditions).toContainEqual(expect.objectContaining({ type: 'Established', status: 'True' }));
+      }
+    // Served: an object of the seeded kind is stored and read back.
+    const created = await workload!.admin.client.request(
+      'POST',
+      '/apis/clusterstack.x-k8s.io/v1alpha1/namespaces/default/clusteraddons',
+      {
+        body: {
+          apiVersion: 'clusterstack.x-k8s.io/v1alpha1',
+          kind: 'ClusterAddon',
+          metadata: { name: 'seeded' },
+          spec: {},
+        },
+      },
+    );
+    expect(created.status, created.text).toBe(201);
+    expect(
+      (await workload!.admin.client.get('/apis/clusterstack.x-k8s.io/v1alpha1/namespaces/default/clusteraddons/seeded'))
+        .metadata.name,
+    ).toBe('seeded');
   });
 
   // The housekeeping and Flux cases wait on their engines independently (kube-controller-manager on

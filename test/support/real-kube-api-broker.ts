@@ -13,11 +13,11 @@ import type { TestProject } from 'vitest/node';
 import { applyShippedIdentity } from './shipped-identity.js';
 import {
   engineCrdFiles,
-  installCrds,
   startKubeControllerManager,
   startRealKubeApi,
   waitUntil,
   type KubeControllerManager,
+  type LocalProcess,
   type RealKubeApi,
 } from './real-kube-api/index.js';
 import { runWideService, serveOnLoopback } from './run-wide-service.js';
@@ -108,22 +108,64 @@ interface Pooled {
   /** Resolves once emptied after its last lease. */
   clean: Promise<void>;
   busy: boolean;
+  cpu: CpuLedger;
+}
+
+/** The phases of a server's life its CPU is counted in (said at teardown: where the servers' CPU goes). */
+type Phase = 'start' | 'identity' | 'tests' | 'emptying' | 'idle';
+
+/**
+ * CPU-s of a server's processes by phase and program: each `mark` counts what they used since the
+ * last one to the phase that just ended. A restarted kube-apiserver's use between the last mark and
+ * its kill is not counted.
+ */
+class CpuLedger {
+  readonly spent = new Map<Phase, Map<string, number>>();
+  readonly leases = { count: 0 };
+  private readonly last = new Map<number, number>();
+  constructor(private readonly processes: () => LocalProcess[]) {}
+
+  mark(phase: Phase): void {
+    const programs = this.spent.get(phase) ?? new Map<string, number>();
+    this.spent.set(phase, programs);
+    for (const process of this.processes()) {
+      const now = process.cpuSeconds();
+      const program = process.name.split(' ')[0]!;
+      programs.set(program, (programs.get(program) ?? 0) + now - (this.last.get(process.pid) ?? 0));
+      this.last.set(process.pid, now);
+    }
+  }
+
+  /** One line: each phase's CPU-s, by program. */
+  describe(name: string): string {
+    const phases = [...this.spent].map(([phase, programs]) => {
+      const total = [...programs.values()].reduce((sum, value) => sum + value, 0);
+      const each = [...programs].map(([program, value]) => `${program} ${value.toFixed(1)}`).join(', ');
+      return `${phase} ${total.toFixed(1)} (${each})`;
+    });
+    return `real API server ${name}, CPU-s over ${this.leases.count} leases: ${phases.join('; ')}`;
+  }
 }
 
 async function startPooled(id: number): Promise<Pooled> {
-  const api = await startRealKubeApi({ name: `shared-${id}`, auditLog: true });
+  // Its CRDs from the per-machine seed (real-kube-api/etcd-seed.ts): installing them took 4.3-5 CPU-s of kube-apiserver's a start.
+  const api = await startRealKubeApi({ name: `shared-${id}`, auditLog: true, crds: crdFiles() });
+  let kcm: KubeControllerManager | undefined;
+  const cpu = new CpuLedger(() => [...api.processes, ...(kcm ? [kcm.process] : [])]);
   try {
-    const kcm = await startKubeControllerManager(api, { controllers: ['garbagecollector', 'namespace'] });
-    await installCrds(api, crdFiles());
+    kcm = await startKubeControllerManager(api, { controllers: ['garbagecollector', 'namespace'] });
+    cpu.mark('start');
     await api.admin.client.request('POST', '/api/v1/namespaces', {
       body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'argocd' } },
     });
     const identity = await applyShippedIdentity(api, { overlay: 'argocd', components: ['runtime-extension'] });
+    cpu.mark('identity');
     return {
       api,
       kcm,
       clean: Promise.resolve(),
       busy: false,
+      cpu,
       lease: {
         id,
         name: api.name,
@@ -141,6 +183,7 @@ async function startPooled(id: number): Promise<Pooled> {
       },
     };
   } catch (error) {
+    await kcm?.stop();
     await api.stop();
     throw error;
   }
@@ -447,6 +490,8 @@ async function startBroker(): Promise<{ url: string; stop: () => Promise<void> }
         handOver(pooled);
         return;
       }
+      pooled.cpu.mark('idle');
+      pooled.cpu.leases.count++;
       response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(pooled.lease));
       return;
     }
@@ -456,16 +501,22 @@ async function startBroker(): Promise<{ url: string; stop: () => Promise<void> }
       if (!pooled) throw new Error(`no leased server ${id}`);
       // A file that froze its server and failed before thawing it never hands a frozen one on.
       pooled.api.thawApiServer();
-      pooled.clean = empty(pooled).catch(async (error: unknown) => {
-        if (stopping) return;
-        // A server that cannot be emptied is not handed out again: the next lease starts a fresh one.
-        // Said on stderr: the run goes on, but slower, and a file's leftovers are worth fixing.
-        process.stderr.write(`real API server ${pooled.lease.name} could not be emptied, replaced: ${String(error)}\n`);
-        pool.splice(pool.indexOf(pooled), 1);
-        await pooled.kcm.stop();
-        await pooled.api.stop();
-        throw error;
-      });
+      pooled.cpu.mark('tests');
+      pooled.clean = empty(pooled).then(
+        () => pooled.cpu.mark('emptying'),
+        async (error: unknown) => {
+          if (stopping) return;
+          // A server that cannot be emptied is not handed out again: the next lease starts a fresh one.
+          // Said on stderr: the run goes on, but slower, and a file's leftovers are worth fixing.
+          process.stderr.write(
+            `real API server ${pooled.lease.name} could not be emptied, replaced: ${String(error)}\n`,
+          );
+          pool.splice(pool.indexOf(pooled), 1);
+          await pooled.kcm.stop();
+          await pooled.api.stop();
+          throw error;
+        },
+      );
       // Seen by the next lease; not an unhandled rejection when there is none.
       pooled.clean.catch(() => undefined);
       handOver(pooled);
@@ -491,6 +542,8 @@ async function startBroker(): Promise<{ url: string; stop: () => Promise<void> }
     await Promise.allSettled(starting);
     // Not emptied first: the run is over, and the last file's namespaces may take long to go.
     for (const pooled of pool) {
+      pooled.cpu.mark(pooled.busy ? 'tests' : 'idle');
+      process.stderr.write(`${pooled.cpu.describe(pooled.lease.name)}\n`);
       await pooled.kcm.stop();
       await pooled.api.stop();
     }

@@ -7,6 +7,27 @@ import type { KubeClient } from './kube-client.js';
 import { waitUntil, type LocalProcess } from './local-process.js';
 
 const FIELD_MANAGER = 'clusterstack-test';
+const CRDS = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
+
+interface CrdDocument {
+  kind?: string;
+  metadata?: { name?: string; labels?: Record<string, string> };
+}
+
+/** The CRDs in `files`, in order, each with its document's text; throws naming the file and line of anything else. */
+export function readCrds(files: string[]): { file: string; name: string; crd: CrdDocument; text: string }[] {
+  const crds: { file: string; name: string; crd: CrdDocument; text: string }[] = [];
+  for (const file of files)
+    for (const document of decodeYamlDocuments(readFileSync(file, 'utf8'))) {
+      const crd = document.value as CrdDocument | null;
+      if (crd === null) continue;
+      const name = crd.metadata?.name;
+      if (crd.kind !== 'CustomResourceDefinition' || !name)
+        throw new Error(`${file}:${document.startLine}: not a CustomResourceDefinition (kind ${String(crd.kind)})`);
+      crds.push({ file, name, crd, text: document.text });
+    }
+  return crds;
+}
 
 /**
  * Applies every CRD in `files` and waits until all are Established; returns their names. `labels`
@@ -18,44 +39,28 @@ export async function installCrds(
   options: { labels?: Record<string, string> } = {},
 ): Promise<string[]> {
   const client = api.admin.client;
-  const names: string[] = [];
-  for (const file of files) {
-    for (const document of decodeYamlDocuments(readFileSync(file, 'utf8'))) {
-      const crd = document.value as {
-        kind?: string;
-        metadata?: { name?: string; labels?: Record<string, string> };
-      } | null;
-      if (crd === null) continue;
-      const name = crd.metadata?.name;
-      if (crd.kind !== 'CustomResourceDefinition' || !name)
-        throw new Error(`${file}:${document.startLine}: not a CustomResourceDefinition (kind ${String(crd.kind)})`);
-      const response = await client.request(
-        'PATCH',
-        `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`,
-        {
-          query: { fieldManager: FIELD_MANAGER, force: 'true' },
-          contentType: 'application/apply-patch+yaml',
-          // Labelled: re-encoded by kube-yaml, so the server reads the same object plus the labels.
-          body: options.labels
-            ? encodeYaml({
-                ...crd,
-                metadata: { ...crd.metadata, labels: { ...crd.metadata?.labels, ...options.labels } },
-              })
-            : document.text,
-        },
+  const crds = readCrds(files);
+  for (const { file, name, crd, text } of crds) {
+    const response = await client.request('PATCH', `${CRDS}/${name}`, {
+      query: { fieldManager: FIELD_MANAGER, force: 'true' },
+      contentType: 'application/apply-patch+yaml',
+      // Labelled: re-encoded by kube-yaml, so the server reads the same object plus the labels.
+      body: options.labels
+        ? encodeYaml({
+            ...crd,
+            metadata: { ...crd.metadata, labels: { ...crd.metadata?.labels, ...options.labels } },
+          })
+        : text,
+    });
+    if (response.status !== 200 && response.status !== 201)
+      throw new Error(
+        `${file}: installing CRD ${name} failed: ${response.status} ${response.body?.message ?? response.text}`,
       );
-      if (response.status !== 200 && response.status !== 201)
-        throw new Error(
-          `${file}: installing CRD ${name} failed: ${response.status} ${response.body?.message ?? response.text}`,
-        );
-      names.push(name);
-    }
   }
+  const names = crds.map((crd) => crd.name);
   await waitUntilEstablished(client, new Set(names), api.processes);
   return names;
 }
-
-const CRDS = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
 
 /**
  * Waits for the event: each round LISTs the CRDs once, then watches them from that list until every

@@ -16,6 +16,8 @@ export interface LocalProcess {
   stop(): Promise<void>;
   /** SIGKILL, as a crash; resolves once it is gone. */
   kill(): Promise<void>;
+  /** The CPU-s it has used so far (user and system, from /proc: Linux); its last reading once it has exited. */
+  cpuSeconds(): number;
 }
 
 /**
@@ -61,9 +63,14 @@ export function startLocalProcess(
       return '';
     }
   };
+  let lastCpu = 0;
   return {
     name,
     pid: child.pid ?? -1,
+    cpuSeconds() {
+      if (!exitedAlready) lastCpu = processCpuSeconds(child.pid ?? -1) ?? lastCpu;
+      return lastCpu;
+    },
     logFile,
     exited: () => exitedAlready,
     logTail,
@@ -80,6 +87,20 @@ export function startLocalProcess(
       await gone;
     },
   };
+}
+
+/** Clock ticks per second as /proc/<pid>/stat counts them (USER_HZ: 100 on every Linux port). */
+const USER_HZ = 100;
+
+/** utime + stime of process `pid` in seconds, or undefined where /proc cannot say (gone, not Linux). */
+function processCpuSeconds(pid: number): number | undefined {
+  try {
+    // After the command name, which may hold spaces, in parentheses: state is field 3, utime 14, stime 15.
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ').at(-1)!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / USER_HZ;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Polls `check` until it returns true; fails with `what`, and the process's log, when `process` exits or time runs out. */

@@ -3,12 +3,14 @@
 // client certificate. Start one per test file (about 5-15 s on a busy machine) and reuse it; start
 // two for a management and a workload cluster. `stop()` ends both processes; the files stay in the
 // run's temporary root (test/support/temp-root.ts), removed with it.
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../registry/start-registry.js';
 import { makeClusterPki, type ClientCertificate, type ClusterPki } from './cluster-pki.js';
 import { builtEngine, engineBinary } from './engine-cache.js';
+import { copyDataDir, dropSeed, keepSeed, keptSeed, seedCacheDir, seedKey } from './etcd-seed.js';
+import { installCrds, readCrds } from './install-crds.js';
 import { kubeClient, type KubeClient } from './kube-client.js';
 import { startLocalProcess, waitUntil, type LocalProcess } from './local-process.js';
 
@@ -50,6 +52,8 @@ export interface RealKubeApi {
   thawApiServer(): void;
   /** Whether kube-apiserver is frozen (freezeApiServer without thawApiServer since). */
   frozen(): boolean;
+  /** With `crds`: the seed it started on, and whether this start dropped a kept one (broken) or made it (none kept). */
+  seed?: { key: string; dropped: boolean; made: boolean };
   stop(): Promise<void>;
 }
 
@@ -60,6 +64,13 @@ export interface RealKubeApiOptions {
   extraArgs?: string[];
   /** Write an audit log of every request (who, what, the answer's code) to `<dir>/audit.log`. */
   auditLog?: boolean;
+  /**
+   * CRD files the server starts with, Established: it starts on a copy of the per-machine seed for
+   * these files and engines (etcd-seed.ts), made once by installing them when none is kept.
+   */
+  crds?: string[];
+  /** Where seeds are kept (default: the per-machine seedCacheDir()). */
+  seedCache?: string;
 }
 
 // Metadata of every request once answered (and of a watch when it starts): enough to find any
@@ -102,8 +113,130 @@ function kubeconfigYaml(
   )}\n`;
 }
 
-/** Starts etcd and kube-apiserver and waits until the API server is ready (/readyz). */
+/**
+ * Starts etcd and kube-apiserver and waits until the API server is ready (/readyz) and serves every
+ * CRD of `options.crds`.
+ */
 export async function startRealKubeApi(options: RealKubeApiOptions = {}): Promise<RealKubeApi> {
+  const crdFiles = options.crds ?? [];
+  if (crdFiles.length === 0) return startServer(options);
+  const key = serverSeedKey(options);
+  const root = options.seedCache ?? seedCacheDir();
+  const names = readCrds(crdFiles).map((crd) => crd.name);
+  const kept = keptSeed(root, key);
+  let dropped = false;
+  if (kept) {
+    try {
+      return Object.assign(await startOnSeed(options, kept, names), { seed: { key, dropped, made: false } });
+    } catch (error) {
+      // Never trusted when it does not start or hold what its key says: made again.
+      process.stderr.write(`real API server seed ${key} dropped and made again: ${String(error)}\n`);
+      dropSeed(root, key);
+      dropped = true;
+    }
+  }
+  const made = await makeSeed(root, key, crdFiles, options.extraArgs);
+  return Object.assign(await startOnSeed(options, made, names), { seed: { key, dropped, made: true } });
+}
+
+/** The key of the seed a server started with `options` (and its `crds`) uses. */
+export function serverSeedKey(options: RealKubeApiOptions): string {
+  return seedKey(options.crds ?? [], { serviceCidr: SERVICE_CIDR, extraArgs: JSON.stringify(options.extraArgs ?? []) });
+}
+
+/** The seeds this process is making, by key: two servers asking at once make one. */
+const making = new Map<string, Promise<string>>();
+
+/** The seed for `key`, made by installing `crdFiles` into a fresh server, then stopping it cleanly. */
+function makeSeed(root: string, key: string, crdFiles: string[], extraArgs: string[] | undefined): Promise<string> {
+  const started =
+    making.get(`${root}\n${key}`) ??
+    (async () => {
+      const api = await startServer({ name: 'seed', ...(extraArgs ? { extraArgs } : {}) });
+      try {
+        const names = await installCrds(api, crdFiles);
+        // kube-apiserver first (killed: its graceful drain takes seconds, and nothing of it needs to
+        // survive), then etcd by SIGTERM: it closes its database and log whole.
+        const [etcd, apiServer] = api.processes;
+        await apiServer!.kill();
+        await etcd!.stop();
+        keepSeed(root, key, path.join(api.dir, 'etcd'), names);
+      } finally {
+        await api.stop();
+        rmSync(api.dir, { recursive: true, force: true });
+      }
+      const seed = keptSeed(root, key);
+      if (!seed) throw new Error(`the real API server seed ${key} was made but is not kept in ${root}`);
+      return seed;
+    })().finally(() => making.delete(`${root}\n${key}`));
+  making.set(`${root}\n${key}`, started);
+  return started;
+}
+
+/**
+ * Starts a server on a copy of `seed` and checks that it serves exactly the CRDs `names`,
+ * Established, and lists them in discovery; stops it and throws otherwise.
+ */
+async function startOnSeed(options: RealKubeApiOptions, seed: string, names: string[]): Promise<RealKubeApi> {
+  const api = await startServer(options, seed);
+  try {
+    const listed = (await api.admin.client.get(CRD_PATH)).items as {
+      metadata: { name: string };
+      spec: { group: string; names: { plural: string }; versions: { name: string; served: boolean }[] };
+      status?: { conditions?: { type: string; status: string }[] };
+    }[];
+    const found = listed.map((crd) => crd.metadata.name).sort();
+    if (JSON.stringify(found) !== JSON.stringify([...names].sort()))
+      throw new Error(`it holds the CRDs ${found.join(', ') || 'none'}, not ${[...names].sort().join(', ')}`);
+    const unestablished = listed.filter(
+      (crd) =>
+        !crd.status?.conditions?.some((condition) => condition.type === 'Established' && condition.status === 'True'),
+    );
+    if (unestablished.length > 0)
+      throw new Error(`its CRDs ${unestablished.map((crd) => crd.metadata.name).join(', ')} are not Established`);
+    // Discovery follows the CRDs' informer moments after /readyz: what kubectl and the broker read.
+    const served = listed.flatMap((crd) =>
+      crd.spec.versions
+        .filter((version) => version.served)
+        .map((version) => `${crd.spec.group}/${version.name}/${crd.spec.names.plural}`),
+    );
+    await waitUntil(
+      `kube-apiserver (${api.name}) to list its CRDs in discovery`,
+      async () => {
+        const discovered = await discoveredResources(api.admin.client);
+        return served.every((resource) => discovered.has(resource));
+      },
+      api.processes,
+      60_000,
+    );
+    return api;
+  } catch (error) {
+    await api.stop();
+    throw error;
+  }
+}
+
+/** `group/version/plural` of every resource aggregated discovery lists under /apis. */
+async function discoveredResources(client: KubeClient): Promise<Set<string>> {
+  const response = await client.request('GET', '/apis', {
+    accept: 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList',
+  });
+  const resources = new Set<string>();
+  if (response.status !== 200) return resources;
+  for (const group of response.body.items as {
+    metadata: { name?: string };
+    versions: { version: string; resources: { resource: string }[] }[];
+  }[])
+    for (const version of group.versions)
+      for (const resource of version.resources)
+        resources.add(`${group.metadata.name ?? ''}/${version.version}/${resource.resource}`);
+  return resources;
+}
+
+const CRD_PATH = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
+
+/** Starts etcd (on a copy of `seed` when given) and kube-apiserver, and waits until the API server is ready. */
+async function startServer(options: RealKubeApiOptions, seed?: string): Promise<RealKubeApi> {
   const name = options.name ?? 'kube';
   const etcdBinary = engineBinary('etcd', 'etcd');
   const apiServerBinary = engineBinary('kubernetes', 'kube-apiserver');
@@ -131,6 +264,8 @@ export async function startRealKubeApi(options: RealKubeApiOptions = {}): Promis
   try {
     const [clientPort, peerPort, securePort] = await distinctFreePorts(3);
     const etcdUrl = `http://127.0.0.1:${clientPort}`;
+    // A seed's etcd keeps its member and cluster as they were made; a lone member needs no peer.
+    if (seed) copyDataDir(seed, path.join(dir, 'etcd'));
     const peerUrl = `http://127.0.0.1:${peerPort}`;
     const etcd = startLocalProcess(
       `etcd (${name})`,
