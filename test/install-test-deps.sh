@@ -5,7 +5,7 @@
 # to unwrap the data keys of the SOPS files we write, and
 # Go with Debian's sigs.k8s.io/yaml and go-yaml v2 sources: the tests build a small oracle from them
 # to check that what we write decodes in Kubernetes exactly as helm's output does.
-# Then builds the real engines (kube-apiserver, etcd, Flux, helm 3 and 4) and downloads the CRDs the
+# Then builds the real engines (kube-apiserver, etcd, Flux, helm 3 and 4, sops) and downloads the CRDs the
 # tests validate against, from the Go module proxy into a per-machine cache (test/engines/build-engines.sh;
 # the first build takes long, see docs/development.md).
 # Needs root (or sudo) for the packages; does nothing when everything is installed and built.

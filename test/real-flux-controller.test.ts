@@ -48,7 +48,7 @@ import {
 import { distinctFreePorts, engineBinary } from './support/real-kube-api/index.js';
 import { makeSelfSignedCert, type SelfSignedCert } from './support/self-signed-cert.js';
 import { applyShippedIdentity, type ShippedIdentity } from './support/shipped-identity.js';
-import { ageKeygen, decryptWithSopsAge } from './support/sops-oracle.js';
+import { ageKeygen, decryptWithSops as decryptWithSopsAge } from './support/sops-oracle.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const NS = 'team';

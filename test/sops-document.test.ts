@@ -1,18 +1,15 @@
-// The SOPS layer against implementations we did not write: the age CLI unwraps the data key,
-// sops-age decrypts the values, sops-decoder decrypts them again and verifies the MAC.
+// The SOPS layer against implementations we did not write: the age CLI unwraps the data key, and
+// the real sops (built pinned from the Go module proxy) decrypts the values and verifies the MAC.
+import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encryptAsSopsDocument, SOPS_ENCRYPTED_REGEX } from '../src/secrets/sops-document.js';
 import { decodeYamlDocument } from '../src/yaml/kube-yaml.js';
-import {
-  ageKeygen,
-  decryptWithSopsAge,
-  decryptWithSopsDecoder,
-  sopsMetadataOf,
-  unwrapDataKeyWithAgeCli,
-} from './support/sops-oracle.js';
+import { builtEngine, engineBinary } from './support/real-kube-api/engine-cache.js';
+import { ageKeygen, decryptWithSops, sopsMetadataOf, unwrapDataKeyWithAgeCli } from './support/sops-oracle.js';
 
 const secret = {
   apiVersion: 'v1',
@@ -40,18 +37,20 @@ beforeAll(async () => {
 afterAll(async () => rm(dir, { recursive: true, force: true }));
 
 describe('encryptAsSopsDocument', () => {
-  it('writes a document the age CLI, sops-age and sops-decoder (MAC verified) decrypt to the Secret', async () => {
+  it('writes a document the age CLI and sops (MAC verified) decrypt to the Secret, for every recipient', async () => {
     const document = await encryptAsSopsDocument(secret, {
       recipients: [alice.recipient, bob.recipient],
       lastModified: '2026-11-23T10:00:00Z',
     });
+    const dataKeys: Buffer[] = [];
     for (const who of [alice, bob]) {
       const dataKey = await unwrapDataKeyWithAgeCli(document, who.identityFile, who.recipient);
       expect(dataKey).toHaveLength(32);
-      expect(await decryptWithSopsDecoder(document, dataKey)).toEqual(secret);
-      const viaSopsAge = await decryptWithSopsAge(document, who.identity);
-      expect(viaSopsAge).toEqual(secret);
+      dataKeys.push(dataKey);
+      expect(await decryptWithSops(document, who.identity)).toEqual(secret);
     }
+    // One data key, wrapped for each recipient.
+    expect(dataKeys[1]).toEqual(dataKeys[0]);
     const metadata = sopsMetadataOf(document);
     expect(metadata.age.map((entry) => entry.recipient)).toEqual([alice.recipient, bob.recipient]);
     expect(metadata['encrypted_regex']).toBe(SOPS_ENCRYPTED_REGEX);
@@ -72,30 +71,33 @@ describe('encryptAsSopsDocument', () => {
       expect(document).not.toContain(value);
   });
 
-  it('is rejected by the MAC-checking decoder when a value or the MAC was changed', async () => {
+  it('is refused by sops when a value, the MAC or a readable value was changed, or for another identity', async () => {
     const document = await encryptAsSopsDocument(secret, {
       recipients: [alice.recipient],
       lastModified: '2026-11-23T10:00:00Z',
     });
-    const dataKey = await unwrapDataKeyWithAgeCli(document, alice.identityFile, alice.recipient);
+    expect(await decryptWithSops(document, alice.identity)).toEqual(secret);
     const flip = (text: string, marker: string): string => {
       const start = document.indexOf(marker) + marker.length;
       const char = text[start + 2]!;
       return `${text.slice(0, start + 2)}${char === 'A' ? 'B' : 'A'}${text.slice(start + 3)}`;
     };
-    // A flipped byte in an encrypted value: the GCM tag fails.
-    await expect(decryptWithSopsDecoder(flip(document, 'ca.key: ENC[AES256_GCM,data:'), dataKey)).rejects.toThrow(
-      /rejected/,
+    // A flipped byte in an encrypted value: its GCM tag fails.
+    await expect(decryptWithSops(flip(document, 'ca.key: ENC[AES256_GCM,data:'), alice.identity)).rejects.toThrow(
+      /refused the document \(exit 25\): Error decrypting tree: .*Could not decrypt value: .*message authentication failed/,
     );
-    await expect(decryptWithSopsAge(flip(document, 'ca.key: ENC[AES256_GCM,data:'), alice.identity)).rejects.toThrow();
-    // A flipped byte in the MAC.
-    await expect(decryptWithSopsDecoder(flip(document, 'mac: ENC[AES256_GCM,data:'), dataKey)).rejects.toThrow(
-      /rejected/,
+    // A flipped byte in the MAC: the MAC's own GCM tag fails.
+    await expect(decryptWithSops(flip(document, 'mac: ENC[AES256_GCM,data:'), alice.identity)).rejects.toThrow(
+      /refused the document \(exit 51\): Cannot decrypt MAC/,
     );
     // A changed readable value (the namespace) is caught by the MAC alone.
     await expect(
-      decryptWithSopsDecoder(document.replace('namespace: "kube-system"', 'namespace: "default"'), dataKey),
-    ).rejects.toThrow(/Hash mismatch/);
+      decryptWithSops(document.replace('namespace: "kube-system"', 'namespace: "default"'), alice.identity),
+    ).rejects.toThrow(/refused the document \(exit 51\): MAC mismatch/);
+    // And a document for another recipient only: no identity matches.
+    await expect(decryptWithSops(document, bob.identity)).rejects.toThrow(
+      /refused the document \(exit 128\): Failed to get the data key.*identity did not match any of the recipients/s,
+    );
   });
 });
 
@@ -114,7 +116,18 @@ describe('encryptAsSopsDocument key order', () => {
     expect(body.indexOf('  ca.crt:')).toBeLessThan(body.indexOf('  ca.key:'));
     expect(body.indexOf('  creationTimestamp:')).toBeLessThan(body.indexOf('  labels:'));
     // The MAC still verifies over the document as written (and so over sorted JSON).
-    const dataKey = await unwrapDataKeyWithAgeCli(document, alice.identityFile, alice.recipient);
-    expect(await decryptWithSopsDecoder(document, dataKey)).toEqual(secret);
+    expect(await decryptWithSops(document, alice.identity)).toEqual(secret);
+  });
+});
+
+describe('the sops that checks these documents', () => {
+  it('is the one versions.json pins, built from its module, and says so', async () => {
+    const built = builtEngine('sops');
+    expect(built).toMatchObject({ module: 'github.com/getsops/sops/v3', binaries: ['sops'] });
+    const { stdout } = await promisify(execFile)(engineBinary('sops', 'sops'), [
+      '--version',
+      '--disable-version-check',
+    ]);
+    expect(stdout.trim()).toBe(`sops ${built.version.slice(1)}`);
   });
 });

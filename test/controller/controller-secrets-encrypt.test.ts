@@ -1,6 +1,6 @@
 // The controller with --secrets encrypt: the same pipeline as `render`, so a stack whose addons
-// generate certificates is published with its Secrets as SOPS documents (decrypted here by the age
-// CLI and the MAC-checking sops-decoder), Flux decrypts them, and the start-up flags are checked.
+// generate certificates is published with its Secrets as SOPS documents (decrypted here by the real
+// sops, which checks the MAC), Flux decrypts them, and the start-up flags are checked.
 // On a real API server, as the shipped ServiceAccount.
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,7 +13,7 @@ import {
   startRealControllerFixture,
   type RealControllerFixture,
 } from '../support/real-controller-fixture.js';
-import { ageKeygen, decryptWithSopsDecoder, sopsMetadataOf, unwrapDataKeyWithAgeCli } from '../support/sops-oracle.js';
+import { ageKeygen, decryptWithSops, sopsMetadataOf } from '../support/sops-oracle.js';
 import { pino } from 'pino';
 
 const NS = 'sops';
@@ -64,8 +64,7 @@ describe('controller --secrets encrypt', { concurrent: true }, () => {
     const files = fx.git.files(fx.remote, 'main');
     const document = files[SECRET]!;
     expect(sopsMetadataOf(document).age.map((entry) => entry.recipient)).toEqual([alice.recipient]);
-    const dataKey = await unwrapDataKeyWithAgeCli(document, alice.identityFile, alice.recipient);
-    const secret = await decryptWithSopsDecoder(document, dataKey);
+    const secret = await decryptWithSops(document, alice.identity);
     expect(secret).toMatchObject({ kind: 'Secret', metadata: { name: 'cilium-ca', namespace: 'kube-system' } });
     expect(Buffer.from((secret['data'] as Record<string, string>)['ca.key']!, 'base64').toString('utf8')).toContain(
       'PRIVATE KEY-----',

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the real engines the tests run against (kube-apiserver, kube-controller-manager, etcd, Flux's
-# source-controller and kustomize-controller, helm 3 and 4) and downloads the CRDs we validate against
+# source-controller and kustomize-controller, helm 3 and 4, sops) and downloads the CRDs we validate against
 # (Cluster API, its Docker provider, cluster-api-operator, Argo CD, openMCP), all pinned in versions.json and
 # taken from the Go module proxy only: no source tree of theirs is fetched or committed.
 #
