@@ -8,8 +8,8 @@ import SlowFilesFirst from './test/support/slow-files-first.js';
 
 // The suites that depend on helm's behaviour run once per pinned helm (test/engines/versions.json),
 // that helm first on PATH; the rest run once, on the newest one. The files of SHARED_WORKER_FILES
-// share worker processes (test/support/shared-worker-files.ts says which may), and so do each helm's
-// suites; every other file runs in a fresh one.
+// share worker processes (test/support/shared-worker-files.ts says which may); every other file
+// runs in a fresh one.
 const helms = matrixHelms();
 const newest = helms[helms.length - 1]!;
 const onPath = (binDir: string) => ({ PATH: `${binDir}:${process.env.PATH ?? ''}` });
@@ -45,8 +45,7 @@ export default defineConfig({
     projects: [
       ...helms.map((helm) => ({
         extends: true as const,
-        // The helm suites keep no state beyond themselves either: each helm's five share a worker.
-        test: { name: `helm ${helm.version}`, include: HELM_SUITES, isolate: false, env: onPath(helm.binDir) },
+        test: { name: `helm ${helm.version}`, include: HELM_SUITES, env: onPath(helm.binDir) },
       })),
       {
         extends: true as const,
