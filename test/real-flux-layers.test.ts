@@ -560,10 +560,20 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
         expect(await status(mgmt(), crd(`${name}.${WIDGET_GROUP}`)), name).toBe(200);
       expect((await mgmt().get('/api/v1/namespaces/widget-system')).status.phase).toBe('Active');
       expect(await status(mgmt(), `/apis/${WIDGET_GROUP}/v1beta1/namespaces/${NS}/widgetmachines/worker-0`)).toBe(200);
-      // The core provider, untouched.
-      expect(
-        isReady(await mgmt().get(`${KUSTOMIZATIONS}/flux-system/kustomizations/provider-coreprovider-cluster-api`)),
-      ).toBe(true);
+      // The core provider, untouched: Ready at the last revision too. Flux reconciles it at each new
+      // revision of its source, and every reconcile starts with Ready Unknown, so it is waited for:
+      // alone on its source with the widget provider, it may still be at it here.
+      const core = `${KUSTOMIZATIONS}/flux-system/kustomizations/provider-coreprovider-cluster-api`;
+      await waitFor(
+        'the core provider Ready at the last revision',
+        async () => {
+          const live = await mgmt().get(core);
+          return isReady(live) && live.status?.lastAppliedRevision === revision;
+        },
+        90_000,
+      );
+      expect((await mgmt().get('/api/v1/namespaces/capi-system')).status.phase).toBe('Active');
+      expect(await status(mgmt(), crd('corewidgets.core.widget.test'))).toBe(200);
     },
     300_000,
   );
