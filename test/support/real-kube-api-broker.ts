@@ -20,6 +20,7 @@ import {
   type LocalProcess,
   type RealKubeApi,
 } from './real-kube-api/index.js';
+import { processCpuSeconds } from './real-kube-api/local-process.js';
 import { runWideService, serveOnLoopback } from './run-wide-service.js';
 
 /** What a worker needs to use a leased server: all plain data (it crosses processes). */
@@ -116,8 +117,7 @@ type Phase = 'start' | 'identity' | 'tests' | 'emptying' | 'idle';
 
 /**
  * CPU-s of a server's processes by phase and program: each `mark` counts what they used since the
- * last one to the phase that just ended. A restarted kube-apiserver's use between the last mark and
- * its kill is not counted.
+ * last one to the phase that just ended (from /proc: Linux).
  */
 class CpuLedger {
   readonly spent = new Map<Phase, Map<string, number>>();
@@ -129,7 +129,9 @@ class CpuLedger {
     const programs = this.spent.get(phase) ?? new Map<string, number>();
     this.spent.set(phase, programs);
     for (const process of this.processes()) {
-      const now = process.cpuSeconds();
+      const now = processCpuSeconds(process.pid);
+      // Gone (a restarted kube-apiserver): what it used since the last mark is not counted.
+      if (now === undefined) continue;
       const program = process.name.split(' ')[0]!;
       programs.set(program, (programs.get(program) ?? 0) + now - (this.last.get(process.pid) ?? 0));
       this.last.set(process.pid, now);

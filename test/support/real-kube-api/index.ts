@@ -6,7 +6,7 @@ export { type KubeClient } from './kube-client.js';
 export { startKubeControllerManager, type KubeControllerManager } from './kube-controller-manager.js';
 export { waitUntil, type LocalProcess } from './local-process.js';
 export { distinctFreePorts, serverSeedKey, startRealKubeApi, type RealKubeApi } from './real-kube-api.js';
-export { keptSeed, seedCacheDir, seedKey } from './etcd-seed.js';
+export { keptSeed, seedKey } from './etcd-seed.js';
 export { startFluxControllers, type FluxControllers } from './flux-controllers.js';
 export { describeVerdicts, documentsOfFiles, validateOnServer, type ObjectVerdict } from './server-side-validation.js';
 export {

@@ -16,8 +16,6 @@ export interface LocalProcess {
   stop(): Promise<void>;
   /** SIGKILL, as a crash; resolves once it is gone. */
   kill(): Promise<void>;
-  /** The CPU-s it has used so far (user and system, from /proc: Linux); its last reading once it has exited. */
-  cpuSeconds(): number;
 }
 
 /**
@@ -63,14 +61,9 @@ export function startLocalProcess(
       return '';
     }
   };
-  let lastCpu = 0;
   return {
     name,
     pid: child.pid ?? -1,
-    cpuSeconds() {
-      if (!exitedAlready) lastCpu = processCpuSeconds(child.pid ?? -1) ?? lastCpu;
-      return lastCpu;
-    },
     logFile,
     exited: () => exitedAlready,
     logTail,
@@ -93,7 +86,7 @@ export function startLocalProcess(
 const USER_HZ = 100;
 
 /** utime + stime of process `pid` in seconds, or undefined where /proc cannot say (gone, not Linux). */
-function processCpuSeconds(pid: number): number | undefined {
+export function processCpuSeconds(pid: number): number | undefined {
   try {
     // After the command name, which may hold spaces, in parentheses: state is field 3, utime 14, stime 15.
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ').at(-1)!.split(' ');
