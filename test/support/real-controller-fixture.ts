@@ -220,7 +220,10 @@ const CRDS = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
 
 // A lease may wait for other files' servers longer than fetch's default 300 s for the answer's headers at
 // a high load; the file's hook timeout, not the connection, decides how long a file waits.
-const brokerAgent = new Agent({ headersTimeout: 0, bodyTimeout: 0 });
+// And no kept-alive connection (pipelining 0): the service in Vitest's main process closes an idle one
+// after 5 s, and a call that reused it just then failed with "other side closed" (seen at load 17-25);
+// a file makes only a few calls.
+const brokerAgent = new Agent({ headersTimeout: 0, bodyTimeout: 0, pipelining: 0 });
 
 async function brokerCall(pathName: string, body?: unknown): Promise<Response> {
   const response = await fetch(`${inject('realKubeApiBroker')}${pathName}`, {

@@ -72,7 +72,10 @@ export interface FluxWorldOptions {
 
 // The world may start (tens of seconds at a high load) or wait for Flux longer than fetch's default
 // 300 s for the answer's headers: the file's hook timeout, not the connection, decides how long it waits.
-const worldAgent = new Agent({ headersTimeout: 0, bodyTimeout: 0 });
+// And no kept-alive connection (pipelining 0): the service in Vitest's main process closes an idle one
+// after 5 s, and a call that reused it just then failed with "other side closed" (seen at load 17-25);
+// a file makes only a few calls.
+const worldAgent = new Agent({ headersTimeout: 0, bodyTimeout: 0, pipelining: 0 });
 
 async function worldCall(pathName: string, token?: string): Promise<string> {
   const url = `${inject('realFluxWorld')}${pathName}${token === undefined ? '' : `?token=${token}`}`;
