@@ -19,6 +19,7 @@
 import type { Provenance } from '../output/provenance.js';
 import type { RenderDependencies, ValuesTemplateResult } from './render-dependencies.js';
 import { ownerKey, type PendingUnit } from './render-units.js';
+import { RankedSlots } from '../core/ranked-slots.js';
 import { compareText } from '../core/compare-text.js';
 
 export interface ValuesOutcome {
@@ -54,41 +55,23 @@ export function evaluateUnitValues(
   const ready = new Map<PendingUnit, Promise<void>>();
   const values = new Map<PendingUnit, Record<string, unknown>[]>();
   const toEvaluate = units.filter((unit) => unit.template !== undefined && !failedClusters.has(ownerKey(unit)));
-  const chunks = chunksOf(toEvaluate).map((units) => ({ units, ...settlement() }));
-  const inFlightAtMost = Math.max(1, Math.floor(deps.valuesInFlight ?? 1));
-  let next = 0;
-  let inFlight = 0;
+  // The one bound on work in flight (core/ranked-slots.ts): equal ranks start in arrival order, so in chunk order.
+  const slots = new RankedSlots(deps.valuesInFlight ?? 1);
   let rejected: { error: unknown } | undefined;
-  // Asks the next chunks, in order, while fewer than `inFlightAtMost` are out.
-  const askMore = (): void => {
-    for (; next < chunks.length && inFlight < inFlightAtMost; next += 1) {
-      const chunk = chunks[next]!;
-      if (rejected) {
-        chunk.reject(rejected.error);
-        continue;
+  for (const chunk of chunksOf(toEvaluate)) {
+    const done = slots.run(0, async () => {
+      if (rejected) throw rejected.error;
+      try {
+        await evaluateChunk(chunk, deps, values, failedClusters, timedOutClusters);
+      } catch (error) {
+        rejected ??= { error };
+        throw error;
       }
-      inFlight += 1;
-      evaluateChunk(chunk.units, deps, values, failedClusters, timedOutClusters).then(
-        () => {
-          inFlight -= 1;
-          chunk.resolve();
-          askMore();
-        },
-        (error: unknown) => {
-          inFlight -= 1;
-          rejected ??= { error };
-          chunk.reject(error);
-          askMore();
-        },
-      );
-    }
-  };
-  for (const chunk of chunks) {
+    });
     // Nobody may await a chunk (its units all withheld already): that is no unhandled rejection.
-    chunk.done.catch(() => undefined);
-    for (const unit of chunk.units) ready.set(unit, chunk.done);
+    done.catch(() => undefined);
+    for (const unit of chunk) ready.set(unit, done);
   }
-  askMore();
   return { failedClusters, timedOutClusters, ready, values };
 }
 
@@ -158,17 +141,6 @@ function chunksOf(units: readonly PendingUnit[]): PendingUnit[][] {
     }
   }
   return chunks;
-}
-
-/** A promise and the functions that settle it. */
-function settlement(): { done: Promise<void>; resolve: () => void; reject: (error: unknown) => void } {
-  let resolve!: () => void;
-  let reject!: (error: unknown) => void;
-  const done = new Promise<void>((yes, no) => {
-    resolve = yes;
-    reject = no;
-  });
-  return { done, resolve, reject };
 }
 
 function describeValuesFailure(result: Extract<ValuesTemplateResult, { ok: false }>): string {
