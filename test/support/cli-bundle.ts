@@ -49,7 +49,7 @@ const REQUIRE_BANNER =
 
 /** The entry a process starts (cli-launcher.ts), and the bundle it runs, beside it. */
 const ENTRY = 'main.cjs';
-const BUNDLE = 'clusterstack-bundle.cjs';
+export const BUNDLE = 'clusterstack-bundle.cjs';
 
 /**
  * Where the launcher keeps its code caches: per machine, so that a run after the first (and every
@@ -105,6 +105,8 @@ export function removeOwnCliBundle(): void {
   ownDir = undefined;
 }
 
+const COMMON_BUILD = { bundle: true, platform: 'node', target: 'node20', logLevel: 'warning' } as const;
+
 /**
  * Builds into a staging directory renamed to `dir` when complete, so that no process ever starts
  * from a half-written bundle; when two files built at once (a wait ran out), the first rename wins
@@ -113,9 +115,8 @@ export function removeOwnCliBundle(): void {
 function buildInto(dir: string): void {
   const staging = `${dir}.${process.pid}-${randomBytes(4).toString('hex')}`;
   mkdirSync(staging, { recursive: true });
-  const common = { bundle: true, platform: 'node', target: 'node20', logLevel: 'warning' } as const;
   const [bundle] = buildSync({
-    ...common,
+    ...COMMON_BUILD,
     entryPoints: [path.join(REPO_ROOT, 'src/cli/main.ts')],
     format: 'cjs',
     external: EXTERNAL_PACKAGES.flatMap((name) => [name, `${name}/*`]),
@@ -125,21 +126,9 @@ function buildInto(dir: string): void {
     charset: 'ascii',
     write: false,
   }).outputFiles;
-  const text = wrapBundle(bundle!.text);
-  writeFileSync(path.join(staging, BUNDLE), text);
+  writeBundleAndLauncher(staging, wrapBundle(bundle!.text));
   buildSync({
-    ...common,
-    entryPoints: [path.join(REPO_ROOT, 'test/support/cli-launcher.ts')],
-    format: 'cjs',
-    define: {
-      CSK_BUNDLE_FILE: JSON.stringify(BUNDLE),
-      CSK_BUNDLE_HASH: JSON.stringify(createHash('sha256').update(text).digest('hex').slice(0, 20)),
-      CSK_CODE_CACHE_DIR: JSON.stringify(CODE_CACHE_DIR),
-    },
-    outfile: path.join(staging, ENTRY),
-  });
-  buildSync({
-    ...common,
+    ...COMMON_BUILD,
     entryPoints: [path.join(REPO_ROOT, 'test/support/kill-timer.ts')],
     format: 'esm',
     banner: { js: REQUIRE_BANNER },
@@ -152,6 +141,26 @@ function buildInto(dir: string): void {
     const code = (error as NodeJS.ErrnoException).code;
     if ((code !== 'ENOTEMPTY' && code !== 'EEXIST') || !existsSync(path.join(dir, ENTRY))) throw error;
   }
+}
+
+/**
+ * Writes `text` (a wrapped bundle) into `dir` with the launcher that runs it (main.cjs, returned),
+ * which names its code caches by the text's digest: a changed bundle never takes another's cache.
+ */
+export function writeBundleAndLauncher(dir: string, text: string): string {
+  writeFileSync(path.join(dir, BUNDLE), text);
+  buildSync({
+    ...COMMON_BUILD,
+    entryPoints: [path.join(REPO_ROOT, 'test/support/cli-launcher.ts')],
+    format: 'cjs',
+    define: {
+      CSK_BUNDLE_FILE: JSON.stringify(BUNDLE),
+      CSK_BUNDLE_HASH: JSON.stringify(createHash('sha256').update(text).digest('hex').slice(0, 20)),
+      CSK_CODE_CACHE_DIR: JSON.stringify(CODE_CACHE_DIR),
+    },
+    outfile: path.join(dir, ENTRY),
+  });
+  return path.join(dir, ENTRY);
 }
 
 /**

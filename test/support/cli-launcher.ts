@@ -29,6 +29,7 @@ import { Script } from 'node:vm';
 // with: set here before compiling, the producer's and every consumer's are the same.
 import '../../src/cli/v8-tuning.js';
 import { DEEP_STACK_MARK } from '../../src/cli/deep-stack-mark.js';
+import { CODE_CACHE_DIR_ENV, CODE_CACHE_LOG_ENV } from './cli-code-cache-env.js';
 
 // Node 20's V8 checks a cache's checksum only when asked: without this, a cache damaged on disk
 // was taken and the process died in V8's deserializer (SIGTRAP). Asked, it rejects it (adler32, about
@@ -40,17 +41,13 @@ declare const CSK_BUNDLE_FILE: string;
 declare const CSK_BUNDLE_HASH: string;
 declare const CSK_CODE_CACHE_DIR: string;
 
-/** Overrides the cache directory (the tests of the cache itself). */
-const CACHE_DIR_ENV = 'CSK_CLI_CODE_CACHE_DIR';
-/** A file to which the launcher appends what it did with the cache (the tests of the cache itself). */
-const LOG_ENV = 'CSK_CLI_CODE_CACHE_LOG';
 /** A process still running this long after its start writes its cache then (a controller), else at its exit. */
 const PRODUCE_AFTER_MS = 5000;
 /** Cache files of bundles not rebuilt for this long are removed when a new one is written. */
 const STALE_AFTER_MS = 7 * 24 * 3600_000;
 
 const bundleFile = path.join(__dirname, CSK_BUNDLE_FILE);
-const cacheDir = process.env[CACHE_DIR_ENV] || CSK_CODE_CACHE_DIR;
+const cacheDir = process.env[CODE_CACHE_DIR_ENV] || CSK_CODE_CACHE_DIR;
 const cacheFile = path.join(
   cacheDir,
   `${CSK_BUNDLE_HASH}-${process.version}-${process.arch}-${flagsKey(process.execArgv)}-${role()}.v8cache`,
@@ -120,7 +117,7 @@ function produceLater(): void {
 
 /** One line, `<cache file> <what>`, to the log file the environment names, if any. */
 function log(what: string): void {
-  const file = process.env[LOG_ENV];
+  const file = process.env[CODE_CACHE_LOG_ENV];
   if (file) appendFileSync(file, `${path.basename(cacheFile)} ${what}\n`);
 }
 
