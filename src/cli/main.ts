@@ -9,10 +9,13 @@
 import './v8-tuning.js';
 import { endPhase } from './phase-timings.js';
 import type { CliIo } from './cli-io.js';
+import { enableCompileCache } from './compile-cache.js';
 import { DEEP_STACK_MARK } from './deep-stack-mark.js';
 import { exitIfStillAlive, trackClientRequests } from './finished-command.js';
 
 endPhase('node');
+// Before the command's modules load (all of them dynamically, below), so that Node 22.1+ caches them.
+enableCompileCache(process.env);
 // From the start, so that a request the command abandons (one to a server that stopped answering) is known at its end.
 const requests = trackClientRequests();
 // No top-level await: the tests' bundle of this file is CommonJS, loaded through a V8 code cache
