@@ -55,7 +55,7 @@ export const BUNDLE = 'clusterstack-bundle.cjs';
  * Where the launcher keeps its code caches: per machine, so that a run after the first (and every
  * clone with the same sources) starts from them; one file per bundle, node, flags and command.
  */
-export const CODE_CACHE_DIR = path.join(os.homedir(), '.cache', 'clusterstack-gitops', 'cli-code-cache');
+const CODE_CACHE_DIR = path.join(os.homedir(), '.cache', 'clusterstack-gitops', 'cli-code-cache');
 
 /**
  * What the bundle's one function receives from the launcher: CommonJS's module scope, and what
