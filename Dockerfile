@@ -34,6 +34,8 @@ COPY --from=build /src/dist ./dist
 COPY package.json ./
 COPY crds ./crds
 # The image's helm, not the npm-bundled 3.10 fallback; caches go to a writable volume (read-only root fs).
+# Node's compile cache goes under HOME: /tmp/.cache/clusterstack-gitops/node-compile-cache (deploy/
+# mounts an emptyDir at /tmp; where /tmp cannot be written, starts are only slower).
 ENV CLUSTERSTACK_HELM=/usr/local/bin/helm \
     CLUSTERSTACK_CACHE_DIR=/var/cache/clusterstack \
     HOME=/tmp \
