@@ -1,7 +1,7 @@
 // A real Kubernetes API server for tests: etcd and kube-apiserver, built from the Go module proxy
 // (test/engines/build-engines.sh), on loopback with random free ports, their own CA and an admin
 // client certificate. Start one per test file (about 5-15 s on a busy machine) and reuse it; start
-// two for a management and a workload cluster. `stop()` ends both processes; the files stay in the
+// two for a management and a workload cluster. `stop()` kills both processes; the files stay in the
 // run's temporary root (test/support/temp-root.ts), removed with it.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -45,7 +45,7 @@ export interface RealKubeApi {
   /**
    * SIGSTOPs kube-apiserver, as a stuck or partitioned server: the kernel still accepts connections,
    * nothing answers them, and requests already sent hang. `thawApiServer` (SIGCONT) ends it; `stop`
-   * thaws first, `restartApiServer` kills the frozen process.
+   * and `restartApiServer` kill the frozen process.
    */
   freezeApiServer(): void;
   /** SIGCONTs kube-apiserver: the requests held since the freeze are answered. A no-op when not frozen. */
@@ -54,6 +54,7 @@ export interface RealKubeApi {
   frozen(): boolean;
   /** With `crds`: the seed it started on, and whether this start dropped a kept one (broken) or made it (none kept). */
   seed?: { key: string; dropped: boolean; made: boolean };
+  /** Kills etcd and kube-apiserver (SIGKILL, at once) and resolves once both are gone: their data is thrown away. */
   stop(): Promise<void>;
 }
 
@@ -256,10 +257,10 @@ async function startServer(options: RealKubeApiOptions, seed?: string): Promise<
     frozen = false;
   };
   const stop = async (): Promise<void> => {
-    // A stopped process takes no SIGTERM: it would wait out the SIGKILL delay.
-    thawApiServer();
-    // The API server first: it would log etcd's absence at length otherwise.
-    for (const process of [...processes].reverse()) await process.stop();
+    // Killed, both at once: nothing of a test server outlives it (its files are the run's to remove),
+    // and a SIGTERM cost a second each, kube-apiserver's graceful drain. SIGKILL ends a frozen one too.
+    await Promise.all(processes.map((process) => process.kill()));
+    frozen = false;
   };
   try {
     const [clientPort, peerPort, securePort] = await distinctFreePorts(3);
