@@ -26,6 +26,8 @@ export interface RealKubeApi {
   name: string;
   /** `https://127.0.0.1:<port>` */
   server: string;
+  /** etcd's client URL (`http://127.0.0.1:<port>`, no TLS): its v3 JSON gateway answers there. */
+  etcd: string;
   dir: string;
   pki: ClusterPki;
   /** `system:masters`: the admin, for setting up what a test needs. */
@@ -366,6 +368,7 @@ async function startServer(options: RealKubeApiOptions, seed?: string): Promise<
     return {
       name,
       server,
+      etcd: etcdUrl,
       dir,
       pki,
       admin,
