@@ -9,10 +9,11 @@
 // kube-apiserver (/api-server); release thaws a frozen one before emptying it. The broker runs in
 // vitest's main process and answers the workers on loopback HTTP; teardown kills every server it
 // started, and fails when a process of one outlives it.
+import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { applyShippedIdentity } from './shipped-identity.js';
+import { applyShippedIdentity, kustomizeDeploy, shippedIdentityOf } from './shipped-identity.js';
 import {
   engineCrdFiles,
   startKubeControllerManager,
@@ -127,18 +128,42 @@ class CpuLedger {
   }
 }
 
+/** deploy/ as every leased server has it: the argocd overlay with the runtime extension, in the argocd namespace. */
+const IDENTITY = { overlay: 'argocd', components: ['runtime-extension'] };
+
+/**
+ * deploy/'s identity as seed objects (real-kube-api.ts): applying it at each start took 0.6-0.9 CPU-s
+ * of kube-apiserver's (its CRDs updated, OpenAPI rebuilt) and three kubectl runs. Keyed by what
+ * `kubectl kustomize` builds of deploy/.
+ */
+function identitySeedObjects(): NonNullable<Parameters<typeof startRealKubeApi>[0]>['seedObjects'] {
+  const built = JSON.stringify(kustomizeDeploy(IDENTITY.overlay, IDENTITY.components));
+  return {
+    key: createHash('sha256').update(built).digest('hex'),
+    apply: async (api) => {
+      await api.admin.client.request('POST', '/api/v1/namespaces', {
+        body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'argocd' } },
+      });
+      await applyShippedIdentity(api, IDENTITY);
+    },
+  };
+}
+
 async function startPooled(id: number): Promise<Pooled> {
-  // Its CRDs from the per-machine seed (real-kube-api/etcd-seed.ts): installing them took 4.3-5 CPU-s of kube-apiserver's a start.
-  const api = await startRealKubeApi({ name: `shared-${id}`, auditLog: true, crds: crdFiles() });
+  // Its CRDs and deploy/'s identity from the per-machine seed (real-kube-api/etcd-seed.ts): installing
+  // the CRDs took 4.3-5 CPU-s of kube-apiserver's a start.
+  const api = await startRealKubeApi({
+    name: `shared-${id}`,
+    auditLog: true,
+    crds: crdFiles(),
+    seedObjects: identitySeedObjects(),
+  });
   let kcm: KubeControllerManager | undefined;
   const cpu = new CpuLedger(() => [...api.processes, ...(kcm ? [kcm.process] : [])]);
   try {
     kcm = await startKubeControllerManager(api, { controllers: ['garbagecollector', 'namespace'] });
     cpu.mark('start');
-    await api.admin.client.request('POST', '/api/v1/namespaces', {
-      body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'argocd' } },
-    });
-    const identity = await applyShippedIdentity(api, { overlay: 'argocd', components: ['runtime-extension'] });
+    const identity = await shippedIdentityOf(api);
     const baseline = new Set((await serverKeys(api)).keys);
     cpu.mark('identity');
     return {

@@ -74,6 +74,12 @@ export interface RealKubeApiOptions {
   crds?: string[];
   /** Where seeds are kept (default: the per-machine seedCacheDir()). */
   seedCache?: string;
+  /**
+   * With `crds`: objects the seed holds besides them, made by `apply` on the server the seed is made
+   * from, after the CRDs. `key` names what `apply` makes (it is part of the seed's key): change it
+   * whenever that changes.
+   */
+  seedObjects?: { key: string; apply(api: RealKubeApi): Promise<void> };
 }
 
 // Metadata of every request once answered (and of a watch when it starts): enough to find any
@@ -138,26 +144,36 @@ export async function startRealKubeApi(options: RealKubeApiOptions = {}): Promis
       dropped = true;
     }
   }
-  const made = await makeSeed(root, key, crdFiles, options.extraArgs);
+  const made = await makeSeed(root, key, crdFiles, options);
   return Object.assign(await startOnSeed(options, made, names), { seed: { key, dropped, made: true } });
 }
 
 /** The key of the seed a server started with `options` (and its `crds`) uses. */
 export function serverSeedKey(options: RealKubeApiOptions): string {
-  return seedKey(options.crds ?? [], { serviceCidr: SERVICE_CIDR, extraArgs: JSON.stringify(options.extraArgs ?? []) });
+  return seedKey(options.crds ?? [], {
+    serviceCidr: SERVICE_CIDR,
+    extraArgs: JSON.stringify(options.extraArgs ?? []),
+    ...(options.seedObjects ? { seedObjects: options.seedObjects.key } : {}),
+  });
 }
 
 /** The seeds this process is making, by key: two servers asking at once make one. */
 const making = new Map<string, Promise<string>>();
 
-/** The seed for `key`, made by installing `crdFiles` into a fresh server, then stopping it cleanly. */
-function makeSeed(root: string, key: string, crdFiles: string[], extraArgs: string[] | undefined): Promise<string> {
+/** The seed for `key`, made by installing `crdFiles` (and `seedObjects`) into a fresh server, then stopping it cleanly. */
+function makeSeed(
+  root: string,
+  key: string,
+  crdFiles: string[],
+  { extraArgs, seedObjects }: Pick<RealKubeApiOptions, 'extraArgs' | 'seedObjects'>,
+): Promise<string> {
   const started =
     making.get(`${root}\n${key}`) ??
     (async () => {
       const api = await startServer({ name: 'seed', ...(extraArgs ? { extraArgs } : {}) });
       try {
         const names = await installCrds(api, crdFiles);
+        await seedObjects?.apply(api);
         // kube-apiserver first (killed: its graceful drain takes seconds, and nothing of it needs to
         // survive), then etcd by SIGTERM: it closes its database and log whole.
         const [etcd, apiServer] = api.processes;
