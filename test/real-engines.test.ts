@@ -38,6 +38,16 @@ import { GitSandbox } from './support/git-repos.js';
 const FLUX_CRDS = [...engineCrdFiles('source-controller'), ...engineCrdFiles('kustomize-controller')];
 /** One small CRD of ours: the workload server starts with it, on a seed of its own made here. */
 const WORKLOAD_CRDS = [path.resolve('crds/clusterstack.x-k8s.io_clusteraddons.yaml')];
+/** An object the workload's seed holds besides its CRD, as the broker's seed holds deploy/'s identity. */
+const WORKLOAD_SEED_OBJECTS = {
+  key: 'a ConfigMap made in the seed',
+  apply: async (api: RealKubeApi): Promise<void> => {
+    const made = await api.admin.client.request('POST', '/api/v1/namespaces/default/configmaps', {
+      body: { metadata: { name: 'made-in-seed' }, data: { made: 'once' } },
+    });
+    if (made.status !== 201) throw new Error(`the seed's ConfigMap: ${made.status} ${made.text}`);
+  },
+};
 
 describe('real engines', () => {
   let management: RealKubeApi | undefined;
@@ -47,7 +57,7 @@ describe('real engines', () => {
   let git: GitHttpServer | undefined;
   // The workload's seeds, apart from the machine's: one is planted broken here.
   const seedCache = mkdtempSync(path.join(os.tmpdir(), 'csk-kube-seeds-'));
-  const workloadKey = serverSeedKey({ crds: WORKLOAD_CRDS });
+  const workloadKey = serverSeedKey({ crds: WORKLOAD_CRDS, seedObjects: WORKLOAD_SEED_OBJECTS });
 
   beforeAll(async () => {
     // A seed etcd cannot start on (its member directory is a file), kept under the right key.
@@ -56,7 +66,7 @@ describe('real engines', () => {
     writeFileSync(path.join(seedCache, workloadKey, 'seed.json'), JSON.stringify({ key: workloadKey }));
     [management, workload] = await Promise.all([
       startRealKubeApi({ name: 'management', crds: FLUX_CRDS }),
-      startRealKubeApi({ name: 'workload', crds: WORKLOAD_CRDS, seedCache }),
+      startRealKubeApi({ name: 'workload', crds: WORKLOAD_CRDS, seedCache, seedObjects: WORKLOAD_SEED_OBJECTS }),
     ]);
   }, 240_000);
 
@@ -163,9 +173,17 @@ describe('real engines', () => {
     }
   });
 
-  it('starts servers on seeds of their CRDs: a seed that does not start is dropped and made again', async () => {
+  it('starts servers on seeds of their CRDs (and objects): a seed that does not start is dropped and made again', async () => {
     expect(management!.seed?.key).toBe(serverSeedKey({ crds: FLUX_CRDS }));
     expect(workload!.seed).toEqual({ key: workloadKey, dropped: true, made: true });
+    // Its objects are part of its key, and the server started on it holds them.
+    expect(serverSeedKey({ crds: WORKLOAD_CRDS })).not.toBe(workloadKey);
+    expect(serverSeedKey({ crds: WORKLOAD_CRDS, seedObjects: { ...WORKLOAD_SEED_OBJECTS, key: 'another' } })).not.toBe(
+      workloadKey,
+    );
+    expect((await workload!.admin.client.get('/api/v1/namespaces/default/configmaps/made-in-seed')).data).toEqual({
+      made: 'once',
+    });
     // Made again whole: etcd's member directory, and a marker naming the key and its CRDs.
     expect(statSync(path.join(seedCache, workloadKey, 'etcd', 'member')).isDirectory()).toBe(true);
     expect(JSON.parse(readFileSync(path.join(seedCache, workloadKey, 'seed.json'), 'utf8'))).toEqual({
