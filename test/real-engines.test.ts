@@ -235,7 +235,9 @@ describe('real engines', () => {
         });
         for (const group of discovery.body.items as any[]) {
           const version = group.versions[0];
-          const prefix = group.metadata.name ? `/apis/${group.metadata.name}/${version.version}` : `/api/${version.version}`;
+          const prefix = group.metadata.name
+            ? `/apis/${group.metadata.name}/${version.version}`
+            : `/api/${version.version}`;
           for (const resource of version.resources as { resource: string; verbs: string[] }[]) {
             if (!resource.verbs.includes('list')) continue;
             const answer = await client.request('GET', `${prefix}/${resource.resource}`, { query });
@@ -264,7 +266,12 @@ describe('real engines', () => {
         names: { kind: 'Widget', plural: 'widgets', singular: 'widget', listKind: 'WidgetList' },
         scope: 'Namespaced',
         versions: [
-          { name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } },
+          {
+            name: 'v1',
+            served: true,
+            storage: true,
+            schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+          },
         ],
       },
     };
@@ -305,7 +312,9 @@ describe('real engines', () => {
     await create('/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies', {
       metadata: { name: 'emptying-test' },
       spec: {
-        matchConstraints: { resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['configmaps'] }] },
+        matchConstraints: {
+          resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['configmaps'] }],
+        },
         validations: [{ expression: "object.metadata.name != 'refused'" }],
       },
     });
@@ -341,8 +350,11 @@ describe('real engines', () => {
     await waitUntil(
       'the deleted admission policy to let a ConfigMap named refused in',
       async () =>
-        (await client.request('POST', inLeftover('/api/v1/{ns}/configmaps'), { body: { metadata: { name: 'refused' } } }))
-          .status === 201,
+        (
+          await client.request('POST', inLeftover('/api/v1/{ns}/configmaps'), {
+            body: { metadata: { name: 'refused' } },
+          })
+        ).status === 201,
       api.processes,
       30_000,
     );

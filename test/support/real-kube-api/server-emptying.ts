@@ -18,7 +18,8 @@ const PREFIX = '/registry/';
  * which kube-apiserver makes itself for each CRD's group and would make again while the CRD is there.
  */
 const THROUGH_API: Readonly<Record<string, string>> = {
-  '/registry/apiextensions.k8s.io/customresourcedefinitions/': '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
+  '/registry/apiextensions.k8s.io/customresourcedefinitions/':
+    '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
   '/registry/apiregistration.k8s.io/apiservices/': '/apis/apiregistration.k8s.io/v1/apiservices',
 };
 /** The API path of the object stored at `key` when it is deleted through the API, else undefined. */
