@@ -18,6 +18,7 @@ import {
   engineCrdFiles,
   startKubeControllerManager,
   startRealKubeApi,
+  waitUntil,
   type KubeControllerManager,
   type LocalProcess,
   type RealKubeApi,
@@ -128,6 +129,12 @@ class CpuLedger {
   }
 }
 
+/** The kube-controller-manager controllers a leased server runs, and the ServiceAccount each makes itself and runs as. */
+const KCM_CONTROLLERS: Readonly<Record<string, string>> = {
+  garbagecollector: 'generic-garbage-collector',
+  namespace: 'namespace-controller',
+};
+
 /** deploy/ as every leased server has it: the argocd overlay with the runtime extension, in the argocd namespace. */
 const IDENTITY = { overlay: 'argocd', components: ['runtime-extension'] };
 
@@ -161,10 +168,22 @@ async function startPooled(id: number): Promise<Pooled> {
   let kcm: KubeControllerManager | undefined;
   const cpu = new CpuLedger(() => [...api.processes, ...(kcm ? [kcm.process] : [])]);
   try {
-    kcm = await startKubeControllerManager(api, { controllers: ['garbagecollector', 'namespace'] });
+    kcm = await startKubeControllerManager(api, { controllers: Object.keys(KCM_CONTROLLERS) });
     cpu.mark('start');
     const identity = await shippedIdentityOf(api);
-    const baseline = new Set((await serverKeys(api)).keys);
+    // Taken once kube-controller-manager made its controllers' ServiceAccounts (after its /healthz):
+    // one missing from the baseline would be deleted at the first release, and its controller locked out.
+    const accounts = Object.values(KCM_CONTROLLERS).map((name) => `/registry/serviceaccounts/kube-system/${name}`);
+    let baseline = new Set<string>();
+    await waitUntil(
+      `kube-controller-manager (${api.name}) to make the ServiceAccounts ${Object.values(KCM_CONTROLLERS).join(', ')}`,
+      async () => {
+        baseline = new Set((await serverKeys(api)).keys);
+        return accounts.every((key) => baseline.has(key));
+      },
+      [...api.processes, kcm.process],
+      120_000,
+    );
     cpu.mark('identity');
     return {
       api,
