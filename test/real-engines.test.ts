@@ -2,7 +2,8 @@
 // pinned version built from the Go module proxy (named here, so every run says what it ran
 // against), a management and a workload API server start side by side and answer (on per-machine
 // seeds of their CRDs, a broken seed made again), and kube-controller-manager does a cluster's
-// housekeeping on a real server.
+// housekeeping on a real server. A server is emptied back to a baseline through etcd, as the
+// broker empties a leased one between files.
 //
 // It starts its own pair rather than leasing a broker server: it needs two separate clusters, signs
 // a client certificate for a user of its own (a lease carries no CA key), and runs Flux, whose
@@ -14,11 +15,13 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   builtEngine,
+  emptyServer,
   engineBinary,
   engineCrdFiles,
   keptSeed,
   pinnedEngines,
   seedKey,
+  serverKeys,
   serverSeedKey,
   startFluxControllers,
   startKubeControllerManager,
@@ -35,6 +38,16 @@ import { GitSandbox } from './support/git-repos.js';
 const FLUX_CRDS = [...engineCrdFiles('source-controller'), ...engineCrdFiles('kustomize-controller')];
 /** One small CRD of ours: the workload server starts with it, on a seed of its own made here. */
 const WORKLOAD_CRDS = [path.resolve('crds/clusterstack.x-k8s.io_clusteraddons.yaml')];
+/** An object the workload's seed holds besides its CRD, as the broker's seed holds deploy/'s identity. */
+const WORKLOAD_SEED_OBJECTS = {
+  key: 'a ConfigMap made in the seed',
+  apply: async (api: RealKubeApi): Promise<void> => {
+    const made = await api.admin.client.request('POST', '/api/v1/namespaces/default/configmaps', {
+      body: { metadata: { name: 'made-in-seed' }, data: { made: 'once' } },
+    });
+    if (made.status !== 201) throw new Error(`the seed's ConfigMap: ${made.status} ${made.text}`);
+  },
+};
 
 describe('real engines', () => {
   let management: RealKubeApi | undefined;
@@ -44,7 +57,7 @@ describe('real engines', () => {
   let git: GitHttpServer | undefined;
   // The workload's seeds, apart from the machine's: one is planted broken here.
   const seedCache = mkdtempSync(path.join(os.tmpdir(), 'csk-kube-seeds-'));
-  const workloadKey = serverSeedKey({ crds: WORKLOAD_CRDS });
+  const workloadKey = serverSeedKey({ crds: WORKLOAD_CRDS, seedObjects: WORKLOAD_SEED_OBJECTS });
 
   beforeAll(async () => {
     // A seed etcd cannot start on (its member directory is a file), kept under the right key.
@@ -53,7 +66,7 @@ describe('real engines', () => {
     writeFileSync(path.join(seedCache, workloadKey, 'seed.json'), JSON.stringify({ key: workloadKey }));
     [management, workload] = await Promise.all([
       startRealKubeApi({ name: 'management', crds: FLUX_CRDS }),
-      startRealKubeApi({ name: 'workload', crds: WORKLOAD_CRDS, seedCache }),
+      startRealKubeApi({ name: 'workload', crds: WORKLOAD_CRDS, seedCache, seedObjects: WORKLOAD_SEED_OBJECTS }),
     ]);
   }, 240_000);
 
@@ -160,9 +173,17 @@ describe('real engines', () => {
     }
   });
 
-  it('starts servers on seeds of their CRDs: a seed that does not start is dropped and made again', async () => {
+  it('starts servers on seeds of their CRDs (and objects): a seed that does not start is dropped and made again', async () => {
     expect(management!.seed?.key).toBe(serverSeedKey({ crds: FLUX_CRDS }));
     expect(workload!.seed).toEqual({ key: workloadKey, dropped: true, made: true });
+    // Its objects are part of its key, and the server started on it holds them.
+    expect(serverSeedKey({ crds: WORKLOAD_CRDS })).not.toBe(workloadKey);
+    expect(serverSeedKey({ crds: WORKLOAD_CRDS, seedObjects: { ...WORKLOAD_SEED_OBJECTS, key: 'another' } })).not.toBe(
+      workloadKey,
+    );
+    expect((await workload!.admin.client.get('/api/v1/namespaces/default/configmaps/made-in-seed')).data).toEqual({
+      made: 'once',
+    });
     // Made again whole: etcd's member directory, and a marker naming the key and its CRDs.
     expect(statSync(path.join(seedCache, workloadKey, 'etcd', 'member')).isDirectory()).toBe(true);
     expect(JSON.parse(readFileSync(path.join(seedCache, workloadKey, 'seed.json'), 'utf8'))).toEqual({
@@ -195,6 +216,150 @@ describe('real engines', () => {
       (await workload!.admin.client.get('/apis/clusterstack.x-k8s.io/v1alpha1/namespaces/default/clusteraddons/seeded'))
         .metadata.name,
     ).toBe('seeded');
+  });
+
+  it('empties a server back to its baseline through etcd: every kind lists as before, from the watch cache too, and the names can be taken again', async () => {
+    const api = workload!;
+    const client = api.admin.client;
+    const create = async (path: string, body: object): Promise<void> => {
+      const response = await client.request('POST', path, { body });
+      expect(response.status, `${path}: ${response.text}`).toBe(201);
+    };
+    // Every kind the server lists, as namespace/name/uid lines: at resourceVersion 0 from the watch
+    // cache (what an informer's first LIST reads), else from etcd.
+    const listed = async (query: Record<string, string>): Promise<Record<string, string[] | number>> => {
+      const lists: Record<string, string[] | number> = {};
+      for (const root of ['/api', '/apis']) {
+        const discovery = await client.request('GET', root, {
+          accept: 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList',
+        });
+        for (const group of discovery.body.items as any[]) {
+          const version = group.versions[0];
+          const prefix = group.metadata.name
+            ? `/apis/${group.metadata.name}/${version.version}`
+            : `/api/${version.version}`;
+          for (const resource of version.resources as { resource: string; verbs: string[] }[]) {
+            if (!resource.verbs.includes('list')) continue;
+            const answer = await client.request('GET', `${prefix}/${resource.resource}`, { query });
+            lists[`${prefix}/${resource.resource}`] =
+              answer.status !== 200
+                ? answer.status
+                : (answer.body.items as { metadata: { namespace?: string; name: string; uid?: string } }[])
+                    .map(({ metadata }) => `${metadata.namespace ?? ''}/${metadata.name} ${metadata.uid ?? ''}`)
+                    .sort();
+          }
+        }
+      }
+      return lists;
+    };
+    const baseline = new Set((await serverKeys(api)).keys);
+    const before = await listed({});
+    expect(Object.keys(before).length).toBeGreaterThan(50);
+
+    // A CRD of the "file's" own, and an object of it held by a finalizer.
+    const widgets = {
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: 'widgets.emptying.test' },
+      spec: {
+        group: 'emptying.test',
+        names: { kind: 'Widget', plural: 'widgets', singular: 'widget', listKind: 'WidgetList' },
+        scope: 'Namespaced',
+        versions: [
+          {
+            name: 'v1',
+            served: true,
+            storage: true,
+            schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+          },
+        ],
+      },
+    };
+    await create('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', widgets);
+    await create('/api/v1/namespaces', { metadata: { name: 'leftover' } });
+    const inLeftover = (path: string): string => path.replace('{ns}', 'namespaces/leftover');
+    await create(inLeftover('/api/v1/{ns}/configmaps'), { metadata: { name: 'c' }, data: { a: 'b' } });
+    await create(inLeftover('/api/v1/{ns}/secrets'), { metadata: { name: 's' }, stringData: { a: 'b' } });
+    await create(inLeftover('/api/v1/{ns}/serviceaccounts'), { metadata: { name: 'sa' } });
+    // A ClusterIP Service: its address is allocated (an IPAddress object) and must be freed with it.
+    await create(inLeftover('/api/v1/{ns}/services'), { metadata: { name: 'svc' }, spec: { ports: [{ port: 80 }] } });
+    await create(inLeftover('/apis/rbac.authorization.k8s.io/v1/{ns}/roles'), {
+      metadata: { name: 'r' },
+      rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get'] }],
+    });
+    await create(inLeftover('/apis/coordination.k8s.io/v1/{ns}/leases'), { metadata: { name: 'l' }, spec: {} });
+    await create(inLeftover('/api/v1/{ns}/events'), {
+      metadata: { name: 'e' },
+      involvedObject: { kind: 'ConfigMap', namespace: 'leftover', name: 'c' },
+      reason: 'Made',
+      message: 'by the test',
+    });
+    await create(inLeftover('/apis/clusterstack.x-k8s.io/v1alpha1/{ns}/clusteraddons'), {
+      apiVersion: 'clusterstack.x-k8s.io/v1alpha1',
+      kind: 'ClusterAddon',
+      metadata: { name: 'held', finalizers: ['emptying.test/hold'] },
+      spec: {},
+    });
+    // What a file leaves in a namespace the server keeps, and cluster-wide.
+    await create('/api/v1/namespaces/default/configmaps', { metadata: { name: 'left-in-kept' } });
+    await create('/api/v1/namespaces/kube-system/secrets', { metadata: { name: 'left-in-system' } });
+    await create('/apis/rbac.authorization.k8s.io/v1/clusterroles', { metadata: { name: 'emptying-test' }, rules: [] });
+    await create('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
+      metadata: { name: 'emptying-test' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'emptying-test' },
+      subjects: [{ kind: 'User', name: 'someone' }],
+    });
+    await create('/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies', {
+      metadata: { name: 'emptying-test' },
+      spec: {
+        matchConstraints: {
+          resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['configmaps'] }],
+        },
+        validations: [{ expression: "object.metadata.name != 'refused'" }],
+      },
+    });
+    await create('/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings', {
+      metadata: { name: 'emptying-test' },
+      spec: { policyName: 'emptying-test', validationActions: ['Deny'] },
+    });
+    // A namespace held Terminating (no kube-controller-manager here empties it), with an object in it.
+    await create('/api/v1/namespaces', { metadata: { name: 'terminating' } });
+    await create('/api/v1/namespaces/terminating/configmaps', { metadata: { name: 'c' } });
+    expect((await client.request('DELETE', '/api/v1/namespaces/terminating')).status).toBe(200);
+    await waitUntil(
+      'the Widget CRD to be served',
+      async () => (await client.request('GET', '/apis/emptying.test/v1/widgets')).status === 200,
+      api.processes,
+    );
+    await create(inLeftover('/apis/emptying.test/v1/{ns}/widgets'), {
+      apiVersion: 'emptying.test/v1',
+      kind: 'Widget',
+      metadata: { name: 'w', finalizers: ['emptying.test/hold'] },
+    });
+    expect((await listed({}))['/apis/emptying.test/v1/widgets']).toHaveLength(1);
+
+    await emptyServer(api, baseline, api.processes);
+    expect(new Set((await serverKeys(api)).keys)).toEqual(baseline);
+    expect(await listed({ resourceVersion: '0' })).toEqual(before);
+    expect(await listed({})).toEqual(before);
+    // Its names are free again: the namespace, an object in it, and a CRD of the same name (not still terminating).
+    await create('/api/v1/namespaces', { metadata: { name: 'leftover' } });
+    await create('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', widgets);
+    // The deleted policy stops refusing once the admission plugin rebuilds its policies from its
+    // informers, which it does on its own timer (as after a delete through the API).
+    await waitUntil(
+      'the deleted admission policy to let a ConfigMap named refused in',
+      async () =>
+        (
+          await client.request('POST', inLeftover('/api/v1/{ns}/configmaps'), {
+            body: { metadata: { name: 'refused' } },
+          })
+        ).status === 201,
+      api.processes,
+      30_000,
+    );
+    await emptyServer(api, baseline, api.processes);
+    expect(await listed({ resourceVersion: '0' })).toEqual(before);
   });
 
   // The housekeeping and Flux cases wait on their engines independently (kube-controller-manager on

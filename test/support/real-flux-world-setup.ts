@@ -112,9 +112,10 @@ async function startWorld(): Promise<World> {
   // Its failure is answered to each file that waits for Flux, not an unhandled rejection here.
   flux.catch(() => undefined);
   const stop = async (): Promise<void> => {
-    // Flux first (it would retry against a server going away); one still starting is waited for.
-    await (await flux.catch(() => undefined))?.stop();
-    await api.stop();
+    // One still starting is waited for (its processes are known then); then Flux and the API server
+    // are killed at once: nothing of them outlives the world, and Flux gets no time to retry.
+    const started = await flux.catch(() => undefined);
+    await Promise.all([started?.stop(), api.stop()]);
     const alive = [controllers?.sourceController, controllers?.kustomizeController, ...api.processes].filter(
       (process): process is LocalProcess => process !== undefined && !process.exited(),
     );

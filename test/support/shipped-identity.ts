@@ -166,6 +166,14 @@ export async function applyShippedIdentity(
       '-l',
       'app.kubernetes.io/part-of=clusterstack-gitops',
     ]);
+  return shippedIdentityOf(api, namespace);
+}
+
+/** The credentials of the controller's ServiceAccount deploy/ made in `namespace` (applied before, e.g. in a server's seed): a fresh token. */
+export async function shippedIdentityOf(
+  api: ServerAccess,
+  namespace: string = CONTROLLER_NAMESPACE,
+): Promise<ShippedIdentity> {
   return {
     kubeconfigFile: await serviceAccountKubeconfig(api, namespace, CONTROLLER_SERVICE_ACCOUNT, 7200),
     user: serviceAccountUserName(namespace, CONTROLLER_SERVICE_ACCOUNT),

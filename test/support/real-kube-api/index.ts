@@ -7,6 +7,7 @@ export { startKubeControllerManager, type KubeControllerManager } from './kube-c
 export { waitUntil, type LocalProcess } from './local-process.js';
 export { distinctFreePorts, serverSeedKey, startRealKubeApi, type RealKubeApi } from './real-kube-api.js';
 export { keptSeed, seedKey } from './etcd-seed.js';
+export { emptyServer, serverKeys } from './server-emptying.js';
 export { startFluxControllers, type FluxControllers } from './flux-controllers.js';
 export { describeVerdicts, documentsOfFiles, validateOnServer, type ObjectVerdict } from './server-side-validation.js';
 export {

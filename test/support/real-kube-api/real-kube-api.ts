@@ -1,7 +1,7 @@
 // A real Kubernetes API server for tests: etcd and kube-apiserver, built from the Go module proxy
 // (test/engines/build-engines.sh), on loopback with random free ports, their own CA and an admin
 // client certificate. Start one per test file (about 5-15 s on a busy machine) and reuse it; start
-// two for a management and a workload cluster. `stop()` ends both processes; the files stay in the
+// two for a management and a workload cluster. `stop()` kills both processes; the files stay in the
 // run's temporary root (test/support/temp-root.ts), removed with it.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -26,6 +26,8 @@ export interface RealKubeApi {
   name: string;
   /** `https://127.0.0.1:<port>` */
   server: string;
+  /** etcd's client URL (`http://127.0.0.1:<port>`, no TLS): its v3 JSON gateway answers there. */
+  etcd: string;
   dir: string;
   pki: ClusterPki;
   /** `system:masters`: the admin, for setting up what a test needs. */
@@ -45,7 +47,7 @@ export interface RealKubeApi {
   /**
    * SIGSTOPs kube-apiserver, as a stuck or partitioned server: the kernel still accepts connections,
    * nothing answers them, and requests already sent hang. `thawApiServer` (SIGCONT) ends it; `stop`
-   * thaws first, `restartApiServer` kills the frozen process.
+   * and `restartApiServer` kill the frozen process.
    */
   freezeApiServer(): void;
   /** SIGCONTs kube-apiserver: the requests held since the freeze are answered. A no-op when not frozen. */
@@ -54,6 +56,7 @@ export interface RealKubeApi {
   frozen(): boolean;
   /** With `crds`: the seed it started on, and whether this start dropped a kept one (broken) or made it (none kept). */
   seed?: { key: string; dropped: boolean; made: boolean };
+  /** Kills etcd and kube-apiserver (SIGKILL, at once) and resolves once both are gone: their data is thrown away. */
   stop(): Promise<void>;
 }
 
@@ -71,6 +74,12 @@ export interface RealKubeApiOptions {
   crds?: string[];
   /** Where seeds are kept (default: the per-machine seedCacheDir()). */
   seedCache?: string;
+  /**
+   * With `crds`: objects the seed holds besides them, made by `apply` on the server the seed is made
+   * from, after the CRDs. `key` names what `apply` makes (it is part of the seed's key): change it
+   * whenever that changes.
+   */
+  seedObjects?: { key: string; apply(api: RealKubeApi): Promise<void> };
 }
 
 // Metadata of every request once answered (and of a watch when it starts): enough to find any
@@ -135,26 +144,36 @@ export async function startRealKubeApi(options: RealKubeApiOptions = {}): Promis
       dropped = true;
     }
   }
-  const made = await makeSeed(root, key, crdFiles, options.extraArgs);
+  const made = await makeSeed(root, key, crdFiles, options);
   return Object.assign(await startOnSeed(options, made, names), { seed: { key, dropped, made: true } });
 }
 
 /** The key of the seed a server started with `options` (and its `crds`) uses. */
 export function serverSeedKey(options: RealKubeApiOptions): string {
-  return seedKey(options.crds ?? [], { serviceCidr: SERVICE_CIDR, extraArgs: JSON.stringify(options.extraArgs ?? []) });
+  return seedKey(options.crds ?? [], {
+    serviceCidr: SERVICE_CIDR,
+    extraArgs: JSON.stringify(options.extraArgs ?? []),
+    ...(options.seedObjects ? { seedObjects: options.seedObjects.key } : {}),
+  });
 }
 
 /** The seeds this process is making, by key: two servers asking at once make one. */
 const making = new Map<string, Promise<string>>();
 
-/** The seed for `key`, made by installing `crdFiles` into a fresh server, then stopping it cleanly. */
-function makeSeed(root: string, key: string, crdFiles: string[], extraArgs: string[] | undefined): Promise<string> {
+/** The seed for `key`, made by installing `crdFiles` (and `seedObjects`) into a fresh server, then stopping it cleanly. */
+function makeSeed(
+  root: string,
+  key: string,
+  crdFiles: string[],
+  { extraArgs, seedObjects }: Pick<RealKubeApiOptions, 'extraArgs' | 'seedObjects'>,
+): Promise<string> {
   const started =
     making.get(`${root}\n${key}`) ??
     (async () => {
       const api = await startServer({ name: 'seed', ...(extraArgs ? { extraArgs } : {}) });
       try {
         const names = await installCrds(api, crdFiles);
+        await seedObjects?.apply(api);
         // kube-apiserver first (killed: its graceful drain takes seconds, and nothing of it needs to
         // survive), then etcd by SIGTERM: it closes its database and log whole.
         const [etcd, apiServer] = api.processes;
@@ -256,10 +275,10 @@ async function startServer(options: RealKubeApiOptions, seed?: string): Promise<
     frozen = false;
   };
   const stop = async (): Promise<void> => {
-    // A stopped process takes no SIGTERM: it would wait out the SIGKILL delay.
-    thawApiServer();
-    // The API server first: it would log etcd's absence at length otherwise.
-    for (const process of [...processes].reverse()) await process.stop();
+    // Killed, both at once: nothing of a test server outlives it (its files are the run's to remove),
+    // and a SIGTERM cost a second each, kube-apiserver's graceful drain. SIGKILL ends a frozen one too.
+    await Promise.all(processes.map((process) => process.kill()));
+    frozen = false;
   };
   try {
     const [clientPort, peerPort, securePort] = await distinctFreePorts(3);
@@ -365,6 +384,7 @@ async function startServer(options: RealKubeApiOptions, seed?: string): Promise<
     return {
       name,
       server,
+      etcd: etcdUrl,
       dir,
       pki,
       admin,
