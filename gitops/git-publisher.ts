@@ -110,7 +110,7 @@ const LOCK_FILE = 'clusterstack.lock';
 const INIT_LOCK_FILE = '.clusterstack-init.lock';
 /** The longest a run waits for another git process's lock in a work tree to go (less when --lock-timeout is shorter). */
 const GIT_LOCK_WAIT_MS = 10_000;
-/** After how many fast commits `git gc --auto` looks at the clone again (the first one always looks). */
+/** After how many steps that add objects `git gc --auto` looks at the clone again (the first one always looks). */
 const GC_EVERY = 10;
 /** The hooks `git commit` runs before it writes the commit: any of them may refuse it. */
 const COMMIT_HOOKS = ['pre-commit', 'prepare-commit-msg', 'commit-msg'];
@@ -189,8 +189,8 @@ export class GitPublisher implements Publisher, SettledRunStore {
    * After a reset to that commit the clone's files under the path are exactly this tree.
    */
   private committed: { revision: string | null; tree: RenderedTree; subtree?: string } | undefined;
-  /** Commits made by fast-import in this process (git gc --auto runs after every GC_EVERY-th). */
-  private fastCommits = 0;
+  /** Fast commits and fetches that brought commits, in this process (git gc --auto runs after every GC_EVERY-th). */
+  private objectSteps = 0;
   /** With `fleetIndex`: the shards' index each commit carries. */
   private readonly fleetIndex: GitFleetIndex | undefined;
 
@@ -253,7 +253,9 @@ export class GitPublisher implements Publisher, SettledRunStore {
     const workspace = await this.open();
     if (workspace.mode === 'in-place') await this.repairInPlace(workspace);
     else if (this.held) await removeStaleGitLocks(path.join(workspace.dir, '.git'));
-    const head = workspace.mode === 'clone' ? await this.resetToRemote(workspace) : await this.localHead(workspace);
+    // Against a remote only the commit is read: the clone's work tree is put in step only by a
+    // publish that goes through it (resetToRemote), as a fast commit and a no-op never do.
+    const head = workspace.mode === 'clone' ? await this.fetchRemote(workspace) : await this.localHead(workspace);
     if (workspace.mode === 'in-place') return head === null ? new Map() : this.readCommit(workspace, head);
     const irregular: string[] = [];
     const tree =
@@ -528,29 +530,63 @@ export class GitPublisher implements Publisher, SettledRunStore {
     }
     const git = this.command(dir, http);
     const current = (
-      await git.run(['config', '--get', 'remote.origin.url'], `git config in ${dir}`).catch(() => '')
+      (await plainOriginUrl(path.join(dir, '.git'))) ??
+      (await git.run(['config', '--get', 'remote.origin.url'], `git config in ${dir}`).catch(() => ''))
     ).trim();
     if (current === '') await git.run(['remote', 'add', 'origin', url], `git remote add in ${dir}`);
     else if (current !== url) await git.run(['remote', 'set-url', 'origin', url], `git remote set-url in ${dir}`);
     return { mode: 'clone', dir, git, url };
   }
 
+  /**
+   * Fetches the remote branch into its tracking ref and returns its head (null: the remote has no
+   * such branch); the clone's branch, index and files stay as they were.
+   */
+  private async fetchRemote(workspace: Workspace): Promise<string | null> {
+    const { git } = workspace;
+    const branchRef = `refs/heads/${this.branch}`;
+    const trackingRef = `refs/remotes/origin/${this.branch}`;
+    const gitDir = await this.gitDirOf(workspace);
+    const before = await storedRef(gitDir, trackingRef);
+    try {
+      // One connection: a branch the remote lacks fails the fetch with git's own words (no ls-remote first).
+      // No `git maintenance` after it (one more process on every publish): see housekeeping().
+      await git.run(
+        [
+          'fetch',
+          '--quiet',
+          '--no-tags',
+          '--no-auto-maintenance',
+          '--write-fetch-head',
+          'origin',
+          `+${branchRef}:${trackingRef}`,
+        ],
+        `git fetch from ${this.remote.display}`,
+      );
+    } catch (error) {
+      if (error instanceof PublishError && error.message.includes(`couldn't find remote ref ${branchRef}`)) return null;
+      throw error;
+    }
+    const head =
+      (await this.fetchedHead(workspace)) ?? (await git.run(['rev-parse', trackingRef], 'git rev-parse')).trim();
+    // The fetch brought commits this clone did not have (another writer's): its objects may want packing.
+    if (head !== before) await this.housekeeping(workspace);
+    return head;
+  }
+
   /** Makes the clone's branch, index and files equal the remote branch; returns its head (null: no branch yet). */
   private async resetToRemote(workspace: Workspace): Promise<string | null> {
     const { git } = workspace;
     const branchRef = `refs/heads/${this.branch}`;
-    const listing = await git.run(['ls-remote', 'origin', branchRef], `git ls-remote ${this.remote.display}`);
-    const exists = listing.split('\n').some((line) => line.split('\t')[1] === branchRef);
-    const trackingRef = `refs/remotes/origin/${this.branch}`;
-    await git.run(['symbolic-ref', 'HEAD', branchRef], 'git symbolic-ref');
-    let head: string | null = null;
-    if (exists) {
-      await git.run(
-        ['fetch', '--quiet', '--no-tags', 'origin', `+${branchRef}:${trackingRef}`],
-        `git fetch from ${this.remote.display}`,
-      );
-      await git.run(['reset', '--quiet', '--hard', trackingRef], 'git reset');
-      head = (await git.run(['rev-parse', trackingRef], 'git rev-parse')).trim();
+    const head = await this.fetchRemote(workspace);
+    // HEAD names the branch after the first reset; git writes the file as read here (files backend).
+    if (
+      (await readFile(path.join(await this.gitDirOf(workspace), 'HEAD'), 'utf8').catch(() => '')) !==
+      `ref: ${branchRef}\n`
+    )
+      await git.run(['symbolic-ref', 'HEAD', branchRef], 'git symbolic-ref');
+    if (head !== null) {
+      await git.run(['reset', '--quiet', '--hard', head], 'git reset');
     } else {
       // An empty remote or a new branch: start an orphan branch with nothing in it.
       await git.run(['update-ref', '-d', branchRef], 'git update-ref');
@@ -627,8 +663,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
 
   private async commit(workspace: Workspace, message: string): Promise<string> {
     const { git } = workspace;
-    const gitDir = (await git.run(['rev-parse', '--absolute-git-dir'], 'git rev-parse')).trim();
-    const messageFile = path.join(gitDir, 'CLUSTERSTACK_COMMIT_MSG');
+    const messageFile = path.join(await this.gitDirOf(workspace), 'CLUSTERSTACK_COMMIT_MSG');
     await writeFile(messageFile, message, 'utf8');
     crashPoint('git:commit-message');
     try {
@@ -1188,22 +1223,30 @@ export class GitPublisher implements Publisher, SettledRunStore {
       throw error;
     }
     this.committed = subtree === undefined ? { revision, tree } : { revision, tree, subtree };
-    // fast-import leaves loose objects or one pack per commit: let git pack them together now and
-    // then (in the background). Its thresholds are thousands of loose objects and 50 packs, so
-    // asking on every GC_EVERY-th commit is enough, and spares the other commits a git process.
-    this.fastCommits += 1;
-    if (this.fastCommits % GC_EVERY === 1)
-      await workspace.git.run(['gc', '--auto', '--quiet'], 'git gc').catch((error: unknown) => {
-        this.options.logger?.warn(
-          { target: this.target, error: error instanceof Error ? error.message : String(error) },
-          'git gc --auto failed in the clone; the publish itself is done',
-        );
-      });
+    await this.housekeeping(workspace);
     this.options.logger?.info(
       { target: this.target, revision, attempt, written: written.length, removed: removed.length },
       'Pushed rendered tree',
     );
     return { changed: true, written, removed, revision };
+  }
+
+  /**
+   * After a step that added objects to the clone (a fast commit, a fetch that brought commits):
+   * fast-import leaves loose objects or one pack per commit, and fetches run without `git
+   * maintenance`; let git pack them together now and then (in the background). Its thresholds are
+   * thousands of loose objects and 50 packs, so asking after every GC_EVERY-th such step (the first
+   * always) is enough, and spares the other steps a git process.
+   */
+  private async housekeeping(workspace: Workspace): Promise<void> {
+    this.objectSteps += 1;
+    if (this.objectSteps % GC_EVERY !== 1) return;
+    await workspace.git.run(['gc', '--auto', '--quiet'], 'git gc').catch((error: unknown) => {
+      this.options.logger?.warn(
+        { target: this.target, error: error instanceof Error ? error.message : String(error) },
+        'git gc --auto failed in the clone; the publish itself is done',
+      );
+    });
   }
 
   /** After a failed push the clone holds a commit the remote does not: drop it. */
@@ -1340,4 +1383,37 @@ function lostRacePause(attempt: number): Promise<void> {
   return new Promise((resolve) =>
     setTimeout(resolve, fullJitterDelay(attempt - 1, { baseDelayMs: 50, maxDelayMs: 2000 })),
   );
+}
+
+const OBJECT_ID = /^[0-9a-f]{40,64}$/;
+
+/**
+ * Where `ref` points as the clone's git directory stores it (a loose ref file, else packed-refs);
+ * undefined when it is not there or not stored that way (another ref backend). Only a hint: it
+ * decides whether to ask `git gc --auto`, never what is published.
+ */
+async function storedRef(gitDir: string, ref: string): Promise<string | undefined> {
+  const loose = (await readFile(path.join(gitDir, ref), 'utf8').catch(() => '')).trim();
+  if (OBJECT_ID.test(loose)) return loose;
+  const packed = await readFile(path.join(gitDir, 'packed-refs'), 'utf8').catch(() => '');
+  const line = packed.split('\n').find((entry) => entry.endsWith(` ${ref}`));
+  const id = line?.slice(0, line.indexOf(' '));
+  return id !== undefined && OBJECT_ID.test(id) ? id : undefined;
+}
+
+/**
+ * remote.origin.url of a clone this publisher made, read from its config file when git wrote it
+ * there plainly (`git remote add` does: one `url = <value>` line, no quoting); undefined when it
+ * cannot tell so simply (then git is asked).
+ */
+async function plainOriginUrl(gitDir: string): Promise<string | undefined> {
+  const text = await readFile(path.join(gitDir, 'config'), 'utf8').catch(() => undefined);
+  if (text === undefined) return undefined;
+  const sections = text.split(/^(?=\s*\[)/m).filter((section) => /^\s*\[remote "origin"\]\s*$/m.test(section));
+  if (sections.length !== 1) return undefined;
+  const urls = sections[0]!.split('\n').filter((line) => /^\s*url\s*=/.test(line));
+  if (urls.length !== 1) return undefined;
+  const value = urls[0]!.replace(/^\s*url\s*=\s*/, '');
+  // Quoting, escapes, comments or padding would need git's own parser.
+  return /["\\;#]|\s$/.test(value) || value === '' ? undefined : value;
 }
