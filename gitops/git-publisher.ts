@@ -67,6 +67,9 @@ import {
 import type { Logger } from '../src/core/logger.js';
 import { crashPoint } from './crash-point.js';
 import { GitFleetIndex } from './shard-fleet-index.js';
+import { fetchedHead, headIs, plainOriginUrl, storedRef } from './clone-git-files.js';
+import { CloneHousekeeping } from './clone-housekeeping.js';
+import { isValidBranchName } from './branch-name.js';
 
 /**
  * `repository` may also be a local work tree (committed in place, `workDir` unused) or a missing
@@ -110,8 +113,6 @@ const LOCK_FILE = 'clusterstack.lock';
 const INIT_LOCK_FILE = '.clusterstack-init.lock';
 /** The longest a run waits for another git process's lock in a work tree to go (less when --lock-timeout is shorter). */
 const GIT_LOCK_WAIT_MS = 10_000;
-/** After how many steps that add objects `git gc --auto` looks at the clone again (the first one always looks). */
-const GC_EVERY = 10;
 /** The hooks `git commit` runs before it writes the commit: any of them may refuse it. */
 const COMMIT_HOOKS = ['pre-commit', 'prepare-commit-msg', 'commit-msg'];
 /** What git prints when commit.gpgsign (or -S) is set and signing fails, with gpg or ssh keys. */
@@ -189,8 +190,13 @@ export class GitPublisher implements Publisher, SettledRunStore {
    * After a reset to that commit the clone's files under the path are exactly this tree.
    */
   private committed: { revision: string | null; tree: RenderedTree; subtree?: string } | undefined;
-  /** Fast commits and fetches that brought commits, in this process (git gc --auto runs after every GC_EVERY-th). */
-  private objectSteps = 0;
+  /** Asks git to pack the clone's objects now and then (fast commits and fetches add them). */
+  private readonly housekeeping = new CloneHousekeeping((error) =>
+    this.options.logger?.warn(
+      { target: this.target, error },
+      'git gc --auto failed in the clone; the publish itself is done',
+    ),
+  );
   /** With `fleetIndex`: the shards' index each commit carries. */
   private readonly fleetIndex: GitFleetIndex | undefined;
 
@@ -550,7 +556,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
     const before = await storedRef(gitDir, trackingRef);
     try {
       // One connection: a branch the remote lacks fails the fetch with git's own words (no ls-remote first).
-      // No `git maintenance` after it (one more process on every publish): see housekeeping().
+      // No `git maintenance` after it (one more process on every publish): see clone-housekeeping.ts.
       await git.run(
         [
           'fetch',
@@ -568,9 +574,10 @@ export class GitPublisher implements Publisher, SettledRunStore {
       throw error;
     }
     const head =
-      (await this.fetchedHead(workspace)) ?? (await git.run(['rev-parse', trackingRef], 'git rev-parse')).trim();
-    // The fetch brought commits this clone did not have (another writer's): its objects may want packing.
-    if (head !== before) await this.housekeeping(workspace);
+      (await fetchedHead(await this.gitDirOf(workspace))) ??
+      (await git.run(['rev-parse', trackingRef], 'git rev-parse')).trim();
+    // The fetch brought commits the clone did not have (another writer's): objects to pack some time.
+    if (head !== before) await this.housekeeping.afterObjectsAdded(workspace.git);
     return head;
   }
 
@@ -579,11 +586,8 @@ export class GitPublisher implements Publisher, SettledRunStore {
     const { git } = workspace;
     const branchRef = `refs/heads/${this.branch}`;
     const head = await this.fetchRemote(workspace);
-    // HEAD names the branch after the first reset; git writes the file as read here (files backend).
-    if (
-      (await readFile(path.join(await this.gitDirOf(workspace), 'HEAD'), 'utf8').catch(() => '')) !==
-      `ref: ${branchRef}\n`
-    )
+    // HEAD names the branch after the first reset.
+    if (!(await headIs(await this.gitDirOf(workspace), branchRef)))
       await git.run(['symbolic-ref', 'HEAD', branchRef], 'git symbolic-ref');
     if (head !== null) {
       await git.run(['reset', '--quiet', '--hard', head], 'git reset');
@@ -1111,7 +1115,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
     try {
       await git.run(
         // No `git maintenance` after it (one more process before each commit): the fast commits ask
-        // `git gc --auto` themselves (GC_EVERY), after their push.
+        // `git gc --auto` themselves (clone-housekeeping.ts), after their push.
         [
           'fetch',
           '--quiet',
@@ -1128,7 +1132,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
       // step of the serial fetch-commit-push that shards racing on one branch wait for in turn.
       const pushed = this.committed?.revision === known ? this.committed.subtree : undefined;
       if (this.fleetIndex && pushed !== undefined) {
-        const head = await this.fetchedHead(workspace);
+        const head = await fetchedHead(await this.gitDirOf(workspace));
         if (head !== undefined) return (await this.fleetIndex.subtreeAt(git, head)) === pushed ? head : undefined;
       }
       // One process for the head and both path trees (a missing path fails it: the full way then).
@@ -1146,14 +1150,6 @@ export class GitPublisher implements Publisher, SettledRunStore {
     } catch {
       return undefined;
     }
-  }
-
-  /** The commit the last fetch found (its FETCH_HEAD, one branch fetched); undefined when it cannot be read. */
-  private async fetchedHead(workspace: Workspace): Promise<string | undefined> {
-    const text = await readFile(path.join(await this.gitDirOf(workspace), 'FETCH_HEAD'), 'utf8').catch(() => '');
-    const lines = text.split('\n').filter((line) => line !== '');
-    const id = lines.length === 1 ? lines[0]!.split('\t')[0] : undefined;
-    return id !== undefined && /^[0-9a-f]{40,64}$/.test(id) ? id : undefined;
   }
 
   /**
@@ -1223,30 +1219,12 @@ export class GitPublisher implements Publisher, SettledRunStore {
       throw error;
     }
     this.committed = subtree === undefined ? { revision, tree } : { revision, tree, subtree };
-    await this.housekeeping(workspace);
+    await this.housekeeping.afterObjectsAdded(workspace.git);
     this.options.logger?.info(
       { target: this.target, revision, attempt, written: written.length, removed: removed.length },
       'Pushed rendered tree',
     );
     return { changed: true, written, removed, revision };
-  }
-
-  /**
-   * After a step that added objects to the clone (a fast commit, a fetch that brought commits):
-   * fast-import leaves loose objects or one pack per commit, and fetches run without `git
-   * maintenance`; let git pack them together now and then (in the background). Its thresholds are
-   * thousands of loose objects and 50 packs, so asking after every GC_EVERY-th such step (the first
-   * always) is enough, and spares the other steps a git process.
-   */
-  private async housekeeping(workspace: Workspace): Promise<void> {
-    this.objectSteps += 1;
-    if (this.objectSteps % GC_EVERY !== 1) return;
-    await workspace.git.run(['gc', '--auto', '--quiet'], 'git gc').catch((error: unknown) => {
-      this.options.logger?.warn(
-        { target: this.target, error: error instanceof Error ? error.message : String(error) },
-        'git gc --auto failed in the clone; the publish itself is done',
-      );
-    });
   }
 
   /** After a failed push the clone holds a commit the remote does not: drop it. */
@@ -1263,23 +1241,6 @@ export class GitPublisher implements Publisher, SettledRunStore {
       this.workspace = undefined;
     }
   }
-}
-
-/** git check-ref-format's rules for a branch name. */
-function isValidBranchName(name: string): boolean {
-  if (
-    name === '' ||
-    name === '@' ||
-    name === 'HEAD' ||
-    name.startsWith('-') ||
-    name.startsWith('/') ||
-    name.endsWith('/') ||
-    name.endsWith('.')
-  )
-    return false;
-  if (name.includes('..') || name.includes('//') || name.includes('@{') || /[\x00-\x20\x7f~^:?*[\\]/.test(name))
-    return false;
-  return name.split('/').every((component) => !component.startsWith('.') && !component.endsWith('.lock'));
 }
 
 type LocalRepositoryKind = 'missing' | 'empty' | 'work-tree' | 'bare' | 'other';
@@ -1383,37 +1344,4 @@ function lostRacePause(attempt: number): Promise<void> {
   return new Promise((resolve) =>
     setTimeout(resolve, fullJitterDelay(attempt - 1, { baseDelayMs: 50, maxDelayMs: 2000 })),
   );
-}
-
-const OBJECT_ID = /^[0-9a-f]{40,64}$/;
-
-/**
- * Where `ref` points as the clone's git directory stores it (a loose ref file, else packed-refs);
- * undefined when it is not there or not stored that way (another ref backend). Only a hint: it
- * decides whether to ask `git gc --auto`, never what is published.
- */
-async function storedRef(gitDir: string, ref: string): Promise<string | undefined> {
-  const loose = (await readFile(path.join(gitDir, ref), 'utf8').catch(() => '')).trim();
-  if (OBJECT_ID.test(loose)) return loose;
-  const packed = await readFile(path.join(gitDir, 'packed-refs'), 'utf8').catch(() => '');
-  const line = packed.split('\n').find((entry) => entry.endsWith(` ${ref}`));
-  const id = line?.slice(0, line.indexOf(' '));
-  return id !== undefined && OBJECT_ID.test(id) ? id : undefined;
-}
-
-/**
- * remote.origin.url of a clone this publisher made, read from its config file when git wrote it
- * there plainly (`git remote add` does: one `url = <value>` line, no quoting); undefined when it
- * cannot tell so simply (then git is asked).
- */
-async function plainOriginUrl(gitDir: string): Promise<string | undefined> {
-  const text = await readFile(path.join(gitDir, 'config'), 'utf8').catch(() => undefined);
-  if (text === undefined) return undefined;
-  const sections = text.split(/^(?=\s*\[)/m).filter((section) => /^\s*\[remote "origin"\]\s*$/m.test(section));
-  if (sections.length !== 1) return undefined;
-  const urls = sections[0]!.split('\n').filter((line) => /^\s*url\s*=/.test(line));
-  if (urls.length !== 1) return undefined;
-  const value = urls[0]!.replace(/^\s*url\s*=\s*/, '');
-  // Quoting, escapes, comments or padding would need git's own parser.
-  return /["\\;#]|\s$/.test(value) || value === '' ? undefined : value;
 }
