@@ -98,12 +98,19 @@ export interface GitPublisherOptions extends GitTargetOptions {
 }
 
 type Workspace =
-  | { mode: 'in-place'; dir: string; git: GitCommand; gitDir: string }
+  | ({ mode: 'in-place'; dir: string; git: GitCommand } & GitPaths)
   | { mode: 'clone'; dir: string; git: GitCommand; url: string };
+
+/** Where an in-place work tree's git directory is, and the lock files a commit there needs (the index, HEAD, the branch). */
+interface GitPaths {
+  gitDir: string;
+  locks: string[];
+}
 
 /** What `--git` names, decided without writing anything. */
 type Decision =
-  | { mode: 'in-place'; dir: string; setup: 'init' | 'set-head' | 'none' }
+  | { mode: 'in-place'; dir: string; setup: 'init' | 'set-head' }
+  | { mode: 'in-place'; dir: string; setup: 'none'; paths: GitPaths }
   | { mode: 'clone'; url: string; http: boolean };
 
 /** In the git directory of an in-place work tree: what a run is about to create, until it has committed. */
@@ -295,12 +302,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
       if (workspace.mode === 'in-place') {
         if (typeof record.proof.tree !== 'string' || (await exists(path.join(workspace.gitDir, JOURNAL_FILE))))
           return undefined;
-        const { git } = workspace;
-        if (
-          (await git.run(['symbolic-ref', '--quiet', 'HEAD'], 'git symbolic-ref')).trim() !==
-          `refs/heads/${this.branch}`
-        )
-          return undefined;
+        if ((await this.checkedOut(workspace)) !== `refs/heads/${this.branch}`) return undefined;
         if ((await this.treeUnderPath(workspace, 'HEAD')) !== record.proof.tree) return undefined;
         const changes = await this.uncommittedChanges(workspace);
         return changes.staged.length === 0 && changes.edited.length === 0
@@ -432,17 +434,23 @@ export class GitPublisher implements Publisher, SettledRunStore {
     if (kind === 'missing' || kind === 'empty') return { mode: 'in-place', dir, setup: 'init' };
     if (kind === 'work-tree') {
       const git = this.command(dir, false);
-      const toplevel = (await git.run(['rev-parse', '--show-toplevel'], `git rev-parse in ${dir}`)).trim();
+      const [toplevel = '', ...paths] = (
+        await git.run(['rev-parse', '--show-toplevel', ...this.gitPathArgs()], `git rev-parse in ${dir}`)
+      ).split('\n');
       if ((await realpath(toplevel)) !== (await realpath(dir))) {
         throw new PublishError(
           'invalid-target',
           `--git ${dir} is a directory inside the repository ${toplevel}; give the repository's top directory`,
         );
       }
+      const gitPaths = this.gitPaths(dir, paths);
+      // The usual case, read from HEAD itself: the branch is checked out.
+      if (await headIs(gitPaths.gitDir, `refs/heads/${this.branch}`))
+        return { mode: 'in-place', dir, setup: 'none', paths: gitPaths };
       const current = (await git.run(['symbolic-ref', '--quiet', 'HEAD'], `git symbolic-ref in ${dir}`)).trim();
       const hasCommits =
         (await git.run(['rev-parse', '--verify', '--quiet', 'HEAD'], `git rev-parse in ${dir}`)).trim() !== '';
-      if (current === `refs/heads/${this.branch}`) return { mode: 'in-place', dir, setup: 'none' };
+      if (current === `refs/heads/${this.branch}`) return { mode: 'in-place', dir, setup: 'none', paths: gitPaths };
       if (!hasCommits) return { mode: 'in-place', dir, setup: 'set-head' };
       // The branch is not checked out there, so pushing to it is allowed.
       return { mode: 'clone', url: dir, http: false };
@@ -469,8 +477,30 @@ export class GitPublisher implements Publisher, SettledRunStore {
     const git = this.command(dir, false);
     if (decision.setup === 'set-head')
       await git.run(['symbolic-ref', 'HEAD', `refs/heads/${this.branch}`], `git symbolic-ref in ${dir}`);
-    const gitDir = (await git.run(['rev-parse', '--absolute-git-dir'], `git rev-parse in ${dir}`)).trim();
-    return { mode: 'in-place', dir, git, gitDir };
+    if (decision.setup === 'none') return { mode: 'in-place', dir, git, ...decision.paths };
+    const paths = (await git.run(['rev-parse', ...this.gitPathArgs()], `git rev-parse in ${dir}`)).split('\n');
+    return { mode: 'in-place', dir, git, ...this.gitPaths(dir, paths) };
+  }
+
+  /** `git rev-parse` options that print the absolute git directory, then the lock files of GitPaths, a line each. */
+  private gitPathArgs(): string[] {
+    return [
+      '--absolute-git-dir',
+      ...['index.lock', 'HEAD.lock', `refs/heads/${this.branch}.lock`].flatMap((file) => ['--git-path', file]),
+    ];
+  }
+
+  /** GitPaths from the lines `gitPathArgs` printed in the work tree `dir`. */
+  private gitPaths(dir: string, lines: string[]): GitPaths {
+    const [gitDir = '', ...locks] = lines.filter((line) => line !== '');
+    return { gitDir, locks: locks.map((line) => path.resolve(dir, line)) };
+  }
+
+  /** The ref HEAD names ('' when detached), from HEAD itself when it names the branch. */
+  private async checkedOut(workspace: Workspace): Promise<string> {
+    const branchRef = `refs/heads/${this.branch}`;
+    if (await headIs(await this.gitDirOf(workspace), branchRef)) return branchRef;
+    return (await workspace.git.run(['symbolic-ref', '--quiet', 'HEAD'], 'git symbolic-ref')).trim();
   }
 
   /**
@@ -600,7 +630,12 @@ export class GitPublisher implements Publisher, SettledRunStore {
     return head;
   }
 
+  /** The commit HEAD is at (null: none yet); read from the git directory's files when HEAD names the branch and its ref is stored there. */
   private async localHead(workspace: Workspace): Promise<string | null> {
+    const branchRef = `refs/heads/${this.branch}`;
+    const gitDir = await this.gitDirOf(workspace);
+    const stored = (await headIs(gitDir, branchRef)) ? await storedRef(gitDir, branchRef) : undefined;
+    if (stored !== undefined) return stored;
     const head = (await workspace.git.run(['rev-parse', '--verify', '--quiet', 'HEAD'], 'git rev-parse')).trim();
     return head === '' ? null : head;
   }
@@ -678,7 +713,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
     } finally {
       await rm(messageFile, { force: true });
     }
-    return (await git.run(['rev-parse', 'HEAD'], 'git rev-parse')).trim();
+    return (await this.localHead(workspace)) ?? (await git.run(['rev-parse', 'HEAD'], 'git rev-parse')).trim();
   }
 
   /**
@@ -747,7 +782,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
 
   /** Throws unless --git has the publisher's branch checked out: the render commits on HEAD. */
   private async requireBranchCheckedOut(workspace: Extract<Workspace, { mode: 'in-place' }>): Promise<void> {
-    const current = (await workspace.git.run(['symbolic-ref', '--quiet', 'HEAD'], 'git symbolic-ref')).trim();
+    const current = await this.checkedOut(workspace);
     if (current !== `refs/heads/${this.branch}`) {
       throw new PublishError(
         'invalid-target',
@@ -978,22 +1013,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
    * stays. Never removes one: a live git process's lock cannot be told from a crashed one's.
    */
   private async awaitGitLocks(workspace: Extract<Workspace, { mode: 'in-place' }>, outcome: string): Promise<void> {
-    const listing = await workspace.git.run(
-      [
-        'rev-parse',
-        '--git-path',
-        'index.lock',
-        '--git-path',
-        'HEAD.lock',
-        '--git-path',
-        `refs/heads/${this.branch}.lock`,
-      ],
-      'git rev-parse',
-    );
-    const files = listing
-      .split('\n')
-      .filter((line) => line !== '')
-      .map((line) => path.resolve(workspace.dir, line));
+    const files = workspace.locks;
     const deadline = Date.now() + this.gitLockWaitMs;
     for (;;) {
       const held = (await Promise.all(files.map(async (file) => ((await exists(file)) ? file : undefined)))).find(

@@ -313,7 +313,7 @@ describe('GitPublisher committing from the tree it knows', () => {
 
 // Each git process is a fork and exec, and its children (upload-pack, maintenance) more: a run
 // against a remote starts only those that read or write something the run needs.
-describe('GitPublisher git processes per run against a remote', () => {
+describe('GitPublisher git processes per run', () => {
   /** A PATH whose git logs each command (the first argument after the `-c` settings) to `log`. */
   function loggingPath(log: string): string {
     const bin = mkdtempSync(path.join(sandbox.root, 'logging-git-'));
@@ -373,6 +373,34 @@ describe('GitPublisher git processes per run against a remote', () => {
     ]);
     expect(sandbox.files(bare, 'main')).toEqual({ 'clusters/a.yaml': '2\n', 'clusters/b.yaml': 'b\n' });
     expect(sandbox.commitCount(bare, 'main')).toBe(2);
+  });
+
+  it('in place: a no-op and a one-file change read HEAD and the branch from the git directory, and ask git once where it is', async () => {
+    const repo = path.join(sandbox.root, 'process-count-in-place');
+    // In place the publisher's work directory holds nothing; the log is written beside it.
+    const unused = path.join(sandbox.root, 'process-count-in-place-unused');
+    await commandsOfRun(repo, unused, { 'a.yaml': '1\n' });
+    expect(await commandsOfRun(repo, unused, { 'a.yaml': '1\n' })).toEqual([
+      'rev-parse',
+      'ls-tree',
+      'show',
+      'ls-files',
+      'status',
+      'add',
+      'diff',
+    ]);
+    expect(await commandsOfRun(repo, unused, { 'a.yaml': '2\n' })).toEqual([
+      'rev-parse',
+      'ls-tree',
+      'show',
+      'ls-files',
+      'status',
+      'add',
+      'diff',
+      'commit',
+    ]);
+    expect(sandbox.files(repo, 'main')).toEqual({ 'clusters/a.yaml': '2\n' });
+    expect(sandbox.git(repo, 'status', '--porcelain=v1', '--untracked-files=all')).toBe('');
   });
 
   it('follows --git to another repository with the clone it has (its origin read from the clone, set anew)', async () => {
