@@ -11,8 +11,9 @@
 //   work tree and index back as they were, and the next run undoes what a killed run left. Git's lock
 //   files there are never removed: one held by another process is waited for, then reported;
 // - anything else (a bare repository, a work tree on another branch, file://, http(s)://, ssh):
-//   a clone in `workDir` kept in step with the remote (fetch + hard reset), commit, push; when the
-//   push loses a race (non-fast-forward), start again from the new remote head. When the remote
+//   a clone in `workDir`: the branch is read from a fetch; the clone is put in step with it (hard
+//   reset) to commit through its work tree, then pushed; when the push loses a race
+//   (non-fast-forward), start again from the new remote head. When the remote
 //   branch is still at a commit whose tree this publisher knows (it read it or pushed it), the
 //   commit is made from the files that differ alone (git-fast-commit.ts: no reset, no work tree,
 //   no index) and pushed only if the branch is still there (--force-with-lease).
