@@ -314,30 +314,13 @@ describe('GitPublisher committing from the tree it knows', () => {
 // Each git process is a fork and exec, and its children (upload-pack, maintenance) more: a run
 // against a remote starts only those that read or write something the run needs.
 describe('GitPublisher git processes per run', () => {
-  /** A PATH whose git logs each command (the first argument after the `-c` settings) to $COMMAND_LOG. */
-  function loggingPath(): string {
-    const bin = mkdtempSync(path.join(sandbox.root, 'logging-git-'));
-    const real = sandbox.git(sandbox.root, '--exec-path');
-    writeFileSync(
-      path.join(bin, 'git'),
-      [
-        '#!/bin/sh',
-        'skip=; for arg in "$@"; do if [ -n "$skip" ]; then skip=; elif [ "$arg" = -c ]; then skip=1; else echo "$arg" >> "$COMMAND_LOG"; break; fi; done',
-        `exec '${real}/git' "$@"`,
-        '',
-      ].join('\n'),
-      { mode: 0o755 },
-    );
-    return `${bin}:${process.env.PATH ?? ''}`;
-  }
-
   /** The git commands one CLI-like run (a fresh publisher: read the branch, then publish `files`) starts. */
   async function commandsOfRun(bare: string, workDir: string, files: Record<string, string>): Promise<string[]> {
     const log = `${workDir}.log`;
     rmSync(log, { force: true });
     const git = publisher(bare, {
       workDir,
-      env: { PATH: loggingPath(), HOME: path.join(sandbox.root, 'home'), COMMAND_LOG: log },
+      env: { PATH: sandbox.loggingGitPath(), HOME: path.join(sandbox.root, 'home'), COMMAND_LOG: log },
     });
     await git.readPrevious();
     await git.publish(tree(files), change());
