@@ -52,7 +52,7 @@ import { syncWorkTree } from './sync-work-tree.js';
 import { acquirePublishLock, type PublishLock } from './publish-lock.js';
 import type { LockRequest } from './publisher.js';
 import { compileCommitMessage, type CommitMessageRenderer } from './commit-message.js';
-import { GitCommand, type GitTargetOptions, heldGitLockAdvice } from './git-command.js';
+import { GitCommand, type GitTargetOptions, heldGitLockAdvice, isMissingRemoteRef } from './git-command.js';
 import { inNewDirectory } from './new-directory.js';
 import { fastCommit } from './git-fast-commit.js';
 import { parseGitRemote, type GitRemote } from './git-remote.js';
@@ -601,7 +601,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
         `git fetch from ${this.remote.display}`,
       );
     } catch (error) {
-      if (error instanceof PublishError && error.message.includes(`couldn't find remote ref ${branchRef}`)) return null;
+      if (isMissingRemoteRef(error, branchRef)) return null;
       throw error;
     }
     const head =
