@@ -108,6 +108,11 @@ function classifyGitFailure(output: string): PublishErrorKind {
   return 'rejected';
 }
 
+/** Whether `error` is a fetch's refusal because the remote has no `ref` (a new branch, an empty repository): an answer, not a failure. */
+export function isMissingRemoteRef(error: unknown, ref: string): boolean {
+  return error instanceof PublishError && error.message.includes(`couldn't find remote ref ${ref}`);
+}
+
 /** What to do about a git lock file someone else holds (git's own advice, naming the file). */
 export function heldGitLockAdvice(file: string): string {
   return `${file} exists: another git process is running in this repository; wait for it, or remove ${file} if none is (a crashed git process leaves it behind)`;

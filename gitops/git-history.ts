@@ -4,7 +4,7 @@
 // It keeps its own bare mirror of the branch, so it never touches the publisher's clone.
 import { mkdir, readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { GitCommand, type GitTargetOptions } from './git-command.js';
+import { GitCommand, type GitTargetOptions, isMissingRemoteRef } from './git-command.js';
 import { parseGitRemote } from './git-remote.js';
 import { normalizeSubdir } from './tree-paths.js';
 
@@ -73,10 +73,13 @@ export class GitHistoryReader {
   async read(unitDirOf: UnitDirOf, limit = 1000): Promise<PublishedHistory> {
     const git = await this.mirror();
     const ref = `refs/heads/${this.options.branch}`;
-    const listing = await git.run(['ls-remote', this.url, ref], 'git ls-remote');
-    if (!listing.split('\n').some((line) => line.split('\t')[1] === ref))
-      return { head: null, history: [], unitRevisions: new Map() };
-    await git.run(['fetch', '--quiet', '--no-tags', this.url, `+${ref}:${ref}`], 'git fetch');
+    try {
+      // One connection: a branch the remote lacks fails the fetch with git's own words (no ls-remote first).
+      await git.run(['fetch', '--quiet', '--no-tags', this.url, `+${ref}:${ref}`], 'git fetch');
+    } catch (error) {
+      if (isMissingRemoteRef(error, ref)) return { head: null, history: [], unitRevisions: new Map() };
+      throw error;
+    }
     const log = await git.run(
       ['log', '--first-parent', '--no-renames', '--format=%x01%H', '--name-only', `-n${limit}`, ref, '--'],
       'git log',

@@ -11,8 +11,9 @@
 //   work tree and index back as they were, and the next run undoes what a killed run left. Git's lock
 //   files there are never removed: one held by another process is waited for, then reported;
 // - anything else (a bare repository, a work tree on another branch, file://, http(s)://, ssh):
-//   a clone in `workDir` kept in step with the remote (fetch + hard reset), commit, push; when the
-//   push loses a race (non-fast-forward), start again from the new remote head. When the remote
+//   a clone in `workDir`: the branch is read from a fetch; the clone is put in step with it (hard
+//   reset) to commit through its work tree, then pushed; when the push loses a race
+//   (non-fast-forward), start again from the new remote head. When the remote
 //   branch is still at a commit whose tree this publisher knows (it read it or pushed it), the
 //   commit is made from the files that differ alone (git-fast-commit.ts: no reset, no work tree,
 //   no index) and pushed only if the branch is still there (--force-with-lease).
@@ -51,7 +52,7 @@ import { syncWorkTree } from './sync-work-tree.js';
 import { acquirePublishLock, type PublishLock } from './publish-lock.js';
 import type { LockRequest } from './publisher.js';
 import { compileCommitMessage, type CommitMessageRenderer } from './commit-message.js';
-import { GitCommand, type GitTargetOptions, heldGitLockAdvice } from './git-command.js';
+import { GitCommand, type GitTargetOptions, heldGitLockAdvice, isMissingRemoteRef } from './git-command.js';
 import { inNewDirectory } from './new-directory.js';
 import { fastCommit } from './git-fast-commit.js';
 import { parseGitRemote, type GitRemote } from './git-remote.js';
@@ -67,6 +68,9 @@ import {
 import type { Logger } from '../src/core/logger.js';
 import { crashPoint } from './crash-point.js';
 import { GitFleetIndex } from './shard-fleet-index.js';
+import { fetchedHead, headIs, plainOriginUrl, storedRef } from './clone-git-files.js';
+import { CloneHousekeeping } from './clone-housekeeping.js';
+import { isValidBranchName } from './branch-name.js';
 
 /**
  * `repository` may also be a local work tree (committed in place, `workDir` unused) or a missing
@@ -95,12 +99,19 @@ export interface GitPublisherOptions extends GitTargetOptions {
 }
 
 type Workspace =
-  | { mode: 'in-place'; dir: string; git: GitCommand; gitDir: string }
+  | ({ mode: 'in-place'; dir: string; git: GitCommand } & GitPaths)
   | { mode: 'clone'; dir: string; git: GitCommand; url: string };
+
+/** Where an in-place work tree's git directory is, and the lock files a commit there needs (the index, HEAD, the branch). */
+interface GitPaths {
+  gitDir: string;
+  locks: string[];
+}
 
 /** What `--git` names, decided without writing anything. */
 type Decision =
-  | { mode: 'in-place'; dir: string; setup: 'init' | 'set-head' | 'none' }
+  | { mode: 'in-place'; dir: string; setup: 'init' | 'set-head' }
+  | { mode: 'in-place'; dir: string; setup: 'none'; paths: GitPaths }
   | { mode: 'clone'; url: string; http: boolean };
 
 /** In the git directory of an in-place work tree: what a run is about to create, until it has committed. */
@@ -110,8 +121,6 @@ const LOCK_FILE = 'clusterstack.lock';
 const INIT_LOCK_FILE = '.clusterstack-init.lock';
 /** The longest a run waits for another git process's lock in a work tree to go (less when --lock-timeout is shorter). */
 const GIT_LOCK_WAIT_MS = 10_000;
-/** After how many fast commits `git gc --auto` looks at the clone again (the first one always looks). */
-const GC_EVERY = 10;
 /** The hooks `git commit` runs before it writes the commit: any of them may refuse it. */
 const COMMIT_HOOKS = ['pre-commit', 'prepare-commit-msg', 'commit-msg'];
 /** What git prints when commit.gpgsign (or -S) is set and signing fails, with gpg or ssh keys. */
@@ -189,8 +198,13 @@ export class GitPublisher implements Publisher, SettledRunStore {
    * After a reset to that commit the clone's files under the path are exactly this tree.
    */
   private committed: { revision: string | null; tree: RenderedTree; subtree?: string } | undefined;
-  /** Commits made by fast-import in this process (git gc --auto runs after every GC_EVERY-th). */
-  private fastCommits = 0;
+  /** Asks git to pack the clone's objects now and then (fast commits and fetches add them). */
+  private readonly housekeeping = new CloneHousekeeping((error) =>
+    this.options.logger?.warn(
+      { target: this.target, error },
+      'git gc --auto failed in the clone; the publish itself is done',
+    ),
+  );
   /** With `fleetIndex`: the shards' index each commit carries. */
   private readonly fleetIndex: GitFleetIndex | undefined;
 
@@ -253,7 +267,9 @@ export class GitPublisher implements Publisher, SettledRunStore {
     const workspace = await this.open();
     if (workspace.mode === 'in-place') await this.repairInPlace(workspace);
     else if (this.held) await removeStaleGitLocks(path.join(workspace.dir, '.git'));
-    const head = workspace.mode === 'clone' ? await this.resetToRemote(workspace) : await this.localHead(workspace);
+    // Against a remote only the commit is read: the clone's work tree is put in step only by a
+    // publish that goes through it (resetToRemote), as a fast commit and a no-op never do.
+    const head = workspace.mode === 'clone' ? await this.fetchRemote(workspace) : await this.localHead(workspace);
     if (workspace.mode === 'in-place') return head === null ? new Map() : this.readCommit(workspace, head);
     const irregular: string[] = [];
     const tree =
@@ -287,12 +303,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
       if (workspace.mode === 'in-place') {
         if (typeof record.proof.tree !== 'string' || (await exists(path.join(workspace.gitDir, JOURNAL_FILE))))
           return undefined;
-        const { git } = workspace;
-        if (
-          (await git.run(['symbolic-ref', '--quiet', 'HEAD'], 'git symbolic-ref')).trim() !==
-          `refs/heads/${this.branch}`
-        )
-          return undefined;
+        if ((await this.checkedOut(workspace)) !== `refs/heads/${this.branch}`) return undefined;
         if ((await this.treeUnderPath(workspace, 'HEAD')) !== record.proof.tree) return undefined;
         const changes = await this.uncommittedChanges(workspace);
         return changes.staged.length === 0 && changes.edited.length === 0
@@ -424,17 +435,23 @@ export class GitPublisher implements Publisher, SettledRunStore {
     if (kind === 'missing' || kind === 'empty') return { mode: 'in-place', dir, setup: 'init' };
     if (kind === 'work-tree') {
       const git = this.command(dir, false);
-      const toplevel = (await git.run(['rev-parse', '--show-toplevel'], `git rev-parse in ${dir}`)).trim();
+      const [toplevel = '', ...paths] = (
+        await git.run(['rev-parse', '--show-toplevel', ...this.gitPathArgs()], `git rev-parse in ${dir}`)
+      ).split('\n');
       if ((await realpath(toplevel)) !== (await realpath(dir))) {
         throw new PublishError(
           'invalid-target',
           `--git ${dir} is a directory inside the repository ${toplevel}; give the repository's top directory`,
         );
       }
+      const gitPaths = this.gitPaths(dir, paths);
+      // The usual case, read from HEAD itself: the branch is checked out.
+      if (await headIs(gitPaths.gitDir, `refs/heads/${this.branch}`))
+        return { mode: 'in-place', dir, setup: 'none', paths: gitPaths };
       const current = (await git.run(['symbolic-ref', '--quiet', 'HEAD'], `git symbolic-ref in ${dir}`)).trim();
       const hasCommits =
         (await git.run(['rev-parse', '--verify', '--quiet', 'HEAD'], `git rev-parse in ${dir}`)).trim() !== '';
-      if (current === `refs/heads/${this.branch}`) return { mode: 'in-place', dir, setup: 'none' };
+      if (current === `refs/heads/${this.branch}`) return { mode: 'in-place', dir, setup: 'none', paths: gitPaths };
       if (!hasCommits) return { mode: 'in-place', dir, setup: 'set-head' };
       // The branch is not checked out there, so pushing to it is allowed.
       return { mode: 'clone', url: dir, http: false };
@@ -461,8 +478,30 @@ export class GitPublisher implements Publisher, SettledRunStore {
     const git = this.command(dir, false);
     if (decision.setup === 'set-head')
       await git.run(['symbolic-ref', 'HEAD', `refs/heads/${this.branch}`], `git symbolic-ref in ${dir}`);
-    const gitDir = (await git.run(['rev-parse', '--absolute-git-dir'], `git rev-parse in ${dir}`)).trim();
-    return { mode: 'in-place', dir, git, gitDir };
+    if (decision.setup === 'none') return { mode: 'in-place', dir, git, ...decision.paths };
+    const paths = (await git.run(['rev-parse', ...this.gitPathArgs()], `git rev-parse in ${dir}`)).split('\n');
+    return { mode: 'in-place', dir, git, ...this.gitPaths(dir, paths) };
+  }
+
+  /** `git rev-parse` options that print the absolute git directory, then the lock files of GitPaths, a line each. */
+  private gitPathArgs(): string[] {
+    return [
+      '--absolute-git-dir',
+      ...['index.lock', 'HEAD.lock', `refs/heads/${this.branch}.lock`].flatMap((file) => ['--git-path', file]),
+    ];
+  }
+
+  /** GitPaths from the lines `gitPathArgs` printed in the work tree `dir`. */
+  private gitPaths(dir: string, lines: string[]): GitPaths {
+    const [gitDir = '', ...locks] = lines.filter((line) => line !== '');
+    return { gitDir, locks: locks.map((line) => path.resolve(dir, line)) };
+  }
+
+  /** The ref HEAD names ('' when detached), from HEAD itself when it names the branch. */
+  private async checkedOut(workspace: Workspace): Promise<string> {
+    const branchRef = `refs/heads/${this.branch}`;
+    if (await headIs(await this.gitDirOf(workspace), branchRef)) return branchRef;
+    return (await workspace.git.run(['symbolic-ref', '--quiet', 'HEAD'], 'git symbolic-ref')).trim();
   }
 
   /**
@@ -528,29 +567,61 @@ export class GitPublisher implements Publisher, SettledRunStore {
     }
     const git = this.command(dir, http);
     const current = (
-      await git.run(['config', '--get', 'remote.origin.url'], `git config in ${dir}`).catch(() => '')
+      (await plainOriginUrl(path.join(dir, '.git'))) ??
+      (await git.run(['config', '--get', 'remote.origin.url'], `git config in ${dir}`).catch(() => ''))
     ).trim();
     if (current === '') await git.run(['remote', 'add', 'origin', url], `git remote add in ${dir}`);
     else if (current !== url) await git.run(['remote', 'set-url', 'origin', url], `git remote set-url in ${dir}`);
     return { mode: 'clone', dir, git, url };
   }
 
+  /**
+   * Fetches the remote branch into its tracking ref and returns its head (null: the remote has no
+   * such branch); the clone's branch, index and files stay as they were.
+   */
+  private async fetchRemote(workspace: Workspace): Promise<string | null> {
+    const { git } = workspace;
+    const branchRef = `refs/heads/${this.branch}`;
+    const trackingRef = `refs/remotes/origin/${this.branch}`;
+    const gitDir = await this.gitDirOf(workspace);
+    const before = await storedRef(gitDir, trackingRef);
+    try {
+      // One connection: a branch the remote lacks fails the fetch with git's own words (no ls-remote first).
+      // No `git maintenance` after it (one more process on every publish): see clone-housekeeping.ts.
+      await git.run(
+        [
+          'fetch',
+          '--quiet',
+          '--no-tags',
+          '--no-auto-maintenance',
+          '--write-fetch-head',
+          'origin',
+          `+${branchRef}:${trackingRef}`,
+        ],
+        `git fetch from ${this.remote.display}`,
+      );
+    } catch (error) {
+      if (isMissingRemoteRef(error, branchRef)) return null;
+      throw error;
+    }
+    const head =
+      (await fetchedHead(await this.gitDirOf(workspace))) ??
+      (await git.run(['rev-parse', trackingRef], 'git rev-parse')).trim();
+    // The fetch brought commits the clone did not have (another writer's): objects to pack some time.
+    if (head !== before) await this.housekeeping.afterObjectsAdded(workspace.git);
+    return head;
+  }
+
   /** Makes the clone's branch, index and files equal the remote branch; returns its head (null: no branch yet). */
   private async resetToRemote(workspace: Workspace): Promise<string | null> {
     const { git } = workspace;
     const branchRef = `refs/heads/${this.branch}`;
-    const listing = await git.run(['ls-remote', 'origin', branchRef], `git ls-remote ${this.remote.display}`);
-    const exists = listing.split('\n').some((line) => line.split('\t')[1] === branchRef);
-    const trackingRef = `refs/remotes/origin/${this.branch}`;
-    await git.run(['symbolic-ref', 'HEAD', branchRef], 'git symbolic-ref');
-    let head: string | null = null;
-    if (exists) {
-      await git.run(
-        ['fetch', '--quiet', '--no-tags', 'origin', `+${branchRef}:${trackingRef}`],
-        `git fetch from ${this.remote.display}`,
-      );
-      await git.run(['reset', '--quiet', '--hard', trackingRef], 'git reset');
-      head = (await git.run(['rev-parse', trackingRef], 'git rev-parse')).trim();
+    const head = await this.fetchRemote(workspace);
+    // HEAD names the branch after the first reset.
+    if (!(await headIs(await this.gitDirOf(workspace), branchRef)))
+      await git.run(['symbolic-ref', 'HEAD', branchRef], 'git symbolic-ref');
+    if (head !== null) {
+      await git.run(['reset', '--quiet', '--hard', head], 'git reset');
     } else {
       // An empty remote or a new branch: start an orphan branch with nothing in it.
       await git.run(['update-ref', '-d', branchRef], 'git update-ref');
@@ -560,7 +631,12 @@ export class GitPublisher implements Publisher, SettledRunStore {
     return head;
   }
 
+  /** The commit HEAD is at (null: none yet); read from the git directory's files when HEAD names the branch and its ref is stored there. */
   private async localHead(workspace: Workspace): Promise<string | null> {
+    const branchRef = `refs/heads/${this.branch}`;
+    const gitDir = await this.gitDirOf(workspace);
+    const stored = (await headIs(gitDir, branchRef)) ? await storedRef(gitDir, branchRef) : undefined;
+    if (stored !== undefined) return stored;
     const head = (await workspace.git.run(['rev-parse', '--verify', '--quiet', 'HEAD'], 'git rev-parse')).trim();
     return head === '' ? null : head;
   }
@@ -627,8 +703,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
 
   private async commit(workspace: Workspace, message: string): Promise<string> {
     const { git } = workspace;
-    const gitDir = (await git.run(['rev-parse', '--absolute-git-dir'], 'git rev-parse')).trim();
-    const messageFile = path.join(gitDir, 'CLUSTERSTACK_COMMIT_MSG');
+    const messageFile = path.join(await this.gitDirOf(workspace), 'CLUSTERSTACK_COMMIT_MSG');
     await writeFile(messageFile, message, 'utf8');
     crashPoint('git:commit-message');
     try {
@@ -639,7 +714,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
     } finally {
       await rm(messageFile, { force: true });
     }
-    return (await git.run(['rev-parse', 'HEAD'], 'git rev-parse')).trim();
+    return (await this.localHead(workspace)) ?? (await git.run(['rev-parse', 'HEAD'], 'git rev-parse')).trim();
   }
 
   /**
@@ -708,7 +783,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
 
   /** Throws unless --git has the publisher's branch checked out: the render commits on HEAD. */
   private async requireBranchCheckedOut(workspace: Extract<Workspace, { mode: 'in-place' }>): Promise<void> {
-    const current = (await workspace.git.run(['symbolic-ref', '--quiet', 'HEAD'], 'git symbolic-ref')).trim();
+    const current = await this.checkedOut(workspace);
     if (current !== `refs/heads/${this.branch}`) {
       throw new PublishError(
         'invalid-target',
@@ -939,22 +1014,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
    * stays. Never removes one: a live git process's lock cannot be told from a crashed one's.
    */
   private async awaitGitLocks(workspace: Extract<Workspace, { mode: 'in-place' }>, outcome: string): Promise<void> {
-    const listing = await workspace.git.run(
-      [
-        'rev-parse',
-        '--git-path',
-        'index.lock',
-        '--git-path',
-        'HEAD.lock',
-        '--git-path',
-        `refs/heads/${this.branch}.lock`,
-      ],
-      'git rev-parse',
-    );
-    const files = listing
-      .split('\n')
-      .filter((line) => line !== '')
-      .map((line) => path.resolve(workspace.dir, line));
+    const files = workspace.locks;
     const deadline = Date.now() + this.gitLockWaitMs;
     for (;;) {
       const held = (await Promise.all(files.map(async (file) => ((await exists(file)) ? file : undefined)))).find(
@@ -1076,7 +1136,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
     try {
       await git.run(
         // No `git maintenance` after it (one more process before each commit): the fast commits ask
-        // `git gc --auto` themselves (GC_EVERY), after their push.
+        // `git gc --auto` themselves (clone-housekeeping.ts), after their push.
         [
           'fetch',
           '--quiet',
@@ -1093,7 +1153,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
       // step of the serial fetch-commit-push that shards racing on one branch wait for in turn.
       const pushed = this.committed?.revision === known ? this.committed.subtree : undefined;
       if (this.fleetIndex && pushed !== undefined) {
-        const head = await this.fetchedHead(workspace);
+        const head = await fetchedHead(await this.gitDirOf(workspace));
         if (head !== undefined) return (await this.fleetIndex.subtreeAt(git, head)) === pushed ? head : undefined;
       }
       // One process for the head and both path trees (a missing path fails it: the full way then).
@@ -1111,14 +1171,6 @@ export class GitPublisher implements Publisher, SettledRunStore {
     } catch {
       return undefined;
     }
-  }
-
-  /** The commit the last fetch found (its FETCH_HEAD, one branch fetched); undefined when it cannot be read. */
-  private async fetchedHead(workspace: Workspace): Promise<string | undefined> {
-    const text = await readFile(path.join(await this.gitDirOf(workspace), 'FETCH_HEAD'), 'utf8').catch(() => '');
-    const lines = text.split('\n').filter((line) => line !== '');
-    const id = lines.length === 1 ? lines[0]!.split('\t')[0] : undefined;
-    return id !== undefined && /^[0-9a-f]{40,64}$/.test(id) ? id : undefined;
   }
 
   /**
@@ -1188,17 +1240,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
       throw error;
     }
     this.committed = subtree === undefined ? { revision, tree } : { revision, tree, subtree };
-    // fast-import leaves loose objects or one pack per commit: let git pack them together now and
-    // then (in the background). Its thresholds are thousands of loose objects and 50 packs, so
-    // asking on every GC_EVERY-th commit is enough, and spares the other commits a git process.
-    this.fastCommits += 1;
-    if (this.fastCommits % GC_EVERY === 1)
-      await workspace.git.run(['gc', '--auto', '--quiet'], 'git gc').catch((error: unknown) => {
-        this.options.logger?.warn(
-          { target: this.target, error: error instanceof Error ? error.message : String(error) },
-          'git gc --auto failed in the clone; the publish itself is done',
-        );
-      });
+    await this.housekeeping.afterObjectsAdded(workspace.git);
     this.options.logger?.info(
       { target: this.target, revision, attempt, written: written.length, removed: removed.length },
       'Pushed rendered tree',
@@ -1220,23 +1262,6 @@ export class GitPublisher implements Publisher, SettledRunStore {
       this.workspace = undefined;
     }
   }
-}
-
-/** git check-ref-format's rules for a branch name. */
-function isValidBranchName(name: string): boolean {
-  if (
-    name === '' ||
-    name === '@' ||
-    name === 'HEAD' ||
-    name.startsWith('-') ||
-    name.startsWith('/') ||
-    name.endsWith('/') ||
-    name.endsWith('.')
-  )
-    return false;
-  if (name.includes('..') || name.includes('//') || name.includes('@{') || /[\x00-\x20\x7f~^:?*[\\]/.test(name))
-    return false;
-  return name.split('/').every((component) => !component.startsWith('.') && !component.endsWith('.lock'));
 }
 
 type LocalRepositoryKind = 'missing' | 'empty' | 'work-tree' | 'bare' | 'other';

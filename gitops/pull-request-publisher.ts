@@ -37,6 +37,9 @@ import { acquirePublishLock, type PublishLock } from './publish-lock.js';
 import { inNewDirectory } from './new-directory.js';
 import { removeStaleGitLocks } from './stale-git-locks.js';
 import { crashPoint } from './crash-point.js';
+import { isValidBranchName } from './branch-name.js';
+import { plainOriginUrl, storedRef } from './clone-git-files.js';
+import { CloneHousekeeping } from './clone-housekeeping.js';
 
 /** The trailer that marks a commit as made by a render (with our identity): such commits may be replaced. */
 const INPUT_DIGEST_TRAILER = 'Clusterstack-Input-Digest';
@@ -151,6 +154,13 @@ export class PullRequestPublisher implements Publisher {
   private readonly renderMessage: CommitMessageRenderer;
   private readonly octokit: GitHubClient;
   private workspace: Promise<GitCommand> | undefined;
+  /** Asks git to pack the clone's objects now and then (fetches add them). */
+  private readonly housekeeping = new CloneHousekeeping((error) =>
+    this.options.logger?.warn(
+      { target: this.target, error },
+      'git gc --auto failed in the clone; the publish itself is done',
+    ),
+  );
 
   constructor(private readonly options: PullRequestPublisherOptions) {
     const { git, github } = options;
@@ -223,7 +233,7 @@ export class PullRequestPublisher implements Publisher {
     const git = await this.open();
     const heads = await this.remoteHeads(git);
     if (heads.base === undefined) return new Map();
-    await this.fetch(git, false);
+    await this.fetch(git, heads);
     return this.readCommit(git, heads.base);
   }
 
@@ -239,7 +249,7 @@ export class PullRequestPublisher implements Publisher {
     const message = this.renderMessage(change);
     await this.checkAccess();
     const git = await this.open();
-    await this.checkBranchName(git);
+    this.checkBranchName();
     for (let attempt = 1; attempt <= this.maxPushAttempts; attempt++) {
       const result = await this.proposeOnce(git, tree, change, message, attempt);
       if (result !== 'moved') return result;
@@ -269,7 +279,7 @@ export class PullRequestPublisher implements Publisher {
         `${this.remote.display} has no branch ${this.base} for the pull request to target; push an initial commit to it first`,
       );
     }
-    await this.fetch(git, heads.branch !== undefined);
+    await this.fetch(git, heads);
     const baseHead = heads.base;
     const desiredRoot = await this.stage(git, baseHead, tree);
     const baseRoot = await this.treeOf(git, `${baseHead}^{tree}`);
@@ -293,6 +303,8 @@ export class PullRequestPublisher implements Publisher {
     });
     crashPoint('pull-request:committed');
     if (!(await this.pushBranch(git, push, attempt))) return 'moved';
+    // The commit's objects (and the blobs `git add` wrote) stay in the clone: to pack some time.
+    await this.housekeeping.afterObjectsAdded(git);
     const pull = await this.upsertPull(open, change);
     crashPoint('pull-request:opened');
     this.options.logger?.info(
@@ -548,7 +560,10 @@ export class PullRequestPublisher implements Publisher {
         await git.run(['init', '--quiet'], `git init ${dir}`);
         await git.run(['remote', 'add', 'origin', this.url], `git remote add in ${dir}`);
       } else {
-        const current = (await git.run(['config', '--get', 'remote.origin.url'], `git config in ${dir}`)).trim();
+        const current = (
+          (await plainOriginUrl(path.join(dir, '.git'))) ??
+          (await git.run(['config', '--get', 'remote.origin.url'], `git config in ${dir}`))
+        ).trim();
         if (current === '') await git.run(['remote', 'add', 'origin', this.url], `git remote add in ${dir}`);
         else if (current !== this.url)
           await git.run(['remote', 'set-url', 'origin', this.url], `git remote set-url in ${dir}`);
@@ -557,12 +572,9 @@ export class PullRequestPublisher implements Publisher {
     });
   }
 
-  private async checkBranchName(git: GitCommand): Promise<void> {
-    try {
-      await git.run(['check-ref-format', '--branch', this.branch], 'git check-ref-format');
-    } catch {
+  private checkBranchName(): void {
+    if (!isValidBranchName(this.branch))
       throw new PublishError('invalid-input', `"${this.branch}" is not a valid Git branch name for the pull request`);
-    }
   }
 
   /** The heads of the base branch and of the pull request branch on the remote (undefined: missing). */
@@ -580,10 +592,25 @@ export class PullRequestPublisher implements Publisher {
     return heads;
   }
 
-  private async fetch(git: GitCommand, withBranch: boolean): Promise<void> {
-    const refspecs = [`+refs/heads/${this.base}:refs/remotes/origin/${this.base}`];
-    if (withBranch) refspecs.push(`+refs/heads/${this.branch}:refs/remotes/origin/${this.branch}`);
-    await git.run(['fetch', '--quiet', '--no-tags', 'origin', ...refspecs], `git fetch from ${this.remote.display}`);
+  /**
+   * Fetches the base branch, and the pull request branch when it exists, unless the clone's
+   * tracking refs hold those very heads already (an earlier fetch or our own push put them there,
+   * and a ref is written only once its objects are).
+   */
+  private async fetch(git: GitCommand, heads: { base?: string; branch?: string }): Promise<void> {
+    const gitDir = path.join(this.workDir, '.git');
+    const tracking = (branch: string): string => `refs/remotes/origin/${branch}`;
+    const base = await storedRef(gitDir, tracking(this.base));
+    const branch = heads.branch === undefined ? undefined : await storedRef(gitDir, tracking(this.branch));
+    if (base === heads.base && branch === heads.branch) return;
+    const refspecs = [`+refs/heads/${this.base}:${tracking(this.base)}`];
+    if (heads.branch !== undefined) refspecs.push(`+refs/heads/${this.branch}:${tracking(this.branch)}`);
+    // No `git maintenance` after it (one process more on each fetch): see clone-housekeeping.ts.
+    await git.run(
+      ['fetch', '--quiet', '--no-tags', '--no-auto-maintenance', 'origin', ...refspecs],
+      `git fetch from ${this.remote.display}`,
+    );
+    await this.housekeeping.afterObjectsAdded(git);
   }
 
   /** Checks out `commit`, replaces everything under the path with `tree`, stages it; returns the root tree. */
@@ -657,8 +684,7 @@ export class PullRequestPublisher implements Publisher {
   }
 
   private async commitTree(git: GitCommand, tree: string, parent: string, message: string): Promise<string> {
-    const gitDir = (await git.run(['rev-parse', '--absolute-git-dir'], 'git rev-parse')).trim();
-    const messageFile = path.join(gitDir, 'CLUSTERSTACK_COMMIT_MSG');
+    const messageFile = path.join(this.workDir, '.git', 'CLUSTERSTACK_COMMIT_MSG');
     await writeFile(messageFile, message, 'utf8');
     crashPoint('pull-request:commit-message');
     try {

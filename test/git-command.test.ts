@@ -1,9 +1,9 @@
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { GitCommand } from '../gitops/git-command.js';
+import { GitCommand, isMissingRemoteRef } from '../gitops/git-command.js';
 import { PublishError } from '../gitops/publish-error.js';
 import { ProcessSpawner, processSpawner } from '../src/core/process-spawner.js';
 
@@ -184,4 +184,27 @@ describe('GitCommand', () => {
       }
     },
   );
+});
+
+describe('isMissingRemoteRef', () => {
+  it("tells a fetch of a branch the remote lacks from a remote that is not there, by git's own words", async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'csk-missing-ref-'));
+    const author = { name: 'Clusterstack Bot', email: 'bot@example.com' };
+    const git = new GitCommand(dir, { author, env: { PATH: process.env.PATH, HOME: dir } });
+    await git.run(['init', '--quiet', '--bare', 'remote.git'], 'git init');
+    await git.run(['init', '--quiet', 'clone'], 'git init');
+    const clone = new GitCommand(path.join(dir, 'clone'), { author, env: { PATH: process.env.PATH, HOME: dir } });
+    const fetch = (url: string): Promise<unknown> =>
+      clone
+        .run(['fetch', '--quiet', url, '+refs/heads/main:refs/remotes/origin/main'], 'git fetch')
+        .catch((error: unknown) => error);
+    const missing = await fetch(path.join(dir, 'remote.git'));
+    expect(missing).toBeInstanceOf(PublishError);
+    expect(isMissingRemoteRef(missing, 'refs/heads/main')).toBe(true);
+    expect(isMissingRemoteRef(missing, 'refs/heads/other')).toBe(false);
+    const nowhere = await fetch(path.join(dir, 'no-such.git'));
+    expect(nowhere).toBeInstanceOf(PublishError);
+    expect(isMissingRemoteRef(nowhere, 'refs/heads/main')).toBe(false);
+    await rm(dir, { recursive: true, force: true });
+  });
 });

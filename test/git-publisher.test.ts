@@ -311,6 +311,95 @@ describe('GitPublisher committing from the tree it knows', () => {
   });
 });
 
+// Each git process is a fork and exec, and its children (upload-pack, maintenance) more: a run
+// against a remote starts only those that read or write something the run needs.
+describe('GitPublisher git processes per run', () => {
+  /** The git commands one CLI-like run (a fresh publisher: read the branch, then publish `files`) starts. */
+  async function commandsOfRun(bare: string, workDir: string, files: Record<string, string>): Promise<string[]> {
+    const log = `${workDir}.log`;
+    rmSync(log, { force: true });
+    const git = publisher(bare, {
+      workDir,
+      env: { PATH: sandbox.loggingGitPath(), HOME: path.join(sandbox.root, 'home'), COMMAND_LOG: log },
+    });
+    await git.readPrevious();
+    await git.publish(tree(files), change());
+    return existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n') : [];
+  }
+
+  it('a first publish, a no-op and a one-file change: one fetch to read, no reset or work tree unless the full way is needed', async () => {
+    const bare = sandbox.bareRepo('process-count');
+    const workDir = path.join(sandbox.root, 'process-count-work');
+    // No branch yet: the failed fetch says so (no ls-remote before it).
+    expect(await commandsOfRun(bare, workDir, { 'a.yaml': '1\n', 'b.yaml': 'b\n' })).toEqual([
+      'init',
+      'remote',
+      'fetch',
+      'fast-import',
+      'push',
+      'gc',
+    ]);
+    // The same tree: read it, and ask the remote whether the branch is still where it was read.
+    expect(await commandsOfRun(bare, workDir, { 'a.yaml': '1\n', 'b.yaml': 'b\n' })).toEqual([
+      'fetch',
+      'ls-tree',
+      'show',
+      'ls-remote',
+    ]);
+    expect(await commandsOfRun(bare, workDir, { 'a.yaml': '2\n', 'b.yaml': 'b\n' })).toEqual([
+      'fetch',
+      'ls-tree',
+      'show',
+      'fast-import',
+      'push',
+      'gc',
+    ]);
+    expect(sandbox.files(bare, 'main')).toEqual({ 'clusters/a.yaml': '2\n', 'clusters/b.yaml': 'b\n' });
+    expect(sandbox.commitCount(bare, 'main')).toBe(2);
+  });
+
+  it('in place: a no-op and a one-file change read HEAD and the branch from the git directory, and ask git once where it is', async () => {
+    const repo = path.join(sandbox.root, 'process-count-in-place');
+    // In place the publisher's work directory holds nothing; the log is written beside it.
+    const unused = path.join(sandbox.root, 'process-count-in-place-unused');
+    await commandsOfRun(repo, unused, { 'a.yaml': '1\n' });
+    expect(await commandsOfRun(repo, unused, { 'a.yaml': '1\n' })).toEqual([
+      'rev-parse',
+      'ls-tree',
+      'show',
+      'ls-files',
+      'status',
+      'add',
+      'diff',
+    ]);
+    expect(await commandsOfRun(repo, unused, { 'a.yaml': '2\n' })).toEqual([
+      'rev-parse',
+      'ls-tree',
+      'show',
+      'ls-files',
+      'status',
+      'add',
+      'diff',
+      'commit',
+    ]);
+    expect(sandbox.files(repo, 'main')).toEqual({ 'clusters/a.yaml': '2\n' });
+    expect(sandbox.git(repo, 'status', '--porcelain=v1', '--untracked-files=all')).toBe('');
+  });
+
+  it('follows --git to another repository with the clone it has (its origin read from the clone, set anew)', async () => {
+    const first = sandbox.bareRepo('origin-first', { branch: 'main', files: { 'clusters/a.yaml': 'first\n' } });
+    const second = sandbox.bareRepo('origin-second', { branch: 'main', files: { 'clusters/a.yaml': 'second\n' } });
+    const workDir = path.join(sandbox.root, 'origin-work');
+    expect(await publisher(first, { workDir }).readPrevious()).toEqual(tree({ 'a.yaml': 'first\n' }));
+    const moved = publisher(second, { workDir });
+    expect(await moved.readPrevious()).toEqual(tree({ 'a.yaml': 'second\n' }));
+    expect(sandbox.git(workDir, 'config', '--get', 'remote.origin.url')).toBe(second);
+    expect(await moved.publish(tree({ 'a.yaml': 'third\n' }), change())).toMatchObject({ changed: true });
+    expect(sandbox.files(second, 'main')).toEqual({ 'clusters/a.yaml': 'third\n' });
+    expect(sandbox.files(first, 'main')).toEqual({ 'clusters/a.yaml': 'first\n' });
+  });
+});
+
 describe('GitPublisher with a local path', () => {
   it('creates a missing repository and commits into its work tree without pushing', async () => {
     const repo = path.join(sandbox.root, 'out', 'gitops-repo');

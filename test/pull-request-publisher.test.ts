@@ -1,5 +1,6 @@
 // Pull-request mode against a real Git remote (git http-backend with token auth, standing in for
 // github.com's Git side) and the fake GitHub API over HTTP for the pull requests.
+import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PublishError } from '../gitops/publish-error.js';
@@ -464,5 +465,57 @@ describe('PullRequestPublisher', () => {
     expect(error.kind).toBe('rejected');
     expect(error.message).toContain('branch creation is not allowed here');
     expect(github.pulls(OWNER, name)).toEqual([]);
+  });
+});
+
+// Each git process is a fork and exec (and a fetch or push over HTTP several more): a run starts
+// only those that read or write something it needs.
+describe('PullRequestPublisher git processes per run', () => {
+  /** The git commands one CLI-like run (a fresh publisher with the clone in `workDir`: read, then publish `files`) starts. */
+  async function commandsOfRun(name: string, workDir: string, files: RenderedTree): Promise<string[]> {
+    const log = `${workDir}.log`;
+    rmSync(log, { force: true });
+    const env = { PATH: sandbox.loggingGitPath(), HOME: path.join(sandbox.root, 'home'), COMMAND_LOG: log };
+    const run = new PullRequestPublisher({
+      git: {
+        repository: `${server.url}/${name}.git`,
+        baseBranch: 'main',
+        path: 'clusters',
+        workDir,
+        author: AUTHOR,
+        token: TOKEN,
+        env,
+      },
+      github: { owner: OWNER, repo: name, baseUrl: github.apiUrl, fetch: githubFetch, token: TOKEN },
+    });
+    await run.readPrevious();
+    await run.publish(files, change());
+    return readFileSync(log, 'utf8').trim().split('\n');
+  }
+
+  it('proposes, finds the branch already proposing the tree, then proposes a change: no fetch of heads the clone has', async () => {
+    const { name, bare } = newRepository();
+    const workDir = path.join(sandbox.root, 'pr-process-count');
+    // Staged, compared and committed as before; read and fetched once (the fetch's objects checked by gc --auto once).
+    const proposing = ['ls-remote', 'checkout', 'clean', 'add', 'write-tree', 'rev-parse', 'diff-tree'];
+    expect(await commandsOfRun(name, workDir, FIRST)).toEqual([
+      ...['init', 'remote', 'ls-remote', 'fetch', 'gc', 'ls-tree'],
+      ...proposing,
+      ...['commit-tree', 'push'],
+    ]);
+    // The base and the branch are where the clone has them: nothing fetched; the branch's path
+    // tree is the desired one, so nothing is pushed.
+    expect(await commandsOfRun(name, workDir, FIRST)).toEqual([
+      ...['ls-remote', 'ls-tree'],
+      ...proposing,
+      ...['rev-parse', 'rev-parse'],
+    ]);
+    expect(await commandsOfRun(name, workDir, SECOND)).toEqual([
+      ...['ls-remote', 'ls-tree'],
+      ...proposing,
+      ...['rev-parse', 'rev-parse', 'log', 'commit-tree', 'push', 'gc'],
+    ]);
+    expect(sandbox.files(bare, BRANCH)).toMatchObject({ 'clusters/default/alpha/cni/cilium.yaml': 'cilium v2\n' });
+    expect(github.pulls(OWNER, name)).toHaveLength(1);
   });
 });

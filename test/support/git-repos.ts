@@ -47,6 +47,29 @@ export class GitSandbox {
     }).trim();
   }
 
+  /**
+   * A PATH (before this process's) whose git appends each command it runs (the first argument
+   * after the `-c` settings) to the file $COMMAND_LOG names: what a publisher starts, counted.
+   */
+  loggingGitPath(): string {
+    const bin = path.join(this.root, 'logging-git');
+    if (!existsSync(bin)) {
+      mkdirSync(bin);
+      const real = this.git(this.root, '--exec-path');
+      writeFileSync(
+        path.join(bin, 'git'),
+        [
+          '#!/bin/sh',
+          'skip=; for arg in "$@"; do if [ -n "$skip" ]; then skip=; elif [ "$arg" = -c ]; then skip=1; else echo "$arg" >> "$COMMAND_LOG"; break; fi; done',
+          `exec '${real}/git' "$@"`,
+          '',
+        ].join('\n'),
+        { mode: 0o755 },
+      );
+    }
+    return `${bin}:${process.env.PATH ?? ''}`;
+  }
+
   /** A bare repository at `<root>/<name>.git`, optionally seeded with files on `branch`. */
   bareRepo(name: string, seed?: { branch: string; files: Record<string, string> }): string {
     const bare = path.join(this.root, `${name}.git`);

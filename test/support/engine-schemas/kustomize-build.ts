@@ -4,7 +4,10 @@
 // The prune-rule walks (engine-prune-rules.ts) and the layer tests build the same directories of
 // the same trees again and again (each transition builds both trees' owners and inventories, and
 // consecutive transitions share a tree): kustomize's output is a function of the files and the
-// directory, so each tree is written once and each directory of it built once per worker.
+// directory, so each tree is written once and each directory of it built once per worker. A
+// directory whose kustomizations name nothing outside it builds from its own files alone, so it
+// is built once per content: consecutive trees of a walk mostly differ in one directory, and the
+// others are not built again (the layer files and shared-objects: 34 kubectl runs instead of 85).
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -42,8 +45,23 @@ function writtenTree(digest: string, files: Map<string, string>): string {
   return root;
 }
 
+const KUSTOMIZATION_FILES = new Set(['kustomization.yaml', 'kustomization.yml', 'Kustomization']);
+// A kustomization naming a path outside its directory (`../x`) or an absolute one.
+const OUTSIDE = /\.\.|^\s*-\s*\/|:\s*\//m;
+
+/** The files kustomize can read building `dir`: the directory's own when its kustomizations name nothing outside it, else all of them. */
+function buildInputs(files: Map<string, string>, dir: string): Map<string, string> {
+  if (dir === '' || dir === '.') return files;
+  const own = new Map([...files].filter(([file]) => file.startsWith(`${dir}/`)));
+  const reachesOut = [...own].some(
+    ([file, text]) => KUSTOMIZATION_FILES.has(path.posix.basename(file)) && OUTSIDE.test(text),
+  );
+  return reachesOut ? files : own;
+}
+
 /** The objects `kubectl kustomize <dir>` builds from `files` (paths relative to one root); fresh objects on every call. */
-export function kustomizeBuild(files: Map<string, string>, dir: string): Record<string, any>[] {
+export function kustomizeBuild(tree: Map<string, string>, dir: string): Record<string, any>[] {
+  const files = buildInputs(tree, dir);
   const digest = treeDigest(files);
   const key = `${digest}\0${dir}`;
   let output = built.get(key);
