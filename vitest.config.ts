@@ -10,6 +10,21 @@ import SlowFilesFirst from './test/support/slow-files-first.js';
 // that helm first on PATH; the rest run once, on the newest one. The files of SHARED_WORKER_FILES
 // share worker processes (test/support/shared-worker-files.ts says which may); every other file
 // runs in a fresh one.
+//
+// Fresh processes, not Vitest's threads pool (worker_threads), although most isolated files keep to what a
+// thread needs: no process.chdir, no signal sent to or awaited by the test's own process (its pid is Vitest's
+// main process; signals reach no thread), no process.exit (it ends only the thread), clean-up in afterAll or
+// afterEach rather than on the process's 'exit' (a thread is terminated, which emits none), and nothing named by
+// process.pid alone (threads share it). A thread spares a file its process start, about 0.06 CPU-s (a file of
+// pure tests: 0.20 CPU-s forked, 0.14 in a thread), but every process the file starts itself is then forked
+// from Vitest's main process, which holds every thread's heap (660-770 MB at three threads), and a fork costs
+// its parent about 0.03 ms of CPU per MB (measured: 2.6 ms at 150 MB, 7 ms at 350, 19 ms at 650; a forked
+// worker peaks near 200 MB). The isolated files (29 runs: the helm suites once per helm) start 1,656 processes themselves (git and
+// git-http-backend above all; 0 to 729 a file): session 18 measured them in threads and forked, alternately
+// (load 5-43; the second threads run at the higher load), at 71.7 and 72.2 CPU-s against 63.7 and 65.6 for
+// Vitest's main process and its workers.
+// A thread pays only for a file that starts next to no processes; none of the isolated files is such a file
+// with enough tests to matter.
 const helms = matrixHelms();
 const newest = helms[helms.length - 1]!;
 const onPath = (binDir: string) => ({ PATH: `${binDir}:${process.env.PATH ?? ''}` });

@@ -38,7 +38,12 @@
 // faults/releases (CLI and npm processes, a fake GitHub; nothing kept in the worker) joined after passing shuffled
 // beside controller-config, directory-publisher and others; render-command, faults/kill-9 and controller-exit passed
 // the rules' reading too but failed on their own time limits at load 50-80 isolated as much as sharing, so they stay
-// isolated until a quieter check. Vitest keeps a shared worker only while the next queued file is of the same project
+// isolated until a quieter check. Session 18: kill-9, controller-exit, controller-leadership-loss and
+// controller-runtime-e2e joined after passing three seeds of files shuffled beside eleven sharing files (controller-e2e,
+// -objects, -config, git- and pull-request-publisher, faults/releases and output-swap, settled-run, cli-hygiene and
+// others) at load 15-47; render-command stays isolated: in the third seed, at load 31-39, a cluster whose values take
+// a moment was withheld beside the looping one at its 1.5 s values limit (the load, as in session 17, but not green).
+// Vitest keeps a shared worker only while the next queued file is of the same project
 // (test/support/slow-files-first.ts keeps them together).
 export const SHARED_WORKER_FILES = [
   'test/addon-wait-conditions.test.ts',
@@ -75,13 +80,16 @@ export const SHARED_WORKER_FILES = [
   'test/controller/controller-config.test.ts',
   'test/controller/controller-e2e-conflict.test.ts',
   'test/controller/controller-e2e.test.ts',
+  'test/controller/controller-exit.test.ts',
   'test/controller/controller-isolation.test.ts',
   'test/controller/controller-layers.test.ts',
+  'test/controller/controller-leadership-loss.test.ts',
   'test/controller/controller-namespaced.test.ts',
   'test/controller/controller-objects.test.ts',
   'test/controller/controller-provider-config.test.ts',
   'test/controller/controller-providers.test.ts',
   'test/controller/controller-rbac.test.ts',
+  'test/controller/controller-runtime-e2e.test.ts',
   'test/controller/controller-scheduler-config.test.ts',
   'test/controller/controller-secrets-encrypt.test.ts',
   'test/controller/deploy-runtime-extension.test.ts',
@@ -110,6 +118,7 @@ export const SHARED_WORKER_FILES = [
   'test/fake-kube-api.test.ts',
   'test/faults/concurrent-runs.test.ts',
   'test/faults/inputs.test.ts',
+  'test/faults/kill-9.test.ts',
   'test/faults/output-ownership.test.ts',
   'test/faults/output-swap.test.ts',
   'test/faults/releases.test.ts',
