@@ -576,6 +576,25 @@ export class GitPublisher implements Publisher, SettledRunStore {
   }
 
   /**
+   * Fetches the remote branch into its tracking ref, FETCH_HEAD naming its head. No `git maintenance`
+   * after it (one more process on every publish): clone-housekeeping.ts asks `git gc --auto` instead.
+   */
+  private async fetchBranch(git: GitCommand): Promise<void> {
+    await git.run(
+      [
+        'fetch',
+        '--quiet',
+        '--no-tags',
+        '--no-auto-maintenance',
+        '--write-fetch-head',
+        'origin',
+        `+refs/heads/${this.branch}:refs/remotes/origin/${this.branch}`,
+      ],
+      `git fetch from ${this.remote.display}`,
+    );
+  }
+
+  /**
    * Fetches the remote branch into its tracking ref and returns its head (null: the remote has no
    * such branch); the clone's branch, index and files stay as they were.
    */
@@ -587,19 +606,7 @@ export class GitPublisher implements Publisher, SettledRunStore {
     const before = await storedRef(gitDir, trackingRef);
     try {
       // One connection: a branch the remote lacks fails the fetch with git's own words (no ls-remote first).
-      // No `git maintenance` after it (one more process on every publish): see clone-housekeeping.ts.
-      await git.run(
-        [
-          'fetch',
-          '--quiet',
-          '--no-tags',
-          '--no-auto-maintenance',
-          '--write-fetch-head',
-          'origin',
-          `+${branchRef}:${trackingRef}`,
-        ],
-        `git fetch from ${this.remote.display}`,
-      );
+      await this.fetchBranch(git);
     } catch (error) {
       if (isMissingRemoteRef(error, branchRef)) return null;
       throw error;
@@ -1131,23 +1138,9 @@ export class GitPublisher implements Publisher, SettledRunStore {
   private async headKeepingOurPath(workspace: Workspace, known: string | null): Promise<string | undefined> {
     if (this.subdir === '' || known === null) return undefined;
     const { git } = workspace;
-    const branchRef = `refs/heads/${this.branch}`;
     const trackingRef = `refs/remotes/origin/${this.branch}`;
     try {
-      await git.run(
-        // No `git maintenance` after it (one more process before each commit): the fast commits ask
-        // `git gc --auto` themselves (clone-housekeeping.ts), after their push.
-        [
-          'fetch',
-          '--quiet',
-          '--no-tags',
-          '--no-auto-maintenance',
-          '--write-fetch-head',
-          'origin',
-          `+${branchRef}:${trackingRef}`,
-        ],
-        `git fetch from ${this.remote.display}`,
-      );
+      await this.fetchBranch(git);
       // A shard: the head is in FETCH_HEAD, our path's tree there comes with the listing its index
       // reads anyway, and the tree we pushed last with its fast-import. Each git process is a
       // step of the serial fetch-commit-push that shards racing on one branch wait for in turn.
