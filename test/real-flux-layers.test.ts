@@ -38,7 +38,7 @@ import {
   fluxEngineVersions,
   isReady,
   KUSTOMIZATIONS,
-  requestReconcile,
+  reconcileUntil,
   setStatus,
   startFluxWorld,
   statusOf as status,
@@ -333,8 +333,9 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
       // Cluster API's first pass over the class, as real CAPI does it with the templates missing:
       // variables reconciled, status.observedGeneration not written. That is enough for Flux to go on.
       await setStatus(mgmt(), CLASS, (cls) => classStatus(cls, false));
-      await requestReconcile(mgmt(), CLASS_RELEASE_KUSTOMIZATION);
-      await waitFor(
+      await reconcileUntil(
+        world!,
+        CLASS_RELEASE_KUSTOMIZATION,
         'the templates applied after the class reported its variables',
         async () => (await status(mgmt(), TEMPLATE)) === 200,
         90_000,

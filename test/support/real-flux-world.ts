@@ -210,18 +210,45 @@ export function isReady(object: any): boolean {
   return conditionOf(object, 'Ready')?.status === 'True';
 }
 
-/** Every Flux Kustomization with its Ready condition, applied revision and inventory size: what a failed wait prints. */
-async function fluxState(client: KubeClient): Promise<string> {
-  const list = await client.get('/apis/kustomize.toolkit.fluxcd.io/v1/kustomizations');
-  return list.items
-    .map((k: any) => {
-      const ready = conditionOf(k, 'Ready');
-      return `${k.metadata.namespace}/${k.metadata.name}${k.metadata.deletionTimestamp ? ' (deleting)' : ''}${k.spec.suspend ? ' (suspended)' : ''}: Ready=${ready?.status ?? '-'} ${ready?.reason ?? ''} ${String(ready?.message ?? '').slice(0, 2000)} [applied ${k.status?.lastAppliedRevision ?? '-'}, ${k.status?.inventory?.entries?.length ?? 0} in inventory]`;
-    })
-    .join('\n');
+/** A Kustomization's line in a failed wait: its Ready condition, applied revision and inventory size. */
+function kustomizationLine(k: any): string {
+  const ready = conditionOf(k, 'Ready');
+  return `${k.metadata.namespace}/${k.metadata.name}${k.metadata.deletionTimestamp ? ' (deleting)' : ''}${k.spec.suspend ? ' (suspended)' : ''}: Ready=${ready?.status ?? '-'} ${ready?.reason ?? ''} ${String(ready?.message ?? '').slice(0, 2000)} [applied ${k.status?.lastAppliedRevision ?? '-'}, handled ${k.status?.lastHandledReconcileAt ?? '-'}, ${k.status?.inventory?.entries?.length ?? 0} in inventory]`;
 }
 
-/** waitUntil on the world's processes, failing with Flux's view of things (and `extra`) instead of every log's tail. */
+/** The lines of kustomize-controller's log about one Kustomization, its deprecation notices left out: what it did, and when. */
+function controllerLinesAbout(world: FluxWorld, namespace: string, name: string, lines = 12): string[] {
+  const controller = world.watched.find((process) => process.name.startsWith('kustomize-controller'));
+  if (controller === undefined) return [];
+  const about = `"Kustomization": {"name":"${name}","namespace":"${namespace}"}`;
+  return controller
+    .logTail(Number.MAX_SAFE_INTEGER)
+    .split('\n')
+    .filter((line) => line.includes(about) && !line.includes(' is deprecated'))
+    .slice(-lines)
+    .map((line) => line.slice(0, 700));
+}
+
+/**
+ * Flux's view of things for a failed wait: every Kustomization's state, then kustomize-controller's
+ * own lines about each one that is not Ready (when it reconciled, what failed, when it retries),
+ * last, so that the end of a long failure output says why.
+ */
+async function fluxState(world: FluxWorld): Promise<string> {
+  const list = await world.mgmt().get('/apis/kustomize.toolkit.fluxcd.io/v1/kustomizations');
+  const notReady = list.items.filter((k: any) => !isReady(k));
+  const history = notReady.map((k: any) => {
+    const lines = controllerLinesAbout(world, k.metadata.namespace, k.metadata.name);
+    return `kustomize-controller on ${k.metadata.namespace}/${k.metadata.name}:\n${lines.length === 0 ? '(nothing)' : lines.join('\n')}`;
+  });
+  return [`Flux Kustomizations:`, ...list.items.map(kustomizationLine), ...history].join('\n');
+}
+
+/**
+ * waitUntil on the world's processes, failing with the engines' logs and then Flux's view of things
+ * (and `extra`): the Kustomizations' state and kustomize-controller's lines about those not Ready
+ * come last, where a cut output (a CI summary keeps the end) still shows them.
+ */
 export async function waitInWorld(
   world: FluxWorld,
   what: string,
@@ -232,11 +259,15 @@ export async function waitInWorld(
   try {
     await waitUntil(what, check, world.watched, timeoutMs);
   } catch (error) {
+    const [first, ...logs] = String((error as Error).message).split('\n');
     const more = extra ? `\n${await extra()}` : '';
-    throw new Error(
-      `${String((error as Error).message).split('\n')[0]}\nFlux Kustomizations:\n${await fluxState(world.mgmt())}${more}`,
-      { cause: error },
+    const flux = await fluxState(world).catch(
+      (reason: unknown) => `Flux Kustomizations: not readable (${String(reason)})`,
     );
+    // The logs move into this message, before Flux's view; the cause keeps its first line only, so
+    // that what is printed after this message (the cause) does not bury Flux's view again.
+    if (error instanceof Error) error.message = first!;
+    throw new Error([first, ...logs, flux].join('\n') + more, { cause: error });
   }
 }
 
@@ -253,6 +284,48 @@ export async function requestReconcile(client: KubeClient, apiPath: string): Pro
   });
   if (response.status !== 200) throw new Error(`PATCH ${apiPath}: ${response.status} ${response.text}`);
   return token;
+}
+
+/**
+ * `flux reconcile` as an operator runs it until the object does what is expected: asks Flux to
+ * reconcile `apiPath` and waits for `check`. When Flux has handled a request (its token is in
+ * status.lastHandledReconcileAt) and `check` is still false, that reconcile ended without it: it
+ * failed a step for a reason of the moment (an API server answering too slowly at load), and Flux
+ * would try again only after the retryInterval (2 m). So it asks again, at most `asks` times in all,
+ * and prints what each handled request left in Ready. A Kustomization that cannot get there fails
+ * each time, and the wait fails after `timeoutMs` naming every verdict.
+ */
+export async function reconcileUntil(
+  world: FluxWorld,
+  apiPath: string,
+  what: string,
+  check: () => Promise<boolean>,
+  timeoutMs: number,
+  asks = 3,
+): Promise<void> {
+  let token = await requestReconcile(world.mgmt(), apiPath);
+  let asked = 1;
+  const verdicts: string[] = [];
+  await waitInWorld(
+    world,
+    what,
+    async () => {
+      if (await check()) return true;
+      const object = await world.mgmt().get(apiPath);
+      if (object.status?.lastHandledReconcileAt === token && asked < asks) {
+        const ready = conditionOf(object, 'Ready');
+        verdicts.push(
+          `request ${asked} handled without ${what}: Ready=${ready?.status} ${ready?.reason}: ${ready?.message}`,
+        );
+        console.log(`${apiPath}: ${verdicts.at(-1)}; asking again`);
+        token = await requestReconcile(world.mgmt(), apiPath);
+        asked += 1;
+      }
+      return false;
+    },
+    timeoutMs,
+    () => `reconcile requests made: ${asked}${verdicts.length === 0 ? '' : `\n${verdicts.join('\n')}`}`,
+  );
 }
 
 /**
