@@ -37,6 +37,7 @@ import {
   GIT_REPOSITORIES,
   isReady,
   KUSTOMIZATIONS,
+  reconcileUntil,
   requestReconcile,
   setStatus,
   startFluxWorld,
@@ -179,9 +180,9 @@ describe('real Flux: SOPS decryption, ManifestsSynced and the upgrade gate', () 
       ],
       { stdio: 'pipe' },
     );
-    await requestReconcile(mgmt(), stage);
-    await waitInWorld(
+    await reconcileUntil(
       world!,
+      stage,
       'the decrypted Secrets in the workload cluster',
       async () => isReady(await mgmt().get(stage)) && (await statusOf(wl(), serverSecret)) === 200,
       120_000,
@@ -466,9 +467,9 @@ describe('real Flux: SOPS decryption, ManifestsSynced and the upgrade gate', () 
 
       // Fixed by hand: Flux applies the addon, the workload's controllers (played here) roll it out, and the condition follows.
       expect((await wl().request('DELETE', KINDNET)).status).toBe(200);
-      await requestReconcile(mgmt(), `${KUSTOMIZATIONS}/${NS}/kustomizations/alpha-cluster-addon`);
-      await waitInWorld(
+      await reconcileUntil(
         world!,
+        `${KUSTOMIZATIONS}/${NS}/kustomizations/alpha-cluster-addon`,
         'kindnet applied by Flux',
         async () =>
           (await statusOf(wl(), KINDNET)) === 200 &&

@@ -22,7 +22,7 @@ import {
   GIT_REPOSITORIES,
   isReady as ready,
   KUSTOMIZATIONS,
-  requestReconcile,
+  reconcileUntil,
   setStatus,
   startFluxWorld,
   statusOf as status,
@@ -205,8 +205,9 @@ describe('real Flux applies what clusterstack publishes', () => {
     });
     expect(edited.status, edited.text).toBe(200);
     expect(edited.body.data['cluster-name']).toBe('hand-edited');
-    await requestReconcile(mgmt(), `${KUSTOMIZATIONS}/cluster-stacks/kustomizations/${WORKLOAD_CLUSTER}-cni`);
-    await waitFor(
+    await reconcileUntil(
+      world!,
+      `${KUSTOMIZATIONS}/cluster-stacks/kustomizations/${WORKLOAD_CLUSTER}-cni`,
       'the hand edit reverted',
       async () => (await wl().get(CNI_CONFIG)).data['cluster-name'] === WORKLOAD_CLUSTER,
       60_000,
