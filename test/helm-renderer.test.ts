@@ -283,11 +283,14 @@ describe('HelmRunner', () => {
   it('starts waiting values evaluations first, then the charts that took longest last time; a chart not seen yet goes before known ones', async () => {
     const temp = await helmTempDir('helm-order');
     try {
-      // A stand-in helm: logs the chart it renders (the third argument) and takes longer on the slow one.
+      // A stand-in helm: logs the chart it renders (the third argument) and takes a second on the slow
+      // one, the others at once. The times it learns are wall times: at load 35 a process's start alone
+      // took longer than the 0.3 s "slow" once was, and "fast" was learned as the slower. The blocker's
+      // second also leaves the five renders behind it all the time they need to be queued.
       const log = path.join(temp.dir, 'started.log');
       const standIn = await writeScript(
         path.join(temp.dir, 'ordered-helm'),
-        `echo "$3" >> ${log}\ncase "$3" in */slow) sleep 0.3 ;; *) sleep 0.05 ;; esac`,
+        `echo "$3" >> ${log}\ncase "$3" in */slow) sleep 1 ;; esac`,
       );
       const single = new HelmRunner({ binary: standIn, workDir: temp.dir, concurrency: 1 });
       const ordered = new HelmRenderer(single);
