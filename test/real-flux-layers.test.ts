@@ -338,7 +338,8 @@ describe('real Flux applies layers, providers and the OCI artifact clusterstack 
         CLASS_RELEASE_KUSTOMIZATION,
         'the templates applied after the class reported its variables',
         async () => (await status(mgmt(), TEMPLATE)) === 200,
-        90_000,
+        // Room for a second request after a failed reconcile: ends as soon as the templates are there.
+        150_000,
       );
       // CAPI's next pass finds the templates and writes observedGeneration: the release is Ready.
       await setStatus(mgmt(), CLASS, (cls) => classStatus(cls, true));

@@ -286,14 +286,18 @@ export async function requestReconcile(client: KubeClient, apiPath: string): Pro
   return token;
 }
 
+/** How long a reconcile request may wait to be handled before reconcileUntil asks again: a class stage's 60 s wait can be running when it asks. */
+const UNHANDLED_REQUEST_MS = 70_000;
+
 /**
  * `flux reconcile` as an operator runs it until the object does what is expected: asks Flux to
  * reconcile `apiPath` and waits for `check`. When Flux has handled a request (its token is in
  * status.lastHandledReconcileAt) and `check` is still false, that reconcile ended without it: it
  * failed a step for a reason of the moment (an API server answering too slowly at load), and Flux
- * would try again only after the retryInterval (2 m). So it asks again, at most `asks` times in all,
- * and prints what each handled request left in Ready. A Kustomization that cannot get there fails
- * each time, and the wait fails after `timeoutMs` naming every verdict.
+ * would try again only after the retryInterval (2 m). So it asks again, as it does when a request
+ * is not handled within UNHANDLED_REQUEST_MS, at most `asks` times in all, and prints what each
+ * request came to. A Kustomization that cannot get there fails each time, and the wait fails after
+ * `timeoutMs` naming every verdict.
  */
 export async function reconcileUntil(
   world: FluxWorld,
@@ -304,6 +308,7 @@ export async function reconcileUntil(
   asks = 3,
 ): Promise<void> {
   let token = await requestReconcile(world.mgmt(), apiPath);
+  let askedAt = Date.now();
   let asked = 1;
   const verdicts: string[] = [];
   await waitInWorld(
@@ -311,16 +316,20 @@ export async function reconcileUntil(
     what,
     async () => {
       if (await check()) return true;
+      if (asked >= asks) return false;
       const object = await world.mgmt().get(apiPath);
-      if (object.status?.lastHandledReconcileAt === token && asked < asks) {
-        const ready = conditionOf(object, 'Ready');
-        verdicts.push(
-          `request ${asked} handled without ${what}: Ready=${ready?.status} ${ready?.reason}: ${ready?.message}`,
-        );
-        console.log(`${apiPath}: ${verdicts.at(-1)}; asking again`);
-        token = await requestReconcile(world.mgmt(), apiPath);
-        asked += 1;
-      }
+      const handled = object.status?.lastHandledReconcileAt === token;
+      if (!handled && Date.now() - askedAt < UNHANDLED_REQUEST_MS) return false;
+      const ready = conditionOf(object, 'Ready');
+      verdicts.push(
+        handled
+          ? `request ${asked} handled without ${what}: Ready=${ready?.status} ${ready?.reason}: ${ready?.message}`
+          : `request ${asked} not handled within ${UNHANDLED_REQUEST_MS / 1000} s (Ready=${ready?.status} ${ready?.reason})`,
+      );
+      console.log(`${apiPath}: ${verdicts.at(-1)}; asking again`);
+      token = await requestReconcile(world.mgmt(), apiPath);
+      askedAt = Date.now();
+      asked += 1;
       return false;
     },
     timeoutMs,
