@@ -29,10 +29,16 @@ const election = (identity: string): Partial<ControllerRuntimeOptions> => ({
   health: { port: 0, host: '127.0.0.1' },
 });
 
-/** /readyz as a probe sees it: the status code, or `closed` when nothing answers. */
+/**
+ * /readyz as a probe sees it: the status code, or `closed` when nothing answers. The runtimes run
+ * in this test's own process, so at load an answer can wait seconds for its event loop: a 1 s limit
+ * read a healthy replica as `closed`. A stopped server refuses at once, so a long limit costs
+ * nothing; and the not-ready window of a lost leadership lasts the renew deadline at least (the
+ * release of the lease waits that long for the frozen server), so the probes still land in it.
+ */
 async function readiness(runtime: ControllerRuntime): Promise<number | 'closed'> {
   try {
-    return (await fetch(`${runtime.healthUrl}/readyz`, { signal: AbortSignal.timeout(1000) })).status;
+    return (await fetch(`${runtime.healthUrl}/readyz`, { signal: AbortSignal.timeout(15_000) })).status;
   } catch {
     return 'closed';
   }
