@@ -6,7 +6,9 @@
 // process's own lock and SIGKILLs the process a given delay after it appears. The test worker's
 // event loop is shared with the other kill tests and lags at load, so a kill timed there landed
 // after the run had already finished; a thread of the run's own, woken by the kernel (inotify) and
-// not blocked by the run's JavaScript, kills where the delay says, at any instruction.
+// not blocked by the run's JavaScript, kills where the delay says, at any instruction. The run
+// itself starts only once that thread watches (the preload waits for it): at load a thread that
+// started late missed a quick run's whole lock ('never-locked'), which could repeat by load alone.
 // Whatever happened is written to a report file, because the run's stderr must stay empty.
 import { readdirSync, readFileSync, watch, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -32,7 +34,7 @@ export type KillTimerReport =
   | { landed: 'after-publish' }
   /** It exited first, `lockedMs` after taking its lock (the kill came too late). */
   | { landed: 'after-exit'; lockedMs: number }
-  /** It exited before this thread saw it take a lock (none, or the thread got no CPU in time at load). */
+  /** It exited without taking a lock this thread saw (the thread watches before the run starts). */
   | { landed: 'never-locked' };
 
 export const KILL_TIMER_ENV = 'CLUSTERSTACK_TEST_KILL_TIMER';
@@ -45,7 +47,12 @@ interface ThreadData {
   plan: KillTimerPlan;
   /** [when the lock was seen (epoch ms, 0: not yet), 1 once the process is exiting]. */
   shared: Float64Array;
+  /** Set to 1 (and notified) once the thread watches the lock directory: the run waits for it. */
+  watching: Int32Array;
 }
+
+/** How long the run waits for its timer thread to watch: only a stuck thread takes this long. */
+const WATCH_WAIT_MS = 120_000;
 
 /** Whether the lock file `name` in the plan's directory is held by this process. */
 function heldByUs(plan: KillTimerPlan, name: string): boolean {
@@ -57,7 +64,7 @@ function heldByUs(plan: KillTimerPlan, name: string): boolean {
   }
 }
 
-function runThread({ plan, shared }: ThreadData): void {
+function runThread({ plan, shared, watching }: ThreadData): void {
   const name = new RegExp(plan.lockName);
   let ourLock: string | undefined;
   const startClock = (file: string): void => {
@@ -75,9 +82,11 @@ function runThread({ plan, shared }: ThreadData): void {
   const watcher = watch(plan.lockDir, (_event, file) => {
     if (ourLock === undefined && file !== null && name.test(file) && heldByUs(plan, file)) startClock(file);
   });
-  // At load this thread may start after the run took its lock: then the lock is there, and no event comes.
+  // A lock taken before the watch began would send no event (the run waits for this thread, so none should be).
   const taken = readdirSync(plan.lockDir).find((file) => name.test(file) && heldByUs(plan, file));
   if (taken !== undefined && ourLock === undefined) startClock(taken);
+  Atomics.store(watching, 0, 1);
+  Atomics.notify(watching, 0);
 }
 
 if (isMainThread) {
@@ -87,9 +96,13 @@ if (isMainThread) {
   if (spec !== undefined) {
     const plan = JSON.parse(spec) as KillTimerPlan;
     const shared = new Float64Array(new SharedArrayBuffer(16));
-    const data: ThreadData = { mark: THREAD_MARK, plan, shared };
+    const watching = new Int32Array(new SharedArrayBuffer(4));
+    const data: ThreadData = { mark: THREAD_MARK, plan, shared, watching };
     // Unreferenced: a run that finishes before its kill exits as it would without the timer.
     new Worker(new URL(import.meta.url), { workerData: data, execArgv: [] }).unref();
+    // The run starts once the thread watches (a thread runs while this one waits), so that no lock escapes it.
+    if (Atomics.wait(watching, 0, 0, WATCH_WAIT_MS) === 'timed-out')
+      throw new Error(`kill timer: its thread did not start watching ${plan.lockDir} within ${WATCH_WAIT_MS} ms`);
     process.on('exit', () => {
       shared[1] = 1;
       const report: KillTimerReport =
