@@ -186,7 +186,8 @@ describe('lifecycle hooks against a workload cluster that never answers', () => 
     const { value: answer, ms } = await timed(
       hooks.handle('AfterControlPlaneInitialized', afterControlPlaneInitializedRequest(CLUSTER)),
     );
-    expect(ms).toBeLessThan(500);
+    // Half the 5 s read deadline: not waiting on the read, with room for a loaded machine's stalls.
+    expect(ms).toBeLessThan(2500);
     expect(answer).toEqual({
       status: 'Success',
       message:
