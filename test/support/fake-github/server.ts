@@ -319,6 +319,7 @@ export class FakeGitHubServer {
         { 'content-type': asset.contentType, 'content-length': String(asset.content.length) },
         asset.content,
         fault.intervalMs ?? 1000,
+        record,
       );
       return;
     }
