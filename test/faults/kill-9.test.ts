@@ -20,7 +20,7 @@ import {
   writeTree,
 } from '../support/cli.js';
 import { removeCliBundle, startCli } from '../support/cli-process.js';
-import type { KillTimerReport } from '../support/kill-timer.js';
+import { orphanedChildrenGone, type KillTimerReport } from '../support/kill-timer.js';
 import { CLI_CRASH_STEPS } from '../support/crash-steps.js';
 import { GitSandbox } from '../support/git-repos.js';
 import { startRegistry, type TestRegistry } from '../support/registry/index.js';
@@ -199,6 +199,8 @@ async function killAtRandom(target: Target, cache: string, seed: number): Promis
       if (landed.landed === 'after-exit') heldMs = Math.max(20, landed.lockedMs);
     } else {
       expect({ signal: result.signal, stderr: result.stderr }).toEqual({ signal: 'SIGKILL', stderr: '' });
+      // Its git children, orphaned by the kill, finish first (as a restarted pod's predecessor is wholly gone).
+      await orphanedChildrenGone(landed);
     }
     held = await afterKill(target);
   }

@@ -9,8 +9,12 @@
 // not blocked by the run's JavaScript, kills where the delay says, at any instruction. The run
 // itself starts only once that thread watches (the preload waits for it): at load a thread that
 // started late missed a quick run's whole lock ('never-locked'), which could repeat by load alone.
-// Whatever happened is written to a report file, because the run's stderr must stay empty.
-import { readdirSync, readFileSync, watch, writeFileSync } from 'node:fs';
+// Whatever happened is written to a report file, because the run's stderr must stay empty. A kill
+// -9 of the run alone leaves its children (git) running: the report names them, and the test waits
+// for them to end before its next run (orphanedChildrenGone), as a restarted pod starts after all of
+// its predecessor's processes are gone. Otherwise an orphaned `git add`, slow at load, staged the
+// killed run's files after the next run had put the work tree back, and that run refused them.
+import { existsSync, readdirSync, readFileSync, watch, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { isMainThread, Worker, workerData } from 'node:worker_threads';
 
@@ -28,16 +32,61 @@ export interface KillTimerPlan {
 
 /** How a run with a kill timer ended, from its own point of view. */
 export type KillTimerReport =
-  /** Killed while it still held its lock, `afterMs` after taking it. */
-  | { landed: 'mid-publish' }
+  /** Killed while it still held its lock, `afterMs` after taking it; `children` were running then. */
+  | { landed: 'mid-publish'; children: ChildProcessId[] }
   /** Killed after it had released its lock, before it exited. */
-  | { landed: 'after-publish' }
+  | { landed: 'after-publish'; children: ChildProcessId[] }
   /** It exited first, `lockedMs` after taking its lock (the kill came too late). */
   | { landed: 'after-exit'; lockedMs: number }
   /** It exited without taking a lock this thread saw (the thread watches before the run starts). */
   | { landed: 'never-locked' };
 
+/** A process by its pid and its start time (clock ticks after boot), so that a reused pid is not taken for it. */
+export interface ChildProcessId {
+  pid: number;
+  start: string;
+}
+
 export const KILL_TIMER_ENV = 'CLUSTERSTACK_TEST_KILL_TIMER';
+
+/** The start time of a live (not zombie) process, from /proc; undefined when it is gone. */
+function liveStart(pid: number): string | undefined {
+  try {
+    // The command name (field 2) may hold spaces and parentheses: the fields after its last ')' are plain.
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ').at(-1)!.split(' ');
+    // fields[0] is the state (field 3), so field 22, the start time, is fields[19].
+    return fields[0] === 'Z' ? undefined : fields[19];
+  } catch {
+    return undefined;
+  }
+}
+
+/** This process's children now (Linux: /proc/self/task/<tid>/children). */
+function ownChildren(): ChildProcessId[] {
+  const tasks = existsSync('/proc/self/task') ? readdirSync('/proc/self/task') : [];
+  const pids = tasks.flatMap((task) =>
+    readFileSync(`/proc/self/task/${task}/children`, 'utf8').split(' ').filter(Boolean).map(Number),
+  );
+  return pids.flatMap((pid) => {
+    const start = liveStart(pid);
+    return start === undefined ? [] : [{ pid, start }];
+  });
+}
+
+/**
+ * Resolves once the children a killed run left (its report's) have all ended; rejects naming them
+ * after `limitMs`, which only stops a stuck test.
+ */
+export async function orphanedChildrenGone(report: KillTimerReport, limitMs = 120_000): Promise<void> {
+  const children = 'children' in report ? report.children : [];
+  const deadline = Date.now() + limitMs;
+  const running = () => children.filter((child) => liveStart(child.pid) === child.start);
+  while (running().length > 0) {
+    if (Date.now() > deadline)
+      throw new Error(`the killed run's children still run after ${limitMs} ms: ${JSON.stringify(running())}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
 
 /** Marks the thread this module starts, apart from any the CLI starts (they load the module too). */
 const THREAD_MARK = 'clusterstack-kill-timer';
@@ -74,7 +123,7 @@ function runThread({ plan, shared, watching }: ThreadData): void {
     setTimeout(() => {
       if (shared[1] === 1) return;
       const landed = heldByUs(plan, file) ? 'mid-publish' : 'after-publish';
-      writeFileSync(plan.report, JSON.stringify({ landed } satisfies KillTimerReport));
+      writeFileSync(plan.report, JSON.stringify({ landed, children: ownChildren() } satisfies KillTimerReport));
       process.kill(process.pid, 'SIGKILL');
     }, plan.afterMs);
   };
