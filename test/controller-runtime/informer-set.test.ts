@@ -36,7 +36,8 @@ const aStack = (name: string, namespace = 'default') => ({
   spec: { provider: 'docker', name: 'ferrol', kubernetesVersion: '1.30' },
 });
 
-async function waitFor(condition: () => boolean, what: string, timeoutMs = 3000): Promise<void> {
+/** Ends as soon as the condition holds; the limit only stops a stuck test (3 s was tight at load). */
+async function waitFor(condition: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!condition()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);

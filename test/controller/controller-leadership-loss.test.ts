@@ -17,22 +17,33 @@ import {
 const NS = 'cluster-stacks';
 const LEASE = '/apis/coordination.k8s.io/v1/namespaces/clusterstack-system/leases/clusterstack-gitops-controller';
 
+// The outage must outlast the renew deadline, and the leader's stop waits it out twice (the
+// renewals, then the release to a server that never answers): each second here is two of outage.
+// But before the outage the leader must keep its lease on a loaded machine, in this test's own
+// process: a 2 s renew deadline ran out there (at load 30-45) before the first publish, and the
+// replica that was to lose its lease in the outage had lost it already.
 const election = (identity: string): Partial<ControllerRuntimeOptions> => ({
   leaderElection: {
     namespace: 'clusterstack-system',
     name: 'clusterstack-gitops-controller',
     identity,
-    leaseDurationMs: 3000,
-    renewDeadlineMs: 2000,
+    leaseDurationMs: 8000,
+    renewDeadlineMs: 6000,
     retryPeriodMs: 200,
   },
   health: { port: 0, host: '127.0.0.1' },
 });
 
-/** /readyz as a probe sees it: the status code, or `closed` when nothing answers. */
+/**
+ * /readyz as a probe sees it: the status code, or `closed` when nothing answers. The runtimes run
+ * in this test's own process, so at load an answer can wait seconds for its event loop: a 1 s limit
+ * read a healthy replica as `closed`. A stopped server refuses at once, so a long limit costs
+ * nothing; and the not-ready window of a lost leadership lasts the renew deadline at least (the
+ * release of the lease waits that long for the frozen server), so the probes still land in it.
+ */
 async function readiness(runtime: ControllerRuntime): Promise<number | 'closed'> {
   try {
-    return (await fetch(`${runtime.healthUrl}/readyz`, { signal: AbortSignal.timeout(1000) })).status;
+    return (await fetch(`${runtime.healthUrl}/readyz`, { signal: AbortSignal.timeout(15_000) })).status;
   } catch {
     return 'closed';
   }

@@ -186,7 +186,8 @@ describe('lifecycle hooks against a workload cluster that never answers', () => 
     const { value: answer, ms } = await timed(
       hooks.handle('AfterControlPlaneInitialized', afterControlPlaneInitializedRequest(CLUSTER)),
     );
-    expect(ms).toBeLessThan(500);
+    // Half the 5 s read deadline: not waiting on the read, with room for a loaded machine's stalls.
+    expect(ms).toBeLessThan(2500);
     expect(answer).toEqual({
       status: 'Success',
       message:
@@ -278,8 +279,9 @@ describe('the runtime extension, called as Cluster API calls it, with a workload
         'waiting 0s of 30m for stage cni postcondition: the workload cluster cannot be read: it did not answer within 1s (a hook must answer Cluster API within its 10s call timeout, so reads are cut off then)',
       );
       expect(sockets.length).toBeGreaterThan(0);
-      // The aborted read does not leave its connection open.
-      await expect.poll(() => closed.length, { timeout: 2000 }).toBe(sockets.length);
+      // The aborted read does not leave its connection open (the poll ends once all are closed; the
+      // limit only stops a stuck test).
+      await expect.poll(() => closed.length, { timeout: 30_000 }).toBe(sockets.length);
     } finally {
       await server.close();
     }

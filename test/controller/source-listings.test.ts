@@ -93,7 +93,9 @@ describe('SourceListings', () => {
     expect(tagsOf(await opened.list())).toEqual([V1, V2]);
     expect(round.failureOf('oci://registry/stacks')).toMatchObject({ fallback: false });
     await expect(opened.fetch(V1)).rejects.toThrow(/unavailable/);
-    expect(Date.now() - started).toBeLessThan(1000);
+    // Far from the 50 ms wait (a loaded machine stalls this process for a second at times), and
+    // far below the hang it stops waiting for and the 15 s default wait.
+    expect(Date.now() - started).toBeLessThan(5000);
     expect(control.fetches).toEqual([]);
   });
 

@@ -20,7 +20,7 @@ import {
   writeTree,
 } from '../support/cli.js';
 import { removeCliBundle, startCli } from '../support/cli-process.js';
-import type { KillTimerReport } from '../support/kill-timer.js';
+import { orphanedChildrenGone, type KillTimerReport } from '../support/kill-timer.js';
 import { CLI_CRASH_STEPS } from '../support/crash-steps.js';
 import { GitSandbox } from '../support/git-repos.js';
 import { startRegistry, type TestRegistry } from '../support/registry/index.js';
@@ -164,10 +164,13 @@ type Landings = Record<KillTimerReport['landed'], number>;
 
 /**
  * A few kills at random times after the run took the target's lock. Each run times its own kill
- * (kill-timer.ts), so a busy test worker cannot delay it past the run's end; the delay is a seeded
- * fraction of how long the last run that finished held its lock, as that run measured it. A kill
- * can still come late: the run was quicker than the one before it, or (at load) the timer's thread
- * got no CPU before the run exited ('never-locked'). Those rounds are counted, and repeated.
+ * (kill-timer.ts), so a busy test worker cannot delay it past the run's end, and starts only once
+ * its timer watches, so none escapes it; the delay is a seeded fraction of how long the last run
+ * that finished held its lock, as that run measured it. A kill can still come late (the run was
+ * quicker than the one before it, or the timer's thread woke late at load): that round is counted
+ * and repeated, and each late one halves the window of those after it, so that lateness alone
+ * cannot use up the rounds (after a few, the kill comes within milliseconds of the lock, and a
+ * publish takes far longer).
  */
 async function killAtRandom(target: Target, cache: string, seed: number): Promise<Landings> {
   const random = seededRandom(seed);
@@ -181,8 +184,9 @@ async function killAtRandom(target: Target, cache: string, seed: number): Promis
     // Always the render the target does not hold, so every run has something to publish.
     const flags = JSON.stringify(held) === JSON.stringify((target.trees ?? trees).a) ? RENDERS.b : RENDERS.a;
     const report = path.join(reports, `${round}.json`);
-    // Within the first three quarters: the next run may be a little quicker than the last.
-    const afterMs = Math.floor(random() * heldMs * 0.75);
+    // Within the first three quarters (the next run may be a little quicker than the last), halved for each late one so far.
+    const late = round - landings['mid-publish'];
+    const afterMs = Math.floor(random() * heldMs * 0.75 * 0.5 ** late);
     const result = await (
       await startCli(render(target, cache, flags), { killTimer: { ...target.lock!, afterMs, report } })
     ).done;
@@ -195,11 +199,14 @@ async function killAtRandom(target: Target, cache: string, seed: number): Promis
       if (landed.landed === 'after-exit') heldMs = Math.max(20, landed.lockedMs);
     } else {
       expect({ signal: result.signal, stderr: result.stderr }).toEqual({ signal: 'SIGKILL', stderr: '' });
+      // Its git children, orphaned by the kill, finish first (as a restarted pod's predecessor is wholly gone).
+      await orphanedChildrenGone(landed);
     }
     held = await afterKill(target);
   }
   // The minimum: three kills land inside the publish within twelve rounds, at load too (in traced
-  // runs at load 30, at most one round in four came late); a regression that makes every kill late fails here.
+  // runs at load 30, at most one round in four came late, and the halving windows make a run of late
+  // ones end); a regression that makes every kill late fails here.
   expect(landings['mid-publish']).toBe(RANDOM_KILLS);
   return landings;
 }

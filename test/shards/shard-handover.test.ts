@@ -127,7 +127,7 @@ describe('handovers between shards keep the wiring', { timeout: 300_000 }, () =>
         Number(line['time']) > published &&
         line['msg'] ===
           'Still publishing what another shard owns until its subtree holds it and no wiring would be pruned',
-      60_000,
+      LIMIT_MS,
     );
     expect(has('s0', alphaAddons)).toBe(true);
     expect(s0.lines.some((line) => line['msg'] === 'Handed over what its new shard publishes')).toBe(false);
@@ -146,7 +146,7 @@ describe('handovers between shards keep the wiring', { timeout: 300_000 }, () =>
         MERGE(),
       );
     await whenRemote(bare, () => !has('s0', alphaAddons) && !has('s0', alphaWiring), 's0 to drop alpha', LIMIT_MS);
-    await s0.waitForLine((line) => line['msg'] === 'Handed over what its new shard publishes', 30_000);
+    await s0.waitForLine((line) => line['msg'] === 'Handed over what its new shard publishes', LIMIT_MS);
 
     // The stack moved to s0: s1 kept its release (and marked its wiring) until s0 published it (no
     // gap: the history check below), then dropped it.
@@ -163,7 +163,7 @@ describe('handovers between shards keep the wiring', { timeout: 300_000 }, () =>
       ['right', 's1', 'left'],
     ] as const) {
       const resolvedOf = () => condition(fx.get('ClusterStack', SPLIT, name)!, 'ReleasesResolved');
-      await fx.waitFor(() => resolvedOf()?.reason === 'InvalidSpec', `${name} told of the split`, 60_000);
+      await fx.waitFor(() => resolvedOf()?.reason === 'InvalidSpec', `${name} told of the split`, LIMIT_MS);
       const resolved = resolvedOf();
       expect(resolved?.status).toBe('False');
       expect(resolved?.message).toContain(

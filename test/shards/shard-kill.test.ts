@@ -208,7 +208,7 @@ describe('a shard killed while publishing, and a Cluster handed over', { timeout
       'alpha to move from s0 to s1',
       PUBLISH_LIMIT_MS,
     );
-    await s0.waitForLine((line) => line['msg'] === 'Handed over what its new shard publishes', 30_000);
+    await s0.waitForLine((line) => line['msg'] === 'Handed over what its new shard publishes', PUBLISH_LIMIT_MS);
     expect(await s0.terminate()).toBe(0);
     expect(await s1.terminate()).toBe(0);
     running.length = 0;

@@ -48,6 +48,12 @@ export interface GitHubRequestRecord {
   counted: boolean;
   /** True when the answer was a rate-limit refusal. */
   rateLimited: boolean;
+  /**
+   * A trickled answer (fault `trickle`): when its headers went out and when its connection closed
+   * (performance.now() ms; `closedAt` unset while open), so that a test can time the client's giving
+   * up as the server saw it, apart from whatever else its run did first.
+   */
+  trickled?: { startedAt: number; closedAt?: number };
 }
 
 export type FaultKind =
@@ -92,7 +98,10 @@ function trickle(
   headers: Record<string, string>,
   body: Buffer,
   intervalMs: number,
+  record: GitHubRequestRecord,
 ): void {
+  const trickled: NonNullable<GitHubRequestRecord['trickled']> = { startedAt: performance.now() };
+  record.trickled = trickled;
   res.writeHead(status, { ...headers, 'content-length': String(body.length) });
   res.flushHeaders();
   let sent = 0;
@@ -105,7 +114,10 @@ function trickle(
     res.write(body.subarray(sent, sent + 1));
     sent += 1;
   }, intervalMs);
-  res.on('close', () => clearInterval(timer));
+  res.on('close', () => {
+    clearInterval(timer);
+    trickled.closedAt = performance.now();
+  });
 }
 
 function listen(server: Server): Promise<number> {
@@ -240,7 +252,7 @@ export class FakeGitHubServer {
     const send = (status: number, headers: Record<string, string>, body?: string | Buffer): void => {
       record.status = status;
       if (fault && 'trickle' in fault) {
-        trickle(res, status, headers, Buffer.from(body ?? ''), fault.intervalMs ?? 1000);
+        trickle(res, status, headers, Buffer.from(body ?? ''), fault.intervalMs ?? 1000, record);
         return;
       }
       res.writeHead(status, headers);
@@ -307,6 +319,7 @@ export class FakeGitHubServer {
         { 'content-type': asset.contentType, 'content-length': String(asset.content.length) },
         asset.content,
         fault.intervalMs ?? 1000,
+        record,
       );
       return;
     }
