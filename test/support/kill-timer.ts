@@ -42,7 +42,7 @@ export type KillTimerReport =
   | { landed: 'never-locked' };
 
 /** A process by its pid and its start time (clock ticks after boot), so that a reused pid is not taken for it. */
-export interface ChildProcessId {
+interface ChildProcessId {
   pid: number;
   start: string;
 }
