@@ -272,7 +272,11 @@ describe('the controller on a real API server under the shipped RBAC', { timeout
       return conditionOf(live, 'Ready') !== undefined && (live?.metadata.finalizers ?? []).includes(FINALIZER) && live;
     });
     expect(stack.metadata.finalizers).toContain(FINALIZER);
-    const release = await read(`${RELEASES}/docker-ferrol-1-30-v2`);
+    // Each object's status is its own write, in no set order: the release's may land after the addon's.
+    const release = await eventually('the release published', async () => {
+      const live = await read(`${RELEASES}/docker-ferrol-1-30-v2`);
+      return conditionOf(live, 'ManifestsPublished')?.status === 'True' && live;
+    });
     expect(release?.metadata.ownerReferences?.map((owner) => `${owner.kind}/${owner.name}`)).toEqual([
       'ClusterStack/ferrol',
     ]);
@@ -280,30 +284,38 @@ describe('the controller on a real API server under the shipped RBAC', { timeout
     expect(conditionOf(addon, 'ManifestsPublished')).toMatchObject({ status: 'True' });
 
     // The real server drops status from writes to the main resource: status arrived through
-    // the status subresource, and only the leader wrote.
-    const writes = api
-      .auditEvents()
-      .filter(
-        (event) =>
-          event.user.username === SA_USER &&
-          ['patch', 'update', 'create'].includes(event.verb) &&
-          event.objectRef?.apiGroup === 'clusterstack.x-k8s.io',
-      );
-    expect(
-      writes.filter((event) => event.objectRef?.subresource === 'status').map((event) => event.objectRef?.resource),
-    ).toEqual(expect.arrayContaining(['clusterstacks', 'clusterstackreleases', 'clusteraddons']));
+    // the status subresource, and only the leader wrote. The server logs a write once it has
+    // answered it, so a status already read may reach the audit log a moment later: wait for all three.
+    const statusWrites = (): (string | undefined)[] =>
+      api
+        .auditEvents()
+        .filter(
+          (event) =>
+            event.user.username === SA_USER &&
+            ['patch', 'update', 'create'].includes(event.verb) &&
+            event.objectRef?.apiGroup === 'clusterstack.x-k8s.io' &&
+            event.objectRef.subresource === 'status',
+        )
+        .map((event) => event.objectRef?.resource);
+    const kinds = ['clusterstacks', 'clusterstackreleases', 'clusteraddons'];
+    await eventually('status writes of all three kinds in the audit log', async () =>
+      kinds.every((kind) => statusWrites().includes(kind)),
+    );
+    expect(statusWrites()).toEqual(expect.arrayContaining(kinds));
     expect(await leaderMetric(leader)).toBe(1);
     expect(await leaderMetric(leader === 'replica-a' ? 'replica-b' : 'replica-a')).toBe(0);
   });
 
   it('records Events on its objects that `kubectl describe` shows', async () => {
     const stack = (await read(`${STACKS}/ferrol`))!;
-    const events = await api.admin.get(
-      `/api/v1/namespaces/${NS}/events?fieldSelector=${encodeURIComponent(`involvedObject.uid=${stack.metadata.uid}`)}`,
-    );
-    const reasons = (events.items as { reason: string; source?: { component?: string } }[]).map(
-      (event) => event.reason,
-    );
+    // The controller records Events in the background, after the status they explain: wait for them.
+    const reasons = await eventually('Events on the ClusterStack', async () => {
+      const events = await api.admin.get(
+        `/api/v1/namespaces/${NS}/events?fieldSelector=${encodeURIComponent(`involvedObject.uid=${stack.metadata.uid}`)}`,
+      );
+      const found = (events.items as { reason: string }[]).map((event) => event.reason);
+      return found.length > 0 && found;
+    });
     expect(reasons.length).toBeGreaterThan(0);
     const described = execFileSync(
       'kubectl',
@@ -569,9 +581,12 @@ describe('the controller on a real API server under the shipped RBAC', { timeout
       return conditionOf(live, 'Ready') !== undefined && (live?.metadata.finalizers ?? []).includes(FINALIZER) && live;
     });
     expect(ready.metadata.finalizers).toContain(FINALIZER);
-    expect(
-      conditionOf(await read(`${collection(RELEASES)}/docker-ferrol-1-30-v2`), 'ManifestsPublished'),
-    ).toMatchObject({ status: 'True' });
+    // The release's status is a write of its own, in no set order with the others.
+    const namespacedRelease = await waitFor('the release published', async () => {
+      const live = await read(`${collection(RELEASES)}/docker-ferrol-1-30-v2`);
+      return conditionOf(live, 'ManifestsPublished')?.status === 'True' && live;
+    });
+    expect(conditionOf(namespacedRelease, 'ManifestsPublished')).toMatchObject({ status: 'True' });
     // Deletion under the same Roles: the Cluster, then the stack, its finalizer let go by the controller.
     await api.admin.request('DELETE', `${collection(CLUSTERS)}/delta`);
     await api.admin.request('DELETE', `${collection(STACKS)}/ferrol`);
