@@ -284,10 +284,12 @@ describe('HelmRunner', () => {
     const temp = await helmTempDir('helm-order');
     try {
       // A stand-in helm: logs the chart it renders (the third argument) and takes longer on the slow one.
+      // The order follows the times measured, start-up included: on a loaded machine a quick run
+      // may take a second more than it did before, so the slow one is slower by well over that.
       const log = path.join(temp.dir, 'started.log');
       const standIn = await writeScript(
         path.join(temp.dir, 'ordered-helm'),
-        `echo "$3" >> ${log}\ncase "$3" in */slow) sleep 0.3 ;; *) sleep 0.05 ;; esac`,
+        `echo "$3" >> ${log}\ncase "$3" in */slow) sleep 1.5 ;; *) sleep 0.05 ;; esac`,
       );
       const single = new HelmRunner({ binary: standIn, workDir: temp.dir, concurrency: 1 });
       const ordered = new HelmRenderer(single);
