@@ -1,7 +1,7 @@
-import { chmod, mkdir, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import * as yaml from 'js-yaml';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { HELM_HOW_TO, HelmNotFoundError, HelmRenderError, HelmTimeoutError } from '../renderers/helm-errors.js';
 import { resolveHelmBinary } from '../renderers/helm-binary.js';
 import { HELM_VERSIONS_FILE, helmBinaryStamp, rememberedHelmVersion } from '../renderers/helm-version-memo.js';
@@ -532,11 +532,16 @@ describe('resolveHelmBinary', () => {
         version: 'v4.3.1',
       });
       expect(await helmBinaryStamp(script)).toBeUndefined();
+      // "Just now" by the clock the memo reads: on a loaded machine writing the copy and helm's answer
+      // may take longer than the memo's few seconds of the wall clock.
+      vi.useFakeTimers({ toFake: ['Date'] });
+      vi.setSystemTime((await stat(copy)).ctimeMs);
       expect(await resolveHelmBinary({ configured: copy, pathEnv: '', memoDir: fresh })).toMatchObject({
         version: 'v3.10.1',
       });
       expect(await readdir(temp.dir)).not.toContain('fresh-memo');
     } finally {
+      vi.useRealTimers();
       await temp.cleanup();
     }
   });
