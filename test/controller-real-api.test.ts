@@ -410,7 +410,7 @@ describe('the controller on a real API server under the shipped RBAC', { timeout
   it('fails over: the leader killed, the standby takes the Lease within its duration and goes on', async () => {
     // A replica started again after the restart campaigns once it has started: only then does its
     // clock for the Lease run, so the takeover is timed from a standby that is watching it.
-    // (A replica may be started again meanwhile: each one now in place has to have started.)
+    // (Read from each one's log so far: one that exits meanwhile ends no wait early.)
     await eventually(
       'every replica started',
       async () =>
