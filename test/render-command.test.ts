@@ -343,7 +343,7 @@ describe('clusterstack render (one broken unit is withheld alone)', () => {
    * The time limit of the cases whose template loops. Every other helm process of their render runs
    * under the same limit, and must finish within it: a small chart or values template takes about
    * 0.05 CPU-s, but at load 32 up to 1.3 s from start to the render seeing its end (the render's own
-   * event loop then runs up to 1.1 s late), and 1.5 s withheld them too at load 35-40. 5 s is four
+   * event loop then runs up to 1.1 s late), and 1.5 s withheld them too at load 11-40. 5 s is four
    * times the worst seen, at the cost of one core for the limit while the loop spins (twice for values).
    */
   const LOOP_LIMIT_MS = 5_000;
