@@ -69,7 +69,7 @@ async function failure(call: Promise<unknown>): Promise<{ code: number; status: 
   throw new Error('expected the call to fail');
 }
 
-async function waitFor(condition: () => boolean, what: string, timeoutMs = 3000): Promise<void> {
+async function waitFor(condition: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!condition()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);

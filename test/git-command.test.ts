@@ -77,11 +77,17 @@ describe('GitCommand', () => {
       env: { PATH: process.env.PATH ?? '' },
       spawner,
     });
+    const connections = sockets.length;
     const listing = git.run(['ls-remote', url], 'listing the remote').then(
       () => undefined,
       (error: unknown) => error,
     );
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Killed once git runs (it has reached the silent remote), not after a guess at how long that takes.
+    const deadline = Date.now() + 60_000;
+    while (sockets.length === connections) {
+      expect(Date.now(), 'git to reach the remote').toBeLessThan(deadline);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
     process.kill(spawner.pid!, 'SIGKILL');
     const failure = await listing;
     expect(failure).toBeInstanceOf(PublishError);

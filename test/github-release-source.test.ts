@@ -48,7 +48,8 @@ function source(overrides: Partial<GitHubReleaseSourceOptions> = {}): GitHubRele
     clock,
     sleep,
     random: () => 0.5,
-    requestTimeoutMs: 2_000,
+    // Only a fault's hanging request should run out: an answered one may take seconds on a loaded machine.
+    requestTimeoutMs: 30_000,
     onWarning: (message) => warnings.push(message),
     ...overrides,
   });
@@ -271,14 +272,17 @@ describe('GitHubReleaseSource.list', () => {
     await startGitHub();
     github.addRelease(OWNER, REPO, { tag: TAG, assets: releaseAssets(TAG) });
     github.addFault({ pathIncludes: '/releases', times: 1, fault: { hang: true } });
-    const listing = await source({ requestTimeoutMs: 200 }).list();
+    // The retry is answered under the same limit: this process's own fake answers in milliseconds,
+    // but not always within 200 ms at load 47-90 (a second timeout, one more sleep). 2 s is far from that.
+    const limitMs = 2_000;
+    const listing = await source({ requestTimeoutMs: limitMs }).list();
     expect(listing.releases).toHaveLength(1);
     expect(sleeps).toHaveLength(1);
 
     github.addFault({ pathIncludes: '/releases', times: Infinity, fault: { hang: true } });
-    const error = await rejection(source({ requestTimeoutMs: 200, retry: { attempts: 2 } }).list());
+    const error = await rejection(source({ requestTimeoutMs: limitMs, retry: { attempts: 2 } }).list());
     expect(error.kind).toBe('unavailable');
-    expect(error.message).toContain('(last: timed out after 200 ms)');
+    expect(error.message).toContain('(last: timed out after 2000 ms)');
   });
 
   it('works against GitHub Enterprise under /api/v3', async () => {

@@ -1,7 +1,7 @@
-import { chmod, mkdir, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import * as yaml from 'js-yaml';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { HELM_HOW_TO, HelmNotFoundError, HelmRenderError, HelmTimeoutError } from '../renderers/helm-errors.js';
 import { resolveHelmBinary } from '../renderers/helm-binary.js';
 import { HELM_VERSIONS_FILE, helmBinaryStamp, rememberedHelmVersion } from '../renderers/helm-version-memo.js';
@@ -283,14 +283,16 @@ describe('HelmRunner', () => {
   it('starts waiting values evaluations first, then the charts that took longest last time; a chart not seen yet goes before known ones', async () => {
     const temp = await helmTempDir('helm-order');
     try {
-      // A stand-in helm: logs the chart it renders (the third argument) and takes a second on the slow
-      // one, the others at once. The times it learns are wall times: at load 35 a process's start alone
-      // took longer than the 0.3 s "slow" once was, and "fast" was learned as the slower. The blocker's
-      // second also leaves the five renders behind it all the time they need to be queued.
+      // A stand-in helm: logs the chart it renders (the third argument) and takes 1.5 s on the slow one,
+      // the others no time. The order follows the times measured, start-up included: on a loaded
+      // machine a quick run may take a second more than it did before (at load 35 "fast" was once
+      // learned as the slower of 0.05 and 0.3 s), so the slow one is slower by well over that. Its
+      // time also leaves the five renders behind the blocker all they need to be queued.
       const log = path.join(temp.dir, 'started.log');
       const standIn = await writeScript(
         path.join(temp.dir, 'ordered-helm'),
-        `echo "$3" >> ${log}\ncase "$3" in */slow) sleep 1 ;; esac`,
+        `echo "$3" >> ${log}
+case "$3" in */slow) sleep 1.5 ;; esac`,
       );
       const single = new HelmRunner({ binary: standIn, workDir: temp.dir, concurrency: 1 });
       const ordered = new HelmRenderer(single);
@@ -533,11 +535,16 @@ describe('resolveHelmBinary', () => {
         version: 'v4.3.1',
       });
       expect(await helmBinaryStamp(script)).toBeUndefined();
+      // "Just now" by the clock the memo reads: on a loaded machine writing the copy and helm's answer
+      // may take longer than the memo's few seconds of the wall clock.
+      vi.useFakeTimers({ toFake: ['Date'] });
+      vi.setSystemTime((await stat(copy)).ctimeMs);
       expect(await resolveHelmBinary({ configured: copy, pathEnv: '', memoDir: fresh })).toMatchObject({
         version: 'v3.10.1',
       });
       expect(await readdir(temp.dir)).not.toContain('fresh-memo');
     } finally {
+      vi.useRealTimers();
       await temp.cleanup();
     }
   });

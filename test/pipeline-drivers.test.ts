@@ -100,7 +100,8 @@ describe('one pipeline for the CLI and the controller', () => {
           [...tree.keys()].some((file) => file.startsWith(`clusters/${NS}/bravo/`)),
         ),
       'the controller to publish both clusters',
-      30_000,
+      // Only stops a stuck test: a reconcile with real helm takes many times its quiet time under load.
+      120_000,
     );
     const { tree, change } = publisher.published.at(-1)!;
 

@@ -89,6 +89,15 @@ function recordingDeps(
 
 const settle = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 20));
 
+/** Waits until `condition` holds: the render goes on by itself, seconds late on a loaded machine; the limit only stops a stuck test. */
+async function until(condition: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await settle();
+  }
+}
+
 /** Clusters (by name) in one values batch. */
 const clustersIn = (batch: { items: ValuesTemplateItem[] }): string[] => [
   ...new Set(batch.items.map((item) => item.id.split('/')[2]!)),
@@ -118,7 +127,10 @@ describe('renderOutput scheduling', () => {
     const plan = await planWith(8);
     const { deps, events, batches } = recordingDeps();
     const outcome = renderPlan(plan, deps, { secrets: 'refuse', previous: new Map() });
-    await settle();
+    await until(
+      () => batches.length > 0 && events.some((event) => event.startsWith('render docker-ferrol')),
+      'the first values chunk asked and the release rendered',
+    );
     // One chunk at a time: the first, of two whole clusters, is the only one asked for.
     const clustersOf = (batch: { items: ValuesTemplateItem[] }): number =>
       new Set(batch.items.map((item) => item.id.split('/')[2])).size;
@@ -130,9 +142,14 @@ describe('renderOutput scheduling', () => {
     expect(events.some((event) => event.startsWith('render docker-ferrol'))).toBe(true);
 
     batches[0]!.release();
-    await settle();
+    const firstChunkRendered = (): string[] =>
+      events.filter((event) => /^render clusters\/cluster-stacks\/c0[01]\//.test(event));
+    await until(
+      () => firstChunkRendered().length >= 4 && batches.length >= 2,
+      "the first chunk's stages rendered and the second chunk asked",
+    );
     // The first chunk's stages render while the second chunk (the six others: up to eight times as large) is evaluated.
-    const firstChunkRenders = events.filter((event) => /^render clusters\/cluster-stacks\/c0[01]\//.test(event));
+    const firstChunkRenders = firstChunkRendered();
     expect(firstChunkRenders).toHaveLength(4);
     expect(events.some((event) => /^render clusters\/cluster-stacks\/c0[2-7]\//.test(event))).toBe(false);
     expect(batches.map(clustersOf)).toEqual([2, 6]);
@@ -148,17 +165,20 @@ describe('renderOutput scheduling', () => {
     const plan = await planWith(19);
     const { deps, events, batches } = recordingDeps(new Set(), 2);
     const outcome = renderPlan(plan, deps, { secrets: 'refuse', previous: new Map() });
-    await settle();
+    await until(() => batches.length >= 2, 'two values chunks asked');
     // Both slots take a chunk at once: the second is not held back behind the first.
     expect(batches.map((batch) => clustersIn(batch).length)).toEqual([2, 16]);
     // The second chunk is in before the first: the third is asked, and the second's charts render.
     batches[1]!.release();
-    await settle();
+    const secondChunkRenders = (): string[] =>
+      events.filter((event) => /^render clusters\/cluster-stacks\/c(0[2-9]|1[0-7])\//.test(event));
+    await until(
+      () => batches.length >= 3 && secondChunkRenders().length >= 32,
+      "the third chunk asked and the second chunk's stages rendered",
+    );
     expect(batches.map((batch) => clustersIn(batch).length)).toEqual([2, 16, 1]);
     expect(batches[2]!.items.map((item) => item.id.split('/')[2])).toEqual(['c18', 'c18']);
-    expect(events.filter((event) => /^render clusters\/cluster-stacks\/c(0[2-9]|1[0-7])\//.test(event))).toHaveLength(
-      32,
-    );
+    expect(secondChunkRenders()).toHaveLength(32);
     expect(events.some((event) => /^render clusters\/cluster-stacks\/c0[01]\//.test(event))).toBe(false);
     batches[0]!.release();
     batches[2]!.release();
@@ -235,7 +255,7 @@ describe('renderOutput scheduling', () => {
     const { deps, events, batches } = recordingDeps(new Set(['c01']));
     const outcome = renderPlan(plan, deps, { secrets: 'refuse', previous: new Map() });
     for (let answered = 0; answered < 2; answered += 1) {
-      await settle();
+      await until(() => batches.length > answered, `values chunk ${answered + 1} asked`);
       batches[answered]!.release();
     }
     const result = await outcome;
