@@ -18,17 +18,18 @@ const NS = 'cluster-stacks';
 const LEASE = '/apis/coordination.k8s.io/v1/namespaces/clusterstack-system/leases/clusterstack-gitops-controller';
 
 // The outage must outlast the renew deadline, and the leader's stop waits it out twice (the
-// renewals, then the release to a server that never answers): each second here is two of outage.
-// But before the outage the leader must keep its lease on a loaded machine, in this test's own
-// process: a 2 s renew deadline ran out there (at load 30-45) before the first publish, and the
-// replica that was to lose its lease in the outage had lost it already.
+// renewals, then the release to a server that never answers): each second here is two of outage,
+// and the standby's takeover waits out the lease. But before the outage the leader must keep its
+// lease on a loaded machine, in this test's own process: a 2 s renew deadline ran out there (at
+// load 30-45) before the first publish, and the replica that was to lose its lease in the outage
+// had lost it already. Twice that; 6 s (and an 8 s lease) made the file 18 s longer.
 const election = (identity: string): Partial<ControllerRuntimeOptions> => ({
   leaderElection: {
     namespace: 'clusterstack-system',
     name: 'clusterstack-gitops-controller',
     identity,
-    leaseDurationMs: 8000,
-    renewDeadlineMs: 6000,
+    leaseDurationMs: 5000,
+    renewDeadlineMs: 4000,
     retryPeriodMs: 200,
   },
   health: { port: 0, host: '127.0.0.1' },
