@@ -273,8 +273,9 @@ describe('GitHubReleaseSource.list', () => {
     github.addRelease(OWNER, REPO, { tag: TAG, assets: releaseAssets(TAG) });
     github.addFault({ pathIncludes: '/releases', times: 1, fault: { hang: true } });
     // The retry is answered under the same limit: this process's own fake answers in milliseconds,
-    // but not always within 200 ms at load 47-90 (a second timeout, one more sleep). 2 s is far from that.
-    const limitMs = 2_000;
+    // but not always within 200 ms at load 47-90 (a second timeout, one more sleep). 1 s is five times
+    // that, and the case waits it out three times, so not more.
+    const limitMs = 1_000;
     const listing = await source({ requestTimeoutMs: limitMs }).list();
     expect(listing.releases).toHaveLength(1);
     expect(sleeps).toHaveLength(1);
@@ -282,7 +283,7 @@ describe('GitHubReleaseSource.list', () => {
     github.addFault({ pathIncludes: '/releases', times: Infinity, fault: { hang: true } });
     const error = await rejection(source({ requestTimeoutMs: limitMs, retry: { attempts: 2 } }).list());
     expect(error.kind).toBe('unavailable');
-    expect(error.message).toContain('(last: timed out after 2000 ms)');
+    expect(error.message).toContain('(last: timed out after 1000 ms)');
   });
 
   it('works against GitHub Enterprise under /api/v3', async () => {
