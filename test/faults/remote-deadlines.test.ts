@@ -93,6 +93,9 @@ describe('GitHub that trickles', () => {
   /** The trickled answers of the requests after the first `from`. */
   const trickledSince = (from: number): Opened[] =>
     github.requests.slice(from).flatMap((request) => (request.trickled ? [request.trickled] : []));
+  /** The render of the stacks the fake GitHub holds, under the file's limits. */
+  const renderFromGitHub = () =>
+    renderWithLimits(['--release-source', 'github:example/stacks', '--github-api-url', github.apiUrl]);
 
   it('fails the release listing within the total deadline, with exit code 3', async () => {
     github.clearFaults();
@@ -103,12 +106,7 @@ describe('GitHub that trickles', () => {
       fault: { trickle: true, intervalMs: 200 },
     });
     const before = github.requests.length;
-    const result = await renderWithLimits([
-      '--release-source',
-      'github:example/stacks',
-      '--github-api-url',
-      github.apiUrl,
-    ]);
+    const result = await renderFromGitHub();
     github.clearFaults();
     expect(result.code).toBe(3);
     expect(await heldOpenMs(() => trickledSince(before))).toBeLessThan(GIVEN_UP_MS);
@@ -123,12 +121,7 @@ describe('GitHub that trickles', () => {
     github.clearFaults();
     github.addFault({ server: 'download', times: Number.POSITIVE_INFINITY, fault: { trickle: true, intervalMs: 200 } });
     const before = github.requests.length;
-    const result = await renderWithLimits([
-      '--release-source',
-      'github:example/stacks',
-      '--github-api-url',
-      github.apiUrl,
-    ]);
+    const result = await renderFromGitHub();
     github.clearFaults();
     expect(result.code).toBe(3);
     expect(await heldOpenMs(() => trickledSince(before))).toBeLessThan(GIVEN_UP_MS);
