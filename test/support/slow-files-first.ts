@@ -40,10 +40,6 @@ const SLOW_FILES = [
   'test/shards/shard-handover.test.ts', // 9618
   'test/controller/controller-isolation.test.ts', // 9420
   'test/shards/shard-layer-status.test.ts', // 9234
-  // Run once per helm, and longer since session 19 (a looping template's 3 s limit, a 1.5 s stand-in
-  // chart): left to Vitest's order they came last and ended the run, their waits with nothing beside them.
-  'test/values-template.test.ts', // 8330
-  'test/helm-renderer.test.ts', // 7185
 ];
 
 /**
