@@ -1,0 +1,91 @@
+// The cases whose template loops on purpose (a chart or values template that never ends, to show the
+// time limit stops it) leave a real helm spinning a core until the limit kills it: seven loops a run
+// of 1 to 3 s each, CPU taken from the files running beside them on two cores. `whileLoopingHelmYields`
+// runs such a case with a watcher that moves every helm below this process that has spent more CPU
+// than any helm of these cases does when it ends (about 0.05 CPU-s) to the lowest scheduling priority,
+// nice 19, on every thread. The helm still loops, for real, on cycles no other process wants (under
+// Linux's scheduler a nice-19 thread gets about 1.5% of a core beside one at nice 0), and the limit
+// still stops it at the same wall-clock time; a helm that ends on its own never reaches the threshold.
+import { readdirSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+
+/** CPU-seconds after which a helm of these cases counts as looping: ten times what the others take. */
+const LOOPING_CPU_SECONDS = 0.5;
+const POLL_MS = 100;
+/** Clock ticks per second as /proc/<pid>/stat counts them (USER_HZ: 100 on every Linux port). */
+const TICKS_PER_SECOND = 100;
+
+interface ProcStat {
+  pid: number;
+  command: string;
+  parent: number;
+  cpuSeconds: number;
+}
+
+/** /proc/<pid>/stat of every process now; fields as proc(5) numbers them (comm in parentheses is 2). */
+function processes(): ProcStat[] {
+  const stats: ProcStat[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let text: string;
+    try {
+      text = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue; // ended between the listing and the read
+    }
+    const close = text.lastIndexOf(')');
+    const rest = text.slice(close + 2).split(' ');
+    stats.push({
+      pid: Number(entry),
+      command: text.slice(text.indexOf('(') + 1, close),
+      parent: Number(rest[1]),
+      cpuSeconds: (Number(rest[11]) + Number(rest[12])) / TICKS_PER_SECOND,
+    });
+  }
+  return stats;
+}
+
+/** Whether `stat` descends from `ancestor`, by the parent links of `byPid`. */
+function descendsFrom(stat: ProcStat, ancestor: number, byPid: Map<number, ProcStat>): boolean {
+  for (let parent = stat.parent, depth = 0; parent > 1 && depth < 16; depth++) {
+    if (parent === ancestor) return true;
+    parent = byPid.get(parent)?.parent ?? 0;
+  }
+  return false;
+}
+
+/** Sets nice 19 on every thread of `pid` (Linux's setpriority acts on one thread; Go's threads inherit it only from then on). */
+function lowerEveryThread(pid: number): void {
+  let threads: string[];
+  try {
+    threads = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return; // it ended
+  }
+  for (const thread of threads) {
+    try {
+      if (os.getPriority(Number(thread)) !== 19) os.setPriority(Number(thread), 19);
+    } catch {
+      // the thread ended
+    }
+  }
+}
+
+/** One look: every helm below this process past the threshold gets nice 19 on its threads. */
+function lowerLoopingHelms(): void {
+  const stats = processes();
+  const byPid = new Map(stats.map((stat) => [stat.pid, stat]));
+  for (const stat of stats)
+    if (stat.command === 'helm' && stat.cpuSeconds >= LOOPING_CPU_SECONDS && descendsFrom(stat, process.pid, byPid))
+      lowerEveryThread(stat.pid);
+}
+
+/** Runs `run` while every helm below this process that loops is moved to nice 19 (see the top of this file). */
+export async function whileLoopingHelmYields<T>(run: () => Promise<T>): Promise<T> {
+  const watcher = setInterval(lowerLoopingHelms, POLL_MS);
+  try {
+    return await run();
+  } finally {
+    clearInterval(watcher);
+  }
+}
