@@ -4,10 +4,10 @@
 // process gone or replaced) leaves a stale lock that the next run takes over. A live holder makes
 // the next run wait up to a bound, then fail naming the holder.
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { mkdir, readFile, rmdir, stat, unlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { readProcStat } from '../src/core/proc-stat.js';
 import { PublishError } from './publish-error.js';
 
 /** What a lock file says about the run holding it. */
@@ -57,17 +57,6 @@ function errorCode(error: unknown): string | undefined {
   return (error as NodeJS.ErrnoException | undefined)?.code;
 }
 
-/** The start time of a process (field 22 of /proc/<pid>/stat), or undefined where there is no /proc. */
-function processStartTime(pid: number): string | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // The command name (field 2) may hold spaces and parentheses: count fields after its last ')'.
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
-  } catch {
-    return undefined;
-  }
-}
-
 function isAlive(holder: LockHolder): boolean {
   try {
     process.kill(holder.pid, 0);
@@ -76,7 +65,7 @@ function isAlive(holder: LockHolder): boolean {
     return errorCode(error) === 'EPERM';
   }
   if (holder.processStart === undefined) return true;
-  const start = processStartTime(holder.pid);
+  const start = readProcStat(holder.pid)?.startTime;
   return start === undefined || start === holder.processStart;
 }
 
@@ -147,7 +136,7 @@ export async function acquirePublishLock(file: string, options: LockOptions): Pr
     command: options.command ?? 'clusterstack',
     token: randomBytes(12).toString('hex'),
   };
-  const start = processStartTime(process.pid);
+  const start = readProcStat(process.pid)?.startTime;
   if (start !== undefined) holder.processStart = start;
   const content = `${JSON.stringify(holder)}\n`;
   const waitUntil = Date.now() + options.timeoutMs;

@@ -2,10 +2,11 @@
 // process for the benchmarks: wall time from spawn to exit, and the peak memory of the node process
 // itself (not of the helm processes it starts), reported by a preload module at exit.
 import { spawn } from 'node:child_process';
-import { createWriteStream, existsSync, readFileSync } from 'node:fs';
+import { createWriteStream, existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { readProcStat } from '../../src/core/proc-stat.js';
 
 const CLI_ENTRY = path.resolve('dist/src/cli/main.js');
 
@@ -41,11 +42,8 @@ function rssPreload(): Promise<string> {
 
 /** CPU time of every child process this process has waited for, and theirs (Linux /proc/self/stat), ms. */
 export function childrenCpuMs(): number {
-  const fields = readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ');
-  // cutime and cstime are fields 16 and 17 of stat; after "pid (comm) " they are at 13 and 14.
-  return ((Number(fields[13]) + Number(fields[14])) * 1000) / CLOCK_TICKS;
+  return readProcStat(process.pid)!.waitedChildrenCpuSeconds * 1000;
 }
-const CLOCK_TICKS = 100;
 
 export function assertCliBuilt(): void {
   if (!existsSync(CLI_ENTRY)) throw new Error(`${CLI_ENTRY} is missing: run npm run build before npm run bench`);

@@ -17,6 +17,7 @@
 import { existsSync, readdirSync, readFileSync, watch, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { isMainThread, Worker, workerData } from 'node:worker_threads';
+import { readProcStat } from '../../src/core/proc-stat.js';
 
 /** What the test asks for, as JSON in KILL_TIMER_ENV. */
 export interface KillTimerPlan {
@@ -51,14 +52,8 @@ export const KILL_TIMER_ENV = 'CLUSTERSTACK_TEST_KILL_TIMER';
 
 /** The start time of a live (not zombie) process, from /proc; undefined when it is gone. */
 function liveStart(pid: number): string | undefined {
-  try {
-    // The command name (field 2) may hold spaces and parentheses: the fields after its last ')' are plain.
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ').at(-1)!.split(' ');
-    // fields[0] is the state (field 3), so field 22, the start time, is fields[19].
-    return fields[0] === 'Z' ? undefined : fields[19];
-  } catch {
-    return undefined;
-  }
+  const stat = readProcStat(pid);
+  return stat === undefined || stat.state === 'Z' ? undefined : stat.startTime;
 }
 
 /** This process's children now (Linux: /proc/self/task/<tid>/children). */

@@ -6,43 +6,19 @@
 // accounting) to the lowest scheduling priority, nice 19, on every thread. The helm still loops, for real, on cycles no other process wants (under
 // Linux's scheduler a nice-19 thread gets about 1.5% of a core beside one at nice 0), and the limit
 // still stops it at the same wall-clock time; a helm that ends on its own never reaches the threshold.
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import os from 'node:os';
+import { readProcStat, type ProcStat } from '../../src/core/proc-stat.js';
 
 /** CPU-seconds after which a helm of these cases counts as looping: three times the most the others take. */
 const LOOPING_CPU_SECONDS = 0.5;
 const POLL_MS = 100;
-/** Clock ticks per second as /proc/<pid>/stat counts them (USER_HZ: 100 on every Linux port). */
-const TICKS_PER_SECOND = 100;
 
-interface ProcStat {
-  pid: number;
-  command: string;
-  parent: number;
-  cpuSeconds: number;
-}
-
-/** /proc/<pid>/stat of every process now; fields as proc(5) numbers them (comm in parentheses is 2). */
+/** Every process now, as /proc says. */
 function processes(): ProcStat[] {
-  const stats: ProcStat[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    let text: string;
-    try {
-      text = readFileSync(`/proc/${entry}/stat`, 'utf8');
-    } catch {
-      continue; // ended between the listing and the read
-    }
-    const close = text.lastIndexOf(')');
-    const rest = text.slice(close + 2).split(' ');
-    stats.push({
-      pid: Number(entry),
-      command: text.slice(text.indexOf('(') + 1, close),
-      parent: Number(rest[1]),
-      cpuSeconds: (Number(rest[11]) + Number(rest[12])) / TICKS_PER_SECOND,
-    });
-  }
-  return stats;
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .flatMap((entry) => readProcStat(Number(entry)) ?? []); // gone between the listing and the read
 }
 
 /** Whether `stat` descends from `ancestor`, by the parent links of `byPid`. */

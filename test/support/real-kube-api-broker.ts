@@ -23,7 +23,7 @@ import {
   type LocalProcess,
   type RealKubeApi,
 } from './real-kube-api/index.js';
-import { processCpuSeconds } from './real-kube-api/local-process.js';
+import { readProcStat } from '../../src/core/proc-stat.js';
 import { emptyServer, serverKeys } from './real-kube-api/server-emptying.js';
 import { runWideService, serveOnLoopback } from './run-wide-service.js';
 
@@ -109,7 +109,7 @@ class CpuLedger {
     const programs = this.spent.get(phase) ?? new Map<string, number>();
     this.spent.set(phase, programs);
     for (const process of this.processes()) {
-      const now = processCpuSeconds(process.pid);
+      const now = readProcStat(process.pid)?.cpuSeconds;
       // Gone (a restarted kube-apiserver): what it used since the last mark is not counted.
       if (now === undefined) continue;
       const program = process.name.split(' ')[0]!;

@@ -156,6 +156,7 @@ export const SHARED_WORKER_FILES = [
   'test/pipeline-drivers.test.ts',
   'test/plan-command.test.ts',
   'test/plan-render-check.test.ts',
+  'test/proc-stat.test.ts',
   'test/providers/cert-manager.test.ts',
   'test/providers/customize-components.test.ts',
   'test/providers/envsubst.test.ts',

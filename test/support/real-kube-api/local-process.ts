@@ -82,20 +82,6 @@ export function startLocalProcess(
   };
 }
 
-/** Clock ticks per second as /proc/<pid>/stat counts them (USER_HZ: 100 on every Linux port). */
-const USER_HZ = 100;
-
-/** utime + stime of process `pid` in seconds, or undefined where /proc cannot say (gone, not Linux). */
-export function processCpuSeconds(pid: number): number | undefined {
-  try {
-    // After the command name, which may hold spaces, in parentheses: state is field 3, utime 14, stime 15.
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ').at(-1)!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / USER_HZ;
-  } catch {
-    return undefined;
-  }
-}
-
 /** Polls `check` until it returns true; fails with `what`, and the process's log, when `process` exits or time runs out. */
 export async function waitUntil(
   what: string,
