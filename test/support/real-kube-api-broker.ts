@@ -13,6 +13,7 @@ import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
+import { readProcStat } from '../../src/core/proc-stat.js';
 import { applyShippedIdentity, kustomizeDeploy, shippedIdentityOf } from './shipped-identity.js';
 import {
   engineCrdFiles,
@@ -23,7 +24,6 @@ import {
   type LocalProcess,
   type RealKubeApi,
 } from './real-kube-api/index.js';
-import { readProcStat } from '../../src/core/proc-stat.js';
 import { emptyServer, serverKeys } from './real-kube-api/server-emptying.js';
 import { runWideService, serveOnLoopback } from './run-wide-service.js';
 
