@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+import { TEST_GO_RUNTIME } from './test/support/go-runtime.js';
 import { HELM_SUITES, matrixHelms } from './test/support/helm-matrix.js';
 import { moduleCacheDir } from './test/support/module-cache.js';
 import { SHARED_WORKER_FILES } from './test/support/shared-worker-files.js';
@@ -27,12 +28,8 @@ import SlowFilesFirst from './test/support/slow-files-first.js';
 // with enough tests to matter.
 const helms = matrixHelms();
 const newest = helms[helms.length - 1]!;
-// The Go programs the tests start themselves (kubectl kustomize above all, about 140 runs; sops,
-// skopeo, the registries) run with the Go runtime the engines and helm's runner use: one thread
-// running Go code and a collector that runs a quarter as often. A kustomize build took 66 instead of
-// 87 ms of CPU. What they print is the same; the engines' own settings are in local-process.ts.
-const goRuntime = { GOMAXPROCS: '1', GOGC: '400' };
-const withHelm = (binDir: string) => ({ PATH: `${binDir}:${process.env.PATH ?? ''}`, ...goRuntime });
+// Every Go program the tests start runs with the Go runtime of test/support/go-runtime.ts.
+const withHelm = (binDir: string) => ({ PATH: `${binDir}:${process.env.PATH ?? ''}`, ...TEST_GO_RUNTIME });
 const moduleCache = moduleCacheDir(path.dirname(fileURLToPath(import.meta.url)));
 
 export default defineConfig({

@@ -2,10 +2,11 @@
 // time limit stops it) leave a real helm spinning a core until the limit kills it: eight loops a run
 // of 1 to 3 s each, CPU taken from the files running beside them on two cores. `whileLoopingHelmYields`
 // runs such a case with a watcher that moves every helm below this process that has spent more CPU
-// than any helm of these cases does when it ends (most about 0.05 CPU-s, the most seen 0.17, by process
-// accounting) to the lowest scheduling priority, nice 19, on every thread. The helm still loops, for real, on cycles no other process wants (under
-// Linux's scheduler a nice-19 thread gets about 1.5% of a core beside one at nice 0), and the limit
-// still stops it at the same wall-clock time; a helm that ends on its own never reaches the threshold.
+// than any helm of these cases does when it ends (most about 0.05 CPU-s, the most seen 0.17, by
+// process accounting) to the lowest scheduling priority, nice 19, on every thread. The helm still
+// loops, for real, on cycles no other process wants (under Linux's scheduler a nice-19 thread gets
+// about 1.5% of a core beside one at nice 0), and the limit still stops it at the same wall-clock
+// time; a helm that ends on its own never reaches the threshold.
 import { readdirSync } from 'node:fs';
 import os from 'node:os';
 import { readProcStat, type ProcStat } from '../../src/core/proc-stat.js';

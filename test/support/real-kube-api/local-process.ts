@@ -3,6 +3,7 @@
 // leaves an etcd or API server behind.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
+import { TEST_GO_RUNTIME } from '../go-runtime.js';
 
 export interface LocalProcess {
   name: string;
@@ -18,15 +19,6 @@ export interface LocalProcess {
   kill(): Promise<void>;
 }
 
-/**
- * The Go runtime the engines run with, unless the environment given says otherwise: one thread running
- * Go code and a collector that runs a quarter as often. Half of an API server's CPU went to its
- * collector and to threads handing work over; with these, a server's start, CRDs and a minute idle
- * took about 30% less CPU (13.3 -> 9.3 s), and CRDs installed no slower. Tests assert what the engines
- * do, not how fast their runtime is, as helm's runner does for renders (renderers/helm-runner.ts).
- */
-const ENGINE_GO_RUNTIME: Readonly<Record<string, string>> = { GOMAXPROCS: '1', GOGC: '400' };
-
 const running = new Set<ChildProcess>();
 process.on('exit', () => {
   for (const child of running) child.kill('SIGKILL');
@@ -41,7 +33,7 @@ export function startLocalProcess(
   env: NodeJS.ProcessEnv = process.env,
 ): LocalProcess {
   const log = openSync(logFile, 'a');
-  const child = spawn(binary, args, { stdio: ['ignore', log, log], env: { ...ENGINE_GO_RUNTIME, ...env } });
+  const child = spawn(binary, args, { stdio: ['ignore', log, log], env: { ...TEST_GO_RUNTIME, ...env } });
   closeSync(log);
   running.add(child);
   let exitedAlready = false;
