@@ -3,7 +3,7 @@
 // raises an error, and run-cli says what it means and which code ends the run. Then each row of the
 // README's table through the real CLI, in processes of its own.
 import { execFile } from 'node:child_process';
-import { stat } from 'node:fs/promises';
+import { chmod, readdir, stat } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
@@ -255,17 +255,25 @@ describe('the real CLI ends with the code of each row of the exit-code table', (
   });
 
   it('1: a default cache directory this user may not create names it, --cache-dir and the variable', async () => {
-    // As root every directory is writable: drop to nobody, as a CI runner without a home would be.
-    const asNobody = process.getuid?.() === 0 ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'] : [];
+    // A home this user may read but not write, as a CI runner's read-only home. Root writes anywhere
+    // while it holds CAP_DAC_OVERRIDE: the CLI runs as root without it (and without reading past
+    // permissions), so the home's mode applies to it too. Not as another user, who could not read
+    // this clone when it lies in a private directory (mktemp -d's).
+    const home = await tempDir('csk-read-only-home-');
+    await chmod(home, 0o555);
+    const asPlainRoot =
+      process.getuid?.() === 0
+        ? ['setpriv', '--bounding-set=-dac_override,-dac_read_search,-fowner', '--inh-caps=-all', '--']
+        : [];
     const result = await runCliProcess(['plan', EXAMPLE_MANIFESTS, '--release-source', EXAMPLE_RELEASES], {
-      prefix: asNobody,
-      env: { HOME: '/nonexistent', CLUSTERSTACK_CACHE_DIR: '' },
+      prefix: asPlainRoot,
+      env: { HOME: home, CLUSTERSTACK_CACHE_DIR: '' },
     });
     expect(result.stderr).toBe(
-      'error: the cache directory /nonexistent/.cache/clusterstack-gitops (the default, under XDG_CACHE_HOME or HOME) cannot be created or written (EACCES); point --cache-dir or CLUSTERSTACK_CACHE_DIR at a directory this user may write\n',
+      `error: the cache directory ${home}/.cache/clusterstack-gitops (the default, under XDG_CACHE_HOME or HOME) cannot be created or written (EACCES); point --cache-dir or CLUSTERSTACK_CACHE_DIR at a directory this user may write\n`,
     );
     expect(result.code).toBe(1);
-    await expect(stat('/nonexistent')).rejects.toThrow();
+    expect(await readdir(home)).toEqual([]);
   });
 
   it('2: a bad flag (or variable) value, named, with nothing written', async () => {
